@@ -1,0 +1,285 @@
+package plan
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Tags and markers by which corral finds its containers in PVE itself.
+const (
+	TagManaged   = "corral"
+	TagAppPrefix = "corral-app-"
+	TagKeeper    = "corral-keeper"
+	KeeperName   = "corral-keeper"
+
+	markerApp      = "corral-app: "
+	markerTemplate = "corral-template: "
+	markerVolume   = "corral-volume: "
+	markerHeader   = "managed by corral; lines starting with 'corral-' are read back by corral"
+	keeperHeader   = "corral keeper: owns corral's retained volumes (as unusedN). Never start it; keep protection on."
+)
+
+// AppTags is the tag set of an app's CT: corral's two tags plus the user's,
+// sorted and deduplicated as PVE stores them.
+func AppTags(a App) []string {
+	tags := append([]string{TagManaged, TagAppPrefix + a.Name}, a.Tags...)
+	sort.Strings(tags)
+	return slices.Compact(tags)
+}
+
+// ParseTags splits PVE's tag string (';', ',' or space separated).
+func ParseTags(s string) []string {
+	f := strings.FieldsFunc(s, func(r rune) bool { return r == ';' || r == ',' || r == ' ' })
+	sort.Strings(f)
+	return slices.Compact(f)
+}
+
+// AppDescription is the CT description: the user's text, then corral's
+// marker lines (app name and template, which PVE does not keep).
+func AppDescription(a App) string {
+	var b strings.Builder
+	if d := strings.TrimSpace(a.Description); d != "" {
+		b.WriteString(d + "\n\n")
+	}
+	b.WriteString(markerHeader + "\n")
+	b.WriteString(markerApp + a.Name + "\n")
+	b.WriteString(markerTemplate + a.Template + "\n")
+	return b.String()
+}
+
+// Marker is what corral reads back from a CT description.
+type Marker struct {
+	App      string
+	Template string
+}
+
+// ParseMarker reads corral's marker lines from a description.
+func ParseMarker(desc string) Marker {
+	var m Marker
+	for _, line := range strings.Split(desc, "\n") {
+		line = strings.TrimSpace(line)
+		if v, ok := strings.CutPrefix(line, markerApp); ok {
+			m.App = strings.TrimSpace(v)
+		}
+		if v, ok := strings.CutPrefix(line, markerTemplate); ok {
+			m.Template = strings.TrimSpace(v)
+		}
+	}
+	return m
+}
+
+// KeeperDescription renders the keeper's volume records.
+func KeeperDescription(records map[VolumeKey]string) string {
+	var b strings.Builder
+	b.WriteString(keeperHeader + "\n")
+	keys := make([]VolumeKey, 0, len(records))
+	for k := range records {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%s%s=%s\n", markerVolume, k, records[k])
+	}
+	return b.String()
+}
+
+// ParseKeeperRecords reads "corral-volume: app/name=volid" lines.
+func ParseKeeperRecords(desc string) map[VolumeKey]string {
+	out := map[VolumeKey]string{}
+	for _, line := range strings.Split(desc, "\n") {
+		v, ok := strings.CutPrefix(strings.TrimSpace(line), markerVolume)
+		if !ok {
+			continue
+		}
+		key, volid, ok := strings.Cut(v, "=")
+		app, name, ok2 := strings.Cut(key, "/")
+		if ok && ok2 && app != "" && name != "" && volid != "" {
+			out[VolumeKey{app, name}] = strings.TrimSpace(volid)
+		}
+	}
+	return out
+}
+
+// KeeperMountPath is the mount path a volume gets on the keeper while it is
+// being created (mpN=STORAGE:SIZE,mp=/corral/<app>/<name>): if corral is
+// stopped before the volume is recorded, the path still says whose it is.
+func KeeperMountPath(k VolumeKey) string { return "/corral/" + k.App + "/" + k.Name }
+
+// ParseKeeperMountPath is the inverse of KeeperMountPath.
+func ParseKeeperMountPath(p string) (VolumeKey, bool) {
+	rest, ok := strings.CutPrefix(p, "/corral/")
+	if !ok {
+		return VolumeKey{}, false
+	}
+	app, name, ok := strings.Cut(rest, "/")
+	if !ok || app == "" || name == "" || strings.Contains(name, "/") {
+		return VolumeKey{}, false
+	}
+	return VolumeKey{app, name}, true
+}
+
+// Net0 is the desired net0 value (PVE adds hwaddr and type itself).
+func Net0(a App) string {
+	p := []string{"name=eth0", "bridge=" + a.Bridge}
+	if a.Gateway != "" {
+		p = append(p, "gw="+a.Gateway)
+	}
+	p = append(p, "ip="+a.IP)
+	return strings.Join(p, ",")
+}
+
+// InPlaceConfig is the part of the desired config that PVE changes in
+// place, as key → raw value, compared key by key with the observed config.
+func InPlaceConfig(a App) map[string]string {
+	c := map[string]string{
+		"cores":       strconv.Itoa(a.Cores),
+		"memory":      strconv.Itoa(a.MemoryMiB),
+		"swap":        strconv.Itoa(a.SwapMiB),
+		"hostname":    a.Name,
+		"onboot":      boolStr(a.OnBoot),
+		"tags":        strings.Join(AppTags(a), ";"),
+		"description": AppDescription(a),
+		"net0":        Net0(a),
+		"features":    "",
+		"nameserver":  strings.Join(a.DNS, " "),
+	}
+	if a.Nesting {
+		c["features"] = "nesting=1"
+	}
+	return c
+}
+
+// restartKeys are in-place changes that PVE applies only at the next start
+// when the CT runs (behaviour.md §e: left pending).
+var restartKeys = map[string]bool{"features": true, "nameserver": true}
+
+func boolStr(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+// sameValue compares a desired and an observed raw value for key,
+// normalizing what PVE rewrites (net0 gains hwaddr/type, tags may be
+// reordered, booleans print as 0/1, descriptions end in a newline).
+func sameValue(key, want, got string) bool {
+	switch key {
+	case "net0":
+		return sameProps(want, got, "hwaddr", "type", "firewall")
+	case "tags":
+		return slices.Equal(ParseTags(want), ParseTags(got))
+	case "onboot":
+		return truthy(want) == truthy(got)
+	case "description":
+		return strings.TrimSpace(want) == strings.TrimSpace(got)
+	case "features":
+		return sameProps(want, got)
+	}
+	return want == got
+}
+
+func truthy(s string) bool { return s == "1" || s == "true" || s == "yes" || s == "on" }
+
+// sameProps compares two property strings as sets of key=value, ignoring
+// the named keys (which PVE fills in) and false-valued booleans.
+func sameProps(a, b string, ignore ...string) bool {
+	pa, pb := props(a, ignore), props(b, ignore)
+	if len(pa) != len(pb) {
+		return false
+	}
+	for k, v := range pa {
+		if pb[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func props(s string, ignore []string) map[string]string {
+	m := map[string]string{}
+	for _, item := range strings.Split(s, ",") {
+		if item == "" {
+			continue
+		}
+		k, v, _ := strings.Cut(item, "=")
+		if slices.Contains(ignore, k) || v == "0" {
+			continue
+		}
+		m[k] = v
+	}
+	return m
+}
+
+// MountPoint is a parsed rootfs/mpN value as corral needs it.
+type MountPoint struct {
+	Volume string
+	Path   string
+	Backup bool
+	Size   string
+}
+
+// ParseMountPoint splits "volid,mp=/path,backup=1,size=8G".
+func ParseMountPoint(s string) MountPoint {
+	var m MountPoint
+	for i, item := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(item, "=")
+		if !ok && i == 0 {
+			m.Volume = item
+			continue
+		}
+		switch k {
+		case "volume":
+			m.Volume = v
+		case "mp":
+			m.Path = v
+		case "backup":
+			m.Backup = truthy(v)
+		case "size":
+			m.Size = v
+		}
+	}
+	return m
+}
+
+// AttachValue is the mpN value that attaches an existing volume: no size=
+// (seed 000: size= with an existing volume confuses the parser), backup
+// stated explicitly.
+func AttachValue(volid, path string, backup bool) string {
+	return volid + ",mp=" + path + ",backup=" + boolStr(backup)
+}
+
+// ParseSizeString parses PVE's size= values (8G, 512M, 1T, bytes).
+func ParseSizeString(s string) (int64, bool) {
+	if s == "" {
+		return 0, false
+	}
+	mult := int64(1)
+	switch s[len(s)-1] {
+	case 'K':
+		mult = 1 << 10
+	case 'M':
+		mult = 1 << 20
+	case 'G':
+		mult = 1 << 30
+	case 'T':
+		mult = 1 << 40
+	}
+	num := s
+	if mult != 1 {
+		num = s[:len(s)-1]
+	}
+	f, err := strconv.ParseFloat(num, 64)
+	if err != nil {
+		return 0, false
+	}
+	return int64(f * float64(mult)), true
+}
+
+// GiB renders bytes as PVE's STORAGE:SIZE_IN_GiB number (fractions allowed).
+func GiB(b int64) string {
+	return strconv.FormatFloat(float64(b)/float64(1<<30), 'f', -1, 64)
+}

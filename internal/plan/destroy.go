@@ -1,0 +1,41 @@
+package plan
+
+import "fmt"
+
+// Destroy plans `corral destroy`: every app's container is removed and its
+// volumes are detached and kept in the keeper. With deleteVolumes, volumes
+// whose reclaim is "delete" are freed; retained volumes never are.
+func Destroy(apps []App, obs *Observed, deleteVolumes bool) *Plan {
+	p := &Plan{}
+	for i := range apps {
+		a := &apps[i]
+		cts := obs.Apps[a.Name]
+		c := Change{App: a.Name, Action: NoOp, Desired: a}
+		for _, ct := range cts {
+			c.Node, c.OldVMID, c.VMID = ct.Node, ct.VMID, ct.VMID
+			c.Action = Delete
+			c.Reasons = append(c.Reasons, fmt.Sprintf("destroy container %d (%s)", ct.VMID, ct.Status))
+		}
+		for _, v := range a.Volumes {
+			key := VolumeKey{a.Name, v.Name}
+			for node, k := range obs.Keepers {
+				volid := k.Records[key]
+				if volid == "" {
+					continue
+				}
+				vc := VolumeChange{Name: v.Name, VolID: volid, Storage: v.Storage, Mount: v.Mount, Reclaim: v.Reclaim, Action: VolDetach}
+				if deleteVolumes && v.Reclaim == DeleteOnDrop {
+					vc.Action = VolFree
+					if c.Node == "" {
+						c.Node = node
+					}
+					c.Action = Delete
+					c.Reasons = append(c.Reasons, fmt.Sprintf("free volume %s (%s): reclaim: delete and --delete-volumes", v.Name, volid))
+				}
+				c.Volumes = append(c.Volumes, vc)
+			}
+		}
+		p.Changes = append(p.Changes, c)
+	}
+	return p
+}

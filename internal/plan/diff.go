@@ -1,0 +1,453 @@
+package plan
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Make compares the desired apps with the observed cluster and returns
+// the plan for apply. It refuses (RefusedError) what cannot be done
+// without losing data, rather than turning it into a replace.
+func Make(apps []App, obs *Observed) (*Plan, error) {
+	p := &Plan{}
+	var refused []string
+	keeperDone := map[string]bool{}
+	for i := range apps {
+		a := &apps[i]
+		node, err := pickNode(a, obs)
+		if err != nil {
+			refused = append(refused, err.Error())
+			continue
+		}
+		if len(a.Volumes) > 0 && !keeperDone[node] {
+			keeperDone[node] = true
+			if kc := keeperChange(node, obs); kc != nil {
+				p.Keepers = append(p.Keepers, *kc)
+			}
+		}
+		c, probs := appChange(a, node, obs)
+		refused = append(refused, probs...)
+		p.Changes = append(p.Changes, c)
+	}
+	p.Warnings = warnings(apps, obs)
+	if len(refused) > 0 {
+		return p, &RefusedError{Problems: refused}
+	}
+	return p, nil
+}
+
+func pickNode(a *App, obs *Observed) (string, error) {
+	node := a.Node
+	if node == "" {
+		if cts := obs.Apps[a.Name]; len(cts) > 0 {
+			node = cts[0].Node
+		} else if len(obs.Nodes) > 0 {
+			node = obs.Nodes[0]
+		}
+	}
+	if !slices.Contains(obs.Nodes, node) {
+		return "", fmt.Errorf("app %s: node %q does not exist (nodes: %s)", a.Name, node, strings.Join(obs.Nodes, ", "))
+	}
+	return node, nil
+}
+
+// keeperChange is the keeper work on node: create it, re-protect it, or
+// finish volumes whose creation was interrupted.
+func keeperChange(node string, obs *Observed) *KeeperChange {
+	k := obs.Keepers[node]
+	if k == nil {
+		return &KeeperChange{Node: node, Action: Create, Reasons: []string{"no keeper on node " + node + " to own retained volumes"}}
+	}
+	kc := &KeeperChange{Node: node, VMID: k.VMID, Action: Update}
+	if !k.Protected {
+		kc.Protect = true
+		kc.Reasons = append(kc.Reasons, "protection is off")
+	}
+	for _, key := range sortedConfigKeys(k.Config, "mp") {
+		mp := ParseMountPoint(k.Config[key])
+		if vk, ok := ParseKeeperMountPath(mp.Path); ok {
+			if kc.Finish == nil {
+				kc.Finish = map[string]VolumeKey{}
+			}
+			kc.Finish[key] = vk
+			kc.Reasons = append(kc.Reasons, fmt.Sprintf("finish volume %s (%s) left half-created by an interrupted run", vk, mp.Volume))
+		}
+	}
+	if len(kc.Reasons) == 0 {
+		return nil
+	}
+	return kc
+}
+
+// appChange plans one app.
+func appChange(a *App, node string, obs *Observed) (Change, []string) {
+	c := Change{App: a.Name, Node: node, VMID: a.VMID, Desired: a}
+	var probs []string
+	cts := obs.Apps[a.Name]
+	if len(cts) > 1 {
+		var ids []string
+		for _, ct := range cts {
+			ids = append(ids, strconv.Itoa(ct.VMID))
+		}
+		return c, []string{fmt.Sprintf("app %s: %d containers carry its tag (%s); an earlier run was interrupted mid-replace: destroy the one you do not want (its volumes are safe in the keeper) and plan again", a.Name, len(cts), strings.Join(ids, ", "))}
+	}
+	var ct *CT
+	if len(cts) == 1 {
+		ct = cts[0]
+	}
+	if !hasTemplate(obs, node, a.Template) {
+		c.FetchTemplate = true
+	}
+
+	// Replace reasons: what PVE cannot change in place.
+	if ct != nil {
+		c.OldVMID = ct.VMID
+		if c.VMID == 0 {
+			c.VMID = ct.VMID
+		}
+		if ct.Node != node {
+			c.Reasons = append(c.Reasons, fmt.Sprintf("node changes %s → %s", ct.Node, node))
+		}
+		if a.VMID != 0 && a.VMID != ct.VMID {
+			c.Reasons = append(c.Reasons, fmt.Sprintf("vmid changes %d → %d", ct.VMID, a.VMID))
+		}
+		if m := ParseMarker(ct.Config["description"]); m.Template != a.Template {
+			c.Reasons = append(c.Reasons, fmt.Sprintf("template changes %s → %s", orNone(m.Template), a.Template))
+		}
+		if truthy(ct.Config["unprivileged"]) != a.Unprivileged {
+			c.Reasons = append(c.Reasons, fmt.Sprintf("unprivileged changes %v → %v (read-only after create)", truthy(ct.Config["unprivileged"]), a.Unprivileged))
+		}
+		root := ParseMountPoint(ct.Config["rootfs"])
+		if sid, _, _ := strings.Cut(root.Volume, ":"); sid != a.RootStorage {
+			c.Reasons = append(c.Reasons, fmt.Sprintf("rootfs storage changes %s → %s", sid, a.RootStorage))
+		}
+		if len(c.Reasons) > 0 {
+			c.Action = Replace
+			if a.VMID == 0 {
+				c.VMID = 0 // a replace gets a fresh VMID unless the manifest pins one
+			}
+		} else if have, ok := ParseSizeString(root.Size); ok {
+			switch {
+			case a.RootSize < have:
+				probs = append(probs, fmt.Sprintf("app %s: rootfs cannot shrink from %s to %s (PVE: unable to shrink disk size); set rootfs.size to %s or more", a.Name, fmtSize(have), fmtSize(a.RootSize), fmtSize(have)))
+			case a.RootSize > have:
+				c.RootGrow = a.RootSize
+			}
+		}
+	}
+
+	// Volumes.
+	keeper := obs.Keepers[node]
+	for _, v := range a.Volumes {
+		vc, prob := volumeChange(a, v, node, ct, keeper, obs, c.Action == Replace)
+		if prob != "" {
+			probs = append(probs, prob)
+		}
+		c.Volumes = append(c.Volumes, vc)
+	}
+
+	switch {
+	case ct == nil:
+		c.Action = Create
+		c.Reasons = append(c.Reasons, "no container for this app")
+		c.Start = true
+	case c.Action == Replace:
+		c.Start = true
+	default:
+		c.Config = configEdits(a, ct)
+		c.Cleanup = cleanupKeys(ct, keeper)
+		for _, key := range detachKeys(a, ct, keeper) {
+			c.Volumes = append(c.Volumes, VolumeChange{Name: key.name, Action: VolDetach, VolID: key.volid, Key: key.key})
+		}
+		running := ct.Status == "running"
+		for _, e := range c.Config {
+			if e.Restart && running {
+				c.Restart = true
+			}
+		}
+		for _, vc := range c.Volumes {
+			switch vc.Action {
+			case VolCreate, VolAdopt, VolAttach, VolRemount, VolDetach:
+				if running {
+					c.Restart = true
+				}
+			}
+		}
+		if !running {
+			c.Start = true
+		}
+		if len(c.Config) > 0 || len(c.Cleanup) > 0 || c.RootGrow > 0 || c.Start || c.Restart || volumesChange(c.Volumes) {
+			c.Action = Update
+			c.Reasons = append(c.Reasons, updateReasons(c, ct)...)
+		}
+	}
+	return c, probs
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(unknown)"
+	}
+	return s
+}
+
+func hasTemplate(obs *Observed, node, volid string) bool {
+	return slices.Contains(obs.Templates[node], volid)
+}
+
+func volumesChange(vs []VolumeChange) bool {
+	for _, v := range vs {
+		if v.Action != VolKeep {
+			return true
+		}
+	}
+	return false
+}
+
+func updateReasons(c Change, ct *CT) []string {
+	var r []string
+	for _, e := range c.Config {
+		r = append(r, e.Key+" changes")
+	}
+	if c.RootGrow > 0 {
+		r = append(r, "rootfs grows to "+fmtSize(c.RootGrow))
+	}
+	for _, v := range c.Volumes {
+		if v.Action != VolKeep {
+			r = append(r, fmt.Sprintf("volume %s: %s", v.Name, v.Action))
+		}
+	}
+	if len(c.Cleanup) > 0 {
+		r = append(r, "drop stale references "+strings.Join(c.Cleanup, ", "))
+	}
+	if ct.Status != "running" {
+		r = append(r, "container is "+ct.Status)
+	}
+	return r
+}
+
+// volumeChange plans one volume of an app.
+func volumeChange(a *App, v Volume, node string, ct *CT, keeper *Keeper, obs *Observed, replacing bool) (VolumeChange, string) {
+	key := VolumeKey{a.Name, v.Name}
+	vc := VolumeChange{Name: v.Name, Storage: v.Storage, Size: v.Size, Mount: v.Mount, Backup: v.Backup, Adopt: v.Adopt, Reclaim: v.Reclaim}
+	// A record on another node's keeper: the data is there, not here.
+	for n, k := range obs.Keepers {
+		if n != node && k.Records[key] != "" {
+			return vc, fmt.Sprintf("app %s: volume %s lives on node %s (%s); moving an app between nodes is not supported — set node: %s", a.Name, v.Name, n, k.Records[key], n)
+		}
+	}
+	volid := ""
+	if keeper != nil {
+		volid = keeper.Records[key]
+		if volid == "" {
+			for _, mk := range sortedConfigKeys(keeper.Config, "mp") {
+				mp := ParseMountPoint(keeper.Config[mk])
+				if vk, ok := ParseKeeperMountPath(mp.Path); ok && vk == key {
+					volid = mp.Volume // half-created; the keeper change finishes it
+				}
+			}
+		}
+	}
+	if volid == "" {
+		if v.Adopt != "" {
+			vc.Action = VolAdopt
+			if sid, _, _ := strings.Cut(v.Adopt, ":"); v.Storage != "" && sid != v.Storage {
+				return vc, fmt.Sprintf("app %s: volume %s adopts %s but says storage %s; adopting keeps the volume's storage (%s)", a.Name, v.Name, v.Adopt, v.Storage, sid)
+			}
+			if _, ok := obs.Volumes[volKey(node, v.Adopt)]; !ok {
+				return vc, fmt.Sprintf("app %s: volume %s: adopt: %s does not exist on node %s", a.Name, v.Name, v.Adopt, node)
+			}
+			return vc, ""
+		}
+		vc.Action = VolCreate
+		return vc, ""
+	}
+	vc.VolID = volid
+	size, ok := obs.Volumes[volKey(node, volid)]
+	if !ok {
+		return vc, fmt.Sprintf("app %s: volume %s is recorded as %s, which no longer exists on node %s: it was removed outside corral; corral will not silently create an empty one — remove the volume from the manifest or restore it", a.Name, v.Name, volid, node)
+	}
+	vc.OldSize = size
+	if sid, _, _ := strings.Cut(volid, ":"); v.Storage != "" && sid != v.Storage {
+		return vc, fmt.Sprintf("app %s: volume %s is on storage %s (%s); the manifest says %s: moving a retained volume between storages is not done implicitly — set storage: %s", a.Name, v.Name, sid, volid, v.Storage, sid)
+	}
+	vc.Action = VolAttach
+	if v.Size > 0 && v.Size < size {
+		return vc, fmt.Sprintf("app %s: volume %s cannot shrink from %s to %s (PVE: unable to shrink disk size); set size to %s or more", a.Name, v.Name, fmtSize(size), fmtSize(v.Size), fmtSize(size))
+	}
+	grow := v.Size > size
+	if ct != nil && !replacing {
+		for _, k := range sortedConfigKeys(ct.Config, "mp") {
+			mp := ParseMountPoint(ct.Config[k])
+			if mp.Volume != volid {
+				continue
+			}
+			vc.Key = k
+			if mp.Path == v.Mount && mp.Backup == v.Backup {
+				vc.Action = VolKeep
+			} else {
+				vc.Action = VolRemount
+			}
+		}
+	}
+	if grow {
+		vc.Action = VolGrow
+	}
+	return vc, ""
+}
+
+// configEdits compares the in-place keys.
+func configEdits(a *App, ct *CT) []ConfigEdit {
+	want := InPlaceConfig(*a)
+	var out []ConfigEdit
+	for _, k := range sortedKeys(want) {
+		got := ct.Config[k]
+		if sameValue(k, want[k], got) {
+			continue
+		}
+		if k == "net0" && got != "" {
+			// keep the MAC PVE generated: only what the manifest says changes
+			want[k] = mergeNet(want[k], got)
+		}
+		out = append(out, ConfigEdit{Key: k, Old: got, New: want[k], Restart: restartKeys[k]})
+	}
+	return out
+}
+
+// mergeNet keeps hwaddr/type of the observed net0.
+func mergeNet(want, got string) string {
+	keep := props(got, nil)
+	out := want
+	for _, k := range []string{"hwaddr", "type"} {
+		if v := keep[k]; v != "" {
+			out += "," + k + "=" + v
+		}
+	}
+	return out
+}
+
+// cleanupKeys are unusedN entries of the workload that reference keeper
+// volumes (left by a detach): dropping them frees nothing.
+func cleanupKeys(ct *CT, keeper *Keeper) []string {
+	if keeper == nil {
+		return nil
+	}
+	var out []string
+	for _, k := range sortedConfigKeys(ct.Config, "unused") {
+		if owner := volumeOwner(ct.Config[k]); owner == keeper.VMID {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+type detachRef struct{ name, volid, key string }
+
+// detachKeys are mount points of the CT holding this app's keeper volumes
+// that the manifest no longer lists (kept in the keeper, detached).
+func detachKeys(a *App, ct *CT, keeper *Keeper) []detachRef {
+	if keeper == nil {
+		return nil
+	}
+	wanted := map[string]bool{}
+	for _, v := range a.Volumes {
+		wanted[v.Name] = true
+	}
+	var out []detachRef
+	for _, k := range sortedConfigKeys(ct.Config, "mp") {
+		vol := ParseMountPoint(ct.Config[k]).Volume
+		for vk, volid := range keeper.Records {
+			if volid == vol && vk.App == a.Name && !wanted[vk.Name] {
+				out = append(out, detachRef{vk.Name, volid, k})
+			}
+		}
+	}
+	return out
+}
+
+// warnings reports what needs a human: keeper volumes of apps not in this
+// manifest, unrecorded keeper volumes, corral CTs outside the manifest.
+func warnings(apps []App, obs *Observed) []string {
+	inManifest := map[string]bool{}
+	for _, a := range apps {
+		inManifest[a.Name] = true
+	}
+	var w []string
+	for _, name := range sortedKeys(obs.Apps) {
+		if !inManifest[name] {
+			for _, ct := range obs.Apps[name] {
+				w = append(w, fmt.Sprintf("container %d (app %s) is managed by corral but not in this manifest; it is left alone", ct.VMID, name))
+			}
+		}
+	}
+	for _, node := range sortedKeys(obs.Keepers) {
+		k := obs.Keepers[node]
+		recorded := map[string]bool{}
+		for _, volid := range k.Records {
+			recorded[volid] = true
+		}
+		for _, key := range sortedConfigKeys(k.Config, "unused") {
+			if volid := k.Config[key]; !recorded[volid] {
+				w = append(w, fmt.Sprintf("keeper %d on %s holds %s (%s) recorded for no app: orphaned, kept; inspect it with 'corral volumes'", k.VMID, node, volid, key))
+			}
+		}
+	}
+	return w
+}
+
+// volumeOwner parses vm-<vmid>-disk-N from a volid.
+func volumeOwner(volid string) int {
+	_, name, _ := strings.Cut(volid, ":")
+	for _, p := range []string{"vm-", "base-", "subvol-"} {
+		if rest, ok := strings.CutPrefix(name, p); ok {
+			if n, err := strconv.Atoi(strings.SplitN(rest, "-", 2)[0]); err == nil {
+				return n
+			}
+		}
+	}
+	return 0
+}
+
+// sortedConfigKeys returns keys like mp0..mpN (prefix + digits) in numeric order.
+func sortedConfigKeys(conf map[string]string, prefix string) []string {
+	var out []string
+	for k := range conf {
+		if rest, ok := strings.CutPrefix(k, prefix); ok && rest != "" && strings.Trim(rest, "0123456789") == "" {
+			out = append(out, k)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, _ := strconv.Atoi(out[i][len(prefix):])
+		b, _ := strconv.Atoi(out[j][len(prefix):])
+		return a < b
+	})
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// fmtSize prints bytes the way PVE does for size= (8G, 512M).
+func fmtSize(b int64) string {
+	for _, u := range []struct {
+		s string
+		n int64
+	}{{"T", 1 << 40}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}} {
+		if b >= u.n && b%u.n == 0 {
+			return strconv.FormatInt(b/u.n, 10) + u.s
+		}
+	}
+	if b >= 1<<30 {
+		return strconv.FormatFloat(float64(b)/(1<<30), 'f', 2, 64) + "G"
+	}
+	return strconv.FormatInt(b, 10)
+}

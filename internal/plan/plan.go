@@ -1,0 +1,155 @@
+package plan
+
+import "strings"
+
+// Action is what a change does. The runes double as diff symbols, as in
+// Terraform's plans.Action.
+type Action rune
+
+const (
+	NoOp    Action = 0
+	Create  Action = '+'
+	Update  Action = '~'
+	Replace Action = '±'
+	Delete  Action = '-'
+)
+
+func (a Action) String() string {
+	switch a {
+	case Create:
+		return "create"
+	case Update:
+		return "update"
+	case Replace:
+		return "replace"
+	case Delete:
+		return "delete"
+	}
+	return "no-op"
+}
+
+// Symbol is the diff symbol ("+", "~", "-/+", "-").
+func (a Action) Symbol() string {
+	switch a {
+	case Create:
+		return "+"
+	case Update:
+		return "~"
+	case Replace:
+		return "-/+"
+	case Delete:
+		return "-"
+	}
+	return " "
+}
+
+// Plan is the ordered list of changes corral will make.
+type Plan struct {
+	// Keepers are keeper CTs to create or repair, before any app change.
+	Keepers []KeeperChange
+	// Changes are per-app changes, in manifest order.
+	Changes []Change
+	// Warnings are findings that need no change but a human's eye:
+	// orphaned volumes, containers outside the manifest.
+	Warnings []string
+}
+
+// HasChanges reports whether applying the plan would change anything.
+func (p *Plan) HasChanges() bool {
+	if len(p.Keepers) > 0 {
+		return true
+	}
+	for _, c := range p.Changes {
+		if c.Action != NoOp {
+			return true
+		}
+	}
+	return false
+}
+
+// KeeperChange creates or repairs a node's keeper.
+type KeeperChange struct {
+	Node    string
+	VMID    int // 0 = allocate
+	Action  Action
+	Reasons []string
+	// Protect restores protection=1.
+	Protect bool
+	// Finish lists half-created volumes (mpN with a /corral/ path) to
+	// record and move to unusedN: key → volume.
+	Finish map[string]VolumeKey
+}
+
+// Change is one app's change.
+type Change struct {
+	App     string
+	Node    string
+	VMID    int // 0 = allocate with /cluster/nextid
+	Action  Action
+	Reasons []string
+	// OldVMID is the CT being replaced or deleted.
+	OldVMID int
+	// Config is the in-place edits (key → new raw value; "" deletes).
+	Config []ConfigEdit
+	// Volumes are the app's volumes and what happens to each.
+	Volumes []VolumeChange
+	// Restart: the CT must be stopped for part of the change.
+	Restart bool
+	// Start: the CT must be running at the end (it is stopped now).
+	Start bool
+	// Cleanup lists workload keys (unusedN) that only reference keeper
+	// volumes and can be dropped without freeing anything.
+	Cleanup []string
+	// RootGrow is the new rootfs size when it grows in place (0 = none).
+	RootGrow int64
+	// FetchTemplate: the template is missing on the node and is
+	// downloaded first.
+	FetchTemplate bool
+	// Desired is the app as the manifest wants it (for create/replace).
+	Desired *App `json:"-"`
+}
+
+// ConfigEdit is one in-place config change.
+type ConfigEdit struct {
+	Key     string
+	Old     string
+	New     string
+	Restart bool // applied at the next start when running
+}
+
+// VolumeAction is what happens to one volume.
+type VolumeAction string
+
+const (
+	VolKeep    VolumeAction = "keep"    // attached as wanted
+	VolCreate  VolumeAction = "create"  // new volume in the keeper, then attach
+	VolAdopt   VolumeAction = "adopt"   // move an existing volume to the keeper
+	VolAttach  VolumeAction = "attach"  // recorded in the keeper, attach to the CT
+	VolRemount VolumeAction = "remount" // attached, but mount path or backup flag differ
+	VolGrow    VolumeAction = "grow"    // resize through the keeper
+	VolFree    VolumeAction = "free"    // destroy --delete-volumes
+	VolDetach  VolumeAction = "detach"  // detach and keep (destroy)
+)
+
+// VolumeChange is one volume's part of a change.
+type VolumeChange struct {
+	Name    string
+	Action  VolumeAction
+	VolID   string // "" until created
+	Storage string
+	Size    int64
+	OldSize int64
+	Mount   string
+	Backup  bool
+	Key     string // mpN on the workload ("" = pick the lowest free)
+	Adopt   string
+	Reclaim Reclaim
+}
+
+// RefusedError lists what the plan cannot do safely (shrinks, moves of a
+// retained volume between storages, …). Nothing is changed.
+type RefusedError struct{ Problems []string }
+
+func (e *RefusedError) Error() string {
+	return "plan refused:\n  - " + strings.Join(e.Problems, "\n  - ")
+}

@@ -1,0 +1,240 @@
+package plan_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/corralhq/corral/internal/plan"
+)
+
+const tmpl = "local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst"
+
+func app() plan.App {
+	return plan.App{
+		Name: "hermes", Template: tmpl, Unprivileged: true, Cores: 2, MemoryMiB: 4096, SwapMiB: 512,
+		RootStorage: "local-lvm", RootSize: 20 << 30, Nesting: true, Bridge: "vmbr0", IP: "dhcp", OnBoot: true,
+		Volumes: []plan.Volume{{Name: "home", Storage: "local-lvm", Size: 10 << 30, Mount: "/home/hermes", Backup: true, Reclaim: plan.Retain}},
+	}
+}
+
+// converged is the observed state right after a successful apply of app().
+func converged() *plan.Observed {
+	a := app()
+	conf := plan.InPlaceConfig(a)
+	conf["net0"] = "name=eth0,bridge=vmbr0,hwaddr=BC:24:11:00:00:01,ip=dhcp,type=veth"
+	conf["rootfs"] = "local-lvm:vm-105-disk-0,size=20G"
+	conf["unprivileged"] = "1"
+	conf["mp0"] = "local-lvm:vm-999-disk-1,mp=/home/hermes,backup=1,size=10G"
+	delete(conf, "nameserver")
+	return &plan.Observed{
+		Nodes:     []string{"pve"},
+		Templates: map[string][]string{"pve": {tmpl}},
+		Apps:      map[string][]*plan.CT{"hermes": {{VMID: 105, Node: "pve", Status: "running", Config: conf}}},
+		Keepers: map[string]*plan.Keeper{"pve": {VMID: 999, Node: "pve", Protected: true,
+			Config:  map[string]string{"unused0": "local-lvm:vm-999-disk-1", "protection": "1"},
+			Records: map[plan.VolumeKey]string{{App: "hermes", Name: "home"}: "local-lvm:vm-999-disk-1"}}},
+		Volumes: map[string]int64{"pve/local-lvm:vm-999-disk-1": 10 << 30, "pve/local-lvm:vm-105-disk-0": 20 << 30},
+	}
+}
+
+func TestMake_Create(t *testing.T) {
+	obs := &plan.Observed{Nodes: []string{"pve"}, Templates: map[string][]string{"pve": {tmpl}}}
+	p, err := plan.Make([]plan.App{app()}, obs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := len(p.Keepers), 1; got != want {
+		t.Fatalf("keepers=%d, want %d", got, want)
+	}
+	if p.Keepers[0].Action != plan.Create {
+		t.Errorf("keeper action=%v, want create", p.Keepers[0].Action)
+	}
+	c := p.Changes[0]
+	if c.Action != plan.Create || !c.Start || c.Node != "pve" || c.FetchTemplate {
+		t.Errorf("change=%+v", c)
+	}
+	if got, want := c.Volumes[0].Action, plan.VolCreate; got != want {
+		t.Errorf("volume action=%v, want %v", got, want)
+	}
+}
+
+func TestMake_NoChanges(t *testing.T) {
+	p, err := plan.Make([]plan.App{app()}, converged())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.HasChanges() {
+		t.Fatalf("plan has changes: %+v", p.Changes)
+	}
+}
+
+func TestMake_Changes(t *testing.T) {
+	tests := []struct {
+		name    string
+		edit    func(*plan.App, *plan.Observed)
+		action  plan.Action
+		reason  string
+		volume  plan.VolumeAction
+		restart bool
+	}{
+		{"memory in place", func(a *plan.App, _ *plan.Observed) { a.MemoryMiB = 8192 }, plan.Update, "memory changes", plan.VolKeep, false},
+		{"template replaces", func(a *plan.App, _ *plan.Observed) {
+			a.Template = "local:vztmpl/debian-13-standard_13.1-2_amd64.tar.zst"
+		}, plan.Replace, "template changes", plan.VolAttach, false},
+		{"unprivileged replaces", func(a *plan.App, _ *plan.Observed) { a.Unprivileged = false }, plan.Replace, "unprivileged changes", plan.VolAttach, false},
+		{"stopped is started", func(_ *plan.App, o *plan.Observed) { o.Apps["hermes"][0].Status = "stopped" }, plan.Update, "container is stopped", plan.VolKeep, false},
+		{"mount path change restarts", func(a *plan.App, _ *plan.Observed) { a.Volumes[0].Mount = "/data" }, plan.Update, "volume home: remount", plan.VolRemount, true},
+		{"volume grows", func(a *plan.App, _ *plan.Observed) { a.Volumes[0].Size = 20 << 30 }, plan.Update, "volume home: grow", plan.VolGrow, false},
+		{"rootfs grows", func(a *plan.App, _ *plan.Observed) { a.RootSize = 30 << 30 }, plan.Update, "rootfs grows to 30G", plan.VolKeep, false},
+		{"nesting off needs restart", func(a *plan.App, _ *plan.Observed) { a.Nesting = false }, plan.Update, "features changes", plan.VolKeep, true},
+		{"detached volume attached", func(_ *plan.App, o *plan.Observed) { delete(o.Apps["hermes"][0].Config, "mp0") }, plan.Update, "volume home: attach", plan.VolAttach, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, obs := app(), converged()
+			tt.edit(&a, obs)
+			p, err := plan.Make([]plan.App{a}, obs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := p.Changes[0]
+			if c.Action != tt.action {
+				t.Fatalf("action=%v, want %v (reasons %q)", c.Action, tt.action, c.Reasons)
+			}
+			if !containsPrefix(c.Reasons, tt.reason) {
+				t.Errorf("reasons=%q, want one starting %q", c.Reasons, tt.reason)
+			}
+			if got := c.Volumes[0].Action; got != tt.volume {
+				t.Errorf("volume action=%v, want %v", got, tt.volume)
+			}
+			if c.Restart != tt.restart {
+				t.Errorf("restart=%v, want %v", c.Restart, tt.restart)
+			}
+			if c.Volumes[0].VolID != "local-lvm:vm-999-disk-1" {
+				t.Errorf("volid=%q: a replace must keep the volume", c.Volumes[0].VolID)
+			}
+		})
+	}
+}
+
+func TestMake_Refused(t *testing.T) {
+	tests := []struct {
+		name string
+		edit func(*plan.App, *plan.Observed)
+		want string
+	}{
+		{"volume shrink", func(a *plan.App, _ *plan.Observed) { a.Volumes[0].Size = 5 << 30 },
+			"app hermes: volume home cannot shrink from 10G to 5G (PVE: unable to shrink disk size); set size to 10G or more"},
+		{"rootfs shrink", func(a *plan.App, _ *plan.Observed) { a.RootSize = 8 << 30 },
+			"app hermes: rootfs cannot shrink from 20G to 8G (PVE: unable to shrink disk size); set rootfs.size to 20G or more"},
+		{"storage move", func(a *plan.App, _ *plan.Observed) { a.Volumes[0].Storage = "other" },
+			"app hermes: volume home is on storage local-lvm (local-lvm:vm-999-disk-1); the manifest says other: moving a retained volume between storages is not done implicitly — set storage: local-lvm"},
+		{"volume lost outside corral", func(_ *plan.App, o *plan.Observed) { delete(o.Volumes, "pve/local-lvm:vm-999-disk-1") },
+			"app hermes: volume home is recorded as local-lvm:vm-999-disk-1, which no longer exists on node pve: it was removed outside corral; corral will not silently create an empty one — remove the volume from the manifest or restore it"},
+		{"two containers", func(_ *plan.App, o *plan.Observed) {
+			o.Apps["hermes"] = append(o.Apps["hermes"], &plan.CT{VMID: 106, Node: "pve", Status: "stopped", Config: map[string]string{}})
+		}, "app hermes: 2 containers carry its tag (105, 106); an earlier run was interrupted mid-replace: destroy the one you do not want (its volumes are safe in the keeper) and plan again"},
+		{"unknown node", func(a *plan.App, _ *plan.Observed) { a.Node = "pve9" }, `app hermes: node "pve9" does not exist (nodes: pve)`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, obs := app(), converged()
+			tt.edit(&a, obs)
+			_, err := plan.Make([]plan.App{a}, obs)
+			var re *plan.RefusedError
+			if !errors.As(err, &re) {
+				t.Fatalf("err=%v, want *RefusedError", err)
+			}
+			if diff := cmp.Diff([]string{tt.want}, re.Problems); diff != "" {
+				t.Errorf("problems (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestMake_KeeperRepair(t *testing.T) {
+	obs := converged()
+	k := obs.Keepers["pve"]
+	k.Protected = false
+	k.Config["mp0"] = "local-lvm:vm-999-disk-2,mp=/corral/hermes/cache,size=1G"
+	obs.Volumes["pve/local-lvm:vm-999-disk-2"] = 1 << 30
+	a := app()
+	a.Volumes = append(a.Volumes, plan.Volume{Name: "cache", Storage: "local-lvm", Size: 1 << 30, Mount: "/var/cache/hermes", Reclaim: plan.DeleteOnDrop})
+	p, err := plan.Make([]plan.App{a}, obs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Keepers) != 1 || !p.Keepers[0].Protect || p.Keepers[0].Finish["mp0"] != (plan.VolumeKey{App: "hermes", Name: "cache"}) {
+		t.Fatalf("keepers=%+v", p.Keepers)
+	}
+	if got := p.Changes[0].Volumes[1]; got.Action != plan.VolAttach || got.VolID != "local-lvm:vm-999-disk-2" {
+		t.Errorf("half-created volume change=%+v, want attach of vm-999-disk-2", got)
+	}
+}
+
+func TestMake_Warnings(t *testing.T) {
+	obs := converged()
+	obs.Keepers["pve"].Config["unused1"] = "local-lvm:vm-999-disk-7"
+	obs.Apps["old"] = []*plan.CT{{VMID: 120, Node: "pve", Status: "stopped"}}
+	p, err := plan.Make([]plan.App{app()}, obs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"container 120 (app old) is managed by corral but not in this manifest; it is left alone",
+		"keeper 999 on pve holds local-lvm:vm-999-disk-7 (unused1) recorded for no app: orphaned, kept; inspect it with 'corral volumes'",
+	}
+	if diff := cmp.Diff(want, p.Warnings); diff != "" {
+		t.Errorf("warnings (-want +got):\n%s", diff)
+	}
+}
+
+func TestDestroy(t *testing.T) {
+	a := app()
+	a.Volumes = append(a.Volumes, plan.Volume{Name: "cache", Storage: "local-lvm", Size: 1 << 30, Mount: "/c", Reclaim: plan.DeleteOnDrop})
+	obs := converged()
+	obs.Keepers["pve"].Records[plan.VolumeKey{App: "hermes", Name: "cache"}] = "local-lvm:vm-999-disk-2"
+	for _, del := range []bool{false, true} {
+		p := plan.Destroy([]plan.App{a}, obs, del)
+		c := p.Changes[0]
+		if c.Action != plan.Delete || c.OldVMID != 105 {
+			t.Fatalf("change=%+v", c)
+		}
+		got := map[string]plan.VolumeAction{}
+		for _, v := range c.Volumes {
+			got[v.Name] = v.Action
+		}
+		want := map[string]plan.VolumeAction{"home": plan.VolDetach, "cache": plan.VolDetach}
+		if del {
+			want["cache"] = plan.VolFree
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("deleteVolumes=%v (-want +got):\n%s", del, diff)
+		}
+	}
+}
+
+func TestMarkers_RoundTrip(t *testing.T) {
+	a := app()
+	a.Description = "Hermes agent"
+	m := plan.ParseMarker(plan.AppDescription(a))
+	if m.App != "hermes" || m.Template != tmpl {
+		t.Errorf("marker=%+v", m)
+	}
+	recs := map[plan.VolumeKey]string{{App: "a", Name: "x"}: "local-lvm:vm-999-disk-0", {App: "b", Name: "y"}: "local-lvm:vm-999-disk-3"}
+	if diff := cmp.Diff(recs, plan.ParseKeeperRecords(plan.KeeperDescription(recs))); diff != "" {
+		t.Error(diff)
+	}
+}
+
+func containsPrefix(list []string, p string) bool {
+	for _, s := range list {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,89 @@
+package plan
+
+// App is one desired app, in Proxmox VE's terms (sizes in bytes, memory in
+// MiB). It is built from the manifest by FromManifest.
+type App struct {
+	Name         string
+	Node         string // "" = the CT's current node, else the first node
+	VMID         int    // 0 = keep the CT's VMID, or the next free one
+	Template     string // volid of the ostemplate
+	Unprivileged bool
+	Cores        int
+	MemoryMiB    int
+	SwapMiB      int
+	RootStorage  string
+	RootSize     int64
+	Nesting      bool
+	Bridge       string
+	IP           string // "dhcp" or CIDR
+	Gateway      string
+	DNS          []string
+	Tags         []string
+	OnBoot       bool
+	Description  string
+	SSHKeys      []string
+	HasPassword  bool
+	Volumes      []Volume
+}
+
+// Volume is one desired persistent volume of an app.
+type Volume struct {
+	Name    string
+	Storage string
+	Size    int64 // bytes; 0 only for an adopted volume without a size
+	Mount   string
+	Backup  bool
+	Reclaim Reclaim
+	Adopt   string // volid to take over, "" for a new volume
+}
+
+// Reclaim says what destroy may do with a volume.
+type Reclaim string
+
+const (
+	Retain       Reclaim = "retain" // never freed by corral
+	DeleteOnDrop Reclaim = "delete" // freed by destroy --delete-volumes
+)
+
+// Observed is the cluster as corral found it: its containers (by tag), its
+// keepers and the volumes they hold.
+type Observed struct {
+	Nodes []string
+	// Templates lists the volids present per node.
+	Templates map[string][]string
+	// Apps maps an app name to every CT tagged corral-app-<name>
+	// (normally one; more means an interrupted operation to report).
+	Apps map[string][]*CT
+	// Keepers maps a node to its keeper CT.
+	Keepers map[string]*Keeper
+	// Volumes maps "node/volid" to the size in bytes of each image volume
+	// found on the storages corral uses.
+	Volumes map[string]int64
+}
+
+// CT is one observed container.
+type CT struct {
+	VMID    int
+	Node    string
+	Status  string // running | stopped
+	Lock    string
+	Config  map[string]string // active config (current=1), raw values
+	Pending []string          // keys with pending changes
+}
+
+// Keeper is the observed per-node keeper CT. Records come from its
+// description ("corral-volume: app/name=volid").
+type Keeper struct {
+	VMID      int
+	Node      string
+	Protected bool
+	Config    map[string]string
+	Records   map[VolumeKey]string
+}
+
+// VolumeKey names a volume: app and volume name.
+type VolumeKey struct{ App, Name string }
+
+func (k VolumeKey) String() string { return k.App + "/" + k.Name }
+
+func volKey(node, volid string) string { return node + "/" + volid }
