@@ -1,0 +1,193 @@
+package schema
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// PVE's schemas and verifiers use Perl regular expressions; Go's regexp is
+// RE2. perlToRE2 rewrites the Perl constructs the schemas use so the
+// match result is the same:
+//
+//   - "$" (outside a class) matches at the end or before a final newline
+//     in Perl; it becomes (?:\n?\z). \Z likewise.
+//   - "(?^flags:" (a stringified qr//) becomes "(?flags-others:".
+//   - "(?>" (atomic group) becomes "(?:"; for the anchored, greedy
+//     patterns in the schemas this matches the same strings.
+//   - "{,n}" (Perl ≥ 5.34: zero to n) becomes "{0,n}".
+//   - "\0" (NUL, or an octal escape) becomes \x{..}.
+//   - bounded repeats above RE2's limit of 1000 lose their upper bound
+//     (only qemu's 4096-character fields have them).
+//
+// Perl's \d, \w and \s follow Unicode for decoded strings; RE2's are
+// ASCII. No schema value the emulator serves depends on the difference.
+func perlToRE2(src string) (string, error) {
+	var b strings.Builder
+	inClass := false
+	classStart := 0 // b.Len() just after the '[' (and '^') of the class
+	for i := 0; i < len(src); i++ {
+		c := src[i]
+		switch {
+		case c == '\\':
+			if i+1 >= len(src) {
+				return "", fmt.Errorf("trailing backslash")
+			}
+			n := src[i+1]
+			switch {
+			case n == '0':
+				j := i + 2
+				for j < len(src) && j < i+4 && src[j] >= '0' && src[j] <= '7' {
+					j++
+				}
+				v, _ := strconv.ParseUint(src[i+1:j], 8, 8)
+				fmt.Fprintf(&b, `\x{%x}`, v)
+				i = j - 1
+				continue
+			case n == 'Z' && !inClass:
+				b.WriteString(`(?:\n?\z)`)
+			case n >= '1' && n <= '9' && !inClass:
+				return "", fmt.Errorf("backreference \\%c not supported", n)
+			default:
+				b.WriteByte('\\')
+				b.WriteByte(n)
+			}
+			i++
+		case inClass:
+			if c == ']' && b.Len() > classStart {
+				inClass = false
+			}
+			if c == '[' && strings.HasPrefix(src[i:], "[:") {
+				end := strings.Index(src[i+2:], ":]")
+				if end >= 0 {
+					b.WriteString(src[i : i+2+end+2])
+					i += 2 + end + 1
+					continue
+				}
+			}
+			b.WriteByte(c)
+		case c == '[':
+			inClass = true
+			b.WriteByte(c)
+			if i+1 < len(src) && src[i+1] == '^' {
+				b.WriteByte('^')
+				i++
+			}
+			classStart = b.Len()
+			// A ']' right after '[' or '[^' is a literal in both dialects.
+		case c == '$':
+			b.WriteString(`(?:\n?\z)`)
+		case c == '(' && strings.HasPrefix(src[i:], "(?^"):
+			j := strings.IndexByte(src[i:], ':')
+			if j < 0 {
+				return "", fmt.Errorf("unterminated (?^ group")
+			}
+			flags := src[i+3 : i+j]
+			set, clear := "", ""
+			for _, f := range "is" {
+				if strings.ContainsRune(flags, f) {
+					set += string(f)
+				} else {
+					clear += string(f)
+				}
+			}
+			if strings.Trim(flags, "is") != "" {
+				return "", fmt.Errorf("unsupported regex flags %q", flags)
+			}
+			if clear == "" {
+				b.WriteString("(?" + set + ":")
+			} else {
+				b.WriteString("(?" + set + "-" + clear + ":")
+			}
+			i += j
+		case c == '(' && strings.HasPrefix(src[i:], "(?>"):
+			b.WriteString("(?:")
+			i += 2
+		case c == '{':
+			end := strings.IndexByte(src[i:], '}')
+			if end < 0 {
+				b.WriteByte(c)
+				continue
+			}
+			body := src[i+1 : i+end]
+			lo, hi, isRange := strings.Cut(body, ",")
+			if !isQuantNum(lo, true) || (isRange && !isQuantNum(hi, true)) || (!isRange && lo == "") {
+				b.WriteString(`\{`) // not a quantifier: a literal brace in Perl
+				continue
+			}
+			if lo == "" {
+				lo = "0"
+			}
+			if n, _ := strconv.Atoi(lo); n > 1000 {
+				return "", fmt.Errorf("repeat count %s above RE2 limit", lo)
+			}
+			switch {
+			case !isRange:
+				b.WriteString("{" + lo + "}")
+			case hi == "":
+				b.WriteString("{" + lo + ",}")
+			default:
+				if n, _ := strconv.Atoi(hi); n > 1000 {
+					b.WriteString("{" + lo + ",}")
+				} else {
+					b.WriteString("{" + lo + "," + hi + "}")
+				}
+			}
+			i += end
+		default:
+			b.WriteByte(c)
+		}
+	}
+	if inClass {
+		return "", fmt.Errorf("unterminated character class")
+	}
+	return b.String(), nil
+}
+
+func isQuantNum(s string, emptyOK bool) bool {
+	if s == "" {
+		return emptyOK
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+var perlCache sync.Map // Perl source -> *regexp.Regexp
+
+// compilePerl compiles a Perl regular expression, cached.
+func compilePerl(src string) (*regexp.Regexp, error) {
+	if re, ok := perlCache.Load(src); ok {
+		return re.(*regexp.Regexp), nil
+	}
+	conv, err := perlToRE2(src)
+	if err != nil {
+		return nil, fmt.Errorf("regex %q: %w", src, err)
+	}
+	re, err := regexp.Compile(conv)
+	if err != nil {
+		return nil, fmt.Errorf("regex %q: %w", src, err)
+	}
+	perlCache.Store(src, re)
+	return re, nil
+}
+
+// mustPerl compiles a Perl regular expression written in this package.
+func mustPerl(src string) *regexp.Regexp {
+	re, err := compilePerl(src)
+	if err != nil {
+		panic(err)
+	}
+	return re
+}
+
+// schemaPattern compiles a schema pattern the way check_prop applies it:
+// m/^$pattern$/, the pattern interpolated without a group of its own.
+func schemaPattern(pattern string) (*regexp.Regexp, error) {
+	return compilePerl("^" + pattern + "$")
+}
