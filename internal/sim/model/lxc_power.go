@@ -1,0 +1,595 @@
+package model
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Power operations: POST /nodes/{node}/lxc/{vmid}/status/{start,stop,
+// shutdown,reboot} (pve-container API2/LXC/Status.pm). Only the running
+// check and the skiplock check fail the request; the config lock, the
+// template and quota checks and a missing config all end the task instead
+// (behaviour.md "Start/stop", (h) 1). PVE takes the config flock around
+// fork_worker; here the worker takes it first thing (Worker.LockConfig),
+// so a flock timeout shows as a task error.
+
+// StartCT is vm_start: task vzstart. It applies pending changes, then
+// marks the CT running; its sshd answers after the "bootdelay" duration.
+// params: skiplock (root@pam only).
+func (c *Cluster) StartCT(auth Auth, node string, vmid int, params map[string]string) (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.checkNodeLocked(node); err != nil {
+		return "", err
+	}
+	skiplock, err := skiplockParam(auth, params)
+	if err != nil {
+		return "", err
+	}
+	if c.runningLocked(node, vmid) {
+		return "", Failf("CT %d already running\n", vmid)
+	}
+	return c.spawn(auth, node, "vzstart", strconv.Itoa(vmid), func(w *Worker) error {
+		if err := w.LockConfig(vmid); err != nil {
+			return err
+		}
+		var logs []string
+		err := w.Do(func(st *State) error {
+			g, err := c.guestLocked(node, vmid)
+			if err != nil {
+				return err
+			}
+			if g.IsTemplate() {
+				return Failf("you can't start a CT if it's a template\n")
+			}
+			if err := checkPowerLock(g, skiplock, true); err != nil {
+				return err
+			}
+			if g.Running {
+				return Failf("CT %d already running\n", vmid)
+			}
+			if err := checkQuotas(g); err != nil {
+				return err
+			}
+			logs = c.applyPendingLocked(g).Log
+			return nil
+		})
+		for _, line := range logs {
+			w.Log("%s", line)
+		}
+		if err != nil {
+			return err
+		}
+		if err := w.Phase("vzstart", 1); err != nil {
+			return err
+		}
+		return w.Do(func(st *State) error {
+			g, err := c.guestLocked(node, vmid)
+			if err != nil {
+				return err
+			}
+			c.markRunningLocked(g)
+			return nil
+		})
+	}), nil
+}
+
+// StopCT is vm_stop with kill: task vzstop. params: skiplock (root@pam
+// only), overrule-shutdown (abort running vzshutdown tasks of the CT first,
+// PVE::GuestHelpers::abort_guest_tasks; they end "interrupted by signal").
+func (c *Cluster) StopCT(auth Auth, node string, vmid int, params map[string]string) (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.checkNodeLocked(node); err != nil {
+		return "", err
+	}
+	skiplock, err := skiplockParam(auth, params)
+	if err != nil {
+		return "", err
+	}
+	if !c.runningLocked(node, vmid) {
+		return "", Failf("CT %d not running\n", vmid)
+	}
+	var overruled, refused []string
+	if isTrue(params["overrule-shutdown"]) {
+		overruled, refused = c.abortShutdownsLocked(auth, node, vmid)
+	}
+	return c.spawn(auth, node, "vzstop", strconv.Itoa(vmid), func(w *Worker) error {
+		for _, msg := range refused {
+			w.Log("%s", msg)
+		}
+		if len(overruled) > 0 {
+			w.Log("overruled vzshutdown tasks: %s", strings.Join(overruled, ", "))
+		}
+		if err := w.LockConfig(vmid); err != nil {
+			return err
+		}
+		err := w.Do(func(st *State) error {
+			g, err := c.guestLocked(node, vmid)
+			if err != nil {
+				return err
+			}
+			return checkPowerLock(g, skiplock, true)
+		})
+		if err != nil {
+			return err
+		}
+		if err := w.Phase("vzstop", 1); err != nil {
+			return err
+		}
+		return w.Do(func(st *State) error {
+			if g := st.Guests[vmid]; g != nil {
+				markStopped(g)
+			}
+			return nil
+		})
+	}), nil
+}
+
+// ShutdownCT is vm_stop without kill: task vzshutdown. The emulated guest
+// always shuts down cleanly within the "vzshutdown" duration (unscaled);
+// a timeout (seconds, default 60) shorter than that stops it hard with
+// forceStop=1 and fails the task otherwise. The config lock is checked
+// strictly: shutdown has no skiplock and does not tolerate "mounted".
+func (c *Cluster) ShutdownCT(auth Auth, node string, vmid int, params map[string]string) (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.checkNodeLocked(node); err != nil {
+		return "", err
+	}
+	if !c.runningLocked(node, vmid) {
+		return "", Failf("CT %d not running\n", vmid)
+	}
+	timeout := 60 * time.Second
+	if t, err := strconv.Atoi(params["timeout"]); err == nil {
+		timeout = time.Duration(t) * time.Second
+	}
+	forceStop := isTrue(params["forceStop"])
+	return c.spawn(auth, node, "vzshutdown", strconv.Itoa(vmid), func(w *Worker) error {
+		abort := make(chan struct{})
+		key := abortKey{c: c, upid: w.UPID()}
+		shutdownAborts.Store(key, abort)
+		defer shutdownAborts.Delete(key)
+
+		if err := w.LockConfig(vmid); err != nil {
+			return err
+		}
+		err := w.Do(func(st *State) error {
+			g, err := c.guestLocked(node, vmid)
+			if err != nil {
+				return err
+			}
+			return checkPowerLock(g, false, false)
+		})
+		if err != nil {
+			return err
+		}
+		clean := c.unscaledDuration("vzshutdown")
+		wait, timedOut := clean, false
+		if timeout < clean {
+			wait, timedOut = timeout, true
+		}
+		if err := w.sleepOrAbort(c.scale(wait), abort); err != nil {
+			return err
+		}
+		if timedOut && !forceStop {
+			return Failf("container did not stop\n")
+		}
+		return w.Do(func(st *State) error {
+			if g := st.Guests[vmid]; g != nil {
+				markStopped(g)
+			}
+			return nil
+		})
+	}), nil
+}
+
+// RebootCT is vm_reboot: task vzreboot. It shuts the CT down, applies
+// pending changes and starts it again. A lock other than "mounted" fails
+// the task (on PVE the pre-start hook refuses a locked CT).
+func (c *Cluster) RebootCT(auth Auth, node string, vmid int, params map[string]string) (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.checkNodeLocked(node); err != nil {
+		return "", err
+	}
+	if !c.runningLocked(node, vmid) {
+		return "", Failf("VM %d not running\n", vmid) // sic: "VM", Status.pm vm_reboot
+	}
+	return c.spawn(auth, node, "vzreboot", strconv.Itoa(vmid), func(w *Worker) error {
+		if err := w.LockConfig(vmid); err != nil {
+			return err
+		}
+		running := false
+		err := w.Do(func(st *State) error {
+			g, err := c.guestLocked(node, vmid)
+			if err != nil {
+				return err
+			}
+			running = g.Running
+			return checkPowerLock(g, false, true)
+		})
+		if err != nil || !running {
+			return err // vm_reboot does nothing for a CT that stopped meanwhile
+		}
+		if err := w.Phase("vzreboot", 0.5); err != nil {
+			return err
+		}
+		var logs []string
+		err = w.Do(func(st *State) error {
+			g, err := c.guestLocked(node, vmid)
+			if err != nil {
+				return err
+			}
+			markStopped(g)
+			logs = c.applyPendingLocked(g).Log
+			return nil
+		})
+		for _, line := range logs {
+			w.Log("%s", line)
+		}
+		if err != nil {
+			return err
+		}
+		if err := w.Phase("vzreboot", 0.5); err != nil {
+			return err
+		}
+		return w.Do(func(st *State) error {
+			g, err := c.guestLocked(node, vmid)
+			if err != nil {
+				return err
+			}
+			c.markRunningLocked(g)
+			return nil
+		})
+	}), nil
+}
+
+// skiplockParam reads skiplock; only the root@pam user (never a token)
+// may set it (behaviour.md (h) 1).
+func skiplockParam(auth Auth, params map[string]string) (bool, error) {
+	skip := isTrue(params["skiplock"])
+	if skip && !auth.IsRoot() {
+		return false, ParamError(map[string]string{"skiplock": "Only root may use this option."})
+	}
+	return skip, nil
+}
+
+// runningLocked reports whether CT vmid runs on node (check_running).
+func (c *Cluster) runningLocked(node string, vmid int) bool {
+	g := c.st.Guests[vmid]
+	return g != nil && g.Node == node && g.Running
+}
+
+// checkPowerLock is check_lock as the power tasks do it: skiplock skips
+// it, and start/stop/reboot tolerate the "mounted" lock.
+func checkPowerLock(g *Guest, skiplock, allowMounted bool) error {
+	lock := g.Lock()
+	if lock == "" || skiplock || (allowMounted && lock == "mounted") {
+		return nil
+	}
+	return Failf("CT is locked (%s)\n", lock)
+}
+
+// checkQuotas refuses quota=1 on any mount point of an unprivileged CT
+// (behaviour.md (e)).
+func checkQuotas(g *Guest) error {
+	if !isTrue(g.Config["unprivileged"]) {
+		return nil
+	}
+	for _, mp := range mountPoints(g.Config) {
+		if isTrue(mp.Props["quota"]) {
+			return Failf("Quotas are not supported by unprivileged containers.\n")
+		}
+	}
+	return nil
+}
+
+// markRunningLocked records a started CT: a new init PID, the start time,
+// and when its sshd answers (unix seconds, after "bootdelay").
+func (c *Cluster) markRunningLocked(g *Guest) {
+	now := c.now()
+	c.st.NextPID++
+	g.Running = true
+	g.PID = 100000 + c.st.NextPID
+	g.StartedAt = now.Unix()
+	g.SSHReadyAt = now.Add(c.duration("bootdelay")).Unix()
+}
+
+// markStopped clears the runtime state of a stopped CT.
+func markStopped(g *Guest) {
+	g.Running = false
+	g.PID = 0
+	g.StartedAt = 0
+	g.SSHReadyAt = 0
+}
+
+// unscaledDuration is the task type's duration at time scale 1.
+func (c *Cluster) unscaledDuration(typ string) time.Duration {
+	if d, ok := c.opts.Durations[typ]; ok {
+		return d
+	}
+	return DefaultDurations[typ]
+}
+
+// scale applies the cluster's time scale to d.
+func (c *Cluster) scale(d time.Duration) time.Duration {
+	return time.Duration(float64(d) * c.opts.TimeScale)
+}
+
+// shutdownAborts holds the abort channel of every running vzshutdown
+// worker, so that stop with overrule-shutdown can end it.
+var shutdownAborts sync.Map // abortKey -> chan struct{}
+
+type abortKey struct {
+	c    *Cluster
+	upid string
+}
+
+// abortShutdownsLocked ends the running vzshutdown tasks of CT vmid the
+// caller may stop: its own, or any with Sys.Modify on the node
+// (abort_guest_tasks → check_worker). It returns the aborted UPIDs and the
+// permission errors for the others, which PVE only warns about.
+func (c *Cluster) abortShutdownsLocked(auth Auth, node string, vmid int) (aborted, refused []string) {
+	id := strconv.Itoa(vmid)
+	for _, t := range c.st.Tasks {
+		if t.Status != "running" || t.Type != "vzshutdown" || t.ID != id || t.Node != node {
+			continue
+		}
+		owner := t.User
+		if t.TokenID != "" {
+			owner += "!" + t.TokenID
+		}
+		if owner != auth.ID() && !auth.IsRoot() {
+			if err := c.st.Access.Check(auth, "/nodes/"+node, []string{"Sys.Modify"}, false); err != nil {
+				refused = append(refused, strings.TrimRight(err.(*Error).Message, "\n"))
+				continue
+			}
+		}
+		if ch, ok := shutdownAborts.LoadAndDelete(abortKey{c: c, upid: t.UPID}); ok {
+			close(ch.(chan struct{}))
+			aborted = append(aborted, t.UPID)
+		}
+	}
+	return aborted, refused
+}
+
+// sleepOrAbort waits d, or fails as a killed PVE worker does when abort
+// is closed or the cluster shuts down.
+func (w *Worker) sleepOrAbort(d time.Duration, abort <-chan struct{}) error {
+	if d < 0 {
+		d = 0
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-abort:
+		return fmt.Errorf("interrupted by signal")
+	case <-w.ctx.Done():
+		return fmt.Errorf("received interrupt")
+	}
+}
+
+// pendingOutcome is what applying a guest's pending section reports.
+type pendingOutcome struct {
+	// Errors maps each option that could not be applied to PVE's
+	// "unable to apply pending change <opt> : <err>" (behaviour.md (e));
+	// the option stays pending.
+	Errors map[string]string
+	// Log holds the lines PVE prints with a plain warn (not counted as
+	// task warnings): apply errors and "ignore deletion" notes.
+	Log []string
+}
+
+// applyPendingLocked is vmconfig_apply_pending (pve-container
+// LXC/Config.pm): it applies g's [pve:pending] section to its config, as
+// vm_start does before every start (behaviour.md (e)). The config helper
+// (PUT config on a stopped CT) calls it too.
+//
+// Pending deletes go first: a deleted volume mpN becomes unusedN, a
+// deleted unusedN is freed if g owns it and nothing else in g (current,
+// pending or snapshots) uses it. Then every pending value is applied: an
+// mpN naming STORAGE:SIZE gets a new volume, an mpN naming an existing
+// volume gets its size rescanned, and the volume it replaces becomes
+// unusedN. unusedN entries whose volume rootfs/mpN now use are dropped,
+// as write_pct_config does. c.mu must be held; the caller saves.
+func (c *Cluster) applyPendingLocked(g *Guest) pendingOutcome {
+	out := pendingOutcome{Errors: map[string]string{}}
+	fail := func(opt string, err error) {
+		msg := fmt.Sprintf("unable to apply pending change %s : %s", opt, errText(err))
+		out.Errors[opt] = msg
+		out.Log = append(out.Log, strings.TrimRight(msg, "\n"))
+	}
+
+	for _, opt := range sortedKeys(g.PendingDelete) {
+		var err error
+		switch {
+		case strings.HasPrefix(opt, "mp") && isVolumeKey(opt):
+			if mp, perr := ParseMountPoint(opt, g.Config[opt]); perr == nil && mp.Type() == "volume" && g.Config[opt] != "" {
+				_, err = configAddUnused(g.Config, mp.Volume())
+			}
+		case strings.HasPrefix(opt, "unused") && isVolumeKey(opt):
+			volid := g.Config[opt]
+			if volid != "" && ClassifyMountPoint(volid) == "volume" && !volumeInUse(g, volid, true, true) {
+				out.Log = append(out.Log, c.deleteMountpointVolumeLocked(g, volid)...)
+			}
+		}
+		if err != nil {
+			fail(opt, err)
+			continue
+		}
+		delete(g.Config, opt)
+		delete(g.PendingDelete, opt)
+	}
+
+	// cleanup_pending: drop no-op changes and deletes of unset options.
+	for opt, val := range g.Pending {
+		if cur, ok := g.Config[opt]; ok && cur == val {
+			delete(g.Pending, opt)
+		}
+	}
+	for opt := range g.PendingDelete {
+		if _, ok := g.Config[opt]; !ok {
+			delete(g.PendingDelete, opt)
+		}
+	}
+
+	for _, opt := range sortedKeys(g.Pending) {
+		var err error
+		switch {
+		case strings.HasPrefix(opt, "mp") && isVolumeKey(opt):
+			err = c.applyPendingMountLocked(g, opt)
+		case strings.HasPrefix(opt, "net") && keyIndex(opt) >= 0:
+			if n, perr := ParseNet(g.Pending[opt]); perr == nil {
+				g.Pending[opt] = n.String()
+			}
+		}
+		if err != nil {
+			fail(opt, err)
+			continue
+		}
+		g.Config[opt] = g.Pending[opt]
+		delete(g.Pending, opt)
+	}
+	pruneUsedUnused(g.Config)
+	if len(g.Pending) == 0 {
+		g.Pending = nil
+	}
+	if len(g.PendingDelete) == 0 {
+		g.PendingDelete = nil
+	}
+	return out
+}
+
+// applyPendingMountLocked is apply_pending_mountpoint for a stopped CT: a
+// STORAGE:SIZE volume is allocated (create_disks) and the pending value
+// rewritten to name it; an existing volume has its size rescanned. The
+// volume the key held before becomes unusedN.
+func (c *Cluster) applyPendingMountLocked(g *Guest, opt string) error {
+	mp, err := ParseMountPoint(opt, g.Pending[opt])
+	if err != nil {
+		return Failf("%s\n", err)
+	}
+	if mp.Type() == "volume" {
+		if sid, sizeGiB, ok := ParseNewDisk(mp.Volume()); ok {
+			bytes := int64(sizeGiB*1024) * 1024 * kib
+			v, err := c.allocVolumeLocked(g.Node, sid, g.VMID, bytes, "rootdir")
+			if err != nil {
+				return err
+			}
+			mp.Props["volume"] = v.VolID()
+			mp.Props["size"] = FormatSize(bytes)
+		} else if v := c.st.Volumes[volumeKey(g.Node, mp.Volume())]; v != nil {
+			mp.Props["size"] = FormatSize(v.Size)
+		}
+		// PVE warns "Could not rescan volume size - <err>" when the rescan
+		// fails and keeps the given size; an unknown volume keeps it too.
+	}
+	g.Pending[opt] = mp.String()
+	if old, ok := g.Config[opt]; ok {
+		if om, err := ParseMountPoint(opt, old); err == nil && om.Type() == "volume" {
+			if _, err := configAddUnused(g.Config, om.Volume()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// deleteMountpointVolumeLocked is delete_mountpoint_volume: free volid if
+// g owns it (by name), else PVE's "isn't the owner" warning.
+func (c *Cluster) deleteMountpointVolumeLocked(g *Guest, volid string) []string {
+	sid, name, ok := ParseVolID(volid)
+	if !ok {
+		return nil
+	}
+	owner := VolumeOwner(name)
+	if v := c.st.Volumes[volumeKey(g.Node, volid)]; v != nil && v.Owner != 0 {
+		owner = v.Owner
+	}
+	if owner != g.VMID {
+		return []string{fmt.Sprintf("ignore deletion of '%s', CT %d isn't the owner!", volid, g.VMID)}
+	}
+	if c.st.storage(sid) == nil {
+		return []string{fmt.Sprintf("storage '%s' does not exist", sid)}
+	}
+	if err := c.freeVolumeLocked(g.Node, volid); err != nil {
+		return []string{strings.TrimRight(errText(err), "\n")}
+	}
+	return nil
+}
+
+// maxUnused is the number of unusedN keys (unused0..unused255).
+const maxUnused = 256
+
+// configAddUnused is add_unused_volume: record volid under the lowest free
+// unusedN of conf, unless an unusedN already holds it.
+func configAddUnused(conf map[string]string, volid string) (string, error) {
+	key := ""
+	for i := maxUnused - 1; i >= 0; i-- {
+		k := "unused" + strconv.Itoa(i)
+		if v, ok := conf[k]; ok && v != "" {
+			if v == volid {
+				return k, nil
+			}
+		} else {
+			key = k
+		}
+	}
+	if key == "" {
+		return "", Failf("Too many unused volumes - please delete them first.\n")
+	}
+	conf[key] = volid
+	return key, nil
+}
+
+// pruneUsedUnused drops unusedN entries whose volume rootfs or an mpN of
+// conf uses (write_pct_config, LXC/Config.pm; behaviour.md (d)).
+func pruneUsedUnused(conf map[string]string) {
+	used := map[string]bool{}
+	for _, mp := range mountPoints(conf) {
+		if mp.Type() == "volume" {
+			used[mp.Volume()] = true
+		}
+	}
+	for k, v := range conf {
+		if strings.HasPrefix(k, "unused") && isVolumeKey(k) && used[v] {
+			delete(conf, k)
+		}
+	}
+}
+
+// volumeInUse is is_volume_in_use: does rootfs or an mpN of g's config
+// (and, if asked, of its pending section and snapshots) use volid?
+func volumeInUse(g *Guest, volid string, snapshots, pending bool) bool {
+	confs := []map[string]string{g.Config}
+	if pending {
+		confs = append(confs, g.Pending)
+	}
+	if snapshots {
+		for _, s := range g.Snapshots {
+			confs = append(confs, s.Config)
+		}
+	}
+	for _, conf := range confs {
+		for _, mp := range mountPoints(conf) {
+			if mp.Type() == "volume" && mp.Volume() == volid {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// errText is an error's message as PVE would print it, newline kept.
+func errText(err error) string {
+	if e, ok := err.(*Error); ok && len(e.Params) == 0 {
+		return e.Message
+	}
+	return err.Error() + "\n"
+}
