@@ -1,0 +1,481 @@
+package model
+
+import (
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Read-only views of the whole datacenter: GET /cluster/nextid,
+// /cluster/resources, /cluster/status, /nodes and /nodes/{node}/status
+// (pve-manager PVE/API2/Cluster.pm, PVE/API2/Nodes.pm, PVE/API2Tools.pm).
+// Who may see which entry is the HTTP layer's business.
+
+// The default datacenter.cfg next-id range (API2/Cluster.pm nextid: lower
+// 100, upper 1000000 exclusive).
+const (
+	nextIDLower = 100
+	nextIDUpper = 1000 * 1000
+)
+
+// Figures the emulator reports for a host and its guests. Nothing runs in
+// an emulated CT, so these are fixed baselines rather than measurements.
+const (
+	hostBaseMem    = 1702 * 1000 * 1000 // seed 004: host RAM used with every guest stopped
+	hostBaseDisk   = 3 * gib            // the PVE installation on the root filesystem
+	guestIdleMem   = 32 * mib           // an idle container's resident memory
+	hostRootfsSize = 100 * gib          // root filesystem when no dir storage lives on it
+)
+
+// NextID is GET /cluster/nextid. Without vmid it returns the lowest VMID
+// no guest uses in the next-id range; with vmid it returns vmid if free,
+// else PVE's 400 {vmid: "VM <vmid> already exists"} (raise_param_exc).
+func (c *Cluster) NextID(vmid string) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if vmid != "" {
+		id, err := strconv.Atoi(vmid)
+		if err != nil {
+			return 0, ParamError(map[string]string{"vmid": fmt.Sprintf("type check ('integer') failed - got '%s'", vmid)})
+		}
+		if c.st.Guests[id] == nil {
+			return id, nil
+		}
+		return 0, ParamError(map[string]string{"vmid": fmt.Sprintf("VM %d already exists", id)})
+	}
+	for id := nextIDLower; id < nextIDUpper; id++ {
+		if c.st.Guests[id] == nil {
+			return id, nil
+		}
+	}
+	return 0, Failf("unable to get any free VMID in range [%d, %d]\n", nextIDLower, nextIDUpper)
+}
+
+// Resource is one entry of GET /cluster/resources. Which fields go on the
+// wire depends on Type (PVE::API2Tools extract_vm_stats,
+// extract_node_stats, extract_storage_stats); MarshalJSON writes exactly
+// those, numbers as numbers.
+type Resource struct {
+	ID     string // lxc/101, node/pve, storage/pve/local-lvm, sdn/pve/localnetwork
+	Type   string // lxc | node | storage | sdn
+	Node   string
+	Status string // running/stopped, online/offline, available, ok
+
+	// lxc
+	VMID     int
+	Name     string
+	Template bool
+	Tags     string
+	Lock     string
+
+	// lxc and node
+	CPU    float64
+	MaxCPU int
+	Mem    int64
+	MaxMem int64
+	Uptime int64
+
+	// lxc, node and storage
+	Disk    int64
+	MaxDisk int64
+
+	// storage
+	Storage    string
+	Content    string // sorted, comma separated
+	PluginType string
+	Shared     bool
+
+	// sdn
+	SDN string
+}
+
+// MarshalJSON renders the fields PVE sends for the resource's type.
+func (r Resource) MarshalJSON() ([]byte, error) {
+	m := map[string]any{"id": r.ID, "type": r.Type, "node": r.Node, "status": r.Status}
+	switch r.Type {
+	case "lxc":
+		m["vmid"] = r.VMID
+		m["name"] = r.Name
+		m["template"] = boolInt(r.Template)
+		m["cpu"], m["maxcpu"] = r.CPU, r.MaxCPU
+		m["mem"], m["maxmem"] = r.Mem, r.MaxMem
+		m["disk"], m["maxdisk"] = r.Disk, r.MaxDisk
+		m["uptime"] = r.Uptime
+		m["netin"], m["netout"], m["diskread"], m["diskwrite"] = 0, 0, 0, 0
+		if r.Tags != "" {
+			m["tags"] = r.Tags
+		}
+		if r.Lock != "" {
+			m["lock"] = r.Lock
+		}
+	case "node":
+		m["level"] = ""
+		m["cgroup-mode"] = 2
+		m["maxcpu"], m["maxmem"], m["maxdisk"] = r.MaxCPU, r.MaxMem, r.MaxDisk
+		if r.Status == "online" {
+			m["cpu"], m["mem"], m["disk"], m["uptime"] = r.CPU, r.Mem, r.Disk, r.Uptime
+		}
+	case "storage":
+		m["storage"] = r.Storage
+		m["content"] = r.Content
+		m["plugintype"] = r.PluginType
+		m["shared"] = boolInt(r.Shared)
+		m["disk"], m["maxdisk"] = r.Disk, r.MaxDisk
+	case "sdn":
+		m["sdn"] = r.SDN
+	}
+	return json.Marshal(m)
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Resources is GET /cluster/resources for typ "" (all), "vm", "node",
+// "storage" or "sdn", in PVE's order: guests, nodes, storages (one entry
+// per node that can use it), then the localnetwork SDN zone per node.
+func (c *Cluster) Resources(typ string) []Resource {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []Resource
+	if typ == "" || typ == "vm" {
+		vmids := sortedKeys(c.st.Guests)
+		for _, vmid := range vmids {
+			out = append(out, c.guestResourceLocked(c.st.Guests[vmid]))
+		}
+	}
+	if typ == "" || typ == "node" {
+		for _, n := range c.st.Nodes {
+			out = append(out, c.nodeResourceLocked(n))
+		}
+	}
+	if typ == "" || typ == "storage" {
+		for _, s := range c.st.Storages {
+			if s.Disable {
+				continue
+			}
+			for _, n := range c.st.Nodes {
+				if !s.OnNode(n.Name) {
+					continue
+				}
+				u := c.usageLocked(n.Name, s)
+				content := append([]string(nil), s.Content...)
+				sort.Strings(content)
+				out = append(out, Resource{
+					ID: "storage/" + n.Name + "/" + s.ID, Type: "storage", Node: n.Name, Status: "available",
+					Storage: s.ID, Content: strings.Join(content, ","), PluginType: s.Type, Shared: s.Shared,
+					Disk: u.Used, MaxDisk: u.Total,
+				})
+			}
+		}
+	}
+	if typ == "" || typ == "sdn" {
+		for _, n := range c.st.Nodes {
+			out = append(out, Resource{ID: "sdn/" + n.Name + "/" + DefaultSDNZone, Type: "sdn", Node: n.Name, Status: "ok", SDN: DefaultSDNZone})
+		}
+	}
+	return out
+}
+
+// guestResourceLocked is extract_vm_stats for a CT.
+func (c *Cluster) guestResourceLocked(g *Guest) Resource {
+	r := Resource{
+		ID: fmt.Sprintf("lxc/%d", g.VMID), Type: "lxc", Node: g.Node, Status: "stopped",
+		VMID: g.VMID, Name: g.Config["hostname"], Template: g.IsTemplate(),
+		Tags: g.Config["tags"], Lock: g.Lock(),
+		MaxCPU: c.guestCPUsLocked(g), MaxMem: guestMaxMem(g), MaxDisk: guestRootfsSize(g),
+	}
+	if g.Running {
+		r.Status = "running"
+		r.Uptime = max(c.now().Unix()-g.StartedAt, 0)
+		r.Mem = min(guestIdleMem, r.MaxMem)
+		if dir, ok := c.rootfsDirLocked(g); ok {
+			r.Disk = usedBytesUnder(dir)
+		}
+	}
+	return r
+}
+
+// guestCPUsLocked is the CT's CPU count: cores, or all of the node's.
+func (c *Cluster) guestCPUsLocked(g *Guest) int {
+	if n, err := strconv.Atoi(g.Config["cores"]); err == nil && n > 0 {
+		return n
+	}
+	if n := c.st.node(g.Node); n != nil {
+		return n.CPUs
+	}
+	return 1
+}
+
+// guestMaxMem is memory (MiB, default 512) in bytes.
+func guestMaxMem(g *Guest) int64 {
+	mem := int64(512)
+	if n, err := strconv.ParseInt(g.Config["memory"], 10, 64); err == nil {
+		mem = n
+	}
+	return mem * mib
+}
+
+// guestRootfsSize is the size= of the CT's rootfs, 0 when unknown.
+func guestRootfsSize(g *Guest) int64 {
+	mp, err := ParseMountPoint("rootfs", g.Config["rootfs"])
+	if err != nil || mp.Props["size"] == "" {
+		return 0
+	}
+	size, err := ParseSize(mp.Props["size"])
+	if err != nil {
+		return 0
+	}
+	return size
+}
+
+// usedBytesUnder sums the sizes of the regular files below dir.
+func usedBytesUnder(dir string) int64 {
+	var total int64
+	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if info, err := d.Info(); err == nil {
+				total += info.Size()
+			}
+		}
+		return nil
+	})
+	return total
+}
+
+// nodeResourceLocked is extract_node_stats.
+func (c *Cluster) nodeResourceLocked(n *Node) Resource {
+	u := c.hostUsageLocked(n)
+	r := Resource{ID: "node/" + n.Name, Type: "node", Node: n.Name, Status: "offline",
+		MaxCPU: n.CPUs, MaxMem: n.MemBytes, MaxDisk: u.rootTotal}
+	if n.Online {
+		r.Status = "online"
+		r.Mem, r.Disk = u.mem, u.rootUsed
+		r.Uptime = max(c.now().Unix()-n.Booted, 0)
+	}
+	return r
+}
+
+// hostUsage is what a node's own counters would say.
+type hostUsage struct {
+	mem                 int64
+	rootTotal, rootUsed int64
+}
+
+// hostUsageLocked computes a node's memory and root filesystem use: the
+// host baseline plus its running guests, and the local dir storage that
+// lives on the root filesystem (PVE's default layout).
+func (c *Cluster) hostUsageLocked(n *Node) hostUsage {
+	u := hostUsage{mem: hostBaseMem, rootTotal: hostRootfsSize, rootUsed: hostBaseDisk}
+	for _, g := range c.st.Guests {
+		if g.Node == n.Name && g.Running {
+			u.mem += min(guestIdleMem, guestMaxMem(g))
+		}
+	}
+	for _, s := range c.st.Storages {
+		if s.Type == "dir" && s.Path == "/var/lib/vz" && s.OnNode(n.Name) {
+			su := c.usageLocked(n.Name, s)
+			u.rootTotal, u.rootUsed = su.Total, su.Used+hostBaseDisk
+			break
+		}
+	}
+	u.mem = min(u.mem, n.MemBytes)
+	u.rootUsed = min(u.rootUsed, u.rootTotal)
+	return u
+}
+
+// NodeInfo is one entry of GET /nodes.
+type NodeInfo struct {
+	ID     string  `json:"id"`
+	Type   string  `json:"type"`
+	Node   string  `json:"node"`
+	Status string  `json:"status"`
+	Level  string  `json:"level"`
+	CPU    float64 `json:"cpu"`
+	MaxCPU int     `json:"maxcpu"`
+	Mem    int64   `json:"mem"`
+	MaxMem int64   `json:"maxmem"`
+	Disk   int64   `json:"disk"`
+	// MaxDisk is the root filesystem size.
+	MaxDisk int64 `json:"maxdisk"`
+	Uptime  int64 `json:"uptime"`
+	// SSLFingerprint is the node certificate's SHA-256 fingerprint; the
+	// HTTP layer, which owns the certificate, fills it in.
+	SSLFingerprint string `json:"ssl_fingerprint,omitempty"`
+}
+
+// Nodes is GET /nodes.
+func (c *Cluster) Nodes() []NodeInfo {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]NodeInfo, 0, len(c.st.Nodes))
+	for _, n := range c.st.Nodes {
+		r := c.nodeResourceLocked(n)
+		out = append(out, NodeInfo{
+			ID: r.ID, Type: "node", Node: n.Name, Status: r.Status,
+			CPU: r.CPU, MaxCPU: r.MaxCPU, Mem: r.Mem, MaxMem: r.MaxMem, Disk: r.Disk, MaxDisk: r.MaxDisk, Uptime: r.Uptime,
+		})
+	}
+	return out
+}
+
+// NodeStatusInfo is GET /nodes/{node}/status.
+type NodeStatusInfo struct {
+	Uptime        int64        `json:"uptime"`
+	CPU           float64      `json:"cpu"`
+	Wait          float64      `json:"wait"`
+	Idle          int          `json:"idle"`
+	LoadAvg       []string     `json:"loadavg"`
+	CPUInfo       NodeCPUInfo  `json:"cpuinfo"`
+	Memory        NodeMemory   `json:"memory"`
+	Swap          NodeMemory   `json:"swap"`
+	RootFS        NodeFS       `json:"rootfs"`
+	KSM           NodeKSM      `json:"ksm"`
+	KVersion      string       `json:"kversion"`
+	CurrentKernel NodeKernel   `json:"current-kernel"`
+	BootInfo      NodeBootInfo `json:"boot-info"`
+	PVEVersion    string       `json:"pveversion"`
+}
+
+// NodeCPUInfo is the "cpuinfo" object of a node's status.
+type NodeCPUInfo struct {
+	Model   string `json:"model"`
+	CPUs    int    `json:"cpus"`
+	Cores   int    `json:"cores"`
+	Sockets int    `json:"sockets"`
+	MHz     string `json:"mhz"`
+	HVM     string `json:"hvm"`
+	UserHz  int    `json:"user_hz"`
+}
+
+// NodeMemory is the "memory" and "swap" objects of a node's status.
+type NodeMemory struct {
+	Total     int64 `json:"total"`
+	Used      int64 `json:"used"`
+	Free      int64 `json:"free"`
+	Available int64 `json:"available,omitempty"`
+}
+
+// NodeFS is the "rootfs" object of a node's status.
+type NodeFS struct {
+	Total int64 `json:"total"`
+	Used  int64 `json:"used"`
+	Free  int64 `json:"free"`
+	Avail int64 `json:"avail"`
+}
+
+// NodeKSM is the "ksm" object of a node's status.
+type NodeKSM struct {
+	Shared int64 `json:"shared"`
+}
+
+// NodeKernel is the "current-kernel" object of a node's status.
+type NodeKernel struct {
+	SysName string `json:"sysname"`
+	Release string `json:"release"`
+	Version string `json:"version"`
+	Machine string `json:"machine"`
+}
+
+// NodeBootInfo is the "boot-info" object of a node's status.
+type NodeBootInfo struct {
+	Mode       string `json:"mode"`
+	SecureBoot int    `json:"secureboot"`
+}
+
+// Release strings of the emulated hosts, matching GET /version.
+var nodeReleases = map[string]struct{ pve, kernel, kernelVersion string }{
+	"9.1": {"pve-manager/9.1.9/ee7bad0a3d1546c7", "6.17.2-1-pve", "#1 SMP PREEMPT_DYNAMIC PMX 6.17.2-1 (2025-10-21T11:55Z)"},
+	"8.4": {"pve-manager/8.4.14/b502d23c55afcba1", "6.8.12-9-pve", "#1 SMP PREEMPT_DYNAMIC PMX 6.8.12-9 (2025-03-16T19:18Z)"},
+}
+
+// NodeStatus is GET /nodes/{node}/status.
+func (c *Cluster) NodeStatus(node string) (NodeStatusInfo, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.checkNodeLocked(node); err != nil {
+		return NodeStatusInfo{}, err
+	}
+	n := c.st.node(node)
+	u := c.hostUsageLocked(n)
+	rel := nodeReleases[c.opts.Version]
+	return NodeStatusInfo{
+		Uptime:        max(c.now().Unix()-n.Booted, 0),
+		LoadAvg:       []string{"0.00", "0.00", "0.00"},
+		CPUInfo:       NodeCPUInfo{Model: "QEMU Virtual CPU (corral sim)", CPUs: n.CPUs, Cores: n.CPUs, Sockets: 1, MHz: "2400.000", HVM: "1", UserHz: 100},
+		Memory:        NodeMemory{Total: n.MemBytes, Used: u.mem, Free: n.MemBytes - u.mem, Available: n.MemBytes - u.mem},
+		Swap:          NodeMemory{Total: 8 * gib, Free: 8 * gib},
+		RootFS:        NodeFS{Total: u.rootTotal, Used: u.rootUsed, Free: u.rootTotal - u.rootUsed, Avail: u.rootTotal - u.rootUsed},
+		KVersion:      "Linux " + rel.kernel + " " + rel.kernelVersion + " x86_64",
+		CurrentKernel: NodeKernel{SysName: "Linux", Release: rel.kernel, Version: rel.kernelVersion, Machine: "x86_64"},
+		BootInfo:      NodeBootInfo{Mode: "efi"},
+		PVEVersion:    rel.pve,
+	}, nil
+}
+
+// ClusterStatusEntry is one entry of GET /cluster/status: the cluster
+// itself (Type "cluster", only when there is more than one node) or a node.
+type ClusterStatusEntry struct {
+	Type    string // cluster | node
+	ID      string // cluster, node/<name>
+	Name    string
+	Nodes   int  // cluster: node count
+	Version int  // cluster: corosync config version
+	Quorate bool // cluster
+	NodeID  int  // node: corosync node id, 0 without a cluster
+	IP      string
+	Local   bool // node: the node answering the request
+	Online  bool
+}
+
+// MarshalJSON renders the fields PVE sends for the entry's type, with
+// its 0/1 booleans.
+func (e ClusterStatusEntry) MarshalJSON() ([]byte, error) {
+	m := map[string]any{"type": e.Type, "id": e.ID, "name": e.Name}
+	if e.Type == "cluster" {
+		m["nodes"], m["version"], m["quorate"] = e.Nodes, e.Version, boolInt(e.Quorate)
+	} else {
+		m["nodeid"], m["ip"], m["local"], m["online"], m["level"] = e.NodeID, e.IP, boolInt(e.Local), boolInt(e.Online), ""
+	}
+	return json.Marshal(m)
+}
+
+// ClusterName is the corosync cluster name of a multi-node emulator.
+const ClusterName = "corral-sim"
+
+// ClusterStatus is GET /cluster/status. A single node is not a cluster:
+// PVE then reports only the local node, with nodeid 0. The first node is
+// the one that answers.
+func (c *Cluster) ClusterStatus() []ClusterStatusEntry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []ClusterStatusEntry
+	if len(c.st.Nodes) == 1 {
+		n := c.st.Nodes[0]
+		return append(out, ClusterStatusEntry{Type: "node", ID: "node/" + n.Name, Name: n.Name, IP: nodeAddress(n), Local: true, Online: n.Online})
+	}
+	online := 0
+	for _, n := range c.st.Nodes {
+		if n.Online {
+			online++
+		}
+	}
+	out = append(out, ClusterStatusEntry{Type: "cluster", ID: "cluster", Name: ClusterName,
+		Nodes: len(c.st.Nodes), Version: len(c.st.Nodes), Quorate: online*2 > len(c.st.Nodes)})
+	for i, n := range c.st.Nodes {
+		out = append(out, ClusterStatusEntry{Type: "node", ID: "node/" + n.Name, Name: n.Name,
+			NodeID: n.ID, IP: nodeAddress(n), Local: i == 0, Online: n.Online})
+	}
+	return out
+}
+
+// nodeAddress is the node's cluster address; every emulated node lives on
+// loopback (127.0.0.<id>).
+func nodeAddress(n *Node) string { return fmt.Sprintf("127.0.0.%d", n.ID) }

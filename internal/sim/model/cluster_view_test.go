@@ -1,0 +1,178 @@
+package model
+
+import (
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestCluster_NextID(t *testing.T) {
+	tests := []struct {
+		name    string
+		guests  []int
+		vmid    string
+		want    int
+		wantErr *Error
+	}{
+		{name: "empty datacenter", want: 100},
+		{name: "lowest gap", guests: []int{100, 101, 103}, want: 102},
+		{name: "asked id is free", guests: []int{100}, vmid: "150", want: 150},
+		{name: "asked id is used", guests: []int{101}, vmid: "101",
+			wantErr: ParamError(map[string]string{"vmid": "VM 101 already exists"})},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			k := newOpsKit(t)
+			for _, vmid := range tt.guests {
+				k.ct("pve", vmid, nil)
+			}
+			got, err := k.c.NextID(tt.vmid)
+			if tt.wantErr != nil {
+				if diff := cmp.Diff(tt.wantErr, err); diff != "" {
+					t.Fatalf("error (-want +got):\n%s", diff)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("NextID(%q) = %d, %v; want %d", tt.vmid, got, err, tt.want)
+			}
+		})
+	}
+}
+
+// TestCluster_Resources compares the wire form of every resource type
+// with testdata/cluster_resources.json (rewrite with -update).
+func TestCluster_Resources(t *testing.T) {
+	now := time.Unix(1777629600, 0)
+	k := newOpsKitWith(t, Options{Now: func() time.Time { return now }})
+	k.ct("pve", 101, map[string]string{"cores": "2", "tags": "corral;web", "lock": "backup"})
+	k.ct("pve", 900, map[string]string{"memory": "64", "template": "1"})
+	k.writeFile("pve", "local-lvm:vm-101-disk-0", "etc/hostname", "web\n")
+	k.edit(101, func(g *Guest) {
+		g.Running = true
+		g.StartedAt = now.Unix() - 90
+		// Pin the template's size, which depends on the compressor.
+		k.c.st.Volumes[volumeKey("pve", DefaultTemplate)].Size = 1000
+	})
+	got, err := json.MarshalIndent(k.c.Resources(""), "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden := filepath.Join("testdata", "cluster_resources.json")
+	if updating() {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(golden, append(got, '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gotV, wantV any
+	json.Unmarshal(got, &gotV)
+	if err := json.Unmarshal(want, &wantV); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(wantV, gotV); diff != "" {
+		t.Errorf("resources (-golden +got):\n%s", diff)
+	}
+
+	for _, tt := range []struct {
+		typ   string
+		count int
+	}{{"vm", 2}, {"node", 1}, {"storage", 2}, {"sdn", 1}} {
+		if got := len(k.c.Resources(tt.typ)); got != tt.count {
+			t.Errorf("Resources(%q): %d entries, want %d", tt.typ, got, tt.count)
+		}
+	}
+}
+
+func TestCluster_ClusterStatus(t *testing.T) {
+	tests := []struct {
+		nodes int
+		want  string
+	}{
+		{1, `[{"id":"node/pve","ip":"127.0.0.1","level":"","local":1,"name":"pve","nodeid":0,"online":1,"type":"node"}]`},
+		{2, `[{"id":"cluster","name":"corral-sim","nodes":2,"quorate":1,"type":"cluster","version":2},` +
+			`{"id":"node/pve1","ip":"127.0.0.1","level":"","local":1,"name":"pve1","nodeid":1,"online":1,"type":"node"},` +
+			`{"id":"node/pve2","ip":"127.0.0.2","level":"","local":0,"name":"pve2","nodeid":2,"online":1,"type":"node"}]`},
+	}
+	for _, tt := range tests {
+		k := newOpsKitWith(t, Options{Nodes: tt.nodes})
+		got, err := json.Marshal(k.c.ClusterStatus())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != tt.want {
+			t.Errorf("%d nodes:\n got %s\nwant %s", tt.nodes, got, tt.want)
+		}
+	}
+}
+
+func TestCluster_NodeStatus(t *testing.T) {
+	now := time.Unix(1777629600, 0)
+	k := newOpsKitWith(t, Options{Now: func() time.Time { return now.Add(-time.Hour) }})
+	k.c.opts.Now = func() time.Time { return now } // the node booted an hour ago
+	k.ct("pve", 101, nil)
+	k.edit(101, func(g *Guest) { g.Running = true })
+
+	st, err := k.c.NodeStatus("pve")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := st.Uptime, int64(3600); got != want {
+		t.Errorf("uptime = %d, want %d", got, want)
+	}
+	if got, want := st.Memory.Used, int64(hostBaseMem+guestIdleMem); got != want {
+		t.Errorf("memory used = %d, want %d", got, want)
+	}
+	if got, want := st.PVEVersion, "pve-manager/9.1.9/ee7bad0a3d1546c7"; got != want {
+		t.Errorf("pveversion = %q, want %q", got, want)
+	}
+	if st.RootFS.Total != 100*gib || st.RootFS.Used+st.RootFS.Avail != st.RootFS.Total {
+		t.Errorf("rootfs = %+v", st.RootFS)
+	}
+	if _, err := k.c.NodeStatus("nope"); err == nil {
+		t.Error("NodeStatus(nope) succeeded")
+	}
+
+	nodes := k.c.Nodes()
+	if len(nodes) != 1 || nodes[0].Node != "pve" || nodes[0].Status != "online" || nodes[0].Mem != st.Memory.Used {
+		t.Errorf("Nodes() = %+v", nodes)
+	}
+}
+
+// updateGolden is the -update flag that rewrites testdata golden files;
+// it is registered once even if another test file of the package
+// declares it too.
+var updateGolden = new(bool)
+
+func init() {
+	if f := flag.Lookup("update"); f != nil {
+		if b, ok := f.Value.(flag.Getter); ok {
+			if p, ok := b.Get().(bool); ok {
+				*updateGolden = p
+			}
+		}
+		updateGolden = nil
+		return
+	}
+	flag.BoolVar(updateGolden, "update", false, "rewrite testdata golden files")
+}
+
+// updating reports whether -update was given.
+func updating() bool {
+	if updateGolden != nil {
+		return *updateGolden
+	}
+	f := flag.Lookup("update")
+	return f != nil && f.Value.String() == "true"
+}

@@ -1,0 +1,747 @@
+package model
+
+import (
+	"archive/tar"
+	"context"
+	"crypto/md5"
+	"crypto/sha1"
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// Storage content operations: allocate and delete volumes (pve-storage
+// API2/Storage/Content.pm), the appliance index and its download
+// (pve-manager API2/Nodes.pm aplinfo, apl_download) and download-url
+// (pve-storage API2/Storage/Status.pm). The emulator has no internet:
+// a download succeeds only for a catalogue entry's URL and is served
+// from the catalogue.
+
+// Lines of pve-storage whose die has no trailing newline.
+const lvmThinFormatDieLine = 70 // LvmThinPlugin.pm alloc_image "unsupported format"
+
+// applianceMTime is the timestamp of every file in a downloaded
+// appliance, so that a download always yields the same bytes.
+var applianceMTime = time.Date(2025, 6, 17, 0, 0, 0, 0, time.UTC)
+
+// storageCheckEnabledLocked is storage_check_enabled: the storage exists,
+// is not disabled and is available on node.
+func (c *Cluster) storageCheckEnabledLocked(sid, node string) (*Storage, error) {
+	s := c.st.storage(sid)
+	if s == nil {
+		return nil, Failf("storage '%s' does not exist\n", sid)
+	}
+	if s.Disable {
+		return nil, Failf("storage '%s' is disabled\n", sid)
+	}
+	if !s.OnNode(node) {
+		return nil, Failf("storage '%s' is not available on node '%s'\n", sid, node)
+	}
+	return s, nil
+}
+
+var (
+	lvmVolnameRE  = regexp.MustCompile(`^(vm|base)-(\d+)-\S+$`)
+	dirImageRE    = regexp.MustCompile(`^(?:images/)?(\d+)/[^/]+$`)
+	backupOwnerRE = regexp.MustCompile(`^backup/vzdump-(?:lxc|qemu|openvz)-(\d+)-`)
+	diskNumberRE  = regexp.MustCompile(`(?:vm|base|subvol|basevol)-(\d+)-disk-(\d+)`)
+)
+
+// parseVolnameLocked is PVE::Storage::parse_volname: the storage, the
+// volume name, its content type (images, iso, vztmpl, backup, …) and its
+// owner VMID (0 for none), with pve-storage's errors.
+func (c *Cluster) parseVolnameLocked(volid string) (s *Storage, name, vtype string, owner int, err error) {
+	sid, name, ok := ParseVolID(volid)
+	if !ok {
+		return nil, "", "", 0, Failf("unable to parse volume ID '%s'\n", volid)
+	}
+	if s = c.st.storage(sid); s == nil {
+		return nil, "", "", 0, Failf("storage '%s' does not exist\n", sid)
+	}
+	if s.Type == "lvmthin" {
+		m := lvmVolnameRE.FindStringSubmatch(name)
+		if m == nil {
+			return nil, "", "", 0, Failf("unable to parse lvm volume name '%s'\n", name)
+		}
+		owner, _ = strconv.Atoi(m[2])
+		return s, name, "images", owner, nil
+	}
+	if m := dirImageRE.FindStringSubmatch(name); m != nil {
+		owner, _ = strconv.Atoi(m[1])
+		return s, name, "images", owner, nil
+	}
+	if m := backupOwnerRE.FindStringSubmatch(name); m != nil {
+		owner, _ = strconv.Atoi(m[1])
+		return s, name, "backup", owner, nil
+	}
+	if typ, file, ok := strings.Cut(name, "/"); ok && file != "" && !strings.Contains(file, "/") {
+		switch typ {
+		case "iso", "vztmpl", "backup", "snippets", "import":
+			return s, name, typ, 0, nil
+		}
+	}
+	return nil, "", "", 0, Failf("unable to parse directory volume name '%s'\n", name)
+}
+
+// freeDiskNumberLocked is get_next_vm_diskname's search: the lowest N
+// such that no volume of the storage is named <prefix>-<vmid>-disk-N,
+// whatever the prefix or suffix.
+func (c *Cluster) freeDiskNumberLocked(node, sid string, vmid int) int {
+	used := map[int]bool{}
+	for _, v := range c.st.Volumes {
+		if v.Node != node || v.Storage != sid {
+			continue
+		}
+		if m := diskNumberRE.FindStringSubmatch(v.Name); m != nil && m[1] == strconv.Itoa(vmid) {
+			n, _ := strconv.Atoi(m[2])
+			used[n] = true
+		}
+	}
+	n := 0
+	for used[n] {
+		n++
+	}
+	return n
+}
+
+// allocImageLocked is vdisk_alloc/alloc_image after the storage checks:
+// a new image volume of size bytes for vmid, named name or, if name is
+// empty, the lowest free disk name. It returns what lvcreate or qemu-img
+// prints. Unlike allocVolumeLocked it checks no content type, as
+// vdisk_alloc does not.
+func (c *Cluster) allocImageLocked(node string, s *Storage, vmid int, name, format string, size int64) (*Volume, []string, error) {
+	if format == "" {
+		format = "raw"
+	}
+	v := &Volume{Node: node, Storage: s.ID, Owner: vmid, Size: size, Format: format, Content: "images", Ctime: c.now().Unix()}
+	var lines []string
+	switch s.Type {
+	case "lvmthin":
+		if format != "raw" {
+			return nil, nil, Failf("unsupported format '%s' at /usr/share/perl5/PVE/Storage/LvmThinPlugin.pm line %d.\n", format, lvmThinFormatDieLine)
+		}
+		if name != "" && !strings.HasPrefix(name, fmt.Sprintf("vm-%d-", vmid)) {
+			return nil, nil, Failf("illegal name '%s' - should be 'vm-%d-*'\n", name, vmid)
+		}
+		if name == "" {
+			name = fmt.Sprintf("vm-%d-disk-%d", vmid, c.freeDiskNumberLocked(node, s.ID, vmid))
+		}
+		if c.st.Volumes[volumeKey(node, s.ID+":"+name)] != nil {
+			return nil, nil, Failf("lvcreate '%s/%s' error:   Logical Volume \"%s\" already exists in volume group \"%s\"\n", s.VGName, name, name, s.VGName)
+		}
+		v.Name = name
+		lines = append(lines, fmt.Sprintf("  Logical volume \"%s\" created.", name))
+	case "dir":
+		if name == "" {
+			prefix := "vm"
+			if format == "subvol" {
+				prefix = "subvol"
+			}
+			name = fmt.Sprintf("%s-%d-disk-%d.%s", prefix, vmid, c.freeDiskNumberLocked(node, s.ID, vmid), format)
+		}
+		ext := ""
+		if i := strings.LastIndexByte(name, '.'); i > 0 && !strings.ContainsAny(name, "/ \t") {
+			ext = name[i+1:]
+		}
+		switch ext {
+		case "raw", "qcow2", "vmdk", "subvol":
+		default:
+			return nil, nil, Failf("unable to parse volume filename '%s'\n", name)
+		}
+		if ext != format {
+			return nil, nil, Failf("illegal name '%s' - wrong extension for format ('%s != '%s')\n", name, ext, format)
+		}
+		v.Name = fmt.Sprintf("%d/%s", vmid, name)
+		path := fmt.Sprintf("%s/images/%s", s.Path, v.Name)
+		if c.st.Volumes[volumeKey(node, v.VolID())] != nil {
+			return nil, nil, Failf("disk image '%s' already exists\n", path)
+		}
+		if format == "subvol" && size != 0 {
+			return nil, nil, Failf("storage does not support subvol quotas\n")
+		}
+		if format != "subvol" {
+			lines = append(lines, fmt.Sprintf("Formatting '%s', fmt=%s size=%d", path, format, size))
+		}
+	default:
+		return nil, nil, Failf("storage type '%s' cannot hold images\n", s.Type)
+	}
+	if err := os.MkdirAll(c.volumePath(node, s.ID, v.Name), 0o755); err != nil {
+		return nil, nil, fmt.Errorf("allocate %s: %w", v.VolID(), err)
+	}
+	c.st.Volumes[volumeKey(node, v.VolID())] = v
+	return v, lines, nil
+}
+
+var (
+	allocSizeRE = regexp.MustCompile(`^(\d+)([MG]?)$`)
+	allocExtRE  = regexp.MustCompile(`\.(raw|qcow2|vmdk)$`)
+)
+
+// AllocVolume is POST /nodes/{node}/storage/{storage}/content: allocate
+// a disk image for vmid (params vmid, filename, size in KiB or with an
+// M/G suffix, format). An empty filename picks the lowest free
+// vm-<vmid>-disk-N. It returns the new volid. No content-type check:
+// vdisk_alloc has none.
+func (c *Cluster) AllocVolume(auth Auth, node, storage string, params map[string]string) (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.checkNodeLocked(node); err != nil {
+		return "", err
+	}
+	sizeStr := params["size"]
+	m := allocSizeRE.FindStringSubmatch(sizeStr)
+	if m == nil {
+		return "", ParamError(map[string]string{"size": fmt.Sprintf("unable to parse size '%s'", sizeStr)})
+	}
+	size, _ := strconv.ParseInt(m[1], 10, 64)
+	switch m[2] {
+	case "M":
+		size *= 1024
+	case "G":
+		size *= 1024 * 1024
+	}
+	name, format := params["filename"], params["format"]
+	if e := allocExtRE.FindStringSubmatch(name); e != nil {
+		if format != "" && format != e[1] {
+			return "", ParamError(map[string]string{"format": fmt.Sprintf("different storage formats (%s != %s)", format, e[1])})
+		}
+		format = e[1]
+	}
+	if c.st.storage(storage) == nil {
+		return "", Failf("storage '%s' does not exist\n", storage)
+	}
+	vmid, err := strconv.Atoi(params["vmid"])
+	if err != nil || vmid <= 0 {
+		return "", Failf("no VMID specified\n")
+	}
+	s, err := c.storageCheckEnabledLocked(storage, node)
+	if err != nil {
+		return "", err
+	}
+	v, _, err := c.allocImageLocked(node, s, vmid, name, format, size*kib)
+	if err != nil {
+		return "", err
+	}
+	if err := c.saveLocked(); err != nil {
+		return "", err
+	}
+	return v.VolID(), nil
+}
+
+// DeleteVolume is DELETE /nodes/{node}/storage/{storage}/content/{volume}:
+// task imgdel, id "<owner>@<storage>" (or "<storage>" for a volume
+// without owner). It needs Datastore.Allocate on the storage — for a
+// backup with an owner, Datastore.AllocateSpace plus VM.Backup on the
+// owner instead. Nothing checks whether a guest config still references
+// the volume (behaviour.md "Storage content"); like lvremove on a real
+// host, the task fails for an LV a running CT has mounted. With delay
+// (seconds), it waits for the task and returns "" — PVE's null — if it
+// ended well within that time.
+func (c *Cluster) DeleteVolume(auth Auth, node, storage, volume string, params map[string]string) (string, error) {
+	upid, err := c.startDeleteVolume(auth, node, storage, volume)
+	if err != nil {
+		return "", err
+	}
+	delay, _ := strconv.Atoi(params["delay"])
+	if delay <= 0 {
+		return upid, nil
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, time.Duration(delay)*time.Second)
+	defer cancel()
+	t, err := c.WaitTask(ctx, node, upid)
+	if err != nil || t.Status != "stopped" {
+		return upid, nil
+	}
+	if t.ExitStatus == "OK" || strings.HasPrefix(t.ExitStatus, "WARNINGS") {
+		return "", nil
+	}
+	return "", Failf("%s\n", t.ExitStatus)
+}
+
+func (c *Cluster) startDeleteVolume(auth Auth, node, storage, volume string) (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.checkNodeLocked(node); err != nil {
+		return "", err
+	}
+	volid := storage + ":" + volume
+	if strings.Contains(volume, ":") {
+		sid, _, ok := ParseVolID(volume)
+		switch {
+		case !ok:
+			return "", ParamError(map[string]string{"volume": fmt.Sprintf("unable to parse volume ID '%s'\n", volume)})
+		case storage != "" && sid != storage:
+			return "", ParamError(map[string]string{"volume": fmt.Sprintf("storage ID mismatch (%s != %s)\n", sid, storage)})
+		}
+		volid, storage = volume, sid
+	}
+	_, _, vtype, owner, err := c.parseVolnameLocked(volid)
+	if err != nil {
+		return "", err
+	}
+	if !auth.IsRoot() {
+		if vtype == "backup" && owner != 0 {
+			if err := c.st.Access.Check(auth, "/storage/"+storage, []string{"Datastore.AllocateSpace"}, false); err != nil {
+				return "", err
+			}
+			if err := c.st.Access.Check(auth, fmt.Sprintf("/vms/%d", owner), []string{"VM.Backup"}, false); err != nil {
+				return "", err
+			}
+		} else if err := c.st.Access.Check(auth, "/storage/"+storage, []string{"Datastore.Allocate"}, false); err != nil {
+			return "", err
+		}
+	}
+	id := storage
+	if owner != 0 {
+		id = fmt.Sprintf("%d@%s", owner, storage)
+	}
+	return c.spawn(auth, node, "imgdel", id, func(w *Worker) error {
+		if err := w.Phase("imgdel", 1); err != nil {
+			return err
+		}
+		return w.Do(func(st *State) error {
+			if err := c.freeImageLocked(w, node, volid); err != nil {
+				return err
+			}
+			w.logLocked("Removed volume '%s'", volid)
+			return nil
+		})
+	}), nil
+}
+
+// freeImageLocked is vdisk_free for DELETE content, with what lvremove
+// prints. A missing LV is no error; a missing file is only warned about.
+func (c *Cluster) freeImageLocked(w *Worker, node, volid string) error {
+	s, name, _, _, err := c.parseVolnameLocked(volid)
+	if err != nil {
+		return err
+	}
+	if _, err := c.storageCheckEnabledLocked(s.ID, node); err != nil {
+		return err
+	}
+	v := c.st.Volumes[volumeKey(node, volid)]
+	if v == nil {
+		if s.Type == "dir" {
+			w.logLocked("disk image '%s' does not exist", c.hostPath(s, name))
+		}
+		return nil
+	}
+	if v.Protected {
+		return Failf("cannot remove protected volume '%s' on '%s'\n", name, s.ID)
+	}
+	if s.Type == "lvmthin" {
+		lv := s.VGName + "/" + name
+		if c.volumeMountedLocked(node, volid) {
+			return Failf("lvremove '%s' error:   Logical volume %s in use.\n", lv, lv)
+		}
+		for _, snap := range v.Snapshots {
+			w.logLocked("  Logical volume \"snap_%s_%s\" successfully removed.", name, snap)
+		}
+		w.logLocked("  Logical volume \"%s\" successfully removed.", name)
+	}
+	return c.freeVolumeLocked(node, volid)
+}
+
+// volumeMountedLocked reports whether a running CT on node has volid as
+// its rootfs or an mpN, i.e. holds the LV open.
+func (c *Cluster) volumeMountedLocked(node, volid string) bool {
+	for _, g := range c.st.Guests {
+		if g.Node == node && g.Running && volumeInUse(&Guest{Config: g.Config}, volid, false, false) {
+			return true
+		}
+	}
+	return false
+}
+
+// hostPath is where a dir storage keeps a volume on a real host.
+func (c *Cluster) hostPath(s *Storage, name string) string {
+	typ, rest, _ := strings.Cut(name, "/")
+	switch typ {
+	case "vztmpl":
+		return s.Path + "/template/cache/" + rest
+	case "iso":
+		return s.Path + "/template/iso/" + rest
+	case "backup":
+		return s.Path + "/dump/" + rest
+	case "import":
+		return s.Path + "/import/" + rest
+	case "images":
+		return s.Path + "/images/" + rest
+	}
+	return s.Path + "/images/" + name
+}
+
+// Aplinfo is GET /nodes/{node}/aplinfo: the emulator's appliance index.
+func (c *Cluster) Aplinfo(node string) []Appliance {
+	return append([]Appliance(nil), Catalogue...)
+}
+
+// DownloadAppliance is POST /nodes/{node}/aplinfo (apl_download): task
+// "download", id the template file name, which writes the appliance to
+// <storage>:vztmpl/<template>. An unknown template is a 400
+// {template: "no such template"}; the storage must allow vztmpl.
+func (c *Cluster) DownloadAppliance(auth Auth, node string, params map[string]string) (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.checkNodeLocked(node); err != nil {
+		return "", err
+	}
+	tmpl := params["template"]
+	a, ok := applianceFor(tmpl)
+	if !ok {
+		return "", ParamError(map[string]string{"template": "no such template"})
+	}
+	s, err := c.storageCheckEnabledLocked(params["storage"], node)
+	if err != nil {
+		return "", err
+	}
+	if !s.HasContent("vztmpl") {
+		return "", Failf("storage '%s' does not support templates\n", s.ID)
+	}
+	d := download{node: node, storage: s.ID, content: "vztmpl", file: tmpl, url: a.URL(), hashRequired: true, algorithm: "sha512"}
+	return c.spawn(auth, node, "download", tmpl, func(w *Worker) error { return c.downloadTask(w, d) }), nil
+}
+
+var (
+	vztmplExtRE = regexp.MustCompile(`(?i)\.tar\.(gz|xz|zst|bz2)$`)
+	isoExtRE    = regexp.MustCompile(`(?i)\.(iso|img)$`)
+	importExtRE = regexp.MustCompile(`(?i)\.(ova|qcow2|raw|vmdk)$`)
+	filenameRE  = regexp.MustCompile(`[^-a-zA-Z0-9_.]`)
+)
+
+// DownloadURL is POST /nodes/{node}/storage/{storage}/download-url: task
+// "download", id the (encoded) file name. params: content (vztmpl, iso,
+// import), filename (normalized as PVE does), url, checksum,
+// checksum-algorithm, verify-certificates, compression. The handler
+// itself checks no privileges: the schema's (Datastore.AllocateTemplate
+// on the storage and Sys.Audit+Sys.Modify on / or Sys.AccessNetwork on
+// the node) is the HTTP layer's. Only a catalogue URL downloads; any
+// other fails in the task as wget would without a network.
+func (c *Cluster) DownloadURL(auth Auth, node, storage string, params map[string]string) (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.checkNodeLocked(node); err != nil {
+		return "", err
+	}
+	s, err := c.storageCheckEnabledLocked(storage, node)
+	if err != nil {
+		return "", err
+	}
+	if s.Type != "dir" {
+		return "", Failf("can't upload to storage type '%s', not a file based storage!\n", s.Type)
+	}
+	content := params["content"]
+	if !s.HasContent(content) {
+		return "", Failf("storage '%s' is not configured for content-type '%s'\n", storage, content)
+	}
+	file := normalizeFilename(params["filename"])
+	var extRE *regexp.Regexp
+	switch content {
+	case "iso":
+		extRE = isoExtRE
+	case "vztmpl":
+		extRE = vztmplExtRE
+	case "import":
+		extRE = importExtRE
+	default:
+		return "", ParamError(map[string]string{"content": fmt.Sprintf("upload content-type '%s' is not allowed", content)})
+	}
+	if !extRE.MatchString(file) {
+		return "", ParamError(map[string]string{"filename": "wrong file extension"})
+	}
+	d := download{node: node, storage: storage, content: content, file: file, url: params["url"],
+		compression: params["compression"]}
+	if sum := params["checksum"]; sum != "" {
+		d.checksum, d.algorithm, d.hashRequired = strings.ToLower(sum), params["checksum-algorithm"], true
+	}
+	return c.spawn(auth, node, "download", encodeText(file), func(w *Worker) error { return c.downloadTask(w, d) }), nil
+}
+
+// normalizeFilename is normalize_content_filename: the base name with
+// every character outside [-a-zA-Z0-9_.] replaced by "_".
+func normalizeFilename(name string) string {
+	name = strings.TrimRight(name, "\n")
+	if i := strings.LastIndexAny(name, `/\`); i >= 0 {
+		name = name[i+1:]
+	}
+	return filenameRE.ReplaceAllString(name, "_")
+}
+
+// encodeText is PVE::Tools::encode_text, which makes a task id safe.
+func encodeText(s string) string {
+	var b strings.Builder
+	for _, r := range []byte(s) {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.IndexByte("_.!~*'()-", r) >= 0 {
+			b.WriteByte(r)
+		} else {
+			fmt.Fprintf(&b, "\\x%02x", r)
+		}
+	}
+	return b.String()
+}
+
+// download is one download_file_from_url call.
+type download struct {
+	node, storage, content, file string
+	url                          string
+	compression                  string
+	hashRequired                 bool
+	algorithm, checksum          string // checksum "" with hashRequired: the catalogue's own
+}
+
+// downloadTask is download_file_from_url against the catalogue: it logs
+// as PVE and wget do, refuses to overwrite an existing file unless its
+// checksum is the expected one, and registers the new volume.
+func (c *Cluster) downloadTask(w *Worker, d download) error {
+	if d.compression != "" && d.content != "iso" {
+		return Failf("decompression not supported for %s\n", d.content)
+	}
+	name := d.content + "/" + d.file
+	volid := d.storage + ":" + name
+	var dest, hostDest string
+	var exists bool
+	w.Do(func(st *State) error {
+		s := st.storage(d.storage)
+		dest, hostDest = c.volumePath(d.node, d.storage, name), c.hostPath(s, name)
+		exists = st.Volumes[volumeKey(d.node, volid)] != nil
+		return nil
+	})
+	w.Log("downloading %s to %s", d.url, hostDest)
+	a, fromCatalogue := catalogueByURL(d.url)
+	if exists {
+		if !d.hashRequired {
+			return Failf("refusing to override existing file '%s'\n", hostDest)
+		}
+		ok, got, err := existingMatches(dest, a, fromCatalogue, d)
+		if err != nil {
+			return err
+		}
+		if ok {
+			w.Log("calculating checksum of existing file...OK, got correct file already, no need to download")
+			return nil
+		}
+		w.Log("calculating checksum of existing file...")
+		return Failf("checksum mismatch: got '%s' != expect '%s', aborting\n", got, d.expected(a))
+	}
+	ts := c.now().Format("2006-01-02 15:04:05")
+	w.Log("--%s--  %s", ts, d.url)
+	if !fromCatalogue {
+		return c.failDownload(w, d.url, ts)
+	}
+	tmp := fmt.Sprintf("%s.tmp_dwnl.%d", dest, w.t.PID)
+	hostTmp := fmt.Sprintf("%s.tmp_dwnl.%d", hostDest, w.t.PID)
+	size, err := writeTemplate(tmp, a, applianceMTime)
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("download %s: %w", d.url, err)
+	}
+	w.Log("HTTP request sent, awaiting response... 200 OK")
+	w.Log("Length: %d [application/octet-stream]", size)
+	w.Log("Saving to: '%s'", hostTmp)
+	if err := w.Phase("download", 1); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	w.Log("%s - '%s' saved [%d/%d]", c.now().Format("2006-01-02 15:04:05"), hostTmp, size, size)
+	if d.hashRequired {
+		got, err := fileChecksum(tmp, d.algorithm)
+		if err != nil {
+			os.Remove(tmp)
+			return err
+		}
+		if want := d.expected(a); got != want {
+			os.Remove(tmp)
+			w.Log("calculating checksum...")
+			return Failf("checksum mismatch: got '%s' != expect '%s'\n", got, want)
+		}
+		w.Log("calculating checksum...OK, checksum verified")
+	}
+	err = w.Do(func(st *State) error {
+		if err := os.Rename(tmp, dest); err != nil {
+			return Failf("unable to rename temporary file: %s\n", err)
+		}
+		st.Volumes[volumeKey(d.node, volid)] = &Volume{Node: d.node, Storage: d.storage, Name: name, Size: size,
+			Format: contentFormat(d.content, d.file), Content: d.content, Ctime: c.now().Unix()}
+		return nil
+	})
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	w.Log("download of '%s' to '%s' finished", d.url, hostDest)
+	return nil
+}
+
+// expected is the checksum the download must have: the caller's, or the
+// catalogue's own for an appliance download.
+func (d download) expected(a Appliance) string {
+	if d.checksum != "" {
+		return d.checksum
+	}
+	sum, _ := applianceChecksum(a, d.algorithm)
+	return sum
+}
+
+// failDownload fails the task as wget does with no network: the
+// Proxmox download server answers 404 for anything not in the
+// catalogue, every other host does not resolve. run_command reports the
+// last line wget printed.
+func (c *Cluster) failDownload(w *Worker, rawURL, ts string) error {
+	host := rawURL
+	if u, err := url.Parse(rawURL); err == nil && u.Hostname() != "" {
+		host = u.Hostname()
+	}
+	if host == "download.proxmox.com" {
+		w.Log("HTTP request sent, awaiting response... 404 Not Found")
+		last := ts + " ERROR 404: Not Found."
+		w.Log("%s", last)
+		return Failf("download failed: %s\n", last)
+	}
+	w.Log("Resolving %s (%s)... failed: Temporary failure in name resolution.", host, host)
+	last := fmt.Sprintf("wget: unable to resolve host address '%s'", host)
+	w.Log("%s", last)
+	return Failf("download failed: %s\n", last)
+}
+
+// catalogueByURL finds the appliance served at u.
+func catalogueByURL(u string) (Appliance, bool) {
+	for _, a := range Catalogue {
+		if a.URL() == u {
+			return a, true
+		}
+	}
+	return Appliance{}, false
+}
+
+// existingMatches decides PVE's "got correct file already": with a
+// caller's checksum, by hashing the file; for an appliance download, by
+// comparing the archive's files with the appliance's (so that a template
+// the datacenter was created with counts as the same download). got is
+// the existing file's checksum.
+func existingMatches(path string, a Appliance, fromCatalogue bool, d download) (ok bool, got string, err error) {
+	got, err = fileChecksum(path, d.algorithm)
+	if err != nil {
+		return false, "", err
+	}
+	if d.checksum != "" {
+		return got == d.checksum, got, nil
+	}
+	if !fromCatalogue {
+		return false, got, nil
+	}
+	same, err := sameTemplateFiles(path, a)
+	return same, got, err
+}
+
+// sameTemplateFiles reports whether the tar.zst at path holds exactly
+// the regular files writeTemplate puts in a's archive.
+func sameTemplateFiles(path string, a Appliance) (bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	zr, err := zstd.NewReader(f)
+	if err != nil {
+		return false, nil
+	}
+	defer zr.Close()
+	want := templateFiles(a)
+	seen := 0
+	tr := tar.NewReader(zr)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return seen == len(want), nil
+		}
+		if err != nil {
+			return false, nil
+		}
+		if h.Typeflag != tar.TypeReg {
+			continue
+		}
+		body, err := io.ReadAll(io.LimitReader(tr, 1<<20))
+		if err != nil {
+			return false, nil
+		}
+		if w, ok := want[strings.TrimPrefix(h.Name, "./")]; !ok || w != string(body) {
+			return false, nil
+		}
+		seen++
+	}
+}
+
+// applianceChecksum is the checksum of the bytes the emulator serves for
+// appliance a (what the appliance index would list).
+func applianceChecksum(a Appliance, algorithm string) (string, error) {
+	dir, err := os.MkdirTemp("", "corral-appliance-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(dir)
+	p := filepath.Join(dir, a.Template)
+	if _, err := writeTemplate(p, a, applianceMTime); err != nil {
+		return "", err
+	}
+	return fileChecksum(p, algorithm)
+}
+
+// fileChecksum hashes a file with one of download-url's algorithms.
+func fileChecksum(path, algorithm string) (string, error) {
+	var h hash.Hash
+	switch algorithm {
+	case "md5":
+		h = md5.New()
+	case "sha1":
+		h = sha1.New()
+	case "sha224":
+		h = sha256.New224()
+	case "sha256":
+		h = sha256.New()
+	case "sha384":
+		h = sha512.New384()
+	case "sha512", "":
+		h = sha512.New()
+	default:
+		return "", Failf("unknown checksum algorithm '%s'\n", algorithm)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// contentFormat is the format a storage listing shows for a file.
+func contentFormat(content, file string) string {
+	switch content {
+	case "vztmpl":
+		if m := vztmplExtRE.FindStringSubmatch(file); m != nil {
+			return "t" + strings.ToLower(m[1])
+		}
+	case "iso":
+		return "iso"
+	case "import":
+		if m := importExtRE.FindStringSubmatch(file); m != nil {
+			return strings.ToLower(m[1])
+		}
+	}
+	return "raw"
+}
