@@ -1,0 +1,83 @@
+package manifest_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/corralhq/corral/internal/manifest"
+)
+
+// TestParse_bad parses every testdata/bad/*.yaml and compares the full
+// diagnostic text with the .txt beside it (go test -update rewrites them).
+func TestParse_bad(t *testing.T) {
+	files, err := filepath.Glob("testdata/bad/*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < 30 {
+		t.Fatalf("only %d broken manifests in testdata/bad", len(files))
+	}
+	for _, path := range files {
+		name := strings.TrimSuffix(filepath.Base(path), ".yaml")
+		t.Run(name, func(t *testing.T) {
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := manifest.Parse(path, data, testOptions())
+			if err == nil {
+				t.Fatalf("Parse accepted it: %+v", f)
+			}
+			var diags *manifest.Diagnostics
+			if !errors.As(err, &diags) {
+				t.Fatalf("error is %T, want *manifest.Diagnostics: %v", err, err)
+			}
+			for _, d := range diags.Items {
+				if d.Pos.File != path || d.Pos.Line == 0 {
+					t.Errorf("diagnostic without a position in the file: %+v", d)
+				}
+			}
+			for _, s := range secretValues {
+				if strings.Contains(err.Error(), s) {
+					t.Errorf("diagnostics leak the secret %q:\n%s", s, err)
+				}
+			}
+			golden(t, strings.TrimSuffix(path, ".yaml")+".txt", []byte(err.Error()+"\n"))
+		})
+	}
+}
+
+func TestLoad_missingFile(t *testing.T) {
+	_, err := manifest.Load(filepath.Join(t.TempDir(), "corral.yaml"), manifest.LoadOptions{})
+	if !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("Load of a missing file: %v, want os.ErrNotExist", err)
+	}
+	if got, want := err.Error(), "read manifest: open "; !strings.HasPrefix(got, want) {
+		t.Errorf("error %q, want prefix %q", got, want)
+	}
+}
+
+// TestParse_aliasBudget: YAML aliases cannot make Parse walk an unbounded
+// tree; past the budget it stops with one diagnostic.
+func TestParse_aliasBudget(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("apps:\n  - name: a\n    template: a.tar.gz\n    volumes: &v\n")
+	for i := range 400 {
+		fmt.Fprintf(&b, "      - {name: v%d, size: 1G, mount: /v%d}\n", i, i)
+	}
+	for i := range 100 {
+		fmt.Fprintf(&b, "  - {name: a%d, template: a.tar.gz, volumes: *v}\n", i)
+	}
+	_, err := manifest.Parse("bomb.yaml", []byte(b.String()), testOptions())
+	var diags *manifest.Diagnostics
+	if !errors.As(err, &diags) {
+		t.Fatalf("Parse: %v, want *Diagnostics", err)
+	}
+	if got, want := err.Error(), "the manifest holds more than 100000 values; are YAML aliases nested too deeply?"; len(diags.Items) != 1 || !strings.Contains(got, want) {
+		t.Errorf("got %d diagnostics:\n%s\nwant one saying %q", len(diags.Items), got, want)
+	}
+}

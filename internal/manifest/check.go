@@ -1,0 +1,107 @@
+package manifest
+
+import (
+	"fmt"
+	"net/netip"
+	"path"
+	"strings"
+
+	"golang.org/x/crypto/ssh"
+)
+
+// The check functions take a string value and return what is wrong with
+// it, or "". They run before the field's pattern and must accept any input.
+// Their messages never repeat the value, which may be sensitive.
+
+// maxDescription leaves room, within PVE's 8192-character description,
+// for the marker lines corral appends.
+const maxDescription = 7680
+
+func checkIP(s string) string {
+	if s == defaultIP {
+		return ""
+	}
+	p, err := netip.ParsePrefix(s)
+	switch {
+	case err != nil:
+		return "not dhcp or an address with prefix length"
+	case !p.Addr().Is4():
+		return "not an IPv4 address"
+	case p.Bits() == 0:
+		return "prefix length must be 1 to 32"
+	}
+	return ""
+}
+
+func checkIPv4(s string) string {
+	a, err := netip.ParseAddr(s)
+	if err != nil || !a.Is4() {
+		return "not an IPv4 address"
+	}
+	return ""
+}
+
+func checkAddr(s string) string {
+	if _, err := netip.ParseAddr(s); err != nil {
+		return "not an IP address"
+	}
+	return ""
+}
+
+// checkPublicKeys accepts one key, or (from a file) several, one a line,
+// with blank and # comment lines ignored, as in authorized_keys.
+func checkPublicKeys(s string) string {
+	keys := splitKeys(s)
+	if len(keys) == 0 {
+		return "holds no public key"
+	}
+	for i, k := range keys {
+		if _, _, _, rest, err := ssh.ParseAuthorizedKey([]byte(k)); err != nil || len(rest) > 0 {
+			if len(keys) == 1 {
+				return "not an OpenSSH public key"
+			}
+			return fmt.Sprintf("key %d is not an OpenSSH public key", i+1)
+		}
+	}
+	return ""
+}
+
+// splitKeys returns the key lines of s.
+func splitKeys(s string) []string {
+	var keys []string
+	for line := range strings.Lines(s) {
+		line = strings.TrimSpace(line)
+		if line != "" && !strings.HasPrefix(line, "#") {
+			keys = append(keys, line)
+		}
+	}
+	return keys
+}
+
+// checkMount rejects what PVE's verify_lxc_mp_string rejects (/./, /../,
+// a trailing /. or /..; behaviour.md §f) and, more strictly, any path that
+// is not in clean form, so that two spellings of one path cannot slip past
+// the uniqueness check.
+func checkMount(s string) string {
+	switch {
+	case s == "/":
+		return "/ is the root file system (set it with rootfs)"
+	case !strings.HasPrefix(s, "/"):
+		return "not an absolute path"
+	case path.Clean(s) != s:
+		return "not a clean path (no '.' or '..' parts, '//' or trailing '/')"
+	case strings.ContainsAny(s, ",; \t\n\v\f\r"):
+		return "commas, semicolons and spaces cannot be written into a PVE mount point"
+	}
+	return ""
+}
+
+// checkAdopt explains the one wrong kind of volume users reach for: a host
+// path, which PVE treats as a bind mount and allows only to root@pam
+// (behaviour.md §b).
+func checkAdopt(s string) string {
+	if strings.HasPrefix(s, "/") {
+		return "a host path is a bind mount, which only root@pam may set; corral works with an API token, so adopt a storage volume"
+	}
+	return ""
+}

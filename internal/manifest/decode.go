@@ -1,0 +1,436 @@
+package manifest
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"gopkg.in/yaml.v3"
+)
+
+// value is one decoded manifest value, checked on its own but without
+// defaults; build.go turns the tree into Apps.
+type value struct {
+	f    *field
+	node *yaml.Node // where the value is written (an alias, not its anchor)
+	path string     // apps[0].volumes[1].size
+	ok   bool       // well-formed and valid on its own
+
+	str  string // kindString (resolved); kindSize as written
+	ref  string // the ${…} reference str was read through, or ""
+	num  int64
+	b    bool
+	size Size
+	obj  map[string]*value
+	list []*value
+}
+
+// decoder walks a YAML node tree against the field table, collecting
+// every problem into diags.
+type decoder struct {
+	file    string
+	dir     string // base for relative ${file:…} paths
+	opts    LoadOptions
+	diags   Diagnostics
+	secrets []Secret // every sensitive value, for (*File).Secrets
+	visited int
+}
+
+// maxValues bounds the values one manifest may hold. YAML aliases can make
+// a small file expand enormously; real manifests hold a few hundred.
+const maxValues = 100_000
+
+func (d *decoder) pos(n *yaml.Node) Pos { return Pos{File: d.file, Line: n.Line, Col: n.Column} }
+
+func (d *decoder) report(n *yaml.Node, path, msg, allowed string) {
+	d.diags.add(d.pos(n), path, msg, allowed)
+}
+
+// parseYAML reads the single YAML document in data. YAML syntax errors
+// become diagnostics with the line yaml.v3 reports.
+func (d *decoder) parseYAML(data []byte) (root *yaml.Node, ok bool) {
+	defer func() {
+		// yaml.v3 has panicked on malformed input before; a manifest
+		// error must stay a diagnostic.
+		if r := recover(); r != nil {
+			d.diags.add(Pos{File: d.file, Line: 1}, "", "invalid YAML: the parser failed on this input", "")
+			root, ok = nil, false
+		}
+	}()
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			d.diags.add(Pos{File: d.file, Line: 1, Col: 1}, "", "the manifest is empty", "a mapping with the key apps")
+		} else {
+			d.yamlError(err, data)
+		}
+		return nil, false
+	}
+	var next yaml.Node
+	switch err := dec.Decode(&next); {
+	case err == nil:
+		d.diags.add(Pos{File: d.file, Line: next.Line, Col: next.Column}, "", "only one YAML document is allowed", "")
+		return nil, false
+	case !errors.Is(err, io.EOF):
+		d.yamlError(err, data)
+		return nil, false
+	}
+	if len(doc.Content) == 0 || doc.Content[0].Tag == "!!null" {
+		d.diags.add(Pos{File: d.file, Line: 1, Col: 1}, "", "the manifest is empty", "a mapping with the key apps")
+		return nil, false
+	}
+	return doc.Content[0], true
+}
+
+var (
+	yamlLineRE   = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+	yamlAnchorRE = regexp.MustCompile(`^yaml: unknown anchor '(.*)' referenced$`)
+)
+
+// yamlParserErrors are the messages of yaml.v3's parser (as opposed to
+// its scanner). For these, yaml.v3 prints a 0-based line: the start of
+// the enclosing block, or the problem itself (decode.go fail()).
+var yamlParserErrors = []string{
+	"did not find expected ',' or ']'",
+	"did not find expected ',' or '}'",
+	"did not find expected '-' indicator",
+	"did not find expected <document start>",
+	"did not find expected <stream-start>",
+	"did not find expected key",
+	"did not find expected node content",
+	"found duplicate %TAG directive",
+	"found duplicate %YAML directive",
+	"found incompatible YAML document",
+	"found undefined tag handle",
+}
+
+// yamlError turns a yaml.v3 error into a diagnostic with a 1-based line.
+// yaml.v3 leaves the line out when it is the first one, and for an
+// unknown anchor, whose use is then found by searching the text.
+func (d *decoder) yamlError(err error, data []byte) {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	line := 1
+	if m := yamlLineRE.FindStringSubmatch(err.Error()); m != nil {
+		line, _ = strconv.Atoi(m[1])
+		msg = m[2]
+		if slices.Contains(yamlParserErrors, msg) {
+			line++
+		}
+	} else if m := yamlAnchorRE.FindStringSubmatch(err.Error()); m != nil {
+		if i := bytes.Index(data, []byte("*"+m[1])); i >= 0 {
+			line = 1 + bytes.Count(data[:i], []byte("\n"))
+		}
+	}
+	d.diags.add(Pos{File: d.file, Line: line}, "", "invalid YAML: "+msg, "")
+}
+
+// walk decodes node n as field f. It always returns a value; ok says
+// whether n was well-formed and valid.
+func (d *decoder) walk(n *yaml.Node, f *field, path string) *value {
+	v := &value{f: f, node: n, path: path}
+	if n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	if d.visited++; d.visited > maxValues {
+		if d.visited == maxValues+1 {
+			d.report(n, path, fmt.Sprintf("the manifest holds more than %d values; are YAML aliases nested too deeply?", maxValues), "")
+		}
+		return v
+	}
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		d.report(v.node, path, "has no value; set one or remove the key", "")
+		return v
+	}
+	switch f.kind {
+	case kindObject:
+		d.object(n, v)
+	case kindList:
+		d.list(n, v)
+	case kindString:
+		d.string(n, v)
+	case kindSize:
+		d.size(n, v)
+	case kindInt:
+		d.int(n, v)
+	case kindBool:
+		d.bool(n, v)
+	}
+	return v
+}
+
+func (d *decoder) object(n *yaml.Node, v *value) {
+	if n.Kind != yaml.MappingNode {
+		d.report(v.node, v.path, "must be a mapping, got "+describe(n), "")
+		return
+	}
+	v.ok = true
+	v.obj = map[string]*value{}
+	first := map[string]*yaml.Node{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, val := n.Content[i], n.Content[i+1]
+		if k.Kind != yaml.ScalarNode {
+			d.report(k, v.path, "keys must be plain strings, got "+describe(k), "")
+			continue
+		}
+		path := joinPath(v.path, k.Value)
+		if k.Tag == "!!merge" {
+			d.report(k, path, "YAML merge keys are not supported; write the keys out", "")
+			continue
+		}
+		if at, dup := first[k.Value]; dup {
+			d.report(k, path, fmt.Sprintf("duplicate key (first at line %d)", at.Line), "")
+			continue
+		}
+		first[k.Value] = k
+		c := v.f.child(k.Value)
+		if c == nil {
+			d.report(k, path, unknownKey(k.Value, v.f.keys()), strings.Join(v.f.keys(), ", "))
+			continue
+		}
+		v.obj[k.Value] = d.walk(val, c, path)
+	}
+	for _, c := range v.f.fields {
+		if c.required && first[c.key] == nil {
+			d.report(v.node, joinPath(v.path, c.key), "required key is missing", "")
+		}
+	}
+}
+
+func (d *decoder) list(n *yaml.Node, v *value) {
+	if n.Kind != yaml.SequenceNode {
+		d.report(v.node, v.path, "must be a list, got "+describe(n), "")
+		return
+	}
+	v.ok = true
+	for i, item := range n.Content {
+		v.list = append(v.list, d.walk(item, v.f.items, fmt.Sprintf("%s[%d]", v.path, i)))
+	}
+	if len(n.Content) < v.f.minItems {
+		d.report(v.node, v.path, fmt.Sprintf("needs at least %d item", v.f.minItems), "")
+	}
+}
+
+// scalar reads a string value, with a ${…} reference resolved. Only YAML
+// strings count: a number or a date must be quoted, as the JSON Schema
+// says. Sensitive values are recorded in d.secrets.
+func (d *decoder) scalar(n *yaml.Node, v *value) (string, bool) {
+	if n.Kind != yaml.ScalarNode || n.Tag != "!!str" {
+		got := describe(n)
+		if v.f.sensitive && n.Kind == yaml.ScalarNode {
+			got = "a value tagged " + n.Tag // a password written unquoted
+		}
+		msg := "must be a string, got " + got
+		if n.Kind == yaml.ScalarNode {
+			msg += "; quote it to mean the text"
+		}
+		d.report(v.node, v.path, msg, "")
+		return "", false
+	}
+	lit, ref, problem := splitReference(n.Value)
+	if problem != "" {
+		d.report(v.node, v.path, problem, referenceAllowed)
+		return "", false
+	}
+	if ref == "" {
+		if v.f.sensitive {
+			d.secrets = append(d.secrets, NewSecret("", lit))
+		}
+		return lit, true
+	}
+	s, err := d.opts.resolve(ref, d.dir)
+	if err != nil {
+		d.report(v.node, v.path, err.Error(), "")
+		return "", false
+	}
+	v.ref = ref
+	if !v.f.public {
+		d.secrets = append(d.secrets, NewSecret(ref, s))
+	}
+	return s, true
+}
+
+// subject names a value in a message: quoted when it was written in the
+// manifest, by its reference when it was read through one, and not at all
+// when it is sensitive.
+func (v *value) subject() string {
+	switch {
+	case v.ref != "":
+		return " from " + v.ref
+	case v.f.sensitive:
+		return ""
+	}
+	return " " + quote(v.str)
+}
+
+func (d *decoder) string(n *yaml.Node, v *value) {
+	s, ok := d.scalar(n, v)
+	if !ok {
+		return
+	}
+	v.str = s
+	f := v.f
+	switch {
+	case f.enum != nil && !slices.Contains(f.enum, s):
+		d.report(v.node, v.path, "invalid value"+v.subject(), strings.Join(f.enum, ", "))
+	case utf8.RuneCountInString(s) < f.minLen:
+		d.report(v.node, v.path, fmt.Sprintf("must be at least %d characters", f.minLen), "")
+	case f.maxLen > 0 && utf8.RuneCountInString(s) > f.maxLen:
+		d.report(v.node, v.path, fmt.Sprintf("must be at most %d characters", f.maxLen), "")
+	case f.check != nil && f.check(s) != "":
+		d.report(v.node, v.path, "invalid value"+v.subject()+": "+f.check(s), f.allowed)
+	case f.forbidRE != nil && f.forbidRE.MatchString(s):
+		d.report(v.node, v.path, "invalid value"+v.subject()+": "+f.forbidMsg, "")
+	case f.re != nil && !f.re.MatchString(s):
+		d.report(v.node, v.path, "invalid value"+v.subject(), f.allowed)
+	default:
+		v.ok = true
+	}
+}
+
+func (d *decoder) size(n *yaml.Node, v *value) {
+	if n.Kind == yaml.ScalarNode && (n.Tag == "!!int" || n.Tag == "!!float") {
+		d.report(v.node, v.path, "size "+n.Value+" has no unit", sizeAllowed)
+		return
+	}
+	s, ok := d.scalar(n, v)
+	if !ok {
+		return
+	}
+	v.str = s
+	size, err := ParseSize(s)
+	switch {
+	case errors.Is(err, errSizeSyntax):
+		d.report(v.node, v.path, "invalid size"+v.subject(), sizeAllowed)
+	case err != nil:
+		d.report(v.node, v.path, "invalid size"+v.subject()+": "+err.Error(), sizeAllowed)
+	default:
+		v.size, v.ok = size, true
+	}
+}
+
+// int reads an integer. A float with no fraction (4096.0) counts, as it
+// does in JSON Schema.
+func (d *decoder) int(n *yaml.Node, v *value) {
+	i, ok := yamlInt(n)
+	if !ok {
+		msg := "must be an integer, got " + describe(n)
+		if n.Kind == yaml.ScalarNode && strings.HasPrefix(n.Value, "${") {
+			msg += "; references work only in string values"
+		}
+		d.report(v.node, v.path, msg, "")
+		return
+	}
+	if i < v.f.min || (v.f.max > 0 && i > v.f.max) {
+		d.report(v.node, v.path, strconv.FormatInt(i, 10)+" is out of range", v.f.rangeText())
+		return
+	}
+	v.num, v.ok = i, true
+}
+
+func yamlInt(n *yaml.Node) (int64, bool) {
+	if n.Kind != yaml.ScalarNode {
+		return 0, false
+	}
+	switch n.Tag {
+	case "!!int":
+		var i int64
+		return i, n.Decode(&i) == nil
+	case "!!float":
+		var f float64
+		if n.Decode(&f) != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+			return 0, false
+		}
+		return int64(f), true
+	}
+	return 0, false
+}
+
+func (d *decoder) bool(n *yaml.Node, v *value) {
+	if n.Kind != yaml.ScalarNode || n.Tag != "!!bool" || n.Decode(&v.b) != nil {
+		d.report(v.node, v.path, "must be true or false, got "+describe(n), "")
+		return
+	}
+	v.ok = true
+}
+
+// describe names what a node holds, for "must be X, got Y" messages. The
+// text comes from the manifest itself, never from a reference.
+func describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.AliasNode:
+		return "an alias"
+	}
+	switch n.Tag {
+	case "!!str":
+		return quote(n.Value)
+	case "!!int", "!!float", "!!bool":
+		return n.Value
+	case "!!null":
+		return "nothing"
+	}
+	return "a value tagged " + n.Tag
+}
+
+// quote quotes a manifest value for a message, shortened if long.
+func quote(s string) string {
+	if r := []rune(s); len(r) > 60 {
+		s = string(r[:57]) + "..."
+	}
+	return strconv.Quote(s)
+}
+
+func joinPath(parent, key string) string {
+	if parent == "" {
+		return key
+	}
+	return parent + "." + key
+}
+
+// unknownKey says a key is unknown, suggesting the nearest allowed key
+// when the difference looks like a typo.
+func unknownKey(key string, allowed []string) string {
+	best, bestDist := "", 0
+	for _, a := range allowed {
+		dist := editDistance(strings.ToLower(key), strings.ToLower(a))
+		if dist <= max(1, len(a)/3) && (best == "" || dist < bestDist) {
+			best, bestDist = a, dist
+		}
+	}
+	if best == "" {
+		return "unknown key"
+	}
+	return "unknown key; did you mean " + best + "?"
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

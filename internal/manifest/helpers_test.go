@@ -1,0 +1,98 @@
+package manifest_test
+
+import (
+	"flag"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/corralhq/corral/internal/manifest"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files in testdata/")
+
+// Two real OpenSSH public keys (generated for these tests only).
+const (
+	key1 = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEFzE6scGlqSWu4rJhGLAFx8rEmJPfpBTE3akDx77WGC test@corral"
+	key2 = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIC1YszH/a17hflPkUb5M/MQIDTrkJviwoCCpYtP+MJID second@corral"
+)
+
+// The secret values testOptions serves. No diagnostic may contain them.
+const (
+	envRootPW  = "correct-horse-battery"
+	envShortPW = "Zq9!"
+	envBadNode = "Bad_Node!"
+	filePW     = "s3cret-from-file"
+)
+
+var testEnv = map[string]string{
+	"HOME":     "/home/test",
+	"ROOT_PW":  envRootPW,
+	"SHORT_PW": envShortPW,
+	"BAD_NODE": envBadNode,
+	"NODE":     "pve2",
+}
+
+var testFiles = map[string]string{
+	"/home/test/.ssh/id_ed25519.pub":    key1 + "\n",
+	"/home/test/.ssh/keys.pub":          "# laptop\n" + key1 + "\n\n" + key2 + "\n",
+	"/home/test/.ssh/mixed.pub":         key1 + "\nnot a key\n",
+	"/home/test/.config/corral/root.pw": filePW + "\n",
+}
+
+// testOptions resolves references from testEnv and testFiles only.
+func testOptions() manifest.LoadOptions {
+	return manifest.LoadOptions{
+		Getenv: func(name string) (string, bool) {
+			v, ok := testEnv[name]
+			return v, ok
+		},
+		ReadFile: func(path string) ([]byte, error) {
+			if s, ok := testFiles[path]; ok {
+				return []byte(s), nil
+			}
+			return nil, &fs.PathError{Op: "open", Path: path, Err: fs.ErrNotExist}
+		},
+	}
+}
+
+// secretValues are the values no output may contain.
+var secretValues = []string{envRootPW, envShortPW, envBadNode, filePW}
+
+// repoRoot walks up from the test's directory to the one holding go.mod.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("no go.mod above the test directory")
+		}
+		dir = parent
+	}
+}
+
+// golden compares got with the file at path, or rewrites it under -update.
+func golden(t *testing.T, path string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if string(got) != string(want) {
+		t.Errorf("%s differs (run go test -update to accept):\n--- got ---\n%s--- want ---\n%s", path, got, want)
+	}
+}

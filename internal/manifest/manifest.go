@@ -1,0 +1,169 @@
+package manifest
+
+import (
+	"cmp"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// File is a valid manifest: its apps with every default applied.
+type File struct {
+	// Path is the file name given to Load or Parse.
+	Path string
+	Apps []App
+
+	// secrets are held as Secrets so that even printing a File with %+v
+	// shows no value.
+	secrets []Secret
+}
+
+// App is one app: an LXC container and its persistent volumes.
+type App struct {
+	Name         string
+	Node         string // "" lets corral choose
+	VMID         int    // 0 lets corral choose (/cluster/nextid)
+	Template     string // full volid, e.g. local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst
+	Unprivileged bool
+	Cores        int
+	MemoryMiB    int
+	SwapMiB      int
+	RootFS       RootFS
+	Features     Features
+	Network      Network
+	Tags         []string // the user's tags; corral adds its own
+	OnBoot       bool
+	Description  string
+	Password     Secret // zero when not set
+	SSH          SSH
+	Volumes      []Volume
+
+	// Pos is where the app is written, for messages about it after
+	// validation ("corral.yaml:3:5: app hermes: …").
+	Pos Pos
+}
+
+// Hostname is the container's hostname: the app's name.
+func (a App) Hostname() string { return a.Name }
+
+// RootFS is the container's root file system.
+type RootFS struct {
+	Storage string
+	Size    Size
+}
+
+// Features are the container's feature flags. Only nesting is here: PVE
+// lets only root@pam set the others (behaviour.md §c), and corral works
+// with an API token.
+type Features struct {
+	Nesting bool
+}
+
+// Network is the container's net0 interface.
+type Network struct {
+	Bridge  string
+	IP      string // "dhcp" or an IPv4 CIDR like 192.168.1.50/24
+	Gateway string // "" with DHCP
+	DNS     []string
+}
+
+// DHCP reports whether the address comes from DHCP.
+func (n Network) DHCP() bool { return n.IP == defaultIP }
+
+// SSH is root's SSH access inside the container.
+type SSH struct {
+	// PublicKeys are OpenSSH public key lines; a ${file:…} holding several
+	// keys contributes one entry per key.
+	PublicKeys []string
+}
+
+// Volume is a persistent volume of an app.
+type Volume struct {
+	Name    string
+	Storage string
+	Size    Size // 0 only when adopting a volume without giving its size
+	Mount   string
+	Backup  bool
+	Reclaim Reclaim
+	Adopt   string // volid to take over; "" allocates a new volume
+	Pos     Pos
+}
+
+// Reclaim says whether corral may ever free a volume.
+type Reclaim string
+
+const (
+	// ReclaimRetain: corral never frees the volume.
+	ReclaimRetain Reclaim = "retain"
+	// ReclaimDelete: corral destroy --delete-volumes may free it.
+	ReclaimDelete Reclaim = "delete"
+)
+
+// Load reads and parses the manifest at path. The file is read with
+// opts.ReadFile when set. A manifest that is not valid gives a
+// *Diagnostics.
+func Load(path string, opts LoadOptions) (*File, error) {
+	data, err := opts.readFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read manifest: %w", err)
+	}
+	return Parse(path, data, opts)
+}
+
+// Parse parses a manifest. filename is used in diagnostics, and its
+// directory is the base of relative ${file:PATH} references. Every
+// rejection is a *Diagnostics holding every problem found.
+func Parse(filename string, data []byte, opts LoadOptions) (*File, error) {
+	d := &decoder{file: filename, dir: filepath.Dir(filename), opts: opts}
+	root, ok := d.parseYAML(data)
+	if !ok {
+		return nil, d.diags.err()
+	}
+	f := d.build(d.walk(root, manifestSpec, ""))
+	if err := d.diags.err(); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// App returns the app called name.
+func (f *File) App(name string) (*App, bool) {
+	for i := range f.Apps {
+		if f.Apps[i].Name == name {
+			return &f.Apps[i], true
+		}
+	}
+	return nil, false
+}
+
+// Secrets lists every sensitive value in the manifest: passwords and any
+// value read through ${env:…} or ${file:…} (SSH public keys excepted).
+// Tests and output scanners use it to check that nothing leaks.
+func (f *File) Secrets() []string {
+	var out []string
+	for _, s := range f.secrets {
+		if v := s.Reveal(); v != "" {
+			out = append(out, v)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// Redact replaces every sensitive value in s with the reference it was
+// read through (or "(sensitive)"), longest value first, so that output
+// which must show, say, a description read from ${env:DESC} shows the
+// reference instead.
+func (f *File) Redact(s string) string {
+	secrets := slices.Clone(f.secrets)
+	slices.SortStableFunc(secrets, func(a, b Secret) int { return cmp.Compare(len(b.Reveal()), len(a.Reveal())) })
+	var pairs []string
+	for _, sec := range secrets {
+		if v := sec.Reveal(); v != "" {
+			pairs = append(pairs, v, sec.String())
+		}
+	}
+	// One pass, so a reference put in is never searched again.
+	return strings.NewReplacer(pairs...).Replace(s)
+}

@@ -1,0 +1,101 @@
+package manifest
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// LoadOptions injects how ${env:NAME} and ${file:PATH} references are
+// resolved. The zero value uses the process environment and file system.
+type LoadOptions struct {
+	// Getenv looks up an environment variable; nil means os.LookupEnv.
+	// It is also asked for HOME to expand ~ in ${file:~/…}.
+	Getenv func(name string) (string, bool)
+	// ReadFile reads a file; nil means os.ReadFile.
+	ReadFile func(path string) ([]byte, error)
+}
+
+func (o LoadOptions) getenv(name string) (string, bool) {
+	if o.Getenv == nil {
+		return os.LookupEnv(name)
+	}
+	return o.Getenv(name)
+}
+
+func (o LoadOptions) readFile(path string) ([]byte, error) {
+	if o.ReadFile == nil {
+		return os.ReadFile(path)
+	}
+	return o.ReadFile(path)
+}
+
+// referencePattern is the whole-value reference syntax, also used by the
+// JSON Schema.
+const referencePattern = `^\$\{(env:[A-Za-z_][A-Za-z0-9_]*|file:[^}]+)\}$`
+
+var referenceRE = regexp.MustCompile(referencePattern)
+
+const referenceAllowed = "${env:NAME} with NAME of letters, digits and _, or ${file:PATH}; write $${ for a literal ${"
+
+// splitReference classifies a YAML string: a reference ("${env:X}",
+// returned in ref), or a literal (returned in lit, with "$${" unescaped to
+// "${"). A "${" anywhere else is a mistake (there is no interpolation), and
+// problem says so.
+func splitReference(s string) (lit, ref, problem string) {
+	if strings.HasPrefix(s, "${") {
+		if !referenceRE.MatchString(s) {
+			return "", "", "invalid reference"
+		}
+		return "", s, ""
+	}
+	if strings.Contains(strings.ReplaceAll(s, "$${", ""), "${") {
+		return "", "", "a reference must be the whole value"
+	}
+	return strings.ReplaceAll(s, "$${", "${"), "", ""
+}
+
+// resolve reads the value of a reference that splitReference accepted. dir
+// is the manifest's directory, against which a relative PATH is resolved.
+// Errors name the variable or path, never a value. A file's trailing line
+// breaks are dropped, so a password file may end in a newline.
+func (o LoadOptions) resolve(ref, dir string) (string, error) {
+	kind, arg, _ := strings.Cut(ref[2:len(ref)-1], ":")
+	if kind == "env" {
+		v, ok := o.getenv(arg)
+		if !ok {
+			return "", fmt.Errorf("environment variable %s is not set", arg)
+		}
+		return v, nil
+	}
+	path, err := o.expandPath(arg, dir)
+	if err != nil {
+		return "", err
+	}
+	data, err := o.readFile(path)
+	if err != nil {
+		return "", fmt.Errorf("cannot read %s: %w", ref, err)
+	}
+	return strings.TrimRight(string(data), "\r\n"), nil
+}
+
+// expandPath expands a leading ~ to $HOME and makes a relative path
+// relative to dir.
+func (o LoadOptions) expandPath(p, dir string) (string, error) {
+	if p == "~" || strings.HasPrefix(p, "~/") {
+		home, ok := o.getenv("HOME")
+		if !ok || home == "" {
+			return "", fmt.Errorf("cannot expand ~ in ${file:%s}: HOME is not set", p)
+		}
+		return filepath.Join(home, p[1:]), nil
+	}
+	if strings.HasPrefix(p, "~") {
+		return "", fmt.Errorf("cannot expand %s in ${file:%s}: only ~ (your home) is supported", strings.SplitN(p, "/", 2)[0], p)
+	}
+	if !filepath.IsAbs(p) {
+		return filepath.Join(dir, p), nil
+	}
+	return p, nil
+}

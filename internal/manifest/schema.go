@@ -1,0 +1,108 @@
+package manifest
+
+import (
+	"encoding/json"
+	"slices"
+)
+
+// JSONSchema returns a JSON Schema (draft 2020-12) of corral.yaml for
+// editors, generated from the same field table the decoder validates
+// against: the same keys, types, enums, ranges, patterns, defaults and
+// descriptions. A few checks are exact only in the decoder (IPv6
+// addresses, SSH key syntax, sizes being whole MiB, cross-field rules);
+// the schema approximates them with patterns.
+func JSONSchema() []byte {
+	s := schemaOf(manifestSpec)
+	s["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+	s["title"] = "corral manifest (corral.yaml)"
+	s["$defs"] = map[string]any{
+		"reference": map[string]any{
+			"type":        "string",
+			"description": "A value read at load time: " + referenceAllowed + ".",
+			"pattern":     referencePattern,
+		},
+	}
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		panic("manifest: schema does not encode: " + err.Error()) // only maps, strings and numbers
+	}
+	return append(b, '\n')
+}
+
+// schemaOf describes one field. encoding/json sorts map keys, so the
+// output is stable.
+func schemaOf(f *field) map[string]any {
+	s := map[string]any{}
+	if f.doc != "" {
+		s["description"] = f.doc
+	}
+	if f.def != nil {
+		s["default"] = f.def
+	}
+	switch f.kind {
+	case kindObject:
+		s["type"] = "object"
+		s["additionalProperties"] = false
+		props := map[string]any{}
+		var required []string
+		for _, c := range f.fields {
+			if c.rootOnly {
+				props[c.key] = map[string]any{
+					"description": "Only root@pam can set " + c.key + "; corral works with an API token, so it is rejected.",
+					"not":         map[string]any{},
+				}
+				continue
+			}
+			props[c.key] = schemaOf(c)
+			if c.required {
+				required = append(required, c.key)
+			}
+		}
+		s["properties"] = props
+		if required != nil {
+			slices.Sort(required)
+			s["required"] = required
+		}
+	case kindList:
+		s["type"] = "array"
+		s["items"] = schemaOf(f.items)
+		if f.minItems > 0 {
+			s["minItems"] = f.minItems
+		}
+	case kindInt:
+		s["type"] = "integer"
+		s["minimum"] = f.min
+		if f.max > 0 {
+			s["maximum"] = f.max
+		}
+	case kindBool:
+		s["type"] = "boolean"
+	case kindSize:
+		s["type"] = "string"
+		s["anyOf"] = []any{map[string]any{"pattern": sizePattern}, map[string]any{"$ref": "#/$defs/reference"}}
+	case kindString:
+		s["type"] = "string"
+		literal := map[string]any{}
+		if f.enum != nil {
+			literal["enum"] = f.enum
+		}
+		if f.pattern != "" {
+			literal["pattern"] = f.pattern
+		}
+		if f.minLen > 0 {
+			literal["minLength"] = f.minLen
+		}
+		if f.maxLen > 0 {
+			literal["maxLength"] = f.maxLen
+		}
+		if f.forbid != "" {
+			literal["not"] = map[string]any{"pattern": f.forbid}
+		}
+		// A reference is checked after it is resolved, so it stands in
+		// for any literal.
+		if len(literal) > 0 {
+			s["anyOf"] = []any{literal, map[string]any{"$ref": "#/$defs/reference"}}
+		}
+	}
+	return s
+}

@@ -1,0 +1,261 @@
+package manifest
+
+import (
+	"regexp"
+	"strconv"
+)
+
+// kind is the YAML shape a field takes.
+type kind int
+
+const (
+	kindString kind = iota // a YAML string, or a ${…} reference
+	kindInt                // a YAML integer
+	kindBool               // true or false
+	kindSize               // a string like 10G (see ParseSize)
+	kindObject             // a mapping with the keys in fields
+	kindList               // a sequence of items
+)
+
+// field describes one manifest key. The table below is the single source
+// of truth: decode.go validates against it, build.go takes defaults from
+// it, and schema.go prints it as a JSON Schema.
+type field struct {
+	key      string
+	kind     kind
+	doc      string
+	def      any // default: string, int64 or bool; nil for none
+	required bool
+
+	// Strings (and each string of a list of strings).
+	pattern   string              // anchored regexp, valid in RE2 and ECMA-262
+	allowed   string              // what is accepted, in words, for diagnostics
+	enum      []string            // the only accepted values
+	maxLen    int                 // in characters; 0 for no limit
+	minLen    int                 // in characters
+	check     func(string) string // semantic check before pattern: problem or ""
+	forbid    string              // regexp the value must not match (schema: "not")
+	forbidMsg string              // what is wrong when forbid matches
+	sensitive bool                // a secret even when written literally
+	public    bool                // not a secret even when read through ${…}
+
+	// Integers: min is always meaningful; max 0 means no upper bound.
+	min, max int64
+
+	// Lists and objects.
+	items    *field
+	minItems int
+	fields   []*field
+
+	// rootOnly marks a key that PVE accepts only from root@pam. corral
+	// works with an API token, so the key is always rejected, with the
+	// command an administrator can run instead (see build.go).
+	rootOnly bool
+
+	re, forbidRE *regexp.Regexp // compiled pattern and forbid
+}
+
+// child returns the field for key, or nil.
+func (f *field) child(key string) *field {
+	for _, c := range f.fields {
+		if c.key == key {
+			return c
+		}
+	}
+	return nil
+}
+
+// keys lists the keys a user may write in an object (root-only keys are
+// left out: they are never accepted).
+func (f *field) keys() []string {
+	var ks []string
+	for _, c := range f.fields {
+		if !c.rootOnly {
+			ks = append(ks, c.key)
+		}
+	}
+	return ks
+}
+
+// rangeText says which integers are accepted.
+func (f *field) rangeText() string {
+	if f.max == 0 {
+		return strconv.FormatInt(f.min, 10) + " or more"
+	}
+	return strconv.FormatInt(f.min, 10) + ".." + strconv.FormatInt(f.max, 10)
+}
+
+// compileSpec compiles every pattern in the tree once, at package init.
+func compileSpec(f *field) *field {
+	if f.pattern != "" {
+		f.re = regexp.MustCompile(f.pattern)
+	}
+	if f.forbid != "" {
+		f.forbidRE = regexp.MustCompile(f.forbid)
+	}
+	if f.items != nil {
+		compileSpec(f.items)
+	}
+	for _, c := range f.fields {
+		compileSpec(c)
+	}
+	return f
+}
+
+// Patterns shared by several fields. They use only syntax that RE2 and
+// ECMA-262 read alike, so the JSON Schema means what the decoder does.
+const (
+	// PVE's pve-storage-id format.
+	storagePattern = `^[a-zA-Z][a-zA-Z0-9._-]*[a-zA-Z0-9]$`
+	storageAllowed = "a PVE storage ID: letters, digits, '.', '_' and '-', starting with a letter"
+	// Names double as the CT hostname (a DNS label) and appear in corral's
+	// tags (corral-app-<name>), so they stay short and lower-case.
+	namePattern = `^[a-z]([a-z0-9-]{0,38}[a-z0-9])?$`
+	nameAllowed = "lower-case letters, digits and '-', starting with a letter and not ending with '-', at most 40 characters"
+	// Volume names appear in keeper records "app/name=volid".
+	volumeNamePattern = `^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$`
+	volumeNameAllowed = "lower-case letters, digits and '-', not starting or ending with '-', at most 40 characters"
+	// A dotted quad without leading zeros, as net/netip accepts it.
+	ipv4Pattern = `(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])(\.(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])){3}`
+)
+
+// Defaults, also printed in the JSON Schema.
+const (
+	defaultStorage = "local-lvm"
+	defaultBridge  = "vmbr0"
+	defaultIP      = "dhcp"
+	defaultRootfs  = "8G"
+)
+
+// sizeAllowed is what a size may look like.
+const sizeAllowed = "a whole number of MiB written with unit M, G or T, e.g. 512M, 10G, 1.5T"
+
+// manifestSpec is the whole manifest.
+var manifestSpec = compileSpec(&field{
+	kind: kindObject,
+	doc:  "A corral manifest: the apps corral runs in Proxmox VE LXC containers, each with its persistent volumes.",
+	fields: []*field{{
+		key: "apps", kind: kindList, required: true, minItems: 1,
+		doc:   "The apps to run, one LXC container each.",
+		items: appSpec,
+	}},
+})
+
+var appSpec = &field{
+	kind: kindObject,
+	doc:  "One app: an LXC container and its persistent volumes.",
+	fields: []*field{
+		{key: "name", kind: kindString, required: true,
+			doc:     "Name of the app, unique in the manifest. It is also the container's hostname.",
+			pattern: namePattern, allowed: nameAllowed},
+		{key: "node", kind: kindString,
+			doc:     "PVE node to run on. Default: the node the container is on, or the first node for a new one.",
+			pattern: `^[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?$`, maxLen: 63,
+			allowed: "a PVE node name: letters, digits and '-'"},
+		{key: "vmid", kind: kindInt, min: 100, max: 999999999,
+			doc: "Container ID. Default: keep the container's ID, or ask the cluster for the next free one."},
+		{key: "template", kind: kindString, required: true,
+			doc: "OS template volume, like local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst. " +
+				"A bare file name means local:vztmpl/<name>.",
+			pattern: `^([a-zA-Z][a-zA-Z0-9._-]*[a-zA-Z0-9]:vztmpl/)?[^/\s:]+\.tar\.(gz|xz|zst|bz2)$`, maxLen: 255,
+			allowed: "STORAGE:vztmpl/FILE or FILE, where FILE ends in .tar.gz, .tar.xz, .tar.zst or .tar.bz2"},
+		{key: "unprivileged", kind: kindBool, def: true,
+			doc: "Run the container unprivileged (root inside is not root on the host). " +
+				"A privileged container cannot have feature flags set by an API token."},
+		{key: "cores", kind: kindInt, def: int64(1), min: 1, max: 8192,
+			doc: "Number of CPU cores."},
+		{key: "memory", kind: kindInt, def: int64(512), min: 16,
+			doc: "Memory in MiB."},
+		{key: "swap", kind: kindInt, def: int64(512), min: 0,
+			doc: "Swap in MiB."},
+		{key: "rootfs", kind: kindObject,
+			doc: "The root file system. It is replaced with the container, so keep data on volumes.",
+			fields: []*field{
+				{key: "storage", kind: kindString, def: defaultStorage,
+					doc: "PVE storage to allocate the root file system on.", pattern: storagePattern, allowed: storageAllowed},
+				{key: "size", kind: kindSize, def: defaultRootfs,
+					doc: "Size of the root file system, e.g. 8G. It can grow in place but not shrink."},
+			}},
+		{key: "features", kind: kindObject,
+			doc: "Container feature flags. An API token may set only nesting; the others need root@pam.",
+			fields: []*field{
+				{key: "nesting", kind: kindBool, def: false,
+					doc: "Allow nested containers and namespaces, which systemd and many service managers need."},
+				{key: "fuse", kind: kindBool, rootOnly: true},
+				{key: "keyctl", kind: kindBool, rootOnly: true},
+				{key: "mknod", kind: kindBool, rootOnly: true},
+				{key: "force_rw_sys", kind: kindBool, rootOnly: true},
+				{key: "mount", kind: kindString, rootOnly: true},
+			}},
+		{key: "network", kind: kindObject,
+			doc: "The container's network interface (net0).",
+			fields: []*field{
+				{key: "bridge", kind: kindString, def: defaultBridge,
+					doc: "Host bridge to attach to.", pattern: `^[a-zA-Z0-9_.-]+$`, maxLen: 15,
+					allowed: "a Linux interface name: letters, digits, '.', '_' and '-', at most 15 characters"},
+				{key: "ip", kind: kindString, def: defaultIP,
+					doc:     "IPv4 address: dhcp, or a static address with prefix length like 192.168.1.50/24.",
+					pattern: `^(dhcp|` + ipv4Pattern + `/([1-9]|[12][0-9]|3[0-2]))$`, check: checkIP,
+					allowed: "dhcp or an IPv4 address with prefix length, e.g. 192.168.1.50/24"},
+				{key: "gateway", kind: kindString,
+					doc:     "IPv4 default gateway; only with a static ip.",
+					pattern: `^` + ipv4Pattern + `$`, check: checkIPv4,
+					allowed: "an IPv4 address, e.g. 192.168.1.1"},
+				{key: "dns", kind: kindList,
+					doc: "DNS servers. Default: the host's.",
+					items: &field{kind: kindString, doc: "A DNS server's IP address.",
+						pattern: `^[0-9a-fA-F.:]+$`, check: checkAddr,
+						allowed: "an IPv4 or IPv6 address"}},
+			}},
+		{key: "tags", kind: kindList,
+			doc: "PVE tags. corral adds its own (corral, corral-app-<name>).",
+			items: &field{kind: kindString, doc: "A PVE tag.",
+				pattern: `^[a-zA-Z0-9_][a-zA-Z0-9_+.-]*$`,
+				forbid:  `^[cC][oO][rR][rR][aA][lL](-.*)?$`, forbidMsg: "tags corral and corral-… are reserved for corral",
+				allowed: "letters, digits, '_', '+', '.' and '-', not starting with '+', '.' or '-'; not corral or corral-…"}},
+		{key: "onboot", kind: kindBool, def: false,
+			doc: "Start the container when the node boots."},
+		{key: "description", kind: kindString, maxLen: maxDescription,
+			forbid: `(^|\n)[\t\v\f\r ]*corral-`, forbidMsg: "a line starts with corral-, which is reserved for corral's own lines",
+			doc: "Free text shown in the PVE web interface. corral appends its own lines, which start with corral-."},
+		{key: "password", kind: kindString, minLen: 5, sensitive: true,
+			doc: "Root password inside the container. Prefer a reference: ${env:NAME} or ${file:PATH}."},
+		{key: "ssh", kind: kindObject,
+			doc: "SSH access to root inside the container.",
+			fields: []*field{
+				{key: "publicKeys", kind: kindList,
+					doc: "OpenSSH public keys for root, or ${file:~/.ssh/id_ed25519.pub}; a file may hold several, one a line.",
+					items: &field{kind: kindString, public: true, check: checkPublicKeys,
+						doc:     "An OpenSSH public key line, or a ${file:…} reference to a .pub or authorized_keys file.",
+						allowed: "an OpenSSH public key like ssh-ed25519 AAAA… comment"}},
+			}},
+		{key: "volumes", kind: kindList,
+			doc:   "Persistent volumes. They outlive the container: corral keeps them when it replaces or destroys the app.",
+			items: volumeSpec},
+	},
+}
+
+var volumeSpec = &field{
+	kind: kindObject,
+	doc:  "A persistent volume mounted into the app's container.",
+	fields: []*field{
+		{key: "name", kind: kindString, required: true,
+			doc: "Name of the volume, unique within the app.", pattern: volumeNamePattern, allowed: volumeNameAllowed},
+		{key: "storage", kind: kindString, def: defaultStorage,
+			doc: "PVE storage to allocate on. With adopt, the adopted volume's storage.", pattern: storagePattern, allowed: storageAllowed},
+		{key: "size", kind: kindSize,
+			doc: "Size, e.g. 10G. Required unless adopting an existing volume."},
+		{key: "mount", kind: kindString, required: true,
+			doc:     "Absolute path inside the container, unique within the app.",
+			pattern: `^(/([^/,;\s.][^/,;\s]*|\.[^/,;\s.][^/,;\s]*|\.\.[^/,;\s]+))+$`, maxLen: 255, check: checkMount,
+			allowed: "a clean absolute path other than /, without '.' or '..' parts, commas, semicolons or spaces"},
+		{key: "backup", kind: kindBool, def: true,
+			doc: "Include the volume in vzdump backups of the container."},
+		{key: "reclaim", kind: kindString, def: string(ReclaimRetain), enum: []string{string(ReclaimRetain), string(ReclaimDelete)},
+			doc: "retain: corral never frees the volume. delete: corral destroy --delete-volumes may free it."},
+		{key: "adopt", kind: kindString,
+			doc:     "Take over an existing volume by volume ID, like local-lvm:vm-999-disk-1, instead of allocating a new one.",
+			pattern: `^[a-zA-Z][a-zA-Z0-9._-]*[a-zA-Z0-9]:[^\s,;:/][^\s,;:]*$`, maxLen: 255, check: checkAdopt,
+			allowed: "a volume ID STORAGE:NAME, e.g. local-lvm:vm-999-disk-1"},
+	},
+}
