@@ -1,0 +1,169 @@
+package model
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// The read side of a CT's runtime state: GET /nodes/{node}/lxc and
+// GET /nodes/{node}/lxc/{vmid}/status/current, both built by
+// pve-container's PVE::LXC::vmstatus.
+
+// ctDefaultMaxDisk is what vmstatus reports for a stopped CT whose rootfs
+// has no size= ("use 4GB by default").
+const ctDefaultMaxDisk = 4 * gib
+
+// CTStatus is one CT as vmstatus reports it. Which fields go on the wire
+// follows the fixtures lxc-list.json and lxc-status-current-*.json: pid and
+// the pressure values only while running, lock, tags and template only
+// when set; MarshalJSON writes exactly those. GET .../status/current adds
+// {"ha":{"managed":0}}, which is the HTTP layer's business.
+type CTStatus struct {
+	VMID   int
+	Node   string
+	Name   string // hostname, or CT<vmid>; whitespace removed
+	Status string // running | stopped
+	Lock   string
+	Tags   string
+	// Template is template=1.
+	Template bool
+	// CPUs is cores, else cpulimit, else the node's CPU count.
+	CPUs float64
+	// CPU is the current load; nothing runs in an emulated CT, so 0.
+	CPU float64
+
+	MaxMem  int64 // memory (MiB, default 512) in bytes
+	MaxSwap int64 // swap (MiB, default 0 here, as vmstatus) in bytes
+	MaxDisk int64 // rootfs size=, 4 GiB when unknown
+	Mem     int64
+	Swap    int64
+	Disk    int64 // bytes used on the rootfs while running
+
+	DiskRead, DiskWrite, NetIn, NetOut int64
+
+	Uptime int64 // seconds since start while running
+	PID    int   // init's PID while running
+}
+
+// Fields is the status as PVE's JSON object, for callers that add keys
+// (status/current's "ha").
+func (s CTStatus) Fields() map[string]any {
+	m := map[string]any{
+		"vmid": s.VMID, "type": "lxc", "status": s.Status, "name": s.Name,
+		"cpus": s.CPUs, "cpu": s.CPU, "uptime": s.Uptime,
+		"mem": s.Mem, "maxmem": s.MaxMem, "swap": s.Swap, "maxswap": s.MaxSwap,
+		"disk": s.Disk, "maxdisk": s.MaxDisk,
+		"diskread": s.DiskRead, "diskwrite": s.DiskWrite, "netin": s.NetIn, "netout": s.NetOut,
+	}
+	if s.Lock != "" {
+		m["lock"] = s.Lock
+	}
+	if s.Tags != "" {
+		m["tags"] = s.Tags
+	}
+	if s.Template {
+		m["template"] = 1
+	}
+	if s.Status == "running" {
+		m["pid"] = s.PID
+		// PSI of the CT's cgroup, strings with two decimals (PVE 8.3+).
+		for _, k := range []string{"pressurecpusome", "pressurecpufull", "pressureiosome", "pressureiofull", "pressurememorysome", "pressurememoryfull"} {
+			m[k] = "0.00"
+		}
+	}
+	return m
+}
+
+// MarshalJSON writes Fields.
+func (s CTStatus) MarshalJSON() ([]byte, error) { return json.Marshal(s.Fields()) }
+
+// CTStatus is GET /nodes/{node}/lxc/{vmid}/status/current: the CT's
+// vmstatus entry, or load_config's 500 for a CT that is not on node.
+func (c *Cluster) CTStatus(node string, vmid int) (CTStatus, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.checkNodeLocked(node); err != nil {
+		return CTStatus{}, err
+	}
+	g, err := c.guestLocked(node, vmid)
+	if err != nil {
+		return CTStatus{}, err
+	}
+	return c.ctStatusLocked(g), nil
+}
+
+// ListCTs is GET /nodes/{node}/lxc: vmstatus for every CT on node, by
+// VMID. Filtering by VM.Audit is the HTTP layer's business.
+func (c *Cluster) ListCTs(node string) ([]CTStatus, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.checkNodeLocked(node); err != nil {
+		return nil, err
+	}
+	out := []CTStatus{}
+	for _, g := range c.st.Guests {
+		if g.Node == node {
+			out = append(out, c.ctStatusLocked(g))
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].VMID < out[j].VMID })
+	return out, nil
+}
+
+// ctStatusLocked is vmstatus for one CT. A running CT reports what its
+// rootfs directory holds as disk usage and an idle CT's memory; the
+// rootfs size stands in for the filesystem's total.
+func (c *Cluster) ctStatusLocked(g *Guest) CTStatus {
+	conf := g.Config
+	s := CTStatus{
+		VMID: g.VMID, Node: g.Node, Status: "stopped",
+		Name:     ctStatusName(g.VMID, conf["hostname"]),
+		Lock:     conf["lock"],
+		Tags:     conf["tags"],
+		Template: g.IsTemplate(),
+		CPUs:     c.ctStatusCPUsLocked(g),
+		MaxMem:   guestMaxMem(g),
+		MaxDisk:  guestRootfsSize(g),
+	}
+	if s.MaxDisk == 0 {
+		s.MaxDisk = ctDefaultMaxDisk
+	}
+	if swap, err := strconv.ParseInt(conf["swap"], 10, 64); err == nil {
+		s.MaxSwap = swap * mib
+	}
+	if g.Running {
+		s.Status = "running"
+		s.PID = g.PID
+		s.Uptime = max(c.now().Unix()-g.StartedAt, 0)
+		s.Mem = min(guestIdleMem, s.MaxMem)
+		if dir, ok := c.rootfsDirLocked(g); ok {
+			s.Disk = usedBytesUnder(dir)
+		}
+	}
+	return s
+}
+
+// ctStatusName is vmstatus's name: hostname or CT<vmid>, without spaces.
+func ctStatusName(vmid int, hostname string) string {
+	if hostname == "" {
+		hostname = fmt.Sprintf("CT%d", vmid)
+	}
+	return strings.Join(strings.Fields(hostname), "")
+}
+
+// ctStatusCPUsLocked is vmstatus's cpus: cores || cpulimit || the host's
+// CPU count.
+func (c *Cluster) ctStatusCPUsLocked(g *Guest) float64 {
+	for _, k := range []string{"cores", "cpulimit"} {
+		if v, err := strconv.ParseFloat(g.Config[k], 64); err == nil && v > 0 {
+			return v
+		}
+	}
+	if n := c.st.node(g.Node); n != nil && n.CPUs > 0 {
+		return float64(n.CPUs)
+	}
+	return 1
+}
