@@ -1,0 +1,574 @@
+package model
+
+import (
+	"crypto/rand"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+	"golang.org/x/crypto/ssh"
+)
+
+// Creating a CT: POST /nodes/{node}/lxc (pve-container API2/LXC.pm
+// create_vm; behaviour.md "Create / restore", (b), (c)). The request
+// checks everything it can, writes a config holding only "lock: create"
+// and returns the UPID of task vzcreate, which allocates the volumes,
+// extracts the template into the rootfs, sets the guest up and writes the
+// real config. Restoring a backup (restore=1) is not emulated yet.
+
+// ctCreateLockTimeout is create_and_lock_config's flock timeout.
+const ctCreateLockTimeout = 5 * time.Second
+
+// ctSystemdNestingMin is the systemd version from which an unprivileged
+// CT without nesting gets PVE's "You may need to enable nesting" warning.
+const ctSystemdNestingMin = 231
+
+// ctMACPrefix is the datacenter's default mac_prefix (Proxmox's OUI).
+const ctMACPrefix = "BC:24:11"
+
+// GuestExtra is what a CT was given at creation that PVE writes into the
+// guest and never into its config: the root password (kept only as a
+// salted hash) and root's authorized SSH keys. The guest layer reads it.
+type GuestExtra struct {
+	SSHPublicKeys    string `json:"ssh_public_keys,omitempty"`
+	RootPasswordHash string `json:"root_password_hash,omitempty"`
+}
+
+// CheckRootPassword reports whether password is the root password the CT
+// was created with (false when none was set).
+func (e GuestExtra) CheckRootPassword(password string) bool {
+	return e.RootPasswordHash != "" && accessCheckPassword(e.RootPasswordHash, password)
+}
+
+// GuestExtra returns a copy of CT vmid's creation secrets, ok false when
+// the CT has none.
+func (c *Cluster) GuestExtra(vmid int) (GuestExtra, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e := c.st.Extra[vmid]; e != nil {
+		return *e, true
+	}
+	return GuestExtra{}, false
+}
+
+// ctCreateSpec is a create request after its synchronous checks.
+type ctCreateSpec struct {
+	node string
+	vmid int
+	// conf is the config without volumes, as update_pct_config made it.
+	conf map[string]string
+	// mounts holds rootfs and mpN as given, plain sizes made STORAGE:SIZE.
+	mounts   map[string]string
+	storage  string
+	template string
+	extra    GuestExtra
+	start    bool
+}
+
+// CreateCT is POST /nodes/{node}/lxc. params are the request's (vmid,
+// ostemplate, storage, password, ssh-public-keys, start, unprivileged, and
+// every config key). The synchronous checks run in PVE's order; the CT is
+// unprivileged unless asked otherwise on PVE 9 (a privileged one needs
+// Sys.Modify on /), privileged by default on PVE 8 (behaviour.md (c)).
+func (c *Cluster) CreateCT(auth Auth, node string, params map[string]string) (string, error) {
+	c.mu.Lock()
+	spec, err := c.ctPrepareCreateLocked(auth, node, params)
+	c.mu.Unlock()
+	if err != nil {
+		return "", err
+	}
+	// create_and_lock_config: take the flock, check the VMID once more and
+	// write {lock: create}.
+	release, err := c.locks.acquire(c.ctx, spec.vmid, ctCreateLockTimeout)
+	if err != nil {
+		return "", Failf("unable to create CT %d - %s", spec.vmid, errText(err))
+	}
+	defer release()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.ctCheckVMIDUnusedLocked(spec.vmid); err != nil {
+		return "", Failf("unable to create CT %d - %s", spec.vmid, errText(err))
+	}
+	c.st.Guests[spec.vmid] = &Guest{VMID: spec.vmid, Node: node, Config: map[string]string{"lock": "create"}}
+	if err := c.saveLocked(); err != nil {
+		return "", err
+	}
+	return c.spawn(auth, node, "vzcreate", strconv.Itoa(spec.vmid), func(w *Worker) error {
+		return c.ctCreateTask(w, spec)
+	}), nil
+}
+
+// ctCheckVMIDUnusedLocked is PVE::Cluster::check_vmid_unused.
+func (c *Cluster) ctCheckVMIDUnusedLocked(vmid int) error {
+	if g := c.st.Guests[vmid]; g != nil {
+		return Failf("CT %d already exists on node '%s'\n", vmid, g.Node)
+	}
+	return nil
+}
+
+// ctPrepareCreateLocked is create_vm up to create_and_lock_config.
+func (c *Cluster) ctPrepareCreateLocked(auth Auth, node string, params map[string]string) (ctCreateSpec, error) {
+	if err := c.checkNodeLocked(node); err != nil {
+		return ctCreateSpec{}, err
+	}
+	p := map[string]string{}
+	for k, v := range params {
+		p[k] = v
+	}
+	take := func(k string) (string, bool) {
+		v, ok := p[k]
+		delete(p, k)
+		return v, ok
+	}
+	vmidStr, _ := take("vmid")
+	vmid, err := strconv.Atoi(vmidStr)
+	if err != nil {
+		return ctCreateSpec{}, ParamError(map[string]string{"vmid": fmt.Sprintf("type check ('integer') failed - got '%s'", vmidStr)})
+	}
+	spec := ctCreateSpec{node: node, vmid: vmid}
+	take("ignore-unpack-errors")
+	take("bwlimit") // only throttles the extraction
+	start, _ := take("start")
+	spec.start = isTrue(start)
+	haManaged, _ := take("ha-managed")
+	unprivStr, unprivSet := take("unprivileged")
+	restore, _ := take("restore")
+	take("unique")
+	if isTrue(restore) {
+		return ctCreateSpec{}, Failf("restore is not implemented by this emulator yet\n")
+	}
+	if isTrue(haManaged) {
+		return ctCreateSpec{}, Failf("ha-managed is not implemented by this emulator yet\n")
+	}
+	unprivileged := isTrue(unprivStr)
+	if c.opts.Version == "9.1" {
+		// pve-container 6.0.6 "api: create: default to unprivileged containers".
+		if !unprivSet {
+			unprivileged = true
+		}
+		if !unprivileged {
+			if err := c.st.Access.Check(auth, "/", []string{"Sys.Modify"}, false); err != nil {
+				return ctCreateSpec{}, err
+			}
+		}
+	}
+	take("force") // only meaningful with restore
+	if err := c.ctCheckVMIDUnusedLocked(vmid); err != nil {
+		return ctCreateSpec{}, err
+	}
+
+	password, _ := take("password")
+	if password != "" {
+		spec.extra.RootPasswordHash = accessHashPassword(password)
+	}
+	if keys, ok := take("ssh-public-keys"); ok {
+		if err := ctValidateSSHKeys(keys); err != nil {
+			return ctCreateSpec{}, err
+		}
+		spec.extra.SSHPublicKeys = keys
+	}
+	if pool, ok := take("pool"); ok {
+		return ctCreateSpec{}, Failf("pool '%s' does not exist\n", pool) // the emulator has no pools
+	}
+	if !c.st.Access.HasPriv(auth, fmt.Sprintf("/vms/%d", vmid), "VM.Allocate") {
+		return ctCreateSpec{}, PermError("")
+	}
+	spec.template, _ = take("ostemplate")
+	spec.storage, _ = take("storage")
+	if spec.storage == "" {
+		spec.storage = "local"
+	}
+	if err := c.ctModifyConfigPermLocked(auth, vmid, nil, p, nil, unprivileged); err != nil {
+		return ctCreateSpec{}, err
+	}
+	if err := c.ctCheckVolumeAccessLocked(auth, vmid, spec.template, "vztmpl"); err != nil {
+		return ctCreateSpec{}, err
+	}
+
+	spec.mounts = map[string]string{}
+	noDisk := map[string]string{}
+	for _, opt := range sortedKeys(p) {
+		value := p[opt]
+		switch {
+		case opt == "rootfs" || ctKeyIs(opt, "mp"):
+			if ctPlainSizeRE.MatchString(value) {
+				value = spec.storage + ":" + value
+			}
+			spec.mounts[opt] = value
+		case ctKeyIs(opt, "unused"):
+			c.log.Warn(fmt.Sprintf("ignoring '%s', cannot create/restore with unused volume", opt), "vmid", vmid)
+		default:
+			noDisk[opt] = value
+		}
+	}
+	if _, ok := spec.mounts["rootfs"]; len(spec.mounts) > 0 && !ok {
+		return ctCreateSpec{}, Failf("mount points configured, but 'rootfs' not set - aborting\n")
+	}
+	for _, key := range ctVolumeKeys(spec.mounts) {
+		mp, err := ParseMountPoint(key, spec.mounts[key])
+		if err != nil {
+			return ctCreateSpec{}, Failf("%s\n", err)
+		}
+		if mp.Type() != "volume" {
+			if !auth.IsRoot() {
+				return ctCreateSpec{}, Failf("Only root can pass arbitrary filesystem paths.\n")
+			}
+			continue
+		}
+		sid, _, ok := ParseVolID(mp.Volume())
+		if !ok {
+			return ctCreateSpec{}, Failf("unable to parse volume ID '%s'\n", mp.Volume())
+		}
+		if err := c.ctCheckCreateStorageLocked(auth, node, sid); err != nil {
+			return ctCreateSpec{}, err
+		}
+	}
+	if len(spec.mounts) == 0 {
+		if err := c.ctCheckCreateStorageLocked(auth, node, spec.storage); err != nil {
+			return ctCreateSpec{}, err
+		}
+	}
+
+	g := &Guest{VMID: vmid, Node: node, Config: map[string]string{}}
+	if _, err := c.ctUpdateConfigLocked(g, false, noDisk, nil, nil); err != nil {
+		return ctCreateSpec{}, err
+	}
+	if unprivileged {
+		g.Config["unprivileged"] = "1"
+	}
+	spec.conf = g.Config
+	return spec, nil
+}
+
+// ctPlainSizeRE is a rootfs/mpN given as a bare size in GiB.
+var ctPlainSizeRE = regexp.MustCompile(`^\d+(\.\d+)?$`)
+
+// ctCheckCreateStorageLocked is create_vm's $check_and_activate_storage.
+func (c *Cluster) ctCheckCreateStorageLocked(auth Auth, node, sid string) error {
+	s, err := c.storageCheckEnabledLocked(sid, node)
+	if err != nil {
+		return err
+	}
+	if !s.HasContent("rootdir") {
+		return ParamError(map[string]string{"storage": fmt.Sprintf("storage '%s' does not support container directories", sid)})
+	}
+	return c.st.Access.Check(auth, "/storage/"+sid, []string{"Datastore.AllocateSpace"}, false)
+}
+
+// ctValidateSSHKeys is PVE::Tools::validate_ssh_public_keys: every
+// non-blank line must be a public key.
+func ctValidateSSHKeys(keys string) error {
+	for _, line := range strings.Split(keys, "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		if _, _, _, _, err := ssh.ParseAuthorizedKey([]byte(line)); err != nil {
+			return Failf("SSH public key validation error\n")
+		}
+	}
+	return nil
+}
+
+// ctCreateTask is the vzcreate worker. On failure the new volumes and the
+// config go again and the error reads "unable to create CT <vmid> - …".
+// With start it then starts the CT in the same task.
+func (c *Cluster) ctCreateTask(w *Worker, spec ctCreateSpec) error {
+	if err := w.LockConfig(spec.vmid); err != nil {
+		return err // the config keeps "lock: create", as on PVE
+	}
+	var vols []string
+	if err := c.ctCreateRun(w, spec, &vols); err != nil {
+		w.Do(func(st *State) error {
+			for _, volid := range vols {
+				if ferr := c.freeImageLocked(w, spec.node, volid); ferr != nil {
+					w.logLocked("%s", errText(ferr))
+				}
+			}
+			if g := st.Guests[spec.vmid]; g != nil && g.Node == spec.node {
+				delete(st.Guests, spec.vmid)
+			}
+			delete(st.Extra, spec.vmid)
+			return nil
+		})
+		return Failf("unable to create CT %d - %s", spec.vmid, errText(err))
+	}
+	if !spec.start {
+		return nil
+	}
+	if err := w.Phase("vzstart", 1); err != nil {
+		return err
+	}
+	return w.Do(func(st *State) error {
+		g, err := c.guestLocked(spec.node, spec.vmid)
+		if err != nil {
+			return err
+		}
+		return c.createStartLocked(g)
+	})
+}
+
+// createStartLocked starts a just-created CT as vm_start would: no
+// templates, no quotas on an unprivileged CT, then running with a PID.
+func (c *Cluster) createStartLocked(g *Guest) error {
+	if g.IsTemplate() {
+		return Failf("you can't start a CT if it's a template\n")
+	}
+	if err := checkQuotas(g); err != nil {
+		return err
+	}
+	c.markRunningLocked(g)
+	return nil
+}
+
+// ctCreateRun is the body of create_vm's worker: create_disks, mount,
+// restore_archive, OS setup, defaults, write_config. New volumes are
+// appended to vols as they are made, for the cleanup.
+func (c *Cluster) ctCreateRun(w *Worker, spec ctCreateSpec, vols *[]string) error {
+	conf := map[string]string{}
+	for k, v := range spec.conf {
+		conf[k] = v
+	}
+	mounts := map[string]string{}
+	for k, v := range spec.mounts {
+		mounts[k] = v
+	}
+	if len(mounts) == 0 {
+		mounts["rootfs"] = spec.storage + ":4" // defaults to 4GB
+	}
+	var rootDir, archive, archiveHostPath string
+	err := w.Do(func(st *State) error {
+		for _, key := range ctVolumeKeys(mounts) {
+			mp, err := ParseMountPoint(key, mounts[key])
+			if err != nil {
+				return Failf("%s\n", err)
+			}
+			if sid, sizeGiB, ok := ParseNewDisk(mp.Volume()); ok && mp.Type() == "volume" {
+				size := int64(sizeGiB*1024) * mib
+				v, lines, err := c.ctAllocDiskLocked(spec.node, sid, spec.vmid, size)
+				for _, l := range lines {
+					w.logLocked("%s", l)
+				}
+				if err != nil {
+					return err
+				}
+				*vols = append(*vols, v.VolID())
+				mp.Props["volume"] = v.VolID()
+				mp.Props["size"] = FormatSize(size)
+			}
+			conf[key] = mp.String()
+		}
+		// mount_all activates every volume, which fails for a missing one.
+		for _, mp := range mountPoints(conf) {
+			if mp.Type() == "volume" && st.Volumes[volumeKey(spec.node, mp.Volume())] == nil {
+				return Failf("volume '%s' does not exist\n", mp.Volume())
+			}
+		}
+		rootDir = c.ctMountDirLocked(spec.node, conf["rootfs"])
+		sid, name, ok := ParseVolID(spec.template)
+		if !ok || st.Volumes[volumeKey(spec.node, spec.template)] == nil {
+			return Failf("can't find file '%s'\n", spec.template)
+		}
+		archive = c.volumePath(spec.node, sid, name)
+		archiveHostPath = c.hostPath(st.storage(sid), name)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := w.Phase("vzcreate", 0.2); err != nil {
+		return err
+	}
+
+	w.Log("extracting archive '%s'", archiveHostPath)
+	began := time.Now()
+	systemd, err := extractTemplate(archive, rootDir)
+	if err != nil {
+		return Failf("unable to extract '%s': %s\n", archiveHostPath, err)
+	}
+	if n, err := ctTarSize(archive); err == nil {
+		w.Log("Total bytes read: %d (%s, %s/s)", n, ctHumanBytes(float64(n)), ctHumanBytes(float64(n)/max(time.Since(began).Seconds(), 1e-3)))
+	}
+	if conf["arch"] == "" {
+		conf["arch"] = "amd64"
+		if a, ok := applianceFor(filepath.Base(archive)); ok && a.Architecture != "" {
+			conf["arch"] = a.Architecture
+		}
+		w.Log("Detected container architecture: %s", conf["arch"])
+	}
+	if conf["ostype"] == "" {
+		ostype, err := ctDetectOSType(rootDir)
+		if err != nil {
+			return err
+		}
+		conf["ostype"] = ostype
+	}
+	if conf["hostname"] == "" {
+		conf["hostname"] = fmt.Sprintf("CT%d", spec.vmid)
+	}
+	if err := ctPostCreate(rootDir, conf["hostname"], spec.extra.SSHPublicKeys); err != nil {
+		return err
+	}
+	if isTrue(conf["unprivileged"]) && ctParseFeatures(conf["features"])["nesting"] != "1" && systemd >= ctSystemdNestingMin {
+		w.Warn("Systemd %d detected. You may need to enable nesting.", systemd)
+	}
+	if err := w.Phase("vzcreate", 0.8); err != nil {
+		return err
+	}
+
+	// set some defaults
+	if conf["memory"] == "" || conf["memory"] == "0" {
+		conf["memory"] = "512"
+	}
+	if _, ok := conf["swap"]; !ok {
+		conf["swap"] = "512"
+	}
+	return w.Do(func(st *State) error {
+		g, err := c.guestLocked(spec.node, spec.vmid)
+		if err != nil {
+			return err
+		}
+		g.Config = conf // without "lock: create"
+		if spec.extra != (GuestExtra{}) {
+			extra := spec.extra
+			st.Extra[spec.vmid] = &extra
+		}
+		return nil
+	})
+}
+
+// ctAllocDiskLocked is LXC.pm alloc_disk + format_disk: a raw volume
+// with an ext4 filesystem (a subvol on a dir storage for size 0). It
+// returns what lvcreate and mkfs print.
+func (c *Cluster) ctAllocDiskLocked(node, sid string, vmid int, size int64) (*Volume, []string, error) {
+	s, err := c.storageCheckEnabledLocked(sid, node)
+	if err != nil {
+		return nil, nil, err
+	}
+	format := "raw"
+	switch {
+	case s.Type == "dir":
+		if size == 0 {
+			format = "subvol"
+		}
+	case !s.HasContent("rootdir"):
+		return nil, nil, Failf("content type 'rootdir' is not available or configured on storage '%s'\n", sid)
+	}
+	v, lines, err := c.allocImageLocked(node, s, vmid, "", format, size)
+	if err != nil {
+		return nil, nil, err
+	}
+	if format == "raw" {
+		lines = append(lines, fmt.Sprintf("Creating filesystem with %d 4k blocks and %d inodes", size/4096, size/(16*kib)))
+	}
+	return v, lines, nil
+}
+
+// ctMountDirLocked is where a rootfs value's files live on the data
+// plane: the volume's directory, or for a bind or device mount (root@pam
+// only) the host path under the data directory.
+func (c *Cluster) ctMountDirLocked(node, rootfs string) string {
+	mp, _ := ParseMountPoint("rootfs", rootfs)
+	if mp.Type() == "volume" {
+		if sid, name, ok := ParseVolID(mp.Volume()); ok {
+			return c.volumePath(node, sid, name)
+		}
+	}
+	return filepath.Join(c.DataDir(), "host", filepath.FromSlash(mp.Volume()))
+}
+
+// ctTarSize is the size of the tar stream in a .tar.zst, what tar's
+// --totals reports as "Total bytes read".
+func ctTarSize(archive string) (int64, error) {
+	f, err := os.Open(archive)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	zr, err := zstd.NewReader(f)
+	if err != nil {
+		return 0, err
+	}
+	defer zr.Close()
+	return io.Copy(io.Discard, zr)
+}
+
+// ctHumanBytes prints a size as GNU tar's --totals does (1024-based, one
+// decimal below 10): "10KiB", "1.5MiB".
+func ctHumanBytes(n float64) string {
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
+	i := 0
+	for n >= 1024 && i < len(units)-1 {
+		n /= 1024
+		i++
+	}
+	if n < 10 && i > 0 {
+		return strconv.FormatFloat(n, 'f', 1, 64) + units[i]
+	}
+	return strconv.FormatFloat(n, 'f', 0, 64) + units[i]
+}
+
+// ctOSTypes maps os-release IDs to PVE's ostype.
+var ctOSTypes = map[string]string{
+	"debian": "debian", "devuan": "devuan", "ubuntu": "ubuntu", "alpine": "alpine", "centos": "centos",
+	"fedora": "fedora", "arch": "archlinux", "archlinux": "archlinux", "gentoo": "gentoo", "nixos": "nixos",
+	"opensuse": "opensuse", "opensuse-leap": "opensuse", "opensuse-tumbleweed": "opensuse",
+}
+
+// ctDetectOSType is PVE::LXC::Setup's distribution detection, from the
+// rootfs's etc/os-release.
+func ctDetectOSType(rootDir string) (string, error) {
+	data, err := os.ReadFile(filepath.Join(rootDir, "etc", "os-release"))
+	if err != nil {
+		return "", Failf("unable to detect OS distribution\n")
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if id, ok := strings.CutPrefix(line, "ID="); ok {
+			if t, ok := ctOSTypes[strings.Trim(id, `"'`)]; ok {
+				return t, nil
+			}
+		}
+	}
+	return "", Failf("unable to detect OS distribution\n")
+}
+
+// ctPostCreate is the part of post_create_hook the emulator's guests see:
+// the hostname, and root's authorized keys inside PVE's marked section.
+func ctPostCreate(rootDir, hostname, sshKeys string) error {
+	if err := os.MkdirAll(filepath.Join(rootDir, "etc"), 0o755); err != nil {
+		return fmt.Errorf("set hostname: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(rootDir, "etc", "hostname"), []byte(hostname+"\n"), 0o644); err != nil {
+		return fmt.Errorf("set hostname: %w", err)
+	}
+	if sshKeys == "" {
+		return nil
+	}
+	dir := filepath.Join(rootDir, "root", ".ssh")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("set authorized keys: %w", err)
+	}
+	if !strings.HasSuffix(sshKeys, "\n") {
+		sshKeys += "\n"
+	}
+	body := "# --- BEGIN PVE ---\n" + sshKeys + "# --- END PVE ---\n"
+	if err := os.WriteFile(filepath.Join(dir, "authorized_keys"), []byte(body), 0o600); err != nil {
+		return fmt.Errorf("set authorized keys: %w", err)
+	}
+	return nil
+}
+
+// ctRandomMAC is PVE::Tools::random_ether_addr with the datacenter's
+// prefix: BC:24:11 and three random bytes.
+func ctRandomMAC() string {
+	b := make([]byte, 3)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return fmt.Sprintf("%s:%02X:%02X:%02X", ctMACPrefix, b[0], b[1], b[2])
+}
