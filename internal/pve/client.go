@@ -1,0 +1,163 @@
+package pve
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Config says where the API is and how to trust and authenticate to it.
+type Config struct {
+	// Endpoint is the API's base URL, https://host:8006, with or without
+	// the /api2/json suffix.
+	Endpoint string
+	// Token is "user@realm!tokenid=secret", the PROXMOX_VE_API_TOKEN format.
+	Token string
+	// Fingerprint pins the SHA-256 fingerprint of the server's leaf
+	// certificate (hex, colons optional, any case), ignoring CA chain and
+	// hostname, as PVE's own tools do for self-signed hosts.
+	Fingerprint string
+	// CAFile is a PEM bundle of roots to trust instead of the system's.
+	CAFile string
+	// Insecure skips TLS verification; New logs a warning once.
+	Insecure bool
+	// HTTPClient replaces the HTTP client, e.g. with an in-process
+	// transport for tests. When set, TLS options are the caller's business
+	// and Fingerprint, CAFile and Insecure are ignored.
+	HTTPClient *http.Client
+	// Logger receives Debug lines for each HTTP request and Warn lines for
+	// tasks that ended with warnings. Nil discards.
+	Logger *slog.Logger
+	// MaxConcurrent bounds requests in flight; default 8.
+	MaxConcurrent int
+	// UserAgent is sent with every request; default "corral".
+	UserAgent string
+}
+
+// Client talks to one PVE API endpoint with one API token. It is safe for
+// concurrent use; at most Config.MaxConcurrent requests are in flight.
+type Client struct {
+	base    *url.URL // scheme://host[:port]/api2/json
+	auth    string   // Authorization header value
+	secret  string   // to scrub from server messages
+	tokenID string
+	hc      *http.Client
+	log     *slog.Logger
+	sem     chan struct{}
+	ua      string
+	retry   backoff // GET retries on 5xx and connection errors
+	locked  backoff // RetryLocked
+}
+
+// New validates cfg and returns a client. It makes no request.
+func New(cfg Config) (*Client, error) {
+	base, err := parseEndpoint(cfg.Endpoint)
+	if err != nil {
+		return nil, err
+	}
+	tok, err := parseToken(cfg.Token)
+	if err != nil {
+		return nil, err
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log = log.WithGroup("pve")
+
+	hc := cfg.HTTPClient
+	if hc == nil {
+		tr, err := newTransport(cfg, log)
+		if err != nil {
+			return nil, err
+		}
+		hc = &http.Client{Transport: tr}
+	} else {
+		copied := *hc
+		hc = &copied
+	}
+	next := hc.Transport
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	hc.Transport = &logTransport{next: next, log: log}
+
+	n := cfg.MaxConcurrent
+	if n <= 0 {
+		n = 8
+	}
+	ua := cfg.UserAgent
+	if ua == "" {
+		ua = "corral"
+	}
+	return &Client{
+		base:    base,
+		auth:    "PVEAPIToken=" + tok.id + "=" + tok.secret,
+		secret:  tok.secret,
+		tokenID: tok.id,
+		hc:      hc,
+		log:     log,
+		sem:     make(chan struct{}, n),
+		ua:      ua,
+		retry:   backoff{attempts: 4, first: 250 * time.Millisecond, max: 2 * time.Second},
+		locked:  backoff{first: 250 * time.Millisecond, max: 2 * time.Second},
+	}, nil
+}
+
+// Endpoint is the API base URL the client talks to, ending in /api2/json.
+func (c *Client) Endpoint() string { return c.base.String() }
+
+// TokenID is the token's id, user@realm!tokenid, without the secret.
+func (c *Client) TokenID() string { return c.tokenID }
+
+// parseEndpoint accepts https://host:8006 with or without /api2/json and
+// returns the URL ending in /api2/json.
+func parseEndpoint(s string) (*url.URL, error) {
+	const hint = "want a URL like https://pve.example.com:8006"
+	if s == "" {
+		return nil, fmt.Errorf("endpoint: empty; %s", hint)
+	}
+	u, err := url.Parse(strings.TrimSpace(s))
+	if err != nil {
+		return nil, fmt.Errorf("endpoint %q: %w; %s", s, err, hint)
+	}
+	if (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return nil, fmt.Errorf("endpoint %q: %s", s, hint)
+	}
+	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("endpoint %q: no credentials, query or fragment allowed; %s", u.Redacted(), hint)
+	}
+	p := strings.TrimRight(u.Path, "/")
+	p = strings.TrimSuffix(p, "/api2/json")
+	return &url.URL{Scheme: u.Scheme, Host: u.Host, Path: p + "/api2/json"}, nil
+}
+
+type token struct{ id, secret string }
+
+// parseToken splits "user@realm!tokenid=secret". Its errors never contain
+// any part of s: a malformed value may be nothing but the secret.
+func parseToken(s string) (token, error) {
+	const want = "want user@realm!tokenid=secret"
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return token{}, fmt.Errorf("%w: empty; %s", ErrInvalidToken, want)
+	}
+	id, secret, ok := strings.Cut(s, "=")
+	if !ok || secret == "" {
+		return token{}, fmt.Errorf("%w: no '=secret' after the token id; %s", ErrInvalidToken, want)
+	}
+	user, name, ok := strings.Cut(id, "!")
+	if !ok || name == "" {
+		return token{}, fmt.Errorf("%w: no '!tokenid' in the token id; %s", ErrInvalidToken, want)
+	}
+	if u, realm, ok := strings.Cut(user, "@"); !ok || u == "" || realm == "" {
+		return token{}, fmt.Errorf("%w: the token id does not start with user@realm; %s", ErrInvalidToken, want)
+	}
+	if strings.ContainsAny(s, " \t\r\n") {
+		return token{}, fmt.Errorf("%w: contains whitespace; %s", ErrInvalidToken, want)
+	}
+	return token{id: id, secret: secret}, nil
+}

@@ -1,0 +1,164 @@
+package pve
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// Sentinel errors. An *APIError or *TaskError matches one of the first five
+// with errors.Is when classify (below) puts it in that class, so callers
+// branch with errors.Is(err, pve.ErrLocked) or the Is* helpers.
+var (
+	ErrNotFound      = errors.New("not found")
+	ErrLocked        = errors.New("locked")
+	ErrPermission    = errors.New("permission denied")
+	ErrAlreadyExists = errors.New("already exists")
+	ErrUnauthorized  = errors.New("authentication failed")
+
+	ErrInvalidToken = errors.New("invalid API token")
+	ErrInvalidUPID  = errors.New("invalid UPID")
+	ErrNoUPID       = errors.New("response carried no task id (UPID)")
+)
+
+// APIError is a request PVE answered with a non-2xx status. Message is
+// PVE's message without its trailing newline; Params holds the per-
+// parameter messages of a 400 "Parameter verification failed." (behaviour.md
+// §0). Path is relative to /api2/json and carries no query string.
+type APIError struct {
+	Method  string
+	Path    string
+	Status  int
+	Message string
+	Params  map[string]string
+}
+
+// Error is one readable line: method, path, status, message, and the
+// parameter errors sorted by name, their embedded newlines folded.
+func (e *APIError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s: %d %s", e.Method, e.Path, e.Status, oneLine(e.Message))
+	if len(e.Params) > 0 {
+		keys := make([]string, 0, len(e.Params))
+		for k := range e.Params {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		b.WriteString(" (")
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteString("; ")
+			}
+			fmt.Fprintf(&b, "%s: %s", k, oneLine(e.Params[k]))
+		}
+		b.WriteString(")")
+	}
+	return b.String()
+}
+
+// Is makes errors.Is(err, ErrNotFound) and friends work on an APIError.
+func (e *APIError) Is(target error) bool {
+	return target != nil && classify(e.Status, e.Message) == target
+}
+
+// Hint returns the fix for a permission error PVE explained, or "".
+// "Permission check failed (/vms/101, VM.Allocate)" names the missing
+// privilege and path; "… only allowed for root@pam" cannot be granted to
+// any API token (behaviour.md §0 "root@pam vs API tokens").
+func (e *APIError) Hint() string {
+	if e.Status != http.StatusForbidden {
+		return ""
+	}
+	if m := permPathRE.FindStringSubmatch(e.Message); m != nil {
+		return fmt.Sprintf("the API token needs %s on %s; grant it as root on the host: pveum acl modify %s --tokens 'USER@REALM!TOKEN' --roles ROLE (a role that includes %s)", m[2], m[1], m[1], m[2])
+	}
+	if strings.Contains(e.Message, "only allowed for root@pam") {
+		return "PVE allows this only to root@pam logged in with a password; no API token can do it, not even root's own"
+	}
+	return ""
+}
+
+// TaskError is a task that stopped with an exit status other than "OK" or
+// "WARNINGS: n" (behaviour.md §0: errors inside the worker). Log is the
+// tail of the task log, ending with PVE's "TASK ERROR: …" line.
+type TaskError struct {
+	UPID       string
+	ExitStatus string
+	Log        []string
+}
+
+// Error reads "task vzstart 102: CT is locked (backup)".
+func (e *TaskError) Error() string {
+	what := "task"
+	if u, err := ParseUPID(e.UPID); err == nil {
+		what = strings.TrimSpace("task " + u.Type + " " + u.ID)
+	}
+	return fmt.Sprintf("%s: %s", what, oneLine(e.ExitStatus))
+}
+
+// Is classifies the exit status like an API message, so a start task that
+// died on "CT is locked (backup)" matches ErrLocked.
+func (e *TaskError) Is(target error) bool {
+	return target != nil && classify(0, e.ExitStatus) == target
+}
+
+// IsNotFound reports whether err says a guest, storage, volume or snapshot
+// does not exist. PVE reports a missing CT as a 500 "Configuration file
+// 'nodes/<node>/lxc/<vmid>.conf' does not exist" (fixtures/error-500-no-such-ct.json).
+func IsNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
+
+// IsLocked reports whether err is a guest lock ("CT is locked (backup)",
+// behaviour.md §h) or a config-file lock timeout. Both fail before anything
+// changed, so repeating the step later is safe (see Client.RetryLocked).
+func IsLocked(err error) bool { return errors.Is(err, ErrLocked) }
+
+// IsPermission reports whether PVE refused err's request for lack of a
+// privilege (HTTP 403).
+func IsPermission(err error) bool { return errors.Is(err, ErrPermission) }
+
+// IsAlreadyExists reports whether err says the thing to create exists
+// ("CT 105 already exists on node 'pve'", "target volume … already exists").
+func IsAlreadyExists(err error) bool { return errors.Is(err, ErrAlreadyExists) }
+
+// The messages PVE uses for each class (behaviour.md §0, §d, §h). PVE
+// answers most failures with 500, so the message decides.
+var (
+	notFoundRE = regexp.MustCompile(`^Configuration file '[^']*' does not exist` +
+		`|^storage '[^']*' does not exist` +
+		`|^no such volume` +
+		`|^volume '[^']*' (for container '[^']*' )?does not exist` +
+		`|^snapshot '[^']*' does not exist`)
+	lockedRE = regexp.MustCompile(`^(CT|VM) is locked \(` +
+		`|^can't lock file '[^']*' - got timeout`)
+	existsRE   = regexp.MustCompile(`^(CT|VM) \d+ already exists on node|already exists$`)
+	permPathRE = regexp.MustCompile(`^Permission check failed \((/[^,]*), ([^)]+)\)`)
+)
+
+// classify puts a status and message in one of the sentinel classes, or
+// returns nil. status is 0 for task exit statuses.
+func classify(status int, message string) error {
+	msg := strings.TrimSpace(message)
+	switch {
+	case status == http.StatusUnauthorized:
+		return ErrUnauthorized
+	case status == http.StatusForbidden, strings.HasPrefix(msg, "Permission check failed"):
+		return ErrPermission
+	case status == http.StatusNotFound, notFoundRE.MatchString(msg):
+		return ErrNotFound
+	case lockedRE.MatchString(msg):
+		return ErrLocked
+	case existsRE.MatchString(msg):
+		return ErrAlreadyExists
+	}
+	return nil
+}
+
+// oneLine folds PVE's multi-line messages ("invalid format - format
+// error\nmp0.mp: property is missing…\n") into one line.
+func oneLine(s string) string {
+	s = strings.TrimRight(s, "\n")
+	return strings.ReplaceAll(s, "\n", "; ")
+}

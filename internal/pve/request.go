@@ -1,0 +1,225 @@
+package pve
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// maxBody bounds how much of a response is read.
+const maxBody = 64 << 20
+
+// Get calls GET path (relative to /api2/json, e.g. "/cluster/resources")
+// with params in the query string and decodes the response's data into
+// out (nil discards it). GETs are idempotent and are retried on 5xx
+// answers and connection errors.
+func (c *Client) Get(ctx context.Context, path string, params url.Values, out any) error {
+	_, err := c.call(ctx, http.MethodGet, escapePath(path), params, out)
+	return err
+}
+
+// Post calls POST path with params form-encoded in the body. It is never
+// retried: a POST that failed in flight may have started a task.
+func (c *Client) Post(ctx context.Context, path string, params url.Values, out any) error {
+	_, err := c.call(ctx, http.MethodPost, escapePath(path), params, out)
+	return err
+}
+
+// Put calls PUT path with params form-encoded in the body. Not retried.
+func (c *Client) Put(ctx context.Context, path string, params url.Values, out any) error {
+	_, err := c.call(ctx, http.MethodPut, escapePath(path), params, out)
+	return err
+}
+
+// Delete calls DELETE path with params in the query string. Not retried.
+func (c *Client) Delete(ctx context.Context, path string, params url.Values, out any) error {
+	_, err := c.call(ctx, http.MethodDelete, escapePath(path), params, out)
+	return err
+}
+
+// escapePath escapes a caller's unescaped path as a URL path.
+func escapePath(p string) string { return (&url.URL{Path: p}).EscapedPath() }
+
+// pathf builds an escaped API path: each string argument is one path
+// segment, so a volid like "local:backup/vzdump-….tar.zst" keeps its slash
+// as %2F.
+func pathf(format string, args ...any) string {
+	esc := make([]any, len(args))
+	for i, a := range args {
+		if s, ok := a.(string); ok {
+			a = url.PathEscape(s)
+		}
+		esc[i] = a
+	}
+	return fmt.Sprintf(format, esc...)
+}
+
+// envelope is PVE's response body. Total is set by paged lists (task log).
+type envelope struct {
+	Data    json.RawMessage   `json:"data"`
+	Message string            `json:"message"`
+	Errors  map[string]string `json:"errors"`
+	Total   *int              `json:"total"`
+}
+
+// call sends one API request (retrying GETs), decodes data into out, and
+// returns the envelope's total (or -1 when absent).
+func (c *Client) call(ctx context.Context, method, escPath string, params url.Values, out any) (int, error) {
+	attempts := 1
+	if method == http.MethodGet {
+		attempts = c.retry.attempts
+	}
+	var lastErr error
+	for i := range max(attempts, 1) {
+		if i > 0 {
+			if err := c.retry.wait(ctx, i-1); err != nil {
+				return -1, fmt.Errorf("%w (gave up retrying: %w)", lastErr, err)
+			}
+			c.log.DebugContext(ctx, "retrying request", "method", method, "path", displayPath(escPath), "attempt", i+1, "error", lastErr)
+		}
+		total, retryable, err := c.once(ctx, method, escPath, params, out)
+		if err == nil {
+			return total, nil
+		}
+		lastErr = err
+		if !retryable {
+			break
+		}
+	}
+	return -1, lastErr
+}
+
+// once sends one request. retryable says whether a GET may try again:
+// connection errors and 5xx answers that are not a definite PVE verdict
+// (a missing CT is a 500 too).
+func (c *Client) once(ctx context.Context, method, escPath string, params url.Values, out any) (total int, retryable bool, err error) {
+	u := *c.base
+	u.Path = c.base.Path + mustUnescape(escPath)
+	u.RawPath = c.base.Path + escPath
+	var body io.Reader
+	var form []byte
+	switch method {
+	case http.MethodGet, http.MethodDelete:
+		u.RawQuery = params.Encode()
+	default:
+		form = []byte(params.Encode())
+		body = bytes.NewReader(form)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
+	if err != nil {
+		return -1, false, fmt.Errorf("%s %s: %w", method, displayPath(escPath), err)
+	}
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	req.Header.Set("Authorization", c.auth)
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", c.ua)
+
+	select {
+	case c.sem <- struct{}{}:
+	case <-ctx.Done():
+		return -1, false, fmt.Errorf("%s %s: %w", method, displayPath(escPath), ctx.Err())
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		<-c.sem
+		return -1, ctx.Err() == nil && !isCertError(err), c.transportError(method, escPath, err)
+	}
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	resp.Body.Close()
+	<-c.sem
+	if err != nil {
+		return -1, ctx.Err() == nil, fmt.Errorf("%s %s: read response: %w", method, displayPath(escPath), err)
+	}
+
+	var env envelope
+	jsonErr := json.Unmarshal(raw, &env)
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		apiErr := c.apiError(method, escPath, resp, env)
+		retry := resp.StatusCode >= 500 && resp.StatusCode != http.StatusNotImplemented && classify(apiErr.Status, apiErr.Message) == nil
+		return -1, retry, apiErr
+	}
+	if jsonErr != nil {
+		return -1, false, fmt.Errorf("%s %s: decode response: %w", method, displayPath(escPath), jsonErr)
+	}
+	total = -1
+	if env.Total != nil {
+		total = *env.Total
+	}
+	if out != nil && len(env.Data) > 0 && string(env.Data) != "null" {
+		if err := json.Unmarshal(env.Data, out); err != nil {
+			return -1, false, fmt.Errorf("%s %s: decode data: %w", method, displayPath(escPath), err)
+		}
+	}
+	return total, false, nil
+}
+
+// apiError builds the typed error for a non-2xx answer. PVE repeats the
+// message's first line as the reason phrase; when the body has no message
+// (a proxy's 502, a 401) the reason phrase is used. The token secret is
+// scrubbed in case a server ever echoes it.
+func (c *Client) apiError(method, escPath string, resp *http.Response, env envelope) *APIError {
+	msg := strings.TrimRight(env.Message, "\n")
+	if msg == "" {
+		msg = strings.TrimSpace(strings.TrimPrefix(resp.Status, fmt.Sprint(resp.StatusCode)))
+	}
+	e := &APIError{Method: method, Path: displayPath(escPath), Status: resp.StatusCode, Message: c.scrub(msg)}
+	if len(env.Errors) > 0 {
+		e.Params = make(map[string]string, len(env.Errors))
+		for k, v := range env.Errors {
+			e.Params[k] = c.scrub(strings.TrimRight(v, "\n"))
+		}
+	}
+	return e
+}
+
+// transportError shortens net/http's error and explains certificate
+// failures with the seen fingerprint (see CertError).
+func (c *Client) transportError(method, escPath string, err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	where := fmt.Sprintf("%s %s://%s%s", method, c.base.Scheme, c.base.Host, c.base.Path+displayPath(escPath))
+	var ce *CertError
+	if errors.As(err, &ce) {
+		return fmt.Errorf("%s: %w", where, ce)
+	}
+	var ve *tls.CertificateVerificationError
+	if errors.As(err, &ve) && len(ve.UnverifiedCertificates) > 0 {
+		return fmt.Errorf("%s: %w", where, &CertError{Fingerprint: fingerprintOf(ve.UnverifiedCertificates[0]), Err: ve})
+	}
+	return fmt.Errorf("%s: %w", where, err)
+}
+
+func (c *Client) scrub(s string) string {
+	if c.secret == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, c.secret, "REDACTED")
+}
+
+func isCertError(err error) bool {
+	var ce *CertError
+	var ve *tls.CertificateVerificationError
+	return errors.As(err, &ce) || errors.As(err, &ve)
+}
+
+// displayPath is the unescaped path for messages and logs.
+func displayPath(escPath string) string { return mustUnescape(escPath) }
+
+func mustUnescape(escPath string) string {
+	p, err := url.PathUnescape(escPath)
+	if err != nil {
+		return escPath
+	}
+	return p
+}
