@@ -1,0 +1,146 @@
+package pve_test
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/pem"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/corralhq/corral/internal/pve"
+)
+
+// tlsServer is a TLS test server that answers /version, and the
+// fingerprint of its certificate in PVE's AA:BB:… form.
+func tlsServer(t *testing.T) (*httptest.Server, string) {
+	t.Helper()
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeData(w, map[string]string{"version": "9.1.2", "release": "9.1", "repoid": "0123abcd"})
+	}))
+	t.Cleanup(srv.Close)
+	sum := sha256.Sum256(srv.Certificate().Raw)
+	h := strings.ToUpper(hex.EncodeToString(sum[:]))
+	var parts []string
+	for i := 0; i < len(h); i += 2 {
+		parts = append(parts, h[i:i+2])
+	}
+	return srv, strings.Join(parts, ":")
+}
+
+func TestClient_fingerprintPinning(t *testing.T) {
+	srv, fp := tlsServer(t)
+	wrong := strings.Repeat("AB:", 31) + "AB"
+	tests := []struct {
+		name        string
+		fingerprint string
+		wantErr     bool
+	}{
+		{"colon upper case", fp, false},
+		{"bare lower case", strings.ToLower(strings.ReplaceAll(fp, ":", "")), false},
+		{"wrong", wrong, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := pve.New(pve.Config{Endpoint: srv.URL, Token: testToken, Fingerprint: tt.fingerprint})
+			if err != nil {
+				t.Fatalf("New: %v", err)
+			}
+			_, err = c.Version(ctx(t))
+			if !tt.wantErr {
+				if err != nil {
+					t.Fatalf("Version with the right fingerprint: %v", err)
+				}
+				return
+			}
+			var ce *pve.CertError
+			if !errors.As(err, &ce) {
+				t.Fatalf("err = %v (%T), want *CertError", err, err)
+			}
+			if got, want := ce.Fingerprint, fp; got != want {
+				t.Errorf("CertError.Fingerprint=%s, want %s", got, want)
+			}
+			for _, want := range []string{fp, wrong, "--fingerprint", "PROXMOX_VE_FINGERPRINT"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not mention %q", err, want)
+				}
+			}
+			noSecret(t, "cert error", err.Error())
+		})
+	}
+}
+
+// Without a fingerprint, an untrusted certificate is an x509 error that
+// says which fingerprint to pin.
+func TestClient_untrustedCertificate(t *testing.T) {
+	srv, fp := tlsServer(t)
+	c, err := pve.New(pve.Config{Endpoint: srv.URL, Token: testToken})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	_, err = c.Version(ctx(t))
+	var ua x509.UnknownAuthorityError
+	if !errors.As(err, &ua) {
+		t.Fatalf("err = %v (%T), want an x509.UnknownAuthorityError in the chain", err, err)
+	}
+	for _, want := range []string{"x509", fp, "--fingerprint", "--ca-file"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %q", err, want)
+		}
+	}
+}
+
+func TestClient_caFile(t *testing.T) {
+	srv, _ := tlsServer(t)
+	path := filepath.Join(t.TempDir(), "ca.pem")
+	pemBytes := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	if err := os.WriteFile(path, pemBytes, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := pve.New(pve.Config{Endpoint: srv.URL, Token: testToken, CAFile: path})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	if _, err := c.Version(ctx(t)); err != nil {
+		t.Fatalf("Version with the CA file: %v", err)
+	}
+
+	empty := filepath.Join(t.TempDir(), "empty.pem")
+	os.WriteFile(empty, []byte("not pem"), 0o600)
+	if _, err := pve.New(pve.Config{Endpoint: srv.URL, Token: testToken, CAFile: empty}); err == nil {
+		t.Errorf("New with a CA file without certificates succeeded")
+	}
+}
+
+func TestClient_insecureWarnsOnce(t *testing.T) {
+	srv, _ := tlsServer(t)
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	c, err := pve.New(pve.Config{Endpoint: srv.URL, Token: testToken, Insecure: true, Logger: log})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	for range 3 {
+		if _, err := c.Version(ctx(t)); err != nil {
+			t.Fatalf("Version, insecure: %v", err)
+		}
+	}
+	if got := strings.Count(logs.String(), "level=WARN"); got != 1 {
+		t.Errorf("%d warnings logged, want 1:\n%s", got, logs.String())
+	}
+}
+
+func TestNew_badFingerprint(t *testing.T) {
+	for _, fp := range []string{"AB:CD", "zz" + strings.Repeat("00", 31), strings.Repeat("00", 33)} {
+		if _, err := pve.New(pve.Config{Endpoint: "https://pve:8006", Token: testToken, Fingerprint: fp}); err == nil {
+			t.Errorf("New(Fingerprint=%q) succeeded, want error", fp)
+		}
+	}
+}
