@@ -1,0 +1,238 @@
+package model
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// Options configure a Cluster. The zero value (plus a Dir) is a one-node
+// PVE 9.1 cluster whose tasks take the seeds' real durations.
+type Options struct {
+	// Dir holds the state file and the data plane (every volume is a real
+	// directory under Dir/data). Required.
+	Dir string
+	// Nodes is the node count: 1 gives node "pve", N>1 gives pve1..pveN.
+	Nodes int
+	// Version is the emulated PVE release, "9.1" (default) or "8.4".
+	Version string
+	// TimeScale multiplies every task duration; 0 makes tasks instant.
+	// Nil-able via HasTimeScale so that 0 can be asked for explicitly.
+	TimeScale    float64
+	HasTimeScale bool
+	// Durations overrides the per-task-type durations at scale 1.
+	Durations map[string]time.Duration
+	// Now is the clock; nil means time.Now.
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// DefaultDurations are the seeds' observed task times at scale 1
+// (seed 000: create ~11 s; seed 004: backup ~22-25 s, restore ~11-12 s).
+var DefaultDurations = map[string]time.Duration{
+	"vzcreate":      11 * time.Second,
+	"vzrestore":     11 * time.Second,
+	"vzstart":       3 * time.Second,
+	"vzstop":        2 * time.Second,
+	"vzshutdown":    4 * time.Second,
+	"vzreboot":      6 * time.Second,
+	"vzdestroy":     2 * time.Second,
+	"move_volume":   2 * time.Second,
+	"resize":        1 * time.Second,
+	"download":      4 * time.Second,
+	"aptemplate":    4 * time.Second,
+	"imgdel":        500 * time.Millisecond,
+	"vzdump":        22 * time.Second,
+	"vzsnapshot":    2 * time.Second,
+	"vzdelsnapshot": 1 * time.Second,
+	"vzrollback":    3 * time.Second,
+	"bootdelay":     5 * time.Second, // a started guest's services (sshd) come up after this
+}
+
+// Cluster is the emulated datacenter. All exported methods are safe for
+// concurrent use: one mutex guards the state, per-guest config locks
+// (lock.go) serialize read-modify-write of a guest like PVE's flock.
+type Cluster struct {
+	opts Options
+	log  *slog.Logger
+
+	mu    sync.Mutex
+	st    *State
+	locks *configLocks
+
+	ctx    context.Context // cancelled by Close: stops running workers
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	// hooks lets the HTTP layer and fault injection observe or alter task
+	// runs; see TaskHook.
+	taskHook TaskHook
+}
+
+// TaskHook may fail a task on purpose (fault injection). It is called at the
+// start of every worker; a non-nil error ends the task with that error.
+type TaskHook func(typ, id string) error
+
+// Open loads the cluster in opts.Dir, or creates the default datacenter
+// there when the directory holds no state yet. Tasks that were running when
+// the previous process died are marked stopped with PVE's
+// "unexpected status" (the worker is gone, as after a node crash).
+func Open(opts Options) (*Cluster, error) {
+	if opts.Dir == "" {
+		return nil, errors.New("model: Options.Dir is required")
+	}
+	if opts.Version == "" {
+		opts.Version = "9.1"
+	}
+	if opts.Version != "9.1" && opts.Version != "8.4" {
+		return nil, fmt.Errorf("model: unsupported PVE version %q (want 9.1 or 8.4)", opts.Version)
+	}
+	if opts.Nodes <= 0 {
+		opts.Nodes = 1
+	}
+	if !opts.HasTimeScale && opts.TimeScale == 0 {
+		opts.TimeScale = 1
+	}
+	if opts.TimeScale < 0 {
+		return nil, fmt.Errorf("model: time scale must be >= 0, got %v", opts.TimeScale)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &Cluster{opts: opts, log: log.WithGroup("model"), locks: newConfigLocks(), ctx: ctx, cancel: cancel}
+
+	st, err := loadState(c.statePath())
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		st, err = c.newDatacenter()
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+	case err != nil:
+		cancel()
+		return nil, err
+	default:
+		if st.Version != opts.Version {
+			cancel()
+			return nil, fmt.Errorf("model: state in %s is PVE %s, asked for %s", opts.Dir, st.Version, opts.Version)
+		}
+		c.recoverTasks(st)
+	}
+	c.st = st
+	c.mu.Lock()
+	err = c.saveLocked()
+	c.mu.Unlock()
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	return c, nil
+}
+
+// Close stops all running workers (their tasks end with an error, as if the
+// node went down) and waits for them.
+func (c *Cluster) Close() error {
+	c.cancel()
+	c.wg.Wait()
+	return nil
+}
+
+// Version is the emulated PVE release ("9.1" or "8.4").
+func (c *Cluster) Version() string { return c.opts.Version }
+
+// Dir is the state directory.
+func (c *Cluster) Dir() string { return c.opts.Dir }
+
+// SetTaskHook installs h (nil removes it).
+func (c *Cluster) SetTaskHook(h TaskHook) {
+	c.mu.Lock()
+	c.taskHook = h
+	c.mu.Unlock()
+}
+
+func (c *Cluster) now() time.Time { return c.opts.Now() }
+
+func (c *Cluster) statePath() string { return filepath.Join(c.opts.Dir, "state.json") }
+
+// DataDir is the root of the data plane.
+func (c *Cluster) DataDir() string { return filepath.Join(c.opts.Dir, "data") }
+
+// duration is how long a task of type typ takes at the configured scale.
+func (c *Cluster) duration(typ string) time.Duration {
+	d, ok := c.opts.Durations[typ]
+	if !ok {
+		d = DefaultDurations[typ]
+	}
+	return time.Duration(float64(d) * c.opts.TimeScale)
+}
+
+// saveLocked writes the whole state atomically (temp file + fsync + rename)
+// so that a kill at any moment leaves either the old or the new state.
+// c.mu must be held.
+func (c *Cluster) saveLocked() error {
+	data, err := json.Marshal(c.st)
+	if err != nil {
+		return fmt.Errorf("model: encode state: %w", err)
+	}
+	return writeFileAtomic(c.statePath(), data, 0o600)
+}
+
+func loadState(path string) (*State, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var st State
+	if err := json.Unmarshal(data, &st); err != nil {
+		return nil, fmt.Errorf("model: decode %s: %w", path, err)
+	}
+	st.fixup()
+	return &st, nil
+}
+
+// writeFileAtomic replaces path with data so that readers and a crash see
+// either the old or the new content, never a mix.
+func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp, perm); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// WriteFileAtomic is writeFileAtomic for the HTTP layer (certificates, env file).
+func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
+	return writeFileAtomic(path, data, perm)
+}

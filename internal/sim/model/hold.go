@@ -1,0 +1,50 @@
+package model
+
+import (
+	"fmt"
+	"time"
+)
+
+// HoldLock sets CT vmid's config lock to lock for d, as another operation
+// (a backup job, say) would, then clears it if it is still that lock. For
+// fault injection: callers see "CT is locked (<lock>)" meanwhile.
+func (c *Cluster) HoldLock(vmid int, lock string, d time.Duration) error {
+	switch lock {
+	case "backup", "create", "destroyed", "disk", "fstrim", "migrate", "mounted", "rollback", "snapshot", "snapshot-delete":
+	default:
+		return Failf("invalid lock '%s'\n", lock)
+	}
+	c.mu.Lock()
+	g := c.st.Guests[vmid]
+	if g == nil {
+		c.mu.Unlock()
+		return Failf("no CT %d\n", vmid)
+	}
+	if cur := g.Lock(); cur != "" {
+		c.mu.Unlock()
+		return Failf("CT is locked (%s)\n", cur)
+	}
+	g.Config["lock"] = lock
+	err := c.saveLocked()
+	c.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("hold lock: %w", err)
+	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-c.ctx.Done():
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if g := c.st.Guests[vmid]; g != nil && g.Config["lock"] == lock {
+			delete(g.Config, "lock")
+			c.saveLocked()
+		}
+	}()
+	return nil
+}

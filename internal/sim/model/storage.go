@@ -1,0 +1,248 @@
+package model
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+)
+
+const (
+	kib = int64(1024)
+	mib = 1024 * kib
+	gib = 1024 * mib
+)
+
+// volumePath is the directory (thin volumes) or file (dir storage content)
+// that holds a volume's data on the emulator's disk.
+func (c *Cluster) volumePath(node, storage, name string) string {
+	return filepath.Join(c.DataDir(), node, storage, filepath.FromSlash(name))
+}
+
+// VolumePath is volumePath for tests and the guest layer: where volid's
+// data lives on node.
+func (c *Cluster) VolumePath(node, volid string) (string, error) {
+	sid, name, ok := ParseVolID(volid)
+	if !ok {
+		return "", fmt.Errorf("unable to parse volume ID '%s'", volid)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.st.Volumes[volumeKey(node, volid)] == nil {
+		return "", fmt.Errorf("no such volume '%s'", volid)
+	}
+	return c.volumePath(node, sid, name), nil
+}
+
+// nextDiskName is pve-storage's get_next_vm_diskname: the lowest free
+// vm-<vmid>-disk-N on the storage (behaviour.md §f 1).
+func (st *State) nextDiskName(node, storage string, vmid int, prefix string) string {
+	for n := 0; ; n++ {
+		name := fmt.Sprintf("%s-%d-disk-%d", prefix, vmid, n)
+		if st.Volumes[volumeKey(node, storage+":"+name)] == nil {
+			return name
+		}
+	}
+}
+
+// allocVolume creates a new image volume of size bytes for vmid and its
+// (empty, formatted) data directory. The storage must hold content ct.
+func (c *Cluster) allocVolumeLocked(node, sid string, vmid int, size int64, ct string) (*Volume, error) {
+	s := c.st.storage(sid)
+	if s == nil || !s.OnNode(node) {
+		return nil, Failf("storage '%s' does not exist\n", sid)
+	}
+	if !s.HasContent(ct) {
+		return nil, Failf("content type '%s' is not available or configured on storage '%s'\n", ct, sid)
+	}
+	prefix := "vm"
+	if s.Type == "dir" {
+		prefix = "subvol"
+	}
+	name := c.st.nextDiskName(node, sid, vmid, prefix)
+	v := &Volume{Node: node, Storage: sid, Name: name, Owner: vmid, Size: size, Format: "raw", Content: "images", Ctime: c.now().Unix()}
+	if s.Type == "dir" {
+		v.Format = "subvol"
+		v.Name = fmt.Sprintf("images/%d/%s", vmid, name)
+	}
+	if err := os.MkdirAll(c.volumePath(node, sid, v.Name), 0o755); err != nil {
+		return nil, fmt.Errorf("allocate %s: %w", v.VolID(), err)
+	}
+	c.st.Volumes[volumeKey(node, v.VolID())] = v
+	return v, nil
+}
+
+// freeVolumeLocked is vdisk_free: drop the volume, its snapshots and data.
+func (c *Cluster) freeVolumeLocked(node, volid string) error {
+	v := c.st.Volumes[volumeKey(node, volid)]
+	if v == nil {
+		return Failf("no such volume '%s'\n", volid)
+	}
+	delete(c.st.Volumes, volumeKey(node, volid))
+	p := c.volumePath(node, v.Storage, v.Name)
+	for _, snap := range v.Snapshots {
+		os.RemoveAll(c.snapshotPath(node, v, snap))
+	}
+	if err := os.RemoveAll(p); err != nil {
+		return fmt.Errorf("free %s: %w", volid, err)
+	}
+	return nil
+}
+
+// snapshotPath is where an LVM-thin snapshot LV snap_<vol>_<snap> keeps its data.
+func (c *Cluster) snapshotPath(node string, v *Volume, snap string) string {
+	return filepath.Join(c.DataDir(), node, v.Storage, "snap_"+v.Name+"_"+snap)
+}
+
+// StorageUsage is what /nodes/{node}/storage/{storage}/status reports.
+type StorageUsage struct {
+	Storage *Storage
+	Total   int64
+	Used    int64
+	Active  bool
+}
+
+// Storages lists the storages available on node with their usage.
+func (c *Cluster) Storages(node string) ([]StorageUsage, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.st.node(node) == nil {
+		return nil, Failf("no such node '%s'\n", node)
+	}
+	var out []StorageUsage
+	for _, s := range c.st.Storages {
+		if !s.OnNode(node) || s.Disable {
+			continue
+		}
+		out = append(out, c.usageLocked(node, s))
+	}
+	return out, nil
+}
+
+func (c *Cluster) usageLocked(node string, s *Storage) StorageUsage {
+	u := StorageUsage{Storage: cloneStorage(s), Total: s.Total, Active: true}
+	for _, v := range c.st.Volumes {
+		if v.Node == node && v.Storage == s.ID {
+			u.Used += v.Size
+		}
+	}
+	return u
+}
+
+// StorageStatus is one storage's usage on node.
+func (c *Cluster) StorageStatus(node, sid string) (StorageUsage, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.st.storage(sid)
+	if c.st.node(node) == nil {
+		return StorageUsage{}, Failf("no such node '%s'\n", node)
+	}
+	if s == nil || !s.OnNode(node) {
+		return StorageUsage{}, Failf("storage '%s' does not exist\n", sid)
+	}
+	return c.usageLocked(node, s), nil
+}
+
+func cloneStorage(s *Storage) *Storage {
+	cp := *s
+	cp.Content = slices.Clone(s.Content)
+	cp.Nodes = slices.Clone(s.Nodes)
+	return &cp
+}
+
+// StorageConfig returns a copy of the storage's config, or nil.
+func (c *Cluster) StorageConfig(sid string) *Storage {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s := c.st.storage(sid); s != nil {
+		return cloneStorage(s)
+	}
+	return nil
+}
+
+// ContentEntry is one line of a storage content listing, with "content"
+// computed as PVE does: thin volumes show "rootdir" only while their owner
+// exists as a CT, otherwise "images" (behaviour.md "Storage content").
+type ContentEntry struct {
+	Volume
+	ContentType string
+}
+
+// Content lists a storage's volumes on node, optionally filtered by content
+// type and owner vmid (0 = all).
+func (c *Cluster) Content(node, sid, content string, vmid int) ([]ContentEntry, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.st.storage(sid)
+	if c.st.node(node) == nil {
+		return nil, Failf("no such node '%s'\n", node)
+	}
+	if s == nil || !s.OnNode(node) {
+		return nil, Failf("storage '%s' does not exist\n", sid)
+	}
+	var out []ContentEntry
+	for _, v := range c.st.Volumes {
+		if v.Node != node || v.Storage != sid {
+			continue
+		}
+		ct := v.Content
+		if ct == "images" || ct == "rootdir" {
+			ct = "images"
+			if g := c.st.Guests[v.Owner]; g != nil && g.Node == node {
+				ct = "rootdir"
+			}
+		}
+		if content != "" && ct != content {
+			continue
+		}
+		if vmid != 0 && v.Owner != vmid {
+			continue
+		}
+		out = append(out, ContentEntry{Volume: *v, ContentType: ct})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].VolID() < out[j].VolID() })
+	return out, nil
+}
+
+// VolumeInfo returns one volume.
+func (c *Cluster) VolumeInfo(node, volid string) (ContentEntry, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v := c.st.Volumes[volumeKey(node, volid)]
+	if v == nil {
+		return ContentEntry{}, Failf("no such volume '%s'\n", volid)
+	}
+	return ContentEntry{Volume: *v, ContentType: v.Content}, nil
+}
+
+// volumeUsers lists the guests whose config (current, pending or
+// snapshots) references volid, for reporting only: PVE itself never checks
+// this before freeing (behaviour.md "Storage content").
+func (st *State) volumeUsers(volid string) []int {
+	var out []int
+	for vmid, g := range st.Guests {
+		for k, val := range g.Config {
+			if isVolumeKey(k) && strings.HasPrefix(val, volid) && (len(val) == len(volid) || val[len(volid)] == ',') {
+				out = append(out, vmid)
+				break
+			}
+		}
+	}
+	sort.Ints(out)
+	return out
+}
+
+// isVolumeKey reports keys whose value names a volume: rootfs, mpN, unusedN.
+func isVolumeKey(k string) bool {
+	if k == "rootfs" {
+		return true
+	}
+	for _, p := range []string{"mp", "unused"} {
+		if rest, ok := strings.CutPrefix(k, p); ok && rest != "" && strings.Trim(rest, "0123456789") == "" {
+			return true
+		}
+	}
+	return false
+}

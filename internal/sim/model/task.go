@@ -1,0 +1,235 @@
+package model
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// maxTasks bounds the task list kept in the state (PVE rotates its index too).
+const maxTasks = 2000
+
+// FormatUPID renders PVE's task id (pve-common PVE::UPID::encode):
+// UPID:<node>:<pid %08X>:<pstart %08X>:<starttime %08X>:<type>:<id>:<user>:
+func FormatUPID(node string, pid, pstart int, start int64, typ, id, user string) string {
+	return fmt.Sprintf("UPID:%s:%08X:%08X:%08X:%s:%s:%s:", node, pid, pstart, start, typ, id, user)
+}
+
+// Worker is the handle a task's code runs with: it logs, sleeps on the
+// scaled clock and takes the cluster lock for each state change.
+type Worker struct {
+	c    *Cluster
+	t    *Task
+	ctx  context.Context
+	held []func()
+}
+
+// Log appends a line to the task log.
+func (w *Worker) Log(format string, args ...any) {
+	w.c.mu.Lock()
+	w.logLocked(format, args...)
+	w.c.mu.Unlock()
+}
+
+func (w *Worker) logLocked(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	for _, line := range strings.Split(strings.TrimRight(msg, "\n"), "\n") {
+		w.t.Log = append(w.t.Log, line)
+	}
+}
+
+// Warn logs a "WARN: " line and counts it, so the task ends "WARNINGS: n".
+func (w *Worker) Warn(format string, args ...any) {
+	w.c.mu.Lock()
+	w.t.Warnings++
+	w.logLocked("WARN: "+format, args...)
+	w.c.mu.Unlock()
+}
+
+// Sleep waits d (already scaled by the caller via Cluster.duration) or
+// until the cluster shuts down.
+func (w *Worker) Sleep(d time.Duration) error {
+	if d <= 0 {
+		return w.ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-w.ctx.Done():
+		return errors.New("received interrupt")
+	}
+}
+
+// Phase sleeps the given fraction of the task type's scaled duration.
+func (w *Worker) Phase(typ string, fraction float64) error {
+	return w.Sleep(time.Duration(float64(w.c.duration(typ)) * fraction))
+}
+
+// LockConfig takes the guest's config flock for the rest of the task.
+func (w *Worker) LockConfig(vmid int) error {
+	release, err := w.c.locks.acquire(w.ctx, vmid, configLockTimeout)
+	if err != nil {
+		return err
+	}
+	w.held = append(w.held, release)
+	return nil
+}
+
+// Do runs fn with the cluster mutex held and saves the state afterwards,
+// so each step of a worker is atomic and durable.
+func (w *Worker) Do(fn func(st *State) error) error {
+	w.c.mu.Lock()
+	defer w.c.mu.Unlock()
+	if err := w.ctx.Err(); err != nil {
+		return errors.New("received interrupt")
+	}
+	err := fn(w.c.st)
+	if serr := w.c.saveLocked(); serr != nil && err == nil {
+		err = serr
+	}
+	return err
+}
+
+// Task is the running task (read-only for the worker's code).
+func (w *Worker) UPID() string { return w.t.UPID }
+
+// spawn registers a task and runs fn in a worker goroutine. c.mu must be
+// held by the caller (the synchronous part of the API call); the UPID is
+// returned at once, as fork_worker does.
+func (c *Cluster) spawn(auth Auth, node, typ, id string, fn func(w *Worker) error) string {
+	now := c.now()
+	c.st.NextPID++
+	pid := 100000 + c.st.NextPID
+	user, token := auth.UserID, ""
+	if auth.TokenID != "" {
+		_, token, _ = strings.Cut(auth.TokenID, "!")
+	}
+	t := &Task{
+		Node: node, Type: typ, ID: id, User: user, TokenID: token,
+		PID: pid, PStart: int(now.Unix()%100000000) + c.st.NextPID, StartTime: now.Unix(),
+		Status: "running",
+	}
+	t.UPID = FormatUPID(node, t.PID, t.PStart, t.StartTime, typ, id, auth.ID())
+	c.st.Tasks = append(c.st.Tasks, t)
+	if len(c.st.Tasks) > maxTasks {
+		c.st.Tasks = slices.Delete(c.st.Tasks, 0, len(c.st.Tasks)-maxTasks)
+	}
+	hook := c.taskHook
+	w := &Worker{c: c, t: t, ctx: c.ctx}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		var err error
+		if hook != nil {
+			err = hook(typ, id)
+		}
+		if err == nil {
+			err = runWorker(w, fn)
+		}
+		for i := len(w.held) - 1; i >= 0; i-- {
+			w.held[i]()
+		}
+		c.finish(t, err)
+	}()
+	return t.UPID
+}
+
+func runWorker(w *Worker, fn func(w *Worker) error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("internal error: %v", r)
+		}
+	}()
+	return fn(w)
+}
+
+// finish records the task's end: exitstatus OK, WARNINGS: n, or the error
+// text, and the closing TASK line (pve-common PVE::UPID read_status).
+func (c *Cluster) finish(t *Task, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t.Status = "stopped"
+	t.EndTime = c.now().Unix()
+	switch {
+	case err != nil:
+		msg := TaskMessage(err)
+		t.ExitStatus = msg
+		t.Log = append(t.Log, "TASK ERROR: "+msg)
+	case t.Warnings > 0:
+		t.ExitStatus = fmt.Sprintf("WARNINGS: %d", t.Warnings)
+		t.Log = append(t.Log, "TASK "+t.ExitStatus)
+	default:
+		t.ExitStatus = "OK"
+		t.Log = append(t.Log, "TASK OK")
+	}
+	if serr := c.saveLocked(); serr != nil {
+		c.log.Error("save state after task", "upid", t.UPID, "err", serr)
+	}
+}
+
+// recoverTasks marks tasks whose worker died with the previous process as
+// stopped with PVE's "unexpected status", so they are never lost or
+// shown running forever.
+func (c *Cluster) recoverTasks(st *State) {
+	for _, t := range st.Tasks {
+		if t.Status == "running" {
+			t.Status = "stopped"
+			t.ExitStatus = "unexpected status"
+			t.Log = append(t.Log, "TASK ERROR: unexpected status")
+		}
+	}
+}
+
+// TaskByUPID returns a copy of the task, or an error as GET .../status gives
+// for an unknown one (400 {upid: "no such task"}).
+func (c *Cluster) Task(node, upid string) (Task, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := len(c.st.Tasks) - 1; i >= 0; i-- {
+		t := c.st.Tasks[i]
+		if t.UPID == upid && t.Node == node {
+			cp := *t
+			cp.Log = slices.Clone(t.Log)
+			return cp, nil
+		}
+	}
+	return Task{}, ParamError(map[string]string{"upid": "no such task"})
+}
+
+// Tasks returns copies of the node's tasks, newest first, without logs.
+func (c *Cluster) Tasks(node string) []Task {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []Task
+	for i := len(c.st.Tasks) - 1; i >= 0; i-- {
+		t := c.st.Tasks[i]
+		if node != "" && t.Node != node {
+			continue
+		}
+		cp := *t
+		cp.Log = nil
+		out = append(out, cp)
+	}
+	return out
+}
+
+// WaitTask blocks until the task stops or ctx ends (for tests and the
+// admin API; clients poll over HTTP).
+func (c *Cluster) WaitTask(ctx context.Context, node, upid string) (Task, error) {
+	for {
+		t, err := c.Task(node, upid)
+		if err != nil || t.Status == "stopped" {
+			return t, err
+		}
+		select {
+		case <-ctx.Done():
+			return t, ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
