@@ -133,6 +133,7 @@ func Open(opts Options) (*Cluster, error) {
 		}
 		c.recoverTasks(st)
 	}
+	st.Access.Clock = c.now
 	c.st = st
 	c.mu.Lock()
 	err = c.saveLocked()

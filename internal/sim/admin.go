@@ -1,0 +1,128 @@
+package sim
+
+import (
+	"encoding/json"
+	"net/http"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/corralhq/corral/internal/sim/model"
+)
+
+// requestLog counts API requests per "METHOD /schema/path", for
+// benchmarks (API calls per apply) and tests.
+type requestLog struct {
+	mu     sync.Mutex
+	counts map[string]*EndpointStats
+	total  int
+}
+
+// EndpointStats is one row of GET /_corral/requests.
+type EndpointStats struct {
+	Endpoint string        `json:"endpoint"`
+	Count    int           `json:"count"`
+	Errors   int           `json:"errors"`
+	Time     time.Duration `json:"time_ns"`
+}
+
+func newRequestLog() *requestLog { return &requestLog{counts: map[string]*EndpointStats{}} }
+
+func (l *requestLog) record(method, path string, status int, d time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	key := method + " " + path
+	e := l.counts[key]
+	if e == nil {
+		e = &EndpointStats{Endpoint: key}
+		l.counts[key] = e
+	}
+	e.Count++
+	e.Time += d
+	if status >= 400 || status == 0 {
+		e.Errors++
+	}
+	l.total++
+}
+
+// Requests returns the request counts per endpoint, sorted, and the total.
+func (s *Server) Requests() ([]EndpointStats, int) {
+	l := s.reqlog
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]EndpointStats, 0, len(l.counts))
+	for _, e := range l.counts {
+		out = append(out, *e)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Endpoint < out[j].Endpoint })
+	return out, l.total
+}
+
+// ResetRequests clears the request log.
+func (s *Server) ResetRequests() {
+	s.reqlog.mu.Lock()
+	s.reqlog.counts = map[string]*EndpointStats{}
+	s.reqlog.total = 0
+	s.reqlog.mu.Unlock()
+}
+
+// SetFaults replaces the fault spec at run time.
+func (s *Server) SetFaults(spec FaultSpec) { s.faults.set(spec) }
+
+// serveAdmin is the test-control API under /_corral/ (not part of PVE):
+//
+//	GET  /_corral/requests        request counts per endpoint
+//	POST /_corral/requests/reset  clear them
+//	GET  /_corral/faults          current fault spec
+//	POST /_corral/faults          set it (JSON FaultSpec)
+//	POST /_corral/lock            hold a CT lock: {"vmid":105,"lock":"backup","seconds":5}
+//
+// It is reachable only with the root password or root token, so tests can
+// drive it but a corral token cannot.
+func (s *Server) serveAdmin(w http.ResponseWriter, req *http.Request) {
+	auth, err := s.authenticate(req)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if auth.UserID != "root@pam" {
+		writeError(w, model.PermError("the /_corral/ admin API is for root@pam only"))
+		return
+	}
+	switch req.Method + " " + req.URL.Path {
+	case "GET /_corral/requests":
+		rows, total := s.Requests()
+		writeData(w, map[string]any{"endpoints": rows, "total": total}, nil)
+	case "POST /_corral/requests/reset":
+		s.ResetRequests()
+		writeData(w, nil, nil)
+	case "GET /_corral/faults":
+		writeData(w, s.faults.get(), nil)
+	case "POST /_corral/faults":
+		var spec FaultSpec
+		if err := json.NewDecoder(req.Body).Decode(&spec); err != nil {
+			writeError(w, model.Failf("bad fault spec: %v\n", err))
+			return
+		}
+		s.faults.set(spec)
+		writeData(w, spec, nil)
+	case "POST /_corral/lock":
+		var body struct {
+			VMID    int     `json:"vmid"`
+			Lock    string  `json:"lock"`
+			Seconds float64 `json:"seconds"`
+		}
+		if err := json.NewDecoder(req.Body).Decode(&body); err != nil {
+			writeError(w, model.Failf("bad lock request: %v\n", err))
+			return
+		}
+		if err := s.cluster.HoldLock(body.VMID, body.Lock, time.Duration(body.Seconds*float64(time.Second))); err != nil {
+			writeError(w, err)
+			return
+		}
+		writeData(w, "locked "+strconv.Itoa(body.VMID), nil)
+	default:
+		writeError(w, &model.Error{Status: http.StatusNotFound, Message: "no such admin endpoint\n"})
+	}
+}

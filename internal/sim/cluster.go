@@ -1,0 +1,70 @@
+package sim
+
+import (
+	"strings"
+)
+
+// Version, cluster and node routes.
+
+func (s *Server) getVersion(r *request) (any, error) {
+	if s.cluster.Version() == "8.4" {
+		return map[string]string{"version": "8.4.14", "release": "8.4", "repoid": "b502d23c55afcba1"}, nil
+	}
+	return map[string]string{"version": "9.1.9", "release": "9.1", "repoid": "ee7bad0a3d1546c7"}, nil
+}
+
+func (s *Server) getClusterResources(r *request) (any, error) {
+	var out []any
+	for _, res := range s.cluster.Resources(r.params["type"]) {
+		if p := resourcePath(res.ID); p != "" && !s.cluster.HasAnyPriv(r.auth, p) {
+			continue // PVE shows only what the caller can see
+		}
+		out = append(out, res)
+	}
+	if out == nil {
+		out = []any{}
+	}
+	return out, nil
+}
+
+// resourcePath maps a resource id ("lxc/101", "storage/pve/local") to the
+// ACL path that decides its visibility.
+func resourcePath(id string) string {
+	parts := strings.Split(id, "/")
+	switch parts[0] {
+	case "lxc", "qemu":
+		return "/vms/" + parts[1]
+	case "storage":
+		if len(parts) == 3 {
+			return "/storage/" + parts[2]
+		}
+	case "node":
+		return "/nodes/" + parts[1]
+	case "sdn":
+		if len(parts) == 3 {
+			return "/sdn/zones/" + parts[2]
+		}
+	}
+	return ""
+}
+
+func (s *Server) getNextID(r *request) (any, error) {
+	id, err := s.cluster.NextID(r.params["vmid"])
+	if err != nil {
+		return nil, err
+	}
+	// PVE returns the id as a string (API2/Cluster.pm nextid returns 'integer' but the JSON carries it quoted).
+	return itoa(id), nil
+}
+
+func (s *Server) getClusterStatus(r *request) (any, error) {
+	return s.cluster.ClusterStatus(), nil
+}
+
+func (s *Server) getNodes(r *request) (any, error) {
+	return s.cluster.Nodes(), nil
+}
+
+func (s *Server) getNodeStatus(r *request) (any, error) {
+	return s.cluster.NodeStatus(r.params["node"])
+}

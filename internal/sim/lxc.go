@@ -1,0 +1,177 @@
+package sim
+
+import (
+	"encoding/json"
+	"strconv"
+)
+
+// LXC routes: thin translations onto the model (behaviour.md §(a)-(h)).
+
+func (s *Server) getLXCList(r *request) (any, error) {
+	cts, err := s.cluster.ListCTs(r.params["node"])
+	if err != nil {
+		return nil, err
+	}
+	out := make([]any, 0, len(cts))
+	for _, ct := range cts {
+		if !s.cluster.HasPriv(r.auth, "/vms/"+itoa(ct.VMID), "VM.Audit") {
+			continue // PVE lists only guests the caller may audit
+		}
+		out = append(out, ct)
+	}
+	return out, nil
+}
+
+func (s *Server) postLXC(r *request) (any, error) {
+	return s.cluster.CreateCT(r.auth, r.params["node"], bodyParams(r, "node"))
+}
+
+func (s *Server) getLXCIndex(r *request) (any, error) {
+	if _, err := s.cluster.CTStatus(r.params["node"], intParam(r, "vmid")); err != nil {
+		return nil, err
+	}
+	var out []map[string]string
+	for _, sub := range []string{"config", "pending", "status", "interfaces", "resize", "move_volume", "snapshot", "firewall", "rrd", "rrddata", "vncproxy", "termproxy", "vncwebsocket", "spiceproxy", "migrate", "clone", "feature"} {
+		out = append(out, map[string]string{"subdir": sub})
+	}
+	return out, nil
+}
+
+func (s *Server) deleteLXC(r *request) (any, error) {
+	return s.cluster.DestroyCT(r.auth, r.params["node"], intParam(r, "vmid"), bodyParams(r, "node", "vmid"))
+}
+
+func (s *Server) getLXCConfig(r *request) (any, error) {
+	conf, digest, err := s.cluster.CTConfig(r.auth, r.params["node"], intParam(r, "vmid"), boolParam(r, "current"), r.params["snapshot"])
+	if err != nil {
+		return nil, err
+	}
+	out := typedConfig(r.m, conf)
+	out["digest"] = digest
+	return out, nil
+}
+
+func (s *Server) putLXCConfig(r *request) (any, error) {
+	// Synchronous: PUT config returns null, no task (behaviour.md §0).
+	return nil, s.cluster.UpdateCTConfig(r.auth, r.params["node"], intParam(r, "vmid"), bodyParams(r, "node", "vmid"))
+}
+
+func (s *Server) getLXCPending(r *request) (any, error) {
+	entries, err := s.cluster.CTPending(r.params["node"], intParam(r, "vmid"))
+	if err != nil {
+		return nil, err
+	}
+	// Values carry the types GET config gives them (fixture lxc-pending-101.json).
+	cm, _, _ := s.api.Lookup("GET", "/nodes/"+r.params["node"]+"/lxc/"+r.params["vmid"]+"/config")
+	out := make([]map[string]any, 0, len(entries))
+	for _, e := range entries {
+		row := map[string]any{"key": e.Key}
+		if e.Value != nil {
+			row["value"] = typedValue(cm, e.Key, *e.Value)
+		}
+		if e.Pending != nil {
+			row["pending"] = typedValue(cm, e.Key, *e.Pending)
+		}
+		if e.Delete != 0 {
+			row["delete"] = e.Delete
+		}
+		out = append(out, row)
+	}
+	return out, nil
+}
+
+func (s *Server) getLXCStatusIndex(r *request) (any, error) {
+	if _, err := s.cluster.CTStatus(r.params["node"], intParam(r, "vmid")); err != nil {
+		return nil, err
+	}
+	var out []map[string]string
+	for _, sub := range []string{"current", "start", "stop", "shutdown", "reboot", "suspend", "resume"} {
+		out = append(out, map[string]string{"subdir": sub})
+	}
+	return out, nil
+}
+
+func (s *Server) getLXCStatus(r *request) (any, error) {
+	st, err := s.cluster.CTStatus(r.params["node"], intParam(r, "vmid"))
+	if err != nil {
+		return nil, err
+	}
+	return withHA(st), nil
+}
+
+func (s *Server) postLXCStart(r *request) (any, error) {
+	return s.cluster.StartCT(r.auth, r.params["node"], intParam(r, "vmid"), bodyParams(r, "node", "vmid"))
+}
+
+func (s *Server) postLXCStop(r *request) (any, error) {
+	return s.cluster.StopCT(r.auth, r.params["node"], intParam(r, "vmid"), bodyParams(r, "node", "vmid"))
+}
+
+func (s *Server) postLXCShutdown(r *request) (any, error) {
+	return s.cluster.ShutdownCT(r.auth, r.params["node"], intParam(r, "vmid"), bodyParams(r, "node", "vmid"))
+}
+
+func (s *Server) postLXCReboot(r *request) (any, error) {
+	return s.cluster.RebootCT(r.auth, r.params["node"], intParam(r, "vmid"), bodyParams(r, "node", "vmid"))
+}
+
+func (s *Server) putLXCResize(r *request) (any, error) {
+	return s.cluster.ResizeCT(r.auth, r.params["node"], intParam(r, "vmid"), bodyParams(r, "node", "vmid"))
+}
+
+func (s *Server) postLXCMoveVolume(r *request) (any, error) {
+	return s.cluster.MoveVolume(r.auth, r.params["node"], intParam(r, "vmid"), bodyParams(r, "node", "vmid"))
+}
+
+func (s *Server) getLXCInterfaces(r *request) (any, error) {
+	ifs, err := s.cluster.CTInterfaces(r.params["node"], intParam(r, "vmid"))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]map[string]string, 0, len(ifs))
+	for _, i := range ifs {
+		row := map[string]string{"name": i.Name}
+		if i.HWAddr != "" {
+			row["hwaddr"] = i.HWAddr
+		}
+		if i.Inet != "" {
+			row["inet"] = i.Inet
+		}
+		if i.Inet6 != "" {
+			row["inet6"] = i.Inet6
+		}
+		out = append(out, row)
+	}
+	return out, nil
+}
+
+// bodyParams is the request's parameters without the path parameters
+// named, as the model expects only the call's own options.
+func bodyParams(r *request, pathParams ...string) map[string]string {
+	out := make(map[string]string, len(r.params))
+	for k, v := range r.params {
+		out[k] = v
+	}
+	for _, p := range pathParams {
+		delete(out, p)
+	}
+	return out
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// withHA adds the "ha" object PVE's status/current carries
+// (PVE::HA::Config::get_service_status: {"managed":0} for unmanaged guests).
+func withHA(v any) map[string]any {
+	m := toMap(v)
+	m["ha"] = map[string]int{"managed": 0}
+	return m
+}
+
+// toMap turns a wire struct into a map through its JSON tags.
+func toMap(v any) map[string]any {
+	b, _ := json.Marshal(v)
+	m := map[string]any{}
+	json.Unmarshal(b, &m)
+	return m
+}

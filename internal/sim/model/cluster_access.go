@@ -1,0 +1,315 @@
+package model
+
+import (
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// The Cluster's access-control surface: every call takes the cluster mutex
+// around the Access state (which has no lock of its own) and persists what
+// it changes. The HTTP layer uses only these.
+
+// VerifyToken authenticates an API token (see Access.VerifyToken).
+func (c *Cluster) VerifyToken(fullTokenID, secret string) (Auth, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.st.Access.VerifyToken(fullTokenID, secret)
+}
+
+// VerifyTicket authenticates a PVEAuthCookie ticket.
+func (c *Cluster) VerifyTicket(ticket string) (Auth, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.st.Access.VerifyTicket(ticket, c.now())
+}
+
+// VerifyCSRF checks the CSRFPreventionToken a ticket-authenticated write
+// must carry.
+func (c *Cluster) VerifyCSRF(userid, token string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.st.Access.VerifyCSRF(userid, token, c.now())
+}
+
+// Login is POST /access/ticket: a password login that returns a ticket and
+// its CSRF token.
+func (c *Cluster) Login(userid, password string) (ticket, csrf string, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, err := c.st.Access.VerifyPassword(userid, password); err != nil {
+		return "", "", err
+	}
+	ticket, csrf = c.st.Access.NewTicket(userid, c.now())
+	return ticket, csrf, nil
+}
+
+// Check is RPCEnvironment check / check_any (see Access.Check).
+func (c *Cluster) Check(auth Auth, path string, privs []string, any bool) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.st.Access.Check(auth, path, privs, any)
+}
+
+// HasPriv reports whether auth holds priv on path.
+func (c *Cluster) HasPriv(auth Auth, path, priv string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.st.Access.HasPriv(auth, path, priv)
+}
+
+// HasAnyPriv reports whether auth holds any privilege on path, the filter
+// PVE applies to lists such as /cluster/resources and /storage.
+func (c *Cluster) HasAnyPriv(auth Auth, path string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.st.Access.Permissions(auth.ID(), path)) > 0
+}
+
+// EffectivePermissions is GET /access/permissions: the privileges of userid
+// (default: the caller) on path (default: every interesting path).
+func (c *Cluster) EffectivePermissions(auth Auth, userid, path string) (map[string]map[string]int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.st.Access.CheckReadPermissions(auth, userid); err != nil {
+		return nil, err
+	}
+	if userid == "" {
+		userid = auth.ID()
+	}
+	return c.st.Access.EffectivePermissions(userid, path), nil
+}
+
+// canAuditAccess reports whether auth may list every user and ACL entry
+// (Sys.Audit or User.Modify on /access, as PVE's index filters).
+func (c *Cluster) canAuditAccess(auth Auth, path string) bool {
+	privs := c.st.Access.Permissions(auth.ID(), path)
+	return privs["Sys.Audit"] || privs["User.Modify"] || privs["Permissions.Modify"]
+}
+
+// Users is GET /access/users: every user for an auditor, else the caller's
+// own entry. full adds the tokens.
+func (c *Cluster) Users(auth Auth, full bool) []map[string]any {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	a := c.st.Access
+	all := c.canAuditAccess(auth, "/access/groups")
+	var out []map[string]any
+	for _, id := range slices.Sorted(maps.Keys(a.Users)) {
+		if !all && id != auth.UserID {
+			continue
+		}
+		u := a.Users[id]
+		realm := id[strings.LastIndexByte(id, '@')+1:]
+		e := map[string]any{
+			"userid": id, "enable": boolInt(u.Enable), "expire": u.Expire,
+			"groups": strings.Join(u.Groups, ","), "realm-type": realm,
+		}
+		for k, v := range map[string]string{"comment": u.Comment, "email": u.Email, "firstname": u.Firstname, "lastname": u.Lastname} {
+			if v != "" {
+				e[k] = v
+			}
+		}
+		if full {
+			e["tokens"] = tokenList(u)
+		}
+		out = append(out, e)
+	}
+	if out == nil {
+		out = []map[string]any{}
+	}
+	return out
+}
+
+// AddUser is POST /access/users; params are its optional fields.
+func (c *Cluster) AddUser(userid, password string, params map[string]string) error {
+	opts := UserOptions{
+		Comment: params["comment"], Email: params["email"],
+		Firstname: params["firstname"], Lastname: params["lastname"],
+	}
+	if v, ok := params["enable"]; ok && (v == "0" || v == "") {
+		opts.Disable = true
+	}
+	if v := params["expire"]; v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return ParamError(map[string]string{"expire": "type check ('integer') failed - got '" + v + "'"})
+		}
+		opts.Expire = n
+	}
+	if g := params["groups"]; g != "" {
+		opts.Groups = strings.FieldsFunc(g, func(r rune) bool { return r == ',' || r == ';' || r == ' ' })
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.st.Access.AddUser(userid, password, opts); err != nil {
+		return err
+	}
+	return c.saveLocked()
+}
+
+// Tokens is GET /access/users/{userid}/token.
+func (c *Cluster) Tokens(userid string) ([]map[string]any, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	u := c.st.Access.Users[userid]
+	if u == nil {
+		return nil, Failf("no such user ('%s')\n", userid)
+	}
+	return tokenList(u), nil
+}
+
+// TokenInfo is GET /access/users/{userid}/token/{tokenid}.
+func (c *Cluster) TokenInfo(userid, tokenid string) (map[string]any, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t, err := c.st.Access.lookupToken(userid, tokenid)
+	if err != nil {
+		return nil, err
+	}
+	return tokenInfo(t), nil
+}
+
+// AddToken is POST /access/users/{userid}/token/{tokenid}. The secret is
+// returned once and kept only as a hash.
+func (c *Cluster) AddToken(userid, tokenid string, privsep bool, comment string, expire int) (fullID, secret string, info map[string]any, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	secret, err = c.st.Access.AddToken(userid, tokenid, privsep)
+	if err != nil {
+		return "", "", nil, err
+	}
+	t := c.st.Access.Users[userid].Tokens[tokenid]
+	t.Comment, t.Expire = comment, int64(expire)
+	if err := c.saveLocked(); err != nil {
+		return "", "", nil, err
+	}
+	return userid + "!" + tokenid, secret, tokenInfo(t), nil
+}
+
+// DeleteToken is DELETE /access/users/{userid}/token/{tokenid}.
+func (c *Cluster) DeleteToken(userid, tokenid string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.st.Access.DeleteToken(userid, tokenid); err != nil {
+		return err
+	}
+	return c.saveLocked()
+}
+
+// Roles is GET /access/roles.
+func (c *Cluster) Roles() []map[string]any {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []map[string]any
+	for _, id := range slices.Sorted(maps.Keys(c.st.Access.Roles)) {
+		r := c.st.Access.Roles[id]
+		out = append(out, map[string]any{
+			"roleid":  id,
+			"privs":   strings.Join(slices.Sorted(maps.Keys(r.Privs)), ","),
+			"special": boolInt(r.Special),
+		})
+	}
+	return out
+}
+
+// AddRole is POST /access/roles.
+func (c *Cluster) AddRole(id string, privs []string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.st.Access.AddRole(id, privs); err != nil {
+		return err
+	}
+	return c.saveLocked()
+}
+
+// UpdateRole is PUT /access/roles/{roleid}: replace the privileges, or with
+// appendPrivs add to them. Built-in roles cannot change.
+func (c *Cluster) UpdateRole(id string, privs []string, appendPrivs bool) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	const op = "update role failed"
+	r := c.st.Access.Roles[id]
+	if r == nil {
+		return accessLockedFail(op, "role '"+id+"' does not exist\n")
+	}
+	if r.Special {
+		return accessLockedFail(op, "cannot update auto-generated role '"+id+"'\n")
+	}
+	for _, p := range privs {
+		if !roleValidPriv(c.st.Access.Version, p) {
+			return ParamError(map[string]string{"privs": "invalid format - invalid privilege '" + p + "'\n"})
+		}
+	}
+	if !appendPrivs {
+		r.Privs = map[string]bool{}
+	}
+	for _, p := range privs {
+		r.Privs[p] = true
+	}
+	return c.saveLocked()
+}
+
+// DeleteRole is DELETE /access/roles/{roleid}; ACL entries naming the role
+// go with it.
+func (c *Cluster) DeleteRole(id string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	const op = "delete role failed"
+	r := c.st.Access.Roles[id]
+	if r == nil {
+		return accessLockedFail(op, "role '"+id+"' does not exist\n")
+	}
+	if r.Special {
+		return accessLockedFail(op, "cannot delete auto-generated role '"+id+"'\n")
+	}
+	delete(c.st.Access.Roles, id)
+	c.st.Access.ACL = slices.DeleteFunc(c.st.Access.ACL, func(e ACLEntry) bool { return e.RoleID == id })
+	return c.saveLocked()
+}
+
+// ACL is GET /access/acl: the entries on paths where auth may audit or
+// change permissions.
+func (c *Cluster) ACL(auth Auth) []map[string]any {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := []map[string]any{}
+	for _, e := range c.st.Access.ACL {
+		if !auth.IsRoot() && !c.canAuditAccess(auth, e.Path) {
+			continue
+		}
+		out = append(out, map[string]any{
+			"path": e.Path, "type": e.Type, "ugid": e.UGID, "roleid": e.RoleID, "propagate": boolInt(e.Propagate),
+		})
+	}
+	return out
+}
+
+// UpdateACL is PUT /access/acl performed by auth (see Access.UpdateACL).
+func (c *Cluster) UpdateACL(auth Auth, u ACLUpdate) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.st.Access.UpdateACL(auth, u); err != nil {
+		return err
+	}
+	return c.saveLocked()
+}
+
+func tokenInfo(t *Token) map[string]any {
+	m := map[string]any{"privsep": boolInt(t.Privsep), "expire": t.Expire}
+	if t.Comment != "" {
+		m["comment"] = t.Comment
+	}
+	return m
+}
+
+func tokenList(u *User) []map[string]any {
+	out := []map[string]any{}
+	for _, id := range slices.Sorted(maps.Keys(u.Tokens)) {
+		m := tokenInfo(u.Tokens[id])
+		m["tokenid"] = id
+		out = append(out, m)
+	}
+	return out
+}

@@ -1,0 +1,232 @@
+package sim
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/corralhq/corral/internal/sim/model"
+	"github.com/corralhq/corral/internal/sim/schema"
+)
+
+// request is one API call after authentication and validation.
+type request struct {
+	ctx    context.Context
+	method string
+	path   string            // concrete path below /api2/json
+	params map[string]string // query/body parameters plus path parameters
+	auth   model.Auth
+	m      *schema.Method
+}
+
+// handler serves one route. It returns the value for "data" (and, for
+// paged lists, a total), or an error (a *model.Error keeps its status).
+type handler func(r *request) (any, error)
+
+// pagedResult lets a handler return {"data": …, "total": n}.
+type pagedResult struct {
+	data  any
+	total int
+}
+
+// route registers h for a schema path template, e.g.
+// s.route("GET", "/nodes/{node}/lxc", s.listLXC). Every route must exist
+// in the official schema: the conformance test walks this table.
+func (s *Server) route(method, path string, h handler) {
+	if s.routes == nil {
+		s.routes = map[string]handler{}
+	}
+	s.routes[method+" "+path] = h
+}
+
+// Routes lists the "METHOD /path" templates the emulator serves.
+func (s *Server) Routes() []string {
+	out := make([]string, 0, len(s.routes))
+	for k := range s.routes {
+		out = append(out, k)
+	}
+	return out
+}
+
+// Handler is the emulator's HTTP handler: /api2/json/ for the PVE API and
+// /_corral/ for test controls.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/api2/json/", s.serveAPI)
+	mux.HandleFunc("/_corral/", s.serveAdmin)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, &model.Error{Status: http.StatusNotImplemented, Message: fmt.Sprintf("Method '%s %s' not implemented\n", r.Method, r.URL.Path)})
+	})
+	return mux
+}
+
+func (s *Server) serveAPI(w http.ResponseWriter, req *http.Request) {
+	start := time.Now()
+	path := strings.TrimPrefix(req.URL.Path, "/api2/json")
+	if path == "" {
+		path = "/"
+	}
+	status := http.StatusOK
+	tmpl := path
+	defer func() { s.reqlog.record(req.Method, tmpl, status, time.Since(start)) }()
+
+	if drop := s.faults.before(req.Method, path); drop != nil {
+		status = drop.status
+		if drop.drop {
+			dropConnection(w)
+			return
+		}
+		writeError(w, &model.Error{Status: drop.status, Message: drop.message})
+		return
+	}
+
+	m, pathParams, ok := s.api.Lookup(req.Method, path)
+	if ok {
+		tmpl = m.Path
+	}
+	h := s.routes[req.Method+" "+tmpl]
+	if !ok || h == nil {
+		status = http.StatusNotImplemented
+		writeError(w, &model.Error{Status: status, Message: fmt.Sprintf("Method '%s %s' not implemented\n", req.Method, path)})
+		return
+	}
+	params, err := readParams(req)
+	if err != nil {
+		status = http.StatusBadRequest
+		writeError(w, &model.Error{Status: status, Message: err.Error() + "\n"})
+		return
+	}
+	r := &request{ctx: req.Context(), method: req.Method, path: path, params: params, m: m}
+	for k, v := range pathParams {
+		r.params[k] = v
+	}
+
+	// POST /access/ticket is the only route that needs no credentials.
+	if !(req.Method == http.MethodPost && tmpl == "/access/ticket") {
+		auth, err := s.authenticate(req)
+		if err != nil {
+			status = statusOf(err)
+			writeError(w, err)
+			return
+		}
+		r.auth = auth
+		if err := s.checkPermissions(r); err != nil {
+			status = statusOf(err)
+			writeError(w, err)
+			return
+		}
+	}
+	if err := m.Validate(r.params); err != nil {
+		var pe *schema.ParamError
+		if errors.As(err, &pe) {
+			err = model.ParamError(pe.Errors)
+		}
+		status = statusOf(err)
+		writeError(w, err)
+		return
+	}
+	out, err := h(r)
+	if err != nil {
+		status = statusOf(err)
+		writeError(w, err)
+		return
+	}
+	if p, ok := out.(pagedResult); ok {
+		writeData(w, p.data, &p.total)
+		return
+	}
+	writeData(w, out, nil)
+}
+
+func statusOf(err error) int {
+	var me *model.Error
+	if errors.As(err, &me) {
+		return me.Status
+	}
+	return http.StatusInternalServerError
+}
+
+// readParams merges the query string with a form or JSON body, as
+// pveproxy does. Values in JSON bodies are converted to PVE's string forms.
+func readParams(req *http.Request) (map[string]string, error) {
+	params := map[string]string{}
+	for k, vs := range req.URL.Query() {
+		params[k] = strings.Join(vs, "\x00")
+	}
+	if req.Body == nil || req.Method == http.MethodGet {
+		return params, nil
+	}
+	body, err := io.ReadAll(io.LimitReader(req.Body, 16<<20))
+	if err != nil {
+		return nil, fmt.Errorf("unable to read request body: %w", err)
+	}
+	if len(body) == 0 {
+		return params, nil
+	}
+	ct, _, _ := mime.ParseMediaType(req.Header.Get("Content-Type"))
+	switch ct {
+	case "application/json":
+		var m map[string]any
+		if err := json.Unmarshal(body, &m); err != nil {
+			return nil, fmt.Errorf("unable to parse JSON body: %v", err)
+		}
+		for k, v := range m {
+			switch v := v.(type) {
+			case string:
+				params[k] = v
+			case bool:
+				params[k] = map[bool]string{true: "1", false: "0"}[v]
+			case float64:
+				params[k] = strconv.FormatFloat(v, 'f', -1, 64)
+			case nil:
+			default:
+				b, _ := json.Marshal(v)
+				params[k] = string(b)
+			}
+		}
+	default:
+		vals, err := url.ParseQuery(string(body))
+		if err != nil {
+			return nil, fmt.Errorf("unable to parse form body: %v", err)
+		}
+		for k, vs := range vals {
+			params[k] = strings.Join(vs, "\x00")
+		}
+	}
+	return params, nil
+}
+
+// dropConnection closes the TCP connection without a response (fault
+// injection), or answers 599-like garbage when the connection cannot be
+// hijacked (in-process mode).
+func dropConnection(w http.ResponseWriter) {
+	if hj, ok := w.(http.Hijacker); ok {
+		if conn, _, err := hj.Hijack(); err == nil {
+			conn.Close()
+			return
+		}
+	}
+	panic(http.ErrAbortHandler)
+}
+
+// intParam parses an integer parameter that schema validation has checked.
+func intParam(r *request, name string) int {
+	n, _ := strconv.Atoi(r.params[name])
+	return n
+}
+
+func boolParam(r *request, name string) bool {
+	switch strings.ToLower(r.params[name]) {
+	case "1", "yes", "on", "true":
+		return true
+	}
+	return false
+}

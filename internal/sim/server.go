@@ -1,0 +1,314 @@
+package sim
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/corralhq/corral/internal/sim/model"
+	"github.com/corralhq/corral/internal/sim/schema"
+)
+
+// Listener modes (Options.Listener).
+const (
+	ListenTLS  = "tls"  // HTTPS with the emulator's self-signed certificate (default)
+	ListenHTTP = "http" // plain HTTP
+	ListenNone = "none" // no socket: HTTPClient() calls the handler in-process
+)
+
+// Options configure a Server. Dir is required; everything else has PVE's
+// defaults (one node "pve", version 9.1, real task durations, port 8006 on
+// loopback when Listen is empty and a listener is asked for).
+type Options struct {
+	Dir       string
+	Listen    string // host:port; "" means 127.0.0.1:0 (a free port)
+	Listener  string // tls (default) | http | none
+	Nodes     int
+	Version   string
+	TimeScale *float64 // nil = 1.0 (real durations); 0 = instant
+	Faults    string   // --faults spec, see faults.go
+	Logger    *slog.Logger
+}
+
+// Server is a running emulator. Create it with New; Close it when done.
+type Server struct {
+	opts    Options
+	log     *slog.Logger
+	cluster *model.Cluster
+	api     *schema.API
+	routes  map[string]handler // "METHOD /schema/path" -> handler
+	faults  *faults
+	reqlog  *requestLog
+
+	ln       net.Listener
+	srv      *http.Server
+	url      string
+	certPEM  []byte
+	certFP   string
+	tlsCert  tls.Certificate
+	dirLock  *os.File
+	closeMu  sync.Mutex
+	closed   bool
+	serveErr chan error
+}
+
+// New opens (or creates) the emulated cluster in opts.Dir and starts
+// serving according to opts.Listener.
+func New(opts Options) (*Server, error) {
+	if opts.Dir == "" {
+		return nil, errors.New("sim: Options.Dir is required")
+	}
+	if opts.Listener == "" {
+		opts.Listener = ListenTLS
+	}
+	if opts.Version == "" {
+		opts.Version = "9.1"
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	mopts := model.Options{Dir: opts.Dir, Nodes: opts.Nodes, Version: opts.Version, Logger: log}
+	if opts.TimeScale != nil {
+		mopts.TimeScale, mopts.HasTimeScale = *opts.TimeScale, true
+	}
+	api, err := schema.Load(opts.Version)
+	if err != nil {
+		return nil, fmt.Errorf("sim: load schema: %w", err)
+	}
+	fl, err := parseFaults(opts.Faults)
+	if err != nil {
+		return nil, fmt.Errorf("sim: --faults: %w", err)
+	}
+	lock, err := lockDir(opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	c, err := model.Open(mopts)
+	if err != nil {
+		lock.Close()
+		return nil, err
+	}
+	s := &Server{opts: opts, log: log.WithGroup("sim"), cluster: c, api: api, faults: fl, reqlog: newRequestLog(), dirLock: lock}
+	c.SetTaskHook(s.faults.taskHook)
+	s.registerRoutes()
+	if err := s.loadOrMakeCert(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if opts.Listener != ListenNone {
+		if err := s.listen(); err != nil {
+			s.Close()
+			return nil, err
+		}
+	} else {
+		s.url = "https://pve.sim.invalid:8006"
+	}
+	if err := s.writeEnv(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Server) listen() error {
+	addr := s.opts.Listen
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("sim: listen %s: %w", addr, err)
+	}
+	s.srv = &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		// pveproxy speaks HTTP/1.1 only; an empty TLSNextProto disables h2
+		// and lets the envelope writer set PVE's reason phrases.
+		TLSNextProto: map[string]func(*http.Server, *tls.Conn, http.Handler){},
+		ErrorLog:     slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	scheme := "http"
+	if s.opts.Listener == ListenTLS {
+		s.srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{s.tlsCert}, MinVersion: tls.VersionTLS12}
+		ln = tls.NewListener(ln, s.srv.TLSConfig)
+		scheme = "https"
+	}
+	s.ln = ln
+	s.url = scheme + "://" + ln.Addr().String()
+	s.serveErr = make(chan error, 1)
+	go func() { s.serveErr <- s.srv.Serve(ln) }()
+	return nil
+}
+
+// URL is the endpoint clients use (without /api2/json), e.g.
+// https://127.0.0.1:8006.
+func (s *Server) URL() string { return s.url }
+
+// Fingerprint is the SHA-256 fingerprint of the server certificate in
+// PVE's colon-separated upper-case hex form.
+func (s *Server) Fingerprint() string { return s.certFP }
+
+// Cluster exposes the model, for tests that inspect the data plane.
+func (s *Server) Cluster() *model.Cluster { return s.cluster }
+
+// Credentials are the bootstrap secrets written to Dir/env.
+func (s *Server) Credentials() model.BootstrapCredential { return s.cluster.Credentials() }
+
+// HTTPClient returns a client for this server: for ListenNone a client
+// whose transport calls the handler directly; otherwise one that trusts
+// exactly this server's certificate.
+func (s *Server) HTTPClient() *http.Client {
+	if s.opts.Listener == ListenNone {
+		return &http.Client{Transport: &handlerTransport{h: s.Handler()}}
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(s.certPEM)
+	return &http.Client{Transport: &http.Transport{
+		TLSClientConfig:     &tls.Config{RootCAs: pool, ServerName: "pve.sim.invalid"},
+		MaxIdleConnsPerHost: 16,
+	}}
+}
+
+// Close stops the listener and the cluster's workers.
+func (s *Server) Close() error {
+	s.closeMu.Lock()
+	if s.closed {
+		s.closeMu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.closeMu.Unlock()
+	var err error
+	if s.srv != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		err = s.srv.Shutdown(ctx)
+		cancel()
+		if err != nil {
+			s.srv.Close()
+		}
+	}
+	err = errors.Join(err, s.cluster.Close())
+	if s.dirLock != nil {
+		s.dirLock.Close() // releases the flock
+	}
+	return err
+}
+
+// lockDir takes an exclusive flock on Dir/.lock so that two emulators
+// never write one state directory.
+func lockDir(dir string) (*os.File, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("sim: %w", err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("sim: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("sim: state directory %s is in use by another corral emulator; stop it, or point corral at it with '. %s'", dir, filepath.Join(dir, "env"))
+	}
+	return f, nil
+}
+
+// loadOrMakeCert keeps one self-signed certificate per state directory so
+// that its fingerprint (pinned by clients) survives restarts, as a PVE
+// node's pve-ssl.pem does.
+func (s *Server) loadOrMakeCert() error {
+	certPath := filepath.Join(s.opts.Dir, "pve-ssl.pem")
+	keyPath := filepath.Join(s.opts.Dir, "pve-ssl.key")
+	certPEM, err1 := os.ReadFile(certPath)
+	keyPEM, err2 := os.ReadFile(keyPath)
+	if err1 != nil || err2 != nil {
+		certPEM, keyPEM, err1 = selfSigned()
+		if err1 != nil {
+			return fmt.Errorf("sim: make certificate: %w", err1)
+		}
+		if err := model.WriteFileAtomic(keyPath, keyPEM, 0o600); err != nil {
+			return err
+		}
+		if err := model.WriteFileAtomic(certPath, certPEM, 0o644); err != nil {
+			return err
+		}
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return fmt.Errorf("sim: load certificate: %w", err)
+	}
+	s.tlsCert, s.certPEM = cert, certPEM
+	sum := sha256.Sum256(cert.Certificate[0])
+	hexs := make([]string, len(sum))
+	for i, b := range sum {
+		hexs[i] = fmt.Sprintf("%02X", b)
+	}
+	s.certFP = strings.Join(hexs, ":")
+	return nil
+}
+
+func selfSigned() (certPEM, keyPEM []byte, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
+	tmpl := &x509.Certificate{
+		SerialNumber: serial,
+		Subject:      pkix.Name{CommonName: "pve.sim.invalid", Organization: []string{"PVE Cluster Node (corral sim)"}},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().AddDate(2, 0, 0),
+		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames:     []string{"pve.sim.invalid", "localhost"},
+		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), nil
+}
+
+// EnvFile renders Dir/env: shell-sourceable exports of the endpoint, the
+// operator token, the fingerprint and root's credentials.
+func (s *Server) EnvFile() string {
+	cr := s.cluster.Credentials()
+	lines := []string{
+		"export PROXMOX_VE_ENDPOINT=" + shellQuote(s.url),
+		"export PROXMOX_VE_API_TOKEN=" + shellQuote(cr.OperatorToken),
+		"export PROXMOX_VE_FINGERPRINT=" + shellQuote(s.certFP),
+		"export PVE_ROOT_PASSWORD=" + shellQuote(cr.RootPassword),
+		"export PVE_ROOT_TOKEN=" + shellQuote(cr.RootToken),
+	}
+	return "# written by corral sim serve; source it: . " + filepath.Join(s.opts.Dir, "env") + "\n" + strings.Join(lines, "\n") + "\n"
+}
+
+func (s *Server) writeEnv() error {
+	return model.WriteFileAtomic(filepath.Join(s.opts.Dir, "env"), []byte(s.EnvFile()), 0o600)
+}
+
+func shellQuote(v string) string { return "'" + strings.ReplaceAll(v, "'", `'\''`) + "'" }
