@@ -1,0 +1,110 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/corralhq/corral/internal/pve"
+	"github.com/corralhq/corral/internal/sim"
+)
+
+// connFlags are the connection settings, named as the bpg Terraform
+// provider names them so existing setups work. Flags beat the
+// environment; the environment beats the defaults.
+type connFlags struct {
+	endpoint    string
+	token       string
+	fingerprint string
+	caFile      string
+	insecure    bool
+}
+
+func (c *connFlags) add(f *pflag.FlagSet) {
+	f.StringVar(&c.endpoint, "endpoint", "", "PVE API endpoint, e.g. https://pve:8006 (env PROXMOX_VE_ENDPOINT; none = embedded emulator)")
+	f.StringVar(&c.token, "api-token", "", "API token user@realm!tokenid=secret (env PROXMOX_VE_API_TOKEN)")
+	f.StringVar(&c.fingerprint, "fingerprint", "", "SHA-256 fingerprint of the server certificate to pin (env PROXMOX_VE_FINGERPRINT)")
+	f.StringVar(&c.caFile, "ca-file", "", "PEM file of CA certificates to trust (env PROXMOX_VE_CA_FILE)")
+	f.BoolVar(&c.insecure, "insecure", false, "skip TLS verification (env PROXMOX_VE_INSECURE)")
+}
+
+// resolved fills unset flags from the environment.
+func (c connFlags) resolved(getenv func(string) string) connFlags {
+	if c.endpoint == "" {
+		c.endpoint = getenv("PROXMOX_VE_ENDPOINT")
+	}
+	if c.token == "" {
+		c.token = getenv("PROXMOX_VE_API_TOKEN")
+	}
+	if c.fingerprint == "" {
+		c.fingerprint = getenv("PROXMOX_VE_FINGERPRINT")
+	}
+	if c.caFile == "" {
+		c.caFile = getenv("PROXMOX_VE_CA_FILE")
+	}
+	if !c.insecure {
+		if b, err := strconv.ParseBool(getenv("PROXMOX_VE_INSECURE")); err == nil {
+			c.insecure = b
+		}
+	}
+	return c
+}
+
+// session is a connected client, and the embedded emulator when one was
+// started for this run.
+type session struct {
+	client   *pve.Client
+	embedded *sim.Server
+	endpoint string
+}
+
+func (s *session) Close() {
+	if s.embedded != nil {
+		s.embedded.Close()
+	}
+}
+
+// connect returns a client for the configured endpoint, or starts the
+// embedded emulator (and says so on stderr) when none is configured.
+func connect(ctx context.Context, st *streams, cf connFlags) (*session, error) {
+	cf = cf.resolved(os.Getenv)
+	log := slog.Default()
+	if cf.endpoint == "" {
+		dir := defaultSimDir()
+		scale := 0.25
+		if v := os.Getenv("CORRAL_SIM_TIME_SCALE"); v != "" {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil || f < 0 {
+				return nil, fmt.Errorf("CORRAL_SIM_TIME_SCALE=%q: want a number >= 0", v)
+			}
+			scale = f
+		}
+		s, err := sim.New(sim.Options{Dir: dir, Listener: sim.ListenNone, TimeScale: &scale, Logger: log})
+		if err != nil {
+			return nil, fmt.Errorf("start embedded emulator: %w", err)
+		}
+		fmt.Fprintf(st.err, "corral: no PROXMOX_VE_ENDPOINT set: using the embedded Proxmox VE emulator (state in %s)\n", dir)
+		c, err := pve.New(pve.Config{Endpoint: s.URL(), Token: s.Credentials().OperatorToken, HTTPClient: s.HTTPClient(), Logger: log})
+		if err != nil {
+			s.Close()
+			return nil, err
+		}
+		return &session{client: c, embedded: s, endpoint: "embedded emulator"}, nil
+	}
+	if cf.token == "" {
+		return nil, fmt.Errorf("no API token: set PROXMOX_VE_API_TOKEN (or --api-token) to user@realm!tokenid=secret")
+	}
+	if cf.insecure {
+		fmt.Fprintln(st.err, "corral: warning: TLS verification is off (--insecure): anyone on the path can read the API token")
+	}
+	c, err := pve.New(pve.Config{Endpoint: strings.TrimSuffix(cf.endpoint, "/"), Token: cf.token, Fingerprint: cf.fingerprint, CAFile: cf.caFile, Insecure: cf.insecure, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	return &session{client: c, endpoint: cf.endpoint}, nil
+}

@@ -1,0 +1,129 @@
+// Package cli is corral's command line: one file per verb, each a thin
+// cobra layer over a plain function that takes parsed arguments. Exit codes
+// are decided in one place (exitCode).
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes (documented in `corral --help`, EXIT STATUS).
+const (
+	ExitOK          = 0
+	ExitError       = 1
+	ExitChanges     = 2 // plan: changes present
+	ExitInterrupted = 130
+)
+
+// exitError carries a specific exit code through cobra.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit %d", e.code)
+	}
+	return e.err.Error()
+}
+func (e *exitError) Unwrap() error { return e.err }
+
+// streams are a command's standard streams.
+type streams struct {
+	in       io.Reader
+	out, err io.Writer
+}
+
+// Run executes corral with args and returns the process exit code.
+func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	st := &streams{in: stdin, out: stdout, err: stderr}
+	root := newRoot(ctx, st)
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	return exitCode(ctx, err, stderr)
+}
+
+// exitCode maps an error to the process exit code and prints it once.
+func exitCode(ctx context.Context, err error, stderr io.Writer) int {
+	var ee *exitError
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &ee) && ee.err == nil:
+		return ee.code
+	case ctx.Err() != nil || errors.Is(err, context.Canceled):
+		fmt.Fprintf(stderr, "Error: interrupted: %v\n", err)
+		return ExitInterrupted
+	case errors.As(err, &ee):
+		fmt.Fprintf(stderr, "Error: %v\n", ee.err)
+		return ee.code
+	default:
+		fmt.Fprintf(stderr, "Error: %v\n", err)
+		return ExitError
+	}
+}
+
+type globalFlags struct {
+	logLevel string
+}
+
+func newRoot(ctx context.Context, st *streams) *cobra.Command {
+	g := &globalFlags{}
+	root := &cobra.Command{
+		Use:   "corral",
+		Short: "Run apps in Proxmox VE LXC containers from a declarative manifest",
+		Long: `corral runs apps in Proxmox VE LXC containers from a declarative manifest
+(corral.yaml), with only an API token. Containers are disposable; their
+volumes are not: persistent volumes survive every destroy and recreate.
+
+With no endpoint configured, corral uses its embedded Proxmox VE emulator.
+
+EXIT STATUS
+  0   success (plan: no changes)
+  1   error
+  2   plan: changes present
+  130 interrupted`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			return setupLogging(g.logLevel, st.err)
+		},
+	}
+	root.PersistentFlags().StringVar(&g.logLevel, "log-level", envOr("CORRAL_LOG", "warn"), "log level: debug, info, warn, error (env CORRAL_LOG)")
+	root.AddCommand(newSimCmd(st))
+	for _, add := range extraCommands {
+		root.AddCommand(add(st))
+	}
+	return root
+}
+
+// extraCommands lets verb files register themselves.
+var extraCommands []func(*streams) *cobra.Command
+
+func envOr(key, def string) string {
+	if v, ok := os.LookupEnv(key); ok && v != "" {
+		return v
+	}
+	return def
+}
+
+func setupLogging(level string, w io.Writer) error {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(strings.ToLower(level))); err != nil {
+		return fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	slog.SetDefault(slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})))
+	return nil
+}

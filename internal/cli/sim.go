@@ -1,0 +1,98 @@
+package cli
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/corralhq/corral/internal/sim"
+)
+
+type simServeArgs struct {
+	listen    string
+	state     string
+	nodes     int
+	timeScale float64
+	version   string
+	faults    string
+	plainHTTP bool
+}
+
+func newSimCmd(st *streams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "sim",
+		Short: "The embedded Proxmox VE emulator",
+	}
+	a := &simServeArgs{}
+	serve := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the emulated Proxmox VE API until interrupted",
+		Long: `Serve https://ADDR/api2/json/... with a self-signed certificate, like a
+Proxmox VE node. State persists in --state: stop and start again and
+everything is still there. DIR/env holds shell exports for the endpoint,
+a least-privilege API token, the certificate fingerprint and root's
+credentials: source it (". DIR/env") before running corral.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runSimServe(cmd, st, a)
+		},
+	}
+	f := serve.Flags()
+	f.StringVar(&a.listen, "listen", "127.0.0.1:8006", "address to listen on (loopback only is recommended)")
+	f.StringVar(&a.state, "state", defaultSimDir(), "state directory")
+	f.IntVar(&a.nodes, "nodes", 1, "number of nodes (1: pve; N: pve1..pveN)")
+	f.Float64Var(&a.timeScale, "time-scale", 1, "multiply real PVE task durations by this (0 = instant)")
+	f.StringVar(&a.version, "pve-version", "9.1", "emulated Proxmox VE version: 9.1 or 8.4")
+	f.StringVar(&a.faults, "faults", "", "fault injection, e.g. 'seed=1,latency=20ms,read5xx=0.05,write5xx=0.02,drop=0.01,taskfail=0.05'")
+	f.BoolVar(&a.plainHTTP, "plain-http", false, "serve plain HTTP instead of HTTPS")
+	cmd.AddCommand(serve)
+	return cmd
+}
+
+func runSimServe(cmd *cobra.Command, st *streams, a *simServeArgs) error {
+	if a.version != "9.1" && a.version != "8.4" {
+		return fmt.Errorf("--pve-version %q: want 9.1 or 8.4", a.version)
+	}
+	if a.timeScale < 0 {
+		return fmt.Errorf("--time-scale %v: must be 0 or more", a.timeScale)
+	}
+	if a.nodes < 1 || a.nodes > 64 {
+		return fmt.Errorf("--nodes %d: want 1..64", a.nodes)
+	}
+	mode := sim.ListenTLS
+	if a.plainHTTP {
+		mode = sim.ListenHTTP
+	}
+	ts := a.timeScale
+	s, err := sim.New(sim.Options{
+		Dir: a.state, Listen: a.listen, Listener: mode, Nodes: a.nodes, Version: a.version,
+		TimeScale: &ts, Faults: a.faults, Logger: slog.Default(),
+	})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	fmt.Fprintf(st.out, "corral sim: Proxmox VE %s emulator\n", a.version)
+	fmt.Fprintf(st.out, "  endpoint:    %s/api2/json\n", s.URL())
+	fmt.Fprintf(st.out, "  fingerprint: %s\n", s.Fingerprint())
+	fmt.Fprintf(st.out, "  state:       %s\n", a.state)
+	fmt.Fprintf(st.out, "  credentials: . %s\n", filepath.Join(a.state, "env"))
+	<-cmd.Context().Done()
+	fmt.Fprintln(st.err, "corral sim: shutting down")
+	return nil
+}
+
+// defaultSimDir is $XDG_STATE_HOME/corral/sim (~/.local/state/corral/sim).
+func defaultSimDir() string {
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "corral", "sim")
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return filepath.Join(os.TempDir(), "corral-sim")
+	}
+	return filepath.Join(home, ".local", "state", "corral", "sim")
+}
