@@ -1,0 +1,51 @@
+package apply
+
+import (
+	"context"
+
+	"github.com/corralhq/corral/internal/plan"
+)
+
+// Destroy carries out a destroy plan: each app's CT is stopped, its
+// volumes detached (kept in the keeper) and the CT destroyed. Volumes are
+// freed only where the plan says VolFree (reclaim: delete, asked for with
+// --delete-volumes). It returns the volids it freed.
+func (e *Executor) Destroy(ctx context.Context, p *plan.Plan, obs *plan.Observed) (freed []string, err error) {
+	e.timings = nil
+	keepers := map[string]*keeper{}
+	for node, k := range obs.Keepers {
+		keepers[node] = &keeper{e: e, node: node, vmid: k.VMID, protected: k.Protected, records: k.Records}
+	}
+	defer func() {
+		for _, k := range keepers {
+			if perr := k.protect(ctx); perr != nil && err == nil {
+				err = perr
+			}
+		}
+	}()
+	for _, c := range p.Changes {
+		if c.Action != plan.Delete {
+			continue
+		}
+		if c.OldVMID != 0 {
+			if err := e.destroyCT(ctx, c.App, c.Node, c.OldVMID); err != nil {
+				return freed, err
+			}
+		}
+		for _, v := range c.Volumes {
+			if v.Action != plan.VolFree {
+				continue
+			}
+			k := keepers[c.Node]
+			if k == nil {
+				continue
+			}
+			vk := plan.VolumeKey{App: c.App, Name: v.Name}
+			if err := e.step(c.App, "free", v.Name+" ("+v.VolID+")", func() error { return k.free(ctx, vk, v.VolID) }); err != nil {
+				return freed, err
+			}
+			freed = append(freed, v.VolID)
+		}
+	}
+	return freed, nil
+}
