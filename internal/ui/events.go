@@ -91,6 +91,16 @@ func (j *JSONEvents) emit(v map[string]any) {
 	j.W.Write(append(b, '\n'))
 }
 
+// Emit writes one event of the given type with extra fields (the plan, the
+// final summary).
+func (j *JSONEvents) Emit(typ string, fields map[string]any) {
+	v := map[string]any{"type": typ}
+	for k, f := range fields {
+		v[k] = f
+	}
+	j.emit(v)
+}
+
 // Step implements apply.Observer.
 func (j *JSONEvents) Step(app, phase, detail string) func(error) {
 	start := time.Now()

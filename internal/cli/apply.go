@@ -1,0 +1,139 @@
+package cli
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/corralhq/corral/internal/apply"
+	"github.com/corralhq/corral/internal/manifest"
+	"github.com/corralhq/corral/internal/ui"
+)
+
+func init() { extraCommands = append(extraCommands, newApplyCmd) }
+
+type applyArgs struct {
+	ff          fileFlags
+	cf          connFlags
+	autoApprove bool
+	verbose     bool
+	lockWait    time.Duration
+}
+
+func newApplyCmd(st *streams) *cobra.Command {
+	a := &applyArgs{}
+	cmd := &cobra.Command{
+		Use:   "apply",
+		Short: "Make the cluster match the manifest",
+		Long: `apply plans like 'corral plan', shows the plan, asks for confirmation
+(or takes --auto-approve) and carries it out. Retained volumes are never
+freed: a container that must be replaced is destroyed only after its
+volumes are safe in the node's keeper container.
+
+Progress goes to stderr; with -o json, stdout carries one JSON event per
+line (plan, step_start, step_end, task_log, warning, summary).
+
+Interrupting apply (Ctrl-C) stops after the current step; running apply
+again picks up where it stopped.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runApply(cmd, st, a) },
+	}
+	a.ff.add(cmd.Flags())
+	a.cf.add(cmd.Flags())
+	cmd.Flags().BoolVar(&a.autoApprove, "auto-approve", false, "apply without asking (needed when stdin is not a terminal)")
+	cmd.Flags().BoolVarP(&a.verbose, "verbose", "v", false, "show every Proxmox task log line")
+	cmd.Flags().DurationVar(&a.lockWait, "lock-wait", 2*time.Minute, "how long to wait for a container locked by another operation")
+	return cmd
+}
+
+func runApply(cmd *cobra.Command, st *streams, a *applyArgs) error {
+	start := time.Now()
+	asJSON, err := a.ff.json()
+	if err != nil {
+		return err
+	}
+	f, err := loadManifest(a.ff.path)
+	if err != nil {
+		return err
+	}
+	s, err := connect(cmd.Context(), st, a.cf)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	ctx := cmd.Context()
+
+	p, obs, pj, err := makePlan(ctx, s, f)
+	var events *ui.JSONEvents
+	var observer apply.Observer
+	if asJSON {
+		events = &ui.JSONEvents{W: st.out}
+		observer = events
+		if pj != nil {
+			events.Emit("plan", map[string]any{"plan": pj})
+		}
+	} else {
+		observer = &ui.Progress{W: st.err, TaskLogs: a.verbose}
+		if pj != nil {
+			ui.WritePlanText(st.out, *pj)
+		}
+	}
+	if err != nil {
+		return redactErr(f, err)
+	}
+	if !p.HasChanges() {
+		if events != nil {
+			events.Emit("summary", map[string]any{"changed": false})
+		}
+		return nil
+	}
+	if !a.autoApprove {
+		if err := confirm(st, "Apply these changes?"); err != nil {
+			return err
+		}
+	}
+
+	ex := &apply.Executor{
+		Client: s.client, Observer: observer, Log: slog.Default(),
+		Secrets: secrets(f), LockWait: a.lockWait,
+	}
+	err = ex.Apply(ctx, p, obs)
+	total := time.Since(start)
+	if asJSON {
+		ev := map[string]any{"changed": true, "ok": err == nil, "elapsed_ms": total.Milliseconds(), "timings": timingsJSON(ex.Timings())}
+		if err != nil {
+			ev["error"] = f.Redact(err.Error())
+		}
+		events.Emit("summary", ev)
+	} else {
+		ui.WriteTimings(st.err, ex.Timings(), total)
+	}
+	if err != nil {
+		return fmt.Errorf("apply stopped: %w\nrun `corral apply` again to resume; `corral plan` shows what is left", redactErr(f, err))
+	}
+	if !asJSON {
+		fmt.Fprintf(st.err, "\nApply complete in %s.\n", total.Round(10*time.Millisecond))
+	}
+	return nil
+}
+
+// secrets maps each app with a root password to it, for the executor.
+func secrets(f *manifest.File) map[string]string {
+	out := map[string]string{}
+	for _, a := range f.Apps {
+		if !a.Password.IsZero() {
+			out[a.Name] = a.Password.Reveal()
+		}
+	}
+	return out
+}
+
+func timingsJSON(ts []apply.Timing) []map[string]any {
+	out := []map[string]any{}
+	for _, t := range ts {
+		out = append(out, map[string]any{"app": t.App, "phase": t.Phase, "elapsed_ms": t.Elapsed.Milliseconds()})
+	}
+	return out
+}

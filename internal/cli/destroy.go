@@ -1,0 +1,121 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/corralhq/corral/internal/apply"
+	"github.com/corralhq/corral/internal/plan"
+	"github.com/corralhq/corral/internal/ui"
+)
+
+func init() { extraCommands = append(extraCommands, newDestroyCmd) }
+
+type destroyArgs struct {
+	ff            fileFlags
+	cf            connFlags
+	autoApprove   bool
+	deleteVolumes bool
+}
+
+func newDestroyCmd(st *streams) *cobra.Command {
+	a := &destroyArgs{}
+	cmd := &cobra.Command{
+		Use:   "destroy [APP...]",
+		Short: "Remove the apps' containers; their volumes stay in the keeper",
+		Long: `destroy stops and removes the containers of the manifest's apps (or only
+of the apps named). Their volumes are detached first and stay in the node's
+keeper container, so the next apply finds the same data.
+
+Volumes are freed only with --delete-volumes, and then only those whose
+manifest entry says reclaim: delete. Retained volumes are never freed.`,
+		RunE: func(cmd *cobra.Command, args []string) error { return runDestroy(cmd, st, a, args) },
+	}
+	a.ff.add(cmd.Flags())
+	a.cf.add(cmd.Flags())
+	cmd.Flags().BoolVar(&a.autoApprove, "auto-approve", false, "destroy without asking (needed when stdin is not a terminal)")
+	cmd.Flags().BoolVar(&a.deleteVolumes, "delete-volumes", false, "also free volumes marked reclaim: delete (retained volumes are never freed)")
+	return cmd
+}
+
+func runDestroy(cmd *cobra.Command, st *streams, a *destroyArgs, names []string) error {
+	start := time.Now()
+	asJSON, err := a.ff.json()
+	if err != nil {
+		return err
+	}
+	f, err := loadManifest(a.ff.path)
+	if err != nil {
+		return err
+	}
+	apps := plan.FromManifest(f)
+	for _, n := range names {
+		if _, ok := f.App(n); !ok {
+			return fmt.Errorf("app %q is not in %s", n, f.Path)
+		}
+	}
+	if len(names) > 0 {
+		apps = slices.DeleteFunc(apps, func(a plan.App) bool { return !slices.Contains(names, a.Name) })
+	}
+	s, err := connect(cmd.Context(), st, a.cf)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	ctx := cmd.Context()
+	obs, err := apply.Observe(ctx, s.client)
+	if err != nil {
+		return err
+	}
+	p := plan.Destroy(apps, obs, a.deleteVolumes)
+	pj := ui.NewPlanJSON(p, nil)
+	if !asJSON {
+		ui.WritePlanText(st.out, pj)
+	}
+	if !p.HasChanges() {
+		if asJSON {
+			return writeJSON(st, map[string]any{"plan": pj, "destroyed": []int{}, "freed": []string{}})
+		}
+		return nil
+	}
+	if !a.autoApprove {
+		if err := confirm(st, "Destroy these containers?"); err != nil {
+			return err
+		}
+	}
+	var observer apply.Observer = &ui.Progress{W: st.err}
+	ex := &apply.Executor{Client: s.client, Observer: observer, Log: slog.Default()}
+	freed, err := ex.Destroy(ctx, p, obs)
+	if !asJSON {
+		ui.WriteTimings(st.err, ex.Timings(), time.Since(start))
+	}
+	if err != nil {
+		return fmt.Errorf("destroy stopped: %w\nrun `corral destroy` again to finish", redactErr(f, err))
+	}
+	destroyed := []int{}
+	for _, c := range p.Changes {
+		if c.Action == plan.Delete && c.OldVMID != 0 {
+			destroyed = append(destroyed, c.OldVMID)
+		}
+	}
+	if freed == nil {
+		freed = []string{}
+	}
+	if asJSON {
+		return writeJSON(st, map[string]any{"plan": pj, "destroyed": destroyed, "freed": freed})
+	}
+	fmt.Fprintf(st.err, "\nDestroyed %d container(s); %d volume(s) freed; every other volume is kept in the keeper.\n", len(destroyed), len(freed))
+	return nil
+}
+
+// writeJSON prints v as indented JSON on stdout.
+func writeJSON(st *streams, v any) error {
+	enc := json.NewEncoder(st.out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

@@ -1,0 +1,68 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/pflag"
+	"golang.org/x/sys/unix"
+
+	"github.com/corralhq/corral/internal/manifest"
+)
+
+// fileFlags are the flags of every verb that reads a manifest.
+type fileFlags struct {
+	path   string
+	output string
+}
+
+func (f *fileFlags) add(fs *pflag.FlagSet) {
+	fs.StringVarP(&f.path, "file", "f", "corral.yaml", "manifest to read")
+	fs.StringVarP(&f.output, "output", "o", "text", "output format: text or json")
+}
+
+func (f *fileFlags) json() (bool, error) {
+	switch f.output {
+	case "text", "":
+		return false, nil
+	case "json":
+		return true, nil
+	}
+	return false, fmt.Errorf("--output %q: want text or json", f.output)
+}
+
+// loadManifest reads and validates the manifest. A missing file gets a hint
+// on how to start one.
+func loadManifest(path string) (*manifest.File, error) {
+	f, err := manifest.Load(path, manifest.LoadOptions{})
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%s not found: pass -f FILE, or start from examples/quickstart/corral.yaml", path)
+	}
+	return f, err
+}
+
+// isTerminal reports whether r is an interactive terminal (for prompts).
+func isTerminal(r any) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+// confirm asks a yes/no question on the terminal. Without a terminal it
+// refuses, so that a script never applies changes nobody approved.
+func confirm(st *streams, question string) error {
+	if !isTerminal(st.in) {
+		return errors.New("refusing to change anything without confirmation: stdin is not a terminal; review `corral plan` and pass --auto-approve")
+	}
+	fmt.Fprintf(st.err, "\n%s Only 'yes' is accepted: ", question)
+	var answer string
+	fmt.Fscanln(st.in, &answer)
+	if answer != "yes" {
+		return &exitError{code: ExitError, err: errors.New("cancelled: nothing was changed")}
+	}
+	return nil
+}

@@ -1,0 +1,96 @@
+package cli
+
+import (
+	"context"
+	"errors"
+
+	"github.com/spf13/cobra"
+
+	"github.com/corralhq/corral/internal/apply"
+	"github.com/corralhq/corral/internal/manifest"
+	"github.com/corralhq/corral/internal/plan"
+	"github.com/corralhq/corral/internal/ui"
+)
+
+func init() { extraCommands = append(extraCommands, newPlanCmd) }
+
+func newPlanCmd(st *streams) *cobra.Command {
+	var ff fileFlags
+	var cf connFlags
+	cmd := &cobra.Command{
+		Use:   "plan",
+		Short: "Show what apply would change, read from the live cluster",
+		Long: `plan compares the manifest with the live cluster (there is no state file)
+and prints what apply would do. Exit status: 0 no changes, 2 changes
+present, 1 error.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			asJSON, err := ff.json()
+			if err != nil {
+				return err
+			}
+			f, err := loadManifest(ff.path)
+			if err != nil {
+				return err
+			}
+			s, err := connect(cmd.Context(), st, cf)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			p, _, pj, err := makePlan(cmd.Context(), s, f)
+			if pj != nil {
+				if asJSON {
+					ui.WritePlanJSON(st.out, *pj)
+				} else {
+					ui.WritePlanText(st.out, *pj)
+				}
+			}
+			if err != nil {
+				return redactErr(f, err)
+			}
+			if p.HasChanges() {
+				return &exitError{code: ExitChanges}
+			}
+			return nil
+		},
+	}
+	ff.add(cmd.Flags())
+	cf.add(cmd.Flags())
+	return cmd
+}
+
+// makePlan observes the cluster and plans the manifest against it. A plan
+// the planner refuses still comes back as data (pj) so it can be shown.
+func makePlan(ctx context.Context, s *session, f *manifest.File) (*plan.Plan, *plan.Observed, *ui.PlanJSON, error) {
+	obs, err := apply.Observe(ctx, s.client)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	p, err := plan.Make(plan.FromManifest(f), obs)
+	var refused *plan.RefusedError
+	if errors.As(err, &refused) {
+		if p == nil {
+			p = &plan.Plan{}
+		}
+		pj := ui.NewPlanJSON(p, refused.Problems)
+		return nil, obs, &pj, errors.New("the plan was refused; nothing was changed (see the refused lines above)")
+	}
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	pj := ui.NewPlanJSON(p, nil)
+	return p, obs, &pj, nil
+}
+
+// redactErr strips the manifest's secret values from an error's text.
+func redactErr(f *manifest.File, err error) error {
+	if f == nil || err == nil {
+		return err
+	}
+	msg := f.Redact(err.Error())
+	if msg == err.Error() {
+		return err
+	}
+	return errors.New(msg)
+}

@@ -1,0 +1,191 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/corralhq/corral/internal/apply"
+	"github.com/corralhq/corral/internal/plan"
+)
+
+func init() { extraCommands = append(extraCommands, newStatusCmd, newVolumesCmd) }
+
+// appStatus is one app in `corral status`.
+type appStatus struct {
+	App        string            `json:"app"`
+	Containers []ctStatus        `json:"containers"`
+	Volumes    []plan.VolumeInfo `json:"volumes"`
+	// Drift is the plan's action for the app: "no-op" when the cluster
+	// matches the manifest.
+	Drift   string   `json:"drift"`
+	Reasons []string `json:"reasons"`
+}
+
+type ctStatus struct {
+	VMID   int    `json:"vmid"`
+	Node   string `json:"node"`
+	Status string `json:"status"`
+	Lock   string `json:"lock,omitempty"`
+}
+
+func newStatusCmd(st *streams) *cobra.Command {
+	var ff fileFlags
+	var cf connFlags
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show each app's container, volumes and drift from the manifest",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			asJSON, err := ff.json()
+			if err != nil {
+				return err
+			}
+			f, err := loadManifest(ff.path)
+			if err != nil {
+				return err
+			}
+			s, err := connect(cmd.Context(), st, cf)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			obs, err := apply.Observe(cmd.Context(), s.client)
+			if err != nil {
+				return err
+			}
+			apps := plan.FromManifest(f)
+			p, perr := plan.Make(apps, obs)
+			var refused *plan.RefusedError
+			if perr != nil && !errors.As(perr, &refused) {
+				return perr
+			}
+			inv := plan.Inventory(obs)
+			var out []appStatus
+			for _, a := range apps {
+				as := appStatus{App: a.Name, Containers: []ctStatus{}, Volumes: []plan.VolumeInfo{}, Drift: "unknown", Reasons: []string{}}
+				for _, ct := range obs.Apps[a.Name] {
+					as.Containers = append(as.Containers, ctStatus{VMID: ct.VMID, Node: ct.Node, Status: ct.Status, Lock: ct.Lock})
+				}
+				for _, v := range inv {
+					if v.App == a.Name {
+						as.Volumes = append(as.Volumes, v)
+					}
+				}
+				if p != nil {
+					for _, c := range p.Changes {
+						if c.App == a.Name {
+							as.Drift = c.Action.String()
+							as.Reasons = append(as.Reasons, c.Reasons...)
+						}
+					}
+				}
+				out = append(out, as)
+			}
+			if asJSON {
+				return writeJSON(st, map[string]any{"apps": out})
+			}
+			tw := tabwriter.NewWriter(st.out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "APP\tCT\tNODE\tSTATUS\tDRIFT")
+			for _, as := range out {
+				if len(as.Containers) == 0 {
+					fmt.Fprintf(tw, "%s\t-\t-\tnot created\t%s\n", as.App, as.Drift)
+				}
+				for _, ct := range as.Containers {
+					status := ct.Status
+					if ct.Lock != "" {
+						status += " (locked: " + ct.Lock + ")"
+					}
+					fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", as.App, ct.VMID, ct.Node, status, as.Drift)
+				}
+			}
+			tw.Flush()
+			for _, as := range out {
+				for _, r := range as.Reasons {
+					fmt.Fprintf(st.out, "  %s: %s\n", as.App, r)
+				}
+			}
+			if v := volumesOf(out); len(v) > 0 {
+				fmt.Fprintln(st.out)
+				writeVolumes(st, v)
+			}
+			return nil
+		},
+	}
+	ff.add(cmd.Flags())
+	cf.add(cmd.Flags())
+	return cmd
+}
+
+func volumesOf(as []appStatus) []plan.VolumeInfo {
+	var out []plan.VolumeInfo
+	for _, a := range as {
+		out = append(out, a.Volumes...)
+	}
+	return out
+}
+
+func newVolumesCmd(st *streams) *cobra.Command {
+	var output string
+	var cf connFlags
+	cmd := &cobra.Command{
+		Use:   "volumes",
+		Short: "List every volume corral keeps, on every node, and where it is attached",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ff := fileFlags{output: output}
+			asJSON, err := ff.json()
+			if err != nil {
+				return err
+			}
+			s, err := connect(cmd.Context(), st, cf)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			obs, err := apply.Observe(cmd.Context(), s.client)
+			if err != nil {
+				return err
+			}
+			inv := plan.Inventory(obs)
+			if inv == nil {
+				inv = []plan.VolumeInfo{}
+			}
+			if asJSON {
+				return writeJSON(st, map[string]any{"volumes": inv})
+			}
+			if len(inv) == 0 {
+				fmt.Fprintln(st.out, "No volumes: corral keeps none on this cluster yet.")
+				return nil
+			}
+			writeVolumes(st, inv)
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	cf.add(cmd.Flags())
+	return cmd
+}
+
+func writeVolumes(st *streams, inv []plan.VolumeInfo) {
+	tw := tabwriter.NewWriter(st.out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "APP\tVOLUME\tVOLID\tNODE\tSIZE\tATTACHED\tMOUNT")
+	for _, v := range inv {
+		size := plan.GiB(v.Size) + "G"
+		if v.Missing {
+			size = "MISSING"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v.App, v.Name, v.VolID, v.Node, size, v.Holder, orDash(v.Mount))
+	}
+	tw.Flush()
+}
+
+func orDash(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,80 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/corralhq/corral/internal/manifest"
+)
+
+func init() { extraCommands = append(extraCommands, newValidateCmd, newSchemaCmd) }
+
+func newValidateCmd(st *streams) *cobra.Command {
+	var ff fileFlags
+	cmd := &cobra.Command{
+		Use:   "validate",
+		Short: "Check the manifest without contacting any cluster",
+		Long: `validate reads the manifest, resolves its ${env:…} and ${file:…}
+references and reports every problem as FILE:LINE:COL with what is
+allowed. Exit status 0 when valid, 1 when not.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			asJSON, err := ff.json()
+			if err != nil {
+				return err
+			}
+			f, err := loadManifest(ff.path)
+			if asJSON {
+				res := map[string]any{"file": ff.path, "valid": err == nil, "apps": []string{}, "problems": []string{}}
+				var d *manifest.Diagnostics
+				switch {
+				case errors.As(err, &d):
+					var ps []string
+					for _, it := range d.Items {
+						ps = append(ps, it.String())
+					}
+					res["problems"] = ps
+				case err != nil:
+					res["problems"] = []string{err.Error()}
+				default:
+					var names []string
+					for _, a := range f.Apps {
+						names = append(names, a.Name)
+					}
+					res["apps"] = names
+				}
+				if werr := writeJSON(st, res); werr != nil {
+					return werr
+				}
+				if err != nil {
+					return &exitError{code: ExitError}
+				}
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(st.out, "%s is valid: %d app(s)\n", f.Path, len(f.Apps))
+			return nil
+		},
+	}
+	ff.add(cmd.Flags())
+	return cmd
+}
+
+func newSchemaCmd(st *streams) *cobra.Command {
+	return &cobra.Command{
+		Use:   "schema",
+		Short: "Print the JSON Schema of corral.yaml, for editors",
+		Long: `schema prints a JSON Schema (draft 2020-12) of the manifest. Point your
+editor's YAML language server at it, e.g. with a first line
+  # yaml-language-server: $schema=./corral.schema.json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := st.out.Write(manifest.JSONSchema())
+			return err
+		},
+	}
+}

@@ -1,0 +1,56 @@
+package plan
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// VolumeInfo is one volume corral manages, as `corral volumes` and
+// `corral status` show it.
+type VolumeInfo struct {
+	App   string `json:"app"`
+	Name  string `json:"name"`
+	VolID string `json:"volid"`
+	Node  string `json:"node"`
+	Size  int64  `json:"size"`
+	// Holder is where the volume is attached now: "keeper" (as unusedN)
+	// or the VMID of the app's container ("ct 105").
+	Holder     string `json:"holder"`
+	HolderVMID int    `json:"holder_vmid"`
+	Mount      string `json:"mount,omitempty"`
+	// Missing: the keeper records the volume but the storage does not list
+	// it (freed outside corral).
+	Missing bool `json:"missing,omitempty"`
+}
+
+// Inventory lists every volume recorded by a keeper, sorted by app and
+// name, with where it is attached.
+func Inventory(obs *Observed) []VolumeInfo {
+	var out []VolumeInfo
+	for node, k := range obs.Keepers {
+		for key, volid := range k.Records {
+			vi := VolumeInfo{App: key.App, Name: key.Name, VolID: volid, Node: node, Holder: "keeper", HolderVMID: k.VMID}
+			size, ok := obs.Volumes[volKey(node, volid)]
+			vi.Size, vi.Missing = size, !ok
+			for _, ct := range obs.Apps[key.App] {
+				for _, mk := range sortedConfigKeys(ct.Config, "mp") {
+					if mp := ParseMountPoint(ct.Config[mk]); mp.Volume == volid {
+						vi.Holder, vi.HolderVMID, vi.Mount = "ct "+strconv.Itoa(ct.VMID), ct.VMID, mp.Path
+					}
+				}
+			}
+			out = append(out, vi)
+		}
+	}
+	slices.SortFunc(out, func(a, b VolumeInfo) int {
+		if c := strings.Compare(a.App, b.App); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.Name, b.Name); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Node, b.Node)
+	})
+	return out
+}

@@ -1,0 +1,46 @@
+package plan
+
+import "github.com/corralhq/corral/internal/manifest"
+
+// FromManifest turns a validated manifest into the planner's desired apps:
+// sizes in bytes, memory in MiB, reclaim policies in the planner's terms.
+// Secrets stay in the manifest; the plan only knows that a password is set.
+func FromManifest(f *manifest.File) []App {
+	apps := make([]App, 0, len(f.Apps))
+	for _, m := range f.Apps {
+		a := App{
+			Name:         m.Name,
+			Node:         m.Node,
+			VMID:         m.VMID,
+			Template:     m.Template,
+			Unprivileged: m.Unprivileged,
+			Cores:        m.Cores,
+			MemoryMiB:    m.MemoryMiB,
+			SwapMiB:      m.SwapMiB,
+			RootStorage:  m.RootFS.Storage,
+			RootSize:     m.RootFS.Size.Bytes(),
+			Nesting:      m.Features.Nesting,
+			Bridge:       m.Network.Bridge,
+			IP:           m.Network.IP,
+			Gateway:      m.Network.Gateway,
+			DNS:          append([]string(nil), m.Network.DNS...),
+			Tags:         append([]string(nil), m.Tags...),
+			OnBoot:       m.OnBoot,
+			Description:  m.Description,
+			SSHKeys:      append([]string(nil), m.SSH.PublicKeys...),
+			HasPassword:  !m.Password.IsZero(),
+		}
+		for _, v := range m.Volumes {
+			r := Retain
+			if v.Reclaim == manifest.ReclaimDelete {
+				r = DeleteOnDrop
+			}
+			a.Volumes = append(a.Volumes, Volume{
+				Name: v.Name, Storage: v.Storage, Size: v.Size.Bytes(), Mount: v.Mount,
+				Backup: v.Backup, Reclaim: r, Adopt: v.Adopt,
+			})
+		}
+		apps = append(apps, a)
+	}
+	return apps
+}
