@@ -1,0 +1,466 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/corralhq/corral/internal/sim"
+	"github.com/corralhq/corral/internal/sim/model"
+)
+
+// These tests drive the real path end to end: the corral command line, the
+// API client, HTTPS with a pinned certificate, the emulator, and the files
+// the emulator keeps on disk for each volume.
+
+// cluster is an emulator serving HTTPS on a loopback port.
+type cluster struct {
+	t   *testing.T
+	srv *sim.Server
+}
+
+func newCluster(t *testing.T) *cluster {
+	t.Helper()
+	scale := 0.0
+	srv, err := sim.New(sim.Options{Dir: t.TempDir(), Listener: sim.ListenTLS, Listen: "127.0.0.1:0", TimeScale: &scale})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	return &cluster{t: t, srv: srv}
+}
+
+// connArgs are the flags that point corral at this emulator.
+func (c *cluster) connArgs() []string {
+	return []string{"--endpoint", c.srv.URL(), "--api-token", c.srv.Credentials().OperatorToken, "--fingerprint", c.srv.Fingerprint()}
+}
+
+type result struct {
+	code          int
+	stdout, stderr string
+}
+
+// run runs corral with args plus the connection flags (for verbs that take
+// them) and returns what it printed.
+func (c *cluster) run(args ...string) result {
+	c.t.Helper()
+	full := append([]string{}, args...)
+	switch args[0] {
+	case "plan", "apply", "destroy", "status", "volumes":
+		full = append(full, c.connArgs()...)
+	}
+	var out, errb bytes.Buffer
+	code := Run(context.Background(), full, strings.NewReader(""), &out, &errb)
+	return result{code, out.String(), errb.String()}
+}
+
+func (c *cluster) mustRun(args ...string) result {
+	c.t.Helper()
+	r := c.run(args...)
+	if r.code != 0 {
+		c.t.Fatalf("corral %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
+	}
+	return r
+}
+
+// file returns the path on disk of a file inside a volume.
+func (c *cluster) file(volid, name string) string {
+	c.t.Helper()
+	dir, err := c.srv.Cluster().VolumePath("pve", volid)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return filepath.Join(dir, name)
+}
+
+// config reads a CT's config through the model.
+func (c *cluster) config(vmid int) map[string]string {
+	c.t.Helper()
+	text, err := c.srv.Cluster().ConfigText(vmid)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	conf := map[string]string{}
+	for _, line := range strings.Split(text, "\n") {
+		if line == "" || strings.HasPrefix(line, "[") {
+			if strings.HasPrefix(line, "[") {
+				break
+			}
+			continue
+		}
+		k, v, _ := strings.Cut(line, ": ")
+		conf[k] = v
+	}
+	return conf
+}
+
+// status is `corral status -o json` decoded.
+type statusJSON struct {
+	Apps []struct {
+		App        string `json:"app"`
+		Drift      string `json:"drift"`
+		Containers []struct {
+			VMID   int    `json:"vmid"`
+			Status string `json:"status"`
+		} `json:"containers"`
+		Volumes []struct {
+			Name   string `json:"name"`
+			VolID  string `json:"volid"`
+			Holder string `json:"holder"`
+			Size   int64  `json:"size"`
+		} `json:"volumes"`
+	} `json:"apps"`
+}
+
+func (c *cluster) status(manifest string) statusJSON {
+	c.t.Helper()
+	r := c.mustRun("status", "-f", manifest, "-o", "json")
+	var s statusJSON
+	if err := json.Unmarshal([]byte(r.stdout), &s); err != nil {
+		c.t.Fatalf("status -o json: %v\n%s", err, r.stdout)
+	}
+	return s
+}
+
+func writeManifest(t *testing.T, text string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "corral.yaml")
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+const appManifest = `apps:
+  - name: notes
+    template: local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst
+    cores: 1
+    memory: MEMORY
+    rootfs:
+      size: 4G
+    features:
+      nesting: true
+    volumes:
+      - name: data
+        size: 1G
+        mount: /srv/data
+      - name: cache
+        size: 512M
+        mount: /var/cache/notes
+        backup: false
+        reclaim: delete
+`
+
+func manifestWith(t *testing.T, memory string) string {
+	return writeManifest(t, strings.ReplaceAll(appManifest, "MEMORY", memory))
+}
+
+// TestVolumesSurviveRecreate is the issue's core promise: data written to a
+// volume survives destroy and apply, on the same volid, while the old
+// container's root file system is gone.
+func TestVolumesSurviveRecreate(t *testing.T) {
+	c := newCluster(t)
+	m := manifestWith(t, "512")
+
+	r := c.run("plan", "-f", m)
+	if r.code != ExitChanges {
+		t.Fatalf("plan before apply: exit %d, want 2\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	st := c.status(m)
+	app := st.Apps[0]
+	if len(app.Containers) != 1 || app.Containers[0].Status != "running" || app.Drift != "no-op" {
+		t.Fatalf("after apply: %+v", app)
+	}
+	vmid := app.Containers[0].VMID
+	vols := map[string]string{}
+	for _, v := range app.Volumes {
+		vols[v.Name] = v.VolID
+		if v.Holder != "ct "+strconv.Itoa(vmid) {
+			t.Errorf("volume %s held by %q, want ct %d", v.Name, v.Holder, vmid)
+		}
+	}
+	if len(vols) != 2 {
+		t.Fatalf("volumes: %+v", app.Volumes)
+	}
+	// Write data into the volume and into the container's root fs.
+	if err := os.WriteFile(c.file(vols["data"], "keep.txt"), []byte("precious"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rootfs := strings.SplitN(c.config(vmid)["rootfs"], ",", 2)[0]
+	rootFile := c.file(rootfs, "root-only.txt")
+	if err := os.WriteFile(rootFile, []byte("cattle"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	// No-op plan exits 0.
+	if r := c.run("plan", "-f", m); r.code != 0 || !strings.Contains(r.stdout, "No changes") {
+		t.Fatalf("no-op plan: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+
+	c.mustRun("destroy", "-f", m, "--auto-approve")
+	st = c.status(m)
+	if len(st.Apps[0].Containers) != 0 {
+		t.Fatalf("containers after destroy: %+v", st.Apps[0].Containers)
+	}
+	for _, v := range st.Apps[0].Volumes {
+		if v.Holder != "keeper" || v.VolID != vols[v.Name] {
+			t.Errorf("after destroy, volume %s: %+v (want in keeper, volid %s)", v.Name, v, vols[v.Name])
+		}
+	}
+	if _, err := os.Stat(rootFile); !os.IsNotExist(err) {
+		t.Errorf("root fs file of the destroyed container still there: %v", err)
+	}
+
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	st = c.status(m)
+	for _, v := range st.Apps[0].Volumes {
+		if v.VolID != vols[v.Name] {
+			t.Errorf("volume %s is %s after recreate, want %s", v.Name, v.VolID, vols[v.Name])
+		}
+	}
+	got, err := os.ReadFile(c.file(vols["data"], "keep.txt"))
+	if err != nil || string(got) != "precious" {
+		t.Fatalf("data after recreate: %q, %v", got, err)
+	}
+	newVMID := st.Apps[0].Containers[0].VMID
+	conf := c.config(newVMID)
+	newRoot := strings.SplitN(conf["rootfs"], ",", 2)[0]
+	if _, err := os.Stat(c.file(newRoot, "root-only.txt")); !os.IsNotExist(err) {
+		t.Errorf("new container's root fs has the old file: %v", err)
+	}
+	mounted := false
+	for k, v := range conf {
+		if strings.HasPrefix(k, "mp") && strings.HasPrefix(v, vols["data"]+",") && strings.Contains(v, "mp=/srv/data") {
+			mounted = true
+		}
+	}
+	if !mounted {
+		t.Errorf("data volume not mounted at /srv/data: %v", conf)
+	}
+}
+
+// TestInPlaceUpdateKeepsContainer: a memory change is an update of the same
+// container, not a replace.
+func TestInPlaceUpdateKeepsContainer(t *testing.T) {
+	c := newCluster(t)
+	c.mustRun("apply", "-f", manifestWith(t, "512"), "--auto-approve")
+	vmid := c.status(manifestWith(t, "512")).Apps[0].Containers[0].VMID
+
+	m := manifestWith(t, "1024")
+	r := c.run("plan", "-f", m, "-o", "json")
+	if r.code != ExitChanges {
+		t.Fatalf("plan: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	var pj struct {
+		Changes []struct {
+			Action string `json:"action"`
+			Config []struct{ Key, Old, New string }
+		} `json:"changes"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &pj); err != nil {
+		t.Fatal(err)
+	}
+	if len(pj.Changes) != 1 || pj.Changes[0].Action != "update" {
+		t.Fatalf("plan: %s", r.stdout)
+	}
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	st := c.status(m)
+	if got := st.Apps[0].Containers[0].VMID; got != vmid {
+		t.Errorf("VMID changed from %d to %d on an in-place update", vmid, got)
+	}
+	if got := c.config(vmid)["memory"]; got != "1024" {
+		t.Errorf("memory = %q, want 1024", got)
+	}
+	if st.Apps[0].Drift != "no-op" {
+		t.Errorf("drift after apply: %s", st.Apps[0].Drift)
+	}
+}
+
+// TestTemplateChangeReplacesAndKeepsData: a new template replaces the
+// container; the volumes move over with their data.
+func TestTemplateChangeReplacesAndKeepsData(t *testing.T) {
+	c := newCluster(t)
+	m := manifestWith(t, "512")
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	st := c.status(m)
+	old := st.Apps[0].Containers[0].VMID
+	data := ""
+	for _, v := range st.Apps[0].Volumes {
+		if v.Name == "data" {
+			data = v.VolID
+		}
+	}
+	os.WriteFile(c.file(data, "db"), []byte("rows"), 0o644)
+
+	// A second template on the node, downloaded once by root (the operator
+	// token lacks Datastore.AllocateTemplate, as seed 004's role does).
+	root := model.Auth{UserID: "root@pam"}
+	upid, err := c.srv.Cluster().DownloadAppliance(root, "pve", map[string]string{"storage": "local", "template": "debian-13-standard_13.1-2_amd64.tar.zst"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if task, err := c.srv.Cluster().WaitTask(context.Background(), "pve", upid); err != nil || task.ExitStatus != "OK" {
+		t.Fatalf("download: %+v %v", task, err)
+	}
+	m2 := writeManifest(t, strings.ReplaceAll(strings.ReplaceAll(appManifest, "MEMORY", "512"),
+		"debian-12-standard_12.12-1_amd64.tar.zst", "debian-13-standard_13.1-2_amd64.tar.zst"))
+	r := c.run("plan", "-f", m2)
+	if r.code != ExitChanges || !strings.Contains(r.stdout, "replace") {
+		t.Fatalf("plan: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	c.mustRun("apply", "-f", m2, "--auto-approve")
+	st = c.status(m2)
+	if len(st.Apps[0].Containers) != 1 {
+		t.Fatalf("containers: %+v", st.Apps[0].Containers)
+	}
+	if st.Apps[0].Containers[0].VMID == old {
+		t.Logf("replacement reused VMID %d", old)
+	}
+	got, err := os.ReadFile(c.file(data, "db"))
+	if err != nil || string(got) != "rows" {
+		t.Fatalf("data after replace: %q, %v", got, err)
+	}
+	if st.Apps[0].Drift != "no-op" {
+		t.Errorf("drift: %s", st.Apps[0].Drift)
+	}
+}
+
+// TestDestroyDeleteVolumes frees reclaim: delete volumes only.
+func TestDestroyDeleteVolumes(t *testing.T) {
+	c := newCluster(t)
+	m := manifestWith(t, "512")
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	vols := map[string]string{}
+	for _, v := range c.status(m).Apps[0].Volumes {
+		vols[v.Name] = v.VolID
+	}
+	r := c.mustRun("destroy", "-f", m, "--auto-approve", "--delete-volumes", "-o", "json")
+	var out struct {
+		Destroyed []int    `json:"destroyed"`
+		Freed     []string `json:"freed"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
+		t.Fatalf("%v\n%s", err, r.stdout)
+	}
+	if len(out.Destroyed) != 1 || len(out.Freed) != 1 || out.Freed[0] != vols["cache"] {
+		t.Fatalf("destroy result %+v, want the cache volume %s freed", out, vols["cache"])
+	}
+	if _, err := c.srv.Cluster().VolumePath("pve", vols["cache"]); err == nil {
+		t.Errorf("cache volume %s still exists", vols["cache"])
+	}
+	if _, err := os.Stat(c.file(vols["data"], ".")); err != nil {
+		t.Errorf("retained data volume gone: %v", err)
+	}
+}
+
+// TestApplyNeedsApprovalWithoutTerminal: a script that forgets
+// --auto-approve changes nothing.
+func TestApplyNeedsApprovalWithoutTerminal(t *testing.T) {
+	c := newCluster(t)
+	m := manifestWith(t, "512")
+	r := c.run("apply", "-f", m)
+	if r.code != ExitError || !strings.Contains(r.stderr, "--auto-approve") {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	if st := c.status(m); len(st.Apps[0].Containers) != 0 {
+		t.Fatalf("apply without approval created %+v", st.Apps[0].Containers)
+	}
+}
+
+// TestApplyJSONEvents: -o json gives one JSON object per line, ending with
+// a summary.
+func TestApplyJSONEvents(t *testing.T) {
+	c := newCluster(t)
+	r := c.mustRun("apply", "-f", manifestWith(t, "512"), "--auto-approve", "-o", "json")
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	types := map[string]int{}
+	var last map[string]any
+	for _, l := range lines {
+		var ev map[string]any
+		if err := json.Unmarshal([]byte(l), &ev); err != nil {
+			t.Fatalf("not JSON: %q", l)
+		}
+		types[ev["type"].(string)]++
+		last = ev
+	}
+	if types["plan"] != 1 || types["step_start"] == 0 || types["step_end"] != types["step_start"] || last["type"] != "summary" || last["ok"] != true {
+		t.Fatalf("events %v, last %v", types, last)
+	}
+}
+
+// TestSecretsNeverPrinted: the root password from ${env:…} and the API
+// token secret appear nowhere in corral's output, even at debug level.
+func TestSecretsNeverPrinted(t *testing.T) {
+	c := newCluster(t)
+	const password = "Sup3r-Secret-Pa55"
+	t.Setenv("NOTES_ROOT_PW", password)
+	m := writeManifest(t, strings.ReplaceAll(appManifest, "MEMORY", "512")+"    password: ${env:NOTES_ROOT_PW}\n")
+	_, secret, _ := strings.Cut(c.srv.Credentials().OperatorToken, "=")
+	var all strings.Builder
+	for _, args := range [][]string{
+		{"validate", "-f", m},
+		{"--log-level", "debug", "plan", "-f", m},
+		{"--log-level", "debug", "apply", "-f", m, "--auto-approve"},
+		{"--log-level", "debug", "status", "-f", m, "-o", "json"},
+		{"--log-level", "debug", "destroy", "-f", m, "--auto-approve"},
+	} {
+		var r result
+		if args[0] == "--log-level" {
+			full := append(append([]string{}, args...), c.connArgs()...)
+			var out, errb bytes.Buffer
+			r.code = Run(context.Background(), full, strings.NewReader(""), &out, &errb)
+			r.stdout, r.stderr = out.String(), errb.String()
+		} else {
+			r = c.run(args...)
+		}
+		if r.code != 0 && r.code != ExitChanges {
+			t.Fatalf("%v: exit %d\n%s", args, r.code, r.stderr)
+		}
+		all.WriteString(r.stdout + r.stderr)
+	}
+	for name, s := range map[string]string{"root password": password, "token secret": secret} {
+		if strings.Contains(all.String(), s) {
+			t.Errorf("%s appears in corral's output", name)
+		}
+	}
+	if !strings.Contains(all.String(), "DEBUG") {
+		t.Errorf("no debug logging seen; the check above proves nothing")
+	}
+}
+
+// TestValidateReportsPosition: a bad manifest fails with file:line:col.
+func TestValidateReportsPosition(t *testing.T) {
+	m := writeManifest(t, "apps:\n  - name: x\n    template: local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst\n    memory: lots\n")
+	var out, errb bytes.Buffer
+	code := Run(context.Background(), []string{"validate", "-f", m}, strings.NewReader(""), &out, &errb)
+	if code != ExitError || !regexp.MustCompile(`corral\.yaml:4:\d+`).MatchString(errb.String()) {
+		t.Fatalf("exit %d\n%s", code, errb.String())
+	}
+	out.Reset()
+	code = Run(context.Background(), []string{"validate", "-f", m, "-o", "json"}, strings.NewReader(""), &out, &errb)
+	var v struct {
+		Valid    bool     `json:"valid"`
+		Problems []string `json:"problems"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &v); err != nil || v.Valid || len(v.Problems) == 0 || code != ExitError {
+		t.Fatalf("json: %s (%v), exit %d", out.String(), err, code)
+	}
+}
+
+func TestSchemaIsJSON(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := Run(context.Background(), []string{"schema"}, nil, &out, &errb); code != 0 {
+		t.Fatal(errb.String())
+	}
+	var v map[string]any
+	if err := json.Unmarshal(out.Bytes(), &v); err != nil || v["$schema"] == nil {
+		t.Fatalf("schema: %v", err)
+	}
+}
