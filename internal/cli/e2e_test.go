@@ -42,7 +42,7 @@ func (c *cluster) connArgs() []string {
 }
 
 type result struct {
-	code          int
+	code           int
 	stdout, stderr string
 }
 
