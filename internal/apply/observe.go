@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/corralhq/corral/internal/plan"
 	"github.com/corralhq/corral/internal/pve"
@@ -47,6 +48,20 @@ type contentEntry struct {
 // call, the config of each corral CT, and per node the storage list and
 // the content of the storages that hold templates and volumes.
 func Observe(ctx context.Context, c *pve.Client) (*plan.Observed, error) {
+	return ObserveWith(ctx, c, ObserveOptions{})
+}
+
+// ObserveOptions tune Observe.
+type ObserveOptions struct {
+	// CreateWait bounds how long Observe waits for containers that are
+	// still being created (default 3 minutes).
+	CreateWait time.Duration
+	// OnWait is told about each wait, for progress output.
+	OnWait func(msg string)
+}
+
+// ObserveWith is Observe with options.
+func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan.Observed, error) {
 	obs := &plan.Observed{
 		Templates: map[string][]string{},
 		Apps:      map[string][]*plan.CT{},
@@ -65,9 +80,9 @@ func Observe(ctx context.Context, c *pve.Client) (*plan.Observed, error) {
 	}
 	sort.Strings(obs.Nodes)
 
-	var res []resource
-	if err := c.Get(ctx, "/cluster/resources", url.Values{"type": {"vm"}}, &res); err != nil {
-		return nil, fmt.Errorf("list guests: %w", err)
+	res, err := guestsSettled(ctx, c, opts)
+	if err != nil {
+		return nil, err
 	}
 	for _, r := range res {
 		if r.Type != "lxc" {
@@ -128,6 +143,51 @@ func Observe(ctx context.Context, c *pve.Client) (*plan.Observed, error) {
 		}
 	}
 	return obs, nil
+}
+
+// guestsSettled lists the cluster's guests, first waiting for any
+// container that is still being created. PVE writes a config holding only
+// "lock: create" when a create starts and the real config (with corral's
+// tags) only when the create task ends, so a container in creation cannot
+// be told apart from a stranger's. If corral was interrupted during a
+// create and runs again at once, planning without waiting would create the
+// app a second time.
+func guestsSettled(ctx context.Context, c *pve.Client, opts ObserveOptions) ([]resource, error) {
+	limit := opts.CreateWait
+	if limit == 0 {
+		limit = 3 * time.Minute
+	}
+	deadline := time.Now().Add(limit)
+	delay := 100 * time.Millisecond
+	for {
+		var res []resource
+		if err := c.Get(ctx, "/cluster/resources", url.Values{"type": {"vm"}}, &res); err != nil {
+			return nil, fmt.Errorf("list guests: %w", err)
+		}
+		var creating []string
+		for _, r := range res {
+			if r.Type == "lxc" && r.Lock == "create" && r.Tags == "" {
+				creating = append(creating, fmt.Sprintf("%d on %s", r.VMID, r.Node))
+			}
+		}
+		if len(creating) == 0 {
+			return res, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("container(s) %s are still being created (lock: create) after %s, so corral cannot tell whose they are; "+
+				"wait for their create tasks to finish (Datacenter > Tasks), or if a node crashed during a create, remove the container by hand, then run again",
+				strings.Join(creating, ", "), limit)
+		}
+		if opts.OnWait != nil {
+			opts.OnWait(fmt.Sprintf("waiting for container(s) %s to finish being created", strings.Join(creating, ", ")))
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 2*time.Second)
+	}
 }
 
 // appOf returns the app name from a corral-app-<name> tag.

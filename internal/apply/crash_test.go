@@ -1,0 +1,324 @@
+package apply_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/corralhq/corral/internal/apply"
+	"github.com/corralhq/corral/internal/manifest"
+	"github.com/corralhq/corral/internal/plan"
+	"github.com/corralhq/corral/internal/pve"
+	"github.com/corralhq/corral/internal/sim"
+	"github.com/corralhq/corral/internal/sim/model"
+)
+
+// The crash test: corral is killed at every API-call boundary of a full
+// cycle (apply, destroy, apply again, an update that replaces the
+// container), then run again. Every run must converge to the manifest with
+// every retained volume intact, on its original volid, with its data, and
+// with no volume leaked.
+
+const crashManifest = `apps:
+  - name: db
+    template: local:vztmpl/TEMPLATE
+    memory: MEMORY
+    rootfs:
+      size: 2G
+    volumes:
+      - name: data
+        size: 1G
+        mount: /var/lib/db
+      - name: logs
+        size: 512M
+        mount: /var/log/db
+        backup: false
+`
+
+// phase is one corral run of the cycle.
+type phase struct {
+	name     string
+	memory   string
+	template string
+	destroy  bool
+}
+
+const (
+	debian12 = "debian-12-standard_12.12-1_amd64.tar.zst"
+	debian13 = "debian-13-standard_13.1-2_amd64.tar.zst"
+)
+
+var cycle = []phase{
+	{name: "apply", memory: "512", template: debian12},
+	{name: "update", memory: "1024", template: debian12},
+	{name: "replace", memory: "1024", template: debian13},
+	{name: "destroy", memory: "1024", template: debian13, destroy: true},
+	{name: "reapply", memory: "1024", template: debian13},
+}
+
+// killer is a transport that lets n requests through and then "kills
+// corral": the n-th request reaches the server but its answer is lost,
+// and nothing after it is sent.
+type killer struct {
+	base   http.RoundTripper
+	n      int64 // 0 = never
+	count  atomic.Int64
+	cancel context.CancelFunc
+}
+
+var errKilled = errors.New("killed")
+
+func (k *killer) RoundTrip(r *http.Request) (*http.Response, error) {
+	i := k.count.Add(1)
+	switch {
+	case k.n == 0 || i < k.n:
+		return k.base.RoundTrip(r)
+	case i == k.n:
+		resp, err := k.base.RoundTrip(r)
+		if err == nil {
+			resp.Body.Close()
+		}
+		k.cancel()
+		return nil, errKilled
+	default:
+		return nil, errKilled
+	}
+}
+
+type rig struct {
+	t   *testing.T
+	srv *sim.Server
+}
+
+func newRig(t *testing.T) *rig {
+	scale := 0.0
+	srv, err := sim.New(sim.Options{Dir: t.TempDir(), Listener: sim.ListenTLS, Listen: "127.0.0.1:0", TimeScale: &scale})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	// The second template, downloaded once by root as an operator would
+	// (the operator token may not download templates).
+	c := srv.Cluster()
+	upid, err := c.DownloadAppliance(model.Auth{UserID: "root@pam"}, "pve", map[string]string{"storage": "local", "template": debian13})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if task, err := c.WaitTask(context.Background(), "pve", upid); err != nil || task.ExitStatus != "OK" {
+		t.Fatalf("download template: %+v %v", task, err)
+	}
+	return &rig{t: t, srv: srv}
+}
+
+func loadApps(t *testing.T, ph phase) []plan.App {
+	text := strings.NewReplacer("MEMORY", ph.memory, "TEMPLATE", ph.template).Replace(crashManifest)
+	f, err := manifest.Parse("corral.yaml", []byte(text), manifest.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plan.FromManifest(f)
+}
+
+// run carries out one phase; with kill > 0 it dies at that request. It
+// returns the number of requests made.
+func (r *rig) run(ph phase, kill int64) (int64, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	k := &killer{base: r.srv.HTTPClient().Transport, n: kill, cancel: cancel}
+	c, err := pve.New(pve.Config{Endpoint: r.srv.URL(), Token: r.srv.Credentials().OperatorToken, HTTPClient: &http.Client{Transport: k}})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	obs, err := apply.Observe(ctx, c)
+	if err != nil {
+		return k.count.Load(), err
+	}
+	ex := &apply.Executor{Client: c, LockWait: 0}
+	apps := loadApps(r.t, ph)
+	if ph.destroy {
+		_, err = ex.Destroy(ctx, plan.Destroy(apps, obs, false), obs)
+	} else {
+		var p *plan.Plan
+		p, err = plan.Make(apps, obs)
+		if err == nil {
+			err = ex.Apply(ctx, p, obs)
+		}
+	}
+	return k.count.Load(), err
+}
+
+// observe reads the state with a healthy client.
+func (r *rig) observe() *plan.Observed {
+	c, err := pve.New(pve.Config{Endpoint: r.srv.URL(), Token: r.srv.Credentials().OperatorToken, HTTPClient: r.srv.HTTPClient()})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	obs, err := apply.Observe(context.Background(), c)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return obs
+}
+
+// records are the keeper's volume records ("db/data" → volid).
+func records(obs *plan.Observed) map[string]string {
+	out := map[string]string{}
+	for _, k := range obs.Keepers {
+		for key, volid := range k.Records {
+			out[key.String()] = volid
+		}
+	}
+	return out
+}
+
+// converged checks the state after phase ph completed: the plan is empty
+// (or, after destroy, no container is left), the volumes are the original
+// ones with their data, and every image volume on local-lvm is accounted
+// for.
+func (r *rig) converged(ph phase, want map[string]string) {
+	t := r.t
+	t.Helper()
+	obs := r.observe()
+	if ph.destroy {
+		if n := len(obs.Apps["db"]); n != 0 {
+			t.Fatalf("%d containers left after destroy", n)
+		}
+	} else {
+		p, err := plan.Make(loadApps(t, ph), obs)
+		if err != nil {
+			t.Fatalf("plan after convergence: %v", err)
+		}
+		if p.HasChanges() {
+			t.Fatalf("not converged: %+v", p.Changes)
+		}
+		if n := len(obs.Apps["db"]); n != 1 {
+			t.Fatalf("%d containers for app db, want 1", n)
+		}
+	}
+	got := records(obs)
+	if want != nil {
+		for k, v := range want {
+			if got[k] != v {
+				t.Fatalf("volume %s is %q, want the original %s (records %v)", k, got[k], v, got)
+			}
+			data, err := os.ReadFile(r.marker(v))
+			if err != nil || string(data) != k {
+				t.Fatalf("volume %s (%s) lost its data: %q %v", k, v, data, err)
+			}
+		}
+	}
+	// Every image on local-lvm is a keeper record or a live rootfs.
+	known := map[string]bool{}
+	for _, v := range got {
+		known[v] = true
+	}
+	for _, k := range obs.Keepers {
+		known[strings.SplitN(k.Config["rootfs"], ",", 2)[0]] = true
+	}
+	for _, cts := range obs.Apps {
+		for _, ct := range cts {
+			known[strings.SplitN(ct.Config["rootfs"], ",", 2)[0]] = true
+		}
+	}
+	entries, err := r.srv.Cluster().Content("pve", "local-lvm", "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var leaked []string
+	for _, e := range entries {
+		if !known[e.VolID()] {
+			leaked = append(leaked, e.VolID())
+		}
+	}
+	if len(leaked) > 0 {
+		sort.Strings(leaked)
+		t.Fatalf("volumes not accounted for (leaked): %v", leaked)
+	}
+}
+
+func (r *rig) marker(volid string) string {
+	dir, err := r.srv.Cluster().VolumePath("pve", volid)
+	if err != nil {
+		r.t.Fatalf("volume %s: %v", volid, err)
+	}
+	return filepath.Join(dir, ".corral-crash-marker")
+}
+
+// markVolumes writes each volume's name into it, to check for it later.
+func (r *rig) markVolumes() map[string]string {
+	recs := records(r.observe())
+	for k, v := range recs {
+		if err := os.WriteFile(r.marker(v), []byte(k), 0o644); err != nil {
+			r.t.Fatal(err)
+		}
+	}
+	return recs
+}
+
+func TestCrashAtEveryAPICall(t *testing.T) {
+	// Count the requests of each phase in an undisturbed cycle.
+	base := newRig(t)
+	counts := make([]int64, len(cycle))
+	for i, ph := range cycle {
+		n, err := base.run(ph, 0)
+		if err != nil {
+			t.Fatalf("clean %s: %v", ph.name, err)
+		}
+		counts[i] = n
+		base.converged(ph, nil)
+	}
+	t.Logf("requests per phase: %v", counts)
+
+	var mu sync.Mutex
+	total := 0
+	for i, ph := range cycle {
+		for kill := int64(1); kill <= counts[i]; kill++ {
+			t.Run(fmt.Sprintf("%s/kill-at-%d", ph.name, kill), func(t *testing.T) {
+				t.Parallel()
+				r := newRig(t)
+				var want map[string]string
+				for _, before := range cycle[:i] {
+					if _, err := r.run(before, 0); err != nil {
+						t.Fatalf("%s: %v", before.name, err)
+					}
+					if want == nil && before.name == "apply" {
+						want = r.markVolumes()
+					}
+				}
+				if _, err := r.run(ph, kill); err == nil && kill < counts[i] {
+					t.Logf("phase finished despite the kill at request %d", kill)
+				}
+				// Run again, as a user would, until it succeeds (at most twice).
+				var err error
+				for try := 0; try < 2; try++ {
+					if _, err = r.run(ph, 0); err == nil {
+						break
+					}
+				}
+				if err != nil {
+					t.Fatalf("re-run after the kill: %v", err)
+				}
+				if want == nil && ph.name == "apply" {
+					want = records(r.observe())
+					for k, v := range want {
+						os.WriteFile(r.marker(v), []byte(k), 0o644)
+					}
+				}
+				r.converged(ph, want)
+				mu.Lock()
+				total++
+				mu.Unlock()
+			})
+		}
+	}
+	t.Cleanup(func() { t.Logf("%d crash points checked", total) })
+}
+
