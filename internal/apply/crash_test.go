@@ -321,4 +321,3 @@ func TestCrashAtEveryAPICall(t *testing.T) {
 	}
 	t.Cleanup(func() { t.Logf("%d crash points checked", total) })
 }
-
