@@ -108,6 +108,7 @@ type statusJSON struct {
 		Containers []struct {
 			VMID   int    `json:"vmid"`
 			Status string `json:"status"`
+			IP     string `json:"ip"`
 		} `json:"containers"`
 		Volumes []struct {
 			Name   string `json:"name"`
@@ -179,6 +180,9 @@ func TestVolumesSurviveRecreate(t *testing.T) {
 		t.Fatalf("after apply: %+v", app)
 	}
 	vmid := app.Containers[0].VMID
+	if !strings.HasPrefix(app.Containers[0].IP, "127.") {
+		t.Errorf("running DHCP container's address = %q, want the emulator's loopback lease", app.Containers[0].IP)
+	}
 	vols := map[string]string{}
 	for _, v := range app.Volumes {
 		vols[v.Name] = v.VolID

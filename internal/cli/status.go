@@ -30,6 +30,7 @@ type ctStatus struct {
 	Node   string `json:"node"`
 	Status string `json:"status"`
 	Lock   string `json:"lock,omitempty"`
+	IP     string `json:"ip,omitempty"`
 }
 
 func newStatusCmd(st *streams) *cobra.Command {
@@ -68,7 +69,11 @@ func newStatusCmd(st *streams) *cobra.Command {
 			for _, a := range apps {
 				as := appStatus{App: a.Name, Containers: []ctStatus{}, Volumes: []plan.VolumeInfo{}, Drift: "unknown", Reasons: []string{}}
 				for _, ct := range obs.Apps[a.Name] {
-					as.Containers = append(as.Containers, ctStatus{VMID: ct.VMID, Node: ct.Node, Status: ct.Status, Lock: ct.Lock})
+					ip, err := apply.Address(cmd.Context(), s.client, ct)
+					if err != nil {
+						return err
+					}
+					as.Containers = append(as.Containers, ctStatus{VMID: ct.VMID, Node: ct.Node, Status: ct.Status, Lock: ct.Lock, IP: ip})
 				}
 				for _, v := range inv {
 					if v.App == a.Name {
@@ -89,17 +94,17 @@ func newStatusCmd(st *streams) *cobra.Command {
 				return writeJSON(st, map[string]any{"apps": out})
 			}
 			tw := tabwriter.NewWriter(st.out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "APP\tCT\tNODE\tSTATUS\tDRIFT")
+			fmt.Fprintln(tw, "APP\tCT\tNODE\tSTATUS\tIP\tDRIFT")
 			for _, as := range out {
 				if len(as.Containers) == 0 {
-					fmt.Fprintf(tw, "%s\t-\t-\tnot created\t%s\n", as.App, as.Drift)
+					fmt.Fprintf(tw, "%s\t-\t-\tnot created\t-\t%s\n", as.App, as.Drift)
 				}
 				for _, ct := range as.Containers {
 					status := ct.Status
 					if ct.Lock != "" {
 						status += " (locked: " + ct.Lock + ")"
 					}
-					fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", as.App, ct.VMID, ct.Node, status, as.Drift)
+					fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", as.App, ct.VMID, ct.Node, status, orDash(ct.IP), as.Drift)
 				}
 			}
 			tw.Flush()
