@@ -144,7 +144,11 @@ func (r *rig) run(ph phase, kill int64) (int64, error) {
 	ex := &apply.Executor{Client: c, LockWait: 0}
 	apps := loadApps(r.t, ph)
 	if ph.destroy {
-		_, err = ex.Destroy(ctx, plan.Destroy(apps, obs, false), obs)
+		var p *plan.Plan
+		p, err = plan.Destroy(apps, obs, false)
+		if err == nil {
+			_, err = ex.Destroy(ctx, p, obs)
+		}
 	} else {
 		var p *plan.Plan
 		p, err = plan.Make(apps, obs)

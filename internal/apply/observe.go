@@ -67,6 +67,7 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 		Apps:      map[string][]*plan.CT{},
 		Keepers:   map[string]*plan.Keeper{},
 		Volumes:   map[string]int64{},
+		Others:    map[int]plan.Guest{},
 	}
 	var nodes []struct {
 		Node   string `json:"node"`
@@ -85,11 +86,11 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 		return nil, err
 	}
 	for _, r := range res {
-		if r.Type != "lxc" {
-			continue
-		}
 		tags := plan.ParseTags(r.Tags)
-		if !slices.Contains(tags, plan.TagManaged) {
+		if r.Type != "lxc" || !slices.Contains(tags, plan.TagManaged) {
+			if r.VMID != 0 {
+				obs.Others[r.VMID] = plan.Guest{VMID: r.VMID, Node: r.Node, Type: r.Type, Name: r.Name}
+			}
 			continue
 		}
 		conf, err := containerConfig(ctx, c, r.Node, r.VMID)

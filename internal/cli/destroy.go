@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -72,10 +73,21 @@ func runDestroy(cmd *cobra.Command, st *streams, a *destroyArgs, names []string)
 	if err != nil {
 		return err
 	}
-	p := plan.Destroy(apps, obs, a.deleteVolumes)
-	pj := ui.NewPlanJSON(p, nil)
+	p, perr := plan.Destroy(apps, obs, a.deleteVolumes)
+	var refused []string
+	var rerr *plan.RefusedError
+	if errors.As(perr, &rerr) {
+		refused = rerr.Problems
+	}
+	pj := ui.NewPlanJSON(p, refused)
 	if !asJSON {
 		ui.WritePlanText(st.out, pj)
+	}
+	if perr != nil {
+		if asJSON {
+			writeJSON(st, map[string]any{"plan": pj, "destroyed": []int{}, "freed": []string{}})
+		}
+		return errors.New("destroy refused; nothing was changed (see the refused lines)")
 	}
 	if !p.HasChanges() {
 		if asJSON {

@@ -468,3 +468,24 @@ func TestSchemaIsJSON(t *testing.T) {
 		t.Fatalf("schema: %v", err)
 	}
 }
+
+// TestDestroyRefusesUnmanagedVolume: a volume someone added by hand to the
+// app's container would be freed with it, so destroy refuses and changes
+// nothing.
+func TestDestroyRefusesUnmanagedVolume(t *testing.T) {
+	c := newCluster(t)
+	m := manifestWith(t, "512")
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	vmid := c.status(m).Apps[0].Containers[0].VMID
+	root := model.Auth{UserID: "root@pam"}
+	if err := c.srv.Cluster().UpdateCTConfig(root, "pve", vmid, map[string]string{"mp5": "local-lvm:1,mp=/srv/by-hand"}); err != nil {
+		t.Fatal(err)
+	}
+	r := c.run("destroy", "-f", m, "--auto-approve")
+	if r.code != ExitError || !strings.Contains(r.stdout, "does not manage") {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if st := c.status(m); len(st.Apps[0].Containers) != 1 {
+		t.Fatalf("container gone after a refused destroy: %+v", st.Apps[0])
+	}
+}

@@ -5,13 +5,18 @@ import "fmt"
 // Destroy plans `corral destroy`: every app's container is removed and its
 // volumes are detached and kept in the keeper. With deleteVolumes, volumes
 // whose reclaim is "delete" are freed; retained volumes never are.
-func Destroy(apps []App, obs *Observed, deleteVolumes bool) *Plan {
+//
+// A container that owns volumes corral does not manage is refused
+// (RefusedError): destroying it would free them.
+func Destroy(apps []App, obs *Observed, deleteVolumes bool) (*Plan, error) {
 	p := &Plan{}
+	var refused []string
 	for i := range apps {
 		a := &apps[i]
 		cts := obs.Apps[a.Name]
 		c := Change{App: a.Name, Action: NoOp, Desired: a}
 		for _, ct := range cts {
+			refused = append(refused, unmanagedVolumes(a.Name, ct, "destroying")...)
 			c.Node, c.OldVMID, c.VMID = ct.Node, ct.VMID, ct.VMID
 			c.Action = Delete
 			c.Reasons = append(c.Reasons, fmt.Sprintf("destroy container %d (%s)", ct.VMID, ct.Status))
@@ -37,5 +42,8 @@ func Destroy(apps []App, obs *Observed, deleteVolumes bool) *Plan {
 		}
 		p.Changes = append(p.Changes, c)
 	}
-	return p
+	if len(refused) > 0 {
+		return p, &RefusedError{Problems: refused}
+	}
+	return p, nil
 }

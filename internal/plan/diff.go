@@ -101,6 +101,11 @@ func appChange(a *App, node string, obs *Observed) (Change, []string) {
 	if !hasTemplate(obs, node, a.Template) {
 		c.FetchTemplate = true
 	}
+	if g, ok := obs.Others[a.VMID]; ok && a.VMID != 0 && (ct == nil || ct.VMID != a.VMID) {
+		probs = append(probs, fmt.Sprintf("app %s: vmid %d is taken by %s %d (%s) on %s, which corral does not manage; "+
+			"choose another vmid or leave it out to take the next free one. To keep that guest's data, list its volumes with adopt: <volid> "+
+			"(corral moves them into its keeper while the guest is stopped), then remove the guest", a.Name, a.VMID, g.Type, g.VMID, orNone(g.Name), g.Node))
+	}
 
 	// Replace reasons: what PVE cannot change in place.
 	if ct != nil {
@@ -147,6 +152,10 @@ func appChange(a *App, node string, obs *Observed) (Change, []string) {
 			probs = append(probs, prob)
 		}
 		c.Volumes = append(c.Volumes, vc)
+	}
+
+	if ct != nil && c.Action == Replace {
+		probs = append(probs, unmanagedVolumes(a.Name, ct, "replacing")...)
 	}
 
 	switch {
@@ -324,6 +333,25 @@ func mergeNet(want, got string) string {
 	for _, k := range []string{"hwaddr", "type"} {
 		if v := keep[k]; v != "" {
 			out += "," + k + "=" + v
+		}
+	}
+	return out
+}
+
+// unmanagedVolumes finds volumes a CT owns besides its rootfs (vm-<vmid>-…
+// in mpN or unusedN, e.g. added by hand). PVE frees them when the CT is
+// destroyed, so corral refuses to destroy it until they are adopted or
+// removed.
+func unmanagedVolumes(app string, ct *CT, doing string) []string {
+	var out []string
+	for _, prefix := range []string{"mp", "unused"} {
+		for _, k := range sortedConfigKeys(ct.Config, prefix) {
+			vol := ParseMountPoint(ct.Config[k]).Volume
+			if volumeOwner(vol) != ct.VMID {
+				continue
+			}
+			out = append(out, fmt.Sprintf("app %s: container %d holds %s (%s) that corral does not manage; %s the container would free it (PVE frees the volumes a container owns). "+
+				"Keep it by listing it under volumes: with adopt: %s, or remove it by hand, then run again", app, ct.VMID, vol, k, doing, vol))
 		}
 	}
 	return out

@@ -198,7 +198,10 @@ func TestDestroy(t *testing.T) {
 	obs := converged()
 	obs.Keepers["pve"].Records[plan.VolumeKey{App: "hermes", Name: "cache"}] = "local-lvm:vm-999-disk-2"
 	for _, del := range []bool{false, true} {
-		p := plan.Destroy([]plan.App{a}, obs, del)
+		p, err := plan.Destroy([]plan.App{a}, obs, del)
+		if err != nil {
+			t.Fatal(err)
+		}
 		c := p.Changes[0]
 		if c.Action != plan.Delete || c.OldVMID != 105 {
 			t.Fatalf("change=%+v", c)
@@ -237,4 +240,48 @@ func containsPrefix(list []string, p string) bool {
 		}
 	}
 	return false
+}
+
+func TestMake_PinnedVMIDTaken(t *testing.T) {
+	obs := &plan.Observed{Nodes: []string{"pve"}, Templates: map[string][]string{"pve": {tmpl}},
+		Others: map[int]plan.Guest{105: {VMID: 105, Node: "pve", Type: "lxc", Name: "hermes-old"}}}
+	a := app()
+	a.VMID = 105
+	_, err := plan.Make([]plan.App{a}, obs)
+	var refused *plan.RefusedError
+	if !errors.As(err, &refused) || !strings.Contains(refused.Problems[0], "vmid 105 is taken by lxc 105 (hermes-old)") {
+		t.Fatalf("err = %v", err)
+	}
+	a.VMID = 0
+	if _, err := plan.Make([]plan.App{a}, obs); err != nil {
+		t.Fatalf("unpinned vmid: %v", err)
+	}
+}
+
+// A container that owns a volume corral does not manage is never
+// destroyed, neither by a replace nor by destroy: PVE would free it.
+func TestUnmanagedVolumeBlocksDestroy(t *testing.T) {
+	for _, key := range []string{"mp1", "unused0"} {
+		t.Run(key, func(t *testing.T) {
+			obs := converged()
+			obs.Apps["hermes"][0].Config[key] = "local-lvm:vm-105-disk-3,mp=/srv/extra"
+			a := app()
+			a.Template = "local:vztmpl/debian-13-standard_13.1-2_amd64.tar.zst"
+			obs.Templates["pve"] = append(obs.Templates["pve"], a.Template)
+			_, err := plan.Make([]plan.App{a}, obs)
+			var refused *plan.RefusedError
+			if !errors.As(err, &refused) || !strings.Contains(err.Error(), "holds local-lvm:vm-105-disk-3 ("+key+") that corral does not manage; replacing") {
+				t.Fatalf("replace: err = %v", err)
+			}
+			_, err = plan.Destroy([]plan.App{app()}, obs, false)
+			if !errors.As(err, &refused) || !strings.Contains(err.Error(), "destroying the container would free it") {
+				t.Fatalf("destroy: err = %v", err)
+			}
+			// A volume owned by another guest (the keeper's) is no obstacle.
+			obs.Apps["hermes"][0].Config[key] = "local-lvm:vm-999-disk-1,mp=/srv/extra"
+			if _, err := plan.Destroy([]plan.App{app()}, obs, false); err != nil {
+				t.Fatalf("destroy with a keeper volume: %v", err)
+			}
+		})
+	}
 }

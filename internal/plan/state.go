@@ -59,6 +59,17 @@ type Observed struct {
 	// Volumes maps "node/volid" to the size in bytes of each image volume
 	// found on the storages corral uses.
 	Volumes map[string]int64
+	// Others are the guests corral does not manage, by VMID: a pinned
+	// vmid that one of them holds cannot be used.
+	Others map[int]Guest
+}
+
+// Guest is a VM or CT that is not corral's.
+type Guest struct {
+	VMID int
+	Node string
+	Type string // lxc | qemu
+	Name string
 }
 
 // CT is one observed container.
