@@ -41,6 +41,10 @@ const crashManifest = `apps:
         size: 512M
         mount: /var/log/db
         backup: false
+      - name: legacy
+        storage: local-lvm
+        mount: /srv/legacy
+        adopt: local-lvm:vm-150-disk-1
 `
 
 // phase is one corral run of the cycle.
@@ -114,6 +118,26 @@ func newRig(t *testing.T) *rig {
 	}
 	if task, err := c.WaitTask(context.Background(), "pve", upid); err != nil || task.ExitStatus != "OK" {
 		t.Fatalf("download template: %+v %v", task, err)
+	}
+	// A container made by hand (seed 000 style) whose volume the manifest
+	// adopts, with data in it.
+	root := model.Auth{UserID: "root@pam"}
+	upid, err = c.CreateCT(root, "pve", map[string]string{
+		"vmid": "150", "ostemplate": "local:vztmpl/" + debian12, "hostname": "legacy",
+		"rootfs": "local-lvm:1", "mp0": "local-lvm:1,mp=/legacy", "features": "nesting=1",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if task, err := c.WaitTask(context.Background(), "pve", upid); err != nil || task.ExitStatus != "OK" {
+		t.Fatalf("create legacy ct: %+v %v", task, err)
+	}
+	dir, err := c.VolumePath("pve", "local-lvm:vm-150-disk-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "legacy.txt"), []byte("seed data"), 0o644); err != nil {
+		t.Fatal(err)
 	}
 	return &rig{t: t, srv: srv}
 }
@@ -208,6 +232,13 @@ func (r *rig) converged(ph phase, want map[string]string) {
 		}
 	}
 	got := records(obs)
+	if v := got["db/legacy"]; v != "" {
+		if data, err := os.ReadFile(filepath.Join(filepath.Dir(r.marker(v)), "legacy.txt")); err != nil || string(data) != "seed data" {
+			t.Fatalf("adopted volume %s lost its data: %q %v", v, data, err)
+		}
+	} else {
+		t.Fatalf("the adopted volume is not recorded: %v", got)
+	}
 	if want != nil {
 		for k, v := range want {
 			if got[k] != v {
@@ -232,13 +263,21 @@ func (r *rig) converged(ph phase, want map[string]string) {
 			known[strings.SplitN(ct.Config["rootfs"], ",", 2)[0]] = true
 		}
 	}
+	others := map[string]bool{}
+	for id := range obs.Others {
+		others[fmt.Sprintf("local-lvm:vm-%d-", id)] = true
+	}
 	entries, err := r.srv.Cluster().Content("pve", "local-lvm", "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var leaked []string
 	for _, e := range entries {
-		if !known[e.VolID()] {
+		foreign := false
+		for prefix := range others {
+			foreign = foreign || strings.HasPrefix(e.VolID(), prefix)
+		}
+		if !known[e.VolID()] && !foreign {
 			leaked = append(leaked, e.VolID())
 		}
 	}

@@ -14,7 +14,7 @@ func (e *Executor) Destroy(ctx context.Context, p *plan.Plan, obs *plan.Observed
 	e.timings = nil
 	keepers := map[string]*keeper{}
 	for node, k := range obs.Keepers {
-		keepers[node] = &keeper{e: e, node: node, vmid: k.VMID, protected: k.Protected, records: k.Records}
+		keepers[node] = &keeper{e: e, node: node, vmid: k.VMID, protected: k.Protected, records: k.Records, intents: k.Intents}
 	}
 	defer func() {
 		for _, k := range keepers {

@@ -57,7 +57,7 @@ func (e *Executor) Apply(ctx context.Context, p *plan.Plan, obs *plan.Observed) 
 	e.timings = nil
 	keepers := map[string]*keeper{}
 	for node, k := range obs.Keepers {
-		keepers[node] = &keeper{e: e, node: node, vmid: k.VMID, protected: k.Protected, records: k.Records}
+		keepers[node] = &keeper{e: e, node: node, vmid: k.VMID, protected: k.Protected, records: k.Records, intents: k.Intents}
 	}
 	for _, kc := range p.Keepers {
 		k, err := e.ensureKeeper(ctx, kc, keepers[kc.Node], p, obs)

@@ -22,6 +22,15 @@ type keeper struct {
 	vmid      int
 	protected bool
 	records   map[plan.VolumeKey]string
+	intents   map[plan.VolumeKey]plan.AdoptIntent
+}
+
+// description renders the keeper's records and intents, without the
+// intent for done (whose volume was just recorded).
+func (k *keeper) description(recs map[plan.VolumeKey]string, done plan.VolumeKey) string {
+	in := maps.Clone(k.intents)
+	delete(in, done)
+	return plan.KeeperDescriptionWith(recs, in)
 }
 
 // ensureKeeper creates the node's keeper or repairs it (protection off,
@@ -211,7 +220,7 @@ func (k *keeper) record(ctx context.Context, vk plan.VolumeKey, volid string, ex
 		recs = map[plan.VolumeKey]string{}
 	}
 	recs[vk] = volid
-	params := url.Values{"description": {plan.KeeperDescription(recs)}}
+	params := url.Values{"description": {k.description(recs, vk)}}
 	for key, v := range extra {
 		params[key] = v
 	}
@@ -219,6 +228,7 @@ func (k *keeper) record(ctx context.Context, vk plan.VolumeKey, volid string, ex
 		return fmt.Errorf("keeper %d: record %s: %w", k.vmid, vk, err)
 	}
 	k.records = recs
+	delete(k.intents, vk)
 	return nil
 }
 
@@ -226,7 +236,7 @@ func (k *keeper) record(ctx context.Context, vk plan.VolumeKey, volid string, ex
 func (k *keeper) forget(ctx context.Context, vk plan.VolumeKey, extra url.Values) error {
 	recs := maps.Clone(k.records)
 	delete(recs, vk)
-	params := url.Values{"description": {plan.KeeperDescription(recs)}}
+	params := url.Values{"description": {k.description(recs, plan.VolumeKey{})}}
 	for key, v := range extra {
 		params[key] = v
 	}
@@ -286,6 +296,18 @@ func (k *keeper) adopt(ctx context.Context, vk plan.VolumeKey, volid string) (st
 		return "", err
 	}
 	target := freeKey(kconf, "unused")
+	// Say what is about to happen before it happens: the move renames the
+	// volume, and a stop between the move and the record must not leave an
+	// anonymous volume behind.
+	in := maps.Clone(k.intents)
+	if in == nil {
+		in = map[plan.VolumeKey]plan.AdoptIntent{}
+	}
+	in[vk] = plan.AdoptIntent{Source: volid, Key: target}
+	if err := k.e.putConfig(ctx, k.node, k.vmid, url.Values{"description": {plan.KeeperDescriptionWith(k.records, in)}}); err != nil {
+		return "", fmt.Errorf("keeper %d: note adoption of %s: %w", k.vmid, volid, err)
+	}
+	k.intents = in
 	var upid string
 	err = k.e.retryLocked(ctx, func() error {
 		return k.e.Client.Post(ctx, fmt.Sprintf("/nodes/%s/lxc/%d/move_volume", node, owner), url.Values{

@@ -107,6 +107,7 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 			obs.Keepers[r.Node] = &plan.Keeper{
 				VMID: r.VMID, Node: r.Node, Protected: conf["protection"] == "1", Config: conf,
 				Records: plan.ParseKeeperRecords(conf["description"]),
+				Intents: plan.ParseKeeperIntents(conf["description"]),
 			}
 			continue
 		}

@@ -18,6 +18,7 @@ const (
 	markerApp      = "corral-app: "
 	markerTemplate = "corral-template: "
 	markerVolume   = "corral-volume: "
+	markerAdopting = "corral-adopting: "
 	markerHeader   = "managed by corral; lines starting with 'corral-' are read back by corral"
 	keeperHeader   = "corral keeper: owns corral's retained volumes (as unusedN). Never start it; keep protection on."
 )
@@ -73,6 +74,20 @@ func ParseMarker(desc string) Marker {
 
 // KeeperDescription renders the keeper's volume records.
 func KeeperDescription(records map[VolumeKey]string) string {
+	return KeeperDescriptionWith(records, nil)
+}
+
+// AdoptIntent is written to the keeper just before corral moves a volume
+// into it ("corral-adopting: app/name=SOURCE>unusedN"). The move renames the
+// volume, so if corral stops after the move but before recording the new
+// volid, the intent says which keeper entry the volume became.
+type AdoptIntent struct {
+	Source string // the volid being adopted
+	Key    string // the keeper's unusedN it is moved to
+}
+
+// KeeperDescriptionWith renders the records and the adoptions in flight.
+func KeeperDescriptionWith(records map[VolumeKey]string, intents map[VolumeKey]AdoptIntent) string {
 	var b strings.Builder
 	b.WriteString(keeperHeader + "\n")
 	keys := make([]VolumeKey, 0, len(records))
@@ -83,7 +98,33 @@ func KeeperDescription(records map[VolumeKey]string) string {
 	for _, k := range keys {
 		fmt.Fprintf(&b, "%s%s=%s\n", markerVolume, k, records[k])
 	}
+	ikeys := make([]VolumeKey, 0, len(intents))
+	for k := range intents {
+		ikeys = append(ikeys, k)
+	}
+	sort.Slice(ikeys, func(i, j int) bool { return ikeys[i].String() < ikeys[j].String() })
+	for _, k := range ikeys {
+		fmt.Fprintf(&b, "%s%s=%s>%s\n", markerAdopting, k, intents[k].Source, intents[k].Key)
+	}
 	return b.String()
+}
+
+// ParseKeeperIntents reads "corral-adopting: app/name=SOURCE>unusedN" lines.
+func ParseKeeperIntents(desc string) map[VolumeKey]AdoptIntent {
+	out := map[VolumeKey]AdoptIntent{}
+	for _, line := range strings.Split(desc, "\n") {
+		v, ok := strings.CutPrefix(strings.TrimSpace(line), markerAdopting)
+		if !ok {
+			continue
+		}
+		key, rest, ok := strings.Cut(v, "=")
+		app, name, ok2 := strings.Cut(key, "/")
+		src, to, ok3 := strings.Cut(rest, ">")
+		if ok && ok2 && ok3 && app != "" && name != "" && src != "" && to != "" {
+			out[VolumeKey{app, name}] = AdoptIntent{Source: strings.TrimSpace(src), Key: strings.TrimSpace(to)}
+		}
+	}
+	return out
 }
 
 // ParseKeeperRecords reads "corral-volume: app/name=volid" lines.

@@ -260,6 +260,17 @@ func volumeChange(a *App, v Volume, node string, ct *CT, keeper *Keeper, obs *Ob
 			}
 		}
 	}
+	if volid == "" && keeper != nil {
+		// An adoption interrupted after the move: the volume is already
+		// the keeper's, under the entry the intent names.
+		if in, ok := keeper.Intents[key]; ok {
+			moved := ParseMountPoint(keeper.Config[in.Key]).Volume
+			if _, srcLeft := obs.Volumes[volKey(node, in.Source)]; moved != "" && volumeOwner(moved) == keeper.VMID && !srcLeft {
+				vc.Action, vc.Adopt = VolAdopt, moved
+				return vc, ""
+			}
+		}
+	}
 	if volid == "" {
 		if v.Adopt != "" {
 			vc.Action = VolAdopt
@@ -416,6 +427,9 @@ func warnings(apps []App, obs *Observed) []string {
 		recorded := map[string]bool{}
 		for _, volid := range k.Records {
 			recorded[volid] = true
+		}
+		for _, in := range k.Intents {
+			recorded[ParseMountPoint(k.Config[in.Key]).Volume] = true
 		}
 		for _, key := range sortedConfigKeys(k.Config, "unused") {
 			if volid := k.Config[key]; !recorded[volid] {

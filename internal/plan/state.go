@@ -90,6 +90,8 @@ type Keeper struct {
 	Protected bool
 	Config    map[string]string
 	Records   map[VolumeKey]string
+	// Intents are adoptions that were in flight (see AdoptIntent).
+	Intents map[VolumeKey]AdoptIntent
 }
 
 // VolumeKey names a volume: app and volume name.
