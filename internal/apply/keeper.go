@@ -253,7 +253,7 @@ func (k *keeper) forget(ctx context.Context, vk plan.VolumeKey, extra url.Values
 // (behaviour.md §d). The source CT must be stopped unless the volume is
 // one of its unusedN entries.
 func (k *keeper) adopt(ctx context.Context, vk plan.VolumeKey, volid string) (string, error) {
-	owner := ownerOf(volid)
+	owner := plan.VolumeOwner(volid)
 	if owner == k.vmid {
 		return volid, k.record(ctx, vk, volid, nil)
 	}
@@ -370,14 +370,3 @@ func (k *keeper) free(ctx context.Context, vk plan.VolumeKey, volid string) erro
 	return fmt.Errorf("keeper %d does not hold %s as an unused volume; not freed", k.vmid, volid)
 }
 
-func ownerOf(volid string) int {
-	_, name, _ := strings.Cut(volid, ":")
-	for _, p := range []string{"vm-", "base-", "subvol-"} {
-		if rest, ok := strings.CutPrefix(name, p); ok {
-			if n, err := strconv.Atoi(strings.SplitN(rest, "-", 2)[0]); err == nil {
-				return n
-			}
-		}
-	}
-	return 0
-}

@@ -50,19 +50,12 @@ again picks up where it stopped.`,
 
 func runApply(cmd *cobra.Command, st *streams, a *applyArgs) error {
 	start := time.Now()
-	asJSON, err := a.ff.json()
+	j, err := openJob(cmd.Context(), st, a.ff, a.cf)
 	if err != nil {
 		return err
 	}
-	f, err := loadManifest(a.ff.path)
-	if err != nil {
-		return err
-	}
-	s, err := connect(cmd.Context(), st, a.cf)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
+	defer j.Close()
+	f, s, asJSON := j.f, j.s, j.asJSON
 	ctx := cmd.Context()
 
 	p, obs, pj, err := makePlan(ctx, s, f)

@@ -46,14 +46,12 @@ manifest entry says reclaim: delete. Retained volumes are never freed.`,
 
 func runDestroy(cmd *cobra.Command, st *streams, a *destroyArgs, names []string) error {
 	start := time.Now()
-	asJSON, err := a.ff.json()
+	j, err := openJob(cmd.Context(), st, a.ff, a.cf)
 	if err != nil {
 		return err
 	}
-	f, err := loadManifest(a.ff.path)
-	if err != nil {
-		return err
-	}
+	defer j.Close()
+	f, s, asJSON := j.f, j.s, j.asJSON
 	apps := plan.FromManifest(f)
 	for _, n := range names {
 		if _, ok := f.App(n); !ok {
@@ -63,11 +61,6 @@ func runDestroy(cmd *cobra.Command, st *streams, a *destroyArgs, names []string)
 	if len(names) > 0 {
 		apps = slices.DeleteFunc(apps, func(a plan.App) bool { return !slices.Contains(names, a.Name) })
 	}
-	s, err := connect(cmd.Context(), st, a.cf)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
 	ctx := cmd.Context()
 	obs, err := apply.Observe(ctx, s.client)
 	if err != nil {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -66,3 +67,30 @@ func confirm(st *streams, question string) error {
 	}
 	return nil
 }
+
+// job is where every verb that reads a manifest and talks to the cluster
+// starts: the output format checked, the manifest loaded and valid, and a
+// connection (to the embedded emulator when none is configured).
+type job struct {
+	f      *manifest.File
+	s      *session
+	asJSON bool
+}
+
+func openJob(ctx context.Context, st *streams, ff fileFlags, cf connFlags) (*job, error) {
+	asJSON, err := ff.json()
+	if err != nil {
+		return nil, err
+	}
+	f, err := loadManifest(ff.path)
+	if err != nil {
+		return nil, err
+	}
+	s, err := connect(ctx, st, cf)
+	if err != nil {
+		return nil, err
+	}
+	return &job{f: f, s: s, asJSON: asJSON}, nil
+}
+
+func (j *job) Close() { j.s.Close() }

@@ -25,19 +25,12 @@ and prints what apply would do. Exit status: 0 no changes, 2 changes
 present, 1 error.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			asJSON, err := ff.json()
+			j, err := openJob(cmd.Context(), st, ff, cf)
 			if err != nil {
 				return err
 			}
-			f, err := loadManifest(ff.path)
-			if err != nil {
-				return err
-			}
-			s, err := connect(cmd.Context(), st, cf)
-			if err != nil {
-				return err
-			}
-			defer s.Close()
+			defer j.Close()
+			f, s, asJSON := j.f, j.s, j.asJSON
 			p, _, pj, err := makePlan(cmd.Context(), s, f)
 			if pj != nil {
 				if asJSON {

@@ -41,19 +41,12 @@ func newStatusCmd(st *streams) *cobra.Command {
 		Short: "Show each app's container, volumes and drift from the manifest",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			asJSON, err := ff.json()
+			j, err := openJob(cmd.Context(), st, ff, cf)
 			if err != nil {
 				return err
 			}
-			f, err := loadManifest(ff.path)
-			if err != nil {
-				return err
-			}
-			s, err := connect(cmd.Context(), st, cf)
-			if err != nil {
-				return err
-			}
-			defer s.Close()
+			defer j.Close()
+			f, s, asJSON := j.f, j.s, j.asJSON
 			obs, err := apply.Observe(cmd.Context(), s.client)
 			if err != nil {
 				return err

@@ -265,7 +265,7 @@ func volumeChange(a *App, v Volume, node string, ct *CT, keeper *Keeper, obs *Ob
 		// the keeper's, under the entry the intent names.
 		if in, ok := keeper.Intents[key]; ok {
 			moved := ParseMountPoint(keeper.Config[in.Key]).Volume
-			if _, srcLeft := obs.Volumes[volKey(node, in.Source)]; moved != "" && volumeOwner(moved) == keeper.VMID && !srcLeft {
+			if _, srcLeft := obs.Volumes[volKey(node, in.Source)]; moved != "" && VolumeOwner(moved) == keeper.VMID && !srcLeft {
 				vc.Action, vc.Adopt = VolAdopt, moved
 				return vc, ""
 			}
@@ -358,7 +358,7 @@ func unmanagedVolumes(app string, ct *CT, doing string) []string {
 	for _, prefix := range []string{"mp", "unused"} {
 		for _, k := range sortedConfigKeys(ct.Config, prefix) {
 			vol := ParseMountPoint(ct.Config[k]).Volume
-			if volumeOwner(vol) != ct.VMID {
+			if VolumeOwner(vol) != ct.VMID {
 				continue
 			}
 			out = append(out, fmt.Sprintf("app %s: container %d holds %s (%s) that corral does not manage; %s the container would free it (PVE frees the volumes a container owns). "+
@@ -376,7 +376,7 @@ func cleanupKeys(ct *CT, keeper *Keeper) []string {
 	}
 	var out []string
 	for _, k := range sortedConfigKeys(ct.Config, "unused") {
-		if owner := volumeOwner(ct.Config[k]); owner == keeper.VMID {
+		if owner := VolumeOwner(ct.Config[k]); owner == keeper.VMID {
 			out = append(out, k)
 		}
 	}
@@ -440,8 +440,9 @@ func warnings(apps []App, obs *Observed) []string {
 	return w
 }
 
-// volumeOwner parses vm-<vmid>-disk-N from a volid.
-func volumeOwner(volid string) int {
+// VolumeOwner is the VMID a volume's name says owns it (vm-<vmid>-disk-N,
+// base-…, subvol-…), or 0. PVE frees a volume with its owner.
+func VolumeOwner(volid string) int {
 	_, name, _ := strings.Cut(volid, ":")
 	for _, p := range []string{"vm-", "base-", "subvol-"} {
 		if rest, ok := strings.CutPrefix(name, p); ok {
