@@ -369,4 +369,3 @@ func (k *keeper) free(ctx context.Context, vk plan.VolumeKey, volid string) erro
 	}
 	return fmt.Errorf("keeper %d does not hold %s as an unused volume; not freed", k.vmid, volid)
 }
-
