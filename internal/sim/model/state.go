@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // State is everything the emulator persists: the datacenter as PVE's
@@ -157,6 +158,9 @@ type Task struct {
 	ExitStatus string   `json:"exitstatus,omitempty"`
 	Log        []string `json:"log"`
 	Warnings   int      `json:"warnings,omitempty"`
+	// Busy is how long the worker really ran (monotonic clock): what a
+	// benchmark subtracts from a client's wall time to find its overhead.
+	Busy time.Duration `json:"busy_ns,omitempty"`
 }
 
 // fixup fills maps a decoded state may lack.

@@ -124,6 +124,7 @@ func (c *Cluster) spawn(auth Auth, node, typ, id string, fn func(w *Worker) erro
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
+		start := time.Now()
 		var err error
 		if hook != nil {
 			err = hook(typ, id)
@@ -134,7 +135,7 @@ func (c *Cluster) spawn(auth Auth, node, typ, id string, fn func(w *Worker) erro
 		for i := len(w.held) - 1; i >= 0; i-- {
 			w.held[i]()
 		}
-		c.finish(t, err)
+		c.finish(t, err, time.Since(start))
 	}()
 	return t.UPID
 }
@@ -150,10 +151,11 @@ func runWorker(w *Worker, fn func(w *Worker) error) (err error) {
 
 // finish records the task's end: exitstatus OK, WARNINGS: n, or the error
 // text, and the closing TASK line (pve-common PVE::UPID read_status).
-func (c *Cluster) finish(t *Task, err error) {
+func (c *Cluster) finish(t *Task, err error, busy time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	t.Status = "stopped"
+	t.Busy = busy
 	t.EndTime = c.now().Unix()
 	switch {
 	case err != nil:
