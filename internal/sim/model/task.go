@@ -235,3 +235,7 @@ func (c *Cluster) WaitTask(ctx context.Context, node, upid string) (Task, error)
 		}
 	}
 }
+
+// TaskDuration is how long a task of type typ works at this cluster's
+// time scale.
+func (c *Cluster) TaskDuration(typ string) time.Duration { return c.duration(typ) }

@@ -1,0 +1,102 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+)
+
+// TestQuickSuite runs the whole suite small: every figure is produced and
+// sane in kind (positive, API counts whole). It asserts no timing.
+func TestQuickSuite(t *testing.T) {
+	r, err := Run(context.Background(), Quick(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups := map[string]int{}
+	for _, f := range r.Figures {
+		groups[f.Group]++
+		if f.Value <= 0 {
+			t.Errorf("%s / %s = %v, want > 0", f.Group, f.Name, f.Value)
+		}
+		if f.Group == "api calls" && f.Value != float64(int64(f.Value)) {
+			t.Errorf("%s: fractional request count %v", f.Name, f.Value)
+		}
+	}
+	for _, g := range []string{"overhead", "api calls", "scale", "emulator"} {
+		if groups[g] == 0 {
+			t.Errorf("no %s figures", g)
+		}
+	}
+	if len(r.Cycle) == 0 {
+		t.Error("no modelled cycle")
+	}
+	var b bytes.Buffer
+	WriteText(&b, r)
+	if !strings.Contains(b.String(), "no-op plan") || !strings.Contains(b.String(), "Modelled recreate cycle") {
+		t.Errorf("report:\n%s", b.String())
+	}
+}
+
+// The API calls a no-op plan costs grow with corral's own apps only: a
+// fixed number per app plus a constant.
+func TestNoopPlanCallsPerApp(t *testing.T) {
+	calls := map[int]int{}
+	for _, n := range []int{2, 6} {
+		o := Quick(t.TempDir())
+		g, err := newRig(o.Dir, 0, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		apps, _ := parseApps(appsYAML(n, 1, debian12))
+		if _, err := g.run(context.Background(), apps, false); err != nil {
+			t.Fatal(err)
+		}
+		g.srv.ResetRequests()
+		if _, err := g.plan(context.Background(), apps); err != nil {
+			t.Fatal(err)
+		}
+		_, calls[n] = g.srv.Requests()
+		g.Close()
+	}
+	perApp := float64(calls[6]-calls[2]) / 4
+	if perApp != 1 {
+		t.Errorf("no-op plan: %d calls for 2 apps, %d for 6: %.2f per app, want 1 (the config read)", calls[2], calls[6], perApp)
+	}
+}
+
+func BenchmarkNoopPlan(b *testing.B) {
+	g, err := newRig(b.TempDir(), 0, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer g.Close()
+	apps, _ := parseApps(appsYAML(10, 1, debian12))
+	if _, err := g.run(context.Background(), apps, false); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := g.plan(context.Background(), apps); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkCreateDestroy(b *testing.B) {
+	g, err := newRig(b.TempDir(), 0, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer g.Close()
+	apps, _ := parseApps(appsYAML(1, 1, debian12))
+	for b.Loop() {
+		if _, err := g.run(context.Background(), apps, false); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := g.run(context.Background(), apps, true); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
