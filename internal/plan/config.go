@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strconv"
@@ -314,7 +315,9 @@ func ParseSizeString(s string) (int64, bool) {
 		num = s[:len(s)-1]
 	}
 	f, err := strconv.ParseFloat(num, 64)
-	if err != nil {
+	// No size is negative, NaN or past int64 (the fuzzer's "-1G", "NaN",
+	// "1e30T" would otherwise read as nonsense sizes).
+	if err != nil || !(f >= 0) || f*float64(mult) >= math.MaxInt64 {
 		return 0, false
 	}
 	return int64(f * float64(mult)), true
