@@ -18,12 +18,14 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/corralhq/corral/internal/sim/guest"
 	"github.com/corralhq/corral/internal/sim/model"
 	"github.com/corralhq/corral/internal/sim/schema"
 )
@@ -58,6 +60,7 @@ type Server struct {
 	routes  map[string]handler // "METHOD /schema/path" -> handler
 	faults  *faults
 	reqlog  *requestLog
+	guests  *guest.Manager
 
 	ln       net.Listener
 	srv      *http.Server
@@ -110,6 +113,10 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{opts: opts, log: log.WithGroup("sim"), cluster: c, api: api, faults: fl, reqlog: newRequestLog(), dirLock: lock}
 	c.SetTaskHook(s.faults.taskHook)
+	if s.guests, err = guest.Start(c, guest.Options{Logger: log}); err != nil {
+		s.Close()
+		return nil, err
+	}
 	s.registerRoutes()
 	if err := s.loadOrMakeCert(); err != nil {
 		s.Close()
@@ -171,6 +178,9 @@ func (s *Server) Fingerprint() string { return s.certFP }
 // Cluster exposes the model, for tests that inspect the data plane.
 func (s *Server) Cluster() *model.Cluster { return s.cluster }
 
+// Guests serves the SSH endpoints of the running containers.
+func (s *Server) Guests() *guest.Manager { return s.guests }
+
 // Credentials are the bootstrap secrets written to Dir/env.
 func (s *Server) Credentials() model.BootstrapCredential { return s.cluster.Credentials() }
 
@@ -206,6 +216,9 @@ func (s *Server) Close() error {
 		if err != nil {
 			s.srv.Close()
 		}
+	}
+	if s.guests != nil {
+		s.guests.Close()
 	}
 	err = errors.Join(err, s.cluster.Close())
 	if s.dirLock != nil {
@@ -303,6 +316,7 @@ func (s *Server) EnvFile() string {
 		"export PROXMOX_VE_FINGERPRINT=" + shellQuote(s.certFP),
 		"export PVE_ROOT_PASSWORD=" + shellQuote(cr.RootPassword),
 		"export PVE_ROOT_TOKEN=" + shellQuote(cr.RootToken),
+		"export CORRAL_SIM_GUEST_SSH_PORT=" + strconv.Itoa(s.guests.Port()),
 	}
 	return "# written by corral sim serve; source it: . " + filepath.Join(s.opts.Dir, "env") + "\n" + strings.Join(lines, "\n") + "\n"
 }

@@ -1,0 +1,213 @@
+// Package guest gives every running container of the emulated cluster a
+// real SSH endpoint, as a CT's sshd on PVE would be.
+//
+// A Manager follows the cluster's running CTs (model.Cluster.RunningGuests).
+// When a CT starts, its sshd begins to answer after the "bootdelay" task
+// duration (scaled like every task), on the CT's own loopback address:
+// the address GET /nodes/{node}/lxc/{vmid}/interfaces reports for its
+// first netN on 127/8 (ip=dhcp gives 127.<node id>.<vmid/256>.<vmid%256>).
+// A CT without such an interface (no netN, ip=manual, only addresses
+// outside loopback) has no reachable sshd, as on a real network it could
+// not be reached from here either. The port is 22 when the emulator may
+// bind it (as root, or with net.ipv4.ip_unprivileged_port_start <= 22),
+// else FallbackPort for every CT; Manager.Port says which, and the sim
+// server's env file exports it as CORRAL_SIM_GUEST_SSH_PORT.
+//
+// The sshd accepts root only, by public key, against the CT's
+// /root/.ssh/authorized_keys (where create's ssh-public-keys land), read
+// at each login. Its ed25519 host key is made at the CT's first start and
+// kept in the CT's rootfs (/etc/ssh/ssh_host_ed25519_key), so it lasts as
+// long as the CT and changes when the CT is recreated. Sessions take
+// "exec" requests (no shell, no pty); "env" accepts LANG and LC_* as
+// Debian's sshd_config does; "signal" signals the command's process
+// group. Commands run in the CT's filesystem view (view.go). Where this
+// machine allows no mount namespace, every command fails with exit
+// status 126 and "guest exec unavailable: <reason>" on stderr.
+//
+// When a CT stops (or reboots), its sshd closes, its connections drop,
+// and every process left in its sessions is killed.
+package guest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/corralhq/corral/internal/sim/model"
+)
+
+// FallbackPort is the SSH port of every CT when port 22 cannot be bound.
+const FallbackPort = 2222
+
+// Options configure a Manager.
+type Options struct {
+	// Port is the port every CT's sshd listens on; 0 picks 22 when it
+	// can be bound, else FallbackPort.
+	Port int
+	// Poll is how often the cluster's running CTs are checked; default
+	// 50ms.
+	Poll   time.Duration
+	Logger *slog.Logger
+}
+
+// Manager serves the SSH endpoints of a cluster's running CTs. Create it
+// with Start; Close stops every endpoint.
+type Manager struct {
+	c    *model.Cluster
+	log  *slog.Logger
+	port int
+	poll time.Duration
+
+	sbOnce sync.Once
+	sb     sandbox // see sandbox()
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu  sync.Mutex
+	cts map[int]*ctServer
+}
+
+// Start probes whether guest exec works on this machine and begins to
+// follow c's running CTs.
+func Start(c *model.Cluster, opts Options) (*Manager, error) {
+	if c == nil {
+		return nil, errors.New("guest: no cluster")
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Poll <= 0 {
+		opts.Poll = 50 * time.Millisecond
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &Manager{
+		c: c, log: log.WithGroup("guest"), port: choosePort(opts.Port), poll: opts.Poll,
+		ctx: ctx, cancel: cancel, done: make(chan struct{}), cts: map[int]*ctServer{},
+	}
+	go m.loop()
+	return m, nil
+}
+
+// choosePort is want, or 22 when a loopback address may bind it, else
+// FallbackPort.
+func choosePort(want int) int {
+	if want != 0 {
+		return want
+	}
+	ln, err := net.Listen("tcp", "127.255.255.254:22")
+	if err != nil {
+		return FallbackPort
+	}
+	ln.Close()
+	return 22
+}
+
+// Port is the port of every CT's sshd.
+func (m *Manager) Port() int { return m.port }
+
+// ExecUnavailable is nil when commands can run inside CTs, else the
+// reason they cannot (tests skip with it, apply reports it).
+func (m *Manager) ExecUnavailable() error {
+	if err := m.sandbox().err; err != nil {
+		return fmt.Errorf("guest exec unavailable: %w", err)
+	}
+	return nil
+}
+
+// sandbox probes the machine once, on first use (so that an emulator
+// whose CTs never run a command never starts a helper).
+func (m *Manager) sandbox() sandbox {
+	m.sbOnce.Do(func() {
+		m.sb = probeSandbox(m.c.Dir())
+		if m.sb.err != nil {
+			m.log.Warn("guest exec unavailable: commands sent to containers will fail", "reason", m.sb.err)
+		}
+	})
+	return m.sb
+}
+
+// Endpoint is host:port of CT vmid's sshd once it answers.
+func (m *Manager) Endpoint(vmid int) (string, bool) {
+	m.mu.Lock()
+	s := m.cts[vmid]
+	m.mu.Unlock()
+	if s == nil {
+		return "", false
+	}
+	select {
+	case <-s.ready:
+		return s.addr, s.listenErr == nil
+	default:
+		return "", false
+	}
+}
+
+// Close stops every endpoint and kills the processes of their sessions.
+func (m *Manager) Close() error {
+	m.cancel()
+	<-m.done
+	m.mu.Lock()
+	cts := m.cts
+	m.cts = map[int]*ctServer{}
+	m.mu.Unlock()
+	for _, s := range cts {
+		s.stop()
+	}
+	return nil
+}
+
+func (m *Manager) loop() {
+	defer close(m.done)
+	t := time.NewTicker(m.poll)
+	defer t.Stop()
+	for {
+		m.sync()
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// sync starts an endpoint for every newly running CT and stops those of
+// CTs that stopped, restarted (new PID) or changed address.
+func (m *Manager) sync() {
+	running := map[int]model.RunningGuest{}
+	for _, g := range m.c.RunningGuests() {
+		if g.Address != "" {
+			running[g.VMID] = g
+		}
+	}
+	var stale []*ctServer
+	m.mu.Lock()
+	if m.ctx.Err() != nil {
+		m.mu.Unlock()
+		return
+	}
+	for vmid, s := range m.cts {
+		if g, ok := running[vmid]; !ok || g.PID != s.pid || net.JoinHostPort(g.Address, strconv.Itoa(m.port)) != s.addr {
+			stale = append(stale, s)
+			delete(m.cts, vmid)
+		}
+	}
+	for vmid, g := range running {
+		if m.cts[vmid] == nil {
+			s := newCTServer(m, g)
+			m.cts[vmid] = s
+			go s.run()
+		}
+	}
+	m.mu.Unlock()
+	for _, s := range stale {
+		s.stop()
+	}
+}

@@ -1,0 +1,490 @@
+package guest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/corralhq/corral/internal/sim/model"
+)
+
+// serverVersion is what a Debian 12 CT's sshd announces.
+const serverVersion = "SSH-2.0-OpenSSH_9.2p1 Debian-2+deb12u7"
+
+// ctServer is the sshd of one running CT (one boot: a restart gets a new one).
+type ctServer struct {
+	m    *Manager
+	vmid int
+	pid  int
+	addr string // host:port
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	ready  chan struct{} // closed once listening (or failed to)
+
+	listenErr error // set before ready closes
+	rootDir   string
+
+	mu       sync.Mutex
+	stopped  bool
+	ln       net.Listener
+	conns    map[net.Conn]struct{}
+	sessions map[*exec.Cmd]string // running helper → its mount namespace
+	leftover map[string]string    // mount namespace → work dir, of ended sessions with live processes
+}
+
+func newCTServer(m *Manager, g model.RunningGuest) *ctServer {
+	ctx, cancel := context.WithCancel(m.ctx)
+	s := &ctServer{
+		m: m, vmid: g.VMID, pid: g.PID, addr: net.JoinHostPort(g.Address, strconv.Itoa(m.port)),
+		ctx: ctx, cancel: cancel, ready: make(chan struct{}),
+		conns: map[net.Conn]struct{}{}, sessions: map[*exec.Cmd]string{}, leftover: map[string]string{},
+	}
+	s.wg.Add(1) // run
+	return s
+}
+
+// run waits for the boot delay, then serves until stop.
+// newCTServer counted it in s.wg.
+func (s *ctServer) run() {
+	defer s.wg.Done()
+	t := time.NewTimer(s.m.c.TaskDuration("bootdelay"))
+	defer t.Stop()
+	select {
+	case <-s.ctx.Done():
+		s.listenErr = s.ctx.Err()
+		close(s.ready)
+		return
+	case <-t.C:
+	}
+	cfg, err := s.serverConfig()
+	if err == nil {
+		s.mu.Lock()
+		if s.stopped {
+			err = context.Canceled
+		} else {
+			s.ln, err = net.Listen("tcp", s.addr)
+		}
+		s.mu.Unlock()
+	}
+	s.listenErr = err
+	close(s.ready)
+	if err != nil {
+		if !errors.Is(err, context.Canceled) {
+			s.m.log.Error("CT sshd did not start", "vmid", s.vmid, "addr", s.addr, "err", err)
+		}
+		return
+	}
+	s.m.log.Info("CT sshd listening", "vmid", s.vmid, "addr", s.addr)
+	for {
+		nc, err := s.ln.Accept()
+		if err != nil {
+			return
+		}
+		s.mu.Lock()
+		if s.stopped {
+			s.mu.Unlock()
+			nc.Close()
+			return
+		}
+		s.conns[nc] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go func() {
+			defer s.wg.Done()
+			s.serveConn(nc, cfg)
+			s.mu.Lock()
+			delete(s.conns, nc)
+			s.mu.Unlock()
+		}()
+	}
+}
+
+// stop closes the sshd and its connections and kills what the CT's
+// sessions left running.
+func (s *ctServer) stop() {
+	s.mu.Lock()
+	s.stopped = true
+	if s.ln != nil {
+		s.ln.Close()
+	}
+	for nc := range s.conns {
+		nc.Close()
+	}
+	var nss []string
+	for cmd, ns := range s.sessions {
+		if cmd.Process != nil {
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		}
+		nss = append(nss, ns)
+	}
+	for ns := range s.leftover {
+		nss = append(nss, ns)
+	}
+	root := s.rootDir
+	s.mu.Unlock()
+	s.cancel()
+	killNamespaces(nss, root)
+	s.wg.Wait()
+	s.mu.Lock()
+	for _, work := range s.leftover {
+		removeWork(work)
+	}
+	s.leftover = nil
+	s.mu.Unlock()
+}
+
+// serverConfig loads the CT's host key and checks logins against its
+// authorized_keys.
+func (s *ctServer) serverConfig() (*ssh.ServerConfig, error) {
+	root, _, err := s.mounts()
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.rootDir = root
+	s.mu.Unlock()
+	signer, err := hostKey(root)
+	if err != nil {
+		return nil, fmt.Errorf("host key: %w", err)
+	}
+	cfg := &ssh.ServerConfig{
+		ServerVersion: serverVersion,
+		PublicKeyCallback: func(meta ssh.ConnMetadata, key ssh.PublicKey) (*ssh.Permissions, error) {
+			if meta.User() != "root" {
+				return nil, fmt.Errorf("login as %q: only root may log in to an emulated CT", meta.User())
+			}
+			if !authorized(filepath.Join(root, "root", ".ssh", "authorized_keys"), key) {
+				return nil, errors.New("key not in /root/.ssh/authorized_keys")
+			}
+			return &ssh.Permissions{}, nil
+		},
+	}
+	cfg.AddHostKey(signer)
+	return cfg, nil
+}
+
+// mounts returns the CT's rootfs directory and its mount points.
+func (s *ctServer) mounts() (string, []viewMount, error) {
+	gms, err := s.m.c.GuestMounts(s.vmid)
+	if err != nil {
+		return "", nil, err
+	}
+	root := ""
+	var mps []viewMount
+	for _, gm := range gms {
+		if gm.Key == "rootfs" {
+			root = gm.HostDir
+			continue
+		}
+		mps = append(mps, viewMount{Path: gm.Path, HostDir: gm.HostDir, ReadOnly: gm.ReadOnly})
+	}
+	if root == "" {
+		return "", nil, fmt.Errorf("CT %d has no rootfs", s.vmid)
+	}
+	return root, mps, nil
+}
+
+// hostKey reads the CT's ed25519 host key, or makes it (as a CT's first
+// boot does) and writes it with its .pub beside it.
+func hostKey(root string) (ssh.Signer, error) {
+	path := filepath.Join(root, "etc", "ssh", "ssh_host_ed25519_key")
+	if data, err := os.ReadFile(path); err == nil {
+		return ssh.ParsePrivateKey(data)
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	hostname := "localhost"
+	if b, err := os.ReadFile(filepath.Join(root, "etc", "hostname")); err == nil && strings.TrimSpace(string(b)) != "" {
+		hostname = strings.TrimSpace(string(b))
+	}
+	block, err := ssh.MarshalPrivateKey(priv, "root@"+hostname)
+	if err != nil {
+		return nil, err
+	}
+	signer, err := ssh.NewSignerFromKey(priv)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	if err := model.WriteFileAtomic(path, pem.EncodeToMemory(block), 0o600); err != nil {
+		return nil, err
+	}
+	pub := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(signer.PublicKey()))) + " root@" + hostname + "\n"
+	if err := model.WriteFileAtomic(path+".pub", []byte(pub), 0o644); err != nil {
+		return nil, err
+	}
+	return signer, nil
+}
+
+// authorized reports whether key is a line of the authorized_keys file.
+func authorized(file string, key ssh.PublicKey) bool {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return false
+	}
+	want := key.Marshal()
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 || line[0] == '#' {
+			continue
+		}
+		k, _, _, _, err := ssh.ParseAuthorizedKey(line)
+		if err == nil && bytes.Equal(k.Marshal(), want) {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *ctServer) serveConn(nc net.Conn, cfg *ssh.ServerConfig) {
+	nc.SetDeadline(time.Now().Add(30 * time.Second)) // LoginGraceTime, shortened
+	sc, chans, reqs, err := ssh.NewServerConn(nc, cfg)
+	if err != nil {
+		s.m.log.Debug("CT ssh login failed", "vmid", s.vmid, "remote", nc.RemoteAddr().String(), "err", err)
+		nc.Close()
+		return
+	}
+	nc.SetDeadline(time.Time{})
+	defer sc.Close()
+	go ssh.DiscardRequests(reqs) // keepalive@openssh.com gets its (failure) reply
+	var wg sync.WaitGroup
+	for nch := range chans {
+		if nch.ChannelType() != "session" {
+			nch.Reject(ssh.UnknownChannelType, "unknown channel type")
+			continue
+		}
+		ch, creqs, err := nch.Accept()
+		if err != nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.session(sc, ch, creqs)
+		}()
+	}
+	wg.Wait()
+}
+
+// session serves one session channel.
+func (s *ctServer) session(sc *ssh.ServerConn, ch ssh.Channel, reqs <-chan *ssh.Request) {
+	var (
+		env     []string
+		started bool
+		mu      sync.Mutex
+		pgid    int
+		done    = make(chan struct{})
+	)
+	for req := range reqs {
+		switch req.Type {
+		case "env":
+			var kv struct{ Name, Value string }
+			ok := ssh.Unmarshal(req.Payload, &kv) == nil && !started &&
+				(kv.Name == "LANG" || strings.HasPrefix(kv.Name, "LC_")) && !strings.ContainsRune(kv.Name, '=')
+			if ok {
+				env = append(env, kv.Name+"="+kv.Value)
+			}
+			req.Reply(ok, nil)
+		case "exec":
+			var c struct{ Command string }
+			if started || ssh.Unmarshal(req.Payload, &c) != nil {
+				req.Reply(false, nil)
+				continue
+			}
+			started = true
+			req.Reply(true, nil)
+			go func() {
+				defer close(done)
+				s.exec(sc, ch, c.Command, env, func(pid int) { mu.Lock(); pgid = pid; mu.Unlock() })
+			}()
+		case "signal":
+			var sig struct{ Signal string }
+			if ssh.Unmarshal(req.Payload, &sig) == nil {
+				mu.Lock()
+				p := pgid
+				mu.Unlock()
+				if n, ok := signals[sig.Signal]; ok && p > 0 {
+					syscall.Kill(-p, n)
+				}
+			}
+			if req.WantReply {
+				req.Reply(false, nil)
+			}
+		default: // pty-req, shell, subsystem, x11-req, …
+			req.Reply(false, nil)
+		}
+	}
+	if !started {
+		ch.Close()
+		return
+	}
+	<-done
+}
+
+var signals = map[string]syscall.Signal{
+	"ABRT": syscall.SIGABRT, "ALRM": syscall.SIGALRM, "FPE": syscall.SIGFPE, "HUP": syscall.SIGHUP, "ILL": syscall.SIGILL,
+	"INT": syscall.SIGINT, "KILL": syscall.SIGKILL, "PIPE": syscall.SIGPIPE, "QUIT": syscall.SIGQUIT, "SEGV": syscall.SIGSEGV,
+	"TERM": syscall.SIGTERM, "USR1": syscall.SIGUSR1, "USR2": syscall.SIGUSR2,
+}
+
+// exec runs command in the CT's view, streams its output to ch and
+// reports its exit status, as sshd does for an exec request.
+func (s *ctServer) exec(sc *ssh.ServerConn, ch ssh.Channel, command string, clientEnv []string, started func(pgid int)) {
+	defer ch.Close()
+	if err := s.m.ExecUnavailable(); err != nil {
+		fmt.Fprintf(ch.Stderr(), "%v\n", err)
+		sendExitStatus(ch, 126)
+		return
+	}
+	root, mps, err := s.mounts()
+	if err != nil {
+		fmt.Fprintf(ch.Stderr(), "guest exec: %v\n", err)
+		sendExitStatus(ch, 255)
+		return
+	}
+	work := filepath.Join(root, ".corral-ovl", randomID())
+	spec := viewSpec{Root: root, Work: work, Mounts: mps, Command: command, Env: sessionEnv(sc, clientEnv)}
+
+	inR, inW, err1 := os.Pipe()
+	outR, outW, err2 := os.Pipe()
+	errR, errW, err3 := os.Pipe()
+	if err := errors.Join(err1, err2, err3); err != nil {
+		for _, f := range []*os.File{inR, inW, outR, outW, errR, errW} {
+			if f != nil {
+				f.Close()
+			}
+		}
+		fmt.Fprintf(ch.Stderr(), "guest exec: %v\n", err)
+		sendExitStatus(ch, 255)
+		return
+	}
+	s.mu.Lock()
+	if s.stopped {
+		s.mu.Unlock()
+		for _, f := range []*os.File{inR, inW, outR, outW, errR, errW} {
+			f.Close()
+		}
+		return
+	}
+	cmd, err := s.m.sandbox().startHelper(spec, inR, outW, errW)
+	inR.Close()
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		s.mu.Unlock()
+		inW.Close()
+		outR.Close()
+		errR.Close()
+		fmt.Fprintf(ch.Stderr(), "guest exec: %v\n", err)
+		sendExitStatus(ch, 255)
+		return
+	}
+	ns, _ := os.Readlink("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/ns/mnt")
+	s.sessions[cmd] = ns
+	s.mu.Unlock()
+	started(cmd.Process.Pid)
+
+	go func() {
+		io.Copy(inW, ch)
+		inW.Close()
+	}()
+	var copies sync.WaitGroup
+	for _, p := range []struct {
+		r *os.File
+		w io.Writer
+	}{{outR, ch}, {errR, ch.Stderr()}} {
+		copies.Add(1)
+		go func() {
+			defer copies.Done()
+			io.Copy(p.w, p.r)
+			p.r.Close() // a writer left behind gets EPIPE, as with a gone client
+		}()
+	}
+	werr := cmd.Wait()
+	inW.Close()
+	copies.Wait() // like sshd, until every holder of stdout/stderr closed them
+
+	s.mu.Lock()
+	delete(s.sessions, cmd)
+	if ns != "" && len(processesIn(ns, root)) > 0 {
+		s.leftover[ns] = work
+	} else {
+		removeWork(work)
+	}
+	s.mu.Unlock()
+
+	ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	switch {
+	case werr != nil && cmd.ProcessState == nil:
+		sendExitStatus(ch, 255)
+	case ws.Signaled():
+		name := strings.TrimPrefix(signalName(ws.Signal()), "SIG")
+		ch.SendRequest("exit-signal", false, ssh.Marshal(struct {
+			Signal     string
+			CoreDumped bool
+			Error      string
+			Lang       string
+		}{name, ws.CoreDump(), "", ""}))
+	default:
+		sendExitStatus(ch, ws.ExitStatus())
+	}
+}
+
+func sendExitStatus(ch ssh.Channel, code int) {
+	ch.SendRequest("exit-status", false, ssh.Marshal(struct{ Status uint32 }{uint32(code)}))
+}
+
+func signalName(sig syscall.Signal) string {
+	for name, n := range signals {
+		if n == sig {
+			return name
+		}
+	}
+	return strconv.Itoa(int(sig))
+}
+
+// sessionEnv is the environment sshd gives root's commands.
+func sessionEnv(sc *ssh.ServerConn, clientEnv []string) []string {
+	env := []string{
+		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		"HOME=/root", "USER=root", "LOGNAME=root", "SHELL=/bin/bash", "MAIL=/var/mail/root",
+	}
+	rh, rp, _ := net.SplitHostPort(sc.RemoteAddr().String())
+	lh, lp, _ := net.SplitHostPort(sc.LocalAddr().String())
+	env = append(env, "SSH_CLIENT="+rh+" "+rp+" "+lp, "SSH_CONNECTION="+rh+" "+rp+" "+lh+" "+lp)
+	return append(env, clientEnv...)
+}
+
+func randomID() string {
+	b := make([]byte, 8)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,71 @@
+package model
+
+import (
+	"net"
+	"sort"
+)
+
+// RunningGuest is what the guest layer (package sim/guest) needs to know
+// of a running CT to serve its SSH endpoint.
+type RunningGuest struct {
+	VMID int
+	Node string
+	// PID is the CT's init PID; it changes with every start, so a reboot
+	// shows as a new PID.
+	PID int
+	// Address is the CT's loopback address for its endpoints: the
+	// address of the first netN that has one on 127/8 (ip=dhcp, or a
+	// static ip inside 127.0.0.0/8), as GET .../interfaces reports it.
+	// "" when the CT has no such interface (no netN, ip=manual, or only
+	// static addresses outside loopback, which the emulator never binds).
+	Address string
+}
+
+// RunningGuests lists the running CTs of every node, by VMID. The guest
+// layer polls it to follow starts, stops, reboots and destroys whatever
+// code path caused them.
+func (c *Cluster) RunningGuests() []RunningGuest {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []RunningGuest
+	for vmid, g := range c.st.Guests {
+		if !g.Running {
+			continue
+		}
+		rg := RunningGuest{VMID: vmid, Node: g.Node, PID: g.PID}
+		if n := c.st.node(g.Node); n != nil {
+			rg.Address = guestLoopbackLocked(g, n.ID)
+		}
+		out = append(out, rg)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].VMID < out[j].VMID })
+	return out
+}
+
+// guestLoopbackLocked is the first netN address of g on 127/8, computed
+// as CTInterfaces does.
+func guestLoopbackLocked(g *Guest, nodeID int) string {
+	for _, key := range netKeys(g.Config) {
+		n, err := ParseNet(g.Config[key])
+		if err != nil {
+			continue
+		}
+		var addr string
+		switch ip := n["ip"]; ip {
+		case "", "manual":
+			continue
+		case "dhcp":
+			addr = dhcpAddress(nodeID, g.VMID)
+		default:
+			a, ok := parseCIDR(ip)
+			if !ok {
+				continue
+			}
+			addr = a.Address
+		}
+		if ip := net.ParseIP(addr); ip != nil && ip.To4() != nil && ip.IsLoopback() {
+			return addr
+		}
+	}
+	return ""
+}
