@@ -1,0 +1,481 @@
+// Package guest is corral's SSH client for the inside of a container:
+// connect while the guest boots, keep the connection alive through long
+// silent commands, run commands with their output streamed line by line,
+// and check the guest's host key (trusted on first use right after corral
+// created the container, pinned afterwards).
+//
+// The package keeps no state: the caller stores the pinned host key
+// (Client.HostKey, AuthorizedKey) where it can read it back from Proxmox.
+package guest
+
+import (
+	"bufio"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+)
+
+// Defaults of Config.
+const (
+	DefaultKeepaliveInterval = 30 * time.Second // OpenSSH ServerAliveInterval
+	DefaultKeepaliveCountMax = 3                // OpenSSH ServerAliveCountMax
+	DefaultConnectTimeout    = 3 * time.Minute  // waiting for a booting guest
+)
+
+// HostKeyPolicy says which host key the guest must present.
+type HostKeyPolicy struct {
+	// VMID names the container in errors.
+	VMID int
+	// TrustOnFirstUse accepts whatever key the guest presents: use it
+	// only right after corral created the container, then pin the key
+	// from Client.HostKey.
+	TrustOnFirstUse bool
+	// Pinned is the expected key in authorized_keys form ("ssh-ed25519
+	// AAAA…", a trailing comment is ignored). Required unless
+	// TrustOnFirstUse.
+	Pinned string
+}
+
+// Config configures Dial. User and Signer are required.
+type Config struct {
+	User    string
+	Signer  ssh.Signer
+	HostKey HostKeyPolicy
+	// ConnectTimeout bounds the whole connect, retries included, when ctx
+	// has no earlier deadline. Default DefaultConnectTimeout.
+	ConnectTimeout time.Duration
+	// KeepaliveInterval and KeepaliveCountMax: after CountMax keepalives
+	// without an answer, each Interval apart, the connection is closed
+	// and running commands fail with ErrDeadConnection.
+	KeepaliveInterval time.Duration
+	KeepaliveCountMax int
+	// RetryMin and RetryMax bound the backoff between connect attempts
+	// (default 250ms doubling up to 5s).
+	RetryMin, RetryMax time.Duration
+}
+
+// ErrDeadConnection is returned once keepalives went unanswered.
+var ErrDeadConnection = errors.New("guest SSH connection is dead (keepalives unanswered)")
+
+// HostKeyError is a guest presenting another host key than the pinned one.
+type HostKeyError struct {
+	VMID      int
+	Want, Got string // SHA256 fingerprints
+}
+
+func (e *HostKeyError) Error() string {
+	return fmt.Sprintf("CT %d presents SSH host key %s, but the pinned key is %s: the container was replaced or its key changed outside corral; "+
+		"if that is expected, recreate it with corral (which trusts the new key on first use), else treat it as an attack", e.VMID, e.Got, e.Want)
+}
+
+// ExitError is a command that ended with a non-zero status or a signal.
+type ExitError struct {
+	Code   int    // exit status; -1 when killed by a signal
+	Signal string // e.g. "KILL", "" when the command exited
+}
+
+func (e *ExitError) Error() string {
+	if e.Signal != "" {
+		return "command killed by signal " + e.Signal
+	}
+	return fmt.Sprintf("command exited with status %d", e.Code)
+}
+
+// Client is one SSH connection to a guest.
+type Client struct {
+	conn    *ssh.Client
+	hostKey ssh.PublicKey
+	done    chan struct{}
+
+	mu  sync.Mutex
+	err error // why the connection ended, once it did
+}
+
+// Dial connects to addr (host:port) as cfg.User, retrying with backoff
+// while the guest is still booting (connection refused or reset, timeouts,
+// handshake cut short) until ctx ends or ConnectTimeout passes. A host key
+// mismatch or a refused login is not retried.
+func Dial(ctx context.Context, addr string, cfg Config) (*Client, error) {
+	if cfg.User == "" || cfg.Signer == nil {
+		return nil, errors.New("guest: Config needs User and Signer")
+	}
+	var pinned ssh.PublicKey
+	if !cfg.HostKey.TrustOnFirstUse {
+		if cfg.HostKey.Pinned == "" {
+			return nil, fmt.Errorf("guest: CT %d: no pinned host key and trust on first use not allowed", cfg.HostKey.VMID)
+		}
+		k, _, _, _, err := ssh.ParseAuthorizedKey([]byte(cfg.HostKey.Pinned))
+		if err != nil {
+			return nil, fmt.Errorf("guest: CT %d: pinned host key: %w", cfg.HostKey.VMID, err)
+		}
+		pinned = k
+	}
+	if cfg.ConnectTimeout <= 0 {
+		cfg.ConnectTimeout = DefaultConnectTimeout
+	}
+	if cfg.RetryMin <= 0 {
+		cfg.RetryMin = 250 * time.Millisecond
+	}
+	if cfg.RetryMax <= 0 {
+		cfg.RetryMax = 5 * time.Second
+	}
+	if cfg.KeepaliveInterval <= 0 {
+		cfg.KeepaliveInterval = DefaultKeepaliveInterval
+	}
+	if cfg.KeepaliveCountMax <= 0 {
+		cfg.KeepaliveCountMax = DefaultKeepaliveCountMax
+	}
+	ctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
+	defer cancel()
+
+	var seen ssh.PublicKey
+	sshCfg := &ssh.ClientConfig{
+		User: cfg.User,
+		Auth: []ssh.AuthMethod{ssh.PublicKeys(cfg.Signer)},
+		HostKeyCallback: func(_ string, _ net.Addr, key ssh.PublicKey) error {
+			if pinned != nil && string(key.Marshal()) != string(pinned.Marshal()) {
+				return &HostKeyError{VMID: cfg.HostKey.VMID, Want: Fingerprint(pinned), Got: Fingerprint(key)}
+			}
+			seen = key
+			return nil
+		},
+		HostKeyAlgorithms: hostKeyAlgorithms(pinned),
+	}
+	backoff := cfg.RetryMin
+	var last error
+	for attempt := 1; ; attempt++ {
+		conn, err := dialOnce(ctx, addr, sshCfg)
+		if err == nil {
+			c := &Client{conn: conn, hostKey: seen, done: make(chan struct{})}
+			go c.keepalive(cfg.KeepaliveInterval, cfg.KeepaliveCountMax)
+			go func() {
+				err := conn.Wait()
+				c.setErr(fmt.Errorf("guest SSH connection closed: %w", err))
+				close(c.done)
+			}()
+			return c, nil
+		}
+		var hk *HostKeyError
+		if errors.As(err, &hk) {
+			return nil, hk
+		}
+		if isAuthError(err) {
+			return nil, fmt.Errorf("guest: CT %d at %s refused the login as %s: %w (is corral's public key in the container's authorized_keys?)", cfg.HostKey.VMID, addr, cfg.User, err)
+		}
+		last = err
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("guest: CT %d at %s did not accept SSH in %d attempts: %w (last error: %v); is the container running and its sshd up?", cfg.HostKey.VMID, addr, attempt, ctx.Err(), last)
+		case <-t.C:
+		}
+		backoff = min(backoff*2, cfg.RetryMax)
+	}
+}
+
+// hostKeyAlgorithms asks for the pinned key's algorithm, so that a
+// guest with several host keys presents the one that was pinned.
+func hostKeyAlgorithms(pinned ssh.PublicKey) []string {
+	if pinned == nil {
+		return nil
+	}
+	if pinned.Type() == ssh.KeyAlgoRSA {
+		return []string{ssh.KeyAlgoRSASHA512, ssh.KeyAlgoRSASHA256, ssh.KeyAlgoRSA}
+	}
+	return []string{pinned.Type()}
+}
+
+// dialOnce makes one TCP connection and SSH handshake within ctx.
+func dialOnce(ctx context.Context, addr string, cfg *ssh.ClientConfig) (*ssh.Client, error) {
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	stop := context.AfterFunc(ctx, func() { nc.Close() })
+	defer stop()
+	// A handshake that hangs (guest half up) is cut after 20 s and retried.
+	nc.SetDeadline(time.Now().Add(20 * time.Second))
+	c, chans, reqs, err := ssh.NewClientConn(nc, addr, cfg)
+	if err != nil {
+		nc.Close()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, err
+	}
+	nc.SetDeadline(time.Time{})
+	return ssh.NewClient(c, chans, reqs), nil
+}
+
+// isAuthError reports a refused login (x/crypto/ssh has no typed error).
+func isAuthError(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "unable to authenticate")
+}
+
+// keepalive sends keepalive@openssh.com every interval; after countMax
+// unanswered in a row it closes the connection.
+func (c *Client) keepalive(interval time.Duration, countMax int) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	replies := make(chan struct{}, 1)
+	missed, inflight := 0, false
+	for {
+		select {
+		case <-c.done:
+			return
+		case <-replies:
+			inflight, missed = false, 0
+			continue
+		case <-t.C:
+		}
+		if inflight {
+			missed++
+			if missed >= countMax {
+				c.setErr(ErrDeadConnection)
+				c.conn.Close()
+				return
+			}
+			continue
+		}
+		inflight = true
+		go func() {
+			// Any reply, even a refusal, proves the server alive.
+			if _, _, err := c.conn.SendRequest("keepalive@openssh.com", true, nil); err == nil {
+				select {
+				case replies <- struct{}{}:
+				default:
+				}
+			}
+		}()
+	}
+}
+
+func (c *Client) setErr(err error) {
+	c.mu.Lock()
+	if c.err == nil {
+		c.err = err
+	}
+	c.mu.Unlock()
+}
+
+// Err is why the connection ended, nil while it is up.
+func (c *Client) Err() error {
+	select {
+	case <-c.done:
+	default:
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// HostKey is the key the guest presented (pin it after trust on first use).
+func (c *Client) HostKey() ssh.PublicKey { return c.hostKey }
+
+// Close closes the connection.
+func (c *Client) Close() error { return c.conn.Close() }
+
+// Stream names an output stream of a command.
+type Stream string
+
+// Streams of Run's onLine.
+const (
+	Stdout Stream = "stdout"
+	Stderr Stream = "stderr"
+)
+
+// Command is one command to run in the guest.
+type Command struct {
+	// Script runs with the login shell's -c.
+	Script string
+	// Env is exported before Script (in the command line: processes in
+	// the guest can see it, so pass secrets on Stdin instead).
+	Env map[string]string
+	// Stdin feeds the command's standard input; nil gives it EOF.
+	Stdin io.Reader
+	// OnLine gets every output line without its newline, in order per
+	// stream, one call at a time. Nil discards output.
+	OnLine func(stream Stream, line string)
+}
+
+// Run runs cmd in the guest; see Exec.
+func (c *Client) Run(ctx context.Context, cmd string, stdin io.Reader, onLine func(Stream, string)) error {
+	return c.Exec(ctx, Command{Script: cmd, Stdin: stdin, OnLine: onLine})
+}
+
+// Exec runs cmd and waits for it. A non-zero exit is an *ExitError; when
+// ctx ends first the command's process group is killed and ctx's error
+// returned (wrapped); a connection lost meanwhile gives ErrDeadConnection
+// or the transport's error.
+func (c *Client) Exec(ctx context.Context, cmd Command) error {
+	if err := c.Err(); err != nil {
+		return err
+	}
+	sess, err := c.conn.NewSession()
+	if err != nil {
+		return c.lost(err)
+	}
+	defer sess.Close()
+	if cmd.Stdin != nil {
+		sess.Stdin = cmd.Stdin
+	}
+	stdout, err := sess.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	stderr, err := sess.StderrPipe()
+	if err != nil {
+		return err
+	}
+	var mu sync.Mutex
+	emit := func(s Stream, line string) {
+		if cmd.OnLine == nil {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		cmd.OnLine(s, line)
+	}
+	var readers sync.WaitGroup
+	for _, p := range []struct {
+		s Stream
+		r io.Reader
+	}{{Stdout, stdout}, {Stderr, stderr}} {
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			scanLines(p.r, func(line string) { emit(p.s, line) })
+		}()
+	}
+	if err := sess.Start(envPrefix(cmd.Env) + cmd.Script); err != nil {
+		return c.lost(err)
+	}
+	waited := make(chan error, 1)
+	go func() {
+		readers.Wait() // all output delivered before the exit status
+		waited <- sess.Wait()
+	}()
+	select {
+	case err := <-waited:
+		return c.exitError(err)
+	case <-ctx.Done():
+		sess.Signal(ssh.SIGKILL)
+		sess.Close()
+		return fmt.Errorf("guest command stopped: %w", context.Cause(ctx))
+	case <-c.done:
+		return c.Err()
+	}
+}
+
+// exitError maps ssh.Session.Wait's error.
+func (c *Client) exitError(err error) error {
+	var ee *ssh.ExitError
+	var missing *ssh.ExitMissingError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ee):
+		if ee.Signal() != "" {
+			return &ExitError{Code: -1, Signal: ee.Signal()}
+		}
+		return &ExitError{Code: ee.ExitStatus()}
+	case errors.As(err, &missing):
+		return c.lost(err)
+	default:
+		return c.lost(err)
+	}
+}
+
+// lost prefers the connection's own end reason (e.g. ErrDeadConnection).
+func (c *Client) lost(err error) error {
+	select {
+	case <-c.done:
+	case <-time.After(100 * time.Millisecond):
+	}
+	if cerr := c.Err(); cerr != nil {
+		return cerr
+	}
+	return fmt.Errorf("guest SSH: %w", err)
+}
+
+// scanLines calls fn for every line of r (a final line without newline
+// included); a line longer than 1 MiB is split.
+func scanLines(r io.Reader, fn func(string)) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var long []byte
+	for {
+		chunk, isPrefix, err := br.ReadLine()
+		if err != nil { // ReadLine returns data or an error, never both
+			if len(long) > 0 {
+				fn(string(long))
+			}
+			io.Copy(io.Discard, r)
+			return
+		}
+		long = append(long, chunk...)
+		if !isPrefix || len(long) >= 1<<20 {
+			fn(string(long))
+			long = long[:0]
+		}
+	}
+}
+
+// envPrefix renders env as shell exports.
+func envPrefix(env map[string]string) string {
+	if len(env) == 0 {
+		return ""
+	}
+	keys := make([]string, 0, len(env))
+	for k := range env {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "export %s=%s; ", k, ShellQuote(env[k]))
+	}
+	return b.String()
+}
+
+// ShellQuote quotes s for a POSIX shell.
+func ShellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// NewKey makes an ephemeral ed25519 key for corral's logins. The private
+// key stays in the Signer; authorizedKey is the public key in
+// authorized_keys form, for the container's ssh-public-keys.
+func NewKey(comment string) (signer ssh.Signer, authorizedKey string, err error) {
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, "", err
+	}
+	signer, err = ssh.NewSignerFromKey(priv)
+	if err != nil {
+		return nil, "", err
+	}
+	authorizedKey = AuthorizedKey(signer.PublicKey())
+	if comment != "" {
+		authorizedKey += " " + comment
+	}
+	return signer, authorizedKey, nil
+}
+
+// AuthorizedKey is key in authorized_keys form, without comment or newline.
+func AuthorizedKey(key ssh.PublicKey) string {
+	return strings.TrimSpace(string(ssh.MarshalAuthorizedKey(key)))
+}
+
+// Fingerprint is key's SHA256 fingerprint as ssh-keygen -l prints it.
+func Fingerprint(key ssh.PublicKey) string { return ssh.FingerprintSHA256(key) }
