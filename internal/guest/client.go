@@ -416,6 +416,7 @@ func (c *Client) lost(err error) error {
 func scanLines(r io.Reader, fn func(string)) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var long []byte
+	split := false // the current line was already partly delivered
 	for {
 		chunk, isPrefix, err := br.ReadLine()
 		if err != nil { // ReadLine returns data or an error, never both
@@ -426,9 +427,15 @@ func scanLines(r io.Reader, fn func(string)) {
 			return
 		}
 		long = append(long, chunk...)
-		if !isPrefix || len(long) >= 1<<20 {
+		switch {
+		case !isPrefix:
+			if len(long) > 0 || !split {
+				fn(string(long))
+			}
+			long, split = long[:0], false
+		case len(long) >= 1<<20:
 			fn(string(long))
-			long = long[:0]
+			long, split = long[:0], true
 		}
 	}
 }
