@@ -49,6 +49,10 @@ type Options struct {
 	TimeScale *float64 // nil = 1.0 (real durations); 0 = instant
 	Faults    string   // --faults spec, see faults.go
 	Logger    *slog.Logger
+
+	// GuestSSHPort is the port of every running CT's sshd; 0 means 22
+	// when it can be bound, else guest.FallbackPort.
+	GuestSSHPort int
 }
 
 // Server is a running emulator. Create it with New; Close it when done.
@@ -113,7 +117,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{opts: opts, log: log.WithGroup("sim"), cluster: c, api: api, faults: fl, reqlog: newRequestLog(), dirLock: lock}
 	c.SetTaskHook(s.faults.taskHook)
-	if s.guests, err = guest.Start(c, guest.Options{Logger: log}); err != nil {
+	if s.guests, err = guest.Start(c, guest.Options{Port: opts.GuestSSHPort, Logger: log}); err != nil {
 		s.Close()
 		return nil, err
 	}
