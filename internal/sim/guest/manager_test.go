@@ -342,3 +342,70 @@ func TestRunningGuests_address(t *testing.T) {
 		}
 	}
 }
+
+func TestGuest_stopKillsDetachedProcesses(t *testing.T) {
+	k := newKit(t)
+	k.create(109, nil)
+	c, err := k.dial(109, client.HostKeyPolicy{TrustOnFirstUse: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	k.needExec()
+	// A daemon in its own session and process group, as provisioning
+	// steps start them; there is no PID namespace, so $! is a host PID.
+	out, err := run(t, c, "setsid sleep 777 </dev/null >/dev/null 2>&1 & echo $!")
+	if err != nil {
+		t.Fatalf("start daemon: %v (%q)", err, out)
+	}
+	pid, err := strconv.Atoi(strings.TrimPrefix(out, "stdout: "))
+	if err != nil {
+		t.Fatalf("output %q", out)
+	}
+	if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); err != nil {
+		t.Fatalf("daemon %d not running: %v", pid, err)
+	}
+	k.task(k.c.StopCT(root, "pve", 109, nil))
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil || strings.Contains(string(data), ") Z ") {
+			break // gone, or a zombie waiting for its reaper
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("daemon %d survived the CT's stop", pid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestGuest_sshdAnswersAfterTheBootDelay(t *testing.T) {
+	c, err := model.Open(model.Options{Dir: t.TempDir(), HasTimeScale: true, TimeScale: 1, Durations: map[string]time.Duration{
+		"vzcreate": 0, "vzstart": 0, "bootdelay": 2 * time.Second,
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	m, err := guest.Start(c, guest.Options{Port: freePort(t), Poll: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	k := &kit{t: t, c: c, m: m}
+	k.key, k.pub, _ = client.NewKey("")
+	k.create(115, nil)
+	addr := k.addr(115)
+	if nc, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+		nc.Close()
+		t.Fatal("sshd answered right after the start task, before the boot delay")
+	}
+	cl, err := k.dial(115, client.HostKeyPolicy{TrustOnFirstUse: true})
+	if err != nil {
+		t.Fatalf("after the boot delay: %v", err)
+	}
+	cl.Close()
+	if ep, ok := m.Endpoint(115); !ok || ep != addr {
+		t.Errorf("Endpoint = %q, %v; want %s", ep, ok, addr)
+	}
+}
