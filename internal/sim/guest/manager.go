@@ -69,6 +69,7 @@ type Manager struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	done   chan struct{}
+	wake   chan struct{}
 
 	mu  sync.Mutex
 	cts map[int]*ctServer
@@ -90,7 +91,7 @@ func Start(c *model.Cluster, opts Options) (*Manager, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &Manager{
 		c: c, log: log.WithGroup("guest"), port: choosePort(opts.Port), poll: opts.Poll,
-		ctx: ctx, cancel: cancel, done: make(chan struct{}), cts: map[int]*ctServer{},
+		ctx: ctx, cancel: cancel, done: make(chan struct{}), wake: make(chan struct{}, 1), cts: map[int]*ctServer{},
 	}
 	go m.loop()
 	return m, nil
@@ -174,6 +175,7 @@ func (m *Manager) loop() {
 		case <-m.ctx.Done():
 			return
 		case <-t.C:
+		case <-m.wake:
 		}
 	}
 }
@@ -189,15 +191,22 @@ func (m *Manager) sync() {
 	}
 	var stale []*ctServer
 	m.mu.Lock()
-	if m.ctx.Err() != nil {
-		m.mu.Unlock()
-		return
-	}
 	for vmid, s := range m.cts {
 		if g, ok := running[vmid]; !ok || g.PID != s.pid || net.JoinHostPort(g.Address, strconv.Itoa(m.port)) != s.addr {
 			stale = append(stale, s)
 			delete(m.cts, vmid)
 		}
+	}
+	m.mu.Unlock()
+	// The old sshd of a restarted CT frees its address before the new
+	// one binds it.
+	for _, s := range stale {
+		s.stop()
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ctx.Err() != nil {
+		return
 	}
 	for vmid, g := range running {
 		if m.cts[vmid] == nil {
@@ -206,8 +215,12 @@ func (m *Manager) sync() {
 			go s.run()
 		}
 	}
-	m.mu.Unlock()
-	for _, s := range stale {
-		s.stop()
+}
+
+// kick makes the loop look at the cluster now.
+func (m *Manager) kick() {
+	select {
+	case m.wake <- struct{}{}:
+	default:
 	}
 }

@@ -265,6 +265,13 @@ func authorized(file string, key ssh.PublicKey) bool {
 }
 
 func (s *ctServer) serveConn(nc net.Conn, cfg *ssh.ServerConfig) {
+	if s.m.c.GuestPID(s.vmid) != s.pid {
+		// The CT stopped or restarted since the last poll: this sshd is
+		// gone, and the new boot's (if any) will answer.
+		nc.Close()
+		s.m.kick()
+		return
+	}
 	nc.SetDeadline(time.Now().Add(30 * time.Second)) // LoginGraceTime, shortened
 	sc, chans, reqs, err := ssh.NewServerConn(nc, cfg)
 	if err != nil {

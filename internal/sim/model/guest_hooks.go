@@ -69,3 +69,14 @@ func guestLoopbackLocked(g *Guest, nodeID int) string {
 	}
 	return ""
 }
+
+// GuestPID is the init PID of CT vmid while it runs, 0 otherwise: a
+// cheap check that an endpoint still serves the same boot.
+func (c *Cluster) GuestPID(vmid int) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if g := c.st.Guests[vmid]; g != nil && g.Running {
+		return g.PID
+	}
+	return 0
+}
