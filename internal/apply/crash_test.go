@@ -199,9 +199,11 @@ func (r *rig) observe() *plan.Observed {
 // records are the keeper's volume records ("db/data" → volid).
 func records(obs *plan.Observed) map[string]string {
 	out := map[string]string{}
-	for _, k := range obs.Keepers {
-		for key, volid := range k.Records {
-			out[key.String()] = volid
+	for _, ks := range obs.Keepers {
+		for _, k := range ks {
+			for key, volid := range k.Records {
+				out[key.String()] = volid
+			}
 		}
 	}
 	return out
@@ -255,8 +257,10 @@ func (r *rig) converged(ph phase, want map[string]string) {
 	for _, v := range got {
 		known[v] = true
 	}
-	for _, k := range obs.Keepers {
-		known[strings.SplitN(k.Config["rootfs"], ",", 2)[0]] = true
+	for _, ks := range obs.Keepers {
+		for _, k := range ks {
+			known[strings.SplitN(k.Config["rootfs"], ",", 2)[0]] = true
+		}
 	}
 	for _, cts := range obs.Apps {
 		for _, ct := range cts {

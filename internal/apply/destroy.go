@@ -12,15 +12,10 @@ import (
 // --delete-volumes). It returns the volids it freed.
 func (e *Executor) Destroy(ctx context.Context, p *plan.Plan, obs *plan.Observed) (freed []string, err error) {
 	e.timings = nil
-	keepers := map[string]*keeper{}
-	for node, k := range obs.Keepers {
-		keepers[node] = &keeper{e: e, node: node, vmid: k.VMID, protected: k.Protected, records: k.Records, intents: k.Intents}
-	}
+	keepers := e.keeperSet(obs)
 	defer func() {
-		for _, k := range keepers {
-			if perr := k.protect(ctx); perr != nil && err == nil {
-				err = perr
-			}
+		if perr := keepers.protectAll(ctx); perr != nil && err == nil {
+			err = perr
 		}
 	}()
 	for _, c := range p.Changes {
@@ -36,11 +31,11 @@ func (e *Executor) Destroy(ctx context.Context, p *plan.Plan, obs *plan.Observed
 			if v.Action != plan.VolFree {
 				continue
 			}
-			k := keepers[c.Node]
+			vk := plan.VolumeKey{App: c.App, Name: v.Name}
+			k := keepers.holder(c.Node, vk)
 			if k == nil {
 				continue
 			}
-			vk := plan.VolumeKey{App: c.App, Name: v.Name}
 			if err := e.step(c.App, "free", v.Name+" ("+v.VolID+")", func() error { return k.free(ctx, vk, v.VolID) }); err != nil {
 				return freed, err
 			}

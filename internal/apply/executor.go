@@ -55,16 +55,15 @@ func (e *Executor) step(app, phase, detail string, fn func() error) error {
 // Apply executes p: keepers first, then each app change in order.
 func (e *Executor) Apply(ctx context.Context, p *plan.Plan, obs *plan.Observed) error {
 	e.timings = nil
-	keepers := map[string]*keeper{}
-	for node, k := range obs.Keepers {
-		keepers[node] = &keeper{e: e, node: node, vmid: k.VMID, protected: k.Protected, records: k.Records, intents: k.Intents}
-	}
+	keepers := e.keeperSet(obs)
 	for _, kc := range p.Keepers {
-		k, err := e.ensureKeeper(ctx, kc, keepers[kc.Node], p, obs)
+		k, err := e.ensureKeeper(ctx, kc, keepers.byVMID(kc.Node, kc.VMID), p, obs)
 		if err != nil {
 			return err
 		}
-		keepers[kc.Node] = k
+		if kc.Action == plan.Create {
+			keepers.add(k)
+		}
 	}
 	for _, c := range p.Changes {
 		if c.Action == plan.NoOp {
@@ -73,21 +72,15 @@ func (e *Executor) Apply(ctx context.Context, p *plan.Plan, obs *plan.Observed) 
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		k := keepers[c.Node]
-		if err := e.applyChange(ctx, c, k, obs); err != nil {
+		if err := e.applyChange(ctx, c, keepers, obs); err != nil {
 			return err
 		}
 	}
-	for _, k := range keepers {
-		if err := k.protect(ctx); err != nil {
-			return err
-		}
-	}
-	return nil
+	return keepers.protectAll(ctx)
 }
 
 // applyChange carries out one app's change.
-func (e *Executor) applyChange(ctx context.Context, c plan.Change, k *keeper, obs *plan.Observed) error {
+func (e *Executor) applyChange(ctx context.Context, c plan.Change, keepers *keeperSet, obs *plan.Observed) error {
 	a := c.Desired
 	if c.FetchTemplate {
 		if err := e.step(c.App, "template", a.Template, func() error { return e.fetchTemplate(ctx, c.App, c.Node, a.Template) }); err != nil {
@@ -95,7 +88,7 @@ func (e *Executor) applyChange(ctx context.Context, c plan.Change, k *keeper, ob
 		}
 	}
 	// Volumes first: a failure here changes no container.
-	vols, err := e.prepareVolumes(ctx, c, k)
+	vols, err := e.prepareVolumes(ctx, c, keepers)
 	if err != nil {
 		return err
 	}
@@ -103,7 +96,7 @@ func (e *Executor) applyChange(ctx context.Context, c plan.Change, k *keeper, ob
 	case plan.Create:
 		return e.createAndStart(ctx, c, vols)
 	case plan.Replace:
-		if err := e.retire(ctx, c.App, c.Node, c.OldVMID, k); err != nil {
+		if err := e.destroyCT(ctx, c.App, c.Node, c.OldVMID); err != nil {
 			return err
 		}
 		c.VMID = c.Desired.VMID
@@ -123,7 +116,7 @@ type attachment struct {
 
 // prepareVolumes creates, adopts and grows volumes in the keeper, and
 // returns every volume the app should have with its final volid.
-func (e *Executor) prepareVolumes(ctx context.Context, c plan.Change, k *keeper) ([]attachment, error) {
+func (e *Executor) prepareVolumes(ctx context.Context, c plan.Change, keepers *keeperSet) ([]attachment, error) {
 	var out []attachment
 	for _, v := range c.Volumes {
 		if v.Action == plan.VolDetach || v.Action == plan.VolFree {
@@ -135,16 +128,30 @@ func (e *Executor) prepareVolumes(ctx context.Context, c plan.Change, k *keeper)
 		switch v.Action {
 		case plan.VolCreate:
 			err = e.step(c.App, "volume", "create "+v.Name+" ("+fmtGiB(v.Size)+" on "+v.Storage+")", func() error {
+				k, err := keepers.forNew(c.Node, key, v.Storage)
+				if err != nil {
+					return err
+				}
 				volid, err = k.createVolume(ctx, key, v.Storage, v.Size)
 				return err
 			})
 		case plan.VolAdopt:
 			err = e.step(c.App, "volume", "adopt "+v.Adopt+" as "+v.Name, func() error {
+				k := keepers.byVMID(c.Node, plan.VolumeOwner(v.Adopt)) // finishing an interrupted adoption
+				if k == nil {
+					if k, err = keepers.forNew(c.Node, key, v.Storage); err != nil {
+						return err
+					}
+				}
 				volid, err = k.adopt(ctx, key, v.Adopt)
 				return err
 			})
 		case plan.VolGrow:
 			err = e.step(c.App, "volume", "grow "+v.Name+" to "+fmtGiB(v.Size), func() error {
+				k := keepers.holder(c.Node, key)
+				if k == nil {
+					return fmt.Errorf("no keeper on %s records volume %s", c.Node, key)
+				}
 				return k.grow(ctx, key, volid, v.Size)
 			})
 		}
@@ -246,10 +253,6 @@ func boolParam(b bool) string {
 
 // retire stops, detaches and destroys the old CT of a replace; its
 // volumes stay in the keeper.
-func (e *Executor) retire(ctx context.Context, app, node string, vmid int, k *keeper) error {
-	return e.destroyCT(ctx, app, node, vmid)
-}
-
 // destroyCT stops the CT, detaches every mount point (keeper volumes
 // become unusedN, which a destroy does not free since the keeper owns
 // them), and destroys it.
@@ -292,8 +295,12 @@ func (e *Executor) destroyCT(ctx context.Context, app, node string, vmid int) er
 	})
 }
 
-func isMP(k string) bool {
-	rest, ok := strings.CutPrefix(k, "mp")
+func isMP(k string) bool { return isIndexed(k, "mp") }
+
+func isUnused(k string) bool { return isIndexed(k, "unused") }
+
+func isIndexed(k, prefix string) bool {
+	rest, ok := strings.CutPrefix(k, prefix)
 	return ok && rest != "" && strings.Trim(rest, "0123456789") == ""
 }
 

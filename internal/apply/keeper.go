@@ -23,6 +23,7 @@ type keeper struct {
 	protected bool
 	records   map[plan.VolumeKey]string
 	intents   map[plan.VolumeKey]plan.AdoptIntent
+	volumes   int // unusedN and mpN entries: what the keeper's room is counted in
 }
 
 // description renders the keeper's records and intents, without the
@@ -209,6 +210,7 @@ func (k *keeper) createVolume(ctx context.Context, vk plan.VolumeKey, storage st
 	if volid == "" {
 		return "", fmt.Errorf("keeper %d: %s missing after allocation", k.vmid, key)
 	}
+	k.volumes = volumeEntries(conf)
 	return volid, k.record(ctx, vk, volid, url.Values{"delete": {key}})
 }
 
@@ -324,6 +326,7 @@ func (k *keeper) adopt(ctx context.Context, vk plan.VolumeKey, volid string) (st
 	if err != nil {
 		return "", err
 	}
+	k.volumes = volumeEntries(kconf)
 	newID := kconf[target]
 	if newID == "" {
 		return "", fmt.Errorf("keeper %d: %s empty after move", k.vmid, target)
@@ -363,8 +366,12 @@ func (k *keeper) free(ctx context.Context, vk plan.VolumeKey, volid string) erro
 		return err
 	}
 	for key, v := range conf {
-		if strings.HasPrefix(key, "unused") && v == volid {
-			return k.forget(ctx, vk, url.Values{"delete": {key}})
+		if isUnused(key) && v == volid {
+			if err := k.forget(ctx, vk, url.Values{"delete": {key}}); err != nil {
+				return err
+			}
+			k.volumes--
+			return nil
 		}
 	}
 	return fmt.Errorf("keeper %d does not hold %s as an unused volume; not freed", k.vmid, volid)

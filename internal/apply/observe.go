@@ -65,7 +65,7 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 	obs := &plan.Observed{
 		Templates: map[string][]string{},
 		Apps:      map[string][]*plan.CT{},
-		Keepers:   map[string]*plan.Keeper{},
+		Keepers:   map[string][]*plan.Keeper{},
 		Volumes:   map[string]int64{},
 		Others:    map[int]plan.Guest{},
 	}
@@ -101,14 +101,11 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 			return nil, err
 		}
 		if slices.Contains(tags, plan.TagKeeper) {
-			if prev := obs.Keepers[r.Node]; prev != nil && prev.VMID < r.VMID {
-				continue // two keepers: the older one wins, the other is reported by status
-			}
-			obs.Keepers[r.Node] = &plan.Keeper{
+			obs.Keepers[r.Node] = append(obs.Keepers[r.Node], &plan.Keeper{
 				VMID: r.VMID, Node: r.Node, Protected: conf["protection"] == "1", Config: conf,
 				Records: plan.ParseKeeperRecords(conf["description"]),
 				Intents: plan.ParseKeeperIntents(conf["description"]),
-			}
+			})
 			continue
 		}
 		app := appOf(tags)
@@ -118,6 +115,9 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 		obs.Apps[app] = append(obs.Apps[app], &plan.CT{VMID: r.VMID, Node: r.Node, Status: r.Status, Lock: conf["lock"], Config: conf})
 	}
 
+	for _, ks := range obs.Keepers {
+		sort.Slice(ks, func(i, j int) bool { return ks[i].VMID < ks[j].VMID })
+	}
 	for _, node := range obs.Nodes {
 		var storages []storageEntry
 		if err := c.Get(ctx, "/nodes/"+node+"/storage", nil, &storages); err != nil {

@@ -23,11 +23,12 @@ func Destroy(apps []App, obs *Observed, deleteVolumes bool) (*Plan, error) {
 		}
 		for _, v := range a.Volumes {
 			key := VolumeKey{a.Name, v.Name}
-			for node, k := range obs.Keepers {
-				volid := k.Records[key]
-				if volid == "" {
+			for _, node := range sortedKeys(obs.Keepers) {
+				k := obs.Holder(node, key)
+				if k == nil {
 					continue
 				}
+				volid := k.Records[key]
 				vc := VolumeChange{Name: v.Name, VolID: volid, Storage: v.Storage, Mount: v.Mount, Reclaim: v.Reclaim, Action: VolDetach}
 				if deleteVolumes && v.Reclaim == DeleteOnDrop {
 					vc.Action = VolFree

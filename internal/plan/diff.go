@@ -14,7 +14,7 @@ import (
 func Make(apps []App, obs *Observed) (*Plan, error) {
 	p := &Plan{}
 	var refused []string
-	keeperDone := map[string]bool{}
+	var nodes []string // nodes whose apps have volumes, in manifest order
 	for i := range apps {
 		a := &apps[i]
 		node, err := pickNode(a, obs)
@@ -22,15 +22,15 @@ func Make(apps []App, obs *Observed) (*Plan, error) {
 			refused = append(refused, err.Error())
 			continue
 		}
-		if len(a.Volumes) > 0 && !keeperDone[node] {
-			keeperDone[node] = true
-			if kc := keeperChange(node, obs); kc != nil {
-				p.Keepers = append(p.Keepers, *kc)
-			}
+		if len(a.Volumes) > 0 && !slices.Contains(nodes, node) {
+			nodes = append(nodes, node)
 		}
 		c, probs := appChange(a, node, obs)
 		refused = append(refused, probs...)
 		p.Changes = append(p.Changes, c)
+	}
+	for _, node := range nodes {
+		p.Keepers = append(p.Keepers, keeperChanges(node, obs, p.Changes)...)
 	}
 	p.Warnings = warnings(apps, obs)
 	if len(refused) > 0 {
@@ -54,13 +54,72 @@ func pickNode(a *App, obs *Observed) (string, error) {
 	return node, nil
 }
 
-// keeperChange is the keeper work on node: create it, re-protect it, or
-// finish volumes whose creation was interrupted.
-func keeperChange(node string, obs *Observed) *KeeperChange {
-	k := obs.Keepers[node]
-	if k == nil {
-		return &KeeperChange{Node: node, Action: Create, Reasons: []string{"no keeper on node " + node + " to own retained volumes"}}
+// keeperChanges is the keeper work on node: repair each keeper
+// (re-protect it, finish volumes whose creation was interrupted), and
+// create keepers where the new volumes of the changes do not fit in the
+// existing ones (a keeper holds at most MaxKeeperVolumes, and its records
+// must fit in PVE's description).
+func keeperChanges(node string, obs *Observed, changes []Change) []KeeperChange {
+	var out []KeeperChange
+	keepers := obs.Keepers[node]
+	rooms := make([]Room, len(keepers))
+	for i, k := range keepers {
+		if kc := keeperRepair(k); kc != nil {
+			out = append(out, *kc)
+		}
+		rooms[i] = RoomOf(k)
 	}
+	var extra []Room // keepers to create
+	for _, c := range changes {
+		if c.Node != node {
+			continue
+		}
+		for _, v := range c.Volumes {
+			if v.Action != VolCreate && v.Action != VolAdopt {
+				continue
+			}
+			line := RecordLen(VolumeKey{c.App, v.Name}, v.Storage)
+			placed := false
+			for i := range rooms {
+				if rooms[i].Take(line) {
+					placed = true
+					break
+				}
+			}
+			for i := range extra {
+				if !placed && extra[i].Take(line) {
+					placed = true
+				}
+			}
+			if !placed {
+				r := NewRoom()
+				r.Take(line)
+				extra = append(extra, r)
+			}
+		}
+	}
+	for range extra {
+		reason := "no keeper on node " + node + " to own retained volumes"
+		if len(keepers) > 0 {
+			reason = fmt.Sprintf("the keepers on node %s are full (at most %d volumes each, and their records must fit in the description): one more", node, MaxKeeperVolumes)
+		}
+		out = append(out, KeeperChange{Node: node, Action: Create, Reasons: []string{reason}})
+	}
+	return out
+}
+
+func isKeeper(keepers []*Keeper, vmid int) bool {
+	for _, k := range keepers {
+		if k.VMID == vmid {
+			return true
+		}
+	}
+	return false
+}
+
+// keeperRepair is the work an existing keeper needs, or nil.
+func keeperRepair(k *Keeper) *KeeperChange {
+	node := k.Node
 	kc := &KeeperChange{Node: node, VMID: k.VMID, Action: Update}
 	if !k.Protected {
 		kc.Protect = true
@@ -145,9 +204,9 @@ func appChange(a *App, node string, obs *Observed) (Change, []string) {
 	}
 
 	// Volumes.
-	keeper := obs.Keepers[node]
+	keepers := obs.Keepers[node]
 	for _, v := range a.Volumes {
-		vc, prob := volumeChange(a, v, node, ct, keeper, obs, c.Action == Replace)
+		vc, prob := volumeChange(a, v, node, ct, keepers, obs, c.Action == Replace)
 		if prob != "" {
 			probs = append(probs, prob)
 		}
@@ -167,8 +226,8 @@ func appChange(a *App, node string, obs *Observed) (Change, []string) {
 		c.Start = true
 	default:
 		c.Config = configEdits(a, ct)
-		c.Cleanup = cleanupKeys(ct, keeper)
-		for _, key := range detachKeys(a, ct, keeper) {
+		c.Cleanup = cleanupKeys(ct, keepers)
+		for _, key := range detachKeys(a, ct, keepers) {
 			c.Volumes = append(c.Volumes, VolumeChange{Name: key.name, Action: VolDetach, VolID: key.volid, Key: key.key})
 		}
 		running := ct.Status == "running"
@@ -239,28 +298,36 @@ func updateReasons(c Change, ct *CT) []string {
 }
 
 // volumeChange plans one volume of an app.
-func volumeChange(a *App, v Volume, node string, ct *CT, keeper *Keeper, obs *Observed, replacing bool) (VolumeChange, string) {
+func volumeChange(a *App, v Volume, node string, ct *CT, keepers []*Keeper, obs *Observed, replacing bool) (VolumeChange, string) {
 	key := VolumeKey{a.Name, v.Name}
 	vc := VolumeChange{Name: v.Name, Storage: v.Storage, Size: v.Size, Mount: v.Mount, Backup: v.Backup, Adopt: v.Adopt, Reclaim: v.Reclaim}
 	// A record on another node's keeper: the data is there, not here.
-	for n, k := range obs.Keepers {
-		if n != node && k.Records[key] != "" {
-			return vc, fmt.Sprintf("app %s: volume %s lives on node %s (%s); moving an app between nodes is not supported — set node: %s", a.Name, v.Name, n, k.Records[key], n)
-		}
-	}
-	volid := ""
-	if keeper != nil {
-		volid = keeper.Records[key]
-		if volid == "" {
-			for _, mk := range sortedConfigKeys(keeper.Config, "mp") {
-				mp := ParseMountPoint(keeper.Config[mk])
-				if vk, ok := ParseKeeperMountPath(mp.Path); ok && vk == key {
-					volid = mp.Volume // half-created; the keeper change finishes it
-				}
+	for _, n := range sortedKeys(obs.Keepers) {
+		for _, k := range obs.Keepers[n] {
+			if n != node && k.Records[key] != "" {
+				return vc, fmt.Sprintf("app %s: volume %s lives on node %s (%s); moving an app between nodes is not supported — set node: %s", a.Name, v.Name, n, k.Records[key], n)
 			}
 		}
 	}
-	if volid == "" && keeper != nil {
+	volid := ""
+	for _, keeper := range keepers {
+		if volid = keeper.Records[key]; volid != "" {
+			break
+		}
+		for _, mk := range sortedConfigKeys(keeper.Config, "mp") {
+			mp := ParseMountPoint(keeper.Config[mk])
+			if vk, ok := ParseKeeperMountPath(mp.Path); ok && vk == key {
+				volid = mp.Volume // half-created; the keeper change finishes it
+			}
+		}
+		if volid != "" {
+			break
+		}
+	}
+	for _, keeper := range keepers {
+		if volid != "" {
+			break
+		}
 		// An adoption interrupted after the move: the volume is already
 		// the keeper's, under the entry the intent names.
 		if in, ok := keeper.Intents[key]; ok {
@@ -370,13 +437,10 @@ func unmanagedVolumes(app string, ct *CT, doing string) []string {
 
 // cleanupKeys are unusedN entries of the workload that reference keeper
 // volumes (left by a detach): dropping them frees nothing.
-func cleanupKeys(ct *CT, keeper *Keeper) []string {
-	if keeper == nil {
-		return nil
-	}
+func cleanupKeys(ct *CT, keepers []*Keeper) []string {
 	var out []string
 	for _, k := range sortedConfigKeys(ct.Config, "unused") {
-		if owner := VolumeOwner(ct.Config[k]); owner == keeper.VMID {
+		if isKeeper(keepers, VolumeOwner(ct.Config[k])) {
 			out = append(out, k)
 		}
 	}
@@ -387,10 +451,7 @@ type detachRef struct{ name, volid, key string }
 
 // detachKeys are mount points of the CT holding this app's keeper volumes
 // that the manifest no longer lists (kept in the keeper, detached).
-func detachKeys(a *App, ct *CT, keeper *Keeper) []detachRef {
-	if keeper == nil {
-		return nil
-	}
+func detachKeys(a *App, ct *CT, keepers []*Keeper) []detachRef {
 	wanted := map[string]bool{}
 	for _, v := range a.Volumes {
 		wanted[v.Name] = true
@@ -398,9 +459,11 @@ func detachKeys(a *App, ct *CT, keeper *Keeper) []detachRef {
 	var out []detachRef
 	for _, k := range sortedConfigKeys(ct.Config, "mp") {
 		vol := ParseMountPoint(ct.Config[k]).Volume
-		for vk, volid := range keeper.Records {
-			if volid == vol && vk.App == a.Name && !wanted[vk.Name] {
-				out = append(out, detachRef{vk.Name, volid, k})
+		for _, keeper := range keepers {
+			for vk, volid := range keeper.Records {
+				if volid == vol && vk.App == a.Name && !wanted[vk.Name] {
+					out = append(out, detachRef{vk.Name, volid, k})
+				}
 			}
 		}
 	}
@@ -423,17 +486,18 @@ func warnings(apps []App, obs *Observed) []string {
 		}
 	}
 	for _, node := range sortedKeys(obs.Keepers) {
-		k := obs.Keepers[node]
-		recorded := map[string]bool{}
-		for _, volid := range k.Records {
-			recorded[volid] = true
-		}
-		for _, in := range k.Intents {
-			recorded[ParseMountPoint(k.Config[in.Key]).Volume] = true
-		}
-		for _, key := range sortedConfigKeys(k.Config, "unused") {
-			if volid := k.Config[key]; !recorded[volid] {
-				w = append(w, fmt.Sprintf("keeper %d on %s holds %s (%s) recorded for no app: orphaned, kept; inspect it with 'corral volumes'", k.VMID, node, volid, key))
+		for _, k := range obs.Keepers[node] {
+			recorded := map[string]bool{}
+			for _, volid := range k.Records {
+				recorded[volid] = true
+			}
+			for _, in := range k.Intents {
+				recorded[ParseMountPoint(k.Config[in.Key]).Volume] = true
+			}
+			for _, key := range sortedConfigKeys(k.Config, "unused") {
+				if volid := k.Config[key]; !recorded[volid] {
+					w = append(w, fmt.Sprintf("keeper %d on %s holds %s (%s) recorded for no app: orphaned, kept; inspect it with 'corral volumes'", k.VMID, node, volid, key))
+				}
 			}
 		}
 	}

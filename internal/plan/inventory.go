@@ -28,19 +28,21 @@ type VolumeInfo struct {
 // name, with where it is attached.
 func Inventory(obs *Observed) []VolumeInfo {
 	var out []VolumeInfo
-	for node, k := range obs.Keepers {
-		for key, volid := range k.Records {
-			vi := VolumeInfo{App: key.App, Name: key.Name, VolID: volid, Node: node, Holder: "keeper", HolderVMID: k.VMID}
-			size, ok := obs.Volumes[volKey(node, volid)]
-			vi.Size, vi.Missing = size, !ok
-			for _, ct := range obs.Apps[key.App] {
-				for _, mk := range sortedConfigKeys(ct.Config, "mp") {
-					if mp := ParseMountPoint(ct.Config[mk]); mp.Volume == volid {
-						vi.Holder, vi.HolderVMID, vi.Mount = "ct "+strconv.Itoa(ct.VMID), ct.VMID, mp.Path
+	for node, ks := range obs.Keepers {
+		for _, k := range ks {
+			for key, volid := range k.Records {
+				vi := VolumeInfo{App: key.App, Name: key.Name, VolID: volid, Node: node, Holder: "keeper", HolderVMID: k.VMID}
+				size, ok := obs.Volumes[volKey(node, volid)]
+				vi.Size, vi.Missing = size, !ok
+				for _, ct := range obs.Apps[key.App] {
+					for _, mk := range sortedConfigKeys(ct.Config, "mp") {
+						if mp := ParseMountPoint(ct.Config[mk]); mp.Volume == volid {
+							vi.Holder, vi.HolderVMID, vi.Mount = "ct "+strconv.Itoa(ct.VMID), ct.VMID, mp.Path
+						}
 					}
 				}
+				out = append(out, vi)
 			}
-			out = append(out, vi)
 		}
 	}
 	slices.SortFunc(out, func(a, b VolumeInfo) int {

@@ -2,6 +2,7 @@ package plan_test
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -33,9 +34,9 @@ func converged() *plan.Observed {
 		Nodes:     []string{"pve"},
 		Templates: map[string][]string{"pve": {tmpl}},
 		Apps:      map[string][]*plan.CT{"hermes": {{VMID: 105, Node: "pve", Status: "running", Config: conf}}},
-		Keepers: map[string]*plan.Keeper{"pve": {VMID: 999, Node: "pve", Protected: true,
+		Keepers: map[string][]*plan.Keeper{"pve": {{VMID: 999, Node: "pve", Protected: true,
 			Config:  map[string]string{"unused0": "local-lvm:vm-999-disk-1", "protection": "1"},
-			Records: map[plan.VolumeKey]string{{App: "hermes", Name: "home"}: "local-lvm:vm-999-disk-1"}}},
+			Records: map[plan.VolumeKey]string{{App: "hermes", Name: "home"}: "local-lvm:vm-999-disk-1"}}}},
 		Volumes: map[string]int64{"pve/local-lvm:vm-999-disk-1": 10 << 30, "pve/local-lvm:vm-105-disk-0": 20 << 30},
 	}
 }
@@ -157,7 +158,7 @@ func TestMake_Refused(t *testing.T) {
 
 func TestMake_KeeperRepair(t *testing.T) {
 	obs := converged()
-	k := obs.Keepers["pve"]
+	k := obs.Keepers["pve"][0]
 	k.Protected = false
 	k.Config["mp0"] = "local-lvm:vm-999-disk-2,mp=/corral/hermes/cache,size=1G"
 	obs.Volumes["pve/local-lvm:vm-999-disk-2"] = 1 << 30
@@ -177,7 +178,7 @@ func TestMake_KeeperRepair(t *testing.T) {
 
 func TestMake_Warnings(t *testing.T) {
 	obs := converged()
-	obs.Keepers["pve"].Config["unused1"] = "local-lvm:vm-999-disk-7"
+	obs.Keepers["pve"][0].Config["unused1"] = "local-lvm:vm-999-disk-7"
 	obs.Apps["old"] = []*plan.CT{{VMID: 120, Node: "pve", Status: "stopped"}}
 	p, err := plan.Make([]plan.App{app()}, obs)
 	if err != nil {
@@ -196,7 +197,7 @@ func TestDestroy(t *testing.T) {
 	a := app()
 	a.Volumes = append(a.Volumes, plan.Volume{Name: "cache", Storage: "local-lvm", Size: 1 << 30, Mount: "/c", Reclaim: plan.DeleteOnDrop})
 	obs := converged()
-	obs.Keepers["pve"].Records[plan.VolumeKey{App: "hermes", Name: "cache"}] = "local-lvm:vm-999-disk-2"
+	obs.Keepers["pve"][0].Records[plan.VolumeKey{App: "hermes", Name: "cache"}] = "local-lvm:vm-999-disk-2"
 	for _, del := range []bool{false, true} {
 		p, err := plan.Destroy([]plan.App{a}, obs, del)
 		if err != nil {
@@ -283,5 +284,58 @@ func TestUnmanagedVolumeBlocksDestroy(t *testing.T) {
 				t.Fatalf("destroy with a keeper volume: %v", err)
 			}
 		})
+	}
+}
+
+// A keeper holds at most MaxKeeperVolumes volumes and as many records as
+// fit in PVE's 8192-character description; more volumes get one more
+// keeper on the node.
+func TestMake_KeeperFull(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		fill func(k *plan.Keeper)
+	}{
+		{"unused entries", func(k *plan.Keeper) {
+			for i := 1; i < plan.MaxKeeperVolumes; i++ {
+				k.Config["unused"+strconv.Itoa(i)] = "local-lvm:vm-999-disk-" + strconv.Itoa(i+1)
+				k.Records[plan.VolumeKey{App: "other", Name: "v" + strconv.Itoa(i)}] = "local-lvm:vm-999-disk-" + strconv.Itoa(i+1)
+			}
+		}},
+		{"description", func(k *plan.Keeper) {
+			for i := 0; i < 78; i++ {
+				name := strings.Repeat("x", 30) + strconv.Itoa(i)
+				k.Records[plan.VolumeKey{App: strings.Repeat("a", 30), Name: name}] = "local-lvm:vm-999-disk-" + strconv.Itoa(i+2)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			obs := converged()
+			tc.fill(obs.Keepers["pve"][0])
+			a := app()
+			a.Volumes = append(a.Volumes, plan.Volume{Name: "more", Storage: "local-lvm", Size: 1 << 30, Mount: "/srv/more", Reclaim: plan.Retain})
+			p, err := plan.Make([]plan.App{a}, obs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var creates int
+			for _, k := range p.Keepers {
+				if k.Action == plan.Create {
+					creates++
+					if !strings.Contains(k.Reasons[0], "full") {
+						t.Errorf("reason %q", k.Reasons[0])
+					}
+				}
+			}
+			if creates != 1 {
+				t.Fatalf("keeper changes %+v, want one new keeper", p.Keepers)
+			}
+		})
+	}
+	// With room, no new keeper.
+	obs := converged()
+	a := app()
+	a.Volumes = append(a.Volumes, plan.Volume{Name: "more", Storage: "local-lvm", Size: 1 << 30, Mount: "/srv/more", Reclaim: plan.Retain})
+	if p, err := plan.Make([]plan.App{a}, obs); err != nil || len(p.Keepers) != 0 {
+		t.Fatalf("keepers %+v, err %v", p.Keepers, err)
 	}
 }

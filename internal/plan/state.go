@@ -54,8 +54,10 @@ type Observed struct {
 	// Apps maps an app name to every CT tagged corral-app-<name>
 	// (normally one; more means an interrupted operation to report).
 	Apps map[string][]*CT
-	// Keepers maps a node to its keeper CT.
-	Keepers map[string]*Keeper
+	// Keepers maps a node to its keeper CTs, oldest (lowest VMID) first.
+	// One keeper holds at most MaxKeeperVolumes; more volumes on a node
+	// get more keepers.
+	Keepers map[string][]*Keeper
 	// Volumes maps "node/volid" to the size in bytes of each image volume
 	// found on the storages corral uses.
 	Volumes map[string]int64
@@ -70,6 +72,16 @@ type Guest struct {
 	Node string
 	Type string // lxc | qemu
 	Name string
+}
+
+// Holder returns the keeper on node that records key, or nil.
+func (o *Observed) Holder(node string, key VolumeKey) *Keeper {
+	for _, k := range o.Keepers[node] {
+		if k.Records[key] != "" {
+			return k
+		}
+	}
+	return nil
 }
 
 // CT is one observed container.
