@@ -60,6 +60,8 @@ func (s *Server) registerRoutes() {
 	s.route("DELETE", "/access/roles/{roleid}", s.deleteRole)
 	s.route("GET", "/access/acl", s.getACL)
 	s.route("PUT", "/access/acl", s.putACL)
+
+	s.registerBackupRoutes()
 }
 
 // notServed names schema endpoints near the ones above that the emulator
@@ -73,6 +75,4 @@ var notServed = map[string]string{
 	"GET /nodes/{node}/lxc/{vmid}/vncwebsocket":    "no console: PVE refuses it to API tokens anyway",
 	"POST /nodes/{node}/lxc/{vmid}/status/suspend": "suspend needs CRIU and is experimental in PVE",
 	"POST /nodes/{node}/lxc/{vmid}/status/resume":  "suspend needs CRIU and is experimental in PVE",
-	"POST /nodes/{node}/vzdump":                    "backups come with the backup issue",
-	"POST /nodes/{node}/lxc/{vmid}/snapshot":       "snapshots come with the backup issue",
 }

@@ -20,7 +20,7 @@ import (
 // checks everything it can, writes a config holding only "lock: create"
 // and returns the UPID of task vzcreate, which allocates the volumes,
 // extracts the template into the rootfs, sets the guest up and writes the
-// real config. Restoring a backup (restore=1) is not emulated yet.
+// real config. Restoring a backup (restore=1) is restore.go's.
 
 // ctCreateLockTimeout is create_and_lock_config's flock timeout.
 const ctCreateLockTimeout = 5 * time.Second
@@ -77,6 +77,9 @@ type ctCreateSpec struct {
 // unprivileged unless asked otherwise on PVE 9 (a privileged one needs
 // Sys.Modify on /), privileged by default on PVE 8 (behaviour.md (c)).
 func (c *Cluster) CreateCT(auth Auth, node string, params map[string]string) (string, error) {
+	if isTrue(params["restore"]) {
+		return c.restoreCT(auth, node, params) // restore.go
+	}
 	c.mu.Lock()
 	spec, err := c.ctPrepareCreateLocked(auth, node, params)
 	c.mu.Unlock()
@@ -138,11 +141,8 @@ func (c *Cluster) ctPrepareCreateLocked(auth Auth, node string, params map[strin
 	spec.start = isTrue(start)
 	haManaged, _ := take("ha-managed")
 	unprivStr, unprivSet := take("unprivileged")
-	restore, _ := take("restore")
+	take("restore") // restore=1 never gets here: CreateCT hands it to restoreCT
 	take("unique")
-	if isTrue(restore) {
-		return ctCreateSpec{}, Failf("restore is not implemented by this emulator yet\n")
-	}
 	if isTrue(haManaged) {
 		return ctCreateSpec{}, Failf("ha-managed is not implemented by this emulator yet\n")
 	}

@@ -345,8 +345,8 @@ func TestCluster_CreateCT_syncErrors(t *testing.T) {
 			status: 500, msg: "storage 'tank' does not exist\n"},
 		{name: "bad ssh key", auth: "root", params: map[string]string{"ssh-public-keys": "ssh-rsa not-a-key"},
 			status: 500, msg: "SSH public key validation error\n"},
-		{name: "restore", auth: "root", params: map[string]string{"restore": "1"},
-			status: 500, msg: "restore is not implemented by this emulator yet\n"},
+		{name: "restore from a template", auth: "root", params: map[string]string{"restore": "1"},
+			status: 500, msg: "unable to use volume " + DefaultTemplate + " - content type needs to be 'backup'\n"},
 		{name: "MTU larger than the bridge's", auth: "root", params: map[string]string{"net0": "name=eth0,bridge=vmbr0,mtu=9000"},
 			status: 500, msg: "net0: MTU size '9000' is bigger than bridge MTU '1500'\n"},
 	}

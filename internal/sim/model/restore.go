@@ -1,0 +1,619 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Restoring a backup: POST /nodes/{node}/lxc with restore=1 and
+// ostemplate=<backup volid> (pve-container API2/LXC.pm create_vm and
+// LXC/Create.pm restore_archive, restore_configuration; behaviour.md
+// "Create / restore", seed 004 §3.6, §4.4, §4.7). Without rootfs/mpN
+// parameters every volume mount point of the backed-up config is
+// recreated empty on "storage" with its backed-up size and the archive is
+// extracted over the new mounts, so only what vzdump included comes back.
+// The backed-up config is kept (MAC, hostname, features — keyctl too, as
+// restore is exempt from the feature-flag rule) unless a parameter
+// overrides it; unique=1 gives every NIC a new MAC.
+
+// restoreSpec is a restore request after its synchronous checks.
+type restoreSpec struct {
+	auth       Auth
+	node       string
+	vmid       int
+	archive    string // backup volid
+	storage    string
+	conf       map[string]string // from the parameters, without volumes
+	mounts     map[string]string // rootfs/mpN parameters, "" storage only
+	unprivSet  bool
+	unique     bool
+	start      bool
+	sameExists bool
+}
+
+// restoreCT is the restore=1 branch of CreateCT.
+func (c *Cluster) restoreCT(auth Auth, node string, params map[string]string) (string, error) {
+	c.mu.Lock()
+	spec, err := c.restorePrepareLocked(auth, node, params)
+	c.mu.Unlock()
+	if err != nil {
+		return "", err
+	}
+	// create_and_lock_config($vmid, $force): an existing config is kept
+	// and locked "create" after check_lock.
+	emsg := fmt.Sprintf("unable to restore CT %d -", spec.vmid)
+	release, err := c.locks.acquire(c.ctx, spec.vmid, ctCreateLockTimeout)
+	if err != nil {
+		return "", Failf("%s %s", emsg, errText(err))
+	}
+	defer release()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g := c.st.Guests[spec.vmid]
+	switch {
+	case g != nil && !(spec.sameExists && g.Node == node):
+		return "", Failf("%s %s", emsg, errText(c.ctCheckVMIDUnusedLocked(spec.vmid)))
+	case g != nil:
+		if l := g.Lock(); l != "" {
+			return "", Failf("%s CT is locked (%s)\n", emsg, l)
+		}
+		g.Config["lock"] = "create"
+	default:
+		if spec.sameExists {
+			spec.sameExists = false // destroyed meanwhile
+		}
+		c.st.Guests[spec.vmid] = &Guest{VMID: spec.vmid, Node: node, Config: map[string]string{"lock": "create"}}
+	}
+	if err := c.saveLocked(); err != nil {
+		return "", err
+	}
+	return c.spawn(auth, node, "vzrestore", strconv.Itoa(spec.vmid), func(w *Worker) error {
+		return c.restoreTask(w, spec)
+	}), nil
+}
+
+// restorePrepareLocked is create_vm's synchronous part for a restore.
+func (c *Cluster) restorePrepareLocked(auth Auth, node string, params map[string]string) (restoreSpec, error) {
+	if err := c.checkNodeLocked(node); err != nil {
+		return restoreSpec{}, err
+	}
+	p := map[string]string{}
+	for k, v := range params {
+		p[k] = v
+	}
+	take := func(k string) (string, bool) {
+		v, ok := p[k]
+		delete(p, k)
+		return v, ok
+	}
+	vmidStr, _ := take("vmid")
+	vmid, err := strconv.Atoi(vmidStr)
+	if err != nil {
+		return restoreSpec{}, ParamError(map[string]string{"vmid": fmt.Sprintf("type check ('integer') failed - got '%s'", vmidStr)})
+	}
+	spec := restoreSpec{auth: auth, node: node, vmid: vmid}
+	take("ignore-unpack-errors")
+	take("bwlimit")
+	start, _ := take("start")
+	spec.start = isTrue(start)
+	if ha, _ := take("ha-managed"); isTrue(ha) {
+		return restoreSpec{}, Failf("ha-managed is not implemented by this emulator yet\n")
+	}
+	unprivStr, unprivSet := take("unprivileged")
+	spec.unprivSet = unprivSet
+	take("restore")
+	unique, _ := take("unique")
+	spec.unique = isTrue(unique)
+	force, _ := take("force")
+
+	existing := c.st.Guests[vmid]
+	spec.sameExists = existing != nil && existing.Node == node
+	if !(spec.sameExists && isTrue(force)) {
+		if err := c.ctCheckVMIDUnusedLocked(vmid); err != nil {
+			return restoreSpec{}, err
+		}
+	} else {
+		if existing.Running {
+			return restoreSpec{}, Failf("can't overwrite running container\n")
+		}
+		if isTrue(existing.Config["protection"]) {
+			return restoreSpec{}, Failf("unable to restore CT %d - protection mode enabled\n", vmid)
+		}
+	}
+	take("password") // only a fresh create sets up the guest's root password
+	if keys, ok := take("ssh-public-keys"); ok {
+		if err := ctValidateSSHKeys(keys); err != nil {
+			return restoreSpec{}, err
+		}
+	}
+	if pool, ok := take("pool"); ok {
+		return restoreSpec{}, Failf("pool '%s' does not exist\n", pool) // the emulator has no pools
+	}
+	vmPath := fmt.Sprintf("/vms/%d", vmid)
+	switch {
+	case c.st.Access.HasPriv(auth, vmPath, "VM.Allocate"):
+	case spec.sameExists && isTrue(force) && c.st.Access.HasPriv(auth, vmPath, "VM.Backup"):
+		// VM.Backup is enough to restore over an existing CT.
+		if isTrue(existing.Config["unprivileged"]) && unprivSet && !isTrue(unprivStr) {
+			if err := c.st.Access.Check(auth, "/", []string{"Sys.Modify"}, false); err != nil {
+				return restoreSpec{}, err
+			}
+		}
+	default:
+		return restoreSpec{}, PermError("")
+	}
+	spec.archive, _ = take("ostemplate")
+	spec.storage, _ = take("storage")
+	if spec.storage == "" {
+		spec.storage = "local"
+	}
+	unprivileged := isTrue(unprivStr)
+	if err := c.ctModifyConfigPermLocked(auth, vmid, nil, p, nil, unprivileged); err != nil {
+		return restoreSpec{}, err
+	}
+	if err := c.ctCheckVolumeAccessLocked(auth, vmid, spec.archive, "backup"); err != nil {
+		return restoreSpec{}, err
+	}
+
+	spec.mounts = map[string]string{}
+	noDisk := map[string]string{}
+	for _, opt := range sortedKeys(p) {
+		value := p[opt]
+		switch {
+		case opt == "rootfs" || ctKeyIs(opt, "mp"):
+			if ctPlainSizeRE.MatchString(value) {
+				value = spec.storage + ":" + value
+			}
+			spec.mounts[opt] = value
+		case ctKeyIs(opt, "unused"):
+			c.log.Warn(fmt.Sprintf("ignoring '%s', cannot create/restore with unused volume", opt), "vmid", vmid)
+		default:
+			noDisk[opt] = value
+		}
+	}
+	if _, ok := spec.mounts["rootfs"]; len(spec.mounts) > 0 && !ok {
+		return restoreSpec{}, Failf("mount points configured, but 'rootfs' not set - aborting\n")
+	}
+	for _, key := range ctVolumeKeys(spec.mounts) {
+		mp, err := ParseMountPoint(key, spec.mounts[key])
+		if err != nil {
+			return restoreSpec{}, Failf("%s\n", err)
+		}
+		if mp.Type() != "volume" {
+			if !auth.IsRoot() {
+				return restoreSpec{}, Failf("Only root can pass arbitrary filesystem paths.\n")
+			}
+			continue
+		}
+		sid, _, ok := ParseVolID(mp.Volume())
+		if !ok {
+			return restoreSpec{}, Failf("unable to parse volume ID '%s'\n", mp.Volume())
+		}
+		if err := c.ctCheckCreateStorageLocked(auth, node, sid); err != nil {
+			return restoreSpec{}, err
+		}
+	}
+	if _, ok := spec.mounts["rootfs"]; !ok {
+		if err := c.ctCheckCreateStorageLocked(auth, node, spec.storage); err != nil {
+			return restoreSpec{}, err
+		}
+	}
+	g := &Guest{VMID: vmid, Node: node, Config: map[string]string{}}
+	if _, err := c.ctUpdateConfigLocked(g, false, noDisk, nil, nil); err != nil {
+		return restoreSpec{}, err
+	}
+	if unprivileged {
+		g.Config["unprivileged"] = "1"
+	} else if unprivSet {
+		g.Config["unprivileged"] = "0"
+	}
+	spec.conf = g.Config
+	return spec, nil
+}
+
+// restoreTask is the vzrestore worker. On failure the new volumes go
+// again, and the config too unless it existed before and nothing was
+// changed yet; the error reads "unable to restore CT <vmid> - …".
+func (c *Cluster) restoreTask(w *Worker, spec restoreSpec) error {
+	if err := w.LockConfig(spec.vmid); err != nil {
+		return err
+	}
+	var vols []string
+	destroyConfig := !spec.sameExists
+	err := c.restoreRun(w, spec, &vols, &destroyConfig)
+	if err != nil {
+		w.Do(func(st *State) error {
+			for _, volid := range vols {
+				if ferr := c.freeImageLocked(w, spec.node, volid); ferr != nil {
+					w.logLocked("%s", errText(ferr))
+				}
+			}
+			g := st.Guests[spec.vmid]
+			if g == nil || g.Node != spec.node {
+				return nil
+			}
+			if destroyConfig {
+				delete(st.Guests, spec.vmid)
+				delete(st.Extra, spec.vmid)
+			} else if g.Config["lock"] == "create" {
+				delete(g.Config, "lock")
+			}
+			return nil
+		})
+		return Failf("unable to restore CT %d - %s", spec.vmid, errText(err))
+	}
+	if !spec.start {
+		return nil
+	}
+	if err := w.Phase("vzstart", 1); err != nil {
+		return err
+	}
+	return w.Do(func(st *State) error {
+		g, err := c.guestLocked(spec.node, spec.vmid)
+		if err != nil {
+			return err
+		}
+		return c.createStartLocked(g)
+	})
+}
+
+// restoreRun is the body of create_vm's worker for a restore.
+func (c *Cluster) restoreRun(w *Worker, spec restoreSpec, vols *[]string, destroyConfig *bool) error {
+	conf := map[string]string{}
+	for k, v := range spec.conf {
+		conf[k] = v
+	}
+	w.Log("recovering backed-up configuration from '%s'", spec.archive)
+	var archivePath, archiveHost string
+	var oldConf map[string]string
+	err := w.Do(func(st *State) error {
+		g, err := c.guestLocked(spec.node, spec.vmid)
+		if err != nil {
+			return err
+		}
+		if g.Running {
+			return Failf("can't overwrite running container\n")
+		}
+		oldConf = ctCloneGuest(g).Config
+		sid, name, ok := ParseVolID(spec.archive)
+		if !ok || st.Volumes[volumeKey(spec.node, spec.archive)] == nil {
+			return Failf("can't find file '%s'\n", spec.archive)
+		}
+		archivePath = c.volumePath(spec.node, sid, name)
+		archiveHost = c.hostPath(st.storage(sid), name)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	text, err := readBackupConfig(archivePath)
+	if err != nil {
+		return Failf("unable to restore '%s' - %s\n", spec.archive, err)
+	}
+	orig := parseConfigSection(text)
+
+	mounts := map[string]string{}
+	var delayed map[string]string
+	err = w.Do(func(st *State) error {
+		for _, k := range sortedKeys(orig) {
+			if ctKeyIs(k, "net") && spec.conf[k] == "" {
+				if err := c.ctCheckBridgeAccessLocked(spec.auth, orig[k]); err != nil {
+					return err
+				}
+			}
+		}
+		if !spec.unprivSet {
+			if v, ok := orig["unprivileged"]; ok {
+				conf["unprivileged"] = v
+			}
+		}
+		if !isTrue(conf["unprivileged"]) {
+			delete(conf, "unprivileged")
+			if old := oldConf; !spec.sameExists || isTrue(old["unprivileged"]) {
+				if err := st.Access.Check(spec.auth, "/", []string{"Sys.Modify"}, false); err != nil {
+					return err
+				}
+			}
+		}
+		if len(spec.mounts) > 0 {
+			for k, v := range spec.mounts {
+				mounts[k] = v
+			}
+			return nil
+		}
+		// storage-only mode: the backed-up mount points, recreated.
+		if _, ok := orig["rootfs"]; !ok {
+			return Failf("rootfs configuration could not be recovered, please check and specify manually!\n")
+		}
+		for _, key := range ctVolumeKeys(orig) {
+			if ctKeyIs(key, "unused") {
+				continue
+			}
+			mp, err := ParseMountPoint(key, orig[key])
+			if err != nil {
+				return Failf("%s\n", err)
+			}
+			if typ := mp.Type(); typ != "volume" {
+				if key == "rootfs" {
+					return Failf("restoring rootfs to %s mount is only possible by specifying -rootfs manually!\n", typ)
+				}
+				if !spec.auth.IsRoot() {
+					return Failf("restoring '%s' to %s mount is only possible for root\n", key, typ)
+				}
+				if mp.Backup() {
+					w.logLocked("WARNING - unsupported configuration!")
+					w.logLocked("backup was enabled for %s mount point %s ('%s')", typ, key, mp.Path())
+					w.logLocked("mount point configuration will be restored after archive extraction!")
+					w.logLocked("contained files will be restored to wrong directory!")
+				}
+				if delayed == nil {
+					delayed = map[string]string{}
+				}
+				delayed[key] = mp.String()
+				continue
+			}
+			sizeStr, ok := mp.Props["size"]
+			if !ok {
+				return Failf("unable to detect disk size - please specify %s (size)\n", key)
+			}
+			size, err := ParseSize(sizeStr)
+			if err != nil {
+				return Failf("unable to detect disk size - please specify %s (size)\n", key)
+			}
+			delete(mp.Props, "size")
+			mp.Props["volume"] = spec.storage + ":" + strconv.FormatFloat(float64(size)/float64(gib), 'f', -1, 64)
+			mounts[key] = mp.String()
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+
+	*destroyConfig = true
+	var targets []restoreMount
+	err = w.Do(func(st *State) error {
+		for _, key := range ctVolumeKeys(mounts) {
+			mp, err := ParseMountPoint(key, mounts[key])
+			if err != nil {
+				return Failf("%s\n", err)
+			}
+			if sid, sizeGiB, ok := ParseNewDisk(mp.Volume()); ok && mp.Type() == "volume" {
+				size := int64(sizeGiB*1024) * mib
+				v, lines, err := c.ctAllocDiskLocked(spec.node, sid, spec.vmid, size)
+				for _, l := range lines {
+					w.logLocked("%s", l)
+				}
+				if err != nil {
+					return err
+				}
+				*vols = append(*vols, v.VolID())
+				mp.Props["volume"] = v.VolID()
+				mp.Props["size"] = FormatSize(size)
+			}
+			conf[key] = mp.String()
+		}
+		// An existing CT's old volumes go once the new ones exist.
+		if len(oldConf) > 1 {
+			old := &Guest{VMID: spec.vmid, Node: spec.node, Config: oldConf}
+			if g := st.Guests[spec.vmid]; g != nil {
+				old.Pending = g.Pending
+			}
+			if err := c.ctDestroyContainerLocked(w, old, false); err != nil {
+				return err
+			}
+			if g := st.Guests[spec.vmid]; g != nil {
+				g.Config = map[string]string{"lock": "create"}
+				g.Pending, g.PendingDelete, g.Snapshots = nil, nil, nil
+			}
+		}
+		for _, mp := range mountPoints(conf) {
+			if mp.Type() != "volume" {
+				continue
+			}
+			sid, name, ok := ParseVolID(mp.Volume())
+			if !ok || st.Volumes[volumeKey(spec.node, mp.Volume())] == nil {
+				return Failf("volume '%s' does not exist\n", mp.Volume())
+			}
+			targets = append(targets, restoreMount{path: mp.Path(), dir: c.volumePath(spec.node, sid, name)})
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := w.Phase("vzrestore", 0.2); err != nil {
+		return err
+	}
+
+	w.Log("restoring '%s' now..", spec.archive)
+	w.Log("extracting archive '%s'", archiveHost)
+	began := time.Now()
+	n, err := extractBackup(archivePath, targets)
+	if err != nil {
+		return Failf("unable to restore '%s': %s\n", archiveHost, err)
+	}
+	w.Log("Total bytes read: %d (%s, %s/s)", n, ctHumanBytes(float64(n)), ctHumanBytes(float64(n)/max(time.Since(began).Seconds(), 1e-3)))
+	w.Log("merging backed-up and given configuration..")
+	for _, t := range targets {
+		if t.path == "/" {
+			os.RemoveAll(filepath.Join(t.dir, "etc", "vzdump"))
+		}
+	}
+	restoreConfiguration(conf, orig, !spec.auth.IsRoot(), spec.unique, w)
+	if err := w.Phase("vzrestore", 0.8); err != nil {
+		return err
+	}
+	if conf["hostname"] == "" {
+		conf["hostname"] = fmt.Sprintf("CT%d", spec.vmid)
+	}
+	if conf["memory"] == "" || conf["memory"] == "0" {
+		conf["memory"] = "512"
+	}
+	if _, ok := conf["swap"]; !ok {
+		conf["swap"] = "512"
+	}
+	for k, v := range delayed {
+		conf[k] = v
+	}
+	for _, t := range targets {
+		if t.path == "/" {
+			if err := ctPostCreate(t.dir, conf["hostname"], ""); err != nil {
+				return err
+			}
+		}
+	}
+	return w.Do(func(st *State) error {
+		g, err := c.guestLocked(spec.node, spec.vmid)
+		if err != nil {
+			return err
+		}
+		g.Config = conf
+		g.Pending, g.PendingDelete, g.Snapshots = nil, nil, nil
+		return nil
+	})
+}
+
+// restoreConfiguration is restore_configuration's merge: every key of the
+// backed-up config that the parameters did not set, except volumes,
+// bookkeeping and (for non-root) raw lxc keys; with unique every NIC
+// gets a new MAC.
+func restoreConfiguration(conf, orig map[string]string, restricted, unique bool, w *Worker) {
+	for _, k := range sortedKeys(orig) {
+		switch {
+		case k == "digest" || k == "rootfs" || k == "snapshots" || k == "unprivileged" || k == "parent" || k == "lock" || k == "template":
+			continue
+		case ctKeyIs(k, "mp") || ctKeyIs(k, "unused"):
+			continue
+		case strings.HasPrefix(k, "lxc."):
+			if restricted {
+				w.Log("skipping custom lxc options, restore manually as root:")
+				w.Log("--------------------------------")
+				w.Log("%s: %s", k, orig[k])
+				w.Log("--------------------------------")
+				continue
+			}
+		case unique && ctKeyIs(k, "net"):
+			if net, err := ParseNet(orig[k]); err == nil {
+				net["hwaddr"] = ctRandomMAC()
+				conf[k] = net.String()
+				continue
+			}
+		}
+		if _, ok := conf[k]; !ok {
+			conf[k] = orig[k]
+		}
+	}
+}
+
+// parseConfigSection reads the main section of a config file as
+// configText writes it: leading '#' lines are the description.
+func parseConfigSection(text string) map[string]string {
+	conf := map[string]string{}
+	var desc []string
+	for _, line := range strings.Split(text, "\n") {
+		switch {
+		case strings.HasPrefix(line, "["):
+			if len(desc) > 0 {
+				conf["description"] = strings.Join(desc, "\n")
+			}
+			return conf
+		case strings.HasPrefix(line, "#"):
+			desc = append(desc, line[1:])
+		default:
+			if k, v, ok := strings.Cut(line, ": "); ok && k != "" {
+				conf[k] = v
+			}
+		}
+	}
+	if len(desc) > 0 {
+		conf["description"] = strings.Join(desc, "\n")
+	}
+	return conf
+}
+
+// restoreMount is where one mount point of the restored CT lives.
+type restoreMount struct {
+	path string // inside the CT
+	dir  string // on the data plane
+}
+
+// extractBackup unpacks a backup archive over the mounts: each entry goes
+// to the volume mounted at the longest prefix of its path, as tar does
+// over mount_all's tree. Only directories, regular files and symlinks are
+// created, and nothing leaves its volume. It returns the tar stream's
+// length.
+func extractBackup(archive string, mounts []restoreMount) (int64, error) {
+	sorted := append([]restoreMount(nil), mounts...)
+	sort.Slice(sorted, func(i, j int) bool { return len(sorted[i].path) > len(sorted[j].path) })
+	tr, closeFn, err := openBackupTar(archive)
+	if err != nil {
+		return 0, err
+	}
+	defer closeFn()
+	var total int64
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return total, err
+		}
+		total += 512
+		name := "/" + strings.TrimPrefix(path.Clean("/"+h.Name), "/")
+		var target restoreMount
+		found := false
+		for _, m := range sorted {
+			if m.path == "/" || name == m.path || strings.HasPrefix(name, m.path+"/") {
+				target, found = m, true
+				break
+			}
+		}
+		if !found {
+			continue
+		}
+		rel := strings.TrimPrefix(strings.TrimPrefix(name, target.path), "/")
+		dst := filepath.Join(target.dir, filepath.FromSlash(rel))
+		if !strings.HasPrefix(dst, filepath.Clean(target.dir)) {
+			continue
+		}
+		switch h.Typeflag {
+		case '5': // directory
+			if err := os.MkdirAll(dst, 0o755); err != nil {
+				return total, err
+			}
+		case '0', '\x00':
+			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+				return total, err
+			}
+			f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, os.FileMode(h.Mode)&0o777)
+			if err != nil {
+				return total, err
+			}
+			n, err := io.Copy(f, tr)
+			f.Close()
+			if err != nil {
+				return total, err
+			}
+			total += (n + 511) / 512 * 512
+		case '2': // symlink
+			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+				return total, err
+			}
+			os.Remove(dst)
+			if err := os.Symlink(h.Linkname, dst); err != nil {
+				return total, err
+			}
+		}
+	}
+	return total + 1024, nil
+}

@@ -1,0 +1,1025 @@
+package model
+
+import (
+	"archive/tar"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// Backups: POST /nodes/{node}/vzdump (pve-manager API2/VZDump.pm and
+// VZDump.pm, pve-container VZDump/LXC.pm; behaviour.md "vzdump", seed 004
+// §3.4, §3.5, §4). The archive is a real tar.zst in the backup storage's
+// dump directory: ./etc/vzdump/pct.conf and pct.fw first, then the rootfs
+// and every mount point whose data vzdump includes, at its mount path.
+
+// vzdumpRootOnly are the parameters only root@pam may set.
+var vzdumpRootOnly = []string{"tmpdir", "dumpdir", "script", "job-id"}
+
+// vzdumpSysModify are the parameters that need Sys.Modify on "/".
+var vzdumpSysModify = []string{"bwlimit", "performance", "ionice"}
+
+// vzdumpKeeps are the prune-backups keep options in the order
+// prune_mark_backup_group applies them.
+var vzdumpKeeps = []string{"keep-last", "keep-hourly", "keep-daily", "keep-weekly", "keep-monthly", "keep-yearly"}
+
+// vzdumpJob is a backup request after its synchronous checks.
+type vzdumpJob struct {
+	auth     Auth
+	node     string
+	vmids    []int // local guests and unknown VMIDs, sorted
+	skipped  []int // guests on other nodes
+	all      bool
+	mode     string
+	storage  string
+	compress string
+	notes    string
+	protect  bool
+	remove   bool
+	prune    map[string]int // nil: keep-all
+	cmdline  string
+}
+
+// Vzdump is POST /nodes/{node}/vzdump: task "vzdump", id the VMID when
+// exactly one local guest is selected. params are the request's (vmid,
+// all, exclude, mode, storage, compress, notes-template, protected,
+// prune-backups, remove, …). The schema lets every user in; the checks
+// PVE makes itself run here: root-only parameters, Sys.Modify for
+// bwlimit/performance/ionice, Datastore.Allocate for prune-backups and
+// Datastore.AllocateSpace on an explicit storage. VM.Backup is checked per
+// guest inside the task, so a backup of a guest the caller may not back
+// up returns a UPID whose task fails with 403 (seed 004 §3.5). When no
+// selected guest is on node, PVE answers "OK" and starts nothing.
+func (c *Cluster) Vzdump(auth Auth, node string, params map[string]string) (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.checkNodeLocked(node); err != nil {
+		return "", err
+	}
+	if !auth.IsRoot() {
+		for _, k := range vzdumpRootOnly {
+			if _, ok := params[k]; ok {
+				return "", ParamError(map[string]string{k: "Only root may set this option."})
+			}
+		}
+	}
+	job := vzdumpJob{auth: auth, node: node, mode: params["mode"], storage: params["storage"],
+		compress: params["compress"], notes: params["notes-template"], protect: isTrue(params["protected"]),
+		remove: true, all: isTrue(params["all"])}
+	if v, ok := params["remove"]; ok {
+		job.remove = isTrue(v)
+	}
+	if job.mode == "" {
+		job.mode = "snapshot"
+	}
+	switch {
+	case job.all && params["vmid"] != "":
+		return "", ParamError(map[string]string{"all": "option conflicts with option 'vmid'"})
+	case params["exclude"] != "" && params["vmid"] != "":
+		return "", ParamError(map[string]string{"exclude": "option conflicts with option 'vmid'"})
+	case params["pool"] != "" && params["vmid"] != "":
+		return "", ParamError(map[string]string{"pool": "option conflicts with option 'vmid'"})
+	case strings.Contains(job.notes, "\n"):
+		return "", ParamError(map[string]string{"notes-template": "contains a line feed"})
+	}
+	if params["exclude"] != "" && params["pool"] == "" {
+		job.all = true
+	}
+	if !job.all && params["pool"] == "" && params["vmid"] == "" && !isTrue(params["stop"]) {
+		return "", ParamError(map[string]string{"vmid": "property is missing"})
+	}
+	if pool := params["pool"]; pool != "" {
+		return "", Failf("pool '%s' does not exist\n", pool) // the emulator has no pools
+	}
+	if s := params["prune-backups"]; s != "" {
+		keep, err := vzdumpParsePrune(s)
+		if err != nil {
+			return "", err
+		}
+		job.prune = keep
+	}
+	if !auth.IsRoot() {
+		if _, ok := params["prune-backups"]; ok {
+			sid := job.storage
+			if sid == "" {
+				sid = "local"
+			}
+			if err := c.st.Access.Check(auth, "/storage/"+sid, []string{"Datastore.Allocate"}, false); err != nil {
+				return "", err
+			}
+		}
+		for _, k := range vzdumpSysModify {
+			if _, ok := params[k]; ok {
+				if err := c.st.Access.Check(auth, "/", []string{"Sys.Modify"}, false); err != nil {
+					return "", err
+				}
+				break
+			}
+		}
+	}
+
+	// get_included_guests
+	var selected []int
+	if job.all {
+		excluded := map[int]bool{}
+		for _, s := range ctSplitList(params["exclude"]) {
+			if n, err := strconv.Atoi(s); err == nil {
+				excluded[n] = true
+			}
+		}
+		for vmid := range c.st.Guests {
+			if !excluded[vmid] {
+				selected = append(selected, vmid)
+			}
+		}
+	} else {
+		for _, s := range ctSplitList(params["vmid"]) {
+			n, err := strconv.Atoi(s)
+			if err != nil || n < 100 {
+				return "", ParamError(map[string]string{"vmid": fmt.Sprintf("value does not look like a valid VM ID: %s", s)})
+			}
+			selected = append(selected, n)
+		}
+	}
+	sort.Ints(selected)
+	selected = slices.Compact(selected)
+	for _, vmid := range selected {
+		g := c.st.Guests[vmid]
+		switch {
+		case g == nil:
+			job.vmids = append(job.vmids, vmid) // fails visibly later
+		case g.Node == node:
+			job.vmids = append(job.vmids, vmid)
+		default:
+			job.skipped = append(job.skipped, vmid)
+		}
+	}
+	if len(job.vmids) == 0 && !job.all {
+		return "OK", nil // silent exit if the guests run on other nodes
+	}
+	if params["storage"] != "" {
+		if err := c.st.Access.Check(auth, "/storage/"+params["storage"], []string{"Datastore.AllocateSpace"}, false); err != nil {
+			return "", err
+		}
+	}
+	if job.storage == "" {
+		job.storage = "local"
+	}
+	job.cmdline = vzdumpCommandLine(params)
+	id := ""
+	if len(job.vmids) == 1 {
+		id = strconv.Itoa(job.vmids[0])
+	}
+	return c.spawn(auth, node, "vzdump", id, func(w *Worker) error { return c.vzdumpTask(w, job) }), nil
+}
+
+// vzdumpParsePrune parses a prune-backups property string.
+func vzdumpParsePrune(s string) (map[string]int, error) {
+	p, err := ParseProp(s, "")
+	if err != nil {
+		return nil, ParamError(map[string]string{"prune-backups": err.Error()})
+	}
+	keep := map[string]int{}
+	for k, v := range p {
+		if k == "keep-all" {
+			if isTrue(v) {
+				if len(p) > 1 {
+					return nil, ParamError(map[string]string{"prune-backups": "keep-all cannot be set together with other options."})
+				}
+				return nil, nil
+			}
+			continue
+		}
+		if !slices.Contains(vzdumpKeeps, k) {
+			return nil, ParamError(map[string]string{"prune-backups": fmt.Sprintf("invalid key in comma-separated list property: %s", k)})
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return nil, ParamError(map[string]string{"prune-backups": fmt.Sprintf("%s: value must have a minimum value of 1", k)})
+		}
+		keep[k] = n
+	}
+	if len(keep) == 0 {
+		return nil, nil
+	}
+	return keep, nil
+}
+
+// vzdumpCommandLine is VZDump::Common command_line: "vzdump", the VMIDs,
+// then every other parameter as --key value (sorted here; PVE's order is
+// that of a Perl hash).
+func vzdumpCommandLine(params map[string]string) string {
+	var b strings.Builder
+	b.WriteString("vzdump")
+	for _, s := range ctSplitList(params["vmid"]) {
+		b.WriteString(" " + s)
+	}
+	for _, k := range sortedKeys(params) {
+		if k == "vmid" || k == "stdout" {
+			continue
+		}
+		v := params[k]
+		if strings.ContainsAny(v, " \t") {
+			v = "'" + v + "'"
+		}
+		fmt.Fprintf(&b, " --%s %s", k, v)
+	}
+	return b.String()
+}
+
+// vzdumpTask is the vzdump worker: exec_backup over the selected guests.
+func (c *Cluster) vzdumpTask(w *Worker, job vzdumpJob) error {
+	info := func(format string, args ...any) { w.Log("INFO: "+format, args...) }
+	info("starting new backup job: %s", job.cmdline)
+	if len(job.skipped) > 0 {
+		var s []string
+		for _, v := range job.skipped {
+			s = append(s, strconv.Itoa(v))
+		}
+		info("skip external VMs: %s", strings.Join(s, ", "))
+	}
+	// VZDump->new: the target storage must hold backups.
+	var dumpdir string
+	err := w.Do(func(st *State) error {
+		s := st.storage(job.storage)
+		if s == nil {
+			return Failf("could not get storage information for '%s': storage '%s' does not exist\n", job.storage, job.storage)
+		}
+		if !s.HasContent("backup") {
+			return Failf("could not get storage information for '%s': can't use storage '%s' for backups - wrong content type\n", job.storage, job.storage)
+		}
+		if _, err := c.storageCheckEnabledLocked(job.storage, job.node); err != nil {
+			return err
+		}
+		dumpdir = s.Path + "/dump"
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	// The task list: VM.Backup per existing guest; without "all" a missing
+	// privilege ends the whole job (seed 004 §3.5).
+	var vmids []int
+	err = w.Do(func(st *State) error {
+		for _, vmid := range job.vmids {
+			if st.Guests[vmid] != nil {
+				if err := st.Access.Check(job.auth, fmt.Sprintf("/vms/%d", vmid), []string{"VM.Backup"}, false); err != nil {
+					if job.all {
+						continue
+					}
+					return err
+				}
+			}
+			vmids = append(vmids, vmid)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	errs := 0
+	for _, vmid := range vmids {
+		if err := c.vzdumpGuest(w, job, vmid, dumpdir); err != nil {
+			if w.ctx.Err() != nil {
+				return err
+			}
+			errs++
+		}
+	}
+	if errs > 0 {
+		info("Backup job finished with errors")
+		return Failf("job errors\n")
+	}
+	info("Backup job finished successfully")
+	return nil
+}
+
+// vzdumpDisk is one mount point a backup includes.
+type vzdumpDisk struct {
+	key, mp, volid string
+	dir            string // where its data is read from
+}
+
+// vzdumpGuest is exec_backup_task for one CT. Its error has been logged
+// ("Backup of VM <vmid> failed - …") when it returns.
+func (c *Cluster) vzdumpGuest(w *Worker, job vzdumpJob, vmid int, dumpdir string) error {
+	info := func(format string, args ...any) { w.Log("INFO: "+format, args...) }
+	began := c.now()
+	firstLine := len(w.logSnapshot())
+	var (
+		locked, restart, snapped bool
+		basename, archive        string
+		volid                    string
+	)
+	err := func() error {
+		var running bool
+		var hostname string
+		err := w.Do(func(st *State) error {
+			g, err := c.guestLocked(job.node, vmid)
+			if err != nil {
+				return Failf("unable to find VM '%d'\n", vmid)
+			}
+			running = g.Running
+			hostname = g.Config["hostname"]
+			if job.prune != nil && !job.remove || job.protect {
+				return c.vzdumpCheckLimitLocked(job, vmid)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		basename = fmt.Sprintf("vzdump-lxc-%d-%s", vmid, began.Format("2006_01_02-15_04_05"))
+		ext := ".tar"
+		switch job.compress {
+		case "zstd":
+			ext += ".zst"
+		case "gzip":
+			ext += ".gz"
+		case "1", "lzo":
+			ext += ".lzo"
+		}
+		archive = basename + ext
+		volid = job.storage + ":backup/" + archive
+
+		info("Starting Backup of VM %d (lxc)", vmid)
+		info("Backup started at %s", began.Format("2006-01-02 15:04:05"))
+		status := "stopped"
+		if running {
+			status = "running"
+		}
+		info("status = %s", status)
+		if err := w.Do(func(st *State) error {
+			g, err := c.guestLocked(job.node, vmid)
+			if err != nil {
+				return err
+			}
+			if l := g.Lock(); l != "" {
+				return Failf("CT is locked (%s)\n", l)
+			}
+			g.Config["lock"] = "backup"
+			return nil
+		}); err != nil {
+			return err
+		}
+		locked = true
+
+		mode := job.mode
+		if !running {
+			mode = "stop"
+		}
+		var disks []vzdumpDisk
+		var conf map[string]string
+		err = w.Do(func(st *State) error {
+			g, err := c.guestLocked(job.node, vmid)
+			if err != nil {
+				return err
+			}
+			if hostname != "" {
+				w.logLocked("INFO: CT Name: %s", hostname)
+			}
+			conf = ctCloneGuest(g).Config
+			snapOK := true
+			for _, mp := range snapshotMounts(g.Config, false) {
+				key, mount := mp.Key, mp.Path()
+				switch {
+				case mp.Type() != "volume":
+					w.logLocked("INFO: excluding %s mount point %s ('%s') from backup (not a volume)", mp.Type(), key, mount)
+					continue
+				case key != "rootfs" && !mp.Backup():
+					w.logLocked("INFO: excluding volume mount point %s ('%s') from backup (disabled)", key, mount)
+					continue
+				}
+				w.logLocked("INFO: including mount point %s ('%s') in backup", key, mount)
+				sid, name, _ := ParseVolID(mp.Volume())
+				disks = append(disks, vzdumpDisk{key: key, mp: mount, volid: mp.Volume(), dir: c.volumePath(job.node, sid, name)})
+				if s := st.storage(sid); s == nil || !s.CanSnapshot() {
+					snapOK = false
+				}
+			}
+			if mode == "snapshot" && !snapOK {
+				w.logLocked("INFO: mode failure - some volumes do not support snapshots")
+				w.logLocked("INFO: trying 'suspend' mode instead")
+				mode = "suspend"
+			}
+			if mode == "snapshot" && g.Snapshots["vzdump"] != nil {
+				w.logLocked("INFO: found old vzdump snapshot (force removal)")
+				for _, l := range c.snapshotDropLocked(g, "vzdump") {
+					w.logLocked("%s", l)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		info("backup mode: %s", mode)
+		info("ionice priority: 7")
+		if err := w.Phase("vzdump", 0.05); err != nil {
+			return err
+		}
+		tmpdir := dumpdir + "/" + basename + ".tmp"
+		switch mode {
+		case "stop":
+			if running {
+				info("stopping virtual guest")
+				if err := w.Do(func(st *State) error {
+					if g := st.Guests[vmid]; g != nil {
+						markStopped(g)
+					}
+					return nil
+				}); err != nil {
+					return err
+				}
+				restart = true
+				if err := w.Phase("vzstop", 1); err != nil {
+					return err
+				}
+			}
+		case "suspend":
+			var pid int
+			w.Do(func(st *State) error {
+				if g := st.Guests[vmid]; g != nil {
+					pid = g.PID
+				}
+				return nil
+			})
+			info("starting first sync /proc/%d/root/ to %s", pid, tmpdir)
+			info("first sync finished (0 seconds)")
+			info("suspending guest")
+			info("starting final sync /proc/%d/root/ to %s", pid, tmpdir)
+			info("final sync finished (0 seconds)")
+			info("resuming guest")
+			info("guest is online again after <1 seconds")
+		case "snapshot":
+			info("create storage snapshot 'vzdump'")
+			err := w.Do(func(st *State) error {
+				g, err := c.guestLocked(job.node, vmid)
+				if err != nil {
+					return err
+				}
+				delete(g.Config, "lock") // snapshot_create runs unlocked
+				defer func() { g.Config["lock"] = "backup" }()
+				return c.snapshotCreateLocked(w, g, "vzdump", "vzdump backup snapshot")
+			})
+			if err != nil {
+				return err
+			}
+			snapped = true
+			w.Do(func(st *State) error {
+				for i := range disks {
+					if v := st.Volumes[volumeKey(job.node, disks[i].volid)]; v != nil {
+						disks[i].dir = c.snapshotPath(job.node, v, "vzdump")
+					}
+				}
+				return nil
+			})
+		}
+
+		// assemble: the config without lock, snapshots, parent and pending.
+		delete(conf, "lock")
+		delete(conf, "parent")
+		var pct strings.Builder
+		writeSection(&pct, conf)
+
+		hostArchive := dumpdir + "/" + archive
+		info("creating vzdump archive '%s'", hostArchive)
+		dst := c.volumePath(job.node, job.storage, "backup/"+archive)
+		start := time.Now()
+		written, size, err := writeBackupArchive(dst, pct.String(), disks, job.compress)
+		if err != nil {
+			os.Remove(dst)
+			return fmt.Errorf("backup archive: %w", err)
+		}
+		if err := w.Phase("vzdump", 0.85); err != nil {
+			os.Remove(dst)
+			return err
+		}
+		info("Total bytes written: %d (%s, %s/s)", written, ctHumanBytes(float64(written)),
+			ctHumanBytes(float64(written)/max(time.Since(start).Seconds(), 1e-3)))
+		info("archive file size: %s", vzdumpFormatSize(size))
+
+		notes := ""
+		if job.notes != "" {
+			info("adding notes to backup")
+			n, err := c.vzdumpNotes(job.notes, vmid, job.node, hostname)
+			if err != nil {
+				w.Log("WARN: unable to add notes - %s", strings.TrimRight(errText(err), "\n"))
+			} else {
+				notes = n
+				if err := os.WriteFile(dst+".notes", []byte(notes), 0o644); err != nil {
+					w.Log("WARN: unable to add notes - %s", err)
+					notes = ""
+				}
+			}
+		}
+		if job.protect {
+			info("marking backup as protected")
+			if err := os.WriteFile(c.volumePath(job.node, job.storage, "backup/"+basename+".protected"), nil, 0o644); err != nil {
+				return Failf("unable to set protected flag - %s\n", err)
+			}
+		}
+		err = w.Do(func(st *State) error {
+			st.Volumes[volumeKey(job.node, volid)] = &Volume{Node: job.node, Storage: job.storage, Name: "backup/" + archive,
+				Owner: vmid, Size: size, Format: strings.TrimPrefix(ext, "."), Content: "backup", Ctime: began.Unix(),
+				Notes: notes, Protected: job.protect}
+			if job.remove {
+				c.vzdumpPruneLocked(w, job, vmid)
+			}
+			return nil
+		})
+		return err
+	}()
+
+	// clean-up: unlock, drop the vzdump snapshot, restart.
+	if locked {
+		w.Do(func(st *State) error {
+			if g := st.Guests[vmid]; g != nil && g.Config["lock"] == "backup" {
+				delete(g.Config, "lock")
+			}
+			return nil
+		})
+	}
+	if snapped {
+		info("cleanup temporary 'vzdump' snapshot")
+		w.Do(func(st *State) error {
+			if g := st.Guests[vmid]; g != nil {
+				return c.snapshotDeleteLocked(w, g, "vzdump")
+			}
+			return nil
+		})
+	}
+	if restart {
+		if perr := w.Phase("vzstart", 1); perr != nil && err == nil {
+			err = perr
+		}
+		info("restarting vm")
+		w.Do(func(st *State) error {
+			if g := st.Guests[vmid]; g != nil && !g.Running {
+				c.markRunningLocked(g)
+			}
+			return nil
+		})
+		info("guest is online again after %d seconds", int(c.now().Sub(began).Seconds()))
+	}
+	if err == nil {
+		if rest := 1 - 0.05 - 0.85; rest > 0 {
+			err = w.Phase("vzdump", rest)
+		}
+	}
+	elapsed := c.now().Sub(began)
+	if err != nil {
+		if archive != "" {
+			os.Remove(c.volumePath(job.node, job.storage, "backup/"+archive))
+		}
+		w.Log("ERROR: Backup of VM %d failed - %s", vmid, strings.TrimRight(TaskMessage(err), "\n"))
+		info("Failed at %s", c.now().Format("2006-01-02 15:04:05"))
+	} else {
+		info("Finished Backup of VM %d (%s)", vmid, vzdumpFormatTime(elapsed))
+		info("Backup finished at %s", c.now().Format("2006-01-02 15:04:05"))
+	}
+	if basename != "" && err == nil {
+		// The guest's part of the task log goes beside the archive.
+		lines := w.logSnapshot()[firstLine:]
+		os.WriteFile(c.volumePath(job.node, job.storage, "backup/"+basename+".log"), []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+	}
+	return err
+}
+
+// logSnapshot returns a copy of the task log so far.
+func (w *Worker) logSnapshot() []string {
+	w.c.mu.Lock()
+	defer w.c.mu.Unlock()
+	return slices.Clone(w.t.Log)
+}
+
+// vzdumpCheckLimitLocked is the backup-limit check before a backup
+// without remove or with protected.
+func (c *Cluster) vzdumpCheckLimitLocked(job vzdumpJob, vmid int) error {
+	count, protected := 0, 0
+	for _, v := range c.st.Volumes {
+		if v.Node == job.node && v.Storage == job.storage && v.Content == "backup" && v.Owner == vmid {
+			if v.Protected {
+				protected++
+			} else {
+				count++
+			}
+		}
+	}
+	if job.protect {
+		return nil // max-protected-backups is unlimited for root-configured dir storages
+	}
+	limit := 0
+	for _, n := range job.prune {
+		limit += n
+	}
+	if limit > 0 && count >= limit {
+		return Failf("There is a max backup limit of %d enforced by the target storage or the vzdump parameters. Either increase the limit or delete old backups.\n", limit)
+	}
+	return nil
+}
+
+// vzdumpPruneLocked is PVE::Storage::prune_backups for the guest's
+// backups on the target storage after a backup with remove=1.
+func (c *Cluster) vzdumpPruneLocked(w *Worker, job vzdumpJob, vmid int) {
+	keepStr := "keep-all=1"
+	if job.prune != nil {
+		var parts []string
+		for _, k := range sortedKeys(job.prune) {
+			parts = append(parts, fmt.Sprintf("%s=%d", k, job.prune[k]))
+		}
+		keepStr = strings.Join(parts, ", ")
+	}
+	w.logLocked("INFO: prune older backups with retention: %s", keepStr)
+	pruned := 0
+	if job.prune != nil {
+		var group []*Volume
+		for _, v := range c.st.Volumes {
+			if v.Node == job.node && v.Storage == job.storage && v.Content == "backup" && v.Owner == vmid &&
+				strings.HasPrefix(v.Name, fmt.Sprintf("backup/vzdump-lxc-%d-", vmid)) {
+				group = append(group, v)
+			}
+		}
+		marks := pruneMark(group, job.prune)
+		for _, v := range group {
+			if marks[v] != "remove" {
+				continue
+			}
+			pruned++
+			w.logLocked("INFO: removing backup '%s'", v.VolID())
+			c.removeBackupLocked(job.node, v)
+		}
+	}
+	extra := ""
+	if pruned > 0 {
+		extra = " not covered by keep-retention policy"
+	}
+	w.logLocked("INFO: pruned %d backup(s)%s", pruned, extra)
+}
+
+// removeBackupLocked is archive_remove: the archive with its notes and log.
+func (c *Cluster) removeBackupLocked(node string, v *Volume) {
+	p := c.volumePath(node, v.Storage, v.Name)
+	os.Remove(p + ".notes")
+	base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(p, ".zst"), ".gz"), ".lzo"), ".tar")
+	os.Remove(base + ".log")
+	os.Remove(base + ".protected")
+	c.freeVolumeLocked(node, v.VolID())
+}
+
+// pruneMark is prune_mark_backup_group: protected backups stay, then each
+// keep option in turn keeps the newest backup of as many periods as it
+// allows (periods already covered by a kept backup are skipped); the rest
+// is marked "remove".
+func pruneMark(group []*Volume, keep map[string]int) map[*Volume]string {
+	sorted := slices.Clone(group)
+	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Ctime > sorted[j].Ctime })
+	marks := map[*Volume]string{}
+	for _, v := range sorted {
+		if v.Protected {
+			marks[v] = "protected"
+		}
+	}
+	ids := map[string]func(t time.Time) string{
+		"keep-last":    func(t time.Time) string { return strconv.FormatInt(t.UnixNano(), 10) },
+		"keep-hourly":  func(t time.Time) string { return t.Format("2006/01/02/15") },
+		"keep-daily":   func(t time.Time) string { return t.Format("2006/01/02") },
+		"keep-weekly":  func(t time.Time) string { y, w := t.ISOWeek(); return fmt.Sprintf("%d/%d", y, w) },
+		"keep-monthly": func(t time.Time) string { return t.Format("2006/01") },
+		"keep-yearly":  func(t time.Time) string { return t.Format("2006") },
+	}
+	for i, opt := range vzdumpKeeps {
+		n := keep[opt]
+		if n == 0 {
+			continue
+		}
+		idOf := func(v *Volume) string {
+			if opt == "keep-last" {
+				return strconv.Itoa(i) + "/" + v.VolID()
+			}
+			return ids[opt](time.Unix(v.Ctime, 0))
+		}
+		already, fresh := map[string]bool{}, map[string]bool{}
+		for _, v := range sorted {
+			if marks[v] == "keep" {
+				already[idOf(v)] = true
+			}
+		}
+		for _, v := range sorted {
+			id := idOf(v)
+			if marks[v] != "" || already[id] {
+				continue
+			}
+			if !fresh[id] {
+				if len(fresh) >= n {
+					break
+				}
+				fresh[id] = true
+				marks[v] = "keep"
+			} else {
+				marks[v] = "remove"
+			}
+		}
+	}
+	for _, v := range sorted {
+		if marks[v] == "" {
+			marks[v] = "remove"
+		}
+	}
+	return marks
+}
+
+var notesVarRE = regexp.MustCompile(`\{\{([^\s{}]+)\}\}`)
+
+// vzdumpNotes is generate_notes: {{cluster}}, {{guestname}}, {{node}} and
+// {{vmid}} are replaced, "\n" becomes a line break and "\\" a backslash.
+func (c *Cluster) vzdumpNotes(tmpl string, vmid int, node, hostname string) (string, error) {
+	if hostname == "" {
+		hostname = fmt.Sprintf("CT%d", vmid)
+	}
+	cluster := ""
+	c.mu.Lock()
+	if len(c.st.Nodes) > 1 {
+		cluster = ClusterName
+	}
+	c.mu.Unlock()
+	vars := map[string]string{"cluster": cluster, "guestname": hostname, "node": node, "vmid": strconv.Itoa(vmid)}
+	var bad error
+	out := notesVarRE.ReplaceAllStringFunc(tmpl, func(m string) string {
+		name := m[2 : len(m)-2]
+		v, ok := vars[name]
+		if !ok && bad == nil {
+			bad = Failf("unknown variable '%s'\n", name)
+		}
+		return v
+	})
+	if bad != nil {
+		return "", bad
+	}
+	var b strings.Builder
+	for i := 0; i < len(out); i++ {
+		if out[i] == '\\' && i+1 < len(out) {
+			switch out[i+1] {
+			case 'n':
+				b.WriteByte('\n')
+				i++
+				continue
+			case '\\':
+				b.WriteByte('\\')
+				i++
+				continue
+			}
+		}
+		b.WriteByte(out[i])
+	}
+	return b.String(), nil
+}
+
+// vzdumpFormatSize is VZDump.pm format_size.
+func vzdumpFormatSize(n int64) string {
+	kb := float64(n) / 1024
+	if kb < 1024 {
+		return fmt.Sprintf("%dKB", int64(kb))
+	}
+	mb := kb / 1024
+	if mb < 1024 {
+		return fmt.Sprintf("%dMB", int64(mb))
+	}
+	gb := mb / 1024
+	if gb < 1024 {
+		return fmt.Sprintf("%.2fGB", gb)
+	}
+	return fmt.Sprintf("%.2fTB", gb/1024)
+}
+
+// vzdumpFormatTime is VZDump.pm format_time: HH:MM:SS.
+func vzdumpFormatTime(d time.Duration) string {
+	s := int64(d.Seconds())
+	return fmt.Sprintf("%02d:%02d:%02d", s/3600, s/60%60, s%60)
+}
+
+// writeBackupArchive writes the vzdump tar (zstd-compressed for
+// compress=zstd, plain otherwise — the emulator only makes real zstd;
+// other compressors fall back to an uncompressed stream under their
+// name): ./etc/vzdump/pct.conf, ./etc/vzdump/pct.fw, then each disk's
+// tree under "."+its mount path. It returns the tar stream's length
+// ("Total bytes written") and the file size.
+func writeBackupArchive(dst, pctConf string, disks []vzdumpDisk, compress string) (written, size int64, err error) {
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return 0, 0, err
+	}
+	f, err := os.Create(dst)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	var out io.Writer = f
+	var zw *zstd.Encoder
+	if compress == "zstd" {
+		zw, err = zstd.NewWriter(f, zstd.WithEncoderLevel(zstd.SpeedDefault))
+		if err != nil {
+			return 0, 0, err
+		}
+		out = zw
+	}
+	cw := &countingWriter{w: out}
+	tw := tar.NewWriter(cw)
+	mtime := time.Now()
+	for _, d := range []string{"./etc/", "./etc/vzdump/"} {
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d, Mode: 0o755, ModTime: mtime}); err != nil {
+			return 0, 0, err
+		}
+	}
+	for name, body := range map[string]string{"./etc/vzdump/pct.conf": pctConf} {
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: 0o644, Size: int64(len(body)), ModTime: mtime}); err != nil {
+			return 0, 0, err
+		}
+		if _, err := io.WriteString(tw, body); err != nil {
+			return 0, 0, err
+		}
+	}
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: "./etc/vzdump/pct.fw", Mode: 0o644, ModTime: mtime}); err != nil {
+		return 0, 0, err
+	}
+	for _, d := range disks {
+		prefix := "." + strings.TrimSuffix(d.mp, "/")
+		if err := tarTree(tw, d.dir, prefix); err != nil {
+			return 0, 0, err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return 0, 0, err
+	}
+	if zw != nil {
+		if err := zw.Close(); err != nil {
+			return 0, 0, err
+		}
+	}
+	if err := f.Close(); err != nil {
+		return 0, 0, err
+	}
+	fi, err := os.Stat(dst)
+	if err != nil {
+		return 0, 0, err
+	}
+	return cw.n, fi.Size(), nil
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// tarTree adds the tree at dir to tw, named below prefix ("." for the
+// rootfs, "./data" for a mount point at /data). A missing dir adds only
+// the mount point directory.
+func tarTree(tw *tar.Writer, dir, prefix string) error {
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: prefix + "/", Mode: 0o755, ModTime: time.Now()})
+	}
+	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		name := prefix
+		if rel != "." {
+			name = prefix + "/" + filepath.ToSlash(rel)
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.IsDir():
+			return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: name + "/", Mode: int64(info.Mode().Perm()), ModTime: info.ModTime()})
+		case d.Type()&fs.ModeSymlink != 0:
+			link, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeSymlink, Name: name, Linkname: link, Mode: 0o777, ModTime: info.ModTime()})
+		case d.Type().IsRegular():
+			if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: int64(info.Mode().Perm()), Size: info.Size(), ModTime: info.ModTime()}); err != nil {
+				return err
+			}
+			f, err := os.Open(p)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			_, err = io.Copy(tw, f)
+			return err
+		}
+		return nil
+	})
+}
+
+// openBackupTar opens a backup archive's tar stream (zstd by magic,
+// else plain tar).
+func openBackupTar(p string) (*tar.Reader, func(), error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	magic := make([]byte, 4)
+	n, _ := io.ReadFull(f, magic)
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	if n == 4 && string(magic) == "\x28\xb5\x2f\xfd" {
+		zr, err := zstd.NewReader(f)
+		if err != nil {
+			f.Close()
+			return nil, nil, err
+		}
+		return tar.NewReader(zr), func() { zr.Close(); f.Close() }, nil
+	}
+	return tar.NewReader(f), func() { f.Close() }, nil
+}
+
+// readBackupConfig returns ./etc/vzdump/pct.conf from an archive.
+func readBackupConfig(p string) (string, error) {
+	tr, closeFn, err := openBackupTar(p)
+	if err != nil {
+		return "", err
+	}
+	defer closeFn()
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return "", errors.New("unable to extract configuration - no config file in archive")
+		}
+		if err != nil {
+			return "", err
+		}
+		if path.Clean(h.Name) == "etc/vzdump/pct.conf" {
+			b, err := io.ReadAll(io.LimitReader(tr, 1<<20))
+			return string(b), err
+		}
+	}
+}
+
+// ExtractConfig is GET /nodes/{node}/vzdump/extractconfig: the CT config
+// stored in a backup archive. The caller needs access to the volume
+// (Datastore.AllocateSpace on its storage and VM.Backup on its guest, or
+// Datastore.Allocate) and VM.Backup on the backed-up guest.
+func (c *Cluster) ExtractConfig(auth Auth, node, volume string) (string, error) {
+	c.mu.Lock()
+	if err := c.checkNodeLocked(node); err != nil {
+		c.mu.Unlock()
+		return "", err
+	}
+	if err := c.ctCheckVolumeAccessLocked(auth, 0, volume, ""); err != nil {
+		c.mu.Unlock()
+		return "", err
+	}
+	sid, name, _ := ParseVolID(volume)
+	_, _, vtype, owner, err := c.parseVolnameLocked(volume)
+	if err != nil {
+		c.mu.Unlock()
+		return "", err
+	}
+	if err := c.st.Access.Check(auth, fmt.Sprintf("/vms/%d", owner), []string{"VM.Backup"}, false); err != nil {
+		c.mu.Unlock()
+		return "", err
+	}
+	s := c.st.storage(sid)
+	p := c.volumePath(node, sid, name)
+	host := c.hostPath(s, name)
+	exists := c.st.Volumes[volumeKey(node, volume)] != nil
+	c.mu.Unlock()
+	if vtype != "backup" {
+		return "", Failf("cannot extract config from non-backup volume '%s'\n", volume)
+	}
+	if !exists {
+		return "", Failf("file '%s' does not exist\n", host)
+	}
+	conf, err := readBackupConfig(p)
+	if err != nil {
+		return "", Failf("%s\n", err)
+	}
+	return conf, nil
+}
