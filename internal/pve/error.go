@@ -144,7 +144,9 @@ func classify(status int, message string) error {
 	switch {
 	case status == http.StatusUnauthorized:
 		return ErrUnauthorized
-	case status == http.StatusForbidden, strings.HasPrefix(msg, "Permission check failed"):
+	// A task that died on a permission check shows it as "403 Permission
+	// check failed (…)" (seed 004 §3.5).
+	case status == http.StatusForbidden, strings.HasPrefix(strings.TrimPrefix(msg, "403 "), "Permission check failed"):
 		return ErrPermission
 	case status == http.StatusNotFound, notFoundRE.MatchString(msg):
 		return ErrNotFound
