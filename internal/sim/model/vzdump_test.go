@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -435,4 +436,52 @@ func TestPruneMark(t *testing.T) {
 
 func regexpMatch(pattern, s string) bool {
 	return regexp.MustCompile(pattern).MatchString(s)
+}
+
+func TestCluster_Vzdump_compression(t *testing.T) {
+	k := newBackupKit(t)
+	k.ct("pve", 101, nil)
+	rootfs := volumeOf("rootfs", k.guest(101).Config["rootfs"])
+	k.writeFile("pve", rootfs, "root/file.txt", "payload\n")
+	for _, tc := range []struct {
+		compress, suffix string
+		magic            []byte
+	}{
+		{"gzip", ".tar.gz", []byte{0x1f, 0x8b}},
+		{"0", ".tar", nil},
+		{"zstd", ".tar.zst", []byte{0x28, 0xb5, 0x2f, 0xfd}},
+	} {
+		t.Run(tc.compress, func(t *testing.T) {
+			task := k.run(k.c.Vzdump(kitOperator, "pve", map[string]string{"vmid": "101", "compress": tc.compress}))
+			if task.ExitStatus != "OK" {
+				t.Fatalf("exit %q", task.ExitStatus)
+			}
+			list, _ := k.c.Content("pve", "local", "backup", 101)
+			b := list[len(list)-1]
+			if !strings.HasSuffix(b.Name, tc.suffix) || b.Format != strings.TrimPrefix(tc.suffix, ".") {
+				t.Fatalf("archive %s format %s", b.Name, b.Format)
+			}
+			data, err := os.ReadFile(k.c.volumePath("pve", "local", b.Name))
+			if err != nil || !bytesHasPrefix(data, tc.magic) {
+				t.Fatalf("archive starts % x, want % x (%v)", data[:min(4, len(data))], tc.magic, err)
+			}
+			vmid := 200 + len(list)
+			task = ctTestCreate(k, kitOperator, map[string]string{"vmid": strconv.Itoa(vmid), "ostemplate": b.VolID(), "restore": "1", "storage": "local-lvm"})
+			if task.ExitStatus != "OK" {
+				t.Fatalf("restore: %q", task.ExitStatus)
+			}
+			if got := readVolFile(k, volumeOf("rootfs", k.guest(vmid).Config["rootfs"]), "root/file.txt"); got != "payload\n" {
+				t.Errorf("restored file = %q", got)
+			}
+		})
+	}
+	task := k.run(k.c.Vzdump(kitOperator, "pve", map[string]string{"vmid": "101", "compress": "lzo"}))
+	if task.ExitStatus != "job errors" {
+		t.Errorf("lzo: %q", task.ExitStatus)
+	}
+	ctTestHasLine(t, task, "ERROR: Backup of VM 101 failed - lzo compression is not implemented by this emulator - use zstd or gzip")
+}
+
+func bytesHasPrefix(b, prefix []byte) bool {
+	return len(b) >= len(prefix) && string(b[:len(prefix)]) == string(prefix)
 }
