@@ -69,6 +69,9 @@ func (c *Cluster) Vzdump(auth Auth, node string, params map[string]string) (stri
 	if err := c.checkNodeLocked(node); err != nil {
 		return "", err
 	}
+	if isTrue(params["stdout"]) {
+		return "", ParamError(map[string]string{"stdout": "option is only allowed on the command line interface."})
+	}
 	if !auth.IsRoot() {
 		for _, k := range vzdumpRootOnly {
 			if _, ok := params[k]; ok {
@@ -383,53 +386,68 @@ func (c *Cluster) vzdumpGuest(w *Worker, job vzdumpJob, vmid int, dumpdir string
 		if !running {
 			mode = "stop"
 		}
+		// prepare: the mount points vzdump includes, logged as PVE does.
+		// Snapshot mode prepares before it logs the mode (and falls back
+		// to suspend if a volume cannot snapshot); stop and suspend
+		// prepare after, so a fallback logs the mount points twice.
 		var disks []vzdumpDisk
 		var conf map[string]string
-		err = w.Do(func(st *State) error {
-			g, err := c.guestLocked(job.node, vmid)
+		prepare := func() (snapOK bool, err error) {
+			disks, snapOK = nil, true
+			err = w.Do(func(st *State) error {
+				g, err := c.guestLocked(job.node, vmid)
+				if err != nil {
+					return err
+				}
+				if hostname != "" {
+					w.logLocked("INFO: CT Name: %s", hostname)
+				}
+				conf = ctCloneGuest(g).Config
+				for _, mp := range snapshotMounts(g.Config, false) {
+					key, mount := mp.Key, mp.Path()
+					switch {
+					case mp.Type() != "volume":
+						w.logLocked("INFO: excluding %s mount point %s ('%s') from backup (not a volume)", mp.Type(), key, mount)
+						continue
+					case key != "rootfs" && !mp.Backup():
+						w.logLocked("INFO: excluding volume mount point %s ('%s') from backup (disabled)", key, mount)
+						continue
+					}
+					w.logLocked("INFO: including mount point %s ('%s') in backup", key, mount)
+					sid, name, _ := ParseVolID(mp.Volume())
+					disks = append(disks, vzdumpDisk{key: key, mp: mount, volid: mp.Volume(), dir: c.volumePath(job.node, sid, name)})
+					if s := st.storage(sid); s == nil || !s.CanSnapshot() {
+						snapOK = false
+					}
+				}
+				if snapOK && mode == "snapshot" && g.Snapshots["vzdump"] != nil {
+					w.logLocked("INFO: found old vzdump snapshot (force removal)")
+					for _, l := range c.snapshotDropLocked(g, "vzdump") {
+						w.logLocked("%s", l)
+					}
+				}
+				return nil
+			})
+			return snapOK, err
+		}
+		if mode == "snapshot" {
+			snapOK, err := prepare()
 			if err != nil {
 				return err
 			}
-			if hostname != "" {
-				w.logLocked("INFO: CT Name: %s", hostname)
-			}
-			conf = ctCloneGuest(g).Config
-			snapOK := true
-			for _, mp := range snapshotMounts(g.Config, false) {
-				key, mount := mp.Key, mp.Path()
-				switch {
-				case mp.Type() != "volume":
-					w.logLocked("INFO: excluding %s mount point %s ('%s') from backup (not a volume)", mp.Type(), key, mount)
-					continue
-				case key != "rootfs" && !mp.Backup():
-					w.logLocked("INFO: excluding volume mount point %s ('%s') from backup (disabled)", key, mount)
-					continue
-				}
-				w.logLocked("INFO: including mount point %s ('%s') in backup", key, mount)
-				sid, name, _ := ParseVolID(mp.Volume())
-				disks = append(disks, vzdumpDisk{key: key, mp: mount, volid: mp.Volume(), dir: c.volumePath(job.node, sid, name)})
-				if s := st.storage(sid); s == nil || !s.CanSnapshot() {
-					snapOK = false
-				}
-			}
-			if mode == "snapshot" && !snapOK {
-				w.logLocked("INFO: mode failure - some volumes do not support snapshots")
-				w.logLocked("INFO: trying 'suspend' mode instead")
+			if !snapOK {
+				info("mode failure - some volumes do not support snapshots")
+				info("trying 'suspend' mode instead")
 				mode = "suspend"
 			}
-			if mode == "snapshot" && g.Snapshots["vzdump"] != nil {
-				w.logLocked("INFO: found old vzdump snapshot (force removal)")
-				for _, l := range c.snapshotDropLocked(g, "vzdump") {
-					w.logLocked("%s", l)
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return err
 		}
 		info("backup mode: %s", mode)
 		info("ionice priority: 7")
+		if mode != "snapshot" {
+			if _, err := prepare(); err != nil {
+				return err
+			}
+		}
 		if err := w.Phase("vzdump", 0.05); err != nil {
 			return err
 		}

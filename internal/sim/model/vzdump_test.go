@@ -192,6 +192,10 @@ func TestCluster_Vzdump_stopMode(t *testing.T) {
 		"INFO: prune older backups with retention: keep-all=1", "INFO: pruned 0 backup(s)"} {
 		ctTestHasLine(t, task, line)
 	}
+	// Stop mode prepares (logs the mount points) after it logs the mode.
+	if m, n := slices.Index(task.Log, "INFO: backup mode: stop"), slices.Index(task.Log, "INFO: CT Name: app"); m < 0 || n < m {
+		t.Errorf("stop mode: mode at line %d, CT Name at %d", m, n)
+	}
 	if g := k.guest(101); !g.Running || g.PID == pid || g.Lock() != "" {
 		t.Errorf("after stop-mode backup: running %v pid %d (was %d) lock %q", g.Running, g.PID, pid, g.Lock())
 	}
@@ -361,6 +365,16 @@ func TestCluster_Vzdump_suspendFallback(t *testing.T) {
 	for _, line := range []string{"INFO: mode failure - some volumes do not support snapshots", "INFO: trying 'suspend' mode instead",
 		"INFO: backup mode: suspend", "INFO: suspending guest", "INFO: resuming guest"} {
 		ctTestHasLine(t, task, line)
+	}
+	// The suspend fallback prepares twice, as PVE does.
+	names := 0
+	for _, l := range task.Log {
+		if l == "INFO: including mount point rootfs ('/') in backup" {
+			names++
+		}
+	}
+	if names != 2 {
+		t.Errorf("rootfs inclusion logged %d times, want 2", names)
 	}
 	b := onlyBackup(k, 103)
 	if entries := archiveEntries(t, k.c.volumePath("pve", "local", b.Name)); entries["./root/on-dir.txt"] != "dir rootfs\n" {
