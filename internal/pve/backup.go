@@ -41,7 +41,9 @@ type BackupOptions struct {
 
 // Backup sends POST /nodes/{node}/vzdump for vmid and returns the task's
 // UPID (task type "vzdump", id the vmid). The archive's volid is only
-// known from the storage content once the task has ended OK.
+// known from the storage content once the task has ended OK. If the guest
+// is on another node PVE starts nothing and answers "OK"; Backup makes
+// that an error.
 func (c *Client) Backup(ctx context.Context, node string, vmid int, opts BackupOptions) (string, error) {
 	q := url.Values{"vmid": {strconv.Itoa(vmid)}}
 	set := func(k, v string) {
@@ -60,9 +62,16 @@ func (c *Client) Backup(ctx context.Context, node string, vmid int, opts BackupO
 	if opts.Remove != nil {
 		q.Set("remove", boolText(*opts.Remove))
 	}
-	upid, err := c.startTask(ctx, http.MethodPost, pathf("/nodes/%s/vzdump", node), q)
-	if err != nil {
+	var upid string
+	if _, err := c.call(ctx, http.MethodPost, pathf("/nodes/%s/vzdump", node), q, &upid); err != nil {
 		return "", fmt.Errorf("back up ct %d: %w", vmid, err)
+	}
+	switch {
+	case upid == "OK":
+		// PVE's silent exit: the guest runs on another node.
+		return "", fmt.Errorf("back up ct %d: it is not on node %s, so PVE started no backup; send the request to the node it runs on", vmid, node)
+	case upid == "":
+		return "", fmt.Errorf("back up ct %d: %w", vmid, ErrNoUPID)
 	}
 	return upid, nil
 }

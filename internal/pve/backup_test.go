@@ -200,3 +200,13 @@ func TestClient_Snapshots(t *testing.T) {
 		t.Errorf("SnapshotConfig = %+v, %v", conf, err)
 	}
 }
+
+// PVE answers "OK" and starts nothing when the guest is on another node.
+func TestClient_Backup_otherNode(t *testing.T) {
+	rec := &recorder{}
+	c := rec.client(t, func(recorded) any { return "OK" })
+	upid, err := c.Backup(ctx(t), "pve1", 101, pve.BackupOptions{})
+	if err == nil || upid != "" || !strings.Contains(err.Error(), "not on node pve1") {
+		t.Errorf("Backup = %q, %v", upid, err)
+	}
+}

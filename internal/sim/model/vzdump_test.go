@@ -499,3 +499,19 @@ func TestCluster_Vzdump_compression(t *testing.T) {
 func bytesHasPrefix(b, prefix []byte) bool {
 	return len(b) >= len(prefix) && string(b[:len(prefix)]) == string(prefix)
 }
+
+// A guest on another node: PVE exits silently with "OK" and no task;
+// with several guests the task says which it skipped.
+func TestCluster_Vzdump_otherNode(t *testing.T) {
+	k := newOpsKitWith(t, Options{Nodes: 2})
+	k.ct("pve1", 101, nil)
+	k.ct("pve2", 102, nil)
+	if got, err := k.c.Vzdump(kitOperator, "pve1", map[string]string{"vmid": "102"}); got != "OK" || err != nil {
+		t.Errorf("Vzdump of a guest on pve2 via pve1 = %q, %v", got, err)
+	}
+	task := k.run(k.c.Vzdump(kitOperator, "pve1", map[string]string{"vmid": "101,102", "compress": "zstd"}))
+	if task.ExitStatus != "OK" || task.ID != "101" {
+		t.Errorf("exit %q id %q", task.ExitStatus, task.ID)
+	}
+	ctTestHasLine(t, task, "INFO: skip external VMs: 102")
+}
