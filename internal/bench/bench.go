@@ -120,13 +120,22 @@ func newRig(dir string, scale float64, nodes int) (*rig, error) {
 
 func (g *rig) Close() { g.srv.Close() }
 
-// busySince sums the busy time of the tasks that started at or after
-// from (corral runs its tasks one after another, so this is the critical
-// path PVE itself spends).
-func (g *rig) busySince(from time.Time) time.Duration {
+// tasks returns the UPIDs of every task the emulator has run so far.
+func (g *rig) tasks() map[string]bool {
+	out := map[string]bool{}
+	for _, t := range g.srv.Cluster().Tasks("") {
+		out[t.UPID] = true
+	}
+	return out
+}
+
+// busySince sums the busy time of the tasks not in before (corral runs
+// its tasks one after another, so this is the critical path PVE itself
+// spends).
+func (g *rig) busySince(before map[string]bool) time.Duration {
 	var d time.Duration
 	for _, t := range g.srv.Cluster().Tasks("") {
-		if t.StartTime >= from.Unix()-1 && t.Status == "stopped" {
+		if !before[t.UPID] {
 			d += t.Busy
 		}
 	}
@@ -214,13 +223,14 @@ func overhead(ctx context.Context, o Options, r *Report) error {
 	var cycle []Phase
 	for _, step := range []op{{"create", apps, false}, {"update", grown, false}, {"destroy", grown, true}, {"recreate", grown, false}} {
 		g.srv.ResetRequests()
+		before := g.tasks()
 		start := time.Now()
 		timings, err := g.run(ctx, step.apps, step.destroy)
 		if err != nil {
 			return fmt.Errorf("%s: %w", step.name, err)
 		}
 		wall := time.Since(start)
-		busy := g.busySince(start)
+		busy := g.busySince(before)
 		_, calls := g.srv.Requests()
 		ratio := float64(wall) / float64(max(busy, 1))
 		r.add("overhead", step.name+" wall / PVE task time", ratio, "×",
@@ -249,7 +259,7 @@ func overhead(ctx context.Context, o Options, r *Report) error {
 func modelCycle(ph []Phase, s float64, g *rig) []Phase {
 	// Split each phase's elapsed time using the task durations the
 	// emulator would spend at scale s for that kind of phase.
-	taskOf := map[string]string{"stop": "vzstop", "destroy": "vzdestroy", "create": "vzcreate", "start": "vzstart", "volume": "", "attach": "", "detach": ""}
+	taskOf := map[string]string{"stop": "vzshutdown", "destroy": "vzdestroy", "create": "vzcreate", "start": "vzstart", "volume": "", "attach": "", "detach": ""}
 	var out []Phase
 	merged := map[string]int{}
 	for _, p := range ph {

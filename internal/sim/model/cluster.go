@@ -182,15 +182,18 @@ func (c *Cluster) duration(typ string) time.Duration {
 	return time.Duration(float64(d) * c.opts.TimeScale)
 }
 
-// saveLocked writes the whole state atomically (temp file + fsync + rename)
-// so that a kill at any moment leaves either the old or the new state.
+// saveLocked writes the whole state atomically (temp file + rename) so that
+// a kill of the emulator at any moment leaves either the old or the new
+// state. It does not fsync: a rename is atomic for every process, and an
+// emulator need not survive a power cut, while an fsync per API write made
+// a thousand-container run spend most of its time waiting for the disk.
 // c.mu must be held.
 func (c *Cluster) saveLocked() error {
 	data, err := json.Marshal(c.st)
 	if err != nil {
 		return fmt.Errorf("model: encode state: %w", err)
 	}
-	return writeFileAtomic(c.statePath(), data, 0o600)
+	return writeFile(c.statePath(), data, 0o600, false)
 }
 
 func loadState(path string) (*State, error) {
@@ -207,8 +210,14 @@ func loadState(path string) (*State, error) {
 }
 
 // writeFileAtomic replaces path with data so that readers and a crash see
-// either the old or the new content, never a mix.
+// either the old or the new content, never a mix, and syncs it to disk.
 func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
+	return writeFile(path, data, perm, true)
+}
+
+// writeFile writes data to a temporary file and renames it over path,
+// syncing the data first when sync is set.
+func writeFile(path string, data []byte, perm os.FileMode, sync bool) error {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
 	if err != nil {
@@ -220,9 +229,11 @@ func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
 		f.Close()
 		return err
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
+	if sync {
+		if err := f.Sync(); err != nil {
+			f.Close()
+			return err
+		}
 	}
 	if err := f.Close(); err != nil {
 		return err
