@@ -1,0 +1,476 @@
+package apply_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/corralhq/corral/internal/apply"
+	"github.com/corralhq/corral/internal/plan"
+	"github.com/corralhq/corral/internal/pve"
+	"github.com/corralhq/corral/internal/sim"
+	"github.com/corralhq/corral/internal/sim/model"
+	"github.com/corralhq/corral/internal/testutil/secretscan"
+)
+
+// The fault matrix: the crash test's cycle (apply, update, replace,
+// destroy, reapply) runs with the emulator injecting one kind of fault at
+// a time, under several seeds. Each run must either succeed with the state
+// converged, or fail with an error that says which step failed; no step
+// may report success for a task that did not end OK or WARNINGS; a
+// non-idempotent request (create, move_volume) is never repeated within a
+// run; and once the faults stop, running again converges with every
+// retained volume intact (the crash test's converged check).
+
+// faultKinds are the fault specs of the matrix, one kind each. Rates are
+// high enough that every run meets several faults, low enough that GET
+// retries (4 tries) usually get through.
+var faultKinds = []struct {
+	name string
+	spec sim.FaultSpec
+	// mustSucceed: the fault never fails a request, so every run succeeds.
+	mustSucceed bool
+	// taskFail is the rate at which the test's own task hook fails tasks
+	// other than vzcreate.
+	taskFail float64
+	// seeds is how many seeds to run (1..seeds); the kinds whose outcome
+	// does not depend on the draw run fewer.
+	seeds uint64
+}{
+	{name: "latency", spec: sim.FaultSpec{Latency: 2 * time.Millisecond}, mustSucceed: true, seeds: 1},
+	{name: "read5xx", spec: sim.FaultSpec{Read5xx: 0.06}, seeds: 2},
+	{name: "write5xx", spec: sim.FaultSpec{Write5xx: 0.15}, seeds: 3},
+	{name: "drop", spec: sim.FaultSpec{Drop: 0.06}, seeds: 3},
+	// The emulator's own taskfail kills a worker at its start, so a
+	// vzcreate it hits leaves PVE's "lock: create" placeholder, as a node
+	// crash would; only root can clear that, and corral must stop and say
+	// so. taskfail-no-create fails every other kind of task instead (the
+	// test's task hook), so the cycle goes on past the creates.
+	{name: "taskfail", spec: sim.FaultSpec{TaskFail: 0.25}, seeds: 2},
+	{name: "taskfail-no-create", taskFail: 0.3, seeds: 3},
+	{name: "lxc-only", spec: sim.FaultSpec{Read5xx: 0.1, Write5xx: 0.1, Drop: 0.03, TaskFail: 0.1, Match: "/lxc"}, seeds: 3},
+}
+
+// stepRecord is one executor step as the observer saw it, with the tasks
+// corral polled while it ran.
+type stepRecord struct {
+	app, phase, detail string
+	ended              bool
+	err                error
+	upids              []string
+}
+
+// faultWatch is both the executor's Observer and a transport: it records
+// each step, which task UPIDs were polled during it, and every create POST
+// corral sent (with the hostname it asked for).
+type faultWatch struct {
+	base http.RoundTripper
+
+	mu      sync.Mutex
+	steps   []*stepRecord
+	current *stepRecord
+	polled  map[string]bool     // every UPID whose status corral read
+	creates map[string]int      // hostname → POST /nodes/*/lxc sent
+	moves   int                 // POST …/move_volume sent
+	sent    map[string][]string // method path → bodies, for the secret scan
+	logs    strings.Builder     // task log lines and warnings streamed
+}
+
+func newFaultWatch(base http.RoundTripper) *faultWatch {
+	return &faultWatch{base: base, polled: map[string]bool{}, creates: map[string]int{}, sent: map[string][]string{}}
+}
+
+var (
+	taskStatusPath = regexp.MustCompile(`/tasks/(UPID:[^/]+)/status$`)
+	createPath     = regexp.MustCompile(`/nodes/[^/]+/lxc$`)
+	movePath       = regexp.MustCompile(`/lxc/\d+/move_volume$`)
+)
+
+func (w *faultWatch) RoundTrip(r *http.Request) (*http.Response, error) {
+	path, err := url.PathUnescape(r.URL.EscapedPath())
+	if err != nil {
+		path = r.URL.Path
+	}
+	var body []byte
+	if r.Body != nil {
+		body, err = io.ReadAll(r.Body)
+		r.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	w.mu.Lock()
+	if m := taskStatusPath.FindStringSubmatch(path); m != nil {
+		w.polled[m[1]] = true
+		if w.current != nil {
+			w.current.upids = append(w.current.upids, m[1])
+		}
+	}
+	if r.Method == http.MethodPost && createPath.MatchString(path) {
+		form, _ := url.ParseQuery(string(body))
+		w.creates[form.Get("hostname")]++
+	}
+	if r.Method == http.MethodPost && movePath.MatchString(path) {
+		w.moves++
+	}
+	w.mu.Unlock()
+	return w.base.RoundTrip(r)
+}
+
+func (w *faultWatch) Step(app, phase, detail string) func(error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	s := &stepRecord{app: app, phase: phase, detail: detail}
+	w.steps = append(w.steps, s)
+	w.current = s
+	return func(err error) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		s.ended, s.err = true, err
+		if w.current == s {
+			w.current = nil
+		}
+	}
+}
+
+func (w *faultWatch) TaskLog(app, upid, line string) {
+	w.mu.Lock()
+	fmt.Fprintf(&w.logs, "%s %s: %s\n", app, upid, line)
+	w.mu.Unlock()
+}
+
+func (w *faultWatch) Warn(app, msg string) {
+	w.mu.Lock()
+	fmt.Fprintf(&w.logs, "%s: WARN %s\n", app, msg)
+	w.mu.Unlock()
+}
+
+var _ apply.Observer = (*faultWatch)(nil)
+
+// faultRun carries out phase ph once with the server's current faults,
+// watched by a fresh faultWatch; logs (the client's debug log) go to logw.
+func (r *rig) faultRun(ph phase, lockWait time.Duration, logw io.Writer) (*faultWatch, error) {
+	ctx := context.Background()
+	w := newFaultWatch(r.srv.HTTPClient().Transport)
+	c, err := pve.New(pve.Config{
+		Endpoint: r.srv.URL(), Token: r.srv.Credentials().OperatorToken,
+		HTTPClient: &http.Client{Transport: w}, Logger: debugLogger(logw),
+	})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	obs, err := apply.ObserveWith(ctx, c, apply.ObserveOptions{CreateWait: createWait})
+	if err != nil {
+		return w, err
+	}
+	ex := &apply.Executor{Client: c, Observer: w, LockWait: lockWait}
+	apps := loadApps(r.t, ph)
+	if ph.destroy {
+		p, err := plan.Destroy(apps, obs, false)
+		if err != nil {
+			return w, err
+		}
+		_, err = ex.Destroy(ctx, p, obs)
+		return w, err
+	}
+	p, err := plan.Make(apps, obs)
+	if err != nil {
+		return w, err
+	}
+	return w, ex.Apply(ctx, p, obs)
+}
+
+// createWait bounds how long a run waits for a container in creation
+// (lock: create) before it refuses to plan.
+const createWait = 300 * time.Millisecond
+
+// stuckCreate is the error of a run that finds a create whose worker died
+// (the taskfail fault kills workers at their start, so a vzcreate leaves
+// PVE's "lock: create" placeholder behind, as a node crash would).
+var stuckCreate = regexp.MustCompile(`^container\(s\) (\d+) on pve are still being created \(lock: create\) after 300ms, so corral cannot tell whose they are; wait for their create tasks to finish \(Datacenter > Tasks\), or if a node crashed during a create, remove the container by hand, then run again$`)
+
+// goodExit is what a task that corral may call a success ended with.
+func goodExit(s string) bool { return s == "OK" || strings.HasPrefix(s, "WARNINGS: ") }
+
+// checkTasks: every task polled during a step that reported success, and
+// every task polled at all when the whole run succeeded, ended OK or
+// WARNINGS.
+func (r *rig) checkTasks(w *faultWatch, runErr error) {
+	t := r.t
+	t.Helper()
+	judge := func(upid, what string) {
+		task, err := r.srv.Cluster().Task("pve", upid)
+		if err != nil {
+			t.Errorf("%s: task %s: %v", what, upid, err)
+			return
+		}
+		if task.Status != "stopped" || !goodExit(task.ExitStatus) {
+			t.Errorf("%s reported success, but task %s is %s with exit status %q", what, upid, task.Status, task.ExitStatus)
+		}
+	}
+	for _, s := range w.steps {
+		if !s.ended {
+			t.Errorf("step %s %s (%s) never ended", s.app, s.phase, s.detail)
+			continue
+		}
+		if s.err == nil {
+			for _, u := range s.upids {
+				judge(u, fmt.Sprintf("step %s %s (%s)", s.app, s.phase, s.detail))
+			}
+		}
+	}
+	if runErr == nil {
+		for u := range w.polled {
+			judge(u, "the run")
+		}
+	}
+}
+
+// stepErr is how the executor names a failed step: "app: phase: …". An
+// error from reading the cluster before any step names the request.
+var (
+	stepErr    = regexp.MustCompile(`^(db|corral-keeper): (template|volume|keeper|create|attach|start|stop|detach|destroy|config|resize|free): .+`)
+	requestErr = regexp.MustCompile(`(GET|POST|PUT|DELETE) (https://[^ ]+)?/[^ ]*`)
+)
+
+// checkFailure: a failed run says what failed, and, when a step failed,
+// that step is the one the error names.
+func (r *rig) checkFailure(w *faultWatch, err error) {
+	t := r.t
+	t.Helper()
+	msg := err.Error()
+	var failed *stepRecord
+	for _, s := range w.steps {
+		if s.ended && s.err != nil {
+			failed = s
+		}
+	}
+	switch {
+	case failed != nil:
+		if !strings.HasPrefix(msg, failed.app+": "+failed.phase+": ") || !stepErr.MatchString(msg) {
+			t.Errorf("step %s %s failed, but the error does not name it: %q", failed.app, failed.phase, msg)
+		}
+	case !requestErr.MatchString(msg) && !strings.Contains(msg, "plan"):
+		t.Errorf("error outside any step names no request: %q", msg)
+	}
+	if !strings.Contains(msg, "injected fault") && !strings.Contains(msg, "EOF") && !strings.Contains(msg, "connection reset") {
+		t.Logf("error not obviously caused by the fault: %q", msg)
+	}
+}
+
+// checkNonIdempotent: within one run corral sent at most one create POST
+// per hostname and at most one move_volume; the emulator's request log,
+// which also counts requests whose answer was dropped, agrees.
+func (r *rig) checkNonIdempotent(w *faultWatch) {
+	t := r.t
+	t.Helper()
+	for host, n := range w.creates {
+		if n > 1 {
+			t.Errorf("%d create POSTs for %s in one run: a non-idempotent request was retried", n, host)
+		}
+	}
+	if w.moves > 1 {
+		t.Errorf("%d move_volume POSTs in one run", w.moves)
+	}
+	rows, _ := r.srv.Requests()
+	for _, row := range rows {
+		switch row.Endpoint {
+		case "POST /nodes/{node}/lxc":
+			if row.Count > len(w.creates) {
+				t.Errorf("the emulator saw %d create POSTs for %d hostnames", row.Count, len(w.creates))
+			}
+		case "POST /nodes/{node}/lxc/{vmid}/move_volume":
+			if row.Count > 1 {
+				t.Errorf("the emulator saw %d move_volume POSTs", row.Count)
+			}
+		}
+	}
+}
+
+func TestFaultMatrix(t *testing.T) {
+	for _, kind := range faultKinds {
+		for seed := uint64(1); seed <= kind.seeds; seed++ {
+			t.Run(fmt.Sprintf("%s/seed-%d", kind.name, seed), func(t *testing.T) {
+				t.Parallel()
+				r := newRig(t)
+				if kind.taskFail > 0 {
+					r.srv.Cluster().SetTaskHook(failTasks(seed, kind.taskFail))
+				}
+				var secrets secretscan.Set
+				secrets.AddToken(t, "operator token secret", r.srv.Credentials().OperatorToken)
+				var logs bytes.Buffer
+				var want map[string]string
+				failures := 0
+				for i, ph := range cycle {
+					spec := kind.spec
+					spec.Seed = seed*100 + uint64(i)
+					r.srv.SetFaults(spec)
+					r.srv.ResetRequests()
+					w, err := r.faultRun(ph, time.Second, &logs)
+					r.checkTasks(w, err)
+					r.checkNonIdempotent(w)
+					secrets.Check(t, "task logs of "+ph.name, w.logs.String())
+					if err != nil {
+						failures++
+						secrets.Check(t, "the error of "+ph.name, err.Error())
+						if kind.mustSucceed {
+							t.Fatalf("%s failed under %s, which fails no request: %v", ph.name, kind.name, err)
+						}
+						r.checkFailure(w, err)
+						t.Logf("%s under %s: %v", ph.name, kind.name, err)
+						// The faults stop; running again converges.
+						r.srv.SetFaults(sim.FaultSpec{})
+						r.srv.Cluster().SetTaskHook(nil)
+						for try := 0; try < 2; try++ {
+							r.srv.ResetRequests()
+							w, err = r.faultRun(ph, time.Second, &logs)
+							r.checkTasks(w, err)
+							r.checkNonIdempotent(w)
+							if err == nil {
+								break
+							}
+							t.Logf("re-run %d of %s: %v", try+1, ph.name, err)
+						}
+						if m := stuckCreate.FindStringSubmatch(fmt.Sprint(err)); err != nil && m != nil {
+							// Only root can clear a dead create's placeholder
+							// (pct unlock; pct destroy): corral must say so and
+							// create nothing meanwhile, which converged-or-not
+							// cannot check further.
+							r.checkDeadCreate(m[1])
+							t.Logf("%s: a create worker died; corral stops with: %v", ph.name, err)
+							return
+						}
+						if err != nil {
+							t.Fatalf("%s does not converge once the faults stop: %v", ph.name, err)
+						}
+					}
+					if want == nil && ph.name == "apply" {
+						want = r.markVolumes()
+					}
+					r.converged(ph, want)
+					if kind.taskFail > 0 {
+						r.srv.Cluster().SetTaskHook(failTasks(seed*100+uint64(i), kind.taskFail))
+					}
+				}
+				secrets.Check(t, "the client's debug log", logs.String())
+				t.Logf("%d of %d phases failed under the faults and converged on a re-run", failures, len(cycle))
+			})
+		}
+	}
+}
+
+// failTasks is a task hook that fails tasks other than vzcreate at rate,
+// deterministically for a seed, with an error as a dying worker leaves.
+func failTasks(seed uint64, rate float64) model.TaskHook {
+	var mu sync.Mutex
+	rng := rand.New(rand.NewPCG(seed, seed^0x5bd1e995))
+	return func(typ, id string) error {
+		mu.Lock()
+		draw := rng.Float64()
+		mu.Unlock()
+		if typ != "vzcreate" && draw < rate {
+			return model.Failf("injected fault: task %s %s failed\n", typ, id)
+		}
+		return nil
+	}
+}
+
+// checkDeadCreate: the placeholder corral refuses to plan around is a
+// create whose task really failed, and corral made no second container
+// for the app meanwhile.
+func (r *rig) checkDeadCreate(vmid string) {
+	t := r.t
+	t.Helper()
+	found := false
+	for _, task := range r.srv.Cluster().Tasks("pve") {
+		if task.Type == "vzcreate" && task.ID == vmid {
+			found = true
+			if task.Status != "stopped" || goodExit(task.ExitStatus) {
+				t.Errorf("corral waits on CT %s, but its create task is %s %q", vmid, task.Status, task.ExitStatus)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no create task for the placeholder CT %s", vmid)
+	}
+	cts, err := r.srv.Cluster().ListCTs("pve")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tagged := 0
+	for _, ct := range cts {
+		if strings.Contains(ct.Tags, "corral-app-db") {
+			tagged++
+		}
+	}
+	if tagged > 1 {
+		t.Errorf("%d containers for app db", tagged)
+	}
+}
+
+func debugLogger(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// TestLockHeldByAnotherOperation: while another operation holds the CT's
+// lock ("CT is locked (backup)"), a step waits up to LockWait, then fails
+// naming the step and the lock, having changed nothing; with a LockWait
+// longer than the hold it waits and succeeds.
+func TestLockHeldByAnotherOperation(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	if _, err := r.faultRun(cycle[0], time.Second, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	want := r.markVolumes()
+	cts := r.observe().Apps["db"]
+	if len(cts) != 1 {
+		t.Fatalf("%d containers for db", len(cts))
+	}
+	vmid := cts[0].VMID
+	update := cycle[1]
+
+	const hold = 800 * time.Millisecond
+	if err := r.srv.Cluster().HoldLock(vmid, "backup", hold); err != nil {
+		t.Fatal(err)
+	}
+	held := time.Now()
+	w, err := r.faultRun(update, 200*time.Millisecond, io.Discard)
+	if err == nil {
+		t.Fatal("update succeeded while the CT was locked by a backup")
+	}
+	if !strings.HasPrefix(err.Error(), "db: ") || !strings.Contains(err.Error(), "CT is locked (backup)") {
+		t.Errorf("error %q: want the failed step of db and the lock named", err)
+	}
+	if time.Since(held) >= hold {
+		t.Errorf("gave up only after the lock was released: LockWait not honoured")
+	}
+	r.checkTasks(w, err)
+	if got := r.observe().Apps["db"][0].Config["memory"]; got != update.memory && got != "512" {
+		t.Errorf("memory %q after a refused update", got)
+	}
+
+	// Held again: a LockWait longer than the hold waits it out.
+	for time.Since(held) < hold+100*time.Millisecond {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := r.srv.Cluster().HoldLock(vmid, "backup", 400*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if w, err = r.faultRun(update, 10*time.Second, io.Discard); err != nil {
+		t.Fatalf("update with LockWait past the hold: %v", err)
+	}
+	r.checkTasks(w, nil)
+	r.converged(update, want)
+}
