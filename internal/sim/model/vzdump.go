@@ -107,6 +107,11 @@ func (c *Cluster) Vzdump(auth Auth, node string, params map[string]string) (stri
 	if pool := params["pool"]; pool != "" {
 		return "", Failf("pool '%s' does not exist\n", pool) // the emulator has no pools
 	}
+	_, hasPrune := params["prune-backups"]
+	maxfiles, hasMaxfiles := params["maxfiles"]
+	if hasPrune && hasMaxfiles {
+		return "", ParamError(map[string]string{"prune-backups": "option conflicts with option 'maxfiles'"})
+	}
 	if s := params["prune-backups"]; s != "" {
 		keep, err := vzdumpParsePrune(s)
 		if err != nil {
@@ -114,8 +119,11 @@ func (c *Cluster) Vzdump(auth Auth, node string, params map[string]string) (stri
 		}
 		job.prune = keep
 	}
+	if n, err := strconv.Atoi(maxfiles); hasMaxfiles && err == nil && n > 0 {
+		job.prune = map[string]int{"keep-last": n} // the deprecated spelling of keep-last
+	}
 	if !auth.IsRoot() {
-		if _, ok := params["prune-backups"]; ok {
+		if hasPrune || hasMaxfiles {
 			sid := job.storage
 			if sid == "" {
 				sid = "local"

@@ -256,6 +256,8 @@ func TestCluster_Vzdump_failures(t *testing.T) {
 		{"root-only", kitOperator, map[string]string{"vmid": "101", "tmpdir": "/tmp"}, http.StatusBadRequest, "Parameter verification failed."},
 		{"no guests", kitOperator, map[string]string{"mode": "stop"}, http.StatusBadRequest, "Parameter verification failed."},
 		{"all and vmid", kitOperator, map[string]string{"vmid": "101", "all": "1"}, http.StatusBadRequest, "Parameter verification failed."},
+		{"prune-backups and maxfiles", kitOperator, map[string]string{"vmid": "101", "prune-backups": "keep-last=1", "maxfiles": "2"}, http.StatusBadRequest, "Parameter verification failed."},
+		{"stdout", kitOperator, map[string]string{"vmid": "101", "stdout": "1"}, http.StatusBadRequest, "Parameter verification failed."},
 		{"prune needs Datastore.Allocate", noAlloc, map[string]string{"vmid": "101", "prune-backups": "keep-last=1"}, http.StatusForbidden,
 			"Permission check failed (/storage/local, Datastore.Allocate)\n"},
 		{"storage needs AllocateSpace", noSpace, map[string]string{"vmid": "101", "storage": "local"}, http.StatusForbidden,
