@@ -18,6 +18,7 @@ const (
 
 	markerApp      = "corral-app: "
 	markerTemplate = "corral-template: "
+	markerHostKey  = "corral-hostkey: "
 	markerVolume   = "corral-volume: "
 	markerAdopting = "corral-adopting: "
 	markerHeader   = "managed by corral; lines starting with 'corral-' are read back by corral"
@@ -52,10 +53,23 @@ func AppDescription(a App) string {
 	return b.String()
 }
 
+// WithHostKey appends the pinned SSH host key line to an app description
+// (see Marker.HostKey); "" leaves it as it is.
+func WithHostKey(desc, hostKey string) string {
+	if hostKey == "" {
+		return desc
+	}
+	return desc + markerHostKey + hostKey + "\n"
+}
+
 // Marker is what corral reads back from a CT description.
 type Marker struct {
 	App      string
 	Template string
+	// HostKey is the container's SSH host key as corral first saw it
+	// (authorized_keys form), pinned in PVE itself so that no local state
+	// is needed: a different key later is an attack or a foreign change.
+	HostKey string
 }
 
 // ParseMarker reads corral's marker lines from a description.
@@ -68,6 +82,9 @@ func ParseMarker(desc string) Marker {
 		}
 		if v, ok := strings.CutPrefix(line, markerTemplate); ok {
 			m.Template = strings.TrimSpace(v)
+		}
+		if v, ok := strings.CutPrefix(line, markerHostKey); ok {
+			m.HostKey = strings.TrimSpace(v)
 		}
 	}
 	return m

@@ -389,6 +389,8 @@ func volumeChange(a *App, v Volume, node string, ct *CT, keepers []*Keeper, obs 
 // configEdits compares the in-place keys.
 func configEdits(a *App, ct *CT) []ConfigEdit {
 	want := InPlaceConfig(*a)
+	// The pinned host key is corral's, not the manifest's: keep it.
+	want["description"] = WithHostKey(want["description"], ParseMarker(ct.Config["description"]).HostKey)
 	var out []ConfigEdit
 	for _, k := range sortedKeys(want) {
 		got := ct.Config[k]

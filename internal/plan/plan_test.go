@@ -339,3 +339,31 @@ func TestMake_KeeperFull(t *testing.T) {
 		t.Fatalf("keepers %+v, err %v", p.Keepers, err)
 	}
 }
+
+// The host key corral pins in the description is not drift, and an
+// in-place description change keeps it.
+func TestMake_HostKeyPinKept(t *testing.T) {
+	obs := converged()
+	ct := obs.Apps["hermes"][0]
+	const key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl"
+	ct.Config["description"] = plan.WithHostKey(ct.Config["description"], key)
+	p, err := plan.Make([]plan.App{app()}, obs)
+	if err != nil || p.HasChanges() {
+		t.Fatalf("pinned key seen as drift: %+v %v", p.Changes, err)
+	}
+	a := app()
+	a.Description = "new words"
+	p, err = plan.Make([]plan.App{a}, obs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var desc string
+	for _, e := range p.Changes[0].Config {
+		if e.Key == "description" {
+			desc = e.New
+		}
+	}
+	if m := plan.ParseMarker(desc); m.HostKey != key || !strings.Contains(desc, "new words") {
+		t.Fatalf("description edit %q lost the pin", desc)
+	}
+}
