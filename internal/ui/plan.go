@@ -109,6 +109,11 @@ func WritePlanText(w io.Writer, pj PlanJSON) {
 		}
 	}
 	for _, c := range pj.Changes {
+		if c.Action == "no-op" && c.VMID == 0 {
+			// A destroy plan's app that has no container.
+			fmt.Fprintf(w, "  app %s: no container; no changes\n", c.App)
+			continue
+		}
 		if c.Action == "no-op" {
 			fmt.Fprintf(w, "  app %s (ct %d on %s): no changes\n", c.App, c.VMID, c.Node)
 			continue
