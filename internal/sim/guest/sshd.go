@@ -163,9 +163,18 @@ func (s *ctServer) serverConfig() (*ssh.ServerConfig, error) {
 	s.mu.Lock()
 	s.rootDir = root
 	s.mu.Unlock()
-	signer, err := hostKey(root)
+	var signer ssh.Signer
+	// The key is written into the rootfs only while the CT still runs,
+	// so a destroy never finds a half-written /etc/ssh.
+	running, err := s.m.c.WithRunningGuest(s.vmid, s.pid, func() (err error) {
+		signer, err = hostKey(root)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("host key: %w", err)
+	}
+	if !running {
+		return nil, context.Canceled // stopped during the boot delay
 	}
 	cfg := &ssh.ServerConfig{
 		ServerVersion: serverVersion,
@@ -374,6 +383,11 @@ func (s *ctServer) exec(sc *ssh.ServerConn, ch ssh.Channel, command string, clie
 	root, mps, err := s.mounts()
 	if err != nil {
 		fmt.Fprintf(ch.Stderr(), "guest exec: %v\n", err)
+		sendExitStatus(ch, 255)
+		return
+	}
+	if s.m.c.GuestPID(s.vmid) != s.pid {
+		fmt.Fprintf(ch.Stderr(), "guest exec: CT %d is not running\n", s.vmid)
 		sendExitStatus(ch, 255)
 		return
 	}

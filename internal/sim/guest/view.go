@@ -187,7 +187,7 @@ func buildView(spec viewSpec) error {
 	}
 	// Hide the overlay work directories from the guest.
 	if spec.Work != "" {
-		_ = unix.Mount("tmpfs", filepath.Dir(spec.Work), "tmpfs", unix.MS_RDONLY, "size=4k")
+		_ = unix.Mount("tmpfs", filepath.Dir(spec.Work), "tmpfs", unix.MS_RDONLY, "size=4k,mode=700")
 	}
 	if err := unix.Chroot(root); err != nil {
 		return fmt.Errorf("chroot: %w", err)

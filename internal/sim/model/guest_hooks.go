@@ -80,3 +80,18 @@ func (c *Cluster) GuestPID(vmid int) int {
 	}
 	return 0
 }
+
+// WithRunningGuest runs fn while CT vmid runs with init PID pid, holding
+// the cluster lock so that no stop, and so no destroy, can remove the
+// CT's rootfs while fn writes into it. fn must be quick and must not call
+// the Cluster. It reports false, without calling fn, when the CT no
+// longer runs that boot.
+func (c *Cluster) WithRunningGuest(vmid, pid int, fn func() error) (bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g := c.st.Guests[vmid]
+	if g == nil || !g.Running || g.PID != pid {
+		return false, nil
+	}
+	return true, fn()
+}
