@@ -409,3 +409,46 @@ func TestGuest_sshdAnswersAfterTheBootDelay(t *testing.T) {
 		t.Errorf("Endpoint = %q, %v; want %s", ep, ok, addr)
 	}
 }
+
+func TestGuest_concurrentSessions(t *testing.T) {
+	k := newKit(t)
+	k.create(116, nil)
+	c, err := k.dial(116, client.HostKeyPolicy{TrustOnFirstUse: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	k.needExec()
+	const n = 6
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			out, err := run(t, c, "cat /etc/hostname > /root/s"+strconv.Itoa(i)+" && sleep 0.2 && cat /root/s"+strconv.Itoa(i))
+			if err == nil && out != "stdout: hermes" {
+				err = errors.New("output " + out)
+			}
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	out, err := run(t, c, "ls /root | grep -c '^s'")
+	if err != nil || out != "stdout: "+strconv.Itoa(n) {
+		t.Errorf("after the sessions: %v, %q", err, out)
+	}
+	// Every session's overlay work directory is gone once it ended.
+	mounts, err := k.c.GuestMounts(116)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range mounts {
+		if m.Key == "rootfs" {
+			if _, err := os.Stat(filepath.Join(m.HostDir, ".corral-ovl")); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("work directories left in the rootfs: %v", err)
+			}
+		}
+	}
+}
