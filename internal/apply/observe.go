@@ -2,6 +2,7 @@ package apply
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"slices"
@@ -74,6 +75,9 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 		Status string `json:"status"`
 	}
 	if err := c.Get(ctx, "/nodes", nil, &nodes); err != nil {
+		if errors.Is(err, pve.ErrUnauthorized) {
+			return nil, fmt.Errorf("list nodes: %w: PVE does not accept the API token %s; check its id and secret (PROXMOX_VE_API_TOKEN or --api-token) and that the token still exists and has not expired", err, c.TokenID())
+		}
 		return nil, fmt.Errorf("list nodes: %w", err)
 	}
 	for _, n := range nodes {
