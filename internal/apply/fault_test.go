@@ -226,8 +226,9 @@ const createWait = 300 * time.Millisecond
 
 // stuckCreate is the error of a run that finds a create whose worker died
 // (the taskfail fault kills workers at their start, so a vzcreate leaves
-// PVE's "lock: create" placeholder behind, as a node crash would).
-var stuckCreate = regexp.MustCompile(`^container\(s\) (\d+) on pve are still being created \(lock: create\) after 300ms, so corral cannot tell whose they are; wait for their create tasks to finish \(Datacenter > Tasks\), or if a node crashed during a create, remove the container by hand, then run again$`)
+// PVE's "lock: create" placeholder behind, as a node crash would): it
+// names the container, the failed task and root's way out.
+var stuckCreate = regexp.MustCompile(`^the create of CT (\d+) on pve failed \(task UPID:[^ ]+:vzcreate:\d+:corral@pve!corral: ended: injected fault: task vzcreate \d+ failed\) and left the half-made container locked \(lock: create\); corral cannot tell it from someone else's, and only root can remove it: on node pve run pct unlock (\d+) && pct destroy (\d+); then run corral again$`)
 
 // goodExit is what a task that corral may call a success ended with.
 func goodExit(s string) bool { return s == "OK" || strings.HasPrefix(s, "WARNINGS: ") }

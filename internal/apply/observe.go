@@ -180,6 +180,9 @@ func guestsSettled(ctx context.Context, c *pve.Client, opts ObserveOptions) ([]r
 			return res, nil
 		}
 		if time.Now().After(deadline) {
+			if msg := deadCreates(ctx, c, res); msg != "" {
+				return nil, errors.New(msg)
+			}
 			return nil, fmt.Errorf("container(s) %s are still being created (lock: create) after %s, so corral cannot tell whose they are; "+
 				"wait for their create tasks to finish (Datacenter > Tasks), or if a node crashed during a create, remove the container by hand, then run again",
 				strings.Join(creating, ", "), limit)
@@ -194,6 +197,31 @@ func guestsSettled(ctx context.Context, c *pve.Client, opts ObserveOptions) ([]r
 		}
 		delay = min(2*delay, 2*time.Second)
 	}
+}
+
+// deadCreates explains placeholders ("lock: create", no tags) whose create
+// task has already ended with an error: the worker died without removing
+// its config (a crash or kill), so no wait will clear it, and only root can
+// (pct unlock, then pct destroy). It returns "" when every create task is
+// still running or cannot be found (a token sees only its own tasks).
+func deadCreates(ctx context.Context, c *pve.Client, res []resource) string {
+	var dead []string
+	for _, r := range res {
+		if r.Type != "lxc" || r.Lock != "create" || r.Tags != "" {
+			continue
+		}
+		tasks, err := c.TaskList(ctx, r.Node, pve.TaskFilter{VMID: r.VMID, Type: "vzcreate", Source: "all", Limit: 1})
+		if err != nil || len(tasks) == 0 || tasks[0].EndTime == 0 || tasks[0].Status == "OK" {
+			return ""
+		}
+		dead = append(dead, fmt.Sprintf("the create of CT %d on %s failed (task %s ended: %s) and left the half-made container locked (lock: create); "+
+			"corral cannot tell it from someone else's, and only root can remove it: on node %s run pct unlock %d && pct destroy %d",
+			r.VMID, r.Node, tasks[0].UPID, tasks[0].Status, r.Node, r.VMID, r.VMID))
+	}
+	if len(dead) == 0 {
+		return ""
+	}
+	return strings.Join(dead, "; ") + "; then run corral again"
 }
 
 // appOf returns the app name from a corral-app-<name> tag.
