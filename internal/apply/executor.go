@@ -25,6 +25,10 @@ type Executor struct {
 	// LockWait bounds how long a step waits for a CT lock held by another
 	// operation (a create still running after an interrupted apply).
 	LockWait time.Duration
+	// Guest is the work inside each app's container (by app name), and SSH
+	// how corral logs in to do it.
+	Guest map[string]GuestWork
+	SSH   SSH
 
 	timings []Timing
 }
@@ -93,16 +97,23 @@ func (e *Executor) applyChange(ctx context.Context, c plan.Change, keepers *keep
 		return err
 	}
 	switch c.Action {
-	case plan.Create:
-		return e.createAndStart(ctx, c, vols)
-	case plan.Replace:
-		if err := e.destroyCT(ctx, c.App, c.Node, c.OldVMID); err != nil {
+	case plan.Create, plan.Replace:
+		if c.Action == plan.Replace {
+			if err := e.destroyCT(ctx, c.App, c.Node, c.OldVMID); err != nil {
+				return err
+			}
+			c.VMID = c.Desired.VMID
+		}
+		vmid, err := e.createAndStart(ctx, c, vols)
+		if err != nil || !c.Guest {
 			return err
 		}
-		c.VMID = c.Desired.VMID
-		return e.createAndStart(ctx, c, vols)
+		return e.runGuest(ctx, c, vmid, true)
 	case plan.Update:
-		return e.update(ctx, c, vols)
+		if err := e.update(ctx, c, vols); err != nil || !c.Guest {
+			return err
+		}
+		return e.runGuest(ctx, c, c.VMID, false)
 	}
 	return nil
 }
@@ -171,7 +182,7 @@ func (e *Executor) prepareVolumes(ctx context.Context, c plan.Change, keepers *k
 
 // createAndStart creates the CT, attaches the volumes while it is stopped
 // and starts it.
-func (e *Executor) createAndStart(ctx context.Context, c plan.Change, vols []attachment) error {
+func (e *Executor) createAndStart(ctx context.Context, c plan.Change, vols []attachment) (int, error) {
 	a := c.Desired
 	vmid := c.VMID
 	err := e.step(c.App, "create", "ct on "+c.Node, func() error {
@@ -180,12 +191,12 @@ func (e *Executor) createAndStart(ctx context.Context, c plan.Change, vols []att
 		return err
 	})
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if err := e.attach(ctx, c.App, c.Node, vmid, vols, nil); err != nil {
-		return err
+		return 0, err
 	}
-	return e.step(c.App, "start", "ct "+strconv.Itoa(vmid), func() error { return e.start(ctx, c.App, c.Node, vmid) })
+	return vmid, e.step(c.App, "start", "ct "+strconv.Itoa(vmid), func() error { return e.start(ctx, c.App, c.Node, vmid) })
 }
 
 // create posts a new CT and waits for the task. With no VMID it takes
@@ -205,6 +216,10 @@ func (e *Executor) create(ctx context.Context, app, node string, vmid int, a *pl
 			id = n
 		}
 		params := createParams(a, id)
+		if k := e.SSH.AuthorizedKey; k != "" {
+			// corral's own key, for provisioning over SSH.
+			params.Set("ssh-public-keys", params.Get("ssh-public-keys")+k+" corral\n")
+		}
 		if pw := e.Secrets[app]; pw != "" {
 			params.Set("password", pw)
 		}

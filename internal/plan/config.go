@@ -19,6 +19,7 @@ const (
 	markerApp      = "corral-app: "
 	markerTemplate = "corral-template: "
 	markerHostKey  = "corral-hostkey: "
+	markerGuest    = "corral-provisioned: "
 	markerVolume   = "corral-volume: "
 	markerAdopting = "corral-adopting: "
 	markerHeader   = "managed by corral; lines starting with 'corral-' are read back by corral"
@@ -62,6 +63,27 @@ func WithHostKey(desc, hostKey string) string {
 	return desc + markerHostKey + hostKey + "\n"
 }
 
+// WithGuestMarkers replaces the host key and provisioned lines of a
+// description with m's (an empty field drops its line).
+func WithGuestMarkers(desc string, hostKey, provisioned string) string {
+	var b strings.Builder
+	for _, line := range strings.SplitAfter(desc, "\n") {
+		t := strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(t, markerHostKey) || strings.HasPrefix(t, markerGuest) {
+			continue
+		}
+		b.WriteString(line)
+		if !strings.HasSuffix(line, "\n") {
+			b.WriteString("\n")
+		}
+	}
+	out := WithHostKey(b.String(), hostKey)
+	if provisioned != "" {
+		out += markerGuest + provisioned + "\n"
+	}
+	return out
+}
+
 // Marker is what corral reads back from a CT description.
 type Marker struct {
 	App      string
@@ -70,6 +92,9 @@ type Marker struct {
 	// (authorized_keys form), pinned in PVE itself so that no local state
 	// is needed: a different key later is an attack or a foreign change.
 	HostKey string
+	// Provisioned is the App.GuestDigest of the last guest work that
+	// finished.
+	Provisioned string
 }
 
 // ParseMarker reads corral's marker lines from a description.
@@ -85,6 +110,9 @@ func ParseMarker(desc string) Marker {
 		}
 		if v, ok := strings.CutPrefix(line, markerHostKey); ok {
 			m.HostKey = strings.TrimSpace(v)
+		}
+		if v, ok := strings.CutPrefix(line, markerGuest); ok {
+			m.Provisioned = strings.TrimSpace(v)
 		}
 	}
 	return m

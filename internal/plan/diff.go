@@ -222,9 +222,12 @@ func appChange(a *App, node string, obs *Observed) (Change, []string) {
 		c.Action = Create
 		c.Reasons = append(c.Reasons, "no container for this app")
 		c.Start = true
+		c.Guest = a.GuestDigest != ""
 	case c.Action == Replace:
 		c.Start = true
+		c.Guest = a.GuestDigest != ""
 	default:
+		c.Guest = a.GuestDigest != "" && ParseMarker(ct.Config["description"]).Provisioned != a.GuestDigest
 		c.Config = configEdits(a, ct)
 		c.Cleanup = cleanupKeys(ct, keepers)
 		for _, key := range detachKeys(a, ct, keepers) {
@@ -247,7 +250,7 @@ func appChange(a *App, node string, obs *Observed) (Change, []string) {
 		if !running {
 			c.Start = true
 		}
-		if len(c.Config) > 0 || len(c.Cleanup) > 0 || c.RootGrow > 0 || c.Start || c.Restart || volumesChange(c.Volumes) {
+		if len(c.Config) > 0 || len(c.Cleanup) > 0 || c.RootGrow > 0 || c.Start || c.Restart || c.Guest || volumesChange(c.Volumes) {
 			c.Action = Update
 			c.Reasons = append(c.Reasons, updateReasons(c, ct)...)
 		}
@@ -293,6 +296,9 @@ func updateReasons(c Change, ct *CT) []string {
 	}
 	if ct.Status != "running" {
 		r = append(r, "container is "+ct.Status)
+	}
+	if c.Guest {
+		r = append(r, "provisioning or health checks changed since the last apply")
 	}
 	return r
 }
@@ -389,8 +395,10 @@ func volumeChange(a *App, v Volume, node string, ct *CT, keepers []*Keeper, obs 
 // configEdits compares the in-place keys.
 func configEdits(a *App, ct *CT) []ConfigEdit {
 	want := InPlaceConfig(*a)
-	// The pinned host key is corral's, not the manifest's: keep it.
-	want["description"] = WithHostKey(want["description"], ParseMarker(ct.Config["description"]).HostKey)
+	// The pinned host key and the provisioned digest are corral's, not the
+	// manifest's: keep them.
+	m := ParseMarker(ct.Config["description"])
+	want["description"] = WithGuestMarkers(want["description"], m.HostKey, m.Provisioned)
 	var out []ConfigEdit
 	for _, k := range sortedKeys(want) {
 		got := ct.Config[k]

@@ -105,6 +105,10 @@ type Change struct {
 	// FetchTemplate: the template is missing on the node and is
 	// downloaded first.
 	FetchTemplate bool
+	// Guest: the work inside the container (provisioning, health checks)
+	// runs after the container change, because it is new or its digest
+	// changed.
+	Guest bool
 	// Desired is the app as the manifest wants it (for create/replace).
 	Desired *App `json:"-"`
 }

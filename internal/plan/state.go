@@ -23,6 +23,11 @@ type App struct {
 	Description  string
 	SSHKeys      []string
 	HasPassword  bool
+	// GuestDigest summarises everything corral does inside the container
+	// (provisioning steps and health checks); "" when there is nothing.
+	// The last digest corral finished is kept in the CT description, so a
+	// plan sees without logging in whether the guest work changed.
+	GuestDigest string
 	Volumes      []Volume
 }
 

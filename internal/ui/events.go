@@ -65,8 +65,10 @@ func (p *Progress) Step(app, phase, detail string) func(error) {
 }
 
 // TaskLog implements apply.Observer.
+// Lines from inside the guest (upid "") always show: provisioning output
+// is what the user waits for. PVE task logs show with --verbose.
 func (p *Progress) TaskLog(app, upid, line string) {
-	if p.TaskLogs {
+	if p.TaskLogs || upid == "" {
 		p.printf("%s:   | %s\n", app, line)
 	}
 }

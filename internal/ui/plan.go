@@ -40,6 +40,8 @@ type ChangeJSON struct {
 	Volumes []VolumeJSON `json:"volumes"`
 	Restart bool         `json:"restart,omitempty"`
 	Start   bool         `json:"start,omitempty"`
+	// Guest: provisioning and health checks run inside the container.
+	Guest bool `json:"guest,omitempty"`
 }
 
 // EditJSON is one in-place config edit.
@@ -74,7 +76,7 @@ func NewPlanJSON(p *plan.Plan, refused []string) PlanJSON {
 	}
 	for _, c := range p.Changes {
 		cj := ChangeJSON{App: c.App, Node: c.Node, VMID: c.VMID, OldVMID: c.OldVMID, Action: c.Action.String(),
-			Reasons: c.Reasons, Restart: c.Restart, Start: c.Start, Volumes: []VolumeJSON{}}
+			Reasons: c.Reasons, Restart: c.Restart, Start: c.Start, Guest: c.Guest, Volumes: []VolumeJSON{}}
 		if cj.Reasons == nil {
 			cj.Reasons = []string{}
 		}
@@ -131,6 +133,9 @@ func WritePlanText(w io.Writer, pj PlanJSON) {
 		}
 		for _, v := range c.Volumes {
 			fmt.Fprintf(w, "      volume %s: %s%s\n", v.Name, v.Action, volumeDetail(v))
+		}
+		if c.Guest {
+			fmt.Fprintf(w, "      provision and check health inside the container (steps already done are skipped)\n")
 		}
 	}
 	for _, r := range pj.Refused {

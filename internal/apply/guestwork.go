@@ -1,0 +1,405 @@
+package apply
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/corralhq/corral/internal/guest"
+	"github.com/corralhq/corral/internal/plan"
+)
+
+// GuestWork is what corral does inside an app's container once it runs:
+// provisioning steps, then health checks. The CLI builds it from the
+// manifest (secrets rendered into Content, which is never printed).
+type GuestWork struct {
+	Steps  []Step
+	Checks []Check
+}
+
+// Step is one provisioning step, ready to run.
+type Step struct {
+	Name    string
+	Kind    string // run | file | envFile | compose | user
+	Timeout time.Duration
+	Script  string      // run: the shell script
+	Path    string      // file, envFile, compose: where the content goes
+	Content []byte      // file, envFile, compose
+	Mode    os.FileMode // file, envFile, compose
+	Owner   string      // file, envFile, compose: user or user:group
+	Secret  bool        // Content holds secrets: never shown
+	Project string      // compose
+	Account *Account    // user
+}
+
+// Account is a user step's account.
+type Account struct {
+	Name   string
+	UID    int // 0: the system picks
+	Home   string
+	Shell  string
+	Groups []string
+}
+
+// Check is one health check, run inside the container.
+type Check struct {
+	Name     string
+	Kind     string // http | tcp | command
+	URL      string
+	Expect   int
+	Address  string
+	Command  string
+	Timeout  time.Duration
+	Retries  int
+	Interval time.Duration
+}
+
+// SSH is how corral logs into containers.
+type SSH struct {
+	Signer ssh.Signer
+	// AuthorizedKey is Signer's public key, added to every container
+	// corral creates.
+	AuthorizedKey string
+	// Port is the guests' SSH port (22 on PVE).
+	Port int
+	// TrustNewHostKey accepts a container's host key when none is pinned
+	// although corral did not just create it (e.g. a container made by an
+	// older corral). A pinned key that differs is never accepted.
+	TrustNewHostKey bool
+	// ConnectTimeout bounds waiting for the guest's sshd after a start.
+	ConnectTimeout time.Duration
+}
+
+// stepsDir is where each step's checksum is kept inside the guest, so a
+// re-apply runs only what changed.
+const stepsDir = "/var/lib/corral/steps"
+
+// Checksum identifies a step's whole definition, content included.
+func (s Step) Checksum() string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00%o\x00%s\x00%s\x00", s.Kind, s.Name, s.Script, s.Path, s.Mode, s.Owner, s.Project)
+	h.Write(s.Content)
+	if a := s.Account; a != nil {
+		fmt.Fprintf(h, "\x00%s\x00%d\x00%s\x00%s\x00%s", a.Name, a.UID, a.Home, a.Shell, strings.Join(a.Groups, ","))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// runGuest provisions the container and checks its health, then records
+// the digest so that the next plan knows the guest is up to date.
+// justCreated allows trusting the host key on first use.
+func (e *Executor) runGuest(ctx context.Context, c plan.Change, vmid int, justCreated bool) error {
+	work, ok := e.Guest[c.App]
+	if !ok || (len(work.Steps) == 0 && len(work.Checks) == 0) {
+		return nil
+	}
+	if e.SSH.Signer == nil {
+		return fmt.Errorf("%s: provisioning needs corral's SSH key, and none was given", c.App)
+	}
+	var cl *guest.Client
+	err := e.step(c.App, "ssh", "connect to ct "+strconv.Itoa(vmid), func() error {
+		var err error
+		cl, err = e.dialGuest(ctx, c, vmid, justCreated)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+
+	done, err := e.doneSteps(ctx, cl)
+	if err != nil {
+		return fmt.Errorf("%s: read provisioning state: %w", c.App, err)
+	}
+	for i, s := range work.Steps {
+		id := fmt.Sprintf("%03d", i)
+		sum := s.Checksum()
+		if done[id] == sum {
+			e.obs().Step(c.App, "provision", s.Name+" (unchanged, skipped)")(nil)
+			continue
+		}
+		if err := e.step(c.App, "provision", s.Name, func() error { return e.runStep(ctx, c.App, cl, s, id, sum) }); err != nil {
+			return err
+		}
+	}
+	for _, chk := range work.Checks {
+		if err := e.step(c.App, "health", chk.Name, func() error { return e.checkHealth(ctx, cl, chk) }); err != nil {
+			return err
+		}
+	}
+	return e.markProvisioned(ctx, c, vmid)
+}
+
+// dialGuest finds the container's address and logs in, pinning the host
+// key on first use.
+func (e *Executor) dialGuest(ctx context.Context, c plan.Change, vmid int, justCreated bool) (*guest.Client, error) {
+	conf, err := containerConfig(ctx, e.Client, c.Node, vmid)
+	if err != nil {
+		return nil, err
+	}
+	ct := &plan.CT{VMID: vmid, Node: c.Node, Status: "running", Config: conf}
+	var addr string
+	deadline := time.Now().Add(e.connectTimeout())
+	for {
+		if addr, err = Address(ctx, e.Client, ct); err != nil {
+			return nil, err
+		}
+		if addr != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("ct %d has no IPv4 address on eth0 after %s (DHCP?); set a static network.ip", vmid, e.connectTimeout())
+		}
+		if err := sleep(ctx, time.Second); err != nil {
+			return nil, err
+		}
+	}
+	m := plan.ParseMarker(conf["description"])
+	policy := guest.HostKeyPolicy{VMID: vmid, Pinned: m.HostKey}
+	if m.HostKey == "" {
+		if !justCreated && !e.SSH.TrustNewHostKey {
+			return nil, fmt.Errorf("ct %d has no SSH host key pinned by corral, and corral did not just create it, so it cannot tell the container from an impostor; "+
+				"run apply with --trust-host-key once if you know the container is genuine", vmid)
+		}
+		policy = guest.HostKeyPolicy{VMID: vmid, TrustOnFirstUse: true}
+	}
+	port := e.SSH.Port
+	if port == 0 {
+		port = 22
+	}
+	cl, err := guest.Dial(ctx, net.JoinHostPort(addr, strconv.Itoa(port)), guest.Config{
+		User: "root", Signer: e.SSH.Signer, HostKey: policy, ConnectTimeout: e.connectTimeout(),
+	})
+	if err != nil {
+		var hk *guest.HostKeyError
+		if errors.As(err, &hk) {
+			return nil, fmt.Errorf("%w: the container's SSH host key changed since corral pinned it; if the container was rebuilt outside corral, remove the corral-hostkey line from its description (Datacenter > CT > Notes) and run apply with --trust-host-key", err)
+		}
+		if strings.Contains(err.Error(), "unable to authenticate") {
+			return nil, fmt.Errorf("%w: corral's SSH key is not authorized in ct %d (corral adds it when it creates a container; a container created elsewhere needs the key from `corral` in /root/.ssh/authorized_keys)", err, vmid)
+		}
+		return nil, err
+	}
+	if policy.TrustOnFirstUse {
+		key := guest.AuthorizedKey(cl.HostKey())
+		desc := plan.WithGuestMarkers(conf["description"], key, m.Provisioned)
+		if err := e.putConfig(ctx, c.Node, vmid, url.Values{"description": {desc}}); err != nil {
+			cl.Close()
+			return nil, fmt.Errorf("pin the host key of ct %d: %w", vmid, err)
+		}
+	}
+	return cl, nil
+}
+
+func (e *Executor) connectTimeout() time.Duration {
+	if e.SSH.ConnectTimeout > 0 {
+		return e.SSH.ConnectTimeout
+	}
+	return 3 * time.Minute
+}
+
+// doneSteps reads the checksums of the steps done before: id → checksum.
+func (e *Executor) doneSteps(ctx context.Context, cl *guest.Client) (map[string]string, error) {
+	var out bytes.Buffer
+	script := "for f in " + stepsDir + "/*.sha256; do [ -f \"$f\" ] && printf '%s %s\\n' \"$(basename \"$f\" .sha256)\" \"$(cat \"$f\")\"; done; true"
+	err := cl.Exec(ctx, guest.Command{Script: script, OnLine: func(s guest.Stream, line string) {
+		if s == guest.Stdout {
+			out.WriteString(line + "\n")
+		}
+	}})
+	if err != nil {
+		return nil, err
+	}
+	done := map[string]string{}
+	for _, line := range strings.Split(out.String(), "\n") {
+		if id, sum, ok := strings.Cut(strings.TrimSpace(line), " "); ok {
+			done[id] = sum
+		}
+	}
+	return done, nil
+}
+
+// runStep runs one step and records its checksum. Output lines stream to
+// the observer, except a secret step's, which shows only that it ran.
+func (e *Executor) runStep(ctx context.Context, app string, cl *guest.Client, s Step, id, sum string) error {
+	timeout := s.Timeout
+	if timeout <= 0 {
+		timeout = 10 * time.Minute
+	}
+	sctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	script, stdin := stepScript(s)
+	var tail []string
+	onLine := func(stream guest.Stream, line string) {
+		if s.Secret {
+			return
+		}
+		e.obs().TaskLog(app, "", line)
+		tail = append(tail, line)
+		if len(tail) > 20 {
+			tail = tail[1:]
+		}
+	}
+	err := cl.Exec(sctx, guest.Command{Script: script, Stdin: stdin, OnLine: onLine})
+	if err != nil {
+		if sctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
+			return fmt.Errorf("step %q did not finish within %s (set timeout: on the step)", s.Name, timeout)
+		}
+		var ee *guest.ExitError
+		if errors.As(err, &ee) && len(tail) > 0 {
+			return fmt.Errorf("step %q failed: %w; last output:\n  %s", s.Name, err, strings.Join(tail, "\n  "))
+		}
+		return fmt.Errorf("step %q failed: %w", s.Name, err)
+	}
+	record := "mkdir -p " + stepsDir + " && printf '%s' " + sum + " > " + stepsDir + "/" + id + ".sha256"
+	return cl.Exec(ctx, guest.Command{Script: record})
+}
+
+// stepScript is the shell script (and its stdin) that performs s.
+func stepScript(s Step) (string, io.Reader) {
+	q := guest.ShellQuote
+	switch s.Kind {
+	case "run":
+		return "sh -e -s", bytes.NewReader([]byte(s.Script))
+	case "file", "envFile", "compose":
+		tmp := s.Path + ".corral-new"
+		var b strings.Builder
+		fmt.Fprintf(&b, "set -e; umask 077; mkdir -p %s; cat > %s; chmod %o %s", q(dirOf(s.Path)), q(tmp), s.Mode, q(tmp))
+		if s.Owner != "" {
+			fmt.Fprintf(&b, "; chown %s %s", q(s.Owner), q(tmp))
+		}
+		fmt.Fprintf(&b, "; mv -f %s %s", q(tmp), q(s.Path))
+		if s.Kind == "compose" {
+			fmt.Fprintf(&b, "; if ! command -v docker >/dev/null 2>&1; then echo 'docker is not installed in the container: add a run step that installs it (for example apt-get install -y docker.io docker-compose) before this compose step' >&2; exit 127; fi")
+			fmt.Fprintf(&b, "; docker compose -p %s -f %s up -d --remove-orphans", q(s.Project), q(s.Path))
+		}
+		return b.String(), bytes.NewReader(s.Content)
+	case "user":
+		a := s.Account
+		var b strings.Builder
+		fmt.Fprintf(&b, "set -e; if ! id -u %s >/dev/null 2>&1; then useradd -m", q(a.Name))
+		if a.UID > 0 {
+			fmt.Fprintf(&b, " -u %d", a.UID)
+		}
+		if a.Home != "" {
+			fmt.Fprintf(&b, " -d %s", q(a.Home))
+		}
+		if a.Shell != "" {
+			fmt.Fprintf(&b, " -s %s", q(a.Shell))
+		}
+		fmt.Fprintf(&b, " %s; fi", q(a.Name))
+		if len(a.Groups) > 0 {
+			fmt.Fprintf(&b, "; usermod -aG %s %s", q(strings.Join(a.Groups, ",")), q(a.Name))
+		}
+		if a.Home != "" {
+			// A volume mounted at the home (seed 001: /home/hermes) is
+			// created by root; the user must own it.
+			fmt.Fprintf(&b, "; mkdir -p %s; chown %s: %s", q(a.Home), q(a.Name), q(a.Home))
+		}
+		return b.String(), strings.NewReader("")
+	}
+	return "echo 'unknown step kind " + s.Kind + "' >&2; exit 2", strings.NewReader("")
+}
+
+func dirOf(p string) string {
+	i := strings.LastIndexByte(p, '/')
+	if i <= 0 {
+		return "/"
+	}
+	return p[:i]
+}
+
+// checkHealth runs a check until it passes or its retries are spent; the
+// error carries the last attempt's output.
+func (e *Executor) checkHealth(ctx context.Context, cl *guest.Client, chk Check) error {
+	timeout, interval, retries := chk.Timeout, chk.Interval, chk.Retries
+	if timeout <= 0 {
+		timeout = 5 * time.Second
+	}
+	if interval <= 0 {
+		interval = 3 * time.Second
+	}
+	if retries <= 0 {
+		retries = 1
+	}
+	secs := strconv.Itoa(int((timeout + time.Second - 1) / time.Second))
+	q := guest.ShellQuote
+	var script string
+	switch chk.Kind {
+	case "http":
+		expect := chk.Expect
+		if expect == 0 {
+			expect = 200
+		}
+		script = fmt.Sprintf(`code=$(curl -sS -o /dev/null -w '%%{http_code}' --max-time %s %s 2>&1) || code=$(wget -q -S -O /dev/null -T %s %s 2>&1 | awk '/HTTP\//{c=$2} END{print c}') || true; `+
+			`[ "$code" = "%d" ] && exit 0; echo "HTTP status ${code:-none}, want %d"; exit 1`, secs, q(chk.URL), secs, q(chk.URL), expect, expect)
+	case "tcp":
+		host, port, _ := net.SplitHostPort(chk.Address)
+		script = fmt.Sprintf(`if command -v bash >/dev/null; then timeout %s bash -c 'exec 3<>/dev/tcp/%s/%s' && exit 0; else nc -z -w %s %s %s && exit 0; fi; echo "nothing listens on %s"; exit 1`,
+			secs, host, port, secs, q(host), q(port), chk.Address)
+	case "command":
+		script = fmt.Sprintf("timeout %s sh -c %s", secs, q(chk.Command))
+	default:
+		return fmt.Errorf("unknown health check kind %q", chk.Kind)
+	}
+	var last []string
+	var err error
+	for attempt := 1; attempt <= retries; attempt++ {
+		last = nil
+		err = cl.Exec(ctx, guest.Command{Script: script, OnLine: func(_ guest.Stream, line string) {
+			if len(last) < 20 {
+				last = append(last, line)
+			}
+		}})
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if attempt < retries {
+			if err := sleep(ctx, interval); err != nil {
+				return err
+			}
+		}
+	}
+	out := strings.Join(last, "\n  ")
+	if out == "" {
+		out = "(no output)"
+	}
+	return fmt.Errorf("unhealthy after %d attempts: %v\n  %s", retries, err, out)
+}
+
+// markProvisioned records the guest digest in the description.
+func (e *Executor) markProvisioned(ctx context.Context, c plan.Change, vmid int) error {
+	conf, err := containerConfig(ctx, e.Client, c.Node, vmid)
+	if err != nil {
+		return err
+	}
+	m := plan.ParseMarker(conf["description"])
+	desc := plan.WithGuestMarkers(conf["description"], m.HostKey, c.Desired.GuestDigest)
+	return e.putConfig(ctx, c.Node, vmid, url.Values{"description": {desc}})
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

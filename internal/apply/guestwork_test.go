@@ -1,0 +1,259 @@
+package apply_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/corralhq/corral/internal/apply"
+	"github.com/corralhq/corral/internal/guest"
+	"github.com/corralhq/corral/internal/manifest"
+	"github.com/corralhq/corral/internal/plan"
+	"github.com/corralhq/corral/internal/pve"
+	"github.com/corralhq/corral/internal/sim"
+)
+
+// recorder is an apply.Observer that keeps what it is told.
+type recorder struct {
+	mu    sync.Mutex
+	steps []string
+	lines []string
+}
+
+func (r *recorder) Step(app, phase, detail string) func(error) {
+	r.mu.Lock()
+	r.steps = append(r.steps, phase+" "+detail)
+	r.mu.Unlock()
+	return func(error) {}
+}
+func (r *recorder) TaskLog(app, upid, line string) {
+	r.mu.Lock()
+	r.lines = append(r.lines, line)
+	r.mu.Unlock()
+}
+func (r *recorder) Warn(app, msg string) {}
+
+func (r *recorder) all() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return strings.Join(r.steps, "\n") + "\n" + strings.Join(r.lines, "\n")
+}
+
+// guestRig is an emulator whose containers have SSH on a free port.
+type guestRig struct {
+	t      *testing.T
+	srv    *sim.Server
+	client *pve.Client
+	ssh    apply.SSH
+}
+
+func freePort(t *testing.T) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func newGuestRig(t *testing.T) *guestRig {
+	scale := 0.0
+	port := freePort(t)
+	srv, err := sim.New(sim.Options{Dir: t.TempDir(), Listener: sim.ListenTLS, Listen: "127.0.0.1:0", TimeScale: &scale, GuestSSHPort: port})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	c, err := pve.New(pve.Config{Endpoint: srv.URL(), Token: srv.Credentials().OperatorToken, HTTPClient: srv.HTTPClient()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, ak, err := guest.NewKey("corral-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &guestRig{t: t, srv: srv, client: c, ssh: apply.SSH{Signer: signer, AuthorizedKey: ak, Port: port, ConnectTimeout: 20 * time.Second}}
+}
+
+const guestApp = `apps:
+  - name: hermes
+    template: local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst
+    features: {nesting: true}
+    volumes:
+      - {name: home, size: 1G, mount: /home/hermes}
+`
+
+func (g *guestRig) apply(work apply.GuestWork, digest string, obsr apply.Observer) error {
+	g.t.Helper()
+	apps := loadAppsText(g.t, guestApp)
+	apps[0].GuestDigest = digest
+	ctx := context.Background()
+	obs, err := apply.Observe(ctx, g.client)
+	if err != nil {
+		return err
+	}
+	p, err := plan.Make(apps, obs)
+	if err != nil {
+		return err
+	}
+	ex := &apply.Executor{Client: g.client, Observer: obsr, SSH: g.ssh, Guest: map[string]apply.GuestWork{"hermes": work}}
+	return ex.Apply(ctx, p, obs)
+}
+
+func (g *guestRig) plan(digest string) *plan.Plan {
+	apps := loadAppsText(g.t, guestApp)
+	apps[0].GuestDigest = digest
+	obs, err := apply.Observe(context.Background(), g.client)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	p, err := plan.Make(apps, obs)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	return p
+}
+
+func (g *guestRig) ct() *plan.CT {
+	obs, err := apply.Observe(context.Background(), g.client)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	return obs.Apps["hermes"][0]
+}
+
+// path is a file in the container's view: in the volume for /home/hermes,
+// else in its rootfs.
+func (g *guestRig) path(p string) string {
+	ct := g.ct()
+	if rest, ok := strings.CutPrefix(p, "/home/hermes/"); ok {
+		for k, v := range ct.Config {
+			if strings.HasPrefix(k, "mp") {
+				dir, _ := g.srv.Cluster().VolumePath("pve", plan.ParseMountPoint(v).Volume)
+				return filepath.Join(dir, rest)
+			}
+		}
+	}
+	dir, _ := g.srv.Cluster().VolumePath("pve", plan.ParseMountPoint(ct.Config["rootfs"]).Volume)
+	return filepath.Join(dir, p)
+}
+
+func skipIfNoGuestExec(t *testing.T, err error) {
+	if err != nil && strings.Contains(err.Error(), "guest exec unavailable") {
+		t.Skipf("guest exec is not available on this machine: %v", err)
+	}
+}
+
+func work(config string) apply.GuestWork {
+	return apply.GuestWork{
+		Steps: []apply.Step{
+			{Name: "user: hermes", Kind: "user", Account: &apply.Account{Name: "hermes", UID: 10000, Home: "/home/hermes", Shell: "/bin/sh"}},
+			{Name: "file: config", Kind: "file", Path: "/etc/hermes/config.yaml", Content: []byte(config), Mode: 0o644},
+			{Name: "envFile: .env", Kind: "envFile", Path: "/home/hermes/.env", Content: []byte("API_KEY=sk-very-secret-value\n"), Mode: 0o600, Owner: "hermes", Secret: true},
+			{Name: "run: install", Kind: "run", Script: "echo installing hermes\necho done > /home/hermes/installed.txt\n"},
+		},
+		Checks: []apply.Check{{Name: "installed", Kind: "command", Command: "test -f /home/hermes/installed.txt", Retries: 3, Interval: 100 * time.Millisecond}},
+	}
+}
+
+func TestGuestWorkProvisionsAndSkipsWhatIsDone(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("provisioning with useradd needs the emulator's guest view to be writable, which needs root (CI runs as root)")
+	}
+	g := newGuestRig(t)
+	rec := &recorder{}
+	err := g.apply(work("port: 9119\n"), "d1", rec)
+	skipIfNoGuestExec(t, err)
+	if err != nil {
+		t.Fatalf("apply: %v\n%s", err, rec.all())
+	}
+	for _, f := range []string{"/etc/hermes/config.yaml", "/home/hermes/.env", "/home/hermes/installed.txt"} {
+		if _, err := os.Stat(g.path(f)); err != nil {
+			t.Errorf("%s not written: %v", f, err)
+		}
+	}
+	if fi, err := os.Stat(g.path("/home/hermes/.env")); err == nil && fi.Mode().Perm() != 0o600 {
+		t.Errorf(".env mode %v, want 0600", fi.Mode().Perm())
+	}
+	if !strings.Contains(rec.all(), "installing hermes") {
+		t.Errorf("run step output not streamed:\n%s", rec.all())
+	}
+	if strings.Contains(rec.all(), "sk-very-secret-value") {
+		t.Fatal("the envFile secret was shown")
+	}
+	m := plan.ParseMarker(g.ct().Config["description"])
+	if m.HostKey == "" || m.Provisioned != "d1" {
+		t.Fatalf("markers after provisioning: %+v", m)
+	}
+	// Nothing changed: the plan knows without logging in.
+	if p := g.plan("d1"); p.HasChanges() {
+		t.Fatalf("plan after provisioning: %+v", p.Changes)
+	}
+	// One step changed: only it runs.
+	rec = &recorder{}
+	if err := g.apply(work("port: 9120\n"), "d2", rec); err != nil {
+		t.Fatalf("second apply: %v\n%s", err, rec.all())
+	}
+	out := rec.all()
+	for _, want := range []string{"provision user: hermes (unchanged, skipped)", "provision file: config\n", "provision run: install (unchanged, skipped)"} {
+		if !strings.Contains(out+"\n", want) {
+			t.Errorf("missing %q in:\n%s", want, out)
+		}
+	}
+	if b, _ := os.ReadFile(g.path("/etc/hermes/config.yaml")); string(b) != "port: 9120\n" {
+		t.Errorf("config = %q", b)
+	}
+}
+
+func TestGuestWorkUnhealthyFails(t *testing.T) {
+	g := newGuestRig(t)
+	w := apply.GuestWork{Checks: []apply.Check{{Name: "web", Kind: "command", Command: "echo not listening; false", Retries: 2, Interval: 50 * time.Millisecond}}}
+	err := g.apply(w, "h1", &recorder{})
+	skipIfNoGuestExec(t, err)
+	if err == nil || !strings.Contains(err.Error(), "unhealthy after 2 attempts") || !strings.Contains(err.Error(), "not listening") {
+		t.Fatalf("err = %v", err)
+	}
+	if m := plan.ParseMarker(g.ct().Config["description"]); m.Provisioned != "" {
+		t.Errorf("an unhealthy app was marked provisioned: %+v", m)
+	}
+}
+
+func TestGuestWorkRejectsChangedHostKey(t *testing.T) {
+	g := newGuestRig(t)
+	w := apply.GuestWork{Steps: []apply.Step{{Name: "run: hi", Kind: "run", Script: "echo hi"}}}
+	err := g.apply(w, "k1", &recorder{})
+	skipIfNoGuestExec(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Someone swaps the pinned key (or the container): corral refuses.
+	ct := g.ct()
+	_, other, _ := guest.NewKey("impostor")
+	desc := plan.WithGuestMarkers(ct.Config["description"], other, "k1")
+	if err := g.client.Put(context.Background(), "/nodes/pve/lxc/"+itoa(ct.VMID)+"/config", map[string][]string{"description": {desc}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	err = g.apply(w, "k2", &recorder{})
+	var hk *guest.HostKeyError
+	if !errors.As(err, &hk) || !strings.Contains(err.Error(), "host key changed") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func loadAppsText(t *testing.T, text string) []plan.App {
+	t.Helper()
+	f, err := manifest.Parse("corral.yaml", []byte(text), manifest.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plan.FromManifest(f)
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
