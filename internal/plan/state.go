@@ -28,7 +28,7 @@ type App struct {
 	// The last digest corral finished is kept in the CT description, so a
 	// plan sees without logging in whether the guest work changed.
 	GuestDigest string
-	Volumes      []Volume
+	Volumes     []Volume
 }
 
 // Volume is one desired persistent volume of an app.
