@@ -24,6 +24,10 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	corralBin = filepath.Join(dir, "corral")
+	// Keep corral's SSH key and the embedded emulator's state off the
+	// user's own directories; the corral processes inherit these.
+	os.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
+	os.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
 	out, err := exec.Command("go", "build", "-o", corralBin, ".").CombinedOutput()
 	if err != nil {
 		os.Stderr.Write(out)

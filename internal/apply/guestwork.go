@@ -111,7 +111,7 @@ func (e *Executor) runGuest(ctx context.Context, c plan.Change, vmid int, justCr
 	var cl *guest.Client
 	err := e.step(c.App, "ssh", "connect to ct "+strconv.Itoa(vmid), func() error {
 		var err error
-		cl, err = e.dialGuest(ctx, c, vmid, justCreated)
+		cl, err = e.dialGuest(ctx, c.Node, vmid, justCreated)
 		return err
 	})
 	if err != nil {
@@ -142,14 +142,27 @@ func (e *Executor) runGuest(ctx context.Context, c plan.Change, vmid int, justCr
 	return e.markProvisioned(ctx, c, vmid)
 }
 
+// Dial logs into a running app container for `corral exec` and `corral
+// logs`. The host key must be the one corral pinned (or, with
+// SSH.TrustNewHostKey, is pinned now if there is none).
+func (e *Executor) Dial(ctx context.Context, ct *plan.CT) (*guest.Client, error) {
+	if e.SSH.Signer == nil {
+		return nil, errors.New("no SSH key for corral")
+	}
+	if ct.Status != "running" {
+		return nil, fmt.Errorf("ct %d is %s; start it with `corral apply`", ct.VMID, ct.Status)
+	}
+	return e.dialGuest(ctx, ct.Node, ct.VMID, false)
+}
+
 // dialGuest finds the container's address and logs in, pinning the host
 // key on first use.
-func (e *Executor) dialGuest(ctx context.Context, c plan.Change, vmid int, justCreated bool) (*guest.Client, error) {
-	conf, err := containerConfig(ctx, e.Client, c.Node, vmid)
+func (e *Executor) dialGuest(ctx context.Context, node string, vmid int, justCreated bool) (*guest.Client, error) {
+	conf, err := containerConfig(ctx, e.Client, node, vmid)
 	if err != nil {
 		return nil, err
 	}
-	ct := &plan.CT{VMID: vmid, Node: c.Node, Status: "running", Config: conf}
+	ct := &plan.CT{VMID: vmid, Node: node, Status: "running", Config: conf}
 	var addr string
 	deadline := time.Now().Add(e.connectTimeout())
 	for {
@@ -195,7 +208,7 @@ func (e *Executor) dialGuest(ctx context.Context, c plan.Change, vmid int, justC
 	if policy.TrustOnFirstUse {
 		key := guest.AuthorizedKey(cl.HostKey())
 		desc := plan.WithGuestMarkers(conf["description"], key, m.Provisioned)
-		if err := e.putConfig(ctx, c.Node, vmid, url.Values{"description": {desc}}); err != nil {
+		if err := e.putConfig(ctx, node, vmid, url.Values{"description": {desc}}); err != nil {
 			cl.Close()
 			return nil, fmt.Errorf("pin the host key of ct %d: %w", vmid, err)
 		}

@@ -15,11 +15,12 @@ import (
 func init() { extraCommands = append(extraCommands, newApplyCmd) }
 
 type applyArgs struct {
-	ff          fileFlags
-	cf          connFlags
-	autoApprove bool
-	verbose     bool
-	lockWait    time.Duration
+	ff           fileFlags
+	cf           connFlags
+	autoApprove  bool
+	verbose      bool
+	lockWait     time.Duration
+	trustHostKey bool
 }
 
 func newApplyCmd(st *streams) *cobra.Command {
@@ -45,6 +46,7 @@ again picks up where it stopped.`,
 	cmd.Flags().BoolVar(&a.autoApprove, "auto-approve", false, "apply without asking (needed when stdin is not a terminal)")
 	cmd.Flags().BoolVarP(&a.verbose, "verbose", "v", false, "show every Proxmox task log line")
 	cmd.Flags().DurationVar(&a.lockWait, "lock-wait", 2*time.Minute, "how long to wait for a container locked by another operation")
+	cmd.Flags().BoolVar(&a.trustHostKey, "trust-host-key", false, "accept a container's SSH host key when corral has none pinned (it pins one when it creates a container)")
 	return cmd
 }
 
@@ -90,7 +92,10 @@ func runApply(cmd *cobra.Command, st *streams, a *applyArgs) error {
 
 	ex := &apply.Executor{
 		Client: s.client, Observer: observer, Log: slog.Default(),
-		Secrets: secrets(f), LockWait: a.lockWait,
+		Secrets: secrets(f), LockWait: a.lockWait, Guest: guestWork(f),
+	}
+	if ex.SSH, err = sshConfig(s, a.trustHostKey); err != nil {
+		return err
 	}
 	err = ex.Apply(ctx, p, obs)
 	total := time.Since(start)

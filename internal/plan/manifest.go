@@ -1,6 +1,12 @@
 package plan
 
-import "github.com/corralhq/corral/internal/manifest"
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+
+	"github.com/corralhq/corral/internal/manifest"
+)
 
 // FromManifest turns a validated manifest into the planner's desired apps:
 // sizes in bytes, memory in MiB, reclaim policies in the planner's terms.
@@ -29,6 +35,7 @@ func FromManifest(f *manifest.File) []App {
 			Description:  m.Description,
 			SSHKeys:      append([]string(nil), m.SSH.PublicKeys...),
 			HasPassword:  !m.Password.IsZero(),
+			GuestDigest:  guestDigest(m),
 		}
 		for _, v := range m.Volumes {
 			r := Retain
@@ -43,4 +50,27 @@ func FromManifest(f *manifest.File) []App {
 		apps = append(apps, a)
 	}
 	return apps
+}
+
+// guestDigest summarises an app's provisioning and health checks: any
+// change to them, secret values included, changes it. Only the hash is
+// stored (in the CT description), never a value.
+func guestDigest(m manifest.App) string {
+	if len(m.Provision) == 0 && len(m.Health) == 0 {
+		return ""
+	}
+	h := sha256.New()
+	for _, s := range m.Provision {
+		fmt.Fprintf(h, "step\x00%s\x00%s\x00%s\x00%s\x00%s\x00%o\x00%s\x00%s\x00%s\x00",
+			s.Kind, s.Name, s.Timeout, s.Run, s.Path, s.Mode, s.Owner, s.Project, s.Content)
+		for _, e := range s.Env {
+			fmt.Fprintf(h, "env\x00%s\x00%s\x00", e.Name, e.Value.Reveal())
+		}
+		a := s.Account
+		fmt.Fprintf(h, "acct\x00%s\x00%d\x00%s\x00%s\x00%q\x00", a.Name, a.UID, a.Home, a.Shell, a.Groups)
+	}
+	for _, c := range m.Health {
+		fmt.Fprintf(h, "check\x00%s\x00%s\x00%s\x00%d\x00%s\x00%s\x00%s\x00%d\x00%s\x00", c.Kind, c.Name, c.URL, c.Expect, c.Address, c.Command, c.Timeout, c.Retries, c.Interval)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
 }

@@ -1,0 +1,168 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/corralhq/corral/internal/apply"
+	"github.com/corralhq/corral/internal/guest"
+	"github.com/corralhq/corral/internal/plan"
+)
+
+func init() { extraCommands = append(extraCommands, newExecCmd, newLogsCmd) }
+
+// sshConfig is how corral logs into containers for this session: its own
+// key, and the guests' SSH port (22 on PVE; the embedded emulator's own
+// port, or CORRAL_SIM_GUEST_SSH_PORT from a standalone emulator's env
+// file).
+func sshConfig(s *session, trustNew bool) (apply.SSH, error) {
+	id, err := loadIdentity()
+	if err != nil {
+		return apply.SSH{}, err
+	}
+	port := 22
+	if s.embedded != nil {
+		port = s.embedded.Guests().Port()
+	} else if v := os.Getenv("CORRAL_SIM_GUEST_SSH_PORT"); v != "" {
+		if port, err = strconv.Atoi(v); err != nil || port <= 0 || port > 65535 {
+			return apply.SSH{}, fmt.Errorf("CORRAL_SIM_GUEST_SSH_PORT=%q: want a port number", v)
+		}
+	}
+	return apply.SSH{Signer: id.signer, AuthorizedKey: id.authorizedKey, Port: port, TrustNewHostKey: trustNew}, nil
+}
+
+// appCT finds the running container of an app.
+func appCT(ctx context.Context, j *job, app string) (*plan.CT, error) {
+	if _, ok := j.f.App(app); !ok {
+		return nil, fmt.Errorf("app %q is not in %s", app, j.f.Path)
+	}
+	obs, err := apply.Observe(ctx, j.s.client)
+	if err != nil {
+		return nil, err
+	}
+	cts := obs.Apps[app]
+	switch len(cts) {
+	case 0:
+		return nil, fmt.Errorf("app %s has no container; run `corral apply` first", app)
+	case 1:
+		return cts[0], nil
+	}
+	return nil, fmt.Errorf("app %s has %d containers; `corral plan` explains", app, len(cts))
+}
+
+func newExecCmd(st *streams) *cobra.Command {
+	var ff fileFlags
+	var cf connFlags
+	var trust bool
+	cmd := &cobra.Command{
+		Use:   "exec APP -- COMMAND [ARG...]",
+		Short: "Run a command inside an app's container (over SSH)",
+		Long: `exec runs a command as root inside the app's container, over SSH with
+corral's key and the host key corral pinned when it created the container.
+Output streams as it comes; the exit status is the command's.
+
+Proxmox gives API tokens no console for containers, so corral uses SSH.`,
+		Args: cobra.MinimumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			app, argv := args[0], args[1:]
+			return runInGuest(cmd.Context(), st, ff, cf, trust, app, quoteArgs(argv))
+		},
+	}
+	ff.add(cmd.Flags())
+	cf.add(cmd.Flags())
+	cmd.Flags().BoolVar(&trust, "trust-host-key", false, "accept the container's SSH host key if corral has none pinned")
+	return cmd
+}
+
+func newLogsCmd(st *streams) *cobra.Command {
+	var ff fileFlags
+	var cf connFlags
+	var trust, follow bool
+	var lines int
+	var unit string
+	cmd := &cobra.Command{
+		Use:   "logs APP",
+		Short: "Show an app's logs: its compose project's, else the system journal",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			n := strconv.Itoa(lines)
+			f := ""
+			if follow {
+				f = " -f"
+			}
+			journal := "journalctl --no-pager -n " + n + f
+			if unit != "" {
+				journal += " -u " + guest.ShellQuote(unit)
+			}
+			// A compose app's containers log to Docker, everything else to
+			// the journal; without systemd, the syslog file.
+			script := "if command -v docker >/dev/null 2>&1 && [ -n \"$(docker compose ls -q 2>/dev/null)\" ]; then " +
+				"for p in $(docker compose ls -q); do docker compose -p \"$p\" logs --no-color --tail " + n + f + "; done; " +
+				"elif command -v journalctl >/dev/null 2>&1; then " + journal + "; " +
+				"else tail -n " + n + f + " /var/log/syslog /var/log/messages 2>/dev/null; fi"
+			return runInGuest(cmd.Context(), st, ff, cf, trust, args[0], script)
+		},
+	}
+	ff.add(cmd.Flags())
+	cf.add(cmd.Flags())
+	cmd.Flags().BoolVar(&trust, "trust-host-key", false, "accept the container's SSH host key if corral has none pinned")
+	cmd.Flags().BoolVarP(&follow, "follow", "F", false, "keep printing new lines (Ctrl-C to stop)")
+	cmd.Flags().IntVarP(&lines, "lines", "n", 200, "how many recent lines")
+	cmd.Flags().StringVarP(&unit, "unit", "u", "", "only this systemd unit's journal")
+	return cmd
+}
+
+// runInGuest runs script in the app's container, streaming its output to
+// corral's stdout and stderr, and exits with its status.
+func runInGuest(ctx context.Context, st *streams, ff fileFlags, cf connFlags, trust bool, app, script string) error {
+	j, err := openJob(ctx, st, ff, cf)
+	if err != nil {
+		return err
+	}
+	defer j.Close()
+	ct, err := appCT(ctx, j, app)
+	if err != nil {
+		return err
+	}
+	sshc, err := sshConfig(j.s, trust)
+	if err != nil {
+		return err
+	}
+	ex := &apply.Executor{Client: j.s.client, SSH: sshc}
+	cl, err := ex.Dial(ctx, ct)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	err = cl.Exec(ctx, guest.Command{Script: script, Stdin: st.in, OnLine: func(s guest.Stream, line string) {
+		if s == guest.Stderr {
+			fmt.Fprintln(st.err, line)
+		} else {
+			fmt.Fprintln(st.out, line)
+		}
+	}})
+	var ee *guest.ExitError
+	if errors.As(err, &ee) {
+		code := ee.Code
+		if code <= 0 {
+			code = ExitError
+		}
+		return &exitError{code: code}
+	}
+	return err
+}
+
+// quoteArgs joins argv into a shell command line.
+func quoteArgs(argv []string) string {
+	q := make([]string, len(argv))
+	for i, a := range argv {
+		q[i] = guest.ShellQuote(a)
+	}
+	return strings.Join(q, " ")
+}

@@ -1,0 +1,133 @@
+package cli
+
+import (
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/corralhq/corral/internal/plan"
+	"github.com/corralhq/corral/internal/sim"
+	"github.com/corralhq/corral/internal/sim/model"
+)
+
+// newGuestCluster is newCluster whose containers serve SSH on a free
+// port, which corral learns from CORRAL_SIM_GUEST_SSH_PORT as from a
+// standalone emulator's env file.
+func newGuestCluster(t *testing.T) *cluster {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	scale := 0.0
+	srv, err := sim.New(sim.Options{Dir: t.TempDir(), Listener: sim.ListenTLS, Listen: "127.0.0.1:0", TimeScale: &scale, GuestSSHPort: port})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	t.Setenv("CORRAL_SIM_GUEST_SSH_PORT", strconv.Itoa(port))
+	return &cluster{t: t, srv: srv}
+}
+
+const provisionManifest = `apps:
+  - name: hermes
+    template: local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst
+    features: {nesting: true}
+    volumes:
+      - {name: home, size: 1G, mount: /home/hermes}
+    provision:
+      - user: {name: hermes, uid: 10000}
+      - file:
+          path: /etc/hermes/config.yaml
+          content: "greeting: GREETING\n"
+      - envFile:
+          path: /home/hermes/.env
+          owner: hermes
+          env:
+            - {name: API_KEY, value: "${env:HERMES_TEST_KEY}"}
+      - run: |
+          echo "installing the agent"
+          cp /etc/hermes/config.yaml /home/hermes/installed.yaml
+    health:
+      - command: grep -q greeting /home/hermes/installed.yaml
+`
+
+// TestProvisioningEndToEnd: apply provisions over SSH, a second plan sees
+// nothing to do, a changed step re-runs alone, exec and logs work, and the
+// envFile secret never shows.
+func TestProvisioningEndToEnd(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the emulator's guest view is writable for useradd only as root (CI runs as root)")
+	}
+	c := newGuestCluster(t)
+	const secret = "sk-test-4f8a9b2c7d"
+	t.Setenv("HERMES_TEST_KEY", secret)
+	m := writeManifest(t, strings.ReplaceAll(provisionManifest, "GREETING", "hello"))
+
+	r := c.run("apply", "-f", m, "--auto-approve")
+	if r.code != 0 && strings.Contains(r.stderr, "guest exec unavailable") {
+		t.Skipf("guest exec unavailable here: %s", r.stderr)
+	}
+	if r.code != 0 {
+		t.Fatalf("apply: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "installing the agent") {
+		t.Errorf("run step output not streamed:\n%s", r.stderr)
+	}
+	st := c.status(m)
+	vol := st.Apps[0].Volumes[0].VolID
+	if b, err := os.ReadFile(c.file(vol, "installed.yaml")); err != nil || string(b) != "greeting: hello\n" {
+		t.Fatalf("installed.yaml in the volume: %q %v", b, err)
+	}
+	env, err := os.ReadFile(c.file(vol, ".env"))
+	if err != nil || string(env) != "API_KEY="+secret+"\n" {
+		t.Fatalf(".env: %q %v", env, err)
+	}
+	if fi, _ := os.Stat(c.file(vol, ".env")); fi.Mode().Perm() != 0o600 {
+		t.Errorf(".env mode %v", fi.Mode().Perm())
+	}
+
+	// Nothing changed: the plan says so without logging in.
+	if r := c.run("plan", "-f", m); r.code != 0 {
+		t.Fatalf("plan after provisioning: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+
+	// A changed file re-runs that step only.
+	m2 := writeManifest(t, strings.ReplaceAll(provisionManifest, "GREETING", "bonjour"))
+	if r := c.run("plan", "-f", m2); r.code != ExitChanges || !strings.Contains(r.stdout, "provision") {
+		t.Fatalf("plan with a changed step: exit %d\n%s", r.code, r.stdout)
+	}
+	r = c.mustRun("apply", "-f", m2, "--auto-approve")
+	if !strings.Contains(r.stderr, "user: hermes (unchanged, skipped)") || strings.Contains(r.stderr, "| installing the agent") {
+		t.Errorf("only the file step should have run:\n%s", r.stderr)
+	}
+	vmid := st.Apps[0].Containers[0].VMID
+	rootfs := strings.SplitN(c.config(vmid)["rootfs"], ",", 2)[0]
+	if b, _ := os.ReadFile(c.file(rootfs, "etc/hermes/config.yaml")); string(b) != "greeting: bonjour\n" {
+		t.Errorf("config.yaml = %q", b)
+	}
+
+	// exec runs in the container and passes the exit status through.
+	r = c.run("exec", "hermes", "-f", m2, "--endpoint", c.srv.URL(), "--api-token", c.srv.Credentials().OperatorToken, "--fingerprint", c.srv.Fingerprint(),
+		"--", "sh", "-c", "id -u hermes; cat /etc/hermes/config.yaml; exit 7")
+	if r.code != 7 || !strings.Contains(r.stdout, "10000") || !strings.Contains(r.stdout, "bonjour") {
+		t.Fatalf("exec: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+
+	for _, out := range []string{r.stdout, r.stderr} {
+		if strings.Contains(out, secret) {
+			t.Fatal("the envFile secret was printed")
+		}
+	}
+	conf, _, err := c.srv.Cluster().CTConfig(model.Auth{UserID: "root@pam"}, "pve", vmid, true, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := plan.ParseMarker(conf["description"]); m.HostKey == "" || m.Provisioned == "" {
+		t.Errorf("markers: %+v", m)
+	}
+}
