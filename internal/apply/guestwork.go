@@ -117,7 +117,25 @@ func (e *Executor) runGuest(ctx context.Context, c plan.Change, vmid int, justCr
 	if err != nil {
 		return err
 	}
-	defer cl.Close()
+	defer func() { cl.Close() }()
+	if c.Desired != nil && c.Desired.NeedsKeyctl {
+		// Checked after the first login, so that the host key is pinned
+		// while corral may still trust it on first use.
+		restarted, err := e.ensureKeyctl(ctx, c, vmid)
+		if err != nil {
+			return err
+		}
+		if restarted {
+			cl.Close()
+			if err := e.step(c.App, "ssh", "reconnect to ct "+strconv.Itoa(vmid), func() error {
+				var err error
+				cl, err = e.dialGuest(ctx, c.Node, vmid, false)
+				return err
+			}); err != nil {
+				return err
+			}
+		}
+	}
 
 	done, err := e.doneSteps(ctx, cl)
 	if err != nil {
@@ -216,6 +234,49 @@ func (e *Executor) dialGuest(ctx context.Context, node string, vmid int, justCre
 	return cl, nil
 }
 
+// ensureKeyctl makes sure keyctl=1 is active for a Docker app: a value
+// root set while the container ran is pending until a restart, which
+// corral does; a missing one stops apply with root's command.
+func (e *Executor) ensureKeyctl(ctx context.Context, c plan.Change, vmid int) (restarted bool, err error) {
+	conf, err := containerConfig(ctx, e.Client, c.Node, vmid)
+	if err != nil {
+		return false, err
+	}
+	switch {
+	case plan.HasFeature(conf["features"], "keyctl"):
+		return false, nil
+	case e.keyctlPending(ctx, c.Node, vmid):
+		// Set by root while the container ran: PVE applies it at the
+		// next start.
+		return true, e.step(c.App, "restart", "to apply keyctl=1 set by root", func() error {
+			if err := e.ensureStopped(ctx, c.App, c.Node, vmid); err != nil {
+				return err
+			}
+			return e.start(ctx, c.App, c.Node, vmid)
+		})
+	}
+	return false, fmt.Errorf("%s: Docker in an unprivileged container needs keyctl=1, which only root@pam can set; "+
+		"run once as root on node %s:\n    %s\nthen run `corral apply` again (the container is up; nothing was provisioned yet)",
+		c.App, c.Node, plan.KeyctlCommand(vmid))
+}
+
+// keyctlPending reports whether keyctl=1 waits in the CT's pending changes.
+func (e *Executor) keyctlPending(ctx context.Context, node string, vmid int) bool {
+	var pending []struct {
+		Key     string `json:"key"`
+		Pending any    `json:"pending"`
+	}
+	if err := e.Client.Get(ctx, fmt.Sprintf("/nodes/%s/lxc/%d/pending", node, vmid), nil, &pending); err != nil {
+		return false
+	}
+	for _, p := range pending {
+		if s, ok := p.Pending.(string); ok && p.Key == "features" && plan.HasFeature(s, "keyctl") {
+			return true
+		}
+	}
+	return false
+}
+
 func (e *Executor) connectTimeout() time.Duration {
 	if e.SSH.ConnectTimeout > 0 {
 		return e.SSH.ConnectTimeout
@@ -296,6 +357,7 @@ func stepScript(s Step) (string, io.Reader) {
 		fmt.Fprintf(&b, "; mv -f %s %s", q(tmp), q(s.Path))
 		if s.Kind == "compose" {
 			fmt.Fprintf(&b, "; if ! command -v docker >/dev/null 2>&1; then echo 'docker is not installed in the container: add a run step that installs it (for example apt-get install -y docker.io docker-compose) before this compose step' >&2; exit 127; fi")
+			fmt.Fprintf(&b, "; if ! docker compose version >/dev/null 2>&1; then echo 'docker compose is not available in the container: install the compose plugin (Debian: docker-compose, or docker-compose-plugin from Docker) in a run step before this compose step' >&2; exit 127; fi")
 			fmt.Fprintf(&b, "; docker compose -p %s -f %s up -d --remove-orphans", q(s.Project), q(s.Path))
 		}
 		return b.String(), bytes.NewReader(s.Content)

@@ -131,3 +131,46 @@ func TestProvisioningEndToEnd(t *testing.T) {
 		t.Errorf("markers: %+v", m)
 	}
 }
+
+// TestComposeNeedsKeyctl: a compose app in an unprivileged container stops
+// before provisioning with the one root@pam command, and after root ran it
+// apply goes on (here to the compose step, which says Docker is missing in
+// the emulated guest).
+func TestComposeNeedsKeyctl(t *testing.T) {
+	c := newGuestCluster(t)
+	m := writeManifest(t, `apps:
+  - name: web
+    template: local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst
+    provision:
+      - compose:
+          content: |
+            services:
+              web: {image: nginx}
+`)
+	r := c.run("plan", "-f", m)
+	if !strings.Contains(r.stdout, "keyctl=1") || !strings.Contains(r.stdout, "pct set <vmid> -features nesting=1,keyctl=1") {
+		t.Fatalf("plan should warn up front:\n%s%s", r.stdout, r.stderr)
+	}
+	r = c.run("apply", "-f", m, "--auto-approve")
+	vmid := c.status(m).Apps[0].Containers[0].VMID
+	want := "pct set " + strconv.Itoa(vmid) + " -features nesting=1,keyctl=1"
+	if r.code != ExitError || !strings.Contains(r.stderr, want) {
+		t.Fatalf("apply: exit %d, want the command %q\n%s", r.code, want, r.stderr)
+	}
+	// The administrator runs the command (root@pam may).
+	root := model.Auth{UserID: "root@pam"}
+	if err := c.srv.Cluster().UpdateCTConfig(root, "pve", vmid, map[string]string{"features": "nesting=1,keyctl=1"}); err != nil {
+		t.Fatal(err)
+	}
+	r = c.run("apply", "-f", m, "--auto-approve")
+	if strings.Contains(r.stderr, "guest exec unavailable") {
+		t.Skipf("guest exec unavailable: %s", r.stderr)
+	}
+	if r.code != ExitError || !strings.Contains(r.stderr, "in the container: install") && !strings.Contains(r.stderr, "docker is not installed in the container") {
+		t.Fatalf("apply after keyctl: exit %d\n%s", r.code, r.stderr)
+	}
+	// corral did not try to take keyctl away again.
+	if r := c.run("plan", "-f", m); strings.Contains(r.stdout, "features changes") {
+		t.Fatalf("plan wants to undo root's keyctl:\n%s", r.stdout)
+	}
+}

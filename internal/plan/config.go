@@ -239,6 +239,43 @@ func InPlaceConfig(a App) map[string]string {
 	return c
 }
 
+// KeepRootFeatures adds to the wanted features every flag other than
+// nesting that the container has: only root@pam can set or clear those
+// (behaviour.md §c), so an administrator set them on purpose (keyctl for
+// Docker) and corral leaves them be.
+func KeepRootFeatures(want, got string) string {
+	var out []string
+	if want != "" {
+		out = append(out, want)
+	}
+	for _, item := range strings.Split(got, ",") {
+		if k, _, _ := strings.Cut(item, "="); item != "" && k != "nesting" {
+			out = append(out, item)
+		}
+	}
+	return strings.Join(out, ",")
+}
+
+// HasFeature reports whether a features value sets flag=1.
+func HasFeature(features, flag string) bool {
+	for _, item := range strings.Split(features, ",") {
+		if k, v, _ := strings.Cut(item, "="); k == flag && truthy(v) {
+			return true
+		}
+	}
+	return false
+}
+
+// KeyctlCommand is the one-time root@pam command that lets Docker run in
+// an unprivileged container.
+func KeyctlCommand(vmid int) string {
+	id := "<vmid>"
+	if vmid != 0 {
+		id = strconv.Itoa(vmid)
+	}
+	return "pct set " + id + " -features nesting=1,keyctl=1"
+}
+
 // restartKeys are in-place changes that PVE applies only at the next start
 // when the CT runs (behaviour.md §e: left pending).
 var restartKeys = map[string]bool{"features": true, "nameserver": true}

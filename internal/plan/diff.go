@@ -399,6 +399,7 @@ func configEdits(a *App, ct *CT) []ConfigEdit {
 	// manifest's: keep them.
 	m := ParseMarker(ct.Config["description"])
 	want["description"] = WithGuestMarkers(want["description"], m.HostKey, m.Provisioned)
+	want["features"] = KeepRootFeatures(want["features"], ct.Config["features"])
 	var out []ConfigEdit
 	for _, k := range sortedKeys(want) {
 		got := ct.Config[k]
@@ -481,8 +482,29 @@ func detachKeys(a *App, ct *CT, keepers []*Keeper) []detachRef {
 }
 
 // warnings reports what needs a human: keeper volumes of apps not in this
-// manifest, unrecorded keeper volumes, corral CTs outside the manifest.
+// manifest, unrecorded keeper volumes, corral CTs outside the manifest,
+// and Docker apps whose container lacks keyctl.
 func warnings(apps []App, obs *Observed) []string {
+	var w []string
+	for _, a := range apps {
+		if !a.NeedsKeyctl {
+			continue
+		}
+		cts := obs.Apps[a.Name]
+		if len(cts) == 1 && HasFeature(cts[0].Config["features"], "keyctl") {
+			continue
+		}
+		vmid := a.VMID
+		if len(cts) == 1 {
+			vmid = cts[0].VMID
+		}
+		w = append(w, fmt.Sprintf("app %s runs Docker in an unprivileged container, which needs keyctl=1; only root@pam can set it, once, on the node: %s "+
+			"(apply creates the container and stops before the compose step until then)", a.Name, KeyctlCommand(vmid)))
+	}
+	return append(w, otherWarnings(apps, obs)...)
+}
+
+func otherWarnings(apps []App, obs *Observed) []string {
 	inManifest := map[string]bool{}
 	for _, a := range apps {
 		inManifest[a.Name] = true

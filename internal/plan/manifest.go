@@ -36,6 +36,7 @@ func FromManifest(f *manifest.File) []App {
 			SSHKeys:      append([]string(nil), m.SSH.PublicKeys...),
 			HasPassword:  !m.Password.IsZero(),
 			GuestDigest:  guestDigest(m),
+			NeedsKeyctl:  m.NeedsKeyctl,
 		}
 		for _, v := range m.Volumes {
 			r := Retain

@@ -28,6 +28,9 @@ type App struct {
 	// The last digest corral finished is kept in the CT description, so a
 	// plan sees without logging in whether the guest work changed.
 	GuestDigest string
+	// NeedsKeyctl: the app runs Docker (a compose step) in an unprivileged
+	// container, which needs keyctl=1, a flag only root@pam can set.
+	NeedsKeyctl bool
 	Volumes     []Volume
 }
 
