@@ -137,9 +137,23 @@ func (e *Executor) runGuest(ctx context.Context, c plan.Change, vmid int, justCr
 		}
 	}
 
-	done, err := e.doneSteps(ctx, cl)
+	done, unavailable, err := e.doneSteps(ctx, cl)
 	if err != nil {
 		return fmt.Errorf("%s: read provisioning state: %w", c.App, err)
+	}
+	if unavailable != "" {
+		// Only the emulator says this (a machine without namespaces): tell
+		// plainly what did not run, and leave the work pending.
+		var names []string
+		for _, s := range work.Steps {
+			names = append(names, "step "+s.Name)
+		}
+		for _, chk := range work.Checks {
+			names = append(names, "health check "+chk.Name)
+		}
+		e.obs().Warn(c.App, fmt.Sprintf("the container cannot run commands here (%s); NOT run: %s. The plan keeps showing this work until it runs.",
+			unavailable, strings.Join(names, "; ")))
+		return nil
 	}
 	for i, s := range work.Steps {
 		id := fmt.Sprintf("%03d", i)
@@ -285,24 +299,32 @@ func (e *Executor) connectTimeout() time.Duration {
 }
 
 // doneSteps reads the checksums of the steps done before: id → checksum.
-func (e *Executor) doneSteps(ctx context.Context, cl *guest.Client) (map[string]string, error) {
-	var out bytes.Buffer
+// unavailable is the emulator's reason when the guest cannot run commands
+// at all.
+func (e *Executor) doneSteps(ctx context.Context, cl *guest.Client) (done map[string]string, unavailable string, err error) {
+	var out, errOut bytes.Buffer
 	script := "for f in " + stepsDir + "/*.sha256; do [ -f \"$f\" ] && printf '%s %s\\n' \"$(basename \"$f\" .sha256)\" \"$(cat \"$f\")\"; done; true"
-	err := cl.Exec(ctx, guest.Command{Script: script, OnLine: func(s guest.Stream, line string) {
+	err = cl.Exec(ctx, guest.Command{Script: script, OnLine: func(s guest.Stream, line string) {
 		if s == guest.Stdout {
 			out.WriteString(line + "\n")
+		} else {
+			errOut.WriteString(line + "\n")
 		}
 	}})
-	if err != nil {
-		return nil, err
+	var ee *guest.ExitError
+	if errors.As(err, &ee) && ee.Code == 126 && strings.Contains(errOut.String(), "guest exec unavailable") {
+		return nil, strings.TrimSpace(errOut.String()), nil
 	}
-	done := map[string]string{}
+	if err != nil {
+		return nil, "", err
+	}
+	done = map[string]string{}
 	for _, line := range strings.Split(out.String(), "\n") {
 		if id, sum, ok := strings.Cut(strings.TrimSpace(line), " "); ok {
 			done[id] = sum
 		}
 	}
-	return done, nil
+	return done, "", nil
 }
 
 // runStep runs one step and records its checksum. Output lines stream to

@@ -257,3 +257,36 @@ func loadAppsText(t *testing.T, text string) []plan.App {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// Where the emulator cannot run commands in containers, apply says which
+// steps and checks it did not run, and the work stays pending.
+func TestGuestWorkUnavailableIsReported(t *testing.T) {
+	g := newGuestRig(t)
+	if !g.srv.Guests().DisableExec("user namespaces are disabled (test)") {
+		t.Fatal("could not disable guest exec")
+	}
+	w := apply.GuestWork{
+		Steps:  []apply.Step{{Name: "run: install", Kind: "run", Script: "echo hi"}},
+		Checks: []apply.Check{{Name: "web", Kind: "command", Command: "true"}},
+	}
+	warns := &warnRecorder{}
+	if err := g.apply(w, "u1", warns); err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	got := strings.Join(warns.msgs, "\n")
+	for _, want := range []string{"user namespaces are disabled (test)", "NOT run: step run: install; health check web"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("warning lacks %q:\n%s", want, got)
+		}
+	}
+	if p := g.plan("u1"); !p.HasChanges() || !p.Changes[0].Guest {
+		t.Errorf("the work should still be pending: %+v", p.Changes)
+	}
+}
+
+type warnRecorder struct {
+	recorder
+	msgs []string
+}
+
+func (w *warnRecorder) Warn(app, msg string) { w.msgs = append(w.msgs, msg) }

@@ -123,6 +123,18 @@ func (m *Manager) ExecUnavailable() error {
 	return nil
 }
 
+// DisableExec makes every guest command fail as on a machine without
+// namespaces, with reason: for tests of how clients report that. It must
+// be called before the first command runs; it reports whether it took.
+func (m *Manager) DisableExec(reason string) bool {
+	took := false
+	m.sbOnce.Do(func() {
+		m.sb = sandbox{err: errors.New(reason)}
+		took = true
+	})
+	return took
+}
+
 // sandbox probes the machine once, on first use (so that an emulator
 // whose CTs never run a command never starts a helper).
 func (m *Manager) sandbox() sandbox {
