@@ -1,9 +1,13 @@
 package manifest
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // build turns the decoded tree into a File: it applies defaults from the
@@ -94,7 +98,268 @@ func (d *decoder) buildApp(v *value, adopted map[string]*value) App {
 		}
 		a.Volumes = append(a.Volumes, vol)
 	}
+
+	a.Provision = d.buildProvision(v, a.Name)
+	a.Health = d.buildHealth(v)
+	bv := v.object("backup")
+	a.Backup = BackupPolicy{Keep: int(bv.intOr("keep")), Storage: bv.strOr("storage"), Mode: bv.strOr("mode")}
+	a.SnapshotBeforeChange = v.boolOr("snapshotBeforeChange")
+	d.composeFeatures(v, &a)
 	return a
+}
+
+// composeFeatures applies what a compose step implies: Docker needs
+// nesting, which corral sets, and in an unprivileged container also
+// keyctl, which only root@pam can set (behaviour.md §c), so the app is
+// marked NeedsKeyctl and corral names the command up front.
+func (d *decoder) composeFeatures(app *value, a *App) {
+	var compose *value
+	for _, sv := range app.members("provision") {
+		if c := sv.obj["compose"]; c != nil {
+			compose = c
+			break
+		}
+	}
+	if compose == nil {
+		return
+	}
+	nesting := app.object("features").member("nesting")
+	switch {
+	case nesting != nil && !nesting.b:
+		d.report(nesting.node, nesting.path, "the compose step "+compose.path+" runs Docker, which needs nesting; "+
+			"set it to true or leave it out", "true")
+	case !a.Unprivileged:
+		if nesting == nil { // nesting: true is reported by buildFeatures
+			vmid := "<vmid>"
+			if a.VMID != 0 {
+				vmid = strconv.Itoa(a.VMID)
+			}
+			d.report(compose.node, compose.path, "Docker needs features.nesting, and on a privileged container (unprivileged: false) "+
+				"only root@pam can set feature flags; make the app unprivileged, or ask an administrator to run: pct set "+
+				vmid+" -features nesting=1", "")
+		}
+	default:
+		a.Features.Nesting = true
+		a.NeedsKeyctl = true
+	}
+}
+
+// buildProvision builds the steps, with derived names, and checks that
+// names (under which the executor records each step) are unique.
+func (d *decoder) buildProvision(app *value, appName string) []Step {
+	var steps []Step
+	names := map[string]*value{}
+	for _, sv := range app.members("provision") {
+		st, ok := d.buildStep(sv, appName)
+		if !ok {
+			continue
+		}
+		if !nameKnown(sv, st.Name) {
+			// Its name is unsure, and the reason is reported already.
+		} else if first, dup := names[st.Name]; dup {
+			at := sv
+			if n := sv.member("name"); n != nil {
+				at = n
+			}
+			d.report(at.node, at.path, "step name "+quote(st.Name)+" is already used by "+first.path+
+				"; give one of them a name of its own", "")
+		} else {
+			names[st.Name] = sv
+		}
+		steps = append(steps, st)
+	}
+	return steps
+}
+
+// nameKnown reports whether the name of a step or check is the one the
+// user meant: its name key is valid if written, it has one kind, and the
+// kind's value was valid enough to derive a name from.
+func nameKnown(v *value, name string) bool {
+	if n := v.obj["name"]; n != nil {
+		return n.ok
+	}
+	kinds := 0
+	for _, k := range v.f.oneOf {
+		if v.obj[k] != nil {
+			kinds++
+		}
+	}
+	return kinds == 1 && !strings.HasSuffix(name, ": ")
+}
+
+// kindOf returns the first oneOf key written in an object value, or "".
+func kindOf(v *value) string {
+	for _, k := range v.f.oneOf {
+		if v.obj[k] != nil {
+			return k
+		}
+	}
+	return ""
+}
+
+func (d *decoder) buildStep(sv *value, appName string) (Step, bool) {
+	kind := kindOf(sv)
+	if kind == "" {
+		return Step{}, false // reported by the decoder
+	}
+	st := Step{Kind: StepKind(kind), Timeout: sv.durOr("timeout"), Pos: d.pos(sv.node)}
+	var subject string
+	switch st.Kind {
+	case StepRun:
+		st.Run = sv.strOr("run")
+		subject = firstLine(st.Run)
+		if r := sv.member("run"); r != nil && r.ref != "" {
+			subject = r.ref
+		}
+	case StepFile:
+		fv := sv.object("file")
+		st.Path, st.Mode, st.Owner = fv.strOr("path"), fv.modeOr("mode"), fv.strOr("owner")
+		st.Content = d.content(fv)
+		subject = fv.displayOr("path")
+	case StepEnvFile:
+		fv := sv.object("envFile")
+		st.Path, st.Mode, st.Owner = fv.strOr("path"), fv.modeOr("mode"), fv.strOr("owner")
+		subject = fv.displayOr("path")
+		seen := map[string]*value{}
+		for _, ev := range fv.members("env") {
+			n, val := ev.member("name"), ev.member("value")
+			if n == nil || val == nil {
+				continue
+			}
+			if first, dup := seen[n.str]; dup {
+				d.report(n.node, n.path, "variable "+n.display()+" is already set by "+strings.TrimSuffix(first.path, ".name"), "")
+				continue
+			}
+			seen[n.str] = n
+			st.Env = append(st.Env, EnvVar{Name: n.str, Value: NewSecret(val.ref, val.str)})
+		}
+	case StepCompose:
+		fv := sv.object("compose")
+		st.Path, st.Mode, st.Project = fv.strOr("path"), fv.modeOr("mode"), fv.strOr("project")
+		if st.Path == "" {
+			st.Path = "/opt/" + appName + "/compose.yaml"
+		}
+		if st.Project == "" {
+			st.Project = appName
+		}
+		st.Content = d.content(fv)
+		subject = st.Path
+		if p := fv.member("path"); p != nil {
+			subject = p.display()
+		}
+	case StepUser:
+		uv := sv.object("user")
+		st.Account = Account{
+			Name:  uv.strOr("name"),
+			UID:   int(uv.intOr("uid")),
+			Home:  uv.strOr("home"),
+			Shell: uv.strOr("shell"),
+		}
+		if st.Account.Home == "" {
+			st.Account.Home = "/home/" + st.Account.Name
+		}
+		for _, g := range uv.members("groups") {
+			st.Account.Groups = append(st.Account.Groups, g.str)
+		}
+		subject = uv.displayOr("name")
+	}
+	st.Name = kind + ": " + subject
+	if n := sv.member("name"); n != nil {
+		st.Name = n.str
+	}
+	return st, true
+}
+
+// content returns the content of a file or compose step: the content key,
+// or the file its source names, read now.
+func (d *decoder) content(fv *value) string {
+	if c := fv.member("content"); c != nil {
+		return c.str
+	}
+	src := fv.member("source")
+	if src == nil {
+		return ""
+	}
+	p, err := d.opts.expandPath(src.str, d.dir)
+	if err == nil {
+		var data []byte
+		if data, err = d.opts.readFile(p); err == nil {
+			return string(data)
+		}
+		// The path is in the message already; keep only the reason.
+		if pe, ok := errors.AsType[*fs.PathError](err); ok {
+			err = pe.Err
+		}
+	}
+	d.report(src.node, src.path, "cannot read "+src.display()+": "+err.Error(), "")
+	return ""
+}
+
+// firstLine is the first non-blank line of a script, cut to 40 characters,
+// to name a step.
+func firstLine(s string) string {
+	for line := range strings.Lines(s) {
+		if line = strings.TrimSpace(line); line != "" {
+			if r := []rune(line); len(r) > 40 {
+				line = string(r[:40])
+			}
+			return line
+		}
+	}
+	return ""
+}
+
+// buildHealth builds the health checks, with derived names, and checks
+// that names are unique and that expect is only given to http checks.
+func (d *decoder) buildHealth(app *value) []Check {
+	var checks []Check
+	names := map[string]*value{}
+	for _, cv := range app.members("health") {
+		kind := kindOf(cv)
+		if kind == "" {
+			continue // reported by the decoder
+		}
+		c := Check{
+			Kind:     kind,
+			Timeout:  cv.durOr("timeout"),
+			Retries:  int(cv.intOr("retries")),
+			Interval: cv.durOr("interval"),
+			Pos:      d.pos(cv.node),
+		}
+		subject := cv.displayOr(kind)
+		switch kind {
+		case "http":
+			c.URL, c.Expect = cv.strOr("http"), int(cv.intOr("expect"))
+		case "tcp":
+			c.Address = cv.strOr("tcp")
+		case "command":
+			c.Command = cv.strOr("command")
+			if m := cv.member("command"); m != nil && m.ref == "" {
+				subject = firstLine(c.Command)
+			}
+		}
+		if e := cv.member("expect"); e != nil && kind != "http" {
+			d.report(e.node, e.path, "expect applies only to http checks", "")
+		}
+		c.Name = kind + ": " + subject
+		if n := cv.member("name"); n != nil {
+			c.Name = n.str
+		}
+		if !nameKnown(cv, c.Name) {
+			// Its name is unsure, and the reason is reported already.
+		} else if first, dup := names[c.Name]; dup {
+			at := cv
+			if n := cv.member("name"); n != nil {
+				at = n
+			}
+			d.report(at.node, at.path, "check name "+quote(c.Name)+" is already used by "+first.path+
+				"; give one of them a name of its own", "")
+		} else {
+			names[c.Name] = cv
+		}
+		checks = append(checks, c)
+	}
+	return checks
 }
 
 // buildFeatures rejects what an API token cannot set (behaviour.md §c):
@@ -257,6 +522,38 @@ func (v *value) boolOr(key string) bool {
 	}
 	b, _ := v.f.child(key).def.(bool)
 	return b
+}
+
+// displayOr shows the string member key as display does, or its default.
+func (v *value) displayOr(key string) string {
+	if m := v.member(key); m != nil {
+		return m.display()
+	}
+	return v.strOr(key)
+}
+
+func (v *value) durOr(key string) time.Duration {
+	if m := v.member(key); m != nil {
+		return m.dur
+	}
+	def, _ := v.f.child(key).def.(string)
+	d, err := time.ParseDuration(def)
+	if err != nil {
+		panic("manifest: bad default duration " + def) // a bug in spec.go, caught by tests
+	}
+	return d
+}
+
+func (v *value) modeOr(key string) os.FileMode {
+	if m := v.member(key); m != nil {
+		return m.mode
+	}
+	def, _ := v.f.child(key).def.(string)
+	mode, ok := parseMode(def)
+	if !ok {
+		panic("manifest: bad default mode " + def) // a bug in spec.go, caught by tests
+	}
+	return mode
 }
 
 func (v *value) sizeOr(key string) Size {

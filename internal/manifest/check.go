@@ -2,8 +2,11 @@ package manifest
 
 import (
 	"fmt"
+	"net"
 	"net/netip"
+	"net/url"
 	"path"
+	"strconv"
 	"strings"
 
 	"golang.org/x/crypto/ssh"
@@ -102,6 +105,85 @@ func checkMount(s string) string {
 func checkAdopt(s string) string {
 	if strings.HasPrefix(s, "/") {
 		return "a host path is a bind mount, which only root@pam may set; corral works with an API token, so adopt a storage volume"
+	}
+	return ""
+}
+
+// checkOneLine accepts text without control characters, such as a step name.
+func checkOneLine(s string) string {
+	if strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return "holds a line break or control character"
+	}
+	return ""
+}
+
+// checkGuestPath accepts a clean absolute path inside the container.
+func checkGuestPath(s string) string {
+	switch {
+	case !strings.HasPrefix(s, "/"):
+		return "not an absolute path"
+	case s == "/":
+		return "/ is a directory"
+	case path.Clean(s) != s:
+		return "not a clean path (no '.' or '..' parts, '//' or trailing '/')"
+	}
+	return ""
+}
+
+// checkSource accepts a local path; whether the file can be read is
+// found out when it is read (build.go).
+func checkSource(s string) string {
+	if s == "" || strings.ContainsRune(s, 0) {
+		return "not a file path"
+	}
+	return ""
+}
+
+// checkEnvValue rejects what one NAME=value line cannot hold.
+func checkEnvValue(s string) string {
+	if strings.ContainsAny(s, "\n\r\x00") {
+		return "holds a line break or NUL, which an environment file cannot hold"
+	}
+	return ""
+}
+
+// checkHTTPURL accepts an http or https URL with a host.
+func checkHTTPURL(s string) string {
+	u, err := url.Parse(s)
+	switch {
+	case err != nil:
+		return "not a URL"
+	case u.Scheme != "http" && u.Scheme != "https":
+		return "the scheme must be http or https"
+	case u.Host == "" || u.Hostname() == "":
+		return "the URL has no host"
+	case u.User != nil:
+		return "a user or password in the URL would be printed in logs; leave it out"
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return "the port must be 1..65535"
+		}
+	}
+	return ""
+}
+
+// redactURL hides a password in a URL, for diagnostics.
+func redactURL(s string) string {
+	if u, err := url.Parse(s); err == nil && u.User != nil {
+		return u.Redacted()
+	}
+	return s
+}
+
+// checkHostPort accepts HOST:PORT as net.Dial takes it.
+func checkHostPort(s string) string {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil || host == "" {
+		return "not HOST:PORT"
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return "the port must be 1..65535"
 	}
 	return ""
 }

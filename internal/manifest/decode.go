@@ -2,14 +2,17 @@ package manifest
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
@@ -28,6 +31,8 @@ type value struct {
 	num  int64
 	b    bool
 	size Size
+	dur  time.Duration
+	mode os.FileMode
 	obj  map[string]*value
 	list []*value
 }
@@ -162,6 +167,10 @@ func (d *decoder) walk(n *yaml.Node, f *field, path string) *value {
 		d.int(n, v)
 	case kindBool:
 		d.bool(n, v)
+	case kindDuration:
+		d.duration(n, v)
+	case kindMode:
+		d.mode(n, v)
 	}
 	return v
 }
@@ -200,6 +209,32 @@ func (d *decoder) object(n *yaml.Node, v *value) {
 	for _, c := range v.f.fields {
 		if c.required && first[c.key] == nil {
 			d.report(v.node, joinPath(v.path, c.key), "required key is missing", "")
+		}
+	}
+	d.oneOf(v, first)
+}
+
+// oneOf checks that exactly one of the object's oneOf keys is written.
+// A second one is reported at its key, so the user sees which to move.
+func (d *decoder) oneOf(v *value, written map[string]*yaml.Node) {
+	if len(v.f.oneOf) == 0 {
+		return
+	}
+	var present []*yaml.Node
+	for _, k := range v.f.oneOf {
+		if n := written[k]; n != nil {
+			present = append(present, n)
+		}
+	}
+	kinds := strings.Join(v.f.oneOf, ", ")
+	switch {
+	case len(present) == 0:
+		d.report(v.node, v.path, "needs exactly one of the keys "+kinds, kinds)
+	case len(present) > 1:
+		slices.SortFunc(present, func(a, b *yaml.Node) int { return cmp.Or(a.Line-b.Line, a.Column-b.Column) })
+		for _, n := range present[1:] {
+			d.report(n, joinPath(v.path, n.Value), "cannot be used together with "+present[0].Value+
+				"; write exactly one of the keys "+kinds+" per item", kinds)
 		}
 	}
 }
@@ -266,6 +301,8 @@ func (v *value) subject() string {
 		return " from " + v.ref
 	case v.f.sensitive:
 		return ""
+	case v.f.shown != nil:
+		return " " + quote(v.f.shown(v.str))
 	}
 	return " " + quote(v.str)
 }
@@ -280,6 +317,8 @@ func (d *decoder) string(n *yaml.Node, v *value) {
 	switch {
 	case f.enum != nil && !slices.Contains(f.enum, s):
 		d.report(v.node, v.path, "invalid value"+v.subject(), strings.Join(f.enum, ", "))
+	case f.minLen == 1 && s == "":
+		d.report(v.node, v.path, "must not be empty", "")
 	case utf8.RuneCountInString(s) < f.minLen:
 		d.report(v.node, v.path, fmt.Sprintf("must be at least %d characters", f.minLen), "")
 	case f.maxLen > 0 && utf8.RuneCountInString(s) > f.maxLen:
@@ -314,6 +353,73 @@ func (d *decoder) size(n *yaml.Node, v *value) {
 	default:
 		v.size, v.ok = size, true
 	}
+}
+
+// duration reads a duration like 30s or 1h30m. A bare number has no unit
+// and is rejected rather than guessed.
+func (d *decoder) duration(n *yaml.Node, v *value) {
+	if n.Kind == yaml.ScalarNode && (n.Tag == "!!int" || n.Tag == "!!float") {
+		d.report(v.node, v.path, "duration "+n.Value+" has no unit", durationAllowed)
+		return
+	}
+	s, ok := d.scalar(n, v)
+	if !ok {
+		return
+	}
+	v.str = s
+	dur, err := time.ParseDuration(s)
+	switch {
+	case err != nil:
+		d.report(v.node, v.path, "invalid duration"+v.subject(), durationAllowed)
+	case dur <= 0:
+		d.report(v.node, v.path, "duration"+v.subject()+" must be more than 0", durationAllowed)
+	default:
+		v.dur, v.ok = dur, true
+	}
+}
+
+// mode reads an octal file mode. YAML reads an unquoted 0644 as the
+// integer 420, so the digits are taken as written: quoted or not, 0644,
+// 644 and 0o644 all mean rw-r--r--.
+func (d *decoder) mode(n *yaml.Node, v *value) {
+	if n.Kind != yaml.ScalarNode || (n.Tag != "!!str" && n.Tag != "!!int") {
+		d.report(v.node, v.path, "must be an octal mode, got "+describe(n), modeAllowed)
+		return
+	}
+	m, ok := parseMode(n.Value)
+	if !ok {
+		d.report(v.node, v.path, "invalid mode "+quote(n.Value), modeAllowed)
+		return
+	}
+	v.str, v.mode, v.ok = n.Value, m, true
+}
+
+// modePattern is what parseMode accepts, also used by the JSON Schema.
+const modePattern = `^(0o?)?[0-7]{3,4}$`
+
+var modeRE = regexp.MustCompile(modePattern)
+
+// parseMode parses an octal mode like 0644, 644, 0o644 or 2775.
+func parseMode(s string) (os.FileMode, bool) {
+	if !modeRE.MatchString(s) {
+		return 0, false
+	}
+	digits := strings.TrimPrefix(strings.TrimPrefix(s, "0o"), "0")
+	m, err := strconv.ParseUint(digits, 8, 32)
+	if err != nil {
+		return 0, false
+	}
+	perm := os.FileMode(m) & os.ModePerm
+	if m&0o1000 != 0 {
+		perm |= os.ModeSticky
+	}
+	if m&0o2000 != 0 {
+		perm |= os.ModeSetgid
+	}
+	if m&0o4000 != 0 {
+		perm |= os.ModeSetuid
+	}
+	return perm, true
 }
 
 // int reads an integer. A float with no fraction (4096.0) counts, as it

@@ -24,6 +24,8 @@ const (
 	envShortPW = "Zq9!"
 	envBadNode = "Bad_Node!"
 	filePW     = "s3cret-from-file"
+	envAPIKey  = "sk-env-api-key-0123"
+	fileAPIKey = "sk-file-api-key-4567"
 )
 
 var testEnv = map[string]string{
@@ -32,6 +34,9 @@ var testEnv = map[string]string{
 	"SHORT_PW": envShortPW,
 	"BAD_NODE": envBadNode,
 	"NODE":     "pve2",
+	"API_KEY":  envAPIKey,
+	"MULTI":    "line1\nline2-secret",
+	"NOT_TIME": "soon",
 }
 
 var testFiles = map[string]string{
@@ -39,6 +44,10 @@ var testFiles = map[string]string{
 	"/home/test/.ssh/keys.pub":          "# laptop\n" + key1 + "\n\n" + key2 + "\n",
 	"/home/test/.ssh/mixed.pub":         key1 + "\nnot a key\n",
 	"/home/test/.config/corral/root.pw": filePW + "\n",
+	"/home/test/.config/corral/api.key": fileAPIKey + "\n",
+	// Sources of file and compose steps, relative to a manifest in ".".
+	"files/app.conf":     "listen 8080\n",
+	"files/compose.yaml": "services:\n  web:\n    image: nginx\n",
 }
 
 // testOptions resolves references from testEnv and testFiles only.
@@ -58,7 +67,7 @@ func testOptions() manifest.LoadOptions {
 }
 
 // secretValues are the values no output may contain.
-var secretValues = []string{envRootPW, envShortPW, envBadNode, filePW}
+var secretValues = []string{envRootPW, envShortPW, envBadNode, filePW, envAPIKey, fileAPIKey, "line2-secret"}
 
 // repoRoot walks up from the test's directory to the one holding go.mod.
 func repoRoot(t *testing.T) string {

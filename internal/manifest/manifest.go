@@ -3,9 +3,11 @@ package manifest
 import (
 	"cmp"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 )
 
 // File is a valid manifest: its apps with every default applied.
@@ -38,6 +40,21 @@ type App struct {
 	Password     Secret // zero when not set
 	SSH          SSH
 	Volumes      []Volume
+
+	// Provision are the steps run inside the container, in order.
+	Provision []Step
+	// Health are the checks that say the app is healthy.
+	Health []Check
+	Backup BackupPolicy
+	// SnapshotBeforeChange asks apply to snapshot the container before an
+	// in-place change or provisioning and to roll back when a health
+	// check fails afterwards.
+	SnapshotBeforeChange bool
+	// NeedsKeyctl is set for an unprivileged app with a compose step:
+	// Docker there needs the keyctl feature, which only root@pam can set
+	// (behaviour.md §c), so an administrator runs
+	// pct set <vmid> -features nesting=1,keyctl=1 once.
+	NeedsKeyctl bool
 
 	// Pos is where the app is written, for messages about it after
 	// validation ("corral.yaml:3:5: app hermes: …").
@@ -88,6 +105,88 @@ type Volume struct {
 	Reclaim Reclaim
 	Adopt   string // volid to take over; "" allocates a new volume
 	Pos     Pos
+}
+
+// StepKind is what a provision step does.
+type StepKind string
+
+const (
+	StepRun     StepKind = "run"     // run a shell script
+	StepFile    StepKind = "file"    // write a file
+	StepEnvFile StepKind = "envFile" // write NAME=value lines whose values are secrets
+	StepCompose StepKind = "compose" // write a compose file and run docker compose up -d
+	StepUser    StepKind = "user"    // create a user
+)
+
+// Step is one provisioning step. Which fields are set depends on Kind.
+type Step struct {
+	Kind StepKind
+	// Name is unique within the app; the executor records each step's
+	// checksum under it. Default: "run: <first line, cut to 40
+	// characters>", "file: <path>", "envFile: <path>", "compose: <path>"
+	// or "user: <name>"; a value read through a reference is named by
+	// the reference.
+	Name    string
+	Timeout time.Duration
+
+	// Run is the shell script of a run step, run as root with
+	// /bin/sh -e -c.
+	Run string
+
+	// Path is the file a file, envFile or compose step writes.
+	Path string
+	// Content is the content of a file or compose step: written in the
+	// manifest, or read from its source at load time.
+	Content string
+	Mode    os.FileMode
+	Owner   string   // USER or USER:GROUP
+	Env     []EnvVar // envFile
+	Project string   // compose project; default the app's name
+
+	// Account is the user a user step creates.
+	Account Account
+
+	Pos Pos
+}
+
+// EnvVar is one NAME=value line of an envFile step. The value is always
+// sensitive.
+type EnvVar struct {
+	Name  string
+	Value Secret
+}
+
+// Account is a Linux user in the container.
+type Account struct {
+	Name   string
+	UID    int // 0 lets the system pick; the user's group gets the same ID
+	Home   string
+	Shell  string
+	Groups []string
+}
+
+// Check is one health check, tried inside the container until it passes
+// or its retries run out. Kind says which of URL, Address and Command is
+// set. The executor runs every kind in the guest (curl or wget for http,
+// nc for tcp), so localhost is the container itself.
+type Check struct {
+	Kind     string // "http", "tcp" or "command"
+	Name     string // default "http: <url>", "tcp: <address>" or "command: <first line>"
+	URL      string
+	Expect   int // HTTP status an http check expects; default 200, 0 for other kinds
+	Address  string
+	Command  string
+	Timeout  time.Duration // per attempt
+	Retries  int           // attempts after the first failure
+	Interval time.Duration
+	Pos      Pos
+}
+
+// BackupPolicy is how corral backup backs an app up.
+type BackupPolicy struct {
+	Keep    int    // archives to keep; 0 keeps all
+	Storage string // PVE storage for the archives
+	Mode    string // vzdump mode: snapshot, stop or suspend
 }
 
 // Reclaim says whether corral may ever free a volume.

@@ -1,8 +1,11 @@
 package manifest_test
 
 import (
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -11,6 +14,9 @@ import (
 )
 
 const debian12 = "local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst"
+
+// defaultBackup is an app's backup policy when none is written.
+var defaultBackup = manifest.BackupPolicy{Storage: "local", Mode: "snapshot"}
 
 // ignorePos leaves positions out of comparisons of Apps.
 var ignorePos = cmpopts.IgnoreTypes(manifest.Pos{})
@@ -28,6 +34,7 @@ func TestLoad_examples(t *testing.T) {
 			RootFS:   manifest.RootFS{Storage: "local-lvm", Size: 4 * manifest.GiB},
 			Features: manifest.Features{Nesting: true},
 			Network:  manifest.Network{Bridge: "vmbr0", IP: "dhcp"},
+			Backup:   defaultBackup,
 			Volumes: []manifest.Volume{{
 				Name: "data", Storage: "local-lvm", Size: 1 * manifest.GiB, Mount: "/srv/data",
 				Backup: true, Reclaim: manifest.ReclaimRetain,
@@ -49,26 +56,105 @@ func TestLoad_examples(t *testing.T) {
 				Name: "home", Storage: "local-lvm", Size: 10 * manifest.GiB, Mount: "/home/hermes",
 				Backup: true, Reclaim: manifest.ReclaimRetain,
 			}},
+			// Seeds 000/001 inside the container: user hermes (UID
+			// 10000), install.sh --skip-setup (5-10 minutes), the API key
+			// in a 0600 .env, systemd units, the dashboard on :9119.
+			Provision: []manifest.Step{
+				{Kind: manifest.StepUser, Name: "user: hermes", Timeout: 10 * time.Minute,
+					Account: manifest.Account{Name: "hermes", UID: 10000, Home: "/home/hermes", Shell: "/bin/bash"}},
+				{Kind: manifest.StepRun, Name: "packages", Timeout: 10 * time.Minute},
+				{Kind: manifest.StepRun, Name: "install hermes", Timeout: 30 * time.Minute},
+				{Kind: manifest.StepEnvFile, Name: "envFile: /home/hermes/.hermes/.env", Timeout: 10 * time.Minute,
+					Path: "/home/hermes/.hermes/.env", Mode: 0o600, Owner: "hermes:hermes",
+					Env: []manifest.EnvVar{{Name: "OPENROUTER_API_KEY", Value: manifest.NewSecret("${env:OPENROUTER_API_KEY}", hermesKey)}}},
+				{Kind: manifest.StepFile, Name: "file: /etc/systemd/system/hermes-gateway.service", Timeout: 10 * time.Minute,
+					Path: "/etc/systemd/system/hermes-gateway.service", Mode: 0o644, Owner: "root"},
+				{Kind: manifest.StepFile, Name: "file: /etc/systemd/system/hermes-dashboard.service", Timeout: 10 * time.Minute,
+					Path: "/etc/systemd/system/hermes-dashboard.service", Mode: 0o644, Owner: "root"},
+				{Kind: manifest.StepRun, Name: "start services", Timeout: 10 * time.Minute},
+			},
+			Health: []manifest.Check{{Kind: "http", Name: "dashboard", URL: "http://localhost:9119/", Expect: 200,
+				Timeout: 5 * time.Second, Retries: 20, Interval: 3 * time.Second}},
+			Backup:               manifest.BackupPolicy{Keep: 7, Storage: "local", Mode: "snapshot"},
+			SnapshotBeforeChange: true,
 		}}},
 	}
 	root := repoRoot(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(root, "examples", tt.name, "corral.yaml")
-			f, err := manifest.Load(path, manifest.LoadOptions{})
+			f, err := manifest.Load(path, exampleOptions)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if got, want := f.Path, path; got != want {
 				t.Errorf("Path=%q, want %q", got, want)
 			}
-			if diff := cmp.Diff(tt.want, f.Apps, ignorePos); diff != "" {
+			// Scripts and file contents are checked below, not spelled out.
+			ignoreText := cmpopts.IgnoreFields(manifest.Step{}, "Run", "Content")
+			if diff := cmp.Diff(tt.want, f.Apps, ignorePos, ignoreText); diff != "" {
 				t.Errorf("apps (-want +got):\n%s", diff)
 			}
-			if got := f.Secrets(); len(got) != 0 {
-				t.Errorf("Secrets()=%d values, want none", len(got))
+			var want []string
+			for _, st := range tt.want[0].Provision {
+				for _, e := range st.Env {
+					want = append(want, e.Value.Reveal())
+				}
+			}
+			if diff := cmp.Diff(want, f.Secrets(), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("Secrets() (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// hermesKey is the API key the hermes example reads from the environment.
+const hermesKey = "sk-or-test-hermes-example"
+
+// exampleOptions serve the examples' references: the process environment
+// but for the variables the examples read, which tests set themselves.
+var exampleOptions = manifest.LoadOptions{
+	Getenv: func(name string) (string, bool) {
+		if name == "OPENROUTER_API_KEY" {
+			return hermesKey, true
+		}
+		return os.LookupEnv(name)
+	},
+}
+
+// TestLoad_hermesProvision checks what the hermes example runs: seed 000's
+// install.sh --skip-setup as the hermes user, and units that start the
+// gateway and the dashboard with the .env the envFile step writes.
+func TestLoad_hermesProvision(t *testing.T) {
+	f, err := manifest.Load(filepath.Join(repoRoot(t), "examples", "hermes", "corral.yaml"), exampleOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := map[string]manifest.Step{}
+	for _, st := range f.Apps[0].Provision {
+		steps[st.Name] = st
+	}
+	for name, wants := range map[string][]string{
+		"install hermes": {"runuser -l hermes", "scripts/install.sh", "--skip-setup"},
+		"file: /etc/systemd/system/hermes-gateway.service":   {"User=hermes", "EnvironmentFile=/home/hermes/.hermes/.env", "hermes gateway run"},
+		"file: /etc/systemd/system/hermes-dashboard.service": {"User=hermes", "hermes dashboard"},
+		"start services": {"systemctl daemon-reload", "hermes-gateway hermes-dashboard"},
+	} {
+		st, ok := steps[name]
+		if !ok {
+			t.Errorf("no step %q", name)
+			continue
+		}
+		for _, w := range wants {
+			if !strings.Contains(st.Run+st.Content, w) {
+				t.Errorf("step %q does not contain %q", name, w)
+			}
+		}
+	}
+	if _, err := manifest.Load(filepath.Join(repoRoot(t), "examples", "hermes", "corral.yaml"), manifest.LoadOptions{
+		Getenv: func(string) (string, bool) { return "", false },
+	}); err == nil || !strings.Contains(err.Error(), "environment variable OPENROUTER_API_KEY is not set") {
+		t.Errorf("without OPENROUTER_API_KEY: %v, want it named", err)
 	}
 }
 
@@ -80,6 +166,7 @@ var validCases = func() []validCase {
 		Cores: 1, MemoryMiB: 512, SwapMiB: 512,
 		RootFS:  manifest.RootFS{Storage: "local-lvm", Size: 8 * manifest.GiB},
 		Network: manifest.Network{Bridge: "vmbr0", IP: "dhcp"},
+		Backup:  defaultBackup,
 	}
 	with := func(change func(a *manifest.App)) manifest.App {
 		a := base
@@ -153,6 +240,114 @@ apps:
 				a.Node = "pve2"
 				a.Password = manifest.NewSecret("${file:~/.config/corral/root.pw}", filePW)
 				a.SSH.PublicKeys = []string{key1, key2, key1}
+			})},
+		{"provision defaults", `
+apps:
+  - name: web
+    template: debian-12-standard_12.12-1_amd64.tar.zst
+    provision:
+      - run: "\n  apt-get update && apt-get install -y --no-install-recommends nginx\nsystemctl enable nginx\n"
+      - user: { name: hermes }
+      - file: { path: /etc/app.conf, source: files/app.conf }
+      - envFile:
+          path: /etc/app.env
+          env:
+            - { name: API_KEY, value: "${env:API_KEY}" }
+            - { name: token, value: literal-token }
+    health:
+      - http: http://localhost:8080/health
+      - tcp: "localhost:5432"
+      - command: "pg_isready\n-q"
+    backup: {}`,
+			with(func(a *manifest.App) {
+				a.Provision = []manifest.Step{
+					{Kind: manifest.StepRun, Name: "run: apt-get update && apt-get install -y --n", Timeout: 10 * time.Minute,
+						Run: "\n  apt-get update && apt-get install -y --no-install-recommends nginx\nsystemctl enable nginx\n"},
+					{Kind: manifest.StepUser, Name: "user: hermes", Timeout: 10 * time.Minute,
+						Account: manifest.Account{Name: "hermes", Home: "/home/hermes", Shell: "/bin/bash"}},
+					{Kind: manifest.StepFile, Name: "file: /etc/app.conf", Timeout: 10 * time.Minute,
+						Path: "/etc/app.conf", Content: "listen 8080\n", Mode: 0o644, Owner: "root"},
+					{Kind: manifest.StepEnvFile, Name: "envFile: /etc/app.env", Timeout: 10 * time.Minute,
+						Path: "/etc/app.env", Mode: 0o600, Owner: "root", Env: []manifest.EnvVar{
+							{Name: "API_KEY", Value: manifest.NewSecret("${env:API_KEY}", envAPIKey)},
+							{Name: "token", Value: manifest.NewSecret("", "literal-token")},
+						}},
+				}
+				a.Health = []manifest.Check{
+					{Kind: "http", Name: "http: http://localhost:8080/health", URL: "http://localhost:8080/health", Expect: 200,
+						Timeout: 5 * time.Second, Retries: 10, Interval: 3 * time.Second},
+					{Kind: "tcp", Name: "tcp: localhost:5432", Address: "localhost:5432",
+						Timeout: 5 * time.Second, Retries: 10, Interval: 3 * time.Second},
+					{Kind: "command", Name: "command: pg_isready", Command: "pg_isready\n-q",
+						Timeout: 5 * time.Second, Retries: 10, Interval: 3 * time.Second},
+				}
+			})},
+		{"provision everything", `
+apps:
+  - name: web
+    vmid: 120
+    template: debian-12-standard_12.12-1_amd64.tar.zst
+    provision:
+      - name: install
+        timeout: 1h30m
+        run: ${file:~/.config/corral/api.key}
+      - user: { name: app_1, uid: 10000, home: /srv/app, shell: /usr/sbin/nologin, groups: [docker, users] }
+      - name: config
+        timeout: 45s
+        file: { path: /srv/app/app.conf, content: "a: 1\n", mode: "0640", owner: "app_1:users" }
+      - file: { path: /usr/local/bin/tool, content: "#!/bin/sh\n", mode: 0755, owner: "10000" }
+      - file: { path: /srv/shared, content: "", mode: 2775 }
+      - envFile: { path: /srv/app/.env, mode: "0o400", owner: app_1, env: [{ name: K, value: "${file:~/.config/corral/api.key}" }] }
+      - compose: { source: files/compose.yaml }
+      - compose: { path: /srv/app/compose.yml, content: "services: {}\n", project: app-2, mode: "0600" }
+    health:
+      - { name: web, http: "https://web.example:8443/", expect: 204, timeout: 2s, retries: 0, interval: 500ms }
+      - { tcp: "[::1]:80" }
+    backup: { keep: 3, storage: pbs, mode: stop }
+    snapshotBeforeChange: true`,
+			with(func(a *manifest.App) {
+				a.VMID = 120
+				a.Features.Nesting = true
+				a.NeedsKeyctl = true
+				a.Provision = []manifest.Step{
+					{Kind: manifest.StepRun, Name: "install", Timeout: 90 * time.Minute, Run: fileAPIKey},
+					{Kind: manifest.StepUser, Name: "user: app_1", Timeout: 10 * time.Minute,
+						Account: manifest.Account{Name: "app_1", UID: 10000, Home: "/srv/app", Shell: "/usr/sbin/nologin", Groups: []string{"docker", "users"}}},
+					{Kind: manifest.StepFile, Name: "config", Timeout: 45 * time.Second,
+						Path: "/srv/app/app.conf", Content: "a: 1\n", Mode: 0o640, Owner: "app_1:users"},
+					{Kind: manifest.StepFile, Name: "file: /usr/local/bin/tool", Timeout: 10 * time.Minute,
+						Path: "/usr/local/bin/tool", Content: "#!/bin/sh\n", Mode: 0o755, Owner: "10000"},
+					{Kind: manifest.StepFile, Name: "file: /srv/shared", Timeout: 10 * time.Minute,
+						Path: "/srv/shared", Mode: 0o775 | os.ModeSetgid, Owner: "root"},
+					{Kind: manifest.StepEnvFile, Name: "envFile: /srv/app/.env", Timeout: 10 * time.Minute,
+						Path: "/srv/app/.env", Mode: 0o400, Owner: "app_1", Env: []manifest.EnvVar{
+							{Name: "K", Value: manifest.NewSecret("${file:~/.config/corral/api.key}", fileAPIKey)}}},
+					{Kind: manifest.StepCompose, Name: "compose: /opt/web/compose.yaml", Timeout: 10 * time.Minute,
+						Path: "/opt/web/compose.yaml", Content: "services:\n  web:\n    image: nginx\n", Mode: 0o644, Project: "web"},
+					{Kind: manifest.StepCompose, Name: "compose: /srv/app/compose.yml", Timeout: 10 * time.Minute,
+						Path: "/srv/app/compose.yml", Content: "services: {}\n", Mode: 0o600, Project: "app-2"},
+				}
+				a.Health = []manifest.Check{
+					{Kind: "http", Name: "web", URL: "https://web.example:8443/", Expect: 204,
+						Timeout: 2 * time.Second, Retries: 0, Interval: 500 * time.Millisecond},
+					{Kind: "tcp", Name: "tcp: [::1]:80", Address: "[::1]:80",
+						Timeout: 5 * time.Second, Retries: 10, Interval: 3 * time.Second},
+				}
+				a.Backup = manifest.BackupPolicy{Keep: 3, Storage: "pbs", Mode: "stop"}
+				a.SnapshotBeforeChange = true
+			})},
+		{"compose with nesting written", `
+apps:
+  - name: web
+    template: debian-12-standard_12.12-1_amd64.tar.zst
+    features: { nesting: true }
+    provision:
+      - compose: { content: "services: {}" }`,
+			with(func(a *manifest.App) {
+				a.Features.Nesting = true
+				a.NeedsKeyctl = true
+				a.Provision = []manifest.Step{{Kind: manifest.StepCompose, Name: "compose: /opt/web/compose.yaml", Timeout: 10 * time.Minute,
+					Path: "/opt/web/compose.yaml", Content: "services: {}", Mode: 0o644, Project: "web"}}
 			})},
 		{"aliases", `
 apps:

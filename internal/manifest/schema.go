@@ -9,7 +9,8 @@ import (
 // editors, generated from the same field table the decoder validates
 // against: the same keys, types, enums, ranges, patterns, defaults and
 // descriptions. A few checks are exact only in the decoder (IPv6
-// addresses, SSH key syntax, sizes being whole MiB, cross-field rules);
+// addresses, SSH key syntax, sizes being whole MiB, durations above 0,
+// octal digits of an unquoted mode, cross-field rules);
 // the schema approximates them with patterns.
 func JSONSchema() []byte {
 	s := schemaOf(manifestSpec)
@@ -28,6 +29,9 @@ func JSONSchema() []byte {
 	}
 	return append(b, '\n')
 }
+
+// durationPattern approximates what time.ParseDuration accepts.
+const durationPattern = `^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
 
 // schemaOf describes one field. encoding/json sorts map keys, so the
 // output is stable.
@@ -63,6 +67,13 @@ func schemaOf(f *field) map[string]any {
 			slices.Sort(required)
 			s["required"] = required
 		}
+		if f.oneOf != nil {
+			var branches []any
+			for _, k := range f.oneOf {
+				branches = append(branches, map[string]any{"required": []string{k}})
+			}
+			s["oneOf"] = branches
+		}
 	case kindList:
 		s["type"] = "array"
 		s["items"] = schemaOf(f.items)
@@ -80,6 +91,15 @@ func schemaOf(f *field) map[string]any {
 	case kindSize:
 		s["type"] = "string"
 		s["anyOf"] = []any{map[string]any{"pattern": sizePattern}, map[string]any{"$ref": "#/$defs/reference"}}
+	case kindDuration:
+		s["type"] = "string"
+		s["anyOf"] = []any{map[string]any{"pattern": durationPattern}, map[string]any{"$ref": "#/$defs/reference"}}
+	case kindMode:
+		// An unquoted 0644 reaches JSON as the integer 420.
+		s["anyOf"] = []any{
+			map[string]any{"type": "string", "pattern": modePattern},
+			map[string]any{"type": "integer", "minimum": 0, "maximum": 0o7777},
+		}
 	case kindString:
 		s["type"] = "string"
 		literal := map[string]any{}

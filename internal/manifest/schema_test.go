@@ -118,6 +118,14 @@ func TestValidate(t *testing.T) {
 		`{"apps":[{"name":"a","template":"x.tar.gz","cores":1.5}]}`,
 		`{"apps":[{"name":"a","template":"x.tar.gz","features":{"keyctl":true}}]}`,
 		`{"apps":[{"name":"a","template":"x.tar.gz","volumes":[{"name":"d","mount":"/d","reclaim":"keep"}]}]}`,
+		`{"apps":[{"name":"a","template":"x.tar.gz","provision":[{}]}]}`,
+		`{"apps":[{"name":"a","template":"x.tar.gz","provision":[{"run":"x","user":{"name":"u"}}]}]}`,
+		`{"apps":[{"name":"a","template":"x.tar.gz","provision":[{"file":{"path":"/a"}}]}]}`,
+		`{"apps":[{"name":"a","template":"x.tar.gz","provision":[{"run":"x","timeout":"10"}]}]}`,
+		`{"apps":[{"name":"a","template":"x.tar.gz","provision":[{"file":{"path":"/a","content":"","mode":"0999"}}]}]}`,
+		`{"apps":[{"name":"a","template":"x.tar.gz","provision":[{"file":{"path":"/a","content":"","mode":8000}}]}]}`,
+		`{"apps":[{"name":"a","template":"x.tar.gz","health":[{"http":"ftp://x/"}]}]}`,
+		`{"apps":[{"name":"a","template":"x.tar.gz","backup":{"mode":"live"}}]}`,
 	} {
 		var v any
 		if err := json.Unmarshal([]byte(doc), &v); err != nil {
@@ -152,6 +160,17 @@ func validate(root, s map[string]any, v any, path string) []string {
 		}
 		if !matched {
 			fail("matches no anyOf branch")
+		}
+	}
+	if branches, ok := s["oneOf"].([]any); ok {
+		matched := 0
+		for _, sub := range branches {
+			if validate(root, sub.(map[string]any), v, path) == nil {
+				matched++
+			}
+		}
+		if matched != 1 {
+			fail("matches %d oneOf branches, want 1", matched)
 		}
 	}
 	if typ, ok := s["type"].(string); ok && !hasType(v, typ) {

@@ -9,12 +9,14 @@ import (
 type kind int
 
 const (
-	kindString kind = iota // a YAML string, or a ${…} reference
-	kindInt                // a YAML integer
-	kindBool               // true or false
-	kindSize               // a string like 10G (see ParseSize)
-	kindObject             // a mapping with the keys in fields
-	kindList               // a sequence of items
+	kindString   kind = iota // a YAML string, or a ${…} reference
+	kindInt                  // a YAML integer
+	kindBool                 // true or false
+	kindSize                 // a string like 10G (see ParseSize)
+	kindObject               // a mapping with the keys in fields
+	kindList                 // a sequence of items
+	kindDuration             // a string like 30s, 5m or 1h30m (time.ParseDuration), more than 0
+	kindMode                 // an octal file mode like "0644" (see parseMode)
 )
 
 // field describes one manifest key. The table below is the single source
@@ -38,6 +40,7 @@ type field struct {
 	forbidMsg string              // what is wrong when forbid matches
 	sensitive bool                // a secret even when written literally
 	public    bool                // not a secret even when read through ${…}
+	shown     func(string) string // how a diagnostic quotes the value; nil: as written
 
 	// Integers: min is always meaningful; max 0 means no upper bound.
 	min, max int64
@@ -46,6 +49,9 @@ type field struct {
 	items    *field
 	minItems int
 	fields   []*field
+	// oneOf lists keys of an object of which exactly one must be written
+	// (the kind of a provision step, the target of a health check).
+	oneOf []string
 
 	// rootOnly marks a key that PVE accepts only from root@pam. corral
 	// works with an API token, so the key is always rejected, with the
@@ -125,10 +131,18 @@ const (
 	defaultBridge  = "vmbr0"
 	defaultIP      = "dhcp"
 	defaultRootfs  = "8G"
+
+	defaultBackupStorage = "local"
 )
 
 // sizeAllowed is what a size may look like.
 const sizeAllowed = "a whole number of MiB written with unit M, G or T, e.g. 512M, 10G, 1.5T"
+
+// durationAllowed is what a duration may look like.
+const durationAllowed = "a duration more than 0 with units h, m, s or ms, e.g. 30s, 5m, 1h30m"
+
+// modeAllowed is what a file mode may look like.
+const modeAllowed = "an octal file mode of 3 or 4 digits, e.g. \"0644\" or \"0600\""
 
 // manifestSpec is the whole manifest.
 var manifestSpec = compileSpec(&field{
@@ -232,6 +246,25 @@ var appSpec = &field{
 		{key: "volumes", kind: kindList,
 			doc:   "Persistent volumes. They outlive the container: corral keeps them when it replaces or destroys the app.",
 			items: volumeSpec},
+		{key: "provision", kind: kindList,
+			doc: "Steps run inside the container over SSH, in order, after it starts. " +
+				"corral records a checksum of each step in the guest, so a re-apply skips what is done and re-runs what changed.",
+			items: stepSpec},
+		{key: "health", kind: kindList,
+			doc:   "Checks that say the app is healthy, run from inside the container after provisioning. An apply fails when one fails.",
+			items: checkSpec},
+		{key: "backup", kind: kindObject,
+			doc: "How corral backup backs the app up with vzdump, and how many archives it keeps.",
+			fields: []*field{
+				{key: "keep", kind: kindInt, def: int64(0), min: 0,
+					doc: "Archives of this app to keep; older ones are pruned after a backup. 0 keeps all."},
+				{key: "storage", kind: kindString, def: defaultBackupStorage,
+					doc: "PVE storage for the archives (content type backup).", pattern: storagePattern, allowed: storageAllowed},
+				{key: "mode", kind: kindString, def: "snapshot", enum: []string{"snapshot", "stop", "suspend"},
+					doc: "vzdump mode: snapshot (no downtime, needs snapshot-capable storage), stop (stops the container) or suspend."},
+			}},
+		{key: "snapshotBeforeChange", kind: kindBool, def: false,
+			doc: "Take a snapshot before an in-place change or provisioning, and roll back to it when a health check fails afterwards."},
 	},
 }
 
@@ -257,5 +290,157 @@ var volumeSpec = &field{
 			doc:     "Take over an existing volume by volume ID, like local-lvm:vm-999-disk-1, instead of allocating a new one.",
 			pattern: `^[a-zA-Z][a-zA-Z0-9._-]*[a-zA-Z0-9]:[^\s,;:/][^\s,;:]*$`, maxLen: 255, check: checkAdopt,
 			allowed: "a volume ID STORAGE:NAME, e.g. local-lvm:vm-999-disk-1"},
+	},
+}
+
+// Patterns of provisioning keys.
+const (
+	// An absolute path in the guest: no empty parts, no control characters;
+	// checkGuestPath rejects '.' and '..' parts.
+	guestPathPattern = `^(/[^/\x00-\x1f]+)+$`
+	guestPathAllowed = "a clean absolute path other than /, without '.' or '..' parts"
+	// Linux user and group names as useradd accepts them by default.
+	userNamePattern = `^[a-z_][a-z0-9_-]{0,31}$`
+	userNameAllowed = "a Linux user name: lower-case letters, digits, '_' and '-', starting with a letter or '_', at most 32 characters"
+	ownerPattern    = `^([a-z_][a-z0-9_-]{0,31}|[0-9]{1,10})(:([a-z_][a-z0-9_-]{0,31}|[0-9]{1,10}))?$`
+	ownerAllowed    = "USER or USER:GROUP, each a Linux name or a numeric ID, e.g. hermes or root:hermes"
+	stepNameAllowed = "one line of text, at most 80 characters"
+)
+
+// Defaults of provisioning keys.
+const (
+	defaultStepTimeout   = "10m"
+	defaultCheckTimeout  = "5s"
+	defaultCheckInterval = "3s"
+	defaultShell         = "/bin/bash"
+	defaultOwner         = "root"
+)
+
+// stepKinds are the keys that give a provision step its kind, in the
+// order diagnostics list them.
+var stepKinds = []string{string(StepRun), string(StepFile), string(StepEnvFile), string(StepCompose), string(StepUser)}
+
+func stepNameField(doc string) *field {
+	return &field{key: "name", kind: kindString, maxLen: 80, check: checkOneLine, pattern: `^[^\x00-\x1f\x7f]+$`,
+		doc: doc, allowed: stepNameAllowed}
+}
+
+func guestPathField(doc string, required bool) *field {
+	return &field{key: "path", kind: kindString, required: required, doc: doc, maxLen: 4096,
+		pattern: guestPathPattern, check: checkGuestPath, allowed: guestPathAllowed}
+}
+
+func modeField(def string) *field {
+	return &field{key: "mode", kind: kindMode, def: def,
+		doc: "File mode in octal, quoted, like \"" + def + "\"."}
+}
+
+func ownerField() *field {
+	return &field{key: "owner", kind: kindString, def: defaultOwner,
+		doc:     "Owner of the file: USER or USER:GROUP. The user must exist (create it with a user step first).",
+		pattern: ownerPattern, allowed: ownerAllowed}
+}
+
+func contentFields(what string) []*field {
+	return []*field{
+		{key: "content", kind: kindString,
+			doc: "The " + what + "'s content, written as is. Give content or source, not both."},
+		{key: "source", kind: kindString, maxLen: 4096, check: checkSource,
+			doc:     "A local file whose content is written, read when corral loads the manifest; a relative path is relative to the manifest's directory.",
+			allowed: "a path to a local file"},
+	}
+}
+
+var stepSpec = &field{
+	kind:  kindObject,
+	doc:   "One provisioning step: exactly one of run, file, envFile, compose or user, with an optional name and timeout.",
+	oneOf: stepKinds,
+	fields: []*field{
+		stepNameField("Name shown while the step runs and used to record that it is done, unique within the app. " +
+			"Default: derived from the step, like \"run: apt-get update\" or \"file: /etc/app.conf\"."),
+		{key: "timeout", kind: kindDuration, def: defaultStepTimeout,
+			doc: "How long the step may run, like 30s, 5m or 1h30m."},
+		{key: "run", kind: kindString, minLen: 1,
+			doc: "A shell script run as root with /bin/sh -e -c; it fails the apply when it exits non-zero."},
+		{key: "file", kind: kindObject, oneOf: []string{"content", "source"},
+			doc: "Write a file in the container.",
+			fields: append([]*field{
+				guestPathField("Absolute path of the file in the container.", true),
+			}, append(contentFields("file"), modeField("0644"), ownerField())...)},
+		{key: "envFile", kind: kindObject,
+			doc: "Write an environment file (NAME=value lines) in the container. The values are secrets: never printed.",
+			fields: []*field{
+				guestPathField("Absolute path of the file in the container.", true),
+				{key: "env", kind: kindList, required: true, minItems: 1,
+					doc: "The variables, in order.",
+					items: &field{kind: kindObject,
+						doc: "One variable.",
+						fields: []*field{
+							{key: "name", kind: kindString, required: true,
+								doc:     "Variable name.",
+								pattern: `^[A-Za-z_][A-Za-z0-9_]*$`, maxLen: 255,
+								allowed: "letters, digits and '_', not starting with a digit"},
+							{key: "value", kind: kindString, required: true, sensitive: true, check: checkEnvValue,
+								doc: "Value, always treated as a secret. Prefer a reference: ${env:NAME} or ${file:PATH}."},
+						}}},
+				modeField("0600"),
+				ownerField(),
+			}},
+		{key: "compose", kind: kindObject, oneOf: []string{"content", "source"},
+			doc: "Write a Docker Compose file in the container and run docker compose up -d. " +
+				"Docker needs features.nesting, which corral sets; in an unprivileged container it also needs keyctl, which only root@pam can set.",
+			fields: append([]*field{
+				guestPathField("Absolute path of the compose file in the container. Default: /opt/<app>/compose.yaml.", false),
+			}, append(contentFields("compose file"),
+				modeField("0644"),
+				&field{key: "project", kind: kindString, maxLen: 63,
+					doc:     "Compose project name. Default: the app's name.",
+					pattern: `^[a-z0-9][a-z0-9_-]*$`,
+					allowed: "lower-case letters, digits, '_' and '-', starting with a letter or digit"})...)},
+		{key: "user", kind: kindObject,
+			doc: "Create a user (and its group of the same name) in the container, or update its groups.",
+			fields: []*field{
+				{key: "name", kind: kindString, required: true,
+					doc: "User name.", pattern: userNamePattern, allowed: userNameAllowed},
+				{key: "uid", kind: kindInt, min: 1, max: 65533,
+					doc: "User ID, also its group's ID. Default: the system picks one. Files on retained volumes keep their owner's ID, so fix it for data that outlives the container."},
+				{key: "home", kind: kindString, maxLen: 4096,
+					doc:     "Home directory. Default: /home/<name>.",
+					pattern: guestPathPattern, check: checkGuestPath, allowed: guestPathAllowed},
+				{key: "shell", kind: kindString, def: defaultShell, maxLen: 4096,
+					doc:     "Login shell.",
+					pattern: guestPathPattern, check: checkGuestPath, allowed: guestPathAllowed},
+				{key: "groups", kind: kindList,
+					doc: "Supplementary groups, which must exist.",
+					items: &field{kind: kindString, doc: "A group name.",
+						pattern: userNamePattern, allowed: "a Linux group name: lower-case letters, digits, '_' and '-', starting with a letter or '_', at most 32 characters"}},
+			}},
+	},
+}
+
+var checkSpec = &field{
+	kind:  kindObject,
+	doc:   "One health check: exactly one of http, tcp or command, tried until it passes or its retries run out.",
+	oneOf: []string{"http", "tcp", "command"},
+	fields: []*field{
+		stepNameField("Name shown in progress and errors, unique within the app. Default: derived from the target, like \"http: http://localhost:9119/\"."),
+		{key: "http", kind: kindString, maxLen: 2048, check: checkHTTPURL, shown: redactURL,
+			doc:     "URL to fetch from inside the container (localhost is the container itself); healthy when it answers with status expect.",
+			pattern: `^https?://[^\s/?#]+([/?#]\S*)?$`,
+			allowed: "an http:// or https:// URL with a host, e.g. http://localhost:9119/"},
+		{key: "tcp", kind: kindString, maxLen: 262, check: checkHostPort,
+			doc:     "HOST:PORT to connect to from inside the container; healthy when the connection opens.",
+			pattern: `^\S+:[0-9]{1,5}$`,
+			allowed: "HOST:PORT with a port 1..65535, e.g. localhost:5432 or [::1]:5432"},
+		{key: "command", kind: kindString, minLen: 1,
+			doc: "Shell command run as root in the container; healthy when it exits 0."},
+		{key: "expect", kind: kindInt, def: int64(200), min: 100, max: 599,
+			doc: "HTTP status an http check expects."},
+		{key: "timeout", kind: kindDuration, def: defaultCheckTimeout,
+			doc: "How long one attempt may take."},
+		{key: "retries", kind: kindInt, def: int64(10), min: 0, max: 10000,
+			doc: "Attempts after the first failure before the check fails."},
+		{key: "interval", kind: kindDuration, def: defaultCheckInterval,
+			doc: "Pause between attempts."},
 	},
 }

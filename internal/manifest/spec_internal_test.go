@@ -39,10 +39,16 @@ func TestSpec_wellFormed(t *testing.T) {
 			}
 			seen[c.key] = true
 		}
+		for _, k := range f.oneOf {
+			if c := f.child(k); c == nil || c.required || c.def != nil {
+				t.Errorf("%s: oneOf key %s is not an optional key without default", path, k)
+			}
+		}
 		if f.def == nil {
 			return
 		}
-		tag := map[kind]string{kindString: "!!str", kindSize: "!!str", kindInt: "!!int", kindBool: "!!bool"}[f.kind]
+		tag := map[kind]string{kindString: "!!str", kindSize: "!!str", kindInt: "!!int", kindBool: "!!bool",
+			kindDuration: "!!str", kindMode: "!!str"}[f.kind]
 		d := &decoder{file: "spec"}
 		v := d.walk(&yaml.Node{Kind: yaml.ScalarNode, Tag: tag, Value: fmt.Sprint(f.def), Line: 1, Column: 1}, f, path)
 		if !v.ok || len(d.diags.Items) > 0 {
