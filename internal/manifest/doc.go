@@ -9,9 +9,15 @@
 // One table of fields (spec.go) drives both the decoder and the JSON
 // Schema for editors (schema.go), so the two cannot drift apart.
 //
+// Besides the container, an app describes what runs inside it: provision
+// steps (run, file, envFile, compose, user), health checks (http, tcp,
+// command), its backup policy and snapshotBeforeChange. This package only
+// parses and checks them; the executor runs them in the guest.
+//
 // Any string value may be a reference, ${env:NAME} or ${file:PATH}, which
 // is resolved through LoadOptions. A value read through a reference is
-// treated as sensitive (except SSH public keys): it is listed by
+// treated as sensitive (except SSH public keys), and so is every envFile
+// value, even one written literally: it is listed by
 // (*File).Secrets, hidden by (*File).Redact, and never quoted in a
 // diagnostic. The root password is always sensitive and is held in a
 // Secret, which prints its reference, never its value.

@@ -74,6 +74,63 @@ func FuzzParse(f *testing.F) {
 					t.Fatalf("reclaim %q", v.Reclaim)
 				}
 			}
+			checkProvision(t, a)
 		}
 	})
+}
+
+// checkProvision checks the rules of provision steps, health checks and
+// the backup policy on an accepted app.
+func checkProvision(t *testing.T, a manifest.App) {
+	t.Helper()
+	names := map[string]bool{}
+	compose := false
+	for _, st := range a.Provision {
+		if st.Name == "" || names[st.Name] || st.Timeout <= 0 {
+			t.Fatalf("app %q step %+v: empty or repeated name, or no timeout", a.Name, st)
+		}
+		names[st.Name] = true
+		switch st.Kind {
+		case manifest.StepRun:
+			if st.Run == "" {
+				t.Fatalf("run step %q without a script", st.Name)
+			}
+		case manifest.StepFile, manifest.StepEnvFile, manifest.StepCompose:
+			if !strings.HasPrefix(st.Path, "/") || st.Path == "/" || filepath.Clean(st.Path) != st.Path {
+				t.Fatalf("step %q path %q", st.Name, st.Path)
+			}
+			if st.Kind == manifest.StepEnvFile && len(st.Env) == 0 {
+				t.Fatalf("envFile step %q without variables", st.Name)
+			}
+			if st.Kind == manifest.StepCompose {
+				compose = true
+				if st.Project == "" {
+					t.Fatalf("compose step %q without a project", st.Name)
+				}
+			} else if st.Owner == "" {
+				t.Fatalf("step %q without an owner", st.Name)
+			}
+		case manifest.StepUser:
+			if st.Account.Name == "" || !strings.HasPrefix(st.Account.Home, "/") || st.Account.Shell == "" || st.Account.UID < 0 || st.Account.UID > 65533 {
+				t.Fatalf("user step %q account %+v", st.Name, st.Account)
+			}
+		default:
+			t.Fatalf("step %q has kind %q", st.Name, st.Kind)
+		}
+	}
+	if compose && !a.Features.Nesting || a.NeedsKeyctl != (compose && a.Unprivileged) {
+		t.Fatalf("app %q: compose=%v nesting=%v needsKeyctl=%v unprivileged=%v", a.Name, compose, a.Features.Nesting, a.NeedsKeyctl, a.Unprivileged)
+	}
+	checks := map[string]bool{}
+	for _, c := range a.Health {
+		target := map[string]string{"http": c.URL, "tcp": c.Address, "command": c.Command}[c.Kind]
+		if c.Name == "" || checks[c.Name] || target == "" || c.Timeout <= 0 || c.Interval <= 0 || c.Retries < 0 ||
+			(c.Kind == "http") != (c.Expect != 0) {
+			t.Fatalf("app %q check %+v breaks the rules", a.Name, c)
+		}
+		checks[c.Name] = true
+	}
+	if b := a.Backup; b.Keep < 0 || b.Storage == "" || (b.Mode != "snapshot" && b.Mode != "stop" && b.Mode != "suspend") {
+		t.Fatalf("app %q backup %+v", a.Name, b)
+	}
 }

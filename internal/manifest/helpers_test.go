@@ -37,6 +37,8 @@ var testEnv = map[string]string{
 	"API_KEY":  envAPIKey,
 	"MULTI":    "line1\nline2-secret",
 	"NOT_TIME": "soon",
+	// What examples/hermes reads, so that the fuzz seed parses.
+	"OPENROUTER_API_KEY": hermesKey,
 }
 
 var testFiles = map[string]string{
