@@ -139,7 +139,7 @@ type Step struct {
 	// manifest, or read from its source at load time.
 	Content string
 	Mode    os.FileMode
-	Owner   string   // USER or USER:GROUP
+	Owner   string   // file, envFile: USER or USER:GROUP; default root
 	Env     []EnvVar // envFile
 	Project string   // compose project; default the app's name
 
