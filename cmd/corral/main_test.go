@@ -46,7 +46,7 @@ func serve(t *testing.T) (string, []string) { return serveScaled(t, "0") }
 func serveScaled(t *testing.T, scale string) (string, []string) {
 	t.Helper()
 	state := t.TempDir()
-	cmd := exec.Command(corralBin, "sim", "serve", "--listen", "127.0.0.1:0", "--state", state, "--time-scale", scale)
+	cmd := exec.Command(corralBin, "sim", "serve", "--listen", "127.0.0.1:0", "--state", state, "--time-scale", scale, "--guest-ssh-port", "0")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

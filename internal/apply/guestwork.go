@@ -214,7 +214,12 @@ func (e *Executor) dialGuest(ctx context.Context, node string, vmid int, justCre
 	m := plan.ParseMarker(conf["description"])
 	policy := guest.HostKeyPolicy{VMID: vmid, Pinned: m.HostKey}
 	if m.HostKey == "" {
-		if !justCreated && !e.SSH.TrustNewHostKey {
+		// First contact: right after corral created the container, or
+		// later if corral never logged in (stopped between create and
+		// first login, or the app gained provisioning later) — the same
+		// trust on first use either way. Once corral has provisioned a
+		// container, a missing pin is suspicious.
+		if !justCreated && m.Provisioned != "" && !e.SSH.TrustNewHostKey {
 			return nil, fmt.Errorf("ct %d has no SSH host key pinned by corral, and corral did not just create it, so it cannot tell the container from an impostor; "+
 				"run apply with --trust-host-key once if you know the container is genuine", vmid)
 		}

@@ -19,6 +19,7 @@ type simServeArgs struct {
 	version   string
 	faults    string
 	plainHTTP bool
+	sshPort   int
 }
 
 func newSimCmd(st *streams) *cobra.Command {
@@ -48,6 +49,7 @@ credentials: source it (". DIR/env") before running corral.`,
 	f.StringVar(&a.version, "pve-version", "9.1", "emulated Proxmox VE version: 9.1 or 8.4")
 	f.StringVar(&a.faults, "faults", "", "fault injection, e.g. 'seed=1,latency=20ms,read5xx=0.05,write5xx=0.02,drop=0.01,taskfail=0.05'")
 	f.BoolVar(&a.plainHTTP, "plain-http", false, "serve plain HTTP instead of HTTPS")
+	f.IntVar(&a.sshPort, "guest-ssh-port", sim.PVEPort, "port of each running container's SSH server (22 as on PVE, 2222 when 22 cannot be bound; 0 picks a free port); DIR/env exports it")
 	cmd.AddCommand(serve)
 	return cmd
 }
@@ -69,7 +71,7 @@ func runSimServe(cmd *cobra.Command, st *streams, a *simServeArgs) error {
 	ts := a.timeScale
 	s, err := sim.New(sim.Options{
 		Dir: a.state, Listen: a.listen, Listener: mode, Nodes: a.nodes, Version: a.version,
-		TimeScale: &ts, Faults: a.faults, Logger: slog.Default(),
+		TimeScale: &ts, Faults: a.faults, Logger: slog.Default(), GuestSSHPort: a.sshPort,
 	})
 	if err != nil {
 		return err
@@ -79,6 +81,7 @@ func runSimServe(cmd *cobra.Command, st *streams, a *simServeArgs) error {
 	fmt.Fprintf(st.out, "  endpoint:    %s/api2/json\n", s.URL())
 	fmt.Fprintf(st.out, "  fingerprint: %s\n", s.Fingerprint())
 	fmt.Fprintf(st.out, "  state:       %s\n", a.state)
+	fmt.Fprintf(st.out, "  guest ssh:   port %d on each running container's address\n", s.Guests().Port())
 	fmt.Fprintf(st.out, "  credentials: . %s\n", filepath.Join(a.state, "env"))
 	<-cmd.Context().Done()
 	fmt.Fprintln(st.err, "corral sim: shutting down")

@@ -50,8 +50,10 @@ type Options struct {
 	Faults    string   // --faults spec, see faults.go
 	Logger    *slog.Logger
 
-	// GuestSSHPort is the port of every running CT's sshd; 0 means 22
-	// when it can be bound, else guest.FallbackPort.
+	// GuestSSHPort is the port of every running CT's sshd. 0 picks a free
+	// port, so that emulators in parallel (tests, the embedded one) do not
+	// fight over the CT addresses they share; PVEPort asks for 22 as on
+	// PVE when it can be bound, else guest.FallbackPort (corral sim serve).
 	GuestSSHPort int
 }
 
@@ -117,7 +119,17 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{opts: opts, log: log.WithGroup("sim"), cluster: c, api: api, faults: fl, reqlog: newRequestLog(), dirLock: lock}
 	c.SetTaskHook(s.faults.taskHook)
-	if s.guests, err = guest.Start(c, guest.Options{Port: opts.GuestSSHPort, Logger: log}); err != nil {
+	port := opts.GuestSSHPort
+	switch port {
+	case 0:
+		if port, err = freePort(); err != nil {
+			s.Close()
+			return nil, err
+		}
+	case PVEPort:
+		port = 0 // guest.Start: 22 when it can, else the fallback
+	}
+	if s.guests, err = guest.Start(c, guest.Options{Port: port, Logger: log}); err != nil {
 		s.Close()
 		return nil, err
 	}
@@ -330,3 +342,16 @@ func (s *Server) writeEnv() error {
 }
 
 func shellQuote(v string) string { return "'" + strings.ReplaceAll(v, "'", `'\''`) + "'" }
+
+// PVEPort as Options.GuestSSHPort asks for the real SSH port, 22.
+const PVEPort = 22
+
+// freePort finds a TCP port free on loopback.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("sim: find a port for guest SSH: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
