@@ -174,3 +174,56 @@ func TestComposeNeedsKeyctl(t *testing.T) {
 		t.Fatalf("plan wants to undo root's keyctl:\n%s", r.stdout)
 	}
 }
+
+// TestQuickstartInTheGuest is issue 4's acceptance: the quickstart applied
+// in the emulator; through `corral exec` a file goes into the volume and
+// one into the root fs; after the container is recreated the first is
+// there and the second is not; an apply with no change runs no step; a
+// failing health check fails the apply with its output.
+func TestQuickstartInTheGuest(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the emulator's guest view needs root to be fully writable (CI runs as root)")
+	}
+	c := newGuestCluster(t)
+	m := "../../examples/quickstart/corral.yaml"
+	r := c.run("apply", "-f", m, "--auto-approve")
+	if strings.Contains(r.stderr, "guest exec unavailable") {
+		t.Skipf("guest exec unavailable: %s", r.stderr)
+	}
+	if r.code != 0 {
+		t.Fatalf("apply: exit %d\n%s", r.code, r.stderr)
+	}
+	exec := func(script string) result {
+		return c.run("exec", "hello", "-f", m, "--endpoint", c.srv.URL(), "--api-token", c.srv.Credentials().OperatorToken,
+			"--fingerprint", c.srv.Fingerprint(), "--", "sh", "-c", script)
+	}
+	if r := exec("echo kept > /srv/data/kept.txt && echo lost > /root/lost.txt"); r.code != 0 {
+		t.Fatalf("exec: exit %d\n%s", r.code, r.stderr)
+	}
+	c.mustRun("destroy", "-f", m, "--auto-approve")
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	r = exec("cat /srv/data/kept.txt; test -e /root/lost.txt && echo STILL-THERE; true")
+	if r.code != 0 || !strings.Contains(r.stdout, "kept") || strings.Contains(r.stdout, "STILL-THERE") {
+		t.Fatalf("after recreate: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// No change: no provisioning step runs.
+	r = c.mustRun("apply", "-f", m, "--auto-approve")
+	if strings.Contains(r.stderr, "provision") {
+		t.Errorf("a no-change apply provisioned:\n%s", r.stderr)
+	}
+	// A failing health check fails the apply with its output.
+	text, err := os.ReadFile(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := strings.Replace(string(text), `command: curl -fsS "http://$(echo "$SSH_CONNECTION" | cut -d' ' -f3):8080/index.html" | grep -q hello`,
+		`command: echo "page missing"; exit 1`, 1)
+	bad = strings.Replace(bad, "retries: 5", "retries: 1", 1)
+	if bad == string(text) {
+		t.Fatal("could not rewrite the health check")
+	}
+	r = c.run("apply", "-f", writeManifest(t, bad), "--auto-approve")
+	if r.code != ExitError || !strings.Contains(r.stderr, "unhealthy after 2 attempts") || !strings.Contains(r.stderr, "page missing") {
+		t.Fatalf("failing health check: exit %d\n%s", r.code, r.stderr)
+	}
+}
