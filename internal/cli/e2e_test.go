@@ -489,3 +489,25 @@ func TestDestroyRefusesUnmanagedVolume(t *testing.T) {
 		t.Fatalf("container gone after a refused destroy: %+v", st.Apps[0])
 	}
 }
+
+// TestExamplesValidateAndPlan: every example validates and plans against
+// the emulator (steps that need the internet are not run here).
+func TestExamplesValidateAndPlan(t *testing.T) {
+	for _, v := range []string{"OPENROUTER_API_KEY", "LITELLM_API_KEY", "TELEGRAM_BOT_TOKEN"} {
+		t.Setenv(v, "test-"+strings.ToLower(v))
+	}
+	t.Setenv("LITELLM_BASE_URL", "http://127.0.0.1:4000/v1")
+	dirs, err := filepath.Glob("../../examples/*/corral.yaml")
+	if err != nil || len(dirs) < 3 {
+		t.Fatalf("examples: %v %v", dirs, err)
+	}
+	c := newCluster(t)
+	for _, m := range dirs {
+		if r := c.run("validate", "-f", m); r.code != 0 {
+			t.Errorf("validate %s: exit %d\n%s", m, r.code, r.stderr)
+		}
+		if r := c.run("plan", "-f", m); r.code != ExitChanges {
+			t.Errorf("plan %s: exit %d\n%s%s", m, r.code, r.stdout, r.stderr)
+		}
+	}
+}
