@@ -34,7 +34,7 @@ func tokenCaller(tok string) e2eCaller { return e2eCaller{token: tok} }
 // e2eResp is one raw API answer.
 type e2eResp struct {
 	status int
-	reason string          // the status line's reason phrase
+	reason string                     // the status line's reason phrase
 	raw    map[string]json.RawMessage // top-level keys of the body
 	data   json.RawMessage
 	msg    string
