@@ -263,3 +263,5 @@ func envFile(t *testing.T, text string) map[string]string {
 	}
 	return out
 }
+
+func jsonUnmarshal(raw []byte, v any) error { return json.Unmarshal(raw, v) }
