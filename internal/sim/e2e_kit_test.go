@@ -265,3 +265,10 @@ func envFile(t *testing.T, text string) map[string]string {
 }
 
 func jsonUnmarshal(raw []byte, v any) error { return json.Unmarshal(raw, v) }
+
+// sub is the kit for a subtest, so that failures stop the subtest only.
+func (k *e2e) sub(t *testing.T) *e2e {
+	c := *k
+	c.t = t
+	return &c
+}
