@@ -1,0 +1,499 @@
+package doctor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/corralhq/corral/internal/manifest"
+	"github.com/corralhq/corral/internal/plan"
+	"github.com/corralhq/corral/internal/pve"
+)
+
+// Options tune Check.
+type Options struct {
+	// Endpoint is shown in the report ("https://pve:8006", "embedded
+	// emulator").
+	Endpoint string
+	// Role names the role in fixes when the token's own is not known
+	// (default DefaultRole).
+	Role string
+}
+
+// Report is the outcome of Check: pure data, rendered by WriteText and
+// WriteJSON.
+type Report struct {
+	Endpoint string `json:"endpoint,omitempty"`
+	TokenID  string `json:"token_id"`
+	// Applyable is true when no finding is an error or needs root.
+	Applyable    bool          `json:"applyable"`
+	Facts        Facts         `json:"facts"`
+	Findings     []Finding     `json:"findings"`
+	Requirements []Requirement `json:"requirements"`
+}
+
+// Facts are what Check learnt about the cluster.
+type Facts struct {
+	Version  string      `json:"version,omitempty"`
+	Release  string      `json:"release,omitempty"`
+	Nodes    []NodeFacts `json:"nodes,omitempty"`
+	NextVMID int         `json:"next_vmid,omitempty"`
+	Apps     []AppFacts  `json:"apps,omitempty"`
+}
+
+// NodeFacts are one node's facts.
+type NodeFacts struct {
+	Name     string         `json:"name"`
+	Status   string         `json:"status,omitempty"`
+	Storages []StorageFacts `json:"storages,omitempty"`
+	// Templates are the manifest's templates present on the node;
+	// MissingTemplates those absent.
+	Templates        []string `json:"templates,omitempty"`
+	MissingTemplates []string `json:"missing_templates,omitempty"`
+	Keeper           int      `json:"keeper_vmid,omitempty"`
+}
+
+// StorageFacts is a storage as the token sees it on a node.
+type StorageFacts struct {
+	ID      string   `json:"id"`
+	Type    string   `json:"type"`
+	Content []string `json:"content"`
+	Active  bool     `json:"active"`
+	Total   int64    `json:"total,omitempty"`
+	Avail   int64    `json:"avail,omitempty"`
+	// Need is what this manifest would allocate on it now, in bytes.
+	Need int64 `json:"need,omitempty"`
+}
+
+// AppFacts say where each app is or goes.
+type AppFacts struct {
+	Name   string `json:"name"`
+	Node   string `json:"node"`
+	VMID   int    `json:"vmid,omitempty"`
+	Exists bool   `json:"exists"`
+}
+
+func (r *Report) add(f Finding) { r.Findings = append(r.Findings, f) }
+
+func (r *Report) finish() *Report {
+	r.Applyable = true
+	for _, f := range r.Findings {
+		if f.Severity == SevError || f.Severity == SevRoot {
+			r.Applyable = false
+		}
+	}
+	if r.Findings == nil {
+		r.Findings = []Finding{}
+	}
+	if r.Requirements == nil {
+		r.Requirements = []Requirement{}
+	}
+	return r
+}
+
+// Check runs every check for manifest f with client c: reachability and
+// TLS trust, PVE version, the token's effective privileges on every path
+// the manifest touches (and, when it may read them, its user's and its
+// ACL, to explain the privsep intersection), storages, templates, free
+// VMIDs, free space, and what only root@pam can set. Problems are
+// findings in the report; the error is only ctx's.
+func Check(ctx context.Context, c *pve.Client, f *manifest.File, opts Options) (*Report, error) {
+	r := &Report{Endpoint: opts.Endpoint, TokenID: c.TokenID()}
+	v, err := c.Version(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		r.add(connectFinding(err, c.TokenID()))
+		return r.finish(), nil
+	}
+	r.Facts.Version, r.Facts.Release = v.Version, v.Release
+	t := Targets{Version: v.Release, Apps: map[string]Placement{}, Keepers: map[string]int{}, MissingTemplates: map[string]bool{}}
+	if t.Version == "" {
+		t.Version = v.Version
+	}
+	if t.major() < 8 {
+		r.add(Finding{Severity: SevError, Kind: "version", Message: fmt.Sprintf("Proxmox VE %s is too old: corral needs 8.x or 9.x", v.Version)})
+	}
+
+	nodes, err := c.Nodes(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		r.add(connectFinding(err, c.TokenID()))
+		return r.finish(), nil
+	}
+	var names []string
+	for _, n := range nodes {
+		names = append(names, n.Node)
+	}
+	sort.Strings(names)
+	if len(names) > 0 {
+		t.DefaultNode = names[0]
+	}
+
+	// Where each app is: corral finds its containers by their tags.
+	res, err := c.ClusterResources(ctx, "vm")
+	if err != nil && ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	existing := map[string]pve.ClusterResource{}
+	others := map[int]pve.ClusterResource{}
+	for _, g := range res {
+		tags := plan.ParseTags(g.Tags)
+		if g.Type != "lxc" || !slices.Contains(tags, plan.TagManaged) {
+			others[g.VMID] = g
+			continue
+		}
+		if slices.Contains(tags, plan.TagKeeper) {
+			if k, ok := t.Keepers[g.Node]; !ok || g.VMID < k {
+				t.Keepers[g.Node] = g.VMID
+			}
+			continue
+		}
+		for _, tag := range tags {
+			if name, ok := strings.CutPrefix(tag, plan.TagAppPrefix); ok {
+				if e, seen := existing[name]; !seen || g.VMID < e.VMID {
+					existing[name] = g
+				}
+			}
+		}
+	}
+	usedNodes := map[string]bool{}
+	for _, a := range f.Apps {
+		p := Placement{Node: a.Node, VMID: a.VMID}
+		g, exists := existing[a.Name]
+		if exists {
+			p = Placement{Node: g.Node, VMID: g.VMID}
+		}
+		if p.Node == "" {
+			p.Node = t.DefaultNode
+		}
+		if !slices.Contains(names, p.Node) {
+			r.add(Finding{Severity: SevError, Kind: "node", App: a.Name, Message: fmt.Sprintf("app %s: node %q does not exist (nodes: %s)", a.Name, p.Node, strings.Join(names, ", "))})
+		}
+		if o, taken := others[a.VMID]; a.VMID > 0 && !exists && taken {
+			r.add(Finding{Severity: SevError, Kind: "vmid", App: a.Name, Message: fmt.Sprintf("app %s: vmid %d is taken by %s %d (%s) on %s, which corral does not manage; pick another vmid or leave it out", a.Name, a.VMID, o.Type, o.VMID, o.Name, o.Node)})
+		}
+		t.Apps[a.Name] = p
+		usedNodes[p.Node] = true
+		r.Facts.Apps = append(r.Facts.Apps, AppFacts{Name: a.Name, Node: p.Node, VMID: p.VMID, Exists: exists})
+	}
+	if id, err := c.NextID(ctx); err == nil {
+		r.Facts.NextVMID = id
+	}
+
+	// Storages and templates per node.
+	storages := map[string]map[string]pve.Storage{}
+	for _, n := range nodes {
+		nf := NodeFacts{Name: n.Node, Status: n.Status, Keeper: t.Keepers[n.Node]}
+		if usedNodes[n.Node] {
+			list, err := c.StorageList(ctx, n.Node, "")
+			if err != nil && ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			storages[n.Node] = map[string]pve.Storage{}
+			for _, s := range list {
+				storages[n.Node][s.Storage] = s
+			}
+			for _, a := range f.Apps {
+				if t.Apps[a.Name].Node != n.Node || a.Template == "" || slices.Contains(nf.Templates, a.Template) || slices.Contains(nf.MissingTemplates, a.Template) {
+					continue
+				}
+				vols, err := c.StorageContent(ctx, n.Node, storageOf(a.Template), "vztmpl", 0)
+				if err != nil {
+					continue // not visible: the privilege findings say why
+				}
+				if slices.ContainsFunc(vols, func(v pve.Volume) bool { return v.VolID == a.Template }) {
+					nf.Templates = append(nf.Templates, a.Template)
+				} else {
+					nf.MissingTemplates = append(nf.MissingTemplates, a.Template)
+					t.MissingTemplates[n.Node+"/"+a.Template] = true
+				}
+			}
+		}
+		r.Facts.Nodes = append(r.Facts.Nodes, nf)
+	}
+	sort.Slice(r.Facts.Nodes, func(i, j int) bool { return r.Facts.Nodes[i].Name < r.Facts.Nodes[j].Name })
+
+	reqs := Requirements(f, t)
+	r.Requirements = reqs
+	acc, err := gatherAccess(ctx, c, reqs, opts.Role)
+	if err != nil {
+		return nil, err
+	}
+	r.Findings = append(r.Findings, Evaluate(reqs, acc)...)
+
+	checkStorages(ctx, c, r, f, t, storages, acc)
+	for node, m := range t.MissingTemplates {
+		if !m {
+			continue
+		}
+		n, tmpl, _ := strings.Cut(node, "/")
+		r.add(Finding{Severity: SevInfo, Kind: "template", Message: fmt.Sprintf("template %s is not on node %s: apply downloads it first (Datastore.AllocateTemplate on /storage/%s), or upload it once by hand", tmpl, n, storageOf(tmpl))})
+	}
+	if t.major() == 8 {
+		r.add(Finding{Severity: SevInfo, Kind: "version", Message: "Proxmox VE 8: a container created without 'unprivileged' is privileged (PVE 9 defaults to unprivileged); corral always sends it explicitly, and the keepattrs mount option does not exist"})
+	}
+	for _, a := range f.Apps {
+		rootNeeds(ctx, c, r, a, t.Apps[a.Name], existing)
+	}
+	sortFindings(r.Findings)
+	return r.finish(), nil
+}
+
+// connectFinding explains why the first request failed.
+func connectFinding(err error, tokenID string) Finding {
+	var ce *pve.CertError
+	switch {
+	case errors.As(err, &ce):
+		msg := fmt.Sprintf("the server's TLS certificate is not trusted; its SHA-256 fingerprint is %s. Check it on the host (pvenode cert info) and pin it", ce.Fingerprint)
+		if ce.Pinned != "" {
+			msg = fmt.Sprintf("the server's TLS certificate has fingerprint %s, not the pinned %s. If the host's certificate was replaced on purpose, pin the new one", ce.Fingerprint, ce.Pinned)
+		}
+		return Finding{Severity: SevError, Kind: "tls", Message: msg,
+			Fix: []string{"export PROXMOX_VE_FINGERPRINT=" + ce.Fingerprint, "corral doctor --fingerprint " + ce.Fingerprint}}
+	case errors.Is(err, pve.ErrUnauthorized):
+		return Finding{Severity: SevError, Kind: "auth", Message: fmt.Sprintf("PVE does not accept the API token %s: check its id and secret (PROXMOX_VE_API_TOKEN or --api-token), and that the token and its user exist, are enabled and have not expired", tokenID)}
+	}
+	return Finding{Severity: SevError, Kind: "connection", Message: fmt.Sprintf("cannot reach the PVE API: %v", err)}
+}
+
+// gatherAccess reads the token's effective privileges on every path, and
+// its user's and its ACL entries when the token may.
+func gatherAccess(ctx context.Context, c *pve.Client, reqs []Requirement, role string) (Access, error) {
+	acc := Access{TokenID: c.TokenID(), Token: Perms{}, Role: role}
+	user, _, _ := strings.Cut(acc.TokenID, "!")
+	paths := []string{"/", "/access"}
+	for _, r := range reqs {
+		if !slices.Contains(paths, r.Path) {
+			paths = append(paths, r.Path)
+		}
+	}
+	for _, p := range paths {
+		perms, err := c.Permissions(ctx, p, "")
+		if err != nil {
+			if ctx.Err() != nil {
+				return acc, ctx.Err()
+			}
+			acc.Token[p] = map[string]int{}
+			continue
+		}
+		acc.Token[p] = flags(perms[p])
+	}
+	if user != "" && user != acc.TokenID {
+		acc.User = Perms{}
+		for _, p := range paths {
+			perms, err := c.Permissions(ctx, p, user)
+			if err != nil {
+				if ctx.Err() != nil {
+					return acc, ctx.Err()
+				}
+				acc.User = nil // may not read it (Sys.Audit on /access)
+				break
+			}
+			acc.User[p] = flags(perms[p])
+		}
+	}
+	if acc.Token.has("/access", "Sys.Audit", false) {
+		acl, aerr := c.ACL(ctx)
+		roles, rerr := c.Roles(ctx)
+		if aerr == nil && rerr == nil {
+			privs := map[string][]string{}
+			for _, ro := range roles {
+				privs[ro.RoleID] = ro.PrivList()
+			}
+			acc.GrantsKnown = true
+			for _, e := range acl {
+				if e.Type == "token" && e.UGID == acc.TokenID {
+					acc.TokenGrants = append(acc.TokenGrants, Grant{Path: e.Path, Role: e.RoleID, Propagate: bool(e.Propagate), Privs: privs[e.RoleID]})
+				}
+			}
+		}
+	}
+	return acc, nil
+}
+
+func flags(m map[string]pve.Bool01) map[string]int {
+	out := map[string]int{}
+	for k, v := range m {
+		out[k] = 0
+		if v {
+			out[k] = 1
+		}
+	}
+	return out
+}
+
+// checkStorages checks that each storage the manifest names is on its
+// node, holds the content it is used for, and has room for what the
+// manifest would allocate now.
+func checkStorages(ctx context.Context, c *pve.Client, r *Report, f *manifest.File, t Targets, storages map[string]map[string]pve.Storage, acc Access) {
+	need := map[string]int64{} // node/sid → bytes
+	var order []string
+	use := func(app, node, sid, content, purpose string, size int64) {
+		k := node + "/" + sid
+		if _, ok := need[k]; !ok {
+			order = append(order, k)
+			need[k] = 0
+		}
+		need[k] += size
+		s, ok := storages[node][sid]
+		if !ok {
+			if acc.Token.has("/storage/"+sid, "Datastore.Audit", false) || acc.Token.has("/storage/"+sid, "Datastore.AllocateSpace", false) {
+				r.add(Finding{Severity: SevError, Kind: "storage", App: app, Message: fmt.Sprintf("app %s: storage %s (for %s) does not exist on node %s", app, sid, purpose, node)})
+			}
+			return
+		}
+		ok = false
+		for _, ct := range strings.Split(content, "|") {
+			ok = ok || s.HasContent(ct)
+		}
+		if !ok {
+			r.add(Finding{Severity: SevError, Kind: "storage", App: app, Message: fmt.Sprintf("app %s: storage %s on node %s cannot hold %s: its content types are %s, and %s needs %s", app, sid, node, purpose, s.Content, purpose, strings.ReplaceAll(content, "|", " or "))})
+		}
+	}
+	for _, a := range f.Apps {
+		p := t.Apps[a.Name]
+		created := p.VMID > 0 && slices.ContainsFunc(r.Facts.Apps, func(af AppFacts) bool { return af.Name == a.Name && af.Exists })
+		size := int64(0)
+		if !created {
+			size = a.RootFS.Size.Bytes()
+		}
+		use(a.Name, p.Node, a.RootFS.Storage, "rootdir", "the root file system", size)
+		for _, v := range a.Volumes {
+			sz := int64(0)
+			if !created && v.Adopt == "" {
+				sz = v.Size.Bytes()
+			}
+			use(a.Name, p.Node, v.Storage, "rootdir|images", "volume "+v.Name, sz)
+		}
+		if a.Backup.Storage != "" {
+			use(a.Name, p.Node, a.Backup.Storage, "backup", "backups", 0)
+		}
+	}
+	for _, k := range order {
+		node, sid, _ := strings.Cut(k, "/")
+		s, ok := storages[node][sid]
+		if !ok {
+			continue
+		}
+		st, err := c.StorageStatus(ctx, node, sid)
+		avail, total := s.Avail, s.Total
+		if err == nil {
+			avail, total = st.Avail, st.Total
+		}
+		for i := range r.Facts.Nodes {
+			if r.Facts.Nodes[i].Name == node {
+				r.Facts.Nodes[i].Storages = append(r.Facts.Nodes[i].Storages, StorageFacts{
+					ID: sid, Type: s.Type, Content: strings.Split(s.Content, ","), Active: bool(s.Active),
+					Total: total, Avail: avail, Need: need[k],
+				})
+			}
+		}
+		if need[k] > 0 && avail > 0 && need[k] > avail {
+			sev, extra := SevError, ""
+			if s.Type == "lvmthin" || s.Type == "zfspool" {
+				sev, extra = SevWarning, " (thin provisioning lets the allocation pass, but writes fail once the pool is full)"
+			}
+			r.add(Finding{Severity: sev, Kind: "space", Message: fmt.Sprintf("storage %s on node %s has %s free, and this manifest would allocate %s%s", sid, node, pve.FormatSize(avail), pve.FormatSize(need[k]), extra)})
+		}
+	}
+}
+
+// rootNeeds reports what of app a only root@pam can set, with the exact
+// host command, unless the container already has it.
+func rootNeeds(ctx context.Context, c *pve.Client, r *Report, a manifest.App, p Placement, existing map[string]pve.ClusterResource) {
+	h := NeedsOf(a)
+	if h.Empty() {
+		return
+	}
+	g, exists := existing[a.Name]
+	if exists {
+		if conf, err := c.ContainerConfig(ctx, g.Node, g.VMID, false); err == nil {
+			if cur, err := conf.Features(); err == nil {
+				h = h.Missing(cur)
+			}
+		}
+		if h.Empty() {
+			return
+		}
+	}
+	cmds := RootCommands(p.VMID, a.Features.Nesting, len(a.Volumes), h)
+	msg := fmt.Sprintf("app %s needs %s, which only a root@pam session can set: no API token qualifies, not even root's own (behaviour.md §c). ", a.Name, rootWhat(h))
+	switch {
+	case h.Privileged:
+		msg += "Make the app unprivileged (unprivileged: true), or have root run on node " + p.Node + ":"
+	case exists:
+		msg += fmt.Sprintf("Run once on node %s as root, then apply again:", p.Node)
+	case p.VMID > 0:
+		msg += fmt.Sprintf("apply creates CT %d and stops before provisioning; then run once on node %s as root, and apply again:", p.VMID, p.Node)
+	default:
+		msg += fmt.Sprintf("apply creates the container and stops before provisioning, printing its VMID; then run once on node %s as root, and apply again:", p.Node)
+	}
+	for i := range cmds {
+		cmds[i] = strings.TrimSpace(cmds[i])
+	}
+	r.add(Finding{Severity: SevRoot, Kind: "root-only", App: a.Name, Path: vmPathString(p.VMID), Operation: "set " + rootWhat(h), Message: msg, Fix: cmds})
+}
+
+func vmPathString(vmid int) string {
+	if vmid > 0 {
+		return "/vms/" + strconv.Itoa(vmid)
+	}
+	return ""
+}
+
+var sevOrder = map[Severity]int{SevError: 0, SevRoot: 1, SevWarning: 2, SevInfo: 3}
+
+func sortFindings(fs []Finding) {
+	sort.SliceStable(fs, func(i, j int) bool { return sevOrder[fs[i].Severity] < sevOrder[fs[j].Severity] })
+}
+
+// BlockedError is Preflight's answer when apply would fail: the findings
+// that block it.
+type BlockedError struct {
+	Findings []Finding
+}
+
+func (e *BlockedError) Error() string {
+	var b strings.Builder
+	b.WriteString("preflight: apply would fail with this token; nothing was changed:")
+	for _, f := range e.Findings {
+		b.WriteString("\n  - ")
+		if f.Path != "" && f.Privilege != "" {
+			fmt.Fprintf(&b, "%s on %s (needed to %s): ", f.Privilege, f.Path, f.Operation)
+		}
+		b.WriteString(f.Message)
+		for _, fix := range f.Fix {
+			b.WriteString("\n      fix: " + fix)
+		}
+	}
+	b.WriteString("\nrun `corral doctor` for the whole report, or `corral doctor --print-setup` for a token that can do the job")
+	return b.String()
+}
+
+// Preflight runs Check and returns a *BlockedError listing every error
+// finding, or nil. Root-only needs do not block: apply creates what it
+// can and stops before the step that needs root, saying what to run.
+func Preflight(ctx context.Context, c *pve.Client, f *manifest.File) error {
+	r, err := Check(ctx, c, f, Options{})
+	if err != nil {
+		return err
+	}
+	var blocking []Finding
+	for _, fd := range r.Findings {
+		if fd.Severity == SevError {
+			blocking = append(blocking, fd)
+		}
+	}
+	if len(blocking) > 0 {
+		return &BlockedError{Findings: blocking}
+	}
+	return nil
+}
