@@ -24,70 +24,88 @@ func (s *Server) canSeeTask(r *request, t model.Task) bool {
 	return s.cluster.HasPriv(r.auth, "/nodes/"+t.Node, "Sys.Audit")
 }
 
+// getTasks is Tasks.pm node_tasks: source "archive" (the default) lists
+// finished tasks, "active" the running ones, "all" the running ones first
+// and then the finished; filters as PVE applies them, total = all matches.
 func (s *Server) getTasks(r *request) (any, error) {
-	start, limit := intParam(r, "start"), intParam(r, "limit")
-	if limit == 0 {
-		limit = 50
+	start, limit := intParam(r, "start"), 50
+	if _, ok := r.params["limit"]; ok {
+		limit = intParam(r, "limit")
 	}
-	var rows []map[string]any
-	for _, t := range s.cluster.Tasks(r.params["node"]) {
-		if !s.canSeeTask(r, t) {
+	source := r.params["source"]
+	if source == "" {
+		source = "archive"
+	}
+	// statusfilter is ignored when errors is set, which drops only "ok".
+	statuses := map[string]bool{"ok": true, "warning": true, "error": true, "unknown": true}
+	if f, ok := r.params["statusfilter"]; ok && !boolParam(r, "errors") {
+		statuses = map[string]bool{}
+		for _, k := range splitList(f) {
+			statuses[strings.ToLower(k)] = true
+		}
+	} else if boolParam(r, "errors") {
+		statuses["ok"] = false
+	}
+	_, hasSince := r.params["since"]
+	_, hasUntil := r.params["until"]
+	all := s.cluster.Tasks(r.params["node"])
+	var running, finished []model.Task
+	for _, t := range all {
+		if t.Status == "running" {
+			running = append(running, t)
+		} else {
+			finished = append(finished, t)
+		}
+	}
+	var candidates []model.Task
+	if source == "active" || source == "all" {
+		candidates = append(candidates, running...)
+	}
+	if source != "active" {
+		candidates = append(candidates, finished...)
+	}
+	rows := []map[string]any{}
+	total := 0
+	for _, t := range candidates {
+		if v := r.params["userfilter"]; v != "" && !strings.Contains(strings.ToLower(t.User), strings.ToLower(v)) {
 			continue
 		}
-		if v := r.params["vmid"]; v != "" && t.ID != v {
+		if !s.canSeeTask(r, t) {
 			continue
 		}
 		if v := r.params["typefilter"]; v != "" && t.Type != v {
 			continue
 		}
-		if v := r.params["userfilter"]; v != "" && !strings.Contains(t.User, v) {
+		if v := r.params["vmid"]; v != "" && t.ID != v {
 			continue
 		}
-		switch r.params["statusfilter"] {
-		case "", "ok,error,unknown,warning":
-		default:
-			if !statusMatches(r.params["statusfilter"], t) {
-				continue
-			}
-		}
-		if r.params["source"] == "active" && t.Status != "running" {
+		if hasSince && t.StartTime < int64(intParam(r, "since")) || hasUntil && t.StartTime > int64(intParam(r, "until")) {
 			continue
 		}
-		if boolParam(r, "errors") && (t.Status == "running" || t.ExitStatus == "OK") {
+		if !statuses[statusType(t)] {
+			continue
+		}
+		total++
+		if total <= start || len(rows) >= limit {
 			continue
 		}
 		rows = append(rows, taskRow(t, false))
 	}
-	total := len(rows)
-	if start > len(rows) {
-		start = len(rows)
-	}
-	end := min(start+limit, len(rows))
-	page := rows[start:end]
-	if page == nil {
-		page = []map[string]any{}
-	}
-	return pagedResult{data: page, total: total}, nil
+	return pagedResult{data: rows, total: total}, nil
 }
 
-func statusMatches(filter string, t model.Task) bool {
-	kind := "unknown"
+// statusType is PVE::Tools::upid_normalize_status_type; a running task
+// has no status yet and counts as "unknown", as in PVE's filter.
+func statusType(t model.Task) string {
 	switch {
-	case t.Status == "running":
-		kind = "running"
+	case t.Status == "running" || t.ExitStatus == "" || t.ExitStatus == "unexpected status":
+		return "unknown"
 	case t.ExitStatus == "OK":
-		kind = "ok"
-	case strings.HasPrefix(t.ExitStatus, "WARNINGS"):
-		kind = "warning"
-	default:
-		kind = "error"
+		return "ok"
+	case strings.HasPrefix(t.ExitStatus, "WARNINGS: "):
+		return "warning"
 	}
-	for _, f := range strings.Split(filter, ",") {
-		if f == kind {
-			return true
-		}
-	}
-	return false
+	return "error"
 }
 
 // taskRow renders a task as the list and status endpoints do; for a token
@@ -108,6 +126,8 @@ func taskRow(t model.Task, status bool) map[string]any {
 	} else if t.Status == "stopped" {
 		row["status"] = t.ExitStatus
 		row["endtime"] = t.EndTime
+	} else {
+		row["status"] = "RUNNING" // node_tasks marks active tasks so
 	}
 	return row
 }
