@@ -269,7 +269,7 @@ func connectFinding(err error, tokenID string) Finding {
 func gatherAccess(ctx context.Context, c *pve.Client, reqs []Requirement, role string) (Access, error) {
 	acc := Access{TokenID: c.TokenID(), Token: Perms{}, Role: role}
 	user, _, _ := strings.Cut(acc.TokenID, "!")
-	paths := []string{"/", "/access"}
+	paths := []string{"/", "/access", "/vms"}
 	for _, r := range reqs {
 		if !slices.Contains(paths, r.Path) {
 			paths = append(paths, r.Path)

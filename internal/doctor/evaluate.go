@@ -234,6 +234,24 @@ func Evaluate(reqs []Requirement, acc Access) []Finding {
 		}
 		out = append(out, f)
 	}
+	// An ACL on /vms/<vmid> alone works until corral replaces the
+	// container: PVE drops it with the destroy, and the create after it
+	// fails halfway through the replace.
+	if _, known := acc.Token["/vms"]; known {
+		for _, k := range order {
+			r := groups[k].r
+			if r.Priv != "VM.Allocate" || !strings.HasPrefix(r.Path, "/vms/") || !acc.Token.has(r.Path, r.Priv, false) || acc.Token.has("/vms", r.Priv, true) {
+				continue
+			}
+			out = append(out, Finding{
+				Severity: SevWarning, Kind: "privilege", App: strings.Join(groups[k].apps, ","), Path: r.Path, Privilege: r.Priv,
+				Operation: "replace the container (destroy, then create)",
+				Why:       "PVE removes every ACL on /vms/<vmid> when it destroys the container (remove_vm_access)",
+				Message:   fmt.Sprintf("token %s holds %s on %s but not on /vms with propagation: the grant disappears when corral destroys the container to replace it, and the create that follows fails", tok, r.Priv, r.Path),
+				Fix:       []string{fmt.Sprintf("pveum acl modify /vms --users %s --tokens '%s' --roles %s --propagate 1", user, tok, acc.role())},
+			})
+		}
+	}
 	if missingAny && acc.User == nil && !acc.GrantsKnown && emptyPerms(acc.Token) {
 		out = append([]Finding{{
 			Severity: SevError, Kind: "intersection",

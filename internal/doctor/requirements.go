@@ -207,6 +207,9 @@ func Requirements(f *manifest.File, t Targets) []Requirement {
 			add(Requirement{Path: kp, Priv: priv, Propagate: kprop, Operation: op, Why: why})
 		}
 		kname := "the keeper on node " + p.Node
+		if p.Node == "" {
+			kname = "the node's keeper"
+		}
 		if kvmid == 0 {
 			kr("VM.Allocate", "create "+kname, "the keeper is a container; creating it needs VM.Allocate")
 			kr("VM.Config.CPU", "set cores of "+kname, "create sets cores")

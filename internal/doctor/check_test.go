@@ -1,0 +1,222 @@
+package doctor_test
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/corralhq/corral/internal/doctor"
+	"github.com/corralhq/corral/internal/manifest"
+	"github.com/corralhq/corral/internal/pve"
+	"github.com/corralhq/corral/internal/sim"
+	"github.com/corralhq/corral/internal/sim/model"
+)
+
+// emulator is an in-process emulator and clients for its root and
+// operator tokens.
+type emulator struct {
+	srv      *sim.Server
+	root, op *pve.Client
+}
+
+func newEmulator(t *testing.T) *emulator {
+	t.Helper()
+	zero := 0.0
+	srv, err := sim.New(sim.Options{Dir: t.TempDir(), Listener: sim.ListenNone, TimeScale: &zero})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	e := &emulator{srv: srv}
+	e.root = e.client(t, srv.Credentials().RootToken)
+	e.op = e.client(t, srv.Credentials().OperatorToken)
+	return e
+}
+
+func (e *emulator) client(t *testing.T, token string) *pve.Client {
+	t.Helper()
+	c, err := pve.New(pve.Config{Endpoint: e.srv.URL(), Token: token, HTTPClient: e.srv.HTTPClient()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// narrow creates a privsep token whose user and token both hold a role
+// of the operator privileges without drop, on /.
+func (e *emulator) narrow(t *testing.T, drop ...string) *pve.Client {
+	t.Helper()
+	ctx := context.Background()
+	privs := slices.DeleteFunc(slices.Clone(model.OperatorPrivileges), func(p string) bool { return slices.Contains(drop, p) })
+	var out struct {
+		ID     string `json:"full-tokenid"`
+		Secret string `json:"value"`
+	}
+	for _, step := range []func() error{
+		func() error {
+			return e.root.Post(ctx, "/access/roles", url.Values{"roleid": {"Narrow"}, "privs": {strings.Join(privs, ",")}}, nil)
+		},
+		func() error { return e.root.Post(ctx, "/access/users", url.Values{"userid": {"narrow@pve"}}, nil) },
+		func() error {
+			return e.root.Post(ctx, "/access/users/narrow@pve/token/ci", url.Values{"privsep": {"1"}}, &out)
+		},
+		func() error {
+			return e.root.Put(ctx, "/access/acl", url.Values{"path": {"/"}, "roles": {"Narrow"}, "users": {"narrow@pve"}, "tokens": {"narrow@pve!ci"}}, nil)
+		},
+	} {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return e.client(t, out.ID+"="+out.Secret)
+}
+
+func parse(t *testing.T, text string) *manifest.File {
+	t.Helper()
+	f, err := manifest.Parse("corral.yaml", []byte(text), manifest.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+const web = `apps:
+  - name: web
+    template: local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst
+    rootfs: {size: 4G}
+`
+
+func TestCheck_facts(t *testing.T) {
+	e := newEmulator(t)
+	r, err := doctor.Check(context.Background(), e.op, parse(t, web), doctor.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Applyable || len(r.Findings) != 0 {
+		t.Fatalf("operator token: %+v", r.Findings)
+	}
+	if got, want := r.Facts.NextVMID, 100; got != want {
+		t.Errorf("NextVMID=%d, want %d", got, want)
+	}
+	if len(r.Facts.Nodes) != 1 || r.Facts.Nodes[0].Name != "pve" || !slices.Contains(r.Facts.Nodes[0].Templates, model.DefaultTemplate) {
+		t.Fatalf("nodes: %+v", r.Facts.Nodes)
+	}
+	var lvm *doctor.StorageFacts
+	for i, s := range r.Facts.Nodes[0].Storages {
+		if s.ID == "local-lvm" {
+			lvm = &r.Facts.Nodes[0].Storages[i]
+		}
+	}
+	if lvm == nil || lvm.Need != 4<<30 || lvm.Avail <= 0 || lvm.Type != "lvmthin" {
+		t.Errorf("local-lvm facts: %+v", lvm)
+	}
+}
+
+func TestCheck_findings(t *testing.T) {
+	tests := []struct {
+		name      string
+		manifest  string
+		applyable bool
+		want      []string // kind: message fragment
+	}{
+		{
+			name:     "template not on the node: download needs AllocateTemplate",
+			manifest: strings.Replace(web, "debian-12-standard_12.12-1_amd64.tar.zst", "alpine-3.20-default_20240908_amd64.tar.xz", 1),
+			want: []string{
+				"privilege: token corral@pve!corral lacks Datastore.AllocateTemplate on /storage/local",
+				"template: template local:vztmpl/alpine-3.20-default_20240908_amd64.tar.xz is not on node pve",
+			},
+		},
+		{
+			name:     "storage that does not exist",
+			manifest: strings.Replace(web, "rootfs: {size: 4G}", "rootfs: {size: 4G, storage: fast}", 1),
+			want:     []string{"storage: app web: storage fast (for the root file system) does not exist on node pve"},
+		},
+		{
+			name:     "backups on a storage without backup content",
+			manifest: web + "    backup: {storage: local-lvm}\n",
+			want:     []string{"storage: app web: storage local-lvm on node pve cannot hold backups"},
+		},
+		{
+			name:      "more than the thin pool holds is a warning",
+			manifest:  strings.Replace(web, "4G", "500G", 1),
+			applyable: true,
+			want:      []string{"space: storage local-lvm on node pve has 400G free, and this manifest would allocate 500G (thin provisioning"},
+		},
+		{
+			name:     "docker needs keyctl from root",
+			manifest: web + "    provision:\n      - compose:\n          content: 'services: {web: {image: nginx}}'\n",
+			want:     []string{"root-only: app web needs feature flags other than nesting (keyctl=1)"},
+		},
+		{
+			name:     "unknown node",
+			manifest: web + "    node: pve7\n",
+			want:     []string{`node: app web: node "pve7" does not exist (nodes: pve)`},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEmulator(t)
+			r, err := doctor.Check(context.Background(), e.op, parse(t, tt.manifest), doctor.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, f := range r.Findings {
+				got = append(got, f.Kind+": "+f.Message)
+			}
+			for _, w := range tt.want {
+				if !slices.ContainsFunc(got, func(g string) bool { return strings.HasPrefix(g, w) }) {
+					t.Errorf("no finding starts with %q; got:\n%s", w, strings.Join(got, "\n"))
+				}
+			}
+			if r.Applyable != tt.applyable {
+				t.Errorf("Applyable=%v, want %v", r.Applyable, tt.applyable)
+			}
+		})
+	}
+}
+
+func TestPreflight(t *testing.T) {
+	e := newEmulator(t)
+	ctx := context.Background()
+	if err := doctor.Preflight(ctx, e.op, parse(t, web)); err != nil {
+		t.Errorf("operator token: %v", err)
+	}
+	// Root-only needs do not stop apply before it starts: apply creates
+	// the container and stops before provisioning, naming root's command.
+	keyctl := web + "    provision:\n      - compose:\n          content: 'services: {web: {image: nginx}}'\n"
+	if err := doctor.Preflight(ctx, e.op, parse(t, keyctl)); err != nil {
+		t.Errorf("keyctl manifest: %v", err)
+	}
+	err := doctor.Preflight(ctx, e.narrow(t, "VM.Allocate"), parse(t, web))
+	var blocked *doctor.BlockedError
+	if !errors.As(err, &blocked) {
+		t.Fatalf("narrow token: %v, want *BlockedError", err)
+	}
+	for _, want := range []string{
+		"preflight: apply would fail with this token; nothing was changed",
+		"VM.Allocate on /vms (needed to create and destroy the ct of app web): token narrow@pve!ci lacks VM.Allocate",
+		"fix: pveum role modify Narrow --privs VM.Allocate --append 1",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+}
+
+func TestEvaluate_vmidOnlyGrant(t *testing.T) {
+	reqs := []doctor.Requirement{{Path: "/vms/105", Priv: "VM.Allocate", Operation: "create web", Why: "w", App: "web"}}
+	acc := doctor.Access{TokenID: "a@pve!t", Token: doctor.Perms{"/vms/105": {"VM.Allocate": 1}, "/vms": {}}}
+	fs := doctor.Evaluate(reqs, acc)
+	if len(fs) != 1 || fs[0].Severity != doctor.SevWarning || !strings.Contains(fs[0].Message, "the grant disappears when corral destroys the container") {
+		t.Fatalf("findings: %+v", fs)
+	}
+	acc.Token["/vms"] = map[string]int{"VM.Allocate": 1}
+	if fs := doctor.Evaluate(reqs, acc); len(fs) != 0 {
+		t.Errorf("granted on /vms with propagation: %+v", fs)
+	}
+}
