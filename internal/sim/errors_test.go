@@ -227,6 +227,14 @@ func TestErrorStrings(t *testing.T) {
 		{name: "move running storage", who: op, method: "POST", path: "/nodes/pve/lxc/102/move_volume", params: v("volume", "rootfs", "storage", "local-lvm"),
 			status: 500, msg: "cannot move volumes of a running container\n"},
 
+		// storage content types
+		{name: "mp on a storage without rootdir", who: op, method: "PUT", path: cfg, params: v("mp3", "local:1,mp=/x"),
+			status: 500, msg: "storage 'local' does not allow content type 'rootdir' (Container)\n"},
+		{name: "create on a storage without rootdir", who: op, method: "POST", path: "/nodes/pve/lxc", params: v("vmid", "156", "ostemplate", tmpl, "rootfs", "local:1", "unprivileged", "1"),
+			status: 400, msg: "Parameter verification failed.\n", errs: map[string]string{"storage": "storage 'local' does not support container directories"}},
+		{name: "rootfs without storage", who: op, method: "POST", path: "/nodes/pve/lxc", params: v("vmid", "157", "ostemplate", tmpl, "rootfs", "1", "unprivileged", "1"),
+			status: 500, msg: "Only root can pass arbitrary filesystem paths. at /usr/share/perl5/PVE/Storage.pm line 651.\n"},
+
 		// tasks
 		{name: "bad upid", who: op, method: "GET", path: "/nodes/pve/tasks/UPID:nonsense/status",
 			status: 400, msg: "Parameter verification failed.\n", errs: map[string]string{"upid": "unable to parse worker upid"}},
@@ -341,5 +349,50 @@ func (w *errorWorld) holdLock(t *testing.T, vmid int, lock string) {
 	r := w.send(req)
 	if r.status != 200 {
 		t.Fatalf("hold lock: %d %q", r.status, r.msg)
+	}
+}
+
+// TestTaskErrors: checks PVE runs inside the worker answer 200 with a
+// UPID; the task ends with the message as exitstatus and "TASK ERROR:".
+func TestTaskErrors(t *testing.T) {
+	w := newErrorWorld(t)
+	op := w.op()
+	w.create(op, "106", url.Values{"mp0": {"local-lvm:1,mp=/q,quota=1"}})
+	w.create(op, "107", nil)
+	before := w.config("107", false)
+	for _, c := range []struct {
+		name, method, path string
+		params             url.Values
+		before             func(t *testing.T)
+		exit               string
+	}{
+		{"start locked", "POST", "/nodes/pve/lxc/101/status/start", nil, func(t *testing.T) { w.holdLock(t, 101, "backup") }, "CT is locked (backup)"},
+		{"quota unprivileged", "POST", "/nodes/pve/lxc/106/status/start", nil, nil, "Quotas are not supported by unprivileged containers."},
+		{"missing template", "POST", "/nodes/pve/lxc", url.Values{"vmid": {"158"}, "ostemplate": {"local:vztmpl/nope.tar.zst"}, "rootfs": {"local-lvm:1"}, "unprivileged": {"1"}}, nil,
+			"unable to create CT 158 - can't find file 'local:vztmpl/nope.tar.zst'"},
+		{"move to a storage without rootdir", "POST", "/nodes/pve/lxc/107/move_volume", url.Values{"volume": {"rootfs"}, "storage": {"local"}}, nil,
+			"content type 'rootdir' is not available or configured on storage 'local'"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if c.before != nil {
+				c.before(t)
+			}
+			st := w.sub(t).task(op, c.method, c.path, c.params)
+			if st.ExitStatus != c.exit {
+				t.Errorf("task ended %q, want %q", st.ExitStatus, c.exit)
+			}
+			if last := st.log[len(st.log)-1]; last != "TASK ERROR: "+c.exit {
+				t.Errorf("last log line %q", last)
+			}
+		})
+	}
+	// The failed move left CT 107 as it was: no lock, same rootfs, and no
+	// stray volume on the target.
+	after := w.config("107", false)
+	if after["rootfs"] != before["rootfs"] || after["lock"] != nil {
+		t.Errorf("after the failed move: %v (before %v)", after, before)
+	}
+	if r := w.do(op, http.MethodGet, "/nodes/pve/lxc/158/config", nil); r.status != 500 {
+		t.Errorf("CT 158 after its failed create: %d %s", r.status, r.data)
 	}
 }

@@ -450,14 +450,14 @@ func (c *Cluster) ctAllocDiskLocked(node, sid string, vmid int, size int64) (*Vo
 	if err != nil {
 		return nil, nil, err
 	}
+	// alloc_disk: a storage with a path needs rootdir content like any
+	// other; only then does size 0 on it mean a subvol.
 	format := "raw"
 	switch {
-	case s.Type == "dir":
-		if size == 0 {
-			format = "subvol"
-		}
 	case !s.HasContent("rootdir"):
 		return nil, nil, Failf("content type 'rootdir' is not available or configured on storage '%s'\n", sid)
+	case s.Type == "dir" && size == 0:
+		format = "subvol"
 	}
 	v, lines, err := c.allocImageLocked(node, s, vmid, "", format, size)
 	if err != nil {

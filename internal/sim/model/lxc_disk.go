@@ -572,11 +572,9 @@ func (c *Cluster) copyVolumeTask(w *Worker, node string, vmid int, key, storage 
 		if s, err := ParseSize(mp.Props["size"]); err == nil && s > 0 {
 			size = s
 		}
-		s, err := c.storageCheckEnabledLocked(storage, node)
-		if err != nil {
-			return err
-		}
-		v, lines, err := c.allocImageLocked(node, s, vmid, "", "raw", size)
+		// copy_volume allocates with alloc_disk, so the target storage
+		// must take container volumes.
+		v, lines, err := c.ctAllocDiskLocked(node, storage, vmid, size)
 		if err != nil {
 			return err
 		}
@@ -584,7 +582,6 @@ func (c *Cluster) copyVolumeTask(w *Worker, node string, vmid int, key, storage 
 		for _, l := range lines {
 			w.logLocked("%s", l)
 		}
-		w.logLocked("Creating filesystem with %d 4k blocks and %d inodes", size/4096, size/(16*kib))
 		srcDir, dstDir = c.volumePath(node, old.Storage, old.Name), c.volumePath(node, v.Storage, v.Name)
 		return nil
 	})
