@@ -215,7 +215,8 @@ func TestDoctor_privsepTokenOnlyACL(t *testing.T) {
 	wantOutput(t, d.doctor(tok, "-f", m), 1,
 		"token tonly@pve!ci holds no privilege on any path corral needs",
 		"it holds only what both its own ACL and user tonly@pve hold: a role granted to the token alone gives it nothing",
-		"fix: pveum acl modify / --users tonly@pve --roles CorralOperator\n")
+		"fix: pveum acl modify / --users tonly@pve --roles CorralOperator\n",
+		"All fixes, once each:\n  pveum acl modify / --users tonly@pve --roles CorralOperator\n  pveum acl modify /vms --users tonly@pve --tokens 'tonly@pve!ci' --roles CorralOperator --propagate 1\n")
 
 	// The printed fix works.
 	d.acl("/", model.OperatorRole, "tonly@pve", "", true)
@@ -373,4 +374,13 @@ func TestDoctor_badFlags(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stderr, `--output "yaml": want text or json`) {
 		t.Errorf("-o yaml: exit %d\n%s", r.code, r.stderr)
 	}
+}
+
+func TestDoctor_rejectedToken(t *testing.T) {
+	d := newDoctorCluster(t)
+	m := writeManifest(t, doctorManifest)
+	wrong := "0f0e0d0c-0b0a-4908-8706-050403020100"
+	d.secrets = append(d.secrets, wrong)
+	wantOutput(t, d.doctor("corral@pve!corral="+wrong, "-f", m), 1,
+		"ERROR   PVE does not accept the API token corral@pve!corral: check its id and secret")
 }

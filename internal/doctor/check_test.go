@@ -220,3 +220,28 @@ func TestEvaluate_vmidOnlyGrant(t *testing.T) {
 		t.Errorf("granted on /vms with propagation: %+v", fs)
 	}
 }
+
+func TestCheck_pve8(t *testing.T) {
+	zero := 0.0
+	srv, err := sim.New(sim.Options{Dir: t.TempDir(), Listener: sim.ListenNone, TimeScale: &zero, Version: "8.4"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	c, err := pve.New(pve.Config{Endpoint: srv.URL(), Token: srv.Credentials().OperatorToken, HTTPClient: srv.HTTPClient()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := doctor.Check(context.Background(), c, parse(t, web), doctor.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Applyable || !strings.HasPrefix(r.Facts.Version, "8.4") {
+		t.Errorf("PVE 8.4: applyable %v, version %q, findings %+v", r.Applyable, r.Facts.Version, r.Findings)
+	}
+	if !slices.ContainsFunc(r.Findings, func(f doctor.Finding) bool {
+		return f.Kind == "version" && f.Severity == doctor.SevInfo && strings.Contains(f.Message, "created without 'unprivileged' is privileged")
+	}) {
+		t.Errorf("no PVE 8 note: %+v", r.Findings)
+	}
+}

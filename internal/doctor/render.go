@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/corralhq/corral/internal/pve"
@@ -90,6 +91,20 @@ func WriteText(w io.Writer, r *Report) {
 		}
 		for _, fix := range f.Fix {
 			fmt.Fprintf(w, "        fix: %s\n", fix)
+		}
+	}
+	var fixes []string
+	for _, f := range r.Findings {
+		for _, fix := range f.Fix {
+			if !slices.Contains(fixes, fix) {
+				fixes = append(fixes, fix)
+			}
+		}
+	}
+	if len(fixes) > 1 {
+		fmt.Fprintln(w, "\nAll fixes, once each:")
+		for _, fix := range fixes {
+			fmt.Fprintln(w, "  "+fix)
 		}
 	}
 	fmt.Fprintln(w)
