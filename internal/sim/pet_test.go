@@ -49,6 +49,12 @@ func TestPetCattleFlow(t *testing.T) {
 	if got := k.config("900", false)["unused0"]; got != pet {
 		t.Errorf("keeper lost its unused0: %v", got)
 	}
+	// Pets are resized through their owner only; the die has no newline,
+	// so Perl appends where it happened.
+	r = k.do(op, http.MethodPut, lxc("101", "/resize"), url.Values{"disk": {"mp0"}, "size": {"+1G"}})
+	if r.status != 500 || !strings.HasPrefix(r.msg, "can't resize mount point owned by another container (900) at /usr/share/perl5/PVE/API2/LXC.pm line ") || !strings.HasSuffix(r.msg, ".\n") {
+		t.Errorf("resize of the pet through the workload: %d %q", r.status, r.msg)
+	}
 
 	// move_volume of a workload's own mount point to another CT, as mpN,
 	// while stopped: the volume is renamed for the target and its data goes along.
