@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/corralhq/corral/internal/apply"
+	"github.com/corralhq/corral/internal/doctor"
 	"github.com/corralhq/corral/internal/manifest"
 	"github.com/corralhq/corral/internal/ui"
 )
@@ -21,6 +22,7 @@ type applyArgs struct {
 	verbose      bool
 	lockWait     time.Duration
 	trustHostKey bool
+	noPreflight  bool
 }
 
 func newApplyCmd(st *streams) *cobra.Command {
@@ -46,6 +48,7 @@ again picks up where it stopped.`,
 	cmd.Flags().BoolVar(&a.autoApprove, "auto-approve", false, "apply without asking (needed when stdin is not a terminal)")
 	cmd.Flags().BoolVarP(&a.verbose, "verbose", "v", false, "show every Proxmox task log line")
 	cmd.Flags().DurationVar(&a.lockWait, "lock-wait", 2*time.Minute, "how long to wait for a container locked by another operation")
+	cmd.Flags().BoolVar(&a.noPreflight, "skip-preflight", false, "do not run doctor's checks (privileges, storages, template, space) before changing anything")
 	cmd.Flags().BoolVar(&a.trustHostKey, "trust-host-key", false, "accept a container's SSH host key when corral has none pinned (it pins one when it creates a container)")
 	return cmd
 }
@@ -59,6 +62,14 @@ func runApply(cmd *cobra.Command, st *streams, a *applyArgs) error {
 	defer j.Close()
 	f, s, asJSON := j.f, j.s, j.asJSON
 	ctx := cmd.Context()
+
+	if !a.noPreflight {
+		// The same checks as corral doctor: a 403 halfway through an apply
+		// is the most common failure in this field, so find it first.
+		if err := doctor.Preflight(ctx, s.client, f); err != nil {
+			return fmt.Errorf("preflight: %w\nnothing was changed; `corral doctor` explains, --skip-preflight skips these checks", redactErr(f, err))
+		}
+	}
 
 	p, obs, pj, err := makePlan(ctx, s, f)
 	var events *ui.JSONEvents

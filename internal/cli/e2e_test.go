@@ -511,3 +511,44 @@ func TestExamplesValidateAndPlan(t *testing.T) {
 		}
 	}
 }
+
+// TestApplyPreflightStopsBeforeChanges: a token without
+// Datastore.AllocateSpace is stopped by apply's preflight, naming what is
+// missing, and nothing is created.
+func TestApplyPreflightStopsBeforeChanges(t *testing.T) {
+	c := newCluster(t)
+	cl := c.srv.Cluster()
+	root := model.Auth{UserID: "root@pam"}
+	var privs []string
+	for _, p := range model.OperatorPrivileges {
+		if p != "Datastore.AllocateSpace" {
+			privs = append(privs, p)
+		}
+	}
+	if err := cl.AddRole("Narrow", privs); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.AddUser("narrow@pve", "", nil); err != nil {
+		t.Fatal(err)
+	}
+	_, secret, _, err := cl.AddToken("narrow@pve", "tok", true, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.UpdateACL(root, model.ACLUpdate{Path: "/", Roles: []string{"Narrow"}, Users: []string{"narrow@pve"}, Tokens: []string{"narrow@pve!tok"}, Propagate: true}); err != nil {
+		t.Fatal(err)
+	}
+	m := manifestWith(t, "512")
+	var out, errb bytes.Buffer
+	code := Run(context.Background(), []string{"apply", "-f", m, "--auto-approve", "--endpoint", c.srv.URL(),
+		"--api-token", "narrow@pve!tok=" + secret, "--fingerprint", c.srv.Fingerprint()}, strings.NewReader(""), &out, &errb)
+	if code != ExitError || !strings.Contains(errb.String(), "preflight") || !strings.Contains(errb.String(), "Datastore.AllocateSpace") {
+		t.Fatalf("exit %d\n%s%s", code, out.String(), errb.String())
+	}
+	if strings.Contains(out.String()+errb.String(), secret) {
+		t.Fatal("token secret printed")
+	}
+	if st := c.status(m); len(st.Apps[0].Containers) != 0 || len(st.Apps[0].Volumes) != 0 {
+		t.Fatalf("preflight failure changed things: %+v", st.Apps[0])
+	}
+}
