@@ -110,10 +110,21 @@ func (e *Executor) applyChange(ctx context.Context, c plan.Change, keepers *keep
 		}
 		return e.runGuest(ctx, c, vmid, true)
 	case plan.Update:
-		if err := e.update(ctx, c, vols); err != nil || !c.Guest {
-			return err
+		change := func() error {
+			if err := e.update(ctx, c, vols); err != nil {
+				return err
+			}
+			// A protected change is judged by the health checks even when
+			// the guest work itself did not change.
+			if c.Guest || (c.Desired.SnapshotBeforeChange && len(e.Guest[c.App].Checks) > 0) {
+				return e.runGuest(ctx, c, c.VMID, false)
+			}
+			return nil
 		}
-		return e.runGuest(ctx, c, c.VMID, false)
+		if c.Desired != nil && c.Desired.SnapshotBeforeChange {
+			return e.protected(ctx, c, change)
+		}
+		return change()
 	}
 	return nil
 }

@@ -290,3 +290,75 @@ type warnRecorder struct {
 }
 
 func (w *warnRecorder) Warn(app, msg string) { w.msgs = append(w.msgs, msg) }
+
+// snapshotBeforeChange: a change that leaves the app unhealthy is rolled
+// back to the snapshot taken before it, volume data included.
+func TestSnapshotBeforeChangeRollsBack(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs the emulator's writable guest view (root)")
+	}
+	g := newGuestRig(t)
+	health := []apply.Check{{Name: "flag", Kind: "command", Command: "test -f /home/hermes/flag", Retries: 1}}
+	v1 := apply.GuestWork{Steps: []apply.Step{{Name: "run: flag", Kind: "run", Script: "echo up > /home/hermes/flag"}}, Checks: health}
+	applyWith := func(w apply.GuestWork, digest string) error {
+		apps := loadAppsText(t, guestApp)
+		apps[0].GuestDigest = digest
+		apps[0].SnapshotBeforeChange = true
+		ctx := context.Background()
+		obs, err := apply.Observe(ctx, g.client)
+		if err != nil {
+			return err
+		}
+		p, err := plan.Make(apps, obs)
+		if err != nil {
+			return err
+		}
+		ex := &apply.Executor{Client: g.client, Observer: &recorder{}, SSH: g.ssh, Guest: map[string]apply.GuestWork{"hermes": w}}
+		return ex.Apply(ctx, p, obs)
+	}
+	err := applyWith(v1, "s1")
+	skipIfNoGuestExec(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// v2 breaks the app: its new step removes what the health check needs.
+	v2 := apply.GuestWork{Steps: append(v1.Steps, apply.Step{Name: "run: break", Kind: "run", Script: "rm /home/hermes/flag; echo broken > /home/hermes/state"}), Checks: health}
+	err = applyWith(v2, "s2")
+	var rb *apply.RolledBackError
+	if !errors.As(err, &rb) || !strings.Contains(err.Error(), "rolled back to snapshot") {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := os.Stat(g.path("/home/hermes/flag")); err != nil {
+		t.Errorf("the volume's file was not rolled back: %v", err)
+	}
+	if _, err := os.Stat(g.path("/home/hermes/state")); err == nil {
+		t.Errorf("the broken change's file survived the rollback")
+	}
+	ct := g.ct()
+	if ct.Status != "running" {
+		t.Errorf("container %s after the rollback, want running", ct.Status)
+	}
+	if m := plan.ParseMarker(ct.Config["description"]); m.Provisioned != "s1" {
+		t.Errorf("provisioned marker %q after rollback, want s1 (the change is still pending)", m.Provisioned)
+	}
+	snaps, err := g.client.Snapshots(context.Background(), "pve", ct.VMID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range snaps {
+		if strings.HasPrefix(s.Name, "corral_pre_") {
+			t.Errorf("snapshot %s left behind", s.Name)
+		}
+	}
+	// A change that keeps the app healthy leaves no snapshot either.
+	v3 := apply.GuestWork{Steps: append(v1.Steps, apply.Step{Name: "run: fine", Kind: "run", Script: "echo fine > /home/hermes/state"}), Checks: health}
+	if err := applyWith(v3, "s3"); err != nil {
+		t.Fatal(err)
+	}
+	snaps, _ = g.client.Snapshots(context.Background(), "pve", ct.VMID)
+	for _, s := range snaps {
+		if strings.HasPrefix(s.Name, "corral_pre_") {
+			t.Errorf("snapshot %s left behind after a good change", s.Name)
+		}
+	}
+}

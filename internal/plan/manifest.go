@@ -37,6 +37,9 @@ func FromManifest(f *manifest.File) []App {
 			HasPassword:  !m.Password.IsZero(),
 			GuestDigest:  guestDigest(m),
 			NeedsKeyctl:  m.NeedsKeyctl,
+
+			SnapshotBeforeChange: m.SnapshotBeforeChange,
+			BackupStorage:        m.Backup.Storage,
 		}
 		for _, v := range m.Volumes {
 			r := Retain

@@ -31,6 +31,11 @@ type App struct {
 	// NeedsKeyctl: the app runs Docker (a compose step) in an unprivileged
 	// container, which needs keyctl=1, a flag only root@pam can set.
 	NeedsKeyctl bool
+	// SnapshotBeforeChange: an in-place change is protected by a snapshot
+	// (or, where the storage cannot snapshot, a backup to BackupStorage)
+	// and rolled back when the app is unhealthy afterwards.
+	SnapshotBeforeChange bool
+	BackupStorage        string
 	Volumes     []Volume
 }
 

@@ -1,0 +1,139 @@
+package apply
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/corralhq/corral/internal/plan"
+	"github.com/corralhq/corral/internal/pve"
+)
+
+// RolledBackError is an in-place change that failed (the app was
+// unhealthy, or a step failed) and was undone by rolling the container
+// back to the snapshot taken before it.
+type RolledBackError struct {
+	App      string
+	Snapshot string
+	Err      error // what failed
+}
+
+func (e *RolledBackError) Error() string {
+	return fmt.Sprintf("%s: the change failed and was rolled back to snapshot %s (the container runs as before the apply): %v", e.App, e.Snapshot, e.Err)
+}
+
+func (e *RolledBackError) Unwrap() error { return e.Err }
+
+// protected runs change, an in-place change of c's container, under
+// snapshotBeforeChange: a snapshot first, a rollback when change fails,
+// the snapshot dropped when it succeeds. Where the container's storage
+// cannot snapshot, a backup is taken instead and a failure names the
+// archive to restore from; if neither is possible nothing is changed.
+func (e *Executor) protected(ctx context.Context, c plan.Change, change func() error) error {
+	name := "corral_pre_" + time.Now().UTC().Format("20060102_150405")
+	snapErr := e.step(c.App, "snapshot", name+" of ct "+fmt.Sprint(c.VMID), func() error {
+		upid, err := e.Client.CreateSnapshot(ctx, c.Node, c.VMID, name, "taken by corral apply before an in-place change; removed after it")
+		if err != nil {
+			return err
+		}
+		return e.wait(ctx, c.App, upid)
+	})
+	if snapErr != nil {
+		if !strings.Contains(snapErr.Error(), "snapshot feature is not available") {
+			return fmt.Errorf("%w; nothing was changed (snapshotBeforeChange could not protect the change)", snapErr)
+		}
+		return e.protectedByBackup(ctx, c, change)
+	}
+	err := change()
+	if err == nil {
+		return e.step(c.App, "snapshot", "remove "+name, func() error {
+			upid, err := e.Client.DeleteSnapshot(ctx, c.Node, c.VMID, name, false)
+			if err != nil {
+				return err
+			}
+			return e.wait(ctx, c.App, upid)
+		})
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("%w; interrupted: snapshot %s of ct %d is kept, roll back with `corral rollback %s %s`", err, name, c.VMID, c.App, name)
+	}
+	e.obs().Warn(c.App, fmt.Sprintf("the change failed (%v); rolling back to snapshot %s", err, name))
+	rbErr := e.step(c.App, "rollback", "to "+name, func() error {
+		upid, err := e.Client.RollbackSnapshot(ctx, c.Node, c.VMID, name, true)
+		if err != nil {
+			return err
+		}
+		return e.wait(ctx, c.App, upid)
+	})
+	if rbErr != nil {
+		return fmt.Errorf("%s: the change failed: %v; and the rollback to snapshot %s failed too: %w; roll back by hand with `corral rollback %s %s`",
+			c.App, err, name, rbErr, c.App, name)
+	}
+	// The snapshot did its job; keep none behind (a snapshot pins the
+	// volumes it covers).
+	if derr := e.step(c.App, "snapshot", "remove "+name, func() error {
+		upid, err := e.Client.DeleteSnapshot(ctx, c.Node, c.VMID, name, false)
+		if err != nil {
+			return err
+		}
+		return e.wait(ctx, c.App, upid)
+	}); derr != nil {
+		e.obs().Warn(c.App, fmt.Sprintf("snapshot %s could not be removed after the rollback: %v", name, derr))
+	}
+	return &RolledBackError{App: c.App, Snapshot: name, Err: err}
+}
+
+// protectedByBackup is the fallback where the container's storage cannot
+// snapshot (a dir storage, say): a vzdump archive before the change, and
+// on failure the archive to restore from.
+func (e *Executor) protectedByBackup(ctx context.Context, c plan.Change, change func() error) error {
+	storage := ""
+	if c.Desired != nil {
+		storage = c.Desired.BackupStorage
+	}
+	e.obs().Warn(c.App, "the container's storage cannot snapshot; taking a backup instead, to restore from if the change fails")
+	var archive string
+	err := e.step(c.App, "backup", "before the change", func() error {
+		upid, err := e.Client.Backup(ctx, c.Node, c.VMID, pve.BackupOptions{Mode: "snapshot", Storage: storage, Compress: "zstd",
+			NotesTemplate: "corral: " + c.App + " before an in-place change"})
+		if err != nil {
+			return err
+		}
+		if err := e.wait(ctx, c.App, upid); err != nil {
+			return err
+		}
+		archive, err = latestBackup(ctx, e.Client, c.Node, storage, c.VMID)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("%w; nothing was changed: snapshotBeforeChange could neither snapshot nor back up the container", err)
+	}
+	if err := change(); err != nil {
+		return fmt.Errorf("%w\nthe container's storage cannot snapshot, so corral cannot roll back by itself; the backup taken before the change is %s: "+
+			"`corral restore %s --archive %s --replace` brings the app back to it", err, archive, c.App, archive)
+	}
+	return nil
+}
+
+// latestBackup is the newest vzdump archive of vmid on storage.
+func latestBackup(ctx context.Context, c *pve.Client, node, storage string, vmid int) (string, error) {
+	if storage == "" {
+		storage = "local"
+	}
+	vols, err := c.StorageContent(ctx, node, storage, "backup", vmid)
+	if err != nil {
+		return "", err
+	}
+	var best pve.Volume
+	for _, v := range vols {
+		if v.CTime >= best.CTime {
+			best = v
+		}
+	}
+	if best.VolID == "" {
+		return "", errors.New("the backup task ended OK but no archive is listed")
+	}
+	return best.VolID, nil
+}
