@@ -36,7 +36,7 @@ type App struct {
 	// and rolled back when the app is unhealthy afterwards.
 	SnapshotBeforeChange bool
 	BackupStorage        string
-	Volumes     []Volume
+	Volumes              []Volume
 }
 
 // Volume is one desired persistent volume of an app.
