@@ -105,7 +105,8 @@ func newLogsCmd(st *streams) *cobra.Command {
 			script := "if command -v docker >/dev/null 2>&1 && [ -n \"$(docker compose ls -q 2>/dev/null)\" ]; then " +
 				"for p in $(docker compose ls -q); do docker compose -p \"$p\" logs --no-color --tail " + n + f + "; done; " +
 				"elif command -v journalctl >/dev/null 2>&1; then " + journal + "; " +
-				"else tail -n " + n + f + " /var/log/syslog /var/log/messages 2>/dev/null; fi"
+				"elif [ -f /var/log/syslog ] || [ -f /var/log/messages ]; then tail -n " + n + f + " /var/log/syslog /var/log/messages 2>/dev/null; " +
+				"else echo 'no journal, syslog or compose project in this container' >&2; fi"
 			return runInGuest(cmd.Context(), st, ff, cf, trust, args[0], script)
 		},
 	}

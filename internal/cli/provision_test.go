@@ -227,3 +227,23 @@ func TestQuickstartInTheGuest(t *testing.T) {
 		t.Fatalf("failing health check: exit %d\n%s", r.code, r.stderr)
 	}
 }
+
+// TestLogs: corral logs reaches the container (what it shows depends on
+// the container's logging), and names a missing container plainly.
+func TestLogs(t *testing.T) {
+	c := newGuestCluster(t)
+	m := manifestWith(t, "512")
+	conn := []string{"--endpoint", c.srv.URL(), "--api-token", c.srv.Credentials().OperatorToken, "--fingerprint", c.srv.Fingerprint()}
+	r := c.run(append([]string{"logs", "notes", "-f", m}, conn...)...)
+	if r.code != ExitError || !strings.Contains(r.stderr, "app notes has no container; run `corral apply` first") {
+		t.Fatalf("logs before apply: exit %d\n%s", r.code, r.stderr)
+	}
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	r = c.run(append([]string{"logs", "notes", "-f", m, "-n", "5"}, conn...)...)
+	if strings.Contains(r.stderr, "guest exec unavailable") {
+		t.Skipf("guest exec unavailable: %s", r.stderr)
+	}
+	if r.code != 0 {
+		t.Fatalf("logs: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
