@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -148,7 +149,8 @@ func FormatSize(b int64) string {
 }
 
 // ParseSize parses a disk-size value (\d+(\.\d+)?)([KMGT](iB)?)?; a bare
-// number is bytes… except where PVE says GiB (callers decide).
+// number is bytes… except where PVE says GiB (callers decide). A size
+// that does not fit in an int64 is an error, never a wrapped number.
 func ParseSize(s string) (int64, error) {
 	num := strings.TrimRight(s, "KMGTiB")
 	unit := strings.TrimSuffix(s[len(num):], "iB")
@@ -160,7 +162,13 @@ func ParseSize(s string) (int64, error) {
 	if mult == 0 {
 		return 0, fmt.Errorf("invalid size: %s", s)
 	}
-	return int64(f * mult), nil
+	// float64(math.MaxInt64) is 2^63, the first value int64 cannot hold;
+	// converting a larger one (or NaN, Inf) would wrap to any number.
+	n := f * mult
+	if math.IsNaN(n) || n >= math.MaxInt64 || n < math.MinInt64 {
+		return 0, fmt.Errorf("invalid size: %s is out of range (sizes up to 8 EiB are supported)", s)
+	}
+	return int64(n), nil
 }
 
 func isTrue(v string) bool {

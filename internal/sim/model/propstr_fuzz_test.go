@@ -48,7 +48,8 @@ func FuzzParseProp(f *testing.F) {
 // PVE's own form (digits, optional fraction, optional unit) is never
 // negative.
 func FuzzParseSize(f *testing.F) {
-	for _, s := range []string{"8G", "512M", "1.5T", "4096", "10KiB", "0", "G", "-1G", ".5G", "1e3G"} {
+	for _, s := range []string{"8G", "512M", "1.5T", "4096", "10KiB", "0", "G", "-1G", ".5G", "1e3G",
+		"10000000000000000000", "8388608T", "Inf", "NaN"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
