@@ -81,3 +81,34 @@ func TestParse_aliasBudget(t *testing.T) {
 		t.Errorf("got %d diagnostics:\n%s\nwant one saying %q", len(diags.Items), got, want)
 	}
 }
+
+// TestParse_yamlErrorPosition: YAML syntax errors name the line (and, for
+// a tab in the indentation, the column) of the problem itself, whatever
+// line yaml.v3's message names.
+func TestParse_yamlErrorPosition(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml, want string
+	}{
+		{"tab on line 3 after a scalar on line 2", "apps:\n  - name: a\n\ttemplate: x\n",
+			"m.yaml:3:1: invalid YAML: found a tab character that violates indentation"},
+		{"tab after spaces on line 4", "apps:\n  - name: a\n    template: x\n  \tmemory: 1G\n",
+			"m.yaml:4:3: invalid YAML: found a tab character that violates indentation"},
+		{"tab on line 2 after a scalar on line 1", "a: 1\n\tb: 2\n",
+			"m.yaml:2:1: invalid YAML: found a tab character that violates indentation"},
+		{"tab opening the file", "\tapps: []\n",
+			"m.yaml:1:1: invalid YAML: found character that cannot start any token"},
+		{"tab opening a line in a block", "apps:\n  - name: a\n\n\t- name: b\n",
+			"m.yaml:4:1: invalid YAML: found a tab character that violates indentation"},
+		{"a character that is not a tab keeps its line, no column", "apps:\n  - name: @a\n",
+			"m.yaml:2: invalid YAML: found character that cannot start any token"},
+		{"a parser error names the block's line", "apps:\n  - name: a\n   template: x\n",
+			"m.yaml:2: invalid YAML: did not find expected '-' indicator"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := manifest.Parse("m.yaml", []byte(tc.yaml), testOptions())
+			if err == nil || err.Error() != tc.want {
+				t.Errorf("Parse: %v\nwant %s", err, tc.want)
+			}
+		})
+	}
+}

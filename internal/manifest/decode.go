@@ -117,12 +117,23 @@ var yamlParserErrors = []string{
 	"found undefined tag handle",
 }
 
-// yamlError turns a yaml.v3 error into a diagnostic with a 1-based line.
+// yamlTabErrors are yaml.v3's scanner messages about a tab in a line's
+// indentation. "found character that cannot start any token" names the
+// tab's own line; "found a tab character that violates indentation" names
+// the line where the plain scalar it interrupts began (its context), so
+// the tab is on that line or a later one.
+var yamlTabErrors = []string{
+	"found character that cannot start any token",
+	"found a tab character that violates indentation",
+}
+
+// yamlError turns a yaml.v3 error into a diagnostic with a 1-based line,
+// and a column where the message points at a tab in the indentation.
 // yaml.v3 leaves the line out when it is the first one, and for an
 // unknown anchor, whose use is then found by searching the text.
 func (d *decoder) yamlError(err error, data []byte) {
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	line := 1
+	line, col := 1, 0
 	if m := yamlLineRE.FindStringSubmatch(err.Error()); m != nil {
 		line, _ = strconv.Atoi(m[1])
 		msg = m[2]
@@ -134,7 +145,27 @@ func (d *decoder) yamlError(err error, data []byte) {
 			line = 1 + bytes.Count(data[:i], []byte("\n"))
 		}
 	}
-	d.diags.add(Pos{File: d.file, Line: line}, "", "invalid YAML: "+msg, "")
+	if slices.Contains(yamlTabErrors, msg) {
+		if l, c, ok := indentTab(data, line); ok {
+			line, col = l, c
+		}
+	}
+	d.diags.add(Pos{File: d.file, Line: line, Col: col}, "", "invalid YAML: "+msg, "")
+}
+
+// indentTab finds the first line at or after from (1-based) whose
+// indentation holds a tab, and the tab's 1-based column.
+func indentTab(data []byte, from int) (line, col int, ok bool) {
+	for i, text := range bytes.Split(data, []byte("\n")) {
+		if i+1 < from {
+			continue
+		}
+		indent := len(text) - len(bytes.TrimLeft(text, " \t"))
+		if t := bytes.IndexByte(text[:indent], '\t'); t >= 0 {
+			return i + 1, t + 1, true
+		}
+	}
+	return 0, 0, false
 }
 
 // walk decodes node n as field f. It always returns a value; ok says
