@@ -69,6 +69,8 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 		Keepers:   map[string][]*plan.Keeper{},
 		Volumes:   map[string]int64{},
 		Others:    map[int]plan.Guest{},
+
+		StorageTypes: map[string]string{},
 	}
 	var nodes []struct {
 		Node   string `json:"node"`
@@ -128,6 +130,7 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 			return nil, fmt.Errorf("list storages on %s: %w", node, err)
 		}
 		for _, s := range storages {
+			obs.StorageTypes[s.Storage] = s.Type
 			cts := strings.Split(s.Content, ",")
 			wantTmpl := slices.Contains(cts, "vztmpl")
 			wantImg := slices.Contains(cts, "rootdir") || slices.Contains(cts, "images")

@@ -77,6 +77,10 @@ type Observed struct {
 	// Others are the guests corral does not manage, by VMID: a pinned
 	// vmid that one of them holds cannot be used.
 	Others map[int]Guest
+	// StorageTypes maps a storage ID to its type (dir, lvmthin, zfspool,
+	// …) as the nodes' storage lists report it; the type decides whether
+	// PVE can snapshot a volume on it.
+	StorageTypes map[string]string
 }
 
 // Guest is a VM or CT that is not corral's.
