@@ -117,35 +117,15 @@ func (c *Cluster) ctCheckVMIDUnusedLocked(vmid int) error {
 
 // ctPrepareCreateLocked is create_vm up to create_and_lock_config.
 func (c *Cluster) ctPrepareCreateLocked(auth Auth, node string, params map[string]string) (ctCreateSpec, error) {
-	if err := c.checkNodeLocked(node); err != nil {
+	req, err := c.ctReadCreateRequestLocked(node, params)
+	if err != nil {
 		return ctCreateSpec{}, err
 	}
-	p := map[string]string{}
-	for k, v := range params {
-		p[k] = v
-	}
-	take := func(k string) (string, bool) {
-		v, ok := p[k]
-		delete(p, k)
-		return v, ok
-	}
-	vmidStr, _ := take("vmid")
-	vmid, err := strconv.Atoi(vmidStr)
-	if err != nil {
-		return ctCreateSpec{}, ParamError(map[string]string{"vmid": fmt.Sprintf("type check ('integer') failed - got '%s'", vmidStr)})
-	}
-	spec := ctCreateSpec{node: node, vmid: vmid}
-	take("ignore-unpack-errors")
-	take("bwlimit") // only throttles the extraction
-	start, _ := take("start")
-	spec.start = isTrue(start)
-	haManaged, _ := take("ha-managed")
+	p, take, vmid := req.p, req.take, req.vmid
+	spec := ctCreateSpec{node: node, vmid: vmid, start: req.start}
 	unprivStr, unprivSet := take("unprivileged")
 	take("restore") // restore=1 never gets here: CreateCT hands it to restoreCT
 	take("unique")
-	if isTrue(haManaged) {
-		return ctCreateSpec{}, Failf("ha-managed is not implemented by this emulator yet\n")
-	}
 	unprivileged := isTrue(unprivStr)
 	if c.opts.Version == "9.1" {
 		// pve-container 6.0.6 "api: create: default to unprivileged containers".
@@ -184,66 +164,122 @@ func (c *Cluster) ctPrepareCreateLocked(auth Auth, node string, params map[strin
 	if spec.storage == "" {
 		spec.storage = "local"
 	}
-	if err := c.ctModifyConfigPermLocked(auth, vmid, nil, p, nil, unprivileged); err != nil {
+	spec.mounts, spec.conf, err = c.ctCheckCreateParamsLocked(auth, node, vmid, p, spec.storage, spec.template, "vztmpl", unprivileged)
+	if err != nil {
 		return ctCreateSpec{}, err
 	}
-	if err := c.ctCheckVolumeAccessLocked(auth, vmid, spec.template, "vztmpl"); err != nil {
-		return ctCreateSpec{}, err
+	return spec, nil
+}
+
+// ctCreateRequest is a create or restore request (POST /nodes/{node}/lxc)
+// as create_vm first reads it: p holds the parameters not yet taken.
+type ctCreateRequest struct {
+	p     map[string]string
+	vmid  int
+	start bool
+}
+
+// take removes parameter k and returns its value.
+func (r *ctCreateRequest) take(k string) (string, bool) {
+	v, ok := r.p[k]
+	delete(r.p, k)
+	return v, ok
+}
+
+// ctReadCreateRequestLocked is the start of create_vm for a create and a
+// restore alike: the node, the VMID, and the parameters that only steer
+// the request (ignore-unpack-errors, bwlimit, start, ha-managed).
+func (c *Cluster) ctReadCreateRequestLocked(node string, params map[string]string) (*ctCreateRequest, error) {
+	if err := c.checkNodeLocked(node); err != nil {
+		return nil, err
+	}
+	r := &ctCreateRequest{p: map[string]string{}}
+	for k, v := range params {
+		r.p[k] = v
+	}
+	vmidStr, _ := r.take("vmid")
+	vmid, err := strconv.Atoi(vmidStr)
+	if err != nil {
+		return nil, ParamError(map[string]string{"vmid": fmt.Sprintf("type check ('integer') failed - got '%s'", vmidStr)})
+	}
+	r.vmid = vmid
+	r.take("ignore-unpack-errors")
+	r.take("bwlimit") // only throttles the extraction
+	start, _ := r.take("start")
+	r.start = isTrue(start)
+	if ha, _ := r.take("ha-managed"); isTrue(ha) {
+		return nil, Failf("ha-managed is not implemented by this emulator yet\n")
+	}
+	return r, nil
+}
+
+// ctCheckCreateParamsLocked is what create_vm checks for a create and a
+// restore alike once the caller's own permission checks passed: the
+// config keys in p (check_ct_modify_config_perm), access to volid (the
+// template, content vztmpl, or the backup archive), the rootfs/mpN
+// parameters and their storages (a bare size goes on storage), and
+// update_pct_config of the other keys. It returns rootfs/mpN as given,
+// plain sizes made STORAGE:SIZE, and the config without volumes.
+func (c *Cluster) ctCheckCreateParamsLocked(auth Auth, node string, vmid int, p map[string]string, storage, volid, content string, unprivileged bool) (mounts, conf map[string]string, err error) {
+	if err := c.ctModifyConfigPermLocked(auth, vmid, nil, p, nil, unprivileged); err != nil {
+		return nil, nil, err
+	}
+	if err := c.ctCheckVolumeAccessLocked(auth, vmid, volid, content); err != nil {
+		return nil, nil, err
 	}
 
-	spec.mounts = map[string]string{}
+	mounts = map[string]string{}
 	noDisk := map[string]string{}
 	for _, opt := range sortedKeys(p) {
 		value := p[opt]
 		switch {
 		case opt == "rootfs" || ctKeyIs(opt, "mp"):
 			if ctPlainSizeRE.MatchString(value) {
-				value = spec.storage + ":" + value
+				value = storage + ":" + value
 			}
-			spec.mounts[opt] = value
+			mounts[opt] = value
 		case ctKeyIs(opt, "unused"):
 			c.log.Warn(fmt.Sprintf("ignoring '%s', cannot create/restore with unused volume", opt), "vmid", vmid)
 		default:
 			noDisk[opt] = value
 		}
 	}
-	if _, ok := spec.mounts["rootfs"]; len(spec.mounts) > 0 && !ok {
-		return ctCreateSpec{}, Failf("mount points configured, but 'rootfs' not set - aborting\n")
+	if _, ok := mounts["rootfs"]; len(mounts) > 0 && !ok {
+		return nil, nil, Failf("mount points configured, but 'rootfs' not set - aborting\n")
 	}
-	for _, key := range ctVolumeKeys(spec.mounts) {
-		mp, err := ParseMountPoint(key, spec.mounts[key])
+	for _, key := range ctVolumeKeys(mounts) {
+		mp, err := ParseMountPoint(key, mounts[key])
 		if err != nil {
-			return ctCreateSpec{}, Failf("%s\n", err)
+			return nil, nil, Failf("%s\n", err)
 		}
 		if mp.Type() != "volume" {
 			if !auth.IsRoot() {
-				return ctCreateSpec{}, Failf("Only root can pass arbitrary filesystem paths.\n")
+				return nil, nil, Failf("Only root can pass arbitrary filesystem paths.\n")
 			}
 			continue
 		}
 		sid, _, ok := ParseVolID(mp.Volume())
 		if !ok {
-			return ctCreateSpec{}, Failf("unable to parse volume ID '%s'\n", mp.Volume())
+			return nil, nil, Failf("unable to parse volume ID '%s'\n", mp.Volume())
 		}
 		if err := c.ctCheckCreateStorageLocked(auth, node, sid); err != nil {
-			return ctCreateSpec{}, err
+			return nil, nil, err
 		}
 	}
-	if len(spec.mounts) == 0 {
-		if err := c.ctCheckCreateStorageLocked(auth, node, spec.storage); err != nil {
-			return ctCreateSpec{}, err
+	if len(mounts) == 0 {
+		if err := c.ctCheckCreateStorageLocked(auth, node, storage); err != nil {
+			return nil, nil, err
 		}
 	}
 
 	g := &Guest{VMID: vmid, Node: node, Config: map[string]string{}}
 	if _, err := c.ctUpdateConfigLocked(g, false, noDisk, nil, nil); err != nil {
-		return ctCreateSpec{}, err
+		return nil, nil, err
 	}
 	if unprivileged {
 		g.Config["unprivileged"] = "1"
 	}
-	spec.conf = g.Config
-	return spec, nil
+	return mounts, g.Config, nil
 }
 
 // ctPlainSizeRE is a rootfs/mpN given as a bare size in GiB.

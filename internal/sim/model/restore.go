@@ -82,31 +82,12 @@ func (c *Cluster) restoreCT(auth Auth, node string, params map[string]string) (s
 
 // restorePrepareLocked is create_vm's synchronous part for a restore.
 func (c *Cluster) restorePrepareLocked(auth Auth, node string, params map[string]string) (restoreSpec, error) {
-	if err := c.checkNodeLocked(node); err != nil {
+	req, err := c.ctReadCreateRequestLocked(node, params)
+	if err != nil {
 		return restoreSpec{}, err
 	}
-	p := map[string]string{}
-	for k, v := range params {
-		p[k] = v
-	}
-	take := func(k string) (string, bool) {
-		v, ok := p[k]
-		delete(p, k)
-		return v, ok
-	}
-	vmidStr, _ := take("vmid")
-	vmid, err := strconv.Atoi(vmidStr)
-	if err != nil {
-		return restoreSpec{}, ParamError(map[string]string{"vmid": fmt.Sprintf("type check ('integer') failed - got '%s'", vmidStr)})
-	}
-	spec := restoreSpec{auth: auth, node: node, vmid: vmid}
-	take("ignore-unpack-errors")
-	take("bwlimit")
-	start, _ := take("start")
-	spec.start = isTrue(start)
-	if ha, _ := take("ha-managed"); isTrue(ha) {
-		return restoreSpec{}, Failf("ha-managed is not implemented by this emulator yet\n")
-	}
+	p, take, vmid := req.p, req.take, req.vmid
+	spec := restoreSpec{auth: auth, node: node, vmid: vmid, start: req.start}
 	unprivStr, unprivSet := take("unprivileged")
 	spec.unprivSet = unprivSet
 	take("restore")
@@ -156,66 +137,13 @@ func (c *Cluster) restorePrepareLocked(auth Auth, node string, params map[string
 		spec.storage = "local"
 	}
 	unprivileged := isTrue(unprivStr)
-	if err := c.ctModifyConfigPermLocked(auth, vmid, nil, p, nil, unprivileged); err != nil {
+	spec.mounts, spec.conf, err = c.ctCheckCreateParamsLocked(auth, node, vmid, p, spec.storage, spec.archive, "backup", unprivileged)
+	if err != nil {
 		return restoreSpec{}, err
 	}
-	if err := c.ctCheckVolumeAccessLocked(auth, vmid, spec.archive, "backup"); err != nil {
-		return restoreSpec{}, err
+	if !unprivileged && unprivSet {
+		spec.conf["unprivileged"] = "0"
 	}
-
-	spec.mounts = map[string]string{}
-	noDisk := map[string]string{}
-	for _, opt := range sortedKeys(p) {
-		value := p[opt]
-		switch {
-		case opt == "rootfs" || ctKeyIs(opt, "mp"):
-			if ctPlainSizeRE.MatchString(value) {
-				value = spec.storage + ":" + value
-			}
-			spec.mounts[opt] = value
-		case ctKeyIs(opt, "unused"):
-			c.log.Warn(fmt.Sprintf("ignoring '%s', cannot create/restore with unused volume", opt), "vmid", vmid)
-		default:
-			noDisk[opt] = value
-		}
-	}
-	if _, ok := spec.mounts["rootfs"]; len(spec.mounts) > 0 && !ok {
-		return restoreSpec{}, Failf("mount points configured, but 'rootfs' not set - aborting\n")
-	}
-	for _, key := range ctVolumeKeys(spec.mounts) {
-		mp, err := ParseMountPoint(key, spec.mounts[key])
-		if err != nil {
-			return restoreSpec{}, Failf("%s\n", err)
-		}
-		if mp.Type() != "volume" {
-			if !auth.IsRoot() {
-				return restoreSpec{}, Failf("Only root can pass arbitrary filesystem paths.\n")
-			}
-			continue
-		}
-		sid, _, ok := ParseVolID(mp.Volume())
-		if !ok {
-			return restoreSpec{}, Failf("unable to parse volume ID '%s'\n", mp.Volume())
-		}
-		if err := c.ctCheckCreateStorageLocked(auth, node, sid); err != nil {
-			return restoreSpec{}, err
-		}
-	}
-	if _, ok := spec.mounts["rootfs"]; !ok {
-		if err := c.ctCheckCreateStorageLocked(auth, node, spec.storage); err != nil {
-			return restoreSpec{}, err
-		}
-	}
-	g := &Guest{VMID: vmid, Node: node, Config: map[string]string{}}
-	if _, err := c.ctUpdateConfigLocked(g, false, noDisk, nil, nil); err != nil {
-		return restoreSpec{}, err
-	}
-	if unprivileged {
-		g.Config["unprivileged"] = "1"
-	} else if unprivSet {
-		g.Config["unprivileged"] = "0"
-	}
-	spec.conf = g.Config
 	return spec, nil
 }
 
