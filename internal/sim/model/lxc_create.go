@@ -340,11 +340,7 @@ func (c *Cluster) ctCreateTask(w *Worker, spec ctCreateSpec) error {
 	if err := w.Phase("vzstart", 1); err != nil {
 		return err
 	}
-	return w.Do(func(st *State) error {
-		g, err := c.guestLocked(spec.node, spec.vmid)
-		if err != nil {
-			return err
-		}
+	return w.doGuest(spec.node, spec.vmid, func(st *State, g *Guest) error {
 		return c.createStartLocked(g)
 	})
 }
@@ -464,11 +460,7 @@ func (c *Cluster) ctCreateRun(w *Worker, spec ctCreateSpec, vols *[]string) erro
 	if _, ok := conf["swap"]; !ok {
 		conf["swap"] = "512"
 	}
-	return w.Do(func(st *State) error {
-		g, err := c.guestLocked(spec.node, spec.vmid)
-		if err != nil {
-			return err
-		}
+	return w.doGuest(spec.node, spec.vmid, func(st *State, g *Guest) error {
 		g.Config = conf // without "lock: create"
 		if spec.extra != (GuestExtra{}) {
 			extra := spec.extra

@@ -41,11 +41,7 @@ func (c *Cluster) DestroyCT(auth Auth, node string, vmid int, params map[string]
 		if err := w.LockConfig(vmid); err != nil {
 			return err
 		}
-		err := w.Do(func(st *State) error {
-			g, err := c.guestLocked(node, vmid)
-			if err != nil {
-				return err
-			}
+		err := w.doGuest(node, vmid, func(st *State, g *Guest) error {
 			if err := ctDestroyEarlyChecks(g); err != nil {
 				return err
 			}
@@ -65,11 +61,7 @@ func (c *Cluster) DestroyCT(auth Auth, node string, vmid int, params map[string]
 		if err := w.Phase("vzdestroy", 1); err != nil {
 			return err
 		}
-		err = w.Do(func(st *State) error {
-			g, err := c.guestLocked(node, vmid)
-			if err != nil {
-				return err
-			}
+		err = w.doGuest(node, vmid, func(st *State, g *Guest) error {
 			return c.ctDestroyContainerLocked(w, g, unreferenced)
 		})
 		if err != nil {

@@ -555,11 +555,7 @@ func (c *Cluster) copyVolumeTask(w *Worker, node string, vmid int, key, storage 
 	oldVolid := mp.Volume()
 	var digest, srcDir, dstDir string
 	var newVolid string
-	err := w.Do(func(st *State) error {
-		g, err := c.guestLocked(node, vmid)
-		if err != nil {
-			return err
-		}
+	err := w.doGuest(node, vmid, func(st *State, g *Guest) error {
 		digest = g.Digest()
 		if mp.Type() != "volume" {
 			return Failf("cannot copy volumes of type %s\n", mp.Type())
@@ -607,11 +603,7 @@ func (c *Cluster) copyVolumeTask(w *Worker, node string, vmid int, key, storage 
 		freeNew()
 		return err
 	}
-	err = w.Do(func(st *State) error {
-		g, err := c.guestLocked(node, vmid)
-		if err != nil {
-			return err
-		}
+	err = w.doGuest(node, vmid, func(st *State, g *Guest) error {
 		if g.Digest() != digest {
 			return Failf("detected modified configuration - file changed by other user? Try again.\n")
 		}

@@ -37,11 +37,7 @@ func (c *Cluster) StartCT(auth Auth, node string, vmid int, params map[string]st
 			return err
 		}
 		var logs []string
-		err := w.Do(func(st *State) error {
-			g, err := c.guestLocked(node, vmid)
-			if err != nil {
-				return err
-			}
+		err := w.doGuest(node, vmid, func(st *State, g *Guest) error {
 			if g.IsTemplate() {
 				return Failf("you can't start a CT if it's a template\n")
 			}
@@ -66,11 +62,7 @@ func (c *Cluster) StartCT(auth Auth, node string, vmid int, params map[string]st
 		if err := w.Phase("vzstart", 1); err != nil {
 			return err
 		}
-		return w.Do(func(st *State) error {
-			g, err := c.guestLocked(node, vmid)
-			if err != nil {
-				return err
-			}
+		return w.doGuest(node, vmid, func(st *State, g *Guest) error {
 			c.markRunningLocked(g)
 			return nil
 		})
@@ -107,11 +99,7 @@ func (c *Cluster) StopCT(auth Auth, node string, vmid int, params map[string]str
 		if err := w.LockConfig(vmid); err != nil {
 			return err
 		}
-		err := w.Do(func(st *State) error {
-			g, err := c.guestLocked(node, vmid)
-			if err != nil {
-				return err
-			}
+		err := w.doGuest(node, vmid, func(st *State, g *Guest) error {
 			return checkPowerLock(g, skiplock, true)
 		})
 		if err != nil {
@@ -157,11 +145,7 @@ func (c *Cluster) ShutdownCT(auth Auth, node string, vmid int, params map[string
 		if err := w.LockConfig(vmid); err != nil {
 			return err
 		}
-		err := w.Do(func(st *State) error {
-			g, err := c.guestLocked(node, vmid)
-			if err != nil {
-				return err
-			}
+		err := w.doGuest(node, vmid, func(st *State, g *Guest) error {
 			return checkPowerLock(g, false, false)
 		})
 		if err != nil {
@@ -204,11 +188,7 @@ func (c *Cluster) RebootCT(auth Auth, node string, vmid int, params map[string]s
 			return err
 		}
 		running := false
-		err := w.Do(func(st *State) error {
-			g, err := c.guestLocked(node, vmid)
-			if err != nil {
-				return err
-			}
+		err := w.doGuest(node, vmid, func(st *State, g *Guest) error {
 			running = g.Running
 			return checkPowerLock(g, false, true)
 		})
@@ -219,11 +199,7 @@ func (c *Cluster) RebootCT(auth Auth, node string, vmid int, params map[string]s
 			return err
 		}
 		var logs []string
-		err = w.Do(func(st *State) error {
-			g, err := c.guestLocked(node, vmid)
-			if err != nil {
-				return err
-			}
+		err = w.doGuest(node, vmid, func(st *State, g *Guest) error {
 			markStopped(g)
 			logs = c.applyPendingLocked(g).Log
 			return nil
@@ -237,11 +213,7 @@ func (c *Cluster) RebootCT(auth Auth, node string, vmid int, params map[string]s
 		if err := w.Phase("vzreboot", 0.5); err != nil {
 			return err
 		}
-		return w.Do(func(st *State) error {
-			g, err := c.guestLocked(node, vmid)
-			if err != nil {
-				return err
-			}
+		return w.doGuest(node, vmid, func(st *State, g *Guest) error {
 			c.markRunningLocked(g)
 			return nil
 		})

@@ -184,11 +184,7 @@ func (c *Cluster) restoreTask(w *Worker, spec restoreSpec) error {
 	if err := w.Phase("vzstart", 1); err != nil {
 		return err
 	}
-	return w.Do(func(st *State) error {
-		g, err := c.guestLocked(spec.node, spec.vmid)
-		if err != nil {
-			return err
-		}
+	return w.doGuest(spec.node, spec.vmid, func(st *State, g *Guest) error {
 		return c.createStartLocked(g)
 	})
 }
@@ -202,11 +198,7 @@ func (c *Cluster) restoreRun(w *Worker, spec restoreSpec, vols *[]string, destro
 	w.Log("recovering backed-up configuration from '%s'", spec.archive)
 	var archivePath, archiveHost string
 	var oldConf map[string]string
-	err := w.Do(func(st *State) error {
-		g, err := c.guestLocked(spec.node, spec.vmid)
-		if err != nil {
-			return err
-		}
+	err := w.doGuest(spec.node, spec.vmid, func(st *State, g *Guest) error {
 		if g.Running {
 			return Failf("can't overwrite running container\n")
 		}
@@ -399,11 +391,7 @@ func (c *Cluster) restoreRun(w *Worker, spec restoreSpec, vols *[]string, destro
 			}
 		}
 	}
-	return w.Do(func(st *State) error {
-		g, err := c.guestLocked(spec.node, spec.vmid)
-		if err != nil {
-			return err
-		}
+	return w.doGuest(spec.node, spec.vmid, func(st *State, g *Guest) error {
 		g.Config = conf
 		g.Pending, g.PendingDelete, g.Snapshots = nil, nil, nil
 		return nil

@@ -233,11 +233,7 @@ func (c *Cluster) SnapshotCT(auth Auth, node string, vmid int, params map[string
 		if err := w.LockConfig(vmid); err != nil {
 			return err
 		}
-		err := w.Do(func(st *State) error {
-			g, err := c.guestLocked(node, vmid)
-			if err != nil {
-				return err
-			}
+		err := w.doGuest(node, vmid, func(st *State, g *Guest) error {
 			return c.snapshotPrepareLocked(g, name, description)
 		})
 		if err != nil {
@@ -246,11 +242,7 @@ func (c *Cluster) SnapshotCT(auth Auth, node string, vmid int, params map[string
 		if err := w.Phase("vzsnapshot", 1); err != nil {
 			return err
 		}
-		return w.Do(func(st *State) error {
-			g, err := c.guestLocked(node, vmid)
-			if err != nil {
-				return err
-			}
+		return w.doGuest(node, vmid, func(st *State, g *Guest) error {
 			if err := c.snapshotCommitLocked(w, g, name); err != nil {
 				// The section stays with snapstate "prepare" and the lock
 				// stays, as on PVE after a failed volume snapshot.
@@ -274,11 +266,7 @@ func (c *Cluster) DeleteSnapshot(auth Auth, node string, vmid int, name string, 
 		if err := w.LockConfig(vmid); err != nil {
 			return err
 		}
-		err := w.Do(func(st *State) error {
-			g, err := c.guestLocked(node, vmid)
-			if err != nil {
-				return err
-			}
+		err := w.doGuest(node, vmid, func(st *State, g *Guest) error {
 			s := g.Snapshots[name]
 			if s == nil {
 				return Failf("snapshot '%s' does not exist\n", name)
@@ -297,11 +285,7 @@ func (c *Cluster) DeleteSnapshot(auth Auth, node string, vmid int, name string, 
 		if err := w.Phase("vzdelsnapshot", 1); err != nil {
 			return err
 		}
-		return w.Do(func(st *State) error {
-			g, err := c.guestLocked(node, vmid)
-			if err != nil {
-				return err
-			}
+		return w.doGuest(node, vmid, func(st *State, g *Guest) error {
 			for _, l := range c.snapshotDropLocked(g, name) {
 				w.logLocked("%s", l)
 			}
@@ -331,11 +315,7 @@ func (c *Cluster) RollbackSnapshot(auth Auth, node string, vmid int, name string
 			return err
 		}
 		var wasRunning bool
-		err := w.Do(func(st *State) error {
-			g, err := c.guestLocked(node, vmid)
-			if err != nil {
-				return err
-			}
+		err := w.doGuest(node, vmid, func(st *State, g *Guest) error {
 			s := g.Snapshots[name]
 			if s == nil {
 				return Failf("snapshot '%s' does not exist\n", name)
@@ -364,11 +344,7 @@ func (c *Cluster) RollbackSnapshot(auth Auth, node string, vmid int, name string
 		if err := w.Phase("vzrollback", 1); err != nil {
 			return err
 		}
-		err = w.Do(func(st *State) error {
-			g, err := c.guestLocked(node, vmid)
-			if err != nil {
-				return err
-			}
+		err = w.doGuest(node, vmid, func(st *State, g *Guest) error {
 			s := g.Snapshots[name]
 			if s == nil {
 				return Failf("snapshot '%s' does not exist\n", name)
@@ -429,11 +405,7 @@ func (c *Cluster) RollbackSnapshot(auth Auth, node string, vmid int, name string
 		if err := w.Phase("vzstart", 1); err != nil {
 			return err
 		}
-		return w.Do(func(st *State) error {
-			g, err := c.guestLocked(node, vmid)
-			if err != nil {
-				return err
-			}
+		return w.doGuest(node, vmid, func(st *State, g *Guest) error {
 			return c.createStartLocked(g)
 		})
 	}), nil

@@ -95,6 +95,19 @@ func (w *Worker) Do(fn func(st *State) error) error {
 	return err
 }
 
+// doGuest is Do for a step on CT vmid of node: fn gets the guest, and a CT
+// that is gone (or on another node) fails the step with PVE's message
+// for a missing config.
+func (w *Worker) doGuest(node string, vmid int, fn func(st *State, g *Guest) error) error {
+	return w.Do(func(st *State) error {
+		g, err := w.c.guestLocked(node, vmid)
+		if err != nil {
+			return err
+		}
+		return fn(st, g)
+	})
+}
+
 // Task is the running task (read-only for the worker's code).
 func (w *Worker) UPID() string { return w.t.UPID }
 

@@ -375,11 +375,7 @@ func (c *Cluster) vzdumpGuest(w *Worker, job vzdumpJob, vmid int, dumpdir string
 			status = "running"
 		}
 		info("status = %s", status)
-		if err := w.Do(func(st *State) error {
-			g, err := c.guestLocked(job.node, vmid)
-			if err != nil {
-				return err
-			}
+		if err := w.doGuest(job.node, vmid, func(st *State, g *Guest) error {
 			if l := g.Lock(); l != "" {
 				return Failf("CT is locked (%s)\n", l)
 			}
@@ -402,11 +398,7 @@ func (c *Cluster) vzdumpGuest(w *Worker, job vzdumpJob, vmid int, dumpdir string
 		var conf map[string]string
 		prepare := func() (snapOK bool, err error) {
 			disks, snapOK = nil, true
-			err = w.Do(func(st *State) error {
-				g, err := c.guestLocked(job.node, vmid)
-				if err != nil {
-					return err
-				}
+			err = w.doGuest(job.node, vmid, func(st *State, g *Guest) error {
 				if hostname != "" {
 					w.logLocked("INFO: CT Name: %s", hostname)
 				}
@@ -494,11 +486,7 @@ func (c *Cluster) vzdumpGuest(w *Worker, job vzdumpJob, vmid int, dumpdir string
 			info("guest is online again after <1 seconds")
 		case "snapshot":
 			info("create storage snapshot 'vzdump'")
-			err := w.Do(func(st *State) error {
-				g, err := c.guestLocked(job.node, vmid)
-				if err != nil {
-					return err
-				}
+			err := w.doGuest(job.node, vmid, func(st *State, g *Guest) error {
 				delete(g.Config, "lock") // snapshot_create runs unlocked
 				defer func() { g.Config["lock"] = "backup" }()
 				return c.snapshotCreateLocked(w, g, "vzdump", "vzdump backup snapshot")
