@@ -18,6 +18,38 @@ func (c *Cluster) guestLocked(node string, vmid int) (*Guest, error) {
 	return g, nil
 }
 
+// checkLock is check_lock: a CT with a lock in its config refuses the
+// operation.
+func checkLock(g *Guest) error {
+	if lock := g.Lock(); lock != "" {
+		return Failf("CT is locked (%s)\n", lock)
+	}
+	return nil
+}
+
+// lockConfig is lock_config plus check_lock for a synchronous request: it
+// takes CT vmid's config flock and the cluster mutex and returns the
+// guest with unlock, which releases both.
+func (c *Cluster) lockConfig(node string, vmid int) (g *Guest, unlock func(), err error) {
+	release, err := c.locks.acquire(c.ctx, vmid, configLockTimeout)
+	if err != nil {
+		return nil, nil, err
+	}
+	c.mu.Lock()
+	unlock = func() {
+		c.mu.Unlock()
+		release()
+	}
+	if g, err = c.guestLocked(node, vmid); err == nil {
+		err = checkLock(g)
+	}
+	if err != nil {
+		unlock()
+		return nil, nil, err
+	}
+	return g, unlock, nil
+}
+
 // checkNodeLocked fails like PVE for an unknown node.
 func (c *Cluster) checkNodeLocked(node string) error {
 	if c.st.node(node) == nil {

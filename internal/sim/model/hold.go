@@ -20,9 +20,9 @@ func (c *Cluster) HoldLock(vmid int, lock string, d time.Duration) error {
 		c.mu.Unlock()
 		return Failf("no CT %d\n", vmid)
 	}
-	if cur := g.Lock(); cur != "" {
+	if err := checkLock(g); err != nil {
 		c.mu.Unlock()
-		return Failf("CT is locked (%s)\n", cur)
+		return err
 	}
 	g.Config["lock"] = lock
 	err := c.saveLocked()

@@ -218,21 +218,11 @@ func (c *Cluster) UpdateCTConfig(auth Auth, node string, vmid int, params map[st
 	delete(set, "delete")
 	delete(set, "revert")
 
-	release, err := c.locks.acquire(c.ctx, vmid, configLockTimeout)
+	g, unlock, err := c.lockConfig(node, vmid)
 	if err != nil {
 		return err
 	}
-	defer release()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-
-	g, err := c.guestLocked(node, vmid)
-	if err != nil {
-		return err
-	}
-	if lock := g.Lock(); lock != "" {
-		return Failf("CT is locked (%s)\n", lock)
-	}
+	defer unlock()
 	if digest != "" && digest != g.Digest() {
 		return Failf("detected modified configuration - file changed by other user? Try again.\n")
 	}

@@ -87,8 +87,8 @@ func ctDestroyEarlyChecks(g *Guest) error {
 	if isTrue(g.Config["protection"]) {
 		return Failf("can't remove CT %d - protection mode enabled\n", g.VMID)
 	}
-	if lock := g.Lock(); lock != "" {
-		return Failf("CT is locked (%s)\n", lock)
+	if err := checkLock(g); err != nil {
+		return err
 	}
 	return nil
 }

@@ -97,8 +97,8 @@ func (c *Cluster) checkResizeLocked(r resizeRequest) (resizePlan, error) {
 	if err != nil {
 		return resizePlan{}, err
 	}
-	if lock := g.Lock(); lock != "" {
-		return resizePlan{}, Failf("CT is locked (%s)\n", lock)
+	if err := checkLock(g); err != nil {
+		return resizePlan{}, err
 	}
 	// check_ct_modify_config_perm sees only {disk}, which falls into its
 	// generic branch: VM.Config.Options on the CT.
@@ -501,8 +501,8 @@ func (c *Cluster) moveToStorageLocked(auth Auth, node string, vmid int, key, sto
 	if err != nil {
 		return "", err
 	}
-	if lock := g.Lock(); lock != "" {
-		return "", Failf("CT is locked (%s)\n", lock)
+	if err := checkLock(g); err != nil {
+		return "", err
 	}
 	if g.Running {
 		return "", Failf("cannot move volumes of a running container\n")

@@ -239,11 +239,10 @@ func (c *Cluster) runningLocked(node string, vmid int) bool {
 // checkPowerLock is check_lock as the power tasks do it: skiplock skips
 // it, and start/stop/reboot tolerate the "mounted" lock.
 func checkPowerLock(g *Guest, skiplock, allowMounted bool) error {
-	lock := g.Lock()
-	if lock == "" || skiplock || (allowMounted && lock == "mounted") {
+	if skiplock || (allowMounted && g.Lock() == "mounted") {
 		return nil
 	}
-	return Failf("CT is locked (%s)\n", lock)
+	return checkLock(g)
 }
 
 // checkQuotas refuses quota=1 on any mount point of an unprivileged CT

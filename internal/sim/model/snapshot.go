@@ -74,8 +74,8 @@ func (c *Cluster) snapshotFeatureLocked(conf map[string]string, backupOnly bool)
 // snapshotPrepareLocked is __snapshot_prepare: the checks, then the
 // snapshot section with snapstate "prepare" and lock "snapshot".
 func (c *Cluster) snapshotPrepareLocked(g *Guest, name, description string) error {
-	if l := g.Lock(); l != "" {
-		return Failf("CT is locked (%s)\n", l)
+	if err := checkLock(g); err != nil {
+		return err
 	}
 	if g.Snapshots[name] != nil {
 		return Failf("snapshot name '%s' already used\n", name)
@@ -271,8 +271,8 @@ func (c *Cluster) DeleteSnapshot(auth Auth, node string, vmid int, name string, 
 			if s == nil {
 				return Failf("snapshot '%s' does not exist\n", name)
 			}
-			if l := g.Lock(); l != "" {
-				return Failf("CT is locked (%s)\n", l)
+			if err := checkLock(g); err != nil {
+				return err
 			}
 			s.Config["snapstate"] = "delete"
 			s.SnapState = "delete"
@@ -323,8 +323,8 @@ func (c *Cluster) RollbackSnapshot(auth Auth, node string, vmid int, name string
 			if s.SnapState != "" {
 				return Failf("unable to rollback to incomplete snapshot (snapstate = %s)\n", s.SnapState)
 			}
-			if l := g.Lock(); l != "" {
-				return Failf("CT is locked (%s)\n", l)
+			if err := checkLock(g); err != nil {
+				return err
 			}
 			if g.Running {
 				wasRunning = true
@@ -479,20 +479,11 @@ func (c *Cluster) UpdateSnapshotConfig(auth Auth, node string, vmid int, name st
 	if !ok {
 		return nil
 	}
-	release, err := c.locks.acquire(c.ctx, vmid, configLockTimeout)
+	g, unlock, err := c.lockConfig(node, vmid)
 	if err != nil {
 		return err
 	}
-	defer release()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	g, err := c.guestLocked(node, vmid)
-	if err != nil {
-		return err
-	}
-	if l := g.Lock(); l != "" {
-		return Failf("CT is locked (%s)\n", l)
-	}
+	defer unlock()
 	s := g.Snapshots[name]
 	if s == nil {
 		return Failf("snapshot '%s' does not exist\n", name)

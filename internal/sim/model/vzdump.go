@@ -376,8 +376,8 @@ func (c *Cluster) vzdumpGuest(w *Worker, job vzdumpJob, vmid int, dumpdir string
 		}
 		info("status = %s", status)
 		if err := w.doGuest(job.node, vmid, func(st *State, g *Guest) error {
-			if l := g.Lock(); l != "" {
-				return Failf("CT is locked (%s)\n", l)
+			if err := checkLock(g); err != nil {
+				return err
 			}
 			g.Config["lock"] = "backup"
 			return nil
