@@ -282,6 +282,34 @@ func (c *Cluster) ctCheckCreateParamsLocked(auth Auth, node string, vmid int, p 
 	return mounts, g.Config, nil
 }
 
+// ctCreateDisksLocked is create_disks for a create or a restore: each
+// rootfs/mpN in mounts given as STORAGE:SIZE (GiB) gets a new volume,
+// logged as alloc_disk logs it and added to vols (for the cleanup of a
+// failed task); conf gets every mount point with its volume and size.
+func (c *Cluster) ctCreateDisksLocked(w *Worker, node string, vmid int, mounts, conf map[string]string, vols *[]string) error {
+	for _, key := range ctVolumeKeys(mounts) {
+		mp, err := ParseMountPoint(key, mounts[key])
+		if err != nil {
+			return Failf("%s\n", err)
+		}
+		if sid, sizeGiB, ok := ParseNewDisk(mp.Volume()); ok && mp.Type() == "volume" {
+			size := int64(sizeGiB*1024) * mib
+			v, lines, err := c.ctAllocDiskLocked(node, sid, vmid, size)
+			for _, l := range lines {
+				w.logLocked("%s", l)
+			}
+			if err != nil {
+				return err
+			}
+			*vols = append(*vols, v.VolID())
+			mp.Props["volume"] = v.VolID()
+			mp.Props["size"] = FormatSize(size)
+		}
+		conf[key] = mp.String()
+	}
+	return nil
+}
+
 // ctPlainSizeRE is a rootfs/mpN given as a bare size in GiB.
 var ctPlainSizeRE = regexp.MustCompile(`^\d+(\.\d+)?$`)
 
@@ -375,25 +403,8 @@ func (c *Cluster) ctCreateRun(w *Worker, spec ctCreateSpec, vols *[]string) erro
 	}
 	var rootDir, archive, archiveHostPath string
 	err := w.Do(func(st *State) error {
-		for _, key := range ctVolumeKeys(mounts) {
-			mp, err := ParseMountPoint(key, mounts[key])
-			if err != nil {
-				return Failf("%s\n", err)
-			}
-			if sid, sizeGiB, ok := ParseNewDisk(mp.Volume()); ok && mp.Type() == "volume" {
-				size := int64(sizeGiB*1024) * mib
-				v, lines, err := c.ctAllocDiskLocked(spec.node, sid, spec.vmid, size)
-				for _, l := range lines {
-					w.logLocked("%s", l)
-				}
-				if err != nil {
-					return err
-				}
-				*vols = append(*vols, v.VolID())
-				mp.Props["volume"] = v.VolID()
-				mp.Props["size"] = FormatSize(size)
-			}
-			conf[key] = mp.String()
+		if err := c.ctCreateDisksLocked(w, spec.node, spec.vmid, mounts, conf, vols); err != nil {
+			return err
 		}
 		// mount_all activates every volume, which fails for a missing one.
 		for _, mp := range mountPoints(conf) {

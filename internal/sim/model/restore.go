@@ -301,25 +301,8 @@ func (c *Cluster) restoreRun(w *Worker, spec restoreSpec, vols *[]string, destro
 	*destroyConfig = true
 	var targets []restoreMount
 	err = w.Do(func(st *State) error {
-		for _, key := range ctVolumeKeys(mounts) {
-			mp, err := ParseMountPoint(key, mounts[key])
-			if err != nil {
-				return Failf("%s\n", err)
-			}
-			if sid, sizeGiB, ok := ParseNewDisk(mp.Volume()); ok && mp.Type() == "volume" {
-				size := int64(sizeGiB*1024) * mib
-				v, lines, err := c.ctAllocDiskLocked(spec.node, sid, spec.vmid, size)
-				for _, l := range lines {
-					w.logLocked("%s", l)
-				}
-				if err != nil {
-					return err
-				}
-				*vols = append(*vols, v.VolID())
-				mp.Props["volume"] = v.VolID()
-				mp.Props["size"] = FormatSize(size)
-			}
-			conf[key] = mp.String()
+		if err := c.ctCreateDisksLocked(w, spec.node, spec.vmid, mounts, conf, vols); err != nil {
+			return err
 		}
 		// An existing CT's old volumes go once the new ones exist.
 		if len(oldConf) > 1 {
