@@ -4,7 +4,6 @@ import (
 	"flag"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/corralhq/corral/internal/manifest"
@@ -70,25 +69,6 @@ func testOptions() manifest.LoadOptions {
 
 // secretValues are the values no output may contain.
 var secretValues = []string{envRootPW, envShortPW, envBadNode, filePW, envAPIKey, fileAPIKey, "line2-secret"}
-
-// repoRoot walks up from the test's directory to the one holding go.mod.
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the test directory")
-		}
-		dir = parent
-	}
-}
 
 // golden compares got with the file at path, or rewrites it under -update.
 func golden(t *testing.T, path string, got []byte) {

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/corralhq/corral/internal/manifest"
+	"github.com/corralhq/corral/internal/testutil/refdata"
 )
 
 const debian12 = "local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst"
@@ -83,7 +84,7 @@ func TestLoad_examples(t *testing.T) {
 			SnapshotBeforeChange: true,
 		}}},
 	}
-	root := repoRoot(t)
+	root := refdata.RepoRoot(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(root, "examples", tt.name, "corral.yaml")
@@ -131,7 +132,7 @@ var exampleOptions = manifest.LoadOptions{
 // install.sh --skip-setup as the hermes user, and units that start the
 // gateway and the dashboard with the .env the envFile step writes.
 func TestLoad_hermesProvision(t *testing.T) {
-	f, err := manifest.Load(filepath.Join(repoRoot(t), "examples", "hermes", "corral.yaml"), exampleOptions)
+	f, err := manifest.Load(filepath.Join(refdata.RepoRoot(t), "examples", "hermes", "corral.yaml"), exampleOptions)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +157,7 @@ func TestLoad_hermesProvision(t *testing.T) {
 			}
 		}
 	}
-	if _, err := manifest.Load(filepath.Join(repoRoot(t), "examples", "hermes", "corral.yaml"), manifest.LoadOptions{
+	if _, err := manifest.Load(filepath.Join(refdata.RepoRoot(t), "examples", "hermes", "corral.yaml"), manifest.LoadOptions{
 		Getenv: func(string) (string, bool) { return "", false },
 	}); err == nil || !strings.Contains(err.Error(), "environment variable OPENROUTER_API_KEY is not set") {
 		t.Errorf("without OPENROUTER_API_KEY: %v, want it named", err)

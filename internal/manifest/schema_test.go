@@ -15,6 +15,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/corralhq/corral/internal/manifest"
+	"github.com/corralhq/corral/internal/testutil/refdata"
 )
 
 func TestJSONSchema_golden(t *testing.T) {
@@ -59,7 +60,7 @@ func TestJSONSchema_agrees(t *testing.T) {
 		return validate(schema, schema, doc, "")
 	}
 
-	root := repoRoot(t)
+	root := refdata.RepoRoot(t)
 	for _, name := range []string{"quickstart", "hermes"} {
 		t.Run("example/"+name, func(t *testing.T) {
 			data, err := os.ReadFile(filepath.Join(root, "examples", name, "corral.yaml"))

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/corralhq/corral/internal/pve"
+	"github.com/corralhq/corral/internal/testutil/refdata"
 )
 
 // The token every test client uses. The secret must appear in no log line
@@ -83,34 +84,10 @@ func writeError(t *testing.T, w http.ResponseWriter, status int, message string,
 	writeStatus(t, w, status, strings.SplitN(message, "\n", 2)[0], b)
 }
 
-// sharedDir locates ../shared beside the repository root, or skips.
-func sharedDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("no go.mod above the test directory; cannot locate ../shared")
-		}
-		dir = parent
-	}
-	shared := filepath.Join(dir, "..", "shared")
-	if _, err := os.Stat(filepath.Join(shared, "pve-api", "fixtures")); err != nil {
-		t.Skipf("reference fixtures not found at %s (the ../shared checkout is absent)", shared)
-	}
-	return shared
-}
-
 // fixture returns the body of a success fixture, skipping when absent.
 func fixture(t *testing.T, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(sharedDir(t), "pve-api", "fixtures", name))
+	b, err := os.ReadFile(filepath.Join(refdata.Dir(t), "pve-api", "fixtures", name))
 	if err != nil {
 		t.Fatalf("read fixture: %v", err)
 	}

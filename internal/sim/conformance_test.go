@@ -9,13 +9,15 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/corralhq/corral/internal/testutil/refdata"
 )
 
 // apidocMethods reads one of PVE's own API dumps and returns every
 // "METHOD /path" it defines.
 func apidocMethods(t *testing.T, file string) map[string]bool {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(sharedDir(t), file))
+	b, err := os.ReadFile(filepath.Join(refdata.Dir(t), "pve-api", file))
 	if err != nil {
 		t.Fatalf("read %s: %v", file, err)
 	}

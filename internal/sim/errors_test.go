@@ -11,32 +11,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
-)
 
-// sharedDir finds ../shared beside the repository root (PVE's schema
-// dumps and recorded responses), or skips the test.
-func sharedDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("no go.mod above the test directory; cannot locate ../shared")
-		}
-		dir = parent
-	}
-	shared := filepath.Join(dir, "..", "shared", "pve-api")
-	if _, err := os.Stat(shared); err != nil {
-		t.Skipf("PVE reference data not found at %s", shared)
-	}
-	return shared
-}
+	"github.com/corralhq/corral/internal/testutil/refdata"
+)
 
 // pveFixture is a recorded PVE error reply: its status line and body.
 type pveFixture struct {
@@ -46,7 +23,7 @@ type pveFixture struct {
 
 func loadFixture(t *testing.T, name string) pveFixture {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(sharedDir(t), "fixtures", name))
+	b, err := os.ReadFile(filepath.Join(refdata.Dir(t), "pve-api", "fixtures", name))
 	if err != nil {
 		t.Fatalf("fixture: %v", err)
 	}

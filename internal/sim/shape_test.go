@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/corralhq/corral/internal/testutil/refdata"
 )
 
 // jsonKind names a JSON value's type as the wire shows it.
@@ -62,7 +64,7 @@ func sameShape(t *testing.T, where string, got, want map[string]any, optional ..
 // fixtureData reads a success fixture's "data" (and its top-level keys).
 func fixtureData(t *testing.T, name string) (any, []string) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(sharedDir(t), "fixtures", name))
+	b, err := os.ReadFile(filepath.Join(refdata.Dir(t), "pve-api", "fixtures", name))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,31 +16,8 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/corralhq/corral/internal/sim/model"
+	"github.com/corralhq/corral/internal/testutil/refdata"
 )
-
-// accessSharedDir locates ../shared next to the repository root, or skips.
-func accessSharedDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("no go.mod above the test directory; cannot locate ../shared")
-		}
-		dir = parent
-	}
-	shared := filepath.Join(dir, "..", "shared")
-	if _, err := os.Stat(filepath.Join(shared, "pve-api")); err != nil {
-		t.Skipf("reference data %s not present: %v", shared, err)
-	}
-	return shared
-}
 
 // accessWantError fails unless err is an *model.Error with the given status
 // and exact message.
@@ -206,7 +183,7 @@ func TestNewAccess_pve8Roles(t *testing.T) {
 // release are exactly those the release's API schema knows (GET
 // /access/roles/{roleid} returns one boolean per privilege).
 func TestNewAccess_privilegeCatalogue(t *testing.T) {
-	shared := accessSharedDir(t)
+	shared := refdata.Dir(t)
 	for _, tc := range []struct{ version, file string }{
 		{"9.1", "apidoc.json"},
 		{"8.4", "apidoc-pve8.json"},
@@ -567,7 +544,7 @@ func TestAccess_Check(t *testing.T) {
 // TestAccess_EffectivePermissions_fixture rebuilds the situation of
 // fixtures/access-permissions-token.json and compares the whole answer.
 func TestAccess_EffectivePermissions_fixture(t *testing.T) {
-	shared := accessSharedDir(t)
+	shared := refdata.Dir(t)
 	raw, err := os.ReadFile(filepath.Join(shared, "pve-api", "fixtures", "access-permissions-token.json"))
 	if err != nil {
 		t.Fatal(err)

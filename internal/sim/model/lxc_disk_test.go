@@ -8,31 +8,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-)
 
-// kitSharedDir finds ../shared next to the repository root, or skips.
-func kitSharedDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("no go.mod above the test directory")
-		}
-		dir = parent
-	}
-	shared := filepath.Join(dir, "..", "shared")
-	if _, err := os.Stat(filepath.Join(shared, "pve-api", "fixtures")); err != nil {
-		t.Skipf("reference data %s is absent: %v", shared, err)
-	}
-	return shared
-}
+	"github.com/corralhq/corral/internal/testutil/refdata"
+)
 
 func TestCluster_ResizeCT(t *testing.T) {
 	tests := []struct {
@@ -107,7 +85,7 @@ func TestCluster_ResizeCT(t *testing.T) {
 }
 
 func TestCluster_MoveVolume_fixture(t *testing.T) {
-	shared := kitSharedDir(t)
+	shared := refdata.Dir(t)
 	k := newOpsKit(t)
 	k.ct("pve", 900, map[string]string{"protection": "1"}) // rootfs vm-900-disk-0
 	k.vol("pve", 900, gib)                                 // vm-900-disk-1

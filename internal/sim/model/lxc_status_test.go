@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/corralhq/corral/internal/testutil/refdata"
 )
 
 // ctTestFixtureCTs seeds the CTs of fixture lxc-list.json.
@@ -20,7 +22,7 @@ func ctTestFixtureCTs(k *opsKit) {
 }
 
 func TestCluster_ListCTs_fixture(t *testing.T) {
-	shared := kitSharedDir(t)
+	shared := refdata.Dir(t)
 	var fixture struct{ Data []map[string]any }
 	readFixture(t, shared, "lxc-list.json", &fixture)
 

@@ -6,37 +6,15 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-)
 
-// sharedDir finds ../shared beside the repository root, or skips.
-func sharedDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("no go.mod above the test directory; cannot locate ../shared")
-		}
-		dir = parent
-	}
-	shared := filepath.Join(dir, "..", "shared")
-	if _, err := os.Stat(filepath.Join(shared, "pve-api")); err != nil {
-		t.Skipf("shared reference data not present at %s: %v", shared, err)
-	}
-	return shared
-}
+	"github.com/corralhq/corral/internal/testutil/refdata"
+)
 
 // TestTableUpToDate regenerates each table from the API dumps and compares
 // it with the embedded one. Run "go generate ./internal/sim/schema" when
 // it fails.
 func TestTableUpToDate(t *testing.T) {
-	shared := sharedDir(t)
+	shared := refdata.Dir(t)
 	for _, version := range Versions {
 		t.Run(version, func(t *testing.T) {
 			raw, err := os.ReadFile(filepath.Join(shared, "pve-api", SourceFiles[version]))
@@ -86,7 +64,7 @@ func TestTableRoundTrip(t *testing.T) {
 
 // TestFixtureParamError reproduces fixtures/error-400-param.json.
 func TestFixtureParamError(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join(sharedDir(t), "pve-api", "fixtures", "error-400-param.json"))
+	raw, err := os.ReadFile(filepath.Join(refdata.Dir(t), "pve-api", "fixtures", "error-400-param.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
