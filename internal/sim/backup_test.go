@@ -2,7 +2,6 @@ package sim
 
 import (
 	"archive/tar"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,142 +12,22 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/corralhq/corral/internal/sim/model"
 )
 
-// bkKit drives an in-process emulator over HTTPS with API tokens.
-type bkKit struct {
-	t    *testing.T
-	srv  *Server
-	hc   *http.Client
-	root string // root@pam!sim=<secret>
-	op   string // the operator token
-}
+// bkKit is the end-to-end kit (e2e_kit_test.go) with the backup tests'
+// helpers.
+type bkKit struct{ *e2e }
 
-func newBkKit(t *testing.T) *bkKit {
-	t.Helper()
-	zero := 0.0
-	srv, err := New(Options{Dir: t.TempDir(), Listener: ListenTLS, TimeScale: &zero})
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	creds := srv.Credentials()
-	return &bkKit{t: t, srv: srv, hc: srv.HTTPClient(), root: creds.RootToken, op: creds.OperatorToken}
-}
-
-// bkResponse is one API answer.
-type bkResponse struct {
-	status  int
-	data    json.RawMessage
-	message string
-	errors  map[string]string
-}
-
-// call sends params form-encoded (query string for GET) with token.
-func (k *bkKit) call(token, method, path string, params url.Values) bkResponse {
-	k.t.Helper()
-	u := k.srv.URL() + "/api2/json" + path
-	var body io.Reader
-	if method == http.MethodGet || method == http.MethodDelete {
-		if len(params) > 0 {
-			u += "?" + params.Encode()
-		}
-	} else {
-		body = strings.NewReader(params.Encode())
-	}
-	req, err := http.NewRequest(method, u, body)
-	if err != nil {
-		k.t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "PVEAPIToken="+token)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	}
-	resp, err := k.hc.Do(req)
-	if err != nil {
-		k.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	var env struct {
-		Data    json.RawMessage   `json:"data"`
-		Message string            `json:"message"`
-		Errors  map[string]string `json:"errors"`
-	}
-	raw, _ := io.ReadAll(resp.Body)
-	if err := json.Unmarshal(raw, &env); err != nil {
-		k.t.Fatalf("%s %s: %d %q: %v", method, path, resp.StatusCode, raw, err)
-	}
-	return bkResponse{status: resp.StatusCode, data: env.Data, message: env.Message, errors: env.Errors}
-}
-
-// ok calls and fails the test unless the answer is 200; it decodes data
-// into out when out is not nil.
-func (k *bkKit) ok(token, method, path string, params url.Values, out any) {
-	k.t.Helper()
-	r := k.call(token, method, path, params)
-	if r.status != http.StatusOK {
-		k.t.Fatalf("%s %s: %d %q %v", method, path, r.status, r.message, r.errors)
-	}
-	if out != nil {
-		if err := json.Unmarshal(r.data, out); err != nil {
-			k.t.Fatalf("%s %s: decode %s: %v", method, path, r.data, err)
-		}
-	}
-}
-
-// bkTask is a finished task: its status and log.
-type bkTask struct {
-	ExitStatus string `json:"exitstatus"`
-	Status     string `json:"status"`
-	Type       string `json:"type"`
-	ID         string `json:"id"`
-	log        []string
-}
-
-// task calls an endpoint that returns a UPID and waits for the task.
-func (k *bkKit) task(token, method, path string, params url.Values) bkTask {
-	k.t.Helper()
-	var upid string
-	k.ok(token, method, path, params, &upid)
-	if !strings.HasPrefix(upid, "UPID:") {
-		k.t.Fatalf("%s %s returned %q, not a UPID", method, path, upid)
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		var st bkTask
-		k.ok(token, http.MethodGet, "/nodes/pve/tasks/"+url.PathEscape(upid)+"/status", nil, &st)
-		if st.Status == "stopped" {
-			var lines []struct {
-				T string `json:"t"`
-			}
-			k.ok(token, http.MethodGet, "/nodes/pve/tasks/"+url.PathEscape(upid)+"/log", url.Values{"limit": {"1000"}}, &lines)
-			for _, l := range lines {
-				st.log = append(st.log, l.T)
-			}
-			return st
-		}
-		if time.Now().After(deadline) {
-			k.t.Fatalf("task %s still running", upid)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-func (t bkTask) has(line string) bool { return slices.Contains(t.log, line) }
+func newBkKit(t *testing.T) *bkKit { return &bkKit{newE2E(t)} }
 
 // volFile reads a file inside a volume on node pve ("" when absent).
 func (k *bkKit) volFile(volid, name string) string {
 	k.t.Helper()
-	dir, err := k.srv.Cluster().VolumePath("pve", volid)
-	if err != nil {
-		k.t.Fatal(err)
-	}
-	b, err := os.ReadFile(filepath.Join(dir, name))
+	b, err := os.ReadFile(filepath.Join(k.volumeDir(volid), name))
 	if err != nil {
 		return ""
 	}
@@ -157,10 +36,7 @@ func (k *bkKit) volFile(volid, name string) string {
 
 func (k *bkKit) writeVolFile(volid, name, body string) {
 	k.t.Helper()
-	dir, err := k.srv.Cluster().VolumePath("pve", volid)
-	if err != nil {
-		k.t.Fatal(err)
-	}
+	dir := k.volumeDir(volid)
 	if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(name)), 0o755); err != nil {
 		k.t.Fatal(err)
 	}
@@ -173,7 +49,7 @@ func (k *bkKit) writeVolFile(volid, name, body string) {
 func (k *bkKit) config(vmid int) map[string]any {
 	k.t.Helper()
 	var conf map[string]any
-	k.ok(k.op, http.MethodGet, fmt.Sprintf("/nodes/pve/lxc/%d/config", vmid), nil, &conf)
+	k.ok(k.op(), http.MethodGet, fmt.Sprintf("/nodes/pve/lxc/%d/config", vmid), nil, &conf)
 	return conf
 }
 
@@ -188,7 +64,7 @@ func volOf(v any) string {
 func (k *bkKit) makeApp(vmid int) (rootfs, data, scratch string) {
 	k.t.Helper()
 	id := fmt.Sprint(vmid)
-	task := k.task(k.op, http.MethodPost, "/nodes/pve/lxc", url.Values{
+	task := k.task(k.op(), http.MethodPost, "/nodes/pve/lxc", url.Values{
 		"vmid": {id}, "ostemplate": {model.DefaultTemplate}, "rootfs": {"local-lvm:4"}, "hostname": {"app"},
 		"net0": {"name=eth0,bridge=vmbr0,ip=dhcp"}, "features": {"nesting=1"},
 		"mp0": {"local-lvm:1,mp=/data,backup=1"}, "mp1": {"local-lvm:1,mp=/scratch,backup=0"},
@@ -209,7 +85,7 @@ func TestBackup_roundTrip(t *testing.T) {
 	_, _, _ = k.makeApp(101)
 	orig := k.config(101)
 
-	task := k.task(k.op, http.MethodPost, "/nodes/pve/vzdump", url.Values{
+	task := k.task(k.op(), http.MethodPost, "/nodes/pve/vzdump", url.Values{
 		"vmid": {"101"}, "storage": {"local"}, "mode": {"snapshot"}, "compress": {"zstd"},
 		"notes-template": {"{{guestname}}"},
 	})
@@ -225,7 +101,7 @@ func TestBackup_roundTrip(t *testing.T) {
 
 	// The archive in the storage listing, with PVE's fields.
 	var content []map[string]any
-	k.ok(k.op, http.MethodGet, "/nodes/pve/storage/local/content", url.Values{"content": {"backup"}}, &content)
+	k.ok(k.op(), http.MethodGet, "/nodes/pve/storage/local/content", url.Values{"content": {"backup"}}, &content)
 	if len(content) != 1 {
 		t.Fatalf("backups: %v", content)
 	}
@@ -260,16 +136,16 @@ func TestBackup_roundTrip(t *testing.T) {
 		}
 	}
 	var conf string
-	k.ok(k.op, http.MethodGet, "/nodes/pve/vzdump/extractconfig", url.Values{"volume": {volid}}, &conf)
+	k.ok(k.op(), http.MethodGet, "/nodes/pve/vzdump/extractconfig", url.Values{"volume": {volid}}, &conf)
 	if !strings.Contains(conf, "hostname: app\n") || !strings.Contains(conf, "mp0: ") {
 		t.Errorf("extractconfig = %q", conf)
 	}
 
 	// Destroy the app, then restore it under its old VMID.
-	if task := k.task(k.op, http.MethodDelete, "/nodes/pve/lxc/101", nil); task.ExitStatus != "OK" {
+	if task := k.task(k.op(), http.MethodDelete, "/nodes/pve/lxc/101", nil); task.ExitStatus != "OK" {
 		t.Fatalf("destroy: %q", task.ExitStatus)
 	}
-	task = k.task(k.op, http.MethodPost, "/nodes/pve/lxc", url.Values{
+	task = k.task(k.op(), http.MethodPost, "/nodes/pve/lxc", url.Values{
 		"vmid": {"101"}, "ostemplate": {volid}, "restore": {"1"}, "storage": {"local-lvm"}, "unique": {"1"},
 	})
 	if task.ExitStatus != "OK" || task.Type != "vzrestore" {
@@ -320,19 +196,19 @@ func bkArchiveNames(t *testing.T, path string) []string {
 }
 
 // limitedToken makes user id with a privsep=0 token holding privs on /
-// and returns the token's "user!tok=secret".
-func (k *bkKit) limitedToken(id string, privs ...string) string {
+// and returns a caller with that token.
+func (k *bkKit) limitedToken(id string, privs ...string) e2eCaller {
 	k.t.Helper()
 	role := "Role" + strings.NewReplacer("@", "", ".", "").Replace(id)
-	k.ok(k.root, http.MethodPost, "/access/roles", url.Values{"roleid": {role}, "privs": {strings.Join(privs, ",")}}, nil)
-	k.ok(k.root, http.MethodPost, "/access/users", url.Values{"userid": {id}}, nil)
+	k.ok(k.root(), http.MethodPost, "/access/roles", url.Values{"roleid": {role}, "privs": {strings.Join(privs, ",")}}, nil)
+	k.ok(k.root(), http.MethodPost, "/access/users", url.Values{"userid": {id}}, nil)
 	var tok struct {
 		FullID string `json:"full-tokenid"`
 		Value  string `json:"value"`
 	}
-	k.ok(k.root, http.MethodPost, "/access/users/"+id+"/token/tok", url.Values{"privsep": {"0"}}, &tok)
-	k.ok(k.root, http.MethodPut, "/access/acl", url.Values{"path": {"/"}, "roles": {role}, "users": {id}}, nil)
-	return tok.FullID + "=" + tok.Value
+	k.ok(k.root(), http.MethodPost, "/access/users/"+id+"/token/tok", url.Values{"privsep": {"0"}}, &tok)
+	k.ok(k.root(), http.MethodPut, "/access/acl", url.Values{"path": {"/"}, "roles": {role}, "users": {id}}, nil)
+	return tokenCaller(tok.FullID + "=" + tok.Value)
 }
 
 func TestBackup_permissions(t *testing.T) {
@@ -351,7 +227,7 @@ func TestBackup_permissions(t *testing.T) {
 		t.Errorf("backup without VM.Backup: %q", task.ExitStatus)
 	}
 	var content []map[string]any
-	k.ok(k.op, http.MethodGet, "/nodes/pve/storage/local/content", url.Values{"content": {"backup"}}, &content)
+	k.ok(k.op(), http.MethodGet, "/nodes/pve/storage/local/content", url.Values{"content": {"backup"}}, &content)
 	if len(content) != 1 {
 		t.Errorf("backups after one good and one refused backup: %d", len(content))
 	}
@@ -359,28 +235,28 @@ func TestBackup_permissions(t *testing.T) {
 
 	for _, tc := range []struct {
 		name   string
-		token  string
+		token  e2eCaller
 		params url.Values
 		status int
 		want   string
 	}{
-		{"root-only tmpdir", k.op, url.Values{"vmid": {"101"}, "tmpdir": {"/tmp"}}, 400, "Only root may set this option."},
+		{"root-only tmpdir", k.op(), url.Values{"vmid": {"101"}, "tmpdir": {"/tmp"}}, 400, "Only root may set this option."},
 		{"prune needs Datastore.Allocate", self, url.Values{"vmid": {"101"}, "prune-backups": {"keep-last=1"}}, 403,
 			"Permission check failed (/storage/local, Datastore.Allocate)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := k.call(tc.token, http.MethodPost, "/nodes/pve/vzdump", tc.params)
-			if r.status != tc.status || !strings.Contains(r.message+fmt.Sprint(r.errors), tc.want) {
-				t.Errorf("got %d %q %v, want %d %q", r.status, r.message, r.errors, tc.status, tc.want)
+			r := k.do(tc.token, http.MethodPost, "/nodes/pve/vzdump", tc.params)
+			if r.status != tc.status || !strings.Contains(r.msg+fmt.Sprint(r.errs), tc.want) {
+				t.Errorf("got %d %q %v, want %d %q", r.status, r.msg, r.errs, tc.status, tc.want)
 			}
 		})
 	}
 
 	// Restoring needs VM.Allocate (a new VMID), or VM.Backup to overwrite
 	// an existing CT with force.
-	r := k.call(self, http.MethodPost, "/nodes/pve/lxc", url.Values{"vmid": {"150"}, "ostemplate": {volid}, "restore": {"1"}, "storage": {"local-lvm"}})
+	r := k.do(self, http.MethodPost, "/nodes/pve/lxc", url.Values{"vmid": {"150"}, "ostemplate": {volid}, "restore": {"1"}, "storage": {"local-lvm"}})
 	if r.status != http.StatusForbidden {
-		t.Errorf("restore into a new VMID without VM.Allocate: %d %q", r.status, r.message)
+		t.Errorf("restore into a new VMID without VM.Allocate: %d %q", r.status, r.msg)
 	}
 	restore := url.Values{"vmid": {"101"}, "ostemplate": {volid}, "restore": {"1"}, "force": {"1"}, "storage": {"local-lvm"}}
 	// The backed-up NIC needs its bridge: the backup-only role cannot
@@ -400,16 +276,16 @@ func TestBackup_permissions(t *testing.T) {
 func TestSnapshot_http(t *testing.T) {
 	k := newBkKit(t)
 	rootfs, data, _ := k.makeApp(101)
-	if task := k.task(k.op, http.MethodPost, "/nodes/pve/lxc/101/status/start", nil); task.ExitStatus != "OK" {
+	if task := k.task(k.op(), http.MethodPost, "/nodes/pve/lxc/101/status/start", nil); task.ExitStatus != "OK" {
 		t.Fatalf("start: %q", task.ExitStatus)
 	}
 	// mp1 is backup=0 but a snapshot covers every volume.
-	task := k.task(k.op, http.MethodPost, "/nodes/pve/lxc/101/snapshot", url.Values{"snapname": {"pre"}, "description": {"before upgrade"}})
+	task := k.task(k.op(), http.MethodPost, "/nodes/pve/lxc/101/snapshot", url.Values{"snapname": {"pre"}, "description": {"before upgrade"}})
 	if task.ExitStatus != "OK" || task.Type != "vzsnapshot" {
 		t.Fatalf("snapshot of a running CT: %q", task.ExitStatus)
 	}
 	var list []map[string]any
-	k.ok(k.op, http.MethodGet, "/nodes/pve/lxc/101/snapshot", nil, &list)
+	k.ok(k.op(), http.MethodGet, "/nodes/pve/lxc/101/snapshot", nil, &list)
 	if len(list) != 2 || list[0]["name"] != "pre" || list[0]["description"] != "before upgrade" || list[1]["name"] != "current" ||
 		list[1]["parent"] != "pre" || list[1]["running"] != float64(1) {
 		t.Errorf("snapshot list = %v", list)
@@ -418,24 +294,24 @@ func TestSnapshot_http(t *testing.T) {
 		t.Errorf("snaptime = %#v", list[0]["snaptime"])
 	}
 	var sconf map[string]any
-	k.ok(k.op, http.MethodGet, "/nodes/pve/lxc/101/snapshot/pre/config", nil, &sconf)
+	k.ok(k.op(), http.MethodGet, "/nodes/pve/lxc/101/snapshot/pre/config", nil, &sconf)
 	if sconf["hostname"] != "app" || sconf["description"] != "before upgrade" {
 		t.Errorf("snapshot config = %v", sconf)
 	}
-	k.ok(k.op, http.MethodPut, "/nodes/pve/lxc/101/snapshot/pre/config", url.Values{"description": {"renamed"}}, nil)
+	k.ok(k.op(), http.MethodPut, "/nodes/pve/lxc/101/snapshot/pre/config", url.Values{"description": {"renamed"}}, nil)
 	var idx []map[string]string
-	k.ok(k.op, http.MethodGet, "/nodes/pve/lxc/101/snapshot/pre", nil, &idx)
+	k.ok(k.op(), http.MethodGet, "/nodes/pve/lxc/101/snapshot/pre", nil, &idx)
 	if len(idx) != 2 {
 		t.Errorf("snapshot index = %v", idx)
 	}
-	r := k.call(k.op, http.MethodPost, "/nodes/pve/lxc/101/snapshot", url.Values{"snapname": {"vzdump"}})
-	if r.status != http.StatusInternalServerError || r.message != "unable to use snapshot name 'vzdump' (reserved name)\n" {
-		t.Errorf("reserved name: %d %q", r.status, r.message)
+	r := k.do(k.op(), http.MethodPost, "/nodes/pve/lxc/101/snapshot", url.Values{"snapname": {"vzdump"}})
+	if r.status != http.StatusInternalServerError || r.msg != "unable to use snapshot name 'vzdump' (reserved name)\n" {
+		t.Errorf("reserved name: %d %q", r.status, r.msg)
 	}
 
 	k.writeVolFile(rootfs, "root/notes.txt", "broken by the change\n")
 	k.writeVolFile(data, "pg/row", "migrated\n")
-	task = k.task(k.op, http.MethodPost, "/nodes/pve/lxc/101/snapshot/pre/rollback", url.Values{"start": {"1"}})
+	task = k.task(k.op(), http.MethodPost, "/nodes/pve/lxc/101/snapshot/pre/rollback", url.Values{"start": {"1"}})
 	if task.ExitStatus != "OK" || task.Type != "vzrollback" {
 		t.Fatalf("rollback: %q", task.ExitStatus)
 	}
@@ -443,24 +319,24 @@ func TestSnapshot_http(t *testing.T) {
 		t.Error("rollback did not bring the files back")
 	}
 	var status map[string]any
-	k.ok(k.op, http.MethodGet, "/nodes/pve/lxc/101/status/current", nil, &status)
+	k.ok(k.op(), http.MethodGet, "/nodes/pve/lxc/101/status/current", nil, &status)
 	if status["status"] != "running" {
 		t.Errorf("after rollback with start=1: %v", status["status"])
 	}
 
 	// A volume with snapshots cannot be moved away.
-	if task := k.task(k.op, http.MethodPost, "/nodes/pve/lxc/101/status/stop", nil); task.ExitStatus != "OK" {
+	if task := k.task(k.op(), http.MethodPost, "/nodes/pve/lxc/101/status/stop", nil); task.ExitStatus != "OK" {
 		t.Fatalf("stop: %q", task.ExitStatus)
 	}
-	r = k.call(k.op, http.MethodPost, "/nodes/pve/lxc/101/move_volume", url.Values{"volume": {"mp0"}, "storage": {"local-lvm"}, "delete": {"1"}})
-	if r.status != http.StatusInternalServerError || r.message != "you can't move a volume with snapshots and delete the source\n" {
-		t.Errorf("move with snapshots: %d %q", r.status, r.message)
+	r = k.do(k.op(), http.MethodPost, "/nodes/pve/lxc/101/move_volume", url.Values{"volume": {"mp0"}, "storage": {"local-lvm"}, "delete": {"1"}})
+	if r.status != http.StatusInternalServerError || r.msg != "you can't move a volume with snapshots and delete the source\n" {
+		t.Errorf("move with snapshots: %d %q", r.status, r.msg)
 	}
 
-	if task := k.task(k.op, http.MethodDelete, "/nodes/pve/lxc/101/snapshot/pre", nil); task.ExitStatus != "OK" || task.Type != "vzdelsnapshot" {
+	if task := k.task(k.op(), http.MethodDelete, "/nodes/pve/lxc/101/snapshot/pre", nil); task.ExitStatus != "OK" || task.Type != "vzdelsnapshot" {
 		t.Errorf("delete snapshot: %q", task.ExitStatus)
 	}
-	k.ok(k.op, http.MethodGet, "/nodes/pve/lxc/101/snapshot", nil, &list)
+	k.ok(k.op(), http.MethodGet, "/nodes/pve/lxc/101/snapshot", nil, &list)
 	if len(list) != 1 || list[0]["name"] != "current" {
 		t.Errorf("after delete: %v", list)
 	}

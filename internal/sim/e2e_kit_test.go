@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -170,6 +171,9 @@ type e2eTask struct {
 	ID         string `json:"id"`
 	log        []string
 }
+
+// has reports whether the task log holds line.
+func (t e2eTask) has(line string) bool { return slices.Contains(t.log, line) }
 
 // upid sends a request that must answer with a UPID.
 func (k *e2e) upid(who e2eCaller, method, path string, params url.Values) string {
