@@ -349,11 +349,7 @@ func (c *Cluster) ctCreateTask(w *Worker, spec ctCreateSpec) error {
 	var vols []string
 	if err := c.ctCreateRun(w, spec, &vols); err != nil {
 		w.Do(func(st *State) error {
-			for _, volid := range vols {
-				if ferr := c.freeImageLocked(w, spec.node, volid); ferr != nil {
-					w.logLocked("%s", errText(ferr))
-				}
-			}
+			c.freeImagesLocked(w, spec.node, vols)
 			if g := st.Guests[spec.vmid]; g != nil && g.Node == spec.node {
 				delete(st.Guests, spec.vmid)
 			}
@@ -365,12 +361,28 @@ func (c *Cluster) ctCreateTask(w *Worker, spec ctCreateSpec) error {
 	if !spec.start {
 		return nil
 	}
+	return c.ctStartCreated(w, spec.node, spec.vmid)
+}
+
+// ctStartCreated is start=1 of a create or a restore whose volumes and
+// config are done: the task's vzstart time, then the CT runs.
+func (c *Cluster) ctStartCreated(w *Worker, node string, vmid int) error {
 	if err := w.Phase("vzstart", 1); err != nil {
 		return err
 	}
-	return w.doGuest(spec.node, spec.vmid, func(st *State, g *Guest) error {
+	return w.doGuest(node, vmid, func(st *State, g *Guest) error {
 		return c.createStartLocked(g)
 	})
+}
+
+// freeImagesLocked frees the volumes a failed create or restore
+// allocated; what cannot be freed is logged, as PVE's cleanup does.
+func (c *Cluster) freeImagesLocked(w *Worker, node string, volids []string) {
+	for _, volid := range volids {
+		if err := c.freeImageLocked(w, node, volid); err != nil {
+			w.logLocked("%s", errText(err))
+		}
+	}
 }
 
 // createStartLocked starts a just-created CT as vm_start would: no

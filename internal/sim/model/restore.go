@@ -159,11 +159,7 @@ func (c *Cluster) restoreTask(w *Worker, spec restoreSpec) error {
 	err := c.restoreRun(w, spec, &vols, &destroyConfig)
 	if err != nil {
 		w.Do(func(st *State) error {
-			for _, volid := range vols {
-				if ferr := c.freeImageLocked(w, spec.node, volid); ferr != nil {
-					w.logLocked("%s", errText(ferr))
-				}
-			}
+			c.freeImagesLocked(w, spec.node, vols)
 			g := st.Guests[spec.vmid]
 			if g == nil || g.Node != spec.node {
 				return nil
@@ -181,12 +177,7 @@ func (c *Cluster) restoreTask(w *Worker, spec restoreSpec) error {
 	if !spec.start {
 		return nil
 	}
-	if err := w.Phase("vzstart", 1); err != nil {
-		return err
-	}
-	return w.doGuest(spec.node, spec.vmid, func(st *State, g *Guest) error {
-		return c.createStartLocked(g)
-	})
+	return c.ctStartCreated(w, spec.node, spec.vmid)
 }
 
 // restoreRun is the body of create_vm's worker for a restore.
