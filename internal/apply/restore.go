@@ -1,0 +1,577 @@
+package apply
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/corralhq/corral/internal/plan"
+	"github.com/corralhq/corral/internal/pve"
+)
+
+// RestoreOptions say what to restore and as what.
+type RestoreOptions struct {
+	App     string // the app the archive is of
+	Archive string // backup volid
+	// As is the app the restored container becomes. "" means App with
+	// Replace or when App has no container (it was destroyed), else
+	// App+"-restored", so that the copy runs beside the original.
+	As string
+	// Replace restores in place of App's running container: the old one
+	// is stopped, and destroyed only once the restored one runs; its
+	// volumes stay in the keeper, recorded as <name>-replaced-<time>.
+	Replace bool
+	// Storage receives rootfs and the volumes; "" is the storage of the
+	// archived rootfs.
+	Storage string
+	// IP overrides net0's ip= ("dhcp" or a CIDR); "" keeps the archived.
+	IP string
+	// Names maps mount paths to volume names, for archived volumes no
+	// keeper record names (the manifest's volumes).
+	Names map[string]string
+}
+
+// RestoredVolume is one volume of the restored container.
+type RestoredVolume struct {
+	Key    string `json:"key"`
+	Name   string `json:"name"`
+	Mount  string `json:"mount"`
+	Backup bool   `json:"backup"`
+	// Empty: backup=0 in the archive, so PVE recreated it empty.
+	Empty bool   `json:"empty"`
+	VolID string `json:"volid,omitempty"` // in the keeper, once adopted
+}
+
+// Renamed is a keeper record moved aside so the restored volume can take
+// its name.
+type Renamed struct {
+	From  string `json:"from"`
+	To    string `json:"to"`
+	VolID string `json:"volid"`
+}
+
+// MissingPriv is a privilege the token lacks for a restore.
+type MissingPriv struct {
+	Path string `json:"path"`
+	Priv string `json:"privilege"`
+	Why  string `json:"why"`
+}
+
+// RestorePlan is what Restore will do, worked out before any change.
+type RestorePlan struct {
+	App      string           `json:"app"`
+	Name     string           `json:"name"`
+	Archive  string           `json:"archive"`
+	Node     string           `json:"node"`
+	VMID     int              `json:"vmid"`
+	Storage  string           `json:"storage"`
+	Replace  bool             `json:"replace"`
+	OldVMID  int              `json:"old_vmid,omitempty"`
+	Hostname string           `json:"hostname"`
+	Volumes  []RestoredVolume `json:"volumes"`
+	Renamed  []Renamed        `json:"renamed"`
+	Notes    []string         `json:"notes"`
+
+	conf    map[string]string // the archived config
+	params  url.Values
+	renames map[plan.VolumeKey]plan.VolumeKey
+}
+
+// RestoreRefusedError is a restore stopped before any change: privileges
+// the token lacks, or a conflict it cannot resolve by itself.
+type RestoreRefusedError struct {
+	App      string
+	TokenID  string
+	CanBack  bool // the token may back the app up (VM.Backup on its CT)
+	Missing  []MissingPriv
+	Problems []string
+}
+
+func (e *RestoreRefusedError) Error() string {
+	var b strings.Builder
+	b.WriteString("restore refused before any change: ")
+	if len(e.Missing) > 0 {
+		if e.CanBack {
+			fmt.Fprintf(&b, "the token %s can back app %s up but cannot restore it; it lacks:", e.TokenID, e.App)
+		} else {
+			fmt.Fprintf(&b, "the token %s lacks privileges a restore needs:", e.TokenID)
+		}
+		for _, m := range e.Missing {
+			fmt.Fprintf(&b, "\n  - %s on %s: %s", m.Priv, m.Path, m.Why)
+		}
+		b.WriteString("\ngrant them to the token and to its user (a privilege-separated token holds only what both hold, seed 004 §3.3), " +
+			"e.g. with a role that has them: pveum acl modify <path> -user <user> -role <role> and pveum acl modify <path> -token '<token>' -role <role>; " +
+			"`corral doctor --print-setup` prints a complete least-privilege setup")
+	}
+	for _, p := range e.Problems {
+		b.WriteString("\n  - " + p)
+	}
+	return b.String()
+}
+
+// PlanRestore reads the archive's config, picks the new VMID and checks
+// the token's privileges (GET /access/permissions) for every step, so a
+// token that can back up but not restore is told before anything
+// changes.
+func (e *Executor) PlanRestore(ctx context.Context, obs *plan.Observed, opts RestoreOptions) (*RestorePlan, error) {
+	old := obs.Apps[opts.App]
+	if len(old) > 1 {
+		if _, err := AppCT(obs, opts.App); err != nil {
+			return nil, err
+		}
+	}
+	var oldCT *plan.CT
+	if len(old) == 1 {
+		oldCT = old[0]
+	}
+	name := opts.As
+	switch {
+	case opts.Replace && name != "" && name != opts.App:
+		return nil, fmt.Errorf("--replace restores in place of app %s; it cannot also be --as %s", opts.App, name)
+	case name == "" && (opts.Replace || oldCT == nil):
+		name = opts.App
+	case name == "":
+		name = opts.App + "-restored"
+	}
+	if !validName(name) {
+		return nil, fmt.Errorf("app name %q: use lower-case letters, digits and '-', starting with a letter (it becomes the hostname)", name)
+	}
+	if name == opts.App && oldCT != nil && !opts.Replace {
+		return nil, fmt.Errorf("app %s runs as ct %d: restore beside it with --as NEWNAME, or in its place with --replace", opts.App, oldCT.VMID)
+	}
+	if name != opts.App && len(obs.Apps[name]) > 0 {
+		return nil, fmt.Errorf("app %s already has a container (ct %d); choose another --as name", name, obs.Apps[name][0].VMID)
+	}
+	if opts.Replace && oldCT == nil {
+		opts.Replace = false // nothing runs: restoring as the app is enough
+	}
+
+	node, err := e.archiveNode(ctx, obs, opts.Archive, oldCT)
+	if err != nil {
+		return nil, err
+	}
+	text, err := e.Client.BackupConfig(ctx, node, opts.Archive)
+	if err != nil {
+		if pve.IsPermission(err) {
+			return nil, &RestoreRefusedError{App: opts.App, TokenID: e.Client.TokenID(), Missing: []MissingPriv{
+				{Path: "/vms/" + archiveVMID(opts.Archive), Priv: "VM.Backup", Why: "reading an archive needs VM.Backup on the guest it is of"},
+			}}
+		}
+		return nil, err
+	}
+	conf := parseConfigText(text)
+	if conf["rootfs"] == "" {
+		return nil, fmt.Errorf("archive %s holds no container config (no rootfs): is it a container backup?", opts.Archive)
+	}
+	rp := &RestorePlan{App: opts.App, Name: name, Archive: opts.Archive, Node: node, Replace: opts.Replace, Hostname: name,
+		Volumes: []RestoredVolume{}, Renamed: []Renamed{}, Notes: []string{}, conf: conf, renames: map[plan.VolumeKey]plan.VolumeKey{}}
+	if opts.Replace {
+		rp.OldVMID = oldCT.VMID
+	}
+	rp.Storage = opts.Storage
+	if rp.Storage == "" {
+		rp.Storage, _, _ = strings.Cut(plan.ParseMountPoint(conf["rootfs"]).Volume, ":")
+	}
+
+	refused := &RestoreRefusedError{App: opts.App, TokenID: e.Client.TokenID()}
+	names := volumeNames(obs)
+	for _, key := range mpKeys(conf) {
+		mp := plan.ParseMountPoint(conf[key])
+		if kind := mountKind(mp.Volume); kind != "volume" {
+			refused.Problems = append(refused.Problems, fmt.Sprintf("the archive's %s is a %s mount (%s at %s): PVE lets only root@pam restore it (\"restoring '%s' to %s mount is only possible for root\")", key, kind, mp.Volume, mp.Path, key, kind))
+			continue
+		}
+		vn := names[mp.Volume].Name
+		if vn == "" {
+			vn = opts.Names[mp.Path]
+		}
+		if vn == "" {
+			vn = key
+		}
+		rp.Volumes = append(rp.Volumes, RestoredVolume{Key: key, Name: vn, Mount: mp.Path, Backup: mp.Backup, Empty: !mp.Backup})
+		if !mp.Backup {
+			rp.Notes = append(rp.Notes, fmt.Sprintf("volume %s (%s) had backup=0: it is not in the archive and comes back empty", vn, mp.Path))
+		}
+	}
+	// Records of the new app's volumes already in a keeper (the app was
+	// destroyed, or is being replaced) step aside, renamed, never freed.
+	stamp := time.Now().UTC().Format("20060102-150405")
+	for _, k := range obs.Keepers[node] {
+		for _, vk := range sortedVolumeKeys(k.Records) {
+			if vk.App != name {
+				continue
+			}
+			to := plan.VolumeKey{App: name, Name: vk.Name + "-replaced-" + stamp}
+			rp.renames[vk] = to
+			rp.Renamed = append(rp.Renamed, Renamed{From: vk.String(), To: to.String(), VolID: k.Records[vk]})
+		}
+	}
+
+	// Identity: hostname, tags and description say the new app; unique=1
+	// gives every NIC a new MAC (seed 004 §4.4).
+	params := url.Values{}
+	params.Set("hostname", name)
+	var tags []string
+	for _, t := range plan.ParseTags(conf["tags"]) {
+		if !strings.HasPrefix(t, plan.TagAppPrefix) && t != plan.TagManaged {
+			tags = append(tags, t)
+		}
+	}
+	params.Set("tags", strings.Join(plan.AppTags(plan.App{Name: name, Tags: tags}), ";"))
+	m := plan.ParseMarker(conf["description"])
+	desc := plan.AppDescription(plan.App{Name: name, Template: m.Template, Description: userDescription(conf["description"])})
+	params.Set("description", plan.WithGuestMarkers(desc, m.HostKey, m.Provisioned))
+	ip := propValue(conf["net0"], "ip")
+	if opts.IP != "" && conf["net0"] != "" {
+		params.Set("net0", withIP(conf["net0"], opts.IP))
+		ip = opts.IP
+	}
+	if !opts.Replace && oldCT != nil && ip != "" && ip != "dhcp" && ip != "manual" && strings.Contains(oldCT.Config["net0"], "ip="+ip) {
+		refused.Problems = append(refused.Problems, fmt.Sprintf("the archive's net0 has the static address %s, which app %s (ct %d) uses: pass --ip dhcp or --ip <cidr> for the copy", ip, opts.App, oldCT.VMID))
+	}
+	rp.params = params
+
+	vmid, err := e.Client.NextID(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("next vmid: %w", err)
+	}
+	rp.VMID = vmid
+	missing, canBack, err := e.restorePrivileges(ctx, obs, rp, conf)
+	if err != nil {
+		return nil, err
+	}
+	refused.Missing, refused.CanBack = missing, canBack
+	if len(refused.Missing) > 0 || len(refused.Problems) > 0 {
+		return nil, refused
+	}
+	return rp, nil
+}
+
+// restorePrivileges lists what the token lacks for rp, from GET
+// /access/permissions per path (a token may always read its own).
+func (e *Executor) restorePrivileges(ctx context.Context, obs *plan.Observed, rp *RestorePlan, conf map[string]string) ([]MissingPriv, bool, error) {
+	type need struct{ path, priv, why string }
+	vm := "/vms/" + strconv.Itoa(rp.VMID)
+	needs := []need{
+		{vm, "VM.Allocate", "a restore creates a new container (POST /nodes/{node}/lxc with restore=1)"},
+		{vm, "VM.Config.Network", "the restored container gets the hostname " + rp.Name},
+		{vm, "VM.Config.Options", "the restored container gets the app's tags and description"},
+		{vm, "VM.PowerMgmt", "the restored container is started"},
+		{"/storage/" + rp.Storage, "Datastore.AllocateSpace", "the restored rootfs and volumes are allocated on " + rp.Storage},
+	}
+	sid, _, _ := strings.Cut(rp.Archive, ":")
+	owner, _ := strconv.Atoi(archiveVMID(rp.Archive))
+	needs = append(needs, need{"/storage/" + sid, "Datastore.AllocateSpace", "reading the archive " + rp.Archive + " (check_volume_access on a backup)"})
+	if owner > 0 {
+		needs = append(needs, need{"/vms/" + strconv.Itoa(owner), "VM.Backup", "reading the archive of ct " + strconv.Itoa(owner)})
+	}
+	for _, key := range slices.Sorted(maps.Keys(conf)) {
+		if !isIndexed(key, "net") {
+			continue
+		}
+		if br := propValue(conf[key], "bridge"); br != "" {
+			needs = append(needs, need{"/sdn/zones/localnetwork/" + br, "SDN.Use", key + " of the restored container is on bridge " + br + " (PVE 9 checks SDN.Use on it)"})
+		}
+	}
+	if len(rp.Volumes) > 0 {
+		needs = append(needs, need{vm, "VM.Config.Disk", "the restored volumes move to the keeper and are attached back as mpN"})
+		for _, k := range obs.Keepers[rp.Node] {
+			kp := "/vms/" + strconv.Itoa(k.VMID)
+			needs = append(needs,
+				need{kp, "VM.Config.Disk", "the keeper (ct " + strconv.Itoa(k.VMID) + ") takes the restored volumes"},
+				need{kp, "VM.Config.Options", "the keeper's description records the volumes, and its protection is lifted meanwhile"})
+		}
+	}
+	if rp.Replace {
+		op := "/vms/" + strconv.Itoa(rp.OldVMID)
+		needs = append(needs,
+			need{op, "VM.PowerMgmt", "the old container is stopped before the restored one starts"},
+			need{op, "VM.Config.Disk", "the old container's volumes are detached (they stay in the keeper)"},
+			need{op, "VM.Allocate", "the old container is destroyed once the restored one runs"})
+	}
+	cache := map[string]map[string]pve.Bool01{}
+	has := func(path, priv string) (bool, error) {
+		p, ok := cache[path]
+		if !ok {
+			perms, err := e.Client.Permissions(ctx, path, "")
+			if err != nil {
+				return false, err
+			}
+			p = perms[path]
+			cache[path] = p
+		}
+		// The value is the propagate flag; holding a privilege is
+		// having the key.
+		_, held := p[priv]
+		return held, nil
+	}
+	var missing []MissingPriv
+	for _, n := range needs {
+		ok, err := has(n.path, n.priv)
+		if err != nil {
+			return nil, false, fmt.Errorf("read the token's privileges: %w", err)
+		}
+		if !ok {
+			missing = append(missing, MissingPriv{Path: n.path, Priv: n.priv, Why: n.why})
+		}
+	}
+	canBack := false
+	if owner > 0 {
+		canBack, _ = has("/vms/"+strconv.Itoa(owner), "VM.Backup")
+	}
+	return missing, canBack, nil
+}
+
+// RestoreResult is a finished restore.
+type RestoreResult struct {
+	*RestorePlan
+	MAC       string `json:"mac"`
+	Status    string `json:"status"`
+	Destroyed int    `json:"destroyed,omitempty"` // the replaced container
+}
+
+// Restore carries out rp: restore into the new VMID (stopped, new MAC,
+// the new app's hostname, tags and description), move each restored
+// volume into the keeper as a retained volume of the new app (with an
+// intent recorded first, as every adoption), attach it back, and start
+// the container. With Replace the old container is stopped just before
+// the start and destroyed only once the new one runs; if the new one does
+// not start, the old one is started again.
+func (e *Executor) Restore(ctx context.Context, obs *plan.Observed, rp *RestorePlan) (res *RestoreResult, err error) {
+	res = &RestoreResult{RestorePlan: rp}
+	name, node := rp.Name, rp.Node
+	err = e.step(name, "restore", fmt.Sprintf("%s into ct %d on %s", rp.Archive, rp.VMID, rp.Storage), func() error {
+		for attempt := 0; ; attempt++ {
+			upid, err := e.Client.RestoreContainer(ctx, node, rp.VMID, rp.Archive, pve.RestoreOptions{Storage: rp.Storage, Unique: true, Params: rp.params})
+			if err != nil && attempt < 5 && pve.IsAlreadyExists(err) {
+				id, nerr := e.Client.NextID(ctx)
+				if nerr != nil {
+					return nerr
+				}
+				rp.VMID = id
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			return e.wait(ctx, name, upid)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	conf, err := containerConfig(ctx, e.Client, node, rp.VMID)
+	if err != nil {
+		return nil, err
+	}
+	keepers := e.keeperSet(obs)
+	defer func() {
+		if perr := keepers.protectAll(ctx); perr != nil && err == nil {
+			err = perr
+		}
+	}()
+	if len(rp.Volumes) > 0 {
+		if err := e.restoreVolumes(ctx, obs, rp, conf, keepers); err != nil {
+			return nil, fmt.Errorf("%w\nthe restored container %d is stopped and kept as it is; run the restore again after fixing this, and destroy ct %d when you no longer need it", err, rp.VMID, rp.VMID)
+		}
+	}
+	oldRunning := false
+	if rp.Replace {
+		st, err := e.Client.ContainerStatus(ctx, node, rp.OldVMID)
+		if err != nil {
+			return nil, err
+		}
+		oldRunning = st.Running()
+		if err := e.ensureStopped(ctx, rp.App, node, rp.OldVMID); err != nil {
+			return nil, err
+		}
+	}
+	startErr := e.step(name, "start", "ct "+strconv.Itoa(rp.VMID), func() error { return e.start(ctx, name, node, rp.VMID) })
+	if startErr == nil {
+		st, err := e.Client.ContainerStatus(ctx, node, rp.VMID)
+		if err != nil {
+			startErr = err
+		} else if !st.Running() {
+			startErr = fmt.Errorf("ct %d is %s after its start", rp.VMID, st.Status)
+		} else {
+			res.Status = st.Status
+		}
+	}
+	if startErr != nil {
+		if rp.Replace && oldRunning {
+			if err := e.step(rp.App, "start", "old ct "+strconv.Itoa(rp.OldVMID)+" again", func() error { return e.start(ctx, rp.App, node, rp.OldVMID) }); err != nil {
+				e.obs().Warn(rp.App, fmt.Sprintf("the old container %d could not be started again: %v", rp.OldVMID, err))
+			}
+		}
+		return nil, fmt.Errorf("%w\nthe restored container %d did not start; the old container and its volumes are untouched", startErr, rp.VMID)
+	}
+	if conf, err := containerConfig(ctx, e.Client, node, rp.VMID); err == nil {
+		res.MAC = propValue(conf["net0"], "hwaddr")
+	}
+	if rp.Replace {
+		if err := e.destroyCT(ctx, rp.App, node, rp.OldVMID); err != nil {
+			return nil, fmt.Errorf("%w\nthe restored container %d runs as app %s; the old ct %d is stopped, not yet destroyed: destroy it by hand (its volumes are in the keeper)", err, rp.VMID, name, rp.OldVMID)
+		}
+		res.Destroyed = rp.OldVMID
+	}
+	return res, nil
+}
+
+// restoreVolumes renames the records the new app's volumes displace,
+// adopts every restored volume into the keeper and attaches it back.
+func (e *Executor) restoreVolumes(ctx context.Context, obs *plan.Observed, rp *RestorePlan, conf map[string]string, keepers *keeperSet) error {
+	name, node := rp.Name, rp.Node
+	if len(keepers.byNode[node]) == 0 {
+		k, err := e.ensureKeeper(ctx, plan.KeeperChange{Node: node, Action: plan.Create}, nil, &plan.Plan{}, obs)
+		if err != nil {
+			return err
+		}
+		keepers.add(k)
+	}
+	if len(rp.renames) > 0 {
+		for _, k := range keepers.byNode[node] {
+			recs := maps.Clone(k.records)
+			changed := false
+			for from, to := range rp.renames {
+				if v, ok := recs[from]; ok {
+					delete(recs, from)
+					recs[to] = v
+					changed = true
+				}
+			}
+			if !changed {
+				continue
+			}
+			err := e.step(name, "keeper", "record the displaced volumes as *-replaced-*", func() error {
+				return k.e.putConfig(ctx, k.node, k.vmid, url.Values{"description": {k.description(recs, plan.VolumeKey{})}})
+			})
+			if err != nil {
+				return err
+			}
+			k.records = recs
+		}
+	}
+	var atts []attachment
+	for i := range rp.Volumes {
+		v := &rp.Volumes[i]
+		mp := plan.ParseMountPoint(conf[v.Key])
+		if mp.Volume == "" {
+			return fmt.Errorf("restored ct %d has no %s", rp.VMID, v.Key)
+		}
+		vk := plan.VolumeKey{App: name, Name: v.Name}
+		sid, _, _ := strings.Cut(mp.Volume, ":")
+		var volid string
+		err := e.step(name, "volume", "adopt restored "+mp.Volume+" as "+v.Name, func() error {
+			k, err := keepers.forNew(node, vk, sid)
+			if err != nil {
+				return err
+			}
+			if err := k.unprotect(ctx); err != nil {
+				return err
+			}
+			volid, err = k.adopt(ctx, vk, mp.Volume)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		v.VolID = volid
+		atts = append(atts, attachment{name: v.Name, volid: volid, mount: v.Mount, key: v.Key, backup: v.Backup, action: plan.VolAttach})
+	}
+	conf, err := containerConfig(ctx, e.Client, node, rp.VMID)
+	if err != nil {
+		return err
+	}
+	return e.attach(ctx, name, node, rp.VMID, atts, conf)
+}
+
+// archiveNode is the node whose storage lists the archive: the old
+// container's node first.
+func (e *Executor) archiveNode(ctx context.Context, obs *plan.Observed, volid string, old *plan.CT) (string, error) {
+	sid, _, ok := strings.Cut(volid, ":")
+	if !ok || !strings.Contains(volid, "vzdump-lxc-") {
+		return "", fmt.Errorf("--archive %q: want a container backup volid such as local:backup/vzdump-lxc-105-2026_06_07-10_00_00.tar.zst (`corral backups` lists them)", volid)
+	}
+	nodes := slices.Clone(obs.Nodes)
+	if old != nil {
+		nodes = append([]string{old.Node}, nodes...)
+	}
+	var lastErr error
+	for _, n := range nodes {
+		vols, err := e.Client.Backups(ctx, n, sid, 0)
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		for _, v := range vols {
+			if v.VolID == volid {
+				return n, nil
+			}
+		}
+	}
+	if lastErr != nil && pve.IsPermission(lastErr) {
+		return "", fmt.Errorf("archive %s: %w (listing backups needs Datastore.Audit or Datastore.AllocateSpace on /storage/%s)", volid, lastErr, sid)
+	}
+	return "", fmt.Errorf("archive %s is on no node's storage %s; `corral backups` lists the archives", volid, sid)
+}
+
+// archiveVMID is the VMID in a vzdump archive name ("" if none).
+func archiveVMID(volid string) string {
+	_, rest, ok := strings.Cut(volid, "vzdump-lxc-")
+	if !ok {
+		return ""
+	}
+	id, _, _ := strings.Cut(rest, "-")
+	return id
+}
+
+// userDescription is a description without corral's marker block.
+func userDescription(desc string) string {
+	var keep []string
+	for _, line := range strings.Split(desc, "\n") {
+		t := strings.TrimSpace(line)
+		if strings.HasPrefix(t, "managed by corral") || strings.HasPrefix(t, "corral-") {
+			break
+		}
+		keep = append(keep, line)
+	}
+	return strings.TrimSpace(strings.Join(keep, "\n"))
+}
+
+// withIP replaces ip= in a net0 value and drops hwaddr, so PVE gives the
+// NIC a new MAC.
+func withIP(net0, ip string) string {
+	var out []string
+	set := false
+	for _, item := range strings.Split(net0, ",") {
+		k, _, _ := strings.Cut(item, "=")
+		switch k {
+		case "hwaddr":
+			continue
+		case "ip":
+			item, set = "ip="+ip, true
+		case "gw":
+			if ip == "dhcp" {
+				continue
+			}
+		}
+		out = append(out, item)
+	}
+	if !set {
+		out = append(out, "ip="+ip)
+	}
+	return strings.Join(out, ",")
+}
+
+// validName: an app name is a DNS label (it becomes the hostname).
+func validName(s string) bool {
+	if s == "" || len(s) > 63 || s[0] < 'a' || s[0] > 'z' || strings.HasSuffix(s, "-") {
+		return false
+	}
+	return strings.Trim(s, "abcdefghijklmnopqrstuvwxyz0123456789-") == ""
+}

@@ -1,0 +1,533 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/corralhq/corral/internal/apply"
+	"github.com/corralhq/corral/internal/manifest"
+	"github.com/corralhq/corral/internal/ui"
+)
+
+func init() {
+	extraCommands = append(extraCommands, newBackupCmd, newBackupsCmd, newRestoreCmd, newSnapshotCmd, newSnapshotsCmd, newRollbackCmd)
+}
+
+// optionalManifest loads the manifest when -f was given or the default
+// file exists; the backup verbs work on apps the manifest may not name
+// (an app restored --as a new name).
+func optionalManifest(cmd *cobra.Command, path string) (*manifest.File, error) {
+	if !cmd.Flags().Changed("file") {
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+	}
+	return loadManifest(path)
+}
+
+// backupJob is the common start of the backup verbs: output format, the
+// optional manifest, a connection and the observed cluster.
+type backupJob struct {
+	f      *manifest.File
+	s      *session
+	asJSON bool
+	ex     *apply.Executor
+}
+
+func openBackupJob(cmd *cobra.Command, st *streams, ff fileFlags, cf connFlags) (*backupJob, error) {
+	asJSON, err := ff.json()
+	if err != nil {
+		return nil, err
+	}
+	f, err := optionalManifest(cmd, ff.path)
+	if err != nil {
+		return nil, err
+	}
+	s, err := connect(cmd.Context(), st, cf)
+	if err != nil {
+		return nil, err
+	}
+	ex := &apply.Executor{Client: s.client, Observer: &ui.Progress{W: st.err}, Log: slog.Default()}
+	return &backupJob{f: f, s: s, asJSON: asJSON, ex: ex}, nil
+}
+
+func (j *backupJob) Close() { j.s.Close() }
+
+func (j *backupJob) app(name string) (*manifest.App, bool) {
+	if j.f == nil || name == "" {
+		return nil, false
+	}
+	return j.f.App(name)
+}
+
+func (j *backupJob) err(err error) error { return redactErr(j.f, err) }
+
+type backupArgs struct {
+	ff      fileFlags
+	cf      connFlags
+	mode    string
+	storage string
+	keep    int
+}
+
+func newBackupCmd(st *streams) *cobra.Command {
+	a := &backupArgs{}
+	cmd := &cobra.Command{
+		Use:   "backup APP",
+		Short: "Back up an app's container with vzdump and say what the archive leaves out",
+		Long: `backup runs vzdump on the app's container, waits for the task and checks
+how it ended: PVE answers a backup request with 200 even when the token may
+not back the guest up, and fails the task afterwards (seed 004 §3.5).
+
+The archive holds the root file system and every volume mounted with
+backup=1. It does not hold volumes with backup=0 (a restore recreates them
+empty) nor bind mounts; backup names each one it leaves out. Its notes read
+"corral app APP", which is how corral backups and keep find an app's archives.
+
+Mode, storage and keep come from the app's backup: section in the manifest
+(defaults: snapshot, local, keep all); the flags override them. keep N
+deletes the app's oldest corral archives beyond N on that storage, and never
+touches another app's archives, protected ones or archives corral did not make.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return runBackup(cmd, st, a, args[0]) },
+	}
+	a.ff.add(cmd.Flags())
+	a.cf.add(cmd.Flags())
+	cmd.Flags().StringVar(&a.mode, "mode", "", "vzdump mode: snapshot (crash-consistent, no downtime) or stop (consistent, the app stops meanwhile)")
+	cmd.Flags().StringVar(&a.storage, "storage", "", "backup storage (content backup); default the manifest's backup.storage or local")
+	cmd.Flags().IntVar(&a.keep, "keep", 0, "keep only the newest N corral archives of the app on the storage (0 keeps all); default the manifest's backup.keep")
+	return cmd
+}
+
+func runBackup(cmd *cobra.Command, st *streams, a *backupArgs, app string) error {
+	j, err := openBackupJob(cmd, st, a.ff, a.cf)
+	if err != nil {
+		return err
+	}
+	defer j.Close()
+	opts := apply.BackupOptions{}
+	if m, ok := j.app(app); ok {
+		opts = apply.BackupOptions{Mode: m.Backup.Mode, Storage: m.Backup.Storage, Keep: m.Backup.Keep}
+	}
+	fl := cmd.Flags()
+	if fl.Changed("mode") {
+		opts.Mode = a.mode
+	}
+	switch opts.Mode {
+	case "", "snapshot", "stop", "suspend":
+	default:
+		return fmt.Errorf("--mode %q: want snapshot or stop", opts.Mode)
+	}
+	if fl.Changed("storage") {
+		opts.Storage = a.storage
+	}
+	if fl.Changed("keep") {
+		if a.keep < 0 {
+			return fmt.Errorf("--keep %d: want 0 (keep all) or more", a.keep)
+		}
+		opts.Keep = a.keep
+	}
+	ctx := cmd.Context()
+	obs, err := apply.Observe(ctx, j.s.client)
+	if err != nil {
+		return j.err(err)
+	}
+	res, err := j.ex.Backup(ctx, obs, app, opts)
+	if err != nil {
+		if res != nil && j.asJSON {
+			writeJSON(st, res)
+		}
+		return j.err(fmt.Errorf("backup failed: %w", err))
+	}
+	if j.asJSON {
+		return writeJSON(st, res)
+	}
+	writeBackupText(st.out, res)
+	return nil
+}
+
+func writeBackupText(w io.Writer, r *apply.BackupResult) {
+	fmt.Fprintf(w, "Backed up app %s (ct %d on %s, %s mode) in %s.\n", r.App, r.VMID, r.Node, r.Mode, r.Duration.Round(10*time.Millisecond))
+	fmt.Fprintf(w, "  archive  %s\n  size     %s\n", r.Archive, humanBytes(r.Size))
+	if r.Mode == "snapshot" {
+		fmt.Fprintln(w, "  (a container has no guest agent: a snapshot-mode backup of a running app is crash-consistent; use --mode stop for a quiesced one)")
+	}
+	bind := 0
+	if len(r.Excluded) == 0 {
+		fmt.Fprintln(w, "The archive holds the root file system and every volume; the container has no bind mounts.")
+	} else {
+		fmt.Fprintln(w, "NOT in this archive:")
+		for _, e := range r.Excluded {
+			what := "volume " + e.Name
+			if e.Name == "" {
+				what = e.Kind + " " + e.Source
+			}
+			if e.Kind != "volume" {
+				bind++
+				what = e.Kind + " mount " + e.Source
+			}
+			fmt.Fprintf(w, "  - %s (%s at %s): %s\n", what, e.Key, e.Mount, e.Reason)
+		}
+		if bind == 0 {
+			fmt.Fprintln(w, "The container has no bind mounts.")
+		}
+	}
+	for _, p := range r.Pruned {
+		fmt.Fprintf(w, "Pruned %s (older than the newest kept archives).\n", p)
+	}
+}
+
+func humanBytes(b int64) string {
+	switch {
+	case b >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30))
+	case b >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
+	case b >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(b)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", b)
+}
+
+func newBackupsCmd(st *streams) *cobra.Command {
+	var ff fileFlags
+	var cf connFlags
+	cmd := &cobra.Command{
+		Use:   "backups [APP]",
+		Short: "List the apps' backup archives, newest first",
+		Long: `backups lists the container archives on every backup storage, newest first,
+with the app each belongs to. An archive belongs to an app by its notes
+("corral app APP", written by corral backup) or, for an archive made another
+way (pct vzdump, a PVE backup job), by the corral-app tag in the container
+config stored inside it. Archives of no corral app are not listed. With -f,
+only the manifest's apps are listed.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			j, err := openBackupJob(cmd, st, ff, cf)
+			if err != nil {
+				return err
+			}
+			defer j.Close()
+			app := ""
+			if len(args) == 1 {
+				app = args[0]
+			}
+			ctx := cmd.Context()
+			obs, err := apply.Observe(ctx, j.s.client)
+			if err != nil {
+				return j.err(err)
+			}
+			list, err := apply.ListBackups(ctx, j.s.client, obs, app)
+			if err != nil {
+				return j.err(err)
+			}
+			if app == "" && j.f != nil && cmd.Flags().Changed("file") {
+				kept := list[:0]
+				for _, a := range list {
+					if _, ok := j.f.App(a.App); ok {
+						kept = append(kept, a)
+					}
+				}
+				list = kept
+			}
+			if j.asJSON {
+				return writeJSON(st, map[string]any{"backups": list})
+			}
+			if len(list) == 0 {
+				fmt.Fprintln(st.out, "No backups found.")
+				return nil
+			}
+			tw := tabwriter.NewWriter(st.out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "APP\tARCHIVE\tSIZE\tTIME\tPROTECTED\tCT")
+			for _, a := range list {
+				prot := "no"
+				if a.Protected {
+					prot = "yes"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", a.App, a.VolID, humanBytes(a.Size), a.Time.Format(time.RFC3339), prot, a.VMID)
+			}
+			return tw.Flush()
+		},
+	}
+	ff.add(cmd.Flags())
+	cf.add(cmd.Flags())
+	return cmd
+}
+
+type restoreArgs struct {
+	ff          fileFlags
+	cf          connFlags
+	archive     string
+	as          string
+	replace     bool
+	storage     string
+	ip          string
+	autoApprove bool
+}
+
+func newRestoreCmd(st *streams) *cobra.Command {
+	a := &restoreArgs{}
+	cmd := &cobra.Command{
+		Use:   "restore APP --archive VOLID",
+		Short: "Restore an app's backup into a new container, beside the app or in its place",
+		Long: `restore recreates the container from a backup archive under a new VMID.
+Before the first start it gets a new MAC and the hostname, tags and
+description of the app it becomes, and each restored volume moves into the
+node's keeper as a retained volume of that app. Volumes that had backup=0
+come back empty.
+
+Without --as or --replace the copy is app APP-restored and runs beside APP
+(or, when APP has no container, it is APP again). --replace restores in
+place of APP: the old container stops only when the new one is ready, and
+is destroyed once the new one runs; its volumes stay in the keeper,
+recorded as <volume>-replaced-<time> (corral volumes lists them).
+
+The token's privileges are checked first: a token that can back up but not
+restore is told what it lacks before anything changes.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return runRestore(cmd, st, a, args[0]) },
+	}
+	a.ff.add(cmd.Flags())
+	a.cf.add(cmd.Flags())
+	cmd.Flags().StringVar(&a.archive, "archive", "", "backup volid to restore (corral backups lists them)")
+	cmd.Flags().StringVar(&a.as, "as", "", "name of the restored app (default APP-restored, or APP with --replace)")
+	cmd.Flags().BoolVar(&a.replace, "replace", false, "restore in place of the running app")
+	cmd.Flags().StringVar(&a.storage, "storage", "", "storage for the restored rootfs and volumes (default the manifest's rootfs storage, else the archived one)")
+	cmd.Flags().StringVar(&a.ip, "ip", "", "net0 address of the restored container: dhcp or a CIDR (default the archived)")
+	cmd.Flags().BoolVar(&a.autoApprove, "auto-approve", false, "restore without asking (needed when stdin is not a terminal)")
+	cmd.MarkFlagRequired("archive")
+	return cmd
+}
+
+func runRestore(cmd *cobra.Command, st *streams, a *restoreArgs, app string) error {
+	j, err := openBackupJob(cmd, st, a.ff, a.cf)
+	if err != nil {
+		return err
+	}
+	defer j.Close()
+	opts := apply.RestoreOptions{App: app, Archive: a.archive, As: a.as, Replace: a.replace, Storage: a.storage, IP: a.ip, Names: map[string]string{}}
+	if m, ok := j.app(app); ok {
+		for _, v := range m.Volumes {
+			opts.Names[v.Mount] = v.Name
+		}
+		if opts.Storage == "" {
+			opts.Storage = m.RootFS.Storage
+		}
+	}
+	if m, ok := j.app(a.as); ok && a.storage == "" && m.RootFS.Storage != "" {
+		opts.Storage = m.RootFS.Storage
+	}
+	ctx := cmd.Context()
+	obs, err := apply.Observe(ctx, j.s.client)
+	if err != nil {
+		return j.err(err)
+	}
+	rp, err := j.ex.PlanRestore(ctx, obs, opts)
+	if err != nil {
+		return j.err(err)
+	}
+	writeRestorePlan(st.err, rp)
+	if !a.autoApprove {
+		if err := confirm(st, "Restore?"); err != nil {
+			return err
+		}
+	}
+	res, err := j.ex.Restore(ctx, obs, rp)
+	if err != nil {
+		return j.err(fmt.Errorf("restore stopped: %w", err))
+	}
+	if j.asJSON {
+		return writeJSON(st, res)
+	}
+	fmt.Fprintf(st.out, "Restored %s as app %s: ct %d on %s is %s (hostname %s, MAC %s).\n", res.Archive, res.Name, res.VMID, res.Node, res.Status, res.Hostname, res.MAC)
+	for _, v := range res.Volumes {
+		note := ""
+		if v.Empty {
+			note = " (empty: backup=0)"
+		}
+		fmt.Fprintf(st.out, "  volume %s at %s: %s, kept by the keeper%s\n", v.Name, v.Mount, v.VolID, note)
+	}
+	for _, r := range res.Renamed {
+		fmt.Fprintf(st.out, "  the volume recorded as %s (%s) is kept as %s\n", r.From, r.VolID, r.To)
+	}
+	if res.Destroyed != 0 {
+		fmt.Fprintf(st.out, "  the old container %d was destroyed; its volumes stay in the keeper\n", res.Destroyed)
+	}
+	return nil
+}
+
+func writeRestorePlan(w io.Writer, rp *apply.RestorePlan) {
+	fmt.Fprintf(w, "Restore %s\n  into new ct %d on %s (storage %s) as app %s, hostname %s, new MAC\n", rp.Archive, rp.VMID, rp.Node, rp.Storage, rp.Name, rp.Hostname)
+	for _, v := range rp.Volumes {
+		how := "restored from the archive"
+		if v.Empty {
+			how = "EMPTY (backup=0: not in the archive)"
+		}
+		fmt.Fprintf(w, "  volume %s at %s: %s, then moved into the keeper as %s/%s\n", v.Name, v.Mount, how, rp.Name, v.Name)
+	}
+	for _, r := range rp.Renamed {
+		fmt.Fprintf(w, "  keeper record %s (%s) is kept, renamed %s\n", r.From, r.VolID, r.To)
+	}
+	if rp.Replace {
+		fmt.Fprintf(w, "  replaces ct %d: stopped just before the new one starts, destroyed once it runs (its volumes stay in the keeper)\n", rp.OldVMID)
+	}
+	for _, n := range rp.Notes {
+		fmt.Fprintf(w, "  note: %s\n", n)
+	}
+}
+
+func newSnapshotCmd(st *streams) *cobra.Command {
+	var ff fileFlags
+	var cf connFlags
+	cmd := &cobra.Command{
+		Use:   "snapshot APP [NAME]",
+		Short: "Snapshot an app's container (its volumes included)",
+		Long: `snapshot takes a PVE snapshot of the app's container, running or not
+(default name corral-YYYYMMDD-HHMMSS). It covers the root file system and
+every volume attached to the container, keeper volumes included. PVE can
+snapshot only volumes on LVM-thin, ZFS, Ceph RBD or btrfs storage; on a dir
+storage corral says so and takes none (use corral backup there).`,
+		Args: cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			j, err := openBackupJob(cmd, st, ff, cf)
+			if err != nil {
+				return err
+			}
+			defer j.Close()
+			ctx := cmd.Context()
+			obs, err := apply.Observe(ctx, j.s.client)
+			if err != nil {
+				return j.err(err)
+			}
+			ct, err := apply.AppCT(obs, args[0])
+			if err != nil {
+				return err
+			}
+			if ok, why := apply.CanSnapshot(obs, ct); !ok {
+				return fmt.Errorf("app %s (ct %d) cannot be snapshotted: %s; no snapshot was taken — use `corral backup %s` instead", args[0], ct.VMID, why, args[0])
+			}
+			name := apply.SnapshotName(time.Now())
+			if len(args) == 2 {
+				name = args[1]
+			}
+			if err := j.ex.Snapshot(ctx, ct, name); err != nil {
+				return j.err(err)
+			}
+			if j.asJSON {
+				return writeJSON(st, map[string]any{"app": args[0], "vmid": ct.VMID, "snapshot": name})
+			}
+			fmt.Fprintf(st.out, "Snapshot %s of app %s (ct %d) taken; `corral rollback %s %s` goes back to it.\n", name, args[0], ct.VMID, args[0], name)
+			return nil
+		},
+	}
+	ff.add(cmd.Flags())
+	cf.add(cmd.Flags())
+	return cmd
+}
+
+func newSnapshotsCmd(st *streams) *cobra.Command {
+	var ff fileFlags
+	var cf connFlags
+	cmd := &cobra.Command{
+		Use:   "snapshots APP",
+		Short: "List an app's snapshots, oldest first",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			j, err := openBackupJob(cmd, st, ff, cf)
+			if err != nil {
+				return err
+			}
+			defer j.Close()
+			ctx := cmd.Context()
+			obs, err := apply.Observe(ctx, j.s.client)
+			if err != nil {
+				return j.err(err)
+			}
+			ct, err := apply.AppCT(obs, args[0])
+			if err != nil {
+				return err
+			}
+			snaps, err := apply.Snapshots(ctx, j.s.client, ct)
+			if err != nil {
+				return j.err(err)
+			}
+			if j.asJSON {
+				return writeJSON(st, map[string]any{"app": args[0], "vmid": ct.VMID, "snapshots": snaps})
+			}
+			if len(snaps) == 0 {
+				fmt.Fprintf(st.out, "App %s (ct %d) has no snapshots.\n", args[0], ct.VMID)
+				return nil
+			}
+			tw := tabwriter.NewWriter(st.out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tTIME\tCURRENT\tDESCRIPTION")
+			for _, s := range snaps {
+				cur := ""
+				if s.Current {
+					cur = "*"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Name, s.Time.Format(time.RFC3339), cur, strings.ReplaceAll(s.Description, "\n", " "))
+			}
+			return tw.Flush()
+		},
+	}
+	ff.add(cmd.Flags())
+	cf.add(cmd.Flags())
+	return cmd
+}
+
+func newRollbackCmd(st *streams) *cobra.Command {
+	var ff fileFlags
+	var cf connFlags
+	var start, autoApprove bool
+	cmd := &cobra.Command{
+		Use:   "rollback APP NAME",
+		Short: "Roll an app's container back to a snapshot (its volumes included)",
+		Long: `rollback returns the app's container to snapshot NAME: its config, root file
+system and every volume the snapshot covers (those attached when it was
+taken). Whatever changed since is lost. PVE stops a running container for
+the rollback; corral starts it again if it was running, or with --start.`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			j, err := openBackupJob(cmd, st, ff, cf)
+			if err != nil {
+				return err
+			}
+			defer j.Close()
+			ctx := cmd.Context()
+			obs, err := apply.Observe(ctx, j.s.client)
+			if err != nil {
+				return j.err(err)
+			}
+			ct, err := apply.AppCT(obs, args[0])
+			if err != nil {
+				return err
+			}
+			if !autoApprove {
+				if err := confirm(st, fmt.Sprintf("Roll app %s (ct %d) back to %s? Everything changed since is lost.", args[0], ct.VMID, args[1])); err != nil {
+					return err
+				}
+			}
+			if err := j.ex.RollbackStart(ctx, ct, args[1], start || ct.Status == "running"); err != nil {
+				return j.err(err)
+			}
+			if j.asJSON {
+				return writeJSON(st, map[string]any{"app": args[0], "vmid": ct.VMID, "snapshot": args[1]})
+			}
+			fmt.Fprintf(st.out, "App %s (ct %d) rolled back to %s.\n", args[0], ct.VMID, args[1])
+			return nil
+		},
+	}
+	ff.add(cmd.Flags())
+	cf.add(cmd.Flags())
+	cmd.Flags().BoolVar(&start, "start", false, "start the container after the rollback even if it was stopped")
+	cmd.Flags().BoolVar(&autoApprove, "auto-approve", false, "roll back without asking (needed when stdin is not a terminal)")
+	return cmd
+}
