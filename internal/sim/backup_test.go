@@ -201,14 +201,9 @@ func (k *bkKit) limitedToken(id string, privs ...string) e2eCaller {
 	k.t.Helper()
 	role := "Role" + strings.NewReplacer("@", "", ".", "").Replace(id)
 	k.ok(k.root(), http.MethodPost, "/access/roles", url.Values{"roleid": {role}, "privs": {strings.Join(privs, ",")}}, nil)
-	k.ok(k.root(), http.MethodPost, "/access/users", url.Values{"userid": {id}}, nil)
-	var tok struct {
-		FullID string `json:"full-tokenid"`
-		Value  string `json:"value"`
-	}
-	k.ok(k.root(), http.MethodPost, "/access/users/"+id+"/token/tok", url.Values{"privsep": {"0"}}, &tok)
+	_, who := k.newUserToken(id, "tok", false)
 	k.ok(k.root(), http.MethodPut, "/access/acl", url.Values{"path": {"/"}, "roles": {role}, "users": {id}}, nil)
-	return tokenCaller(tok.FullID + "=" + tok.Value)
+	return who
 }
 
 func TestBackup_permissions(t *testing.T) {

@@ -65,6 +65,27 @@ func openE2E(t *testing.T, opts Options) *e2e {
 func (k *e2e) root() e2eCaller { return tokenCaller(k.srv.Credentials().RootToken) }
 func (k *e2e) op() e2eCaller   { return tokenCaller(k.srv.Credentials().OperatorToken) }
 
+// newUserToken creates user userid with API token tokenid (privsep as
+// given) and no ACL, and returns the token's full id and a caller with it.
+func (k *e2e) newUserToken(userid, tokenid string, privsep bool) (string, e2eCaller) {
+	k.t.Helper()
+	root := k.root()
+	k.ok(root, http.MethodPost, "/access/users", url.Values{"userid": {userid}}, nil)
+	sep := "0"
+	if privsep {
+		sep = "1"
+	}
+	var tok struct {
+		Value string `json:"value"`
+		Full  string `json:"full-tokenid"`
+	}
+	k.ok(root, http.MethodPost, "/access/users/"+userid+"/token/"+tokenid, url.Values{"privsep": {sep}}, &tok)
+	if tok.Full != userid+"!"+tokenid || tok.Value == "" {
+		k.t.Fatalf("token create answered %+v", tok)
+	}
+	return tok.Full, tokenCaller(tok.Full + "=" + tok.Value)
+}
+
 // rootTicket logs root@pam in with its password (POST /access/ticket).
 func (k *e2e) rootTicket() e2eCaller {
 	k.t.Helper()

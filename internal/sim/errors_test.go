@@ -90,17 +90,9 @@ func newErrorWorld(t *testing.T) *errorWorld {
 	k.create(k.op(), "104", nil)
 	k.create(k.op(), "900", url.Values{"protection": {"1"}})
 
-	k.ok(root, http.MethodPost, "/access/users", url.Values{"userid": {"nope@pve"}}, nil)
-	var tok struct {
-		Value string `json:"value"`
-		Full  string `json:"full-tokenid"`
-	}
-	k.ok(root, http.MethodPost, "/access/users/nope@pve/token/tk", url.Values{"privsep": {"1"}}, &tok)
-	if tok.Full != "nope@pve!tk" || tok.Value == "" {
-		t.Fatalf("token create answered %+v", tok)
-	}
-	k.ok(root, http.MethodPut, "/access/acl", url.Values{"path": {"/"}, "roles": {"CorralOperator"}, "tokens": {tok.Full}}, nil)
-	w.noRole = tokenCaller(tok.Full + "=" + tok.Value)
+	full, noRole := k.newUserToken("nope@pve", "tk", true)
+	k.ok(root, http.MethodPut, "/access/acl", url.Values{"path": {"/"}, "roles": {"CorralOperator"}, "tokens": {full}}, nil)
+	w.noRole = noRole
 	return w
 }
 

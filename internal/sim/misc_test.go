@@ -89,18 +89,12 @@ func TestJSONBody(t *testing.T) {
 // TestStorageAndAccess: the storage and access routes' permission rules.
 func TestStorageAndAccess(t *testing.T) {
 	k := newE2E(t)
-	op, root := k.op(), k.root()
+	op := k.op()
 	k.create(op, "190", url.Values{"mp0": {"local-lvm:1,mp=/d"}})
 	k.ok(op, http.MethodPut, "/nodes/pve/lxc/190/config", url.Values{"delete": {"mp0"}}, nil)
 
 	// A stranger (a user with a privilege-separated token and no ACL).
-	k.ok(root, http.MethodPost, "/access/users", url.Values{"userid": {"nope@pve"}}, nil)
-	var tok struct {
-		Value string `json:"value"`
-		Full  string `json:"full-tokenid"`
-	}
-	k.ok(root, http.MethodPost, "/access/users/nope@pve/token/tk", nil, &tok)
-	nope := tokenCaller(tok.Full + "=" + tok.Value)
+	nopeID, nope := k.newUserToken("nope@pve", "tk", true)
 
 	vol := url.PathEscape("local-lvm:vm-190-disk-1")
 	if r := k.do(nope, http.MethodDelete, "/nodes/pve/storage/local-lvm/content/"+vol, nil); r.status != 403 {
@@ -123,7 +117,7 @@ func TestStorageAndAccess(t *testing.T) {
 	if perms["/"]["VM.Allocate"] != 1 || perms["/"]["Sys.Modify"] != 0 {
 		t.Errorf("operator token permissions: %v", perms)
 	}
-	if r := k.do(op, http.MethodPut, "/access/acl", url.Values{"path": {"/"}, "roles": {"Administrator"}, "tokens": {tok.Full}}); r.status != 403 {
+	if r := k.do(op, http.MethodPut, "/access/acl", url.Values{"path": {"/"}, "roles": {"Administrator"}, "tokens": {nopeID}}); r.status != 403 {
 		t.Errorf("operator grants Administrator: %d %q", r.status, r.msg)
 	}
 

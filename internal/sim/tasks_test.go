@@ -86,13 +86,7 @@ func TestTaskList(t *testing.T) {
 	}
 
 	// A privilege-separated token without Sys.Audit sees only its own.
-	k.ok(root, http.MethodPost, "/access/users", url.Values{"userid": {"nope@pve"}}, nil)
-	var tok struct {
-		Value string `json:"value"`
-		Full  string `json:"full-tokenid"`
-	}
-	k.ok(root, http.MethodPost, "/access/users/nope@pve/token/tk", nil, &tok)
-	nope := tokenCaller(tok.Full + "=" + tok.Value)
+	_, nope := k.newUserToken("nope@pve", "tk", true)
 	if rows, total := list(nope, url.Values{"source": {"all"}}); len(rows) != 0 || total != 0 {
 		t.Errorf("a stranger's token lists %v", upids(rows))
 	}
