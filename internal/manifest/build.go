@@ -154,21 +154,29 @@ func (d *decoder) buildProvision(app *value, appName string) []Step {
 		if !ok {
 			continue
 		}
-		if !nameKnown(sv, st.Name) {
-			// Its name is unsure, and the reason is reported already.
-		} else if first, dup := names[st.Name]; dup {
-			at := sv
-			if n := sv.member("name"); n != nil {
-				at = n
-			}
-			d.report(at.node, at.path, "step name "+quote(st.Name)+" is already used by "+first.path+
-				"; give one of them a name of its own", "")
-		} else {
-			names[st.Name] = sv
-		}
+		d.uniqueName(names, sv, "step", st.Name)
 		steps = append(steps, st)
 	}
 	return steps
+}
+
+// uniqueName records the name of step or check v in names, or reports
+// it (at its name key if written) when an earlier one has it. A name
+// nameKnown doubts is left out: its reason is reported already.
+func (d *decoder) uniqueName(names map[string]*value, v *value, what, name string) {
+	if !nameKnown(v, name) {
+		return
+	}
+	if first, dup := names[name]; dup {
+		at := v
+		if n := v.member("name"); n != nil {
+			at = n
+		}
+		d.report(at.node, at.path, what+" name "+quote(name)+" is already used by "+first.path+
+			"; give one of them a name of its own", "")
+		return
+	}
+	names[name] = v
 }
 
 // nameKnown reports whether the name of a step or check is the one the
@@ -345,18 +353,7 @@ func (d *decoder) buildHealth(app *value) []Check {
 		if n := cv.member("name"); n != nil {
 			c.Name = n.str
 		}
-		if !nameKnown(cv, c.Name) {
-			// Its name is unsure, and the reason is reported already.
-		} else if first, dup := names[c.Name]; dup {
-			at := cv
-			if n := cv.member("name"); n != nil {
-				at = n
-			}
-			d.report(at.node, at.path, "check name "+quote(c.Name)+" is already used by "+first.path+
-				"; give one of them a name of its own", "")
-		} else {
-			names[c.Name] = cv
-		}
+		d.uniqueName(names, cv, "check", c.Name)
 		checks = append(checks, c)
 	}
 	return checks
