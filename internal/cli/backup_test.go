@@ -2,6 +2,7 @@ package cli
 
 import (
 	"archive/tar"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/corralhq/corral/internal/pve"
 	"github.com/corralhq/corral/internal/sim"
 )
 
@@ -230,6 +232,26 @@ func TestBackup_keepPrunesOnlyTheAppsArchives(t *testing.T) {
 `)
 	c.mustRun("apply", "-f", m, "--auto-approve")
 	other := c.backup(m, "other")
+	// An archive of the same container made outside corral (a PVE backup
+	// job, pct vzdump): attributed by its config, never pruned.
+	vmid := c.status(m).Apps[0].Containers[0].VMID
+	ctx := context.Background()
+	pc, err := pve.New(pve.Config{Endpoint: c.srv.URL(), Token: c.srv.Credentials().OperatorToken, HTTPClient: c.srv.HTTPClient()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
+	upid, err := pc.Backup(ctx, "pve", vmid, pve.BackupOptions{Storage: "local", Compress: "zstd", NotesTemplate: "{{guestname}} nightly"})
+	if err == nil {
+		_, err = pc.WaitTask(ctx, upid, pve.WaitOptions{})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	manual, err := pc.Backups(ctx, "pve", "local", vmid)
+	if err != nil || len(manual) != 1 {
+		t.Fatalf("manual archive: %v %v", manual, err)
+	}
 	var made []string
 	for i := 0; i < 4; i++ {
 		b := c.backup(m, "notes")
@@ -240,14 +262,21 @@ func TestBackup_keepPrunesOnlyTheAppsArchives(t *testing.T) {
 	}
 	r := c.mustC("backups", "-o", "json")
 	var list struct {
-		Backups []struct{ App, VolID string } `json:"backups"`
+		Backups []struct {
+			App, VolID string
+			By         string `json:"attributed_by"`
+			Corral     bool
+		} `json:"backups"`
 	}
 	json.Unmarshal([]byte(r.stdout), &list)
 	var got []string
 	for _, b := range list.Backups {
 		got = append(got, b.App+" "+b.VolID)
+		if b.VolID == manual[0].VolID && (b.By != "config" || b.Corral) {
+			t.Errorf("manual archive attributed by %q, corral=%v; want by config, not corral's", b.By, b.Corral)
+		}
 	}
-	want := []string{"notes " + made[3], "notes " + made[2], "other " + other.Archive}
+	want := []string{"notes " + made[3], "notes " + made[2], "notes " + manual[0].VolID, "other " + other.Archive}
 	if !slices.Equal(got, want) {
 		t.Errorf("archives after keep 2:\n got %v\nwant %v", got, want)
 	}
