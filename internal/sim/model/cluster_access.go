@@ -224,18 +224,28 @@ func (c *Cluster) AddRole(id string, privs []string) error {
 	return c.saveLocked()
 }
 
+// roleToChangeLocked returns role id for an update or a delete (verb),
+// refusing a missing or built-in role with "<verb> role failed: …".
+func (c *Cluster) roleToChangeLocked(id, verb string) (*Role, error) {
+	op := verb + " role failed"
+	r := c.st.Access.Roles[id]
+	if r == nil {
+		return nil, accessLockedFail(op, "role '"+id+"' does not exist\n")
+	}
+	if r.Special {
+		return nil, accessLockedFail(op, "cannot "+verb+" auto-generated role '"+id+"'\n")
+	}
+	return r, nil
+}
+
 // UpdateRole is PUT /access/roles/{roleid}: replace the privileges, or with
 // appendPrivs add to them. Built-in roles cannot change.
 func (c *Cluster) UpdateRole(id string, privs []string, appendPrivs bool) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	const op = "update role failed"
-	r := c.st.Access.Roles[id]
-	if r == nil {
-		return accessLockedFail(op, "role '"+id+"' does not exist\n")
-	}
-	if r.Special {
-		return accessLockedFail(op, "cannot update auto-generated role '"+id+"'\n")
+	r, err := c.roleToChangeLocked(id, "update")
+	if err != nil {
+		return err
 	}
 	for _, p := range privs {
 		if !roleValidPriv(c.st.Access.Version, p) {
@@ -256,13 +266,8 @@ func (c *Cluster) UpdateRole(id string, privs []string, appendPrivs bool) error 
 func (c *Cluster) DeleteRole(id string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	const op = "delete role failed"
-	r := c.st.Access.Roles[id]
-	if r == nil {
-		return accessLockedFail(op, "role '"+id+"' does not exist\n")
-	}
-	if r.Special {
-		return accessLockedFail(op, "cannot delete auto-generated role '"+id+"'\n")
+	if _, err := c.roleToChangeLocked(id, "delete"); err != nil {
+		return err
 	}
 	delete(c.st.Access.Roles, id)
 	c.st.Access.ACL = slices.DeleteFunc(c.st.Access.ACL, func(e ACLEntry) bool { return e.RoleID == id })
