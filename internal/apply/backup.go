@@ -195,7 +195,14 @@ func (e *Executor) Backup(ctx context.Context, obs *plan.Observed, app string, o
 			return explainBackupErr(err, ct.VMID, opts.Storage)
 		}
 		res.UPID = upid
-		tr, err := e.Client.WaitTask(ctx, upid, pve.WaitOptions{OnLog: func(line string) { e.obs().TaskLog(app, upid, line) }})
+		tr, err := e.Client.WaitTask(ctx, upid, pve.WaitOptions{OnLog: func(line string) {
+			// vzdump backs a stopped guest up in stop mode, and falls back
+			// from snapshot to suspend where a volume cannot snapshot.
+			if m, ok := strings.CutPrefix(line, "INFO: backup mode: "); ok {
+				res.Mode = strings.TrimSpace(m)
+			}
+			e.obs().TaskLog(app, upid, line)
+		}})
 		if err != nil {
 			return explainBackupErr(err, ct.VMID, opts.Storage)
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/corralhq/corral/internal/apply"
 	"github.com/corralhq/corral/internal/manifest"
+	"github.com/corralhq/corral/internal/plan"
 	"github.com/corralhq/corral/internal/ui"
 )
 
@@ -387,6 +388,7 @@ func writeRestorePlan(w io.Writer, rp *apply.RestorePlan) {
 func newSnapshotCmd(st *streams) *cobra.Command {
 	var ff fileFlags
 	var cf connFlags
+	var del bool
 	cmd := &cobra.Command{
 		Use:   "snapshot APP [NAME]",
 		Short: "Snapshot an app's container (its volumes included)",
@@ -411,6 +413,19 @@ storage corral says so and takes none (use corral backup there).`,
 			if err != nil {
 				return err
 			}
+			if del {
+				if len(args) != 2 {
+					return errors.New("--delete needs the snapshot NAME (corral snapshots lists them)")
+				}
+				if err := j.ex.DeleteSnapshot(ctx, ct, args[1]); err != nil {
+					return j.err(err)
+				}
+				if j.asJSON {
+					return writeJSON(st, map[string]any{"app": args[0], "vmid": ct.VMID, "deleted": args[1]})
+				}
+				fmt.Fprintf(st.out, "Snapshot %s of app %s (ct %d) removed.\n", args[1], args[0], ct.VMID)
+				return nil
+			}
 			if ok, why := apply.CanSnapshot(obs, ct); !ok {
 				return fmt.Errorf("app %s (ct %d) cannot be snapshotted: %s; no snapshot was taken — use `corral backup %s` instead", args[0], ct.VMID, why, args[0])
 			}
@@ -421,15 +436,24 @@ storage corral says so and takes none (use corral backup there).`,
 			if err := j.ex.Snapshot(ctx, ct, name); err != nil {
 				return j.err(err)
 			}
+			covers := []string{"rootfs"}
+			for _, v := range plan.Inventory(obs) {
+				if v.HolderVMID == ct.VMID && v.Mount != "" {
+					covers = append(covers, "volume "+v.Name+" ("+v.Mount+")")
+				}
+			}
 			if j.asJSON {
-				return writeJSON(st, map[string]any{"app": args[0], "vmid": ct.VMID, "snapshot": name})
+				return writeJSON(st, map[string]any{"app": args[0], "vmid": ct.VMID, "snapshot": name, "covers": covers})
 			}
 			fmt.Fprintf(st.out, "Snapshot %s of app %s (ct %d) taken; `corral rollback %s %s` goes back to it.\n", name, args[0], ct.VMID, args[0], name)
+			fmt.Fprintf(st.out, "It covers %s: the volumes attached now. While it exists PVE will not move those volumes; `corral snapshot %s %s --delete` removes it.\n",
+				strings.Join(covers, ", "), args[0], name)
 			return nil
 		},
 	}
 	ff.add(cmd.Flags())
 	cf.add(cmd.Flags())
+	cmd.Flags().BoolVar(&del, "delete", false, "remove snapshot NAME instead of taking one")
 	return cmd
 }
 

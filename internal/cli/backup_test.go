@@ -145,7 +145,7 @@ func TestBackup_archiveContents(t *testing.T) {
 
 	r := c.mustC("backup", "notes", "-f", m)
 	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
-	for _, want := range []string{"Backed up app notes (ct " + strconv.Itoa(vmid), "archive  local:backup/vzdump-lxc-" + strconv.Itoa(vmid) + "-",
+	for _, want := range []string{"Backed up app notes (ct " + strconv.Itoa(vmid), "snapshot mode", "crash-consistent", "archive  local:backup/vzdump-lxc-" + strconv.Itoa(vmid) + "-",
 		"NOT in this archive:", "volume cache (mp1 at /var/cache/notes): backup=0", "The container has no bind mounts."} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("backup output lacks %q:\n%s", want, r.stdout)
@@ -521,7 +521,7 @@ func TestSnapshotRollback(t *testing.T) {
 	vmid, vols := c.setupNotes(m)
 	c.mustC("snapshot", "notes", "before", "-f", m)
 	r := c.mustC("snapshot", "notes", "-f", m)
-	if !strings.Contains(r.stdout, "Snapshot corral-") {
+	if !strings.Contains(r.stdout, "Snapshot corral-") || !strings.Contains(r.stdout, "It covers rootfs, volume cache (/var/cache/notes), volume data (/srv/data)") {
 		t.Errorf("default snapshot name: %s", r.stdout)
 	}
 	os.WriteFile(c.file(vols["data"], "data.txt"), []byte("broken"), 0o644)
@@ -549,6 +549,10 @@ func TestSnapshotRollback(t *testing.T) {
 	}
 	if st := c.status(m).Apps[0].Containers[0].Status; st != "running" {
 		t.Errorf("app %s after rollback, want running again", st)
+	}
+	c.mustC("snapshot", "notes", "before", "--delete")
+	if r := c.mustC("snapshots", "notes"); strings.Contains(r.stdout, "before") {
+		t.Errorf("snapshot before still listed after --delete:\n%s", r.stdout)
 	}
 }
 
