@@ -80,6 +80,7 @@ type RestorePlan struct {
 	conf    map[string]string // the archived config
 	params  url.Values
 	renames map[plan.VolumeKey]plan.VolumeKey
+	stamp   string
 }
 
 // RestoreRefusedError is a restore stopped before any change: privileges
@@ -168,6 +169,9 @@ func (e *Executor) PlanRestore(ctx context.Context, obs *plan.Observed, opts Res
 	if conf["rootfs"] == "" {
 		return nil, fmt.Errorf("archive %s holds no container config (no rootfs): is it a container backup?", opts.Archive)
 	}
+	if of := appOf(plan.ParseTags(conf["tags"])); of != "" && of != opts.App {
+		return nil, fmt.Errorf("archive %s is a backup of app %s, not of %s: run `corral restore %s --archive %s`", opts.Archive, of, opts.App, of, opts.Archive)
+	}
 	rp := &RestorePlan{App: opts.App, Name: name, Archive: opts.Archive, Node: node, Replace: opts.Replace, Hostname: name,
 		Volumes: []RestoredVolume{}, Renamed: []Renamed{}, Notes: []string{}, conf: conf, renames: map[plan.VolumeKey]plan.VolumeKey{}}
 	if opts.Replace {
@@ -201,6 +205,7 @@ func (e *Executor) PlanRestore(ctx context.Context, obs *plan.Observed, opts Res
 	// Records of the new app's volumes already in a keeper (the app was
 	// destroyed, or is being replaced) step aside, renamed, never freed.
 	stamp := time.Now().UTC().Format("20060102-150405")
+	rp.stamp = stamp
 	for _, k := range obs.Keepers[node] {
 		for _, vk := range sortedVolumeKeys(k.Records) {
 			if vk.App != name {
@@ -413,6 +418,9 @@ func (e *Executor) Restore(ctx context.Context, obs *plan.Observed, rp *RestoreP
 	if conf, err := containerConfig(ctx, e.Client, node, rp.VMID); err == nil {
 		res.MAC = propValue(conf["net0"], "hwaddr")
 	}
+	if err := e.switchRecords(ctx, rp, keepers); err != nil {
+		return nil, fmt.Errorf("%w\nthe restored container %d runs; its volumes are recorded as <name>-restored-%s until this is fixed (run the keeper's description edit again or rename by hand)", err, rp.VMID, rp.stamp)
+	}
 	if rp.Replace {
 		if err := e.destroyCT(ctx, rp.App, node, rp.OldVMID); err != nil {
 			return nil, fmt.Errorf("%w\nthe restored container %d runs as app %s; the old ct %d is stopped, not yet destroyed: destroy it by hand (its volumes are in the keeper)", err, rp.VMID, name, rp.OldVMID)
@@ -422,8 +430,11 @@ func (e *Executor) Restore(ctx context.Context, obs *plan.Observed, rp *RestoreP
 	return res, nil
 }
 
-// restoreVolumes renames the records the new app's volumes displace,
-// adopts every restored volume into the keeper and attaches it back.
+// restoreVolumes adopts every restored volume into the keeper and
+// attaches it back. When the new app's names are taken by volumes it
+// displaces, the restored volumes are recorded under temporary names
+// (<name>-restored-<time>) until switchRecords, so that until the restored
+// container runs the records still describe the old app exactly.
 func (e *Executor) restoreVolumes(ctx context.Context, obs *plan.Observed, rp *RestorePlan, conf map[string]string, keepers *keeperSet) error {
 	name, node := rp.Name, rp.Node
 	if len(keepers.byNode[node]) == 0 {
@@ -433,29 +444,6 @@ func (e *Executor) restoreVolumes(ctx context.Context, obs *plan.Observed, rp *R
 		}
 		keepers.add(k)
 	}
-	if len(rp.renames) > 0 {
-		for _, k := range keepers.byNode[node] {
-			recs := maps.Clone(k.records)
-			changed := false
-			for from, to := range rp.renames {
-				if v, ok := recs[from]; ok {
-					delete(recs, from)
-					recs[to] = v
-					changed = true
-				}
-			}
-			if !changed {
-				continue
-			}
-			err := e.step(name, "keeper", "record the displaced volumes as *-replaced-*", func() error {
-				return k.e.putConfig(ctx, k.node, k.vmid, url.Values{"description": {k.description(recs, plan.VolumeKey{})}})
-			})
-			if err != nil {
-				return err
-			}
-			k.records = recs
-		}
-	}
 	var atts []attachment
 	for i := range rp.Volumes {
 		v := &rp.Volumes[i]
@@ -463,10 +451,10 @@ func (e *Executor) restoreVolumes(ctx context.Context, obs *plan.Observed, rp *R
 		if mp.Volume == "" {
 			return fmt.Errorf("restored ct %d has no %s", rp.VMID, v.Key)
 		}
-		vk := plan.VolumeKey{App: name, Name: v.Name}
+		vk := rp.adoptKey(v.Name)
 		sid, _, _ := strings.Cut(mp.Volume, ":")
 		var volid string
-		err := e.step(name, "volume", "adopt restored "+mp.Volume+" as "+v.Name, func() error {
+		err := e.step(name, "volume", "adopt restored "+mp.Volume+" as "+vk.String(), func() error {
 			k, err := keepers.forNew(node, vk, sid)
 			if err != nil {
 				return err
@@ -488,6 +476,58 @@ func (e *Executor) restoreVolumes(ctx context.Context, obs *plan.Observed, rp *R
 		return err
 	}
 	return e.attach(ctx, name, node, rp.VMID, atts, conf)
+}
+
+// adoptKey is the record a restored volume is adopted under: its final
+// name, or a temporary one while that name belongs to a displaced volume.
+func (rp *RestorePlan) adoptKey(vol string) plan.VolumeKey {
+	final := plan.VolumeKey{App: rp.Name, Name: vol}
+	if _, taken := rp.renames[final]; taken {
+		return plan.VolumeKey{App: rp.Name, Name: vol + "-restored-" + rp.stamp}
+	}
+	return final
+}
+
+// switchRecords, once the restored container runs, renames the displaced
+// records to <name>-replaced-<time> and gives the restored volumes their
+// final names, in one description write per keeper.
+func (e *Executor) switchRecords(ctx context.Context, rp *RestorePlan, keepers *keeperSet) error {
+	moves := maps.Clone(rp.renames)
+	for _, v := range rp.Volumes {
+		if tmp := rp.adoptKey(v.Name); tmp.Name != v.Name {
+			moves[tmp] = plan.VolumeKey{App: rp.Name, Name: v.Name}
+		}
+	}
+	if len(moves) == 0 {
+		return nil
+	}
+	return e.step(rp.Name, "keeper", "record the restored volumes as "+rp.Name+"'s; the displaced ones as *-replaced-"+rp.stamp, func() error {
+		for _, k := range keepers.byNode[rp.Node] {
+			recs := maps.Clone(k.records)
+			changed := false
+			old := maps.Clone(recs)
+			for from, to := range moves {
+				if v, ok := old[from]; ok {
+					if recs[from] == v {
+						delete(recs, from)
+					}
+					recs[to] = v
+					changed = true
+				}
+			}
+			if !changed {
+				continue
+			}
+			if err := k.unprotect(ctx); err != nil {
+				return err
+			}
+			if err := k.e.putConfig(ctx, k.node, k.vmid, url.Values{"description": {k.description(recs, plan.VolumeKey{})}}); err != nil {
+				return fmt.Errorf("keeper %d: %w", k.vmid, err)
+			}
+			k.records = recs
+		}
+		return nil
+	})
 }
 
 // archiveNode is the node whose storage lists the archive: the old
