@@ -299,6 +299,12 @@ func TestRestore_asNewApp(t *testing.T) {
 	os.WriteFile(c.file(vols["data"], "later.txt"), []byte("later"), 0o644)
 	origConf := c.config(vmid)
 
+	if r := c.runC("restore", "other", "--archive", b.Archive, "--auto-approve"); r.code != 1 || !strings.Contains(r.stderr, "is a backup of app notes, not of other") {
+		t.Errorf("restore of another app's archive: exit %d\n%s", r.code, r.stderr)
+	}
+	if r := c.runC("backup", "nosuch"); r.code != 1 || !strings.Contains(r.stderr, "app nosuch has no container") {
+		t.Errorf("backup of an unknown app: exit %d\n%s", r.code, r.stderr)
+	}
 	r := c.runC("restore", "notes", "--archive", b.Archive, "--as", "notes-copy", "-f", m)
 	if r.code == 0 || !strings.Contains(r.stderr, "--auto-approve") {
 		t.Fatalf("restore without approval: exit %d\n%s", r.code, r.stderr)
