@@ -501,7 +501,7 @@ func (e *Executor) switchRecords(ctx context.Context, rp *RestorePlan, keepers *
 	if len(moves) == 0 {
 		return nil
 	}
-	return e.step(rp.Name, "keeper", "record the restored volumes as "+rp.Name+"'s; the displaced ones as *-replaced-"+rp.stamp, func() error {
+	return e.step(rp.Name, "keeper", "record the restored volumes under app "+rp.Name+", the displaced ones as *-replaced-"+rp.stamp, func() error {
 		for _, k := range keepers.byNode[rp.Node] {
 			recs := maps.Clone(k.records)
 			changed := false
