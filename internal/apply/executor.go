@@ -122,7 +122,7 @@ func (e *Executor) applyChange(ctx context.Context, c plan.Change, keepers *keep
 			return nil
 		}
 		if c.Desired != nil && c.Desired.SnapshotBeforeChange {
-			return e.protected(ctx, c, change)
+			return e.protected(ctx, c, obs, change)
 		}
 		return change()
 	}

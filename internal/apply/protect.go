@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/corralhq/corral/internal/plan"
@@ -31,55 +30,38 @@ func (e *RolledBackError) Unwrap() error { return e.Err }
 // the snapshot dropped when it succeeds. Where the container's storage
 // cannot snapshot, a backup is taken instead and a failure names the
 // archive to restore from; if neither is possible nothing is changed.
-func (e *Executor) protected(ctx context.Context, c plan.Change, change func() error) error {
-	name := "corral_pre_" + time.Now().UTC().Format("20060102_150405")
-	snapErr := e.step(c.App, "snapshot", name+" of ct "+fmt.Sprint(c.VMID), func() error {
-		upid, err := e.Client.CreateSnapshot(ctx, c.Node, c.VMID, name, "taken by corral apply before an in-place change; removed after it")
-		if err != nil {
-			return err
-		}
-		return e.wait(ctx, c.App, upid)
-	})
-	if snapErr != nil {
-		if !strings.Contains(snapErr.Error(), "snapshot feature is not available") {
-			return fmt.Errorf("%w; nothing was changed (snapshotBeforeChange could not protect the change)", snapErr)
-		}
+func (e *Executor) protected(ctx context.Context, c plan.Change, obs *plan.Observed, change func() error) error {
+	cts := obs.Apps[c.App]
+	if len(cts) != 1 {
+		return change() // planned as an update, so exactly one; be safe
+	}
+	ct := cts[0]
+	if ok, why := CanSnapshot(obs, ct); !ok {
+		e.obs().Warn(c.App, "cannot snapshot before the change ("+why+"); taking a backup instead, to restore from if the change fails")
 		return e.protectedByBackup(ctx, c, change)
+	}
+	name := "corral_pre_" + time.Now().UTC().Format("20060102_150405")
+	if err := e.step(c.App, "snapshot", name+" of ct "+fmt.Sprint(ct.VMID), func() error { return e.Snapshot(ctx, ct, name) }); err != nil {
+		return fmt.Errorf("%w; nothing was changed (snapshotBeforeChange could not protect the change)", err)
+	}
+	drop := func() error {
+		return e.step(c.App, "snapshot", "remove "+name, func() error { return e.DeleteSnapshot(ctx, ct, name) })
 	}
 	err := change()
 	if err == nil {
-		return e.step(c.App, "snapshot", "remove "+name, func() error {
-			upid, err := e.Client.DeleteSnapshot(ctx, c.Node, c.VMID, name, false)
-			if err != nil {
-				return err
-			}
-			return e.wait(ctx, c.App, upid)
-		})
+		return drop()
 	}
 	if ctx.Err() != nil {
-		return fmt.Errorf("%w; interrupted: snapshot %s of ct %d is kept, roll back with `corral rollback %s %s`", err, name, c.VMID, c.App, name)
+		return fmt.Errorf("%w; interrupted: snapshot %s of ct %d is kept, roll back with `corral rollback %s %s`", err, name, ct.VMID, c.App, name)
 	}
 	e.obs().Warn(c.App, fmt.Sprintf("the change failed (%v); rolling back to snapshot %s", err, name))
-	rbErr := e.step(c.App, "rollback", "to "+name, func() error {
-		upid, err := e.Client.RollbackSnapshot(ctx, c.Node, c.VMID, name, true)
-		if err != nil {
-			return err
-		}
-		return e.wait(ctx, c.App, upid)
-	})
-	if rbErr != nil {
+	if rbErr := e.step(c.App, "rollback", "to "+name, func() error { return e.RollbackStart(ctx, ct, name, true) }); rbErr != nil {
 		return fmt.Errorf("%s: the change failed: %v; and the rollback to snapshot %s failed too: %w; roll back by hand with `corral rollback %s %s`",
 			c.App, err, name, rbErr, c.App, name)
 	}
 	// The snapshot did its job; keep none behind (a snapshot pins the
 	// volumes it covers).
-	if derr := e.step(c.App, "snapshot", "remove "+name, func() error {
-		upid, err := e.Client.DeleteSnapshot(ctx, c.Node, c.VMID, name, false)
-		if err != nil {
-			return err
-		}
-		return e.wait(ctx, c.App, upid)
-	}); derr != nil {
+	if derr := drop(); derr != nil {
 		e.obs().Warn(c.App, fmt.Sprintf("snapshot %s could not be removed after the rollback: %v", name, derr))
 	}
 	return &RolledBackError{App: c.App, Snapshot: name, Err: err}
@@ -97,7 +79,7 @@ func (e *Executor) protectedByBackup(ctx context.Context, c plan.Change, change 
 	var archive string
 	err := e.step(c.App, "backup", "before the change", func() error {
 		upid, err := e.Client.Backup(ctx, c.Node, c.VMID, pve.BackupOptions{Mode: "snapshot", Storage: storage, Compress: "zstd",
-			NotesTemplate: "corral: " + c.App + " before an in-place change"})
+			NotesTemplate: "corral: " + c.App + " before an in-place change"}) // listed by corral backups, never pruned (ArchiveApp)
 		if err != nil {
 			return err
 		}
