@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -70,6 +71,16 @@ func (j *backupJob) app(name string) (*manifest.App, bool) {
 }
 
 func (j *backupJob) err(err error) error { return redactErr(j.f, err) }
+
+// appCT reads the cluster and finds the app's one container.
+func (j *backupJob) appCT(ctx context.Context, app string) (*plan.Observed, *plan.CT, error) {
+	obs, err := apply.Observe(ctx, j.s.client)
+	if err != nil {
+		return nil, nil, j.err(err)
+	}
+	ct, err := apply.AppCT(obs, app)
+	return obs, ct, err
+}
 
 type backupArgs struct {
 	ff      fileFlags
@@ -405,11 +416,7 @@ storage corral says so and takes none (use corral backup there).`,
 			}
 			defer j.Close()
 			ctx := cmd.Context()
-			obs, err := apply.Observe(ctx, j.s.client)
-			if err != nil {
-				return j.err(err)
-			}
-			ct, err := apply.AppCT(obs, args[0])
+			obs, ct, err := j.appCT(ctx, args[0])
 			if err != nil {
 				return err
 			}
@@ -471,11 +478,7 @@ func newSnapshotsCmd(st *streams) *cobra.Command {
 			}
 			defer j.Close()
 			ctx := cmd.Context()
-			obs, err := apply.Observe(ctx, j.s.client)
-			if err != nil {
-				return j.err(err)
-			}
-			ct, err := apply.AppCT(obs, args[0])
+			_, ct, err := j.appCT(ctx, args[0])
 			if err != nil {
 				return err
 			}
@@ -526,11 +529,7 @@ the rollback; corral starts it again if it was running, or with --start.`,
 			}
 			defer j.Close()
 			ctx := cmd.Context()
-			obs, err := apply.Observe(ctx, j.s.client)
-			if err != nil {
-				return j.err(err)
-			}
-			ct, err := apply.AppCT(obs, args[0])
+			_, ct, err := j.appCT(ctx, args[0])
 			if err != nil {
 				return err
 			}

@@ -37,7 +37,7 @@ func sshConfig(s *session, trustNew bool) (apply.SSH, error) {
 	return apply.SSH{Signer: id.signer, AuthorizedKey: id.authorizedKey, Port: port, TrustNewHostKey: trustNew}, nil
 }
 
-// appCT finds the running container of an app.
+// appCT finds the container of an app in the manifest.
 func appCT(ctx context.Context, j *job, app string) (*plan.CT, error) {
 	if _, ok := j.f.App(app); !ok {
 		return nil, fmt.Errorf("app %q is not in %s", app, j.f.Path)
@@ -46,14 +46,7 @@ func appCT(ctx context.Context, j *job, app string) (*plan.CT, error) {
 	if err != nil {
 		return nil, err
 	}
-	cts := obs.Apps[app]
-	switch len(cts) {
-	case 0:
-		return nil, fmt.Errorf("app %s has no container; run `corral apply` first", app)
-	case 1:
-		return cts[0], nil
-	}
-	return nil, fmt.Errorf("app %s has %d containers; `corral plan` explains", app, len(cts))
+	return apply.AppCT(obs, app)
 }
 
 func newExecCmd(st *streams) *cobra.Command {

@@ -235,7 +235,7 @@ func TestLogs(t *testing.T) {
 	m := manifestWith(t, "512")
 	conn := []string{"--endpoint", c.srv.URL(), "--api-token", c.srv.Credentials().OperatorToken, "--fingerprint", c.srv.Fingerprint()}
 	r := c.run(append([]string{"logs", "notes", "-f", m}, conn...)...)
-	if r.code != ExitError || !strings.Contains(r.stderr, "app notes has no container; run `corral apply` first") {
+	if r.code != ExitError || !strings.Contains(r.stderr, "app notes has no container on this cluster") {
 		t.Fatalf("logs before apply: exit %d\n%s", r.code, r.stderr)
 	}
 	c.mustRun("apply", "-f", m, "--auto-approve")
