@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -550,5 +551,71 @@ func TestApplyPreflightStopsBeforeChanges(t *testing.T) {
 	}
 	if st := c.status(m); len(st.Apps[0].Containers) != 0 || len(st.Apps[0].Volumes) != 0 {
 		t.Fatalf("preflight failure changed things: %+v", st.Apps[0])
+	}
+}
+
+// TestPrintedSetupIsExactlyEnough (issue 6): with the token setup that
+// `doctor --print-setup` prints, apply works; with any one privilege
+// taken out, apply stops before its first change and names it.
+func TestPrintedSetupIsExactlyEnough(t *testing.T) {
+	c := newCluster(t)
+	m := manifestWith(t, "512")
+	r := c.mustRun("doctor", "-f", m, "--print-setup", "-o", "json")
+	var setup struct {
+		Privileges []string `json:"privileges"`
+		ACLs       []struct {
+			Path      string `json:"path"`
+			Propagate bool   `json:"propagate"`
+		} `json:"acls"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &setup); err != nil || len(setup.Privileges) == 0 {
+		t.Fatalf("setup: %v\n%s", err, r.stdout)
+	}
+	cl := c.srv.Cluster()
+	root := model.Auth{UserID: "root@pam"}
+	// token makes a privsep token whose role holds privs, granted on the
+	// printed paths to both the user and the token.
+	token := func(name string, privs []string) string {
+		if err := cl.AddRole(name, privs); err != nil {
+			t.Fatal(err)
+		}
+		user := strings.ToLower(name) + "@pve"
+		if err := cl.AddUser(user, "", nil); err != nil {
+			t.Fatal(err)
+		}
+		_, secret, _, err := cl.AddToken(user, "tok", true, "", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range setup.ACLs {
+			if err := cl.UpdateACL(root, model.ACLUpdate{Path: a.Path, Roles: []string{name}, Users: []string{user}, Tokens: []string{user + "!tok"}, Propagate: a.Propagate}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return user + "!tok=" + secret
+	}
+	apply := func(tok string) result {
+		var out, errb bytes.Buffer
+		code := Run(context.Background(), []string{"apply", "-f", m, "--auto-approve", "--endpoint", c.srv.URL(),
+			"--api-token", tok, "--fingerprint", c.srv.Fingerprint()}, strings.NewReader(""), &out, &errb)
+		return result{code, out.String(), errb.String()}
+	}
+	for i, p := range setup.Privileges {
+		var privs []string
+		for _, q := range setup.Privileges {
+			if q != p {
+				privs = append(privs, q)
+			}
+		}
+		r := apply(token(fmt.Sprintf("Minus%d", i), privs))
+		if r.code != ExitError || !strings.Contains(r.stderr, "preflight") || !strings.Contains(r.stderr, p) {
+			t.Errorf("without %s: exit %d, want a preflight stop naming it\n%s", p, r.code, r.stderr)
+		}
+		if st := c.status(m); len(st.Apps[0].Containers) != 0 || len(st.Apps[0].Volumes) != 0 {
+			t.Fatalf("without %s apply changed things: %+v", p, st.Apps[0])
+		}
+	}
+	if r := apply(token("Exact", setup.Privileges)); r.code != 0 {
+		t.Fatalf("with the printed setup: exit %d\n%s", r.code, r.stderr)
 	}
 }
