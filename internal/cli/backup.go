@@ -373,6 +373,10 @@ func runRestore(cmd *cobra.Command, st *streams, a *restoreArgs, app string) err
 	if res.Destroyed != 0 {
 		fmt.Fprintf(st.out, "  the old container %d was destroyed; its volumes stay in the keeper\n", res.Destroyed)
 	}
+	if m, ok := j.app(res.Name); ok && m.VMID != 0 && m.VMID != res.VMID {
+		fmt.Fprintf(st.err, "note: %s pins vmid %d for app %s, which now runs as ct %d: set vmid: %d (or remove it), or the next apply replaces the restored container\n",
+			j.f.Path, m.VMID, res.Name, res.VMID, res.VMID)
+	}
 	return nil
 }
 
