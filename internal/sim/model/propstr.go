@@ -17,14 +17,19 @@ import (
 // default key (e.g. "volume" for mount points) is stored under its name.
 type PropString map[string]string
 
-// ParseProp splits s; an item without "=" is the value of defaultKey.
+// ParseProp splits s as PVE's parse_property_string does: a blank item is
+// skipped, an item without "=" is the value of defaultKey, and an item
+// with "=" needs a key and a value.
 func ParseProp(s, defaultKey string) (PropString, error) {
 	p := PropString{}
-	if s == "" {
-		return p, nil
-	}
 	for _, item := range strings.Split(s, ",") {
+		if strings.TrimSpace(item) == "" {
+			continue
+		}
 		k, v, ok := strings.Cut(item, "=")
+		if ok && (k == "" || v == "") {
+			return nil, fmt.Errorf("missing key in comma-separated list property")
+		}
 		if !ok {
 			if defaultKey == "" {
 				return nil, fmt.Errorf("value without key, but schema does not define a default key")

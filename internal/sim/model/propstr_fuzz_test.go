@@ -12,87 +12,118 @@ import (
 // holds "=" (PVE prints that value bare, so it cannot parse back, in PVE
 // as here).
 func FuzzParseProp(f *testing.F) {
-	f.Add("local-lvm:vm-105-disk-1,mp=/srv/data,backup=1,size=8G", true)
-	f.Add("name=eth0,bridge=vmbr0,hwaddr=BC:24:11:5E:7A:01,ip=dhcp,type=veth", false)
-	f.Add("nesting=1,keyctl=1,mount=nfs;cifs", false)
-	f.Add("local-lvm:8,mp=/a,mp=/b", true)
-	f.Add("bare,value", false)
-	f.Add(",,=,", true)
-	f.Fuzz(func(t *testing.T, s string, withDefault bool) {
-		def := ""
-		if withDefault {
-			def = "volume"
+	for _, s := range fuzzParsePropSeeds {
+		f.Add(s.s, s.withDefault)
+	}
+	f.Fuzz(checkParseProp)
+}
+
+var fuzzParsePropSeeds = []struct {
+	s           string
+	withDefault bool
+}{
+	{"local-lvm:vm-105-disk-1,mp=/srv/data,backup=1,size=8G", true},
+	{"name=eth0,bridge=vmbr0,hwaddr=BC:24:11:5E:7A:01,ip=dhcp,type=veth", false},
+	{"nesting=1,keyctl=1,mount=nfs;cifs", false},
+	{"local-lvm:8,mp=/a,mp=/b", true},
+	{"bare,value", false},
+	{",,=,", true},
+}
+
+// checkParseProp is FuzzParseProp's property, shared with its smoke test.
+func checkParseProp(t *testing.T, s string, withDefault bool) {
+	def := ""
+	if withDefault {
+		def = "volume"
+	}
+	p, err := ParseProp(s, def)
+	if err != nil {
+		if err.Error() == "" {
+			t.Fatalf("ParseProp(%q, %q): an error without text", s, def)
 		}
-		p, err := ParseProp(s, def)
-		if err != nil {
-			if err.Error() == "" {
-				t.Fatalf("ParseProp(%q, %q): an error without text", s, def)
-			}
-			return
-		}
-		if strings.Contains(p[def], "=") {
-			return
-		}
-		printed := p.Print(def, "mp", "name")
-		again, err := ParseProp(printed, def)
-		if err != nil {
-			t.Fatalf("ParseProp(%q) printed as %q, which does not parse: %v", s, printed, err)
-		}
-		if !maps.Equal(p, again) {
-			t.Fatalf("ParseProp(%q) = %v, printed %q, parsed back %v", s, p, printed, again)
-		}
-	})
+		return
+	}
+	if strings.Contains(p[def], "=") {
+		return
+	}
+	printed := p.Print(def, "mp", "name")
+	again, err := ParseProp(printed, def)
+	if err != nil {
+		t.Fatalf("ParseProp(%q) printed as %q, which does not parse: %v", s, printed, err)
+	}
+	if !maps.Equal(p, again) {
+		t.Fatalf("ParseProp(%q) = %v, printed %q, parsed back %v", s, p, printed, again)
+	}
 }
 
 // FuzzParseSize: never panics; a rejection names the input; a size of
 // PVE's own form (digits, optional fraction, optional unit) is never
 // negative.
 func FuzzParseSize(f *testing.F) {
-	for _, s := range []string{"8G", "512M", "1.5T", "4096", "10KiB", "0", "G", "-1G", ".5G", "1e3G",
-		"10000000000000000000", "8388608T", "Inf", "NaN"} {
+	for _, s := range fuzzParseSizeSeeds {
 		f.Add(s)
 	}
-	f.Fuzz(func(t *testing.T, s string) {
-		n, err := ParseSize(s)
-		if err != nil {
-			if !strings.Contains(err.Error(), s) {
-				t.Fatalf("ParseSize(%q): error %q does not name the input", s, err)
-			}
-			return
+	f.Fuzz(checkParseSize)
+}
+
+var fuzzParseSizeSeeds = []string{"8G", "512M", "1.5T", "4096", "10KiB", "0", "G", "-1G", ".5G", "1e3G",
+	"10000000000000000000", "8388608T", "Inf", "NaN"}
+
+// checkParseSize is FuzzParseSize's property, shared with its smoke test.
+func checkParseSize(t *testing.T, s string) {
+	n, err := ParseSize(s)
+	if err != nil {
+		if !strings.Contains(err.Error(), s) {
+			t.Fatalf("ParseSize(%q): error %q does not name the input", s, err)
 		}
-		if strings.Trim(s, "0123456789.KMGTiB") == "" && n < 0 {
-			t.Fatalf("ParseSize(%q) = %d", s, n)
-		}
-	})
+		return
+	}
+	if strings.Trim(s, "0123456789.KMGTiB") == "" && n < 0 {
+		t.Fatalf("ParseSize(%q) = %d", s, n)
+	}
 }
 
 // FuzzParseMountPoint: never panics, and an mpN value corral writes
-// (volume, mp=, backup=) prints back unchanged in PVE's order.
+// (volume, mp=, backup=; volume not blank, path not empty) prints back
+// unchanged in PVE's order.
 func FuzzParseMountPoint(f *testing.F) {
-	f.Add("local-lvm:vm-105-disk-1", "/srv/data", true)
-	f.Add("local-lvm:1", "/var/lib/db", false)
-	f.Add("/dev/sdb1", "/mnt/dev", false)
-	f.Fuzz(func(t *testing.T, vol, path string, backup bool) {
-		if strings.ContainsAny(vol+path, ",=") || vol == "" {
-			return
-		}
-		b := "0"
-		if backup {
-			b = "1"
-		}
-		value := vol + ",mp=" + path + ",backup=" + b
-		m, err := ParseMountPoint("mp0", value)
-		if err != nil {
-			t.Fatalf("ParseMountPoint(%q): %v", value, err)
-		}
-		if m.Volume() != vol || m.Path() != path || m.Backup() != backup {
-			t.Fatalf("ParseMountPoint(%q) = volume %q, path %q, backup %v", value, m.Volume(), m.Path(), m.Backup())
-		}
-		if got := m.String(); got != value {
-			t.Fatalf("ParseMountPoint(%q).String() = %q", value, got)
-		}
-		if typ := m.Type(); typ != "volume" && typ != "bind" && typ != "device" {
-			t.Fatalf("type %q", typ)
-		}
-	})
+	for _, s := range fuzzParseMountPointSeeds {
+		f.Add(s.vol, s.path, s.backup)
+	}
+	f.Fuzz(checkParseMountPoint)
+}
+
+var fuzzParseMountPointSeeds = []struct {
+	vol, path string
+	backup    bool
+}{
+	{"local-lvm:vm-105-disk-1", "/srv/data", true},
+	{"local-lvm:1", "/var/lib/db", false},
+	{"/dev/sdb1", "/mnt/dev", false},
+}
+
+// checkParseMountPoint is FuzzParseMountPoint's property, shared with its
+// smoke test.
+func checkParseMountPoint(t *testing.T, vol, path string, backup bool) {
+	if strings.ContainsAny(vol+path, ",=") || strings.TrimSpace(vol) == "" || path == "" {
+		return // not a value corral writes; PVE skips a blank part and refuses "mp="
+	}
+	b := "0"
+	if backup {
+		b = "1"
+	}
+	value := vol + ",mp=" + path + ",backup=" + b
+	m, err := ParseMountPoint("mp0", value)
+	if err != nil {
+		t.Fatalf("ParseMountPoint(%q): %v", value, err)
+	}
+	if m.Volume() != vol || m.Path() != path || m.Backup() != backup {
+		t.Fatalf("ParseMountPoint(%q) = volume %q, path %q, backup %v", value, m.Volume(), m.Path(), m.Backup())
+	}
+	if got := m.String(); got != value {
+		t.Fatalf("ParseMountPoint(%q).String() = %q", value, got)
+	}
+	if typ := m.Type(); typ != "volume" && typ != "bind" && typ != "device" {
+		t.Fatalf("type %q", typ)
+	}
 }
