@@ -66,25 +66,32 @@ func TestParseUPID(t *testing.T) {
 
 // FuzzParseUPID checks that whatever parses prints back to a UPID that
 // parses to the same value, and that failures wrap ErrInvalidUPID.
-// Seeds: testdata/fuzz/FuzzParseUPID.
+// Seeds: fuzzParseUPIDSeeds and testdata/fuzz/FuzzParseUPID.
 func FuzzParseUPID(f *testing.F) {
-	f.Add("UPID:pve:0003A1B2:0151C6E4:69F479A0:vzcreate:101:ctl@pve!ctl:")
-	f.Fuzz(func(t *testing.T, s string) {
-		u, err := pve.ParseUPID(s)
-		if err != nil {
-			if !errors.Is(err, pve.ErrInvalidUPID) {
-				t.Fatalf("ParseUPID(%q) err = %v, want ErrInvalidUPID", s, err)
-			}
-			return
+	for _, s := range fuzzParseUPIDSeeds {
+		f.Add(s)
+	}
+	f.Fuzz(checkParseUPID)
+}
+
+var fuzzParseUPIDSeeds = []string{"UPID:pve:0003A1B2:0151C6E4:69F479A0:vzcreate:101:ctl@pve!ctl:"}
+
+// checkParseUPID is FuzzParseUPID's property, shared with its smoke test.
+func checkParseUPID(t *testing.T, s string) {
+	u, err := pve.ParseUPID(s)
+	if err != nil {
+		if !errors.Is(err, pve.ErrInvalidUPID) {
+			t.Fatalf("ParseUPID(%q) err = %v, want ErrInvalidUPID", s, err)
 		}
-		again, err := pve.ParseUPID(u.String())
-		if err != nil {
-			t.Fatalf("ParseUPID(%q).String() = %q does not parse: %v", s, u.String(), err)
-		}
-		if diff := cmp.Diff(u, again); diff != "" {
-			t.Fatalf("round trip of %q (-first +second):\n%s", s, diff)
-		}
-	})
+		return
+	}
+	again, err := pve.ParseUPID(u.String())
+	if err != nil {
+		t.Fatalf("ParseUPID(%q).String() = %q does not parse: %v", s, u.String(), err)
+	}
+	if diff := cmp.Diff(u, again); diff != "" {
+		t.Fatalf("round trip of %q (-first +second):\n%s", s, diff)
+	}
 }
 
 // fakeTask serves one task's status and log like pve-manager Tasks.pm,
