@@ -1,0 +1,42 @@
+package plan
+
+import (
+	"testing"
+
+	"github.com/corralhq/corral/internal/testutil/mutate"
+)
+
+// The smoke tests run each fuzz target's property over inputs mutated
+// from its seeds with a fixed seed, so plain go test covers more than the
+// seeds, deterministically.
+
+func TestFuzzParseMountPointSmoke(t *testing.T) {
+	var added [][]any
+	for _, s := range fuzzParseMountPointSeeds {
+		added = append(added, []any{s.raw, s.vol, s.path, s.backup})
+	}
+	dict := []string{",", "=", ":", "/", "mp=", "size=", "backup=", "backup=1", "volume=", "local-lvm:", "vm-105-disk-1", "\\,"}
+	in := mutate.New(1, dict...).Inputs(mutate.Seeds(t, "FuzzParseMountPoint", added), 5000)
+	mutate.Run(t, in, func(t *testing.T, a []any) {
+		checkParseMountPoint(t, a[0].(string), a[1].(string), a[2].(string), a[3].(bool))
+	})
+}
+
+func TestFuzzParseSizeStringSmoke(t *testing.T) {
+	var added [][]any
+	for _, s := range fuzzParseSizeStringSeeds {
+		added = append(added, []any{s})
+	}
+	in := mutate.New(1, "K", "M", "G", "T", "i", "B", ".", "e", "E", "-", "+", "0", "x", "_").Inputs(mutate.Seeds(t, "FuzzParseSizeString", added), 5000)
+	mutate.Run(t, in, func(t *testing.T, a []any) { checkParseSizeString(t, a[0].(string)) })
+}
+
+func TestFuzzParseKeeperRecordsSmoke(t *testing.T) {
+	var added [][]any
+	for _, s := range fuzzParseKeeperRecordsSeeds() {
+		added = append(added, []any{s})
+	}
+	dict := []string{"corral-volume: ", "corral-adopting: ", "corral-volume:", "/", "=", ">", "\n", "\r\n", " ", ":", "unused0", "local-lvm:vm-1-disk-0"}
+	in := mutate.New(1, dict...).Inputs(mutate.Seeds(t, "FuzzParseKeeperRecords", added), 4000)
+	mutate.Run(t, in, func(t *testing.T, a []any) { checkParseKeeperRecords(t, a[0].(string)) })
+}
