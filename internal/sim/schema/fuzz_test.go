@@ -25,39 +25,59 @@ var fuzzParams = []struct{ verb, path, name string }{
 // printed form parses (PVE prints a default key's value bare, so a value
 // holding "=" does not parse back, in PVE as here).
 func FuzzParseProperty(f *testing.F) {
-	f.Add(uint8(0), "local-lvm:vm-101-disk-1,mp=/data,backup=1,size=8G")
-	f.Add(uint8(2), "name=eth0,bridge=vmbr0,hwaddr=BC:24:11:5E:7A:01,ip=dhcp")
-	f.Add(uint8(6), "virtio=BC:24:11:00:00:01,bridge=vmbr0,firewall=1")
-	a := mustLoad(f, "9.1")
+	for _, s := range fuzzParsePropertySeeds {
+		f.Add(s.which, s.value)
+	}
+	params := fuzzPropertyParams(f)
+	f.Fuzz(func(t *testing.T, which uint8, value string) { checkParseProperty(t, params, which, value) })
+}
+
+var fuzzParsePropertySeeds = []struct {
+	which uint8
+	value string
+}{
+	{0, "local-lvm:vm-101-disk-1,mp=/data,backup=1,size=8G"},
+	{2, "name=eth0,bridge=vmbr0,hwaddr=BC:24:11:5E:7A:01,ip=dhcp"},
+	{6, "virtio=BC:24:11:00:00:01,bridge=vmbr0,firewall=1"},
+}
+
+// fuzzPropertyParams loads the parameters of fuzzParams from the 9.1 schema.
+func fuzzPropertyParams(tb testing.TB) []*schema.Param {
+	tb.Helper()
+	a := mustLoad(tb, "9.1")
 	params := make([]*schema.Param, len(fuzzParams))
 	for i, fp := range fuzzParams {
-		m := mustMethod(f, a, fp.verb, fp.path)
+		m := mustMethod(tb, a, fp.verb, fp.path)
 		if params[i] = m.Param(fp.name); params[i] == nil {
-			f.Fatalf("%s %s has no parameter %s", fp.verb, fp.path, fp.name)
+			tb.Fatalf("%s %s has no parameter %s", fp.verb, fp.path, fp.name)
 		}
 	}
-	f.Fuzz(func(t *testing.T, which uint8, value string) {
-		p := params[int(which)%len(params)]
-		kv, err := p.ParseProperty(value)
-		if err != nil {
-			return
+	return params
+}
+
+// checkParseProperty is FuzzParseProperty's property, shared with its
+// smoke test; which picks the parameter from params.
+func checkParseProperty(t *testing.T, params []*schema.Param, which uint8, value string) {
+	p := params[int(which)%len(params)]
+	kv, err := p.ParseProperty(value)
+	if err != nil {
+		return
+	}
+	for k, v := range kv {
+		prop := p.PropertyFormat.Keys[k]
+		if prop == nil {
+			t.Fatalf("%s: ParseProperty(%q) returned unknown key %q", p.Name, value, k)
 		}
-		for k, v := range kv {
-			prop := p.PropertyFormat.Keys[k]
-			if prop == nil {
-				t.Fatalf("%s: ParseProperty(%q) returned unknown key %q", p.Name, value, k)
-			}
-			if prop.Type == "boolean" && v != "1" && v != "0" {
-				t.Fatalf("%s: ParseProperty(%q): boolean %s=%q not normalized", p.Name, value, k, v)
-			}
+		if prop.Type == "boolean" && v != "1" && v != "0" {
+			t.Fatalf("%s: ParseProperty(%q): boolean %s=%q not normalized", p.Name, value, k, v)
 		}
-		printed := schema.PrintProperty(p.PropertyFormat, kv)
-		again, err := p.ParseProperty(printed)
-		if err != nil {
-			return
-		}
-		if reprinted := schema.PrintProperty(p.PropertyFormat, again); reprinted != printed {
-			t.Fatalf("%s: %q printed as %q, which prints as %q", p.Name, value, printed, reprinted)
-		}
-	})
+	}
+	printed := schema.PrintProperty(p.PropertyFormat, kv)
+	again, err := p.ParseProperty(printed)
+	if err != nil {
+		return
+	}
+	if reprinted := schema.PrintProperty(p.PropertyFormat, again); reprinted != printed {
+		t.Fatalf("%s: %q printed as %q, which prints as %q", p.Name, value, printed, reprinted)
+	}
 }
