@@ -15,68 +15,82 @@ import (
 // manifest holds what the rules promise. The seed corpus is the examples,
 // testdata/bad, the valid test manifests and testdata/fuzz/FuzzParse.
 func FuzzParse(f *testing.F) {
-	seeds, _ := filepath.Glob("testdata/bad/*.yaml")
-	seeds = append(seeds, "../../examples/quickstart/corral.yaml", "../../examples/hermes/corral.yaml")
-	for _, path := range seeds {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			f.Fatal(err)
-		}
+	for _, data := range fuzzParseSeeds(f) {
 		f.Add(data)
 	}
-	for _, c := range validCases {
-		f.Add([]byte(c.yaml))
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		file, err := manifest.Parse("fuzz.yaml", data, testOptions())
+	f.Fuzz(checkParse)
+}
+
+// fuzzParseSeeds are the seeds FuzzParse adds: the examples, testdata/bad
+// and the valid test manifests.
+func fuzzParseSeeds(tb testing.TB) [][]byte {
+	tb.Helper()
+	paths, _ := filepath.Glob("testdata/bad/*.yaml")
+	paths = append(paths, "../../examples/quickstart/corral.yaml", "../../examples/hermes/corral.yaml")
+	var seeds [][]byte
+	for _, path := range paths {
+		data, err := os.ReadFile(path)
 		if err != nil {
-			var diags *manifest.Diagnostics
-			if !errors.As(err, &diags) {
-				t.Fatalf("error is %T, not *manifest.Diagnostics: %v", err, err)
-			}
-			if len(diags.Items) == 0 {
-				t.Fatal("empty *Diagnostics")
-			}
-			for _, d := range diags.Items {
-				if d.Pos.File != "fuzz.yaml" || d.Pos.Line < 1 || d.Message == "" {
-					t.Fatalf("diagnostic without position or message: %+v", d)
-				}
-			}
-			for _, s := range secretValues {
-				if strings.Contains(err.Error(), s) {
-					t.Fatalf("diagnostics leak %q", s)
-				}
-			}
-			return
+			tb.Fatal(err)
 		}
-		if len(file.Apps) == 0 {
-			t.Fatal("accepted a manifest without apps")
+		seeds = append(seeds, data)
+	}
+	for _, c := range validCases {
+		seeds = append(seeds, []byte(c.yaml))
+	}
+	return seeds
+}
+
+// checkParse is FuzzParse's property, shared with its smoke test.
+func checkParse(t *testing.T, data []byte) {
+	file, err := manifest.Parse("fuzz.yaml", data, testOptions())
+	if err != nil {
+		var diags *manifest.Diagnostics
+		if !errors.As(err, &diags) {
+			t.Fatalf("error is %T, not *manifest.Diagnostics: %v", err, err)
 		}
-		names := map[string]bool{}
-		for _, a := range file.Apps {
-			if a.Name == "" || names[a.Name] {
-				t.Fatalf("app name %q empty or repeated", a.Name)
-			}
-			names[a.Name] = true
-			if !strings.Contains(a.Template, ":vztmpl/") || a.Cores < 1 || a.MemoryMiB < 16 || a.RootFS.Size <= 0 || a.Network.Bridge == "" {
-				t.Fatalf("app %+v breaks the rules", a)
-			}
-			if !a.Network.DHCP() && !strings.Contains(a.Network.IP, "/") || a.Network.DHCP() && a.Network.Gateway != "" {
-				t.Fatalf("app %q has network %+v", a.Name, a.Network)
-			}
-			mounts := map[string]bool{}
-			for _, v := range a.Volumes {
-				if v.Mount == "" || v.Mount == "/" || mounts[v.Mount] || (v.Size <= 0 && v.Adopt == "") || v.Storage == "" {
-					t.Fatalf("app %q volume %+v breaks the rules", a.Name, v)
-				}
-				mounts[v.Mount] = true
-				if v.Reclaim != manifest.ReclaimRetain && v.Reclaim != manifest.ReclaimDelete {
-					t.Fatalf("reclaim %q", v.Reclaim)
-				}
-			}
-			checkProvision(t, a)
+		if len(diags.Items) == 0 {
+			t.Fatal("empty *Diagnostics")
 		}
-	})
+		for _, d := range diags.Items {
+			if d.Pos.File != "fuzz.yaml" || d.Pos.Line < 1 || d.Message == "" {
+				t.Fatalf("diagnostic without position or message: %+v", d)
+			}
+		}
+		for _, s := range secretValues {
+			if strings.Contains(err.Error(), s) {
+				t.Fatalf("diagnostics leak %q", s)
+			}
+		}
+		return
+	}
+	if len(file.Apps) == 0 {
+		t.Fatal("accepted a manifest without apps")
+	}
+	names := map[string]bool{}
+	for _, a := range file.Apps {
+		if a.Name == "" || names[a.Name] {
+			t.Fatalf("app name %q empty or repeated", a.Name)
+		}
+		names[a.Name] = true
+		if !strings.Contains(a.Template, ":vztmpl/") || a.Cores < 1 || a.MemoryMiB < 16 || a.RootFS.Size <= 0 || a.Network.Bridge == "" {
+			t.Fatalf("app %+v breaks the rules", a)
+		}
+		if !a.Network.DHCP() && !strings.Contains(a.Network.IP, "/") || a.Network.DHCP() && a.Network.Gateway != "" {
+			t.Fatalf("app %q has network %+v", a.Name, a.Network)
+		}
+		mounts := map[string]bool{}
+		for _, v := range a.Volumes {
+			if v.Mount == "" || v.Mount == "/" || mounts[v.Mount] || (v.Size <= 0 && v.Adopt == "") || v.Storage == "" {
+				t.Fatalf("app %q volume %+v breaks the rules", a.Name, v)
+			}
+			mounts[v.Mount] = true
+			if v.Reclaim != manifest.ReclaimRetain && v.Reclaim != manifest.ReclaimDelete {
+				t.Fatalf("reclaim %q", v.Reclaim)
+			}
+		}
+		checkProvision(t, a)
+	}
 }
 
 // checkProvision checks the rules of provision steps, health checks and
