@@ -20,7 +20,7 @@ func TestFuzzParsePropertySmoke(t *testing.T) {
 	for _, s := range fuzzParsePropertySeeds {
 		added = append(added, []any{s.which, s.value})
 	}
-	in := mutate.New(1, propDict...).Inputs(mutate.Seeds(t, "FuzzParseProperty", added), 5000)
+	in := mutate.New(1, propDict...).Inputs(mutate.Seeds(t, "FuzzParseProperty", added), 3000)
 	mutate.Run(t, in, func(t *testing.T, a []any) { checkParseProperty(t, params, a[0].(uint8), a[1].(string)) })
 }
 
@@ -32,6 +32,6 @@ func TestFuzzValidateSmoke(t *testing.T) {
 	}
 	dict := append([]string{"\n", "vmid=", "delete=", "digest=", "size=", "+", "-", "hostname=", "memory=", "cores=",
 		"ostemplate=", "rootfs=", "mp255=", "net0=", "unprivileged=", "force=", "=1", "=0"}, propDict...)
-	in := mutate.New(1, dict...).Inputs(mutate.Seeds(t, "FuzzValidate", added), 5000)
+	in := mutate.New(1, dict...).Inputs(mutate.Seeds(t, "FuzzValidate", added), 3000)
 	mutate.Run(t, in, func(t *testing.T, a []any) { checkValidate(t, targets, a[0].(uint8), a[1].(string)) })
 }
