@@ -20,7 +20,7 @@ func TestInputsDeterministicAndTyped(t *testing.T) {
 		t.Fatalf("got %d inputs starting %v, want 2000 starting with the seeds", len(a), a[:2])
 	}
 	distinct := map[string]bool{}
-	var flipped, otherWhich bool
+	var otherWhich, emptyTrue bool
 	for _, in := range a {
 		if len(in) != 3 {
 			t.Fatalf("input %v has %d arguments, want 3", in, len(in))
@@ -36,10 +36,10 @@ func TestInputsDeterministicAndTyped(t *testing.T) {
 		}
 		distinct[s] = true
 		otherWhich = otherWhich || w > 3
-		flipped = flipped || (bl && s == "")
+		emptyTrue = emptyTrue || (bl && s == "") // the seed with "" has false
 	}
-	if len(distinct) < 1000 || !otherWhich {
-		t.Errorf("%d distinct strings, integers beyond the seeds: %v; the mutator barely mutates", len(distinct), otherWhich)
+	if len(distinct) < 1000 || !otherWhich || !emptyTrue {
+		t.Errorf("%d distinct strings, integers beyond the seeds: %v, a flipped bool: %v; the mutator barely mutates", len(distinct), otherWhich, emptyTrue)
 	}
 	if c := New(8).Inputs(seeds, 50); reflect.DeepEqual(a[:50], c) {
 		t.Error("another seed gave the same inputs")
