@@ -60,7 +60,7 @@ func (c *Client) Backup(ctx context.Context, node string, vmid int, opts BackupO
 		q.Set("protected", "1")
 	}
 	if opts.Remove != nil {
-		q.Set("remove", boolText(*opts.Remove))
+		q.Set("remove", bit(*opts.Remove))
 	}
 	var upid string
 	if _, err := c.call(ctx, http.MethodPost, pathf("/nodes/%s/vzdump", node), q, &upid); err != nil {
@@ -230,11 +230,4 @@ func (c *Client) SetSnapshotDescription(ctx context.Context, node string, vmid i
 		return fmt.Errorf("describe snapshot %s of ct %d: %w", name, vmid, err)
 	}
 	return nil
-}
-
-func boolText(b bool) string {
-	if b {
-		return "1"
-	}
-	return "0"
 }
