@@ -204,15 +204,17 @@ func dialOnce(ctx context.Context, addr string, cfg *ssh.ClientConfig) (*ssh.Cli
 		return nil, err
 	}
 	stop := context.AfterFunc(ctx, func() { nc.Close() })
-	defer stop()
 	// A handshake that hangs (guest half up) is cut after 20 s and retried.
 	nc.SetDeadline(time.Now().Add(20 * time.Second))
 	c, chans, reqs, err := ssh.NewClientConn(nc, addr, cfg)
+	if !stop() {
+		// ctx ended and closed nc, possibly right after a handshake
+		// that succeeded: that connection is unusable.
+		nc.Close()
+		return nil, ctx.Err()
+	}
 	if err != nil {
 		nc.Close()
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
 		return nil, err
 	}
 	nc.SetDeadline(time.Time{})
@@ -383,7 +385,6 @@ func (c *Client) Exec(ctx context.Context, cmd Command) error {
 // exitError maps ssh.Session.Wait's error.
 func (c *Client) exitError(err error) error {
 	var ee *ssh.ExitError
-	var missing *ssh.ExitMissingError
 	switch {
 	case err == nil:
 		return nil
@@ -392,11 +393,10 @@ func (c *Client) exitError(err error) error {
 			return &ExitError{Code: -1, Signal: ee.Signal()}
 		}
 		return &ExitError{Code: ee.ExitStatus()}
-	case errors.As(err, &missing):
-		return c.lost(err)
-	default:
-		return c.lost(err)
 	}
+	// No exit status (*ssh.ExitMissingError) or a transport error: the
+	// connection went away under the command.
+	return c.lost(err)
 }
 
 // lost prefers the connection's own end reason (e.g. ErrDeadConnection).
