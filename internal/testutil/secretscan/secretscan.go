@@ -9,6 +9,7 @@
 package secretscan
 
 import (
+	"encoding/json"
 	"net/url"
 	"sort"
 	"strconv"
@@ -100,5 +101,10 @@ func forms(v string) []string {
 	add(url.PathEscape(v))
 	q := strconv.Quote(v)
 	add(q[1 : len(q)-1])
+	// encoding/json escapes <, > and & as \u003c… and leaves non-ASCII
+	// as is, where %q does neither.
+	if j, err := json.Marshal(v); err == nil {
+		add(string(j[1 : len(j)-1]))
+	}
 	return out
 }

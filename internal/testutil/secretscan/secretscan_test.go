@@ -10,6 +10,7 @@ func TestFind(t *testing.T) {
 	var s Set
 	s.Add(t, "password", `Pa ss/w"rd+1`)
 	s.AddToken(t, "token secret", "corral@pve!op=0d9e7a2c-5f1b-4c3e-9a8d-112233445566")
+	s.Add(t, "html-ish", "a<b>&cé-secret")
 	for _, tc := range []struct {
 		text string
 		want []string
@@ -21,6 +22,7 @@ func TestFind(t *testing.T) {
 		{"corral@pve!op=REDACTED", nil},
 		{"-----BEGIN OPENSSH PRIVATE KEY-----\nb3Blbn\n", []string{"private key"}},
 		{"ssh-ed25519 AAAAC3Nza me@host", nil},
+		{`{"error":"bad a\u003cb\u003e\u0026cé-secret"}`, []string{"html-ish"}},
 	} {
 		if got := s.Find(tc.text); !slices.Equal(got, tc.want) {
 			t.Errorf("Find(%q) = %v, want %v", tc.text, got, tc.want)
