@@ -144,3 +144,34 @@ func TestNew_badFingerprint(t *testing.T) {
 		}
 	}
 }
+
+// Pinning replaces chain and hostname checks; without a pin the hostname
+// is still checked. The test server's certificate names 127.0.0.1 and
+// example.com, not localhost.
+func TestClient_hostnameCheckedUnlessPinned(t *testing.T) {
+	srv, fp := tlsServer(t)
+	byName := strings.Replace(srv.URL, "127.0.0.1", "localhost", 1)
+	path := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	pinned, err := pve.New(pve.Config{Endpoint: byName, Token: testToken, Fingerprint: fp})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	if _, err := pinned.Version(ctx(t)); err != nil {
+		t.Errorf("Version via %s with the pinned fingerprint: %v", byName, err)
+	}
+
+	trusted, err := pve.New(pve.Config{Endpoint: byName, Token: testToken, CAFile: path})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	_, err = trusted.Version(ctx(t))
+	var he x509.HostnameError
+	if !errors.As(err, &he) {
+		t.Fatalf("Version via %s with only the CA trusted: err = %v (%T), want an x509.HostnameError", byName, err, err)
+	}
+	noSecret(t, "hostname error", err.Error())
+}
