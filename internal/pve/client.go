@@ -1,10 +1,12 @@
 package pve
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -122,10 +124,15 @@ func parseEndpoint(s string) (*url.URL, error) {
 	}
 	u, err := url.Parse(strings.TrimSpace(s))
 	if err != nil {
-		return nil, fmt.Errorf("endpoint %q: %w; %s", s, err, hint)
+		// url.Error quotes the whole input, credentials included.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, fmt.Errorf("endpoint %s: %w; %s", shownEndpoint(s, nil), err, hint)
 	}
 	if (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return nil, fmt.Errorf("endpoint %q: %s", s, hint)
+		return nil, fmt.Errorf("endpoint %s: %s", shownEndpoint(s, u), hint)
 	}
 	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 		return nil, fmt.Errorf("endpoint %q: no credentials, query or fragment allowed; %s", u.Redacted(), hint)
@@ -133,6 +140,20 @@ func parseEndpoint(s string) (*url.URL, error) {
 	p := strings.TrimRight(u.Path, "/")
 	p = strings.TrimSuffix(p, "/api2/json")
 	return &url.URL{Scheme: u.Scheme, Host: u.Host, Path: p + "/api2/json"}, nil
+}
+
+// shownEndpoint is s for an error message: with the password replaced
+// when u (s parsed, or nil) has user info, and not at all when s holds
+// another '@' that may follow credentials ("user:pw@host" parses as
+// scheme "user").
+func shownEndpoint(s string, u *url.URL) string {
+	switch {
+	case u != nil && u.User != nil:
+		return strconv.Quote(u.Redacted())
+	case strings.Contains(s, "@"):
+		return "(not shown: it holds '@', perhaps after a password)"
+	}
+	return strconv.Quote(s)
 }
 
 type token struct{ id, secret string }

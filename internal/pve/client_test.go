@@ -71,6 +71,9 @@ func TestNew_endpoint(t *testing.T) {
 		{"", ""},
 		{"ftp://pve", ""},
 		{"https://user:pw@pve:8006", ""},
+		{"ftp://user:pw@pve", ""},
+		{"https://user:pw%zz@pve:8006", ""},
+		{"user:pw@pve:8006", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.endpoint, func(t *testing.T) {
@@ -79,7 +82,7 @@ func TestNew_endpoint(t *testing.T) {
 				if err == nil {
 					t.Fatalf("New(%q) succeeded, want error", tt.endpoint)
 				}
-				if strings.Contains(err.Error(), ":pw@") {
+				if strings.Contains(err.Error(), ":pw") {
 					t.Errorf("endpoint error echoes credentials: %v", err)
 				}
 				return
