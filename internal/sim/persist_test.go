@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestPersistence closes an emulator and opens its directory again: the
@@ -100,6 +101,21 @@ func TestTaskRecovery(t *testing.T) {
 	}
 	ka := &e2e{t: t, srv: a, dir: dir, hc: a.HTTPClient()}
 	upid := ka.upid(ka.op(), http.MethodPost, "/nodes/pve/lxc", url.Values{"vmid": {"130"}, "ostemplate": {"local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst"}, "rootfs": {"local-lvm:1"}, "unprivileged": {"1"}})
+	// Wait for the first log line (the new disk): the worker then holds
+	// the config flock and is inside create's eval, so a shutdown ends it
+	// with the "unable to create" prefix, not at lock_config.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		var lines []struct {
+			T string `json:"t"`
+		}
+		ka.ok(ka.op(), http.MethodGet, "/nodes/pve/tasks/"+url.PathEscape(upid)+"/log", nil, &lines)
+		if len(lines) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("create task logged nothing in 5s")
+		}
+	}
 	var st e2eTask
 	ka.ok(ka.op(), http.MethodGet, "/nodes/pve/tasks/"+url.PathEscape(upid)+"/status", nil, &st)
 	if st.Status != "running" {
@@ -114,9 +130,10 @@ func TestTaskRecovery(t *testing.T) {
 
 	for _, c := range []struct {
 		name, dir, exit string
+		ctLeft          bool // a crash leaves the config locked "create"; a clean shutdown cleans up
 	}{
-		{"crash", crashed, "unexpected status"},
-		{"clean shutdown", dir, "unable to create CT 130 - received interrupt"},
+		{"crash", crashed, "unexpected status", true},
+		{"clean shutdown", dir, "unable to create CT 130 - received interrupt", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			k := openE2E(t, Options{Dir: c.dir, TimeScale: zeroScale()})
@@ -128,6 +145,12 @@ func TestTaskRecovery(t *testing.T) {
 			done := k.wait(k.op(), upid)
 			if last := done.log[len(done.log)-1]; last != "TASK ERROR: "+c.exit {
 				t.Errorf("last log line %q", last)
+			}
+			r := k.do(k.root(), http.MethodGet, "/nodes/pve/lxc/130/config", nil)
+			if left := r.status == 200; left != c.ctLeft {
+				t.Errorf("CT 130 after reopen: %d %q %s, want it there: %v", r.status, r.msg, r.data, c.ctLeft)
+			} else if left && !strings.Contains(string(r.data), `"lock":"create"`) {
+				t.Errorf("CT 130 left without lock create: %s", r.data)
 			}
 			var list []e2eTask
 			k.ok(k.op(), http.MethodGet, "/nodes/pve/tasks", url.Values{"source": {"all"}}, &list)

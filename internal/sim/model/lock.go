@@ -2,7 +2,6 @@ package model
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 )
@@ -32,8 +31,12 @@ func (l *configLocks) ch(vmid int) chan struct{} {
 }
 
 // acquire takes the flock for vmid, waiting at most timeout. The error is
-// PVE's exact timeout message.
+// PVE's exact timeout message, or the worker's "received interrupt" once
+// ctx (the cluster's life) ends, also when the flock is free then.
 func (l *configLocks) acquire(ctx context.Context, vmid int, timeout time.Duration) (release func(), err error) {
+	if ctx.Err() != nil {
+		return nil, errInterrupt
+	}
 	c := l.ch(vmid)
 	t := time.NewTimer(timeout)
 	defer t.Stop()
@@ -43,6 +46,6 @@ func (l *configLocks) acquire(ctx context.Context, vmid int, timeout time.Durati
 	case <-t.C:
 		return nil, Failf("can't lock file '/run/lock/lxc/pve-config-%d.lock' - got timeout\n", vmid)
 	case <-ctx.Done():
-		return nil, fmt.Errorf("interrupted by signal")
+		return nil, errInterrupt
 	}
 }

@@ -100,6 +100,7 @@ func (c *Cluster) CreateCT(auth Auth, node string, params map[string]string) (st
 	}
 	c.st.Guests[spec.vmid] = &Guest{VMID: spec.vmid, Node: node, Config: map[string]string{"lock": "create"}}
 	if err := c.saveLocked(); err != nil {
+		delete(c.st.Guests, spec.vmid) // the model stays as the disk has it
 		return "", err
 	}
 	return c.spawn(auth, node, "vzcreate", strconv.Itoa(spec.vmid), func(w *Worker) error {
@@ -348,13 +349,12 @@ func (c *Cluster) ctCreateTask(w *Worker, spec ctCreateSpec) error {
 	}
 	var vols []string
 	if err := c.ctCreateRun(w, spec, &vols); err != nil {
-		w.Do(func(st *State) error {
+		w.cleanup(func(st *State) {
 			c.freeImagesLocked(w, spec.node, vols)
 			if g := st.Guests[spec.vmid]; g != nil && g.Node == spec.node {
 				delete(st.Guests, spec.vmid)
 			}
 			delete(st.Extra, spec.vmid)
-			return nil
 		})
 		return Failf("unable to create CT %d - %s", spec.vmid, errText(err))
 	}

@@ -58,6 +58,7 @@ func (c *Cluster) restoreCT(auth Auth, node string, params map[string]string) (s
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	g := c.st.Guests[spec.vmid]
+	undo := func() { delete(c.st.Guests, spec.vmid) }
 	switch {
 	case g != nil && !(spec.sameExists && g.Node == node):
 		return "", Failf("%s %s", emsg, errText(c.ctCheckVMIDUnusedLocked(spec.vmid)))
@@ -66,6 +67,7 @@ func (c *Cluster) restoreCT(auth Auth, node string, params map[string]string) (s
 			return "", Failf("%s CT is locked (%s)\n", emsg, l)
 		}
 		g.Config["lock"] = "create"
+		undo = func() { delete(g.Config, "lock") }
 	default:
 		if spec.sameExists {
 			spec.sameExists = false // destroyed meanwhile
@@ -73,6 +75,7 @@ func (c *Cluster) restoreCT(auth Auth, node string, params map[string]string) (s
 		c.st.Guests[spec.vmid] = &Guest{VMID: spec.vmid, Node: node, Config: map[string]string{"lock": "create"}}
 	}
 	if err := c.saveLocked(); err != nil {
+		undo() // the model stays as the disk has it
 		return "", err
 	}
 	return c.spawn(auth, node, "vzrestore", strconv.Itoa(spec.vmid), func(w *Worker) error {
@@ -158,11 +161,11 @@ func (c *Cluster) restoreTask(w *Worker, spec restoreSpec) error {
 	destroyConfig := !spec.sameExists
 	err := c.restoreRun(w, spec, &vols, &destroyConfig)
 	if err != nil {
-		w.Do(func(st *State) error {
+		w.cleanup(func(st *State) {
 			c.freeImagesLocked(w, spec.node, vols)
 			g := st.Guests[spec.vmid]
 			if g == nil || g.Node != spec.node {
-				return nil
+				return
 			}
 			if destroyConfig {
 				delete(st.Guests, spec.vmid)
@@ -170,7 +173,6 @@ func (c *Cluster) restoreTask(w *Worker, spec restoreSpec) error {
 			} else if g.Config["lock"] == "create" {
 				delete(g.Config, "lock")
 			}
-			return nil
 		})
 		return Failf("unable to restore CT %d - %s", spec.vmid, errText(err))
 	}

@@ -49,11 +49,18 @@ func (w *Worker) Warn(format string, args ...any) {
 	w.c.mu.Unlock()
 }
 
+// errInterrupt is how a PVE worker dies when the daemon stops it
+// (fork_worker's INT/TERM handler): the emulator's shutdown.
+var errInterrupt = errors.New("received interrupt")
+
 // Sleep waits d (already scaled by the caller via Cluster.duration) or
 // until the cluster shuts down.
 func (w *Worker) Sleep(d time.Duration) error {
+	if w.ctx.Err() != nil {
+		return errInterrupt
+	}
 	if d <= 0 {
-		return w.ctx.Err()
+		return nil
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -61,7 +68,7 @@ func (w *Worker) Sleep(d time.Duration) error {
 	case <-t.C:
 		return nil
 	case <-w.ctx.Done():
-		return errors.New("received interrupt")
+		return errInterrupt
 	}
 }
 
@@ -86,13 +93,26 @@ func (w *Worker) Do(fn func(st *State) error) error {
 	w.c.mu.Lock()
 	defer w.c.mu.Unlock()
 	if err := w.ctx.Err(); err != nil {
-		return errors.New("received interrupt")
+		return errInterrupt
 	}
 	err := fn(w.c.st)
 	if serr := w.c.saveLocked(); serr != nil && err == nil {
 		err = serr
 	}
 	return err
+}
+
+// cleanup is Do for the clean-up after a failed step: it runs even when
+// the cluster is shutting down, as PVE's eval blocks clean up after the
+// worker's "received interrupt", so a stopped emulator never leaves a
+// half-made guest behind. A failed save is logged.
+func (w *Worker) cleanup(fn func(st *State)) {
+	w.c.mu.Lock()
+	defer w.c.mu.Unlock()
+	fn(w.c.st)
+	if err := w.c.saveLocked(); err != nil {
+		w.c.log.Error("save state after clean-up", "upid", w.t.UPID, "err", err)
+	}
 }
 
 // doGuest is Do for a step on CT vmid of node: fn gets the guest, and a CT
@@ -108,7 +128,7 @@ func (w *Worker) doGuest(node string, vmid int, fn func(st *State, g *Guest) err
 	})
 }
 
-// Task is the running task (read-only for the worker's code).
+// UPID is the running task's id.
 func (w *Worker) UPID() string { return w.t.UPID }
 
 // spawn registers a task and runs fn in a worker goroutine. c.mu must be
@@ -200,7 +220,7 @@ func (c *Cluster) recoverTasks(st *State) {
 	}
 }
 
-// TaskByUPID returns a copy of the task, or an error as GET .../status gives
+// Task returns a copy of the task, or an error as GET .../status gives
 // for an unknown one (400 {upid: "no such task"}).
 func (c *Cluster) Task(node, upid string) (Task, error) {
 	c.mu.Lock()
