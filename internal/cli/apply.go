@@ -102,7 +102,7 @@ func runApply(cmd *cobra.Command, st *streams, a *applyArgs) error {
 	}
 
 	ex := &apply.Executor{
-		Client: s.client, Observer: observer, Log: slog.Default(),
+		Client: s.client, Observer: newRedactObserver(f, observer), Log: slog.Default(),
 		Secrets: secrets(f), LockWait: a.lockWait, Guest: guestWork(f),
 	}
 	if ex.SSH, err = sshConfig(s, a.trustHostKey); err != nil {

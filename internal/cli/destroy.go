@@ -73,6 +73,7 @@ func runDestroy(cmd *cobra.Command, st *streams, a *destroyArgs, names []string)
 		refused = rerr.Problems
 	}
 	pj := ui.NewPlanJSON(p, refused)
+	redactPlan(f, &pj)
 	if !asJSON {
 		ui.WritePlanText(st.out, pj)
 	}
@@ -93,8 +94,7 @@ func runDestroy(cmd *cobra.Command, st *streams, a *destroyArgs, names []string)
 			return err
 		}
 	}
-	var observer apply.Observer = &ui.Progress{W: st.err}
-	ex := &apply.Executor{Client: s.client, Observer: observer, Log: slog.Default()}
+	ex := &apply.Executor{Client: s.client, Observer: newRedactObserver(f, &ui.Progress{W: st.err}), Log: slog.Default()}
 	freed, err := ex.Destroy(ctx, p, obs)
 	if !asJSON {
 		ui.WriteTimings(st.err, ex.Timings(), time.Since(start))

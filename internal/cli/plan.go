@@ -54,7 +54,8 @@ present, 1 error.`,
 }
 
 // makePlan observes the cluster and plans the manifest against it. A plan
-// the planner refuses still comes back as data (pj) so it can be shown.
+// the planner refuses still comes back as data (pj) so it can be shown;
+// pj has the manifest's secret values redacted, p has them in full.
 func makePlan(ctx context.Context, s *session, f *manifest.File) (*plan.Plan, *plan.Observed, *ui.PlanJSON, error) {
 	obs, err := apply.Observe(ctx, s.client)
 	if err != nil {
@@ -67,23 +68,13 @@ func makePlan(ctx context.Context, s *session, f *manifest.File) (*plan.Plan, *p
 			p = &plan.Plan{}
 		}
 		pj := ui.NewPlanJSON(p, refused.Problems)
+		redactPlan(f, &pj)
 		return nil, obs, &pj, errors.New("the plan was refused; nothing was changed (see the refused lines above)")
 	}
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	pj := ui.NewPlanJSON(p, nil)
+	redactPlan(f, &pj)
 	return p, obs, &pj, nil
-}
-
-// redactErr strips the manifest's secret values from an error's text.
-func redactErr(f *manifest.File, err error) error {
-	if f == nil || err == nil {
-		return err
-	}
-	msg := f.Redact(err.Error())
-	if msg == err.Error() {
-		return err
-	}
-	return errors.New(msg)
 }
