@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -69,6 +70,9 @@ func New(cfg Config) (*Client, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	log = log.WithGroup("pve")
+	if base.Scheme == "http" && !isLoopback(base.Hostname()) {
+		log.Warn("the endpoint is plain http: the API token crosses the network in clear text; use https", "endpoint", base.String())
+	}
 
 	hc := cfg.HTTPClient
 	if hc == nil {
@@ -154,6 +158,15 @@ func shownEndpoint(s string, u *url.URL) string {
 		return "(not shown: it holds '@', perhaps after a password)"
 	}
 	return strconv.Quote(s)
+}
+
+// isLoopback reports whether host is localhost or a loopback address.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 type token struct{ id, secret string }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
@@ -401,5 +402,31 @@ func TestClient_pathEscaping(t *testing.T) {
 	}
 	if got, want := gotPath, "/api2/json/nodes/pve/storage/local/content/"+volid; got != want {
 		t.Errorf("path=%q, want %q", got, want)
+	}
+}
+
+// A plain-http endpoint off the loopback sends the token in clear text:
+// New warns.
+func TestNew_plainHTTPWarns(t *testing.T) {
+	for _, tt := range []struct {
+		endpoint string
+		warn     bool
+	}{
+		{"http://pve.example.com:8006", true},
+		{"http://192.0.2.10:8006", true},
+		{"http://127.0.0.1:8006", false},
+		{"http://[::1]:8006", false},
+		{"http://localhost:8006", false},
+		{"https://pve.example.com:8006", false},
+	} {
+		var logs bytes.Buffer
+		log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		if _, err := pve.New(pve.Config{Endpoint: tt.endpoint, Token: testToken, Logger: log}); err != nil {
+			t.Fatalf("New(%q): %v", tt.endpoint, err)
+		}
+		if got := strings.Contains(logs.String(), "clear text"); got != tt.warn {
+			t.Errorf("New(%q) warned=%v, want %v:\n%s", tt.endpoint, got, tt.warn, logs.String())
+		}
+		noSecret(t, "warning", logs.String())
 	}
 }
