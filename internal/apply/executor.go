@@ -277,8 +277,6 @@ func boolParam(b bool) string {
 	return "0"
 }
 
-// retire stops, detaches and destroys the old CT of a replace; its
-// volumes stay in the keeper.
 // destroyCT stops the CT, detaches every mount point (keeper volumes
 // become unusedN, which a destroy does not free since the keeper owns
 // them), and destroys it.

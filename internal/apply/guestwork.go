@@ -481,7 +481,7 @@ func (e *Executor) checkHealth(ctx context.Context, cl *guest.Client, chk Check)
 	if out == "" {
 		out = "(no output)"
 	}
-	return fmt.Errorf("unhealthy after %d attempts: %v\n  %s", retries, err, out)
+	return fmt.Errorf("unhealthy after %d attempts: %w\n  %s", retries, err, out)
 }
 
 // markProvisioned records the guest digest in the description.

@@ -175,7 +175,7 @@ func (k *keeper) protect(ctx context.Context) error {
 	return nil
 }
 
-// freeMP returns the lowest mpN not used in the keeper's config.
+// freeKey returns the lowest prefixN (mpN, unusedN) not used in conf.
 func freeKey(conf map[string]string, prefix string) string {
 	for i := 0; ; i++ {
 		if _, used := conf[prefix+strconv.Itoa(i)]; !used {
