@@ -68,7 +68,9 @@ func WriteText(w io.Writer, r *Report) {
 		}
 		missing := 0
 		for _, f := range r.Findings {
-			if f.Privilege != "" {
+			// A warning names a privilege that is held, but only on
+			// /vms/<vmid>: it is not missing.
+			if f.Privilege != "" && f.Severity == SevError {
 				missing++
 			}
 		}
