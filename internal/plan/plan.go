@@ -2,8 +2,8 @@ package plan
 
 import "strings"
 
-// Action is what a change does. The runes double as diff symbols, as in
-// Terraform's plans.Action.
+// Action is what a change does, as a rune in the manner of Terraform's
+// plans.Action (package ui draws the diff symbols).
 type Action rune
 
 const (
@@ -26,21 +26,6 @@ func (a Action) String() string {
 		return "delete"
 	}
 	return "no-op"
-}
-
-// Symbol is the diff symbol ("+", "~", "-/+", "-").
-func (a Action) Symbol() string {
-	switch a {
-	case Create:
-		return "+"
-	case Update:
-		return "~"
-	case Replace:
-		return "-/+"
-	case Delete:
-		return "-"
-	}
-	return " "
 }
 
 // Plan is the ordered list of changes corral will make.
