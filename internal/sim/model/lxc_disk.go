@@ -527,10 +527,10 @@ func (c *Cluster) moveToStorageLocked(auth Auth, node string, vmid int, key, sto
 	}
 	return c.spawn(auth, node, "move_volume", strconv.Itoa(vmid), func(w *Worker) error {
 		err := c.copyVolumeTask(w, node, vmid, key, storage, mp, del)
-		if lerr := w.Do(func(st *State) error {
+		if lerr := w.cleanup(func(st *State) {
 			g := st.Guests[vmid]
 			if g == nil {
-				return nil
+				return
 			}
 			switch lock := g.Lock(); {
 			case lock == "disk":
@@ -540,7 +540,6 @@ func (c *Cluster) moveToStorageLocked(auth Auth, node string, vmid int, key, sto
 			default:
 				w.logLocked("found lock '%s' trying to remove 'disk' lock", lock)
 			}
-			return nil
 		}); err == nil {
 			err = lerr
 		}
@@ -585,11 +584,10 @@ func (c *Cluster) copyVolumeTask(w *Worker, node string, vmid int, key, storage 
 		return err
 	}
 	freeNew := func() {
-		w.Do(func(st *State) error {
+		w.cleanup(func(st *State) {
 			if err := c.freeVolumeLocked(node, newVolid); err != nil {
 				w.logLocked("%s", strings.TrimRight(errText(err), "\n"))
 			}
-			return nil
 		})
 	}
 	stats, err := copyTree(srcDir, dstDir)

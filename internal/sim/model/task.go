@@ -104,15 +104,13 @@ func (w *Worker) Do(fn func(st *State) error) error {
 
 // cleanup is Do for the clean-up after a failed step: it runs even when
 // the cluster is shutting down, as PVE's eval blocks clean up after the
-// worker's "received interrupt", so a stopped emulator never leaves a
-// half-made guest behind. A failed save is logged.
-func (w *Worker) cleanup(fn func(st *State)) {
+// worker's "received interrupt", so a stopped emulator leaves no
+// half-made guest or stale lock behind. The error is the state save's.
+func (w *Worker) cleanup(fn func(st *State)) error {
 	w.c.mu.Lock()
 	defer w.c.mu.Unlock()
 	fn(w.c.st)
-	if err := w.c.saveLocked(); err != nil {
-		w.c.log.Error("save state after clean-up", "upid", w.t.UPID, "err", err)
-	}
+	return w.c.saveLocked()
 }
 
 // doGuest is Do for a step on CT vmid of node: fn gets the guest, and a CT

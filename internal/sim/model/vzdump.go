@@ -561,21 +561,22 @@ func (c *Cluster) vzdumpGuest(w *Worker, job vzdumpJob, vmid int, dumpdir string
 	}()
 
 	// clean-up: unlock, drop the vzdump snapshot, restart.
+	// The unlock and the snapshot go also after an interrupt.
 	if locked {
-		w.Do(func(st *State) error {
+		w.cleanup(func(st *State) {
 			if g := st.Guests[vmid]; g != nil && g.Config["lock"] == "backup" {
 				delete(g.Config, "lock")
 			}
-			return nil
 		})
 	}
 	if snapped {
 		info("cleanup temporary 'vzdump' snapshot")
-		w.Do(func(st *State) error {
+		w.cleanup(func(st *State) {
 			if g := st.Guests[vmid]; g != nil {
-				return c.snapshotDeleteLocked(w, g, "vzdump")
+				if derr := c.snapshotDeleteLocked(w, g, "vzdump"); derr != nil {
+					w.logLocked("%s", strings.TrimRight(errText(derr), "\n"))
+				}
 			}
-			return nil
 		})
 	}
 	if restart {

@@ -237,6 +237,37 @@ func TestCluster_Vzdump_lockWhileRunning(t *testing.T) {
 	}
 }
 
+// TestCluster_Vzdump_interrupted: a backup stopped by the emulator's
+// shutdown still unlocks the CT and drops its 'vzdump' snapshot, as
+// vzdump's clean-up does after an interrupt.
+func TestCluster_Vzdump_interrupted(t *testing.T) {
+	k := newOpsKitWith(t, Options{TimeScale: 1, HasTimeScale: true, Durations: map[string]time.Duration{"vzdump": time.Minute}})
+	backupCT(k, 101, true)
+	upid, err := k.c.Vzdump(kitOperator, "pve", map[string]string{"vmid": "101", "mode": "snapshot"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for k.guest(101).Snapshots["vzdump"] == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the backup never made its 'vzdump' snapshot")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	k.c.Close()
+	task, err := k.c.Task("pve", upid)
+	if err != nil || task.Status != "stopped" {
+		t.Fatalf("task after Close: %+v %v", task, err)
+	}
+	g := k.guest(101)
+	if l := g.Config["lock"]; l != "" {
+		t.Errorf("lock after an interrupted backup = %q", l)
+	}
+	if g.Snapshots["vzdump"] != nil {
+		t.Error("the 'vzdump' snapshot survived an interrupted backup")
+	}
+}
+
 func TestCluster_Vzdump_failures(t *testing.T) {
 	k := newBackupKit(t)
 	backupCT(k, 101, false)
