@@ -319,12 +319,16 @@ func (c *Client) Run(ctx context.Context, cmd string, stdin io.Reader, onLine fu
 }
 
 // Exec runs cmd and waits for it. A non-zero exit is an *ExitError; when
-// ctx ends first the command's process group is killed and ctx's error
-// returned (wrapped); a connection lost meanwhile gives ErrDeadConnection
+// ctx ends first the command's process group is killed (or, if ctx had
+// already ended, the command is not started) and ctx's error returned
+// (wrapped); a connection lost meanwhile gives ErrDeadConnection
 // or the transport's error.
 func (c *Client) Exec(ctx context.Context, cmd Command) error {
 	if err := c.Err(); err != nil {
 		return err
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("guest command not started: %w", context.Cause(ctx))
 	}
 	sess, err := c.conn.NewSession()
 	if err != nil {

@@ -26,6 +26,7 @@ type fakeGuest struct {
 	allowed ssh.PublicKey
 	ln      net.Listener
 	signals chan string
+	execs   atomic.Int32 // exec requests received
 }
 
 func newFakeGuest(t *testing.T, allowed ssh.PublicKey, addr string) *fakeGuest {
@@ -81,6 +82,7 @@ func (g *fakeGuest) serve(nc net.Conn, cfg *ssh.ServerConfig) {
 			for req := range creqs {
 				switch req.Type {
 				case "exec":
+					g.execs.Add(1)
 					var c struct{ Command string }
 					ssh.Unmarshal(req.Payload, &c)
 					req.Reply(true, nil)
@@ -322,6 +324,30 @@ func TestRun_stepTimeoutKillsTheCommand(t *testing.T) {
 	// The connection stays usable for the next step.
 	if err := c.Run(context.Background(), "exit:0", nil, nil); err != nil {
 		t.Errorf("next step: %v", err)
+	}
+}
+
+// A step whose context ended before it ran does not start at all: a
+// command half run and then killed is worse than one not run.
+func TestRun_doneContextStartsNothing(t *testing.T) {
+	signer, pub := testKey(t)
+	g := newFakeGuest(t, pub, "")
+	c, err := testDial(t, g.addr(), Config{Signer: signer, HostKey: HostKeyPolicy{TrustOnFirstUse: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var out []string
+	err = c.Run(ctx, `out:ran\n`, nil, func(_ Stream, l string) { out = append(out, l) })
+	if !errors.Is(err, context.Canceled) || len(out) > 0 {
+		t.Fatalf("err = %v, output %q; want context.Canceled and no output", err, out)
+	}
+	if err := c.Run(context.Background(), "exit:0", nil, nil); err != nil {
+		t.Fatalf("next step: %v", err)
+	}
+	if n := g.execs.Load(); n != 1 {
+		t.Errorf("the guest got %d exec requests, want 1 (the next step's only)", n)
 	}
 }
 
