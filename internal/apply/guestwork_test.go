@@ -300,6 +300,16 @@ func TestSnapshotBeforeChangeRollsBack(t *testing.T) {
 	g := newGuestRig(t)
 	health := []apply.Check{{Name: "flag", Kind: "command", Command: "test -f /home/hermes/flag", Retries: 1}}
 	v1 := apply.GuestWork{Steps: []apply.Step{{Name: "run: flag", Kind: "run", Script: "echo up > /home/hermes/flag"}}, Checks: health}
+	var rec *recorder // the last apply's
+	phases := func(phase string) int {
+		n := 0
+		for _, s := range rec.steps {
+			if strings.HasPrefix(s, phase+" ") {
+				n++
+			}
+		}
+		return n
+	}
 	applyWith := func(w apply.GuestWork, digest string) error {
 		apps := loadAppsText(t, guestApp)
 		apps[0].GuestDigest = digest
@@ -313,7 +323,8 @@ func TestSnapshotBeforeChangeRollsBack(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		ex := &apply.Executor{Client: g.client, Observer: &recorder{}, SSH: g.ssh, Guest: map[string]apply.GuestWork{"hermes": w}}
+		rec = &recorder{}
+		ex := &apply.Executor{Client: g.client, Observer: rec, SSH: g.ssh, Guest: map[string]apply.GuestWork{"hermes": w}}
 		return ex.Apply(ctx, p, obs)
 	}
 	err := applyWith(v1, "s1")
@@ -327,6 +338,10 @@ func TestSnapshotBeforeChangeRollsBack(t *testing.T) {
 	var rb *apply.RolledBackError
 	if !errors.As(err, &rb) || !strings.Contains(err.Error(), "rolled back to snapshot") {
 		t.Fatalf("err = %v", err)
+	}
+	// Each is one step: take, roll back to, remove the snapshot.
+	if n, m := phases("snapshot"), phases("rollback"); n != 2 || m != 1 {
+		t.Errorf("%d snapshot and %d rollback steps, want 2 and 1:\n%s", n, m, rec.all())
 	}
 	if _, err := os.Stat(g.path("/home/hermes/flag")); err != nil {
 		t.Errorf("the volume's file was not rolled back: %v", err)
@@ -354,6 +369,9 @@ func TestSnapshotBeforeChangeRollsBack(t *testing.T) {
 	v3 := apply.GuestWork{Steps: append(v1.Steps, apply.Step{Name: "run: fine", Kind: "run", Script: "echo fine > /home/hermes/state"}), Checks: health}
 	if err := applyWith(v3, "s3"); err != nil {
 		t.Fatal(err)
+	}
+	if n := phases("snapshot"); n != 2 {
+		t.Errorf("%d snapshot steps, want 2 (take and remove):\n%s", n, rec.all())
 	}
 	snaps, _ = g.client.Snapshots(context.Background(), "pve", ct.VMID)
 	for _, s := range snaps {

@@ -41,12 +41,11 @@ func (e *Executor) protected(ctx context.Context, c plan.Change, obs *plan.Obser
 		return e.protectedByBackup(ctx, c, change)
 	}
 	name := "corral_pre_" + time.Now().UTC().Format("20060102_150405")
-	if err := e.step(c.App, "snapshot", name+" of ct "+fmt.Sprint(ct.VMID), func() error { return e.Snapshot(ctx, ct, name) }); err != nil {
+	// Snapshot, RollbackStart and DeleteSnapshot are steps themselves.
+	if err := e.Snapshot(ctx, ct, name); err != nil {
 		return fmt.Errorf("%w; nothing was changed (snapshotBeforeChange could not protect the change)", err)
 	}
-	drop := func() error {
-		return e.step(c.App, "snapshot", "remove "+name, func() error { return e.DeleteSnapshot(ctx, ct, name) })
-	}
+	drop := func() error { return e.DeleteSnapshot(ctx, ct, name) }
 	err := change()
 	if err == nil {
 		return drop()
@@ -55,8 +54,8 @@ func (e *Executor) protected(ctx context.Context, c plan.Change, obs *plan.Obser
 		return fmt.Errorf("%w; interrupted: snapshot %s of ct %d is kept, roll back with `corral rollback %s %s`", err, name, ct.VMID, c.App, name)
 	}
 	e.obs().Warn(c.App, fmt.Sprintf("the change failed (%v); rolling back to snapshot %s", err, name))
-	if rbErr := e.step(c.App, "rollback", "to "+name, func() error { return e.RollbackStart(ctx, ct, name, true) }); rbErr != nil {
-		return fmt.Errorf("%s: the change failed: %v; and the rollback to snapshot %s failed too: %w; roll back by hand with `corral rollback %s %s`",
+	if rbErr := e.RollbackStart(ctx, ct, name, true); rbErr != nil {
+		return fmt.Errorf("%s: the change failed: %w; and the rollback to snapshot %s failed too: %w; roll back by hand with `corral rollback %s %s`",
 			c.App, err, name, rbErr, c.App, name)
 	}
 	// The snapshot did its job; keep none behind (a snapshot pins the
@@ -69,13 +68,12 @@ func (e *Executor) protected(ctx context.Context, c plan.Change, obs *plan.Obser
 
 // protectedByBackup is the fallback where the container's storage cannot
 // snapshot (a dir storage, say): a vzdump archive before the change, and
-// on failure the archive to restore from.
+// on failure the archive to restore from. The caller has warned why.
 func (e *Executor) protectedByBackup(ctx context.Context, c plan.Change, change func() error) error {
 	storage := ""
 	if c.Desired != nil {
 		storage = c.Desired.BackupStorage
 	}
-	e.obs().Warn(c.App, "the container's storage cannot snapshot; taking a backup instead, to restore from if the change fails")
 	var archive string
 	err := e.step(c.App, "backup", "before the change", func() error {
 		upid, err := e.Client.Backup(ctx, c.Node, c.VMID, pve.BackupOptions{Mode: "snapshot", Storage: storage, Compress: "zstd",
