@@ -258,6 +258,18 @@ func TestEvaluate(t *testing.T) {
 			msg:  "but user corral@pve lacks it",
 		},
 		{
+			name: "token's own entry on /vms does not propagate",
+			acc: doctor.Access{TokenID: tok, Token: doctor.Perms{
+				"/vms": {"VM.Allocate": 0, "VM.Backup": 0}, "/storage/local": {"Datastore.Audit": 1}, "/sdn/zones/localnetwork/vmbr0": {"SDN.Use": 1},
+			}, User: perms(all), GrantsKnown: true,
+				TokenGrants: []doctor.Grant{{Path: "/vms", Role: "Ops", Privs: operator}, {Path: "/", Role: "Ops", Propagate: true, Privs: without(operator, "VM.Allocate", "VM.Backup")}}},
+			want: []brief{
+				{"privilege", "/vms", "VM.Allocate", "create web; create the keeper", []string{"pveum acl modify /vms --tokens 'corral@pve!corral' --roles Ops --propagate 1"}},
+				{"privilege", "/vms", "VM.Backup", "back up web", []string{"pveum acl modify /vms --tokens 'corral@pve!corral' --roles Ops --propagate 1"}},
+			},
+			msg: "its ACL entry (role Ops on /vms) does not propagate",
+		},
+		{
 			name: "token has no ACL entry where its user has the privilege",
 			acc: doctor.Access{TokenID: tok, Token: perms(noSDN), User: perms(all), GrantsKnown: true,
 				TokenGrants: []doctor.Grant{{Path: "/vms", Role: "CorralOperator", Propagate: true, Privs: operator}, {Path: "/storage/local", Role: "CorralOperator", Privs: operator}}},

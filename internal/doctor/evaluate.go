@@ -208,6 +208,15 @@ func Evaluate(reqs []Requirement, acc Access) []Finding {
 			}
 		}
 		switch {
+		case own != nil && r.Propagate && !own.Propagate:
+			// tokenGrantAt keeps a non-propagating entry only on the
+			// path itself: the grant is there, its inheritance is not.
+			f.Message += fmt.Sprintf(": its ACL entry (role %s on %s) does not propagate, so VMIDs created later do not inherit it", own.Role, own.Path)
+			f.Fix = []string{fmt.Sprintf("pveum acl modify %s --tokens '%s' --roles %s --propagate 1", own.Path, tok, own.Role)}
+			if acc.User != nil && !userHas {
+				f.Message += fmt.Sprintf(", and user %s lacks it with propagation as well", user)
+				f.Fix = append(f.Fix, fmt.Sprintf("pveum acl modify %s --users %s --roles %s --propagate 1", own.Path, user, own.Role))
+			}
 		case own != nil && acc.User != nil && !userHas:
 			f.Kind = "intersection"
 			f.Message = fmt.Sprintf("token %s is privilege-separated: it holds only what both its own ACL and user %s hold. "+
