@@ -168,10 +168,23 @@ func checkHTTPURL(s string) string {
 	return ""
 }
 
-// redactURL hides a password in a URL, for diagnostics.
+// redactURL hides a password in a URL, for diagnostics. A URL that does
+// not parse loses everything between "://" and its last '@', which may be
+// user:password (with a '/' in the password, even past the path's start).
 func redactURL(s string) string {
-	if u, err := url.Parse(s); err == nil && u.User != nil {
-		return u.Redacted()
+	u, err := url.Parse(s)
+	if err == nil {
+		if u.User != nil {
+			return u.Redacted()
+		}
+		return s
+	}
+	start := 0
+	if i := strings.Index(s, "://"); i >= 0 {
+		start = i + len("://")
+	}
+	if at := strings.LastIndex(s[start:], "@"); at >= 0 {
+		return s[:start] + "xxxxx" + s[start+at:]
 	}
 	return s
 }

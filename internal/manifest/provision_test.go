@@ -203,3 +203,26 @@ func TestParse_mode(t *testing.T) {
 		})
 	}
 }
+
+// A health URL that does not parse is still shown without its password.
+func TestParse_unparsableURLHidesPassword(t *testing.T) {
+	for _, u := range []string{"http://user:hunter2-pw%zz@localhost/", "http://user:hunter2-pw@[::1/", "http://user:hunter2-pw@localhost:port/", "http://user:hunter2-pw/x%zz@localhost/"} {
+		src := `
+apps:
+  - name: web
+    template: debian-12-standard_12.12-1_amd64.tar.zst
+    health:
+      - http: "` + u + `"
+`
+		_, err := manifest.Parse("corral.yaml", []byte(src), testOptions())
+		if err == nil {
+			t.Fatalf("Parse accepted %s", u)
+		}
+		if strings.Contains(err.Error(), "hunter2-pw") {
+			t.Errorf("diagnostic shows the password:\n%s", err)
+		}
+		if !strings.Contains(err.Error(), "health[0].http: invalid value") {
+			t.Errorf("diagnostic does not name the value:\n%s", err)
+		}
+	}
+}
