@@ -34,6 +34,17 @@ func TestPlanAndProgressRedactReadValues(t *testing.T) {
 			t.Errorf("corral %s does not show the reference in the description's change:\n%s", strings.Join(args, " "), out)
 		}
 	}
+	// status shows the drift's reasons, which name a template read
+	// from the environment.
+	const tmpl = "local:vztmpl/Tmpl-From-The-Env-4Hw.tar.zst"
+	t.Setenv("CORRAL_TEST_TMPL", tmpl)
+	mt := writeManifest(t, strings.Replace(base, "template: local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst", "template: ${env:CORRAL_TEST_TMPL}", 1))
+	for _, args := range [][]string{{"status", "-f", mt}, {"status", "-f", mt, "-o", "json"}} {
+		r := c.mustRun(args...)
+		if strings.Contains(r.stdout+r.stderr, tmpl) || !strings.Contains(r.stdout, "${env:CORRAL_TEST_TMPL}") {
+			t.Errorf("corral %s: want the template change shown by its reference only:\n%s%s", strings.Join(args, " "), r.stdout, r.stderr)
+		}
+	}
 	text, err := c.srv.Cluster().ConfigText(c.status(m).Apps[0].Containers[0].VMID)
 	if err != nil {
 		t.Fatal(err)

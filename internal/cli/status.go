@@ -55,7 +55,7 @@ func newStatusCmd(st *streams) *cobra.Command {
 			p, perr := plan.Make(apps, obs)
 			var refused *plan.RefusedError
 			if perr != nil && !errors.As(perr, &refused) {
-				return perr
+				return redactErr(f, perr)
 			}
 			inv := plan.Inventory(obs)
 			var out []appStatus
@@ -77,7 +77,9 @@ func newStatusCmd(st *streams) *cobra.Command {
 					for _, c := range p.Changes {
 						if c.App == a.Name {
 							as.Drift = c.Action.String()
-							as.Reasons = append(as.Reasons, c.Reasons...)
+							for _, r := range c.Reasons {
+								as.Reasons = append(as.Reasons, f.Redact(r))
+							}
 						}
 					}
 				}
