@@ -210,7 +210,7 @@ func (k *keeper) createVolume(ctx context.Context, vk plan.VolumeKey, storage st
 	if volid == "" {
 		return "", fmt.Errorf("keeper %d: %s missing after allocation", k.vmid, key)
 	}
-	k.volumes = volumeEntries(conf)
+	k.volumes = plan.VolumeEntries(conf)
 	return volid, k.record(ctx, vk, volid, url.Values{"delete": {key}})
 }
 
@@ -326,7 +326,7 @@ func (k *keeper) adopt(ctx context.Context, vk plan.VolumeKey, volid string) (st
 	if err != nil {
 		return "", err
 	}
-	k.volumes = volumeEntries(kconf)
+	k.volumes = plan.VolumeEntries(kconf)
 	newID := kconf[target]
 	if newID == "" {
 		return "", fmt.Errorf("keeper %d: %s empty after move", k.vmid, target)

@@ -19,22 +19,11 @@ func (e *Executor) keeperSet(obs *plan.Observed) *keeperSet {
 		for _, k := range ks {
 			s.byNode[node] = append(s.byNode[node], &keeper{
 				e: e, node: node, vmid: k.VMID, protected: k.Protected,
-				records: k.Records, intents: k.Intents, volumes: volumeEntries(k.Config),
+				records: k.Records, intents: k.Intents, volumes: plan.VolumeEntries(k.Config),
 			})
 		}
 	}
 	return s
-}
-
-// volumeEntries counts the unusedN and mpN entries of a config.
-func volumeEntries(conf map[string]string) int {
-	n := 0
-	for key := range conf {
-		if isMP(key) || isUnused(key) {
-			n++
-		}
-	}
-	return n
 }
 
 func (s *keeperSet) add(k *keeper) { s.byNode[k.node] = append(s.byNode[k.node], k) }

@@ -26,15 +26,21 @@ func NewRoom() Room { return Room{desc: len(KeeperDescription(nil))} }
 // RoomOf is the room left in an observed keeper: every unusedN and mpN
 // entry counts as a volume.
 func RoomOf(k *Keeper) Room {
+	return RoomFor(VolumeEntries(k.Config), k.Records, k.Intents)
+}
+
+// VolumeEntries counts the unusedN and mpN entries of a config: what a
+// keeper's room is counted in.
+func VolumeEntries(conf map[string]string) int {
 	n := 0
-	for key := range k.Config {
+	for key := range conf {
 		if _, ok := indexed(key, "unused"); ok {
 			n++
 		} else if _, ok := indexed(key, "mp"); ok {
 			n++
 		}
 	}
-	return Room{volumes: n, desc: len(KeeperDescriptionWith(k.Records, k.Intents))}
+	return n
 }
 
 // RoomFor is the room of a keeper holding volumes entries and records.

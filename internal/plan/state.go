@@ -103,12 +103,11 @@ func (o *Observed) Holder(node string, key VolumeKey) *Keeper {
 
 // CT is one observed container.
 type CT struct {
-	VMID    int
-	Node    string
-	Status  string // running | stopped
-	Lock    string
-	Config  map[string]string // active config (current=1), raw values
-	Pending []string          // keys with pending changes
+	VMID   int
+	Node   string
+	Status string // running | stopped
+	Lock   string
+	Config map[string]string // active config (current=1), raw values
 }
 
 // Keeper is the observed per-node keeper CT. Records come from its
