@@ -103,7 +103,6 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 type rig struct {
 	srv    *sim.Server
 	client *pve.Client
-	seq    int
 	// guest, when set, is the work run inside every app's container.
 	guest *apply.GuestWork
 	ssh   apply.SSH
