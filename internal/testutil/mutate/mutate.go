@@ -307,6 +307,10 @@ func parseValue(line string) (any, error) {
 		}
 		return s, err
 	}
+	if bl.Kind == token.CHAR {
+		// go test -fuzz writes a uint8 as byte('x') and an int32 as rune('x').
+		return parseChar(typ, neg, bl.Value)
+	}
 	bits := map[string]int{"int": 0, "int64": 64, "int32": 32, "uint8": 8, "byte": 8, "uint16": 16, "uint32": 32}
 	size, ok := bits[typ]
 	if !ok {
@@ -330,6 +334,30 @@ func parseValue(line string) (any, error) {
 		return uint16(n), err
 	}
 	return uint32(n), err
+}
+
+// parseChar reads a character literal as a byte or rune value.
+func parseChar(typ, neg, lit string) (any, error) {
+	if neg != "" || len(lit) < 3 {
+		return nil, errors.New("want a character literal")
+	}
+	r, _, tail, err := strconv.UnquoteChar(lit[1:len(lit)-1], '\'')
+	switch {
+	case err != nil:
+		return nil, err
+	case tail != "":
+		return nil, errors.New("more than one character")
+	}
+	switch typ {
+	case "byte", "uint8":
+		if r > 0xff {
+			return nil, fmt.Errorf("%q is out of range for byte", r)
+		}
+		return uint8(r), nil
+	case "rune", "int32":
+		return int32(r), nil
+	}
+	return nil, fmt.Errorf("type %q does not take a character literal", typ)
 }
 
 // Run calls body with each input in turn on t itself (no subtest per

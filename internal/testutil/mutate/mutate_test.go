@@ -75,7 +75,14 @@ func TestCorpusFormat(t *testing.T) {
 	if !reflect.DeepEqual(got, args) {
 		t.Fatalf("round trip of %#v gave %#v", args, got)
 	}
+	// What go test -fuzz itself writes for uint8 and int32.
+	native := "go test fuzz v1\nbyte('\\x05')\nbyte('a')\nbyte('é')\nrune('é')\nint32(-5)\n"
+	if got, err := Unmarshal([]byte(native)); err != nil || !reflect.DeepEqual(got, []any{uint8(5), uint8('a'), uint8(0xe9), int32('é'), int32(-5)}) {
+		t.Errorf("Unmarshal(%q) = %#v, %v", native, got, err)
+	}
 	for _, bad := range []string{
+		"go test fuzz v1\nbyte('Ā')\n",         // out of range
+		"go test fuzz v1\nstring('a')\n",       // not a string literal
 		"string(\"x\")\n",                      // no header
 		"go test fuzz v1\nfloat64(1.5)\n",      // unsupported type
 		"go test fuzz v1\nuint8(300)\n",        // out of range
