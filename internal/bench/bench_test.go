@@ -49,7 +49,11 @@ func TestNoopPlanCallsPerApp(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		apps, _ := parseApps(appsYAML(n, 1, debian12))
+		defer g.Close()
+		apps, err := parseApps(appsYAML(n, 1, debian12))
+		if err != nil {
+			t.Fatal(err)
+		}
 		if _, err := g.run(context.Background(), apps, false); err != nil {
 			t.Fatal(err)
 		}
@@ -58,7 +62,6 @@ func TestNoopPlanCallsPerApp(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, calls[n] = g.srv.Requests()
-		g.Close()
 	}
 	perApp := float64(calls[6]-calls[2]) / 4
 	if perApp != 1 {
@@ -72,7 +75,10 @@ func BenchmarkNoopPlan(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer g.Close()
-	apps, _ := parseApps(appsYAML(10, 1, debian12))
+	apps, err := parseApps(appsYAML(10, 1, debian12))
+	if err != nil {
+		b.Fatal(err)
+	}
 	if _, err := g.run(context.Background(), apps, false); err != nil {
 		b.Fatal(err)
 	}
@@ -90,7 +96,10 @@ func BenchmarkCreateDestroy(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer g.Close()
-	apps, _ := parseApps(appsYAML(1, 1, debian12))
+	apps, err := parseApps(appsYAML(1, 1, debian12))
+	if err != nil {
+		b.Fatal(err)
+	}
 	for b.Loop() {
 		if _, err := g.run(context.Background(), apps, false); err != nil {
 			b.Fatal(err)
