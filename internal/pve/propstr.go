@@ -327,7 +327,8 @@ func ParseSize(s string) (int64, error) {
 	}
 	shift := map[string]uint{"": 0, "K": 10, "M": 20, "G": 30, "T": 40}[m[2]]
 	v := f * float64(uint64(1)<<shift)
-	if v > math.MaxInt64 {
+	// float64(math.MaxInt64) rounds up to 2^63, which int64 cannot hold.
+	if v >= math.MaxInt64 {
 		return 0, fmt.Errorf("invalid size: %q: too large", s)
 	}
 	return int64(v), nil

@@ -168,7 +168,7 @@ func TestSize(t *testing.T) {
 			}
 		})
 	}
-	for _, bad := range []string{"", "G", "8g", "8GB", "-1G", "8iB", "1.G"} {
+	for _, bad := range []string{"", "G", "8g", "8GB", "-1G", "8iB", "1.G", "8388608T", "9223372036854775808"} { // the last two are 2^63 bytes
 		if _, err := pve.ParseSize(bad); err == nil {
 			t.Errorf("ParseSize(%q) succeeded, want error", bad)
 		}
