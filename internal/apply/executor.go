@@ -210,34 +210,36 @@ func (e *Executor) createAndStart(ctx context.Context, c plan.Change, vols []att
 	return vmid, e.step(c.App, "start", "ct "+strconv.Itoa(vmid), func() error { return e.start(ctx, c.App, c.Node, vmid) })
 }
 
-// create posts a new CT and waits for the task. With no VMID it takes
-// /cluster/nextid and retries if another client took that id meanwhile.
+// create posts a new CT for app and waits for the task.
 func (e *Executor) create(ctx context.Context, app, node string, vmid int, a *plan.App) (int, error) {
-	for attempt := 0; ; attempt++ {
+	params := createParams(a, vmid)
+	if k := e.SSH.AuthorizedKey; k != "" {
+		// corral's own key, for provisioning over SSH.
+		params.Set("ssh-public-keys", params.Get("ssh-public-keys")+k+" corral\n")
+	}
+	if pw := e.Secrets[app]; pw != "" {
+		params.Set("password", pw)
+	}
+	return e.postCT(ctx, app, node, vmid, params)
+}
+
+// postCT creates a CT with params and waits for the task. With vmid 0 it
+// takes /cluster/nextid, and takes the next one if another client took
+// that id meanwhile.
+func (e *Executor) postCT(ctx context.Context, app, node string, vmid int, params url.Values) (int, error) {
+	const attempts = 5
+	for attempt := 1; ; attempt++ {
 		id := vmid
 		if id == 0 {
-			var s string
-			if err := e.Client.Get(ctx, "/cluster/nextid", nil, &s); err != nil {
-				return 0, fmt.Errorf("next vmid: %w", err)
+			var err error
+			if id, err = e.Client.NextID(ctx); err != nil {
+				return 0, err
 			}
-			n, err := strconv.Atoi(s)
-			if err != nil {
-				return 0, fmt.Errorf("next vmid: unexpected %q", s)
-			}
-			id = n
 		}
-		params := createParams(a, id)
-		if k := e.SSH.AuthorizedKey; k != "" {
-			// corral's own key, for provisioning over SSH.
-			params.Set("ssh-public-keys", params.Get("ssh-public-keys")+k+" corral\n")
-		}
-		if pw := e.Secrets[app]; pw != "" {
-			params.Set("password", pw)
-		}
+		params.Set("vmid", strconv.Itoa(id))
 		var upid string
 		err := e.Client.Post(ctx, "/nodes/"+node+"/lxc", params, &upid)
-		var apiErr *pve.APIError
-		if vmid == 0 && attempt < 5 && errors.As(err, &apiErr) && strings.Contains(apiErr.Message, "already exists") {
+		if vmid == 0 && attempt < attempts && pve.IsAlreadyExists(err) {
 			continue
 		}
 		if err != nil {

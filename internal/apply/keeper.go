@@ -50,11 +50,10 @@ func (e *Executor) ensureKeeper(ctx context.Context, kc plan.KeeperChange, k *ke
 				}
 				obs.Templates[kc.Node] = append(obs.Templates[kc.Node], tmpl)
 			}
-			a := &plan.App{Name: plan.KeeperName, Template: tmpl, Unprivileged: true, Cores: 1, MemoryMiB: 64, RootStorage: "local-lvm", RootSize: 128 << 20, Nesting: true}
 			params := url.Values{}
 			params.Set("ostemplate", tmpl)
 			params.Set("hostname", plan.KeeperName)
-			params.Set("rootfs", keeperRootStorage(kc.Node, p)+":"+plan.GiB(a.RootSize))
+			params.Set("rootfs", keeperRootStorage(kc.Node, p)+":"+plan.GiB(keeperRootSize))
 			params.Set("unprivileged", "1")
 			params.Set("cores", "1")
 			params.Set("memory", "64")
@@ -63,7 +62,7 @@ func (e *Executor) ensureKeeper(ctx context.Context, kc plan.KeeperChange, k *ke
 			params.Set("tags", plan.TagManaged+";"+plan.TagKeeper)
 			params.Set("description", plan.KeeperDescription(nil))
 			params.Set("protection", "1")
-			vmid, err := e.postCT(ctx, plan.KeeperName, kc.Node, params)
+			vmid, err := e.postCT(ctx, plan.KeeperName, kc.Node, 0, params)
 			if err != nil {
 				return err
 			}
@@ -100,6 +99,10 @@ func (e *Executor) ensureKeeper(ctx context.Context, kc plan.KeeperChange, k *ke
 	return k, nil
 }
 
+// keeperRootSize is the keeper's rootfs size: it never starts, so it
+// needs next to none.
+const keeperRootSize = 128 << 20
+
 // keeperTemplate picks the template the keeper is made from: the first
 // app's on that node (it is fetched for the app anyway).
 func keeperTemplate(node string, p *plan.Plan, obs *plan.Observed) string {
@@ -122,33 +125,6 @@ func keeperRootStorage(node string, p *plan.Plan) string {
 	}
 	return "local-lvm"
 }
-
-// postCT creates a CT with the next free VMID and waits for the task.
-func (e *Executor) postCT(ctx context.Context, app, node string, params url.Values) (int, error) {
-	for attempt := 0; attempt < 5; attempt++ {
-		var s string
-		if err := e.Client.Get(ctx, "/cluster/nextid", nil, &s); err != nil {
-			return 0, fmt.Errorf("next vmid: %w", err)
-		}
-		vmid, err := strconv.Atoi(s)
-		if err != nil {
-			return 0, fmt.Errorf("next vmid: unexpected %q", s)
-		}
-		params.Set("vmid", s)
-		var upid string
-		err = e.Client.Post(ctx, "/nodes/"+node+"/lxc", params, &upid)
-		if err != nil && strings.Contains(err.Error(), "already exists") {
-			continue
-		}
-		if err != nil {
-			return 0, err
-		}
-		return vmid, e.wait(ctx, app, upid)
-	}
-	return 0, fmt.Errorf("no free vmid after 5 attempts")
-}
-
-func (k *keeper) path() string { return fmt.Sprintf("/nodes/%s/lxc/%d/config", k.node, k.vmid) }
 
 // unprotect clears protection, which blocks adding and removing the
 // keeper's volumes (behaviour.md §g). protect restores it at the end of
