@@ -93,6 +93,7 @@ func Start(c *model.Cluster, opts Options) (*Manager, error) {
 		c: c, log: log.WithGroup("guest"), port: choosePort(opts.Port), poll: opts.Poll,
 		ctx: ctx, cancel: cancel, done: make(chan struct{}), wake: make(chan struct{}, 1), cts: map[int]*ctServer{},
 	}
+	c.SetRunHook(m.sync) // a stopped CT's sessions end with its stop
 	go m.loop()
 	return m, nil
 }
@@ -165,6 +166,7 @@ func (m *Manager) Endpoint(vmid int) (string, bool) {
 
 // Close stops every endpoint and kills the processes of their sessions.
 func (m *Manager) Close() error {
+	m.c.SetRunHook(nil)
 	m.cancel()
 	<-m.done
 	m.mu.Lock()
@@ -193,7 +195,9 @@ func (m *Manager) loop() {
 }
 
 // sync starts an endpoint for every newly running CT and stops those of
-// CTs that stopped, restarted (new PID) or changed address.
+// CTs that stopped, restarted (new PID) or changed address. The loop runs
+// it, and the cluster's run hook, so calls may overlap: each stale
+// endpoint leaves the map under m.mu, and so is stopped by one call.
 func (m *Manager) sync() {
 	running := map[int]model.RunningGuest{}
 	for _, g := range m.c.RunningGuests() {

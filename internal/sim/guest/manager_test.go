@@ -44,12 +44,18 @@ type kit struct {
 
 func newKit(t *testing.T) *kit {
 	t.Helper()
+	return newKitPoll(t, 10*time.Millisecond)
+}
+
+// newKitPoll is newKit with the manager polling every poll.
+func newKitPoll(t *testing.T, poll time.Duration) *kit {
+	t.Helper()
 	c, err := model.Open(model.Options{Dir: t.TempDir(), HasTimeScale: true, TimeScale: 0})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	m, err := guest.Start(c, guest.Options{Port: freePort(t), Poll: 10 * time.Millisecond})
+	m, err := guest.Start(c, guest.Options{Port: freePort(t), Poll: poll})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -376,6 +382,34 @@ func TestGuest_stopKillsDetachedProcesses(t *testing.T) {
 			t.Fatalf("daemon %d survived the CT's stop", pid)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestGuest_stopEndsSessionsBeforeTheTaskEnds: the CT's processes are
+// gone when its stop task ends, not at the manager's next poll (here an
+// hour away), so a destroy right after a stop never races a session
+// writing into the rootfs.
+func TestGuest_stopEndsSessionsBeforeTheTaskEnds(t *testing.T) {
+	k := newKitPoll(t, time.Hour)
+	k.create(110, nil) // the start reaches the manager through the run hook
+	c, err := k.dial(110, client.HostKeyPolicy{TrustOnFirstUse: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	k.needExec()
+	out, err := run(t, c, "setsid sleep 777 </dev/null >/dev/null 2>&1 & echo $!")
+	if err != nil {
+		t.Fatalf("start daemon: %v (%q)", err, out)
+	}
+	pid, err := strconv.Atoi(strings.TrimPrefix(out, "stdout: "))
+	if err != nil {
+		t.Fatalf("output %q", out)
+	}
+	k.task(k.c.StopCT(root, "pve", 110, nil))
+	// Killed, it may still be exiting; it has left its namespaces then.
+	if ns, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/ns/mnt"); err == nil {
+		t.Errorf("daemon %d still runs in %s when the CT's stop task has ended", pid, ns)
 	}
 }
 

@@ -73,6 +73,10 @@ type Cluster struct {
 	// hooks lets the HTTP layer and fault injection observe or alter task
 	// runs; see TaskHook.
 	taskHook TaskHook
+	// runHook and runChanges: see SetRunHook. runChanges counts the CT
+	// starts and stops (c.mu).
+	runHook    func()
+	runChanges uint64
 }
 
 // TaskHook may fail a task on purpose (fault injection). It is called at the
@@ -163,6 +167,18 @@ func (c *Cluster) Dir() string { return c.opts.Dir }
 func (c *Cluster) SetTaskHook(h TaskHook) {
 	c.mu.Lock()
 	c.taskHook = h
+	c.mu.Unlock()
+}
+
+// SetRunHook installs h (nil removes it): it runs after each task step
+// that started or stopped a CT (start, stop, shutdown, reboot, forced
+// destroy, rollback, backup in stop mode), outside the cluster lock and
+// before the task goes on. The guest layer follows the CTs in it, so that
+// nothing runs in a CT once its stop is done, as on PVE, rather than
+// until its next poll.
+func (c *Cluster) SetRunHook(h func()) {
+	c.mu.Lock()
+	c.runHook = h
 	c.mu.Unlock()
 }
 

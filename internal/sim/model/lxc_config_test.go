@@ -267,7 +267,7 @@ func TestCluster_UpdateCTConfig_running(t *testing.T) {
 	}
 
 	// Start applies the rest (the start helper's applyPendingLocked).
-	k.edit(105, func(g *Guest) { markStopped(g) })
+	k.edit(105, func(g *Guest) { k.c.markStoppedLocked(g) })
 	k.run(k.c.StartCT(kitRoot, "pve", 105, nil))
 	g := k.guest(105)
 	if g.Config["mp0"] != data+",mp=/data,ro=1,size=1G" {

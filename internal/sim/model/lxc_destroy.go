@@ -51,7 +51,7 @@ func (c *Cluster) DestroyCT(auth Auth, node string, vmid int, params map[string]
 				}
 				// A plain Perl warn: logged, not counted as a task warning.
 				w.logLocked("forced to stop CT %d before destroying!", vmid)
-				markStopped(g)
+				c.markStoppedLocked(g)
 			}
 			return nil
 		})

@@ -110,7 +110,7 @@ func (c *Cluster) StopCT(auth Auth, node string, vmid int, params map[string]str
 		}
 		return w.Do(func(st *State) error {
 			if g := st.Guests[vmid]; g != nil {
-				markStopped(g)
+				c.markStoppedLocked(g)
 			}
 			return nil
 		})
@@ -164,7 +164,7 @@ func (c *Cluster) ShutdownCT(auth Auth, node string, vmid int, params map[string
 		}
 		return w.Do(func(st *State) error {
 			if g := st.Guests[vmid]; g != nil {
-				markStopped(g)
+				c.markStoppedLocked(g)
 			}
 			return nil
 		})
@@ -200,7 +200,7 @@ func (c *Cluster) RebootCT(auth Auth, node string, vmid int, params map[string]s
 		}
 		var logs []string
 		err = w.doGuest(node, vmid, func(st *State, g *Guest) error {
-			markStopped(g)
+			c.markStoppedLocked(g)
 			logs = c.applyPendingLocked(g).Log
 			return nil
 		})
@@ -262,6 +262,7 @@ func checkQuotas(g *Guest) error {
 // markRunningLocked records a started CT: a new init PID, the start time,
 // and when its sshd answers (unix seconds, after "bootdelay").
 func (c *Cluster) markRunningLocked(g *Guest) {
+	c.runChanges++
 	now := c.now()
 	c.st.NextPID++
 	g.Running = true
@@ -270,8 +271,10 @@ func (c *Cluster) markRunningLocked(g *Guest) {
 	g.SSHReadyAt = now.Add(c.duration("bootdelay")).Unix()
 }
 
-// markStopped clears the runtime state of a stopped CT.
-func markStopped(g *Guest) {
+// markStoppedLocked clears the runtime state of a stopped CT and counts
+// the stop for the run hook (Worker.Do).
+func (c *Cluster) markStoppedLocked(g *Guest) {
+	c.runChanges++
 	g.Running = false
 	g.PID = 0
 	g.StartedAt = 0

@@ -120,7 +120,7 @@ func TestCluster_Restore_overExisting(t *testing.T) {
 	_, err = k.c.CreateCT(kitOperator, "pve", params)
 	wantError(t, err, http.StatusInternalServerError, "can't overwrite running container\n")
 
-	k.edit(101, func(g *Guest) { markStopped(g); g.Config["protection"] = "1" })
+	k.edit(101, func(g *Guest) { k.c.markStoppedLocked(g); g.Config["protection"] = "1" })
 	_, err = k.c.CreateCT(kitOperator, "pve", params)
 	wantError(t, err, http.StatusInternalServerError, "unable to restore CT 101 - protection mode enabled\n")
 	k.edit(101, func(g *Guest) { delete(g.Config, "protection") })

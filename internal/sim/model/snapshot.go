@@ -328,7 +328,7 @@ func (c *Cluster) RollbackSnapshot(auth Auth, node string, vmid int, name string
 			}
 			if g.Running {
 				wasRunning = true
-				markStopped(g)
+				c.markStoppedLocked(g)
 			}
 			g.Config["lock"] = "rollback"
 			return nil

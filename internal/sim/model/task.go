@@ -89,15 +89,26 @@ func (w *Worker) LockConfig(vmid int) error {
 
 // Do runs fn with the cluster mutex held and saves the state afterwards,
 // so each step of a worker is atomic and durable.
+// A step that started or stopped a CT runs the run hook before it
+// returns.
 func (w *Worker) Do(fn func(st *State) error) error {
 	w.c.mu.Lock()
-	defer w.c.mu.Unlock()
 	if err := w.ctx.Err(); err != nil {
+		w.c.mu.Unlock()
 		return errInterrupt
 	}
+	changes := w.c.runChanges
 	err := fn(w.c.st)
 	if serr := w.c.saveLocked(); serr != nil && err == nil {
 		err = serr
+	}
+	var hook func()
+	if w.c.runChanges != changes {
+		hook = w.c.runHook
+	}
+	w.c.mu.Unlock()
+	if hook != nil {
+		hook()
 	}
 	return err
 }

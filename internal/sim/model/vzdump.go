@@ -458,7 +458,7 @@ func (c *Cluster) vzdumpGuest(w *Worker, job vzdumpJob, vmid int, dumpdir string
 				info("stopping virtual guest")
 				if err := w.Do(func(st *State) error {
 					if g := st.Guests[vmid]; g != nil {
-						markStopped(g)
+						c.markStoppedLocked(g)
 					}
 					return nil
 				}); err != nil {

@@ -204,7 +204,7 @@ func TestCluster_Vzdump_stopMode(t *testing.T) {
 		t.Error("stop-mode archive lacks the mp0 data")
 	}
 	// A stopped CT is always backed up in stop mode, and stays stopped.
-	k.edit(101, markStopped)
+	k.edit(101, k.c.markStoppedLocked)
 	task = k.run(k.c.Vzdump(kitOperator, "pve", map[string]string{"vmid": "101", "mode": "snapshot", "compress": "zstd"}))
 	ctTestHasLine(t, task, "INFO: backup mode: stop")
 	if slices.Contains(task.Log, "INFO: stopping virtual guest") || k.guest(101).Running {
