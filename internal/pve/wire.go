@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -69,7 +70,7 @@ func (n *IntOrString) UnmarshalJSON(data []byte) error {
 	if err != nil {
 		// Perl may print a large integer as a float (1e+15).
 		f, ferr := strconv.ParseFloat(s, 64)
-		if ferr != nil {
+		if ferr != nil || f >= math.MaxInt64 || f < math.MinInt64 {
 			return fmt.Errorf("decode integer: unexpected value %s", data)
 		}
 		v = int64(f)

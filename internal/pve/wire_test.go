@@ -43,6 +43,7 @@ func TestIntOrString(t *testing.T) {
 	}{
 		{`1777629600`, 1777629600, true}, {`"1777629600"`, 1777629600, true}, {`null`, 0, true},
 		{`""`, 0, true}, {`1e+15`, 1e15, true}, {`"abc"`, 0, false}, {`[]`, 0, false},
+		{`1e+19`, 0, false}, {`-1e+19`, 0, false}, {`-1e+15`, -1e15, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
