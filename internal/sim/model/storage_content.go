@@ -513,12 +513,15 @@ func (c *Cluster) downloadTask(w *Worker, d download) error {
 	volid := d.storage + ":" + name
 	var dest, hostDest string
 	var exists bool
-	w.Do(func(st *State) error {
+	err := w.Do(func(st *State) error {
 		s := st.storage(d.storage)
 		dest, hostDest = c.volumePath(d.node, d.storage, name), c.hostPath(s, name)
 		exists = st.Volumes[volumeKey(d.node, volid)] != nil
 		return nil
 	})
+	if err != nil {
+		return err // interrupted: dest is unknown, nothing may be written
+	}
 	w.Log("downloading %s to %s", d.url, hostDest)
 	a, fromCatalogue := catalogueByURL(d.url)
 	if exists {

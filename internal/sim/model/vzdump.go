@@ -495,7 +495,7 @@ func (c *Cluster) vzdumpGuest(w *Worker, job vzdumpJob, vmid int, dumpdir string
 				return err
 			}
 			snapped = true
-			w.Do(func(st *State) error {
+			err = w.Do(func(st *State) error {
 				for i := range disks {
 					if v := st.Volumes[volumeKey(job.node, disks[i].volid)]; v != nil {
 						disks[i].dir = c.snapshotPath(job.node, v, "vzdump")
@@ -503,6 +503,9 @@ func (c *Cluster) vzdumpGuest(w *Worker, job vzdumpJob, vmid int, dumpdir string
 				}
 				return nil
 			})
+			if err != nil {
+				return err // interrupted: the archive would read the live volumes
+			}
 		}
 
 		// assemble: the config without lock, snapshots, parent and pending.
