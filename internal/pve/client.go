@@ -29,7 +29,8 @@ type Config struct {
 	Insecure bool
 	// HTTPClient replaces the HTTP client, e.g. with an in-process
 	// transport for tests. When set, TLS options are the caller's business
-	// and Fingerprint, CAFile and Insecure are ignored.
+	// and Fingerprint, CAFile and Insecure are ignored. Its redirect
+	// policy is replaced: the client never follows a redirect.
 	HTTPClient *http.Client
 	// Logger receives Debug lines for each HTTP request and Warn lines for
 	// tasks that ended with warnings. Nil discards.
@@ -85,6 +86,10 @@ func New(cfg Config) (*Client, error) {
 		copied := *hc
 		hc = &copied
 	}
+	// PVE never redirects. Following one could resend a POST, or carry
+	// the token header to plain http on the same host (net/http keeps it
+	// when only the scheme or port changes): a 3xx is an APIError.
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	next := hc.Transport
 	if next == nil {
 		next = http.DefaultTransport

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/corralhq/corral/internal/pve"
@@ -174,4 +175,34 @@ func TestClient_hostnameCheckedUnlessPinned(t *testing.T) {
 		t.Fatalf("Version via %s with only the CA trusted: err = %v (%T), want an x509.HostnameError", byName, err, err)
 	}
 	noSecret(t, "hostname error", err.Error())
+}
+
+// A redirect is not followed: the token header never reaches the target,
+// even on the same host over plain http.
+func TestClient_redirectNotFollowed(t *testing.T) {
+	var leaked atomic.Bool
+	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "" {
+			leaked.Store(true)
+		}
+		writeData(w, map[string]string{"version": "9.1.2", "release": "9.1"})
+	}))
+	t.Cleanup(plain.Close)
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, plain.URL+r.URL.Path, http.StatusFound)
+	}))
+	t.Cleanup(srv.Close)
+	sum := sha256.Sum256(srv.Certificate().Raw)
+	c, err := pve.New(pve.Config{Endpoint: srv.URL, Token: testToken, Fingerprint: hex.EncodeToString(sum[:])})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	_, err = c.Version(ctx(t))
+	var ae *pve.APIError
+	if !errors.As(err, &ae) || ae.Status != http.StatusFound {
+		t.Errorf("err = %v, want the 302 as an *APIError", err)
+	}
+	if leaked.Load() {
+		t.Error("the redirect target got the token header")
+	}
 }
