@@ -43,7 +43,9 @@ func (c *Cluster) HoldLock(vmid int, lock string, d time.Duration) error {
 		defer c.mu.Unlock()
 		if g := c.st.Guests[vmid]; g != nil && g.Config["lock"] == lock {
 			delete(g.Config, "lock")
-			c.saveLocked()
+			if err := c.saveLocked(); err != nil {
+				c.log.Error("save state after a held lock", "vmid", vmid, "lock", lock, "err", err)
+			}
 		}
 	}()
 	return nil
