@@ -305,13 +305,15 @@ func gatherAccess(ctx context.Context, c *pve.Client, reqs []Requirement, role s
 		roles, rerr := c.Roles(ctx)
 		if aerr == nil && rerr == nil {
 			privs := map[string][]string{}
+			special := map[string]bool{}
 			for _, ro := range roles {
 				privs[ro.RoleID] = ro.PrivList()
+				special[ro.RoleID] = bool(ro.Special)
 			}
 			acc.GrantsKnown = true
 			for _, e := range acl {
 				if e.Type == "token" && e.UGID == acc.TokenID {
-					acc.TokenGrants = append(acc.TokenGrants, Grant{Path: e.Path, Role: e.RoleID, Propagate: bool(e.Propagate), Privs: privs[e.RoleID]})
+					acc.TokenGrants = append(acc.TokenGrants, Grant{Path: e.Path, Role: e.RoleID, Propagate: bool(e.Propagate), Privs: privs[e.RoleID], Special: special[e.RoleID]})
 				}
 			}
 		}

@@ -251,6 +251,13 @@ func TestEvaluate(t *testing.T) {
 			msg:  "does not include VM.Backup",
 		},
 		{
+			name: "built-in role lacks VM.Backup: grant another, not modify it",
+			acc: doctor.Access{TokenID: tok, Token: perms(noBackup), User: perms(noBackup), GrantsKnown: true,
+				TokenGrants: []doctor.Grant{{Path: "/", Role: "PVEVMUser", Propagate: true, Special: true, Privs: without(operator, "VM.Backup", "Datastore.Audit")}}},
+			want: []brief{{"privilege", "/vms", "VM.Backup", "back up web", []string{"pveum acl modify /vms --users corral@pve --tokens 'corral@pve!corral' --roles CorralOperator --propagate 1"}}},
+			msg:  "PVEVMUser is built in and cannot be changed",
+		},
+		{
 			name: "privsep user lacks SDN.Use the token's ACL grants",
 			acc: doctor.Access{TokenID: tok, Token: perms(noSDN), User: perms(noSDN), GrantsKnown: true,
 				TokenGrants: []doctor.Grant{{Path: "/", Role: "CorralOperator", Propagate: true, Privs: operator}}},

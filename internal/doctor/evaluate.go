@@ -52,6 +52,9 @@ type Grant struct {
 	Role      string   `json:"role"`
 	Propagate bool     `json:"propagate"`
 	Privs     []string `json:"privs"`
+	// Special marks a built-in role (PVEAdmin, PVEVMUser, …), which
+	// pveum role modify refuses to change.
+	Special bool `json:"special,omitempty"`
 }
 
 // Access is what PVE told about the token: its effective privileges, and
@@ -231,6 +234,10 @@ func Evaluate(reqs []Requirement, acc Access) []Finding {
 			gr := ownRoles[0]
 			f.Message += fmt.Sprintf(": the role %s it holds there (on %s) does not include %s", gr.Role, gr.Path, r.Priv)
 			f.Fix = []string{fmt.Sprintf("pveum role modify %s --privs %s --append 1", gr.Role, r.Priv)}
+			if gr.Special {
+				f.Message += fmt.Sprintf(" (%s is built in and cannot be changed: grant a role of your own as well)", gr.Role)
+				f.Fix = []string{fmt.Sprintf("pveum acl modify %s --users %s --tokens '%s' --roles %s%s", target, user, tok, acc.role(), propagate)}
+			}
 			if acc.User != nil && !userHas {
 				f.Message += fmt.Sprintf(", and user %s lacks it as well", user)
 			}
