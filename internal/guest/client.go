@@ -309,7 +309,9 @@ type Command struct {
 	// Stdin feeds the command's standard input; nil gives it EOF.
 	Stdin io.Reader
 	// OnLine gets every output line without its newline, in order per
-	// stream, one call at a time. Nil discards output.
+	// stream, one call at a time. Nil discards output. When Exec returns
+	// early (ctx ended, connection lost) lines already in flight may
+	// still arrive for a moment after it returned.
 	OnLine func(stream Stream, line string)
 }
 
