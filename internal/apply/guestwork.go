@@ -109,9 +109,10 @@ func (e *Executor) runGuest(ctx context.Context, c plan.Change, vmid int, justCr
 		return fmt.Errorf("%s: provisioning needs corral's SSH key, and none was given", c.App)
 	}
 	var cl *guest.Client
+	var conf map[string]string
 	err := e.step(c.App, "ssh", "connect to ct "+strconv.Itoa(vmid), func() error {
 		var err error
-		cl, err = e.dialGuest(ctx, c.Node, vmid, justCreated)
+		cl, conf, err = e.dialGuest(ctx, c.Node, vmid, justCreated)
 		return err
 	})
 	if err != nil {
@@ -121,7 +122,7 @@ func (e *Executor) runGuest(ctx context.Context, c plan.Change, vmid int, justCr
 	if c.Desired != nil && c.Desired.NeedsKeyctl {
 		// Checked after the first login, so that the host key is pinned
 		// while corral may still trust it on first use.
-		restarted, err := e.ensureKeyctl(ctx, c, vmid)
+		restarted, err := e.ensureKeyctl(ctx, c, vmid, conf)
 		if err != nil {
 			return err
 		}
@@ -129,7 +130,7 @@ func (e *Executor) runGuest(ctx context.Context, c plan.Change, vmid int, justCr
 			cl.Close()
 			if err := e.step(c.App, "ssh", "reconnect to ct "+strconv.Itoa(vmid), func() error {
 				var err error
-				cl, err = e.dialGuest(ctx, c.Node, vmid, false)
+				cl, _, err = e.dialGuest(ctx, c.Node, vmid, false)
 				return err
 			}); err != nil {
 				return err
@@ -184,31 +185,32 @@ func (e *Executor) Dial(ctx context.Context, ct *plan.CT) (*guest.Client, error)
 	if ct.Status != "running" {
 		return nil, fmt.Errorf("ct %d is %s; start it with `corral apply`", ct.VMID, ct.Status)
 	}
-	return e.dialGuest(ctx, ct.Node, ct.VMID, false)
+	cl, _, err := e.dialGuest(ctx, ct.Node, ct.VMID, false)
+	return cl, err
 }
 
 // dialGuest finds the container's address and logs in, pinning the host
-// key on first use.
-func (e *Executor) dialGuest(ctx context.Context, node string, vmid int, justCreated bool) (*guest.Client, error) {
+// key on first use. It returns the config it read, from before the pin.
+func (e *Executor) dialGuest(ctx context.Context, node string, vmid int, justCreated bool) (*guest.Client, map[string]string, error) {
 	conf, err := containerConfig(ctx, e.Client, node, vmid)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ct := &plan.CT{VMID: vmid, Node: node, Status: "running", Config: conf}
 	var addr string
 	deadline := time.Now().Add(e.connectTimeout())
 	for {
 		if addr, err = Address(ctx, e.Client, ct); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if addr != "" {
 			break
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("ct %d has no IPv4 address on eth0 after %s (DHCP?); set a static network.ip", vmid, e.connectTimeout())
+			return nil, nil, fmt.Errorf("ct %d has no IPv4 address on eth0 after %s (DHCP?); set a static network.ip", vmid, e.connectTimeout())
 		}
 		if err := sleep(ctx, time.Second); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	m := plan.ParseMarker(conf["description"])
@@ -220,7 +222,7 @@ func (e *Executor) dialGuest(ctx context.Context, node string, vmid int, justCre
 		// trust on first use either way. Once corral has provisioned a
 		// container, a missing pin is suspicious.
 		if !justCreated && m.Provisioned != "" && !e.SSH.TrustNewHostKey {
-			return nil, fmt.Errorf("ct %d has no SSH host key pinned by corral, and corral did not just create it, so it cannot tell the container from an impostor; "+
+			return nil, nil, fmt.Errorf("ct %d has no SSH host key pinned by corral, and corral did not just create it, so it cannot tell the container from an impostor; "+
 				"run apply with --trust-host-key once if you know the container is genuine", vmid)
 		}
 		policy = guest.HostKeyPolicy{VMID: vmid, TrustOnFirstUse: true}
@@ -235,32 +237,29 @@ func (e *Executor) dialGuest(ctx context.Context, node string, vmid int, justCre
 	if err != nil {
 		var hk *guest.HostKeyError
 		if errors.As(err, &hk) {
-			return nil, fmt.Errorf("%w: the container's SSH host key changed since corral pinned it; if the container was rebuilt outside corral, remove the corral-hostkey line from its description (Datacenter > CT > Notes) and run apply with --trust-host-key", err)
+			return nil, nil, fmt.Errorf("%w: the container's SSH host key changed since corral pinned it; if the container was rebuilt outside corral, remove the corral-hostkey line from its description (Datacenter > CT > Notes) and run apply with --trust-host-key", err)
 		}
 		if strings.Contains(err.Error(), "unable to authenticate") {
-			return nil, fmt.Errorf("%w: corral's SSH key is not authorized in ct %d (corral adds it when it creates a container; a container created elsewhere needs the key from `corral` in /root/.ssh/authorized_keys)", err, vmid)
+			return nil, nil, fmt.Errorf("%w: corral's SSH key is not authorized in ct %d (corral adds it when it creates a container; a container created elsewhere needs the key from `corral` in /root/.ssh/authorized_keys)", err, vmid)
 		}
-		return nil, err
+		return nil, nil, err
 	}
 	if policy.TrustOnFirstUse {
 		key := guest.AuthorizedKey(cl.HostKey())
 		desc := plan.WithGuestMarkers(conf["description"], key, m.Provisioned)
 		if err := e.putConfig(ctx, node, vmid, url.Values{"description": {desc}}); err != nil {
 			cl.Close()
-			return nil, fmt.Errorf("pin the host key of ct %d: %w", vmid, err)
+			return nil, nil, fmt.Errorf("pin the host key of ct %d: %w", vmid, err)
 		}
 	}
-	return cl, nil
+	return cl, conf, nil
 }
 
-// ensureKeyctl makes sure keyctl=1 is active for a Docker app: a value
-// root set while the container ran is pending until a restart, which
-// corral does; a missing one stops apply with root's command.
-func (e *Executor) ensureKeyctl(ctx context.Context, c plan.Change, vmid int) (restarted bool, err error) {
-	conf, err := containerConfig(ctx, e.Client, c.Node, vmid)
-	if err != nil {
-		return false, err
-	}
+// ensureKeyctl makes sure keyctl=1 is active for a Docker app (conf is
+// the container's active config): a value root set while the container
+// ran is pending until a restart, which corral does; a missing one stops
+// apply with root's command.
+func (e *Executor) ensureKeyctl(ctx context.Context, c plan.Change, vmid int, conf map[string]string) (restarted bool, err error) {
 	switch {
 	case plan.HasFeature(conf["features"], "keyctl"):
 		return false, nil
