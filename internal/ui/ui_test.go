@@ -1,0 +1,99 @@
+package ui
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/corralhq/corral/internal/apply"
+)
+
+func TestWriteTimingsSumsPerAppAndPhaseInFirstOrder(t *testing.T) {
+	var b bytes.Buffer
+	WriteTimings(&b, []apply.Timing{
+		{App: "notes", Phase: "create", Elapsed: time.Second},
+		{App: "notes", Phase: "attach", Elapsed: 100 * time.Millisecond},
+		{App: "wiki", Phase: "create", Elapsed: 2 * time.Second},
+		{App: "notes", Phase: "attach", Elapsed: 200 * time.Millisecond},
+	}, 4*time.Second)
+	var rows []string
+	for _, line := range strings.Split(b.String(), "\n") {
+		if f := strings.Fields(line); len(f) == 3 && f[0] != "APP" {
+			rows = append(rows, strings.Join(f, " "))
+		}
+	}
+	want := []string{"notes create 1s", "notes attach 300ms", "wiki create 2s"}
+	if strings.Join(rows, "|") != strings.Join(want, "|") {
+		t.Errorf("rows %q, want %q\n%s", rows, want, b.String())
+	}
+	if !strings.Contains(b.String(), "TOTAL") || !strings.Contains(b.String(), "4s") {
+		t.Errorf("no total line:\n%s", b.String())
+	}
+	b.Reset()
+	WriteTimings(&b, nil, time.Second)
+	if b.Len() != 0 {
+		t.Errorf("no timings printed %q", b.String())
+	}
+}
+
+func TestWritePlanText(t *testing.T) {
+	pj := PlanJSON{HasChanges: true, Summary: map[string]int{"create": 1, "update": 1},
+		Keepers: []KeeperJSON{{Node: "pve", Action: "create", Reasons: []string{"no keeper on pve"}}},
+		Changes: []ChangeJSON{
+			{App: "notes", Node: "pve", Action: "create", Volumes: []VolumeJSON{{Name: "data", Action: "create", Size: 1 << 30, Mount: "/srv/data"}}},
+			{App: "wiki", Node: "pve", VMID: 101, Action: "update", Config: []EditJSON{{Key: "memory", Old: "256", New: "512"}, {Key: "description", Old: "", New: "a\nb"}}},
+			{App: "old", Node: "pve", VMID: 102, Action: "no-op"},
+		},
+		Warnings: []string{"ct 200 is not corral's"}}
+	var b bytes.Buffer
+	WritePlanText(&b, pj)
+	for _, want := range []string{
+		"+ keeper on pve\n      # no keeper on pve\n",
+		"+ app notes (create on pve)\n      volume data: create (1G, at /srv/data)\n",
+		"~ app wiki (update ct 101 on pve)\n      ~ memory: 256 → 512\n      ~ description: (unset) → \"a\\nb\"\n",
+		"  app old (ct 102 on pve): no changes\n",
+		"! warning: ct 200 is not corral's\n",
+		"Plan: 1 to create, 1 to update, 1 keeper(s) to create or repair.",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("plan text lacks %q:\n%s", want, b.String())
+		}
+	}
+	b.Reset()
+	WritePlanText(&b, PlanJSON{})
+	if !strings.Contains(b.String(), "No changes.") {
+		t.Errorf("empty plan: %q", b.String())
+	}
+}
+
+func TestHumanBytes(t *testing.T) {
+	for b, want := range map[int64]string{1 << 40: "1T", 3 << 30: "3G", 512 << 20: "512M", 3<<30 + 1<<29: "3584M", 3<<30 + 1: "3.0G", 1000: "1000B"} {
+		if got := humanBytes(b); got != want {
+			t.Errorf("humanBytes(%d) = %q, want %q", b, got, want)
+		}
+	}
+}
+
+func TestJSONEventsStepEnd(t *testing.T) {
+	var b bytes.Buffer
+	j := &JSONEvents{W: &b}
+	j.Step("notes", "create", "ct on pve")(errors.New("boom"))
+	j.Step("notes", "start", "ct 100")(nil)
+	var evs []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(b.String()), "\n") {
+		var ev map[string]any
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		evs = append(evs, ev)
+	}
+	if len(evs) != 4 || evs[0]["type"] != "step_start" || evs[0]["detail"] != "ct on pve" || evs[1]["type"] != "step_end" || evs[1]["error"] != "boom" {
+		t.Fatalf("events %v", evs)
+	}
+	if _, ok := evs[3]["error"]; ok || evs[3]["phase"] != "start" {
+		t.Errorf("a step that succeeded: %v", evs[3])
+	}
+}
