@@ -92,25 +92,31 @@ func (w *Worker) LockConfig(vmid int) error {
 // A step that started or stopped a CT runs the run hook before it
 // returns.
 func (w *Worker) Do(fn func(st *State) error) error {
-	w.c.mu.Lock()
-	if err := w.ctx.Err(); err != nil {
-		w.c.mu.Unlock()
-		return errInterrupt
-	}
-	changes := w.c.runChanges
-	err := fn(w.c.st)
-	if serr := w.c.saveLocked(); serr != nil && err == nil {
-		err = serr
-	}
-	var hook func()
-	if w.c.runChanges != changes {
-		hook = w.c.runHook
-	}
-	w.c.mu.Unlock()
+	hook, err := w.do(fn)
 	if hook != nil {
 		hook()
 	}
 	return err
+}
+
+// do is Do under the cluster lock (released by defer, as fn may panic
+// into runWorker's recover); it returns the run hook when fn started or
+// stopped a CT.
+func (w *Worker) do(fn func(st *State) error) (hook func(), err error) {
+	w.c.mu.Lock()
+	defer w.c.mu.Unlock()
+	if err := w.ctx.Err(); err != nil {
+		return nil, errInterrupt
+	}
+	changes := w.c.runChanges
+	err = fn(w.c.st)
+	if serr := w.c.saveLocked(); serr != nil && err == nil {
+		err = serr
+	}
+	if w.c.runChanges != changes {
+		hook = w.c.runHook
+	}
+	return hook, err
 }
 
 // cleanup is Do for the clean-up after a failed step: it runs even when
