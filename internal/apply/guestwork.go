@@ -448,8 +448,9 @@ func (e *Executor) checkHealth(ctx context.Context, cl *guest.Client, chk Check)
 			`[ "$code" = "%d" ] && exit 0; echo "HTTP status ${code:-none}, want %d"; exit 1`, secs, q(chk.URL), secs, q(chk.URL), expect, expect)
 	case "tcp":
 		host, port, _ := net.SplitHostPort(chk.Address)
-		script = fmt.Sprintf(`if command -v bash >/dev/null; then timeout %s bash -c 'exec 3<>/dev/tcp/%s/%s' && exit 0; else nc -z -w %s %s %s && exit 0; fi; echo "nothing listens on %s"; exit 1`,
-			secs, host, port, secs, q(host), q(port), chk.Address)
+		// host and port reach bash as arguments, never as script text.
+		script = fmt.Sprintf(`if command -v bash >/dev/null; then timeout %s bash -c 'exec 3<>"/dev/tcp/$1/$2"' bash %s %s && exit 0; else nc -z -w %s %s %s && exit 0; fi; echo %s; exit 1`,
+			secs, q(host), q(port), secs, q(host), q(port), q("nothing listens on "+chk.Address))
 	case "command":
 		script = fmt.Sprintf("timeout %s sh -c %s", secs, q(chk.Command))
 	default:

@@ -225,6 +225,27 @@ func TestGuestWorkUnhealthyFails(t *testing.T) {
 	}
 }
 
+// A tcp check whose host holds shell syntax still reports the closed
+// port, not a broken script.
+func TestGuestWorkTCPCheckQuotesItsAddress(t *testing.T) {
+	g := newGuestRig(t)
+	w := apply.GuestWork{Checks: []apply.Check{{Name: "port", Kind: "tcp", Address: "no'such.invalid:1", Retries: 1, Timeout: time.Second}}}
+	err := g.apply(w, "t1", &recorder{})
+	skipIfNoGuestExec(t, err)
+	if err == nil || !strings.Contains(err.Error(), "nothing listens on no'such.invalid:1") || strings.Contains(err.Error(), "syntax error") {
+		t.Fatalf("err = %v", err)
+	}
+	// The container's own sshd listens: that check passes.
+	addr, err := apply.Address(context.Background(), g.client, g.ct())
+	if err != nil || addr == "" {
+		t.Fatalf("address %q: %v", addr, err)
+	}
+	w.Checks[0].Address = net.JoinHostPort(addr, strconv.Itoa(g.ssh.Port))
+	if err := g.apply(w, "t2", &recorder{}); err != nil {
+		t.Fatalf("tcp check of the guest's sshd at %s: %v", w.Checks[0].Address, err)
+	}
+}
+
 func TestGuestWorkRejectsChangedHostKey(t *testing.T) {
 	g := newGuestRig(t)
 	w := apply.GuestWork{Steps: []apply.Step{{Name: "run: hi", Kind: "run", Script: "echo hi"}}}
