@@ -223,10 +223,11 @@ func Check(ctx context.Context, c *pve.Client, f *manifest.File, opts Options) (
 
 	reqs := Requirements(f, t)
 	r.Requirements = reqs
-	acc, err := gatherAccess(ctx, c, reqs, opts.Role)
+	acc, unread, err := gatherAccess(ctx, c, reqs, opts.Role)
 	if err != nil {
 		return nil, err
 	}
+	r.Findings = append(r.Findings, unread...)
 	r.Findings = append(r.Findings, Evaluate(reqs, acc)...)
 
 	checkStorages(ctx, c, r, f, t, storages, acc)
@@ -265,9 +266,11 @@ func connectFinding(err error, tokenID string) Finding {
 }
 
 // gatherAccess reads the token's effective privileges on every path, and
-// its user's and its ACL entries when the token may.
-func gatherAccess(ctx context.Context, c *pve.Client, reqs []Requirement, role string) (Access, error) {
-	acc := Access{TokenID: c.TokenID(), Token: Perms{}, Role: role}
+// its user's and its ACL entries when the token may. A path whose
+// privileges could not be read counts as holding none, and gets a
+// warning finding saying so (unread).
+func gatherAccess(ctx context.Context, c *pve.Client, reqs []Requirement, role string) (acc Access, unread []Finding, err error) {
+	acc = Access{TokenID: c.TokenID(), Token: Perms{}, Role: role}
 	user, _, _ := strings.Cut(acc.TokenID, "!")
 	paths := []string{"/", "/access", "/vms"}
 	for _, r := range reqs {
@@ -279,9 +282,11 @@ func gatherAccess(ctx context.Context, c *pve.Client, reqs []Requirement, role s
 		perms, err := c.Permissions(ctx, p, "")
 		if err != nil {
 			if ctx.Err() != nil {
-				return acc, ctx.Err()
+				return acc, nil, ctx.Err()
 			}
 			acc.Token[p] = map[string]int{}
+			unread = append(unread, Finding{Severity: SevWarning, Kind: "connection", Path: p,
+				Message: fmt.Sprintf("could not read the token's privileges on %s (%v): the findings below take it to hold none there; run doctor again", p, err)})
 			continue
 		}
 		acc.Token[p] = flags(perms[p])
@@ -292,7 +297,7 @@ func gatherAccess(ctx context.Context, c *pve.Client, reqs []Requirement, role s
 			perms, err := c.Permissions(ctx, p, user)
 			if err != nil {
 				if ctx.Err() != nil {
-					return acc, ctx.Err()
+					return acc, nil, ctx.Err()
 				}
 				acc.User = nil // may not read it (Sys.Audit on /access)
 				break
@@ -318,7 +323,7 @@ func gatherAccess(ctx context.Context, c *pve.Client, reqs []Requirement, role s
 			}
 		}
 	}
-	return acc, nil
+	return acc, unread, nil
 }
 
 func flags(m map[string]pve.Bool01) map[string]int {

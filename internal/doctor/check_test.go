@@ -3,6 +3,8 @@ package doctor_test
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
 	"net/url"
 	"slices"
 	"strings"
@@ -243,5 +245,42 @@ func TestCheck_pve8(t *testing.T) {
 		return f.Kind == "version" && f.Severity == doctor.SevInfo && strings.Contains(f.Message, "created without 'unprivileged' is privileged")
 	}) {
 		t.Errorf("no PVE 8 note: %+v", r.Findings)
+	}
+}
+
+// failPermissions answers 400 to the token's own GET /access/permissions
+// on one path, and passes everything else to next.
+type failPermissions struct {
+	next http.RoundTripper
+	path string
+}
+
+func (f failPermissions) RoundTrip(r *http.Request) (*http.Response, error) {
+	q := r.URL.Query()
+	if strings.HasSuffix(r.URL.Path, "/access/permissions") && q.Get("path") == f.path && q.Get("userid") == "" {
+		return &http.Response{StatusCode: http.StatusBadRequest, Status: "400 broken", Header: http.Header{"Content-Type": {"application/json"}},
+			Body: io.NopCloser(strings.NewReader(`{"data":null,"message":"broken\n"}`)), Request: r}, nil
+	}
+	return f.next.RoundTrip(r)
+}
+
+// Privileges that could not be read are said to be unread, not only
+// reported missing.
+func TestCheck_unreadPrivileges(t *testing.T) {
+	e := newEmulator(t)
+	hc := e.srv.HTTPClient()
+	c, err := pve.New(pve.Config{Endpoint: e.srv.URL(), Token: e.srv.Credentials().OperatorToken,
+		HTTPClient: &http.Client{Transport: failPermissions{next: hc.Transport, path: "/storage/local-lvm"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := doctor.Check(context.Background(), c, parse(t, web), doctor.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(r.Findings, func(f doctor.Finding) bool {
+		return f.Kind == "connection" && f.Severity == doctor.SevWarning && f.Path == "/storage/local-lvm" && strings.Contains(f.Message, "could not read the token's privileges")
+	}) {
+		t.Errorf("no unread-privileges finding: %+v", r.Findings)
 	}
 }
