@@ -159,3 +159,28 @@ func (k *e2e) setFaults(spec FaultSpec) {
 		k.t.Fatalf("set faults: %d %q", r.status, r.msg)
 	}
 }
+
+// TestRequestLogKeys: the request log counts by schema template, also a
+// request failed by an injected fault, and every unknown path under one
+// key.
+func TestRequestLogKeys(t *testing.T) {
+	k := openE2E(t, Options{Dir: t.TempDir(), TimeScale: zeroScale()})
+	k.srv.SetFaults(FaultSpec{Seed: 1, Read5xx: 1, Match: "/status/current"})
+	k.do(k.op(), http.MethodGet, "/nodes/pve/lxc/100/status/current", nil)
+	k.do(k.op(), http.MethodGet, "/no/such/path/1", nil)
+	k.do(k.op(), http.MethodGet, "/no/such/path/2", nil)
+	rows, total := k.srv.Requests()
+	got := map[string]int{}
+	for _, r := range rows {
+		got[r.Endpoint] = r.Count
+	}
+	want := map[string]int{"GET /nodes/{node}/lxc/{vmid}/status/current": 1, "GET (unknown path)": 2}
+	if total != 3 || len(got) != len(want) {
+		t.Fatalf("request log %v (total %d), want %v", got, total, want)
+	}
+	for key, n := range want {
+		if got[key] != n {
+			t.Errorf("%s counted %d, want %d", key, got[key], n)
+		}
+	}
+}

@@ -78,6 +78,15 @@ func (s *Server) serveAPI(w http.ResponseWriter, req *http.Request) {
 	tmpl := path
 	defer func() { s.reqlog.record(req.Method, tmpl, status, time.Since(start)) }()
 
+	// The log counts by schema template, also for injected faults; an
+	// unknown path counts under one key, so the log stays bounded.
+	m, pathParams, ok := s.api.Lookup(req.Method, path)
+	if ok {
+		tmpl = m.Path
+	} else {
+		tmpl = "(unknown path)"
+	}
+
 	if drop := s.faults.before(req.Method, path); drop != nil {
 		status = drop.status
 		if drop.drop {
@@ -88,10 +97,6 @@ func (s *Server) serveAPI(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 
-	m, pathParams, ok := s.api.Lookup(req.Method, path)
-	if ok {
-		tmpl = m.Path
-	}
 	h := s.routes[req.Method+" "+tmpl]
 	if !ok || h == nil {
 		status = http.StatusNotImplemented
