@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/url"
 	"strconv"
 	"strings"
@@ -18,7 +17,6 @@ import (
 type Executor struct {
 	Client   *pve.Client
 	Observer Observer
-	Log      *slog.Logger
 	// Secrets holds values sent to PVE that must never be logged (root
 	// passwords); they travel only in request bodies.
 	Secrets map[string]string // app → password

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -102,7 +101,7 @@ func runApply(cmd *cobra.Command, st *streams, a *applyArgs) error {
 	}
 
 	ex := &apply.Executor{
-		Client: s.client, Observer: newRedactObserver(f, observer), Log: slog.Default(),
+		Client: s.client, Observer: newRedactObserver(f, observer),
 		Secrets: secrets(f), LockWait: a.lockWait, Guest: guestWork(f),
 	}
 	if ex.SSH, err = sshConfig(s, a.trustHostKey); err != nil {

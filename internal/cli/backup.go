@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -57,7 +56,7 @@ func openBackupJob(cmd *cobra.Command, st *streams, ff fileFlags, cf connFlags) 
 	if err != nil {
 		return nil, err
 	}
-	ex := &apply.Executor{Client: s.client, Observer: newRedactObserver(f, &ui.Progress{W: st.err}), Log: slog.Default()}
+	ex := &apply.Executor{Client: s.client, Observer: newRedactObserver(f, &ui.Progress{W: st.err})}
 	return &backupJob{f: f, s: s, asJSON: asJSON, ex: ex}, nil
 }
 

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"time"
 
@@ -94,7 +93,7 @@ func runDestroy(cmd *cobra.Command, st *streams, a *destroyArgs, names []string)
 			return err
 		}
 	}
-	ex := &apply.Executor{Client: s.client, Observer: newRedactObserver(f, &ui.Progress{W: st.err}), Log: slog.Default()}
+	ex := &apply.Executor{Client: s.client, Observer: newRedactObserver(f, &ui.Progress{W: st.err})}
 	freed, err := ex.Destroy(ctx, p, obs)
 	if !asJSON {
 		ui.WriteTimings(st.err, ex.Timings(), time.Since(start))
