@@ -250,16 +250,22 @@ func (f *File) Secrets() []string {
 	return slices.Compact(out)
 }
 
+// minRedact is the shortest value Redact replaces.
+const minRedact = 5
+
 // Redact replaces every sensitive value in s with the reference it was
 // read through (or "(sensitive)"), longest value first, so that output
 // which must show, say, a description read from ${env:DESC} shows the
-// reference instead.
+// reference instead. Values shorter than minRedact characters are left:
+// every envFile value counts as sensitive, and replacing a PORT=8080 or a
+// flag "1" everywhere would garble any output, while so short a value
+// protects nothing (a password needs at least 5 characters anyway).
 func (f *File) Redact(s string) string {
 	secrets := slices.Clone(f.secrets)
 	slices.SortStableFunc(secrets, func(a, b Secret) int { return cmp.Compare(len(b.Reveal()), len(a.Reveal())) })
 	var pairs []string
 	for _, sec := range secrets {
-		if v := sec.Reveal(); v != "" {
+		if v := sec.Reveal(); len(v) >= minRedact {
 			pairs = append(pairs, v, sec.String())
 		}
 	}

@@ -123,7 +123,9 @@ func TestFile_envFileSecrets(t *testing.T) {
 		lines = append(lines, e.Name+"="+e.Value.Reveal())
 	}
 	got := f.Redact(strings.Join(lines, "\n"))
-	wantText := "FROM_ENV=${env:API_KEY}\nFROM_FILE=${file:~/.config/corral/api.key}\nLITERAL=(sensitive)\nPORT=(sensitive)"
+	// PORT's 4 characters are too short to redact without garbling
+	// every "8080" in an output (minRedact).
+	wantText := "FROM_ENV=${env:API_KEY}\nFROM_FILE=${file:~/.config/corral/api.key}\nLITERAL=(sensitive)\nPORT=8080"
 	if got != wantText {
 		t.Errorf("Redact:\n got %s\nwant %s", got, wantText)
 	}
