@@ -104,7 +104,7 @@ func TestTaskRecovery(t *testing.T) {
 	// Wait for the first log line (the new disk): the worker then holds
 	// the config flock and is inside create's eval, so a shutdown ends it
 	// with the "unable to create" prefix, not at lock_config.
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		var lines []struct {
 			T string `json:"t"`
 		}
@@ -113,7 +113,7 @@ func TestTaskRecovery(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("create task logged nothing in 5s")
+			t.Fatal("create task logged nothing in 20s")
 		}
 	}
 	var st e2eTask
