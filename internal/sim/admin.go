@@ -29,21 +29,37 @@ type EndpointStats struct {
 
 func newRequestLog() *requestLog { return &requestLog{counts: map[string]*EndpointStats{}} }
 
-func (l *requestLog) record(method, path string, status int, d time.Duration) {
+// count records a request as it arrives.
+func (l *requestLog) count(method, path string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.entry(method, path).Count++
+	l.total++
+}
+
+// finish adds a request's time and outcome once it is answered.
+func (l *requestLog) finish(method, path string, status int, d time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e := l.counts[method+" "+path]
+	if e == nil {
+		return // the log was reset while the request ran
+	}
+	e.Time += d
+	if status >= 400 || status == 0 {
+		e.Errors++
+	}
+}
+
+// entry is the row of method and path; l.mu must be held.
+func (l *requestLog) entry(method, path string) *EndpointStats {
 	key := method + " " + path
 	e := l.counts[key]
 	if e == nil {
 		e = &EndpointStats{Endpoint: key}
 		l.counts[key] = e
 	}
-	e.Count++
-	e.Time += d
-	if status >= 400 || status == 0 {
-		e.Errors++
-	}
-	l.total++
+	return e
 }
 
 // Requests returns the request counts per endpoint, sorted, and the total.

@@ -75,17 +75,18 @@ func (s *Server) serveAPI(w http.ResponseWriter, req *http.Request) {
 		path = "/"
 	}
 	status := http.StatusOK
-	tmpl := path
-	defer func() { s.reqlog.record(req.Method, tmpl, status, time.Since(start)) }()
 
 	// The log counts by schema template, also for injected faults; an
-	// unknown path counts under one key, so the log stays bounded.
+	// unknown path counts under one key, so the log stays bounded. The
+	// count goes in before the answer, so a client that reads the log
+	// right after its request sees it; time and errors follow.
 	m, pathParams, ok := s.api.Lookup(req.Method, path)
+	tmpl := "(unknown path)"
 	if ok {
 		tmpl = m.Path
-	} else {
-		tmpl = "(unknown path)"
 	}
+	s.reqlog.count(req.Method, tmpl)
+	defer func() { s.reqlog.finish(req.Method, tmpl, status, time.Since(start)) }()
 
 	if drop := s.faults.before(req.Method, path); drop != nil {
 		status = drop.status
