@@ -84,6 +84,9 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 	}
 	for _, n := range nodes {
 		obs.Nodes = append(obs.Nodes, n.Node)
+		if n.Status != "" && n.Status != "online" {
+			obs.Offline = append(obs.Offline, n.Node)
+		}
 	}
 	sort.Strings(obs.Nodes)
 
@@ -96,6 +99,14 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 		if r.Type != "lxc" || !slices.Contains(tags, plan.TagManaged) {
 			if r.VMID != 0 {
 				obs.Others[r.VMID] = plan.Guest{VMID: r.VMID, Node: r.Node, Type: r.Type, Name: r.Name}
+			}
+			continue
+		}
+		if slices.Contains(obs.Offline, r.Node) {
+			// Its config cannot be read while the node is down; the app
+			// is known to be there, and the planner leaves it alone.
+			if app := appOf(tags); app != "" && !slices.Contains(tags, plan.TagKeeper) {
+				obs.Apps[app] = append(obs.Apps[app], &plan.CT{VMID: r.VMID, Node: r.Node, Status: r.Status, Config: map[string]string{}})
 			}
 			continue
 		}
@@ -125,6 +136,9 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 		sort.Slice(ks, func(i, j int) bool { return ks[i].VMID < ks[j].VMID })
 	}
 	for _, node := range obs.Nodes {
+		if slices.Contains(obs.Offline, node) {
+			continue
+		}
 		var storages []storageEntry
 		if err := c.Get(ctx, "/nodes/"+node+"/storage", nil, &storages); err != nil {
 			return nil, fmt.Errorf("list storages on %s: %w", node, err)

@@ -1,6 +1,9 @@
 package plan
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // Destroy plans `corral destroy`: every app's container is removed and its
 // volumes are detached and kept in the keeper. With deleteVolumes, volumes
@@ -16,6 +19,10 @@ func Destroy(apps []App, obs *Observed, deleteVolumes bool) (*Plan, error) {
 		cts := obs.Apps[a.Name]
 		c := Change{App: a.Name, Action: NoOp, Desired: a}
 		for _, ct := range cts {
+			if slices.Contains(obs.Offline, ct.Node) {
+				p.Warnings = append(p.Warnings, fmt.Sprintf("app %s: node %s is offline; container %d is left alone until the node is back", a.Name, ct.Node, ct.VMID))
+				continue
+			}
 			refused = append(refused, unmanagedVolumes(a.Name, ct, "destroying")...)
 			c.Node, c.OldVMID, c.VMID = ct.Node, ct.VMID, ct.VMID
 			c.Action = Delete

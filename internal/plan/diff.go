@@ -22,6 +22,17 @@ func Make(apps []App, obs *Observed) (*Plan, error) {
 			refused = append(refused, err.Error())
 			continue
 		}
+		if slices.Contains(obs.Offline, node) {
+			// Its storages and volumes cannot be seen: planning it could
+			// take retained volumes for lost. Other apps go on.
+			c := Change{App: a.Name, Node: node, Action: NoOp, Desired: a}
+			if cts := obs.Apps[a.Name]; len(cts) > 0 {
+				c.VMID = cts[0].VMID
+			}
+			p.Changes = append(p.Changes, c)
+			p.Warnings = append(p.Warnings, fmt.Sprintf("app %s: node %s is offline, so corral cannot see its storages and volumes; the app is left alone until the node is back", a.Name, node))
+			continue
+		}
 		if len(a.Volumes) > 0 && !slices.Contains(nodes, node) {
 			nodes = append(nodes, node)
 		}
@@ -32,7 +43,7 @@ func Make(apps []App, obs *Observed) (*Plan, error) {
 	for _, node := range nodes {
 		p.Keepers = append(p.Keepers, keeperChanges(node, obs, p.Changes)...)
 	}
-	p.Warnings = warnings(apps, obs)
+	p.Warnings = append(p.Warnings, warnings(apps, obs)...)
 	if len(refused) > 0 {
 		return p, &RefusedError{Problems: refused}
 	}
@@ -44,8 +55,13 @@ func pickNode(a *App, obs *Observed) (string, error) {
 	if node == "" {
 		if cts := obs.Apps[a.Name]; len(cts) > 0 {
 			node = cts[0].Node
-		} else if len(obs.Nodes) > 0 {
-			node = obs.Nodes[0]
+		} else {
+			for _, n := range obs.Nodes {
+				if !slices.Contains(obs.Offline, n) {
+					node = n
+					break
+				}
+			}
 		}
 	}
 	if !slices.Contains(obs.Nodes, node) {

@@ -367,3 +367,34 @@ func TestMake_HostKeyPinKept(t *testing.T) {
 		t.Fatalf("description edit %q lost the pin", desc)
 	}
 }
+
+// An app on an offline node is left alone (its volumes cannot be seen, so
+// planning it could take them for lost); the others are planned.
+func TestMake_OfflineNode(t *testing.T) {
+	obs := converged()
+	obs.Nodes = []string{"pve", "pve2"}
+	obs.Offline = []string{"pve"}
+	obs.Templates["pve2"] = []string{tmpl}
+	other := app()
+	other.Name, other.Volumes = "other", nil
+	p, err := plan.Make([]plan.App{app(), other}, obs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := p.Changes[0]; c.App != "hermes" || c.Action != plan.NoOp {
+		t.Errorf("app on the offline node: %+v", c)
+	}
+	if c := p.Changes[1]; c.App != "other" || c.Action != plan.Create || c.Node != "pve2" {
+		t.Errorf("new app should go to the online node: %+v", c)
+	}
+	if len(p.Warnings) == 0 || !strings.Contains(p.Warnings[0], "node pve is offline") {
+		t.Errorf("warnings %v", p.Warnings)
+	}
+	d, err := plan.Destroy([]plan.App{app()}, obs, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Changes[0].Action != plan.NoOp || d.Changes[0].OldVMID != 0 {
+		t.Errorf("destroy on an offline node: %+v", d.Changes[0])
+	}
+}

@@ -74,6 +74,9 @@ type Observed struct {
 	// Volumes maps "node/volid" to the size in bytes of each image volume
 	// found on the storages corral uses.
 	Volumes map[string]int64
+	// Offline lists nodes that do not answer: their storages could not be
+	// read, so apps there are left alone this time.
+	Offline []string
 	// Others are the guests corral does not manage, by VMID: a pinned
 	// vmid that one of them holds cannot be used.
 	Others map[int]Guest
