@@ -619,3 +619,34 @@ func TestPrintedSetupIsExactlyEnough(t *testing.T) {
 		t.Fatalf("with the printed setup: exit %d\n%s", r.code, r.stderr)
 	}
 }
+
+// TestOfflineNode: with one node down, plan and apply go on for the apps
+// elsewhere, leave the app on that node alone and say so; a request for
+// the down node fails as PVE's proxy does.
+func TestOfflineNode(t *testing.T) {
+	scale := 0.0
+	srv, err := sim.New(sim.Options{Dir: t.TempDir(), Listener: sim.ListenTLS, Listen: "127.0.0.1:0", TimeScale: &scale, Nodes: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	c := &cluster{t: t, srv: srv}
+	one := writeManifest(t, strings.Replace(strings.ReplaceAll(appManifest, "MEMORY", "512"), "  - name: notes\n", "  - name: notes\n    node: pve1\n", 1))
+	c.mustRun("apply", "-f", one, "--auto-approve")
+	if err := srv.Cluster().SetNodeOnline("pve1", false); err != nil {
+		t.Fatal(err)
+	}
+	two := writeManifest(t, strings.Replace(strings.ReplaceAll(appManifest, "MEMORY", "512"), "  - name: notes\n", "  - name: notes\n    node: pve1\n", 1)+
+		"  - name: second\n    template: local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst\n")
+	r := c.run("plan", "-f", two)
+	if r.code != ExitChanges || !strings.Contains(r.stdout, "node pve1 is offline") || !strings.Contains(r.stdout, "app second (create on pve2)") {
+		t.Fatalf("plan with pve1 down: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	c.mustRun("apply", "-f", two, "--auto-approve")
+	if err := srv.Cluster().SetNodeOnline("pve1", true); err != nil {
+		t.Fatal(err)
+	}
+	if r := c.run("plan", "-f", two); r.code != 0 {
+		t.Fatalf("plan with both nodes up: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}

@@ -129,8 +129,12 @@ func Check(ctx context.Context, c *pve.Client, f *manifest.File, opts Options) (
 		return r.finish(), nil
 	}
 	var names []string
+	offline := map[string]bool{}
 	for _, n := range nodes {
 		names = append(names, n.Node)
+		if n.Status != "" && n.Status != "online" {
+			offline[n.Node] = true
+		}
 	}
 	sort.Strings(names)
 	if len(names) > 0 {
@@ -164,7 +168,16 @@ func Check(ctx context.Context, c *pve.Client, f *manifest.File, opts Options) (
 			}
 		}
 	}
+	for _, n := range names {
+		if !offline[n] {
+			t.DefaultNode = n // new apps go to an online node, as apply does
+			break
+		}
+	}
 	usedNodes := map[string]bool{}
+	// Apps on an offline node are left alone by apply; check the rest.
+	online := *f
+	online.Apps = nil
 	for _, a := range f.Apps {
 		p := Placement{Node: a.Node, VMID: a.VMID}
 		g, exists := existing[a.Name]
@@ -174,6 +187,11 @@ func Check(ctx context.Context, c *pve.Client, f *manifest.File, opts Options) (
 		if p.Node == "" {
 			p.Node = t.DefaultNode
 		}
+		if offline[p.Node] {
+			r.add(Finding{Severity: SevWarning, Kind: "node", App: a.Name, Message: fmt.Sprintf("app %s: node %s is offline; apply leaves the app alone until it is back, and it is not checked here", a.Name, p.Node)})
+			continue
+		}
+		online.Apps = append(online.Apps, a)
 		if !slices.Contains(names, p.Node) {
 			r.add(Finding{Severity: SevError, Kind: "node", App: a.Name, Message: fmt.Sprintf("app %s: node %q does not exist (nodes: %s)", a.Name, p.Node, strings.Join(names, ", "))})
 		}
@@ -184,6 +202,7 @@ func Check(ctx context.Context, c *pve.Client, f *manifest.File, opts Options) (
 		usedNodes[p.Node] = true
 		r.Facts.Apps = append(r.Facts.Apps, AppFacts{Name: a.Name, Node: p.Node, VMID: p.VMID, Exists: exists})
 	}
+	f = &online
 	if id, err := c.NextID(ctx); err == nil {
 		r.Facts.NextVMID = id
 	}

@@ -98,6 +98,14 @@ func (s *Server) serveAPI(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 
+	// A request for an offline node is proxied there by PVE and fails
+	// with pveproxy's 595 (the connection cannot be made).
+	if node := pathParams["node"]; ok && node != "" && !s.cluster.NodeOnline(node) && s.cluster.NodeExists(node) {
+		status = 595
+		writeError(w, &model.Error{Status: status, Message: "Connection refused\n"})
+		return
+	}
+
 	h := s.routes[req.Method+" "+tmpl]
 	if !ok || h == nil {
 		status = http.StatusNotImplemented
