@@ -358,16 +358,7 @@ func TestGuest_stopKillsDetachedProcesses(t *testing.T) {
 	}
 	defer c.Close()
 	k.needExec()
-	// A daemon in its own session and process group, as provisioning
-	// steps start them; there is no PID namespace, so $! is a host PID.
-	out, err := run(t, c, "setsid sleep 777 </dev/null >/dev/null 2>&1 & echo $!")
-	if err != nil {
-		t.Fatalf("start daemon: %v (%q)", err, out)
-	}
-	pid, err := strconv.Atoi(strings.TrimPrefix(out, "stdout: "))
-	if err != nil {
-		t.Fatalf("output %q", out)
-	}
+	pid := startDaemon(t, c)
 	if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); err != nil {
 		t.Fatalf("daemon %d not running: %v", pid, err)
 	}
@@ -398,14 +389,7 @@ func TestGuest_stopEndsSessionsBeforeTheTaskEnds(t *testing.T) {
 	}
 	defer c.Close()
 	k.needExec()
-	out, err := run(t, c, "setsid sleep 777 </dev/null >/dev/null 2>&1 & echo $!")
-	if err != nil {
-		t.Fatalf("start daemon: %v (%q)", err, out)
-	}
-	pid, err := strconv.Atoi(strings.TrimPrefix(out, "stdout: "))
-	if err != nil {
-		t.Fatalf("output %q", out)
-	}
+	pid := startDaemon(t, c)
 	k.task(k.c.StopCT(root, "pve", 110, nil))
 	// Killed, it may still be exiting; it has left its namespaces then.
 	if ns, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/ns/mnt"); err == nil {
@@ -485,4 +469,20 @@ func TestGuest_concurrentSessions(t *testing.T) {
 			}
 		}
 	}
+}
+
+// startDaemon starts a daemon in the guest in its own session and process
+// group, as provisioning steps start them, and returns its PID (a host
+// PID: there is no PID namespace).
+func startDaemon(t *testing.T, c *client.Client) int {
+	t.Helper()
+	out, err := run(t, c, "setsid sleep 777 </dev/null >/dev/null 2>&1 & echo $!")
+	if err != nil {
+		t.Fatalf("start daemon: %v (%q)", err, out)
+	}
+	pid, err := strconv.Atoi(strings.TrimPrefix(out, "stdout: "))
+	if err != nil {
+		t.Fatalf("output %q", out)
+	}
+	return pid
 }
