@@ -83,10 +83,12 @@ func createIdentity(path string) (*identity, error) {
 	}
 	if err := pem.Encode(f, block); err != nil {
 		f.Close()
-		return nil, err
+		os.Remove(path) // a half-written key would fail every later run
+		return nil, fmt.Errorf("write corral's SSH key: %w", err)
 	}
 	if err := f.Close(); err != nil {
-		return nil, err
+		os.Remove(path)
+		return nil, fmt.Errorf("write corral's SSH key: %w", err)
 	}
 	spub, err := ssh.NewPublicKey(pub)
 	if err != nil {
