@@ -14,7 +14,13 @@ import (
 type File struct {
 	// Path is the file name given to Load or Parse.
 	Path string
-	Apps []App
+	// Project names the project the apps belong to: every container
+	// corral creates for them is tagged corral-project-<Project>, and
+	// apply prunes this project's containers whose app is gone from the
+	// manifest, never another project's. Default: DefaultProject of the
+	// manifest's directory.
+	Project string
+	Apps    []App
 
 	// secrets are held as Secrets so that even printing a File with %+v
 	// shows no value.
