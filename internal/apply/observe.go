@@ -106,7 +106,7 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 			// Its config cannot be read while the node is down; the app
 			// is known to be there, and the planner leaves it alone.
 			if app := appOf(tags); app != "" && !slices.Contains(tags, plan.TagKeeper) {
-				obs.Apps[app] = append(obs.Apps[app], &plan.CT{VMID: r.VMID, Node: r.Node, Status: r.Status, Config: map[string]string{}})
+				obs.Apps[app] = append(obs.Apps[app], &plan.CT{VMID: r.VMID, Node: r.Node, Project: projectOf(tags), Status: r.Status, Config: map[string]string{}})
 			}
 			continue
 		}
@@ -129,7 +129,7 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 		if app == "" {
 			continue
 		}
-		obs.Apps[app] = append(obs.Apps[app], &plan.CT{VMID: r.VMID, Node: r.Node, Status: r.Status, Lock: conf["lock"], Config: conf})
+		obs.Apps[app] = append(obs.Apps[app], &plan.CT{VMID: r.VMID, Node: r.Node, Project: projectOf(tags), Status: r.Status, Lock: conf["lock"], Config: conf})
 	}
 
 	for _, ks := range obs.Keepers {
@@ -246,6 +246,17 @@ func appOf(tags []string) string {
 	for _, t := range tags {
 		if name, ok := strings.CutPrefix(t, plan.TagAppPrefix); ok {
 			return name
+		}
+	}
+	return ""
+}
+
+// projectOf returns the project from a corral-project-<project> tag, or
+// "" for a CT made before projects existed.
+func projectOf(tags []string) string {
+	for _, t := range tags {
+		if p, ok := strings.CutPrefix(t, plan.TagProjectPrefix); ok {
+			return p
 		}
 	}
 	return ""

@@ -13,8 +13,11 @@ import (
 const (
 	TagManaged   = "corral"
 	TagAppPrefix = "corral-app-"
-	TagKeeper    = "corral-keeper"
-	KeeperName   = "corral-keeper"
+	// TagProjectPrefix + the manifest's project is on every app CT
+	// (keepers are shared by every project on a node and carry none).
+	TagProjectPrefix = "corral-project-"
+	TagKeeper        = "corral-keeper"
+	KeeperName       = "corral-keeper"
 
 	markerApp      = "corral-app: "
 	markerTemplate = "corral-template: "
@@ -22,14 +25,19 @@ const (
 	markerGuest    = "corral-provisioned: "
 	markerVolume   = "corral-volume: "
 	markerAdopting = "corral-adopting: "
+	markerProject  = "corral-project: "
 	markerHeader   = "managed by corral; lines starting with 'corral-' are read back by corral"
 	keeperHeader   = "corral keeper: owns corral's retained volumes (as unusedN). Never start it; keep protection on."
 )
 
-// AppTags is the tag set of an app's CT: corral's two tags plus the user's,
-// sorted and deduplicated as PVE stores them.
+// AppTags is the tag set of an app's CT: corral's tags (managed, app and,
+// when the app has one, project) plus the user's, sorted and deduplicated
+// as PVE stores them.
 func AppTags(a App) []string {
 	tags := append([]string{TagManaged, TagAppPrefix + a.Name}, a.Tags...)
+	if a.Project != "" {
+		tags = append(tags, TagProjectPrefix+a.Project)
+	}
 	sort.Strings(tags)
 	return slices.Compact(tags)
 }
@@ -134,6 +142,15 @@ type AdoptIntent struct {
 
 // KeeperDescriptionWith renders the records and the adoptions in flight.
 func KeeperDescriptionWith(records map[VolumeKey]string, intents map[VolumeKey]AdoptIntent) string {
+	return KeeperDescriptionProjects(records, intents, nil)
+}
+
+// KeeperDescriptionProjects renders the records, the adoptions in flight
+// and, for each app with a record or an adoption, the project it belongs
+// to ("corral-project: app=project"): a keeper is shared by every project
+// on its node, and once an app's container is gone this line is what says
+// whose its volumes are (see FreePlan).
+func KeeperDescriptionProjects(records map[VolumeKey]string, intents map[VolumeKey]AdoptIntent, projects map[string]string) string {
 	var b strings.Builder
 	b.WriteString(keeperHeader + "\n")
 	keys := make([]VolumeKey, 0, len(records))
@@ -152,7 +169,35 @@ func KeeperDescriptionWith(records map[VolumeKey]string, intents map[VolumeKey]A
 	for _, k := range ikeys {
 		fmt.Fprintf(&b, "%s%s=%s>%s\n", markerAdopting, k, intents[k].Source, intents[k].Key)
 	}
+	used := map[string]bool{}
+	for k := range records {
+		used[k.App] = true
+	}
+	for k := range intents {
+		used[k.App] = true
+	}
+	for _, app := range sortedKeys(projects) {
+		if used[app] && projects[app] != "" {
+			fmt.Fprintf(&b, "%s%s=%s\n", markerProject, app, projects[app])
+		}
+	}
 	return b.String()
+}
+
+// ParseKeeperProjects reads "corral-project: app=project" lines.
+func ParseKeeperProjects(desc string) map[string]string {
+	out := map[string]string{}
+	for _, line := range strings.Split(desc, "\n") {
+		v, ok := strings.CutPrefix(strings.TrimSpace(line), markerProject)
+		if !ok {
+			continue
+		}
+		app, project, ok := strings.Cut(v, "=")
+		if app, project = strings.TrimSpace(app), strings.TrimSpace(project); ok && app != "" && project != "" {
+			out[app] = project
+		}
+	}
+	return out
 }
 
 // ParseKeeperIntents reads "corral-adopting: app/name=SOURCE>unusedN" lines.

@@ -17,6 +17,10 @@ func Make(apps []App, obs *Observed) (*Plan, error) {
 	var nodes []string // nodes whose apps have volumes, in manifest order
 	for i := range apps {
 		a := &apps[i]
+		if prob := foreignApp(a, obs); prob != "" {
+			refused = append(refused, prob)
+			continue
+		}
 		node, err := pickNode(a, obs)
 		if err != nil {
 			refused = append(refused, err.Error())
@@ -43,6 +47,12 @@ func Make(apps []App, obs *Observed) (*Plan, error) {
 	for _, node := range nodes {
 		p.Keepers = append(p.Keepers, keeperChanges(node, obs, p.Changes)...)
 	}
+	// This project's containers whose app is gone from the manifest, after
+	// the manifest's apps.
+	removed, warn, probs := removedChanges(projectOf(apps), apps, obs)
+	p.Changes = append(p.Changes, removed...)
+	p.Warnings = append(p.Warnings, warn...)
+	refused = append(refused, probs...)
 	p.Warnings = append(p.Warnings, warnings(apps, obs)...)
 	if len(refused) > 0 {
 		return p, &RefusedError{Problems: refused}
@@ -525,11 +535,22 @@ func otherWarnings(apps []App, obs *Observed) []string {
 	for _, a := range apps {
 		inManifest[a.Name] = true
 	}
+	project := projectOf(apps)
 	var w []string
 	for _, name := range sortedKeys(obs.Apps) {
-		if !inManifest[name] {
-			for _, ct := range obs.Apps[name] {
+		if inManifest[name] {
+			continue
+		}
+		for _, ct := range obs.Apps[name] {
+			// Another project's container is that project's business, and
+			// this project's is pruned (removedChanges); only a container
+			// without a project tag cannot be placed.
+			switch {
+			case project == "":
 				w = append(w, fmt.Sprintf("container %d (app %s) is managed by corral but not in this manifest; it is left alone", ct.VMID, name))
+			case ct.Project == "":
+				w = append(w, fmt.Sprintf("container %d (app %s) is managed by corral but not in this manifest, and carries no project tag (it was made before projects): it is left alone; "+
+					"apply the manifest that lists it to tag it, or run corral destroy %s from that manifest", ct.VMID, name, name))
 			}
 		}
 	}

@@ -3,7 +3,12 @@ package plan
 // App is one desired app, in Proxmox VE's terms (sizes in bytes, memory in
 // MiB). It is built from the manifest by FromManifest.
 type App struct {
-	Name         string
+	Name string
+	// Project is the manifest's project: the app's CT is tagged
+	// corral-project-<Project>, and a plan prunes the project's CTs
+	// whose app the manifest no longer lists. "" (callers without a
+	// manifest) leaves projects out.
+	Project      string
 	Node         string // "" = the CT's current node, else the first node
 	VMID         int    // 0 = keep the CT's VMID, or the next free one
 	Template     string // volid of the ostemplate
@@ -106,11 +111,15 @@ func (o *Observed) Holder(node string, key VolumeKey) *Keeper {
 
 // CT is one observed container.
 type CT struct {
-	VMID   int
-	Node   string
-	Status string // running | stopped
-	Lock   string
-	Config map[string]string // active config (current=1), raw values
+	VMID int
+	Node string
+	// Project is the project its corral-project-<project> tag names; ""
+	// for a CT made before projects existed, which belongs to the project
+	// whose manifest names its app.
+	Project string
+	Status  string // running | stopped
+	Lock    string
+	Config  map[string]string // active config (current=1), raw values
 }
 
 // Keeper is the observed per-node keeper CT. Records come from its
@@ -123,6 +132,23 @@ type Keeper struct {
 	Records   map[VolumeKey]string
 	// Intents are adoptions that were in flight (see AdoptIntent).
 	Intents map[VolumeKey]AdoptIntent
+	// Projects maps an app with records to its project
+	// ("corral-project: app=project"); absent for records written before
+	// projects existed.
+	Projects map[string]string
+}
+
+// RecordProject is the project the keepers say app's volumes belong to,
+// or "" when none says.
+func (o *Observed) RecordProject(app string) string {
+	for _, node := range sortedKeys(o.Keepers) {
+		for _, k := range o.Keepers[node] {
+			if p := k.Projects[app]; p != "" {
+				return p
+			}
+		}
+	}
+	return ""
 }
 
 // VolumeKey names a volume: app and volume name.
