@@ -27,6 +27,11 @@ type Executor struct {
 	// how corral logs in to do it.
 	Guest map[string]GuestWork
 	SSH   SSH
+	// Project is the manifest's project, noted in the keeper beside the
+	// records of the volumes corral creates or adopts for its apps
+	// ("corral-project: app=project"), so that the volumes stay this
+	// project's after the app's container is gone. "" notes nothing.
+	Project string
 
 	timings []Timing
 }
@@ -73,6 +78,14 @@ func (e *Executor) Apply(ctx context.Context, p *plan.Plan, obs *plan.Observed) 
 		}
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		if c.Action == plan.Delete {
+			// An app removed from the manifest: destroyed as corral
+			// destroy does, its volumes detached and kept in the keeper.
+			if err := e.destroyCT(ctx, c.App, c.Node, c.OldVMID); err != nil {
+				return err
+			}
+			continue
 		}
 		if err := e.applyChange(ctx, c, keepers, obs); err != nil {
 			return err

@@ -23,7 +23,8 @@ type keeper struct {
 	protected bool
 	records   map[plan.VolumeKey]string
 	intents   map[plan.VolumeKey]plan.AdoptIntent
-	volumes   int // unusedN and mpN entries: what the keeper's room is counted in
+	projects  map[string]string // app → project, of the apps with records
+	volumes   int               // unusedN and mpN entries: what the keeper's room is counted in
 }
 
 // description renders the keeper's records and intents, without the
@@ -31,7 +32,19 @@ type keeper struct {
 func (k *keeper) description(recs map[plan.VolumeKey]string, done plan.VolumeKey) string {
 	in := maps.Clone(k.intents)
 	delete(in, done)
-	return plan.KeeperDescriptionWith(recs, in)
+	return plan.KeeperDescriptionProjects(recs, in, k.projects)
+}
+
+// noteProject says that app's volumes belong to the executor's project,
+// from the next description written on.
+func (k *keeper) noteProject(app string) {
+	if k.e.Project == "" {
+		return
+	}
+	if k.projects == nil {
+		k.projects = map[string]string{}
+	}
+	k.projects[app] = k.e.Project
 }
 
 // ensureKeeper creates the node's keeper or repairs it (protection off,
@@ -198,6 +211,7 @@ func (k *keeper) record(ctx context.Context, vk plan.VolumeKey, volid string, ex
 		recs = map[plan.VolumeKey]string{}
 	}
 	recs[vk] = volid
+	k.noteProject(vk.App)
 	params := url.Values{"description": {k.description(recs, vk)}}
 	for key, v := range extra {
 		params[key] = v
@@ -282,7 +296,8 @@ func (k *keeper) adopt(ctx context.Context, vk plan.VolumeKey, volid string) (st
 		in = map[plan.VolumeKey]plan.AdoptIntent{}
 	}
 	in[vk] = plan.AdoptIntent{Source: volid, Key: target}
-	if err := k.e.putConfig(ctx, k.node, k.vmid, url.Values{"description": {plan.KeeperDescriptionWith(k.records, in)}}); err != nil {
+	k.noteProject(vk.App)
+	if err := k.e.putConfig(ctx, k.node, k.vmid, url.Values{"description": {plan.KeeperDescriptionProjects(k.records, in, k.projects)}}); err != nil {
 		return "", fmt.Errorf("keeper %d: note adoption of %s: %w", k.vmid, volid, err)
 	}
 	k.intents = in

@@ -19,7 +19,7 @@ func (e *Executor) keeperSet(obs *plan.Observed) *keeperSet {
 		for _, k := range ks {
 			s.byNode[node] = append(s.byNode[node], &keeper{
 				e: e, node: node, vmid: k.VMID, protected: k.Protected,
-				records: k.Records, intents: k.Intents, volumes: plan.VolumeEntries(k.Config),
+				records: k.Records, intents: k.Intents, projects: k.Projects, volumes: plan.VolumeEntries(k.Config),
 			})
 		}
 	}

@@ -120,8 +120,9 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 		if slices.Contains(tags, plan.TagKeeper) {
 			obs.Keepers[r.Node] = append(obs.Keepers[r.Node], &plan.Keeper{
 				VMID: r.VMID, Node: r.Node, Protected: conf["protection"] == "1", Config: conf,
-				Records: plan.ParseKeeperRecords(conf["description"]),
-				Intents: plan.ParseKeeperIntents(conf["description"]),
+				Records:  plan.ParseKeeperRecords(conf["description"]),
+				Intents:  plan.ParseKeeperIntents(conf["description"]),
+				Projects: plan.ParseKeeperProjects(conf["description"]),
 			})
 			continue
 		}

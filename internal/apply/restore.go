@@ -34,6 +34,12 @@ type RestoreOptions struct {
 	// Names maps mount paths to volume names, for archived volumes no
 	// keeper record names (the manifest's volumes).
 	Names map[string]string
+	// Project is the manifest's project and Listed its apps: the restored
+	// container carries the project's tag when its app is listed. A copy
+	// under a name the manifest does not list gets no project, so that
+	// the project's next apply does not prune it.
+	Project string
+	Listed  []string
 }
 
 // RestoredVolume is one volume of the restored container.
@@ -81,6 +87,7 @@ type RestorePlan struct {
 	params  url.Values
 	renames map[plan.VolumeKey]plan.VolumeKey
 	stamp   string
+	project string // the restored app's project; "" for a copy the manifest does not list
 }
 
 // RestoreRefusedError is a restore stopped before any change: privileges
@@ -223,11 +230,16 @@ func (e *Executor) PlanRestore(ctx context.Context, obs *plan.Observed, opts Res
 	params.Set("hostname", name)
 	var tags []string
 	for _, t := range plan.ParseTags(conf["tags"]) {
-		if !strings.HasPrefix(t, plan.TagAppPrefix) && t != plan.TagManaged {
+		if !strings.HasPrefix(t, plan.TagAppPrefix) && !strings.HasPrefix(t, plan.TagProjectPrefix) && t != plan.TagManaged {
 			tags = append(tags, t)
 		}
 	}
-	params.Set("tags", strings.Join(plan.AppTags(plan.App{Name: name, Tags: tags}), ";"))
+	project := ""
+	if slices.Contains(opts.Listed, name) {
+		project = opts.Project
+	}
+	params.Set("tags", strings.Join(plan.AppTags(plan.App{Name: name, Project: project, Tags: tags}), ";"))
+	rp.project = project
 	m := plan.ParseMarker(conf["description"])
 	desc := plan.AppDescription(plan.App{Name: name, Template: m.Template, Description: userDescription(conf["description"])})
 	params.Set("description", plan.WithGuestMarkers(desc, m.HostKey, m.Provisioned))
@@ -350,6 +362,7 @@ type RestoreResult struct {
 func (e *Executor) Restore(ctx context.Context, obs *plan.Observed, rp *RestorePlan) (res *RestoreResult, err error) {
 	res = &RestoreResult{RestorePlan: rp}
 	name, node := rp.Name, rp.Node
+	e.Project = rp.project // the keeper notes the restored volumes' project
 	err = e.step(name, "restore", fmt.Sprintf("%s into ct %d on %s", rp.Archive, rp.VMID, rp.Storage), func() error {
 		for attempt := 0; ; attempt++ {
 			upid, err := e.Client.RestoreContainer(ctx, node, rp.VMID, rp.Archive, pve.RestoreOptions{Storage: rp.Storage, Unique: true, Params: rp.params})

@@ -102,7 +102,7 @@ func runApply(cmd *cobra.Command, st *streams, a *applyArgs) error {
 
 	ex := &apply.Executor{
 		Client: s.client, Observer: newRedactObserver(f, observer),
-		Secrets: secrets(f), LockWait: a.lockWait, Guest: guestWork(f),
+		Secrets: secrets(f), LockWait: a.lockWait, Guest: guestWork(f), Project: f.Project,
 	}
 	if ex.SSH, err = sshConfig(s, a.trustHostKey); err != nil {
 		return err
