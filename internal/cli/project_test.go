@@ -1,0 +1,233 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// These tests drive projects end to end (issue 11, scenarios 5 and 6): an
+// app removed from the manifest is destroyed by plan and apply with its
+// volumes kept, other projects on the same cluster are never touched, and
+// volumes are freed only on purpose with corral volumes rm and prune.
+
+const wikiApp = `  - name: wiki
+    template: local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst
+    memory: 256
+    rootfs:
+      size: 2G
+    volumes:
+      - name: pages
+        size: 1G
+        mount: /srv/pages
+`
+
+// twoApps is appManifest (app notes) with app wiki after it.
+func twoApps() string { return strings.ReplaceAll(appManifest, "MEMORY", "512") + wikiApp }
+
+// volumesJSON is `corral volumes -o json` decoded.
+type volumesJSON struct {
+	Volumes []struct {
+		App     string `json:"app"`
+		Name    string `json:"name"`
+		VolID   string `json:"volid"`
+		Holder  string `json:"holder"`
+		Project string `json:"project"`
+	} `json:"volumes"`
+}
+
+func (c *cluster) volumes() volumesJSON {
+	c.t.Helper()
+	r := c.mustRun("volumes", "-o", "json")
+	var v volumesJSON
+	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil {
+		c.t.Fatalf("volumes -o json: %v\n%s", err, r.stdout)
+	}
+	return v
+}
+
+// volid is the volid the keepers record for app/name, or "".
+func (v volumesJSON) volid(app, name string) string {
+	for _, x := range v.Volumes {
+		if x.App == app && x.Name == name {
+			return x.VolID
+		}
+	}
+	return ""
+}
+
+func (v volumesJSON) holder(volid string) string {
+	for _, x := range v.Volumes {
+		if x.VolID == volid {
+			return x.Holder
+		}
+	}
+	return ""
+}
+
+// vmidOf is the VMID of app's one container, from corral status.
+func (c *cluster) vmidOf(m, app string) int {
+	c.t.Helper()
+	for _, a := range c.status(m).Apps {
+		if a.App == app && len(a.Containers) == 1 {
+			return a.Containers[0].VMID
+		}
+	}
+	c.t.Fatalf("app %s has no single container", app)
+	return 0
+}
+
+// exists reports whether a CT exists in the emulator.
+func (c *cluster) exists(vmid int) bool {
+	_, err := c.srv.Cluster().ConfigText(vmid)
+	return err == nil
+}
+
+// TestRemovedAppIsDestroyedAndComesBack is scenario 5: an app removed from
+// the manifest is planned for destruction with its reason, apply destroys
+// its container and keeps its volume in the keeper, and putting the app
+// back attaches the same volume with the same data.
+func TestRemovedAppIsDestroyedAndComesBack(t *testing.T) {
+	c := newCluster(t)
+	both := writeManifest(t, twoApps())
+	c.mustRun("apply", "-f", both, "--auto-approve")
+	wiki := c.vmidOf(both, "wiki")
+	if tags := c.config(wiki)["tags"]; tags != "corral;corral-app-wiki;corral-project-demo" {
+		t.Errorf("wiki's tags = %q, want corral's three", tags)
+	}
+	pages := c.volumes().volid("wiki", "pages")
+	if err := os.WriteFile(c.file(pages, "page.md"), []byte("# kept"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	notesOnly := writeManifest(t, strings.ReplaceAll(appManifest, "MEMORY", "512"))
+	r := c.run("plan", "-f", notesOnly)
+	if r.code != ExitChanges {
+		t.Fatalf("plan without wiki: exit %d, want 2\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for _, want := range []string{
+		"- app wiki (delete ct " + strconv.Itoa(wiki) + " on pve)",
+		"# app wiki was removed from the manifest",
+		"volume pages: detach (" + pages + ", at /srv/pages)",
+		"Plan: 1 to delete.",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("plan lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if strings.Contains(r.stdout, "not in this manifest") {
+		t.Errorf("plan still warns about the removed app instead of planning it:\n%s", r.stdout)
+	}
+	r = c.run("plan", "-f", notesOnly, "-o", "json")
+	var pj struct {
+		Changes []struct {
+			App     string   `json:"app"`
+			Action  string   `json:"action"`
+			OldVMID int      `json:"old_vmid"`
+			Reasons []string `json:"reasons"`
+		} `json:"changes"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &pj); err != nil {
+		t.Fatalf("%v\n%s", err, r.stdout)
+	}
+	if n := len(pj.Changes); n != 2 || pj.Changes[1].App != "wiki" || pj.Changes[1].Action != "delete" || pj.Changes[1].OldVMID != wiki ||
+		pj.Changes[1].Reasons[0] != "app wiki was removed from the manifest" {
+		t.Errorf("plan -o json changes = %+v", pj.Changes)
+	}
+
+	c.mustRun("apply", "-f", notesOnly, "--auto-approve")
+	if c.exists(wiki) {
+		t.Errorf("ct %d of the removed app still exists", wiki)
+	}
+	if h := c.volumes().holder(pages); h != "keeper" {
+		t.Errorf("removed app's volume %s is held by %q, want keeper", pages, h)
+	}
+	if got, err := os.ReadFile(c.file(pages, "page.md")); err != nil || string(got) != "# kept" {
+		t.Errorf("removed app's data: %q, %v", got, err)
+	}
+	if r := c.run("plan", "-f", notesOnly); r.code != 0 {
+		t.Errorf("plan after the prune: exit %d\n%s", r.code, r.stdout)
+	}
+
+	c.mustRun("apply", "-f", both, "--auto-approve")
+	back := c.vmidOf(both, "wiki")
+	if got := c.volumes().holder(pages); got != "ct "+strconv.Itoa(back) {
+		t.Errorf("wiki's volume %s is held by %q after it came back, want ct %d", pages, got, back)
+	}
+	if got, err := os.ReadFile(c.file(pages, "page.md")); err != nil || string(got) != "# kept" {
+		t.Errorf("data after the app came back: %q, %v", got, err)
+	}
+}
+
+// TestProjectsLeaveEachOtherAlone: two manifests in two directories are
+// two projects on one cluster; neither apply touches the other's app,
+// and a manifest that names the other project's app is refused.
+func TestProjectsLeaveEachOtherAlone(t *testing.T) {
+	c := newCluster(t)
+	shop := writeManifestIn(t, "shop", strings.ReplaceAll(appManifest, "MEMORY", "512"))
+	blog := writeManifestIn(t, "blog", "apps:\n"+wikiApp)
+	c.mustRun("apply", "-f", shop, "--auto-approve")
+	c.mustRun("apply", "-f", blog, "--auto-approve")
+	notes, wiki := c.vmidOf(shop, "notes"), c.vmidOf(blog, "wiki")
+	if tags := c.config(wiki)["tags"]; !strings.Contains(tags, "corral-project-blog") {
+		t.Errorf("wiki's tags = %q, want corral-project-blog", tags)
+	}
+	for _, m := range []string{shop, blog} {
+		r := c.run("plan", "-f", m)
+		if r.code != 0 || strings.Contains(r.stdout, "warning") {
+			t.Errorf("plan of %s: exit %d, want 0 without warnings\n%s", m, r.code, r.stdout)
+		}
+		c.mustRun("apply", "-f", m, "--auto-approve")
+	}
+	if !c.exists(notes) || !c.exists(wiki) {
+		t.Fatalf("an apply destroyed the other project's container (notes %v, wiki %v)", c.exists(notes), c.exists(wiki))
+	}
+	// shop naming blog's app is refused, and changes nothing.
+	grab := writeManifestIn(t, "shop", twoApps())
+	r := c.run("apply", "-f", grab, "--auto-approve")
+	if r.code != ExitError || !strings.Contains(r.stdout, "refused: app wiki: container "+strconv.Itoa(wiki)+" on pve carries the tag corral-project-blog") {
+		t.Errorf("apply of another project's app: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// destroy from shop cannot reach blog's app either.
+	r = c.run("destroy", "-f", shop, "wiki", "--auto-approve")
+	if r.code != ExitError || !strings.Contains(r.stderr, `app "wiki" is not in `) {
+		t.Errorf("destroy of another project's app: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if !c.exists(wiki) || c.vmidOf(blog, "wiki") != wiki {
+		t.Errorf("blog's wiki was touched")
+	}
+}
+
+// TestDestroyRemovedApp: corral destroy APP works for an app of this
+// project that the manifest no longer lists; its volume stays.
+func TestDestroyRemovedApp(t *testing.T) {
+	c := newCluster(t)
+	both := writeManifest(t, twoApps())
+	c.mustRun("apply", "-f", both, "--auto-approve")
+	wiki := c.vmidOf(both, "wiki")
+	pages := c.volumes().volid("wiki", "pages")
+
+	notesOnly := writeManifest(t, strings.ReplaceAll(appManifest, "MEMORY", "512"))
+	r := c.mustRun("destroy", "-f", notesOnly, "wiki", "--auto-approve", "-o", "json")
+	var out struct {
+		Destroyed []int    `json:"destroyed"`
+		Freed     []string `json:"freed"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
+		t.Fatalf("%v\n%s", err, r.stdout)
+	}
+	if len(out.Destroyed) != 1 || out.Destroyed[0] != wiki || len(out.Freed) != 0 {
+		t.Errorf("destroy wiki = %+v, want ct %d destroyed and nothing freed", out, wiki)
+	}
+	if c.exists(wiki) {
+		t.Errorf("ct %d still exists", wiki)
+	}
+	if h := c.volumes().holder(pages); h != "keeper" {
+		t.Errorf("volume %s held by %q, want keeper", pages, h)
+	}
+	if !c.exists(c.vmidOf(notesOnly, "notes")) {
+		t.Errorf("notes was touched")
+	}
+}
