@@ -118,11 +118,7 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 			return nil, err
 		}
 		if slices.Contains(tags, plan.TagKeeper) {
-			obs.Keepers[r.Node] = append(obs.Keepers[r.Node], &plan.Keeper{
-				VMID: r.VMID, Node: r.Node, Protected: conf["protection"] == "1", Config: conf,
-				Records: plan.ParseKeeperRecords(conf["description"]),
-				Intents: plan.ParseKeeperIntents(conf["description"]),
-			})
+			obs.Keepers[r.Node] = append(obs.Keepers[r.Node], plan.NewKeeper(r.VMID, r.Node, conf))
 			continue
 		}
 		app := appOf(tags)

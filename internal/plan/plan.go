@@ -60,9 +60,11 @@ type KeeperChange struct {
 	Reasons []string
 	// Protect restores protection=1.
 	Protect bool
-	// Finish lists half-created volumes (mpN with a /corral/ path) to
-	// record and move to unusedN: key → volume.
-	Finish map[string]VolumeKey
+	// Remount lists records whose mount point was removed outside corral
+	// (the volume stayed as the keeper's unusedN): mounted again.
+	Remount map[VolumeKey]string
+	// Notes: the Notes lines differ from the records and are written again.
+	Notes bool
 }
 
 // Change is one app's change.

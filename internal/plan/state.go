@@ -113,14 +113,19 @@ type CT struct {
 	Config map[string]string // active config (current=1), raw values
 }
 
-// Keeper is the observed per-node keeper CT. Records come from its
-// description ("corral-volume: app/name=volid").
+// Keeper is the observed per-node keeper CT. Records come from its mount
+// points (see KeeperRecords).
 type Keeper struct {
 	VMID      int
 	Node      string
 	Protected bool
 	Config    map[string]string
 	Records   map[VolumeKey]string
+	// Lost are records whose mount point was removed (PVE kept the volume
+	// as unusedN): still records, mounted again by the keeper's repair.
+	Lost map[VolumeKey]string
+	// Lease is the lock a corral process holds on the node, if any.
+	Lease *Lease
 	// Intents are adoptions that were in flight (see AdoptIntent).
 	Intents map[VolumeKey]AdoptIntent
 }
