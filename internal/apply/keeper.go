@@ -285,13 +285,14 @@ func (k *keeper) volidOf(ctx context.Context, vk plan.VolumeKey) (string, error)
 func (k *keeper) mount(ctx context.Context, vk plan.VolumeKey, volid string) error {
 	return k.change(ctx, "record volume "+vk.String(), func(s *keeperState) (url.Values, error) {
 		delete(s.notes.Intents, vk)
-		if s.records[vk] == volid {
+		mounted := plan.MountRecords(s.conf) // s.records also holds lost ones, which this mounts
+		if mounted[vk] == volid {
 			return url.Values{}, nil
 		}
-		if other := s.records[vk]; other != "" {
+		if other := mounted[vk]; other != "" {
 			return nil, fmt.Errorf("keeper %d already records %s as %s; not recording %s over it", k.vmid, vk, other, volid)
 		}
-		for other, v := range s.records {
+		for other, v := range mounted {
 			if v == volid {
 				return nil, fmt.Errorf("keeper %d already records %s as %s; not recording it as %s too", k.vmid, volid, other, vk)
 			}

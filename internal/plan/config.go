@@ -27,9 +27,14 @@ const (
 )
 
 // AppTags is the tag set of an app's CT: corral's two tags plus the user's,
-// sorted and deduplicated as PVE stores them.
+// lower-cased, sorted and deduplicated as PVE stores them
+// (pve-guest-common get_unique_tags), so that "Prod" in a manifest does
+// not look like a change on every plan against real PVE.
 func AppTags(a App) []string {
-	tags := append([]string{TagManaged, TagAppPrefix + a.Name}, a.Tags...)
+	tags := []string{TagManaged, TagAppPrefix + a.Name}
+	for _, t := range a.Tags {
+		tags = append(tags, strings.ToLower(t))
+	}
 	sort.Strings(tags)
 	return slices.Compact(tags)
 }

@@ -44,6 +44,7 @@ func Make(apps []App, obs *Observed) (*Plan, error) {
 	for _, node := range nodes {
 		p.Keepers = append(p.Keepers, keeperChanges(node, obs, p.Changes)...)
 	}
+	p.Warnings = append(p.Warnings, obs.Warnings...)
 	p.Warnings = append(p.Warnings, warnings(apps, obs)...)
 	if len(refused) > 0 {
 		return p, &RefusedError{Problems: refused}

@@ -1,6 +1,9 @@
 package plan
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // Action is what a change does, as a rune in the manner of Terraform's
 // plans.Action (package ui draws the diff symbols).
@@ -143,4 +146,19 @@ type RefusedError struct{ Problems []string }
 
 func (e *RefusedError) Error() string {
 	return "plan refused:\n  - " + strings.Join(e.Problems, "\n  - ")
+}
+
+// Nodes are the nodes whose containers or keepers the plan changes.
+func (p *Plan) Nodes() []string {
+	var out []string
+	for _, k := range p.Keepers {
+		out = append(out, k.Node)
+	}
+	for _, c := range p.Changes {
+		if c.Action != NoOp && c.Node != "" {
+			out = append(out, c.Node)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }

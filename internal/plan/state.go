@@ -80,6 +80,9 @@ type Observed struct {
 	// Others are the guests corral does not manage, by VMID: a pinned
 	// vmid that one of them holds cannot be used.
 	Others map[int]Guest
+	// Warnings are findings of the observation itself (a container
+	// recognized although its tags were edited), shown with the plan.
+	Warnings []string
 	// StorageTypes maps a storage ID to its type (dir, lvmthin, zfspool,
 	// …) as the nodes' storage lists report it; the type decides whether
 	// PVE can snapshot a volume on it.
