@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/corralhq/corral/internal/plan"
 )
 
 // These tests drive projects end to end (issue 11, scenarios 5 and 6): an
@@ -27,30 +29,9 @@ const wikiApp = `  - name: wiki
 // twoApps is appManifest (app notes) with app wiki after it.
 func twoApps() string { return strings.ReplaceAll(appManifest, "MEMORY", "512") + wikiApp }
 
-// volumesJSON is `corral volumes -o json` decoded.
-type volumesJSON struct {
-	Volumes []struct {
-		App     string `json:"app"`
-		Name    string `json:"name"`
-		VolID   string `json:"volid"`
-		Holder  string `json:"holder"`
-		Project string `json:"project"`
-	} `json:"volumes"`
-}
-
-func (c *cluster) volumes() volumesJSON {
-	c.t.Helper()
-	r := c.mustRun("volumes", "-o", "json")
-	var v volumesJSON
-	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil {
-		c.t.Fatalf("volumes -o json: %v\n%s", err, r.stdout)
-	}
-	return v
-}
-
 // volid is the volid the keepers record for app/name, or "".
-func (v volumesJSON) volid(app, name string) string {
-	for _, x := range v.Volumes {
+func volidOf(vols []plan.VolumeInfo, app, name string) string {
+	for _, x := range vols {
 		if x.App == app && x.Name == name {
 			return x.VolID
 		}
@@ -58,8 +39,9 @@ func (v volumesJSON) volid(app, name string) string {
 	return ""
 }
 
-func (v volumesJSON) holder(volid string) string {
-	for _, x := range v.Volumes {
+// holderOf says where volid is attached ("keeper", "ct N"), or "".
+func holderOf(vols []plan.VolumeInfo, volid string) string {
+	for _, x := range vols {
 		if x.VolID == volid {
 			return x.Holder
 		}
@@ -97,7 +79,7 @@ func TestRemovedAppIsDestroyedAndComesBack(t *testing.T) {
 	if tags := c.config(wiki)["tags"]; tags != "corral;corral-app-wiki;corral-project-demo" {
 		t.Errorf("wiki's tags = %q, want corral's three", tags)
 	}
-	pages := c.volumes().volid("wiki", "pages")
+	pages := volidOf(c.volumes(), "wiki", "pages")
 	if err := os.WriteFile(c.file(pages, "page.md"), []byte("# kept"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +123,7 @@ func TestRemovedAppIsDestroyedAndComesBack(t *testing.T) {
 	if c.exists(wiki) {
 		t.Errorf("ct %d of the removed app still exists", wiki)
 	}
-	if h := c.volumes().holder(pages); h != "keeper" {
+	if h := holderOf(c.volumes(), pages); h != "keeper" {
 		t.Errorf("removed app's volume %s is held by %q, want keeper", pages, h)
 	}
 	if got, err := os.ReadFile(c.file(pages, "page.md")); err != nil || string(got) != "# kept" {
@@ -153,7 +135,7 @@ func TestRemovedAppIsDestroyedAndComesBack(t *testing.T) {
 
 	c.mustRun("apply", "-f", both, "--auto-approve")
 	back := c.vmidOf(both, "wiki")
-	if got := c.volumes().holder(pages); got != "ct "+strconv.Itoa(back) {
+	if got := holderOf(c.volumes(), pages); got != "ct "+strconv.Itoa(back) {
 		t.Errorf("wiki's volume %s is held by %q after it came back, want ct %d", pages, got, back)
 	}
 	if got, err := os.ReadFile(c.file(pages, "page.md")); err != nil || string(got) != "# kept" {
@@ -207,7 +189,7 @@ func TestDestroyRemovedApp(t *testing.T) {
 	both := writeManifest(t, twoApps())
 	c.mustRun("apply", "-f", both, "--auto-approve")
 	wiki := c.vmidOf(both, "wiki")
-	pages := c.volumes().volid("wiki", "pages")
+	pages := volidOf(c.volumes(), "wiki", "pages")
 
 	notesOnly := writeManifest(t, strings.ReplaceAll(appManifest, "MEMORY", "512"))
 	r := c.mustRun("destroy", "-f", notesOnly, "wiki", "--auto-approve", "-o", "json")
@@ -224,7 +206,7 @@ func TestDestroyRemovedApp(t *testing.T) {
 	if c.exists(wiki) {
 		t.Errorf("ct %d still exists", wiki)
 	}
-	if h := c.volumes().holder(pages); h != "keeper" {
+	if h := holderOf(c.volumes(), pages); h != "keeper" {
 		t.Errorf("volume %s held by %q, want keeper", pages, h)
 	}
 	if !c.exists(c.vmidOf(notesOnly, "notes")) {

@@ -113,26 +113,3 @@ func deleteChange(app string, ct *CT, obs *Observed) (Change, []string) {
 	}
 	return c, unmanagedVolumes(app, ct, "destroying")
 }
-
-func sortedVolumeKeys(m map[VolumeKey]string) []VolumeKey {
-	out := make([]VolumeKey, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.SortFunc(out, func(a, b VolumeKey) int {
-		if a.App != b.App {
-			if a.App < b.App {
-				return -1
-			}
-			return 1
-		}
-		if a.Name < b.Name {
-			return -1
-		}
-		if a.Name > b.Name {
-			return 1
-		}
-		return 0
-	})
-	return out
-}

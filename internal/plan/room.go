@@ -26,7 +26,7 @@ func NewRoom() Room { return Room{desc: len(KeeperDescription(nil))} }
 // RoomOf is the room left in an observed keeper: every unusedN and mpN
 // entry counts as a volume.
 func RoomOf(k *Keeper) Room {
-	return Room{volumes: VolumeEntries(k.Config), desc: len(KeeperDescriptionProjects(k.Records, k.Intents, k.Projects))}
+	return Room{volumes: VolumeEntries(k.Config), desc: len(KeeperNotes{Records: k.Records, Intents: k.Intents, Projects: k.Projects, Lease: k.Lease}.Render())}
 }
 
 // VolumeEntries counts the unusedN and mpN entries of a config: what a
