@@ -44,11 +44,11 @@ type contentEntry struct {
 	VMID    int    `json:"vmid"`
 }
 
-// Observe reads what corral needs from the cluster, with a number of
-// requests that grows with corral's own containers and the node count,
-// not with the rest of the cluster: the node list, one cluster resources
-// call, the config of each corral CT, and per node the storage list and
-// the content of the storages that hold templates and volumes.
+// Observe reads what corral needs from the cluster: the node list, one
+// cluster resources call, the config of each container (corral's, and the
+// others' to recognize an app whose tags were edited; VMs are not read),
+// and per node the storage list and the content of the storages that hold
+// templates and volumes.
 func Observe(ctx context.Context, c *pve.Client) (*plan.Observed, error) {
 	return ObserveWith(ctx, c, ObserveOptions{})
 }
@@ -204,10 +204,12 @@ func guestsSettled(ctx context.Context, c *pve.Client, opts ObserveOptions) ([]r
 		if len(creating) == 0 {
 			return res, nil
 		}
+		// A placeholder whose create task already failed never clears:
+		// say so at once rather than after the whole wait.
+		if msg := deadCreates(ctx, c, res); msg != "" {
+			return nil, errors.New(msg)
+		}
 		if time.Now().After(deadline) {
-			if msg := deadCreates(ctx, c, res); msg != "" {
-				return nil, errors.New(msg)
-			}
 			return nil, fmt.Errorf("container(s) %s are still being created (lock: create) after %s, so corral cannot tell whose they are; "+
 				"wait for their create tasks to finish (Datacenter > Tasks), or if a node crashed during a create, remove the container by hand, then run again",
 				strings.Join(creating, ", "), limit)
