@@ -146,6 +146,21 @@ type Keeper struct {
 	Projects map[string]string
 }
 
+// AppProject is the project app belongs to as far as the cluster says:
+// the keepers' corral-project line for it, else the project tag of its
+// container; "" when neither says.
+func (o *Observed) AppProject(app string) string {
+	if p := o.RecordProject(app); p != "" {
+		return p
+	}
+	for _, ct := range o.Apps[app] {
+		if ct.Project != "" {
+			return ct.Project
+		}
+	}
+	return ""
+}
+
 // RecordProject is the project the keepers say app's volumes belong to,
 // or "" when none says.
 func (o *Observed) RecordProject(app string) string {
