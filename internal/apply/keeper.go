@@ -107,10 +107,14 @@ func (k *keeper) change(ctx context.Context, what string, edit func(s *keeperSta
 }
 
 // noteProject notes in s that app's volumes belong to the executor's
-// project, unless the Notes already name one (a keeper is shared by every
-// project on its node; see plan.KeeperNotes.Projects).
+// project, unless the Notes already name one for volumes the keeper still
+// records (a keeper is shared by every project on its node; see
+// plan.KeeperNotes.Projects).
 func (k *keeper) noteProject(s *keeperState, app string) {
-	if k.e.Project == "" || s.notes.Projects[app] != "" {
+	if k.e.Project == "" || s.notes.Projects[app] == k.e.Project {
+		return
+	}
+	if s.notes.Projects[app] != "" && slices.ContainsFunc(slices.Collect(maps.Keys(s.records)), func(vk plan.VolumeKey) bool { return vk.App == app }) {
 		return
 	}
 	if s.notes.Projects == nil {

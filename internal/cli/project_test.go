@@ -213,3 +213,176 @@ func TestDestroyRemovedApp(t *testing.T) {
 		t.Errorf("notes was touched")
 	}
 }
+
+// freeJSON is `corral volumes rm|prune -o json` decoded.
+type freeJSON struct {
+	Plan struct {
+		Volumes []struct {
+			Node    string `json:"node"`
+			Keeper  int    `json:"keeper"`
+			App     string `json:"app"`
+			Name    string `json:"name"`
+			VolID   string `json:"volid"`
+			Size    int64  `json:"size"`
+			Project string `json:"project"`
+			Reason  string `json:"reason"`
+		} `json:"volumes"`
+		Warnings []string `json:"warnings"`
+		Refused  []string `json:"refused"`
+	} `json:"plan"`
+	Freed []string `json:"freed"`
+}
+
+func decodeFree(t *testing.T, r result) freeJSON {
+	t.Helper()
+	var out freeJSON
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
+		t.Fatalf("-o json: %v\n%s%s", err, r.stdout, r.stderr)
+	}
+	return out
+}
+
+// gone reports whether a volume no longer exists on the emulator's storage.
+func (c *cluster) gone(volid string) bool {
+	_, err := c.srv.Cluster().VolumePath("pve", volid)
+	return err != nil
+}
+
+// TestVolumesRm is scenario 6 for one volume: a removed app's retained
+// volume is freed on purpose; a volume an app's container mounts and an
+// unknown volid are refused with nothing changed; nothing changes without
+// --auto-approve and a terminal.
+func TestVolumesRm(t *testing.T) {
+	c := newCluster(t)
+	both := writeManifest(t, twoApps())
+	c.mustRun("apply", "-f", both, "--auto-approve")
+	notesOnly := writeManifest(t, strings.ReplaceAll(appManifest, "MEMORY", "512"))
+	c.mustRun("apply", "-f", notesOnly, "--auto-approve")
+	vols := c.volumes()
+	pages, data := volidOf(vols, "wiki", "pages"), volidOf(vols, "notes", "data")
+	notes := c.vmidOf(notesOnly, "notes")
+
+	// Attached to an app's container: refused, text and JSON.
+	r := c.run("volumes", "rm", data, "-f", notesOnly, "--auto-approve")
+	if r.code != ExitError || !strings.Contains(r.stdout, "! refused: "+data+" is referenced by CT "+strconv.Itoa(notes)) ||
+		!strings.Contains(r.stderr, "volumes rm refused; nothing was changed") {
+		t.Errorf("rm of a mounted volume: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = c.run("volumes", "rm", data, "-f", notesOnly, "--auto-approve", "-o", "json")
+	if out := decodeFree(t, r); r.code != ExitError || len(out.Plan.Refused) != 1 || len(out.Freed) != 0 || out.Freed == nil {
+		t.Errorf("rm -o json of a mounted volume: exit %d %+v", r.code, out)
+	}
+	// Unknown: refused with what to do.
+	r = c.run("volumes", "rm", "local-lvm:vm-4242-disk-9", "-f", notesOnly, "--auto-approve")
+	if r.code != ExitError || !strings.Contains(r.stdout, "local-lvm:vm-4242-disk-9 is not a volume corral keeps: no keeper records or holds it") {
+		t.Errorf("rm of an unknown volid: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// One refused volume refuses the whole command.
+	r = c.run("volumes", "rm", pages, data, "-f", notesOnly, "--auto-approve")
+	if r.code != ExitError || c.gone(pages) {
+		t.Errorf("rm of a free and a mounted volume: exit %d, pages gone %v\n%s", r.code, c.gone(pages), r.stdout)
+	}
+	// Without --auto-approve and a terminal: the plan, then nothing.
+	r = c.run("volumes", "rm", pages, "-f", notesOnly)
+	if r.code != ExitError || !strings.Contains(r.stderr, "--auto-approve") || !strings.Contains(r.stdout, "- volume wiki/pages ("+pages+" on pve, 1G, keeper ") || c.gone(pages) {
+		t.Errorf("rm without approval: exit %d, pages gone %v\n%s%s", r.code, c.gone(pages), r.stdout, r.stderr)
+	}
+
+	r = c.mustRun("volumes", "rm", pages, "-f", notesOnly, "--auto-approve", "-o", "json")
+	out := decodeFree(t, r)
+	if len(out.Freed) != 1 || out.Freed[0] != pages || len(out.Plan.Volumes) != 1 {
+		t.Fatalf("rm -o json: %+v", out)
+	}
+	if v := out.Plan.Volumes[0]; v.App != "wiki" || v.Name != "pages" || v.VolID != pages || v.Node != "pve" || v.Keeper == 0 || v.Size != 1<<30 ||
+		v.Project != "demo" || v.Reason != "named on the command line" || out.Plan.Refused == nil || out.Plan.Warnings == nil {
+		t.Errorf("rm -o json plan: %+v", out.Plan)
+	}
+	if !c.gone(pages) {
+		t.Errorf("%s still on storage after rm", pages)
+	}
+	if v := volidOf(c.volumes(), "wiki", "pages"); v != "" {
+		t.Errorf("wiki/pages still recorded as %s", v)
+	}
+	if c.gone(data) || holderOf(c.volumes(), data) != "ct "+strconv.Itoa(notes) {
+		t.Errorf("notes' data volume was touched")
+	}
+	if r := c.run("plan", "-f", notesOnly); r.code != 0 {
+		t.Errorf("plan after rm: exit %d\n%s", r.code, r.stdout)
+	}
+}
+
+// TestVolumesPrune is scenario 6 for a whole project: after a removed app
+// and a restore --replace, prune frees the removed app's volume and the
+// *-replaced-* copies, and keeps the declared volumes and another
+// project's.
+func TestVolumesPrune(t *testing.T) {
+	c := newCluster(t)
+	both := writeManifest(t, twoApps())
+	c.mustRun("apply", "-f", both, "--auto-approve")
+	blog := writeManifestIn(t, "blog", strings.ReplaceAll("apps:\n"+wikiApp, "wiki", "news"))
+	c.mustRun("apply", "-f", blog, "--auto-approve")
+	c.mustRun("destroy", "-f", blog, "--auto-approve") // blog's volume waits in the keeper
+	notesOnly := writeManifest(t, strings.ReplaceAll(appManifest, "MEMORY", "512"))
+	c.mustRun("apply", "-f", notesOnly, "--auto-approve")
+	b := c.backup(notesOnly, "notes")
+	c.mustC("restore", "notes", "--archive", b.Archive, "--replace", "-f", notesOnly, "--auto-approve")
+
+	vols := c.volumes()
+	want := map[string]bool{volidOf(vols, "wiki", "pages"): true}
+	keep := map[string]bool{volidOf(vols, "notes", "data"): true, volidOf(vols, "notes", "cache"): true, volidOf(vols, "news", "pages"): true}
+	for _, v := range vols {
+		if strings.Contains(v.Name, "-replaced-") {
+			want[v.VolID] = true
+		}
+	}
+	if len(want) != 3 || len(keep) != 3 || want[""] || keep[""] {
+		t.Fatalf("setup: prune %v, keep %v, volumes %+v", want, keep, vols)
+	}
+
+	// Without --auto-approve and a terminal: nothing changes.
+	r := c.run("volumes", "prune", "-f", notesOnly)
+	if r.code != ExitError || !strings.Contains(r.stderr, "--auto-approve") || !strings.Contains(r.stdout, "Plan: 3 volume(s) to free") {
+		t.Errorf("prune without approval: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for volid := range want {
+		if c.gone(volid) {
+			t.Errorf("prune without approval freed %s", volid)
+		}
+	}
+
+	out := decodeFree(t, c.mustRun("volumes", "prune", "-f", notesOnly, "--auto-approve", "-o", "json"))
+	if len(out.Freed) != 3 {
+		t.Errorf("freed %v, want 3", out.Freed)
+	}
+	for _, v := range out.Plan.Volumes {
+		wantReason := "left by restore --replace"
+		if v.App == "wiki" {
+			wantReason = "app wiki is not in the manifest"
+		}
+		if v.Reason != wantReason {
+			t.Errorf("%s/%s: reason %q, want %q", v.App, v.Name, v.Reason, wantReason)
+		}
+	}
+	for volid := range want {
+		if !c.gone(volid) {
+			t.Errorf("%s still on storage after prune", volid)
+		}
+	}
+	after := c.volumes()
+	for volid := range keep {
+		if c.gone(volid) || holderOf(after, volid) == "" {
+			t.Errorf("prune freed or forgot %s, which it must keep", volid)
+		}
+	}
+	if r := c.run("plan", "-f", notesOnly); r.code != 0 {
+		t.Errorf("plan after prune: exit %d\n%s", r.code, r.stdout)
+	}
+	if r := c.run("plan", "-f", blog); r.code != ExitChanges || !strings.Contains(r.stdout, "volume pages: attach") {
+		t.Errorf("blog's plan after demo's prune: exit %d, want its kept volume attached\n%s", r.code, r.stdout)
+	}
+	// Nothing left: exit 0, nothing freed.
+	r = c.mustRun("volumes", "prune", "-f", notesOnly, "--auto-approve")
+	if !strings.Contains(r.stdout, "No volumes to free.") {
+		t.Errorf("second prune:\n%s", r.stdout)
+	}
+}

@@ -167,6 +167,7 @@ func newVolumesCmd(st *streams) *cobra.Command {
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
 	cf.add(cmd.Flags())
+	cmd.AddCommand(newVolumesRmCmd(st), newVolumesPruneCmd(st))
 	return cmd
 }
 

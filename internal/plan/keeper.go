@@ -142,8 +142,11 @@ type KeeperNotes struct {
 	// Projects maps an app with a record or an adoption to its project
 	// ("corral-project: app=project"): a keeper is shared by every project
 	// on its node, and once an app's container is gone this line is what
-	// says whose its volumes are (see Prune). Lines of apps with neither
-	// are dropped.
+	// says whose its volumes are (see Prune). It is written with the
+	// first volume of the app, before PVE has allocated it (so before it
+	// is a record), and kept after the app's last volume is freed: a line
+	// counts only while the keeper records a volume of its app
+	// (Observed.RecordProject).
 	Projects map[string]string
 }
 
@@ -176,15 +179,8 @@ func (n KeeperNotes) Render() string {
 	for _, k := range ikeys {
 		fmt.Fprintf(&b, "%s%s=%s>%s\n", markerAdopting, k, n.Intents[k].Source, n.Intents[k].Key)
 	}
-	used := map[string]bool{}
-	for k := range n.Records {
-		used[k.App] = true
-	}
-	for k := range n.Intents {
-		used[k.App] = true
-	}
 	for _, app := range sortedKeys(n.Projects) {
-		if used[app] && n.Projects[app] != "" {
+		if n.Projects[app] != "" {
 			fmt.Fprintf(&b, "%s%s=%s\n", markerProject, app, n.Projects[app])
 		}
 	}

@@ -166,12 +166,22 @@ func (o *Observed) AppProject(app string) string {
 func (o *Observed) RecordProject(app string) string {
 	for _, node := range sortedKeys(o.Keepers) {
 		for _, k := range o.Keepers[node] {
-			if p := k.Projects[app]; p != "" {
+			if p := k.Projects[app]; p != "" && k.RecordsApp(app) {
 				return p
 			}
 		}
 	}
 	return ""
+}
+
+// RecordsApp reports whether the keeper records a volume of app.
+func (k *Keeper) RecordsApp(app string) bool {
+	for vk := range k.Records {
+		if vk.App == app {
+			return true
+		}
+	}
+	return false
 }
 
 // VolumeKey names a volume: app and volume name.
