@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/corralhq/corral/internal/plan"
+	"github.com/corralhq/corral/internal/sim/model"
 )
 
 // These tests drive projects end to end (issue 11, scenarios 5 and 6): an
@@ -384,5 +385,44 @@ func TestVolumesPrune(t *testing.T) {
 	r = c.mustRun("volumes", "prune", "-f", notesOnly, "--auto-approve")
 	if !strings.Contains(r.stdout, "No volumes to free.") {
 		t.Errorf("second prune:\n%s", r.stdout)
+	}
+}
+
+// TestContainerWithoutProjectTag: a container made before projects (no
+// corral-project tag) belongs to the project whose manifest names its
+// app, and the next apply adds the tag in place; a manifest that does not
+// name it leaves it alone with a warning.
+func TestContainerWithoutProjectTag(t *testing.T) {
+	c := newCluster(t)
+	both := writeManifest(t, twoApps())
+	c.mustRun("apply", "-f", both, "--auto-approve")
+	notes, wiki := c.vmidOf(both, "notes"), c.vmidOf(both, "wiki")
+	root := model.Auth{UserID: "root@pam"}
+	for vmid, app := range map[int]string{notes: "notes", wiki: "wiki"} {
+		if err := c.srv.Cluster().UpdateCTConfig(root, "pve", vmid, map[string]string{"tags": "corral;corral-app-" + app}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Another project's manifest that names neither: both left alone.
+	other := writeManifestIn(t, "other", strings.ReplaceAll("apps:\n"+wikiApp, "wiki", "news"))
+	c.mustRun("apply", "-f", other, "--auto-approve")
+	if !c.exists(notes) || !c.exists(wiki) {
+		t.Fatalf("another project's apply destroyed an untagged container")
+	}
+	// This project's manifest names only notes: notes gets its tag back,
+	// wiki (untagged, named by no manifest here) is left with a warning.
+	notesOnly := writeManifest(t, strings.ReplaceAll(appManifest, "MEMORY", "512"))
+	r := c.run("plan", "-f", notesOnly)
+	if r.code != ExitChanges || !strings.Contains(r.stdout, "~ tags: corral;corral-app-notes → corral;corral-app-notes;corral-project-demo") ||
+		!strings.Contains(r.stdout, "container "+strconv.Itoa(wiki)+" (app wiki) is managed by corral but not in this manifest, and carries no project tag") ||
+		strings.Contains(r.stdout, "- app wiki") {
+		t.Errorf("plan: exit %d\n%s", r.code, r.stdout)
+	}
+	c.mustRun("apply", "-f", notesOnly, "--auto-approve")
+	if tags := c.config(notes)["tags"]; tags != "corral;corral-app-notes;corral-project-demo" {
+		t.Errorf("notes' tags after apply = %q", tags)
+	}
+	if !c.exists(wiki) {
+		t.Errorf("the untagged wiki was destroyed")
 	}
 }
