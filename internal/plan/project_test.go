@@ -129,3 +129,22 @@ func TestDestroy_OtherProjectRefused(t *testing.T) {
 		t.Errorf("destroy of a removed app = %+v, want ct 110 deleted and its volume kept", c)
 	}
 }
+
+func TestMake_RemovedAppOnOfflineNodeLeftAlone(t *testing.T) {
+	a, obs := projectObs()
+	obs.Nodes = append(obs.Nodes, "pve2")
+	obs.Offline = []string{"pve2"}
+	obs.Apps["old"][0].Node = "pve2"
+	p, err := plan.Make([]plan.App{a}, obs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range p.Changes {
+		if c.App == "old" {
+			t.Errorf("planned %v for app old on an offline node", c.Action)
+		}
+	}
+	if !strings.Contains(strings.Join(p.Warnings, "\n"), "app old was removed from the manifest, but node pve2 is offline; container 110 is left alone") {
+		t.Errorf("warnings = %q", p.Warnings)
+	}
+}
