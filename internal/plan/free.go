@@ -122,7 +122,12 @@ func FreeVolumes(project string, apps []App, obs *Observed, volids []string, ref
 	p := &FreePlan{Volumes: []VolumeFree{}, Warnings: []string{}}
 	var refused []string
 	all := keptVolumes(obs)
-	for _, volid := range slices.Compact(slices.Clone(volids)) {
+	seen := map[string]bool{}
+	for _, volid := range volids {
+		if seen[volid] {
+			continue
+		}
+		seen[volid] = true
 		i := slices.IndexFunc(all, func(x kept) bool { return x.volid == volid })
 		if i < 0 {
 			refused = append(refused, fmt.Sprintf("%s is not a volume corral keeps: no keeper records or holds it (corral frees only what its keepers hold; `corral volumes` lists them)", volid))
