@@ -120,6 +120,11 @@ func TestRemovedAppIsDestroyedAndComesBack(t *testing.T) {
 		t.Errorf("plan -o json changes = %+v", pj.Changes)
 	}
 
+	// Without --auto-approve and a terminal: nothing is destroyed.
+	if r := c.run("apply", "-f", notesOnly); r.code != ExitError || !strings.Contains(r.stderr, "--auto-approve") || !c.exists(wiki) {
+		t.Fatalf("apply without approval: exit %d, ct %d exists %v
+%s", r.code, wiki, c.exists(wiki), r.stderr)
+	}
 	c.mustRun("apply", "-f", notesOnly, "--auto-approve")
 	if c.exists(wiki) {
 		t.Errorf("ct %d of the removed app still exists", wiki)
