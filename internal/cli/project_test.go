@@ -122,8 +122,7 @@ func TestRemovedAppIsDestroyedAndComesBack(t *testing.T) {
 
 	// Without --auto-approve and a terminal: nothing is destroyed.
 	if r := c.run("apply", "-f", notesOnly); r.code != ExitError || !strings.Contains(r.stderr, "--auto-approve") || !c.exists(wiki) {
-		t.Fatalf("apply without approval: exit %d, ct %d exists %v
-%s", r.code, wiki, c.exists(wiki), r.stderr)
+		t.Fatalf("apply without approval: exit %d, ct %d exists %v\n%s", r.code, wiki, c.exists(wiki), r.stderr)
 	}
 	c.mustRun("apply", "-f", notesOnly, "--auto-approve")
 	if c.exists(wiki) {
