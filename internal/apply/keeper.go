@@ -192,6 +192,22 @@ func (e *Executor) ensureKeeper(ctx context.Context, kc plan.KeeperChange, k *ke
 				return nil
 			})
 		}
+		if len(kc.Projects) > 0 {
+			// Records made before projects: say whose they are.
+			if err := k.change(ctx, "note projects", func(s *keeperState) (url.Values, error) {
+				for app, project := range kc.Projects {
+					if s.notes.Projects[app] == "" {
+						if s.notes.Projects == nil {
+							s.notes.Projects = map[string]string{}
+						}
+						s.notes.Projects[app] = project
+					}
+				}
+				return url.Values{}, nil
+			}); err != nil {
+				return err
+			}
+		}
 		// Protection and the Notes: one write does both.
 		return k.setProtection(ctx, true)
 	})

@@ -430,3 +430,52 @@ func TestContainerWithoutProjectTag(t *testing.T) {
 		t.Errorf("the untagged wiki was destroyed")
 	}
 }
+
+// TestRecordsMadeBeforeProjects: a cluster set up before projects (no
+// project tags, no corral-project lines in the keeper's Notes) is brought
+// into its project by the next apply, so that an app removed afterwards
+// leaves volumes prune can free.
+func TestRecordsMadeBeforeProjects(t *testing.T) {
+	c := newCluster(t)
+	both := writeManifest(t, twoApps())
+	c.mustRun("apply", "-f", both, "--auto-approve")
+	root := model.Auth{UserID: "root@pam"}
+	for _, app := range []string{"notes", "wiki"} {
+		if err := c.srv.Cluster().UpdateCTConfig(root, "pve", c.vmidOf(both, app), map[string]string{"tags": "corral;corral-app-" + app}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	k := c.keepers()[0]
+	conf, _, err := c.srv.Cluster().CTConfig(root, "pve", k, true, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept []string
+	for _, line := range strings.Split(conf["description"], "\n") {
+		if !strings.HasPrefix(line, "corral-project: ") {
+			kept = append(kept, line)
+		}
+	}
+	if len(kept) == len(strings.Split(conf["description"], "\n")) {
+		t.Fatalf("the keeper's Notes have no corral-project lines:\n%s", conf["description"])
+	}
+	if err := c.srv.Cluster().UpdateCTConfig(root, "pve", k, map[string]string{"description": strings.Join(kept, "\n")}); err != nil {
+		t.Fatal(err)
+	}
+	pages := volidOf(c.volumes(), "wiki", "pages")
+
+	r := c.run("plan", "-f", both)
+	if r.code != ExitChanges || !strings.Contains(r.stdout, "# note that app wiki's volumes belong to project demo (recorded before projects)") {
+		t.Fatalf("plan: exit %d\n%s", r.code, r.stdout)
+	}
+	c.mustRun("apply", "-f", both, "--auto-approve")
+	if r := c.run("plan", "-f", both); r.code != 0 {
+		t.Errorf("plan after the apply: exit %d\n%s", r.code, r.stdout)
+	}
+	notesOnly := writeManifest(t, strings.ReplaceAll(appManifest, "MEMORY", "512"))
+	c.mustRun("apply", "-f", notesOnly, "--auto-approve")
+	out := decodeFree(t, c.mustRun("volumes", "prune", "-f", notesOnly, "--auto-approve", "-o", "json"))
+	if len(out.Freed) != 1 || out.Freed[0] != pages || !c.gone(pages) {
+		t.Errorf("prune freed %v, want the removed wiki's %s", out.Freed, pages)
+	}
+}

@@ -48,6 +48,7 @@ func Make(apps []App, obs *Observed) (*Plan, error) {
 	for _, node := range nodes {
 		p.Keepers = append(p.Keepers, keeperChanges(node, obs, p.Changes)...)
 	}
+	p.Keepers = noteProjects(p.Keepers, projectOf(apps), apps, obs)
 	// This project's containers whose app is gone from the manifest, after
 	// the manifest's apps.
 	removed, warn, probs := removedChanges(projectOf(apps), apps, obs)

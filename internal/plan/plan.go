@@ -68,6 +68,10 @@ type KeeperChange struct {
 	Remount map[VolumeKey]string
 	// Notes: the Notes lines differ from the records and are written again.
 	Notes bool
+	// Projects are the corral-project lines to add (app → project) for
+	// this project's apps whose records were made before projects, so
+	// that their volumes stay this project's after their container goes.
+	Projects map[string]string
 }
 
 // Change is one app's change.

@@ -113,3 +113,50 @@ func deleteChange(app string, ct *CT, obs *Observed) (Change, []string) {
 	}
 	return c, unmanagedVolumes(app, ct, "destroying")
 }
+
+// noteProjects adds to the keeper changes the corral-project lines the
+// keepers lack for this project's apps (listed in the manifest, or with a
+// container tagged with the project): records made before projects, which
+// would otherwise belong to no project once the app's container is gone.
+func noteProjects(kcs []KeeperChange, project string, apps []App, obs *Observed) []KeeperChange {
+	if project == "" {
+		return kcs
+	}
+	listed := map[string]bool{}
+	for _, a := range apps {
+		listed[a.Name] = true
+	}
+	for _, node := range sortedKeys(obs.Keepers) {
+		if slices.Contains(obs.Offline, node) {
+			continue
+		}
+		for _, k := range obs.Keepers[node] {
+			missing := map[string]string{}
+			for _, vk := range sortedVolumeKeys(k.Records) {
+				if obs.RecordProject(vk.App) != "" {
+					continue // a keeper names its project
+				}
+				ours := listed[vk.App] || slices.ContainsFunc(obs.Apps[vk.App], func(ct *CT) bool { return ct.Project == project })
+				if ours && slices.ContainsFunc(obs.Apps[vk.App], func(ct *CT) bool { return !ct.OwnedBy(project, listed[vk.App]) }) {
+					ours = false // a container of another project carries the name
+				}
+				if ours {
+					missing[vk.App] = project
+				}
+			}
+			if len(missing) == 0 {
+				continue
+			}
+			i := slices.IndexFunc(kcs, func(kc KeeperChange) bool { return kc.Node == node && kc.VMID == k.VMID })
+			if i < 0 {
+				kcs = append(kcs, KeeperChange{Node: node, VMID: k.VMID, Action: Update})
+				i = len(kcs) - 1
+			}
+			kcs[i].Projects = missing
+			for _, app := range sortedKeys(missing) {
+				kcs[i].Reasons = append(kcs[i].Reasons, fmt.Sprintf("note that app %s's volumes belong to project %s (recorded before projects)", app, project))
+			}
+		}
+	}
+	return kcs
+}

@@ -148,3 +148,48 @@ func TestMake_RemovedAppOnOfflineNodeLeftAlone(t *testing.T) {
 		t.Errorf("warnings = %q", p.Warnings)
 	}
 }
+
+func TestMake_NotesProjectsOfOldRecords(t *testing.T) {
+	a, obs := projectObs()
+	k := obs.Keepers["pve"][0]
+	k.Projects = nil // records made before projects
+	p, err := plan.Make([]plan.App{a}, obs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Keepers) != 1 {
+		t.Fatalf("keeper changes %+v, want one", p.Keepers)
+	}
+	kc := p.Keepers[0]
+	// hermes is listed; old's container is tagged shop; blog and legacy
+	// have no records here.
+	if kc.VMID != 999 || kc.Action != plan.Update || kc.Projects["hermes"] != "shop" || kc.Projects["old"] != "shop" || len(kc.Projects) != 2 {
+		t.Errorf("keeper change = %+v", kc)
+	}
+	if !strings.Contains(strings.Join(kc.Reasons, "\n"), "note that app old's volumes belong to project shop (recorded before projects)") {
+		t.Errorf("reasons = %q", kc.Reasons)
+	}
+	// Once noted, nothing more to do.
+	k.Projects = map[string]string{"hermes": "shop", "old": "shop"}
+	p, err = plan.Make([]plan.App{a}, obs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noted := func(p *plan.Plan) map[string]string {
+		out := map[string]string{}
+		for _, kc := range p.Keepers {
+			for app, project := range kc.Projects {
+				out[app] = project
+			}
+		}
+		return out
+	}
+	if n := noted(p); len(n) != 0 {
+		t.Errorf("projects noted again: %v", n)
+	}
+	// A record of an app of no known project, not listed: left alone.
+	k.Records[plan.VolumeKey{App: "stray", Name: "x"}] = "local-lvm:vm-999-disk-9"
+	if p, _ = plan.Make([]plan.App{a}, obs); len(noted(p)) != 0 {
+		t.Errorf("noted a project for an app the project does not own: %v", noted(p))
+	}
+}
