@@ -185,6 +185,16 @@ func TestProjectsLeaveEachOtherAlone(t *testing.T) {
 	if !c.exists(wiki) || c.vmidOf(blog, "wiki") != wiki {
 		t.Errorf("blog's wiki was touched")
 	}
+	// corral volumes says whose each volume is.
+	rows := map[string]string{}
+	for _, line := range strings.Split(c.mustRun("volumes").stdout, "\n") {
+		if f := strings.Fields(line); len(f) >= 8 {
+			rows[f[0]+"/"+f[1]] = f[len(f)-1]
+		}
+	}
+	if rows["APP/VOLUME"] != "PROJECT" || rows["notes/data"] != "shop" || rows["wiki/pages"] != "blog" {
+		t.Errorf("corral volumes projects: %v", rows)
+	}
 }
 
 // TestDestroyRemovedApp: corral destroy APP works for an app of this

@@ -173,13 +173,13 @@ func newVolumesCmd(st *streams) *cobra.Command {
 
 func writeVolumes(st *streams, inv []plan.VolumeInfo) {
 	tw := tabwriter.NewWriter(st.out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "APP\tVOLUME\tVOLID\tNODE\tSIZE\tATTACHED\tMOUNT")
+	fmt.Fprintln(tw, "APP\tVOLUME\tVOLID\tNODE\tSIZE\tATTACHED\tMOUNT\tPROJECT")
 	for _, v := range inv {
 		size := plan.GiB(v.Size) + "G"
 		if v.Missing {
 			size = "MISSING"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v.App, v.Name, v.VolID, v.Node, size, v.Holder, orDash(v.Mount))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v.App, v.Name, v.VolID, v.Node, size, v.Holder, orDash(v.Mount), orDash(v.Project))
 	}
 	tw.Flush()
 }
