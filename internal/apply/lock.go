@@ -286,7 +286,7 @@ func (e *Executor) lockKeeper(ctx context.Context, obs *plan.Observed, node stri
 // oldestKeeper lists node's keepers afresh (waiting for guests still being
 // created, which may be keepers) and returns the lowest VMID.
 func (e *Executor) oldestKeeper(ctx context.Context, node string) (int, error) {
-	res, err := guestsSettled(ctx, e.Client, ObserveOptions{})
+	res, err := guestsSettled(ctx, e.Client, ObserveOptions{}, nil)
 	if err != nil {
 		return 0, err
 	}

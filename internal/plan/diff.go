@@ -258,6 +258,7 @@ func appChange(a *App, node string, obs *Observed) (Change, []string) {
 		c.Guest = a.GuestDigest != ""
 	default:
 		c.Guest = a.GuestDigest != "" && ParseMarker(ct.Config["description"]).Provisioned != a.GuestDigest
+		c.Revert = sortedKeys(ct.Pending)
 		c.Config = configEdits(a, ct)
 		c.Cleanup = cleanupKeys(ct, keepers)
 		for _, key := range detachKeys(a, ct, keepers) {
@@ -280,7 +281,7 @@ func appChange(a *App, node string, obs *Observed) (Change, []string) {
 		if !running {
 			c.Start = true
 		}
-		if len(c.Config) > 0 || len(c.Cleanup) > 0 || c.RootGrow > 0 || c.Start || c.Restart || c.Guest || volumesChange(c.Volumes) {
+		if len(c.Config) > 0 || len(c.Revert) > 0 || len(c.Cleanup) > 0 || c.RootGrow > 0 || c.Start || c.Restart || c.Guest || volumesChange(c.Volumes) {
 			c.Action = Update
 			c.Reasons = append(c.Reasons, updateReasons(c, ct)...)
 		}
@@ -310,6 +311,16 @@ func volumesChange(vs []VolumeChange) bool {
 
 func updateReasons(c Change, ct *CT) []string {
 	var r []string
+	if len(c.Revert) > 0 {
+		var keys []string
+		for _, k := range c.Revert {
+			if ct.Pending[k] == "" {
+				k += " (delete)"
+			}
+			keys = append(keys, k)
+		}
+		r = append(r, "drop pending changes "+strings.Join(keys, ", ")+" (left by an interrupted run or made outside corral; they would apply at the next restart)")
+	}
 	for _, e := range c.Config {
 		r = append(r, e.Key+" changes")
 	}
@@ -373,6 +384,9 @@ func volumeChange(a *App, v Volume, node string, ct *CT, keepers []*Keeper, obs 
 			}
 			if _, ok := obs.Volumes[volKey(node, v.Adopt)]; !ok {
 				return vc, fmt.Sprintf("app %s: volume %s: adopt: %s does not exist on node %s", a.Name, v.Name, v.Adopt, node)
+			}
+			if prob := adoptTaken(a.Name, v, node, obs); prob != "" {
+				return vc, prob
 			}
 			return vc, ""
 		}
@@ -631,4 +645,38 @@ func sortedVolumeKeys[V any](m map[VolumeKey]V) []VolumeKey {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
 	return out
+}
+
+// adoptTaken refuses to adopt a volume corral already keeps for an app
+// (its own under another name, or another app's), or one that an app
+// container other than its owner mounts: adopting it would give one
+// volume to two apps, and a destroy --delete-volumes of one would free
+// the other's data.
+func adoptTaken(app string, v Volume, node string, obs *Observed) string {
+	for _, k := range obs.Keepers[node] {
+		for vk, volid := range k.Records {
+			if volid == v.Adopt {
+				return fmt.Sprintf("app %s: volume %s: adopt: %s is already corral's volume %s (kept by keeper %d); one volume cannot belong to two apps: "+
+					"use that app's volume, or drop adopt: to get a new volume", app, v.Name, v.Adopt, vk, k.VMID)
+			}
+		}
+	}
+	for _, name := range sortedKeys(obs.Apps) {
+		for _, ct := range obs.Apps[name] {
+			if ct.VMID == VolumeOwner(v.Adopt) {
+				continue
+			}
+			for key, val := range ct.Config {
+				if (key == "rootfs" || isIndexedKey(key, "mp")) && ParseMountPoint(val).Volume == v.Adopt {
+					return fmt.Sprintf("app %s: volume %s: adopt: %s is mounted by container %d (app %s) as %s; one volume cannot belong to two apps", app, v.Name, v.Adopt, ct.VMID, name, key)
+				}
+			}
+		}
+	}
+	return ""
+}
+
+func isIndexedKey(key, prefix string) bool {
+	_, ok := indexed(key, prefix)
+	return ok
 }

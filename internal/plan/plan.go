@@ -91,6 +91,9 @@ type Change struct {
 	Restart bool
 	// Start: the CT must be running at the end (it is stopped now).
 	Start bool
+	// Revert lists keys with pending changes to drop first (PUT
+	// revert=…): the plan is made against the current values.
+	Revert []string
 	// Cleanup lists workload keys (unusedN) that only reference keeper
 	// volumes and can be dropped without freeing anything.
 	Cleanup []string

@@ -123,6 +123,9 @@ type CT struct {
 	Status  string // running | stopped
 	Lock    string
 	Config  map[string]string // active config (current=1), raw values
+	// Pending are changes waiting for the next start: key → new value,
+	// "" for a delete (left by an interrupted run, or made by hand).
+	Pending map[string]string
 }
 
 // Keeper is the observed per-node keeper CT. Records come from its mount
