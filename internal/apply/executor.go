@@ -31,7 +31,8 @@ type Executor struct {
 	// Project is the manifest's project, noted in the keeper beside the
 	// records of the volumes corral creates or adopts for its apps
 	// ("corral-project: app=project"), so that the volumes stay this
-	// project's after the app's container is gone. "" notes nothing.
+	// project's after the app's container is gone. Apply takes it from
+	// the plan's apps when it is ""; "" then notes nothing.
 	Project string
 
 	timings []Timing
@@ -63,6 +64,11 @@ func (e *Executor) step(app, phase, detail string, fn func() error) error {
 // Apply executes p: keepers first, then each app change in order.
 func (e *Executor) Apply(ctx context.Context, p *plan.Plan, obs *plan.Observed) error {
 	e.timings = nil
+	for _, c := range p.Changes {
+		if e.Project == "" && c.Desired != nil {
+			e.Project = c.Desired.Project
+		}
+	}
 	keepers := e.keeperSet(obs)
 	for _, kc := range p.Keepers {
 		k, err := e.ensureKeeper(ctx, kc, keepers.byVMID(kc.Node, kc.VMID), p, obs)
