@@ -138,6 +138,15 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 			obs.Keepers[r.Node] = append(obs.Keepers[r.Node], plan.NewKeeper(r.VMID, r.Node, conf))
 			continue
 		}
+		if app := tagged(tags, plan.TagRestoringPrefix); app != "" {
+			restoreOf(obs, app).New = &plan.CT{VMID: r.VMID, Node: r.Node, Status: r.Status, Lock: conf["lock"], Config: conf, Pending: pending}
+			restoreOf(obs, app).Stamp = plan.ParseRestoreMarker(conf["description"])
+			continue
+		}
+		if app := tagged(tags, plan.TagReplacedPrefix); app != "" {
+			restoreOf(obs, app).Replaced = &plan.CT{VMID: r.VMID, Node: r.Node, Status: r.Status, Lock: conf["lock"], Config: conf, Pending: pending}
+			continue
+		}
 		app := appOf(tags)
 		if app == "" {
 			continue
@@ -265,8 +274,23 @@ func deadCreates(ctx context.Context, c *pve.Client, res []resource) string {
 		if r.Type != "lxc" || r.Lock != "create" || r.Tags != "" {
 			continue
 		}
-		tasks, err := c.TaskList(ctx, r.Node, pve.TaskFilter{VMID: r.VMID, Type: "vzcreate", Source: "all", Limit: 1})
-		if err != nil || len(tasks) == 0 || tasks[0].EndTime == 0 || tasks[0].Status == "OK" {
+		tasks, err := c.TaskList(ctx, r.Node, pve.TaskFilter{VMID: r.VMID, Type: "vzcreate", Source: "all"})
+		if err != nil || len(tasks) == 0 {
+			return ""
+		}
+		// The newest create decides (a VMID is reused); one still running
+		// is no dead placeholder.
+		newest := tasks[0]
+		for _, t := range tasks {
+			if t.EndTime == 0 {
+				return ""
+			}
+			if t.StartTime > newest.StartTime || (t.StartTime == newest.StartTime && t.PStart > newest.PStart) {
+				newest = t
+			}
+		}
+		tasks[0] = newest
+		if tasks[0].Status == "OK" || strings.HasPrefix(tasks[0].Status, "WARNINGS") {
 			return ""
 		}
 		dead = append(dead, fmt.Sprintf("the create of CT %d on %s failed (task %s ended: %s) and left the half-made container locked (lock: create); "+
@@ -280,13 +304,26 @@ func deadCreates(ctx context.Context, c *pve.Client, res []resource) string {
 }
 
 // appOf returns the app name from a corral-app-<name> tag.
-func appOf(tags []string) string {
+func appOf(tags []string) string { return tagged(tags, plan.TagAppPrefix) }
+
+// tagged returns the app name of a <prefix><name> tag, or "".
+func tagged(tags []string, prefix string) string {
 	for _, t := range tags {
-		if name, ok := strings.CutPrefix(t, plan.TagAppPrefix); ok {
+		if name, ok := strings.CutPrefix(t, prefix); ok {
 			return name
 		}
 	}
 	return ""
+}
+
+func restoreOf(obs *plan.Observed, app string) *plan.Restore {
+	if obs.Restores == nil {
+		obs.Restores = map[string]*plan.Restore{}
+	}
+	if obs.Restores[app] == nil {
+		obs.Restores[app] = &plan.Restore{App: app}
+	}
+	return obs.Restores[app]
 }
 
 // projectOf returns the project from a corral-project-<project> tag, or

@@ -382,3 +382,52 @@ func TestPlanWaitsForRunningShutdown(t *testing.T) {
 		t.Fatalf("plan during a shutdown: exit %d (want 2: the container will be stopped)\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// A keeper left unprotected (a killed corral, or by hand) is shown by
+// status and plan, and repaired by apply.
+func TestUnprotectedKeeperShownAndRepaired(t *testing.T) {
+	c := newCluster(t)
+	m := writeManifest(t, threeVolumes("alpha"))
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	k := c.keepers()[0]
+	if err := c.srv.Cluster().UpdateCTConfig(model.Auth{UserID: "root@pam"}, "pve", k, map[string]string{"protection": "0"}); err != nil {
+		t.Fatal(err)
+	}
+	r := c.mustRun("status", "-f", m)
+	if !strings.Contains(r.stdout, fmt.Sprintf("keeper %d on pve: protection is off (corral apply repairs it)", k)) {
+		t.Errorf("status does not show the unprotected keeper:\n%s", r.stdout)
+	}
+	var st struct {
+		Keepers []struct {
+			VMID      int  `json:"vmid"`
+			Protected bool `json:"protected"`
+		} `json:"keepers"`
+	}
+	json.Unmarshal([]byte(c.mustRun("status", "-f", m, "-o", "json").stdout), &st)
+	if len(st.Keepers) != 1 || st.Keepers[0].Protected {
+		t.Errorf("status -o json keepers: %+v", st.Keepers)
+	}
+	if r := c.run("plan", "-f", m); r.code != ExitChanges || !strings.Contains(r.stdout, "protection is off") {
+		t.Errorf("plan: exit %d\n%s", r.code, r.stdout)
+	}
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	if got := c.config(k)["protection"]; got != "1" {
+		t.Errorf("protection=%q after apply", got)
+	}
+}
+
+// Scenario 7: tags in any case are compared as PVE stores them
+// (lower-cased, de-duplicated, sorted), so a manifest tag Prod is no
+// change on every plan.
+func TestTagsComparedAsPVEStoresThem(t *testing.T) {
+	c := newCluster(t)
+	m := writeManifest(t, strings.Replace(threeVolumes("alpha"), "    memory: 256\n", "    memory: 256\n    tags: [Zeta, Prod, prod]\n", 1))
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	vmid := c.status(m).Apps[0].Containers[0].VMID
+	if got := c.config(vmid)["tags"]; got != "corral;corral-app-alpha;prod;zeta" {
+		t.Errorf("tags=%q", got)
+	}
+	if r := c.run("plan", "-f", m); r.code != 0 {
+		t.Errorf("plan after apply: exit %d\n%s", r.code, r.stdout)
+	}
+}

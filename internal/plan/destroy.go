@@ -14,6 +14,7 @@ import (
 // another project than the app's.
 func Destroy(apps []App, obs *Observed, deleteVolumes bool) (*Plan, error) {
 	p := &Plan{}
+	p.Recover, p.RecoverNodes = recoveries(obs)
 	var refused []string
 	for i := range apps {
 		a := &apps[i]

@@ -16,10 +16,20 @@ func Make(apps []App, obs *Observed) (*Plan, error) {
 	p := &Plan{}
 	var refused []string
 	var nodes []string // nodes whose apps have volumes, in manifest order
+	p.Recover, p.RecoverNodes = recoveries(obs)
 	for i := range apps {
 		a := &apps[i]
 		if prob := foreignApp(a, obs); prob != "" {
 			refused = append(refused, prob)
+			continue
+		}
+		if r := obs.Restores[a.Name]; r != nil {
+			// Planned once the restore is finished or rolled back.
+			c := Change{App: a.Name, Action: NoOp, Desired: a}
+			if cts := obs.Apps[a.Name]; len(cts) > 0 {
+				c.VMID, c.Node = cts[0].VMID, cts[0].Node
+			}
+			p.Changes = append(p.Changes, c)
 			continue
 		}
 		node, err := pickNode(a, obs)
@@ -93,7 +103,7 @@ func keeperChanges(node string, obs *Observed, changes []Change) []KeeperChange 
 	keepers := obs.Keepers[node]
 	rooms := make([]Room, len(keepers))
 	for i, k := range keepers {
-		if kc := keeperRepair(k); kc != nil {
+		if kc := keeperRepair(k, obs); kc != nil {
 			out = append(out, *kc)
 		}
 		rooms[i] = RoomOf(k)
@@ -147,7 +157,7 @@ func isKeeper(keepers []*Keeper, vmid int) bool {
 }
 
 // keeperRepair is the work an existing keeper needs, or nil.
-func keeperRepair(k *Keeper) *KeeperChange {
+func keeperRepair(k *Keeper, obs *Observed) *KeeperChange {
 	node := k.Node
 	kc := &KeeperChange{Node: node, VMID: k.VMID, Action: Update}
 	if !k.Protected {
@@ -160,6 +170,27 @@ func keeperRepair(k *Keeper) *KeeperChange {
 		}
 		kc.Remount[vk] = k.Lost[vk]
 		kc.Reasons = append(kc.Reasons, fmt.Sprintf("volume %s (%s) lost its mount point on the keeper (removed outside corral; PVE kept the volume): mount it again from its Notes line", vk, k.Lost[vk]))
+	}
+	// Adoptions interrupted after the move: the volume is the keeper's,
+	// under the entry its intent names, and gets its record. One whose
+	// move never happened is forgotten (the volume is where it was).
+	for _, vk := range sortedVolumeKeys(k.Intents) {
+		in := k.Intents[vk]
+		moved := ParseMountPoint(k.Config[in.Key]).Volume
+		_, srcLeft := obs.Volumes[volKey(k.Node, in.Source)]
+		switch {
+		case k.Records[vk] != "":
+			kc.DropIntents = append(kc.DropIntents, vk)
+		case moved != "" && VolumeOwner(moved) == k.VMID && !srcLeft:
+			if kc.Remount == nil {
+				kc.Remount = map[VolumeKey]string{}
+			}
+			kc.Remount[vk] = moved
+			kc.Reasons = append(kc.Reasons, fmt.Sprintf("finish the adoption of %s as %s (%s), interrupted after the move", in.Source, vk, moved))
+		case srcLeft:
+			kc.DropIntents = append(kc.DropIntents, vk)
+			kc.Reasons = append(kc.Reasons, fmt.Sprintf("forget the adoption of %s as %s, interrupted before the move (the volume is where it was)", in.Source, vk))
+		}
 	}
 	if !maps.Equal(ParseKeeperRecords(k.Config["description"]), k.Records) {
 		kc.Notes = true
@@ -258,7 +289,7 @@ func appChange(a *App, node string, obs *Observed) (Change, []string) {
 		c.Guest = a.GuestDigest != ""
 	default:
 		c.Guest = a.GuestDigest != "" && ParseMarker(ct.Config["description"]).Provisioned != a.GuestDigest
-		c.Revert = sortedKeys(ct.Pending)
+		c.Revert = volumePending(ct)
 		c.Config = configEdits(a, ct)
 		c.Cleanup = cleanupKeys(ct, keepers)
 		for _, key := range detachKeys(a, ct, keepers) {
@@ -679,4 +710,34 @@ func adoptTaken(app string, v Volume, node string, obs *Observed) string {
 func isIndexedKey(key, prefix string) bool {
 	_, ok := indexed(key, prefix)
 	return ok
+}
+
+// recoveries describes the interrupted restores, in app order, and the
+// nodes they are on.
+func recoveries(obs *Observed) (text, nodes []string) {
+	for _, app := range sortedKeys(obs.Restores) {
+		r := obs.Restores[app]
+		text = append(text, r.String(obs))
+		for _, ct := range []*CT{r.New, r.Replaced} {
+			if ct != nil {
+				nodes = append(nodes, ct.Node)
+			}
+		}
+	}
+	return text, nodes
+}
+
+// volumePending are the container's pending changes to its volumes
+// (rootfs, mpN, unusedN): the plan is made against the current ones, so
+// they are dropped first. Other pending changes are left alone (an
+// administrator's `pct set` of a root-only feature waits for the next
+// restart that way); a key the manifest sets is overwritten anyway.
+func volumePending(ct *CT) []string {
+	var out []string
+	for _, k := range sortedKeys(ct.Pending) {
+		if k == "rootfs" || isIndexedKey(k, "mp") || isIndexedKey(k, "unused") {
+			out = append(out, k)
+		}
+	}
+	return out
 }
