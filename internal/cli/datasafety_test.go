@@ -424,7 +424,7 @@ func TestTagsComparedAsPVEStoresThem(t *testing.T) {
 	m := writeManifest(t, strings.Replace(threeVolumes("alpha"), "    memory: 256\n", "    memory: 256\n    tags: [Zeta, Prod, prod]\n", 1))
 	c.mustRun("apply", "-f", m, "--auto-approve")
 	vmid := c.status(m).Apps[0].Containers[0].VMID
-	if got := c.config(vmid)["tags"]; got != "corral;corral-app-alpha;prod;zeta" {
+	if got := c.config(vmid)["tags"]; got != "corral;corral-app-alpha;corral-project-demo;prod;zeta" {
 		t.Errorf("tags=%q", got)
 	}
 	if r := c.run("plan", "-f", m); r.code != 0 {
