@@ -37,7 +37,8 @@ type RestoreOptions struct {
 	// Project is the manifest's project and Listed its apps: the restored
 	// container carries the project's tag when its app is listed. A copy
 	// under a name the manifest does not list gets no project, so that
-	// the project's next apply does not prune it.
+	// the project's next apply does not prune it. Without either (no
+	// manifest), the archived container's project is kept.
 	Project string
 	Listed  []string
 }
@@ -238,8 +239,11 @@ func (e *Executor) PlanRestore(ctx context.Context, obs *plan.Observed, opts Res
 			tags = append(tags, t)
 		}
 	}
-	if slices.Contains(opts.Listed, name) {
+	switch {
+	case slices.Contains(opts.Listed, name):
 		rp.project = opts.Project
+	case opts.Project == "" && opts.Listed == nil:
+		rp.project = projectOf(plan.ParseTags(conf["tags"])) // no manifest: the archive's project
 	}
 	// Until it runs, the new container is tagged as a restore in flight,
 	// not as the app: an interrupted restore never leaves two containers
