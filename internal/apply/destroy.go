@@ -2,6 +2,8 @@ package apply
 
 import (
 	"context"
+	"slices"
+	"sync"
 
 	"github.com/corralhq/corral/internal/plan"
 )
@@ -10,16 +12,23 @@ import (
 // volumes detached (kept in the keeper) and the CT destroyed. Volumes are
 // freed only where the plan says VolFree (reclaim: delete, asked for with
 // --delete-volumes). It returns the volids it freed.
-func (e *Executor) Destroy(ctx context.Context, p *plan.Plan, obs *plan.Observed) (freed []string, err error) {
+func (e *Executor) Destroy(ctx context.Context, p *plan.Plan, obs *plan.Observed) ([]string, error) {
+	e.mu.Lock()
 	e.timings = nil
+	e.mu.Unlock()
 	keepers := e.keeperSet(obs)
+	var changes []plan.Change
 	for _, c := range p.Changes {
-		if c.Action != plan.Delete {
-			continue
+		if c.Action == plan.Delete {
+			changes = append(changes, c)
 		}
+	}
+	var mu sync.Mutex
+	var freed []string
+	err := e.forEachApp(ctx, changes, func(c plan.Change) error {
 		if c.OldVMID != 0 {
 			if err := e.destroyCT(ctx, c.App, c.Node, c.OldVMID); err != nil {
-				return freed, err
+				return err
 			}
 		}
 		for _, v := range c.Volumes {
@@ -32,10 +41,14 @@ func (e *Executor) Destroy(ctx context.Context, p *plan.Plan, obs *plan.Observed
 				continue
 			}
 			if err := e.step(c.App, "free", v.Name+" ("+v.VolID+")", func() error { return k.free(ctx, vk, v.VolID) }); err != nil {
-				return freed, err
+				return err
 			}
+			mu.Lock()
 			freed = append(freed, v.VolID)
+			mu.Unlock()
 		}
-	}
-	return freed, nil
+		return nil
+	})
+	slices.Sort(freed)
+	return freed, err
 }

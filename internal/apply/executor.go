@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/corralhq/corral/internal/plan"
@@ -28,6 +30,13 @@ type Executor struct {
 	// how corral logs in to do it.
 	Guest map[string]GuestWork
 	SSH   SSH
+	// Parallelism bounds how many apps change at once (0: 10, as
+	// Terraform's default); 1 changes them one after another. Keepers are
+	// repaired or created first, one at a time.
+	Parallelism int
+	// FailFast starts no further app change once one failed (the ones
+	// under way finish); by default the others go on.
+	FailFast bool
 	// Project is the manifest's project, noted in the keeper beside the
 	// records of the volumes corral creates or adopts for its apps
 	// ("corral-project: app=project"), so that the volumes stay this
@@ -35,11 +44,55 @@ type Executor struct {
 	// the plan's apps when it is ""; "" then notes nothing.
 	Project string
 
-	timings []Timing
+	mu       sync.Mutex // timings
+	timings  []Timing
+	creating sync.Mutex // NextID and the create POST, so parallel creates do not race for one VMID
 }
 
 // Timings are the phase durations of the last Apply or Destroy.
-func (e *Executor) Timings() []Timing { return e.timings }
+func (e *Executor) Timings() []Timing {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.timings)
+}
+
+// forEachApp runs fn for each change, up to Parallelism at once, and
+// returns the failures joined in the changes' order.
+func (e *Executor) forEachApp(ctx context.Context, changes []plan.Change, fn func(plan.Change) error) error {
+	n := e.Parallelism
+	if n <= 0 {
+		n = 10
+	}
+	errs := make([]error, len(changes))
+	sem := make(chan struct{}, n)
+	var failed atomic.Bool
+	var wg sync.WaitGroup
+	for i, c := range changes {
+		if err := ctx.Err(); err != nil {
+			errs[i] = err
+			break
+		}
+		if e.FailFast && failed.Load() {
+			break
+		}
+		sem <- struct{}{}
+		if e.FailFast && failed.Load() {
+			<-sem
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := fn(c); err != nil {
+				errs[i] = err
+				failed.Store(true)
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
 
 func (e *Executor) obs() Observer {
 	if e.Observer == nil {
@@ -53,7 +106,9 @@ func (e *Executor) step(app, phase, detail string, fn func() error) error {
 	done := e.obs().Step(app, phase, detail)
 	start := time.Now()
 	err := fn()
+	e.mu.Lock()
 	e.timings = append(e.timings, Timing{App: app, Phase: phase, Elapsed: time.Since(start)})
+	e.mu.Unlock()
 	done(err)
 	if err != nil {
 		return fmt.Errorf("%s: %s: %w", app, phase, err)
@@ -61,9 +116,14 @@ func (e *Executor) step(app, phase, detail string, fn func() error) error {
 	return nil
 }
 
-// Apply executes p: keepers first, then each app change in order.
+// Apply executes p: keepers first, then the app changes, up to
+// Parallelism at once. What must not overlap is ordered where it is
+// shared: a keeper's volume operations take turns (keeper.mu), VMIDs are
+// taken one at a time, and no other corral runs (the lock).
 func (e *Executor) Apply(ctx context.Context, p *plan.Plan, obs *plan.Observed) error {
+	e.mu.Lock()
 	e.timings = nil
+	e.mu.Unlock()
 	for _, c := range p.Changes {
 		if e.Project == "" && c.Desired != nil {
 			e.Project = c.Desired.Project
@@ -79,30 +139,22 @@ func (e *Executor) Apply(ctx context.Context, p *plan.Plan, obs *plan.Observed) 
 			keepers.add(k)
 		}
 	}
+	var changes []plan.Change
 	for _, c := range p.Changes {
-		if c.Action == plan.NoOp {
-			continue
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if c.Action == plan.Delete {
-			// An app removed from the manifest: destroyed as corral
-			// destroy does, its volumes detached and kept in the keeper.
-			if err := e.destroyCT(ctx, c.App, c.Node, c.OldVMID); err != nil {
-				return err
-			}
-			continue
-		}
-		if err := e.applyChange(ctx, c, keepers, obs); err != nil {
-			return err
+		if c.Action != plan.NoOp {
+			changes = append(changes, c)
 		}
 	}
-	return nil
+	return e.forEachApp(ctx, changes, func(c plan.Change) error { return e.applyChange(ctx, c, keepers, obs) })
 }
 
 // applyChange carries out one app's change.
 func (e *Executor) applyChange(ctx context.Context, c plan.Change, keepers *keeperSet, obs *plan.Observed) error {
+	if c.Action == plan.Delete {
+		// An app removed from the manifest: destroyed as corral destroy
+		// does, its volumes detached and kept in the keeper.
+		return e.destroyCT(ctx, c.App, c.Node, c.OldVMID)
+	}
 	a := c.Desired
 	if c.FetchTemplate {
 		if err := e.step(c.App, "template", a.Template, func() error { return e.fetchTemplate(ctx, c.App, c.Node, a.Template) }); err != nil {
@@ -164,6 +216,7 @@ type attachment struct {
 	name, volid, mount, key string
 	backup                  bool
 	action                  plan.VolumeAction
+	fresh                   bool // created by this run
 }
 
 // prepareVolumes creates, adopts and grows volumes in the keeper, and
@@ -180,10 +233,11 @@ func (e *Executor) prepareVolumes(ctx context.Context, c plan.Change, keepers *k
 		switch v.Action {
 		case plan.VolCreate:
 			err = e.step(c.App, "volume", "create "+v.Name+" ("+fmtGiB(v.Size)+" on "+v.Storage+")", func() error {
-				k, err := keepers.forNew(c.Node, key, v.Storage)
+				k, done, err := keepers.forNew(c.Node, key, v.Storage)
 				if err != nil {
 					return err
 				}
+				defer done()
 				volid, err = k.createVolume(ctx, key, v.Storage, v.Size)
 				return err
 			})
@@ -191,9 +245,11 @@ func (e *Executor) prepareVolumes(ctx context.Context, c plan.Change, keepers *k
 			err = e.step(c.App, "volume", "adopt "+v.Adopt+" as "+v.Name, func() error {
 				k := keepers.byVMID(c.Node, plan.VolumeOwner(v.Adopt)) // finishing an interrupted adoption
 				if k == nil {
-					if k, err = keepers.forNew(c.Node, key, v.Storage); err != nil {
+					var done func()
+					if k, done, err = keepers.forNew(c.Node, key, v.Storage); err != nil {
 						return err
 					}
+					defer done()
 				}
 				volid, err = k.adopt(ctx, key, v.Adopt)
 				return err
@@ -216,7 +272,7 @@ func (e *Executor) prepareVolumes(ctx context.Context, c plan.Change, keepers *k
 		} else if act == plan.VolGrow {
 			act = plan.VolAttach
 		}
-		out = append(out, attachment{name: v.Name, volid: volid, mount: v.Mount, key: v.Key, backup: v.Backup, action: act})
+		out = append(out, attachment{name: v.Name, volid: volid, mount: v.Mount, key: v.Key, backup: v.Backup, action: act, fresh: v.Action == plan.VolCreate})
 	}
 	return out, nil
 }
@@ -259,16 +315,21 @@ func (e *Executor) create(ctx context.Context, app, node string, vmid int, a *pl
 func (e *Executor) postCT(ctx context.Context, app, node string, vmid int, params url.Values) (int, error) {
 	const attempts = 5
 	for attempt := 1; ; attempt++ {
+		// One create request at a time: parallel creates would all be
+		// given the same next free VMID. The task itself runs unlocked.
+		e.creating.Lock()
 		id := vmid
 		if id == 0 {
 			var err error
 			if id, err = e.Client.NextID(ctx); err != nil {
+				e.creating.Unlock()
 				return 0, err
 			}
 		}
 		params.Set("vmid", strconv.Itoa(id))
 		var upid string
 		err := e.Client.Post(ctx, "/nodes/"+node+"/lxc", params, &upid)
+		e.creating.Unlock()
 		if vmid == 0 && attempt < attempts && pve.IsAlreadyExists(err) {
 			continue
 		}
@@ -489,7 +550,8 @@ func (e *Executor) guardAttach(ctx context.Context, node string, vmid int, vols 
 		allowed = append(allowed, vmid)
 	}
 	for _, v := range vols {
-		if v.action != plan.VolKeep {
+		// A volume this run created cannot be in anyone else's hands.
+		if v.action != plan.VolKeep && !v.fresh {
 			volids = append(volids, v.volid)
 			allowed = append(allowed, plan.VolumeOwner(v.volid))
 		}

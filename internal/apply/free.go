@@ -42,7 +42,9 @@ func VolumeRefs(ctx context.Context, c *pve.Client, obs *plan.Observed) (map[str
 // guest references it. It returns the volids freed, in plan order, up to
 // the first error.
 func (e *Executor) FreeVolumes(ctx context.Context, p *plan.FreePlan, obs *plan.Observed) (freed []string, err error) {
+	e.mu.Lock()
 	e.timings = nil
+	e.mu.Unlock()
 	keepers := e.keeperSet(obs)
 	freed = []string{}
 	for _, v := range p.Volumes {

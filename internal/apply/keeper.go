@@ -33,10 +33,13 @@ type keeper struct {
 	vmid int
 
 	mu sync.Mutex // one volume operation at a time (they toggle protection)
+
+	smu sync.Mutex // the fields below
 	// What the last read or write saw; used to pick a keeper with room.
-	records map[plan.VolumeKey]string
-	intents map[plan.VolumeKey]plan.AdoptIntent
-	volumes int // unusedN and mpN entries: what the keeper's room is counted in
+	records  map[plan.VolumeKey]string
+	intents  map[plan.VolumeKey]plan.AdoptIntent
+	volumes  int                    // unusedN and mpN entries: what the keeper's room is counted in
+	reserved map[plan.VolumeKey]int // room promised to volumes being made (keeperSet.forNew)
 }
 
 // keeperState is a fresh read of a keeper's config, for one write.
@@ -124,6 +127,8 @@ func (k *keeper) noteProject(s *keeperState, app string) {
 }
 
 func (k *keeper) remember(s *keeperState) {
+	k.smu.Lock()
+	defer k.smu.Unlock()
 	k.records, k.intents, k.volumes = s.records, s.notes.Intents, plan.VolumeEntries(s.conf)
 }
 
@@ -320,8 +325,9 @@ func (k *keeper) volidOf(ctx context.Context, vk plan.VolumeKey) (string, error)
 	if err != nil {
 		return "", err
 	}
-	k.remember(newKeeperState(cc.Values))
-	volid := k.records[vk]
+	s := newKeeperState(cc.Values)
+	k.remember(s)
+	volid := s.records[vk]
 	if volid == "" {
 		return "", fmt.Errorf("keeper %d: no record of volume %s after writing it", k.vmid, vk)
 	}

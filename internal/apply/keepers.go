@@ -2,6 +2,7 @@ package apply
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/corralhq/corral/internal/plan"
 )
@@ -9,6 +10,7 @@ import (
 // keeperSet is every keeper of the cluster, per node, oldest first. A node
 // has more than one when its volumes outgrow one keeper (plan.Room).
 type keeperSet struct {
+	mu     sync.Mutex // byNode, and room reservations across keepers
 	byNode map[string][]*keeper
 }
 
@@ -25,9 +27,15 @@ func (e *Executor) keeperSet(obs *plan.Observed) *keeperSet {
 	return s
 }
 
-func (s *keeperSet) add(k *keeper) { s.byNode[k.node] = append(s.byNode[k.node], k) }
+func (s *keeperSet) add(k *keeper) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.byNode[k.node] = append(s.byNode[k.node], k)
+}
 
 func (s *keeperSet) byVMID(node string, vmid int) *keeper {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	for _, k := range s.byNode[node] {
 		if k.vmid == vmid {
 			return k
@@ -38,8 +46,13 @@ func (s *keeperSet) byVMID(node string, vmid int) *keeper {
 
 // holder is the keeper on node that records vk, or nil.
 func (s *keeperSet) holder(node string, vk plan.VolumeKey) *keeper {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	for _, k := range s.byNode[node] {
-		if k.records[vk] != "" {
+		k.smu.Lock()
+		has := k.records[vk] != ""
+		k.smu.Unlock()
+		if has {
 			return k
 		}
 	}
@@ -47,19 +60,43 @@ func (s *keeperSet) holder(node string, vk plan.VolumeKey) *keeper {
 }
 
 // forNew is the keeper on node that takes a new volume: the one that
-// already noted an adoption of it, else the first with room. The plan
-// created enough keepers; none with room means the cluster changed since.
-func (s *keeperSet) forNew(node string, vk plan.VolumeKey, storage string) (*keeper, error) {
+// already noted an adoption of it, else the first with room. The room is
+// reserved until done is called, so that apps creating volumes at once do
+// not overfill one keeper. The plan created enough keepers; none with
+// room means the cluster changed since.
+func (s *keeperSet) forNew(node string, vk plan.VolumeKey, storage string) (k *keeper, done func(), err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	for _, k := range s.byNode[node] {
-		if _, ok := k.intents[vk]; ok {
-			return k, nil
+		k.smu.Lock()
+		_, ok := k.intents[vk]
+		k.smu.Unlock()
+		if ok {
+			return k, func() {}, nil
 		}
 	}
+	line := plan.RecordLen(vk, storage)
 	for _, k := range s.byNode[node] {
+		k.smu.Lock()
 		room := plan.RoomFor(k.volumes, k.records, k.intents)
-		if room.Take(plan.RecordLen(vk, storage)) {
-			return k, nil
+		for _, l := range k.reserved {
+			room.Take(l)
+		}
+		fits := room.Take(line)
+		if fits {
+			if k.reserved == nil {
+				k.reserved = map[plan.VolumeKey]int{}
+			}
+			k.reserved[vk] = line
+		}
+		k.smu.Unlock()
+		if fits {
+			return k, func() {
+				k.smu.Lock()
+				delete(k.reserved, vk)
+				k.smu.Unlock()
+			}, nil
 		}
 	}
-	return nil, fmt.Errorf("no keeper on node %s has room for volume %s; run `corral apply` again to plan another keeper", node, vk)
+	return nil, nil, fmt.Errorf("no keeper on node %s has room for volume %s; run `corral apply` again to plan another keeper", node, vk)
 }

@@ -547,10 +547,11 @@ func (e *Executor) restoreVolumes(ctx context.Context, obs *plan.Observed, rp *R
 		sid, _, _ := strings.Cut(mp.Volume, ":")
 		var volid string
 		err := e.step(name, "volume", "adopt restored "+mp.Volume+" as "+vk.String(), func() error {
-			k, err := keepers.forNew(node, vk, sid)
+			k, done, err := keepers.forNew(node, vk, sid)
 			if err != nil {
 				return err
 			}
+			defer done()
 			volid, err = k.adopt(ctx, vk, mp.Volume)
 			return err
 		})

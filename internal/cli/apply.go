@@ -22,6 +22,8 @@ type applyArgs struct {
 	ff           fileFlags
 	cf           connFlags
 	lf           lockFlags
+	parallelism  int
+	failFast     bool
 	autoApprove  bool
 	verbose      bool
 	lockWait     time.Duration
@@ -50,6 +52,8 @@ again picks up where it stopped.`,
 	a.ff.add(cmd.Flags())
 	a.cf.add(cmd.Flags())
 	a.lf.add(cmd.Flags())
+	cmd.Flags().IntVar(&a.parallelism, "parallelism", 10, "how many apps to change at once (1: one after another)")
+	cmd.Flags().BoolVar(&a.failFast, "fail-fast", false, "start no further app once one failed (by default the others go on)")
 	cmd.Flags().BoolVar(&a.autoApprove, "auto-approve", false, "apply without asking (needed when stdin is not a terminal)")
 	cmd.Flags().BoolVarP(&a.verbose, "verbose", "v", false, "show every Proxmox task log line")
 	cmd.Flags().DurationVar(&a.lockWait, "lock-wait", 2*time.Minute, "how long to wait for a container locked by another operation")
@@ -61,6 +65,9 @@ again picks up where it stopped.`,
 func runApply(cmd *cobra.Command, st *streams, a *applyArgs) error {
 	if err := a.lf.check(); err != nil {
 		return err
+	}
+	if a.parallelism < 1 {
+		return fmt.Errorf("--parallelism %d: want 1 or more", a.parallelism)
 	}
 	start := time.Now()
 	j, err := openJob(cmd.Context(), st, a.ff, a.cf)
@@ -79,7 +86,7 @@ func runApply(cmd *cobra.Command, st *streams, a *applyArgs) error {
 		}
 	}
 
-	ex := &apply.Executor{Client: s.client, Secrets: secrets(f), LockWait: a.lockWait, Guest: guestWork(f), Project: f.Project}
+	ex := &apply.Executor{Client: s.client, Secrets: secrets(f), LockWait: a.lockWait, Guest: guestWork(f), Parallelism: a.parallelism, FailFast: a.failFast, Project: f.Project}
 	var events *ui.JSONEvents
 	var observer apply.Observer
 	if asJSON {

@@ -129,23 +129,26 @@ func TestConcurrentApplies(t *testing.T) {
 }
 
 // Scenario 2: an apply that fails after clearing the keeper's protection
-// leaves it protected.
+// (to make a new volume) leaves it protected.
 func TestFailedApplyLeavesKeeperProtected(t *testing.T) {
 	c := newCluster(t)
 	m := writeManifest(t, threeVolumes("alpha"))
 	c.mustRun("apply", "-f", m, "--auto-approve")
-	big := writeManifest(t, strings.Replace(threeVolumes("alpha"), "      - name: c\n        size: 1G", "      - name: c\n        size: 1G\n      - name: huge\n        size: 900000G\n        mount: /srv/huge\n      - name: d\n        size: 1G", 1)+"")
-	r := c.run("apply", "-f", big, "--auto-approve", "--skip-preflight")
-	if r.code == 0 {
-		t.Fatalf("apply of a 900000G volume succeeded:\n%s", r.stderr)
+	vmid := c.status(m).Apps[0].Containers[0].VMID
+	more := writeManifest(t, threeVolumes("alpha")+"      - name: d\n        size: 1G\n        mount: /srv/d\n")
+	// The app's container is busy (a backup holds its lock): the new
+	// volume is made in the keeper, then stopping the app fails.
+	if err := c.srv.Cluster().HoldLock(vmid, "backup", 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	r := c.run("apply", "-f", more, "--auto-approve", "--lock-wait", "500ms")
+	if r.code != ExitError || !strings.Contains(r.stderr, "volume done") {
+		t.Fatalf("apply against a locked container: exit %d (want 1 after making the volume)\n%s", r.code, r.stderr)
 	}
 	for _, k := range c.keepers() {
 		if got := c.config(k)["protection"]; got != "1" {
 			t.Errorf("keeper %d protection=%q after the failed apply, want 1\n%s", k, got, r.stderr)
 		}
-	}
-	if r := c.run("plan", "-f", m); r.code != 0 {
-		t.Errorf("plan of the original manifest: exit %d\n%s", r.code, r.stdout)
 	}
 }
 
@@ -429,5 +432,61 @@ func TestTagsComparedAsPVEStoresThem(t *testing.T) {
 	}
 	if r := c.run("plan", "-f", m); r.code != 0 {
 		t.Errorf("plan after apply: exit %d\n%s", r.code, r.stdout)
+	}
+}
+
+// manyApps is n apps with one volume each; app bad (if set) names a
+// template that cannot be downloaded.
+func manyApps(n int, bad string) string {
+	var b strings.Builder
+	b.WriteString("apps:\n")
+	for i := 0; i < n; i++ {
+		name := fmt.Sprintf("app%02d", i)
+		tmpl := "debian-12-standard_12.12-1_amd64.tar.zst"
+		if name == bad {
+			tmpl = "no-such-template_1.0-1_amd64.tar.zst" // its download fails
+		}
+		fmt.Fprintf(&b, "  - name: %s\n    template: local:vztmpl/%s\n    memory: 128\n    rootfs:\n      size: 1G\n    volumes:\n      - name: data\n        size: 1G\n        mount: /srv/data\n", name, tmpl)
+	}
+	return b.String()
+}
+
+// Apps change in parallel (issue 13): twelve apps converge in one apply
+// and go in one destroy, every volume kept; one app's failure does not
+// stop the others, and the error names it.
+func TestParallelApplyAndDestroy(t *testing.T) {
+	c := newCluster(t)
+	m := writeManifest(t, manyApps(12, "app05"))
+	r := c.run("apply", "-f", m, "--auto-approve", "--skip-preflight")
+	if r.code != ExitError || !strings.Contains(r.stderr, "app05") {
+		t.Fatalf("apply with one failing app: exit %d\n%s", r.code, r.stderr)
+	}
+	st := c.status(m)
+	for _, a := range st.Apps {
+		if a.App != "app05" && (len(a.Containers) != 1 || a.Containers[0].Status != "running") {
+			t.Errorf("app %s after apply: %+v", a.App, a.Containers)
+		}
+	}
+	good := writeManifest(t, manyApps(12, ""))
+	c.mustRun("apply", "-f", good, "--auto-approve", "--parallelism", "4")
+	if r := c.run("plan", "-f", good); r.code != 0 {
+		t.Fatalf("plan after apply: exit %d\n%s", r.code, r.stdout)
+	}
+	before := c.volumes()
+	c.mustRun("destroy", "-f", good, "--auto-approve")
+	after := c.volumes()
+	if len(before) != 12 || len(after) != 12 {
+		t.Fatalf("volumes before destroy %d, after %d, want 12 and 12", len(before), len(after))
+	}
+	for _, v := range after {
+		if v.Holder != "keeper" {
+			t.Errorf("volume %s/%s held by %s after destroy", v.App, v.Name, v.Holder)
+		}
+	}
+	if n := len(c.srv.Cluster().Resources("vm")); n != 1 {
+		t.Errorf("%d guests after destroy, want the keeper only", n)
+	}
+	if r := c.run("apply", "-f", good, "--auto-approve", "--parallelism", "0"); r.code != ExitError || !strings.Contains(r.stderr, "--parallelism") {
+		t.Errorf("--parallelism 0: exit %d\n%s", r.code, r.stderr)
 	}
 }

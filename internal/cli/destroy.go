@@ -20,6 +20,8 @@ type destroyArgs struct {
 	ff            fileFlags
 	cf            connFlags
 	lf            lockFlags
+	parallelism   int
+	failFast      bool
 	autoApprove   bool
 	deleteVolumes bool
 }
@@ -45,6 +47,8 @@ corral volumes rm and corral volumes prune free volumes on purpose.`,
 	a.ff.add(cmd.Flags())
 	a.cf.add(cmd.Flags())
 	a.lf.add(cmd.Flags())
+	cmd.Flags().IntVar(&a.parallelism, "parallelism", 10, "how many apps to change at once (1: one after another)")
+	cmd.Flags().BoolVar(&a.failFast, "fail-fast", false, "start no further app once one failed (by default the others go on)")
 	cmd.Flags().BoolVar(&a.autoApprove, "auto-approve", false, "destroy without asking (needed when stdin is not a terminal)")
 	cmd.Flags().BoolVar(&a.deleteVolumes, "delete-volumes", false, "also free volumes marked reclaim: delete (retained volumes are never freed)")
 	return cmd
@@ -53,6 +57,9 @@ corral volumes rm and corral volumes prune free volumes on purpose.`,
 func runDestroy(cmd *cobra.Command, st *streams, a *destroyArgs, names []string) error {
 	if err := a.lf.check(); err != nil {
 		return err
+	}
+	if a.parallelism < 1 {
+		return fmt.Errorf("--parallelism %d: want 1 or more", a.parallelism)
 	}
 	start := time.Now()
 	j, err := openJob(cmd.Context(), st, a.ff, a.cf)
@@ -66,7 +73,7 @@ func runDestroy(cmd *cobra.Command, st *streams, a *destroyArgs, names []string)
 		apps = slices.DeleteFunc(apps, func(a plan.App) bool { return !slices.Contains(names, a.Name) })
 	}
 	ctx := cmd.Context()
-	ex := &apply.Executor{Client: s.client, Observer: newRedactObserver(f, &ui.Progress{W: st.err})}
+	ex := &apply.Executor{Client: s.client, Observer: newRedactObserver(f, &ui.Progress{W: st.err}), Parallelism: a.parallelism, FailFast: a.failFast}
 	obs, err := apply.Observe(ctx, s.client)
 	if err != nil {
 		return err

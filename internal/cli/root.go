@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 )
@@ -45,7 +46,9 @@ type streams struct {
 
 // Run executes corral with args and returns the process exit code.
 func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	st := &streams{in: stdin, out: stdout, err: stderr}
+	// Apps change in parallel, and logs, progress and output may come
+	// from several goroutines: one lock per stream keeps lines whole.
+	st := &streams{in: stdin, out: &lockedWriter{w: stdout}, err: &lockedWriter{w: stderr}}
 	root := newRoot(ctx, st)
 	root.SetArgs(args)
 	root.SetIn(stdin)
@@ -126,4 +129,16 @@ func setupLogging(level string, w io.Writer) error {
 	}
 	slog.SetDefault(slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})))
 	return nil
+}
+
+// lockedWriter serializes writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
