@@ -86,7 +86,7 @@ func runApply(cmd *cobra.Command, st *streams, a *applyArgs) error {
 		}
 	}
 
-	ex := &apply.Executor{Client: s.client, Secrets: secrets(f), LockWait: a.lockWait, Guest: guestWork(f), Parallelism: a.parallelism, FailFast: a.failFast}
+	ex := &apply.Executor{Client: s.client, Secrets: secrets(f), LockWait: a.lockWait, Guest: guestWork(f), Parallelism: a.parallelism, FailFast: a.failFast, Stop: stopOf(ctx)}
 	var events *ui.JSONEvents
 	var observer apply.Observer
 	if asJSON {
