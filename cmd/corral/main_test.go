@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -238,4 +239,100 @@ func TestKill9DuringApply(t *testing.T) {
 		}
 	}
 	t.Logf("%d SIGKILLs during apply/destroy (clean apply took %s); 0 volumes lost", kills, clean.Round(time.Millisecond))
+}
+
+// TestCtrlC: the first SIGINT lets the step under way finish and stops
+// before the next (exit 130, keeper protected, lock released); the next
+// apply goes on from there (issue 16, item 6).
+func TestCtrlC(t *testing.T) {
+	state, env := serve(t)
+	dir := t.TempDir()
+	m := filepath.Join(dir, "corral.yaml")
+	os.WriteFile(m, []byte(`apps:
+  - name: slow
+    template: local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst
+    features: {nesting: true}
+    volumes:
+      - {name: data, size: 1G, mount: /srv/data}
+    provision:
+      - run: |
+          echo first-started
+          sleep 2
+          echo first > /srv/data/first
+      - run: |
+          echo second > /srv/data/second
+`), 0o644)
+	cmd := exec.Command(corralBin, "apply", "-f", m, "--auto-approve")
+	cmd.Env = append(os.Environ(), env...)
+	var errb safeBuffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(errb.String(), "first-started") {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("the first step never started:\n%s", errb.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cmd.Process.Signal(os.Interrupt)
+	err := cmd.Wait()
+	code := -1
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	}
+	out := errb.String()
+	if code != 130 || !strings.Contains(out, "stopped on request between two steps") {
+		t.Fatalf("after one Ctrl-C: exit %d (want 130)\n%s", code, out)
+	}
+	if strings.Contains(out, "second") {
+		t.Errorf("the second step ran after the Ctrl-C:\n%s", out)
+	}
+	volid, vdir := volumeDirOf(t, state, env, "slow")
+	if b, err := os.ReadFile(filepath.Join(vdir, "first")); err != nil || string(b) != "first\n" {
+		t.Fatalf("the step under way did not finish (volume %s): %q %v\n%s", volid, b, err, out)
+	}
+	status := mustCorral(t, env, "status", "-f", m, "-o", "json")
+	if !strings.Contains(status, `"protected": true`) || strings.Contains(status, `"lock":`) {
+		t.Errorf("keeper unprotected or still locked after the Ctrl-C:\n%s", status)
+	}
+	out2 := mustCorral(t, env, "apply", "-f", m, "--auto-approve")
+	_ = out2
+	if b, err := os.ReadFile(filepath.Join(vdir, "second")); err != nil || string(b) != "second\n" {
+		t.Fatalf("the next apply did not go on: %q %v", b, err)
+	}
+}
+
+// safeBuffer is a bytes.Buffer safe to read while a process writes it.
+type safeBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *safeBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *safeBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// volumeDirOf finds volume data of app on disk.
+func volumeDirOf(t *testing.T, state string, env []string, app string) (string, string) {
+	out := mustCorral(t, env, "volumes")
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) > 3 && f[0] == app && f[1] == "data" {
+			sid, name, _ := strings.Cut(f[2], ":")
+			return f[2], filepath.Join(state, "data", "pve", sid, name)
+		}
+	}
+	t.Fatalf("no data volume of %s in:\n%s", app, out)
+	return "", ""
 }

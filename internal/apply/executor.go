@@ -43,6 +43,11 @@ type Executor struct {
 	// project's after the app's container is gone. Apply takes it from
 	// the plan's apps when it is ""; "" then notes nothing.
 	Project string
+	// Stop, once closed (the first Ctrl-C), lets the steps under way
+	// finish and starts no new one: the run ends with ErrStopped at a step
+	// boundary, where every run is safe to stop. Cancelling the context
+	// (the second Ctrl-C) aborts the steps under way instead.
+	Stop <-chan struct{}
 
 	mu       sync.Mutex // timings
 	timings  []Timing
@@ -72,7 +77,7 @@ func (e *Executor) forEachApp(ctx context.Context, changes []plan.Change, fn fun
 			errs[i] = err
 			break
 		}
-		if e.FailFast && failed.Load() {
+		if (e.FailFast && failed.Load()) || e.stopped() {
 			break
 		}
 		sem <- struct{}{}
@@ -101,8 +106,24 @@ func (e *Executor) obs() Observer {
 	return e.Observer
 }
 
+// ErrStopped is a run stopped on request between two steps.
+var ErrStopped = errors.New("stopped on request between two steps (every change so far is complete); run the command again to go on")
+
+// stopped reports whether Stop was closed.
+func (e *Executor) stopped() bool {
+	select {
+	case <-e.Stop:
+		return true
+	default:
+		return false
+	}
+}
+
 // step runs fn as one named phase of app, timing it and reporting it.
 func (e *Executor) step(app, phase, detail string, fn func() error) error {
+	if e.stopped() {
+		return fmt.Errorf("%s: %s: %w", app, phase, ErrStopped)
+	}
 	done := e.obs().Step(app, phase, detail)
 	start := time.Now()
 	err := fn()

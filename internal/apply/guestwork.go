@@ -367,16 +367,32 @@ func (e *Executor) runStep(ctx context.Context, app string, cl *guest.Client, s 
 	return cl.Exec(ctx, guest.Command{Script: record})
 }
 
+// runShell runs a run step's script, read from stdin.
+const runShell = "if command -v bash >/dev/null 2>&1; then exec bash -euo pipefail -s; fi; " +
+	"if (set -o pipefail) 2>/dev/null; then exec sh -e -o pipefail -s; fi; exec sh -e -s"
+
 // stepScript is the shell script (and its stdin) that performs s.
 func stepScript(s Step) (string, io.Reader) {
 	q := guest.ShellQuote
 	switch s.Kind {
 	case "run":
-		return "sh -e -s", bytes.NewReader([]byte(s.Script))
+		// bash -euo pipefail where there is bash: `curl … | bash` with no
+		// network must fail, not "succeed" and be skipped from then on.
+		// POSIX sh -e (plus pipefail where that sh knows it) otherwise.
+		return runShell, bytes.NewReader([]byte(s.Script))
 	case "file", "envFile", "compose":
 		tmp := s.Path + ".corral-new"
 		var b strings.Builder
-		fmt.Fprintf(&b, "set -e; umask 077; mkdir -p %s; cat > %s; chmod %o %s", q(dirOf(s.Path)), q(tmp), s.Mode, q(tmp))
+		// Missing parents are made 0755 and given to the file's owner: a
+		// file app may read must not sit in a root-only directory (on a
+		// retained volume such a directory would outlive every recreate).
+		dir := q(dirOf(s.Path))
+		fmt.Fprintf(&b, "set -e; new=$(p=%s; while [ ! -e \"$p\" ]; do printf '%%s\\n' \"$p\"; p=$(dirname \"$p\"); done)", dir)
+		fmt.Fprintf(&b, "; (umask 022; mkdir -p %s)", dir)
+		if s.Owner != "" {
+			fmt.Fprintf(&b, "; printf '%%s\\n' \"$new\" | while IFS= read -r d; do [ -z \"$d\" ] || chown %s: \"$d\"; done", q(s.Owner))
+		}
+		fmt.Fprintf(&b, "; umask 077; cat > %s; chmod %o %s", q(tmp), s.Mode, q(tmp))
 		if s.Owner != "" {
 			fmt.Fprintf(&b, "; chown %s %s", q(s.Owner), q(tmp))
 		}

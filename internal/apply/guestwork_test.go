@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -398,6 +399,50 @@ func TestSnapshotBeforeChangeRollsBack(t *testing.T) {
 	for _, s := range snaps {
 		if strings.HasPrefix(s.Name, "corral_pre_") {
 			t.Errorf("snapshot %s left behind after a good change", s.Name)
+		}
+	}
+}
+
+// A run step fails when any command of a pipeline fails (issue 16 item 1),
+// and its checksum is not recorded, so the next apply runs it again.
+func TestGuestWorkRunStepPipefail(t *testing.T) {
+	g := newGuestRig(t)
+	w := apply.GuestWork{Steps: []apply.Step{
+		{Name: "run: download", Kind: "run", Script: "false | cat\necho after > /root/after.txt\n"},
+	}}
+	err := g.apply(w, "d1", nil)
+	skipIfNoGuestExec(t, err)
+	if err == nil || !strings.Contains(err.Error(), `step "run: download" failed`) {
+		t.Fatalf("apply with a failing pipeline: %v", err)
+	}
+	if _, err := os.Stat(g.path("/root/after.txt")); err == nil {
+		t.Errorf("the script went on after the failed pipeline")
+	}
+	if p := g.plan("d1"); !p.Changes[0].Guest {
+		t.Errorf("the failed step is planned as done")
+	}
+}
+
+// Parents a file step creates are 0755 and its owner's (issue 16 item 2).
+func TestGuestWorkFileParentsOwnedByOwner(t *testing.T) {
+	g := newGuestRig(t)
+	w := apply.GuestWork{Steps: []apply.Step{
+		{Name: "user: hermes", Kind: "user", Account: &apply.Account{Name: "hermes", UID: 10000, Home: "/home/hermes", Shell: "/bin/sh"}},
+		{Name: "file: config", Kind: "file", Path: "/home/hermes/.hermes/conf/config.yaml", Content: []byte("a: 1\n"), Mode: 0o644, Owner: "hermes"},
+	}}
+	err := g.apply(w, "d1", nil)
+	skipIfNoGuestExec(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"/home/hermes/.hermes", "/home/hermes/.hermes/conf"} {
+		fi, err := os.Stat(g.path(d + "/"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		if fi.Mode().Perm() != 0o755 || st.Uid != 10000 {
+			t.Errorf("%s: mode %o uid %d, want 755 and hermes (10000)", d, fi.Mode().Perm(), st.Uid)
 		}
 	}
 }

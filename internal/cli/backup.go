@@ -56,7 +56,7 @@ func openBackupJob(cmd *cobra.Command, st *streams, ff fileFlags, cf connFlags) 
 	if err != nil {
 		return nil, err
 	}
-	ex := &apply.Executor{Client: s.client, Observer: newRedactObserver(f, &ui.Progress{W: st.err})}
+	ex := &apply.Executor{Client: s.client, Observer: newRedactObserver(f, &ui.Progress{W: st.err}), Stop: stopOf(cmd.Context())}
 	return &backupJob{f: f, s: s, asJSON: asJSON, ex: ex}, nil
 }
 

@@ -490,3 +490,54 @@ func TestParallelApplyAndDestroy(t *testing.T) {
 		t.Errorf("--parallelism 0: exit %d\n%s", r.code, r.stderr)
 	}
 }
+
+// Scenario 13: a corral killed during destroy leaves the destroy task
+// running; an apply right after waits for it and then recreates the app
+// in one go, instead of failing once on the vanishing config.
+func TestApplyAfterInterruptedDestroy(t *testing.T) {
+	scale := 0.2 // vzdestroy: 0.4 s
+	srv, err := sim.New(sim.Options{Dir: t.TempDir(), Listener: sim.ListenTLS, Listen: "127.0.0.1:0", TimeScale: &scale})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	c := &cluster{t: t, srv: srv}
+	m := writeManifest(t, threeVolumes("alpha"))
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	vmid := c.status(m).Apps[0].Containers[0].VMID
+	// What destroy had done when it was killed: the volumes detached, the
+	// container stopped, its destroy task started.
+	tokenID, _, _ := strings.Cut(srv.Credentials().OperatorToken, "=")
+	user, _, _ := strings.Cut(tokenID, "!")
+	auth := model.Auth{UserID: user, TokenID: tokenID}
+	conf := c.config(vmid)
+	var mps []string
+	for k := range conf {
+		if strings.HasPrefix(k, "mp") {
+			mps = append(mps, k)
+		}
+	}
+	upid, err := srv.Cluster().StopCT(auth, "pve", vmid, map[string]string{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if task, err := srv.Cluster().WaitTask(t.Context(), "pve", upid); err != nil || task.ExitStatus != "OK" {
+		t.Fatalf("stop: %+v %v", task, err)
+	}
+	if err := srv.Cluster().UpdateCTConfig(auth, "pve", vmid, map[string]string{"delete": strings.Join(mps, ",")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.Cluster().DestroyCT(auth, "pve", vmid, map[string]string{"purge": "1"}); err != nil {
+		t.Fatal(err)
+	}
+	r := c.run("apply", "-f", m, "--auto-approve")
+	if r.code != 0 {
+		t.Fatalf("apply right after an interrupted destroy: exit %d\n%s", r.code, r.stderr)
+	}
+	if r := c.run("plan", "-f", m); r.code != 0 {
+		t.Fatalf("plan: exit %d\n%s", r.code, r.stdout)
+	}
+	if len(c.volumes()) != 3 {
+		t.Errorf("volumes: %+v", c.volumes())
+	}
+}

@@ -73,7 +73,7 @@ func runDestroy(cmd *cobra.Command, st *streams, a *destroyArgs, names []string)
 		apps = slices.DeleteFunc(apps, func(a plan.App) bool { return !slices.Contains(names, a.Name) })
 	}
 	ctx := cmd.Context()
-	ex := &apply.Executor{Client: s.client, Observer: newRedactObserver(f, &ui.Progress{W: st.err}), Parallelism: a.parallelism, FailFast: a.failFast}
+	ex := &apply.Executor{Client: s.client, Observer: newRedactObserver(f, &ui.Progress{W: st.err}), Parallelism: a.parallelism, FailFast: a.failFast, Stop: stopOf(ctx)}
 	obs, err := apply.Observe(ctx, s.client)
 	if err != nil {
 		return err

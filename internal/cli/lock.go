@@ -51,7 +51,18 @@ func lockNodes(ctx context.Context, st *streams, ex *apply.Executor, obs *plan.O
 			}
 		}
 	}
-	lock, err := ex.Lock(ctx, obs, nodes, opts)
+	// Waiting for another corral's lock is no step: the first Ctrl-C ends
+	// the wait at once.
+	wctx, wcancel := context.WithCancel(ctx)
+	defer wcancel()
+	go func() {
+		select {
+		case <-stopOf(ctx):
+			wcancel()
+		case <-wctx.Done():
+		}
+	}()
+	lock, err := ex.Lock(wctx, obs, nodes, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,8 @@ import (
 	"sync"
 
 	"github.com/spf13/cobra"
+
+	"github.com/corralhq/corral/internal/apply"
 )
 
 // Exit codes (documented in `corral --help`, EXIT STATUS).
@@ -66,7 +68,7 @@ func exitCode(ctx context.Context, err error, stderr io.Writer) int {
 		return ExitOK
 	case errors.As(err, &ee) && ee.err == nil:
 		return ee.code
-	case ctx.Err() != nil || errors.Is(err, context.Canceled):
+	case ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, apply.ErrStopped):
 		fmt.Fprintf(stderr, "Error: interrupted: %v\n", err)
 		return ExitInterrupted
 	case errors.As(err, &ee):
@@ -141,4 +143,19 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+type stopKey struct{}
+
+// WithStop returns ctx carrying stop, which main closes at the first
+// Ctrl-C or SIGTERM: commands that change the cluster then finish the step
+// under way and stop. main cancels ctx itself at the second one.
+func WithStop(ctx context.Context, stop <-chan struct{}) context.Context {
+	return context.WithValue(ctx, stopKey{}, stop)
+}
+
+// stopOf is the stop channel of ctx (nil: never closed).
+func stopOf(ctx context.Context) <-chan struct{} {
+	ch, _ := ctx.Value(stopKey{}).(<-chan struct{})
+	return ch
 }

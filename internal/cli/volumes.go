@@ -140,7 +140,7 @@ func runFree(cmd *cobra.Command, st *streams, a *freeArgs, command string, plann
 		}
 	}
 	// Plan again under the lock, and free only what was approved.
-	ex := &apply.Executor{Client: s.client, Observer: newRedactObserver(f, &ui.Progress{W: st.err})}
+	ex := &apply.Executor{Client: s.client, Observer: newRedactObserver(f, &ui.Progress{W: st.err}), Stop: stopOf(ctx)}
 	lock, err := lockNodes(ctx, st, ex, obs, p.Nodes(), command, a.lf, nil)
 	if err != nil {
 		return redactErr(f, err)

@@ -1,0 +1,38 @@
+package cli
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// corral stop, start and restart (issue 16, item 13).
+func TestPowerVerbs(t *testing.T) {
+	c := newCluster(t)
+	m := writeManifest(t, threeVolumes("alpha"))
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	r := c.mustC("stop", "alpha", "-f", m)
+	if !strings.Contains(r.stdout, "is stopped") {
+		t.Errorf("stop: %s", r.stdout)
+	}
+	if st := c.status(m).Apps[0]; st.Containers[0].Status != "stopped" || st.Drift != "update" {
+		t.Errorf("after stop: %+v", st)
+	}
+	var out struct {
+		Status string `json:"status"`
+	}
+	r = c.mustC("start", "alpha", "-f", m, "-o", "json")
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || out.Status != "running" {
+		t.Errorf("start -o json: %s (%v)", r.stdout, err)
+	}
+	r = c.mustC("restart", "alpha", "-f", m)
+	if !strings.Contains(r.stdout, "is running") || !strings.Contains(r.stderr, "stop") {
+		t.Errorf("restart:\n%s\n%s", r.stdout, r.stderr)
+	}
+	if r := c.run("plan", "-f", m); r.code != 0 {
+		t.Errorf("plan after restart: exit %d\n%s", r.code, r.stdout)
+	}
+	if r := c.runC("stop", "nosuch", "-f", m); r.code != ExitError || !strings.Contains(r.stderr, "no container") {
+		t.Errorf("stop of an unknown app: exit %d\n%s", r.code, r.stderr)
+	}
+}
