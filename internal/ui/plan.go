@@ -151,6 +151,10 @@ func WritePlanText(w io.Writer, pj PlanJSON) {
 	for _, wn := range pj.Warnings {
 		fmt.Fprintf(w, "! warning: %s\n", wn)
 	}
+	if len(pj.Refused) > 0 {
+		fmt.Fprintln(w, "\nPlan refused: nothing will be changed until the refused lines above are resolved.")
+		return
+	}
 	if !pj.HasChanges {
 		fmt.Fprintln(w, "\nNo changes. The cluster matches the manifest.")
 		return
