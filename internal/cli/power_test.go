@@ -56,3 +56,15 @@ func TestStatusExitCode(t *testing.T) {
 		t.Errorf("status without --exit-code: exit %d", r.code)
 	}
 }
+
+// Commands without a JSON form refuse -o json rather than ignore it
+// (issue 16, item 14).
+func TestNoJSONFormRefused(t *testing.T) {
+	c := newCluster(t)
+	m := writeManifest(t, threeVolumes("alpha"))
+	for _, args := range [][]string{{"exec", "alpha", "-f", m, "-o", "json", "--", "true"}, {"logs", "alpha", "-f", m, "-o", "json"}} {
+		if r := c.runC(args...); r.code != ExitError || !strings.Contains(r.stderr, "no JSON form") {
+			t.Errorf("corral %s: exit %d\n%s", strings.Join(args, " "), r.code, r.stderr)
+		}
+	}
+}
