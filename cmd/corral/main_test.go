@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -335,4 +336,62 @@ func volumeDirOf(t *testing.T, state string, env []string, app string) (string, 
 	}
 	t.Fatalf("no data volume of %s in:\n%s", app, out)
 	return "", ""
+}
+
+// TestREADMEWalkthrough runs the README's "Quickstart, step by step" block
+// line by line, as written, on the embedded emulator with a fresh state,
+// after the README's first command, and checks each line's exit status
+// against its "# exit N" comment (0 where there is none).
+func TestREADMEWalkthrough(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(readme), "## Quickstart, step by step")
+	if !ok {
+		t.Fatal("README has no 'Quickstart, step by step' section")
+	}
+	_, rest, _ = strings.Cut(rest, "```sh\n")
+	block, _, _ := strings.Cut(rest, "```")
+	// Task durations scaled down: what is checked is each exit status.
+	env := append(os.Environ(), "XDG_STATE_HOME="+t.TempDir(), "PROXMOX_VE_ENDPOINT=", "PROXMOX_VE_API_TOKEN=", "CORRAL_SIM_TIME_SCALE=0.02")
+	run := func(line string, want int) {
+		t.Helper()
+		cmdline, comment, _ := strings.Cut(line, "#")
+		args := strings.Fields(cmdline)
+		if args[0] != "./corral" {
+			t.Fatalf("walkthrough line %q does not run ./corral", line)
+		}
+		cmd := exec.Command(corralBin, args[1:]...)
+		cmd.Env, cmd.Dir = env, "../.."
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if code != want {
+			t.Fatalf("%s\nexit %d, want %d (comment %q)\n%s", line, code, want, comment, out.String())
+		}
+	}
+	// The README's first command, then the block.
+	run("./corral apply -f examples/quickstart/corral.yaml --auto-approve", 0)
+	steps := 0
+	for _, line := range strings.Split(strings.TrimSpace(block), "\n") {
+		if strings.HasPrefix(line, "go build") {
+			continue
+		}
+		want := 0
+		if _, c, ok := strings.Cut(line, "# exit "); ok {
+			fmt.Sscanf(c, "%d", &want)
+		}
+		run(line, want)
+		steps++
+	}
+	if steps < 8 {
+		t.Fatalf("only %d walkthrough lines ran", steps)
+	}
 }

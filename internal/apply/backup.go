@@ -254,7 +254,7 @@ func explainBackupErr(err error, vmid int, storage string) error {
 	if !perm {
 		return err
 	}
-	return fmt.Errorf("%w\nno archive was made: PVE accepted the request (HTTP 200) and checked the privileges inside the task (seed 004 §3.5); "+
+	return fmt.Errorf("%w\nno archive was made: PVE accepted the request (HTTP 200) and checked the privileges inside the task; "+
 		"the token (and, for a privilege-separated token, its user too) needs VM.Backup on /vms/%d and Datastore.AllocateSpace on /storage/%s", err, vmid, storage)
 }
 

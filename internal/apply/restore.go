@@ -115,7 +115,7 @@ func (e *RestoreRefusedError) Error() string {
 		for _, m := range e.Missing {
 			fmt.Fprintf(&b, "\n  - %s on %s: %s", m.Priv, m.Path, m.Why)
 		}
-		b.WriteString("\ngrant them to the token and to its user (a privilege-separated token holds only what both hold, seed 004 §3.3), " +
+		b.WriteString("\ngrant them to the token and to its user (a privilege-separated token holds only what both hold), " +
 			"e.g. with a role that has them: pveum acl modify <path> -user <user> -role <role> and pveum acl modify <path> -token '<token>' -role <role>; " +
 			"`corral doctor --print-setup` prints a complete least-privilege setup")
 	}

@@ -82,6 +82,10 @@ func runApply(cmd *cobra.Command, st *streams, a *applyArgs) error {
 		// The same checks as corral doctor: a 403 halfway through an apply
 		// is the most common failure in this field, so find it first.
 		if err := doctor.Preflight(ctx, s.client, f); err != nil {
+			var blocked *doctor.BlockedError
+			if errors.As(err, &blocked) { // says preflight and what to do itself
+				return fmt.Errorf("%w\n(--skip-preflight skips these checks)", redactErr(f, err))
+			}
 			return fmt.Errorf("preflight: %w\nnothing was changed; `corral doctor` explains, --skip-preflight skips these checks", redactErr(f, err))
 		}
 	}

@@ -97,7 +97,7 @@ func newBackupCmd(st *streams) *cobra.Command {
 		Short: "Back up an app's container with vzdump and say what the archive leaves out",
 		Long: `backup runs vzdump on the app's container, waits for the task and checks
 how it ended: PVE answers a backup request with 200 even when the token may
-not back the guest up, and fails the task afterwards (seed 004 §3.5).
+not back the guest up, and fails the task afterwards.
 
 The archive holds the root file system and every volume mounted with
 backup=1. It does not hold volumes with backup=0 (a restore recreates them

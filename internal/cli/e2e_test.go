@@ -556,7 +556,7 @@ func TestApplyPreflightStopsBeforeChanges(t *testing.T) {
 	var out, errb bytes.Buffer
 	code := Run(context.Background(), []string{"apply", "-f", m, "--auto-approve", "--endpoint", c.srv.URL(),
 		"--api-token", "narrow@pve!tok=" + secret, "--fingerprint", c.srv.Fingerprint()}, strings.NewReader(""), &out, &errb)
-	if code != ExitError || !strings.Contains(errb.String(), "preflight") || !strings.Contains(errb.String(), "Datastore.AllocateSpace") {
+	if code != ExitError || !strings.Contains(errb.String(), "preflight") || !strings.Contains(errb.String(), "Datastore.AllocateSpace") || strings.Contains(errb.String(), "preflight: preflight") {
 		t.Fatalf("exit %d\n%s%s", code, out.String(), errb.String())
 	}
 	if strings.Contains(out.String()+errb.String(), secret) {

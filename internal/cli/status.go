@@ -37,6 +37,7 @@ type ctStatus struct {
 func newStatusCmd(st *streams) *cobra.Command {
 	var ff fileFlags
 	var cf connFlags
+	var exitCode bool
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show each app's container, volumes and drift from the manifest",
@@ -87,8 +88,20 @@ func newStatusCmd(st *streams) *cobra.Command {
 				out = append(out, as)
 			}
 			keepers := keeperStatus(obs, p)
+			// --exit-code: 2 when the cluster drifted from the manifest,
+			// as plan says it (a refused plan is drift too).
+			drift := refused != nil || (p != nil && p.HasChanges())
+			result := func() error {
+				if exitCode && drift {
+					return &exitError{code: ExitChanges}
+				}
+				return nil
+			}
 			if asJSON {
-				return writeJSON(st, map[string]any{"apps": out, "keepers": keepers})
+				if err := writeJSON(st, map[string]any{"apps": out, "keepers": keepers, "in_sync": !drift}); err != nil {
+					return err
+				}
+				return result()
 			}
 			tw := tabwriter.NewWriter(st.out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "APP\tCT\tNODE\tSTATUS\tIP\tDRIFT")
@@ -122,11 +135,12 @@ func newStatusCmd(st *streams) *cobra.Command {
 				fmt.Fprintln(st.out)
 				writeVolumes(st, v)
 			}
-			return nil
+			return result()
 		},
 	}
 	ff.add(cmd.Flags())
 	cf.add(cmd.Flags())
+	cmd.Flags().BoolVar(&exitCode, "exit-code", false, "exit 2 when the cluster differs from the manifest (0 in sync, 1 error), like plan")
 	return cmd
 }
 

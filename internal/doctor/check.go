@@ -451,7 +451,7 @@ func rootNeeds(ctx context.Context, c *pve.Client, r *Report, a manifest.App, p 
 		}
 	}
 	cmds := RootCommands(p.VMID, a.Features.Nesting, len(a.Volumes), h)
-	msg := fmt.Sprintf("app %s needs %s, which only a root@pam session can set: no API token qualifies, not even root's own (behaviour.md §c). ", a.Name, rootWhat(h))
+	msg := fmt.Sprintf("app %s needs %s, which only a root@pam session can set: no API token qualifies, not even root's own (pve-container checks for root@pam itself). ", a.Name, rootWhat(h))
 	switch {
 	case h.Privileged:
 		msg += "Make the app unprivileged (unprivileged: true), or have root run on node " + p.Node + ":"

@@ -156,7 +156,7 @@ func Requirements(f *manifest.File, t Targets) []Requirement {
 		vm("VM.Snapshot.Rollback", "roll back the "+ct, "rolling back to a snapshot needs VM.Snapshot.Rollback (or VM.Snapshot)")
 		vm("VM.Backup", "back up and restore the "+ct, "vzdump checks VM.Backup per guest inside its task; a restore over the container needs it too")
 		if !a.Unprivileged && t.major() >= 9 {
-			add(Requirement{Path: "/", Priv: "Sys.Modify", Operation: "create the privileged " + ct, Why: "since PVE 9 creating or restoring a privileged container needs Sys.Modify on / (behaviour.md (c))", App: a.Name})
+			add(Requirement{Path: "/", Priv: "Sys.Modify", Operation: "create the privileged " + ct, Why: "since PVE 9 creating or restoring a privileged container needs Sys.Modify on / (pve-container checks it for unprivileged=0)", App: a.Name})
 		}
 		if br := a.Network.Bridge; br != "" {
 			add(Requirement{Path: "/sdn/zones/" + SDNZone + "/" + br, Priv: "SDN.Use", Operation: "attach net0 of the " + ct + " to bridge " + br, Why: "PVE checks SDN.Use on the bridge's vnet in zone localnetwork for every netN", App: a.Name})

@@ -45,6 +45,42 @@ type ChangeJSON struct {
 	Start   bool         `json:"start,omitempty"`
 	// Guest: provisioning and health checks run inside the container.
 	Guest bool `json:"guest,omitempty"`
+	// Settings are the container's settings for a create or replace
+	// (template, cores, memory, rootfs, network, …), in display order.
+	Settings []SettingJSON `json:"settings,omitempty"`
+}
+
+// SettingJSON is one setting of a container to be created.
+type SettingJSON struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+}
+
+// createSettings lists what a new container is made with.
+func createSettings(a *plan.App) []SettingJSON {
+	if a == nil {
+		return nil
+	}
+	conf := plan.InPlaceConfig(*a)
+	out := []SettingJSON{
+		{"template", a.Template},
+		{"unprivileged", fmt.Sprint(a.Unprivileged)},
+		{"cores", conf["cores"]},
+		{"memory", conf["memory"] + " MiB"},
+		{"swap", conf["swap"] + " MiB"},
+		{"rootfs", humanBytes(a.RootSize) + " on " + a.RootStorage},
+		{"net0", conf["net0"]},
+	}
+	if conf["features"] != "" {
+		out = append(out, SettingJSON{"features", conf["features"]})
+	}
+	if conf["nameserver"] != "" {
+		out = append(out, SettingJSON{"nameserver", conf["nameserver"]})
+	}
+	if a.OnBoot {
+		out = append(out, SettingJSON{"onboot", "1"})
+	}
+	return out
 }
 
 // EditJSON is one in-place config edit.
@@ -83,6 +119,9 @@ func NewPlanJSON(p *plan.Plan, refused []string) PlanJSON {
 			Reasons: c.Reasons, Restart: c.Restart, Start: c.Start, Guest: c.Guest, Volumes: []VolumeJSON{}}
 		if cj.Reasons == nil {
 			cj.Reasons = []string{}
+		}
+		if c.Action == plan.Create || c.Action == plan.Replace {
+			cj.Settings = createSettings(c.Desired)
 		}
 		for _, e := range c.Config {
 			cj.Config = append(cj.Config, EditJSON{Key: e.Key, Old: e.Old, New: e.New})
@@ -135,6 +174,9 @@ func WritePlanText(w io.Writer, pj PlanJSON) {
 		for _, r := range c.Reasons {
 			fmt.Fprintf(w, "      # %s\n", r)
 		}
+		for _, st := range c.Settings {
+			fmt.Fprintf(w, "      + %s: %s\n", st.Key, st.Value)
+		}
 		for _, e := range c.Config {
 			fmt.Fprintf(w, "      ~ %s: %s → %s\n", e.Key, quote(e.Old), quote(e.New))
 		}
@@ -150,6 +192,10 @@ func WritePlanText(w io.Writer, pj PlanJSON) {
 	}
 	for _, wn := range pj.Warnings {
 		fmt.Fprintf(w, "! warning: %s\n", wn)
+	}
+	if len(pj.Refused) > 0 {
+		fmt.Fprintln(w, "\nPlan refused: nothing will be changed until the refused lines above are resolved.")
+		return
 	}
 	if !pj.HasChanges {
 		fmt.Fprintln(w, "\nNo changes. The cluster matches the manifest.")

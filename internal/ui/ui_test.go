@@ -99,6 +99,23 @@ func TestJSONEventsStepEnd(t *testing.T) {
 	}
 }
 
+// A create says what the container is made with (issue 16, item 5).
+func TestPlanTextShowsCreateSettings(t *testing.T) {
+	a := &plan.App{Name: "web", Template: "local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst", Unprivileged: true, Cores: 2, MemoryMiB: 512, SwapMiB: 0,
+		RootStorage: "local-lvm", RootSize: 8 << 30, Bridge: "vmbr0", IP: "dhcp", Nesting: true}
+	p := &plan.Plan{Changes: []plan.Change{{App: "web", Node: "pve", Action: plan.Create, Desired: a, Reasons: []string{"no container for this app"}}}}
+	var b strings.Builder
+	WritePlanText(&b, NewPlanJSON(p, nil))
+	for _, want := range []string{
+		"+ template: local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst",
+		"+ cores: 2", "+ memory: 512 MiB", "+ rootfs: 8G on local-lvm", "+ net0: name=eth0,bridge=vmbr0,ip=dhcp", "+ features: nesting=1",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("plan text lacks %q:\n%s", want, b.String())
+		}
+	}
+}
+
 func TestWriteFreePlanText(t *testing.T) {
 	p := &plan.FreePlan{Volumes: []plan.VolumeFree{
 		{Node: "pve", Keeper: 900, App: "wiki", Name: "pages", VolID: "local-lvm:vm-900-disk-1", Size: 1 << 30, Reason: "app wiki is not in the manifest"},
