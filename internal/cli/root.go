@@ -111,6 +111,7 @@ EXIT STATUS
 	for _, add := range extraCommands {
 		root.AddCommand(add(st))
 	}
+	completeAppNames(root)
 	return root
 }
 

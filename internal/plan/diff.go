@@ -52,6 +52,9 @@ func Make(apps []App, obs *Observed) (*Plan, error) {
 			nodes = append(nodes, node)
 		}
 		c, probs := appChange(a, node, obs)
+		if c.FetchTemplate && c.Action != NoOp {
+			c.Reasons = append(c.Reasons, fmt.Sprintf("template %s is not on node %s: it is downloaded first", a.Template, node))
+		}
 		refused = append(refused, probs...)
 		p.Changes = append(p.Changes, c)
 	}

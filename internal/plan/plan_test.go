@@ -401,3 +401,16 @@ func TestMake_OfflineNode(t *testing.T) {
 		t.Errorf("destroy on an offline node: %+v", d.Changes[0])
 	}
 }
+
+// A template the node lacks is downloaded first, and the plan says so.
+func TestMake_TemplateDownloadIsShown(t *testing.T) {
+	obs := &plan.Observed{Nodes: []string{"pve"}, Templates: map[string][]string{"pve": {}}}
+	p, err := plan.Make([]plan.App{app()}, obs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := p.Changes[0]
+	if !c.FetchTemplate || !strings.Contains(strings.Join(c.Reasons, "\n"), "is not on node pve: it is downloaded first") {
+		t.Errorf("change=%+v", c)
+	}
+}
