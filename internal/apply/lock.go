@@ -138,7 +138,10 @@ func (l *Lock) take(ctx context.Context, k *keeper, node string, opts LockOption
 		var held *plan.Lease
 		err := k.change(ctx, "take the lock", func(s *keeperState) (url.Values, error) {
 			now := time.Now()
-			if cur := s.notes.Lease; cur != nil && cur.ID != l.lease.ID && now.Before(cur.Until) {
+			// A live lease of another corral is waited for; one that ran
+			// out, or whose holder was a process of this machine that is
+			// gone (killed), is taken over.
+			if cur := s.notes.Lease; cur != nil && cur.ID != l.lease.ID && now.Before(cur.Until) && !holderGone(cur.Holder) {
 				held = cur
 				return nil, nil
 			}
