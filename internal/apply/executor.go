@@ -348,8 +348,7 @@ func (e *Executor) postCT(ctx context.Context, app, node string, vmid int, param
 			}
 		}
 		params.Set("vmid", strconv.Itoa(id))
-		var upid string
-		err := e.Client.Post(ctx, "/nodes/"+node+"/lxc", params, &upid)
+		upid, err := e.Client.CreateContainer(ctx, node, params)
 		e.creating.Unlock()
 		if vmid == 0 && attempt < attempts && pve.IsAlreadyExists(err) {
 			continue
@@ -420,8 +419,9 @@ func (e *Executor) destroyCT(ctx context.Context, app, node string, vmid int) er
 	}
 	return e.step(app, "destroy", "ct "+strconv.Itoa(vmid), func() error {
 		var upid string
-		err := e.retryLocked(ctx, func() error {
-			return e.Client.Delete(ctx, fmt.Sprintf("/nodes/%s/lxc/%d", node, vmid), url.Values{"purge": {"1"}}, &upid)
+		err := e.retryLocked(ctx, func() (err error) {
+			upid, err = e.Client.DestroyContainer(ctx, node, vmid, pve.DestroyOptions{Purge: true})
+			return err
 		})
 		if pve.IsNotFound(err) {
 			return nil
@@ -604,7 +604,7 @@ func (e *Executor) dropReferences(ctx context.Context, node string, vmid int, vo
 // operation holds the CT's lock (the change has not started then).
 func (e *Executor) putConfig(ctx context.Context, node string, vmid int, params url.Values) error {
 	return e.retryLocked(ctx, func() error {
-		return e.Client.Put(ctx, fmt.Sprintf("/nodes/%s/lxc/%d/config", node, vmid), params, nil)
+		return e.Client.UpdateContainerConfig(ctx, node, vmid, params)
 	})
 }
 
@@ -636,19 +636,18 @@ func (e *Executor) retryLocked(ctx context.Context, fn func() error) error {
 // ensureStopped shuts the CT down (gracefully, then hard after 60 s) if it
 // runs.
 func (e *Executor) ensureStopped(ctx context.Context, app, node string, vmid int) error {
-	var st struct {
-		Status string `json:"status"`
+	st, err := e.Client.ContainerStatus(ctx, node, vmid)
+	if err != nil {
+		return err
 	}
-	if err := e.Client.Get(ctx, fmt.Sprintf("/nodes/%s/lxc/%d/status/current", node, vmid), nil, &st); err != nil {
-		return fmt.Errorf("status of ct %d: %w", vmid, err)
-	}
-	if st.Status != "running" {
+	if !st.Running() {
 		return nil
 	}
 	return e.step(app, "stop", "ct "+strconv.Itoa(vmid), func() error {
 		var upid string
-		err := e.retryLocked(ctx, func() error {
-			return e.Client.Post(ctx, fmt.Sprintf("/nodes/%s/lxc/%d/status/shutdown", node, vmid), url.Values{"timeout": {"60"}, "forceStop": {"1"}}, &upid)
+		err := e.retryLocked(ctx, func() (err error) {
+			upid, err = e.Client.ShutdownContainer(ctx, node, vmid, pve.ShutdownOptions{Timeout: 60, ForceStop: true})
+			return err
 		})
 		if err != nil {
 			return err
@@ -659,8 +658,9 @@ func (e *Executor) ensureStopped(ctx context.Context, app, node string, vmid int
 
 func (e *Executor) start(ctx context.Context, app, node string, vmid int) error {
 	var upid string
-	err := e.retryLocked(ctx, func() error {
-		return e.Client.Post(ctx, fmt.Sprintf("/nodes/%s/lxc/%d/status/start", node, vmid), nil, &upid)
+	err := e.retryLocked(ctx, func() (err error) {
+		upid, err = e.Client.StartContainer(ctx, node, vmid)
+		return err
 	})
 	if err != nil {
 		var apiErr *pve.APIError
@@ -674,8 +674,9 @@ func (e *Executor) start(ctx context.Context, app, node string, vmid int) error 
 
 func (e *Executor) resize(ctx context.Context, app, node string, vmid int, disk string, size int64) error {
 	var upid string
-	err := e.retryLocked(ctx, func() error {
-		return e.Client.Put(ctx, fmt.Sprintf("/nodes/%s/lxc/%d/resize", node, vmid), url.Values{"disk": {disk}, "size": {plan.GiB(size) + "G"}}, &upid)
+	err := e.retryLocked(ctx, func() (err error) {
+		upid, err = e.Client.ResizeContainer(ctx, node, vmid, disk, plan.GiB(size)+"G")
+		return err
 	})
 	if err != nil {
 		return err
@@ -703,8 +704,7 @@ func (e *Executor) fetchTemplate(ctx context.Context, app, node, volid string) e
 	if !ok || file == name {
 		return fmt.Errorf("template %s is not on node %s and is not a vztmpl volume corral can download", volid, node)
 	}
-	var upid string
-	err := e.Client.Post(ctx, "/nodes/"+node+"/aplinfo", url.Values{"storage": {sid}, "template": {file}}, &upid)
+	upid, err := e.Client.DownloadAppliance(ctx, node, sid, file)
 	if err != nil {
 		if pve.IsPermission(err) {
 			return fmt.Errorf("download template %s: %w (the token needs Datastore.AllocateTemplate on /storage/%s, or upload the template once by hand)", file, err, sid)

@@ -400,8 +400,8 @@ func (k *keeper) adopt(ctx context.Context, vk plan.VolumeKey, volid string) (st
 	if owner == k.vmid {
 		return volid, k.unprotected(ctx, func() error { return k.mount(ctx, vk, volid) })
 	}
-	var res []resource
-	if err := k.e.Client.Get(ctx, "/cluster/resources", url.Values{"type": {"vm"}}, &res); err != nil {
+	res, err := k.e.Client.ClusterResources(ctx, "vm")
+	if err != nil {
 		return "", err
 	}
 	node := ""
@@ -449,10 +449,11 @@ func (k *keeper) adopt(ctx context.Context, vk plan.VolumeKey, volid string) (st
 			return err
 		}
 		var upid string
-		err := k.e.retryLocked(ctx, func() error {
-			return k.e.Client.Post(ctx, fmt.Sprintf("/nodes/%s/lxc/%d/move_volume", node, owner), url.Values{
+		err := k.e.retryLocked(ctx, func() (err error) {
+			upid, err = k.e.Client.MoveVolume(ctx, node, owner, url.Values{
 				"volume": {srcKey}, "target-vmid": {strconv.Itoa(k.vmid)}, "target-volume": {target},
-			}, &upid)
+			})
+			return err
 		})
 		if err != nil {
 			return fmt.Errorf("move %s to keeper %d: %w", volid, k.vmid, err)

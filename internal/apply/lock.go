@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/corralhq/corral/internal/plan"
+	"github.com/corralhq/corral/internal/pve"
 )
 
 // corral's lock. Every command that changes the cluster (apply, destroy,
@@ -334,8 +335,7 @@ func (e *Executor) removeEmptyKeeper(ctx context.Context, k *keeper) error {
 	if err := k.setProtection(ctx, false); err != nil {
 		return err
 	}
-	var upid string
-	err = e.Client.Delete(ctx, "/nodes/"+k.node+"/lxc/"+strconv.Itoa(k.vmid), url.Values{"purge": {"1"}}, &upid)
+	upid, err := e.Client.DestroyContainer(ctx, k.node, k.vmid, pve.DestroyOptions{Purge: true})
 	if err != nil {
 		return fmt.Errorf("remove the spare keeper %d: %w", k.vmid, err)
 	}

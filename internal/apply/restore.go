@@ -594,8 +594,8 @@ func (e *Executor) switchRecords(ctx context.Context, app, node string, newID in
 			mounted[plan.ParseMountPoint(v).Volume] = true
 		}
 	}
-	var res []resource
-	if err := e.Client.Get(ctx, "/cluster/resources", url.Values{"type": {"vm"}}, &res); err != nil {
+	res, err := e.Client.ClusterResources(ctx, "vm")
+	if err != nil {
 		return fmt.Errorf("list guests: %w", err)
 	}
 	return e.step(app, "keeper", "record the restored volumes under app "+app+", the displaced ones as *-replaced-"+stamp, func() error {
