@@ -1,11 +1,12 @@
 package plan
 
 import (
-	"math"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/corralhq/corral/internal/propstr"
 )
 
 // Tags and markers by which corral finds its containers in PVE itself.
@@ -364,25 +365,21 @@ type MountPoint struct {
 	Size   string
 }
 
-// ParseMountPoint splits "volid,mp=/path,backup=1,size=8G".
+// ParseMountPoint reads a rootfs/mpN value ("volid,mp=/path,backup=1,
+// size=8G") with the one parser of the format (propstr). A value PVE
+// wrote always parses; one that does not keeps at least its volume.
 func ParseMountPoint(s string) MountPoint {
-	var m MountPoint
-	for i, item := range strings.Split(s, ",") {
-		k, v, ok := strings.Cut(item, "=")
-		if !ok && i == 0 {
-			m.Volume = item
-			continue
+	pm, err := propstr.ParseMountPoint(s)
+	if err != nil {
+		v, _, _ := strings.Cut(s, ",")
+		if strings.Contains(v, "=") {
+			v = ""
 		}
-		switch k {
-		case "volume":
-			m.Volume = v
-		case "mp":
-			m.Path = v
-		case "backup":
-			m.Backup = truthy(v)
-		case "size":
-			m.Size = v
-		}
+		return MountPoint{Volume: v}
+	}
+	m := MountPoint{Volume: pm.Volume, Path: pm.Path, Backup: pm.Backup != nil && *pm.Backup}
+	if pm.Size != nil {
+		m.Size = propstr.FormatSize(*pm.Size)
 	}
 	return m
 }
@@ -394,33 +391,11 @@ func AttachValue(volid, path string, backup bool) string {
 	return volid + ",mp=" + path + ",backup=" + boolStr(backup)
 }
 
-// ParseSizeString parses PVE's size= values (8G, 512M, 1T, bytes).
+// ParseSizeString parses PVE's size= values (8G, 512M, 1T, bytes) with
+// propstr.ParseSize.
 func ParseSizeString(s string) (int64, bool) {
-	if s == "" {
-		return 0, false
-	}
-	mult := int64(1)
-	switch s[len(s)-1] {
-	case 'K':
-		mult = 1 << 10
-	case 'M':
-		mult = 1 << 20
-	case 'G':
-		mult = 1 << 30
-	case 'T':
-		mult = 1 << 40
-	}
-	num := s
-	if mult != 1 {
-		num = s[:len(s)-1]
-	}
-	f, err := strconv.ParseFloat(num, 64)
-	// No size is negative, NaN or past int64 (the fuzzer's "-1G", "NaN",
-	// "1e30T" would otherwise read as nonsense sizes).
-	if err != nil || !(f >= 0) || f*float64(mult) >= math.MaxInt64 {
-		return 0, false
-	}
-	return int64(f * float64(mult)), true
+	n, err := propstr.ParseSize(s)
+	return n, err == nil
 }
 
 // GiB renders bytes as PVE's STORAGE:SIZE_IN_GiB number (fractions allowed).
