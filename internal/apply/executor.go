@@ -171,6 +171,9 @@ func (e *Executor) Apply(ctx context.Context, p *plan.Plan, obs *plan.Observed) 
 
 // applyChange carries out one app's change.
 func (e *Executor) applyChange(ctx context.Context, c plan.Change, keepers *keeperSet, obs *plan.Observed) error {
+	if err := e.checkPlanned(ctx, c); err != nil {
+		return err
+	}
 	if c.Action == plan.Delete {
 		// An app removed from the manifest: destroyed as corral destroy
 		// does, its volumes detached and kept in the keeper.
@@ -228,6 +231,39 @@ func (e *Executor) applyChange(ctx context.Context, c plan.Change, keepers *keep
 			return e.protected(ctx, c, obs, change)
 		}
 		return change()
+	}
+	return nil
+}
+
+// PlanStaleError says a container's config changed between the plan and
+// the moment apply was to change it: nothing of the app was changed.
+type PlanStaleError struct {
+	App    string
+	VMID   int
+	Reason string
+}
+
+func (e *PlanStaleError) Error() string {
+	return fmt.Sprintf("%s: container %d %s since it was planned; nothing of app %s was changed: run the command again to plan against what it is now",
+		e.App, e.VMID, e.Reason, e.App)
+}
+
+// checkPlanned is the change's precondition, on a fresh read right before
+// its first write: the container it was planned against is still there
+// with the same config (digest). A change made meanwhile (the web UI,
+// another tool) stops this app, never acts on what was read before.
+func (e *Executor) checkPlanned(ctx context.Context, c plan.Change) error {
+	if c.OldVMID == 0 || c.Digest == "" {
+		return nil
+	}
+	_, _, digest, err := readCT(ctx, e.Client, c.Node, c.OldVMID)
+	switch {
+	case pve.IsNotFound(err):
+		return &PlanStaleError{App: c.App, VMID: c.OldVMID, Reason: "was removed"}
+	case err != nil:
+		return err
+	case digest != c.Digest:
+		return &PlanStaleError{App: c.App, VMID: c.OldVMID, Reason: "was changed (its config digest differs)"}
 	}
 	return nil
 }

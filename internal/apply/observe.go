@@ -80,12 +80,12 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 				obs.Others[r.VMID] = plan.Guest{VMID: r.VMID, Node: r.Node, Type: r.Type, Name: r.Name}
 			}
 			if r.Type == "lxc" && r.VMID != 0 && !slices.Contains(obs.Offline, r.Node) {
-				conf, pending, err := readCT(ctx, c, r.Node, r.VMID)
+				conf, pending, digest, err := readCT(ctx, c, r.Node, r.VMID)
 				if err != nil && !pve.IsNotFound(err) {
 					return nil, err
 				}
 				if err == nil {
-					strangers[r.VMID] = &plan.CT{VMID: r.VMID, Node: r.Node, Status: r.Status, Lock: conf["lock"], Config: conf, Pending: pending}
+					strangers[r.VMID] = &plan.CT{VMID: r.VMID, Node: r.Node, Status: r.Status, Lock: conf["lock"], Config: conf, Pending: pending, Digest: digest}
 				}
 			}
 			continue
@@ -98,7 +98,7 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 			}
 			continue
 		}
-		conf, pending, err := readCT(ctx, c, r.Node, r.VMID)
+		conf, pending, digest, err := readCT(ctx, c, r.Node, r.VMID)
 		if err != nil {
 			if pve.IsNotFound(err) {
 				continue // destroyed between the two calls
@@ -110,19 +110,19 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 			continue
 		}
 		if app := tagged(tags, plan.TagRestoringPrefix); app != "" {
-			restoreOf(obs, app).New = &plan.CT{VMID: r.VMID, Node: r.Node, Status: r.Status, Lock: conf["lock"], Config: conf, Pending: pending}
+			restoreOf(obs, app).New = &plan.CT{VMID: r.VMID, Node: r.Node, Status: r.Status, Lock: conf["lock"], Config: conf, Pending: pending, Digest: digest}
 			restoreOf(obs, app).Stamp = plan.ParseRestoreMarker(conf["description"])
 			continue
 		}
 		if app := tagged(tags, plan.TagReplacedPrefix); app != "" {
-			restoreOf(obs, app).Replaced = &plan.CT{VMID: r.VMID, Node: r.Node, Status: r.Status, Lock: conf["lock"], Config: conf, Pending: pending}
+			restoreOf(obs, app).Replaced = &plan.CT{VMID: r.VMID, Node: r.Node, Status: r.Status, Lock: conf["lock"], Config: conf, Pending: pending, Digest: digest}
 			continue
 		}
 		app := appOf(tags)
 		if app == "" {
 			continue
 		}
-		obs.Apps[app] = append(obs.Apps[app], &plan.CT{VMID: r.VMID, Node: r.Node, Project: projectOf(tags), Status: r.Status, Lock: conf["lock"], Config: conf, Pending: pending})
+		obs.Apps[app] = append(obs.Apps[app], &plan.CT{VMID: r.VMID, Node: r.Node, Project: projectOf(tags), Status: r.Status, Lock: conf["lock"], Config: conf, Pending: pending, Digest: digest})
 	}
 
 	for _, ks := range obs.Keepers {
@@ -404,14 +404,17 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // waiting for its next start (key → new value, "" for a pending delete).
 // Pending changes are part of the observed state: a pending delete=mpN
 // takes a volume away at the next restart.
-func readCT(ctx context.Context, c *pve.Client, node string, vmid int) (conf, pending map[string]string, err error) {
+func readCT(ctx context.Context, c *pve.Client, node string, vmid int) (conf, pending map[string]string, digest string, err error) {
 	entries, err := c.Pending(ctx, node, vmid)
 	if err != nil {
-		return nil, nil, fmt.Errorf("read config of ct %d: %w", vmid, err)
+		return nil, nil, "", fmt.Errorf("read config of ct %d: %w", vmid, err)
 	}
 	conf = make(map[string]string, len(entries))
 	for _, en := range entries {
 		if en.Key == "digest" {
+			if en.Value != nil {
+				digest = string(*en.Value)
+			}
 			continue
 		}
 		if en.Value != nil {
@@ -429,5 +432,5 @@ func readCT(ctx context.Context, c *pve.Client, node string, vmid int) (conf, pe
 			pending[en.Key] = string(*en.Pending)
 		}
 	}
-	return conf, pending, nil
+	return conf, pending, digest, nil
 }

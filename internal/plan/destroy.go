@@ -31,7 +31,7 @@ func Destroy(apps []App, obs *Observed, deleteVolumes bool) (*Plan, error) {
 				continue
 			}
 			refused = append(refused, unmanagedVolumes(a.Name, ct, "destroying")...)
-			c.Node, c.OldVMID, c.VMID = ct.Node, ct.VMID, ct.VMID
+			c.Node, c.OldVMID, c.VMID, c.Digest = ct.Node, ct.VMID, ct.VMID, ct.Digest
 			c.Action = Delete
 			c.Reasons = append(c.Reasons, fmt.Sprintf("destroy container %d (%s)", ct.VMID, ct.Status))
 		}

@@ -232,7 +232,7 @@ func appChange(a *App, node string, obs *Observed) (Change, []string) {
 
 	// Replace reasons: what PVE cannot change in place.
 	if ct != nil {
-		c.OldVMID = ct.VMID
+		c.OldVMID, c.Digest = ct.VMID, ct.Digest
 		if c.VMID == 0 {
 			c.VMID = ct.VMID
 		}

@@ -89,6 +89,10 @@ type Change struct {
 	Reasons []string
 	// OldVMID is the CT being replaced or deleted.
 	OldVMID int
+	// Digest is the config digest of the CT (OldVMID) the change was
+	// planned against: apply checks it on a fresh read before it changes
+	// anything of the app, and stops the app if the config moved.
+	Digest string
 	// Config is the in-place edits (key → new raw value; "" deletes).
 	Config []ConfigEdit
 	// Volumes are the app's volumes and what happens to each.

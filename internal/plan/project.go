@@ -95,7 +95,7 @@ func removedChanges(project string, apps []App, obs *Observed) (changes []Change
 // the app are detached and kept. It is refused while the CT owns volumes
 // corral does not manage (PVE would free them with it).
 func deleteChange(app string, ct *CT, obs *Observed) (Change, []string) {
-	c := Change{App: app, Node: ct.Node, VMID: ct.VMID, OldVMID: ct.VMID, Action: Delete,
+	c := Change{App: app, Node: ct.Node, VMID: ct.VMID, OldVMID: ct.VMID, Digest: ct.Digest, Action: Delete,
 		Reasons: []string{fmt.Sprintf("destroy container %d (%s); its volumes stay in the keeper", ct.VMID, ct.Status)}}
 	for _, k := range obs.Keepers[ct.Node] {
 		for _, vk := range sortedVolumeKeys(k.Records) {

@@ -133,6 +133,9 @@ type CT struct {
 	// Pending are changes waiting for the next start: key → new value,
 	// "" for a delete (left by an interrupted run, or made by hand).
 	Pending map[string]string
+	// Digest is PVE's digest of the config as read: what a change of
+	// this container is planned against (Change.Digest).
+	Digest string
 }
 
 // Keeper is the observed per-node keeper CT. Records come from its mount
