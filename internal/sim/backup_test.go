@@ -256,7 +256,7 @@ func TestBackup_permissions(t *testing.T) {
 	restore := url.Values{"vmid": {"101"}, "ostemplate": {volid}, "restore": {"1"}, "force": {"1"}, "storage": {"local-lvm"}}
 	// The backed-up NIC needs its bridge: the backup-only role cannot
 	// restore, the task says why.
-	if task := k.task(self, http.MethodPost, "/nodes/pve/lxc", restore); task.ExitStatus != "unable to restore CT 101 - Permission check failed (/sdn/zones/localnetwork/vmbr0, SDN.Use)" {
+	if task := k.task(self, http.MethodPost, "/nodes/pve/lxc", restore); task.ExitStatus != "unable to restore CT 101 - 403 Permission check failed (/sdn/zones/localnetwork/vmbr0, SDN.Use)" {
 		t.Errorf("forced restore without SDN.Use: %q", task.ExitStatus)
 	}
 	if conf := k.config(101); conf["lock"] != nil || conf["hostname"] != "app" {

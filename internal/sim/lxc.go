@@ -22,6 +22,16 @@ func (s *Server) getLXCList(r *request) (any, error) {
 	return out, nil
 }
 
+// getQemuList is GET /nodes/{node}/qemu (qemu-server vmlist): the
+// emulator has no QEMU VMs, so every node answers an empty list, as a PVE
+// node with only containers does.
+func (s *Server) getQemuList(r *request) (any, error) {
+	if err := s.cluster.CheckNode(r.params["node"]); err != nil {
+		return nil, err
+	}
+	return []any{}, nil
+}
+
 func (s *Server) postLXC(r *request) (any, error) {
 	return s.cluster.CreateCT(r.auth, r.params["node"], bodyParams(r, "node"))
 }

@@ -42,6 +42,8 @@ func (s *Server) registerRoutes() {
 	s.route("POST", "/nodes/{node}/lxc/{vmid}/move_volume", s.postLXCMoveVolume)
 	s.route("GET", "/nodes/{node}/lxc/{vmid}/interfaces", s.getLXCInterfaces)
 
+	s.route("GET", "/nodes/{node}/qemu", s.getQemuList)
+
 	s.route("GET", "/nodes/{node}/tasks", s.getTasks)
 	s.route("GET", "/nodes/{node}/tasks/{upid}/status", s.getTaskStatus)
 	s.route("GET", "/nodes/{node}/tasks/{upid}/log", s.getTaskLog)

@@ -50,6 +50,14 @@ func (c *Cluster) lockConfig(node string, vmid int) (g *Guest, unlock func(), er
 	return g, unlock, nil
 }
 
+// CheckNode fails like PVE for an unknown node (400 "no such cluster
+// node"), for routes that have nothing else to ask the model.
+func (c *Cluster) CheckNode(node string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.checkNodeLocked(node)
+}
+
 // checkNodeLocked fails like PVE for an unknown node.
 func (c *Cluster) checkNodeLocked(node string) error {
 	if c.st.node(node) == nil {
