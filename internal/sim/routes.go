@@ -22,6 +22,7 @@ func (s *Server) registerRoutes() {
 	s.route("GET", "/nodes/{node}/storage/{storage}/content/{volume}", s.getVolume)
 	s.route("DELETE", "/nodes/{node}/storage/{storage}/content/{volume}", s.deleteVolume)
 	s.route("POST", "/nodes/{node}/storage/{storage}/download-url", s.postDownloadURL)
+	s.route("GET", "/nodes/{node}/query-url-metadata", s.getQueryURLMetadata)
 	s.route("GET", "/nodes/{node}/aplinfo", s.getAplinfo)
 	s.route("POST", "/nodes/{node}/aplinfo", s.postAplinfo)
 
