@@ -441,3 +441,14 @@ func TestFidelity_timezoneAndHookscript(t *testing.T) {
 		}
 	})
 }
+
+// An empty value is written as "key: ", which parse_pct_config skips:
+// GET config has no such key.
+func TestFidelity_emptyValue(t *testing.T) {
+	k := newE2E(t)
+	k.create(k.op(), "101", url.Values{"tags": {"web"}})
+	k.ok(k.op(), http.MethodPut, "/nodes/pve/lxc/101/config", url.Values{"tags": {""}}, nil)
+	if v, ok := k.config("101", false)["tags"]; ok {
+		t.Errorf("tags= left tags %q in GET config", v)
+	}
+}

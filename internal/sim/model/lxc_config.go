@@ -122,10 +122,16 @@ func (c *Cluster) CTConfig(auth Auth, node string, vmid int, current bool, snaps
 	return conf, g.Digest(), nil
 }
 
-// setDescriptionAsRead makes conf's description what parse_pct_config
-// reads back from the file: every line ending in a newline, and no
-// description key at all for an empty one.
+// setDescriptionAsRead makes conf what parse_pct_config reads back from
+// the file: the description with every line ending in a newline, and no
+// description key at all for an empty one; no key whose value is empty
+// either (write_pct_config writes "key: ", which the parser skips).
 func setDescriptionAsRead(conf map[string]string) {
+	for k, v := range conf {
+		if v == "" && k != "description" {
+			delete(conf, k)
+		}
+	}
 	if d, ok := conf["description"]; ok {
 		if read, ok := descriptionAsRead(d); ok {
 			conf["description"] = read
