@@ -13,11 +13,6 @@ import (
 func (e *Executor) Destroy(ctx context.Context, p *plan.Plan, obs *plan.Observed) (freed []string, err error) {
 	e.timings = nil
 	keepers := e.keeperSet(obs)
-	defer func() {
-		if perr := keepers.protectAll(ctx); perr != nil && err == nil {
-			err = perr
-		}
-	}()
 	for _, c := range p.Changes {
 		if c.Action != plan.Delete {
 			continue

@@ -78,7 +78,7 @@ func (e *Executor) Apply(ctx context.Context, p *plan.Plan, obs *plan.Observed) 
 			return err
 		}
 	}
-	return keepers.protectAll(ctx)
+	return nil
 }
 
 // applyChange carries out one app's change.
@@ -93,6 +93,18 @@ func (e *Executor) applyChange(ctx context.Context, c plan.Change, keepers *keep
 	vols, err := e.prepareVolumes(ctx, c, keepers)
 	if err != nil {
 		return err
+	}
+	// Before the container changes at all: no volume it is to get may be
+	// in another guest's hands (attach checks again right before each PUT).
+	target := 0 // create: no container yet
+	switch c.Action {
+	case plan.Update:
+		target = c.VMID
+	case plan.Replace:
+		target = c.OldVMID // destroyed before the new one gets the volumes
+	}
+	if err := e.guardAttach(ctx, c.Node, target, vols); err != nil {
+		return fmt.Errorf("%s: %w", c.App, err)
 	}
 	switch c.Action {
 	case plan.Create, plan.Replace:
@@ -399,6 +411,9 @@ func (e *Executor) update(ctx context.Context, c plan.Change, vols []attachment)
 // attach puts every volume that is not attached as wanted on a free mpN
 // (or its current key) with PUT mpN=<volid>,mp=<path>,backup=… and no size=.
 func (e *Executor) attach(ctx context.Context, app, node string, vmid int, vols []attachment, conf map[string]string) error {
+	if err := e.guardAttach(ctx, node, vmid, vols); err != nil {
+		return err
+	}
 	used := map[string]bool{}
 	for k := range conf {
 		if isMP(k) {
@@ -428,6 +443,24 @@ func (e *Executor) attach(ctx context.Context, app, node string, vmid int, vols 
 		}
 	}
 	return nil
+}
+
+// guardAttach is the attach guard (guard.go) for the volumes of vols
+// that are to be attached to CT vmid (0: not created yet): only that CT
+// and the volume's owner, its keeper, may reference them.
+func (e *Executor) guardAttach(ctx context.Context, node string, vmid int, vols []attachment) error {
+	var volids []string
+	allowed := []int{}
+	if vmid != 0 {
+		allowed = append(allowed, vmid)
+	}
+	for _, v := range vols {
+		if v.action != plan.VolKeep {
+			volids = append(volids, v.volid)
+			allowed = append(allowed, plan.VolumeOwner(v.volid))
+		}
+	}
+	return e.guardUnreferenced(ctx, node, volids, allowed...)
 }
 
 // putConfig is a synchronous PUT .../config, retried while another

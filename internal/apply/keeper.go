@@ -8,95 +8,205 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/corralhq/corral/internal/plan"
+	"github.com/corralhq/corral/internal/pve"
 )
 
 // keeper is a node's keeper CT: a protected, never-started container that
-// owns every volume corral retains (as unusedN), so that no workload's
-// destroy can free them (behaviour.md, "Consequences for the pet/cattle
-// design"). Its description records which volume is which.
+// owns every volume corral retains, so that no workload's destroy can free
+// them (behaviour.md, "Consequences for the pet/cattle design"). Each
+// volume is one of its mpN entries, whose mount path /corral/<app>/<name>
+// records whose it is (plan.MountRecords); its Notes repeat the records
+// for people and hold corral's lease (see lock.go).
+//
+// Every write to a keeper is a compare-and-swap: read the config and its
+// digest, compute the change from what was read, PUT it with that digest,
+// and start again from a fresh read if PVE answers that the config
+// changed meanwhile. Nothing corral writes there is computed from an
+// earlier read, so two writers never undo each other's work.
 type keeper struct {
-	e         *Executor
-	node      string
-	vmid      int
-	protected bool
-	records   map[plan.VolumeKey]string
-	intents   map[plan.VolumeKey]plan.AdoptIntent
-	volumes   int // unusedN and mpN entries: what the keeper's room is counted in
+	e    *Executor
+	node string
+	vmid int
+
+	mu sync.Mutex // one volume operation at a time (they toggle protection)
+	// What the last read or write saw; used to pick a keeper with room.
+	records map[plan.VolumeKey]string
+	intents map[plan.VolumeKey]plan.AdoptIntent
+	volumes int // unusedN and mpN entries: what the keeper's room is counted in
 }
 
-// description renders the keeper's records and intents, without the
-// intent for done (whose volume was just recorded).
-func (k *keeper) description(recs map[plan.VolumeKey]string, done plan.VolumeKey) string {
-	in := maps.Clone(k.intents)
-	delete(in, done)
-	return plan.KeeperDescriptionWith(recs, in)
+// keeperState is a fresh read of a keeper's config, for one write.
+type keeperState struct {
+	conf    map[string]string
+	records map[plan.VolumeKey]string // from the mount points
+	notes   plan.KeeperNotes          // the edit may change Intents and Lease
+}
+
+func newKeeperState(conf map[string]string) *keeperState {
+	recs, _ := plan.KeeperRecords(conf)
+	notes := plan.ParseKeeperNotes(conf["description"])
+	return &keeperState{conf: conf, records: recs, notes: notes}
+}
+
+// maxCASAttempts bounds how often a write starts again because someone
+// else wrote in between; each attempt is a fresh read.
+const maxCASAttempts = 50
+
+// read is a fresh read of the keeper's config with its digest.
+func (k *keeper) read(ctx context.Context) (*pve.ContainerConfig, error) {
+	cc, err := k.e.Client.ContainerConfig(ctx, k.node, k.vmid, true)
+	if err != nil {
+		return nil, fmt.Errorf("keeper %d: %w", k.vmid, err)
+	}
+	return cc, nil
+}
+
+// change is one compare-and-swap write (see keeper). edit gets the fresh
+// state and returns the parameters to PUT, or nil for nothing to do; the
+// Notes are rendered again from the fresh records with the edit's intents
+// and lease, so they always follow the mount points.
+func (k *keeper) change(ctx context.Context, what string, edit func(s *keeperState) (url.Values, error)) error {
+	for attempt := 1; ; attempt++ {
+		cc, err := k.read(ctx)
+		if err != nil {
+			return err
+		}
+		s := newKeeperState(cc.Values)
+		params, err := edit(s)
+		if err != nil {
+			return err
+		}
+		if params == nil {
+			k.remember(s)
+			return nil
+		}
+		notes := s.notes
+		notes.Records = s.records
+		if d := notes.Render(); d != cc.Values["description"] {
+			params.Set("description", d)
+		}
+		if len(params) == 0 {
+			k.remember(s)
+			return nil
+		}
+		params.Set("digest", cc.Digest)
+		err = k.e.putConfig(ctx, k.node, k.vmid, params)
+		if pve.IsModified(err) && attempt < maxCASAttempts {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("keeper %d: %s: %w", k.vmid, what, err)
+		}
+		k.remember(s)
+		return nil
+	}
+}
+
+func (k *keeper) remember(s *keeperState) {
+	k.records, k.intents, k.volumes = s.records, s.notes.Intents, plan.VolumeEntries(s.conf)
+}
+
+// setProtection sets protection=on (1) or off (0) unless it already is.
+func (k *keeper) setProtection(ctx context.Context, on bool) error {
+	want, what := "0", "clear protection"
+	if on {
+		want, what = "1", "set protection"
+	}
+	return k.change(ctx, what, func(s *keeperState) (url.Values, error) {
+		if (s.conf["protection"] == "1") == on {
+			return url.Values{}, nil // the Notes may still be brought up to date
+		}
+		return url.Values{"protection": {want}}, nil
+	})
+}
+
+// unprotected runs fn with the keeper's protection cleared, which PVE
+// requires to add or remove its volumes (behaviour.md §g), and sets it
+// again right after, however fn ends: an error, a cancelled context
+// (Ctrl-C, SIGTERM) or a panic. Only a killed process leaves it off, and
+// the next plan repairs that.
+func (k *keeper) unprotected(ctx context.Context, fn func() error) (err error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	defer func() {
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		if perr := k.setProtection(pctx, true); perr != nil && err == nil {
+			err = perr
+		}
+	}()
+	if err := k.setProtection(ctx, false); err != nil {
+		return err
+	}
+	return fn()
 }
 
 // ensureKeeper creates the node's keeper or repairs it (protection off,
-// volumes left half-created by an interrupted run).
+// a record's mount point removed, Notes edited).
 func (e *Executor) ensureKeeper(ctx context.Context, kc plan.KeeperChange, k *keeper, p *plan.Plan, obs *plan.Observed) (*keeper, error) {
 	if kc.Action == plan.Create {
 		tmpl := keeperTemplate(kc.Node, p, obs)
 		if tmpl == "" {
 			return nil, fmt.Errorf("keeper on %s: no container template on the node to create it from", kc.Node)
 		}
-		k = &keeper{e: e, node: kc.Node, records: map[plan.VolumeKey]string{}}
+		var made *keeper
 		err := e.step(plan.KeeperName, "keeper", "create on "+kc.Node, func() error {
-			if !slices.Contains(obs.Templates[kc.Node], tmpl) {
-				if err := e.fetchTemplate(ctx, plan.KeeperName, kc.Node, tmpl); err != nil {
-					return err
-				}
-				obs.Templates[kc.Node] = append(obs.Templates[kc.Node], tmpl)
-			}
-			params := url.Values{}
-			params.Set("ostemplate", tmpl)
-			params.Set("hostname", plan.KeeperName)
-			params.Set("rootfs", keeperRootStorage(kc.Node, p)+":"+plan.GiB(keeperRootSize))
-			params.Set("unprivileged", "1")
-			params.Set("cores", "1")
-			params.Set("memory", "64")
-			params.Set("swap", "0")
-			params.Set("features", "nesting=1")
-			params.Set("tags", plan.TagManaged+";"+plan.TagKeeper)
-			params.Set("description", plan.KeeperDescription(nil))
-			params.Set("protection", "1")
-			vmid, err := e.postCT(ctx, plan.KeeperName, kc.Node, 0, params)
-			if err != nil {
-				return err
-			}
-			k.vmid, k.protected = vmid, true
-			return nil
+			var err error
+			made, err = e.createKeeper(ctx, kc.Node, tmpl, keeperRootStorage(kc.Node, p), obs)
+			return err
 		})
-		return k, err
+		return made, err
 	}
-	if len(kc.Finish) > 0 {
-		err := e.step(plan.KeeperName, "keeper", "finish half-created volumes", func() error {
-			conf, err := containerConfig(ctx, e.Client, k.node, k.vmid)
-			if err != nil {
-				return err
-			}
-			for _, key := range slices.Sorted(maps.Keys(kc.Finish)) {
-				vk := kc.Finish[key]
-				volid := plan.ParseMountPoint(conf[key]).Volume
-				if err := k.unprotect(ctx); err != nil {
-					return err
+	if k == nil {
+		return nil, fmt.Errorf("keeper %d on %s is gone; run corral again", kc.VMID, kc.Node)
+	}
+	err := e.step(plan.KeeperName, "keeper", "repair "+strconv.Itoa(k.vmid)+": "+strings.Join(kc.Reasons, "; "), func() error {
+		if len(kc.Remount) > 0 {
+			return k.unprotected(ctx, func() error {
+				for _, vk := range slices.SortedFunc(maps.Keys(kc.Remount), func(a, b plan.VolumeKey) int { return strings.Compare(a.String(), b.String()) }) {
+					if err := k.mount(ctx, vk, kc.Remount[vk]); err != nil {
+						return err
+					}
 				}
-				if err := k.record(ctx, vk, volid, url.Values{"delete": {key}}); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
+				return nil
+			})
+		}
+		// Protection and the Notes: one write does both.
+		return k.setProtection(ctx, true)
+	})
+	return k, err
+}
+
+// createKeeper creates a keeper on node from template tmpl, protected
+// from its first moment.
+func (e *Executor) createKeeper(ctx context.Context, node, tmpl, rootStorage string, obs *plan.Observed) (*keeper, error) {
+	if !slices.Contains(obs.Templates[node], tmpl) {
+		if err := e.fetchTemplate(ctx, plan.KeeperName, node, tmpl); err != nil {
 			return nil, err
 		}
+		obs.Templates[node] = append(obs.Templates[node], tmpl)
 	}
-	if kc.Protect {
-		k.protected = false
+	params := url.Values{}
+	params.Set("ostemplate", tmpl)
+	params.Set("hostname", plan.KeeperName)
+	params.Set("rootfs", rootStorage+":"+plan.GiB(keeperRootSize))
+	params.Set("unprivileged", "1")
+	params.Set("cores", "1")
+	params.Set("memory", "64")
+	params.Set("swap", "0")
+	params.Set("features", "nesting=1")
+	params.Set("tags", plan.TagManaged+";"+plan.TagKeeper)
+	params.Set("description", plan.KeeperDescription(nil))
+	params.Set("protection", "1")
+	vmid, err := e.postCT(ctx, plan.KeeperName, node, 0, params)
+	if err != nil {
+		return nil, err
 	}
-	return k, nil
+	return &keeper{e: e, node: node, vmid: vmid, records: map[plan.VolumeKey]string{}}, nil
 }
 
 // keeperRootSize is the keeper's rootfs size: it never starts, so it
@@ -126,31 +236,6 @@ func keeperRootStorage(node string, p *plan.Plan) string {
 	return "local-lvm"
 }
 
-// unprotect clears protection, which blocks adding and removing the
-// keeper's volumes (behaviour.md §g). protect restores it at the end of
-// apply; an interrupted run leaves it off and the next plan repairs it.
-func (k *keeper) unprotect(ctx context.Context) error {
-	if !k.protected {
-		return nil
-	}
-	if err := k.e.putConfig(ctx, k.node, k.vmid, url.Values{"protection": {"0"}}); err != nil {
-		return fmt.Errorf("keeper %d: clear protection: %w", k.vmid, err)
-	}
-	k.protected = false
-	return nil
-}
-
-func (k *keeper) protect(ctx context.Context) error {
-	if k == nil || k.protected || k.vmid == 0 {
-		return nil
-	}
-	if err := k.e.putConfig(ctx, k.node, k.vmid, url.Values{"protection": {"1"}}); err != nil {
-		return fmt.Errorf("keeper %d: set protection: %w", k.vmid, err)
-	}
-	k.protected = true
-	return nil
-}
-
 // freeKey returns the lowest prefixN (mpN, unusedN) not used in conf.
 func freeKey(conf map[string]string, prefix string) string {
 	for i := 0; ; i++ {
@@ -160,80 +245,104 @@ func freeKey(conf map[string]string, prefix string) string {
 	}
 }
 
-// createVolume allocates a formatted volume through the keeper's config:
-// PUT mpN=STORAGE:GiB,mp=/corral/<app>/<name> makes PVE allocate and
-// format vm-<keeper>-disk-N; then one PUT both records the volid in the
-// description and deletes mpN, which leaves the volume as unusedN. If
-// corral stops in between, the mount path still names the volume and the
-// next plan finishes the job.
+// createVolume allocates a formatted volume and records it in one PUT:
+// mpN=STORAGE:GiB,mp=/corral/<app>/<name> makes PVE allocate and format
+// vm-<keeper>-disk-N, and the mount path says whose it is. A second
+// attempt (a retry, or another corral that got there first) finds the
+// record and allocates nothing.
 func (k *keeper) createVolume(ctx context.Context, vk plan.VolumeKey, storage string, size int64) (string, error) {
-	if err := k.unprotect(ctx); err != nil {
-		return "", err
-	}
-	conf, err := containerConfig(ctx, k.e.Client, k.node, k.vmid)
+	err := k.unprotected(ctx, func() error {
+		return k.change(ctx, "allocate volume "+vk.String()+" on "+storage, func(s *keeperState) (url.Values, error) {
+			if s.records[vk] != "" {
+				return nil, nil
+			}
+			return url.Values{freeKey(s.conf, "mp"): {storage + ":" + plan.GiB(size) + ",mp=" + plan.KeeperMountPath(vk)}}, nil
+		})
+	})
 	if err != nil {
 		return "", err
 	}
-	key := freeKey(conf, "mp")
-	if err := k.e.putConfig(ctx, k.node, k.vmid, url.Values{key: {storage + ":" + plan.GiB(size) + ",mp=" + plan.KeeperMountPath(vk)}}); err != nil {
-		return "", fmt.Errorf("allocate volume on %s: %w", storage, err)
-	}
-	conf, err = containerConfig(ctx, k.e.Client, k.node, k.vmid)
+	return k.volidOf(ctx, vk)
+}
+
+// volidOf reads the keeper's record of vk.
+func (k *keeper) volidOf(ctx context.Context, vk plan.VolumeKey) (string, error) {
+	cc, err := k.read(ctx)
 	if err != nil {
 		return "", err
 	}
-	volid := plan.ParseMountPoint(conf[key]).Volume
+	k.remember(newKeeperState(cc.Values))
+	volid := k.records[vk]
 	if volid == "" {
-		return "", fmt.Errorf("keeper %d: %s missing after allocation", k.vmid, key)
+		return "", fmt.Errorf("keeper %d: no record of volume %s after writing it", k.vmid, vk)
 	}
-	k.volumes = plan.VolumeEntries(conf)
-	return volid, k.record(ctx, vk, volid, url.Values{"delete": {key}})
+	return volid, nil
 }
 
-// record writes the volume record (and any extra params, such as the
-// delete of the temporary mpN) in one PUT.
-func (k *keeper) record(ctx context.Context, vk plan.VolumeKey, volid string, extra url.Values) error {
-	recs := maps.Clone(k.records)
-	if recs == nil {
-		recs = map[plan.VolumeKey]string{}
-	}
-	recs[vk] = volid
-	params := url.Values{"description": {k.description(recs, vk)}}
-	for key, v := range extra {
-		params[key] = v
-	}
-	if err := k.e.putConfig(ctx, k.node, k.vmid, params); err != nil {
-		return fmt.Errorf("keeper %d: record %s: %w", k.vmid, vk, err)
-	}
-	k.records = recs
-	delete(k.intents, vk)
-	return nil
+// mount records volid, a volume the keeper owns, as vk: PUT
+// mpN=volid,mp=/corral/<app>/<name> (PVE drops the volume's unusedN entry
+// itself). The caller has cleared protection.
+func (k *keeper) mount(ctx context.Context, vk plan.VolumeKey, volid string) error {
+	return k.change(ctx, "record volume "+vk.String(), func(s *keeperState) (url.Values, error) {
+		delete(s.notes.Intents, vk)
+		mounted := plan.MountRecords(s.conf) // s.records also holds lost ones, which this mounts
+		if mounted[vk] == volid {
+			return url.Values{}, nil
+		}
+		if other := mounted[vk]; other != "" {
+			return nil, fmt.Errorf("keeper %d already records %s as %s; not recording %s over it", k.vmid, vk, other, volid)
+		}
+		for other, v := range mounted {
+			if v == volid {
+				return nil, fmt.Errorf("keeper %d already records %s as %s; not recording it as %s too", k.vmid, volid, other, vk)
+			}
+		}
+		s.records[vk] = volid
+		return url.Values{freeKey(s.conf, "mp"): {volid + ",mp=" + plan.KeeperMountPath(vk)}}, nil
+	})
 }
 
-// forget drops a record (after the volume was freed).
-func (k *keeper) forget(ctx context.Context, vk plan.VolumeKey, extra url.Values) error {
-	recs := maps.Clone(k.records)
-	delete(recs, vk)
-	params := url.Values{"description": {k.description(recs, plan.VolumeKey{})}}
-	for key, v := range extra {
-		params[key] = v
-	}
-	if err := k.e.putConfig(ctx, k.node, k.vmid, params); err != nil {
-		return err
-	}
-	k.records = recs
-	return nil
+// rename moves records to new names (restore --replace) in one write:
+// each record's mount path changes, the volume stays where it is. Records
+// of moves already done (an earlier attempt) are left alone.
+func (k *keeper) rename(ctx context.Context, moves map[plan.VolumeKey]plan.VolumeKey) error {
+	return k.unprotected(ctx, func() error {
+		return k.change(ctx, "rename records", func(s *keeperState) (url.Values, error) {
+			params := url.Values{}
+			renamed := map[plan.VolumeKey]string{}
+			for from, to := range moves {
+				if key := plan.MountKey(s.conf, from); key != "" {
+					volid := plan.ParseMountPoint(s.conf[key]).Volume
+					params.Set(key, volid+",mp="+plan.KeeperMountPath(to))
+					renamed[to] = volid
+					delete(s.records, from)
+				}
+			}
+			if len(params) == 0 {
+				return nil, nil
+			}
+			for to, volid := range renamed {
+				if other := s.records[to]; other != "" && other != volid {
+					return nil, fmt.Errorf("keeper %d: cannot record %s as %s: that name holds %s", k.vmid, volid, to, other)
+				}
+				s.records[to] = volid
+			}
+			return params, nil
+		})
+	})
 }
 
 // adopt moves an existing volume (e.g. a seed-style local-lvm:vm-105-disk-1
 // referenced by CT 105) into the keeper with move_volume target-vmid,
 // which renames it to vm-<keeper>-disk-N: the volid changes
 // (behaviour.md §d). The source CT must be stopped unless the volume is
-// one of its unusedN entries.
+// one of its unusedN entries. An intent line in the Notes says where the
+// volume goes before it moves, so a stop between the move and the record
+// leaves no anonymous volume.
 func (k *keeper) adopt(ctx context.Context, vk plan.VolumeKey, volid string) (string, error) {
 	owner := plan.VolumeOwner(volid)
 	if owner == k.vmid {
-		return volid, k.record(ctx, vk, volid, nil)
+		return volid, k.unprotected(ctx, func() error { return k.mount(ctx, vk, volid) })
 	}
 	var res []resource
 	if err := k.e.Client.Get(ctx, "/cluster/resources", url.Values{"type": {"vm"}}, &res); err != nil {
@@ -257,98 +366,101 @@ func (k *keeper) adopt(ctx context.Context, vk plan.VolumeKey, volid string) (st
 	}
 	srcKey := ""
 	for key, v := range conf {
-		if (isMP(key) || strings.HasPrefix(key, "unused")) && (v == volid || strings.HasPrefix(v, volid+",")) {
+		if (isMP(key) || isUnused(key)) && plan.ParseMountPoint(v).Volume == volid {
 			srcKey = key
 		}
 	}
 	if srcKey == "" {
-		return "", fmt.Errorf("adopt %s: CT %d does not reference it in its config", volid, owner)
+		return "", fmt.Errorf("adopt %s: CT %d, which owns it, does not reference it in its config (it is neither an mpN nor an unusedN there)", volid, owner)
 	}
 	if isMP(srcKey) {
 		if err := k.e.ensureStopped(ctx, vk.App, node, owner); err != nil {
 			return "", err
 		}
 	}
-	kconf, err := containerConfig(ctx, k.e.Client, k.node, k.vmid)
-	if err != nil {
-		return "", err
-	}
-	target := freeKey(kconf, "unused")
-	// Say what is about to happen before it happens: the move renames the
-	// volume, and a stop between the move and the record must not leave an
-	// anonymous volume behind.
-	in := maps.Clone(k.intents)
-	if in == nil {
-		in = map[plan.VolumeKey]plan.AdoptIntent{}
-	}
-	in[vk] = plan.AdoptIntent{Source: volid, Key: target}
-	if err := k.e.putConfig(ctx, k.node, k.vmid, url.Values{"description": {plan.KeeperDescriptionWith(k.records, in)}}); err != nil {
-		return "", fmt.Errorf("keeper %d: note adoption of %s: %w", k.vmid, volid, err)
-	}
-	k.intents = in
-	var upid string
-	err = k.e.retryLocked(ctx, func() error {
-		return k.e.Client.Post(ctx, fmt.Sprintf("/nodes/%s/lxc/%d/move_volume", node, owner), url.Values{
-			"volume": {srcKey}, "target-vmid": {strconv.Itoa(k.vmid)}, "target-volume": {target},
-		}, &upid)
+	var newID string
+	err = k.unprotected(ctx, func() error {
+		var target string
+		if err := k.change(ctx, "note adoption of "+volid, func(s *keeperState) (url.Values, error) {
+			target = freeKey(s.conf, "unused")
+			if s.notes.Intents == nil {
+				s.notes.Intents = map[plan.VolumeKey]plan.AdoptIntent{}
+			}
+			s.notes.Intents[vk] = plan.AdoptIntent{Source: volid, Key: target}
+			return url.Values{}, nil
+		}); err != nil {
+			return err
+		}
+		var upid string
+		err := k.e.retryLocked(ctx, func() error {
+			return k.e.Client.Post(ctx, fmt.Sprintf("/nodes/%s/lxc/%d/move_volume", node, owner), url.Values{
+				"volume": {srcKey}, "target-vmid": {strconv.Itoa(k.vmid)}, "target-volume": {target},
+			}, &upid)
+		})
+		if err != nil {
+			return fmt.Errorf("move %s to keeper %d: %w", volid, k.vmid, err)
+		}
+		if err := k.e.wait(ctx, vk.App, upid); err != nil {
+			return fmt.Errorf("move %s to keeper %d: %w", volid, k.vmid, err)
+		}
+		cc, err := k.read(ctx)
+		if err != nil {
+			return err
+		}
+		if newID = cc.Values[target]; newID == "" {
+			return fmt.Errorf("keeper %d: %s empty after move", k.vmid, target)
+		}
+		return k.mount(ctx, vk, newID)
 	})
-	if err != nil {
-		return "", fmt.Errorf("move %s to keeper %d: %w", volid, k.vmid, err)
-	}
-	if err := k.e.wait(ctx, vk.App, upid); err != nil {
-		return "", fmt.Errorf("move %s to keeper %d: %w", volid, k.vmid, err)
-	}
-	kconf, err = containerConfig(ctx, k.e.Client, k.node, k.vmid)
-	if err != nil {
-		return "", err
-	}
-	k.volumes = plan.VolumeEntries(kconf)
-	newID := kconf[target]
-	if newID == "" {
-		return "", fmt.Errorf("keeper %d: %s empty after move", k.vmid, target)
-	}
-	return newID, k.record(ctx, vk, newID, nil)
+	return newID, err
 }
 
-// grow resizes a keeper volume: PVE resizes only rootfs/mpN of the owner
-// (behaviour.md §f 5), so the volume is mounted on the keeper as mpN for
-// the resize and dropped back to unusedN afterwards.
+// grow resizes a keeper volume through its mpN on the keeper (PVE resizes
+// only rootfs/mpN of the owner, behaviour.md §f 5).
 func (k *keeper) grow(ctx context.Context, vk plan.VolumeKey, volid string, size int64) error {
-	if err := k.unprotect(ctx); err != nil {
-		return err
-	}
-	conf, err := containerConfig(ctx, k.e.Client, k.node, k.vmid)
-	if err != nil {
-		return err
-	}
-	key := freeKey(conf, "mp")
-	if err := k.e.putConfig(ctx, k.node, k.vmid, url.Values{key: {volid + ",mp=" + plan.KeeperMountPath(vk)}}); err != nil {
-		return err
-	}
-	if err := k.e.resize(ctx, vk.App, k.node, k.vmid, key, size); err != nil {
-		return err
-	}
-	return k.e.putConfig(ctx, k.node, k.vmid, url.Values{"delete": {key}})
+	return k.unprotected(ctx, func() error {
+		cc, err := k.read(ctx)
+		if err != nil {
+			return err
+		}
+		key := plan.MountKey(cc.Values, vk)
+		if key == "" || plan.ParseMountPoint(cc.Values[key]).Volume != volid {
+			return fmt.Errorf("keeper %d does not record %s as %s; not resized", k.vmid, vk, volid)
+		}
+		return k.e.resize(ctx, vk.App, k.node, k.vmid, key, size)
+	})
 }
 
 // free deletes a volume for good (destroy --delete-volumes of a
-// reclaim: delete volume): delete=unusedN on its owner, the keeper.
+// reclaim: delete volume, volumes rm): its mpN on the keeper is deleted
+// (PVE keeps the volume as unusedN), then that unusedN (PVE frees it: the
+// keeper owns it). A volume anything but the keeper references is
+// refused before anything changes.
 func (k *keeper) free(ctx context.Context, vk plan.VolumeKey, volid string) error {
-	if err := k.unprotect(ctx); err != nil {
-		return err
+	if err := k.e.guardUnreferenced(ctx, k.node, []string{volid}, k.vmid); err != nil {
+		return fmt.Errorf("not freed: %w", err)
 	}
-	conf, err := containerConfig(ctx, k.e.Client, k.node, k.vmid)
-	if err != nil {
-		return err
-	}
-	for key, v := range conf {
-		if isUnused(key) && v == volid {
-			if err := k.forget(ctx, vk, url.Values{"delete": {key}}); err != nil {
-				return err
+	return k.unprotected(ctx, func() error {
+		if err := k.change(ctx, "drop record "+vk.String(), func(s *keeperState) (url.Values, error) {
+			key := plan.MountKey(s.conf, vk)
+			if key == "" {
+				return nil, nil
 			}
-			k.volumes--
-			return nil
+			if plan.ParseMountPoint(s.conf[key]).Volume != volid {
+				return nil, fmt.Errorf("keeper %d records %s as %s, not %s; not freed", k.vmid, vk, s.records[vk], volid)
+			}
+			delete(s.records, vk)
+			return url.Values{"delete": {key}}, nil
+		}); err != nil {
+			return err
 		}
-	}
-	return fmt.Errorf("keeper %d does not hold %s as an unused volume; not freed", k.vmid, volid)
+		return k.change(ctx, "free "+volid, func(s *keeperState) (url.Values, error) {
+			for key, v := range s.conf {
+				if isUnused(key) && v == volid {
+					return url.Values{"delete": {key}}, nil
+				}
+			}
+			return nil, nil // freed by an earlier attempt
+		})
+	})
 }

@@ -1,7 +1,6 @@
 package apply
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/corralhq/corral/internal/plan"
@@ -18,7 +17,7 @@ func (e *Executor) keeperSet(obs *plan.Observed) *keeperSet {
 	for node, ks := range obs.Keepers {
 		for _, k := range ks {
 			s.byNode[node] = append(s.byNode[node], &keeper{
-				e: e, node: node, vmid: k.VMID, protected: k.Protected,
+				e: e, node: node, vmid: k.VMID,
 				records: k.Records, intents: k.Intents, volumes: plan.VolumeEntries(k.Config),
 			})
 		}
@@ -63,16 +62,4 @@ func (s *keeperSet) forNew(node string, vk plan.VolumeKey, storage string) (*kee
 		}
 	}
 	return nil, fmt.Errorf("no keeper on node %s has room for volume %s; run `corral apply` again to plan another keeper", node, vk)
-}
-
-// protectAll restores protection on every keeper corral unprotected.
-func (s *keeperSet) protectAll(ctx context.Context) error {
-	for _, ks := range s.byNode {
-		for _, k := range ks {
-			if err := k.protect(ctx); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }

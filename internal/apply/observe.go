@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"slices"
 	"sort"
@@ -43,11 +44,11 @@ type contentEntry struct {
 	VMID    int    `json:"vmid"`
 }
 
-// Observe reads what corral needs from the cluster, with a number of
-// requests that grows with corral's own containers and the node count,
-// not with the rest of the cluster: the node list, one cluster resources
-// call, the config of each corral CT, and per node the storage list and
-// the content of the storages that hold templates and volumes.
+// Observe reads what corral needs from the cluster: the node list, one
+// cluster resources call, the config of each container (corral's, and the
+// others' to recognize an app whose tags were edited; VMs are not read),
+// and per node the storage list and the content of the storages that hold
+// templates and volumes.
 func Observe(ctx context.Context, c *pve.Client) (*plan.Observed, error) {
 	return ObserveWith(ctx, c, ObserveOptions{})
 }
@@ -94,11 +95,21 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 	if err != nil {
 		return nil, err
 	}
+	strangers := map[int]*plan.CT{} // untagged CTs, read to recognize edited apps
 	for _, r := range res {
 		tags := plan.ParseTags(r.Tags)
 		if r.Type != "lxc" || !slices.Contains(tags, plan.TagManaged) {
 			if r.VMID != 0 {
 				obs.Others[r.VMID] = plan.Guest{VMID: r.VMID, Node: r.Node, Type: r.Type, Name: r.Name}
+			}
+			if r.Type == "lxc" && r.VMID != 0 && !slices.Contains(obs.Offline, r.Node) {
+				conf, err := containerConfig(ctx, c, r.Node, r.VMID)
+				if err != nil && !pve.IsNotFound(err) {
+					return nil, err
+				}
+				if err == nil {
+					strangers[r.VMID] = &plan.CT{VMID: r.VMID, Node: r.Node, Status: r.Status, Lock: conf["lock"], Config: conf}
+				}
 			}
 			continue
 		}
@@ -118,11 +129,7 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 			return nil, err
 		}
 		if slices.Contains(tags, plan.TagKeeper) {
-			obs.Keepers[r.Node] = append(obs.Keepers[r.Node], &plan.Keeper{
-				VMID: r.VMID, Node: r.Node, Protected: conf["protection"] == "1", Config: conf,
-				Records: plan.ParseKeeperRecords(conf["description"]),
-				Intents: plan.ParseKeeperIntents(conf["description"]),
-			})
+			obs.Keepers[r.Node] = append(obs.Keepers[r.Node], plan.NewKeeper(r.VMID, r.Node, conf))
 			continue
 		}
 		app := appOf(tags)
@@ -135,6 +142,7 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 	for _, ks := range obs.Keepers {
 		sort.Slice(ks, func(i, j int) bool { return ks[i].VMID < ks[j].VMID })
 	}
+	recognize(obs, strangers)
 	for _, node := range obs.Nodes {
 		if slices.Contains(obs.Offline, node) {
 			continue
@@ -196,10 +204,12 @@ func guestsSettled(ctx context.Context, c *pve.Client, opts ObserveOptions) ([]r
 		if len(creating) == 0 {
 			return res, nil
 		}
+		// A placeholder whose create task already failed never clears:
+		// say so at once rather than after the whole wait.
+		if msg := deadCreates(ctx, c, res); msg != "" {
+			return nil, errors.New(msg)
+		}
 		if time.Now().After(deadline) {
-			if msg := deadCreates(ctx, c, res); msg != "" {
-				return nil, errors.New(msg)
-			}
 			return nil, fmt.Errorf("container(s) %s are still being created (lock: create) after %s, so corral cannot tell whose they are; "+
 				"wait for their create tasks to finish (Datacenter > Tasks), or if a node crashed during a create, remove the container by hand, then run again",
 				strings.Join(creating, ", "), limit)
@@ -269,4 +279,43 @@ func containerConfig(ctx context.Context, c *pve.Client, node string, vmid int) 
 		}
 	}
 	return conf, nil
+}
+
+// recognize finds app containers whose corral tags were edited away (in
+// the web UI, say): a container that references a volume a keeper records
+// for an app, or whose description still carries corral's app marker, is
+// that app's container, and apply puts its tags back. Without this, corral
+// would take the app for missing and create a second container for the
+// same volumes.
+func recognize(obs *plan.Observed, strangers map[int]*plan.CT) {
+	owner := map[string]string{} // node/volid → app
+	for node, ks := range obs.Keepers {
+		for _, k := range ks {
+			for vk, volid := range k.Records {
+				owner[node+"/"+volid] = vk.App
+			}
+		}
+	}
+	for _, vmid := range slices.Sorted(maps.Keys(strangers)) {
+		ct := strangers[vmid]
+		app, why := "", ""
+		for key, v := range ct.Config {
+			if isMP(key) || isUnused(key) {
+				if a := owner[ct.Node+"/"+plan.ParseMountPoint(v).Volume]; a != "" {
+					app, why = a, fmt.Sprintf("it references app %s's volume %s (%s)", a, plan.ParseMountPoint(v).Volume, key)
+				}
+			}
+		}
+		if app == "" {
+			if m := plan.ParseMarker(ct.Config["description"]); m.App != "" && m.Template != "" {
+				app, why = m.App, "its description carries corral's marker for app "+m.App
+			}
+		}
+		if app == "" {
+			continue
+		}
+		delete(obs.Others, vmid)
+		obs.Apps[app] = append(obs.Apps[app], ct)
+		obs.Warnings = append(obs.Warnings, fmt.Sprintf("container %d lacks corral's tags (edited outside corral?) but %s: corral treats it as app %s's container and puts its tags back", vmid, why, app))
+	}
 }

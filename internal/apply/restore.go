@@ -375,11 +375,6 @@ func (e *Executor) Restore(ctx context.Context, obs *plan.Observed, rp *RestoreP
 		return nil, err
 	}
 	keepers := e.keeperSet(obs)
-	defer func() {
-		if perr := keepers.protectAll(ctx); perr != nil && err == nil {
-			err = perr
-		}
-	}()
 	if len(rp.Volumes) > 0 {
 		if err := e.restoreVolumes(ctx, obs, rp, conf, keepers); err != nil {
 			return nil, fmt.Errorf("%w\nthe restored container %d is stopped and kept as it is; run the restore again after fixing this, and destroy ct %d when you no longer need it", err, rp.VMID, rp.VMID)
@@ -459,9 +454,6 @@ func (e *Executor) restoreVolumes(ctx context.Context, obs *plan.Observed, rp *R
 			if err != nil {
 				return err
 			}
-			if err := k.unprotect(ctx); err != nil {
-				return err
-			}
 			volid, err = k.adopt(ctx, vk, mp.Volume)
 			return err
 		})
@@ -503,28 +495,9 @@ func (e *Executor) switchRecords(ctx context.Context, rp *RestorePlan, keepers *
 	}
 	return e.step(rp.Name, "keeper", "record the restored volumes under app "+rp.Name+", the displaced ones as *-replaced-"+rp.stamp, func() error {
 		for _, k := range keepers.byNode[rp.Node] {
-			recs := maps.Clone(k.records)
-			changed := false
-			old := maps.Clone(recs)
-			for from, to := range moves {
-				if v, ok := old[from]; ok {
-					if recs[from] == v {
-						delete(recs, from)
-					}
-					recs[to] = v
-					changed = true
-				}
-			}
-			if !changed {
-				continue
-			}
-			if err := k.unprotect(ctx); err != nil {
+			if err := k.rename(ctx, moves); err != nil {
 				return err
 			}
-			if err := k.e.putConfig(ctx, k.node, k.vmid, url.Values{"description": {k.description(recs, plan.VolumeKey{})}}); err != nil {
-				return fmt.Errorf("keeper %d: %w", k.vmid, err)
-			}
-			k.records = recs
 		}
 		return nil
 	})

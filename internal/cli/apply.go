@@ -1,7 +1,11 @@
 package cli
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,6 +21,7 @@ func init() { extraCommands = append(extraCommands, newApplyCmd) }
 type applyArgs struct {
 	ff           fileFlags
 	cf           connFlags
+	lf           lockFlags
 	autoApprove  bool
 	verbose      bool
 	lockWait     time.Duration
@@ -44,6 +49,7 @@ again picks up where it stopped.`,
 	}
 	a.ff.add(cmd.Flags())
 	a.cf.add(cmd.Flags())
+	a.lf.add(cmd.Flags())
 	cmd.Flags().BoolVar(&a.autoApprove, "auto-approve", false, "apply without asking (needed when stdin is not a terminal)")
 	cmd.Flags().BoolVarP(&a.verbose, "verbose", "v", false, "show every Proxmox task log line")
 	cmd.Flags().DurationVar(&a.lockWait, "lock-wait", 2*time.Minute, "how long to wait for a container locked by another operation")
@@ -53,6 +59,9 @@ again picks up where it stopped.`,
 }
 
 func runApply(cmd *cobra.Command, st *streams, a *applyArgs) error {
+	if err := a.lf.check(); err != nil {
+		return err
+	}
 	start := time.Now()
 	j, err := openJob(cmd.Context(), st, a.ff, a.cf)
 	if err != nil {
@@ -70,21 +79,33 @@ func runApply(cmd *cobra.Command, st *streams, a *applyArgs) error {
 		}
 	}
 
-	p, obs, pj, err := makePlan(ctx, s, f)
+	ex := &apply.Executor{Client: s.client, Secrets: secrets(f), LockWait: a.lockWait, Guest: guestWork(f)}
 	var events *ui.JSONEvents
 	var observer apply.Observer
 	if asJSON {
 		events = &ui.JSONEvents{W: st.out}
 		observer = events
-		if pj != nil {
-			events.Emit("plan", map[string]any{"plan": pj})
-		}
 	} else {
 		observer = &ui.Progress{W: st.err, TaskLogs: a.verbose}
-		if pj != nil {
+	}
+	ex.Observer = newRedactObserver(f, observer)
+
+	// Plan and show it; once approved, lock the nodes it changes and plan
+	// again under the lock, so that what apply carries out is read while
+	// no other corral can change it. If the cluster moved in between, the
+	// approved plan is not what would run: stop and say so.
+	p, obs, pj, err := makePlan(ctx, s, f)
+	showPlan := func(pj *ui.PlanJSON) {
+		if pj == nil {
+			return
+		}
+		if asJSON {
+			events.Emit("plan", map[string]any{"plan": pj})
+		} else {
 			ui.WritePlanText(st.out, *pj)
 		}
 	}
+	showPlan(pj)
 	if err != nil {
 		return redactErr(f, err)
 	}
@@ -99,10 +120,36 @@ func runApply(cmd *cobra.Command, st *streams, a *applyArgs) error {
 			return err
 		}
 	}
-
-	ex := &apply.Executor{
-		Client: s.client, Observer: newRedactObserver(f, observer),
-		Secrets: secrets(f), LockWait: a.lockWait, Guest: guestWork(f),
+	var lock *held
+	defer func() { lock.release() }()
+	base := ctx
+	for attempt := 0; ; attempt++ {
+		nodes := p.Nodes()
+		if lock, err = lockNodes(base, st, ex, obs, nodes, "apply", a.lf, p); err != nil {
+			return redactErr(f, err)
+		}
+		ctx = lock.ctx
+		approved := pj
+		p, obs, pj, err = makePlan(ctx, s, f)
+		if err != nil {
+			showPlan(pj)
+			return redactErr(f, err)
+		}
+		if !p.HasChanges() {
+			fmt.Fprintln(st.err, "Another corral made these changes meanwhile; nothing left to do.")
+			return nil
+		}
+		if !sameChanges(approved, pj) {
+			showPlan(pj)
+			if !a.autoApprove {
+				return errors.New("the cluster changed between the plan you approved and now (shown above); nothing was changed: run apply again to review the new plan")
+			}
+		}
+		if subset(p.Nodes(), nodes) || attempt == 3 {
+			break
+		}
+		lock.release()
+		lock = nil
 	}
 	if ex.SSH, err = sshConfig(s, a.trustHostKey); err != nil {
 		return err
@@ -144,4 +191,22 @@ func timingsJSON(ts []apply.Timing) []map[string]any {
 		out = append(out, map[string]any{"app": t.App, "phase": t.Phase, "elapsed_ms": t.Elapsed.Milliseconds()})
 	}
 	return out
+}
+
+// subset reports whether every element of a is in b.
+func subset(a, b []string) bool {
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			return false
+		}
+	}
+	return true
+}
+
+// sameChanges reports whether two plans change the apps the same way
+// (keeper work aside: taking the lock may have made a keeper).
+func sameChanges(a, b *ui.PlanJSON) bool {
+	x, _ := json.Marshal(a.Changes)
+	y, _ := json.Marshal(b.Changes)
+	return bytes.Equal(x, y)
 }

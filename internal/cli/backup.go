@@ -84,6 +84,7 @@ func (j *backupJob) appCT(ctx context.Context, app string) (*plan.Observed, *pla
 type backupArgs struct {
 	ff      fileFlags
 	cf      connFlags
+	lf      lockFlags
 	mode    string
 	storage string
 	keep    int
@@ -112,6 +113,7 @@ touches another app's archives, protected ones or archives corral did not make.`
 	}
 	a.ff.add(cmd.Flags())
 	a.cf.add(cmd.Flags())
+	a.lf.add(cmd.Flags())
 	cmd.Flags().StringVar(&a.mode, "mode", "", "vzdump mode: snapshot (crash-consistent, no downtime) or stop (consistent, the app stops meanwhile)")
 	cmd.Flags().StringVar(&a.storage, "storage", "", "backup storage (content backup); default the manifest's backup.storage or local")
 	cmd.Flags().IntVar(&a.keep, "keep", 0, "keep only the newest N corral archives of the app on the storage (0 keeps all); default the manifest's backup.keep")
@@ -150,6 +152,17 @@ func runBackup(cmd *cobra.Command, st *streams, a *backupArgs, app string) error
 	obs, err := apply.Observe(ctx, j.s.client)
 	if err != nil {
 		return j.err(err)
+	}
+	if opts.Keep > 0 {
+		// Pruning deletes archives: under the lock of the app's node.
+		if ct, err := apply.AppCT(obs, app); err == nil {
+			lock, err := lockNodes(ctx, st, j.ex, obs, []string{ct.Node}, "backup", a.lf, nil)
+			if err != nil {
+				return j.err(err)
+			}
+			defer lock.release()
+			ctx = lock.ctx
+		}
 	}
 	res, err := j.ex.Backup(ctx, obs, app, opts)
 	if err != nil {
@@ -276,6 +289,7 @@ only the manifest's apps are listed.`,
 type restoreArgs struct {
 	ff          fileFlags
 	cf          connFlags
+	lf          lockFlags
 	archive     string
 	as          string
 	replace     bool
@@ -308,6 +322,7 @@ restore is told what it lacks before anything changes.`,
 	}
 	a.ff.add(cmd.Flags())
 	a.cf.add(cmd.Flags())
+	a.lf.add(cmd.Flags())
 	cmd.Flags().StringVar(&a.archive, "archive", "", "backup volid to restore (corral backups lists them)")
 	cmd.Flags().StringVar(&a.as, "as", "", "name of the restored app (default APP-restored, or APP with --replace)")
 	cmd.Flags().BoolVar(&a.replace, "replace", false, "restore in place of the running app")
@@ -350,6 +365,19 @@ func runRestore(cmd *cobra.Command, st *streams, a *restoreArgs, app string) err
 		if err := confirm(st, "Restore?"); err != nil {
 			return err
 		}
+	}
+	// Plan again under the lock of the node the restore changes.
+	lock, err := lockNodes(ctx, st, j.ex, obs, []string{rp.Node}, "restore", a.lf, nil)
+	if err != nil {
+		return j.err(err)
+	}
+	defer lock.release()
+	ctx = lock.ctx
+	if obs, err = apply.Observe(ctx, j.s.client); err != nil {
+		return j.err(err)
+	}
+	if rp, err = j.ex.PlanRestore(ctx, obs, opts); err != nil {
+		return j.err(err)
 	}
 	res, err := j.ex.Restore(ctx, obs, rp)
 	if err != nil {
@@ -516,6 +544,7 @@ func newSnapshotsCmd(st *streams) *cobra.Command {
 func newRollbackCmd(st *streams) *cobra.Command {
 	var ff fileFlags
 	var cf connFlags
+	var lf lockFlags
 	var start, autoApprove bool
 	cmd := &cobra.Command{
 		Use:   "rollback APP NAME",
@@ -532,7 +561,7 @@ the rollback; corral starts it again if it was running, or with --start.`,
 			}
 			defer j.Close()
 			ctx := cmd.Context()
-			_, ct, err := j.appCT(ctx, args[0])
+			obs, ct, err := j.appCT(ctx, args[0])
 			if err != nil {
 				return err
 			}
@@ -540,6 +569,15 @@ the rollback; corral starts it again if it was running, or with --start.`,
 				if err := confirm(st, fmt.Sprintf("Roll app %s (ct %d) back to %s? Everything changed since is lost.", args[0], ct.VMID, args[1])); err != nil {
 					return err
 				}
+			}
+			lock, err := lockNodes(ctx, st, j.ex, obs, []string{ct.Node}, "rollback", lf, nil)
+			if err != nil {
+				return j.err(err)
+			}
+			defer lock.release()
+			ctx = lock.ctx
+			if _, ct, err = j.appCT(ctx, args[0]); err != nil {
+				return err
 			}
 			if err := j.ex.RollbackStart(ctx, ct, args[1], start || ct.Status == "running"); err != nil {
 				return j.err(err)
@@ -553,6 +591,7 @@ the rollback; corral starts it again if it was running, or with --start.`,
 	}
 	ff.add(cmd.Flags())
 	cf.add(cmd.Flags())
+	lf.add(cmd.Flags())
 	cmd.Flags().BoolVar(&start, "start", false, "start the container after the rollback even if it was stopped")
 	cmd.Flags().BoolVar(&autoApprove, "auto-approve", false, "roll back without asking (needed when stdin is not a terminal)")
 	return cmd

@@ -19,6 +19,7 @@ func init() { extraCommands = append(extraCommands, newDestroyCmd) }
 type destroyArgs struct {
 	ff            fileFlags
 	cf            connFlags
+	lf            lockFlags
 	autoApprove   bool
 	deleteVolumes bool
 }
@@ -38,12 +39,16 @@ manifest entry says reclaim: delete. Retained volumes are never freed.`,
 	}
 	a.ff.add(cmd.Flags())
 	a.cf.add(cmd.Flags())
+	a.lf.add(cmd.Flags())
 	cmd.Flags().BoolVar(&a.autoApprove, "auto-approve", false, "destroy without asking (needed when stdin is not a terminal)")
 	cmd.Flags().BoolVar(&a.deleteVolumes, "delete-volumes", false, "also free volumes marked reclaim: delete (retained volumes are never freed)")
 	return cmd
 }
 
 func runDestroy(cmd *cobra.Command, st *streams, a *destroyArgs, names []string) error {
+	if err := a.lf.check(); err != nil {
+		return err
+	}
 	start := time.Now()
 	j, err := openJob(cmd.Context(), st, a.ff, a.cf)
 	if err != nil {
@@ -61,6 +66,7 @@ func runDestroy(cmd *cobra.Command, st *streams, a *destroyArgs, names []string)
 		apps = slices.DeleteFunc(apps, func(a plan.App) bool { return !slices.Contains(names, a.Name) })
 	}
 	ctx := cmd.Context()
+	ex := &apply.Executor{Client: s.client, Observer: newRedactObserver(f, &ui.Progress{W: st.err})}
 	obs, err := apply.Observe(ctx, s.client)
 	if err != nil {
 		return err
@@ -93,7 +99,20 @@ func runDestroy(cmd *cobra.Command, st *streams, a *destroyArgs, names []string)
 			return err
 		}
 	}
-	ex := &apply.Executor{Client: s.client, Observer: newRedactObserver(f, &ui.Progress{W: st.err})}
+	// Plan again under the lock: what is destroyed is read while no other
+	// corral can change it.
+	lock, err := lockNodes(ctx, st, ex, obs, p.Nodes(), "destroy", a.lf, nil)
+	if err != nil {
+		return redactErr(f, err)
+	}
+	defer lock.release()
+	ctx = lock.ctx
+	if obs, err = apply.Observe(ctx, s.client); err != nil {
+		return err
+	}
+	if p, err = plan.Destroy(apps, obs, a.deleteVolumes); err != nil {
+		return fmt.Errorf("destroy refused after the cluster changed; nothing was changed: %w", redactErr(f, err))
+	}
 	freed, err := ex.Destroy(ctx, p, obs)
 	if !asJSON {
 		ui.WriteTimings(st.err, ex.Timings(), time.Since(start))

@@ -1,7 +1,6 @@
 package plan
 
 import (
-	"fmt"
 	"math"
 	"slices"
 	"sort"
@@ -23,13 +22,19 @@ const (
 	markerVolume   = "corral-volume: "
 	markerAdopting = "corral-adopting: "
 	markerHeader   = "managed by corral; lines starting with 'corral-' are read back by corral"
-	keeperHeader   = "corral keeper: owns corral's retained volumes (as unusedN). Never start it; keep protection on."
+	keeperHeader   = "corral keeper: this container owns the volumes corral keeps for its apps; corral writes these Notes and reads them back. " +
+		"Never start it, keep protection on, and edit neither these lines nor its mount points (/corral/APP/VOLUME): each names whose data a volume holds."
 )
 
 // AppTags is the tag set of an app's CT: corral's two tags plus the user's,
-// sorted and deduplicated as PVE stores them.
+// lower-cased, sorted and deduplicated as PVE stores them
+// (pve-guest-common get_unique_tags), so that "Prod" in a manifest does
+// not look like a change on every plan against real PVE.
 func AppTags(a App) []string {
-	tags := append([]string{TagManaged, TagAppPrefix + a.Name}, a.Tags...)
+	tags := []string{TagManaged, TagAppPrefix + a.Name}
+	for _, t := range a.Tags {
+		tags = append(tags, strings.ToLower(t))
+	}
 	sort.Strings(tags)
 	return slices.Compact(tags)
 }
@@ -134,25 +139,7 @@ type AdoptIntent struct {
 
 // KeeperDescriptionWith renders the records and the adoptions in flight.
 func KeeperDescriptionWith(records map[VolumeKey]string, intents map[VolumeKey]AdoptIntent) string {
-	var b strings.Builder
-	b.WriteString(keeperHeader + "\n")
-	keys := make([]VolumeKey, 0, len(records))
-	for k := range records {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
-	for _, k := range keys {
-		fmt.Fprintf(&b, "%s%s=%s\n", markerVolume, k, records[k])
-	}
-	ikeys := make([]VolumeKey, 0, len(intents))
-	for k := range intents {
-		ikeys = append(ikeys, k)
-	}
-	sort.Slice(ikeys, func(i, j int) bool { return ikeys[i].String() < ikeys[j].String() })
-	for _, k := range ikeys {
-		fmt.Fprintf(&b, "%s%s=%s>%s\n", markerAdopting, k, intents[k].Source, intents[k].Key)
-	}
-	return b.String()
+	return KeeperNotes{Records: records, Intents: intents}.Render()
 }
 
 // ParseKeeperIntents reads "corral-adopting: app/name=SOURCE>unusedN" lines.
@@ -190,9 +177,9 @@ func ParseKeeperRecords(desc string) map[VolumeKey]string {
 	return out
 }
 
-// KeeperMountPath is the mount path a volume gets on the keeper while it is
-// being created (mpN=STORAGE:SIZE,mp=/corral/<app>/<name>): if corral is
-// stopped before the volume is recorded, the path still says whose it is.
+// KeeperMountPath is the mount path of a volume's mpN entry on the keeper
+// (mpN=STORAGE:SIZE,mp=/corral/<app>/<name>): the record of whose it is,
+// written by the very PUT that allocates the volume (see MountRecords).
 func KeeperMountPath(k VolumeKey) string { return "/corral/" + k.App + "/" + k.Name }
 
 // ParseKeeperMountPath is the inverse of KeeperMountPath.

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -43,6 +44,7 @@ func Make(apps []App, obs *Observed) (*Plan, error) {
 	for _, node := range nodes {
 		p.Keepers = append(p.Keepers, keeperChanges(node, obs, p.Changes)...)
 	}
+	p.Warnings = append(p.Warnings, obs.Warnings...)
 	p.Warnings = append(p.Warnings, warnings(apps, obs)...)
 	if len(refused) > 0 {
 		return p, &RefusedError{Problems: refused}
@@ -141,15 +143,16 @@ func keeperRepair(k *Keeper) *KeeperChange {
 		kc.Protect = true
 		kc.Reasons = append(kc.Reasons, "protection is off")
 	}
-	for _, key := range sortedConfigKeys(k.Config, "mp") {
-		mp := ParseMountPoint(k.Config[key])
-		if vk, ok := ParseKeeperMountPath(mp.Path); ok {
-			if kc.Finish == nil {
-				kc.Finish = map[string]VolumeKey{}
-			}
-			kc.Finish[key] = vk
-			kc.Reasons = append(kc.Reasons, fmt.Sprintf("finish volume %s (%s) left half-created by an interrupted run", vk, mp.Volume))
+	for _, vk := range sortedVolumeKeys(k.Lost) {
+		if kc.Remount == nil {
+			kc.Remount = map[VolumeKey]string{}
 		}
+		kc.Remount[vk] = k.Lost[vk]
+		kc.Reasons = append(kc.Reasons, fmt.Sprintf("volume %s (%s) lost its mount point on the keeper (removed outside corral; PVE kept the volume): mount it again from its Notes line", vk, k.Lost[vk]))
+	}
+	if !maps.Equal(ParseKeeperRecords(k.Config["description"]), k.Records) {
+		kc.Notes = true
+		kc.Reasons = append(kc.Reasons, "its Notes do not list its volumes as its mount points record them (edited outside corral): write them again")
 	}
 	if len(kc.Reasons) == 0 {
 		return nil
@@ -334,15 +337,6 @@ func volumeChange(a *App, v Volume, node string, ct *CT, keepers []*Keeper, obs 
 	volid := ""
 	for _, keeper := range keepers {
 		if volid = keeper.Records[key]; volid != "" {
-			break
-		}
-		for _, mk := range sortedConfigKeys(keeper.Config, "mp") {
-			mp := ParseMountPoint(keeper.Config[mk])
-			if vk, ok := ParseKeeperMountPath(mp.Path); ok && vk == key {
-				volid = mp.Volume // half-created; the keeper change finishes it
-			}
-		}
-		if volid != "" {
 			break
 		}
 	}
@@ -605,4 +599,14 @@ func fmtSize(b int64) string {
 		return strconv.FormatFloat(float64(b)/(1<<30), 'f', 2, 64) + "G"
 	}
 	return strconv.FormatInt(b, 10)
+}
+
+// sortedVolumeKeys returns m's keys in app/name order.
+func sortedVolumeKeys[V any](m map[VolumeKey]V) []VolumeKey {
+	out := make([]VolumeKey, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out
 }

@@ -1,6 +1,9 @@
 package plan
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // Action is what a change does, as a rune in the manner of Terraform's
 // plans.Action (package ui draws the diff symbols).
@@ -60,9 +63,11 @@ type KeeperChange struct {
 	Reasons []string
 	// Protect restores protection=1.
 	Protect bool
-	// Finish lists half-created volumes (mpN with a /corral/ path) to
-	// record and move to unusedN: key → volume.
-	Finish map[string]VolumeKey
+	// Remount lists records whose mount point was removed outside corral
+	// (the volume stayed as the keeper's unusedN): mounted again.
+	Remount map[VolumeKey]string
+	// Notes: the Notes lines differ from the records and are written again.
+	Notes bool
 }
 
 // Change is one app's change.
@@ -141,4 +146,19 @@ type RefusedError struct{ Problems []string }
 
 func (e *RefusedError) Error() string {
 	return "plan refused:\n  - " + strings.Join(e.Problems, "\n  - ")
+}
+
+// Nodes are the nodes whose containers or keepers the plan changes.
+func (p *Plan) Nodes() []string {
+	var out []string
+	for _, k := range p.Keepers {
+		out = append(out, k.Node)
+	}
+	for _, c := range p.Changes {
+		if c.Action != NoOp && c.Node != "" {
+			out = append(out, c.Node)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }

@@ -34,9 +34,9 @@ func converged() *plan.Observed {
 		Nodes:     []string{"pve"},
 		Templates: map[string][]string{"pve": {tmpl}},
 		Apps:      map[string][]*plan.CT{"hermes": {{VMID: 105, Node: "pve", Status: "running", Config: conf}}},
-		Keepers: map[string][]*plan.Keeper{"pve": {{VMID: 999, Node: "pve", Protected: true,
-			Config:  map[string]string{"unused0": "local-lvm:vm-999-disk-1", "protection": "1"},
-			Records: map[plan.VolumeKey]string{{App: "hermes", Name: "home"}: "local-lvm:vm-999-disk-1"}}}},
+		Keepers: map[string][]*plan.Keeper{"pve": {plan.NewKeeper(999, "pve", map[string]string{
+			"mp0": "local-lvm:vm-999-disk-1,mp=/corral/hermes/home,size=10G", "protection": "1",
+			"description": plan.KeeperDescription(map[plan.VolumeKey]string{{App: "hermes", Name: "home"}: "local-lvm:vm-999-disk-1"})})}},
 		Volumes: map[string]int64{"pve/local-lvm:vm-999-disk-1": 10 << 30, "pve/local-lvm:vm-105-disk-0": 20 << 30},
 	}
 }
@@ -158,21 +158,24 @@ func TestMake_Refused(t *testing.T) {
 
 func TestMake_KeeperRepair(t *testing.T) {
 	obs := converged()
-	k := obs.Keepers["pve"][0]
-	k.Protected = false
-	k.Config["mp0"] = "local-lvm:vm-999-disk-2,mp=/corral/hermes/cache,size=1G"
-	obs.Volumes["pve/local-lvm:vm-999-disk-2"] = 1 << 30
-	a := app()
-	a.Volumes = append(a.Volumes, plan.Volume{Name: "cache", Storage: "local-lvm", Size: 1 << 30, Mount: "/var/cache/hermes", Reclaim: plan.DeleteOnDrop})
-	p, err := plan.Make([]plan.App{a}, obs)
+	conf := obs.Keepers["pve"][0].Config
+	conf["protection"] = "0"
+	// The web UI removed the record's mount point (PVE keeps the volume as
+	// unusedN) and someone edited the Notes.
+	delete(conf, "mp0")
+	conf["unused0"] = "local-lvm:vm-999-disk-1"
+	conf["description"] += "corral-volume: hermes/cache=local-lvm:vm-999-disk-2\n"
+	obs.Keepers["pve"][0] = plan.NewKeeper(999, "pve", conf)
+	p, err := plan.Make([]plan.App{app()}, obs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(p.Keepers) != 1 || !p.Keepers[0].Protect || p.Keepers[0].Finish["mp0"] != (plan.VolumeKey{App: "hermes", Name: "cache"}) {
+	home := plan.VolumeKey{App: "hermes", Name: "home"}
+	if len(p.Keepers) != 1 || !p.Keepers[0].Protect || !p.Keepers[0].Notes || p.Keepers[0].Remount[home] != "local-lvm:vm-999-disk-1" || len(p.Keepers[0].Remount) != 1 {
 		t.Fatalf("keepers=%+v", p.Keepers)
 	}
-	if got := p.Changes[0].Volumes[1]; got.Action != plan.VolAttach || got.VolID != "local-lvm:vm-999-disk-2" {
-		t.Errorf("half-created volume change=%+v, want attach of vm-999-disk-2", got)
+	if got := p.Changes[0].Volumes[0]; got.Action != plan.VolKeep || got.VolID != "local-lvm:vm-999-disk-1" {
+		t.Errorf("volume change=%+v, want keep of vm-999-disk-1 (its record is still known from the Notes)", got)
 	}
 }
 

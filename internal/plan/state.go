@@ -80,6 +80,9 @@ type Observed struct {
 	// Others are the guests corral does not manage, by VMID: a pinned
 	// vmid that one of them holds cannot be used.
 	Others map[int]Guest
+	// Warnings are findings of the observation itself (a container
+	// recognized although its tags were edited), shown with the plan.
+	Warnings []string
 	// StorageTypes maps a storage ID to its type (dir, lvmthin, zfspool,
 	// …) as the nodes' storage lists report it; the type decides whether
 	// PVE can snapshot a volume on it.
@@ -113,14 +116,19 @@ type CT struct {
 	Config map[string]string // active config (current=1), raw values
 }
 
-// Keeper is the observed per-node keeper CT. Records come from its
-// description ("corral-volume: app/name=volid").
+// Keeper is the observed per-node keeper CT. Records come from its mount
+// points (see KeeperRecords).
 type Keeper struct {
 	VMID      int
 	Node      string
 	Protected bool
 	Config    map[string]string
 	Records   map[VolumeKey]string
+	// Lost are records whose mount point was removed (PVE kept the volume
+	// as unusedN): still records, mounted again by the keeper's repair.
+	Lost map[VolumeKey]string
+	// Lease is the lock a corral process holds on the node, if any.
+	Lease *Lease
 	// Intents are adoptions that were in flight (see AdoptIntent).
 	Intents map[VolumeKey]AdoptIntent
 }

@@ -9,7 +9,7 @@ import (
 	"strings"
 )
 
-// Sentinel errors. An *APIError or *TaskError matches one of the first five
+// Sentinel errors. An *APIError or *TaskError matches one of the first six
 // with errors.Is when classify (below) puts it in that class, so callers
 // branch with errors.Is(err, pve.ErrLocked) or the Is* helpers.
 var (
@@ -18,6 +18,9 @@ var (
 	ErrPermission    = errors.New("permission denied")
 	ErrAlreadyExists = errors.New("already exists")
 	ErrUnauthorized  = errors.New("authentication failed")
+	// ErrModified is PVE's answer to an update whose digest no longer
+	// matches the config: someone else changed it since it was read.
+	ErrModified = errors.New("modified concurrently")
 
 	ErrInvalidToken = errors.New("invalid API token")
 	ErrInvalidUPID  = errors.New("invalid UPID")
@@ -123,6 +126,11 @@ func IsPermission(err error) bool { return errors.Is(err, ErrPermission) }
 // ("CT 105 already exists on node 'pve'", "target volume … already exists").
 func IsAlreadyExists(err error) bool { return errors.Is(err, ErrAlreadyExists) }
 
+// IsModified reports whether err says the config changed since the digest
+// sent with the update was read ("detected modified configuration - file
+// changed by other user? Try again."): nothing was written; read again.
+func IsModified(err error) bool { return errors.Is(err, ErrModified) }
+
 // The messages PVE uses for each class (behaviour.md §0, §d, §h). PVE
 // answers most failures with 500, so the message decides.
 var (
@@ -133,6 +141,7 @@ var (
 		`|^snapshot '[^']*' does not exist`)
 	lockedRE = regexp.MustCompile(`^(CT|VM) is locked \(` +
 		`|^can't lock file '[^']*' - got timeout`)
+	modifiedRE = regexp.MustCompile(`(^|: )detected modified configuration - file changed by other user\?`)
 	existsRE   = regexp.MustCompile(`^(CT|VM) \d+ already exists on node|already exists$`)
 	permPathRE = regexp.MustCompile(`^Permission check failed \((/[^,]*), ([^)]+)\)`)
 )
@@ -154,6 +163,8 @@ func classify(status int, message string) error {
 		return ErrLocked
 	case existsRE.MatchString(msg):
 		return ErrAlreadyExists
+	case modifiedRE.MatchString(msg):
+		return ErrModified
 	}
 	return nil
 }

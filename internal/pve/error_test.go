@@ -13,7 +13,7 @@ import (
 
 // classes is which Is* helpers say yes.
 type classes struct {
-	NotFound, Locked, Permission, AlreadyExists, Unauthorized bool
+	NotFound, Locked, Permission, AlreadyExists, Unauthorized, Modified bool
 }
 
 func classOf(err error) classes {
@@ -23,6 +23,7 @@ func classOf(err error) classes {
 		Permission:    pve.IsPermission(err),
 		AlreadyExists: pve.IsAlreadyExists(err),
 		Unauthorized:  errors.Is(err, pve.ErrUnauthorized),
+		Modified:      pve.IsModified(err),
 	}
 }
 
@@ -113,6 +114,8 @@ func TestAPIError_classify(t *testing.T) {
 		{"http 404", 404, "Not Found", nil, classes{NotFound: true}},
 		{"unauthorized", 401, "authentication failure", nil, classes{Unauthorized: true}},
 		{"already running is not exists", 500, "CT 105 already running", nil, classes{}},
+		{"digest mismatch", 500, "detected modified configuration - file changed by other user? Try again.", nil, classes{Modified: true}},
+		{"digest mismatch of a named ct", 500, "Container 101: detected modified configuration - file changed by other user? Try again.", nil, classes{Modified: true}},
 		{"generic 500", 500, "unable to create CT 105 - out of space", nil, classes{}},
 		{"param error", 400, "Parameter verification failed.", map[string]string{"vmid": "value must have a minimum value of 100"}, classes{}},
 	}

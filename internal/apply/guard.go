@@ -1,0 +1,155 @@
+package apply
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/corralhq/corral/internal/plan"
+	"github.com/corralhq/corral/internal/pve"
+)
+
+// The attach guard. A volume mounted by two containers at once is an ext4
+// file system written by two kernels' views at once: corrupted. PVE does
+// not stop a config from naming a volume another guest uses, so corral
+// checks, right before it attaches (or frees) a volume, on a fresh read of
+// every guest config on the node, current values and pending changes
+// alike, that nothing but the keeper (and the container being changed)
+// references it. Nothing read earlier counts: the check is the last read
+// before the write.
+
+// Reference is one guest config entry that names a volume.
+type Reference struct {
+	VMID    int
+	Type    string // lxc | qemu
+	Name    string
+	Key     string // rootfs, mpN, unusedN, scsiN, …
+	Pending bool   // a pending change, applied at the guest's next start
+}
+
+func (r Reference) String() string {
+	what := "CT"
+	if r.Type == "qemu" {
+		what = "VM"
+	}
+	s := fmt.Sprintf("%s %d", what, r.VMID)
+	if r.Name != "" {
+		s += " (" + r.Name + ")"
+	}
+	s += " " + r.Key
+	if r.Pending {
+		s += " (pending change)"
+	}
+	return s
+}
+
+// VolumeInUseError says a volume is referenced by a guest other than the
+// ones allowed; nothing was changed.
+type VolumeInUseError struct {
+	VolID string
+	Refs  []Reference
+}
+
+func (e *VolumeInUseError) Error() string {
+	var refs []string
+	for _, r := range e.Refs {
+		refs = append(refs, r.String())
+	}
+	return fmt.Sprintf("volume %s is referenced by %s; corral never gives one volume to two guests (both would write the same file system): "+
+		"remove the reference from that guest (detach it while the guest is stopped) or, if that guest is this app's container with its tags edited, put its tags back, then run again",
+		e.VolID, strings.Join(refs, ", "))
+}
+
+// NodeReferences reads every guest config on node (current values and
+// pending changes) and returns who references which volume.
+func NodeReferences(ctx context.Context, c *pve.Client, node string) (map[string][]Reference, error) {
+	var res []resource
+	if err := c.Get(ctx, "/cluster/resources", url.Values{"type": {"vm"}}, &res); err != nil {
+		return nil, fmt.Errorf("list guests: %w", err)
+	}
+	sort.Slice(res, func(i, j int) bool { return res[i].VMID < res[j].VMID })
+	out := map[string][]Reference{}
+	for _, r := range res {
+		if r.Node != node || (r.Type != "lxc" && r.Type != "qemu") {
+			continue
+		}
+		var entries []pve.PendingEntry
+		err := c.Get(ctx, fmt.Sprintf("/nodes/%s/%s/%d/pending", node, r.Type, r.VMID), nil, &entries)
+		if pve.IsNotFound(err) {
+			continue // destroyed since the list
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read config of %s %d to check which volumes it uses: %w", r.Type, r.VMID, err)
+		}
+		for _, en := range entries {
+			if !volumeKey(r.Type, en.Key) {
+				continue
+			}
+			if en.Value != nil {
+				if v := refVolume(string(*en.Value)); v != "" {
+					out[v] = append(out[v], Reference{VMID: r.VMID, Type: r.Type, Name: r.Name, Key: en.Key})
+				}
+			}
+			if en.Pending != nil {
+				if v := refVolume(string(*en.Pending)); v != "" {
+					out[v] = append(out[v], Reference{VMID: r.VMID, Type: r.Type, Name: r.Name, Key: en.Key, Pending: true})
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// volumeKey reports whether a config key of a guest of type typ can name
+// a volume.
+func volumeKey(typ, key string) bool {
+	if key == "rootfs" || isMP(key) || isUnused(key) {
+		return true
+	}
+	if typ != "qemu" {
+		return false
+	}
+	for _, p := range []string{"scsi", "virtio", "sata", "ide", "efidisk", "tpmstate"} {
+		if isIndexed(key, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// refVolume is the volume a config value names ("" for none, a bind mount
+// or a device).
+func refVolume(v string) string {
+	vol := plan.ParseMountPoint(v).Volume
+	if vol == "" || strings.HasPrefix(vol, "/") || !strings.Contains(vol, ":") || vol == "none" {
+		return ""
+	}
+	return vol
+}
+
+// guardUnreferenced fails with *VolumeInUseError when a guest on node
+// other than those in allowed references one of volids.
+func (e *Executor) guardUnreferenced(ctx context.Context, node string, volids []string, allowed ...int) error {
+	if len(volids) == 0 {
+		return nil
+	}
+	refs, err := NodeReferences(ctx, e.Client, node)
+	if err != nil {
+		return err
+	}
+	for _, volid := range volids {
+		var bad []Reference
+		for _, r := range refs[volid] {
+			if !slices.Contains(allowed, r.VMID) {
+				bad = append(bad, r)
+			}
+		}
+		if len(bad) > 0 {
+			return &VolumeInUseError{VolID: volid, Refs: bad}
+		}
+	}
+	return nil
+}

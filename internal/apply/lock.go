@@ -1,0 +1,374 @@
+package apply
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"os/user"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/corralhq/corral/internal/plan"
+)
+
+// corral's lock. Every command that changes the cluster (apply, destroy,
+// restore, rollback, backup pruning, volume removal) first takes a lease
+// on each node it changes: a line in the Notes of the node's first keeper
+// (its lowest VMID), written with the same compare-and-swap on the config
+// digest as every keeper write, so of two corral processes exactly one
+// succeeds. The holder renews the lease while it works; a lease that ran
+// out was left by a process that died, and the next corral takes it over.
+// Several nodes are locked in name order, so two corrals never wait for
+// each other in a circle. Read-only commands take no lock.
+
+// LockOptions configure Executor.Lock.
+type LockOptions struct {
+	// Command names the holder's work in messages ("apply", "destroy").
+	Command string
+	// Wait bounds how long Lock waits for another holder (--lock-timeout);
+	// 0 fails at once.
+	Wait time.Duration
+	// TTL is how long a lease lasts unless renewed (default 2 minutes;
+	// renewed every TTL/3).
+	TTL time.Duration
+	// Template makes a node's keeper where it has none (the lock lives
+	// in it); "" takes a template the node has.
+	Template    string
+	RootStorage string
+	// OnWait is told once per holder that Lock waits for.
+	OnWait func(msg string)
+}
+
+var errLeaseBroken = errors.New("lease lost")
+
+// LockHeldError says another corral holds a node's lease.
+type LockHeldError struct {
+	Node   string
+	Keeper int
+	Lease  *plan.Lease
+}
+
+func (e *LockHeldError) Error() string {
+	return fmt.Sprintf("node %s is locked by %s (lease in keeper %d, until %s); wait for it to finish, or pass --lock-timeout to wait longer; "+
+		"if that corral is gone, `corral unlock --node %s` breaks the lease", e.Node, e.Lease, e.Keeper, e.Lease.Until.UTC().Format(time.RFC3339), e.Node)
+}
+
+// Lock is a set of held leases.
+type Lock struct {
+	e      *Executor
+	lease  plan.Lease
+	ttl    time.Duration
+	held   []*keeper
+	stop   chan struct{}
+	done   chan struct{}
+	lost   chan struct{}
+	once   sync.Once
+	mu     sync.Mutex
+	lostTo error
+}
+
+// Lost is closed when a lease could not be renewed (it was broken, or
+// PVE was unreachable past its expiry): stop changing the cluster.
+func (l *Lock) Lost() <-chan struct{} { return l.lost }
+
+// Err says why the lock was lost, or nil.
+func (l *Lock) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lostTo
+}
+
+// Holder names this process as a lease holder: user@host:pid.
+func Holder() string {
+	host, _ := os.Hostname()
+	name := "unknown"
+	if u, err := user.Current(); err == nil {
+		name = u.Username
+	}
+	return fmt.Sprintf("%s@%s:%d", name, host, os.Getpid())
+}
+
+// Lock takes the lease on every node of nodes (offline nodes are left
+// out; the caller has already left their apps alone), making a node's
+// keeper first where it has none.
+func (e *Executor) Lock(ctx context.Context, obs *plan.Observed, nodes []string, opts LockOptions) (*Lock, error) {
+	if opts.TTL <= 0 {
+		opts.TTL = 2 * time.Minute
+	}
+	id := make([]byte, 8)
+	_, _ = rand.Read(id)
+	now := time.Now()
+	l := &Lock{e: e, ttl: opts.TTL, stop: make(chan struct{}), done: make(chan struct{}), lost: make(chan struct{}),
+		lease: plan.Lease{ID: hex.EncodeToString(id), Holder: Holder(), Command: opts.Command, Since: now}}
+	nodes = slices.Clone(nodes)
+	slices.Sort(nodes)
+	nodes = slices.Compact(nodes)
+	for _, node := range nodes {
+		if slices.Contains(obs.Offline, node) {
+			continue
+		}
+		k, err := e.lockKeeper(ctx, obs, node, opts)
+		if err == nil {
+			err = l.take(ctx, k, node, opts)
+		}
+		if err != nil {
+			l.release()
+			return nil, err
+		}
+		l.held = append(l.held, k)
+	}
+	go l.renew()
+	return l, nil
+}
+
+// take writes the lease into k's Notes, waiting up to opts.Wait while
+// another live lease is there.
+func (l *Lock) take(ctx context.Context, k *keeper, node string, opts LockOptions) error {
+	deadline := time.Now().Add(opts.Wait)
+	told := ""
+	for {
+		var held *plan.Lease
+		err := k.change(ctx, "take the lock", func(s *keeperState) (url.Values, error) {
+			now := time.Now()
+			if cur := s.notes.Lease; cur != nil && cur.ID != l.lease.ID && now.Before(cur.Until) {
+				held = cur
+				return nil, nil
+			}
+			lease := l.lease
+			lease.Until = now.Add(l.ttl)
+			s.notes.Lease = &lease
+			return url.Values{}, nil
+		})
+		if err != nil {
+			return fmt.Errorf("lock node %s: %w", node, err)
+		}
+		if held == nil {
+			return nil
+		}
+		herr := &LockHeldError{Node: node, Keeper: k.vmid, Lease: held}
+		if time.Now().After(deadline) {
+			return herr
+		}
+		if opts.OnWait != nil && told != held.ID {
+			told = held.ID
+			opts.OnWait(fmt.Sprintf("waiting for the lock on node %s: held by %s (up to %s more; --lock-timeout)", node, held, time.Until(deadline).Round(time.Second)))
+		}
+		t := time.NewTimer(min(time.Second, max(time.Until(deadline), 10*time.Millisecond)))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// renew extends every lease every TTL/3 until Release.
+func (l *Lock) renew() {
+	defer close(l.done)
+	tick := time.NewTicker(l.ttl / 3)
+	defer tick.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-tick.C:
+		}
+		for _, k := range l.held {
+			ctx, cancel := context.WithTimeout(context.Background(), l.ttl/3)
+			err := k.change(ctx, "renew the lock", func(s *keeperState) (url.Values, error) {
+				if s.notes.Lease == nil || s.notes.Lease.ID != l.lease.ID {
+					return nil, fmt.Errorf("%w: the lock on node %s was broken while this corral held it", errLeaseBroken, k.node)
+				}
+				s.notes.Lease.Until = time.Now().Add(l.ttl)
+				return url.Values{}, nil
+			})
+			cancel()
+			if err != nil && (errors.Is(err, errLeaseBroken) || l.expired(k)) {
+				l.mu.Lock()
+				l.lostTo = err
+				l.mu.Unlock()
+				l.once.Do(func() { close(l.lost) })
+				return
+			}
+		}
+	}
+}
+
+// expired is a conservative guess that the lease on k ran out while PVE
+// could not be reached; renew then gives up.
+func (l *Lock) expired(k *keeper) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cc, err := k.read(ctx)
+	if err != nil {
+		return false
+	}
+	cur := plan.ParseLease(cc.Values["description"])
+	return cur == nil || cur.ID != l.lease.ID || time.Now().After(cur.Until)
+}
+
+// Release gives every lease back. It uses its own short deadline, so it
+// works after the command's context was cancelled (Ctrl-C).
+func (l *Lock) Release() {
+	if l == nil {
+		return
+	}
+	close(l.stop)
+	<-l.done
+	l.release()
+}
+
+func (l *Lock) release() {
+	for _, k := range l.held {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		_ = k.change(ctx, "release the lock", func(s *keeperState) (url.Values, error) {
+			if s.notes.Lease == nil || s.notes.Lease.ID != l.lease.ID {
+				return nil, nil
+			}
+			s.notes.Lease = nil
+			return url.Values{}, nil
+		})
+		cancel()
+	}
+	l.held = nil
+}
+
+// lockKeeper is the keeper that holds node's lease: its oldest. A node
+// without one gets one; when two corrals create one at once, the younger
+// one is removed again (it holds nothing yet) and both use the oldest.
+func (e *Executor) lockKeeper(ctx context.Context, obs *plan.Observed, node string, opts LockOptions) (*keeper, error) {
+	if ks := obs.Keepers[node]; len(ks) > 0 {
+		return &keeper{e: e, node: node, vmid: ks[0].VMID}, nil
+	}
+	tmpl := opts.Template
+	if tmpl == "" && len(obs.Templates[node]) > 0 {
+		tmpl = obs.Templates[node][0]
+	}
+	if tmpl == "" {
+		return nil, fmt.Errorf("lock node %s: it has no keeper to hold corral's lock and no container template to create one from", node)
+	}
+	storage := opts.RootStorage
+	if storage == "" {
+		storage = "local-lvm"
+	}
+	var made *keeper
+	err := e.step(plan.KeeperName, "keeper", "create on "+node, func() error {
+		var err error
+		made, err = e.createKeeper(ctx, node, tmpl, storage, obs)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	oldest, err := e.oldestKeeper(ctx, node)
+	if err != nil {
+		return nil, err
+	}
+	if oldest != made.vmid {
+		// Another corral made one first: ours goes (it holds nothing).
+		if err := e.removeEmptyKeeper(ctx, made); err != nil {
+			return nil, err
+		}
+	}
+	obs.Keepers[node] = append(obs.Keepers[node], plan.NewKeeper(oldest, node, map[string]string{}))
+	return &keeper{e: e, node: node, vmid: oldest}, nil
+}
+
+// oldestKeeper lists node's keepers afresh (waiting for guests still being
+// created, which may be keepers) and returns the lowest VMID.
+func (e *Executor) oldestKeeper(ctx context.Context, node string) (int, error) {
+	res, err := guestsSettled(ctx, e.Client, ObserveOptions{})
+	if err != nil {
+		return 0, err
+	}
+	oldest := 0
+	for _, r := range res {
+		if r.Node == node && r.Type == "lxc" && slices.Contains(plan.ParseTags(r.Tags), plan.TagKeeper) && (oldest == 0 || r.VMID < oldest) {
+			oldest = r.VMID
+		}
+	}
+	if oldest == 0 {
+		return 0, fmt.Errorf("node %s: the keeper corral just created is not listed", node)
+	}
+	return oldest, nil
+}
+
+// removeEmptyKeeper destroys a keeper this process just created and that
+// lost the race to be the node's first; it refuses if it holds anything.
+func (e *Executor) removeEmptyKeeper(ctx context.Context, k *keeper) error {
+	cc, err := k.read(ctx)
+	if err != nil {
+		return err
+	}
+	if plan.VolumeEntries(cc.Values) > 0 {
+		return nil // it holds volumes after all: keep it
+	}
+	if err := k.setProtection(ctx, false); err != nil {
+		return err
+	}
+	var upid string
+	err = e.Client.Delete(ctx, "/nodes/"+k.node+"/lxc/"+strconv.Itoa(k.vmid), url.Values{"purge": {"1"}}, &upid)
+	if err != nil {
+		return fmt.Errorf("remove the spare keeper %d: %w", k.vmid, err)
+	}
+	return e.wait(ctx, plan.KeeperName, upid)
+}
+
+// BreakLease removes the lease on node's first keeper. Unless force, only
+// a lease that ran out, or whose holder is a process of this machine that
+// is gone, is broken.
+func (e *Executor) BreakLease(ctx context.Context, obs *plan.Observed, node string, force bool) (*plan.Lease, error) {
+	ks := obs.Keepers[node]
+	if len(ks) == 0 {
+		return nil, fmt.Errorf("node %s has no keeper, so no lock", node)
+	}
+	k := &keeper{e: e, node: node, vmid: ks[0].VMID}
+	var broken *plan.Lease
+	err := k.change(ctx, "break the lock", func(s *keeperState) (url.Values, error) {
+		cur := s.notes.Lease
+		if cur == nil {
+			return nil, nil
+		}
+		if !force && time.Now().Before(cur.Until) && !holderGone(cur.Holder) {
+			return nil, fmt.Errorf("node %s is locked by %s, which may still be running (its lease runs until %s); "+
+				"if you are sure it is gone, run `corral unlock --node %s --force`", node, cur, cur.Until.UTC().Format(time.RFC3339), node)
+		}
+		broken = cur
+		s.notes.Lease = nil
+		return url.Values{}, nil
+	})
+	return broken, err
+}
+
+// holderGone reports whether holder (user@host:pid) names a process of
+// this machine that no longer runs.
+func holderGone(holder string) bool {
+	at := strings.LastIndex(holder, "@")
+	colon := strings.LastIndex(holder, ":")
+	if at < 0 || colon < at {
+		return false
+	}
+	host, _ := os.Hostname()
+	if holder[at+1:colon] != host {
+		return false
+	}
+	pid, err := strconv.Atoi(holder[colon+1:])
+	if err != nil || pid <= 0 {
+		return false
+	}
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return true
+	}
+	err = p.Signal(syscall.Signal(0))
+	return errors.Is(err, os.ErrProcessDone) || errors.Is(err, syscall.ESRCH)
+}

@@ -1,0 +1,270 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/corralhq/corral/internal/plan"
+	"github.com/corralhq/corral/internal/sim/model"
+)
+
+// End-to-end tests of what users do around corral (issue 11): two corrals
+// at once, a failed apply, edits in the PVE web UI. Each runs the real
+// CLI against the emulator over HTTPS.
+
+// threeVolumes is an app with three retained volumes.
+func threeVolumes(app string) string {
+	return fmt.Sprintf(`apps:
+  - name: %s
+    template: local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst
+    memory: 256
+    rootfs:
+      size: 2G
+    volumes:
+      - name: a
+        size: 1G
+        mount: /srv/a
+      - name: b
+        size: 1G
+        mount: /srv/b
+      - name: c
+        size: 1G
+        mount: /srv/c
+`, app)
+}
+
+// keeperOf returns the VMIDs of the keepers on pve, oldest first.
+func (c *cluster) keepers() []int {
+	c.t.Helper()
+	var out []int
+	for _, r := range c.srv.Cluster().Resources("vm") {
+		if strings.Contains(r.Tags, plan.TagKeeper) {
+			out = append(out, r.VMID)
+		}
+	}
+	return out
+}
+
+// appCTs returns the VMIDs of every CT whose config mounts volid.
+func (c *cluster) mountedBy(volid string) []int {
+	c.t.Helper()
+	var out []int
+	for _, r := range c.srv.Cluster().Resources("vm") {
+		if strings.Contains(r.Tags, plan.TagKeeper) {
+			continue
+		}
+		for k, v := range c.config(r.VMID) {
+			if strings.HasPrefix(k, "mp") && plan.ParseMountPoint(v).Volume == volid {
+				out = append(out, r.VMID)
+			}
+		}
+	}
+	return out
+}
+
+func (c *cluster) volumes() []plan.VolumeInfo {
+	c.t.Helper()
+	r := c.mustRun("volumes", "-o", "json")
+	var v struct {
+		Volumes []plan.VolumeInfo `json:"volumes"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil {
+		c.t.Fatalf("volumes -o json: %v\n%s", err, r.stdout)
+	}
+	return v.Volumes
+}
+
+// Scenario 1 and 10: two applies at once, of two manifests sharing the
+// node's keeper, and of the same manifest twice. Every volume stays
+// recorded, every app has one container, each volume is mounted once, and
+// the next plan of each manifest has nothing to do.
+func TestConcurrentApplies(t *testing.T) {
+	c := newCluster(t)
+	m1, m2 := writeManifest(t, threeVolumes("alpha")), writeManifest(t, threeVolumes("beta"))
+	var wg sync.WaitGroup
+	results := make([]result, 4)
+	for i, m := range []string{m1, m2, m1, m2} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = c.run("apply", "-f", m, "--auto-approve", "--skip-preflight")
+		}()
+	}
+	wg.Wait()
+	for i, r := range results {
+		if r.code != 0 {
+			t.Fatalf("apply %d: exit %d\n%s\n%s", i, r.code, r.stdout, r.stderr)
+		}
+	}
+	if ks := c.keepers(); len(ks) != 1 {
+		t.Errorf("keepers %v, want one (the one that lost the race to be first is removed)", ks)
+	}
+	vols := c.volumes()
+	if len(vols) != 6 {
+		t.Fatalf("volumes: %+v, want 6", vols)
+	}
+	for _, v := range vols {
+		if got := c.mountedBy(v.VolID); len(got) != 1 || v.Holder == "keeper" {
+			t.Errorf("volume %s/%s (%s) mounted by %v (holder %s), want exactly one app container", v.App, v.Name, v.VolID, got, v.Holder)
+		}
+	}
+	for _, m := range []string{m1, m2} {
+		if r := c.run("plan", "-f", m); r.code != 0 {
+			t.Errorf("plan after the concurrent applies: exit %d\n%s", r.code, r.stdout)
+		}
+	}
+	// No lease is left behind.
+	conf, _, err := c.srv.Cluster().CTConfig(model.Auth{UserID: "root@pam"}, "pve", c.keepers()[0], true, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := plan.ParseLease(conf["description"]); l != nil {
+		t.Errorf("lease left in the keeper: %+v", l)
+	}
+}
+
+// Scenario 2: an apply that fails after clearing the keeper's protection
+// leaves it protected.
+func TestFailedApplyLeavesKeeperProtected(t *testing.T) {
+	c := newCluster(t)
+	m := writeManifest(t, threeVolumes("alpha"))
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	big := writeManifest(t, strings.Replace(threeVolumes("alpha"), "      - name: c\n        size: 1G", "      - name: c\n        size: 1G\n      - name: huge\n        size: 900000G\n        mount: /srv/huge\n      - name: d\n        size: 1G", 1)+"")
+	r := c.run("apply", "-f", big, "--auto-approve", "--skip-preflight")
+	if r.code == 0 {
+		t.Fatalf("apply of a 900000G volume succeeded:\n%s", r.stderr)
+	}
+	for _, k := range c.keepers() {
+		if got := c.config(k)["protection"]; got != "1" {
+			t.Errorf("keeper %d protection=%q after the failed apply, want 1\n%s", k, got, r.stderr)
+		}
+	}
+	if r := c.run("plan", "-f", m); r.code != 0 {
+		t.Errorf("plan of the original manifest: exit %d\n%s", r.code, r.stdout)
+	}
+}
+
+// Scenario 3: the app's tags edited in the web UI. corral still knows its
+// container, puts the tags back, and never creates a second one.
+func TestTagsEditedInWebUI(t *testing.T) {
+	c := newCluster(t)
+	m := writeManifest(t, threeVolumes("alpha"))
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	vmid := c.status(m).Apps[0].Containers[0].VMID
+	root := model.Auth{UserID: "root@pam"}
+	if err := c.srv.Cluster().UpdateCTConfig(root, "pve", vmid, map[string]string{"tags": "mytag"}); err != nil {
+		t.Fatal(err)
+	}
+	r := c.run("plan", "-f", m)
+	if r.code != ExitChanges || !strings.Contains(r.stdout, "lacks corral's tags") || strings.Contains(r.stdout, "create") && strings.Contains(r.stdout, "no container for this app") {
+		t.Fatalf("plan after the tags were edited: exit %d\n%s", r.code, r.stdout)
+	}
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	if n := len(c.srv.Cluster().Resources("vm")); n != 2 {
+		t.Errorf("%d guests after apply, want 2 (app and keeper)", n)
+	}
+	if tags := c.config(vmid)["tags"]; !strings.Contains(tags, "corral-app-alpha") {
+		t.Errorf("tags=%q, want corral's tags back", tags)
+	}
+	if r := c.run("plan", "-f", m); r.code != 0 {
+		t.Errorf("plan: exit %d\n%s", r.code, r.stdout)
+	}
+}
+
+// Scenario 4: a corral-volume line deleted from the keeper's Notes, and
+// a record's mount point removed in the web UI: nothing is forgotten, no
+// empty volume is created, and the next apply writes both back.
+func TestKeeperNotesAndMountPointEdited(t *testing.T) {
+	c := newCluster(t)
+	m := writeManifest(t, threeVolumes("alpha"))
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	before := c.volumes()
+	k := c.keepers()[0]
+	root := model.Auth{UserID: "root@pam"}
+	conf, _, err := c.srv.Cluster().CTConfig(root, "pve", k, true, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	desc := conf["description"]
+	var kept []string
+	for _, line := range strings.Split(desc, "\n") {
+		if !strings.Contains(line, "alpha/a=") {
+			kept = append(kept, line)
+		}
+	}
+	var mpB string
+	for key, v := range conf {
+		if strings.HasPrefix(key, "mp") && strings.Contains(v, "/corral/alpha/b") {
+			mpB = key
+		}
+	}
+	params := map[string]string{"description": strings.Join(kept, "\n"), "protection": "0"}
+	if err := c.srv.Cluster().UpdateCTConfig(root, "pve", k, params); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.srv.Cluster().UpdateCTConfig(root, "pve", k, map[string]string{"delete": mpB}); err != nil {
+		t.Fatal(err)
+	}
+	r := c.run("plan", "-f", m)
+	if r.code != ExitChanges || strings.Contains(r.stdout, ": create (") {
+		t.Fatalf("plan after the edits: exit %d (want 2, a keeper repair and no new volume)\n%s", r.code, r.stdout)
+	}
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	after := c.volumes()
+	if len(after) != len(before) {
+		t.Fatalf("volumes before %+v\nafter %+v", before, after)
+	}
+	for i := range before {
+		if before[i].VolID != after[i].VolID {
+			t.Errorf("volume %s/%s: %s before, %s after", before[i].App, before[i].Name, before[i].VolID, after[i].VolID)
+		}
+	}
+	if r := c.run("plan", "-f", m); r.code != 0 {
+		t.Errorf("plan after the repair: exit %d\n%s", r.code, r.stdout)
+	}
+}
+
+// The lock: a live lease of another corral stops apply with a message
+// naming the holder; unlock refuses to break a lease that may be live
+// without --force; after it, apply runs.
+func TestLockHeldAndUnlock(t *testing.T) {
+	c := newCluster(t)
+	m := writeManifest(t, threeVolumes("alpha"))
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	k := c.keepers()[0]
+	root := model.Auth{UserID: "root@pam"}
+	conf, _, err := c.srv.Cluster().CTConfig(root, "pve", k, true, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease := plan.Lease{ID: "feedface", Holder: "ops@elsewhere:4242", Command: "apply", Since: time.Now(), Until: time.Now().Add(time.Hour)}
+	notes := plan.ParseKeeperNotes(conf["description"])
+	notes.Lease = &lease
+	if err := c.srv.Cluster().UpdateCTConfig(root, "pve", k, map[string]string{"description": notes.Render()}); err != nil {
+		t.Fatal(err)
+	}
+	grow := writeManifest(t, strings.Replace(threeVolumes("alpha"), "memory: 256", "memory: 512", 1))
+	r := c.run("apply", "-f", grow, "--auto-approve", "--lock-timeout", "0")
+	if r.code != ExitError || !strings.Contains(r.stderr, "ops@elsewhere:4242") || !strings.Contains(r.stderr, "corral unlock") {
+		t.Fatalf("apply while locked: exit %d\n%s", r.code, r.stderr)
+	}
+	if r := c.run("apply", "-f", m, "--lock-timeout", "-1s", "--auto-approve"); r.code != ExitError || !strings.Contains(r.stderr, "--lock-timeout") {
+		t.Errorf("negative --lock-timeout: exit %d\n%s", r.code, r.stderr)
+	}
+	r = c.run(append([]string{"unlock"}, c.connArgs()...)...)
+	if r.code != ExitError || !strings.Contains(r.stderr, "--force") {
+		t.Fatalf("unlock of a live lease: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = c.run(append([]string{"unlock", "--force"}, c.connArgs()...)...)
+	if r.code != 0 || !strings.Contains(r.stdout, "ops@elsewhere:4242") {
+		t.Fatalf("unlock --force: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	c.mustRun("apply", "-f", grow, "--auto-approve", "--lock-timeout", "0")
+	if got := c.config(c.status(grow).Apps[0].Containers[0].VMID)["memory"]; got != "512" {
+		t.Errorf("memory=%s after apply, want 512", got)
+	}
+}

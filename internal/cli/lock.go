@@ -1,0 +1,77 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/corralhq/corral/internal/apply"
+	"github.com/corralhq/corral/internal/plan"
+)
+
+// lockFlags are the flags of every verb that changes the cluster and so
+// takes corral's lock on the nodes it changes (apply/lock.go).
+type lockFlags struct {
+	timeout time.Duration
+}
+
+func (l *lockFlags) add(fs *pflag.FlagSet) {
+	fs.DurationVar(&l.timeout, "lock-timeout", 5*time.Minute, "how long to wait while another corral holds the lock on a node this command changes (0: fail at once)")
+}
+
+func (l *lockFlags) check() error {
+	if l.timeout < 0 {
+		return fmt.Errorf("--lock-timeout %s: want 0 or more", l.timeout)
+	}
+	return nil
+}
+
+// held is corral's lock on some nodes, and a context that is cancelled
+// when the lock is lost (broken by `corral unlock --force`, or not
+// renewed in time), so that nothing changes without the lock.
+type held struct {
+	lock   *apply.Lock
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// lockNodes takes the lock on nodes for command, saying on stderr whom it
+// waits for.
+func lockNodes(ctx context.Context, st *streams, ex *apply.Executor, obs *plan.Observed, nodes []string, command string, lf lockFlags, p *plan.Plan) (*held, error) {
+	if err := lf.check(); err != nil {
+		return nil, err
+	}
+	opts := apply.LockOptions{Command: command, Wait: lf.timeout, OnWait: func(msg string) { fmt.Fprintln(st.err, msg) }}
+	if p != nil {
+		for _, c := range p.Changes {
+			if c.Desired != nil && opts.Template == "" {
+				opts.Template, opts.RootStorage = c.Desired.Template, c.Desired.RootStorage
+			}
+		}
+	}
+	lock, err := ex.Lock(ctx, obs, nodes, opts)
+	if err != nil {
+		return nil, err
+	}
+	lctx, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-lock.Lost():
+			fmt.Fprintf(st.err, "corral's lock was lost (%v): stopping\n", lock.Err())
+			cancel()
+		case <-lctx.Done():
+		}
+	}()
+	return &held{lock: lock, ctx: lctx, cancel: cancel}, nil
+}
+
+// release gives the lock back (also after Ctrl-C).
+func (h *held) release() {
+	if h == nil {
+		return
+	}
+	h.cancel()
+	h.lock.Release()
+}
