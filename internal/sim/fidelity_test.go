@@ -452,3 +452,28 @@ func TestFidelity_emptyValue(t *testing.T) {
 		t.Errorf("tags= left tags %q in GET config", v)
 	}
 }
+
+// Item 14: an exception inside the restore worker is interpolated into
+// "unable to restore CT <vmid> - $err", so its "403 " stays, as it does
+// for vzdump's own permission check; the task log's last line says it too.
+func TestFidelity_restoreTaskPermission(t *testing.T) {
+	eachVersion(t, func(t *testing.T, k *e2e, _ string) {
+		k.create(k.op(), "101", url.Values{"net0": {"name=eth0,bridge=vmbr0,ip=dhcp"}})
+		k.mustOK(k.root(), http.MethodPost, "/nodes/pve/vzdump", url.Values{"vmid": {"101"}, "storage": {"local"}, "mode": {"stop"}, "compress": {"zstd"}})
+		var content []map[string]any
+		k.ok(k.op(), http.MethodGet, "/nodes/pve/storage/local/content", url.Values{"content": {"backup"}}, &content)
+		if len(content) != 1 {
+			t.Fatalf("backups: %v", content)
+		}
+		// VM.Backup is enough to restore over the CT, but its NIC needs SDN.Use.
+		k.ok(k.root(), http.MethodPost, "/access/roles", url.Values{"roleid": {"Restorer"}, "privs": {"VM.Audit,VM.Backup,Datastore.AllocateSpace,Datastore.Audit"}}, nil)
+		_, who := k.newUserToken("restorer@pve", "tok", false)
+		k.ok(k.root(), http.MethodPut, "/access/acl", url.Values{"path": {"/"}, "roles": {"Restorer"}, "users": {"restorer@pve"}}, nil)
+		task := k.task(who, http.MethodPost, "/nodes/pve/lxc", url.Values{"vmid": {"101"}, "ostemplate": {content[0]["volid"].(string)},
+			"restore": {"1"}, "force": {"1"}, "storage": {"local-lvm"}})
+		const msg = "unable to restore CT 101 - 403 Permission check failed (/sdn/zones/localnetwork/vmbr0, SDN.Use)"
+		if task.ExitStatus != msg || !task.has("TASK ERROR: "+msg) {
+			t.Errorf("restore without SDN.Use: exitstatus %q, log:\n%s", task.ExitStatus, strings.Join(task.log, "\n"))
+		}
+	})
+}
