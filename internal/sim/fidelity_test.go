@@ -477,3 +477,20 @@ func TestFidelity_restoreTaskPermission(t *testing.T) {
 		}
 	})
 }
+
+// PVE 9's env is not a config line of its own: write_pct_config writes
+// one lxc.environment.runtime line per variable after the other keys,
+// and the digest hashes that file.
+func TestFidelity_envInConfigFile(t *testing.T) {
+	k := newE2E(t)
+	k.create(k.op(), "101", nil)
+	k.ok(k.root(), http.MethodPut, "/nodes/pve/lxc/101/config", url.Values{"env": {"A=1\x00B=two words"}}, nil)
+	text, _ := k.srv.Cluster().ConfigText(101)
+	if !strings.HasSuffix(text, "unprivileged: 1\nlxc.environment.runtime: A=1\nlxc.environment.runtime: B=two words\n") {
+		t.Errorf("config file:\n%s", text)
+	}
+	conf := k.config("101", false)
+	if conf["env"] != "A=1\x00B=two words" || conf["digest"] != sha1Hex(text) {
+		t.Errorf("env %q digest %v (file SHA-1 %s)", conf["env"], conf["digest"], sha1Hex(text))
+	}
+}

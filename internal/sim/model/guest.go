@@ -97,7 +97,8 @@ func configText(g *Guest) string {
 }
 
 // writeSection writes one section: its description, then its keys
-// sorted, among them "delete" when pendingDelete is not empty.
+// sorted, among them "delete" when pendingDelete is not empty, then env
+// as lxc.environment.runtime lines.
 func writeSection(b *strings.Builder, conf map[string]string, pendingDelete string) {
 	for _, line := range descriptionLines(conf["description"]) {
 		b.WriteString("#" + encodeConfigText(line) + "\n")
@@ -109,11 +110,17 @@ func writeSection(b *strings.Builder, conf map[string]string, pendingDelete stri
 	}
 	for _, k := range keys {
 		switch k {
-		case "description":
+		case "description", "env":
 		case "delete":
 			fmt.Fprintf(b, "delete: %s\n", pendingDelete)
 		default:
 			fmt.Fprintf(b, "%s: %s\n", k, conf[k])
+		}
+	}
+	// PVE 9's env is written as raw lxc keys after the others.
+	for _, v := range strings.Split(conf["env"], "\x00") {
+		if v != "" {
+			fmt.Fprintf(b, "lxc.environment.runtime: %s\n", v)
 		}
 	}
 }

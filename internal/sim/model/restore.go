@@ -423,6 +423,12 @@ func parseConfigSection(text string) map[string]string {
 			return conf
 		case strings.HasPrefix(line, "#"):
 			desc = append(desc, decodeConfigText(line[1:]))
+		case strings.HasPrefix(line, "lxc.environment.runtime: "):
+			v := strings.TrimPrefix(line, "lxc.environment.runtime: ")
+			if e, ok := conf["env"]; ok {
+				v = e + "\x00" + v
+			}
+			conf["env"] = v
 		default:
 			if k, v, ok := strings.Cut(line, ": "); ok && k != "" {
 				conf[k] = v
