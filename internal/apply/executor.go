@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -349,6 +350,13 @@ func (e *Executor) update(ctx context.Context, c plan.Change, vols []attachment)
 			return err
 		}
 	}
+	if len(c.Revert) > 0 {
+		if err := e.step(c.App, "config", "revert pending "+strings.Join(c.Revert, ","), func() error {
+			return e.putConfig(ctx, node, vmid, url.Values{"revert": {strings.Join(c.Revert, ",")}})
+		}); err != nil {
+			return err
+		}
+	}
 	if len(c.Config) > 0 || len(c.Cleanup) > 0 {
 		params := url.Values{}
 		var dels []string
@@ -382,15 +390,22 @@ func (e *Executor) update(ctx context.Context, c plan.Change, vols []attachment)
 			return err
 		}
 	}
-	var detach []string
+	var detach, detached []string
 	for _, v := range c.Volumes {
 		if v.Action == plan.VolDetach && v.Key != "" {
 			detach = append(detach, v.Key)
+			detached = append(detached, v.VolID)
 		}
 	}
 	if len(detach) > 0 {
 		if err := e.step(c.App, "detach", strings.Join(detach, ","), func() error {
-			return e.putConfig(ctx, node, vmid, url.Values{"delete": {strings.Join(detach, ",")}})
+			if err := e.putConfig(ctx, node, vmid, url.Values{"delete": {strings.Join(detach, ",")}}); err != nil {
+				return err
+			}
+			// PVE keeps a detached volume as unusedN of the container;
+			// the keeper owns it, so dropping that reference frees
+			// nothing, and one apply leaves nothing for the next.
+			return e.dropReferences(ctx, node, vmid, detached)
 		}); err != nil {
 			return err
 		}
@@ -461,6 +476,26 @@ func (e *Executor) guardAttach(ctx context.Context, node string, vmid int, vols 
 		}
 	}
 	return e.guardUnreferenced(ctx, node, volids, allowed...)
+}
+
+// dropReferences deletes the unusedN entries of CT vmid that name one of
+// volids, volumes the CT does not own (PVE then only drops the entry).
+func (e *Executor) dropReferences(ctx context.Context, node string, vmid int, volids []string) error {
+	conf, err := containerConfig(ctx, e.Client, node, vmid)
+	if err != nil {
+		return err
+	}
+	var keys []string
+	for k, v := range conf {
+		if isUnused(k) && slices.Contains(volids, v) && plan.VolumeOwner(v) != vmid {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	slices.Sort(keys)
+	return e.putConfig(ctx, node, vmid, url.Values{"delete": {strings.Join(keys, ",")}})
 }
 
 // putConfig is a synchronous PUT .../config, retried while another

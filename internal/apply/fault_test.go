@@ -438,17 +438,19 @@ func failTasks(seed uint64, rate float64) model.TaskHook {
 func (r *rig) checkDeadCreate(vmid string) {
 	t := r.t
 	t.Helper()
-	found := false
+	// The newest create of that VMID left the placeholder (an earlier
+	// container may have had the same VMID and been created fine).
+	var newest *model.Task
 	for _, task := range r.srv.Cluster().Tasks("pve") {
-		if task.Type == "vzcreate" && task.ID == vmid {
-			found = true
-			if task.Status != "stopped" || goodExit(task.ExitStatus) {
-				t.Errorf("corral waits on CT %s, but its create task is %s %q", vmid, task.Status, task.ExitStatus)
-			}
+		if task.Type == "vzcreate" && task.ID == vmid && (newest == nil || task.StartTime > newest.StartTime ||
+			task.StartTime == newest.StartTime && task.PStart > newest.PStart) {
+			newest = &task
 		}
 	}
-	if !found {
+	if newest == nil {
 		t.Errorf("no create task for the placeholder CT %s", vmid)
+	} else if newest.Status != "stopped" || goodExit(newest.ExitStatus) {
+		t.Errorf("corral waits on CT %s, but its create task is %s %q", vmid, newest.Status, newest.ExitStatus)
 	}
 	cts, err := r.srv.Cluster().ListCTs("pve")
 	if err != nil {

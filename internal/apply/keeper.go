@@ -164,6 +164,11 @@ func (e *Executor) ensureKeeper(ctx context.Context, kc plan.KeeperChange, k *ke
 	if k == nil {
 		return nil, fmt.Errorf("keeper %d on %s is gone; run corral again", kc.VMID, kc.Node)
 	}
+	if _, err := k.read(ctx); pve.IsNotFound(err) {
+		// A spare keeper another corral made and removed (lock.go): it
+		// held nothing, so there is nothing to repair.
+		return k, nil
+	}
 	err := e.step(plan.KeeperName, "keeper", "repair "+strconv.Itoa(k.vmid)+": "+strings.Join(kc.Reasons, "; "), func() error {
 		if len(kc.Remount) > 0 {
 			return k.unprotected(ctx, func() error {
@@ -174,6 +179,16 @@ func (e *Executor) ensureKeeper(ctx context.Context, kc plan.KeeperChange, k *ke
 				}
 				return nil
 			})
+		}
+		if len(kc.DropIntents) > 0 {
+			if err := k.change(ctx, "forget adoption intents", func(s *keeperState) (url.Values, error) {
+				for _, vk := range kc.DropIntents {
+					delete(s.notes.Intents, vk)
+				}
+				return url.Values{}, nil
+			}); err != nil {
+				return err
+			}
 		}
 		// Protection and the Notes: one write does both.
 		return k.setProtection(ctx, true)

@@ -249,6 +249,11 @@ func (e *Executor) lockKeeper(ctx context.Context, obs *plan.Observed, node stri
 	if ks := obs.Keepers[node]; len(ks) > 0 {
 		return &keeper{e: e, node: node, vmid: ks[0].VMID}, nil
 	}
+	// Another corral may have made one since obs was read.
+	if oldest, err := e.oldestKeeper(ctx, node); err == nil {
+		obs.Keepers[node] = append(obs.Keepers[node], plan.NewKeeper(oldest, node, map[string]string{}))
+		return &keeper{e: e, node: node, vmid: oldest}, nil
+	}
 	tmpl := opts.Template
 	if tmpl == "" && len(obs.Templates[node]) > 0 {
 		tmpl = obs.Templates[node][0]
@@ -279,6 +284,11 @@ func (e *Executor) lockKeeper(ctx context.Context, obs *plan.Observed, node stri
 			return nil, err
 		}
 	}
+	for _, k := range obs.Keepers[node] {
+		if k.VMID == oldest {
+			return &keeper{e: e, node: node, vmid: oldest}, nil
+		}
+	}
 	obs.Keepers[node] = append(obs.Keepers[node], plan.NewKeeper(oldest, node, map[string]string{}))
 	return &keeper{e: e, node: node, vmid: oldest}, nil
 }
@@ -286,7 +296,7 @@ func (e *Executor) lockKeeper(ctx context.Context, obs *plan.Observed, node stri
 // oldestKeeper lists node's keepers afresh (waiting for guests still being
 // created, which may be keepers) and returns the lowest VMID.
 func (e *Executor) oldestKeeper(ctx context.Context, node string) (int, error) {
-	res, err := guestsSettled(ctx, e.Client, ObserveOptions{})
+	res, err := guestsSettled(ctx, e.Client, ObserveOptions{}, nil)
 	if err != nil {
 		return 0, err
 	}
@@ -311,6 +321,12 @@ func (e *Executor) removeEmptyKeeper(ctx context.Context, k *keeper) error {
 	}
 	if plan.VolumeEntries(cc.Values) > 0 {
 		return nil // it holds volumes after all: keep it
+	}
+	// Untag it first, so that another corral listing the guests from now
+	// on no longer takes it for a keeper (nor its cleared protection for
+	// one to repair).
+	if err := k.e.putConfig(ctx, k.node, k.vmid, url.Values{"tags": {plan.TagManaged}}); err != nil {
+		return fmt.Errorf("remove the spare keeper %d: %w", k.vmid, err)
 	}
 	if err := k.setProtection(ctx, false); err != nil {
 		return err

@@ -91,7 +91,13 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 	}
 	sort.Strings(obs.Nodes)
 
-	res, err := guestsSettled(ctx, c, opts)
+	var online []string
+	for _, n := range obs.Nodes {
+		if !slices.Contains(obs.Offline, n) {
+			online = append(online, n)
+		}
+	}
+	res, err := guestsSettled(ctx, c, opts, online)
 	if err != nil {
 		return nil, err
 	}
@@ -103,12 +109,12 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 				obs.Others[r.VMID] = plan.Guest{VMID: r.VMID, Node: r.Node, Type: r.Type, Name: r.Name}
 			}
 			if r.Type == "lxc" && r.VMID != 0 && !slices.Contains(obs.Offline, r.Node) {
-				conf, err := containerConfig(ctx, c, r.Node, r.VMID)
+				conf, pending, err := readCT(ctx, c, r.Node, r.VMID)
 				if err != nil && !pve.IsNotFound(err) {
 					return nil, err
 				}
 				if err == nil {
-					strangers[r.VMID] = &plan.CT{VMID: r.VMID, Node: r.Node, Status: r.Status, Lock: conf["lock"], Config: conf}
+					strangers[r.VMID] = &plan.CT{VMID: r.VMID, Node: r.Node, Status: r.Status, Lock: conf["lock"], Config: conf, Pending: pending}
 				}
 			}
 			continue
@@ -121,7 +127,7 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 			}
 			continue
 		}
-		conf, err := containerConfig(ctx, c, r.Node, r.VMID)
+		conf, pending, err := readCT(ctx, c, r.Node, r.VMID)
 		if err != nil {
 			if pve.IsNotFound(err) {
 				continue // destroyed between the two calls
@@ -132,11 +138,20 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 			obs.Keepers[r.Node] = append(obs.Keepers[r.Node], plan.NewKeeper(r.VMID, r.Node, conf))
 			continue
 		}
+		if app := tagged(tags, plan.TagRestoringPrefix); app != "" {
+			restoreOf(obs, app).New = &plan.CT{VMID: r.VMID, Node: r.Node, Status: r.Status, Lock: conf["lock"], Config: conf, Pending: pending}
+			restoreOf(obs, app).Stamp = plan.ParseRestoreMarker(conf["description"])
+			continue
+		}
+		if app := tagged(tags, plan.TagReplacedPrefix); app != "" {
+			restoreOf(obs, app).Replaced = &plan.CT{VMID: r.VMID, Node: r.Node, Status: r.Status, Lock: conf["lock"], Config: conf, Pending: pending}
+			continue
+		}
 		app := appOf(tags)
 		if app == "" {
 			continue
 		}
-		obs.Apps[app] = append(obs.Apps[app], &plan.CT{VMID: r.VMID, Node: r.Node, Status: r.Status, Lock: conf["lock"], Config: conf})
+		obs.Apps[app] = append(obs.Apps[app], &plan.CT{VMID: r.VMID, Node: r.Node, Status: r.Status, Lock: conf["lock"], Config: conf, Pending: pending})
 	}
 
 	for _, ks := range obs.Keepers {
@@ -183,7 +198,12 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 // be told apart from a stranger's. If corral was interrupted during a
 // create and runs again at once, planning without waiting would create the
 // app a second time.
-func guestsSettled(ctx context.Context, c *pve.Client, opts ObserveOptions) ([]resource, error) {
+//
+// It also waits for power and destroy tasks still running on corral's
+// containers on nodes (a corral killed during a destroy leaves its
+// shutdown running): planning against a container that stops or vanishes
+// a moment later would report "no changes" or fail on its config.
+func guestsSettled(ctx context.Context, c *pve.Client, opts ObserveOptions, nodes []string) ([]resource, error) {
 	limit := opts.CreateWait
 	if limit == 0 {
 		limit = 3 * time.Minute
@@ -202,7 +222,24 @@ func guestsSettled(ctx context.Context, c *pve.Client, opts ObserveOptions) ([]r
 			}
 		}
 		if len(creating) == 0 {
-			return res, nil
+			busy, err := busyTasks(ctx, c, res, nodes)
+			if err != nil {
+				return nil, err
+			}
+			if len(busy) == 0 {
+				return res, nil
+			}
+			if time.Now().After(deadline) {
+				return nil, fmt.Errorf("%s still running after %s; wait for it to end (Datacenter > Tasks) and run again", strings.Join(busy, ", "), limit)
+			}
+			if opts.OnWait != nil {
+				opts.OnWait("waiting for " + strings.Join(busy, ", ") + " to end")
+			}
+			if err := sleepCtx(ctx, delay); err != nil {
+				return nil, err
+			}
+			delay = min(2*delay, 2*time.Second)
+			continue
 		}
 		// A placeholder whose create task already failed never clears:
 		// say so at once rather than after the whole wait.
@@ -237,8 +274,23 @@ func deadCreates(ctx context.Context, c *pve.Client, res []resource) string {
 		if r.Type != "lxc" || r.Lock != "create" || r.Tags != "" {
 			continue
 		}
-		tasks, err := c.TaskList(ctx, r.Node, pve.TaskFilter{VMID: r.VMID, Type: "vzcreate", Source: "all", Limit: 1})
-		if err != nil || len(tasks) == 0 || tasks[0].EndTime == 0 || tasks[0].Status == "OK" {
+		tasks, err := c.TaskList(ctx, r.Node, pve.TaskFilter{VMID: r.VMID, Type: "vzcreate", Source: "all"})
+		if err != nil || len(tasks) == 0 {
+			return ""
+		}
+		// The newest create decides (a VMID is reused); one still running
+		// is no dead placeholder.
+		newest := tasks[0]
+		for _, t := range tasks {
+			if t.EndTime == 0 {
+				return ""
+			}
+			if t.StartTime > newest.StartTime || (t.StartTime == newest.StartTime && t.PStart > newest.PStart) {
+				newest = t
+			}
+		}
+		tasks[0] = newest
+		if tasks[0].Status == "OK" || strings.HasPrefix(tasks[0].Status, "WARNINGS") {
 			return ""
 		}
 		dead = append(dead, fmt.Sprintf("the create of CT %d on %s failed (task %s ended: %s) and left the half-made container locked (lock: create); "+
@@ -252,13 +304,26 @@ func deadCreates(ctx context.Context, c *pve.Client, res []resource) string {
 }
 
 // appOf returns the app name from a corral-app-<name> tag.
-func appOf(tags []string) string {
+func appOf(tags []string) string { return tagged(tags, plan.TagAppPrefix) }
+
+// tagged returns the app name of a <prefix><name> tag, or "".
+func tagged(tags []string, prefix string) string {
 	for _, t := range tags {
-		if name, ok := strings.CutPrefix(t, plan.TagAppPrefix); ok {
+		if name, ok := strings.CutPrefix(t, prefix); ok {
 			return name
 		}
 	}
 	return ""
+}
+
+func restoreOf(obs *plan.Observed, app string) *plan.Restore {
+	if obs.Restores == nil {
+		obs.Restores = map[string]*plan.Restore{}
+	}
+	if obs.Restores[app] == nil {
+		obs.Restores[app] = &plan.Restore{App: app}
+	}
+	return obs.Restores[app]
 }
 
 // containerConfig reads the active config (current=1) as raw strings.
@@ -318,4 +383,80 @@ func recognize(obs *plan.Observed, strangers map[int]*plan.CT) {
 		obs.Apps[app] = append(obs.Apps[app], ct)
 		obs.Warnings = append(obs.Warnings, fmt.Sprintf("container %d lacks corral's tags (edited outside corral?) but %s: corral treats it as app %s's container and puts its tags back", vmid, why, app))
 	}
+}
+
+// settleTypes are the task types guestsSettled waits for: they change a
+// container's power state or remove it.
+var settleTypes = map[string]bool{"vzshutdown": true, "vzstop": true, "vzstart": true, "vzreboot": true, "vzdestroy": true}
+
+// busyTasks lists the running power and destroy tasks on corral's
+// containers on nodes ("the vzshutdown of ct 105 on pve"). A token sees
+// its own tasks, which are the ones a killed corral leaves.
+func busyTasks(ctx context.Context, c *pve.Client, res []resource, nodes []string) ([]string, error) {
+	ours := map[string]bool{}
+	for _, r := range res {
+		if r.Type == "lxc" && slices.Contains(plan.ParseTags(r.Tags), plan.TagManaged) {
+			ours[r.Node+"/"+strconv.Itoa(r.VMID)] = true
+		}
+	}
+	if len(ours) == 0 {
+		return nil, nil
+	}
+	var busy []string
+	for _, node := range nodes {
+		tasks, err := c.TaskList(ctx, node, pve.TaskFilter{Source: "active"})
+		if err != nil {
+			return nil, fmt.Errorf("list running tasks on %s: %w", node, err)
+		}
+		for _, t := range tasks {
+			if settleTypes[t.Type] && t.EndTime == 0 && ours[node+"/"+t.ID] {
+				busy = append(busy, fmt.Sprintf("the %s of ct %s on %s", t.Type, t.ID, node))
+			}
+		}
+	}
+	return busy, nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// readCT reads a container's config in one request, GET …/pending: the
+// current values (what GET config?current=1 returns) and the changes
+// waiting for its next start (key → new value, "" for a pending delete).
+// Pending changes are part of the observed state: a pending delete=mpN
+// takes a volume away at the next restart.
+func readCT(ctx context.Context, c *pve.Client, node string, vmid int) (conf, pending map[string]string, err error) {
+	entries, err := c.Pending(ctx, node, vmid)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read config of ct %d: %w", vmid, err)
+	}
+	conf = make(map[string]string, len(entries))
+	for _, en := range entries {
+		if en.Key == "digest" {
+			continue
+		}
+		if en.Value != nil {
+			conf[en.Key] = string(*en.Value)
+		}
+		if en.Pending == nil && en.Delete == 0 {
+			continue
+		}
+		if pending == nil {
+			pending = map[string]string{}
+		}
+		if en.Delete != 0 {
+			pending[en.Key] = ""
+		} else {
+			pending[en.Key] = string(*en.Pending)
+		}
+	}
+	return conf, pending, nil
 }

@@ -77,10 +77,12 @@ type RestorePlan struct {
 	Renamed  []Renamed        `json:"renamed"`
 	Notes    []string         `json:"notes"`
 
-	conf    map[string]string // the archived config
-	params  url.Values
-	renames map[plan.VolumeKey]plan.VolumeKey
-	stamp   string
+	conf      map[string]string // the archived config
+	params    url.Values
+	finalTags string // the app's tags, set once the restored container runs
+	finalDesc string
+	renames   map[plan.VolumeKey]plan.VolumeKey
+	stamp     string
 }
 
 // RestoreRefusedError is a restore stopped before any change: privileges
@@ -190,9 +192,11 @@ func (e *Executor) PlanRestore(ctx context.Context, obs *plan.Observed, opts Res
 			refused.Problems = append(refused.Problems, fmt.Sprintf("the archive's %s is a %s mount (%s at %s): PVE lets only root@pam restore it (\"restoring '%s' to %s mount is only possible for root\")", key, kind, mp.Volume, mp.Path, key, kind))
 			continue
 		}
-		vn := names[mp.Volume].Name
+		// The manifest's name for the mount path first: the volume the
+		// archive had there may since have been displaced and renamed.
+		vn := opts.Names[mp.Path]
 		if vn == "" {
-			vn = opts.Names[mp.Path]
+			vn = baseName(names[mp.Volume].Name)
 		}
 		if vn == "" {
 			vn = key
@@ -204,12 +208,12 @@ func (e *Executor) PlanRestore(ctx context.Context, obs *plan.Observed, opts Res
 	}
 	// Records of the new app's volumes already in a keeper (the app was
 	// destroyed, or is being replaced) step aside, renamed, never freed.
-	stamp := time.Now().UTC().Format("20060102-150405")
+	stamp := uniqueStamp(obs, name, time.Now())
 	rp.stamp = stamp
 	for _, k := range obs.Keepers[node] {
 		for _, vk := range sortedVolumeKeys(k.Records) {
-			if vk.App != name {
-				continue
+			if vk.App != name || vk.Name != baseName(vk.Name) {
+				continue // another app's, or already set aside by an earlier restore
 			}
 			to := plan.VolumeKey{App: name, Name: vk.Name + "-replaced-" + stamp}
 			rp.renames[vk] = to
@@ -227,10 +231,15 @@ func (e *Executor) PlanRestore(ctx context.Context, obs *plan.Observed, opts Res
 			tags = append(tags, t)
 		}
 	}
-	params.Set("tags", strings.Join(plan.AppTags(plan.App{Name: name, Tags: tags}), ";"))
+	// Until it runs, the new container is tagged as a restore in flight,
+	// not as the app: an interrupted restore never leaves two containers
+	// of one app, and the next changing command finishes or undoes it.
+	rp.finalTags = strings.Join(plan.AppTags(plan.App{Name: name, Tags: tags}), ";")
+	params.Set("tags", plan.TagManaged+";"+plan.TagRestoringPrefix+name)
 	m := plan.ParseMarker(conf["description"])
 	desc := plan.AppDescription(plan.App{Name: name, Template: m.Template, Description: userDescription(conf["description"])})
-	params.Set("description", plan.WithGuestMarkers(desc, m.HostKey, m.Provisioned))
+	rp.finalDesc = plan.WithGuestMarkers(desc, m.HostKey, m.Provisioned)
+	params.Set("description", rp.finalDesc+plan.RestoreMarker(stamp))
 	ip := propValue(conf["net0"], "ip")
 	if opts.IP != "" && conf["net0"] != "" {
 		params.Set("net0", withIP(conf["net0"], opts.IP))
@@ -413,16 +422,84 @@ func (e *Executor) Restore(ctx context.Context, obs *plan.Observed, rp *RestoreP
 	if conf, err := containerConfig(ctx, e.Client, node, rp.VMID); err == nil {
 		res.MAC = propValue(conf["net0"], "hwaddr")
 	}
-	if err := e.switchRecords(ctx, rp, keepers); err != nil {
-		return nil, fmt.Errorf("%w\nthe restored container %d runs; its volumes are recorded as <name>-restored-%s until this is fixed (run the keeper's description edit again or rename by hand)", err, rp.VMID, rp.stamp)
-	}
+	old := 0
 	if rp.Replace {
-		if err := e.destroyCT(ctx, rp.App, node, rp.OldVMID); err != nil {
-			return nil, fmt.Errorf("%w\nthe restored container %d runs as app %s; the old ct %d is stopped, not yet destroyed: destroy it by hand (its volumes are in the keeper)", err, rp.VMID, name, rp.OldVMID)
-		}
-		res.Destroyed = rp.OldVMID
+		old = rp.OldVMID
 	}
+	if err := e.finishRestore(ctx, name, node, rp.VMID, old, rp.stamp); err != nil {
+		return nil, fmt.Errorf("%w\nthe restored container %d runs; the next corral apply, destroy or restore finishes the switch", err, rp.VMID)
+	}
+	res.Destroyed = old
 	return res, nil
+}
+
+// finishRestore makes the restored container newID app's, once it runs:
+// the replaced container oldID (0: none) is set aside (tagged
+// corral-replaced-<app>), newID gets the app's tags and description, the
+// keeper records switch (the restored volumes take their final names, the
+// displaced ones become <name>-replaced-<stamp>), and oldID is destroyed
+// (its volumes stay in the keeper). Every step can run again: an
+// interrupted finish is completed by the next changing command (Recover).
+func (e *Executor) finishRestore(ctx context.Context, app, node string, newID, oldID int, stamp string) error {
+	if oldID != 0 {
+		if err := e.step(app, "config", "set the old ct "+strconv.Itoa(oldID)+" aside", func() error {
+			return e.putConfig(ctx, node, oldID, url.Values{"tags": {plan.TagManaged + ";" + plan.TagReplacedPrefix + app}})
+		}); err != nil {
+			return err
+		}
+	}
+	conf, err := containerConfig(ctx, e.Client, node, newID)
+	if err != nil {
+		return err
+	}
+	var userTags []string
+	for _, t := range plan.ParseTags(conf["tags"]) {
+		if t != plan.TagManaged && !strings.HasPrefix(t, "corral-") {
+			userTags = append(userTags, t)
+		}
+	}
+	params := url.Values{"tags": {strings.Join(plan.AppTags(plan.App{Name: app, Tags: userTags}), ";")},
+		"description": {plan.WithoutRestoreMarker(conf["description"])}}
+	if err := e.step(app, "config", "make ct "+strconv.Itoa(newID)+" app "+app+"'s", func() error {
+		return e.putConfig(ctx, node, newID, params)
+	}); err != nil {
+		return err
+	}
+	if err := e.switchRecords(ctx, app, node, newID, stamp); err != nil {
+		return err
+	}
+	if oldID != 0 {
+		return e.destroyCT(ctx, app, node, oldID)
+	}
+	return nil
+}
+
+// Recover finishes or rolls back the restores an earlier corral left
+// half done (plan.Observed.Restores), before any other change: a restored
+// container that never took over is removed (its volumes stay in the
+// keeper as <app>/*-restored-<stamp>, where `corral volumes` lists them);
+// one whose old container was already set aside becomes the app's.
+func (e *Executor) Recover(ctx context.Context, obs *plan.Observed) error {
+	for _, app := range slices.Sorted(maps.Keys(obs.Restores)) {
+		r := obs.Restores[app]
+		var err error
+		switch {
+		case r.Rollback(obs):
+			err = e.destroyCT(ctx, app, r.New.Node, r.New.VMID)
+		case r.New != nil:
+			old := 0
+			if r.Replaced != nil {
+				old = r.Replaced.VMID
+			}
+			err = e.finishRestore(ctx, app, r.New.Node, r.New.VMID, old, r.Stamp)
+		default:
+			err = e.destroyCT(ctx, app, r.Replaced.Node, r.Replaced.VMID)
+		}
+		if err != nil {
+			return fmt.Errorf("recover the interrupted restore of app %s: %w", app, err)
+		}
+	}
+	return nil
 }
 
 // restoreVolumes adopts every restored volume into the keeper and
@@ -480,27 +557,89 @@ func (rp *RestorePlan) adoptKey(vol string) plan.VolumeKey {
 	return final
 }
 
-// switchRecords, once the restored container runs, renames the displaced
-// records to <name>-replaced-<time> and gives the restored volumes their
-// final names, in one description write per keeper.
-func (e *Executor) switchRecords(ctx context.Context, rp *RestorePlan, keepers *keeperSet) error {
-	moves := maps.Clone(rp.renames)
-	for _, v := range rp.Volumes {
-		if tmp := rp.adoptKey(v.Name); tmp.Name != v.Name {
-			moves[tmp] = plan.VolumeKey{App: rp.Name, Name: v.Name}
+// switchRecords, once the restored container newID runs, renames app's
+// records on node from what the keepers and newID hold now, so it can run
+// again after an interruption: a record of a volume newID does not mount
+// becomes <name>-replaced-<stamp>, a restored volume's temporary record
+// <name>-restored-<stamp> becomes <name>.
+func (e *Executor) switchRecords(ctx context.Context, app, node string, newID int, stamp string) error {
+	conf, err := containerConfig(ctx, e.Client, node, newID)
+	if err != nil {
+		return err
+	}
+	mounted := map[string]bool{}
+	for k, v := range conf {
+		if isMP(k) {
+			mounted[plan.ParseMountPoint(v).Volume] = true
 		}
 	}
-	if len(moves) == 0 {
-		return nil
+	var res []resource
+	if err := e.Client.Get(ctx, "/cluster/resources", url.Values{"type": {"vm"}}, &res); err != nil {
+		return fmt.Errorf("list guests: %w", err)
 	}
-	return e.step(rp.Name, "keeper", "record the restored volumes under app "+rp.Name+", the displaced ones as *-replaced-"+rp.stamp, func() error {
-		for _, k := range keepers.byNode[rp.Node] {
+	return e.step(app, "keeper", "record the restored volumes under app "+app+", the displaced ones as *-replaced-"+stamp, func() error {
+		for _, r := range res {
+			if r.Node != node || !slices.Contains(plan.ParseTags(r.Tags), plan.TagKeeper) {
+				continue
+			}
+			k := &keeper{e: e, node: node, vmid: r.VMID}
+			cc, err := k.read(ctx)
+			if err != nil {
+				return err
+			}
+			moves := restoreMoves(plan.MountRecords(cc.Values), app, stamp, mounted)
+			if len(moves) == 0 {
+				continue
+			}
 			if err := k.rename(ctx, moves); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
+}
+
+// restoreMoves are the record renames of a finished restore (see
+// switchRecords).
+func restoreMoves(recs map[plan.VolumeKey]string, app, stamp string, mounted map[string]bool) map[plan.VolumeKey]plan.VolumeKey {
+	moves := map[plan.VolumeKey]plan.VolumeKey{}
+	restored, replaced := "-restored-"+stamp, "-replaced-"+stamp
+	for vk, volid := range recs {
+		if vk.App != app {
+			continue
+		}
+		switch {
+		case strings.HasSuffix(vk.Name, restored) && mounted[volid]:
+			moves[vk] = plan.VolumeKey{App: app, Name: strings.TrimSuffix(vk.Name, restored)}
+		case !mounted[volid] && !strings.Contains(vk.Name, "-replaced-") && !strings.Contains(vk.Name, "-restored-"):
+			moves[vk] = plan.VolumeKey{App: app, Name: vk.Name + replaced}
+		}
+	}
+	return moves
+}
+
+// uniqueStamp is the time stamp a restore's temporary and displaced
+// records carry, made unique among app's records (two restores in one
+// second would otherwise give two volumes one name).
+func uniqueStamp(obs *plan.Observed, app string, now time.Time) string {
+	base := now.UTC().Format("20060102-150405")
+	taken := func(stamp string) bool {
+		for _, ks := range obs.Keepers {
+			for _, k := range ks {
+				for vk := range k.Records {
+					if vk.App == app && (strings.HasSuffix(vk.Name, "-replaced-"+stamp) || strings.HasSuffix(vk.Name, "-restored-"+stamp)) {
+						return true
+					}
+				}
+			}
+		}
+		return false
+	}
+	stamp := base
+	for i := 2; taken(stamp); i++ {
+		stamp = base + "-" + strconv.Itoa(i)
+	}
+	return stamp
 }
 
 // archiveNode is the node whose storage lists the archive: the old
@@ -587,4 +726,15 @@ func validName(s string) bool {
 		return false
 	}
 	return strings.Trim(s, "abcdefghijklmnopqrstuvwxyz0123456789-") == ""
+}
+
+// baseName is a record name without the -replaced-/-restored- suffix an
+// earlier restore gave it.
+func baseName(name string) string {
+	for _, sep := range []string{"-replaced-", "-restored-"} {
+		if i := strings.Index(name, sep); i > 0 {
+			name = name[:i]
+		}
+	}
+	return name
 }

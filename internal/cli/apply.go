@@ -131,6 +131,13 @@ func runApply(cmd *cobra.Command, st *streams, a *applyArgs) error {
 		ctx = lock.ctx
 		approved := pj
 		p, obs, pj, err = makePlan(ctx, s, f)
+		if err == nil && len(obs.Restores) > 0 {
+			// An interrupted restore first, then the plan for what it left.
+			if err := ex.Recover(ctx, obs); err != nil {
+				return redactErr(f, err)
+			}
+			p, obs, pj, err = makePlan(ctx, s, f)
+		}
 		if err != nil {
 			showPlan(pj)
 			return redactErr(f, err)

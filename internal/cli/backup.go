@@ -376,6 +376,15 @@ func runRestore(cmd *cobra.Command, st *streams, a *restoreArgs, app string) err
 	if obs, err = apply.Observe(ctx, j.s.client); err != nil {
 		return j.err(err)
 	}
+	if len(obs.Restores) > 0 {
+		// An earlier restore was interrupted: finish or undo it first.
+		if err := j.ex.Recover(ctx, obs); err != nil {
+			return j.err(err)
+		}
+		if obs, err = apply.Observe(ctx, j.s.client); err != nil {
+			return j.err(err)
+		}
+	}
 	if rp, err = j.ex.PlanRestore(ctx, obs, opts); err != nil {
 		return j.err(err)
 	}

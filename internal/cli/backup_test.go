@@ -621,3 +621,43 @@ func newClusterDir(t *testing.T, dir string) *cluster {
 	t.Cleanup(func() { srv.Close() })
 	return &cluster{t: t, srv: srv}
 }
+
+// Scenario 9 of issue 11: the same archive restored in place twice in a
+// row (within one second, as a script does). The app ends on the
+// archive's data, every displaced copy stays recorded under its own
+// name, and the next apply has nothing to do.
+func TestRestore_replaceTwice(t *testing.T) {
+	c := newCluster(t)
+	m := manifestWith(t, "512")
+	_, vols := c.setupNotes(m)
+	b := c.backup(m, "notes")
+	for i := 0; i < 2; i++ {
+		c.mustC("restore", "notes", "--archive", b.Archive, "--replace", "-f", m, "--auto-approve")
+	}
+	if r := c.run("plan", "-f", m); r.code != 0 {
+		t.Fatalf("plan after two restores: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	var inv struct {
+		Volumes []struct{ App, Name, VolID, Holder string } `json:"volumes"`
+	}
+	json.Unmarshal([]byte(c.mustRun("volumes", "-o", "json").stdout), &inv)
+	names := map[string]bool{}
+	replaced := 0
+	for _, v := range inv.Volumes {
+		if names[v.Name] {
+			t.Errorf("two records named %s: %+v", v.Name, inv.Volumes)
+		}
+		names[v.Name] = true
+		if strings.Contains(v.Name, "-replaced-") {
+			replaced++
+		}
+		if v.Name == "data" {
+			if got, _ := os.ReadFile(c.file(v.VolID, "data.txt")); string(got) != "precious" {
+				t.Errorf("data.txt after two restores = %q, want the archive's", got)
+			}
+		}
+	}
+	if want := 2 * len(vols); replaced != want {
+		t.Errorf("%d replaced records, want %d (each restore displaces every volume): %+v", replaced, want, inv.Volumes)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/corralhq/corral/internal/plan"
+	"github.com/corralhq/corral/internal/sim"
 	"github.com/corralhq/corral/internal/sim/model"
 )
 
@@ -266,5 +267,167 @@ func TestLockHeldAndUnlock(t *testing.T) {
 	c.mustRun("apply", "-f", grow, "--auto-approve", "--lock-timeout", "0")
 	if got := c.config(c.status(grow).Apps[0].Containers[0].VMID)["memory"]; got != "512" {
 		t.Errorf("memory=%s after apply, want 512", got)
+	}
+}
+
+// Scenario 8: adopting a volume corral already keeps for another app is
+// refused before anything changes.
+func TestAdoptOfAnotherAppsVolumeRefused(t *testing.T) {
+	c := newCluster(t)
+	m := writeManifest(t, threeVolumes("alpha"))
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	var volid string
+	for _, v := range c.volumes() {
+		if v.Name == "a" {
+			volid = v.VolID
+		}
+	}
+	thief := writeManifest(t, `apps:
+  - name: beta
+    template: local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst
+    volumes:
+      - name: stolen
+        mount: /srv/stolen
+        adopt: `+volid+"\n")
+	before := len(c.srv.Cluster().Resources("vm"))
+	for _, verb := range []string{"plan", "apply"} {
+		r := c.run(verb, "-f", thief, "--auto-approve")
+		if verb == "plan" {
+			r = c.run(verb, "-f", thief)
+		}
+		if r.code != ExitError || !strings.Contains(r.stdout+r.stderr, "one volume cannot belong to two apps") {
+			t.Fatalf("%s adopting alpha's volume: exit %d\n%s\n%s", verb, r.code, r.stdout, r.stderr)
+		}
+	}
+	if after := len(c.srv.Cluster().Resources("vm")); after != before {
+		t.Errorf("%d guests before, %d after a refused apply", before, after)
+	}
+	if got := c.mountedBy(volid); len(got) != 1 {
+		t.Errorf("%s mounted by %v, want alpha's container only", volid, got)
+	}
+}
+
+// Scenario 11: a pending delete=mpN on the running app (left by a destroy
+// racing an apply, or made by hand) is part of the observed state: plan
+// shows it, apply drops it, and the volume stays mounted.
+func TestPendingDeleteIsObserved(t *testing.T) {
+	c := newCluster(t)
+	m := writeManifest(t, threeVolumes("alpha"))
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	vmid := c.status(m).Apps[0].Containers[0].VMID
+	var mpKey string
+	for k, v := range c.config(vmid) {
+		if strings.HasPrefix(k, "mp") && strings.Contains(v, "mp=/srv/a") {
+			mpKey = k
+		}
+	}
+	if err := c.srv.Cluster().UpdateCTConfig(model.Auth{UserID: "root@pam"}, "pve", vmid, map[string]string{"delete": mpKey}); err != nil {
+		t.Fatal(err)
+	}
+	r := c.run("plan", "-f", m)
+	if r.code != ExitChanges || !strings.Contains(r.stdout, "drop pending changes "+mpKey+" (delete)") {
+		t.Fatalf("plan with a pending delete of %s: exit %d\n%s", mpKey, r.code, r.stdout)
+	}
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	if r := c.run("plan", "-f", m); r.code != 0 {
+		t.Fatalf("plan after apply: exit %d\n%s", r.code, r.stdout)
+	}
+	text, err := c.srv.Cluster().ConfigText(vmid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(text, "[pve:pending]") || !strings.Contains(text, "mp=/srv/a") {
+		t.Errorf("config after apply still has pending changes or lost /srv/a:\n%s", text)
+	}
+}
+
+// Scenario 13: dropping a volume from the manifest takes one apply: the
+// detached volume leaves no unusedN behind for a second one.
+func TestDetachTakesOneApply(t *testing.T) {
+	c := newCluster(t)
+	m := writeManifest(t, threeVolumes("alpha"))
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	fewer := writeManifest(t, strings.Replace(threeVolumes("alpha"), "      - name: c\n        size: 1G\n        mount: /srv/c\n", "", 1))
+	c.mustRun("apply", "-f", fewer, "--auto-approve")
+	if r := c.run("plan", "-f", fewer); r.code != 0 {
+		t.Fatalf("plan after one apply: exit %d\n%s", r.code, r.stdout)
+	}
+	vols := c.volumes()
+	if len(vols) != 3 {
+		t.Fatalf("volumes %+v, want all three kept", vols)
+	}
+}
+
+// Scenario 13: a corral killed during destroy leaves its shutdown task
+// running; the next plan waits for it instead of reporting the container
+// as running (it stops a moment later).
+func TestPlanWaitsForRunningShutdown(t *testing.T) {
+	scale := 0.25 // vzshutdown: 1 s
+	srv, err := sim.New(sim.Options{Dir: t.TempDir(), Listener: sim.ListenTLS, Listen: "127.0.0.1:0", TimeScale: &scale})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	c := &cluster{t: t, srv: srv}
+	m := writeManifest(t, threeVolumes("alpha"))
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	vmid := c.status(m).Apps[0].Containers[0].VMID
+	tokenID, _, _ := strings.Cut(srv.Credentials().OperatorToken, "=")
+	user, _, _ := strings.Cut(tokenID, "!")
+	if _, err := srv.Cluster().ShutdownCT(model.Auth{UserID: user, TokenID: tokenID}, "pve", vmid, map[string]string{}); err != nil {
+		t.Fatal(err)
+	}
+	r := c.run("plan", "-f", m)
+	if r.code != ExitChanges || !strings.Contains(r.stdout, "container is stopped") {
+		t.Fatalf("plan during a shutdown: exit %d (want 2: the container will be stopped)\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// A keeper left unprotected (a killed corral, or by hand) is shown by
+// status and plan, and repaired by apply.
+func TestUnprotectedKeeperShownAndRepaired(t *testing.T) {
+	c := newCluster(t)
+	m := writeManifest(t, threeVolumes("alpha"))
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	k := c.keepers()[0]
+	if err := c.srv.Cluster().UpdateCTConfig(model.Auth{UserID: "root@pam"}, "pve", k, map[string]string{"protection": "0"}); err != nil {
+		t.Fatal(err)
+	}
+	r := c.mustRun("status", "-f", m)
+	if !strings.Contains(r.stdout, fmt.Sprintf("keeper %d on pve: protection is off (corral apply repairs it)", k)) {
+		t.Errorf("status does not show the unprotected keeper:\n%s", r.stdout)
+	}
+	var st struct {
+		Keepers []struct {
+			VMID      int  `json:"vmid"`
+			Protected bool `json:"protected"`
+		} `json:"keepers"`
+	}
+	json.Unmarshal([]byte(c.mustRun("status", "-f", m, "-o", "json").stdout), &st)
+	if len(st.Keepers) != 1 || st.Keepers[0].Protected {
+		t.Errorf("status -o json keepers: %+v", st.Keepers)
+	}
+	if r := c.run("plan", "-f", m); r.code != ExitChanges || !strings.Contains(r.stdout, "protection is off") {
+		t.Errorf("plan: exit %d\n%s", r.code, r.stdout)
+	}
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	if got := c.config(k)["protection"]; got != "1" {
+		t.Errorf("protection=%q after apply", got)
+	}
+}
+
+// Scenario 7: tags in any case are compared as PVE stores them
+// (lower-cased, de-duplicated, sorted), so a manifest tag Prod is no
+// change on every plan.
+func TestTagsComparedAsPVEStoresThem(t *testing.T) {
+	c := newCluster(t)
+	m := writeManifest(t, strings.Replace(threeVolumes("alpha"), "    memory: 256\n", "    memory: 256\n    tags: [Zeta, Prod, prod]\n", 1))
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	vmid := c.status(m).Apps[0].Containers[0].VMID
+	if got := c.config(vmid)["tags"]; got != "corral;corral-app-alpha;prod;zeta" {
+		t.Errorf("tags=%q", got)
+	}
+	if r := c.run("plan", "-f", m); r.code != 0 {
+		t.Errorf("plan after apply: exit %d\n%s", r.code, r.stdout)
 	}
 }

@@ -110,6 +110,14 @@ func runDestroy(cmd *cobra.Command, st *streams, a *destroyArgs, names []string)
 	if obs, err = apply.Observe(ctx, s.client); err != nil {
 		return err
 	}
+	if len(obs.Restores) > 0 {
+		if err := ex.Recover(ctx, obs); err != nil {
+			return redactErr(f, err)
+		}
+		if obs, err = apply.Observe(ctx, s.client); err != nil {
+			return err
+		}
+	}
 	if p, err = plan.Destroy(apps, obs, a.deleteVolumes); err != nil {
 		return fmt.Errorf("destroy refused after the cluster changed; nothing was changed: %w", redactErr(f, err))
 	}

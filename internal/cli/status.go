@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -85,8 +86,9 @@ func newStatusCmd(st *streams) *cobra.Command {
 				}
 				out = append(out, as)
 			}
+			keepers := keeperStatus(obs, p)
 			if asJSON {
-				return writeJSON(st, map[string]any{"apps": out})
+				return writeJSON(st, map[string]any{"apps": out, "keepers": keepers})
 			}
 			tw := tabwriter.NewWriter(st.out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "APP\tCT\tNODE\tSTATUS\tIP\tDRIFT")
@@ -106,6 +108,14 @@ func newStatusCmd(st *streams) *cobra.Command {
 			for _, as := range out {
 				for _, r := range as.Reasons {
 					fmt.Fprintf(st.out, "  %s: %s\n", as.App, r)
+				}
+			}
+			for _, k := range keepers {
+				for _, r := range k.Problems {
+					fmt.Fprintf(st.out, "  keeper %d on %s: %s\n", k.VMID, k.Node, r)
+				}
+				if k.Lock != "" {
+					fmt.Fprintf(st.out, "  keeper %d on %s: locked by %s\n", k.VMID, k.Node, k.Lock)
 				}
 			}
 			if v := volumesOf(out); len(v) > 0 {
@@ -188,4 +198,40 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// keeperInfo is one keeper in `corral status`: what a repair would fix
+// (protection left off by a killed corral, Notes edited, a mount point
+// removed) and who holds corral's lock on its node.
+type keeperInfo struct {
+	VMID      int      `json:"vmid"`
+	Node      string   `json:"node"`
+	Protected bool     `json:"protected"`
+	Problems  []string `json:"problems"`
+	Lock      string   `json:"lock,omitempty"`
+}
+
+func keeperStatus(obs *plan.Observed, p *plan.Plan) []keeperInfo {
+	out := []keeperInfo{}
+	for _, node := range obs.Nodes {
+		for i, k := range obs.Keepers[node] {
+			ki := keeperInfo{VMID: k.VMID, Node: node, Protected: k.Protected, Problems: []string{}}
+			if p != nil {
+				for _, kc := range p.Keepers {
+					if kc.VMID == k.VMID {
+						for _, r := range kc.Reasons {
+							ki.Problems = append(ki.Problems, r+" (corral apply repairs it)")
+						}
+					}
+				}
+			} else if !k.Protected {
+				ki.Problems = append(ki.Problems, "protection is off (corral apply repairs it)")
+			}
+			if i == 0 && k.Lease != nil {
+				ki.Lock = k.Lease.String() + " until " + k.Lease.Until.UTC().Format(time.RFC3339)
+			}
+			out = append(out, ki)
+		}
+	}
+	return out
 }

@@ -13,7 +13,13 @@ const (
 	TagManaged   = "corral"
 	TagAppPrefix = "corral-app-"
 	TagKeeper    = "corral-keeper"
-	KeeperName   = "corral-keeper"
+	// A restore's new container carries TagRestoringPrefix+app until it
+	// runs; the container it replaces then carries TagReplacedPrefix+app
+	// until it is destroyed. Neither counts as the app's container, so an
+	// interrupted restore never leaves two of them (see Observed.Restores).
+	TagRestoringPrefix = "corral-restoring-"
+	TagReplacedPrefix  = "corral-replaced-"
+	KeeperName         = "corral-keeper"
 
 	markerApp      = "corral-app: "
 	markerTemplate = "corral-template: "
@@ -21,6 +27,7 @@ const (
 	markerGuest    = "corral-provisioned: "
 	markerVolume   = "corral-volume: "
 	markerAdopting = "corral-adopting: "
+	markerRestore  = "corral-restore: "
 	markerHeader   = "managed by corral; lines starting with 'corral-' are read back by corral"
 	keeperHeader   = "corral keeper: this container owns the volumes corral keeps for its apps; corral writes these Notes and reads them back. " +
 		"Never start it, keep protection on, and edit neither these lines nor its mount points (/corral/APP/VOLUME): each names whose data a volume holds."

@@ -13,6 +13,7 @@ import (
 // (RefusedError): destroying it would free them.
 func Destroy(apps []App, obs *Observed, deleteVolumes bool) (*Plan, error) {
 	p := &Plan{}
+	p.Recover, p.RecoverNodes = recoveries(obs)
 	var refused []string
 	for i := range apps {
 		a := &apps[i]

@@ -16,8 +16,18 @@ func Make(apps []App, obs *Observed) (*Plan, error) {
 	p := &Plan{}
 	var refused []string
 	var nodes []string // nodes whose apps have volumes, in manifest order
+	p.Recover, p.RecoverNodes = recoveries(obs)
 	for i := range apps {
 		a := &apps[i]
+		if r := obs.Restores[a.Name]; r != nil {
+			// Planned once the restore is finished or rolled back.
+			c := Change{App: a.Name, Action: NoOp, Desired: a}
+			if cts := obs.Apps[a.Name]; len(cts) > 0 {
+				c.VMID, c.Node = cts[0].VMID, cts[0].Node
+			}
+			p.Changes = append(p.Changes, c)
+			continue
+		}
 		node, err := pickNode(a, obs)
 		if err != nil {
 			refused = append(refused, err.Error())
@@ -82,7 +92,7 @@ func keeperChanges(node string, obs *Observed, changes []Change) []KeeperChange 
 	keepers := obs.Keepers[node]
 	rooms := make([]Room, len(keepers))
 	for i, k := range keepers {
-		if kc := keeperRepair(k); kc != nil {
+		if kc := keeperRepair(k, obs); kc != nil {
 			out = append(out, *kc)
 		}
 		rooms[i] = RoomOf(k)
@@ -136,7 +146,7 @@ func isKeeper(keepers []*Keeper, vmid int) bool {
 }
 
 // keeperRepair is the work an existing keeper needs, or nil.
-func keeperRepair(k *Keeper) *KeeperChange {
+func keeperRepair(k *Keeper, obs *Observed) *KeeperChange {
 	node := k.Node
 	kc := &KeeperChange{Node: node, VMID: k.VMID, Action: Update}
 	if !k.Protected {
@@ -149,6 +159,27 @@ func keeperRepair(k *Keeper) *KeeperChange {
 		}
 		kc.Remount[vk] = k.Lost[vk]
 		kc.Reasons = append(kc.Reasons, fmt.Sprintf("volume %s (%s) lost its mount point on the keeper (removed outside corral; PVE kept the volume): mount it again from its Notes line", vk, k.Lost[vk]))
+	}
+	// Adoptions interrupted after the move: the volume is the keeper's,
+	// under the entry its intent names, and gets its record. One whose
+	// move never happened is forgotten (the volume is where it was).
+	for _, vk := range sortedVolumeKeys(k.Intents) {
+		in := k.Intents[vk]
+		moved := ParseMountPoint(k.Config[in.Key]).Volume
+		_, srcLeft := obs.Volumes[volKey(k.Node, in.Source)]
+		switch {
+		case k.Records[vk] != "":
+			kc.DropIntents = append(kc.DropIntents, vk)
+		case moved != "" && VolumeOwner(moved) == k.VMID && !srcLeft:
+			if kc.Remount == nil {
+				kc.Remount = map[VolumeKey]string{}
+			}
+			kc.Remount[vk] = moved
+			kc.Reasons = append(kc.Reasons, fmt.Sprintf("finish the adoption of %s as %s (%s), interrupted after the move", in.Source, vk, moved))
+		case srcLeft:
+			kc.DropIntents = append(kc.DropIntents, vk)
+			kc.Reasons = append(kc.Reasons, fmt.Sprintf("forget the adoption of %s as %s, interrupted before the move (the volume is where it was)", in.Source, vk))
+		}
 	}
 	if !maps.Equal(ParseKeeperRecords(k.Config["description"]), k.Records) {
 		kc.Notes = true
@@ -247,6 +278,7 @@ func appChange(a *App, node string, obs *Observed) (Change, []string) {
 		c.Guest = a.GuestDigest != ""
 	default:
 		c.Guest = a.GuestDigest != "" && ParseMarker(ct.Config["description"]).Provisioned != a.GuestDigest
+		c.Revert = volumePending(ct)
 		c.Config = configEdits(a, ct)
 		c.Cleanup = cleanupKeys(ct, keepers)
 		for _, key := range detachKeys(a, ct, keepers) {
@@ -269,7 +301,7 @@ func appChange(a *App, node string, obs *Observed) (Change, []string) {
 		if !running {
 			c.Start = true
 		}
-		if len(c.Config) > 0 || len(c.Cleanup) > 0 || c.RootGrow > 0 || c.Start || c.Restart || c.Guest || volumesChange(c.Volumes) {
+		if len(c.Config) > 0 || len(c.Revert) > 0 || len(c.Cleanup) > 0 || c.RootGrow > 0 || c.Start || c.Restart || c.Guest || volumesChange(c.Volumes) {
 			c.Action = Update
 			c.Reasons = append(c.Reasons, updateReasons(c, ct)...)
 		}
@@ -299,6 +331,16 @@ func volumesChange(vs []VolumeChange) bool {
 
 func updateReasons(c Change, ct *CT) []string {
 	var r []string
+	if len(c.Revert) > 0 {
+		var keys []string
+		for _, k := range c.Revert {
+			if ct.Pending[k] == "" {
+				k += " (delete)"
+			}
+			keys = append(keys, k)
+		}
+		r = append(r, "drop pending changes "+strings.Join(keys, ", ")+" (left by an interrupted run or made outside corral; they would apply at the next restart)")
+	}
 	for _, e := range c.Config {
 		r = append(r, e.Key+" changes")
 	}
@@ -362,6 +404,9 @@ func volumeChange(a *App, v Volume, node string, ct *CT, keepers []*Keeper, obs 
 			}
 			if _, ok := obs.Volumes[volKey(node, v.Adopt)]; !ok {
 				return vc, fmt.Sprintf("app %s: volume %s: adopt: %s does not exist on node %s", a.Name, v.Name, v.Adopt, node)
+			}
+			if prob := adoptTaken(a.Name, v, node, obs); prob != "" {
+				return vc, prob
 			}
 			return vc, ""
 		}
@@ -608,5 +653,69 @@ func sortedVolumeKeys[V any](m map[VolumeKey]V) []VolumeKey {
 		out = append(out, k)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out
+}
+
+// adoptTaken refuses to adopt a volume corral already keeps for an app
+// (its own under another name, or another app's), or one that an app
+// container other than its owner mounts: adopting it would give one
+// volume to two apps, and a destroy --delete-volumes of one would free
+// the other's data.
+func adoptTaken(app string, v Volume, node string, obs *Observed) string {
+	for _, k := range obs.Keepers[node] {
+		for vk, volid := range k.Records {
+			if volid == v.Adopt {
+				return fmt.Sprintf("app %s: volume %s: adopt: %s is already corral's volume %s (kept by keeper %d); one volume cannot belong to two apps: "+
+					"use that app's volume, or drop adopt: to get a new volume", app, v.Name, v.Adopt, vk, k.VMID)
+			}
+		}
+	}
+	for _, name := range sortedKeys(obs.Apps) {
+		for _, ct := range obs.Apps[name] {
+			if ct.VMID == VolumeOwner(v.Adopt) {
+				continue
+			}
+			for key, val := range ct.Config {
+				if (key == "rootfs" || isIndexedKey(key, "mp")) && ParseMountPoint(val).Volume == v.Adopt {
+					return fmt.Sprintf("app %s: volume %s: adopt: %s is mounted by container %d (app %s) as %s; one volume cannot belong to two apps", app, v.Name, v.Adopt, ct.VMID, name, key)
+				}
+			}
+		}
+	}
+	return ""
+}
+
+func isIndexedKey(key, prefix string) bool {
+	_, ok := indexed(key, prefix)
+	return ok
+}
+
+// recoveries describes the interrupted restores, in app order, and the
+// nodes they are on.
+func recoveries(obs *Observed) (text, nodes []string) {
+	for _, app := range sortedKeys(obs.Restores) {
+		r := obs.Restores[app]
+		text = append(text, r.String(obs))
+		for _, ct := range []*CT{r.New, r.Replaced} {
+			if ct != nil {
+				nodes = append(nodes, ct.Node)
+			}
+		}
+	}
+	return text, nodes
+}
+
+// volumePending are the container's pending changes to its volumes
+// (rootfs, mpN, unusedN): the plan is made against the current ones, so
+// they are dropped first. Other pending changes are left alone (an
+// administrator's `pct set` of a root-only feature waits for the next
+// restart that way); a key the manifest sets is overwritten anyway.
+func volumePending(ct *CT) []string {
+	var out []string
+	for _, k := range sortedKeys(ct.Pending) {
+		if k == "rootfs" || isIndexedKey(k, "mp") || isIndexedKey(k, "unused") {
+			out = append(out, k)
+		}
+	}
 	return out
 }

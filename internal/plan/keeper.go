@@ -180,3 +180,29 @@ func NewKeeper(vmid int, node string, conf map[string]string) *Keeper {
 	return &Keeper{VMID: vmid, Node: node, Protected: conf["protection"] == "1", Config: conf,
 		Records: recs, Lost: lost, Intents: notes.Intents, Lease: notes.Lease}
 }
+
+// RestoreMarker is the description line of a restore's new container
+// ("corral-restore: stamp=…"): the suffix its volumes' temporary records
+// carry, so an interrupted restore can be finished.
+func RestoreMarker(stamp string) string { return markerRestore + "stamp=" + stamp + "\n" }
+
+// ParseRestoreMarker returns the stamp of a restore marker, or "".
+func ParseRestoreMarker(desc string) string {
+	for _, line := range strings.Split(desc, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), markerRestore+"stamp="); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+// WithoutRestoreMarker drops the restore marker line.
+func WithoutRestoreMarker(desc string) string {
+	var b strings.Builder
+	for _, line := range strings.SplitAfter(desc, "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(line), markerRestore) {
+			b.WriteString(line)
+		}
+	}
+	return b.String()
+}

@@ -33,6 +33,10 @@ func (a Action) String() string {
 
 // Plan is the ordered list of changes corral will make.
 type Plan struct {
+	// Recover lists interrupted restores that are finished or rolled
+	// back first (Observed.Restores), in words.
+	Recover      []string
+	RecoverNodes []string
 	// Keepers are keeper CTs to create or repair, before any app change.
 	Keepers []KeeperChange
 	// Changes are per-app changes, in manifest order.
@@ -44,7 +48,7 @@ type Plan struct {
 
 // HasChanges reports whether applying the plan would change anything.
 func (p *Plan) HasChanges() bool {
-	if len(p.Keepers) > 0 {
+	if len(p.Keepers) > 0 || len(p.Recover) > 0 {
 		return true
 	}
 	for _, c := range p.Changes {
@@ -66,6 +70,8 @@ type KeeperChange struct {
 	// Remount lists records whose mount point was removed outside corral
 	// (the volume stayed as the keeper's unusedN): mounted again.
 	Remount map[VolumeKey]string
+	// DropIntents are adoption intents to forget (done, or never begun).
+	DropIntents []VolumeKey
 	// Notes: the Notes lines differ from the records and are written again.
 	Notes bool
 }
@@ -87,6 +93,9 @@ type Change struct {
 	Restart bool
 	// Start: the CT must be running at the end (it is stopped now).
 	Start bool
+	// Revert lists keys with pending changes to drop first (PUT
+	// revert=…): the plan is made against the current values.
+	Revert []string
 	// Cleanup lists workload keys (unusedN) that only reference keeper
 	// volumes and can be dropped without freeing anything.
 	Cleanup []string
@@ -150,7 +159,7 @@ func (e *RefusedError) Error() string {
 
 // Nodes are the nodes whose containers or keepers the plan changes.
 func (p *Plan) Nodes() []string {
-	var out []string
+	out := slices.Clone(p.RecoverNodes)
 	for _, k := range p.Keepers {
 		out = append(out, k.Node)
 	}

@@ -1,5 +1,7 @@
 package plan
 
+import "fmt"
+
 // App is one desired app, in Proxmox VE's terms (sizes in bytes, memory in
 // MiB). It is built from the manifest by FromManifest.
 type App struct {
@@ -80,6 +82,11 @@ type Observed struct {
 	// Others are the guests corral does not manage, by VMID: a pinned
 	// vmid that one of them holds cannot be used.
 	Others map[int]Guest
+	// Restores are restores that were interrupted, by app: the new
+	// container (tagged corral-restoring-<app>) and the one it replaces
+	// (tagged corral-replaced-<app>) if it was already set aside. The
+	// next changing command finishes or rolls them back first.
+	Restores map[string]*Restore
 	// Warnings are findings of the observation itself (a container
 	// recognized although its tags were edited), shown with the plan.
 	Warnings []string
@@ -114,6 +121,9 @@ type CT struct {
 	Status string // running | stopped
 	Lock   string
 	Config map[string]string // active config (current=1), raw values
+	// Pending are changes waiting for the next start: key → new value,
+	// "" for a delete (left by an interrupted run, or made by hand).
+	Pending map[string]string
 }
 
 // Keeper is the observed per-node keeper CT. Records come from its mount
@@ -139,3 +149,27 @@ type VolumeKey struct{ App, Name string }
 func (k VolumeKey) String() string { return k.App + "/" + k.Name }
 
 func volKey(node, volid string) string { return node + "/" + volid }
+
+// Restore is an interrupted restore of an app.
+type Restore struct {
+	App      string
+	New      *CT // tagged corral-restoring-<app>; nil once it became the app's
+	Replaced *CT // tagged corral-replaced-<app>; nil before it was set aside
+	Stamp    string
+}
+
+// Rollback reports whether the restore is undone rather than finished:
+// the app still has its own container, so the new one never took over.
+func (r *Restore) Rollback(o *Observed) bool { return r.New != nil && len(o.Apps[r.App]) > 0 }
+
+// String says what the next changing command does about it.
+func (r *Restore) String(o *Observed) string {
+	switch {
+	case r.Rollback(o):
+		return fmt.Sprintf("a restore of app %s was interrupted before the restored container %d took over: it is removed (its restored volumes stay in the keeper as %s/*-restored-%s) and the app keeps container %d", r.App, r.New.VMID, r.App, r.Stamp, o.Apps[r.App][0].VMID)
+	case r.New != nil:
+		return fmt.Sprintf("a restore of app %s was interrupted after its old container was set aside: the restored container %d becomes the app's and the old one is removed (its volumes stay in the keeper)", r.App, r.New.VMID)
+	default:
+		return fmt.Sprintf("a restore of app %s left the replaced container %d: it is removed (its volumes stay in the keeper)", r.App, r.Replaced.VMID)
+	}
+}

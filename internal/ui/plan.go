@@ -11,13 +11,16 @@ import (
 
 // PlanJSON is the machine form of a plan (corral plan -o json).
 type PlanJSON struct {
-	FormatVersion string         `json:"format_version"`
-	HasChanges    bool           `json:"has_changes"`
-	Keepers       []KeeperJSON   `json:"keepers"`
-	Changes       []ChangeJSON   `json:"changes"`
-	Warnings      []string       `json:"warnings"`
-	Refused       []string       `json:"refused,omitempty"`
-	Summary       map[string]int `json:"summary"`
+	FormatVersion string       `json:"format_version"`
+	HasChanges    bool         `json:"has_changes"`
+	Keepers       []KeeperJSON `json:"keepers"`
+	// Recover says what the next changing command finishes or rolls back
+	// of an interrupted restore, before anything else.
+	Recover  []string       `json:"recover,omitempty"`
+	Changes  []ChangeJSON   `json:"changes"`
+	Warnings []string       `json:"warnings"`
+	Refused  []string       `json:"refused,omitempty"`
+	Summary  map[string]int `json:"summary"`
 }
 
 // KeeperJSON is a keeper change.
@@ -71,6 +74,7 @@ func NewPlanJSON(p *plan.Plan, refused []string) PlanJSON {
 	if out.Warnings == nil {
 		out.Warnings = []string{}
 	}
+	out.Recover = p.Recover
 	for _, k := range p.Keepers {
 		out.Keepers = append(out.Keepers, KeeperJSON{Node: k.Node, VMID: k.VMID, Action: k.Action.String(), Reasons: k.Reasons})
 	}
@@ -104,6 +108,9 @@ func WritePlanJSON(w io.Writer, pj PlanJSON) error {
 // app with a diff symbol, the reasons, and each volume's fate.
 func WritePlanText(w io.Writer, pj PlanJSON) {
 	sym := map[string]string{"create": "+", "update": "~", "replace": "-/+", "delete": "-", "no-op": " "}
+	for _, r := range pj.Recover {
+		fmt.Fprintf(w, "~ recover: %s\n", r)
+	}
 	for _, k := range pj.Keepers {
 		fmt.Fprintf(w, "%s keeper on %s%s\n", sym[k.Action], k.Node, vmidSuffix(k.VMID))
 		for _, r := range k.Reasons {

@@ -1,0 +1,77 @@
+package apply_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/corralhq/corral/internal/apply"
+	"github.com/corralhq/corral/internal/plan"
+	"github.com/corralhq/corral/internal/pve"
+)
+
+// interrupter cancels the run (as Ctrl-C or SIGTERM do) right after PVE
+// answered the first request whose body contains trigger; the network
+// keeps working.
+type interrupter struct {
+	base    http.RoundTripper
+	trigger string
+	cancel  context.CancelFunc
+	fired   atomic.Bool
+}
+
+func (i *interrupter) RoundTrip(r *http.Request) (*http.Response, error) {
+	var body []byte
+	if r.Body != nil {
+		body, _ = io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	resp, err := i.base.RoundTrip(r)
+	if err == nil && strings.Contains(string(body), i.trigger) && i.fired.CompareAndSwap(false, true) {
+		i.cancel()
+	}
+	return resp, err
+}
+
+// An apply interrupted while a keeper's protection is off sets it again
+// before it returns (issue 11, scenario 2).
+func TestInterruptedApplyLeavesKeeperProtected(t *testing.T) {
+	r := newRig(t)
+	if _, err := r.run(cycle[0], 0); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	in := &interrupter{base: r.srv.HTTPClient().Transport, trigger: "protection=0", cancel: cancel}
+	c, err := pve.New(pve.Config{Endpoint: r.srv.URL(), Token: r.srv.Credentials().OperatorToken, HTTPClient: &http.Client{Transport: in}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs, err := apply.Observe(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A new volume: the keeper's protection is cleared to allocate it.
+	apps := loadApps(t, cycle[0])
+	apps[0].Volumes = append(apps[0].Volumes, plan.Volume{Name: "extra", Storage: "local-lvm", Size: 1 << 30, Mount: "/srv/extra", Reclaim: plan.Retain})
+	p, err := plan.Make(apps, obs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = (&apply.Executor{Client: c}).Apply(ctx, p, obs)
+	if !in.fired.Load() || !errors.Is(err, context.Canceled) {
+		t.Fatalf("apply: %v (interrupted: %v), want it cancelled after clearing protection", err, in.fired.Load())
+	}
+	for _, ks := range r.observe().Keepers {
+		for _, k := range ks {
+			if !k.Protected {
+				t.Errorf("keeper %d is unprotected after the interrupted apply", k.VMID)
+			}
+		}
+	}
+}
