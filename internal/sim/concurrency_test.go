@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -22,6 +23,7 @@ func TestConcurrentCreates(t *testing.T) {
 	var (
 		mu       sync.Mutex
 		created  = map[int]int{} // vmid -> worker
+		upids    = map[int]string{}
 		clashes  int
 		problems []string
 	)
@@ -51,6 +53,7 @@ func TestConcurrentCreates(t *testing.T) {
 						problems = append(problems, fmt.Sprintf("vmid %d created by workers %d and %d", vmid, prev, w))
 					}
 					created[vmid] = w
+					upids[vmid] = strings.Trim(string(r.data), `"`)
 					n++
 				case r.status == 500 && r.msg == fmt.Sprintf("CT %d already exists on node 'pve'\n", vmid),
 					// lost the race after check_vmid_unused: create_and_lock_config's error with $emsg
@@ -89,9 +92,11 @@ func TestConcurrentCreates(t *testing.T) {
 			t.Errorf("created CT %d not listed", vmid)
 		}
 	}
-	// Every rootfs is its own volume.
+	// Every rootfs is its own volume (once the create tasks are done:
+	// until then a config holds only "lock: create").
 	vols := map[string]int{}
 	for vmid := range created {
+		k.wait(k.op(), upids[vmid])
 		conf := k.config(strconv.Itoa(vmid), false)
 		vols[fmt.Sprint(conf["rootfs"])]++
 	}

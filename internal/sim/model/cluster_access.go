@@ -52,6 +52,16 @@ func (c *Cluster) Check(auth Auth, path string, privs []string, any bool) error 
 	return c.st.Access.Check(auth, path, privs, any)
 }
 
+// CheckPermModify is RPCEnvironment check_perm_modify, the schema's
+// "perm-modify" check: Permissions.Modify on path, or for /vms/<id>,
+// /storage/<id> and /pool/<id> VM.Allocate, Datastore.Allocate or
+// Pool.Allocate instead (403 names them all, joined by "|").
+func (c *Cluster) CheckPermModify(auth Auth, path string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.st.Access.checkPermModify(auth, path)
+}
+
 // HasPriv reports whether auth holds priv on path.
 func (c *Cluster) HasPriv(auth Auth, path, priv string) bool {
 	c.mu.Lock()

@@ -91,6 +91,11 @@ type Resource struct {
 
 	// sdn
 	SDN string
+
+	// NoStats leaves a node's figures out, as extract_node_stats does for
+	// a caller without Sys.Audit on /nodes/<node>: the entry is listed
+	// all the same.
+	NoStats bool
 }
 
 // MarshalJSON renders the fields PVE sends for the resource's type.
@@ -113,12 +118,8 @@ func (r Resource) MarshalJSON() ([]byte, error) {
 			m["lock"] = r.Lock
 		}
 	case "node":
-		m["level"] = ""
 		m["cgroup-mode"] = 2
-		m["maxcpu"], m["maxmem"], m["maxdisk"] = r.MaxCPU, r.MaxMem, r.MaxDisk
-		if r.Status == "online" {
-			m["cpu"], m["mem"], m["disk"], m["uptime"] = r.CPU, r.Mem, r.Disk, r.Uptime
-		}
+		nodeStats(m, r.Status, r.NoStats, r.CPU, r.MaxCPU, r.Mem, r.MaxMem, r.Disk, r.MaxDisk, r.Uptime)
 	case "storage":
 		m["storage"] = r.Storage
 		m["content"] = r.Content
@@ -129,6 +130,21 @@ func (r Resource) MarshalJSON() ([]byte, error) {
 		m["sdn"] = r.SDN
 	}
 	return json.Marshal(m)
+}
+
+// nodeStats adds what PVE::API2Tools extract_node_stats adds to a node
+// entry of /cluster/resources and /nodes: the support level always, the
+// capacities unless noStats, the usage only for an online node and
+// unless noStats.
+func nodeStats(m map[string]any, status string, noStats bool, cpu float64, maxCPU int, mem, maxMem, disk, maxDisk, uptime int64) {
+	m["level"] = ""
+	if noStats {
+		return
+	}
+	m["maxcpu"], m["maxmem"], m["maxdisk"] = maxCPU, maxMem, maxDisk
+	if status == "online" {
+		m["cpu"], m["mem"], m["disk"], m["uptime"] = cpu, mem, disk, uptime
+	}
 }
 
 func boolInt(b bool) int {
@@ -291,7 +307,9 @@ func (c *Cluster) hostUsageLocked(n *Node) hostUsage {
 	return u
 }
 
-// NodeInfo is one entry of GET /nodes.
+// NodeInfo is one entry of GET /nodes (Nodes.pm index:
+// extract_node_stats plus ssl_fingerprint); MarshalJSON writes the fields
+// PVE sends.
 type NodeInfo struct {
 	ID     string  `json:"id"`
 	Type   string  `json:"type"`
@@ -309,6 +327,18 @@ type NodeInfo struct {
 	// SSLFingerprint is the node certificate's SHA-256 fingerprint; the
 	// HTTP layer, which owns the certificate, fills it in.
 	SSLFingerprint string `json:"ssl_fingerprint,omitempty"`
+	// NoStats is Resource.NoStats: the caller may not audit the node.
+	NoStats bool `json:"-"`
+}
+
+// MarshalJSON renders the entry as Nodes.pm index does.
+func (n NodeInfo) MarshalJSON() ([]byte, error) {
+	m := map[string]any{"id": n.ID, "type": n.Type, "node": n.Node, "status": n.Status}
+	nodeStats(m, n.Status, n.NoStats, n.CPU, n.MaxCPU, n.Mem, n.MaxMem, n.Disk, n.MaxDisk, n.Uptime)
+	if n.SSLFingerprint != "" {
+		m["ssl_fingerprint"] = n.SSLFingerprint
+	}
+	return json.Marshal(m)
 }
 
 // Nodes is GET /nodes.

@@ -561,9 +561,4 @@ func volumeInUse(g *Guest, volid string, snapshots, pending bool) bool {
 }
 
 // errText is an error's message as PVE would print it, newline kept.
-func errText(err error) string {
-	if e, ok := err.(*Error); ok && len(e.Params) == 0 {
-		return e.Message
-	}
-	return err.Error() + "\n"
-}
+func errText(err error) string { return PerlText(err) }

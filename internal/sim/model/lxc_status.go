@@ -46,6 +46,9 @@ type CTStatus struct {
 
 	Uptime int64 // seconds since start while running
 	PID    int   // init's PID while running
+	// Pressure is whether vmstatus reports the cgroup's PSI values
+	// (pressure*): from pve-container 6 (PVE 9) on, not on 8.4.
+	Pressure bool
 }
 
 // Fields is the status as PVE's JSON object, for callers that add keys
@@ -69,7 +72,9 @@ func (s CTStatus) Fields() map[string]any {
 	}
 	if s.Status == "running" {
 		m["pid"] = s.PID
-		// PSI of the CT's cgroup, strings with two decimals (PVE 8.3+).
+	}
+	if s.Status == "running" && s.Pressure {
+		// PSI of the CT's cgroup, strings with two decimals.
 		for _, k := range []string{"pressurecpusome", "pressurecpufull", "pressureiosome", "pressureiofull", "pressurememorysome", "pressurememoryfull"} {
 			m[k] = "0.00"
 		}
@@ -127,6 +132,7 @@ func (c *Cluster) ctStatusLocked(g *Guest) CTStatus {
 		CPUs:     c.ctStatusCPUsLocked(g),
 		MaxMem:   guestMaxMem(g),
 		MaxDisk:  guestRootfsSize(g),
+		Pressure: c.opts.Version != "8.4",
 	}
 	if s.MaxDisk == 0 {
 		s.MaxDisk = ctDefaultMaxDisk

@@ -437,7 +437,8 @@ func (c *Cluster) Snapshots(node string, vmid int) ([]SnapshotInfo, error) {
 	var out []SnapshotInfo
 	for name, s := range g.Snapshots {
 		t, _ := strconv.ParseInt(s.Config["snaptime"], 10, 64)
-		out = append(out, SnapshotInfo{Name: name, Description: s.Config["description"], SnapTime: t,
+		desc, _ := descriptionAsRead(s.Config["description"]) // snapshot_list: description || ''
+		out = append(out, SnapshotInfo{Name: name, Description: desc, SnapTime: t,
 			Parent: s.Config["parent"], SnapState: s.Config["snapstate"]})
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -468,6 +469,7 @@ func (c *Cluster) SnapshotConfig(node string, vmid int, name string) (map[string
 	for k, v := range s.Config {
 		out[k] = v
 	}
+	setDescriptionAsRead(out)
 	return out, nil
 }
 

@@ -512,7 +512,7 @@ func (c *Cluster) vzdumpGuest(w *Worker, job vzdumpJob, vmid int, dumpdir string
 		delete(conf, "lock")
 		delete(conf, "parent")
 		var pct strings.Builder
-		writeSection(&pct, conf)
+		writeSection(&pct, conf, "")
 
 		hostArchive := dumpdir + "/" + archive
 		info("creating vzdump archive '%s'", hostArchive)
