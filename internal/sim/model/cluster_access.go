@@ -146,6 +146,7 @@ func (c *Cluster) AddUser(userid, password string, params map[string]string) err
 	if err := c.st.Access.AddUser(userid, password, opts); err != nil {
 		return err
 	}
+	c.markCore()
 	return c.saveLocked()
 }
 
@@ -182,6 +183,7 @@ func (c *Cluster) AddToken(userid, tokenid string, privsep bool, comment string,
 	}
 	t := c.st.Access.Users[userid].Tokens[tokenid]
 	t.Comment, t.Expire = comment, int64(expire)
+	c.markCore()
 	if err := c.saveLocked(); err != nil {
 		return "", "", nil, err
 	}
@@ -195,6 +197,7 @@ func (c *Cluster) DeleteToken(userid, tokenid string) error {
 	if err := c.st.Access.DeleteToken(userid, tokenid); err != nil {
 		return err
 	}
+	c.markCore()
 	return c.saveLocked()
 }
 
@@ -221,6 +224,7 @@ func (c *Cluster) AddRole(id string, privs []string) error {
 	if err := c.st.Access.AddRole(id, privs); err != nil {
 		return err
 	}
+	c.markCore()
 	return c.saveLocked()
 }
 
@@ -258,6 +262,7 @@ func (c *Cluster) UpdateRole(id string, privs []string, appendPrivs bool) error 
 	for _, p := range privs {
 		r.Privs[p] = true
 	}
+	c.markCore()
 	return c.saveLocked()
 }
 
@@ -271,6 +276,7 @@ func (c *Cluster) DeleteRole(id string) error {
 	}
 	delete(c.st.Access.Roles, id)
 	c.st.Access.ACL = slices.DeleteFunc(c.st.Access.ACL, func(e ACLEntry) bool { return e.RoleID == id })
+	c.markCore()
 	return c.saveLocked()
 }
 
@@ -298,6 +304,7 @@ func (c *Cluster) UpdateACL(auth Auth, u ACLUpdate) error {
 	if err := c.st.Access.UpdateACL(auth, u); err != nil {
 		return err
 	}
+	c.markCore()
 	return c.saveLocked()
 }
 

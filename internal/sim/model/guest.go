@@ -36,6 +36,7 @@ func (c *Cluster) lockConfig(node string, vmid int) (g *Guest, unlock func(), er
 		return nil, nil, err
 	}
 	c.mu.Lock()
+	c.markGuest(vmid) // the caller changes it and saves
 	unlock = func() {
 		c.mu.Unlock()
 		release()

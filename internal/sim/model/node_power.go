@@ -10,6 +10,7 @@ func (c *Cluster) SetNodeOnline(node string, online bool) error {
 		return err
 	}
 	c.st.node(node).Online = online
+	c.markCore()
 	return c.saveLocked()
 }
 

@@ -71,6 +71,7 @@ func (c *Cluster) allocVolumeLocked(node, sid string, vmid int, size int64, ct s
 		return nil, fmt.Errorf("allocate %s: %w", v.VolID(), err)
 	}
 	c.st.Volumes[volumeKey(node, v.VolID())] = v
+	c.markVolume(node, v.VolID())
 	return v, nil
 }
 
@@ -81,6 +82,7 @@ func (c *Cluster) freeVolumeLocked(node, volid string) error {
 		return Failf("no such volume '%s'\n", volid)
 	}
 	delete(c.st.Volumes, volumeKey(node, volid))
+	c.markVolume(node, volid)
 	p := c.volumePath(node, v.Storage, v.Name)
 	for _, snap := range v.Snapshots {
 		os.RemoveAll(c.snapshotPath(node, v, snap))
