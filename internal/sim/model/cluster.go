@@ -55,13 +55,15 @@ var DefaultDurations = map[string]time.Duration{
 }
 
 // Cluster is the emulated datacenter. All exported methods are safe for
-// concurrent use: one mutex guards the state, per-guest config locks
-// (lock.go) serialize read-modify-write of a guest like PVE's flock.
+// concurrent use: one read-write mutex guards the state (reads share it;
+// a change holds it only to apply itself and append one journal line),
+// per-guest config locks (lock.go) serialize read-modify-write of a
+// guest like PVE's flock.
 type Cluster struct {
 	opts Options
 	log  *slog.Logger
 
-	mu    sync.Mutex
+	mu    sync.RWMutex
 	st    *State
 	locks *configLocks
 
@@ -76,6 +78,9 @@ type Cluster struct {
 	// starts and stops (c.mu).
 	runHook    func()
 	runChanges uint64
+
+	// du caches the disk usage of running CTs (du.go).
+	du diskUsage
 
 	// Persistence (journal.go): what changed since the last save, the
 	// open journal, its last sequence number and the sizes that decide
@@ -159,6 +164,8 @@ func Open(opts Options) (*Cluster, error) {
 		cancel()
 		return nil, err
 	}
+	c.wg.Add(1)
+	go c.refreshDiskUsage()
 	return c, nil
 }
 

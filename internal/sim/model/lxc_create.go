@@ -49,8 +49,8 @@ func (e GuestExtra) CheckRootPassword(password string) bool {
 // GuestExtra returns a copy of CT vmid's creation secrets, ok false when
 // the CT has none.
 func (c *Cluster) GuestExtra(vmid int) (GuestExtra, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	if e := c.st.Extra[vmid]; e != nil {
 		return *e, true
 	}

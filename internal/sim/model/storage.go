@@ -28,8 +28,8 @@ func (c *Cluster) VolumePath(node, volid string) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("unable to parse volume ID '%s'", volid)
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	if c.st.Volumes[volumeKey(node, volid)] == nil {
 		return "", fmt.Errorf("no such volume '%s'", volid)
 	}
@@ -108,8 +108,8 @@ type StorageUsage struct {
 
 // Storages lists the storages available on node with their usage.
 func (c *Cluster) Storages(node string) ([]StorageUsage, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	if c.st.node(node) == nil {
 		return nil, Failf("no such node '%s'\n", node)
 	}
@@ -135,8 +135,8 @@ func (c *Cluster) usageLocked(node string, s *Storage) StorageUsage {
 
 // StorageStatus is one storage's usage on node.
 func (c *Cluster) StorageStatus(node, sid string) (StorageUsage, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	s := c.st.storage(sid)
 	if c.st.node(node) == nil {
 		return StorageUsage{}, Failf("no such node '%s'\n", node)
@@ -156,8 +156,8 @@ func cloneStorage(s *Storage) *Storage {
 
 // StorageConfig returns a copy of the storage's config, or nil.
 func (c *Cluster) StorageConfig(sid string) *Storage {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	if s := c.st.storage(sid); s != nil {
 		return cloneStorage(s)
 	}
@@ -175,8 +175,8 @@ type ContentEntry struct {
 // Content lists a storage's volumes on node, optionally filtered by content
 // type and owner vmid (0 = all).
 func (c *Cluster) Content(node, sid, content string, vmid int) ([]ContentEntry, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	s := c.st.storage(sid)
 	if c.st.node(node) == nil {
 		return nil, Failf("no such node '%s'\n", node)
@@ -210,8 +210,8 @@ func (c *Cluster) Content(node, sid, content string, vmid int) ([]ContentEntry, 
 
 // VolumeInfo returns one volume.
 func (c *Cluster) VolumeInfo(node, volid string) (ContentEntry, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	v := c.st.Volumes[volumeKey(node, volid)]
 	if v == nil {
 		return ContentEntry{}, Failf("no such volume '%s'\n", volid)

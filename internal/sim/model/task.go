@@ -271,8 +271,8 @@ func (c *Cluster) recoverTasks(st *State) {
 // Task returns a copy of the task, or an error as GET .../status gives
 // for an unknown one (400 {upid: "no such task"}).
 func (c *Cluster) Task(node, upid string) (Task, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	for i := len(c.st.Tasks) - 1; i >= 0; i-- {
 		t := c.st.Tasks[i]
 		if t.UPID == upid && t.Node == node {
@@ -286,8 +286,8 @@ func (c *Cluster) Task(node, upid string) (Task, error) {
 
 // Tasks returns copies of the node's tasks, newest first, without logs.
 func (c *Cluster) Tasks(node string) []Task {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	var out []Task
 	for i := len(c.st.Tasks) - 1; i >= 0; i-- {
 		t := c.st.Tasks[i]
