@@ -15,8 +15,14 @@ func (s *Server) getVersion(r *request) (any, error) {
 
 func (s *Server) getClusterResources(r *request) (any, error) {
 	var out []any
-	for _, res := range s.cluster.Resources(r.params["type"]) {
-		if p := resourcePath(res.ID); p != "" && !s.cluster.HasAnyPriv(r.auth, p) {
+	all := s.cluster.Resources(r.params["type"])
+	paths := make([]string, len(all))
+	for i, res := range all {
+		paths[i] = resourcePath(res.ID)
+	}
+	visible := s.cluster.Visible(r.auth, paths, "")
+	for i, res := range all {
+		if paths[i] != "" && !visible[i] {
 			continue // PVE shows only what the caller can see
 		}
 		out = append(out, res)
