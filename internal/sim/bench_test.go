@@ -80,11 +80,13 @@ func BenchmarkReads(b *testing.B) {
 	hc.Transport.(*http.Transport).MaxIdleConnsPerHost = 64
 	token := "PVEAPIToken=" + srv.Credentials().OperatorToken
 	for _, bc := range []struct {
-		name string
-		path func(i int) string
+		name    string
+		path    func(i int) string
+		writing bool // a writer changes CT configs meanwhile
 	}{
-		{"status", func(i int) string { return fmt.Sprintf("/nodes/pve/lxc/%d/status/current", 1000+i%n) }},
-		{"config", func(i int) string { return fmt.Sprintf("/nodes/pve/lxc/%d/config", 1000+i%n) }},
+		{"status", func(i int) string { return fmt.Sprintf("/nodes/pve/lxc/%d/status/current", 1000+i%n) }, false},
+		{"status-while-writing", func(i int) string { return fmt.Sprintf("/nodes/pve/lxc/%d/status/current", 1000+i%n) }, true},
+		{"config", func(i int) string { return fmt.Sprintf("/nodes/pve/lxc/%d/config", 1000+i%n) }, false},
 		{"mixed", func(i int) string {
 			switch i % 20 {
 			case 0:
@@ -96,11 +98,28 @@ func BenchmarkReads(b *testing.B) {
 			default:
 				return fmt.Sprintf("/nodes/pve/lxc/%d/status/current", 1000+i%n)
 			}
-		}},
-		{"cluster-resources", func(int) string { return "/cluster/resources" }},
-		{"lxc-list", func(int) string { return "/nodes/pve/lxc" }},
+		}, false},
+		{"cluster-resources", func(int) string { return "/cluster/resources" }, false},
+		{"lxc-list", func(int) string { return "/nodes/pve/lxc" }, false},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
+			if bc.writing {
+				stop := make(chan struct{})
+				done := make(chan struct{})
+				go func() {
+					defer close(done)
+					root := model.Auth{UserID: "root@pam"}
+					for i := 0; ; i++ {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						srv.Cluster().UpdateCTConfig(root, "pve", 1000+i%n, map[string]string{"description": "w" + strconv.Itoa(i)})
+					}
+				}()
+				defer func() { close(stop); <-done }()
+			}
 			var next atomic.Int64
 			b.SetParallelism(4)
 			b.ResetTimer()
