@@ -720,9 +720,14 @@ func (e *Executor) resize(ctx context.Context, app, node string, vmid int, disk 
 	return e.wait(ctx, app, upid)
 }
 
-// wait waits for a task, streaming its log and reporting its warnings.
+// wait waits for a task, streaming its log to an observer that shows it,
+// and reports its warnings.
 func (e *Executor) wait(ctx context.Context, app, upid string) error {
-	res, err := e.Client.WaitTask(ctx, upid, pve.WaitOptions{OnLog: func(line string) { e.obs().TaskLog(app, upid, line) }})
+	var opts pve.WaitOptions
+	if wantsTaskLogs(e.obs()) {
+		opts.OnLog = func(line string) { e.obs().TaskLog(app, upid, line) }
+	}
+	res, err := e.Client.WaitTask(ctx, upid, opts)
 	if err != nil {
 		return err
 	}

@@ -15,11 +15,17 @@ func (s *Server) getVersion(r *request) (any, error) {
 
 func (s *Server) getClusterResources(r *request) (any, error) {
 	var out []any
-	for _, res := range s.cluster.Resources(r.params["type"]) {
+	all := s.cluster.Resources(r.params["type"])
+	paths := make([]string, len(all))
+	for i, res := range all {
+		paths[i] = resourcePath(res.ID)
+	}
+	visible := s.cluster.Visible(r.auth, paths, "")
+	for i, res := range all {
 		if res.Type == "node" {
 			// Every node is listed; its figures need Sys.Audit.
 			res.NoStats = !s.cluster.HasPriv(r.auth, "/nodes/"+res.Node, "Sys.Audit")
-		} else if p := resourcePath(res.ID); p != "" && !s.cluster.HasAnyPriv(r.auth, p) {
+		} else if paths[i] != "" && !visible[i] {
 			continue // PVE shows only what the caller can see
 		}
 		out = append(out, res)

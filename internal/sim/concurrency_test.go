@@ -92,6 +92,10 @@ func TestConcurrentCreates(t *testing.T) {
 			t.Errorf("created CT %d not listed", vmid)
 		}
 	}
+	var ids []int
+	for vmid := range created {
+		ids = append(ids, vmid)
+	}
 	// Every rootfs is its own volume (once the create tasks are done:
 	// until then a config holds only "lock: create").
 	vols := map[string]int{}
@@ -114,19 +118,8 @@ func TestConcurrentCreates(t *testing.T) {
 		break
 	}
 
-	// Tasks finish, and parallel config writes to one CT and to several
-	// all land (PUT config is synchronous and serialized per CT).
-	var ids []int
-	for vmid := range created {
-		ids = append(ids, vmid)
-	}
-	for _, vmid := range ids {
-		var st []e2eTask
-		k.ok(k.op(), http.MethodGet, "/nodes/pve/tasks", url.Values{"vmid": {strconv.Itoa(vmid)}}, &st)
-		for _, tk := range st {
-			k.wait(k.op(), tk.UPID)
-		}
-	}
+	// Parallel config writes to one CT and to several all land (PUT
+	// config is synchronous and serialized per CT).
 	shared := strconv.Itoa(ids[0])
 	var wg2 sync.WaitGroup
 	errs := make(chan string, 100)

@@ -12,9 +12,14 @@ func (s *Server) getLXCList(r *request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	paths := make([]string, len(cts))
+	for i, ct := range cts {
+		paths[i] = "/vms/" + itoa(ct.VMID)
+	}
+	audit := s.cluster.Visible(r.auth, paths, "VM.Audit")
 	out := make([]any, 0, len(cts))
-	for _, ct := range cts {
-		if !s.cluster.HasPriv(r.auth, "/vms/"+itoa(ct.VMID), "VM.Audit") {
+	for i, ct := range cts {
+		if !audit[i] {
 			continue // PVE lists only guests the caller may audit
 		}
 		out = append(out, ct)

@@ -35,8 +35,8 @@ const (
 // no guest uses in the next-id range; with vmid it returns vmid if free,
 // else PVE's 400 {vmid: "VM <vmid> already exists"} (raise_param_exc).
 func (c *Cluster) NextID(vmid string) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	if vmid != "" {
 		id, err := strconv.Atoi(vmid)
 		if err != nil {
@@ -158,8 +158,8 @@ func boolInt(b bool) int {
 // "storage" or "sdn", in PVE's order: guests, nodes, storages (one entry
 // per node that can use it), then the localnetwork SDN zone per node.
 func (c *Cluster) Resources(typ string) []Resource {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	var out []Resource
 	if typ == "" || typ == "vm" {
 		vmids := sortedKeys(c.st.Guests)
@@ -213,7 +213,7 @@ func (c *Cluster) guestResourceLocked(g *Guest) Resource {
 		r.Uptime = max(c.now().Unix()-g.StartedAt, 0)
 		r.Mem = min(guestIdleMem, r.MaxMem)
 		if dir, ok := c.rootfsDirLocked(g); ok {
-			r.Disk = usedBytesUnder(dir)
+			r.Disk = c.guestDiskLocked(g, dir)
 		}
 	}
 	return r
@@ -343,8 +343,8 @@ func (n NodeInfo) MarshalJSON() ([]byte, error) {
 
 // Nodes is GET /nodes.
 func (c *Cluster) Nodes() []NodeInfo {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	out := make([]NodeInfo, 0, len(c.st.Nodes))
 	for _, n := range c.st.Nodes {
 		r := c.nodeResourceLocked(n)
@@ -428,8 +428,8 @@ var nodeReleases = map[string]struct{ pve, kernel, kernelVersion string }{
 
 // NodeStatus is GET /nodes/{node}/status.
 func (c *Cluster) NodeStatus(node string) (NodeStatusInfo, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	if err := c.checkNodeLocked(node); err != nil {
 		return NodeStatusInfo{}, err
 	}
@@ -484,8 +484,8 @@ const ClusterName = "corral-sim"
 // PVE then reports only the local node, with nodeid 0. The first node is
 // the one that answers.
 func (c *Cluster) ClusterStatus() []ClusterStatusEntry {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	var out []ClusterStatusEntry
 	if len(c.st.Nodes) == 1 {
 		n := c.st.Nodes[0]

@@ -38,6 +38,7 @@ func (c *Cluster) lockConfig(node string, vmid int) (g *Guest, unlock func(), er
 		return nil, nil, err
 	}
 	c.mu.Lock()
+	c.markGuest(vmid) // the caller changes it and saves
 	unlock = func() {
 		c.mu.Unlock()
 		release()
@@ -190,8 +191,8 @@ func (g *Guest) Digest() string {
 // ConfigText is the guest's config file as PVE would write it (for tests
 // and the admin API).
 func (c *Cluster) ConfigText(vmid int) (string, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	g := c.st.Guests[vmid]
 	if g == nil {
 		return "", fmt.Errorf("no CT %d", vmid)
@@ -251,8 +252,8 @@ type GuestMount struct {
 // (for the guest exec layer and tests): rootfs first, then mount points by
 // path depth.
 func (c *Cluster) GuestMounts(vmid int) ([]GuestMount, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	g := c.st.Guests[vmid]
 	if g == nil {
 		return nil, fmt.Errorf("no CT %d", vmid)

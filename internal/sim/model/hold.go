@@ -25,6 +25,7 @@ func (c *Cluster) HoldLock(vmid int, lock string, d time.Duration) error {
 		return err
 	}
 	g.Config["lock"] = lock
+	c.markGuest(vmid)
 	err := c.saveLocked()
 	c.mu.Unlock()
 	if err != nil {
@@ -43,6 +44,7 @@ func (c *Cluster) HoldLock(vmid int, lock string, d time.Duration) error {
 		defer c.mu.Unlock()
 		if g := c.st.Guests[vmid]; g != nil && g.Config["lock"] == lock {
 			delete(g.Config, "lock")
+			c.markGuest(vmid)
 			if err := c.saveLocked(); err != nil {
 				c.log.Error("save state after a held lock", "vmid", vmid, "lock", lock, "err", err)
 			}

@@ -87,8 +87,8 @@ func (c *Cluster) CTConfig(auth Auth, node string, vmid int, current bool, snaps
 		msg := "cannot use 'snapshot' parameter with 'current'"
 		return nil, "", ParamError(map[string]string{"snapshot": msg, "current": msg})
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	if err := c.checkNodeLocked(node); err != nil {
 		return nil, "", err
 	}
@@ -155,8 +155,8 @@ type PendingEntry struct {
 // the config (digest included, as fixture lxc-pending-101.json shows), per
 // key only pending, and per pending delete of an unset key; sorted by key.
 func (c *Cluster) CTPending(node string, vmid int) ([]PendingEntry, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	if err := c.checkNodeLocked(node); err != nil {
 		return nil, err
 	}

@@ -49,8 +49,8 @@ func (e GuestExtra) CheckRootPassword(password string) bool {
 // GuestExtra returns a copy of CT vmid's creation secrets, ok false when
 // the CT has none.
 func (c *Cluster) GuestExtra(vmid int) (GuestExtra, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	if e := c.st.Extra[vmid]; e != nil {
 		return *e, true
 	}
@@ -99,6 +99,7 @@ func (c *Cluster) CreateCT(auth Auth, node string, params map[string]string) (st
 		return "", Failf("unable to create CT %d - %s", spec.vmid, errText(err))
 	}
 	c.st.Guests[spec.vmid] = &Guest{VMID: spec.vmid, Node: node, Config: map[string]string{"lock": "create"}}
+	c.markGuest(spec.vmid)
 	if err := c.saveLocked(); err != nil {
 		delete(c.st.Guests, spec.vmid) // the model stays as the disk has it
 		return "", err

@@ -72,6 +72,7 @@ func TestCluster_DestroyCT_volumes(t *testing.T) {
 	}
 	k.c.mu.Lock()
 	err := k.c.st.Access.SetACL("/vms/105", []string{"PVEAuditor"}, []string{OperatorUser}, nil, nil, true, false)
+	k.c.markCore()
 	k.c.mu.Unlock()
 	if err != nil {
 		t.Fatal(err)

@@ -88,8 +88,8 @@ func (s CTStatus) MarshalJSON() ([]byte, error) { return json.Marshal(s.Fields()
 // CTStatus is GET /nodes/{node}/lxc/{vmid}/status/current: the CT's
 // vmstatus entry, or load_config's 500 for a CT that is not on node.
 func (c *Cluster) CTStatus(node string, vmid int) (CTStatus, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	if err := c.checkNodeLocked(node); err != nil {
 		return CTStatus{}, err
 	}
@@ -103,8 +103,8 @@ func (c *Cluster) CTStatus(node string, vmid int) (CTStatus, error) {
 // ListCTs is GET /nodes/{node}/lxc: vmstatus for every CT on node, by
 // VMID. Filtering by VM.Audit is the HTTP layer's business.
 func (c *Cluster) ListCTs(node string) ([]CTStatus, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	if err := c.checkNodeLocked(node); err != nil {
 		return nil, err
 	}
@@ -146,7 +146,7 @@ func (c *Cluster) ctStatusLocked(g *Guest) CTStatus {
 		s.Uptime = max(c.now().Unix()-g.StartedAt, 0)
 		s.Mem = min(guestIdleMem, s.MaxMem)
 		if dir, ok := c.rootfsDirLocked(g); ok {
-			s.Disk = usedBytesUnder(dir)
+			s.Disk = c.guestDiskLocked(g, dir)
 		}
 	}
 	return s

@@ -74,6 +74,7 @@ func (c *Cluster) restoreCT(auth Auth, node string, params map[string]string) (s
 		}
 		c.st.Guests[spec.vmid] = &Guest{VMID: spec.vmid, Node: node, Config: map[string]string{"lock": "create"}}
 	}
+	c.markGuest(spec.vmid)
 	if err := c.saveLocked(); err != nil {
 		undo() // the model stays as the disk has it
 		return "", err

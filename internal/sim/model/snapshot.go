@@ -428,8 +428,8 @@ type SnapshotInfo struct {
 // Snapshots is GET /nodes/{node}/lxc/{vmid}/snapshot: every snapshot
 // (by snaptime, then name) and last the "current" entry ("You are here!").
 func (c *Cluster) Snapshots(node string, vmid int) ([]SnapshotInfo, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	g, err := c.guestLocked(node, vmid)
 	if err != nil {
 		return nil, err
@@ -455,8 +455,8 @@ func (c *Cluster) Snapshots(node string, vmid int) ([]SnapshotInfo, error) {
 // SnapshotConfig is GET .../snapshot/{snapname}/config: the snapshot's
 // section (its config keys, snaptime, description, parent).
 func (c *Cluster) SnapshotConfig(node string, vmid int, name string) (map[string]string, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	g, err := c.guestLocked(node, vmid)
 	if err != nil {
 		return nil, err

@@ -182,6 +182,7 @@ func (c *Cluster) allocImageLocked(node string, s *Storage, vmid int, name, form
 		return nil, nil, fmt.Errorf("allocate %s: %w", v.VolID(), err)
 	}
 	c.st.Volumes[volumeKey(node, v.VolID())] = v
+	c.markVolume(node, v.VolID())
 	return v, lines, nil
 }
 
@@ -578,6 +579,7 @@ func (c *Cluster) downloadTask(w *Worker, d download) error {
 		}
 		st.Volumes[volumeKey(d.node, volid)] = &Volume{Node: d.node, Storage: d.storage, Name: name, Size: size,
 			Format: contentFormat(d.content, d.file), Content: d.content, Ctime: c.now().Unix()}
+		c.markVolume(d.node, volid)
 		return nil
 	})
 	if err != nil {
