@@ -467,6 +467,12 @@ func (e *Executor) finishRestore(ctx context.Context, app, node string, newID, o
 			return err
 		}
 	}
+	// The records switch while newID still says it is a restore in flight
+	// (its marker names the stamp of the temporary records), so that an
+	// interruption before it took the app's tags is finished the same way.
+	if err := e.switchRecords(ctx, app, node, newID, stamp); err != nil {
+		return err
+	}
 	conf, err := containerConfig(ctx, e.Client, node, newID)
 	if err != nil {
 		return err
@@ -483,9 +489,6 @@ func (e *Executor) finishRestore(ctx context.Context, app, node string, newID, o
 	if err := e.step(app, "config", "make ct "+strconv.Itoa(newID)+" app "+app+"'s", func() error {
 		return e.putConfig(ctx, node, newID, params)
 	}); err != nil {
-		return err
-	}
-	if err := e.switchRecords(ctx, app, node, newID, stamp); err != nil {
 		return err
 	}
 	if oldID != 0 {

@@ -214,13 +214,21 @@ type Restore struct {
 
 // Rollback reports whether the restore is undone rather than finished:
 // the app still has its own container, so the new one never took over.
-func (r *Restore) Rollback(o *Observed) bool { return r.New != nil && len(o.Apps[r.App]) > 0 }
+// (A restored container whose marker lost the stamp of its temporary
+// records cannot be finished safely either.)
+func (r *Restore) Rollback(o *Observed) bool {
+	return r.New != nil && (len(o.Apps[r.App]) > 0 || r.Stamp == "")
+}
 
 // String says what the next changing command does about it.
 func (r *Restore) String(o *Observed) string {
 	switch {
 	case r.Rollback(o):
-		return fmt.Sprintf("a restore of app %s was interrupted before the restored container %d took over: it is removed (its restored volumes stay in the keeper as %s/*-restored-%s) and the app keeps container %d", r.App, r.New.VMID, r.App, r.Stamp, o.Apps[r.App][0].VMID)
+		keeps := "the app has no container until the next apply makes one"
+		if cts := o.Apps[r.App]; len(cts) > 0 {
+			keeps = fmt.Sprintf("the app keeps container %d", cts[0].VMID)
+		}
+		return fmt.Sprintf("a restore of app %s was interrupted before the restored container %d took over: it is removed (its restored volumes stay in the keeper as %s/*-restored-*) and %s", r.App, r.New.VMID, r.App, keeps)
 	case r.New != nil:
 		return fmt.Sprintf("a restore of app %s was interrupted after its old container was set aside: the restored container %d becomes the app's and the old one is removed (its volumes stay in the keeper)", r.App, r.New.VMID)
 	default:

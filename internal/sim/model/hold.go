@@ -52,3 +52,20 @@ func (c *Cluster) HoldLock(vmid int, lock string, d time.Duration) error {
 	}()
 	return nil
 }
+
+// Unlock is `pct unlock VMID` on the node (root's shell, no API call):
+// the CT's config lock is removed, whatever it was.
+func (c *Cluster) Unlock(vmid int) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g := c.st.Guests[vmid]
+	if g == nil {
+		return Failf("no CT %d\n", vmid)
+	}
+	delete(g.Config, "lock")
+	c.markGuest(vmid)
+	if err := c.saveLocked(); err != nil {
+		return fmt.Errorf("unlock: %w", err)
+	}
+	return nil
+}

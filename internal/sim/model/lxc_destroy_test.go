@@ -164,3 +164,19 @@ func TestCluster_DestroyCT_createdCT(t *testing.T) {
 		t.Fatalf("re-create exitstatus = %q", task.ExitStatus)
 	}
 }
+
+// pct unlock clears a lock no API call may clear, so root can then
+// destroy a dead create's placeholder.
+func TestUnlockThenDestroyPlaceholder(t *testing.T) {
+	k := newOpsKit(t)
+	k.ct("pve", 105, map[string]string{"lock": "create"})
+	if _, err := k.c.DestroyCT(kitOperator, "pve", 105, nil); err == nil || !strings.Contains(err.Error(), "CT is locked (create)") {
+		t.Fatalf("destroy of a locked CT: %v", err)
+	}
+	if err := k.c.Unlock(105); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.c.DestroyCT(kitOperator, "pve", 105, nil); err != nil {
+		t.Fatalf("destroy after unlock: %v", err)
+	}
+}
