@@ -45,6 +45,9 @@ func (e *CertError) Unwrap() error { return e.Err }
 // turns verification off and says so once.
 func newTransport(cfg Config, log *slog.Logger) (*http.Transport, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if cfg.DialContext != nil {
+		tr.DialContext = cfg.DialContext
+	}
 	tc := &tls.Config{MinVersion: tls.VersionTLS12}
 	switch {
 	case cfg.Fingerprint != "":
