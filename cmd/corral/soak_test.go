@@ -34,7 +34,7 @@ import (
 //
 //	go test ./cmd/corral -run TestSoak -soak.rounds 200 -timeout 3h -v
 var (
-	soakRounds = flag.Int("soak.rounds", 3, "rounds of the concurrency soak")
+	soakRounds = flag.Int("soak.rounds", 2, "rounds of the concurrency soak")
 	soakProcs  = flag.Int("soak.procs", 8, "corral processes at once per round")
 	soakSeed   = flag.Uint64("soak.seed", 1, "seed of the soak's choices")
 )

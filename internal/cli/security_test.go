@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -104,5 +105,33 @@ func TestPlainHTTPRefusedBeforeDialing(t *testing.T) {
 				t.Errorf("dials %v, want the endpoint dialled once allowed", dials)
 			}
 		})
+	}
+}
+
+// Every file corral reads is a regular file of bounded size: devices and
+// FIFOs are refused before they are opened (nothing blocks, nothing fills
+// memory), with a clear message (issue 12, item 3).
+func TestUnboundedReadsRefused(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ref := writeManifest(t, "apps:\n  - name: web\n    template: local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst\n    password: ${file:/dev/zero}\n")
+	good := writeManifestIn(t, "other", "apps:\n  - name: web\n    template: local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst\n")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"validate", "-f", "/dev/zero"}, "/dev/zero is not a regular file (a character device)"},
+		{[]string{"validate", "-f", fifo}, "is not a regular file (a FIFO)"},
+		{[]string{"validate", "-f", ref}, "/dev/zero is not a regular file"},
+		{[]string{"plan", "-f", good, "--endpoint", "https://127.0.0.1:1", "--api-token", "a@pve!t=x", "--ca-file", "/dev/urandom"}, "/dev/urandom is not a regular file"},
+	} {
+		var out, errb bytes.Buffer
+		code := Run(context.Background(), tc.args, strings.NewReader(""), &out, &errb)
+		if code != ExitError || !strings.Contains(errb.String()+out.String(), tc.want) {
+			t.Errorf("corral %s: exit %d\n%s%s", strings.Join(tc.args, " "), code, out.String(), errb.String())
+		}
 	}
 }

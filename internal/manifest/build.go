@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/corralhq/corral/internal/localfile"
 )
 
 // build turns the decoded tree into a File: it applies defaults from the
@@ -325,7 +327,7 @@ func (d *decoder) content(fv *value) string {
 	p, err := d.opts.expandPath(src.str, d.dir)
 	if err == nil {
 		var data []byte
-		if data, err = d.opts.readFile(p); err == nil {
+		if data, err = d.opts.readFile(p, localfile.MaxContent); err == nil {
 			return string(data)
 		}
 		// The path is in the message already; keep only the reason.

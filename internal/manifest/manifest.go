@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/corralhq/corral/internal/localfile"
 )
 
 // File is a valid manifest: its apps with every default applied.
@@ -209,7 +211,7 @@ const (
 // opts.ReadFile when set. A manifest that is not valid gives a
 // *Diagnostics.
 func Load(path string, opts LoadOptions) (*File, error) {
-	data, err := opts.readFile(path)
+	data, err := opts.readFile(path, localfile.MaxManifest)
 	if err != nil {
 		return nil, fmt.Errorf("read manifest: %w", err)
 	}

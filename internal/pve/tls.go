@@ -10,8 +10,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 	"strings"
+
+	"github.com/corralhq/corral/internal/localfile"
 )
 
 // CertError is a server certificate the client did not trust. Fingerprint
@@ -70,7 +71,7 @@ func newTransport(cfg Config, log *slog.Logger) (*http.Transport, error) {
 		tc.InsecureSkipVerify = true
 		log.Warn("TLS verification is disabled (insecure): the API token can be read by anyone on the path; pin the certificate with --fingerprint instead")
 	case cfg.CAFile != "":
-		pem, err := os.ReadFile(cfg.CAFile)
+		pem, err := localfile.Read(cfg.CAFile, localfile.MaxPEM)
 		if err != nil {
 			return nil, fmt.Errorf("ca file: %w", err)
 		}
