@@ -220,8 +220,8 @@ func (e *Executor) PlanRestore(ctx context.Context, obs *plan.Observed, opts Res
 	rp.stamp = stamp
 	for _, k := range obs.Keepers[node] {
 		for _, vk := range sortedVolumeKeys(k.Records) {
-			if vk.App != name || vk.Name != baseName(vk.Name) {
-				continue // another app's, or already set aside by an earlier restore
+			if vk.App != name || vk.Name != baseName(vk.Name) || !rp.restores(vk.Name) {
+				continue // another app's, set aside by an earlier restore, or not in the archive
 			}
 			to := plan.VolumeKey{App: name, Name: vk.Name + "-replaced-" + stamp}
 			rp.renames[vk] = to
@@ -571,6 +571,16 @@ func (e *Executor) restoreVolumes(ctx context.Context, obs *plan.Observed, rp *R
 	return e.attach(ctx, name, node, rp.VMID, atts, conf)
 }
 
+// restores reports whether the archive holds a volume named name.
+func (rp *RestorePlan) restores(name string) bool {
+	for _, v := range rp.Volumes {
+		if v.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
 // adoptKey is the record a restored volume is adopted under: its final
 // name, or a temporary one while that name belongs to a displaced volume.
 func (rp *RestorePlan) adoptKey(vol string) plan.VolumeKey {
@@ -624,19 +634,22 @@ func (e *Executor) switchRecords(ctx context.Context, app, node string, newID in
 }
 
 // restoreMoves are the record renames of a finished restore (see
-// switchRecords).
+// switchRecords): each restored volume newID mounts under its temporary
+// name <name>-restored-<stamp> takes <name>, and the record it displaces
+// becomes <name>-replaced-<stamp>. A record nothing restored replaces
+// keeps its name: the app must never be left without a volume it had
+// (the next apply would make an empty one).
 func restoreMoves(recs map[plan.VolumeKey]string, app, stamp string, mounted map[string]bool) map[plan.VolumeKey]plan.VolumeKey {
 	moves := map[plan.VolumeKey]plan.VolumeKey{}
 	restored, replaced := "-restored-"+stamp, "-replaced-"+stamp
 	for vk, volid := range recs {
-		if vk.App != app {
+		if vk.App != app || !strings.HasSuffix(vk.Name, restored) || !mounted[volid] {
 			continue
 		}
-		switch {
-		case strings.HasSuffix(vk.Name, restored) && mounted[volid]:
-			moves[vk] = plan.VolumeKey{App: app, Name: strings.TrimSuffix(vk.Name, restored)}
-		case !mounted[volid] && !strings.Contains(vk.Name, "-replaced-") && !strings.Contains(vk.Name, "-restored-"):
-			moves[vk] = plan.VolumeKey{App: app, Name: vk.Name + replaced}
+		final := plan.VolumeKey{App: app, Name: strings.TrimSuffix(vk.Name, restored)}
+		moves[vk] = final
+		if _, taken := recs[final]; taken {
+			moves[final] = plan.VolumeKey{App: app, Name: final.Name + replaced}
 		}
 	}
 	return moves

@@ -140,6 +140,9 @@ func FreeVolumes(project string, apps []App, obs *Observed, volids []string, ref
 		case inUse(refs, x.node, volid) != "":
 			refused = append(refused, fmt.Sprintf("%s is referenced by %s: corral frees no volume a guest uses; detach it there first (or destroy that app: its volumes go back to the keeper)", volid, inUse(refs, x.node, volid)))
 			continue
+		case obs.Restores[x.key.App] != nil:
+			refused = append(refused, restoreInFlight(x.key))
+			continue
 		case x.key.App == "":
 			v.Reason = fmt.Sprintf("keeper %d holds it (%s) recorded for no app", x.keeper, volid)
 		case v.Project != "" && v.Project != project:
@@ -186,6 +189,11 @@ func Prune(project string, apps []App, obs *Observed, refs map[string][]string) 
 			continue // another project's
 		case declared(apps, x.key):
 			continue
+		case obs.Restores[x.key.App] != nil:
+			// Its restored volumes may not be attached yet: freeing one
+			// would leave the finished restore without it.
+			p.Warnings = append(p.Warnings, restoreInFlight(x.key))
+			continue
 		}
 		switch {
 		case !listed[x.key.App]:
@@ -205,4 +213,8 @@ func Prune(project string, apps []App, obs *Observed, refs map[string][]string) 
 		return p, &RefusedError{Problems: refused}
 	}
 	return p, nil
+}
+
+func restoreInFlight(k VolumeKey) string {
+	return fmt.Sprintf("volume %s: a restore of app %s was interrupted and is not finished yet: not freed; run corral apply first (it finishes or undoes the restore)", k, k.App)
 }

@@ -100,3 +100,21 @@ func TestFreeVolumes(t *testing.T) {
 		t.Errorf("rm of a declared volume: %v", err)
 	}
 }
+
+// A volume of an app whose restore was interrupted is never freed: the
+// restore, finished later, may need it.
+func TestPruneSparesAnInterruptedRestore(t *testing.T) {
+	vk := plan.VolumeKey{App: "a1", Name: "data-restored-20260101-000000"}
+	conf := map[string]string{"mp0": "local-lvm:vm-900-disk-3,mp=/corral/a1/data-restored-20260101-000000", "protection": "1"}
+	obs := &plan.Observed{Nodes: []string{"pve"}, Keepers: map[string][]*plan.Keeper{"pve": {plan.NewKeeper(900, "pve", conf)}},
+		Volumes: map[string]int64{"pve/local-lvm:vm-900-disk-3": 1 << 30}, Apps: map[string][]*plan.CT{},
+		Restores: map[string]*plan.Restore{"a1": {App: "a1", New: &plan.CT{VMID: 105, Node: "pve"}, Stamp: "20260101-000000"}}}
+	apps := []plan.App{{Name: "a1", Project: "demo", Volumes: []plan.Volume{{Name: "data", Mount: "/srv/data"}}}}
+	p, err := plan.Prune("demo", apps, obs, nil)
+	if err != nil || len(p.Volumes) != 0 || len(p.Warnings) == 0 {
+		t.Fatalf("prune during an interrupted restore of %s: %+v %v", vk, p, err)
+	}
+	if _, err := plan.FreeVolumes("demo", apps, obs, []string{"local-lvm:vm-900-disk-3"}, nil); err == nil {
+		t.Fatalf("volumes rm of a volume of an interrupted restore was not refused")
+	}
+}
