@@ -195,16 +195,22 @@ func (e *Executor) Backup(ctx context.Context, obs *plan.Observed, app string, o
 			return explainBackupErr(err, ct.VMID, opts.Storage)
 		}
 		res.UPID = upid
-		tr, err := e.Client.WaitTask(ctx, upid, pve.WaitOptions{OnLog: func(line string) {
+		// The log says which mode vzdump used: it is read whether or not
+		// the observer shows it.
+		wopts := pve.WaitOptions{Log: true}
+		if wantsTaskLogs(e.obs()) {
+			wopts.OnLog = func(line string) { e.obs().TaskLog(app, upid, line) }
+		}
+		tr, err := e.Client.WaitTask(ctx, upid, wopts)
+		if err != nil {
+			return explainBackupErr(err, ct.VMID, opts.Storage)
+		}
+		for _, line := range tr.Log {
 			// vzdump backs a stopped guest up in stop mode, and falls back
 			// from snapshot to suspend where a volume cannot snapshot.
 			if m, ok := strings.CutPrefix(line, "INFO: backup mode: "); ok {
 				res.Mode = strings.TrimSpace(m)
 			}
-			e.obs().TaskLog(app, upid, line)
-		}})
-		if err != nil {
-			return explainBackupErr(err, ct.VMID, opts.Storage)
 		}
 		for _, w := range tr.Warnings {
 			e.obs().Warn(app, w)

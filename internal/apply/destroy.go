@@ -27,6 +27,9 @@ func (e *Executor) Destroy(ctx context.Context, p *plan.Plan, obs *plan.Observed
 	var freed []string
 	err := e.forEachApp(ctx, changes, func(c plan.Change) error {
 		if c.OldVMID != 0 {
+			if err := e.checkPlanned(ctx, c); err != nil {
+				return err
+			}
 			if err := e.destroyCT(ctx, c.App, c.Node, c.OldVMID); err != nil {
 				return err
 			}

@@ -20,9 +20,24 @@ type Timing struct {
 	Elapsed time.Duration
 }
 
+// TaskLogWanter is an Observer that says whether it shows PVE task log
+// lines: reading them costs requests on every task, so the executor
+// streams them only to an observer that shows them (one that does not
+// implement it gets them).
+type TaskLogWanter interface {
+	WantsTaskLogs() bool
+}
+
+// wantsTaskLogs reports whether o shows task log lines.
+func wantsTaskLogs(o Observer) bool {
+	w, ok := o.(TaskLogWanter)
+	return !ok || w.WantsTaskLogs()
+}
+
 // nopObserver discards events.
 type nopObserver struct{}
 
 func (nopObserver) Step(string, string, string) func(error) { return func(error) {} }
 func (nopObserver) TaskLog(string, string, string)          {}
 func (nopObserver) Warn(string, string)                     {}
+func (nopObserver) WantsTaskLogs() bool                     { return false }

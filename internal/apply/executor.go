@@ -37,6 +37,12 @@ type Executor struct {
 	// FailFast starts no further app change once one failed (the ones
 	// under way finish); by default the others go on.
 	FailFast bool
+	// Project is the manifest's project, noted in the keeper beside the
+	// records of the volumes corral creates or adopts for its apps
+	// ("corral-project: app=project"), so that the volumes stay this
+	// project's after the app's container is gone. Apply takes it from
+	// the plan's apps when it is ""; "" then notes nothing.
+	Project string
 	// Stop, once closed (the first Ctrl-C), lets the steps under way
 	// finish and starts no new one: the run ends with ErrStopped at a step
 	// boundary, where every run is safe to stop. Cancelling the context
@@ -139,6 +145,11 @@ func (e *Executor) Apply(ctx context.Context, p *plan.Plan, obs *plan.Observed) 
 	e.mu.Lock()
 	e.timings = nil
 	e.mu.Unlock()
+	for _, c := range p.Changes {
+		if e.Project == "" && c.Desired != nil {
+			e.Project = c.Desired.Project
+		}
+	}
 	keepers := e.keeperSet(obs)
 	for _, kc := range p.Keepers {
 		k, err := e.ensureKeeper(ctx, kc, keepers.byVMID(kc.Node, kc.VMID), p, obs)
@@ -160,6 +171,14 @@ func (e *Executor) Apply(ctx context.Context, p *plan.Plan, obs *plan.Observed) 
 
 // applyChange carries out one app's change.
 func (e *Executor) applyChange(ctx context.Context, c plan.Change, keepers *keeperSet, obs *plan.Observed) error {
+	if err := e.checkPlanned(ctx, c); err != nil {
+		return err
+	}
+	if c.Action == plan.Delete {
+		// An app removed from the manifest: destroyed as corral destroy
+		// does, its volumes detached and kept in the keeper.
+		return e.destroyCT(ctx, c.App, c.Node, c.OldVMID)
+	}
 	a := c.Desired
 	if c.FetchTemplate {
 		if err := e.step(c.App, "template", a.Template, func() error { return e.fetchTemplate(ctx, c.App, c.Node, a.Template) }); err != nil {
@@ -212,6 +231,39 @@ func (e *Executor) applyChange(ctx context.Context, c plan.Change, keepers *keep
 			return e.protected(ctx, c, obs, change)
 		}
 		return change()
+	}
+	return nil
+}
+
+// PlanStaleError says a container's config changed between the plan and
+// the moment apply was to change it: nothing of the app was changed.
+type PlanStaleError struct {
+	App    string
+	VMID   int
+	Reason string
+}
+
+func (e *PlanStaleError) Error() string {
+	return fmt.Sprintf("%s: container %d %s since it was planned; nothing of app %s was changed: run the command again to plan against what it is now",
+		e.App, e.VMID, e.Reason, e.App)
+}
+
+// checkPlanned is the change's precondition, on a fresh read right before
+// its first write: the container it was planned against is still there
+// with the same config (digest). A change made meanwhile (the web UI,
+// another tool) stops this app, never acts on what was read before.
+func (e *Executor) checkPlanned(ctx context.Context, c plan.Change) error {
+	if c.OldVMID == 0 || c.Digest == "" {
+		return nil
+	}
+	_, _, digest, err := readCT(ctx, e.Client, c.Node, c.OldVMID)
+	switch {
+	case pve.IsNotFound(err):
+		return &PlanStaleError{App: c.App, VMID: c.OldVMID, Reason: "was removed"}
+	case err != nil:
+		return err
+	case digest != c.Digest:
+		return &PlanStaleError{App: c.App, VMID: c.OldVMID, Reason: "was changed (its config digest differs)"}
 	}
 	return nil
 }
@@ -332,8 +384,7 @@ func (e *Executor) postCT(ctx context.Context, app, node string, vmid int, param
 			}
 		}
 		params.Set("vmid", strconv.Itoa(id))
-		var upid string
-		err := e.Client.Post(ctx, "/nodes/"+node+"/lxc", params, &upid)
+		upid, err := e.Client.CreateContainer(ctx, node, params)
 		e.creating.Unlock()
 		if vmid == 0 && attempt < attempts && pve.IsAlreadyExists(err) {
 			continue
@@ -404,8 +455,9 @@ func (e *Executor) destroyCT(ctx context.Context, app, node string, vmid int) er
 	}
 	return e.step(app, "destroy", "ct "+strconv.Itoa(vmid), func() error {
 		var upid string
-		err := e.retryLocked(ctx, func() error {
-			return e.Client.Delete(ctx, fmt.Sprintf("/nodes/%s/lxc/%d", node, vmid), url.Values{"purge": {"1"}}, &upid)
+		err := e.retryLocked(ctx, func() (err error) {
+			upid, err = e.Client.DestroyContainer(ctx, node, vmid, pve.DestroyOptions{Purge: true})
+			return err
 		})
 		if pve.IsNotFound(err) {
 			return nil
@@ -588,7 +640,7 @@ func (e *Executor) dropReferences(ctx context.Context, node string, vmid int, vo
 // operation holds the CT's lock (the change has not started then).
 func (e *Executor) putConfig(ctx context.Context, node string, vmid int, params url.Values) error {
 	return e.retryLocked(ctx, func() error {
-		return e.Client.Put(ctx, fmt.Sprintf("/nodes/%s/lxc/%d/config", node, vmid), params, nil)
+		return e.Client.UpdateContainerConfig(ctx, node, vmid, params)
 	})
 }
 
@@ -620,19 +672,18 @@ func (e *Executor) retryLocked(ctx context.Context, fn func() error) error {
 // ensureStopped shuts the CT down (gracefully, then hard after 60 s) if it
 // runs.
 func (e *Executor) ensureStopped(ctx context.Context, app, node string, vmid int) error {
-	var st struct {
-		Status string `json:"status"`
+	st, err := e.Client.ContainerStatus(ctx, node, vmid)
+	if err != nil {
+		return err
 	}
-	if err := e.Client.Get(ctx, fmt.Sprintf("/nodes/%s/lxc/%d/status/current", node, vmid), nil, &st); err != nil {
-		return fmt.Errorf("status of ct %d: %w", vmid, err)
-	}
-	if st.Status != "running" {
+	if !st.Running() {
 		return nil
 	}
 	return e.step(app, "stop", "ct "+strconv.Itoa(vmid), func() error {
 		var upid string
-		err := e.retryLocked(ctx, func() error {
-			return e.Client.Post(ctx, fmt.Sprintf("/nodes/%s/lxc/%d/status/shutdown", node, vmid), url.Values{"timeout": {"60"}, "forceStop": {"1"}}, &upid)
+		err := e.retryLocked(ctx, func() (err error) {
+			upid, err = e.Client.ShutdownContainer(ctx, node, vmid, pve.ShutdownOptions{Timeout: 60, ForceStop: true})
+			return err
 		})
 		if err != nil {
 			return err
@@ -643,8 +694,9 @@ func (e *Executor) ensureStopped(ctx context.Context, app, node string, vmid int
 
 func (e *Executor) start(ctx context.Context, app, node string, vmid int) error {
 	var upid string
-	err := e.retryLocked(ctx, func() error {
-		return e.Client.Post(ctx, fmt.Sprintf("/nodes/%s/lxc/%d/status/start", node, vmid), nil, &upid)
+	err := e.retryLocked(ctx, func() (err error) {
+		upid, err = e.Client.StartContainer(ctx, node, vmid)
+		return err
 	})
 	if err != nil {
 		var apiErr *pve.APIError
@@ -658,8 +710,9 @@ func (e *Executor) start(ctx context.Context, app, node string, vmid int) error 
 
 func (e *Executor) resize(ctx context.Context, app, node string, vmid int, disk string, size int64) error {
 	var upid string
-	err := e.retryLocked(ctx, func() error {
-		return e.Client.Put(ctx, fmt.Sprintf("/nodes/%s/lxc/%d/resize", node, vmid), url.Values{"disk": {disk}, "size": {plan.GiB(size) + "G"}}, &upid)
+	err := e.retryLocked(ctx, func() (err error) {
+		upid, err = e.Client.ResizeContainer(ctx, node, vmid, disk, plan.GiB(size)+"G")
+		return err
 	})
 	if err != nil {
 		return err
@@ -667,9 +720,14 @@ func (e *Executor) resize(ctx context.Context, app, node string, vmid int, disk 
 	return e.wait(ctx, app, upid)
 }
 
-// wait waits for a task, streaming its log and reporting its warnings.
+// wait waits for a task, streaming its log to an observer that shows it,
+// and reports its warnings.
 func (e *Executor) wait(ctx context.Context, app, upid string) error {
-	res, err := e.Client.WaitTask(ctx, upid, pve.WaitOptions{OnLog: func(line string) { e.obs().TaskLog(app, upid, line) }})
+	var opts pve.WaitOptions
+	if wantsTaskLogs(e.obs()) {
+		opts.OnLog = func(line string) { e.obs().TaskLog(app, upid, line) }
+	}
+	res, err := e.Client.WaitTask(ctx, upid, opts)
 	if err != nil {
 		return err
 	}
@@ -687,8 +745,7 @@ func (e *Executor) fetchTemplate(ctx context.Context, app, node, volid string) e
 	if !ok || file == name {
 		return fmt.Errorf("template %s is not on node %s and is not a vztmpl volume corral can download", volid, node)
 	}
-	var upid string
-	err := e.Client.Post(ctx, "/nodes/"+node+"/aplinfo", url.Values{"storage": {sid}, "template": {file}}, &upid)
+	upid, err := e.Client.DownloadAppliance(ctx, node, sid, file)
 	if err != nil {
 		if pve.IsPermission(err) {
 			return fmt.Errorf("download template %s: %w (the token needs Datastore.AllocateTemplate on /storage/%s, or upload the template once by hand)", file, err, sid)

@@ -3,7 +3,6 @@ package apply
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"slices"
 	"sort"
 	"strings"
@@ -66,8 +65,8 @@ func (e *VolumeInUseError) Error() string {
 // NodeReferences reads every guest config on node (current values and
 // pending changes) and returns who references which volume.
 func NodeReferences(ctx context.Context, c *pve.Client, node string) (map[string][]Reference, error) {
-	var res []resource
-	if err := c.Get(ctx, "/cluster/resources", url.Values{"type": {"vm"}}, &res); err != nil {
+	res, err := c.ClusterResources(ctx, "vm")
+	if err != nil {
 		return nil, fmt.Errorf("list guests: %w", err)
 	}
 	sort.Slice(res, func(i, j int) bool { return res[i].VMID < res[j].VMID })
@@ -77,7 +76,11 @@ func NodeReferences(ctx context.Context, c *pve.Client, node string) (map[string
 			continue
 		}
 		var entries []pve.PendingEntry
-		err := c.Get(ctx, fmt.Sprintf("/nodes/%s/%s/%d/pending", node, r.Type, r.VMID), nil, &entries)
+		if r.Type == "qemu" {
+			entries, err = c.VMPending(ctx, node, r.VMID)
+		} else {
+			entries, err = c.Pending(ctx, node, r.VMID)
+		}
 		if pve.IsNotFound(err) {
 			continue // destroyed since the list
 		}

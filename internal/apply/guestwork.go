@@ -280,15 +280,12 @@ func (e *Executor) ensureKeyctl(ctx context.Context, c plan.Change, vmid int, co
 
 // keyctlPending reports whether keyctl=1 waits in the CT's pending changes.
 func (e *Executor) keyctlPending(ctx context.Context, node string, vmid int) bool {
-	var pending []struct {
-		Key     string `json:"key"`
-		Pending any    `json:"pending"`
-	}
-	if err := e.Client.Get(ctx, fmt.Sprintf("/nodes/%s/lxc/%d/pending", node, vmid), nil, &pending); err != nil {
+	pending, err := e.Client.Pending(ctx, node, vmid)
+	if err != nil {
 		return false
 	}
 	for _, p := range pending {
-		if s, ok := p.Pending.(string); ok && p.Key == "features" && plan.HasFeature(s, "keyctl") {
+		if p.Pending != nil && p.Key == "features" && plan.HasFeature(string(*p.Pending), "keyctl") {
 			return true
 		}
 	}

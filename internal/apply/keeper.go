@@ -109,6 +109,23 @@ func (k *keeper) change(ctx context.Context, what string, edit func(s *keeperSta
 	}
 }
 
+// noteProject notes in s that app's volumes belong to the executor's
+// project, unless the Notes already name one for volumes the keeper still
+// records (a keeper is shared by every project on its node; see
+// plan.KeeperNotes.Projects).
+func (k *keeper) noteProject(s *keeperState, app string) {
+	if k.e.Project == "" || s.notes.Projects[app] == k.e.Project {
+		return
+	}
+	if s.notes.Projects[app] != "" && slices.ContainsFunc(slices.Collect(maps.Keys(s.records)), func(vk plan.VolumeKey) bool { return vk.App == app }) {
+		return
+	}
+	if s.notes.Projects == nil {
+		s.notes.Projects = map[string]string{}
+	}
+	s.notes.Projects[app] = k.e.Project
+}
+
 func (k *keeper) remember(s *keeperState) {
 	k.smu.Lock()
 	defer k.smu.Unlock()
@@ -189,6 +206,22 @@ func (e *Executor) ensureKeeper(ctx context.Context, kc plan.KeeperChange, k *ke
 			if err := k.change(ctx, "forget adoption intents", func(s *keeperState) (url.Values, error) {
 				for _, vk := range kc.DropIntents {
 					delete(s.notes.Intents, vk)
+				}
+				return url.Values{}, nil
+			}); err != nil {
+				return err
+			}
+		}
+		if len(kc.Projects) > 0 {
+			// Records made before projects: say whose they are.
+			if err := k.change(ctx, "note projects", func(s *keeperState) (url.Values, error) {
+				for app, project := range kc.Projects {
+					if s.notes.Projects[app] == "" {
+						if s.notes.Projects == nil {
+							s.notes.Projects = map[string]string{}
+						}
+						s.notes.Projects[app] = project
+					}
 				}
 				return url.Values{}, nil
 			}); err != nil {
@@ -276,6 +309,7 @@ func (k *keeper) createVolume(ctx context.Context, vk plan.VolumeKey, storage st
 			if s.records[vk] != "" {
 				return nil, nil
 			}
+			k.noteProject(s, vk.App)
 			return url.Values{freeKey(s.conf, "mp"): {storage + ":" + plan.GiB(size) + ",mp=" + plan.KeeperMountPath(vk)}}, nil
 		})
 	})
@@ -319,6 +353,7 @@ func (k *keeper) mount(ctx context.Context, vk plan.VolumeKey, volid string) err
 			}
 		}
 		s.records[vk] = volid
+		k.noteProject(s, vk.App)
 		return url.Values{freeKey(s.conf, "mp"): {volid + ",mp=" + plan.KeeperMountPath(vk)}}, nil
 	})
 }
@@ -365,8 +400,8 @@ func (k *keeper) adopt(ctx context.Context, vk plan.VolumeKey, volid string) (st
 	if owner == k.vmid {
 		return volid, k.unprotected(ctx, func() error { return k.mount(ctx, vk, volid) })
 	}
-	var res []resource
-	if err := k.e.Client.Get(ctx, "/cluster/resources", url.Values{"type": {"vm"}}, &res); err != nil {
+	res, err := k.e.Client.ClusterResources(ctx, "vm")
+	if err != nil {
 		return "", err
 	}
 	node := ""
@@ -408,15 +443,17 @@ func (k *keeper) adopt(ctx context.Context, vk plan.VolumeKey, volid string) (st
 				s.notes.Intents = map[plan.VolumeKey]plan.AdoptIntent{}
 			}
 			s.notes.Intents[vk] = plan.AdoptIntent{Source: volid, Key: target}
+			k.noteProject(s, vk.App)
 			return url.Values{}, nil
 		}); err != nil {
 			return err
 		}
 		var upid string
-		err := k.e.retryLocked(ctx, func() error {
-			return k.e.Client.Post(ctx, fmt.Sprintf("/nodes/%s/lxc/%d/move_volume", node, owner), url.Values{
+		err := k.e.retryLocked(ctx, func() (err error) {
+			upid, err = k.e.Client.MoveVolume(ctx, node, owner, url.Values{
 				"volume": {srcKey}, "target-vmid": {strconv.Itoa(k.vmid)}, "target-volume": {target},
-			}, &upid)
+			})
+			return err
 		})
 		if err != nil {
 			return fmt.Errorf("move %s to keeper %d: %w", volid, k.vmid, err)

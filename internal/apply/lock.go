@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/corralhq/corral/internal/plan"
+	"github.com/corralhq/corral/internal/pve"
 )
 
 // corral's lock. Every command that changes the cluster (apply, destroy,
@@ -138,7 +139,10 @@ func (l *Lock) take(ctx context.Context, k *keeper, node string, opts LockOption
 		var held *plan.Lease
 		err := k.change(ctx, "take the lock", func(s *keeperState) (url.Values, error) {
 			now := time.Now()
-			if cur := s.notes.Lease; cur != nil && cur.ID != l.lease.ID && now.Before(cur.Until) {
+			// A live lease of another corral is waited for; one that ran
+			// out, or whose holder was a process of this machine that is
+			// gone (killed), is taken over.
+			if cur := s.notes.Lease; cur != nil && cur.ID != l.lease.ID && now.Before(cur.Until) && !holderGone(cur.Holder) {
 				held = cur
 				return nil, nil
 			}
@@ -331,8 +335,7 @@ func (e *Executor) removeEmptyKeeper(ctx context.Context, k *keeper) error {
 	if err := k.setProtection(ctx, false); err != nil {
 		return err
 	}
-	var upid string
-	err = e.Client.Delete(ctx, "/nodes/"+k.node+"/lxc/"+strconv.Itoa(k.vmid), url.Values{"purge": {"1"}}, &upid)
+	upid, err := e.Client.DestroyContainer(ctx, k.node, k.vmid, pve.DestroyOptions{Purge: true})
 	if err != nil {
 		return fmt.Errorf("remove the spare keeper %d: %w", k.vmid, err)
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net/url"
 	"slices"
 	"sort"
 	"strconv"
@@ -16,33 +15,8 @@ import (
 	"github.com/corralhq/corral/internal/pve"
 )
 
-// resource is the part of a /cluster/resources entry corral reads.
-type resource struct {
-	ID     string `json:"id"`
-	Type   string `json:"type"`
-	Node   string `json:"node"`
-	VMID   int    `json:"vmid"`
-	Status string `json:"status"`
-	Tags   string `json:"tags"`
-	Lock   string `json:"lock"`
-	Name   string `json:"name"`
-}
-
-type storageEntry struct {
-	Storage string `json:"storage"`
-	Type    string `json:"type"`
-	Content string `json:"content"`
-	Active  int    `json:"active"`
-	Total   int64  `json:"total"`
-	Avail   int64  `json:"avail"`
-}
-
-type contentEntry struct {
-	VolID   string `json:"volid"`
-	Size    int64  `json:"size"`
-	Content string `json:"content"`
-	VMID    int    `json:"vmid"`
-}
+// resource is a /cluster/resources entry.
+type resource = pve.ClusterResource
 
 // Observe reads what corral needs from the cluster: the node list, one
 // cluster resources call, the config of each container (corral's, and the
@@ -73,15 +47,12 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 
 		StorageTypes: map[string]string{},
 	}
-	var nodes []struct {
-		Node   string `json:"node"`
-		Status string `json:"status"`
-	}
-	if err := c.Get(ctx, "/nodes", nil, &nodes); err != nil {
+	nodes, err := c.Nodes(ctx)
+	if err != nil {
 		if errors.Is(err, pve.ErrUnauthorized) {
-			return nil, fmt.Errorf("list nodes: %w: PVE does not accept the API token %s; check its id and secret (PROXMOX_VE_API_TOKEN or --api-token) and that the token still exists and has not expired", err, c.TokenID())
+			return nil, fmt.Errorf("%w: PVE does not accept the API token %s; check its id and secret (PROXMOX_VE_API_TOKEN or --api-token) and that the token still exists and has not expired", err, c.TokenID())
 		}
-		return nil, fmt.Errorf("list nodes: %w", err)
+		return nil, err
 	}
 	for _, n := range nodes {
 		obs.Nodes = append(obs.Nodes, n.Node)
@@ -109,12 +80,12 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 				obs.Others[r.VMID] = plan.Guest{VMID: r.VMID, Node: r.Node, Type: r.Type, Name: r.Name}
 			}
 			if r.Type == "lxc" && r.VMID != 0 && !slices.Contains(obs.Offline, r.Node) {
-				conf, pending, err := readCT(ctx, c, r.Node, r.VMID)
+				conf, pending, digest, err := readCT(ctx, c, r.Node, r.VMID)
 				if err != nil && !pve.IsNotFound(err) {
 					return nil, err
 				}
 				if err == nil {
-					strangers[r.VMID] = &plan.CT{VMID: r.VMID, Node: r.Node, Status: r.Status, Lock: conf["lock"], Config: conf, Pending: pending}
+					strangers[r.VMID] = &plan.CT{VMID: r.VMID, Node: r.Node, Status: r.Status, Lock: conf["lock"], Config: conf, Pending: pending, Digest: digest}
 				}
 			}
 			continue
@@ -123,11 +94,11 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 			// Its config cannot be read while the node is down; the app
 			// is known to be there, and the planner leaves it alone.
 			if app := appOf(tags); app != "" && !slices.Contains(tags, plan.TagKeeper) {
-				obs.Apps[app] = append(obs.Apps[app], &plan.CT{VMID: r.VMID, Node: r.Node, Status: r.Status, Config: map[string]string{}})
+				obs.Apps[app] = append(obs.Apps[app], &plan.CT{VMID: r.VMID, Node: r.Node, Project: projectOf(tags), Status: r.Status, Config: map[string]string{}})
 			}
 			continue
 		}
-		conf, pending, err := readCT(ctx, c, r.Node, r.VMID)
+		conf, pending, digest, err := readCT(ctx, c, r.Node, r.VMID)
 		if err != nil {
 			if pve.IsNotFound(err) {
 				continue // destroyed between the two calls
@@ -139,19 +110,19 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 			continue
 		}
 		if app := tagged(tags, plan.TagRestoringPrefix); app != "" {
-			restoreOf(obs, app).New = &plan.CT{VMID: r.VMID, Node: r.Node, Status: r.Status, Lock: conf["lock"], Config: conf, Pending: pending}
+			restoreOf(obs, app).New = &plan.CT{VMID: r.VMID, Node: r.Node, Status: r.Status, Lock: conf["lock"], Config: conf, Pending: pending, Digest: digest}
 			restoreOf(obs, app).Stamp = plan.ParseRestoreMarker(conf["description"])
 			continue
 		}
 		if app := tagged(tags, plan.TagReplacedPrefix); app != "" {
-			restoreOf(obs, app).Replaced = &plan.CT{VMID: r.VMID, Node: r.Node, Status: r.Status, Lock: conf["lock"], Config: conf, Pending: pending}
+			restoreOf(obs, app).Replaced = &plan.CT{VMID: r.VMID, Node: r.Node, Status: r.Status, Lock: conf["lock"], Config: conf, Pending: pending, Digest: digest}
 			continue
 		}
 		app := appOf(tags)
 		if app == "" {
 			continue
 		}
-		obs.Apps[app] = append(obs.Apps[app], &plan.CT{VMID: r.VMID, Node: r.Node, Status: r.Status, Lock: conf["lock"], Config: conf, Pending: pending})
+		obs.Apps[app] = append(obs.Apps[app], &plan.CT{VMID: r.VMID, Node: r.Node, Project: projectOf(tags), Status: r.Status, Lock: conf["lock"], Config: conf, Pending: pending, Digest: digest})
 	}
 
 	for _, ks := range obs.Keepers {
@@ -162,9 +133,9 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 		if slices.Contains(obs.Offline, node) {
 			continue
 		}
-		var storages []storageEntry
-		if err := c.Get(ctx, "/nodes/"+node+"/storage", nil, &storages); err != nil {
-			return nil, fmt.Errorf("list storages on %s: %w", node, err)
+		storages, err := c.StorageList(ctx, node, "")
+		if err != nil {
+			return nil, err
 		}
 		for _, s := range storages {
 			obs.StorageTypes[s.Storage] = s.Type
@@ -174,9 +145,9 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 			if !wantTmpl && !wantImg {
 				continue
 			}
-			var content []contentEntry
-			if err := c.Get(ctx, "/nodes/"+node+"/storage/"+s.Storage+"/content", nil, &content); err != nil {
-				return nil, fmt.Errorf("list %s on %s: %w", s.Storage, node, err)
+			content, err := c.StorageContent(ctx, node, s.Storage, "", 0)
+			if err != nil {
+				return nil, fmt.Errorf("on %s: %w", node, err)
 			}
 			for _, e := range content {
 				switch e.Content {
@@ -211,8 +182,8 @@ func guestsSettled(ctx context.Context, c *pve.Client, opts ObserveOptions, node
 	deadline := time.Now().Add(limit)
 	delay := 100 * time.Millisecond
 	for {
-		var res []resource
-		if err := c.Get(ctx, "/cluster/resources", url.Values{"type": {"vm"}}, &res); err != nil {
+		res, err := c.ClusterResources(ctx, "vm")
+		if err != nil {
 			return nil, fmt.Errorf("list guests: %w", err)
 		}
 		var creating []string
@@ -326,24 +297,24 @@ func restoreOf(obs *plan.Observed, app string) *plan.Restore {
 	return obs.Restores[app]
 }
 
-// containerConfig reads the active config (current=1) as raw strings.
-func containerConfig(ctx context.Context, c *pve.Client, node string, vmid int) (map[string]string, error) {
-	var raw map[string]any
-	if err := c.Get(ctx, fmt.Sprintf("/nodes/%s/lxc/%d/config", node, vmid), url.Values{"current": {"1"}}, &raw); err != nil {
-		return nil, fmt.Errorf("read config of ct %d: %w", vmid, err)
-	}
-	conf := make(map[string]string, len(raw))
-	for k, v := range raw {
-		switch v := v.(type) {
-		case string:
-			conf[k] = v
-		case float64:
-			conf[k] = strconv.FormatFloat(v, 'f', -1, 64)
-		case bool:
-			conf[k] = map[bool]string{true: "1", false: "0"}[v]
+// projectOf returns the project from a corral-project-<project> tag, or
+// "" for a CT made before projects existed.
+func projectOf(tags []string) string {
+	for _, t := range tags {
+		if p, ok := strings.CutPrefix(t, plan.TagProjectPrefix); ok {
+			return p
 		}
 	}
-	return conf, nil
+	return ""
+}
+
+// containerConfig reads the active config (current=1) as raw strings.
+func containerConfig(ctx context.Context, c *pve.Client, node string, vmid int) (map[string]string, error) {
+	cc, err := c.ContainerConfig(ctx, node, vmid, true)
+	if err != nil {
+		return nil, err
+	}
+	return cc.Values, nil
 }
 
 // recognize finds app containers whose corral tags were edited away (in
@@ -433,14 +404,17 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // waiting for its next start (key → new value, "" for a pending delete).
 // Pending changes are part of the observed state: a pending delete=mpN
 // takes a volume away at the next restart.
-func readCT(ctx context.Context, c *pve.Client, node string, vmid int) (conf, pending map[string]string, err error) {
+func readCT(ctx context.Context, c *pve.Client, node string, vmid int) (conf, pending map[string]string, digest string, err error) {
 	entries, err := c.Pending(ctx, node, vmid)
 	if err != nil {
-		return nil, nil, fmt.Errorf("read config of ct %d: %w", vmid, err)
+		return nil, nil, "", fmt.Errorf("read config of ct %d: %w", vmid, err)
 	}
 	conf = make(map[string]string, len(entries))
 	for _, en := range entries {
 		if en.Key == "digest" {
+			if en.Value != nil {
+				digest = string(*en.Value)
+			}
 			continue
 		}
 		if en.Value != nil {
@@ -458,5 +432,5 @@ func readCT(ctx context.Context, c *pve.Client, node string, vmid int) (conf, pe
 			pending[en.Key] = string(*en.Pending)
 		}
 	}
-	return conf, pending, nil
+	return conf, pending, digest, nil
 }

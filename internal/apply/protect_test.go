@@ -13,6 +13,7 @@ import (
 	"github.com/corralhq/corral/internal/apply"
 	"github.com/corralhq/corral/internal/plan"
 	"github.com/corralhq/corral/internal/pve"
+	"github.com/corralhq/corral/internal/sim/model"
 )
 
 // interrupter cancels the run (as Ctrl-C or SIGTERM do) right after PVE
@@ -73,5 +74,44 @@ func TestInterruptedApplyLeavesKeeperProtected(t *testing.T) {
 				t.Errorf("keeper %d is unprotected after the interrupted apply", k.VMID)
 			}
 		}
+	}
+}
+
+// A container edited between the plan and apply (the web UI, another
+// tool) stops its app's change before anything of it changes: apply never
+// acts on what it read before.
+func TestApplyStopsOnAContainerChangedSincePlanned(t *testing.T) {
+	r := newRig(t)
+	if _, err := r.run(cycle[0], 0); err != nil {
+		t.Fatal(err)
+	}
+	c := r.client(nil)
+	ctx := context.Background()
+	obs, err := apply.Observe(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := plan.Make(loadApps(t, cycle[1]), obs) // memory changes
+	if err != nil {
+		t.Fatal(err)
+	}
+	ct := obs.Apps["db"][0]
+	if ct.Digest == "" {
+		t.Fatal("observed container has no digest")
+	}
+	if err := r.srv.Cluster().UpdateCTConfig(model.Auth{UserID: "root@pam"}, "pve", ct.VMID, map[string]string{"cores": "3"}); err != nil {
+		t.Fatal(err)
+	}
+	err = (&apply.Executor{Client: c}).Apply(ctx, p, obs)
+	var stale *apply.PlanStaleError
+	if !errors.As(err, &stale) || stale.VMID != ct.VMID {
+		t.Fatalf("apply after an edit: %v, want *PlanStaleError for ct %d", err, ct.VMID)
+	}
+	conf, _, err := r.srv.Cluster().CTConfig(model.Auth{UserID: "root@pam"}, "pve", ct.VMID, true, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if conf["memory"] != "512" || conf["cores"] != "3" {
+		t.Errorf("config after the stopped apply: memory %s cores %s, want 512 and 3 (unchanged by apply)", conf["memory"], conf["cores"])
 	}
 }

@@ -34,6 +34,13 @@ type RestoreOptions struct {
 	// Names maps mount paths to volume names, for archived volumes no
 	// keeper record names (the manifest's volumes).
 	Names map[string]string
+	// Project is the manifest's project and Listed its apps: the restored
+	// container carries the project's tag when its app is listed. A copy
+	// under a name the manifest does not list gets no project, so that
+	// the project's next apply does not prune it. Without either (no
+	// manifest), the archived container's project is kept.
+	Project string
+	Listed  []string
 }
 
 // RestoredVolume is one volume of the restored container.
@@ -83,6 +90,7 @@ type RestorePlan struct {
 	finalDesc string
 	renames   map[plan.VolumeKey]plan.VolumeKey
 	stamp     string
+	project   string // the restored app's project; "" for a copy the manifest does not list
 }
 
 // RestoreRefusedError is a restore stopped before any change: privileges
@@ -227,15 +235,25 @@ func (e *Executor) PlanRestore(ctx context.Context, obs *plan.Observed, opts Res
 	params.Set("hostname", name)
 	var tags []string
 	for _, t := range plan.ParseTags(conf["tags"]) {
-		if !strings.HasPrefix(t, plan.TagAppPrefix) && t != plan.TagManaged {
+		if !strings.HasPrefix(t, plan.TagAppPrefix) && !strings.HasPrefix(t, plan.TagProjectPrefix) && t != plan.TagManaged {
 			tags = append(tags, t)
 		}
+	}
+	switch {
+	case slices.Contains(opts.Listed, name):
+		rp.project = opts.Project
+	case opts.Project == "" && opts.Listed == nil:
+		rp.project = projectOf(plan.ParseTags(conf["tags"])) // no manifest: the archive's project
 	}
 	// Until it runs, the new container is tagged as a restore in flight,
 	// not as the app: an interrupted restore never leaves two containers
 	// of one app, and the next changing command finishes or undoes it.
-	rp.finalTags = strings.Join(plan.AppTags(plan.App{Name: name, Tags: tags}), ";")
-	params.Set("tags", plan.TagManaged+";"+plan.TagRestoringPrefix+name)
+	rp.finalTags = strings.Join(plan.AppTags(plan.App{Name: name, Project: rp.project, Tags: tags}), ";")
+	inFlight := plan.TagManaged + ";" + plan.TagRestoringPrefix + name
+	if rp.project != "" {
+		inFlight += ";" + plan.TagProjectPrefix + rp.project // kept by finishRestore
+	}
+	params.Set("tags", inFlight)
 	m := plan.ParseMarker(conf["description"])
 	desc := plan.AppDescription(plan.App{Name: name, Template: m.Template, Description: userDescription(conf["description"])})
 	rp.finalDesc = plan.WithGuestMarkers(desc, m.HostKey, m.Provisioned)
@@ -359,6 +377,7 @@ type RestoreResult struct {
 func (e *Executor) Restore(ctx context.Context, obs *plan.Observed, rp *RestorePlan) (res *RestoreResult, err error) {
 	res = &RestoreResult{RestorePlan: rp}
 	name, node := rp.Name, rp.Node
+	e.Project = rp.project // the keeper notes the restored volumes' project
 	err = e.step(name, "restore", fmt.Sprintf("%s into ct %d on %s", rp.Archive, rp.VMID, rp.Storage), func() error {
 		for attempt := 0; ; attempt++ {
 			upid, err := e.Client.RestoreContainer(ctx, node, rp.VMID, rp.Archive, pve.RestoreOptions{Storage: rp.Storage, Unique: true, Params: rp.params})
@@ -448,6 +467,12 @@ func (e *Executor) finishRestore(ctx context.Context, app, node string, newID, o
 			return err
 		}
 	}
+	// The records switch while newID still says it is a restore in flight
+	// (its marker names the stamp of the temporary records), so that an
+	// interruption before it took the app's tags is finished the same way.
+	if err := e.switchRecords(ctx, app, node, newID, stamp); err != nil {
+		return err
+	}
 	conf, err := containerConfig(ctx, e.Client, node, newID)
 	if err != nil {
 		return err
@@ -458,14 +483,12 @@ func (e *Executor) finishRestore(ctx context.Context, app, node string, newID, o
 			userTags = append(userTags, t)
 		}
 	}
-	params := url.Values{"tags": {strings.Join(plan.AppTags(plan.App{Name: app, Tags: userTags}), ";")},
+	project := projectOf(plan.ParseTags(conf["tags"])) // set by PlanRestore for a listed app
+	params := url.Values{"tags": {strings.Join(plan.AppTags(plan.App{Name: app, Project: project, Tags: userTags}), ";")},
 		"description": {plan.WithoutRestoreMarker(conf["description"])}}
 	if err := e.step(app, "config", "make ct "+strconv.Itoa(newID)+" app "+app+"'s", func() error {
 		return e.putConfig(ctx, node, newID, params)
 	}); err != nil {
-		return err
-	}
-	if err := e.switchRecords(ctx, app, node, newID, stamp); err != nil {
 		return err
 	}
 	if oldID != 0 {
@@ -574,8 +597,8 @@ func (e *Executor) switchRecords(ctx context.Context, app, node string, newID in
 			mounted[plan.ParseMountPoint(v).Volume] = true
 		}
 	}
-	var res []resource
-	if err := e.Client.Get(ctx, "/cluster/resources", url.Values{"type": {"vm"}}, &res); err != nil {
+	res, err := e.Client.ClusterResources(ctx, "vm")
+	if err != nil {
 		return fmt.Errorf("list guests: %w", err)
 	}
 	return e.step(app, "keeper", "record the restored volumes under app "+app+", the displaced ones as *-replaced-"+stamp, func() error {

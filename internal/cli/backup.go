@@ -351,6 +351,12 @@ func runRestore(cmd *cobra.Command, st *streams, a *restoreArgs, app string) err
 	if m, ok := j.app(a.as); ok && a.storage == "" && m.RootFS.Storage != "" {
 		opts.Storage = m.RootFS.Storage
 	}
+	if j.f != nil {
+		opts.Project = j.f.Project
+		for _, m := range j.f.Apps {
+			opts.Listed = append(opts.Listed, m.Name)
+		}
+	}
 	ctx := cmd.Context()
 	obs, err := apply.Observe(ctx, j.s.client)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -23,7 +24,14 @@ type connFlags struct {
 	fingerprint string
 	caFile      string
 	insecure    bool
+	// plainHTTP lets an http:// endpoint off the loopback through; the
+	// name says what it costs.
+	plainHTTP bool
 }
+
+// dialContext, when set, dials every connection to a configured endpoint
+// (tests record dials with it to prove a refusal happened before any).
+var dialContext func(ctx context.Context, network, addr string) (net.Conn, error)
 
 func (c *connFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&c.endpoint, "endpoint", "", "PVE API endpoint, e.g. https://pve:8006 (env PROXMOX_VE_ENDPOINT; none = embedded emulator)")
@@ -31,6 +39,7 @@ func (c *connFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&c.fingerprint, "fingerprint", "", "SHA-256 fingerprint of the server certificate to pin (env PROXMOX_VE_FINGERPRINT)")
 	f.StringVar(&c.caFile, "ca-file", "", "PEM file of CA certificates to trust (env PROXMOX_VE_CA_FILE)")
 	f.BoolVar(&c.insecure, "insecure", false, "skip TLS verification (env PROXMOX_VE_INSECURE)")
+	f.BoolVar(&c.plainHTTP, "insecure-plain-http", false, "allow an http:// endpoint off this machine, which sends the API token in clear text (env CORRAL_INSECURE_PLAIN_HTTP)")
 }
 
 // resolved fills unset flags from the environment.
@@ -50,6 +59,11 @@ func (c connFlags) resolved(getenv func(string) string) connFlags {
 	if !c.insecure {
 		if b, err := strconv.ParseBool(getenv("PROXMOX_VE_INSECURE")); err == nil {
 			c.insecure = b
+		}
+	}
+	if !c.plainHTTP {
+		if b, err := strconv.ParseBool(getenv("CORRAL_INSECURE_PLAIN_HTTP")); err == nil {
+			c.plainHTTP = b
 		}
 	}
 	return c
@@ -102,7 +116,11 @@ func connect(ctx context.Context, st *streams, cf connFlags) (*session, error) {
 	if cf.insecure {
 		fmt.Fprintln(st.err, "corral: warning: TLS verification is off (--insecure): anyone on the path can read the API token")
 	}
-	c, err := pve.New(pve.Config{Endpoint: strings.TrimSuffix(cf.endpoint, "/"), Token: cf.token, Fingerprint: cf.fingerprint, CAFile: cf.caFile, Insecure: cf.insecure, Logger: log})
+	if cf.plainHTTP && strings.HasPrefix(strings.ToLower(strings.TrimSpace(cf.endpoint)), "http:") {
+		fmt.Fprintln(st.err, "corral: warning: plain http allowed (--insecure-plain-http): the API token crosses the network in clear text")
+	}
+	c, err := pve.New(pve.Config{Endpoint: strings.TrimSuffix(cf.endpoint, "/"), Token: cf.token, Fingerprint: cf.fingerprint, CAFile: cf.caFile, Insecure: cf.insecure,
+		AllowPlainHTTP: cf.plainHTTP, DialContext: dialContext, Logger: log})
 	if err != nil {
 		return nil, err
 	}

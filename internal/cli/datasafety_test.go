@@ -3,6 +3,8 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -85,7 +87,7 @@ func (c *cluster) volumes() []plan.VolumeInfo {
 // the next plan of each manifest has nothing to do.
 func TestConcurrentApplies(t *testing.T) {
 	c := newCluster(t)
-	m1, m2 := writeManifest(t, threeVolumes("alpha")), writeManifest(t, threeVolumes("beta"))
+	m1, m2 := writeManifestIn(t, "alpha", threeVolumes("alpha")), writeManifestIn(t, "beta", threeVolumes("beta")) // two projects
 	var wg sync.WaitGroup
 	results := make([]result, 4)
 	for i, m := range []string{m1, m2, m1, m2} {
@@ -427,7 +429,7 @@ func TestTagsComparedAsPVEStoresThem(t *testing.T) {
 	m := writeManifest(t, strings.Replace(threeVolumes("alpha"), "    memory: 256\n", "    memory: 256\n    tags: [Zeta, Prod, prod]\n", 1))
 	c.mustRun("apply", "-f", m, "--auto-approve")
 	vmid := c.status(m).Apps[0].Containers[0].VMID
-	if got := c.config(vmid)["tags"]; got != "corral;corral-app-alpha;prod;zeta" {
+	if got := c.config(vmid)["tags"]; got != "corral;corral-app-alpha;corral-project-demo;prod;zeta" {
 		t.Errorf("tags=%q", got)
 	}
 	if r := c.run("plan", "-f", m); r.code != 0 {
@@ -540,4 +542,30 @@ func TestApplyAfterInterruptedDestroy(t *testing.T) {
 	if len(c.volumes()) != 3 {
 		t.Errorf("volumes: %+v", c.volumes())
 	}
+}
+
+// A lease whose holder was a corral of this machine that was killed is
+// taken over at once, not after it runs out.
+func TestLockOfKilledLocalCorralTakenOver(t *testing.T) {
+	c := newCluster(t)
+	m := writeManifest(t, threeVolumes("alpha"))
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	host, _ := os.Hostname()
+	k := c.keepers()[0]
+	root := model.Auth{UserID: "root@pam"}
+	conf, _, err := c.srv.Cluster().CTConfig(root, "pve", k, true, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes := plan.ParseKeeperNotes(conf["description"])
+	notes.Lease = &plan.Lease{ID: "dead", Holder: fmt.Sprintf("me@%s:%d", host, dead.Process.Pid), Command: "apply", Since: time.Now(), Until: time.Now().Add(time.Hour)}
+	if err := c.srv.Cluster().UpdateCTConfig(root, "pve", k, map[string]string{"description": notes.Render()}); err != nil {
+		t.Fatal(err)
+	}
+	more := writeManifest(t, strings.Replace(threeVolumes("alpha"), "memory: 256", "memory: 384", 1))
+	c.mustRun("apply", "-f", more, "--auto-approve", "--lock-timeout", "0")
 }

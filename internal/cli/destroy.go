@@ -35,8 +35,13 @@ func newDestroyCmd(st *streams) *cobra.Command {
 of the apps named). Their volumes are detached first and stay in the node's
 keeper container, so the next apply finds the same data.
 
+An app removed from the manifest can be named too, while a container of
+this project (tag corral-project-<project>) carries it; apply would
+destroy it the same way.
+
 Volumes are freed only with --delete-volumes, and then only those whose
-manifest entry says reclaim: delete. Retained volumes are never freed.`,
+manifest entry says reclaim: delete. Retained volumes are never freed;
+corral volumes rm and corral volumes prune free volumes on purpose.`,
 		RunE: func(cmd *cobra.Command, args []string) error { return runDestroy(cmd, st, a, args) },
 	}
 	a.ff.add(cmd.Flags())
@@ -64,11 +69,6 @@ func runDestroy(cmd *cobra.Command, st *streams, a *destroyArgs, names []string)
 	defer j.Close()
 	f, s, asJSON := j.f, j.s, j.asJSON
 	apps := plan.FromManifest(f)
-	for _, n := range names {
-		if _, ok := f.App(n); !ok {
-			return fmt.Errorf("app %q is not in %s", n, f.Path)
-		}
-	}
 	if len(names) > 0 {
 		apps = slices.DeleteFunc(apps, func(a plan.App) bool { return !slices.Contains(names, a.Name) })
 	}
@@ -77,6 +77,17 @@ func runDestroy(cmd *cobra.Command, st *streams, a *destroyArgs, names []string)
 	obs, err := apply.Observe(ctx, s.client)
 	if err != nil {
 		return err
+	}
+	for _, n := range names {
+		if _, ok := f.App(n); ok {
+			continue
+		}
+		// An app removed from the manifest: still this project's while a
+		// container tagged with the project carries it.
+		if !slices.ContainsFunc(obs.Apps[n], func(ct *plan.CT) bool { return ct.Project == f.Project }) {
+			return fmt.Errorf("app %q is not in %s, and no container of project %s (tag %s%s) carries it", n, f.Path, f.Project, plan.TagProjectPrefix, f.Project)
+		}
+		apps = append(apps, plan.App{Name: n, Project: f.Project})
 	}
 	p, perr := plan.Destroy(apps, obs, a.deleteVolumes)
 	var refused []string

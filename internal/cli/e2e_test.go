@@ -130,9 +130,22 @@ func (c *cluster) status(manifest string) statusJSON {
 	return s
 }
 
+// writeManifest writes a manifest in a new directory named demo, so that
+// every manifest a test writes is project demo (the project defaults to
+// the directory's name).
 func writeManifest(t *testing.T, text string) string {
 	t.Helper()
-	p := filepath.Join(t.TempDir(), "corral.yaml")
+	return writeManifestIn(t, "demo", text)
+}
+
+// writeManifestIn writes a manifest in a new directory named dir: project
+// dir, unless the text says otherwise.
+func writeManifestIn(t *testing.T, dir, text string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), dir, "corral.yaml")
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -222,7 +222,7 @@ func TestQuickstartInTheGuest(t *testing.T) {
 	if bad == string(text) {
 		t.Fatal("could not rewrite the health check")
 	}
-	r = c.run("apply", "-f", writeManifest(t, bad), "--auto-approve")
+	r = c.run("apply", "-f", writeManifestIn(t, "quickstart", bad), "--auto-approve")
 	if r.code != ExitError || !strings.Contains(r.stderr, "unhealthy after 2 attempts") || !strings.Contains(r.stderr, "page missing") {
 		t.Fatalf("failing health check: exit %d\n%s", r.code, r.stderr)
 	}

@@ -33,6 +33,12 @@ func (r redactObserver) TaskLog(app, upid, line string) { r.next.TaskLog(app, up
 
 func (r redactObserver) Warn(app, msg string) { r.next.Warn(app, r.f.Redact(msg)) }
 
+// WantsTaskLogs passes on whether the next observer shows task logs.
+func (r redactObserver) WantsTaskLogs() bool {
+	w, ok := r.next.(apply.TaskLogWanter)
+	return !ok || w.WantsTaskLogs()
+}
+
 // redactPlan replaces the manifest's secret values in the text of a plan:
 // a config edit shows, say, a description read from ${env:DESC} by its
 // reference, on both sides of the edit.

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 
 	"golang.org/x/crypto/ssh"
+
+	"github.com/corralhq/corral/internal/localfile"
 )
 
 // identity is corral's own SSH key for logging into the containers it
@@ -46,7 +48,7 @@ func loadIdentity() (*identity, error) {
 	if err != nil {
 		return nil, err
 	}
-	data, err := os.ReadFile(path)
+	data, err := localfile.Read(path, localfile.MaxKey)
 	if errors.Is(err, os.ErrNotExist) {
 		return createIdentity(path)
 	}

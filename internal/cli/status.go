@@ -191,18 +191,19 @@ func newVolumesCmd(st *streams) *cobra.Command {
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
 	cf.add(cmd.Flags())
+	cmd.AddCommand(newVolumesRmCmd(st), newVolumesPruneCmd(st))
 	return cmd
 }
 
 func writeVolumes(st *streams, inv []plan.VolumeInfo) {
 	tw := tabwriter.NewWriter(st.out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "APP\tVOLUME\tVOLID\tNODE\tSIZE\tATTACHED\tMOUNT")
+	fmt.Fprintln(tw, "APP\tVOLUME\tVOLID\tNODE\tSIZE\tATTACHED\tMOUNT\tPROJECT")
 	for _, v := range inv {
 		size := plan.GiB(v.Size) + "G"
 		if v.Missing {
 			size = "MISSING"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v.App, v.Name, v.VolID, v.Node, size, v.Holder, orDash(v.Mount))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v.App, v.Name, v.VolID, v.Node, size, v.Holder, orDash(v.Mount), orDash(v.Project))
 	}
 	tw.Flush()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -242,7 +243,11 @@ func Check(ctx context.Context, c *pve.Client, f *manifest.File, opts Options) (
 
 	reqs := Requirements(f, t)
 	r.Requirements = reqs
-	acc, unread, err := gatherAccess(ctx, c, reqs, opts.Role)
+	visible := map[string]bool{}
+	for _, g := range res {
+		visible["/vms/"+strconv.Itoa(g.VMID)] = true
+	}
+	acc, unread, err := gatherAccess(ctx, c, reqs, opts.Role, visible)
 	if err != nil {
 		return nil, err
 	}
@@ -287,8 +292,10 @@ func connectFinding(err error, tokenID string) Finding {
 // gatherAccess reads the token's effective privileges on every path, and
 // its user's and its ACL entries when the token may. A path whose
 // privileges could not be read counts as holding none, and gets a
-// warning finding saying so (unread).
-func gatherAccess(ctx context.Context, c *pve.Client, reqs []Requirement, role string) (acc Access, unread []Finding, err error) {
+// warning finding saying so (unread). The number of requests does not
+// grow with the containers that exist (see readPerms; visible holds the
+// /vms/<vmid> paths of the containers /cluster/resources showed).
+func gatherAccess(ctx context.Context, c *pve.Client, reqs []Requirement, role string, visible map[string]bool) (acc Access, unread []Finding, err error) {
 	acc = Access{TokenID: c.TokenID(), Token: Perms{}, Role: role}
 	user, _, _ := strings.Cut(acc.TokenID, "!")
 	paths := []string{"/", "/access", "/vms"}
@@ -297,31 +304,28 @@ func gatherAccess(ctx context.Context, c *pve.Client, reqs []Requirement, role s
 			paths = append(paths, r.Path)
 		}
 	}
+	perms, failed, err := readPerms(ctx, c, paths, "", visible)
+	if err != nil {
+		return acc, nil, err
+	}
 	for _, p := range paths {
-		perms, err := c.Permissions(ctx, p, "")
-		if err != nil {
-			if ctx.Err() != nil {
-				return acc, nil, ctx.Err()
-			}
+		if ferr, ok := failed[p]; ok {
 			acc.Token[p] = map[string]int{}
 			unread = append(unread, Finding{Severity: SevWarning, Kind: "connection", Path: p,
-				Message: fmt.Sprintf("could not read the token's privileges on %s (%v): the findings below take it to hold none there; run doctor again", p, err)})
+				Message: fmt.Sprintf("could not read the token's privileges on %s (%v): the findings below take it to hold none there; run doctor again", p, ferr)})
 			continue
 		}
-		acc.Token[p] = flags(perms[p])
+		acc.Token[p] = perms[p]
 	}
 	if user != "" && user != acc.TokenID {
-		acc.User = Perms{}
-		for _, p := range paths {
-			perms, err := c.Permissions(ctx, p, user)
-			if err != nil {
-				if ctx.Err() != nil {
-					return acc, nil, ctx.Err()
-				}
-				acc.User = nil // may not read it (Sys.Audit on /access)
-				break
-			}
-			acc.User[p] = flags(perms[p])
+		perms, failed, err := readPerms(ctx, c, paths, user, visible)
+		switch {
+		case err != nil:
+			return acc, nil, err
+		case len(failed) > 0:
+			acc.User = nil // may not read it (Sys.Audit on /access)
+		default:
+			acc.User = perms
 		}
 	}
 	if acc.Token.has("/access", "Sys.Audit", false) {
@@ -343,6 +347,65 @@ func gatherAccess(ctx context.Context, c *pve.Client, reqs []Requirement, role s
 		}
 	}
 	return acc, unread, nil
+}
+
+// guestPath reports a container's own ACL path, /vms/<vmid>.
+func guestPath(p string) bool {
+	rest, ok := strings.CutPrefix(p, "/vms/")
+	return ok && rest != "" && !strings.Contains(rest, "/")
+}
+
+// readPerms reads the privileges of the token (userid "") or of userid
+// on paths, with a number of requests that does not grow with the
+// containers that exist. Every path is read alone except the /vms/<vmid>
+// of a visible container: those come from one read of every path (GET
+// /access/permissions without path lists each ACL node where the
+// principal holds something). A visible container's path missing from
+// that list has no ACL entry of its own (one with entries is listed,
+// since the caller sees the container only with some privilege on it),
+// so it holds what every such container holds: read once, on the first.
+// failed holds the paths that could not be read; err is ctx's.
+func readPerms(ctx context.Context, c *pve.Client, paths []string, userid string, visible map[string]bool) (perms Perms, failed map[string]error, err error) {
+	perms, failed = Perms{}, map[string]error{}
+	one := func(p string) {
+		got, err := c.Permissions(ctx, p, userid)
+		if err != nil {
+			failed[p] = err
+			return
+		}
+		perms[p] = flags(got[p])
+	}
+	var guests []string
+	for _, p := range paths {
+		if guestPath(p) && visible[p] {
+			guests = append(guests, p)
+		} else {
+			one(p)
+		}
+	}
+	if len(guests) > 0 {
+		all, lerr := c.Permissions(ctx, "", userid)
+		inherit := "" // the first visible path not listed, read for all of them
+		for _, p := range guests {
+			switch {
+			case lerr != nil:
+				failed[p] = lerr
+			case all[p] != nil:
+				perms[p] = flags(all[p])
+			case inherit == "":
+				inherit = p
+				if one(p); failed[p] != nil {
+					lerr = failed[p]
+				}
+			default:
+				perms[p] = maps.Clone(perms[inherit])
+			}
+		}
+	}
+	if ctx.Err() != nil {
+		return nil, nil, ctx.Err()
+	}
+	return perms, failed, nil
 }
 
 func flags(m map[string]pve.Bool01) map[string]int {

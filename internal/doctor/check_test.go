@@ -3,10 +3,12 @@ package doctor_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -282,5 +284,107 @@ func TestCheck_unreadPrivileges(t *testing.T) {
 		return f.Kind == "connection" && f.Severity == doctor.SevWarning && f.Path == "/storage/local-lvm" && strings.Contains(f.Message, "could not read the token's privileges")
 	}) {
 		t.Errorf("no unread-privileges finding: %+v", r.Findings)
+	}
+}
+
+// withApps creates n corral-managed CTs app0…app<n-1> (vmid 200+i) and
+// returns a manifest naming all of them.
+func (e *emulator) withApps(t *testing.T, n int) *manifest.File {
+	t.Helper()
+	c := e.srv.Cluster()
+	root := model.Auth{UserID: "root@pam"}
+	var m strings.Builder
+	m.WriteString("apps:\n")
+	for i := range n {
+		name := "app" + strconv.Itoa(i)
+		upid, err := c.CreateCT(root, "pve", map[string]string{
+			"vmid": strconv.Itoa(200 + i), "ostemplate": model.DefaultTemplate, "rootfs": "local-lvm:4",
+			"hostname": name, "tags": "corral;corral-app-" + name, "unprivileged": "1",
+		})
+		if err == nil {
+			_, err = c.WaitTask(context.Background(), "pve", upid)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&m, "  - name: %s\n    template: %s\n    rootfs: {size: 4G}\n", name, model.DefaultTemplate)
+	}
+	return parse(t, m.String())
+}
+
+// checkRequests runs Check with the client of token and returns the
+// requests it made and its findings.
+func (e *emulator) checkRequests(t *testing.T, c *pve.Client, f *manifest.File) (int, []string) {
+	t.Helper()
+	e.srv.ResetRequests()
+	r, err := doctor.Check(context.Background(), c, f, doctor.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, total := e.srv.Requests()
+	var findings []string
+	for _, fd := range r.Findings {
+		findings = append(findings, fd.Kind+": "+fd.Message)
+	}
+	return total, findings
+}
+
+// TestCheck_requestsDoNotGrowWithContainers: doctor (and so apply's
+// preflight) makes as many requests for a manifest of 50 existing apps as
+// for one, whether or not the token may read the ACL.
+func TestCheck_requestsDoNotGrowWithContainers(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		drop []string
+	}{
+		{name: "operator token"},
+		{name: "token that cannot read its user's privileges", drop: []string{"Sys.Audit"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			counts := map[int]int{}
+			for _, n := range []int{1, 50} {
+				e := newEmulator(t)
+				f := e.withApps(t, n)
+				tok := e.op
+				if tc.drop != nil {
+					tok = e.narrow(t, tc.drop...)
+				}
+				got, findings := e.checkRequests(t, tok, f)
+				for _, fd := range findings {
+					if strings.HasPrefix(fd, "privilege:") && strings.Contains(fd, "/vms") {
+						t.Errorf("%d apps: %s", n, fd)
+					}
+				}
+				counts[n] = got
+			}
+			if counts[1] != counts[50] {
+				t.Errorf("doctor made %d requests for 1 existing app and %d for 50", counts[1], counts[50])
+			}
+		})
+	}
+}
+
+// TestCheck_narrowGrantOnOneContainer: an ACL entry that leaves the
+// token only VM.Audit on one container is found, although the
+// per-container privileges come from one read for all of them.
+func TestCheck_narrowGrantOnOneContainer(t *testing.T) {
+	e := newEmulator(t)
+	f := e.withApps(t, 5)
+	ctx := context.Background()
+	if err := e.root.Put(ctx, "/access/acl", url.Values{"path": {"/vms/203"}, "roles": {"PVEAuditor"}, "tokens": {"corral@pve!corral"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	_, findings := e.checkRequests(t, e.op, f)
+	var on203 []string
+	for _, fd := range findings {
+		switch {
+		case strings.HasPrefix(fd, "privilege:") && strings.Contains(fd, "/vms/203"):
+			on203 = append(on203, fd)
+		case strings.HasPrefix(fd, "privilege:"):
+			t.Errorf("unexpected: %s", fd)
+		}
+	}
+	if !slices.ContainsFunc(on203, func(fd string) bool { return strings.Contains(fd, "lacks VM.Config.Memory on /vms/203") }) {
+		t.Errorf("no finding that VM.Config.Memory is missing on /vms/203; got:\n%s", strings.Join(findings, "\n"))
 	}
 }

@@ -30,6 +30,11 @@ const (
 	DefaultKeepaliveInterval = 30 * time.Second // OpenSSH ServerAliveInterval
 	DefaultKeepaliveCountMax = 3                // OpenSSH ServerAliveCountMax
 	DefaultConnectTimeout    = 3 * time.Minute  // waiting for a booting guest
+	// DefaultProbeInterval and DefaultProbeTimeout: while a guest boots,
+	// its SSH port is tried this often, each try given this long, so
+	// that the login starts within a probe interval of sshd listening.
+	DefaultProbeInterval = 150 * time.Millisecond
+	DefaultProbeTimeout  = 500 * time.Millisecond
 )
 
 // HostKeyPolicy says which host key the guest must present.
@@ -59,9 +64,17 @@ type Config struct {
 	// and running commands fail with ErrDeadConnection.
 	KeepaliveInterval time.Duration
 	KeepaliveCountMax int
-	// RetryMin and RetryMax bound the backoff between connect attempts
-	// (default 250ms doubling up to 5s).
+	// ProbeInterval is the pause between tries of a port that does not
+	// answer yet, ProbeTimeout how long one TCP connect may take
+	// (defaults DefaultProbeInterval, DefaultProbeTimeout).
+	ProbeInterval, ProbeTimeout time.Duration
+	// RetryMin and RetryMax bound the backoff after a port that answered
+	// but whose SSH handshake failed (a guest half up), doubling from
+	// RetryMin (default 100ms) up to RetryMax (default 1s).
 	RetryMin, RetryMax time.Duration
+
+	// sleep replaces sleepCtx in tests, which record the waits.
+	sleep func(ctx context.Context, d time.Duration) error
 }
 
 // ErrDeadConnection is returned once keepalives went unanswered.
@@ -101,10 +114,12 @@ type Client struct {
 	err error // why the connection ended, once it did
 }
 
-// Dial connects to addr (host:port) as cfg.User, retrying with backoff
-// while the guest is still booting (connection refused or reset, timeouts,
-// handshake cut short) until ctx ends or ConnectTimeout passes. A host key
-// mismatch or a refused login is not retried.
+// Dial connects to addr (host:port) as cfg.User while the guest is still
+// booting: it tries the TCP port every ProbeInterval, each try bounded by
+// ProbeTimeout, and logs in over the first connection that is accepted;
+// a handshake that fails (reset, cut short, timed out) is retried after a
+// short backoff. It gives up when ctx ends or ConnectTimeout passes. A
+// host key mismatch or a refused login is not retried.
 func Dial(ctx context.Context, addr string, cfg Config) (*Client, error) {
 	if cfg.User == "" || cfg.Signer == nil {
 		return nil, errors.New("guest: Config needs User and Signer")
@@ -123,11 +138,21 @@ func Dial(ctx context.Context, addr string, cfg Config) (*Client, error) {
 	if cfg.ConnectTimeout <= 0 {
 		cfg.ConnectTimeout = DefaultConnectTimeout
 	}
+	if cfg.ProbeInterval <= 0 {
+		cfg.ProbeInterval = DefaultProbeInterval
+	}
+	if cfg.ProbeTimeout <= 0 {
+		cfg.ProbeTimeout = DefaultProbeTimeout
+	}
 	if cfg.RetryMin <= 0 {
-		cfg.RetryMin = 250 * time.Millisecond
+		cfg.RetryMin = 100 * time.Millisecond
 	}
 	if cfg.RetryMax <= 0 {
-		cfg.RetryMax = 5 * time.Second
+		cfg.RetryMax = time.Second
+	}
+	cfg.RetryMax = max(cfg.RetryMax, cfg.RetryMin)
+	if cfg.sleep == nil {
+		cfg.sleep = sleepCtx
 	}
 	if cfg.KeepaliveInterval <= 0 {
 		cfg.KeepaliveInterval = DefaultKeepaliveInterval
@@ -154,7 +179,18 @@ func Dial(ctx context.Context, addr string, cfg Config) (*Client, error) {
 	backoff := cfg.RetryMin
 	var last error
 	for attempt := 1; ; attempt++ {
-		conn, err := dialOnce(ctx, addr, sshCfg)
+		// Probe: a port that does not answer yet is tried again soon.
+		d := net.Dialer{Timeout: cfg.ProbeTimeout}
+		nc, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			last = err
+			if werr := cfg.sleep(ctx, cfg.ProbeInterval); werr != nil {
+				return nil, dialGaveUp(cfg.HostKey.VMID, addr, attempt, werr, last)
+			}
+			continue
+		}
+		// The port answers: log in over this very connection.
+		conn, err := handshake(ctx, nc, addr, sshCfg)
 		if err == nil {
 			c := &Client{conn: conn, hostKey: seen, done: make(chan struct{})}
 			go c.keepalive(cfg.KeepaliveInterval, cfg.KeepaliveCountMax)
@@ -173,14 +209,27 @@ func Dial(ctx context.Context, addr string, cfg Config) (*Client, error) {
 			return nil, fmt.Errorf("guest: CT %d at %s refused the login as %s: %w (is corral's public key in the container's authorized_keys?)", cfg.HostKey.VMID, addr, cfg.User, err)
 		}
 		last = err
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, fmt.Errorf("guest: CT %d at %s did not accept SSH in %d attempts: %w (last error: %v); is the container running and its sshd up?", cfg.HostKey.VMID, addr, attempt, ctx.Err(), last)
-		case <-t.C:
+		if werr := cfg.sleep(ctx, backoff); werr != nil {
+			return nil, dialGaveUp(cfg.HostKey.VMID, addr, attempt, werr, last)
 		}
 		backoff = min(backoff*2, cfg.RetryMax)
+	}
+}
+
+// dialGaveUp is Dial's error once ctx ended.
+func dialGaveUp(vmid int, addr string, attempts int, err, last error) error {
+	return fmt.Errorf("guest: CT %d at %s did not accept SSH in %d attempts: %w (last error: %v); is the container running and its sshd up?", vmid, addr, attempts, err, last)
+}
+
+// sleepCtx waits d or until ctx ends, whose error it returns then.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
 }
 
@@ -196,13 +245,9 @@ func hostKeyAlgorithms(pinned ssh.PublicKey) []string {
 	return []string{pinned.Type()}
 }
 
-// dialOnce makes one TCP connection and SSH handshake within ctx.
-func dialOnce(ctx context.Context, addr string, cfg *ssh.ClientConfig) (*ssh.Client, error) {
-	var d net.Dialer
-	nc, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return nil, err
-	}
+// handshake runs the SSH handshake on the TCP connection nc within ctx;
+// it closes nc when it fails.
+func handshake(ctx context.Context, nc net.Conn, addr string, cfg *ssh.ClientConfig) (*ssh.Client, error) {
 	stop := context.AfterFunc(ctx, func() { nc.Close() })
 	// A handshake that hangs (guest half up) is cut after 20 s and retried.
 	nc.SetDeadline(time.Now().Add(20 * time.Second))

@@ -27,9 +27,18 @@ type fakeGuest struct {
 	ln      net.Listener
 	signals chan string
 	execs   atomic.Int32 // exec requests received
+	// accepted counts TCP connections; the first dropFirst are closed
+	// at once, as by a guest whose sshd is not up yet.
+	accepted  atomic.Int32
+	dropFirst int32
 }
 
 func newFakeGuest(t *testing.T, allowed ssh.PublicKey, addr string) *fakeGuest {
+	t.Helper()
+	return newFakeGuestDropping(t, allowed, addr, 0)
+}
+
+func newFakeGuestDropping(t *testing.T, allowed ssh.PublicKey, addr string, dropFirst int32) *fakeGuest {
 	t.Helper()
 	host, _, err := NewKey("")
 	if err != nil {
@@ -42,7 +51,7 @@ func newFakeGuest(t *testing.T, allowed ssh.PublicKey, addr string) *fakeGuest {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &fakeGuest{t: t, hostKey: host, allowed: allowed, ln: ln, signals: make(chan string, 8)}
+	g := &fakeGuest{t: t, hostKey: host, allowed: allowed, ln: ln, signals: make(chan string, 8), dropFirst: dropFirst}
 	cfg := &ssh.ServerConfig{PublicKeyCallback: func(meta ssh.ConnMetadata, key ssh.PublicKey) (*ssh.Permissions, error) {
 		if meta.User() == "root" && string(key.Marshal()) == string(allowed.Marshal()) {
 			return &ssh.Permissions{}, nil
@@ -55,6 +64,10 @@ func newFakeGuest(t *testing.T, allowed ssh.PublicKey, addr string) *fakeGuest {
 			nc, err := ln.Accept()
 			if err != nil {
 				return
+			}
+			if g.accepted.Add(1) <= g.dropFirst {
+				nc.Close()
+				continue
 			}
 			go g.serve(nc, cfg)
 		}
@@ -495,5 +508,86 @@ func TestKeepalive_keepsAQuietCommandAlive(t *testing.T) {
 				t.Fatal("the idle connection survived without keepalives: the proxy does not drop idle connections")
 			}
 		})
+	}
+}
+
+// freeAddr is a loopback address nothing listens on.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// TestDial_probesUntilThePortAnswers: while the guest's port refuses,
+// Dial waits one probe interval between tries, never longer however long
+// the guest takes; the first connection accepted once sshd listens is
+// the one it logs in over, with no wait in between.
+func TestDial_probesUntilThePortAnswers(t *testing.T) {
+	signer, pub := testKey(t)
+	addr := freeAddr(t)
+	const boot = 8 // refused probes before sshd listens
+	var waits []time.Duration
+	var g *fakeGuest
+	cfg := Config{User: "root", Signer: signer, HostKey: HostKeyPolicy{VMID: 100, TrustOnFirstUse: true}}
+	cfg.sleep = func(ctx context.Context, d time.Duration) error {
+		waits = append(waits, d)
+		if len(waits) == boot {
+			g = newFakeGuest(t, pub, addr) // sshd comes up during this wait
+		}
+		return ctx.Err()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := Dial(ctx, addr, cfg)
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	defer c.Close()
+	if len(waits) != boot {
+		t.Errorf("%d waits, want %d: one per refused probe and none once the port answered", len(waits), boot)
+	}
+	for i, w := range waits {
+		if w != DefaultProbeInterval {
+			t.Errorf("wait %d was %v, want the probe interval %v (no growing backoff)", i, w, DefaultProbeInterval)
+		}
+	}
+	if n := g.accepted.Load(); n != 1 {
+		t.Errorf("the guest accepted %d connections, want the login on the first", n)
+	}
+	if AuthorizedKey(c.HostKey()) != AuthorizedKey(g.hostKey.PublicKey()) {
+		t.Error("HostKey is not the guest's key")
+	}
+}
+
+// TestDial_retriesAFailedHandshake: a port that accepts and drops the
+// connection (sshd not ready behind it) is retried after a doubling
+// backoff from RetryMin, and the login succeeds once sshd answers.
+func TestDial_retriesAFailedHandshake(t *testing.T) {
+	signer, pub := testKey(t)
+	g := newFakeGuestDropping(t, pub, "", 3)
+	var waits []time.Duration
+	cfg := Config{User: "root", Signer: signer, HostKey: HostKeyPolicy{VMID: 100, TrustOnFirstUse: true}}
+	cfg.sleep = func(ctx context.Context, d time.Duration) error {
+		waits = append(waits, d)
+		return ctx.Err()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := Dial(ctx, g.addr(), cfg)
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	c.Close()
+	want := []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond}
+	if !slices.Equal(waits, want) {
+		t.Errorf("waits %v, want %v", waits, want)
+	}
+	if n := g.accepted.Load(); n != 4 {
+		t.Errorf("%d connections, want 4 (3 dropped, then the login)", n)
 	}
 }

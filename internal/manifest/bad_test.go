@@ -56,7 +56,7 @@ func TestLoad_missingFile(t *testing.T) {
 	if !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("Load of a missing file: %v, want os.ErrNotExist", err)
 	}
-	if got, want := err.Error(), "read manifest: open "; !strings.HasPrefix(got, want) {
+	if got, want := err.Error(), "read manifest: stat "; !strings.HasPrefix(got, want) {
 		t.Errorf("error %q, want prefix %q", got, want)
 	}
 }

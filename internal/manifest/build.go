@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/corralhq/corral/internal/localfile"
 )
 
 // build turns the decoded tree into a File: it applies defaults from the
@@ -15,7 +18,10 @@ import (
 // with DHCP, adopt vs storage, feature flags). Members that failed their
 // own checks are already reported and are skipped here.
 func (d *decoder) build(root *value) *File {
-	f := &File{Path: d.file}
+	f := &File{Path: d.file, Project: root.strOr("project")}
+	if f.Project == "" {
+		f.Project = DefaultProject(d.dir)
+	}
 	names := map[string]*value{}
 	vmids := map[int64]*value{}
 	adopted := map[string]*value{}
@@ -42,6 +48,36 @@ func (d *decoder) build(root *value) *File {
 	}
 	f.secrets = d.secrets
 	return f
+}
+
+// DefaultProject is the project of a manifest that names none: its
+// directory's base name as a PVE tag allows it (as docker compose names a
+// project after its directory): lower-cased, each run of other characters
+// than letters, digits, '-' and '_' turned into one '-', at most 40
+// characters, "default" when nothing is left.
+func DefaultProject(dir string) string {
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(filepath.Base(dir)) {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_' || r == '-' {
+			b.WriteRune(r)
+			dash = false
+		} else if !dash {
+			b.WriteByte('-')
+			dash = true
+		}
+	}
+	p := strings.Trim(b.String(), "-")
+	if len(p) > 40 {
+		p = strings.TrimRight(p[:40], "-")
+	}
+	if p == "" {
+		return "default"
+	}
+	return p
 }
 
 func (d *decoder) buildApp(v *value, adopted map[string]*value) App {
@@ -291,7 +327,7 @@ func (d *decoder) content(fv *value) string {
 	p, err := d.opts.expandPath(src.str, d.dir)
 	if err == nil {
 		var data []byte
-		if data, err = d.opts.readFile(p); err == nil {
+		if data, err = d.opts.readFile(p, localfile.MaxContent); err == nil {
 			return string(data)
 		}
 		// The path is in the message already; keep only the reason.

@@ -8,13 +8,21 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/corralhq/corral/internal/localfile"
 )
 
 // File is a valid manifest: its apps with every default applied.
 type File struct {
 	// Path is the file name given to Load or Parse.
 	Path string
-	Apps []App
+	// Project names the project the apps belong to: every container
+	// corral creates for them is tagged corral-project-<Project>, and
+	// apply prunes this project's containers whose app is gone from the
+	// manifest, never another project's. Default: DefaultProject of the
+	// manifest's directory.
+	Project string
+	Apps    []App
 
 	// secrets are held as Secrets so that even printing a File with %+v
 	// shows no value.
@@ -206,7 +214,7 @@ const (
 // opts.ReadFile when set. A manifest that is not valid gives a
 // *Diagnostics.
 func Load(path string, opts LoadOptions) (*File, error) {
-	data, err := opts.readFile(path)
+	data, err := opts.readFile(path, localfile.MaxManifest)
 	if err != nil {
 		return nil, fmt.Errorf("read manifest: %w", err)
 	}

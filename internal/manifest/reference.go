@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/corralhq/corral/internal/localfile"
 )
 
 // LoadOptions injects how ${env:NAME} and ${file:PATH} references are
@@ -14,7 +16,8 @@ type LoadOptions struct {
 	// Getenv looks up an environment variable; nil means os.LookupEnv.
 	// It is also asked for HOME to expand ~ in ${file:~/…}.
 	Getenv func(name string) (string, bool)
-	// ReadFile reads a file; nil means os.ReadFile.
+	// ReadFile reads a file; nil means localfile.Read with the limit of
+	// the kind of file (a regular file only, size-bounded).
 	ReadFile func(path string) ([]byte, error)
 }
 
@@ -25,9 +28,9 @@ func (o LoadOptions) getenv(name string) (string, bool) {
 	return o.Getenv(name)
 }
 
-func (o LoadOptions) readFile(path string) ([]byte, error) {
+func (o LoadOptions) readFile(path string, max int64) ([]byte, error) {
 	if o.ReadFile == nil {
-		return os.ReadFile(path)
+		return localfile.Read(path, max)
 	}
 	return o.ReadFile(path)
 }
@@ -74,7 +77,7 @@ func (o LoadOptions) resolve(ref, dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	data, err := o.readFile(path)
+	data, err := o.readFile(path, localfile.MaxSecret)
 	if err != nil {
 		return "", fmt.Errorf("cannot read %s: %w", ref, err)
 	}

@@ -118,6 +118,10 @@ const (
 	// tags (corral-app-<name>), so they stay short and lower-case.
 	namePattern = `^[a-z]([a-z0-9-]{0,38}[a-z0-9])?$`
 	nameAllowed = "lower-case letters, digits and '-', starting with a letter and not ending with '-', at most 40 characters"
+	// A project name ends a PVE tag (corral-project-<project>), which PVE
+	// stores lower-cased (pve-guest-common get_unique_tags).
+	projectPattern = `^[a-z0-9_][a-z0-9_-]{0,39}$`
+	projectAllowed = "lower-case letters, digits, '-' and '_', not starting with '-', at most 40 characters"
 	// Volume names appear in keeper records "app/name=volid".
 	volumeNamePattern = `^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$`
 	volumeNameAllowed = "lower-case letters, digits and '-', not starting or ending with '-', at most 40 characters"
@@ -149,6 +153,12 @@ var manifestSpec = compileSpec(&field{
 	kind: kindObject,
 	doc:  "A corral manifest: the apps corral runs in Proxmox VE LXC containers, each with its persistent volumes.",
 	fields: []*field{{
+		key: "project", kind: kindString,
+		doc: "Name of the project the manifest's apps belong to. Every container corral creates for them carries the tag corral-project-<project>; " +
+			"apply destroys a container of this project whose app is no longer in the manifest (its volumes stay in the keeper) and never touches another project's. " +
+			"Default: the name of the manifest's directory, lower-cased, with every other character than letters, digits, '-' and '_' turned into '-'.",
+		pattern: projectPattern, allowed: projectAllowed, public: true,
+	}, {
 		key: "apps", kind: kindList, required: true, minItems: 1,
 		doc:   "The apps to run, one LXC container each.",
 		items: appSpec,

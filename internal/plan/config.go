@@ -1,18 +1,22 @@
 package plan
 
 import (
-	"math"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/corralhq/corral/internal/propstr"
 )
 
 // Tags and markers by which corral finds its containers in PVE itself.
 const (
 	TagManaged   = "corral"
 	TagAppPrefix = "corral-app-"
-	TagKeeper    = "corral-keeper"
+	// TagProjectPrefix + the manifest's project is on every app CT
+	// (keepers are shared by every project on a node and carry none).
+	TagProjectPrefix = "corral-project-"
+	TagKeeper        = "corral-keeper"
 	// A restore's new container carries TagRestoringPrefix+app until it
 	// runs; the container it replaces then carries TagReplacedPrefix+app
 	// until it is destroyed. Neither counts as the app's container, so an
@@ -27,18 +31,23 @@ const (
 	markerGuest    = "corral-provisioned: "
 	markerVolume   = "corral-volume: "
 	markerAdopting = "corral-adopting: "
+	markerProject  = "corral-project: "
 	markerRestore  = "corral-restore: "
 	markerHeader   = "managed by corral; lines starting with 'corral-' are read back by corral"
 	keeperHeader   = "corral keeper: this container owns the volumes corral keeps for its apps; corral writes these Notes and reads them back. " +
 		"Never start it, keep protection on, and edit neither these lines nor its mount points (/corral/APP/VOLUME): each names whose data a volume holds."
 )
 
-// AppTags is the tag set of an app's CT: corral's two tags plus the user's,
-// lower-cased, sorted and deduplicated as PVE stores them
-// (pve-guest-common get_unique_tags), so that "Prod" in a manifest does
-// not look like a change on every plan against real PVE.
+// AppTags is the tag set of an app's CT: corral's tags (managed, app and,
+// when the app has one, project) plus the user's, lower-cased, sorted and
+// deduplicated as PVE stores them (pve-guest-common get_unique_tags), so
+// that "Prod" in a manifest does not look like a change on every plan
+// against real PVE.
 func AppTags(a App) []string {
 	tags := []string{TagManaged, TagAppPrefix + a.Name}
+	if a.Project != "" {
+		tags = append(tags, TagProjectPrefix+a.Project)
+	}
 	for _, t := range a.Tags {
 		tags = append(tags, strings.ToLower(t))
 	}
@@ -147,6 +156,22 @@ type AdoptIntent struct {
 // KeeperDescriptionWith renders the records and the adoptions in flight.
 func KeeperDescriptionWith(records map[VolumeKey]string, intents map[VolumeKey]AdoptIntent) string {
 	return KeeperNotes{Records: records, Intents: intents}.Render()
+}
+
+// ParseKeeperProjects reads "corral-project: app=project" lines.
+func ParseKeeperProjects(desc string) map[string]string {
+	out := map[string]string{}
+	for _, line := range strings.Split(desc, "\n") {
+		v, ok := strings.CutPrefix(strings.TrimSpace(line), markerProject)
+		if !ok {
+			continue
+		}
+		app, project, ok := strings.Cut(v, "=")
+		if app, project = strings.TrimSpace(app), strings.TrimSpace(project); ok && app != "" && project != "" {
+			out[app] = project
+		}
+	}
+	return out
 }
 
 // ParseKeeperIntents reads "corral-adopting: app/name=SOURCE>unusedN" lines.
@@ -340,25 +365,21 @@ type MountPoint struct {
 	Size   string
 }
 
-// ParseMountPoint splits "volid,mp=/path,backup=1,size=8G".
+// ParseMountPoint reads a rootfs/mpN value ("volid,mp=/path,backup=1,
+// size=8G") with the one parser of the format (propstr). A value PVE
+// wrote always parses; one that does not keeps at least its volume.
 func ParseMountPoint(s string) MountPoint {
-	var m MountPoint
-	for i, item := range strings.Split(s, ",") {
-		k, v, ok := strings.Cut(item, "=")
-		if !ok && i == 0 {
-			m.Volume = item
-			continue
+	pm, err := propstr.ParseMountPoint(s)
+	if err != nil {
+		v, _, _ := strings.Cut(s, ",")
+		if strings.Contains(v, "=") {
+			v = ""
 		}
-		switch k {
-		case "volume":
-			m.Volume = v
-		case "mp":
-			m.Path = v
-		case "backup":
-			m.Backup = truthy(v)
-		case "size":
-			m.Size = v
-		}
+		return MountPoint{Volume: v}
+	}
+	m := MountPoint{Volume: pm.Volume, Path: pm.Path, Backup: pm.Backup != nil && *pm.Backup}
+	if pm.Size != nil {
+		m.Size = propstr.FormatSize(*pm.Size)
 	}
 	return m
 }
@@ -370,33 +391,11 @@ func AttachValue(volid, path string, backup bool) string {
 	return volid + ",mp=" + path + ",backup=" + boolStr(backup)
 }
 
-// ParseSizeString parses PVE's size= values (8G, 512M, 1T, bytes).
+// ParseSizeString parses PVE's size= values (8G, 512M, 1T, bytes) with
+// propstr.ParseSize.
 func ParseSizeString(s string) (int64, bool) {
-	if s == "" {
-		return 0, false
-	}
-	mult := int64(1)
-	switch s[len(s)-1] {
-	case 'K':
-		mult = 1 << 10
-	case 'M':
-		mult = 1 << 20
-	case 'G':
-		mult = 1 << 30
-	case 'T':
-		mult = 1 << 40
-	}
-	num := s
-	if mult != 1 {
-		num = s[:len(s)-1]
-	}
-	f, err := strconv.ParseFloat(num, 64)
-	// No size is negative, NaN or past int64 (the fuzzer's "-1G", "NaN",
-	// "1e30T" would otherwise read as nonsense sizes).
-	if err != nil || !(f >= 0) || f*float64(mult) >= math.MaxInt64 {
-		return 0, false
-	}
-	return int64(f * float64(mult)), true
+	n, err := propstr.ParseSize(s)
+	return n, err == nil
 }
 
 // GiB renders bytes as PVE's STORAGE:SIZE_IN_GiB number (fractions allowed).

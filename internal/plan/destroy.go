@@ -10,7 +10,8 @@ import (
 // whose reclaim is "delete" are freed; retained volumes never are.
 //
 // A container that owns volumes corral does not manage is refused
-// (RefusedError): destroying it would free them.
+// (RefusedError): destroying it would free them. So is a container of
+// another project than the app's.
 func Destroy(apps []App, obs *Observed, deleteVolumes bool) (*Plan, error) {
 	p := &Plan{}
 	p.Recover, p.RecoverNodes = recoveries(obs)
@@ -20,16 +21,33 @@ func Destroy(apps []App, obs *Observed, deleteVolumes bool) (*Plan, error) {
 		cts := obs.Apps[a.Name]
 		c := Change{App: a.Name, Action: NoOp, Desired: a}
 		for _, ct := range cts {
+			if a.Project != "" && !ct.OwnedBy(a.Project, true) {
+				refused = append(refused, fmt.Sprintf("app %s: container %d carries the tag %s%s: it is project %s's, and corral destroys only this project's (%s) containers; run corral destroy from that project's manifest",
+					a.Name, ct.VMID, TagProjectPrefix, ct.Project, ct.Project, a.Project))
+				continue
+			}
 			if slices.Contains(obs.Offline, ct.Node) {
 				p.Warnings = append(p.Warnings, fmt.Sprintf("app %s: node %s is offline; container %d is left alone until the node is back", a.Name, ct.Node, ct.VMID))
 				continue
 			}
 			refused = append(refused, unmanagedVolumes(a.Name, ct, "destroying")...)
-			c.Node, c.OldVMID, c.VMID = ct.Node, ct.VMID, ct.VMID
+			c.Node, c.OldVMID, c.VMID, c.Digest = ct.Node, ct.VMID, ct.VMID, ct.Digest
 			c.Action = Delete
 			c.Reasons = append(c.Reasons, fmt.Sprintf("destroy container %d (%s)", ct.VMID, ct.Status))
 		}
-		for _, v := range a.Volumes {
+		vols := a.Volumes
+		if len(vols) == 0 && c.Node != "" {
+			// An app removed from the manifest: its volumes are what the
+			// keepers record for it, detached and kept.
+			for _, k := range obs.Keepers[c.Node] {
+				for _, vk := range sortedVolumeKeys(k.Records) {
+					if vk.App == a.Name {
+						vols = append(vols, Volume{Name: vk.Name, Reclaim: Retain})
+					}
+				}
+			}
+		}
+		for _, v := range vols {
 			key := VolumeKey{a.Name, v.Name}
 			for _, node := range sortedKeys(obs.Keepers) {
 				k := obs.Holder(node, key)

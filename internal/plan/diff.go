@@ -19,6 +19,10 @@ func Make(apps []App, obs *Observed) (*Plan, error) {
 	p.Recover, p.RecoverNodes = recoveries(obs)
 	for i := range apps {
 		a := &apps[i]
+		if prob := foreignApp(a, obs); prob != "" {
+			refused = append(refused, prob)
+			continue
+		}
 		if r := obs.Restores[a.Name]; r != nil {
 			// Planned once the restore is finished or rolled back.
 			c := Change{App: a.Name, Action: NoOp, Desired: a}
@@ -57,6 +61,13 @@ func Make(apps []App, obs *Observed) (*Plan, error) {
 	for _, node := range nodes {
 		p.Keepers = append(p.Keepers, keeperChanges(node, obs, p.Changes)...)
 	}
+	p.Keepers = noteProjects(p.Keepers, projectOf(apps), apps, obs)
+	// This project's containers whose app is gone from the manifest, after
+	// the manifest's apps.
+	removed, warn, probs := removedChanges(projectOf(apps), apps, obs)
+	p.Changes = append(p.Changes, removed...)
+	p.Warnings = append(p.Warnings, warn...)
+	refused = append(refused, probs...)
 	p.Warnings = append(p.Warnings, obs.Warnings...)
 	p.Warnings = append(p.Warnings, warnings(apps, obs)...)
 	if len(refused) > 0 {
@@ -221,7 +232,7 @@ func appChange(a *App, node string, obs *Observed) (Change, []string) {
 
 	// Replace reasons: what PVE cannot change in place.
 	if ct != nil {
-		c.OldVMID = ct.VMID
+		c.OldVMID, c.Digest = ct.VMID, ct.Digest
 		if c.VMID == 0 {
 			c.VMID = ct.VMID
 		}
@@ -567,11 +578,22 @@ func otherWarnings(apps []App, obs *Observed) []string {
 	for _, a := range apps {
 		inManifest[a.Name] = true
 	}
+	project := projectOf(apps)
 	var w []string
 	for _, name := range sortedKeys(obs.Apps) {
-		if !inManifest[name] {
-			for _, ct := range obs.Apps[name] {
+		if inManifest[name] {
+			continue
+		}
+		for _, ct := range obs.Apps[name] {
+			// Another project's container is that project's business, and
+			// this project's is pruned (removedChanges); only a container
+			// without a project tag cannot be placed.
+			switch {
+			case project == "":
 				w = append(w, fmt.Sprintf("container %d (app %s) is managed by corral but not in this manifest; it is left alone", ct.VMID, name))
+			case ct.Project == "":
+				w = append(w, fmt.Sprintf("container %d (app %s) is managed by corral but not in this manifest, and carries no project tag (it was made before projects, or restored as a copy): it is left alone; "+
+					"apply the manifest that lists it to tag it, or run corral destroy %s from that manifest", ct.VMID, name, name))
 			}
 		}
 	}

@@ -22,6 +22,10 @@ type VolumeInfo struct {
 	// Missing: the keeper records the volume but the storage does not list
 	// it (freed outside corral).
 	Missing bool `json:"missing,omitempty"`
+	// Project is the project the volume belongs to: the keeper's
+	// corral-project line for its app, else its app's container's project
+	// tag; "" when neither says (records made before projects).
+	Project string `json:"project,omitempty"`
 }
 
 // Inventory lists every volume recorded by a keeper, sorted by app and
@@ -34,6 +38,7 @@ func Inventory(obs *Observed) []VolumeInfo {
 				vi := VolumeInfo{App: key.App, Name: key.Name, VolID: volid, Node: node, Holder: "keeper", HolderVMID: k.VMID}
 				size, ok := obs.Volumes[volKey(node, volid)]
 				vi.Size, vi.Missing = size, !ok
+				vi.Project = obs.AppProject(key.App)
 				for _, ct := range obs.Apps[key.App] {
 					for _, mk := range sortedConfigKeys(ct.Config, "mp") {
 						if mp := ParseMountPoint(ct.Config[mk]); mp.Volume == volid {

@@ -139,11 +139,20 @@ type KeeperNotes struct {
 	Records map[VolumeKey]string
 	Intents map[VolumeKey]AdoptIntent
 	Lease   *Lease
+	// Projects maps an app with a record or an adoption to its project
+	// ("corral-project: app=project"): a keeper is shared by every project
+	// on its node, and once an app's container is gone this line is what
+	// says whose its volumes are (see Prune). It is written with the
+	// first volume of the app, before PVE has allocated it (so before it
+	// is a record), and kept after the app's last volume is freed: a line
+	// counts only while the keeper records a volume of its app
+	// (Observed.RecordProject).
+	Projects map[string]string
 }
 
 // ParseKeeperNotes reads a keeper's Notes.
 func ParseKeeperNotes(desc string) KeeperNotes {
-	return KeeperNotes{Records: ParseKeeperRecords(desc), Intents: ParseKeeperIntents(desc), Lease: ParseLease(desc)}
+	return KeeperNotes{Records: ParseKeeperRecords(desc), Intents: ParseKeeperIntents(desc), Lease: ParseLease(desc), Projects: ParseKeeperProjects(desc)}
 }
 
 // Render writes the Notes: the header, the lease, then the records and
@@ -170,6 +179,11 @@ func (n KeeperNotes) Render() string {
 	for _, k := range ikeys {
 		fmt.Fprintf(&b, "%s%s=%s>%s\n", markerAdopting, k, n.Intents[k].Source, n.Intents[k].Key)
 	}
+	for _, app := range sortedKeys(n.Projects) {
+		if n.Projects[app] != "" {
+			fmt.Fprintf(&b, "%s%s=%s\n", markerProject, app, n.Projects[app])
+		}
+	}
 	return b.String()
 }
 
@@ -178,7 +192,7 @@ func NewKeeper(vmid int, node string, conf map[string]string) *Keeper {
 	recs, lost := KeeperRecords(conf)
 	notes := ParseKeeperNotes(conf["description"])
 	return &Keeper{VMID: vmid, Node: node, Protected: conf["protection"] == "1", Config: conf,
-		Records: recs, Lost: lost, Intents: notes.Intents, Lease: notes.Lease}
+		Records: recs, Lost: lost, Intents: notes.Intents, Lease: notes.Lease, Projects: notes.Projects}
 }
 
 // RestoreMarker is the description line of a restore's new container

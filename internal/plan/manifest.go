@@ -16,6 +16,7 @@ func FromManifest(f *manifest.File) []App {
 	for _, m := range f.Apps {
 		a := App{
 			Name:         m.Name,
+			Project:      f.Project,
 			Node:         m.Node,
 			VMID:         m.VMID,
 			Template:     m.Template,

@@ -2,7 +2,7 @@ package plan
 
 import (
 	"maps"
-	"strings"
+	"regexp"
 	"testing"
 )
 
@@ -24,11 +24,20 @@ var fuzzParseMountPointSeeds = []struct {
 	{",,=,mp=", "x", "/", false},
 }
 
+// What corral writes into mpN: a volid PVE gave it, and a mount path the
+// manifest check accepted.
+var (
+	fuzzVolidRE = regexp.MustCompile(`^[A-Za-z][-_.A-Za-z0-9]*:[-_.A-Za-z0-9/]+$`)
+	fuzzPathRE  = regexp.MustCompile(`^/[-_.A-Za-z0-9/]*$`)
+)
+
 // checkParseMountPoint is FuzzParseMountPoint's property, shared with its
 // smoke test.
 func checkParseMountPoint(t *testing.T, raw, vol, path string, backup bool) {
 	ParseMountPoint(raw)
-	if vol == "" || strings.ContainsAny(vol+path, ",=") {
+	// corral writes only what the manifest check allows: a volume and an
+	// absolute mount path, neither with the format's separators.
+	if !fuzzVolidRE.MatchString(vol) || !fuzzPathRE.MatchString(path) {
 		return
 	}
 	m := ParseMountPoint(AttachValue(vol, path, backup))

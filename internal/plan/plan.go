@@ -74,6 +74,10 @@ type KeeperChange struct {
 	DropIntents []VolumeKey
 	// Notes: the Notes lines differ from the records and are written again.
 	Notes bool
+	// Projects are the corral-project lines to add (app → project) for
+	// this project's apps whose records were made before projects, so
+	// that their volumes stay this project's after their container goes.
+	Projects map[string]string
 }
 
 // Change is one app's change.
@@ -85,6 +89,10 @@ type Change struct {
 	Reasons []string
 	// OldVMID is the CT being replaced or deleted.
 	OldVMID int
+	// Digest is the config digest of the CT (OldVMID) the change was
+	// planned against: apply checks it on a fresh read before it changes
+	// anything of the app, and stops the app if the config moved.
+	Digest string
 	// Config is the in-place edits (key → new raw value; "" deletes).
 	Config []ConfigEdit
 	// Volumes are the app's volumes and what happens to each.

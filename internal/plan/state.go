@@ -5,7 +5,12 @@ import "fmt"
 // App is one desired app, in Proxmox VE's terms (sizes in bytes, memory in
 // MiB). It is built from the manifest by FromManifest.
 type App struct {
-	Name         string
+	Name string
+	// Project is the manifest's project: the app's CT is tagged
+	// corral-project-<Project>, and a plan prunes the project's CTs
+	// whose app the manifest no longer lists. "" (callers without a
+	// manifest) leaves projects out.
+	Project      string
 	Node         string // "" = the CT's current node, else the first node
 	VMID         int    // 0 = keep the CT's VMID, or the next free one
 	Template     string // volid of the ostemplate
@@ -116,14 +121,21 @@ func (o *Observed) Holder(node string, key VolumeKey) *Keeper {
 
 // CT is one observed container.
 type CT struct {
-	VMID   int
-	Node   string
-	Status string // running | stopped
-	Lock   string
-	Config map[string]string // active config (current=1), raw values
+	VMID int
+	Node string
+	// Project is the project its corral-project-<project> tag names; ""
+	// for a CT made before projects existed, which belongs to the project
+	// whose manifest names its app.
+	Project string
+	Status  string // running | stopped
+	Lock    string
+	Config  map[string]string // active config (current=1), raw values
 	// Pending are changes waiting for the next start: key → new value,
 	// "" for a delete (left by an interrupted run, or made by hand).
 	Pending map[string]string
+	// Digest is PVE's digest of the config as read: what a change of
+	// this container is planned against (Change.Digest).
+	Digest string
 }
 
 // Keeper is the observed per-node keeper CT. Records come from its mount
@@ -141,6 +153,48 @@ type Keeper struct {
 	Lease *Lease
 	// Intents are adoptions that were in flight (see AdoptIntent).
 	Intents map[VolumeKey]AdoptIntent
+	// Projects maps an app with records to its project
+	// ("corral-project: app=project"); absent for records written before
+	// projects existed.
+	Projects map[string]string
+}
+
+// AppProject is the project app belongs to as far as the cluster says:
+// the keepers' corral-project line for it, else the project tag of its
+// container; "" when neither says.
+func (o *Observed) AppProject(app string) string {
+	if p := o.RecordProject(app); p != "" {
+		return p
+	}
+	for _, ct := range o.Apps[app] {
+		if ct.Project != "" {
+			return ct.Project
+		}
+	}
+	return ""
+}
+
+// RecordProject is the project the keepers say app's volumes belong to,
+// or "" when none says.
+func (o *Observed) RecordProject(app string) string {
+	for _, node := range sortedKeys(o.Keepers) {
+		for _, k := range o.Keepers[node] {
+			if p := k.Projects[app]; p != "" && k.RecordsApp(app) {
+				return p
+			}
+		}
+	}
+	return ""
+}
+
+// RecordsApp reports whether the keeper records a volume of app.
+func (k *Keeper) RecordsApp(app string) bool {
+	for vk := range k.Records {
+		if vk.App == app {
+			return true
+		}
+	}
+	return false
 }
 
 // VolumeKey names a volume: app and volume name.
@@ -160,13 +214,21 @@ type Restore struct {
 
 // Rollback reports whether the restore is undone rather than finished:
 // the app still has its own container, so the new one never took over.
-func (r *Restore) Rollback(o *Observed) bool { return r.New != nil && len(o.Apps[r.App]) > 0 }
+// (A restored container whose marker lost the stamp of its temporary
+// records cannot be finished safely either.)
+func (r *Restore) Rollback(o *Observed) bool {
+	return r.New != nil && (len(o.Apps[r.App]) > 0 || r.Stamp == "")
+}
 
 // String says what the next changing command does about it.
 func (r *Restore) String(o *Observed) string {
 	switch {
 	case r.Rollback(o):
-		return fmt.Sprintf("a restore of app %s was interrupted before the restored container %d took over: it is removed (its restored volumes stay in the keeper as %s/*-restored-%s) and the app keeps container %d", r.App, r.New.VMID, r.App, r.Stamp, o.Apps[r.App][0].VMID)
+		keeps := "the app has no container until the next apply makes one"
+		if cts := o.Apps[r.App]; len(cts) > 0 {
+			keeps = fmt.Sprintf("the app keeps container %d", cts[0].VMID)
+		}
+		return fmt.Sprintf("a restore of app %s was interrupted before the restored container %d took over: it is removed (its restored volumes stay in the keeper as %s/*-restored-*) and %s", r.App, r.New.VMID, r.App, keeps)
 	case r.New != nil:
 		return fmt.Sprintf("a restore of app %s was interrupted after its old container was set aside: the restored container %d becomes the app's and the old one is removed (its volumes stay in the keeper)", r.App, r.New.VMID)
 	default:

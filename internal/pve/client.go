@@ -1,6 +1,7 @@
 package pve
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -27,6 +28,15 @@ type Config struct {
 	CAFile string
 	// Insecure skips TLS verification; New logs a warning once.
 	Insecure bool
+	// AllowPlainHTTP lets an http:// endpoint off the loopback through
+	// (New logs a warning). Without it New refuses such an endpoint with
+	// ErrPlainHTTP before anything is dialled: every request carries the
+	// API token, which plain http sends in clear text.
+	AllowPlainHTTP bool
+	// DialContext, when set, dials the connections of the transport New
+	// builds (ignored with HTTPClient). Tests use it to see that nothing
+	// was dialled.
+	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
 	// HTTPClient replaces the HTTP client, e.g. with an in-process
 	// transport for tests. When set, TLS options are the caller's business
 	// and Fingerprint, CAFile and Insecure are ignored. Its redirect
@@ -72,6 +82,9 @@ func New(cfg Config) (*Client, error) {
 	}
 	log = log.WithGroup("pve")
 	if base.Scheme == "http" && !isLoopback(base.Hostname()) {
+		if !cfg.AllowPlainHTTP {
+			return nil, fmt.Errorf("endpoint %s: %w", base.Redacted(), ErrPlainHTTP)
+		}
 		log.Warn("the endpoint is plain http: the API token crosses the network in clear text; use https", "endpoint", base.String())
 	}
 
@@ -166,6 +179,8 @@ func shownEndpoint(s string, u *url.URL) string {
 }
 
 // isLoopback reports whether host is localhost or a loopback address.
+// Only literal addresses count: a name is never resolved here, so that
+// deciding whether to refuse sends nothing over the network.
 func isLoopback(host string) bool {
 	if host == "localhost" {
 		return true

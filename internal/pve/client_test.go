@@ -6,8 +6,10 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -405,28 +407,63 @@ func TestClient_pathEscaping(t *testing.T) {
 	}
 }
 
-// A plain-http endpoint off the loopback sends the token in clear text:
-// New warns.
-func TestNew_plainHTTPWarns(t *testing.T) {
+// A plain-http endpoint off the loopback would send the token in clear
+// text: New refuses it before dialling unless AllowPlainHTTP is set, and
+// then warns. Loopback (the emulator) stays allowed without a word.
+func TestNew_plainHTTP(t *testing.T) {
 	for _, tt := range []struct {
 		endpoint string
-		warn     bool
+		refused  bool
 	}{
 		{"http://pve.example.com:8006", true},
 		{"http://192.0.2.10:8006", true},
+		{"http://[2001:db8::1]:8006", true},
+		{"http://localhost.example.com:8006", true},
 		{"http://127.0.0.1:8006", false},
+		{"http://127.9.9.9:8006", false},
 		{"http://[::1]:8006", false},
 		{"http://localhost:8006", false},
 		{"https://pve.example.com:8006", false},
 	} {
-		var logs bytes.Buffer
-		log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
-		if _, err := pve.New(pve.Config{Endpoint: tt.endpoint, Token: testToken, Logger: log}); err != nil {
-			t.Fatalf("New(%q): %v", tt.endpoint, err)
+		for _, allow := range []bool{false, true} {
+			var logs bytes.Buffer
+			var mu sync.Mutex
+			var dials []string
+			dialed := func() []string { mu.Lock(); defer mu.Unlock(); return slices.Clone(dials) }
+			log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			c, err := pve.New(pve.Config{Endpoint: tt.endpoint, Token: testToken, Logger: log, AllowPlainHTTP: allow,
+				DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+					mu.Lock()
+					dials = append(dials, addr)
+					mu.Unlock()
+					return nil, errors.New("test dialer: no network")
+				}})
+			noSecret(t, "warning", logs.String())
+			if tt.refused && !allow {
+				if !errors.Is(err, pve.ErrPlainHTTP) {
+					t.Errorf("New(%q): %v, want ErrPlainHTTP", tt.endpoint, err)
+				}
+				if err != nil {
+					noSecret(t, "error", err.Error())
+				}
+				if d := dialed(); len(d) != 0 {
+					t.Errorf("New(%q) dialled %v", tt.endpoint, d)
+				}
+				continue
+			}
+			if err != nil {
+				t.Fatalf("New(%q, allow=%v): %v", tt.endpoint, allow, err)
+			}
+			if got := strings.Contains(logs.String(), "clear text"); got != tt.refused {
+				t.Errorf("New(%q, allow=%v) warned=%v, want %v:\n%s", tt.endpoint, allow, got, tt.refused, logs.String())
+			}
+			// The dialer is the transport's: a request reaches it (once
+			// is enough to show that the refusal above happened first).
+			if tt.endpoint == "http://192.0.2.10:8006" {
+				if _, err := c.Version(context.Background()); err == nil || len(dialed()) == 0 || dialed()[0] != "192.0.2.10:8006" {
+					t.Errorf("New(%q): request did not go through the configured dialer (err %v, dials %v)", tt.endpoint, err, dialed())
+				}
+			}
 		}
-		if got := strings.Contains(logs.String(), "clear text"); got != tt.warn {
-			t.Errorf("New(%q) warned=%v, want %v:\n%s", tt.endpoint, got, tt.warn, logs.String())
-		}
-		noSecret(t, "warning", logs.String())
 	}
 }

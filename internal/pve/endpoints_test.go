@@ -319,3 +319,14 @@ func TestClient_smallEndpoints(t *testing.T) {
 		t.Errorf("TaskList = %+v, %v", tl, err)
 	}
 }
+
+func TestClient_VMPending(t *testing.T) {
+	c := cannedServer(t, route{"GET", "/nodes/pve/qemu/200/pending", []byte(`{"data":[{"key":"scsi0","value":"local-lvm:vm-200-disk-0,size=32G"},{"key":"unused0","pending":"local-lvm:vm-900-disk-1"},{"key":"digest","value":"abc"}]}`)})
+	got, err := c.VMPending(ctx(t), "pve", 200)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || got[0].Key != "scsi0" || string(*got[0].Value) != "local-lvm:vm-200-disk-0,size=32G" || got[1].Pending == nil || string(*got[1].Pending) != "local-lvm:vm-900-disk-1" {
+		t.Errorf("VMPending = %+v", got)
+	}
+}

@@ -25,6 +25,9 @@ var (
 	ErrInvalidToken = errors.New("invalid API token")
 	ErrInvalidUPID  = errors.New("invalid UPID")
 	ErrNoUPID       = errors.New("response carried no task id (UPID)")
+	// ErrPlainHTTP is an http:// endpoint off the loopback, refused
+	// because every request would carry the API token in clear text.
+	ErrPlainHTTP = errors.New("plain http would send the API token in clear text to a host off this machine; use https (pin a self-signed certificate with --fingerprint), or pass --insecure-plain-http (env CORRAL_INSECURE_PLAIN_HTTP=1) if the network path is trusted")
 )
 
 // APIError is a request PVE answered with a non-2xx status. Message is

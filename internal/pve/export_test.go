@@ -8,3 +8,14 @@ func FastRetries(c *Client) {
 	c.retry.first, c.retry.max = time.Millisecond, 2*time.Millisecond
 	c.locked.first, c.locked.max = time.Millisecond, 2*time.Millisecond
 }
+
+// PollDelay and Pacer expose WaitTask's schedule to tests.
+var PollDelay = pollDelay
+
+type Pacer = pacer
+
+func NewPacer(rate float64, now time.Time) *Pacer { return newPacer(rate, now) }
+
+func (p *Pacer) Reserve(now time.Time) time.Duration { return p.reserve(now) }
+
+const WaitBurst = waitBurst

@@ -127,18 +127,31 @@ func (c *Client) TaskList(ctx context.Context, node string, f TaskFilter) ([]Tas
 	return out, nil
 }
 
-// WaitOptions tune WaitTask. The zero value polls every 50ms at first,
-// then every 1/20 of the time waited so far, up to 1s: the end of a task is
-// seen at most about 5% after it happens (the overhead target of the
-// benchmarks), and a long task is not polled more than once a second.
+// WaitOptions tune WaitTask. The zero value sees a task end within about
+// 5% of its run time without flooding the API: the first poll comes 10ms
+// after the first status read, later ones every 1/20 of the time waited
+// so far, at least 20ms and at most 1s apart, and a wait makes at most
+// 10 requests a second on average after a first burst of 10. The log is
+// read only when the task failed, ended with warnings, or the caller
+// asks for it (OnLog, Log).
 type WaitOptions struct {
 	// OnLog, if set, receives each new task log line in order while
-	// waiting (for progress display). It runs on the waiting goroutine.
+	// waiting (for progress display), read at most twice a second while
+	// the task runs. It runs on the waiting goroutine. Leave it nil when
+	// nothing shows the lines: every task then costs log reads.
 	OnLog func(line string)
-	// Interval is the first poll delay; default 50ms.
+	// Log asks for the whole log in TaskResult.Log, for a caller that
+	// takes a value from it; it is read once the task has stopped (or
+	// kept from OnLog).
+	Log bool
+	// Interval is the first poll delay (default 10ms); later delays are
+	// at least twice it.
 	Interval time.Duration
 	// MaxInterval caps the poll delay; default 1s.
 	MaxInterval time.Duration
+	// MaxRate bounds the requests per second (status and log reads) of
+	// the wait on average, after a burst of 10; default 10.
+	MaxRate float64
 }
 
 // TaskResult is a task that finished successfully.
@@ -148,6 +161,8 @@ type TaskResult struct {
 	// Warnings are the task log's "WARN: " lines, prefix removed, when
 	// the exit status was "WARNINGS: n".
 	Warnings []string
+	// Log is the whole task log when WaitOptions.Log or OnLog asked for it.
+	Log []string
 }
 
 const (
@@ -159,7 +174,54 @@ const (
 	unknownTaskPolls = 10
 	// logEvery is how often a running task's log is read for display.
 	logEvery = 500 * time.Millisecond
+	// waitBurst is how many requests a wait may make before MaxRate
+	// paces it.
+	waitBurst = 10
 )
+
+// pollDelay is the delay before the next status read of a task waited
+// for elapsed: 1/20 of it, so that the end is seen at most about 5% late,
+// within [floor, ceiling].
+func pollDelay(elapsed, floor, ceiling time.Duration) time.Duration {
+	return min(max(elapsed/20, floor), ceiling)
+}
+
+// pacer is a token bucket: burst requests at once, then rate a second.
+type pacer struct {
+	rate   float64 // tokens per second
+	burst  float64
+	tokens float64
+	last   time.Time
+}
+
+func newPacer(rate float64, now time.Time) *pacer {
+	return &pacer{rate: rate, burst: waitBurst, tokens: waitBurst, last: now}
+}
+
+// reserve takes a token for a request at now and returns how long to
+// wait before sending it (0 when one was there).
+func (p *pacer) reserve(now time.Time) time.Duration {
+	if now.After(p.last) {
+		p.tokens = min(p.burst, p.tokens+now.Sub(p.last).Seconds()*p.rate)
+		p.last = now
+	}
+	p.tokens--
+	if p.tokens >= 0 {
+		return 0
+	}
+	wait := time.Duration(-p.tokens / p.rate * float64(time.Second))
+	// The token is spent at now+wait: account for the refill until then.
+	p.tokens, p.last = 0, now.Add(wait)
+	return wait
+}
+
+// pace waits, if need be, for a token to send one request.
+func (p *pacer) pace(ctx context.Context) error {
+	if d := p.reserve(time.Now()); d > 0 {
+		return sleepCtx(ctx, d)
+	}
+	return nil
+}
 
 // WaitTask polls the task until it stops and judges its exit status
 // (behaviour.md §0): "OK" is success; "WARNINGS: n" is success whose result
@@ -171,20 +233,28 @@ func (c *Client) WaitTask(ctx context.Context, upid string, opts WaitOptions) (*
 	if _, err := ParseUPID(upid); err != nil {
 		return nil, fmt.Errorf("wait task: %w", err)
 	}
-	interval, maxInterval := opts.Interval, opts.MaxInterval
-	if interval <= 0 {
-		interval = 50 * time.Millisecond
+	first, maxInterval, rate := opts.Interval, opts.MaxInterval, opts.MaxRate
+	if first <= 0 {
+		first = 10 * time.Millisecond
 	}
 	if maxInterval <= 0 {
 		maxInterval = time.Second
 	}
-	maxInterval = max(maxInterval, interval)
-	lr := &logReader{c: c, upid: upid, keep: opts.OnLog != nil}
-	seen, unknown := false, 0
+	if rate <= 0 {
+		rate = 10
+	}
+	floor := min(2*first, max(maxInterval, first))
+	maxInterval = max(maxInterval, first)
 	start := time.Now()
-	first := interval
+	p := newPacer(rate, start)
+	lr := &logReader{c: c, upid: upid, keep: opts.OnLog != nil || opts.Log, pace: p}
+	seen, unknown := false, 0
+	interval := first
 	var lastLog time.Time
 	for {
+		if err := p.pace(ctx); err != nil {
+			return nil, fmt.Errorf("wait task %s: %w", upid, err)
+		}
 		st, err := c.TaskStatus(ctx, upid)
 		switch {
 		case err == nil:
@@ -208,13 +278,18 @@ func (c *Client) WaitTask(ctx context.Context, upid string, opts WaitOptions) (*
 				}
 			}
 			if st.Stopped() {
+				if opts.Log && opts.OnLog == nil {
+					if _, err := lr.read(ctx); err != nil {
+						return nil, fmt.Errorf("wait task %s: read log: %w", upid, err)
+					}
+				}
 				return c.finish(ctx, st, lr)
 			}
 		}
 		if err := sleepCtx(ctx, interval); err != nil {
 			return nil, fmt.Errorf("wait task %s: %w", upid, err)
 		}
-		interval = min(max(first, time.Since(start)/20), maxInterval)
+		interval = pollDelay(time.Since(start), floor, maxInterval)
 	}
 }
 
@@ -223,6 +298,9 @@ func (c *Client) WaitTask(ctx context.Context, upid string, opts WaitOptions) (*
 func (c *Client) finish(ctx context.Context, st *Task, lr *logReader) (*TaskResult, error) {
 	upid := lr.upid
 	res := &TaskResult{UPID: upid, Task: *st}
+	if lr.keep {
+		res.Log = lr.all
+	}
 	switch {
 	case st.ExitStatus == "OK":
 		return res, nil
@@ -281,12 +359,18 @@ type logReader struct {
 	next int      // lines consumed so far: PVE's "start"
 	keep bool     // keep every line in all
 	all  []string // lines read so far, when keep
+	pace *pacer   // paces the requests, nil for none
 }
 
 // read returns the lines after those already read.
 func (r *logReader) read(ctx context.Context) ([]string, error) {
 	var out []string
 	for {
+		if r.pace != nil {
+			if err := r.pace.pace(ctx); err != nil {
+				return out, err
+			}
+		}
 		page, total, err := r.c.TaskLog(ctx, r.upid, r.next, logPage)
 		if err != nil {
 			return out, err

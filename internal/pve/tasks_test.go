@@ -369,3 +369,72 @@ func TestClient_WaitTask_fixtures(t *testing.T) {
 		t.Errorf("err = %v, want a locked TaskError", err)
 	}
 }
+
+// The poll schedule sees a task's end at most 5% (or the floor) after it
+// happens, and never waits more than the ceiling.
+func TestPollDelay(t *testing.T) {
+	floor, ceiling := 20*time.Millisecond, time.Second
+	for _, tc := range []struct{ elapsed, want time.Duration }{
+		{0, floor},
+		{100 * time.Millisecond, floor},
+		{400 * time.Millisecond, floor},
+		{2 * time.Second, 100 * time.Millisecond},
+		{11 * time.Second, 550 * time.Millisecond},
+		{time.Minute, ceiling},
+	} {
+		if got := pve.PollDelay(tc.elapsed, floor, ceiling); got != tc.want {
+			t.Errorf("pollDelay(%v) = %v, want %v", tc.elapsed, got, tc.want)
+		}
+	}
+}
+
+// The pacer lets a burst through, then holds a wait to its rate however
+// fast it is asked, on a simulated clock.
+func TestPacer(t *testing.T) {
+	now := time.Unix(1777629600, 0)
+	p := pve.NewPacer(10, now)
+	sent := 0
+	var at []time.Time
+	for clock := now; clock.Before(now.Add(10 * time.Second)); {
+		clock = clock.Add(p.Reserve(clock)) // the request goes out then
+		at = append(at, clock)
+		sent++
+		clock = clock.Add(time.Millisecond) // asked again at once
+	}
+	if max := pve.WaitBurst + 10*10 + 1; sent > max {
+		t.Errorf("%d requests in 10s at 10/s with a burst of %d, want at most %d", sent, pve.WaitBurst, max)
+	}
+	if sent < 10*10 {
+		t.Errorf("%d requests in 10s, want the rate (100) used", sent)
+	}
+	// The first ones go out at once, one ms apart.
+	if d := at[pve.WaitBurst-1].Sub(at[0]); d > pve.WaitBurst*time.Millisecond {
+		t.Errorf("the burst took %v", d)
+	}
+	// After the burst, never two requests closer than 1/rate.
+	for i := pve.WaitBurst + 1; i < len(at); i++ {
+		if d := at[i].Sub(at[i-1]); d < 99*time.Millisecond {
+			t.Fatalf("requests %d and %d %v apart after the burst", i-1, i, d)
+		}
+	}
+}
+
+// Log asks for the whole log of a task that ended OK: read once, after
+// it stopped, and returned.
+func TestClient_WaitTask_logAsked(t *testing.T) {
+	log := []string{"INFO: starting new backup job", "INFO: backup mode: stop", "TASK OK"}
+	ft := &fakeTask{t: t, upid: testUPID, running: 3, exit: "OK", log: log, perPoll: 1}
+	c := newTestClient(t, ft.handler())
+	opts := fast
+	opts.Log = true
+	res, err := c.WaitTask(ctx(t), testUPID, opts)
+	if err != nil {
+		t.Fatalf("WaitTask: %v", err)
+	}
+	if diff := cmp.Diff(log, res.Log); diff != "" {
+		t.Errorf("Log (-want +got):\n%s", diff)
+	}
+	if ft.logCalls != 1 {
+		t.Errorf("%d log reads, want 1 (after the task stopped)", ft.logCalls)
+	}
+}

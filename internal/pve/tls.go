@@ -10,8 +10,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 	"strings"
+
+	"github.com/corralhq/corral/internal/localfile"
 )
 
 // CertError is a server certificate the client did not trust. Fingerprint
@@ -45,6 +46,9 @@ func (e *CertError) Unwrap() error { return e.Err }
 // turns verification off and says so once.
 func newTransport(cfg Config, log *slog.Logger) (*http.Transport, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if cfg.DialContext != nil {
+		tr.DialContext = cfg.DialContext
+	}
 	tc := &tls.Config{MinVersion: tls.VersionTLS12}
 	switch {
 	case cfg.Fingerprint != "":
@@ -67,7 +71,7 @@ func newTransport(cfg Config, log *slog.Logger) (*http.Transport, error) {
 		tc.InsecureSkipVerify = true
 		log.Warn("TLS verification is disabled (insecure): the API token can be read by anyone on the path; pin the certificate with --fingerprint instead")
 	case cfg.CAFile != "":
-		pem, err := os.ReadFile(cfg.CAFile)
+		pem, err := localfile.Read(cfg.CAFile, localfile.MaxPEM)
 		if err != nil {
 			return nil, fmt.Errorf("ca file: %w", err)
 		}

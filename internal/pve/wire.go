@@ -7,6 +7,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/corralhq/corral/internal/propstr"
 )
 
 // This file models the awkward JSON types PVE puts on the wire, once, and
@@ -42,16 +44,8 @@ func (b Bool01) MarshalJSON() ([]byte, error) {
 	return []byte("0"), nil
 }
 
-// parseBool reads a PVE boolean word (pve-common JSONSchema parse_boolean).
-func parseBool(s string) (value, ok bool) {
-	switch strings.ToLower(s) {
-	case "1", "on", "yes", "true":
-		return true, true
-	case "0", "off", "no", "false":
-		return false, true
-	}
-	return false, false
-}
+// parseBool reads a PVE boolean word (see propstr.ParseBool).
+func parseBool(s string) (value, ok bool) { return propstr.ParseBool(s) }
 
 // IntOrString is an integer that PVE sends either as a JSON number or as a
 // string of digits: LVM content lists carry ctime as a string

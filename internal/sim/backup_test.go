@@ -256,7 +256,7 @@ func TestBackup_permissions(t *testing.T) {
 	restore := url.Values{"vmid": {"101"}, "ostemplate": {volid}, "restore": {"1"}, "force": {"1"}, "storage": {"local-lvm"}}
 	// The backed-up NIC needs its bridge: the backup-only role cannot
 	// restore, the task says why.
-	if task := k.task(self, http.MethodPost, "/nodes/pve/lxc", restore); task.ExitStatus != "unable to restore CT 101 - Permission check failed (/sdn/zones/localnetwork/vmbr0, SDN.Use)" {
+	if task := k.task(self, http.MethodPost, "/nodes/pve/lxc", restore); task.ExitStatus != "unable to restore CT 101 - 403 Permission check failed (/sdn/zones/localnetwork/vmbr0, SDN.Use)" {
 		t.Errorf("forced restore without SDN.Use: %q", task.ExitStatus)
 	}
 	if conf := k.config(101); conf["lock"] != nil || conf["hostname"] != "app" {
@@ -281,7 +281,7 @@ func TestSnapshot_http(t *testing.T) {
 	}
 	var list []map[string]any
 	k.ok(k.op(), http.MethodGet, "/nodes/pve/lxc/101/snapshot", nil, &list)
-	if len(list) != 2 || list[0]["name"] != "pre" || list[0]["description"] != "before upgrade" || list[1]["name"] != "current" ||
+	if len(list) != 2 || list[0]["name"] != "pre" || list[0]["description"] != "before upgrade\n" || list[1]["name"] != "current" ||
 		list[1]["parent"] != "pre" || list[1]["running"] != float64(1) {
 		t.Errorf("snapshot list = %v", list)
 	}
@@ -290,7 +290,8 @@ func TestSnapshot_http(t *testing.T) {
 	}
 	var sconf map[string]any
 	k.ok(k.op(), http.MethodGet, "/nodes/pve/lxc/101/snapshot/pre/config", nil, &sconf)
-	if sconf["hostname"] != "app" || sconf["description"] != "before upgrade" {
+	// parse_pct_config ends every description line in a newline (issue 14, item 4).
+	if sconf["hostname"] != "app" || sconf["description"] != "before upgrade\n" {
 		t.Errorf("snapshot config = %v", sconf)
 	}
 	k.ok(k.op(), http.MethodPut, "/nodes/pve/lxc/101/snapshot/pre/config", url.Values{"description": {"renamed"}}, nil)

@@ -15,8 +15,17 @@ func (s *Server) getVersion(r *request) (any, error) {
 
 func (s *Server) getClusterResources(r *request) (any, error) {
 	var out []any
-	for _, res := range s.cluster.Resources(r.params["type"]) {
-		if p := resourcePath(res.ID); p != "" && !s.cluster.HasAnyPriv(r.auth, p) {
+	all := s.cluster.Resources(r.params["type"])
+	paths := make([]string, len(all))
+	for i, res := range all {
+		paths[i] = resourcePath(res.ID)
+	}
+	visible := s.cluster.Visible(r.auth, paths, "")
+	for i, res := range all {
+		if res.Type == "node" {
+			// Every node is listed; its figures need Sys.Audit.
+			res.NoStats = !s.cluster.HasPriv(r.auth, "/nodes/"+res.Node, "Sys.Audit")
+		} else if paths[i] != "" && !visible[i] {
 			continue // PVE shows only what the caller can see
 		}
 		out = append(out, res)
@@ -28,7 +37,7 @@ func (s *Server) getClusterResources(r *request) (any, error) {
 }
 
 // resourcePath maps a resource id ("lxc/101", "storage/pve/local") to the
-// ACL path that decides its visibility.
+// ACL path that decides its visibility (nodes are always visible).
 func resourcePath(id string) string {
 	parts := strings.Split(id, "/")
 	switch parts[0] {
@@ -38,8 +47,6 @@ func resourcePath(id string) string {
 		if len(parts) == 3 {
 			return "/storage/" + parts[2]
 		}
-	case "node":
-		return "/nodes/" + parts[1]
 	case "sdn":
 		if len(parts) == 3 {
 			return "/sdn/zones/" + parts[2]
@@ -61,8 +68,16 @@ func (s *Server) getClusterStatus(r *request) (any, error) {
 	return s.cluster.ClusterStatus(), nil
 }
 
+// getNodes is Nodes.pm index: every node, its figures only for a caller
+// with Sys.Audit on it, and its certificate's fingerprint (every emulated
+// node serves the emulator's one certificate).
 func (s *Server) getNodes(r *request) (any, error) {
-	return s.cluster.Nodes(), nil
+	nodes := s.cluster.Nodes()
+	for i := range nodes {
+		nodes[i].NoStats = !s.cluster.HasPriv(r.auth, "/nodes/"+nodes[i].Node, "Sys.Audit")
+		nodes[i].SSLFingerprint = s.certFP
+	}
+	return nodes, nil
 }
 
 func (s *Server) getNodeStatus(r *request) (any, error) {

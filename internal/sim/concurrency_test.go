@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -22,6 +23,7 @@ func TestConcurrentCreates(t *testing.T) {
 	var (
 		mu       sync.Mutex
 		created  = map[int]int{} // vmid -> worker
+		upids    = map[int]string{}
 		clashes  int
 		problems []string
 	)
@@ -51,6 +53,7 @@ func TestConcurrentCreates(t *testing.T) {
 						problems = append(problems, fmt.Sprintf("vmid %d created by workers %d and %d", vmid, prev, w))
 					}
 					created[vmid] = w
+					upids[vmid] = strings.Trim(string(r.data), `"`)
 					n++
 				case r.status == 500 && r.msg == fmt.Sprintf("CT %d already exists on node 'pve'\n", vmid),
 					// lost the race after check_vmid_unused: create_and_lock_config's error with $emsg
@@ -89,9 +92,15 @@ func TestConcurrentCreates(t *testing.T) {
 			t.Errorf("created CT %d not listed", vmid)
 		}
 	}
-	// Every rootfs is its own volume.
+	var ids []int
+	for vmid := range created {
+		ids = append(ids, vmid)
+	}
+	// Every rootfs is its own volume (once the create tasks are done:
+	// until then a config holds only "lock: create").
 	vols := map[string]int{}
 	for vmid := range created {
+		k.wait(k.op(), upids[vmid])
 		conf := k.config(strconv.Itoa(vmid), false)
 		vols[fmt.Sprint(conf["rootfs"])]++
 	}
@@ -109,19 +118,8 @@ func TestConcurrentCreates(t *testing.T) {
 		break
 	}
 
-	// Tasks finish, and parallel config writes to one CT and to several
-	// all land (PUT config is synchronous and serialized per CT).
-	var ids []int
-	for vmid := range created {
-		ids = append(ids, vmid)
-	}
-	for _, vmid := range ids {
-		var st []e2eTask
-		k.ok(k.op(), http.MethodGet, "/nodes/pve/tasks", url.Values{"vmid": {strconv.Itoa(vmid)}}, &st)
-		for _, tk := range st {
-			k.wait(k.op(), tk.UPID)
-		}
-	}
+	// Parallel config writes to one CT and to several all land (PUT
+	// config is synchronous and serialized per CT).
 	shared := strconv.Itoa(ids[0])
 	var wg2 sync.WaitGroup
 	errs := make(chan string, 100)

@@ -12,14 +12,29 @@ func (s *Server) getLXCList(r *request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	paths := make([]string, len(cts))
+	for i, ct := range cts {
+		paths[i] = "/vms/" + itoa(ct.VMID)
+	}
+	audit := s.cluster.Visible(r.auth, paths, "VM.Audit")
 	out := make([]any, 0, len(cts))
-	for _, ct := range cts {
-		if !s.cluster.HasPriv(r.auth, "/vms/"+itoa(ct.VMID), "VM.Audit") {
+	for i, ct := range cts {
+		if !audit[i] {
 			continue // PVE lists only guests the caller may audit
 		}
 		out = append(out, ct)
 	}
 	return out, nil
+}
+
+// getQemuList is GET /nodes/{node}/qemu (qemu-server vmlist): the
+// emulator has no QEMU VMs, so every node answers an empty list, as a PVE
+// node with only containers does.
+func (s *Server) getQemuList(r *request) (any, error) {
+	if err := s.cluster.CheckNode(r.params["node"]); err != nil {
+		return nil, err
+	}
+	return []any{}, nil
 }
 
 func (s *Server) postLXC(r *request) (any, error) {
@@ -123,23 +138,24 @@ func (s *Server) postLXCMoveVolume(r *request) (any, error) {
 	return s.cluster.MoveVolume(r.auth, r.params["node"], intParam(r, "vmid"), bodyParams(r, "node", "vmid"))
 }
 
+// getLXCInterfaces is pve-container's get_interfaces over `ip -json a`:
+// per interface its name, "hardware-address" (and the older "hwaddr"),
+// "ip-addresses" with every address, and under the family's name
+// ("inet", "inet6") the last address of that family as address/prefix.
 func (s *Server) getLXCInterfaces(r *request) (any, error) {
 	ifs, err := s.cluster.CTInterfaces(r.params["node"], intParam(r, "vmid"))
-	if err != nil {
-		return nil, err
+	if err != nil || ifs == nil {
+		return nil, err // a stopped CT: get_interfaces returns undef
 	}
-	out := make([]map[string]string, 0, len(ifs))
+	out := make([]map[string]any, 0, len(ifs))
 	for _, i := range ifs {
-		row := map[string]string{"name": i.Name}
-		if i.HWAddr != "" {
-			row["hwaddr"] = i.HWAddr
+		addrs := make([]map[string]any, 0, len(i.Addresses))
+		row := map[string]any{"name": i.Name, "hwaddr": i.HWAddr, "hardware-address": i.HWAddr}
+		for _, a := range i.Addresses {
+			addrs = append(addrs, map[string]any{"ip-address": a.Address, "ip-address-type": a.Type, "prefix": a.Prefix})
+			row[a.Type] = a.Address + "/" + itoa(a.Prefix)
 		}
-		if i.Inet != "" {
-			row["inet"] = i.Inet
-		}
-		if i.Inet6 != "" {
-			row["inet6"] = i.Inet6
-		}
+		row["ip-addresses"] = addrs
 		out = append(out, row)
 	}
 	return out, nil

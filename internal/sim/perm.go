@@ -90,7 +90,7 @@ func (s *Server) evalCheck(r *request, c *schema.Check, noerr bool) (bool, error
 		return true, nil
 	case schema.OpPermModify:
 		path := normalizePath(templateReplace(c.Path, r.params))
-		if err := s.cluster.Check(r.auth, path, []string{"Permissions.Modify"}, false); err != nil {
+		if err := s.cluster.CheckPermModify(r.auth, path); err != nil {
 			return fail(err)
 		}
 		return true, nil

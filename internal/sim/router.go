@@ -63,7 +63,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/api2/json/", s.serveAPI)
 	mux.HandleFunc("/_corral/", s.serveAdmin)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, &model.Error{Status: http.StatusNotImplemented, Message: fmt.Sprintf("Method '%s %s' not implemented\n", r.Method, r.URL.Path)})
+		writeError(w, notImplemented(r.Method, r.URL.Path))
 	})
 	return mux
 }
@@ -109,7 +109,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, req *http.Request) {
 	h := s.routes[req.Method+" "+tmpl]
 	if !ok || h == nil {
 		status = http.StatusNotImplemented
-		writeError(w, &model.Error{Status: status, Message: fmt.Sprintf("Method '%s %s' not implemented\n", req.Method, path)})
+		writeError(w, notImplemented(req.Method, path))
 		return
 	}
 	params, err := readParams(req)
@@ -119,9 +119,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	r := &request{ctx: req.Context(), method: req.Method, path: path, params: params, m: m}
-	for k, v := range pathParams {
-		r.params[k] = v
-	}
+	dupErr := mergePathParams(r.params, pathParams)
 
 	// POST /access/ticket is the only route that needs no credentials.
 	if !(req.Method == http.MethodPost && tmpl == "/access/ticket") {
@@ -132,6 +130,13 @@ func (s *Server) serveAPI(w http.ResponseWriter, req *http.Request) {
 			return
 		}
 		r.auth = auth
+	}
+	if dupErr != nil {
+		status = statusOf(dupErr)
+		writeError(w, dupErr)
+		return
+	}
+	if !(req.Method == http.MethodPost && tmpl == "/access/ticket") {
 		if err := s.checkPermissions(r); err != nil {
 			status = statusOf(err)
 			writeError(w, err)
@@ -160,6 +165,32 @@ func (s *Server) serveAPI(w http.ResponseWriter, req *http.Request) {
 	writeData(w, out, nil)
 }
 
+// notImplemented is pveproxy's answer for a method it has no handler for
+// (PVE::HTTPServer rest_handler): 501, the message without a newline.
+func notImplemented(method, path string) *model.Error {
+	return &model.Error{Status: http.StatusNotImplemented, Message: fmt.Sprintf("Method '%s %s' not implemented", method, path)}
+}
+
+// mergePathParams adds the path's parameters to params as rest_handler
+// does: a request parameter that names a path parameter with another
+// value is a 400 (checked after authentication, before permissions).
+func mergePathParams(params, pathParams map[string]string) error {
+	var conflicts map[string]string
+	for k, v := range pathParams {
+		if old, ok := params[k]; ok && old != v {
+			if conflicts == nil {
+				conflicts = map[string]string{}
+			}
+			conflicts[k] = "duplicate parameter (already defined in URI) with conflicting values!"
+		}
+		params[k] = v
+	}
+	if conflicts != nil {
+		return model.ParamError(conflicts)
+	}
+	return nil
+}
+
 func statusOf(err error) int {
 	var me *model.Error
 	if errors.As(err, &me) {
@@ -168,13 +199,16 @@ func statusOf(err error) int {
 	return http.StatusInternalServerError
 }
 
-// readParams merges the query string with a form or JSON body, as
-// pveproxy does. Values in JSON bodies are converted to PVE's string forms.
+// readParams merges a form or JSON body with the query string, as
+// pveproxy's extract_params does: a key in both takes the query's value.
+// Values in JSON bodies are converted to PVE's string forms.
 func readParams(req *http.Request) (map[string]string, error) {
 	params := map[string]string{}
-	for k, vs := range req.URL.Query() {
-		params[k] = strings.Join(vs, "\x00")
-	}
+	defer func() {
+		for k, vs := range req.URL.Query() {
+			params[k] = strings.Join(vs, "\x00")
+		}
+	}()
 	if req.Body == nil || req.Method == http.MethodGet {
 		return params, nil
 	}

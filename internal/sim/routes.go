@@ -22,6 +22,7 @@ func (s *Server) registerRoutes() {
 	s.route("GET", "/nodes/{node}/storage/{storage}/content/{volume}", s.getVolume)
 	s.route("DELETE", "/nodes/{node}/storage/{storage}/content/{volume}", s.deleteVolume)
 	s.route("POST", "/nodes/{node}/storage/{storage}/download-url", s.postDownloadURL)
+	s.route("GET", "/nodes/{node}/query-url-metadata", s.getQueryURLMetadata)
 	s.route("GET", "/nodes/{node}/aplinfo", s.getAplinfo)
 	s.route("POST", "/nodes/{node}/aplinfo", s.postAplinfo)
 
@@ -41,6 +42,8 @@ func (s *Server) registerRoutes() {
 	s.route("PUT", "/nodes/{node}/lxc/{vmid}/resize", s.putLXCResize)
 	s.route("POST", "/nodes/{node}/lxc/{vmid}/move_volume", s.postLXCMoveVolume)
 	s.route("GET", "/nodes/{node}/lxc/{vmid}/interfaces", s.getLXCInterfaces)
+
+	s.route("GET", "/nodes/{node}/qemu", s.getQemuList)
 
 	s.route("GET", "/nodes/{node}/tasks", s.getTasks)
 	s.route("GET", "/nodes/{node}/tasks/{upid}/status", s.getTaskStatus)

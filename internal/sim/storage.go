@@ -135,6 +135,10 @@ func (s *Server) postDownloadURL(r *request) (any, error) {
 	return s.cluster.DownloadURL(r.auth, r.params["node"], r.params["storage"], bodyParams(r, "node", "storage"))
 }
 
+func (s *Server) getQueryURLMetadata(r *request) (any, error) {
+	return s.cluster.URLMetadata(r.params["node"], r.params["url"])
+}
+
 func (s *Server) getAplinfo(r *request) (any, error) {
 	var out []map[string]any
 	for _, a := range s.cluster.Aplinfo(r.params["node"]) {

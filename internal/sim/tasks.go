@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"errors"
+	"net/http"
 	"strings"
 
 	"github.com/corralhq/corral/internal/sim/model"
@@ -147,6 +149,12 @@ func (s *Server) taskFor(r *request) (model.Task, error) {
 	return t, nil
 }
 
+// isNoSuchTask reports the model's 400 {upid: "no such task"}.
+func isNoSuchTask(err error) bool {
+	var me *model.Error
+	return errors.As(err, &me) && me.Status == http.StatusBadRequest && me.Params["upid"] == "no such task"
+}
+
 // validUPID checks the UPID shape (pve-common PVE::UPID::decode).
 func validUPID(s string) bool {
 	parts := strings.Split(s, ":")
@@ -163,6 +171,16 @@ func (s *Server) getTaskStatus(r *request) (any, error) {
 
 func (s *Server) getTaskLog(r *request) (any, error) {
 	t, err := s.taskFor(r)
+	if isNoSuchTask(err) {
+		// read_task_log does not look for the task: it checks the owner
+		// the UPID names and dump_logfile reports the missing file.
+		t = model.Task{Node: r.params["node"]}
+		t.User, t.TokenID, _ = strings.Cut(strings.Split(r.params["upid"], ":")[7], "!")
+		if !s.canSeeTask(r, t) {
+			return nil, model.PermError("/nodes/" + t.Node + ", Sys.Audit")
+		}
+		return pagedResult{data: []map[string]any{{"n": 1, "t": "unable to open file - No such file or directory"}}, total: 1}, nil
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -73,6 +73,10 @@ func (p *Progress) TaskLog(app, upid, line string) {
 	}
 }
 
+// WantsTaskLogs implements apply.TaskLogWanter: PVE task logs are read
+// only with --verbose, when they show.
+func (p *Progress) WantsTaskLogs() bool { return p.TaskLogs }
+
 // Warn implements apply.Observer.
 func (p *Progress) Warn(app, msg string) { p.printf("%s: warning: %s\n", app, msg) }
 

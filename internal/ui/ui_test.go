@@ -115,3 +115,55 @@ func TestPlanTextShowsCreateSettings(t *testing.T) {
 		}
 	}
 }
+
+func TestWriteFreePlanText(t *testing.T) {
+	p := &plan.FreePlan{Volumes: []plan.VolumeFree{
+		{Node: "pve", Keeper: 900, App: "wiki", Name: "pages", VolID: "local-lvm:vm-900-disk-1", Size: 1 << 30, Reason: "app wiki is not in the manifest"},
+		{Node: "pve", Keeper: 900, VolID: "local-lvm:vm-900-disk-7", Size: 512 << 20, Reason: "keeper 900 holds it (local-lvm:vm-900-disk-7) recorded for no app"},
+	}, Warnings: []string{"w"}}
+	var b bytes.Buffer
+	WriteFreePlanText(&b, NewFreePlanJSON(p, nil))
+	want := `- volume wiki/pages (local-lvm:vm-900-disk-1 on pve, 1G, keeper 900): free
+      # app wiki is not in the manifest
+- volume (recorded for no app) (local-lvm:vm-900-disk-7 on pve, 512M, keeper 900): free
+      # keeper 900 holds it (local-lvm:vm-900-disk-7) recorded for no app
+! warning: w
+
+Plan: 2 volume(s) to free (1536M). A freed volume's data cannot be recovered.
+`
+	if b.String() != want {
+		t.Errorf("got:\n%s\nwant:\n%s", b.String(), want)
+	}
+	b.Reset()
+	WriteFreePlanText(&b, NewFreePlanJSON(p, []string{"x is referenced by CT 105"}))
+	if !strings.Contains(b.String(), "! refused: x is referenced by CT 105\n") || !strings.HasSuffix(b.String(), "Refused: nothing will be freed.\n") {
+		t.Errorf("refused plan:\n%s", b.String())
+	}
+	b.Reset()
+	WriteFreePlanText(&b, NewFreePlanJSON(&plan.FreePlan{}, nil))
+	if b.String() != "\nNo volumes to free.\n" {
+		t.Errorf("empty plan: %q", b.String())
+	}
+	js, _ := json.Marshal(NewFreePlanJSON(nil, nil))
+	if string(js) != `{"volumes":[],"warnings":[],"refused":[]}` {
+		t.Errorf("empty JSON %s", js)
+	}
+}
+
+func TestWritePlanTextRemovedApp(t *testing.T) {
+	p := &plan.Plan{Changes: []plan.Change{{App: "wiki", Node: "pve", VMID: 101, OldVMID: 101, Action: plan.Delete,
+		Reasons: []string{"app wiki was removed from the manifest", "destroy container 101 (running); its volumes stay in the keeper"},
+		Volumes: []plan.VolumeChange{{Name: "pages", Action: plan.VolDetach, VolID: "local-lvm:vm-900-disk-1", Mount: "/srv/pages"}}}}}
+	var b bytes.Buffer
+	WritePlanText(&b, NewPlanJSON(p, nil))
+	want := `- app wiki (delete ct 101 on pve)
+      # app wiki was removed from the manifest
+      # destroy container 101 (running); its volumes stay in the keeper
+      volume pages: detach (local-lvm:vm-900-disk-1, at /srv/pages)
+
+Plan: 1 to delete. Retained volumes are kept in every case.
+`
+	if b.String() != want {
+		t.Errorf("got:\n%s\nwant:\n%s", b.String(), want)
+	}
+}

@@ -153,9 +153,6 @@ type ACLUpdate struct {
 
 const (
 	accessRootUser = "root@pam"
-	// accessUserCfgLock is the cfs lock id of user.cfg, which appears in the
-	// message of errors raised while PVE holds that lock.
-	accessUserCfgLock = "file-user_cfg"
 	// accessPasswordIterations is the PBKDF2 work factor for passwords.
 	accessPasswordIterations = 4096
 )
@@ -880,10 +877,11 @@ func accessSplitTokenID(id string) (user, tok string, ok bool) {
 }
 
 // accessLockedFail is how PVE reports a plain die inside
-// lock_user_config(code, op): 500 "<op>: error during cfs-locked
-// 'file-user_cfg' operation: <msg>".
+// lock_user_config(code, op): 500 "<op>: <msg>". Since PVE 7, pve-cluster's
+// cfs_lock re-raises an error of the locked code as it is (no "error
+// during cfs-locked 'file-user_cfg' operation:" in between).
 func accessLockedFail(op, msg string) *Error {
-	return Failf("%s: error during cfs-locked '%s' operation: %s", op, accessUserCfgLock, msg)
+	return Failf("%s: %s", op, msg)
 }
 
 // accessAuthFail is an authentication failure: 401 with PVE's message.

@@ -265,7 +265,7 @@ func TestAccess_AddRole(t *testing.T) {
 		{name: "bad characters", version: "9.1", id: "a b",
 			status: 400, msg: "Parameter verification failed.\n", params: map[string]string{"roleid": "invalid format - role name 'a b' contains invalid characters\n"}},
 		{name: "built-in exists", version: "9.1", id: "Administrator",
-			status: 500, msg: "create role failed: error during cfs-locked 'file-user_cfg' operation: role 'Administrator' already exists\n"},
+			status: 500, msg: "create role failed: role 'Administrator' already exists\n"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -629,7 +629,7 @@ func TestAccess_CheckReadPermissions(t *testing.T) {
 }
 
 func TestAccess_SetACL_errors(t *testing.T) {
-	const locked = "ACL update failed: error during cfs-locked 'file-user_cfg' operation: "
+	const locked = "ACL update failed: "
 	either := "either 'users', 'groups' or 'tokens' is required."
 	tests := []struct {
 		name   string
@@ -750,7 +750,7 @@ func TestAccess_UpdateACL_delegated(t *testing.T) {
 func TestAccess_users(t *testing.T) {
 	a := model.NewAccess("9.1")
 	accessMust(t, a.AddGroup("ops", "operators"))
-	accessWantError(t, a.AddGroup("ops", ""), 500, "create group failed: error during cfs-locked 'file-user_cfg' operation: group 'ops' already exists\n")
+	accessWantError(t, a.AddGroup("ops", ""), 500, "create group failed: group 'ops' already exists\n")
 	accessWantError(t, a.AddGroup("o/ps", ""), 400, "Parameter verification failed.\n")
 
 	accessMust(t, a.AddUser("carol@pve", "s3cret-pass", model.UserOptions{Groups: []string{"ops"}, Email: "c@example.org", Disable: true}))
@@ -761,11 +761,11 @@ func TestAccess_users(t *testing.T) {
 	if strings.Contains(u.PasswordHash, "s3cret-pass") || u.PasswordHash == "" {
 		t.Errorf("password stored as %q", u.PasswordHash)
 	}
-	accessWantError(t, a.AddUser("carol@pve", ""), 500, "create user failed: error during cfs-locked 'file-user_cfg' operation: user 'carol@pve' already exists\n")
+	accessWantError(t, a.AddUser("carol@pve", ""), 500, "create user failed: user 'carol@pve' already exists\n")
 	accessWantError(t, a.AddUser("dave@pve", "", model.UserOptions{Groups: []string{"nope"}}), 500,
-		"create user failed: error during cfs-locked 'file-user_cfg' operation: no such group 'nope'\n")
+		"create user failed: no such group 'nope'\n")
 	accessWantError(t, a.AddUser("erin@ldap", "password1"), 500,
-		"create user failed: error during cfs-locked 'file-user_cfg' operation: auth domain 'ldap' does not exist\n")
+		"create user failed: auth domain 'ldap' does not exist\n")
 	accessWantError(t, a.AddUser("no-realm", ""), 400, "Parameter verification failed.\n")
 	if a.Users["dave@pve"] != nil || a.Users["erin@ldap"] != nil {
 		t.Error("user created despite the error")

@@ -2,7 +2,6 @@ package model
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -56,13 +55,15 @@ var DefaultDurations = map[string]time.Duration{
 }
 
 // Cluster is the emulated datacenter. All exported methods are safe for
-// concurrent use: one mutex guards the state, per-guest config locks
-// (lock.go) serialize read-modify-write of a guest like PVE's flock.
+// concurrent use: one read-write mutex guards the state (reads share it;
+// a change holds it only to apply itself and append one journal line),
+// per-guest config locks (lock.go) serialize read-modify-write of a
+// guest like PVE's flock.
 type Cluster struct {
 	opts Options
 	log  *slog.Logger
 
-	mu    sync.Mutex
+	mu    sync.RWMutex
 	st    *State
 	locks *configLocks
 
@@ -77,6 +78,19 @@ type Cluster struct {
 	// starts and stops (c.mu).
 	runHook    func()
 	runChanges uint64
+
+	// du caches the disk usage of running CTs (du.go).
+	du diskUsage
+
+	// Persistence (journal.go): what changed since the last save, the
+	// open journal, its last sequence number and the sizes that decide
+	// when to write a snapshot. shadow is the test binaries' replayed copy.
+	dirty         dirtySet
+	journal       *os.File
+	seq           uint64
+	journalBytes  int64
+	snapshotBytes int64
+	shadow        *State
 }
 
 // TaskHook may fail a task on purpose (fault injection). It is called at the
@@ -119,7 +133,7 @@ func Open(opts Options) (*Cluster, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Cluster{opts: opts, log: log.WithGroup("model"), locks: newConfigLocks(), ctx: ctx, cancel: cancel}
 
-	st, err := loadState(c.statePath())
+	st, seq, err := loadState(c.statePath(), c.journalPath())
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		st, err = c.newDatacenter()
@@ -138,14 +152,20 @@ func Open(opts Options) (*Cluster, error) {
 		c.recoverTasks(st)
 	}
 	st.Access.Clock = c.now
+	for _, t := range st.Tasks {
+		t.listed = true
+	}
 	c.st = st
+	c.seq = seq
 	c.mu.Lock()
-	err = c.saveLocked()
+	err = c.compactLocked() // one snapshot, and no torn line left to append after
 	c.mu.Unlock()
 	if err != nil {
 		cancel()
 		return nil, err
 	}
+	c.wg.Add(1)
+	go c.refreshDiskUsage()
 	return c, nil
 }
 
@@ -154,7 +174,7 @@ func Open(opts Options) (*Cluster, error) {
 func (c *Cluster) Close() error {
 	c.cancel()
 	c.wg.Wait()
-	return nil
+	return c.closeJournal()
 }
 
 // Version is the emulated PVE release ("9.1" or "8.4").
@@ -196,33 +216,6 @@ func (c *Cluster) duration(typ string) time.Duration {
 		d = DefaultDurations[typ]
 	}
 	return time.Duration(float64(d) * c.opts.TimeScale)
-}
-
-// saveLocked writes the whole state atomically (temp file + rename) so that
-// a kill of the emulator at any moment leaves either the old or the new
-// state. It does not fsync: a rename is atomic for every process, and an
-// emulator need not survive a power cut, while an fsync per API write made
-// a thousand-container run spend most of its time waiting for the disk.
-// c.mu must be held.
-func (c *Cluster) saveLocked() error {
-	data, err := json.Marshal(c.st)
-	if err != nil {
-		return fmt.Errorf("model: encode state: %w", err)
-	}
-	return writeFile(c.statePath(), data, 0o600, false)
-}
-
-func loadState(path string) (*State, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var st State
-	if err := json.Unmarshal(data, &st); err != nil {
-		return nil, fmt.Errorf("model: decode %s: %w", path, err)
-	}
-	st.fixup()
-	return &st, nil
 }
 
 // writeFileAtomic replaces path with data so that readers and a crash see

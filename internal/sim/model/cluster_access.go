@@ -13,23 +13,23 @@ import (
 
 // VerifyToken authenticates an API token (see Access.VerifyToken).
 func (c *Cluster) VerifyToken(fullTokenID, secret string) (Auth, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	return c.st.Access.VerifyToken(fullTokenID, secret)
 }
 
 // VerifyTicket authenticates a PVEAuthCookie ticket.
 func (c *Cluster) VerifyTicket(ticket string) (Auth, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	return c.st.Access.VerifyTicket(ticket, c.now())
 }
 
 // VerifyCSRF checks the CSRFPreventionToken a ticket-authenticated write
 // must carry.
 func (c *Cluster) VerifyCSRF(userid, token string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	return c.st.Access.VerifyCSRF(userid, token, c.now())
 }
 
@@ -47,31 +47,41 @@ func (c *Cluster) Login(userid, password string) (ticket, csrf string, err error
 
 // Check is RPCEnvironment check / check_any (see Access.Check).
 func (c *Cluster) Check(auth Auth, path string, privs []string, any bool) error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.st.Access.Check(auth, path, privs, any)
+}
+
+// CheckPermModify is RPCEnvironment check_perm_modify, the schema's
+// "perm-modify" check: Permissions.Modify on path, or for /vms/<id>,
+// /storage/<id> and /pool/<id> VM.Allocate, Datastore.Allocate or
+// Pool.Allocate instead (403 names them all, joined by "|").
+func (c *Cluster) CheckPermModify(auth Auth, path string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.st.Access.Check(auth, path, privs, any)
+	return c.st.Access.checkPermModify(auth, path)
 }
 
 // HasPriv reports whether auth holds priv on path.
 func (c *Cluster) HasPriv(auth Auth, path, priv string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	return c.st.Access.HasPriv(auth, path, priv)
 }
 
 // HasAnyPriv reports whether auth holds any privilege on path, the filter
 // PVE applies to lists such as /cluster/resources and /storage.
 func (c *Cluster) HasAnyPriv(auth Auth, path string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	return len(c.st.Access.Permissions(auth.ID(), path)) > 0
 }
 
 // EffectivePermissions is GET /access/permissions: the privileges of userid
 // (default: the caller) on path (default: every interesting path).
 func (c *Cluster) EffectivePermissions(auth Auth, userid, path string) (map[string]map[string]int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	if err := c.st.Access.CheckReadPermissions(auth, userid); err != nil {
 		return nil, err
 	}
@@ -91,8 +101,8 @@ func (c *Cluster) canAuditAccess(auth Auth, path string) bool {
 // Users is GET /access/users: every user for an auditor, else the caller's
 // own entry. full adds the tokens.
 func (c *Cluster) Users(auth Auth, full bool) []map[string]any {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	a := c.st.Access
 	all := c.canAuditAccess(auth, "/access/groups")
 	var out []map[string]any
@@ -146,13 +156,14 @@ func (c *Cluster) AddUser(userid, password string, params map[string]string) err
 	if err := c.st.Access.AddUser(userid, password, opts); err != nil {
 		return err
 	}
+	c.markCore()
 	return c.saveLocked()
 }
 
 // Tokens is GET /access/users/{userid}/token.
 func (c *Cluster) Tokens(userid string) ([]map[string]any, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	u := c.st.Access.Users[userid]
 	if u == nil {
 		return nil, Failf("no such user ('%s')\n", userid)
@@ -162,8 +173,8 @@ func (c *Cluster) Tokens(userid string) ([]map[string]any, error) {
 
 // TokenInfo is GET /access/users/{userid}/token/{tokenid}.
 func (c *Cluster) TokenInfo(userid, tokenid string) (map[string]any, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	t, err := c.st.Access.lookupToken(userid, tokenid)
 	if err != nil {
 		return nil, err
@@ -182,6 +193,7 @@ func (c *Cluster) AddToken(userid, tokenid string, privsep bool, comment string,
 	}
 	t := c.st.Access.Users[userid].Tokens[tokenid]
 	t.Comment, t.Expire = comment, int64(expire)
+	c.markCore()
 	if err := c.saveLocked(); err != nil {
 		return "", "", nil, err
 	}
@@ -195,13 +207,14 @@ func (c *Cluster) DeleteToken(userid, tokenid string) error {
 	if err := c.st.Access.DeleteToken(userid, tokenid); err != nil {
 		return err
 	}
+	c.markCore()
 	return c.saveLocked()
 }
 
 // Roles is GET /access/roles.
 func (c *Cluster) Roles() []map[string]any {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	var out []map[string]any
 	for _, id := range slices.Sorted(maps.Keys(c.st.Access.Roles)) {
 		r := c.st.Access.Roles[id]
@@ -221,6 +234,7 @@ func (c *Cluster) AddRole(id string, privs []string) error {
 	if err := c.st.Access.AddRole(id, privs); err != nil {
 		return err
 	}
+	c.markCore()
 	return c.saveLocked()
 }
 
@@ -258,6 +272,7 @@ func (c *Cluster) UpdateRole(id string, privs []string, appendPrivs bool) error 
 	for _, p := range privs {
 		r.Privs[p] = true
 	}
+	c.markCore()
 	return c.saveLocked()
 }
 
@@ -271,14 +286,15 @@ func (c *Cluster) DeleteRole(id string) error {
 	}
 	delete(c.st.Access.Roles, id)
 	c.st.Access.ACL = slices.DeleteFunc(c.st.Access.ACL, func(e ACLEntry) bool { return e.RoleID == id })
+	c.markCore()
 	return c.saveLocked()
 }
 
 // ACL is GET /access/acl: the entries on paths where auth may audit or
 // change permissions.
 func (c *Cluster) ACL(auth Auth) []map[string]any {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	out := []map[string]any{}
 	for _, e := range c.st.Access.ACL {
 		if !auth.IsRoot() && !c.canAuditAccess(auth, e.Path) {
@@ -298,6 +314,7 @@ func (c *Cluster) UpdateACL(auth Auth, u ACLUpdate) error {
 	if err := c.st.Access.UpdateACL(auth, u); err != nil {
 		return err
 	}
+	c.markCore()
 	return c.saveLocked()
 }
 

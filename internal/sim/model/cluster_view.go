@@ -35,8 +35,8 @@ const (
 // no guest uses in the next-id range; with vmid it returns vmid if free,
 // else PVE's 400 {vmid: "VM <vmid> already exists"} (raise_param_exc).
 func (c *Cluster) NextID(vmid string) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	if vmid != "" {
 		id, err := strconv.Atoi(vmid)
 		if err != nil {
@@ -91,6 +91,11 @@ type Resource struct {
 
 	// sdn
 	SDN string
+
+	// NoStats leaves a node's figures out, as extract_node_stats does for
+	// a caller without Sys.Audit on /nodes/<node>: the entry is listed
+	// all the same.
+	NoStats bool
 }
 
 // MarshalJSON renders the fields PVE sends for the resource's type.
@@ -113,12 +118,8 @@ func (r Resource) MarshalJSON() ([]byte, error) {
 			m["lock"] = r.Lock
 		}
 	case "node":
-		m["level"] = ""
 		m["cgroup-mode"] = 2
-		m["maxcpu"], m["maxmem"], m["maxdisk"] = r.MaxCPU, r.MaxMem, r.MaxDisk
-		if r.Status == "online" {
-			m["cpu"], m["mem"], m["disk"], m["uptime"] = r.CPU, r.Mem, r.Disk, r.Uptime
-		}
+		nodeStats(m, r.Status, r.NoStats, r.CPU, r.MaxCPU, r.Mem, r.MaxMem, r.Disk, r.MaxDisk, r.Uptime)
 	case "storage":
 		m["storage"] = r.Storage
 		m["content"] = r.Content
@@ -129,6 +130,21 @@ func (r Resource) MarshalJSON() ([]byte, error) {
 		m["sdn"] = r.SDN
 	}
 	return json.Marshal(m)
+}
+
+// nodeStats adds what PVE::API2Tools extract_node_stats adds to a node
+// entry of /cluster/resources and /nodes: the support level always, the
+// capacities unless noStats, the usage only for an online node and
+// unless noStats.
+func nodeStats(m map[string]any, status string, noStats bool, cpu float64, maxCPU int, mem, maxMem, disk, maxDisk, uptime int64) {
+	m["level"] = ""
+	if noStats {
+		return
+	}
+	m["maxcpu"], m["maxmem"], m["maxdisk"] = maxCPU, maxMem, maxDisk
+	if status == "online" {
+		m["cpu"], m["mem"], m["disk"], m["uptime"] = cpu, mem, disk, uptime
+	}
 }
 
 func boolInt(b bool) int {
@@ -142,8 +158,8 @@ func boolInt(b bool) int {
 // "storage" or "sdn", in PVE's order: guests, nodes, storages (one entry
 // per node that can use it), then the localnetwork SDN zone per node.
 func (c *Cluster) Resources(typ string) []Resource {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	var out []Resource
 	if typ == "" || typ == "vm" {
 		vmids := sortedKeys(c.st.Guests)
@@ -197,7 +213,7 @@ func (c *Cluster) guestResourceLocked(g *Guest) Resource {
 		r.Uptime = max(c.now().Unix()-g.StartedAt, 0)
 		r.Mem = min(guestIdleMem, r.MaxMem)
 		if dir, ok := c.rootfsDirLocked(g); ok {
-			r.Disk = usedBytesUnder(dir)
+			r.Disk = c.guestDiskLocked(g, dir)
 		}
 	}
 	return r
@@ -291,7 +307,9 @@ func (c *Cluster) hostUsageLocked(n *Node) hostUsage {
 	return u
 }
 
-// NodeInfo is one entry of GET /nodes.
+// NodeInfo is one entry of GET /nodes (Nodes.pm index:
+// extract_node_stats plus ssl_fingerprint); MarshalJSON writes the fields
+// PVE sends.
 type NodeInfo struct {
 	ID     string  `json:"id"`
 	Type   string  `json:"type"`
@@ -309,12 +327,24 @@ type NodeInfo struct {
 	// SSLFingerprint is the node certificate's SHA-256 fingerprint; the
 	// HTTP layer, which owns the certificate, fills it in.
 	SSLFingerprint string `json:"ssl_fingerprint,omitempty"`
+	// NoStats is Resource.NoStats: the caller may not audit the node.
+	NoStats bool `json:"-"`
+}
+
+// MarshalJSON renders the entry as Nodes.pm index does.
+func (n NodeInfo) MarshalJSON() ([]byte, error) {
+	m := map[string]any{"id": n.ID, "type": n.Type, "node": n.Node, "status": n.Status}
+	nodeStats(m, n.Status, n.NoStats, n.CPU, n.MaxCPU, n.Mem, n.MaxMem, n.Disk, n.MaxDisk, n.Uptime)
+	if n.SSLFingerprint != "" {
+		m["ssl_fingerprint"] = n.SSLFingerprint
+	}
+	return json.Marshal(m)
 }
 
 // Nodes is GET /nodes.
 func (c *Cluster) Nodes() []NodeInfo {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	out := make([]NodeInfo, 0, len(c.st.Nodes))
 	for _, n := range c.st.Nodes {
 		r := c.nodeResourceLocked(n)
@@ -398,8 +428,8 @@ var nodeReleases = map[string]struct{ pve, kernel, kernelVersion string }{
 
 // NodeStatus is GET /nodes/{node}/status.
 func (c *Cluster) NodeStatus(node string) (NodeStatusInfo, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	if err := c.checkNodeLocked(node); err != nil {
 		return NodeStatusInfo{}, err
 	}
@@ -454,8 +484,8 @@ const ClusterName = "corral-sim"
 // PVE then reports only the local node, with nodeid 0. The first node is
 // the one that answers.
 func (c *Cluster) ClusterStatus() []ClusterStatusEntry {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	var out []ClusterStatusEntry
 	if len(c.st.Nodes) == 1 {
 		n := c.st.Nodes[0]

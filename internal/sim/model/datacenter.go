@@ -104,7 +104,7 @@ func randomHex(n int) string {
 
 // Credentials returns the bootstrap credentials for Dir/env.
 func (c *Cluster) Credentials() BootstrapCredential {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	return c.st.Creds
 }

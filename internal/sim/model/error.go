@@ -51,19 +51,34 @@ func Failf(format string, args ...any) *Error {
 }
 
 // TaskMessage is how an error appears as a task's exitstatus and in its
-// "TASK ERROR:" line: the message without its trailing newline. A 403 inside
-// a worker shows with its status prefix, as seed 004 §3.5 observed
+// "TASK ERROR:" line (RESTEnvironment fork_worker): the error's Perl text
+// (PerlText), chomped, with its inner newlines made spaces. A 403 inside a
+// worker so shows with its status prefix, as seed 004 §3.5 observed
 // ("403 Permission check failed (/vms/101, VM.Backup)").
 func TaskMessage(err error) string {
-	if e, ok := err.(*Error); ok {
-		msg := strings.TrimRight(e.Message, "\n")
-		if e.Status == http.StatusForbidden {
-			return "403 " + msg
-		}
-		if len(e.Params) > 0 {
-			return strings.TrimRight(e.Error(), "\n")
-		}
-		return msg
+	msg := strings.TrimSuffix(PerlText(err), "\n")
+	return strings.ReplaceAll(msg, "\n", " ")
+}
+
+// PerlText is the text of err where Perl interpolates it ("$err", e.g.
+// die "unable to restore CT 101 - $err"): a PVE::Exception, which has an
+// HTTP code, stringifies as "<code> <message>" followed by one
+// "<param>: <message>" line per parameter error; a plain die (500) is its
+// message. The result ends in a newline.
+func PerlText(err error) string {
+	e, ok := err.(*Error)
+	if !ok {
+		return strings.TrimSuffix(err.Error(), "\n") + "\n"
 	}
-	return strings.TrimRight(err.Error(), "\n")
+	msg := e.Message
+	if e.Status != http.StatusInternalServerError {
+		msg = fmt.Sprintf("%d %s", e.Status, msg)
+	}
+	if !strings.HasSuffix(msg, "\n") {
+		msg += "\n"
+	}
+	for _, k := range sortedKeys(e.Params) {
+		msg += k + ": " + strings.TrimSuffix(e.Params[k], "\n") + "\n"
+	}
+	return msg
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"path/filepath"
+	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -36,6 +38,7 @@ func (c *Cluster) lockConfig(node string, vmid int) (g *Guest, unlock func(), er
 		return nil, nil, err
 	}
 	c.mu.Lock()
+	c.markGuest(vmid) // the caller changes it and saves
 	unlock = func() {
 		c.mu.Unlock()
 		release()
@@ -50,6 +53,14 @@ func (c *Cluster) lockConfig(node string, vmid int) (g *Guest, unlock func(), er
 	return g, unlock, nil
 }
 
+// CheckNode fails like PVE for an unknown node (400 "no such cluster
+// node"), for routes that have nothing else to ask the model.
+func (c *Cluster) CheckNode(node string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.checkNodeLocked(node)
+}
+
 // checkNodeLocked fails like PVE for an unknown node.
 func (c *Cluster) checkNodeLocked(node string) error {
 	if c.st.node(node) == nil {
@@ -58,47 +69,117 @@ func (c *Cluster) checkNodeLocked(node string) error {
 	return nil
 }
 
-// configText renders the guest as /etc/pve/lxc/<vmid>.conf: description as
-// leading '#' lines, keys sorted, then [pve:pending] and snapshot sections.
-// Its SHA-1 is the config digest (pve-common assert_if_modified).
+// configText renders the guest as write_pct_config writes
+// /etc/pve/lxc/<vmid>.conf: the description as leading '#' lines, the
+// keys sorted, then the [pve:pending] section (whose "delete" is one of
+// its sorted keys) and the snapshot sections. Its SHA-1 is the config
+// digest (pve-common assert_if_modified).
 func configText(g *Guest) string {
 	var b strings.Builder
-	writeSection(&b, g.Config)
+	writeSection(&b, g.Config, "")
 	if len(g.Pending) > 0 || len(g.PendingDelete) > 0 {
 		b.WriteString("\n[pve:pending]\n")
-		writeSection(&b, g.Pending)
-		if len(g.PendingDelete) > 0 {
-			var dels []string
-			for _, k := range sortedKeys(g.PendingDelete) {
-				if g.PendingDelete[k] {
-					dels = append(dels, "!"+k)
-				} else {
-					dels = append(dels, k)
-				}
+		var dels []string
+		for _, k := range sortedKeys(g.PendingDelete) {
+			if g.PendingDelete[k] {
+				dels = append(dels, "!"+k)
+			} else {
+				dels = append(dels, k)
 			}
-			fmt.Fprintf(&b, "delete: %s\n", strings.Join(dels, ","))
 		}
+		writeSection(&b, g.Pending, strings.Join(dels, ","))
 	}
 	for _, name := range sortedKeys(g.Snapshots) {
 		s := g.Snapshots[name]
 		fmt.Fprintf(&b, "\n[%s]\n", name)
-		writeSection(&b, s.Config)
+		writeSection(&b, s.Config, "")
 	}
 	return b.String()
 }
 
-func writeSection(b *strings.Builder, conf map[string]string) {
-	if d, ok := conf["description"]; ok {
-		for _, line := range strings.Split(strings.TrimRight(d, "\n"), "\n") {
-			b.WriteString("#" + line + "\n")
+// writeSection writes one section: its description, then its keys
+// sorted, among them "delete" when pendingDelete is not empty, then env
+// as lxc.environment.runtime lines.
+func writeSection(b *strings.Builder, conf map[string]string, pendingDelete string) {
+	for _, line := range descriptionLines(conf["description"]) {
+		b.WriteString("#" + encodeConfigText(line) + "\n")
+	}
+	keys := sortedKeys(conf)
+	if pendingDelete != "" {
+		keys = append(keys, "delete")
+		sort.Strings(keys)
+	}
+	for _, k := range keys {
+		switch k {
+		case "description", "env":
+		case "delete":
+			fmt.Fprintf(b, "delete: %s\n", pendingDelete)
+		default:
+			fmt.Fprintf(b, "%s: %s\n", k, conf[k])
 		}
 	}
-	for _, k := range sortedKeys(conf) {
-		if k == "description" {
-			continue
+	// PVE 9's env is written as raw lxc keys after the others.
+	for _, v := range strings.Split(conf["env"], "\x00") {
+		if v != "" {
+			fmt.Fprintf(b, "lxc.environment.runtime: %s\n", v)
 		}
-		fmt.Fprintf(b, "%s: %s\n", k, conf[k])
 	}
+}
+
+// descriptionLines are the '#' lines write_pct_config makes of a
+// description: Perl's split(/\n/), which drops trailing empty lines, so
+// that an empty description (or one of only newlines) writes none.
+func descriptionLines(d string) []string {
+	lines := strings.Split(d, "\n")
+	for len(lines) > 0 && lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	return lines
+}
+
+// descriptionAsRead is a description as parse_pct_config reads it back
+// from its '#' lines, each ending in a newline; ok is false when there
+// are none, and so no description key.
+func descriptionAsRead(d string) (read string, ok bool) {
+	lines := descriptionLines(d)
+	if len(lines) == 0 {
+		return "", false
+	}
+	return strings.Join(lines, "\n") + "\n", true
+}
+
+// encodeConfigText is PVE::Tools::encode_text, which write_pct_config
+// applies to each description line: control and non-ASCII bytes, '%'
+// and ':' become %XX.
+func encodeConfigText(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c == '%' || c == ':' || c > 0x7e {
+			fmt.Fprintf(&b, "%%%02X", c)
+		} else {
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// decodeConfigText is PVE::Tools::decode_text, encodeConfigText's
+// inverse: uri_unescape, which turns every %XX into its byte and leaves
+// anything else as it is.
+func decodeConfigText(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && i+2 < len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+3], 16, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 2
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }
 
 // Digest is the SHA-1 hex of the config file text.
@@ -110,8 +191,8 @@ func (g *Guest) Digest() string {
 // ConfigText is the guest's config file as PVE would write it (for tests
 // and the admin API).
 func (c *Cluster) ConfigText(vmid int) (string, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	g := c.st.Guests[vmid]
 	if g == nil {
 		return "", fmt.Errorf("no CT %d", vmid)
@@ -171,8 +252,8 @@ type GuestMount struct {
 // (for the guest exec layer and tests): rootfs first, then mount points by
 // path depth.
 func (c *Cluster) GuestMounts(vmid int) ([]GuestMount, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	g := c.st.Guests[vmid]
 	if g == nil {
 		return nil, fmt.Errorf("no CT %d", vmid)

@@ -25,8 +25,8 @@ type RunningGuest struct {
 // layer polls it to follow starts, stops, reboots and destroys whatever
 // code path caused them.
 func (c *Cluster) RunningGuests() []RunningGuest {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	var out []RunningGuest
 	for vmid, g := range c.st.Guests {
 		if !g.Running {
@@ -73,8 +73,8 @@ func guestLoopbackLocked(g *Guest, nodeID int) string {
 // GuestPID is the init PID of CT vmid while it runs, 0 otherwise: a
 // cheap check that an endpoint still serves the same boot.
 func (c *Cluster) GuestPID(vmid int) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	if g := c.st.Guests[vmid]; g != nil && g.Running {
 		return g.PID
 	}

@@ -25,6 +25,7 @@ func (c *Cluster) HoldLock(vmid int, lock string, d time.Duration) error {
 		return err
 	}
 	g.Config["lock"] = lock
+	c.markGuest(vmid)
 	err := c.saveLocked()
 	c.mu.Unlock()
 	if err != nil {
@@ -43,10 +44,28 @@ func (c *Cluster) HoldLock(vmid int, lock string, d time.Duration) error {
 		defer c.mu.Unlock()
 		if g := c.st.Guests[vmid]; g != nil && g.Config["lock"] == lock {
 			delete(g.Config, "lock")
+			c.markGuest(vmid)
 			if err := c.saveLocked(); err != nil {
 				c.log.Error("save state after a held lock", "vmid", vmid, "lock", lock, "err", err)
 			}
 		}
 	}()
+	return nil
+}
+
+// Unlock is `pct unlock VMID` on the node (root's shell, no API call):
+// the CT's config lock is removed, whatever it was.
+func (c *Cluster) Unlock(vmid int) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g := c.st.Guests[vmid]
+	if g == nil {
+		return Failf("no CT %d\n", vmid)
+	}
+	delete(g.Config, "lock")
+	c.markGuest(vmid)
+	if err := c.saveLocked(); err != nil {
+		return fmt.Errorf("unlock: %w", err)
+	}
 	return nil
 }

@@ -2,9 +2,10 @@ package model
 
 import (
 	"fmt"
+	"maps"
 	"net"
+	"os"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 )
@@ -86,8 +87,8 @@ func (c *Cluster) CTConfig(auth Auth, node string, vmid int, current bool, snaps
 		msg := "cannot use 'snapshot' parameter with 'current'"
 		return nil, "", ParamError(map[string]string{"snapshot": msg, "current": msg})
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	if err := c.checkNodeLocked(node); err != nil {
 		return nil, "", err
 	}
@@ -117,20 +118,27 @@ func (c *Cluster) CTConfig(auth Auth, node string, vmid int, current bool, snaps
 			}
 		}
 	}
-	if d, ok := conf["description"]; ok {
-		conf["description"] = ctDescriptionAsRead(d)
-	}
+	setDescriptionAsRead(conf)
 	return conf, g.Digest(), nil
 }
 
-// ctDescriptionAsRead is a description as PVE reads it back from the
-// config file's '#' lines: every line ends in a newline.
-func ctDescriptionAsRead(d string) string {
-	var b strings.Builder
-	for _, line := range strings.Split(strings.TrimRight(d, "\n"), "\n") {
-		b.WriteString(line + "\n")
+// setDescriptionAsRead makes conf what parse_pct_config reads back from
+// the file: the description with every line ending in a newline, and no
+// description key at all for an empty one; no key whose value is empty
+// either (write_pct_config writes "key: ", which the parser skips).
+func setDescriptionAsRead(conf map[string]string) {
+	for k, v := range conf {
+		if v == "" && k != "description" {
+			delete(conf, k)
+		}
 	}
-	return b.String()
+	if d, ok := conf["description"]; ok {
+		if read, ok := descriptionAsRead(d); ok {
+			conf["description"] = read
+		} else {
+			delete(conf, "description")
+		}
+	}
 }
 
 // PendingEntry is one row of GET .../pending (GuestHelpers
@@ -147,8 +155,8 @@ type PendingEntry struct {
 // the config (digest included, as fixture lxc-pending-101.json shows), per
 // key only pending, and per pending delete of an unset key; sorted by key.
 func (c *Cluster) CTPending(node string, vmid int) ([]PendingEntry, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	if err := c.checkNodeLocked(node); err != nil {
 		return nil, err
 	}
@@ -164,17 +172,14 @@ func (c *Cluster) CTPending(node string, vmid int) ([]PendingEntry, error) {
 		return rows[k]
 	}
 	str := func(s string) *string { return &s }
-	for k, v := range g.Config {
-		if k == "description" {
-			v = ctDescriptionAsRead(v)
-		}
+	conf, pending := maps.Clone(g.Config), maps.Clone(g.Pending)
+	setDescriptionAsRead(conf)
+	setDescriptionAsRead(pending)
+	for k, v := range conf {
 		row(k).Value = str(v)
 	}
 	row("digest").Value = str(g.Digest())
-	for k, v := range g.Pending {
-		if k == "description" {
-			v = ctDescriptionAsRead(v)
-		}
+	for k, v := range pending {
 		row(k).Pending = str(v)
 	}
 	for k, force := range g.PendingDelete {
@@ -274,14 +279,7 @@ func (c *Cluster) UpdateCTConfig(auth Auth, node string, vmid int, params map[st
 
 // ctSplitList is PVE::Tools::split_list: items separated by NUL, or by
 // commas, semicolons and white space.
-func ctSplitList(s string) []string {
-	if strings.Contains(s, "\x00") {
-		return strings.Split(s, "\x00")
-	}
-	return strings.FieldsFunc(s, func(r rune) bool {
-		return r == ',' || r == ';' || r == ' ' || r == '\t' || r == '\n' || r == '\r'
-	})
-}
+func ctSplitList(s string) []string { return SplitList(s) }
 
 // ctCloneGuest copies g's config sections so that a PUT can be abandoned
 // without a trace in the config.
@@ -358,6 +356,10 @@ func (c *Cluster) ctUpdateConfigLocked(g *Guest, running bool, set map[string]st
 					return nil, err
 				}
 			}
+		case opt == "hookscript":
+			if err := c.checkHookscriptLocked(g.Node, value); err != nil {
+				return nil, err
+			}
 		case opt == "nameserver":
 			if value, err = ctVerifyNameservers(value); err != nil {
 				return nil, err
@@ -367,7 +369,7 @@ func (c *Cluster) ctUpdateConfigLocked(g *Guest, running bool, set map[string]st
 		case opt == "unprivileged":
 			return nil, Failf("unable to modify read-only option: '%s'\n", opt)
 		case opt == "tags":
-			value = ctUniqueTags(value)
+			value = UniqueTags(value, TagStyle{}) // the emulator's datacenter has the default tag style
 		case ctKeyIs(opt, "net"):
 			n, err := ParseNet(value)
 			if err != nil {
@@ -387,6 +389,27 @@ func (c *Cluster) ctUpdateConfigLocked(g *Guest, running bool, set map[string]st
 		errs = c.ctApplyPendingLocked(g, modified)
 	}
 	return errs, nil
+}
+
+// checkHookscriptLocked is pve-guest-common GuestHelpers check_hookscript
+// on node: the volume must parse, be a snippet, and be an executable
+// file on the data plane.
+func (c *Cluster) checkHookscriptLocked(node, volid string) error {
+	s, name, vtype, _, err := c.parseVolnameLocked(volid)
+	if err != nil {
+		return err
+	}
+	if vtype != "snippets" {
+		return Failf("'%s' is not in the snippets directory\n", volid)
+	}
+	fi, err := os.Stat(c.volumePath(node, s.ID, name))
+	if err != nil || !fi.Mode().IsRegular() {
+		return Failf("script '%s' does not exist\n", volid)
+	}
+	if fi.Mode().Perm()&0o111 == 0 {
+		return Failf("script '%s' is not executable\n", volid)
+	}
+	return nil
 }
 
 // ctCheckContentTypeLocked is update_pct_config's $check_content_type for
@@ -416,21 +439,6 @@ func ctVerifyNameservers(value string) (string, error) {
 		}
 	}
 	return strings.Join(list, " "), nil
-}
-
-// ctUniqueTags is GuestHelpers get_unique_tags with the default tag style
-// (case-insensitive, alphabetical): duplicates dropped, joined by ';'.
-func ctUniqueTags(value string) string {
-	seen := map[string]bool{}
-	var tags []string
-	for _, t := range strings.FieldsFunc(value, func(r rune) bool { return r == ';' || r == ',' || r == ' ' }) {
-		if !seen[strings.ToLower(t)] {
-			seen[strings.ToLower(t)] = true
-			tags = append(tags, t)
-		}
-	}
-	sort.SliceStable(tags, func(i, j int) bool { return strings.ToLower(tags[i]) < strings.ToLower(tags[j]) })
-	return strings.Join(tags, ";")
 }
 
 // ctCleanupPending is AbstractConfig cleanup_pending: a pending value

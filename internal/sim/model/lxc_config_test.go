@@ -337,6 +337,7 @@ func TestCluster_UpdateCTConfig_volumeAccess(t *testing.T) {
 	auth := ctTestLimitedUser(k, "scoped@pve", "Datastore.Allocate")
 	k.c.mu.Lock()
 	err := k.c.st.Access.SetACL("/vms/999", []string{"NoAccess"}, []string{"scoped@pve"}, nil, nil, true, false)
+	k.c.markCore()
 	k.c.mu.Unlock()
 	if err != nil {
 		t.Fatal(err)

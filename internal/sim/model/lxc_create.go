@@ -49,8 +49,8 @@ func (e GuestExtra) CheckRootPassword(password string) bool {
 // GuestExtra returns a copy of CT vmid's creation secrets, ok false when
 // the CT has none.
 func (c *Cluster) GuestExtra(vmid int) (GuestExtra, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	if e := c.st.Extra[vmid]; e != nil {
 		return *e, true
 	}
@@ -99,6 +99,7 @@ func (c *Cluster) CreateCT(auth Auth, node string, params map[string]string) (st
 		return "", Failf("unable to create CT %d - %s", spec.vmid, errText(err))
 	}
 	c.st.Guests[spec.vmid] = &Guest{VMID: spec.vmid, Node: node, Config: map[string]string{"lock": "create"}}
+	c.markGuest(spec.vmid)
 	if err := c.saveLocked(); err != nil {
 		delete(c.st.Guests, spec.vmid) // the model stays as the disk has it
 		return "", err
@@ -106,6 +107,12 @@ func (c *Cluster) CreateCT(auth Auth, node string, params map[string]string) (st
 	return c.spawn(auth, node, "vzcreate", strconv.Itoa(spec.vmid), func(w *Worker) error {
 		return c.ctCreateTask(w, spec)
 	}), nil
+}
+
+// checkPoolExists is RPCEnvironment check_pool_exist: the emulator has no
+// pools, so any pool is a 403.
+func checkPoolExists(pool string) error {
+	return PermError(fmt.Sprintf("pool '%s' does not exist", pool))
 }
 
 // ctCheckVMIDUnusedLocked is PVE::Cluster::check_vmid_unused.
@@ -139,6 +146,9 @@ func (c *Cluster) ctPrepareCreateLocked(auth Auth, node string, params map[strin
 			}
 		}
 	}
+	if err := c.checkHAManagedLocked(auth, req); err != nil {
+		return ctCreateSpec{}, err
+	}
 	take("force") // only meaningful with restore
 	if err := c.ctCheckVMIDUnusedLocked(vmid); err != nil {
 		return ctCreateSpec{}, err
@@ -155,7 +165,7 @@ func (c *Cluster) ctPrepareCreateLocked(auth Auth, node string, params map[strin
 		spec.extra.SSHPublicKeys = keys
 	}
 	if pool, ok := take("pool"); ok {
-		return ctCreateSpec{}, Failf("pool '%s' does not exist\n", pool) // the emulator has no pools
+		return ctCreateSpec{}, checkPoolExists(pool)
 	}
 	if !c.st.Access.HasPriv(auth, fmt.Sprintf("/vms/%d", vmid), "VM.Allocate") {
 		return ctCreateSpec{}, PermError("")
@@ -175,9 +185,10 @@ func (c *Cluster) ctPrepareCreateLocked(auth Auth, node string, params map[strin
 // ctCreateRequest is a create or restore request (POST /nodes/{node}/lxc)
 // as create_vm first reads it: p holds the parameters not yet taken.
 type ctCreateRequest struct {
-	p     map[string]string
-	vmid  int
-	start bool
+	p         map[string]string
+	vmid      int
+	start     bool
+	haManaged bool
 }
 
 // take removes parameter k and returns its value.
@@ -208,10 +219,22 @@ func (c *Cluster) ctReadCreateRequestLocked(node string, params map[string]strin
 	r.take("bwlimit") // only throttles the extraction
 	start, _ := r.take("start")
 	r.start = isTrue(start)
-	if ha, _ := r.take("ha-managed"); isTrue(ha) {
-		return nil, Failf("ha-managed is not implemented by this emulator yet\n")
-	}
+	ha, _ := r.take("ha-managed")
+	r.haManaged = isTrue(ha)
 	return r, nil
+}
+
+// checkHAManaged is create_vm's check for ha-managed=1: Sys.Console on
+// "/" (403 without it). The emulator has no HA stack, so a caller who
+// passes the check gets a 500 saying so instead of an HA resource.
+func (c *Cluster) checkHAManagedLocked(auth Auth, r *ctCreateRequest) error {
+	if !r.haManaged {
+		return nil
+	}
+	if err := c.st.Access.Check(auth, "/", []string{"Sys.Console"}, false); err != nil {
+		return err
+	}
+	return Failf("ha-managed is not implemented by this emulator yet\n")
 }
 
 // ctCheckCreateParamsLocked is what create_vm checks for a create and a

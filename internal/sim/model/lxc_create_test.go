@@ -43,6 +43,7 @@ func ctTestLimitedUser(k *opsKit, id string, drop ...string) Auth {
 	if err := a.SetACL("/", []string{role}, []string{id}, nil, nil, true, false); err != nil {
 		k.t.Fatal(err)
 	}
+	k.c.markCore()
 	return Auth{UserID: id}
 }
 

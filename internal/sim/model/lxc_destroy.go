@@ -71,6 +71,7 @@ func (c *Cluster) DestroyCT(auth Auth, node string, vmid int, params map[string]
 		// ("only now remove the zombie config, else we can have reuse race").
 		return w.Do(func(st *State) error {
 			c.st.Access.RemoveVMAccess(vmid)
+			c.markCore()
 			if purge {
 				w.logLocked("purging CT %d from related configurations..", vmid)
 			}

@@ -72,6 +72,7 @@ func TestCluster_DestroyCT_volumes(t *testing.T) {
 	}
 	k.c.mu.Lock()
 	err := k.c.st.Access.SetACL("/vms/105", []string{"PVEAuditor"}, []string{OperatorUser}, nil, nil, true, false)
+	k.c.markCore()
 	k.c.mu.Unlock()
 	if err != nil {
 		t.Fatal(err)
@@ -161,5 +162,21 @@ func TestCluster_DestroyCT_createdCT(t *testing.T) {
 	task = ctTestCreate(k, kitOperator, map[string]string{"vmid": "105", "ostemplate": DefaultTemplate, "rootfs": "local-lvm:1", "features": "nesting=1"})
 	if task.ExitStatus != "OK" {
 		t.Fatalf("re-create exitstatus = %q", task.ExitStatus)
+	}
+}
+
+// pct unlock clears a lock no API call may clear, so root can then
+// destroy a dead create's placeholder.
+func TestUnlockThenDestroyPlaceholder(t *testing.T) {
+	k := newOpsKit(t)
+	k.ct("pve", 105, map[string]string{"lock": "create"})
+	if _, err := k.c.DestroyCT(kitOperator, "pve", 105, nil); err == nil || !strings.Contains(err.Error(), "CT is locked (create)") {
+		t.Fatalf("destroy of a locked CT: %v", err)
+	}
+	if err := k.c.Unlock(105); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.c.DestroyCT(kitOperator, "pve", 105, nil); err != nil {
+		t.Fatalf("destroy after unlock: %v", err)
 	}
 }

@@ -486,6 +486,8 @@ func (c *Cluster) renameVolumeLocked(node, volid string, target int) (string, []
 	delete(c.st.Volumes, volumeKey(node, volid))
 	v.Name, v.Owner = newName, target
 	c.st.Volumes[volumeKey(node, newVolid)] = v
+	c.markVolume(node, volid)
+	c.markVolume(node, newVolid)
 	return newVolid, lines, nil
 }
 
@@ -522,6 +524,7 @@ func (c *Cluster) moveToStorageLocked(auth Auth, node string, vmid int, key, sto
 		return "", Failf("detected modified configuration - file changed by other user? Try again.\n")
 	}
 	g.Config["lock"] = "disk"
+	c.markGuest(vmid)
 	if err := c.saveLocked(); err != nil {
 		return "", err
 	}

@@ -178,7 +178,7 @@ func TestCluster_MoveVolume_reassignErrors(t *testing.T) {
 			setup: func(k *opsKit) { k.edit(900, func(g *Guest) { g.Config["unused0"] = "local-lvm:vm-900-disk-1" }) },
 			want:  Failf("Target volume key 'unused0' is already in use for container '900'\n")},
 		{name: "no source", params: map[string]string{"volume": "mp0", "target-vmid": "900"},
-			setup: func(k *opsKit) { k.c.mu.Lock(); delete(k.c.st.Guests, 101); k.c.mu.Unlock() },
+			setup: func(k *opsKit) { k.c.mu.Lock(); delete(k.c.st.Guests, 101); k.c.markGuest(101); k.c.mu.Unlock() },
 			want:  Failf("could not find CT 101\n")},
 		{name: "no target", params: map[string]string{"volume": "mp0", "target-vmid": "901"},
 			want: Failf("could not find CT 901\n")},
@@ -330,7 +330,10 @@ func TestCluster_MoveVolume_toStorage(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			k := newOpsKit(t)
+			k.c.mu.Lock()
 			k.c.st.Storages = append(k.c.st.Storages, &Storage{ID: "fast", Type: "lvmthin", Content: []string{"images", "rootdir"}, VGName: "fast", Pool: "data", Total: 100 * gib})
+			k.c.markCore()
+			k.c.mu.Unlock()
 			k.ct("pve", 101, nil)
 			old := k.vol("pve", 101, 2*gib)
 			k.edit(101, func(g *Guest) { g.Config["mp0"] = old + ",mp=/data,size=2G" })

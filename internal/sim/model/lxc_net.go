@@ -39,8 +39,8 @@ type IPAddress struct {
 // static ip=/ip6= is reported as configured, ip=manual reports none.
 // IPv6 from SLAAC or DHCPv6 is not emulated.
 func (c *Cluster) CTInterfaces(node string, vmid int) ([]Interface, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	if err := c.checkNodeLocked(node); err != nil {
 		return nil, err
 	}

@@ -262,6 +262,7 @@ func checkQuotas(g *Guest) error {
 // markRunningLocked records a started CT: a new init PID, the start time,
 // and when its sshd answers (unix seconds, after "bootdelay").
 func (c *Cluster) markRunningLocked(g *Guest) {
+	c.markGuest(g.VMID)
 	c.runChanges++
 	now := c.now()
 	c.st.NextPID++
@@ -274,6 +275,7 @@ func (c *Cluster) markRunningLocked(g *Guest) {
 // markStoppedLocked clears the runtime state of a stopped CT and counts
 // the stop for the run hook (Worker.Do).
 func (c *Cluster) markStoppedLocked(g *Guest) {
+	c.markGuest(g.VMID)
 	c.runChanges++
 	g.Running = false
 	g.PID = 0
@@ -561,9 +563,4 @@ func volumeInUse(g *Guest, volid string, snapshots, pending bool) bool {
 }
 
 // errText is an error's message as PVE would print it, newline kept.
-func errText(err error) string {
-	if e, ok := err.(*Error); ok && len(e.Params) == 0 {
-		return e.Message
-	}
-	return err.Error() + "\n"
-}
+func errText(err error) string { return PerlText(err) }

@@ -78,6 +78,7 @@ func (k *opsKit) ct(node string, vmid int, conf map[string]string) {
 		}
 	}
 	k.c.st.Guests[vmid] = g
+	k.c.markGuest(vmid)
 	if err := k.c.saveLocked(); err != nil {
 		k.t.Fatal(err)
 	}
@@ -89,6 +90,7 @@ func (k *opsKit) edit(vmid int, fn func(g *Guest)) {
 	k.c.mu.Lock()
 	defer k.c.mu.Unlock()
 	fn(k.c.st.Guests[vmid])
+	k.c.markAllLocked()
 }
 
 // guest returns a copy of CT vmid's state.

@@ -46,6 +46,9 @@ type CTStatus struct {
 
 	Uptime int64 // seconds since start while running
 	PID    int   // init's PID while running
+	// Pressure is whether vmstatus reports the cgroup's PSI values
+	// (pressure*): from pve-container 6 (PVE 9) on, not on 8.4.
+	Pressure bool
 }
 
 // Fields is the status as PVE's JSON object, for callers that add keys
@@ -69,7 +72,9 @@ func (s CTStatus) Fields() map[string]any {
 	}
 	if s.Status == "running" {
 		m["pid"] = s.PID
-		// PSI of the CT's cgroup, strings with two decimals (PVE 8.3+).
+	}
+	if s.Status == "running" && s.Pressure {
+		// PSI of the CT's cgroup, strings with two decimals.
 		for _, k := range []string{"pressurecpusome", "pressurecpufull", "pressureiosome", "pressureiofull", "pressurememorysome", "pressurememoryfull"} {
 			m[k] = "0.00"
 		}
@@ -83,8 +88,8 @@ func (s CTStatus) MarshalJSON() ([]byte, error) { return json.Marshal(s.Fields()
 // CTStatus is GET /nodes/{node}/lxc/{vmid}/status/current: the CT's
 // vmstatus entry, or load_config's 500 for a CT that is not on node.
 func (c *Cluster) CTStatus(node string, vmid int) (CTStatus, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	if err := c.checkNodeLocked(node); err != nil {
 		return CTStatus{}, err
 	}
@@ -98,8 +103,8 @@ func (c *Cluster) CTStatus(node string, vmid int) (CTStatus, error) {
 // ListCTs is GET /nodes/{node}/lxc: vmstatus for every CT on node, by
 // VMID. Filtering by VM.Audit is the HTTP layer's business.
 func (c *Cluster) ListCTs(node string) ([]CTStatus, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	if err := c.checkNodeLocked(node); err != nil {
 		return nil, err
 	}
@@ -127,6 +132,7 @@ func (c *Cluster) ctStatusLocked(g *Guest) CTStatus {
 		CPUs:     c.ctStatusCPUsLocked(g),
 		MaxMem:   guestMaxMem(g),
 		MaxDisk:  guestRootfsSize(g),
+		Pressure: c.opts.Version != "8.4",
 	}
 	if s.MaxDisk == 0 {
 		s.MaxDisk = ctDefaultMaxDisk
@@ -140,7 +146,7 @@ func (c *Cluster) ctStatusLocked(g *Guest) CTStatus {
 		s.Uptime = max(c.now().Unix()-g.StartedAt, 0)
 		s.Mem = min(guestIdleMem, s.MaxMem)
 		if dir, ok := c.rootfsDirLocked(g); ok {
-			s.Disk = usedBytesUnder(dir)
+			s.Disk = c.guestDiskLocked(g, dir)
 		}
 	}
 	return s

@@ -10,20 +10,21 @@ func (c *Cluster) SetNodeOnline(node string, online bool) error {
 		return err
 	}
 	c.st.node(node).Online = online
+	c.markCore()
 	return c.saveLocked()
 }
 
 // NodeOnline reports whether node answers.
 func (c *Cluster) NodeOnline(node string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	n := c.st.node(node)
 	return n != nil && n.Online
 }
 
 // NodeExists reports whether the cluster has node.
 func (c *Cluster) NodeExists(node string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	return c.st.node(node) != nil
 }

@@ -74,6 +74,7 @@ func (c *Cluster) restoreCT(auth Auth, node string, params map[string]string) (s
 		}
 		c.st.Guests[spec.vmid] = &Guest{VMID: spec.vmid, Node: node, Config: map[string]string{"lock": "create"}}
 	}
+	c.markGuest(spec.vmid)
 	if err := c.saveLocked(); err != nil {
 		undo() // the model stays as the disk has it
 		return "", err
@@ -96,6 +97,9 @@ func (c *Cluster) restorePrepareLocked(auth Auth, node string, params map[string
 	take("restore")
 	unique, _ := take("unique")
 	spec.unique = isTrue(unique)
+	if err := c.checkHAManagedLocked(auth, req); err != nil {
+		return restoreSpec{}, err
+	}
 	force, _ := take("force")
 
 	existing := c.st.Guests[vmid]
@@ -119,7 +123,7 @@ func (c *Cluster) restorePrepareLocked(auth Auth, node string, params map[string
 		}
 	}
 	if pool, ok := take("pool"); ok {
-		return restoreSpec{}, Failf("pool '%s' does not exist\n", pool) // the emulator has no pools
+		return restoreSpec{}, checkPoolExists(pool)
 	}
 	vmPath := fmt.Sprintf("/vms/%d", vmid)
 	switch {
@@ -419,7 +423,13 @@ func parseConfigSection(text string) map[string]string {
 			}
 			return conf
 		case strings.HasPrefix(line, "#"):
-			desc = append(desc, line[1:])
+			desc = append(desc, decodeConfigText(line[1:]))
+		case strings.HasPrefix(line, "lxc.environment.runtime: "):
+			v := strings.TrimPrefix(line, "lxc.environment.runtime: ")
+			if e, ok := conf["env"]; ok {
+				v = e + "\x00" + v
+			}
+			conf["env"] = v
 		default:
 			if k, v, ok := strings.Cut(line, ": "); ok && k != "" {
 				conf[k] = v

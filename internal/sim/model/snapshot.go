@@ -428,8 +428,8 @@ type SnapshotInfo struct {
 // Snapshots is GET /nodes/{node}/lxc/{vmid}/snapshot: every snapshot
 // (by snaptime, then name) and last the "current" entry ("You are here!").
 func (c *Cluster) Snapshots(node string, vmid int) ([]SnapshotInfo, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	g, err := c.guestLocked(node, vmid)
 	if err != nil {
 		return nil, err
@@ -437,7 +437,8 @@ func (c *Cluster) Snapshots(node string, vmid int) ([]SnapshotInfo, error) {
 	var out []SnapshotInfo
 	for name, s := range g.Snapshots {
 		t, _ := strconv.ParseInt(s.Config["snaptime"], 10, 64)
-		out = append(out, SnapshotInfo{Name: name, Description: s.Config["description"], SnapTime: t,
+		desc, _ := descriptionAsRead(s.Config["description"]) // snapshot_list: description || ''
+		out = append(out, SnapshotInfo{Name: name, Description: desc, SnapTime: t,
 			Parent: s.Config["parent"], SnapState: s.Config["snapstate"]})
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -454,8 +455,8 @@ func (c *Cluster) Snapshots(node string, vmid int) ([]SnapshotInfo, error) {
 // SnapshotConfig is GET .../snapshot/{snapname}/config: the snapshot's
 // section (its config keys, snaptime, description, parent).
 func (c *Cluster) SnapshotConfig(node string, vmid int, name string) (map[string]string, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	g, err := c.guestLocked(node, vmid)
 	if err != nil {
 		return nil, err
@@ -468,6 +469,7 @@ func (c *Cluster) SnapshotConfig(node string, vmid int, name string) (map[string
 	for k, v := range s.Config {
 		out[k] = v
 	}
+	setDescriptionAsRead(out)
 	return out, nil
 }
 

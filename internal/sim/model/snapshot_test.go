@@ -47,7 +47,7 @@ func TestCluster_Snapshot_rollback(t *testing.T) {
 		t.Errorf("after snapshot: running %v parent %q lock %q", g.Running, g.Config["parent"], g.Config["lock"])
 	}
 	conf, err := k.c.SnapshotConfig("pve", 101, "before")
-	if err != nil || conf["description"] != "pre-change" || conf["snaptime"] == "" || conf["mp0"] == "" || conf["snapstate"] != "" {
+	if err != nil || conf["description"] != "pre-change\n" || conf["snaptime"] == "" || conf["mp0"] == "" || conf["snapstate"] != "" {
 		t.Errorf("snapshot config = %v, %v", conf, err)
 	}
 	if v := k.volume("pve", mp0); !slices.Equal(v.Snapshots, []string{"before"}) {
@@ -95,14 +95,14 @@ func TestCluster_Snapshot_rollback(t *testing.T) {
 
 	// Snapshots list, description update, delete.
 	snaps, err := k.c.Snapshots("pve", 101)
-	if err != nil || len(snaps) != 2 || snaps[0].Name != "before" || snaps[0].Description != "pre-change" ||
+	if err != nil || len(snaps) != 2 || snaps[0].Name != "before" || snaps[0].Description != "pre-change\n" ||
 		!snaps[1].Current || snaps[1].Parent != "before" || !snaps[1].Running || snaps[1].Description != "You are here!" {
 		t.Errorf("Snapshots = %+v, %v", snaps, err)
 	}
 	if err := k.c.UpdateSnapshotConfig(kitOperator, "pve", 101, "before", map[string]string{"description": "renamed"}); err != nil {
 		t.Fatal(err)
 	}
-	if conf, _ := k.c.SnapshotConfig("pve", 101, "before"); conf["description"] != "renamed" {
+	if conf, _ := k.c.SnapshotConfig("pve", 101, "before"); conf["description"] != "renamed\n" {
 		t.Errorf("description = %q", conf["description"])
 	}
 	task = k.run(k.c.DeleteSnapshot(kitOperator, "pve", 101, "before", nil))

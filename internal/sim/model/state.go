@@ -8,8 +8,9 @@ import (
 )
 
 // State is everything the emulator persists: the datacenter as PVE's
-// cluster filesystem and storages would hold it. It is written whole to
-// Dir/state.json after every change (cluster.go saveLocked).
+// cluster filesystem and storages would hold it. Dir/state.json holds it
+// whole as of journal line JournalSeq, Dir/state.journal the changes
+// since (journal.go).
 type State struct {
 	Version  string              `json:"version"`
 	Nodes    []*Node             `json:"nodes"`
@@ -22,6 +23,8 @@ type State struct {
 	NextPID  int                 `json:"next_pid"`
 	Creds    BootstrapCredential `json:"creds"`
 	Created  int64               `json:"created"`
+	// JournalSeq is the last journal line the snapshot includes.
+	JournalSeq uint64 `json:"journal_seq,omitempty"`
 }
 
 // BootstrapCredential holds the secrets the emulator hands out in Dir/env.
@@ -161,6 +164,10 @@ type Task struct {
 	// Busy is how long the worker really ran (monotonic clock): what a
 	// benchmark subtracts from a client's wall time to find its overhead.
 	Busy time.Duration `json:"busy_ns,omitempty"`
+	// listed is true while the task is in State.Tasks: a task rotated out
+	// of the bounded list (spawn), or a synchronous call's log, is not
+	// persisted by its later log lines (journal.go).
+	listed bool
 }
 
 // fixup fills maps a decoded state may lack.

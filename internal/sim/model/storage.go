@@ -28,8 +28,8 @@ func (c *Cluster) VolumePath(node, volid string) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("unable to parse volume ID '%s'", volid)
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	if c.st.Volumes[volumeKey(node, volid)] == nil {
 		return "", fmt.Errorf("no such volume '%s'", volid)
 	}
@@ -71,6 +71,7 @@ func (c *Cluster) allocVolumeLocked(node, sid string, vmid int, size int64, ct s
 		return nil, fmt.Errorf("allocate %s: %w", v.VolID(), err)
 	}
 	c.st.Volumes[volumeKey(node, v.VolID())] = v
+	c.markVolume(node, v.VolID())
 	return v, nil
 }
 
@@ -81,6 +82,7 @@ func (c *Cluster) freeVolumeLocked(node, volid string) error {
 		return Failf("no such volume '%s'\n", volid)
 	}
 	delete(c.st.Volumes, volumeKey(node, volid))
+	c.markVolume(node, volid)
 	p := c.volumePath(node, v.Storage, v.Name)
 	for _, snap := range v.Snapshots {
 		os.RemoveAll(c.snapshotPath(node, v, snap))
@@ -106,8 +108,8 @@ type StorageUsage struct {
 
 // Storages lists the storages available on node with their usage.
 func (c *Cluster) Storages(node string) ([]StorageUsage, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	if c.st.node(node) == nil {
 		return nil, Failf("no such node '%s'\n", node)
 	}
@@ -133,8 +135,8 @@ func (c *Cluster) usageLocked(node string, s *Storage) StorageUsage {
 
 // StorageStatus is one storage's usage on node.
 func (c *Cluster) StorageStatus(node, sid string) (StorageUsage, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	s := c.st.storage(sid)
 	if c.st.node(node) == nil {
 		return StorageUsage{}, Failf("no such node '%s'\n", node)
@@ -154,8 +156,8 @@ func cloneStorage(s *Storage) *Storage {
 
 // StorageConfig returns a copy of the storage's config, or nil.
 func (c *Cluster) StorageConfig(sid string) *Storage {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	if s := c.st.storage(sid); s != nil {
 		return cloneStorage(s)
 	}
@@ -173,8 +175,8 @@ type ContentEntry struct {
 // Content lists a storage's volumes on node, optionally filtered by content
 // type and owner vmid (0 = all).
 func (c *Cluster) Content(node, sid, content string, vmid int) ([]ContentEntry, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	s := c.st.storage(sid)
 	if c.st.node(node) == nil {
 		return nil, Failf("no such node '%s'\n", node)
@@ -208,8 +210,8 @@ func (c *Cluster) Content(node, sid, content string, vmid int) ([]ContentEntry, 
 
 // VolumeInfo returns one volume.
 func (c *Cluster) VolumeInfo(node, volid string) (ContentEntry, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	v := c.st.Volumes[volumeKey(node, volid)]
 	if v == nil {
 		return ContentEntry{}, Failf("no such volume '%s'\n", volid)

@@ -182,6 +182,7 @@ func (c *Cluster) allocImageLocked(node string, s *Storage, vmid int, name, form
 		return nil, nil, fmt.Errorf("allocate %s: %w", v.VolID(), err)
 	}
 	c.st.Volumes[volumeKey(node, v.VolID())] = v
+	c.markVolume(node, v.VolID())
 	return v, lines, nil
 }
 
@@ -578,6 +579,7 @@ func (c *Cluster) downloadTask(w *Worker, d download) error {
 		}
 		st.Volumes[volumeKey(d.node, volid)] = &Volume{Node: d.node, Storage: d.storage, Name: name, Size: size,
 			Format: contentFormat(d.content, d.file), Content: d.content, Ctime: c.now().Unix()}
+		c.markVolume(d.node, volid)
 		return nil
 	})
 	if err != nil {
@@ -617,6 +619,45 @@ func (c *Cluster) failDownload(w *Worker, rawURL, ts string) error {
 	last := fmt.Sprintf("wget: unable to resolve host address '%s'", host)
 	w.Log("%s", last)
 	return Failf("download failed: %s\n", last)
+}
+
+// URLMetadata is GET /nodes/{node}/query-url-metadata (Nodes.pm
+// query_url_metadata), which HEADs url from the node. The emulator uses no
+// network: a catalogue address answers with the appliance's file name,
+// size and type; any other address of download.proxmox.com is a 404, and
+// every other host cannot be resolved, as on a node without DNS. A
+// response other than 200 is PVE's 500 "invalid server response".
+func (c *Cluster) URLMetadata(node, rawURL string) (map[string]any, error) {
+	if err := c.CheckNode(node); err != nil {
+		return nil, err
+	}
+	a, ok := catalogueByURL(rawURL)
+	if !ok {
+		return nil, Failf("invalid server response: '%s'\n", headFailure(rawURL))
+	}
+	data, err := templateArchive(a, applianceMTime)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"filename": a.Template, "size": len(data), "mimetype": "application/octet-stream"}, nil
+}
+
+// headFailure is the status line LWP gives a HEAD of rawURL that the
+// catalogue does not serve: download.proxmox.com answers 404, any other
+// host fails name resolution (LWP's own 500).
+func headFailure(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Hostname() == "" {
+		return "400 URL missing"
+	}
+	if u.Hostname() == "download.proxmox.com" {
+		return "404 Not Found"
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	return fmt.Sprintf("500 Can't connect to %s:%s (Temporary failure in name resolution)", u.Hostname(), port)
 }
 
 // catalogueByURL finds the appliance served at u.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -25,6 +26,12 @@ type Worker struct {
 	t    *Task
 	ctx  context.Context
 	held []func()
+	// subject is the CT a task working on several (vzdump) is at, 0 when
+	// its id names the CT.
+	subject int
+	// flocked are the CTs whose config flock the task holds: the ones it
+	// may change.
+	flocked []int
 }
 
 // Log appends a line to the task log.
@@ -36,6 +43,7 @@ func (w *Worker) Log(format string, args ...any) {
 
 func (w *Worker) logLocked(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
+	w.c.markTask(w.t)
 	for _, line := range strings.Split(strings.TrimRight(msg, "\n"), "\n") {
 		w.t.Log = append(w.t.Log, line)
 	}
@@ -84,6 +92,7 @@ func (w *Worker) LockConfig(vmid int) error {
 		return err
 	}
 	w.held = append(w.held, release)
+	w.flocked = append(w.flocked, vmid)
 	return nil
 }
 
@@ -109,6 +118,7 @@ func (w *Worker) do(fn func(st *State) error) (hook func(), err error) {
 		return nil, errInterrupt
 	}
 	changes := w.c.runChanges
+	w.markSubject()
 	err = fn(w.c.st)
 	if serr := w.c.saveLocked(); serr != nil && err == nil {
 		err = serr
@@ -126,8 +136,25 @@ func (w *Worker) do(fn func(st *State) error) (hook func(), err error) {
 func (w *Worker) cleanup(fn func(st *State)) error {
 	w.c.mu.Lock()
 	defer w.c.mu.Unlock()
+	w.markSubject()
 	fn(w.c.st)
 	return w.c.saveLocked()
+}
+
+// markSubject marks the CTs a task works on as changed by the step about
+// to run (journal.go): those whose config flock it holds, the one a
+// vzdump is at, and the one its id names (every CT task's id is the
+// VMID).
+func (w *Worker) markSubject() {
+	for _, vmid := range w.flocked {
+		w.c.markGuest(vmid)
+	}
+	if w.subject != 0 {
+		w.c.markGuest(w.subject)
+	}
+	if vmid, err := strconv.Atoi(w.t.ID); err == nil {
+		w.c.markGuest(vmid)
+	}
 }
 
 // doGuest is Do for a step on CT vmid of node: fn gets the guest, and a CT
@@ -135,6 +162,7 @@ func (w *Worker) cleanup(fn func(st *State)) error {
 // for a missing config.
 func (w *Worker) doGuest(node string, vmid int, fn func(st *State, g *Guest) error) error {
 	return w.Do(func(st *State) error {
+		w.c.markGuest(vmid)
 		g, err := w.c.guestLocked(node, vmid)
 		if err != nil {
 			return err
@@ -160,13 +188,17 @@ func (c *Cluster) spawn(auth Auth, node, typ, id string, fn func(w *Worker) erro
 	t := &Task{
 		Node: node, Type: typ, ID: id, User: user, TokenID: token,
 		PID: pid, PStart: int(now.Unix()%100000000) + c.st.NextPID, StartTime: now.Unix(),
-		Status: "running",
+		Status: "running", listed: true,
 	}
 	t.UPID = FormatUPID(node, t.PID, t.PStart, t.StartTime, typ, id, auth.ID())
 	c.st.Tasks = append(c.st.Tasks, t)
 	if len(c.st.Tasks) > maxTasks {
+		for _, old := range c.st.Tasks[:len(c.st.Tasks)-maxTasks] {
+			old.listed = false
+		}
 		c.st.Tasks = slices.Delete(c.st.Tasks, 0, len(c.st.Tasks)-maxTasks)
 	}
+	c.markTask(t)
 	hook := c.taskHook
 	w := &Worker{c: c, t: t, ctx: c.ctx}
 	c.wg.Add(1)
@@ -202,6 +234,7 @@ func runWorker(w *Worker, fn func(w *Worker) error) (err error) {
 func (c *Cluster) finish(t *Task, err error, busy time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.markTask(t)
 	t.Status = "stopped"
 	t.Busy = busy
 	t.EndTime = c.now().Unix()
@@ -238,8 +271,8 @@ func (c *Cluster) recoverTasks(st *State) {
 // Task returns a copy of the task, or an error as GET .../status gives
 // for an unknown one (400 {upid: "no such task"}).
 func (c *Cluster) Task(node, upid string) (Task, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	for i := len(c.st.Tasks) - 1; i >= 0; i-- {
 		t := c.st.Tasks[i]
 		if t.UPID == upid && t.Node == node {
@@ -253,8 +286,8 @@ func (c *Cluster) Task(node, upid string) (Task, error) {
 
 // Tasks returns copies of the node's tasks, newest first, without logs.
 func (c *Cluster) Tasks(node string) []Task {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	var out []Task
 	for i := len(c.st.Tasks) - 1; i >= 0; i-- {
 		t := c.st.Tasks[i]

@@ -92,6 +92,21 @@ func templateFiles(a Appliance) map[string]string {
 // writeTemplate makes a real tar.zst (or plain tar named .tar.xz for the
 // alpine entry, which is never extracted by tests) holding templateFiles.
 func writeTemplate(dst string, a Appliance, mtime time.Time) (int64, error) {
+	data, err := templateArchive(a, mtime)
+	if err != nil {
+		return 0, err
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return 0, err
+	}
+	if err := writeFileAtomic(dst, data, 0o644); err != nil {
+		return 0, err
+	}
+	return int64(len(data)), nil
+}
+
+// templateArchive is the bytes of appliance a's template file.
+func templateArchive(a Appliance, mtime time.Time) ([]byte, error) {
 	var tarBuf bytes.Buffer
 	tw := tar.NewWriter(&tarBuf)
 	dirs := map[string]bool{}
@@ -103,39 +118,33 @@ func writeTemplate(dst string, a Appliance, mtime time.Time) (int64, error) {
 	}
 	for _, d := range append(sortedKeys(dirs), "home", "tmp", "root", "srv") {
 		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: "./" + d + "/", Mode: 0o755, ModTime: mtime}); err != nil {
-			return 0, err
+			return nil, err
 		}
 	}
 	for _, name := range sortedKeys(files) {
 		body := files[name]
 		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: "./" + name, Mode: 0o644, Size: int64(len(body)), ModTime: mtime}); err != nil {
-			return 0, err
+			return nil, err
 		}
 		if _, err := io.WriteString(tw, body); err != nil {
-			return 0, err
+			return nil, err
 		}
 	}
 	if err := tw.Close(); err != nil {
-		return 0, err
+		return nil, err
 	}
 	var out bytes.Buffer
 	zw, err := zstd.NewWriter(&out, zstd.WithEncoderLevel(zstd.SpeedDefault))
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	if _, err := zw.Write(tarBuf.Bytes()); err != nil {
-		return 0, err
+		return nil, err
 	}
 	if err := zw.Close(); err != nil {
-		return 0, err
+		return nil, err
 	}
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return 0, err
-	}
-	if err := writeFileAtomic(dst, out.Bytes(), 0o644); err != nil {
-		return 0, err
-	}
-	return int64(out.Len()), nil
+	return out.Bytes(), nil
 }
 
 // extractTemplate unpacks a tar.zst template into dir (a new rootfs).

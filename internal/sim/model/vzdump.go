@@ -327,6 +327,8 @@ type vzdumpDisk struct {
 // vzdumpGuest is exec_backup_task for one CT. Its error has been logged
 // ("Backup of VM <vmid> failed - …") when it returns.
 func (c *Cluster) vzdumpGuest(w *Worker, job vzdumpJob, vmid int, dumpdir string) error {
+	w.subject = vmid
+	defer func() { w.subject = 0 }()
 	info := func(format string, args ...any) { w.Log("INFO: "+format, args...) }
 	began := c.now()
 	firstLine := len(w.logSnapshot())
@@ -512,7 +514,7 @@ func (c *Cluster) vzdumpGuest(w *Worker, job vzdumpJob, vmid int, dumpdir string
 		delete(conf, "lock")
 		delete(conf, "parent")
 		var pct strings.Builder
-		writeSection(&pct, conf)
+		writeSection(&pct, conf, "")
 
 		hostArchive := dumpdir + "/" + archive
 		info("creating vzdump archive '%s'", hostArchive)
@@ -555,6 +557,7 @@ func (c *Cluster) vzdumpGuest(w *Worker, job vzdumpJob, vmid int, dumpdir string
 			st.Volumes[volumeKey(job.node, volid)] = &Volume{Node: job.node, Storage: job.storage, Name: "backup/" + archive,
 				Owner: vmid, Size: size, Format: strings.TrimPrefix(ext, "."), Content: "backup", Ctime: began.Unix(),
 				Notes: notes, Protected: job.protect}
+			c.markVolume(job.node, volid)
 			if job.remove {
 				c.vzdumpPruneLocked(w, job, vmid)
 			}

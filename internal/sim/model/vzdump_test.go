@@ -422,6 +422,7 @@ func dirCT(k *opsKit, vmid int, running bool) string {
 	k.c.mu.Lock()
 	if k.c.st.storage("vzdir") == nil {
 		k.c.st.Storages = append(k.c.st.Storages, &Storage{ID: "vzdir", Type: "dir", Content: []string{"rootdir", "images"}, Path: "/mnt/vzdir", Total: 10 * gib})
+		k.c.markCore()
 	}
 	v, err := k.c.allocVolumeLocked("pve", "vzdir", vmid, 0, "rootdir")
 	k.c.mu.Unlock()

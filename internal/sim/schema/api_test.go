@@ -231,12 +231,12 @@ func TestAPI_UnverifiedFormats(t *testing.T) {
 		"disk-size", "pve-configid", "pve-tag", "pve-userid", "pve-tokenid", "pve-roleid", "pve-priv",
 		"pve-poolid", "ipv4", "ipv6", "pve-ipv4-config", "pve-ipv6-config", "mac-addr", "dns-name",
 		"lxc-ip-with-ll-iface", "pve-lxc-dev-string", "pve-storage-content", "email", "pve-volume-id-or-qm-path",
-		"pve-sdn-zone-id", "pve-sdn-vnet-id", "pve-sdn-subnet-id"} {
+		"pve-sdn-zone-id", "pve-sdn-vnet-id", "pve-sdn-subnet-id", "pve-ct-timezone"} {
 		if got[f] {
 			t.Errorf("format %s is unverified", f)
 		}
 	}
-	for _, f := range []string{"pve-ct-timezone", "prune-backups", "pve-calendar-event"} {
+	for _, f := range []string{"prune-backups", "pve-calendar-event"} {
 		if !got[f] {
 			t.Errorf("format %s missing from UnverifiedFormats", f)
 		}

@@ -69,6 +69,16 @@ type validation struct {
 	errors map[string]string
 }
 
+// requiresMessage is check_object's error for a property whose
+// "requires" is missing; pve-common reworded it for PVE 9 (commit
+// "schema: clarify error on missing property dependency").
+func (v *validation) requiresMessage(prop string) string {
+	if v.api != nil && v.api.Version == "8.4" {
+		return fmt.Sprintf("missing property - '%s' requires this property", prop)
+	}
+	return fmt.Sprintf("missing property required by '%s'", prop)
+}
+
 // addError is add_error: a second message for a path is appended after a
 // literal backslash-n (the Perl joins with '\n' in single quotes).
 func (v *validation) addError(path, msg string) {
@@ -133,7 +143,7 @@ func (v *validation) checkObject(path string, schema map[string]*Prop, value map
 		if _, sub := lookupProperty(schema, k); sub != nil {
 			if req := sub.Requires; req != "" {
 				if value[req] == nil {
-					v.addError(joinPath(path, req), fmt.Sprintf("missing property - '%s' requires this property", newPath))
+					v.addError(joinPath(path, req), v.requiresMessage(newPath))
 				}
 			}
 			matched := true

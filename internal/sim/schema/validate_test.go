@@ -284,7 +284,7 @@ func TestMethod_Validate(t *testing.T) {
 			name:   "requires",
 			method: create,
 			params: with(newCT, "unique", "1"),
-			want:   map[string]string{"restore": "missing property - 'unique' requires this property"},
+			want:   map[string]string{"restore": "missing property required by 'unique'"},
 		},
 		{
 			name:   "storage content type and storage id",
@@ -340,6 +340,28 @@ func TestMethod_Validate_versions(t *testing.T) {
 				"env":        "property is not defined in schema and the schema does not allow additional properties",
 				"ha-managed": "property is not defined in schema and the schema does not allow additional properties",
 			},
+		},
+		{
+			name:   "PVE 9 reworded the requires error",
+			verb:   "POST",
+			path:   "/nodes/pve/lxc",
+			params: map[string]string{"node": "pve", "vmid": "200", "ostemplate": "local:vztmpl/x.tar.zst", "unique": "1"},
+			want91: map[string]string{"restore": "missing property required by 'unique'"},
+			want84: map[string]string{"restore": "missing property - 'unique' requires this property"},
+		},
+		{
+			name:   "time zones come from zone.tab",
+			verb:   "PUT",
+			path:   "/nodes/pve/lxc/101/config",
+			params: map[string]string{"node": "pve", "vmid": "101", "timezone": "Mars/Base"},
+			want91: map[string]string{"timezone": "invalid format - invalid time zone 'Mars/Base'\n"},
+			want84: map[string]string{"timezone": "invalid format - invalid time zone 'Mars/Base'\n"},
+		},
+		{
+			name:   "host, UTC and zone.tab zones are time zones",
+			verb:   "PUT",
+			path:   "/nodes/pve/lxc/101/config",
+			params: map[string]string{"node": "pve", "vmid": "101", "timezone": "Europe/Vienna"},
 		},
 		{
 			name:   "keepattrs mount point option is new in 9",

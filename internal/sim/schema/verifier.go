@@ -129,6 +129,7 @@ var storageContentTypes = map[string]bool{
 var verifiers = map[string]verifier{
 	// pve-common src/PVE/JSONSchema.pm
 	"string":       func(*API, string) error { return nil },
+	"timezone":     func(_ *API, v string) error { return verifyTimezone(v) },
 	"urlencoded":   matchOr(reURLEncoded, "invalid urlencoded string: %s"),
 	"pve-configid": matchOr(reConfigID, "invalid configuration ID '%s'"),
 	"pve-storage-id": func(_ *API, v string) error {
@@ -248,9 +249,14 @@ var verifiers = map[string]verifier{
 		}
 		return matchFixed(reIP, "value does not look like a valid IP address")(nil, v)
 	},
-	// pve-ct-timezone accepts "host", else a zone of the host's zone.tab,
-	// which is not modelled: every value passes (see UnverifiedFormats).
-	"pve-ct-timezone": func(*API, string) error { return nil },
+	// pve-ct-timezone (LXC/Config.pm verify_ct_timezone) is "host" or
+	// what pve_verify_timezone accepts: "UTC" or a zone of zone.tab.
+	"pve-ct-timezone": func(_ *API, v string) error {
+		if v == "host" {
+			return nil
+		}
+		return verifyTimezone(v)
+	},
 
 	// pve-storage src/PVE/Storage.pm, Storage/Plugin.pm
 	"pve-volume-id":    verifyVolumeID,
@@ -556,11 +562,18 @@ func sdnID(v, what string, re *regexp.Regexp, maxLen int) error {
 	return nil
 }
 
+// verifyTimezone is pve-common's pve_verify_timezone.
+func verifyTimezone(v string) error {
+	if v == "UTC" || zoneTab[v] {
+		return nil
+	}
+	return dief("invalid time zone '%s'", v)
+}
+
 // UnverifiedFormats lists the named formats this schema uses for which no
 // verifier exists here; values in them are accepted unchecked. Most are
 // hash-based formats PVE's dump names without inlining (prune-backups…),
-// qemu and firewall formats the emulator does not serve, and the time
-// zone formats, which read the host's zone.tab.
+// and qemu and firewall formats the emulator does not serve.
 func (a *API) UnverifiedFormats() []string {
 	seen := map[string]bool{}
 	var walk func(p *Prop)
@@ -570,7 +583,7 @@ func (a *API) UnverifiedFormats() []string {
 		}
 		if p.Format != "" {
 			name, _ := splitFormatName(p.Format)
-			if _, ok := verifiers[name]; !ok || name == "pve-ct-timezone" {
+			if _, ok := verifiers[name]; !ok {
 				seen[name] = true
 			}
 		}

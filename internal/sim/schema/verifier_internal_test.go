@@ -115,8 +115,13 @@ func TestCheckFormat(t *testing.T) {
 		{"pve-sdn-vnet-id", "v_1", "vnet ID 'v_1' contains illegal characters\n"},
 		{"pve-sdn-subnet-id", "zone1-10.0.0.0-24", ""},
 		{"pve-sdn-subnet-id", "zone1-10.0.0.0-99", "value does not look like a valid CIDR network\n"},
+		{"pve-ct-timezone", "Not/A_Zone", "invalid time zone 'Not/A_Zone'\n"},
+		{"pve-ct-timezone", "host", ""},
+		{"pve-ct-timezone", "UTC", ""},
+		{"pve-ct-timezone", "America/Argentina/Buenos_Aires", ""},
+		{"pve-ct-timezone", "US/Eastern", "invalid time zone 'US/Eastern'\n"}, // a link, not in zone.tab
+		{"timezone", "host", "invalid time zone 'host'\n"},
 		// Not modelled: accepted unchecked.
-		{"pve-ct-timezone", "Not/A_Zone", ""},
 		{"prune-backups", "keep-all=nonsense", ""},
 		{"no-such-format", "x", ""},
 	}

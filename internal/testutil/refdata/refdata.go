@@ -1,7 +1,10 @@
 // Package refdata locates the reference data that sits beside the
 // repository checkout in ../shared (PVE's API schema dumps under pve-api,
 // recorded responses under pve-api/fixtures) for tests that compare
-// against it, and skips those tests where it is absent.
+// against it, and skips those tests where it is absent, unless the
+// environment says the data must be there (RequireEnv): CI sets it, so a
+// missing or moved reference file fails the build instead of silently
+// skipping every comparison.
 //
 // Only tests import it.
 package refdata
@@ -11,6 +14,16 @@ import (
 	"path/filepath"
 	"testing"
 )
+
+// RequireEnv names the environment switch that turns a missing ../shared
+// from a skip into a failure. .ci/run sets it to 1.
+const RequireEnv = "CORRAL_REQUIRE_SHARED"
+
+// Required reports whether RequireEnv is set (to anything but "" or "0").
+func Required() bool {
+	v := os.Getenv(RequireEnv)
+	return v != "" && v != "0"
+}
 
 // RepoRoot returns the directory holding go.mod, found by walking up from
 // the test's working directory (its package directory). It fails t when
@@ -33,13 +46,23 @@ func RepoRoot(t testing.TB) string {
 	}
 }
 
-// Dir returns ../shared beside the repository root. It skips t when that
-// holds no pve-api directory (a checkout without the reference data).
+// Dir returns ../shared beside the repository root. When that holds no
+// pve-api directory (a checkout without the reference data) it skips t,
+// or fails it when Required.
 func Dir(t testing.TB) string {
 	t.Helper()
-	dir := filepath.Join(RepoRoot(t), "..", "shared")
+	return sharedBeside(t, RepoRoot(t))
+}
+
+// sharedBeside is Dir for the repository root root.
+func sharedBeside(t testing.TB, root string) string {
+	t.Helper()
+	dir := filepath.Join(root, "..", "shared")
 	if _, err := os.Stat(filepath.Join(dir, "pve-api")); err != nil {
-		t.Skipf("reference data %s is absent (it is a checkout beside the repository): %v", dir, err)
+		if Required() {
+			t.Fatalf("reference data %s is absent but %s=%s requires it (check it out beside the repository): %v", dir, RequireEnv, os.Getenv(RequireEnv), err)
+		}
+		t.Skipf("reference data %s is absent (it is a checkout beside the repository; set %s=1 to fail instead): %v", dir, RequireEnv, err)
 	}
 	return dir
 }

@@ -1,8 +1,11 @@
 package refdata
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -27,5 +30,41 @@ func TestDir(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "pve-api")); err != nil {
 		t.Errorf("Dir returned %s without pve-api: %v", dir, err)
+	}
+}
+
+// recordingTB stands in for a test that Dir stops: it records how it was
+// stopped and ends its goroutine as testing.T does.
+type recordingTB struct {
+	testing.TB
+	how, msg string
+}
+
+func (r *recordingTB) Helper() {}
+func (r *recordingTB) Fatalf(format string, args ...any) {
+	r.how, r.msg = "fail", fmt.Sprintf(format, args...)
+	runtime.Goexit()
+}
+func (r *recordingTB) Skipf(format string, args ...any) {
+	r.how, r.msg = "skip", fmt.Sprintf(format, args...)
+	runtime.Goexit()
+}
+
+// TestDirMissing: without ../shared a test skips, unless RequireEnv is
+// set, when it fails (what CI does).
+func TestDirMissing(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "repo") // no ../shared beside it
+	for _, tc := range []struct{ env, want string }{{"", "skip"}, {"0", "skip"}, {"1", "fail"}} {
+		t.Setenv(RequireEnv, tc.env)
+		rec := &recordingTB{TB: t}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			sharedBeside(rec, root)
+		}()
+		<-done
+		if rec.how != tc.want || !strings.Contains(rec.msg, "reference data") {
+			t.Errorf("%s=%q: Dir ended with %s %q, want %s", RequireEnv, tc.env, rec.how, rec.msg, tc.want)
+		}
 	}
 }

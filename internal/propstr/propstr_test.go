@@ -1,11 +1,11 @@
-package pve_test
+package propstr_test
 
 import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/corralhq/corral/internal/pve"
+	"github.com/corralhq/corral/internal/propstr"
 )
 
 func TestParseMountPoint(t *testing.T) {
@@ -13,30 +13,30 @@ func TestParseMountPoint(t *testing.T) {
 	tests := []struct {
 		name  string
 		in    string
-		want  pve.MountPoint
+		want  propstr.MountPoint
 		print string // String(); "" = same as in
 	}{
 		{name: "fixture mp0", in: "local-lvm:vm-900-disk-1,mp=/srv/data,backup=1,size=8G",
-			want: pve.MountPoint{Volume: "local-lvm:vm-900-disk-1", Path: "/srv/data", Backup: new(true), Size: &gib8}},
+			want: propstr.MountPoint{Volume: "local-lvm:vm-900-disk-1", Path: "/srv/data", Backup: new(true), Size: &gib8}},
 		{name: "rootfs", in: "local-lvm:vm-101-disk-0,size=8G",
-			want: pve.MountPoint{Volume: "local-lvm:vm-101-disk-0", Size: &gib8}},
+			want: propstr.MountPoint{Volume: "local-lvm:vm-101-disk-0", Size: &gib8}},
 		{name: "normalized order and size", in: "size=8192M,ro=0,mp=/data,volume=local-lvm:vm-101-disk-1,backup=yes",
-			want:  pve.MountPoint{Volume: "local-lvm:vm-101-disk-1", Path: "/data", Backup: new(true), RO: new(false), Size: &gib8},
+			want:  propstr.MountPoint{Volume: "local-lvm:vm-101-disk-1", Path: "/data", Backup: new(true), RO: new(false), Size: &gib8},
 			print: "local-lvm:vm-101-disk-1,mp=/data,backup=1,ro=0,size=8G"},
 		{name: "new volume", in: "local-lvm:8,mp=/home/hermes",
-			want: pve.MountPoint{Volume: "local-lvm:8", Path: "/home/hermes"}},
+			want: propstr.MountPoint{Volume: "local-lvm:8", Path: "/home/hermes"}},
 		{name: "every option", in: "/mnt/host,mp=/mnt/ct,acl=1,backup=0,keepattrs=1,mountoptions=noatime;nodev,quota=1,replicate=0,ro=1,shared=1,size=512M",
-			want: pve.MountPoint{Volume: "/mnt/host", Path: "/mnt/ct", ACL: new(true), Backup: new(false), KeepAttrs: new(true),
+			want: propstr.MountPoint{Volume: "/mnt/host", Path: "/mnt/ct", ACL: new(true), Backup: new(false), KeepAttrs: new(true),
 				MountOptions: []string{"noatime", "nodev"}, Quota: new(true), Replicate: new(false), RO: new(true), Shared: new(true), Size: new(int64(512 << 20))}},
 		{name: "unknown key kept", in: "local-lvm:vm-101-disk-1,mp=/data,idmap=passthrough,backup=1",
-			want:  pve.MountPoint{Volume: "local-lvm:vm-101-disk-1", Path: "/data", Backup: new(true), Extra: map[string]string{"idmap": "passthrough"}},
+			want:  propstr.MountPoint{Volume: "local-lvm:vm-101-disk-1", Path: "/data", Backup: new(true), Extra: map[string]string{"idmap": "passthrough"}},
 			print: "local-lvm:vm-101-disk-1,mp=/data,backup=1,idmap=passthrough"},
 		{name: "odd size stays bytes", in: "local:0,mp=/x,size=1000",
-			want: pve.MountPoint{Volume: "local:0", Path: "/x", Size: new(int64(1000))}},
+			want: propstr.MountPoint{Volume: "local:0", Path: "/x", Size: new(int64(1000))}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := pve.ParseMountPoint(tt.in)
+			got, err := propstr.ParseMountPoint(tt.in)
 			if err != nil {
 				t.Fatalf("ParseMountPoint: %v", err)
 			}
@@ -65,7 +65,7 @@ func TestParseMountPoint_errors(t *testing.T) {
 		"local-lvm:vm-1-disk-0,=x",
 		"local-lvm:vm-1-disk-0,mp=",
 	} {
-		if mp, err := pve.ParseMountPoint(in); err == nil {
+		if mp, err := propstr.ParseMountPoint(in); err == nil {
 			t.Errorf("ParseMountPoint(%q) = %+v, want error", in, mp)
 		}
 	}
@@ -87,7 +87,7 @@ func TestMountPoint_kinds(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.volume, func(t *testing.T) {
-			m := pve.MountPoint{Volume: tt.volume}
+			m := propstr.MountPoint{Volume: tt.volume}
 			sid, gib, isNew := m.NewVolume()
 			got := []any{m.IsBindMount(), m.IsDeviceMount(), m.StorageID(), sid, gib, isNew}
 			want := []any{tt.bind, tt.device, tt.storage, tt.newStorage, tt.newGiB, tt.newStorage != ""}
@@ -102,19 +102,19 @@ func TestParseNetDevice(t *testing.T) {
 	tests := []struct {
 		name  string
 		in    string
-		want  pve.NetDevice
+		want  propstr.NetDevice
 		print string
 	}{
 		{name: "fixture net0", in: "name=eth0,bridge=vmbr0,firewall=1,hwaddr=BC:24:11:5E:7A:01,ip=dhcp,type=veth",
-			want: pve.NetDevice{Name: "eth0", Bridge: "vmbr0", Firewall: new(true), HWAddr: "BC:24:11:5E:7A:01", IP: "dhcp", Type: "veth"}},
+			want: propstr.NetDevice{Name: "eth0", Bridge: "vmbr0", Firewall: new(true), HWAddr: "BC:24:11:5E:7A:01", IP: "dhcp", Type: "veth"}},
 		{name: "normalized", in: "type=veth,ip6=auto,tag=20,ip=10.0.0.5/24,gw=10.0.0.1,mtu=1400,rate=12.5,link_down=0,name=eth1,bridge=vmbr1,trunks=10;20",
-			want: pve.NetDevice{Name: "eth1", Bridge: "vmbr1", GW: "10.0.0.1", IP: "10.0.0.5/24", IP6: "auto", LinkDown: new(false),
+			want: propstr.NetDevice{Name: "eth1", Bridge: "vmbr1", GW: "10.0.0.1", IP: "10.0.0.5/24", IP6: "auto", LinkDown: new(false),
 				MTU: new(1400), Rate: new(12.5), Tag: new(20), Trunks: "10;20", Type: "veth"},
 			print: "name=eth1,bridge=vmbr1,gw=10.0.0.1,ip=10.0.0.5/24,ip6=auto,link_down=0,mtu=1400,rate=12.5,tag=20,trunks=10;20,type=veth"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := pve.ParseNetDevice(tt.in)
+			got, err := propstr.ParseNetDevice(tt.in)
 			if err != nil {
 				t.Fatalf("ParseNetDevice: %v", err)
 			}
@@ -131,7 +131,7 @@ func TestParseNetDevice(t *testing.T) {
 		})
 	}
 	for _, bad := range []string{"bridge=vmbr0", "eth0", "name=eth0,mtu=big", "name=eth0,firewall=2"} {
-		if _, err := pve.ParseNetDevice(bad); err == nil {
+		if _, err := propstr.ParseNetDevice(bad); err == nil {
 			t.Errorf("ParseNetDevice(%q) succeeded, want error", bad)
 		}
 	}
@@ -156,20 +156,20 @@ func TestSize(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
-			got, err := pve.ParseSize(tt.in)
+			got, err := propstr.ParseSize(tt.in)
 			if err != nil {
 				t.Fatalf("ParseSize: %v", err)
 			}
 			if got != tt.bytes {
 				t.Errorf("ParseSize(%q)=%d, want %d", tt.in, got, tt.bytes)
 			}
-			if got := pve.FormatSize(got); got != tt.print {
+			if got := propstr.FormatSize(got); got != tt.print {
 				t.Errorf("FormatSize=%q, want %q", got, tt.print)
 			}
 		})
 	}
 	for _, bad := range []string{"", "G", "8g", "8GB", "-1G", "8iB", "1.G", "8388608T", "9223372036854775808"} { // the last two are 2^63 bytes
-		if _, err := pve.ParseSize(bad); err == nil {
+		if _, err := propstr.ParseSize(bad); err == nil {
 			t.Errorf("ParseSize(%q) succeeded, want error", bad)
 		}
 	}

@@ -1,0 +1,169 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/corralhq/corral/internal/apply"
+	"github.com/corralhq/corral/internal/plan"
+	"github.com/corralhq/corral/internal/ui"
+)
+
+// freeArgs are the flags of corral volumes rm and prune.
+type freeArgs struct {
+	ff          fileFlags
+	cf          connFlags
+	lf          lockFlags
+	autoApprove bool
+}
+
+func (a *freeArgs) add(cmd *cobra.Command) {
+	a.ff.add(cmd.Flags())
+	a.cf.add(cmd.Flags())
+	a.lf.add(cmd.Flags())
+	cmd.Flags().BoolVar(&a.autoApprove, "auto-approve", false, "free without asking (needed when stdin is not a terminal)")
+}
+
+func newVolumesRmCmd(st *streams) *cobra.Command {
+	a := &freeArgs{}
+	cmd := &cobra.Command{
+		Use:   "rm VOLID...",
+		Short: "Free volumes the keepers hold, for good",
+		Long: `rm frees the named volumes: each is deleted from its keeper and its
+record dropped, after a plan and a confirmation (--auto-approve). Its data
+cannot be recovered.
+
+rm refuses, and frees nothing, when a volume is not held by a keeper,
+when any guest other than its keeper references it (a container's
+rootfs, mpN or unusedN, or a pending change), when an app of the manifest
+declares it (the next apply would make an empty one in its place), or
+when it is another project's. corral volumes lists the volumes.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runFree(cmd, st, a, "volumes rm", func(project string, apps []plan.App, obs *plan.Observed, refs map[string][]string) (*plan.FreePlan, error) {
+				return plan.FreeVolumes(project, apps, obs, args, refs)
+			})
+		},
+	}
+	a.add(cmd)
+	return cmd
+}
+
+func newVolumesPruneCmd(st *streams) *cobra.Command {
+	a := &freeArgs{}
+	cmd := &cobra.Command{
+		Use:   "prune",
+		Short: "Free the volumes of this project that no app of the manifest declares",
+		Long: `prune frees every volume a keeper records for this project (the
+manifest's project:) that no app of the manifest declares: the volumes of
+apps removed from the manifest, of volumes removed from an app, and the
+*-replaced-* copies restore --replace keeps. Other projects' volumes are
+never pruned; nor are volumes recorded for no app or before projects
+existed (prune names them; corral volumes rm frees them).
+
+prune shows its plan and asks first (--auto-approve), and refuses, freeing
+nothing, while any guest other than the keeper references one of the
+volumes (run corral apply first: it detaches what the manifest no longer
+lists).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runFree(cmd, st, a, "volumes prune", plan.Prune)
+		},
+	}
+	a.add(cmd)
+	return cmd
+}
+
+// freePlanner plans a volumes rm or prune.
+type freePlanner func(project string, apps []plan.App, obs *plan.Observed, refs map[string][]string) (*plan.FreePlan, error)
+
+// runFree is corral volumes rm and prune: plan, show, confirm, then under
+// corral's lock plan again and free exactly what was approved.
+func runFree(cmd *cobra.Command, st *streams, a *freeArgs, command string, planner freePlanner) error {
+	start := time.Now()
+	if err := a.lf.check(); err != nil {
+		return err
+	}
+	ctx := cmd.Context()
+	j, err := openJob(ctx, st, a.ff, a.cf)
+	if err != nil {
+		return err
+	}
+	defer j.Close()
+	f, s, asJSON := j.f, j.s, j.asJSON
+	apps := plan.FromManifest(f)
+	makeFree := func() (*plan.FreePlan, *plan.Observed, error) {
+		obs, err := apply.Observe(ctx, s.client)
+		if err != nil {
+			return nil, nil, err
+		}
+		refs, err := apply.VolumeRefs(ctx, s.client, obs)
+		if err != nil {
+			return nil, nil, err
+		}
+		p, err := planner(f.Project, apps, obs, refs)
+		return p, obs, err
+	}
+	p, obs, perr := makeFree()
+	var rerr *plan.RefusedError
+	if perr != nil && !errors.As(perr, &rerr) {
+		return perr
+	}
+	var refused []string
+	if rerr != nil {
+		refused = rerr.Problems
+	}
+	pj := ui.NewFreePlanJSON(p, refused)
+	done := func(freed []string) error {
+		if asJSON {
+			return writeJSON(st, map[string]any{"plan": pj, "freed": freed})
+		}
+		return nil
+	}
+	if !asJSON {
+		ui.WriteFreePlanText(st.out, pj)
+	}
+	if rerr != nil {
+		done([]string{})
+		return fmt.Errorf("%s refused; nothing was changed (see the refused lines)", command)
+	}
+	if len(p.Volumes) == 0 {
+		return done([]string{})
+	}
+	if !a.autoApprove {
+		if err := confirm(st, "Free these volumes? Their data cannot be recovered."); err != nil {
+			return err
+		}
+	}
+	// Plan again under the lock, and free only what was approved.
+	ex := &apply.Executor{Client: s.client, Observer: newRedactObserver(f, &ui.Progress{W: st.err}), Stop: stopOf(ctx)}
+	lock, err := lockNodes(ctx, st, ex, obs, p.Nodes(), command, a.lf, nil)
+	if err != nil {
+		return redactErr(f, err)
+	}
+	defer lock.release()
+	ctx = lock.ctx
+	approved := p.VolIDs()
+	p, obs, err = makeFree()
+	if err != nil {
+		return fmt.Errorf("%s refused after the cluster changed; nothing was changed: %w", command, err)
+	}
+	if !slices.Equal(p.VolIDs(), approved) {
+		return fmt.Errorf("the cluster changed between the plan you approved and now (it would free %v, you approved %v); nothing was changed: run %s again to review the new plan", p.VolIDs(), approved, command)
+	}
+	freed, err := ex.FreeVolumes(ctx, p, obs)
+	if !asJSON {
+		ui.WriteTimings(st.err, ex.Timings(), time.Since(start))
+	}
+	if err != nil {
+		return fmt.Errorf("%s stopped after freeing %d volume(s): %w\nrun it again to finish", command, len(freed), redactErr(f, err))
+	}
+	if !asJSON {
+		fmt.Fprintf(st.err, "\nFreed %d volume(s).\n", len(freed))
+	}
+	return done(freed)
+}

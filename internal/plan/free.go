@@ -1,0 +1,208 @@
+package plan
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Volumes are freed only on purpose: `corral volumes rm VOLID…` frees the
+// named volumes, `corral volumes prune` every volume a keeper records for
+// the project that no app of the manifest declares (a removed app's, a
+// volume removed from an app, the *-replaced-* copies restore --replace
+// keeps). Both are planned here from the observed cluster and the guest
+// references read right before (refs), and refuse, as a whole, any volume
+// another guest than its keeper references: freeing it would pull a
+// file system from under that guest.
+
+// VolumeFree is one volume a FreePlan frees.
+type VolumeFree struct {
+	Node   string `json:"node"`
+	Keeper int    `json:"keeper"` // VMID of the keeper that owns it
+	// App and Name are the keeper's record of it; both "" for a volume
+	// the keeper holds as unusedN with no record (orphaned).
+	App     string `json:"app,omitempty"`
+	Name    string `json:"name,omitempty"`
+	VolID   string `json:"volid"`
+	Size    int64  `json:"size"`
+	Project string `json:"project,omitempty"`
+	Reason  string `json:"reason"`
+}
+
+// Key is the keeper record of the volume (zero for an orphan).
+func (v VolumeFree) Key() VolumeKey { return VolumeKey{v.App, v.Name} }
+
+// FreePlan is what `corral volumes rm` or `prune` frees.
+type FreePlan struct {
+	Volumes  []VolumeFree `json:"volumes"`
+	Warnings []string     `json:"warnings"`
+}
+
+// Nodes are the nodes whose keepers change, sorted.
+func (p *FreePlan) Nodes() []string {
+	var out []string
+	for _, v := range p.Volumes {
+		out = append(out, v.Node)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// VolIDs are the volumes freed, in plan order.
+func (p *FreePlan) VolIDs() []string {
+	out := []string{}
+	for _, v := range p.Volumes {
+		out = append(out, v.VolID)
+	}
+	return out
+}
+
+// kept is one volume a keeper holds: recorded (key set) or an orphan.
+type kept struct {
+	node   string
+	keeper int
+	key    VolumeKey
+	volid  string
+}
+
+// keptVolumes lists what every keeper holds: its records, then its
+// unusedN entries that no record or adoption in flight names.
+func keptVolumes(obs *Observed) []kept {
+	var out []kept
+	for _, node := range sortedKeys(obs.Keepers) {
+		for _, k := range obs.Keepers[node] {
+			recorded := map[string]bool{}
+			for _, vk := range sortedVolumeKeys(k.Records) {
+				out = append(out, kept{node, k.VMID, vk, k.Records[vk]})
+				recorded[k.Records[vk]] = true
+			}
+			for _, in := range k.Intents {
+				recorded[ParseMountPoint(k.Config[in.Key]).Volume] = true
+				recorded[in.Source] = true
+			}
+			for _, key := range sortedConfigKeys(k.Config, "unused") {
+				if v := k.Config[key]; !recorded[v] {
+					out = append(out, kept{node: node, keeper: k.VMID, volid: v})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// declared reports whether an app of the manifest declares the volume vk.
+func declared(apps []App, vk VolumeKey) bool {
+	for _, a := range apps {
+		if a.Name == vk.App {
+			return slices.ContainsFunc(a.Volumes, func(v Volume) bool { return v.Name == vk.Name })
+		}
+	}
+	return false
+}
+
+// inUse says which guests other than its keeper reference a volume, from
+// refs ("node/volid" → "CT 105 (mp0)", …), or "".
+func inUse(refs map[string][]string, node, volid string) string {
+	return strings.Join(refs[volKey(node, volid)], ", ")
+}
+
+func (v *VolumeFree) fill(obs *Observed, x kept) {
+	v.Node, v.Keeper, v.App, v.Name, v.VolID = x.node, x.keeper, x.key.App, x.key.Name, x.volid
+	v.Size = obs.Volumes[volKey(x.node, x.volid)]
+	if x.key.App != "" {
+		v.Project = obs.AppProject(x.key.App)
+	}
+}
+
+// FreeVolumes plans `corral volumes rm`: each named volume is freed if a
+// keeper holds it, no other guest references it, no app of the manifest
+// declares it (the next apply would make an empty one in its place), and
+// it is not another project's. Anything else refuses the whole plan.
+func FreeVolumes(project string, apps []App, obs *Observed, volids []string, refs map[string][]string) (*FreePlan, error) {
+	p := &FreePlan{Volumes: []VolumeFree{}, Warnings: []string{}}
+	var refused []string
+	all := keptVolumes(obs)
+	seen := map[string]bool{}
+	for _, volid := range volids {
+		if seen[volid] {
+			continue
+		}
+		seen[volid] = true
+		i := slices.IndexFunc(all, func(x kept) bool { return x.volid == volid })
+		if i < 0 {
+			refused = append(refused, fmt.Sprintf("%s is not a volume corral keeps: no keeper records or holds it (corral frees only what its keepers hold; `corral volumes` lists them)", volid))
+			continue
+		}
+		x := all[i]
+		var v VolumeFree
+		v.fill(obs, x)
+		switch {
+		case inUse(refs, x.node, volid) != "":
+			refused = append(refused, fmt.Sprintf("%s is referenced by %s: corral frees no volume a guest uses; detach it there first (or destroy that app: its volumes go back to the keeper)", volid, inUse(refs, x.node, volid)))
+			continue
+		case x.key.App == "":
+			v.Reason = fmt.Sprintf("keeper %d holds it (%s) recorded for no app", x.keeper, volid)
+		case v.Project != "" && v.Project != project:
+			refused = append(refused, fmt.Sprintf("%s is volume %s of project %s, not of this project (%s); free it with corral volumes rm from that project's manifest", volid, x.key, v.Project, project))
+			continue
+		case declared(apps, x.key):
+			refused = append(refused, fmt.Sprintf("%s is volume %s, which app %s declares in the manifest: the next apply would make an empty one in its place; remove the volume from the manifest first", volid, x.key, x.key.App))
+			continue
+		default:
+			v.Reason = "named on the command line"
+		}
+		p.Volumes = append(p.Volumes, v)
+	}
+	if len(refused) > 0 {
+		return p, &RefusedError{Problems: refused}
+	}
+	return p, nil
+}
+
+// Prune plans `corral volumes prune`: every volume a keeper records for
+// this project (by the keeper's corral-project line, or, for records made
+// before projects, because the manifest lists the app) that no app of the
+// manifest declares. Other projects' volumes, volumes no record names and
+// records of unknown project are left, the last two with a warning that
+// names the way to free them (corral volumes rm).
+func Prune(project string, apps []App, obs *Observed, refs map[string][]string) (*FreePlan, error) {
+	p := &FreePlan{Volumes: []VolumeFree{}, Warnings: []string{}}
+	var refused []string
+	listed := map[string]bool{}
+	for _, a := range apps {
+		listed[a.Name] = true
+	}
+	for _, x := range keptVolumes(obs) {
+		var v VolumeFree
+		v.fill(obs, x)
+		switch {
+		case x.key.App == "":
+			p.Warnings = append(p.Warnings, fmt.Sprintf("keeper %d on %s holds %s recorded for no app: not pruned (its project is unknown); corral volumes rm %s frees it", x.keeper, x.node, x.volid, x.volid))
+			continue
+		case v.Project == "" && !listed[x.key.App]:
+			p.Warnings = append(p.Warnings, fmt.Sprintf("volume %s (%s) has no project (recorded before projects) and its app is not in the manifest: not pruned; corral volumes rm %s frees it", x.key, x.volid, x.volid))
+			continue
+		case v.Project != "" && v.Project != project:
+			continue // another project's
+		case declared(apps, x.key):
+			continue
+		}
+		switch {
+		case !listed[x.key.App]:
+			v.Reason = "app " + x.key.App + " is not in the manifest"
+		case strings.Contains(x.key.Name, "-replaced-"):
+			v.Reason = "left by restore --replace"
+		default:
+			v.Reason = "app " + x.key.App + " no longer declares volume " + x.key.Name
+		}
+		if u := inUse(refs, x.node, x.volid); u != "" {
+			refused = append(refused, fmt.Sprintf("volume %s (%s) is referenced by %s: corral frees no volume a guest uses; run corral apply first (it detaches what the manifest no longer lists) or detach it there", x.key, x.volid, u))
+			continue
+		}
+		p.Volumes = append(p.Volumes, v)
+	}
+	if len(refused) > 0 {
+		return p, &RefusedError{Problems: refused}
+	}
+	return p, nil
+}

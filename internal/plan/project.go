@@ -1,0 +1,162 @@
+package plan
+
+import (
+	"fmt"
+	"slices"
+)
+
+// A manifest's apps form a project (manifest.File.Project). Every app CT
+// carries its project's tag, so a plan can tell this project's containers
+// from other projects' on the same cluster: it destroys this project's
+// containers whose app the manifest no longer lists (like a resource
+// removed from a Terraform configuration; their volumes stay in the
+// keeper) and never touches another project's. A CT made before projects
+// existed has no project tag: it belongs to the project whose manifest
+// names its app, and gets the tag from that project's next apply.
+//
+// App names stay unique in a cluster: keepers record volumes by app name,
+// so a manifest that names an app another project holds is refused.
+
+// projectOf is the project of the manifest's apps ("" when the caller has
+// no manifest: then nothing is pruned).
+func projectOf(apps []App) string {
+	for _, a := range apps {
+		if a.Project != "" {
+			return a.Project
+		}
+	}
+	return ""
+}
+
+// OwnedBy reports whether ct belongs to project: tagged with it, or
+// untagged (made before projects) while project's manifest names its app
+// (inManifest).
+func (ct *CT) OwnedBy(project string, inManifest bool) bool {
+	if ct.Project == "" {
+		return inManifest
+	}
+	return ct.Project == project
+}
+
+// foreignApp explains why app a cannot be planned by its project: a
+// container or the keepers' records of the same app name belong to
+// another project. "" when nothing does.
+func foreignApp(a *App, obs *Observed) string {
+	if a.Project == "" {
+		return ""
+	}
+	for _, ct := range obs.Apps[a.Name] {
+		if !ct.OwnedBy(a.Project, true) {
+			return fmt.Sprintf("app %s: container %d on %s carries the tag %s%s: it is project %s's app, and corral never touches another project's containers. "+
+				"App names are shared by every project on a cluster (keepers record volumes by app name): rename this app, or set project: %s to manage it from this manifest",
+				a.Name, ct.VMID, ct.Node, TagProjectPrefix, ct.Project, ct.Project, ct.Project)
+		}
+	}
+	if p := obs.RecordProject(a.Name); p != "" && p != a.Project {
+		return fmt.Sprintf("app %s: the keeper records its volumes for project %s (corral-project: %s=%s): they are another project's data, and corral does not attach them here. "+
+			"Rename this app, or set project: %s to manage it from this manifest", a.Name, p, a.Name, p, p)
+	}
+	return ""
+}
+
+// removedChanges plans the destruction of project's containers whose app
+// the manifest (apps) no longer lists, exactly as `corral destroy` of that
+// app: the container goes, its volumes stay in the keeper.
+func removedChanges(project string, apps []App, obs *Observed) (changes []Change, warnings, refused []string) {
+	if project == "" {
+		return nil, nil, nil
+	}
+	listed := map[string]bool{}
+	for _, a := range apps {
+		listed[a.Name] = true
+	}
+	for _, name := range sortedKeys(obs.Apps) {
+		if listed[name] {
+			continue
+		}
+		for _, ct := range obs.Apps[name] {
+			if !ct.OwnedBy(project, false) {
+				continue
+			}
+			if slices.Contains(obs.Offline, ct.Node) {
+				warnings = append(warnings, fmt.Sprintf("app %s was removed from the manifest, but node %s is offline; container %d is left alone until the node is back", name, ct.Node, ct.VMID))
+				continue
+			}
+			c, probs := deleteChange(name, ct, obs)
+			c.Reasons = append([]string{"app " + name + " was removed from the manifest"}, c.Reasons...)
+			changes = append(changes, c)
+			refused = append(refused, probs...)
+		}
+	}
+	return changes, warnings, refused
+}
+
+// deleteChange destroys one CT of app: the volumes the keepers record for
+// the app are detached and kept. It is refused while the CT owns volumes
+// corral does not manage (PVE would free them with it).
+func deleteChange(app string, ct *CT, obs *Observed) (Change, []string) {
+	c := Change{App: app, Node: ct.Node, VMID: ct.VMID, OldVMID: ct.VMID, Digest: ct.Digest, Action: Delete,
+		Reasons: []string{fmt.Sprintf("destroy container %d (%s); its volumes stay in the keeper", ct.VMID, ct.Status)}}
+	for _, k := range obs.Keepers[ct.Node] {
+		for _, vk := range sortedVolumeKeys(k.Records) {
+			if vk.App != app {
+				continue
+			}
+			vc := VolumeChange{Name: vk.Name, Action: VolDetach, VolID: k.Records[vk]}
+			for _, key := range sortedConfigKeys(ct.Config, "mp") {
+				if mp := ParseMountPoint(ct.Config[key]); mp.Volume == vc.VolID {
+					vc.Key, vc.Mount = key, mp.Path
+				}
+			}
+			c.Volumes = append(c.Volumes, vc)
+		}
+	}
+	return c, unmanagedVolumes(app, ct, "destroying")
+}
+
+// noteProjects adds to the keeper changes the corral-project lines the
+// keepers lack for this project's apps (listed in the manifest, or with a
+// container tagged with the project): records made before projects, which
+// would otherwise belong to no project once the app's container is gone.
+func noteProjects(kcs []KeeperChange, project string, apps []App, obs *Observed) []KeeperChange {
+	if project == "" {
+		return kcs
+	}
+	listed := map[string]bool{}
+	for _, a := range apps {
+		listed[a.Name] = true
+	}
+	for _, node := range sortedKeys(obs.Keepers) {
+		if slices.Contains(obs.Offline, node) {
+			continue
+		}
+		for _, k := range obs.Keepers[node] {
+			missing := map[string]string{}
+			for _, vk := range sortedVolumeKeys(k.Records) {
+				if obs.RecordProject(vk.App) != "" {
+					continue // a keeper names its project
+				}
+				ours := listed[vk.App] || slices.ContainsFunc(obs.Apps[vk.App], func(ct *CT) bool { return ct.Project == project })
+				if ours && slices.ContainsFunc(obs.Apps[vk.App], func(ct *CT) bool { return !ct.OwnedBy(project, listed[vk.App]) }) {
+					ours = false // a container of another project carries the name
+				}
+				if ours {
+					missing[vk.App] = project
+				}
+			}
+			if len(missing) == 0 {
+				continue
+			}
+			i := slices.IndexFunc(kcs, func(kc KeeperChange) bool { return kc.Node == node && kc.VMID == k.VMID })
+			if i < 0 {
+				kcs = append(kcs, KeeperChange{Node: node, VMID: k.VMID, Action: Update})
+				i = len(kcs) - 1
+			}
+			kcs[i].Projects = missing
+			for _, app := range sortedKeys(missing) {
+				kcs[i].Reasons = append(kcs[i].Reasons, fmt.Sprintf("note that app %s's volumes belong to project %s (recorded before projects)", app, project))
+			}
+		}
+	}
+	return kcs
+}
