@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/robfig/cron/v3"
+
+	"github.com/corralhq/corral/internal/apply"
 )
 
 // Window is one period of a backup schedule: from an activation (Start)
@@ -44,4 +46,23 @@ func WindowAt(sched cron.Schedule, now time.Time) (Window, error) {
 		}
 	}
 	return Window{}, fmt.Errorf("schedule: no activation in the %s before %s", maxLookBack, now.Format(time.RFC3339))
+}
+
+// TakenIn returns the newest archive corral made of app inside w, if any:
+// the scheduled backup of that window is then done, whoever took it (this
+// agent before a restart, or a human's corral backup). Archives made some
+// other way (pct vzdump, a PVE backup job) do not count, as keep does not
+// count them either.
+func TakenIn(archives []apply.Archive, app string, w Window) (apply.Archive, bool) {
+	var best apply.Archive
+	found := false
+	for _, a := range archives {
+		if a.App != app || !a.Corral || !w.Contains(a.Time) {
+			continue
+		}
+		if !found || a.Time.After(best.Time) {
+			best, found = a, true
+		}
+	}
+	return best, found
 }

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/robfig/cron/v3"
+
+	"github.com/corralhq/corral/internal/apply"
 )
 
 func TestWindowAt(t *testing.T) {
@@ -43,5 +45,25 @@ func TestWindowAt(t *testing.T) {
 				t.Errorf("Contains wrong at the edges of %v", w)
 			}
 		})
+	}
+}
+
+func TestTakenIn(t *testing.T) {
+	day := time.Date(2026, 11, 24, 3, 30, 0, 0, time.UTC)
+	w := Window{Start: day, End: day.Add(24 * time.Hour)}
+	archives := []apply.Archive{
+		{App: "web", VolID: "before", Corral: true, Time: day.Add(-time.Second)},
+		{App: "web", VolID: "foreign", Corral: false, Time: day.Add(time.Hour)},
+		{App: "db", VolID: "other-app", Corral: true, Time: day.Add(time.Hour)},
+		{App: "web", VolID: "first", Corral: true, Time: day},
+		{App: "web", VolID: "newest", Corral: true, Time: day.Add(2 * time.Hour)},
+		{App: "web", VolID: "next-window", Corral: true, Time: w.End},
+	}
+	got, ok := TakenIn(archives, "web", w)
+	if !ok || got.VolID != "newest" {
+		t.Errorf("TakenIn(web) = %q, %v; want newest, true", got.VolID, ok)
+	}
+	if got, ok := TakenIn(archives[:3], "web", w); ok {
+		t.Errorf("TakenIn without corral archives of web in the window = %q, want none", got.VolID)
 	}
 }
