@@ -138,7 +138,7 @@ func (d *decoder) buildApp(v *value, adopted map[string]*value) App {
 	a.Provision = d.buildProvision(v, a.Name)
 	a.Health = d.buildHealth(v)
 	bv := v.object("backup")
-	a.Backup = BackupPolicy{Keep: int(bv.intOr("keep")), Storage: bv.strOr("storage"), Mode: bv.strOr("mode")}
+	a.Backup = BackupPolicy{Keep: int(bv.intOr("keep")), Storage: bv.strOr("storage"), Mode: bv.strOr("mode"), Schedule: bv.strOr("schedule")}
 	a.SnapshotBeforeChange = v.boolOr("snapshotBeforeChange")
 	d.composeFeatures(v, &a)
 	return a

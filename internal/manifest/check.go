@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/robfig/cron/v3"
 	"golang.org/x/crypto/ssh"
 )
 
@@ -40,6 +41,16 @@ func checkIPv4(s string) string {
 	a, err := netip.ParseAddr(s)
 	if err != nil || !a.Is4() {
 		return "not an IPv4 address"
+	}
+	return ""
+}
+
+// checkCron accepts what corral agent's scheduler will parse: the five
+// standard cron fields or a descriptor (@daily, @every 1h). Checking here
+// means a typo fails corral check, not a backup at 3 a.m.
+func checkCron(s string) string {
+	if _, err := cron.ParseStandard(s); err != nil {
+		return "not a cron schedule (five fields: minute hour day-of-month month day-of-week, or a descriptor)"
 	}
 	return ""
 }

@@ -195,6 +195,9 @@ type BackupPolicy struct {
 	Keep    int    // archives to keep; 0 keeps all
 	Storage string // PVE storage for the archives
 	Mode    string // vzdump mode: snapshot, stop or suspend
+	// Schedule is when corral agent backs the app up (a standard cron
+	// expression, checked at parse time); "" for never.
+	Schedule string
 }
 
 // Reclaim says whether corral may ever free a volume.

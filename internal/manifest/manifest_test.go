@@ -309,7 +309,7 @@ apps:
     health:
       - { name: web, http: "https://web.example:8443/", expect: 204, timeout: 2s, retries: 0, interval: 500ms }
       - { tcp: "[::1]:80" }
-    backup: { keep: 3, storage: pbs, mode: stop }
+    backup: { keep: 3, storage: pbs, mode: stop, schedule: "@daily" }
     snapshotBeforeChange: true`,
 			with(func(a *manifest.App) {
 				a.VMID = 120
@@ -339,7 +339,7 @@ apps:
 					{Kind: "tcp", Name: "tcp: [::1]:80", Address: "[::1]:80",
 						Timeout: 5 * time.Second, Retries: 10, Interval: 3 * time.Second},
 				}
-				a.Backup = manifest.BackupPolicy{Keep: 3, Storage: "pbs", Mode: "stop"}
+				a.Backup = manifest.BackupPolicy{Keep: 3, Storage: "pbs", Mode: "stop", Schedule: "@daily"}
 				a.SnapshotBeforeChange = true
 			})},
 		{"compose with nesting written", `
