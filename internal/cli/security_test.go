@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -132,6 +133,21 @@ func TestUnboundedReadsRefused(t *testing.T) {
 		code := Run(context.Background(), tc.args, strings.NewReader(""), &out, &errb)
 		if code != ExitError || !strings.Contains(errb.String()+out.String(), tc.want) {
 			t.Errorf("corral %s: exit %d\n%s%s", strings.Join(tc.args, " "), code, out.String(), errb.String())
+		}
+	}
+}
+
+// A description line that reads as one of corral's markers once
+// normalized (a no-break space before corral-hostkey:, a zero-width
+// space, a line break PVE or a browser may honour) is refused, so no
+// manifest can plant a host-key pin (issue 12, item 2).
+func TestDescriptionCannotPlantMarkers(t *testing.T) {
+	for _, desc := range []string{"\u00a0corral-hostkey: ssh-ed25519 AAAA", "ok\u2028corral-app: other", "\u200bcorral-provisioned: 0", "x\rCORRAL-hostkey: k"} {
+		m := writeManifest(t, "apps:\n  - name: web\n    template: local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst\n    description: "+strconv.Quote(desc)+"\n")
+		var out, errb bytes.Buffer
+		code := Run(context.Background(), []string{"validate", "-f", m}, strings.NewReader(""), &out, &errb)
+		if code != ExitError || !strings.Contains(errb.String(), "reserved for corral's own lines") {
+			t.Errorf("description %q: exit %d\n%s%s", desc, code, out.String(), errb.String())
 		}
 	}
 }

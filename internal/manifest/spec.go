@@ -239,7 +239,7 @@ var appSpec = &field{
 				allowed: "letters, digits, '_', '+', '.' and '-', not starting with '+', '.' or '-'; not corral or corral-…"}},
 		{key: "onboot", kind: kindBool, def: false,
 			doc: "Start the container when the node boots."},
-		{key: "description", kind: kindString, maxLen: maxDescription,
+		{key: "description", kind: kindString, maxLen: maxDescription, check: DescriptionProblem,
 			forbid: `(^|\n)[\t\v\f\r ]*corral-`, forbidMsg: "a line starts with corral-, which is reserved for corral's own lines",
 			doc: "Free text shown in the PVE web interface. corral appends its own lines, which start with corral-."},
 		{key: "password", kind: kindString, minLen: 5, sensitive: true,

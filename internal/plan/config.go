@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/corralhq/corral/internal/manifest"
 	"github.com/corralhq/corral/internal/propstr"
 )
 
@@ -89,7 +90,7 @@ func WithHostKey(desc, hostKey string) string {
 func WithGuestMarkers(desc string, hostKey, provisioned string) string {
 	var b strings.Builder
 	for _, line := range strings.SplitAfter(desc, "\n") {
-		t := strings.TrimSpace(line)
+		t := manifest.MarkerLine(line)
 		if line == "" || strings.HasPrefix(t, markerHostKey) || strings.HasPrefix(t, markerGuest) {
 			continue
 		}
@@ -118,11 +119,14 @@ type Marker struct {
 	Provisioned string
 }
 
-// ParseMarker reads corral's marker lines from a description.
+// ParseMarker reads corral's marker lines from a description. Lines are
+// split and normalized by manifest.DescriptionLines and MarkerLine, the
+// functions the manifest's check of user descriptions uses, so no line a
+// user wrote can be read as a marker.
 func ParseMarker(desc string) Marker {
 	var m Marker
-	for _, line := range strings.Split(desc, "\n") {
-		line = strings.TrimSpace(line)
+	for _, line := range manifest.DescriptionLines(desc) {
+		line = manifest.MarkerLine(line)
 		if v, ok := strings.CutPrefix(line, markerApp); ok {
 			m.App = strings.TrimSpace(v)
 		}
@@ -161,8 +165,8 @@ func KeeperDescriptionWith(records map[VolumeKey]string, intents map[VolumeKey]A
 // ParseKeeperProjects reads "corral-project: app=project" lines.
 func ParseKeeperProjects(desc string) map[string]string {
 	out := map[string]string{}
-	for _, line := range strings.Split(desc, "\n") {
-		v, ok := strings.CutPrefix(strings.TrimSpace(line), markerProject)
+	for _, line := range manifest.DescriptionLines(desc) {
+		v, ok := strings.CutPrefix(manifest.MarkerLine(line), markerProject)
 		if !ok {
 			continue
 		}
@@ -177,8 +181,8 @@ func ParseKeeperProjects(desc string) map[string]string {
 // ParseKeeperIntents reads "corral-adopting: app/name=SOURCE>unusedN" lines.
 func ParseKeeperIntents(desc string) map[VolumeKey]AdoptIntent {
 	out := map[VolumeKey]AdoptIntent{}
-	for _, line := range strings.Split(desc, "\n") {
-		v, ok := strings.CutPrefix(strings.TrimSpace(line), markerAdopting)
+	for _, line := range manifest.DescriptionLines(desc) {
+		v, ok := strings.CutPrefix(manifest.MarkerLine(line), markerAdopting)
 		if !ok {
 			continue
 		}
@@ -195,8 +199,8 @@ func ParseKeeperIntents(desc string) map[VolumeKey]AdoptIntent {
 // ParseKeeperRecords reads "corral-volume: app/name=volid" lines.
 func ParseKeeperRecords(desc string) map[VolumeKey]string {
 	out := map[VolumeKey]string{}
-	for _, line := range strings.Split(desc, "\n") {
-		v, ok := strings.CutPrefix(strings.TrimSpace(line), markerVolume)
+	for _, line := range manifest.DescriptionLines(desc) {
+		v, ok := strings.CutPrefix(manifest.MarkerLine(line), markerVolume)
 		if !ok {
 			continue
 		}

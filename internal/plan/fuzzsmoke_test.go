@@ -40,3 +40,15 @@ func TestFuzzParseKeeperRecordsSmoke(t *testing.T) {
 	in := mutate.New(1, dict...).Inputs(mutate.Seeds(t, "FuzzParseKeeperRecords", added), 4000)
 	mutate.Run(t, in, func(t *testing.T, a []any) { checkParseKeeperRecords(t, a[0].(string)) })
 }
+
+func TestFuzzDescriptionMarkersSmoke(t *testing.T) {
+	var added [][]any
+	for _, s := range fuzzDescriptionMarkersSeeds {
+		added = append(added, []any{s})
+	}
+	dict := []string{"corral-hostkey: ", "corral-app: ", "corral-provisioned: ", "corral-volume: ", "corral-adopting: ", "corral-", "CORRAL-",
+		"\n", "\r", "\r\n", "\v", "\f", "\u0085", "\u2028", "\u2029", " ", "\t", "\u00a0", "\u200b", "\u200d", "\ufeff", "\u202e", "\u3000", "\u2003", "\u00ad", "\x00", "\xff",
+		"a/b=local:1", ">unused0", "ssh-ed25519 AAAA"}
+	in := mutate.New(1, dict...).Inputs(mutate.Seeds(t, "FuzzDescriptionMarkers", added), 6000)
+	mutate.Run(t, in, func(t *testing.T, a []any) { checkDescriptionMarkers(t, a[0].(string)) })
+}

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/corralhq/corral/internal/manifest"
 )
 
 // A keeper records which volume is which in two places PVE keeps:
@@ -100,8 +102,8 @@ func (l *Lease) String() string {
 
 // ParseLease reads the lease line of a keeper's Notes, or nil.
 func ParseLease(desc string) *Lease {
-	for _, line := range strings.Split(desc, "\n") {
-		v, ok := strings.CutPrefix(strings.TrimSpace(line), markerLease)
+	for _, line := range manifest.DescriptionLines(desc) {
+		v, ok := strings.CutPrefix(manifest.MarkerLine(line), markerLease)
 		if !ok {
 			continue
 		}
@@ -202,8 +204,8 @@ func RestoreMarker(stamp string) string { return markerRestore + "stamp=" + stam
 
 // ParseRestoreMarker returns the stamp of a restore marker, or "".
 func ParseRestoreMarker(desc string) string {
-	for _, line := range strings.Split(desc, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), markerRestore+"stamp="); ok {
+	for _, line := range manifest.DescriptionLines(desc) {
+		if v, ok := strings.CutPrefix(manifest.MarkerLine(line), markerRestore+"stamp="); ok {
 			return strings.TrimSpace(v)
 		}
 	}
@@ -214,7 +216,7 @@ func ParseRestoreMarker(desc string) string {
 func WithoutRestoreMarker(desc string) string {
 	var b strings.Builder
 	for _, line := range strings.SplitAfter(desc, "\n") {
-		if !strings.HasPrefix(strings.TrimSpace(line), markerRestore) {
+		if !strings.HasPrefix(manifest.MarkerLine(line), markerRestore) {
 			b.WriteString(line)
 		}
 	}
