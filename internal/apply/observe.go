@@ -85,6 +85,9 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 					return nil, err
 				}
 				if err == nil {
+					g := obs.Others[r.VMID]
+					g.RootFS = plan.ParseMountPoint(conf["rootfs"]).Volume
+					obs.Others[r.VMID] = g
 					strangers[r.VMID] = &plan.CT{VMID: r.VMID, Node: r.Node, Status: r.Status, Lock: conf["lock"], Config: conf, Pending: pending, Digest: digest}
 				}
 			}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -12,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/corralhq/corral/internal/plan"
 )
 
 // dialRecorder replaces the endpoint dialler for one test: loopback
@@ -149,5 +152,30 @@ func TestDescriptionCannotPlantMarkers(t *testing.T) {
 		if code != ExitError || !strings.Contains(errb.String(), "reserved for corral's own lines") {
 			t.Errorf("description %q: exit %d\n%s%s", desc, code, out.String(), errb.String())
 		}
+	}
+}
+
+// Volumes over the kernel's file systems and adoptions of a root file
+// system are refused before anything changes (issue 12, item 4).
+func TestMountAndAdoptGaps(t *testing.T) {
+	for _, mount := range []string{"/proc", "/sys/fs", "/dev"} {
+		m := writeManifest(t, "apps:\n  - name: web\n    template: local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst\n    volumes:\n      - name: v\n        size: 1G\n        mount: "+mount+"\n")
+		var out, errb bytes.Buffer
+		if code := Run(context.Background(), []string{"validate", "-f", m}, strings.NewReader(""), &out, &errb); code != ExitError || !strings.Contains(errb.String(), "is the kernel's") {
+			t.Errorf("mount %s: exit %d\n%s", mount, code, errb.String())
+		}
+	}
+	c := newCluster(t)
+	m := writeManifest(t, threeVolumes("alpha"))
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	k := c.keepers()[0]
+	rootfs := plan.ParseMountPoint(c.config(k)["rootfs"]).Volume
+	thief := writeManifestIn(t, "thief", "apps:\n  - name: beta\n    template: local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst\n    volumes:\n      - name: sys\n        mount: /srv/sys\n        adopt: "+rootfs+"\n")
+	before := len(c.srv.Cluster().Resources("vm"))
+	if r := c.run("apply", "-f", thief, "--auto-approve"); r.code != ExitError || !strings.Contains(r.stdout+r.stderr, fmt.Sprintf("is the root file system of keeper %d", k)) {
+		t.Errorf("adopting the keeper's rootfs: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if after := len(c.srv.Cluster().Resources("vm")); after != before {
+		t.Errorf("guests %d → %d after a refused apply", before, after)
 	}
 }

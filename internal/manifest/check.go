@@ -107,6 +107,11 @@ func checkMount(s string) string {
 	case strings.ContainsAny(s, ",; \t\n\v\f\r"):
 		return "commas, semicolons and spaces cannot be written into a PVE mount point"
 	}
+	for _, sys := range []string{"/proc", "/sys", "/dev"} {
+		if s == sys || strings.HasPrefix(s, sys+"/") {
+			return sys + " is the kernel's (LXC mounts its own " + sys + " there at start); a volume there would hide it"
+		}
+	}
 	return ""
 }
 

@@ -687,6 +687,24 @@ func sortedVolumeKeys[V any](m map[VolumeKey]V) []VolumeKey {
 // volume to two apps, and a destroy --delete-volumes of one would free
 // the other's data.
 func adoptTaken(app string, v Volume, node string, obs *Observed) string {
+	// A root file system is its container's system: never adopted.
+	for _, k := range obs.Keepers[node] {
+		if ParseMountPoint(k.Config["rootfs"]).Volume == v.Adopt {
+			return fmt.Sprintf("app %s: volume %s: adopt: %s is the root file system of keeper %d; adopt data volumes only", app, v.Name, v.Adopt, k.VMID)
+		}
+	}
+	for _, name := range sortedKeys(obs.Apps) {
+		for _, ct := range obs.Apps[name] {
+			if ParseMountPoint(ct.Config["rootfs"]).Volume == v.Adopt {
+				return fmt.Sprintf("app %s: volume %s: adopt: %s is the root file system of container %d (app %s); adopt data volumes only", app, v.Name, v.Adopt, ct.VMID, name)
+			}
+		}
+	}
+	for _, g := range obs.Others {
+		if g.RootFS != "" && g.RootFS == v.Adopt {
+			return fmt.Sprintf("app %s: volume %s: adopt: %s is the root file system of %s %d (%s); adopt data volumes only", app, v.Name, v.Adopt, g.Type, g.VMID, orNone(g.Name))
+		}
+	}
 	for _, k := range obs.Keepers[node] {
 		for vk, volid := range k.Records {
 			if volid == v.Adopt {

@@ -107,6 +107,8 @@ type Guest struct {
 	Node string
 	Type string // lxc | qemu
 	Name string
+	// RootFS is a container's root file system volume ("" unread).
+	RootFS string
 }
 
 // Holder returns the keeper on node that records key, or nil.
