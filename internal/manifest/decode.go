@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"regexp"
 	"slices"
@@ -481,11 +480,9 @@ func yamlInt(n *yaml.Node) (int64, bool) {
 		var i int64
 		return i, n.Decode(&i) == nil
 	case "!!float":
-		var f float64
-		if n.Decode(&f) != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
-			return 0, false
-		}
-		return int64(f), true
+		// 2.0 and 1.5e2 are floats in YAML and in PVE's schema alike: an
+		// integer field refuses them rather than guess.
+		return 0, false
 	}
 	return 0, false
 }

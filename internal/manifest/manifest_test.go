@@ -197,7 +197,7 @@ apps:
     template: debian-12-standard_12.12-1_amd64.tar.zst
     unprivileged: true
     cores: 4
-    memory: 2048.0
+    memory: 2048
     swap: 0
     rootfs: { storage: fast, size: 1.5T }
     features: { nesting: false }
