@@ -216,3 +216,13 @@ func checkHostPort(s string) string {
 	}
 	return ""
 }
+
+// checkAppName refuses the names corral gives its own containers and
+// tags (corral, corral-keeper, corral-…): an app called corral-keeper
+// would be taken for a keeper.
+func checkAppName(s string) string {
+	if s == "corral" || strings.HasPrefix(s, "corral-") {
+		return "corral and names starting with corral- are corral's own (its keeper containers and tags)"
+	}
+	return ""
+}

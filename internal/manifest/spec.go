@@ -171,7 +171,7 @@ var appSpec = &field{
 	fields: []*field{
 		{key: "name", kind: kindString, required: true,
 			doc:     "Name of the app, unique in the manifest. It is also the container's hostname.",
-			pattern: namePattern, allowed: nameAllowed},
+			pattern: namePattern, allowed: nameAllowed, check: checkAppName},
 		{key: "node", kind: kindString,
 			doc:     "PVE node to run on. Default: the node the container is on, or the first node for a new one.",
 			pattern: `^[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?$`, maxLen: 63,
