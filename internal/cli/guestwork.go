@@ -46,11 +46,13 @@ func guestWork(f *manifest.File) map[string]apply.GuestWork {
 	return out
 }
 
-// envQuote quotes a value for an env file that both systemd's
-// EnvironmentFile and docker compose's env_file read the same way: plain
-// when it is safe, else in double quotes with \ and " escaped.
+// envQuote quotes a value for an env file that systemd's
+// EnvironmentFile, docker compose's env_file and a POSIX shell sourcing
+// the file read the same way: plain only when it holds nothing any of them
+// treats specially (a shell would take F=a>/path as a redirect), else in
+// double quotes with \, ", $ and ` escaped.
 func envQuote(v string) string {
-	if v != "" && !strings.ContainsAny(v, " \t\"'\\$`#\n") {
+	if v != "" && !strings.ContainsAny(v, " \t\"'\\$`#\n<>|&;()*?[]~{}!") {
 		return v
 	}
 	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`, "$", `\$`, "`", "\\`")
