@@ -467,3 +467,18 @@ func TestNew_plainHTTP(t *testing.T) {
 		}
 	}
 }
+
+// A connection closed without an answer says so, not a bare EOF (issue
+// 12, item 5).
+func TestClient_droppedConnectionExplained(t *testing.T) {
+	c := newTestClient(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			conn.Close()
+		}
+	}))
+	err := c.Get(ctx(t), "/nodes", nil, nil)
+	if err == nil || !strings.Contains(err.Error(), "the connection was closed before PVE answered") {
+		t.Fatalf("err = %v", err)
+	}
+}

@@ -197,6 +197,11 @@ func (c *Client) transportError(method, escPath string, err error) error {
 	if errors.As(err, &ve) && len(ve.UnverifiedCertificates) > 0 {
 		return fmt.Errorf("%s: %w", where, &CertError{Fingerprint: fingerprintOf(ve.UnverifiedCertificates[0]), Err: ve})
 	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		// A bare "EOF" says nothing: PVE (or a proxy, or the network)
+		// closed the connection before it answered.
+		return fmt.Errorf("%s: the connection was closed before PVE answered (pveproxy restarting, a proxy, or the network): %w", where, err)
+	}
 	return fmt.Errorf("%s: %w", where, err)
 }
 
