@@ -102,7 +102,7 @@ func AppCT(obs *plan.Observed, app string) (*plan.CT, error) {
 	for _, ct := range cts {
 		ids = append(ids, strconv.Itoa(ct.VMID))
 	}
-	return nil, fmt.Errorf("app %s has %d containers (%s), an interrupted replace or restore: destroy the one you do not want, then try again", app, len(cts), strings.Join(ids, ", "))
+	return nil, fmt.Errorf("app %s has %d containers carrying its tag (%s), and corral cannot tell which is the app's (one was copied or tagged outside corral): remove the tag from the others, then try again", app, len(cts), strings.Join(ids, ", "))
 }
 
 // volumeNames maps the volids the keepers record to their names.

@@ -215,7 +215,8 @@ func appChange(a *App, node string, obs *Observed) (Change, []string) {
 		for _, ct := range cts {
 			ids = append(ids, strconv.Itoa(ct.VMID))
 		}
-		return c, []string{fmt.Sprintf("app %s: %d containers carry its tag (%s); an earlier run was interrupted mid-replace: destroy the one you do not want (its volumes are safe in the keeper) and plan again", a.Name, len(cts), strings.Join(ids, ", "))}
+		return c, []string{fmt.Sprintf("app %s: %d containers carry its tag %s%s (%s), and corral cannot tell which one is the app's (one was copied, or tagged, outside corral): "+
+			"remove the tag from the ones that are not (in the web UI, or pct set VMID --tags …), or destroy them if nothing on them is needed, then plan again", a.Name, len(cts), TagAppPrefix, a.Name, strings.Join(ids, ", "))}
 	}
 	var ct *CT
 	if len(cts) == 1 {

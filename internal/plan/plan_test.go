@@ -137,7 +137,8 @@ func TestMake_Refused(t *testing.T) {
 			"app hermes: volume home is recorded as local-lvm:vm-999-disk-1, which no longer exists on node pve: it was removed outside corral; corral will not silently create an empty one — remove the volume from the manifest or restore it"},
 		{"two containers", func(_ *plan.App, o *plan.Observed) {
 			o.Apps["hermes"] = append(o.Apps["hermes"], &plan.CT{VMID: 106, Node: "pve", Status: "stopped", Config: map[string]string{}})
-		}, "app hermes: 2 containers carry its tag (105, 106); an earlier run was interrupted mid-replace: destroy the one you do not want (its volumes are safe in the keeper) and plan again"},
+		}, "app hermes: 2 containers carry its tag corral-app-hermes (105, 106), and corral cannot tell which one is the app's (one was copied, or tagged, outside corral): " +
+			"remove the tag from the ones that are not (in the web UI, or pct set VMID --tags …), or destroy them if nothing on them is needed, then plan again"},
 		{"unknown node", func(a *plan.App, _ *plan.Observed) { a.Node = "pve9" }, `app hermes: node "pve9" does not exist (nodes: pve)`},
 	}
 	for _, tt := range tests {
