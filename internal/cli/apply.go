@@ -69,6 +69,9 @@ func runApply(cmd *cobra.Command, st *streams, a *applyArgs) error {
 	if a.parallelism < 1 {
 		return fmt.Errorf("--parallelism %d: want 1 or more", a.parallelism)
 	}
+	if a.lockWait < 0 {
+		return fmt.Errorf("--lock-wait %s: want 0 or more", a.lockWait)
+	}
 	start := time.Now()
 	j, err := openJob(cmd.Context(), st, a.ff, a.cf)
 	if err != nil {

@@ -179,3 +179,14 @@ func TestMountAndAdoptGaps(t *testing.T) {
 		t.Errorf("guests %d → %d after a refused apply", before, after)
 	}
 }
+
+// Negative durations are refused (issue 12, item 4).
+func TestNegativeDurationsRefused(t *testing.T) {
+	m := writeManifest(t, "apps:\n  - name: web\n    template: local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst\n")
+	for _, args := range [][]string{{"apply", "-f", m, "--lock-wait", "-5s"}, {"apply", "-f", m, "--lock-timeout", "-1m"}, {"destroy", "-f", m, "--lock-timeout", "-1s"}} {
+		var out, errb bytes.Buffer
+		if code := Run(context.Background(), args, strings.NewReader(""), &out, &errb); code != ExitError || !strings.Contains(errb.String(), "want 0 or more") {
+			t.Errorf("corral %s: exit %d\n%s", strings.Join(args, " "), code, errb.String())
+		}
+	}
+}
