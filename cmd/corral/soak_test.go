@@ -133,6 +133,9 @@ func TestSoak(t *testing.T) {
 		if violations > 0 {
 			t.Logf("round %d processes: %+v", round, r.results)
 		}
+		if testing.Verbose() && round%10 == 0 {
+			t.Logf("round %d: %d SIGKILLs and %d placeholders so far, %s", round, r.kills, r.placeholders, time.Since(start).Round(time.Second))
+		}
 		if violations > 0 {
 			break
 		}
