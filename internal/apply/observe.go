@@ -209,7 +209,7 @@ func guestsSettled(ctx context.Context, c *pve.Client, opts ObserveOptions, node
 			if opts.OnWait != nil {
 				opts.OnWait("waiting for " + strings.Join(busy, ", ") + " to end")
 			}
-			if err := sleepCtx(ctx, delay); err != nil {
+			if err := sleep(ctx, delay); err != nil {
 				return nil, err
 			}
 			delay = min(2*delay, 2*time.Second)
@@ -389,17 +389,6 @@ func busyTasks(ctx context.Context, c *pve.Client, res []resource, nodes []strin
 		}
 	}
 	return busy, nil
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // readCT reads a container's config in one request, GET …/pending: the
