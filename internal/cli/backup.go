@@ -71,6 +71,22 @@ func (j *backupJob) app(name string) (*manifest.App, bool) {
 
 func (j *backupJob) err(err error) error { return redactErr(j.f, err) }
 
+// lockApp takes corral's lock on the node of app's container ct (found
+// in obs) for command, and reads the container again under the lock; the
+// caller releases the lock.
+func (j *backupJob) lockApp(ctx context.Context, st *streams, obs *plan.Observed, app string, ct *plan.CT, command string, lf lockFlags) (*held, *plan.CT, error) {
+	lock, err := lockNodes(ctx, st, j.ex, obs, []string{ct.Node}, command, lf, nil)
+	if err != nil {
+		return nil, nil, j.err(err)
+	}
+	_, fresh, err := j.appCT(lock.ctx, app)
+	if err != nil {
+		lock.release()
+		return nil, nil, err
+	}
+	return lock, fresh, nil
+}
+
 // appCT reads the cluster and finds the app's one container.
 func (j *backupJob) appCT(ctx context.Context, app string) (*plan.Observed, *plan.CT, error) {
 	obs, err := apply.Observe(ctx, j.s.client)
@@ -585,15 +601,12 @@ the rollback; corral starts it again if it was running, or with --start.`,
 					return err
 				}
 			}
-			lock, err := lockNodes(ctx, st, j.ex, obs, []string{ct.Node}, "rollback", lf, nil)
+			lock, ct, err := j.lockApp(ctx, st, obs, args[0], ct, "rollback", lf)
 			if err != nil {
-				return j.err(err)
+				return err
 			}
 			defer lock.release()
 			ctx = lock.ctx
-			if _, ct, err = j.appCT(ctx, args[0]); err != nil {
-				return err
-			}
 			if err := j.ex.RollbackStart(ctx, ct, args[1], start || ct.Status == "running"); err != nil {
 				return j.err(err)
 			}

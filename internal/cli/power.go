@@ -39,15 +39,12 @@ func powerCmd(verb, short string, do func(*apply.Executor, context.Context, stri
 				if err != nil {
 					return err
 				}
-				lock, err := lockNodes(ctx, st, j.ex, obs, []string{ct.Node}, verb, lf, nil)
+				lock, ct, err := j.lockApp(ctx, st, obs, args[0], ct, verb, lf)
 				if err != nil {
-					return j.err(err)
+					return err
 				}
 				defer lock.release()
 				ctx = lock.ctx
-				if _, ct, err = j.appCT(ctx, args[0]); err != nil {
-					return err
-				}
 				if err := do(j.ex, ctx, args[0], ct); err != nil {
 					return j.err(err)
 				}
