@@ -414,6 +414,9 @@ func (c *Cluster) createStartLocked(g *Guest) error {
 	if g.IsTemplate() {
 		return Failf("you can't start a CT if it's a template\n")
 	}
+	if err := checkBridges(g.Config); err != nil {
+		return err
+	}
 	if err := checkQuotas(g); err != nil {
 		return err
 	}

@@ -350,6 +350,8 @@ func TestCluster_CreateCT_syncErrors(t *testing.T) {
 			status: 500, msg: "unable to use volume " + DefaultTemplate + " - content type needs to be 'backup'\n"},
 		{name: "MTU larger than the bridge's", auth: "root", params: map[string]string{"net0": "name=eth0,bridge=vmbr0,mtu=9000"},
 			status: 500, msg: "net0: MTU size '9000' is bigger than bridge MTU '1500'\n"},
+		{name: "MTU on a bridge that does not exist", auth: "root", params: map[string]string{"net0": "name=eth0,bridge=vmbr9,mtu=1400"},
+			status: 500, msg: "bridge 'vmbr9' does not exist\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
