@@ -26,7 +26,7 @@ const (
 // repair it.
 type Finding struct {
 	Severity  Severity `json:"severity"`
-	Kind      string   `json:"kind"` // privilege, intersection, root-only, tls, auth, connection, storage, template, space, vmid, version
+	Kind      string   `json:"kind"` // privilege, intersection, root-only, tls, auth, connection, storage, template, network, space, vmid, version
 	App       string   `json:"app,omitempty"`
 	Path      string   `json:"path,omitempty"`
 	Privilege string   `json:"privilege,omitempty"`

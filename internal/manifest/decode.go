@@ -380,6 +380,8 @@ func (d *decoder) size(n *yaml.Node, v *value) {
 		d.report(v.node, v.path, "invalid size"+v.subject(), sizeAllowed)
 	case err != nil:
 		d.report(v.node, v.path, "invalid size"+v.subject()+": "+err.Error(), sizeAllowed)
+	case v.f != nil && size < v.f.minSize:
+		d.report(v.node, v.path, fmt.Sprintf("size %s is too small: at least %s (%s)", s, v.f.minSize, v.f.minSizeWhy), "")
 	default:
 		v.size, v.ok = size, true
 	}

@@ -45,6 +45,11 @@ type field struct {
 	// Integers: min is always meaningful; max 0 means no upper bound.
 	min, max int64
 
+	// Sizes: the smallest accepted, 0 for any positive size.
+	minSize Size
+	// minSizeWhy says why, in diagnostics.
+	minSizeWhy string
+
 	// Lists and objects.
 	items    *field
 	minItems int
@@ -140,6 +145,17 @@ const (
 )
 
 // sizeAllowed is what a size may look like.
+// minRootfs is the smallest root file system corral accepts. PVE
+// itself takes any size and then fails the create when the template does
+// not fit while it is unpacked: the smallest template of PVE's catalogue
+// (Alpine) unpacks into about 10M, the Debian and Ubuntu standard ones
+// into 400-700M. Below 256M nothing useful runs, and a value like 1M is a
+// typo for 1G that would otherwise be found only by a failed create.
+const (
+	minRootfs    = 256 * MiB
+	minRootfsWhy = "the template is unpacked into it; even Alpine's needs room to run, Debian's and Ubuntu's about 1G"
+)
+
 const sizeAllowed = "a whole number of MiB written with unit M, G or T, e.g. 512M, 10G, 1.5T"
 
 // durationAllowed is what a duration may look like.
@@ -197,8 +213,8 @@ var appSpec = &field{
 			fields: []*field{
 				{key: "storage", kind: kindString, def: defaultStorage,
 					doc: "PVE storage to allocate the root file system on.", pattern: storagePattern, allowed: storageAllowed},
-				{key: "size", kind: kindSize, def: defaultRootfs,
-					doc: "Size of the root file system, e.g. 8G. It can grow in place but not shrink."},
+				{key: "size", kind: kindSize, def: defaultRootfs, minSize: minRootfs, minSizeWhy: minRootfsWhy,
+					doc: "Size of the root file system, e.g. 8G, at least 256M. It can grow in place but not shrink."},
 			}},
 		{key: "features", kind: kindObject,
 			doc: "Container feature flags. An API token may set only nesting; the others need root@pam.",

@@ -99,6 +99,18 @@ type Observed struct {
 	// …) as the nodes' storage lists report it; the type decides whether
 	// PVE can snapshot a volume on it.
 	StorageTypes map[string]string
+	// Storages maps a node to the storages the token sees there, with
+	// their content types: a template or rootfs on a storage not listed
+	// cannot be used there (it does not exist, is disabled or not on that
+	// node, or the token holds no privilege on it). Nil for a node whose
+	// list was not read.
+	Storages map[string]map[string][]string
+	// Bridges maps a node to the bridges GET /nodes/{node}/network lists
+	// to the token (PVE lists only those it holds SDN.Audit or SDN.Use
+	// on). A node is absent when the list could not be read or was empty;
+	// BridgeWarnings then says why, and bridges are not checked there.
+	Bridges        map[string][]string
+	BridgeWarnings map[string]string
 }
 
 // Guest is a VM or CT that is not corral's.
