@@ -46,15 +46,13 @@ func guestWork(f *manifest.File) map[string]apply.GuestWork {
 	return out
 }
 
-// envQuote quotes a value for an env file that systemd's
-// EnvironmentFile, docker compose's env_file and a POSIX shell sourcing
-// the file read the same way: plain only when it holds nothing any of them
-// treats specially (a shell would take F=a>/path as a redirect), else in
-// double quotes with \, ", $ and ` escaped.
+// envQuote is manifest.EnvFileValue for a value the manifest check
+// accepted; a value it would refuse (only reachable by bypassing the
+// check) is written empty rather than misread.
 func envQuote(v string) string {
-	if v != "" && !strings.ContainsAny(v, " \t\"'\\$`#\n<>|&;()*?[]~{}!") {
-		return v
+	q, err := manifest.EnvFileValue(v)
+	if err != nil {
+		return `""`
 	}
-	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`, "$", `\$`, "`", "\\`")
-	return `"` + r.Replace(v) + `"`
+	return q
 }

@@ -156,12 +156,7 @@ func checkSource(s string) string {
 }
 
 // checkEnvValue rejects what one NAME=value line cannot hold.
-func checkEnvValue(s string) string {
-	if strings.ContainsAny(s, "\n\r\x00") {
-		return "holds a line break or NUL, which an environment file cannot hold"
-	}
-	return ""
-}
+func checkEnvValue(s string) string { return envValueProblem(s) }
 
 // checkHTTPURL accepts an http or https URL with a host.
 func checkHTTPURL(s string) string {
