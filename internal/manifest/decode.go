@@ -14,6 +14,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	goccy "github.com/goccy/go-yaml"
+	goccyparser "github.com/goccy/go-yaml/parser"
 	"gopkg.in/yaml.v3"
 )
 
@@ -126,8 +128,9 @@ var yamlTabErrors = []string{
 	"found a tab character that violates indentation",
 }
 
-// yamlError turns a yaml.v3 error into a diagnostic with a 1-based line,
-// and a column where the message points at a tab in the indentation.
+// yamlError turns a yaml.v3 error into a diagnostic with a 1-based line
+// and column: a tab in the indentation where the message is about one,
+// else where goccy/go-yaml finds the error.
 // yaml.v3 leaves the line out when it is the first one, and for an
 // unknown anchor, whose use is then found by searching the text.
 func (d *decoder) yamlError(err error, data []byte) {
@@ -142,14 +145,54 @@ func (d *decoder) yamlError(err error, data []byte) {
 	} else if m := yamlAnchorRE.FindStringSubmatch(err.Error()); m != nil {
 		if i := bytes.Index(data, []byte("*"+m[1])); i >= 0 {
 			line = 1 + bytes.Count(data[:i], []byte("\n"))
+			col = i - bytes.LastIndexByte(data[:i], '\n')
 		}
 	}
+	found := col > 0
 	if slices.Contains(yamlTabErrors, msg) {
 		if l, c, ok := indentTab(data, line); ok {
+			line, col, found = l, c, true
+		}
+	}
+	if !found {
+		if l, c, ok := syntaxErrorPos(data); ok && l >= line {
 			line, col = l, c
+		} else {
+			col = firstNonBlank(data, line)
 		}
 	}
 	d.diags.add(Pos{File: d.file, Line: line, Col: col}, "", "invalid YAML: "+msg, "")
+}
+
+// syntaxErrorPos asks a second YAML parser, goccy/go-yaml, where the
+// syntax error is: yaml.v3 keeps the column to itself, and for parser
+// errors it names the line where the enclosing block starts. The message
+// stays yaml.v3's (the parser whose reading of the manifest counts); the
+// position is used only when it is not before the line yaml.v3 names.
+func syntaxErrorPos(data []byte) (line, col int, ok bool) {
+	defer func() {
+		if recover() != nil {
+			line, col, ok = 0, 0, false
+		}
+	}()
+	_, err := goccyparser.ParseBytes(data, 0)
+	var se *goccy.SyntaxError
+	if !errors.As(err, &se) || se.Token == nil || se.Token.Position == nil {
+		return 0, 0, false
+	}
+	p := se.Token.Position
+	return p.Line, p.Column, p.Line > 0 && p.Column > 0
+}
+
+// firstNonBlank is the 1-based column of the first character of line
+// that is not a space or tab (1 for a blank or missing line).
+func firstNonBlank(data []byte, line int) int {
+	lines := bytes.Split(data, []byte("\n"))
+	if line < 1 || line > len(lines) {
+		return 1
+	}
+	text := lines[line-1]
+	return len(text) - len(bytes.TrimLeft(text, " \t")) + 1
 }
 
 // indentTab finds the first line at or after from (1-based) whose
