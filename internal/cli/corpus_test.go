@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/corralhq/corral/internal/pve"
+	"github.com/corralhq/corral/internal/sim"
 	"github.com/corralhq/corral/internal/testutil/secretscan"
 )
 
@@ -28,6 +29,7 @@ import (
 //	setup: apply -f SETUP --auto-approve   (run first, must exit 0; SETUP is the setup manifest)
 //	args: validate -f FILE                 (corral's arguments, split on spaces)
 //	env: NAME=VALUE                        (set for the run)
+//	faults: {"drop":1}                     (the emulator's faults for the run, a sim.FaultSpec)
 //	exit: 1
 //	stderr: <text stderr must hold>        (none: stderr must be empty)
 //	stdout: <text stdout must hold>        (none: stdout must be empty)
@@ -52,7 +54,7 @@ type corpusCase struct {
 	stdout       []string
 	files        map[string]string // section name → text
 	hasExit      bool
-	setupStdouts []string
+	faults       string // JSON of a sim.FaultSpec set after setup
 }
 
 func parseCase(t *testing.T, path string) corpusCase {
@@ -91,6 +93,8 @@ func parseCase(t *testing.T, path string) corpusCase {
 		case "env":
 			k, v, _ := strings.Cut(val, "=")
 			c.env[k] = v
+		case "faults":
+			c.faults = val
 		case "exit":
 			c.exit, err = strconv.Atoi(val)
 			c.hasExit = err == nil
@@ -218,6 +222,13 @@ func TestBadInputCorpus(t *testing.T) {
 				t.Setenv(k, strings.ReplaceAll(v, "{{DIR}}", dir))
 			}
 			before := c.state()
+			if tc.faults != "" {
+				var spec sim.FaultSpec
+				if err := json.Unmarshal([]byte(tc.faults), &spec); err != nil {
+					t.Fatalf("faults: %v", err)
+				}
+				c.srv.SetFaults(spec)
+			}
 
 			var out, errb bytes.Buffer
 			code := Run(context.Background(), expand(tc.args), strings.NewReader(""), &out, &errb)
@@ -237,6 +248,7 @@ func TestBadInputCorpus(t *testing.T) {
 					t.Errorf("%s: output holds %q:\n%s%s", cmdline, bad, stdout, stderr)
 				}
 			}
+			c.srv.SetFaults(sim.FaultSpec{})
 			after := c.state()
 			if b, a := mustJSON(t, before), mustJSON(t, after); b != a {
 				t.Errorf("%s changed the cluster:\nbefore: %s\nafter:  %s", cmdline, b, a)
