@@ -45,16 +45,16 @@ import (
 // <file>, <dir>, <addr> and <fp> stand for the manifest's path, its
 // directory, the endpoint's host:port and the emulator's fingerprint.
 type corpusCase struct {
-	name         string
-	setup        [][]string
-	args         []string
-	env          map[string]string
-	exit         int
-	stderr       []string
-	stdout       []string
-	files        map[string]string // section name → text
-	hasExit      bool
-	faults       string // JSON of a sim.FaultSpec set after setup
+	name    string
+	setup   [][]string
+	args    []string
+	env     map[string]string
+	exit    int
+	stderr  []string
+	stdout  []string
+	files   map[string]string // section name → text
+	hasExit bool
+	faults  string // JSON of a sim.FaultSpec set after setup
 }
 
 func parseCase(t *testing.T, path string) corpusCase {
@@ -114,7 +114,7 @@ func parseCase(t *testing.T, path string) corpusCase {
 
 // clusterState is what a bad input must leave as it was.
 type clusterState struct {
-	Resources []pve.ClusterResource `json:"resources"`
+	Resources []pve.ClusterResource   `json:"resources"`
 	Content   map[string][]pve.Volume `json:"content"` // node/storage → volumes
 }
 
