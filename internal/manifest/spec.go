@@ -146,14 +146,14 @@ const (
 
 // sizeAllowed is what a size may look like.
 // minRootfs is the smallest root file system corral accepts. PVE
-// itself takes any size and then fails the create when the template does
-// not fit while it is unpacked: the smallest template of PVE's catalogue
-// (Alpine) unpacks into about 10M, the Debian and Ubuntu standard ones
-// into 400-700M. Below 256M nothing useful runs, and a value like 1M is a
-// typo for 1G that would otherwise be found only by a failed create.
+// itself takes any size and then fails the create when tar runs out of
+// space unpacking the template: the Debian and Ubuntu standard templates
+// of PVE's catalogue take 500-600M, Alpine's about 12M. The floor is not
+// a fit check (that depends on the template) but catches what is surely
+// a typo, such as 1M for 1G, before anything is created.
 const (
 	minRootfs    = 256 * MiB
-	minRootfsWhy = "the template is unpacked into it; even Alpine's needs room to run, Debian's and Ubuntu's about 1G"
+	minRootfsWhy = "the template is unpacked into it: Debian's and Ubuntu's take 500-600M, Alpine's about 12M"
 )
 
 const sizeAllowed = "a whole number of MiB written with unit M, G or T, e.g. 512M, 10G, 1.5T"
