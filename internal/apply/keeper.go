@@ -262,9 +262,12 @@ func (e *Executor) createKeeper(ctx context.Context, node, tmpl, rootStorage str
 	return &keeper{e: e, node: node, vmid: vmid, records: map[plan.VolumeKey]string{}}, nil
 }
 
-// keeperRootSize is the keeper's rootfs size: it never starts, so it
-// needs next to none.
-const keeperRootSize = 128 << 20
+// keeperRootSize is the keeper's rootfs size. The keeper never starts,
+// but PVE unpacks the template into its rootfs when creating it, and
+// fails the create when tar runs out of space: the Debian and Ubuntu
+// standard templates take 500-600M (128M, the size before, fitted only
+// Alpine's). Thin and sparse storages allocate only what is written.
+const keeperRootSize = 1 << 30
 
 // keeperTemplate picks the template the keeper is made from: the first
 // app's on that node (it is fetched for the app anyway).
