@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/corralhq/corral/internal/sim"
+	"github.com/corralhq/corral/internal/sim/model"
 )
 
 // TestBridgeUncheckedWhenNetworkListUnreadable: when GET
@@ -29,5 +30,29 @@ func TestBridgeUncheckedWhenNetworkListUnreadable(t *testing.T) {
 	r = c.run("apply", "-f", m, "--auto-approve")
 	if r.code != 1 || !strings.Contains(r.stderr, "bridge 'vmbr9' does not exist") {
 		t.Errorf("apply: exit %d, want 1 with PVE's start error\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestBridgeUncheckedWhenTokenSeesNoBridge: PVE lists a bridge only to a
+// token with SDN.Audit or SDN.Use on it, so a token without them sees
+// none; plan then warns that bridges are not checked rather than call
+// every bridge missing (doctor names the missing SDN.Use).
+func TestBridgeUncheckedWhenTokenSeesNoBridge(t *testing.T) {
+	d := newDoctorCluster(t)
+	var privs []string
+	for _, p := range model.OperatorPrivileges {
+		if p != "SDN.Use" {
+			privs = append(privs, p)
+		}
+	}
+	d.setRole(model.OperatorRole, privs)
+	m := writeManifest(t, goodApp)
+	r := d.run("plan", "-f", m)
+	const warn = "the token sees no bridge on node pve (PVE lists a bridge only with SDN.Audit or SDN.Use on /sdn/zones/localnetwork/<bridge>): the bridges of apps there are not checked before apply"
+	if r.code != ExitChanges || !strings.Contains(r.stdout+r.stderr, warn) {
+		t.Errorf("plan: exit %d, want %d with the warning %q\nstdout:\n%s\nstderr:\n%s", r.code, ExitChanges, warn, r.stdout, r.stderr)
+	}
+	if strings.Contains(r.stdout+r.stderr, "does not exist on node") {
+		t.Errorf("plan calls the bridge missing:\n%s%s", r.stdout, r.stderr)
 	}
 }
