@@ -3,10 +3,13 @@ package apply_test
 import (
 	"context"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/corralhq/corral/internal/apply"
+	"github.com/corralhq/corral/internal/pve"
+	"github.com/corralhq/corral/internal/sim"
 	"github.com/corralhq/corral/internal/sim/model"
 )
 
@@ -47,5 +50,33 @@ func TestDeadRestorePlaceholderReportedAtOnce(t *testing.T) {
 	m := deadRestore.FindStringSubmatch(err.Error())
 	if m == nil || m[1] != m[2] || m[2] != m[3] {
 		t.Fatalf("error does not explain the dead restore: %v", err)
+	}
+}
+
+// A placeholder whose create task corral cannot see (someone else's create
+// under way, or none at all when PVE's API daemon died after writing it) is
+// waited for; when the wait ends, the refusal gives root's command.
+func TestUnseenCreateWaitedForThenExplained(t *testing.T) {
+	scale := 1.0
+	srv, err := sim.New(sim.Options{Dir: t.TempDir(), Listener: sim.ListenTLS, Listen: "127.0.0.1:0", TimeScale: &scale})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	// root's create runs for seconds at real durations; the operator token
+	// cannot see root's task.
+	if _, err := srv.Cluster().CreateCT(model.Auth{UserID: "root@pam"}, "pve", map[string]string{
+		"vmid": "170", "ostemplate": "local:vztmpl/" + debian12, "rootfs": "local-lvm:1",
+	}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := pve.New(pve.Config{Endpoint: srv.URL(), Token: srv.Credentials().OperatorToken, HTTPClient: srv.HTTPClient()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = apply.ObserveWith(context.Background(), c, apply.ObserveOptions{CreateWait: 200 * time.Millisecond})
+	if err == nil || !strings.Contains(err.Error(), "container(s) 170 on pve are still being created") ||
+		!strings.Contains(err.Error(), "on node pve run pct unlock 170 && pct destroy 170") {
+		t.Fatalf("want the wait's refusal with root's command, got %v", err)
 	}
 }

@@ -189,10 +189,11 @@ func guestsSettled(ctx context.Context, c *pve.Client, opts ObserveOptions, node
 		if err != nil {
 			return nil, fmt.Errorf("list guests: %w", err)
 		}
-		var creating []string
+		var creating, remove []string
 		for _, r := range res {
 			if r.Type == "lxc" && r.Lock == "create" && r.Tags == "" {
 				creating = append(creating, fmt.Sprintf("%d on %s", r.VMID, r.Node))
+				remove = append(remove, fmt.Sprintf("on node %s run pct unlock %d && pct destroy %d", r.Node, r.VMID, r.VMID))
 			}
 		}
 		if len(creating) == 0 {
@@ -222,8 +223,8 @@ func guestsSettled(ctx context.Context, c *pve.Client, opts ObserveOptions, node
 		}
 		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("container(s) %s are still being created (lock: create) after %s, so corral cannot tell whose they are; "+
-				"wait for their create tasks to finish (Datacenter > Tasks), or if a node crashed during a create, remove the container by hand, then run again",
-				strings.Join(creating, ", "), limit)
+				"wait for their create tasks to finish (Datacenter > Tasks), or if no task is creating them (a node or its API daemon died during a create), remove them as root: %s; then run again",
+				strings.Join(creating, ", "), limit, strings.Join(remove, "; "))
 		}
 		if opts.OnWait != nil {
 			opts.OnWait(fmt.Sprintf("waiting for container(s) %s to finish being created", strings.Join(creating, ", ")))
