@@ -76,7 +76,7 @@ func TestPlacement(t *testing.T) {
 		obs := threeNodes()
 		obs.GuestMemory = map[string]int64{"pve1": 8 << 30, "pve2": 60 << 30, "pve3": 16 << 30}
 		where := nodesOf(t, []plan.App{
-			plainApp("big", 16<<10, plan.Placement{Policy: "memory"}),  // pve1: 56 GiB free
+			plainApp("big", 16<<10, plan.Placement{Policy: "memory"}), // pve1: 56 GiB free
 			plainApp("next", 1<<10, plan.Placement{Policy: "memory"}), // pve1 40, pve3 48 → pve3
 		}, obs)
 		if where["big"] != "pve1" || where["next"] != "pve3" {

@@ -10,11 +10,11 @@ type App struct {
 	// corral-project-<Project>, and a plan prunes the project's CTs
 	// whose app the manifest no longer lists. "" (callers without a
 	// manifest) leaves projects out.
-	Project      string
-	Node         string // "" = the CT's current node, else one chosen by Placement
+	Project string
+	Node    string // "" = the CT's current node, else one chosen by Placement
 	// Placement is how a node is chosen for a new container that names
 	// none (the manifest's placement:, the same for every app).
-	Placement Placement
+	Placement    Placement
 	VMID         int    // 0 = keep the CT's VMID, or the next free one
 	Template     string // volid of the ostemplate
 	Unprivileged bool
