@@ -5,6 +5,7 @@ import (
 
 	"github.com/corralhq/corral/internal/apply"
 	"github.com/corralhq/corral/internal/manifest"
+	"github.com/corralhq/corral/internal/plan"
 )
 
 // guestWork turns the manifest's provision and health sections into what
@@ -21,6 +22,7 @@ func guestWork(f *manifest.File) map[string]apply.GuestWork {
 			st := apply.Step{
 				Name: s.Name, Kind: string(s.Kind), Timeout: s.Timeout, Script: s.Run,
 				Path: s.Path, Content: []byte(s.Content), Mode: s.Mode, Owner: s.Owner, Project: s.Project,
+				Sum: plan.StepSum(s), OnChange: s.OnChange, Restart: s.Restart, PullAlways: s.Pull == manifest.PullAlways,
 			}
 			switch s.Kind {
 			case manifest.StepEnvFile:

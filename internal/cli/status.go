@@ -43,6 +43,7 @@ func newStatusCmd(st *streams) *cobra.Command {
 		Short: "Show each app's container, volumes and drift from the manifest",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			ff.lazy = true // status compares provisioning only when its values are at hand
 			j, err := openJob(cmd.Context(), st, ff, cf)
 			if err != nil {
 				return err
@@ -121,6 +122,11 @@ func newStatusCmd(st *streams) *cobra.Command {
 			for _, as := range out {
 				for _, r := range as.Reasons {
 					fmt.Fprintf(st.out, "  %s: %s\n", as.App, r)
+				}
+			}
+			for _, a := range apps {
+				if len(a.GuestUnknown) > 0 {
+					fmt.Fprintf(st.out, "  %s: provisioning not compared: %s could not be read (plan and apply need it)\n", a.Name, strings.Join(a.GuestUnknown, ", "))
 				}
 			}
 			for _, k := range keepers {

@@ -35,6 +35,13 @@ type App struct {
 	// The last digest corral finished is kept in the CT description, so a
 	// plan sees without logging in whether the guest work changed.
 	GuestDigest string
+	// GuestUnknown names the references (${env:X}) a command that needs
+	// no provisioning values left unread: the guest work cannot be
+	// compared, and the plan says so instead of guessing.
+	GuestUnknown []string
+	// Steps are the provisioning steps, in order, with their checksums,
+	// so that a plan can say which of them an apply runs and why.
+	Steps []Step
 	// NeedsKeyctl: the app runs Docker (a compose step) in an unprivileged
 	// container, which needs keyctl=1, a flag only root@pam can set.
 	NeedsKeyctl bool
