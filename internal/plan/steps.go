@@ -165,7 +165,10 @@ func DecideSteps(steps []Step, fresh bool, changed func(Step) string) ([]StepRun
 			} else {
 				r.Run, r.Why = true, "notified by "+n
 			}
-			r.Recreate = s.Kind == string(manifest.StepCompose)
+			// Compose recreates a service whose definition changed, but
+			// not one whose env file did: force it, unless the services
+			// were never brought up by this step.
+			r.Recreate = s.Kind == string(manifest.StepCompose) && !strings.HasPrefix(r.Why, "new step")
 			break
 		}
 		if !r.Run {
