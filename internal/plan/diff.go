@@ -17,6 +17,15 @@ func Make(apps []App, obs *Observed) (*Plan, error) {
 	var refused []string
 	var nodes []string // nodes whose apps have volumes, in manifest order
 	p.Recover, p.RecoverNodes = recoveries(obs)
+	if obs.CannotSeeGuests {
+		// Nothing can be planned: every container, keeper included,
+		// would look missing.
+		for i := range apps {
+			node, _ := pickNode(&apps[i], obs)
+			refused = append(refused, BlindReason(apps[i].Name, node))
+		}
+		return p, &RefusedError{Problems: refused}
+	}
 	for i := range apps {
 		a := &apps[i]
 		if prob := foreignApp(a, obs); prob != "" {

@@ -2,6 +2,12 @@ package plan
 
 import "fmt"
 
+// BlindReason says that the token cannot see app's container on node,
+// and what to do about it.
+func BlindReason(app, node string) string {
+	return fmt.Sprintf("app %s: the token cannot see guests on node %s: it lacks VM.Audit on /vms, so corral cannot tell whether the app's container exists; run corral doctor (corral doctor --print-setup prints a role that has it)", app, node)
+}
+
 // App is one desired app, in Proxmox VE's terms (sizes in bytes, memory in
 // MiB). It is built from the manifest by FromManifest.
 type App struct {
@@ -91,6 +97,11 @@ type Observed struct {
 	// Offline lists nodes that do not answer: their storages could not be
 	// read, so apps there are left alone this time.
 	Offline []string
+	// CannotSeeGuests is set when the token lacks VM.Audit on /vms: PVE
+	// then leaves every guest it cannot audit out of /cluster/resources,
+	// so a missing container proves nothing. Plans are refused with it
+	// instead of creating what may exist.
+	CannotSeeGuests bool
 	// Others are the guests corral does not manage, by VMID: a pinned
 	// vmid that one of them holds cannot be used.
 	Others map[int]Guest
