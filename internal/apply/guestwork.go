@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -27,6 +28,8 @@ import (
 type GuestWork struct {
 	Steps  []Step
 	Checks []Check
+	// Rerun names steps run although unchanged (apply --rerun).
+	Rerun []string
 }
 
 // Step is one provisioning step, ready to run.
@@ -182,7 +185,7 @@ func (e *Executor) runGuest(ctx context.Context, c plan.Change, vmid int, justCr
 			unavailable, strings.Join(names, "; ")))
 		return nil
 	}
-	runs, restarts := decideSteps(work.Steps, done, justCreated)
+	runs, restarts := decideSteps(work.Steps, done, work.Rerun, justCreated)
 	for i, s := range work.Steps {
 		r := runs[i]
 		if !r.Run {
@@ -190,7 +193,7 @@ func (e *Executor) runGuest(ctx context.Context, c plan.Change, vmid int, justCr
 			continue
 		}
 		label := s.Name
-		if strings.HasPrefix(r.Why, "notified by ") || strings.Contains(r.Why, ", notified by ") {
+		if strings.Contains(r.Why, "notified by ") || strings.HasPrefix(r.Why, plan.RerunWhy) {
 			label += " (" + r.Why + ")"
 		}
 		if err := e.step(c.App, "provision", label, func() error {
@@ -344,7 +347,7 @@ func legacyKey(i int) string { return fmt.Sprintf("%03d", i) }
 
 // decideSteps says which steps run (plan.DecideSteps against the
 // checksums recorded in the guest) and which units restart after them.
-func decideSteps(steps []Step, done map[string]string, fresh bool) ([]plan.StepRun, []plan.UnitRestart) {
+func decideSteps(steps []Step, done map[string]string, rerun []string, fresh bool) ([]plan.StepRun, []plan.UnitRestart) {
 	ps := make([]plan.Step, len(steps))
 	index := map[string]int{}
 	for i, s := range steps {
@@ -352,6 +355,9 @@ func decideSteps(steps []Step, done map[string]string, fresh bool) ([]plan.StepR
 		index[s.Name] = i
 	}
 	return plan.DecideSteps(ps, fresh, func(p plan.Step) string {
+		if slices.Contains(rerun, p.Name) {
+			return plan.RerunWhy
+		}
 		rec, ok := done[plan.StepID(p.Name)]
 		if !ok {
 			rec, ok = done[legacyKey(index[p.Name])]

@@ -219,8 +219,26 @@ func TestComposeTriggers(t *testing.T) {
 		t.Fatalf("docker calls after the env change:\n%s\nwant:\n%s", got, want)
 	}
 	// Nothing changed: nothing is pulled or recreated.
+	if r := c.run("plan", "-f", m); r.code != 0 {
+		t.Fatalf("plan after apply: exit %d\n%s", r.code, r.stdout)
+	}
 	c.mustRun("apply", "-f", m, "--auto-approve")
 	if got := c.guestFile(m, "/var/log/fake/docker.log"); got != want {
 		t.Fatalf("an apply without changes called docker:\n%s", got)
+	}
+	// A new :latest upstream is no change in the manifest: --rerun asks
+	// for the pull, and the plan says so.
+	const step = "compose: /opt/web/compose.yaml"
+	r = c.run("plan", "-f", m, "--rerun", step)
+	if r.code != ExitChanges || !strings.Contains(r.stdout, "+ "+step+" (rerun requested)") || !strings.Contains(r.stdout, "env (unchanged, skipped)") {
+		t.Fatalf("plan --rerun: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	c.mustRun("apply", "-f", m, "--auto-approve", "--rerun", "web/"+step)
+	want += "compose version\n" + "compose " + project + " pull\n" + "compose " + project + " up -d --remove-orphans\n"
+	if got := c.guestFile(m, "/var/log/fake/docker.log"); got != want {
+		t.Fatalf("docker calls after --rerun:\n%s\nwant:\n%s", got, want)
+	}
+	if r := c.run("plan", "-f", m, "--rerun", "compose"); r.code != ExitError || !strings.Contains(r.stderr, `no provisioning step has that name (steps: "web/tools", "web/env", "web/compose: /opt/web/compose.yaml")`) {
+		t.Errorf("--rerun of an unknown step: exit %d\n%s", r.code, r.stderr)
 	}
 }

@@ -304,7 +304,7 @@ func appChange(a *App, node string, obs *Observed) (Change, []string) {
 		c.Steps, c.Restarts, _ = planSteps(a, "", true)
 	default:
 		desc := ct.Config["description"]
-		c.Guest = a.GuestDigest != "" && len(a.GuestUnknown) == 0 && ParseMarker(desc).Provisioned != a.GuestDigest
+		c.Guest = a.GuestDigest != "" && len(a.GuestUnknown) == 0 && (ParseMarker(desc).Provisioned != a.GuestDigest || len(a.Rerun) > 0)
 		if c.Guest {
 			var known bool
 			if c.Steps, c.Restarts, known = planSteps(a, desc, false); !known {

@@ -48,6 +48,10 @@ type App struct {
 	// Steps are the provisioning steps, in order, with their checksums,
 	// so that a plan can say which of them an apply runs and why.
 	Steps []Step
+	// Rerun names steps to run although they did not change (plan and
+	// apply --rerun), with what they notify: a compose step with pull:
+	// always pulls again, an install script fetches the latest release.
+	Rerun []string
 	// NeedsKeyctl: the app runs Docker (a compose step) in an unprivileged
 	// container, which needs keyctl=1, a flag only root@pam can set.
 	NeedsKeyctl bool

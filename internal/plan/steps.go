@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/corralhq/corral/internal/manifest"
@@ -85,6 +86,9 @@ func parseSteps(v string) map[string]string {
 	return out
 }
 
+// RerunWhy is why a step named by --rerun runs.
+const RerunWhy = "rerun requested"
+
 // StepRun says whether an apply runs a step, and why.
 type StepRun struct {
 	Name string
@@ -125,6 +129,9 @@ func planSteps(a *App, desc string, fresh bool) (runs []StepRun, restarts []Unit
 		return nil, nil, false
 	}
 	runs, restarts = DecideSteps(a.Steps, fresh, func(s Step) string {
+		if slices.Contains(a.Rerun, s.Name) {
+			return RerunWhy
+		}
 		if recorded == nil {
 			return ""
 		}
