@@ -359,16 +359,21 @@ func decideSteps(steps []Step, done map[string]string, rerun []string, fresh boo
 			return plan.RerunWhy
 		}
 		rec, ok := done[plan.StepID(p.Name)]
+		legacy := false
 		if !ok {
 			rec, ok = done[legacyKey(index[p.Name])]
+			legacy = ok
 		}
 		switch {
 		case !ok:
 			return "new step"
-		case rec != p.Sum:
-			return "changed"
+		case rec == p.Sum:
+			return ""
+		case legacy && rec == steps[index[p.Name]].Checksum():
+			// Recorded by an older corral, with its checksum: unchanged.
+			return ""
 		}
-		return ""
+		return "changed"
 	})
 }
 
