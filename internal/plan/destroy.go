@@ -18,7 +18,7 @@ func Destroy(apps []App, obs *Observed, deleteVolumes bool) (*Plan, error) {
 	var refused []string
 	if obs.CannotSeeGuests {
 		for i := range apps {
-			node, _ := pickNode(&apps[i], obs)
+			node := blindNode(&apps[i], obs)
 			refused = append(refused, BlindReason(apps[i].Name, node))
 		}
 		return p, &RefusedError{Problems: refused}

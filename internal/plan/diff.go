@@ -21,11 +21,12 @@ func Make(apps []App, obs *Observed) (*Plan, error) {
 		// Nothing can be planned: every container, keeper included,
 		// would look missing.
 		for i := range apps {
-			node, _ := pickNode(&apps[i], obs)
+			node := blindNode(&apps[i], obs)
 			refused = append(refused, BlindReason(apps[i].Name, node))
 		}
 		return p, &RefusedError{Problems: refused}
 	}
+	pl := newPlacer(obs)
 	for i := range apps {
 		a := &apps[i]
 		if prob := foreignApp(a, obs); prob != "" {
@@ -41,7 +42,7 @@ func Make(apps []App, obs *Observed) (*Plan, error) {
 			p.Changes = append(p.Changes, c)
 			continue
 		}
-		node, err := pickNode(a, obs)
+		node, placed, err := pl.place(a)
 		if err != nil {
 			refused = append(refused, err.Error())
 			continue
@@ -64,6 +65,9 @@ func Make(apps []App, obs *Observed) (*Plan, error) {
 		if c.FetchTemplate && c.Action != NoOp {
 			c.Reasons = append(c.Reasons, fmt.Sprintf("template %s is not on node %s: it is downloaded first", a.Template, node))
 		}
+		if placed != "" && c.Action == Create {
+			c.Reasons = append(c.Reasons, placed)
+		}
 		refused = append(refused, probs...)
 		p.Changes = append(p.Changes, c)
 	}
@@ -83,26 +87,6 @@ func Make(apps []App, obs *Observed) (*Plan, error) {
 		return p, &RefusedError{Problems: refused}
 	}
 	return p, nil
-}
-
-func pickNode(a *App, obs *Observed) (string, error) {
-	node := a.Node
-	if node == "" {
-		if cts := obs.Apps[a.Name]; len(cts) > 0 {
-			node = cts[0].Node
-		} else {
-			for _, n := range obs.Nodes {
-				if !slices.Contains(obs.Offline, n) {
-					node = n
-					break
-				}
-			}
-		}
-	}
-	if !slices.Contains(obs.Nodes, node) {
-		return "", fmt.Errorf("app %s: node %q does not exist (nodes: %s)", a.Name, node, strings.Join(obs.Nodes, ", "))
-	}
-	return node, nil
 }
 
 // keeperChanges is the keeper work on node: repair each keeper

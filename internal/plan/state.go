@@ -16,8 +16,11 @@ type App struct {
 	// corral-project-<Project>, and a plan prunes the project's CTs
 	// whose app the manifest no longer lists. "" (callers without a
 	// manifest) leaves projects out.
-	Project      string
-	Node         string // "" = the CT's current node, else the first node
+	Project string
+	Node    string // "" = the CT's current node, else one chosen by Placement
+	// Placement is how a node is chosen for a new container that names
+	// none (the manifest's placement:, the same for every app).
+	Placement    Placement
 	VMID         int    // 0 = keep the CT's VMID, or the next free one
 	Template     string // volid of the ostemplate
 	Unprivileged bool
@@ -117,6 +120,13 @@ type Observed struct {
 	// Warnings are findings of the observation itself (a container
 	// recognized although its tags were edited), shown with the plan.
 	Warnings []string
+	// NodeMemory is each node's memory in bytes (GET /nodes maxmem; absent
+	// when the token may not see it), and GuestMemory the memory configured
+	// for the guests on each node (/cluster/resources maxmem, summed): the
+	// memory placement policy gives a new app the node with the most
+	// memory not yet given to guests.
+	NodeMemory  map[string]int64
+	GuestMemory map[string]int64
 	// StorageTypes maps a storage ID to its type (dir, lvmthin, zfspool,
 	// …) as the nodes' storage lists report it; the type decides whether
 	// PVE can snapshot a volume on it.
@@ -258,4 +268,13 @@ func (r *Restore) String(o *Observed) string {
 	default:
 		return fmt.Sprintf("a restore of app %s left the replaced container %d: it is removed (its volumes stay in the keeper)", r.App, r.Replaced.VMID)
 	}
+}
+
+// blindNode is the node a refusal for a token that cannot see guests
+// names: the app's, or the first.
+func blindNode(a *App, obs *Observed) string {
+	if a.Node != "" || len(obs.Nodes) == 0 {
+		return a.Node
+	}
+	return obs.Nodes[0]
 }
