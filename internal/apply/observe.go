@@ -79,6 +79,15 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 	if err != nil {
 		return nil, err
 	}
+	if !seesCorral(res) && len(online) > 0 {
+		// Nothing of corral's is listed: a new cluster, or a token
+		// that cannot audit guests (PVE leaves them out silently).
+		// One question tells them apart.
+		if perms, err := c.Permissions(ctx, "/vms", ""); err == nil {
+			_, audit := perms["/vms"]["VM.Audit"]
+			obs.CannotSeeGuests = !audit
+		}
+	}
 	strangers := map[int]*plan.CT{} // untagged CTs, read to recognize edited apps
 	for _, r := range res {
 		obs.GuestMemory[r.Node] += r.MaxMem
@@ -471,4 +480,15 @@ func readCT(ctx context.Context, c *pve.Client, node string, vmid int) (conf, pe
 		}
 	}
 	return conf, pending, digest, nil
+}
+
+// seesCorral reports whether the resources list any container of
+// corral's (a keeper or an app).
+func seesCorral(res []resource) bool {
+	for _, r := range res {
+		if r.Type == "lxc" && slices.Contains(plan.ParseTags(r.Tags), plan.TagManaged) {
+			return true
+		}
+	}
+	return false
 }

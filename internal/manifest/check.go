@@ -133,6 +133,15 @@ func checkOneLine(s string) string {
 	return ""
 }
 
+// checkUnit accepts a systemd unit name that systemctl cannot take for an
+// option.
+func checkUnit(s string) string {
+	if strings.HasPrefix(s, "-") {
+		return "starts with '-'"
+	}
+	return ""
+}
+
 // checkGuestPath accepts a clean absolute path inside the container.
 func checkGuestPath(s string) string {
 	switch {

@@ -27,15 +27,17 @@ type value struct {
 	path string     // apps[0].volumes[1].size
 	ok   bool       // well-formed and valid on its own
 
-	str  string // kindString (resolved); kindSize as written
-	ref  string // the ${…} reference str was read through, or ""
-	num  int64
-	b    bool
-	size Size
-	dur  time.Duration
-	mode os.FileMode
-	obj  map[string]*value
-	list []*value
+	str string // kindString (resolved); kindSize as written
+	ref string // the ${…} reference str was read through, or ""
+	// deferred: ref was left unread (LoadOptions.Lazy), str is empty.
+	deferred bool
+	num      int64
+	b        bool
+	size     Size
+	dur      time.Duration
+	mode     os.FileMode
+	obj      map[string]*value
+	list     []*value
 }
 
 // decoder walks a YAML node tree against the field table, collecting
@@ -46,7 +48,10 @@ type decoder struct {
 	opts    LoadOptions
 	diags   Diagnostics
 	secrets []Secret // every sensitive value, for (*File).Secrets
-	visited int
+	// unresolved are the references Lazy left unread, by app path
+	// ("apps[0]").
+	unresolved map[string][]string
+	visited    int
 }
 
 // maxValues bounds the values one manifest may hold. YAML aliases can make
@@ -353,16 +358,33 @@ func (d *decoder) scalar(n *yaml.Node, v *value) (string, bool) {
 		}
 		return lit, true
 	}
-	s, err := d.opts.resolve(ref, d.dir)
+	s, fromDefault, err := d.opts.resolve(ref, d.dir)
 	if err != nil {
+		if d.opts.Lazy && v.f.deferrable {
+			// Left unread: the command needs no provisioning value.
+			v.ref, v.deferred = ref, true
+			d.unresolved[appOf(v.path)] = append(d.unresolved[appOf(v.path)], ref)
+			return "", true
+		}
 		d.report(v.node, v.path, err.Error(), "")
 		return "", false
 	}
 	v.ref = ref
-	if !v.f.public {
+	switch {
+	case v.f.public:
+	case fromDefault && !v.f.sensitive:
+		// Written in the manifest, like any literal.
+	default:
 		d.secrets = append(d.secrets, NewSecret(ref, s))
 	}
 	return s, true
+}
+
+// appOf is the app part of a value's path: "apps[2]" of
+// "apps[2].provision[0].run".
+func appOf(path string) string {
+	app, _, _ := strings.Cut(path, ".")
+	return app
 }
 
 // subject names a value in a message: quoted when it was written in the
@@ -388,6 +410,8 @@ func (d *decoder) string(n *yaml.Node, v *value) {
 	v.str = s
 	f := v.f
 	switch {
+	case v.deferred:
+		v.ok = true // unread, so not checked
 	case f.enum != nil && !slices.Contains(f.enum, s):
 		d.report(v.node, v.path, "invalid value"+v.subject(), strings.Join(f.enum, ", "))
 	case f.minLen == 1 && s == "":

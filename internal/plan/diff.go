@@ -18,6 +18,15 @@ func Make(apps []App, obs *Observed) (*Plan, error) {
 	var nodes []string // nodes whose apps have volumes, in manifest order
 	warnedBridges := map[string]bool{}
 	p.Recover, p.RecoverNodes = recoveries(obs)
+	if obs.CannotSeeGuests {
+		// Nothing can be planned: every container, keeper included,
+		// would look missing.
+		for i := range apps {
+			node := blindNode(&apps[i], obs)
+			refused = append(refused, BlindReason(apps[i].Name, node))
+		}
+		return p, &RefusedError{Problems: refused}
+	}
 	pl := newPlacer(obs)
 	for i := range apps {
 		a := &apps[i]
@@ -286,11 +295,20 @@ func appChange(a *App, node string, obs *Observed) (Change, []string) {
 		c.Reasons = append(c.Reasons, "no container for this app")
 		c.Start = true
 		c.Guest = a.GuestDigest != ""
+		c.Steps, c.Restarts, _ = planSteps(a, "", true)
 	case c.Action == Replace:
 		c.Start = true
 		c.Guest = a.GuestDigest != ""
+		c.Steps, c.Restarts, _ = planSteps(a, "", true)
 	default:
-		c.Guest = a.GuestDigest != "" && ParseMarker(ct.Config["description"]).Provisioned != a.GuestDigest
+		desc := ct.Config["description"]
+		c.Guest = a.GuestDigest != "" && len(a.GuestUnknown) == 0 && (ParseMarker(desc).Provisioned != a.GuestDigest || len(a.Rerun) > 0)
+		if c.Guest {
+			var known bool
+			if c.Steps, c.Restarts, known = planSteps(a, desc, false); !known {
+				c.StepsUnknown = "this container's steps were recorded only inside it (by an older corral, or the record did not fit in its description): apply compares them there and runs what changed"
+			}
+		}
 		c.Revert = volumePending(ct)
 		c.Config = configEdits(a, ct)
 		c.Cleanup = cleanupKeys(ct, keepers)
@@ -466,7 +484,7 @@ func configEdits(a *App, ct *CT) []ConfigEdit {
 	// The pinned host key and the provisioned digest are corral's, not the
 	// manifest's: keep them.
 	m := ParseMarker(ct.Config["description"])
-	want["description"] = WithGuestMarkers(want["description"], m.HostKey, m.Provisioned)
+	want["description"] = WithGuestRecord(want["description"], m.HostKey, m.Provisioned, m.Steps)
 	want["features"] = KeepRootFeatures(want["features"], ct.Config["features"])
 	var out []ConfigEdit
 	for _, k := range sortedKeys(want) {
