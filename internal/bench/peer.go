@@ -23,6 +23,14 @@ type Peer struct {
 // peerConfig renders the same workload as workload(): n unprivileged
 // containers with corral's defaults (1 core, 512 MiB, 8 GiB rootfs on
 // local-lvm, DHCP on vmbr0) and one 1 GiB mount point each, started.
+//
+// Each container also gets a static IPv6 address. The provider reads a
+// started container's interfaces until one has a global unicast address,
+// for up to 10 s on every create and refresh; the emulator gives a DHCP
+// interface a loopback address (127.x, so that guests stay on loopback),
+// which never ends that wait, so each refresh would cost the peer 10 s it
+// does not spend on a real network. A static address is reported as
+// configured and ends the wait at the first read, and costs no task.
 func peerConfig(n int) string {
 	return fmt.Sprintf(`terraform {
   required_providers {
@@ -67,6 +75,10 @@ resource "proxmox_virtual_environment_container" "app" {
     ip_config {
       ipv4 {
         address = "dhcp"
+      }
+      # See the note on peerConfig: ends the provider's wait for an address.
+      ipv6 {
+        address = format("fd00::%%x/64", count.index + 1)
       }
     }
   }
@@ -122,7 +134,7 @@ func runPeer(ctx context.Context, o Options, p *simProc, dir string, n int) (*To
 	}
 	for _, s := range steps {
 		say(o, fmt.Sprintf("tofu %s, %d apps, time scale %g", s.name, n, o.TimeScale))
-		st, err := measure(ctx, p, s.name, n, dir, func() error {
+		st, err := measure(ctx, p, s.name, n, o.TimeScale, func() error {
 			return runLogged(ctx, dir, "tofu-"+s.name, env, tf, o.Peer.Tofu, s.args...)
 		})
 		if err != nil {

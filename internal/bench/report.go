@@ -45,7 +45,10 @@ func writeRuns(w io.Writer, runs []ToolRun) {
 		for _, s := range r.Steps {
 			cp, ov := "-", "-"
 			if s.CriticalPath > 0 {
-				cp, ov = fmt.Sprintf("%.2fs", s.CriticalPath), fmt.Sprintf("%.3f", s.Overhead)
+				cp = fmt.Sprintf("%.2fs", s.CriticalPath)
+			}
+			if s.Overhead > 0 {
+				ov = fmt.Sprintf("%.3f", s.Overhead)
 			}
 			fmt.Fprintf(tw, "%s\t%d\t%g\t%s\t%s\t%s\t%s\t%d\t%d\t%.2f\n", r.Tool, r.Apps, r.TimeScale, s.Name,
 				secs(s.Wall), cp, ov, s.Tasks, s.Requests, s.RequestsPerApp)

@@ -82,7 +82,9 @@ type Step struct {
 	CriticalPath float64 `json:"critical_path_s"`
 	// TaskTime is the sum of all the command's task run times.
 	TaskTime float64 `json:"task_time_s"`
-	// Overhead is Wall / CriticalPath (0 when no task ran).
+	// Overhead is Wall / CriticalPath: 0 when no task ran, and at time
+	// scale 0, where the tasks take only the emulator's own time and the
+	// ratio means nothing.
 	Overhead float64 `json:"overhead"`
 	Tasks    int     `json:"tasks"`
 	// Requests are the API requests the emulator answered during the step.
@@ -185,7 +187,7 @@ func runCorralSteps(ctx context.Context, o Options, p *simProc, dir string, n, n
 	env := corralEnv(p, dir)
 	for _, s := range steps[:count] {
 		say(o, fmt.Sprintf("corral %s, %d apps, time scale %g", s.name, n, o.TimeScale))
-		st, err := measure(ctx, p, s.name, n, dir, func() error {
+		st, err := measure(ctx, p, s.name, n, o.TimeScale, func() error {
 			return runLogged(ctx, dir, "corral-"+s.name, env, dir, o.Corral, s.args...)
 		})
 		if err != nil {
@@ -245,7 +247,7 @@ func runLogged(ctx context.Context, dir, name string, env []string, wd, bin stri
 }
 
 // measure runs one step and reads from the emulator what it caused.
-func measure(ctx context.Context, p *simProc, name string, apps int, dir string, run func() error) (*Step, error) {
+func measure(ctx context.Context, p *simProc, name string, apps int, scale float64, run func() error) (*Step, error) {
 	names, err := p.names(ctx)
 	if err != nil {
 		return nil, err
@@ -293,7 +295,7 @@ func measure(ctx context.Context, p *simProc, name string, apps int, dir string,
 		return nil, err
 	}
 	st.CriticalPath, st.TaskTime = cp.Seconds(), total.Seconds()
-	if cp > 0 {
+	if cp > 0 && scale > 0 {
 		st.Overhead = wall.Seconds() / cp.Seconds()
 	}
 	return st, nil
