@@ -195,13 +195,21 @@ func (p *simProc) tasks(ctx context.Context) ([]sim.TaskTime, error) {
 	return ts, err
 }
 
-// requests is the number of API requests since the last reset.
-func (p *simProc) requests(ctx context.Context) (int, error) {
+// requests is the number of API requests since the last reset, in all
+// and per endpoint.
+func (p *simProc) requests(ctx context.Context) (int, map[string]int, error) {
 	var r struct {
-		Total int `json:"total"`
+		Endpoints []sim.EndpointStats `json:"endpoints"`
+		Total     int                 `json:"total"`
 	}
-	err := p.admin(ctx, "GET", "requests", &r)
-	return r.Total, err
+	if err := p.admin(ctx, "GET", "requests", &r); err != nil {
+		return 0, nil, err
+	}
+	by := map[string]int{}
+	for _, e := range r.Endpoints {
+		by[e.Endpoint] = e.Count
+	}
+	return r.Total, by, nil
 }
 
 func (p *simProc) resetRequests(ctx context.Context) error {

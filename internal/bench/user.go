@@ -90,6 +90,9 @@ type Step struct {
 	// Requests are the API requests the emulator answered during the step.
 	Requests       int     `json:"requests"`
 	RequestsPerApp float64 `json:"requests_per_app"`
+	// ByEndpoint counts the requests per "METHOD /schema/path", to see
+	// where they go (task polling, config reads, …).
+	ByEndpoint map[string]int `json:"requests_by_endpoint,omitempty"`
 }
 
 // Ratio is the peer's wall time over corral's for one step and size.
@@ -268,7 +271,7 @@ func measure(ctx context.Context, p *simProc, name string, apps int, scale float
 		return nil, err
 	}
 	wall := time.Since(start)
-	reqs, err := p.requests(ctx)
+	reqs, byEndpoint, err := p.requests(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -289,7 +292,7 @@ func measure(ctx context.Context, p *simProc, name string, apps int, scale float
 			caused = append(caused, t)
 		}
 	}
-	st := &Step{Name: name, Wall: wall.Seconds(), Tasks: len(caused), Requests: reqs, RequestsPerApp: float64(reqs) / float64(max(apps, 1))}
+	st := &Step{Name: name, Wall: wall.Seconds(), Tasks: len(caused), Requests: reqs, RequestsPerApp: float64(reqs) / float64(max(apps, 1)), ByEndpoint: byEndpoint}
 	cp, total, err := criticalPath(caused, names)
 	if err != nil {
 		return nil, err
