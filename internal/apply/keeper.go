@@ -38,6 +38,7 @@ type keeper struct {
 	// What the last read or write saw; used to pick a keeper with room.
 	records  map[plan.VolumeKey]string
 	intents  map[plan.VolumeKey]plan.AdoptIntent
+	projects map[string]string      // the Notes' project lines: they take room too
 	volumes  int                    // unusedN and mpN entries: what the keeper's room is counted in
 	reserved map[plan.VolumeKey]int // room promised to volumes being made (keeperSet.forNew)
 }
@@ -129,7 +130,7 @@ func (k *keeper) noteProject(s *keeperState, app string) {
 func (k *keeper) remember(s *keeperState) {
 	k.smu.Lock()
 	defer k.smu.Unlock()
-	k.records, k.intents, k.volumes = s.records, s.notes.Intents, plan.VolumeEntries(s.conf)
+	k.records, k.intents, k.projects, k.volumes = s.records, s.notes.Intents, s.notes.Projects, plan.VolumeEntries(s.conf)
 }
 
 // setProtection sets protection=on (1) or off (0) unless it already is.
