@@ -57,6 +57,7 @@ func extractBackup(archive string, mounts []restoreMount) (total int64, skipped 
 		xattrs   map[string][]byte
 	}
 	var dirs []pendingDir
+	dirAt := map[[2]string]int{} // a directory named twice takes its last entry's metadata
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
@@ -97,6 +98,11 @@ func extractBackup(archive string, mounts []restoreMount) (total int64, skipped 
 					return total, skipped, fmt.Errorf("mkdir %s: %w", h.Name, err)
 				}
 			}
+			if i, ok := dirAt[[2]string{target.dir, rel}]; ok {
+				dirs[i].m, dirs[i].xattrs = m, xattrs
+				continue
+			}
+			dirAt[[2]string{target.dir, rel}] = len(dirs)
 			dirs = append(dirs, pendingDir{target.dir, rel, m, xattrs})
 			continue
 		case tar.TypeReg, tar.TypeRegA:
