@@ -16,9 +16,10 @@
 //
 // The sshd accepts root only, by public key, against the CT's
 // /root/.ssh/authorized_keys (where create's ssh-public-keys land), read
-// at each login. Its ed25519 host key is made at the CT's first start and
-// kept in the CT's rootfs (/etc/ssh/ssh_host_ed25519_key), so it lasts as
-// long as the CT and changes when the CT is recreated. Sessions take
+// at each login. Its host keys are those the create task made in the
+// CT's /etc/ssh (model.HostKeyTypes, fingerprints in the task log); a CT
+// without any gets an ed25519 key at its first start. They last as long
+// as the CT and change when the CT is recreated. Sessions take
 // "exec" requests (no shell, no pty); "env" accepts LANG and LC_* as
 // Debian's sshd_config does; "signal" signals the command's process
 // group. Commands run in the CT's filesystem view (view.go). Where this
