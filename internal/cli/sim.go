@@ -81,7 +81,7 @@ func runSimServe(cmd *cobra.Command, st *streams, a *simServeArgs) error {
 	fmt.Fprintf(st.out, "  endpoint:    %s/api2/json\n", s.URL())
 	fmt.Fprintf(st.out, "  fingerprint: %s\n", s.Fingerprint())
 	fmt.Fprintf(st.out, "  state:       %s\n", a.state)
-	fmt.Fprintf(st.out, "  guest ssh:   port %d on each running container's address\n", s.Guests().Port())
+	fmt.Fprintf(st.out, "  guest ssh:   port %d on each running container's address (ip=dhcp: 127.%d.<vmid/256>.<vmid%%256>)\n", s.Guests().Port(), s.Guests().Block())
 	fmt.Fprintf(st.out, "  credentials: . %s\n", filepath.Join(a.state, "env"))
 	// The first Ctrl-C or SIGTERM stops the emulator: it has no step to
 	// finish (a running task is interrupted as PVE's daemon stop does).

@@ -82,6 +82,10 @@ type Cluster struct {
 	// du caches the disk usage of running CTs (du.go).
 	du diskUsage
 
+	// guestBlock is the emulator's loopback block for guest addresses
+	// (see SetGuestBlock); 0 means DefaultGuestBlock. c.mu.
+	guestBlock int
+
 	// Persistence (journal.go): what changed since the last save, the
 	// open journal, its last sequence number and the sizes that decide
 	// when to write a snapshot. shadow is the test binaries' replayed copy.

@@ -507,6 +507,13 @@ func (c *Cluster) ctCreateRun(w *Worker, spec ctCreateSpec, vols *[]string) erro
 	if err := ctPostCreate(rootDir, conf["hostname"], spec.extra.SSHPublicKeys); err != nil {
 		return err
 	}
+	keyLines, err := writeHostKeys(rootDir, conf["hostname"])
+	if err != nil {
+		return err
+	}
+	for _, l := range keyLines {
+		w.Log("%s", l)
+	}
 	if isTrue(conf["unprivileged"]) && ctParseFeatures(conf["features"])["nesting"] != "1" && systemd >= ctSystemdNestingMin {
 		w.Warn("Systemd %d detected. You may need to enable nesting.", systemd)
 	}

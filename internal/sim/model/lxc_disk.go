@@ -1,6 +1,7 @@
 package model
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -8,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // Disk operations on a CT's mount points: PUT .../resize and POST
@@ -639,12 +642,24 @@ func (c *Cluster) copyVolumeTask(w *Worker, node string, vmid int, key, storage 
 type copyStats struct {
 	files, dirs int
 	bytes       int64
+	// skipped counts device nodes the host refused to make.
+	skipped int
 }
 
-// copyTree copies the directory tree src into dst (regular files,
-// directories and symlinks, with their modes).
+// copyTree copies the directory tree src into dst (which may exist) as a
+// block-level LVM snapshot or rsync -aHAX would: every file type but
+// sockets, with owners, full modes, times, hard links and xattrs (see
+// fsmeta.go). Nothing is followed through a symlink on either side.
 func copyTree(src, dst string) (copyStats, error) {
 	var st copyStats
+	out := newBeneath(dst)
+	defer out.close()
+	type pendingDir struct {
+		rel string
+		m   fileMeta
+	}
+	var dirs []pendingDir
+	links := map[inode]string{}
 	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -653,41 +668,114 @@ func copyTree(src, dst string) (copyStats, error) {
 		if err != nil {
 			return err
 		}
-		target := filepath.Join(dst, rel)
-		info, err := d.Info()
+		rel = filepath.ToSlash(rel)
+		m, err := lstatMeta(p)
 		if err != nil {
 			return err
 		}
-		switch {
-		case d.IsDir():
+		dirfd, name, err := out.parent(rel, true)
+		if err != nil {
+			return err
+		}
+		switch m.kind() {
+		case unix.S_IFDIR:
 			st.dirs++
-			return os.MkdirAll(target, info.Mode().Perm())
-		case d.Type()&fs.ModeSymlink != 0:
-			link, err := os.Readlink(p)
+			if name != "." {
+				if err := clearAt(dirfd, name, true); err != nil {
+					return err
+				}
+				if err := unix.Mkdirat(dirfd, name, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
+					return fmt.Errorf("mkdir %s: %w", rel, err)
+				}
+			}
+			dirs = append(dirs, pendingDir{rel, m})
+			return nil
+		case unix.S_IFREG:
+			st.files++
+			if err := clearAt(dirfd, name, false); err != nil {
+				return err
+			}
+			key := inode{m.dev, m.ino}
+			if first, ok := links[key]; ok && m.nlink > 1 {
+				return linkBeneath(dst, first, dirfd, name)
+			}
+			st.bytes += m.size
+			if err := copyFileAt(p, dirfd, name); err != nil {
+				return fmt.Errorf("copy %s: %w", rel, err)
+			}
+			if m.nlink > 1 {
+				links[key] = rel
+			}
+		case unix.S_IFLNK:
+			target, err := os.Readlink(p)
 			if err != nil {
 				return err
 			}
-			return os.Symlink(link, target)
-		case d.Type().IsRegular():
-			st.files++
-			st.bytes += info.Size()
-			return copyFile(p, target, info.Mode().Perm())
+			if err := clearAt(dirfd, name, false); err != nil {
+				return err
+			}
+			if err := unix.Symlinkat(target, dirfd, name); err != nil {
+				return fmt.Errorf("symlink %s: %w", rel, err)
+			}
+		case unix.S_IFIFO, unix.S_IFCHR, unix.S_IFBLK:
+			if err := clearAt(dirfd, name, false); err != nil {
+				return err
+			}
+			skipped, err := mknodAt(dirfd, name, m)
+			if err != nil {
+				return err
+			}
+			if skipped {
+				st.skipped++
+				return nil
+			}
+		default:
+			return nil // sockets: rsync and tar skip them too
 		}
-		return nil
+		return applyMeta(dirfd, name, m, m.xattrs)
 	})
-	return st, err
+	if err != nil {
+		return st, err
+	}
+	// Directories last, deepest first: writing into a directory changes
+	// its mtime, and its mode may forbid the writes.
+	for i := len(dirs) - 1; i >= 0; i-- {
+		dirfd, name, err := out.parent(dirs[i].rel, false)
+		if err != nil {
+			return st, err
+		}
+		if err := applyMeta(dirfd, name, dirs[i].m, dirs[i].m.xattrs); err != nil {
+			return st, err
+		}
+	}
+	return st, nil
 }
 
-func copyFile(src, dst string, perm fs.FileMode) error {
-	in, err := os.Open(src)
+// linkBeneath makes name in dirfd a hard link to first (relative to root).
+func linkBeneath(root, first string, dirfd int, name string) error {
+	ofd, oname, err := openBeneath(root, first, false)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(ofd)
+	if err := unix.Linkat(ofd, oname, dirfd, name, 0); err != nil {
+		return fmt.Errorf("link %s: %w", first, err)
+	}
+	return nil
+}
+
+// copyFileAt copies the regular file src into a new file name in dirfd.
+func copyFileAt(src string, dirfd int, name string) error {
+	in, err := os.OpenFile(src, os.O_RDONLY|unix.O_NOFOLLOW, 0)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
+	fd, err := unix.Openat(dirfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		return err
 	}
+	out := os.NewFile(uintptr(fd), name)
 	if _, err := io.Copy(out, in); err != nil {
 		out.Close()
 		return err
