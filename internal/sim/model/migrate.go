@@ -289,6 +289,9 @@ func (c *Cluster) migrateTask(w *Worker, m *migration) error {
 	}
 	problems := c.migratePhase3(w, m)
 	c.mlog(w, "start final cleanup")
+	if err := w.Phase("vzmigrate", 0.2); err != nil {
+		return err
+	}
 	if err := w.Do(func(st *State) error {
 		g := st.Guests[m.vmid]
 		if g == nil || g.Node != m.target {

@@ -675,3 +675,49 @@ func TestCluster_NodeOffline_resources(t *testing.T) {
 		}
 	}
 }
+
+// TestMigrateLocks_timeout: the guest migration flock's timeout names its
+// own lock file, not the config flock's.
+func TestMigrateLocks_timeout(t *testing.T) {
+	ctx := t.Context()
+	for _, tc := range []struct {
+		locks *configLocks
+		msg   string
+	}{
+		{newMigrateLocks(), "can't lock file '/var/lock/pve-manager/pve-migrate-101' - got timeout\n"},
+		{newConfigLocks(), "can't lock file '/run/lock/lxc/pve-config-101.lock' - got timeout\n"},
+	} {
+		release, err := tc.locks.acquire(ctx, 101, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = tc.locks.acquire(ctx, 101, time.Millisecond)
+		wantError(t, err, http.StatusInternalServerError, tc.msg)
+		release()
+	}
+}
+
+// TestCluster_SharedStorage_addedOnReopen: asking for a shared storage
+// when reopening a state made without it adds it.
+func TestCluster_SharedStorage_addedOnReopen(t *testing.T) {
+	dir := t.TempDir()
+	c, err := Open(Options{Dir: dir, Nodes: 2, TimeScale: 0, HasTimeScale: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.SharedStorages(); len(got) != 0 {
+		t.Errorf("fresh state has shared storages %v", got)
+	}
+	c.Close()
+	c, err = Open(Options{Dir: dir, Nodes: 2, TimeScale: 0, HasTimeScale: true, SharedStorage: []string{SharedRBD, SharedNFS}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if got := c.SharedStorages(); !slices.Equal(got, []string{"rbd", "nfs"}) {
+		t.Errorf("shared storages %v, want [rbd nfs]", got)
+	}
+	if _, err := Open(Options{Dir: t.TempDir(), SharedStorage: []string{"cifs"}}); err == nil || err.Error() != `model: unknown shared storage "cifs" (want nfs or rbd)` {
+		t.Errorf("unknown kind: %v", err)
+	}
+}
