@@ -54,8 +54,12 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 		}
 		return nil, err
 	}
+	obs.NodeMemory, obs.GuestMemory = map[string]int64{}, map[string]int64{}
 	for _, n := range nodes {
 		obs.Nodes = append(obs.Nodes, n.Node)
+		if n.MaxMem > 0 {
+			obs.NodeMemory[n.Node] = n.MaxMem
+		}
 		if n.Status != "" && n.Status != "online" {
 			obs.Offline = append(obs.Offline, n.Node)
 		}
@@ -74,6 +78,7 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 	}
 	strangers := map[int]*plan.CT{} // untagged CTs, read to recognize edited apps
 	for _, r := range res {
+		obs.GuestMemory[r.Node] += r.MaxMem
 		tags := plan.ParseTags(r.Tags)
 		if r.Type != "lxc" || !slices.Contains(tags, plan.TagManaged) {
 			if r.VMID != 0 {
