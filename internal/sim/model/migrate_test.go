@@ -40,14 +40,19 @@ func (k *opsKit) readFile(node, volid, name string) (string, error) {
 	return string(b), err
 }
 
-var migTimestamp = regexp.MustCompile(`^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d `)
+var (
+	migTimestamp = regexp.MustCompile(`^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d `)
+	migDuration  = regexp.MustCompile(`\(duration \d\d:\d\d:\d\d\)`)
+)
 
-// migLog is the task log with the timestamps cut, so that lines compare
-// exactly; lines without a timestamp (raw command output) get a "| "
+// migLog is the task log with the timestamps cut and durations made
+// "(duration HH:MM:SS)", so that lines compare exactly on a machine of
+// any speed; lines without a timestamp (raw command output) get a "| "
 // prefix instead, so the test also checks which lines carry one.
 func migLog(task Task) []string {
 	var out []string
 	for _, l := range task.Log {
+		l = migDuration.ReplaceAllString(l, "(duration HH:MM:SS)")
 		if migTimestamp.MatchString(l) {
 			out = append(out, migTimestamp.ReplaceAllString(l, ""))
 		} else {
@@ -189,7 +194,7 @@ func TestCluster_MigrateCT_copiesAndMoves(t *testing.T) {
 		`|   Logical volume "vm-101-disk-1" successfully removed.`,
 		`|   Logical volume "vm-101-disk-2" successfully removed.`,
 		"start final cleanup",
-		"migration finished successfully (duration 00:00:00)",
+		"migration finished successfully (duration HH:MM:SS)",
 		"| TASK OK",
 	})
 	g := k.guest(101)
@@ -244,7 +249,7 @@ func TestCluster_MigrateCT_taskErrors(t *testing.T) {
 				"ERROR: can't migrate CT - check log",
 				"aborting phase 1 - cleanup resources",
 				"start final cleanup",
-				"ERROR: migration aborted (duration 00:00:00): can't migrate CT - check log",
+				"ERROR: migration aborted (duration HH:MM:SS): can't migrate CT - check log",
 				"| TASK ERROR: migration aborted",
 			}},
 		{name: "unused volume owned by another CT",
@@ -261,7 +266,7 @@ func TestCluster_MigrateCT_taskErrors(t *testing.T) {
 				"ERROR: can't migrate CT - check log",
 				"aborting phase 1 - cleanup resources",
 				"start final cleanup",
-				"ERROR: migration aborted (duration 00:00:00): can't migrate CT - check log",
+				"ERROR: migration aborted (duration HH:MM:SS): can't migrate CT - check log",
 				"| TASK ERROR: migration aborted",
 			}},
 		{name: "snapshot on lvmthin",
@@ -277,25 +282,25 @@ func TestCluster_MigrateCT_taskErrors(t *testing.T) {
 				"ERROR: can't migrate CT - check log",
 				"aborting phase 1 - cleanup resources",
 				"start final cleanup",
-				"ERROR: migration aborted (duration 00:00:00): can't migrate CT - check log",
+				"ERROR: migration aborted (duration HH:MM:SS): can't migrate CT - check log",
 				"| TASK ERROR: migration aborted",
 			}},
 		{name: "bind mount",
 			setup: func(k *opsKit) { k.edit(101, func(g *Guest) { g.Config["mp0"] = "/srv/data,mp=/data" }) },
 			want: []string{
-				"ERROR: migration aborted (duration 00:00:00): cannot migrate local bind mount point 'mp0'",
+				"ERROR: migration aborted (duration HH:MM:SS): cannot migrate local bind mount point 'mp0'",
 				"| TASK ERROR: migration aborted",
 			}},
 		{name: "locked",
 			setup: func(k *opsKit) { k.edit(101, func(g *Guest) { g.Config["lock"] = "backup" }) },
 			want: []string{
-				"ERROR: migration aborted (duration 00:00:00): CT is locked (backup)",
+				"ERROR: migration aborted (duration HH:MM:SS): CT is locked (backup)",
 				"| TASK ERROR: migration aborted",
 			}},
 		{name: "target offline",
 			setup: func(k *opsKit) { k.c.SetNodeOnline("pve2", false) },
 			want: []string{
-				"ERROR: migration aborted (duration 00:00:00): Can't connect to destination address using public key",
+				"ERROR: migration aborted (duration HH:MM:SS): Can't connect to destination address using public key",
 				"| TASK ERROR: migration aborted",
 			}},
 		{name: "source storage not on the target",
@@ -307,7 +312,7 @@ func TestCluster_MigrateCT_taskErrors(t *testing.T) {
 				k.edit(101, func(g *Guest) { g.Config["mp0"] = v + ",mp=/x" })
 			},
 			want: []string{
-				"ERROR: migration aborted (duration 00:00:00): storage 'only1' is not available on node 'pve2'",
+				"ERROR: migration aborted (duration HH:MM:SS): storage 'only1' is not available on node 'pve2'",
 				"| TASK ERROR: migration aborted",
 			}},
 		{name: "restart mode, the CT does not stop in time",
@@ -315,14 +320,14 @@ func TestCluster_MigrateCT_taskErrors(t *testing.T) {
 			setup:  func(k *opsKit) { k.edit(101, func(g *Guest) { g.Running = true }) },
 			want: []string{
 				"shutdown CT 101",
-				"ERROR: migration aborted (duration 00:00:00): container did not stop",
+				"ERROR: migration aborted (duration HH:MM:SS): container did not stop",
 				"| TASK ERROR: migration aborted",
 			}},
 		{name: "online",
 			params: map[string]string{"online": "1", "restart": "1"},
 			setup:  func(k *opsKit) { k.edit(101, func(g *Guest) { g.Running = true }) },
 			want: []string{
-				"ERROR: migration aborted (duration 00:00:00): lxc live migration is currently not implemented",
+				"ERROR: migration aborted (duration HH:MM:SS): lxc live migration is currently not implemented",
 				"| TASK ERROR: migration aborted",
 			}},
 	}
@@ -373,7 +378,7 @@ func TestCluster_MigrateCT_renamesTakenName(t *testing.T) {
 		"volume 'local-lvm:vm-101-disk-0' is 'local-lvm:vm-101-disk-1' on the target",
 		`|   Logical volume "vm-101-disk-0" successfully removed.`,
 		"start final cleanup",
-		"migration finished successfully (duration 00:00:00)",
+		"migration finished successfully (duration HH:MM:SS)",
 		"| TASK OK",
 	})
 	g := k.guest(101)
@@ -408,7 +413,7 @@ func TestCluster_MigrateCT_staleCopiesOnFailure(t *testing.T) {
 		"ERROR: found stale volume copy 'local-lvm:vm-101-disk-0' on node 'pve2'",
 		"ERROR: found stale volume copy 'local-lvm:vm-101-disk-1' on node 'pve2'",
 		"start final cleanup",
-		"ERROR: migration aborted (duration 00:00:00): storage migration for 'local-lvm:vm-101-disk-1' to storage 'local-lvm' failed - no such logical volume pve/vm-101-disk-1",
+		"ERROR: migration aborted (duration HH:MM:SS): storage migration for 'local-lvm:vm-101-disk-1' to storage 'local-lvm' failed - no such logical volume pve/vm-101-disk-1",
 		"| TASK ERROR: migration aborted",
 	})
 	if k.volume("pve2", "local-lvm:vm-101-disk-0") == nil {
@@ -438,7 +443,7 @@ func TestCluster_MigrateCT_restartMode(t *testing.T) {
 		"start final cleanup",
 		"start container on target node",
 		"# /usr/bin/ssh -e none -o 'BatchMode=yes' -o 'HostKeyAlias=pve3' -o 'UserKnownHostsFile=/etc/pve/nodes/pve3/ssh_known_hosts' -o 'GlobalKnownHostsFile=none' root@127.0.0.3 pct start 101",
-		"migration finished successfully (duration 00:00:00)",
+		"migration finished successfully (duration HH:MM:SS)",
 		"| TASK OK",
 	})
 	if g := k.guest(101); g.Node != "pve3" || !g.Running {
@@ -465,7 +470,7 @@ func TestCluster_MigrateCT_restartModeFailureRestartsOnSource(t *testing.T) {
 		"aborting phase 1 - cleanup resources",
 		"start final cleanup",
 		"start container on source node",
-		"ERROR: migration aborted (duration 00:00:00): can't migrate CT - check log",
+		"ERROR: migration aborted (duration HH:MM:SS): can't migrate CT - check log",
 		"| TASK ERROR: migration aborted",
 	})
 	if g := k.guest(101); g.Node != "pve1" || !g.Running || g.Lock() != "" {
@@ -490,7 +495,7 @@ func TestCluster_MigrateCT_phase3Problems(t *testing.T) {
 	got := migLog(task)
 	for _, want := range []string{
 		"ERROR: removing local copy of 'local-lvm:vm-101-disk-1' failed - lvremove 'pve/vm-101-disk-1' error:   Logical volume pve/vm-101-disk-1 in use.",
-		"ERROR: migration finished with problems (duration 00:00:00)",
+		"ERROR: migration finished with problems (duration HH:MM:SS)",
 		"| TASK ERROR: migration problems",
 	} {
 		if !slices.Contains(got, want) {
@@ -529,7 +534,7 @@ func TestCluster_MigrateCT_sharedVolumes(t *testing.T) {
 		"successfully imported 'local-lvm:vm-101-disk-0'",
 		`|   Logical volume "vm-101-disk-0" successfully removed.`,
 		"start final cleanup",
-		"migration finished successfully (duration 00:00:00)",
+		"migration finished successfully (duration HH:MM:SS)",
 		"| TASK OK",
 	})
 	if body, err := k.readFile("pve2", nfsPet, "marker"); body != "shared" {
@@ -719,5 +724,23 @@ func TestCluster_SharedStorage_addedOnReopen(t *testing.T) {
 	}
 	if _, err := Open(Options{Dir: t.TempDir(), SharedStorage: []string{"cifs"}}); err == nil || err.Error() != `model: unknown shared storage "cifs" (want nfs or rbd)` {
 		t.Errorf("unknown kind: %v", err)
+	}
+}
+
+func TestCluster_migrationDuration(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	k := newOpsKitWith(t, Options{Now: func() time.Time { return now }})
+	for _, tc := range []struct {
+		ago  time.Duration
+		want string
+	}{
+		{0, "00:00:00"},
+		{999 * time.Millisecond, "00:00:00"},
+		{3725 * time.Second, "01:02:05"},
+		{-time.Second, "00:00:00"},
+	} {
+		if got := k.c.migrationDuration(&migration{startedAt: now.Add(-tc.ago)}); got != tc.want {
+			t.Errorf("%v ago: %s, want %s", tc.ago, got, tc.want)
+		}
 	}
 }
