@@ -563,7 +563,8 @@ func TestCluster_SharedStorage(t *testing.T) {
 	}
 	for _, node := range []string{"pve1", "pve2", "pve3"} {
 		list, err := k.c.Content(node, "nfs", "", 0)
-		if err != nil || len(list) != 1 || list[0].VolID() != pet {
+		// The owner CT 900 is on pve1, but the vmlist is cluster-wide.
+		if err != nil || len(list) != 1 || list[0].VolID() != pet || list[0].ContentType != "rootdir" {
 			t.Errorf("content of nfs on %s = %v, %v", node, list, err)
 		}
 	}

@@ -193,7 +193,7 @@ func (c *Cluster) Content(node, sid, content string, vmid int) ([]ContentEntry, 
 		ct := v.Content
 		if ct == "images" || ct == "rootdir" {
 			ct = "images"
-			if g := c.st.Guests[v.Owner]; g != nil && g.Node == node {
+			if g := c.st.Guests[v.Owner]; g != nil && (g.Node == node || s.Shared) {
 				ct = "rootdir"
 			}
 		}
