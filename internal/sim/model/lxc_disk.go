@@ -133,7 +133,7 @@ func (c *Cluster) checkResizeLocked(r resizeRequest) (resizePlan, error) {
 			return resizePlan{}, err
 		}
 	}
-	v := c.st.Volumes[volumeKey(g.Node, mp.Volume())]
+	v := c.st.Volumes[c.st.volKey(g.Node, mp.Volume())]
 	if v == nil {
 		return resizePlan{}, Failf("Could not determine current size of volume '%s'\n", mp.Volume())
 	}
@@ -165,6 +165,9 @@ func (c *Cluster) applyResizeLocked(p resizePlan) []string {
 			fmt.Sprintf("  Size of logical volume %s changed from %s (%d extents) to %s (%d extents).", lv, lvmSize(old), old/(4*mib), lvmSize(p.vol.Size), p.vol.Size/(4*mib)),
 			fmt.Sprintf("  Logical volume %s successfully resized.", lv))
 		dev = "/dev/" + lv
+	case "rbd":
+		p.vol.Size = p.newSize
+		dev = "/dev/rbd/" + p.storage.Pool + "/" + p.vol.Name
 	default:
 		p.vol.Size = p.newSize
 		if p.vol.Format == "raw" {
@@ -421,7 +424,7 @@ func (c *Cluster) doReassignLocked(w *Worker, m reassignment) error {
 		}
 		mp.Key = m.targetKey
 		mp.Props["volume"] = newVolid
-		if v := c.st.Volumes[volumeKey(dst.Node, newVolid)]; v != nil {
+		if v := c.st.Volumes[c.st.volKey(dst.Node, newVolid)]; v != nil {
 			mp.Props["size"] = FormatSize(v.Size) // the set path rescans the size
 		}
 		dst.Config[m.targetKey] = mp.String()
@@ -435,7 +438,7 @@ func (c *Cluster) doReassignLocked(w *Worker, m reassignment) error {
 // current (vm-) raw volume, a dir storage a raw/qcow2/vmdk image; base
 // volumes, subvols and non-volumes cannot.
 func (c *Cluster) canRenameLocked(node, volid string) bool {
-	v := c.st.Volumes[volumeKey(node, volid)]
+	v := c.st.Volumes[c.st.volKey(node, volid)]
 	if v == nil {
 		return false
 	}
@@ -445,9 +448,9 @@ func (c *Cluster) canRenameLocked(node, volid string) bool {
 	}
 	base := strings.HasPrefix(filepath.Base(v.Name), "base-")
 	switch s.Type {
-	case "lvmthin":
+	case "lvmthin", "rbd":
 		return v.Format == "raw" && !base
-	case "dir":
+	case "dir", "nfs":
 		return (v.Format == "raw" || v.Format == "qcow2" || v.Format == "vmdk") && !base
 	}
 	return false
@@ -457,7 +460,7 @@ func (c *Cluster) canRenameLocked(node, volid string) bool {
 // lowest free disk name of target on its storage and keeps its data. It
 // returns the new volid and what lvrename prints.
 func (c *Cluster) renameVolumeLocked(node, volid string, target int) (string, []string, error) {
-	v := c.st.Volumes[volumeKey(node, volid)]
+	v := c.st.Volumes[c.st.volKey(node, volid)]
 	if v == nil {
 		return "", nil, Failf("no such volume '%s'\n", volid)
 	}
@@ -472,11 +475,13 @@ func (c *Cluster) renameVolumeLocked(node, volid string, target int) (string, []
 	case "lvmthin":
 		newName = fmt.Sprintf("vm-%d-disk-%d", target, n)
 		lines = append(lines, fmt.Sprintf("  Renamed \"%s\" to \"%s\" in volume group \"%s\"", v.Name, newName, s.VGName))
+	case "rbd":
+		newName = fmt.Sprintf("vm-%d-disk-%d", target, n)
 	default:
 		newName = fmt.Sprintf("%d/vm-%d-disk-%d.%s", target, target, n, v.Format)
 	}
 	newVolid := s.ID + ":" + newName
-	if c.st.Volumes[volumeKey(node, newVolid)] != nil {
+	if c.st.Volumes[c.st.volKey(node, newVolid)] != nil {
 		return "", nil, Failf("target volume '%s' already exists\n", newName)
 	}
 	oldPath, newPath := c.volumePath(node, s.ID, v.Name), c.volumePath(node, s.ID, newName)
@@ -486,9 +491,9 @@ func (c *Cluster) renameVolumeLocked(node, volid string, target int) (string, []
 	if err := os.Rename(oldPath, newPath); err != nil {
 		return "", nil, fmt.Errorf("rename %s: %w", volid, err)
 	}
-	delete(c.st.Volumes, volumeKey(node, volid))
+	delete(c.st.Volumes, c.st.volKey(node, volid))
 	v.Name, v.Owner = newName, target
-	c.st.Volumes[volumeKey(node, newVolid)] = v
+	c.st.Volumes[c.st.volKey(node, newVolid)] = v
 	c.markVolume(node, volid)
 	c.markVolume(node, newVolid)
 	return newVolid, lines, nil
@@ -565,7 +570,7 @@ func (c *Cluster) copyVolumeTask(w *Worker, node string, vmid int, key, storage 
 		if mp.Type() != "volume" {
 			return Failf("cannot copy volumes of type %s\n", mp.Type())
 		}
-		old := st.Volumes[volumeKey(node, oldVolid)]
+		old := st.Volumes[st.volKey(node, oldVolid)]
 		if old == nil {
 			return Failf("no such volume '%s'\n", oldVolid)
 		}

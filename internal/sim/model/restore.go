@@ -197,7 +197,7 @@ func (c *Cluster) restoreRun(w *Worker, spec restoreSpec, vols *[]string, destro
 		}
 		oldConf = ctCloneGuest(g).Config
 		sid, name, ok := ParseVolID(spec.archive)
-		if !ok || st.Volumes[volumeKey(spec.node, spec.archive)] == nil {
+		if !ok || st.Volumes[st.volKey(spec.node, spec.archive)] == nil {
 			return Failf("can't find file '%s'\n", spec.archive)
 		}
 		archivePath = c.volumePath(spec.node, sid, name)
@@ -316,7 +316,7 @@ func (c *Cluster) restoreRun(w *Worker, spec restoreSpec, vols *[]string, destro
 				continue
 			}
 			sid, name, ok := ParseVolID(mp.Volume())
-			if !ok || st.Volumes[volumeKey(spec.node, mp.Volume())] == nil {
+			if !ok || st.Volumes[st.volKey(spec.node, mp.Volume())] == nil {
 				return Failf("volume '%s' does not exist\n", mp.Volume())
 			}
 			targets = append(targets, restoreMount{path: mp.Path(), dir: c.volumePath(spec.node, sid, name)})

@@ -500,7 +500,7 @@ func (c *Cluster) vzdumpGuest(w *Worker, job vzdumpJob, vmid int, dumpdir string
 			snapped = true
 			err = w.Do(func(st *State) error {
 				for i := range disks {
-					if v := st.Volumes[volumeKey(job.node, disks[i].volid)]; v != nil {
+					if v := st.Volumes[st.volKey(job.node, disks[i].volid)]; v != nil {
 						disks[i].dir = c.snapshotPath(job.node, v, "vzdump")
 					}
 				}
@@ -555,7 +555,7 @@ func (c *Cluster) vzdumpGuest(w *Worker, job vzdumpJob, vmid int, dumpdir string
 			}
 		}
 		err = w.Do(func(st *State) error {
-			st.Volumes[volumeKey(job.node, volid)] = &Volume{Node: job.node, Storage: job.storage, Name: "backup/" + archive,
+			st.Volumes[st.volKey(job.node, volid)] = &Volume{Node: st.homeNode(job.node, job.storage), Storage: job.storage, Name: "backup/" + archive,
 				Owner: vmid, Size: size, Format: strings.TrimPrefix(ext, "."), Content: "backup", Ctime: began.Unix(),
 				Notes: notes, Protected: job.protect}
 			c.markVolume(job.node, volid)
@@ -635,7 +635,7 @@ func (w *Worker) logSnapshot() []string {
 func (c *Cluster) vzdumpCheckLimitLocked(job vzdumpJob, vmid int) error {
 	count, protected := 0, 0
 	for _, v := range c.st.Volumes {
-		if v.Node == job.node && v.Storage == job.storage && v.Content == "backup" && v.Owner == vmid {
+		if c.st.volOn(v, job.node) && v.Storage == job.storage && v.Content == "backup" && v.Owner == vmid {
 			if v.Protected {
 				protected++
 			} else {
@@ -672,7 +672,7 @@ func (c *Cluster) vzdumpPruneLocked(w *Worker, job vzdumpJob, vmid int) {
 	if job.prune != nil {
 		var group []*Volume
 		for _, v := range c.st.Volumes {
-			if v.Node == job.node && v.Storage == job.storage && v.Content == "backup" && v.Owner == vmid &&
+			if c.st.volOn(v, job.node) && v.Storage == job.storage && v.Content == "backup" && v.Owner == vmid &&
 				strings.HasPrefix(v.Name, fmt.Sprintf("backup/vzdump-lxc-%d-", vmid)) {
 				group = append(group, v)
 			}
@@ -1109,7 +1109,7 @@ func (c *Cluster) ExtractConfig(auth Auth, node, volume string) (string, error) 
 	s := c.st.storage(sid)
 	p := c.volumePath(node, sid, name)
 	host := c.hostPath(s, name)
-	exists := c.st.Volumes[volumeKey(node, volume)] != nil
+	exists := c.st.Volumes[c.st.volKey(node, volume)] != nil
 	c.mu.Unlock()
 	if vtype != "backup" {
 		return "", Failf("cannot extract config from non-backup volume '%s'\n", volume)
