@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -168,7 +170,13 @@ func startAgent(ctx context.Context, st *streams, a *agentArgs, log *slog.Logger
 	if err != nil {
 		return nil, nil, err
 	}
-	ops := &agentOps{st: st, s: s, path: a.ff.path, stop: stopOf(ctx), trustHostKey: a.trustHostKey}
+	if log == nil {
+		log = slog.Default()
+	}
+	// What the verbs' code says on stderr (a lock lost, another corral
+	// was faster) becomes log lines, so that a JSON log stays JSON.
+	ost := &streams{in: strings.NewReader(""), out: io.Discard, err: &logWriter{log: log}}
+	ops := &agentOps{st: ost, s: s, path: a.ff.path, stop: stopOf(ctx), trustHostKey: a.trustHostKey}
 	ag := agent.New(agent.Config{Path: a.ff.path, Mode: agent.Mode(a.mode), Interval: a.interval, HealthFailures: a.healthFailures,
 		RestartBackoff: a.backoff, RestartBackoffMax: a.backoffMax, Now: now, Stop: stopOf(ctx), Log: log}, ops)
 	ops.observer = ag.Observer()
@@ -324,4 +332,27 @@ func (o *agentOps) Archives(ctx context.Context) ([]apply.Archive, error) {
 		return nil, err
 	}
 	return apply.ListBackups(ctx, o.s.client, obs, "")
+}
+
+// logWriter turns each line written to it into an info log record.
+type logWriter struct {
+	log  *slog.Logger
+	mu   sync.Mutex
+	part []byte
+}
+
+func (w *logWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.part = append(w.part, p...)
+	for {
+		i := bytes.IndexByte(w.part, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		if line := strings.TrimSpace(string(w.part[:i])); line != "" {
+			w.log.Info(line)
+		}
+		w.part = w.part[i+1:]
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -68,7 +69,8 @@ func (c *cluster) newAgentRig(m, mode string, start time.Time, edit func(*agentA
 	var errb bytes.Buffer
 	st := &streams{in: strings.NewReader(""), out: io.Discard, err: &lockedWriter{w: &errb}}
 	clk := &clock{t: start}
-	ag, ops, err := startAgent(context.Background(), st, a, nil, clk.Now)
+	log := slog.New(slog.NewTextHandler(st.err, nil))
+	ag, ops, err := startAgent(context.Background(), st, a, log, clk.Now)
 	if err != nil {
 		c.t.Fatal(err)
 	}
