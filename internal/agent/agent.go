@@ -91,8 +91,10 @@ type Agent struct {
 	lastPlan time.Time
 	nextPlan time.Time
 	drift    map[string]string // app → drift last reported
-	checks   map[checkKey]*checkState
-	apps     map[string]*appState
+	// reconcileErr is the last reconcile failure, reported once.
+	reconcileErr string
+	checks       map[checkKey]*checkState
+	apps         map[string]*appState
 }
 
 type checkKey struct{ app, check string }
@@ -288,8 +290,19 @@ func (a *Agent) plan(ctx context.Context) {
 		a.event(KindReconcile, "warn", "", "reconcile stopped on request after the step under way; the next run goes on")
 	case err != nil:
 		a.metrics.reconciles.WithLabelValues("error").Inc()
-		a.event(KindError, "error", "", "reconcile failed: %v", err)
+		// The same failure every round is one event (and a log line each
+		// round at debug level), not a flood.
+		a.mu.Lock()
+		same := a.reconcileErr == err.Error()
+		a.reconcileErr = err.Error()
+		a.mu.Unlock()
+		if same {
+			a.cfg.Log.Debug("reconcile failed again", "error", err)
+		} else {
+			a.event(KindError, "error", "", "reconcile failed: %v", err)
+		}
 	case changed:
+		a.clearReconcileErr()
 		a.metrics.reconciles.WithLabelValues("applied").Inc()
 		a.event(KindReconcile, "info", "", "reconciled: %s", driftSummary(obs))
 	default:
@@ -299,6 +312,12 @@ func (a *Agent) plan(ctx context.Context) {
 	if obs, ok := a.observe(ctx, f); ok {
 		a.reportDrift(obs)
 	}
+}
+
+func (a *Agent) clearReconcileErr() {
+	a.mu.Lock()
+	a.reconcileErr = ""
+	a.mu.Unlock()
 }
 
 // observe reads the cluster and keeps what it read for the API.
