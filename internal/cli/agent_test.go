@@ -50,6 +50,7 @@ type agentRig struct {
 	c      *cluster
 	m      string
 	ag     *agent.Agent
+	ops    *agentOps
 	clock  *clock
 	stderr *bytes.Buffer
 }
@@ -75,7 +76,7 @@ func (c *cluster) newAgentRig(m, mode string, start time.Time, edit func(*agentA
 		c.t.Fatal(err)
 	}
 	c.t.Cleanup(ops.Close)
-	return &agentRig{t: c.t, c: c, m: m, ag: ag, clock: clk, stderr: &errb}
+	return &agentRig{t: c.t, c: c, m: m, ag: ag, ops: ops, clock: clk, stderr: &errb}
 }
 
 func (r *agentRig) tick() { r.ag.Tick(context.Background()) }
@@ -462,4 +463,68 @@ func runCorral(t *testing.T, args ...string) result {
 	var out, errb bytes.Buffer
 	code := Run(context.Background(), args, strings.NewReader(""), &out, &errb)
 	return result{code, out.String(), errb.String()}
+}
+
+// pausingObserver holds the agent's first executor step until released,
+// telling the test that it started (the agent then holds the lock).
+type pausingObserver struct {
+	apply.Observer
+	once    sync.Once
+	started chan struct{}
+	release chan struct{}
+}
+
+func (p *pausingObserver) Step(app, phase, detail string) func(error) {
+	p.once.Do(func() {
+		close(p.started)
+		<-p.release
+	})
+	return p.Observer.Step(app, phase, detail)
+}
+
+// The other order: the agent is in the middle of its reconcile, holding
+// the lock, when a human runs corral apply. apply waits for the lock,
+// saying who holds it, plans again under it, and finds nothing left to do;
+// nothing of the two runs interleaves.
+func TestAgent_applyWaitsForTheAgent(t *testing.T) {
+	c := newCluster(t)
+	m := manifestWith(t, "512")
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	r := c.newAgentRig(m, "reconcile", time.Now(), nil)
+	vmid := c.drift(m, "1024")
+	pause := &pausingObserver{Observer: r.ops.observer, started: make(chan struct{}), release: make(chan struct{})}
+	r.ops.observer = pause
+	ticked := make(chan struct{})
+	go func() {
+		r.tick()
+		close(ticked)
+	}()
+	<-pause.started
+	var stderr syncBuffer
+	applied := make(chan int, 1)
+	go func() {
+		args := append([]string{"apply", "-f", m, "--auto-approve", "--lock-timeout", "1m"}, c.connArgs()...)
+		applied <- Run(context.Background(), args, strings.NewReader(""), io.Discard, &stderr)
+	}()
+	for !strings.Contains(stderr.String(), "waiting for the lock on node pve") {
+		select {
+		case code := <-applied:
+			t.Fatalf("apply exit %d without waiting for the agent's lock:\n%s", code, stderr.String())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	if got := c.config(vmid)["memory"]; got != "1024" {
+		t.Fatalf("memory = %s while the agent's step is held back", got)
+	}
+	close(pause.release)
+	<-ticked
+	if code := <-applied; code != 0 {
+		t.Fatalf("apply: exit %d\n%s", code, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "Another corral made these changes meanwhile; nothing left to do.") {
+		t.Errorf("apply after the agent's reconcile:\n%s", stderr.String())
+	}
+	if r.metric("corral_agent_reconciles_total", "result", "applied") != 1 || c.config(vmid)["memory"] != "512" {
+		t.Errorf("agent events %+v, memory %s", r.events("", 0), c.config(vmid)["memory"])
+	}
 }
