@@ -59,6 +59,12 @@ type agentRig struct {
 // starting at start.
 func (c *cluster) newAgentRig(m, mode string, start time.Time, edit func(*agentArgs)) *agentRig {
 	c.t.Helper()
+	return c.newAgentRigLog(m, mode, start, edit, nil)
+}
+
+// newAgentRigLog is newAgentRig logging to log (nil: the rig's stderr).
+func (c *cluster) newAgentRigLog(m, mode string, start time.Time, edit func(*agentArgs), log *slog.Logger) *agentRig {
+	c.t.Helper()
 	a := &agentArgs{ff: fileFlags{path: m}, mode: mode, listen: "127.0.0.1:0", interval: time.Minute, backoff: time.Minute, backoffMax: time.Hour,
 		cf: connFlags{endpoint: c.srv.URL(), token: c.srv.Credentials().OperatorToken, fingerprint: c.srv.Fingerprint()}}
 	if edit != nil {
@@ -70,7 +76,9 @@ func (c *cluster) newAgentRig(m, mode string, start time.Time, edit func(*agentA
 	var errb bytes.Buffer
 	st := &streams{in: strings.NewReader(""), out: io.Discard, err: &lockedWriter{w: &errb}}
 	clk := &clock{t: start}
-	log := slog.New(slog.NewTextHandler(st.err, nil))
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(st.err, nil))
+	}
 	ag, ops, err := startAgent(context.Background(), st, a, log, clk.Now)
 	if err != nil {
 		c.t.Fatal(err)
