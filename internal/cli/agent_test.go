@@ -536,3 +536,36 @@ func TestAgent_applyWaitsForTheAgent(t *testing.T) {
 		t.Errorf("agent events %+v, memory %s", r.events("", 0), c.config(vmid)["memory"])
 	}
 }
+
+// A cluster that cannot be read is an error event (once while it lasts),
+// corral_agent_api_errors_total and the API's error; the agent keeps its
+// last view and recovers on its own.
+func TestAgent_apiErrors(t *testing.T) {
+	c := newCluster(t)
+	m := manifestWith(t, "512")
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	r := c.newAgentRig(m, "observe", time.Now(), nil)
+	r.tick()
+	seq := r.lastSeq()
+	c.srv.SetFaults(sim.FaultSpec{Read5xx: 1, Match: "/cluster/resources"})
+	for i := 0; i < 2; i++ {
+		r.clock.Add(time.Minute)
+		r.tick()
+	}
+	errs := r.events(agent.KindError, seq)
+	if len(errs) != 1 || !strings.Contains(errs[0].Message, "read the cluster") {
+		t.Errorf("error events over two failed rounds: %+v", errs)
+	}
+	if got := r.metric("corral_agent_api_errors_total", "operation", "observe"); got != 2 {
+		t.Errorf("api_errors_total{observe} = %v, want 2", got)
+	}
+	if st := r.ag.Status(); st.Error == "" || len(st.Apps) != 1 || st.Apps[0].State != "running" {
+		t.Errorf("status while the cluster cannot be read: %+v", st)
+	}
+	c.srv.SetFaults(sim.FaultSpec{})
+	r.clock.Add(time.Minute)
+	r.tick()
+	if st := r.ag.Status(); st.Error != "" {
+		t.Errorf("error kept after recovery: %q", st.Error)
+	}
+}
