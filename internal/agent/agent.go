@@ -91,6 +91,8 @@ type Agent struct {
 	lastPlan time.Time
 	nextPlan time.Time
 	drift    map[string]string // app → drift last reported
+	// fileErr is the last failure to read the manifest file, reported once.
+	fileErr string
 	// reconcileErr is the last reconcile failure, reported once.
 	reconcileErr string
 	checks       map[checkKey]*checkState
@@ -226,16 +228,20 @@ func (a *Agent) nextPlanAt() time.Time {
 func (a *Agent) reload() bool {
 	data, err := os.ReadFile(a.cfg.Path)
 	if err != nil {
+		// Reported once; the last valid manifest stays in force (a file
+		// being replaced by an editor or a git checkout is briefly gone).
 		a.mu.Lock()
-		had := a.f != nil
+		same := a.fileErr == err.Error()
+		a.fileErr = err.Error()
 		a.mu.Unlock()
-		if !had {
-			a.event(KindManifest, "error", "", "read the manifest: %v", err)
+		if !same {
+			a.event(KindManifest, "error", "", "read the manifest: %v (keeping the last valid one)", err)
 		}
 		return false
 	}
 	sum := sha256.Sum256(data)
 	a.mu.Lock()
+	a.fileErr = ""
 	same := a.f != nil && sum == a.sum
 	a.mu.Unlock()
 	if same {
@@ -459,10 +465,7 @@ func (a *Agent) health(ctx context.Context) {
 }
 
 func (a *Agent) runCheck(ctx context.Context, f *manifest.File, view AppView, chk manifest.Check, now time.Time) {
-	interval := chk.Interval
-	if interval <= 0 {
-		interval = 3 * time.Second
-	}
+	interval := checkInterval(chk)
 	start := time.Now()
 	err := a.ops.Check(ctx, f, view, chk.Name)
 	a.metrics.operation("health_check", time.Since(start))
@@ -494,6 +497,14 @@ func (a *Agent) runCheck(ctx context.Context, f *manifest.File, view AppView, ch
 	case prev == "unhealthy":
 		a.event(KindHealth, "info", view.Name, "health check %q of app %s passes again", chk.Name, view.Name)
 	}
+}
+
+// checkInterval is how often the agent runs chk: its interval.
+func checkInterval(chk manifest.Check) time.Duration {
+	if chk.Interval > 0 {
+		return chk.Interval
+	}
+	return 3 * time.Second
 }
 
 // appHealthyLocked reports whether every check of app that ran passed.
@@ -542,11 +553,11 @@ func (a *Agent) restart(ctx context.Context, f *manifest.File, m manifest.App, c
 	}
 	as.restartAfter = now.Add(as.backoff)
 	as.backoff = min(2*as.backoff, a.cfg.RestartBackoffMax)
-	// The checks start counting afresh against the restarted container.
-	for k, cs := range a.checks {
-		if k.app == m.Name {
-			cs.failures, cs.next = 0, time.Time{}
-		}
+	// The checks start counting afresh against the restarted container,
+	// each after its interval (the guest needs a moment to come up).
+	for _, chk := range m.Health {
+		cs := a.check(m.Name, chk.Name)
+		cs.failures, cs.next = 0, now.Add(checkInterval(chk))
 	}
 }
 

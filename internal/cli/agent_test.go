@@ -280,6 +280,19 @@ func TestAgent_manifestChangePlansAtOnce(t *testing.T) {
 	if !hasEvent(r.events(agent.KindManifest, seq), "", "not valid") || r.app("notes").Drift != "no-op" {
 		t.Errorf("invalid manifest: events %+v, app %+v", r.events("", seq), r.app("notes"))
 	}
+	// A file that is gone is reported once, and the last valid manifest
+	// stays in force.
+	seq = r.lastSeq()
+	if err := os.Remove(m); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		r.clock.Add(time.Minute)
+		r.tick()
+	}
+	if evs := r.events(agent.KindManifest, seq); len(evs) != 1 || !strings.Contains(evs[0].Message, "keeping the last valid one") || r.app("notes").Drift != "no-op" {
+		t.Errorf("manifest gone: events %+v, app %+v", evs, r.app("notes"))
+	}
 }
 
 // The agent never fights a human's run: while another corral holds the
