@@ -85,7 +85,8 @@ type Agent struct {
 
 	mu       sync.Mutex // guards everything below (the HTTP server reads it)
 	f        *manifest.File
-	sum      [32]byte
+	sum      [32]byte // of the manifest file last read
+	read     bool     // sum is set
 	obs      *Observation
 	obsErr   string
 	lastPlan time.Time
@@ -242,7 +243,7 @@ func (a *Agent) reload() bool {
 	sum := sha256.Sum256(data)
 	a.mu.Lock()
 	a.fileErr = ""
-	same := a.f != nil && sum == a.sum
+	same := a.read && sum == a.sum
 	a.mu.Unlock()
 	if same {
 		return false
@@ -250,7 +251,7 @@ func (a *Agent) reload() bool {
 	f, err := a.ops.Load()
 	a.mu.Lock()
 	first := a.f == nil
-	a.sum = sum // an invalid file is reported once, not every second
+	a.sum, a.read = sum, true // an invalid file is reported once, not every second
 	if err == nil {
 		a.f = f
 	}
