@@ -163,7 +163,7 @@ func runAgent(cmd *cobra.Command, st *streams, a *agentArgs) error {
 // startAgent connects, and makes the agent and its operations; now is
 // the agent's clock (nil: time.Now).
 func startAgent(ctx context.Context, st *streams, a *agentArgs, log *slog.Logger, now func() time.Time) (*agent.Agent, *agentOps, error) {
-	if _, err := loadManifest(a.ff.path); err != nil {
+	if _, err := loadManifest(a.ff.path, false); err != nil {
 		return nil, nil, err
 	}
 	s, err := connect(ctx, st, a.cf)
@@ -200,11 +200,11 @@ func (o *agentOps) Close() { o.s.Close() }
 var agentLock = lockFlags{timeout: 0}
 
 func (o *agentOps) executor(f *manifest.File) *apply.Executor {
-	return &apply.Executor{Client: o.s.client, Secrets: secrets(f), LockWait: 2 * time.Minute, Guest: guestWork(f), Parallelism: 10,
+	return &apply.Executor{Client: o.s.client, Secrets: secrets(f), LockWait: 2 * time.Minute, Guest: guestWork(f, nil), Parallelism: 10,
 		Stop: o.stop, Project: f.Project, Observer: newRedactObserver(f, o.observer)}
 }
 
-func (o *agentOps) Load() (*manifest.File, error) { return loadManifest(o.path) }
+func (o *agentOps) Load() (*manifest.File, error) { return loadManifest(o.path, false) }
 
 func (o *agentOps) Observe(ctx context.Context, f *manifest.File) (*agent.Observation, error) {
 	obs, err := apply.Observe(ctx, o.s.client)
@@ -280,12 +280,12 @@ func (o *agentOps) Reconcile(ctx context.Context, f *manifest.File) (bool, error
 		return false, nil
 	}
 	a := &applyArgs{lf: agentLock, autoApprove: true, parallelism: 10, lockWait: 2 * time.Minute, trustHostKey: o.trustHostKey}
-	return applyUnderLock(ctx, o.st, o.s, f, o.executor(f), a, p, obs, pj, func(*ui.PlanJSON) {})
+	return applyUnderLock(ctx, o.st, o.s, f, o.executor(f), a, makePlan, p, obs, pj, func(*ui.PlanJSON) {})
 }
 
 // Check runs one health check as apply runs it, once, over SSH.
 func (o *agentOps) Check(ctx context.Context, f *manifest.File, app agent.AppView, check string) error {
-	for _, chk := range guestWork(f)[app.Name].Checks {
+	for _, chk := range guestWork(f, nil)[app.Name].Checks {
 		if chk.Name != check {
 			continue
 		}

@@ -31,6 +31,7 @@ type applyArgs struct {
 	lockWait     time.Duration
 	trustHostKey bool
 	noPreflight  bool
+	rerun        rerunFlag
 }
 
 func newApplyCmd(st *streams) *cobra.Command {
@@ -60,6 +61,7 @@ again picks up where it stopped.`,
 	cmd.Flags().BoolVarP(&a.verbose, "verbose", "v", false, "show every Proxmox task log line")
 	cmd.Flags().DurationVar(&a.lockWait, "lock-wait", 2*time.Minute, "how long to wait for a container locked by another operation")
 	cmd.Flags().BoolVar(&a.noPreflight, "skip-preflight", false, "do not run doctor's checks (privileges, storages, template, space) before changing anything")
+	a.rerun.add(cmd.Flags())
 	cmd.Flags().BoolVar(&a.trustHostKey, "trust-host-key", false, "accept a container's SSH host key when corral has none pinned (it pins one when it creates a container)")
 	return cmd
 }
@@ -82,6 +84,13 @@ func runApply(cmd *cobra.Command, st *streams, a *applyArgs) error {
 	defer j.Close()
 	f, s, asJSON := j.f, j.s, j.asJSON
 	ctx := cmd.Context()
+	rerun, err := a.rerun.resolve(f)
+	if err != nil {
+		return err
+	}
+	makePlan := func(ctx context.Context, s *session, f *manifest.File) (*plan.Plan, *plan.Observed, *ui.PlanJSON, error) {
+		return makePlanRerun(ctx, s, f, rerun)
+	}
 
 	if !a.noPreflight {
 		// The same checks as corral doctor: a 403 halfway through an apply
@@ -95,7 +104,7 @@ func runApply(cmd *cobra.Command, st *streams, a *applyArgs) error {
 		}
 	}
 
-	ex := &apply.Executor{Client: s.client, Secrets: secrets(f), LockWait: a.lockWait, Guest: guestWork(f), Parallelism: a.parallelism, FailFast: a.failFast, Stop: stopOf(ctx), Project: f.Project}
+	ex := &apply.Executor{Client: s.client, Secrets: secrets(f), LockWait: a.lockWait, Guest: guestWork(f, rerun), Parallelism: a.parallelism, FailFast: a.failFast, Stop: stopOf(ctx), Project: f.Project}
 	var events *ui.JSONEvents
 	var observer apply.Observer
 	if asJSON {
@@ -136,7 +145,7 @@ func runApply(cmd *cobra.Command, st *streams, a *applyArgs) error {
 			return err
 		}
 	}
-	changed, err := applyUnderLock(ctx, st, s, f, ex, a, p, obs, pj, showPlan)
+	changed, err := applyUnderLock(ctx, st, s, f, ex, a, makePlan, p, obs, pj, showPlan)
 	if !changed {
 		return err
 	}
@@ -158,6 +167,9 @@ func runApply(cmd *cobra.Command, st *streams, a *applyArgs) error {
 	}
 	return nil
 }
+
+// planFunc observes the cluster and plans f against it (makePlan).
+type planFunc func(ctx context.Context, s *session, f *manifest.File) (*plan.Plan, *plan.Observed, *ui.PlanJSON, error)
 
 // secrets maps each app with a root password to it, for the executor.
 func secrets(f *manifest.File) map[string]string {
@@ -202,8 +214,10 @@ func sameChanges(a, b *ui.PlanJSON) bool {
 // reconcile mode both come here, so they exclude each other through the
 // same lock. changed is false when nothing was applied: an error before
 // any change, or another corral made the changes meanwhile.
+// makePlan is how it plans again (corral apply's --rerun steps
+// included).
 func applyUnderLock(ctx context.Context, st *streams, s *session, f *manifest.File, ex *apply.Executor, a *applyArgs,
-	p *plan.Plan, obs *plan.Observed, pj *ui.PlanJSON, showPlan func(*ui.PlanJSON)) (changed bool, err error) {
+	makePlan planFunc, p *plan.Plan, obs *plan.Observed, pj *ui.PlanJSON, showPlan func(*ui.PlanJSON)) (changed bool, err error) {
 	var lock *held
 	defer func() { lock.release() }()
 	base := ctx

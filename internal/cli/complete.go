@@ -39,7 +39,7 @@ func appNames(cmd *cobra.Command, args []string, prefix string) []string {
 	if f := cmd.Flags().Lookup("file"); f != nil {
 		path = f.Value.String()
 	}
-	m, err := manifest.Load(path, manifest.LoadOptions{})
+	m, err := manifest.Load(path, manifest.LoadOptions{Lazy: true})
 	if err != nil {
 		return nil
 	}

@@ -120,6 +120,7 @@ func runInGuest(ctx context.Context, st *streams, ff fileFlags, cf connFlags, tr
 	} else if asJSON {
 		return errors.New("-o json: exec and logs have no JSON form; their output is the command's own")
 	}
+	ff.lazy = true // no provisioning value is needed to log in
 	j, err := openJob(ctx, st, ff, cf)
 	if err != nil {
 		return err

@@ -329,9 +329,9 @@ apps:
 						Path: "/srv/app/.env", Mode: 0o400, Owner: "app_1", Env: []manifest.EnvVar{
 							{Name: "K", Value: manifest.NewSecret("${file:~/.config/corral/api.key}", fileAPIKey)}}},
 					{Kind: manifest.StepCompose, Name: "compose: /opt/web/compose.yaml", Timeout: 10 * time.Minute,
-						Path: "/opt/web/compose.yaml", Content: "services:\n  web:\n    image: nginx\n", Mode: 0o644, Project: "web"},
+						Path: "/opt/web/compose.yaml", Content: "services:\n  web:\n    image: nginx\n", Mode: 0o644, Project: "web", Pull: manifest.PullMissing},
 					{Kind: manifest.StepCompose, Name: "compose: /srv/app/compose.yml", Timeout: 10 * time.Minute,
-						Path: "/srv/app/compose.yml", Content: "services: {}\n", Mode: 0o600, Project: "app-2"},
+						Path: "/srv/app/compose.yml", Content: "services: {}\n", Mode: 0o600, Project: "app-2", Pull: manifest.PullMissing},
 				}
 				a.Health = []manifest.Check{
 					{Kind: "http", Name: "web", URL: "https://web.example:8443/", Expect: 204,
@@ -353,7 +353,29 @@ apps:
 				a.Features.Nesting = true
 				a.NeedsKeyctl = true
 				a.Provision = []manifest.Step{{Kind: manifest.StepCompose, Name: "compose: /opt/web/compose.yaml", Timeout: 10 * time.Minute,
-					Path: "/opt/web/compose.yaml", Content: "services: {}", Mode: 0o644, Project: "web"}}
+					Path: "/opt/web/compose.yaml", Content: "services: {}", Mode: 0o644, Project: "web", Pull: manifest.PullMissing}}
+			})},
+		{"change triggers", `
+apps:
+  - name: web
+    template: debian-12-standard_12.12-1_amd64.tar.zst
+    provision:
+      - name: env
+        envFile: { path: /opt/web/.env, env: [{ name: K, value: v }] }
+        restart: [web.service]
+      - compose: { content: "services: {}", pull: always }
+        onChange: [env]
+        restart: [web.service, "getty@tty1.service"]`,
+			with(func(a *manifest.App) {
+				a.Features.Nesting = true
+				a.NeedsKeyctl = true
+				a.Provision = []manifest.Step{
+					{Kind: manifest.StepEnvFile, Name: "env", Timeout: 10 * time.Minute, Path: "/opt/web/.env", Mode: 0o600, Owner: "root",
+						Env: []manifest.EnvVar{{Name: "K", Value: manifest.NewSecret("", "v")}}, Restart: []string{"web.service"}},
+					{Kind: manifest.StepCompose, Name: "compose: /opt/web/compose.yaml", Timeout: 10 * time.Minute,
+						Path: "/opt/web/compose.yaml", Content: "services: {}", Mode: 0o644, Project: "web", Pull: manifest.PullAlways,
+						OnChange: []string{"env"}, Restart: []string{"web.service", "getty@tty1.service"}},
+				}
 			})},
 		{"aliases", `
 apps:
