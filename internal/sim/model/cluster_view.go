@@ -104,6 +104,15 @@ func (r Resource) MarshalJSON() ([]byte, error) {
 	switch r.Type {
 	case "lxc":
 		m["vmid"] = r.VMID
+		if r.Tags != "" {
+			m["tags"] = r.Tags
+		}
+		if r.Lock != "" {
+			m["lock"] = r.Lock
+		}
+		if r.NoStats {
+			break // no RRD entry: only what the vmlist and config say
+		}
 		m["name"] = r.Name
 		m["template"] = boolInt(r.Template)
 		m["cpu"], m["maxcpu"] = r.CPU, r.MaxCPU
@@ -111,12 +120,6 @@ func (r Resource) MarshalJSON() ([]byte, error) {
 		m["disk"], m["maxdisk"] = r.Disk, r.MaxDisk
 		m["uptime"] = r.Uptime
 		m["netin"], m["netout"], m["diskread"], m["diskwrite"] = 0, 0, 0, 0
-		if r.Tags != "" {
-			m["tags"] = r.Tags
-		}
-		if r.Lock != "" {
-			m["lock"] = r.Lock
-		}
 	case "node":
 		m["cgroup-mode"] = 2
 		nodeStats(m, r.Status, r.NoStats, r.CPU, r.MaxCPU, r.Mem, r.MaxMem, r.Disk, r.MaxDisk, r.Uptime)
@@ -184,8 +187,12 @@ func (c *Cluster) Resources(typ string) []Resource {
 				u := c.usageLocked(n.Name, s)
 				content := append([]string(nil), s.Content...)
 				sort.Strings(content)
+				status := "available"
+				if c.rrdExpiredLocked(n.Name) {
+					status = "unknown"
+				}
 				out = append(out, Resource{
-					ID: "storage/" + n.Name + "/" + s.ID, Type: "storage", Node: n.Name, Status: "available",
+					ID: "storage/" + n.Name + "/" + s.ID, Type: "storage", Node: n.Name, Status: status,
 					Storage: s.ID, Content: strings.Join(content, ","), PluginType: s.Type, Shared: s.Shared,
 					Disk: u.Used, MaxDisk: u.Total,
 				})
@@ -207,6 +214,10 @@ func (c *Cluster) guestResourceLocked(g *Guest) Resource {
 		VMID: g.VMID, Name: g.Config["hostname"], Template: g.IsTemplate(),
 		Tags: g.Config["tags"], Lock: g.Lock(),
 		MaxCPU: c.guestCPUsLocked(g), MaxMem: guestMaxMem(g), MaxDisk: guestRootfsSize(g),
+	}
+	if c.rrdExpiredLocked(g.Node) {
+		r.Status, r.NoStats = "unknown", true
+		return r
 	}
 	if g.Running {
 		r.Status = "running"
