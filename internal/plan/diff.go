@@ -637,6 +637,11 @@ func otherWarnings(apps []App, obs *Observed) []string {
 // base-…, subvol-…), or 0. PVE frees a volume with its owner.
 func VolumeOwner(volid string) int {
 	_, name, _ := strings.Cut(volid, ":")
+	// On file storages (dir, nfs, cifs) the volname is <vmid>/vm-<vmid>-…
+	// (a linked clone's base-<n>-…/vm-<vmid>-…): the owner is the file's.
+	if i := strings.LastIndexByte(name, '/'); i >= 0 {
+		name = name[i+1:]
+	}
 	for _, p := range []string{"vm-", "base-", "subvol-"} {
 		if rest, ok := strings.CutPrefix(name, p); ok {
 			if n, err := strconv.Atoi(strings.SplitN(rest, "-", 2)[0]); err == nil {
