@@ -190,7 +190,7 @@ func runCorralSteps(ctx context.Context, o Options, p *simProc, dir string, n, n
 	run := &ToolRun{Tool: "corral", Apps: n, Nodes: nodes, TimeScale: o.TimeScale, Parallelism: o.Parallelism, Provision: o.Provision && o.Scale == nil}
 	boot := time.Duration(0)
 	if run.Provision {
-		boot = time.Duration(float64(model.DefaultDurations["bootdelay"]) * o.TimeScale)
+		boot = time.Duration(float64(model.DefaultDuration("bootdelay")) * o.TimeScale)
 	}
 	steps := []struct {
 		name string

@@ -36,9 +36,9 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// DefaultDurations are the seeds' observed task times at scale 1
+// defaultDurations are the seeds' observed task times at scale 1
 // (seed 000: create ~11 s; seed 004: backup ~22-25 s, restore ~11-12 s).
-var DefaultDurations = map[string]time.Duration{
+var defaultDurations = map[string]time.Duration{
 	"vzcreate":      11 * time.Second,
 	"vzrestore":     11 * time.Second,
 	"vzstart":       3 * time.Second,
@@ -58,6 +58,12 @@ var DefaultDurations = map[string]time.Duration{
 	"vzmigrate":     8 * time.Second, // stopped CT, one small rootfs; copies scale by nothing else
 	"bootdelay":     5 * time.Second, // a started guest's services (sshd) come up after this
 }
+
+// DefaultDuration is how long a task of type typ (or "bootdelay", the
+// time a started guest's sshd takes to answer) runs at time scale 1,
+// unless Options.Durations says otherwise. The table itself stays
+// private: a caller cannot change it for every cluster in the process.
+func DefaultDuration(typ string) time.Duration { return defaultDurations[typ] }
 
 // Cluster is the emulated datacenter. All exported methods are safe for
 // concurrent use: one read-write mutex guards the state (reads share it;
@@ -81,6 +87,9 @@ type Cluster struct {
 	// hooks lets the HTTP layer and fault injection observe or alter task
 	// runs; see TaskHook.
 	taskHook TaskHook
+	// shutdownAborts holds the abort channel of every running vzshutdown
+	// worker by UPID, so that stop with overrule-shutdown can end it.
+	shutdownAborts sync.Map // string → chan struct{}
 	// runHook and runChanges: see SetRunHook. runChanges counts the CT
 	// starts and stops (c.mu).
 	runHook    func()
@@ -234,7 +243,7 @@ func (c *Cluster) DataDir() string { return filepath.Join(c.opts.Dir, "data") }
 func (c *Cluster) duration(typ string) time.Duration {
 	d, ok := c.opts.Durations[typ]
 	if !ok {
-		d = DefaultDurations[typ]
+		d = defaultDurations[typ]
 	}
 	return time.Duration(float64(d) * c.opts.TimeScale)
 }

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -141,9 +140,9 @@ func (c *Cluster) ShutdownCT(auth Auth, node string, vmid int, params map[string
 	forceStop := isTrue(params["forceStop"])
 	return c.spawn(auth, node, "vzshutdown", strconv.Itoa(vmid), func(w *Worker) error {
 		abort := make(chan struct{})
-		key := abortKey{c: c, upid: w.UPID()}
-		shutdownAborts.Store(key, abort)
-		defer shutdownAborts.Delete(key)
+		key := w.UPID()
+		c.shutdownAborts.Store(key, abort)
+		defer c.shutdownAborts.Delete(key)
 
 		if err := w.LockConfig(vmid); err != nil {
 			return err
@@ -292,21 +291,12 @@ func (c *Cluster) unscaledDuration(typ string) time.Duration {
 	if d, ok := c.opts.Durations[typ]; ok {
 		return d
 	}
-	return DefaultDurations[typ]
+	return defaultDurations[typ]
 }
 
 // scale applies the cluster's time scale to d.
 func (c *Cluster) scale(d time.Duration) time.Duration {
 	return time.Duration(float64(d) * c.opts.TimeScale)
-}
-
-// shutdownAborts holds the abort channel of every running vzshutdown
-// worker, so that stop with overrule-shutdown can end it.
-var shutdownAborts sync.Map // abortKey -> chan struct{}
-
-type abortKey struct {
-	c    *Cluster
-	upid string
 }
 
 // abortShutdownsLocked ends the running vzshutdown tasks of CT vmid the
@@ -329,7 +319,7 @@ func (c *Cluster) abortShutdownsLocked(auth Auth, node string, vmid int) (aborte
 				continue
 			}
 		}
-		if ch, ok := shutdownAborts.LoadAndDelete(abortKey{c: c, upid: t.UPID}); ok {
+		if ch, ok := c.shutdownAborts.LoadAndDelete(t.UPID); ok {
 			close(ch.(chan struct{}))
 			aborted = append(aborted, t.UPID)
 		}

@@ -332,7 +332,7 @@ func TestCluster_StopCT_overruleShutdown(t *testing.T) {
 		t.Fatal(err)
 	}
 	for { // the worker registers itself for abort when it starts
-		if _, ok := shutdownAborts.Load(abortKey{c: k.c, upid: shutdown}); ok {
+		if _, ok := k.c.shutdownAborts.Load(shutdown); ok {
 			break
 		}
 		time.Sleep(time.Millisecond)
