@@ -5,8 +5,9 @@ import (
 	"strings"
 )
 
-// Action is what a change does, as a rune in the manner of Terraform's
-// plans.Action (package ui draws the diff symbols).
+// Action is what a change does, a rune in the manner of Terraform's
+// plans.Action. The rune is only the value's identity: package ui decides
+// the symbols a plan is drawn with (a replace is drawn "-/+").
 type Action rune
 
 const (
