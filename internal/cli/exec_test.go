@@ -14,10 +14,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// guestApp applies a one-app manifest (app "notes", a volume on
-// /srv/notes) on a cluster whose containers answer SSH, and returns the
-// manifest and the flags that reach the cluster; it skips where the
-// emulator cannot run commands in a guest.
+// guestApp applies a one-app manifest (app "notes", volumes on /srv/data
+// and /var/cache/notes) on a cluster whose containers answer SSH, and
+// returns the manifest and the flags that reach the cluster; it skips
+// where the emulator cannot run commands in a guest.
 func guestApp(t *testing.T) (*cluster, string, []string) {
 	t.Helper()
 	c := newGuestCluster(t)
