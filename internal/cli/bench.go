@@ -15,8 +15,9 @@ func newBenchCmd(st *streams) *cobra.Command {
 	var quick bool
 	var output string
 	cmd := &cobra.Command{
-		Use:   "bench",
-		Short: "Measure corral's overhead, API calls and scale against the emulator",
+		Use:         "bench",
+		Annotations: jsonForm(),
+		Short:       "Measure corral's overhead, API calls and scale against the emulator",
 		Long: `bench runs corral against fresh emulators and prints figures: the wall
 time of create, update, destroy and recreate divided by the time the
 emulated Proxmox tasks themselves took; API requests per operation; plan

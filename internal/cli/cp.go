@@ -48,11 +48,6 @@ It runs tar in the container over SSH (the path of corral exec), so the
 container needs tar, as every template has.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if asJSON, err := ff.json(); err != nil {
-				return err
-			} else if asJSON {
-				return errors.New("-o json: cp has no JSON form; it prints what it copied on stderr")
-			}
 			return runCp(cmd.Context(), st, ff, cf, trust, owner, args[0], args[1])
 		},
 	}

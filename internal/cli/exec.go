@@ -20,11 +20,6 @@ import (
 // byte (a binary or a prompt without newline comes through as it is),
 // stdin only with -i, on a guest terminal with -t.
 func execInGuest(ctx context.Context, st *streams, ff fileFlags, cf connFlags, trust bool, app string, argv []string, withStdin, tty bool) error {
-	if asJSON, err := ff.json(); err != nil {
-		return err
-	} else if asJSON {
-		return errors.New("-o json: exec has no JSON form; its output is the command's own")
-	}
 	var local *os.File
 	if tty {
 		f, ok := st.in.(*os.File)

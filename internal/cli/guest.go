@@ -131,11 +131,6 @@ func newLogsCmd(st *streams) *cobra.Command {
 // runInGuest runs script in the app's container, streaming its output to
 // corral's stdout and stderr, and exits with its status.
 func runInGuest(ctx context.Context, st *streams, ff fileFlags, cf connFlags, trust bool, app, script string) error {
-	if asJSON, err := ff.json(); err != nil {
-		return err
-	} else if asJSON {
-		return errors.New("-o json: exec and logs have no JSON form; their output is the command's own")
-	}
 	j, err := openJob(ctx, st, ff, cf)
 	if err != nil {
 		return err
