@@ -51,6 +51,14 @@ func serveScaled(t *testing.T, scale string) (string, []string) {
 	t.Helper()
 	state := t.TempDir()
 	cmd := exec.Command(corralBin, "sim", "serve", "--listen", "127.0.0.1:0", "--state", state, "--time-scale", scale, "--guest-ssh-port", "0")
+	return startServe(t, cmd, state)
+}
+
+// startServe starts cmd, a corral sim serve with --state state (possibly
+// wrapped, as in a network namespace), waits until it is ready and
+// returns the environment from its env file.
+func startServe(t *testing.T, cmd *exec.Cmd, state string) (string, []string) {
+	t.Helper()
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -108,7 +116,12 @@ func serveScaled(t *testing.T, scale string) (string, []string) {
 
 func corral(t *testing.T, env []string, args ...string) (int, string, string) {
 	t.Helper()
-	cmd := exec.Command(corralBin, args...)
+	return corralCmd(t, env, exec.Command(corralBin, args...))
+}
+
+// corralCmd runs cmd from the repository root with env added to ours.
+func corralCmd(t *testing.T, env []string, cmd *exec.Cmd) (int, string, string) {
+	t.Helper()
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Dir = "../.."
 	var out, errb bytes.Buffer
