@@ -451,9 +451,9 @@ func TestREADMEWalkthrough(t *testing.T) {
 }
 
 // TestEmbeddedEnvFileSources: the embedded emulator's env file holds no
-// endpoint that nothing serves; sourcing it (in a shell that had a stale
-// endpoint) brings corral back to the embedded emulator and its state,
-// and it says how to serve that state.
+// endpoint that nothing serves; sourcing it, or eval "$(corral sim env)",
+// in a shell that had a stale endpoint brings corral back to the embedded
+// emulator and its state, and the file says how to serve that state.
 func TestEmbeddedEnvFileSources(t *testing.T) {
 	state := t.TempDir()
 	base := append(os.Environ(), "XDG_STATE_HOME="+state, "CORRAL_SIM_TIME_SCALE=0")
@@ -470,10 +470,12 @@ func TestEmbeddedEnvFileSources(t *testing.T) {
 	if strings.Contains(string(text), "sim.invalid") || !strings.Contains(string(text), "corral sim serve --state "+filepath.Join(state, "corral", "sim")) {
 		t.Fatalf("env file:\n%s", text)
 	}
-	sh := exec.Command("/bin/sh", "-c", `. "$1" && exec "$2" volumes`, "sh", file, corralBin)
-	sh.Env = append(slices.Clone(base), "PROXMOX_VE_ENDPOINT=https://127.0.0.1:1", "PROXMOX_VE_API_TOKEN=stale@pve!x=y", "PROXMOX_VE_FINGERPRINT=AA")
-	out, err := sh.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "using the embedded Proxmox VE emulator") {
-		t.Fatalf("after sourcing the env file: %v\n%s", err, out)
+	for _, script := range []string{`. "$1" && exec "$2" volumes`, `eval "$("$2" sim env)" && exec "$2" volumes`} {
+		sh := exec.Command("/bin/sh", "-c", script, "sh", file, corralBin)
+		sh.Env = append(slices.Clone(base), "PROXMOX_VE_ENDPOINT=https://127.0.0.1:1", "PROXMOX_VE_API_TOKEN=stale@pve!x=y", "PROXMOX_VE_FINGERPRINT=AA")
+		out, err := sh.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "using the embedded Proxmox VE emulator") {
+			t.Fatalf("%s: %v\n%s", script, err, out)
+		}
 	}
 }

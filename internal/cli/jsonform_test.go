@@ -72,6 +72,7 @@ func TestEveryCommandJSONOrRefuses(t *testing.T) {
 		"logs":                  {"logs", "notes", "-f", m},
 		"cp":                    {"cp", "notes:/etc/hostname", t.TempDir(), "-f", m},
 		"sim serve":             {"sim", "serve", "--state", t.TempDir()},
+		"sim env":               {"sim", "env", "--state", t.TempDir()},
 		"completion bash":       {"completion", "bash"},
 		"completion zsh":        {"completion", "zsh"},
 		"completion fish":       {"completion", "fish"},
