@@ -54,8 +54,12 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 		}
 		return nil, err
 	}
+	obs.NodeMemory, obs.GuestMemory = map[string]int64{}, map[string]int64{}
 	for _, n := range nodes {
 		obs.Nodes = append(obs.Nodes, n.Node)
+		if n.MaxMem > 0 {
+			obs.NodeMemory[n.Node] = n.MaxMem
+		}
 		if n.Status != "" && n.Status != "online" {
 			obs.Offline = append(obs.Offline, n.Node)
 		}
@@ -74,6 +78,7 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 	}
 	strangers := map[int]*plan.CT{} // untagged CTs, read to recognize edited apps
 	for _, r := range res {
+		obs.GuestMemory[r.Node] += r.MaxMem
 		tags := plan.ParseTags(r.Tags)
 		if r.Type != "lxc" || !slices.Contains(tags, plan.TagManaged) {
 			if r.VMID != 0 {
@@ -189,10 +194,11 @@ func guestsSettled(ctx context.Context, c *pve.Client, opts ObserveOptions, node
 		if err != nil {
 			return nil, fmt.Errorf("list guests: %w", err)
 		}
-		var creating []string
+		var creating, remove []string
 		for _, r := range res {
 			if r.Type == "lxc" && r.Lock == "create" && r.Tags == "" {
 				creating = append(creating, fmt.Sprintf("%d on %s", r.VMID, r.Node))
+				remove = append(remove, fmt.Sprintf("on node %s run pct unlock %d && pct destroy %d", r.Node, r.VMID, r.VMID))
 			}
 		}
 		if len(creating) == 0 {
@@ -222,8 +228,8 @@ func guestsSettled(ctx context.Context, c *pve.Client, opts ObserveOptions, node
 		}
 		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("container(s) %s are still being created (lock: create) after %s, so corral cannot tell whose they are; "+
-				"wait for their create tasks to finish (Datacenter > Tasks), or if a node crashed during a create, remove the container by hand, then run again",
-				strings.Join(creating, ", "), limit)
+				"wait for their create tasks to finish (Datacenter > Tasks), or if no task is creating them (a node or its API daemon died during a create), remove them as root: %s; then run again",
+				strings.Join(creating, ", "), limit, strings.Join(remove, "; "))
 		}
 		if opts.OnWait != nil {
 			opts.OnWait(fmt.Sprintf("waiting for container(s) %s to finish being created", strings.Join(creating, ", ")))
@@ -238,38 +244,46 @@ func guestsSettled(ctx context.Context, c *pve.Client, opts ObserveOptions, node
 }
 
 // deadCreates explains placeholders ("lock: create", no tags) whose create
-// task has already ended with an error: the worker died without removing
-// its config (a crash or kill), so no wait will clear it, and only root can
-// (pct unlock, then pct destroy). It returns "" when every create task is
-// still running or cannot be found (a token sees only its own tasks).
+// or restore task has already ended with an error: the worker died without
+// removing its config (a crash or kill), so no wait will clear it, and only
+// root can (pct unlock, then pct destroy). A restore into a new VMID
+// (vzrestore) leaves the same placeholder as a create (vzcreate). It
+// returns "" when the newest such task is still running or cannot be
+// found (a token sees only its own tasks).
 func deadCreates(ctx context.Context, c *pve.Client, res []resource) string {
 	var dead []string
 	for _, r := range res {
 		if r.Type != "lxc" || r.Lock != "create" || r.Tags != "" {
 			continue
 		}
-		tasks, err := c.TaskList(ctx, r.Node, pve.TaskFilter{VMID: r.VMID, Type: "vzcreate", Source: "all"})
-		if err != nil || len(tasks) == 0 {
+		all, err := c.TaskList(ctx, r.Node, pve.TaskFilter{VMID: r.VMID, Source: "all"})
+		if err != nil {
 			return ""
 		}
-		// The newest create decides (a VMID is reused); one still running
-		// is no dead placeholder.
-		newest := tasks[0]
-		for _, t := range tasks {
+		// The newest create or restore decides (a VMID is reused); one
+		// still running is no dead placeholder.
+		var newest *pve.TaskListEntry
+		for i, t := range all {
+			if t.Type != "vzcreate" && t.Type != "vzrestore" {
+				continue
+			}
 			if t.EndTime == 0 {
 				return ""
 			}
-			if t.StartTime > newest.StartTime || (t.StartTime == newest.StartTime && t.PStart > newest.PStart) {
-				newest = t
+			if newest == nil || t.StartTime > newest.StartTime || (t.StartTime == newest.StartTime && t.PStart > newest.PStart) {
+				newest = &all[i]
 			}
 		}
-		tasks[0] = newest
-		if tasks[0].Status == "OK" || strings.HasPrefix(tasks[0].Status, "WARNINGS") {
+		if newest == nil || newest.Status == "OK" || strings.HasPrefix(newest.Status, "WARNINGS") {
 			return ""
 		}
-		dead = append(dead, fmt.Sprintf("the create of CT %d on %s failed (task %s ended: %s) and left the half-made container locked (lock: create); "+
+		what := "create"
+		if newest.Type == "vzrestore" {
+			what = "restore"
+		}
+		dead = append(dead, fmt.Sprintf("the %s of CT %d on %s failed (task %s ended: %s) and left the half-made container locked (lock: create); "+
 			"corral cannot tell it from someone else's, and only root can remove it: on node %s run pct unlock %d && pct destroy %d",
-			r.VMID, r.Node, tasks[0].UPID, tasks[0].Status, r.Node, r.VMID, r.VMID))
+			what, r.VMID, r.Node, newest.UPID, newest.Status, r.Node, r.VMID, r.VMID))
 	}
 	if len(dead) == 0 {
 		return ""

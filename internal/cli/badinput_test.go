@@ -55,7 +55,7 @@ func badCases() []badCase {
 	return []badCase{
 		// --- manifests ---
 		{name: "unknown-key", manifest: strings.Replace(goodApp, "memory: 512", "memroy: 512", 1), args: []string{"validate", "-f", "FILE"}, code: 1, stderr: `Error: <file>:4:5: apps[0].memroy: unknown key; did you mean memory? (allowed: name, node, vmid, template, unprivileged, cores, memory, swap, rootfs, features, network, tags, onboot, description, password, ssh, volumes, provision, health, backup, snapshotBeforeChange)` + "\n"},
-		{name: "unknown-top-level-key", manifest: goodApp + "version: 2\n", args: []string{"validate", "-f", "FILE"}, code: 1, stderr: `Error: <file>:11:1: version: unknown key (allowed: project, apps)` + "\n"},
+		{name: "unknown-top-level-key", manifest: goodApp + "version: 2\n", args: []string{"validate", "-f", "FILE"}, code: 1, stderr: `Error: <file>:11:1: version: unknown key (allowed: project, placement, apps)` + "\n"},
 		{name: "cores-not-integer", manifest: strings.Replace(goodApp, "memory: 512", "memory: 512\n    cores: many", 1), args: []string{"validate", "-f", "FILE"}, code: 1, stderr: `Error: <file>:5:12: apps[0].cores: must be an integer, got "many"` + "\n"},
 		{name: "memory-with-unit", manifest: strings.Replace(goodApp, "memory: 512", "memory: 4G", 1), args: []string{"validate", "-f", "FILE"}, code: 1, stderr: `Error: <file>:4:13: apps[0].memory: must be an integer, got "4G"` + "\n"},
 		{name: "onboot-yes", manifest: strings.Replace(goodApp, "memory: 512", "memory: 512\n    onboot: yes", 1), args: []string{"validate", "-f", "FILE"}, code: 1, stderr: `Error: <file>:5:13: apps[0].onboot: must be true or false, got "yes"` + "\n"},

@@ -22,6 +22,17 @@ func (d *decoder) build(root *value) *File {
 	if f.Project == "" {
 		f.Project = DefaultProject(d.dir)
 	}
+	pv := root.object("placement")
+	f.Placement.Policy = pv.strOr("policy")
+	seen := map[string]bool{}
+	for _, n := range pv.members("nodes") {
+		if seen[n.str] {
+			d.report(n.node, n.path, "node "+n.str+" is listed twice", "")
+			continue
+		}
+		seen[n.str] = true
+		f.Placement.Nodes = append(f.Placement.Nodes, n.str)
+	}
 	names := map[string]*value{}
 	vmids := map[int64]*value{}
 	adopted := map[string]*value{}

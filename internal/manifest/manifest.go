@@ -22,11 +22,19 @@ type File struct {
 	// manifest, never another project's. Default: DefaultProject of the
 	// manifest's directory.
 	Project string
-	Apps    []App
+	// Placement says where corral creates an app that names no node.
+	Placement Placement
+	Apps      []App
 
 	// secrets are held as Secrets so that even printing a File with %+v
 	// shows no value.
 	secrets []Secret
+}
+
+// Placement is how corral chooses a node for a new app that names none.
+type Placement struct {
+	Policy string   // "spread" (default) or "memory"
+	Nodes  []string // the nodes allowed; nil: every online node
 }
 
 // App is one app: an LXC container and its persistent volumes.

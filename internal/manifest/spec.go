@@ -159,6 +159,20 @@ var manifestSpec = compileSpec(&field{
 			"Default: the name of the manifest's directory, lower-cased, with every other character than letters, digits, '-' and '_' turned into '-'.",
 		pattern: projectPattern, allowed: projectAllowed, public: true,
 	}, {
+		key: "placement", kind: kindObject,
+		doc: "Where corral puts an app that names no node when it creates its container. An app that exists stays on its node, " +
+			"and an app whose retained volumes are in a node's keeper goes back to that node.",
+		fields: []*field{
+			{key: "policy", kind: kindString, def: "spread", enum: []string{"spread", "memory"},
+				doc: "spread: the allowed node with the fewest corral apps (of any project); memory: the allowed node with the most memory " +
+					"not yet given to guests (its memory less every guest's configured memory). Ties go to the node first in name order."},
+			{key: "nodes", kind: kindList, minItems: 1,
+				doc: "The nodes corral may place apps on. Default: every online node.",
+				items: &field{kind: kindString, doc: "A PVE node name.",
+					pattern: `^[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?$`, maxLen: 63,
+					allowed: "a PVE node name: letters, digits and '-'"}},
+		},
+	}, {
 		key: "apps", kind: kindList, required: true, minItems: 1,
 		doc:   "The apps to run, one LXC container each.",
 		items: appSpec,
@@ -173,7 +187,7 @@ var appSpec = &field{
 			doc:     "Name of the app, unique in the manifest. It is also the container's hostname.",
 			pattern: namePattern, allowed: nameAllowed, check: checkAppName},
 		{key: "node", kind: kindString,
-			doc:     "PVE node to run on. Default: the node the container is on, or the first node for a new one.",
+			doc:     "PVE node to run on. Default: the node the container is on, or one chosen by placement for a new one.",
 			pattern: `^[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?$`, maxLen: 63,
 			allowed: "a PVE node name: letters, digits and '-'"},
 		{key: "vmid", kind: kindInt, min: 100, max: 999999999,

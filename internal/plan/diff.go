@@ -17,6 +17,7 @@ func Make(apps []App, obs *Observed) (*Plan, error) {
 	var refused []string
 	var nodes []string // nodes whose apps have volumes, in manifest order
 	p.Recover, p.RecoverNodes = recoveries(obs)
+	pl := newPlacer(obs)
 	for i := range apps {
 		a := &apps[i]
 		if prob := foreignApp(a, obs); prob != "" {
@@ -32,7 +33,7 @@ func Make(apps []App, obs *Observed) (*Plan, error) {
 			p.Changes = append(p.Changes, c)
 			continue
 		}
-		node, err := pickNode(a, obs)
+		node, placed, err := pl.place(a)
 		if err != nil {
 			refused = append(refused, err.Error())
 			continue
@@ -55,6 +56,9 @@ func Make(apps []App, obs *Observed) (*Plan, error) {
 		if c.FetchTemplate && c.Action != NoOp {
 			c.Reasons = append(c.Reasons, fmt.Sprintf("template %s is not on node %s: it is downloaded first", a.Template, node))
 		}
+		if placed != "" && c.Action == Create {
+			c.Reasons = append(c.Reasons, placed)
+		}
 		refused = append(refused, probs...)
 		p.Changes = append(p.Changes, c)
 	}
@@ -74,26 +78,6 @@ func Make(apps []App, obs *Observed) (*Plan, error) {
 		return p, &RefusedError{Problems: refused}
 	}
 	return p, nil
-}
-
-func pickNode(a *App, obs *Observed) (string, error) {
-	node := a.Node
-	if node == "" {
-		if cts := obs.Apps[a.Name]; len(cts) > 0 {
-			node = cts[0].Node
-		} else {
-			for _, n := range obs.Nodes {
-				if !slices.Contains(obs.Offline, n) {
-					node = n
-					break
-				}
-			}
-		}
-	}
-	if !slices.Contains(obs.Nodes, node) {
-		return "", fmt.Errorf("app %s: node %q does not exist (nodes: %s)", a.Name, node, strings.Join(obs.Nodes, ", "))
-	}
-	return node, nil
 }
 
 // keeperChanges is the keeper work on node: repair each keeper

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 
 	"github.com/corralhq/corral/internal/manifest"
 )
@@ -18,6 +19,7 @@ func FromManifest(f *manifest.File) []App {
 			Name:         m.Name,
 			Project:      f.Project,
 			Node:         m.Node,
+			Placement:    Placement{Policy: f.Placement.Policy, Nodes: slices.Clone(f.Placement.Nodes)},
 			VMID:         m.VMID,
 			Template:     m.Template,
 			Unprivileged: m.Unprivileged,

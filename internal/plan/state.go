@@ -10,8 +10,11 @@ type App struct {
 	// corral-project-<Project>, and a plan prunes the project's CTs
 	// whose app the manifest no longer lists. "" (callers without a
 	// manifest) leaves projects out.
-	Project      string
-	Node         string // "" = the CT's current node, else the first node
+	Project string
+	Node    string // "" = the CT's current node, else one chosen by Placement
+	// Placement is how a node is chosen for a new container that names
+	// none (the manifest's placement:, the same for every app).
+	Placement    Placement
 	VMID         int    // 0 = keep the CT's VMID, or the next free one
 	Template     string // volid of the ostemplate
 	Unprivileged bool
@@ -95,6 +98,13 @@ type Observed struct {
 	// Warnings are findings of the observation itself (a container
 	// recognized although its tags were edited), shown with the plan.
 	Warnings []string
+	// NodeMemory is each node's memory in bytes (GET /nodes maxmem; absent
+	// when the token may not see it), and GuestMemory the memory configured
+	// for the guests on each node (/cluster/resources maxmem, summed): the
+	// memory placement policy gives a new app the node with the most
+	// memory not yet given to guests.
+	NodeMemory  map[string]int64
+	GuestMemory map[string]int64
 	// StorageTypes maps a storage ID to its type (dir, lvmthin, zfspool,
 	// …) as the nodes' storage lists report it; the type decides whether
 	// PVE can snapshot a volume on it.

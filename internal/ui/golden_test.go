@@ -1,0 +1,83 @@
+package ui
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/corralhq/corral/internal/plan"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// golden compares got with testdata/name, or rewrites it with -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./internal/ui -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs (run go test ./internal/ui -update to accept, then review the diff):\n--- got ---\n%s\n--- want ---\n%s", path, got, want)
+	}
+}
+
+const goldenTemplate = "local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst"
+
+// goldenApp is a new app with one retained volume.
+func goldenApp(name string, mem int) plan.App {
+	return plan.App{Name: name, Project: "demo", Template: goldenTemplate, Unprivileged: true, Cores: 1, MemoryMiB: mem, SwapMiB: 512,
+		RootStorage: "local-lvm", RootSize: 8 << 30, Bridge: "vmbr0", IP: "dhcp",
+		Volumes: []plan.Volume{{Name: "data", Storage: "local-lvm", Size: 1 << 30, Mount: "/srv/data", Backup: true, Reclaim: plan.Retain}}}
+}
+
+// goldenPlan is a plan made by the planner over a two-node cluster: a new
+// app placed by policy with a new volume and a keeper to create, an
+// existing app whose memory changes, and an app removed from the manifest.
+func goldenPlan(t *testing.T) *plan.Plan {
+	db := goldenApp("db", 512)
+	db.Volumes = nil
+	conf := plan.InPlaceConfig(db)
+	conf["net0"] = "name=eth0,bridge=vmbr0,hwaddr=BC:24:11:00:00:01,ip=dhcp,type=veth"
+	conf["rootfs"] = "local-lvm:vm-101-disk-0,size=8G"
+	conf["unprivileged"] = "1"
+	delete(conf, "nameserver")
+	obs := &plan.Observed{
+		Nodes:     []string{"pve1", "pve2"},
+		Templates: map[string][]string{"pve1": {goldenTemplate}, "pve2": {goldenTemplate}},
+		Apps: map[string][]*plan.CT{
+			"db":  {{VMID: 101, Node: "pve1", Project: "demo", Status: "running", Config: conf}},
+			"old": {{VMID: 102, Node: "pve1", Project: "demo", Status: "running", Config: map[string]string{"memory": "256"}}},
+		},
+		Volumes: map[string]int64{},
+	}
+	db.MemoryMiB = 1024
+	p, err := plan.Make([]plan.App{db, goldenApp("web", 256)}, obs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestPlanGolden pins the plan as users and scripts read it, text and
+// JSON, from a plan the planner made (issue 17).
+func TestPlanGolden(t *testing.T) {
+	pj := NewPlanJSON(goldenPlan(t), nil)
+	var text bytes.Buffer
+	WritePlanText(&text, pj)
+	golden(t, "plan.txt", text.Bytes())
+	var js bytes.Buffer
+	if err := WritePlanJSON(&js, pj); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "plan.json", js.Bytes())
+}
