@@ -129,43 +129,17 @@ func newLogsCmd(st *streams) *cobra.Command {
 }
 
 // runInGuest runs script in the app's container, streaming its output to
-// corral's stdout and stderr, and exits with its status.
+// corral's stdout and stderr line by line, and exits with its status.
 func runInGuest(ctx context.Context, st *streams, ff fileFlags, cf connFlags, trust bool, app, script string) error {
-	j, err := openJob(ctx, st, ff, cf)
-	if err != nil {
-		return err
-	}
-	defer j.Close()
-	ct, err := appCT(ctx, j, app)
-	if err != nil {
-		return err
-	}
-	sshc, err := sshConfig(j.s, trust)
-	if err != nil {
-		return err
-	}
-	ex := &apply.Executor{Client: j.s.client, SSH: sshc}
-	cl, err := ex.Dial(ctx, ct)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	err = cl.Exec(ctx, guest.Command{Script: script, Stdin: st.in, OnLine: func(s guest.Stream, line string) {
-		if s == guest.Stderr {
-			fmt.Fprintln(st.err, line)
-		} else {
-			fmt.Fprintln(st.out, line)
-		}
-	}})
-	var ee *guest.ExitError
-	if errors.As(err, &ee) {
-		code := ee.Code
-		if code <= 0 {
-			code = ExitError
-		}
-		return &exitError{code: code}
-	}
-	return err
+	return withGuest(ctx, st, ff, cf, trust, app, func(cl *guest.Client) error {
+		return exitStatus(cl.Exec(ctx, guest.Command{Script: script, Stdin: st.in, OnLine: func(s guest.Stream, line string) {
+			if s == guest.Stderr {
+				fmt.Fprintln(st.err, line)
+			} else {
+				fmt.Fprintln(st.out, line)
+			}
+		}}))
+	})
 }
 
 // quoteArgs joins argv into a shell command line.
