@@ -94,6 +94,13 @@ func AppCT(obs *plan.Observed, app string) (*plan.CT, error) {
 	cts := obs.Apps[app]
 	switch len(cts) {
 	case 0:
+		if obs.CannotSeeGuests {
+			node := ""
+			if len(obs.Nodes) > 0 {
+				node = obs.Nodes[0]
+			}
+			return nil, errors.New(plan.BlindReason(app, node))
+		}
 		return nil, fmt.Errorf("app %s has no container on this cluster (corral finds it by the tag %s%s); `corral status` lists the apps", app, plan.TagAppPrefix, app)
 	case 1:
 		return cts[0], nil

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -27,6 +28,8 @@ import (
 type GuestWork struct {
 	Steps  []Step
 	Checks []Check
+	// Rerun names steps run although unchanged (apply --rerun).
+	Rerun []string
 }
 
 // Step is one provisioning step, ready to run.
@@ -42,6 +45,18 @@ type Step struct {
 	Secret  bool        // Content holds secrets: never shown
 	Project string      // compose
 	Account *Account    // user
+
+	// Sum is the step's checksum (plan.StepSum of the manifest's step),
+	// recorded in the guest and, short, in the description; "" falls
+	// back to Checksum.
+	Sum string
+	// OnChange names earlier steps: this one also runs when one of them
+	// runs. Restart lists systemd units restarted once, after the last
+	// step, when this one ran. PullAlways: a compose step pulls every
+	// image before it brings the services up.
+	OnChange   []string
+	Restart    []string
+	PullAlways bool
 }
 
 // Account is a user step's account.
@@ -86,7 +101,21 @@ type SSH struct {
 // re-apply runs only what changed.
 const stepsDir = "/var/lib/corral/steps"
 
-// Checksum identifies a step's whole definition, content included.
+// sum is the checksum recorded for the step.
+func (s Step) sum() string {
+	if s.Sum != "" {
+		return s.Sum
+	}
+	return s.Checksum()
+}
+
+// restartPending lists, one a line, the systemd units that steps which
+// ran asked to restart and that have not been restarted yet: it outlives
+// a failed apply, so the next one still restarts them.
+const restartPending = "/var/lib/corral/restart-pending"
+
+// Checksum identifies a step's whole definition, content included, for a
+// Step built without Sum.
 func (s Step) Checksum() string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00%o\x00%s\x00%s\x00", s.Kind, s.Name, s.Script, s.Path, s.Mode, s.Owner, s.Project)
@@ -138,7 +167,7 @@ func (e *Executor) runGuest(ctx context.Context, c plan.Change, vmid int, justCr
 		}
 	}
 
-	done, unavailable, err := e.doneSteps(ctx, cl)
+	done, pending, unavailable, err := e.doneSteps(ctx, cl)
 	if err != nil {
 		return fmt.Errorf("%s: read provisioning state: %w", c.App, err)
 	}
@@ -156,16 +185,25 @@ func (e *Executor) runGuest(ctx context.Context, c plan.Change, vmid int, justCr
 			unavailable, strings.Join(names, "; ")))
 		return nil
 	}
+	runs, restarts := decideSteps(work.Steps, done, work.Rerun, justCreated)
 	for i, s := range work.Steps {
-		id := fmt.Sprintf("%03d", i)
-		sum := s.Checksum()
-		if done[id] == sum {
+		r := runs[i]
+		if !r.Run {
 			e.obs().Step(c.App, "provision", s.Name+" (unchanged, skipped)")(nil)
 			continue
 		}
-		if err := e.step(c.App, "provision", s.Name, func() error { return e.runStep(ctx, c.App, cl, s, id, sum) }); err != nil {
+		label := s.Name
+		if strings.Contains(r.Why, "notified by ") || strings.HasPrefix(r.Why, plan.RerunWhy) {
+			label += " (" + r.Why + ")"
+		}
+		if err := e.step(c.App, "provision", label, func() error {
+			return e.runStep(ctx, c.App, cl, s, r.Recreate, dependents(work.Steps, s.Name))
+		}); err != nil {
 			return err
 		}
+	}
+	if err := e.restartUnits(ctx, c.App, cl, pending, restarts); err != nil {
+		return err
 	}
 	for _, chk := range work.Checks {
 		if err := e.step(c.App, "health", chk.Name, func() error { return e.checkHealth(ctx, cl, chk) }); err != nil {
@@ -299,12 +337,101 @@ func (e *Executor) connectTimeout() time.Duration {
 	return 3 * time.Minute
 }
 
-// doneSteps reads the checksums of the steps done before: id → checksum.
-// unavailable is the emulator's reason when the guest cannot run commands
-// at all.
-func (e *Executor) doneSteps(ctx context.Context, cl *guest.Client) (done map[string]string, unavailable string, err error) {
+// stepKey is where a step's checksum is recorded in the guest: under
+// plan.StepID of its name. legacyKey is the key older corral versions
+// used (the step's index), read when the new one is missing so that an
+// upgrade reruns nothing.
+func stepKey(s Step) string { return plan.StepID(s.Name) }
+
+func legacyKey(i int) string { return fmt.Sprintf("%03d", i) }
+
+// decideSteps says which steps run (plan.DecideSteps against the
+// checksums recorded in the guest) and which units restart after them.
+func decideSteps(steps []Step, done map[string]string, rerun []string, fresh bool) ([]plan.StepRun, []plan.UnitRestart) {
+	ps := make([]plan.Step, len(steps))
+	index := map[string]int{}
+	for i, s := range steps {
+		ps[i] = plan.Step{Name: s.Name, Kind: s.Kind, Sum: s.sum(), OnChange: s.OnChange, Restart: s.Restart}
+		index[s.Name] = i
+	}
+	return plan.DecideSteps(ps, fresh, func(p plan.Step) string {
+		if slices.Contains(rerun, p.Name) {
+			return plan.RerunWhy
+		}
+		rec, ok := done[plan.StepID(p.Name)]
+		legacy := false
+		if !ok {
+			rec, ok = done[legacyKey(index[p.Name])]
+			legacy = ok
+		}
+		switch {
+		case !ok:
+			return "new step"
+		case rec == p.Sum:
+			return ""
+		case legacy && rec == steps[index[p.Name]].Checksum():
+			// Recorded by an older corral, with its checksum: unchanged.
+			return ""
+		}
+		return "changed"
+	})
+}
+
+// dependents are the record files of the steps that name step in their
+// onChange (under both keys): removed when step runs, before its own
+// checksum is recorded, so that a dependent not reached because a step
+// in between failed still runs at the next apply.
+func dependents(steps []Step, name string) []string {
+	var out []string
+	for i, s := range steps {
+		for _, n := range s.OnChange {
+			if n == name {
+				out = append(out, stepsDir+"/"+stepKey(s)+".sha256", stepsDir+"/"+legacyKey(i)+".sha256")
+				break
+			}
+		}
+	}
+	return out
+}
+
+// restartUnits restarts, once each, the units that steps which ran asked
+// for, with those a failed apply left pending, and then forgets them.
+func (e *Executor) restartUnits(ctx context.Context, app string, cl *guest.Client, pending []string, restarts []plan.UnitRestart) error {
+	because := map[string]string{}
+	var units []string
+	for _, u := range pending {
+		if _, ok := because[u]; !ok {
+			units = append(units, u)
+			because[u] = "pending from an apply that stopped before it"
+		}
+	}
+	for _, r := range restarts {
+		if _, ok := because[r.Unit]; !ok {
+			units = append(units, r.Unit)
+		}
+		because[r.Unit] = "because " + strings.Join(r.Because, " and ") + " ran"
+	}
+	for _, u := range units {
+		script := "if ! command -v systemctl >/dev/null 2>&1; then echo 'systemctl is not in the container: restart: needs systemd' >&2; exit 127; fi; systemctl restart -- " + guest.ShellQuote(u)
+		if err := e.step(app, "restart", u+" ("+because[u]+")", func() error {
+			return e.exec(ctx, app, cl, script, nil, false, 0, "restart "+u)
+		}); err != nil {
+			return err
+		}
+	}
+	if len(units) == 0 {
+		return nil
+	}
+	return cl.Exec(ctx, guest.Command{Script: "rm -f " + restartPending})
+}
+
+// doneSteps reads the checksums of the steps done before (key →
+// checksum) and the restarts left pending. unavailable is the emulator's
+// reason when the guest cannot run commands at all.
+func (e *Executor) doneSteps(ctx context.Context, cl *guest.Client) (done map[string]string, pending []string, unavailable string, err error) {
 	var out, errOut bytes.Buffer
-	script := "for f in " + stepsDir + "/*.sha256; do [ -f \"$f\" ] && printf '%s %s\\n' \"$(basename \"$f\" .sha256)\" \"$(cat \"$f\")\"; done; true"
+	script := "for f in " + stepsDir + "/*.sha256; do [ -f \"$f\" ] && printf '%s %s\\n' \"$(basename \"$f\" .sha256)\" \"$(cat \"$f\")\"; done; " +
+		"[ -f " + restartPending + " ] && sed 's/^/!restart /' " + restartPending + "; true"
 	err = cl.Exec(ctx, guest.Command{Script: script, OnLine: func(s guest.Stream, line string) {
 		if s == guest.Stdout {
 			out.WriteString(line + "\n")
@@ -314,33 +441,65 @@ func (e *Executor) doneSteps(ctx context.Context, cl *guest.Client) (done map[st
 	}})
 	var ee *guest.ExitError
 	if errors.As(err, &ee) && ee.Code == 126 && strings.Contains(errOut.String(), "guest exec unavailable") {
-		return nil, strings.TrimSpace(errOut.String()), nil
+		return nil, nil, strings.TrimSpace(errOut.String()), nil
 	}
 	if err != nil {
-		return nil, "", err
+		return nil, nil, "", err
 	}
 	done = map[string]string{}
 	for _, line := range strings.Split(out.String(), "\n") {
+		if u, ok := strings.CutPrefix(line, "!restart "); ok {
+			if u = strings.TrimSpace(u); u != "" {
+				pending = append(pending, u)
+			}
+			continue
+		}
 		if id, sum, ok := strings.Cut(strings.TrimSpace(line), " "); ok {
 			done[id] = sum
 		}
 	}
-	return done, "", nil
+	return done, pending, "", nil
 }
 
-// runStep runs one step and records its checksum. Output lines stream to
-// the observer, except a secret step's, which shows only that it ran.
-func (e *Executor) runStep(ctx context.Context, app string, cl *guest.Client, s Step, id, sum string) error {
-	timeout := s.Timeout
+// runStep runs one step and records its checksum, after it removed the
+// records of the steps that react to it (deps) and noted the units it
+// restarts. Output lines stream to the observer, except a secret step's,
+// which shows only that it ran.
+func (e *Executor) runStep(ctx context.Context, app string, cl *guest.Client, s Step, recreate bool, deps []string) error {
+	script, stdin := stepScript(s, recreate)
+	if err := e.exec(ctx, app, cl, script, stdin, s.Secret, s.Timeout, s.Name); err != nil {
+		return err
+	}
+	q := guest.ShellQuote
+	var record strings.Builder
+	record.WriteString("set -e; mkdir -p " + stepsDir)
+	if len(deps) > 0 {
+		record.WriteString("; rm -f")
+		for _, d := range deps {
+			record.WriteString(" " + q(d))
+		}
+	}
+	for _, u := range s.Restart {
+		record.WriteString("; printf '%s\\n' " + q(u) + " >> " + restartPending)
+	}
+	record.WriteString("; printf '%s' " + s.sum() + " > " + stepsDir + "/" + stepKey(s) + ".sha256")
+	return cl.Exec(ctx, guest.Command{Script: record.String()})
+}
+
+// exec runs a script of a step (named name) with a timeout, streaming its
+// output unless secret; a failure carries the last lines of output.
+func (e *Executor) exec(ctx context.Context, app string, cl *guest.Client, script string, stdin io.Reader, secret bool, timeout time.Duration, name string) error {
 	if timeout <= 0 {
 		timeout = 10 * time.Minute
 	}
+	if stdin == nil {
+		stdin = strings.NewReader("")
+	}
 	sctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	script, stdin := stepScript(s)
 	var tail []string
 	onLine := func(stream guest.Stream, line string) {
-		if s.Secret {
+		if secret {
 			return
 		}
 		e.obs().TaskLog(app, "", line)
@@ -352,24 +511,25 @@ func (e *Executor) runStep(ctx context.Context, app string, cl *guest.Client, s 
 	err := cl.Exec(sctx, guest.Command{Script: script, Stdin: stdin, OnLine: onLine})
 	if err != nil {
 		if sctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
-			return fmt.Errorf("step %q did not finish within %s (set timeout: on the step)", s.Name, timeout)
+			return fmt.Errorf("step %q did not finish within %s (set timeout: on the step)", name, timeout)
 		}
 		var ee *guest.ExitError
 		if errors.As(err, &ee) && len(tail) > 0 {
-			return fmt.Errorf("step %q failed: %w; last output:\n  %s", s.Name, err, strings.Join(tail, "\n  "))
+			return fmt.Errorf("step %q failed: %w; last output:\n  %s", name, err, strings.Join(tail, "\n  "))
 		}
-		return fmt.Errorf("step %q failed: %w", s.Name, err)
+		return fmt.Errorf("step %q failed: %w", name, err)
 	}
-	record := "mkdir -p " + stepsDir + " && printf '%s' " + sum + " > " + stepsDir + "/" + id + ".sha256"
-	return cl.Exec(ctx, guest.Command{Script: record})
+	return nil
 }
 
 // runShell runs a run step's script, read from stdin.
 const runShell = "if command -v bash >/dev/null 2>&1; then exec bash -euo pipefail -s; fi; " +
 	"if (set -o pipefail) 2>/dev/null; then exec sh -e -o pipefail -s; fi; exec sh -e -s"
 
-// stepScript is the shell script (and its stdin) that performs s.
-func stepScript(s Step) (string, io.Reader) {
+// stepScript is the shell script (and its stdin) that performs s;
+// recreate makes a compose step recreate its services (a step it reacts
+// to ran: an env file the services read may have changed).
+func stepScript(s Step, recreate bool) (string, io.Reader) {
 	q := guest.ShellQuote
 	switch s.Kind {
 	case "run":
@@ -397,7 +557,13 @@ func stepScript(s Step) (string, io.Reader) {
 		if s.Kind == "compose" {
 			fmt.Fprintf(&b, "; if ! command -v docker >/dev/null 2>&1; then echo 'docker is not installed in the container: add a run step that installs it (for example apt-get install -y docker.io docker-compose) before this compose step' >&2; exit 127; fi")
 			fmt.Fprintf(&b, "; if ! docker compose version >/dev/null 2>&1; then echo 'docker compose is not available in the container: install the compose plugin (Debian: docker-compose, or docker-compose-plugin from Docker) in a run step before this compose step' >&2; exit 127; fi")
+			if s.PullAlways {
+				fmt.Fprintf(&b, "; docker compose -p %s -f %s pull", q(s.Project), q(s.Path))
+			}
 			fmt.Fprintf(&b, "; docker compose -p %s -f %s up -d --remove-orphans", q(s.Project), q(s.Path))
+			if recreate {
+				b.WriteString(" --force-recreate")
+			}
 		}
 		return b.String(), bytes.NewReader(s.Content)
 	case "user":
@@ -504,7 +670,7 @@ func (e *Executor) markProvisioned(ctx context.Context, c plan.Change, vmid int)
 		return err
 	}
 	m := plan.ParseMarker(conf["description"])
-	desc := plan.WithGuestMarkers(conf["description"], m.HostKey, c.Desired.GuestDigest)
+	desc := plan.WithGuestRecord(conf["description"], m.HostKey, c.Desired.GuestDigest, plan.StepsRecord(c.Desired.Steps))
 	return e.putConfig(ctx, c.Node, vmid, url.Values{"description": {desc}})
 }
 

@@ -38,6 +38,7 @@ type keeper struct {
 	// What the last read or write saw; used to pick a keeper with room.
 	records  map[plan.VolumeKey]string
 	intents  map[plan.VolumeKey]plan.AdoptIntent
+	projects map[string]string      // the Notes' project lines: they take room too
 	volumes  int                    // unusedN and mpN entries: what the keeper's room is counted in
 	reserved map[plan.VolumeKey]int // room promised to volumes being made (keeperSet.forNew)
 }
@@ -129,7 +130,7 @@ func (k *keeper) noteProject(s *keeperState, app string) {
 func (k *keeper) remember(s *keeperState) {
 	k.smu.Lock()
 	defer k.smu.Unlock()
-	k.records, k.intents, k.volumes = s.records, s.notes.Intents, plan.VolumeEntries(s.conf)
+	k.records, k.intents, k.projects, k.volumes = s.records, s.notes.Intents, s.notes.Projects, plan.VolumeEntries(s.conf)
 }
 
 // setProtection sets protection=on (1) or off (0) unless it already is.
@@ -262,9 +263,12 @@ func (e *Executor) createKeeper(ctx context.Context, node, tmpl, rootStorage str
 	return &keeper{e: e, node: node, vmid: vmid, records: map[plan.VolumeKey]string{}}, nil
 }
 
-// keeperRootSize is the keeper's rootfs size: it never starts, so it
-// needs next to none.
-const keeperRootSize = 128 << 20
+// keeperRootSize is the keeper's rootfs size. The keeper never starts,
+// but PVE unpacks the template into its rootfs when creating it, and
+// fails the create when tar runs out of space: the Debian and Ubuntu
+// standard templates take 500-600M (128M, the size before, fitted only
+// Alpine's). Thin and sparse storages allocate only what is written.
+const keeperRootSize = 1 << 30
 
 // keeperTemplate picks the template the keeper is made from: the first
 // app's on that node (it is fetched for the app anyway).

@@ -20,7 +20,7 @@ func (e *Executor) keeperSet(obs *plan.Observed) *keeperSet {
 		for _, k := range ks {
 			s.byNode[node] = append(s.byNode[node], &keeper{
 				e: e, node: node, vmid: k.VMID,
-				records: k.Records, intents: k.Intents, volumes: plan.VolumeEntries(k.Config),
+				records: k.Records, intents: k.Intents, projects: k.Projects, volumes: plan.VolumeEntries(k.Config),
 			})
 		}
 	}
@@ -78,7 +78,7 @@ func (s *keeperSet) forNew(node string, vk plan.VolumeKey, storage string) (k *k
 	line := plan.RecordLen(vk, storage)
 	for _, k := range s.byNode[node] {
 		k.smu.Lock()
-		room := plan.RoomFor(k.volumes, k.records, k.intents)
+		room := plan.RoomFor(k.volumes, plan.KeeperNotes{Records: k.records, Intents: k.intents, Projects: k.projects})
 		for _, l := range k.reserved {
 			room.Take(l)
 		}

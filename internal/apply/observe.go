@@ -45,7 +45,10 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 		Volumes:   map[string]int64{},
 		Others:    map[int]plan.Guest{},
 
-		StorageTypes: map[string]string{},
+		StorageTypes:   map[string]string{},
+		Storages:       map[string]map[string][]string{},
+		Bridges:        map[string][]string{},
+		BridgeWarnings: map[string]string{},
 	}
 	nodes, err := c.Nodes(ctx)
 	if err != nil {
@@ -75,6 +78,15 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 	res, err := guestsSettled(ctx, c, opts, online)
 	if err != nil {
 		return nil, err
+	}
+	if !seesCorral(res) && len(online) > 0 {
+		// Nothing of corral's is listed: a new cluster, or a token
+		// that cannot audit guests (PVE leaves them out silently).
+		// One question tells them apart.
+		if perms, err := c.Permissions(ctx, "/vms", ""); err == nil {
+			_, audit := perms["/vms"]["VM.Audit"]
+			obs.CannotSeeGuests = !audit
+		}
 	}
 	strangers := map[int]*plan.CT{} // untagged CTs, read to recognize edited apps
 	for _, r := range res {
@@ -145,9 +157,11 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 		if err != nil {
 			return nil, err
 		}
+		obs.Storages[node] = map[string][]string{}
 		for _, s := range storages {
 			obs.StorageTypes[s.Storage] = s.Type
 			cts := strings.Split(s.Content, ",")
+			obs.Storages[node][s.Storage] = cts
 			wantTmpl := slices.Contains(cts, "vztmpl")
 			wantImg := slices.Contains(cts, "rootdir") || slices.Contains(cts, "images")
 			if !wantTmpl && !wantImg {
@@ -167,7 +181,34 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 			}
 		}
 	}
+	for _, node := range obs.Nodes {
+		if slices.Contains(obs.Offline, node) {
+			continue
+		}
+		if err := observeBridges(ctx, c, obs, node); err != nil {
+			return nil, err
+		}
+	}
 	return obs, nil
+}
+
+// observeBridges reads the bridges of node. A list that cannot be read or
+// is empty (PVE lists a bridge only to tokens with SDN.Audit or SDN.Use on
+// it) leaves the node's bridges unchecked, with a warning: the create
+// itself then says whether the bridge is usable. Only ctx ends Observe.
+func observeBridges(ctx context.Context, c *pve.Client, obs *plan.Observed, node string) error {
+	bridges, err := c.Bridges(ctx, node)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return ctx.Err()
+	case err != nil:
+		obs.BridgeWarnings[node] = fmt.Sprintf("could not read the network list of node %s (%v)", node, err)
+	case len(bridges) == 0:
+		obs.BridgeWarnings[node] = fmt.Sprintf("the token sees no bridge on node %s (PVE lists a bridge only with SDN.Audit or SDN.Use on /sdn/zones/localnetwork/<bridge>)", node)
+	default:
+		obs.Bridges[node] = bridges
+	}
+	return nil
 }
 
 // guestsSettled lists the cluster's guests, first waiting for any
@@ -439,4 +480,15 @@ func readCT(ctx context.Context, c *pve.Client, node string, vmid int) (conf, pe
 		}
 	}
 	return conf, pending, digest, nil
+}
+
+// seesCorral reports whether the resources list any container of
+// corral's (a keeper or an app).
+func seesCorral(res []resource) bool {
+	for _, r := range res {
+		if r.Type == "lxc" && slices.Contains(plan.ParseTags(r.Tags), plan.TagManaged) {
+			return true
+		}
+	}
+	return false
 }

@@ -1,51 +1,16 @@
 package bench
 
 import (
-	"bytes"
 	"context"
-	"strings"
 	"testing"
 )
-
-// TestQuickSuite runs the whole suite small: every figure is produced and
-// sane in kind (positive, API counts whole). It asserts no timing.
-func TestQuickSuite(t *testing.T) {
-	r, err := Run(context.Background(), Quick(t.TempDir()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	groups := map[string]int{}
-	for _, f := range r.Figures {
-		groups[f.Group]++
-		if f.Value <= 0 {
-			t.Errorf("%s / %s = %v, want > 0", f.Group, f.Name, f.Value)
-		}
-		if f.Group == "api calls" && f.Value != float64(int64(f.Value)) {
-			t.Errorf("%s: fractional request count %v", f.Name, f.Value)
-		}
-	}
-	for _, g := range []string{"overhead", "api calls", "scale", "emulator"} {
-		if groups[g] == 0 {
-			t.Errorf("no %s figures", g)
-		}
-	}
-	if len(r.Cycle) == 0 {
-		t.Error("no modelled cycle")
-	}
-	var b bytes.Buffer
-	WriteText(&b, r)
-	if !strings.Contains(b.String(), "no-op plan") || !strings.Contains(b.String(), "Modelled recreate cycle") {
-		t.Errorf("report:\n%s", b.String())
-	}
-}
 
 // The API calls a no-op plan costs grow with corral's own apps only: a
 // fixed number per app plus a constant.
 func TestNoopPlanCallsPerApp(t *testing.T) {
 	calls := map[int]int{}
 	for _, n := range []int{2, 6} {
-		o := Quick(t.TempDir())
-		g, err := newRig(o.Dir, 0, 1)
+		g, err := newRig(t.TempDir(), 0, 1)
 		if err != nil {
 			t.Fatal(err)
 		}

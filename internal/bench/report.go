@@ -3,52 +3,65 @@ package bench
 import (
 	"fmt"
 	"io"
-	"strings"
 	"text/tabwriter"
-	"time"
 )
 
-// WriteText prints the report as two tables: the figures, and the
-// modelled recreate cycle beside the seeds' figures.
+// WriteText prints the report as tables: one row per measured step, the
+// peer's ratios, then the many-apps figures.
 func WriteText(w io.Writer, r *Report) {
+	fmt.Fprintf(w, "machine: %d CPUs, %s/%s, %s\n", r.Machine.CPUs, r.Machine.GOOS, r.Machine.GOARCH, r.Machine.Date)
+	if len(r.Runs) > 0 {
+		fmt.Fprintln(w)
+		writeRuns(w, r.Runs)
+	}
+	if len(r.Ratios) > 0 {
+		fmt.Fprintln(w, "\npeer wall time / corral wall time:")
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "APPS\tSTEP\tPEER/CORRAL")
+		for _, x := range r.Ratios {
+			fmt.Fprintf(tw, "%d\t%s\t%.2f\n", x.Apps, x.Step, x.Ratio)
+		}
+		tw.Flush()
+	}
+	if s := r.Scale; s != nil {
+		fmt.Fprintf(w, "\n%d apps on %d nodes, time scale 0:\n", s.Run.Apps, s.Run.Nodes)
+		writeRuns(w, []ToolRun{s.Run})
+		fmt.Fprintf(w, "\nemulator resident memory (VmRSS): %.1f MiB empty, %.1f MiB with %d containers: %.1f MiB per 1,000 containers\n",
+			mib(s.RSSEmpty), mib(s.RSSLoaded), s.Containers, s.RSSPer1000MiB)
+		fmt.Fprintf(w, "\nemulator read throughput with %d containers (%s):\n", s.Containers, s.ThroughputNote)
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "MIX\tCLIENTS\tREQUESTS\tFAILED\tREQ/S")
+		for _, x := range s.Throughput {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.0f\n", x.Mix, x.Clients, x.Requests, x.Failed, x.PerSec)
+		}
+		tw.Flush()
+	}
+}
+
+func writeRuns(w io.Writer, runs []ToolRun) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "GROUP\tFIGURE\tVALUE\tUNIT\tNOTE")
-	for _, f := range r.Figures {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", f.Group, f.Name, fmtValue(f.Value), f.Unit, f.Note)
+	fmt.Fprintln(tw, "TOOL\tAPPS\tSCALE\tSTEP\tWALL\tCRITICAL PATH\tOVERHEAD\tTASKS\tREQUESTS\tREQ/APP")
+	for _, r := range runs {
+		for _, s := range r.Steps {
+			cp, ov := "-", "-"
+			if s.CriticalPath > 0 {
+				cp = fmt.Sprintf("%.2fs", s.CriticalPath)
+			}
+			if s.Overhead > 0 {
+				ov = fmt.Sprintf("%.3f", s.Overhead)
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%g\t%s\t%s\t%s\t%s\t%d\t%d\t%.2f\n", r.Tool, r.Apps, r.TimeScale, s.Name,
+				secs(s.Wall), cp, ov, s.Tasks, s.Requests, s.RequestsPerApp)
+		}
 	}
 	tw.Flush()
-	if len(r.Cycle) == 0 {
-		return
-	}
-	fmt.Fprintln(w, "\nModelled recreate cycle (destroy + create + attach + start) at real PVE task durations:")
-	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PHASE\tPVE TASKS\tCORRAL\tTOTAL")
-	var pve, own time.Duration
-	for _, p := range r.Cycle {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Phase, round(p.PVE), round(p.Own), round(p.PVE+p.Own))
-		pve += p.PVE
-		own += p.Own
-	}
-	fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", strings.Repeat("─", 8), "", "", "")
-	fmt.Fprintf(tw, "total\t%s\t%s\t%s\n", round(pve), round(own), round(pve+own))
-	tw.Flush()
-	fmt.Fprintln(w, "Seeds 000/001 for comparison: Terraform create 11 s of a 137 s cycle (the rest is Ansible provisioning), destroy about 15 s.")
 }
 
-func round(d time.Duration) time.Duration {
-	if d >= time.Second {
-		return d.Round(10 * time.Millisecond)
+func secs(v float64) string {
+	if v < 10 {
+		return fmt.Sprintf("%.3fs", v)
 	}
-	return d.Round(100 * time.Microsecond)
+	return fmt.Sprintf("%.1fs", v)
 }
 
-func fmtValue(v float64) string {
-	switch {
-	case v == float64(int64(v)) && v < 1e9:
-		return fmt.Sprintf("%d", int64(v))
-	case v < 10:
-		return fmt.Sprintf("%.3f", v)
-	default:
-		return fmt.Sprintf("%.1f", v)
-	}
-}
+func mib(b int64) float64 { return float64(b) / (1 << 20) }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"github.com/corralhq/corral/internal/apply"
 	"github.com/corralhq/corral/internal/doctor"
 	"github.com/corralhq/corral/internal/manifest"
+	"github.com/corralhq/corral/internal/plan"
 	"github.com/corralhq/corral/internal/ui"
 )
 
@@ -29,6 +31,7 @@ type applyArgs struct {
 	lockWait     time.Duration
 	trustHostKey bool
 	noPreflight  bool
+	rerun        rerunFlag
 }
 
 func newApplyCmd(st *streams) *cobra.Command {
@@ -59,6 +62,7 @@ again picks up where it stopped.`,
 	cmd.Flags().BoolVarP(&a.verbose, "verbose", "v", false, "show every Proxmox task log line")
 	cmd.Flags().DurationVar(&a.lockWait, "lock-wait", 2*time.Minute, "how long to wait for a container locked by another operation")
 	cmd.Flags().BoolVar(&a.noPreflight, "skip-preflight", false, "do not run doctor's checks (privileges, storages, template, space) before changing anything")
+	a.rerun.add(cmd.Flags())
 	cmd.Flags().BoolVar(&a.trustHostKey, "trust-host-key", false, "accept a container's SSH host key when corral has none pinned (it pins one when it creates a container)")
 	return cmd
 }
@@ -81,6 +85,13 @@ func runApply(cmd *cobra.Command, st *streams, a *applyArgs) error {
 	defer j.Close()
 	f, s, asJSON := j.f, j.s, j.asJSON
 	ctx := cmd.Context()
+	rerun, err := a.rerun.resolve(f)
+	if err != nil {
+		return err
+	}
+	makePlan := func(ctx context.Context, s *session, f *manifest.File) (*plan.Plan, *plan.Observed, *ui.PlanJSON, error) {
+		return makePlanRerun(ctx, s, f, rerun)
+	}
 
 	if !a.noPreflight {
 		// The same checks as corral doctor: a 403 halfway through an apply
@@ -94,7 +105,7 @@ func runApply(cmd *cobra.Command, st *streams, a *applyArgs) error {
 		}
 	}
 
-	ex := &apply.Executor{Client: s.client, Secrets: secrets(f), LockWait: a.lockWait, Guest: guestWork(f), Parallelism: a.parallelism, FailFast: a.failFast, Stop: stopOf(ctx), Project: f.Project}
+	ex := &apply.Executor{Client: s.client, Secrets: secrets(f), LockWait: a.lockWait, Guest: guestWork(f, rerun), Parallelism: a.parallelism, FailFast: a.failFast, Stop: stopOf(ctx), Project: f.Project}
 	var events *ui.JSONEvents
 	var observer apply.Observer
 	if asJSON {

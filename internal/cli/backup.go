@@ -31,7 +31,7 @@ func optionalManifest(cmd *cobra.Command, path string) (*manifest.File, error) {
 			return nil, nil
 		}
 	}
-	return loadManifest(path)
+	return loadManifest(path, true)
 }
 
 // backupJob is the common start of the backup verbs: output format, the

@@ -46,7 +46,7 @@ func appNames(cmd *cobra.Command, args []string, prefix string) []string {
 	if f := cmd.Flags().Lookup("file"); f != nil {
 		path = f.Value.String()
 	}
-	m, err := manifest.Load(path, manifest.LoadOptions{})
+	m, err := manifest.Load(path, manifest.LoadOptions{Lazy: true})
 	if err != nil {
 		return nil
 	}
@@ -121,7 +121,7 @@ func withPrefix(cands, args []string, prefix string) []string {
 func completeVolumeIDs(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 	project := ""
 	if f := cmd.Flags().Lookup("file"); f != nil {
-		if m, err := manifest.Load(f.Value.String(), manifest.LoadOptions{}); err == nil {
+		if m, err := manifest.Load(f.Value.String(), manifest.LoadOptions{Lazy: true}); err == nil {
 			project = m.Project
 		}
 	}

@@ -63,6 +63,7 @@ func runDestroy(cmd *cobra.Command, st *streams, a *destroyArgs, names []string)
 		return fmt.Errorf("--parallelism %d: want 1 or more", a.parallelism)
 	}
 	start := time.Now()
+	a.ff.lazy = true // destroy provisions nothing: it needs no secret
 	j, err := openJob(cmd.Context(), st, a.ff, a.cf)
 	if err != nil {
 		return err

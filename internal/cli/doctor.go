@@ -63,7 +63,7 @@ func runDoctor(cmd *cobra.Command, st *streams, a *doctorArgs) error {
 	if err != nil {
 		return err
 	}
-	f, err := loadManifest(a.ff.path)
+	f, err := loadManifest(a.ff.path, true)
 	if err != nil {
 		return err
 	}

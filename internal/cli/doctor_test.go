@@ -322,8 +322,14 @@ func TestDoctor_printedSetup(t *testing.T) {
 				t.Fatalf("-o json: %v\n%s", err, r.stdout)
 			}
 			named := slices.ContainsFunc(rep.Findings, func(f doctor.Finding) bool { return f.Privilege == drop && f.Operation != "" })
-			if r.code != 1 || !named {
-				t.Errorf("exit %d; want 1 and a finding naming %s:\n%s", r.code, drop, r.stdout)
+			want := 1
+			if drop == "Datastore.AllocateTemplate" {
+				// Needed for the next template change, not for this
+				// manifest on this cluster: a warning.
+				want = 0
+			}
+			if r.code != want || !named {
+				t.Errorf("exit %d; want %d and a finding naming %s:\n%s", r.code, want, drop, r.stdout)
 			}
 		})
 	}

@@ -73,6 +73,7 @@ func execInGuest(ctx context.Context, st *streams, ff fileFlags, cf connFlags, t
 
 // withGuest logs into the app's container and calls fn with the client.
 func withGuest(ctx context.Context, st *streams, ff fileFlags, cf connFlags, trust bool, app string, fn func(*guest.Client) error) error {
+	ff.lazy = true // no provisioning value is needed to log in
 	j, err := openJob(ctx, st, ff, cf)
 	if err != nil {
 		return err

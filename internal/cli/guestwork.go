@@ -5,22 +5,25 @@ import (
 
 	"github.com/corralhq/corral/internal/apply"
 	"github.com/corralhq/corral/internal/manifest"
+	"github.com/corralhq/corral/internal/plan"
 )
 
 // guestWork turns the manifest's provision and health sections into what
 // the executor runs, rendering envFile values into the file content (which
 // is marked secret and never shown).
-func guestWork(f *manifest.File) map[string]apply.GuestWork {
+// rerun names, by app, the steps to run again although unchanged.
+func guestWork(f *manifest.File, rerun map[string][]string) map[string]apply.GuestWork {
 	out := map[string]apply.GuestWork{}
 	for _, a := range f.Apps {
 		if len(a.Provision) == 0 && len(a.Health) == 0 {
 			continue
 		}
-		var w apply.GuestWork
+		w := apply.GuestWork{Rerun: rerun[a.Name]}
 		for _, s := range a.Provision {
 			st := apply.Step{
 				Name: s.Name, Kind: string(s.Kind), Timeout: s.Timeout, Script: s.Run,
 				Path: s.Path, Content: []byte(s.Content), Mode: s.Mode, Owner: s.Owner, Project: s.Project,
+				Sum: plan.StepSum(s), OnChange: s.OnChange, Restart: s.Restart, PullAlways: s.Pull == manifest.PullAlways,
 			}
 			switch s.Kind {
 			case manifest.StepEnvFile:
@@ -46,15 +49,13 @@ func guestWork(f *manifest.File) map[string]apply.GuestWork {
 	return out
 }
 
-// envQuote quotes a value for an env file that systemd's
-// EnvironmentFile, docker compose's env_file and a POSIX shell sourcing
-// the file read the same way: plain only when it holds nothing any of them
-// treats specially (a shell would take F=a>/path as a redirect), else in
-// double quotes with \, ", $ and ` escaped.
+// envQuote is manifest.EnvFileValue for a value the manifest check
+// accepted; a value it would refuse (only reachable by bypassing the
+// check) is written empty rather than misread.
 func envQuote(v string) string {
-	if v != "" && !strings.ContainsAny(v, " \t\"'\\$`#\n<>|&;()*?[]~{}!") {
-		return v
+	q, err := manifest.EnvFileValue(v)
+	if err != nil {
+		return `""`
 	}
-	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`, "$", `\$`, "`", "\\`")
-	return `"` + r.Replace(v) + `"`
+	return q
 }

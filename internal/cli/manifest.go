@@ -16,6 +16,10 @@ import (
 type fileFlags struct {
 	path   string
 	output string
+	// lazy: the verb neither provisions nor creates containers, so it
+	// loads the manifest without the values only those need (see
+	// manifest.LoadOptions.Lazy) and never asks for their secrets.
+	lazy bool
 }
 
 func (f *fileFlags) add(fs *pflag.FlagSet) {
@@ -35,8 +39,9 @@ func (f *fileFlags) json() (bool, error) {
 
 // loadManifest reads and validates the manifest. A missing file gets a hint
 // on how to start one.
-func loadManifest(path string) (*manifest.File, error) {
-	f, err := manifest.Load(path, manifest.LoadOptions{})
+// With lazy, references only provisioning reads may stay unread.
+func loadManifest(path string, lazy bool) (*manifest.File, error) {
+	f, err := manifest.Load(path, manifest.LoadOptions{Lazy: lazy})
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("%s not found: pass -f FILE, or start from examples/quickstart/corral.yaml", path)
 	}
@@ -82,7 +87,7 @@ func openJob(ctx context.Context, st *streams, ff fileFlags, cf connFlags) (*job
 	if err != nil {
 		return nil, err
 	}
-	f, err := loadManifest(ff.path)
+	f, err := loadManifest(ff.path, ff.lazy)
 	if err != nil {
 		return nil, err
 	}

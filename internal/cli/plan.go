@@ -17,6 +17,7 @@ func init() { extraCommands = append(extraCommands, newPlanCmd) }
 func newPlanCmd(st *streams) *cobra.Command {
 	var ff fileFlags
 	var cf connFlags
+	var rerun rerunFlag
 	cmd := &cobra.Command{
 		Use:         "plan",
 		Annotations: jsonForm(),
@@ -32,7 +33,11 @@ present, 1 error.`,
 			}
 			defer j.Close()
 			f, s, asJSON := j.f, j.s, j.asJSON
-			p, _, pj, err := makePlan(cmd.Context(), s, f)
+			rr, err := rerun.resolve(f)
+			if err != nil {
+				return err
+			}
+			p, _, pj, err := makePlanRerun(cmd.Context(), s, f, rr)
 			if pj != nil {
 				if asJSON {
 					ui.WritePlanJSON(st.out, *pj)
@@ -51,6 +56,7 @@ present, 1 error.`,
 	}
 	ff.add(cmd.Flags())
 	cf.add(cmd.Flags())
+	rerun.add(cmd.Flags())
 	return cmd
 }
 
@@ -58,11 +64,17 @@ present, 1 error.`,
 // the planner refuses still comes back as data (pj) so it can be shown;
 // pj has the manifest's secret values redacted, p has them in full.
 func makePlan(ctx context.Context, s *session, f *manifest.File) (*plan.Plan, *plan.Observed, *ui.PlanJSON, error) {
+	return makePlanRerun(ctx, s, f, nil)
+}
+
+// makePlanRerun is makePlan with steps to run again although unchanged
+// (--rerun), by app.
+func makePlanRerun(ctx context.Context, s *session, f *manifest.File, rerun map[string][]string) (*plan.Plan, *plan.Observed, *ui.PlanJSON, error) {
 	obs, err := apply.Observe(ctx, s.client)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	p, err := plan.Make(plan.FromManifest(f), obs)
+	p, err := plan.Make(withRerun(plan.FromManifest(f), rerun), obs)
 	var refused *plan.RefusedError
 	if errors.As(err, &refused) {
 		if p == nil {

@@ -111,7 +111,12 @@ func runSimServe(cmd *cobra.Command, st *streams, a *simServeArgs) error {
 	fmt.Fprintf(st.out, "  state:       %s\n", a.state)
 	fmt.Fprintf(st.out, "  guest ssh:   port %d on each running container's address\n", s.Guests().Port())
 	fmt.Fprintf(st.out, "  credentials: . %s\n", filepath.Join(a.state, "env"))
-	<-cmd.Context().Done()
+	// The first Ctrl-C or SIGTERM stops the emulator: it has no step to
+	// finish (a running task is interrupted as PVE's daemon stop does).
+	select {
+	case <-cmd.Context().Done():
+	case <-stopOf(cmd.Context()):
+	}
 	fmt.Fprintln(st.err, "corral sim: shutting down")
 	return nil
 }

@@ -44,6 +44,7 @@ func newStatusCmd(st *streams) *cobra.Command {
 		Short:       "Show each app's container, volumes and drift from the manifest",
 		Args:        cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			ff.lazy = true // status compares provisioning only when its values are at hand
 			j, err := openJob(cmd.Context(), st, ff, cf)
 			if err != nil {
 				return err
@@ -76,6 +77,13 @@ func newStatusCmd(st *streams) *cobra.Command {
 						as.Volumes = append(as.Volumes, v)
 					}
 				}
+				if obs.CannotSeeGuests {
+					node := ""
+					if len(obs.Nodes) > 0 {
+						node = obs.Nodes[0]
+					}
+					as.Reasons = append(as.Reasons, plan.BlindReason(a.Name, node))
+				}
 				if p != nil {
 					for _, c := range p.Changes {
 						if c.App == a.Name {
@@ -93,6 +101,10 @@ func newStatusCmd(st *streams) *cobra.Command {
 			// as plan says it (a refused plan is drift too).
 			drift := refused != nil || (p != nil && p.HasChanges())
 			result := func() error {
+				if obs.CannotSeeGuests {
+					// Not in sync, nor drifted: unknown, which is an error.
+					return errors.New("status unknown: the token cannot see guests (it lacks VM.Audit on /vms); run corral doctor")
+				}
 				if exitCode && drift {
 					return &exitError{code: ExitChanges}
 				}
@@ -108,7 +120,11 @@ func newStatusCmd(st *streams) *cobra.Command {
 			fmt.Fprintln(tw, "APP\tCT\tNODE\tSTATUS\tIP\tDRIFT")
 			for _, as := range out {
 				if len(as.Containers) == 0 {
-					fmt.Fprintf(tw, "%s\t-\t-\tnot created\t-\t%s\n", as.App, as.Drift)
+					state := "not created"
+					if obs.CannotSeeGuests {
+						state = "cannot see"
+					}
+					fmt.Fprintf(tw, "%s\t-\t-\t%s\t-\t%s\n", as.App, state, as.Drift)
 				}
 				for _, ct := range as.Containers {
 					status := ct.Status
@@ -122,6 +138,11 @@ func newStatusCmd(st *streams) *cobra.Command {
 			for _, as := range out {
 				for _, r := range as.Reasons {
 					fmt.Fprintf(st.out, "  %s: %s\n", as.App, r)
+				}
+			}
+			for _, a := range apps {
+				if len(a.GuestUnknown) > 0 {
+					fmt.Fprintf(st.out, "  %s: provisioning not compared: %s could not be read (plan and apply need it)\n", a.Name, strings.Join(a.GuestUnknown, ", "))
 				}
 			}
 			for _, k := range keepers {

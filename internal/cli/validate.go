@@ -26,7 +26,7 @@ allowed. Exit status 0 when valid, 1 when not.`,
 			if err != nil {
 				return err
 			}
-			f, err := loadManifest(ff.path)
+			f, err := loadManifest(ff.path, false)
 			if asJSON {
 				res := map[string]any{"file": ff.path, "valid": err == nil, "apps": []string{}, "problems": []string{}}
 				var d *manifest.Diagnostics

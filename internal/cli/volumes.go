@@ -92,6 +92,7 @@ func runFree(cmd *cobra.Command, st *streams, a *freeArgs, command string, plann
 		return err
 	}
 	ctx := cmd.Context()
+	a.ff.lazy = true // freeing volumes needs no provisioning value
 	j, err := openJob(ctx, st, a.ff, a.cf)
 	if err != nil {
 		return err

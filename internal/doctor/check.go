@@ -221,6 +221,12 @@ func Check(ctx context.Context, c *pve.Client, f *manifest.File, opts Options) (
 			for _, s := range list {
 				storages[n.Node][s.Storage] = s
 			}
+			if err == nil {
+				checkTemplateStorages(r, f, t, n.Node, storages[n.Node])
+			}
+			if err := checkBridges(ctx, c, r, f, t, n.Node); err != nil {
+				return nil, err
+			}
 			for _, a := range f.Apps {
 				if t.Apps[a.Name].Node != n.Node || a.Template == "" || slices.Contains(nf.Templates, a.Template) || slices.Contains(nf.MissingTemplates, a.Template) {
 					continue
@@ -583,6 +589,69 @@ func Preflight(ctx context.Context, c *pve.Client, f *manifest.File) error {
 	}
 	if len(blocking) > 0 {
 		return &BlockedError{Findings: blocking}
+	}
+	return nil
+}
+
+// checkTemplateStorages finds templates on a storage the node does not
+// have (or that holds no templates): PVE would answer the download with a
+// permission error on /storage/<sid>, which blames the token.
+func checkTemplateStorages(r *Report, f *manifest.File, t Targets, node string, storages map[string]pve.Storage) {
+	var tmpl []string
+	for id, s := range storages {
+		if slices.Contains(strings.Split(s.Content, ","), "vztmpl") {
+			tmpl = append(tmpl, id)
+		}
+	}
+	sort.Strings(tmpl)
+	have := strings.Join(tmpl, ", ")
+	if have == "" {
+		have = "none"
+	}
+	for _, a := range f.Apps {
+		if t.Apps[a.Name].Node != node || a.Template == "" {
+			continue
+		}
+		sid := storageOf(a.Template)
+		s, ok := storages[sid]
+		switch {
+		case !ok:
+			r.add(Finding{Severity: SevError, Kind: "template", App: a.Name, Message: fmt.Sprintf("app %s: template %s: storage %s does not exist on node %s (or is disabled there, or the token holds no privilege on /storage/%s); storages holding templates (vztmpl) there: %s", a.Name, a.Template, sid, node, sid, have)})
+		case !slices.Contains(strings.Split(s.Content, ","), "vztmpl"):
+			r.add(Finding{Severity: SevError, Kind: "template", App: a.Name, Message: fmt.Sprintf("app %s: template %s: storage %s on node %s does not hold templates (its content is %s); storages holding templates (vztmpl) there: %s", a.Name, a.Template, sid, node, s.Content, have)})
+		}
+	}
+}
+
+// checkBridges finds apps on a bridge the node does not have: PVE creates
+// the container and fails its start ("bridge 'X' does not exist"). A list
+// that cannot be read, or shows no bridge (PVE lists only those the token
+// holds SDN.Audit or SDN.Use on), is a warning and checks nothing.
+func checkBridges(ctx context.Context, c *pve.Client, r *Report, f *manifest.File, t Targets, node string) error {
+	var apps []manifest.App
+	for _, a := range f.Apps {
+		if t.Apps[a.Name].Node == node && a.Network.Bridge != "" {
+			apps = append(apps, a)
+		}
+	}
+	if len(apps) == 0 {
+		return nil
+	}
+	bridges, err := c.Bridges(ctx, node)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return ctx.Err()
+	case err != nil:
+		r.add(Finding{Severity: SevWarning, Kind: "network", Message: fmt.Sprintf("could not read the network list of node %s (%v): the bridges of apps there are not checked", node, err)})
+		return nil
+	case len(bridges) == 0:
+		r.add(Finding{Severity: SevWarning, Kind: "network", Message: fmt.Sprintf("the token sees no bridge on node %s (PVE lists a bridge only with SDN.Audit or SDN.Use on /sdn/zones/localnetwork/<bridge>): the bridges of apps there are not checked", node)})
+		return nil
+	}
+	for _, a := range apps {
+		if !slices.Contains(bridges, a.Network.Bridge) {
+			r.add(Finding{Severity: SevError, Kind: "network", App: a.Name, Message: fmt.Sprintf("app %s: bridge %s does not exist on node %s (or the token lacks SDN.Use on /sdn/zones/localnetwork/%s); bridges there: %s; set network.bridge to one of them", a.Name, a.Network.Bridge, node, a.Network.Bridge, strings.Join(bridges, ", "))})
+		}
 	}
 	return nil
 }

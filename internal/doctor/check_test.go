@@ -127,10 +127,10 @@ func TestCheck_findings(t *testing.T) {
 		want      []string // kind: message fragment
 	}{
 		{
-			name:     "template not on the node: download needs AllocateTemplate",
-			manifest: strings.Replace(web, "debian-12-standard_12.12-1_amd64.tar.zst", "alpine-3.20-default_20240908_amd64.tar.xz", 1),
+			name:      "template not on the node: the operator role may download it",
+			manifest:  strings.Replace(web, "debian-12-standard_12.12-1_amd64.tar.zst", "alpine-3.20-default_20240908_amd64.tar.xz", 1),
+			applyable: true,
 			want: []string{
-				"privilege: token corral@pve!corral lacks Datastore.AllocateTemplate on /storage/local",
 				"template: template local:vztmpl/alpine-3.20-default_20240908_amd64.tar.xz is not on node pve",
 			},
 		},
@@ -386,5 +386,36 @@ func TestCheck_narrowGrantOnOneContainer(t *testing.T) {
 	}
 	if !slices.ContainsFunc(on203, func(fd string) bool { return strings.Contains(fd, "lacks VM.Config.Memory on /vms/203") }) {
 		t.Errorf("no finding that VM.Config.Memory is missing on /vms/203; got:\n%s", strings.Join(findings, "\n"))
+	}
+}
+
+// TestCheck_allocateTemplate: corral's role includes
+// Datastore.AllocateTemplate because apply downloads a template the node
+// lacks. A token without it fails doctor when the manifest's template is
+// missing, and is warned (still able to apply) when it is there.
+func TestCheck_allocateTemplate(t *testing.T) {
+	e := newEmulator(t)
+	tok := e.narrow(t, "Datastore.AllocateTemplate")
+	for _, tc := range []struct {
+		name      string
+		manifest  string
+		applyable bool
+		severity  doctor.Severity
+	}{
+		{"template on the node", web, true, doctor.SevWarning},
+		{"template to download", strings.Replace(web, "debian-12-standard_12.12-1_amd64.tar.zst", "debian-13-standard_13.1-2_amd64.tar.zst", 1), false, doctor.SevError},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := doctor.Check(context.Background(), tok, parse(t, tc.manifest), doctor.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := slices.ContainsFunc(r.Findings, func(f doctor.Finding) bool {
+				return f.Privilege == "Datastore.AllocateTemplate" && f.Path == "/storage/local" && f.Severity == tc.severity
+			})
+			if !found || r.Applyable != tc.applyable {
+				t.Errorf("applyable %v, want %v; want a %s about Datastore.AllocateTemplate in %+v", r.Applyable, tc.applyable, tc.severity, r.Findings)
+			}
+		})
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/corralhq/corral/internal/doctor"
 	"github.com/corralhq/corral/internal/manifest"
+	"github.com/corralhq/corral/internal/sim/model"
 )
 
 const tmpl = "local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst"
@@ -32,13 +33,9 @@ func file(apps ...manifest.App) *manifest.File {
 	return &manifest.File{Path: "corral.yaml", Apps: apps}
 }
 
-// operator is seed 004 §3.6's 16 privileges.
-var operator = []string{
-	"VM.Allocate", "VM.Audit", "VM.Config.Disk", "VM.Config.CPU", "VM.Config.Memory",
-	"VM.Config.Network", "VM.Config.Options", "VM.PowerMgmt", "VM.Snapshot",
-	"VM.Snapshot.Rollback", "VM.Backup", "Datastore.Allocate", "Datastore.AllocateSpace",
-	"Datastore.Audit", "Sys.Audit", "SDN.Use",
-}
+// operator is the emulator's operator role: seed 004's 16 privileges and
+// Datastore.AllocateTemplate for template downloads.
+var operator = slices.Clone(model.OperatorPrivileges)
 
 func privsOf(reqs []doctor.Requirement) []string {
 	var out []string
@@ -80,7 +77,7 @@ func TestRequirements(t *testing.T) {
 			want: map[string][]string{
 				"/vms":                          vmPrivs,
 				"/storage/local-lvm":            {"Datastore.AllocateSpace"},
-				"/storage/local":                {"Datastore.AllocateSpace", "Datastore.Audit"},
+				"/storage/local":                {"Datastore.AllocateSpace", "Datastore.AllocateTemplate", "Datastore.Audit"},
 				"/nodes/pve":                    {"Sys.Audit"},
 				"/sdn/zones/localnetwork/vmbr0": {"SDN.Use"},
 			},
@@ -123,7 +120,7 @@ func TestRequirements(t *testing.T) {
 				"/vms/77":            {"VM.Config.Disk"},
 				"/":                  {"Sys.Modify"},
 				"/storage/local-lvm": {"Datastore.AllocateSpace", "Datastore.Audit"},
-				"/storage/local":     {"Datastore.Audit"},
+				"/storage/local":     {"Datastore.AllocateTemplate", "Datastore.Audit"},
 				"/nodes":             {"Sys.Audit"},
 			},
 		},
@@ -139,7 +136,7 @@ func TestRequirements(t *testing.T) {
 			want: map[string][]string{
 				"/vms/120":           vmPrivs,
 				"/storage/local-lvm": {"Datastore.AllocateSpace"},
-				"/storage/local":     {"Datastore.Audit"},
+				"/storage/local":     {"Datastore.AllocateTemplate", "Datastore.Audit"},
 				"/nodes/pve":         {"Sys.Audit"},
 			},
 		},

@@ -26,7 +26,7 @@ const (
 // repair it.
 type Finding struct {
 	Severity  Severity `json:"severity"`
-	Kind      string   `json:"kind"` // privilege, intersection, root-only, tls, auth, connection, storage, template, space, vmid, version
+	Kind      string   `json:"kind"` // privilege, intersection, root-only, tls, auth, connection, storage, template, network, space, vmid, version
 	App       string   `json:"app,omitempty"`
 	Path      string   `json:"path,omitempty"`
 	Privilege string   `json:"privilege,omitempty"`
@@ -152,8 +152,13 @@ func Evaluate(reqs []Requirement, acc Access) []Finding {
 			g = &group{r: r}
 			groups[k] = g
 			order = append(order, k)
-		} else if r.Propagate {
-			g.r.Propagate = true
+		} else {
+			if r.Propagate {
+				g.r.Propagate = true
+			}
+			if !r.Later {
+				g.r.Later = false // needed now by another operation
+			}
 		}
 		if !slices.Contains(g.ops, r.Operation) {
 			g.ops = append(g.ops, r.Operation)
@@ -180,10 +185,14 @@ func Evaluate(reqs []Requirement, acc Access) []Finding {
 		if alt {
 			continue
 		}
-		missingAny = true
 		f := Finding{
 			Severity: SevError, Kind: "privilege", App: strings.Join(g.apps, ","),
 			Path: r.Path, Privilege: r.Priv, Operation: strings.Join(g.ops, "; "), Why: r.Why,
+		}
+		if r.Later {
+			f.Severity = SevWarning
+		} else {
+			missingAny = true
 		}
 		held := "lacks"
 		if _, ok := acc.Token[r.Path][r.Priv]; ok && r.Propagate {

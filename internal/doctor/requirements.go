@@ -27,6 +27,11 @@ type Requirement struct {
 	Operation string `json:"operation"`
 	Why       string `json:"why"`
 	App       string `json:"app,omitempty"`
+	// Later marks a privilege this manifest does not need against the
+	// cluster as it is, but a likely next change does (a template the
+	// node does not hold yet is downloaded): the setup grants it, and
+	// doctor warns instead of failing when it is missing.
+	Later bool `json:"later,omitempty"`
 }
 
 // Placement is where an app's container is, or will be created.
@@ -166,8 +171,14 @@ func Requirements(f *manifest.File, t Targets) []Requirement {
 		}
 		if tsid := storageOf(a.Template); tsid != "" {
 			add(Requirement{Path: "/storage/" + tsid, Priv: "Datastore.Audit", Alt: []string{"Datastore.AllocateSpace"}, Operation: "use template " + a.Template, Why: "check_volume_access needs read access to a template's storage", App: a.Name})
+			// corral downloads a template the node lacks, so its role
+			// holds Datastore.AllocateTemplate on the template's storage:
+			// needed now when the template is missing, and for the next
+			// template change otherwise (apply would stop in preflight).
 			if t.MissingTemplates[p.Node+"/"+a.Template] {
 				add(Requirement{Path: "/storage/" + tsid, Priv: "Datastore.AllocateTemplate", Operation: "download template " + a.Template + " to node " + p.Node, Why: "the template is not on node " + p.Node + "; POST aplinfo needs Datastore.AllocateTemplate (or upload it once by hand)", App: a.Name})
+			} else {
+				add(Requirement{Path: "/storage/" + tsid, Priv: "Datastore.AllocateTemplate", Operation: "download a template not on node " + p.Node + " yet (a change of template)", Why: "apply downloads a template the node lacks, which POST aplinfo allows only with Datastore.AllocateTemplate; without it, upload each new template by hand first", App: a.Name, Later: true})
 			}
 		}
 		nodePath, nodeProp, onNode := "/nodes/"+p.Node, false, "node "+p.Node

@@ -82,9 +82,8 @@ func TestParse_aliasBudget(t *testing.T) {
 	}
 }
 
-// TestParse_yamlErrorPosition: YAML syntax errors name the line (and, for
-// a tab in the indentation, the column) of the problem itself, whatever
-// line yaml.v3's message names.
+// TestParse_yamlErrorPosition: YAML syntax errors name the line and
+// column of the problem itself, whatever line yaml.v3's message names.
 func TestParse_yamlErrorPosition(t *testing.T) {
 	for _, tc := range []struct {
 		name, yaml, want string
@@ -99,10 +98,18 @@ func TestParse_yamlErrorPosition(t *testing.T) {
 			"m.yaml:1:1: invalid YAML: found character that cannot start any token"},
 		{"tab opening a line in a block", "apps:\n  - name: a\n\n\t- name: b\n",
 			"m.yaml:4:1: invalid YAML: found a tab character that violates indentation"},
-		{"a character that is not a tab keeps its line, no column", "apps:\n  - name: @a\n",
-			"m.yaml:2: invalid YAML: found character that cannot start any token"},
-		{"a parser error names the block's line", "apps:\n  - name: a\n   template: x\n",
-			"m.yaml:2: invalid YAML: did not find expected '-' indicator"},
+		{"a character that is not a tab", "apps:\n  - name: @a\n",
+			"m.yaml:2:11: invalid YAML: found character that cannot start any token"},
+		{"a parser error names the problem, not the block's line", "apps:\n  - name: a\n   template: x\n",
+			"m.yaml:3:4: invalid YAML: did not find expected '-' indicator"},
+		{"an unterminated quote names the opening quote", "apps:\n  - name: \"a\n",
+			"m.yaml:2:11: invalid YAML: found unexpected end of stream"},
+		{"an unclosed flow mapping", "apps:\n  - {name: a\n  - name: b\n",
+			"m.yaml:3:3: invalid YAML: did not find expected ',' or '}'"},
+		{"an unknown anchor", "apps:\n  - name: a\n    tags: *common\n",
+			"m.yaml:3:11: invalid YAML: unknown anchor 'common' referenced"},
+		{"a mapping value in a plain scalar", "apps:\n  - name: a: b\n",
+			"m.yaml:2:11: invalid YAML: mapping values are not allowed in this context"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := manifest.Parse("m.yaml", []byte(tc.yaml), testOptions())

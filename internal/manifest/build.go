@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -104,6 +105,7 @@ func (d *decoder) buildApp(v *value, adopted map[string]*value) App {
 		OnBoot:       v.boolOr("onboot"),
 		Description:  v.strOr("description"),
 		Pos:          d.pos(v.node),
+		Unresolved:   uniqueStrings(d.unresolved[appOf(v.path)]),
 	}
 	if !strings.Contains(a.Template, ":") && a.Template != "" {
 		a.Template = "local:vztmpl/" + a.Template
@@ -196,15 +198,53 @@ func (d *decoder) composeFeatures(app *value, a *App) {
 func (d *decoder) buildProvision(app *value, appName string) []Step {
 	var steps []Step
 	names := map[string]*value{}
+	var built []*value
+	all := map[string]bool{} // every step name, to tell "later" from "unknown"
 	for _, sv := range app.members("provision") {
 		st, ok := d.buildStep(sv, appName)
 		if !ok {
 			continue
 		}
-		d.uniqueName(names, sv, "step", st.Name)
+		all[st.Name] = true
 		steps = append(steps, st)
+		built = append(built, sv)
+	}
+	for i, sv := range built {
+		d.checkOnChange(sv, steps[i], names, all)
+		d.uniqueName(names, sv, "step", steps[i].Name)
 	}
 	return steps
+}
+
+// checkOnChange reports an onChange entry that names no earlier step of
+// the app: steps run in order, so a step can only react to one that ran
+// before it, and a name that matches nothing is a typo that would
+// silently never trigger.
+func (d *decoder) checkOnChange(sv *value, st Step, earlier map[string]*value, all map[string]bool) {
+	for _, o := range sv.members("onChange") {
+		switch {
+		case o.str == st.Name:
+			d.report(o.node, o.path, "a step cannot react to itself", "the name of an earlier step of the app")
+		case earlier[o.str] != nil:
+		case all[o.str]:
+			d.report(o.node, o.path, "step "+quote(o.str)+" comes after this one; steps run in order, so move this step below it", "the name of an earlier step of the app")
+		default:
+			d.report(o.node, o.path, "no step of the app is named "+quote(o.str)+knownSteps(earlier), "the name of an earlier step of the app")
+		}
+	}
+}
+
+// knownSteps lists the earlier step names for a diagnostic.
+func knownSteps(earlier map[string]*value) string {
+	if len(earlier) == 0 {
+		return "; no step comes before this one"
+	}
+	var names []string
+	for n := range earlier {
+		names = append(names, quote(n))
+	}
+	slices.Sort(names)
+	return "; earlier steps: " + strings.Join(names, ", ")
 }
 
 // uniqueName records the name of step or check v in names, or reports
@@ -321,6 +361,15 @@ func (d *decoder) buildStep(sv *value, appName string) (Step, bool) {
 	st.Name = kind + ": " + subject
 	if n := sv.member("name"); n != nil {
 		st.Name = n.str
+	}
+	for _, o := range sv.members("onChange") {
+		st.OnChange = append(st.OnChange, o.str)
+	}
+	for _, u := range sv.members("restart") {
+		st.Restart = append(st.Restart, u.str)
+	}
+	if st.Kind == StepCompose {
+		st.Pull = Pull(sv.object("compose").strOr("pull"))
 	}
 	return st, true
 }
@@ -613,4 +662,17 @@ func (v *value) sizeOr(key string) Size {
 		panic("manifest: bad default size " + def) // a bug in spec.go, caught by tests
 	}
 	return s
+}
+
+// uniqueStrings drops repeats, keeping the first of each in order.
+func uniqueStrings(in []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, s := range in {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
 }

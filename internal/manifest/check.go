@@ -133,6 +133,15 @@ func checkOneLine(s string) string {
 	return ""
 }
 
+// checkUnit accepts a systemd unit name that systemctl cannot take for an
+// option.
+func checkUnit(s string) string {
+	if strings.HasPrefix(s, "-") {
+		return "starts with '-'"
+	}
+	return ""
+}
+
 // checkGuestPath accepts a clean absolute path inside the container.
 func checkGuestPath(s string) string {
 	switch {
@@ -156,12 +165,7 @@ func checkSource(s string) string {
 }
 
 // checkEnvValue rejects what one NAME=value line cannot hold.
-func checkEnvValue(s string) string {
-	if strings.ContainsAny(s, "\n\r\x00") {
-		return "holds a line break or NUL, which an environment file cannot hold"
-	}
-	return ""
-}
+func checkEnvValue(s string) string { return envValueProblem(s) }
 
 // checkHTTPURL accepts an http or https URL with a host.
 func checkHTTPURL(s string) string {

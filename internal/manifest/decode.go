@@ -14,6 +14,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	goccy "github.com/goccy/go-yaml"
+	goccyparser "github.com/goccy/go-yaml/parser"
 	"gopkg.in/yaml.v3"
 )
 
@@ -25,15 +27,17 @@ type value struct {
 	path string     // apps[0].volumes[1].size
 	ok   bool       // well-formed and valid on its own
 
-	str  string // kindString (resolved); kindSize as written
-	ref  string // the ${…} reference str was read through, or ""
-	num  int64
-	b    bool
-	size Size
-	dur  time.Duration
-	mode os.FileMode
-	obj  map[string]*value
-	list []*value
+	str string // kindString (resolved); kindSize as written
+	ref string // the ${…} reference str was read through, or ""
+	// deferred: ref was left unread (LoadOptions.Lazy), str is empty.
+	deferred bool
+	num      int64
+	b        bool
+	size     Size
+	dur      time.Duration
+	mode     os.FileMode
+	obj      map[string]*value
+	list     []*value
 }
 
 // decoder walks a YAML node tree against the field table, collecting
@@ -44,7 +48,10 @@ type decoder struct {
 	opts    LoadOptions
 	diags   Diagnostics
 	secrets []Secret // every sensitive value, for (*File).Secrets
-	visited int
+	// unresolved are the references Lazy left unread, by app path
+	// ("apps[0]").
+	unresolved map[string][]string
+	visited    int
 }
 
 // maxValues bounds the values one manifest may hold. YAML aliases can make
@@ -126,8 +133,9 @@ var yamlTabErrors = []string{
 	"found a tab character that violates indentation",
 }
 
-// yamlError turns a yaml.v3 error into a diagnostic with a 1-based line,
-// and a column where the message points at a tab in the indentation.
+// yamlError turns a yaml.v3 error into a diagnostic with a 1-based line
+// and column: a tab in the indentation where the message is about one,
+// else where goccy/go-yaml finds the error.
 // yaml.v3 leaves the line out when it is the first one, and for an
 // unknown anchor, whose use is then found by searching the text.
 func (d *decoder) yamlError(err error, data []byte) {
@@ -142,14 +150,54 @@ func (d *decoder) yamlError(err error, data []byte) {
 	} else if m := yamlAnchorRE.FindStringSubmatch(err.Error()); m != nil {
 		if i := bytes.Index(data, []byte("*"+m[1])); i >= 0 {
 			line = 1 + bytes.Count(data[:i], []byte("\n"))
+			col = i - bytes.LastIndexByte(data[:i], '\n')
 		}
 	}
+	found := col > 0
 	if slices.Contains(yamlTabErrors, msg) {
 		if l, c, ok := indentTab(data, line); ok {
+			line, col, found = l, c, true
+		}
+	}
+	if !found {
+		if l, c, ok := syntaxErrorPos(data); ok && l >= line {
 			line, col = l, c
+		} else {
+			col = firstNonBlank(data, line)
 		}
 	}
 	d.diags.add(Pos{File: d.file, Line: line, Col: col}, "", "invalid YAML: "+msg, "")
+}
+
+// syntaxErrorPos asks a second YAML parser, goccy/go-yaml, where the
+// syntax error is: yaml.v3 keeps the column to itself, and for parser
+// errors it names the line where the enclosing block starts. The message
+// stays yaml.v3's (the parser whose reading of the manifest counts); the
+// position is used only when it is not before the line yaml.v3 names.
+func syntaxErrorPos(data []byte) (line, col int, ok bool) {
+	defer func() {
+		if recover() != nil {
+			line, col, ok = 0, 0, false
+		}
+	}()
+	_, err := goccyparser.ParseBytes(data, 0)
+	var se *goccy.SyntaxError
+	if !errors.As(err, &se) || se.Token == nil || se.Token.Position == nil {
+		return 0, 0, false
+	}
+	p := se.Token.Position
+	return p.Line, p.Column, p.Line > 0 && p.Column > 0
+}
+
+// firstNonBlank is the 1-based column of the first character of line
+// that is not a space or tab (1 for a blank or missing line).
+func firstNonBlank(data []byte, line int) int {
+	lines := bytes.Split(data, []byte("\n"))
+	if line < 1 || line > len(lines) {
+		return 1
+	}
+	text := lines[line-1]
+	return len(text) - len(bytes.TrimLeft(text, " \t")) + 1
 }
 
 // indentTab finds the first line at or after from (1-based) whose
@@ -310,16 +358,33 @@ func (d *decoder) scalar(n *yaml.Node, v *value) (string, bool) {
 		}
 		return lit, true
 	}
-	s, err := d.opts.resolve(ref, d.dir)
+	s, fromDefault, err := d.opts.resolve(ref, d.dir)
 	if err != nil {
+		if d.opts.Lazy && v.f.deferrable {
+			// Left unread: the command needs no provisioning value.
+			v.ref, v.deferred = ref, true
+			d.unresolved[appOf(v.path)] = append(d.unresolved[appOf(v.path)], ref)
+			return "", true
+		}
 		d.report(v.node, v.path, err.Error(), "")
 		return "", false
 	}
 	v.ref = ref
-	if !v.f.public {
+	switch {
+	case v.f.public:
+	case fromDefault && !v.f.sensitive:
+		// Written in the manifest, like any literal.
+	default:
 		d.secrets = append(d.secrets, NewSecret(ref, s))
 	}
 	return s, true
+}
+
+// appOf is the app part of a value's path: "apps[2]" of
+// "apps[2].provision[0].run".
+func appOf(path string) string {
+	app, _, _ := strings.Cut(path, ".")
+	return app
 }
 
 // subject names a value in a message: quoted when it was written in the
@@ -345,6 +410,8 @@ func (d *decoder) string(n *yaml.Node, v *value) {
 	v.str = s
 	f := v.f
 	switch {
+	case v.deferred:
+		v.ok = true // unread, so not checked
 	case f.enum != nil && !slices.Contains(f.enum, s):
 		d.report(v.node, v.path, "invalid value"+v.subject(), strings.Join(f.enum, ", "))
 	case f.minLen == 1 && s == "":
@@ -380,6 +447,8 @@ func (d *decoder) size(n *yaml.Node, v *value) {
 		d.report(v.node, v.path, "invalid size"+v.subject(), sizeAllowed)
 	case err != nil:
 		d.report(v.node, v.path, "invalid size"+v.subject()+": "+err.Error(), sizeAllowed)
+	case v.f != nil && size < v.f.minSize:
+		d.report(v.node, v.path, fmt.Sprintf("size %s is too small: at least %s (%s)", s, v.f.minSize, v.f.minSizeWhy), "")
 	default:
 		v.size, v.ok = size, true
 	}

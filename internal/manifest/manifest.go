@@ -75,6 +75,11 @@ type App struct {
 	// Pos is where the app is written, for messages about it after
 	// validation ("corral.yaml:3:5: app hermes: …").
 	Pos Pos
+
+	// Unresolved lists the references LoadOptions.Lazy left unread, each
+	// once, in the order written; nil when every value was read. An app
+	// with any cannot be provisioned or created.
+	Unresolved []string
 }
 
 // Hostname is the container's hostname: the app's name.
@@ -146,7 +151,7 @@ type Step struct {
 	Timeout time.Duration
 
 	// Run is the shell script of a run step, run as root with
-	// /bin/sh -e -c.
+	// bash -euo pipefail (sh -e where there is no bash).
 	Run string
 
 	// Path is the file a file, envFile or compose step writes.
@@ -162,8 +167,28 @@ type Step struct {
 	// Account is the user a user step creates.
 	Account Account
 
+	// OnChange names earlier steps of the app: this step also runs when
+	// one of them runs in the same apply (a handler, in Ansible's terms).
+	OnChange []string
+	// Restart lists systemd units restarted once, after the app's last
+	// step, when this step ran.
+	Restart []string
+	// Pull is a compose step's image pull policy.
+	Pull Pull
+
 	Pos Pos
 }
+
+// Pull is when a compose step pulls images.
+type Pull string
+
+const (
+	// PullMissing pulls only images the container does not hold yet
+	// (docker compose's own default).
+	PullMissing Pull = "missing"
+	// PullAlways pulls every image each time the step runs.
+	PullAlways Pull = "always"
+)
 
 // EnvVar is one NAME=value line of an envFile step. The value is always
 // sensitive.
@@ -233,7 +258,7 @@ func Load(path string, opts LoadOptions) (*File, error) {
 // directory is the base of relative ${file:PATH} references. Every
 // rejection is a *Diagnostics holding every problem found.
 func Parse(filename string, data []byte, opts LoadOptions) (*File, error) {
-	d := &decoder{file: filename, dir: filepath.Dir(filename), opts: opts}
+	d := &decoder{file: filename, dir: filepath.Dir(filename), opts: opts, unresolved: map[string][]string{}}
 	root, ok := d.parseYAML(data)
 	if !ok {
 		return nil, d.diags.err()

@@ -73,15 +73,18 @@ func TestLoad_examples(t *testing.T) {
 				{Kind: manifest.StepRun, Name: "install hermes", Timeout: 30 * time.Minute},
 				{Kind: manifest.StepRun, Name: "web ui", Timeout: 15 * time.Minute},
 				{Kind: manifest.StepFile, Name: "file: /home/hermes/.hermes/config.yaml", Timeout: 10 * time.Minute,
-					Path: "/home/hermes/.hermes/config.yaml", Mode: 0o644, Owner: "hermes:hermes"},
+					Path: "/home/hermes/.hermes/config.yaml", Mode: 0o644, Owner: "hermes:hermes", Restart: []string{"hermes-gateway.service", "hermes-dashboard.service"}},
 				{Kind: manifest.StepEnvFile, Name: "envFile: /home/hermes/.hermes/.env", Timeout: 10 * time.Minute,
 					Path: "/home/hermes/.hermes/.env", Mode: 0o600, Owner: "hermes:hermes",
-					Env: []manifest.EnvVar{{Name: "OPENCODE_GO_API_KEY", Value: manifest.NewSecret("${env:OPENCODE_GO_API_KEY}", hermesKey)}}},
+					Env:     []manifest.EnvVar{{Name: "OPENCODE_GO_API_KEY", Value: manifest.NewSecret("${env:OPENCODE_GO_API_KEY}", hermesKey)}},
+					Restart: []string{"hermes-gateway.service", "hermes-dashboard.service"}},
 				{Kind: manifest.StepFile, Name: "file: /etc/systemd/system/hermes-gateway.service", Timeout: 10 * time.Minute,
 					Path: "/etc/systemd/system/hermes-gateway.service", Mode: 0o644, Owner: "root"},
 				{Kind: manifest.StepFile, Name: "file: /etc/systemd/system/hermes-dashboard.service", Timeout: 10 * time.Minute,
 					Path: "/etc/systemd/system/hermes-dashboard.service", Mode: 0o644, Owner: "root"},
-				{Kind: manifest.StepRun, Name: "start services", Timeout: 10 * time.Minute},
+				{Kind: manifest.StepRun, Name: "start services", Timeout: 10 * time.Minute,
+					OnChange: []string{"file: /etc/systemd/system/hermes-gateway.service", "file: /etc/systemd/system/hermes-dashboard.service"},
+					Restart:  []string{"hermes-gateway.service", "hermes-dashboard.service"}},
 			},
 			Health: []manifest.Check{{Kind: "http", Name: "dashboard", URL: "http://localhost:9119/", Expect: 200,
 				Timeout: 5 * time.Second, Retries: 20, Interval: 3 * time.Second}},
@@ -336,9 +339,9 @@ apps:
 						Path: "/srv/app/.env", Mode: 0o400, Owner: "app_1", Env: []manifest.EnvVar{
 							{Name: "K", Value: manifest.NewSecret("${file:~/.config/corral/api.key}", fileAPIKey)}}},
 					{Kind: manifest.StepCompose, Name: "compose: /opt/web/compose.yaml", Timeout: 10 * time.Minute,
-						Path: "/opt/web/compose.yaml", Content: "services:\n  web:\n    image: nginx\n", Mode: 0o644, Project: "web"},
+						Path: "/opt/web/compose.yaml", Content: "services:\n  web:\n    image: nginx\n", Mode: 0o644, Project: "web", Pull: manifest.PullMissing},
 					{Kind: manifest.StepCompose, Name: "compose: /srv/app/compose.yml", Timeout: 10 * time.Minute,
-						Path: "/srv/app/compose.yml", Content: "services: {}\n", Mode: 0o600, Project: "app-2"},
+						Path: "/srv/app/compose.yml", Content: "services: {}\n", Mode: 0o600, Project: "app-2", Pull: manifest.PullMissing},
 				}
 				a.Health = []manifest.Check{
 					{Kind: "http", Name: "web", URL: "https://web.example:8443/", Expect: 204,
@@ -360,7 +363,29 @@ apps:
 				a.Features.Nesting = true
 				a.NeedsKeyctl = true
 				a.Provision = []manifest.Step{{Kind: manifest.StepCompose, Name: "compose: /opt/web/compose.yaml", Timeout: 10 * time.Minute,
-					Path: "/opt/web/compose.yaml", Content: "services: {}", Mode: 0o644, Project: "web"}}
+					Path: "/opt/web/compose.yaml", Content: "services: {}", Mode: 0o644, Project: "web", Pull: manifest.PullMissing}}
+			})},
+		{"change triggers", `
+apps:
+  - name: web
+    template: debian-12-standard_12.12-1_amd64.tar.zst
+    provision:
+      - name: env
+        envFile: { path: /opt/web/.env, env: [{ name: K, value: v }] }
+        restart: [web.service]
+      - compose: { content: "services: {}", pull: always }
+        onChange: [env]
+        restart: [web.service, "getty@tty1.service"]`,
+			with(func(a *manifest.App) {
+				a.Features.Nesting = true
+				a.NeedsKeyctl = true
+				a.Provision = []manifest.Step{
+					{Kind: manifest.StepEnvFile, Name: "env", Timeout: 10 * time.Minute, Path: "/opt/web/.env", Mode: 0o600, Owner: "root",
+						Env: []manifest.EnvVar{{Name: "K", Value: manifest.NewSecret("", "v")}}, Restart: []string{"web.service"}},
+					{Kind: manifest.StepCompose, Name: "compose: /opt/web/compose.yaml", Timeout: 10 * time.Minute,
+						Path: "/opt/web/compose.yaml", Content: "services: {}", Mode: 0o644, Project: "web", Pull: manifest.PullAlways,
+						OnChange: []string{"env"}, Restart: []string{"web.service", "getty@tty1.service"}},
+				}
 			})},
 		{"aliases", `
 apps:

@@ -19,6 +19,13 @@ type LoadOptions struct {
 	// ReadFile reads a file; nil means localfile.Read with the limit of
 	// the kind of file (a regular file only, size-bounded).
 	ReadFile func(path string) ([]byte, error)
+	// Lazy leaves references that only provisioning or creating a
+	// container reads (run scripts, file and compose content, envFile
+	// values, the root password) unread when their variable is unset or
+	// their file cannot be read: destroy, status, exec, logs, backups
+	// and the like need none of them, and must not ask for a secret they
+	// never use. App.Unresolved lists what was left.
+	Lazy bool
 }
 
 func (o LoadOptions) getenv(name string) (string, bool) {
@@ -37,11 +44,11 @@ func (o LoadOptions) readFile(path string, max int64) ([]byte, error) {
 
 // referencePattern is the whole-value reference syntax, also used by the
 // JSON Schema.
-const referencePattern = `^\$\{(env:[A-Za-z_][A-Za-z0-9_]*|file:[^}]+)\}$`
+const referencePattern = `^\$\{(env:[A-Za-z_][A-Za-z0-9_]*(:-[^}]*)?|file:[^}]+)\}$`
 
 var referenceRE = regexp.MustCompile(referencePattern)
 
-const referenceAllowed = "${env:NAME} with NAME of letters, digits and _, or ${file:PATH}; write $${ for a literal ${"
+const referenceAllowed = "${env:NAME} with NAME of letters, digits and _, ${env:NAME:-default}, or ${file:PATH}; write $${ for a literal ${"
 
 // splitReference classifies a YAML string: a reference ("${env:X}",
 // returned in ref), or a literal (returned in lit, with "$${" unescaped to
@@ -64,24 +71,32 @@ func splitReference(s string) (lit, ref, problem string) {
 // is the manifest's directory, against which a relative PATH is resolved.
 // Errors name the variable or path, never a value. A file's trailing line
 // breaks are dropped, so a password file may end in a newline.
-func (o LoadOptions) resolve(ref, dir string) (string, error) {
+//
+// ${env:NAME:-default} is default when NAME is unset or empty, as in a
+// POSIX shell; fromDefault says the default was taken (a value written in
+// the manifest, not read from the environment).
+func (o LoadOptions) resolve(ref, dir string) (value string, fromDefault bool, err error) {
 	kind, arg, _ := strings.Cut(ref[2:len(ref)-1], ":")
 	if kind == "env" {
-		v, ok := o.getenv(arg)
-		if !ok {
-			return "", fmt.Errorf("environment variable %s is not set", arg)
+		name, def, hasDefault := strings.Cut(arg, ":-")
+		v, ok := o.getenv(name)
+		switch {
+		case hasDefault && v == "":
+			return def, true, nil
+		case !ok:
+			return "", false, fmt.Errorf("environment variable %s is not set (write ${env:%s:-} for an optional one)", name, name)
 		}
-		return v, nil
+		return v, false, nil
 	}
 	path, err := o.expandPath(arg, dir)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	data, err := o.readFile(path, localfile.MaxSecret)
 	if err != nil {
-		return "", fmt.Errorf("cannot read %s: %w", ref, err)
+		return "", false, fmt.Errorf("cannot read %s: %w", ref, err)
 	}
-	return strings.TrimRight(string(data), "\r\n"), nil
+	return strings.TrimRight(string(data), "\r\n"), false, nil
 }
 
 // expandPath expands a leading ~ to $HOME and makes a relative path

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -202,5 +203,43 @@ apps:
 	}
 	if got := strings.Count(err.Error(), "\n") + 1; got != 4 {
 		t.Errorf("%d diagnostics, want 4:\n%s", got, err)
+	}
+}
+
+// TestParse_lazy: a command that neither provisions nor creates loads the
+// manifest without the values only those read; every other reference is
+// still required, and a strict load still asks for all of them.
+func TestParse_lazy(t *testing.T) {
+	const src = `apps:
+  - name: web
+    template: ${env:TMPL:-debian-12-standard_12.12-1_amd64.tar.zst}
+    password: ${env:ROOT_PW}
+    provision:
+      - envFile: { path: /opt/web/.env, env: [{ name: K, value: "${env:API_KEY}" }, { name: T, value: "${env:TOKEN:-}" }] }
+      - file: { path: /etc/web.conf, content: "${file:missing.conf}" }
+      - run: ${env:SCRIPT}
+`
+	none := manifest.LoadOptions{Getenv: func(string) (string, bool) { return "", false },
+		ReadFile: func(string) ([]byte, error) { return nil, os.ErrNotExist }}
+	if _, err := manifest.Parse("corral.yaml", []byte(src), none); err == nil {
+		t.Fatal("a strict load accepted unset variables")
+	}
+	lazy := none
+	lazy.Lazy = true
+	f, err := manifest.Parse("corral.yaml", []byte(src), lazy)
+	if err != nil {
+		t.Fatalf("lazy load: %v", err)
+	}
+	a := f.Apps[0]
+	want := []string{"${env:ROOT_PW}", "${env:API_KEY}", "${file:missing.conf}", "${env:SCRIPT}"}
+	if !slices.Equal(a.Unresolved, want) {
+		t.Errorf("Unresolved = %q, want %q", a.Unresolved, want)
+	}
+	if a.Template != "local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst" {
+		t.Errorf("template default not taken: %q", a.Template)
+	}
+	if _, err := manifest.Parse("corral.yaml", []byte(strings.Replace(src, "${env:TMPL:-debian-12-standard_12.12-1_amd64.tar.zst}", "${env:TMPL}", 1)), lazy); err == nil ||
+		!strings.Contains(err.Error(), "TMPL is not set") {
+		t.Errorf("a template reference must still be read: %v", err)
 	}
 }

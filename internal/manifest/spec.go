@@ -40,10 +40,19 @@ type field struct {
 	forbidMsg string              // what is wrong when forbid matches
 	sensitive bool                // a secret even when written literally
 	public    bool                // not a secret even when read through ${…}
-	shown     func(string) string // how a diagnostic quotes the value; nil: as written
+	// deferrable marks a value only provisioning (or creating the
+	// container) reads: a command that does neither loads the manifest
+	// with LoadOptions.Lazy and leaves an unset ${env:…} here unread.
+	deferrable bool
+	shown      func(string) string // how a diagnostic quotes the value; nil: as written
 
 	// Integers: min is always meaningful; max 0 means no upper bound.
 	min, max int64
+
+	// Sizes: the smallest accepted, 0 for any positive size.
+	minSize Size
+	// minSizeWhy says why, in diagnostics.
+	minSizeWhy string
 
 	// Lists and objects.
 	items    *field
@@ -140,6 +149,17 @@ const (
 )
 
 // sizeAllowed is what a size may look like.
+// minRootfs is the smallest root file system corral accepts. PVE
+// itself takes any size and then fails the create when tar runs out of
+// space unpacking the template: the Debian and Ubuntu standard templates
+// of PVE's catalogue take 500-600M, Alpine's about 12M. The floor is not
+// a fit check (that depends on the template) but catches what is surely
+// a typo, such as 1M for 1G, before anything is created.
+const (
+	minRootfs    = 256 * MiB
+	minRootfsWhy = "the template is unpacked into it: Debian's and Ubuntu's take 500-600M, Alpine's about 12M"
+)
+
 const sizeAllowed = "a whole number of MiB written with unit M, G or T, e.g. 512M, 10G, 1.5T"
 
 // durationAllowed is what a duration may look like.
@@ -211,8 +231,8 @@ var appSpec = &field{
 			fields: []*field{
 				{key: "storage", kind: kindString, def: defaultStorage,
 					doc: "PVE storage to allocate the root file system on.", pattern: storagePattern, allowed: storageAllowed},
-				{key: "size", kind: kindSize, def: defaultRootfs,
-					doc: "Size of the root file system, e.g. 8G. It can grow in place but not shrink."},
+				{key: "size", kind: kindSize, def: defaultRootfs, minSize: minRootfs, minSizeWhy: minRootfsWhy,
+					doc: "Size of the root file system, e.g. 8G, at least 256M. It can grow in place but not shrink."},
 			}},
 		{key: "features", kind: kindObject,
 			doc: "Container feature flags. An API token may set only nesting; the others need root@pam.",
@@ -256,7 +276,7 @@ var appSpec = &field{
 		{key: "description", kind: kindString, maxLen: maxDescription, check: DescriptionProblem,
 			forbid: `(^|\n)[\t\v\f\r ]*corral-`, forbidMsg: "a line starts with corral-, which is reserved for corral's own lines",
 			doc: "Free text shown in the PVE web interface. corral appends its own lines, which start with corral-."},
-		{key: "password", kind: kindString, minLen: 5, sensitive: true,
+		{key: "password", kind: kindString, minLen: 5, sensitive: true, deferrable: true,
 			doc: "Root password inside the container. Prefer a reference: ${env:NAME} or ${file:PATH}."},
 		{key: "ssh", kind: kindObject,
 			doc: "SSH access to root inside the container.",
@@ -370,7 +390,7 @@ func ownerField() *field {
 
 func contentFields(what string) []*field {
 	return []*field{
-		{key: "content", kind: kindString,
+		{key: "content", kind: kindString, deferrable: true,
 			doc: "The " + what + "'s content, written as is. Give content or source, not both."},
 		{key: "source", kind: kindString, maxLen: 4096, check: checkSource,
 			doc:     "A local file whose content is written, read when corral loads the manifest; a relative path is relative to the manifest's directory.",
@@ -387,8 +407,19 @@ var stepSpec = &field{
 			"Default: derived from the step, like \"run: apt-get update\" or \"file: /etc/app.conf\"."),
 		{key: "timeout", kind: kindDuration, def: defaultStepTimeout,
 			doc: "How long the step may run, like 30s, 5m or 1h30m."},
-		{key: "run", kind: kindString, minLen: 1,
-			doc: "A shell script run as root with /bin/sh -e -c; it fails the apply when it exits non-zero."},
+		{key: "onChange", kind: kindList,
+			doc: "Names of earlier steps of the app: this step also runs whenever one of them runs in an apply (its content changed, it is new, or the container was recreated), " +
+				"like an Ansible handler. A compose step run this way recreates its services (docker compose up -d --force-recreate), so they read a changed env file.",
+			items: &field{kind: kindString, doc: "The name of an earlier step (its name key, or the derived name like \"envFile: /opt/app/.env\").",
+				maxLen: 80, check: checkOneLine, pattern: `^[^\x00-\x1f\x7f]+$`, allowed: "the name of an earlier step of the app"}},
+		{key: "restart", kind: kindList,
+			doc: "systemd units to restart (systemctl restart) when this step runs. Each unit is restarted once, after the app's last step, however many steps name it, and only when every step succeeded; " +
+				"a failed apply keeps the restart pending for the next one.",
+			items: &field{kind: kindString, doc: "A systemd unit name, like hermes.service.",
+				maxLen: 256, pattern: `^[A-Za-z0-9@_:.\\-]+$`, check: checkUnit,
+				allowed: "a systemd unit name of letters, digits, '@', '_', ':', '.', '-' and '\\', like hermes.service"}},
+		{key: "run", kind: kindString, minLen: 1, deferrable: true,
+			doc: "A shell script run as root with bash -euo pipefail (POSIX sh -e, with pipefail where it has it, when the container has no bash); it fails the apply when it exits non-zero."},
 		{key: "file", kind: kindObject, oneOf: []string{"content", "source"},
 			doc: "Write a file in the container.",
 			fields: append([]*field{
@@ -407,7 +438,7 @@ var stepSpec = &field{
 								doc:     "Variable name.",
 								pattern: `^[A-Za-z_][A-Za-z0-9_]*$`, maxLen: 255,
 								allowed: "letters, digits and '_', not starting with a digit"},
-							{key: "value", kind: kindString, required: true, sensitive: true, check: checkEnvValue,
+							{key: "value", kind: kindString, required: true, sensitive: true, deferrable: true, check: checkEnvValue,
 								doc: "Value, always treated as a secret. Prefer a reference: ${env:NAME} or ${file:PATH}."},
 						}}},
 				modeField("0600"),
@@ -423,7 +454,12 @@ var stepSpec = &field{
 				&field{key: "project", kind: kindString, maxLen: 63,
 					doc:     "Compose project name. Default: the app's name.",
 					pattern: `^[a-z0-9][a-z0-9_-]*$`,
-					allowed: "lower-case letters, digits, '_' and '-', starting with a letter or digit"})...)},
+					allowed: "lower-case letters, digits, '_' and '-', starting with a letter or digit"},
+				&field{key: "pull", kind: kindString, def: string(PullMissing), enum: []string{string(PullMissing), string(PullAlways)},
+					doc: "When the step runs, which images docker compose pulls first. missing: only images not on the container yet. " +
+						"always: every image again (docker compose pull), so a moving tag like :latest is brought up to date each time the step runs. " +
+						"Pulling does not make the step run: an apply runs it when it changed, is new, is notified (onChange) or the container is new, so that plan can say in advance what apply does. " +
+						"Re-pull on purpose with corral apply --rerun STEP."})...)},
 		{key: "user", kind: kindObject,
 			doc: "Create a user (and its group of the same name) in the container, or update its groups.",
 			fields: []*field{

@@ -97,8 +97,13 @@ func TestSplitReference(t *testing.T) {
 func TestLoadOptions_resolve(t *testing.T) {
 	o := LoadOptions{
 		Getenv: func(n string) (string, bool) {
-			if n == "HOME" {
+			switch n {
+			case "HOME":
 				return "/home/u", true
+			case "EMPTY":
+				return "", true
+			case "SET":
+				return "v", true
 			}
 			return "", false
 		},
@@ -111,11 +116,16 @@ func TestLoadOptions_resolve(t *testing.T) {
 		{"${file:~}", "/home/u", ""},
 		{"${file:pw}", "/etc/corral/pw", ""},
 		{"${file:/abs/pw}", "/abs/pw", ""},
-		{"${env:NOPE}", "", "environment variable NOPE is not set"},
+		{"${env:NOPE}", "", "environment variable NOPE is not set (write ${env:NOPE:-} for an optional one)"},
+		{"${env:NOPE:-}", "", ""},
+		{"${env:NOPE:-dflt}", "dflt", ""},
+		{"${env:EMPTY:-dflt}", "dflt", ""},
+		{"${env:SET:-dflt}", "v", ""},
+		{"${env:EMPTY}", "", ""},
 		{"${file:~bob/pw}", "", "cannot expand ~bob in ${file:~bob/pw}: only ~ (your home) is supported"},
 	}
 	for _, tt := range tests {
-		got, err := o.resolve(tt.ref, "/etc/corral")
+		got, _, err := o.resolve(tt.ref, "/etc/corral")
 		gotErr := ""
 		if err != nil {
 			gotErr = err.Error()
@@ -125,7 +135,7 @@ func TestLoadOptions_resolve(t *testing.T) {
 		}
 	}
 	noHome := LoadOptions{Getenv: func(string) (string, bool) { return "", false }}
-	if _, err := noHome.resolve("${file:~/x}", "."); err == nil || err.Error() != "cannot expand ~ in ${file:~/x}: HOME is not set" {
+	if _, _, err := noHome.resolve("${file:~/x}", "."); err == nil || err.Error() != "cannot expand ~ in ${file:~/x}: HOME is not set" {
 		t.Errorf("without HOME: %v", err)
 	}
 }

@@ -86,12 +86,20 @@ func WithHostKey(desc, hostKey string) string {
 }
 
 // WithGuestMarkers replaces the host key and provisioned lines of a
-// description with m's (an empty field drops its line).
+// description (an empty field drops its line), keeping its steps line.
 func WithGuestMarkers(desc string, hostKey, provisioned string) string {
+	return WithGuestRecord(desc, hostKey, provisioned, ParseMarker(desc).Steps)
+}
+
+// WithGuestRecord replaces the host key, provisioned and steps lines of a
+// description (an empty field drops its line). The steps line is left
+// out when the description would grow past what PVE keeps: a plan then
+// says that the steps are compared in the guest.
+func WithGuestRecord(desc string, hostKey, provisioned, steps string) string {
 	var b strings.Builder
 	for _, line := range strings.SplitAfter(desc, "\n") {
 		t := manifest.MarkerLine(line)
-		if line == "" || strings.HasPrefix(t, markerHostKey) || strings.HasPrefix(t, markerGuest) {
+		if line == "" || strings.HasPrefix(t, markerHostKey) || strings.HasPrefix(t, markerGuest) || strings.HasPrefix(t, markerSteps) {
 			continue
 		}
 		b.WriteString(line)
@@ -103,7 +111,26 @@ func WithGuestMarkers(desc string, hostKey, provisioned string) string {
 	if provisioned != "" {
 		out += markerGuest + provisioned + "\n"
 	}
+	if line := markerSteps + steps + "\n"; steps != "" && len(out)+len(line) <= maxGuestDescription {
+		out += line
+	}
 	return out
+}
+
+// UserDescription is the part of a description the user wrote: every
+// line of corral's (its header and the lines that start with corral-)
+// left out, so that a plan's description diff shows only what the
+// manifest changes.
+func UserDescription(desc string) string {
+	var keep []string
+	for _, line := range strings.Split(desc, "\n") {
+		t := manifest.MarkerLine(line)
+		if t == markerHeader || manifest.ReservedLine(line) {
+			continue
+		}
+		keep = append(keep, line)
+	}
+	return strings.TrimSpace(strings.Join(keep, "\n"))
 }
 
 // Marker is what corral reads back from a CT description.
@@ -117,6 +144,9 @@ type Marker struct {
 	// Provisioned is the App.GuestDigest of the last guest work that
 	// finished.
 	Provisioned string
+	// Steps is the per-step record of that work ("id=sum …", see
+	// StepsRecord), "" when there is none.
+	Steps string
 }
 
 // ParseMarker reads corral's marker lines from a description. Lines are
@@ -138,6 +168,9 @@ func ParseMarker(desc string) Marker {
 		}
 		if v, ok := strings.CutPrefix(line, markerGuest); ok {
 			m.Provisioned = strings.TrimSpace(v)
+		}
+		if v, ok := strings.CutPrefix(line, markerSteps); ok {
+			m.Steps = strings.TrimSpace(v)
 		}
 	}
 	return m

@@ -16,6 +16,13 @@ func Destroy(apps []App, obs *Observed, deleteVolumes bool) (*Plan, error) {
 	p := &Plan{}
 	p.Recover, p.RecoverNodes = recoveries(obs)
 	var refused []string
+	if obs.CannotSeeGuests {
+		for i := range apps {
+			node := blindNode(&apps[i], obs)
+			refused = append(refused, BlindReason(apps[i].Name, node))
+		}
+		return p, &RefusedError{Problems: refused}
+	}
 	for i := range apps {
 		a := &apps[i]
 		cts := obs.Apps[a.Name]

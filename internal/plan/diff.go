@@ -16,7 +16,17 @@ func Make(apps []App, obs *Observed) (*Plan, error) {
 	p := &Plan{}
 	var refused []string
 	var nodes []string // nodes whose apps have volumes, in manifest order
+	warnedBridges := map[string]bool{}
 	p.Recover, p.RecoverNodes = recoveries(obs)
+	if obs.CannotSeeGuests {
+		// Nothing can be planned: every container, keeper included,
+		// would look missing.
+		for i := range apps {
+			node := blindNode(&apps[i], obs)
+			refused = append(refused, BlindReason(apps[i].Name, node))
+		}
+		return p, &RefusedError{Problems: refused}
+	}
 	pl := newPlacer(obs)
 	for i := range apps {
 		a := &apps[i]
@@ -53,8 +63,21 @@ func Make(apps []App, obs *Observed) (*Plan, error) {
 			nodes = append(nodes, node)
 		}
 		c, probs := appChange(a, node, obs)
-		if c.FetchTemplate && c.Action != NoOp {
-			c.Reasons = append(c.Reasons, fmt.Sprintf("template %s is not on node %s: it is downloaded first", a.Template, node))
+		if c.Action == Create || c.Action == Replace {
+			if prob := templateStorageProblem(a, node, obs); prob != "" {
+				probs = append(probs, prob)
+			} else if c.FetchTemplate {
+				c.Reasons = append(c.Reasons, fmt.Sprintf("template %s is not on node %s: it is downloaded first", a.Template, node))
+			}
+		}
+		if c.Action != NoOp {
+			prob, warn := bridgeProblem(a, node, obs, warnedBridges)
+			if prob != "" {
+				probs = append(probs, prob)
+			}
+			if warn != "" {
+				p.Warnings = append(p.Warnings, warn)
+			}
 		}
 		if placed != "" && c.Action == Create {
 			c.Reasons = append(c.Reasons, placed)
@@ -272,11 +295,20 @@ func appChange(a *App, node string, obs *Observed) (Change, []string) {
 		c.Reasons = append(c.Reasons, "no container for this app")
 		c.Start = true
 		c.Guest = a.GuestDigest != ""
+		c.Steps, c.Restarts, _ = planSteps(a, "", true)
 	case c.Action == Replace:
 		c.Start = true
 		c.Guest = a.GuestDigest != ""
+		c.Steps, c.Restarts, _ = planSteps(a, "", true)
 	default:
-		c.Guest = a.GuestDigest != "" && ParseMarker(ct.Config["description"]).Provisioned != a.GuestDigest
+		desc := ct.Config["description"]
+		c.Guest = a.GuestDigest != "" && len(a.GuestUnknown) == 0 && (ParseMarker(desc).Provisioned != a.GuestDigest || len(a.Rerun) > 0)
+		if c.Guest {
+			var known bool
+			if c.Steps, c.Restarts, known = planSteps(a, desc, false); !known {
+				c.StepsUnknown = "this container's steps were recorded only inside it (by an older corral, or the record did not fit in its description): apply compares them there and runs what changed"
+			}
+		}
 		c.Revert = volumePending(ct)
 		c.Config = configEdits(a, ct)
 		c.Cleanup = cleanupKeys(ct, keepers)
@@ -452,7 +484,7 @@ func configEdits(a *App, ct *CT) []ConfigEdit {
 	// The pinned host key and the provisioned digest are corral's, not the
 	// manifest's: keep them.
 	m := ParseMarker(ct.Config["description"])
-	want["description"] = WithGuestMarkers(want["description"], m.HostKey, m.Provisioned)
+	want["description"] = WithGuestRecord(want["description"], m.HostKey, m.Provisioned, m.Steps)
 	want["features"] = KeepRootFeatures(want["features"], ct.Config["features"])
 	var out []ConfigEdit
 	for _, k := range sortedKeys(want) {
@@ -746,4 +778,59 @@ func volumePending(ct *CT) []string {
 		}
 	}
 	return out
+}
+
+// templateStorageProblem says why the storage of a's template cannot
+// hold it on node, or "". Without this, PVE's answer to the download
+// (POST aplinfo) is a permission error on /storage/<sid>, which points at
+// the token rather than at the manifest.
+func templateStorageProblem(a *App, node string, obs *Observed) string {
+	storages, ok := obs.Storages[node]
+	if !ok || a.Template == "" {
+		return ""
+	}
+	sid, _, found := strings.Cut(a.Template, ":")
+	if !found {
+		return ""
+	}
+	var tmpl []string
+	for id, cts := range storages {
+		if slices.Contains(cts, "vztmpl") {
+			tmpl = append(tmpl, id)
+		}
+	}
+	sort.Strings(tmpl)
+	cts, exists := storages[sid]
+	switch {
+	case !exists:
+		return fmt.Sprintf("app %s: template %s: storage %s does not exist on node %s (or is disabled there, or the token holds no privilege on /storage/%s); storages holding templates (vztmpl) there: %s",
+			a.Name, a.Template, sid, node, sid, orNone(strings.Join(tmpl, ", ")))
+	case !slices.Contains(cts, "vztmpl"):
+		return fmt.Sprintf("app %s: template %s: storage %s on node %s does not hold templates (its content is %s); storages holding templates (vztmpl) there: %s",
+			a.Name, a.Template, sid, node, strings.Join(cts, ","), orNone(strings.Join(tmpl, ", ")))
+	}
+	return ""
+}
+
+// bridgeProblem says whether a's bridge is missing on node (a refusal:
+// PVE would create the container and fail its start with "bridge 'X'
+// does not exist"), or, once per node, why bridges there cannot be
+// checked (a warning).
+func bridgeProblem(a *App, node string, obs *Observed, warned map[string]bool) (prob, warn string) {
+	if a.Bridge == "" {
+		return "", ""
+	}
+	bridges, ok := obs.Bridges[node]
+	if !ok {
+		if w := obs.BridgeWarnings[node]; w != "" && !warned[node] {
+			warned[node] = true
+			return "", w + ": the bridges of apps there are not checked before apply"
+		}
+		return "", ""
+	}
+	if slices.Contains(bridges, a.Bridge) {
+		return "", ""
+	}
+	return fmt.Sprintf("app %s: bridge %s does not exist on node %s (or the token lacks SDN.Use on /sdn/zones/localnetwork/%s); bridges there: %s; set network.bridge to one of them",
+		a.Name, a.Bridge, node, a.Bridge, strings.Join(bridges, ", ")), ""
 }

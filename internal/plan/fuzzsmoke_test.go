@@ -52,3 +52,22 @@ func TestFuzzDescriptionMarkersSmoke(t *testing.T) {
 	in := mutate.New(1, dict...).Inputs(mutate.Seeds(t, "FuzzDescriptionMarkers", added), 6000)
 	mutate.Run(t, in, func(t *testing.T, a []any) { checkDescriptionMarkers(t, a[0].(string)) })
 }
+
+func TestFuzzParseTagsSmoke(t *testing.T) {
+	var added [][]any
+	for _, s := range fuzzParseTagsSeeds {
+		added = append(added, []any{s.pve, s.user})
+	}
+	dict := []string{";", ",", " ", "corral", "corral-", "corral-app-", "corral-keeper", "CORRAL", "-", "_", "+", ".", "\u017f", "\u212a"}
+	in := mutate.New(1, dict...).Inputs(mutate.Seeds(t, "FuzzParseTags", added), 5000)
+	mutate.Run(t, in, func(t *testing.T, a []any) { checkParseTags(t, a[0].(string), a[1].(string)) })
+}
+
+func TestFuzzParseKeeperMountPathSmoke(t *testing.T) {
+	var added [][]any
+	for _, s := range []string{"/corral/notes/data", "/corral/a/b/c", "/corral//x", "/srv/data"} {
+		added = append(added, []any{s})
+	}
+	in := mutate.New(1, "/", "/corral/", "corral", "..", ".").Inputs(mutate.Seeds(t, "FuzzParseKeeperMountPath", added), 3000)
+	mutate.Run(t, in, func(t *testing.T, a []any) { checkParseKeeperMountPath(t, a[0].(string)) })
+}

@@ -44,6 +44,16 @@ func FromManifest(f *manifest.File) []App {
 			SnapshotBeforeChange: m.SnapshotBeforeChange,
 			BackupStorage:        m.Backup.Storage,
 		}
+		for _, s := range m.Provision {
+			st := Step{Name: s.Name, Kind: string(s.Kind), OnChange: s.OnChange, Restart: s.Restart}
+			if len(m.Unresolved) == 0 {
+				st.Sum = StepSum(s)
+			}
+			a.Steps = append(a.Steps, st)
+		}
+		if u := m.Unresolved; len(u) > 0 {
+			a.GuestUnknown, a.GuestDigest = u, "unknown"
+		}
 		for _, v := range m.Volumes {
 			r := Retain
 			if v.Reclaim == manifest.ReclaimDelete {
@@ -75,6 +85,11 @@ func guestDigest(m manifest.App) string {
 		}
 		a := s.Account
 		fmt.Fprintf(h, "acct\x00%s\x00%d\x00%s\x00%s\x00%q\x00", a.Name, a.UID, a.Home, a.Shell, a.Groups)
+		if len(s.OnChange) > 0 || len(s.Restart) > 0 || s.Pull == manifest.PullAlways {
+			// Only when set, so that manifests without triggers keep
+			// their digest.
+			fmt.Fprintf(h, "triggers\x00%q\x00%q\x00%s\x00", s.OnChange, s.Restart, s.Pull)
+		}
 	}
 	for _, c := range m.Health {
 		fmt.Fprintf(h, "check\x00%s\x00%s\x00%s\x00%d\x00%s\x00%s\x00%s\x00%d\x00%s\x00", c.Kind, c.Name, c.URL, c.Expect, c.Address, c.Command, c.Timeout, c.Retries, c.Interval)

@@ -116,6 +116,13 @@ type Change struct {
 	// runs after the container change, because it is new or its digest
 	// changed.
 	Guest bool
+	// Steps say, when Guest, which provisioning steps run and why, from
+	// the checksums the container's description records; Restarts are
+	// the systemd units restarted after them. Both are nil when the plan
+	// cannot tell, and StepsUnknown says why.
+	Steps        []StepRun
+	Restarts     []UnitRestart
+	StepsUnknown string
 	// Desired is the app as the manifest wants it (for create/replace).
 	Desired *App `json:"-"`
 }

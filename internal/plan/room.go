@@ -43,9 +43,12 @@ func VolumeEntries(conf map[string]string) int {
 	return n
 }
 
-// RoomFor is the room of a keeper holding volumes entries and records.
-func RoomFor(volumes int, records map[VolumeKey]string, intents map[VolumeKey]AdoptIntent) Room {
-	return Room{volumes: volumes, desc: len(KeeperDescriptionWith(records, intents))}
+// RoomFor is the room of a keeper holding volumes entries and Notes
+// (records, adoptions and project lines: every line takes room; the
+// project lines alone fill a third of a keeper whose apps belong to a
+// project).
+func RoomFor(volumes int, notes KeeperNotes) Room {
+	return Room{volumes: volumes, desc: len(notes.Render())}
 }
 
 // Take reserves room for one volume whose record line is line characters

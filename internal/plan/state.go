@@ -2,6 +2,12 @@ package plan
 
 import "fmt"
 
+// BlindReason says that the token cannot see app's container on node,
+// and what to do about it.
+func BlindReason(app, node string) string {
+	return fmt.Sprintf("app %s: the token cannot see guests on node %s: it lacks VM.Audit on /vms, so corral cannot tell whether the app's container exists; run corral doctor (corral doctor --print-setup prints a role that has it)", app, node)
+}
+
 // App is one desired app, in Proxmox VE's terms (sizes in bytes, memory in
 // MiB). It is built from the manifest by FromManifest.
 type App struct {
@@ -38,6 +44,17 @@ type App struct {
 	// The last digest corral finished is kept in the CT description, so a
 	// plan sees without logging in whether the guest work changed.
 	GuestDigest string
+	// GuestUnknown names the references (${env:X}) a command that needs
+	// no provisioning values left unread: the guest work cannot be
+	// compared, and the plan says so instead of guessing.
+	GuestUnknown []string
+	// Steps are the provisioning steps, in order, with their checksums,
+	// so that a plan can say which of them an apply runs and why.
+	Steps []Step
+	// Rerun names steps to run although they did not change (plan and
+	// apply --rerun), with what they notify: a compose step with pull:
+	// always pulls again, an install script fetches the latest release.
+	Rerun []string
 	// NeedsKeyctl: the app runs Docker (a compose step) in an unprivileged
 	// container, which needs keyctl=1, a flag only root@pam can set.
 	NeedsKeyctl bool
@@ -87,6 +104,11 @@ type Observed struct {
 	// Offline lists nodes that do not answer: their storages could not be
 	// read, so apps there are left alone this time.
 	Offline []string
+	// CannotSeeGuests is set when the token lacks VM.Audit on /vms: PVE
+	// then leaves every guest it cannot audit out of /cluster/resources,
+	// so a missing container proves nothing. Plans are refused with it
+	// instead of creating what may exist.
+	CannotSeeGuests bool
 	// Others are the guests corral does not manage, by VMID: a pinned
 	// vmid that one of them holds cannot be used.
 	Others map[int]Guest
@@ -109,6 +131,18 @@ type Observed struct {
 	// …) as the nodes' storage lists report it; the type decides whether
 	// PVE can snapshot a volume on it.
 	StorageTypes map[string]string
+	// Storages maps a node to the storages the token sees there, with
+	// their content types: a template or rootfs on a storage not listed
+	// cannot be used there (it does not exist, is disabled or not on that
+	// node, or the token holds no privilege on it). Nil for a node whose
+	// list was not read.
+	Storages map[string]map[string][]string
+	// Bridges maps a node to the bridges GET /nodes/{node}/network lists
+	// to the token (PVE lists only those it holds SDN.Audit or SDN.Use
+	// on). A node is absent when the list could not be read or was empty;
+	// BridgeWarnings then says why, and bridges are not checked there.
+	Bridges        map[string][]string
+	BridgeWarnings map[string]string
 }
 
 // Guest is a VM or CT that is not corral's.
@@ -246,4 +280,13 @@ func (r *Restore) String(o *Observed) string {
 	default:
 		return fmt.Sprintf("a restore of app %s left the replaced container %d: it is removed (its volumes stay in the keeper)", r.App, r.Replaced.VMID)
 	}
+}
+
+// blindNode is the node a refusal for a token that cannot see guests
+// names: the app's, or the first.
+func blindNode(a *App, obs *Observed) string {
+	if a.Node != "" || len(obs.Nodes) == 0 {
+		return a.Node
+	}
+	return obs.Nodes[0]
 }

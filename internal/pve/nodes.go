@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
+	"sort"
 )
 
 // Nodes returns GET /nodes.
@@ -22,4 +24,31 @@ func (c *Client) NodeStatus(ctx context.Context, node string) (*NodeStatus, erro
 		return nil, fmt.Errorf("node %s status: %w", node, err)
 	}
 	return &out, nil
+}
+
+// NetworkIface is one row of GET /nodes/{node}/network.
+type NetworkIface struct {
+	Iface string `json:"iface"`
+	Type  string `json:"type"`
+}
+
+// Bridges returns the bridges (Linux, OVS and, where SDN is installed,
+// vnets) of GET /nodes/{node}/network?type=any_bridge, which is what a
+// netN's bridge= may name. Any user may call it, but PVE lists a bridge
+// only to callers with SDN.Audit or SDN.Use on it
+// (/sdn/zones/localnetwork/<bridge>), so a bridge missing from the answer
+// either does not exist or cannot be used by this token.
+func (c *Client) Bridges(ctx context.Context, node string) ([]string, error) {
+	var rows []NetworkIface
+	if _, err := c.call(ctx, http.MethodGet, pathf("/nodes/%s/network", node), url.Values{"type": {"any_bridge"}}, &rows); err != nil {
+		return nil, fmt.Errorf("list bridges on %s: %w", node, err)
+	}
+	out := []string{}
+	for _, r := range rows {
+		if r.Iface != "" {
+			out = append(out, r.Iface)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
 }

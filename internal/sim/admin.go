@@ -90,6 +90,7 @@ func (s *Server) SetFaults(spec FaultSpec) { s.faults.set(spec) }
 //
 //	GET  /_corral/requests        request counts per endpoint
 //	POST /_corral/requests/reset  clear them
+//	GET  /_corral/tasks           every task kept, with start and end to the nanosecond
 //	GET  /_corral/faults          current fault spec
 //	POST /_corral/faults          set it (JSON FaultSpec)
 //	POST /_corral/lock            hold a CT lock: {"vmid":105,"lock":"backup","seconds":5}
@@ -113,6 +114,8 @@ func (s *Server) serveAdmin(w http.ResponseWriter, req *http.Request) {
 	case "POST /_corral/requests/reset":
 		s.ResetRequests()
 		writeData(w, nil, nil)
+	case "GET /_corral/tasks":
+		writeData(w, s.taskTimes(), nil)
 	case "GET /_corral/faults":
 		writeData(w, s.faults.get(), nil)
 	case "POST /_corral/faults":
@@ -141,4 +144,31 @@ func (s *Server) serveAdmin(w http.ResponseWriter, req *http.Request) {
 	default:
 		writeError(w, &model.Error{Status: http.StatusNotFound, Message: "no such admin endpoint\n"})
 	}
+}
+
+// TaskTime is one row of GET /_corral/tasks: what a benchmark needs to
+// build the critical path of the tasks a run caused. PVE's own task list
+// gives start and end in whole seconds only.
+type TaskTime struct {
+	UPID       string        `json:"upid"`
+	Node       string        `json:"node"`
+	Type       string        `json:"type"`
+	ID         string        `json:"id"`
+	Status     string        `json:"status"`
+	ExitStatus string        `json:"exitstatus,omitempty"`
+	Began      int64         `json:"began_ns"`
+	Ended      int64         `json:"ended_ns,omitempty"`
+	Busy       time.Duration `json:"busy_ns"`
+}
+
+// taskTimes lists the kept tasks, oldest first.
+func (s *Server) taskTimes() []TaskTime {
+	ts := s.cluster.Tasks("")
+	out := make([]TaskTime, 0, len(ts))
+	for i := len(ts) - 1; i >= 0; i-- {
+		t := ts[i]
+		out = append(out, TaskTime{UPID: t.UPID, Node: t.Node, Type: t.Type, ID: t.ID, Status: t.Status,
+			ExitStatus: t.ExitStatus, Began: t.BeganNS, Ended: t.EndedNS, Busy: t.Busy})
+	}
+	return out
 }

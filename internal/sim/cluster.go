@@ -21,11 +21,19 @@ func (s *Server) getClusterResources(r *request) (any, error) {
 		paths[i] = resourcePath(res.ID)
 	}
 	visible := s.cluster.Visible(r.auth, paths, "")
+	// Guests are listed only with VM.Audit on /vms/<vmid> (pve-manager's
+	// extract_vm_stats): a token with other privileges on a guest, such
+	// as VM.PowerMgmt, still does not see it here.
+	audit := s.cluster.Visible(r.auth, paths, "VM.Audit")
 	for i, res := range all {
-		if res.Type == "node" {
+		guest := strings.HasPrefix(res.ID, "lxc/") || strings.HasPrefix(res.ID, "qemu/")
+		switch {
+		case res.Type == "node":
 			// Every node is listed; its figures need Sys.Audit.
 			res.NoStats = !s.cluster.HasPriv(r.auth, "/nodes/"+res.Node, "Sys.Audit")
-		} else if paths[i] != "" && !visible[i] {
+		case guest && !audit[i]:
+			continue
+		case paths[i] != "" && !visible[i]:
 			continue // PVE shows only what the caller can see
 		}
 		out = append(out, res)

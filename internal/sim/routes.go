@@ -14,6 +14,7 @@ func (s *Server) registerRoutes() {
 
 	s.route("GET", "/nodes", s.getNodes)
 	s.route("GET", "/nodes/{node}/status", s.getNodeStatus)
+	s.route("GET", "/nodes/{node}/network", s.getNetwork)
 
 	s.route("GET", "/nodes/{node}/storage", s.getStorages)
 	s.route("GET", "/nodes/{node}/storage/{storage}/status", s.getStorageStatus)

@@ -45,6 +45,13 @@ type ChangeJSON struct {
 	Start   bool         `json:"start,omitempty"`
 	// Guest: provisioning and health checks run inside the container.
 	Guest bool `json:"guest,omitempty"`
+	// Steps say which provisioning steps run and why; Restarts which
+	// systemd units restart after them, and because of which steps.
+	// StepsUnknown says why the plan cannot tell (apply compares in the
+	// guest).
+	Steps        []StepJSON    `json:"steps,omitempty"`
+	Restarts     []RestartJSON `json:"restarts,omitempty"`
+	StepsUnknown string        `json:"steps_unknown,omitempty"`
 	// Settings are the container's settings for a create or replace
 	// (template, cores, memory, rootfs, network, …), in display order.
 	Settings []SettingJSON `json:"settings,omitempty"`
@@ -81,6 +88,21 @@ func createSettings(a *plan.App) []SettingJSON {
 		out = append(out, SettingJSON{"onboot", "1"})
 	}
 	return out
+}
+
+// StepJSON is one provisioning step of a change.
+type StepJSON struct {
+	Name string `json:"name"`
+	Run  bool   `json:"run"`
+	Why  string `json:"why"`
+	// Recreate: a compose step that recreates its services.
+	Recreate bool `json:"recreate,omitempty"`
+}
+
+// RestartJSON is a systemd unit restarted after the steps.
+type RestartJSON struct {
+	Unit    string   `json:"unit"`
+	Because []string `json:"because"`
 }
 
 // EditJSON is one in-place config edit.
@@ -124,7 +146,25 @@ func NewPlanJSON(p *plan.Plan, refused []string) PlanJSON {
 			cj.Settings = createSettings(c.Desired)
 		}
 		for _, e := range c.Config {
-			cj.Config = append(cj.Config, EditJSON{Key: e.Key, Old: e.Old, New: e.New})
+			old, new := e.Old, e.New
+			if e.Key == "description" {
+				// Only the user's text: corral's own lines (header,
+				// markers, step records) are not the manifest's.
+				old, new = plan.UserDescription(old), plan.UserDescription(new)
+				if old == new {
+					continue
+				}
+			}
+			cj.Config = append(cj.Config, EditJSON{Key: e.Key, Old: old, New: new})
+		}
+		if c.Guest {
+			for _, r := range c.Steps {
+				cj.Steps = append(cj.Steps, StepJSON{Name: r.Name, Run: r.Run, Why: r.Why, Recreate: r.Recreate})
+			}
+			for _, r := range c.Restarts {
+				cj.Restarts = append(cj.Restarts, RestartJSON{Unit: r.Unit, Because: r.Because})
+			}
+			cj.StepsUnknown = c.StepsUnknown
 		}
 		for _, v := range c.Volumes {
 			cj.Volumes = append(cj.Volumes, VolumeJSON{Name: v.Name, Action: string(v.Action), VolID: v.VolID, Storage: v.Storage,
@@ -184,7 +224,7 @@ func WritePlanText(w io.Writer, pj PlanJSON) {
 			fmt.Fprintf(w, "      volume %s: %s%s\n", v.Name, v.Action, volumeDetail(v))
 		}
 		if c.Guest {
-			fmt.Fprintf(w, "      provision and check health inside the container (steps already done are skipped)\n")
+			writeSteps(w, c)
 		}
 	}
 	for _, r := range pj.Refused {
@@ -265,4 +305,61 @@ func humanBytes(b int64) string {
 		return fmt.Sprintf("%.1fG", float64(b)/(1<<30))
 	}
 	return fmt.Sprintf("%dB", b)
+}
+
+// writeSteps says what happens inside the container: which steps run and
+// why, which are skipped, and which units restart because of which step.
+func writeSteps(w io.Writer, c ChangeJSON) {
+	switch {
+	case c.StepsUnknown != "":
+		fmt.Fprintf(w, "      provision: %s; then check health\n", c.StepsUnknown)
+		return
+	case len(c.Steps) == 0:
+		fmt.Fprintf(w, "      check health inside the container\n")
+		return
+	}
+	runs, fresh := 0, true
+	why := map[string]string{}
+	for _, st := range c.Steps {
+		if st.Run {
+			runs++
+		}
+		fresh = fresh && st.Why == "new container"
+		why[st.Name] = st.Why
+	}
+	if fresh {
+		fmt.Fprintf(w, "      provision: all %d step(s) run (new container), then check health\n", len(c.Steps))
+	} else {
+		fmt.Fprintf(w, "      provision: %d of %d step(s) run, then check health\n", runs, len(c.Steps))
+		for _, st := range c.Steps {
+			switch {
+			case st.Recreate:
+				fmt.Fprintf(w, "        + %s (%s; recreates its services)\n", st.Name, st.Why)
+			case st.Run:
+				fmt.Fprintf(w, "        + %s (%s)\n", st.Name, st.Why)
+			default:
+				fmt.Fprintf(w, "          %s (unchanged, skipped)\n", st.Name)
+			}
+		}
+	}
+	for _, r := range c.Restarts {
+		var because []string
+		for _, b := range r.Because {
+			because = append(because, b+" "+pastTense(why[b]))
+		}
+		fmt.Fprintf(w, "      restart %s because %s\n", r.Unit, strings.Join(because, " and "))
+	}
+}
+
+// pastTense turns a step's reason into why it triggers a restart.
+func pastTense(why string) string {
+	switch {
+	case why == "new container":
+		return "runs in the new container"
+	case why == "new step":
+		return "is new"
+	case strings.HasPrefix(why, "changed"):
+		return "changed"
+	}
+	return "runs (" + why + ")"
 }

@@ -6,13 +6,15 @@ import (
 	"fmt"
 )
 
-// OperatorPrivileges is the operator role of seed 004 §3.6: the 16
-// privileges that drive the whole LXC lifecycle through an API token.
+// OperatorPrivileges is the operator role: the privileges that drive the
+// whole LXC lifecycle through an API token, with Datastore.AllocateTemplate
+// for the template downloads corral makes when a manifest names a
+// template the node lacks (corral doctor --print-setup grants it too).
 var OperatorPrivileges = []string{
 	"VM.Allocate", "VM.Audit", "VM.Config.Disk", "VM.Config.CPU", "VM.Config.Memory",
 	"VM.Config.Network", "VM.Config.Options", "VM.PowerMgmt", "VM.Snapshot",
 	"VM.Snapshot.Rollback", "VM.Backup", "Datastore.Allocate", "Datastore.AllocateSpace",
-	"Datastore.Audit", "Sys.Audit", "SDN.Use",
+	"Datastore.AllocateTemplate", "Datastore.Audit", "Sys.Audit", "SDN.Use",
 }
 
 // Names of the bootstrap identities the emulator creates.

@@ -375,6 +375,9 @@ func (c *Cluster) ctUpdateConfigLocked(g *Guest, running bool, set map[string]st
 			if err != nil {
 				return nil, Failf("%s\n", err)
 			}
+			if n["mtu"] != "" && !bridgeExists(n["bridge"]) {
+				return nil, Failf("bridge '%s' does not exist\n", n["bridge"]) // read_bridge_mtu
+			}
 			if mtu, err := strconv.Atoi(n["mtu"]); err == nil && mtu > ctBridgeMTU {
 				return nil, Failf("%s: MTU size '%d' is bigger than bridge MTU '%d'\n", opt, mtu, ctBridgeMTU)
 			}

@@ -414,6 +414,9 @@ func (c *Cluster) createStartLocked(g *Guest) error {
 	if g.IsTemplate() {
 		return Failf("you can't start a CT if it's a template\n")
 	}
+	if err := checkBridges(g.Config); err != nil {
+		return err
+	}
 	if err := checkQuotas(g); err != nil {
 		return err
 	}
@@ -437,6 +440,7 @@ func (c *Cluster) ctCreateRun(w *Worker, spec ctCreateSpec, vols *[]string) erro
 		mounts["rootfs"] = spec.storage + ":4" // defaults to 4GB
 	}
 	var rootDir, archive, archiveHostPath string
+	var rootSize int64 // of a raw rootfs volume; 0 for a subvol, which has no fixed size
 	err := w.Do(func(st *State) error {
 		if err := c.ctCreateDisksLocked(w, spec.node, spec.vmid, mounts, conf, vols); err != nil {
 			return err
@@ -448,6 +452,11 @@ func (c *Cluster) ctCreateRun(w *Worker, spec ctCreateSpec, vols *[]string) erro
 			}
 		}
 		rootDir = c.ctMountDirLocked(spec.node, conf["rootfs"])
+		if mp, err := ParseMountPoint("rootfs", conf["rootfs"]); err == nil && mp.Type() == "volume" {
+			if v := st.Volumes[volumeKey(spec.node, mp.Volume())]; v != nil && v.Format == "raw" {
+				rootSize = v.Size
+			}
+		}
 		sid, name, ok := ParseVolID(spec.template)
 		if !ok || st.Volumes[volumeKey(spec.node, spec.template)] == nil {
 			return Failf("can't find file '%s'\n", spec.template)
@@ -464,6 +473,12 @@ func (c *Cluster) ctCreateRun(w *Worker, spec ctCreateSpec, vols *[]string) erro
 	}
 
 	w.Log("extracting archive '%s'", archiveHostPath)
+	if a, ok := applianceFor(filepath.Base(archive)); ok && rootSize > 0 && rootSize < a.InstalledMiB*mib {
+		// tar fills the file system and fails (restore_tar_archive).
+		w.Log("tar: ./usr/share/doc: Cannot mkdir: No space left on device")
+		w.Log("tar: Exiting with failure status due to previous errors")
+		return Failf("command '%s' failed: exit code 2\n", ctTarCommand(conf, spec.vmid, archive))
+	}
 	began := time.Now()
 	systemd, err := extractTemplate(archive, rootDir)
 	if err != nil {
@@ -645,4 +660,25 @@ func ctRandomMAC() string {
 		panic(err)
 	}
 	return fmt.Sprintf("%s:%02X:%02X:%02X", ctMACPrefix, b[0], b[1], b[2])
+}
+
+// ctTarCommand is restore_tar_archive_command as run_command prints it in
+// its error: lxc-usernsexec with the id map for an unprivileged CT, tar
+// with the archive's compression, the --totals and COMMON_TAR_FLAGS of
+// pve-storage, into the CT's rootfs mount.
+func ctTarCommand(conf map[string]string, vmid int, archive string) string {
+	var cmd []string
+	if isTrue(conf["unprivileged"]) {
+		cmd = append(cmd, "lxc-usernsexec", "-m", "u:0:100000:65536", "-m", "g:0:100000:65536", "--")
+	}
+	cmd = append(cmd, "tar", "xpf", "-")
+	for ext, opt := range map[string]string{".gz": "-z", ".bz2": "-j", ".xz": "-J", ".lzo": "--lzop", ".zst": "--zstd"} {
+		if strings.HasSuffix(archive, ".tar"+ext) {
+			cmd = append(cmd, opt)
+		}
+	}
+	cmd = append(cmd, "--totals", "--one-file-system", "-p", "--sparse", "--numeric-owner", "--acls", "--xattrs",
+		"'--xattrs-include=user.*'", "'--xattrs-include=security.capability'", "'--warning=no-file-ignored'", "'--warning=no-xattr-write'",
+		"-C", fmt.Sprintf("/var/lib/lxc/%d/rootfs", vmid), "--skip-old-files", "--anchored", "--exclude", "'./dev/*'")
+	return strings.Join(cmd, " ")
 }

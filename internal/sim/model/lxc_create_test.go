@@ -350,6 +350,8 @@ func TestCluster_CreateCT_syncErrors(t *testing.T) {
 			status: 500, msg: "unable to use volume " + DefaultTemplate + " - content type needs to be 'backup'\n"},
 		{name: "MTU larger than the bridge's", auth: "root", params: map[string]string{"net0": "name=eth0,bridge=vmbr0,mtu=9000"},
 			status: 500, msg: "net0: MTU size '9000' is bigger than bridge MTU '1500'\n"},
+		{name: "MTU on a bridge that does not exist", auth: "root", params: map[string]string{"net0": "name=eth0,bridge=vmbr9,mtu=1400"},
+			status: 500, msg: "bridge 'vmbr9' does not exist\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -402,5 +404,42 @@ func TestCluster_CreateCT_rootMayBind(t *testing.T) {
 	}
 	if _, ok := k.c.GuestExtra(105); ok {
 		t.Error("GuestExtra recorded without password or keys")
+	}
+}
+
+// TestCluster_CreateCT_templateDoesNotFit: PVE checks no rootfs size
+// against the template; tar runs out of space and the create fails with
+// run_command's error, freeing the volume it allocated. A subvol (size 0
+// on a dir storage) has no fixed size and takes any template.
+func TestCluster_CreateCT_templateDoesNotFit(t *testing.T) {
+	for _, tc := range []struct {
+		name, rootfs, want string
+		unprivileged       bool
+	}{
+		{"unprivileged 256M", "local-lvm:0.25", "unable to create CT 105 - command 'lxc-usernsexec -m u:0:100000:65536 -m g:0:100000:65536 -- tar xpf - --zstd --totals --one-file-system -p --sparse --numeric-owner --acls --xattrs '--xattrs-include=user.*' '--xattrs-include=security.capability' '--warning=no-file-ignored' '--warning=no-xattr-write' -C /var/lib/lxc/105/rootfs --skip-old-files --anchored --exclude './dev/*'' failed: exit code 2", true},
+		{"privileged 1M", "local-lvm:0.001", "unable to create CT 105 - command 'tar xpf - --zstd --totals --one-file-system -p --sparse --numeric-owner --acls --xattrs '--xattrs-include=user.*' '--xattrs-include=security.capability' '--warning=no-file-ignored' '--warning=no-xattr-write' -C /var/lib/lxc/105/rootfs --skip-old-files --anchored --exclude './dev/*'' failed: exit code 2", false},
+		{"512M fits", "local-lvm:0.5", "WARNINGS: 1", true}, // systemd without nesting
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			k := newOpsKit(t)
+			task := ctTestCreate(k, kitRoot, map[string]string{"vmid": "105", "ostemplate": DefaultTemplate, "rootfs": tc.rootfs, "unprivileged": map[bool]string{true: "1", false: "0"}[tc.unprivileged]})
+			if task.ExitStatus != tc.want {
+				t.Fatalf("exitstatus = %q, want %q; log:\n%s", task.ExitStatus, tc.want, strings.Join(task.Log, "\n"))
+			}
+			if !strings.HasPrefix(tc.want, "unable") {
+				return
+			}
+			if !slices.Contains(task.Log, "tar: Exiting with failure status due to previous errors") {
+				t.Errorf("log lacks tar's failure:\n%s", strings.Join(task.Log, "\n"))
+			}
+			if _, err := k.c.ConfigText(105); err == nil {
+				t.Errorf("CT 105 exists after the failed create")
+			}
+			for key := range k.c.st.Volumes {
+				if strings.Contains(key, "vm-105-") {
+					t.Errorf("volume %s left behind", key)
+				}
+			}
+		})
 	}
 }

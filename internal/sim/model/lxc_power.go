@@ -51,7 +51,8 @@ func (c *Cluster) StartCT(auth Auth, node string, vmid int, params map[string]st
 				return err
 			}
 			logs = c.applyPendingLocked(g).Log
-			return nil
+			// update_lxc_config, after the pending changes are written.
+			return checkBridges(g.Config)
 		})
 		for _, line := range logs {
 			w.Log("%s", line)
@@ -202,7 +203,8 @@ func (c *Cluster) RebootCT(auth Auth, node string, vmid int, params map[string]s
 		err = w.doGuest(node, vmid, func(st *State, g *Guest) error {
 			c.markStoppedLocked(g)
 			logs = c.applyPendingLocked(g).Log
-			return nil
+			// update_lxc_config, after the pending changes are written.
+			return checkBridges(g.Config)
 		})
 		for _, line := range logs {
 			w.Log("%s", line)

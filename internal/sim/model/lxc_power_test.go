@@ -218,6 +218,10 @@ func TestCluster_StartCT_taskOutcome(t *testing.T) {
 			want: "Quotas are not supported by unprivileged containers."},
 		{name: "quota on privileged", vmid: 101, auth: kitRoot, conf: map[string]string{"unprivileged": "", "mp0": "local-lvm:vm-101-disk-0,mp=/q,quota=1"}, want: "OK"},
 		{name: "no such CT", vmid: 4242, auth: kitRoot, want: "Configuration file 'nodes/pve/lxc/4242.conf' does not exist"},
+		// update_lxc_config → read_bridge_mtu, before anything starts.
+		{name: "bridge missing", vmid: 101, auth: kitOperator, conf: map[string]string{"net0": "name=eth0,bridge=vmbr9,ip=dhcp,type=veth"}, want: "bridge 'vmbr9' does not exist"},
+		{name: "second interface's bridge missing", vmid: 101, auth: kitOperator, conf: map[string]string{"net0": "name=eth0,bridge=vmbr0,ip=dhcp,type=veth", "net1": "name=eth1,bridge=vmbr1,type=veth"}, want: "bridge 'vmbr1' does not exist"},
+		{name: "bridge exists", vmid: 101, auth: kitOperator, conf: map[string]string{"net0": "name=eth0,bridge=vmbr0,ip=dhcp,type=veth"}, want: "OK"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

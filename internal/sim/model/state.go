@@ -164,6 +164,11 @@ type Task struct {
 	// Busy is how long the worker really ran (monotonic clock): what a
 	// benchmark subtracts from a client's wall time to find its overhead.
 	Busy time.Duration `json:"busy_ns,omitempty"`
+	// BeganNS and EndedNS are the wall-clock start and end in Unix
+	// nanoseconds: PVE's task list has whole seconds only, too coarse
+	// for the critical path a benchmark builds from a run's tasks.
+	BeganNS int64 `json:"began_ns,omitempty"`
+	EndedNS int64 `json:"ended_ns,omitempty"`
 	// listed is true while the task is in State.Tasks: a task rotated out
 	// of the bounded list (spawn), or a synchronous call's log, is not
 	// persisted by its later log lines (journal.go).

@@ -188,7 +188,7 @@ func (c *Cluster) spawn(auth Auth, node, typ, id string, fn func(w *Worker) erro
 	t := &Task{
 		Node: node, Type: typ, ID: id, User: user, TokenID: token,
 		PID: pid, PStart: int(now.Unix()%100000000) + c.st.NextPID, StartTime: now.Unix(),
-		Status: "running", listed: true,
+		Status: "running", listed: true, BeganNS: time.Now().UnixNano(),
 	}
 	t.UPID = FormatUPID(node, t.PID, t.PStart, t.StartTime, typ, id, auth.ID())
 	c.st.Tasks = append(c.st.Tasks, t)
@@ -237,6 +237,7 @@ func (c *Cluster) finish(t *Task, err error, busy time.Duration) {
 	c.markTask(t)
 	t.Status = "stopped"
 	t.Busy = busy
+	t.EndedNS = time.Now().UnixNano()
 	t.EndTime = c.now().Unix()
 	switch {
 	case err != nil:

@@ -29,6 +29,10 @@ type Appliance struct {
 	VersionID    string
 	CodeName     string
 	Architecture string
+	// InstalledMiB is about what the template unpacks to: a root file
+	// system smaller than that fails the create when tar runs out of
+	// space, as on PVE (which checks no size beforehand).
+	InstalledMiB int64
 }
 
 // URL is where the real appliance index would download it from; the
@@ -42,16 +46,16 @@ func (a Appliance) URL() string {
 var Catalogue = []Appliance{
 	{Template: "debian-12-standard_12.12-1_amd64.tar.zst", OS: "debian-12", Version: "12.12-1", Section: "system", Package: "debian-12-standard",
 		Headline: "Debian 12 (standard)", Description: "A small Debian Bookworm system including all standard packages.", Systemd: 252,
-		PrettyName: "Debian GNU/Linux 12 (bookworm)", VersionID: "12", CodeName: "bookworm", Architecture: "amd64"},
+		PrettyName: "Debian GNU/Linux 12 (bookworm)", VersionID: "12", CodeName: "bookworm", Architecture: "amd64", InstalledMiB: 480},
 	{Template: "debian-13-standard_13.1-2_amd64.tar.zst", OS: "debian-13", Version: "13.1-2", Section: "system", Package: "debian-13-standard",
 		Headline: "Debian 13 (standard)", Description: "A small Debian Trixie system including all standard packages.", Systemd: 257,
-		PrettyName: "Debian GNU/Linux 13 (trixie)", VersionID: "13", CodeName: "trixie", Architecture: "amd64"},
+		PrettyName: "Debian GNU/Linux 13 (trixie)", VersionID: "13", CodeName: "trixie", Architecture: "amd64", InstalledMiB: 520},
 	{Template: "ubuntu-24.04-standard_24.04-2_amd64.tar.zst", OS: "ubuntu-24.04", Version: "24.04-2", Section: "system", Package: "ubuntu-24.04-standard",
 		Headline: "Ubuntu 24.04 (standard)", Description: "A small Ubuntu 24.04 Noble system including all standard packages.", Systemd: 255,
-		PrettyName: "Ubuntu 24.04 LTS", VersionID: "24.04", CodeName: "noble", Architecture: "amd64"},
+		PrettyName: "Ubuntu 24.04 LTS", VersionID: "24.04", CodeName: "noble", Architecture: "amd64", InstalledMiB: 600},
 	{Template: "alpine-3.22-default_20250617_amd64.tar.xz", OS: "alpine-3.22", Version: "3.22-default", Section: "system", Package: "alpine-3.22-default",
 		Headline: "Alpine Linux 3.22", Description: "A small Alpine Linux system.", Systemd: 0,
-		PrettyName: "Alpine Linux v3.22", VersionID: "3.22", CodeName: "", Architecture: "amd64"},
+		PrettyName: "Alpine Linux v3.22", VersionID: "3.22", CodeName: "", Architecture: "amd64", InstalledMiB: 12},
 }
 
 // applianceFor finds a catalogue entry by template file name.

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+// TestBenchJSON runs `corral bench` on one app at time scale 0.01 through
+// the binary (its own emulator process, corral as subprocesses) and checks
+// that -o json carries every step with sane figures. It asserts no time.
+func TestBenchJSON(t *testing.T) {
+	code, out, errs := corral(t, nil, "bench", "--apps", "1", "--time-scale", "0.01", "-o", "json")
+	if code != 0 {
+		t.Fatalf("corral bench: exit %d\n%s\n%s", code, out, errs)
+	}
+	var r struct {
+		Machine struct {
+			CPUs int `json:"cpus"`
+		} `json:"machine"`
+		Runs []struct {
+			Tool      string  `json:"tool"`
+			Apps      int     `json:"apps"`
+			TimeScale float64 `json:"time_scale"`
+			Steps     []struct {
+				Name           string   `json:"name"`
+				Wall           *float64 `json:"wall_s"`
+				CriticalPath   *float64 `json:"critical_path_s"`
+				TaskTime       *float64 `json:"task_time_s"`
+				Overhead       *float64 `json:"overhead"`
+				Tasks          *int     `json:"tasks"`
+				Requests       *int     `json:"requests"`
+				RequestsPerApp *float64 `json:"requests_per_app"`
+			} `json:"steps"`
+		} `json:"runs"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("bench -o json: %v\n%s", err, out)
+	}
+	if r.Machine.CPUs < 1 {
+		t.Errorf("machine.cpus = %d", r.Machine.CPUs)
+	}
+	if len(r.Runs) != 1 || r.Runs[0].Tool != "corral" || r.Runs[0].Apps != 1 || r.Runs[0].TimeScale != 0.01 {
+		t.Fatalf("runs = %+v, want one corral run of 1 app at time scale 0.01", r.Runs)
+	}
+	// Which steps cause Proxmox tasks: apply creates the keeper and the
+	// app's container and starts it; destroy stops and destroys the
+	// container; the no-op steps cause none.
+	want := []struct {
+		name  string
+		tasks int
+	}{{"apply", 3}, {"noop-plan", 0}, {"noop-apply", 0}, {"destroy", 2}}
+	steps := r.Runs[0].Steps
+	if len(steps) != len(want) {
+		t.Fatalf("%d steps, want %d: %s", len(steps), len(want), out)
+	}
+	for i, w := range want {
+		s := steps[i]
+		if s.Wall == nil || s.CriticalPath == nil || s.TaskTime == nil || s.Overhead == nil || s.Tasks == nil || s.Requests == nil || s.RequestsPerApp == nil {
+			t.Fatalf("step %d lacks a field: %s", i, out)
+		}
+		if s.Name != w.name || *s.Tasks != w.tasks {
+			t.Errorf("step %d: %s with %d tasks, want %s with %d", i, s.Name, *s.Tasks, w.name, w.tasks)
+		}
+		if *s.Wall <= 0 || *s.Requests <= 0 || *s.RequestsPerApp != float64(*s.Requests) {
+			t.Errorf("%s: wall %v s, %d requests, %v per app", s.Name, *s.Wall, *s.Requests, *s.RequestsPerApp)
+		}
+		if w.tasks == 0 {
+			if *s.CriticalPath != 0 || *s.Overhead != 0 {
+				t.Errorf("%s: critical path %v, overhead %v without tasks", s.Name, *s.CriticalPath, *s.Overhead)
+			}
+			continue
+		}
+		// The critical path is made of the step's tasks, which ran
+		// inside the command's wall time.
+		if *s.CriticalPath <= 0 || *s.CriticalPath > *s.TaskTime || *s.CriticalPath > *s.Wall {
+			t.Errorf("%s: critical path %v s, task time %v s, wall %v s", s.Name, *s.CriticalPath, *s.TaskTime, *s.Wall)
+		}
+		if *s.Overhead != *s.Wall / *s.CriticalPath {
+			t.Errorf("%s: overhead %v != wall/critical path %v", s.Name, *s.Overhead, *s.Wall / *s.CriticalPath)
+		}
+	}
+}

@@ -1,0 +1,343 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/corralhq/corral/internal/sim"
+)
+
+// Options say what `corral bench` runs.
+type Options struct {
+	// Corral is the corral binary measured (and the one that serves the
+	// emulator): normally the running executable.
+	Corral string
+	// Apps are the workload sizes, one fresh emulator each.
+	Apps []int
+	// TimeScale multiplies real PVE task durations in the emulator: 1 for
+	// the figures about waiting.
+	TimeScale float64
+	// Parallelism is passed to corral (--parallelism) and to the peer
+	// (-parallelism).
+	Parallelism int
+	// Peer, when set, runs the same workload through OpenTofu.
+	Peer *Peer
+	// Scale, when set, runs the many-apps figures instead (scale.go).
+	Scale *ScaleOptions
+	// Dir holds the emulators' state and every command's output.
+	Dir string
+	// Progress, when set, is told what runs now.
+	Progress func(string)
+}
+
+// Report is what `corral bench` prints (-o json: exactly this).
+type Report struct {
+	Machine Machine      `json:"machine"`
+	Runs    []ToolRun    `json:"runs,omitempty"`
+	Scale   *ScaleReport `json:"scale,omitempty"`
+	// Ratios compare the peer with corral, step by step.
+	Ratios []Ratio `json:"peer_ratios,omitempty"`
+}
+
+// Machine says where the figures come from.
+type Machine struct {
+	CPUs   int    `json:"cpus"`
+	GOOS   string `json:"goos"`
+	GOARCH string `json:"goarch"`
+	Date   string `json:"date"`
+}
+
+// ToolRun is one tool's workload of Apps apps on one emulator.
+type ToolRun struct {
+	Tool        string  `json:"tool"` // corral or tofu
+	Apps        int     `json:"apps"`
+	Nodes       int     `json:"nodes"`
+	TimeScale   float64 `json:"time_scale"`
+	Parallelism int     `json:"parallelism"`
+	Steps       []Step  `json:"steps"`
+}
+
+// Step is one command of a run, measured.
+type Step struct {
+	// Name is apply, noop-plan, noop-apply or destroy.
+	Name string `json:"name"`
+	// Wall is the command's wall time as the user waits for it, process
+	// start to exit.
+	Wall float64 `json:"wall_s"`
+	// CriticalPath is the longest chain of PVE tasks the command caused:
+	// per app the sum of its tasks' run times (one app's tasks run one
+	// after another), the longest app, plus corral's shared keeper tasks
+	// (every app on a node waits for its keeper). 0 when no task ran.
+	CriticalPath float64 `json:"critical_path_s"`
+	// TaskTime is the sum of all the command's task run times.
+	TaskTime float64 `json:"task_time_s"`
+	// Overhead is Wall / CriticalPath: 0 when no task ran, and at time
+	// scale 0, where the tasks take only the emulator's own time and the
+	// ratio means nothing.
+	Overhead float64 `json:"overhead"`
+	Tasks    int     `json:"tasks"`
+	// Requests are the API requests the emulator answered during the step.
+	Requests       int     `json:"requests"`
+	RequestsPerApp float64 `json:"requests_per_app"`
+	// ByEndpoint counts the requests per "METHOD /schema/path", to see
+	// where they go (task polling, config reads, …).
+	ByEndpoint map[string]int `json:"requests_by_endpoint,omitempty"`
+}
+
+// Ratio is the peer's wall time over corral's for one step and size.
+type Ratio struct {
+	Apps  int     `json:"apps"`
+	Step  string  `json:"step"`
+	Ratio float64 `json:"peer_over_corral"`
+}
+
+// Run runs what o asks.
+func Run(ctx context.Context, o Options) (*Report, error) {
+	if o.Corral == "" {
+		return nil, errors.New("bench: no corral binary to measure")
+	}
+	if o.Parallelism < 1 {
+		o.Parallelism = 10
+	}
+	r := &Report{Machine: Machine{CPUs: runtime.NumCPU(), GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, Date: time.Now().UTC().Format(time.RFC3339)}}
+	if o.Scale != nil {
+		sr, err := runScale(ctx, o)
+		if err != nil {
+			return nil, err
+		}
+		r.Scale = sr
+		return r, nil
+	}
+	for _, n := range o.Apps {
+		dir := filepath.Join(o.Dir, fmt.Sprintf("n%d", n))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		p, err := startSim(ctx, o.Corral, dir, o.TimeScale, 1)
+		if err != nil {
+			return nil, err
+		}
+		cr, err := runCorralSteps(ctx, o, p, dir, n, 1, 4)
+		if err != nil {
+			p.Close()
+			return nil, fmt.Errorf("corral, %d apps: %w (outputs in %s)", n, err, dir)
+		}
+		r.Runs = append(r.Runs, *cr)
+		if o.Peer != nil {
+			pr, err := runPeer(ctx, o, p, dir, n)
+			if err != nil {
+				p.Close()
+				return nil, fmt.Errorf("peer, %d apps: %w (outputs in %s)", n, err, dir)
+			}
+			r.Runs = append(r.Runs, *pr)
+			for i, s := range pr.Steps {
+				if i < len(cr.Steps) && cr.Steps[i].Wall > 0 {
+					r.Ratios = append(r.Ratios, Ratio{Apps: n, Step: s.Name, Ratio: s.Wall / cr.Steps[i].Wall})
+				}
+			}
+		}
+		p.Close()
+	}
+	return r, nil
+}
+
+// workload renders n apps, each with one 1 GiB volume, started (corral
+// starts what it creates), spread over nodes. The volume is freed on
+// destroy, as the peer's destroy frees its mount point.
+func workload(n, nodes int) string {
+	var b strings.Builder
+	b.WriteString("# corral bench workload\napps:\n")
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, "  - name: app%d\n    template: local:vztmpl/%s\n", i, debian12)
+		if nodes > 1 {
+			fmt.Fprintf(&b, "    node: pve%d\n", i%nodes+1)
+		}
+		b.WriteString("    volumes:\n      - {name: data, size: 1G, mount: /srv/data, reclaim: delete}\n")
+	}
+	return b.String()
+}
+
+// runCorralSteps applies n apps from nothing, then a no-op plan, a no-op
+// apply and a destroy, each as its own corral process; only the first
+// count steps.
+func runCorralSteps(ctx context.Context, o Options, p *simProc, dir string, n, nodes, count int) (*ToolRun, error) {
+	m := filepath.Join(dir, "corral.yaml")
+	if err := os.WriteFile(m, []byte(workload(n, nodes)), 0o644); err != nil {
+		return nil, err
+	}
+	par := strconv.Itoa(o.Parallelism)
+	run := &ToolRun{Tool: "corral", Apps: n, Nodes: nodes, TimeScale: o.TimeScale, Parallelism: o.Parallelism}
+	steps := []struct {
+		name string
+		args []string
+	}{
+		{"apply", []string{"apply", "-f", m, "--auto-approve", "--parallelism", par}},
+		{"noop-plan", []string{"plan", "-f", m}},
+		{"noop-apply", []string{"apply", "-f", m, "--auto-approve", "--parallelism", par}},
+		{"destroy", []string{"destroy", "-f", m, "--auto-approve", "--delete-volumes", "--parallelism", par}},
+	}
+	env := corralEnv(p, dir)
+	for _, s := range steps[:count] {
+		say(o, fmt.Sprintf("corral %s, %d apps, time scale %g", s.name, n, o.TimeScale))
+		st, err := measure(ctx, p, s.name, n, o.TimeScale, func() error {
+			return runLogged(ctx, dir, "corral-"+s.name, env, dir, o.Corral, s.args...)
+		})
+		if err != nil {
+			return nil, err
+		}
+		run.Steps = append(run.Steps, *st)
+	}
+	return run, nil
+}
+
+func say(o Options, s string) {
+	if o.Progress != nil {
+		o.Progress(s)
+	}
+}
+
+// corralEnv is the environment a user has after sourcing the emulator's
+// env file, with corral's own files kept under dir.
+func corralEnv(p *simProc, dir string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "PROXMOX_VE_") || strings.HasPrefix(k, "XDG_") || k == "CORRAL_LOG" {
+			continue
+		}
+		env = append(env, kv)
+	}
+	for _, k := range []string{"PROXMOX_VE_ENDPOINT", "PROXMOX_VE_API_TOKEN", "PROXMOX_VE_FINGERPRINT"} {
+		env = append(env, k+"="+p.env[k])
+	}
+	return append(env, "XDG_CONFIG_HOME="+filepath.Join(dir, "config"), "XDG_STATE_HOME="+filepath.Join(dir, "state"))
+}
+
+// runLogged runs a command with its output in dir/name.out and .err; a
+// failure carries the tail of its stderr.
+func runLogged(ctx context.Context, dir, name string, env []string, wd, bin string, args ...string) error {
+	out, err := os.Create(filepath.Join(dir, name+".out"))
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	errPath := filepath.Join(dir, name+".err")
+	errf, err := os.Create(errPath)
+	if err != nil {
+		return err
+	}
+	defer errf.Close()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env, cmd.Dir, cmd.Stdout, cmd.Stderr = env, wd, out, errf
+	if err := cmd.Run(); err != nil {
+		tail, _ := os.ReadFile(errPath)
+		if len(tail) > 1500 {
+			tail = tail[len(tail)-1500:]
+		}
+		return fmt.Errorf("%s %s: %w\n%s", filepath.Base(bin), strings.Join(args, " "), err, tail)
+	}
+	return nil
+}
+
+// measure runs one step and reads from the emulator what it caused.
+func measure(ctx context.Context, p *simProc, name string, apps int, scale float64, run func() error) (*Step, error) {
+	names, err := p.names(ctx)
+	if err != nil {
+		return nil, err
+	}
+	before, err := p.tasks(ctx)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	for _, t := range before {
+		seen[t.UPID] = true
+	}
+	if err := p.resetRequests(ctx); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	if err := run(); err != nil {
+		return nil, err
+	}
+	wall := time.Since(start)
+	reqs, byEndpoint, err := p.requests(ctx)
+	if err != nil {
+		return nil, err
+	}
+	after, err := p.tasks(ctx)
+	if err != nil {
+		return nil, err
+	}
+	later, err := p.names(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range later {
+		names[k] = v
+	}
+	var caused []sim.TaskTime
+	for _, t := range after {
+		if !seen[t.UPID] {
+			caused = append(caused, t)
+		}
+	}
+	st := &Step{Name: name, Wall: wall.Seconds(), Tasks: len(caused), Requests: reqs, RequestsPerApp: float64(reqs) / float64(max(apps, 1)), ByEndpoint: byEndpoint}
+	cp, total, err := criticalPath(caused, names)
+	if err != nil {
+		return nil, err
+	}
+	st.CriticalPath, st.TaskTime = cp.Seconds(), total.Seconds()
+	if cp > 0 && scale > 0 {
+		st.Overhead = wall.Seconds() / cp.Seconds()
+	}
+	return st, nil
+}
+
+// criticalPath is the longest chain of tasks: the tasks of one guest run
+// one after another, so a guest's chain is the sum of its tasks' run
+// times; corral's keepers (named corral-…) are shared, and every app on
+// their node waits for them, so their chain is added to the longest
+// app's. It also returns the sum of all run times.
+func criticalPath(tasks []sim.TaskTime, names map[string]string) (time.Duration, time.Duration, error) {
+	perGuest := map[string]time.Duration{}
+	var shared, total time.Duration
+	for _, t := range tasks {
+		if t.Status != "stopped" {
+			return 0, 0, fmt.Errorf("task %s still running after the command ended", t.UPID)
+		}
+		total += t.Busy
+		if strings.HasPrefix(names[t.ID], "corral-") {
+			shared += t.Busy
+			continue
+		}
+		perGuest[t.Node+"/"+t.ID] += t.Busy
+	}
+	chains := make([]time.Duration, 0, len(perGuest))
+	for _, d := range perGuest {
+		chains = append(chains, d)
+	}
+	sort.Slice(chains, func(i, j int) bool { return chains[i] > chains[j] })
+	var longest time.Duration
+	if len(chains) > 0 {
+		longest = chains[0]
+	}
+	return shared + longest, total, nil
+}
+
+func drain(resp *http.Response) {
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+}
+
+func runtimeCPUs() int { return runtime.NumCPU() }

@@ -1,0 +1,199 @@
+package plan
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/corralhq/corral/internal/manifest"
+)
+
+// Step is one provisioning step as the planner sees it: its name, its
+// checksum and its change triggers. Values are only in the checksum.
+type Step struct {
+	Name string
+	Kind string
+	// Sum is StepSum of the step; "" when a reference it reads was not
+	// resolved (a command that needs no provisioning values).
+	Sum      string
+	OnChange []string
+	Restart  []string
+}
+
+// StepSum identifies what a step does: its kind, name, script, target,
+// mode, owner, content and (hashed, never stored) secret values. The
+// triggers (onChange, restart), the timeout and the pull policy are not
+// part of it: changing them changes no file and reruns nothing.
+func StepSum(s manifest.Step) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00%o\x00%s\x00%s\x00%d\x00%s\x00", s.Kind, s.Name, s.Run, s.Path, s.Mode, s.Owner, s.Project, len(s.Content), s.Content)
+	for _, e := range s.Env {
+		v := e.Value.Reveal()
+		fmt.Fprintf(h, "env\x00%s\x00%d\x00%s\x00", e.Name, len(v), v)
+	}
+	if s.Kind == manifest.StepUser {
+		a := s.Account
+		fmt.Fprintf(h, "acct\x00%s\x00%d\x00%s\x00%s\x00%q\x00", a.Name, a.UID, a.Home, a.Shell, a.Groups)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// StepID is the key under which a step's checksum is recorded, in the
+// guest and in the description: a short hash of its name (unique within
+// the app), so that inserting or reordering steps reruns none of the
+// others, and no name, which may be long or say too much, is stored.
+func StepID(name string) string {
+	h := sha256.Sum256([]byte(name))
+	return hex.EncodeToString(h[:])[:stepIDLen]
+}
+
+const (
+	stepIDLen   = 8  // hex characters of a step ID in the description
+	stepSumLen  = 12 // hex characters of a checksum in the description
+	markerSteps = "corral-steps: "
+	// maxGuestDescription is how long an app's description may grow with
+	// the steps line; past it the line is left out (PVE keeps at most
+	// 8192 characters, and a plan then says the steps are compared in
+	// the guest instead).
+	maxGuestDescription = 8192 - 256
+)
+
+// StepsRecord renders the steps line's value: "id=sum id=sum …" with
+// short forms of both, enough for a plan to tell a changed step from an
+// unchanged one (a 48-bit checksum prefix; apply compares the full
+// checksum kept in the guest).
+func StepsRecord(steps []Step) string {
+	var parts []string
+	for _, s := range steps {
+		if s.Sum == "" {
+			return ""
+		}
+		parts = append(parts, StepID(s.Name)+"="+s.Sum[:stepSumLen])
+	}
+	return strings.Join(parts, " ")
+}
+
+// parseSteps reads a steps line's value.
+func parseSteps(v string) map[string]string {
+	out := map[string]string{}
+	for _, f := range strings.Fields(v) {
+		if id, sum, ok := strings.Cut(f, "="); ok {
+			out[id] = sum
+		}
+	}
+	return out
+}
+
+// RerunWhy is why a step named by --rerun runs.
+const RerunWhy = "rerun requested"
+
+// StepRun says whether an apply runs a step, and why.
+type StepRun struct {
+	Name string
+	Run  bool
+	// Why is the reason in words: "new step", "changed", "notified by
+	// X", "new container", "unchanged", or why the plan cannot tell.
+	Why string
+	// Recreate: a compose step run because a step it names in onChange
+	// ran; it recreates its services.
+	Recreate bool
+}
+
+// UnitRestart is a systemd unit an apply restarts after the app's steps,
+// and the steps that ask for it.
+type UnitRestart struct {
+	Unit    string
+	Because []string
+}
+
+// planSteps says which steps of app a run, for a container that is new
+// (fresh) or whose description is desc, and which units restart. known
+// is false when the description holds no per-step record to compare
+// with (a container provisioned by an older corral, or a record that did
+// not fit) or a value was left unread: apply then compares in the guest.
+func planSteps(a *App, desc string, fresh bool) (runs []StepRun, restarts []UnitRestart, known bool) {
+	if len(a.GuestUnknown) > 0 {
+		return nil, nil, false
+	}
+	m := ParseMarker(desc)
+	recorded := parseSteps(m.Steps)
+	switch {
+	case fresh:
+	case m.Steps != "":
+	case m.Provisioned == a.GuestDigest && a.GuestDigest != "":
+		// Provisioned before per-step records, and nothing changed.
+		recorded = nil
+	default:
+		return nil, nil, false
+	}
+	runs, restarts = DecideSteps(a.Steps, fresh, func(s Step) string {
+		if slices.Contains(a.Rerun, s.Name) {
+			return RerunWhy
+		}
+		if recorded == nil {
+			return ""
+		}
+		switch sum, ok := recorded[StepID(s.Name)]; {
+		case !ok:
+			return "new step"
+		case !strings.HasPrefix(s.Sum, sum):
+			return "changed"
+		}
+		return ""
+	})
+	return runs, restarts, true
+}
+
+// DecideSteps says which steps run and why, in order: a step runs when
+// the container is new (fresh), when changed(step) gives a reason ("new
+// step", "changed"), or when a step it names in onChange runs. Plan and
+// apply both decide with it, plan against the description's record and
+// apply against the guest's.
+func DecideSteps(steps []Step, fresh bool, changed func(Step) string) ([]StepRun, []UnitRestart) {
+	var runs []StepRun
+	ran := map[string]bool{}
+	because := map[string][]string{}
+	var units []string
+	for _, s := range steps {
+		r := StepRun{Name: s.Name}
+		if fresh {
+			r.Run, r.Why = true, "new container"
+		} else if why := changed(s); why != "" {
+			r.Run, r.Why = true, why
+		}
+		for _, n := range s.OnChange {
+			if !ran[n] || fresh {
+				continue
+			}
+			if r.Run {
+				r.Why += ", notified by " + n
+			} else {
+				r.Run, r.Why = true, "notified by "+n
+			}
+			// Compose recreates a service whose definition changed, but
+			// not one whose env file did: force it, unless the services
+			// were never brought up by this step.
+			r.Recreate = s.Kind == string(manifest.StepCompose) && !strings.HasPrefix(r.Why, "new step")
+			break
+		}
+		if !r.Run {
+			r.Why = "unchanged"
+		} else {
+			ran[s.Name] = true
+			for _, u := range s.Restart {
+				if _, seen := because[u]; !seen {
+					units = append(units, u)
+				}
+				because[u] = append(because[u], s.Name)
+			}
+		}
+		runs = append(runs, r)
+	}
+	var restarts []UnitRestart
+	for _, u := range units {
+		restarts = append(restarts, UnitRestart{Unit: u, Because: because[u]})
+	}
+	return runs, restarts
+}
