@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -52,6 +53,10 @@ type Executor struct {
 	mu       sync.Mutex // timings
 	timings  []Timing
 	creating sync.Mutex // NextID and the create POST, so parallel creates do not race for one VMID
+	// createdKeys are the SSH host key fingerprints the create tasks of
+	// this run logged, by VMID ([]string): the first login to a new
+	// container accepts only those (see dialGuest).
+	createdKeys sync.Map
 }
 
 // Timings are the phase durations of the last Apply or Destroy.
@@ -363,13 +368,16 @@ func (e *Executor) create(ctx context.Context, app, node string, vmid int, a *pl
 	if pw := e.Secrets[app]; pw != "" {
 		params.Set("password", pw)
 	}
-	return e.postCT(ctx, app, node, vmid, params)
+	// The create task logs the container's new SSH host keys: read them
+	// when corral will log in, so the first login trusts only those.
+	work := e.Guest[app]
+	return e.postCT(ctx, app, node, vmid, params, len(work.Steps) > 0 || len(work.Checks) > 0)
 }
 
 // postCT creates a CT with params and waits for the task. With vmid 0 it
 // takes /cluster/nextid, and takes the next one if another client took
 // that id meanwhile.
-func (e *Executor) postCT(ctx context.Context, app, node string, vmid int, params url.Values) (int, error) {
+func (e *Executor) postCT(ctx context.Context, app, node string, vmid int, params url.Values, hostKeys bool) (int, error) {
 	const attempts = 5
 	for attempt := 1; ; attempt++ {
 		// One create request at a time: parallel creates would all be
@@ -392,8 +400,12 @@ func (e *Executor) postCT(ctx context.Context, app, node string, vmid int, param
 		if err != nil {
 			return 0, fmt.Errorf("create ct %d: %w", id, err)
 		}
-		if err := e.wait(ctx, app, upid); err != nil {
+		log, err := e.waitLog(ctx, app, upid, hostKeys)
+		if err != nil {
 			return 0, fmt.Errorf("create ct %d: %w", id, err)
+		}
+		if fps := loggedHostKeys(log); len(fps) > 0 {
+			e.createdKeys.Store(id, fps)
 		}
 		return id, nil
 	}
@@ -723,18 +735,41 @@ func (e *Executor) resize(ctx context.Context, app, node string, vmid int, disk 
 // wait waits for a task, streaming its log to an observer that shows it,
 // and reports its warnings.
 func (e *Executor) wait(ctx context.Context, app, upid string) error {
-	var opts pve.WaitOptions
+	_, err := e.waitLog(ctx, app, upid, false)
+	return err
+}
+
+// waitLog is wait that also returns the task's whole log when withLog.
+func (e *Executor) waitLog(ctx context.Context, app, upid string, withLog bool) ([]string, error) {
+	opts := pve.WaitOptions{Log: withLog}
 	if wantsTaskLogs(e.obs()) {
 		opts.OnLog = func(line string) { e.obs().TaskLog(app, upid, line) }
 	}
 	res, err := e.Client.WaitTask(ctx, upid, opts)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, w := range res.Warnings {
 		e.obs().Warn(app, w)
 	}
-	return nil
+	return res.Log, nil
+}
+
+// loggedHostKey is a "done:" line of pve-container's
+// rewrite_ssh_host_keys in a create task log, after "Creating SSH host
+// key 'ssh_host_TYPE_key' - this may take some time ...": ssh-keygen's
+// fingerprint line.
+var loggedHostKey = regexp.MustCompile(`^done: (SHA256:[0-9A-Za-z+/]{43}) `)
+
+// loggedHostKeys are the SSH host key fingerprints a create task logged.
+func loggedHostKeys(log []string) []string {
+	var fps []string
+	for _, line := range log {
+		if m := loggedHostKey.FindStringSubmatch(line); m != nil {
+			fps = append(fps, m[1])
+		}
+	}
+	return fps
 }
 
 // fetchTemplate downloads a missing template from the node's appliance

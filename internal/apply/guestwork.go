@@ -253,9 +253,19 @@ func (e *Executor) dialGuest(ctx context.Context, node string, vmid int, justCre
 	}
 	m := plan.ParseMarker(conf["description"])
 	policy := guest.HostKeyPolicy{VMID: vmid, Pinned: m.HostKey}
-	if m.HostKey == "" {
-		// First contact: right after corral created the container, or
-		// later if corral never logged in (stopped between create and
+	var logged []string
+	if v, ok := e.createdKeys.Load(vmid); ok && justCreated {
+		logged = v.([]string)
+	}
+	switch {
+	case m.HostKey == "" && len(logged) > 0:
+		// Right after corral created it: the create task logged the
+		// container's new host keys, so only those are trusted.
+		policy = guest.HostKeyPolicy{VMID: vmid, Fingerprints: logged}
+	case m.HostKey == "":
+		// First contact without logged keys (the template has no
+		// /etc/ssh, or the create was not this run's): right after corral
+		// created the container, or later if corral never logged in (stopped between create and
 		// first login, or the app gained provisioning later) — the same
 		// trust on first use either way. Once corral has provisioned a
 		// container, a missing pin is suspicious.
@@ -274,6 +284,9 @@ func (e *Executor) dialGuest(ctx context.Context, node string, vmid int, justCre
 	})
 	if err != nil {
 		var hk *guest.HostKeyError
+		if errors.As(err, &hk) && hk.Logged {
+			return nil, nil, err
+		}
 		if errors.As(err, &hk) {
 			return nil, nil, fmt.Errorf("%w: the container's SSH host key changed since corral pinned it; if the container was rebuilt outside corral, remove the corral-hostkey line from its description (Datacenter > CT > Notes) and run apply with --trust-host-key", err)
 		}
@@ -282,7 +295,7 @@ func (e *Executor) dialGuest(ctx context.Context, node string, vmid int, justCre
 		}
 		return nil, nil, err
 	}
-	if policy.TrustOnFirstUse {
+	if policy.TrustOnFirstUse || len(policy.Fingerprints) > 0 {
 		key := guest.AuthorizedKey(cl.HostKey())
 		desc := plan.WithGuestMarkers(conf["description"], key, m.Provisioned)
 		if err := e.putConfig(ctx, node, vmid, url.Values{"description": {desc}}); err != nil {

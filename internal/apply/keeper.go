@@ -256,7 +256,7 @@ func (e *Executor) createKeeper(ctx context.Context, node, tmpl, rootStorage str
 	params.Set("tags", plan.TagManaged+";"+plan.TagKeeper)
 	params.Set("description", plan.KeeperDescription(nil))
 	params.Set("protection", "1")
-	vmid, err := e.postCT(ctx, plan.KeeperName, node, 0, params)
+	vmid, err := e.postCT(ctx, plan.KeeperName, node, 0, params, false)
 	if err != nil {
 		return nil, err
 	}

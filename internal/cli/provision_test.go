@@ -23,6 +23,12 @@ func newGuestCluster(t *testing.T) *cluster {
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
+	return newGuestClusterOn(t, port)
+}
+
+// newGuestClusterOn is newGuestCluster with the guests' SSH on port.
+func newGuestClusterOn(t *testing.T, port int) *cluster {
+	t.Helper()
 	scale := 0.0
 	srv, err := sim.New(sim.Options{Dir: t.TempDir(), Listener: sim.ListenTLS, Listen: "127.0.0.1:0", TimeScale: &scale, GuestSSHPort: port})
 	if err != nil {

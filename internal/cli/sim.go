@@ -16,6 +16,7 @@ type simServeArgs struct {
 	listen    string
 	state     string
 	nodes     int
+	shared    []string
 	timeScale float64
 	version   string
 	faults    string
@@ -46,6 +47,7 @@ credentials: source it (". DIR/env") before running corral.`,
 	f.StringVar(&a.listen, "listen", "127.0.0.1:8006", "address to listen on (loopback only is recommended)")
 	f.StringVar(&a.state, "state", defaultSimDir(), "state directory")
 	f.IntVar(&a.nodes, "nodes", 1, "number of nodes (1: pve; N: pve1..pveN)")
+	f.StringSliceVar(&a.shared, "shared-storage", nil, "add shared storages seen by every node: nfs (storage 'nfs'), rbd (storage 'rbd'), or both (nfs,rbd)")
 	f.Float64Var(&a.timeScale, "time-scale", 1, "multiply real PVE task durations by this (0 = instant)")
 	f.StringVar(&a.version, "pve-version", "9.1", "emulated Proxmox VE version: 9.1 or 8.4")
 	f.StringVar(&a.faults, "faults", "", "fault injection, e.g. 'seed=1,latency=20ms,read5xx=0.05,write5xx=0.02,drop=0.01,taskfail=0.05'")
@@ -98,7 +100,7 @@ func runSimServe(cmd *cobra.Command, st *streams, a *simServeArgs) error {
 	}
 	ts := a.timeScale
 	s, err := sim.New(sim.Options{
-		Dir: a.state, Listen: a.listen, Listener: mode, Nodes: a.nodes, Version: a.version,
+		Dir: a.state, Listen: a.listen, Listener: mode, Nodes: a.nodes, Version: a.version, SharedStorage: a.shared,
 		TimeScale: &ts, Faults: a.faults, Logger: slog.Default(), GuestSSHPort: a.sshPort,
 	})
 	if err != nil {
@@ -109,7 +111,7 @@ func runSimServe(cmd *cobra.Command, st *streams, a *simServeArgs) error {
 	fmt.Fprintf(st.out, "  endpoint:    %s/api2/json\n", s.URL())
 	fmt.Fprintf(st.out, "  fingerprint: %s\n", s.Fingerprint())
 	fmt.Fprintf(st.out, "  state:       %s\n", a.state)
-	fmt.Fprintf(st.out, "  guest ssh:   port %d on each running container's address\n", s.Guests().Port())
+	fmt.Fprintf(st.out, "  guest ssh:   port %d on each running container's address (ip=dhcp: 127.%d.<vmid/256>.<vmid%%256>)\n", s.Guests().Port(), s.Guests().Block())
 	fmt.Fprintf(st.out, "  credentials: . %s\n", filepath.Join(a.state, "env"))
 	// The first Ctrl-C or SIGTERM stops the emulator: it has no step to
 	// finish (a running task is interrupted as PVE's daemon stop does).

@@ -47,8 +47,12 @@ type HostKeyPolicy struct {
 	TrustOnFirstUse bool
 	// Pinned is the expected key in authorized_keys form ("ssh-ed25519
 	// AAAA…", a trailing comment is ignored). Required unless
-	// TrustOnFirstUse.
+	// TrustOnFirstUse or Fingerprints.
 	Pinned string
+	// Fingerprints accepts a key whose SHA256 fingerprint ("SHA256:…") is
+	// one of them: the keys a container's create task logged, before
+	// corral has the whole key to pin.
+	Fingerprints []string
 }
 
 // Config configures Dial. User and Signer are required.
@@ -84,9 +88,15 @@ var ErrDeadConnection = errors.New("guest SSH connection is dead (keepalives una
 type HostKeyError struct {
 	VMID      int
 	Want, Got string // SHA256 fingerprints
+	// Logged: Want are the keys the create task logged, not a pin.
+	Logged bool
 }
 
 func (e *HostKeyError) Error() string {
+	if e.Logged {
+		return fmt.Sprintf("CT %d presents SSH host key %s, but its create task logged %s: something else answers at the container's address, "+
+			"or its keys were replaced right after create; treat it as an attack unless you know why", e.VMID, e.Got, e.Want)
+	}
 	return fmt.Sprintf("CT %d presents SSH host key %s, but the pinned key is %s: the container was replaced or its key changed outside corral; "+
 		"if that is expected, recreate it with corral (which trusts the new key on first use), else treat it as an attack", e.VMID, e.Got, e.Want)
 }
@@ -125,7 +135,11 @@ func Dial(ctx context.Context, addr string, cfg Config) (*Client, error) {
 		return nil, errors.New("guest: Config needs User and Signer")
 	}
 	var pinned ssh.PublicKey
-	if !cfg.HostKey.TrustOnFirstUse {
+	fingerprints := cfg.HostKey.Fingerprints
+	if cfg.HostKey.TrustOnFirstUse || cfg.HostKey.Pinned != "" {
+		fingerprints = nil
+	}
+	if !cfg.HostKey.TrustOnFirstUse && len(fingerprints) == 0 {
 		if cfg.HostKey.Pinned == "" {
 			return nil, fmt.Errorf("guest: CT %d: no pinned host key and trust on first use not allowed", cfg.HostKey.VMID)
 		}
@@ -171,6 +185,9 @@ func Dial(ctx context.Context, addr string, cfg Config) (*Client, error) {
 			if pinned != nil && string(key.Marshal()) != string(pinned.Marshal()) {
 				return &HostKeyError{VMID: cfg.HostKey.VMID, Want: Fingerprint(pinned), Got: Fingerprint(key)}
 			}
+			if len(fingerprints) > 0 && !slices.Contains(fingerprints, Fingerprint(key)) {
+				return &HostKeyError{VMID: cfg.HostKey.VMID, Want: strings.Join(fingerprints, " or "), Got: Fingerprint(key), Logged: true}
+			}
 			seen = key
 			return nil
 		},
@@ -204,6 +221,11 @@ func Dial(ctx context.Context, addr string, cfg Config) (*Client, error) {
 		var hk *HostKeyError
 		if errors.As(err, &hk) {
 			return nil, hk
+		}
+		if pinned != nil && strings.Contains(err.Error(), "no common algorithm for host key") {
+			// The guest no longer has a key of the pinned type: as
+			// changed a key as any, and no retry will bring it back.
+			return nil, &HostKeyError{VMID: cfg.HostKey.VMID, Want: Fingerprint(pinned), Got: "no " + pinned.Type() + " key at all"}
 		}
 		if isAuthError(err) {
 			return nil, fmt.Errorf("guest: CT %d at %s refused the login as %s: %w (is corral's public key in the container's authorized_keys?)", cfg.HostKey.VMID, addr, cfg.User, err)

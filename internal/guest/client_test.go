@@ -3,6 +3,9 @@ package guest
 import (
 	"bufio"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -231,6 +234,13 @@ func TestDial_hostKeyPolicy(t *testing.T) {
 			wantErr: "CT 101 presents SSH host key " + Fingerprint(g.hostKey.PublicKey()) + ", but the pinned key is " + Fingerprint(other.PublicKey())},
 		{name: "nothing pinned", policy: HostKeyPolicy{VMID: 101}, wantErr: "CT 101: no pinned host key"},
 		{name: "pinned garbage", policy: HostKeyPolicy{VMID: 101, Pinned: "ssh-ed25519 !!"}, wantErr: "CT 101: pinned host key"},
+		{name: "pinned key type not offered", policy: HostKeyPolicy{VMID: 101, Pinned: AuthorizedKey(ecdsaKey(t))},
+			wantErr: "CT 101 presents SSH host key no ecdsa-sha2-nistp256 key at all"},
+		{name: "a logged fingerprint matches", policy: HostKeyPolicy{VMID: 101, Fingerprints: []string{Fingerprint(other.PublicKey()), Fingerprint(g.hostKey.PublicKey())}}},
+		{name: "no logged fingerprint matches", policy: HostKeyPolicy{VMID: 101, Fingerprints: []string{Fingerprint(other.PublicKey())}},
+			wantErr: "CT 101 presents SSH host key " + Fingerprint(g.hostKey.PublicKey()) + ", but its create task logged " + Fingerprint(other.PublicKey())},
+		{name: "a pin wins over logged fingerprints", policy: HostKeyPolicy{VMID: 101, Pinned: AuthorizedKey(other.PublicKey()), Fingerprints: []string{Fingerprint(g.hostKey.PublicKey())}},
+			wantErr: "but the pinned key is " + Fingerprint(other.PublicKey())},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -590,4 +600,18 @@ func TestDial_retriesAFailedHandshake(t *testing.T) {
 	if n := g.accepted.Load(); n != 4 {
 		t.Errorf("%d connections, want 4 (3 dropped, then the login)", n)
 	}
+}
+
+// ecdsaKey is a fresh ECDSA P-256 public key.
+func ecdsaKey(t *testing.T) ssh.PublicKey {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := ssh.NewPublicKey(&k.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pub
 }

@@ -94,6 +94,7 @@ func (s *Server) SetFaults(spec FaultSpec) { s.faults.set(spec) }
 //	GET  /_corral/faults          current fault spec
 //	POST /_corral/faults          set it (JSON FaultSpec)
 //	POST /_corral/lock            hold a CT lock: {"vmid":105,"lock":"backup","seconds":5}
+//	POST /_corral/node            take a node offline or back: {"node":"pve2","online":false}
 //
 // It is reachable only with the root password or root token, so tests can
 // drive it but a corral token cannot.
@@ -141,6 +142,20 @@ func (s *Server) serveAdmin(w http.ResponseWriter, req *http.Request) {
 			return
 		}
 		writeData(w, "locked "+strconv.Itoa(body.VMID), nil)
+	case "POST /_corral/node":
+		var body struct {
+			Node   string `json:"node"`
+			Online *bool  `json:"online"`
+		}
+		if err := json.NewDecoder(req.Body).Decode(&body); err != nil || body.Online == nil {
+			writeError(w, model.Failf("bad node request: want {\"node\":\"pve2\",\"online\":false}\n"))
+			return
+		}
+		if err := s.cluster.SetNodeOnline(body.Node, *body.Online); err != nil {
+			writeError(w, err)
+			return
+		}
+		writeData(w, map[string]any{"node": body.Node, "online": *body.Online}, nil)
 	default:
 		writeError(w, &model.Error{Status: http.StatusNotFound, Message: "no such admin endpoint\n"})
 	}

@@ -2,6 +2,8 @@ package sim
 
 import (
 	"strings"
+
+	"github.com/corralhq/corral/internal/sim/model"
 )
 
 // Version, cluster and node routes.
@@ -14,7 +16,7 @@ func (s *Server) getVersion(r *request) (any, error) {
 }
 
 func (s *Server) getClusterResources(r *request) (any, error) {
-	var out []any
+	out := model.ResourceList{}
 	all := s.cluster.Resources(r.params["type"])
 	paths := make([]string, len(all))
 	for i, res := range all {
@@ -37,9 +39,6 @@ func (s *Server) getClusterResources(r *request) (any, error) {
 			continue // PVE shows only what the caller can see
 		}
 		out = append(out, res)
-	}
-	if out == nil {
-		out = []any{}
 	}
 	return out, nil
 }

@@ -161,6 +161,25 @@ func (s *Server) getLXCInterfaces(r *request) (any, error) {
 	return out, nil
 }
 
+func (s *Server) postLXCMigrate(r *request) (any, error) {
+	return s.cluster.MigrateCT(r.auth, r.params["node"], intParam(r, "vmid"), bodyParams(r, "node", "vmid"))
+}
+
+// getLXCMigrate is the PVE 9 precondition check: allowed-nodes and
+// not-allowed-nodes are always present, dependent-ha-resources only for
+// HA-managed CTs (never, in the emulator).
+func (s *Server) getLXCMigrate(r *request) (any, error) {
+	p, err := s.cluster.MigratePrecondition(r.params["node"], intParam(r, "vmid"))
+	if err != nil {
+		return nil, err
+	}
+	running := 0
+	if p.Running {
+		running = 1
+	}
+	return map[string]any{"running": running, "allowed-nodes": p.AllowedNodes, "not-allowed-nodes": p.NotAllowedNodes}, nil
+}
+
 // bodyParams is the request's parameters without the path parameters
 // named, as the model expects only the call's own options.
 func bodyParams(r *request, pathParams ...string) map[string]string {

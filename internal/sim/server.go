@@ -41,14 +41,17 @@ const (
 // defaults (one node "pve", version 9.1, real task durations, port 8006 on
 // loopback when Listen is empty and a listener is asked for).
 type Options struct {
-	Dir       string
-	Listen    string // host:port; "" means 127.0.0.1:0 (a free port)
-	Listener  string // tls (default) | http | none
-	Nodes     int
-	Version   string
-	TimeScale *float64 // nil = 1.0 (real durations); 0 = instant
-	Faults    string   // --faults spec, see faults.go
-	Logger    *slog.Logger
+	Dir      string
+	Listen   string // host:port; "" means 127.0.0.1:0 (a free port)
+	Listener string // tls (default) | http | none
+	Nodes    int
+	Version  string
+	// SharedStorage adds shared storages seen by every node:
+	// model.SharedNFS ("nfs") and/or model.SharedRBD ("rbd").
+	SharedStorage []string
+	TimeScale     *float64 // nil = 1.0 (real durations); 0 = instant
+	Faults        string   // --faults spec, see faults.go
+	Logger        *slog.Logger
 
 	// GuestSSHPort is the port of every running CT's sshd. 0 picks a free
 	// port, so that emulators in parallel (tests, the embedded one) do not
@@ -96,7 +99,7 @@ func New(opts Options) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	mopts := model.Options{Dir: opts.Dir, Nodes: opts.Nodes, Version: opts.Version, Logger: log}
+	mopts := model.Options{Dir: opts.Dir, Nodes: opts.Nodes, Version: opts.Version, SharedStorage: opts.SharedStorage, Logger: log}
 	if opts.TimeScale != nil {
 		mopts.TimeScale, mopts.HasTimeScale = *opts.TimeScale, true
 	}

@@ -5,7 +5,8 @@
 // When a CT starts, its sshd begins to answer after the "bootdelay" task
 // duration (scaled like every task), on the CT's own loopback address:
 // the address GET /nodes/{node}/lxc/{vmid}/interfaces reports for its
-// first netN on 127/8 (ip=dhcp gives 127.<node id>.<vmid/256>.<vmid%256>).
+// first netN on 127/8 (ip=dhcp gives 127.<block>.<vmid/256>.<vmid%256>,
+// where block is the loopback block this emulator claimed: block.go).
 // A CT without such an interface (no netN, ip=manual, only addresses
 // outside loopback) has no reachable sshd, as on a real network it could
 // not be reached from here either. The port is 22 when the emulator may
@@ -15,9 +16,10 @@
 //
 // The sshd accepts root only, by public key, against the CT's
 // /root/.ssh/authorized_keys (where create's ssh-public-keys land), read
-// at each login. Its ed25519 host key is made at the CT's first start and
-// kept in the CT's rootfs (/etc/ssh/ssh_host_ed25519_key), so it lasts as
-// long as the CT and changes when the CT is recreated. Sessions take
+// at each login. Its host keys are those the create task made in the
+// CT's /etc/ssh (model.HostKeyTypes, fingerprints in the task log); a CT
+// without any gets an ed25519 key at its first start. They last as long
+// as the CT and change when the CT is recreated. Sessions take
 // "exec" requests (no shell, no pty); "env" accepts LANG and LC_* as
 // Debian's sshd_config does; "signal" signals the command's process
 // group. Commands run in the CT's filesystem view (view.go). Where this
@@ -73,6 +75,8 @@ type Manager struct {
 
 	mu  sync.Mutex
 	cts map[int]*ctServer
+
+	claim net.Listener // holds the guest address block (block.go)
 }
 
 // Start probes whether guest exec works on this machine and begins to
@@ -88,10 +92,21 @@ func Start(c *model.Cluster, opts Options) (*Manager, error) {
 	if opts.Poll <= 0 {
 		opts.Poll = 50 * time.Millisecond
 	}
+	port := choosePort(opts.Port)
+	block, claim, err := claimBlock(c.Dir(), port)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.SetGuestBlock(block); err != nil {
+		claim.Close()
+		return nil, err
+	}
+	go holdClaim(claim)
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &Manager{
-		c: c, log: log.WithGroup("guest"), port: choosePort(opts.Port), poll: opts.Poll,
+		c: c, log: log.WithGroup("guest"), port: port, poll: opts.Poll,
 		ctx: ctx, cancel: cancel, done: make(chan struct{}), wake: make(chan struct{}, 1), cts: map[int]*ctServer{},
+		claim: claim,
 	}
 	c.SetRunHook(m.sync) // a stopped CT's sessions end with its stop
 	go m.loop()
@@ -111,6 +126,10 @@ func choosePort(want int) int {
 	ln.Close()
 	return 22
 }
+
+// Block is the loopback block of this emulator's guest addresses,
+// 127.<block>.x.y (see model.SetGuestBlock).
+func (m *Manager) Block() int { return m.c.GuestBlock() }
 
 // Port is the port of every CT's sshd.
 func (m *Manager) Port() int { return m.port }
@@ -176,6 +195,7 @@ func (m *Manager) Close() error {
 	for _, s := range cts {
 		s.stop()
 	}
+	m.claim.Close()
 	return nil
 }
 

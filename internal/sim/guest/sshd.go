@@ -164,11 +164,11 @@ func (s *ctServer) serverConfig() (*ssh.ServerConfig, error) {
 	s.mu.Lock()
 	s.rootDir = root
 	s.mu.Unlock()
-	var signer ssh.Signer
-	// The key is written into the rootfs only while the CT still runs,
+	var signers []ssh.Signer
+	// A key is written into the rootfs only while the CT still runs,
 	// so a destroy never finds a half-written /etc/ssh.
 	running, err := s.m.c.WithRunningGuest(s.vmid, s.pid, func() (err error) {
-		signer, err = hostKey(root)
+		signers, err = hostKeys(root)
 		return err
 	})
 	if err != nil {
@@ -189,7 +189,9 @@ func (s *ctServer) serverConfig() (*ssh.ServerConfig, error) {
 			return &ssh.Permissions{}, nil
 		},
 	}
-	cfg.AddHostKey(signer)
+	for _, k := range signers {
+		cfg.AddHostKey(k)
+	}
 	return cfg, nil
 }
 
@@ -214,8 +216,38 @@ func (s *ctServer) mounts() (string, []viewMount, error) {
 	return root, mps, nil
 }
 
-// hostKey reads the CT's ed25519 host key, or makes it (as a CT's first
-// boot does) and writes it with its .pub beside it.
+// hostKeys loads the CT's SSH host keys from its /etc/ssh: those create
+// made (model.HostKeyTypes), and an RSA key if the CT has one. A CT
+// without any (its template had no /etc/ssh, or it was created by an
+// older emulator) gets an ed25519 key now, at its first start, kept in
+// its rootfs from then on.
+func hostKeys(root string) ([]ssh.Signer, error) {
+	var signers []ssh.Signer
+	for _, file := range []string{"ssh_host_ecdsa_key", "ssh_host_ed25519_key", "ssh_host_rsa_key"} {
+		data, err := os.ReadFile(filepath.Join(root, "etc", "ssh", file))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		signer, err := ssh.ParsePrivateKey(data)
+		if err != nil {
+			return nil, fmt.Errorf("/etc/ssh/%s: %w", file, err)
+		}
+		signers = append(signers, signer)
+	}
+	if len(signers) > 0 {
+		return signers, nil
+	}
+	signer, err := hostKey(root)
+	if err != nil {
+		return nil, err
+	}
+	return []ssh.Signer{signer}, nil
+}
+
+// hostKey makes the CT's ed25519 host key (see hostKeys).
 func hostKey(root string) (ssh.Signer, error) {
 	path := filepath.Join(root, "etc", "ssh", "ssh_host_ed25519_key")
 	if data, err := os.ReadFile(path); err == nil {

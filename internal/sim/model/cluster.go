@@ -21,6 +21,10 @@ type Options struct {
 	Nodes int
 	// Version is the emulated PVE release, "9.1" (default) or "8.4".
 	Version string
+	// SharedStorage adds shared storages visible on every node:
+	// SharedNFS (storage "nfs", type nfs) and/or SharedRBD (storage
+	// "rbd", type rbd), both with content images,rootdir.
+	SharedStorage []string
 	// TimeScale multiplies every task duration; 0 makes tasks instant.
 	// Nil-able via HasTimeScale so that 0 can be asked for explicitly.
 	TimeScale    float64
@@ -51,6 +55,7 @@ var DefaultDurations = map[string]time.Duration{
 	"vzsnapshot":    2 * time.Second,
 	"vzdelsnapshot": 1 * time.Second,
 	"vzrollback":    3 * time.Second,
+	"vzmigrate":     8 * time.Second, // stopped CT, one small rootfs; copies scale by nothing else
 	"bootdelay":     5 * time.Second, // a started guest's services (sshd) come up after this
 }
 
@@ -66,6 +71,8 @@ type Cluster struct {
 	mu    sync.RWMutex
 	st    *State
 	locks *configLocks
+	// migLocks are the guest migration flocks (migrate.go).
+	migLocks *configLocks
 
 	ctx    context.Context // cancelled by Close: stops running workers
 	cancel context.CancelFunc
@@ -81,6 +88,10 @@ type Cluster struct {
 
 	// du caches the disk usage of running CTs (du.go).
 	du diskUsage
+
+	// guestBlock is the emulator's loopback block for guest addresses
+	// (see SetGuestBlock); 0 means DefaultGuestBlock. c.mu.
+	guestBlock int
 
 	// Persistence (journal.go): what changed since the last save, the
 	// open journal, its last sequence number and the sizes that decide
@@ -131,8 +142,14 @@ func Open(opts Options) (*Cluster, error) {
 		return nil, fmt.Errorf("model: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &Cluster{opts: opts, log: log.WithGroup("model"), locks: newConfigLocks(), ctx: ctx, cancel: cancel}
+	c := &Cluster{opts: opts, log: log.WithGroup("model"), locks: newConfigLocks(), migLocks: newMigrateLocks(), ctx: ctx, cancel: cancel}
 
+	for _, kind := range opts.SharedStorage {
+		if err := CheckSharedStorage(kind); err != nil {
+			cancel()
+			return nil, err
+		}
+	}
 	st, seq, err := loadState(c.statePath(), c.journalPath())
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -150,6 +167,10 @@ func Open(opts Options) (*Cluster, error) {
 			return nil, fmt.Errorf("model: state in %s is PVE %s, asked for %s", opts.Dir, st.Version, opts.Version)
 		}
 		c.recoverTasks(st)
+	}
+	if _, err := addSharedStorages(st, opts.SharedStorage); err != nil {
+		cancel()
+		return nil, err
 	}
 	st.Access.Clock = c.now
 	for _, t := range st.Tasks {

@@ -176,3 +176,29 @@ func updating() bool {
 	f := flag.Lookup("update")
 	return f != nil && f.Value.String() == "true"
 }
+
+// The hand-written encoder writes what json.Marshal writes of the same
+// map, for every kind of resource and awkward strings.
+func TestResourceJSONMatchesEncodingJSON(t *testing.T) {
+	for _, r := range []Resource{
+		{ID: "lxc/101", Type: "lxc", Node: "pve", Status: "running", VMID: 101, Name: "web", Tags: "corral;corral-app-web", CPU: 0.0125, MaxCPU: 2, Mem: 1 << 20, MaxMem: 512 << 20, Uptime: 42, Disk: 7, MaxDisk: 8 << 30},
+		{ID: "lxc/102", Type: "lxc", Node: "pve", Status: "unknown", VMID: 102, Lock: "create", NoStats: true},
+		{ID: "lxc/103", Type: "lxc", Node: "pve", Status: "stopped", VMID: 103, Name: "a<b>&\"c\\ é\n", CPU: 1e-9, Template: true},
+		{ID: "node/pve", Type: "node", Node: "pve", Status: "online", CPU: 0.5, MaxCPU: 2, Mem: 3, MaxMem: 4, Disk: 5, MaxDisk: 6, Uptime: 7},
+		{ID: "node/pve2", Type: "node", Node: "pve2", Status: "offline", NoStats: true},
+		{ID: "storage/pve/local-lvm", Type: "storage", Node: "pve", Status: "available", Storage: "local-lvm", Content: "images,rootdir", PluginType: "lvmthin", Shared: true, Disk: 1, MaxDisk: 2},
+		{ID: "sdn/pve/localnetwork", Type: "sdn", Node: "pve", Status: "ok", SDN: "localnetwork"},
+	} {
+		want, err := json.Marshal(r.fields())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.AppendJSON(nil); string(got) != string(want) {
+			t.Errorf("%s:\n got %s\nwant %s", r.ID, got, want)
+		}
+	}
+	list, _ := ResourceList{{ID: "sdn/a", Type: "sdn"}, {ID: "sdn/b", Type: "sdn"}}.MarshalJSON()
+	if !json.Valid(list) || string(list[:1]) != "[" {
+		t.Errorf("list %s", list)
+	}
+}

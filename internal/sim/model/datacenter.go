@@ -65,7 +65,7 @@ func (c *Cluster) newDatacenter() (*State, error) {
 			return nil, fmt.Errorf("model: write template: %w", err)
 		}
 		v := &Volume{Node: n.Name, Storage: "local", Name: name, Size: size, Format: "tzst", Content: "vztmpl", Ctime: now.Unix()}
-		st.Volumes[volumeKey(n.Name, v.VolID())] = v
+		st.Volumes[st.volKey(n.Name, v.VolID())] = v
 	}
 
 	acc := NewAccess(c.opts.Version)

@@ -33,9 +33,7 @@ func (c *Cluster) RunningGuests() []RunningGuest {
 			continue
 		}
 		rg := RunningGuest{VMID: vmid, Node: g.Node, PID: g.PID}
-		if n := c.st.node(g.Node); n != nil {
-			rg.Address = guestLoopbackLocked(g, n.ID)
-		}
+		rg.Address = guestLoopbackLocked(g, c.guestBlockLocked())
 		out = append(out, rg)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].VMID < out[j].VMID })
@@ -44,7 +42,7 @@ func (c *Cluster) RunningGuests() []RunningGuest {
 
 // guestLoopbackLocked is the first netN address of g on 127/8, computed
 // as CTInterfaces does.
-func guestLoopbackLocked(g *Guest, nodeID int) string {
+func guestLoopbackLocked(g *Guest, block int) string {
 	for _, key := range netKeys(g.Config) {
 		n, err := ParseNet(g.Config[key])
 		if err != nil {
@@ -55,7 +53,7 @@ func guestLoopbackLocked(g *Guest, nodeID int) string {
 		case "", "manual":
 			continue
 		case "dhcp":
-			addr = dhcpAddress(nodeID, g.VMID)
+			addr = dhcpAddress(block, g.VMID)
 		default:
 			a, ok := parseCIDR(ip)
 			if !ok {

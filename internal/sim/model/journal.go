@@ -100,7 +100,7 @@ func (c *Cluster) markVolume(node, volid string) {
 	if c.dirty.volumes == nil {
 		c.dirty.volumes = map[string]bool{}
 	}
-	c.dirty.volumes[volumeKey(node, volid)] = true
+	c.dirty.volumes[c.st.volKey(node, volid)] = true
 }
 
 // markGuestVolumes marks every volume g's config, pending changes and

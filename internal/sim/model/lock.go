@@ -15,9 +15,19 @@ const configLockTimeout = 10 * time.Second
 type configLocks struct {
 	mu sync.Mutex
 	m  map[int]chan struct{}
+	// file is the lock file's path format (with the VMID), for the
+	// timeout message.
+	file string
 }
 
-func newConfigLocks() *configLocks { return &configLocks{m: map[int]chan struct{}{}} }
+func newConfigLocks() *configLocks {
+	return &configLocks{m: map[int]chan struct{}{}, file: "/run/lock/lxc/pve-config-%d.lock"}
+}
+
+// newMigrateLocks is GuestHelpers.pm guest_migration_lock's flock set.
+func newMigrateLocks() *configLocks {
+	return &configLocks{m: map[int]chan struct{}{}, file: "/var/lock/pve-manager/pve-migrate-%d"}
+}
 
 func (l *configLocks) ch(vmid int) chan struct{} {
 	l.mu.Lock()
@@ -44,7 +54,7 @@ func (l *configLocks) acquire(ctx context.Context, vmid int, timeout time.Durati
 	case c <- struct{}{}:
 		return func() { <-c }, nil
 	case <-t.C:
-		return nil, Failf("can't lock file '/run/lock/lxc/pve-config-%d.lock' - got timeout\n", vmid)
+		return nil, Failf("can't lock file '"+l.file+"' - got timeout\n", vmid)
 	case <-ctx.Done():
 		return nil, errInterrupt
 	}

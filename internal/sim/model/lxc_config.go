@@ -618,7 +618,7 @@ func (c *Cluster) ctApplyPendingMountLocked(g *Guest, opt string, running bool) 
 		mp.Props["volume"] = v.VolID()
 		mp.Props["size"] = FormatSize(size)
 	} else if mp.Type() == "volume" {
-		if v := c.st.Volumes[volumeKey(g.Node, mp.Volume())]; v != nil {
+		if v := c.st.Volumes[c.st.volKey(g.Node, mp.Volume())]; v != nil {
 			mp.Props["size"] = FormatSize(v.Size)
 		} else if running {
 			return Failf("volume '%s' does not exist\n", mp.Volume())

@@ -447,7 +447,7 @@ func (c *Cluster) ctCreateRun(w *Worker, spec ctCreateSpec, vols *[]string) erro
 		}
 		// mount_all activates every volume, which fails for a missing one.
 		for _, mp := range mountPoints(conf) {
-			if mp.Type() == "volume" && st.Volumes[volumeKey(spec.node, mp.Volume())] == nil {
+			if mp.Type() == "volume" && st.Volumes[st.volKey(spec.node, mp.Volume())] == nil {
 				return Failf("volume '%s' does not exist\n", mp.Volume())
 			}
 		}
@@ -458,7 +458,7 @@ func (c *Cluster) ctCreateRun(w *Worker, spec ctCreateSpec, vols *[]string) erro
 			}
 		}
 		sid, name, ok := ParseVolID(spec.template)
-		if !ok || st.Volumes[volumeKey(spec.node, spec.template)] == nil {
+		if !ok || st.Volumes[st.volKey(spec.node, spec.template)] == nil {
 			return Failf("can't find file '%s'\n", spec.template)
 		}
 		archive = c.volumePath(spec.node, sid, name)
@@ -507,6 +507,13 @@ func (c *Cluster) ctCreateRun(w *Worker, spec ctCreateSpec, vols *[]string) erro
 	if err := ctPostCreate(rootDir, conf["hostname"], spec.extra.SSHPublicKeys); err != nil {
 		return err
 	}
+	keyLines, err := writeHostKeys(rootDir, conf["hostname"])
+	if err != nil {
+		return err
+	}
+	for _, l := range keyLines {
+		w.Log("%s", l)
+	}
 	if isTrue(conf["unprivileged"]) && ctParseFeatures(conf["features"])["nesting"] != "1" && systemd >= ctSystemdNestingMin {
 		w.Warn("Systemd %d detected. You may need to enable nesting.", systemd)
 	}
@@ -545,7 +552,7 @@ func (c *Cluster) ctAllocDiskLocked(node, sid string, vmid int, size int64) (*Vo
 	switch {
 	case !s.HasContent("rootdir"):
 		return nil, nil, Failf("content type 'rootdir' is not available or configured on storage '%s'\n", sid)
-	case s.Type == "dir" && size == 0:
+	case s.DirLike() && size == 0:
 		format = "subvol"
 	}
 	v, lines, err := c.allocImageLocked(node, s, vmid, "", format, size)

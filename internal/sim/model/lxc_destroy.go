@@ -116,7 +116,7 @@ func (c *Cluster) ctDestroyContainerLocked(w *Worker, g *Guest, unreferenced boo
 	if unreferenced {
 		for _, key := range sortedKeys(c.st.Volumes) {
 			v := c.st.Volumes[key]
-			if v.Node != g.Node || v.Owner != g.VMID || (v.Content != "images" && v.Content != "rootdir") {
+			if !c.st.volOn(v, g.Node) || v.Owner != g.VMID || (v.Content != "images" && v.Content != "rootdir") {
 				continue
 			}
 			s := c.st.storage(v.Storage)

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -8,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // Disk operations on a CT's mount points: PUT .../resize and POST
@@ -130,7 +133,7 @@ func (c *Cluster) checkResizeLocked(r resizeRequest) (resizePlan, error) {
 			return resizePlan{}, err
 		}
 	}
-	v := c.st.Volumes[volumeKey(g.Node, mp.Volume())]
+	v := c.st.Volumes[c.st.volKey(g.Node, mp.Volume())]
 	if v == nil {
 		return resizePlan{}, Failf("Could not determine current size of volume '%s'\n", mp.Volume())
 	}
@@ -162,6 +165,9 @@ func (c *Cluster) applyResizeLocked(p resizePlan) []string {
 			fmt.Sprintf("  Size of logical volume %s changed from %s (%d extents) to %s (%d extents).", lv, lvmSize(old), old/(4*mib), lvmSize(p.vol.Size), p.vol.Size/(4*mib)),
 			fmt.Sprintf("  Logical volume %s successfully resized.", lv))
 		dev = "/dev/" + lv
+	case "rbd":
+		p.vol.Size = p.newSize
+		dev = "/dev/rbd/" + p.storage.Pool + "/" + p.vol.Name
 	default:
 		p.vol.Size = p.newSize
 		if p.vol.Format == "raw" {
@@ -418,7 +424,7 @@ func (c *Cluster) doReassignLocked(w *Worker, m reassignment) error {
 		}
 		mp.Key = m.targetKey
 		mp.Props["volume"] = newVolid
-		if v := c.st.Volumes[volumeKey(dst.Node, newVolid)]; v != nil {
+		if v := c.st.Volumes[c.st.volKey(dst.Node, newVolid)]; v != nil {
 			mp.Props["size"] = FormatSize(v.Size) // the set path rescans the size
 		}
 		dst.Config[m.targetKey] = mp.String()
@@ -432,7 +438,7 @@ func (c *Cluster) doReassignLocked(w *Worker, m reassignment) error {
 // current (vm-) raw volume, a dir storage a raw/qcow2/vmdk image; base
 // volumes, subvols and non-volumes cannot.
 func (c *Cluster) canRenameLocked(node, volid string) bool {
-	v := c.st.Volumes[volumeKey(node, volid)]
+	v := c.st.Volumes[c.st.volKey(node, volid)]
 	if v == nil {
 		return false
 	}
@@ -442,9 +448,9 @@ func (c *Cluster) canRenameLocked(node, volid string) bool {
 	}
 	base := strings.HasPrefix(filepath.Base(v.Name), "base-")
 	switch s.Type {
-	case "lvmthin":
+	case "lvmthin", "rbd":
 		return v.Format == "raw" && !base
-	case "dir":
+	case "dir", "nfs":
 		return (v.Format == "raw" || v.Format == "qcow2" || v.Format == "vmdk") && !base
 	}
 	return false
@@ -454,7 +460,7 @@ func (c *Cluster) canRenameLocked(node, volid string) bool {
 // lowest free disk name of target on its storage and keeps its data. It
 // returns the new volid and what lvrename prints.
 func (c *Cluster) renameVolumeLocked(node, volid string, target int) (string, []string, error) {
-	v := c.st.Volumes[volumeKey(node, volid)]
+	v := c.st.Volumes[c.st.volKey(node, volid)]
 	if v == nil {
 		return "", nil, Failf("no such volume '%s'\n", volid)
 	}
@@ -469,11 +475,13 @@ func (c *Cluster) renameVolumeLocked(node, volid string, target int) (string, []
 	case "lvmthin":
 		newName = fmt.Sprintf("vm-%d-disk-%d", target, n)
 		lines = append(lines, fmt.Sprintf("  Renamed \"%s\" to \"%s\" in volume group \"%s\"", v.Name, newName, s.VGName))
+	case "rbd":
+		newName = fmt.Sprintf("vm-%d-disk-%d", target, n)
 	default:
 		newName = fmt.Sprintf("%d/vm-%d-disk-%d.%s", target, target, n, v.Format)
 	}
 	newVolid := s.ID + ":" + newName
-	if c.st.Volumes[volumeKey(node, newVolid)] != nil {
+	if c.st.Volumes[c.st.volKey(node, newVolid)] != nil {
 		return "", nil, Failf("target volume '%s' already exists\n", newName)
 	}
 	oldPath, newPath := c.volumePath(node, s.ID, v.Name), c.volumePath(node, s.ID, newName)
@@ -483,9 +491,9 @@ func (c *Cluster) renameVolumeLocked(node, volid string, target int) (string, []
 	if err := os.Rename(oldPath, newPath); err != nil {
 		return "", nil, fmt.Errorf("rename %s: %w", volid, err)
 	}
-	delete(c.st.Volumes, volumeKey(node, volid))
+	delete(c.st.Volumes, c.st.volKey(node, volid))
 	v.Name, v.Owner = newName, target
-	c.st.Volumes[volumeKey(node, newVolid)] = v
+	c.st.Volumes[c.st.volKey(node, newVolid)] = v
 	c.markVolume(node, volid)
 	c.markVolume(node, newVolid)
 	return newVolid, lines, nil
@@ -562,7 +570,7 @@ func (c *Cluster) copyVolumeTask(w *Worker, node string, vmid int, key, storage 
 		if mp.Type() != "volume" {
 			return Failf("cannot copy volumes of type %s\n", mp.Type())
 		}
-		old := st.Volumes[volumeKey(node, oldVolid)]
+		old := st.Volumes[st.volKey(node, oldVolid)]
 		if old == nil {
 			return Failf("no such volume '%s'\n", oldVolid)
 		}
@@ -639,12 +647,24 @@ func (c *Cluster) copyVolumeTask(w *Worker, node string, vmid int, key, storage 
 type copyStats struct {
 	files, dirs int
 	bytes       int64
+	// skipped counts device nodes the host refused to make.
+	skipped int
 }
 
-// copyTree copies the directory tree src into dst (regular files,
-// directories and symlinks, with their modes).
+// copyTree copies the directory tree src into dst (which may exist) as a
+// block-level LVM snapshot or rsync -aHAX would: every file type but
+// sockets, with owners, full modes, times, hard links and xattrs (see
+// fsmeta.go). Nothing is followed through a symlink on either side.
 func copyTree(src, dst string) (copyStats, error) {
 	var st copyStats
+	out := newBeneath(dst)
+	defer out.close()
+	type pendingDir struct {
+		rel string
+		m   fileMeta
+	}
+	var dirs []pendingDir
+	links := map[inode]string{}
 	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -653,41 +673,114 @@ func copyTree(src, dst string) (copyStats, error) {
 		if err != nil {
 			return err
 		}
-		target := filepath.Join(dst, rel)
-		info, err := d.Info()
+		rel = filepath.ToSlash(rel)
+		m, err := lstatMeta(p)
 		if err != nil {
 			return err
 		}
-		switch {
-		case d.IsDir():
+		dirfd, name, err := out.parent(rel, true)
+		if err != nil {
+			return err
+		}
+		switch m.kind() {
+		case unix.S_IFDIR:
 			st.dirs++
-			return os.MkdirAll(target, info.Mode().Perm())
-		case d.Type()&fs.ModeSymlink != 0:
-			link, err := os.Readlink(p)
+			if name != "." {
+				if err := clearAt(dirfd, name, true); err != nil {
+					return err
+				}
+				if err := unix.Mkdirat(dirfd, name, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
+					return fmt.Errorf("mkdir %s: %w", rel, err)
+				}
+			}
+			dirs = append(dirs, pendingDir{rel, m})
+			return nil
+		case unix.S_IFREG:
+			st.files++
+			if err := clearAt(dirfd, name, false); err != nil {
+				return err
+			}
+			key := inode{m.dev, m.ino}
+			if first, ok := links[key]; ok && m.nlink > 1 {
+				return linkBeneath(dst, first, dirfd, name)
+			}
+			st.bytes += m.size
+			if err := copyFileAt(p, dirfd, name); err != nil {
+				return fmt.Errorf("copy %s: %w", rel, err)
+			}
+			if m.nlink > 1 {
+				links[key] = rel
+			}
+		case unix.S_IFLNK:
+			target, err := os.Readlink(p)
 			if err != nil {
 				return err
 			}
-			return os.Symlink(link, target)
-		case d.Type().IsRegular():
-			st.files++
-			st.bytes += info.Size()
-			return copyFile(p, target, info.Mode().Perm())
+			if err := clearAt(dirfd, name, false); err != nil {
+				return err
+			}
+			if err := unix.Symlinkat(target, dirfd, name); err != nil {
+				return fmt.Errorf("symlink %s: %w", rel, err)
+			}
+		case unix.S_IFIFO, unix.S_IFCHR, unix.S_IFBLK:
+			if err := clearAt(dirfd, name, false); err != nil {
+				return err
+			}
+			skipped, err := mknodAt(dirfd, name, m)
+			if err != nil {
+				return err
+			}
+			if skipped {
+				st.skipped++
+				return nil
+			}
+		default:
+			return nil // sockets: rsync and tar skip them too
 		}
-		return nil
+		return applyMeta(dirfd, name, m, m.xattrs)
 	})
-	return st, err
+	if err != nil {
+		return st, err
+	}
+	// Directories last, deepest first: writing into a directory changes
+	// its mtime, and its mode may forbid the writes.
+	for i := len(dirs) - 1; i >= 0; i-- {
+		dirfd, name, err := out.parent(dirs[i].rel, false)
+		if err != nil {
+			return st, err
+		}
+		if err := applyMeta(dirfd, name, dirs[i].m, dirs[i].m.xattrs); err != nil {
+			return st, err
+		}
+	}
+	return st, nil
 }
 
-func copyFile(src, dst string, perm fs.FileMode) error {
-	in, err := os.Open(src)
+// linkBeneath makes name in dirfd a hard link to first (relative to root).
+func linkBeneath(root, first string, dirfd int, name string) error {
+	ofd, oname, err := openBeneath(root, first, false)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(ofd)
+	if err := unix.Linkat(ofd, oname, dirfd, name, 0); err != nil {
+		return fmt.Errorf("link %s: %w", first, err)
+	}
+	return nil
+}
+
+// copyFileAt copies the regular file src into a new file name in dirfd.
+func copyFileAt(src string, dirfd int, name string) error {
+	in, err := os.OpenFile(src, os.O_RDONLY|unix.O_NOFOLLOW, 0)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
+	fd, err := unix.Openat(dirfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		return err
 	}
+	out := os.NewFile(uintptr(fd), name)
 	if _, err := io.Copy(out, in); err != nil {
 		out.Close()
 		return err

@@ -57,7 +57,7 @@ func (c *Cluster) CTInterfaces(node string, vmid int) ([]Interface, error) {
 			{Address: "::1", Type: "inet6", Prefix: 128},
 		},
 	}}
-	nodeID := c.st.node(node).ID
+	block := c.guestBlockLocked()
 	for _, key := range netKeys(g.Config) {
 		n, err := ParseNet(g.Config[key])
 		if err != nil {
@@ -67,7 +67,7 @@ func (c *Cluster) CTInterfaces(node string, vmid int) ([]Interface, error) {
 		switch ip := n["ip"]; ip {
 		case "", "manual":
 		case "dhcp":
-			ifc.Inet = dhcpAddress(nodeID, vmid) + "/8"
+			ifc.Inet = dhcpAddress(block, vmid) + "/8"
 		default:
 			ifc.Inet = ip
 		}
@@ -84,16 +84,60 @@ func (c *Cluster) CTInterfaces(node string, vmid int) ([]Interface, error) {
 	return out, nil
 }
 
-// dhcpAddress is the address a netN with ip=dhcp gets: 127.<node id>.
-// <vmid/256>.<vmid%256>. A vmid that is a multiple of 256 would end in .0,
-// so it moves to the node's second block, 127.<128+node id>.<vmid/256>.1.
-// The third octet wraps for vmids of 65536 and more.
-func dhcpAddress(nodeID, vmid int) string {
+// Guest addresses. Every CT with ip=dhcp gets an address on loopback
+// from its emulator's block: 127.<block>.<vmid/256>.<vmid%256>, where a
+// vmid that is a multiple of 256 (which would end in .0) moves to the
+// block's twin, 127.<128+block>.<vmid/256>.1. VMIDs are unique in the
+// cluster, so one block serves every node. The third octet wraps for
+// vmids of 65536 and more.
+//
+// Blocks keep emulators on one host apart: two emulators whose CTs have
+// the same VMIDs must not answer on the same address and port, or a
+// client logs into the other emulator's container. The guest layer
+// claims a block that no other emulator on the host uses (it holds
+// 127.<block>.0.0 on the guests' SSH port, an address no CT gets) and
+// sets it with SetGuestBlock.
+
+// Guest blocks are 1..MaxGuestBlock; 0 (127.0.0.1, the nodes' 127.0.0.N)
+// and 127 (whose twin would be 127.255) are never used.
+const (
+	DefaultGuestBlock = 1
+	MaxGuestBlock     = 126
+)
+
+// SetGuestBlock makes block (1..MaxGuestBlock) the second octet of the
+// guests' loopback addresses. Running CTs move to the new addresses.
+func (c *Cluster) SetGuestBlock(block int) error {
+	if block < 1 || block > MaxGuestBlock {
+		return fmt.Errorf("guest address block %d: want 1..%d", block, MaxGuestBlock)
+	}
+	c.mu.Lock()
+	c.guestBlock = block
+	c.mu.Unlock()
+	return nil
+}
+
+// GuestBlock is the block of the guests' loopback addresses.
+func (c *Cluster) GuestBlock() int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.guestBlockLocked()
+}
+
+func (c *Cluster) guestBlockLocked() int {
+	if c.guestBlock == 0 {
+		return DefaultGuestBlock
+	}
+	return c.guestBlock
+}
+
+// dhcpAddress is the address a netN with ip=dhcp gets in block.
+func dhcpAddress(block, vmid int) string {
 	hi, lo := (vmid>>8)&0xff, vmid&0xff
 	if lo == 0 {
-		return fmt.Sprintf("127.%d.%d.1", 128+nodeID, hi)
+		return fmt.Sprintf("127.%d.%d.1", 128+block, hi)
 	}
-	return fmt.Sprintf("127.%d.%d.%d", nodeID, hi, lo)
+	return fmt.Sprintf("127.%d.%d.%d", block, hi, lo)
 }
 
 // parseCIDR splits "address/prefix" into an IPAddress.

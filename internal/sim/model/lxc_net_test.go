@@ -60,18 +60,19 @@ func TestCluster_CTInterfaces_missingCT(t *testing.T) {
 
 func TestDhcpAddress(t *testing.T) {
 	tests := []struct {
-		node, vmid int
-		want       string
+		block, vmid int
+		want        string
 	}{
 		{1, 100, "127.1.0.100"},
 		{1, 255, "127.1.0.255"},
 		{1, 256, "127.129.1.1"},
 		{1, 257, "127.1.1.1"},
 		{3, 1000, "127.3.3.232"},
+		{126, 512, "127.254.2.1"},
 	}
 	for _, tt := range tests {
-		if got := dhcpAddress(tt.node, tt.vmid); got != tt.want {
-			t.Errorf("dhcpAddress(%d, %d) = %q, want %q", tt.node, tt.vmid, got, tt.want)
+		if got := dhcpAddress(tt.block, tt.vmid); got != tt.want {
+			t.Errorf("dhcpAddress(%d, %d) = %q, want %q", tt.block, tt.vmid, got, tt.want)
 		}
 	}
 }

@@ -462,7 +462,7 @@ func (c *Cluster) applyPendingMountLocked(g *Guest, opt string) error {
 			}
 			mp.Props["volume"] = v.VolID()
 			mp.Props["size"] = FormatSize(bytes)
-		} else if v := c.st.Volumes[volumeKey(g.Node, mp.Volume())]; v != nil {
+		} else if v := c.st.Volumes[c.st.volKey(g.Node, mp.Volume())]; v != nil {
 			mp.Props["size"] = FormatSize(v.Size)
 		}
 		// PVE warns "Could not rescan volume size - <err>" when the rescan
@@ -487,7 +487,7 @@ func (c *Cluster) deleteMountpointVolumeLocked(g *Guest, volid string) []string 
 		return nil
 	}
 	owner := VolumeOwner(name)
-	if v := c.st.Volumes[volumeKey(g.Node, volid)]; v != nil && v.Owner != 0 {
+	if v := c.st.Volumes[c.st.volKey(g.Node, volid)]; v != nil && v.Owner != 0 {
 		owner = v.Owner
 	}
 	if owner != g.VMID {

@@ -114,7 +114,7 @@ func (k *opsKit) guest(vmid int) Guest {
 func (k *opsKit) volume(node, volid string) *Volume {
 	k.c.mu.Lock()
 	defer k.c.mu.Unlock()
-	if v := k.c.st.Volumes[volumeKey(node, volid)]; v != nil {
+	if v := k.c.st.Volumes[k.c.st.volKey(node, volid)]; v != nil {
 		cp := *v
 		return &cp
 	}

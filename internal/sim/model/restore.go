@@ -1,13 +1,9 @@
 package model
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"os"
-	"path"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -201,7 +197,7 @@ func (c *Cluster) restoreRun(w *Worker, spec restoreSpec, vols *[]string, destro
 		}
 		oldConf = ctCloneGuest(g).Config
 		sid, name, ok := ParseVolID(spec.archive)
-		if !ok || st.Volumes[volumeKey(spec.node, spec.archive)] == nil {
+		if !ok || st.Volumes[st.volKey(spec.node, spec.archive)] == nil {
 			return Failf("can't find file '%s'\n", spec.archive)
 		}
 		archivePath = c.volumePath(spec.node, sid, name)
@@ -320,7 +316,7 @@ func (c *Cluster) restoreRun(w *Worker, spec restoreSpec, vols *[]string, destro
 				continue
 			}
 			sid, name, ok := ParseVolID(mp.Volume())
-			if !ok || st.Volumes[volumeKey(spec.node, mp.Volume())] == nil {
+			if !ok || st.Volumes[st.volKey(spec.node, mp.Volume())] == nil {
 				return Failf("volume '%s' does not exist\n", mp.Volume())
 			}
 			targets = append(targets, restoreMount{path: mp.Path(), dir: c.volumePath(spec.node, sid, name)})
@@ -337,9 +333,12 @@ func (c *Cluster) restoreRun(w *Worker, spec restoreSpec, vols *[]string, destro
 	w.Log("restoring '%s' now..", spec.archive)
 	w.Log("extracting archive '%s'", archiveHost)
 	began := time.Now()
-	n, err := extractBackup(archivePath, targets)
+	n, skipped, err := extractBackup(archivePath, targets)
 	if err != nil {
 		return Failf("unable to restore '%s': %s\n", archiveHost, err)
+	}
+	for _, name := range skipped {
+		w.Log("tar: %s: Cannot mknod: Operation not permitted", name)
 	}
 	w.Log("Total bytes read: %d (%s, %s/s)", n, ctHumanBytes(float64(n)), ctHumanBytes(float64(n)/max(time.Since(began).Seconds(), 1e-3)))
 	w.Log("merging backed-up and given configuration..")
@@ -446,76 +445,4 @@ func parseConfigSection(text string) map[string]string {
 type restoreMount struct {
 	path string // inside the CT
 	dir  string // on the data plane
-}
-
-// extractBackup unpacks a backup archive over the mounts: each entry goes
-// to the volume mounted at the longest prefix of its path, as tar does
-// over mount_all's tree. Only directories, regular files and symlinks are
-// created, and nothing leaves its volume. It returns the tar stream's
-// length.
-func extractBackup(archive string, mounts []restoreMount) (int64, error) {
-	sorted := append([]restoreMount(nil), mounts...)
-	sort.Slice(sorted, func(i, j int) bool { return len(sorted[i].path) > len(sorted[j].path) })
-	tr, closeFn, err := openBackupTar(archive)
-	if err != nil {
-		return 0, err
-	}
-	defer closeFn()
-	var total int64
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return total, err
-		}
-		total += 512
-		name := "/" + strings.TrimPrefix(path.Clean("/"+h.Name), "/")
-		var target restoreMount
-		found := false
-		for _, m := range sorted {
-			if m.path == "/" || name == m.path || strings.HasPrefix(name, m.path+"/") {
-				target, found = m, true
-				break
-			}
-		}
-		if !found {
-			continue
-		}
-		rel := strings.TrimPrefix(strings.TrimPrefix(name, target.path), "/")
-		dst := filepath.Join(target.dir, filepath.FromSlash(rel))
-		if !strings.HasPrefix(dst, filepath.Clean(target.dir)) {
-			continue
-		}
-		switch h.Typeflag {
-		case '5': // directory
-			if err := os.MkdirAll(dst, 0o755); err != nil {
-				return total, err
-			}
-		case '0', '\x00':
-			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-				return total, err
-			}
-			f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, os.FileMode(h.Mode)&0o777)
-			if err != nil {
-				return total, err
-			}
-			n, err := io.Copy(f, tr)
-			f.Close()
-			if err != nil {
-				return total, err
-			}
-			total += (n + 511) / 512 * 512
-		case '2': // symlink
-			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-				return total, err
-			}
-			os.Remove(dst)
-			if err := os.Symlink(h.Linkname, dst); err != nil {
-				return total, err
-			}
-		}
-	}
-	return total + 1024, nil
 }

@@ -110,7 +110,7 @@ func (c *Cluster) snapshotCommitLocked(w *Worker, g *Guest, name string) error {
 		return Failf("snapshot '%s' does not exist\n", name)
 	}
 	for _, mp := range snapshotMounts(s.Config, name == "vzdump") {
-		v := c.st.Volumes[volumeKey(g.Node, mp.Volume())]
+		v := c.st.Volumes[c.st.volKey(g.Node, mp.Volume())]
 		if v == nil {
 			return Failf("volume '%s' does not exist\n", mp.Volume())
 		}
@@ -160,7 +160,7 @@ func (c *Cluster) snapshotDropLocked(g *Guest, name string) []string {
 		if mp.Type() != "volume" {
 			continue
 		}
-		v := c.st.Volumes[volumeKey(g.Node, mp.Volume())]
+		v := c.st.Volumes[c.st.volKey(g.Node, mp.Volume())]
 		if v == nil {
 			continue
 		}
@@ -353,7 +353,7 @@ func (c *Cluster) RollbackSnapshot(auth Auth, node string, vmid int, name string
 				if mp.Type() != "volume" {
 					continue
 				}
-				v := st.Volumes[volumeKey(node, mp.Volume())]
+				v := st.Volumes[st.volKey(node, mp.Volume())]
 				if v == nil {
 					return Failf("volume '%s' does not exist\n", mp.Volume())
 				}

@@ -43,6 +43,9 @@ type Node struct {
 	MemBytes int64  `json:"mem_bytes"`
 	Online   bool   `json:"online"`
 	Booted   int64  `json:"booted"`
+	// OfflineSince is when the node went offline (unix seconds), 0 while
+	// it is online: its RRD entries expire rrdExpiry after that.
+	OfflineSince int64 `json:"offline_since,omitempty"`
 	// IPPrefix is the loopback /24 from which the node's guests get their
 	// addresses (127.<n>.x.y), so that guest endpoints stay on loopback.
 }
@@ -51,7 +54,7 @@ type Node struct {
 // storages) unless Nodes restricts it.
 type Storage struct {
 	ID      string   `json:"id"`
-	Type    string   `json:"type"` // dir | lvmthin
+	Type    string   `json:"type"` // dir | lvmthin | nfs | rbd
 	Content []string `json:"content"`
 	Path    string   `json:"path,omitempty"`
 	VGName  string   `json:"vgname,omitempty"`
@@ -86,9 +89,17 @@ func (s *Storage) OnNode(node string) bool {
 	return false
 }
 
-// Snapshots reports whether the storage type can snapshot volumes
-// (LVM-thin can, dir with raw files cannot).
-func (s *Storage) CanSnapshot() bool { return s.Type == "lvmthin" }
+// CanSnapshot reports whether the storage type can snapshot volumes
+// (LVM-thin and RBD can, dir and NFS with raw files cannot).
+func (s *Storage) CanSnapshot() bool { return s.Type == "lvmthin" || s.Type == "rbd" }
+
+// LVMLike reports storage types whose image volumes are named
+// vm-<vmid>-disk-N with no directory or extension (LVM-thin, RBD).
+func (s *Storage) LVMLike() bool { return s.Type == "lvmthin" || s.Type == "rbd" }
+
+// DirLike reports storage types that keep images as files under
+// <path>/images/<vmid>/ (dir, NFS).
+func (s *Storage) DirLike() bool { return s.Type == "dir" || s.Type == "nfs" }
 
 // Volume is one volume on one node's storage: an LV on LVM-thin, a file on
 // a dir storage. Owner is parsed from the name as PVE does (behaviour.md
@@ -111,6 +122,43 @@ type Volume struct {
 func (v *Volume) VolID() string { return v.Storage + ":" + v.Name }
 
 func volumeKey(node, volid string) string { return node + "/" + volid }
+
+// sharedNode is the pseudo node that holds the volumes of shared storages
+// (shared=1: nfs, rbd): one copy of the data that every node the storage
+// is enabled on sees under the same volid (behaviour.md (i.3)). Local
+// storages are instantiated per node, so their volumes live under the
+// real node's name.
+const sharedNode = "_shared"
+
+// homeNode is where a volume of storage sid, seen from node, lives:
+// sharedNode for a shared storage, node itself otherwise.
+func (st *State) homeNode(node, sid string) string {
+	if st != nil {
+		if s := st.storage(sid); s != nil && s.Shared {
+			return sharedNode
+		}
+	}
+	return node
+}
+
+// volKey is the Volumes key of volid as node sees it.
+func (st *State) volKey(node, volid string) string {
+	sid, _, _ := ParseVolID(volid)
+	return volumeKey(st.homeNode(node, sid), volid)
+}
+
+// volOn reports whether node sees v: its own local volume, or a volume of
+// a shared storage enabled on node.
+func (st *State) volOn(v *Volume, node string) bool {
+	if v.Node == node {
+		return true
+	}
+	if v.Node != sharedNode {
+		return false
+	}
+	s := st.storage(v.Storage)
+	return s != nil && s.OnNode(node)
+}
 
 // Guest is one LXC container. Config holds PVE's config keys with their
 // stored string values (property strings for rootfs, mpN, netN, …), exactly

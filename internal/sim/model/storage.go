@@ -18,6 +18,7 @@ const (
 // volumePath is the directory (thin volumes) or file (dir storage content)
 // that holds a volume's data on the emulator's disk.
 func (c *Cluster) volumePath(node, storage, name string) string {
+	node = c.st.homeNode(node, storage)
 	return filepath.Join(c.DataDir(), node, storage, filepath.FromSlash(name))
 }
 
@@ -30,7 +31,7 @@ func (c *Cluster) VolumePath(node, volid string) (string, error) {
 	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	if c.st.Volumes[volumeKey(node, volid)] == nil {
+	if c.st.Volumes[c.st.volKey(node, volid)] == nil {
 		return "", fmt.Errorf("no such volume '%s'", volid)
 	}
 	return c.volumePath(node, sid, name), nil
@@ -41,7 +42,7 @@ func (c *Cluster) VolumePath(node, volid string) (string, error) {
 func (st *State) nextDiskName(node, storage string, vmid int, prefix string) string {
 	for n := 0; ; n++ {
 		name := fmt.Sprintf("%s-%d-disk-%d", prefix, vmid, n)
-		if st.Volumes[volumeKey(node, storage+":"+name)] == nil {
+		if st.Volumes[st.volKey(node, storage+":"+name)] == nil {
 			return name
 		}
 	}
@@ -62,7 +63,7 @@ func (c *Cluster) allocVolumeLocked(node, sid string, vmid int, size int64, ct s
 		prefix = "subvol"
 	}
 	name := c.st.nextDiskName(node, sid, vmid, prefix)
-	v := &Volume{Node: node, Storage: sid, Name: name, Owner: vmid, Size: size, Format: "raw", Content: "images", Ctime: c.now().Unix()}
+	v := &Volume{Node: c.st.homeNode(node, sid), Storage: sid, Name: name, Owner: vmid, Size: size, Format: "raw", Content: "images", Ctime: c.now().Unix()}
 	if s.Type == "dir" {
 		v.Format = "subvol"
 		v.Name = fmt.Sprintf("images/%d/%s", vmid, name)
@@ -70,18 +71,18 @@ func (c *Cluster) allocVolumeLocked(node, sid string, vmid int, size int64, ct s
 	if err := os.MkdirAll(c.volumePath(node, sid, v.Name), 0o755); err != nil {
 		return nil, fmt.Errorf("allocate %s: %w", v.VolID(), err)
 	}
-	c.st.Volumes[volumeKey(node, v.VolID())] = v
+	c.st.Volumes[c.st.volKey(node, v.VolID())] = v
 	c.markVolume(node, v.VolID())
 	return v, nil
 }
 
 // freeVolumeLocked is vdisk_free: drop the volume, its snapshots and data.
 func (c *Cluster) freeVolumeLocked(node, volid string) error {
-	v := c.st.Volumes[volumeKey(node, volid)]
+	v := c.st.Volumes[c.st.volKey(node, volid)]
 	if v == nil {
 		return Failf("no such volume '%s'\n", volid)
 	}
-	delete(c.st.Volumes, volumeKey(node, volid))
+	delete(c.st.Volumes, c.st.volKey(node, volid))
 	c.markVolume(node, volid)
 	p := c.volumePath(node, v.Storage, v.Name)
 	for _, snap := range v.Snapshots {
@@ -95,7 +96,7 @@ func (c *Cluster) freeVolumeLocked(node, volid string) error {
 
 // snapshotPath is where an LVM-thin snapshot LV snap_<vol>_<snap> keeps its data.
 func (c *Cluster) snapshotPath(node string, v *Volume, snap string) string {
-	return filepath.Join(c.DataDir(), node, v.Storage, "snap_"+v.Name+"_"+snap)
+	return filepath.Join(c.DataDir(), c.st.homeNode(node, v.Storage), v.Storage, "snap_"+v.Name+"_"+snap)
 }
 
 // StorageUsage is what /nodes/{node}/storage/{storage}/status reports.
@@ -126,7 +127,7 @@ func (c *Cluster) Storages(node string) ([]StorageUsage, error) {
 func (c *Cluster) usageLocked(node string, s *Storage) StorageUsage {
 	u := StorageUsage{Storage: cloneStorage(s), Total: s.Total, Active: true}
 	for _, v := range c.st.Volumes {
-		if v.Node == node && v.Storage == s.ID {
+		if c.st.volOn(v, node) && v.Storage == s.ID {
 			u.Used += v.Size
 		}
 	}
@@ -186,13 +187,13 @@ func (c *Cluster) Content(node, sid, content string, vmid int) ([]ContentEntry, 
 	}
 	var out []ContentEntry
 	for _, v := range c.st.Volumes {
-		if v.Node != node || v.Storage != sid {
+		if !c.st.volOn(v, node) || v.Storage != sid {
 			continue
 		}
 		ct := v.Content
 		if ct == "images" || ct == "rootdir" {
 			ct = "images"
-			if g := c.st.Guests[v.Owner]; g != nil && g.Node == node {
+			if g := c.st.Guests[v.Owner]; g != nil && (g.Node == node || s.Shared) {
 				ct = "rootdir"
 			}
 		}
@@ -212,7 +213,7 @@ func (c *Cluster) Content(node, sid, content string, vmid int) ([]ContentEntry, 
 func (c *Cluster) VolumeInfo(node, volid string) (ContentEntry, error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	v := c.st.Volumes[volumeKey(node, volid)]
+	v := c.st.Volumes[c.st.volKey(node, volid)]
 	if v == nil {
 		return ContentEntry{}, Failf("no such volume '%s'\n", volid)
 	}

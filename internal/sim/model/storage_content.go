@@ -71,7 +71,7 @@ func (c *Cluster) parseVolnameLocked(volid string) (s *Storage, name, vtype stri
 	if s = c.st.storage(sid); s == nil {
 		return nil, "", "", 0, Failf("storage '%s' does not exist\n", sid)
 	}
-	if s.Type == "lvmthin" {
+	if s.LVMLike() {
 		m := lvmVolnameRE.FindStringSubmatch(name)
 		if m == nil {
 			return nil, "", "", 0, Failf("unable to parse lvm volume name '%s'\n", name)
@@ -102,7 +102,7 @@ func (c *Cluster) parseVolnameLocked(volid string) (s *Storage, name, vtype stri
 func (c *Cluster) freeDiskNumberLocked(node, sid string, vmid int) int {
 	used := map[int]bool{}
 	for _, v := range c.st.Volumes {
-		if v.Node != node || v.Storage != sid {
+		if !c.st.volOn(v, node) || v.Storage != sid {
 			continue
 		}
 		if m := diskNumberRE.FindStringSubmatch(v.Name); m != nil && m[1] == strconv.Itoa(vmid) {
@@ -126,11 +126,11 @@ func (c *Cluster) allocImageLocked(node string, s *Storage, vmid int, name, form
 	if format == "" {
 		format = "raw"
 	}
-	v := &Volume{Node: node, Storage: s.ID, Owner: vmid, Size: size, Format: format, Content: "images", Ctime: c.now().Unix()}
+	v := &Volume{Node: c.st.homeNode(node, s.ID), Storage: s.ID, Owner: vmid, Size: size, Format: format, Content: "images", Ctime: c.now().Unix()}
 	var lines []string
 	switch s.Type {
-	case "lvmthin":
-		if format != "raw" {
+	case "lvmthin", "rbd":
+		if format != "raw" && s.Type == "lvmthin" {
 			return nil, nil, Failf("unsupported format '%s' at /usr/share/perl5/PVE/Storage/LvmThinPlugin.pm line %d.\n", format, lvmThinFormatDieLine)
 		}
 		if name != "" && !strings.HasPrefix(name, fmt.Sprintf("vm-%d-", vmid)) {
@@ -139,12 +139,17 @@ func (c *Cluster) allocImageLocked(node string, s *Storage, vmid int, name, form
 		if name == "" {
 			name = fmt.Sprintf("vm-%d-disk-%d", vmid, c.freeDiskNumberLocked(node, s.ID, vmid))
 		}
-		if c.st.Volumes[volumeKey(node, s.ID+":"+name)] != nil {
+		if c.st.Volumes[c.st.volKey(node, s.ID+":"+name)] != nil && s.Type == "rbd" {
+			return nil, nil, Failf("rbd create '%s' error: rbd: create error: (17) File exists\n", name)
+		}
+		if c.st.Volumes[c.st.volKey(node, s.ID+":"+name)] != nil {
 			return nil, nil, Failf("lvcreate '%s/%s' error:   Logical Volume \"%s\" already exists in volume group \"%s\"\n", s.VGName, name, name, s.VGName)
 		}
 		v.Name = name
-		lines = append(lines, fmt.Sprintf("  Logical volume \"%s\" created.", name))
-	case "dir":
+		if s.Type == "lvmthin" {
+			lines = append(lines, fmt.Sprintf("  Logical volume \"%s\" created.", name))
+		}
+	case "dir", "nfs":
 		if name == "" {
 			prefix := "vm"
 			if format == "subvol" {
@@ -166,7 +171,7 @@ func (c *Cluster) allocImageLocked(node string, s *Storage, vmid int, name, form
 		}
 		v.Name = fmt.Sprintf("%d/%s", vmid, name)
 		path := fmt.Sprintf("%s/images/%s", s.Path, v.Name)
-		if c.st.Volumes[volumeKey(node, v.VolID())] != nil {
+		if c.st.Volumes[c.st.volKey(node, v.VolID())] != nil {
 			return nil, nil, Failf("disk image '%s' already exists\n", path)
 		}
 		if format == "subvol" && size != 0 {
@@ -181,7 +186,7 @@ func (c *Cluster) allocImageLocked(node string, s *Storage, vmid int, name, form
 	if err := os.MkdirAll(c.volumePath(node, s.ID, v.Name), 0o755); err != nil {
 		return nil, nil, fmt.Errorf("allocate %s: %w", v.VolID(), err)
 	}
-	c.st.Volumes[volumeKey(node, v.VolID())] = v
+	c.st.Volumes[c.st.volKey(node, v.VolID())] = v
 	c.markVolume(node, v.VolID())
 	return v, lines, nil
 }
@@ -333,9 +338,9 @@ func (c *Cluster) freeImageLocked(w *Worker, node, volid string) error {
 	if _, err := c.storageCheckEnabledLocked(s.ID, node); err != nil {
 		return err
 	}
-	v := c.st.Volumes[volumeKey(node, volid)]
+	v := c.st.Volumes[c.st.volKey(node, volid)]
 	if v == nil {
-		if s.Type == "dir" {
+		if s.DirLike() {
 			w.logLocked("disk image '%s' does not exist", c.hostPath(s, name))
 		}
 		return nil
@@ -352,6 +357,9 @@ func (c *Cluster) freeImageLocked(w *Worker, node, volid string) error {
 			w.logLocked("  Logical volume \"snap_%s_%s\" successfully removed.", name, snap)
 		}
 		w.logLocked("  Logical volume \"%s\" successfully removed.", name)
+	}
+	if s.Type == "rbd" {
+		w.logLocked("Removing image: 100%% complete...done.")
 	}
 	return c.freeVolumeLocked(node, volid)
 }
@@ -517,7 +525,7 @@ func (c *Cluster) downloadTask(w *Worker, d download) error {
 	err := w.Do(func(st *State) error {
 		s := st.storage(d.storage)
 		dest, hostDest = c.volumePath(d.node, d.storage, name), c.hostPath(s, name)
-		exists = st.Volumes[volumeKey(d.node, volid)] != nil
+		exists = st.Volumes[st.volKey(d.node, volid)] != nil
 		return nil
 	})
 	if err != nil {
@@ -577,7 +585,7 @@ func (c *Cluster) downloadTask(w *Worker, d download) error {
 		if err := os.Rename(tmp, dest); err != nil {
 			return Failf("unable to rename temporary file: %s\n", err)
 		}
-		st.Volumes[volumeKey(d.node, volid)] = &Volume{Node: d.node, Storage: d.storage, Name: name, Size: size,
+		st.Volumes[st.volKey(d.node, volid)] = &Volume{Node: st.homeNode(d.node, d.storage), Storage: d.storage, Name: name, Size: size,
 			Format: contentFormat(d.content, d.file), Content: d.content, Ctime: c.now().Unix()}
 		c.markVolume(d.node, volid)
 		return nil

@@ -90,6 +90,11 @@ func templateFiles(a Appliance) map[string]string {
 	if a.Systemd > 0 {
 		files["usr/lib/systemd/systemd.version"] = fmt.Sprintf("%d\n", a.Systemd)
 	}
+	if osID != "alpine" {
+		// The standard templates have openssh-server (its host keys are
+		// made at create); Alpine's default one has no sshd.
+		files["etc/ssh/sshd_config"] = "Include /etc/ssh/sshd_config.d/*.conf\nKbdInteractiveAuthentication no\nUsePAM yes\nX11Forwarding yes\nPrintMotd no\nAcceptEnv LANG LC_*\nSubsystem\tsftp\t/usr/lib/openssh/sftp-server\n"
+	}
 	return files
 }
 

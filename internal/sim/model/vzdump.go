@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/zstd"
+	"golang.org/x/sys/unix"
 )
 
 // Backups: POST /nodes/{node}/vzdump (pve-manager API2/VZDump.pm and
@@ -499,7 +500,7 @@ func (c *Cluster) vzdumpGuest(w *Worker, job vzdumpJob, vmid int, dumpdir string
 			snapped = true
 			err = w.Do(func(st *State) error {
 				for i := range disks {
-					if v := st.Volumes[volumeKey(job.node, disks[i].volid)]; v != nil {
+					if v := st.Volumes[st.volKey(job.node, disks[i].volid)]; v != nil {
 						disks[i].dir = c.snapshotPath(job.node, v, "vzdump")
 					}
 				}
@@ -554,7 +555,7 @@ func (c *Cluster) vzdumpGuest(w *Worker, job vzdumpJob, vmid int, dumpdir string
 			}
 		}
 		err = w.Do(func(st *State) error {
-			st.Volumes[volumeKey(job.node, volid)] = &Volume{Node: job.node, Storage: job.storage, Name: "backup/" + archive,
+			st.Volumes[st.volKey(job.node, volid)] = &Volume{Node: st.homeNode(job.node, job.storage), Storage: job.storage, Name: "backup/" + archive,
 				Owner: vmid, Size: size, Format: strings.TrimPrefix(ext, "."), Content: "backup", Ctime: began.Unix(),
 				Notes: notes, Protected: job.protect}
 			c.markVolume(job.node, volid)
@@ -634,7 +635,7 @@ func (w *Worker) logSnapshot() []string {
 func (c *Cluster) vzdumpCheckLimitLocked(job vzdumpJob, vmid int) error {
 	count, protected := 0, 0
 	for _, v := range c.st.Volumes {
-		if v.Node == job.node && v.Storage == job.storage && v.Content == "backup" && v.Owner == vmid {
+		if c.st.volOn(v, job.node) && v.Storage == job.storage && v.Content == "backup" && v.Owner == vmid {
 			if v.Protected {
 				protected++
 			} else {
@@ -671,7 +672,7 @@ func (c *Cluster) vzdumpPruneLocked(w *Worker, job vzdumpJob, vmid int) {
 	if job.prune != nil {
 		var group []*Volume
 		for _, v := range c.st.Volumes {
-			if v.Node == job.node && v.Storage == job.storage && v.Content == "backup" && v.Owner == vmid &&
+			if c.st.volOn(v, job.node) && v.Storage == job.storage && v.Content == "backup" && v.Owner == vmid &&
 				strings.HasPrefix(v.Name, fmt.Sprintf("backup/vzdump-lxc-%d-", vmid)) {
 				group = append(group, v)
 			}
@@ -916,12 +917,19 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 }
 
 // tarTree adds the tree at dir to tw, named below prefix ("." for the
-// rootfs, "./data" for a mount point at /data). A missing dir adds only
-// the mount point directory.
+// rootfs, "./data" for a mount point at /data), as vzdump's `tar cpf -
+// --numeric-owner --acls --xattrs --xattrs-include=user.*
+// --xattrs-include=security.capability` writes it: PAX headers with
+// numeric owners only, full modes and mtimes, the second name of a
+// hard-linked file as a link entry, FIFOs and device nodes as their tar
+// types (sockets are left out), kept xattrs as SCHILY.xattr records and
+// ACLs as SCHILY.acl.access and SCHILY.acl.default. A missing dir adds
+// only the mount point directory.
 func tarTree(tw *tar.Writer, dir, prefix string) error {
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
-		return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: prefix + "/", Mode: 0o755, ModTime: time.Now()})
+		return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: prefix + "/", Mode: 0o755, ModTime: time.Now(), Format: tar.FormatPAX})
 	}
+	links := map[inode]string{}
 	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -934,33 +942,90 @@ func tarTree(tw *tar.Writer, dir, prefix string) error {
 		if rel != "." {
 			name = prefix + "/" + filepath.ToSlash(rel)
 		}
-		info, err := d.Info()
+		m, err := lstatMeta(p)
 		if err != nil {
 			return err
 		}
-		switch {
-		case d.IsDir():
-			return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: name + "/", Mode: int64(info.Mode().Perm()), ModTime: info.ModTime()})
-		case d.Type()&fs.ModeSymlink != 0:
+		uid, gid := ctOwner(m.uid, m.gid)
+		h := &tar.Header{Name: name, Mode: int64(m.perm()), Uid: uid, Gid: gid, ModTime: m.mtimeTime(), Format: tar.FormatPAX}
+		for k, v := range m.xattrs {
+			switch {
+			case k == aclXattrAccess || k == aclXattrDefault:
+				text, err := aclToText(v)
+				if err != nil {
+					return fmt.Errorf("%s: %s: %w", p, k, err)
+				}
+				if h.PAXRecords == nil {
+					h.PAXRecords = map[string]string{}
+				}
+				h.PAXRecords["SCHILY.acl."+strings.TrimPrefix(k, "system.posix_acl_")] = text
+			case tarXattr(k):
+				if h.PAXRecords == nil {
+					h.PAXRecords = map[string]string{}
+				}
+				h.PAXRecords["SCHILY.xattr."+k] = string(v)
+			}
+		}
+		var body bool
+		switch m.kind() {
+		case unix.S_IFDIR:
+			h.Typeflag, h.Name = tar.TypeDir, name+"/"
+		case unix.S_IFREG:
+			key := inode{m.dev, m.ino}
+			if first, ok := links[key]; ok && m.nlink > 1 {
+				h.Typeflag, h.Linkname = tar.TypeLink, first
+				break
+			}
+			if m.nlink > 1 {
+				links[key] = name
+			}
+			h.Typeflag, h.Size, body = tar.TypeReg, m.size, true
+		case unix.S_IFLNK:
 			link, err := os.Readlink(p)
 			if err != nil {
 				return err
 			}
-			return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeSymlink, Name: name, Linkname: link, Mode: 0o777, ModTime: info.ModTime()})
-		case d.Type().IsRegular():
-			if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: int64(info.Mode().Perm()), Size: info.Size(), ModTime: info.ModTime()}); err != nil {
-				return err
+			h.Typeflag, h.Linkname = tar.TypeSymlink, link
+		case unix.S_IFIFO:
+			h.Typeflag = tar.TypeFifo
+		case unix.S_IFCHR, unix.S_IFBLK:
+			h.Typeflag = tar.TypeChar
+			if m.kind() == unix.S_IFBLK {
+				h.Typeflag = tar.TypeBlock
 			}
-			f, err := os.Open(p)
-			if err != nil {
-				return err
-			}
-			defer f.Close()
-			_, err = io.Copy(tw, f)
+			h.Devmajor, h.Devminor = int64(unix.Major(m.rdev)), int64(unix.Minor(m.rdev))
+		default:
+			return nil // socket ignored
+		}
+		if err := tw.WriteHeader(h); err != nil {
 			return err
 		}
-		return nil
+		if !body {
+			return nil
+		}
+		f, err := os.OpenFile(p, os.O_RDONLY|unix.O_NOFOLLOW, 0)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		// The header promised m.size bytes: a file that changed since
+		// (a running CT) is cut or padded as GNU tar does.
+		n, err := io.Copy(tw, io.LimitReader(f, m.size))
+		if err != nil {
+			return err
+		}
+		if n < m.size {
+			_, err = io.CopyN(tw, zeroReader{}, m.size-n)
+		}
+		return err
 	})
+}
+
+type zeroReader struct{}
+
+func (zeroReader) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
 }
 
 // openBackupTar opens a backup archive's tar stream (zstd by magic,
@@ -1044,7 +1109,7 @@ func (c *Cluster) ExtractConfig(auth Auth, node, volume string) (string, error) 
 	s := c.st.storage(sid)
 	p := c.volumePath(node, sid, name)
 	host := c.hostPath(s, name)
-	exists := c.st.Volumes[volumeKey(node, volume)] != nil
+	exists := c.st.Volumes[c.st.volKey(node, volume)] != nil
 	c.mu.Unlock()
 	if vtype != "backup" {
 		return "", Failf("cannot extract config from non-backup volume '%s'\n", volume)

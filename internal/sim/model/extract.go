@@ -1,0 +1,230 @@
+package model
+
+import (
+	"archive/tar"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"sort"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// extractBackup unpacks a backup archive over the mounts as
+// restore_tar_archive's `tar xpf - --numeric-owner --acls --xattrs
+// --xattrs-include=user.* --xattrs-include=security.capability
+// --anchored --exclude ./dev/*` does over mount_all's tree: each entry
+// goes to the volume mounted at the longest prefix of its path, with its
+// numeric owner, full mode, mtime, xattrs and ACLs; hard links, FIFOs and
+// device nodes are made as such (a device node the host refuses is
+// skipped and named in skipped, as tar warns and goes on); ./dev/* of
+// the rootfs is left out.
+//
+// Nothing leaves its volume: names are cleaned of "..", no directory on
+// the way to an entry may be a symlink (openBeneath), a hard link must
+// point into the same volume, and metadata calls never follow the
+// entry itself. It returns the tar stream's length.
+func extractBackup(archive string, mounts []restoreMount) (total int64, skipped []string, err error) {
+	sorted := append([]restoreMount(nil), mounts...)
+	sort.Slice(sorted, func(i, j int) bool { return len(sorted[i].path) > len(sorted[j].path) })
+	tr, closeFn, err := openBackupTar(archive)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer closeFn()
+	trees := map[string]*beneath{}
+	defer func() {
+		for _, b := range trees {
+			b.close()
+		}
+	}()
+	// locate maps an archive name to its volume and the path inside it.
+	locate := func(name string) (restoreMount, string, bool) {
+		abs := path.Clean("/" + name)
+		for _, m := range sorted {
+			if m.path == "/" || abs == m.path || strings.HasPrefix(abs, m.path+"/") {
+				return m, strings.TrimPrefix(strings.TrimPrefix(abs, m.path), "/"), true
+			}
+		}
+		return restoreMount{}, "", false
+	}
+	type pendingDir struct {
+		dir, rel string
+		m        fileMeta
+		xattrs   map[string][]byte
+	}
+	var dirs []pendingDir
+	dirAt := map[[2]string]int{} // a directory named twice takes its last entry's metadata
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return total, skipped, err
+		}
+		total += 512
+		abs := path.Clean("/" + h.Name)
+		if strings.HasPrefix(abs, "/dev/") {
+			continue // --exclude ./dev/*
+		}
+		target, rel, ok := locate(h.Name)
+		if !ok {
+			continue
+		}
+		b := trees[target.dir]
+		if b == nil {
+			b = newBeneath(target.dir)
+			trees[target.dir] = b
+		}
+		m, xattrs, err := tarMeta(h)
+		if err != nil {
+			return total, skipped, fmt.Errorf("%s: %w", h.Name, err)
+		}
+		dirfd, name, err := b.parent(rel, true)
+		if err != nil {
+			return total, skipped, err
+		}
+		switch h.Typeflag {
+		case tar.TypeDir:
+			if name != "." {
+				if err := clearAt(dirfd, name, true); err != nil {
+					return total, skipped, fmt.Errorf("%s: %w", h.Name, err)
+				}
+				if err := unix.Mkdirat(dirfd, name, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
+					return total, skipped, fmt.Errorf("mkdir %s: %w", h.Name, err)
+				}
+			}
+			if i, ok := dirAt[[2]string{target.dir, rel}]; ok {
+				dirs[i].m, dirs[i].xattrs = m, xattrs
+				continue
+			}
+			dirAt[[2]string{target.dir, rel}] = len(dirs)
+			dirs = append(dirs, pendingDir{target.dir, rel, m, xattrs})
+			continue
+		case tar.TypeReg, tar.TypeRegA:
+			if err := clearAt(dirfd, name, false); err != nil {
+				return total, skipped, fmt.Errorf("%s: %w", h.Name, err)
+			}
+			fd, err := unix.Openat(dirfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+			if err != nil {
+				return total, skipped, fmt.Errorf("create %s: %w", h.Name, err)
+			}
+			f := os.NewFile(uintptr(fd), h.Name)
+			n, err := io.Copy(f, tr)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return total, skipped, fmt.Errorf("write %s: %w", h.Name, err)
+			}
+			total += (n + 511) / 512 * 512
+		case tar.TypeLink:
+			lt, lrel, ok := locate(h.Linkname)
+			if !ok || lt.dir != target.dir {
+				return total, skipped, fmt.Errorf("%s: hard link to %s, outside its volume", h.Name, h.Linkname)
+			}
+			if err := clearAt(dirfd, name, false); err != nil {
+				return total, skipped, fmt.Errorf("%s: %w", h.Name, err)
+			}
+			if err := linkBeneath(target.dir, lrel, dirfd, name); err != nil {
+				return total, skipped, fmt.Errorf("%s: %w", h.Name, err)
+			}
+			continue // a link has its target's metadata
+		case tar.TypeSymlink:
+			if err := clearAt(dirfd, name, false); err != nil {
+				return total, skipped, fmt.Errorf("%s: %w", h.Name, err)
+			}
+			if err := unix.Symlinkat(h.Linkname, dirfd, name); err != nil {
+				return total, skipped, fmt.Errorf("symlink %s: %w", h.Name, err)
+			}
+		case tar.TypeFifo, tar.TypeChar, tar.TypeBlock:
+			if err := clearAt(dirfd, name, false); err != nil {
+				return total, skipped, fmt.Errorf("%s: %w", h.Name, err)
+			}
+			skip, err := mknodAt(dirfd, name, m)
+			if err != nil {
+				return total, skipped, fmt.Errorf("%s: %w", h.Name, err)
+			}
+			if skip {
+				skipped = append(skipped, h.Name)
+				continue
+			}
+		default:
+			continue // sockets, GNU extensions: tar -x warns and skips them
+		}
+		if err := applyMeta(dirfd, name, m, xattrs); err != nil {
+			return total, skipped, err
+		}
+	}
+	// Directories last, deepest first (see copyTree).
+	for i := len(dirs) - 1; i >= 0; i-- {
+		d := dirs[i]
+		dirfd, name, err := trees[d.dir].parent(d.rel, false)
+		if err != nil {
+			return total, skipped, err
+		}
+		if err := applyMeta(dirfd, name, d.m, d.xattrs); err != nil {
+			return total, skipped, err
+		}
+	}
+	return total + 1024, skipped, nil
+}
+
+// tarMeta is a tar header's metadata in fileMeta form, and the xattrs to
+// set: the kept SCHILY.xattr records and the SCHILY.acl ones as ACL
+// xattrs. Owners are the archive's numeric ids; 0 means the emulator's
+// own user when it runs without root (see ctOwner).
+func tarMeta(h *tar.Header) (fileMeta, map[string][]byte, error) {
+	kinds := map[byte]uint32{
+		tar.TypeDir: unix.S_IFDIR, tar.TypeReg: unix.S_IFREG, tar.TypeRegA: unix.S_IFREG, tar.TypeLink: unix.S_IFREG,
+		tar.TypeSymlink: unix.S_IFLNK, tar.TypeFifo: unix.S_IFIFO, tar.TypeChar: unix.S_IFCHR, tar.TypeBlock: unix.S_IFBLK,
+	}
+	uid, gid := h.Uid, h.Gid
+	if !isRoot() {
+		if uid == 0 {
+			uid = os.Geteuid()
+		}
+		if gid == 0 {
+			gid = os.Getegid()
+		}
+	}
+	mt := unix.NsecToTimespec(h.ModTime.UnixNano())
+	at := mt
+	if !h.AccessTime.IsZero() {
+		at = unix.NsecToTimespec(h.AccessTime.UnixNano())
+	}
+	m := fileMeta{
+		mode: kinds[h.Typeflag] | uint32(h.Mode)&0o7777, uid: uid, gid: gid,
+		rdev: unix.Mkdev(uint32(h.Devmajor), uint32(h.Devminor)), atime: at, mtime: mt,
+	}
+	var xattrs map[string][]byte
+	set := func(k string, v []byte) {
+		if xattrs == nil {
+			xattrs = map[string][]byte{}
+		}
+		xattrs[k] = v
+	}
+	for k, v := range h.PAXRecords {
+		switch {
+		case strings.HasPrefix(k, "SCHILY.xattr."):
+			if name := strings.TrimPrefix(k, "SCHILY.xattr."); tarXattr(name) {
+				set(name, []byte(v))
+			}
+		case k == "SCHILY.acl.access" || k == "SCHILY.acl.default":
+			b, err := aclFromText(v)
+			if err != nil {
+				return fileMeta{}, nil, err
+			}
+			if k == "SCHILY.acl.access" {
+				set(aclXattrAccess, b)
+			} else {
+				set(aclXattrDefault, b)
+			}
+		}
+	}
+	return m, xattrs, nil
+}

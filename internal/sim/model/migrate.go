@@ -1,0 +1,730 @@
+package model
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// CT migration between nodes: POST/GET /nodes/{node}/lxc/{vmid}/migrate
+// (pve-container API2/LXC.pm migrate_vm, migrate_vm_precondition;
+// LXC/Migrate.pm; pve-guest-common AbstractMigrate.pm), behaviour.md
+// (i.1), (i.2). Only offline (stopped, or restart mode) migration exists
+// for containers. Local volumes are copied to the target node's instance
+// of their storage and freed on the source after success; volumes of
+// shared storages are not copied, the same volid names the same data on
+// every node.
+
+// migrateLockTimeout is guest_migration_lock's flock timeout.
+const migrateLockTimeout = 10 * time.Second
+
+// migrateLogTime is AbstractMigrate.pm log's timestamp.
+const migrateLogTime = "2006-01-02 15:04:05"
+
+// migration is one accepted migrate request.
+type migration struct {
+	vmid            int
+	source, target  string
+	restart, online bool
+	timeout         time.Duration
+	storageMap      *storageMap
+	startedAt       time.Time
+	wasRunning      bool
+	copies          []migCopy // local volumes whose copy was started, in order
+}
+
+// migCopy is one local volume's copy to the target node.
+type migCopy struct {
+	volid, newVolid string
+	done            bool
+}
+
+// storageMap is pve-common parse_idmap's result for target-storage.
+type storageMap struct {
+	identity bool
+	def      string
+	entries  map[string]string
+}
+
+// parseStorageMap is parse_idmap (the schema has already checked each
+// entry's format).
+func parseStorageMap(s string) (*storageMap, error) {
+	m := &storageMap{entries: map[string]string{}}
+	for _, e := range splitList(s) {
+		switch src, dst, ok := strings.Cut(e, ":"); {
+		case e == "1":
+			m.identity = true
+		case ok:
+			if _, dup := m.entries[src]; dup {
+				return nil, fmt.Errorf("duplicate mapping for source '%s'\n", src)
+			}
+			m.entries[src] = dst
+		default:
+			if m.def != "" {
+				return nil, fmt.Errorf("default target ID can only be provided once\n")
+			}
+			m.def = e
+		}
+	}
+	if m.identity && (m.def != "" || len(m.entries) > 0) {
+		return nil, fmt.Errorf("identity mapping cannot be combined with other mappings\n")
+	}
+	return m, nil
+}
+
+// mapID is map_id: the target storage for source storage sid.
+func (m *storageMap) mapID(sid string) string {
+	if m == nil || m.identity {
+		return sid
+	}
+	if t, ok := m.entries[sid]; ok {
+		return t
+	}
+	if m.def != "" {
+		return m.def
+	}
+	return sid
+}
+
+// targets lists the map's target storages: the entries' values, then the
+// default, as migrate_vm checks them.
+func (m *storageMap) targets() []string {
+	var out []string
+	for _, k := range sortedKeys(m.entries) {
+		out = append(out, m.entries[k])
+	}
+	if m.def != "" {
+		out = append(out, m.def)
+	}
+	return out
+}
+
+// splitList is PVE::Tools::split_list: items separated by commas,
+// semicolons or whitespace.
+func splitList(s string) []string {
+	return strings.FieldsFunc(s, func(r rune) bool {
+		return r == ',' || r == ';' || r == ' ' || r == '\t' || r == '\n' || r == '\x00'
+	})
+}
+
+// quorateLocked reports whether more than half of the nodes are online
+// (corosync votequorum with one vote per node).
+func (c *Cluster) quorateLocked() bool {
+	online := 0
+	for _, n := range c.st.Nodes {
+		if n.Online {
+			online++
+		}
+	}
+	return online*2 > len(c.st.Nodes)
+}
+
+// MigrateCT is POST /nodes/{node}/lxc/{vmid}/migrate: the synchronous
+// checks of migrate_vm in PVE's order, then a vzmigrate task on the
+// source node. params: target, online, restart, timeout, bwlimit,
+// target-storage. VM.Migrate on /vms/{vmid} is the schema's check (the
+// HTTP layer); the target-storage checks are here.
+func (c *Cluster) MigrateCT(auth Auth, node string, vmid int, params map[string]string) (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.checkNodeLocked(node); err != nil {
+		return "", err
+	}
+	target := params["target"]
+	if target == node {
+		return "", ParamError(map[string]string{"target": "target is local node."})
+	}
+	if !c.quorateLocked() {
+		return "", Failf("cluster not ready - no quorum?\n")
+	}
+	if c.st.node(target) == nil {
+		return "", Failf("no such cluster node '%s'\n", target)
+	}
+	g, err := c.guestLocked(node, vmid)
+	if err != nil {
+		return "", err
+	}
+	m := &migration{vmid: vmid, source: node, target: target, online: isTrue(params["online"]), restart: isTrue(params["restart"]), timeout: 180 * time.Second}
+	if g.Running && !m.online && !m.restart {
+		return "", Failf("can't migrate running container without --online or --restart\n")
+	}
+	if ts := params["target-storage"]; ts != "" {
+		sm, err := parseStorageMap(ts)
+		if err != nil {
+			return "", ParamError(map[string]string{"target-storage": "failed to parse storage map: " + err.Error()})
+		}
+		if !sm.identity && !auth.IsRoot() {
+			if err := c.st.Access.Check(auth, fmt.Sprintf("/vms/%d", vmid), []string{"VM.Config.Disk"}, false); err != nil {
+				return "", err
+			}
+		}
+		for _, dst := range sm.targets() {
+			s, err := c.storageCheckEnabledLocked(dst, target)
+			if err != nil {
+				return "", err
+			}
+			if !auth.IsRoot() {
+				if err := c.st.Access.Check(auth, "/storage/"+dst, []string{"Datastore.AllocateSpace"}, false); err != nil {
+					return "", err
+				}
+			}
+			if !s.HasContent("rootdir") {
+				return "", Failf("storage '%s' does not support CT rootdirs\n", dst)
+			}
+		}
+		m.storageMap = sm
+	}
+	if t, err := strconv.Atoi(params["timeout"]); err == nil {
+		m.timeout = time.Duration(t) * time.Second
+	}
+	return c.spawn(auth, node, "vzmigrate", strconv.Itoa(vmid), func(w *Worker) error {
+		return c.migrateTask(w, m)
+	}), nil
+}
+
+// MigratePrecondition is GET /nodes/{node}/lxc/{vmid}/migrate (PVE 9):
+// whether the CT runs and the nodes it may go to: every other cluster
+// node, with no online or storage check (migrate_vm_precondition).
+type MigratePrecondition struct {
+	Running         bool
+	AllowedNodes    []string
+	NotAllowedNodes map[string]any
+}
+
+// MigratePrecondition answers GET …/migrate for CT vmid on node.
+func (c *Cluster) MigratePrecondition(node string, vmid int) (MigratePrecondition, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if err := c.checkNodeLocked(node); err != nil {
+		return MigratePrecondition{}, err
+	}
+	if !c.quorateLocked() {
+		return MigratePrecondition{}, Failf("cluster not ready - no quorum?\n")
+	}
+	g, err := c.guestLocked(node, vmid)
+	if err != nil {
+		return MigratePrecondition{}, err
+	}
+	if err := checkLock(g); err != nil {
+		return MigratePrecondition{}, err
+	}
+	out := MigratePrecondition{Running: g.Running, AllowedNodes: []string{}, NotAllowedNodes: map[string]any{}}
+	for _, n := range c.st.Nodes {
+		if n.Name != node {
+			out.AllowedNodes = append(out.AllowedNodes, n.Name)
+		}
+	}
+	return out, nil
+}
+
+// mlog is AbstractMigrate.pm log at level info or warn: the line with its
+// timestamp.
+func (c *Cluster) mlog(w *Worker, format string, args ...any) {
+	msg := strings.TrimRight(fmt.Sprintf(format, args...), "\n")
+	ts := c.now().Format(migrateLogTime)
+	for _, line := range strings.Split(msg, "\n") {
+		w.Log("%s %s", ts, line)
+	}
+}
+
+// merr is log at level err: " ERROR: " after the timestamp.
+func (c *Cluster) merr(w *Worker, format string, args ...any) {
+	c.mlog(w, "ERROR: "+format, args...)
+}
+
+// migrationDuration is AbstractMigrate's HH:MM:SS since the start.
+func (c *Cluster) migrationDuration(m *migration) string {
+	d := int(c.now().Sub(m.startedAt).Seconds())
+	if d < 0 {
+		d = 0
+	}
+	return fmt.Sprintf("%02d:%02d:%02d", d/3600, d/60%60, d%60)
+}
+
+// migrateTask is the vzmigrate worker: guest_migration_lock, the config
+// flock for the whole run, then prepare, phase1, phase3 and
+// final_cleanup with AbstractMigrate's outcome rules.
+func (c *Cluster) migrateTask(w *Worker, m *migration) error {
+	release, err := c.migLocks.acquire(w.ctx, m.vmid, migrateLockTimeout)
+	if err != nil {
+		return err
+	}
+	w.held = append(w.held, release)
+	if err := w.LockConfig(m.vmid); err != nil {
+		return err
+	}
+	m.startedAt = c.now()
+	if err := c.migratePrepare(w, m); err != nil {
+		c.merr(w, "migration aborted (duration %s): %s", c.migrationDuration(m), strings.TrimRight(errText(err), "\n"))
+		return Failf("migration aborted\n")
+	}
+	if err := c.migratePhase1(w, m); err != nil {
+		c.merr(w, "%s", strings.TrimRight(errText(err), "\n"))
+		c.mlog(w, "aborting phase 1 - cleanup resources")
+		for _, cp := range m.copies {
+			volid := cp.volid
+			if cp.done {
+				volid = cp.newVolid
+			}
+			c.merr(w, "found stale volume copy '%s' on node '%s'", volid, m.target)
+		}
+		c.mlog(w, "start final cleanup")
+		w.cleanup(func(st *State) {
+			if g := st.Guests[m.vmid]; g != nil && g.Node == m.source && g.Lock() == "migrate" {
+				delete(g.Config, "lock")
+			}
+		})
+		if m.wasRunning {
+			c.mlog(w, "start container on source node")
+			if err := c.migrateStart(w, m.source, m.vmid); err != nil {
+				c.merr(w, "%s", strings.TrimRight(errText(err), "\n"))
+			}
+		}
+		c.merr(w, "migration aborted (duration %s): %s", c.migrationDuration(m), strings.TrimRight(errText(err), "\n"))
+		return Failf("migration aborted\n")
+	}
+	problems := c.migratePhase3(w, m)
+	c.mlog(w, "start final cleanup")
+	if err := w.Phase("vzmigrate", 0.2); err != nil {
+		return err
+	}
+	if err := w.Do(func(st *State) error {
+		g := st.Guests[m.vmid]
+		if g == nil || g.Node != m.target {
+			return Failf("Configuration file '%s' does not exist\n", configPath(m.target, m.vmid))
+		}
+		if g.Lock() == "migrate" {
+			delete(g.Config, "lock")
+		}
+		return nil
+	}); err != nil {
+		c.merr(w, "failed to clear migrate lock: %s", strings.TrimRight(errText(err), "\n"))
+		problems = true
+	}
+	if m.wasRunning {
+		c.mlog(w, "start container on target node")
+		ip := m.target
+		c.mu.RLock()
+		if n := c.st.node(m.target); n != nil {
+			ip = nodeAddress(n)
+		}
+		c.mu.RUnlock()
+		c.mlog(w, "# /usr/bin/ssh -e none -o 'BatchMode=yes' -o 'HostKeyAlias=%s' -o 'UserKnownHostsFile=/etc/pve/nodes/%s/ssh_known_hosts' -o 'GlobalKnownHostsFile=none' root@%s pct start %d", m.target, m.target, ip, m.vmid)
+		if err := c.migrateStart(w, m.target, m.vmid); err != nil {
+			c.merr(w, "%s", strings.TrimRight(errText(err), "\n"))
+			problems = true
+		}
+	}
+	if problems {
+		c.merr(w, "migration finished with problems (duration %s)", c.migrationDuration(m))
+		return Failf("migration problems\n")
+	}
+	c.mlog(w, "migration finished successfully (duration %s)", c.migrationDuration(m))
+	return nil
+}
+
+// migrateStart starts CT vmid on node for restart mode (vm_start with
+// skiplock), taking the "vzstart" time.
+func (c *Cluster) migrateStart(w *Worker, node string, vmid int) error {
+	if err := w.Phase("vzstart", 1); err != nil {
+		return err
+	}
+	return w.doGuest(node, vmid, func(st *State, g *Guest) error {
+		if g.Running {
+			return nil
+		}
+		c.markRunningLocked(g)
+		return nil
+	})
+}
+
+// migratePrepare is Migrate.pm prepare: the lock, running and mount point
+// checks, source and target storage checks for every volume of the
+// current config (rootfs, mpN, unusedN), the target's reachability, and
+// in restart mode the shutdown of a running CT.
+func (c *Cluster) migratePrepare(w *Worker, m *migration) error {
+	var running bool
+	err := w.doGuest(m.source, m.vmid, func(st *State, g *Guest) error {
+		if err := checkLock(g); err != nil {
+			return err
+		}
+		running = g.Running
+		if running {
+			if m.online {
+				return Failf("lxc live migration is currently not implemented\n")
+			}
+			if !m.restart {
+				return Failf("running container can only be migrated in restart mode\n")
+			}
+		}
+		for _, key := range ctVolumeKeys(g.Config) {
+			mp, err := migrateMountPoint(key, g.Config[key])
+			if err != nil {
+				return err
+			}
+			if t := mp.Type(); t != "volume" {
+				if isTrue(mp.Props["shared"]) {
+					continue
+				}
+				return Failf("cannot migrate local %s mount point '%s'\n", t, key)
+			}
+			volid := mp.Volume()
+			if volid == "" {
+				return Failf("missing volume for mount point '%s'\n", key)
+			}
+			sid, _, ok := ParseVolID(volid)
+			if !ok {
+				return Failf("can't determine assigned storage for mount point '%s'\n", key)
+			}
+			s, err := c.storageCheckEnabledLocked(sid, m.source)
+			if err != nil {
+				return err
+			}
+			if !s.HasContent("rootdir") {
+				return Failf("content type 'rootdir' is not available on storage '%s'\n", sid)
+			}
+			tsid := sid
+			if !s.Shared {
+				tsid = m.storageMap.mapID(sid)
+			}
+			ts, err := c.storageCheckEnabledLocked(tsid, m.target)
+			if err != nil {
+				return err
+			}
+			if !ts.HasContent("rootdir") {
+				return Failf("%s: content type 'rootdir' is not available on storage '%s'\n", volid, tsid)
+			}
+		}
+		if n := st.node(m.target); n == nil || !n.Online {
+			return Failf("Can't connect to destination address using public key\n")
+		}
+		return nil
+	})
+	if err != nil || !running {
+		return err
+	}
+	c.mlog(w, "shutdown CT %d", m.vmid)
+	clean := c.unscaledDuration("vzshutdown")
+	if m.timeout < clean {
+		if err := w.Sleep(c.scale(m.timeout)); err != nil {
+			return err
+		}
+		return Failf("container did not stop\n")
+	}
+	if err := w.Phase("vzshutdown", 1); err != nil {
+		return err
+	}
+	m.wasRunning = true
+	return w.doGuest(m.source, m.vmid, func(st *State, g *Guest) error {
+		c.markStoppedLocked(g)
+		return nil
+	})
+}
+
+// migrateMountPoint parses a volume key's value; unusedN holds a bare volid.
+func migrateMountPoint(key, value string) (MountPoint, error) {
+	if strings.HasPrefix(key, "unused") {
+		return MountPoint{Key: key, Props: PropString{"volume": value}}, nil
+	}
+	return ParseMountPoint(key, value)
+}
+
+// migVolume is one local volume phase1 found.
+type migVolume struct {
+	ref       string // config | snapshot
+	snapshots bool
+	sid, tsid string
+}
+
+// migratePhase1 is Migrate.pm phase1: lock the config "migrate", scan the
+// volumes (snapshots, pending, current), refuse foreign or snapshotted
+// local volumes, copy the local ones to the target (renamed when the
+// name is taken there), rewrite the volids and move the config to the
+// target node.
+func (c *Cluster) migratePhase1(w *Worker, m *migration) error {
+	var targetIP string
+	if err := w.Do(func(st *State) error {
+		if n := st.node(m.target); n != nil {
+			targetIP = nodeAddress(n)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	c.mlog(w, "starting migration of CT %d to node '%s' (%s)", m.vmid, m.target, targetIP)
+	vols := map[string]*migVolume{}
+	volErrs := map[string]string{}
+	var lines []string // info lines of the scan, in order
+	err := w.doGuest(m.source, m.vmid, func(st *State, g *Guest) error {
+		g.Config["lock"] = "migrate"
+		test := func(key, value, snapname string) {
+			mp, err := migrateMountPoint(key, value)
+			if err != nil {
+				return
+			}
+			volid := mp.Volume()
+			if mp.Type() != "volume" {
+				if snapname == "" {
+					lines = append(lines, fmt.Sprintf("ignoring shared '%s' mount point '%s' ('%s')", mp.Type(), key, volid))
+				}
+				return
+			}
+			if volid == "" {
+				return
+			}
+			if _, _, ok := ParseNewDisk(volid); ok && st.Volumes[st.volKey(m.source, volid)] == nil {
+				lines = append(lines, fmt.Sprintf("volume '%s' does not exist (pending change?)", volid))
+				return
+			}
+			sid, _, _ := ParseVolID(volid)
+			s, err := c.storageCheckEnabledLocked(sid, m.source)
+			if err != nil {
+				if volErrs[volid] == "" {
+					volErrs[volid] = errText(err)
+				}
+				return
+			}
+			if s.Shared {
+				if snapname == "" {
+					lines = append(lines, fmt.Sprintf("volume '%s' is on shared storage '%s'", volid, sid))
+				}
+				return
+			}
+			v := vols[volid]
+			if v == nil {
+				v = &migVolume{sid: sid, tsid: m.storageMap.mapID(sid)}
+				vols[volid] = v
+			}
+			v.ref = "config"
+			if snapname != "" {
+				v.ref = "snapshot"
+				v.snapshots = true
+			}
+			fail := func(msg string) {
+				if volErrs[volid] == "" {
+					volErrs[volid] = msg
+				}
+			}
+			_, _, _, owner, err := c.parseVolnameLocked(volid)
+			if err != nil {
+				fail(errText(err))
+				return
+			}
+			if owner == 0 || owner != m.vmid {
+				o := ""
+				if owner != 0 {
+					o = strconv.Itoa(owner)
+				}
+				fail(fmt.Sprintf("owned by other guest (owner = %s)\n", o))
+				return
+			}
+			if v.snapshots && s.Type != "zfspool" && s.Type != "btrfs" {
+				fail("non-migratable snapshot exists\n")
+				return
+			}
+			switch s.Type {
+			case "dir", "zfspool", "lvmthin", "lvm", "btrfs":
+			default:
+				fail(fmt.Sprintf("storage type '%s' not supported\n", s.Type))
+			}
+		}
+		scan := func(conf map[string]string, snapname string, unused bool) {
+			for _, key := range ctVolumeKeys(conf) {
+				if !unused && strings.HasPrefix(key, "unused") {
+					continue
+				}
+				test(key, conf[key], snapname)
+			}
+		}
+		for _, name := range sortedKeys(g.Snapshots) {
+			scan(g.Snapshots[name].Config, name, false)
+		}
+		scan(g.Pending, "", false)
+		scan(g.Config, "", true)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, l := range lines {
+		c.mlog(w, "%s", l)
+	}
+	volids := sortedKeys(vols)
+	for _, volid := range volids {
+		if vols[volid].ref == "config" {
+			c.mlog(w, "found local volume '%s' (in current VM config)", volid)
+		} else {
+			c.mlog(w, "found local volume '%s' (referenced by snapshot(s))", volid)
+		}
+	}
+	if len(volErrs) > 0 {
+		for _, volid := range sortedKeys(volErrs) {
+			c.mlog(w, "can't migrate local volume '%s': %s", volid, strings.TrimRight(volErrs[volid], "\n"))
+		}
+		return Failf("can't migrate CT - check log\n")
+	}
+	if err := w.Phase("vzmigrate", 0.1); err != nil {
+		return err
+	}
+	volmap := map[string]string{}
+	for _, volid := range volids {
+		newVolid, err := c.migrateVolume(w, m, volid, vols[volid], len(volids))
+		if err != nil {
+			return err
+		}
+		volmap[volid] = newVolid
+	}
+	return w.doGuest(m.source, m.vmid, func(st *State, g *Guest) error {
+		c.markGuestVolumes(g)
+		updateVolumeIDs(g, volmap)
+		g.Node = m.target
+		c.markGuestVolumes(g)
+		return nil
+	})
+}
+
+// migrateVolume is storage_migrate for one local volume: a volume of the
+// same name on the target's instance of the target storage (the lowest
+// free vm-<vmid>-disk-N when that name is taken there, with the import's
+// warning), the data copied. A failed copy frees the partial target
+// volume; the copy stays listed as started.
+func (c *Cluster) migrateVolume(w *Worker, m *migration, volid string, mv *migVolume, n int) (string, error) {
+	idx := len(m.copies)
+	m.copies = append(m.copies, migCopy{volid: volid})
+	fail := func(format string, args ...any) error {
+		return Failf("storage migration for '%s' to storage '%s' failed - %s\n", volid, mv.tsid, strings.TrimRight(fmt.Sprintf(format, args...), "\n"))
+	}
+	var srcDir, dstDir, newVolid, warn string
+	err := w.Do(func(st *State) error {
+		src := st.Volumes[st.volKey(m.source, volid)]
+		s, ts := st.storage(mv.sid), st.storage(mv.tsid)
+		if s == nil || ts == nil {
+			return fail("storage '%s' does not exist", mv.tsid)
+		}
+		if src == nil {
+			_, name, _ := ParseVolID(volid)
+			if s.Type == "lvmthin" {
+				return fail("no such logical volume %s/%s", s.VGName, name)
+			}
+			return fail("volume '%s' does not exist", volid)
+		}
+		var v *Volume
+		if s.Type == ts.Type {
+			name := src.Name
+			if st.Volumes[st.volKey(m.target, ts.ID+":"+name)] != nil {
+				if ts.Type == "lvmthin" {
+					warn = fmt.Sprintf("volume %s/%s already exists - importing with a different name", ts.VGName, name)
+				} else {
+					warn = fmt.Sprintf("file '%s' already exists - importing with a different name", c.hostPath(ts, name))
+				}
+				free := c.freeDiskNumberLocked(m.target, ts.ID, m.vmid)
+				name = diskNumberRE.ReplaceAllStringFunc(name, func(s string) string {
+					return s[:strings.LastIndex(s, "-")+1] + strconv.Itoa(free)
+				})
+			}
+			v = &Volume{Node: st.homeNode(m.target, ts.ID), Storage: ts.ID, Name: name, Owner: src.Owner, Size: src.Size,
+				Format: src.Format, Content: src.Content, Ctime: c.now().Unix()}
+			if err := mkdirAll(c.volumePath(m.target, ts.ID, name)); err != nil {
+				return fail("%v", err)
+			}
+			st.Volumes[st.volKey(m.target, v.VolID())] = v
+			c.markVolume(m.target, v.VolID())
+		} else {
+			format := src.Format
+			if format == "subvol" && !ts.DirLike() {
+				return fail("cannot migrate from storage type '%s' to '%s'", s.Type, ts.Type)
+			}
+			if format != "subvol" {
+				format = "raw"
+			}
+			nv, _, err := c.allocImageLocked(m.target, ts, m.vmid, "", format, src.Size)
+			if err != nil {
+				return fail("%s", errText(err))
+			}
+			v = nv
+		}
+		newVolid = v.VolID()
+		srcDir, dstDir = c.volumePath(m.source, src.Storage, src.Name), c.volumePath(m.target, v.Storage, v.Name)
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	if warn != "" {
+		c.mlog(w, "%s", warn)
+	}
+	if _, err := copyTree(srcDir, dstDir); err != nil {
+		w.cleanup(func(st *State) { c.freeVolumeLocked(m.target, newVolid) })
+		return "", fail("%v", err)
+	}
+	if err := w.Phase("vzmigrate", 0.6/float64(n)); err != nil {
+		return "", err
+	}
+	m.copies[idx].newVolid, m.copies[idx].done = newVolid, true
+	c.mlog(w, "successfully imported '%s'", newVolid)
+	if newVolid != volid {
+		c.mlog(w, "volume '%s' is '%s' on the target", volid, newVolid)
+	}
+	return newVolid, nil
+}
+
+func mkdirAll(p string) error { return os.MkdirAll(filepath.Clean(p), 0o755) }
+
+// updateVolumeIDs is update_volume_ids: every old volid in the current
+// config, unusedN, pending and snapshots becomes its new volid.
+func updateVolumeIDs(g *Guest, volmap map[string]string) {
+	fix := func(conf map[string]string) {
+		for key, value := range conf {
+			if !isVolumeKey(key) {
+				continue
+			}
+			if strings.HasPrefix(key, "unused") {
+				if nv, ok := volmap[value]; ok {
+					conf[key] = nv
+				}
+				continue
+			}
+			mp, err := ParseMountPoint(key, value)
+			if err != nil {
+				continue
+			}
+			if nv, ok := volmap[mp.Volume()]; ok {
+				mp.Props["volume"] = nv
+				conf[key] = mp.String()
+			}
+		}
+	}
+	fix(g.Config)
+	fix(g.Pending)
+	for _, s := range g.Snapshots {
+		fix(s.Config)
+	}
+}
+
+// migratePhase3 is phase3: free every copied source volume (shared ones
+// were never copied). A failure is logged and makes the migration end
+// with problems; it reports whether one happened.
+func (c *Cluster) migratePhase3(w *Worker, m *migration) bool {
+	problems := false
+	if err := w.Phase("vzmigrate", 0.1); err != nil {
+		return true
+	}
+	sorted := append([]migCopy(nil), m.copies...)
+	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].volid < sorted[j].volid })
+	for _, cp := range sorted {
+		var ferr error
+		w.Do(func(st *State) error {
+			ferr = c.freeImageLocked(w, m.source, cp.volid)
+			return nil
+		})
+		if ferr != nil {
+			c.merr(w, "removing local copy of '%s' failed - %s", cp.volid, strings.TrimRight(errText(ferr), "\n"))
+			problems = true
+		}
+	}
+	return problems
+}
