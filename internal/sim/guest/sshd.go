@@ -470,6 +470,9 @@ type execSpec struct {
 
 // exec runs the command in the CT's view, streams its output to ch and
 // reports its exit status, as sshd does for an exec or shell request.
+// started registers the command's process group and pty master with the
+// session (which resizes the pty on window-change), and again with a nil
+// master before the master is closed.
 // With a pty the command is a session leader whose controlling terminal
 // is the pty (so `tty` names it and job control works), and stdout and
 // stderr both go to ch's data stream, as sshd does.
@@ -607,6 +610,7 @@ func (s *ctServer) exec(sc *ssh.ServerConn, ch ssh.Channel, e execSpec, started 
 		case <-flushed:
 		case <-time.After(2 * time.Second):
 		}
+		started(cmd.Process.Pid, nil) // no window-change reaches it once closed
 		master.Close()
 		copies.Wait()
 	}
