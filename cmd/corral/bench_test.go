@@ -80,3 +80,37 @@ func TestBenchJSON(t *testing.T) {
 		}
 	}
 }
+
+// With --provision, apply logs into the container, and the wait for its
+// sshd (the emulator's boot delay, 5 s at time scale 1) is part of the
+// critical path, so the overhead stays what corral adds.
+func TestBenchProvisionCountsTheBoot(t *testing.T) {
+	code, out, errs := corral(t, nil, "bench", "--apps", "1", "--time-scale", "0.01", "--provision", "-o", "json")
+	if code != 0 {
+		t.Fatalf("corral bench --provision: exit %d\n%s\n%s", code, out, errs)
+	}
+	var r struct {
+		Runs []struct {
+			Provision bool `json:"provision"`
+			Steps     []struct {
+				Name         string  `json:"name"`
+				Wall         float64 `json:"wall_s"`
+				CriticalPath float64 `json:"critical_path_s"`
+				TaskTime     float64 `json:"task_time_s"`
+			} `json:"steps"`
+		} `json:"runs"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("bench -o json: %v\n%s", err, out)
+	}
+	if len(r.Runs) != 1 || !r.Runs[0].Provision || r.Runs[0].Steps[0].Name != "apply" {
+		t.Fatalf("runs: %s", out)
+	}
+	apply := r.Runs[0].Steps[0]
+	// Every task of this apply is on the critical path (the keeper's
+	// create, then the app's create and start), and the boot after the
+	// start is added to it; none of it can exceed the wall.
+	if apply.CriticalPath < apply.TaskTime+0.049 || apply.CriticalPath > apply.Wall {
+		t.Errorf("apply: critical path %v s, task time %v s (boot 0.05 s), wall %v s", apply.CriticalPath, apply.TaskTime, apply.Wall)
+	}
+}

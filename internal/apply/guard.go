@@ -22,6 +22,9 @@ import (
 
 // Reference is one guest config entry that names a volume.
 type Reference struct {
+	// Node is set when the guest was read on another node than the one
+	// being changed (a volume on shared storage).
+	Node    string
 	VMID    int
 	Type    string // lxc | qemu
 	Name    string
@@ -37,6 +40,9 @@ func (r Reference) String() string {
 	s := fmt.Sprintf("%s %d", what, r.VMID)
 	if r.Name != "" {
 		s += " (" + r.Name + ")"
+	}
+	if r.Node != "" {
+		s += " on node " + r.Node
 	}
 	s += " " + r.Key
 	if r.Pending {
@@ -65,6 +71,12 @@ func (e *VolumeInUseError) Error() string {
 // NodeReferences reads every guest config on node (current values and
 // pending changes) and returns who references which volume.
 func NodeReferences(ctx context.Context, c *pve.Client, node string) (map[string][]Reference, error) {
+	return references(ctx, c, node, false)
+}
+
+// references reads the guest configs of node, or with all those of every
+// node (each reference then names its node when it is not node's).
+func references(ctx context.Context, c *pve.Client, node string, all bool) (map[string][]Reference, error) {
 	res, err := c.ClusterResources(ctx, "vm")
 	if err != nil {
 		return nil, fmt.Errorf("list guests: %w", err)
@@ -72,9 +84,14 @@ func NodeReferences(ctx context.Context, c *pve.Client, node string) (map[string
 	sort.Slice(res, func(i, j int) bool { return res[i].VMID < res[j].VMID })
 	out := map[string][]Reference{}
 	for _, r := range res {
-		if r.Node != node || (r.Type != "lxc" && r.Type != "qemu") {
+		if (!all && r.Node != node) || (r.Type != "lxc" && r.Type != "qemu") {
 			continue
 		}
+		where := ""
+		if r.Node != node {
+			where = r.Node
+		}
+		node := r.Node
 		var entries []pve.PendingEntry
 		if r.Type == "qemu" {
 			entries, err = c.VMPending(ctx, node, r.VMID)
@@ -85,7 +102,7 @@ func NodeReferences(ctx context.Context, c *pve.Client, node string) (map[string
 			continue // destroyed since the list
 		}
 		if err != nil {
-			return nil, fmt.Errorf("read config of %s %d to check which volumes it uses: %w", r.Type, r.VMID, err)
+			return nil, fmt.Errorf("read config of %s %d on node %s to check which volumes it uses: %w", r.Type, r.VMID, node, err)
 		}
 		for _, en := range entries {
 			if !volumeKey(r.Type, en.Key) {
@@ -93,12 +110,12 @@ func NodeReferences(ctx context.Context, c *pve.Client, node string) (map[string
 			}
 			if en.Value != nil {
 				if v := refVolume(string(*en.Value)); v != "" {
-					out[v] = append(out[v], Reference{VMID: r.VMID, Type: r.Type, Name: r.Name, Key: en.Key})
+					out[v] = append(out[v], Reference{Node: where, VMID: r.VMID, Type: r.Type, Name: r.Name, Key: en.Key})
 				}
 			}
 			if en.Pending != nil {
 				if v := refVolume(string(*en.Pending)); v != "" {
-					out[v] = append(out[v], Reference{VMID: r.VMID, Type: r.Type, Name: r.Name, Key: en.Key, Pending: true})
+					out[v] = append(out[v], Reference{Node: where, VMID: r.VMID, Type: r.Type, Name: r.Name, Key: en.Key, Pending: true})
 				}
 			}
 		}
@@ -139,7 +156,13 @@ func (e *Executor) guardUnreferenced(ctx context.Context, node string, volids []
 	if len(volids) == 0 {
 		return nil
 	}
-	refs, err := NodeReferences(ctx, e.Client, node)
+	shared, err := onSharedStorage(ctx, e.Client, node, volids)
+	if err != nil {
+		return err
+	}
+	// A volume on shared storage can be named by a guest on any node,
+	// and PVE lets two nodes mount it at once: read them all.
+	refs, err := references(ctx, e.Client, node, shared)
 	if err != nil {
 		return err
 	}
@@ -155,4 +178,22 @@ func (e *Executor) guardUnreferenced(ctx context.Context, node string, volids []
 		}
 	}
 	return nil
+}
+
+// onSharedStorage reports whether one of volids is on a storage that node
+// lists as shared (NFS, CIFS, RBD, …).
+func onSharedStorage(ctx context.Context, c *pve.Client, node string, volids []string) (bool, error) {
+	storages, err := c.StorageList(ctx, node, "")
+	if err != nil {
+		return false, fmt.Errorf("list storages of node %s: %w", node, err)
+	}
+	for _, volid := range volids {
+		sid, _, _ := strings.Cut(volid, ":")
+		for _, s := range storages {
+			if s.Storage == sid && bool(s.Shared) {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
 }

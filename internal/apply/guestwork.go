@@ -697,3 +697,17 @@ func sleep(ctx context.Context, d time.Duration) error {
 		return nil
 	}
 }
+
+// CheckHealthOnce logs into app's running container and runs one health
+// check once (chk.Retries is ignored): corral agent counts consecutive
+// failures itself, across its rounds, before it restarts the app. The
+// host key must be the one corral pinned.
+func (e *Executor) CheckHealthOnce(ctx context.Context, ct *plan.CT, chk Check) error {
+	cl, err := e.Dial(ctx, ct)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	chk.Retries = 1
+	return e.checkHealth(ctx, cl, chk)
+}

@@ -50,7 +50,11 @@ func writeRuns(w io.Writer, runs []ToolRun) {
 			if s.Overhead > 0 {
 				ov = fmt.Sprintf("%.3f", s.Overhead)
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%g\t%s\t%s\t%s\t%s\t%d\t%d\t%.2f\n", r.Tool, r.Apps, r.TimeScale, s.Name,
+			tool := r.Tool
+			if r.Provision {
+				tool += " (provision)"
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%g\t%s\t%s\t%s\t%s\t%d\t%d\t%.2f\n", tool, r.Apps, r.TimeScale, s.Name,
 				secs(s.Wall), cp, ov, s.Tasks, s.Requests, s.RequestsPerApp)
 		}
 	}

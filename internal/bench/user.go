@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/corralhq/corral/internal/sim"
+	"github.com/corralhq/corral/internal/sim/model"
 )
 
 // Options say what `corral bench` runs.
@@ -31,6 +32,11 @@ type Options struct {
 	// Parallelism is passed to corral (--parallelism) and to the peer
 	// (-parallelism).
 	Parallelism int
+	// Provision gives each app one provisioning step (run: true), so
+	// that apply also logs into each container over SSH once it has
+	// booted: the figures then include the wait for the guest's sshd,
+	// which counts in the critical path as the emulator's boot delay.
+	Provision bool
 	// Peer, when set, runs the same workload through OpenTofu.
 	Peer *Peer
 	// Scale, when set, runs the many-apps figures instead (scale.go).
@@ -62,6 +68,7 @@ type Machine struct {
 type ToolRun struct {
 	Tool        string  `json:"tool"` // corral or tofu
 	Apps        int     `json:"apps"`
+	Provision   bool    `json:"provision,omitempty"`
 	Nodes       int     `json:"nodes"`
 	TimeScale   float64 `json:"time_scale"`
 	Parallelism int     `json:"parallelism"`
@@ -155,7 +162,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 // workload renders n apps, each with one 1 GiB volume, started (corral
 // starts what it creates), spread over nodes. The volume is freed on
 // destroy, as the peer's destroy frees its mount point.
-func workload(n, nodes int) string {
+func workload(n, nodes int, provision bool) string {
 	var b strings.Builder
 	b.WriteString("# corral bench workload\napps:\n")
 	for i := 0; i < n; i++ {
@@ -164,6 +171,9 @@ func workload(n, nodes int) string {
 			fmt.Fprintf(&b, "    node: pve%d\n", i%nodes+1)
 		}
 		b.WriteString("    volumes:\n      - {name: data, size: 1G, mount: /srv/data, reclaim: delete}\n")
+		if provision {
+			b.WriteString("    provision:\n      - run: \"true\"\n")
+		}
 	}
 	return b.String()
 }
@@ -173,11 +183,15 @@ func workload(n, nodes int) string {
 // count steps.
 func runCorralSteps(ctx context.Context, o Options, p *simProc, dir string, n, nodes, count int) (*ToolRun, error) {
 	m := filepath.Join(dir, "corral.yaml")
-	if err := os.WriteFile(m, []byte(workload(n, nodes)), 0o644); err != nil {
+	if err := os.WriteFile(m, []byte(workload(n, nodes, o.Provision && o.Scale == nil)), 0o644); err != nil {
 		return nil, err
 	}
 	par := strconv.Itoa(o.Parallelism)
-	run := &ToolRun{Tool: "corral", Apps: n, Nodes: nodes, TimeScale: o.TimeScale, Parallelism: o.Parallelism}
+	run := &ToolRun{Tool: "corral", Apps: n, Nodes: nodes, TimeScale: o.TimeScale, Parallelism: o.Parallelism, Provision: o.Provision && o.Scale == nil}
+	boot := time.Duration(0)
+	if run.Provision {
+		boot = time.Duration(float64(model.DefaultDurations["bootdelay"]) * o.TimeScale)
+	}
 	steps := []struct {
 		name string
 		args []string
@@ -190,7 +204,7 @@ func runCorralSteps(ctx context.Context, o Options, p *simProc, dir string, n, n
 	env := corralEnv(p, dir)
 	for _, s := range steps[:count] {
 		say(o, fmt.Sprintf("corral %s, %d apps, time scale %g", s.name, n, o.TimeScale))
-		st, err := measure(ctx, p, s.name, n, o.TimeScale, func() error {
+		st, err := measure(ctx, p, s.name, n, o.TimeScale, boot, func() error {
 			return runLogged(ctx, dir, "corral-"+s.name, env, dir, o.Corral, s.args...)
 		})
 		if err != nil {
@@ -219,6 +233,11 @@ func corralEnv(p *simProc, dir string) []string {
 	}
 	for _, k := range []string{"PROXMOX_VE_ENDPOINT", "PROXMOX_VE_API_TOKEN", "PROXMOX_VE_FINGERPRINT"} {
 		env = append(env, k+"="+p.env[k])
+	}
+	// The emulator's guests answer SSH on a free port (its env file
+	// says which), so that two benches do not contend for port 22.
+	if port := p.env["CORRAL_SIM_GUEST_SSH_PORT"]; port != "" {
+		env = append(env, "CORRAL_SIM_GUEST_SSH_PORT="+port)
 	}
 	return append(env, "XDG_CONFIG_HOME="+filepath.Join(dir, "config"), "XDG_STATE_HOME="+filepath.Join(dir, "state"))
 }
@@ -250,7 +269,9 @@ func runLogged(ctx context.Context, dir, name string, env []string, wd, bin stri
 }
 
 // measure runs one step and reads from the emulator what it caused.
-func measure(ctx context.Context, p *simProc, name string, apps int, scale float64, run func() error) (*Step, error) {
+// boot is how long a started guest takes until its sshd answers, counted
+// in its chain when the run logs in (0: it does not).
+func measure(ctx context.Context, p *simProc, name string, apps int, scale float64, boot time.Duration, run func() error) (*Step, error) {
 	names, err := p.names(ctx)
 	if err != nil {
 		return nil, err
@@ -293,7 +314,7 @@ func measure(ctx context.Context, p *simProc, name string, apps int, scale float
 		}
 	}
 	st := &Step{Name: name, Wall: wall.Seconds(), Tasks: len(caused), Requests: reqs, RequestsPerApp: float64(reqs) / float64(max(apps, 1)), ByEndpoint: byEndpoint}
-	cp, total, err := criticalPath(caused, names)
+	cp, total, err := criticalPath(caused, names, boot)
 	if err != nil {
 		return nil, err
 	}
@@ -309,7 +330,10 @@ func measure(ctx context.Context, p *simProc, name string, apps int, scale float
 // times; corral's keepers (named corral-…) are shared, and every app on
 // their node waits for them, so their chain is added to the longest
 // app's. It also returns the sum of all run times.
-func criticalPath(tasks []sim.TaskTime, names map[string]string) (time.Duration, time.Duration, error) {
+//
+// boot, when not 0, is added to the chain of each guest that was started
+// (a vzstart task): the wait for its sshd, before corral can log in.
+func criticalPath(tasks []sim.TaskTime, names map[string]string, boot time.Duration) (time.Duration, time.Duration, error) {
 	perGuest := map[string]time.Duration{}
 	var shared, total time.Duration
 	for _, t := range tasks {
@@ -322,6 +346,9 @@ func criticalPath(tasks []sim.TaskTime, names map[string]string) (time.Duration,
 			continue
 		}
 		perGuest[t.Node+"/"+t.ID] += t.Busy
+		if boot > 0 && t.Type == "vzstart" {
+			perGuest[t.Node+"/"+t.ID] += boot
+		}
 	}
 	chains := make([]time.Duration, 0, len(perGuest))
 	for _, d := range perGuest {

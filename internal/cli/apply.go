@@ -146,48 +146,10 @@ func runApply(cmd *cobra.Command, st *streams, a *applyArgs) error {
 			return err
 		}
 	}
-	var lock *held
-	defer func() { lock.release() }()
-	base := ctx
-	for attempt := 0; ; attempt++ {
-		nodes := p.Nodes()
-		if lock, err = lockNodes(base, st, ex, obs, nodes, "apply", a.lf, p); err != nil {
-			return redactErr(f, err)
-		}
-		ctx = lock.ctx
-		approved := pj
-		p, obs, pj, err = makePlan(ctx, s, f)
-		if err == nil && len(obs.Restores) > 0 {
-			// An interrupted restore first, then the plan for what it left.
-			if err := ex.Recover(ctx, obs); err != nil {
-				return redactErr(f, err)
-			}
-			p, obs, pj, err = makePlan(ctx, s, f)
-		}
-		if err != nil {
-			showPlan(pj)
-			return redactErr(f, err)
-		}
-		if !p.HasChanges() {
-			fmt.Fprintln(st.err, "Another corral made these changes meanwhile; nothing left to do.")
-			return nil
-		}
-		if !sameChanges(approved, pj) {
-			showPlan(pj)
-			if !a.autoApprove {
-				return errors.New("the cluster changed between the plan you approved and now (shown above); nothing was changed: run apply again to review the new plan")
-			}
-		}
-		if subset(p.Nodes(), nodes) || attempt == 3 {
-			break
-		}
-		lock.release()
-		lock = nil
-	}
-	if ex.SSH, err = sshConfig(s, a.trustHostKey); err != nil {
+	changed, err := applyUnderLock(ctx, st, s, f, ex, a, makePlan, p, obs, pj, showPlan)
+	if !changed {
 		return err
 	}
-	err = ex.Apply(ctx, p, obs)
 	total := time.Since(start)
 	if asJSON {
 		ev := map[string]any{"changed": true, "ok": err == nil, "elapsed_ms": total.Milliseconds(), "timings": timingsJSON(ex.Timings())}
@@ -206,6 +168,9 @@ func runApply(cmd *cobra.Command, st *streams, a *applyArgs) error {
 	}
 	return nil
 }
+
+// planFunc observes the cluster and plans f against it (makePlan).
+type planFunc func(ctx context.Context, s *session, f *manifest.File) (*plan.Plan, *plan.Observed, *ui.PlanJSON, error)
 
 // secrets maps each app with a root password to it, for the executor.
 func secrets(f *manifest.File) map[string]string {
@@ -242,4 +207,58 @@ func sameChanges(a, b *ui.PlanJSON) bool {
 	x, _ := json.Marshal(a.Changes)
 	y, _ := json.Marshal(b.Changes)
 	return bytes.Equal(x, y)
+}
+
+// applyUnderLock carries out an approved plan: it takes corral's lock on
+// the nodes p changes, plans again under it (finishing an interrupted
+// restore first), and applies that plan. corral apply and corral agent's
+// reconcile mode both come here, so they exclude each other through the
+// same lock. changed is false when nothing was applied: an error before
+// any change, or another corral made the changes meanwhile.
+// makePlan is how it plans again (corral apply's --rerun steps
+// included).
+func applyUnderLock(ctx context.Context, st *streams, s *session, f *manifest.File, ex *apply.Executor, a *applyArgs,
+	makePlan planFunc, p *plan.Plan, obs *plan.Observed, pj *ui.PlanJSON, showPlan func(*ui.PlanJSON)) (changed bool, err error) {
+	var lock *held
+	defer func() { lock.release() }()
+	base := ctx
+	for attempt := 0; ; attempt++ {
+		nodes := p.Nodes()
+		if lock, err = lockNodes(base, st, ex, obs, nodes, "apply", a.lf, p); err != nil {
+			return false, redactErr(f, err)
+		}
+		ctx = lock.ctx
+		approved := pj
+		p, obs, pj, err = makePlan(ctx, s, f)
+		if err == nil && len(obs.Restores) > 0 {
+			// An interrupted restore first, then the plan for what it left.
+			if err := ex.Recover(ctx, obs); err != nil {
+				return false, redactErr(f, err)
+			}
+			p, obs, pj, err = makePlan(ctx, s, f)
+		}
+		if err != nil {
+			showPlan(pj)
+			return false, redactErr(f, err)
+		}
+		if !p.HasChanges() {
+			fmt.Fprintln(st.err, "Another corral made these changes meanwhile; nothing left to do.")
+			return false, nil
+		}
+		if !sameChanges(approved, pj) {
+			showPlan(pj)
+			if !a.autoApprove {
+				return false, errors.New("the cluster changed between the plan you approved and now (shown above); nothing was changed: run apply again to review the new plan")
+			}
+		}
+		if subset(p.Nodes(), nodes) || attempt == 3 {
+			break
+		}
+		lock.release()
+		lock = nil
+	}
+	if ex.SSH, err = sshConfig(s, a.trustHostKey); err != nil {
+		return false, err
+	}
+	return true, ex.Apply(ctx, p, obs)
 }

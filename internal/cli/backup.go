@@ -165,23 +165,7 @@ func runBackup(cmd *cobra.Command, st *streams, a *backupArgs, app string) error
 		}
 		opts.Keep = a.keep
 	}
-	ctx := cmd.Context()
-	obs, err := apply.Observe(ctx, j.s.client)
-	if err != nil {
-		return j.err(err)
-	}
-	if opts.Keep > 0 {
-		// Pruning deletes archives: under the lock of the app's node.
-		if ct, err := apply.AppCT(obs, app); err == nil {
-			lock, err := lockNodes(ctx, st, j.ex, obs, []string{ct.Node}, "backup", a.lf, nil)
-			if err != nil {
-				return j.err(err)
-			}
-			defer lock.release()
-			ctx = lock.ctx
-		}
-	}
-	res, err := j.ex.Backup(ctx, obs, app, opts)
+	res, err := j.backup(cmd.Context(), st, app, opts, a.lf)
 	if err != nil {
 		if res != nil && j.asJSON {
 			writeJSON(st, res)
@@ -193,6 +177,27 @@ func runBackup(cmd *cobra.Command, st *streams, a *backupArgs, app string) error
 	}
 	writeBackupText(st.out, res)
 	return nil
+}
+
+// backup is corral backup's work, shared with corral agent's scheduled
+// backups: vzdump verified by the task's exit status and, with keep,
+// pruning under the lock of the app's node (it deletes archives).
+func (j *backupJob) backup(ctx context.Context, st *streams, app string, opts apply.BackupOptions, lf lockFlags) (*apply.BackupResult, error) {
+	obs, err := apply.Observe(ctx, j.s.client)
+	if err != nil {
+		return nil, j.err(err)
+	}
+	if opts.Keep > 0 {
+		if ct, err := apply.AppCT(obs, app); err == nil {
+			lock, err := lockNodes(ctx, st, j.ex, obs, []string{ct.Node}, "backup", lf, nil)
+			if err != nil {
+				return nil, j.err(err)
+			}
+			defer lock.release()
+			ctx = lock.ctx
+		}
+	}
+	return j.ex.Backup(ctx, obs, app, opts)
 }
 
 func writeBackupText(w io.Writer, r *apply.BackupResult) {

@@ -18,6 +18,7 @@ type benchArgs struct {
 	apps        []int
 	timeScale   float64
 	parallelism int
+	provision   bool
 	scale       bool
 	scaleApps   int
 	scaleNodes  int
@@ -63,6 +64,7 @@ records a run and how to reproduce it.`,
 	f.IntSliceVar(&a.apps, "apps", []int{1, 10, 100}, "workload sizes, one fresh emulator each")
 	f.Float64Var(&a.timeScale, "time-scale", 1, "emulated task durations × this (1: real Proxmox durations)")
 	f.IntVar(&a.parallelism, "parallelism", 10, "passed to corral and to the peer")
+	f.BoolVar(&a.provision, "provision", false, "give each app one provisioning step, so apply also waits for each container's sshd and logs in (the peer does not provision)")
 	f.BoolVar(&a.scale, "scale", false, "measure many apps at time scale 0, the emulator's memory and read throughput, instead")
 	f.IntVar(&a.scaleApps, "scale-apps", 1000, "apps in the --scale run")
 	f.IntVar(&a.scaleNodes, "scale-nodes", 5, "nodes in the --scale run")
@@ -91,7 +93,7 @@ func runBench(cmd *cobra.Command, st *streams, a *benchArgs) error {
 			return fmt.Errorf("--apps %d: want 1 or more", n)
 		}
 	}
-	o := bench.Options{Corral: a.corral, Apps: a.apps, TimeScale: a.timeScale, Parallelism: a.parallelism}
+	o := bench.Options{Corral: a.corral, Apps: a.apps, TimeScale: a.timeScale, Parallelism: a.parallelism, Provision: a.provision}
 	if o.Corral == "" {
 		if o.Corral, err = os.Executable(); err != nil {
 			return fmt.Errorf("find corral's own binary: %w (give --corral PATH)", err)

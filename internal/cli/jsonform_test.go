@@ -67,7 +67,8 @@ func TestEveryCommandJSONOrRefuses(t *testing.T) {
 	// Commands with a JSON form that needs what this package's tests do
 	// not have, checked by the test named.
 	jsonElsewhere := map[string]string{
-		"bench": "cmd/corral TestBenchJSON (bench runs the built corral binary)",
+		"bench":        "cmd/corral TestBenchJSON (bench runs the built corral binary)",
+		"agent status": "TestAgent_runAndGracefulStop (it reads a running agent)",
 	}
 	// Commands whose output is not a document: what they print is the
 	// container's, the emulator's, a shell's or a person's.
@@ -82,6 +83,7 @@ func TestEveryCommandJSONOrRefuses(t *testing.T) {
 		"completion fish":       {"completion", "fish"},
 		"completion powershell": {"completion", "powershell"},
 		"help":                  {"help"},
+		"agent":                 {"agent", "-f", m}, // a daemon: its log is JSON with --log-format json
 	}
 
 	// Every runnable command is in one list, and the annotation agrees.

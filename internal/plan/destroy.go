@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 )
 
@@ -56,7 +57,7 @@ func Destroy(apps []App, obs *Observed, deleteVolumes bool) (*Plan, error) {
 		}
 		for _, v := range vols {
 			key := VolumeKey{a.Name, v.Name}
-			for _, node := range sortedKeys(obs.Keepers) {
+			for _, node := range slices.Sorted(maps.Keys(obs.Keepers)) {
 				k := obs.Holder(node, key)
 				if k == nil {
 					continue

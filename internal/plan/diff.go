@@ -400,7 +400,7 @@ func volumeChange(a *App, v Volume, node string, ct *CT, keepers []*Keeper, obs 
 	key := VolumeKey{a.Name, v.Name}
 	vc := VolumeChange{Name: v.Name, Storage: v.Storage, Size: v.Size, Mount: v.Mount, Backup: v.Backup, Adopt: v.Adopt, Reclaim: v.Reclaim}
 	// A record on another node's keeper: the data is there, not here.
-	for _, n := range sortedKeys(obs.Keepers) {
+	for _, n := range slices.Sorted(maps.Keys(obs.Keepers)) {
 		for _, k := range obs.Keepers[n] {
 			if n != node && k.Records[key] != "" {
 				return vc, fmt.Sprintf("app %s: volume %s lives on node %s (%s); moving an app between nodes is not supported — set node: %s", a.Name, v.Name, n, k.Records[key], n)
@@ -487,7 +487,7 @@ func configEdits(a *App, ct *CT) []ConfigEdit {
 	want["description"] = WithGuestRecord(want["description"], m.HostKey, m.Provisioned, m.Steps)
 	want["features"] = KeepRootFeatures(want["features"], ct.Config["features"])
 	var out []ConfigEdit
-	for _, k := range sortedKeys(want) {
+	for _, k := range slices.Sorted(maps.Keys(want)) {
 		got := ct.Config[k]
 		if sameValue(k, want[k], got) {
 			continue
@@ -597,7 +597,7 @@ func otherWarnings(apps []App, obs *Observed) []string {
 	}
 	project := projectOf(apps)
 	var w []string
-	for _, name := range sortedKeys(obs.Apps) {
+	for _, name := range slices.Sorted(maps.Keys(obs.Apps)) {
 		if inManifest[name] {
 			continue
 		}
@@ -614,7 +614,7 @@ func otherWarnings(apps []App, obs *Observed) []string {
 			}
 		}
 	}
-	for _, node := range sortedKeys(obs.Keepers) {
+	for _, node := range slices.Sorted(maps.Keys(obs.Keepers)) {
 		for _, k := range obs.Keepers[node] {
 			recorded := map[string]bool{}
 			for _, volid := range k.Records {
@@ -637,6 +637,11 @@ func otherWarnings(apps []App, obs *Observed) []string {
 // base-…, subvol-…), or 0. PVE frees a volume with its owner.
 func VolumeOwner(volid string) int {
 	_, name, _ := strings.Cut(volid, ":")
+	// On file storages (dir, nfs, cifs) the volname is <vmid>/vm-<vmid>-…
+	// (a linked clone's base-<n>-…/vm-<vmid>-…): the owner is the file's.
+	if i := strings.LastIndexByte(name, '/'); i >= 0 {
+		name = name[i+1:]
+	}
 	for _, p := range []string{"vm-", "base-", "subvol-"} {
 		if rest, ok := strings.CutPrefix(name, p); ok {
 			if n, err := strconv.Atoi(strings.SplitN(rest, "-", 2)[0]); err == nil {
@@ -660,15 +665,6 @@ func sortedConfigKeys(conf map[string]string, prefix string) []string {
 		b, _ := strconv.Atoi(out[j][len(prefix):])
 		return a < b
 	})
-	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
 	return out
 }
 
@@ -710,7 +706,7 @@ func adoptTaken(app string, v Volume, node string, obs *Observed) string {
 			return fmt.Sprintf("app %s: volume %s: adopt: %s is the root file system of keeper %d; adopt data volumes only", app, v.Name, v.Adopt, k.VMID)
 		}
 	}
-	for _, name := range sortedKeys(obs.Apps) {
+	for _, name := range slices.Sorted(maps.Keys(obs.Apps)) {
 		for _, ct := range obs.Apps[name] {
 			if ParseMountPoint(ct.Config["rootfs"]).Volume == v.Adopt {
 				return fmt.Sprintf("app %s: volume %s: adopt: %s is the root file system of container %d (app %s); adopt data volumes only", app, v.Name, v.Adopt, ct.VMID, name)
@@ -730,7 +726,7 @@ func adoptTaken(app string, v Volume, node string, obs *Observed) string {
 			}
 		}
 	}
-	for _, name := range sortedKeys(obs.Apps) {
+	for _, name := range slices.Sorted(maps.Keys(obs.Apps)) {
 		for _, ct := range obs.Apps[name] {
 			if ct.VMID == VolumeOwner(v.Adopt) {
 				continue
@@ -753,7 +749,7 @@ func isIndexedKey(key, prefix string) bool {
 // recoveries describes the interrupted restores, in app order, and the
 // nodes they are on.
 func recoveries(obs *Observed) (text, nodes []string) {
-	for _, app := range sortedKeys(obs.Restores) {
+	for _, app := range slices.Sorted(maps.Keys(obs.Restores)) {
 		r := obs.Restores[app]
 		text = append(text, r.String(obs))
 		for _, ct := range []*CT{r.New, r.Replaced} {
@@ -772,7 +768,7 @@ func recoveries(obs *Observed) (text, nodes []string) {
 // restart that way); a key the manifest sets is overwritten anyway.
 func volumePending(ct *CT) []string {
 	var out []string
-	for _, k := range sortedKeys(ct.Pending) {
+	for _, k := range slices.Sorted(maps.Keys(ct.Pending)) {
 		if k == "rootfs" || isIndexedKey(k, "mp") || isIndexedKey(k, "unused") {
 			out = append(out, k)
 		}

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -69,7 +70,7 @@ type kept struct {
 // unusedN entries that no record or adoption in flight names.
 func keptVolumes(obs *Observed) []kept {
 	var out []kept
-	for _, node := range sortedKeys(obs.Keepers) {
+	for _, node := range slices.Sorted(maps.Keys(obs.Keepers)) {
 		for _, k := range obs.Keepers[node] {
 			recorded := map[string]bool{}
 			for _, vk := range sortedVolumeKeys(k.Records) {

@@ -2,6 +2,8 @@ package plan
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -181,7 +183,7 @@ func (n KeeperNotes) Render() string {
 	for _, k := range ikeys {
 		fmt.Fprintf(&b, "%s%s=%s>%s\n", markerAdopting, k, n.Intents[k].Source, n.Intents[k].Key)
 	}
-	for _, app := range sortedKeys(n.Projects) {
+	for _, app := range slices.Sorted(maps.Keys(n.Projects)) {
 		if n.Projects[app] != "" {
 			fmt.Fprintf(&b, "%s%s=%s\n", markerProject, app, n.Projects[app])
 		}

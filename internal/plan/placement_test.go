@@ -154,3 +154,20 @@ func TestPlacement(t *testing.T) {
 		}
 	})
 }
+
+// VolumeOwner reads the owner from every volname form PVE uses.
+func TestVolumeOwner(t *testing.T) {
+	for volid, want := range map[string]int{
+		"local-lvm:vm-100-disk-1":           100,
+		"nfs:100/vm-100-disk-0.raw":         100,
+		"local:101/vm-101-disk-2.raw":       101,
+		"nfs:base-9-disk-0/vm-102-disk-0.q": 102,
+		"rbd:vm-103-disk-0":                 103,
+		"zfs:subvol-104-disk-0":             104,
+		"local:iso/debian.iso":              0,
+	} {
+		if got := plan.VolumeOwner(volid); got != want {
+			t.Errorf("VolumeOwner(%q) = %d, want %d", volid, got, want)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 )
 
@@ -70,7 +71,7 @@ func removedChanges(project string, apps []App, obs *Observed) (changes []Change
 	for _, a := range apps {
 		listed[a.Name] = true
 	}
-	for _, name := range sortedKeys(obs.Apps) {
+	for _, name := range slices.Sorted(maps.Keys(obs.Apps)) {
 		if listed[name] {
 			continue
 		}
@@ -126,7 +127,7 @@ func noteProjects(kcs []KeeperChange, project string, apps []App, obs *Observed)
 	for _, a := range apps {
 		listed[a.Name] = true
 	}
-	for _, node := range sortedKeys(obs.Keepers) {
+	for _, node := range slices.Sorted(maps.Keys(obs.Keepers)) {
 		if slices.Contains(obs.Offline, node) {
 			continue
 		}
@@ -153,7 +154,7 @@ func noteProjects(kcs []KeeperChange, project string, apps []App, obs *Observed)
 				i = len(kcs) - 1
 			}
 			kcs[i].Projects = missing
-			for _, app := range sortedKeys(missing) {
+			for _, app := range slices.Sorted(maps.Keys(missing)) {
 				kcs[i].Reasons = append(kcs[i].Reasons, fmt.Sprintf("note that app %s's volumes belong to project %s (recorded before projects)", app, project))
 			}
 		}

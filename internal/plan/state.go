@@ -1,6 +1,10 @@
 package plan
 
-import "fmt"
+import (
+	"fmt"
+	"maps"
+	"slices"
+)
 
 // BlindReason says that the token cannot see app's container on node,
 // and what to do about it.
@@ -223,7 +227,7 @@ func (o *Observed) AppProject(app string) string {
 // RecordProject is the project the keepers say app's volumes belong to,
 // or "" when none says.
 func (o *Observed) RecordProject(app string) string {
-	for _, node := range sortedKeys(o.Keepers) {
+	for _, node := range slices.Sorted(maps.Keys(o.Keepers)) {
 		for _, k := range o.Keepers[node] {
 			if p := k.Projects[app]; p != "" && k.RecordsApp(app) {
 				return p

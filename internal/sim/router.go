@@ -38,7 +38,7 @@ type pagedResult struct {
 }
 
 // route registers h for a schema path template, e.g.
-// s.route("GET", "/nodes/{node}/lxc", s.listLXC). Every route must exist
+// s.route("GET", "/nodes/{node}/lxc", s.getLXCList). Every route must exist
 // in the official schema: the conformance test walks this table.
 func (s *Server) route(method, path string, h handler) {
 	if s.routes == nil {

@@ -308,7 +308,7 @@ func (c *Cluster) Resources(typ string) []Resource {
 	defer c.mu.RUnlock()
 	var out []Resource
 	if typ == "" || typ == "vm" {
-		vmids := sortedKeys(c.st.Guests)
+		vmids := slices.Sorted(maps.Keys(c.st.Guests))
 		for _, vmid := range vmids {
 			out = append(out, c.guestResourceLocked(c.st.Guests[vmid]))
 		}

@@ -2,7 +2,9 @@ package model
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 )
 
@@ -23,7 +25,7 @@ func (e *Error) Error() string {
 	}
 	var b strings.Builder
 	b.WriteString(msg)
-	for _, k := range sortedKeys(e.Params) {
+	for _, k := range slices.Sorted(maps.Keys(e.Params)) {
 		fmt.Fprintf(&b, " %s: %s;", k, strings.TrimRight(e.Params[k], "\n"))
 	}
 	return strings.TrimSuffix(b.String(), ";")
@@ -77,7 +79,7 @@ func PerlText(err error) string {
 	if !strings.HasSuffix(msg, "\n") {
 		msg += "\n"
 	}
-	for _, k := range sortedKeys(e.Params) {
+	for _, k := range slices.Sorted(maps.Keys(e.Params)) {
 		msg += k + ": " + strings.TrimSuffix(e.Params[k], "\n") + "\n"
 	}
 	return msg

@@ -4,7 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -151,7 +153,7 @@ func applyMeta(dirfd int, name string, m fileMeta, xattrs map[string][]byte) err
 	}
 	if len(xattrs) > 0 {
 		p := fdPath(dirfd, name)
-		for _, k := range sortedKeys(xattrs) {
+		for _, k := range slices.Sorted(maps.Keys(xattrs)) {
 			if err := unix.Lsetxattr(p, k, xattrs[k], 0); err != nil && !ignorable(err) {
 				return fmt.Errorf("set xattr %s on %s: %w", k, name, err)
 			}

@@ -4,7 +4,9 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -80,7 +82,7 @@ func configText(g *Guest) string {
 	if len(g.Pending) > 0 || len(g.PendingDelete) > 0 {
 		b.WriteString("\n[pve:pending]\n")
 		var dels []string
-		for _, k := range sortedKeys(g.PendingDelete) {
+		for _, k := range slices.Sorted(maps.Keys(g.PendingDelete)) {
 			if g.PendingDelete[k] {
 				dels = append(dels, "!"+k)
 			} else {
@@ -89,7 +91,7 @@ func configText(g *Guest) string {
 		}
 		writeSection(&b, g.Pending, strings.Join(dels, ","))
 	}
-	for _, name := range sortedKeys(g.Snapshots) {
+	for _, name := range slices.Sorted(maps.Keys(g.Snapshots)) {
 		s := g.Snapshots[name]
 		fmt.Fprintf(&b, "\n[%s]\n", name)
 		writeSection(&b, s.Config, "")
@@ -104,7 +106,7 @@ func writeSection(b *strings.Builder, conf map[string]string, pendingDelete stri
 	for _, line := range descriptionLines(conf["description"]) {
 		b.WriteString("#" + encodeConfigText(line) + "\n")
 	}
-	keys := sortedKeys(conf)
+	keys := slices.Sorted(maps.Keys(conf))
 	if pendingDelete != "" {
 		keys = append(keys, "delete")
 		sort.Strings(keys)
@@ -203,7 +205,7 @@ func (c *Cluster) ConfigText(vmid int) (string, error) {
 // mountPoints returns the guest's rootfs and mpN entries of conf, parsed.
 func mountPoints(conf map[string]string) []MountPoint {
 	var out []MountPoint
-	for _, k := range sortedKeys(conf) {
+	for _, k := range slices.Sorted(maps.Keys(conf)) {
 		if k == "rootfs" || (strings.HasPrefix(k, "mp") && isVolumeKey(k)) {
 			if mp, err := ParseMountPoint(k, conf[k]); err == nil {
 				out = append(out, mp)

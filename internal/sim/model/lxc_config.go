@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -189,7 +190,7 @@ func (c *Cluster) CTPending(node string, vmid int) ([]PendingEntry, error) {
 		}
 	}
 	out := make([]PendingEntry, 0, len(rows))
-	for _, k := range sortedKeys(rows) {
+	for _, k := range slices.Sorted(maps.Keys(rows)) {
 		out = append(out, *rows[k])
 	}
 	return out, nil
@@ -339,7 +340,7 @@ func (c *Cluster) ctUpdateConfigLocked(g *Guest, running bool, set map[string]st
 		delete(g.Pending, opt)
 		g.PendingDelete[opt] = false
 	}
-	for _, opt := range sortedKeys(set) {
+	for _, opt := range slices.Sorted(maps.Keys(set)) {
 		modified[opt] = true
 		value := set[opt]
 		switch {
@@ -472,7 +473,7 @@ func (c *Cluster) ctApplyPendingLocked(g *Guest, selection map[string]bool) map[
 		errs[opt] = fmt.Sprintf("unable to apply pending change %s : %s", opt, errText(err))
 		c.log.Warn(strings.TrimRight(errs[opt], "\n"), "vmid", g.VMID)
 	}
-	for _, opt := range sortedKeys(g.PendingDelete) {
+	for _, opt := range slices.Sorted(maps.Keys(g.PendingDelete)) {
 		if !selection[opt] {
 			continue
 		}
@@ -497,7 +498,7 @@ func (c *Cluster) ctApplyPendingLocked(g *Guest, selection map[string]bool) map[
 		delete(g.PendingDelete, opt)
 	}
 	ctCleanupPending(g)
-	for _, opt := range sortedKeys(g.Pending) {
+	for _, opt := range slices.Sorted(maps.Keys(g.Pending)) {
 		if !selection[opt] {
 			continue
 		}
@@ -531,13 +532,13 @@ var ctHotplugNetDeleteRE = regexp.MustCompile(`^net\d$`)
 // next start. Failures read "unable to hotplug <opt>: <err>".
 func (c *Cluster) ctHotplugPendingLocked(g *Guest, selection map[string]bool) map[string]string {
 	errs := map[string]string{}
-	for _, opt := range sortedKeys(g.Pending) {
+	for _, opt := range slices.Sorted(maps.Keys(g.Pending)) {
 		if selection[opt] && ctFastplugOptions[opt] {
 			g.Config[opt] = g.Pending[opt]
 			delete(g.Pending, opt)
 		}
 	}
-	for _, opt := range sortedKeys(g.PendingDelete) {
+	for _, opt := range slices.Sorted(maps.Keys(g.PendingDelete)) {
 		if !selection[opt] {
 			continue
 		}
@@ -558,7 +559,7 @@ func (c *Cluster) ctHotplugPendingLocked(g *Guest, selection map[string]bool) ma
 		delete(g.Config, opt)
 		delete(g.PendingDelete, opt)
 	}
-	for _, opt := range sortedKeys(g.Pending) {
+	for _, opt := range slices.Sorted(maps.Keys(g.Pending)) {
 		if !selection[opt] {
 			continue
 		}
@@ -743,7 +744,7 @@ func (c *Cluster) ctModifyConfigPermLocked(auth Auth, vmid int, oldconf, newconf
 			return vmCheck("VM.Config.Options")
 		}
 	}
-	for _, opt := range sortedKeys(newconf) {
+	for _, opt := range slices.Sorted(maps.Keys(newconf)) {
 		if err := check(opt, false); err != nil {
 			return err
 		}
@@ -778,7 +779,7 @@ func (c *Cluster) ctCheckFeaturesPermLocked(auth Auth, vmPath, old, new string, 
 		onlyNesting(ctParseFeatures(old))
 	case old != "":
 		of, nf := ctParseFeatures(old), ctParseFeatures(new)
-		for _, k := range append(sortedKeys(of), sortedKeys(nf)...) {
+		for _, k := range append(slices.Sorted(maps.Keys(of)), slices.Sorted(maps.Keys(nf))...) {
 			if of[k] != nf[k] {
 				if k == "nesting" {
 					nestingChanged = true

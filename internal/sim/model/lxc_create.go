@@ -4,9 +4,11 @@ import (
 	"crypto/rand"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -254,7 +256,7 @@ func (c *Cluster) ctCheckCreateParamsLocked(auth Auth, node string, vmid int, p 
 
 	mounts = map[string]string{}
 	noDisk := map[string]string{}
-	for _, opt := range sortedKeys(p) {
+	for _, opt := range slices.Sorted(maps.Keys(p)) {
 		value := p[opt]
 		switch {
 		case opt == "rootfs" || ctKeyIs(opt, "mp"):

@@ -2,6 +2,8 @@ package model
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 )
 
@@ -114,7 +116,7 @@ func (c *Cluster) ctDestroyContainerLocked(w *Worker, g *Guest, unreferenced boo
 		}
 	}
 	if unreferenced {
-		for _, key := range sortedKeys(c.st.Volumes) {
+		for _, key := range slices.Sorted(maps.Keys(c.st.Volumes)) {
 			v := c.st.Volumes[key]
 			if !c.st.volOn(v, g.Node) || v.Owner != g.VMID || (v.Content != "images" && v.Content != "rootdir") {
 				continue

@@ -2,6 +2,8 @@ package model
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -384,7 +386,7 @@ func (c *Cluster) applyPendingLocked(g *Guest) pendingOutcome {
 		out.Log = append(out.Log, strings.TrimRight(msg, "\n"))
 	}
 
-	for _, opt := range sortedKeys(g.PendingDelete) {
+	for _, opt := range slices.Sorted(maps.Keys(g.PendingDelete)) {
 		var err error
 		switch {
 		case strings.HasPrefix(opt, "mp") && isVolumeKey(opt):
@@ -417,7 +419,7 @@ func (c *Cluster) applyPendingLocked(g *Guest) pendingOutcome {
 		}
 	}
 
-	for _, opt := range sortedKeys(g.Pending) {
+	for _, opt := range slices.Sorted(maps.Keys(g.Pending)) {
 		var err error
 		switch {
 		case strings.HasPrefix(opt, "mp") && isVolumeKey(opt):

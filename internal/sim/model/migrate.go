@@ -2,8 +2,10 @@ package model
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -94,7 +96,7 @@ func (m *storageMap) mapID(sid string) string {
 // default, as migrate_vm checks them.
 func (m *storageMap) targets() []string {
 	var out []string
-	for _, k := range sortedKeys(m.entries) {
+	for _, k := range slices.Sorted(maps.Keys(m.entries)) {
 		out = append(out, m.entries[k])
 	}
 	if m.def != "" {
@@ -540,7 +542,7 @@ func (c *Cluster) migratePhase1(w *Worker, m *migration) error {
 				test(key, conf[key], snapname)
 			}
 		}
-		for _, name := range sortedKeys(g.Snapshots) {
+		for _, name := range slices.Sorted(maps.Keys(g.Snapshots)) {
 			scan(g.Snapshots[name].Config, name, false)
 		}
 		scan(g.Pending, "", false)
@@ -553,7 +555,7 @@ func (c *Cluster) migratePhase1(w *Worker, m *migration) error {
 	for _, l := range lines {
 		c.mlog(w, "%s", l)
 	}
-	volids := sortedKeys(vols)
+	volids := slices.Sorted(maps.Keys(vols))
 	for _, volid := range volids {
 		if vols[volid].ref == "config" {
 			c.mlog(w, "found local volume '%s' (in current VM config)", volid)
@@ -562,7 +564,7 @@ func (c *Cluster) migratePhase1(w *Worker, m *migration) error {
 		}
 	}
 	if len(volErrs) > 0 {
-		for _, volid := range sortedKeys(volErrs) {
+		for _, volid := range slices.Sorted(maps.Keys(volErrs)) {
 			c.mlog(w, "can't migrate local volume '%s': %s", volid, strings.TrimRight(volErrs[volid], "\n"))
 		}
 		return Failf("can't migrate CT - check log\n")

@@ -2,8 +2,10 @@ package model
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -216,7 +218,7 @@ func (c *Cluster) restoreRun(w *Worker, spec restoreSpec, vols *[]string, destro
 	mounts := map[string]string{}
 	var delayed map[string]string
 	err = w.Do(func(st *State) error {
-		for _, k := range sortedKeys(orig) {
+		for _, k := range slices.Sorted(maps.Keys(orig)) {
 			if ctKeyIs(k, "net") && spec.conf[k] == "" {
 				if err := c.ctCheckBridgeAccessLocked(spec.auth, orig[k]); err != nil {
 					return err
@@ -382,7 +384,7 @@ func (c *Cluster) restoreRun(w *Worker, spec restoreSpec, vols *[]string, destro
 // bookkeeping and (for non-root) raw lxc keys; with unique every NIC
 // gets a new MAC.
 func restoreConfiguration(conf, orig map[string]string, restricted, unique bool, w *Worker) {
-	for _, k := range sortedKeys(orig) {
+	for _, k := range slices.Sorted(maps.Keys(orig)) {
 		switch {
 		case k == "digest" || k == "rootfs" || k == "snapshots" || k == "unprivileged" || k == "parent" || k == "lock" || k == "template":
 			continue

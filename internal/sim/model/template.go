@@ -5,9 +5,11 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -120,17 +122,17 @@ func templateArchive(a Appliance, mtime time.Time) ([]byte, error) {
 	tw := tar.NewWriter(&tarBuf)
 	dirs := map[string]bool{}
 	files := templateFiles(a)
-	for _, name := range sortedKeys(files) {
+	for _, name := range slices.Sorted(maps.Keys(files)) {
 		for d := path.Dir(name); d != "." && !dirs[d]; d = path.Dir(d) {
 			dirs[d] = true
 		}
 	}
-	for _, d := range append(sortedKeys(dirs), "home", "tmp", "root", "srv") {
+	for _, d := range append(slices.Sorted(maps.Keys(dirs)), "home", "tmp", "root", "srv") {
 		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: "./" + d + "/", Mode: 0o755, ModTime: mtime}); err != nil {
 			return nil, err
 		}
 	}
-	for _, name := range sortedKeys(files) {
+	for _, name := range slices.Sorted(maps.Keys(files)) {
 		body := files[name]
 		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: "./" + name, Mode: 0o644, Size: int64(len(body)), ModTime: mtime}); err != nil {
 			return nil, err

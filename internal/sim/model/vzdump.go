@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -239,7 +240,7 @@ func vzdumpCommandLine(params map[string]string) string {
 	for _, s := range ctSplitList(params["vmid"]) {
 		b.WriteString(" " + s)
 	}
-	for _, k := range sortedKeys(params) {
+	for _, k := range slices.Sorted(maps.Keys(params)) {
 		if k == "vmid" || k == "stdout" {
 			continue
 		}
@@ -662,7 +663,7 @@ func (c *Cluster) vzdumpPruneLocked(w *Worker, job vzdumpJob, vmid int) {
 	keepStr := "keep-all=1"
 	if job.prune != nil {
 		var parts []string
-		for _, k := range sortedKeys(job.prune) {
+		for _, k := range slices.Sorted(maps.Keys(job.prune)) {
 			parts = append(parts, fmt.Sprintf("%s=%d", k, job.prune[k]))
 		}
 		keepStr = strings.Join(parts, ", ")

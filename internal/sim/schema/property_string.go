@@ -2,8 +2,10 @@ package schema
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"math/big"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -29,7 +31,7 @@ func (e *FormatError) text() string {
 	var b strings.Builder
 	b.WriteString(e.Msg)
 	b.WriteByte('\n')
-	for _, k := range sortedKeys(e.Errors) {
+	for _, k := range slices.Sorted(maps.Keys(e.Errors)) {
 		b.WriteString(k + ": " + e.Errors[k] + "\n")
 	}
 	return b.String()
@@ -183,7 +185,7 @@ func PrintProperty(f *Format, kv map[string]string) string {
 	if defaultKey != "" {
 		add(defaultKey, true)
 	}
-	keys := sortedKeys(kv)
+	keys := slices.Sorted(maps.Keys(kv))
 	for _, k := range keys {
 		if p := f.Keys[k]; p != nil && !p.Optional {
 			add(k, false)

@@ -2,6 +2,8 @@ package schema
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -99,15 +101,6 @@ func joinPath(path, key string) string {
 	return path + "." + key
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
 // instanceType is get_instance_type: the value of the property named by
 // the schema's type-property, if any.
 func instanceType(p *Prop, value map[string]any) *string {
@@ -125,8 +118,8 @@ func instanceType(p *Prop, value map[string]any) *string {
 // the names PVE's real schema lists one by one; they are all optional.
 func (v *validation) checkObject(path string, schema map[string]*Prop, value map[string]any,
 	additional *bool, additionalSchema *Prop) {
-	valueKeys := sortedKeys(value)
-	for _, k := range sortedKeys(schema) {
+	valueKeys := slices.Sorted(maps.Keys(value))
+	for _, k := range slices.Sorted(maps.Keys(schema)) {
 		p := schema[k]
 		if p.IndexCount > 0 {
 			for _, vk := range valueKeys {
@@ -374,11 +367,11 @@ func (p *Prop) compile() error {
 	}
 	children := []*Prop{p.Items, p.AdditionalSchema}
 	children = append(children, p.OneOf...)
-	for _, k := range sortedKeys(p.Properties) {
+	for _, k := range slices.Sorted(maps.Keys(p.Properties)) {
 		children = append(children, p.Properties[k])
 	}
 	if p.PropertyFormat != nil {
-		for _, k := range sortedKeys(p.PropertyFormat.Keys) {
+		for _, k := range slices.Sorted(maps.Keys(p.PropertyFormat.Keys)) {
 			children = append(children, p.PropertyFormat.Keys[k])
 		}
 	}

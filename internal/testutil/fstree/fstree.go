@@ -11,9 +11,10 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -270,7 +271,7 @@ func describe(p, rel string, first map[[2]uint64]string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	for _, k := range sortedKeys(x) {
+	for _, k := range slices.Sorted(maps.Keys(x)) {
 		line += " " + k + "=" + hex.EncodeToString(x[k])
 	}
 	return line, nil
@@ -298,13 +299,4 @@ func xattrs(p string) (map[string][]byte, error) {
 		out[name] = v[:k]
 	}
 	return out, nil
-}
-
-func sortedKeys(m map[string][]byte) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -1,0 +1,125 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/corralhq/corral/internal/agent"
+)
+
+// newAgentStatusCmd is `corral agent status`: what a running agent
+// knows, read from its API.
+func newAgentStatusCmd(st *streams) *cobra.Command {
+	var url, output, token string
+	cmd := &cobra.Command{
+		Use:         "status",
+		Annotations: jsonForm(),
+		Short:       "Show what a running corral agent knows: apps, health, backups, recent events",
+		Args:        cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			asJSON, err := (&fileFlags{output: output}).json()
+			if err != nil {
+				return err
+			}
+			if token == "" {
+				token = os.Getenv("CORRAL_AGENT_TOKEN")
+			}
+			var s agent.Status
+			var ev struct {
+				Events []agent.Event `json:"events"`
+			}
+			base := strings.TrimSuffix(url, "/")
+			if err := getAgentJSON(cmd.Context(), base+"/api/v1/apps", token, &s); err != nil {
+				return err
+			}
+			if err := getAgentJSON(cmd.Context(), base+"/api/v1/events", token, &ev); err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(st, map[string]any{"status": s, "events": ev.Events})
+			}
+			writeAgentStatus(st.out, s, ev.Events)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&url, "url", "http://127.0.0.1:9120", "the agent's address (its --listen)")
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	cmd.Flags().StringVar(&token, "auth-token", "", "the agent's bearer token (env CORRAL_AGENT_TOKEN)")
+	return cmd
+}
+
+func getAgentJSON(ctx context.Context, url, token string, v any) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return fmt.Errorf("--url: %w", err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("reach the agent: %w; is `corral agent` running, and is --url its --listen address?", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusUnauthorized {
+		return errors.New("the agent wants its token: pass --auth-token or set CORRAL_AGENT_TOKEN")
+	}
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return fmt.Errorf("GET %s: %s: %s", url, resp.Status, strings.TrimSpace(string(b)))
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(v); err != nil {
+		return fmt.Errorf("GET %s: not the agent's JSON: %w", url, err)
+	}
+	return nil
+}
+
+func writeAgentStatus(w io.Writer, s agent.Status, events []agent.Event) {
+	sync := "in sync"
+	if !s.InSync {
+		sync = "DRIFT"
+	}
+	last := "never"
+	if !s.LastPlan.IsZero() {
+		last = s.Now.Sub(s.LastPlan).Round(time.Second).String() + " ago"
+	}
+	fmt.Fprintf(w, "agent: %s mode, %s, last plan %s\n", s.Mode, sync, last)
+	if s.Error != "" {
+		fmt.Fprintf(w, "cannot read the cluster: %s\n", s.Error)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "APP\tNODE\tCT\tSTATE\tHEALTH\tDRIFT\tLAST BACKUP")
+	for _, a := range s.Apps {
+		backup := "-"
+		if b := a.LastBackup; b != nil {
+			backup = "ok "
+			if !b.OK {
+				backup = "FAILED "
+			}
+			backup += s.Now.Sub(b.Time).Round(time.Second).String() + " ago"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", a.Name, orDash(a.Node), a.VMID, a.State, orDash(a.Health), a.Drift, backup)
+	}
+	tw.Flush()
+	if len(events) > 0 {
+		fmt.Fprintln(w, "\nrecent events:")
+		for i, e := range events {
+			if i == 10 {
+				break
+			}
+			fmt.Fprintf(w, "  %s  %-5s %s\n", e.Time.UTC().Format(time.RFC3339), e.Level, e.Message)
+		}
+	}
+}
