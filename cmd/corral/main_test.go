@@ -3,10 +3,12 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -49,6 +51,14 @@ func serveScaled(t *testing.T, scale string) (string, []string) {
 	t.Helper()
 	state := t.TempDir()
 	cmd := exec.Command(corralBin, "sim", "serve", "--listen", "127.0.0.1:0", "--state", state, "--time-scale", scale, "--guest-ssh-port", "0")
+	return startServe(t, cmd, state)
+}
+
+// startServe starts cmd, a corral sim serve with --state state (possibly
+// wrapped, as in a network namespace), waits until it is ready and
+// returns the environment from its env file.
+func startServe(t *testing.T, cmd *exec.Cmd, state string) (string, []string) {
+	t.Helper()
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -106,7 +116,12 @@ func serveScaled(t *testing.T, scale string) (string, []string) {
 
 func corral(t *testing.T, env []string, args ...string) (int, string, string) {
 	t.Helper()
-	cmd := exec.Command(corralBin, args...)
+	return corralCmd(t, env, exec.Command(corralBin, args...))
+}
+
+// corralCmd runs cmd from the repository root with env added to ours.
+func corralCmd(t *testing.T, env []string, cmd *exec.Cmd) (int, string, string) {
+	t.Helper()
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Dir = "../.."
 	var out, errb bytes.Buffer
@@ -340,32 +355,39 @@ func volumeDirOf(t *testing.T, state string, env []string, app string) (string, 
 
 // TestREADMEWalkthrough runs the README's "Quickstart, step by step" block
 // line by line, as written, on the embedded emulator with a fresh state,
-// after the README's first command, and checks each line's exit status
-// against its "# exit N" comment (0 where there is none).
+// after the README's first command, then its "Backups, restore and
+// snapshots" block (VOLID: the archive corral backups lists first), and
+// checks each line's exit status against its "# exit N" comment (0 where
+// there is none). Nothing runs on a terminal: a line that would ask for
+// confirmation fails.
 func TestREADMEWalkthrough(t *testing.T) {
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, rest, ok := strings.Cut(string(readme), "## Quickstart, step by step")
-	if !ok {
-		t.Fatal("README has no 'Quickstart, step by step' section")
+	block := func(heading string) string {
+		t.Helper()
+		_, rest, ok := strings.Cut(string(readme), heading)
+		if !ok {
+			t.Fatalf("README has no %q section", heading)
+		}
+		_, rest, _ = strings.Cut(rest, "```sh\n")
+		b, _, _ := strings.Cut(rest, "```")
+		return b
 	}
-	_, rest, _ = strings.Cut(rest, "```sh\n")
-	block, _, _ := strings.Cut(rest, "```")
 	// Task durations scaled down: what is checked is each exit status.
 	env := append(os.Environ(), "XDG_STATE_HOME="+t.TempDir(), "PROXMOX_VE_ENDPOINT=", "PROXMOX_VE_API_TOKEN=", "CORRAL_SIM_TIME_SCALE=0.02")
-	run := func(line string, want int) {
+	run := func(line string, want int) string {
 		t.Helper()
 		cmdline, comment, _ := strings.Cut(line, "#")
 		args := strings.Fields(cmdline)
-		if args[0] != "./corral" {
-			t.Fatalf("walkthrough line %q does not run ./corral", line)
+		if args[0] != "corral" {
+			t.Fatalf("walkthrough line %q does not run corral", line)
 		}
 		cmd := exec.Command(corralBin, args[1:]...)
 		cmd.Env, cmd.Dir = env, "../.."
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
 		err := cmd.Run()
 		code := 0
 		if ee, ok := err.(*exec.ExitError); ok {
@@ -374,24 +396,86 @@ func TestREADMEWalkthrough(t *testing.T) {
 			t.Fatal(err)
 		}
 		if code != want {
-			t.Fatalf("%s\nexit %d, want %d (comment %q)\n%s", line, code, want, comment, out.String())
+			t.Fatalf("%s\nexit %d, want %d (comment %q)\n%s%s", line, code, want, comment, out.String(), errb.String())
 		}
+		return out.String()
 	}
-	// The README's first command, then the block.
-	run("./corral apply -f examples/quickstart/corral.yaml --auto-approve", 0)
-	steps := 0
-	for _, line := range strings.Split(strings.TrimSpace(block), "\n") {
-		if strings.HasPrefix(line, "go build") {
-			continue
+	lines := func(b string) []string {
+		var out []string
+		for _, line := range strings.Split(strings.TrimSpace(b), "\n") {
+			if !strings.HasPrefix(line, "go build") {
+				out = append(out, line)
+			}
 		}
+		return out
+	}
+	wantOf := func(line string) int {
 		want := 0
 		if _, c, ok := strings.Cut(line, "# exit "); ok {
 			fmt.Sscanf(c, "%d", &want)
 		}
-		run(line, want)
+		return want
+	}
+	// The README's first command, then the block.
+	run("corral apply -f examples/quickstart/corral.yaml --auto-approve", 0)
+	steps := 0
+	for _, line := range lines(block("## Quickstart, step by step")) {
+		run(line, wantOf(line))
 		steps++
 	}
 	if steps < 8 {
 		t.Fatalf("only %d walkthrough lines ran", steps)
+	}
+	archive := ""
+	for _, line := range lines(block("## Backups, restore and snapshots")) {
+		if strings.Contains(line, "VOLID") {
+			if archive == "" {
+				var list struct {
+					Backups []struct {
+						VolID string `json:"volid"`
+					} `json:"backups"`
+				}
+				if err := json.Unmarshal([]byte(run("corral backups hello -o json", 0)), &list); err != nil || len(list.Backups) == 0 {
+					t.Fatalf("no archive to restore: %v %+v", err, list)
+				}
+				archive = list.Backups[0].VolID
+			}
+			line = strings.ReplaceAll(line, "VOLID", archive)
+		}
+		run(line, wantOf(line))
+		steps++
+	}
+	if steps < 14 {
+		t.Fatalf("only %d walkthrough lines ran", steps)
+	}
+}
+
+// TestEmbeddedEnvFileSources: the embedded emulator's env file holds no
+// endpoint that nothing serves; sourcing it, or eval "$(corral sim env)",
+// in a shell that had a stale endpoint brings corral back to the embedded
+// emulator and its state, and the file says how to serve that state.
+func TestEmbeddedEnvFileSources(t *testing.T) {
+	state := t.TempDir()
+	base := append(os.Environ(), "XDG_STATE_HOME="+state, "CORRAL_SIM_TIME_SCALE=0")
+	cmd := exec.Command(corralBin, "volumes")
+	cmd.Env = append(slices.Clone(base), "PROXMOX_VE_ENDPOINT=", "PROXMOX_VE_API_TOKEN=")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("corral volumes: %v\n%s", err, out)
+	}
+	file := filepath.Join(state, "corral", "sim", "env")
+	text, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(text), "sim.invalid") || !strings.Contains(string(text), "corral sim serve --state "+filepath.Join(state, "corral", "sim")) {
+		t.Fatalf("env file:\n%s", text)
+	}
+	for _, script := range []string{`. "$1" && exec "$2" volumes`, `eval "$("$2" sim env)" && exec "$2" volumes`} {
+		sh := exec.Command("/bin/sh", "-c", script, "sh", file, corralBin)
+		sh.Env = append(slices.Clone(base), "PROXMOX_VE_ENDPOINT=https://127.0.0.1:1", "PROXMOX_VE_API_TOKEN=stale@pve!x=y", "PROXMOX_VE_FINGERPRINT=AA")
+		out, err := sh.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "using the embedded Proxmox VE emulator") {
+			t.Fatalf("%s: %v\n%s", script, err, out)
+		}
 	}
 }

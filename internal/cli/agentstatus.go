@@ -22,9 +22,10 @@ import (
 func newAgentStatusCmd(st *streams) *cobra.Command {
 	var url, output, token string
 	cmd := &cobra.Command{
-		Use:   "status",
-		Short: "Show what a running corral agent knows: apps, health, backups, recent events",
-		Args:  cobra.NoArgs,
+		Use:         "status",
+		Annotations: jsonForm(),
+		Short:       "Show what a running corral agent knows: apps, health, backups, recent events",
+		Args:        cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			asJSON, err := (&fileFlags{output: output}).json()
 			if err != nil {

@@ -37,8 +37,9 @@ type applyArgs struct {
 func newApplyCmd(st *streams) *cobra.Command {
 	a := &applyArgs{}
 	cmd := &cobra.Command{
-		Use:   "apply",
-		Short: "Make the cluster match the manifest",
+		Use:         "apply",
+		Annotations: jsonForm(),
+		Short:       "Make the cluster match the manifest",
 		Long: `apply plans like 'corral plan', shows the plan, asks for confirmation
 (or takes --auto-approve) and carries it out. Retained volumes are never
 freed: a container that must be replaced is destroyed only after its

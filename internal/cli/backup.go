@@ -109,8 +109,9 @@ type backupArgs struct {
 func newBackupCmd(st *streams) *cobra.Command {
 	a := &backupArgs{}
 	cmd := &cobra.Command{
-		Use:   "backup APP",
-		Short: "Back up an app's container with vzdump and say what the archive leaves out",
+		Use:         "backup APP",
+		Annotations: jsonForm(),
+		Short:       "Back up an app's container with vzdump and say what the archive leaves out",
 		Long: `backup runs vzdump on the app's container, waits for the task and checks
 how it ended: PVE answers a backup request with 200 even when the token may
 not back the guest up, and fails the task afterwards.
@@ -246,8 +247,9 @@ func newBackupsCmd(st *streams) *cobra.Command {
 	var ff fileFlags
 	var cf connFlags
 	cmd := &cobra.Command{
-		Use:   "backups [APP]",
-		Short: "List the apps' backup archives, newest first",
+		Use:         "backups [APP]",
+		Annotations: jsonForm(),
+		Short:       "List the apps' backup archives, newest first",
 		Long: `backups lists the container archives on every backup storage, newest first,
 with the app each belongs to. An archive belongs to an app by its notes
 ("corral app APP", written by corral backup) or, for an archive made another
@@ -322,8 +324,9 @@ type restoreArgs struct {
 func newRestoreCmd(st *streams) *cobra.Command {
 	a := &restoreArgs{}
 	cmd := &cobra.Command{
-		Use:   "restore APP --archive VOLID",
-		Short: "Restore an app's backup into a new container, beside the app or in its place",
+		Use:         "restore APP --archive VOLID",
+		Annotations: jsonForm(),
+		Short:       "Restore an app's backup into a new container, beside the app or in its place",
 		Long: `restore recreates the container from a backup archive under a new VMID.
 Before the first start it gets a new MAC and the hostname, tags and
 description of the app it becomes, and each restored volume moves into the
@@ -351,6 +354,7 @@ restore is told what it lacks before anything changes.`,
 	cmd.Flags().StringVar(&a.ip, "ip", "", "net0 address of the restored container: dhcp or a CIDR (default the archived)")
 	cmd.Flags().BoolVar(&a.autoApprove, "auto-approve", false, "restore without asking (needed when stdin is not a terminal)")
 	cmd.MarkFlagRequired("archive")
+	cmd.RegisterFlagCompletionFunc("archive", completeArchives)
 	return cmd
 }
 
@@ -468,8 +472,9 @@ func newSnapshotCmd(st *streams) *cobra.Command {
 	var cf connFlags
 	var del bool
 	cmd := &cobra.Command{
-		Use:   "snapshot APP [NAME]",
-		Short: "Snapshot an app's container (its volumes included)",
+		Use:         "snapshot APP [NAME]",
+		Annotations: jsonForm(),
+		Short:       "Snapshot an app's container (its volumes included)",
 		Long: `snapshot takes a PVE snapshot of the app's container, running or not
 (default name corral-YYYYMMDD-HHMMSS). It covers the root file system and
 every volume attached to the container, keeper volumes included. PVE can
@@ -528,6 +533,7 @@ storage corral says so and takes none (use corral backup there).`,
 	ff.add(cmd.Flags())
 	cf.add(cmd.Flags())
 	cmd.Flags().BoolVar(&del, "delete", false, "remove snapshot NAME instead of taking one")
+	cmd.ValidArgsFunction = completeAppThenSnapshot(func(*cobra.Command) bool { return del })
 	return cmd
 }
 
@@ -535,9 +541,10 @@ func newSnapshotsCmd(st *streams) *cobra.Command {
 	var ff fileFlags
 	var cf connFlags
 	cmd := &cobra.Command{
-		Use:   "snapshots APP",
-		Short: "List an app's snapshots, oldest first",
-		Args:  cobra.ExactArgs(1),
+		Use:         "snapshots APP",
+		Annotations: jsonForm(),
+		Short:       "List an app's snapshots, oldest first",
+		Args:        cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			j, err := openBackupJob(cmd, st, ff, cf)
 			if err != nil {
@@ -583,8 +590,9 @@ func newRollbackCmd(st *streams) *cobra.Command {
 	var lf lockFlags
 	var start, autoApprove bool
 	cmd := &cobra.Command{
-		Use:   "rollback APP NAME",
-		Short: "Roll an app's container back to a snapshot (its volumes included)",
+		Use:         "rollback APP NAME",
+		Annotations: jsonForm(),
+		Short:       "Roll an app's container back to a snapshot (its volumes included)",
 		Long: `rollback returns the app's container to snapshot NAME: its config, root file
 system and every volume the snapshot covers (those attached when it was
 taken). Whatever changed since is lost. PVE stops a running container for
@@ -627,5 +635,6 @@ the rollback; corral starts it again if it was running, or with --start.`,
 	lf.add(cmd.Flags())
 	cmd.Flags().BoolVar(&start, "start", false, "start the container after the rollback even if it was stopped")
 	cmd.Flags().BoolVar(&autoApprove, "auto-approve", false, "roll back without asking (needed when stdin is not a terminal)")
+	cmd.ValidArgsFunction = completeAppThenSnapshot(func(*cobra.Command) bool { return true })
 	return cmd
 }

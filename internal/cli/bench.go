@@ -33,8 +33,9 @@ type benchArgs struct {
 func newBenchCmd(st *streams) *cobra.Command {
 	a := &benchArgs{}
 	cmd := &cobra.Command{
-		Use:   "bench",
-		Short: "Measure corral from the command line against a standalone emulator",
+		Use:         "bench",
+		Annotations: jsonForm(),
+		Short:       "Measure corral from the command line against a standalone emulator",
 		Long: `bench measures corral the way a user feels it. For each --apps N it starts
 a fresh emulator process (corral sim serve, HTTPS) and runs corral itself
 as separate processes: apply N apps (each with one 1 GiB volume, started),

@@ -1,11 +1,18 @@
 package cli
 
 import (
+	"context"
+	"io"
+	"log/slog"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/corralhq/corral/internal/apply"
 	"github.com/corralhq/corral/internal/manifest"
+	"github.com/corralhq/corral/internal/plan"
 )
 
 // completeAppNames gives every command whose first argument is an APP
@@ -59,4 +66,137 @@ func contains(ss []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// completionTimeout bounds how long a completion may read the cluster: a
+// shell waiting on a slow or unreachable endpoint is worse than no list.
+const completionTimeout = 3 * time.Second
+
+// fromCluster runs list against the cluster that cmd's flags (or the
+// environment, or the embedded emulator) point at, quietly: nothing on
+// stderr, no error, nothing at all after completionTimeout.
+func fromCluster(cmd *cobra.Command, list func(ctx context.Context, s *session) ([]string, error)) []string {
+	var cf connFlags
+	get := func(name string) string {
+		if f := cmd.Flags().Lookup(name); f != nil {
+			return f.Value.String()
+		}
+		return ""
+	}
+	cf.endpoint, cf.token, cf.fingerprint, cf.caFile = get("endpoint"), get("api-token"), get("fingerprint"), get("ca-file")
+	cf.insecure, _ = strconv.ParseBool(get("insecure"))
+	cf.plainHTTP, _ = strconv.ParseBool(get("insecure-plain-http"))
+	// The emulator and the client log through slog; a completion prints
+	// nothing but its candidates.
+	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	ctx, cancel := context.WithTimeout(context.Background(), completionTimeout)
+	defer cancel()
+	quiet := &streams{in: strings.NewReader(""), out: io.Discard, err: io.Discard}
+	s, err := connect(ctx, quiet, cf)
+	if err != nil {
+		return nil
+	}
+	defer s.Close()
+	out, err := list(ctx, s)
+	if err != nil {
+		return nil
+	}
+	return out
+}
+
+// withPrefix keeps the candidates that start with prefix and are not in
+// args already.
+func withPrefix(cands, args []string, prefix string) []string {
+	var out []string
+	for _, c := range cands {
+		if strings.HasPrefix(c, prefix) && !contains(args, c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// completeVolumeIDs completes `corral volumes rm`: the volumes the keepers
+// hold, of the manifest's project when -f names a readable one.
+func completeVolumeIDs(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	project := ""
+	if f := cmd.Flags().Lookup("file"); f != nil {
+		if m, err := manifest.Load(f.Value.String(), manifest.LoadOptions{Lazy: true}); err == nil {
+			project = m.Project
+		}
+	}
+	ids := fromCluster(cmd, func(ctx context.Context, s *session) ([]string, error) {
+		obs, err := apply.Observe(ctx, s.client)
+		if err != nil {
+			return nil, err
+		}
+		var ids []string
+		for _, v := range plan.Inventory(obs) {
+			if project == "" || v.Project == "" || v.Project == project {
+				ids = append(ids, v.VolID)
+			}
+		}
+		return ids, nil
+	})
+	return withPrefix(ids, args, toComplete), cobra.ShellCompDirectiveNoFileComp
+}
+
+// completeArchives completes restore's --archive: the backups of the app
+// named first (of every app when none is yet).
+func completeArchives(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	app := ""
+	if len(args) > 0 {
+		app = args[0]
+	}
+	ids := fromCluster(cmd, func(ctx context.Context, s *session) ([]string, error) {
+		obs, err := apply.Observe(ctx, s.client)
+		if err != nil {
+			return nil, err
+		}
+		list, err := apply.ListBackups(ctx, s.client, obs, app)
+		if err != nil {
+			return nil, err
+		}
+		var ids []string
+		for _, a := range list {
+			ids = append(ids, a.VolID)
+		}
+		return ids, nil
+	})
+	return withPrefix(ids, nil, toComplete), cobra.ShellCompDirectiveNoFileComp
+}
+
+// completeAppThenSnapshot completes APP, then the snapshot names of that
+// app's container (rollback APP NAME, snapshot APP --delete NAME).
+func completeAppThenSnapshot(snapshotArg func(cmd *cobra.Command) bool) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		switch {
+		case len(args) == 0:
+			return appNames(cmd, args, toComplete), cobra.ShellCompDirectiveNoFileComp
+		case len(args) > 1 || !snapshotArg(cmd):
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		names := fromCluster(cmd, func(ctx context.Context, s *session) ([]string, error) {
+			obs, err := apply.Observe(ctx, s.client)
+			if err != nil {
+				return nil, err
+			}
+			ct, err := apply.AppCT(obs, args[0])
+			if err != nil {
+				return nil, err
+			}
+			snaps, err := apply.Snapshots(ctx, s.client, ct)
+			if err != nil {
+				return nil, err
+			}
+			var names []string
+			for _, sn := range snaps {
+				if sn.Name != "current" {
+					names = append(names, sn.Name)
+				}
+			}
+			return names, nil
+		})
+		return withPrefix(names, nil, toComplete), cobra.ShellCompDirectiveNoFileComp
+	}
 }

@@ -29,8 +29,9 @@ type destroyArgs struct {
 func newDestroyCmd(st *streams) *cobra.Command {
 	a := &destroyArgs{}
 	cmd := &cobra.Command{
-		Use:   "destroy [APP...]",
-		Short: "Remove the apps' containers; their volumes stay in the keeper",
+		Use:         "destroy [APP...]",
+		Annotations: jsonForm(),
+		Short:       "Remove the apps' containers; their volumes stay in the keeper",
 		Long: `destroy stops and removes the containers of the manifest's apps (or only
 of the apps named). Their volumes are detached first and stay in the node's
 keeper container, so the next apply finds the same data.

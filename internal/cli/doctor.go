@@ -21,8 +21,9 @@ type doctorArgs struct {
 func newDoctorCmd(st *streams) *cobra.Command {
 	a := &doctorArgs{}
 	cmd := &cobra.Command{
-		Use:   "doctor",
-		Short: "Check that this token can apply the manifest, or print a least-privilege token setup",
+		Use:         "doctor",
+		Annotations: jsonForm(),
+		Short:       "Check that this token can apply the manifest, or print a least-privilege token setup",
 		Long: `doctor checks, for the manifest at hand, everything apply needs from the
 cluster: that the API is reachable and its certificate trusted (printing
 the fingerprint to pin when it is not), the Proxmox VE version, the

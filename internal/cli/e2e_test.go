@@ -502,10 +502,9 @@ func TestDestroyRefusesUnmanagedVolume(t *testing.T) {
 // TestExamplesValidateAndPlan: every example validates and plans against
 // the emulator (steps that need the internet are not run here).
 func TestExamplesValidateAndPlan(t *testing.T) {
-	for _, v := range []string{"OPENROUTER_API_KEY", "LITELLM_API_KEY", "TELEGRAM_BOT_TOKEN"} {
+	for _, v := range []string{"OPENCODE_GO_API_KEY", "LITELLM_MASTER_KEY", "OPENROUTER_API_KEY", "TELEGRAM_BOT_TOKEN"} {
 		t.Setenv(v, "test-"+strings.ToLower(v))
 	}
-	t.Setenv("LITELLM_BASE_URL", "http://127.0.0.1:4000/v1")
 	dirs, err := filepath.Glob("../../examples/*/corral.yaml")
 	if err != nil || len(dirs) < 3 {
 		t.Fatalf("examples: %v %v", dirs, err)

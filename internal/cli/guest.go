@@ -52,24 +52,40 @@ func appCT(ctx context.Context, j *job, app string) (*plan.CT, error) {
 func newExecCmd(st *streams) *cobra.Command {
 	var ff fileFlags
 	var cf connFlags
-	var trust bool
+	var trust, stdin, tty bool
 	cmd := &cobra.Command{
-		Use:   "exec APP -- COMMAND [ARG...]",
+		Use:   "exec APP [-- COMMAND [ARG...]]",
 		Short: "Run a command inside an app's container (over SSH)",
 		Long: `exec runs a command as root inside the app's container, over SSH with
 corral's key and the host key corral pinned when it created the container.
-Output streams as it comes; the exit status is the command's.
+Output streams as it comes, byte for byte; the exit status is the
+command's (128+N when a signal N ended it).
+
+  -i   pass corral's standard input to the command (else it reads EOF)
+  -t   run the command on a terminal in the container (TERM and the window
+       size are the local terminal's, and follow it when it is resized;
+       the local terminal is in raw mode meanwhile, so Ctrl-C goes to the
+       command). Needs a terminal on stdin.
+
+  corral exec -it APP -- bash       an interactive shell
+  corral exec -it APP               the container's login shell
+  tar c dir | corral exec -i APP -- tar x -C /srv
 
 Proxmox gives API tokens no console for containers, so corral uses SSH.`,
-		Args: cobra.MinimumNArgs(2),
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			app, argv := args[0], args[1:]
-			return runInGuest(cmd.Context(), st, ff, cf, trust, app, quoteArgs(argv))
+			if len(argv) == 0 && !tty {
+				return errors.New("exec: no command: write `corral exec APP -- COMMAND`, or `corral exec -it APP` for a login shell")
+			}
+			return execInGuest(cmd.Context(), st, ff, cf, trust, app, argv, stdin, tty)
 		},
 	}
 	ff.add(cmd.Flags())
 	cf.add(cmd.Flags())
 	cmd.Flags().BoolVar(&trust, "trust-host-key", false, "accept the container's SSH host key if corral has none pinned")
+	cmd.Flags().BoolVarP(&stdin, "stdin", "i", false, "pass standard input to the command")
+	cmd.Flags().BoolVarP(&tty, "tty", "t", false, "run the command on a terminal (needs a terminal on stdin)")
 	return cmd
 }
 
@@ -113,49 +129,17 @@ func newLogsCmd(st *streams) *cobra.Command {
 }
 
 // runInGuest runs script in the app's container, streaming its output to
-// corral's stdout and stderr, and exits with its status.
+// corral's stdout and stderr line by line, and exits with its status.
 func runInGuest(ctx context.Context, st *streams, ff fileFlags, cf connFlags, trust bool, app, script string) error {
-	if asJSON, err := ff.json(); err != nil {
-		return err
-	} else if asJSON {
-		return errors.New("-o json: exec and logs have no JSON form; their output is the command's own")
-	}
-	ff.lazy = true // no provisioning value is needed to log in
-	j, err := openJob(ctx, st, ff, cf)
-	if err != nil {
-		return err
-	}
-	defer j.Close()
-	ct, err := appCT(ctx, j, app)
-	if err != nil {
-		return err
-	}
-	sshc, err := sshConfig(j.s, trust)
-	if err != nil {
-		return err
-	}
-	ex := &apply.Executor{Client: j.s.client, SSH: sshc}
-	cl, err := ex.Dial(ctx, ct)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	err = cl.Exec(ctx, guest.Command{Script: script, Stdin: st.in, OnLine: func(s guest.Stream, line string) {
-		if s == guest.Stderr {
-			fmt.Fprintln(st.err, line)
-		} else {
-			fmt.Fprintln(st.out, line)
-		}
-	}})
-	var ee *guest.ExitError
-	if errors.As(err, &ee) {
-		code := ee.Code
-		if code <= 0 {
-			code = ExitError
-		}
-		return &exitError{code: code}
-	}
-	return err
+	return withGuest(ctx, st, ff, cf, trust, app, func(cl *guest.Client) error {
+		return exitStatus(cl.Exec(ctx, guest.Command{Script: script, Stdin: st.in, OnLine: func(s guest.Stream, line string) {
+			if s == guest.Stderr {
+				fmt.Fprintln(st.err, line)
+			} else {
+				fmt.Fprintln(st.out, line)
+			}
+		}}))
+	})
 }
 
 // quoteArgs joins argv into a shell command line.

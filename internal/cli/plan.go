@@ -19,8 +19,9 @@ func newPlanCmd(st *streams) *cobra.Command {
 	var cf connFlags
 	var rerun rerunFlag
 	cmd := &cobra.Command{
-		Use:   "plan",
-		Short: "Show what apply would change, read from the live cluster",
+		Use:         "plan",
+		Annotations: jsonForm(),
+		Short:       "Show what apply would change, read from the live cluster",
 		Long: `plan compares the manifest with the live cluster (there is no state file)
 and prints what apply would do. Exit status: 0 no changes, 2 changes
 present, 1 error.`,

@@ -25,9 +25,10 @@ func powerCmd(verb, short string, do func(*apply.Executor, context.Context, stri
 		var cf connFlags
 		var lf lockFlags
 		cmd := &cobra.Command{
-			Use:   verb + " APP",
-			Short: short,
-			Args:  cobra.ExactArgs(1),
+			Use:         verb + " APP",
+			Annotations: jsonForm(),
+			Short:       short,
+			Args:        cobra.ExactArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
 				j, err := openBackupJob(cmd, st, ff, cf)
 				if err != nil {

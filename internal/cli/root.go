@@ -103,9 +103,13 @@ EXIT STATUS
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkJSONForm(cmd); err != nil {
+				return err
+			}
 			return setupLogging(g.logLevel, st.err)
 		},
 	}
+	root.SetFlagErrorFunc(flagError)
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", envOr("CORRAL_LOG", "warn"), "log level: debug, info, warn, error (env CORRAL_LOG)")
 	root.AddCommand(newSimCmd(st))
 	for _, add := range extraCommands {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -52,7 +53,34 @@ credentials: source it (". DIR/env") before running corral.`,
 	f.StringVar(&a.faults, "faults", "", "fault injection, e.g. 'seed=1,latency=20ms,read5xx=0.05,write5xx=0.02,drop=0.01,taskfail=0.05'")
 	f.BoolVar(&a.plainHTTP, "plain-http", false, "serve plain HTTP instead of HTTPS")
 	f.IntVar(&a.sshPort, "guest-ssh-port", sim.PVEPort, "port of each running container's SSH server (22 as on PVE, 2222 when 22 cannot be bound; 0 picks a free port); DIR/env exports it")
-	cmd.AddCommand(serve)
+	cmd.AddCommand(serve, newSimEnvCmd(st))
+	return cmd
+}
+
+// newSimEnvCmd is `corral sim env`: the state directory's env file on
+// stdout, for eval "$(corral sim env)". It holds a served emulator's
+// endpoint and credentials, or (written by the embedded emulator, which
+// serves no port) the unsets that bring corral back to the embedded one.
+func newSimEnvCmd(st *streams) *cobra.Command {
+	var state string
+	cmd := &cobra.Command{
+		Use:   "env",
+		Short: "Print the emulator's env file (eval \"$(corral sim env)\")",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			path := filepath.Join(state, "env")
+			data, err := os.ReadFile(path)
+			if errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("no emulator state in %s: run corral sim serve --state %s, or any corral command without PROXMOX_VE_ENDPOINT (the embedded emulator)", state, state)
+			}
+			if err != nil {
+				return err
+			}
+			_, err = st.out.Write(data)
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&state, "state", defaultSimDir(), "state directory")
 	return cmd
 }
 

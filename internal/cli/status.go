@@ -39,9 +39,10 @@ func newStatusCmd(st *streams) *cobra.Command {
 	var cf connFlags
 	var exitCode bool
 	cmd := &cobra.Command{
-		Use:   "status",
-		Short: "Show each app's container, volumes and drift from the manifest",
-		Args:  cobra.NoArgs,
+		Use:         "status",
+		Annotations: jsonForm(),
+		Short:       "Show each app's container, volumes and drift from the manifest",
+		Args:        cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ff.lazy = true // status compares provisioning only when its values are at hand
 			j, err := openJob(cmd.Context(), st, ff, cf)
@@ -177,9 +178,10 @@ func newVolumesCmd(st *streams) *cobra.Command {
 	var output string
 	var cf connFlags
 	cmd := &cobra.Command{
-		Use:   "volumes",
-		Short: "List every volume corral keeps, on every node, and where it is attached",
-		Args:  cobra.NoArgs,
+		Use:         "volumes",
+		Annotations: jsonForm(),
+		Short:       "List every volume corral keeps, on every node, and where it is attached",
+		Args:        cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ff := fileFlags{output: output}
 			asJSON, err := ff.json()

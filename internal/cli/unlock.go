@@ -18,8 +18,9 @@ func newUnlockCmd(st *streams) *cobra.Command {
 	var force bool
 	var output string
 	cmd := &cobra.Command{
-		Use:   "unlock",
-		Short: "Break corral's lock on a node whose holder is gone",
+		Use:         "unlock",
+		Annotations: jsonForm(),
+		Short:       "Break corral's lock on a node whose holder is gone",
 		Long: `Commands that change the cluster hold corral's lock on the nodes they
 change (a lease in the Notes of the node's first keeper, renewed while they
 run). A corral that was killed leaves its lease until it runs out (2

@@ -14,8 +14,9 @@ func init() { extraCommands = append(extraCommands, newValidateCmd, newSchemaCmd
 func newValidateCmd(st *streams) *cobra.Command {
 	var ff fileFlags
 	cmd := &cobra.Command{
-		Use:   "validate",
-		Short: "Check the manifest without contacting any cluster",
+		Use:         "validate",
+		Annotations: jsonForm(),
+		Short:       "Check the manifest without contacting any cluster",
 		Long: `validate reads the manifest, resolves its ${env:…} and ${file:…}
 references and reports every problem as FILE:LINE:COL with what is
 allowed. Exit status 0 when valid, 1 when not.`,
@@ -65,16 +66,23 @@ allowed. Exit status 0 when valid, 1 when not.`,
 }
 
 func newSchemaCmd(st *streams) *cobra.Command {
-	return &cobra.Command{
-		Use:   "schema",
-		Short: "Print the JSON Schema of corral.yaml, for editors",
+	var output string
+	cmd := &cobra.Command{
+		Use:         "schema",
+		Annotations: jsonForm(),
+		Short:       "Print the JSON Schema of corral.yaml, for editors",
 		Long: `schema prints a JSON Schema (draft 2020-12) of the manifest. Point your
 editor's YAML language server at it, e.g. with a first line
   # yaml-language-server: $schema=./corral.schema.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if output != "json" {
+				return fmt.Errorf("--output %q: the schema is JSON only", output)
+			}
 			_, err := st.out.Write(manifest.JSONSchema())
 			return err
 		},
 	}
+	cmd.Flags().StringVarP(&output, "output", "o", "json", "output format: json (the only one)")
+	return cmd
 }

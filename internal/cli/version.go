@@ -43,9 +43,10 @@ func readBuildVersion() buildVersion {
 func newVersionCmd(st *streams) *cobra.Command {
 	var output string
 	cmd := &cobra.Command{
-		Use:   "version",
-		Short: "Print corral's version, commit and Go version",
-		Args:  cobra.NoArgs,
+		Use:         "version",
+		Annotations: jsonForm(),
+		Short:       "Print corral's version, commit and Go version",
+		Args:        cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			v := readBuildVersion()
 			switch output {

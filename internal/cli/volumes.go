@@ -31,8 +31,9 @@ func (a *freeArgs) add(cmd *cobra.Command) {
 func newVolumesRmCmd(st *streams) *cobra.Command {
 	a := &freeArgs{}
 	cmd := &cobra.Command{
-		Use:   "rm VOLID...",
-		Short: "Free volumes the keepers hold, for good",
+		Use:         "rm VOLID...",
+		Annotations: jsonForm(),
+		Short:       "Free volumes the keepers hold, for good",
 		Long: `rm frees the named volumes: each is deleted from its keeper and its
 record dropped, after a plan and a confirmation (--auto-approve). Its data
 cannot be recovered.
@@ -50,14 +51,16 @@ when it is another project's. corral volumes lists the volumes.`,
 		},
 	}
 	a.add(cmd)
+	cmd.ValidArgsFunction = completeVolumeIDs
 	return cmd
 }
 
 func newVolumesPruneCmd(st *streams) *cobra.Command {
 	a := &freeArgs{}
 	cmd := &cobra.Command{
-		Use:   "prune",
-		Short: "Free the volumes of this project that no app of the manifest declares",
+		Use:         "prune",
+		Annotations: jsonForm(),
+		Short:       "Free the volumes of this project that no app of the manifest declares",
 		Long: `prune frees every volume a keeper records for this project (the
 manifest's project:) that no app of the manifest declares: the volumes of
 apps removed from the manifest, of volumes removed from an app, and the

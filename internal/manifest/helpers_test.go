@@ -37,7 +37,7 @@ var testEnv = map[string]string{
 	"MULTI":    "line1\nline2-secret",
 	"NOT_TIME": "soon",
 	// What examples/hermes reads, so that the fuzz seed parses.
-	"OPENROUTER_API_KEY": hermesKey,
+	"OPENCODE_GO_API_KEY": hermesKey,
 }
 
 var testFiles = map[string]string{

@@ -62,21 +62,29 @@ func TestLoad_examples(t *testing.T) {
 				Backup: true, Reclaim: manifest.ReclaimRetain,
 			}},
 			// Seeds 000/001 inside the container: user hermes (UID
-			// 10000), install.sh --skip-setup (5-10 minutes), the API key
-			// in a 0600 .env, systemd units, the dashboard on :9119.
+			// 10000), the baseline packages with Playwright's libraries,
+			// install.sh --skip-setup (5-10 minutes), the Web UI build,
+			// Hermes' config.yaml (OpenCode Go) and its key in a 0600
+			// .env, systemd units, the dashboard on :9119.
 			Provision: []manifest.Step{
 				{Kind: manifest.StepUser, Name: "user: hermes", Timeout: 10 * time.Minute,
 					Account: manifest.Account{Name: "hermes", UID: 10000, Home: "/home/hermes", Shell: "/bin/bash"}},
-				{Kind: manifest.StepRun, Name: "packages", Timeout: 10 * time.Minute},
+				{Kind: manifest.StepRun, Name: "baseline packages", Timeout: 20 * time.Minute},
 				{Kind: manifest.StepRun, Name: "install hermes", Timeout: 30 * time.Minute},
+				{Kind: manifest.StepRun, Name: "web ui", Timeout: 15 * time.Minute},
+				{Kind: manifest.StepFile, Name: "file: /home/hermes/.hermes/config.yaml", Timeout: 10 * time.Minute,
+					Path: "/home/hermes/.hermes/config.yaml", Mode: 0o644, Owner: "hermes:hermes", Restart: []string{"hermes-gateway.service", "hermes-dashboard.service"}},
 				{Kind: manifest.StepEnvFile, Name: "envFile: /home/hermes/.hermes/.env", Timeout: 10 * time.Minute,
 					Path: "/home/hermes/.hermes/.env", Mode: 0o600, Owner: "hermes:hermes",
-					Env: []manifest.EnvVar{{Name: "OPENROUTER_API_KEY", Value: manifest.NewSecret("${env:OPENROUTER_API_KEY}", hermesKey)}}},
+					Env:     []manifest.EnvVar{{Name: "OPENCODE_GO_API_KEY", Value: manifest.NewSecret("${env:OPENCODE_GO_API_KEY}", hermesKey)}},
+					Restart: []string{"hermes-gateway.service", "hermes-dashboard.service"}},
 				{Kind: manifest.StepFile, Name: "file: /etc/systemd/system/hermes-gateway.service", Timeout: 10 * time.Minute,
 					Path: "/etc/systemd/system/hermes-gateway.service", Mode: 0o644, Owner: "root"},
 				{Kind: manifest.StepFile, Name: "file: /etc/systemd/system/hermes-dashboard.service", Timeout: 10 * time.Minute,
 					Path: "/etc/systemd/system/hermes-dashboard.service", Mode: 0o644, Owner: "root"},
-				{Kind: manifest.StepRun, Name: "start services", Timeout: 10 * time.Minute},
+				{Kind: manifest.StepRun, Name: "start services", Timeout: 10 * time.Minute,
+					OnChange: []string{"file: /etc/systemd/system/hermes-gateway.service", "file: /etc/systemd/system/hermes-dashboard.service"},
+					Restart:  []string{"hermes-gateway.service", "hermes-dashboard.service"}},
 			},
 			Health: []manifest.Check{{Kind: "http", Name: "dashboard", URL: "http://localhost:9119/", Expect: 200,
 				Timeout: 5 * time.Second, Retries: 20, Interval: 3 * time.Second}},
@@ -115,13 +123,13 @@ func TestLoad_examples(t *testing.T) {
 }
 
 // hermesKey is the API key the hermes example reads from the environment.
-const hermesKey = "sk-or-test-hermes-example"
+const hermesKey = "sk-test-hermes-example"
 
 // exampleOptions serve the examples' references: the process environment
 // but for the variables the examples read, which tests set themselves.
 var exampleOptions = manifest.LoadOptions{
 	Getenv: func(name string) (string, bool) {
-		if name == "OPENROUTER_API_KEY" {
+		if name == "OPENCODE_GO_API_KEY" {
 			return hermesKey, true
 		}
 		return os.LookupEnv(name)
@@ -141,10 +149,12 @@ func TestLoad_hermesProvision(t *testing.T) {
 		steps[st.Name] = st
 	}
 	for name, wants := range map[string][]string{
-		"install hermes": {"runuser -l hermes", "scripts/install.sh", "--skip-setup"},
+		"baseline packages":                                  {"apt-get update --error-on=any", "libnss3", "libgbm1", "fonts-liberation"},
+		"install hermes":                                     {"runuser -l hermes", "scripts/install.sh", "--skip-setup", "already installed on the retained volume"},
+		"file: /home/hermes/.hermes/config.yaml":             {`provider: "opencode-go"`, `backend: "local"`},
 		"file: /etc/systemd/system/hermes-gateway.service":   {"User=hermes", "EnvironmentFile=/home/hermes/.hermes/.env", "hermes gateway run"},
 		"file: /etc/systemd/system/hermes-dashboard.service": {"User=hermes", "hermes dashboard"},
-		"start services": {"systemctl daemon-reload", "hermes-gateway hermes-dashboard"},
+		"start services":                                     {"systemctl daemon-reload", "hermes-gateway hermes-dashboard"},
 	} {
 		st, ok := steps[name]
 		if !ok {
@@ -159,8 +169,8 @@ func TestLoad_hermesProvision(t *testing.T) {
 	}
 	if _, err := manifest.Load(filepath.Join(refdata.RepoRoot(t), "examples", "hermes", "corral.yaml"), manifest.LoadOptions{
 		Getenv: func(string) (string, bool) { return "", false },
-	}); err == nil || !strings.Contains(err.Error(), "environment variable OPENROUTER_API_KEY is not set") {
-		t.Errorf("without OPENROUTER_API_KEY: %v, want it named", err)
+	}); err == nil || !strings.Contains(err.Error(), "environment variable OPENCODE_GO_API_KEY is not set") {
+		t.Errorf("without OPENCODE_GO_API_KEY: %v, want it named", err)
 	}
 }
 

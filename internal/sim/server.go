@@ -258,7 +258,7 @@ func lockDir(dir string) (*os.File, error) {
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("sim: state directory %s is in use by another corral emulator; stop it, or point corral at it with '. %s'", dir, filepath.Join(dir, "env"))
+		return nil, fmt.Errorf("sim: state directory %s is in use by another corral emulator (a corral command using the embedded one, or corral sim serve): wait for the command, or point corral at the served one with '. %s'", dir, filepath.Join(dir, "env"))
 	}
 	return f, nil
 }
@@ -326,8 +326,22 @@ func selfSigned() (certPEM, keyPEM []byte, err error) {
 }
 
 // EnvFile renders Dir/env: shell-sourceable exports of the endpoint, the
-// operator token, the fingerprint and root's credentials.
+// operator token, the fingerprint and root's credentials. An emulator
+// that serves no port (corral's embedded one, started inside each
+// command) has no endpoint to give: its file instead unsets the
+// connection variables, so that sourcing it makes corral use this very
+// state through the embedded emulator, and says how to serve it.
 func (s *Server) EnvFile() string {
+	dir := s.opts.Dir
+	if s.opts.Listener == ListenNone {
+		return "# written by corral's embedded Proxmox VE emulator, which serves no port: corral\n" +
+			"# starts it inside each command when PROXMOX_VE_ENDPOINT is unset. Sourcing this\n" +
+			"# file (. " + filepath.Join(dir, "env") + ") clears the connection variables so that\n" +
+			"# corral uses it. To reach this state over HTTPS instead, run\n" +
+			"#   corral sim serve --state " + dir + "\n" +
+			"# which rewrites this file with its endpoint, API token and fingerprint.\n" +
+			"unset PROXMOX_VE_ENDPOINT PROXMOX_VE_API_TOKEN PROXMOX_VE_FINGERPRINT PROXMOX_VE_CA_FILE PROXMOX_VE_INSECURE CORRAL_INSECURE_PLAIN_HTTP CORRAL_SIM_GUEST_SSH_PORT PVE_ROOT_PASSWORD PVE_ROOT_TOKEN\n"
+	}
 	cr := s.cluster.Credentials()
 	lines := []string{
 		"export PROXMOX_VE_ENDPOINT=" + shellQuote(s.url),
@@ -337,7 +351,7 @@ func (s *Server) EnvFile() string {
 		"export PVE_ROOT_TOKEN=" + shellQuote(cr.RootToken),
 		"export CORRAL_SIM_GUEST_SSH_PORT=" + strconv.Itoa(s.guests.Port()),
 	}
-	return "# written by corral sim serve; source it: . " + filepath.Join(s.opts.Dir, "env") + "\n" + strings.Join(lines, "\n") + "\n"
+	return "# written by corral sim serve; source it: . " + filepath.Join(dir, "env") + "\n" + strings.Join(lines, "\n") + "\n"
 }
 
 func (s *Server) writeEnv() error {

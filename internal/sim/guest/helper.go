@@ -19,8 +19,10 @@ type sandbox struct {
 	err    error // why guest exec is unavailable; nil when it works
 }
 
-func (s sandbox) attr() *syscall.SysProcAttr {
-	a := &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNS, Setpgid: true}
+// attr starts the helper in its own process group, or, on a pty, as the
+// leader of a new session whose controlling terminal is its stdin.
+func (s sandbox) attr(tty bool) *syscall.SysProcAttr {
+	a := &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNS, Setpgid: !tty, Setsid: tty, Setctty: tty, Ctty: 0}
 	if s.userns {
 		a.Cloneflags |= syscall.CLONE_NEWUSER
 		a.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}}
@@ -30,8 +32,9 @@ func (s sandbox) attr() *syscall.SysProcAttr {
 	return a
 }
 
-// startHelper starts the helper (view.go) for spec. The caller waits.
-func (s sandbox) startHelper(spec viewSpec, stdin io.Reader, stdout, stderr io.Writer) (*exec.Cmd, error) {
+// startHelper starts the helper (view.go) for spec; tty says stdin is a
+// terminal to make the helper's controlling terminal. The caller waits.
+func (s sandbox) startHelper(spec viewSpec, stdin io.Reader, stdout, stderr io.Writer, tty bool) (*exec.Cmd, error) {
 	data, err := json.Marshal(spec)
 	if err != nil {
 		return nil, err
@@ -45,7 +48,7 @@ func (s sandbox) startHelper(spec viewSpec, stdin io.Reader, stdout, stderr io.W
 	cmd.Env = []string{helperEnv + "=1"}
 	cmd.ExtraFiles = []*os.File{r}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
-	cmd.SysProcAttr = s.attr()
+	cmd.SysProcAttr = s.attr(tty)
 	if err := cmd.Start(); err != nil {
 		r.Close()
 		w.Close()
@@ -71,7 +74,7 @@ func probeSandbox(dir string) sandbox {
 	}
 	defer os.RemoveAll(scratch)
 	var out bytes.Buffer
-	cmd, err := s.startHelper(viewSpec{Root: scratch, Probe: true}, nil, &out, &out)
+	cmd, err := s.startHelper(viewSpec{Root: scratch, Probe: true}, nil, &out, &out, false)
 	if err != nil {
 		s.err = fmt.Errorf("cannot create a %s: %w", s.kind(), err)
 		return s

@@ -85,12 +85,9 @@ func (a *api) endpoint(vmid int) string {
 	a.t.Helper()
 	var ifs []struct{ Name, Inet string }
 	json.Unmarshal(a.do("GET", "/nodes/pve/lxc/"+strconv.Itoa(vmid)+"/interfaces", nil), &ifs)
-	port := ""
-	for _, line := range strings.Split(a.s.EnvFile(), "\n") {
-		if v, ok := strings.CutPrefix(line, "export CORRAL_SIM_GUEST_SSH_PORT="); ok {
-			port = v
-		}
-	}
+	// The port a served emulator's env file exports; this one serves no
+	// API port, so its env file has none to give.
+	port := strconv.Itoa(a.s.Guests().Port())
 	for _, ifc := range ifs {
 		if ifc.Name == "eth0" && port != "" {
 			ip, _, _ := strings.Cut(ifc.Inet, "/")

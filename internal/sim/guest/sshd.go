@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/creack/pty"
 	"golang.org/x/crypto/ssh"
 
 	"github.com/corralhq/corral/internal/sim/model"
@@ -342,15 +343,46 @@ func (s *ctServer) serveConn(nc net.Conn, cfg *ssh.ServerConfig) {
 	wg.Wait()
 }
 
-// session serves one session channel.
+// ptyRequest is a session's pty-req (RFC 4254 6.2).
+type ptyRequest struct {
+	Term          string
+	Columns, Rows uint32
+	Width, Height uint32
+	Modes         string
+}
+
+// windowChange is a window-change request (RFC 4254 6.7).
+type windowChange struct {
+	Columns, Rows uint32
+	Width, Height uint32
+}
+
+// session serves one session channel: env, pty-req and window-change
+// before or during the command, then one exec or shell.
 func (s *ctServer) session(sc *ssh.ServerConn, ch ssh.Channel, reqs <-chan *ssh.Request) {
 	var (
 		env     []string
+		tty     *ptyRequest
 		started bool
 		mu      sync.Mutex
 		pgid    int
+		master  *os.File // the pty's master side while a pty session runs
 		done    = make(chan struct{})
 	)
+	start := func(command string, shell bool) {
+		started = true
+		go func() {
+			defer close(done)
+			s.exec(sc, ch, execSpec{command: command, shell: shell, env: env, tty: tty}, func(pid int, m *os.File) {
+				mu.Lock()
+				pgid, master = pid, m
+				mu.Unlock()
+			})
+			mu.Lock()
+			master = nil
+			mu.Unlock()
+		}()
+	}
 	for req := range reqs {
 		switch req.Type {
 		case "env":
@@ -361,18 +393,42 @@ func (s *ctServer) session(sc *ssh.ServerConn, ch ssh.Channel, reqs <-chan *ssh.
 				env = append(env, kv.Name+"="+kv.Value)
 			}
 			req.Reply(ok, nil)
+		case "pty-req":
+			var p ptyRequest
+			ok := !started && tty == nil && ssh.Unmarshal(req.Payload, &p) == nil
+			if ok {
+				tty = &p
+			}
+			req.Reply(ok, nil)
+		case "window-change":
+			var w windowChange
+			if ssh.Unmarshal(req.Payload, &w) == nil {
+				mu.Lock()
+				if master != nil {
+					pty.Setsize(master, &pty.Winsize{Rows: uint16(w.Rows), Cols: uint16(w.Columns), X: uint16(w.Width), Y: uint16(w.Height)})
+				} else if tty != nil && !started {
+					tty.Columns, tty.Rows, tty.Width, tty.Height = w.Columns, w.Rows, w.Width, w.Height
+				}
+				mu.Unlock()
+			}
+			if req.WantReply {
+				req.Reply(false, nil)
+			}
 		case "exec":
 			var c struct{ Command string }
 			if started || ssh.Unmarshal(req.Payload, &c) != nil {
 				req.Reply(false, nil)
 				continue
 			}
-			started = true
 			req.Reply(true, nil)
-			go func() {
-				defer close(done)
-				s.exec(sc, ch, c.Command, env, func(pid int) { mu.Lock(); pgid = pid; mu.Unlock() })
-			}()
+			start(c.Command, false)
+		case "shell":
+			if started {
+				req.Reply(false, nil)
+				continue
+			}
+			req.Reply(true, nil)
+			start("", true)
 		case "signal":
 			var sig struct{ Signal string }
 			if ssh.Unmarshal(req.Payload, &sig) == nil {
@@ -386,7 +442,7 @@ func (s *ctServer) session(sc *ssh.ServerConn, ch ssh.Channel, reqs <-chan *ssh.
 			if req.WantReply {
 				req.Reply(false, nil)
 			}
-		default: // pty-req, shell, subsystem, x11-req, …
+		default: // subsystem, x11-req, …
 			req.Reply(false, nil)
 		}
 	}
@@ -403,9 +459,24 @@ var signals = map[string]syscall.Signal{
 	"TERM": syscall.SIGTERM, "USR1": syscall.SIGUSR1, "USR2": syscall.SIGUSR2,
 }
 
-// exec runs command in the CT's view, streams its output to ch and
-// reports its exit status, as sshd does for an exec request.
-func (s *ctServer) exec(sc *ssh.ServerConn, ch ssh.Channel, command string, clientEnv []string, started func(pgid int)) {
+// execSpec is what a session runs: a command (exec) or the login shell
+// (shell), on a pty when the client asked for one.
+type execSpec struct {
+	command string
+	shell   bool
+	env     []string
+	tty     *ptyRequest
+}
+
+// exec runs the command in the CT's view, streams its output to ch and
+// reports its exit status, as sshd does for an exec or shell request.
+// started registers the command's process group and pty master with the
+// session (which resizes the pty on window-change), and again with a nil
+// master before the master is closed.
+// With a pty the command is a session leader whose controlling terminal
+// is the pty (so `tty` names it and job control works), and stdout and
+// stderr both go to ch's data stream, as sshd does.
+func (s *ctServer) exec(sc *ssh.ServerConn, ch ssh.Channel, e execSpec, started func(pgid int, master *os.File)) {
 	defer ch.Close()
 	if err := s.m.ExecUnavailable(); err != nil {
 		fmt.Fprintf(ch.Stderr(), "%v\n", err)
@@ -424,38 +495,70 @@ func (s *ctServer) exec(sc *ssh.ServerConn, ch ssh.Channel, command string, clie
 		return
 	}
 	work := filepath.Join(root, ".corral-ovl", randomID())
-	spec := viewSpec{Root: root, Work: work, Mounts: mps, Command: command, Env: sessionEnv(sc, clientEnv)}
+	env := sessionEnv(sc, e.env)
+	if e.tty != nil {
+		term := e.tty.Term
+		if term == "" {
+			term = "dumb"
+		}
+		env = append(env, "TERM="+term)
+	}
+	spec := viewSpec{Root: root, Work: work, Mounts: mps, Command: e.command, Shell: e.shell, Env: env}
 
-	inR, inW, err1 := os.Pipe()
-	outR, outW, err2 := os.Pipe()
-	errR, errW, err3 := os.Pipe()
-	if err := errors.Join(err1, err2, err3); err != nil {
-		for _, f := range []*os.File{inR, inW, outR, outW, errR, errW} {
+	// ends are the session's side of the command's stdio (closed once
+	// the command runs), ours the emulator's side.
+	var ends, ours []*os.File
+	var master *os.File
+	closeAll := func(fs []*os.File) {
+		for _, f := range fs {
 			if f != nil {
 				f.Close()
 			}
 		}
-		fmt.Fprintf(ch.Stderr(), "guest exec: %v\n", err)
-		sendExitStatus(ch, 255)
-		return
+	}
+	if e.tty != nil {
+		m, t, err := pty.Open()
+		if err != nil {
+			fmt.Fprintf(ch.Stderr(), "guest exec: allocate a pty: %v\n", err)
+			sendExitStatus(ch, 255)
+			return
+		}
+		pty.Setsize(m, &pty.Winsize{Rows: uint16(e.tty.Rows), Cols: uint16(e.tty.Columns), X: uint16(e.tty.Width), Y: uint16(e.tty.Height)})
+		master = m
+		ends, ours = []*os.File{t, t, t}, []*os.File{m}
+	} else {
+		inR, inW, err1 := os.Pipe()
+		outR, outW, err2 := os.Pipe()
+		errR, errW, err3 := os.Pipe()
+		if err := errors.Join(err1, err2, err3); err != nil {
+			closeAll([]*os.File{inR, inW, outR, outW, errR, errW})
+			fmt.Fprintf(ch.Stderr(), "guest exec: %v\n", err)
+			sendExitStatus(ch, 255)
+			return
+		}
+		ends, ours = []*os.File{inR, outW, errW}, []*os.File{inW, outR, errR}
+	}
+	closeEnds := func() {
+		seen := map[*os.File]bool{}
+		for _, f := range ends {
+			if !seen[f] {
+				seen[f] = true
+				f.Close()
+			}
+		}
 	}
 	s.mu.Lock()
 	if s.stopped {
 		s.mu.Unlock()
-		for _, f := range []*os.File{inR, inW, outR, outW, errR, errW} {
-			f.Close()
-		}
+		closeEnds()
+		closeAll(ours)
 		return
 	}
-	cmd, err := s.m.sandbox().startHelper(spec, inR, outW, errW)
-	inR.Close()
-	outW.Close()
-	errW.Close()
+	cmd, err := s.m.sandbox().startHelper(spec, ends[0], ends[1], ends[2], e.tty != nil)
+	closeEnds()
 	if err != nil {
 		s.mu.Unlock()
-		inW.Close()
-		outR.Close()
-		errR.Close()
+		closeAll(ours)
 		fmt.Fprintf(ch.Stderr(), "guest exec: %v\n", err)
 		sendExitStatus(ch, 255)
 		return
@@ -463,27 +566,54 @@ func (s *ctServer) exec(sc *ssh.ServerConn, ch ssh.Channel, command string, clie
 	ns, _ := os.Readlink("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/ns/mnt")
 	s.sessions[cmd] = ns
 	s.mu.Unlock()
-	started(cmd.Process.Pid)
+	started(cmd.Process.Pid, master)
 
-	go func() {
-		io.Copy(inW, ch)
-		inW.Close()
-	}()
 	var copies sync.WaitGroup
-	for _, p := range []struct {
-		r *os.File
-		w io.Writer
-	}{{outR, ch}, {errR, ch.Stderr()}} {
+	if master != nil {
+		go io.Copy(master, ch) // ends when the client closes or ch does
 		copies.Add(1)
 		go func() {
 			defer copies.Done()
-			io.Copy(p.w, p.r)
-			p.r.Close() // a writer left behind gets EPIPE, as with a gone client
+			// Read until EIO: every holder of the terminal closed it.
+			io.Copy(ch, master)
 		}()
+	} else {
+		inW, outR, errR := ours[0], ours[1], ours[2]
+		go func() {
+			io.Copy(inW, ch)
+			inW.Close()
+		}()
+		for _, p := range []struct {
+			r *os.File
+			w io.Writer
+		}{{outR, ch}, {errR, ch.Stderr()}} {
+			copies.Add(1)
+			go func() {
+				defer copies.Done()
+				io.Copy(p.w, p.r)
+				p.r.Close() // a writer left behind gets EPIPE, as with a gone client
+			}()
+		}
 	}
 	werr := cmd.Wait()
-	inW.Close()
-	copies.Wait() // like sshd, until every holder of stdout/stderr closed them
+	if master == nil {
+		ours[0].Close()
+	}
+	if master == nil {
+		copies.Wait() // like sshd, until every holder of stdout/stderr closed them
+	} else {
+		// The shell's exit hangs up its terminal; a process that kept
+		// the pty open still gets a moment to flush, then loses it.
+		flushed := make(chan struct{})
+		go func() { copies.Wait(); close(flushed) }()
+		select {
+		case <-flushed:
+		case <-time.After(2 * time.Second):
+		}
+		started(cmd.Process.Pid, nil) // no window-change reaches it once closed
+		master.Close()
+		copies.Wait()
+	}
 
 	s.mu.Lock()
 	delete(s.sessions, cmd)

@@ -44,10 +44,11 @@ const helperEnv = "CORRAL_SIM_GUEST_HELPER"
 
 // viewSpec is what the helper reads from fd 3.
 type viewSpec struct {
-	Root    string      `json:"root"`    // the CT's rootfs directory
-	Work    string      `json:"work"`    // overlay work directory for this session (inside Root)
-	Mounts  []viewMount `json:"mounts"`  // mount points, shallow first
-	Command string      `json:"command"` // run with the user's shell -c
+	Root    string      `json:"root"`            // the CT's rootfs directory
+	Work    string      `json:"work"`            // overlay work directory for this session (inside Root)
+	Mounts  []viewMount `json:"mounts"`          // mount points, shallow first
+	Command string      `json:"command"`         // run with the user's shell -c
+	Shell   bool        `json:"shell,omitempty"` // run the user's shell as a login shell instead (an SSH shell request)
 	Env     []string    `json:"env"`
 	Probe   bool        `json:"probe,omitempty"` // only check that namespaces and mounts work
 }
@@ -100,7 +101,11 @@ func helperMain() int {
 		return 255
 	}
 	shell := loginShell()
-	if err := syscall.Exec(shell, []string{filepath.Base(shell), "-c", spec.Command}, spec.Env); err != nil {
+	argv := []string{filepath.Base(shell), "-c", spec.Command}
+	if spec.Shell {
+		argv = []string{"-" + filepath.Base(shell)} // a login shell, as sshd starts it
+	}
+	if err := syscall.Exec(shell, argv, spec.Env); err != nil {
 		fmt.Fprintf(os.Stderr, "guest exec: %s: %v\n", shell, err)
 		return 127
 	}

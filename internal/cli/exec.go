@@ -1,0 +1,117 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+	"golang.org/x/term"
+
+	"github.com/corralhq/corral/internal/apply"
+	"github.com/corralhq/corral/internal/guest"
+)
+
+// execInGuest is `corral exec`: the command's streams are copied byte for
+// byte (a binary or a prompt without newline comes through as it is),
+// stdin only with -i, on a guest terminal with -t.
+func execInGuest(ctx context.Context, st *streams, ff fileFlags, cf connFlags, trust bool, app string, argv []string, withStdin, tty bool) error {
+	var local *os.File
+	if tty {
+		f, ok := st.in.(*os.File)
+		if !ok || !term.IsTerminal(int(f.Fd())) {
+			return errors.New("exec -t: stdin is not a terminal; drop -t (with -i to pass stdin through a pipe)")
+		}
+		local = f
+	}
+	return withGuest(ctx, st, ff, cf, trust, app, func(cl *guest.Client) error {
+		p := guest.Pipe{Script: quoteArgs(argv), Stdout: st.out, Stderr: st.err}
+		if withStdin {
+			p.Stdin = st.in
+		}
+		if local != nil {
+			fd := int(local.Fd())
+			cols, rows, err := term.GetSize(fd)
+			if err != nil {
+				return fmt.Errorf("exec -t: terminal size: %w", err)
+			}
+			resize := make(chan guest.WindowSize, 1)
+			winch := make(chan os.Signal, 1)
+			signal.Notify(winch, syscall.SIGWINCH)
+			defer signal.Stop(winch)
+			done := make(chan struct{})
+			defer close(done)
+			go func() {
+				for {
+					select {
+					case <-done:
+						return
+					case <-winch:
+						if c, r, err := term.GetSize(fd); err == nil {
+							select {
+							case resize <- guest.WindowSize{Rows: r, Cols: c}:
+							default: // one pending size is enough; the next signal sends the newest
+							}
+						}
+					}
+				}
+			}()
+			p.TTY = &guest.TTY{Term: os.Getenv("TERM"), Size: guest.WindowSize{Rows: rows, Cols: cols}, Resize: resize}
+			old, err := term.MakeRaw(fd)
+			if err != nil {
+				return fmt.Errorf("exec -t: raw mode: %w", err)
+			}
+			defer term.Restore(fd, old)
+		}
+		return exitStatus(cl.Pipe(ctx, p))
+	})
+}
+
+// withGuest logs into the app's container and calls fn with the client.
+func withGuest(ctx context.Context, st *streams, ff fileFlags, cf connFlags, trust bool, app string, fn func(*guest.Client) error) error {
+	ff.lazy = true // no provisioning value is needed to log in
+	j, err := openJob(ctx, st, ff, cf)
+	if err != nil {
+		return err
+	}
+	defer j.Close()
+	ct, err := appCT(ctx, j, app)
+	if err != nil {
+		return err
+	}
+	sshc, err := sshConfig(j.s, trust)
+	if err != nil {
+		return err
+	}
+	ex := &apply.Executor{Client: j.s.client, SSH: sshc}
+	cl, err := ex.Dial(ctx, ct)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	return fn(cl)
+}
+
+// exitStatus turns a guest command's exit into corral's: its status, or
+// 128+N for a signal N, as a shell reports it.
+func exitStatus(err error) error {
+	var ee *guest.ExitError
+	if !errors.As(err, &ee) {
+		return err
+	}
+	code := ee.Code
+	if ee.Signal != "" {
+		code = ExitError
+		if n := unix.SignalNum("SIG" + strings.TrimPrefix(ee.Signal, "SIG")); n != 0 {
+			code = 128 + int(n)
+		}
+	}
+	if code <= 0 {
+		code = ExitError
+	}
+	return &exitError{code: code}
+}

@@ -1,0 +1,101 @@
+package guest
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"golang.org/x/crypto/ssh"
+)
+
+// WindowSize is a terminal's size in characters.
+type WindowSize struct{ Rows, Cols int }
+
+// TTY asks for a pseudo-terminal on the guest side, as `ssh -t` does.
+type TTY struct {
+	// Term is the remote TERM (e.g. the local one); "" gives xterm.
+	Term string
+	// Size is the initial window size.
+	Size WindowSize
+	// Resize delivers later window sizes (the local terminal's SIGWINCH);
+	// nil when the size never changes.
+	Resize <-chan WindowSize
+}
+
+// Pipe is a command whose standard streams are copied as bytes, not
+// lines: an interactive shell, a tar archive, a pipe.
+type Pipe struct {
+	// Script runs with the login shell's -c; "" starts the login shell
+	// itself (an SSH shell request), as `ssh host` does.
+	Script string
+	// Stdin feeds the command; nil gives it EOF at once.
+	Stdin io.Reader
+	// Stdout and Stderr get the command's output; nil discards it. On a
+	// TTY the guest merges stderr into stdout, as sshd does.
+	Stdout, Stderr io.Writer
+	// TTY, when set, runs the command on a guest pseudo-terminal.
+	TTY *TTY
+}
+
+// Pipe runs cmd with its streams copied byte for byte and waits for it.
+// Errors are Exec's: a non-zero exit is an *ExitError, a ctx that ends
+// kills the command.
+func (c *Client) Pipe(ctx context.Context, cmd Pipe) error {
+	if err := c.Err(); err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("guest command not started: %w", context.Cause(ctx))
+	}
+	sess, err := c.conn.NewSession()
+	if err != nil {
+		return c.lost(err)
+	}
+	defer sess.Close()
+	sess.Stdin = cmd.Stdin
+	sess.Stdout, sess.Stderr = cmd.Stdout, cmd.Stderr
+	if sess.Stdout == nil {
+		sess.Stdout = io.Discard
+	}
+	if sess.Stderr == nil {
+		sess.Stderr = io.Discard
+	}
+	if t := cmd.TTY; t != nil {
+		term := t.Term
+		if term == "" {
+			term = "xterm"
+		}
+		modes := ssh.TerminalModes{ssh.ECHO: 1, ssh.TTY_OP_ISPEED: 38400, ssh.TTY_OP_OSPEED: 38400}
+		if err := sess.RequestPty(term, t.Size.Rows, t.Size.Cols, modes); err != nil {
+			return fmt.Errorf("guest refused a terminal (pty-req): %w", err)
+		}
+	}
+	if cmd.Script == "" {
+		err = sess.Shell()
+	} else {
+		err = sess.Start(cmd.Script)
+	}
+	if err != nil {
+		return c.lost(err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- sess.Wait() }()
+	var resize <-chan WindowSize
+	if cmd.TTY != nil {
+		resize = cmd.TTY.Resize
+	}
+	for {
+		select {
+		case ws := <-resize:
+			sess.WindowChange(ws.Rows, ws.Cols)
+		case err := <-waited:
+			return c.exitError(err)
+		case <-ctx.Done():
+			sess.Signal(ssh.SIGKILL)
+			sess.Close()
+			return fmt.Errorf("guest command stopped: %w", context.Cause(ctx))
+		case <-c.done:
+			return c.Err()
+		}
+	}
+}
