@@ -311,16 +311,28 @@ func (r *rig) markVolumes() map[string]string {
 }
 
 func TestCrashAtEveryAPICall(t *testing.T) {
-	// Count the requests of each phase in an undisturbed cycle.
-	base := newRig(t)
+	// Count the requests of each phase in an undisturbed cycle, keeping
+	// the state each phase starts from (frozen[i]) and the volume
+	// markers written after the apply (wants[i]): every kill of phase i
+	// starts from a copy of that state instead of running the phases
+	// before it again.
+	frozen := make([]string, len(cycle))
+	wants := make([]map[string]string, len(cycle))
 	counts := make([]int64, len(cycle))
+	base := newRig(t)
+	var want map[string]string
 	for i, ph := range cycle {
+		frozen[i], wants[i] = base.freeze(), want
+		base = thaw(t, frozen[i])
 		n, err := base.run(ph, 0)
 		if err != nil {
 			t.Fatalf("clean %s: %v", ph.name, err)
 		}
 		counts[i] = n
 		base.converged(ph, nil)
+		if want == nil && ph.name == "apply" {
+			want = base.markVolumes()
+		}
 	}
 	t.Logf("requests per phase: %v", counts)
 
@@ -330,16 +342,8 @@ func TestCrashAtEveryAPICall(t *testing.T) {
 		for kill := int64(1); kill <= counts[i]; kill++ {
 			t.Run(fmt.Sprintf("%s/kill-at-%d", ph.name, kill), func(t *testing.T) {
 				t.Parallel()
-				r := newRig(t)
-				var want map[string]string
-				for _, before := range cycle[:i] {
-					if _, err := r.run(before, 0); err != nil {
-						t.Fatalf("%s: %v", before.name, err)
-					}
-					if want == nil && before.name == "apply" {
-						want = r.markVolumes()
-					}
-				}
+				r := thaw(t, frozen[i])
+				want := wants[i]
 				if _, err := r.run(ph, kill); err == nil && kill < counts[i] {
 					t.Logf("phase finished despite the kill at request %d", kill)
 				}

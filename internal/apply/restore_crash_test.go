@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"testing"
 
 	"github.com/corralhq/corral/internal/apply"
 	"github.com/corralhq/corral/internal/plan"
 	"github.com/corralhq/corral/internal/pve"
+	"github.com/corralhq/corral/internal/sim"
 )
 
 // The restore crash test: corral is killed at every API-call boundary of
@@ -98,7 +100,12 @@ func TestCrashDuringRestoreReplace(t *testing.T) {
 		r.markVolumes()
 		return r, r.backup()
 	}
-	base, archive := setup(t)
+	// The state every kill starts from is made once and copied: the
+	// setup (a template download, a hand-made CT, an apply, a backup)
+	// cost more than the kill and the recovery it is there for.
+	seed, archive := setup(t)
+	frozen := seed.freeze()
+	base := thaw(t, frozen)
 	n, err := base.restoreReplace(archive, 0)
 	if err != nil {
 		t.Fatalf("clean restore --replace: %v", err)
@@ -109,7 +116,7 @@ func TestCrashDuringRestoreReplace(t *testing.T) {
 	for kill := int64(1); kill <= n; kill++ {
 		t.Run(fmt.Sprintf("kill-at-%d", kill), func(t *testing.T) {
 			t.Parallel()
-			r, archive := setup(t)
+			r := thaw(t, frozen)
 			r.restoreReplace(archive, kill)
 			var err error
 			for try := 0; try < 2; try++ {
@@ -133,4 +140,31 @@ func TestCrashDuringRestoreReplace(t *testing.T) {
 			}
 		})
 	}
+}
+
+// freeze closes r's emulator and returns its state directory, to be
+// copied by thaw.
+func (r *rig) freeze() string {
+	r.t.Helper()
+	if err := r.srv.Close(); err != nil {
+		r.t.Fatal(err)
+	}
+	return r.srv.Dir()
+}
+
+// thaw starts an emulator on a copy of a frozen state directory: the same
+// guests, volumes (with their data) and archives.
+func thaw(t *testing.T, frozen string) *rig {
+	t.Helper()
+	dir := t.TempDir()
+	if out, err := exec.Command("cp", "-a", frozen+"/.", dir).CombinedOutput(); err != nil {
+		t.Fatalf("copy emulator state: %v\n%s", err, out)
+	}
+	scale := 0.0
+	srv, err := sim.New(sim.Options{Dir: dir, Listener: sim.ListenTLS, Listen: "127.0.0.1:0", TimeScale: &scale})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	return &rig{t: t, srv: srv}
 }

@@ -186,6 +186,10 @@ func (s *Server) listen() error {
 	return nil
 }
 
+// Dir is the state directory: after Close, a copy of it starts an
+// emulator with the same guests, volumes and archives.
+func (s *Server) Dir() string { return s.opts.Dir }
+
 // URL is the endpoint clients use (without /api2/json), e.g.
 // https://127.0.0.1:8006.
 func (s *Server) URL() string { return s.url }
