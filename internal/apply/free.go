@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/corralhq/corral/internal/plan"
 	"github.com/corralhq/corral/internal/pve"
@@ -12,9 +13,11 @@ import (
 // VolumeRefs reads, on every online node that has a keeper, which guests
 // other than the keepers reference which volume (current values and
 // pending changes; see NodeReferences), keyed "node/volid", for
-// plan.FreeVolumes and plan.Prune.
+// plan.FreeVolumes and plan.Prune. A volume on shared storage can be
+// named from any node, so for those every node's guests count.
 func VolumeRefs(ctx context.Context, c *pve.Client, obs *plan.Observed) (map[string][]string, error) {
 	out := map[string][]string{}
+	var all map[string][]Reference // every node's (each naming its node), read once if needed
 	for node, ks := range obs.Keepers {
 		if len(ks) == 0 || slices.Contains(obs.Offline, node) {
 			continue
@@ -22,6 +25,26 @@ func VolumeRefs(ctx context.Context, c *pve.Client, obs *plan.Observed) (map[str
 		refs, err := NodeReferences(ctx, c, node)
 		if err != nil {
 			return nil, err
+		}
+		shared, err := sharedStorages(ctx, c, node)
+		if err != nil {
+			return nil, err
+		}
+		if len(shared) > 0 && all == nil {
+			if all, err = references(ctx, c, "", true); err != nil {
+				return nil, err
+			}
+		}
+		for volid, rs := range all {
+			sid, _, _ := strings.Cut(volid, ":")
+			if !shared[sid] {
+				continue
+			}
+			for _, r := range rs {
+				if r.Node != "" && r.Node != node { // the node's own are in refs
+					refs[volid] = append(refs[volid], r)
+				}
+			}
 		}
 		for volid, rs := range refs {
 			for _, r := range rs {

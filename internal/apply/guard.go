@@ -183,17 +183,29 @@ func (e *Executor) guardUnreferenced(ctx context.Context, node string, volids []
 // onSharedStorage reports whether one of volids is on a storage that node
 // lists as shared (NFS, CIFS, RBD, …).
 func onSharedStorage(ctx context.Context, c *pve.Client, node string, volids []string) (bool, error) {
-	storages, err := c.StorageList(ctx, node, "")
+	shared, err := sharedStorages(ctx, c, node)
 	if err != nil {
-		return false, fmt.Errorf("list storages of node %s: %w", node, err)
+		return false, err
 	}
 	for _, volid := range volids {
-		sid, _, _ := strings.Cut(volid, ":")
-		for _, s := range storages {
-			if s.Storage == sid && bool(s.Shared) {
-				return true, nil
-			}
+		if sid, _, _ := strings.Cut(volid, ":"); shared[sid] {
+			return true, nil
 		}
 	}
 	return false, nil
+}
+
+// sharedStorages are the storages node lists as shared.
+func sharedStorages(ctx context.Context, c *pve.Client, node string) (map[string]bool, error) {
+	storages, err := c.StorageList(ctx, node, "")
+	if err != nil {
+		return nil, fmt.Errorf("list storages of node %s: %w", node, err)
+	}
+	shared := map[string]bool{}
+	for _, s := range storages {
+		if bool(s.Shared) {
+			shared[s.Storage] = true
+		}
+	}
+	return shared, nil
 }

@@ -64,6 +64,12 @@ func TestSharedVolumeGuardedClusterWide(t *testing.T) {
 	if r.code == 0 || !strings.Contains(r.stderr, "volume "+volid+" is referenced by CT 170 (intruder) on node pve2 mp0") {
 		t.Fatalf("apply with the volume mounted on pve2: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
+	// Freeing it is refused by the plan, naming the guest on pve2.
+	noVolume := writeManifest(t, strings.Split(sharedManifest, "    volumes:")[0])
+	r = c.run("volumes", "rm", volid, "-f", noVolume, "--auto-approve")
+	if r.code != ExitError || !strings.Contains(r.stdout, "! refused: "+volid+" is referenced by CT 170 (intruder) on node pve2 mp0") {
+		t.Errorf("volumes rm of a volume mounted on pve2: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
 	for _, r := range cl.Resources("vm") {
 		if r.VMID == 170 || strings.Contains(r.Tags, "corral-keeper") {
 			continue
