@@ -387,21 +387,31 @@ func (c *Client) Run(ctx context.Context, cmd string, stdin io.Reader, onLine fu
 	return c.Exec(ctx, Command{Script: cmd, Stdin: stdin, OnLine: onLine})
 }
 
+// session opens a session for one command, unless the connection is
+// already lost or ctx has ended (then the command is not started).
+func (c *Client) session(ctx context.Context) (*ssh.Session, error) {
+	if err := c.Err(); err != nil {
+		return nil, err
+	}
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("guest command not started: %w", context.Cause(ctx))
+	}
+	sess, err := c.conn.NewSession()
+	if err != nil {
+		return nil, c.lost(err)
+	}
+	return sess, nil
+}
+
 // Exec runs cmd and waits for it. A non-zero exit is an *ExitError; when
 // ctx ends first the command's process group is killed (or, if ctx had
 // already ended, the command is not started) and ctx's error returned
 // (wrapped); a connection lost meanwhile gives ErrDeadConnection
 // or the transport's error.
 func (c *Client) Exec(ctx context.Context, cmd Command) error {
-	if err := c.Err(); err != nil {
-		return err
-	}
-	if ctx.Err() != nil {
-		return fmt.Errorf("guest command not started: %w", context.Cause(ctx))
-	}
-	sess, err := c.conn.NewSession()
+	sess, err := c.session(ctx)
 	if err != nil {
-		return c.lost(err)
+		return err
 	}
 	defer sess.Close()
 	if cmd.Stdin != nil {

@@ -41,15 +41,9 @@ type Pipe struct {
 // Errors are Exec's: a non-zero exit is an *ExitError, a ctx that ends
 // kills the command.
 func (c *Client) Pipe(ctx context.Context, cmd Pipe) error {
-	if err := c.Err(); err != nil {
-		return err
-	}
-	if ctx.Err() != nil {
-		return fmt.Errorf("guest command not started: %w", context.Cause(ctx))
-	}
-	sess, err := c.conn.NewSession()
+	sess, err := c.session(ctx)
 	if err != nil {
-		return c.lost(err)
+		return err
 	}
 	defer sess.Close()
 	sess.Stdin = cmd.Stdin
