@@ -156,11 +156,11 @@ func work(config string) apply.GuestWork {
 	return apply.GuestWork{
 		Steps: []apply.Step{
 			{Name: "user: hermes", Kind: "user", Account: &apply.Account{Name: "hermes", UID: 10000, Home: "/home/hermes", Shell: "/bin/sh"}},
-			{Name: "file: config", Kind: "file", Path: "/etc/hermes/config.yaml", Content: []byte(config), Mode: 0o644},
-			{Name: "envFile: .env", Kind: "envFile", Path: "/home/hermes/.env", Content: []byte("API_KEY=sk-very-secret-value\n"), Mode: 0o600, Owner: "hermes", Secret: true},
+			{Name: "file: config", Kind: "file", Path: "/etc/hermes/config.yaml", Content: config, Mode: 0o644},
+			{Name: "envFile: .env", Kind: "envFile", Path: "/home/hermes/.env", Env: []manifest.EnvVar{{Name: "API_KEY", Value: manifest.NewSecret("", "sk-very-secret-value")}}, Mode: 0o600, Owner: "hermes"},
 			{Name: "run: install", Kind: "run", Script: "echo installing hermes\necho done > /home/hermes/installed.txt\n"},
 		},
-		Checks: []apply.Check{{Name: "installed", Kind: "command", Command: "test -f /home/hermes/installed.txt", Retries: 3, Interval: 100 * time.Millisecond}},
+		Checks: []apply.Check{{Name: "installed", Kind: "command", Command: "test -f /home/hermes/installed.txt", Retries: 2, Interval: 100 * time.Millisecond}},
 	}
 }
 
@@ -215,7 +215,7 @@ func TestGuestWorkProvisionsAndSkipsWhatIsDone(t *testing.T) {
 
 func TestGuestWorkUnhealthyFails(t *testing.T) {
 	g := newGuestRig(t)
-	w := apply.GuestWork{Checks: []apply.Check{{Name: "web", Kind: "command", Command: "echo not listening; false", Retries: 2, Interval: 50 * time.Millisecond}}}
+	w := apply.GuestWork{Checks: []apply.Check{{Name: "web", Kind: "command", Command: "echo not listening; false", Retries: 1, Interval: 50 * time.Millisecond}}}
 	err := g.apply(w, "h1", &recorder{})
 	skipIfNoGuestExec(t, err)
 	if err == nil || !strings.Contains(err.Error(), "unhealthy after 2 attempts") || !strings.Contains(err.Error(), "not listening") {
@@ -230,7 +230,7 @@ func TestGuestWorkUnhealthyFails(t *testing.T) {
 // port, not a broken script.
 func TestGuestWorkTCPCheckQuotesItsAddress(t *testing.T) {
 	g := newGuestRig(t)
-	w := apply.GuestWork{Checks: []apply.Check{{Name: "port", Kind: "tcp", Address: "no'such.invalid:1", Retries: 1, Timeout: time.Second}}}
+	w := apply.GuestWork{Checks: []apply.Check{{Name: "port", Kind: "tcp", Address: "no'such.invalid:1", Timeout: time.Second}}}
 	err := g.apply(w, "t1", &recorder{})
 	skipIfNoGuestExec(t, err)
 	if err == nil || !strings.Contains(err.Error(), "nothing listens on no'such.invalid:1") || strings.Contains(err.Error(), "syntax error") {
@@ -320,7 +320,7 @@ func TestSnapshotBeforeChangeRollsBack(t *testing.T) {
 		t.Skip("needs the emulator's writable guest view (root)")
 	}
 	g := newGuestRig(t)
-	health := []apply.Check{{Name: "flag", Kind: "command", Command: "test -f /home/hermes/flag", Retries: 1}}
+	health := []apply.Check{{Name: "flag", Kind: "command", Command: "test -f /home/hermes/flag"}}
 	v1 := apply.GuestWork{Steps: []apply.Step{{Name: "run: flag", Kind: "run", Script: "echo up > /home/hermes/flag"}}, Checks: health}
 	var rec *recorder // the last apply's
 	phases := func(phase string) int {
@@ -428,7 +428,7 @@ func TestGuestWorkFileParentsOwnedByOwner(t *testing.T) {
 	g := newGuestRig(t)
 	w := apply.GuestWork{Steps: []apply.Step{
 		{Name: "user: hermes", Kind: "user", Account: &apply.Account{Name: "hermes", UID: 10000, Home: "/home/hermes", Shell: "/bin/sh"}},
-		{Name: "file: config", Kind: "file", Path: "/home/hermes/.hermes/conf/config.yaml", Content: []byte("a: 1\n"), Mode: 0o644, Owner: "hermes"},
+		{Name: "file: config", Kind: "file", Path: "/home/hermes/.hermes/conf/config.yaml", Content: "a: 1\n", Mode: 0o644, Owner: "hermes"},
 	}}
 	err := g.apply(w, "d1", nil)
 	skipIfNoGuestExec(t, err)
