@@ -273,12 +273,12 @@ func (e *Executor) checkPlanned(ctx context.Context, c plan.Change) error {
 	return nil
 }
 
-// attachment is a volume ready to be attached to the workload.
+// attachment is a volume's change from the plan, ready to be attached
+// to the workload: VolID is its final volid, and Action is VolKeep
+// (attached as wanted) or what attach does.
 type attachment struct {
-	name, volid, mount, key string
-	backup                  bool
-	action                  plan.VolumeAction
-	fresh                   bool // created by this run
+	plan.VolumeChange
+	fresh bool // created by this run
 }
 
 // prepareVolumes creates, adopts and grows volumes in the keeper, and
@@ -334,7 +334,9 @@ func (e *Executor) prepareVolumes(ctx context.Context, c plan.Change, keepers *k
 		} else if act == plan.VolGrow {
 			act = plan.VolAttach
 		}
-		out = append(out, attachment{name: v.Name, volid: volid, mount: v.Mount, key: v.Key, backup: v.Backup, action: act, fresh: v.Action == plan.VolCreate})
+		att := attachment{VolumeChange: v, fresh: v.Action == plan.VolCreate}
+		att.VolID, att.Action = volid, act
+		out = append(out, att)
 	}
 	return out, nil
 }
@@ -585,10 +587,10 @@ func (e *Executor) attach(ctx context.Context, app, node string, vmid int, vols 
 		}
 	}
 	for _, v := range vols {
-		if v.action == plan.VolKeep {
+		if v.Action == plan.VolKeep {
 			continue
 		}
-		key := v.key
+		key := v.Key
 		if key == "" {
 			for i := 0; ; i++ {
 				cand := "mp" + strconv.Itoa(i)
@@ -599,7 +601,7 @@ func (e *Executor) attach(ctx context.Context, app, node string, vmid int, vols 
 			}
 		}
 		used[key] = true
-		value := plan.AttachValue(v.volid, v.mount, v.backup)
+		value := plan.AttachValue(v.VolID, v.Mount, v.Backup)
 		if err := e.step(app, "attach", key+"="+value, func() error {
 			return e.putConfig(ctx, node, vmid, url.Values{key: {value}})
 		}); err != nil {
@@ -620,9 +622,9 @@ func (e *Executor) guardAttach(ctx context.Context, node string, vmid int, vols 
 	}
 	for _, v := range vols {
 		// A volume this run created cannot be in anyone else's hands.
-		if v.action != plan.VolKeep && !v.fresh {
-			volids = append(volids, v.volid)
-			allowed = append(allowed, plan.VolumeOwner(v.volid))
+		if v.Action != plan.VolKeep && !v.fresh {
+			volids = append(volids, v.VolID)
+			allowed = append(allowed, plan.VolumeOwner(v.VolID))
 		}
 	}
 	return e.guardUnreferenced(ctx, node, volids, allowed...)

@@ -63,7 +63,7 @@ func Destroy(apps []App, obs *Observed, deleteVolumes bool) (*Plan, error) {
 					continue
 				}
 				volid := k.Records[key]
-				vc := VolumeChange{Name: v.Name, VolID: volid, Storage: v.Storage, Mount: v.Mount, Reclaim: v.Reclaim, Action: VolDetach}
+				vc := VolumeChange{Volume: v, VolID: volid, Action: VolDetach}
 				if deleteVolumes && v.Reclaim == DeleteOnDrop {
 					vc.Action = VolFree
 					if c.Node == "" {

@@ -313,7 +313,7 @@ func appChange(a *App, node string, obs *Observed) (Change, []string) {
 		c.Config = configEdits(a, ct)
 		c.Cleanup = cleanupKeys(ct, keepers)
 		for _, key := range detachKeys(a, ct, keepers) {
-			c.Volumes = append(c.Volumes, VolumeChange{Name: key.name, Action: VolDetach, VolID: key.volid, Key: key.key})
+			c.Volumes = append(c.Volumes, VolumeChange{Volume: Volume{Name: key.name}, Action: VolDetach, VolID: key.volid, Key: key.key})
 		}
 		running := ct.Status == "running"
 		for _, e := range c.Config {
@@ -398,7 +398,7 @@ func updateReasons(c Change, ct *CT) []string {
 // volumeChange plans one volume of an app.
 func volumeChange(a *App, v Volume, node string, ct *CT, keepers []*Keeper, obs *Observed, replacing bool) (VolumeChange, string) {
 	key := VolumeKey{a.Name, v.Name}
-	vc := VolumeChange{Name: v.Name, Storage: v.Storage, Size: v.Size, Mount: v.Mount, Backup: v.Backup, Adopt: v.Adopt, Reclaim: v.Reclaim}
+	vc := VolumeChange{Volume: v}
 	// A record on another node's keeper: the data is there, not here.
 	for _, n := range slices.Sorted(maps.Keys(obs.Keepers)) {
 		for _, k := range obs.Keepers[n] {

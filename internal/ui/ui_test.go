@@ -153,7 +153,7 @@ Plan: 2 volume(s) to free (1536M). A freed volume's data cannot be recovered.
 func TestWritePlanTextRemovedApp(t *testing.T) {
 	p := &plan.Plan{Changes: []plan.Change{{App: "wiki", Node: "pve", VMID: 101, OldVMID: 101, Action: plan.Delete,
 		Reasons: []string{"app wiki was removed from the manifest", "destroy container 101 (running); its volumes stay in the keeper"},
-		Volumes: []plan.VolumeChange{{Name: "pages", Action: plan.VolDetach, VolID: "local-lvm:vm-900-disk-1", Mount: "/srv/pages"}}}}}
+		Volumes: []plan.VolumeChange{{Volume: plan.Volume{Name: "pages", Mount: "/srv/pages"}, Action: plan.VolDetach, VolID: "local-lvm:vm-900-disk-1"}}}}}
 	var b bytes.Buffer
 	WritePlanText(&b, NewPlanJSON(p, nil))
 	want := `- app wiki (delete ct 101 on pve)
