@@ -24,7 +24,6 @@ import (
 	"github.com/corralhq/corral/internal/ui"
 )
 
-func init() { extraCommands = append(extraCommands, newAgentCmd) }
 
 type agentArgs struct {
 	ff             fileFlags

@@ -18,7 +18,6 @@ import (
 	"github.com/corralhq/corral/internal/ui"
 )
 
-func init() { extraCommands = append(extraCommands, newApplyCmd) }
 
 type applyArgs struct {
 	ff           fileFlags

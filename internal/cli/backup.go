@@ -18,9 +18,6 @@ import (
 	"github.com/corralhq/corral/internal/ui"
 )
 
-func init() {
-	extraCommands = append(extraCommands, newBackupCmd, newBackupsCmd, newRestoreCmd, newSnapshotCmd, newSnapshotsCmd, newRollbackCmd)
-}
 
 // optionalManifest loads the manifest when -f was given or the default
 // file exists; the backup verbs work on apps the manifest may not name

@@ -11,7 +11,6 @@ import (
 	"github.com/corralhq/corral/internal/bench"
 )
 
-func init() { extraCommands = append(extraCommands, newBenchCmd) }
 
 type benchArgs struct {
 	output      string

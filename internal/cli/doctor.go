@@ -9,7 +9,6 @@ import (
 	"github.com/corralhq/corral/internal/doctor"
 )
 
-func init() { extraCommands = append(extraCommands, newDoctorCmd) }
 
 type doctorArgs struct {
 	ff         fileFlags

@@ -13,7 +13,6 @@ import (
 	"github.com/corralhq/corral/internal/plan"
 )
 
-func init() { extraCommands = append(extraCommands, newStatusCmd, newVolumesCmd) }
 
 // appStatus is one app in `corral status`.
 type appStatus struct {

@@ -10,7 +10,6 @@ import (
 	"github.com/corralhq/corral/internal/plan"
 )
 
-func init() { extraCommands = append(extraCommands, newUnlockCmd) }
 
 func newUnlockCmd(st *streams) *cobra.Command {
 	var cf connFlags
