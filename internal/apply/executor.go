@@ -15,6 +15,7 @@ import (
 
 	"github.com/corralhq/corral/internal/plan"
 	"github.com/corralhq/corral/internal/pve"
+	"github.com/corralhq/corral/internal/ui/human"
 )
 
 // Executor carries out plans against one cluster.
@@ -294,7 +295,7 @@ func (e *Executor) prepareVolumes(ctx context.Context, c plan.Change, keepers *k
 		var err error
 		switch v.Action {
 		case plan.VolCreate:
-			err = e.step(c.App, "volume", "create "+v.Name+" ("+fmtGiB(v.Size)+" on "+v.Storage+")", func() error {
+			err = e.step(c.App, "volume", "create "+v.Name+" ("+human.Size(v.Size)+" on "+v.Storage+")", func() error {
 				k, done, err := keepers.forNew(c.Node, key, v.Storage)
 				if err != nil {
 					return err
@@ -317,7 +318,7 @@ func (e *Executor) prepareVolumes(ctx context.Context, c plan.Change, keepers *k
 				return err
 			})
 		case plan.VolGrow:
-			err = e.step(c.App, "volume", "grow "+v.Name+" to "+fmtGiB(v.Size), func() error {
+			err = e.step(c.App, "volume", "grow "+v.Name+" to "+human.Size(v.Size), func() error {
 				k := keepers.holder(c.Node, key)
 				if k == nil {
 					return fmt.Errorf("no keeper on %s records volume %s", c.Node, key)
@@ -535,7 +536,7 @@ func (e *Executor) update(ctx context.Context, c plan.Change, vols []attachment)
 		}
 	}
 	if c.RootGrow > 0 {
-		if err := e.step(c.App, "resize", "rootfs to "+fmtGiB(c.RootGrow), func() error {
+		if err := e.step(c.App, "resize", "rootfs to "+human.Size(c.RootGrow), func() error {
 			return e.resize(ctx, c.App, node, vmid, "rootfs", c.RootGrow)
 		}); err != nil {
 			return err
@@ -791,5 +792,3 @@ func (e *Executor) fetchTemplate(ctx context.Context, app, node, volid string) e
 	}
 	return e.wait(ctx, app, upid)
 }
-
-func fmtGiB(b int64) string { return plan.GiB(b) + "G" }

@@ -24,7 +24,6 @@ import (
 	"github.com/corralhq/corral/internal/ui"
 )
 
-
 type agentArgs struct {
 	ff             fileFlags
 	cf             connFlags

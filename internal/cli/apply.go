@@ -18,7 +18,6 @@ import (
 	"github.com/corralhq/corral/internal/ui"
 )
 
-
 type applyArgs struct {
 	ff           fileFlags
 	cf           connFlags

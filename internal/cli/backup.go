@@ -16,8 +16,8 @@ import (
 	"github.com/corralhq/corral/internal/manifest"
 	"github.com/corralhq/corral/internal/plan"
 	"github.com/corralhq/corral/internal/ui"
+	"github.com/corralhq/corral/internal/ui/human"
 )
-
 
 // optionalManifest loads the manifest when -f was given or the default
 // file exists; the backup verbs work on apps the manifest may not name
@@ -199,7 +199,7 @@ func (j *backupJob) backup(ctx context.Context, st *streams, app string, opts ap
 
 func writeBackupText(w io.Writer, r *apply.BackupResult) {
 	fmt.Fprintf(w, "Backed up app %s (ct %d on %s, %s mode) in %s.\n", r.App, r.VMID, r.Node, r.Mode, r.Duration.Round(10*time.Millisecond))
-	fmt.Fprintf(w, "  archive  %s\n  size     %s\n", r.Archive, humanBytes(r.Size))
+	fmt.Fprintf(w, "  archive  %s\n  size     %s\n", r.Archive, human.Size(r.Size))
 	if r.Mode == "snapshot" {
 		fmt.Fprintln(w, "  (a container has no guest agent: a snapshot-mode backup of a running app is crash-consistent; use --mode stop for a quiesced one)")
 	}
@@ -226,18 +226,6 @@ func writeBackupText(w io.Writer, r *apply.BackupResult) {
 	for _, p := range r.Pruned {
 		fmt.Fprintf(w, "Pruned %s (older than the newest kept archives).\n", p)
 	}
-}
-
-func humanBytes(b int64) string {
-	switch {
-	case b >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30))
-	case b >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
-	case b >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(b)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", b)
 }
 
 func newBackupsCmd(st *streams) *cobra.Command {
@@ -296,7 +284,7 @@ only the manifest's apps are listed.`,
 				if a.Protected {
 					prot = "yes"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", a.App, a.VolID, humanBytes(a.Size), a.Time.Format(time.RFC3339), prot, a.VMID)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", a.App, a.VolID, human.Size(a.Size), a.Time.Format(time.RFC3339), prot, a.VMID)
 			}
 			return tw.Flush()
 		},

@@ -11,7 +11,6 @@ import (
 	"github.com/corralhq/corral/internal/bench"
 )
 
-
 type benchArgs struct {
 	output      string
 	apps        []int

@@ -18,7 +18,6 @@ import (
 	"github.com/corralhq/corral/internal/tarcp"
 )
 
-
 func newCpCmd(st *streams) *cobra.Command {
 	var ff fileFlags
 	var cf connFlags

@@ -14,7 +14,6 @@ import (
 	"github.com/corralhq/corral/internal/ui"
 )
 
-
 type destroyArgs struct {
 	ff            fileFlags
 	cf            connFlags

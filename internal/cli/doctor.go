@@ -9,7 +9,6 @@ import (
 	"github.com/corralhq/corral/internal/doctor"
 )
 
-
 type doctorArgs struct {
 	ff         fileFlags
 	cf         connFlags

@@ -154,7 +154,7 @@ func TestDoctor_operatorToken(t *testing.T) {
 	op := d.srv.Credentials().OperatorToken
 	wantOutput(t, d.doctor(op, "-f", m), 0,
 		"as corral@pve!corral", "Proxmox VE 9.1", "template local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst: present",
-		"storage local-lvm (lvmthin; images,rootdir)", "this manifest allocates 3.0G", "app notes: node pve, next free vmid 100, to create",
+		"storage local-lvm (lvmthin; images,rootdir)", "this manifest allocates 3 GiB", "app notes: node pve, next free vmid 100, to create",
 		"OK: this manifest can be applied with this token.")
 
 	r := d.doctor(op, "-f", m, "-o", "json")

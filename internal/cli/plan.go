@@ -12,7 +12,6 @@ import (
 	"github.com/corralhq/corral/internal/ui"
 )
 
-
 func newPlanCmd(st *streams) *cobra.Command {
 	var ff fileFlags
 	var cf connFlags

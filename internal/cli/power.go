@@ -10,7 +10,6 @@ import (
 	"github.com/corralhq/corral/internal/plan"
 )
 
-
 // powerCmd is `corral start|stop|restart APP`: under corral's lock on
 // the app's node, like every command that changes the cluster.
 func powerCmd(verb, short string, do func(*apply.Executor, context.Context, string, *plan.CT) error) func(*streams) *cobra.Command {

@@ -11,8 +11,8 @@ import (
 
 	"github.com/corralhq/corral/internal/apply"
 	"github.com/corralhq/corral/internal/plan"
+	"github.com/corralhq/corral/internal/ui/human"
 )
-
 
 // appStatus is one app in `corral status`.
 type appStatus struct {
@@ -221,7 +221,7 @@ func writeVolumes(st *streams, inv []plan.VolumeInfo) {
 	tw := tabwriter.NewWriter(st.out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "APP\tVOLUME\tVOLID\tNODE\tSIZE\tATTACHED\tMOUNT\tPROJECT")
 	for _, v := range inv {
-		size := plan.GiB(v.Size) + "G"
+		size := human.Size(v.Size)
 		if v.Missing {
 			size = "MISSING"
 		}

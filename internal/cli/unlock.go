@@ -10,7 +10,6 @@ import (
 	"github.com/corralhq/corral/internal/plan"
 )
 
-
 func newUnlockCmd(st *streams) *cobra.Command {
 	var cf connFlags
 	var nodes []string

@@ -9,7 +9,6 @@ import (
 	"github.com/corralhq/corral/internal/manifest"
 )
 
-
 func newValidateCmd(st *streams) *cobra.Command {
 	var ff fileFlags
 	cmd := &cobra.Command{

@@ -148,7 +148,7 @@ func TestCheck_findings(t *testing.T) {
 			name:      "more than the thin pool holds is a warning",
 			manifest:  strings.Replace(web, "4G", "500G", 1),
 			applyable: true,
-			want:      []string{"space: storage local-lvm on node pve has 400G free, and this manifest would allocate 500G (thin provisioning"},
+			want:      []string{"space: storage local-lvm on node pve has 400 GiB free, and this manifest would allocate 500 GiB (thin provisioning"},
 		},
 		{
 			name:     "docker needs keyctl from root",

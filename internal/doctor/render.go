@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/corralhq/corral/internal/pve"
+	"github.com/corralhq/corral/internal/ui/human"
 )
 
 // WriteJSON writes the report as one JSON document.
@@ -144,9 +144,5 @@ func size(b int64) string {
 	if b <= 0 {
 		return "?"
 	}
-	const gib = 1 << 30
-	if b >= gib {
-		return fmt.Sprintf("%.1fG", float64(b)/gib)
-	}
-	return pve.FormatSize(b)
+	return human.Size(b)
 }

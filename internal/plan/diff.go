@@ -7,6 +7,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/corralhq/corral/internal/manifest"
+	"github.com/corralhq/corral/internal/ui/human"
 )
 
 // Make compares the desired apps with the observed cluster and returns
@@ -268,7 +271,7 @@ func appChange(a *App, node string, obs *Observed) (Change, []string) {
 		} else if have, ok := ParseSizeString(root.Size); ok {
 			switch {
 			case a.RootSize < have:
-				probs = append(probs, fmt.Sprintf("app %s: rootfs cannot shrink from %s to %s (PVE: unable to shrink disk size); set rootfs.size to %s or more", a.Name, fmtSize(have), fmtSize(a.RootSize), fmtSize(have)))
+				probs = append(probs, fmt.Sprintf("app %s: rootfs cannot shrink from %s to %s (PVE: unable to shrink disk size); set rootfs.size to %s or more", a.Name, human.Size(have), human.Size(a.RootSize), manifest.Size(have)))
 			case a.RootSize > have:
 				c.RootGrow = a.RootSize
 			}
@@ -376,7 +379,7 @@ func updateReasons(c Change, ct *CT) []string {
 		r = append(r, e.Key+" changes")
 	}
 	if c.RootGrow > 0 {
-		r = append(r, "rootfs grows to "+fmtSize(c.RootGrow))
+		r = append(r, "rootfs grows to "+human.Size(c.RootGrow))
 	}
 	for _, v := range c.Volumes {
 		if v.Action != VolKeep {
@@ -455,7 +458,7 @@ func volumeChange(a *App, v Volume, node string, ct *CT, keepers []*Keeper, obs 
 	}
 	vc.Action = VolAttach
 	if v.Size > 0 && v.Size < size {
-		return vc, fmt.Sprintf("app %s: volume %s cannot shrink from %s to %s (PVE: unable to shrink disk size); set size to %s or more", a.Name, v.Name, fmtSize(size), fmtSize(v.Size), fmtSize(size))
+		return vc, fmt.Sprintf("app %s: volume %s cannot shrink from %s to %s (PVE: unable to shrink disk size); set size to %s or more", a.Name, v.Name, human.Size(size), human.Size(v.Size), manifest.Size(size))
 	}
 	grow := v.Size > size
 	if ct != nil && !replacing {
@@ -666,22 +669,6 @@ func sortedConfigKeys(conf map[string]string, prefix string) []string {
 		return a < b
 	})
 	return out
-}
-
-// fmtSize prints bytes the way PVE does for size= (8G, 512M).
-func fmtSize(b int64) string {
-	for _, u := range []struct {
-		s string
-		n int64
-	}{{"T", 1 << 40}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}} {
-		if b >= u.n && b%u.n == 0 {
-			return strconv.FormatInt(b/u.n, 10) + u.s
-		}
-	}
-	if b >= 1<<30 {
-		return strconv.FormatFloat(float64(b)/(1<<30), 'f', 2, 64) + "G"
-	}
-	return strconv.FormatInt(b, 10)
 }
 
 // sortedVolumeKeys returns m's keys in app/name order.
