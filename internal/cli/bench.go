@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/corralhq/corral/internal/bench"
+	"github.com/corralhq/corral/internal/ui"
 )
 
 type benchArgs struct {
@@ -120,6 +121,6 @@ func runBench(cmd *cobra.Command, st *streams, a *benchArgs) error {
 	if asJSON {
 		return writeJSON(st, r)
 	}
-	bench.WriteText(st.out, r)
+	ui.WriteBench(st.out, r)
 	return nil
 }
