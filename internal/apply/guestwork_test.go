@@ -18,6 +18,7 @@ import (
 	"github.com/corralhq/corral/internal/manifest"
 	"github.com/corralhq/corral/internal/plan"
 	"github.com/corralhq/corral/internal/pve"
+	"github.com/corralhq/corral/internal/pvetest"
 	"github.com/corralhq/corral/internal/sim"
 )
 
@@ -65,22 +66,13 @@ func freePort(t *testing.T) int {
 }
 
 func newGuestRig(t *testing.T) *guestRig {
-	scale := 0.0
 	port := freePort(t)
-	srv, err := sim.New(sim.Options{Dir: t.TempDir(), Listener: sim.ListenTLS, Listen: "127.0.0.1:0", TimeScale: &scale, GuestSSHPort: port})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	c, err := pve.New(pve.Config{Endpoint: srv.URL(), Token: srv.Credentials().OperatorToken, HTTPClient: srv.HTTPClient()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := pvetest.Start(t, func(o *sim.Options) { o.GuestSSHPort = port })
 	signer, ak, err := guest.NewKey("corral-test")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &guestRig{t: t, srv: srv, client: c, ssh: apply.SSH{Signer: signer, AuthorizedKey: ak, Port: port, ConnectTimeout: 20 * time.Second}}
+	return &guestRig{t: t, srv: e.Server, client: e.Client, ssh: apply.SSH{Signer: signer, AuthorizedKey: ak, Port: port, ConnectTimeout: 20 * time.Second}}
 }
 
 const guestApp = `apps:
@@ -91,10 +83,15 @@ const guestApp = `apps:
       - {name: home, size: 1G, mount: /home/hermes}
 `
 
-func (g *guestRig) apply(work apply.GuestWork, digest string, obsr apply.Observer) error {
+// apply plans the guest app (edited by edits) with digest as its guest
+// digest and applies it with work.
+func (g *guestRig) apply(work apply.GuestWork, digest string, obsr apply.Observer, edits ...func(*plan.App)) error {
 	g.t.Helper()
 	apps := loadAppsText(g.t, guestApp)
 	apps[0].GuestDigest = digest
+	for _, edit := range edits {
+		edit(&apps[0])
+	}
 	ctx := context.Background()
 	obs, err := apply.Observe(ctx, g.client)
 	if err != nil {
@@ -333,21 +330,8 @@ func TestSnapshotBeforeChangeRollsBack(t *testing.T) {
 		return n
 	}
 	applyWith := func(w apply.GuestWork, digest string) error {
-		apps := loadAppsText(t, guestApp)
-		apps[0].GuestDigest = digest
-		apps[0].SnapshotBeforeChange = true
-		ctx := context.Background()
-		obs, err := apply.Observe(ctx, g.client)
-		if err != nil {
-			return err
-		}
-		p, err := plan.Make(apps, obs)
-		if err != nil {
-			return err
-		}
 		rec = &recorder{}
-		ex := &apply.Executor{Client: g.client, Observer: rec, SSH: g.ssh, Guest: map[string]apply.GuestWork{"hermes": w}}
-		return ex.Apply(ctx, p, obs)
+		return g.apply(w, digest, rec, func(a *plan.App) { a.SnapshotBeforeChange = true })
 	}
 	err := applyWith(v1, "s1")
 	skipIfNoGuestExec(t, err)

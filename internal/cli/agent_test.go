@@ -20,6 +20,7 @@ import (
 	"github.com/corralhq/corral/internal/agent"
 	"github.com/corralhq/corral/internal/apply"
 	"github.com/corralhq/corral/internal/pve"
+	"github.com/corralhq/corral/internal/pvetest"
 	"github.com/corralhq/corral/internal/sim"
 )
 
@@ -156,10 +157,7 @@ func (r *agentRig) metric(name string, labels ...string) float64 {
 
 func (c *cluster) pveClient() *pve.Client {
 	c.t.Helper()
-	pc, err := pve.New(pve.Config{Endpoint: c.srv.URL(), Token: c.srv.Credentials().OperatorToken, HTTPClient: c.srv.HTTPClient()})
-	if err != nil {
-		c.t.Fatal(err)
-	}
+	pc := pvetest.Client(c.t, c.srv, c.srv.Credentials().OperatorToken)
 	return pc
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/corralhq/corral/internal/pvetest"
 	"github.com/corralhq/corral/internal/sim"
 	"github.com/corralhq/corral/internal/testutil/secretscan"
 )
@@ -51,15 +52,9 @@ func TestSecretHygieneFullCycle(t *testing.T) {
 		t.Setenv(k, "")
 	}
 	simLog := &syncBuffer{}
-	scale := 0.0
-	srv, err := sim.New(sim.Options{
-		Dir: t.TempDir(), Listener: sim.ListenTLS, Listen: "127.0.0.1:0", TimeScale: &scale,
-		Logger: slog.New(slog.NewTextHandler(simLog, &slog.HandlerOptions{Level: slog.LevelDebug})),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
+	srv := pvetest.Start(t, func(o *sim.Options) {
+		o.Logger = slog.New(slog.NewTextHandler(simLog, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}).Server
 	c := &cluster{t: t, srv: srv}
 
 	const inlinePW = "Inline-R00t-Pa55word"

@@ -15,6 +15,7 @@ import (
 	"github.com/corralhq/corral/internal/doctor"
 	"github.com/corralhq/corral/internal/manifest"
 	"github.com/corralhq/corral/internal/pve"
+	"github.com/corralhq/corral/internal/pvetest"
 	"github.com/corralhq/corral/internal/sim"
 	"github.com/corralhq/corral/internal/sim/model"
 )
@@ -28,12 +29,7 @@ type emulator struct {
 
 func newEmulator(t *testing.T) *emulator {
 	t.Helper()
-	zero := 0.0
-	srv, err := sim.New(sim.Options{Dir: t.TempDir(), Listener: sim.ListenNone, TimeScale: &zero})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
+	srv := pvetest.Start(t, pvetest.InProcess()).Server
 	e := &emulator{srv: srv}
 	e.root = e.client(t, srv.Credentials().RootToken)
 	e.op = e.client(t, srv.Credentials().OperatorToken)
@@ -42,11 +38,7 @@ func newEmulator(t *testing.T) *emulator {
 
 func (e *emulator) client(t *testing.T, token string) *pve.Client {
 	t.Helper()
-	c, err := pve.New(pve.Config{Endpoint: e.srv.URL(), Token: token, HTTPClient: e.srv.HTTPClient()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return pvetest.Client(t, e.srv, token)
 }
 
 // narrow creates a privsep token whose user and token both hold a role
@@ -226,16 +218,7 @@ func TestEvaluate_vmidOnlyGrant(t *testing.T) {
 }
 
 func TestCheck_pve8(t *testing.T) {
-	zero := 0.0
-	srv, err := sim.New(sim.Options{Dir: t.TempDir(), Listener: sim.ListenNone, TimeScale: &zero, Version: "8.4"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	c, err := pve.New(pve.Config{Endpoint: srv.URL(), Token: srv.Credentials().OperatorToken, HTTPClient: srv.HTTPClient()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := pvetest.Start(t, pvetest.InProcess(), func(o *sim.Options) { o.Version = "8.4" }).Client
 	r, err := doctor.Check(context.Background(), c, parse(t, web), doctor.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -270,12 +253,8 @@ func (f failPermissions) RoundTrip(r *http.Request) (*http.Response, error) {
 // reported missing.
 func TestCheck_unreadPrivileges(t *testing.T) {
 	e := newEmulator(t)
-	hc := e.srv.HTTPClient()
-	c, err := pve.New(pve.Config{Endpoint: e.srv.URL(), Token: e.srv.Credentials().OperatorToken,
-		HTTPClient: &http.Client{Transport: failPermissions{next: hc.Transport, path: "/storage/local-lvm"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := pvetest.Client(t, e.srv, e.srv.Credentials().OperatorToken,
+		pvetest.Transport(failPermissions{next: e.srv.HTTPClient().Transport, path: "/storage/local-lvm"}))
 	r, err := doctor.Check(context.Background(), c, parse(t, web), doctor.Options{})
 	if err != nil {
 		t.Fatal(err)
