@@ -72,3 +72,14 @@ func WriteVolumes(w io.Writer, inv []plan.VolumeInfo) {
 	}
 	t.Flush()
 }
+
+// WriteUnlocked prints what `corral unlock` did, a line a node.
+func WriteUnlocked(w io.Writer, rows []apply.Unlocked) {
+	for _, r := range rows {
+		if r.Broken == nil {
+			fmt.Fprintf(w, "node %s: not locked\n", r.Node)
+		} else {
+			fmt.Fprintf(w, "node %s: broke the lock of %s\n", r.Node, r.Broken)
+		}
+	}
+}
