@@ -585,7 +585,7 @@ func TestSnapshot_dirStorageRefused(t *testing.T) {
 // (an administrator changing storage.cfg while it was down).
 func newClusterIn(t *testing.T, dir string, edit func(map[string]any)) *cluster {
 	t.Helper()
-	c := newClusterDir(t, dir)
+	c := newCluster(t, pvetest.InDir(dir))
 	c.srv.Close()
 	p := filepath.Join(dir, "state.json")
 	raw, err := os.ReadFile(p)
@@ -601,13 +601,7 @@ func newClusterIn(t *testing.T, dir string, edit func(map[string]any)) *cluster 
 	if err := os.WriteFile(p, raw, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return newClusterDir(t, dir)
-}
-
-func newClusterDir(t *testing.T, dir string) *cluster {
-	t.Helper()
-	srv := pvetest.Start(t, pvetest.InDir(dir)).Server
-	return &cluster{t: t, srv: srv}
+	return newCluster(t, pvetest.InDir(dir))
 }
 
 // Scenario 9 of issue 11: the same archive restored in place twice in a

@@ -367,8 +367,8 @@ func TestDetachTakesOneApply(t *testing.T) {
 // running; the next plan waits for it instead of reporting the container
 // as running (it stops a moment later).
 func TestPlanWaitsForRunningShutdown(t *testing.T) {
-	srv := pvetest.Start(t, pvetest.TimeScale(0.25)).Server // vzshutdown: 1 s
-	c := &cluster{t: t, srv: srv}
+	c := newCluster(t, pvetest.TimeScale(0.25)) // vzshutdown: 1 s
+	srv := c.srv
 	m := writeManifest(t, threeVolumes("alpha"))
 	c.mustRun("apply", "-f", m, "--auto-approve")
 	vmid := c.status(m).Apps[0].Containers[0].VMID
@@ -492,8 +492,8 @@ func TestParallelApplyAndDestroy(t *testing.T) {
 // running; an apply right after waits for it and then recreates the app
 // in one go, instead of failing once on the vanishing config.
 func TestApplyAfterInterruptedDestroy(t *testing.T) {
-	srv := pvetest.Start(t, pvetest.TimeScale(0.2)).Server // vzdestroy: 0.4 s
-	c := &cluster{t: t, srv: srv}
+	c := newCluster(t, pvetest.TimeScale(0.2)) // vzdestroy: 0.4 s
+	srv := c.srv
 	m := writeManifest(t, threeVolumes("alpha"))
 	c.mustRun("apply", "-f", m, "--auto-approve")
 	vmid := c.status(m).Apps[0].Containers[0].VMID

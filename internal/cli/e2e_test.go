@@ -27,10 +27,10 @@ type cluster struct {
 	srv *sim.Server
 }
 
-func newCluster(t *testing.T) *cluster {
+// newCluster starts an emulator (pvetest.Start, with opts) for the test.
+func newCluster(t *testing.T, opts ...pvetest.Option) *cluster {
 	t.Helper()
-	srv := pvetest.Start(t).Server
-	return &cluster{t: t, srv: srv}
+	return &cluster{t: t, srv: pvetest.Start(t, opts...).Server}
 }
 
 // connArgs are the flags that point corral at this emulator.
@@ -633,8 +633,8 @@ func TestPrintedSetupIsExactlyEnough(t *testing.T) {
 // elsewhere, leave the app on that node alone and say so; a request for
 // the down node fails as PVE's proxy does.
 func TestOfflineNode(t *testing.T) {
-	srv := pvetest.Start(t, pvetest.Nodes(2)).Server
-	c := &cluster{t: t, srv: srv}
+	c := newCluster(t, pvetest.Nodes(2))
+	srv := c.srv
 	one := writeManifest(t, strings.Replace(strings.ReplaceAll(appManifest, "MEMORY", "512"), "  - name: notes\n", "  - name: notes\n    node: pve1\n", 1))
 	c.mustRun("apply", "-f", one, "--auto-approve")
 	if err := srv.Cluster().SetNodeOnline("pve1", false); err != nil {

@@ -35,8 +35,7 @@ func (c *cluster) appsPerNode() map[string]int {
 // to a node of a three-node cluster, the plan says where and why, and an
 // app added later is placed without moving any other (issue 18).
 func TestPlacementOnThreeNodes(t *testing.T) {
-	srv := pvetest.Start(t, pvetest.Nodes(3)).Server
-	c := &cluster{t: t, srv: srv}
+	c := newCluster(t, pvetest.Nodes(3))
 	m := writeManifest(t, placementManifest(30, ""))
 	r := c.run("plan", "-f", m)
 	if r.code != ExitChanges || !strings.Contains(r.stdout, "placed on pve1 by policy spread (corral apps: pve1 0, pve2 0, pve3 0)") ||

@@ -15,7 +15,6 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
-	"github.com/corralhq/corral/internal/pvetest"
 	"github.com/corralhq/corral/internal/sim"
 	"github.com/corralhq/corral/internal/testutil/secretscan"
 )
@@ -52,10 +51,10 @@ func TestSecretHygieneFullCycle(t *testing.T) {
 		t.Setenv(k, "")
 	}
 	simLog := &syncBuffer{}
-	srv := pvetest.Start(t, func(o *sim.Options) {
+	c := newCluster(t, func(o *sim.Options) {
 		o.Logger = slog.New(slog.NewTextHandler(simLog, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}).Server
-	c := &cluster{t: t, srv: srv}
+	})
+	srv := c.srv
 
 	const inlinePW = "Inline-R00t-Pa55word"
 	const filePW = "From-A-File/Pa55+word"

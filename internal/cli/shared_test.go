@@ -29,8 +29,8 @@ const sharedManifest = `apps:
 // not only its own, and refuses when one on another node references it
 // (issue 18).
 func TestSharedVolumeGuardedClusterWide(t *testing.T) {
-	srv := pvetest.Start(t, pvetest.Nodes(3), func(o *sim.Options) { o.SharedStorage = []string{model.SharedNFS} }).Server
-	c := &cluster{t: t, srv: srv}
+	c := newCluster(t, pvetest.Nodes(3), func(o *sim.Options) { o.SharedStorage = []string{model.SharedNFS} })
+	srv := c.srv
 	m := writeManifest(t, sharedManifest)
 	c.mustRun("apply", "-f", m, "--auto-approve")
 	vols := c.status(m).Apps[0].Volumes
