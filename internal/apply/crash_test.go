@@ -14,7 +14,6 @@ import (
 	"testing"
 
 	"github.com/corralhq/corral/internal/apply"
-	"github.com/corralhq/corral/internal/manifest"
 	"github.com/corralhq/corral/internal/plan"
 	"github.com/corralhq/corral/internal/pvetest"
 	"github.com/corralhq/corral/internal/sim"
@@ -138,12 +137,7 @@ func newRig(t *testing.T) *rig {
 }
 
 func loadApps(t *testing.T, ph phase) []plan.App {
-	text := strings.NewReplacer("MEMORY", ph.memory, "TEMPLATE", ph.template).Replace(crashManifest)
-	f, err := manifest.Parse("corral.yaml", []byte(text), manifest.LoadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return plan.FromManifest(f)
+	return loadAppsText(t, strings.NewReplacer("MEMORY", ph.memory, "TEMPLATE", ph.template).Replace(crashManifest))
 }
 
 // run carries out one phase; with kill > 0 it dies at that request. It
