@@ -525,13 +525,14 @@ func TestAgent_applyWaitsForTheAgent(t *testing.T) {
 		args := append([]string{"apply", "-f", m, "--auto-approve", "--lock-timeout", "1m"}, c.connArgs()...)
 		applied <- Run(context.Background(), args, strings.NewReader(""), io.Discard, &stderr)
 	}()
-	for !strings.Contains(stderr.String(), "waiting for the lock on node pve") {
+	pvetest.WaitFor(t, "apply to wait for the agent's lock", func() bool {
 		select {
 		case code := <-applied:
 			t.Fatalf("apply exit %d without waiting for the agent's lock:\n%s", code, stderr.String())
-		case <-time.After(5 * time.Millisecond):
+		default:
 		}
-	}
+		return strings.Contains(stderr.String(), "waiting for the lock on node pve")
+	})
 	if got := c.config(vmid)["memory"]; got != "1024" {
 		t.Fatalf("memory = %s while the agent's step is held back", got)
 	}
