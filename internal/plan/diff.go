@@ -92,6 +92,11 @@ func Make(apps []App, obs *Observed) (*Plan, error) {
 		if placed != "" && c.Action == Create {
 			c.Reasons = append(c.Reasons, placed)
 		}
+		if c.Action != NoOp && c.Recover == nil {
+			// A recovery that was interrupted: its stale copy is still
+			// on the offline node, which the guard cannot read.
+			c.Recover = staleOffline(a.Name, obs)
+		}
 		refused = append(refused, probs...)
 		p.Changes = append(p.Changes, c)
 	}
@@ -100,9 +105,10 @@ func Make(apps []App, obs *Observed) (*Plan, error) {
 	}
 	p.Keepers = noteProjects(p.Keepers, projectOf(apps), apps, obs)
 	// Stale copies of recovered apps go first.
-	stale, staleWarn := staleChanges(obs)
+	stale, staleWarn, staleProbs := staleChanges(obs)
 	p.Changes = append(stale, p.Changes...)
 	p.Warnings = append(p.Warnings, staleWarn...)
+	refused = append(refused, staleProbs...)
 	// This project's containers whose app is gone from the manifest, after
 	// the manifest's apps.
 	removed, warn, probs := removedChanges(projectOf(apps), apps, obs)

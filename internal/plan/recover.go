@@ -274,11 +274,15 @@ func offlineApp(p *Plan, a *App, ct *CT, pl *placer, obs *Observed) (Change, str
 
 // staleChanges removes the stale copies of recovered apps on nodes that
 // answer again, and warns about those still offline.
-func staleChanges(obs *Observed) (changes []Change, warn []string) {
+func staleChanges(obs *Observed) (changes []Change, warn, probs []string) {
 	for _, s := range obs.Stale {
 		if slices.Contains(obs.Offline, s.CT.Node) {
 			warn = append(warn, fmt.Sprintf("app %s runs as container %d on %s, recovered from container %d on %s, which is offline: "+
 				"when %s is back, its copy must not start (it would mount the same volumes); the next apply removes it first", s.App, s.By.VMID, s.By.Node, s.CT.VMID, s.CT.Node, s.CT.Node))
+			continue
+		}
+		if p := unmanagedVolumes(s.App, s.CT, "destroying the stale copy"); len(p) > 0 {
+			probs = append(probs, p...)
 			continue
 		}
 		c := Change{App: s.App, Node: s.CT.Node, VMID: s.CT.VMID, OldVMID: s.CT.VMID, Digest: s.CT.Digest, Action: Delete, Stale: true}
@@ -286,5 +290,15 @@ func staleChanges(obs *Observed) (changes []Change, warn []string) {
 			s.App, s.By.VMID, s.By.Node, s.CT.Node, s.CT.VMID, s.CT.Status, s.By.VMID))
 		changes = append(changes, c)
 	}
-	return changes, warn
+	return changes, warn, probs
+}
+
+// staleOffline is the stale copy of app on an offline node, if any.
+func staleOffline(app string, obs *Observed) *Recovery {
+	for _, s := range obs.Stale {
+		if s.App == app && slices.Contains(obs.Offline, s.CT.Node) {
+			return &Recovery{VMID: s.CT.VMID, Node: s.CT.Node}
+		}
+	}
+	return nil
 }

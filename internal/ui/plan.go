@@ -229,7 +229,7 @@ func WritePlanText(w io.Writer, pj PlanJSON) {
 		what := c.Action
 		switch {
 		case c.RecoverFrom != nil:
-			what = fmt.Sprintf("recover ct %d from offline %s: create", c.RecoverFrom.VMID, c.RecoverFrom.Node)
+			what = fmt.Sprintf("recover ct %d from offline %s: %s", c.RecoverFrom.VMID, c.RecoverFrom.Node, c.Action)
 		case c.Stale:
 			what = "remove stale copy"
 		}
