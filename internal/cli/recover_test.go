@@ -70,11 +70,13 @@ func (c *cluster) runningMounts(volid string) []int {
 // record and the volume stay, and a plan after that has no changes.
 func TestRecoverSharedAppFromOfflineNode(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		boot model.NodePower // how pve2 comes back
+		name    string
+		boot    model.NodePower // how pve2 comes back
+		destroy bool            // then corral destroy instead of apply
 	}{
-		{"operator kept guests down", model.NodePower{NoStartAll: true}},
-		{"pve2 boots its onboot guests", model.NodePower{}},
+		{"operator kept guests down", model.NodePower{NoStartAll: true}, false},
+		{"pve2 boots its onboot guests", model.NodePower{}, false},
+		{"destroy once pve2 is back", model.NodePower{}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			scale := 0.0
@@ -207,6 +209,19 @@ func TestRecoverSharedAppFromOfflineNode(t *testing.T) {
 			r = c.run("plan", "-f", m)
 			if r.code != ExitChanges || !strings.Contains(r.stdout, "remove stale copy ct "+strconv.Itoa(old)+" on pve2") {
 				t.Errorf("plan with pve2 back: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+			}
+			if tc.destroy {
+				c.mustRun("destroy", "-f", m, "--auto-approve")
+				if c.exists(old) || c.exists(recovered) {
+					t.Errorf("after destroy: stale %d exists %v, recovered %d exists %v", old, c.exists(old), recovered, c.exists(recovered))
+				}
+				if got := c.runningMounts(volid); len(got) != 0 {
+					t.Errorf("after destroy %s is mounted by %v", volid, got)
+				}
+				if b, err := os.ReadFile(filepath.Join(newDir, "marker")); err != nil || string(b) != "before the power cut" {
+					t.Errorf("marker after destroy: %q, %v", b, err)
+				}
+				return
 			}
 			c.mustRun("apply", "-f", m, "--auto-approve")
 			if c.exists(old) {

@@ -105,7 +105,7 @@ func Make(apps []App, obs *Observed) (*Plan, error) {
 	}
 	p.Keepers = noteProjects(p.Keepers, projectOf(apps), apps, obs)
 	// Stale copies of recovered apps go first.
-	stale, staleWarn, staleProbs := staleChanges(obs)
+	stale, staleWarn, staleProbs := staleChanges(apps, obs)
 	p.Changes = append(stale, p.Changes...)
 	p.Warnings = append(p.Warnings, staleWarn...)
 	refused = append(refused, staleProbs...)

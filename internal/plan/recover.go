@@ -272,10 +272,14 @@ func offlineApp(p *Plan, a *App, ct *CT, pl *placer, obs *Observed) (Change, str
 	return c, ""
 }
 
-// staleChanges removes the stale copies of recovered apps on nodes that
+// staleChanges removes the stale copies of the recovered apps among apps
+// (this manifest's: another project's are its own business) on nodes that
 // answer again, and warns about those still offline.
-func staleChanges(obs *Observed) (changes []Change, warn, probs []string) {
+func staleChanges(apps []App, obs *Observed) (changes []Change, warn, probs []string) {
 	for _, s := range obs.Stale {
+		if !slices.ContainsFunc(apps, func(a App) bool { return a.Name == s.App && (a.Project == "" || s.By.OwnedBy(a.Project, true)) }) {
+			continue
+		}
 		if slices.Contains(obs.Offline, s.CT.Node) {
 			warn = append(warn, fmt.Sprintf("app %s runs as container %d on %s, recovered from container %d on %s, which is offline: "+
 				"when %s is back, its copy must not start (it would mount the same volumes); the next apply removes it first", s.App, s.By.VMID, s.By.Node, s.CT.VMID, s.CT.Node, s.CT.Node))
