@@ -652,6 +652,17 @@ func (e *Executor) tagSharedVolumes(ctx context.Context, c plan.Change, vmid int
 	if !fresh {
 		return nil
 	}
+	// Keep the mark of a recovered container: it is how its stale copy
+	// is told apart.
+	conf, err := containerConfig(ctx, e.Client, c.Node, vmid)
+	if err != nil {
+		return err
+	}
+	for _, t := range plan.ParseTags(conf["tags"]) {
+		if strings.HasPrefix(t, plan.TagRecoveredPrefix) && !slices.Contains(tags, t) {
+			tags = append(tags, t)
+		}
+	}
 	slices.Sort(tags)
 	return e.step(c.App, "config", "tags (shared volumes)", func() error {
 		return e.putConfig(ctx, c.Node, vmid, url.Values{"tags": {strings.Join(tags, ";")}})
