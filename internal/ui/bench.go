@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/corralhq/corral/internal/bench"
+	"github.com/corralhq/corral/internal/ui/human"
 )
 
 // WriteBench prints corral bench's report as tables: one row per measured step, the
@@ -39,7 +40,7 @@ func WriteBench(w io.Writer, r *bench.Report) {
 }
 
 func writeBenchRuns(w io.Writer, runs []bench.ToolRun) {
-	t := NewTable(w, "TOOL", "APPS", "SCALE", "STEP", "WALL", "CRITICAL PATH", "OVERHEAD", "TASKS", "REQUESTS", "REQ/APP")
+	t := NewTable(w, "TOOL", "APPS", "SCALE", "STEP", "WALL", "CRITICAL PATH", "OVERHEAD", "TASKS", "REQUESTS", "REQ/APP", "MAX RSS")
 	for _, r := range runs {
 		for _, s := range r.Steps {
 			cp, ov := "-", "-"
@@ -54,7 +55,7 @@ func writeBenchRuns(w io.Writer, runs []bench.ToolRun) {
 				tool += " (provision)"
 			}
 			t.Row(tool, strconv.Itoa(r.Apps), fmt.Sprintf("%g", r.TimeScale), s.Name,
-				seconds(s.Wall), cp, ov, strconv.Itoa(s.Tasks), strconv.Itoa(s.Requests), fmt.Sprintf("%.2f", s.RequestsPerApp))
+				seconds(s.Wall), cp, ov, strconv.Itoa(s.Tasks), strconv.Itoa(s.Requests), fmt.Sprintf("%.2f", s.RequestsPerApp), human.Size(s.MaxRSS))
 		}
 	}
 	t.Flush()
