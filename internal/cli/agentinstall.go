@@ -43,7 +43,6 @@ const (
 	agentApp      = "agent"
 	agentBin      = "/usr/local/bin/corral"
 	agentDir      = "/etc/corral/agent"
-	agentManifest = agentDir + "/corral.yaml"
 	agentEnvFile  = agentDir + "/agent.env"
 	agentKeyFile  = agentDir + "/id_ed25519"
 	agentCAFile   = agentDir + "/ca.pem"
@@ -55,6 +54,12 @@ const (
 	agentState    = "/var/lib/corral"
 	agentPort     = 9120
 )
+
+// agentManifestPath is where the user's manifest goes in the agent's
+// container: in a directory named as its project, so that a manifest
+// without project: keeps its project there (the default project is the
+// manifest's directory's name).
+func agentManifestPath(project string) string { return agentDir + "/" + project + "/corral.yaml" }
 
 // agentProject is the project of the agent's own manifest.
 func agentProject(project string) string { return "corral-agent-" + project }
@@ -565,8 +570,13 @@ func runAgentInstall(cmd *cobra.Command, st *streams, a *agentInstallArgs) error
 	if err != nil {
 		return fmt.Errorf("read corral's SSH key: %w", err)
 	}
-	argv := []string{agentBin, "agent", "-f", agentManifest, "--mode", a.mode, "--listen", listen, "--interval", a.interval.String(), "--log-format", "json"}
-	argv = append(argv, a.git.args()...)
+	manifestPath := agentManifestPath(f.Project)
+	argv := []string{agentBin, "agent", "-f", manifestPath, "--mode", a.mode, "--listen", listen, "--interval", a.interval.String(), "--log-format", "json"}
+	if a.git.url != "" {
+		// The checkout is named as the project too (see agentManifestPath).
+		argv = append(argv, a.git.args()...)
+		argv = append(argv, "--git-dir", agentState+"/git/"+f.Project)
+	}
 	var quoted []string
 	for _, s := range argv {
 		quoted = append(quoted, guest.ShellQuote(s))
@@ -597,7 +607,7 @@ WantedBy=multi-user.target
 		tarFile{agentUnit, 0o644, []byte(unit)},
 	)
 	if a.git.url == "" {
-		files = append(files, tarFile{agentManifest, 0o600, manifestData})
+		files = append(files, tarFile{manifestPath, 0o600, manifestData})
 	}
 
 	started := ""
