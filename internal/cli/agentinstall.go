@@ -40,19 +40,19 @@ import (
 // re-install finds and replaces it, and `corral agent status -f` finds
 // the agent's address and bearer token again.
 const (
-	agentApp      = "agent"
-	agentBin      = "/usr/local/bin/corral"
-	agentDir      = "/etc/corral/agent"
-	agentEnvFile  = agentDir + "/agent.env"
-	agentKeyFile  = agentDir + "/id_ed25519"
-	agentCAFile   = agentDir + "/ca.pem"
-	agentURLFile  = agentDir + "/url"
-	agentRunFile  = agentDir + "/run"
-	agentUnit     = "/etc/systemd/system/corral-agent.service"
-	agentLog      = "/var/log/corral-agent.log"
-	agentPIDFile  = "/var/lib/corral/agent.pid"
-	agentState    = "/var/lib/corral"
-	agentPort     = 9120
+	agentApp     = "agent"
+	agentBin     = "/usr/local/bin/corral"
+	agentDir     = "/etc/corral/agent"
+	agentEnvFile = agentDir + "/agent.env"
+	agentKeyFile = agentDir + "/id_ed25519"
+	agentCAFile  = agentDir + "/ca.pem"
+	agentURLFile = agentDir + "/url"
+	agentRunFile = agentDir + "/run"
+	agentUnit    = "/etc/systemd/system/corral-agent.service"
+	agentLog     = "/var/log/corral-agent.log"
+	agentPIDFile = "/var/lib/corral/agent.pid"
+	agentState   = "/var/lib/corral"
+	agentPort    = 9120
 )
 
 // agentManifestPath is where the user's manifest goes in the agent's
