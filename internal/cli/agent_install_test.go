@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"net/http/cgi"
+	"net/http/httptest"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -286,4 +288,82 @@ func (c *cluster) pveRoot() *pve.Client {
 		c.t.Fatal(err)
 	}
 	return pc
+}
+
+// corral agent install --git: the installed agent pulls the manifest
+// from a repository (served over HTTP on the loopback by git's own
+// http-backend; no network), applies a new commit on its own, and
+// refuses a commit whose manifest is invalid, keeping the last good one.
+func TestAgent_installGit(t *testing.T) {
+	c := newGuestCluster(t)
+	repo := newGitRepo(t)
+	backend, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(backend, "--exec-path").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &cgi.Handler{Path: filepath.Join(strings.TrimSpace(string(out)), "git-http-backend"),
+		Env: []string{"GIT_PROJECT_ROOT=" + filepath.Dir(repo.bare), "GIT_HTTP_EXPORT_ALL=1"}}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	manifestAt := func(memory string) string {
+		return "project: demo\n" + strings.ReplaceAll(appManifest, "MEMORY", memory)
+	}
+	a := repo.commit(manifestAt("512"), "notes at 512 MiB")
+	m := writeManifest(t, manifestAt("512"))
+	bin := buildCorral(t)
+	r := runCorral(t, append([]string{"agent", "install", "-f", m, "--binary", bin, "--interval", "1s", "--git", srv.URL + "/notes.git", "--git-ref", "main"}, c.rootArgs()...)...)
+	if strings.Contains(r.stderr, "guest exec unavailable") {
+		t.Skipf("guest exec unavailable: %s", r.stderr)
+	}
+	if r.code != 0 {
+		t.Fatalf("install --git: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	t.Cleanup(func() { runCorral(t, append([]string{"agent", "uninstall", "-f", m}, c.rootArgs()...)...) })
+	vmid := c.agentCTs("demo")[0]
+	agentLogText := func() string {
+		b, _ := os.ReadFile(c.file(strings.Split(c.config(vmid)["rootfs"], ",")[0], strings.TrimPrefix(agentLog, "/")))
+		return "the agent's log:\n" + string(b)
+	}
+	var st installedStatus
+	status := func() installedStatus {
+		t.Helper()
+		r := runCorral(t, append([]string{"agent", "status", "-f", m, "-o", "json"}, c.rootArgs()...)...)
+		var st installedStatus
+		if err := json.Unmarshal([]byte(r.stdout), &st); r.code != 0 || err != nil {
+			t.Fatalf("agent status -f: exit %d %v\n%s%s", r.code, err, r.stdout, r.stderr)
+		}
+		return st
+	}
+	memory := func() string {
+		st = status()
+		if len(st.Status.Apps) == 0 || st.Status.Apps[0].VMID == 0 {
+			return ""
+		}
+		return c.config(st.Status.Apps[0].VMID)["memory"]
+	}
+	waitFor(t, "the agent creates the app from commit "+a, func() bool {
+		return memory() == "512" && st.Status.Git != nil && st.Status.Git.Commit == a
+	}, agentLogText)
+
+	b := repo.commit(manifestAt("1024"), "notes at 1 GiB")
+	waitFor(t, "the agent applies commit "+b, func() bool {
+		return memory() == "1024" && st.Status.Git.Commit == b
+	}, agentLogText)
+
+	bad := repo.commit(manifestAt("a lot"), "broken")
+	waitFor(t, "the agent refuses commit "+bad, func() bool {
+		st = status()
+		return st.Status.Git.Head == bad && hasEvent(st.Events, "", "git commit "+bad[:12]+" is not valid")
+	}, agentLogText)
+	if st.Status.Git.Commit != b || memory() != "1024" {
+		t.Errorf("after the bad commit: git %+v, memory %s", st.Status.Git, memory())
+	}
+	text := runCorral(t, append([]string{"agent", "status", "-f", m}, c.rootArgs()...)...)
+	if !strings.Contains(text.stdout, "at commit "+b) || !strings.Contains(text.stdout, "commit "+bad+" is not applied") {
+		t.Errorf("agent status -f:\n%s", text.stdout)
+	}
 }
