@@ -3,11 +3,12 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"net/http/cgi"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -220,12 +221,30 @@ func TestAgent_install(t *testing.T) {
 		t.Fatalf("agent processes %v, want one", first)
 	}
 
-	// Again: the same container, a new token, one agent (the old one
-	// stopped), and it still repairs drift.
-	r = install(c.rootArgs())
+	// A binary for another architecture is refused, and the agent in
+	// place keeps running.
+	fake := filepath.Join(t.TempDir(), "corral-arm64")
+	if err := os.WriteFile(fake, armELFHeader(), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r = runCorral(t, append([]string{"agent", "install", "-f", m, "--binary", fake}, c.rootArgs()...)...)
+	if r.code != ExitError || !strings.Contains(r.stderr, "is a arm64 binary and the agent's container") || !strings.Contains(r.stderr, "is amd64") {
+		t.Errorf("install of an arm64 binary: exit %d\n%s", r.code, r.stderr)
+	}
+	if procs := agentProcesses(t, url); len(procs) != 1 || procs[0] != first[0] {
+		t.Errorf("after the refused install: agent processes %v, want %v", procs, first)
+	}
+
+	// Again (-o json): the same container, a new token, one agent (the
+	// old one stopped), and it still repairs drift.
+	r = install(append([]string{"-o", "json"}, c.rootArgs()...))
 	outputs = append(outputs, r.stdout, r.stderr)
-	if r.code != 0 {
-		t.Fatalf("second install: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	var res agentInstallResult
+	if err := json.Unmarshal([]byte(r.stdout), &res); r.code != 0 || err != nil {
+		t.Fatalf("second install -o json: exit %d %v\n%s\n%s", r.code, err, r.stdout, r.stderr)
+	}
+	if res.VMID != vmid || res.URL != url || res.Started != "detached" || res.TokenID != tokenID || !res.TokenMade || res.Project != "demo" {
+		t.Errorf("install -o json: %+v", res)
 	}
 	if cts := c.agentCTs("demo"); len(cts) != 1 || cts[0] != vmid {
 		t.Errorf("after the second install: agent containers %v, want [%d]", cts, vmid)
@@ -266,9 +285,14 @@ func TestAgent_install(t *testing.T) {
 	}
 
 	// Uninstall: the container and the token go, the agent with them.
-	r = runCorral(t, append([]string{"agent", "uninstall", "-f", m}, c.rootArgs()...)...)
-	if r.code != 0 {
-		t.Fatalf("uninstall: exit %d\n%s", r.code, r.stderr)
+	r = runCorral(t, append([]string{"agent", "uninstall", "-f", m, "-o", "json"}, c.rootArgs()...)...)
+	var un struct {
+		Project      string `json:"project"`
+		TokenID      string `json:"token_id"`
+		TokenDeleted bool   `json:"token_deleted"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &un); r.code != 0 || err != nil || !un.TokenDeleted || un.TokenID != tokenID || un.Project != "demo" {
+		t.Fatalf("uninstall -o json: exit %d %v\n%s\n%s", r.code, err, r.stdout, r.stderr)
 	}
 	if cts := c.agentCTs("demo"); len(cts) != 0 {
 		t.Errorf("after uninstall: agent containers %v", cts)
@@ -365,5 +389,46 @@ func TestAgent_installGit(t *testing.T) {
 	text := runCorral(t, append([]string{"agent", "status", "-f", m}, c.rootArgs()...)...)
 	if !strings.Contains(text.stdout, "at commit "+b) || !strings.Contains(text.stdout, "commit "+bad+" is not applied") {
 		t.Errorf("agent status -f:\n%s", text.stdout)
+	}
+}
+
+// armELFHeader is the header of a 64-bit little-endian Linux ELF
+// executable for arm64, with no sections: enough for install to see the
+// architecture.
+func armELFHeader() []byte {
+	h := make([]byte, 64)
+	copy(h, "\x7fELF")
+	h[4], h[5], h[6] = 2, 1, 1 // 64-bit, little-endian, version 1
+	h[16] = 2                  // ET_EXEC
+	h[18] = 183                // EM_AARCH64
+	h[20] = 1                  // version
+	h[52] = 64                 // e_ehsize
+	return h
+}
+
+// What install refuses before it contacts anything.
+func TestAgent_installRefusals(t *testing.T) {
+	m := manifestWith(t, "512")
+	notBinary := filepath.Join(t.TempDir(), "corral")
+	os.WriteFile(notBinary, []byte("#!/bin/sh\n"), 0o755)
+	conn := []string{"--endpoint", "https://127.0.0.1:1", "--api-token", "u@pve!t=s", "--fingerprint", "00"}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"embedded emulator", []string{"--endpoint", ""}, "needs a cluster that keeps running"},
+		{"insecure", append(slices.Clone(conn), "--insecure"), "pin the certificate"},
+		{"not a binary", append(slices.Clone(conn), "--binary", notBinary), "is not a Linux binary"},
+		{"mode", append(slices.Clone(conn), "--mode", "fix"), `--mode "fix": want observe or reconcile`},
+		{"git path", append(slices.Clone(conn), "--git", "/srv/repo.git", "--git-path", "../corral.yaml"), "want a relative path inside the repository"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("PROXMOX_VE_ENDPOINT", "")
+			r := runCorral(t, append([]string{"agent", "install", "-f", m}, tc.args...)...)
+			if r.code != ExitError || !strings.Contains(r.stderr, tc.want) {
+				t.Errorf("exit %d, want %d and %q:\n%s", r.code, ExitError, tc.want, r.stderr)
+			}
+		})
 	}
 }
