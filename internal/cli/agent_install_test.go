@@ -439,3 +439,46 @@ func TestAgent_installRefusals(t *testing.T) {
 		})
 	}
 }
+
+// A manifest that reads ${env:…}: without --pass-env the agent cannot
+// load it, and install fails at once with the end of the agent's log;
+// with --pass-env the value goes into the agent's 0600 env file (and
+// nowhere in the output).
+func TestAgent_installPassEnv(t *testing.T) {
+	c := newGuestCluster(t)
+	const secret = "notes-key-7f3a9c2e51"
+	t.Setenv("NOTES_KEY", secret)
+	m := writeManifest(t, strings.ReplaceAll(appManifest, "MEMORY", "512")+`    provision:
+      - envFile:
+          path: /etc/notes.env
+          env:
+            - name: KEY
+              value: ${env:NOTES_KEY}
+`)
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	bin := buildCorral(t)
+	install := func(extra ...string) result {
+		return runCorral(t, append(append([]string{"agent", "install", "-f", m, "--binary", bin, "--interval", "1s"}, extra...), c.rootArgs()...)...)
+	}
+	r := install()
+	if strings.Contains(r.stderr, "guest exec unavailable") {
+		t.Skipf("guest exec unavailable: %s", r.stderr)
+	}
+	t.Cleanup(func() { runCorral(t, append([]string{"agent", "uninstall", "-f", m}, c.rootArgs()...)...) })
+	if r.code != ExitError || !strings.Contains(r.stderr, "the agent exited") || !strings.Contains(r.stderr, "NOTES_KEY") {
+		t.Errorf("install without --pass-env: exit %d\n%s", r.code, r.stderr)
+	}
+	r2 := install("--pass-env", "NOTES_KEY")
+	if r2.code != 0 {
+		t.Fatalf("install --pass-env: exit %d\n%s", r2.code, r2.stderr)
+	}
+	env, _ := c.ctFile(c.agentCTs("demo")[0], "etc/corral/agent/agent.env")
+	if !strings.Contains(env, "NOTES_KEY='"+secret+"'") {
+		t.Errorf("the env file lacks NOTES_KEY")
+	}
+	for _, out := range []string{r.stdout, r.stderr, r2.stdout, r2.stderr} {
+		if strings.Contains(out, secret) {
+			t.Errorf("the output shows the secret:\n%s", out)
+		}
+	}
+}

@@ -633,14 +633,14 @@ WantedBy=multi-user.target
 			return fmt.Errorf("start the agent: %w: %s", err, strings.TrimSpace(errb.String()))
 		}
 		started = strings.TrimSpace(out.String())
+		if err := waitAgentHealthy(ctx, cl, url, started); err != nil {
+			return fmt.Errorf("the agent was started (%s) but does not answer at %s: %w\nthe end of its log (%s in container %d):\n%s",
+				started, url, err, agentLogWhere(started), ct.VMID, agentLogTail(ctx, cl, started))
+		}
 		return nil
 	})
 	if err != nil {
 		return redactErr(f, err)
-	}
-	if err := waitAgentHealthy(ctx, url); err != nil {
-		return fmt.Errorf("the agent was started (%s) but does not answer at %s: %w; its log: corral exec %s -f <the agent's manifest> … or %s in container %d",
-			started, url, err, agentApp, agentLogWhere(started), ct.VMID)
 	}
 	res := agentInstallResult{Project: f.Project, Node: ct.Node, VMID: ct.VMID, URL: url, Started: started, TokenID: tok.id, TokenMade: tok.created, Git: a.git.url}
 	if asJSON {
@@ -656,6 +656,20 @@ WantedBy=multi-user.target
 	}
 	fmt.Fprintf(st.out, "agent for project %s: container %d on %s, %s (started by %s)\ncorral agent status -f %s\n", f.Project, ct.VMID, ct.Node, url, started, a.ff.path)
 	return nil
+}
+
+// agentLogTail is the end of the agent's log (the agent redacts its
+// secrets), or why it cannot be read.
+func agentLogTail(ctx context.Context, cl *guest.Client, started string) string {
+	script := "tail -n 20 " + agentLog
+	if started == "systemd" {
+		script = "journalctl -u corral-agent.service -n 20 --no-pager"
+	}
+	var out bytes.Buffer
+	if err := cl.Pipe(ctx, guest.Pipe{Script: script, Stdout: &out, Stderr: &out}); err != nil && out.Len() == 0 {
+		return "(cannot read it: " + err.Error() + ")"
+	}
+	return strings.TrimRight(out.String(), "\n")
 }
 
 func agentLogWhere(started string) string {
@@ -705,11 +719,19 @@ echo detached
 `
 
 // waitAgentHealthy waits for the agent's /healthz (a stuck start, not a
-// slow one, fails it).
-func waitAgentHealthy(ctx context.Context, url string) error {
+// slow one, fails it). A detached agent that exited (an invalid
+// manifest, an unset ${env:…}) fails it at once.
+func waitAgentHealthy(ctx context.Context, cl *guest.Client, url, started string) error {
 	deadline := time.Now().Add(2 * time.Minute)
 	var last error
-	for time.Now().Before(deadline) {
+	for i := 0; time.Now().Before(deadline); i++ {
+		if started == "detached" && i%5 == 4 {
+			alive := `pid=$(cat ` + agentPIDFile + `) && kill -0 "$pid" 2>/dev/null`
+			var ee *guest.ExitError
+			if err := cl.Pipe(ctx, guest.Pipe{Script: alive}); errors.As(err, &ee) {
+				return errors.New("the agent exited")
+			}
+		}
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+"/healthz", nil)
 		resp, err := http.DefaultClient.Do(req)
 		if err == nil {
