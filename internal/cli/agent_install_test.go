@@ -239,9 +239,10 @@ func TestAgent_install(t *testing.T) {
 		t.Errorf("after the refused install: agent processes %v, want %v", procs, first)
 	}
 
-	// Again (-o json): the same container, a new token, one agent (the
-	// old one stopped), and it still repairs drift.
-	r = install(append([]string{"-o", "json"}, c.rootArgs()...))
+	// Again (-o json, with the debug log of every API call on stderr):
+	// the same container, a new token, one agent (the old one stopped),
+	// and it still repairs drift.
+	r = install(append([]string{"-o", "json", "--log-level", "debug"}, c.rootArgs()...))
 	outputs = append(outputs, r.stdout, r.stderr)
 	var res agentInstallResult
 	if err := json.Unmarshal([]byte(r.stdout), &res); r.code != 0 || err != nil {
