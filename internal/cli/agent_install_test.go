@@ -248,6 +248,9 @@ func TestAgent_install(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &res); r.code != 0 || err != nil {
 		t.Fatalf("second install -o json: exit %d %v\n%s\n%s", r.code, err, r.stdout, r.stderr)
 	}
+	if !strings.Contains(r.stderr, "/access/users/corral-agent-demo@pve/token/agent") {
+		t.Errorf("the debug log does not show the token's creation:\n%s", r.stderr)
+	}
 	if res.VMID != vmid || res.URL != url || res.Started != started || res.TokenID != tokenID || !res.TokenMade || res.Project != "demo" {
 		t.Errorf("install -o json: %+v", res)
 	}
