@@ -432,6 +432,8 @@ func TestAgent_installRefusals(t *testing.T) {
 		{"insecure", append(slices.Clone(conn), "--insecure"), "pin the certificate"},
 		{"not a binary", append(slices.Clone(conn), "--binary", notBinary), "is not a Linux binary"},
 		{"mode", append(slices.Clone(conn), "--mode", "fix"), `--mode "fix": want observe or reconcile`},
+		{"pass-env name", append(slices.Clone(conn), "--pass-env", "A-B"), "want a variable name"},
+		{"pass-env ours", append(slices.Clone(conn), "--pass-env", "PROXMOX_VE_API_TOKEN"), "install sets that variable itself"},
 		{"git path", append(slices.Clone(conn), "--git", "/srv/repo.git", "--git-path", "../corral.yaml"), "want a relative path inside the repository"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

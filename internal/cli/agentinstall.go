@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -336,6 +337,8 @@ func agentEnvQuote(name, v string) (string, error) {
 	return "'" + v + "'", nil
 }
 
+var envNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
 func randomToken() string {
 	b := make([]byte, 24)
 	rand.Read(b)
@@ -438,6 +441,12 @@ func runAgentInstall(cmd *cobra.Command, st *streams, a *agentInstallArgs) error
 	}
 	env := map[string]string{}
 	for _, name := range a.passEnv {
+		if !envNameRe.MatchString(name) {
+			return fmt.Errorf("--pass-env %q: want a variable name (letters, digits and _)", name)
+		}
+		if strings.HasPrefix(name, "PROXMOX_VE_") || strings.HasPrefix(name, "CORRAL_") || name == "HOME" || name == "XDG_STATE_HOME" {
+			return fmt.Errorf("--pass-env %s: install sets that variable itself", name)
+		}
 		v, ok := os.LookupEnv(name)
 		if !ok {
 			return fmt.Errorf("--pass-env %s: not set here", name)
