@@ -68,6 +68,13 @@ task's exit status checked, keep pruned), once per schedule window: an
 archive corral made in the current window counts, so a restarted agent
 does not back up twice.
 
+With --git URL the manifest comes from a Git repository (--git-ref,
+--git-path): fetched when a plan is due, a new commit applied; a commit
+whose manifest is invalid is reported and the last good one kept.
+
+corral agent install runs the agent in a container of its own on the
+cluster, with its own API token, under systemd.
+
 It serves /healthz, /metrics (Prometheus), /api/v1/apps, /api/v1/events
 and a status page at / on --listen (loopback by default; another address
 needs --auth-token). SIGTERM or Ctrl-C lets the step under way finish,
