@@ -41,7 +41,11 @@ func (g *Git) Pull(ctx context.Context) (string, error) {
 		if err := os.MkdirAll(filepath.Dir(g.Dir), 0o700); err != nil {
 			return "", err
 		}
-		os.RemoveAll(g.Dir) // a clone cut short
+		// Never clear a directory that is not ours: git clones only into
+		// a missing or empty one (and removes what a failed clone made).
+		if entries, err := os.ReadDir(g.Dir); err == nil && len(entries) > 0 {
+			return "", fmt.Errorf("git: %s is not empty and not a Git checkout: name another --git-dir", g.Dir)
+		}
 		if _, err := g.git(ctx, "", "clone", "--quiet", "--no-checkout", "--", g.URL, g.Dir); err != nil {
 			return "", err
 		}
