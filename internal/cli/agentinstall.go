@@ -670,12 +670,12 @@ WantedBy=multi-user.target
 // agentLogTail is the end of the agent's log (the agent redacts its
 // secrets), or why it cannot be read.
 func agentLogTail(ctx context.Context, cl *guest.Client, started string) string {
-	script := "tail -n 20 " + agentLog
+	script := "tail -n 20 " + agentLog + " 2>&1"
 	if started == "systemd" {
-		script = "journalctl -u corral-agent.service -n 20 --no-pager"
+		script = "journalctl -u corral-agent.service -n 20 --no-pager 2>&1"
 	}
 	var out bytes.Buffer
-	if err := cl.Pipe(ctx, guest.Pipe{Script: script, Stdout: &out, Stderr: &out}); err != nil && out.Len() == 0 {
+	if err := cl.Pipe(ctx, guest.Pipe{Script: script, Stdout: &out}); err != nil && out.Len() == 0 {
 		return "(cannot read it: " + err.Error() + ")"
 	}
 	return strings.TrimRight(out.String(), "\n")
