@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http/cgi"
 	"net/http/httptest"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,16 +21,30 @@ import (
 )
 
 // buildCorral builds the corral binary that install copies into the
-// agent's container (this test binary is not corral).
+// agent's container (this test binary is not corral), once per test
+// process, into TestMain's temporary directory.
 func buildCorral(t *testing.T) string {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), "corral")
-	cmd := exec.Command("go", "build", "-o", out, "github.com/corralhq/corral/cmd/corral")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build corral: %v\n%s", err, b)
+	builtCorral.once.Do(func() {
+		out := filepath.Join(filepath.Dir(os.Getenv("XDG_CONFIG_HOME")), "corral-built")
+		cmd := exec.Command("go", "build", "-o", out, "github.com/corralhq/corral/cmd/corral")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		b, err := cmd.CombinedOutput()
+		if err != nil {
+			builtCorral.err = fmt.Errorf("go build corral: %v\n%s", err, b)
+		}
+		builtCorral.path = out
+	})
+	if builtCorral.err != nil {
+		t.Fatal(builtCorral.err)
 	}
-	return out
+	return builtCorral.path
+}
+
+var builtCorral struct {
+	once sync.Once
+	path string
+	err  error
 }
 
 // rootArgs point corral at the emulator with root@pam's token, which may
