@@ -330,6 +330,10 @@ func TestAgent_install(t *testing.T) {
 	if toks, err := c.pveRoot().Tokens(context.Background(), "corral-agent-demo@pve"); err != nil || len(toks) != 0 {
 		t.Errorf("after uninstall: tokens %v %v", toks, err)
 	}
+	r = runCorral(t, append([]string{"agent", "status", "-f", m}, c.rootArgs()...)...)
+	if r.code != ExitError || !strings.Contains(r.stderr, "is it installed? corral agent install -f "+m) {
+		t.Errorf("agent status -f after uninstall: exit %d\n%s", r.code, r.stderr)
+	}
 }
 
 func (c *cluster) pveRoot() *pve.Client {
