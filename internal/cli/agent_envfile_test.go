@@ -127,3 +127,41 @@ func unquoteGenerator(s string) string {
 	}
 	return b.String()
 }
+
+// The agent's unit passes systemd's own check (systemd-analyze verify,
+// which reports what it cannot parse), also with words systemd would
+// otherwise expand or split (% specifiers, $ variables, quotes,
+// backslashes, spaces).
+func TestAgentUnit_systemdVerify(t *testing.T) {
+	analyze, err := exec.LookPath("systemd-analyze")
+	if err != nil {
+		if os.Getenv("CORRAL_REQUIRE_SHARED") != "" {
+			t.Fatalf("systemd-analyze is missing (apt-get install systemd): %v", err)
+		}
+		t.Skipf("systemd-analyze is not installed: %v", err)
+	}
+	truth, err := exec.LookPath("true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	argv := []string{truth, "agent", "-f", agentManifestPath("demo"), "--listen", "127.1.0.102:9120",
+		"--git", `https://git.example/a%20b/it's "x" $HOME\path.git`, "--git-ref", "${ref} %h"}
+	unit, err := agentUnitText("demo", argv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "corral-agent.service")
+	if err := os.WriteFile(p, []byte(unit), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(analyze, "verify", p).CombinedOutput()
+	if err != nil || len(out) > 0 {
+		t.Errorf("systemd-analyze verify: %v\n%s\n%s", err, out, unit)
+	}
+	if !strings.Contains(unit, `"https://git.example/a%%20b/it's \"x\" $$HOME\\path.git"`) || !strings.Contains(unit, `"$${ref} %%h"`) {
+		t.Errorf("ExecStart words not quoted for systemd:\n%s", unit)
+	}
+	if _, err := agentUnitText("demo", []string{truth, "a\nb"}); err == nil {
+		t.Errorf("a newline in a word was accepted")
+	}
+}

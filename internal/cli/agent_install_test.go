@@ -193,7 +193,7 @@ func TestAgent_install(t *testing.T) {
 		t.Fatalf("the agent's credentials: token %q (secret %d chars), bearer %d chars", tokenID, len(secret), len(bearer))
 	}
 	if unit, _ := c.ctFile(vmid, "etc/systemd/system/corral-agent.service"); !strings.Contains(unit, "Restart=always") ||
-		!strings.Contains(unit, "EnvironmentFile="+agentEnvFile) || !strings.Contains(unit, "'--mode' 'reconcile'") {
+		!strings.Contains(unit, "EnvironmentFile="+agentEnvFile) || !strings.Contains(unit, `"--mode" "reconcile"`) {
 		t.Errorf("unit:\n%s", unit)
 	}
 	// The agent's token holds the manifest's privileges, not root's.

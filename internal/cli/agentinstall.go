@@ -591,22 +591,10 @@ func runAgentInstall(cmd *cobra.Command, st *streams, a *agentInstallArgs) error
 		quoted = append(quoted, guest.ShellQuote(s))
 	}
 	execLine := strings.Join(quoted, " ")
-	unit := fmt.Sprintf(`[Unit]
-Description=corral agent for project %s (corral agent install)
-Wants=network-online.target
-After=network-online.target
-
-[Service]
-EnvironmentFile=%s
-ExecStart=%s
-Restart=always
-RestartSec=5
-KillSignal=SIGTERM
-TimeoutStopSec=5min
-
-[Install]
-WantedBy=multi-user.target
-`, f.Project, agentEnvFile, execLine)
+	unit, err := agentUnitText(f.Project, argv)
+	if err != nil {
+		return err
+	}
 	run := fmt.Sprintf("#!/bin/sh\n# Starts the agent where the container has no systemd (corral agent install).\nset -a\n. %s\nset +a\nexec %s\n", agentEnvFile, execLine)
 	files = append(files,
 		tarFile{agentEnvFile, 0o600, []byte(envText.String())},
@@ -696,6 +684,46 @@ func mapKeys(m map[string]string) func(func(string) bool) {
 			}
 		}
 	}
+}
+
+// agentUnitText is the agent's systemd unit; argv is its command line.
+func agentUnitText(project string, argv []string) (string, error) {
+	var words []string
+	for _, a := range argv {
+		q, err := systemdQuote(a)
+		if err != nil {
+			return "", err
+		}
+		words = append(words, q)
+	}
+	return fmt.Sprintf(`[Unit]
+Description=corral agent for project %s (corral agent install)
+Wants=network-online.target
+After=network-online.target
+
+[Service]
+EnvironmentFile=%s
+ExecStart=%s
+Restart=always
+RestartSec=5
+KillSignal=SIGTERM
+TimeoutStopSec=5min
+
+[Install]
+WantedBy=multi-user.target
+`, strings.ReplaceAll(project, "%", "%%"), agentEnvFile, strings.Join(words, " ")), nil
+}
+
+// systemdQuote quotes one word of an ExecStart= line: double quotes with
+// \ and " escaped, and % and $ doubled, which systemd would otherwise
+// take for a specifier or a variable (systemd.service(5), "Command
+// lines").
+func systemdQuote(s string) (string, error) {
+	if strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return "", fmt.Errorf("%q: a control character cannot go into the agent's systemd unit", s)
+	}
+	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "%", "%%", "$", "$$")
+	return `"` + r.Replace(s) + `"`, nil
 }
 
 // agentStartScript (re)starts the agent in its container and prints how:
