@@ -77,6 +77,9 @@ type Manager struct {
 	cts map[int]*ctServer
 
 	claim net.Listener // holds the guest address block (block.go)
+
+	rt    *lxcRuntime // nil in the fallback view (lxc.go)
+	rtErr error       // why there is no runtime
 }
 
 // Start probes whether guest exec works on this machine and begins to
@@ -108,6 +111,9 @@ func Start(c *model.Cluster, opts Options) (*Manager, error) {
 		ctx: ctx, cancel: cancel, done: make(chan struct{}), wake: make(chan struct{}, 1), cts: map[int]*ctServer{},
 		claim: claim,
 	}
+	if m.rt, m.rtErr = newLXCRuntime(c.Dir(), m.log); m.rtErr != nil {
+		m.log.Warn("containers are NOT isolated: no LXC, so CTs run in the fallback view (host PID and network namespaces, host programs under the CT's files)", "reason", m.rtErr)
+	}
 	c.SetRunHook(m.sync) // a stopped CT's sessions end with its stop
 	go m.loop()
 	return m, nil
@@ -137,6 +143,12 @@ func (m *Manager) Port() int { return m.port }
 // ExecUnavailable is nil when commands can run inside CTs, else the
 // reason they cannot (tests skip with it, apply reports it).
 func (m *Manager) ExecUnavailable() error {
+	if m.rt != nil {
+		m.sbOnce.Do(func() {}) // LXC needs no probe; orders this after DisableExec
+		if m.sb.err == nil {
+			return nil
+		}
+	}
 	if err := m.sandbox().err; err != nil {
 		return fmt.Errorf("guest exec unavailable: %w", err)
 	}
@@ -166,6 +178,10 @@ func (m *Manager) sandbox() sandbox {
 	})
 	return m.sb
 }
+
+// Isolated reports whether CTs run as real containers (LXC), and if not,
+// why they run in the fallback view.
+func (m *Manager) Isolated() (bool, error) { return m.rt != nil, m.rtErr }
 
 // Endpoint is host:port of CT vmid's sshd once it answers.
 func (m *Manager) Endpoint(vmid int) (string, bool) {
