@@ -1,6 +1,8 @@
 package guest_test
 
 import (
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"strconv"
@@ -8,6 +10,7 @@ import (
 	"testing"
 
 	client "github.com/corralhq/corral/internal/guest"
+	"github.com/corralhq/corral/internal/sim/guest"
 )
 
 // needIsolation skips where CTs run in the fallback view (not root, no
@@ -58,5 +61,52 @@ func TestGuest_isolation(t *testing.T) {
 	// pkill ran to completion above: a kill would show by now.
 	if data, err := os.ReadFile("/proc/" + strconv.Itoa(host.Process.Pid) + "/stat"); err != nil || strings.Contains(string(data), ") Z ") {
 		t.Errorf("the host's sleep 7301 is gone after pkill inside the CT: %v", err)
+	}
+}
+
+// TestGuest_network: eth0 is on the emulator's bridge with the address
+// from net0 and its MAC, the CT reaches the gateway's exposed API port,
+// and a second CT reaches the first over the bridge.
+func TestGuest_network(t *testing.T) {
+	k := newKit(t)
+	k.needIsolation()
+	api, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer api.Close()
+	go func() {
+		for {
+			c, err := api.Accept()
+			if err != nil {
+				return
+			}
+			io.WriteString(c, "pveproxy-here\n")
+			c.Close()
+		}
+	}()
+	if err := k.m.Expose(8006, api.Addr().String()); err != nil {
+		t.Fatal(err)
+	}
+	k.create(122, map[string]string{"net0": "name=eth0,bridge=vmbr0,ip=dhcp,hwaddr=BC:24:11:00:01:22"})
+	k.create(123, map[string]string{"net0": "name=eth0,bridge=vmbr0,ip=192.168.50.23/24,gw=192.168.50.1"})
+	c, err := k.dial(122, client.HostKeyPolicy{TrustOnFirstUse: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	tests := []struct {
+		name, script, want string
+	}{
+		{"eth0's MAC is hwaddr", "cat /sys/class/net/eth0/address", "stdout: bc:24:11:00:01:22"},
+		{"eth0's address", "ip -4 -o addr show dev eth0 | awk '{print $4}'", "stdout: " + "10.0.0.124/16"},
+		{"the gateway serves the API", "exec 3<>/dev/tcp/" + guest.GatewayIP + "/8006 && head -1 <&3", "stdout: pveproxy-here"},
+		{"the static CT answers on the bridge", "ip route; timeout 5 bash -c 'exec 3<>/dev/tcp/192.168.50.23/22' 2>/dev/null; echo $?", "stdout: default via 10.0.0.1 dev eth0 \nstdout: 10.0.0.0/16 dev eth0 proto kernel scope link src 10.0.0.124 \nstdout: 1"},
+	}
+	for _, tt := range tests {
+		out, err := run(t, c, tt.script)
+		if err != nil || out != tt.want {
+			t.Errorf("%s: %q: got %q, %v; want %q", tt.name, tt.script, out, err, tt.want)
+		}
 	}
 }

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/corralhq/corral/internal/sim/model"
 )
 
@@ -77,9 +79,22 @@ func newLXCRuntime(dir string, log *slog.Logger) (*lxcRuntime, error) {
 		return nil, err
 	}
 	removeStaleCgroups()
+	var err error
 	b := make([]byte, 3)
 	rand.Read(b)
-	return &lxcRuntime{path: path, prefix: "corral" + hex.EncodeToString(b) + "-", log: log}, nil
+	r := &lxcRuntime{path: path, prefix: "corral" + hex.EncodeToString(b) + "-", log: log}
+	if r.net, err = newBridgeNet(log); err != nil {
+		log.Warn("CTs get no network (only lo): no bridge namespace", "err", err)
+	}
+	return r, nil
+}
+
+// close ends the emulator's network namespace (the containers are gone
+// by then: every ctServer stopped its own).
+func (r *lxcRuntime) close() {
+	if r.net != nil {
+		r.net.close()
+	}
 }
 
 // lxcCT is one boot of one container.
@@ -89,6 +104,7 @@ type lxcCT struct {
 	root    string // rootfs directory on the host
 	work    string // overlay work directory (host-overlay CTs), or ""
 	systemd bool   // init is systemd
+	pid     int    // init's host PID
 	cmd     *exec.Cmd
 	done    chan struct{} // closed when lxc-start exited
 	log     bytes.Buffer  // lxc-start's own output
@@ -169,14 +185,7 @@ func (r *lxcRuntime) start(ctx context.Context, vmid int, root string, mps []vie
 		return nil, err
 	}
 	args := []string{"-P", r.path, "-n", ct.name, "-F", "-o", filepath.Join(dir, "log"), "-l", "WARN"}
-	if r.net != nil {
-		// lxc-start makes the veth in the namespace it runs in: the
-		// emulator's own, where vmbr0 is.
-		args = append([]string{"--net=" + r.net.nsPath(), "--", "lxc-start"}, args...)
-		ct.cmd = exec.Command("nsenter", args...)
-	} else {
-		ct.cmd = exec.Command("lxc-start", args...)
-	}
+	ct.cmd = exec.Command("lxc-start", args...)
 	ct.cmd.Stdout, ct.cmd.Stderr = &ct.log, &ct.log
 	ct.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := ct.cmd.Start(); err != nil {
@@ -189,6 +198,20 @@ func (r *lxcRuntime) start(ctx context.Context, vmid int, root string, mps []vie
 	if err := ct.waitRunning(ctx); err != nil {
 		ct.kill()
 		return nil, err
+	}
+	out, err := exec.Command("lxc-info", "-P", r.path, "-n", ct.name, "-p", "-H").Output()
+	if ct.pid, _ = strconv.Atoi(strings.TrimSpace(string(out))); err != nil || ct.pid <= 0 {
+		ct.kill()
+		return nil, fmt.Errorf("lxc-info: no init PID: %v", err)
+	}
+	// A placeholder init does not bring lo up; every CT needs it (a
+	// service bound to the CT's loopback address answers there).
+	exec.Command("nsenter", "-t", strconv.Itoa(ct.pid), "-n", "ip", "link", "set", "lo", "up").Run()
+	if r.net != nil {
+		if err := r.net.attach(ct.pid, run); err != nil {
+			ct.kill()
+			return nil, fmt.Errorf("network: %w", err)
+		}
 	}
 	if ct.systemd && bootWait > 0 {
 		// sshd answers once the boot is through, as on PVE; a boot
@@ -287,11 +310,7 @@ func (ct *lxcCT) config(mps []viewMount, run model.GuestRun, init string) (strin
 	line("lxc.pty.max", "1024")
 	line("lxc.apparmor.profile", "unconfined")
 	line("lxc.mount.auto", "proc:mixed sys:mixed cgroup:mixed")
-	if ct.r.net != nil {
-		ct.r.net.lxcConfig(&b, run)
-	} else {
-		line("lxc.net.0.type", "empty")
-	}
+	line("lxc.net.0.type", "empty") // eth0 and the rest: bridgeNet.attach
 	if run.MemoryMiB > 0 {
 		line("lxc.cgroup.memory.limit_in_bytes", strconv.Itoa(run.MemoryMiB<<20))
 		if fileExists("/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes") {
@@ -439,7 +458,23 @@ func (ct *lxcCT) startSession(spec viewSpec, stdin, stdout, stderr *os.File, tty
 	if spec.Shell {
 		argv = []string{shell, "-l"}
 	}
-	cmd := ct.attach(spec.Env, argv...)
+	var cmd *exec.Cmd
+	if tty {
+		// lxc-attach would put a pty of its own between the client
+		// and the shell (losing typeahead); the pty from openPty is
+		// already the CT's, so nsenter joins the CT's namespaces and
+		// hands it on.
+		args := []string{"-t", strconv.Itoa(ct.pid), "-m", "-u", "-i", "-n", "-p", "-C", "-r"}
+		if fileExists(filepath.Join(ct.root, "root")) {
+			args = append(args, "--wd=/root")
+		} else {
+			args = append(args, "-w")
+		}
+		cmd = exec.Command("nsenter", append(append(args, "--"), argv...)...)
+		cmd.Env = spec.Env
+	} else {
+		cmd = ct.attach(spec.Env, argv...)
+	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: !tty, Setsid: tty, Setctty: tty, Ctty: 0}
 	if err := cmd.Start(); err != nil {
@@ -460,4 +495,26 @@ func shellIn(root string) string {
 		}
 	}
 	return "/bin/sh"
+}
+
+// openPty opens a pseudo-terminal of the CT's own devpts (through its
+// init's root), so that the shell's tty is a /dev/pts/N of the CT.
+func (ct *lxcCT) openPty() (master, tty *os.File, err error) {
+	base := "/proc/" + strconv.Itoa(ct.pid) + "/root/dev/pts/"
+	master, err = os.OpenFile(base+"ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	n, err := unix.IoctlGetInt(int(master.Fd()), unix.TIOCGPTN)
+	if err == nil {
+		err = unix.IoctlSetPointerInt(int(master.Fd()), unix.TIOCSPTLCK, 0)
+	}
+	if err == nil {
+		tty, err = os.OpenFile(base+strconv.Itoa(n), os.O_RDWR|syscall.O_NOCTTY, 0)
+	}
+	if err != nil {
+		master.Close()
+		return nil, nil, fmt.Errorf("the CT's pty: %w", err)
+	}
+	return master, tty, nil
 }

@@ -212,7 +212,20 @@ func (m *Manager) Close() error {
 		s.stop()
 	}
 	m.claim.Close()
+	if m.rt != nil {
+		m.rt.close()
+	}
 	return nil
+}
+
+// Expose makes target (host:port in the emulator's namespace, the PVE
+// API) reachable from every CT at GatewayIP:port, as a CT reaches its
+// node's API on its bridge. It fails without the LXC runtime's network.
+func (m *Manager) Expose(port int, target string) error {
+	if m.rt == nil || m.rt.net == nil {
+		return errors.New("guest: CTs have no network of their own here")
+	}
+	return m.rt.net.forward(net.JoinHostPort(GatewayIP, strconv.Itoa(port)), target)
 }
 
 func (m *Manager) loop() {

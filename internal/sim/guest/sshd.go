@@ -559,7 +559,12 @@ func (s *ctServer) exec(sc *ssh.ServerConn, ch ssh.Channel, e execSpec, started 
 		}
 	}
 	if e.tty != nil {
-		m, t, err := pty.Open()
+		var m, t *os.File
+		if s.ct != nil {
+			m, t, err = s.ct.openPty() // the CT's own /dev/pts
+		} else {
+			m, t, err = pty.Open()
+		}
 		if err != nil {
 			fmt.Fprintf(ch.Stderr(), "guest exec: allocate a pty: %v\n", err)
 			sendExitStatus(ch, 255)

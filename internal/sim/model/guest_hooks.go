@@ -99,6 +99,7 @@ func (c *Cluster) WithRunningGuest(vmid, pid int, fn func() error) (bool, error)
 // GuestRun is what a container runtime needs of a CT's configuration to
 // boot it (package sim/guest): its hostname, limits and interfaces.
 type GuestRun struct {
+	VMID         int
 	Hostname     string
 	MemoryMiB    int // 0: unlimited
 	SwapMiB      int
@@ -124,7 +125,7 @@ func (c *Cluster) GuestRunConfig(vmid int) (GuestRun, error) {
 	if g == nil {
 		return GuestRun{}, fmt.Errorf("no CT %d", vmid)
 	}
-	r := GuestRun{Hostname: g.Config["hostname"], Unprivileged: isTrue(g.Config["unprivileged"])}
+	r := GuestRun{VMID: vmid, Hostname: g.Config["hostname"], Unprivileged: isTrue(g.Config["unprivileged"])}
 	if r.Hostname == "" {
 		r.Hostname = fmt.Sprintf("CT%d", vmid)
 	}
