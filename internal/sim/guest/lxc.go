@@ -82,7 +82,9 @@ func newLXCRuntime(dir string, log *slog.Logger) (*lxcRuntime, error) {
 	var err error
 	b := make([]byte, 3)
 	rand.Read(b)
-	r := &lxcRuntime{path: path, prefix: "corral" + hex.EncodeToString(b) + "-", log: log}
+	// The emulator's PID in the names tells removeStaleCgroups whose
+	// cgroups they are.
+	r := &lxcRuntime{path: path, prefix: "corral" + strconv.Itoa(os.Getpid()) + "-" + hex.EncodeToString(b) + "-", log: log}
 	if r.net, err = newBridgeNet(log); err != nil {
 		log.Warn("CTs get no network (only lo): no bridge namespace", "err", err)
 	}
@@ -160,6 +162,18 @@ func initOf(root string) string {
 // LXC reports it RUNNING (and, for systemd, until boot finished or
 // bootWait passed).
 func (r *lxcRuntime) start(ctx context.Context, vmid int, root string, mps []viewMount, run model.GuestRun, bootWait time.Duration) (*lxcCT, error) {
+	ct, err := r.startOnce(ctx, vmid, root, mps, run, bootWait)
+	if err != nil && (run.MemoryMiB > 0 || run.Cores > 0) && strings.Contains(err.Error(), "cgfsng") {
+		// Limits on a legacy (v1) cgroup hierarchy fail now and then
+		// when containers start side by side; the CT runs without them.
+		r.log.Warn("CT runs without its memory and cores limits", "vmid", vmid, "err", err)
+		run.MemoryMiB, run.SwapMiB, run.Cores = 0, 0, 0
+		ct, err = r.startOnce(ctx, vmid, root, mps, run, bootWait)
+	}
+	return ct, err
+}
+
+func (r *lxcRuntime) startOnce(ctx context.Context, vmid int, root string, mps []viewMount, run model.GuestRun, bootWait time.Duration) (*lxcCT, error) {
 	ct := &lxcCT{r: r, name: r.prefix + strconv.Itoa(vmid), root: root, done: make(chan struct{})}
 	own := hasOwnSystem(root)
 	if !own {
@@ -419,9 +433,10 @@ func fileExists(p string) bool {
 	return err == nil
 }
 
-// removeStaleCgroups removes the empty cgroups of containers of emulators
-// that were killed (their names start with "corral"); rmdir refuses a
-// cgroup that still has processes, so a live emulator's are safe.
+// removeStaleCgroups removes the cgroups LXC left for containers of
+// emulators that are gone (killed): their names carry the emulator's
+// PID (lxc.payload.corral<pid>-…), and a live process's are left alone,
+// even while empty for a moment during a start.
 func removeStaleCgroups() {
 	var dirs []string
 	for _, pat := range []string{"/sys/fs/cgroup/lxc.*.corral*", "/sys/fs/cgroup/*/lxc.*.corral*", "/sys/fs/cgroup/*/*/*/lxc.*.corral*"} {
@@ -429,6 +444,11 @@ func removeStaleCgroups() {
 		dirs = append(dirs, m...)
 	}
 	for _, d := range dirs {
+		_, name, _ := strings.Cut(filepath.Base(d), ".corral")
+		pid, _, _ := strings.Cut(name, "-")
+		if n, err := strconv.Atoi(pid); err != nil || n <= 0 || fileExists("/proc/"+pid) {
+			continue
+		}
 		rmdirTree(d, 0)
 	}
 }
