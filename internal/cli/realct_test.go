@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"context"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -51,6 +53,7 @@ const realManifest = `apps:
             [Service]
             User=app
             ExecStart=/bin/sh -c 'echo hello-from-unit; exec sleep infinity'
+            ExecStop=/bin/sh -c 'echo clean > /var/tmp/hello-stopped'
             [Install]
             WantedBy=multi-user.target
       - name: enable the unit
@@ -100,8 +103,30 @@ dpkg-deb --build $d /tmp/corral-test.deb >/dev/null; dpkg -i /tmp/corral-test.de
 			t.Errorf("%s: exit %d, stdout %q, want %q\n%s", tt.name, r.code, r.stdout, tt.want, r.stderr)
 		}
 	}
+	// corral logs reads journald.
 	if r := c.run("logs", "realct", "-f", m, "--endpoint", c.srv.URL(), "--api-token", c.srv.Credentials().OperatorToken,
-		"--fingerprint", c.srv.Fingerprint()); r.code != 0 || !strings.Contains(r.stdout+r.stderr, "hello") {
-		t.Logf("corral logs: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+		"--fingerprint", c.srv.Fingerprint()); r.code != 0 || !strings.Contains(r.stdout, "hello-from-unit") {
+		t.Errorf("corral logs: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// A shutdown asks systemd to power off: the unit's ExecStop runs.
+	cl := c.srv.Cluster()
+	running := cl.RunningGuests()
+	if len(running) != 1 {
+		t.Fatalf("running CTs: %+v", running)
+	}
+	g := running[0]
+	mounts, err := cl.GuestMounts(g.VMID)
+	if err != nil || len(mounts) == 0 {
+		t.Fatalf("mounts: %v %+v", err, mounts)
+	}
+	upid, err := cl.ShutdownCT(model.Auth{UserID: "root@pam"}, g.Node, g.VMID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if task, err := cl.WaitTask(context.Background(), g.Node, upid); err != nil || task.ExitStatus != "OK" {
+		t.Fatalf("shutdown: %v %+v", err, task)
+	}
+	if data, err := os.ReadFile(filepath.Join(mounts[0].HostDir, "var", "tmp", "hello-stopped")); err != nil || string(data) != "clean\n" {
+		t.Errorf("after shutdown the unit's ExecStop did not run: %q, %v", data, err)
 	}
 }

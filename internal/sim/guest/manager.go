@@ -115,6 +115,9 @@ func Start(c *model.Cluster, opts Options) (*Manager, error) {
 		m.log.Warn("containers are NOT isolated: no LXC, so CTs run in the fallback view (host PID and network namespaces, host programs under the CT's files)", "reason", m.rtErr)
 	}
 	c.SetRunHook(m.sync) // a stopped CT's sessions end with its stop
+	if m.rt != nil {
+		c.SetShutdownHook(m.shutdown)
+	}
 	go m.loop()
 	return m, nil
 }
@@ -202,6 +205,7 @@ func (m *Manager) Endpoint(vmid int) (string, bool) {
 // Close stops every endpoint and kills the processes of their sessions.
 func (m *Manager) Close() error {
 	m.c.SetRunHook(nil)
+	m.c.SetShutdownHook(nil)
 	m.cancel()
 	<-m.done
 	m.mu.Lock()
@@ -280,6 +284,25 @@ func (m *Manager) sync() {
 			go s.run()
 		}
 	}
+}
+
+// shutdown asks CT vmid's init to power off and waits for it (at most
+// timeout): the shutdown task's clean stop. The sync that follows the
+// task's state change then finds the container gone.
+func (m *Manager) shutdown(vmid int, timeout time.Duration) bool {
+	m.mu.Lock()
+	s := m.cts[vmid]
+	m.mu.Unlock()
+	if s == nil {
+		return true
+	}
+	s.mu.Lock()
+	ct := s.ct
+	s.mu.Unlock()
+	if ct == nil {
+		return true
+	}
+	return ct.shutdown(timeout)
 }
 
 // kick makes the loop look at the cluster now.

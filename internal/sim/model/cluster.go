@@ -83,7 +83,10 @@ type Cluster struct {
 
 	sumsMu sync.Mutex
 	sums   map[string]string // ApplianceSHA512's, by template
-	locks  *configLocks
+
+	hookMu       sync.Mutex
+	shutdownHook ShutdownHook // SetShutdownHook
+	locks        *configLocks
 	// migLocks are the guest migration flocks (migrate.go).
 	migLocks *configLocks
 

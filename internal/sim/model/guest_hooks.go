@@ -5,6 +5,7 @@ import (
 	"net"
 	"sort"
 	"strconv"
+	"time"
 )
 
 // RunningGuest is what the guest layer (package sim/guest) needs to know
@@ -140,4 +141,26 @@ func (c *Cluster) GuestRunConfig(vmid int) (GuestRun, error) {
 		r.Nets = append(r.Nets, GuestNet{Key: key, Name: n["name"], HWAddr: n["hwaddr"], IP: n["ip"], GW: n["gw"]})
 	}
 	return r, nil
+}
+
+// ShutdownHook asks CT vmid's init to power off and waits up to timeout
+// for it (the guest layer's runtime); it reports whether the CT stopped.
+type ShutdownHook func(vmid int, timeout time.Duration) bool
+
+// SetShutdownHook installs h (nil removes it): a shutdown task calls it
+// before it records the CT stopped, so that the guest's own services
+// stop cleanly, as on PVE.
+func (c *Cluster) SetShutdownHook(h ShutdownHook) {
+	c.hookMu.Lock()
+	c.shutdownHook = h
+	c.hookMu.Unlock()
+}
+
+func (c *Cluster) guestShutdown(vmid int, timeout time.Duration) {
+	c.hookMu.Lock()
+	h := c.shutdownHook
+	c.hookMu.Unlock()
+	if h != nil {
+		h(vmid, timeout)
+	}
 }
