@@ -16,12 +16,14 @@ import (
 // newRealCluster is newGuestCluster with real templates: the Debian 12
 // template is a real root file system (built once and cached) and each
 // CT boots systemd in an LXC container. It skips unless
-// CORRAL_SIM_REAL_TEMPLATES=1 (.ci/run sets it; building the template
-// takes a minute the first time).
+// CORRAL_TEST_REAL_TEMPLATES=1 (.ci/run sets it; building the template
+// takes a minute the first time). The emulator's own switch,
+// CORRAL_SIM_REAL_TEMPLATES, is not the gate: it would turn every
+// emulator of the suite into real containers.
 func newRealCluster(t *testing.T) *cluster {
 	t.Helper()
-	if os.Getenv(model.RealTemplateEnv) != "1" {
-		t.Skipf("real-template test: set %s=1 (as root, with lxc and mmdebstrap installed) to run it", model.RealTemplateEnv)
+	if os.Getenv("CORRAL_TEST_REAL_TEMPLATES") != "1" {
+		t.Skip("real-template test: set CORRAL_TEST_REAL_TEMPLATES=1 (as root, with lxc, mmdebstrap and zstd installed) to run it")
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
