@@ -182,9 +182,12 @@ func (n *bridgeNet) addGateway(gw string, ipnet *net.IPNet) {
 	n.gws[gw] = true
 }
 
-// listen opens a TCP listener inside the namespace: a locked OS thread
-// enters it, listens and returns to the emulator's namespace.
-func (n *bridgeNet) listen(addr string) (net.Listener, error) {
+// listen opens a TCP listener inside the namespace.
+func (n *bridgeNet) listen(addr string) (net.Listener, error) { return listenIn(n.nsPath(), addr) }
+
+// listenIn opens a TCP listener inside the network namespace at nsPath:
+// a locked OS thread enters it, listens and returns to the emulator's.
+func listenIn(nsPath, addr string) (net.Listener, error) {
 	type result struct {
 		ln  net.Listener
 		err error
@@ -199,7 +202,7 @@ func (n *bridgeNet) listen(addr string) (net.Listener, error) {
 			return
 		}
 		defer own.Close()
-		target, err := os.Open(n.nsPath())
+		target, err := os.Open(nsPath)
 		if err != nil {
 			runtime.UnlockOSThread()
 			ch <- result{err: err}
@@ -238,16 +241,19 @@ func (n *bridgeNet) forward(addr, target string) error {
 	n.mu.Lock()
 	n.lns = append(n.lns, ln)
 	n.mu.Unlock()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go relay(c, target)
-		}
-	}()
+	go serveRelay(ln, target)
 	return nil
+}
+
+// serveRelay relays every connection to ln on to target until ln closes.
+func serveRelay(ln net.Listener, target string) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go relay(c, target)
+	}
 }
 
 func relay(c net.Conn, target string) {

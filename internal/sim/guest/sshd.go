@@ -44,7 +44,8 @@ type ctServer struct {
 
 	listenErr error // set before ready closes
 	rootDir   string
-	ct        *lxcCT // the running container (LXC runtime); set before ready closes
+	ct        *lxcCT       // the running container (LXC runtime); set before ready closes
+	inner     net.Listener // the sshd's address inside the container, relayed here
 
 	mu       sync.Mutex
 	stopped  bool
@@ -107,6 +108,22 @@ func (s *ctServer) run() {
 		return
 	}
 	s.m.log.Info("CT sshd listening", "vmid", s.vmid, "addr", s.addr)
+	if s.ct != nil {
+		// Inside the CT its sshd answers at the same address, as a
+		// PVE CT's own sshd does (a health check of port 22).
+		if ln, err := listenIn("/proc/"+strconv.Itoa(s.ct.pid)+"/ns/net", s.addr); err == nil {
+			s.mu.Lock()
+			if s.stopped {
+				ln.Close()
+			} else {
+				s.inner = ln
+				go serveRelay(ln, s.addr)
+			}
+			s.mu.Unlock()
+		} else {
+			s.m.log.Warn("CT sshd not reachable from inside the CT", "vmid", s.vmid, "err", err)
+		}
+	}
 	for {
 		nc, err := s.ln.Accept()
 		if err != nil {
@@ -163,6 +180,9 @@ func (s *ctServer) stop() {
 	s.stopped = true
 	if s.ln != nil {
 		s.ln.Close()
+	}
+	if s.inner != nil {
+		s.inner.Close()
 	}
 	for nc := range s.conns {
 		nc.Close()
