@@ -251,7 +251,7 @@ func (ct *lxcCT) waitRunning(ctx context.Context) error {
 			return fmt.Errorf("lxc-start failed: %s%s", strings.TrimSpace(ct.log.String()), ct.logTail())
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(time.Duration(min(i+1, 10)) * 10 * time.Millisecond):
+		case <-time.After(time.Duration(min(i/20+1, 10)) * 10 * time.Millisecond):
 		}
 	}
 }
@@ -417,9 +417,12 @@ func (ct *lxcCT) kill() {
 		exec.Command("lxc-stop", "-P", ct.r.path, "-n", ct.name, "-k").Run()
 		select {
 		case <-ct.done:
-		case <-time.After(5 * time.Second):
+		case <-time.After(300 * time.Millisecond):
+			// Still starting (lxc-stop found no running container):
+			// the monitor's death takes init with it.
 			syscall.Kill(-ct.cmd.Process.Pid, syscall.SIGKILL)
 			<-ct.done
+			removeCgroupsOf(ct.name)
 		}
 	}
 	if ct.work != "" {
@@ -450,6 +453,18 @@ func removeStaleCgroups() {
 			continue
 		}
 		rmdirTree(d, 0)
+	}
+}
+
+// removeCgroupsOf removes what LXC left of container name's cgroups
+// when its monitor was killed (best effort: a cgroup whose last process
+// is still exiting stays for the next emulator's start to remove).
+func removeCgroupsOf(name string) {
+	for _, pat := range []string{"/sys/fs/cgroup/lxc.*." + name, "/sys/fs/cgroup/*/lxc.*." + name, "/sys/fs/cgroup/*/*/*/lxc.*." + name} {
+		m, _ := filepath.Glob(pat)
+		for _, d := range m {
+			rmdirTree(d, 0)
+		}
 	}
 }
 
