@@ -71,6 +71,9 @@ type Config struct {
 	// Stop, once closed, ends Run after the step under way.
 	Stop <-chan struct{}
 	Log  *slog.Logger
+	// Git, when set, is where the manifest comes from (Path is in its
+	// checkout): pulled when a plan is due, a new commit planned at once.
+	Git *Git
 }
 
 // Agent is corral agent's controller: one round (Tick) plans, checks
@@ -98,6 +101,14 @@ type Agent struct {
 	reconcileErr string
 	checks       map[checkKey]*checkState
 	apps         map[string]*appState
+	// invalid: the manifest file on disk did not load (the last valid
+	// one is in force).
+	invalid bool
+	// git: the commit in force, the newest fetched, the last pull and
+	// its failure (reported once).
+	gitCommit, gitHead string
+	gitPull            time.Time
+	gitErr             string
 }
 
 type checkKey struct{ app, check string }
@@ -195,7 +206,11 @@ func (a *Agent) Run(ctx context.Context) error {
 // health checks that are due (restarting an app that failed too often)
 // and take the scheduled backups that are due.
 func (a *Agent) Tick(ctx context.Context) {
+	if a.cfg.Git != nil && (a.manifest() == nil || !a.now().Before(a.nextPlanAt())) {
+		a.pull(ctx)
+	}
 	changed := a.reload()
+	a.gitApplied()
 	if a.manifest() == nil {
 		return
 	}
@@ -256,9 +271,25 @@ func (a *Agent) reload() bool {
 		a.f = f
 	}
 	a.mu.Unlock()
+	a.mu.Lock()
+	a.invalid = err != nil
+	head, commit := a.gitHead, a.gitCommit
+	a.mu.Unlock()
 	if err != nil {
+		if a.cfg.Git != nil {
+			keep := "no valid manifest yet"
+			if commit != "" {
+				keep = "keeping commit " + short(commit)
+			}
+			a.event(KindManifest, "error", "", "the manifest at git commit %s is not valid (%s): %v", short(head), keep, err)
+			return false
+		}
 		a.event(KindManifest, "error", "", "the manifest is not valid, keeping the last valid one: %v", err)
 		return false
+	}
+	if a.cfg.Git != nil && head != commit {
+		a.event(KindManifest, "info", "", "manifest %s at git commit %s loaded: %d apps, planning now", a.cfg.Git.Path, short(head), len(f.Apps))
+		return true
 	}
 	if first {
 		a.event(KindManifest, "info", "", "manifest %s loaded: %d apps", a.cfg.Path, len(f.Apps))
@@ -672,6 +703,7 @@ func (a *Agent) Status() Status {
 	if a.f != nil {
 		st.Project = a.f.Project
 	}
+	st.Git = a.gitView()
 	if a.obs == nil {
 		return st
 	}

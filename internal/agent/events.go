@@ -20,6 +20,7 @@ const (
 	KindBackup    = "backup"    // a scheduled backup ran (or failed)
 	KindError     = "error"     // the cluster could not be read or a change failed
 	KindLifecycle = "lifecycle" // the agent started or stopped
+	KindGit       = "git"       // a pull of the manifest's repository found a new commit, or failed
 )
 
 // Event is one thing the agent did or saw.

@@ -18,6 +18,7 @@ type metrics struct {
 	backups        *prometheus.CounterVec
 	operations     *prometheus.HistogramVec
 	steps          *prometheus.HistogramVec
+	gitPulls       *prometheus.CounterVec
 }
 
 func newMetrics(a *Agent) *metrics {
@@ -38,9 +39,19 @@ func newMetrics(a *Agent) *metrics {
 	m.steps = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "corral_agent_step_duration_seconds",
 		Help:    "Duration of the executor's steps (PVE tasks and guest work) by phase.",
 		Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800}}, []string{"phase"})
-	m.reg.MustRegister(m.reconciles, m.apiErrors, m.healthFailures, m.restarts, m.backups, m.operations, m.steps,
+	m.gitPulls = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "corral_agent_git_pulls_total",
+		Help: "Pulls of the manifest's Git repository (--git) by result: ok, error."}, []string{"result"})
+	m.reg.MustRegister(m.gitPulls, m.reconciles, m.apiErrors, m.healthFailures, m.restarts, m.backups, m.operations, m.steps,
 		&stateCollector{a: a}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+func (m *metrics) gitPull(err error) {
+	if err != nil {
+		m.gitPulls.WithLabelValues("error").Inc()
+		return
+	}
+	m.gitPulls.WithLabelValues("ok").Inc()
 }
 
 func (m *metrics) operation(name string, d time.Duration) {

@@ -30,8 +30,9 @@ var page = template.Must(template.New("status.html").Funcs(template.FuncMap{
 		}
 		return d.String() + " ago"
 	},
-	"size": human.Size,
-	"utc":  func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") },
+	"size":  human.Size,
+	"short": short,
+	"utc":   func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") },
 }).ParseFS(pageFS, "status.html"))
 
 // CheckListen refuses an address off the loopback unless a token

@@ -85,4 +85,6 @@ type Status struct {
 	Apps     []AppView  `json:"apps"`
 	Nodes    []NodeView `json:"nodes"`
 	Now      time.Time  `json:"now"`
+	// Git is where the manifest comes from with --git (absent without).
+	Git *GitView `json:"git,omitempty"`
 }

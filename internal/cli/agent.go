@@ -36,6 +36,7 @@ type agentArgs struct {
 	logFormat      string
 	authToken      string
 	trustHostKey   bool
+	git            gitFlags
 }
 
 // agentStarted, when set, is told the agent and its server's address once
@@ -65,6 +66,13 @@ task's exit status checked, keep pruned), once per schedule window: an
 archive corral made in the current window counts, so a restarted agent
 does not back up twice.
 
+With --git URL the manifest comes from a Git repository (--git-ref,
+--git-path): fetched when a plan is due, a new commit applied; a commit
+whose manifest is invalid is reported and the last good one kept.
+
+corral agent install runs the agent in a container of its own on the
+cluster, with its own API token, under systemd.
+
 It serves /healthz, /metrics (Prometheus), /api/v1/apps, /api/v1/events
 and a status page at / on --listen (loopback by default; another address
 needs --auth-token). SIGTERM or Ctrl-C lets the step under way finish,
@@ -84,7 +92,8 @@ releases the lock and exits 0.`,
 	fl.StringVar(&a.logFormat, "log-format", "text", "log format on stderr: text or json")
 	fl.StringVar(&a.authToken, "auth-token", "", "bearer token the server requires (env CORRAL_AGENT_TOKEN); needed to listen off the loopback")
 	fl.BoolVar(&a.trustHostKey, "trust-host-key", false, "accept a container's SSH host key when corral has none pinned")
-	cmd.AddCommand(newAgentStatusCmd(st))
+	a.git.add(fl)
+	cmd.AddCommand(newAgentStatusCmd(st), newAgentInstallCmd(st), newAgentUninstallCmd(st))
 	return cmd
 }
 
@@ -118,6 +127,9 @@ func (a *agentArgs) check() error {
 	}
 	if a.healthFailures < 0 {
 		return fmt.Errorf("--health-failures %d: want 0 (the manifest's retries+1) or more", a.healthFailures)
+	}
+	if err := a.git.check(); err != nil {
+		return err
 	}
 	if a.authToken == "" {
 		a.authToken = os.Getenv("CORRAL_AGENT_TOKEN")
@@ -161,6 +173,13 @@ func runAgent(cmd *cobra.Command, st *streams, a *agentArgs) error {
 // startAgent connects, and makes the agent and its operations; now is
 // the agent's clock (nil: time.Now).
 func startAgent(ctx context.Context, st *streams, a *agentArgs, log *slog.Logger, now func() time.Time) (*agent.Agent, *agentOps, error) {
+	git := a.git.source()
+	if git != nil {
+		if err := firstPull(ctx, git); err != nil {
+			return nil, nil, err
+		}
+		a.ff.path = git.ManifestPath()
+	}
 	if _, err := loadManifest(a.ff.path, false); err != nil {
 		return nil, nil, err
 	}
@@ -176,7 +195,7 @@ func startAgent(ctx context.Context, st *streams, a *agentArgs, log *slog.Logger
 	ost := &streams{in: strings.NewReader(""), out: io.Discard, err: &logWriter{log: log}}
 	ops := &agentOps{st: ost, s: s, path: a.ff.path, stop: stopOf(ctx), trustHostKey: a.trustHostKey}
 	ag := agent.New(agent.Config{Path: a.ff.path, Mode: agent.Mode(a.mode), Interval: a.interval, HealthFailures: a.healthFailures,
-		RestartBackoff: a.backoff, RestartBackoffMax: a.backoffMax, Now: now, Stop: stopOf(ctx), Log: log}, ops)
+		RestartBackoff: a.backoff, RestartBackoffMax: a.backoffMax, Now: now, Stop: stopOf(ctx), Log: log, Git: git}, ops)
 	ops.observer = ag.Observer()
 	return ag, ops, nil
 }

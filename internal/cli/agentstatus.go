@@ -20,16 +20,33 @@ import (
 // newAgentStatusCmd is `corral agent status`: what a running agent
 // knows, read from its API.
 func newAgentStatusCmd(st *streams) *cobra.Command {
-	var url, output, token string
+	var url, token string
+	var ff fileFlags
+	var cf connFlags
+	var trust bool
 	cmd := &cobra.Command{
 		Use:         "status",
 		Annotations: jsonForm(),
 		Short:       "Show what a running corral agent knows: apps, health, backups, recent events",
-		Args:        cobra.NoArgs,
+		Long: `status reads a running agent's API: the one at --url, or with -f the
+agent corral agent install put on the cluster for that manifest's
+project (its address and bearer token are read from its container over
+SSH, and never printed).`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			asJSON, err := (&fileFlags{output: output}).json()
+			asJSON, err := ff.json()
 			if err != nil {
 				return err
+			}
+			if cmd.Flags().Changed("file") && !cmd.Flags().Changed("url") {
+				u, tok, err := installedAgent(cmd.Context(), st, ff, cf, trust)
+				if err != nil {
+					return err
+				}
+				url = u
+				if token == "" {
+					token = tok
+				}
 			}
 			if token == "" {
 				token = os.Getenv("CORRAL_AGENT_TOKEN")
@@ -53,7 +70,9 @@ func newAgentStatusCmd(st *streams) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&url, "url", "http://127.0.0.1:9120", "the agent's address (its --listen)")
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	ff.add(cmd.Flags())
+	cf.add(cmd.Flags())
+	cmd.Flags().BoolVar(&trust, "trust-host-key", false, "-f: accept the agent container's SSH host key when corral has none pinned")
 	cmd.Flags().StringVar(&token, "auth-token", "", "the agent's bearer token (env CORRAL_AGENT_TOKEN)")
 	return cmd
 }

@@ -67,8 +67,10 @@ func TestEveryCommandJSONOrRefuses(t *testing.T) {
 	// Commands with a JSON form that needs what this package's tests do
 	// not have, checked by the test named.
 	jsonElsewhere := map[string]string{
-		"bench":        "cmd/corral TestBenchJSON (bench runs the built corral binary)",
-		"agent status": "TestAgent_runAndGracefulStop (it reads a running agent)",
+		"bench":           "cmd/corral TestBenchJSON (bench runs the built corral binary)",
+		"agent status":    "TestAgent_runAndGracefulStop (it reads a running agent)",
+		"agent install":   "TestAgent_install (it needs guest exec and a built corral binary)",
+		"agent uninstall": "TestAgent_install",
 	}
 	// Commands whose output is not a document: what they print is the
 	// container's, the emulator's, a shell's or a person's.

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/corralhq/corral/internal/sim"
+	"github.com/corralhq/corral/internal/sim/guest"
 )
 
 type simServeArgs struct {
@@ -22,6 +23,7 @@ type simServeArgs struct {
 	faults    string
 	plainHTTP bool
 	sshPort   int
+	real      bool
 }
 
 func newSimCmd(st *streams) *cobra.Command {
@@ -53,6 +55,7 @@ credentials: source it (". DIR/env") before running corral.`,
 	f.StringVar(&a.faults, "faults", "", "fault injection, e.g. 'seed=1,latency=20ms,read5xx=0.05,write5xx=0.02,drop=0.01,taskfail=0.05'")
 	f.BoolVar(&a.plainHTTP, "plain-http", false, "serve plain HTTP instead of HTTPS")
 	f.IntVar(&a.sshPort, "guest-ssh-port", sim.PVEPort, "port of each running container's SSH server (22 as on PVE, 2222 when 22 cannot be bound; 0 picks a free port); DIR/env exports it")
+	f.BoolVar(&a.real, "real-templates", false, "make the Debian 12 template a real Debian root file system (built once with mmdebstrap and cached; needs root, mmdebstrap, zstd); also CORRAL_SIM_REAL_TEMPLATES=1")
 	cmd.AddCommand(serve, newSimEnvCmd(st))
 	return cmd
 }
@@ -102,6 +105,7 @@ func runSimServe(cmd *cobra.Command, st *streams, a *simServeArgs) error {
 	s, err := sim.New(sim.Options{
 		Dir: a.state, Listen: a.listen, Listener: mode, Nodes: a.nodes, Version: a.version, SharedStorage: a.shared,
 		TimeScale: &ts, Faults: a.faults, Logger: slog.Default(), GuestSSHPort: a.sshPort,
+		RealTemplates: a.real,
 	})
 	if err != nil {
 		return err
@@ -112,6 +116,11 @@ func runSimServe(cmd *cobra.Command, st *streams, a *simServeArgs) error {
 	fmt.Fprintf(st.out, "  fingerprint: %s\n", s.Fingerprint())
 	fmt.Fprintf(st.out, "  state:       %s\n", a.state)
 	fmt.Fprintf(st.out, "  guest ssh:   port %d on each running container's address (ip=dhcp: 127.%d.<vmid/256>.<vmid%%256>)\n", s.Guests().Port(), s.Guests().Block())
+	if ok, why := s.Guests().Isolated(); ok {
+		fmt.Fprintf(st.out, "  containers:  LXC; from inside, the API is https://%s:%d\n", guest.GatewayIP, sim.PVEAPIPort)
+	} else {
+		fmt.Fprintf(st.out, "  containers:  NOT isolated (fallback view: %v)\n", why)
+	}
 	fmt.Fprintf(st.out, "  credentials: . %s\n", filepath.Join(a.state, "env"))
 	// The first Ctrl-C or SIGTERM stops the emulator: it has no step to
 	// finish (a running task is interrupted as PVE's daemon stop does).

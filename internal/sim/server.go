@@ -58,6 +58,12 @@ type Options struct {
 	// fight over the CT addresses they share; PVEPort asks for 22 as on
 	// PVE when it can be bound, else guest.FallbackPort (corral sim serve).
 	GuestSSHPort int
+
+	// RealTemplates makes local:vztmpl/debian-12-standard_… a real
+	// Debian 12 (model.EnsureRealTemplate: built once with mmdebstrap,
+	// cached); the environment variable CORRAL_SIM_REAL_TEMPLATES=1 does
+	// the same. Off, templates are tiny trees that boot no init.
+	RealTemplates bool
 }
 
 // Server is a running emulator. Create it with New; Close it when done.
@@ -102,6 +108,13 @@ func New(opts Options) (*Server, error) {
 	mopts := model.Options{Dir: opts.Dir, Nodes: opts.Nodes, Version: opts.Version, SharedStorage: opts.SharedStorage, Logger: log}
 	if opts.TimeScale != nil {
 		mopts.TimeScale, mopts.HasTimeScale = *opts.TimeScale, true
+	}
+	if opts.RealTemplates || os.Getenv(model.RealTemplateEnv) == "1" {
+		p, err := model.EnsureRealTemplate(context.Background(), os.Stderr)
+		if err != nil {
+			return nil, fmt.Errorf("sim: %w", err)
+		}
+		mopts.RealTemplate = p
 	}
 	api, err := schema.Load(opts.Version)
 	if err != nil {
@@ -181,6 +194,11 @@ func (s *Server) listen() error {
 	}
 	s.ln = ln
 	s.url = scheme + "://" + ln.Addr().String()
+	// CTs reach the API at the bridge gateway, https://10.0.0.1:8006,
+	// as a PVE CT reaches its node (guest.Manager.Expose).
+	if err := s.guests.Expose(PVEAPIPort, ln.Addr().String()); err != nil {
+		s.log.Debug("CTs cannot reach the API", "err", err)
+	}
 	s.serveErr = make(chan error, 1)
 	go func() { s.serveErr <- s.srv.Serve(ln) }()
 	return nil
@@ -373,6 +391,10 @@ func shellQuote(v string) string { return "'" + strings.ReplaceAll(v, "'", `'\''
 
 // PVEPort as Options.GuestSSHPort asks for the real SSH port, 22.
 const PVEPort = 22
+
+// PVEAPIPort is where CTs reach the emulator's API on their gateway
+// (guest.GatewayIP), as pveproxy listens on a PVE node.
+const PVEAPIPort = 8006
 
 // freePort finds a TCP port free on loopback.
 func freePort() (int, error) {

@@ -146,6 +146,7 @@ func (s *Server) getAplinfo(r *request) (any, error) {
 			"template": a.Template, "os": a.OS, "version": a.Version, "section": a.Section,
 			"package": a.Package, "headline": a.Headline, "description": a.Description,
 			"type": "lxc", "location": a.URL(), "source": "http://download.proxmox.com/images", "architecture": a.Architecture,
+			"sha512sum": s.cluster.ApplianceSHA512(a),
 		})
 	}
 	return out, nil

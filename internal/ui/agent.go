@@ -24,6 +24,15 @@ func WriteAgentStatus(w io.Writer, s agent.Status, events []agent.Event) {
 	if s.Error != "" {
 		fmt.Fprintf(w, "cannot read the cluster: %s\n", s.Error)
 	}
+	if g := s.Git; g != nil {
+		fmt.Fprintf(w, "git: %s %s at commit %s\n", g.URL, g.Path, Dash(g.Commit))
+		if g.Head != g.Commit {
+			fmt.Fprintf(w, "git: commit %s is not applied: its manifest is invalid (see the events)\n", g.Head)
+		}
+		if g.Error != "" {
+			fmt.Fprintf(w, "git: the last pull failed: %s\n", g.Error)
+		}
+	}
 	t := NewTable(w, "APP", "NODE", "CT", "STATE", "HEALTH", "DRIFT", "LAST BACKUP")
 	for _, a := range s.Apps {
 		backup := "-"

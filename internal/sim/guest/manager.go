@@ -77,6 +77,9 @@ type Manager struct {
 	cts map[int]*ctServer
 
 	claim net.Listener // holds the guest address block (block.go)
+
+	rt    *lxcRuntime // nil in the fallback view (lxc.go)
+	rtErr error       // why there is no runtime
 }
 
 // Start probes whether guest exec works on this machine and begins to
@@ -108,7 +111,13 @@ func Start(c *model.Cluster, opts Options) (*Manager, error) {
 		ctx: ctx, cancel: cancel, done: make(chan struct{}), wake: make(chan struct{}, 1), cts: map[int]*ctServer{},
 		claim: claim,
 	}
+	if m.rt, m.rtErr = newLXCRuntime(c.Dir(), m.log); m.rtErr != nil {
+		m.log.Warn("containers are NOT isolated: no LXC, so CTs run in the fallback view (host PID and network namespaces, host programs under the CT's files)", "reason", m.rtErr)
+	}
 	c.SetRunHook(m.sync) // a stopped CT's sessions end with its stop
+	if m.rt != nil {
+		c.SetShutdownHook(m.shutdown)
+	}
 	go m.loop()
 	return m, nil
 }
@@ -137,6 +146,12 @@ func (m *Manager) Port() int { return m.port }
 // ExecUnavailable is nil when commands can run inside CTs, else the
 // reason they cannot (tests skip with it, apply reports it).
 func (m *Manager) ExecUnavailable() error {
+	if m.rt != nil {
+		m.sbOnce.Do(func() {}) // LXC needs no probe; orders this after DisableExec
+		if m.sb.err == nil {
+			return nil
+		}
+	}
 	if err := m.sandbox().err; err != nil {
 		return fmt.Errorf("guest exec unavailable: %w", err)
 	}
@@ -167,6 +182,10 @@ func (m *Manager) sandbox() sandbox {
 	return m.sb
 }
 
+// Isolated reports whether CTs run as real containers (LXC), and if not,
+// why they run in the fallback view.
+func (m *Manager) Isolated() (bool, error) { return m.rt != nil, m.rtErr }
+
 // Endpoint is host:port of CT vmid's sshd once it answers.
 func (m *Manager) Endpoint(vmid int) (string, bool) {
 	m.mu.Lock()
@@ -186,6 +205,7 @@ func (m *Manager) Endpoint(vmid int) (string, bool) {
 // Close stops every endpoint and kills the processes of their sessions.
 func (m *Manager) Close() error {
 	m.c.SetRunHook(nil)
+	m.c.SetShutdownHook(nil)
 	m.cancel()
 	<-m.done
 	m.mu.Lock()
@@ -196,7 +216,20 @@ func (m *Manager) Close() error {
 		s.stop()
 	}
 	m.claim.Close()
+	if m.rt != nil {
+		m.rt.close()
+	}
 	return nil
+}
+
+// Expose makes target (host:port in the emulator's namespace, the PVE
+// API) reachable from every CT at GatewayIP:port, as a CT reaches its
+// node's API on its bridge. It fails without the LXC runtime's network.
+func (m *Manager) Expose(port int, target string) error {
+	if m.rt == nil || m.rt.net == nil {
+		return errors.New("guest: CTs have no network of their own here")
+	}
+	return m.rt.net.forward(net.JoinHostPort(GatewayIP, strconv.Itoa(port)), target)
 }
 
 func (m *Manager) loop() {
@@ -260,6 +293,25 @@ func (m *Manager) sync() {
 			go s.run()
 		}
 	}
+}
+
+// shutdown asks CT vmid's init to power off and waits for it (at most
+// timeout): the shutdown task's clean stop. The sync that follows the
+// task's state change then finds the container gone.
+func (m *Manager) shutdown(vmid int, timeout time.Duration) bool {
+	m.mu.Lock()
+	s := m.cts[vmid]
+	m.mu.Unlock()
+	if s == nil {
+		return true
+	}
+	s.mu.Lock()
+	ct := s.ct
+	s.mu.Unlock()
+	if ct == nil {
+		return true
+	}
+	return ct.shutdown(timeout)
 }
 
 // kick makes the loop look at the cluster now.

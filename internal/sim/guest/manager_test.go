@@ -358,7 +358,7 @@ func TestGuest_stopKillsDetachedProcesses(t *testing.T) {
 	}
 	defer c.Close()
 	k.needExec()
-	pid := startDaemon(t, c)
+	pid := startDaemon(t, c, 7109)
 	if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); err != nil {
 		t.Fatalf("daemon %d not running: %v", pid, err)
 	}
@@ -389,7 +389,7 @@ func TestGuest_stopEndsSessionsBeforeTheTaskEnds(t *testing.T) {
 	}
 	defer c.Close()
 	k.needExec()
-	pid := startDaemon(t, c)
+	pid := startDaemon(t, c, 7110)
 	k.task(k.c.StopCT(root, "pve", 110, nil))
 	// Killed, it may still be exiting; it has left its namespaces then.
 	if ns, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/ns/mnt"); err == nil {
@@ -464,25 +464,48 @@ func TestGuest_concurrentSessions(t *testing.T) {
 	}
 	for _, m := range mounts {
 		if m.Key == "rootfs" {
-			if _, err := os.Stat(filepath.Join(m.HostDir, ".corral-ovl")); !errors.Is(err, os.ErrNotExist) {
-				t.Errorf("work directories left in the rootfs: %v", err)
+			// A container without a system of its own keeps its boot's
+			// overlays (boot-*) while it runs.
+			entries, err := os.ReadDir(filepath.Join(m.HostDir, ".corral-ovl"))
+			if err != nil && !errors.Is(err, os.ErrNotExist) {
+				t.Fatal(err)
+			}
+			for _, e := range entries {
+				if !strings.HasPrefix(e.Name(), "boot-") {
+					t.Errorf("work directory %s left in the rootfs", e.Name())
+				}
 			}
 		}
 	}
 }
 
 // startDaemon starts a daemon in the guest in its own session and process
-// group, as provisioning steps start them, and returns its PID (a host
-// PID: there is no PID namespace).
-func startDaemon(t *testing.T, c *client.Client) int {
+// group, as provisioning steps start them, and returns its host PID (in
+// a container the guest's $! is a PID of the CT's own namespace, so the
+// host's /proc is searched for the daemon's unique command line).
+func startDaemon(t *testing.T, c *client.Client, marker int) int {
 	t.Helper()
-	out, err := run(t, c, "setsid sleep 777 </dev/null >/dev/null 2>&1 & echo $!")
+	out, err := run(t, c, "setsid sleep "+strconv.Itoa(marker)+" </dev/null >/dev/null 2>&1 & echo $!")
 	if err != nil {
 		t.Fatalf("start daemon: %v (%q)", err, out)
 	}
-	pid, err := strconv.Atoi(strings.TrimPrefix(out, "stdout: "))
-	if err != nil {
+	if _, err := strconv.Atoi(strings.TrimPrefix(out, "stdout: ")); err != nil {
 		t.Fatalf("output %q", out)
 	}
-	return pid
+	want := "sleep\x00" + strconv.Itoa(marker) + "\x00"
+	for range 200 {
+		entries, _ := os.ReadDir("/proc")
+		for _, e := range entries {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && string(b) == want {
+				return pid
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("daemon sleep %d not found on the host", marker)
+	return 0
 }

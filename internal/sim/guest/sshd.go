@@ -44,6 +44,8 @@ type ctServer struct {
 
 	listenErr error // set before ready closes
 	rootDir   string
+	ct        *lxcCT       // the running container (LXC runtime); set before ready closes
+	inner     net.Listener // the sshd's address inside the container, relayed here
 
 	mu       sync.Mutex
 	stopped  bool
@@ -68,6 +70,16 @@ func newCTServer(m *Manager, g model.RunningGuest) *ctServer {
 // newCTServer counted it in s.wg.
 func (s *ctServer) run() {
 	defer s.wg.Done()
+	if s.m.rt != nil {
+		if err := s.boot(); err != nil {
+			if !errors.Is(err, context.Canceled) {
+				s.m.log.Error("CT did not start", "vmid", s.vmid, "err", err)
+			}
+			s.listenErr = err
+			close(s.ready)
+			return
+		}
+	}
 	t := time.NewTimer(s.m.c.TaskDuration("bootdelay"))
 	defer t.Stop()
 	select {
@@ -96,6 +108,22 @@ func (s *ctServer) run() {
 		return
 	}
 	s.m.log.Info("CT sshd listening", "vmid", s.vmid, "addr", s.addr)
+	if s.ct != nil {
+		// Inside the CT its sshd answers at the same address, as a
+		// PVE CT's own sshd does (a health check of port 22).
+		if ln, err := listenIn("/proc/"+strconv.Itoa(s.ct.pid)+"/ns/net", s.addr); err == nil {
+			s.mu.Lock()
+			if s.stopped {
+				ln.Close()
+			} else {
+				s.inner = ln
+				go serveRelay(ln, s.addr)
+			}
+			s.mu.Unlock()
+		} else {
+			s.m.log.Warn("CT sshd not reachable from inside the CT", "vmid", s.vmid, "err", err)
+		}
+	}
 	for {
 		nc, err := s.ln.Accept()
 		if err != nil {
@@ -120,6 +148,31 @@ func (s *ctServer) run() {
 	}
 }
 
+// boot starts the CT's container (LXC runtime).
+func (s *ctServer) boot() error {
+	root, mps, err := s.mounts()
+	if err != nil {
+		return err
+	}
+	run, err := s.m.c.GuestRunConfig(s.vmid)
+	if err != nil {
+		return err
+	}
+	// A destroy cannot remove the rootfs while a CT runs; check it
+	// still runs this boot before LXC mounts it.
+	if s.m.c.GuestPID(s.vmid) != s.pid {
+		return context.Canceled
+	}
+	ct, err := s.m.rt.start(s.ctx, s.vmid, root, mps, run, 30*time.Second)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.ct = ct
+	s.mu.Unlock()
+	return nil
+}
+
 // stop closes the sshd and its connections and kills what the CT's
 // sessions left running.
 func (s *ctServer) stop() {
@@ -127,6 +180,9 @@ func (s *ctServer) stop() {
 	s.stopped = true
 	if s.ln != nil {
 		s.ln.Close()
+	}
+	if s.inner != nil {
+		s.inner.Close()
 	}
 	for nc := range s.conns {
 		nc.Close()
@@ -146,6 +202,12 @@ func (s *ctServer) stop() {
 	s.cancel()
 	killNamespaces(nss, root)
 	s.wg.Wait()
+	s.mu.Lock()
+	ct := s.ct
+	s.mu.Unlock()
+	if ct != nil {
+		ct.kill() // every process of its sessions goes with it
+	}
 	s.mu.Lock()
 	for _, work := range s.leftover {
 		removeWork(work)
@@ -517,7 +579,12 @@ func (s *ctServer) exec(sc *ssh.ServerConn, ch ssh.Channel, e execSpec, started 
 		}
 	}
 	if e.tty != nil {
-		m, t, err := pty.Open()
+		var m, t *os.File
+		if s.ct != nil {
+			m, t, err = s.ct.openPty() // the CT's own /dev/pts
+		} else {
+			m, t, err = pty.Open()
+		}
 		if err != nil {
 			fmt.Fprintf(ch.Stderr(), "guest exec: allocate a pty: %v\n", err)
 			sendExitStatus(ch, 255)
@@ -554,7 +621,12 @@ func (s *ctServer) exec(sc *ssh.ServerConn, ch ssh.Channel, e execSpec, started 
 		closeAll(ours)
 		return
 	}
-	cmd, err := s.m.sandbox().startHelper(spec, ends[0], ends[1], ends[2], e.tty != nil)
+	var cmd *exec.Cmd
+	if s.ct != nil {
+		cmd, err = s.ct.startSession(spec, ends[0], ends[1], ends[2], e.tty != nil)
+	} else {
+		cmd, err = s.m.sandbox().startHelper(spec, ends[0], ends[1], ends[2], e.tty != nil)
+	}
 	closeEnds()
 	if err != nil {
 		s.mu.Unlock()
@@ -563,7 +635,10 @@ func (s *ctServer) exec(sc *ssh.ServerConn, ch ssh.Channel, e execSpec, started 
 		sendExitStatus(ch, 255)
 		return
 	}
-	ns, _ := os.Readlink("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/ns/mnt")
+	ns := "" // a container's own processes stop with it
+	if s.ct == nil {
+		ns, _ = os.Readlink("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/ns/mnt")
+	}
 	s.sessions[cmd] = ns
 	s.mu.Unlock()
 	started(cmd.Process.Pid, master)

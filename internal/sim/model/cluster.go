@@ -34,6 +34,10 @@ type Options struct {
 	// Now is the clock; nil means time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
+	// RealTemplate is the path of a real Debian 12 template archive
+	// (EnsureRealTemplate) that stands in for the catalogue's
+	// debian-12-standard; "" keeps the tiny built-in one (realtpl.go).
+	RealTemplate string
 }
 
 // defaultDurations are the seeds' observed task times at scale 1
@@ -74,9 +78,15 @@ type Cluster struct {
 	opts Options
 	log  *slog.Logger
 
-	mu    sync.RWMutex
-	st    *State
-	locks *configLocks
+	mu sync.RWMutex
+	st *State
+
+	sumsMu sync.Mutex
+	sums   map[string]string // ApplianceSHA512's, by template
+
+	hookMu       sync.Mutex
+	shutdownHook ShutdownHook // SetShutdownHook
+	locks        *configLocks
 	// migLocks are the guest migration flocks (migrate.go).
 	migLocks *configLocks
 
@@ -191,7 +201,10 @@ func Open(opts Options) (*Cluster, error) {
 	c.st = st
 	c.seq = seq
 	c.mu.Lock()
-	err = c.compactLocked() // one snapshot, and no torn line left to append after
+	err = c.useRealTemplatesLocked()
+	if err == nil {
+		err = c.compactLocked() // one snapshot, and no torn line left to append after
+	}
 	c.mu.Unlock()
 	if err != nil {
 		cancel()

@@ -1,8 +1,11 @@
 package model
 
 import (
+	"fmt"
 	"net"
 	"sort"
+	"strconv"
+	"time"
 )
 
 // RunningGuest is what the guest layer (package sim/guest) needs to know
@@ -101,4 +104,72 @@ func (c *Cluster) WithRunningGuest(vmid, pid int, fn func() error) (bool, error)
 		return false, nil
 	}
 	return true, fn()
+}
+
+// GuestRun is what a container runtime needs of a CT's configuration to
+// boot it (package sim/guest): its hostname, limits and interfaces.
+type GuestRun struct {
+	VMID         int
+	Hostname     string
+	MemoryMiB    int // 0: unlimited
+	SwapMiB      int
+	Cores        int // 0: every host core
+	Unprivileged bool
+	Nets         []GuestNet
+}
+
+// GuestNet is one netN of a CT as the runtime wires it.
+type GuestNet struct {
+	Key    string // net0, …
+	Name   string // eth0, …
+	HWAddr string
+	IP     string // CIDR, "dhcp", "manual" or ""
+	GW     string
+}
+
+// GuestRunConfig reads CT vmid's GuestRun from its current config.
+func (c *Cluster) GuestRunConfig(vmid int) (GuestRun, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	g := c.st.Guests[vmid]
+	if g == nil {
+		return GuestRun{}, fmt.Errorf("no CT %d", vmid)
+	}
+	r := GuestRun{VMID: vmid, Hostname: g.Config["hostname"], Unprivileged: isTrue(g.Config["unprivileged"])}
+	if r.Hostname == "" {
+		r.Hostname = fmt.Sprintf("CT%d", vmid)
+	}
+	r.MemoryMiB, _ = strconv.Atoi(g.Config["memory"])
+	r.SwapMiB, _ = strconv.Atoi(g.Config["swap"])
+	r.Cores, _ = strconv.Atoi(g.Config["cores"])
+	for _, key := range netKeys(g.Config) {
+		n, err := ParseNet(g.Config[key])
+		if err != nil {
+			continue
+		}
+		r.Nets = append(r.Nets, GuestNet{Key: key, Name: n["name"], HWAddr: n["hwaddr"], IP: n["ip"], GW: n["gw"]})
+	}
+	return r, nil
+}
+
+// ShutdownHook asks CT vmid's init to power off and waits up to timeout
+// for it (the guest layer's runtime); it reports whether the CT stopped.
+type ShutdownHook func(vmid int, timeout time.Duration) bool
+
+// SetShutdownHook installs h (nil removes it): a shutdown task calls it
+// before it records the CT stopped, so that the guest's own services
+// stop cleanly, as on PVE.
+func (c *Cluster) SetShutdownHook(h ShutdownHook) {
+	c.hookMu.Lock()
+	c.shutdownHook = h
+	c.hookMu.Unlock()
+}
+
+func (c *Cluster) guestShutdown(vmid int, timeout time.Duration) {
+	c.hookMu.Lock()
+	h := c.shutdownHook
+	c.hookMu.Unlock()
+	if h != nil {
+		h(vmid, timeout)
+	}
 }

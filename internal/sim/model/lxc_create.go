@@ -2,6 +2,7 @@ package model
 
 import (
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -636,13 +637,17 @@ func ctDetectOSType(rootDir string) (string, error) {
 }
 
 // ctPostCreate is the part of post_create_hook the emulator's guests see:
-// the hostname, and root's authorized keys inside PVE's marked section.
+// the hostname, its /etc/hosts line in PVE's marked section, and root's
+// authorized keys inside PVE's marked section.
 func ctPostCreate(rootDir, hostname, sshKeys string) error {
 	if err := os.MkdirAll(filepath.Join(rootDir, "etc"), 0o755); err != nil {
 		return fmt.Errorf("set hostname: %w", err)
 	}
 	if err := os.WriteFile(filepath.Join(rootDir, "etc", "hostname"), []byte(hostname+"\n"), 0o644); err != nil {
 		return fmt.Errorf("set hostname: %w", err)
+	}
+	if err := ctUpdateHosts(filepath.Join(rootDir, "etc", "hosts"), hostname); err != nil {
+		return fmt.Errorf("update /etc/hosts: %w", err)
 	}
 	if sshKeys == "" {
 		return nil
@@ -690,4 +695,36 @@ func ctTarCommand(conf map[string]string, vmid int, archive string) string {
 		"'--xattrs-include=user.*'", "'--xattrs-include=security.capability'", "'--warning=no-file-ignored'", "'--warning=no-xattr-write'",
 		"-C", fmt.Sprintf("/var/lib/lxc/%d/rootfs", vmid), "--skip-old-files", "--anchored", "--exclude", "'./dev/*'")
 	return strings.Join(cmd, " ")
+}
+
+// ctUpdateHosts is Setup::Base's update_etc_hosts for a CT without a
+// static address: 127.0.1.1 names the host, in PVE's marked section,
+// which replaces an earlier one (a template's own lines stay).
+func ctUpdateHosts(path, hostname string) error {
+	data, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	short, _, _ := strings.Cut(hostname, ".")
+	names := short
+	if hostname != short {
+		names = hostname + " " + short
+	}
+	var kept []string
+	in := false
+	for _, line := range strings.Split(strings.TrimRight(string(data), "\n"), "\n") {
+		switch {
+		case line == "# --- BEGIN PVE ---":
+			in = true
+		case line == "# --- END PVE ---":
+			in = false
+		case !in && line != "":
+			kept = append(kept, line)
+		}
+	}
+	body := "# --- BEGIN PVE ---\n127.0.1.1 " + names + "\n# --- END PVE ---\n"
+	if len(kept) > 0 {
+		body = strings.Join(kept, "\n") + "\n" + body
+	}
+	return os.WriteFile(path, []byte(body), 0o644)
 }

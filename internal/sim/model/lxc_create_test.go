@@ -443,3 +443,28 @@ func TestCluster_CreateCT_templateDoesNotFit(t *testing.T) {
 		})
 	}
 }
+
+func TestCTUpdateHosts(t *testing.T) {
+	tests := []struct {
+		name, before, hostname, want string
+	}{
+		{"template lines stay", "127.0.0.1\tlocalhost\n", "web", "127.0.0.1\tlocalhost\n# --- BEGIN PVE ---\n127.0.1.1 web\n# --- END PVE ---\n"},
+		{"a domain names both", "", "web.example.com", "# --- BEGIN PVE ---\n127.0.1.1 web.example.com web\n# --- END PVE ---\n"},
+		{"the section is replaced", "127.0.0.1 localhost\n# --- BEGIN PVE ---\n127.0.1.1 old\n# --- END PVE ---\n", "new", "127.0.0.1 localhost\n# --- BEGIN PVE ---\n127.0.1.1 new\n# --- END PVE ---\n"},
+	}
+	for _, tt := range tests {
+		p := filepath.Join(t.TempDir(), "hosts")
+		if tt.before != "" {
+			if err := os.WriteFile(p, []byte(tt.before), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := ctUpdateHosts(p, tt.hostname); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := os.ReadFile(p)
+		if string(got) != tt.want {
+			t.Errorf("%s: got %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}

@@ -164,6 +164,7 @@ func (c *Cluster) ShutdownCT(auth Auth, node string, vmid int, params map[string
 		if timedOut && !forceStop {
 			return Failf("container did not stop\n")
 		}
+		c.guestShutdown(vmid, timeout)
 		return w.Do(func(st *State) error {
 			if g := st.Guests[vmid]; g != nil {
 				c.markStoppedLocked(g)

@@ -537,7 +537,7 @@ func (c *Cluster) downloadTask(w *Worker, d download) error {
 		if !d.hashRequired {
 			return Failf("refusing to override existing file '%s'\n", hostDest)
 		}
-		ok, got, err := existingMatches(dest, a, fromCatalogue, d)
+		ok, got, err := c.existingMatches(dest, a, fromCatalogue, d)
 		if err != nil {
 			return err
 		}
@@ -555,7 +555,7 @@ func (c *Cluster) downloadTask(w *Worker, d download) error {
 	}
 	tmp := fmt.Sprintf("%s.tmp_dwnl.%d", dest, w.t.PID)
 	hostTmp := fmt.Sprintf("%s.tmp_dwnl.%d", hostDest, w.t.PID)
-	size, err := writeTemplate(tmp, a, applianceMTime)
+	size, err := c.writeAppliance(tmp, a, applianceMTime)
 	if err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("download %s: %w", d.url, err)
@@ -643,11 +643,11 @@ func (c *Cluster) URLMetadata(node, rawURL string) (map[string]any, error) {
 	if !ok {
 		return nil, Failf("invalid server response: '%s'\n", headFailure(rawURL))
 	}
-	data, err := templateArchive(a, applianceMTime)
+	size, err := c.applianceSize(a)
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"filename": a.Template, "size": len(data), "mimetype": "application/octet-stream"}, nil
+	return map[string]any{"filename": a.Template, "size": size, "mimetype": "application/octet-stream"}, nil
 }
 
 // headFailure is the status line LWP gives a HEAD of rawURL that the
@@ -683,7 +683,7 @@ func catalogueByURL(u string) (Appliance, bool) {
 // comparing the archive's files with the appliance's (so that a template
 // the datacenter was created with counts as the same download). got is
 // the existing file's checksum.
-func existingMatches(path string, a Appliance, fromCatalogue bool, d download) (ok bool, got string, err error) {
+func (c *Cluster) existingMatches(path string, a Appliance, fromCatalogue bool, d download) (ok bool, got string, err error) {
 	got, err = fileChecksum(path, d.algorithm)
 	if err != nil {
 		return false, "", err
@@ -693,6 +693,10 @@ func existingMatches(path string, a Appliance, fromCatalogue bool, d download) (
 	}
 	if !fromCatalogue {
 		return false, got, nil
+	}
+	if c.opts.RealTemplate != "" && a.Template == RealTemplateName {
+		want, err := fileChecksum(c.opts.RealTemplate, d.algorithm)
+		return err == nil && want == got, got, err
 	}
 	same, err := sameTemplateFiles(path, a)
 	return same, got, err

@@ -162,6 +162,14 @@ func templateArchive(a Appliance, mtime time.Time) ([]byte, error) {
 // Only regular files and directories are created, and every path is kept
 // inside dir.
 func extractTemplate(archive, dir string) (systemd int, err error) {
+	if isRealArchive(archive) {
+		// tar xpf --numeric-owner as PVE runs it: owners, modes,
+		// links, special files.
+		if _, _, err := extractBackup(archive, []restoreMount{{path: "/", dir: dir}}); err != nil {
+			return 0, err
+		}
+		return systemdVersion(dir), nil
+	}
 	f, err := os.Open(archive)
 	if err != nil {
 		return 0, err

@@ -1,0 +1,130 @@
+package cli
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/corralhq/corral/internal/pvetest"
+	"github.com/corralhq/corral/internal/sim"
+	"github.com/corralhq/corral/internal/sim/model"
+)
+
+// newRealCluster is newGuestCluster with real templates: the Debian 12
+// template is a real root file system (built once and cached) and each
+// CT boots systemd in an LXC container. It skips unless
+// CORRAL_TEST_REAL_TEMPLATES=1 (.ci/run sets it; building the template
+// takes a minute the first time). The emulator's own switch,
+// CORRAL_SIM_REAL_TEMPLATES, is not the gate: it would turn every
+// emulator of the suite into real containers.
+func newRealCluster(t *testing.T) *cluster {
+	t.Helper()
+	if os.Getenv("CORRAL_TEST_REAL_TEMPLATES") != "1" {
+		t.Skip("real-template test: set CORRAL_TEST_REAL_TEMPLATES=1 (as root, with lxc, mmdebstrap and zstd installed) to run it")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	srv := pvetest.Start(t, func(o *sim.Options) { o.GuestSSHPort = port; o.RealTemplates = true }).Server
+	t.Setenv("CORRAL_SIM_GUEST_SSH_PORT", strconv.Itoa(port))
+	return &cluster{t: t, srv: srv}
+}
+
+const realManifest = `apps:
+  - name: realct
+    template: local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst
+    features: {nesting: true}
+    provision:
+      - user: {name: app, uid: 10000}
+      - file:
+          path: /etc/systemd/system/hello.service
+          content: |
+            [Unit]
+            Description=corral test service
+            [Service]
+            User=app
+            ExecStart=/bin/sh -c 'echo hello-from-unit; exec sleep infinity'
+            ExecStop=/bin/sh -c 'echo clean > /var/tmp/hello-stopped'
+            [Install]
+            WantedBy=multi-user.target
+      - name: enable the unit
+        run: |
+          systemctl daemon-reload
+          systemctl enable --now hello.service
+          su app -s /bin/sh -c 'echo written-by-app > /tmp/app.txt'
+    health:
+      - command: systemctl is-active hello.service
+`
+
+// TestRealTemplateApply: a CT from the real Debian template, provisioned
+// through corral apply: systemd is PID 1, the unit the run step enabled
+// is active in a later session, journald has its output, a non-root
+// user wrote /tmp, dpkg is sane and installs a local .deb, and ps sees
+// only the CT's processes.
+func TestRealTemplateApply(t *testing.T) {
+	c := newRealCluster(t)
+	m := writeManifestIn(t, "realct", realManifest)
+	if r := c.run("apply", "-f", m, "--auto-approve"); r.code != 0 {
+		t.Fatalf("apply: exit %d\n%s", r.code, r.stderr)
+	}
+	exec := func(script string) result {
+		return c.run("exec", "realct", "-f", m, "--endpoint", c.srv.URL(), "--api-token", c.srv.Credentials().OperatorToken,
+			"--fingerprint", c.srv.Fingerprint(), "--", "sh", "-c", script)
+	}
+	deb := `set -e; d=$(mktemp -d); mkdir -p $d/DEBIAN $d/usr/share/corral-test
+printf 'Package: corral-test\nVersion: 1.0\nArchitecture: all\nMaintainer: corral <corral@example.invalid>\nDescription: test package\n' > $d/DEBIAN/control
+echo ok > $d/usr/share/corral-test/ok
+dpkg-deb --build $d /tmp/corral-test.deb >/dev/null; dpkg -i /tmp/corral-test.deb >/dev/null; dpkg-query -W -f='${Status}\n' corral-test`
+	tests := []struct {
+		name, script, want string
+	}{
+		{"init is systemd", "cat /proc/1/comm", "systemd\n"},
+		{"hostname", "hostname", "realct\n"},
+		{"the unit is active in a new session", "systemctl is-active hello.service", "active\n"},
+		{"the unit runs as its user", "ps -o user= -C sleep", "app\n"},
+		{"journald has the unit's output", "journalctl -u hello.service --no-pager -o cat | grep -c hello-from-unit", "1\n"},
+		{"a non-root user wrote /tmp", "stat -c '%U %a' /tmp/app.txt /tmp; cat /tmp/app.txt", "app 644\nroot 1777\nwritten-by-app\n"},
+		{"dpkg knows the base system", "dpkg -l | grep -c '^ii' | awk '$1 > 100 {print \"many\"}'", "many\n"},
+		{"dpkg installs a local .deb", deb, "install ok installed\n"},
+		{"ps sees only the CT", "ps -e -o comm= | grep -c . | awk '$1 < 30 {print \"few\"}'", "few\n"},
+	}
+	for _, tt := range tests {
+		r := exec(tt.script)
+		if r.code != 0 || r.stdout != tt.want {
+			t.Errorf("%s: exit %d, stdout %q, want %q\n%s", tt.name, r.code, r.stdout, tt.want, r.stderr)
+		}
+	}
+	// corral logs reads journald.
+	if r := c.run("logs", "realct", "-f", m, "--endpoint", c.srv.URL(), "--api-token", c.srv.Credentials().OperatorToken,
+		"--fingerprint", c.srv.Fingerprint()); r.code != 0 || !strings.Contains(r.stdout, "hello-from-unit") {
+		t.Errorf("corral logs: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// A shutdown asks systemd to power off: the unit's ExecStop runs.
+	cl := c.srv.Cluster()
+	running := cl.RunningGuests()
+	if len(running) != 1 {
+		t.Fatalf("running CTs: %+v", running)
+	}
+	g := running[0]
+	mounts, err := cl.GuestMounts(g.VMID)
+	if err != nil || len(mounts) == 0 {
+		t.Fatalf("mounts: %v %+v", err, mounts)
+	}
+	upid, err := cl.ShutdownCT(model.Auth{UserID: "root@pam"}, g.Node, g.VMID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if task, err := cl.WaitTask(context.Background(), g.Node, upid); err != nil || task.ExitStatus != "OK" {
+		t.Fatalf("shutdown: %v %+v", err, task)
+	}
+	if data, err := os.ReadFile(filepath.Join(mounts[0].HostDir, "var", "tmp", "hello-stopped")); err != nil || string(data) != "clean\n" {
+		t.Errorf("after shutdown the unit's ExecStop did not run: %q, %v", data, err)
+	}
+}

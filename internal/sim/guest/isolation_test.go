@@ -1,0 +1,112 @@
+package guest_test
+
+import (
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+
+	client "github.com/corralhq/corral/internal/guest"
+	"github.com/corralhq/corral/internal/sim/guest"
+)
+
+// needIsolation skips where CTs run in the fallback view (not root, no
+// lxc package), saying why; CI installs lxc and runs as root, where
+// CORRAL_REQUIRE_LXC=1 turns the skip into a failure.
+func (k *kit) needIsolation() {
+	k.t.Helper()
+	if ok, why := k.m.Isolated(); !ok {
+		if os.Getenv("CORRAL_REQUIRE_LXC") != "" {
+			k.t.Fatalf("CTs are not isolated here: %v", why)
+		}
+		k.t.Skipf("skipped: CTs run in the fallback view: %v", why)
+	}
+}
+
+// TestGuest_isolation: a CT's commands see only its own processes and
+// hostname, and pkill there cannot touch a host process with the same
+// command line.
+func TestGuest_isolation(t *testing.T) {
+	k := newKit(t)
+	k.needIsolation()
+	host := exec.Command("sleep", "7301")
+	if err := host.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { host.Process.Kill(); host.Wait() }()
+	k.create(120, map[string]string{"hostname": "iso"})
+	c, err := k.dial(120, client.HostKeyPolicy{TrustOnFirstUse: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	tests := []struct {
+		name, script, want string
+	}{
+		{"hostname is the CT's", "hostname", "stdout: iso"},
+		{"pid 1 is the CT's init", "cat /proc/1/comm", "stdout: sleep"},
+		{"ps sees no host process", "ps -eo comm= | grep -c '^sleep' ; ps -eo args= | grep -c '^sleep 7301' || true", "stdout: 1\nstdout: 0"},
+		{"pkill finds nothing to kill", "pkill -f 'slee[p] 7301'; echo $?", "stdout: 1"},
+		{"no host network interface", "ls /sys/class/net | grep -v '^lo$' | grep -vc '^eth' || true", "stdout: 0"},
+	}
+	for _, tt := range tests {
+		out, err := run(t, c, tt.script)
+		if err != nil || out != tt.want {
+			t.Errorf("%s: %q: got %q, %v; want %q", tt.name, tt.script, out, err, tt.want)
+		}
+	}
+	// pkill ran to completion above: a kill would show by now.
+	if data, err := os.ReadFile("/proc/" + strconv.Itoa(host.Process.Pid) + "/stat"); err != nil || strings.Contains(string(data), ") Z ") {
+		t.Errorf("the host's sleep 7301 is gone after pkill inside the CT: %v", err)
+	}
+}
+
+// TestGuest_network: eth0 is on the emulator's bridge with the address
+// from net0 and its MAC, the CT reaches the gateway's exposed API port,
+// and a second CT reaches the first over the bridge.
+func TestGuest_network(t *testing.T) {
+	k := newKit(t)
+	k.needIsolation()
+	api, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer api.Close()
+	go func() {
+		for {
+			c, err := api.Accept()
+			if err != nil {
+				return
+			}
+			io.WriteString(c, "pveproxy-here\n")
+			c.Close()
+		}
+	}()
+	if err := k.m.Expose(8006, api.Addr().String()); err != nil {
+		t.Fatal(err)
+	}
+	k.create(122, map[string]string{"net0": "name=eth0,bridge=vmbr0,ip=dhcp,hwaddr=BC:24:11:00:01:22"})
+	k.create(123, map[string]string{"net0": "name=eth0,bridge=vmbr0,ip=192.168.50.23/24,gw=192.168.50.1"})
+	c, err := k.dial(122, client.HostKeyPolicy{TrustOnFirstUse: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	tests := []struct {
+		name, script, want string
+	}{
+		{"eth0's MAC is hwaddr", "cat /sys/class/net/eth0/address", "stdout: bc:24:11:00:01:22"},
+		{"eth0's address", "ip -4 -o addr show dev eth0 | awk '{print $4}'", "stdout: " + "10.0.0.124/16"},
+		{"the gateway serves the API", "exec 3<>/dev/tcp/" + guest.GatewayIP + "/8006 && head -1 <&3", "stdout: pveproxy-here"},
+		{"the static CT answers on the bridge", "ip route; timeout 5 bash -c 'exec 3<>/dev/tcp/192.168.50.23/22' 2>/dev/null; echo $?", "stdout: default via 10.0.0.1 dev eth0 \nstdout: 10.0.0.0/16 dev eth0 proto kernel scope link src 10.0.0.124 \nstdout: 1"},
+	}
+	for _, tt := range tests {
+		out, err := run(t, c, tt.script)
+		if err != nil || out != tt.want {
+			t.Errorf("%s: %q: got %q, %v; want %q", tt.name, tt.script, out, err, tt.want)
+		}
+	}
+}

@@ -1,0 +1,555 @@
+package guest
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/corralhq/corral/internal/sim/model"
+)
+
+// Containers run through LXC, the runtime PVE itself drives (Debian's
+// lxc package): lxc-start boots each running CT with its own PID, mount,
+// UTS, IPC and network namespaces and cgroups, lxc-attach runs every SSH
+// session inside it, lxc-stop shuts it down (init's power-off signal) or
+// kills it. LXC was chosen over systemd-nspawn (which wants a systemd
+// host and registers machines with machined) and bubblewrap (no boot,
+// no attach to a running sandbox) because it is what a PVE node runs,
+// so the guest sees the same /proc, /sys, cgroup and /dev layout.
+//
+// lxc-start runs in the foreground as a child of the emulator with a
+// parent-death signal, and LXC gives the container's init a death signal
+// on its monitor: a SIGKILLed emulator takes its containers with it. The
+// lxcpath (config and logs) is under the state directory and emptied at
+// every start; empty cgroups a killed run left behind are removed then.
+//
+// Where LXC cannot run (not root, no lxc package, CORRAL_SIM_RUNTIME=view)
+// the Manager falls back to the filesystem view (view.go) and says so
+// once in its log.
+
+// runtimeEnv selects the runtime: "lxc" (the default where it works)
+// or "view" (the fallback, forced).
+const runtimeEnv = "CORRAL_SIM_RUNTIME"
+
+// lxcRuntime runs one Manager's containers.
+type lxcRuntime struct {
+	path   string // lxcpath
+	prefix string // container names: prefix + vmid, unique per Manager
+	log    *slog.Logger
+	net    *bridgeNet // the emulator's network namespace; nil without one
+}
+
+// newLXCRuntime checks that LXC can run here and prepares the lxcpath
+// under dir. Its error says why not (the Manager then falls back).
+func newLXCRuntime(dir string, log *slog.Logger) (*lxcRuntime, error) {
+	switch v := os.Getenv(runtimeEnv); v {
+	case "", "lxc":
+	case "view":
+		return nil, fmt.Errorf("%s=view", runtimeEnv)
+	default:
+		return nil, fmt.Errorf("%s=%q: want lxc or view", runtimeEnv, v)
+	}
+	if os.Geteuid() != 0 {
+		return nil, errors.New("not root: LXC needs root for a container's namespaces and cgroups (run the emulator as root)")
+	}
+	for _, tool := range []string{"lxc-start", "lxc-attach", "lxc-stop", "lxc-wait"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return nil, fmt.Errorf("%s not found: install Debian's lxc package (apt-get install --no-install-recommends lxc)", tool)
+		}
+	}
+	path := filepath.Join(dir, "lxc")
+	if err := os.RemoveAll(path); err != nil {
+		return nil, fmt.Errorf("clear %s: %w", path, err)
+	}
+	if err := os.MkdirAll(path, 0o700); err != nil {
+		return nil, err
+	}
+	removeStaleCgroups()
+	var err error
+	b := make([]byte, 3)
+	rand.Read(b)
+	// The emulator's PID in the names tells removeStaleCgroups whose
+	// cgroups they are.
+	r := &lxcRuntime{path: path, prefix: "corral" + strconv.Itoa(os.Getpid()) + "-" + hex.EncodeToString(b) + "-", log: log}
+	if r.net, err = newBridgeNet(log); err != nil {
+		log.Warn("CTs get no network (only lo): no bridge namespace", "err", err)
+	}
+	return r, nil
+}
+
+// close ends the emulator's network namespace (the containers are gone
+// by then: every ctServer stopped its own).
+func (r *lxcRuntime) close() {
+	if r.net != nil {
+		r.net.close()
+	}
+}
+
+// lxcCT is one boot of one container.
+type lxcCT struct {
+	r       *lxcRuntime
+	name    string
+	root    string // rootfs directory on the host
+	work    string // overlay work directory (host-overlay CTs), or ""
+	systemd bool   // init is systemd
+	pid     int    // init's host PID
+	cmd     *exec.Cmd
+	done    chan struct{} // closed when lxc-start exited
+	log     bytes.Buffer  // lxc-start's own output
+}
+
+// hasOwnSystem reports whether root holds a system of its own (a real
+// template); the tiny built-in templates do not, and their CTs see the
+// host's programs through overlays, as in the view.
+func hasOwnSystem(root string) bool {
+	for _, p := range []string{"usr/bin/sh", "bin/sh"} {
+		if fi, err := os.Lstat(filepath.Join(root, p)); err == nil && !fi.IsDir() {
+			return true
+		}
+	}
+	return false
+}
+
+// initOf is the CT's /sbin/init resolved inside root, "" without one.
+func initOf(root string) string {
+	p := "/sbin/init"
+	for i := 0; i < 8; i++ {
+		fi, err := os.Lstat(filepath.Join(root, p))
+		if err != nil {
+			// merged /usr: /sbin may itself be a link
+			if dir, err := os.Readlink(filepath.Join(root, filepath.Dir(p))); err == nil {
+				if !filepath.IsAbs(dir) {
+					dir = filepath.Join(filepath.Dir(filepath.Dir(p)), dir)
+				}
+				p = filepath.Join(dir, filepath.Base(p))
+				continue
+			}
+			return ""
+		}
+		if fi.Mode()&os.ModeSymlink == 0 {
+			if fi.Mode()&0o111 == 0 {
+				return ""
+			}
+			return p
+		}
+		l, err := os.Readlink(filepath.Join(root, p))
+		if err != nil {
+			return ""
+		}
+		if !filepath.IsAbs(l) {
+			l = filepath.Join(filepath.Dir(p), l)
+		}
+		p = l
+	}
+	return ""
+}
+
+// start boots CT vmid from root with its mount points, and waits until
+// LXC reports it RUNNING (and, for systemd, until boot finished or
+// bootWait passed).
+func (r *lxcRuntime) start(ctx context.Context, vmid int, root string, mps []viewMount, run model.GuestRun, bootWait time.Duration) (*lxcCT, error) {
+	ct, err := r.startOnce(ctx, vmid, root, mps, run, bootWait)
+	if err != nil && (run.MemoryMiB > 0 || run.Cores > 0) && strings.Contains(err.Error(), "cgfsng") {
+		// Limits on a legacy (v1) cgroup hierarchy fail now and then
+		// when containers start side by side; the CT runs without them.
+		r.log.Warn("CT runs without its memory and cores limits", "vmid", vmid, "err", err)
+		run.MemoryMiB, run.SwapMiB, run.Cores = 0, 0, 0
+		ct, err = r.startOnce(ctx, vmid, root, mps, run, bootWait)
+	}
+	return ct, err
+}
+
+func (r *lxcRuntime) startOnce(ctx context.Context, vmid int, root string, mps []viewMount, run model.GuestRun, bootWait time.Duration) (*lxcCT, error) {
+	ct := &lxcCT{r: r, name: r.prefix + strconv.Itoa(vmid), root: root, done: make(chan struct{})}
+	own := hasOwnSystem(root)
+	if !own {
+		ct.work = filepath.Join(root, ".corral-ovl", "boot-"+randomID())
+	}
+	if err := prepareRootfs(root, own); err != nil {
+		return nil, fmt.Errorf("prepare the rootfs: %w", err)
+	}
+	init := ""
+	if own {
+		init = initOf(root)
+		ct.systemd = strings.Contains(init, "systemd")
+	}
+	conf, err := ct.config(mps, run, init)
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(r.path, ct.name)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config"), []byte(conf), 0o600); err != nil {
+		return nil, err
+	}
+	args := []string{"-P", r.path, "-n", ct.name, "-F", "-o", filepath.Join(dir, "log"), "-l", "WARN"}
+	ct.cmd = exec.Command("lxc-start", args...)
+	ct.cmd.Stdout, ct.cmd.Stderr = &ct.log, &ct.log
+	ct.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := ct.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("lxc-start: %w", err)
+	}
+	go func() {
+		ct.cmd.Wait()
+		close(ct.done)
+	}()
+	if err := ct.waitRunning(ctx); err != nil {
+		ct.kill()
+		return nil, err
+	}
+	out, err := exec.Command("lxc-info", "-P", r.path, "-n", ct.name, "-p", "-H").Output()
+	if ct.pid, _ = strconv.Atoi(strings.TrimSpace(string(out))); err != nil || ct.pid <= 0 {
+		ct.kill()
+		return nil, fmt.Errorf("lxc-info: no init PID: %v", err)
+	}
+	// A placeholder init does not bring lo up; every CT needs it (a
+	// service bound to the CT's loopback address answers there).
+	exec.Command("nsenter", "-t", strconv.Itoa(ct.pid), "-n", "ip", "link", "set", "lo", "up").Run()
+	if r.net != nil {
+		if err := r.net.attach(ct.pid, run); err != nil {
+			ct.kill()
+			return nil, fmt.Errorf("network: %w", err)
+		}
+	}
+	if ct.systemd && bootWait > 0 {
+		// sshd answers once the boot is through, as on PVE; a boot
+		// that hangs still gets its sessions after bootWait.
+		wctx, cancel := context.WithTimeout(ctx, bootWait)
+		exec.CommandContext(wctx, "lxc-attach", "-P", r.path, "-n", ct.name, "--clear-env", "--",
+			"/bin/systemctl", "is-system-running", "--wait").Run()
+		cancel()
+	}
+	return ct, nil
+}
+
+// waitRunning polls lxc-info until the container runs, lxc-start exits
+// or ctx ends.
+func (ct *lxcCT) waitRunning(ctx context.Context) error {
+	for i := 0; ; i++ {
+		out, _ := exec.Command("lxc-info", "-P", ct.r.path, "-n", ct.name, "-s", "-H").Output()
+		if strings.TrimSpace(string(out)) == "RUNNING" {
+			return nil
+		}
+		select {
+		case <-ct.done:
+			return fmt.Errorf("lxc-start failed: %s%s", strings.TrimSpace(ct.log.String()), ct.logTail())
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Duration(min(i/20+1, 10)) * 10 * time.Millisecond):
+		}
+	}
+}
+
+// logTail is the end of LXC's log file for error messages.
+func (ct *lxcCT) logTail() string {
+	data, err := os.ReadFile(filepath.Join(ct.r.path, ct.name, "log"))
+	if err != nil || len(data) == 0 {
+		return ""
+	}
+	if len(data) > 2000 {
+		data = data[len(data)-2000:]
+	}
+	return " (lxc log: " + strings.TrimSpace(string(data)) + ")"
+}
+
+// prepareRootfs makes the directories LXC mounts on, /tmp as 1777, and
+// for a CT without a system of its own the host's top-level symlinks
+// (bin -> usr/bin, …) its overlays rely on.
+func prepareRootfs(root string, own bool) error {
+	for _, d := range []string{"dev", "proc", "sys", "run", "root", "home"} {
+		if err := mkdirIfMissing(filepath.Join(root, d), 0o755); err != nil {
+			return err
+		}
+	}
+	tmp := filepath.Join(root, "tmp")
+	if err := mkdirIfMissing(tmp, 0o777|os.ModeSticky); err != nil {
+		return err
+	}
+	if own {
+		return nil
+	}
+	for _, d := range overlayDirs {
+		fi, err := os.Lstat("/" + d)
+		if err != nil {
+			continue
+		}
+		target := filepath.Join(root, d)
+		if _, err := os.Lstat(target); err == nil {
+			continue
+		}
+		if fi.Mode()&os.ModeSymlink != 0 {
+			link, err := os.Readlink("/" + d)
+			if err != nil {
+				return err
+			}
+			if err := os.Symlink(link, target); err != nil {
+				return err
+			}
+		} else if fi.IsDir() {
+			if err := mkdirIfMissing(target, fi.Mode().Perm()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// config is the container's LXC configuration.
+func (ct *lxcCT) config(mps []viewMount, run model.GuestRun, init string) (string, error) {
+	var b strings.Builder
+	line := func(k, v string) { fmt.Fprintf(&b, "%s = %s\n", k, v) }
+	if _, err := os.Stat("/usr/share/lxc/config/common.conf"); err == nil {
+		line("lxc.include", "/usr/share/lxc/config/common.conf")
+	}
+	line("lxc.uts.name", run.Hostname)
+	line("lxc.rootfs.path", "dir:"+ct.root)
+	line("lxc.console.path", "none")
+	line("lxc.tty.max", "0")
+	line("lxc.pty.max", "1024")
+	line("lxc.apparmor.profile", "unconfined")
+	line("lxc.mount.auto", "proc:mixed sys:mixed cgroup:mixed")
+	line("lxc.net.0.type", "empty") // eth0 and the rest: bridgeNet.attach
+	if run.MemoryMiB > 0 {
+		line("lxc.cgroup.memory.limit_in_bytes", strconv.Itoa(run.MemoryMiB<<20))
+		if fileExists("/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes") {
+			line("lxc.cgroup.memory.memsw.limit_in_bytes", strconv.Itoa((run.MemoryMiB+run.SwapMiB)<<20))
+		}
+	}
+	if run.Cores > 0 {
+		line("lxc.cgroup.cpu.cfs_period_us", "100000")
+		line("lxc.cgroup.cpu.cfs_quota_us", strconv.Itoa(run.Cores*100000))
+	}
+	switch {
+	case init == "":
+		// No init of its own: a placeholder PID 1, killed on shutdown.
+		line("lxc.init.cmd", "/bin/sleep infinity")
+		line("lxc.signal.halt", "SIGKILL")
+	case ct.systemd:
+		line("lxc.signal.halt", "SIGRTMIN+3") // systemd's "halt"
+	}
+	esc := func(p string) string { return strings.ReplaceAll(p, " ", `\040`) }
+	if ct.work != "" {
+		for _, d := range overlayDirs {
+			fi, err := os.Lstat("/" + d)
+			if err != nil || !fi.IsDir() || strings.HasPrefix(ct.root+"/", "/"+d+"/") {
+				continue
+			}
+			w := filepath.Join(ct.work, d)
+			if err := os.MkdirAll(w, 0o700); err != nil {
+				return "", err
+			}
+			line("lxc.mount.entry", fmt.Sprintf("overlay %s overlay lowerdir=/%s,upperdir=%s,workdir=%s 0 0", d, d, esc(filepath.Join(ct.root, d)), esc(w)))
+		}
+	}
+	sorted := append([]viewMount(nil), mps...)
+	sort.SliceStable(sorted, func(i, j int) bool {
+		return strings.Count(sorted[i].Path, "/") < strings.Count(sorted[j].Path, "/")
+	})
+	for _, m := range sorted {
+		opts := "rbind,create=dir"
+		if m.ReadOnly {
+			opts += ",ro"
+		}
+		rel := strings.TrimPrefix(filepath.Clean("/"+m.Path), "/")
+		line("lxc.mount.entry", fmt.Sprintf("%s %s none %s 0 0", esc(m.HostDir), esc(rel), opts))
+	}
+	if ct.work != "" {
+		line("lxc.mount.entry", "tmpfs .corral-ovl tmpfs ro,size=4k,mode=700,create=dir 0 0")
+	}
+	return b.String(), nil
+}
+
+// attach is the command that runs argv inside the container with env.
+func (ct *lxcCT) attach(env []string, argv ...string) *exec.Cmd {
+	args := []string{"-P", ct.r.path, "-n", ct.name, "--clear-env"}
+	for _, e := range env {
+		args = append(args, "-v", e)
+	}
+	args = append(args, "--")
+	cmd := exec.Command("lxc-attach", append(args, argv...)...)
+	cmd.Dir = "/"
+	if fileExists(filepath.Join(ct.root, "root")) {
+		cmd.Dir = "/root" // lxc-attach keeps the caller's directory when the CT has it
+	}
+	return cmd
+}
+
+// shutdown asks init to power off and waits up to timeout; it reports
+// whether the container stopped.
+func (ct *lxcCT) shutdown(timeout time.Duration) bool {
+	select {
+	case <-ct.done:
+		return true
+	default:
+	}
+	secs := max(int(timeout.Seconds()), 1)
+	exec.Command("lxc-stop", "-P", ct.r.path, "-n", ct.name, "-t", strconv.Itoa(secs)).Run()
+	select {
+	case <-ct.done:
+		return true
+	case <-time.After(time.Second):
+		return false
+	}
+}
+
+// kill stops the container at once (lxc-stop -k, then the monitor) and
+// removes its overlay work directory.
+func (ct *lxcCT) kill() {
+	select {
+	case <-ct.done:
+	default:
+		exec.Command("lxc-stop", "-P", ct.r.path, "-n", ct.name, "-k").Run()
+		select {
+		case <-ct.done:
+		case <-time.After(300 * time.Millisecond):
+			// Still starting (lxc-stop found no running container):
+			// the monitor's death takes init with it.
+			syscall.Kill(-ct.cmd.Process.Pid, syscall.SIGKILL)
+			<-ct.done
+			removeCgroupsOf(ct.name)
+		}
+	}
+	if ct.work != "" {
+		removeWork(ct.work)
+	}
+	os.RemoveAll(filepath.Join(ct.r.path, ct.name))
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// removeStaleCgroups removes the cgroups LXC left for containers of
+// emulators that are gone (killed): their names carry the emulator's
+// PID (lxc.payload.corral<pid>-…), and a live process's are left alone,
+// even while empty for a moment during a start.
+func removeStaleCgroups() {
+	var dirs []string
+	for _, pat := range []string{"/sys/fs/cgroup/lxc.*.corral*", "/sys/fs/cgroup/*/lxc.*.corral*", "/sys/fs/cgroup/*/*/*/lxc.*.corral*"} {
+		m, _ := filepath.Glob(pat)
+		dirs = append(dirs, m...)
+	}
+	for _, d := range dirs {
+		_, name, _ := strings.Cut(filepath.Base(d), ".corral")
+		pid, _, _ := strings.Cut(name, "-")
+		if n, err := strconv.Atoi(pid); err != nil || n <= 0 || fileExists("/proc/"+pid) {
+			continue
+		}
+		rmdirTree(d, 0)
+	}
+}
+
+// removeCgroupsOf removes what LXC left of container name's cgroups
+// when its monitor was killed (best effort: a cgroup whose last process
+// is still exiting stays for the next emulator's start to remove).
+func removeCgroupsOf(name string) {
+	for _, pat := range []string{"/sys/fs/cgroup/lxc.*." + name, "/sys/fs/cgroup/*/lxc.*." + name, "/sys/fs/cgroup/*/*/*/lxc.*." + name} {
+		m, _ := filepath.Glob(pat)
+		for _, d := range m {
+			rmdirTree(d, 0)
+		}
+	}
+}
+
+func rmdirTree(dir string, depth int) {
+	if depth > 16 {
+		return
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			rmdirTree(filepath.Join(dir, e.Name()), depth+1)
+		}
+	}
+	syscall.Rmdir(dir)
+}
+
+// startSession runs spec's command (or login shell) inside the container
+// through lxc-attach, in its own process group, or as the leader of a
+// new session on the pty tty.
+func (ct *lxcCT) startSession(spec viewSpec, stdin, stdout, stderr *os.File, tty bool) (*exec.Cmd, error) {
+	shell := shellIn(ct.root)
+	argv := []string{shell, "-c", spec.Command}
+	if spec.Shell {
+		argv = []string{shell, "-l"}
+	}
+	var cmd *exec.Cmd
+	if tty {
+		// lxc-attach would put a pty of its own between the client
+		// and the shell (losing typeahead); the pty from openPty is
+		// already the CT's, so nsenter joins the CT's namespaces and
+		// hands it on.
+		args := []string{"-t", strconv.Itoa(ct.pid), "-m", "-u", "-i", "-n", "-p", "-C", "-r"}
+		if fileExists(filepath.Join(ct.root, "root")) {
+			args = append(args, "--wd=/root")
+		} else {
+			args = append(args, "-w")
+		}
+		cmd = exec.Command("nsenter", append(append(args, "--"), argv...)...)
+		cmd.Env = spec.Env
+	} else {
+		cmd = ct.attach(spec.Env, argv...)
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: !tty, Setsid: tty, Setctty: tty, Ctty: 0}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	return cmd, nil
+}
+
+// shellIn is root's shell in the CT's /etc/passwd, else /bin/sh.
+func shellIn(root string) string {
+	data, err := os.ReadFile(filepath.Join(root, "etc", "passwd"))
+	if err == nil {
+		for _, line := range strings.Split(string(data), "\n") {
+			f := strings.Split(line, ":")
+			if len(f) == 7 && f[0] == "root" && strings.HasPrefix(f[6], "/") {
+				return f[6]
+			}
+		}
+	}
+	return "/bin/sh"
+}
+
+// openPty opens a pseudo-terminal of the CT's own devpts (through its
+// init's root), so that the shell's tty is a /dev/pts/N of the CT.
+func (ct *lxcCT) openPty() (master, tty *os.File, err error) {
+	base := "/proc/" + strconv.Itoa(ct.pid) + "/root/dev/pts/"
+	master, err = os.OpenFile(base+"ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	n, err := unix.IoctlGetInt(int(master.Fd()), unix.TIOCGPTN)
+	if err == nil {
+		err = unix.IoctlSetPointerInt(int(master.Fd()), unix.TIOCSPTLCK, 0)
+	}
+	if err == nil {
+		tty, err = os.OpenFile(base+strconv.Itoa(n), os.O_RDWR|syscall.O_NOCTTY, 0)
+	}
+	if err != nil {
+		master.Close()
+		return nil, nil, fmt.Errorf("the CT's pty: %w", err)
+	}
+	return master, tty, nil
+}
