@@ -53,7 +53,7 @@ func (c *cluster) run(args ...string) result {
 	c.t.Helper()
 	full := append([]string{}, args...)
 	switch args[0] {
-	case "plan", "apply", "destroy", "status", "volumes":
+	case "plan", "apply", "destroy", "status", "volumes", "move", "drain":
 		full = append(full, c.connArgs()...)
 	}
 	var out, errb bytes.Buffer

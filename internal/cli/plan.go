@@ -70,11 +70,27 @@ func makePlan(ctx context.Context, s *session, f *manifest.File) (*plan.Plan, *p
 // makePlanRerun is makePlan with steps to run again although unchanged
 // (--rerun), by app.
 func makePlanRerun(ctx context.Context, s *session, f *manifest.File, rerun map[string][]string) (*plan.Plan, *plan.Observed, *ui.PlanJSON, error) {
+	return makePlanShaped(ctx, s, f, rerun, nil)
+}
+
+// makePlanShaped is makePlanRerun for a command that changes only part of
+// the manifest's apps in its own way (corral move, corral drain): shape
+// sets their node before planning, and keeps only their changes.
+func makePlanShaped(ctx context.Context, s *session, f *manifest.File, rerun map[string][]string, shape *planShape) (*plan.Plan, *plan.Observed, *ui.PlanJSON, error) {
 	obs, err := apply.Observe(ctx, s.client)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	p, err := plan.Make(withRerun(plan.FromManifest(f), rerun), obs)
+	apps := withRerun(plan.FromManifest(f), rerun)
+	if shape != nil {
+		if apps, err = shape.apps(apps, obs); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	p, err := plan.Make(apps, obs)
+	if p != nil && shape != nil {
+		shape.keep(p)
+	}
 	var refused *plan.RefusedError
 	if errors.As(err, &refused) {
 		if p == nil {
