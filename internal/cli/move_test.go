@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/corralhq/corral/internal/sim"
+	"github.com/corralhq/corral/internal/sim/model"
 )
 
 const moveManifest = `apps:
@@ -258,5 +259,40 @@ func TestMoveAppWithVolumes(t *testing.T) {
 	}
 	if r := c.run("plan", "-f", unpinned); r.code != 0 {
 		t.Fatalf("plan after the drains: exit %d\n%s", r.code, r.stdout)
+	}
+}
+
+// TestMoveOnSharedStorage: an app whose volume is on a shared storage
+// (NFS) moves without copying it: the same file is handed from the
+// keeper on the old node to the keeper on the new one, its data in
+// place, and it is mounted by the app on the new node only.
+func TestMoveOnSharedStorage(t *testing.T) {
+	scale := 0.0
+	srv, err := sim.New(sim.Options{Dir: t.TempDir(), Listener: sim.ListenTLS, Listen: "127.0.0.1:0", TimeScale: &scale, Nodes: 3, SharedStorage: []string{model.SharedNFS}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	c := &cluster{t: t, srv: srv}
+	m1 := writeManifest(t, sharedManifest)
+	c.mustRun("apply", "-f", m1, "--auto-approve")
+	vol := c.status(m1).Apps[0].Volumes[0].VolID
+	if err := os.WriteFile(filepath.Join(c.volumeDir("pve1", vol), "marker"), []byte("notes/data"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m2 := writeManifest(t, strings.Replace(sharedManifest, "node: pve1", "node: pve2", 1))
+	c.mustRun("apply", "-f", m2, "--auto-approve")
+	st := c.status(m2).Apps[0]
+	apps, carriers := c.where()
+	if apps["notes"] != "pve2" || carriers != 0 || len(st.Volumes) != 1 || !strings.HasPrefix(st.Volumes[0].VolID, "nfs:") {
+		t.Fatalf("after the move: notes on %q, %d carriers, volumes %+v", apps["notes"], carriers, st.Volumes)
+	}
+	data, err := os.ReadFile(filepath.Join(c.volumeDir("pve2", st.Volumes[0].VolID), "marker"))
+	if err != nil || string(data) != "notes/data" {
+		t.Fatalf("the shared volume lost its data: %q %v", data, err)
+	}
+	c.noStrays()
+	if r := c.run("plan", "-f", m2); r.code != 0 {
+		t.Fatalf("plan after the move: exit %d\n%s", r.code, r.stdout)
 	}
 }
