@@ -125,10 +125,12 @@ func (e *Executor) moveApp(ctx context.Context, c plan.Change, keepers *keeperSe
 	}
 	notes, _ := plan.ParseCarrierNotes(conf["description"])
 	held := (&plan.Carrier{VMID: car.vmid, Config: conf, Notes: notes}).Holds()
-	for _, vk := range sortedKeys(notes.Carrying) {
-		if err := e.handOver(ctx, keepers, to, vk, held[vk], car.vmid); err != nil {
-			return err
-		}
+	vols := map[plan.VolumeKey]string{}
+	for vk := range notes.Carrying {
+		vols[vk] = held[vk]
+	}
+	if err := e.handOver(ctx, keepers, to, vols, car.vmid); err != nil {
+		return err
 	}
 	// 7. The carrier goes.
 	if err := e.step(app, "move", fmt.Sprintf("destroy carrier %d on %s", car.vmid, car.node), func() error {
@@ -402,8 +404,10 @@ func (e *Executor) carry(ctx context.Context, keepers *keeperSet, car *carrierRe
 		return fmt.Errorf("volume %s (%s): no keeper %d on %s", vk, volid, plan.VolumeOwner(volid), car.node)
 	}
 	return e.step(vk.App, "move", fmt.Sprintf("volume %s: keeper %d → carrier %d", vk.Name, k.vmid, car.vmid), func() error {
-		k.mu.Lock() // the keeper's volume operations take turns
-		defer k.mu.Unlock()
+		// No turn on the keeper: handing a volume away needs no change
+		// of its protection (PVE checks it only on the receiving side),
+		// and its config changes are serialised by PVE; the Notes are
+		// written with a compare-and-swap.
 		cc, err := e.Client.ContainerConfig(ctx, car.node, car.vmid, true)
 		if err != nil {
 			return err
@@ -449,13 +453,20 @@ func (e *Executor) carry(ctx context.Context, keepers *keeperSet, car *carrierRe
 	})
 }
 
-// handOver gives vk, held by the carrier as volid (or, after a kill, by
-// a keeper on node already), to a keeper on node and records it there.
-func (e *Executor) handOver(ctx context.Context, keepers *keeperSet, node string, vk plan.VolumeKey, volid string, carrier int) error {
-	// Already recorded, or moved into a keeper that noted the adoption.
+// handOver gives the volumes the carrier holds (vols: key → volid, ""
+// when an earlier, killed run already moved it) to keepers on node and
+// records them there: one keeper turn for all of them (one protection
+// window), each with its adoption intent, its move_volume and its record.
+func (e *Executor) handOver(ctx context.Context, keepers *keeperSet, node string, vols map[plan.VolumeKey]string, carrier int) error {
 	keepers.mu.Lock()
 	ks := slices.Clone(keepers.byNode[node])
 	keepers.mu.Unlock()
+	todo := map[plan.VolumeKey]string{}
+	for vk, volid := range vols {
+		todo[vk] = volid
+	}
+	// Already recorded, or moved into a keeper that noted the adoption
+	// (a run killed between the move and the record).
 	for _, k := range ks {
 		cc, err := k.read(ctx)
 		if pve.IsNotFound(err) {
@@ -466,30 +477,120 @@ func (e *Executor) handOver(ctx context.Context, keepers *keeperSet, node string
 		}
 		s := newKeeperState(cc.Values)
 		k.remember(s)
-		if plan.MountRecords(cc.Values)[vk] != "" {
-			return nil
-		}
-		if in, ok := s.notes.Intents[vk]; ok && volid == "" {
-			if moved := cc.Values[in.Key]; moved != "" && plan.VolumeOwner(moved) == k.vmid {
-				return e.step(vk.App, "move", "volume "+vk.Name+": record in keeper "+strconv.Itoa(k.vmid), func() error {
-					_, err := k.adopt(ctx, vk, moved)
-					return err
-				})
+		recs := plan.MountRecords(cc.Values)
+		for _, vk := range sortedKeys(todo) {
+			if recs[vk] != "" {
+				delete(todo, vk)
+				continue
+			}
+			if in, ok := s.notes.Intents[vk]; ok && todo[vk] == "" {
+				if moved := cc.Values[in.Key]; moved != "" && plan.VolumeOwner(moved) == k.vmid {
+					if err := e.step(vk.App, "move", "volume "+vk.Name+": record in keeper "+strconv.Itoa(k.vmid), func() error {
+						return k.unprotected(ctx, func() error { return k.mount(ctx, vk, moved) })
+					}); err != nil {
+						return err
+					}
+					delete(todo, vk)
+				}
 			}
 		}
 	}
-	if volid == "" {
-		return fmt.Errorf("volume %s: neither carrier %d nor a keeper on %s holds it; run corral again (a task may still be running), or see docs/moving.md", vk, carrier, node)
+	if len(todo) == 0 {
+		return nil
 	}
-	return e.step(vk.App, "move", fmt.Sprintf("volume %s: carrier %d → keeper on %s", vk.Name, carrier, node), func() error {
-		sid, _, _ := strings.Cut(volid, ":")
+	for _, vk := range sortedKeys(todo) {
+		if todo[vk] == "" {
+			return fmt.Errorf("volume %s: neither carrier %d nor a keeper on %s holds it; run corral again (a task may still be running), or see docs/moving.md", vk, carrier, node)
+		}
+	}
+	// Group by the keeper that has room for each.
+	byKeeper := map[*keeper][]plan.VolumeKey{}
+	var order []*keeper
+	for _, vk := range sortedKeys(todo) {
+		sid, _, _ := strings.Cut(todo[vk], ":")
 		k, done, err := keepers.forNew(node, vk, sid)
 		if err != nil {
 			return err
 		}
 		defer done()
-		_, err = k.adopt(ctx, vk, volid)
+		if byKeeper[k] == nil {
+			order = append(order, k)
+		}
+		byKeeper[k] = append(byKeeper[k], vk)
+	}
+	for _, k := range order {
+		vks := byKeeper[k]
+		var names []string
+		for _, vk := range vks {
+			names = append(names, vk.Name)
+		}
+		app := vks[0].App
+		if err := e.step(app, "move", fmt.Sprintf("volumes %s: carrier %d → keeper %d on %s", strings.Join(names, ", "), carrier, k.vmid, node), func() error {
+			return k.takeFrom(ctx, carrier, vks, todo)
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// takeFrom moves the volumes vks (volids in vols), which CT owner on the
+// keeper's node holds as unusedN, into the keeper and records them, in
+// one protection window: per volume an adoption intent, the move, the
+// record (as adopt does for one).
+func (k *keeper) takeFrom(ctx context.Context, owner int, vks []plan.VolumeKey, vols map[plan.VolumeKey]string) error {
+	conf, err := containerConfig(ctx, k.e.Client, k.node, owner)
+	if err != nil {
 		return err
+	}
+	return k.unprotected(ctx, func() error {
+		for _, vk := range vks {
+			volid, srcKey := vols[vk], ""
+			for key, v := range conf {
+				if isUnused(key) && v == volid {
+					srcKey = key
+				}
+			}
+			if srcKey == "" {
+				return fmt.Errorf("CT %d does not hold %s as an unusedN entry", owner, volid)
+			}
+			var target string
+			if err := k.change(ctx, "note adoption of "+volid, func(s *keeperState) (url.Values, error) {
+				target = freeKey(s.conf, "unused")
+				if s.notes.Intents == nil {
+					s.notes.Intents = map[plan.VolumeKey]plan.AdoptIntent{}
+				}
+				s.notes.Intents[vk] = plan.AdoptIntent{Source: volid, Key: target}
+				k.noteProject(s, vk.App)
+				return url.Values{}, nil
+			}); err != nil {
+				return err
+			}
+			var upid string
+			if err := k.e.retryLocked(ctx, func() (err error) {
+				upid, err = k.e.Client.MoveVolume(ctx, k.node, owner, url.Values{
+					"volume": {srcKey}, "target-vmid": {strconv.Itoa(k.vmid)}, "target-volume": {target},
+				})
+				return err
+			}); err != nil {
+				return fmt.Errorf("move %s to keeper %d: %w", volid, k.vmid, err)
+			}
+			if err := k.e.wait(ctx, vk.App, upid); err != nil {
+				return fmt.Errorf("move %s to keeper %d: %w", volid, k.vmid, err)
+			}
+			cc, err := k.read(ctx)
+			if err != nil {
+				return err
+			}
+			moved := cc.Values[target]
+			if moved == "" {
+				return fmt.Errorf("keeper %d: %s empty after move", k.vmid, target)
+			}
+			if err := k.mount(ctx, vk, moved); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 }
 
