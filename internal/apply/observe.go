@@ -135,6 +135,8 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 					obs.Carriers = map[string]*plan.Carrier{}
 				}
 				obs.Carriers[n.App] = &plan.Carrier{VMID: r.VMID, Node: r.Node, Notes: n, Config: conf}
+			} else {
+				obs.Warnings = append(obs.Warnings, fmt.Sprintf("carrier CT %d on %s: its Notes no longer name a move (edited outside corral), so corral cannot finish it; the volumes it holds (its unusedN entries) are kept: write back the corral-move line, or move them to a keeper by hand (docs/moving.md)", r.VMID, r.Node))
 			}
 			continue
 		}
