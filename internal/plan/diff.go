@@ -75,6 +75,11 @@ func Make(apps []App, obs *Observed) (*Plan, error) {
 		}
 		if cts := obs.Apps[a.Name]; len(cts) == 1 && cts[0].Node != node {
 			c, probs := moveChange(a, cts[0], node, obs)
+			if prob, warn := bridgeProblem(a, node, obs, warnedBridges); prob != "" {
+				probs = append(probs, prob)
+			} else if warn != "" {
+				p.Warnings = append(p.Warnings, warn)
+			}
 			refused = append(refused, probs...)
 			p.Changes = append(p.Changes, c)
 			continue
