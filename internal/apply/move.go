@@ -665,14 +665,33 @@ func (e *Executor) verifyMove(ctx context.Context, keepers *keeperSet, app, node
 			problems = append(problems, fmt.Sprintf("volume %s (%s) does not exist on %s", vk, volid, node))
 		}
 	}
+	// The carrier's VMID is free again and may already be another
+	// move's carrier (parallel moves; /cluster/nextid gives the lowest
+	// free id): what that guest's config references is its own.
+	res, err := e.Client.ClusterResources(ctx, "vm")
+	if err != nil {
+		return err
+	}
 	for _, n := range slices.Compact([]string{node, from}) {
+		inUse := map[string]bool{}
+		for _, r := range res {
+			if r.VMID == carrier && r.Node == n {
+				conf, err := containerConfig(ctx, e.Client, n, carrier)
+				if err != nil && !pve.IsNotFound(err) {
+					return err
+				}
+				for _, v := range conf {
+					inUse[plan.ParseMountPoint(v).Volume] = true
+				}
+			}
+		}
 		for sid := range storages {
 			vols, err := e.Client.StorageContent(ctx, n, sid, "", carrier)
 			if err != nil {
 				return err
 			}
 			for _, v := range vols {
-				if plan.VolumeOwner(v.VolID) == carrier {
+				if plan.VolumeOwner(v.VolID) == carrier && !inUse[v.VolID] {
 					problems = append(problems, fmt.Sprintf("stale copy %s left on %s", v.VolID, n))
 				}
 			}
