@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -294,5 +295,51 @@ func TestMoveOnSharedStorage(t *testing.T) {
 	c.noStrays()
 	if r := c.run("plan", "-f", m2); r.code != 0 {
 		t.Fatalf("plan after the move: exit %d\n%s", r.code, r.stdout)
+	}
+}
+
+// TestDrainMovesAppsInParallel: six apps with two retained volumes each,
+// all on pve1, are drained at once (parallelism 6) and spread over pve2
+// and pve3, each with its data; nothing is left on pve1 but its keeper,
+// no carrier, no stray volume, nothing mounted twice.
+func TestDrainMovesAppsInParallel(t *testing.T) {
+	c := newMoveCluster(t)
+	var b strings.Builder
+	for i := range 6 {
+		fmt.Fprintf(&b, "  - name: app%d\n    template: local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst\n    memory: 256\n    rootfs: {size: 1G}\n    volumes:\n      - {name: data, size: 1G, mount: /srv/data}\n      - {name: logs, size: 512M, mount: /var/log/app}\n", i)
+	}
+	on1 := writeManifest(t, "placement: {nodes: [pve1]}\napps:\n"+b.String())
+	free := writeManifest(t, "apps:\n"+b.String())
+	c.mustRun("apply", "-f", on1, "--auto-approve")
+	for _, a := range c.status(on1).Apps {
+		for _, v := range a.Volumes {
+			if err := os.WriteFile(filepath.Join(c.volumeDir("pve1", v.VolID), "marker"), []byte(a.App+"/"+v.Name), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	r := c.mustRun("drain", "pve1", "-f", free, "--auto-approve", "--parallelism", "6")
+	if !strings.Contains(r.stdout, "Plan: 6 to move") || !strings.Contains(r.stdout, "by policy spread") {
+		t.Errorf("drain plan:\n%s", r.stdout)
+	}
+	apps, carriers := c.where()
+	per := map[string]int{}
+	for _, n := range apps {
+		per[n]++
+	}
+	if per["pve1"] != 0 || per["pve2"] != 3 || per["pve3"] != 3 || carriers != 0 {
+		t.Fatalf("apps per node after the drain %v, %d carriers", per, carriers)
+	}
+	for _, a := range c.status(free).Apps {
+		for _, v := range a.Volumes {
+			data, err := os.ReadFile(filepath.Join(c.volumeDir(apps[a.App], v.VolID), "marker"))
+			if err != nil || string(data) != a.App+"/"+v.Name {
+				t.Errorf("%s/%s (%s on %s) lost its data: %q %v", a.App, v.Name, v.VolID, apps[a.App], data, err)
+			}
+		}
+	}
+	c.noStrays()
+	if r := c.run("plan", "-f", free); r.code != 0 {
+		t.Fatalf("plan after the drain: exit %d\n%s", r.code, r.stdout)
 	}
 }
