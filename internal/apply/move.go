@@ -140,7 +140,7 @@ func (e *Executor) moveApp(ctx context.Context, c plan.Change, keepers *keeperSe
 	}
 	// 8. Verify.
 	return e.step(app, "move", "verify volumes on "+to, func() error {
-		return e.verifyMove(ctx, keepers, app, to, sortedKeys(notes.Carrying), sizes, car.vmid, notes.From)
+		return e.verifyMove(ctx, keepers, app, to, sortedKeys(notes.Carrying), sizes, car.vmid)
 	})
 }
 
@@ -632,8 +632,8 @@ func (e *Executor) destroyCarrier(ctx context.Context, app string, car *carrierR
 
 // verifyMove checks the end of a move from the API: every moved volume is
 // recorded by a keeper on node and exists there (with the size it had,
-// when known), and nothing named for the carrier is left on either node.
-func (e *Executor) verifyMove(ctx context.Context, keepers *keeperSet, app, node string, vks []plan.VolumeKey, sizes map[plan.VolumeKey]int64, carrier int, from string) error {
+// when known), and no copy named for the carrier is left on node.
+func (e *Executor) verifyMove(ctx context.Context, keepers *keeperSet, app, node string, vks []plan.VolumeKey, sizes map[plan.VolumeKey]int64, carrier int) error {
 	recs, err := e.appRecords(ctx, keepers, node, app)
 	if err != nil {
 		return err
@@ -665,35 +665,32 @@ func (e *Executor) verifyMove(ctx context.Context, keepers *keeperSet, app, node
 			problems = append(problems, fmt.Sprintf("volume %s (%s) does not exist on %s", vk, volid, node))
 		}
 	}
-	// The carrier's VMID is free again and may already be another
-	// move's carrier (parallel moves; /cluster/nextid gives the lowest
-	// free id): what that guest's config references is its own.
+	// Stale copies can only be on the node the carrier migrated to (a
+	// successful migration frees the source's; a failed one leaves its
+	// copies on the target). The carrier's VMID is free again and may
+	// already be another move's carrier (parallel moves; /cluster/nextid
+	// gives the lowest free id), even one being created, whose volumes
+	// exist before its config names them: a node where a guest has that
+	// VMID is that guest's business (PVE: a new guest adopts them).
 	res, err := e.Client.ClusterResources(ctx, "vm")
 	if err != nil {
 		return err
 	}
-	for _, n := range slices.Compact([]string{node, from}) {
-		inUse := map[string]bool{}
-		for _, r := range res {
-			if r.VMID == carrier && r.Node == n {
-				conf, err := containerConfig(ctx, e.Client, n, carrier)
-				if err != nil && !pve.IsNotFound(err) {
-					return err
-				}
-				for _, v := range conf {
-					inUse[plan.ParseMountPoint(v).Volume] = true
-				}
-			}
+	taken := false
+	for _, r := range res {
+		taken = taken || (r.VMID == carrier && r.Node == node)
+	}
+	for sid := range storages {
+		if taken {
+			break
 		}
-		for sid := range storages {
-			vols, err := e.Client.StorageContent(ctx, n, sid, "", carrier)
-			if err != nil {
-				return err
-			}
-			for _, v := range vols {
-				if plan.VolumeOwner(v.VolID) == carrier && !inUse[v.VolID] {
-					problems = append(problems, fmt.Sprintf("stale copy %s left on %s", v.VolID, n))
-				}
+		vols, err := e.Client.StorageContent(ctx, node, sid, "", carrier)
+		if err != nil {
+			return err
+		}
+		for _, v := range vols {
+			if plan.VolumeOwner(v.VolID) == carrier {
+				problems = append(problems, fmt.Sprintf("stale copy %s left on %s", v.VolID, node))
 			}
 		}
 	}
