@@ -19,7 +19,17 @@ func (e *Executor) Destroy(ctx context.Context, p *plan.Plan, obs *plan.Observed
 	keepers := e.keeperSet(obs)
 	var changes []plan.Change
 	for _, c := range p.Changes {
-		if c.Action == plan.Delete {
+		switch {
+		case c.Stale && c.Action == plan.Delete:
+			// A recovered app's stale copy first: it references the
+			// volumes that may be freed below.
+			if err := e.checkPlanned(ctx, c); err != nil {
+				return nil, err
+			}
+			if err := e.destroyCT(ctx, c.App, c.Node, c.OldVMID); err != nil {
+				return nil, err
+			}
+		case c.Action == plan.Delete:
 			changes = append(changes, c)
 		}
 	}

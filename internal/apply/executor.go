@@ -155,6 +155,15 @@ func (e *Executor) Apply(ctx context.Context, p *plan.Plan, obs *plan.Observed) 
 			e.Project = c.Desired.Project
 		}
 	}
+	// Stale copies of recovered apps first, one by one: until one is gone
+	// it may be started (onboot) and mount the volumes its app uses.
+	for _, c := range p.Changes {
+		if c.Stale && c.Action == plan.Delete {
+			if err := e.applyChange(ctx, c, nil, obs); err != nil {
+				return err
+			}
+		}
+	}
 	keepers := e.keeperSet(obs)
 	for _, kc := range p.Keepers {
 		k, err := e.ensureKeeper(ctx, kc, keepers.byVMID(kc.Node, kc.VMID), p, obs)
@@ -167,7 +176,7 @@ func (e *Executor) Apply(ctx context.Context, p *plan.Plan, obs *plan.Observed) 
 	}
 	var changes []plan.Change
 	for _, c := range p.Changes {
-		if c.Action != plan.NoOp {
+		if c.Action != plan.NoOp && !c.Stale {
 			changes = append(changes, c)
 		}
 	}
@@ -201,6 +210,11 @@ func (e *Executor) applyChange(ctx context.Context, c plan.Change, keepers *keep
 			return err
 		}
 	}
+	if c.Recover != nil {
+		// The container it stands in for cannot be read while its node
+		// is down; the plan knows it references the volumes.
+		ctx = skipOfflineNode(ctx, c.Recover.Node)
+	}
 	// Volumes first: a failure here changes no container.
 	vols, err := e.prepareVolumes(ctx, c, keepers)
 	if err != nil {
@@ -226,14 +240,14 @@ func (e *Executor) applyChange(ctx context.Context, c plan.Change, keepers *keep
 			}
 			c.VMID = c.Desired.VMID
 		}
-		vmid, err := e.createAndStart(ctx, c, vols)
+		vmid, err := e.createAndStart(ctx, c, vols, obs)
 		if err != nil || !c.Guest {
 			return err
 		}
 		return e.runGuest(ctx, c, vmid, true)
 	case plan.Update:
 		change := func() error {
-			if err := e.update(ctx, c, vols); err != nil {
+			if err := e.update(ctx, c, vols, obs); err != nil {
 				return err
 			}
 			// A protected change is judged by the health checks even when
@@ -356,7 +370,7 @@ func (e *Executor) prepareVolumes(ctx context.Context, c plan.Change, keepers *k
 
 // createAndStart creates the CT, attaches the volumes while it is stopped
 // and starts it.
-func (e *Executor) createAndStart(ctx context.Context, c plan.Change, vols []attachment) (int, error) {
+func (e *Executor) createAndStart(ctx context.Context, c plan.Change, vols []attachment, obs *plan.Observed) (int, error) {
 	a := c.Desired
 	vmid := c.VMID
 	err := e.step(c.App, "create", "ct on "+c.Node, func() error {
@@ -368,6 +382,9 @@ func (e *Executor) createAndStart(ctx context.Context, c plan.Change, vols []att
 		return 0, err
 	}
 	if err := e.attach(ctx, c.App, c.Node, vmid, vols, nil); err != nil {
+		return 0, err
+	}
+	if err := e.tagSharedVolumes(ctx, c, vmid, vols, obs); err != nil {
 		return 0, err
 	}
 	return vmid, e.step(c.App, "start", "ct "+strconv.Itoa(vmid), func() error { return e.start(ctx, c.App, c.Node, vmid) })
@@ -507,7 +524,7 @@ func isIndexed(k, prefix string) bool {
 
 // update applies in-place changes, stopping the CT only when the change
 // needs it.
-func (e *Executor) update(ctx context.Context, c plan.Change, vols []attachment) error {
+func (e *Executor) update(ctx context.Context, c plan.Change, vols []attachment, obs *plan.Observed) error {
 	node, vmid := c.Node, c.VMID
 	if c.Restart {
 		if err := e.ensureStopped(ctx, c.App, node, vmid); err != nil {
@@ -581,6 +598,9 @@ func (e *Executor) update(ctx context.Context, c plan.Change, vols []attachment)
 	if err := e.attach(ctx, c.App, node, vmid, vols, conf); err != nil {
 		return err
 	}
+	if err := e.tagSharedVolumes(ctx, c, vmid, vols, obs); err != nil {
+		return err
+	}
 	if c.Start || c.Restart {
 		return e.step(c.App, "start", "ct "+strconv.Itoa(vmid), func() error { return e.start(ctx, c.App, node, vmid) })
 	}
@@ -622,6 +642,46 @@ func (e *Executor) attach(ctx context.Context, app, node string, vmid int, vols 
 		}
 	}
 	return nil
+}
+
+// tagSharedVolumes writes the tags that record the container's volumes
+// on shared storage (plan.VolumeTag) once a volume created by this run
+// is attached: the plan could not know its volid. The tags are what
+// corral can read of the container while its node is offline, to
+// recover the app elsewhere (apply --recover).
+func (e *Executor) tagSharedVolumes(ctx context.Context, c plan.Change, vmid int, vols []attachment, obs *plan.Observed) error {
+	if c.Desired == nil || obs == nil {
+		return nil
+	}
+	fresh := false
+	tags := plan.AppTags(*c.Desired)
+	for _, v := range vols {
+		if !obs.OnShared(v.volid) {
+			continue
+		}
+		fresh = fresh || v.fresh
+		if t := plan.VolumeTag(v.name, v.volid); t != "" && !slices.Contains(tags, t) {
+			tags = append(tags, t)
+		}
+	}
+	if !fresh {
+		return nil
+	}
+	// Keep the mark of a recovered container: it is how its stale copy
+	// is told apart.
+	conf, err := containerConfig(ctx, e.Client, c.Node, vmid)
+	if err != nil {
+		return err
+	}
+	for _, t := range plan.ParseTags(conf["tags"]) {
+		if strings.HasPrefix(t, plan.TagRecoveredPrefix) && !slices.Contains(tags, t) {
+			tags = append(tags, t)
+		}
+	}
+	slices.Sort(tags)
+	return e.step(c.App, "config", "tags (shared volumes)", func() error {
+		return e.putConfig(ctx, c.Node, vmid, url.Values{"tags": {strings.Join(tags, ";")}})
+	})
 }
 
 // guardAttach is the attach guard (guard.go) for the volumes of vols

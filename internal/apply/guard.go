@@ -77,6 +77,29 @@ func NodeReferences(ctx context.Context, c *pve.Client, node string) (map[string
 // references reads the guest configs of node, or with all those of every
 // node (each reference then names its node when it is not node's).
 func references(ctx context.Context, c *pve.Client, node string, all bool) (map[string][]Reference, error) {
+	return referencesSkip(ctx, c, node, all, "")
+}
+
+// skipNodeKey carries the offline node whose guests an app recovery may
+// leave unread (skipOfflineNode).
+type skipNodeKey struct{}
+
+// skipOfflineNode marks ctx so that the attach guard leaves unread the
+// guests of node when node does not answer: the recovery of an app from
+// that node (apply --recover) takes over volumes its old container there
+// references, which the plan already knows and the operator consented to.
+func skipOfflineNode(ctx context.Context, node string) context.Context {
+	return context.WithValue(ctx, skipNodeKey{}, node)
+}
+
+func skippedNode(ctx context.Context) string {
+	n, _ := ctx.Value(skipNodeKey{}).(string)
+	return n
+}
+
+// referencesSkip is references, leaving out the guests of node skip
+// whose configs cannot be read (the node is offline).
+func referencesSkip(ctx context.Context, c *pve.Client, node string, all bool, skip string) (map[string][]Reference, error) {
 	res, err := c.ClusterResources(ctx, "vm")
 	if err != nil {
 		return nil, fmt.Errorf("list guests: %w", err)
@@ -100,6 +123,9 @@ func references(ctx context.Context, c *pve.Client, node string, all bool) (map[
 		}
 		if pve.IsNotFound(err) {
 			continue // destroyed since the list
+		}
+		if err != nil && skip != "" && r.Node == skip && ctx.Err() == nil {
+			continue // its node does not answer; see skipOfflineNode
 		}
 		if err != nil {
 			return nil, fmt.Errorf("read config of %s %d on node %s to check which volumes it uses: %w", r.Type, r.VMID, node, err)
@@ -162,7 +188,7 @@ func (e *Executor) guardUnreferenced(ctx context.Context, node string, volids []
 	}
 	// A volume on shared storage can be named by a guest on any node,
 	// and PVE lets two nodes mount it at once: read them all.
-	refs, err := references(ctx, e.Client, node, shared)
+	refs, err := referencesSkip(ctx, e.Client, node, shared, skippedNode(ctx))
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/corralhq/corral/internal/plan"
@@ -46,6 +47,7 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 		Others:    map[int]plan.Guest{},
 
 		StorageTypes:   map[string]string{},
+		SharedStorages: map[string]bool{},
 		Storages:       map[string]map[string][]string{},
 		Bridges:        map[string][]string{},
 		BridgeWarnings: map[string]string{},
@@ -89,6 +91,11 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 		}
 	}
 	strangers := map[int]*plan.CT{} // untagged CTs, read to recognize edited apps
+	reads := readCTs(ctx, c, res, obs.Offline)
+	readCT := func(_ context.Context, _ *pve.Client, node string, vmid int) (map[string]string, map[string]string, string, error) {
+		r := reads[node+"/"+strconv.Itoa(vmid)]
+		return r.conf, r.pending, r.digest, r.err
+	}
 	for _, r := range res {
 		obs.GuestMemory[r.Node] += r.MaxMem
 		tags := plan.ParseTags(r.Tags)
@@ -114,7 +121,9 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 			// Its config cannot be read while the node is down; the app
 			// is known to be there, and the planner leaves it alone.
 			if app := appOf(tags); app != "" && !slices.Contains(tags, plan.TagKeeper) {
-				obs.Apps[app] = append(obs.Apps[app], &plan.CT{VMID: r.VMID, Node: r.Node, Project: projectOf(tags), Status: r.Status, Config: map[string]string{}})
+				// Its tags are all corral can read of it: they name its
+				// volumes on shared storage (plan.VolumeTag).
+				obs.Apps[app] = append(obs.Apps[app], &plan.CT{VMID: r.VMID, Node: r.Node, Project: projectOf(tags), Status: r.Status, Config: map[string]string{"tags": r.Tags}})
 			}
 			continue
 		}
@@ -160,6 +169,7 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 		sort.Slice(ks, func(i, j int) bool { return ks[i].VMID < ks[j].VMID })
 	}
 	recognize(obs, strangers)
+	plan.SplitStale(obs)
 	for _, node := range obs.Nodes {
 		if slices.Contains(obs.Offline, node) {
 			continue
@@ -171,6 +181,9 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 		obs.Storages[node] = map[string][]string{}
 		for _, s := range storages {
 			obs.StorageTypes[s.Storage] = s.Type
+			if bool(s.Shared) {
+				obs.SharedStorages[s.Storage] = true
+			}
 			cts := strings.Split(s.Content, ",")
 			obs.Storages[node][s.Storage] = cts
 			wantTmpl := slices.Contains(cts, "vztmpl")
@@ -461,6 +474,52 @@ func busyTasks(ctx context.Context, c *pve.Client, res []resource, nodes []strin
 		}
 	}
 	return busy, nil
+}
+
+// ctRead is one container's config as readCT returns it.
+type ctRead struct {
+	conf, pending map[string]string
+	digest        string
+	err           error
+}
+
+// observeReaders is how many container configs Observe reads at once: one
+// request per container, and at thousands of containers their round
+// trips, not PVE's work, are what a plan waits for.
+const observeReaders = 8
+
+// readCTs reads the config of every container of res on a node that
+// answers, observeReaders at a time, keyed "node/vmid".
+func readCTs(ctx context.Context, c *pve.Client, res []resource, offline []string) map[string]ctRead {
+	var todo []resource
+	for _, r := range res {
+		if r.Type == "lxc" && r.VMID != 0 && !slices.Contains(offline, r.Node) {
+			todo = append(todo, r)
+		}
+	}
+	out := make([]ctRead, len(todo))
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	for range min(observeReaders, len(todo)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				r := todo[i]
+				out[i].conf, out[i].pending, out[i].digest, out[i].err = readCT(ctx, c, r.Node, r.VMID)
+			}
+		}()
+	}
+	for i := range todo {
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+	m := make(map[string]ctRead, len(todo))
+	for i, r := range todo {
+		m[r.Node+"/"+strconv.Itoa(r.VMID)] = out[i]
+	}
+	return m
 }
 
 // readCT reads a container's config in one request, GET …/pending: the

@@ -135,7 +135,8 @@ func runPeer(ctx context.Context, o Options, p *simProc, dir string, n int) (*To
 	for _, s := range steps {
 		say(o, fmt.Sprintf("tofu %s, %d apps, time scale %g", s.name, n, o.TimeScale))
 		st, err := measure(ctx, p, s.name, n, o.TimeScale, 0, func() error {
-			return runLogged(ctx, dir, "tofu-"+s.name, env, tf, o.Peer.Tofu, s.args...)
+			_, err := runLogged(ctx, dir, "tofu-"+s.name, env, tf, o.Peer.Tofu, s.args...)
+			return err
 		})
 		if err != nil {
 			return nil, err

@@ -40,7 +40,7 @@ func WriteText(w io.Writer, r *Report) {
 
 func writeRuns(w io.Writer, runs []ToolRun) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TOOL\tAPPS\tSCALE\tSTEP\tWALL\tCRITICAL PATH\tOVERHEAD\tTASKS\tREQUESTS\tREQ/APP")
+	fmt.Fprintln(tw, "TOOL\tAPPS\tSCALE\tSTEP\tWALL\tCRITICAL PATH\tOVERHEAD\tTASKS\tREQUESTS\tREQ/APP\tMAX RSS")
 	for _, r := range runs {
 		for _, s := range r.Steps {
 			cp, ov := "-", "-"
@@ -54,8 +54,8 @@ func writeRuns(w io.Writer, runs []ToolRun) {
 			if r.Provision {
 				tool += " (provision)"
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%g\t%s\t%s\t%s\t%s\t%d\t%d\t%.2f\n", tool, r.Apps, r.TimeScale, s.Name,
-				secs(s.Wall), cp, ov, s.Tasks, s.Requests, s.RequestsPerApp)
+			fmt.Fprintf(tw, "%s\t%d\t%g\t%s\t%s\t%s\t%s\t%d\t%d\t%.2f\t%.1f MiB\n", tool, r.Apps, r.TimeScale, s.Name,
+				secs(s.Wall), cp, ov, s.Tasks, s.Requests, s.RequestsPerApp, mib(s.MaxRSS))
 		}
 	}
 	tw.Flush()

@@ -100,6 +100,9 @@ type Step struct {
 	// ByEndpoint counts the requests per "METHOD /schema/path", to see
 	// where they go (task polling, config reads, …).
 	ByEndpoint map[string]int `json:"requests_by_endpoint,omitempty"`
+	// MaxRSS is the measured process's peak resident memory (getrusage
+	// ru_maxrss), for the memory targets of a plan at scale.
+	MaxRSS int64 `json:"max_rss_bytes"`
 }
 
 // Ratio is the peer's wall time over corral's for one step and size.
@@ -204,12 +207,15 @@ func runCorralSteps(ctx context.Context, o Options, p *simProc, dir string, n, n
 	env := corralEnv(p, dir)
 	for _, s := range steps[:count] {
 		say(o, fmt.Sprintf("corral %s, %d apps, time scale %g", s.name, n, o.TimeScale))
-		st, err := measure(ctx, p, s.name, n, o.TimeScale, boot, func() error {
-			return runLogged(ctx, dir, "corral-"+s.name, env, dir, o.Corral, s.args...)
+		var rss int64
+		st, err := measure(ctx, p, s.name, n, o.TimeScale, boot, func() (err error) {
+			rss, err = runLogged(ctx, dir, "corral-"+s.name, env, dir, o.Corral, s.args...)
+			return err
 		})
 		if err != nil {
 			return nil, err
 		}
+		st.MaxRSS = rss
 		run.Steps = append(run.Steps, *st)
 	}
 	return run, nil
@@ -242,18 +248,19 @@ func corralEnv(p *simProc, dir string) []string {
 	return append(env, "XDG_CONFIG_HOME="+filepath.Join(dir, "config"), "XDG_STATE_HOME="+filepath.Join(dir, "state"))
 }
 
-// runLogged runs a command with its output in dir/name.out and .err; a
-// failure carries the tail of its stderr.
-func runLogged(ctx context.Context, dir, name string, env []string, wd, bin string, args ...string) error {
+// runLogged runs a command with its output in dir/name.out and .err and
+// returns its peak resident memory in bytes (0 where the system does not
+// say); a failure carries the tail of its stderr.
+func runLogged(ctx context.Context, dir, name string, env []string, wd, bin string, args ...string) (int64, error) {
 	out, err := os.Create(filepath.Join(dir, name+".out"))
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer out.Close()
 	errPath := filepath.Join(dir, name+".err")
 	errf, err := os.Create(errPath)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer errf.Close()
 	cmd := exec.CommandContext(ctx, bin, args...)
@@ -263,9 +270,9 @@ func runLogged(ctx context.Context, dir, name string, env []string, wd, bin stri
 		if len(tail) > 1500 {
 			tail = tail[len(tail)-1500:]
 		}
-		return fmt.Errorf("%s %s: %w\n%s", filepath.Base(bin), strings.Join(args, " "), err, tail)
+		return 0, fmt.Errorf("%s %s: %w\n%s", filepath.Base(bin), strings.Join(args, " "), err, tail)
 	}
-	return nil
+	return maxRSS(cmd.ProcessState), nil
 }
 
 // measure runs one step and reads from the emulator what it caused.

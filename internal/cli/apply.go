@@ -34,6 +34,9 @@ type applyArgs struct {
 	rerun        rerunFlag
 	// shape narrows the plan to a move or a drain (nil: the manifest).
 	shape *planShape
+	// recoverOffline: --recover, build apps whose node is offline anew
+	// on another node (shared storage only).
+	recoverOffline bool
 }
 
 func newApplyCmd(st *streams) *cobra.Command {
@@ -51,7 +54,15 @@ Progress goes to stderr; with -o json, stdout carries one JSON event per
 line (plan, step_start, step_end, task_log, warning, summary).
 
 Interrupting apply (Ctrl-C) stops after the current step; running apply
-again picks up where it stopped.`,
+again picks up where it stopped.
+
+--recover starts an app whose node is offline on another node, when every
+volume of it is on shared storage: a new container (new VMID) that mounts
+the same volumes. Proxmox VE HA would move the container itself, but it
+needs Sys.Console and fencing; corral has neither, so YOU must make sure
+the offline node stays down (powered off or fenced) until the next apply
+after its return, which removes the stale copy first: if that node comes
+back and starts its copy (onboot), both containers mount the same volumes.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runApply(cmd, st, a) },
 	}
@@ -65,9 +76,13 @@ again picks up where it stopped.`,
 	cmd.Flags().DurationVar(&a.lockWait, "lock-wait", 2*time.Minute, "how long to wait for a container locked by another operation")
 	cmd.Flags().BoolVar(&a.noPreflight, "skip-preflight", false, "do not run doctor's checks (privileges, storages, template, space) before changing anything")
 	a.rerun.add(cmd.Flags())
+	cmd.Flags().BoolVar(&a.recoverOffline, "recover", false, recoverUsage)
 	cmd.Flags().BoolVar(&a.trustHostKey, "trust-host-key", false, "accept a container's SSH host key when corral has none pinned (it pins one when it creates a container)")
 	return cmd
 }
+
+// recoverUsage is the --recover flag's help, for plan and apply.
+const recoverUsage = "start apps whose node is offline on another node, as new containers with the same volumes (every volume must be on shared storage; the offline node must stay down until the next apply removes its stale copy)"
 
 func runApply(cmd *cobra.Command, st *streams, a *applyArgs) error {
 	if err := a.lf.check(); err != nil {
@@ -92,7 +107,7 @@ func runApply(cmd *cobra.Command, st *streams, a *applyArgs) error {
 		return err
 	}
 	makePlan := func(ctx context.Context, s *session, f *manifest.File) (*plan.Plan, *plan.Observed, *ui.PlanJSON, error) {
-		return makePlanShaped(ctx, s, f, rerun, a.shape)
+		return makePlanShaped(ctx, s, f, rerun, a.recoverOffline, a.shape)
 	}
 
 	if !a.noPreflight {

@@ -18,6 +18,7 @@ func newPlanCmd(st *streams) *cobra.Command {
 	var ff fileFlags
 	var cf connFlags
 	var rerun rerunFlag
+	var recoverOffline bool
 	cmd := &cobra.Command{
 		Use:         "plan",
 		Annotations: jsonForm(),
@@ -37,7 +38,7 @@ present, 1 error.`,
 			if err != nil {
 				return err
 			}
-			p, _, pj, err := makePlanRerun(cmd.Context(), s, f, rr)
+			p, _, pj, err := makePlanRerun(cmd.Context(), s, f, rr, recoverOffline)
 			if pj != nil {
 				if asJSON {
 					ui.WritePlanJSON(st.out, *pj)
@@ -57,6 +58,7 @@ present, 1 error.`,
 	ff.add(cmd.Flags())
 	cf.add(cmd.Flags())
 	rerun.add(cmd.Flags())
+	cmd.Flags().BoolVar(&recoverOffline, "recover", false, recoverUsage)
 	return cmd
 }
 
@@ -64,23 +66,25 @@ present, 1 error.`,
 // the planner refuses still comes back as data (pj) so it can be shown;
 // pj has the manifest's secret values redacted, p has them in full.
 func makePlan(ctx context.Context, s *session, f *manifest.File) (*plan.Plan, *plan.Observed, *ui.PlanJSON, error) {
-	return makePlanRerun(ctx, s, f, nil)
+	return makePlanRerun(ctx, s, f, nil, false)
 }
 
 // makePlanRerun is makePlan with steps to run again although unchanged
-// (--rerun), by app.
-func makePlanRerun(ctx context.Context, s *session, f *manifest.File, rerun map[string][]string) (*plan.Plan, *plan.Observed, *ui.PlanJSON, error) {
-	return makePlanShaped(ctx, s, f, rerun, nil)
+// (--rerun), by app, and with recoverOffline (--recover) the consent to
+// build apps whose node is offline anew on another node.
+func makePlanRerun(ctx context.Context, s *session, f *manifest.File, rerun map[string][]string, recoverOffline bool) (*plan.Plan, *plan.Observed, *ui.PlanJSON, error) {
+	return makePlanShaped(ctx, s, f, rerun, recoverOffline, nil)
 }
 
 // makePlanShaped is makePlanRerun for a command that changes only part of
 // the manifest's apps in its own way (corral move, corral drain): shape
 // sets their node before planning, and keeps only their changes.
-func makePlanShaped(ctx context.Context, s *session, f *manifest.File, rerun map[string][]string, shape *planShape) (*plan.Plan, *plan.Observed, *ui.PlanJSON, error) {
+func makePlanShaped(ctx context.Context, s *session, f *manifest.File, rerun map[string][]string, recoverOffline bool, shape *planShape) (*plan.Plan, *plan.Observed, *ui.PlanJSON, error) {
 	obs, err := apply.Observe(ctx, s.client)
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	obs.Recover = recoverOffline
 	apps := withRerun(plan.FromManifest(f), rerun)
 	if shape != nil {
 		if apps, err = shape.apps(apps, obs); err != nil {

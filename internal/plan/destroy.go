@@ -77,6 +77,11 @@ func Destroy(apps []App, obs *Observed, deleteVolumes bool) (*Plan, error) {
 		}
 		p.Changes = append(p.Changes, c)
 	}
+	// Stale copies of recovered apps go too, first.
+	stale, warn, probs := staleChanges(apps, obs)
+	p.Changes = append(stale, p.Changes...)
+	p.Warnings = append(p.Warnings, warn...)
+	refused = append(refused, probs...)
 	if len(refused) > 0 {
 		return p, &RefusedError{Problems: refused}
 	}

@@ -43,6 +43,16 @@ func Make(apps []App, obs *Observed) (*Plan, error) {
 			p.Changes = append(p.Changes, c)
 			continue
 		}
+		if cts := obs.Apps[a.Name]; len(cts) == 1 && a.Node == "" || len(cts) == 1 && a.Node == cts[0].Node {
+			if slices.Contains(obs.Offline, cts[0].Node) {
+				c, prob := offlineApp(p, a, cts[0], pl, obs)
+				if prob != "" {
+					refused = append(refused, prob)
+				}
+				p.Changes = append(p.Changes, c)
+				continue
+			}
+		}
 		node, placed, err := pl.place(a)
 		if err != nil {
 			refused = append(refused, err.Error())
@@ -104,6 +114,11 @@ func Make(apps []App, obs *Observed) (*Plan, error) {
 		if placed != "" && c.Action == Create {
 			c.Reasons = append(c.Reasons, placed)
 		}
+		if c.Action != NoOp && c.Recover == nil {
+			// A recovery that was interrupted: its stale copy is still
+			// on the offline node, which the guard cannot read.
+			c.Recover = staleOffline(a.Name, obs)
+		}
 		refused = append(refused, probs...)
 		p.Changes = append(p.Changes, c)
 	}
@@ -111,6 +126,11 @@ func Make(apps []App, obs *Observed) (*Plan, error) {
 		p.Keepers = append(p.Keepers, keeperChanges(node, obs, p.Changes)...)
 	}
 	p.Keepers = noteProjects(p.Keepers, projectOf(apps), apps, obs)
+	// Stale copies of recovered apps go first.
+	stale, staleWarn, staleProbs := staleChanges(apps, obs)
+	p.Changes = append(stale, p.Changes...)
+	p.Warnings = append(p.Warnings, staleWarn...)
+	refused = append(refused, staleProbs...)
 	// This project's containers whose app is gone from the manifest, after
 	// the manifest's apps.
 	removed, warn, probs := removedChanges(projectOf(apps), apps, obs)
@@ -311,6 +331,9 @@ func appChange(a *App, node string, obs *Observed) (Change, []string) {
 		probs = append(probs, unmanagedVolumes(a.Name, ct, "replacing")...)
 	}
 
+	if ct == nil || c.Action == Replace {
+		c.Desired = withVolumeTags(a, c.Volumes, obs)
+	}
 	switch {
 	case ct == nil:
 		c.Action = Create
@@ -332,7 +355,7 @@ func appChange(a *App, node string, obs *Observed) (Change, []string) {
 			}
 		}
 		c.Revert = volumePending(ct)
-		c.Config = configEdits(a, ct)
+		c.Config = configEdits(keptTags(withVolumeTags(a, c.Volumes, obs), ct), ct)
 		c.Cleanup = cleanupKeys(ct, keepers)
 		for _, key := range detachKeys(a, ct, keepers) {
 			c.Volumes = append(c.Volumes, VolumeChange{Name: key.name, Action: VolDetach, VolID: key.volid, Key: key.key})
@@ -424,7 +447,7 @@ func volumeChange(a *App, v Volume, node string, ct *CT, keepers []*Keeper, obs 
 	// A record on another node's keeper: the data is there, not here.
 	for _, n := range slices.Sorted(maps.Keys(obs.Keepers)) {
 		for _, k := range obs.Keepers[n] {
-			if n != node && k.Records[key] != "" {
+			if n != node && k.Records[key] != "" && !obs.onShared(k.Records[key]) {
 				return vc, fmt.Sprintf("app %s: volume %s lives on node %s (%s); moving an app between nodes is not supported — set node: %s", a.Name, v.Name, n, k.Records[key], n)
 			}
 		}
@@ -434,6 +457,12 @@ func volumeChange(a *App, v Volume, node string, ct *CT, keepers []*Keeper, obs 
 		if volid = keeper.Records[key]; volid != "" {
 			break
 		}
+	}
+	if volid == "" {
+		// On shared storage the keeper may be another node's (an app
+		// recovered from an offline node), or unreadable while that node
+		// is down: the container's tags then say which volume it mounts.
+		volid = sharedRecord(key, ct, obs)
 	}
 	for _, keeper := range keepers {
 		if volid != "" {
@@ -498,6 +527,21 @@ func volumeChange(a *App, v Volume, node string, ct *CT, keepers []*Keeper, obs 
 		vc.Action = VolGrow
 	}
 	return vc, ""
+}
+
+// sharedRecord is the volid of key on shared storage that a keeper of
+// any node records, or that the app container's tags record while no
+// keeper that answers does; "" if none.
+func sharedRecord(key VolumeKey, ct *CT, obs *Observed) string {
+	for _, n := range slices.Sorted(maps.Keys(obs.Keepers)) {
+		for _, k := range obs.Keepers[n] {
+			if v := k.Records[key]; v != "" && obs.onShared(v) {
+				return v
+			}
+		}
+	}
+	v, _ := taggedVolume(ct, key.Name, obs)
+	return v
 }
 
 // configEdits compares the in-place keys.

@@ -66,6 +66,14 @@ func (pl *placer) place(a *App) (node, why string, err error) {
 		}
 		return n, fmt.Sprintf("placed on %s, where the keeper holds its retained volumes", n), nil
 	}
+	return pl.placeNew(a)
+}
+
+// placeNew chooses a node for a new container by the placement policy
+// among the allowed nodes that answer (also for an app recovered from an
+// offline node: its pinned node is the dead one).
+func (pl *placer) placeNew(a *App) (node, why string, err error) {
+	obs := pl.obs
 	allowed := a.Placement.Nodes
 	if len(allowed) == 0 {
 		allowed = obs.Nodes

@@ -131,6 +131,12 @@ type Change struct {
 	Steps        []StepRun
 	Restarts     []UnitRestart
 	StepsUnknown string
+	// Recover is set on the create of an app whose node is offline
+	// (apply --recover): the container it stands in for.
+	Recover *Recovery `json:",omitempty"`
+	// Stale: a Delete of the stale copy of a recovered app, done before
+	// any other change.
+	Stale bool `json:",omitempty"`
 	// Desired is the app as the manifest wants it (for create/replace).
 	Desired *App `json:"-"`
 }

@@ -155,6 +155,16 @@ type Observed struct {
 	// BridgeWarnings then says why, and bridges are not checked there.
 	Bridges        map[string][]string
 	BridgeWarnings map[string]string
+	// SharedStorages are the storages the nodes list as shared (NFS,
+	// CIFS, RBD, …): one volid names the same data on every node.
+	SharedStorages map[string]bool
+	// Stale are app containers a recovered container stands in for
+	// (SplitStale): left on a node that was offline during the recovery.
+	Stale []*StaleCT
+	// Recover is the operator's consent (corral apply --recover) to build
+	// apps whose node is offline anew on another node. It is not read
+	// from the cluster; the caller sets it before planning.
+	Recover bool
 }
 
 // Guest is a VM or CT that is not corral's.

@@ -46,6 +46,11 @@ func (e *CertError) Unwrap() error { return e.Err }
 // turns verification off and says so once.
 func newTransport(cfg Config, log *slog.Logger) (*http.Transport, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
+	// Keep a connection for each request the client runs at once
+	// (MaxConcurrent, 8 by default): with net/http's default of 2, the
+	// others are closed after each answer and the next request pays a
+	// new TLS handshake, on both sides.
+	tr.MaxIdleConnsPerHost = max(cfg.MaxConcurrent, 16)
 	if cfg.DialContext != nil {
 		tr.DialContext = cfg.DialContext
 	}

@@ -94,7 +94,9 @@ func (s *Server) SetFaults(spec FaultSpec) { s.faults.set(spec) }
 //	GET  /_corral/faults          current fault spec
 //	POST /_corral/faults          set it (JSON FaultSpec)
 //	POST /_corral/lock            hold a CT lock: {"vmid":105,"lock":"backup","seconds":5}
-//	POST /_corral/node            take a node offline or back: {"node":"pve2","online":false}
+//	POST /_corral/node            take a node offline or back: {"node":"pve2","online":false},
+//	                              "poweroff":true stops its guests, and its return then
+//	                              starts those with onboot=1 unless "nostartall":true
 //
 // It is reachable only with the root password or root token, so tests can
 // drive it but a corral token cannot.
@@ -144,18 +146,21 @@ func (s *Server) serveAdmin(w http.ResponseWriter, req *http.Request) {
 		writeData(w, "locked "+strconv.Itoa(body.VMID), nil)
 	case "POST /_corral/node":
 		var body struct {
-			Node   string `json:"node"`
-			Online *bool  `json:"online"`
+			Node       string `json:"node"`
+			Online     *bool  `json:"online"`
+			PowerOff   bool   `json:"poweroff"`
+			NoStartAll bool   `json:"nostartall"`
 		}
 		if err := json.NewDecoder(req.Body).Decode(&body); err != nil || body.Online == nil {
 			writeError(w, model.Failf("bad node request: want {\"node\":\"pve2\",\"online\":false}\n"))
 			return
 		}
-		if err := s.cluster.SetNodeOnline(body.Node, *body.Online); err != nil {
+		upids, err := s.cluster.SetNodePower(body.Node, *body.Online, model.NodePower{PowerOff: body.PowerOff, NoStartAll: body.NoStartAll})
+		if err != nil {
 			writeError(w, err)
 			return
 		}
-		writeData(w, map[string]any{"node": body.Node, "online": *body.Online}, nil)
+		writeData(w, map[string]any{"node": body.Node, "online": *body.Online, "started": upids}, nil)
 	default:
 		writeError(w, &model.Error{Status: http.StatusNotFound, Message: "no such admin endpoint\n"})
 	}

@@ -291,3 +291,72 @@ func TestAdmin_nodeOffline(t *testing.T) {
 		t.Errorf("lxc/101 status %q after the node came back", st)
 	}
 }
+
+// TestAdmin_nodePowerOff: a node that loses power (poweroff) stops its
+// guests; while it is down requests for it answer 595, its CTs stay
+// configured under it (their VMIDs stay taken cluster-wide); when it comes
+// back it boots and starts its CTs with onboot=1, as pve-guests' startall
+// does, unless the operator kept them from starting (nostartall).
+func TestAdmin_nodePowerOff(t *testing.T) {
+	k := newClusterE2E(t, "9.1")
+	root := k.root()
+	for _, ct := range []struct{ vmid, onboot string }{{"101", "1"}, {"102", "0"}, {"103", "1"}} {
+		k.runOn("pve2", root, http.MethodPost, "/nodes/pve2/lxc", url.Values{"vmid": {ct.vmid}, "ostemplate": {model.DefaultTemplate}, "rootfs": {"local-lvm:1"}, "onboot": {ct.onboot}})
+	}
+	for _, vmid := range []string{"101", "102"} {
+		k.runOn("pve2", root, http.MethodPost, "/nodes/pve2/lxc/"+vmid+"/status/start", nil)
+	}
+	statuses := func() string {
+		var out []string
+		for _, id := range []string{"101", "102", "103"} {
+			_, st := k.resource("lxc/" + id)
+			out = append(out, id+"="+st)
+		}
+		return strings.Join(out, " ")
+	}
+	for round, tc := range []struct {
+		name, back string
+		want       string
+	}{
+		{"pve-guests starts onboot CTs", `{"node":"pve2","online":true}`, "101=running 102=stopped 103=running"},
+		{"startall kept from running", `{"node":"pve2","online":true,"nostartall":true}`, "101=stopped 102=stopped 103=stopped"},
+	} {
+		if r := k.admin(root, "/_corral/node", `{"node":"pve2","online":false,"poweroff":true}`); r.status != 200 {
+			t.Fatalf("%s: power off: %d %q", tc.name, r.status, r.msg)
+		}
+		if r := k.do(root, http.MethodGet, "/nodes/pve2/lxc/101/config", nil); r.status != 595 {
+			t.Errorf("%s: GET config of a CT on the dead node: %d %q", tc.name, r.status, r.msg)
+		}
+		if r := k.do(root, http.MethodPost, "/nodes/pve1/lxc", url.Values{"vmid": {"101"}, "ostemplate": {model.DefaultTemplate}, "rootfs": {"local-lvm:1"}}); r.status != 500 || r.msg != "CT 101 already exists on node 'pve2'\n" {
+			t.Errorf("%s: create of a VMID the dead node holds: %d %q", tc.name, r.status, r.msg)
+		}
+		if node, _ := k.resource("lxc/101"); node != "pve2" {
+			t.Errorf("%s: lxc/101 listed on %q while pve2 is down", tc.name, node)
+		}
+		var back struct {
+			Started []string `json:"started"`
+		}
+		r := k.admin(root, "/_corral/node", tc.back)
+		if r.status != 200 {
+			t.Fatalf("%s: back: %d %q", tc.name, r.status, r.msg)
+		}
+		if err := json.Unmarshal(r.data, &back); err != nil {
+			t.Fatalf("%s: %v: %s", tc.name, err, r.data)
+		}
+		for _, upid := range back.Started {
+			if st := k.waitOn("pve2", upid); st.ExitStatus != "OK" {
+				t.Errorf("%s: boot start %s: %s", tc.name, upid, st.ExitStatus)
+			}
+		}
+		if got := statuses(); got != tc.want {
+			t.Errorf("round %d, %s: %s, want %s", round, tc.name, got, tc.want)
+		}
+	}
+	// A network split (no poweroff) leaves the guests as they were.
+	k.runOn("pve2", root, http.MethodPost, "/nodes/pve2/lxc/102/status/start", nil)
+	k.admin(root, "/_corral/node", `{"node":"pve2","online":false}`)
+	k.admin(root, "/_corral/node", `{"node":"pve2","online":true}`)
+	if got := statuses(); got != "101=stopped 102=running 103=stopped" {
+		t.Errorf("after a split: %s", got)
+	}
+}

@@ -57,6 +57,18 @@ type ChangeJSON struct {
 	// Settings are the container's settings for a create or replace
 	// (template, cores, memory, rootfs, network, …), in display order.
 	Settings []SettingJSON `json:"settings,omitempty"`
+	// RecoverFrom is set on the create of an app whose node is offline
+	// (apply --recover): the container there it stands in for.
+	RecoverFrom *RecoverJSON `json:"recover_from,omitempty"`
+	// Stale: the delete removes the stale copy of a recovered app, before
+	// any other change.
+	Stale bool `json:"stale,omitempty"`
+}
+
+// RecoverJSON names the container a recovered app stands in for.
+type RecoverJSON struct {
+	VMID int    `json:"vmid"`
+	Node string `json:"node"`
 }
 
 // SettingJSON is one setting of a container to be created.
@@ -144,6 +156,10 @@ func NewPlanJSON(p *plan.Plan, refused []string) PlanJSON {
 		if cj.Reasons == nil {
 			cj.Reasons = []string{}
 		}
+		if c.Recover != nil {
+			cj.RecoverFrom = &RecoverJSON{VMID: c.Recover.VMID, Node: c.Recover.Node}
+		}
+		cj.Stale = c.Stale
 		if c.Action == plan.Create || c.Action == plan.Replace {
 			cj.Settings = createSettings(c.Desired)
 		}
@@ -212,10 +228,17 @@ func WritePlanText(w io.Writer, pj PlanJSON) {
 		if c.Action == "delete" || (c.Action == "replace" && c.OldVMID != 0) {
 			id = c.OldVMID
 		}
+		what := c.Action
+		switch {
+		case c.RecoverFrom != nil:
+			what = fmt.Sprintf("recover ct %d from offline %s: %s", c.RecoverFrom.VMID, c.RecoverFrom.Node, c.Action)
+		case c.Stale:
+			what = "remove stale copy"
+		}
 		if c.Action == "move" {
 			fmt.Fprintf(w, "%s app %s (move%s from %s to %s)\n", sym[c.Action], c.App, vmidSuffix(id), c.From, c.Node)
 		} else {
-			fmt.Fprintf(w, "%s app %s (%s%s on %s)\n", sym[c.Action], c.App, c.Action, vmidSuffix(id), c.Node)
+			fmt.Fprintf(w, "%s app %s (%s%s on %s)\n", sym[c.Action], c.App, what, vmidSuffix(id), c.Node)
 		}
 		for _, r := range c.Reasons {
 			fmt.Fprintf(w, "      # %s\n", r)

@@ -203,13 +203,22 @@ func (m *Manager) loop() {
 	defer close(m.done)
 	t := time.NewTicker(m.poll)
 	defer t.Stop()
-	for {
-		m.sync()
+	// The running CTs are listed again when a guest changed since the
+	// last look, when kicked, and every fullSync polls in any case.
+	const fullSync = 20
+	var last uint64
+	for n, force := 0, true; ; n++ {
+		if gen := m.c.GuestGeneration(); force || gen != last || n%fullSync == 0 {
+			last = gen
+			m.sync()
+		}
 		select {
 		case <-m.ctx.Done():
 			return
 		case <-t.C:
+			force = false
 		case <-m.wake:
+			force = true
 		}
 	}
 }

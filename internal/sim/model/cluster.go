@@ -94,6 +94,9 @@ type Cluster struct {
 	// starts and stops (c.mu).
 	runHook    func()
 	runChanges uint64
+	// guestGen counts guest changes (markGuest, c.mu): the guest layer
+	// polls it and lists the running CTs again only when it moved.
+	guestGen uint64
 
 	// du caches the disk usage of running CTs (du.go).
 	du diskUsage

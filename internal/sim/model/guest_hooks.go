@@ -21,6 +21,15 @@ type RunningGuest struct {
 	Address string
 }
 
+// GuestGeneration moves whenever a guest's config or state changes: a
+// poller lists RunningGuests again only when it moved (at thousands of
+// running CTs the list is not free).
+func (c *Cluster) GuestGeneration() uint64 {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.guestGen
+}
+
 // RunningGuests lists the running CTs of every node, by VMID. The guest
 // layer polls it to follow starts, stops, reboots and destroys whatever
 // code path caused them.

@@ -89,6 +89,7 @@ func (c *Cluster) markCore() { c.dirty.core = true }
 
 // markGuest records a change to CT vmid's config or state (or its removal).
 func (c *Cluster) markGuest(vmid int) {
+	c.guestGen++
 	if c.dirty.guests == nil {
 		c.dirty.guests = map[int]bool{}
 	}

@@ -1,6 +1,11 @@
 package model
 
-import "time"
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+)
 
 // SetNodeOnline takes a node off the cluster or brings it back, as a
 // power cut or a network split would (for tests of clients that must
@@ -54,3 +59,66 @@ func (c *Cluster) NodeExists(node string) bool {
 	defer c.mu.RUnlock()
 	return c.st.node(node) != nil
 }
+
+// NodePower says how a node leaves or comes back (SetNodePower).
+type NodePower struct {
+	// PowerOff: the node goes offline by a power cut or a fence: its
+	// running guests stop with it. Without it the node is cut off (a
+	// network split): its guests keep running where nobody can reach them.
+	PowerOff bool
+	// NoStartAll: on the return of a powered-off node, its guests with
+	// onboot=1 are not started (the operator masked pve-guests.service
+	// before the boot). By default they are, as PVE's boot does
+	// (pve-guests runs startall).
+	NoStartAll bool
+}
+
+// SetNodePower is SetNodeOnline with the manner of leaving or coming
+// back. A powered-off node that comes back boots: a new boot time, and
+// (unless p.NoStartAll) a vzstart of each of its CTs with onboot=1 that
+// is not a template and holds no lock, in VMID order, as pve-guests'
+// startall does. It returns the UPIDs of those starts.
+func (c *Cluster) SetNodePower(node string, online bool, p NodePower) ([]string, error) {
+	c.mu.Lock()
+	if err := c.checkNodeLocked(node); err != nil {
+		c.mu.Unlock()
+		return nil, err
+	}
+	n := c.st.node(node)
+	var boot []int
+	switch {
+	case !online && p.PowerOff:
+		n.PoweredOff = true
+		for _, g := range c.st.Guests {
+			if g.Node == node && g.Running {
+				c.markStoppedLocked(g)
+			}
+		}
+	case online && !n.Online && n.PoweredOff:
+		n.PoweredOff = false
+		n.Booted = c.now().Unix()
+		if !p.NoStartAll {
+			for vmid, g := range c.st.Guests {
+				if g.Node == node && !g.Running && !g.IsTemplate() && g.Lock() == "" && truthy01(g.Config["onboot"]) {
+					boot = append(boot, vmid)
+				}
+			}
+		}
+	}
+	c.mu.Unlock()
+	if err := c.SetNodeOnline(node, online); err != nil {
+		return nil, err
+	}
+	slices.Sort(boot)
+	var upids []string
+	for _, vmid := range boot {
+		upid, err := c.StartCT(Auth{UserID: "root@pam"}, node, vmid, nil)
+		if err != nil {
+			return upids, fmt.Errorf("startall on %s: CT %s: %w", node, strconv.Itoa(vmid), err)
+		}
+		upids = append(upids, upid)
+	}
+	return upids, nil
+}
+
+func truthy01(v string) bool { return v == "1" || v == "yes" || v == "true" || v == "on" }

@@ -46,6 +46,9 @@ type Node struct {
 	// OfflineSince is when the node went offline (unix seconds), 0 while
 	// it is online: its RRD entries expire rrdExpiry after that.
 	OfflineSince int64 `json:"offline_since,omitempty"`
+	// PoweredOff: the node went offline by a power cut (its guests
+	// stopped with it), so its return is a boot (SetNodePower).
+	PoweredOff bool `json:"powered_off,omitempty"`
 	// IPPrefix is the loopback /24 from which the node's guests get their
 	// addresses (127.<n>.x.y), so that guest endpoints stay on loopback.
 }
