@@ -200,7 +200,7 @@ func (e *Executor) applyChange(ctx context.Context, c plan.Change, keepers *keep
 			return err
 		}
 		var err error
-		if c, err = e.afterMove(ctx, c, keepers); err != nil {
+		if c, err = e.afterMove(ctx, c, keepers, obs); err != nil {
 			return err
 		}
 	}

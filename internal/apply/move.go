@@ -707,7 +707,7 @@ func sortedKeys[V any](m map[plan.VolumeKey]V) []plan.VolumeKey {
 // afterMove turns a finished move into the update that follows it on
 // the target node: the moved volumes are attached under their new volids
 // (a keeper adoption renames them), the container is started.
-func (e *Executor) afterMove(ctx context.Context, c plan.Change, keepers *keeperSet) (plan.Change, error) {
+func (e *Executor) afterMove(ctx context.Context, c plan.Change, keepers *keeperSet, obs *plan.Observed) (plan.Change, error) {
 	recs, err := e.appRecords(ctx, keepers, c.Node, c.App)
 	if err != nil {
 		return c, err
@@ -753,5 +753,40 @@ func (e *Executor) afterMove(ctx context.Context, c plan.Change, keepers *keeper
 		vols = append(vols, v)
 	}
 	c.Volumes = vols
-	return c, nil
+	return c, e.moveTags(ctx, &c, obs)
+}
+
+// moveTags sets the tags edit of a moved app: its tags, with those that
+// record its shared volumes (plan.VolumeTag) naming the volids the move
+// gave them, and the corral-recovered mark kept.
+func (e *Executor) moveTags(ctx context.Context, c *plan.Change, obs *plan.Observed) error {
+	if c.Desired == nil {
+		return nil
+	}
+	conf, err := containerConfig(ctx, e.Client, c.Node, c.VMID)
+	if err != nil {
+		return err
+	}
+	want := plan.AppTags(*c.Desired)
+	for _, v := range c.Volumes {
+		if v.VolID != "" && obs != nil && obs.OnShared(v.VolID) {
+			if t := plan.VolumeTag(v.Name, v.VolID); t != "" {
+				want = append(want, t)
+			}
+		}
+	}
+	for _, t := range plan.ParseTags(conf["tags"]) {
+		if strings.HasPrefix(t, plan.TagRecoveredPrefix) {
+			want = append(want, t)
+		}
+	}
+	slices.Sort(want)
+	want = slices.Compact(want)
+	have := plan.ParseTags(conf["tags"])
+	slices.Sort(have)
+	c.Config = slices.DeleteFunc(c.Config, func(ed plan.ConfigEdit) bool { return ed.Key == "tags" })
+	if !slices.Equal(want, have) {
+		c.Config = append(c.Config, plan.ConfigEdit{Key: "tags", Old: conf["tags"], New: strings.Join(want, ";")})
+	}
+	return nil
 }

@@ -28,6 +28,9 @@ func moveChange(a *App, ct *CT, to string, obs *Observed) (Change, []string) {
 		probs = append(probs, fmt.Sprintf("app %s: moving it from %s to %s and replacing it (%s) in one apply is not done: apply the node change first, then the other", a.Name, from, to, strings.Join(c.Reasons, "; ")))
 	}
 	c.Action, c.Node, c.From = Move, to, from
+	// Tags that record shared volumes name volids the move changes:
+	// they are computed again after it (apply's afterMove).
+	c.Desired = a
 	c.VMID, c.OldVMID = ct.VMID, ct.VMID
 	c.Restart, c.Start, c.FetchTemplate, c.Cleanup = false, true, false, nil
 	var moving []string
