@@ -226,15 +226,16 @@ func TestMoveCrashAtEveryAPICall(t *testing.T) {
 	t.Logf("requests of a move: %d", n)
 	// Every kill point, finished and rolled back. Under -race (CI's
 	// go test -race ./..., where it would take the package past its
-	// timeout) a sample: every third kill point finished, every ninth
-	// rolled back; go test ./internal/apply -run TestMoveCrash runs all.
+	// timeout) a sample: every sixth kill point finished, every
+	// eighteenth rolled back; go test ./internal/apply -run TestMoveCrash
+	// runs all.
 	step := int64(1)
 	if raceDetector {
-		step = 3
+		step = 6
 	}
 	for kill := int64(1); kill <= n; kill += step {
 		for _, then := range []string{"pve2", "pve1"} {
-			if then == "pve1" && raceDetector && kill%9 != 1 {
+			if then == "pve1" && raceDetector && kill%18 != 1 {
 				continue
 			}
 			name := "finish"
