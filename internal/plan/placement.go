@@ -25,6 +25,9 @@ type placer struct {
 	obs  *Observed
 	apps map[string]int   // node → corral app containers, observed and placed
 	mem  map[string]int64 // node → memory given to guests, observed and placed
+	// avoid is a node being drained: no app is placed there, and the
+	// apps leaving it are placed afresh (see PlaceAway).
+	avoid string
 }
 
 func newPlacer(obs *Observed) *placer {
@@ -43,7 +46,7 @@ func newPlacer(obs *Observed) *placer {
 // place returns the node of app a and, when corral chose it, why.
 func (pl *placer) place(a *App) (node, why string, err error) {
 	obs := pl.obs
-	if cts := obs.Apps[a.Name]; len(cts) > 0 && a.Node == "" {
+	if cts := obs.Apps[a.Name]; len(cts) > 0 && a.Node == "" && pl.avoid == "" {
 		return cts[0].Node, "", nil
 	}
 	if a.Node != "" {
@@ -56,7 +59,7 @@ func (pl *placer) place(a *App) (node, why string, err error) {
 		return a.Node, "", nil
 	}
 	// An app that comes back goes where its data is.
-	if n := retainedNode(a.Name, obs); n != "" {
+	if n := retainedNode(a.Name, obs); n != "" && pl.avoid == "" {
 		pl.take(a, n)
 		if len(obs.Nodes) == 1 {
 			return n, "", nil
@@ -80,7 +83,7 @@ func (pl *placer) placeNew(a *App) (node, why string, err error) {
 		if !slices.Contains(obs.Nodes, n) {
 			return "", "", fmt.Errorf("app %s: placement.nodes names node %q, which does not exist (nodes: %s)", a.Name, n, strings.Join(obs.Nodes, ", "))
 		}
-		if !slices.Contains(obs.Offline, n) {
+		if !slices.Contains(obs.Offline, n) && n != pl.avoid {
 			candidates = append(candidates, n)
 		}
 	}
@@ -150,3 +153,34 @@ func retainedNode(app string, obs *Observed) string {
 
 // gib formats bytes as GiB with one decimal.
 func gib(b int64) string { return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30)) }
+
+// PlaceAway chooses a new node for each app named in leaving, whose
+// container is on node (corral drain): by the app's placement policy
+// among its allowed nodes, node excluded, counting the apps already
+// placed, so the apps of a drained node spread over the others. It
+// returns the node and the reason per app.
+func PlaceAway(apps []App, obs *Observed, node string, leaving []string) (map[string][2]string, error) {
+	pl := newPlacer(obs)
+	pl.avoid = node
+	out := map[string][2]string{}
+	var probs []string
+	for i := range apps {
+		a := apps[i]
+		if !slices.Contains(leaving, a.Name) {
+			continue
+		}
+		pl.apps[node]--
+		pl.mem[node] -= int64(a.MemoryMiB) << 20
+		a.Node = ""
+		n, why, err := pl.place(&a)
+		if err != nil {
+			probs = append(probs, err.Error())
+			continue
+		}
+		out[a.Name] = [2]string{n, why}
+	}
+	if len(probs) > 0 {
+		return out, &RefusedError{Problems: probs}
+	}
+	return out, nil
+}
