@@ -194,6 +194,17 @@ func (e *Executor) applyChange(ctx context.Context, c plan.Change, keepers *keep
 		// does, its volumes detached and kept in the keeper.
 		return e.destroyCT(ctx, c.App, c.Node, c.OldVMID)
 	}
+	if c.Action == plan.Move {
+		// The container and its volumes go to the target node first
+		// (move.go); the rest is an update there.
+		if err := e.moveApp(ctx, c, keepers, obs); err != nil {
+			return err
+		}
+		var err error
+		if c, err = e.afterMove(ctx, c, keepers, obs); err != nil {
+			return err
+		}
+	}
 	a := c.Desired
 	if c.FetchTemplate {
 		if err := e.step(c.App, "template", a.Template, func() error { return e.fetchTemplate(ctx, c.App, c.Node, a.Template) }); err != nil {
@@ -276,7 +287,11 @@ func (e *Executor) checkPlanned(ctx context.Context, c plan.Change) error {
 	if c.OldVMID == 0 || c.Digest == "" {
 		return nil
 	}
-	_, _, digest, err := readCT(ctx, e.Client, c.Node, c.OldVMID)
+	node := c.Node
+	if c.Action == plan.Move {
+		node = c.From
+	}
+	_, _, digest, err := readCT(ctx, e.Client, node, c.OldVMID)
 	switch {
 	case pve.IsNotFound(err):
 		return &PlanStaleError{App: c.App, VMID: c.OldVMID, Reason: "was removed"}

@@ -138,6 +138,17 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 			obs.Keepers[r.Node] = append(obs.Keepers[r.Node], plan.NewKeeper(r.VMID, r.Node, conf))
 			continue
 		}
+		if slices.Contains(tags, plan.TagCarrier) {
+			if n, ok := plan.ParseCarrierNotes(conf["description"]); ok {
+				if obs.Carriers == nil {
+					obs.Carriers = map[string]*plan.Carrier{}
+				}
+				obs.Carriers[n.App] = &plan.Carrier{VMID: r.VMID, Node: r.Node, Notes: n, Config: conf}
+			} else {
+				obs.Warnings = append(obs.Warnings, fmt.Sprintf("carrier CT %d on %s: its Notes no longer name a move (edited outside corral), so corral cannot finish it; the volumes it holds (its unusedN entries) are kept: write back the corral-move line, or move them to a keeper by hand (docs/moving.md)", r.VMID, r.Node))
+			}
+			continue
+		}
 		if app := tagged(tags, plan.TagRestoringPrefix); app != "" {
 			restoreOf(obs, app).New = &plan.CT{VMID: r.VMID, Node: r.Node, Status: r.Status, Lock: conf["lock"], Config: conf, Pending: pending, Digest: digest}
 			restoreOf(obs, app).Stamp = plan.ParseRestoreMarker(conf["description"])
@@ -429,7 +440,9 @@ func recognize(obs *plan.Observed, strangers map[int]*plan.CT) {
 
 // settleTypes are the task types guestsSettled waits for: they change a
 // container's power state or remove it.
-var settleTypes = map[string]bool{"vzshutdown": true, "vzstop": true, "vzstart": true, "vzreboot": true, "vzdestroy": true}
+var settleTypes = map[string]bool{"vzshutdown": true, "vzstop": true, "vzstart": true, "vzreboot": true, "vzdestroy": true,
+	// A move's tasks (apply/move.go) go on when corral is killed.
+	"vzmigrate": true, "move_volume": true}
 
 // busyTasks lists the running power and destroy tasks on corral's
 // containers on nodes ("the vzshutdown of ct 105 on pve"). A token sees
@@ -451,7 +464,11 @@ func busyTasks(ctx context.Context, c *pve.Client, res []resource, nodes []strin
 			return nil, fmt.Errorf("list running tasks on %s: %w", node, err)
 		}
 		for _, t := range tasks {
-			if settleTypes[t.Type] && t.EndTime == 0 && ours[node+"/"+t.ID] {
+			id := t.ID
+			if t.Type == "move_volume" {
+				id, _, _ = strings.Cut(id, "-") // <vmid>-<key>><target>-<targetkey>
+			}
+			if settleTypes[t.Type] && t.EndTime == 0 && ours[node+"/"+id] {
 				busy = append(busy, fmt.Sprintf("the %s of ct %s on %s", t.Type, t.ID, node))
 			}
 		}

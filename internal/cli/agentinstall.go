@@ -534,7 +534,16 @@ func runAgentInstall(cmd *cobra.Command, st *streams, a *agentInstallArgs) error
 
 	endpoint := a.endpoint
 	if endpoint == "" {
-		endpoint = cf.endpoint
+		err := withGuest(ctx, st, fileFlags{path: am}, a.cf, a.trust, agentApp, func(cl *guest.Client) error {
+			endpoint, err = agentEndpoint(ctx, cl, cf)
+			return err
+		})
+		if err != nil {
+			return redactErr(f, err)
+		}
+		if endpoint != cf.endpoint {
+			fmt.Fprintf(st.err, "corral: the agent reaches the API at %s from inside its container (%s is the container's own loopback there)\n", endpoint, cf.endpoint)
+		}
 	}
 	vars := [][2]string{
 		{"HOME", "/root"},
@@ -755,11 +764,13 @@ echo $! > "$pidfile"
 echo detached
 `
 
-// waitAgentHealthy waits for the agent's /healthz (a stuck start, not a
-// slow one, fails it). A detached agent that exited (an invalid
-// manifest, an unset ${env:…}) fails it at once.
+// waitAgentHealthy waits for the agent's /healthz, asked from inside its
+// container over cl (a stuck start, not a slow one, fails it). A
+// detached agent that exited (an invalid manifest, an unset ${env:…})
+// fails it at once.
 func waitAgentHealthy(ctx context.Context, cl *guest.Client, url, started string) error {
 	deadline := time.Now().Add(2 * time.Minute)
+	hc := tunnelHTTP(cl) // from inside the container: its port needs no opening
 	var last error
 	for i := 0; time.Now().Before(deadline); i++ {
 		if started == "detached" && i%5 == 4 {
@@ -770,7 +781,7 @@ func waitAgentHealthy(ctx context.Context, cl *guest.Client, url, started string
 			}
 		}
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+"/healthz", nil)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := hc.Do(req)
 		if err == nil {
 			io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
@@ -852,29 +863,37 @@ func runAgentUninstall(cmd *cobra.Command, st *streams, ff fileFlags, cf connFla
 	return nil
 }
 
-// installedAgent finds the installed agent of f's project: its URL and
-// bearer token, read from its container over SSH (never printed).
-func installedAgent(ctx context.Context, st *streams, ff fileFlags, cf connFlags, trust bool) (url, token string, err error) {
+// installedAgent finds the agent corral agent install put on the cluster
+// for ff's project, reads its address and bearer token from its
+// container, and calls fn with an HTTP client that reaches it from inside
+// that container (over the same SSH login).
+func installedAgent(ctx context.Context, st *streams, ff fileFlags, cf connFlags, trust bool, fn func(url, token string, hc *http.Client) error) error {
 	f, err := loadManifest(ff.path, true)
 	if err != nil {
-		return "", "", err
+		return err
 	}
 	am, cleanup, err := agentManifestFor(f)
 	if err != nil {
-		return "", "", err
+		return err
 	}
 	defer cleanup()
-	var out, errb bytes.Buffer
 	script := "cat " + agentURLFile + " && sed -n \"s/^CORRAL_AGENT_TOKEN='\\(.*\\)'$/\\1/p\" " + agentEnvFile
+	found := false
+	var errb bytes.Buffer
 	err = withGuest(ctx, st, fileFlags{path: am, lazy: true}, cf, trust, agentApp, func(cl *guest.Client) error {
-		return cl.Pipe(ctx, guest.Pipe{Script: script, Stdout: &out, Stderr: &errb})
+		var out bytes.Buffer
+		if err := cl.Pipe(ctx, guest.Pipe{Script: script, Stdout: &out, Stderr: &errb}); err != nil {
+			return err
+		}
+		found = true
+		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+		if len(lines) < 2 {
+			return fmt.Errorf("the agent's container of project %s holds no address or token: run corral agent install -f %s again", f.Project, ff.path)
+		}
+		return fn(strings.TrimSpace(lines[0]), strings.TrimSpace(lines[1]), tunnelHTTP(cl))
 	})
-	if err != nil {
-		return "", "", fmt.Errorf("find the installed agent of project %s: %w %s (is it installed? corral agent install -f %s)", f.Project, err, strings.TrimSpace(errb.String()), ff.path)
+	if err != nil && !found {
+		return fmt.Errorf("find the installed agent of project %s: %w %s (is it installed? corral agent install -f %s)", f.Project, err, strings.TrimSpace(errb.String()), ff.path)
 	}
-	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	if len(lines) < 2 {
-		return "", "", fmt.Errorf("the agent's container of project %s holds no address or token: run corral agent install -f %s again", f.Project, ff.path)
-	}
-	return strings.TrimSpace(lines[0]), strings.TrimSpace(lines[1]), nil
+	return err
 }

@@ -38,35 +38,37 @@ SSH, and never printed).`,
 			if err != nil {
 				return err
 			}
-			if cmd.Flags().Changed("file") && !cmd.Flags().Changed("url") {
-				u, tok, err := installedAgent(cmd.Context(), st, ff, cf, trust)
-				if err != nil {
+			show := func(url, token string, hc *http.Client) error {
+				if token == "" {
+					token = os.Getenv("CORRAL_AGENT_TOKEN")
+				}
+				var s agent.Status
+				var ev struct {
+					Events []agent.Event `json:"events"`
+				}
+				base := strings.TrimSuffix(url, "/")
+				if err := getAgentJSON(cmd.Context(), hc, base+"/api/v1/apps", token, &s); err != nil {
 					return err
 				}
-				url = u
-				if token == "" {
-					token = tok
+				if err := getAgentJSON(cmd.Context(), hc, base+"/api/v1/events", token, &ev); err != nil {
+					return err
 				}
+				if asJSON {
+					return writeJSON(st, map[string]any{"status": s, "events": ev.Events})
+				}
+				ui.WriteAgentStatus(st.out, s, ev.Events)
+				return nil
 			}
-			if token == "" {
-				token = os.Getenv("CORRAL_AGENT_TOKEN")
+			if cmd.Flags().Changed("file") && !cmd.Flags().Changed("url") {
+				// The installed agent, reached from inside its container.
+				return installedAgent(cmd.Context(), st, ff, cf, trust, func(u, tok string, hc *http.Client) error {
+					if token != "" {
+						tok = token
+					}
+					return show(u, tok, hc)
+				})
 			}
-			var s agent.Status
-			var ev struct {
-				Events []agent.Event `json:"events"`
-			}
-			base := strings.TrimSuffix(url, "/")
-			if err := getAgentJSON(cmd.Context(), base+"/api/v1/apps", token, &s); err != nil {
-				return err
-			}
-			if err := getAgentJSON(cmd.Context(), base+"/api/v1/events", token, &ev); err != nil {
-				return err
-			}
-			if asJSON {
-				return writeJSON(st, map[string]any{"status": s, "events": ev.Events})
-			}
-			ui.WriteAgentStatus(st.out, s, ev.Events)
-			return nil
+			return show(url, token, http.DefaultClient)
 		},
 	}
 	cmd.Flags().StringVar(&url, "url", "http://127.0.0.1:9120", "the agent's address (its --listen)")
@@ -77,7 +79,7 @@ SSH, and never printed).`,
 	return cmd
 }
 
-func getAgentJSON(ctx context.Context, url, token string, v any) error {
+func getAgentJSON(ctx context.Context, hc *http.Client, url, token string, v any) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -87,7 +89,7 @@ func getAgentJSON(ctx context.Context, url, token string, v any) error {
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return fmt.Errorf("reach the agent: %w; is `corral agent` running, and is --url its --listen address?", err)
 	}

@@ -30,6 +30,8 @@ type applyArgs struct {
 	trustHostKey bool
 	noPreflight  bool
 	rerun        rerunFlag
+	// shape narrows the plan to a move or a drain (nil: the manifest).
+	shape *planShape
 	// recoverOffline: --recover, build apps whose node is offline anew
 	// on another node (shared storage only).
 	recoverOffline bool
@@ -103,7 +105,7 @@ func runApply(cmd *cobra.Command, st *streams, a *applyArgs) error {
 		return err
 	}
 	makePlan := func(ctx context.Context, s *session, f *manifest.File) (*plan.Plan, *plan.Observed, *ui.PlanJSON, error) {
-		return makePlanRerun(ctx, s, f, rerun, a.recoverOffline)
+		return makePlanShaped(ctx, s, f, rerun, a.recoverOffline, a.shape)
 	}
 
 	if !a.noPreflight {

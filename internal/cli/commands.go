@@ -16,6 +16,8 @@ func commands(st *streams) []*cobra.Command {
 		newPlanCmd(st),
 		newApplyCmd(st),
 		newDestroyCmd(st),
+		newMoveCmd(st),
+		newDrainCmd(st),
 		newUnlockCmd(st),
 
 		// Look at and operate running apps.

@@ -321,7 +321,7 @@ func TestDoctor_printedSetup(t *testing.T) {
 			}
 			named := slices.ContainsFunc(rep.Findings, func(f doctor.Finding) bool { return f.Privilege == drop && f.Operation != "" })
 			want := 1
-			if drop == "Datastore.AllocateTemplate" {
+			if drop == "Datastore.AllocateTemplate" || drop == "VM.Migrate" {
 				// Needed for the next template change, not for this
 				// manifest on this cluster: a warning.
 				want = 0
@@ -384,4 +384,22 @@ func TestDoctor_rejectedToken(t *testing.T) {
 	d.secrets = append(d.secrets, wrong)
 	wantOutput(t, d.doctor("corral@pve!corral="+wrong, "-f", m), 1,
 		"ERROR   PVE does not accept the API token corral@pve!corral: check its id and secret")
+}
+
+// TestDoctor_namesVMMigrate: a token whose role lacks VM.Migrate can apply
+// the manifest, but not move an app to another node (corral move, drain,
+// a change of node:): doctor says so as a warning that names the
+// privilege and the fix (issue 18).
+func TestDoctor_namesVMMigrate(t *testing.T) {
+	d := newDoctorCluster(t)
+	m := writeManifest(t, doctorManifest)
+	d.role("NoMigrate", slices.DeleteFunc(slices.Clone(model.OperatorPrivileges), func(p string) bool { return p == "VM.Migrate" }))
+	tok := d.token("nomig@pve", "ci")
+	id, _, _ := strings.Cut(tok, "=")
+	d.acl("/", "NoMigrate", "nomig@pve", id, true)
+	wantOutput(t, d.doctor(tok, "-f", m), 0,
+		"/vms, VM.Migrate: token nomig@pve!ci lacks VM.Migrate on /vms",
+		"move the ct of app notes to another node (corral move, corral drain, a change of node:)",
+		"fix: pveum role modify NoMigrate --privs VM.Migrate --append 1")
+	wantOutput(t, d.doctor(tok, "-f", m, "--print-setup"), 0, "VM.Migrate")
 }

@@ -60,8 +60,10 @@ func TestEveryCommandJSONOrRefuses(t *testing.T) {
 		{"backups", []string{"backups", "-f", m}, true, 0},
 		{"restore", nil, true, 0}, // args once the archive is known
 		{"volumes prune", []string{"volumes", "prune", "-f", m, "--auto-approve"}, true, 0},
+		{"move", []string{"move", "notes", "--to", "pve", "-f", m, "--auto-approve"}, true, 0}, // already there: the plan and the summary (TestMoveAppWithVolumes moves)
 		{"destroy", []string{"destroy", "-f", m, "--auto-approve"}, true, 0},
-		{"volumes rm", nil, true, 0}, // the destroyed app's volume, once no manifest declares it
+		{"drain", []string{"drain", "pve", "-f", m, "--auto-approve"}, true, 0}, // nothing left on it (TestMoveAppWithVolumes drains)
+		{"volumes rm", nil, true, 0},                                            // the destroyed app's volume, once no manifest declares it
 		{"unlock", []string{"unlock"}, true, 0},
 	}
 	// Commands with a JSON form that needs what this package's tests do
@@ -253,7 +255,7 @@ func TestEveryCommandJSONOrRefuses(t *testing.T) {
 
 // eventStreams are the commands whose -o json is a stream of events, one
 // JSON object per line, each with a "type".
-var eventStreams = map[string]bool{"apply": true}
+var eventStreams = map[string]bool{"apply": true, "move": true, "drain": true}
 
 // shapeOf records, for each field path of v, the JSON types seen there
 // (array elements under path[]).

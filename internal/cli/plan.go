@@ -71,12 +71,28 @@ func makePlan(ctx context.Context, s *session, f *manifest.File) (*plan.Plan, *p
 // (--rerun), by app, and with recoverOffline (--recover) the consent to
 // build apps whose node is offline anew on another node.
 func makePlanRerun(ctx context.Context, s *session, f *manifest.File, rerun map[string][]string, recoverOffline bool) (*plan.Plan, *plan.Observed, *ui.PlanJSON, error) {
+	return makePlanShaped(ctx, s, f, rerun, recoverOffline, nil)
+}
+
+// makePlanShaped is makePlanRerun for a command that changes only part of
+// the manifest's apps in its own way (corral move, corral drain): shape
+// sets their node before planning, and keeps only their changes.
+func makePlanShaped(ctx context.Context, s *session, f *manifest.File, rerun map[string][]string, recoverOffline bool, shape *planShape) (*plan.Plan, *plan.Observed, *ui.PlanJSON, error) {
 	obs, err := apply.Observe(ctx, s.client)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	obs.Recover = recoverOffline
-	p, err := plan.Make(withRerun(plan.FromManifest(f), rerun), obs)
+	apps := withRerun(plan.FromManifest(f), rerun)
+	if shape != nil {
+		if apps, err = shape.apps(apps, obs); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	p, err := plan.Make(apps, obs)
+	if p != nil && shape != nil {
+		shape.keep(p)
+	}
 	var refused *plan.RefusedError
 	if errors.As(err, &refused) {
 		if p == nil {

@@ -62,7 +62,7 @@ func pathPrivs(reqs []doctor.Requirement) map[string][]string {
 }
 
 func TestRequirements(t *testing.T) {
-	vmPrivs := []string{"VM.Allocate", "VM.Audit", "VM.Backup", "VM.Config.CPU", "VM.Config.Disk", "VM.Config.Memory", "VM.Config.Network", "VM.Config.Options", "VM.PowerMgmt", "VM.Snapshot", "VM.Snapshot.Rollback"}
+	vmPrivs := []string{"VM.Allocate", "VM.Audit", "VM.Backup", "VM.Config.CPU", "VM.Config.Disk", "VM.Config.Memory", "VM.Config.Network", "VM.Config.Options", "VM.Migrate", "VM.PowerMgmt", "VM.Snapshot", "VM.Snapshot.Rollback"}
 	keeperPrivs := []string{"VM.Allocate", "VM.Audit", "VM.Config.CPU", "VM.Config.Disk", "VM.Config.Memory", "VM.Config.Network", "VM.Config.Options"}
 	tests := []struct {
 		name    string

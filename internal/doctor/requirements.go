@@ -160,6 +160,7 @@ func Requirements(f *manifest.File, t Targets) []Requirement {
 		vm("VM.Snapshot", "snapshot the "+ct, snapWhy)
 		vm("VM.Snapshot.Rollback", "roll back the "+ct, "rolling back to a snapshot needs VM.Snapshot.Rollback (or VM.Snapshot)")
 		vm("VM.Backup", "back up and restore the "+ct, "vzdump checks VM.Backup per guest inside its task; a restore over the container needs it too")
+		add(Requirement{Path: vp, Priv: "VM.Migrate", Propagate: prop, Operation: "move the " + ct + " to another node (corral move, corral drain, a change of node:)", Why: "POST …/lxc/{vmid}/migrate needs VM.Migrate on /vms/<vmid>; a move also migrates a carrier container that takes the volumes along", App: a.Name, Later: true})
 		if !a.Unprivileged && t.major() >= 9 {
 			add(Requirement{Path: "/", Priv: "Sys.Modify", Operation: "create the privileged " + ct, Why: "since PVE 9 creating or restoring a privileged container needs Sys.Modify on / (pve-container checks it for unprivileged=0)", App: a.Name})
 		}

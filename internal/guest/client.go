@@ -354,6 +354,18 @@ func (c *Client) Err() error {
 // HostKey is the key the guest presented (pin it after trust on first use).
 func (c *Client) HostKey() ssh.PublicKey { return c.hostKey }
 
+// DialContext connects to addr (host:port) from inside the guest, over
+// this SSH login (a direct-tcpip channel, what ssh -L uses): a service
+// the guest serves on its own loopback or address is reachable without
+// opening a port to the network.
+func (c *Client) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	conn, err := c.conn.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s inside the guest: %w", addr, c.lost(err))
+	}
+	return conn, nil
+}
+
 // Close closes the connection.
 func (c *Client) Close() error { return c.conn.Close() }
 

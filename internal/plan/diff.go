@@ -75,6 +75,28 @@ func Make(apps []App, obs *Observed) (*Plan, error) {
 		if len(a.Volumes) > 0 && !slices.Contains(nodes, node) {
 			nodes = append(nodes, node)
 		}
+		if car := obs.Carriers[a.Name]; car != nil {
+			c, warn := finishMove(a, car, obs)
+			if warn != "" {
+				p.Warnings = append(p.Warnings, warn)
+			}
+			if c.Node != node && len(a.Volumes) > 0 && !slices.Contains(nodes, c.Node) {
+				nodes = append(nodes, c.Node)
+			}
+			p.Changes = append(p.Changes, c)
+			continue
+		}
+		if cts := obs.Apps[a.Name]; len(cts) == 1 && cts[0].Node != node {
+			c, probs := moveChange(a, cts[0], node, obs)
+			if prob, warn := bridgeProblem(a, node, obs, warnedBridges); prob != "" {
+				probs = append(probs, prob)
+			} else if warn != "" {
+				p.Warnings = append(p.Warnings, warn)
+			}
+			refused = append(refused, probs...)
+			p.Changes = append(p.Changes, c)
+			continue
+		}
 		c, probs := appChange(a, node, obs)
 		if c.Action == Create || c.Action == Replace {
 			if prob := templateStorageProblem(a, node, obs); prob != "" {
@@ -147,7 +169,7 @@ func keeperChanges(node string, obs *Observed, changes []Change) []KeeperChange 
 			continue
 		}
 		for _, v := range c.Volumes {
-			if v.Action != VolCreate && v.Action != VolAdopt {
+			if v.Action != VolCreate && v.Action != VolAdopt && v.Action != VolMove {
 				continue
 			}
 			line := RecordLen(VolumeKey{c.App, v.Name}, v.Storage)

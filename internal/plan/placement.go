@@ -27,6 +27,9 @@ type placer struct {
 	obs  *Observed
 	apps map[string]int   // node → corral app containers, observed and placed
 	mem  map[string]int64 // node → memory given to guests, observed and placed
+	// avoid is a node being drained: no app is placed there, and the
+	// apps leaving it are placed afresh (see PlaceAway).
+	avoid string
 }
 
 func newPlacer(obs *Observed) *placer {
@@ -45,7 +48,7 @@ func newPlacer(obs *Observed) *placer {
 // place returns the node of app a and, when corral chose it, why.
 func (pl *placer) place(a *App) (node, why string, err error) {
 	obs := pl.obs
-	if cts := obs.Apps[a.Name]; len(cts) > 0 && a.Node == "" {
+	if cts := obs.Apps[a.Name]; len(cts) > 0 && a.Node == "" && pl.avoid == "" {
 		return cts[0].Node, "", nil
 	}
 	if a.Node != "" {
@@ -58,7 +61,7 @@ func (pl *placer) place(a *App) (node, why string, err error) {
 		return a.Node, "", nil
 	}
 	// An app that comes back goes where its data is.
-	if n := retainedNode(a.Name, obs); n != "" {
+	if n := retainedNode(a.Name, obs); n != "" && pl.avoid == "" {
 		pl.take(a, n)
 		if len(obs.Nodes) == 1 {
 			return n, "", nil
@@ -82,7 +85,7 @@ func (pl *placer) placeNew(a *App) (node, why string, err error) {
 		if !slices.Contains(obs.Nodes, n) {
 			return "", "", fmt.Errorf("app %s: placement.nodes names node %q, which does not exist (nodes: %s)", a.Name, n, strings.Join(obs.Nodes, ", "))
 		}
-		if !slices.Contains(obs.Offline, n) {
+		if !slices.Contains(obs.Offline, n) && n != pl.avoid {
 			candidates = append(candidates, n)
 		}
 	}
@@ -150,4 +153,33 @@ func retainedNode(app string, obs *Observed) string {
 	return ""
 }
 
-// gib formats bytes as GiB with one decimal.
+// PlaceAway chooses a new node for each app named in leaving, whose
+// container is on node (corral drain): by the app's placement policy
+// among its allowed nodes, node excluded, counting the apps already
+// placed, so the apps of a drained node spread over the others. It
+// returns the node and the reason per app.
+func PlaceAway(apps []App, obs *Observed, node string, leaving []string) (map[string][2]string, error) {
+	pl := newPlacer(obs)
+	pl.avoid = node
+	out := map[string][2]string{}
+	var probs []string
+	for i := range apps {
+		a := apps[i]
+		if !slices.Contains(leaving, a.Name) {
+			continue
+		}
+		pl.apps[node]--
+		pl.mem[node] -= int64(a.MemoryMiB) << 20
+		a.Node = ""
+		n, why, err := pl.place(&a)
+		if err != nil {
+			probs = append(probs, err.Error())
+			continue
+		}
+		out[a.Name] = [2]string{n, why}
+	}
+	if len(probs) > 0 {
+		return out, &RefusedError{Problems: probs}
+	}
+	return out, nil
+}

@@ -16,6 +16,9 @@ const (
 	Update  Action = '~'
 	Replace Action = '±'
 	Delete  Action = '-'
+	// Move takes an existing container and its retained volumes to
+	// another node (Change.From → Change.Node), then updates it there.
+	Move Action = '>'
 )
 
 func (a Action) String() string {
@@ -28,6 +31,8 @@ func (a Action) String() string {
 		return "replace"
 	case Delete:
 		return "delete"
+	case Move:
+		return "move"
 	}
 	return "no-op"
 }
@@ -90,6 +95,8 @@ type Change struct {
 	Reasons []string
 	// OldVMID is the CT being replaced or deleted.
 	OldVMID int
+	// From is the node a Move takes the app from (Node is where it goes).
+	From string
 	// Digest is the config digest of the CT (OldVMID) the change was
 	// planned against: apply checks it on a fresh read before it changes
 	// anything of the app, and stops the app if the config moved.
@@ -154,6 +161,7 @@ const (
 	VolGrow    VolumeAction = "grow"    // resize through the keeper
 	VolFree    VolumeAction = "free"    // destroy --delete-volumes
 	VolDetach  VolumeAction = "detach"  // detach and keep (destroy)
+	VolMove    VolumeAction = "move"    // handed to the target node's keeper through a carrier (Move)
 )
 
 // VolumeChange is one volume's part of a change: the volume itself (the
@@ -186,6 +194,9 @@ func (p *Plan) Nodes() []string {
 	for _, c := range p.Changes {
 		if c.Action != NoOp && c.Node != "" {
 			out = append(out, c.Node)
+		}
+		if c.Action == Move && c.From != "" {
+			out = append(out, c.From)
 		}
 	}
 	slices.Sort(out)

@@ -68,6 +68,11 @@ type App struct {
 	SnapshotBeforeChange bool
 	BackupStorage        string
 	Volumes              []Volume
+	// DeleteSnapshots consents to deleting the container's snapshots when
+	// it moves to another node: PVE migrates no container whose
+	// snapshots reference volumes on LVM-thin (corral move, drain and
+	// apply --delete-snapshots). Without it such a move is refused.
+	DeleteSnapshots bool
 }
 
 // Volume is one desired persistent volume of an app, converted once from
@@ -123,6 +128,9 @@ type Observed struct {
 	// (tagged corral-replaced-<app>) if it was already set aside. The
 	// next changing command finishes or rolls them back first.
 	Restores map[string]*Restore
+	// Carriers are moves under way or interrupted, by app (see
+	// Carrier): the next changing command finishes them first.
+	Carriers map[string]*Carrier
 	// Warnings are findings of the observation itself (a container
 	// recognized although its tags were edited), shown with the plan.
 	Warnings []string

@@ -340,7 +340,9 @@ func selfSigned() (certPEM, keyPEM []byte, err error) {
 		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		DNSNames:     []string{"pve.sim.invalid", "localhost"},
-		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
+		// The bridge's gateway too: containers reach the API there, as a
+		// PVE node's certificate names the node's own addresses.
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP(guest.GatewayIP)},
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {

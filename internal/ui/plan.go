@@ -34,10 +34,12 @@ type KeeperJSON struct {
 
 // ChangeJSON is one app's change.
 type ChangeJSON struct {
-	App     string       `json:"app"`
-	Node    string       `json:"node"`
-	VMID    int          `json:"vmid,omitempty"`
-	OldVMID int          `json:"old_vmid,omitempty"`
+	App     string `json:"app"`
+	Node    string `json:"node"`
+	VMID    int    `json:"vmid,omitempty"`
+	OldVMID int    `json:"old_vmid,omitempty"`
+	// From is the node a move takes the app from (node is where it goes).
+	From    string       `json:"from,omitempty"`
 	Action  string       `json:"action"`
 	Reasons []string     `json:"reasons"`
 	Config  []EditJSON   `json:"config,omitempty"`
@@ -150,7 +152,7 @@ func NewPlanJSON(p *plan.Plan, refused []string) PlanJSON {
 		out.Keepers = append(out.Keepers, KeeperJSON{Node: k.Node, VMID: k.VMID, Action: k.Action.String(), Reasons: k.Reasons})
 	}
 	for _, c := range p.Changes {
-		cj := ChangeJSON{App: c.App, Node: c.Node, VMID: c.VMID, OldVMID: c.OldVMID, Action: c.Action.String(),
+		cj := ChangeJSON{App: c.App, Node: c.Node, VMID: c.VMID, OldVMID: c.OldVMID, From: c.From, Action: c.Action.String(),
 			Reasons: c.Reasons, Restart: c.Restart, Start: c.Start, Guest: c.Guest, Volumes: []VolumeJSON{}}
 		if cj.Reasons == nil {
 			cj.Reasons = []string{}
@@ -203,7 +205,7 @@ func WritePlanJSON(w io.Writer, pj PlanJSON) error {
 // WritePlanText prints the plan for a human, Terraform-style: one block per
 // app with a diff symbol, the reasons, and each volume's fate.
 func WritePlanText(w io.Writer, pj PlanJSON) {
-	sym := map[string]string{"create": "+", "update": "~", "replace": "-/+", "delete": "-", "no-op": " "}
+	sym := map[string]string{"create": "+", "update": "~", "replace": "-/+", "delete": "-", "move": ">", "no-op": " "}
 	for _, r := range pj.Recover {
 		fmt.Fprintf(w, "~ recover: %s\n", r)
 	}
@@ -234,7 +236,11 @@ func WritePlanText(w io.Writer, pj PlanJSON) {
 		case c.Stale:
 			what = "remove stale copy"
 		}
-		fmt.Fprintf(w, "%s app %s (%s%s on %s)\n", sym[c.Action], c.App, what, vmidSuffix(id), c.Node)
+		if c.Action == "move" {
+			fmt.Fprintf(w, "%s app %s (move%s from %s to %s)\n", sym[c.Action], c.App, vmidSuffix(id), c.From, c.Node)
+		} else {
+			fmt.Fprintf(w, "%s app %s (%s%s on %s)\n", sym[c.Action], c.App, what, vmidSuffix(id), c.Node)
+		}
 		for _, r := range c.Reasons {
 			fmt.Fprintf(w, "      # %s\n", r)
 		}
@@ -266,7 +272,7 @@ func WritePlanText(w io.Writer, pj PlanJSON) {
 		return
 	}
 	var parts []string
-	for _, a := range []string{"create", "update", "replace", "delete"} {
+	for _, a := range []string{"create", "update", "replace", "move", "delete"} {
 		if n := pj.Summary[a]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%d to %s", n, a))
 		}

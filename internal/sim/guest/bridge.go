@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -185,50 +186,68 @@ func (n *bridgeNet) addGateway(gw string, ipnet *net.IPNet) {
 // listen opens a TCP listener inside the namespace.
 func (n *bridgeNet) listen(addr string) (net.Listener, error) { return listenIn(n.nsPath(), addr) }
 
-// listenIn opens a TCP listener inside the network namespace at nsPath:
-// a locked OS thread enters it, listens and returns to the emulator's.
-func listenIn(nsPath, addr string) (net.Listener, error) {
-	type result struct {
-		ln  net.Listener
-		err error
+// listenIn opens a TCP listener inside the network namespace at nsPath.
+func listenIn(nsPath, addr string) (ln net.Listener, err error) {
+	nerr := inNetns(nsPath, func() { ln, err = net.Listen("tcp", addr) })
+	if nerr != nil {
+		if ln != nil {
+			ln.Close()
+		}
+		return nil, nerr
 	}
-	ch := make(chan result, 1)
+	return ln, err
+}
+
+// dialIn connects to addr from inside the network namespace at nsPath: a
+// socket belongs to the namespace it was made in, so only the connect's
+// start needs the thread there.
+func dialIn(nsPath, addr string, timeout time.Duration) (c net.Conn, err error) {
+	nerr := inNetns(nsPath, func() { c, err = net.DialTimeout("tcp", addr, timeout) })
+	if nerr != nil {
+		if c != nil {
+			c.Close()
+		}
+		return nil, nerr
+	}
+	return c, err
+}
+
+// inNetns runs fn on a locked OS thread that has entered the network
+// namespace at nsPath, then returns the thread to the emulator's.
+func inNetns(nsPath string, fn func()) error {
+	ch := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
 		own, err := os.Open("/proc/thread-self/ns/net")
 		if err != nil {
 			runtime.UnlockOSThread()
-			ch <- result{err: err}
+			ch <- err
 			return
 		}
 		defer own.Close()
 		target, err := os.Open(nsPath)
 		if err != nil {
 			runtime.UnlockOSThread()
-			ch <- result{err: err}
+			ch <- err
 			return
 		}
 		defer target.Close()
 		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
 			runtime.UnlockOSThread()
-			ch <- result{err: fmt.Errorf("enter the guests' network namespace: %w", err)}
+			ch <- fmt.Errorf("enter the guests' network namespace: %w", err)
 			return
 		}
-		ln, lerr := net.Listen("tcp", addr)
+		fn()
 		if err := unix.Setns(int(own.Fd()), unix.CLONE_NEWNET); err != nil {
 			// This thread stays in the wrong namespace: let it exit
 			// with the goroutine (no UnlockOSThread).
-			if ln != nil {
-				ln.Close()
-			}
-			ch <- result{err: err}
+			ch <- err
 			return
 		}
 		runtime.UnlockOSThread()
-		ch <- result{ln, lerr}
+		ch <- nil
 	}()
-	r := <-ch
-	return r.ln, r.err
+	return <-ch
 }
 
 // forward serves addr (inside the namespace) by relaying each connection

@@ -1,6 +1,7 @@
 package guest_test
 
 import (
+	"context"
 	"io"
 	"net"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	client "github.com/corralhq/corral/internal/guest"
 	"github.com/corralhq/corral/internal/sim/guest"
@@ -108,5 +110,61 @@ func TestGuest_network(t *testing.T) {
 		if err != nil || out != tt.want {
 			t.Errorf("%s: %q: got %q, %v; want %q", tt.name, tt.script, out, err, tt.want)
 		}
+	}
+}
+
+// TestGuest_forwarding: a direct-tcpip channel (ssh -L, the client's
+// DialContext) connects from inside the CT, so a service the CT serves
+// only on its own loopback is reachable through its login, and a port
+// nothing listens on is refused as sshd refuses it.
+func TestGuest_forwarding(t *testing.T) {
+	k := newKit(t)
+	k.needIsolation()
+	k.create(124, map[string]string{"net0": "name=eth0,bridge=vmbr0,ip=dhcp"})
+	c, err := k.dial(124, client.HostKeyPolicy{TrustOnFirstUse: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// The service: one line on 127.0.0.1:7070 inside the CT, served by a
+	// shell the session leaves running.
+	srv := `import socket
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", 7070))
+s.listen(4)
+while True:
+    c, _ = s.accept()
+    c.sendall(("inside-" + socket.gethostname() + "\n").encode())
+    c.close()
+`
+	if out, err := run(t, c, "printf '%s' "+client.ShellQuote(srv)+" > /root/srv.py && (setsid python3 /root/srv.py >/dev/null 2>&1 </dev/null &) && echo started"); err != nil || out != "stdout: started" {
+		t.Fatalf("start the service: %q %v", out, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var line string
+	for ctx.Err() == nil {
+		conn, err := c.DialContext(ctx, "tcp", "127.0.0.1:7070")
+		if err == nil {
+			b, _ := io.ReadAll(conn)
+			conn.Close()
+			if line = strings.TrimSpace(string(b)); line != "" {
+				break
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if want := "inside-hermes"; line != want {
+		t.Errorf("through the CT's login: got %q, want %q (the CT's own service, not the host's)", line, want)
+	}
+	// The host's own 127.0.0.1:7070 is not what answered: nothing listens
+	// there on the host.
+	if hc, err := net.DialTimeout("tcp", "127.0.0.1:7070", time.Second); err == nil {
+		hc.Close()
+		t.Error("127.0.0.1:7070 answers on the host: the test cannot tell the CT's service from the host's")
+	}
+	if _, err := c.DialContext(ctx, "tcp", "127.0.0.1:7071"); err == nil || !strings.Contains(err.Error(), "refused") {
+		t.Errorf("a closed port in the CT: got %v, want a refused connection", err)
 	}
 }

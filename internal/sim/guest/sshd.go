@@ -388,7 +388,16 @@ func (s *ctServer) serveConn(nc net.Conn, cfg *ssh.ServerConfig) {
 	go ssh.DiscardRequests(reqs) // keepalive@openssh.com gets its (failure) reply
 	var wg sync.WaitGroup
 	for nch := range chans {
-		if nch.ChannelType() != "session" {
+		switch nch.ChannelType() {
+		case "session":
+		case "direct-tcpip":
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s.directTCPIP(nch)
+			}()
+			continue
+		default:
 			nch.Reject(ssh.UnknownChannelType, "unknown channel type")
 			continue
 		}
@@ -403,6 +412,61 @@ func (s *ctServer) serveConn(nc net.Conn, cfg *ssh.ServerConfig) {
 		}()
 	}
 	wg.Wait()
+}
+
+// directTCPIPRequest is a direct-tcpip channel's payload (RFC 4254 7.2).
+type directTCPIPRequest struct {
+	Host     string
+	Port     uint32
+	OrigHost string
+	OrigPort uint32
+}
+
+// directTCPIP serves local port forwarding (ssh -L, or a client's
+// Dial): sshd connects to host:port from inside the CT, as a CT's own
+// sshd does with AllowTcpForwarding's default, so a service listening in
+// the CT (on its loopback or its address) is reachable through the
+// CT's SSH login. In the fallback view the CT has the host's network.
+func (s *ctServer) directTCPIP(nch ssh.NewChannel) {
+	var req directTCPIPRequest
+	if err := ssh.Unmarshal(nch.ExtraData(), &req); err != nil {
+		nch.Reject(ssh.ConnectionFailed, "bad direct-tcpip request")
+		return
+	}
+	addr := net.JoinHostPort(req.Host, strconv.Itoa(int(req.Port)))
+	var c net.Conn
+	var err error
+	if s.ct != nil {
+		c, err = dialIn("/proc/"+strconv.Itoa(s.ct.pid)+"/ns/net", addr, 10*time.Second)
+	} else {
+		c, err = net.DialTimeout("tcp", addr, 10*time.Second)
+	}
+	if err != nil {
+		// OpenSSH answers "Connection refused" and the like as the reason.
+		nch.Reject(ssh.ConnectionFailed, err.Error())
+		return
+	}
+	defer c.Close()
+	ch, reqs, err := nch.Accept()
+	if err != nil {
+		return
+	}
+	defer ch.Close()
+	go ssh.DiscardRequests(reqs)
+	done := make(chan struct{}, 2)
+	go func() {
+		io.Copy(c, ch)
+		if tc, ok := c.(*net.TCPConn); ok {
+			tc.CloseWrite()
+		}
+		done <- struct{}{}
+	}()
+	go func() { io.Copy(ch, c); ch.CloseWrite(); done <- struct{}{} }()
+	select {
+	case <-done:
+		<-done
+	case <-s.ctx.Done():
+	}
 }
 
 // ptyRequest is a session's pty-req (RFC 4254 6.2).

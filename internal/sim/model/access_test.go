@@ -914,7 +914,7 @@ func TestAccess_operatorSeed(t *testing.T) {
 	if !a.HasPriv(op, "/storage/local", "Datastore.AllocateTemplate") {
 		t.Error("operator lacks Datastore.AllocateTemplate on /storage/local")
 	}
-	if got := len(a.Permissions("corral@pve!corral", "/")); got != 17 {
-		t.Errorf("operator token has %d privileges on /, want 17", got)
+	if got := len(a.Permissions("corral@pve!corral", "/")); got != 18 {
+		t.Errorf("operator token has %d privileges on /, want 18", got)
 	}
 }

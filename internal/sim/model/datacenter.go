@@ -12,7 +12,7 @@ import (
 // template the node lacks (corral doctor --print-setup grants it too).
 var OperatorPrivileges = []string{
 	"VM.Allocate", "VM.Audit", "VM.Config.Disk", "VM.Config.CPU", "VM.Config.Memory",
-	"VM.Config.Network", "VM.Config.Options", "VM.PowerMgmt", "VM.Snapshot",
+	"VM.Config.Network", "VM.Config.Options", "VM.PowerMgmt", "VM.Migrate", "VM.Snapshot",
 	"VM.Snapshot.Rollback", "VM.Backup", "Datastore.Allocate", "Datastore.AllocateSpace",
 	"Datastore.AllocateTemplate", "Datastore.Audit", "Sys.Audit", "SDN.Use",
 }

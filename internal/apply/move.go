@@ -1,0 +1,792 @@
+package apply
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/corralhq/corral/internal/plan"
+	"github.com/corralhq/corral/internal/pve"
+)
+
+// A move takes an app's container and its retained volumes to another
+// node (plan.Move). PVE copies a local volume between nodes only by
+// migrating the container that owns it, and hands a volume from one
+// container to another only on one node (behaviour.md (i.2), (i.4)),
+// so the volumes travel in a carrier (plan.Carrier):
+//
+//  1. the app's container is stopped, its snapshots deleted (with
+//     consent), and the keeper volumes detached from it;
+//  2. a protected carrier is created on the source node, its Notes naming
+//     the move (the intent record exists before any volume moves);
+//  3. each volume goes from the source keeper to the carrier
+//     (move_volume … target-volume=unusedN), a "corral-carrying" line
+//     written first;
+//  4. the carrier migrates to the target node (PVE copies the volumes it
+//     owns; on shared storage nothing is copied);
+//  5. the app's container migrates (stopped);
+//  6. the target node's keeper adopts each volume (its own intent line,
+//     move_volume, then the record);
+//  7. the carrier, holding nothing but its rootfs, is destroyed, stale
+//     copies of a failed migration with it;
+//  8. the result is verified: every volume recorded on the target node
+//     with its size, nothing left of the carrier on either node.
+//
+// Then the change goes on as an update on the target node (attach,
+// start, guest work). moveApp decides each step from fresh reads, so
+// the same code starts a move, finishes one that was killed at any API
+// call, or (a carrier still on the node the app should be on) rolls it
+// back: the volumes then return to that node's keeper.
+func (e *Executor) moveApp(ctx context.Context, c plan.Change, keepers *keeperSet, obs *plan.Observed) error {
+	app, to := c.App, c.Node
+	res, err := e.Client.ClusterResources(ctx, "vm")
+	if err != nil {
+		return err
+	}
+	ct, car, err := e.findMove(ctx, app, res)
+	if err != nil {
+		return err
+	}
+	sizes := map[plan.VolumeKey]int64{}
+	if car == nil {
+		if ct == nil {
+			return fmt.Errorf("%s: no container and no carrier: nothing to move", app)
+		}
+		if ct.Node == to {
+			return nil
+		}
+		from := ct.Node
+		if err := e.readyToLeave(ctx, c, ct); err != nil {
+			return err
+		}
+		recs, err := e.appRecords(ctx, keepers, from, app)
+		if err != nil {
+			return err
+		}
+		if len(recs) == 0 {
+			return e.migrateApp(ctx, c, ct, to)
+		}
+		for vk, volid := range recs {
+			sizes[vk] = obs.Volumes[from+"/"+volid]
+		}
+		if err := e.step(app, "move", "create carrier on "+from, func() error {
+			car, err = e.createCarrier(ctx, app, from, to, c, obs)
+			return err
+		}); err != nil {
+			return err
+		}
+	} else {
+		if ct != nil {
+			if err := e.readyToLeave(ctx, c, ct); err != nil {
+				return err
+			}
+		}
+		if car.notes.To != to {
+			if err := e.carrierChange(ctx, car, "retarget the move to "+to, func(n *plan.CarrierNotes) { n.To = to }); err != nil {
+				return err
+			}
+		}
+	}
+	// 3. Into the carrier, while it is on a node the app leaves.
+	if car.node != to {
+		recs, err := e.appRecords(ctx, keepers, car.node, app)
+		if err != nil {
+			return err
+		}
+		for _, vk := range sortedKeys(recs) {
+			if err := e.carry(ctx, keepers, car, vk, recs[vk]); err != nil {
+				return err
+			}
+		}
+		// 4. The carrier migrates with what it holds.
+		if err := e.step(app, "move", fmt.Sprintf("migrate carrier %d %s → %s", car.vmid, car.node, to), func() error {
+			return e.migrate(ctx, app, car.node, car.vmid, to)
+		}); err != nil {
+			return err
+		}
+		car.node = to
+	}
+	// 5. The app's container.
+	if ct != nil && ct.Node != to {
+		if err := e.migrateApp(ctx, c, ct, to); err != nil {
+			return err
+		}
+	}
+	// 6. The target node's keeper takes each volume.
+	conf, err := containerConfig(ctx, e.Client, car.node, car.vmid)
+	if err != nil {
+		return err
+	}
+	notes, _ := plan.ParseCarrierNotes(conf["description"])
+	held := (&plan.Carrier{VMID: car.vmid, Config: conf, Notes: notes}).Holds()
+	vols := map[plan.VolumeKey]string{}
+	for vk := range notes.Carrying {
+		vols[vk] = held[vk]
+	}
+	if err := e.handOver(ctx, keepers, to, vols, car.vmid); err != nil {
+		return err
+	}
+	// 7. The carrier goes.
+	if err := e.step(app, "move", fmt.Sprintf("destroy carrier %d on %s", car.vmid, car.node), func() error {
+		return e.destroyCarrier(ctx, app, car)
+	}); err != nil {
+		return err
+	}
+	// 8. Verify.
+	return e.step(app, "move", "verify volumes on "+to, func() error {
+		return e.verifyMove(ctx, keepers, app, to, sortedKeys(notes.Carrying), sizes, car.vmid)
+	})
+}
+
+// carrierRef is a carrier found by moveApp.
+type carrierRef struct {
+	vmid  int
+	node  string
+	notes plan.CarrierNotes
+}
+
+// findMove finds app's container and its carrier (nil when no move is
+// under way), from a fresh list.
+func (e *Executor) findMove(ctx context.Context, app string, res []resource) (*resource, *carrierRef, error) {
+	var ct *resource
+	var car *carrierRef
+	for i, r := range res {
+		if r.Type != "lxc" {
+			continue
+		}
+		tags := plan.ParseTags(r.Tags)
+		if !slices.Contains(tags, plan.TagManaged) {
+			continue
+		}
+		if slices.Contains(tags, plan.TagCarrier) {
+			conf, err := containerConfig(ctx, e.Client, r.Node, r.VMID)
+			if pve.IsNotFound(err) {
+				continue
+			}
+			if err != nil {
+				return nil, nil, err
+			}
+			if n, ok := plan.ParseCarrierNotes(conf["description"]); ok && n.App == app {
+				car = &carrierRef{vmid: r.VMID, node: r.Node, notes: n}
+			}
+			continue
+		}
+		if appOf(tags) == app && !slices.Contains(tags, plan.TagKeeper) {
+			ct = &res[i]
+		}
+	}
+	return ct, car, nil
+}
+
+// readyToLeave stops the app's container, deletes its snapshots (with
+// consent) and detaches every volume it does not own, so that PVE's
+// migration finds only its own volumes, and the keeper's volumes are in
+// no other guest's hands when they move.
+func (e *Executor) readyToLeave(ctx context.Context, c plan.Change, ct *resource) error {
+	app, node, vmid := c.App, ct.Node, ct.VMID
+	if err := e.ensureStopped(ctx, app, node, vmid); err != nil {
+		return err
+	}
+	snaps, err := e.Client.Snapshots(ctx, node, vmid)
+	if err != nil {
+		return err
+	}
+	var names []string
+	for _, s := range snaps {
+		if s.Name != "current" {
+			names = append(names, s.Name)
+		}
+	}
+	if len(names) > 0 {
+		if c.Desired == nil || !c.Desired.DeleteSnapshots {
+			return fmt.Errorf("%s: container %d has snapshots (%s): PVE migrates no container with snapshots on LVM-thin (non-migratable snapshot exists); delete them, or move with --delete-snapshots", app, vmid, strings.Join(names, ", "))
+		}
+		slices.Reverse(names) // newest first
+		for _, name := range names {
+			if err := e.step(app, "snapshot", "delete "+name+" (--delete-snapshots)", func() error {
+				var upid string
+				err := e.retryLocked(ctx, func() (err error) {
+					upid, err = e.Client.DeleteSnapshot(ctx, node, vmid, name, false)
+					return err
+				})
+				if err != nil {
+					return err
+				}
+				return e.wait(ctx, app, upid)
+			}); err != nil {
+				return err
+			}
+		}
+	}
+	conf, err := containerConfig(ctx, e.Client, node, vmid)
+	if err != nil {
+		return err
+	}
+	var mps, foreign []string
+	for k, v := range conf {
+		volid := plan.ParseMountPoint(v).Volume
+		if isMP(k) && volid != "" && plan.VolumeOwner(volid) != vmid {
+			mps = append(mps, k)
+			foreign = append(foreign, volid)
+		}
+		if isUnused(k) && plan.VolumeOwner(v) != vmid {
+			foreign = append(foreign, v)
+		}
+	}
+	if len(foreign) == 0 {
+		return nil
+	}
+	slices.Sort(mps)
+	return e.step(app, "detach", "before the move: "+strings.Join(foreign, ","), func() error {
+		if len(mps) > 0 {
+			if err := e.putConfig(ctx, node, vmid, url.Values{"delete": {strings.Join(mps, ",")}}); err != nil {
+				return err
+			}
+		}
+		return e.dropReferences(ctx, node, vmid, foreign)
+	})
+}
+
+// appRecords reads, fresh, the records of app on node's keepers.
+func (e *Executor) appRecords(ctx context.Context, keepers *keeperSet, node, app string) (map[plan.VolumeKey]string, error) {
+	out := map[plan.VolumeKey]string{}
+	keepers.mu.Lock()
+	ks := slices.Clone(keepers.byNode[node])
+	keepers.mu.Unlock()
+	for _, k := range ks {
+		cc, err := k.read(ctx)
+		if pve.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		for vk, volid := range plan.MountRecords(cc.Values) {
+			if vk.App == app {
+				out[vk] = volid
+			}
+		}
+	}
+	return out, nil
+}
+
+// migrateApp migrates the app's stopped container to node to.
+func (e *Executor) migrateApp(ctx context.Context, c plan.Change, ct *resource, to string) error {
+	if err := e.readyToLeave(ctx, c, ct); err != nil {
+		return err
+	}
+	return e.step(c.App, "move", fmt.Sprintf("migrate ct %d %s → %s", ct.VMID, ct.Node, to), func() error {
+		return e.migrate(ctx, c.App, ct.Node, ct.VMID, to)
+	})
+}
+
+// staleCopy is phase1_cleanup's line for a copy a failed migration left
+// on the target (behaviour.md (i.2)).
+var staleCopy = regexp.MustCompile(`found stale volume copy '([^']+)' on node '([^']+)'`)
+
+// migrate migrates a stopped CT and waits. A failed migration leaves the
+// copies it made on the target, referenced by nothing: they are freed at
+// once, so a retry finds no name taken and nothing is left behind.
+func (e *Executor) migrate(ctx context.Context, app, node string, vmid int, to string) error {
+	var upid string
+	err := e.retryLocked(ctx, func() (err error) {
+		upid, err = e.Client.Migrate(ctx, node, vmid, pve.MigrateOptions{Target: to})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	_, err = e.waitLog(ctx, app, upid, true)
+	var te *pve.TaskError
+	if errors.As(err, &te) {
+		log := te.Log
+		if full, lerr := e.Client.WaitTask(ctx, upid, pve.WaitOptions{Log: true}); lerr == nil || full != nil {
+			if full != nil {
+				log = full.Log
+			}
+		}
+		var freed []string
+		for _, line := range log {
+			if m := staleCopy.FindStringSubmatch(line); m != nil && plan.VolumeOwner(m[1]) == vmid {
+				sid, _, _ := strings.Cut(m[1], ":")
+				if dupid, derr := e.Client.DeleteVolume(ctx, m[2], sid, m[1]); derr == nil {
+					if e.wait(ctx, app, dupid) == nil {
+						freed = append(freed, m[1]+" on "+m[2])
+					}
+				}
+			}
+		}
+		if len(freed) > 0 {
+			return fmt.Errorf("%w (the stale copies it left were freed: %s); run the command again once the cause is fixed", err, strings.Join(freed, ", "))
+		}
+	}
+	return err
+}
+
+// createCarrier creates the carrier on node from: protected, and its
+// Notes name the move, in the create request itself.
+func (e *Executor) createCarrier(ctx context.Context, app, from, to string, c plan.Change, obs *plan.Observed) (*carrierRef, error) {
+	tmpl := ""
+	if c.Desired != nil && slices.Contains(obs.Templates[from], c.Desired.Template) {
+		tmpl = c.Desired.Template
+	} else if t := obs.Templates[from]; len(t) > 0 {
+		tmpl = t[0]
+	}
+	if tmpl == "" {
+		return nil, fmt.Errorf("no container template on node %s to create the carrier from", from)
+	}
+	root := "local-lvm"
+	if c.Desired != nil && c.Desired.RootStorage != "" {
+		root = c.Desired.RootStorage
+	}
+	notes := plan.CarrierNotes{App: app, From: from, To: to}
+	params := url.Values{}
+	params.Set("ostemplate", tmpl)
+	params.Set("hostname", plan.CarrierName)
+	params.Set("rootfs", root+":"+plan.GiB(keeperRootSize))
+	params.Set("unprivileged", "1")
+	params.Set("cores", "1")
+	params.Set("memory", "64")
+	params.Set("swap", "0")
+	params.Set("features", "nesting=1") // as the keeper: no systemd warning at create
+	params.Set("tags", plan.TagManaged+";"+plan.TagCarrier)
+	params.Set("description", notes.Render())
+	params.Set("protection", "1")
+	vmid, err := e.postCT(ctx, app, from, 0, params, false)
+	if err != nil {
+		return nil, err
+	}
+	return &carrierRef{vmid: vmid, node: from, notes: notes}, nil
+}
+
+// carrierChange is a compare-and-swap write of the carrier's Notes.
+func (e *Executor) carrierChange(ctx context.Context, car *carrierRef, what string, edit func(n *plan.CarrierNotes)) error {
+	for attempt := 1; ; attempt++ {
+		cc, err := e.Client.ContainerConfig(ctx, car.node, car.vmid, true)
+		if err != nil {
+			return fmt.Errorf("carrier %d: %w", car.vmid, err)
+		}
+		n, ok := plan.ParseCarrierNotes(cc.Values["description"])
+		if !ok {
+			return fmt.Errorf("carrier %d: its Notes no longer name the move (edited outside corral)", car.vmid)
+		}
+		edit(&n)
+		d := n.Render()
+		if d == cc.Values["description"] {
+			car.notes = n
+			return nil
+		}
+		err = e.putConfig(ctx, car.node, car.vmid, url.Values{"description": {d}, "digest": {cc.Digest}})
+		if pve.IsModified(err) && attempt < maxCASAttempts {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("carrier %d: %s: %w", car.vmid, what, err)
+		}
+		car.notes = n
+		return nil
+	}
+}
+
+// carry hands volume vk (volid, recorded by a keeper on the carrier's
+// node) to the carrier: a carrying line first, then move_volume from the
+// keeper's mpN to the carrier's unusedN. A line written by an earlier,
+// killed attempt is reused when its entry is still free.
+func (e *Executor) carry(ctx context.Context, keepers *keeperSet, car *carrierRef, vk plan.VolumeKey, volid string) error {
+	k := keepers.byVMID(car.node, plan.VolumeOwner(volid))
+	if k == nil {
+		return fmt.Errorf("volume %s (%s): no keeper %d on %s", vk, volid, plan.VolumeOwner(volid), car.node)
+	}
+	return e.step(vk.App, "move", fmt.Sprintf("volume %s: keeper %d → carrier %d", vk.Name, k.vmid, car.vmid), func() error {
+		// No turn on the keeper: handing a volume away needs no change
+		// of its protection (PVE checks it only on the receiving side),
+		// and its config changes are serialised by PVE; the Notes are
+		// written with a compare-and-swap.
+		cc, err := e.Client.ContainerConfig(ctx, car.node, car.vmid, true)
+		if err != nil {
+			return err
+		}
+		target := ""
+		if in, ok := car.notes.Carrying[vk]; ok && cc.Values[in.Key] == "" {
+			target = in.Key
+		}
+		if target == "" {
+			taken := maps.Clone(cc.Values)
+			for _, in := range car.notes.Carrying {
+				taken[in.Key] = "x"
+			}
+			target = freeKey(taken, "unused")
+			if err := e.carrierChange(ctx, car, "note "+vk.String(), func(n *plan.CarrierNotes) {
+				n.Carrying[vk] = plan.AdoptIntent{Source: volid, Key: target}
+			}); err != nil {
+				return err
+			}
+		}
+		kc, err := k.read(ctx)
+		if err != nil {
+			return err
+		}
+		srcKey := plan.MountKey(kc.Values, vk)
+		if srcKey == "" || plan.ParseMountPoint(kc.Values[srcKey]).Volume != volid {
+			return fmt.Errorf("keeper %d no longer records %s as %s", k.vmid, vk, volid)
+		}
+		var upid string
+		if err := e.retryLocked(ctx, func() (err error) {
+			upid, err = e.Client.MoveVolume(ctx, car.node, k.vmid, url.Values{
+				"volume": {srcKey}, "target-vmid": {strconv.Itoa(car.vmid)}, "target-volume": {target},
+			})
+			return err
+		}); err != nil {
+			return fmt.Errorf("move %s to carrier %d: %w", volid, car.vmid, err)
+		}
+		if err := e.wait(ctx, vk.App, upid); err != nil {
+			return fmt.Errorf("move %s to carrier %d: %w", volid, car.vmid, err)
+		}
+		// The keeper's Notes follow its mount points again.
+		return k.change(ctx, "forget "+vk.String()+" (carried)", func(s *keeperState) (url.Values, error) { return url.Values{}, nil })
+	})
+}
+
+// handOver gives the volumes the carrier holds (vols: key → volid, ""
+// when an earlier, killed run already moved it) to keepers on node and
+// records them there: one keeper turn for all of them (one protection
+// window), each with its adoption intent, its move_volume and its record.
+func (e *Executor) handOver(ctx context.Context, keepers *keeperSet, node string, vols map[plan.VolumeKey]string, carrier int) error {
+	keepers.mu.Lock()
+	ks := slices.Clone(keepers.byNode[node])
+	keepers.mu.Unlock()
+	todo := map[plan.VolumeKey]string{}
+	for vk, volid := range vols {
+		todo[vk] = volid
+	}
+	// Already recorded, or moved into a keeper that noted the adoption
+	// (a run killed between the move and the record).
+	for _, k := range ks {
+		cc, err := k.read(ctx)
+		if pve.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		s := newKeeperState(cc.Values)
+		k.remember(s)
+		recs := plan.MountRecords(cc.Values)
+		for _, vk := range sortedKeys(todo) {
+			if recs[vk] != "" {
+				delete(todo, vk)
+				continue
+			}
+			if in, ok := s.notes.Intents[vk]; ok && todo[vk] == "" {
+				if moved := cc.Values[in.Key]; moved != "" && plan.VolumeOwner(moved) == k.vmid {
+					if err := e.step(vk.App, "move", "volume "+vk.Name+": record in keeper "+strconv.Itoa(k.vmid), func() error {
+						return k.unprotected(ctx, func() error { return k.mount(ctx, vk, moved) })
+					}); err != nil {
+						return err
+					}
+					delete(todo, vk)
+				}
+			}
+		}
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	for _, vk := range sortedKeys(todo) {
+		if todo[vk] == "" {
+			return fmt.Errorf("volume %s: neither carrier %d nor a keeper on %s holds it; run corral again (a task may still be running), or see docs/moving.md", vk, carrier, node)
+		}
+	}
+	// Group by the keeper that has room for each.
+	byKeeper := map[*keeper][]plan.VolumeKey{}
+	var order []*keeper
+	for _, vk := range sortedKeys(todo) {
+		sid, _, _ := strings.Cut(todo[vk], ":")
+		k, done, err := keepers.forNew(node, vk, sid)
+		if err != nil {
+			return err
+		}
+		defer done()
+		if byKeeper[k] == nil {
+			order = append(order, k)
+		}
+		byKeeper[k] = append(byKeeper[k], vk)
+	}
+	for _, k := range order {
+		vks := byKeeper[k]
+		var names []string
+		for _, vk := range vks {
+			names = append(names, vk.Name)
+		}
+		app := vks[0].App
+		if err := e.step(app, "move", fmt.Sprintf("volumes %s: carrier %d → keeper %d on %s", strings.Join(names, ", "), carrier, k.vmid, node), func() error {
+			return k.takeFrom(ctx, carrier, vks, todo)
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// takeFrom moves the volumes vks (volids in vols), which CT owner on the
+// keeper's node holds as unusedN, into the keeper and records them, in
+// one protection window: per volume an adoption intent, the move, the
+// record (as adopt does for one).
+func (k *keeper) takeFrom(ctx context.Context, owner int, vks []plan.VolumeKey, vols map[plan.VolumeKey]string) error {
+	conf, err := containerConfig(ctx, k.e.Client, k.node, owner)
+	if err != nil {
+		return err
+	}
+	return k.unprotected(ctx, func() error {
+		for _, vk := range vks {
+			volid, srcKey := vols[vk], ""
+			for key, v := range conf {
+				if isUnused(key) && v == volid {
+					srcKey = key
+				}
+			}
+			if srcKey == "" {
+				return fmt.Errorf("CT %d does not hold %s as an unusedN entry", owner, volid)
+			}
+			var target string
+			if err := k.change(ctx, "note adoption of "+volid, func(s *keeperState) (url.Values, error) {
+				target = freeKey(s.conf, "unused")
+				if s.notes.Intents == nil {
+					s.notes.Intents = map[plan.VolumeKey]plan.AdoptIntent{}
+				}
+				s.notes.Intents[vk] = plan.AdoptIntent{Source: volid, Key: target}
+				k.noteProject(s, vk.App)
+				return url.Values{}, nil
+			}); err != nil {
+				return err
+			}
+			var upid string
+			if err := k.e.retryLocked(ctx, func() (err error) {
+				upid, err = k.e.Client.MoveVolume(ctx, k.node, owner, url.Values{
+					"volume": {srcKey}, "target-vmid": {strconv.Itoa(k.vmid)}, "target-volume": {target},
+				})
+				return err
+			}); err != nil {
+				return fmt.Errorf("move %s to keeper %d: %w", volid, k.vmid, err)
+			}
+			if err := k.e.wait(ctx, vk.App, upid); err != nil {
+				return fmt.Errorf("move %s to keeper %d: %w", volid, k.vmid, err)
+			}
+			cc, err := k.read(ctx)
+			if err != nil {
+				return err
+			}
+			moved := cc.Values[target]
+			if moved == "" {
+				return fmt.Errorf("keeper %d: %s empty after move", k.vmid, target)
+			}
+			if err := k.mount(ctx, vk, moved); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// destroyCarrier destroys the carrier once it holds nothing but its
+// rootfs. destroy-unreferenced-disks frees any copy of a failed
+// migration still named for it on its node.
+func (e *Executor) destroyCarrier(ctx context.Context, app string, car *carrierRef) error {
+	conf, err := containerConfig(ctx, e.Client, car.node, car.vmid)
+	if pve.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for k, v := range conf {
+		if isMP(k) || isUnused(k) {
+			return fmt.Errorf("carrier %d still holds %s (%s); not destroyed", car.vmid, v, k)
+		}
+	}
+	if conf["protection"] == "1" {
+		if err := e.putConfig(ctx, car.node, car.vmid, url.Values{"protection": {"0"}}); err != nil {
+			return err
+		}
+	}
+	yes := true
+	var upid string
+	err = e.retryLocked(ctx, func() (err error) {
+		upid, err = e.Client.DestroyContainer(ctx, car.node, car.vmid, pve.DestroyOptions{Purge: true, DestroyUnreferencedDisks: &yes})
+		return err
+	})
+	if pve.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return e.wait(ctx, app, upid)
+}
+
+// verifyMove checks the end of a move from the API: every moved volume is
+// recorded by a keeper on node and exists there (with the size it had,
+// when known), and no copy named for the carrier is left on node.
+func (e *Executor) verifyMove(ctx context.Context, keepers *keeperSet, app, node string, vks []plan.VolumeKey, sizes map[plan.VolumeKey]int64, carrier int) error {
+	recs, err := e.appRecords(ctx, keepers, node, app)
+	if err != nil {
+		return err
+	}
+	var problems []string
+	storages := map[string]bool{}
+	for _, vk := range vks {
+		volid := recs[vk]
+		if volid == "" {
+			problems = append(problems, fmt.Sprintf("volume %s is not recorded on %s", vk, node))
+			continue
+		}
+		sid, _, _ := strings.Cut(volid, ":")
+		storages[sid] = true
+		vols, err := e.Client.StorageContent(ctx, node, sid, "", plan.VolumeOwner(volid))
+		if err != nil {
+			return err
+		}
+		found := false
+		for _, v := range vols {
+			if v.VolID == volid {
+				found = true
+				if want := sizes[vk]; want > 0 && v.Size != want {
+					problems = append(problems, fmt.Sprintf("volume %s (%s) is %d bytes on %s, it was %d", vk, volid, v.Size, node, want))
+				}
+			}
+		}
+		if !found {
+			problems = append(problems, fmt.Sprintf("volume %s (%s) does not exist on %s", vk, volid, node))
+		}
+	}
+	// Stale copies can only be on the node the carrier migrated to (a
+	// successful migration frees the source's; a failed one leaves its
+	// copies on the target). The carrier's VMID is free again and may
+	// already be another move's carrier (parallel moves; /cluster/nextid
+	// gives the lowest free id), even one being created, whose volumes
+	// exist before its config names them: a node where a guest has that
+	// VMID is that guest's business (PVE: a new guest adopts them).
+	res, err := e.Client.ClusterResources(ctx, "vm")
+	if err != nil {
+		return err
+	}
+	taken := false
+	for _, r := range res {
+		taken = taken || (r.VMID == carrier && r.Node == node)
+	}
+	for sid := range storages {
+		if taken {
+			break
+		}
+		vols, err := e.Client.StorageContent(ctx, node, sid, "", carrier)
+		if err != nil {
+			return err
+		}
+		for _, v := range vols {
+			if plan.VolumeOwner(v.VolID) == carrier {
+				problems = append(problems, fmt.Sprintf("stale copy %s left on %s", v.VolID, node))
+			}
+		}
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("after the move: %s", strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+func sortedKeys[V any](m map[plan.VolumeKey]V) []plan.VolumeKey {
+	return slices.SortedFunc(maps.Keys(m), func(a, b plan.VolumeKey) int { return strings.Compare(a.String(), b.String()) })
+}
+
+// afterMove turns a finished move into the update that follows it on
+// the target node: the moved volumes are attached under their new volids
+// (a keeper adoption renames them), the container is started.
+func (e *Executor) afterMove(ctx context.Context, c plan.Change, keepers *keeperSet, obs *plan.Observed) (plan.Change, error) {
+	recs, err := e.appRecords(ctx, keepers, c.Node, c.App)
+	if err != nil {
+		return c, err
+	}
+	if c.VMID == 0 {
+		res, err := e.Client.ClusterResources(ctx, "vm")
+		if err != nil {
+			return c, err
+		}
+		ct, _, err := e.findMove(ctx, c.App, res)
+		if err != nil {
+			return c, err
+		}
+		if ct == nil {
+			return c, fmt.Errorf("%s: its volumes are on %s, but its container is gone; run corral apply to create it there", c.App, c.Node)
+		}
+		c.VMID = ct.VMID
+	}
+	c.Action, c.From, c.Digest, c.OldVMID = plan.Update, "", "", c.VMID
+	c.Start, c.Restart = true, false
+	var vols []plan.VolumeChange
+	for _, v := range c.Volumes {
+		if v.Action == plan.VolDetach {
+			continue
+		}
+		if v.Action == plan.VolMove {
+			volid := recs[plan.VolumeKey{App: c.App, Name: v.Name}]
+			if volid == "" {
+				return c, fmt.Errorf("%s: volume %s is not recorded on %s after the move", c.App, v.Name, c.Node)
+			}
+			v.VolID, v.Key, v.Action = volid, "", plan.VolAttach
+			if v.Size > v.OldSize && v.OldSize > 0 {
+				v.Action = plan.VolGrow
+			}
+			if v.Mount == "" && c.Desired != nil { // an interrupted move's plan names only the volume
+				for _, dv := range c.Desired.Volumes {
+					if dv.Name == v.Name {
+						v.Mount, v.Backup = dv.Mount, dv.Backup
+					}
+				}
+			}
+		}
+		vols = append(vols, v)
+	}
+	c.Volumes = vols
+	return c, e.moveTags(ctx, &c, obs)
+}
+
+// moveTags sets the tags edit of a moved app: its tags, with those that
+// record its shared volumes (plan.VolumeTag) naming the volids the move
+// gave them, and the corral-recovered mark kept.
+func (e *Executor) moveTags(ctx context.Context, c *plan.Change, obs *plan.Observed) error {
+	if c.Desired == nil {
+		return nil
+	}
+	conf, err := containerConfig(ctx, e.Client, c.Node, c.VMID)
+	if err != nil {
+		return err
+	}
+	want := plan.AppTags(*c.Desired)
+	for _, v := range c.Volumes {
+		if v.VolID != "" && obs != nil && obs.OnShared(v.VolID) {
+			if t := plan.VolumeTag(v.Name, v.VolID); t != "" {
+				want = append(want, t)
+			}
+		}
+	}
+	for _, t := range plan.ParseTags(conf["tags"]) {
+		if strings.HasPrefix(t, plan.TagRecoveredPrefix) {
+			want = append(want, t)
+		}
+	}
+	slices.Sort(want)
+	want = slices.Compact(want)
+	have := plan.ParseTags(conf["tags"])
+	slices.Sort(have)
+	c.Config = slices.DeleteFunc(c.Config, func(ed plan.ConfigEdit) bool { return ed.Key == "tags" })
+	if !slices.Equal(want, have) {
+		c.Config = append(c.Config, plan.ConfigEdit{Key: "tags", Old: conf["tags"], New: strings.Join(want, ";")})
+	}
+	return nil
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package apply_test
+
+const raceDetector = false
