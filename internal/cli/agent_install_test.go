@@ -360,13 +360,19 @@ func TestAgent_installGit(t *testing.T) {
 		Env: []string{"GIT_PROJECT_ROOT=" + filepath.Dir(repo.bare), "GIT_HTTP_EXPORT_ALL=1"}}
 	srv := httptest.NewServer(h)
 	defer srv.Close()
+	// Where the emulator's CTs are isolated, they reach the host's
+	// server through the bridge gateway, as a CT reaches a server on its LAN.
+	gitAddr, err := c.srv.ExposeToGuests(9418, strings.TrimPrefix(srv.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	manifestAt := func(memory string) string {
 		return "project: demo\n" + strings.ReplaceAll(appManifest, "MEMORY", memory)
 	}
 	a := repo.commit(manifestAt("512"), "notes at 512 MiB")
 	m := writeManifest(t, manifestAt("512"))
 	bin := buildCorral(t)
-	r := runCorral(t, append([]string{"agent", "install", "-f", m, "--binary", bin, "--interval", "1s", "--git", srv.URL + "/notes.git", "--git-ref", "main"}, c.rootArgs()...)...)
+	r := runCorral(t, append([]string{"agent", "install", "-f", m, "--binary", bin, "--interval", "1s", "--git", "http://" + gitAddr + "/notes.git", "--git-ref", "main"}, c.rootArgs()...)...)
 	if strings.Contains(r.stderr, "guest exec unavailable") {
 		t.Skipf("guest exec unavailable: %s", r.stderr)
 	}

@@ -394,6 +394,21 @@ func shellQuote(v string) string { return "'" + strings.ReplaceAll(v, "'", `'\''
 // PVEPort as Options.GuestSSHPort asks for the real SSH port, 22.
 const PVEPort = 22
 
+// ExposeToGuests makes the host's TCP service at target reachable from
+// the emulator's CTs, on the bridge gateway at port, as a service on the
+// LAN is for a PVE CT (tests serve a Git repository to an agent in a CT
+// this way). It returns the address the CTs use: the gateway's, or
+// target itself where CTs share the host's network (the fallback view).
+func (s *Server) ExposeToGuests(port int, target string) (string, error) {
+	if isolated, _ := s.guests.Isolated(); !isolated {
+		return target, nil
+	}
+	if err := s.guests.Expose(port, target); err != nil {
+		return "", err
+	}
+	return net.JoinHostPort(guest.GatewayIP, strconv.Itoa(port)), nil
+}
+
 // PVEAPIPort is where CTs reach the emulator's API on their gateway
 // (guest.GatewayIP), as pveproxy listens on a PVE node.
 const PVEAPIPort = 8006

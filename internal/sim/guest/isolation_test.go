@@ -49,7 +49,8 @@ func TestGuest_isolation(t *testing.T) {
 		name, script, want string
 	}{
 		{"hostname is the CT's", "hostname", "stdout: iso"},
-		{"pid 1 is the CT's init", "cat /proc/1/comm", "stdout: sleep"},
+		{"pid 1 is the CT's init (LXC's minimal init)", "cat /proc/1/comm", "stdout: init.lxc.static"},
+		{"init reaps orphans", "(sleep 0.1 &); sleep 0.6; grep -l '^State:.*Z' /proc/[0-9]*/status | wc -l", "stdout: 0"},
 		{"ps sees no host process", "ps -eo comm= | grep -c '^sleep' ; ps -eo args= | grep -c '^sleep 7301' || true", "stdout: 1\nstdout: 0"},
 		{"pkill finds nothing to kill", "pkill -f 'slee[p] 7301'; echo $?", "stdout: 1"},
 		{"no host network interface", "ls /sys/class/net | grep -v '^lo$' | grep -vc '^eth' || true", "stdout: 0"},

@@ -338,7 +338,15 @@ func (ct *lxcCT) config(mps []viewMount, run model.GuestRun, init string) (strin
 	switch {
 	case init == "":
 		// No init of its own: a placeholder PID 1, killed on shutdown.
-		line("lxc.init.cmd", "/bin/sleep infinity")
+		// LXC's own minimal init, where the CT sees the host's programs,
+		// so that orphans (a daemon a session left running, then
+		// killed) are reaped as by a real init instead of staying
+		// zombies that kill -0 still finds.
+		if ct.work != "" && fileExists(lxcInit) {
+			line("lxc.init.cmd", lxcInit+" -n "+ct.name+" -q -- /bin/sleep infinity")
+		} else {
+			line("lxc.init.cmd", "/bin/sleep infinity")
+		}
 		line("lxc.signal.halt", "SIGKILL")
 	case ct.systemd:
 		line("lxc.signal.halt", "SIGRTMIN+3") // systemd's "halt"
@@ -430,6 +438,10 @@ func (ct *lxcCT) kill() {
 	}
 	os.RemoveAll(filepath.Join(ct.r.path, ct.name))
 }
+
+// lxcInit is Debian lxc's minimal init (lxc-execute's): it runs one
+// command as PID 2 and reaps every other child.
+const lxcInit = "/usr/sbin/init.lxc.static"
 
 func fileExists(p string) bool {
 	_, err := os.Stat(p)

@@ -1,0 +1,19 @@
+package apply_test
+
+import (
+	"os"
+	"testing"
+)
+
+// TestMain runs this package's emulators' CTs in the fallback view
+// (CORRAL_SIM_RUNTIME=view) unless the environment chooses: these tests
+// are about API calls, volumes and kills at every call boundary, where
+// the guest runtime plays no part, and an LXC boot per CT start (about
+// 0.1 s, thousands of starts) would double the package's time. The LXC
+// runtime is tested in internal/sim/guest and internal/cli.
+func TestMain(m *testing.M) {
+	if os.Getenv("CORRAL_SIM_RUNTIME") == "" {
+		os.Setenv("CORRAL_SIM_RUNTIME", "view")
+	}
+	os.Exit(m.Run())
+}
