@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/corralhq/corral/internal/ui/human"
 )
 
 //go:embed status.html
@@ -28,15 +30,7 @@ var page = template.Must(template.New("status.html").Funcs(template.FuncMap{
 		}
 		return d.String() + " ago"
 	},
-	"size": func(b int64) string {
-		switch {
-		case b >= 1<<30:
-			return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30))
-		case b >= 1<<20:
-			return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
-		}
-		return fmt.Sprintf("%d B", b)
-	},
+	"size":  human.Size,
 	"short": short,
 	"utc":   func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") },
 }).ParseFS(pageFS, "status.html"))

@@ -14,9 +14,8 @@ import (
 	"testing"
 
 	"github.com/corralhq/corral/internal/apply"
-	"github.com/corralhq/corral/internal/manifest"
 	"github.com/corralhq/corral/internal/plan"
-	"github.com/corralhq/corral/internal/pve"
+	"github.com/corralhq/corral/internal/pvetest"
 	"github.com/corralhq/corral/internal/sim"
 	"github.com/corralhq/corral/internal/sim/model"
 )
@@ -103,12 +102,7 @@ type rig struct {
 }
 
 func newRig(t *testing.T) *rig {
-	scale := 0.0
-	srv, err := sim.New(sim.Options{Dir: t.TempDir(), Listener: sim.ListenTLS, Listen: "127.0.0.1:0", TimeScale: &scale})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
+	srv := pvetest.Start(t).Server
 	// The second template, downloaded once by root as an operator would
 	// (the operator token may not download templates).
 	c := srv.Cluster()
@@ -143,12 +137,7 @@ func newRig(t *testing.T) *rig {
 }
 
 func loadApps(t *testing.T, ph phase) []plan.App {
-	text := strings.NewReplacer("MEMORY", ph.memory, "TEMPLATE", ph.template).Replace(crashManifest)
-	f, err := manifest.Parse("corral.yaml", []byte(text), manifest.LoadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return plan.FromManifest(f)
+	return loadAppsText(t, strings.NewReplacer("MEMORY", ph.memory, "TEMPLATE", ph.template).Replace(crashManifest))
 }
 
 // run carries out one phase; with kill > 0 it dies at that request. It
@@ -157,10 +146,7 @@ func (r *rig) run(ph phase, kill int64) (int64, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	k := &killer{base: r.srv.HTTPClient().Transport, n: kill, cancel: cancel}
-	c, err := pve.New(pve.Config{Endpoint: r.srv.URL(), Token: r.srv.Credentials().OperatorToken, HTTPClient: &http.Client{Transport: k}})
-	if err != nil {
-		r.t.Fatal(err)
-	}
+	c := pvetest.Client(r.t, r.srv, r.srv.Credentials().OperatorToken, pvetest.Transport(k))
 	obs, err := apply.Observe(ctx, c)
 	if err != nil {
 		return k.count.Load(), err
@@ -185,10 +171,7 @@ func (r *rig) run(ph phase, kill int64) (int64, error) {
 
 // observe reads the state with a healthy client.
 func (r *rig) observe() *plan.Observed {
-	c, err := pve.New(pve.Config{Endpoint: r.srv.URL(), Token: r.srv.Credentials().OperatorToken, HTTPClient: r.srv.HTTPClient()})
-	if err != nil {
-		r.t.Fatal(err)
-	}
+	c := pvetest.Client(r.t, r.srv, r.srv.Credentials().OperatorToken)
 	obs, err := apply.Observe(context.Background(), c)
 	if err != nil {
 		r.t.Fatal(err)

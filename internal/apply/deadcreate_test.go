@@ -8,8 +8,7 @@ import (
 	"time"
 
 	"github.com/corralhq/corral/internal/apply"
-	"github.com/corralhq/corral/internal/pve"
-	"github.com/corralhq/corral/internal/sim"
+	"github.com/corralhq/corral/internal/pvetest"
 	"github.com/corralhq/corral/internal/sim/model"
 )
 
@@ -57,12 +56,7 @@ func TestDeadRestorePlaceholderReportedAtOnce(t *testing.T) {
 // under way, or none at all when PVE's API daemon died after writing it) is
 // waited for; when the wait ends, the refusal gives root's command.
 func TestUnseenCreateWaitedForThenExplained(t *testing.T) {
-	scale := 1.0
-	srv, err := sim.New(sim.Options{Dir: t.TempDir(), Listener: sim.ListenTLS, Listen: "127.0.0.1:0", TimeScale: &scale})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
+	srv := pvetest.Start(t, pvetest.TimeScale(1.0)).Server
 	// root's create runs for seconds at real durations; the operator token
 	// cannot see root's task.
 	if _, err := srv.Cluster().CreateCT(model.Auth{UserID: "root@pam"}, "pve", map[string]string{
@@ -70,11 +64,8 @@ func TestUnseenCreateWaitedForThenExplained(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	c, err := pve.New(pve.Config{Endpoint: srv.URL(), Token: srv.Credentials().OperatorToken, HTTPClient: srv.HTTPClient()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = apply.ObserveWith(context.Background(), c, apply.ObserveOptions{CreateWait: 200 * time.Millisecond})
+	c := pvetest.Client(t, srv, srv.Credentials().OperatorToken)
+	_, err := apply.ObserveWith(context.Background(), c, apply.ObserveOptions{CreateWait: 200 * time.Millisecond})
 	if err == nil || !strings.Contains(err.Error(), "container(s) 170 on pve are still being created") ||
 		!strings.Contains(err.Error(), "on node pve run pct unlock 170 && pct destroy 170") {
 		t.Fatalf("want the wait's refusal with root's command, got %v", err)

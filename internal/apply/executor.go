@@ -15,6 +15,7 @@ import (
 
 	"github.com/corralhq/corral/internal/plan"
 	"github.com/corralhq/corral/internal/pve"
+	"github.com/corralhq/corral/internal/ui/human"
 )
 
 // Executor carries out plans against one cluster.
@@ -302,12 +303,12 @@ func (e *Executor) checkPlanned(ctx context.Context, c plan.Change) error {
 	return nil
 }
 
-// attachment is a volume ready to be attached to the workload.
+// attachment is a volume's change from the plan, ready to be attached
+// to the workload: VolID is its final volid, and Action is VolKeep
+// (attached as wanted) or what attach does.
 type attachment struct {
-	name, volid, mount, key string
-	backup                  bool
-	action                  plan.VolumeAction
-	fresh                   bool // created by this run
+	plan.VolumeChange
+	fresh bool // created by this run
 }
 
 // prepareVolumes creates, adopts and grows volumes in the keeper, and
@@ -323,7 +324,7 @@ func (e *Executor) prepareVolumes(ctx context.Context, c plan.Change, keepers *k
 		var err error
 		switch v.Action {
 		case plan.VolCreate:
-			err = e.step(c.App, "volume", "create "+v.Name+" ("+fmtGiB(v.Size)+" on "+v.Storage+")", func() error {
+			err = e.step(c.App, "volume", "create "+v.Name+" ("+human.Size(v.Size)+" on "+v.Storage+")", func() error {
 				k, done, err := keepers.forNew(c.Node, key, v.Storage)
 				if err != nil {
 					return err
@@ -346,7 +347,7 @@ func (e *Executor) prepareVolumes(ctx context.Context, c plan.Change, keepers *k
 				return err
 			})
 		case plan.VolGrow:
-			err = e.step(c.App, "volume", "grow "+v.Name+" to "+fmtGiB(v.Size), func() error {
+			err = e.step(c.App, "volume", "grow "+v.Name+" to "+human.Size(v.Size), func() error {
 				k := keepers.holder(c.Node, key)
 				if k == nil {
 					return fmt.Errorf("no keeper on %s records volume %s", c.Node, key)
@@ -363,7 +364,9 @@ func (e *Executor) prepareVolumes(ctx context.Context, c plan.Change, keepers *k
 		} else if act == plan.VolGrow {
 			act = plan.VolAttach
 		}
-		out = append(out, attachment{name: v.Name, volid: volid, mount: v.Mount, key: v.Key, backup: v.Backup, action: act, fresh: v.Action == plan.VolCreate})
+		att := attachment{VolumeChange: v, fresh: v.Action == plan.VolCreate}
+		att.VolID, att.Action = volid, act
+		out = append(out, att)
 	}
 	return out, nil
 }
@@ -565,7 +568,7 @@ func (e *Executor) update(ctx context.Context, c plan.Change, vols []attachment,
 		}
 	}
 	if c.RootGrow > 0 {
-		if err := e.step(c.App, "resize", "rootfs to "+fmtGiB(c.RootGrow), func() error {
+		if err := e.step(c.App, "resize", "rootfs to "+human.Size(c.RootGrow), func() error {
 			return e.resize(ctx, c.App, node, vmid, "rootfs", c.RootGrow)
 		}); err != nil {
 			return err
@@ -620,10 +623,10 @@ func (e *Executor) attach(ctx context.Context, app, node string, vmid int, vols 
 		}
 	}
 	for _, v := range vols {
-		if v.action == plan.VolKeep {
+		if v.Action == plan.VolKeep {
 			continue
 		}
-		key := v.key
+		key := v.Key
 		if key == "" {
 			for i := 0; ; i++ {
 				cand := "mp" + strconv.Itoa(i)
@@ -634,7 +637,7 @@ func (e *Executor) attach(ctx context.Context, app, node string, vmid int, vols 
 			}
 		}
 		used[key] = true
-		value := plan.AttachValue(v.volid, v.mount, v.backup)
+		value := plan.AttachValue(v.VolID, v.Mount, v.Backup)
 		if err := e.step(app, "attach", key+"="+value, func() error {
 			return e.putConfig(ctx, node, vmid, url.Values{key: {value}})
 		}); err != nil {
@@ -656,11 +659,11 @@ func (e *Executor) tagSharedVolumes(ctx context.Context, c plan.Change, vmid int
 	fresh := false
 	tags := plan.AppTags(*c.Desired)
 	for _, v := range vols {
-		if !obs.OnShared(v.volid) {
+		if !obs.OnShared(v.VolID) {
 			continue
 		}
 		fresh = fresh || v.fresh
-		if t := plan.VolumeTag(v.name, v.volid); t != "" && !slices.Contains(tags, t) {
+		if t := plan.VolumeTag(v.Name, v.VolID); t != "" && !slices.Contains(tags, t) {
 			tags = append(tags, t)
 		}
 	}
@@ -695,9 +698,9 @@ func (e *Executor) guardAttach(ctx context.Context, node string, vmid int, vols 
 	}
 	for _, v := range vols {
 		// A volume this run created cannot be in anyone else's hands.
-		if v.action != plan.VolKeep && !v.fresh {
-			volids = append(volids, v.volid)
-			allowed = append(allowed, plan.VolumeOwner(v.volid))
+		if v.Action != plan.VolKeep && !v.fresh {
+			volids = append(volids, v.VolID)
+			allowed = append(allowed, plan.VolumeOwner(v.VolID))
 		}
 	}
 	return e.guardUnreferenced(ctx, node, volids, allowed...)
@@ -864,5 +867,3 @@ func (e *Executor) fetchTemplate(ctx context.Context, app, node, volid string) e
 	}
 	return e.wait(ctx, app, upid)
 }
-
-func fmtGiB(b int64) string { return plan.GiB(b) + "G" }

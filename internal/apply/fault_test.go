@@ -19,6 +19,7 @@ import (
 	"github.com/corralhq/corral/internal/apply"
 	"github.com/corralhq/corral/internal/plan"
 	"github.com/corralhq/corral/internal/pve"
+	"github.com/corralhq/corral/internal/pvetest"
 	"github.com/corralhq/corral/internal/sim"
 	"github.com/corralhq/corral/internal/sim/model"
 	"github.com/corralhq/corral/internal/testutil/secretscan"
@@ -192,13 +193,8 @@ func (r *rig) faultRun(ph phase, lockWait time.Duration, logw io.Writer, lost fu
 	ctx := context.Background()
 	w := newFaultWatch(r.srv.HTTPClient().Transport)
 	w.lost = lost
-	c, err := pve.New(pve.Config{
-		Endpoint: r.srv.URL(), Token: r.srv.Credentials().OperatorToken,
-		HTTPClient: &http.Client{Transport: w}, Logger: debugLogger(logw),
-	})
-	if err != nil {
-		r.t.Fatal(err)
-	}
+	c := pvetest.Client(r.t, r.srv, r.srv.Credentials().OperatorToken, pvetest.Transport(w),
+		func(c *pve.Config) { c.Logger = debugLogger(logw) })
 	obs, err := apply.ObserveWith(ctx, c, apply.ObserveOptions{CreateWait: createWait})
 	if err != nil {
 		return w, err

@@ -10,7 +10,6 @@ import (
 	"io"
 	"net"
 	"net/url"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,64 +21,16 @@ import (
 	"github.com/corralhq/corral/internal/plan"
 )
 
-// GuestWork is what corral does inside an app's container once it runs:
-// provisioning steps, then health checks. The CLI builds it from the
-// manifest (secrets rendered into Content, which is never printed).
-type GuestWork struct {
-	Steps  []Step
-	Checks []Check
-	// Rerun names steps run although unchanged (apply --rerun).
-	Rerun []string
-}
-
-// Step is one provisioning step, ready to run.
-type Step struct {
-	Name    string
-	Kind    string // run | file | envFile | compose | user
-	Timeout time.Duration
-	Script  string      // run: the shell script
-	Path    string      // file, envFile, compose: where the content goes
-	Content []byte      // file, envFile, compose
-	Mode    os.FileMode // file, envFile, compose
-	Owner   string      // file, envFile, compose: user or user:group
-	Secret  bool        // Content holds secrets: never shown
-	Project string      // compose
-	Account *Account    // user
-
-	// Sum is the step's checksum (plan.StepSum of the manifest's step),
-	// recorded in the guest and, short, in the description; "" falls
-	// back to Checksum.
-	Sum string
-	// OnChange names earlier steps: this one also runs when one of them
-	// runs. Restart lists systemd units restarted once, after the last
-	// step, when this one ran. PullAlways: a compose step pulls every
-	// image before it brings the services up.
-	OnChange   []string
-	Restart    []string
-	PullAlways bool
-}
-
-// Account is a user step's account.
-type Account struct {
-	Name   string
-	UID    int // 0: the system picks
-	Home   string
-	Shell  string
-	Groups []string
-}
-
-// Check is one health check, run inside the container.
-type Check struct {
-	Name     string
-	Kind     string // http | tcp | command
-	URL      string
-	Expect   int
-	Address  string
-	Command  string
-	Timeout  time.Duration
-	Retries  int
-	Interval time.Duration
-}
+// GuestWork, Step, Account and Check are the plan's types: the value
+// apply runs in the guest is the value the plan's digest and step
+// checksums were hashed from (plan.GuestWorkOf builds it from the
+// manifest).
+type (
+	GuestWork = plan.GuestWork
+	Step      = plan.GuestStep
+	Account   = plan.Account
+	Check     = plan.Check
+)
 
 // SSH is how corral logs into containers.
 type SSH struct {
@@ -101,25 +52,17 @@ type SSH struct {
 // re-apply runs only what changed.
 const stepsDir = "/var/lib/corral/steps"
 
-// sum is the checksum recorded for the step.
-func (s Step) sum() string {
-	if s.Sum != "" {
-		return s.Sum
-	}
-	return s.Checksum()
-}
-
 // restartPending lists, one a line, the systemd units that steps which
 // ran asked to restart and that have not been restarted yet: it outlives
 // a failed apply, so the next one still restarts them.
 const restartPending = "/var/lib/corral/restart-pending"
 
-// Checksum identifies a step's whole definition, content included, for a
-// Step built without Sum.
-func (s Step) Checksum() string {
+// legacyChecksum is the checksum older corrals recorded for a step,
+// under its index (legacyKey): a record that matches it means unchanged.
+func legacyChecksum(s Step) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00%o\x00%s\x00%s\x00", s.Kind, s.Name, s.Script, s.Path, s.Mode, s.Owner, s.Project)
-	h.Write(s.Content)
+	h.Write(s.Body())
 	if a := s.Account; a != nil {
 		fmt.Fprintf(h, "\x00%s\x00%d\x00%s\x00%s\x00%s", a.Name, a.UID, a.Home, a.Shell, strings.Join(a.Groups, ","))
 	}
@@ -364,7 +307,7 @@ func decideSteps(steps []Step, done map[string]string, rerun []string, fresh boo
 	ps := make([]plan.Step, len(steps))
 	index := map[string]int{}
 	for i, s := range steps {
-		ps[i] = plan.Step{Name: s.Name, Kind: s.Kind, Sum: s.sum(), OnChange: s.OnChange, Restart: s.Restart}
+		ps[i] = s.Summary()
 		index[s.Name] = i
 	}
 	return plan.DecideSteps(ps, fresh, func(p plan.Step) string {
@@ -382,7 +325,7 @@ func decideSteps(steps []Step, done map[string]string, rerun []string, fresh boo
 			return "new step"
 		case rec == p.Sum:
 			return ""
-		case legacy && rec == steps[index[p.Name]].Checksum():
+		case legacy && rec == legacyChecksum(steps[index[p.Name]]):
 			// Recorded by an older corral, with its checksum: unchanged.
 			return ""
 		}
@@ -480,7 +423,7 @@ func (e *Executor) doneSteps(ctx context.Context, cl *guest.Client) (done map[st
 // which shows only that it ran.
 func (e *Executor) runStep(ctx context.Context, app string, cl *guest.Client, s Step, recreate bool, deps []string) error {
 	script, stdin := stepScript(s, recreate)
-	if err := e.exec(ctx, app, cl, script, stdin, s.Secret, s.Timeout, s.Name); err != nil {
+	if err := e.exec(ctx, app, cl, script, stdin, s.Secret(), s.Timeout, s.Name); err != nil {
 		return err
 	}
 	q := guest.ShellQuote
@@ -495,7 +438,7 @@ func (e *Executor) runStep(ctx context.Context, app string, cl *guest.Client, s 
 	for _, u := range s.Restart {
 		record.WriteString("; printf '%s\\n' " + q(u) + " >> " + restartPending)
 	}
-	record.WriteString("; printf '%s' " + s.sum() + " > " + stepsDir + "/" + stepKey(s) + ".sha256")
+	record.WriteString("; printf '%s' " + s.Sum() + " > " + stepsDir + "/" + stepKey(s) + ".sha256")
 	return cl.Exec(ctx, guest.Command{Script: record.String()})
 }
 
@@ -578,7 +521,7 @@ func stepScript(s Step, recreate bool) (string, io.Reader) {
 				b.WriteString(" --force-recreate")
 			}
 		}
-		return b.String(), bytes.NewReader(s.Content)
+		return b.String(), bytes.NewReader(s.Body())
 	case "user":
 		a := s.Account
 		var b strings.Builder
@@ -617,15 +560,15 @@ func dirOf(p string) string {
 // checkHealth runs a check until it passes or its retries are spent; the
 // error carries the last attempt's output.
 func (e *Executor) checkHealth(ctx context.Context, cl *guest.Client, chk Check) error {
-	timeout, interval, retries := chk.Timeout, chk.Interval, chk.Retries
+	timeout, interval, attempts := chk.Timeout, chk.Interval, chk.Retries+1
 	if timeout <= 0 {
 		timeout = 5 * time.Second
 	}
 	if interval <= 0 {
 		interval = 3 * time.Second
 	}
-	if retries <= 0 {
-		retries = 1
+	if attempts <= 0 {
+		attempts = 1
 	}
 	secs := strconv.Itoa(int((timeout + time.Second - 1) / time.Second))
 	q := guest.ShellQuote
@@ -650,7 +593,7 @@ func (e *Executor) checkHealth(ctx context.Context, cl *guest.Client, chk Check)
 	}
 	var last []string
 	var err error
-	for attempt := 1; attempt <= retries; attempt++ {
+	for attempt := 1; attempt <= attempts; attempt++ {
 		last = nil
 		err = cl.Exec(ctx, guest.Command{Script: script, OnLine: func(_ guest.Stream, line string) {
 			if len(last) < 20 {
@@ -663,7 +606,7 @@ func (e *Executor) checkHealth(ctx context.Context, cl *guest.Client, chk Check)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if attempt < retries {
+		if attempt < attempts {
 			if err := sleep(ctx, interval); err != nil {
 				return err
 			}
@@ -673,7 +616,7 @@ func (e *Executor) checkHealth(ctx context.Context, cl *guest.Client, chk Check)
 	if out == "" {
 		out = "(no output)"
 	}
-	return fmt.Errorf("unhealthy after %d attempts: %w\n  %s", retries, err, out)
+	return fmt.Errorf("unhealthy after %d attempts: %w\n  %s", attempts, err, out)
 }
 
 // markProvisioned records the guest digest in the description.
@@ -708,6 +651,6 @@ func (e *Executor) CheckHealthOnce(ctx context.Context, ct *plan.CT, chk Check) 
 		return err
 	}
 	defer cl.Close()
-	chk.Retries = 1
+	chk.Retries = 0
 	return e.checkHealth(ctx, cl, chk)
 }

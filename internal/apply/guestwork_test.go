@@ -18,6 +18,7 @@ import (
 	"github.com/corralhq/corral/internal/manifest"
 	"github.com/corralhq/corral/internal/plan"
 	"github.com/corralhq/corral/internal/pve"
+	"github.com/corralhq/corral/internal/pvetest"
 	"github.com/corralhq/corral/internal/sim"
 )
 
@@ -65,22 +66,13 @@ func freePort(t *testing.T) int {
 }
 
 func newGuestRig(t *testing.T) *guestRig {
-	scale := 0.0
 	port := freePort(t)
-	srv, err := sim.New(sim.Options{Dir: t.TempDir(), Listener: sim.ListenTLS, Listen: "127.0.0.1:0", TimeScale: &scale, GuestSSHPort: port})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	c, err := pve.New(pve.Config{Endpoint: srv.URL(), Token: srv.Credentials().OperatorToken, HTTPClient: srv.HTTPClient()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := pvetest.Start(t, func(o *sim.Options) { o.GuestSSHPort = port })
 	signer, ak, err := guest.NewKey("corral-test")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &guestRig{t: t, srv: srv, client: c, ssh: apply.SSH{Signer: signer, AuthorizedKey: ak, Port: port, ConnectTimeout: 20 * time.Second}}
+	return &guestRig{t: t, srv: e.Server, client: e.Client, ssh: apply.SSH{Signer: signer, AuthorizedKey: ak, Port: port, ConnectTimeout: 20 * time.Second}}
 }
 
 const guestApp = `apps:
@@ -91,10 +83,15 @@ const guestApp = `apps:
       - {name: home, size: 1G, mount: /home/hermes}
 `
 
-func (g *guestRig) apply(work apply.GuestWork, digest string, obsr apply.Observer) error {
+// apply plans the guest app (edited by edits) with digest as its guest
+// digest and applies it with work.
+func (g *guestRig) apply(work apply.GuestWork, digest string, obsr apply.Observer, edits ...func(*plan.App)) error {
 	g.t.Helper()
 	apps := loadAppsText(g.t, guestApp)
 	apps[0].GuestDigest = digest
+	for _, edit := range edits {
+		edit(&apps[0])
+	}
 	ctx := context.Background()
 	obs, err := apply.Observe(ctx, g.client)
 	if err != nil {
@@ -156,11 +153,11 @@ func work(config string) apply.GuestWork {
 	return apply.GuestWork{
 		Steps: []apply.Step{
 			{Name: "user: hermes", Kind: "user", Account: &apply.Account{Name: "hermes", UID: 10000, Home: "/home/hermes", Shell: "/bin/sh"}},
-			{Name: "file: config", Kind: "file", Path: "/etc/hermes/config.yaml", Content: []byte(config), Mode: 0o644},
-			{Name: "envFile: .env", Kind: "envFile", Path: "/home/hermes/.env", Content: []byte("API_KEY=sk-very-secret-value\n"), Mode: 0o600, Owner: "hermes", Secret: true},
+			{Name: "file: config", Kind: "file", Path: "/etc/hermes/config.yaml", Content: config, Mode: 0o644},
+			{Name: "envFile: .env", Kind: "envFile", Path: "/home/hermes/.env", Env: []manifest.EnvVar{{Name: "API_KEY", Value: manifest.NewSecret("", "sk-very-secret-value")}}, Mode: 0o600, Owner: "hermes"},
 			{Name: "run: install", Kind: "run", Script: "echo installing hermes\necho done > /home/hermes/installed.txt\n"},
 		},
-		Checks: []apply.Check{{Name: "installed", Kind: "command", Command: "test -f /home/hermes/installed.txt", Retries: 3, Interval: 100 * time.Millisecond}},
+		Checks: []apply.Check{{Name: "installed", Kind: "command", Command: "test -f /home/hermes/installed.txt", Retries: 2, Interval: 100 * time.Millisecond}},
 	}
 }
 
@@ -215,7 +212,7 @@ func TestGuestWorkProvisionsAndSkipsWhatIsDone(t *testing.T) {
 
 func TestGuestWorkUnhealthyFails(t *testing.T) {
 	g := newGuestRig(t)
-	w := apply.GuestWork{Checks: []apply.Check{{Name: "web", Kind: "command", Command: "echo not listening; false", Retries: 2, Interval: 50 * time.Millisecond}}}
+	w := apply.GuestWork{Checks: []apply.Check{{Name: "web", Kind: "command", Command: "echo not listening; false", Retries: 1, Interval: 50 * time.Millisecond}}}
 	err := g.apply(w, "h1", &recorder{})
 	skipIfNoGuestExec(t, err)
 	if err == nil || !strings.Contains(err.Error(), "unhealthy after 2 attempts") || !strings.Contains(err.Error(), "not listening") {
@@ -230,7 +227,7 @@ func TestGuestWorkUnhealthyFails(t *testing.T) {
 // port, not a broken script.
 func TestGuestWorkTCPCheckQuotesItsAddress(t *testing.T) {
 	g := newGuestRig(t)
-	w := apply.GuestWork{Checks: []apply.Check{{Name: "port", Kind: "tcp", Address: "no'such.invalid:1", Retries: 1, Timeout: time.Second}}}
+	w := apply.GuestWork{Checks: []apply.Check{{Name: "port", Kind: "tcp", Address: "no'such.invalid:1", Timeout: time.Second}}}
 	err := g.apply(w, "t1", &recorder{})
 	skipIfNoGuestExec(t, err)
 	if err == nil || !strings.Contains(err.Error(), "nothing listens on no'such.invalid:1") || strings.Contains(err.Error(), "syntax error") {
@@ -320,7 +317,7 @@ func TestSnapshotBeforeChangeRollsBack(t *testing.T) {
 		t.Skip("needs the emulator's writable guest view (root)")
 	}
 	g := newGuestRig(t)
-	health := []apply.Check{{Name: "flag", Kind: "command", Command: "test -f /home/hermes/flag", Retries: 1}}
+	health := []apply.Check{{Name: "flag", Kind: "command", Command: "test -f /home/hermes/flag"}}
 	v1 := apply.GuestWork{Steps: []apply.Step{{Name: "run: flag", Kind: "run", Script: "echo up > /home/hermes/flag"}}, Checks: health}
 	var rec *recorder // the last apply's
 	phases := func(phase string) int {
@@ -333,21 +330,8 @@ func TestSnapshotBeforeChangeRollsBack(t *testing.T) {
 		return n
 	}
 	applyWith := func(w apply.GuestWork, digest string) error {
-		apps := loadAppsText(t, guestApp)
-		apps[0].GuestDigest = digest
-		apps[0].SnapshotBeforeChange = true
-		ctx := context.Background()
-		obs, err := apply.Observe(ctx, g.client)
-		if err != nil {
-			return err
-		}
-		p, err := plan.Make(apps, obs)
-		if err != nil {
-			return err
-		}
 		rec = &recorder{}
-		ex := &apply.Executor{Client: g.client, Observer: rec, SSH: g.ssh, Guest: map[string]apply.GuestWork{"hermes": w}}
-		return ex.Apply(ctx, p, obs)
+		return g.apply(w, digest, rec, func(a *plan.App) { a.SnapshotBeforeChange = true })
 	}
 	err := applyWith(v1, "s1")
 	skipIfNoGuestExec(t, err)
@@ -428,7 +412,7 @@ func TestGuestWorkFileParentsOwnedByOwner(t *testing.T) {
 	g := newGuestRig(t)
 	w := apply.GuestWork{Steps: []apply.Step{
 		{Name: "user: hermes", Kind: "user", Account: &apply.Account{Name: "hermes", UID: 10000, Home: "/home/hermes", Shell: "/bin/sh"}},
-		{Name: "file: config", Kind: "file", Path: "/home/hermes/.hermes/conf/config.yaml", Content: []byte("a: 1\n"), Mode: 0o644, Owner: "hermes"},
+		{Name: "file: config", Kind: "file", Path: "/home/hermes/.hermes/conf/config.yaml", Content: "a: 1\n", Mode: 0o644, Owner: "hermes"},
 	}}
 	err := g.apply(w, "d1", nil)
 	skipIfNoGuestExec(t, err)

@@ -3,7 +3,6 @@ package apply_test
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,7 +12,7 @@ import (
 	"github.com/corralhq/corral/internal/apply"
 	"github.com/corralhq/corral/internal/manifest"
 	"github.com/corralhq/corral/internal/plan"
-	"github.com/corralhq/corral/internal/pve"
+	"github.com/corralhq/corral/internal/pvetest"
 	"github.com/corralhq/corral/internal/sim"
 )
 
@@ -47,12 +46,7 @@ type moveRig struct {
 }
 
 func startMoveRig(t *testing.T, dir string) *moveRig {
-	scale := 0.0
-	srv, err := sim.New(sim.Options{Dir: dir, Listener: sim.ListenTLS, Listen: "127.0.0.1:0", TimeScale: &scale, Nodes: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
+	srv := pvetest.Start(t, pvetest.InDir(dir), pvetest.Nodes(3)).Server
 	return &moveRig{t: t, srv: srv}
 }
 
@@ -70,10 +64,7 @@ func (r *moveRig) run(node string, kill int64) (int64, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	k := &killer{base: r.srv.HTTPClient().Transport, n: kill, cancel: cancel}
-	c, err := pve.New(pve.Config{Endpoint: r.srv.URL(), Token: r.srv.Credentials().OperatorToken, HTTPClient: &http.Client{Transport: k}})
-	if err != nil {
-		r.t.Fatal(err)
-	}
+	c := pvetest.Client(r.t, r.srv, r.srv.Credentials().OperatorToken, pvetest.Transport(k))
 	obs, err := apply.Observe(ctx, c)
 	if err != nil {
 		return k.count.Load(), err
@@ -86,10 +77,7 @@ func (r *moveRig) run(node string, kill int64) (int64, error) {
 }
 
 func (r *moveRig) observe() *plan.Observed {
-	c, err := pve.New(pve.Config{Endpoint: r.srv.URL(), Token: r.srv.Credentials().OperatorToken, HTTPClient: r.srv.HTTPClient()})
-	if err != nil {
-		r.t.Fatal(err)
-	}
+	c := pvetest.Client(r.t, r.srv, r.srv.Credentials().OperatorToken)
 	obs, err := apply.Observe(context.Background(), c)
 	if err != nil {
 		r.t.Fatal(err)

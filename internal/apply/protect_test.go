@@ -12,7 +12,7 @@ import (
 
 	"github.com/corralhq/corral/internal/apply"
 	"github.com/corralhq/corral/internal/plan"
-	"github.com/corralhq/corral/internal/pve"
+	"github.com/corralhq/corral/internal/pvetest"
 	"github.com/corralhq/corral/internal/sim/model"
 )
 
@@ -49,10 +49,7 @@ func TestInterruptedApplyLeavesKeeperProtected(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	in := &interrupter{base: r.srv.HTTPClient().Transport, trigger: "protection=0", cancel: cancel}
-	c, err := pve.New(pve.Config{Endpoint: r.srv.URL(), Token: r.srv.Credentials().OperatorToken, HTTPClient: &http.Client{Transport: in}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := pvetest.Client(t, r.srv, r.srv.Credentials().OperatorToken, pvetest.Transport(in))
 	obs, err := apply.Observe(ctx, c)
 	if err != nil {
 		t.Fatal(err)

@@ -14,7 +14,7 @@ import (
 	"github.com/corralhq/corral/internal/apply"
 	"github.com/corralhq/corral/internal/manifest"
 	"github.com/corralhq/corral/internal/plan"
-	"github.com/corralhq/corral/internal/pve"
+	"github.com/corralhq/corral/internal/pvetest"
 	"github.com/corralhq/corral/internal/sim"
 	"github.com/corralhq/corral/internal/sim/model"
 )
@@ -65,10 +65,7 @@ func recoverRunLog(t *testing.T, srv *sim.Server, node string, kill int64, metho
 		base = methodLog{base: base, mu: &sync.Mutex{}, methods: methods}
 	}
 	k := &killer{base: base, n: kill, cancel: cancel}
-	c, err := pve.New(pve.Config{Endpoint: srv.URL(), Token: srv.Credentials().OperatorToken, HTTPClient: &http.Client{Transport: k}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := pvetest.Client(t, srv, srv.Credentials().OperatorToken, pvetest.Transport(k))
 	line := ""
 	if node != "" {
 		line = "    node: " + node + "\n"
@@ -95,11 +92,7 @@ func recoverRunLog(t *testing.T, srv *sim.Server, node string, kill int64, metho
 // mounts the volume with its data, no other running container mounting
 // it, the keeper's record and the volume intact.
 func TestCrashDuringRecovery(t *testing.T) {
-	scale := 0.0
-	srv, err := sim.New(sim.Options{Dir: t.TempDir(), Listener: sim.ListenTLS, Listen: "127.0.0.1:0", TimeScale: &scale, Nodes: 3, SharedStorage: []string{model.SharedNFS}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := pvetest.Start(t, pvetest.Nodes(3), func(o *sim.Options) { o.SharedStorage = []string{model.SharedNFS} }).Server
 	if _, err := recoverRun(t, srv, "pve2", 0); err != nil {
 		t.Fatal(err)
 	}

@@ -562,7 +562,8 @@ func (e *Executor) restoreVolumes(ctx context.Context, obs *plan.Observed, rp *R
 			return err
 		}
 		v.VolID = volid
-		atts = append(atts, attachment{name: v.Name, volid: volid, mount: v.Mount, key: v.Key, backup: v.Backup, action: plan.VolAttach})
+		atts = append(atts, attachment{VolumeChange: plan.VolumeChange{Volume: plan.Volume{Name: v.Name, Mount: v.Mount, Backup: v.Backup},
+			Action: plan.VolAttach, VolID: volid, Key: v.Key}})
 	}
 	conf, err := containerConfig(ctx, e.Client, node, rp.VMID)
 	if err != nil {

@@ -11,7 +11,7 @@ import (
 	"github.com/corralhq/corral/internal/apply"
 	"github.com/corralhq/corral/internal/plan"
 	"github.com/corralhq/corral/internal/pve"
-	"github.com/corralhq/corral/internal/sim"
+	"github.com/corralhq/corral/internal/pvetest"
 )
 
 // The restore crash test: corral is killed at every API-call boundary of
@@ -26,10 +26,7 @@ func (r *rig) client(k *killer) *pve.Client {
 	if k != nil {
 		hc = &http.Client{Transport: k}
 	}
-	c, err := pve.New(pve.Config{Endpoint: r.srv.URL(), Token: r.srv.Credentials().OperatorToken, HTTPClient: hc})
-	if err != nil {
-		r.t.Fatal(err)
-	}
+	c := pvetest.Client(r.t, r.srv, r.srv.Credentials().OperatorToken, func(c *pve.Config) { c.HTTPClient = hc })
 	return c
 }
 
@@ -160,11 +157,6 @@ func thaw(t *testing.T, frozen string) *rig {
 	if out, err := exec.Command("cp", "-a", frozen+"/.", dir).CombinedOutput(); err != nil {
 		t.Fatalf("copy emulator state: %v\n%s", err, out)
 	}
-	scale := 0.0
-	srv, err := sim.New(sim.Options{Dir: dir, Listener: sim.ListenTLS, Listen: "127.0.0.1:0", TimeScale: &scale})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
+	srv := pvetest.Start(t, pvetest.InDir(dir)).Server
 	return &rig{t: t, srv: srv}
 }

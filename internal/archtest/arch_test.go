@@ -2,7 +2,11 @@ package archtest
 
 import (
 	"encoding/json"
+	"go/parser"
+	"go/token"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -11,7 +15,9 @@ const module = "github.com/corralhq/corral"
 
 type pkg struct {
 	ImportPath string
+	Dir        string
 	Doc        string
+	GoFiles    []string
 	Deps       []string
 	Imports    []string
 }
@@ -60,6 +66,64 @@ func TestImportRules(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// modelFilesSpeakingHTTP are the emulator model's files that still use
+// net/http, for the status code a model.Error carries. Issue 17 moves
+// that mapping into internal/sim, which answers HTTP; this list may only
+// shrink (TestModelSpeaksNoHTTP fails for a file that is on it and no
+// longer imports net/http, and for any other file that does).
+var modelFilesSpeakingHTTP = map[string]bool{"access.go": true, "error.go": true, "ticket.go": true}
+
+// TestModelSpeaksNoHTTP: the emulator's model (internal/sim/model) is the
+// cluster in domain terms; HTTP belongs to internal/sim, which serves it.
+// The model depends on no other package under internal/sim, and no file
+// of it imports net/http but those still listed above.
+func TestModelSpeaksNoHTTP(t *testing.T) {
+	model := module + "/internal/sim/model"
+	seen := false
+	for _, p := range listPackages(t) {
+		if p.ImportPath != model && !strings.HasPrefix(p.ImportPath, model+"/") {
+			continue
+		}
+		seen = true
+		for _, dep := range p.Deps {
+			if strings.HasPrefix(dep, module+"/internal/sim") && dep != model && !strings.HasPrefix(dep, model+"/") {
+				t.Errorf("%s depends on %s: the model must not reach into the emulator's HTTP side", p.ImportPath, dep)
+			}
+			if strings.HasPrefix(dep, module+"/") && !strings.HasPrefix(dep, module+"/internal/sim") {
+				t.Errorf("%s depends on %s: the model stands alone", p.ImportPath, dep)
+			}
+		}
+		if p.ImportPath == model {
+			for name := range modelFilesSpeakingHTTP {
+				if !slices.Contains(p.GoFiles, name) {
+					t.Errorf("%s is gone: remove it from modelFilesSpeakingHTTP", name)
+				}
+			}
+		}
+		for _, name := range p.GoFiles {
+			f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(p.Dir, name), nil, parser.ImportsOnly)
+			if err != nil {
+				t.Fatal(err)
+			}
+			http := false
+			for _, imp := range f.Imports {
+				path := strings.Trim(imp.Path.Value, `"`)
+				http = http || path == "net/http" || strings.HasPrefix(path, "net/http/")
+			}
+			listed := p.ImportPath == model && modelFilesSpeakingHTTP[name]
+			switch {
+			case http && !listed:
+				t.Errorf("%s/%s imports net/http: the model speaks in domain errors; internal/sim maps them to HTTP answers", p.ImportPath, name)
+			case !http && listed:
+				t.Errorf("%s no longer imports net/http: remove it from modelFilesSpeakingHTTP", name)
+			}
+		}
+	}
+	if !seen {
+		t.Fatalf("no package %s", model)
 	}
 }
 

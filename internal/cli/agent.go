@@ -24,8 +24,6 @@ import (
 	"github.com/corralhq/corral/internal/ui"
 )
 
-func init() { extraCommands = append(extraCommands, newAgentCmd) }
-
 type agentArgs struct {
 	ff             fileFlags
 	cf             connFlags
@@ -219,7 +217,7 @@ func (o *agentOps) Close() { o.s.Close() }
 var agentLock = lockFlags{timeout: 0}
 
 func (o *agentOps) executor(f *manifest.File) *apply.Executor {
-	return &apply.Executor{Client: o.s.client, Secrets: secrets(f), LockWait: 2 * time.Minute, Guest: guestWork(f, nil), Parallelism: 10,
+	return &apply.Executor{Client: o.s.client, Secrets: secrets(f), LockWait: 2 * time.Minute, Guest: plan.GuestWorks(f, nil), Parallelism: 10,
 		Stop: o.stop, Project: f.Project, Observer: newRedactObserver(f, o.observer)}
 }
 
@@ -304,7 +302,7 @@ func (o *agentOps) Reconcile(ctx context.Context, f *manifest.File) (bool, error
 
 // Check runs one health check as apply runs it, once, over SSH.
 func (o *agentOps) Check(ctx context.Context, f *manifest.File, app agent.AppView, check string) error {
-	for _, chk := range guestWork(f, nil)[app.Name].Checks {
+	for _, chk := range plan.GuestWorks(f, nil)[app.Name].Checks {
 		if chk.Name != check {
 			continue
 		}

@@ -7,12 +7,36 @@ import (
 	"time"
 
 	"github.com/corralhq/corral/internal/agent"
+	"github.com/corralhq/corral/internal/pvetest"
 	"github.com/corralhq/corral/internal/sim"
 )
 
-// nextSecond waits for the next wall-clock second: archive names have a
-// one-second resolution (vzdump-lxc-<vmid>-<time>), as on PVE.
-func nextSecond() { time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second))) }
+// nextArchiveSecond waits until the wall clock is past the second of
+// the newest backup archive on c's emulator: archive names
+// (vzdump-lxc-<vmid>-<time>) have one-second resolution, so a backup in
+// that same second would reuse the name, as on PVE. It does not wait at
+// all when that second is already past.
+func (c *cluster) nextArchiveSecond() {
+	c.t.Helper()
+	var newest int64
+	cl := c.srv.Cluster()
+	for _, n := range cl.Nodes() {
+		storages, err := cl.Storages(n.Node)
+		if err != nil {
+			continue // an offline node
+		}
+		for _, s := range storages {
+			entries, err := cl.Content(n.Node, s.Storage.ID, "backup", 0)
+			if err != nil {
+				continue
+			}
+			for _, e := range entries {
+				newest = max(newest, e.Ctime)
+			}
+		}
+	}
+	pvetest.WaitFor(c.t, "a second later than the newest archive's", func() bool { return time.Now().Unix() > newest })
+}
 
 func (c *cluster) archives(m, app string) []string {
 	c.t.Helper()
@@ -79,7 +103,7 @@ func TestAgent_scheduledBackups(t *testing.T) {
 	// Next windows: a backup each, pruned to keep 2.
 	var made []string
 	for day := 1; day <= 3; day++ {
-		nextSecond()
+		c.nextArchiveSecond()
 		r.clock.Add(24 * time.Hour)
 		r.tick()
 		b := r.app("notes").LastBackup
@@ -98,7 +122,7 @@ func TestAgent_scheduledBackups(t *testing.T) {
 	// A failed vzdump task is a failed backup.
 	seq := r.lastSeq()
 	c.srv.SetFaults(sim.FaultSpec{TaskFail: 1})
-	nextSecond()
+	c.nextArchiveSecond()
 	r.clock.Add(24 * time.Hour)
 	r.tick()
 	c.srv.SetFaults(sim.FaultSpec{})

@@ -14,10 +14,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/corralhq/corral/internal/agent"
 	"github.com/corralhq/corral/internal/pve"
+	"github.com/corralhq/corral/internal/pvetest"
 )
 
 // buildCorral builds the corral binary that install copies into the
@@ -111,17 +111,16 @@ func agentProcesses(t *testing.T, url string) []int {
 	return out
 }
 
-// waitFor polls cond until it holds, failing after a generous bound (a
-// stuck agent, not a slow one).
+// waitFor is pvetest.WaitFor that, if cond never holds (a stuck agent),
+// also shows explain().
 func waitFor(t *testing.T, what string, cond func() bool, explain func() string) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting: %s\n%s", what, explain())
+	defer func() {
+		if t.Failed() {
+			t.Log(explain())
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	}()
+	pvetest.WaitFor(t, what, cond)
 }
 
 type installedStatus struct {
@@ -338,10 +337,7 @@ func TestAgent_install(t *testing.T) {
 
 func (c *cluster) pveRoot() *pve.Client {
 	c.t.Helper()
-	pc, err := pve.New(pve.Config{Endpoint: c.srv.URL(), Token: c.srv.Credentials().RootToken, HTTPClient: c.srv.HTTPClient()})
-	if err != nil {
-		c.t.Fatal(err)
-	}
+	pc := pvetest.Client(c.t, c.srv, c.srv.Credentials().RootToken)
 	return pc
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/corralhq/corral/internal/agent"
+	"github.com/corralhq/corral/internal/pvetest"
 	"github.com/corralhq/corral/internal/sim"
 )
 
@@ -60,21 +61,14 @@ func TestAgent_runAndGracefulStop(t *testing.T) {
 	// Stop it as soon as it holds the lock: in the middle of its
 	// reconcile (or, if that was too quick to see, right after it).
 	sawLock := false
-	deadline := time.Now().Add(time.Minute)
-	for time.Now().Before(deadline) {
+	pvetest.WaitFor(t, "the agent's lock or its change", func() bool {
 		text, err := c.srv.Cluster().ConfigText(keeper)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if strings.Contains(text, "corral-lock") {
-			sawLock = true
-			break
-		}
-		if c.config(vmid)["memory"] == "512" {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
+		sawLock = strings.Contains(text, "corral-lock")
+		return sawLock || c.config(vmid)["memory"] == "512"
+	})
 	c.srv.SetFaults(sim.FaultSpec{})
 
 	// agent status reads the running agent's API.

@@ -20,6 +20,7 @@ import (
 	"github.com/corralhq/corral/internal/agent"
 	"github.com/corralhq/corral/internal/apply"
 	"github.com/corralhq/corral/internal/pve"
+	"github.com/corralhq/corral/internal/pvetest"
 	"github.com/corralhq/corral/internal/sim"
 )
 
@@ -156,10 +157,7 @@ func (r *agentRig) metric(name string, labels ...string) float64 {
 
 func (c *cluster) pveClient() *pve.Client {
 	c.t.Helper()
-	pc, err := pve.New(pve.Config{Endpoint: c.srv.URL(), Token: c.srv.Credentials().OperatorToken, HTTPClient: c.srv.HTTPClient()})
-	if err != nil {
-		c.t.Fatal(err)
-	}
+	pc := pvetest.Client(c.t, c.srv, c.srv.Credentials().OperatorToken)
 	return pc
 }
 
@@ -527,13 +525,14 @@ func TestAgent_applyWaitsForTheAgent(t *testing.T) {
 		args := append([]string{"apply", "-f", m, "--auto-approve", "--lock-timeout", "1m"}, c.connArgs()...)
 		applied <- Run(context.Background(), args, strings.NewReader(""), io.Discard, &stderr)
 	}()
-	for !strings.Contains(stderr.String(), "waiting for the lock on node pve") {
+	pvetest.WaitFor(t, "apply to wait for the agent's lock", func() bool {
 		select {
 		case code := <-applied:
 			t.Fatalf("apply exit %d without waiting for the agent's lock:\n%s", code, stderr.String())
-		case <-time.After(5 * time.Millisecond):
+		default:
 		}
-	}
+		return strings.Contains(stderr.String(), "waiting for the lock on node pve")
+	})
 	if got := c.config(vmid)["memory"]; got != "1024" {
 		t.Fatalf("memory = %s while the agent's step is held back", got)
 	}

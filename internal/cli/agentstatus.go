@@ -9,12 +9,12 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/corralhq/corral/internal/agent"
+	"github.com/corralhq/corral/internal/ui"
 )
 
 // newAgentStatusCmd is `corral agent status`: what a running agent
@@ -56,7 +56,7 @@ SSH, and never printed).`,
 				if asJSON {
 					return writeJSON(st, map[string]any{"status": s, "events": ev.Events})
 				}
-				writeAgentStatus(st.out, s, ev.Events)
+				ui.WriteAgentStatus(st.out, s, ev.Events)
 				return nil
 			}
 			if cmd.Flags().Changed("file") && !cmd.Flags().Changed("url") {
@@ -105,51 +105,4 @@ func getAgentJSON(ctx context.Context, hc *http.Client, url, token string, v any
 		return fmt.Errorf("GET %s: not the agent's JSON: %w", url, err)
 	}
 	return nil
-}
-
-func writeAgentStatus(w io.Writer, s agent.Status, events []agent.Event) {
-	sync := "in sync"
-	if !s.InSync {
-		sync = "DRIFT"
-	}
-	last := "never"
-	if !s.LastPlan.IsZero() {
-		last = s.Now.Sub(s.LastPlan).Round(time.Second).String() + " ago"
-	}
-	fmt.Fprintf(w, "agent: %s mode, %s, last plan %s\n", s.Mode, sync, last)
-	if s.Error != "" {
-		fmt.Fprintf(w, "cannot read the cluster: %s\n", s.Error)
-	}
-	if g := s.Git; g != nil {
-		fmt.Fprintf(w, "git: %s %s at commit %s\n", g.URL, g.Path, orDash(g.Commit))
-		if g.Head != g.Commit {
-			fmt.Fprintf(w, "git: commit %s is not applied: its manifest is invalid (see the events)\n", g.Head)
-		}
-		if g.Error != "" {
-			fmt.Fprintf(w, "git: the last pull failed: %s\n", g.Error)
-		}
-	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "APP\tNODE\tCT\tSTATE\tHEALTH\tDRIFT\tLAST BACKUP")
-	for _, a := range s.Apps {
-		backup := "-"
-		if b := a.LastBackup; b != nil {
-			backup = "ok "
-			if !b.OK {
-				backup = "FAILED "
-			}
-			backup += s.Now.Sub(b.Time).Round(time.Second).String() + " ago"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", a.Name, orDash(a.Node), a.VMID, a.State, orDash(a.Health), a.Drift, backup)
-	}
-	tw.Flush()
-	if len(events) > 0 {
-		fmt.Fprintln(w, "\nrecent events:")
-		for i, e := range events {
-			if i == 10 {
-				break
-			}
-			fmt.Fprintf(w, "  %s  %-5s %s\n", e.Time.UTC().Format(time.RFC3339), e.Level, e.Message)
-		}
-	}
 }

@@ -18,8 +18,6 @@ import (
 	"github.com/corralhq/corral/internal/ui"
 )
 
-func init() { extraCommands = append(extraCommands, newApplyCmd) }
-
 type applyArgs struct {
 	ff           fileFlags
 	cf           connFlags
@@ -122,7 +120,7 @@ func runApply(cmd *cobra.Command, st *streams, a *applyArgs) error {
 		}
 	}
 
-	ex := &apply.Executor{Client: s.client, Secrets: secrets(f), LockWait: a.lockWait, Guest: guestWork(f, rerun), Parallelism: a.parallelism, FailFast: a.failFast, Stop: stopOf(ctx), Project: f.Project}
+	ex := &apply.Executor{Client: s.client, Secrets: secrets(f), LockWait: a.lockWait, Guest: plan.GuestWorks(f, rerun), Parallelism: a.parallelism, FailFast: a.failFast, Stop: stopOf(ctx), Project: f.Project}
 	var events *ui.JSONEvents
 	var observer apply.Observer
 	if asJSON {

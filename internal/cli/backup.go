@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,10 +15,6 @@ import (
 	"github.com/corralhq/corral/internal/plan"
 	"github.com/corralhq/corral/internal/ui"
 )
-
-func init() {
-	extraCommands = append(extraCommands, newBackupCmd, newBackupsCmd, newRestoreCmd, newSnapshotCmd, newSnapshotsCmd, newRollbackCmd)
-}
 
 // optionalManifest loads the manifest when -f was given or the default
 // file exists; the backup verbs work on apps the manifest may not name
@@ -175,7 +169,7 @@ func runBackup(cmd *cobra.Command, st *streams, a *backupArgs, app string) error
 	if j.asJSON {
 		return writeJSON(st, res)
 	}
-	writeBackupText(st.out, res)
+	ui.WriteBackup(st.out, res)
 	return nil
 }
 
@@ -198,49 +192,6 @@ func (j *backupJob) backup(ctx context.Context, st *streams, app string, opts ap
 		}
 	}
 	return j.ex.Backup(ctx, obs, app, opts)
-}
-
-func writeBackupText(w io.Writer, r *apply.BackupResult) {
-	fmt.Fprintf(w, "Backed up app %s (ct %d on %s, %s mode) in %s.\n", r.App, r.VMID, r.Node, r.Mode, r.Duration.Round(10*time.Millisecond))
-	fmt.Fprintf(w, "  archive  %s\n  size     %s\n", r.Archive, humanBytes(r.Size))
-	if r.Mode == "snapshot" {
-		fmt.Fprintln(w, "  (a container has no guest agent: a snapshot-mode backup of a running app is crash-consistent; use --mode stop for a quiesced one)")
-	}
-	bind := 0
-	if len(r.Excluded) == 0 {
-		fmt.Fprintln(w, "The archive holds the root file system and every volume; the container has no bind mounts.")
-	} else {
-		fmt.Fprintln(w, "NOT in this archive:")
-		for _, e := range r.Excluded {
-			what := "volume " + e.Name
-			if e.Name == "" {
-				what = e.Kind + " " + e.Source
-			}
-			if e.Kind != "volume" {
-				bind++
-				what = e.Kind + " mount " + e.Source
-			}
-			fmt.Fprintf(w, "  - %s (%s at %s): %s\n", what, e.Key, e.Mount, e.Reason)
-		}
-		if bind == 0 {
-			fmt.Fprintln(w, "The container has no bind mounts.")
-		}
-	}
-	for _, p := range r.Pruned {
-		fmt.Fprintf(w, "Pruned %s (older than the newest kept archives).\n", p)
-	}
-}
-
-func humanBytes(b int64) string {
-	switch {
-	case b >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30))
-	case b >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
-	case b >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(b)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", b)
 }
 
 func newBackupsCmd(st *streams) *cobra.Command {
@@ -292,16 +243,7 @@ only the manifest's apps are listed.`,
 				fmt.Fprintln(st.out, "No backups found.")
 				return nil
 			}
-			tw := tabwriter.NewWriter(st.out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "APP\tARCHIVE\tSIZE\tTIME\tPROTECTED\tCT")
-			for _, a := range list {
-				prot := "no"
-				if a.Protected {
-					prot = "yes"
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", a.App, a.VolID, humanBytes(a.Size), a.Time.Format(time.RFC3339), prot, a.VMID)
-			}
-			return tw.Flush()
+			return ui.WriteBackups(st.out, list)
 		},
 	}
 	ff.add(cmd.Flags())
@@ -391,7 +333,7 @@ func runRestore(cmd *cobra.Command, st *streams, a *restoreArgs, app string) err
 	if err != nil {
 		return j.err(err)
 	}
-	writeRestorePlan(st.err, rp)
+	ui.WriteRestorePlan(st.err, rp)
 	if !a.autoApprove {
 		if err := confirm(st, "Restore?"); err != nil {
 			return err
@@ -426,45 +368,12 @@ func runRestore(cmd *cobra.Command, st *streams, a *restoreArgs, app string) err
 	if j.asJSON {
 		return writeJSON(st, res)
 	}
-	fmt.Fprintf(st.out, "Restored %s as app %s: ct %d on %s is %s (hostname %s, MAC %s).\n", res.Archive, res.Name, res.VMID, res.Node, res.Status, res.Hostname, res.MAC)
-	for _, v := range res.Volumes {
-		note := ""
-		if v.Empty {
-			note = " (empty: backup=0)"
-		}
-		fmt.Fprintf(st.out, "  volume %s at %s: %s, kept by the keeper%s\n", v.Name, v.Mount, v.VolID, note)
-	}
-	for _, r := range res.Renamed {
-		fmt.Fprintf(st.out, "  the volume recorded as %s (%s) is kept as %s\n", r.From, r.VolID, r.To)
-	}
-	if res.Destroyed != 0 {
-		fmt.Fprintf(st.out, "  the old container %d was destroyed; its volumes stay in the keeper\n", res.Destroyed)
-	}
+	ui.WriteRestored(st.out, res)
 	if m, ok := j.app(res.Name); ok && m.VMID != 0 && m.VMID != res.VMID {
 		fmt.Fprintf(st.err, "note: %s pins vmid %d for app %s, which now runs as ct %d: set vmid: %d (or remove it), or the next apply replaces the restored container\n",
 			j.f.Path, m.VMID, res.Name, res.VMID, res.VMID)
 	}
 	return nil
-}
-
-func writeRestorePlan(w io.Writer, rp *apply.RestorePlan) {
-	fmt.Fprintf(w, "Restore %s\n  into new ct %d on %s (storage %s) as app %s, hostname %s, new MAC\n", rp.Archive, rp.VMID, rp.Node, rp.Storage, rp.Name, rp.Hostname)
-	for _, v := range rp.Volumes {
-		how := "restored from the archive"
-		if v.Empty {
-			how = "EMPTY (backup=0: not in the archive)"
-		}
-		fmt.Fprintf(w, "  volume %s at %s: %s, then moved into the keeper as %s/%s\n", v.Name, v.Mount, how, rp.Name, v.Name)
-	}
-	for _, r := range rp.Renamed {
-		fmt.Fprintf(w, "  keeper record %s (%s) is kept, renamed %s\n", r.From, r.VolID, r.To)
-	}
-	if rp.Replace {
-		fmt.Fprintf(w, "  replaces ct %d: stopped just before the new one starts, destroyed once it runs (its volumes stay in the keeper)\n", rp.OldVMID)
-	}
-	for _, n := range rp.Notes {
-		fmt.Fprintf(w, "  note: %s\n", n)
-	}
 }
 
 func newSnapshotCmd(st *streams) *cobra.Command {
@@ -567,16 +476,7 @@ func newSnapshotsCmd(st *streams) *cobra.Command {
 				fmt.Fprintf(st.out, "App %s (ct %d) has no snapshots.\n", args[0], ct.VMID)
 				return nil
 			}
-			tw := tabwriter.NewWriter(st.out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tTIME\tCURRENT\tDESCRIPTION")
-			for _, s := range snaps {
-				cur := ""
-				if s.Current {
-					cur = "*"
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Name, s.Time.Format(time.RFC3339), cur, strings.ReplaceAll(s.Description, "\n", " "))
-			}
-			return tw.Flush()
+			return ui.WriteSnapshots(st.out, snaps)
 		},
 	}
 	ff.add(cmd.Flags())

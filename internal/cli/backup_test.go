@@ -12,12 +12,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/corralhq/corral/internal/pve"
-	"github.com/corralhq/corral/internal/sim"
+	"github.com/corralhq/corral/internal/pvetest"
 )
 
 // These tests drive corral backup, backups, restore, snapshot, snapshots
@@ -101,9 +100,7 @@ type backupJSON struct {
 
 func (c *cluster) backup(m, app string, extra ...string) backupJSON {
 	c.t.Helper()
-	// Archive names have a one-second resolution (vzdump-lxc-<vmid>-<time>),
-	// so two backups in one second would be one file, as on PVE.
-	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
+	c.nextArchiveSecond()
 	r := c.mustC(append([]string{"backup", app, "-f", m, "-o", "json"}, extra...)...)
 	var b backupJSON
 	if err := json.Unmarshal([]byte(r.stdout), &b); err != nil {
@@ -144,7 +141,6 @@ func TestBackup_archiveContents(t *testing.T) {
 	vmid, _ := c.setupNotes(m)
 
 	r := c.mustC("backup", "notes", "-f", m)
-	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
 	for _, want := range []string{"Backed up app notes (ct " + strconv.Itoa(vmid), "snapshot mode", "crash-consistent", "archive  local:backup/vzdump-lxc-" + strconv.Itoa(vmid) + "-",
 		"NOT in this archive:", "volume cache (mp1 at /var/cache/notes): backup=0", "The container has no bind mounts."} {
 		if !strings.Contains(r.stdout, want) {
@@ -236,11 +232,8 @@ func TestBackup_keepPrunesOnlyTheAppsArchives(t *testing.T) {
 	// job, pct vzdump): attributed by its config, never pruned.
 	vmid := c.status(m).Apps[0].Containers[0].VMID
 	ctx := context.Background()
-	pc, err := pve.New(pve.Config{Endpoint: c.srv.URL(), Token: c.srv.Credentials().OperatorToken, HTTPClient: c.srv.HTTPClient()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
+	pc := pvetest.Client(t, c.srv, c.srv.Credentials().OperatorToken)
+	c.nextArchiveSecond()
 	upid, err := pc.Backup(ctx, "pve", vmid, pve.BackupOptions{Storage: "local", Compress: "zstd", NotesTemplate: "{{guestname}} nightly"})
 	if err == nil {
 		_, err = pc.WaitTask(ctx, upid, pve.WaitOptions{})
@@ -592,7 +585,7 @@ func TestSnapshot_dirStorageRefused(t *testing.T) {
 // (an administrator changing storage.cfg while it was down).
 func newClusterIn(t *testing.T, dir string, edit func(map[string]any)) *cluster {
 	t.Helper()
-	c := newClusterDir(t, dir)
+	c := newCluster(t, pvetest.InDir(dir))
 	c.srv.Close()
 	p := filepath.Join(dir, "state.json")
 	raw, err := os.ReadFile(p)
@@ -608,18 +601,7 @@ func newClusterIn(t *testing.T, dir string, edit func(map[string]any)) *cluster 
 	if err := os.WriteFile(p, raw, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return newClusterDir(t, dir)
-}
-
-func newClusterDir(t *testing.T, dir string) *cluster {
-	t.Helper()
-	scale := 0.0
-	srv, err := sim.New(sim.Options{Dir: dir, Listener: sim.ListenTLS, Listen: "127.0.0.1:0", TimeScale: &scale})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	return &cluster{t: t, srv: srv}
+	return newCluster(t, pvetest.InDir(dir))
 }
 
 // Scenario 9 of issue 11: the same archive restored in place twice in a

@@ -9,9 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/corralhq/corral/internal/bench"
+	"github.com/corralhq/corral/internal/ui"
 )
-
-func init() { extraCommands = append(extraCommands, newBenchCmd) }
 
 type benchArgs struct {
 	output      string
@@ -122,6 +121,6 @@ func runBench(cmd *cobra.Command, st *streams, a *benchArgs) error {
 	if asJSON {
 		return writeJSON(st, r)
 	}
-	bench.WriteText(st.out, r)
+	ui.WriteBench(st.out, r)
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/corralhq/corral/internal/pve"
+	"github.com/corralhq/corral/internal/pvetest"
 	"github.com/corralhq/corral/internal/sim"
 	"github.com/corralhq/corral/internal/testutil/secretscan"
 )
@@ -122,10 +123,7 @@ type clusterState struct {
 func (c *cluster) state() clusterState {
 	c.t.Helper()
 	ctx := context.Background()
-	pc, err := pve.New(pve.Config{Endpoint: c.srv.URL(), Token: c.srv.Credentials().RootToken, HTTPClient: c.srv.HTTPClient()})
-	if err != nil {
-		c.t.Fatal(err)
-	}
+	pc := pvetest.Client(c.t, c.srv, c.srv.Credentials().RootToken)
 	res, err := pc.ClusterResources(ctx, "")
 	if err != nil {
 		c.t.Fatal(err)

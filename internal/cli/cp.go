@@ -18,8 +18,6 @@ import (
 	"github.com/corralhq/corral/internal/tarcp"
 )
 
-func init() { extraCommands = append(extraCommands, newCpCmd) }
-
 func newCpCmd(st *streams) *cobra.Command {
 	var ff fileFlags
 	var cf connFlags

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/corralhq/corral/internal/plan"
-	"github.com/corralhq/corral/internal/sim"
+	"github.com/corralhq/corral/internal/pvetest"
 	"github.com/corralhq/corral/internal/sim/model"
 )
 
@@ -367,13 +367,8 @@ func TestDetachTakesOneApply(t *testing.T) {
 // running; the next plan waits for it instead of reporting the container
 // as running (it stops a moment later).
 func TestPlanWaitsForRunningShutdown(t *testing.T) {
-	scale := 0.25 // vzshutdown: 1 s
-	srv, err := sim.New(sim.Options{Dir: t.TempDir(), Listener: sim.ListenTLS, Listen: "127.0.0.1:0", TimeScale: &scale})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	c := &cluster{t: t, srv: srv}
+	c := newCluster(t, pvetest.TimeScale(0.25)) // vzshutdown: 1 s
+	srv := c.srv
 	m := writeManifest(t, threeVolumes("alpha"))
 	c.mustRun("apply", "-f", m, "--auto-approve")
 	vmid := c.status(m).Apps[0].Containers[0].VMID
@@ -497,13 +492,8 @@ func TestParallelApplyAndDestroy(t *testing.T) {
 // running; an apply right after waits for it and then recreates the app
 // in one go, instead of failing once on the vanishing config.
 func TestApplyAfterInterruptedDestroy(t *testing.T) {
-	scale := 0.2 // vzdestroy: 0.4 s
-	srv, err := sim.New(sim.Options{Dir: t.TempDir(), Listener: sim.ListenTLS, Listen: "127.0.0.1:0", TimeScale: &scale})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	c := &cluster{t: t, srv: srv}
+	c := newCluster(t, pvetest.TimeScale(0.2)) // vzdestroy: 0.4 s
+	srv := c.srv
 	m := writeManifest(t, threeVolumes("alpha"))
 	c.mustRun("apply", "-f", m, "--auto-approve")
 	vmid := c.status(m).Apps[0].Containers[0].VMID

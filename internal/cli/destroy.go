@@ -14,8 +14,6 @@ import (
 	"github.com/corralhq/corral/internal/ui"
 )
 
-func init() { extraCommands = append(extraCommands, newDestroyCmd) }
-
 type destroyArgs struct {
 	ff            fileFlags
 	cf            connFlags

@@ -7,9 +7,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/corralhq/corral/internal/doctor"
+	"github.com/corralhq/corral/internal/ui"
 )
-
-func init() { extraCommands = append(extraCommands, newDoctorCmd) }
 
 type doctorArgs struct {
 	ff         fileFlags
@@ -94,7 +93,7 @@ func runDoctor(cmd *cobra.Command, st *streams, a *doctorArgs) error {
 			return err
 		}
 	} else {
-		doctor.WriteText(&buf, r)
+		ui.WriteDoctor(&buf, r)
 	}
 	if _, err := fmt.Fprint(st.out, f.Redact(buf.String())); err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/corralhq/corral/internal/doctor"
 	"github.com/corralhq/corral/internal/pve"
+	"github.com/corralhq/corral/internal/pvetest"
 	"github.com/corralhq/corral/internal/sim/model"
 )
 
@@ -27,10 +28,7 @@ func newDoctorCluster(t *testing.T) *doctorCluster {
 	t.Helper()
 	c := newCluster(t)
 	creds := c.srv.Credentials()
-	root, err := pve.New(pve.Config{Endpoint: c.srv.URL(), Token: creds.RootToken, HTTPClient: c.srv.HTTPClient()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := pvetest.Client(t, c.srv, creds.RootToken)
 	d := &doctorCluster{cluster: c, root: root, secrets: []string{creds.RootPassword}}
 	for _, tok := range []string{creds.RootToken, creds.OperatorToken} {
 		_, secret, _ := strings.Cut(tok, "=")
@@ -154,7 +152,7 @@ func TestDoctor_operatorToken(t *testing.T) {
 	op := d.srv.Credentials().OperatorToken
 	wantOutput(t, d.doctor(op, "-f", m), 0,
 		"as corral@pve!corral", "Proxmox VE 9.1", "template local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst: present",
-		"storage local-lvm (lvmthin; images,rootdir)", "this manifest allocates 3.0G", "app notes: node pve, next free vmid 100, to create",
+		"storage local-lvm (lvmthin; images,rootdir)", "this manifest allocates 3 GiB", "app notes: node pve, next free vmid 100, to create",
 		"OK: this manifest can be applied with this token.")
 
 	r := d.doctor(op, "-f", m, "-o", "json")
@@ -340,10 +338,7 @@ func TestDoctor_printedSetup(t *testing.T) {
 func (d *doctorCluster) lifecycle(token string, vmid int) {
 	d.t.Helper()
 	ctx := context.Background()
-	c, err := pve.New(pve.Config{Endpoint: d.srv.URL(), Token: token, HTTPClient: d.srv.HTTPClient()})
-	if err != nil {
-		d.t.Fatal(err)
-	}
+	c := pvetest.Client(d.t, d.srv, token)
 	wait := func(what string, upid string, err error) {
 		d.t.Helper()
 		if err == nil {

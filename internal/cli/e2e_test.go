@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/corralhq/corral/internal/pvetest"
 	"github.com/corralhq/corral/internal/sim"
 	"github.com/corralhq/corral/internal/sim/model"
 )
@@ -26,15 +27,10 @@ type cluster struct {
 	srv *sim.Server
 }
 
-func newCluster(t *testing.T) *cluster {
+// newCluster starts an emulator (pvetest.Start, with opts) for the test.
+func newCluster(t *testing.T, opts ...pvetest.Option) *cluster {
 	t.Helper()
-	scale := 0.0
-	srv, err := sim.New(sim.Options{Dir: t.TempDir(), Listener: sim.ListenTLS, Listen: "127.0.0.1:0", TimeScale: &scale})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	return &cluster{t: t, srv: srv}
+	return &cluster{t: t, srv: pvetest.Start(t, opts...).Server}
 }
 
 // connArgs are the flags that point corral at this emulator.
@@ -639,13 +635,8 @@ func TestPrintedSetupIsExactlyEnough(t *testing.T) {
 // elsewhere, leave the app on that node alone and say so; a request for
 // the down node fails as PVE's proxy does.
 func TestOfflineNode(t *testing.T) {
-	scale := 0.0
-	srv, err := sim.New(sim.Options{Dir: t.TempDir(), Listener: sim.ListenTLS, Listen: "127.0.0.1:0", TimeScale: &scale, Nodes: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	c := &cluster{t: t, srv: srv}
+	c := newCluster(t, pvetest.Nodes(2))
+	srv := c.srv
 	one := writeManifest(t, strings.Replace(strings.ReplaceAll(appManifest, "MEMORY", "512"), "  - name: notes\n", "  - name: notes\n    node: pve1\n", 1))
 	c.mustRun("apply", "-f", one, "--auto-approve")
 	if err := srv.Cluster().SetNodeOnline("pve1", false); err != nil {

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corralhq/corral/internal/pvetest"
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
 )
@@ -34,17 +36,16 @@ func guestApp(t *testing.T) (*cluster, string, []string) {
 	return c, m, conn
 }
 
-// waitFor waits until the buffer holds want, or fails after a generous
-// bound (a stuck session, not a slow one).
+// waitFor waits until the buffer holds want; if it never does, the
+// failure shows what the terminal holds.
 func (s *syncBuffer) waitFor(t *testing.T, want string) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !strings.Contains(s.String(), want) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %q in the terminal; it shows:\n%s", want, s.String())
+	defer func() {
+		if t.Failed() {
+			t.Logf("the terminal shows:\n%s", s.String())
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	}()
+	pvetest.WaitFor(t, fmt.Sprintf("%q in the terminal", want), func() bool { return strings.Contains(s.String(), want) })
 }
 
 // TestExecInteractiveTTY: `corral exec -it APP -- bash` run on a local

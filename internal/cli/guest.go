@@ -15,8 +15,6 @@ import (
 	"github.com/corralhq/corral/internal/plan"
 )
 
-func init() { extraCommands = append(extraCommands, newExecCmd, newLogsCmd) }
-
 // sshConfig is how corral logs into containers for this session: its own
 // key, and the guests' SSH port (22 on PVE; the embedded emulator's own
 // port, or CORRAL_SIM_GUEST_SSH_PORT from a standalone emulator's env

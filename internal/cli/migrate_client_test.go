@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/corralhq/corral/internal/pve"
-	"github.com/corralhq/corral/internal/sim"
+	"github.com/corralhq/corral/internal/pvetest"
 	"github.com/corralhq/corral/internal/sim/model"
 )
 
@@ -21,16 +21,8 @@ import (
 // /cluster/resources follows, and a refused migration is a *TaskError
 // "migration aborted" whose log says why.
 func TestPVEClient_Migrate(t *testing.T) {
-	scale := 0.0
-	srv, err := sim.New(sim.Options{Dir: t.TempDir(), Listener: sim.ListenTLS, Listen: "127.0.0.1:0", TimeScale: &scale, Nodes: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	c, err := pve.New(pve.Config{Endpoint: srv.URL(), Token: srv.Credentials().RootToken, HTTPClient: srv.HTTPClient()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := pvetest.Start(t, pvetest.Nodes(3)).Server
+	c := pvetest.Client(t, srv, srv.Credentials().RootToken)
 	ctx := context.Background()
 	run := func(upid string, err error) error {
 		t.Helper()

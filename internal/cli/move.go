@@ -12,8 +12,6 @@ import (
 	"github.com/corralhq/corral/internal/plan"
 )
 
-func init() { extraCommands = append(extraCommands, newMoveCmd, newDrainCmd) }
-
 // planShape narrows a plan to the apps a move or a drain takes to other
 // nodes: apps sets their node (and the consent to delete snapshots)
 // before planning and names them in only; keep drops every other app's

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/corralhq/corral/internal/pvetest"
 	"github.com/corralhq/corral/internal/sim"
 	"github.com/corralhq/corral/internal/sim/model"
 )
@@ -44,12 +45,7 @@ func moveManifestOn(node string) string {
 
 func newMoveCluster(t *testing.T) *cluster {
 	t.Helper()
-	scale := 0.0
-	srv, err := sim.New(sim.Options{Dir: t.TempDir(), Listener: sim.ListenTLS, Listen: "127.0.0.1:0", TimeScale: &scale, Nodes: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
+	srv := pvetest.Start(t, pvetest.Nodes(3)).Server
 	return &cluster{t: t, srv: srv}
 }
 
@@ -268,12 +264,7 @@ func TestMoveAppWithVolumes(t *testing.T) {
 // keeper on the old node to the keeper on the new one, its data in
 // place, and it is mounted by the app on the new node only.
 func TestMoveOnSharedStorage(t *testing.T) {
-	scale := 0.0
-	srv, err := sim.New(sim.Options{Dir: t.TempDir(), Listener: sim.ListenTLS, Listen: "127.0.0.1:0", TimeScale: &scale, Nodes: 3, SharedStorage: []string{model.SharedNFS}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
+	srv := pvetest.Start(t, pvetest.Nodes(3), func(o *sim.Options) { o.SharedStorage = []string{model.SharedNFS} }).Server
 	c := &cluster{t: t, srv: srv}
 	m1 := writeManifest(t, sharedManifest)
 	c.mustRun("apply", "-f", m1, "--auto-approve")

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/corralhq/corral/internal/sim"
+	"github.com/corralhq/corral/internal/pvetest"
 )
 
 // placementManifest has n apps that name no node.
@@ -35,13 +35,7 @@ func (c *cluster) appsPerNode() map[string]int {
 // to a node of a three-node cluster, the plan says where and why, and an
 // app added later is placed without moving any other (issue 18).
 func TestPlacementOnThreeNodes(t *testing.T) {
-	scale := 0.0
-	srv, err := sim.New(sim.Options{Dir: t.TempDir(), Listener: sim.ListenTLS, Listen: "127.0.0.1:0", TimeScale: &scale, Nodes: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	c := &cluster{t: t, srv: srv}
+	c := newCluster(t, pvetest.Nodes(3))
 	m := writeManifest(t, placementManifest(30, ""))
 	r := c.run("plan", "-f", m)
 	if r.code != ExitChanges || !strings.Contains(r.stdout, "placed on pve1 by policy spread (corral apps: pve1 0, pve2 0, pve3 0)") ||

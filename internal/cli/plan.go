@@ -12,8 +12,6 @@ import (
 	"github.com/corralhq/corral/internal/ui"
 )
 
-func init() { extraCommands = append(extraCommands, newPlanCmd) }
-
 func newPlanCmd(st *streams) *cobra.Command {
 	var ff fileFlags
 	var cf connFlags

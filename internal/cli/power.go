@@ -10,13 +10,6 @@ import (
 	"github.com/corralhq/corral/internal/plan"
 )
 
-func init() {
-	extraCommands = append(extraCommands,
-		powerCmd("start", "Start an app's container", (*apply.Executor).StartApp),
-		powerCmd("stop", "Shut an app's container down (the next apply starts it again)", (*apply.Executor).StopApp),
-		powerCmd("restart", "Shut an app's container down and start it again", (*apply.Executor).RestartApp))
-}
-
 // powerCmd is `corral start|stop|restart APP`: under corral's lock on
 // the app's node, like every command that changes the cluster.
 func powerCmd(verb, short string, do func(*apply.Executor, context.Context, string, *plan.CT) error) func(*streams) *cobra.Command {

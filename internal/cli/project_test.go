@@ -299,7 +299,7 @@ func TestVolumesRm(t *testing.T) {
 	}
 	// Without --auto-approve and a terminal: the plan, then nothing.
 	r = c.run("volumes", "rm", pages, "-f", notesOnly)
-	if r.code != ExitError || !strings.Contains(r.stderr, "--auto-approve") || !strings.Contains(r.stdout, "- volume wiki/pages ("+pages+" on pve, 1G, keeper ") || c.gone(pages) {
+	if r.code != ExitError || !strings.Contains(r.stderr, "--auto-approve") || !strings.Contains(r.stdout, "- volume wiki/pages ("+pages+" on pve, 1 GiB, keeper ") || c.gone(pages) {
 		t.Errorf("rm without approval: exit %d, pages gone %v\n%s%s", r.code, c.gone(pages), r.stdout, r.stderr)
 	}
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/corralhq/corral/internal/plan"
+	"github.com/corralhq/corral/internal/pvetest"
 	"github.com/corralhq/corral/internal/sim"
 	"github.com/corralhq/corral/internal/sim/model"
 )
@@ -29,12 +30,7 @@ func newGuestCluster(t *testing.T) *cluster {
 // newGuestClusterOn is newGuestCluster with the guests' SSH on port.
 func newGuestClusterOn(t *testing.T, port int) *cluster {
 	t.Helper()
-	scale := 0.0
-	srv, err := sim.New(sim.Options{Dir: t.TempDir(), Listener: sim.ListenTLS, Listen: "127.0.0.1:0", TimeScale: &scale, GuestSSHPort: port})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
+	srv := pvetest.Start(t, func(o *sim.Options) { o.GuestSSHPort = port }).Server
 	t.Setenv("CORRAL_SIM_GUEST_SSH_PORT", strconv.Itoa(port))
 	return &cluster{t: t, srv: srv}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/corralhq/corral/internal/pvetest"
 	"github.com/corralhq/corral/internal/sim"
 	"github.com/corralhq/corral/internal/sim/model"
 )
@@ -31,12 +32,7 @@ func newRealCluster(t *testing.T) *cluster {
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	scale := 0.0
-	srv, err := sim.New(sim.Options{Dir: t.TempDir(), Listener: sim.ListenTLS, Listen: "127.0.0.1:0", TimeScale: &scale, GuestSSHPort: port, RealTemplates: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
+	srv := pvetest.Start(t, func(o *sim.Options) { o.GuestSSHPort = port; o.RealTemplates = true }).Server
 	t.Setenv("CORRAL_SIM_GUEST_SSH_PORT", strconv.Itoa(port))
 	return &cluster{t: t, srv: srv}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/corralhq/corral/internal/plan"
+	"github.com/corralhq/corral/internal/pvetest"
 	"github.com/corralhq/corral/internal/sim"
 	"github.com/corralhq/corral/internal/sim/model"
 )
@@ -79,13 +80,8 @@ func TestRecoverSharedAppFromOfflineNode(t *testing.T) {
 		{"destroy once pve2 is back", model.NodePower{}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			scale := 0.0
-			srv, err := sim.New(sim.Options{Dir: t.TempDir(), Listener: sim.ListenTLS, Listen: "127.0.0.1:0", TimeScale: &scale, Nodes: 3, SharedStorage: []string{model.SharedNFS}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { srv.Close() })
-			c := &cluster{t: t, srv: srv}
+			c := newCluster(t, pvetest.Nodes(3), func(o *sim.Options) { o.SharedStorage = []string{model.SharedNFS} })
+			srv := c.srv
 			cl := srv.Cluster()
 			pin := "    node: pve2\n"
 			m := writeManifest(t, fmt.Sprintf(recoverManifest, pin, pin))

@@ -1,6 +1,7 @@
-// Package cli is corral's command line: one file per verb, each a thin
-// cobra layer over a plain function that takes parsed arguments. Exit codes
-// are decided in one place (exitCode).
+// Package cli is corral's command line. Every command is listed in
+// commands.go; each is a small function that parses its flags, calls a
+// package (apply, plan, doctor, …) and renders with internal/ui. Exit
+// codes are decided in one place (exitCode).
 package cli
 
 import (
@@ -111,16 +112,10 @@ EXIT STATUS
 	}
 	root.SetFlagErrorFunc(flagError)
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", envOr("CORRAL_LOG", "warn"), "log level: debug, info, warn, error (env CORRAL_LOG)")
-	root.AddCommand(newSimCmd(st))
-	for _, add := range extraCommands {
-		root.AddCommand(add(st))
-	}
+	root.AddCommand(commands(st)...)
 	completeAppNames(root)
 	return root
 }
-
-// extraCommands lets verb files register themselves.
-var extraCommands []func(*streams) *cobra.Command
 
 func envOr(key, def string) string {
 	if v, ok := os.LookupEnv(key); ok && v != "" {

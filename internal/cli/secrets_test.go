@@ -51,16 +51,10 @@ func TestSecretHygieneFullCycle(t *testing.T) {
 		t.Setenv(k, "")
 	}
 	simLog := &syncBuffer{}
-	scale := 0.0
-	srv, err := sim.New(sim.Options{
-		Dir: t.TempDir(), Listener: sim.ListenTLS, Listen: "127.0.0.1:0", TimeScale: &scale,
-		Logger: slog.New(slog.NewTextHandler(simLog, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	c := newCluster(t, func(o *sim.Options) {
+		o.Logger = slog.New(slog.NewTextHandler(simLog, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	c := &cluster{t: t, srv: srv}
+	srv := c.srv
 
 	const inlinePW = "Inline-R00t-Pa55word"
 	const filePW = "From-A-File/Pa55+word"

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/corralhq/corral/internal/pvetest"
 	"github.com/corralhq/corral/internal/sim"
 	"github.com/corralhq/corral/internal/sim/model"
 )
@@ -28,13 +29,8 @@ const sharedManifest = `apps:
 // not only its own, and refuses when one on another node references it
 // (issue 18).
 func TestSharedVolumeGuardedClusterWide(t *testing.T) {
-	scale := 0.0
-	srv, err := sim.New(sim.Options{Dir: t.TempDir(), Listener: sim.ListenTLS, Listen: "127.0.0.1:0", TimeScale: &scale, Nodes: 3, SharedStorage: []string{model.SharedNFS}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	c := &cluster{t: t, srv: srv}
+	c := newCluster(t, pvetest.Nodes(3), func(o *sim.Options) { o.SharedStorage = []string{model.SharedNFS} })
+	srv := c.srv
 	m := writeManifest(t, sharedManifest)
 	c.mustRun("apply", "-f", m, "--auto-approve")
 	vols := c.status(m).Apps[0].Volumes

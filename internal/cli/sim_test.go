@@ -9,8 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
+	"github.com/corralhq/corral/internal/pvetest"
 	"github.com/corralhq/corral/internal/sim/model"
 )
 
@@ -44,18 +44,14 @@ func TestSimServe_sharedStorage(t *testing.T) {
 		done <- Run(ctx, []string{"sim", "serve", "--state", dir, "--listen", "127.0.0.1:0", "--nodes", "3",
 			"--shared-storage", "nfs,rbd", "--time-scale", "0", "--guest-ssh-port", "0"}, strings.NewReader(""), &out, &errb)
 	}()
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(out.String(), "credentials:") {
+	pvetest.WaitFor(t, "sim serve to print its credentials", func() bool {
 		select {
 		case code := <-done:
 			t.Fatalf("sim serve exited %d early\n%s%s", code, out.String(), errb.String())
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("sim serve did not start:\n%s%s", out.String(), errb.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return strings.Contains(out.String(), "credentials:")
+	})
 	cancel()
 	if code := <-done; code != 0 {
 		t.Fatalf("sim serve exit %d\n%s", code, errb.String())

@@ -2,15 +2,12 @@ package cli
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/spf13/cobra"
 
 	"github.com/corralhq/corral/internal/apply"
-	"github.com/corralhq/corral/internal/plan"
+	"github.com/corralhq/corral/internal/ui"
 )
-
-func init() { extraCommands = append(extraCommands, newUnlockCmd) }
 
 func newUnlockCmd(st *streams) *cobra.Command {
 	var cf connFlags
@@ -32,53 +29,22 @@ may still run: only when you know it does not (another machine crashed).`,
 			if output != "text" && output != "json" {
 				return fmt.Errorf("--output %q: want text or json", output)
 			}
-			ctx := cmd.Context()
-			s, err := connect(ctx, st, cf)
+			s, err := connect(cmd.Context(), st, cf)
 			if err != nil {
 				return err
 			}
 			defer s.Close()
-			obs, err := apply.Observe(ctx, s.client)
-			if err != nil {
-				return err
-			}
-			if len(nodes) == 0 {
-				for _, n := range obs.Nodes {
-					if ks := obs.Keepers[n]; len(ks) > 0 && ks[0].Lease != nil {
-						nodes = append(nodes, n)
-					}
-				}
-			}
-			ex := &apply.Executor{Client: s.client}
-			type row struct {
-				Node   string      `json:"node"`
-				Broken *plan.Lease `json:"broken"`
-			}
-			rows := []row{}
-			for _, n := range nodes {
-				if !slices.Contains(obs.Nodes, n) {
-					return fmt.Errorf("node %q does not exist (nodes: %v)", n, obs.Nodes)
-				}
-				l, err := ex.BreakLease(ctx, obs, n, force)
-				if err != nil {
-					return err
-				}
-				rows = append(rows, row{n, l})
-				if output == "text" {
-					if l == nil {
-						fmt.Fprintf(st.out, "node %s: not locked\n", n)
-					} else {
-						fmt.Fprintf(st.out, "node %s: broke the lock of %s\n", n, l)
-					}
-				}
-			}
-			if output == "json" {
+			rows, err := apply.Unlock(cmd.Context(), s.client, nodes, force)
+			switch {
+			case output == "json" && err == nil:
 				return writeJSON(st, rows)
+			case output == "text":
+				ui.WriteUnlocked(st.out, rows)
 			}
-			if len(rows) == 0 {
+			if err == nil && len(rows) == 0 {
 				fmt.Fprintln(st.out, "no node is locked")
 			}
-			return nil
+			return err
 		},
 	}
 	cf.add(cmd.Flags())

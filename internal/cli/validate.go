@@ -9,8 +9,6 @@ import (
 	"github.com/corralhq/corral/internal/manifest"
 )
 
-func init() { extraCommands = append(extraCommands, newValidateCmd, newSchemaCmd) }
-
 func newValidateCmd(st *streams) *cobra.Command {
 	var ff fileFlags
 	cmd := &cobra.Command{

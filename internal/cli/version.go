@@ -7,8 +7,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { extraCommands = append(extraCommands, newVersionCmd) }
-
 // buildVersion is what the Go toolchain recorded about this binary: the
 // module version (a tag, or (devel) for a local build), the VCS commit and
 // whether the tree had changes, and the Go version.

@@ -13,6 +13,7 @@ import (
 	"github.com/corralhq/corral/internal/manifest"
 	"github.com/corralhq/corral/internal/plan"
 	"github.com/corralhq/corral/internal/pve"
+	"github.com/corralhq/corral/internal/ui/human"
 )
 
 // Options tune Check.
@@ -496,7 +497,7 @@ func checkStorages(ctx context.Context, c *pve.Client, r *Report, f *manifest.Fi
 			if s.Type == "lvmthin" || s.Type == "zfspool" {
 				sev, extra = SevWarning, " (thin provisioning lets the allocation pass, but writes fail once the pool is full)"
 			}
-			r.add(Finding{Severity: sev, Kind: "space", Message: fmt.Sprintf("storage %s on node %s has %s free, and this manifest would allocate %s%s", sid, node, pve.FormatSize(avail), pve.FormatSize(need[k]), extra)})
+			r.add(Finding{Severity: sev, Kind: "space", Message: fmt.Sprintf("storage %s on node %s has %s free, and this manifest would allocate %s%s", sid, node, human.Size(avail), human.Size(need[k]), extra)})
 		}
 	}
 }

@@ -15,38 +15,28 @@ import (
 	"github.com/corralhq/corral/internal/doctor"
 	"github.com/corralhq/corral/internal/manifest"
 	"github.com/corralhq/corral/internal/pve"
+	"github.com/corralhq/corral/internal/pvetest"
 	"github.com/corralhq/corral/internal/sim"
 	"github.com/corralhq/corral/internal/sim/model"
 )
 
-// emulator is an in-process emulator and clients for its root and
-// operator tokens.
+// emulator is the kit's in-process emulator (its Client speaks for the
+// operator token) plus a client for root.
 type emulator struct {
-	srv      *sim.Server
-	root, op *pve.Client
+	*pvetest.Emulator
+	root *pve.Client
 }
 
 func newEmulator(t *testing.T) *emulator {
 	t.Helper()
-	zero := 0.0
-	srv, err := sim.New(sim.Options{Dir: t.TempDir(), Listener: sim.ListenNone, TimeScale: &zero})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	e := &emulator{srv: srv}
-	e.root = e.client(t, srv.Credentials().RootToken)
-	e.op = e.client(t, srv.Credentials().OperatorToken)
+	e := &emulator{Emulator: pvetest.Start(t, pvetest.InProcess())}
+	e.root = e.client(t, e.Credentials().RootToken)
 	return e
 }
 
 func (e *emulator) client(t *testing.T, token string) *pve.Client {
 	t.Helper()
-	c, err := pve.New(pve.Config{Endpoint: e.srv.URL(), Token: token, HTTPClient: e.srv.HTTPClient()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return pvetest.Client(t, e.Server, token)
 }
 
 // narrow creates a privsep token whose user and token both hold a role
@@ -95,7 +85,7 @@ const web = `apps:
 
 func TestCheck_facts(t *testing.T) {
 	e := newEmulator(t)
-	r, err := doctor.Check(context.Background(), e.op, parse(t, web), doctor.Options{})
+	r, err := doctor.Check(context.Background(), e.Client, parse(t, web), doctor.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +138,7 @@ func TestCheck_findings(t *testing.T) {
 			name:      "more than the thin pool holds is a warning",
 			manifest:  strings.Replace(web, "4G", "500G", 1),
 			applyable: true,
-			want:      []string{"space: storage local-lvm on node pve has 400G free, and this manifest would allocate 500G (thin provisioning"},
+			want:      []string{"space: storage local-lvm on node pve has 400 GiB free, and this manifest would allocate 500 GiB (thin provisioning"},
 		},
 		{
 			name:     "docker needs keyctl from root",
@@ -164,7 +154,7 @@ func TestCheck_findings(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEmulator(t)
-			r, err := doctor.Check(context.Background(), e.op, parse(t, tt.manifest), doctor.Options{})
+			r, err := doctor.Check(context.Background(), e.Client, parse(t, tt.manifest), doctor.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -187,13 +177,13 @@ func TestCheck_findings(t *testing.T) {
 func TestPreflight(t *testing.T) {
 	e := newEmulator(t)
 	ctx := context.Background()
-	if err := doctor.Preflight(ctx, e.op, parse(t, web)); err != nil {
+	if err := doctor.Preflight(ctx, e.Client, parse(t, web)); err != nil {
 		t.Errorf("operator token: %v", err)
 	}
 	// Root-only needs do not stop apply before it starts: apply creates
 	// the container and stops before provisioning, naming root's command.
 	keyctl := web + "    provision:\n      - compose:\n          content: 'services: {web: {image: nginx}}'\n"
-	if err := doctor.Preflight(ctx, e.op, parse(t, keyctl)); err != nil {
+	if err := doctor.Preflight(ctx, e.Client, parse(t, keyctl)); err != nil {
 		t.Errorf("keyctl manifest: %v", err)
 	}
 	err := doctor.Preflight(ctx, e.narrow(t, "VM.Allocate"), parse(t, web))
@@ -226,16 +216,7 @@ func TestEvaluate_vmidOnlyGrant(t *testing.T) {
 }
 
 func TestCheck_pve8(t *testing.T) {
-	zero := 0.0
-	srv, err := sim.New(sim.Options{Dir: t.TempDir(), Listener: sim.ListenNone, TimeScale: &zero, Version: "8.4"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	c, err := pve.New(pve.Config{Endpoint: srv.URL(), Token: srv.Credentials().OperatorToken, HTTPClient: srv.HTTPClient()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := pvetest.Start(t, pvetest.InProcess(), func(o *sim.Options) { o.Version = "8.4" }).Client
 	r, err := doctor.Check(context.Background(), c, parse(t, web), doctor.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -270,12 +251,8 @@ func (f failPermissions) RoundTrip(r *http.Request) (*http.Response, error) {
 // reported missing.
 func TestCheck_unreadPrivileges(t *testing.T) {
 	e := newEmulator(t)
-	hc := e.srv.HTTPClient()
-	c, err := pve.New(pve.Config{Endpoint: e.srv.URL(), Token: e.srv.Credentials().OperatorToken,
-		HTTPClient: &http.Client{Transport: failPermissions{next: hc.Transport, path: "/storage/local-lvm"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := pvetest.Client(t, e.Server, e.Server.Credentials().OperatorToken,
+		pvetest.Transport(failPermissions{next: e.Server.HTTPClient().Transport, path: "/storage/local-lvm"}))
 	r, err := doctor.Check(context.Background(), c, parse(t, web), doctor.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -291,7 +268,7 @@ func TestCheck_unreadPrivileges(t *testing.T) {
 // returns a manifest naming all of them.
 func (e *emulator) withApps(t *testing.T, n int) *manifest.File {
 	t.Helper()
-	c := e.srv.Cluster()
+	c := e.Server.Cluster()
 	root := model.Auth{UserID: "root@pam"}
 	var m strings.Builder
 	m.WriteString("apps:\n")
@@ -316,12 +293,12 @@ func (e *emulator) withApps(t *testing.T, n int) *manifest.File {
 // requests it made and its findings.
 func (e *emulator) checkRequests(t *testing.T, c *pve.Client, f *manifest.File) (int, []string) {
 	t.Helper()
-	e.srv.ResetRequests()
+	e.Server.ResetRequests()
 	r, err := doctor.Check(context.Background(), c, f, doctor.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, total := e.srv.Requests()
+	_, total := e.Server.Requests()
 	var findings []string
 	for _, fd := range r.Findings {
 		findings = append(findings, fd.Kind+": "+fd.Message)
@@ -345,7 +322,7 @@ func TestCheck_requestsDoNotGrowWithContainers(t *testing.T) {
 			for _, n := range []int{1, 50} {
 				e := newEmulator(t)
 				f := e.withApps(t, n)
-				tok := e.op
+				tok := e.Client
 				if tc.drop != nil {
 					tok = e.narrow(t, tc.drop...)
 				}
@@ -374,7 +351,7 @@ func TestCheck_narrowGrantOnOneContainer(t *testing.T) {
 	if err := e.root.Put(ctx, "/access/acl", url.Values{"path": {"/vms/203"}, "roles": {"PVEAuditor"}, "tokens": {"corral@pve!corral"}}, nil); err != nil {
 		t.Fatal(err)
 	}
-	_, findings := e.checkRequests(t, e.op, f)
+	_, findings := e.checkRequests(t, e.Client, f)
 	var on203 []string
 	for _, fd := range findings {
 		switch {

@@ -2,12 +2,7 @@ package doctor
 
 import (
 	"encoding/json"
-	"fmt"
 	"io"
-	"slices"
-	"strings"
-
-	"github.com/corralhq/corral/internal/pve"
 )
 
 // WriteJSON writes the report as one JSON document.
@@ -17,136 +12,9 @@ func WriteJSON(w io.Writer, r *Report) error {
 	return enc.Encode(r)
 }
 
-// WriteText writes the report for people, from the same data WriteJSON
-// writes.
-func WriteText(w io.Writer, r *Report) {
-	fmt.Fprintf(w, "corral doctor: %s as %s\n", orDash(r.Endpoint), r.TokenID)
-	if r.Facts.Version != "" {
-		fmt.Fprintf(w, "Proxmox VE %s (release %s)\n", r.Facts.Version, r.Facts.Release)
-	}
-	for _, n := range r.Facts.Nodes {
-		line := "node " + n.Name
-		if n.Status != "" {
-			line += " (" + n.Status + ")"
-		}
-		if n.Keeper > 0 {
-			line += fmt.Sprintf(", keeper ct %d", n.Keeper)
-		}
-		fmt.Fprintln(w, line)
-		for _, t := range n.Templates {
-			fmt.Fprintf(w, "  template %s: present\n", t)
-		}
-		for _, t := range n.MissingTemplates {
-			fmt.Fprintf(w, "  template %s: missing\n", t)
-		}
-		for _, s := range n.Storages {
-			fmt.Fprintf(w, "  storage %s (%s; %s): %s free of %s", s.ID, s.Type, strings.Join(s.Content, ","), size(s.Avail), size(s.Total))
-			if s.Need > 0 {
-				fmt.Fprintf(w, "; this manifest allocates %s", size(s.Need))
-			}
-			fmt.Fprintln(w)
-		}
-	}
-	for _, a := range r.Facts.Apps {
-		state := "to create"
-		if a.Exists {
-			state = "exists"
-		}
-		id := "next free vmid"
-		if r.Facts.NextVMID > 0 {
-			id = fmt.Sprintf("next free vmid %d", r.Facts.NextVMID)
-		}
-		if a.VMID > 0 {
-			id = fmt.Sprintf("ct %d", a.VMID)
-		}
-		fmt.Fprintf(w, "app %s: node %s, %s, %s\n", a.Name, a.Node, id, state)
-	}
-	if len(r.Requirements) > 0 {
-		paths := map[string]bool{}
-		for _, q := range r.Requirements {
-			paths[q.Path] = true
-		}
-		missing := 0
-		for _, f := range r.Findings {
-			// A warning names a privilege that is held, but only on
-			// /vms/<vmid>: it is not missing.
-			if f.Privilege != "" && f.Severity == SevError {
-				missing++
-			}
-		}
-		fmt.Fprintf(w, "privileges: %d checks on %d paths, %d missing\n", len(r.Requirements), len(paths), missing)
-	}
-	if len(r.Findings) > 0 {
-		fmt.Fprintln(w)
-	}
-	for _, f := range r.Findings {
-		head := f.Message
-		if f.Path != "" && f.Privilege != "" {
-			head = f.Path + ", " + f.Privilege + ": " + f.Message
-		}
-		fmt.Fprintf(w, "%-7s %s\n", strings.ToUpper(string(f.Severity)), head)
-		if f.Privilege != "" && f.Operation != "" {
-			fmt.Fprintf(w, "        needed to: %s\n", f.Operation)
-		}
-		if f.Why != "" {
-			fmt.Fprintf(w, "        why: %s\n", f.Why)
-		}
-		for _, fix := range f.Fix {
-			fmt.Fprintf(w, "        fix: %s\n", fix)
-		}
-	}
-	var fixes []string
-	for _, f := range r.Findings {
-		for _, fix := range f.Fix {
-			if !slices.Contains(fixes, fix) {
-				fixes = append(fixes, fix)
-			}
-		}
-	}
-	if len(fixes) > 1 {
-		fmt.Fprintln(w, "\nAll fixes, once each:")
-		for _, fix := range fixes {
-			fmt.Fprintln(w, "  "+fix)
-		}
-	}
-	fmt.Fprintln(w)
-	if r.Applyable {
-		fmt.Fprintln(w, "OK: this manifest can be applied with this token.")
-		return
-	}
-	errs, root := 0, 0
-	for _, f := range r.Findings {
-		switch f.Severity {
-		case SevError:
-			errs++
-		case SevRoot:
-			root++
-		}
-	}
-	fmt.Fprintf(w, "NOT READY: %d error(s), %d step(s) only root@pam can do. `corral doctor --print-setup` prints a token setup for this manifest.\n", errs, root)
-}
-
 // WriteSetupJSON writes the setup as one JSON document.
 func WriteSetupJSON(w io.Writer, s SetupPlan) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(s)
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-func size(b int64) string {
-	if b <= 0 {
-		return "?"
-	}
-	const gib = 1 << 30
-	if b >= gib {
-		return fmt.Sprintf("%.1fG", float64(b)/gib)
-	}
-	return pve.FormatSize(b)
 }

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corralhq/corral/internal/pvetest"
 	"golang.org/x/crypto/ssh"
 )
 
@@ -472,8 +473,11 @@ func TestKeepalive_detectsADeadServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- c.Run(context.Background(), "out:started\n; hang", nil, nil) }()
-	time.Sleep(50 * time.Millisecond)
+	var started atomic.Bool
+	go func() {
+		done <- c.Run(context.Background(), "out:started\n; hang", nil, func(_ Stream, line string) { started.Store(started.Load() || line == "started") })
+	}()
+	pvetest.WaitFor(t, "the command's first line", started.Load)
 	p.frozen.Store(true) // the guest vanishes without closing the connection
 	select {
 	case err := <-done:

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/corralhq/corral/internal/ui/human"
 )
 
 // Read returns the content of the regular file at path, at most max bytes.
@@ -21,7 +23,7 @@ func Read(path string, max int64) ([]byte, error) {
 		return nil, fmt.Errorf("%s is not a regular file (%s): corral reads only regular files", path, kind(fi.Mode()))
 	}
 	if fi.Size() > max {
-		return nil, fmt.Errorf("%s is %s, more than the %s corral reads from such a file", path, size(fi.Size()), size(max))
+		return nil, fmt.Errorf("%s is %s, more than the %s corral reads from such a file", path, human.Size(fi.Size()), human.Size(max))
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -34,7 +36,7 @@ func Read(path string, max int64) ([]byte, error) {
 		return nil, err
 	}
 	if int64(len(data)) > max {
-		return nil, fmt.Errorf("%s is more than the %s corral reads from such a file", path, size(max))
+		return nil, fmt.Errorf("%s is more than the %s corral reads from such a file", path, human.Size(max))
 	}
 	return data, nil
 }
@@ -53,16 +55,6 @@ func kind(m os.FileMode) string {
 		return "a device"
 	}
 	return m.Type().String()
-}
-
-func size(n int64) string {
-	switch {
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d bytes", n)
 }
 
 // Limits for the kinds of file corral reads.

@@ -22,7 +22,7 @@ func TestRead(t *testing.T) {
 		path, want string
 	}{
 		{small, ""},
-		{big, "is 2.0 KiB, more than the 1.0 KiB"},
+		{big, "is 2 KiB, more than the 1 KiB"},
 		{fifo, "not a regular file (a FIFO)"},
 		{"/dev/zero", "not a regular file (a character device)"},
 		{dir, "not a regular file (a directory)"},

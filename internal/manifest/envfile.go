@@ -61,3 +61,19 @@ func envValueProblem(v string) string {
 	}
 	return ""
 }
+
+// EnvFile renders an envFile step's variables, one NAME=value line each
+// with the value quoted by EnvFileValue. A value EnvFileValue refuses
+// (only reachable by bypassing the manifest check, which refuses it
+// first) is written empty rather than misread.
+func EnvFile(env []EnvVar) string {
+	var b strings.Builder
+	for _, e := range env {
+		q, err := EnvFileValue(e.Value.Reveal())
+		if err != nil {
+			q = `""`
+		}
+		b.WriteString(e.Name + "=" + q + "\n")
+	}
+	return b.String()
+}

@@ -218,3 +218,31 @@ func TestEnvFileValue_refused(t *testing.T) {
 		}
 	}
 }
+
+// TestEnvFile_sh: the file EnvFile renders (what an envFile step writes)
+// reads back through /bin/sh as the values, and a value EnvFileValue
+// refuses, only reachable by bypassing the manifest check, as empty.
+func TestEnvFile_sh(t *testing.T) {
+	var env []manifest.EnvVar
+	want := map[string]string{}
+	for i, v := range envValues {
+		n := fmt.Sprintf("V%d", i)
+		env = append(env, manifest.EnvVar{Name: n, Value: manifest.NewSecret("", v)})
+		want[n] = v
+	}
+	for v := range envRefused {
+		n := fmt.Sprintf("R%d", len(want))
+		env = append(env, manifest.EnvVar{Name: n, Value: manifest.NewSecret("", v)})
+		want[n] = ""
+	}
+	file := filepath.Join(t.TempDir(), "env")
+	if err := os.WriteFile(file, []byte(manifest.EnvFile(env)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for n, v := range want {
+		out, err := exec.Command("/bin/sh", "-c", `set -a; . "$1"; eval printf %s "\"\$$2\""`, "sh", file, n).CombinedOutput()
+		if err != nil || string(out) != v {
+			t.Errorf("%s read by sh as %q (%v), want %q", n, out, err, v)
+		}
+	}
+}

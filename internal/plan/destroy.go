@@ -63,7 +63,10 @@ func Destroy(apps []App, obs *Observed, deleteVolumes bool) (*Plan, error) {
 					continue
 				}
 				volid := k.Records[key]
-				vc := VolumeChange{Name: v.Name, VolID: volid, Storage: v.Storage, Mount: v.Mount, Reclaim: v.Reclaim, Action: VolDetach}
+				// Not the desired size, backup flag or adopt source: the
+				// volume in the keeper may differ, and destroy does not
+				// read it.
+				vc := VolumeChange{Volume: Volume{Name: v.Name, Storage: v.Storage, Mount: v.Mount, Reclaim: v.Reclaim}, VolID: volid, Action: VolDetach}
 				if deleteVolumes && v.Reclaim == DeleteOnDrop {
 					vc.Action = VolFree
 					if c.Node == "" {

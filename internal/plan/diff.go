@@ -7,6 +7,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/corralhq/corral/internal/manifest"
+	"github.com/corralhq/corral/internal/ui/human"
 )
 
 // Make compares the desired apps with the observed cluster and returns
@@ -310,7 +313,7 @@ func appChange(a *App, node string, obs *Observed) (Change, []string) {
 		} else if have, ok := ParseSizeString(root.Size); ok {
 			switch {
 			case a.RootSize < have:
-				probs = append(probs, fmt.Sprintf("app %s: rootfs cannot shrink from %s to %s (PVE: unable to shrink disk size); set rootfs.size to %s or more", a.Name, fmtSize(have), fmtSize(a.RootSize), fmtSize(have)))
+				probs = append(probs, fmt.Sprintf("app %s: rootfs cannot shrink from %s to %s (PVE: unable to shrink disk size); set rootfs.size to %s or more", a.Name, human.Size(have), human.Size(a.RootSize), manifest.Size(have)))
 			case a.RootSize > have:
 				c.RootGrow = a.RootSize
 			}
@@ -358,7 +361,7 @@ func appChange(a *App, node string, obs *Observed) (Change, []string) {
 		c.Config = configEdits(keptTags(withVolumeTags(a, c.Volumes, obs), ct), ct)
 		c.Cleanup = cleanupKeys(ct, keepers)
 		for _, key := range detachKeys(a, ct, keepers) {
-			c.Volumes = append(c.Volumes, VolumeChange{Name: key.name, Action: VolDetach, VolID: key.volid, Key: key.key})
+			c.Volumes = append(c.Volumes, VolumeChange{Volume: Volume{Name: key.name}, Action: VolDetach, VolID: key.volid, Key: key.key})
 		}
 		running := ct.Status == "running"
 		for _, e := range c.Config {
@@ -421,7 +424,7 @@ func updateReasons(c Change, ct *CT) []string {
 		r = append(r, e.Key+" changes")
 	}
 	if c.RootGrow > 0 {
-		r = append(r, "rootfs grows to "+fmtSize(c.RootGrow))
+		r = append(r, "rootfs grows to "+human.Size(c.RootGrow))
 	}
 	for _, v := range c.Volumes {
 		if v.Action != VolKeep {
@@ -443,7 +446,7 @@ func updateReasons(c Change, ct *CT) []string {
 // volumeChange plans one volume of an app.
 func volumeChange(a *App, v Volume, node string, ct *CT, keepers []*Keeper, obs *Observed, replacing bool) (VolumeChange, string) {
 	key := VolumeKey{a.Name, v.Name}
-	vc := VolumeChange{Name: v.Name, Storage: v.Storage, Size: v.Size, Mount: v.Mount, Backup: v.Backup, Adopt: v.Adopt, Reclaim: v.Reclaim}
+	vc := VolumeChange{Volume: v}
 	// A record on another node's keeper: the data is there, not here.
 	for _, n := range slices.Sorted(maps.Keys(obs.Keepers)) {
 		for _, k := range obs.Keepers[n] {
@@ -506,7 +509,7 @@ func volumeChange(a *App, v Volume, node string, ct *CT, keepers []*Keeper, obs 
 	}
 	vc.Action = VolAttach
 	if v.Size > 0 && v.Size < size {
-		return vc, fmt.Sprintf("app %s: volume %s cannot shrink from %s to %s (PVE: unable to shrink disk size); set size to %s or more", a.Name, v.Name, fmtSize(size), fmtSize(v.Size), fmtSize(size))
+		return vc, fmt.Sprintf("app %s: volume %s cannot shrink from %s to %s (PVE: unable to shrink disk size); set size to %s or more", a.Name, v.Name, human.Size(size), human.Size(v.Size), manifest.Size(size))
 	}
 	grow := v.Size > size
 	if ct != nil && !replacing {
@@ -732,22 +735,6 @@ func sortedConfigKeys(conf map[string]string, prefix string) []string {
 		return a < b
 	})
 	return out
-}
-
-// fmtSize prints bytes the way PVE does for size= (8G, 512M).
-func fmtSize(b int64) string {
-	for _, u := range []struct {
-		s string
-		n int64
-	}{{"T", 1 << 40}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}} {
-		if b >= u.n && b%u.n == 0 {
-			return strconv.FormatInt(b/u.n, 10) + u.s
-		}
-	}
-	if b >= 1<<30 {
-		return strconv.FormatFloat(float64(b)/(1<<30), 'f', 2, 64) + "G"
-	}
-	return strconv.FormatInt(b, 10)
 }
 
 // sortedVolumeKeys returns m's keys in app/name order.

@@ -1,9 +1,6 @@
 package plan
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
 	"slices"
 
 	"github.com/corralhq/corral/internal/manifest"
@@ -15,6 +12,7 @@ import (
 func FromManifest(f *manifest.File) []App {
 	apps := make([]App, 0, len(f.Apps))
 	for _, m := range f.Apps {
+		work := GuestWorkOf(m)
 		a := App{
 			Name:         m.Name,
 			Project:      f.Project,
@@ -38,19 +36,13 @@ func FromManifest(f *manifest.File) []App {
 			Description:  m.Description,
 			SSHKeys:      append([]string(nil), m.SSH.PublicKeys...),
 			HasPassword:  !m.Password.IsZero(),
-			GuestDigest:  guestDigest(m),
+			GuestDigest:  work.Digest(),
 			NeedsKeyctl:  m.NeedsKeyctl,
 
 			SnapshotBeforeChange: m.SnapshotBeforeChange,
 			BackupStorage:        m.Backup.Storage,
 		}
-		for _, s := range m.Provision {
-			st := Step{Name: s.Name, Kind: string(s.Kind), OnChange: s.OnChange, Restart: s.Restart}
-			if len(m.Unresolved) == 0 {
-				st.Sum = StepSum(s)
-			}
-			a.Steps = append(a.Steps, st)
-		}
+		a.Steps = stepsOf(work, len(m.Unresolved) == 0)
 		if u := m.Unresolved; len(u) > 0 {
 			a.GuestUnknown, a.GuestDigest = u, "unknown"
 		}
@@ -67,32 +59,4 @@ func FromManifest(f *manifest.File) []App {
 		apps = append(apps, a)
 	}
 	return apps
-}
-
-// guestDigest summarises an app's provisioning and health checks: any
-// change to them, secret values included, changes it. Only the hash is
-// stored (in the CT description), never a value.
-func guestDigest(m manifest.App) string {
-	if len(m.Provision) == 0 && len(m.Health) == 0 {
-		return ""
-	}
-	h := sha256.New()
-	for _, s := range m.Provision {
-		fmt.Fprintf(h, "step\x00%s\x00%s\x00%s\x00%s\x00%s\x00%o\x00%s\x00%s\x00%s\x00",
-			s.Kind, s.Name, s.Timeout, s.Run, s.Path, s.Mode, s.Owner, s.Project, s.Content)
-		for _, e := range s.Env {
-			fmt.Fprintf(h, "env\x00%s\x00%s\x00", e.Name, e.Value.Reveal())
-		}
-		a := s.Account
-		fmt.Fprintf(h, "acct\x00%s\x00%d\x00%s\x00%s\x00%q\x00", a.Name, a.UID, a.Home, a.Shell, a.Groups)
-		if len(s.OnChange) > 0 || len(s.Restart) > 0 || s.Pull == manifest.PullAlways {
-			// Only when set, so that manifests without triggers keep
-			// their digest.
-			fmt.Fprintf(h, "triggers\x00%q\x00%q\x00%s\x00", s.OnChange, s.Restart, s.Pull)
-		}
-	}
-	for _, c := range m.Health {
-		fmt.Fprintf(h, "check\x00%s\x00%s\x00%s\x00%d\x00%s\x00%s\x00%s\x00%d\x00%s\x00", c.Kind, c.Name, c.URL, c.Expect, c.Address, c.Command, c.Timeout, c.Retries, c.Interval)
-	}
-	return hex.EncodeToString(h.Sum(nil))[:16]
 }

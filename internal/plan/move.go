@@ -86,7 +86,7 @@ func finishMove(a *App, car *Carrier, obs *Observed) (Change, string) {
 	}
 	held := car.Holds()
 	for _, vk := range slices.SortedFunc(maps.Keys(car.Notes.Carrying), func(x, y VolumeKey) int { return strings.Compare(x.String(), y.String()) }) {
-		c.Volumes = append(c.Volumes, VolumeChange{Name: vk.Name, Action: VolMove, VolID: held[vk]})
+		c.Volumes = append(c.Volumes, VolumeChange{Volume: Volume{Name: vk.Name}, Action: VolMove, VolID: held[vk]})
 	}
 	how := "finish"
 	if to != car.Notes.To {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/corralhq/corral/internal/ui/human"
 )
 
 // Placement is how corral chooses a node for an app that names none, when
@@ -107,7 +109,7 @@ func (pl *placer) placeNew(a *App) (node, why string, err error) {
 	for _, n := range candidates {
 		switch policy {
 		case "memory":
-			counts = append(counts, fmt.Sprintf("%s %s free", n, gib(obs.NodeMemory[n]-pl.mem[n])))
+			counts = append(counts, fmt.Sprintf("%s %s free", n, human.Size(obs.NodeMemory[n]-pl.mem[n])))
 			if obs.NodeMemory[n]-pl.mem[n] > obs.NodeMemory[best]-pl.mem[best] {
 				best = n
 			}
@@ -150,9 +152,6 @@ func retainedNode(app string, obs *Observed) string {
 	}
 	return ""
 }
-
-// gib formats bytes as GiB with one decimal.
-func gib(b int64) string { return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30)) }
 
 // PlaceAway chooses a new node for each app named in leaving, whose
 // container is on node (corral drain): by the app's placement policy

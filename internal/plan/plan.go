@@ -164,19 +164,17 @@ const (
 	VolMove    VolumeAction = "move"    // handed to the target node's keeper through a carrier (Move)
 )
 
-// VolumeChange is one volume's part of a change.
+// VolumeChange is one volume's part of a change: the volume itself (the
+// app's desired Volume, passed along as is; for a volume no longer
+// wanted, what the workload and the keeper say of it) and what the plan
+// does with it. apply attaches it with its Mount and Backup as they are
+// here (see docs/architecture.md for the chain from the manifest).
 type VolumeChange struct {
-	Name    string
+	Volume
 	Action  VolumeAction
 	VolID   string // "" until created
-	Storage string
-	Size    int64
 	OldSize int64
-	Mount   string
-	Backup  bool
 	Key     string // mpN on the workload ("" = pick the lowest free)
-	Adopt   string
-	Reclaim Reclaim
 }
 
 // RefusedError lists what the plan cannot do safely (shrinks, moves of a

@@ -89,7 +89,7 @@ func TestMake_Changes(t *testing.T) {
 		{"stopped is started", func(_ *plan.App, o *plan.Observed) { o.Apps["hermes"][0].Status = "stopped" }, plan.Update, "container is stopped", plan.VolKeep, false},
 		{"mount path change restarts", func(a *plan.App, _ *plan.Observed) { a.Volumes[0].Mount = "/data" }, plan.Update, "volume home: remount", plan.VolRemount, true},
 		{"volume grows", func(a *plan.App, _ *plan.Observed) { a.Volumes[0].Size = 20 << 30 }, plan.Update, "volume home: grow", plan.VolGrow, false},
-		{"rootfs grows", func(a *plan.App, _ *plan.Observed) { a.RootSize = 30 << 30 }, plan.Update, "rootfs grows to 30G", plan.VolKeep, false},
+		{"rootfs grows", func(a *plan.App, _ *plan.Observed) { a.RootSize = 30 << 30 }, plan.Update, "rootfs grows to 30 GiB", plan.VolKeep, false},
 		{"nesting off needs restart", func(a *plan.App, _ *plan.Observed) { a.Nesting = false }, plan.Update, "features changes", plan.VolKeep, true},
 		{"detached volume attached", func(_ *plan.App, o *plan.Observed) { delete(o.Apps["hermes"][0].Config, "mp0") }, plan.Update, "volume home: attach", plan.VolAttach, true},
 	}
@@ -128,9 +128,9 @@ func TestMake_Refused(t *testing.T) {
 		want string
 	}{
 		{"volume shrink", func(a *plan.App, _ *plan.Observed) { a.Volumes[0].Size = 5 << 30 },
-			"app hermes: volume home cannot shrink from 10G to 5G (PVE: unable to shrink disk size); set size to 10G or more"},
+			"app hermes: volume home cannot shrink from 10 GiB to 5 GiB (PVE: unable to shrink disk size); set size to 10G or more"},
 		{"rootfs shrink", func(a *plan.App, _ *plan.Observed) { a.RootSize = 8 << 30 },
-			"app hermes: rootfs cannot shrink from 20G to 8G (PVE: unable to shrink disk size); set rootfs.size to 20G or more"},
+			"app hermes: rootfs cannot shrink from 20 GiB to 8 GiB (PVE: unable to shrink disk size); set rootfs.size to 20G or more"},
 		{"storage move", func(a *plan.App, _ *plan.Observed) { a.Volumes[0].Storage = "other" },
 			"app hermes: volume home is on storage local-lvm (local-lvm:vm-999-disk-1); the manifest says other: moving a retained volume between storages is not done implicitly — set storage: local-lvm"},
 		{"volume lost outside corral", func(_ *plan.App, o *plan.Observed) { delete(o.Volumes, "pve/local-lvm:vm-999-disk-1") },

@@ -103,7 +103,7 @@ func deleteChange(app string, ct *CT, obs *Observed) (Change, []string) {
 			if vk.App != app {
 				continue
 			}
-			vc := VolumeChange{Name: vk.Name, Action: VolDetach, VolID: k.Records[vk]}
+			vc := VolumeChange{Volume: Volume{Name: vk.Name}, Action: VolDetach, VolID: k.Records[vk]}
 			for _, key := range sortedConfigKeys(ct.Config, "mp") {
 				if mp := ParseMountPoint(ct.Config[key]); mp.Volume == vc.VolID {
 					vc.Key, vc.Mount = key, mp.Path

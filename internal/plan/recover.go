@@ -194,7 +194,8 @@ func recoverable(a *App, ct *CT, obs *Observed) ([]VolumeChange, string) {
 	var out []VolumeChange
 	var why []string
 	for _, v := range a.Volumes {
-		vc := VolumeChange{Name: v.Name, Storage: v.Storage, Size: v.Size, Mount: v.Mount, Backup: v.Backup, Reclaim: v.Reclaim, Action: VolAttach}
+		vc := VolumeChange{Volume: v, Action: VolAttach}
+		vc.Adopt = "" // the volume is attached from its tag: adopted long ago, if ever
 		tagged := VolumeTags(ParseTags(ct.Config["tags"]))[v.Name]
 		volid, size := taggedVolume(ct, v.Name, obs)
 		switch {

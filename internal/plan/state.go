@@ -75,7 +75,9 @@ type App struct {
 	DeleteSnapshots bool
 }
 
-// Volume is one desired persistent volume of an app.
+// Volume is one desired persistent volume of an app, converted once from
+// manifest.Volume; VolumeChange and apply's attachment carry this value
+// on (docs/architecture.md).
 type Volume struct {
 	Name    string
 	Storage string

@@ -3,41 +3,23 @@ package plan
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/corralhq/corral/internal/manifest"
 )
 
-// Step is one provisioning step as the planner sees it: its name, its
-// checksum and its change triggers. Values are only in the checksum.
+// Step is one provisioning step as the planner sees it
+// (GuestStep.Summary): its name, its checksum and its change triggers.
+// Values are only in the checksum.
 type Step struct {
 	Name string
 	Kind string
-	// Sum is StepSum of the step; "" when a reference it reads was not
+	// Sum is GuestStep.Sum of the step; "" when a reference it reads was not
 	// resolved (a command that needs no provisioning values).
 	Sum      string
 	OnChange []string
 	Restart  []string
-}
-
-// StepSum identifies what a step does: its kind, name, script, target,
-// mode, owner, content and (hashed, never stored) secret values. The
-// triggers (onChange, restart), the timeout and the pull policy are not
-// part of it: changing them changes no file and reruns nothing.
-func StepSum(s manifest.Step) string {
-	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00%o\x00%s\x00%s\x00%d\x00%s\x00", s.Kind, s.Name, s.Run, s.Path, s.Mode, s.Owner, s.Project, len(s.Content), s.Content)
-	for _, e := range s.Env {
-		v := e.Value.Reveal()
-		fmt.Fprintf(h, "env\x00%s\x00%d\x00%s\x00", e.Name, len(v), v)
-	}
-	if s.Kind == manifest.StepUser {
-		a := s.Account
-		fmt.Fprintf(h, "acct\x00%s\x00%d\x00%s\x00%s\x00%q\x00", a.Name, a.UID, a.Home, a.Shell, a.Groups)
-	}
-	return hex.EncodeToString(h.Sum(nil))
 }
 
 // StepID is the key under which a step's checksum is recorded, in the

@@ -1,5 +1,9 @@
-// Package ui renders corral's results and progress: plans as text or
-// JSON, apply events as live progress lines (text) or JSON lines, and the
-// phase timing table. The text views are drawn from the same data as the
-// JSON views so the two cannot drift.
+// Package ui writes everything corral shows people: plans as text (and
+// their JSON form), apply events as live progress lines or JSON lines,
+// the phase timing table, status, volumes, backups, snapshots, restores,
+// corral doctor's report, corral agent status and corral bench's tables.
+// The commands in internal/cli call a package for the data and a Write…
+// function here for the text; the text views are drawn from the same
+// values as the JSON views, so the two cannot drift. Tables go through
+// Table, sizes through human.Size.
 package ui

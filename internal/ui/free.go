@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/corralhq/corral/internal/plan"
+	"github.com/corralhq/corral/internal/ui/human"
 )
 
 // FreePlanJSON is the machine form of what corral volumes rm or prune
@@ -35,7 +36,7 @@ func WriteFreePlanText(w io.Writer, pj FreePlanJSON) {
 		if v.App != "" {
 			name = v.App + "/" + v.Name
 		}
-		fmt.Fprintf(w, "- volume %s (%s on %s, %s, keeper %d): free\n", name, v.VolID, v.Node, humanBytes(v.Size), v.Keeper)
+		fmt.Fprintf(w, "- volume %s (%s on %s, %s, keeper %d): free\n", name, v.VolID, v.Node, human.Size(v.Size), v.Keeper)
 		fmt.Fprintf(w, "      # %s\n", v.Reason)
 		total += v.Size
 	}
@@ -51,6 +52,6 @@ func WriteFreePlanText(w io.Writer, pj FreePlanJSON) {
 	case len(pj.Volumes) == 0:
 		fmt.Fprintln(w, "\nNo volumes to free.")
 	default:
-		fmt.Fprintf(w, "\nPlan: %d volume(s) to free (%s). A freed volume's data cannot be recovered.\n", len(pj.Volumes), humanBytes(total))
+		fmt.Fprintf(w, "\nPlan: %d volume(s) to free (%s). A freed volume's data cannot be recovered.\n", len(pj.Volumes), human.Size(total))
 	}
 }

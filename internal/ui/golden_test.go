@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/corralhq/corral/internal/apply"
 	"github.com/corralhq/corral/internal/plan"
 )
 
@@ -80,4 +81,24 @@ func TestPlanGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden(t, "plan.json", js.Bytes())
+}
+
+// TestStatusGolden: corral status's text, every kind of row (a running
+// container, a locked one, an app not created), reasons, keeper problems
+// and the volumes table.
+func TestStatusGolden(t *testing.T) {
+	r := &apply.StatusReport{
+		Apps: []apply.AppStatus{
+			{App: "web", Drift: "no-op", Containers: []apply.CTStatus{{VMID: 101, Node: "pve1", Status: "running", IP: "10.0.0.5"}},
+				Volumes: []plan.VolumeInfo{{App: "web", Name: "data", VolID: "local-lvm:vm-900-disk-1", Node: "pve1", Size: 3584 << 20, Holder: "ct 101", Mount: "/srv/data", Project: "demo"}}},
+			{App: "db", Drift: "update", Reasons: []string{"memory changes"}, Containers: []apply.CTStatus{{VMID: 102, Node: "pve2", Status: "stopped", Lock: "backup"}},
+				Volumes: []plan.VolumeInfo{{App: "db", Name: "pg", VolID: "local-lvm:vm-900-disk-2", Node: "pve2", Holder: "keeper", Missing: true}}},
+			{App: "new", Drift: "create", Reasons: []string{"no container for this app"}},
+		},
+		Keepers:      []apply.KeeperStatus{{VMID: 900, Node: "pve1", Problems: []string{"protection is off (corral apply repairs it)"}, Lock: "apply by ops@host until 2026-01-02T03:04:05Z"}},
+		GuestUnknown: map[string][]string{"db": {"secret:pg"}},
+	}
+	var b bytes.Buffer
+	WriteStatus(&b, r)
+	golden(t, "status.txt", b.Bytes())
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/corralhq/corral/internal/plan"
+	"github.com/corralhq/corral/internal/ui/human"
 )
 
 // PlanJSON is the machine form of a plan (corral plan -o json).
@@ -89,7 +90,7 @@ func createSettings(a *plan.App) []SettingJSON {
 		{"cores", conf["cores"]},
 		{"memory", conf["memory"] + " MiB"},
 		{"swap", conf["swap"] + " MiB"},
-		{"rootfs", humanBytes(a.RootSize) + " on " + a.RootStorage},
+		{"rootfs", human.Size(a.RootSize) + " on " + a.RootStorage},
 		{"net0", conf["net0"]},
 	}
 	if conf["features"] != "" {
@@ -308,10 +309,10 @@ func volumeDetail(v VolumeJSON) string {
 		d = append(d, "from "+v.Adopt)
 	}
 	if v.Size > 0 {
-		d = append(d, humanBytes(v.Size))
+		d = append(d, human.Size(v.Size))
 	}
 	if v.OldSize > 0 && v.OldSize != v.Size && v.Size > 0 {
-		d = append(d, "was "+humanBytes(v.OldSize))
+		d = append(d, "was "+human.Size(v.OldSize))
 	}
 	if v.Mount != "" {
 		d = append(d, "at "+v.Mount)
@@ -320,20 +321,6 @@ func volumeDetail(v VolumeJSON) string {
 		return ""
 	}
 	return " (" + strings.Join(d, ", ") + ")"
-}
-
-func humanBytes(b int64) string {
-	switch {
-	case b >= 1<<40 && b%(1<<40) == 0:
-		return fmt.Sprintf("%dT", b>>40)
-	case b >= 1<<30 && b%(1<<30) == 0:
-		return fmt.Sprintf("%dG", b>>30)
-	case b >= 1<<20 && b%(1<<20) == 0:
-		return fmt.Sprintf("%dM", b>>20)
-	case b >= 1<<30:
-		return fmt.Sprintf("%.1fG", float64(b)/(1<<30))
-	}
-	return fmt.Sprintf("%dB", b)
 }
 
 // writeSteps says what happens inside the container: which steps run and

@@ -53,7 +53,7 @@ func TestWritePlanText(t *testing.T) {
 	WritePlanText(&b, pj)
 	for _, want := range []string{
 		"+ keeper on pve\n      # no keeper on pve\n",
-		"+ app notes (create on pve)\n      volume data: create (1G, at /srv/data)\n",
+		"+ app notes (create on pve)\n      volume data: create (1 GiB, at /srv/data)\n",
 		"~ app wiki (update ct 101 on pve)\n      ~ memory: 256 → 512\n      ~ description: (unset) → \"a\\nb\"\n",
 		"  app old (ct 102 on pve): no changes\n",
 		"! warning: ct 200 is not corral's\n",
@@ -67,14 +67,6 @@ func TestWritePlanText(t *testing.T) {
 	WritePlanText(&b, PlanJSON{})
 	if !strings.Contains(b.String(), "No changes.") {
 		t.Errorf("empty plan: %q", b.String())
-	}
-}
-
-func TestHumanBytes(t *testing.T) {
-	for b, want := range map[int64]string{1 << 40: "1T", 3 << 30: "3G", 512 << 20: "512M", 3<<30 + 1<<29: "3584M", 3<<30 + 1: "3.0G", 1000: "1000B"} {
-		if got := humanBytes(b); got != want {
-			t.Errorf("humanBytes(%d) = %q, want %q", b, got, want)
-		}
 	}
 }
 
@@ -108,7 +100,7 @@ func TestPlanTextShowsCreateSettings(t *testing.T) {
 	WritePlanText(&b, NewPlanJSON(p, nil))
 	for _, want := range []string{
 		"+ template: local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst",
-		"+ cores: 2", "+ memory: 512 MiB", "+ rootfs: 8G on local-lvm", "+ net0: name=eth0,bridge=vmbr0,ip=dhcp", "+ features: nesting=1",
+		"+ cores: 2", "+ memory: 512 MiB", "+ rootfs: 8 GiB on local-lvm", "+ net0: name=eth0,bridge=vmbr0,ip=dhcp", "+ features: nesting=1",
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("plan text lacks %q:\n%s", want, b.String())
@@ -123,13 +115,13 @@ func TestWriteFreePlanText(t *testing.T) {
 	}, Warnings: []string{"w"}}
 	var b bytes.Buffer
 	WriteFreePlanText(&b, NewFreePlanJSON(p, nil))
-	want := `- volume wiki/pages (local-lvm:vm-900-disk-1 on pve, 1G, keeper 900): free
+	want := `- volume wiki/pages (local-lvm:vm-900-disk-1 on pve, 1 GiB, keeper 900): free
       # app wiki is not in the manifest
-- volume (recorded for no app) (local-lvm:vm-900-disk-7 on pve, 512M, keeper 900): free
+- volume (recorded for no app) (local-lvm:vm-900-disk-7 on pve, 512 MiB, keeper 900): free
       # keeper 900 holds it (local-lvm:vm-900-disk-7) recorded for no app
 ! warning: w
 
-Plan: 2 volume(s) to free (1536M). A freed volume's data cannot be recovered.
+Plan: 2 volume(s) to free (1.5 GiB). A freed volume's data cannot be recovered.
 `
 	if b.String() != want {
 		t.Errorf("got:\n%s\nwant:\n%s", b.String(), want)
@@ -153,7 +145,7 @@ Plan: 2 volume(s) to free (1536M). A freed volume's data cannot be recovered.
 func TestWritePlanTextRemovedApp(t *testing.T) {
 	p := &plan.Plan{Changes: []plan.Change{{App: "wiki", Node: "pve", VMID: 101, OldVMID: 101, Action: plan.Delete,
 		Reasons: []string{"app wiki was removed from the manifest", "destroy container 101 (running); its volumes stay in the keeper"},
-		Volumes: []plan.VolumeChange{{Name: "pages", Action: plan.VolDetach, VolID: "local-lvm:vm-900-disk-1", Mount: "/srv/pages"}}}}}
+		Volumes: []plan.VolumeChange{{Volume: plan.Volume{Name: "pages", Mount: "/srv/pages"}, Action: plan.VolDetach, VolID: "local-lvm:vm-900-disk-1"}}}}}
 	var b bytes.Buffer
 	WritePlanText(&b, NewPlanJSON(p, nil))
 	want := `- app wiki (delete ct 101 on pve)

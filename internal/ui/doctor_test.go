@@ -1,16 +1,17 @@
-package doctor_test
+package ui_test
 
 import (
 	"strings"
 	"testing"
 
 	"github.com/corralhq/corral/internal/doctor"
+	"github.com/corralhq/corral/internal/ui"
 )
 
 // The summary counts missing privileges; a warning about a grant held
 // only on /vms/<vmid> names a privilege that is held, so it does not
 // count.
-func TestWriteText_missingCount(t *testing.T) {
+func TestWriteDoctor_missingCount(t *testing.T) {
 	reqs := []doctor.Requirement{
 		{Path: "/vms/105", Priv: "VM.Allocate", Operation: "create web", Why: "w", App: "web"},
 		{Path: "/storage/local-lvm", Priv: "Datastore.AllocateSpace", Operation: "allocate web's rootfs", Why: "w", App: "web"},
@@ -21,7 +22,7 @@ func TestWriteText_missingCount(t *testing.T) {
 		t.Fatalf("want one error and one warning, got %+v", fs)
 	}
 	var b strings.Builder
-	doctor.WriteText(&b, &doctor.Report{TokenID: acc.TokenID, Requirements: reqs, Findings: fs})
+	ui.WriteDoctor(&b, &doctor.Report{TokenID: acc.TokenID, Requirements: reqs, Findings: fs})
 	if want := "privileges: 2 checks on 2 paths, 1 missing\n"; !strings.Contains(b.String(), want) {
 		t.Errorf("output lacks %q:\n%s", want, b.String())
 	}

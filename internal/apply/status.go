@@ -1,0 +1,140 @@
+package apply
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/corralhq/corral/internal/plan"
+	"github.com/corralhq/corral/internal/pve"
+)
+
+// StatusReport is what `corral status` says: each app's containers,
+// volumes and drift from the manifest, and each keeper's state.
+type StatusReport struct {
+	Apps []AppStatus `json:"apps"`
+	// InSync: the plan has no changes and was not refused.
+	InSync  bool           `json:"in_sync"`
+	Keepers []KeeperStatus `json:"keepers"`
+
+	// CannotSeeGuests: the token lacks VM.Audit on /vms, so nothing
+	// can be said about the apps (Observed.CannotSeeGuests).
+	CannotSeeGuests bool `json:"-"`
+	// GuestUnknown lists, by app, the references that could not be read,
+	// so provisioning was not compared.
+	GuestUnknown map[string][]string `json:"-"`
+}
+
+// AppStatus is one app in a StatusReport.
+type AppStatus struct {
+	App        string            `json:"app"`
+	Containers []CTStatus        `json:"containers"`
+	Volumes    []plan.VolumeInfo `json:"volumes"`
+	// Drift is the plan's action for the app: "no-op" when the cluster
+	// matches the manifest, "unknown" when there is no plan.
+	Drift   string   `json:"drift"`
+	Reasons []string `json:"reasons"`
+}
+
+// CTStatus is one of an app's containers.
+type CTStatus struct {
+	VMID   int    `json:"vmid"`
+	Node   string `json:"node"`
+	Status string `json:"status"`
+	Lock   string `json:"lock,omitempty"`
+	IP     string `json:"ip,omitempty"`
+}
+
+// KeeperStatus is one keeper: what a repair would fix (protection left
+// off by a killed corral, Notes edited, a mount point removed) and who
+// holds corral's lock on its node.
+type KeeperStatus struct {
+	VMID      int      `json:"vmid"`
+	Node      string   `json:"node"`
+	Protected bool     `json:"protected"`
+	Problems  []string `json:"problems"`
+	Lock      string   `json:"lock,omitempty"`
+}
+
+// Status observes the cluster and plans apps against it, read-only, and
+// reports where each app stands. redact removes secret values from the
+// plan's reasons. A refused plan is drift, not an error.
+func Status(ctx context.Context, c *pve.Client, apps []plan.App, redact func(string) string) (*StatusReport, error) {
+	obs, err := Observe(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	p, perr := plan.Make(apps, obs)
+	var refused *plan.RefusedError
+	if perr != nil && !errors.As(perr, &refused) {
+		return nil, perr
+	}
+	r := &StatusReport{CannotSeeGuests: obs.CannotSeeGuests, GuestUnknown: map[string][]string{},
+		InSync: refused == nil && (p == nil || !p.HasChanges())}
+	inv := plan.Inventory(obs)
+	for _, a := range apps {
+		as := AppStatus{App: a.Name, Containers: []CTStatus{}, Volumes: []plan.VolumeInfo{}, Drift: "unknown", Reasons: []string{}}
+		for _, ct := range obs.Apps[a.Name] {
+			ip, err := Address(ctx, c, ct)
+			if err != nil {
+				return nil, err
+			}
+			as.Containers = append(as.Containers, CTStatus{VMID: ct.VMID, Node: ct.Node, Status: ct.Status, Lock: ct.Lock, IP: ip})
+		}
+		for _, v := range inv {
+			if v.App == a.Name {
+				as.Volumes = append(as.Volumes, v)
+			}
+		}
+		if obs.CannotSeeGuests {
+			node := ""
+			if len(obs.Nodes) > 0 {
+				node = obs.Nodes[0]
+			}
+			as.Reasons = append(as.Reasons, plan.BlindReason(a.Name, node))
+		}
+		if p != nil {
+			for _, ch := range p.Changes {
+				if ch.App == a.Name {
+					as.Drift = ch.Action.String()
+					for _, why := range ch.Reasons {
+						as.Reasons = append(as.Reasons, redact(why))
+					}
+				}
+			}
+		}
+		if len(a.GuestUnknown) > 0 {
+			r.GuestUnknown[a.Name] = a.GuestUnknown
+		}
+		r.Apps = append(r.Apps, as)
+	}
+	r.Keepers = keeperStatus(obs, p)
+	return r, nil
+}
+
+// keeperStatus reports every keeper; p (nil when the plan was refused)
+// says what apply would repair.
+func keeperStatus(obs *plan.Observed, p *plan.Plan) []KeeperStatus {
+	out := []KeeperStatus{}
+	for _, node := range obs.Nodes {
+		for i, k := range obs.Keepers[node] {
+			ks := KeeperStatus{VMID: k.VMID, Node: node, Protected: k.Protected, Problems: []string{}}
+			if p != nil {
+				for _, kc := range p.Keepers {
+					if kc.VMID == k.VMID {
+						for _, why := range kc.Reasons {
+							ks.Problems = append(ks.Problems, why+" (corral apply repairs it)")
+						}
+					}
+				}
+			} else if !k.Protected {
+				ks.Problems = append(ks.Problems, "protection is off (corral apply repairs it)")
+			}
+			if i == 0 && k.Lease != nil {
+				ks.Lock = k.Lease.String() + " until " + k.Lease.Until.UTC().Format(time.RFC3339)
+			}
+			out = append(out, ks)
+		}
+	}
+	return out
+}

@@ -1,0 +1,106 @@
+// Package pvetest is the one test kit for packages above pve: Start runs
+// an in-process Proxmox VE emulator (internal/sim) for a test and gives a
+// client for it in the same call, Client makes more clients (other
+// tokens, wrapped transports), and WaitFor replaces sleeping with a wait
+// on a condition. Tests built on it go end to end: client → HTTPS →
+// emulator → files on disk.
+package pvetest
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/corralhq/corral/internal/pve"
+	"github.com/corralhq/corral/internal/sim"
+)
+
+// Emulator is a running emulator and a client for its operator token.
+type Emulator struct {
+	*sim.Server
+	// Client speaks to Server with the operator token (corral's own).
+	Client *pve.Client
+	// Dir holds the emulator's state, volumes and guests.
+	Dir string
+}
+
+// Option changes the emulator's options before it starts. Start's
+// defaults: a fresh t.TempDir(), HTTPS on a free loopback port, one
+// node, instant tasks (time scale 0).
+type Option func(*sim.Options)
+
+// Nodes starts an n-node cluster.
+func Nodes(n int) Option { return func(o *sim.Options) { o.Nodes = n } }
+
+// InDir keeps the emulator's state in dir (to restart on it, or to
+// start from a copy of a saved state).
+func InDir(dir string) Option { return func(o *sim.Options) { o.Dir = dir } }
+
+// TimeScale runs the emulator's tasks at scale (1: real durations).
+func TimeScale(scale float64) Option { return func(o *sim.Options) { o.TimeScale = &scale } }
+
+// InProcess serves the emulator to its clients in process, with no
+// listener (faster; for tests that need no corral command line).
+func InProcess() Option { return func(o *sim.Options) { o.Listener = sim.ListenNone } }
+
+// Start runs an emulator until the test ends and returns it with a
+// client for the operator token.
+func Start(t testing.TB, opts ...Option) *Emulator {
+	t.Helper()
+	scale := 0.0
+	o := sim.Options{Listener: sim.ListenTLS, Listen: "127.0.0.1:0", TimeScale: &scale}
+	for _, f := range opts {
+		f(&o)
+	}
+	if o.Dir == "" {
+		o.Dir = t.TempDir()
+	}
+	srv, err := sim.New(o)
+	if err != nil {
+		t.Fatalf("start the emulator: %v", err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	return &Emulator{Server: srv, Client: Client(t, srv, srv.Credentials().OperatorToken), Dir: o.Dir}
+}
+
+// Client is a client of srv for token (a "user@realm!name=secret"
+// token), trusting srv's certificate; mods change its configuration
+// (a wrapped transport, a logger, …) before it is made.
+func Client(t testing.TB, srv *sim.Server, token string, mods ...func(*pve.Config)) *pve.Client {
+	t.Helper()
+	cfg := pve.Config{Endpoint: srv.URL(), Token: token, HTTPClient: srv.HTTPClient()}
+	for _, m := range mods {
+		m(&cfg)
+	}
+	c, err := pve.New(cfg)
+	if err != nil {
+		t.Fatalf("client for the emulator: %v", err)
+	}
+	return c
+}
+
+// Transport makes a client send its requests through rt.
+func Transport(rt http.RoundTripper) func(*pve.Config) {
+	return func(c *pve.Config) { c.HTTPClient = &http.Client{Transport: rt} }
+}
+
+// WaitFor waits until cond holds, checking often, and fails the test
+// naming what it waited for if it never does. It bounds nothing about
+// speed: it gives up only near the test's own deadline (go test
+// -timeout), or after ten minutes without one, so that a hang reports
+// what was awaited instead of a goroutine dump.
+func WaitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Minute)
+	if d, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {
+		if dl, ok := d.Deadline(); ok {
+			deadline = dl.Add(-5 * time.Second)
+		}
+	}
+	for pause := time.Millisecond; !cond(); pause = min(2*pause, 20*time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(pause)
+	}
+}

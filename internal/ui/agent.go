@@ -1,0 +1,58 @@
+package ui
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/corralhq/corral/internal/agent"
+)
+
+// WriteAgentStatus prints `corral agent status`: the agent's mode and
+// sync, a row per app, then the ten most recent events.
+func WriteAgentStatus(w io.Writer, s agent.Status, events []agent.Event) {
+	sync := "in sync"
+	if !s.InSync {
+		sync = "DRIFT"
+	}
+	last := "never"
+	if !s.LastPlan.IsZero() {
+		last = s.Now.Sub(s.LastPlan).Round(time.Second).String() + " ago"
+	}
+	fmt.Fprintf(w, "agent: %s mode, %s, last plan %s\n", s.Mode, sync, last)
+	if s.Error != "" {
+		fmt.Fprintf(w, "cannot read the cluster: %s\n", s.Error)
+	}
+	if g := s.Git; g != nil {
+		fmt.Fprintf(w, "git: %s %s at commit %s\n", g.URL, g.Path, Dash(g.Commit))
+		if g.Head != g.Commit {
+			fmt.Fprintf(w, "git: commit %s is not applied: its manifest is invalid (see the events)\n", g.Head)
+		}
+		if g.Error != "" {
+			fmt.Fprintf(w, "git: the last pull failed: %s\n", g.Error)
+		}
+	}
+	t := NewTable(w, "APP", "NODE", "CT", "STATE", "HEALTH", "DRIFT", "LAST BACKUP")
+	for _, a := range s.Apps {
+		backup := "-"
+		if b := a.LastBackup; b != nil {
+			backup = "ok "
+			if !b.OK {
+				backup = "FAILED "
+			}
+			backup += s.Now.Sub(b.Time).Round(time.Second).String() + " ago"
+		}
+		t.Row(a.Name, Dash(a.Node), strconv.Itoa(a.VMID), a.State, Dash(a.Health), a.Drift, backup)
+	}
+	t.Flush()
+	if len(events) > 0 {
+		fmt.Fprintln(w, "\nrecent events:")
+		for i, e := range events {
+			if i == 10 {
+				break
+			}
+			fmt.Fprintf(w, "  %s  %-5s %s\n", e.Time.UTC().Format(time.RFC3339), e.Level, e.Message)
+		}
+	}
+}

@@ -1,0 +1,111 @@
+package ui
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/corralhq/corral/internal/apply"
+	"github.com/corralhq/corral/internal/ui/human"
+)
+
+// WriteBackup prints a backup's result: the archive, and what it leaves
+// out (volumes with backup=0, bind mounts).
+func WriteBackup(w io.Writer, r *apply.BackupResult) {
+	fmt.Fprintf(w, "Backed up app %s (ct %d on %s, %s mode) in %s.\n", r.App, r.VMID, r.Node, r.Mode, r.Duration.Round(10*time.Millisecond))
+	fmt.Fprintf(w, "  archive  %s\n  size     %s\n", r.Archive, human.Size(r.Size))
+	if r.Mode == "snapshot" {
+		fmt.Fprintln(w, "  (a container has no guest agent: a snapshot-mode backup of a running app is crash-consistent; use --mode stop for a quiesced one)")
+	}
+	bind := 0
+	if len(r.Excluded) == 0 {
+		fmt.Fprintln(w, "The archive holds the root file system and every volume; the container has no bind mounts.")
+	} else {
+		fmt.Fprintln(w, "NOT in this archive:")
+		for _, e := range r.Excluded {
+			what := "volume " + e.Name
+			if e.Name == "" {
+				what = e.Kind + " " + e.Source
+			}
+			if e.Kind != "volume" {
+				bind++
+				what = e.Kind + " mount " + e.Source
+			}
+			fmt.Fprintf(w, "  - %s (%s at %s): %s\n", what, e.Key, e.Mount, e.Reason)
+		}
+		if bind == 0 {
+			fmt.Fprintln(w, "The container has no bind mounts.")
+		}
+	}
+	for _, p := range r.Pruned {
+		fmt.Fprintf(w, "Pruned %s (older than the newest kept archives).\n", p)
+	}
+}
+
+// WriteRestorePlan prints what a restore is about to do.
+func WriteRestorePlan(w io.Writer, rp *apply.RestorePlan) {
+	fmt.Fprintf(w, "Restore %s\n  into new ct %d on %s (storage %s) as app %s, hostname %s, new MAC\n", rp.Archive, rp.VMID, rp.Node, rp.Storage, rp.Name, rp.Hostname)
+	for _, v := range rp.Volumes {
+		how := "restored from the archive"
+		if v.Empty {
+			how = "EMPTY (backup=0: not in the archive)"
+		}
+		fmt.Fprintf(w, "  volume %s at %s: %s, then moved into the keeper as %s/%s\n", v.Name, v.Mount, how, rp.Name, v.Name)
+	}
+	for _, r := range rp.Renamed {
+		fmt.Fprintf(w, "  keeper record %s (%s) is kept, renamed %s\n", r.From, r.VolID, r.To)
+	}
+	if rp.Replace {
+		fmt.Fprintf(w, "  replaces ct %d: stopped just before the new one starts, destroyed once it runs (its volumes stay in the keeper)\n", rp.OldVMID)
+	}
+	for _, n := range rp.Notes {
+		fmt.Fprintf(w, "  note: %s\n", n)
+	}
+}
+
+// WriteRestored prints a finished restore.
+func WriteRestored(w io.Writer, res *apply.RestoreResult) {
+	fmt.Fprintf(w, "Restored %s as app %s: ct %d on %s is %s (hostname %s, MAC %s).\n", res.Archive, res.Name, res.VMID, res.Node, res.Status, res.Hostname, res.MAC)
+	for _, v := range res.Volumes {
+		note := ""
+		if v.Empty {
+			note = " (empty: backup=0)"
+		}
+		fmt.Fprintf(w, "  volume %s at %s: %s, kept by the keeper%s\n", v.Name, v.Mount, v.VolID, note)
+	}
+	for _, r := range res.Renamed {
+		fmt.Fprintf(w, "  the volume recorded as %s (%s) is kept as %s\n", r.From, r.VolID, r.To)
+	}
+	if res.Destroyed != 0 {
+		fmt.Fprintf(w, "  the old container %d was destroyed; its volumes stay in the keeper\n", res.Destroyed)
+	}
+}
+
+// WriteBackups lists backup archives, one row each.
+func WriteBackups(w io.Writer, list []apply.Archive) error {
+	t := NewTable(w, "APP", "ARCHIVE", "SIZE", "TIME", "PROTECTED", "CT")
+	for _, a := range list {
+		prot := "no"
+		if a.Protected {
+			prot = "yes"
+		}
+		t.Row(a.App, a.VolID, human.Size(a.Size), a.Time.Format(time.RFC3339), prot, strconv.Itoa(a.VMID))
+	}
+	return t.Flush()
+}
+
+// WriteSnapshots lists a container's snapshots, oldest first; * marks
+// the one the container runs from.
+func WriteSnapshots(w io.Writer, snaps []apply.SnapshotInfo) error {
+	t := NewTable(w, "NAME", "TIME", "CURRENT", "DESCRIPTION")
+	for _, s := range snaps {
+		cur := ""
+		if s.Current {
+			cur = "*"
+		}
+		t.Row(s.Name, s.Time.Format(time.RFC3339), cur, strings.ReplaceAll(s.Description, "\n", " "))
+	}
+	return t.Flush()
+}

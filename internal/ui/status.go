@@ -1,0 +1,85 @@
+package ui
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/corralhq/corral/internal/apply"
+	"github.com/corralhq/corral/internal/plan"
+	"github.com/corralhq/corral/internal/ui/human"
+)
+
+// WriteStatus prints `corral status`: a row per container (or per app
+// without one), the reasons for drift, then the apps' volumes.
+func WriteStatus(w io.Writer, r *apply.StatusReport) {
+	t := NewTable(w, "APP", "CT", "NODE", "STATUS", "IP", "DRIFT")
+	for _, as := range r.Apps {
+		if len(as.Containers) == 0 {
+			state := "not created"
+			if r.CannotSeeGuests {
+				state = "cannot see"
+			}
+			t.Row(as.App, "-", "-", state, "-", as.Drift)
+		}
+		for _, ct := range as.Containers {
+			status := ct.Status
+			if ct.Lock != "" {
+				status += " (locked: " + ct.Lock + ")"
+			}
+			t.Row(as.App, strconv.Itoa(ct.VMID), ct.Node, status, Dash(ct.IP), as.Drift)
+		}
+	}
+	t.Flush()
+	for _, as := range r.Apps {
+		for _, why := range as.Reasons {
+			fmt.Fprintf(w, "  %s: %s\n", as.App, why)
+		}
+	}
+	for _, as := range r.Apps {
+		if u := r.GuestUnknown[as.App]; len(u) > 0 {
+			fmt.Fprintf(w, "  %s: provisioning not compared: %s could not be read (plan and apply need it)\n", as.App, strings.Join(u, ", "))
+		}
+	}
+	for _, k := range r.Keepers {
+		for _, p := range k.Problems {
+			fmt.Fprintf(w, "  keeper %d on %s: %s\n", k.VMID, k.Node, p)
+		}
+		if k.Lock != "" {
+			fmt.Fprintf(w, "  keeper %d on %s: locked by %s\n", k.VMID, k.Node, k.Lock)
+		}
+	}
+	var vols []plan.VolumeInfo
+	for _, as := range r.Apps {
+		vols = append(vols, as.Volumes...)
+	}
+	if len(vols) > 0 {
+		fmt.Fprintln(w)
+		WriteVolumes(w, vols)
+	}
+}
+
+// WriteVolumes prints volumes as `corral volumes` lists them.
+func WriteVolumes(w io.Writer, inv []plan.VolumeInfo) {
+	t := NewTable(w, "APP", "VOLUME", "VOLID", "NODE", "SIZE", "ATTACHED", "MOUNT", "PROJECT")
+	for _, v := range inv {
+		size := human.Size(v.Size)
+		if v.Missing {
+			size = "MISSING"
+		}
+		t.Row(v.App, v.Name, v.VolID, v.Node, size, v.Holder, Dash(v.Mount), Dash(v.Project))
+	}
+	t.Flush()
+}
+
+// WriteUnlocked prints what `corral unlock` did, a line a node.
+func WriteUnlocked(w io.Writer, rows []apply.Unlocked) {
+	for _, r := range rows {
+		if r.Broken == nil {
+			fmt.Fprintf(w, "node %s: not locked\n", r.Node)
+		} else {
+			fmt.Fprintf(w, "node %s: broke the lock of %s\n", r.Node, r.Broken)
+		}
+	}
+}
