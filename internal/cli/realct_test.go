@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/corralhq/corral/internal/pve"
 	"github.com/corralhq/corral/internal/pvetest"
 	"github.com/corralhq/corral/internal/sim"
 	"github.com/corralhq/corral/internal/sim/model"
@@ -126,5 +127,51 @@ dpkg-deb --build $d /tmp/corral-test.deb >/dev/null; dpkg -i /tmp/corral-test.de
 	}
 	if data, err := os.ReadFile(filepath.Join(mounts[0].HostDir, "var", "tmp", "hello-stopped")); err != nil || string(data) != "clean\n" {
 		t.Errorf("after shutdown the unit's ExecStop did not run: %q, %v", data, err)
+	}
+}
+
+// TestAgent_installSystemd: on a real-template CT (systemd as PID 1)
+// corral agent install takes the unit path: systemd starts the agent,
+// it is enabled at boot, it reaches the API at the bridge gateway and
+// repairs a drift on its own, and it comes back after the container
+// restarts.
+func TestAgent_installSystemd(t *testing.T) {
+	c := newRealCluster(t)
+	m := manifestWith(t, "512")
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	bin := buildCorral(t)
+	r := runCorral(t, append([]string{"agent", "install", "-f", m, "--binary", bin, "--interval", "1s"}, c.rootArgs()...)...)
+	if r.code != 0 || !strings.Contains(r.stdout, "started by systemd") || !strings.Contains(r.stderr, "https://10.0.0.1:8006") {
+		t.Fatalf("install: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	t.Cleanup(func() { runCorral(t, append([]string{"agent", "uninstall", "-f", m}, c.rootArgs()...)...) })
+	cts := c.agentCTs("demo")
+	if len(cts) != 1 {
+		t.Fatalf("agent containers %v, want one", cts)
+	}
+	if _, err := os.Lstat(filepath.Join(c.file(strings.Split(c.config(cts[0])["rootfs"], ",")[0], "etc/systemd/system/multi-user.target.wants"), "corral-agent.service")); err != nil {
+		t.Errorf("the unit is not enabled at boot: %v", err)
+	}
+	appVMID := c.drift(m, "1024")
+	waitFor(t, "the agent under systemd repairs the drift", func() bool { return c.config(appVMID)["memory"] == "512" }, func() string { return "" })
+
+	// A reboot of the agent's container: systemd starts it again (a new
+	// process: the old one ended with the container).
+	url := strings.TrimSpace(func() string { s, _ := c.ctFile(cts[0], "etc/corral/agent/url"); return s }())
+	before := agentProcesses(t, url)
+	if len(before) != 1 {
+		t.Fatalf("agent processes %v, want one", before)
+	}
+	upid, err := c.pveClient().RebootContainer(context.Background(), "pve", cts[0])
+	if err == nil {
+		_, err = c.pveClient().WaitTask(context.Background(), upid, pve.WaitOptions{})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.drift(m, "2048")
+	waitFor(t, "the agent, back after a reboot, repairs the drift", func() bool { return c.config(appVMID)["memory"] == "512" }, func() string { return "" })
+	if after := agentProcesses(t, url); len(after) != 1 || after[0] == before[0] {
+		t.Errorf("agent processes after the reboot %v (before %v): want one new one", after, before)
 	}
 }
