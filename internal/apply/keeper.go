@@ -439,42 +439,53 @@ func (k *keeper) adopt(ctx context.Context, vk plan.VolumeKey, volid string) (st
 		}
 	}
 	var newID string
-	err = k.unprotected(ctx, func() error {
-		var target string
-		if err := k.change(ctx, "note adoption of "+volid, func(s *keeperState) (url.Values, error) {
-			target = freeKey(s.conf, "unused")
-			if s.notes.Intents == nil {
-				s.notes.Intents = map[plan.VolumeKey]plan.AdoptIntent{}
-			}
-			s.notes.Intents[vk] = plan.AdoptIntent{Source: volid, Key: target}
-			k.noteProject(s, vk.App)
-			return url.Values{}, nil
-		}); err != nil {
-			return err
-		}
-		var upid string
-		err := k.e.retryLocked(ctx, func() (err error) {
-			upid, err = k.e.Client.MoveVolume(ctx, node, owner, url.Values{
-				"volume": {srcKey}, "target-vmid": {strconv.Itoa(k.vmid)}, "target-volume": {target},
-			})
-			return err
-		})
-		if err != nil {
-			return fmt.Errorf("move %s to keeper %d: %w", volid, k.vmid, err)
-		}
-		if err := k.e.wait(ctx, vk.App, upid); err != nil {
-			return fmt.Errorf("move %s to keeper %d: %w", volid, k.vmid, err)
-		}
-		cc, err := k.read(ctx)
-		if err != nil {
-			return err
-		}
-		if newID = cc.Values[target]; newID == "" {
-			return fmt.Errorf("keeper %d: %s empty after move", k.vmid, target)
-		}
-		return k.mount(ctx, vk, newID)
+	err = k.unprotected(ctx, func() (err error) {
+		newID, err = k.take(ctx, vk, node, owner, srcKey, volid)
+		return err
 	})
 	return newID, err
+}
+
+// take moves volid from owner's srcKey (both on node) into this keeper
+// as an adoption, inside k.unprotected: the intent line in the keeper's
+// Notes first (so a kill after it is finished by the next run), then
+// move_volume to a free unusedN, then the record as the volume's mpN. It
+// returns the volume's volid in the keeper.
+func (k *keeper) take(ctx context.Context, vk plan.VolumeKey, node string, owner int, srcKey, volid string) (string, error) {
+	var target string
+	if err := k.change(ctx, "note adoption of "+volid, func(s *keeperState) (url.Values, error) {
+		target = freeKey(s.conf, "unused")
+		if s.notes.Intents == nil {
+			s.notes.Intents = map[plan.VolumeKey]plan.AdoptIntent{}
+		}
+		s.notes.Intents[vk] = plan.AdoptIntent{Source: volid, Key: target}
+		k.noteProject(s, vk.App)
+		return url.Values{}, nil
+	}); err != nil {
+		return "", err
+	}
+	var upid string
+	err := k.e.retryLocked(ctx, func() (err error) {
+		upid, err = k.e.Client.MoveVolume(ctx, node, owner, url.Values{
+			"volume": {srcKey}, "target-vmid": {strconv.Itoa(k.vmid)}, "target-volume": {target},
+		})
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("move %s to keeper %d: %w", volid, k.vmid, err)
+	}
+	if err := k.e.wait(ctx, vk.App, upid); err != nil {
+		return "", fmt.Errorf("move %s to keeper %d: %w", volid, k.vmid, err)
+	}
+	cc, err := k.read(ctx)
+	if err != nil {
+		return "", err
+	}
+	newID := cc.Values[target]
+	if newID == "" {
+		return "", fmt.Errorf("keeper %d: %s empty after move", k.vmid, target)
+	}
+	return newID, k.mount(ctx, vk, newID)
 }
 
 // grow resizes a keeper volume through its mpN on the keeper (PVE resizes

@@ -554,39 +554,7 @@ func (k *keeper) takeFrom(ctx context.Context, owner int, vks []plan.VolumeKey, 
 			if srcKey == "" {
 				return fmt.Errorf("CT %d does not hold %s as an unusedN entry", owner, volid)
 			}
-			var target string
-			if err := k.change(ctx, "note adoption of "+volid, func(s *keeperState) (url.Values, error) {
-				target = freeKey(s.conf, "unused")
-				if s.notes.Intents == nil {
-					s.notes.Intents = map[plan.VolumeKey]plan.AdoptIntent{}
-				}
-				s.notes.Intents[vk] = plan.AdoptIntent{Source: volid, Key: target}
-				k.noteProject(s, vk.App)
-				return url.Values{}, nil
-			}); err != nil {
-				return err
-			}
-			var upid string
-			if err := k.e.retryLocked(ctx, func() (err error) {
-				upid, err = k.e.Client.MoveVolume(ctx, k.node, owner, url.Values{
-					"volume": {srcKey}, "target-vmid": {strconv.Itoa(k.vmid)}, "target-volume": {target},
-				})
-				return err
-			}); err != nil {
-				return fmt.Errorf("move %s to keeper %d: %w", volid, k.vmid, err)
-			}
-			if err := k.e.wait(ctx, vk.App, upid); err != nil {
-				return fmt.Errorf("move %s to keeper %d: %w", volid, k.vmid, err)
-			}
-			cc, err := k.read(ctx)
-			if err != nil {
-				return err
-			}
-			moved := cc.Values[target]
-			if moved == "" {
-				return fmt.Errorf("keeper %d: %s empty after move", k.vmid, target)
-			}
-			if err := k.mount(ctx, vk, moved); err != nil {
+			if _, err := k.take(ctx, vk, k.node, owner, srcKey, volid); err != nil {
 				return err
 			}
 		}
