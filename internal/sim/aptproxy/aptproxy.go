@@ -1,0 +1,326 @@
+// Package aptproxy is the emulator's package proxy for its containers:
+// an HTTP proxy on the guests' bridge that forwards only to the host's
+// own Debian package sources (its /etc/apt/sources.list and
+// sources.list.d), so that `apt-get install` inside an isolated CT works
+// wherever apt-get works on the host, while the CT reaches nothing else.
+//
+// It is never an open proxy: a request is forwarded only when its URL is
+// under one of the sources' URIs (same host and port, path below the
+// URI's path), or when it names an official Debian archive host
+// (*.debian.org) and one of the host's sources serves the same archive
+// path (/debian, /debian-security, …); the request then goes to that
+// source instead, as apt-cacher-ng's backend remapping does. This is why
+// a template whose sources.list says security.debian.org works on a host
+// that reaches deb.debian.org/debian-security. Everything else, and
+// CONNECT to any host:port that is not an https source, is refused with
+// a status line that says why (apt prints it).
+package aptproxy
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Port is where the emulator serves the proxy on its bridge gateway
+// (apt-cacher-ng's port, which apt users know).
+const Port = 3142
+
+// Proxy forwards CTs' apt requests to the allowed sources.
+type Proxy struct {
+	sources   []*url.URL
+	transport http.RoundTripper
+	log       *slog.Logger
+}
+
+// New makes a proxy for the source URIs (http:// or https://).
+func New(uris []string, log *slog.Logger) (*Proxy, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	p := &Proxy{log: log}
+	seen := map[string]bool{}
+	for _, s := range uris {
+		u, err := url.Parse(s)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			continue // file:, cdrom:, mirror+… are not for the network
+		}
+		u.Path = "/" + strings.Trim(u.Path, "/")
+		u.RawQuery, u.Fragment, u.User = "", "", nil
+		if seen[u.String()] {
+			continue
+		}
+		seen[u.String()] = true
+		p.sources = append(p.sources, u)
+	}
+	if len(p.sources) == 0 {
+		return nil, errors.New("apt proxy: the host has no http(s) package source in /etc/apt/sources.list(.d)")
+	}
+	// Longest path first, so the most specific source wins.
+	sort.SliceStable(p.sources, func(i, j int) bool { return len(p.sources[i].Path) > len(p.sources[j].Path) })
+	p.transport = &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment, // the host's own proxy, as its apt may use
+		DialContext:           (&net.Dialer{Timeout: 30 * time.Second}).DialContext,
+		ResponseHeaderTimeout: 2 * time.Minute,
+		MaxIdleConnsPerHost:   4,
+	}
+	return p, nil
+}
+
+// Sources are the URIs the proxy forwards to.
+func (p *Proxy) Sources() []string {
+	out := make([]string, len(p.sources))
+	for i, u := range p.sources {
+		out[i] = u.String()
+	}
+	return out
+}
+
+// HostSources reads the http(s) URIs of the package sources configured
+// under root (the host: "/"): one-line entries in etc/apt/sources.list
+// and sources.list.d/*.list, deb822 entries in sources.list.d/*.sources
+// (apt reads no other file names there).
+func HostSources(root string) ([]string, error) {
+	dir := filepath.Join(root, "etc", "apt")
+	files := []string{filepath.Join(dir, "sources.list")}
+	ents, _ := os.ReadDir(filepath.Join(dir, "sources.list.d"))
+	for _, e := range ents {
+		if n := e.Name(); strings.HasSuffix(n, ".list") || strings.HasSuffix(n, ".sources") {
+			files = append(files, filepath.Join(dir, "sources.list.d", n))
+		}
+	}
+	var uris []string
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("apt sources: %w", err)
+		}
+		if strings.HasSuffix(f, ".sources") {
+			uris = append(uris, deb822URIs(string(data))...)
+		} else {
+			uris = append(uris, oneLineURIs(string(data))...)
+		}
+	}
+	return uris, nil
+}
+
+// oneLineURIs: "deb [options] uri suite [component…]".
+func oneLineURIs(text string) []string {
+	var out []string
+	for _, line := range strings.Split(text, "\n") {
+		line, _, _ = strings.Cut(line, "#")
+		f := strings.Fields(line)
+		if len(f) < 2 || (f[0] != "deb" && f[0] != "deb-src") {
+			continue
+		}
+		f = f[1:]
+		if strings.HasPrefix(f[0], "[") {
+			for len(f) > 0 && !strings.HasSuffix(f[0], "]") {
+				f = f[1:]
+			}
+			if len(f) > 0 {
+				f = f[1:]
+			}
+		}
+		if len(f) > 0 {
+			out = append(out, f[0])
+		}
+	}
+	return out
+}
+
+// deb822URIs: the URIs fields of stanzas not marked Enabled: no.
+func deb822URIs(text string) []string {
+	var out []string
+	for _, stanza := range strings.Split(strings.ReplaceAll(text, "\r", ""), "\n\n") {
+		var uris []string
+		enabled := true
+		for _, line := range strings.Split(stanza, "\n") {
+			if strings.HasPrefix(line, "#") {
+				continue
+			}
+			k, v, ok := strings.Cut(line, ":")
+			if !ok {
+				continue
+			}
+			switch strings.ToLower(strings.TrimSpace(k)) {
+			case "uris":
+				uris = strings.Fields(v)
+			case "enabled":
+				enabled = strings.TrimSpace(strings.ToLower(v)) != "no"
+			}
+		}
+		if enabled {
+			out = append(out, uris...)
+		}
+	}
+	return out
+}
+
+// hostPort is u's host with the scheme's default port made explicit.
+func hostPort(u *url.URL) string {
+	if u.Port() != "" {
+		return strings.ToLower(u.Host)
+	}
+	port := "80"
+	if u.Scheme == "https" {
+		port = "443"
+	}
+	return net.JoinHostPort(strings.ToLower(u.Hostname()), port)
+}
+
+// under reports whether path is dir or below it.
+func under(path, dir string) bool {
+	return dir == "/" || path == dir || strings.HasPrefix(path, dir+"/")
+}
+
+// target is where the proxy sends a request for u, or nil when u is
+// none of the sources.
+func (p *Proxy) target(u *url.URL) *url.URL {
+	path := "/" + strings.TrimLeft(u.Path, "/")
+	for _, s := range p.sources {
+		if hostPort(&url.URL{Scheme: "http", Host: u.Host}) == hostPort(&url.URL{Scheme: "http", Host: s.Host}) && under(path, s.Path) {
+			return &url.URL{Scheme: s.Scheme, Host: s.Host, Path: path, RawQuery: u.RawQuery}
+		}
+	}
+	// An official Debian archive host: the host's source of the same
+	// archive serves it.
+	if h := strings.ToLower(u.Hostname()); h == "debian.org" || strings.HasSuffix(h, ".debian.org") {
+		for _, s := range p.sources {
+			if s.Path != "/" && under(path, s.Path) {
+				return &url.URL{Scheme: s.Scheme, Host: s.Host, Path: path, RawQuery: u.RawQuery}
+			}
+		}
+	}
+	return nil
+}
+
+// allowConnect reports whether hostport is an https source (apt's https
+// method tunnels through the proxy with CONNECT).
+func (p *Proxy) allowConnect(hostport string) bool {
+	for _, s := range p.sources {
+		if s.Scheme == "https" && hostPort(s) == hostPort(&url.URL{Scheme: "https", Host: hostport}) {
+			return true
+		}
+	}
+	return false
+}
+
+// hop-by-hop headers, which a proxy does not forward.
+var hopHeaders = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
+
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodConnect {
+		p.connect(w, r)
+		return
+	}
+	if r.URL.Host == "" || (r.URL.Scheme != "http" && r.URL.Scheme != "") {
+		refuse(w, http.StatusBadRequest, "this is corral sim's apt proxy: use it as apt's Acquire::http::Proxy")
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		refuse(w, http.StatusMethodNotAllowed, "corral sim apt proxy forwards GET and HEAD only")
+		return
+	}
+	t := p.target(r.URL)
+	if t == nil {
+		p.log.Info("apt proxy refused", "url", r.URL.String())
+		refuse(w, http.StatusForbidden, fmt.Sprintf("corral sim apt proxy: %s is not one of the host's package sources (%s)", r.URL.Host, strings.Join(p.Sources(), " ")))
+		return
+	}
+	out, err := http.NewRequestWithContext(r.Context(), r.Method, t.String(), nil)
+	if err != nil {
+		refuse(w, http.StatusBadGateway, "corral sim apt proxy: "+err.Error())
+		return
+	}
+	for k, vs := range r.Header {
+		out.Header[k] = vs
+	}
+	for _, h := range hopHeaders {
+		out.Header.Del(h)
+	}
+	resp, err := p.transport.RoundTrip(out)
+	if err != nil {
+		p.log.Warn("apt proxy: the host's package source failed", "url", t.String(), "err", err)
+		refuse(w, http.StatusBadGateway, fmt.Sprintf("corral sim apt proxy: the host cannot reach %s either (%v)", t.Host, err))
+		return
+	}
+	defer resp.Body.Close()
+	for _, h := range hopHeaders {
+		resp.Header.Del(h)
+	}
+	for k, vs := range resp.Header {
+		w.Header()[k] = vs
+	}
+	w.WriteHeader(resp.StatusCode)
+	io.Copy(w, resp.Body)
+}
+
+// connect tunnels to an https source.
+func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
+	if !p.allowConnect(r.Host) {
+		p.log.Info("apt proxy refused", "connect", r.Host)
+		refuse(w, http.StatusForbidden, fmt.Sprintf("corral sim apt proxy: %s is not one of the host's https package sources", r.Host))
+		return
+	}
+	up, err := net.DialTimeout("tcp", r.Host, 30*time.Second)
+	if err != nil {
+		refuse(w, http.StatusBadGateway, fmt.Sprintf("corral sim apt proxy: the host cannot reach %s either (%v)", r.Host, err))
+		return
+	}
+	defer up.Close()
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		refuse(w, http.StatusInternalServerError, "corral sim apt proxy: cannot tunnel")
+		return
+	}
+	c, buf, err := hj.Hijack()
+	if err != nil {
+		return
+	}
+	defer c.Close()
+	io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n")
+	done := make(chan struct{}, 2)
+	go func() { io.Copy(up, buf); done <- struct{}{} }()
+	go func() { io.Copy(c, up); done <- struct{}{} }()
+	<-done
+}
+
+// refuse answers with code and a status line that carries the reason:
+// apt prints the reason phrase ("403  corral sim apt proxy: …").
+func refuse(w http.ResponseWriter, code int, reason string) {
+	reason = strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, reason)
+	if hj, ok := w.(http.Hijacker); ok {
+		if c, buf, err := hj.Hijack(); err == nil {
+			defer c.Close()
+			body := reason + "\n"
+			fmt.Fprintf(buf, "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", code, reason, len(body), body)
+			buf.Flush()
+			return
+		}
+	}
+	http.Error(w, reason, code)
+}
+
+// Serve serves the proxy on ln until ln closes.
+func (p *Proxy) Serve(ln net.Listener) error {
+	srv := &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second, ErrorLog: slog.NewLogLogger(p.log.Handler(), slog.LevelDebug)}
+	return srv.Serve(ln)
+}

@@ -1,0 +1,141 @@
+package aptproxy
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestHostSources(t *testing.T) {
+	got, err := HostSources("testdata/host")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"http://deb.debian.org/debian",
+		"https://apt.example.com/repo",
+		"http://deb.debian.org/debian",
+		"http://deb.debian.org/debian-security",
+		"http://mirror.example.net:8080/debian/",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("HostSources:\n got %q\nwant %q", got, want)
+	}
+}
+
+func TestTarget(t *testing.T) {
+	p, err := New([]string{
+		"http://deb.debian.org/debian",
+		"http://deb.debian.org/debian-security/",
+		"https://apt.example.com/repo",
+		"http://127.0.0.1:9999/",
+		"file:/srv/local",
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct{ in, want string }{
+		{"http://deb.debian.org/debian/dists/bookworm/InRelease", "http://deb.debian.org/debian/dists/bookworm/InRelease"},
+		{"http://deb.debian.org:80/debian/pool/main/h/hello/hello.deb", "http://deb.debian.org/debian/pool/main/h/hello/hello.deb"},
+		{"http://security.debian.org/debian-security/dists/bookworm-security/InRelease", "http://deb.debian.org/debian-security/dists/bookworm-security/InRelease"},
+		{"http://ftp.debian.org/debian/dists/bookworm/Release", "http://deb.debian.org/debian/dists/bookworm/Release"},
+		{"http://apt.example.com/repo/dists/stable/InRelease", "https://apt.example.com/repo/dists/stable/InRelease"},
+		{"http://127.0.0.1:9999/Packages", "http://127.0.0.1:9999/Packages"},
+		// refused: other hosts, other paths, other ports
+		{"http://deb.debian.org/debianx/dists", ""},
+		{"http://deb.debian.org/etc/passwd", ""},
+		{"http://evil.example/debian/dists/bookworm/InRelease", ""},
+		{"http://127.0.0.1:22/", ""},
+		{"http://10.0.0.1:8006/api2/json/version", ""},
+		{"http://security.debian.org/other/x", ""},
+		{"http://apt.example.com/other", ""},
+	}
+	for _, tt := range tests {
+		u, _ := url.Parse(tt.in)
+		got := ""
+		if tg := p.target(u); tg != nil {
+			got = tg.String()
+		}
+		if got != tt.want {
+			t.Errorf("target(%s) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+	for hp, want := range map[string]bool{"apt.example.com:443": true, "apt.example.com:8443": false, "deb.debian.org:443": false, "127.0.0.1:22": false} {
+		if got := p.allowConnect(hp); got != want {
+			t.Errorf("allowConnect(%s) = %v, want %v", hp, got, want)
+		}
+	}
+}
+
+func TestNew_noSources(t *testing.T) {
+	if _, err := New([]string{"file:/x", "cdrom:[a]/"}, nil); err == nil || !strings.Contains(err.Error(), "no http(s) package source") {
+		t.Fatalf("New: %v", err)
+	}
+}
+
+// TestProxy: through the proxy, an allowed source answers with its own
+// status and body; any other destination gets the proxy's refusal with
+// a reason in the status line, and never a connection.
+func TestProxy(t *testing.T) {
+	mirror := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/debian/Packages" {
+			io.WriteString(w, "Package: hello\n")
+			return
+		}
+		http.NotFound(w, r)
+	}))
+	defer mirror.Close()
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("the proxy reached a host that is no source: %s", r.URL)
+	}))
+	defer other.Close()
+	p, err := New([]string{mirror.URL + "/debian"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	front := httptest.NewServer(p)
+	defer front.Close()
+	pu, _ := url.Parse(front.URL)
+	c := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(pu)}}
+	tests := []struct {
+		url        string
+		wantStatus string
+		wantBody   string
+	}{
+		{mirror.URL + "/debian/Packages", "200 OK", "Package: hello\n"},
+		{mirror.URL + "/debian/nothing", "404 Not Found", "404 page not found\n"},
+		{other.URL + "/debian/Packages", "403 corral sim apt proxy: " + strings.TrimPrefix(other.URL, "http://") + " is not one of the host's package sources (" + mirror.URL + "/debian)", ""},
+		{mirror.URL + "/etc/passwd", "403 corral sim apt proxy: ", ""},
+	}
+	for _, tt := range tests {
+		resp, err := c.Get(tt.url)
+		if err != nil {
+			t.Fatalf("GET %s: %v", tt.url, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.HasPrefix(resp.Status, tt.wantStatus) {
+			t.Errorf("GET %s: status %q, want %q", tt.url, resp.Status, tt.wantStatus)
+		}
+		if tt.wantBody != "" && string(body) != tt.wantBody {
+			t.Errorf("GET %s: body %q, want %q", tt.url, body, tt.wantBody)
+		}
+	}
+	// CONNECT to anything but an https source is refused.
+	conn, err := net.Dial("tcp", pu.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	io.WriteString(conn, "CONNECT "+strings.TrimPrefix(other.URL, "http://")+" HTTP/1.1\r\nHost: x\r\n\r\n")
+	line, _ := bufio.NewReader(conn).ReadString('\n')
+	if !strings.HasPrefix(line, "HTTP/1.1 403 corral sim apt proxy: ") {
+		t.Errorf("CONNECT to a non-source: %q", line)
+	}
+}
