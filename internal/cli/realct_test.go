@@ -22,7 +22,7 @@ import (
 // takes a minute the first time). The emulator's own switch,
 // CORRAL_SIM_REAL_TEMPLATES, is not the gate: it would turn every
 // emulator of the suite into real containers.
-func newRealCluster(t *testing.T) *cluster {
+func newRealCluster(t *testing.T, opts ...func(*sim.Options)) *cluster {
 	t.Helper()
 	if os.Getenv("CORRAL_TEST_REAL_TEMPLATES") != "1" {
 		t.Skip("real-template test: set CORRAL_TEST_REAL_TEMPLATES=1 (as root, with lxc, mmdebstrap and zstd installed) to run it")
@@ -33,7 +33,13 @@ func newRealCluster(t *testing.T) *cluster {
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	srv := pvetest.Start(t, func(o *sim.Options) { o.GuestSSHPort = port; o.RealTemplates = true }).Server
+	srv := pvetest.Start(t, func(o *sim.Options) {
+		o.GuestSSHPort = port
+		o.RealTemplates = true
+		for _, f := range opts {
+			f(o)
+		}
+	}).Server
 	t.Setenv("CORRAL_SIM_GUEST_SSH_PORT", strconv.Itoa(port))
 	return &cluster{t: t, srv: srv}
 }

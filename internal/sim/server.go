@@ -64,6 +64,11 @@ type Options struct {
 	// cached); the environment variable CORRAL_SIM_REAL_TEMPLATES=1 does
 	// the same. Off, templates are tiny trees that boot no init.
 	RealTemplates bool
+
+	// AptSources are the package sources CTs' apt reaches through the
+	// emulator's proxy on their bridge; nil means the host's own
+	// (/etc/apt/sources.list and sources.list.d). Tests set a fake mirror.
+	AptSources []string
 }
 
 // Server is a running emulator. Create it with New; Close it when done.
@@ -145,7 +150,7 @@ func New(opts Options) (*Server, error) {
 	case PVEPort:
 		port = 0 // guest.Start: 22 when it can, else the fallback
 	}
-	if s.guests, err = guest.Start(c, guest.Options{Port: port, Logger: log}); err != nil {
+	if s.guests, err = guest.Start(c, guest.Options{Port: port, Logger: log, AptSources: opts.AptSources}); err != nil {
 		s.Close()
 		return nil, err
 	}

@@ -55,6 +55,9 @@ type Options struct {
 	// 50ms.
 	Poll   time.Duration
 	Logger *slog.Logger
+	// AptSources are the package sources the CTs' apt proxy forwards to
+	// (apt.go); nil means the host's own (/etc/apt/sources.list(.d)).
+	AptSources []string
 }
 
 // Manager serves the SSH endpoints of a cluster's running CTs. Create it
@@ -80,6 +83,8 @@ type Manager struct {
 
 	rt    *lxcRuntime // nil in the fallback view (lxc.go)
 	rtErr error       // why there is no runtime
+
+	aptProxy string // the apt proxy's URL for CTs, "" without one (apt.go)
 }
 
 // Start probes whether guest exec works on this machine and begins to
@@ -114,6 +119,7 @@ func Start(c *model.Cluster, opts Options) (*Manager, error) {
 	if m.rt, m.rtErr = newLXCRuntime(c.Dir(), m.log); m.rtErr != nil {
 		m.log.Warn("containers are NOT isolated: no LXC, so CTs run in the fallback view (host PID and network namespaces, host programs under the CT's files)", "reason", m.rtErr)
 	}
+	m.startAptProxy(opts.AptSources)
 	c.SetRunHook(m.sync) // a stopped CT's sessions end with its stop
 	if m.rt != nil {
 		c.SetShutdownHook(m.shutdown)
@@ -230,6 +236,16 @@ func (m *Manager) Expose(port int, target string) error {
 		return errors.New("guest: CTs have no network of their own here")
 	}
 	return m.rt.net.forward(net.JoinHostPort(GatewayIP, strconv.Itoa(port)), target)
+}
+
+// FromBridge reports whether remote (an API request's client address)
+// is a connection the bridge's forwarders relay from inside a CT.
+func (m *Manager) FromBridge(remote string) bool {
+	if m.rt == nil || m.rt.net == nil {
+		return false
+	}
+	_, ok := m.rt.net.relayed.Load(remote)
+	return ok
 }
 
 func (m *Manager) loop() {
