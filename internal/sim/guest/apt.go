@@ -63,10 +63,13 @@ func (m *Manager) startAptProxy(sources []string) {
 // in root before it boots.
 func (m *Manager) setAptProxy(root string) error {
 	dir := filepath.Join(root, filepath.Dir(aptConfFile))
+	if fi, err := os.Lstat(filepath.Join(root, "etc", "apt")); err != nil || !fi.IsDir() {
+		return nil // no apt here (or a link the emulator does not follow)
+	}
 	if !hasOwnSystem(root) {
 		return nil // the tiny template's apt is the host's
 	}
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
 		return nil // no apt in this CT
 	}
 	p := filepath.Join(root, aptConfFile)
@@ -81,5 +84,5 @@ func (m *Manager) setAptProxy(root string) error {
 Acquire::http::Proxy %q;
 Acquire::https::Proxy %q;
 `, m.aptProxy, m.aptProxy)
-	return os.WriteFile(p, []byte(text), 0o644)
+	return writeCTFile(root, aptConfFile, text)
 }

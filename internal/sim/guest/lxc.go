@@ -230,9 +230,20 @@ func (r *lxcRuntime) startOnce(ctx context.Context, vmid int, root string, mps [
 	if ct.systemd && bootWait > 0 {
 		// sshd answers once the boot is through, as on PVE; a boot
 		// that hangs still gets its sessions after bootWait.
+		// Early in the boot systemd's bus is not up yet and
+		// is-system-running fails at once without a state: ask again.
 		wctx, cancel := context.WithTimeout(ctx, bootWait)
-		exec.CommandContext(wctx, "lxc-attach", "-P", r.path, "-n", ct.name, "--clear-env", "--",
-			"/bin/systemctl", "is-system-running", "--wait").Run()
+		for wctx.Err() == nil {
+			out, _ := exec.CommandContext(wctx, "lxc-attach", "-P", r.path, "-n", ct.name, "--clear-env", "--",
+				"/bin/systemctl", "is-system-running", "--wait").Output()
+			if strings.TrimSpace(string(out)) != "" {
+				break
+			}
+			select {
+			case <-wctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
 		cancel()
 	}
 	return ct, nil

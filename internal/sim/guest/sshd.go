@@ -44,8 +44,9 @@ type ctServer struct {
 
 	listenErr error // set before ready closes
 	rootDir   string
-	ct        *lxcCT       // the running container (LXC runtime); set before ready closes
-	inner     net.Listener // the sshd's address inside the container, relayed here
+	ct        *lxcCT         // the running container (LXC runtime); set before ready closes
+	inner     net.Listener   // the sshd's address inside the container, relayed here
+	onBridge  []net.Listener // the sshd at the CT's bridge addresses, relayed here
 
 	mu       sync.Mutex
 	stopped  bool
@@ -123,6 +124,7 @@ func (s *ctServer) run() {
 		} else {
 			s.m.log.Warn("CT sshd not reachable from inside the CT", "vmid", s.vmid, "err", err)
 		}
+		s.listenOnBridge()
 	}
 	for {
 		nc, err := s.ln.Accept()
@@ -158,6 +160,15 @@ func (s *ctServer) boot() error {
 	if err != nil {
 		return err
 	}
+	if err := s.m.c.GuestPreStart(s.vmid, root); err != nil {
+		s.m.log.Warn("CT's pre-start network setup", "vmid", s.vmid, "err", err)
+	}
+	if err := setIfupdownDropIn(root); err != nil {
+		s.m.log.Warn("CT's networking.service drop-in", "vmid", s.vmid, "err", err)
+	}
+	if err := s.m.setAptProxy(root); err != nil {
+		s.m.log.Warn("CT's apt proxy setting", "vmid", s.vmid, "err", err)
+	}
 	// A destroy cannot remove the rootfs while a CT runs; check it
 	// still runs this boot before LXC mounts it.
 	if s.m.c.GuestPID(s.vmid) != s.pid {
@@ -183,6 +194,9 @@ func (s *ctServer) stop() {
 	}
 	if s.inner != nil {
 		s.inner.Close()
+	}
+	for _, ln := range s.onBridge {
+		ln.Close()
 	}
 	for nc := range s.conns {
 		nc.Close()
@@ -809,4 +823,34 @@ func randomID() string {
 	b := make([]byte, 8)
 	rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// listenOnBridge makes the sshd answer at the CT's addresses on the
+// bridge, on the same port, from inside the CT's network namespace: the
+// addresses the API reports to other CTs (model.CTBridgeInterfaces), so a
+// client in another CT (corral's agent) reaches this CT as on a PVE
+// bridge. Where the CT's own sshd holds the port already (a real
+// template's openssh on 22), that one answers.
+func (s *ctServer) listenOnBridge() {
+	ns := "/proc/" + strconv.Itoa(s.ct.pid) + "/ns/net"
+	for _, a := range s.m.c.GuestBridgeAddresses(s.vmid) {
+		if ip := net.ParseIP(a); ip == nil || ip.IsLoopback() {
+			continue
+		}
+		addr := net.JoinHostPort(a, strconv.Itoa(s.m.port))
+		ln, err := listenIn(ns, addr)
+		if err != nil {
+			s.m.log.Debug("CT sshd not on the bridge (the CT's own may answer)", "vmid", s.vmid, "addr", addr, "err", err)
+			continue
+		}
+		s.mu.Lock()
+		if s.stopped {
+			s.mu.Unlock()
+			ln.Close()
+			return
+		}
+		s.onBridge = append(s.onBridge, ln)
+		s.mu.Unlock()
+		go serveRelay(ln, s.addr)
+	}
 }

@@ -510,6 +510,9 @@ func (c *Cluster) ctCreateRun(w *Worker, spec ctCreateSpec, vols *[]string) erro
 	if err := ctPostCreate(rootDir, conf["hostname"], spec.extra.SSHPublicKeys); err != nil {
 		return err
 	}
+	if err := ctSetupNetworkAndDNS(rootDir, conf); err != nil {
+		return err
+	}
 	keyLines, err := writeHostKeys(rootDir, conf["hostname"])
 	if err != nil {
 		return err
