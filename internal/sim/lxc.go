@@ -142,8 +142,17 @@ func (s *Server) postLXCMoveVolume(r *request) (any, error) {
 // per interface its name, "hardware-address" (and the older "hwaddr"),
 // "ip-addresses" with every address, and under the family's name
 // ("inet", "inet6") the last address of that family as address/prefix.
+//
+// A request from inside a CT (through the bridge's forwarder to the API,
+// guest.Manager.FromBridge) gets the addresses on the bridge, which that
+// CT reaches; the host's clients get the loopback addresses the emulator
+// forwards to each CT's sshd (model.CTBridgeInterfaces).
 func (s *Server) getLXCInterfaces(r *request) (any, error) {
-	ifs, err := s.cluster.CTInterfaces(r.params["node"], intParam(r, "vmid"))
+	list := s.cluster.CTInterfaces
+	if s.guests != nil && s.guests.FromBridge(r.remote) {
+		list = s.cluster.CTBridgeInterfaces
+	}
+	ifs, err := list(r.params["node"], intParam(r, "vmid"))
 	if err != nil || ifs == nil {
 		return nil, err // a stopped CT: get_interfaces returns undef
 	}

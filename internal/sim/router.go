@@ -20,6 +20,7 @@ import (
 // request is one API call after authentication and validation.
 type request struct {
 	ctx    context.Context
+	remote string // the client's host:port (http.Request.RemoteAddr)
 	method string
 	path   string            // concrete path below /api2/json
 	params map[string]string // query/body parameters plus path parameters
@@ -118,7 +119,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, req *http.Request) {
 		writeError(w, &model.Error{Status: status, Message: err.Error() + "\n"})
 		return
 	}
-	r := &request{ctx: req.Context(), method: req.Method, path: path, params: params, m: m}
+	r := &request{ctx: req.Context(), remote: req.RemoteAddr, method: req.Method, path: path, params: params, m: m}
 	dupErr := mergePathParams(r.params, pathParams)
 
 	// POST /access/ticket is the only route that needs no credentials.

@@ -42,6 +42,10 @@ import (
 // GatewayIP is vmbr0's address in every emulator's network namespace.
 const GatewayIP = "10.0.0.1"
 
+// bridgeMAC is vmbr0's MAC (locally administered; each emulator's bridge
+// is in a namespace of its own).
+const bridgeMAC = "02:00:0a:00:00:01"
+
 // bridgeNet is the emulator's own network namespace with its bridge.
 type bridgeNet struct {
 	holder *exec.Cmd
@@ -50,6 +54,11 @@ type bridgeNet struct {
 	mu  sync.Mutex
 	lns []net.Listener
 	gws map[string]bool // addresses added to vmbr0
+
+	// relayed are the emulator-side local addresses of connections
+	// forward relays from the bridge, to the CT-side client's address:
+	// how the API knows a request came from a CT (FromBridge).
+	relayed sync.Map
 }
 
 // newBridgeNet makes the namespace and its bridge (needs root and ip).
@@ -66,7 +75,10 @@ func newBridgeNet(log *slog.Logger) (*bridgeNet, error) {
 	n := &bridgeNet{holder: holder, log: log, gws: map[string]bool{}}
 	for _, args := range [][]string{
 		{"link", "set", "lo", "up"},
-		{"link", "add", "vmbr0", "type", "bridge"},
+		// A fixed MAC: a bridge that takes its lowest port's would
+		// change it as CTs come and go, and stale ARP entries in the
+		// CTs would drop their traffic to the gateway.
+		{"link", "add", "vmbr0", "address", bridgeMAC, "type", "bridge"},
 		{"addr", "add", GatewayIP + "/16", "dev", "vmbr0"},
 		{"link", "set", "vmbr0", "up"},
 	} {
@@ -95,10 +107,7 @@ func (n *bridgeNet) ip(args ...string) error {
 }
 
 // innerAddress is eth0's address on the bridge for ip=dhcp.
-func innerAddress(vmid int) string {
-	k := vmid%65000 + 2
-	return fmt.Sprintf("10.0.%d.%d/16", k>>8, k&0xff)
-}
+func innerAddress(vmid int) string { return model.BridgeAddress(vmid) }
 
 // attach plugs run's interfaces into the CT whose init is pid: a veth
 // pair made in the emulator's namespace, one end on vmbr0 (veth<vmid>i<n>,
@@ -260,7 +269,15 @@ func (n *bridgeNet) forward(addr, target string) error {
 	n.mu.Lock()
 	n.lns = append(n.lns, ln)
 	n.mu.Unlock()
-	go serveRelay(ln, target)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go relayNoted(c, target, &n.relayed)
+		}
+	}()
 	return nil
 }
 
@@ -275,13 +292,22 @@ func serveRelay(ln net.Listener, target string) {
 	}
 }
 
-func relay(c net.Conn, target string) {
+func relay(c net.Conn, target string) { relayNoted(c, target, nil) }
+
+// relayNoted is relay that, with noted, keeps the relayed connection's
+// local address → c's remote address while it lasts.
+func relayNoted(c net.Conn, target string, noted *sync.Map) {
 	defer c.Close()
 	t, err := net.Dial("tcp", target)
 	if err != nil {
 		return
 	}
 	defer t.Close()
+	if noted != nil {
+		key := t.LocalAddr().String()
+		noted.Store(key, c.RemoteAddr().String())
+		defer noted.Delete(key)
+	}
 	done := make(chan struct{}, 2)
 	go func() { io.Copy(t, c); t.(*net.TCPConn).CloseWrite(); done <- struct{}{} }()
 	go func() { io.Copy(c, t); c.(*net.TCPConn).CloseWrite(); done <- struct{}{} }()
