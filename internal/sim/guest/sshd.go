@@ -160,6 +160,12 @@ func (s *ctServer) boot() error {
 	if err != nil {
 		return err
 	}
+	// A destroy cannot remove the rootfs while a CT runs; check it
+	// still runs this boot before LXC mounts it.
+	if s.m.c.GuestPID(s.vmid) != s.pid {
+		return context.Canceled
+	}
+	// PVE's pre-start setup, and the emulator's own files for this run.
 	if err := s.m.c.GuestPreStart(s.vmid, root); err != nil {
 		s.m.log.Warn("CT's pre-start network setup", "vmid", s.vmid, "err", err)
 	}
@@ -168,11 +174,6 @@ func (s *ctServer) boot() error {
 	}
 	if err := s.m.setAptProxy(root); err != nil {
 		s.m.log.Warn("CT's apt proxy setting", "vmid", s.vmid, "err", err)
-	}
-	// A destroy cannot remove the rootfs while a CT runs; check it
-	// still runs this boot before LXC mounts it.
-	if s.m.c.GuestPID(s.vmid) != s.pid {
-		return context.Canceled
 	}
 	ct, err := s.m.rt.start(s.ctx, s.vmid, root, mps, run, 30*time.Second)
 	if err != nil {

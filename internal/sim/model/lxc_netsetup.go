@@ -64,6 +64,9 @@ func ctSetupNetworkAndDNS(rootDir string, conf map[string]string) error {
 	if !ctNetSetupOSTypes[conf["ostype"]] {
 		return nil
 	}
+	if fi, err := os.Lstat(filepath.Join(rootDir, "etc")); err != nil || !fi.IsDir() {
+		return nil // no system here (or a gone rootfs): nothing to set up
+	}
 	if err := ctSetupInterfaces(rootDir, conf); err != nil {
 		return fmt.Errorf("set up /etc/network/interfaces: %w", err)
 	}
