@@ -232,7 +232,7 @@ func parseVolumeKey(key, value string) (MountPoint, error) {
 		if key != "rootfs" {
 			errs["mp"] = "property is missing and it is not optional"
 		}
-		return MountPoint{}, &Error{Status: 500, Message: "format error\n", Params: errs}
+		return MountPoint{}, &Error{Kind: ErrFail, Message: "format error\n", Params: errs}
 	}
 	mp, err := ParseMountPoint(key, value)
 	if err != nil {
