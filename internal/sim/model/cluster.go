@@ -94,9 +94,8 @@ type Cluster struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	// hooks lets the HTTP layer and fault injection observe or alter task
-	// runs; see TaskHook.
-	taskHook TaskHook
+	// taskRunner runs the workers and keeps the task list (task.go).
+	taskRunner
 	// shutdownAborts holds the abort channel of every running vzshutdown
 	// worker by UPID, so that stop with overrule-shutdown can end it.
 	shutdownAborts sync.Map // string → chan struct{}
@@ -125,10 +124,6 @@ type Cluster struct {
 	snapshotBytes int64
 	shadow        *State
 }
-
-// TaskHook may fail a task on purpose (fault injection). It is called at the
-// start of every worker; a non-nil error ends the task with that error.
-type TaskHook func(typ, id string) error
 
 // Open loads the cluster in opts.Dir, or creates the default datacenter
 // there when the directory holds no state yet. Tasks that were running when
@@ -165,6 +160,7 @@ func Open(opts Options) (*Cluster, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Cluster{opts: opts, log: log.WithGroup("model"), locks: newConfigLocks(), migLocks: newMigrateLocks(), ctx: ctx, cancel: cancel}
+	c.taskRunner.c = c
 
 	for _, kind := range opts.SharedStorage {
 		if err := CheckSharedStorage(kind); err != nil {
@@ -229,13 +225,6 @@ func (c *Cluster) Version() string { return c.opts.Version }
 // Dir is the state directory.
 func (c *Cluster) Dir() string { return c.opts.Dir }
 
-// SetTaskHook installs h (nil removes it).
-func (c *Cluster) SetTaskHook(h TaskHook) {
-	c.mu.Lock()
-	c.taskHook = h
-	c.mu.Unlock()
-}
-
 // SetRunHook installs h (nil removes it): it runs after each task step
 // that started or stopped a CT (start, stop, shutdown, reboot, forced
 // destroy, rollback, backup in stop mode), outside the cluster lock and
@@ -254,15 +243,6 @@ func (c *Cluster) statePath() string { return filepath.Join(c.opts.Dir, "state.j
 
 // DataDir is the root of the data plane.
 func (c *Cluster) DataDir() string { return filepath.Join(c.opts.Dir, "data") }
-
-// duration is how long a task of type typ takes at the configured scale.
-func (c *Cluster) duration(typ string) time.Duration {
-	d, ok := c.opts.Durations[typ]
-	if !ok {
-		d = defaultDurations[typ]
-	}
-	return time.Duration(float64(d) * c.opts.TimeScale)
-}
 
 // writeFileAtomic replaces path with data so that readers and a crash see
 // either the old or the new content, never a mix, and syncs it to disk.

@@ -287,19 +287,6 @@ func (c *Cluster) markStoppedLocked(g *Guest) {
 	g.SSHReadyAt = 0
 }
 
-// unscaledDuration is the task type's duration at time scale 1.
-func (c *Cluster) unscaledDuration(typ string) time.Duration {
-	if d, ok := c.opts.Durations[typ]; ok {
-		return d
-	}
-	return defaultDurations[typ]
-}
-
-// scale applies the cluster's time scale to d.
-func (c *Cluster) scale(d time.Duration) time.Duration {
-	return time.Duration(float64(d) * c.opts.TimeScale)
-}
-
 // abortShutdownsLocked ends the running vzshutdown tasks of CT vmid the
 // caller may stop: its own, or any with Sys.Modify on the node
 // (abort_guest_tasks → check_worker). It returns the aborted UPIDs and the
