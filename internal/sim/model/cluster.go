@@ -74,6 +74,14 @@ func DefaultDuration(typ string) time.Duration { return defaultDurations[typ] }
 // a change holds it only to apply itself and append one journal line),
 // per-guest config locks (lock.go) serialize read-modify-write of a
 // guest like PVE's flock.
+//
+// Cluster is composed by responsibility: it embeds taskRunner (workers
+// and the task list, task.go) and storageLayer (storages, volumes,
+// content, storage*.go), whose methods are its own; access control is
+// the State's Access (access.go). The State they share stays here, under
+// one lock, so each part reaches it through its Cluster. The guests'
+// configs and power and the cluster view are still methods of Cluster
+// itself (lxc_*.go, cluster_view.go).
 type Cluster struct {
 	opts Options
 	log  *slog.Logger
@@ -96,6 +104,8 @@ type Cluster struct {
 
 	// taskRunner runs the workers and keeps the task list (task.go).
 	taskRunner
+	// storageLayer answers for storages, volumes and content (storage.go).
+	storageLayer
 	// shutdownAborts holds the abort channel of every running vzshutdown
 	// worker by UPID, so that stop with overrule-shutdown can end it.
 	shutdownAborts sync.Map // string → chan struct{}
@@ -161,6 +171,7 @@ func Open(opts Options) (*Cluster, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Cluster{opts: opts, log: log.WithGroup("model"), locks: newConfigLocks(), migLocks: newMigrateLocks(), ctx: ctx, cancel: cancel}
 	c.taskRunner.c = c
+	c.storageLayer.c = c
 
 	for _, kind := range opts.SharedStorage {
 		if err := CheckSharedStorage(kind); err != nil {
