@@ -76,12 +76,14 @@ func DefaultDuration(typ string) time.Duration { return defaultDurations[typ] }
 // guest like PVE's flock.
 //
 // Cluster is composed by responsibility: it embeds taskRunner (workers
-// and the task list, task.go) and storageLayer (storages, volumes,
-// content, storage*.go), whose methods are its own; access control is
-// the State's Access (access.go). The State they share stays here, under
-// one lock, so each part reaches it through its Cluster. The guests'
-// configs and power and the cluster view are still methods of Cluster
-// itself (lxc_*.go, cluster_view.go).
+// and the task list, task.go), storageLayer (storages, volumes, content,
+// storage*.go), accessControl (users, tokens, roles, ACLs, logins over
+// the State's Access, cluster_access.go) and clusterView (resources,
+// nodes, status, cluster_view.go), whose methods are its own. The State
+// they share stays here, under one lock, so each part reaches it through
+// its Cluster. The guests (configs, disks, power, snapshots, create,
+// backup, restore, migrate: lxc_*.go and the task runners) and the
+// persistence (journal.go) are still methods of Cluster itself.
 type Cluster struct {
 	opts Options
 	log  *slog.Logger
@@ -106,6 +108,11 @@ type Cluster struct {
 	taskRunner
 	// storageLayer answers for storages, volumes and content (storage.go).
 	storageLayer
+	// accessControl is the locked, persisted face of the State's Access
+	// (cluster_access.go).
+	accessControl
+	// clusterView answers the cluster-wide reads (cluster_view.go).
+	clusterView
 	// shutdownAborts holds the abort channel of every running vzshutdown
 	// worker by UPID, so that stop with overrule-shutdown can end it.
 	shutdownAborts sync.Map // string → chan struct{}
@@ -172,6 +179,8 @@ func Open(opts Options) (*Cluster, error) {
 	c := &Cluster{opts: opts, log: log.WithGroup("model"), locks: newConfigLocks(), migLocks: newMigrateLocks(), ctx: ctx, cancel: cancel}
 	c.taskRunner.c = c
 	c.storageLayer.c = c
+	c.accessControl.c = c
+	c.clusterView.c = c
 
 	for _, kind := range opts.SharedStorage {
 		if err := CheckSharedStorage(kind); err != nil {
