@@ -79,11 +79,13 @@ func DefaultDuration(typ string) time.Duration { return defaultDurations[typ] }
 // and the task list, task.go), storageLayer (storages, volumes, content,
 // storage*.go), accessControl (users, tokens, roles, ACLs, logins over
 // the State's Access, cluster_access.go) and clusterView (resources,
-// nodes, status, cluster_view.go), whose methods are its own. The State
-// they share stays here, under one lock, so each part reaches it through
-// its Cluster. The guests (configs, disks, power, snapshots, create,
-// backup, restore, migrate: lxc_*.go and the task runners) and the
-// persistence (journal.go) are still methods of Cluster itself.
+// nodes, status, cluster_view.go) and guests (the CTs' config, disks,
+// power, snapshots, destroy, locks: guest.go, lxc_*.go, snapshot.go),
+// whose methods are its own. The State they share stays here, under one
+// lock, so each part reaches it through its Cluster. What spans these
+// concerns stays Cluster's own: the long tasks' entry points and runners
+// (create, backup, restore, migrate), the network (lxc_net.go,
+// network.go), node power and the persistence (journal.go).
 type Cluster struct {
 	opts Options
 	log  *slog.Logger
@@ -94,9 +96,6 @@ type Cluster struct {
 	sumsMu sync.Mutex
 	sums   map[string]string // ApplianceSHA512's, by template
 
-	hookMu       sync.Mutex
-	shutdownHook ShutdownHook // SetShutdownHook
-	locks        *configLocks
 	// migLocks are the guest migration flocks (migrate.go).
 	migLocks *configLocks
 
@@ -113,20 +112,9 @@ type Cluster struct {
 	accessControl
 	// clusterView answers the cluster-wide reads (cluster_view.go).
 	clusterView
-	// shutdownAborts holds the abort channel of every running vzshutdown
-	// worker by UPID, so that stop with overrule-shutdown can end it.
-	shutdownAborts sync.Map // string → chan struct{}
-	// runHook and runChanges: see SetRunHook. runChanges counts the CT
-	// starts and stops (c.mu).
-	runHook    func()
-	runChanges uint64
-	// guestGen counts guest changes (markGuest, c.mu): the guest layer
-	// polls it and lists the running CTs again only when it moved.
-	guestGen uint64
-
-	// du caches the disk usage of running CTs (du.go).
-	du diskUsage
-
+	// guests holds the CTs' config, disk, power and snapshot operations
+	// and their config locks (guest.go).
+	guests
 	// guestBlock is the emulator's loopback block for guest addresses
 	// (see SetGuestBlock); 0 means DefaultGuestBlock. c.mu.
 	guestBlock int
@@ -176,11 +164,12 @@ func Open(opts Options) (*Cluster, error) {
 		return nil, fmt.Errorf("model: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &Cluster{opts: opts, log: log.WithGroup("model"), locks: newConfigLocks(), migLocks: newMigrateLocks(), ctx: ctx, cancel: cancel}
+	c := &Cluster{opts: opts, log: log.WithGroup("model"), migLocks: newMigrateLocks(), ctx: ctx, cancel: cancel}
 	c.taskRunner.c = c
 	c.storageLayer.c = c
 	c.accessControl.c = c
 	c.clusterView.c = c
+	c.guests.c, c.guests.locks = c, newConfigLocks()
 
 	for _, kind := range opts.SharedStorage {
 		if err := CheckSharedStorage(kind); err != nil {
