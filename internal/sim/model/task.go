@@ -245,18 +245,16 @@ func (r *taskRunner) spawn(auth Auth, node, typ, id string, fn func(w *Worker) e
 		c.st.Tasks = slices.Delete(c.st.Tasks, 0, len(c.st.Tasks)-maxTasks)
 	}
 	c.markTask(t)
-	// The hook decides now, at the spawn, not when the goroutine gets to
-	// run: a fault set after this request never reaches back into it.
-	var hookErr error
-	if r.hook != nil {
-		hookErr = r.hook(typ, id)
-	}
+	hook := r.hook
 	w := &Worker{c: c, t: t, ctx: c.ctx}
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
 		start := time.Now()
-		err := hookErr
+		var err error
+		if hook != nil {
+			err = hook(typ, id)
+		}
 		if err == nil {
 			err = runWorker(w, fn)
 		}
