@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -291,7 +292,11 @@ func shiftEntry(h *tar.Header, m fileMeta, xattrs map[string][]byte, ids idMap) 
 // restore's skipped device nodes are the emulator's host refusing them,
 // not PVE's: that restore goes on, as before.)
 func (c *Cluster) restoreUnpackErrors(w *Worker, spec restoreSpec, conf map[string]string, archive string, skipped []string) error {
-	if len(skipped) == 0 || !c.ctIDMap(conf).shifted() {
+	failed := false
+	for _, l := range skipped {
+		failed = failed || !strings.Contains(l, ": Warning: ") // tar's warnings leave its exit code alone
+	}
+	if !failed || !c.ctIDMap(conf).shifted() {
 		return nil
 	}
 	w.Log("tar: Exiting with failure status due to previous errors")
