@@ -204,6 +204,12 @@ func (r *lxcRuntime) start(ctx context.Context, vmid int, root string, mps []vie
 func (r *lxcRuntime) startOnce(ctx context.Context, vmid int, root string, mps []viewMount, run model.GuestRun, bootWait time.Duration) (*lxcCT, error) {
 	ct := &lxcCT{r: r, name: r.prefix + strconv.Itoa(vmid), root: root, done: make(chan struct{})}
 	ct.userns = run.Unprivileged && r.userns == nil
+	if ct.userns && !ownedByCTRoot(root) {
+		// Made where ids were not shifted (an older emulator, a host
+		// without the namespace then): its root could not use it.
+		r.log.Warn("unprivileged CT runs without a user namespace: its rootfs is not owned by host uid 100000 (made by an emulator that did not shift ids); recreate it, or back it up and restore it, to get one", "vmid", vmid)
+		ct.userns = false
+	}
 	own := hasOwnSystem(root)
 	if !own {
 		ct.work = filepath.Join(root, ".corral-ovl", "boot-"+randomID())
@@ -725,4 +731,11 @@ func removeStaleViews() {
 		// the binding was only in the dead lxc-starts' namespaces.
 		os.RemoveAll(filepath.Join(viewRoot, e.Name()))
 	}
+}
+
+// ownedByCTRoot reports whether dir belongs to an unprivileged CT's root
+// (host uid 100000), as create and restore leave a rootfs.
+func ownedByCTRoot(dir string) bool {
+	var st unix.Stat_t
+	return unix.Stat(dir, &st) == nil && st.Uid == model.CTRootID
 }
