@@ -328,13 +328,16 @@ func agentSetup(f *manifest.File, role, user, tokenName string) doctor.SetupPlan
 	return doctor.Setup(doctor.Requirements(f, doctor.Targets{}), doctor.SetupOptions{Role: role, User: user, Token: tokenName})
 }
 
-// agentEnvQuote quotes a value for both a systemd EnvironmentFile and sh's
-// `.`: single quotes, which neither expands inside.
+// agentEnvQuote quotes a value of the agent's env file, which systemd
+// (EnvironmentFile=) reads under systemd and sh (set -a; . FILE) when the
+// agent runs detached: manifest.EnvFileValue's quoting, which both read
+// back as written.
 func agentEnvQuote(name, v string) (string, error) {
-	if strings.ContainsAny(v, "'\n\r\x00") {
-		return "", fmt.Errorf("%s: a value with a single quote or a newline cannot go into the agent's environment file", name)
+	q, err := manifest.EnvFileValue(v)
+	if err != nil {
+		return "", fmt.Errorf("%s: the value %w, so it cannot go into the agent's environment file", name, err)
 	}
-	return "'" + v + "'", nil
+	return q, nil
 }
 
 var envNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
