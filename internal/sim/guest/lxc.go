@@ -58,6 +58,7 @@ type lxcRuntime struct {
 	// below it); view is where an unprivileged CT's lxc-start sees it
 	// (startInView).
 	data, view string
+	idmap      *idmapHolder // a user namespace with PVE's map, for idmapped mounts; nil without
 }
 
 // newLXCRuntime checks that LXC can run here and prepares the lxcpath
@@ -110,6 +111,14 @@ func newLXCRuntime(dir string, log *slog.Logger) (*lxcRuntime, error) {
 			os.Chmod(viewRoot, 0o755)
 			os.RemoveAll(path)
 			r.path = filepath.Join(base, "lxc")
+			for _, d := range overlayDirs {
+				if fi, err := os.Lstat("/" + d); err == nil && fi.IsDir() {
+					os.MkdirAll(r.lowerDir(d), 0o755)
+				}
+			}
+			if r.idmap, err = newIdmapHolder(); err != nil {
+				log.Warn("tiny-template CTs see the host's directories as nobody's", "err", err)
+			}
 		}
 	}
 	return r, nil
@@ -120,6 +129,9 @@ func newLXCRuntime(dir string, log *slog.Logger) (*lxcRuntime, error) {
 func (r *lxcRuntime) close() {
 	if r.net != nil {
 		r.net.close()
+	}
+	if r.idmap != nil {
+		r.idmap.close()
 	}
 	if r.view != "" {
 		os.RemoveAll(filepath.Dir(r.view))
@@ -235,12 +247,18 @@ func (r *lxcRuntime) startOnce(ctx context.Context, vmid int, root string, mps [
 	}
 	args := []string{"-P", r.path, "-n", ct.name, "-F", "-o", filepath.Join(dir, "log"), "-l", "WARN"}
 	ct.cmd = exec.Command("lxc-start", args...)
+	ct.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if ct.userns {
-		ct.cmd = r.startInView(args)
+		if ct.cmd, err = r.startInView(args, ct.lowers()); err != nil {
+			return nil, fmt.Errorf("lxc-start: %w", err)
+		}
 	}
 	ct.cmd.Stdout, ct.cmd.Stderr = &ct.log, &ct.log
-	ct.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := ct.cmd.Start(); err != nil {
+	err = ct.cmd.Start()
+	for _, f := range ct.cmd.ExtraFiles {
+		f.Close()
+	}
+	if err != nil {
 		return nil, fmt.Errorf("lxc-start: %w", err)
 	}
 	go func() {
@@ -428,7 +446,11 @@ func (ct *lxcCT) config(mps []viewMount, run model.GuestRun, init string) (strin
 					return "", err
 				}
 			}
-			line("lxc.mount.entry", fmt.Sprintf("overlay %s overlay lowerdir=/%s,upperdir=%s,workdir=%s 0 0", d, d, esc(ct.path(filepath.Join(ct.root, d))), esc(ct.path(w))))
+			lower := "/" + d
+			if ct.userns {
+				lower = ct.r.lowerDir(d) // idmapped (userns.go)
+			}
+			line("lxc.mount.entry", fmt.Sprintf("overlay %s overlay lowerdir=%s,upperdir=%s,workdir=%s 0 0", d, esc(lower), esc(ct.path(filepath.Join(ct.root, d))), esc(ct.path(w))))
 		}
 	}
 	sorted := append([]viewMount(nil), mps...)
@@ -700,13 +722,6 @@ func probeUserns() error {
 // or, after a kill, at the next start.
 const viewRoot = "/run/corral-sim"
 
-// startInView is lxc-start with args in a private mount namespace where
-// the data directory is at r.view.
-func (r *lxcRuntime) startInView(args []string) *exec.Cmd {
-	script := `mount --bind "$1" "$2" && shift 2 && exec lxc-start "$@"`
-	return exec.Command("unshare", append([]string{"--mount", "--propagation", "private", "--", "sh", "-c", script, "sh", r.data, r.view}, args...)...)
-}
-
 // path is host path p as the CT's lxc-start sees it.
 func (ct *lxcCT) path(p string) string {
 	if !ct.userns || ct.r.view == "" {
@@ -738,4 +753,21 @@ func removeStaleViews() {
 func ownedByCTRoot(dir string) bool {
 	var st unix.Stat_t
 	return unix.Stat(dir, &st) == nil && st.Uid == model.CTRootID
+}
+
+// lowers maps the host directories a tiny-template CT sees through its
+// overlays to where its launcher mounts them (userns.go).
+func (ct *lxcCT) lowers() map[string]string {
+	if ct.work == "" {
+		return nil
+	}
+	out := map[string]string{}
+	for _, d := range overlayDirs {
+		fi, err := os.Lstat("/" + d)
+		if err != nil || !fi.IsDir() || strings.HasPrefix(ct.root+"/", "/"+d+"/") {
+			continue
+		}
+		out["/"+d] = ct.r.lowerDir(d)
+	}
+	return out
 }

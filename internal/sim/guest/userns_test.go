@@ -59,8 +59,8 @@ func owner(t *testing.T, p string) string {
 // TestGuest_unprivilegedUserNamespace: an unprivileged CT (PVE 9's
 // default) runs in PVE's user namespace, container root = host uid
 // 100000: /proc/self/uid_map says so, a file its uid 1000 writes is host
-// uid 101000 on disk, the host's root-owned overlays read as nobody's
-// but work, a pty session is container root's, and pkill cannot reach a
+// uid 101000 on disk, the host's directories it sees through overlays
+// (tiny template) are its root's and writable, a pty session is container root's, and pkill cannot reach a
 // host process. A privileged CT beside it keeps host ids.
 func TestGuest_unprivilegedUserNamespace(t *testing.T) {
 	k := newKit(t)
@@ -86,8 +86,10 @@ func TestGuest_unprivilegedUserNamespace(t *testing.T) {
 		{vmid: 140, name: "root's files too", script: "true", file: "root/by-root", wantOnDisk: "100000:100000"},
 		{vmid: 140, name: "the rootfs and /tmp are container root's", script: "stat -c '%u:%g' / /tmp",
 			want: "stdout: 0:0\nstdout: 0:0", file: ".", wantOnDisk: "100000:100000"},
-		{vmid: 140, name: "the host's /usr reads as nobody's and works", script: "stat -c '%u:%g' /usr/bin/env && /usr/bin/env true && echo ran",
-			want: "stdout: 65534:65534\nstdout: ran"},
+		{vmid: 140, name: "the host's /usr (an idmapped overlay) is container root's and works", script: "stat -c '%u:%g' /usr/bin/env && /usr/bin/env true && echo ran",
+			want: "stdout: 0:0\nstdout: ran"},
+		{vmid: 140, name: "container root writes into the host's directories (copied up into the rootfs)", script: "mkdir -p /usr/local/bin && echo x > /usr/local/bin/mine && stat -c '%u:%g' /usr/local/bin/mine",
+			want: "stdout: 0:0", file: "usr/local/bin/mine", wantOnDisk: "100000:100000"},
 		{vmid: 140, name: "pkill cannot reach the host", script: "pkill -f 'slee[p] 7302'; echo $?; kill -9 " + strconv.Itoa(host.Process.Pid) + " 2>/dev/null; echo $?",
 			want: "stdout: 1\nstdout: 1"},
 		{vmid: 141, name: "a privileged CT has the host's ids", script: "awk '{print $1, $2, $3}' /proc/self/uid_map",
