@@ -880,7 +880,9 @@ func installedAgent(ctx context.Context, st *streams, ff fileFlags, cf connFlags
 		return err
 	}
 	defer cleanup()
-	script := "cat " + agentURLFile + " && sed -n \"s/^CORRAL_AGENT_TOKEN='\\(.*\\)'$/\\1/p\" " + agentEnvFile
+	// The env file is written for sh's `.` (and systemd's reading of it):
+	// sourcing it in a subshell reads the token back exactly as written.
+	script := "cat " + agentURLFile + " && (. " + agentEnvFile + " && printf '%s\\n' \"$CORRAL_AGENT_TOKEN\")"
 	found := false
 	var errb bytes.Buffer
 	err = withGuest(ctx, st, fileFlags{path: am, lazy: true}, cf, trust, agentApp, func(cl *guest.Client) error {
