@@ -52,18 +52,21 @@ func setIfupdownDropIn(root string) error {
 }
 
 // writeCTFile writes text to rel inside the CT's root as a 0644 file,
-// making missing directories. It never follows a link the CT's users
-// may have made: a symlink among rel's directories is an error, one at
-// rel itself is replaced.
+// making missing directories, each owned as its parent directory (so an
+// unprivileged CT's root, whose ids are shifted on disk, owns them). It
+// never follows a link the CT's users may have made: a symlink among
+// rel's directories is an error, one at rel itself is replaced.
 func writeCTFile(root, rel, text string) error {
 	dir := root
 	for _, part := range strings.Split(filepath.Dir(filepath.Clean(rel)), "/") {
+		parent := dir
 		dir = filepath.Join(dir, part)
 		fi, err := os.Lstat(dir)
 		if errors.Is(err, os.ErrNotExist) {
 			if err := os.Mkdir(dir, 0o755); err != nil {
 				return err
 			}
+			chownAs(dir, parent)
 			continue
 		}
 		if err != nil {
@@ -87,5 +90,18 @@ func writeCTFile(root, rel, text string) error {
 		f.Close()
 		return err
 	}
-	return f.Close()
+	if err := f.Close(); err != nil {
+		return err
+	}
+	chownAs(p, filepath.Dir(p))
+	return nil
+}
+
+// chownAs gives p the owner of ref.
+func chownAs(p, ref string) {
+	if fi, err := os.Lstat(ref); err == nil {
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			os.Lchown(p, int(st.Uid), int(st.Gid))
+		}
+	}
 }

@@ -295,8 +295,14 @@ func ctSetupInterfaces(rootDir string, conf map[string]string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return err
+	if _, err := os.Lstat(filepath.Dir(p)); errors.Is(err, os.ErrNotExist) {
+		if err := os.Mkdir(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if fi, err := os.Lstat(filepath.Join(rootDir, "etc")); err == nil {
+			uid, gid := fileOwner(fi)
+			os.Lchown(filepath.Dir(p), uid, gid)
+		}
 	}
 	return ctWriteRegular(p, ctRenderInterfaces(old, nets))
 }
@@ -409,7 +415,12 @@ func ctWriteRegular(p, text string) error {
 	if fi, err := os.Lstat(filepath.Dir(p)); err != nil || !fi.IsDir() {
 		return fmt.Errorf("%s is not a directory (a link?): not writing %s", filepath.Dir(p), filepath.Base(p))
 	}
+	// A new file is owned as its directory: an unprivileged CT's root
+	// (ids shifted on disk) owns what PVE's setup writes as that root.
 	uid, gid := -1, -1
+	if fi, err := os.Lstat(filepath.Dir(p)); err == nil {
+		uid, gid = fileOwner(fi)
+	}
 	if fi, err := os.Lstat(p); err == nil {
 		if fi.Mode().IsRegular() {
 			uid, gid = fileOwner(fi)
