@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/corralhq/corral/internal/wait"
 	"net/url"
 	"regexp"
 	"slices"
@@ -51,6 +52,7 @@ type Executor struct {
 	// (the second Ctrl-C) aborts the steps under way instead.
 	Stop <-chan struct{}
 
+	sweeps   sweepGroup // the attach guard's shared reads (guard.go)
 	mu       sync.Mutex // timings
 	timings  []Timing
 	creating sync.Mutex // NextID and the create POST, so parallel creates do not race for one VMID
@@ -737,23 +739,19 @@ func (e *Executor) putConfig(ctx context.Context, node string, vmid int, params 
 // retryLocked retries fn while PVE answers "CT is locked (…)": the call
 // was refused before any change, so repeating it is safe.
 func (e *Executor) retryLocked(ctx context.Context, fn func() error) error {
-	wait := e.LockWait
-	if wait == 0 {
-		wait = 3 * time.Minute
+	limit := e.LockWait
+	if limit == 0 {
+		limit = 3 * time.Minute
 	}
-	deadline := time.Now().Add(wait)
+	deadline := time.Now().Add(limit)
 	delay := 200 * time.Millisecond
 	for {
 		err := fn()
 		if err == nil || !pve.IsLocked(err) || time.Now().After(deadline) {
 			return err
 		}
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
+		if err := wait.Sleep(ctx, delay); err != nil {
+			return err
 		}
 		delay = min(delay*2, 2*time.Second)
 	}

@@ -3,15 +3,13 @@ package bench
 import (
 	"context"
 	"flag"
-	"fmt"
-	"slices"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/corralhq/corral/internal/apply"
 	"github.com/corralhq/corral/internal/plan"
+	"github.com/corralhq/corral/internal/sim"
 	"github.com/corralhq/corral/internal/sim/model"
 )
 
@@ -21,35 +19,12 @@ var (
 	drainPar   = flag.Int("drain.parallelism", 10, "apps moved at once (BenchmarkDrain)")
 )
 
-// drainYAML is n apps with two retained volumes each, all on pve1 while
-// placement allows only it.
-func drainYAML(n int, only string) string {
-	var b strings.Builder
-	if only != "" {
-		fmt.Fprintf(&b, "placement: {nodes: [%s]}\n", only)
-	}
-	b.WriteString("apps:\n")
-	for i := range n {
-		fmt.Fprintf(&b, "  - name: app%d\n    template: local:vztmpl/%s\n    features: {nesting: true}\n    memory: 256\n", i, debian12)
-		b.WriteString("    rootfs: {size: 2G}\n    volumes:\n      - {name: home, size: 1G, mount: /home/app}\n      - {name: cache, size: 512M, mount: /var/cache/app, backup: false}\n")
-	}
-	return b.String()
-}
-
 // BenchmarkDrain measures draining a node (what corral drain does: the
 // apps placed afresh away from it, their moves run with the executor's
-// parallelism) against the Proxmox task time it cannot go below:
-//
-//   - chain: the longest chain one app waits through, its own tasks
-//     (stop, migrate, start) plus the longest carrier's (create,
-//     migrate, destroy) and its four move_volume tasks;
-//   - keeper: the move_volume tasks of one keeper, which run one at a
-//     time (PVE's config lock; corral's keeper lock);
-//   - packed: all task time divided by the parallelism.
-//
-// The critical path is the largest of the three; wall/critical is the
-// overhead. go test ./internal/bench -run '^$' -bench Drain -benchtime 1x
-// -drain.apps 250 gives the figure in docs/benchmarks.md.
+// parallelism) against the Proxmox task time it cannot go below
+// (DrainPath, drain.go). go test ./internal/bench -run '^$' -bench Drain
+// -benchtime 1x -drain.apps 250 gives the figure in docs/benchmarks.md;
+// corral bench --drain N measures the same through the CLI.
 func BenchmarkDrain(b *testing.B) {
 	for range b.N {
 		b.StopTimer()
@@ -69,10 +44,12 @@ func BenchmarkDrain(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		seen := map[string]bool{}
-		for _, t := range g.srv.Cluster().Tasks("") {
-			seen[t.UPID] = true
-		}
+		list := func() ([]sim.TaskTime, error) { return taskTimes(g.srv.Cluster().Tasks("")), nil }
+		before, _ := list()
+		col := newTaskCollector(before)
+		stop := make(chan struct{})
+		polled := make(chan error, 1)
+		go func() { polled <- col.poll(list, time.Second, stop) }()
 		b.StartTimer()
 		start := time.Now()
 		obs, err := apply.Observe(ctx, g.client)
@@ -104,20 +81,26 @@ func BenchmarkDrain(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		var tasks []model.Task
-		for _, t := range g.srv.Cluster().Tasks("") {
-			if !seen[t.UPID] {
-				tasks = append(tasks, t)
+		close(stop)
+		<-polled
+		appIDs, keepers := map[string]bool{}, map[string]bool{}
+		for _, cts := range after.Apps {
+			for _, ct := range cts {
+				appIDs[strconv.Itoa(ct.VMID)] = true
 			}
 		}
-		cp := drainCriticalPath(tasks, after, *drainPar)
+		for _, ks := range after.Keepers {
+			for _, k := range ks {
+				keepers[strconv.Itoa(k.VMID)] = true
+			}
+		}
+		cp := drainCriticalPath(col.all(), appIDs, keepers, *drainPar, *drainScale)
 		b.ReportMetric(wall.Seconds(), "wall-s")
-		b.ReportMetric(cp.critical().Seconds(), "critical-s")
-		b.ReportMetric(wall.Seconds()/cp.critical().Seconds(), "wall/critical")
-		b.ReportMetric(cp.total.Seconds(), "task-s")
-		b.Logf("drain of %d apps, parallelism %d, time scale %g: wall %s; chain %s, keeper %s, packed %s (task time %s over %d tasks)",
-			*drainApps, *drainPar, *drainScale, wall.Round(time.Millisecond), cp.chain.Round(time.Millisecond), cp.keeper.Round(time.Millisecond),
-			cp.packed.Round(time.Millisecond), cp.total.Round(time.Millisecond), len(tasks))
+		b.ReportMetric(cp.Critical, "critical-s")
+		b.ReportMetric(wall.Seconds()/cp.Critical, "wall/critical")
+		b.ReportMetric(cp.TaskTime, "task-s")
+		b.Logf("drain of %d apps, parallelism %d, time scale %g: wall %s; critical path %.1fs: chain %.1fs, keeper %.1fs, packed %.1fs (task time %.1fs nominal, %.1fs measured, over %d tasks)",
+			*drainApps, *drainPar, *drainScale, wall.Round(time.Millisecond), cp.Critical, cp.Chain, cp.Keeper, cp.Packed, cp.TaskTime, cp.Busy, cp.Tasks)
 		for _, ct := range after.Apps {
 			if ct[0].Node == "pve1" {
 				b.Fatalf("app still on pve1 after the drain")
@@ -127,65 +110,11 @@ func BenchmarkDrain(b *testing.B) {
 	}
 }
 
-type drainPath struct{ chain, keeper, packed, total time.Duration }
-
-func (d drainPath) critical() time.Duration { return max(d.chain, d.keeper, d.packed) }
-
-// drainCriticalPath splits the tasks a drain caused by guest: the apps'
-// containers, the keepers, and the carriers (every other guest).
-func drainCriticalPath(tasks []model.Task, obs *plan.Observed, par int) drainPath {
-	apps, keepers := map[string]bool{}, map[string]bool{}
-	for _, cts := range obs.Apps {
-		for _, ct := range cts {
-			apps[strconv.Itoa(ct.VMID)] = true
-		}
+// taskTimes is what the emulator's admin API lists of tasks.
+func taskTimes(ts []model.Task) []sim.TaskTime {
+	out := make([]sim.TaskTime, 0, len(ts))
+	for _, t := range ts {
+		out = append(out, sim.TaskTime{UPID: t.UPID, Node: t.Node, Type: t.Type, ID: t.ID, Status: t.Status, ExitStatus: t.ExitStatus, Began: t.BeganNS, Ended: t.EndedNS, Busy: t.Busy})
 	}
-	for _, ks := range obs.Keepers {
-		for _, k := range ks {
-			keepers[strconv.Itoa(k.VMID)] = true
-		}
-	}
-	perApp, perCarrier, perKeeper := map[string]time.Duration{}, map[string]time.Duration{}, map[string]time.Duration{}
-	var d drainPath
-	for _, t := range tasks {
-		d.total += t.Busy
-		if t.Type == "move_volume" { // <from>-<key>><to>-<key>
-			from, rest, _ := strings.Cut(t.ID, "-")
-			_, to, _ := strings.Cut(rest, ">")
-			to, _, _ = strings.Cut(to, "-")
-			for _, id := range []string{from, to} {
-				if keepers[id] {
-					perKeeper[id] += t.Busy
-				} else {
-					perCarrier[id] += t.Busy
-				}
-			}
-			continue
-		}
-		switch {
-		case apps[t.ID]:
-			perApp[t.ID] += t.Busy
-		case keepers[t.ID]:
-			perKeeper[t.ID] += t.Busy
-		default:
-			perCarrier[t.ID] += t.Busy
-		}
-	}
-	longest := func(m map[string]time.Duration) time.Duration {
-		v := slices.Collect(func(yield func(time.Duration) bool) {
-			for _, x := range m {
-				if !yield(x) {
-					return
-				}
-			}
-		})
-		if len(v) == 0 {
-			return 0
-		}
-		return slices.Max(v)
-	}
-	d.chain = longest(perApp) + longest(perCarrier)
-	d.keeper = longest(perKeeper)
-	d.packed = d.total / time.Duration(max(par, 1))
-	return d
+	return out
 }
