@@ -183,7 +183,8 @@ func (e *Executor) Apply(ctx context.Context, p *plan.Plan, obs *plan.Observed) 
 			changes = append(changes, c)
 		}
 	}
-	return e.forEachApp(ctx, changes, func(c plan.Change) error { return e.applyChange(ctx, c, keepers, obs) })
+	err := e.forEachApp(ctx, changes, func(c plan.Change) error { return e.applyChange(ctx, c, keepers, obs) })
+	return errors.Join(err, keepers.refreshNotes(ctx))
 }
 
 // applyChange carries out one app's change.

@@ -34,6 +34,13 @@ type keeper struct {
 
 	mu sync.Mutex // one volume operation at a time (they toggle protection)
 
+	// out bounds the move_volume tasks that take volumes out of the
+	// keeper queued at once (carry): PVE runs them one at a time under
+	// the keeper's config lock, and a task that waits for that lock
+	// longer than its timeout (10 s, lock_config) fails. A few queued
+	// keep the keeper busy without risking it.
+	out chan struct{}
+
 	qmu   sync.Mutex // queue
 	queue []*takeReq // moves waiting for the next protection window (takeBatched)
 
@@ -44,6 +51,9 @@ type keeper struct {
 	projects map[string]string      // the Notes' project lines: they take room too
 	volumes  int                    // unusedN and mpN entries: what the keeper's room is counted in
 	reserved map[plan.VolumeKey]int // room promised to volumes being made (keeperSet.forNew)
+	// notesStale: volumes were carried out since the Notes were last
+	// written (keeperSet.refreshNotes).
+	notesStale bool
 }
 
 // keeperState is a fresh read of a keeper's config, for one write.
@@ -558,4 +568,25 @@ func (k *keeper) free(ctx context.Context, vk plan.VolumeKey, volid string) erro
 			return nil, nil // freed by an earlier attempt
 		})
 	})
+}
+
+// carryOutDepth is how many move_volume tasks out of one keeper corral
+// has queued at PVE at once (keeper.out).
+const carryOutDepth = 3
+
+// takeOut waits for a turn to queue a move_volume out of the keeper; done
+// gives it back.
+func (k *keeper) takeOut(ctx context.Context) (done func(), err error) {
+	k.smu.Lock()
+	if k.out == nil {
+		k.out = make(chan struct{}, carryOutDepth)
+	}
+	out := k.out
+	k.smu.Unlock()
+	select {
+	case out <- struct{}{}:
+		return func() { <-out }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }

@@ -565,24 +565,31 @@ func (e *Executor) carry(ctx context.Context, keepers *keeperSet, car *carrierRe
 			if srcKey == "" || plan.ParseMountPoint(read[k][srcKey]).Volume != volid {
 				return fmt.Errorf("keeper %d no longer records %s as %s", k.vmid, vk, volid)
 			}
+			done, err := k.takeOut(ctx)
+			if err != nil {
+				return err
+			}
 			var upid string
-			if err := e.retryLocked(ctx, func() (err error) {
+			err = e.retryLocked(ctx, func() (err error) {
 				upid, err = e.Client.MoveVolume(ctx, car.node, k.vmid, url.Values{
 					"volume": {srcKey}, "target-vmid": {strconv.Itoa(car.vmid)}, "target-volume": {targets[vk]},
 				})
 				return err
-			}); err != nil {
-				return fmt.Errorf("move %s to carrier %d: %w", volid, car.vmid, err)
+			})
+			if err == nil {
+				err = e.wait(ctx, vk.App, upid)
 			}
-			if err := e.wait(ctx, vk.App, upid); err != nil {
+			done()
+			if err != nil {
 				return fmt.Errorf("move %s to carrier %d: %w", volid, car.vmid, err)
 			}
 		}
-		// The keepers' Notes follow their mount points again.
+		// The keepers' Notes follow their mount points again at the end
+		// of the run (keeperSet.refreshNotes).
 		for k := range read {
-			if err := k.change(ctx, "forget "+strings.Join(names, ", ")+" (carried)", func(s *keeperState) (url.Values, error) { return url.Values{}, nil }); err != nil {
-				return err
-			}
+			k.smu.Lock()
+			k.notesStale = true
+			k.smu.Unlock()
 		}
 		return nil
 	})

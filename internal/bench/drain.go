@@ -69,6 +69,10 @@ type DrainPath struct {
 	// Busy is the sum of the tasks' measured run times, lock waits
 	// included: how far the emulator's tasks ran over their nominal time.
 	Busy float64 `json:"task_busy_s"`
+	// KeeperSpan is the time from the first move_volume task of the
+	// busiest keeper starting to its last one ending: Keeper ÷ KeeperSpan
+	// is how busy corral kept it.
+	KeeperSpan float64 `json:"keeper_span_s"`
 }
 
 // drainYAML is n apps with two retained volumes each, all on pve1 while
@@ -103,6 +107,7 @@ func drainCriticalPath(tasks []sim.TaskTime, apps, keepers map[string]bool, par 
 	tasks = slices.Clone(tasks)
 	slices.SortFunc(tasks, func(a, b sim.TaskTime) int { return int(a.Began - b.Began) })
 	perApp, perKeeper := map[string]time.Duration{}, map[string]time.Duration{}
+	span := map[string][2]int64{}            // keeper → first began, last ended
 	perCarrier := map[string]time.Duration{} // "vmid#n": the nth carrier with that VMID
 	generation := map[string]int{}
 	carrier := func(id string) string { return id + "#" + strconv.Itoa(generation[id]) }
@@ -119,6 +124,12 @@ func drainCriticalPath(tasks []sim.TaskTime, apps, keepers map[string]bool, par 
 				switch {
 				case keepers[id]:
 					perKeeper[id] += d
+					sp, ok := span[id]
+					if !ok || t.Began < sp[0] {
+						sp[0] = t.Began
+					}
+					sp[1] = max(sp[1], t.Ended)
+					span[id] = sp
 				case !apps[id]:
 					perCarrier[carrier(id)] += d
 				}
@@ -146,9 +157,15 @@ func drainCriticalPath(tasks []sim.TaskTime, apps, keepers map[string]bool, par 
 	}
 	chain := longest(perApp) + longest(perCarrier)
 	keeper := longest(perKeeper)
+	var keeperSpan time.Duration
+	for id, d := range perKeeper {
+		if d == keeper {
+			keeperSpan = time.Duration(span[id][1] - span[id][0])
+		}
+	}
 	packed := total / time.Duration(max(par, 1))
 	return DrainPath{Chain: chain.Seconds(), Keeper: keeper.Seconds(), Packed: packed.Seconds(),
-		Critical: max(chain, keeper, packed).Seconds(), TaskTime: total.Seconds(), Tasks: len(tasks), Busy: busy.Seconds()}
+		Critical: max(chain, keeper, packed).Seconds(), TaskTime: total.Seconds(), Tasks: len(tasks), Busy: busy.Seconds(), KeeperSpan: keeperSpan.Seconds()}
 }
 
 // taskCollector keeps every task it sees in polls of the emulator's task

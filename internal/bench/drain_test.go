@@ -3,7 +3,11 @@ package bench
 import (
 	"context"
 	"flag"
+	"regexp"
+	"sort"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +21,7 @@ var (
 	drainApps  = flag.Int("drain.apps", 12, "apps on the drained node (BenchmarkDrain)")
 	drainScale = flag.Float64("drain.scale", 0.1, "emulator time scale (BenchmarkDrain)")
 	drainPar   = flag.Int("drain.parallelism", 10, "apps moved at once (BenchmarkDrain)")
+	drainSteps = flag.Bool("drain.steps", false, "log the time spent in each kind of step (BenchmarkDrain)")
 )
 
 // BenchmarkDrain measures draining a node (what corral drain does: the
@@ -71,7 +76,11 @@ func BenchmarkDrain(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		steps := &stepTimes{total: map[string]time.Duration{}, count: map[string]int{}}
 		ex := &apply.Executor{Client: g.client, Parallelism: *drainPar}
+		if *drainSteps {
+			ex.Observer = steps
+		}
 		if err := ex.Apply(ctx, p, obs); err != nil {
 			b.Fatal(err)
 		}
@@ -99,8 +108,11 @@ func BenchmarkDrain(b *testing.B) {
 		b.ReportMetric(cp.Critical, "critical-s")
 		b.ReportMetric(wall.Seconds()/cp.Critical, "wall/critical")
 		b.ReportMetric(cp.TaskTime, "task-s")
-		b.Logf("drain of %d apps, parallelism %d, time scale %g: wall %s; critical path %.1fs: chain %.1fs, keeper %.1fs, packed %.1fs (task time %.1fs nominal, %.1fs measured, over %d tasks)",
-			*drainApps, *drainPar, *drainScale, wall.Round(time.Millisecond), cp.Critical, cp.Chain, cp.Keeper, cp.Packed, cp.TaskTime, cp.Busy, cp.Tasks)
+		b.Logf("drain of %d apps, parallelism %d, time scale %g: wall %s; critical path %.1fs: chain %.1fs, keeper %.1fs, packed %.1fs (task time %.1fs nominal, %.1fs measured, over %d tasks); the busiest keeper's moves spanned %.1fs",
+			*drainApps, *drainPar, *drainScale, wall.Round(time.Millisecond), cp.Critical, cp.Chain, cp.Keeper, cp.Packed, cp.TaskTime, cp.Busy, cp.Tasks, cp.KeeperSpan)
+		if *drainSteps {
+			steps.log(b)
+		}
 		for _, ct := range after.Apps {
 			if ct[0].Node == "pve1" {
 				b.Fatalf("app still on pve1 after the drain")
@@ -117,4 +129,41 @@ func taskTimes(ts []model.Task) []sim.TaskTime {
 		out = append(out, sim.TaskTime{UPID: t.UPID, Node: t.Node, Type: t.Type, ID: t.ID, Status: t.Status, ExitStatus: t.ExitStatus, Began: t.BeganNS, Ended: t.EndedNS, Busy: t.Busy})
 	}
 	return out
+}
+
+// stepTimes adds up the executor's steps by kind (numbers left out).
+type stepTimes struct {
+	mu    sync.Mutex
+	total map[string]time.Duration
+	count map[string]int
+}
+
+var digits = regexp.MustCompile(`[0-9]+`)
+
+func (s *stepTimes) Step(app, phase, detail string) func(error) {
+	start := time.Now()
+	key := phase + ": " + digits.ReplaceAllString(detail, "N")
+	if i := strings.Index(key, "="); i > 0 {
+		key = key[:i]
+	}
+	return func(error) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.total[key] += time.Since(start)
+		s.count[key]++
+	}
+}
+func (s *stepTimes) TaskLog(string, string, string) {}
+func (s *stepTimes) Warn(string, string)            {}
+func (s *stepTimes) WantsTaskLogs() bool            { return false }
+
+func (s *stepTimes) log(b *testing.B) {
+	keys := make([]string, 0, len(s.total))
+	for k := range s.total {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return s.total[keys[i]] > s.total[keys[j]] })
+	for _, k := range keys {
+		b.Logf("%8.1fs %5d× %6.3fs  %s", s.total[k].Seconds(), s.count[k], s.total[k].Seconds()/float64(s.count[k]), k)
+	}
 }
