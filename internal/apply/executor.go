@@ -183,8 +183,50 @@ func (e *Executor) Apply(ctx context.Context, p *plan.Plan, obs *plan.Observed) 
 			changes = append(changes, c)
 		}
 	}
+	changes = interleaveMoves(changes)
 	err := e.forEachApp(ctx, changes, func(c plan.Change) error { return e.applyChange(ctx, c, keepers, obs) })
 	return errors.Join(err, keepers.refreshNotes(ctx))
+}
+
+// interleaveMoves orders the moves among changes so that consecutive ones
+// take their volumes out of different keepers, round robin: the
+// move_volume tasks out of one keeper run one at a time, so a drain
+// whose first apps all hold their volumes in the same keeper (the apps
+// created first fill the first keeper) would keep that keeper busy and
+// the node's others idle, then the other way round. Other changes keep
+// their place before the moves; the plan's order is kept within a keeper.
+func interleaveMoves(changes []plan.Change) []plan.Change {
+	var out []plan.Change
+	groups := map[string][]plan.Change{}
+	var order []string
+	for _, c := range changes {
+		if c.Action != plan.Move {
+			out = append(out, c)
+			continue
+		}
+		key := c.From
+		for _, v := range c.Volumes {
+			if v.Action == plan.VolMove && v.VolID != "" {
+				key = c.From + "/" + strconv.Itoa(plan.VolumeOwner(v.VolID))
+				break
+			}
+		}
+		if groups[key] == nil {
+			order = append(order, key)
+		}
+		groups[key] = append(groups[key], c)
+	}
+	for left := true; left; {
+		left = false
+		for _, key := range order {
+			if g := groups[key]; len(g) > 0 {
+				out = append(out, g[0])
+				groups[key] = g[1:]
+				left = true
+			}
+		}
+	}
+	return out
 }
 
 // applyChange carries out one app's change.
