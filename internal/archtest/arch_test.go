@@ -6,7 +6,6 @@ import (
 	"go/token"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 )
@@ -69,17 +68,12 @@ func TestImportRules(t *testing.T) {
 	}
 }
 
-// modelFilesSpeakingHTTP are the emulator model's files that still use
-// net/http, for the status code a model.Error carries. Issue 17 moves
-// that mapping into internal/sim, which answers HTTP; this list may only
-// shrink (TestModelSpeaksNoHTTP fails for a file that is on it and no
-// longer imports net/http, and for any other file that does).
-var modelFilesSpeakingHTTP = map[string]bool{"access.go": true, "error.go": true, "ticket.go": true}
-
 // TestModelSpeaksNoHTTP: the emulator's model (internal/sim/model) is the
 // cluster in domain terms; HTTP belongs to internal/sim, which serves it.
-// The model depends on no other package under internal/sim, and no file
-// of it imports net/http but those still listed above.
+// The model depends on no other package under internal/sim nor on
+// net/http (not even through a library), and no file of it (tests aside)
+// imports net/http: a model failure is a *model.Error
+// of a domain kind, which internal/sim maps to PVE's HTTP answer.
 func TestModelSpeaksNoHTTP(t *testing.T) {
 	model := module + "/internal/sim/model"
 	seen := false
@@ -95,12 +89,8 @@ func TestModelSpeaksNoHTTP(t *testing.T) {
 			if strings.HasPrefix(dep, module+"/") && !strings.HasPrefix(dep, module+"/internal/sim") {
 				t.Errorf("%s depends on %s: the model stands alone", p.ImportPath, dep)
 			}
-		}
-		if p.ImportPath == model {
-			for name := range modelFilesSpeakingHTTP {
-				if !slices.Contains(p.GoFiles, name) {
-					t.Errorf("%s is gone: remove it from modelFilesSpeakingHTTP", name)
-				}
+			if dep == "net/http" {
+				t.Errorf("%s depends on net/http, through a package it imports: the model speaks no HTTP", p.ImportPath)
 			}
 		}
 		for _, name := range p.GoFiles {
@@ -113,12 +103,8 @@ func TestModelSpeaksNoHTTP(t *testing.T) {
 				path := strings.Trim(imp.Path.Value, `"`)
 				http = http || path == "net/http" || strings.HasPrefix(path, "net/http/")
 			}
-			listed := p.ImportPath == model && modelFilesSpeakingHTTP[name]
-			switch {
-			case http && !listed:
+			if http {
 				t.Errorf("%s/%s imports net/http: the model speaks in domain errors; internal/sim maps them to HTTP answers", p.ImportPath, name)
-			case !http && listed:
-				t.Errorf("%s no longer imports net/http: remove it from modelFilesSpeakingHTTP", name)
 			}
 		}
 	}

@@ -54,7 +54,7 @@ func runScale(ctx context.Context, o Options) (*ScaleReport, error) {
 		return nil, err
 	}
 	o.TimeScale = 0
-	p, err := startSim(ctx, o.Corral, dir, 0, s.Nodes)
+	p, err := startSim(ctx, o.Corral, dir, 0, s.Nodes, "view")
 	if err != nil {
 		return nil, err
 	}

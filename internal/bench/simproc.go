@@ -34,8 +34,11 @@ type simProc struct {
 }
 
 // startSim starts `corral sim serve` on a free loopback port with task
-// durations × scale and waits until it answers.
-func startSim(ctx context.Context, corral, dir string, scale float64, nodes int) (*simProc, error) {
+// durations × scale and waits until it answers. runtime, when not empty
+// and CORRAL_SIM_RUNTIME is unset, selects the emulator's guest runtime
+// ("view" for the --scale run: thousands of running containers measure
+// the API, not LXC, and would not fit on a small machine as real ones).
+func startSim(ctx context.Context, corral, dir string, scale float64, nodes int, runtime string) (*simProc, error) {
 	state := filepath.Join(dir, "sim")
 	logf, err := os.Create(filepath.Join(dir, "sim.log"))
 	if err != nil {
@@ -45,6 +48,9 @@ func startSim(ctx context.Context, corral, dir string, scale float64, nodes int)
 	cmd := exec.Command(corral, "sim", "serve", "--listen", "127.0.0.1:0", "--state", state,
 		"--time-scale", strconv.FormatFloat(scale, 'g', -1, 64), "--nodes", strconv.Itoa(nodes), "--guest-ssh-port", "0")
 	cmd.Stderr = logf
+	if runtime != "" && os.Getenv("CORRAL_SIM_RUNTIME") == "" {
+		cmd.Env = append(os.Environ(), "CORRAL_SIM_RUNTIME="+runtime)
+	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err

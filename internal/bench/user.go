@@ -145,7 +145,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, err
 		}
-		p, err := startSim(ctx, o.Corral, dir, o.TimeScale, 1)
+		p, err := startSim(ctx, o.Corral, dir, o.TimeScale, 1, "")
 		if err != nil {
 			return nil, err
 		}

@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/corralhq/corral/internal/agent"
+	"github.com/corralhq/corral/internal/manifest"
 	"github.com/corralhq/corral/internal/pve"
 	"github.com/corralhq/corral/internal/pvetest"
 )
@@ -104,11 +105,38 @@ func agentProcesses(t *testing.T, url string) []int {
 			continue
 		}
 		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
-		if len(args) > 2 && args[0] == agentBin && args[1] == "agent" && strings.Contains(string(b), "\x00"+listen+"\x00") {
+		if len(args) > 2 && args[0] == agentBin && args[1] == "agent" && strings.Contains(string(b), "\x00"+listen+"\x00") && descendsFromUs(pid) {
 			out = append(out, pid)
 		}
 	}
 	return out
+}
+
+// descendsFromUs says whether pid is a descendant of this test process:
+// the emulator runs in it, so its containers' processes are, and another
+// test binary's agent on the same address (its emulator may share the
+// loopback block on another guest port) is not.
+func descendsFromUs(pid int) bool {
+	for range 64 {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return false
+		}
+		// pid (comm) state ppid …; comm may hold spaces and parentheses.
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		if len(f) < 2 {
+			return false
+		}
+		ppid, _ := strconv.Atoi(f[1])
+		if ppid == os.Getpid() {
+			return true
+		}
+		if ppid <= 1 {
+			return false
+		}
+		pid = ppid
+	}
+	return false
 }
 
 // waitFor is pvetest.WaitFor that, if cond never holds (a stuck agent),
@@ -183,7 +211,7 @@ func TestAgent_install(t *testing.T) {
 	vars := map[string]string{}
 	for _, line := range strings.Split(env, "\n") {
 		if k, v, ok := strings.Cut(line, "="); ok && !strings.HasPrefix(k, "#") {
-			vars[k] = strings.Trim(v, "'")
+			vars[k] = envFileUnquote(v)
 		}
 	}
 	tokenID, secret, _ := strings.Cut(vars["PROXMOX_VE_API_TOKEN"], "=")
@@ -296,9 +324,9 @@ func TestAgent_install(t *testing.T) {
 	outputs = append(outputs, log, string(api))
 	for _, line := range strings.Split(env2, "\n") {
 		if k, v, ok := strings.Cut(line, "="); ok && (k == "PROXMOX_VE_API_TOKEN" || k == "CORRAL_AGENT_TOKEN") {
-			_, s, _ := strings.Cut(strings.Trim(v, "'"), "=")
+			_, s, _ := strings.Cut(envFileUnquote(v), "=")
 			if k == "CORRAL_AGENT_TOKEN" {
-				s = strings.Trim(v, "'")
+				s = envFileUnquote(v)
 			}
 			for _, secret := range []string{s, secret, bearer} {
 				for i, out := range outputs {
@@ -501,7 +529,7 @@ func TestAgent_installPassEnv(t *testing.T) {
 		t.Fatalf("install --pass-env: exit %d\n%s", r2.code, r2.stderr)
 	}
 	env, _ := c.ctFile(c.agentCTs("demo")[0], "etc/corral/agent/agent.env")
-	if !strings.Contains(env, "NOTES_KEY='"+secret+"'") {
+	if q, _ := manifest.EnvFileValue(secret); !strings.Contains(env, "NOTES_KEY="+q+"\n") {
 		t.Errorf("the env file lacks NOTES_KEY")
 	}
 	for _, out := range []string{r.stdout, r.stderr, r2.stdout, r2.stderr} {
@@ -509,4 +537,16 @@ func TestAgent_installPassEnv(t *testing.T) {
 			t.Errorf("the output shows the secret:\n%s", out)
 		}
 	}
+}
+
+// envFileUnquote reads back a value manifest.EnvFileValue wrote: plain,
+// in double quotes with \\, \" and \$ escaped, or in single quotes.
+func envFileUnquote(v string) string {
+	switch {
+	case len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"':
+		return strings.NewReplacer(`\\`, `\`, `\"`, `"`, `\$`, "$").Replace(v[1 : len(v)-1])
+	case len(v) >= 2 && v[0] == '\'' && v[len(v)-1] == '\'':
+		return v[1 : len(v)-1]
+	}
+	return v
 }

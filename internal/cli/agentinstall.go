@@ -328,13 +328,16 @@ func agentSetup(f *manifest.File, role, user, tokenName string) doctor.SetupPlan
 	return doctor.Setup(doctor.Requirements(f, doctor.Targets{}), doctor.SetupOptions{Role: role, User: user, Token: tokenName})
 }
 
-// agentEnvQuote quotes a value for both a systemd EnvironmentFile and sh's
-// `.`: single quotes, which neither expands inside.
+// agentEnvQuote quotes a value of the agent's env file, which systemd
+// (EnvironmentFile=) reads under systemd and sh (set -a; . FILE) when the
+// agent runs detached: manifest.EnvFileValue's quoting, which both read
+// back as written.
 func agentEnvQuote(name, v string) (string, error) {
-	if strings.ContainsAny(v, "'\n\r\x00") {
-		return "", fmt.Errorf("%s: a value with a single quote or a newline cannot go into the agent's environment file", name)
+	q, err := manifest.EnvFileValue(v)
+	if err != nil {
+		return "", fmt.Errorf("%s: the value %w, so it cannot go into the agent's environment file", name, err)
 	}
-	return "'" + v + "'", nil
+	return q, nil
 }
 
 var envNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -877,7 +880,9 @@ func installedAgent(ctx context.Context, st *streams, ff fileFlags, cf connFlags
 		return err
 	}
 	defer cleanup()
-	script := "cat " + agentURLFile + " && sed -n \"s/^CORRAL_AGENT_TOKEN='\\(.*\\)'$/\\1/p\" " + agentEnvFile
+	// The env file is written for sh's `.` (and systemd's reading of it):
+	// sourcing it in a subshell reads the token back exactly as written.
+	script := "cat " + agentURLFile + " && (. " + agentEnvFile + " && printf '%s\\n' \"$CORRAL_AGENT_TOKEN\")"
 	found := false
 	var errb bytes.Buffer
 	err = withGuest(ctx, st, fileFlags{path: am, lazy: true}, cf, trust, agentApp, func(cl *guest.Client) error {

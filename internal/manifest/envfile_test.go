@@ -21,6 +21,8 @@ var envValues = []string{
 	"with space", " lead", "trail ", "tab\there", "\ttab", `quote"d`, "it's", `'single'`, `back\slash`, `ends\`, `\\double`, `\n`, `\t`, `\0101`, `\x41`,
 	"$HOME", "${HOME}", "$$", `\$HOME`, "a$", "`id`", "$(id)", "`", "a`b\\c", "#hash", "a #b", "a# b", "nbsp\u00a0", "\u00a0nbsp", "é ü 日本", "\v", "vt\vx", "ff\f",
 	`"`, `""`, `'`, `\"`, `\'`, "a=b", ":colon", "export", "-dash",
+	// what corral agent install writes into the agent's env file
+	"https://10.0.0.2:8006", "corral-agent-demo@pve!agent=4f1c8e2a-0b6d-4c57-9f3e-1a2b3c4d5e6f", "AB:CD:EF:01:23:45:67:89",
 }
 
 // envRefused are values EnvFileValue refuses, and why.

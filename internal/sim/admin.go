@@ -162,7 +162,7 @@ func (s *Server) serveAdmin(w http.ResponseWriter, req *http.Request) {
 		}
 		writeData(w, map[string]any{"node": body.Node, "online": *body.Online, "started": upids}, nil)
 	default:
-		writeError(w, &model.Error{Status: http.StatusNotFound, Message: "no such admin endpoint\n"})
+		writeError(w, &httpError{status: http.StatusNotFound, message: "no such admin endpoint\n"})
 	}
 }
 

@@ -32,7 +32,7 @@ func (s *Server) authenticate(req *http.Request) (model.Auth, error) {
 	}
 	c, err := req.Cookie("PVEAuthCookie")
 	if err != nil || c.Value == "" {
-		return model.Auth{}, &model.Error{Status: http.StatusUnauthorized, Message: "No ticket\n"}
+		return model.Auth{}, &model.Error{Kind: model.ErrAuth, Message: "No ticket\n"}
 	}
 	auth, err := s.cluster.VerifyTicket(c.Value)
 	if err != nil {
@@ -40,12 +40,12 @@ func (s *Server) authenticate(req *http.Request) (model.Auth, error) {
 	}
 	if req.Method != http.MethodGet && req.Method != http.MethodHead {
 		if !s.cluster.VerifyCSRF(auth.UserID, req.Header.Get("CSRFPreventionToken")) {
-			return model.Auth{}, &model.Error{Status: http.StatusUnauthorized, Message: "Permission denied - invalid csrf token\n"}
+			return model.Auth{}, &model.Error{Kind: model.ErrAuth, Message: "Permission denied - invalid csrf token\n"}
 		}
 	}
 	return auth, nil
 }
 
 func authFailure() error {
-	return &model.Error{Status: http.StatusUnauthorized, Message: "authentication failure\n"}
+	return &model.Error{Kind: model.ErrAuth, Message: "authentication failure\n"}
 }

@@ -35,16 +35,61 @@ func writeData(w http.ResponseWriter, data any, total *int) {
 	writeEnvelope(w, http.StatusOK, "", envelope{Data: data, Total: total})
 }
 
-// writeError writes err as PVE does: a *model.Error keeps its status and
+// writeError writes err as PVE does: an *httpError with its status, a
+// *model.Error with the status of its kind (statusOfKind), both with their
 // message; anything else is a 500 with its text. The reason phrase is the
 // first line of the message.
 func writeError(w http.ResponseWriter, err error) {
-	var me *model.Error
-	if !errors.As(err, &me) {
-		me = &model.Error{Status: http.StatusInternalServerError, Message: err.Error() + "\n"}
+	status, message, params := answerOf(err)
+	reason := strings.SplitN(strings.TrimRight(message, "\n"), "\n", 2)[0]
+	writeEnvelope(w, status, reason, envelope{Data: nil, Message: message, Errors: params})
+}
+
+// httpError is an answer only the HTTP side gives, with its status: a
+// fault rule's, pveproxy's 595 for an offline node, 501 for a method
+// without a handler, 404 for an unknown admin endpoint, 400 for a body
+// that cannot be read. The model's failures are *model.Error.
+type httpError struct {
+	status  int
+	message string
+}
+
+func (e *httpError) Error() string { return strings.TrimRight(e.message, "\n") }
+
+// answerOf is the HTTP answer to err: status, message and per-parameter
+// errors.
+func answerOf(err error) (status int, message string, params map[string]string) {
+	var he *httpError
+	if errors.As(err, &he) {
+		return he.status, he.message, nil
 	}
-	reason := strings.SplitN(strings.TrimRight(me.Message, "\n"), "\n", 2)[0]
-	writeEnvelope(w, me.Status, reason, envelope{Data: nil, Message: me.Message, Errors: me.Params})
+	var me *model.Error
+	if errors.As(err, &me) {
+		return statusOfKind(me.Kind), me.Message, me.Params
+	}
+	return http.StatusInternalServerError, err.Error() + "\n", nil
+}
+
+// statusOfKind maps the model's error kinds to the HTTP status PVE
+// answers with (pve-http-server: a PVE::Exception's code is the status,
+// a plain die is a 500).
+func statusOfKind(k model.Kind) int {
+	switch k {
+	case model.ErrParam:
+		return http.StatusBadRequest
+	case model.ErrPerm:
+		return http.StatusForbidden
+	case model.ErrAuth:
+		return http.StatusUnauthorized
+	default:
+		return http.StatusInternalServerError
+	}
+}
+
+// statusOf is the HTTP status answering err.
+func statusOf(err error) int {
+	status, _, _ := answerOf(err)
+	return status
 }
 
 // writeEnvelope encodes env with status and, where the connection allows,

@@ -2,9 +2,12 @@ package sim
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -12,6 +15,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/corralhq/corral/internal/sim/model"
 	"github.com/corralhq/corral/internal/testutil/refdata"
 )
 
@@ -363,5 +367,42 @@ func TestTaskErrors(t *testing.T) {
 	}
 	if r := w.do(op, http.MethodGet, "/nodes/pve/lxc/158/config", nil); r.status != 500 {
 		t.Errorf("CT 158 after its failed create: %d %s", r.status, r.data)
+	}
+}
+
+// TestErrorKindStatus: each domain kind of a *model.Error answers with
+// PVE's status, which is also the code the model prints for it in task
+// logs (Kind.Code, PerlText); an httpError keeps its own status and
+// anything else is a 500.
+func TestErrorKindStatus(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want int
+	}{
+		{model.Failf("CT 101 is locked (backup)\n"), http.StatusInternalServerError},
+		{model.ParamError(map[string]string{"vmid": "bad"}), http.StatusBadRequest},
+		{model.PermError("/vms/101, VM.Audit"), http.StatusForbidden},
+		{&model.Error{Kind: model.ErrAuth, Message: "authentication failure\n"}, http.StatusUnauthorized},
+		{&httpError{status: 595, message: "Connection refused\n"}, 595},
+		{io.ErrUnexpectedEOF, http.StatusInternalServerError},
+	} {
+		rec := httptest.NewRecorder()
+		writeError(rec, fmt.Errorf("wrapped: %w", tc.err))
+		if rec.Code != tc.want {
+			t.Errorf("%v: status %d, want %d", tc.err, rec.Code, tc.want)
+		}
+		var me *model.Error
+		if errors.As(tc.err, &me) && me.Kind.Code() != tc.want {
+			t.Errorf("%v: Kind.Code() = %d, the HTTP answer is %d", tc.err, me.Kind.Code(), tc.want)
+		}
+		var env struct {
+			Message string `json:"message"`
+		}
+		if err := json.Unmarshal(rec.Body.Bytes(), &env); err != nil || env.Message == "" {
+			t.Errorf("%v: body %q", tc.err, rec.Body)
+		}
+	}
+	if !errors.Is(fmt.Errorf("x: %w", model.PermError("")), model.ErrPerm) || errors.Is(model.PermError(""), model.ErrParam) {
+		t.Error("errors.Is does not tell the kinds apart")
 	}
 }

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"net/http"
 	"regexp"
 	"strings"
 
@@ -16,7 +15,7 @@ import (
 // the check tree decides. Routes that do not allow tokens refuse them.
 func (s *Server) checkPermissions(r *request) error {
 	if r.auth.TokenID != "" && !r.m.AllowToken {
-		return &model.Error{Status: http.StatusForbidden, Message: "Permission check failed (URI '" + r.path + "' not available with API token, need proper ticket.\n)\n"}
+		return &model.Error{Kind: model.ErrPerm, Message: "Permission check failed (URI '" + r.path + "' not available with API token, need proper ticket.\n)\n"}
 	}
 	if r.auth.IsRoot() {
 		return nil

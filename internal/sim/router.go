@@ -28,7 +28,8 @@ type request struct {
 }
 
 // handler serves one route. It returns the value for "data" (and, for
-// paged lists, a total), or an error (a *model.Error keeps its status).
+// paged lists, a total), or an error (a *model.Error answers with the
+// status of its kind, statusOfKind).
 type handler func(r *request) (any, error)
 
 // pagedResult lets a handler return {"data": …, "total": n}.
@@ -94,7 +95,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, req *http.Request) {
 			dropConnection(w)
 			return
 		}
-		writeError(w, &model.Error{Status: drop.status, Message: drop.message})
+		writeError(w, &httpError{status: drop.status, message: drop.message})
 		return
 	}
 
@@ -102,7 +103,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, req *http.Request) {
 	// with pveproxy's 595 (the connection cannot be made).
 	if node := pathParams["node"]; ok && node != "" && !s.cluster.NodeOnline(node) && s.cluster.NodeExists(node) {
 		status = 595
-		writeError(w, &model.Error{Status: status, Message: "Connection refused\n"})
+		writeError(w, &httpError{status: status, message: "Connection refused\n"})
 		return
 	}
 
@@ -115,7 +116,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, req *http.Request) {
 	params, err := readParams(req)
 	if err != nil {
 		status = http.StatusBadRequest
-		writeError(w, &model.Error{Status: status, Message: err.Error() + "\n"})
+		writeError(w, &httpError{status: status, message: err.Error() + "\n"})
 		return
 	}
 	r := &request{ctx: req.Context(), method: req.Method, path: path, params: params, m: m}
@@ -167,8 +168,8 @@ func (s *Server) serveAPI(w http.ResponseWriter, req *http.Request) {
 
 // notImplemented is pveproxy's answer for a method it has no handler for
 // (PVE::HTTPServer rest_handler): 501, the message without a newline.
-func notImplemented(method, path string) *model.Error {
-	return &model.Error{Status: http.StatusNotImplemented, Message: fmt.Sprintf("Method '%s %s' not implemented", method, path)}
+func notImplemented(method, path string) *httpError {
+	return &httpError{status: http.StatusNotImplemented, message: fmt.Sprintf("Method '%s %s' not implemented", method, path)}
 }
 
 // mergePathParams adds the path's parameters to params as rest_handler
@@ -189,14 +190,6 @@ func mergePathParams(params, pathParams map[string]string) error {
 		return model.ParamError(conflicts)
 	}
 	return nil
-}
-
-func statusOf(err error) int {
-	var me *model.Error
-	if errors.As(err, &me) {
-		return me.Status
-	}
-	return http.StatusInternalServerError
 }
 
 // readParams merges a form or JSON body with the query string, as

@@ -2,7 +2,6 @@ package sim
 
 import (
 	"errors"
-	"net/http"
 	"strings"
 
 	"github.com/corralhq/corral/internal/sim/model"
@@ -149,10 +148,10 @@ func (s *Server) taskFor(r *request) (model.Task, error) {
 	return t, nil
 }
 
-// isNoSuchTask reports the model's 400 {upid: "no such task"}.
+// isNoSuchTask reports the model's parameter error {upid: "no such task"}.
 func isNoSuchTask(err error) bool {
 	var me *model.Error
-	return errors.As(err, &me) && me.Status == http.StatusBadRequest && me.Params["upid"] == "no such task"
+	return errors.As(err, &me) && me.Kind == model.ErrParam && me.Params["upid"] == "no such task"
 }
 
 // validUPID checks the UPID shape (pve-common PVE::UPID::decode).

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestTaskList covers Tasks.pm node_tasks over HTTPS: sources, filters,
@@ -15,6 +16,19 @@ func TestTaskList(t *testing.T) {
 	op, root := k.op(), k.root()
 	tmpl := "local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst"
 	running := k.upid(op, http.MethodPost, "/nodes/pve/lxc", url.Values{"vmid": {"160"}, "ostemplate": {tmpl}, "rootfs": {"local-lvm:1"}, "unprivileged": {"1"}})
+	// The fault hook draws when a worker begins: wait for the create's
+	// first log line, so that the fault set below cannot reach it.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		r := k.do(op, http.MethodGet, "/nodes/pve/tasks/"+url.PathEscape(running)+"/log", nil)
+		var lines []map[string]any
+		k.decode(r.data, &lines)
+		if r.status == 200 && len(lines) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the create's worker did not begin in 10 s")
+		}
+	}
 	// A finished task: a start by the root token that fails at once (a
 	// real one would wait 10 s for the config flock the create holds).
 	k.srv.SetFaults(FaultSpec{Seed: 1, TaskFail: 1})

@@ -8,7 +8,6 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
-	"net/http"
 	"regexp"
 	"slices"
 	"strconv"
@@ -539,7 +538,7 @@ func (a *Access) VerifyToken(fullTokenID, secret string) (Auth, error) {
 // every failure (unknown, disabled or expired user, unknown realm, wrong or
 // unset password) is the same 401 "authentication failure\n".
 func (a *Access) VerifyPassword(userid, password string) (Auth, error) {
-	fail := &Error{Status: http.StatusUnauthorized, Message: "authentication failure\n"}
+	fail := &Error{Kind: ErrAuth, Message: "authentication failure\n"}
 	realm, err := accessVerifyUsername(userid)
 	if err != nil || !accessRealms[realm] || a.checkUserEnabled(userid) != nil {
 		return Auth{}, fail
@@ -886,7 +885,7 @@ func accessLockedFail(op, msg string) *Error {
 
 // accessAuthFail is an authentication failure: 401 with PVE's message.
 func accessAuthFail(msg string) *Error {
-	return &Error{Status: http.StatusUnauthorized, Message: msg}
+	return &Error{Kind: ErrAuth, Message: msg}
 }
 
 // accessNewUUID returns a random version 4 UUID, the form of PVE's token

@@ -19,7 +19,7 @@ import (
 	"github.com/corralhq/corral/internal/testutil/refdata"
 )
 
-// accessWantError fails unless err is an *model.Error with the given status
+// accessWantError fails unless err is an *model.Error with the given PVE code
 // and exact message.
 func accessWantError(t *testing.T, err error, status int, msg string) {
 	t.Helper()
@@ -27,8 +27,8 @@ func accessWantError(t *testing.T, err error, status int, msg string) {
 	if !errors.As(err, &e) {
 		t.Fatalf("err = %v (%T), want *model.Error %d %q", err, err, status, msg)
 	}
-	if e.Status != status || e.Message != msg {
-		t.Fatalf("err = %d %q, want %d %q", e.Status, e.Message, status, msg)
+	if e.Kind.Code() != status || e.Message != msg {
+		t.Fatalf("err = %d %q, want %d %q", e.Kind.Code(), e.Message, status, msg)
 	}
 }
 

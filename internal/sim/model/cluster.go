@@ -74,6 +74,18 @@ func DefaultDuration(typ string) time.Duration { return defaultDurations[typ] }
 // a change holds it only to apply itself and append one journal line),
 // per-guest config locks (lock.go) serialize read-modify-write of a
 // guest like PVE's flock.
+//
+// Cluster is composed by responsibility: it embeds taskRunner (workers
+// and the task list, task.go), storageLayer (storages, volumes, content,
+// storage*.go), accessControl (users, tokens, roles, ACLs, logins over
+// the State's Access, cluster_access.go) and clusterView (resources,
+// nodes, status, cluster_view.go) and guests (the CTs' config, disks,
+// power, snapshots, destroy, locks: guest.go, lxc_*.go, snapshot.go),
+// whose methods are its own. The State they share stays here, under one
+// lock, so each part reaches it through its Cluster. What spans these
+// concerns stays Cluster's own: the long tasks' entry points and runners
+// (create, backup, restore, migrate), the network (lxc_net.go,
+// network.go), node power and the persistence (journal.go).
 type Cluster struct {
 	opts Options
 	log  *slog.Logger
@@ -84,9 +96,6 @@ type Cluster struct {
 	sumsMu sync.Mutex
 	sums   map[string]string // ApplianceSHA512's, by template
 
-	hookMu       sync.Mutex
-	shutdownHook ShutdownHook // SetShutdownHook
-	locks        *configLocks
 	// migLocks are the guest migration flocks (migrate.go).
 	migLocks *configLocks
 
@@ -94,23 +103,18 @@ type Cluster struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	// hooks lets the HTTP layer and fault injection observe or alter task
-	// runs; see TaskHook.
-	taskHook TaskHook
-	// shutdownAborts holds the abort channel of every running vzshutdown
-	// worker by UPID, so that stop with overrule-shutdown can end it.
-	shutdownAborts sync.Map // string → chan struct{}
-	// runHook and runChanges: see SetRunHook. runChanges counts the CT
-	// starts and stops (c.mu).
-	runHook    func()
-	runChanges uint64
-	// guestGen counts guest changes (markGuest, c.mu): the guest layer
-	// polls it and lists the running CTs again only when it moved.
-	guestGen uint64
-
-	// du caches the disk usage of running CTs (du.go).
-	du diskUsage
-
+	// taskRunner runs the workers and keeps the task list (task.go).
+	taskRunner
+	// storageLayer answers for storages, volumes and content (storage.go).
+	storageLayer
+	// accessControl is the locked, persisted face of the State's Access
+	// (cluster_access.go).
+	accessControl
+	// clusterView answers the cluster-wide reads (cluster_view.go).
+	clusterView
+	// guests holds the CTs' config, disk, power and snapshot operations
+	// and their config locks (guest.go).
+	guests
 	// guestBlock is the emulator's loopback block for guest addresses
 	// (see SetGuestBlock); 0 means DefaultGuestBlock. c.mu.
 	guestBlock int
@@ -125,10 +129,6 @@ type Cluster struct {
 	snapshotBytes int64
 	shadow        *State
 }
-
-// TaskHook may fail a task on purpose (fault injection). It is called at the
-// start of every worker; a non-nil error ends the task with that error.
-type TaskHook func(typ, id string) error
 
 // Open loads the cluster in opts.Dir, or creates the default datacenter
 // there when the directory holds no state yet. Tasks that were running when
@@ -164,7 +164,12 @@ func Open(opts Options) (*Cluster, error) {
 		return nil, fmt.Errorf("model: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &Cluster{opts: opts, log: log.WithGroup("model"), locks: newConfigLocks(), migLocks: newMigrateLocks(), ctx: ctx, cancel: cancel}
+	c := &Cluster{opts: opts, log: log.WithGroup("model"), migLocks: newMigrateLocks(), ctx: ctx, cancel: cancel}
+	c.taskRunner.c = c
+	c.storageLayer.c = c
+	c.accessControl.c = c
+	c.clusterView.c = c
+	c.guests.c, c.guests.locks = c, newConfigLocks()
 
 	for _, kind := range opts.SharedStorage {
 		if err := CheckSharedStorage(kind); err != nil {
@@ -229,13 +234,6 @@ func (c *Cluster) Version() string { return c.opts.Version }
 // Dir is the state directory.
 func (c *Cluster) Dir() string { return c.opts.Dir }
 
-// SetTaskHook installs h (nil removes it).
-func (c *Cluster) SetTaskHook(h TaskHook) {
-	c.mu.Lock()
-	c.taskHook = h
-	c.mu.Unlock()
-}
-
 // SetRunHook installs h (nil removes it): it runs after each task step
 // that started or stopped a CT (start, stop, shutdown, reboot, forced
 // destroy, rollback, backup in stop mode), outside the cluster lock and
@@ -254,15 +252,6 @@ func (c *Cluster) statePath() string { return filepath.Join(c.opts.Dir, "state.j
 
 // DataDir is the root of the data plane.
 func (c *Cluster) DataDir() string { return filepath.Join(c.opts.Dir, "data") }
-
-// duration is how long a task of type typ takes at the configured scale.
-func (c *Cluster) duration(typ string) time.Duration {
-	d, ok := c.opts.Durations[typ]
-	if !ok {
-		d = defaultDurations[typ]
-	}
-	return time.Duration(float64(d) * c.opts.TimeScale)
-}
 
 // writeFileAtomic replaces path with data so that readers and a crash see
 // either the old or the new content, never a mix, and syncs it to disk.

@@ -7,19 +7,25 @@ import (
 	"strings"
 )
 
-// The Cluster's access-control surface: every call takes the cluster mutex
-// around the Access state (which has no lock of its own) and persists what
-// it changes. The HTTP layer uses only these.
+// accessControl is the Cluster's access-control surface: every call takes
+// the cluster mutex around the Access state (which has no lock of its
+// own) and persists what it changes. The HTTP layer uses only these.
+// Cluster embeds it, so its methods are the Cluster's (c.Check, c.Login).
+type accessControl struct {
+	c *Cluster
+}
 
 // VerifyToken authenticates an API token (see Access.VerifyToken).
-func (c *Cluster) VerifyToken(fullTokenID, secret string) (Auth, error) {
+func (ac *accessControl) VerifyToken(fullTokenID, secret string) (Auth, error) {
+	c := ac.c
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return c.st.Access.VerifyToken(fullTokenID, secret)
 }
 
 // VerifyTicket authenticates a PVEAuthCookie ticket.
-func (c *Cluster) VerifyTicket(ticket string) (Auth, error) {
+func (ac *accessControl) VerifyTicket(ticket string) (Auth, error) {
+	c := ac.c
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return c.st.Access.VerifyTicket(ticket, c.now())
@@ -27,7 +33,8 @@ func (c *Cluster) VerifyTicket(ticket string) (Auth, error) {
 
 // VerifyCSRF checks the CSRFPreventionToken a ticket-authenticated write
 // must carry.
-func (c *Cluster) VerifyCSRF(userid, token string) bool {
+func (ac *accessControl) VerifyCSRF(userid, token string) bool {
+	c := ac.c
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return c.st.Access.VerifyCSRF(userid, token, c.now())
@@ -35,7 +42,8 @@ func (c *Cluster) VerifyCSRF(userid, token string) bool {
 
 // Login is POST /access/ticket: a password login that returns a ticket and
 // its CSRF token.
-func (c *Cluster) Login(userid, password string) (ticket, csrf string, err error) {
+func (ac *accessControl) Login(userid, password string) (ticket, csrf string, err error) {
+	c := ac.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, err := c.st.Access.VerifyPassword(userid, password); err != nil {
@@ -46,7 +54,8 @@ func (c *Cluster) Login(userid, password string) (ticket, csrf string, err error
 }
 
 // Check is RPCEnvironment check / check_any (see Access.Check).
-func (c *Cluster) Check(auth Auth, path string, privs []string, any bool) error {
+func (ac *accessControl) Check(auth Auth, path string, privs []string, any bool) error {
+	c := ac.c
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return c.st.Access.Check(auth, path, privs, any)
@@ -56,14 +65,16 @@ func (c *Cluster) Check(auth Auth, path string, privs []string, any bool) error 
 // "perm-modify" check: Permissions.Modify on path, or for /vms/<id>,
 // /storage/<id> and /pool/<id> VM.Allocate, Datastore.Allocate or
 // Pool.Allocate instead (403 names them all, joined by "|").
-func (c *Cluster) CheckPermModify(auth Auth, path string) error {
+func (ac *accessControl) CheckPermModify(auth Auth, path string) error {
+	c := ac.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.st.Access.checkPermModify(auth, path)
 }
 
 // HasPriv reports whether auth holds priv on path.
-func (c *Cluster) HasPriv(auth Auth, path, priv string) bool {
+func (ac *accessControl) HasPriv(auth Auth, path, priv string) bool {
+	c := ac.c
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return c.st.Access.HasPriv(auth, path, priv)
@@ -71,7 +82,8 @@ func (c *Cluster) HasPriv(auth Auth, path, priv string) bool {
 
 // HasAnyPriv reports whether auth holds any privilege on path, the filter
 // PVE applies to lists such as /cluster/resources and /storage.
-func (c *Cluster) HasAnyPriv(auth Auth, path string) bool {
+func (ac *accessControl) HasAnyPriv(auth Auth, path string) bool {
+	c := ac.c
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return len(c.st.Access.Permissions(auth.ID(), path)) > 0
@@ -79,7 +91,8 @@ func (c *Cluster) HasAnyPriv(auth Auth, path string) bool {
 
 // EffectivePermissions is GET /access/permissions: the privileges of userid
 // (default: the caller) on path (default: every interesting path).
-func (c *Cluster) EffectivePermissions(auth Auth, userid, path string) (map[string]map[string]int, error) {
+func (ac *accessControl) EffectivePermissions(auth Auth, userid, path string) (map[string]map[string]int, error) {
+	c := ac.c
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if err := c.st.Access.CheckReadPermissions(auth, userid); err != nil {
@@ -93,14 +106,16 @@ func (c *Cluster) EffectivePermissions(auth Auth, userid, path string) (map[stri
 
 // canAuditAccess reports whether auth may list every user and ACL entry
 // (Sys.Audit or User.Modify on /access, as PVE's index filters).
-func (c *Cluster) canAuditAccess(auth Auth, path string) bool {
+func (ac *accessControl) canAuditAccess(auth Auth, path string) bool {
+	c := ac.c
 	privs := c.st.Access.Permissions(auth.ID(), path)
 	return privs["Sys.Audit"] || privs["User.Modify"] || privs["Permissions.Modify"]
 }
 
 // Users is GET /access/users: every user for an auditor, else the caller's
 // own entry. full adds the tokens.
-func (c *Cluster) Users(auth Auth, full bool) []map[string]any {
+func (ac *accessControl) Users(auth Auth, full bool) []map[string]any {
+	c := ac.c
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	a := c.st.Access
@@ -133,7 +148,8 @@ func (c *Cluster) Users(auth Auth, full bool) []map[string]any {
 }
 
 // AddUser is POST /access/users; params are its optional fields.
-func (c *Cluster) AddUser(userid, password string, params map[string]string) error {
+func (ac *accessControl) AddUser(userid, password string, params map[string]string) error {
+	c := ac.c
 	opts := UserOptions{
 		Comment: params["comment"], Email: params["email"],
 		Firstname: params["firstname"], Lastname: params["lastname"],
@@ -161,7 +177,8 @@ func (c *Cluster) AddUser(userid, password string, params map[string]string) err
 }
 
 // Tokens is GET /access/users/{userid}/token.
-func (c *Cluster) Tokens(userid string) ([]map[string]any, error) {
+func (ac *accessControl) Tokens(userid string) ([]map[string]any, error) {
+	c := ac.c
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	u := c.st.Access.Users[userid]
@@ -172,7 +189,8 @@ func (c *Cluster) Tokens(userid string) ([]map[string]any, error) {
 }
 
 // TokenInfo is GET /access/users/{userid}/token/{tokenid}.
-func (c *Cluster) TokenInfo(userid, tokenid string) (map[string]any, error) {
+func (ac *accessControl) TokenInfo(userid, tokenid string) (map[string]any, error) {
+	c := ac.c
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	t, err := c.st.Access.lookupToken(userid, tokenid)
@@ -184,7 +202,8 @@ func (c *Cluster) TokenInfo(userid, tokenid string) (map[string]any, error) {
 
 // AddToken is POST /access/users/{userid}/token/{tokenid}. The secret is
 // returned once and kept only as a hash.
-func (c *Cluster) AddToken(userid, tokenid string, privsep bool, comment string, expire int) (fullID, secret string, info map[string]any, err error) {
+func (ac *accessControl) AddToken(userid, tokenid string, privsep bool, comment string, expire int) (fullID, secret string, info map[string]any, err error) {
+	c := ac.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	secret, err = c.st.Access.AddToken(userid, tokenid, privsep)
@@ -201,7 +220,8 @@ func (c *Cluster) AddToken(userid, tokenid string, privsep bool, comment string,
 }
 
 // DeleteToken is DELETE /access/users/{userid}/token/{tokenid}.
-func (c *Cluster) DeleteToken(userid, tokenid string) error {
+func (ac *accessControl) DeleteToken(userid, tokenid string) error {
+	c := ac.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.st.Access.DeleteToken(userid, tokenid); err != nil {
@@ -212,7 +232,8 @@ func (c *Cluster) DeleteToken(userid, tokenid string) error {
 }
 
 // Roles is GET /access/roles.
-func (c *Cluster) Roles() []map[string]any {
+func (ac *accessControl) Roles() []map[string]any {
+	c := ac.c
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	var out []map[string]any
@@ -228,7 +249,8 @@ func (c *Cluster) Roles() []map[string]any {
 }
 
 // AddRole is POST /access/roles.
-func (c *Cluster) AddRole(id string, privs []string) error {
+func (ac *accessControl) AddRole(id string, privs []string) error {
+	c := ac.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.st.Access.AddRole(id, privs); err != nil {
@@ -240,7 +262,8 @@ func (c *Cluster) AddRole(id string, privs []string) error {
 
 // roleToChangeLocked returns role id for an update or a delete (verb),
 // refusing a missing or built-in role with "<verb> role failed: …".
-func (c *Cluster) roleToChangeLocked(id, verb string) (*Role, error) {
+func (ac *accessControl) roleToChangeLocked(id, verb string) (*Role, error) {
+	c := ac.c
 	op := verb + " role failed"
 	r := c.st.Access.Roles[id]
 	if r == nil {
@@ -254,7 +277,8 @@ func (c *Cluster) roleToChangeLocked(id, verb string) (*Role, error) {
 
 // UpdateRole is PUT /access/roles/{roleid}: replace the privileges, or with
 // appendPrivs add to them. Built-in roles cannot change.
-func (c *Cluster) UpdateRole(id string, privs []string, appendPrivs bool) error {
+func (ac *accessControl) UpdateRole(id string, privs []string, appendPrivs bool) error {
+	c := ac.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r, err := c.roleToChangeLocked(id, "update")
@@ -278,7 +302,8 @@ func (c *Cluster) UpdateRole(id string, privs []string, appendPrivs bool) error 
 
 // DeleteRole is DELETE /access/roles/{roleid}; ACL entries naming the role
 // go with it.
-func (c *Cluster) DeleteRole(id string) error {
+func (ac *accessControl) DeleteRole(id string) error {
+	c := ac.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, err := c.roleToChangeLocked(id, "delete"); err != nil {
@@ -292,7 +317,8 @@ func (c *Cluster) DeleteRole(id string) error {
 
 // ACL is GET /access/acl: the entries on paths where auth may audit or
 // change permissions.
-func (c *Cluster) ACL(auth Auth) []map[string]any {
+func (ac *accessControl) ACL(auth Auth) []map[string]any {
+	c := ac.c
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	out := []map[string]any{}
@@ -308,7 +334,8 @@ func (c *Cluster) ACL(auth Auth) []map[string]any {
 }
 
 // UpdateACL is PUT /access/acl performed by auth (see Access.UpdateACL).
-func (c *Cluster) UpdateACL(auth Auth, u ACLUpdate) error {
+func (ac *accessControl) UpdateACL(auth Auth, u ACLUpdate) error {
+	c := ac.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.st.Access.UpdateACL(auth, u); err != nil {

@@ -12,10 +12,16 @@ import (
 	"strings"
 )
 
-// Read-only views of the whole datacenter: GET /cluster/nextid,
-// /cluster/resources, /cluster/status, /nodes and /nodes/{node}/status
-// (pve-manager PVE/API2/Cluster.pm, PVE/API2/Nodes.pm, PVE/API2Tools.pm).
-// Who may see which entry is the HTTP layer's business.
+// clusterView holds the read-only views of the whole datacenter: GET
+// /cluster/nextid, /cluster/resources, /cluster/status, /nodes and
+// /nodes/{node}/status (pve-manager PVE/API2/Cluster.pm,
+// PVE/API2/Nodes.pm, PVE/API2Tools.pm), and Visible (visible.go). Who
+// may see which entry is the HTTP layer's business. They read the State
+// under the Cluster's lock; Cluster embeds clusterView, so its methods
+// are the Cluster's (c.Resources, c.Nodes).
+type clusterView struct {
+	c *Cluster
+}
 
 // The default datacenter.cfg next-id range (API2/Cluster.pm nextid: lower
 // 100, upper 1000000 exclusive).
@@ -36,7 +42,8 @@ const (
 // NextID is GET /cluster/nextid. Without vmid it returns the lowest VMID
 // no guest uses in the next-id range; with vmid it returns vmid if free,
 // else PVE's 400 {vmid: "VM <vmid> already exists"} (raise_param_exc).
-func (c *Cluster) NextID(vmid string) (int, error) {
+func (cv *clusterView) NextID(vmid string) (int, error) {
+	c := cv.c
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if vmid != "" {
@@ -303,7 +310,8 @@ func boolInt(b bool) int {
 // Resources is GET /cluster/resources for typ "" (all), "vm", "node",
 // "storage" or "sdn", in PVE's order: guests, nodes, storages (one entry
 // per node that can use it), then the localnetwork SDN zone per node.
-func (c *Cluster) Resources(typ string) []Resource {
+func (cv *clusterView) Resources(typ string) []Resource {
+	c := cv.c
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	var out []Resource
@@ -351,7 +359,8 @@ func (c *Cluster) Resources(typ string) []Resource {
 }
 
 // guestResourceLocked is extract_vm_stats for a CT.
-func (c *Cluster) guestResourceLocked(g *Guest) Resource {
+func (cv *clusterView) guestResourceLocked(g *Guest) Resource {
+	c := cv.c
 	r := Resource{
 		ID: fmt.Sprintf("lxc/%d", g.VMID), Type: "lxc", Node: g.Node, Status: "stopped",
 		VMID: g.VMID, Name: g.Config["hostname"], Template: g.IsTemplate(),
@@ -374,7 +383,8 @@ func (c *Cluster) guestResourceLocked(g *Guest) Resource {
 }
 
 // guestCPUsLocked is the CT's CPU count: cores, or all of the node's.
-func (c *Cluster) guestCPUsLocked(g *Guest) int {
+func (cv *clusterView) guestCPUsLocked(g *Guest) int {
+	c := cv.c
 	if n, err := strconv.Atoi(g.Config["cores"]); err == nil && n > 0 {
 		return n
 	}
@@ -421,7 +431,8 @@ func usedBytesUnder(dir string) int64 {
 }
 
 // nodeResourceLocked is extract_node_stats.
-func (c *Cluster) nodeResourceLocked(n *Node) Resource {
+func (cv *clusterView) nodeResourceLocked(n *Node) Resource {
+	c := cv.c
 	u := c.hostUsageLocked(n)
 	r := Resource{ID: "node/" + n.Name, Type: "node", Node: n.Name, Status: "offline",
 		MaxCPU: n.CPUs, MaxMem: n.MemBytes, MaxDisk: u.rootTotal}
@@ -442,7 +453,8 @@ type hostUsage struct {
 // hostUsageLocked computes a node's memory and root filesystem use: the
 // host baseline plus its running guests, and the local dir storage that
 // lives on the root filesystem (PVE's default layout).
-func (c *Cluster) hostUsageLocked(n *Node) hostUsage {
+func (cv *clusterView) hostUsageLocked(n *Node) hostUsage {
+	c := cv.c
 	u := hostUsage{mem: hostBaseMem, rootTotal: hostRootfsSize, rootUsed: hostBaseDisk}
 	for _, g := range c.st.Guests {
 		if g.Node == n.Name && g.Running {
@@ -496,7 +508,8 @@ func (n NodeInfo) MarshalJSON() ([]byte, error) {
 }
 
 // Nodes is GET /nodes.
-func (c *Cluster) Nodes() []NodeInfo {
+func (cv *clusterView) Nodes() []NodeInfo {
+	c := cv.c
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	out := make([]NodeInfo, 0, len(c.st.Nodes))
@@ -581,7 +594,8 @@ var nodeReleases = map[string]struct{ pve, kernel, kernelVersion string }{
 }
 
 // NodeStatus is GET /nodes/{node}/status.
-func (c *Cluster) NodeStatus(node string) (NodeStatusInfo, error) {
+func (cv *clusterView) NodeStatus(node string) (NodeStatusInfo, error) {
+	c := cv.c
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if err := c.checkNodeLocked(node); err != nil {
@@ -637,7 +651,8 @@ const ClusterName = "corral-sim"
 // ClusterStatus is GET /cluster/status. A single node is not a cluster:
 // PVE then reports only the local node, with nodeid 0. The first node is
 // the one that answers.
-func (c *Cluster) ClusterStatus() []ClusterStatusEntry {
+func (cv *clusterView) ClusterStatus() []ClusterStatusEntry {
+	c := cv.c
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	var out []ClusterStatusEntry

@@ -27,7 +27,8 @@ type duEntry struct {
 
 // guestDiskLocked is the bytes under CT g's rootfs directory dir (c.mu
 // held, for reading at least).
-func (c *Cluster) guestDiskLocked(g *Guest, dir string) int64 {
+func (gs *guests) guestDiskLocked(g *Guest, dir string) int64 {
+	c := gs.c
 	c.du.mu.Lock()
 	e, ok := c.du.m[g.VMID]
 	c.du.mu.Unlock()
@@ -46,7 +47,8 @@ func (c *Cluster) guestDiskLocked(g *Guest, dir string) int64 {
 
 // refreshDiskUsage measures the cached CTs again every duRefresh until
 // the cluster closes.
-func (c *Cluster) refreshDiskUsage() {
+func (gs *guests) refreshDiskUsage() {
+	c := gs.c
 	defer c.wg.Done()
 	t := time.NewTicker(duRefresh)
 	defer t.Stop()
@@ -62,7 +64,8 @@ func (c *Cluster) refreshDiskUsage() {
 
 // measureDiskUsage measures every cached CT again, without the cluster
 // lock, and forgets those that no longer run that boot.
-func (c *Cluster) measureDiskUsage() {
+func (gs *guests) measureDiskUsage() {
+	c := gs.c
 	c.du.mu.Lock()
 	entries := make(map[int]duEntry, len(c.du.m))
 	for vmid, e := range c.du.m {

@@ -3,19 +3,71 @@ package model
 import (
 	"fmt"
 	"maps"
-	"net/http"
 	"slices"
 	"strings"
 )
 
-// Error is an error the emulated PVE reports to its client: HTTP status,
-// message, optional per-parameter errors. Messages keep PVE's trailing
-// newline where PVE's die() has one (behaviour.md §0); the HTTP layer
-// strips nothing, so clients see the bytes a real server sends.
+// Error is an error the emulated PVE reports to its client: what kind of
+// failure it is, message, optional per-parameter errors. Messages keep
+// PVE's trailing newline where PVE's die() has one (behaviour.md §0); the
+// HTTP layer strips nothing, so clients see the bytes a real server sends.
+// The model says what went wrong; internal/sim decides how HTTP answers it
+// (its status and reason phrase), so the model needs no net/http.
 type Error struct {
-	Status  int
+	Kind    Kind
 	Message string
 	Params  map[string]string
+}
+
+// Kind is the domain kind of an Error: one per PVE exception the model
+// raises. The zero Kind is ErrFail, a plain die(). A Kind is itself an
+// error, so callers branch with errors.Is(err, model.ErrPerm).
+type Kind int
+
+const (
+	// ErrFail is a plain die(): the operation failed (PVE answers 500).
+	ErrFail Kind = iota
+	// ErrParam is raise_param_exc: the request's parameters are wrong
+	// (PVE answers 400 with the per-parameter messages).
+	ErrParam
+	// ErrPerm is raise_perm_exc: the caller lacks a privilege (403).
+	ErrPerm
+	// ErrAuth is an authentication failure: no, a forged or an expired
+	// ticket or token, a wrong password (401).
+	ErrAuth
+)
+
+// Code is the kind's PVE::Exception code, the number Perl prints before
+// the message where it interpolates the exception (PerlText). It equals
+// the HTTP status PVE answers with, which internal/sim maps separately.
+func (k Kind) Code() int {
+	switch k {
+	case ErrParam:
+		return 400
+	case ErrPerm:
+		return 403
+	case ErrAuth:
+		return 401
+	}
+	return 500
+}
+
+func (k Kind) Error() string {
+	switch k {
+	case ErrParam:
+		return "parameter verification failed"
+	case ErrPerm:
+		return "permission check failed"
+	case ErrAuth:
+		return "authentication failure"
+	}
+	return "operation failed"
+}
+
+// Is makes errors.Is(err, kind) true for an *Error of that kind.
+func (e *Error) Is(target error) bool {
+	k, ok := target.(Kind)
+	return ok && e.Kind == k
 }
 
 func (e *Error) Error() string {
@@ -35,26 +87,26 @@ func (e *Error) Error() string {
 // or "Permission check failed\n" when what is empty.
 func PermError(what string) *Error {
 	if what == "" {
-		return &Error{Status: http.StatusForbidden, Message: "Permission check failed\n"}
+		return &Error{Kind: ErrPerm, Message: "Permission check failed\n"}
 	}
-	return &Error{Status: http.StatusForbidden, Message: "Permission check failed (" + what + ")\n"}
+	return &Error{Kind: ErrPerm, Message: "Permission check failed (" + what + ")\n"}
 }
 
 // ParamError is PVE's raise_param_exc: 400 "Parameter verification failed.\n"
 // with the per-parameter messages.
 func ParamError(params map[string]string) *Error {
-	return &Error{Status: http.StatusBadRequest, Message: "Parameter verification failed.\n", Params: params}
+	return &Error{Kind: ErrParam, Message: "Parameter verification failed.\n", Params: params}
 }
 
-// Failf is a plain die(): HTTP 500 with the message as formatted. Callers
+// Failf is a plain die() (ErrFail) with the message as formatted. Callers
 // include the trailing "\n" exactly where PVE's source has one.
 func Failf(format string, args ...any) *Error {
-	return &Error{Status: http.StatusInternalServerError, Message: fmt.Sprintf(format, args...)}
+	return &Error{Kind: ErrFail, Message: fmt.Sprintf(format, args...)}
 }
 
 // TaskMessage is how an error appears as a task's exitstatus and in its
 // "TASK ERROR:" line (RESTEnvironment fork_worker): the error's Perl text
-// (PerlText), chomped, with its inner newlines made spaces. A 403 inside a
+// (PerlText), chomped, with its inner newlines made spaces. An ErrPerm inside a
 // worker so shows with its status prefix, as seed 004 §3.5 observed
 // ("403 Permission check failed (/vms/101, VM.Backup)").
 func TaskMessage(err error) string {
@@ -63,9 +115,9 @@ func TaskMessage(err error) string {
 }
 
 // PerlText is the text of err where Perl interpolates it ("$err", e.g.
-// die "unable to restore CT 101 - $err"): a PVE::Exception, which has an
-// HTTP code, stringifies as "<code> <message>" followed by one
-// "<param>: <message>" line per parameter error; a plain die (500) is its
+// die "unable to restore CT 101 - $err"): a PVE::Exception, which has a
+// code (Kind.Code), stringifies as "<code> <message>" followed by one
+// "<param>: <message>" line per parameter error; a plain die (ErrFail) is its
 // message. The result ends in a newline.
 func PerlText(err error) string {
 	e, ok := err.(*Error)
@@ -73,8 +125,8 @@ func PerlText(err error) string {
 		return strings.TrimSuffix(err.Error(), "\n") + "\n"
 	}
 	msg := e.Message
-	if e.Status != http.StatusInternalServerError {
-		msg = fmt.Sprintf("%d %s", e.Status, msg)
+	if e.Kind != ErrFail {
+		msg = fmt.Sprintf("%d %s", e.Kind.Code(), msg)
 	}
 	if !strings.HasSuffix(msg, "\n") {
 		msg += "\n"

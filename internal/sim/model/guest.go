@@ -10,11 +10,45 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 )
+
+// guests holds the operations on the CTs themselves: config (read,
+// update, pending), disks and mount points, power (start, stop,
+// shutdown, reboot), status, snapshots, destroy, held locks and the
+// hooks the guest layer sets (guest.go, guest_hooks.go, lxc_config.go,
+// lxc_disk.go, lxc_power.go, lxc_status.go, lxc_destroy.go,
+// snapshot.go, hold.go, du.go), with the state only they use. The
+// guests themselves are part of the State, under the Cluster's lock, so
+// guests works through its Cluster. Cluster embeds it, so its methods
+// are the Cluster's (c.StartCT, c.guestLocked).
+type guests struct {
+	c *Cluster
+
+	// locks are the per-guest config flocks (lock.go).
+	locks *configLocks
+
+	hookMu       sync.Mutex
+	shutdownHook ShutdownHook // SetShutdownHook
+	// shutdownAborts holds the abort channel of every running vzshutdown
+	// worker by UPID, so that stop with overrule-shutdown can end it.
+	shutdownAborts sync.Map // string → chan struct{}
+	// runHook and runChanges: see SetRunHook. runChanges counts the CT
+	// starts and stops (c.mu).
+	runHook    func()
+	runChanges uint64
+	// guestGen counts guest changes (markGuest, c.mu): the guest layer
+	// polls it and lists the running CTs again only when it moved.
+	guestGen uint64
+
+	// du caches the disk usage of running CTs (du.go).
+	du diskUsage
+}
 
 // guestLocked returns the CT vmid on node, or PVE's load_config error
 // (behaviour.md §0: a missing CT is a 500 naming the config file).
-func (c *Cluster) guestLocked(node string, vmid int) (*Guest, error) {
+func (gs *guests) guestLocked(node string, vmid int) (*Guest, error) {
+	c := gs.c
 	g := c.st.Guests[vmid]
 	if g == nil || g.Node != node {
 		return nil, Failf("Configuration file '%s' does not exist\n", configPath(node, vmid))
@@ -34,7 +68,8 @@ func checkLock(g *Guest) error {
 // lockConfig is lock_config plus check_lock for a synchronous request: it
 // takes CT vmid's config flock and the cluster mutex and returns the
 // guest with unlock, which releases both.
-func (c *Cluster) lockConfig(node string, vmid int) (g *Guest, unlock func(), err error) {
+func (gs *guests) lockConfig(node string, vmid int) (g *Guest, unlock func(), err error) {
+	c := gs.c
 	release, err := c.locks.acquire(c.ctx, vmid, configLockTimeout)
 	if err != nil {
 		return nil, nil, err
@@ -57,14 +92,16 @@ func (c *Cluster) lockConfig(node string, vmid int) (g *Guest, unlock func(), er
 
 // CheckNode fails like PVE for an unknown node (400 "no such cluster
 // node"), for routes that have nothing else to ask the model.
-func (c *Cluster) CheckNode(node string) error {
+func (gs *guests) CheckNode(node string) error {
+	c := gs.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.checkNodeLocked(node)
 }
 
 // checkNodeLocked fails like PVE for an unknown node.
-func (c *Cluster) checkNodeLocked(node string) error {
+func (gs *guests) checkNodeLocked(node string) error {
+	c := gs.c
 	if c.st.node(node) == nil {
 		return ParamError(map[string]string{"node": fmt.Sprintf("no such cluster node '%s'", node)})
 	}
@@ -192,7 +229,8 @@ func (g *Guest) Digest() string {
 
 // ConfigText is the guest's config file as PVE would write it (for tests
 // and the admin API).
-func (c *Cluster) ConfigText(vmid int) (string, error) {
+func (gs *guests) ConfigText(vmid int) (string, error) {
+	c := gs.c
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	g := c.st.Guests[vmid]
@@ -229,7 +267,8 @@ func volumeOf(key, value string) string {
 
 // rootfsDir is where a guest's root filesystem lives on the data plane
 // (the rootfs volume's directory).
-func (c *Cluster) rootfsDirLocked(g *Guest) (string, bool) {
+func (gs *guests) rootfsDirLocked(g *Guest) (string, bool) {
+	c := gs.c
 	mp, err := ParseMountPoint("rootfs", g.Config["rootfs"])
 	if err != nil || mp.Type() != "volume" {
 		return "", false
@@ -253,7 +292,8 @@ type GuestMount struct {
 // GuestMounts lists the filesystems of CT vmid as it would be mounted now
 // (for the guest exec layer and tests): rootfs first, then mount points by
 // path depth.
-func (c *Cluster) GuestMounts(vmid int) ([]GuestMount, error) {
+func (gs *guests) GuestMounts(vmid int) ([]GuestMount, error) {
+	c := gs.c
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	g := c.st.Guests[vmid]

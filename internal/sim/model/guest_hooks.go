@@ -27,7 +27,8 @@ type RunningGuest struct {
 // GuestGeneration moves whenever a guest's config or state changes: a
 // poller lists RunningGuests again only when it moved (at thousands of
 // running CTs the list is not free).
-func (c *Cluster) GuestGeneration() uint64 {
+func (gs *guests) GuestGeneration() uint64 {
+	c := gs.c
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return c.guestGen
@@ -36,7 +37,8 @@ func (c *Cluster) GuestGeneration() uint64 {
 // RunningGuests lists the running CTs of every node, by VMID. The guest
 // layer polls it to follow starts, stops, reboots and destroys whatever
 // code path caused them.
-func (c *Cluster) RunningGuests() []RunningGuest {
+func (gs *guests) RunningGuests() []RunningGuest {
+	c := gs.c
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	var out []RunningGuest
@@ -82,7 +84,8 @@ func guestLoopbackLocked(g *Guest, block int) string {
 
 // GuestPID is the init PID of CT vmid while it runs, 0 otherwise: a
 // cheap check that an endpoint still serves the same boot.
-func (c *Cluster) GuestPID(vmid int) int {
+func (gs *guests) GuestPID(vmid int) int {
+	c := gs.c
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if g := c.st.Guests[vmid]; g != nil && g.Running {
@@ -96,7 +99,8 @@ func (c *Cluster) GuestPID(vmid int) int {
 // CT's rootfs while fn writes into it. fn must be quick and must not call
 // the Cluster. It reports false, without calling fn, when the CT no
 // longer runs that boot.
-func (c *Cluster) WithRunningGuest(vmid, pid int, fn func() error) (bool, error) {
+func (gs *guests) WithRunningGuest(vmid, pid int, fn func() error) (bool, error) {
+	c := gs.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	g := c.st.Guests[vmid]
@@ -128,7 +132,8 @@ type GuestNet struct {
 }
 
 // GuestRunConfig reads CT vmid's GuestRun from its current config.
-func (c *Cluster) GuestRunConfig(vmid int) (GuestRun, error) {
+func (gs *guests) GuestRunConfig(vmid int) (GuestRun, error) {
+	c := gs.c
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	g := c.st.Guests[vmid]
@@ -159,13 +164,15 @@ type ShutdownHook func(vmid int, timeout time.Duration) bool
 // SetShutdownHook installs h (nil removes it): a shutdown task calls it
 // before it records the CT stopped, so that the guest's own services
 // stop cleanly, as on PVE.
-func (c *Cluster) SetShutdownHook(h ShutdownHook) {
+func (gs *guests) SetShutdownHook(h ShutdownHook) {
+	c := gs.c
 	c.hookMu.Lock()
 	c.shutdownHook = h
 	c.hookMu.Unlock()
 }
 
-func (c *Cluster) guestShutdown(vmid int, timeout time.Duration) {
+func (gs *guests) guestShutdown(vmid int, timeout time.Duration) {
+	c := gs.c
 	c.hookMu.Lock()
 	h := c.shutdownHook
 	c.hookMu.Unlock()

@@ -8,7 +8,8 @@ import (
 // HoldLock sets CT vmid's config lock to lock for d, as another operation
 // (a backup job, say) would, then clears it if it is still that lock. For
 // fault injection: callers see "CT is locked (<lock>)" meanwhile.
-func (c *Cluster) HoldLock(vmid int, lock string, d time.Duration) error {
+func (gs *guests) HoldLock(vmid int, lock string, d time.Duration) error {
+	c := gs.c
 	switch lock {
 	case "backup", "create", "destroyed", "disk", "fstrim", "migrate", "mounted", "rollback", "snapshot", "snapshot-delete":
 	default:
@@ -55,7 +56,8 @@ func (c *Cluster) HoldLock(vmid int, lock string, d time.Duration) error {
 
 // Unlock is `pct unlock VMID` on the node (root's shell, no API call):
 // the CT's config lock is removed, whatever it was.
-func (c *Cluster) Unlock(vmid int) error {
+func (gs *guests) Unlock(vmid int) error {
+	c := gs.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	g := c.st.Guests[vmid]

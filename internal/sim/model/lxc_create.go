@@ -370,13 +370,38 @@ func ctValidateSSHKeys(keys string) error {
 // config go again and the error reads "unable to create CT <vmid> - …".
 // With start it then starts the CT in the same task.
 func (c *Cluster) ctCreateTask(w *Worker, spec ctCreateSpec) error {
+	r := &ctCreate{c: c, w: w, spec: spec}
+	return r.run()
+}
+
+// ctCreate is one vzcreate task: the request's spec and what the steps
+// learn on the way. create reads top-down, as create_vm's worker:
+// create the volumes, extract the template, set the OS up, write the
+// config.
+type ctCreate struct {
+	c    *Cluster
+	w    *Worker
+	spec ctCreateSpec
+
+	conf            map[string]string // the config being built
+	mounts          map[string]string // the mount points to create
+	vols            []string          // volumes created so far, freed on failure
+	rootDir         string            // where the rootfs is mounted
+	archive         string            // the template's path
+	archiveHostPath string            // its path as PVE logs it
+	rootSize        int64             // of a raw rootfs volume; 0 for a subvol, which has no fixed size
+	systemd         int               // the template's systemd version, 0 if none
+}
+
+// run creates the CT, cleans up after a failure, and starts it if asked.
+func (r *ctCreate) run() error {
+	c, w, spec := r.c, r.w, r.spec
 	if err := w.LockConfig(spec.vmid); err != nil {
 		return err // the config keeps "lock: create", as on PVE
 	}
-	var vols []string
-	if err := c.ctCreateRun(w, spec, &vols); err != nil {
+	if err := r.create(); err != nil {
 		w.cleanup(func(st *State) {
-			c.freeImagesLocked(w, spec.node, vols)
+			c.freeImagesLocked(w, spec.node, r.vols)
 			if g := st.Guests[spec.vmid]; g != nil && g.Node == spec.node {
 				delete(st.Guests, spec.vmid)
 			}
@@ -427,25 +452,46 @@ func (c *Cluster) createStartLocked(g *Guest) error {
 	return nil
 }
 
-// ctCreateRun is the body of create_vm's worker: create_disks, mount,
+// create is the body of create_vm's worker: create_disks, mount,
 // restore_archive, OS setup, defaults, write_config. New volumes are
-// appended to vols as they are made, for the cleanup.
-func (c *Cluster) ctCreateRun(w *Worker, spec ctCreateSpec, vols *[]string) error {
-	conf := map[string]string{}
+// added to r.vols as they are made, for the cleanup.
+func (r *ctCreate) create() error {
+	spec := r.spec
+	r.conf = map[string]string{}
 	for k, v := range spec.conf {
-		conf[k] = v
+		r.conf[k] = v
 	}
-	mounts := map[string]string{}
+	r.mounts = map[string]string{}
 	for k, v := range spec.mounts {
-		mounts[k] = v
+		r.mounts[k] = v
 	}
-	if len(mounts) == 0 {
-		mounts["rootfs"] = spec.storage + ":4" // defaults to 4GB
+	if len(r.mounts) == 0 {
+		r.mounts["rootfs"] = spec.storage + ":4" // defaults to 4GB
 	}
-	var rootDir, archive, archiveHostPath string
-	var rootSize int64 // of a raw rootfs volume; 0 for a subvol, which has no fixed size
-	err := w.Do(func(st *State) error {
-		if err := c.ctCreateDisksLocked(w, spec.node, spec.vmid, mounts, conf, vols); err != nil {
+	if err := r.createVolumes(); err != nil {
+		return err
+	}
+	if err := r.w.Phase("vzcreate", 0.2); err != nil {
+		return err
+	}
+	if err := r.extract(); err != nil {
+		return err
+	}
+	if err := r.setupOS(); err != nil {
+		return err
+	}
+	if err := r.w.Phase("vzcreate", 0.8); err != nil {
+		return err
+	}
+	return r.writeConfig()
+}
+
+// createVolumes is create_disks and mount_all: the volumes are made and
+// the rootfs's directory and the template's path found.
+func (r *ctCreate) createVolumes() error {
+	c, w, spec, conf := r.c, r.w, r.spec, r.conf
+	return w.Do(func(st *State) error {
+		if err := c.ctCreateDisksLocked(w, spec.node, spec.vmid, r.mounts, conf, &r.vols); err != nil {
 			return err
 		}
 		// mount_all activates every volume, which fails for a missing one.
@@ -454,42 +500,50 @@ func (c *Cluster) ctCreateRun(w *Worker, spec ctCreateSpec, vols *[]string) erro
 				return Failf("volume '%s' does not exist\n", mp.Volume())
 			}
 		}
-		rootDir = c.ctMountDirLocked(spec.node, conf["rootfs"])
+		r.rootDir = c.ctMountDirLocked(spec.node, conf["rootfs"])
 		if mp, err := ParseMountPoint("rootfs", conf["rootfs"]); err == nil && mp.Type() == "volume" {
 			if v := st.Volumes[volumeKey(spec.node, mp.Volume())]; v != nil && v.Format == "raw" {
-				rootSize = v.Size
+				r.rootSize = v.Size
 			}
 		}
 		sid, name, ok := ParseVolID(spec.template)
 		if !ok || st.Volumes[st.volKey(spec.node, spec.template)] == nil {
 			return Failf("can't find file '%s'\n", spec.template)
 		}
-		archive = c.volumePath(spec.node, sid, name)
-		archiveHostPath = c.hostPath(st.storage(sid), name)
+		r.archive = c.volumePath(spec.node, sid, name)
+		r.archiveHostPath = c.hostPath(st.storage(sid), name)
 		return nil
 	})
-	if err != nil {
-		return err
-	}
-	if err := w.Phase("vzcreate", 0.2); err != nil {
-		return err
-	}
+}
 
-	w.Log("extracting archive '%s'", archiveHostPath)
-	if a, ok := applianceFor(filepath.Base(archive)); ok && rootSize > 0 && rootSize < a.InstalledMiB*mib {
+// extract is restore_archive: the template unpacked into the rootfs,
+// failing as tar does when an appliance does not fit.
+func (r *ctCreate) extract() error {
+	w, conf, archive := r.w, r.conf, r.archive
+	w.Log("extracting archive '%s'", r.archiveHostPath)
+	if a, ok := applianceFor(filepath.Base(archive)); ok && r.rootSize > 0 && r.rootSize < a.InstalledMiB*mib {
 		// tar fills the file system and fails (restore_tar_archive).
 		w.Log("tar: ./usr/share/doc: Cannot mkdir: No space left on device")
 		w.Log("tar: Exiting with failure status due to previous errors")
-		return Failf("command '%s' failed: exit code 2\n", ctTarCommand(conf, spec.vmid, archive))
+		return Failf("command '%s' failed: exit code 2\n", ctTarCommand(conf, r.spec.vmid, archive))
 	}
 	began := time.Now()
-	systemd, err := extractTemplate(archive, rootDir)
+	systemd, err := extractTemplate(archive, r.rootDir)
 	if err != nil {
-		return Failf("unable to extract '%s': %s\n", archiveHostPath, err)
+		return Failf("unable to extract '%s': %s\n", r.archiveHostPath, err)
 	}
+	r.systemd = systemd
 	if n, err := ctTarSize(archive); err == nil {
 		w.Log("Total bytes read: %d (%s, %s/s)", n, ctHumanBytes(float64(n)), ctHumanBytes(float64(n)/max(time.Since(began).Seconds(), 1e-3)))
 	}
+	return nil
+}
+
+// setupOS is the OS setup after extraction: architecture and OS type,
+// hostname, SSH keys, host keys, and the nesting warning for a recent
+// systemd in an unprivileged CT.
+func (r *ctCreate) setupOS() error {
+	w, spec, conf, archive, rootDir := r.w, r.spec, r.conf, r.archive, r.rootDir
 	if conf["arch"] == "" {
 		conf["arch"] = "amd64"
 		if a, ok := applianceFor(filepath.Base(archive)); ok && a.Architecture != "" {
@@ -517,13 +571,16 @@ func (c *Cluster) ctCreateRun(w *Worker, spec ctCreateSpec, vols *[]string) erro
 	for _, l := range keyLines {
 		w.Log("%s", l)
 	}
-	if isTrue(conf["unprivileged"]) && ctParseFeatures(conf["features"])["nesting"] != "1" && systemd >= ctSystemdNestingMin {
-		w.Warn("Systemd %d detected. You may need to enable nesting.", systemd)
+	if isTrue(conf["unprivileged"]) && ctParseFeatures(conf["features"])["nesting"] != "1" && r.systemd >= ctSystemdNestingMin {
+		w.Warn("Systemd %d detected. You may need to enable nesting.", r.systemd)
 	}
-	if err := w.Phase("vzcreate", 0.8); err != nil {
-		return err
-	}
+	return nil
+}
 
+// writeConfig sets the defaults and writes the config, without "lock:
+// create", and the guest's extras.
+func (r *ctCreate) writeConfig() error {
+	spec, conf := r.spec, r.conf
 	// set some defaults
 	if conf["memory"] == "" || conf["memory"] == "0" {
 		conf["memory"] = "512"
@@ -531,7 +588,7 @@ func (c *Cluster) ctCreateRun(w *Worker, spec ctCreateSpec, vols *[]string) erro
 	if _, ok := conf["swap"]; !ok {
 		conf["swap"] = "512"
 	}
-	return w.doGuest(spec.node, spec.vmid, func(st *State, g *Guest) error {
+	return r.w.doGuest(spec.node, spec.vmid, func(st *State, g *Guest) error {
 		g.Config = conf // without "lock: create"
 		if spec.extra != (GuestExtra{}) {
 			extra := spec.extra

@@ -22,7 +22,8 @@ import (
 //
 // HA resources and replication jobs are not emulated, so their checks
 // never fire.
-func (c *Cluster) DestroyCT(auth Auth, node string, vmid int, params map[string]string) (string, error) {
+func (gs *guests) DestroyCT(auth Auth, node string, vmid int, params map[string]string) (string, error) {
+	c := gs.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.checkNodeLocked(node); err != nil {
@@ -101,7 +102,8 @@ func ctDestroyEarlyChecks(g *Guest) error {
 // delete_mountpoint_volume; with unreferenced, every other image named for
 // the CT on an enabled storage for container directories goes too (those
 // errors are only logged). The config is left as {lock: destroyed}.
-func (c *Cluster) ctDestroyContainerLocked(w *Worker, g *Guest, unreferenced bool) error {
+func (gs *guests) ctDestroyContainerLocked(w *Worker, g *Guest, unreferenced bool) error {
+	c := gs.c
 	seen := map[string]bool{}
 	for _, conf := range []map[string]string{g.Config, g.Pending} {
 		for _, key := range ctVolumeKeys(conf) {

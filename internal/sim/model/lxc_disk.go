@@ -29,7 +29,8 @@ const (
 // Every check runs once before the task, failing the request, and again
 // in the task under the config lock. Only the owner (by volume name) can
 // grow a volume, so a pet volume is resized through its keeper CT.
-func (c *Cluster) ResizeCT(auth Auth, node string, vmid int, params map[string]string) (string, error) {
+func (gs *guests) ResizeCT(auth Auth, node string, vmid int, params map[string]string) (string, error) {
+	c := gs.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.checkNodeLocked(node); err != nil {
@@ -95,7 +96,8 @@ type resizePlan struct {
 }
 
 // checkResizeLocked is resize_vm's $load_and_check, in PVE's order.
-func (c *Cluster) checkResizeLocked(r resizeRequest) (resizePlan, error) {
+func (gs *guests) checkResizeLocked(r resizeRequest) (resizePlan, error) {
+	c := gs.c
 	g, err := c.guestLocked(r.node, r.vmid)
 	if err != nil {
 		return resizePlan{}, err
@@ -153,7 +155,8 @@ func (c *Cluster) checkResizeLocked(r resizeRequest) (resizePlan, error) {
 // applyResizeLocked grows the volume and writes size= into the key; it
 // returns the task log lines of lvresize, e2fsck and resize2fs. LVM rounds
 // the LV up to whole 4 MiB extents; the config gets the size asked for.
-func (c *Cluster) applyResizeLocked(p resizePlan) []string {
+func (gs *guests) applyResizeLocked(p resizePlan) []string {
+	c := gs.c
 	var lines []string
 	old := p.vol.Size
 	dev := ""
@@ -232,7 +235,7 @@ func parseVolumeKey(key, value string) (MountPoint, error) {
 		if key != "rootfs" {
 			errs["mp"] = "property is missing and it is not optional"
 		}
-		return MountPoint{}, &Error{Status: 500, Message: "format error\n", Params: errs}
+		return MountPoint{}, &Error{Kind: ErrFail, Message: "format error\n", Params: errs}
 	}
 	mp, err := ParseMountPoint(key, value)
 	if err != nil {
@@ -249,7 +252,8 @@ func parseVolumeKey(key, value string) (MountPoint, error) {
 // deleted; task id "<vmid>-<key>><target>-<targetkey>". With storage it
 // copies the volume to a new one on that storage for the same CT, keeping
 // the old one as unusedN unless delete=1; task id "<vmid>".
-func (c *Cluster) MoveVolume(auth Auth, node string, vmid int, params map[string]string) (string, error) {
+func (gs *guests) MoveVolume(auth Auth, node string, vmid int, params map[string]string) (string, error) {
+	c := gs.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.checkNodeLocked(node); err != nil {
@@ -287,7 +291,8 @@ type reassignment struct {
 	digest, targetDigest string
 }
 
-func (c *Cluster) reassignVolumeLocked(auth Auth, m reassignment) (string, error) {
+func (gs *guests) reassignVolumeLocked(auth Auth, m reassignment) (string, error) {
+	c := gs.c
 	if !auth.IsRoot() {
 		if err := c.st.Access.Check(auth, fmt.Sprintf("/vms/%d", m.target), []string{"VM.Config.Disk"}, false); err != nil {
 			return "", err
@@ -322,7 +327,8 @@ func (c *Cluster) reassignVolumeLocked(auth Auth, m reassignment) (string, error
 
 // checkReassignLocked is $load_and_check_reassign_configs, every check in
 // PVE's order. It runs before the task and again inside it.
-func (c *Cluster) checkReassignLocked(m reassignment) (src, dst *Guest, mp MountPoint, err error) {
+func (gs *guests) checkReassignLocked(m reassignment) (src, dst *Guest, mp MountPoint, err error) {
+	c := gs.c
 	fail := func(format string, args ...any) (*Guest, *Guest, MountPoint, error) {
 		return nil, nil, MountPoint{}, Failf(format, args...)
 	}
@@ -401,7 +407,8 @@ func (c *Cluster) checkReassignLocked(m reassignment) (src, dst *Guest, mp Mount
 // normal set path, whose protection check fires after the rename and the
 // source update, leaving the renamed volume unreferenced exactly as PVE
 // does (behaviour.md (d) "Caveat").
-func (c *Cluster) doReassignLocked(w *Worker, m reassignment) error {
+func (gs *guests) doReassignLocked(w *Worker, m reassignment) error {
+	c := gs.c
 	src, dst, mp, err := c.checkReassignLocked(m)
 	if err != nil {
 		return err
@@ -437,7 +444,8 @@ func (c *Cluster) doReassignLocked(w *Worker, m reassignment) error {
 // canRenameLocked is volume_has_feature(rename): LVM-thin can rename a
 // current (vm-) raw volume, a dir storage a raw/qcow2/vmdk image; base
 // volumes, subvols and non-volumes cannot.
-func (c *Cluster) canRenameLocked(node, volid string) bool {
+func (gs *guests) canRenameLocked(node, volid string) bool {
+	c := gs.c
 	v := c.st.Volumes[c.st.volKey(node, volid)]
 	if v == nil {
 		return false
@@ -459,7 +467,8 @@ func (c *Cluster) canRenameLocked(node, volid string) bool {
 // renameVolumeLocked is PVE::Storage::rename_volume: the volume gets the
 // lowest free disk name of target on its storage and keeps its data. It
 // returns the new volid and what lvrename prints.
-func (c *Cluster) renameVolumeLocked(node, volid string, target int) (string, []string, error) {
+func (gs *guests) renameVolumeLocked(node, volid string, target int) (string, []string, error) {
+	c := gs.c
 	v := c.st.Volumes[c.st.volKey(node, volid)]
 	if v == nil {
 		return "", nil, Failf("no such volume '%s'\n", volid)
@@ -501,7 +510,8 @@ func (c *Cluster) renameVolumeLocked(node, volid string, target int) (string, []
 
 // moveToStorageLocked is the storage branch of move_volume: checks, the
 // "disk" lock, then a task that copies the data to a new volume.
-func (c *Cluster) moveToStorageLocked(auth Auth, node string, vmid int, key, storage, digest string, del bool) (string, error) {
+func (gs *guests) moveToStorageLocked(auth Auth, node string, vmid int, key, storage, digest string, del bool) (string, error) {
+	c := gs.c
 	if !auth.IsRoot() {
 		if err := c.st.Access.Check(auth, "/storage/"+storage, []string{"Datastore.AllocateSpace"}, false); err != nil {
 			return "", err
@@ -561,7 +571,8 @@ func (c *Cluster) moveToStorageLocked(auth Auth, node string, vmid int, key, sto
 // copyVolumeTask is $storage_realcmd without the unlock: allocate a
 // volume on storage, copy the data (rsync), point key at it and keep or
 // free the old volume.
-func (c *Cluster) copyVolumeTask(w *Worker, node string, vmid int, key, storage string, mp MountPoint, del bool) error {
+func (gs *guests) copyVolumeTask(w *Worker, node string, vmid int, key, storage string, mp MountPoint, del bool) error {
+	c := gs.c
 	oldVolid := mp.Volume()
 	var digest, srcDir, dstDir string
 	var newVolid string

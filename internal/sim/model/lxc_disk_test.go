@@ -42,7 +42,7 @@ func TestCluster_ResizeCT(t *testing.T) {
 		{name: "digest", disk: "rootfs", size: "+1G", auth: kitRoot, params: map[string]string{"digest": "0123"},
 			wantErr: Failf("detected modified configuration - file changed by other user? Try again.\n")},
 		{name: "unset mount point", disk: "mp3", size: "+1G", auth: kitRoot,
-			wantErr: &Error{Status: 500, Message: "format error\n", Params: map[string]string{
+			wantErr: &Error{Kind: ErrFail, Message: "format error\n", Params: map[string]string{
 				"mp": "property is missing and it is not optional", "volume": "property is missing and it is not optional"}}},
 		{name: "bind mount", disk: "mp0", size: "+1G", auth: kitRoot, conf: map[string]string{"mp0": "/srv/data,mp=/data"},
 			wantErr: Failf("unable to parse volume ID '/srv/data'\n")},

@@ -20,7 +20,8 @@ import (
 // StartCT is vm_start: task vzstart. It applies pending changes, then
 // marks the CT running; its sshd answers after the "bootdelay" duration.
 // params: skiplock (root@pam only).
-func (c *Cluster) StartCT(auth Auth, node string, vmid int, params map[string]string) (string, error) {
+func (gs *guests) StartCT(auth Auth, node string, vmid int, params map[string]string) (string, error) {
+	c := gs.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.checkNodeLocked(node); err != nil {
@@ -74,7 +75,8 @@ func (c *Cluster) StartCT(auth Auth, node string, vmid int, params map[string]st
 // StopCT is vm_stop with kill: task vzstop. params: skiplock (root@pam
 // only), overrule-shutdown (abort running vzshutdown tasks of the CT first,
 // PVE::GuestHelpers::abort_guest_tasks; they end "interrupted by signal").
-func (c *Cluster) StopCT(auth Auth, node string, vmid int, params map[string]string) (string, error) {
+func (gs *guests) StopCT(auth Auth, node string, vmid int, params map[string]string) (string, error) {
+	c := gs.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.checkNodeLocked(node); err != nil {
@@ -124,7 +126,8 @@ func (c *Cluster) StopCT(auth Auth, node string, vmid int, params map[string]str
 // a timeout (seconds, default 60) shorter than that stops it hard with
 // forceStop=1 and fails the task otherwise. The config lock is checked
 // strictly: shutdown has no skiplock and does not tolerate "mounted".
-func (c *Cluster) ShutdownCT(auth Auth, node string, vmid int, params map[string]string) (string, error) {
+func (gs *guests) ShutdownCT(auth Auth, node string, vmid int, params map[string]string) (string, error) {
+	c := gs.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.checkNodeLocked(node); err != nil {
@@ -177,7 +180,8 @@ func (c *Cluster) ShutdownCT(auth Auth, node string, vmid int, params map[string
 // RebootCT is vm_reboot: task vzreboot. It shuts the CT down, applies
 // pending changes and starts it again. A lock other than "mounted" fails
 // the task (on PVE the pre-start hook refuses a locked CT).
-func (c *Cluster) RebootCT(auth Auth, node string, vmid int, params map[string]string) (string, error) {
+func (gs *guests) RebootCT(auth Auth, node string, vmid int, params map[string]string) (string, error) {
+	c := gs.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.checkNodeLocked(node); err != nil {
@@ -235,7 +239,8 @@ func skiplockParam(auth Auth, params map[string]string) (bool, error) {
 }
 
 // runningLocked reports whether CT vmid runs on node (check_running).
-func (c *Cluster) runningLocked(node string, vmid int) bool {
+func (gs *guests) runningLocked(node string, vmid int) bool {
+	c := gs.c
 	g := c.st.Guests[vmid]
 	return g != nil && g.Node == node && g.Running
 }
@@ -265,7 +270,8 @@ func checkQuotas(g *Guest) error {
 
 // markRunningLocked records a started CT: a new init PID, the start time,
 // and when its sshd answers (unix seconds, after "bootdelay").
-func (c *Cluster) markRunningLocked(g *Guest) {
+func (gs *guests) markRunningLocked(g *Guest) {
+	c := gs.c
 	c.markGuest(g.VMID)
 	c.runChanges++
 	now := c.now()
@@ -278,7 +284,8 @@ func (c *Cluster) markRunningLocked(g *Guest) {
 
 // markStoppedLocked clears the runtime state of a stopped CT and counts
 // the stop for the run hook (Worker.Do).
-func (c *Cluster) markStoppedLocked(g *Guest) {
+func (gs *guests) markStoppedLocked(g *Guest) {
+	c := gs.c
 	c.markGuest(g.VMID)
 	c.runChanges++
 	g.Running = false
@@ -287,24 +294,12 @@ func (c *Cluster) markStoppedLocked(g *Guest) {
 	g.SSHReadyAt = 0
 }
 
-// unscaledDuration is the task type's duration at time scale 1.
-func (c *Cluster) unscaledDuration(typ string) time.Duration {
-	if d, ok := c.opts.Durations[typ]; ok {
-		return d
-	}
-	return defaultDurations[typ]
-}
-
-// scale applies the cluster's time scale to d.
-func (c *Cluster) scale(d time.Duration) time.Duration {
-	return time.Duration(float64(d) * c.opts.TimeScale)
-}
-
 // abortShutdownsLocked ends the running vzshutdown tasks of CT vmid the
 // caller may stop: its own, or any with Sys.Modify on the node
 // (abort_guest_tasks → check_worker). It returns the aborted UPIDs and the
 // permission errors for the others, which PVE only warns about.
-func (c *Cluster) abortShutdownsLocked(auth Auth, node string, vmid int) (aborted, refused []string) {
+func (gs *guests) abortShutdownsLocked(auth Auth, node string, vmid int) (aborted, refused []string) {
+	c := gs.c
 	id := strconv.Itoa(vmid)
 	for _, t := range c.st.Tasks {
 		if t.Status != "running" || t.Type != "vzshutdown" || t.ID != id || t.Node != node {
@@ -369,7 +364,8 @@ type pendingOutcome struct {
 // volume gets its size rescanned, and the volume it replaces becomes
 // unusedN. unusedN entries whose volume rootfs/mpN now use are dropped,
 // as write_pct_config does. c.mu must be held; the caller saves.
-func (c *Cluster) applyPendingLocked(g *Guest) pendingOutcome {
+func (gs *guests) applyPendingLocked(g *Guest) pendingOutcome {
+	c := gs.c
 	out := pendingOutcome{Errors: map[string]string{}}
 	fail := func(opt string, err error) {
 		msg := fmt.Sprintf("unable to apply pending change %s : %s", opt, errText(err))
@@ -441,7 +437,8 @@ func (c *Cluster) applyPendingLocked(g *Guest) pendingOutcome {
 // STORAGE:SIZE volume is allocated (create_disks) and the pending value
 // rewritten to name it; an existing volume has its size rescanned. The
 // volume the key held before becomes unusedN.
-func (c *Cluster) applyPendingMountLocked(g *Guest, opt string) error {
+func (gs *guests) applyPendingMountLocked(g *Guest, opt string) error {
+	c := gs.c
 	mp, err := ParseMountPoint(opt, g.Pending[opt])
 	if err != nil {
 		return Failf("%s\n", err)
@@ -474,7 +471,8 @@ func (c *Cluster) applyPendingMountLocked(g *Guest, opt string) error {
 
 // deleteMountpointVolumeLocked is delete_mountpoint_volume: free volid if
 // g owns it (by name), else PVE's "isn't the owner" warning.
-func (c *Cluster) deleteMountpointVolumeLocked(g *Guest, volid string) []string {
+func (gs *guests) deleteMountpointVolumeLocked(g *Guest, volid string) []string {
+	c := gs.c
 	sid, name, ok := ParseVolID(volid)
 	if !ok {
 		return nil

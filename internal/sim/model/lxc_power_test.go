@@ -165,8 +165,8 @@ func wantError(t *testing.T, err error, status int, msg string) {
 	if !ok {
 		t.Fatalf("err = %v (%T), want *Error %d %q", err, err, status, msg)
 	}
-	if e.Status != status || e.Message != msg {
-		t.Fatalf("err = %d %q, want %d %q", e.Status, e.Message, status, msg)
+	if e.Kind.Code() != status || e.Message != msg {
+		t.Fatalf("err = %d %q, want %d %q", e.Kind.Code(), e.Message, status, msg)
 	}
 }
 

@@ -87,7 +87,8 @@ func (s CTStatus) MarshalJSON() ([]byte, error) { return json.Marshal(s.Fields()
 
 // CTStatus is GET /nodes/{node}/lxc/{vmid}/status/current: the CT's
 // vmstatus entry, or load_config's 500 for a CT that is not on node.
-func (c *Cluster) CTStatus(node string, vmid int) (CTStatus, error) {
+func (gs *guests) CTStatus(node string, vmid int) (CTStatus, error) {
+	c := gs.c
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if err := c.checkNodeLocked(node); err != nil {
@@ -102,7 +103,8 @@ func (c *Cluster) CTStatus(node string, vmid int) (CTStatus, error) {
 
 // ListCTs is GET /nodes/{node}/lxc: vmstatus for every CT on node, by
 // VMID. Filtering by VM.Audit is the HTTP layer's business.
-func (c *Cluster) ListCTs(node string) ([]CTStatus, error) {
+func (gs *guests) ListCTs(node string) ([]CTStatus, error) {
+	c := gs.c
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if err := c.checkNodeLocked(node); err != nil {
@@ -121,7 +123,8 @@ func (c *Cluster) ListCTs(node string) ([]CTStatus, error) {
 // ctStatusLocked is vmstatus for one CT. A running CT reports what its
 // rootfs directory holds as disk usage and an idle CT's memory; the
 // rootfs size stands in for the filesystem's total.
-func (c *Cluster) ctStatusLocked(g *Guest) CTStatus {
+func (gs *guests) ctStatusLocked(g *Guest) CTStatus {
+	c := gs.c
 	conf := g.Config
 	s := CTStatus{
 		VMID: g.VMID, Node: g.Node, Status: "stopped",
@@ -162,7 +165,8 @@ func ctStatusName(vmid int, hostname string) string {
 
 // ctStatusCPUsLocked is vmstatus's cpus: cores || cpulimit || the host's
 // CPU count.
-func (c *Cluster) ctStatusCPUsLocked(g *Guest) float64 {
+func (gs *guests) ctStatusCPUsLocked(g *Guest) float64 {
+	c := gs.c
 	for _, k := range []string{"cores", "cpulimit"} {
 		if v, err := strconv.ParseFloat(g.Config[k], 64); err == nil && v > 0 {
 			return v

@@ -27,8 +27,13 @@ const migrateLockTimeout = 10 * time.Second
 // migrateLogTime is AbstractMigrate.pm log's timestamp.
 const migrateLogTime = "2006-01-02 15:04:05"
 
-// migration is one accepted migrate request.
+// migration is one vzmigrate task, Migrate.pm's object: the accepted
+// request and the state its phases share. run reads top-down: prepare,
+// phase1 (copy the volumes, move the config), phase3 (drop the source
+// copies), final cleanup, each a method.
 type migration struct {
+	c               *Cluster
+	w               *Worker // set when the task starts
 	vmid            int
 	source, target  string
 	restart, online bool
@@ -150,7 +155,7 @@ func (c *Cluster) MigrateCT(auth Auth, node string, vmid int, params map[string]
 	if err != nil {
 		return "", err
 	}
-	m := &migration{vmid: vmid, source: node, target: target, online: isTrue(params["online"]), restart: isTrue(params["restart"]), timeout: 180 * time.Second}
+	m := &migration{c: c, vmid: vmid, source: node, target: target, online: isTrue(params["online"]), restart: isTrue(params["restart"]), timeout: 180 * time.Second}
 	if g.Running && !m.online && !m.restart {
 		return "", Failf("can't migrate running container without --online or --restart\n")
 	}
@@ -184,7 +189,8 @@ func (c *Cluster) MigrateCT(auth Auth, node string, vmid int, params map[string]
 		m.timeout = time.Duration(t) * time.Second
 	}
 	return c.spawn(auth, node, "vzmigrate", strconv.Itoa(vmid), func(w *Worker) error {
-		return c.migrateTask(w, m)
+		m.w = w
+		return m.run()
 	}), nil
 }
 
@@ -223,34 +229,35 @@ func (c *Cluster) MigratePrecondition(node string, vmid int) (MigratePreconditio
 	return out, nil
 }
 
-// mlog is AbstractMigrate.pm log at level info or warn: the line with its
+// log is AbstractMigrate.pm log at level info or warn: the line with its
 // timestamp.
-func (c *Cluster) mlog(w *Worker, format string, args ...any) {
+func (m *migration) log(format string, args ...any) {
 	msg := strings.TrimRight(fmt.Sprintf(format, args...), "\n")
-	ts := c.now().Format(migrateLogTime)
+	ts := m.c.now().Format(migrateLogTime)
 	for _, line := range strings.Split(msg, "\n") {
-		w.Log("%s %s", ts, line)
+		m.w.Log("%s %s", ts, line)
 	}
 }
 
-// merr is log at level err: " ERROR: " after the timestamp.
-func (c *Cluster) merr(w *Worker, format string, args ...any) {
-	c.mlog(w, "ERROR: "+format, args...)
+// logErr is log at level err: " ERROR: " after the timestamp.
+func (m *migration) logErr(format string, args ...any) {
+	m.log("ERROR: "+format, args...)
 }
 
-// migrationDuration is AbstractMigrate's HH:MM:SS since the start.
-func (c *Cluster) migrationDuration(m *migration) string {
-	d := int(c.now().Sub(m.startedAt).Seconds())
+// duration is AbstractMigrate's HH:MM:SS since the start.
+func (m *migration) duration() string {
+	d := int(m.c.now().Sub(m.startedAt).Seconds())
 	if d < 0 {
 		d = 0
 	}
 	return fmt.Sprintf("%02d:%02d:%02d", d/3600, d/60%60, d%60)
 }
 
-// migrateTask is the vzmigrate worker: guest_migration_lock, the config
+// run is the vzmigrate worker: guest_migration_lock, the config
 // flock for the whole run, then prepare, phase1, phase3 and
 // final_cleanup with AbstractMigrate's outcome rules.
-func (c *Cluster) migrateTask(w *Worker, m *migration) error {
+func (m *migration) run() error {
+	c, w := m.c, m.w
 	release, err := c.migLocks.acquire(w.ctx, m.vmid, migrateLockTimeout)
 	if err != nil {
 		return err
@@ -260,37 +267,53 @@ func (c *Cluster) migrateTask(w *Worker, m *migration) error {
 		return err
 	}
 	m.startedAt = c.now()
-	if err := c.migratePrepare(w, m); err != nil {
-		c.merr(w, "migration aborted (duration %s): %s", c.migrationDuration(m), strings.TrimRight(errText(err), "\n"))
+	if err := m.prepare(); err != nil {
+		m.logErr("migration aborted (duration %s): %s", m.duration(), strings.TrimRight(errText(err), "\n"))
 		return Failf("migration aborted\n")
 	}
-	if err := c.migratePhase1(w, m); err != nil {
-		c.merr(w, "%s", strings.TrimRight(errText(err), "\n"))
-		c.mlog(w, "aborting phase 1 - cleanup resources")
-		for _, cp := range m.copies {
-			volid := cp.volid
-			if cp.done {
-				volid = cp.newVolid
-			}
-			c.merr(w, "found stale volume copy '%s' on node '%s'", volid, m.target)
-		}
-		c.mlog(w, "start final cleanup")
-		w.cleanup(func(st *State) {
-			if g := st.Guests[m.vmid]; g != nil && g.Node == m.source && g.Lock() == "migrate" {
-				delete(g.Config, "lock")
-			}
-		})
-		if m.wasRunning {
-			c.mlog(w, "start container on source node")
-			if err := c.migrateStart(w, m.source, m.vmid); err != nil {
-				c.merr(w, "%s", strings.TrimRight(errText(err), "\n"))
-			}
-		}
-		c.merr(w, "migration aborted (duration %s): %s", c.migrationDuration(m), strings.TrimRight(errText(err), "\n"))
-		return Failf("migration aborted\n")
+	if err := m.phase1(); err != nil {
+		return m.abortPhase1(err)
 	}
-	problems := c.migratePhase3(w, m)
-	c.mlog(w, "start final cleanup")
+	problems := m.phase3()
+	return m.finalCleanup(problems)
+}
+
+// abortPhase1 is phase1_cleanup and final_cleanup after a failed phase1:
+// the stale copies are reported, the lock goes and a CT stopped for the
+// migration starts again on the source node.
+func (m *migration) abortPhase1(err error) error {
+	c, w := m.c, m.w
+	m.logErr("%s", strings.TrimRight(errText(err), "\n"))
+	m.log("aborting phase 1 - cleanup resources")
+	for _, cp := range m.copies {
+		volid := cp.volid
+		if cp.done {
+			volid = cp.newVolid
+		}
+		m.logErr("found stale volume copy '%s' on node '%s'", volid, m.target)
+	}
+	m.log("start final cleanup")
+	w.cleanup(func(st *State) {
+		if g := st.Guests[m.vmid]; g != nil && g.Node == m.source && g.Lock() == "migrate" {
+			delete(g.Config, "lock")
+		}
+	})
+	if m.wasRunning {
+		m.log("start container on source node")
+		if err := c.migrateStart(w, m.source, m.vmid); err != nil {
+			m.logErr("%s", strings.TrimRight(errText(err), "\n"))
+		}
+	}
+	m.logErr("migration aborted (duration %s): %s", m.duration(), strings.TrimRight(errText(err), "\n"))
+	return Failf("migration aborted\n")
+}
+
+// finalCleanup is final_cleanup after phase3: the lock goes on the
+// target, a CT stopped for the migration starts there, and the outcome
+// is logged (problems: phase3 or this cleanup had one).
+func (m *migration) finalCleanup(problems bool) error {
+	c, w := m.c, m.w
+	m.log("start final cleanup")
 	if err := w.Phase("vzmigrate", 0.2); err != nil {
 		return err
 	}
@@ -304,28 +327,28 @@ func (c *Cluster) migrateTask(w *Worker, m *migration) error {
 		}
 		return nil
 	}); err != nil {
-		c.merr(w, "failed to clear migrate lock: %s", strings.TrimRight(errText(err), "\n"))
+		m.logErr("failed to clear migrate lock: %s", strings.TrimRight(errText(err), "\n"))
 		problems = true
 	}
 	if m.wasRunning {
-		c.mlog(w, "start container on target node")
+		m.log("start container on target node")
 		ip := m.target
 		c.mu.RLock()
 		if n := c.st.node(m.target); n != nil {
 			ip = nodeAddress(n)
 		}
 		c.mu.RUnlock()
-		c.mlog(w, "# /usr/bin/ssh -e none -o 'BatchMode=yes' -o 'HostKeyAlias=%s' -o 'UserKnownHostsFile=/etc/pve/nodes/%s/ssh_known_hosts' -o 'GlobalKnownHostsFile=none' root@%s pct start %d", m.target, m.target, ip, m.vmid)
+		m.log("# /usr/bin/ssh -e none -o 'BatchMode=yes' -o 'HostKeyAlias=%s' -o 'UserKnownHostsFile=/etc/pve/nodes/%s/ssh_known_hosts' -o 'GlobalKnownHostsFile=none' root@%s pct start %d", m.target, m.target, ip, m.vmid)
 		if err := c.migrateStart(w, m.target, m.vmid); err != nil {
-			c.merr(w, "%s", strings.TrimRight(errText(err), "\n"))
+			m.logErr("%s", strings.TrimRight(errText(err), "\n"))
 			problems = true
 		}
 	}
 	if problems {
-		c.merr(w, "migration finished with problems (duration %s)", c.migrationDuration(m))
+		m.logErr("migration finished with problems (duration %s)", m.duration())
 		return Failf("migration problems\n")
 	}
-	c.mlog(w, "migration finished successfully (duration %s)", c.migrationDuration(m))
+	m.log("migration finished successfully (duration %s)", m.duration())
 	return nil
 }
 
@@ -344,11 +367,12 @@ func (c *Cluster) migrateStart(w *Worker, node string, vmid int) error {
 	})
 }
 
-// migratePrepare is Migrate.pm prepare: the lock, running and mount point
+// prepare is Migrate.pm prepare: the lock, running and mount point
 // checks, source and target storage checks for every volume of the
 // current config (rootfs, mpN, unusedN), the target's reachability, and
 // in restart mode the shutdown of a running CT.
-func (c *Cluster) migratePrepare(w *Worker, m *migration) error {
+func (m *migration) prepare() error {
+	c, w := m.c, m.w
 	var running bool
 	err := w.doGuest(m.source, m.vmid, func(st *State, g *Guest) error {
 		if err := checkLock(g); err != nil {
@@ -409,7 +433,7 @@ func (c *Cluster) migratePrepare(w *Worker, m *migration) error {
 	if err != nil || !running {
 		return err
 	}
-	c.mlog(w, "shutdown CT %d", m.vmid)
+	m.log("shutdown CT %d", m.vmid)
 	clean := c.unscaledDuration("vzshutdown")
 	if m.timeout < clean {
 		if err := w.Sleep(c.scale(m.timeout)); err != nil {
@@ -442,12 +466,13 @@ type migVolume struct {
 	sid, tsid string
 }
 
-// migratePhase1 is Migrate.pm phase1: lock the config "migrate", scan the
+// phase1 is Migrate.pm phase1: lock the config "migrate", scan the
 // volumes (snapshots, pending, current), refuse foreign or snapshotted
 // local volumes, copy the local ones to the target (renamed when the
 // name is taken there), rewrite the volids and move the config to the
 // target node.
-func (c *Cluster) migratePhase1(w *Worker, m *migration) error {
+func (m *migration) phase1() error {
+	c, w := m.c, m.w
 	var targetIP string
 	if err := w.Do(func(st *State) error {
 		if n := st.node(m.target); n != nil {
@@ -457,7 +482,7 @@ func (c *Cluster) migratePhase1(w *Worker, m *migration) error {
 	}); err != nil {
 		return err
 	}
-	c.mlog(w, "starting migration of CT %d to node '%s' (%s)", m.vmid, m.target, targetIP)
+	m.log("starting migration of CT %d to node '%s' (%s)", m.vmid, m.target, targetIP)
 	vols := map[string]*migVolume{}
 	volErrs := map[string]string{}
 	var lines []string // info lines of the scan, in order
@@ -553,19 +578,19 @@ func (c *Cluster) migratePhase1(w *Worker, m *migration) error {
 		return err
 	}
 	for _, l := range lines {
-		c.mlog(w, "%s", l)
+		m.log("%s", l)
 	}
 	volids := slices.Sorted(maps.Keys(vols))
 	for _, volid := range volids {
 		if vols[volid].ref == "config" {
-			c.mlog(w, "found local volume '%s' (in current VM config)", volid)
+			m.log("found local volume '%s' (in current VM config)", volid)
 		} else {
-			c.mlog(w, "found local volume '%s' (referenced by snapshot(s))", volid)
+			m.log("found local volume '%s' (referenced by snapshot(s))", volid)
 		}
 	}
 	if len(volErrs) > 0 {
 		for _, volid := range slices.Sorted(maps.Keys(volErrs)) {
-			c.mlog(w, "can't migrate local volume '%s': %s", volid, strings.TrimRight(volErrs[volid], "\n"))
+			m.log("can't migrate local volume '%s': %s", volid, strings.TrimRight(volErrs[volid], "\n"))
 		}
 		return Failf("can't migrate CT - check log\n")
 	}
@@ -574,7 +599,7 @@ func (c *Cluster) migratePhase1(w *Worker, m *migration) error {
 	}
 	volmap := map[string]string{}
 	for _, volid := range volids {
-		newVolid, err := c.migrateVolume(w, m, volid, vols[volid], len(volids))
+		newVolid, err := m.copyVolume(volid, vols[volid], len(volids))
 		if err != nil {
 			return err
 		}
@@ -589,12 +614,13 @@ func (c *Cluster) migratePhase1(w *Worker, m *migration) error {
 	})
 }
 
-// migrateVolume is storage_migrate for one local volume: a volume of the
+// copyVolume is storage_migrate for one local volume: a volume of the
 // same name on the target's instance of the target storage (the lowest
 // free vm-<vmid>-disk-N when that name is taken there, with the import's
 // warning), the data copied. A failed copy frees the partial target
 // volume; the copy stays listed as started.
-func (c *Cluster) migrateVolume(w *Worker, m *migration, volid string, mv *migVolume, n int) (string, error) {
+func (m *migration) copyVolume(volid string, mv *migVolume, n int) (string, error) {
+	c, w := m.c, m.w
 	idx := len(m.copies)
 	m.copies = append(m.copies, migCopy{volid: volid})
 	fail := func(format string, args ...any) error {
@@ -657,7 +683,7 @@ func (c *Cluster) migrateVolume(w *Worker, m *migration, volid string, mv *migVo
 		return "", err
 	}
 	if warn != "" {
-		c.mlog(w, "%s", warn)
+		m.log("%s", warn)
 	}
 	if _, err := copyTree(srcDir, dstDir); err != nil {
 		w.cleanup(func(st *State) { c.freeVolumeLocked(m.target, newVolid) })
@@ -667,9 +693,9 @@ func (c *Cluster) migrateVolume(w *Worker, m *migration, volid string, mv *migVo
 		return "", err
 	}
 	m.copies[idx].newVolid, m.copies[idx].done = newVolid, true
-	c.mlog(w, "successfully imported '%s'", newVolid)
+	m.log("successfully imported '%s'", newVolid)
 	if newVolid != volid {
-		c.mlog(w, "volume '%s' is '%s' on the target", volid, newVolid)
+		m.log("volume '%s' is '%s' on the target", volid, newVolid)
 	}
 	return newVolid, nil
 }
@@ -707,10 +733,11 @@ func updateVolumeIDs(g *Guest, volmap map[string]string) {
 	}
 }
 
-// migratePhase3 is phase3: free every copied source volume (shared ones
+// phase3 is phase3: free every copied source volume (shared ones
 // were never copied). A failure is logged and makes the migration end
 // with problems; it reports whether one happened.
-func (c *Cluster) migratePhase3(w *Worker, m *migration) bool {
+func (m *migration) phase3() bool {
+	c, w := m.c, m.w
 	problems := false
 	if err := w.Phase("vzmigrate", 0.1); err != nil {
 		return true
@@ -724,7 +751,7 @@ func (c *Cluster) migratePhase3(w *Worker, m *migration) bool {
 			return nil
 		})
 		if ferr != nil {
-			c.merr(w, "removing local copy of '%s' failed - %s", cp.volid, strings.TrimRight(errText(ferr), "\n"))
+			m.logErr("removing local copy of '%s' failed - %s", cp.volid, strings.TrimRight(errText(ferr), "\n"))
 			problems = true
 		}
 	}

@@ -728,7 +728,7 @@ func TestCluster_SharedStorage_addedOnReopen(t *testing.T) {
 	}
 }
 
-func TestCluster_migrationDuration(t *testing.T) {
+func TestMigration_duration(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
 	k := newOpsKitWith(t, Options{Now: func() time.Time { return now }})
 	for _, tc := range []struct {
@@ -740,7 +740,7 @@ func TestCluster_migrationDuration(t *testing.T) {
 		{3725 * time.Second, "01:02:05"},
 		{-time.Second, "00:00:00"},
 	} {
-		if got := k.c.migrationDuration(&migration{startedAt: now.Add(-tc.ago)}); got != tc.want {
+		if got := (&migration{c: k.c, startedAt: now.Add(-tc.ago)}).duration(); got != tc.want {
 			t.Errorf("%v ago: %s, want %s", tc.ago, got, tc.want)
 		}
 	}

@@ -164,7 +164,7 @@ func TestPet_rootOnlyOptions(t *testing.T) {
 				change[key] = map[string]string{"features": "nesting=1,fuse=1", "mp1": "/srv/other,mp=/srv/hermes"}[key]
 			}
 			err = k.c.UpdateCTConfig(rootToken, petNode, 105, change)
-			if e, ok := err.(*Error); !ok || e.Status != 403 {
+			if e, ok := err.(*Error); !ok || e.Kind.Code() != 403 {
 				t.Errorf("root token: err = %v, want 403", err)
 			}
 		})

@@ -156,20 +156,47 @@ func (c *Cluster) restorePrepareLocked(auth Auth, node string, params map[string
 // again, and the config too unless it existed before and nothing was
 // changed yet; the error reads "unable to restore CT <vmid> - …".
 func (c *Cluster) restoreTask(w *Worker, spec restoreSpec) error {
+	r := &ctRestore{c: c, w: w, spec: spec}
+	return r.run()
+}
+
+// ctRestore is one vzrestore task: the request's spec and what the steps
+// learn on the way. restore reads top-down: read the archive's config,
+// settle the mount points, create the volumes (dropping an overwritten
+// CT's old ones), extract, merge the config.
+type ctRestore struct {
+	c    *Cluster
+	w    *Worker
+	spec restoreSpec
+
+	conf          map[string]string // the config being built
+	oldConf       map[string]string // the config of the CT restored over
+	orig          map[string]string // the backed-up config
+	archivePath   string            // where the archive is read
+	archiveHost   string            // its path as PVE logs it
+	mounts        map[string]string // the mount points to create
+	delayed       map[string]string // non-volume mount points, set after extraction
+	targets       []restoreMount
+	vols          []string // volumes created so far, freed on failure
+	destroyConfig bool     // on failure the config goes too
+}
+
+// run restores, cleans up after a failure, and starts the CT if asked.
+func (r *ctRestore) run() error {
+	c, w, spec := r.c, r.w, r.spec
 	if err := w.LockConfig(spec.vmid); err != nil {
 		return err
 	}
-	var vols []string
-	destroyConfig := !spec.sameExists
-	err := c.restoreRun(w, spec, &vols, &destroyConfig)
+	r.destroyConfig = !spec.sameExists
+	err := r.restore()
 	if err != nil {
 		w.cleanup(func(st *State) {
-			c.freeImagesLocked(w, spec.node, vols)
+			c.freeImagesLocked(w, spec.node, r.vols)
 			g := st.Guests[spec.vmid]
 			if g == nil || g.Node != spec.node {
 				return
 			}
-			if destroyConfig {
+			if r.destroyConfig {
 				delete(st.Guests, spec.vmid)
 				delete(st.Extra, spec.vmid)
 			} else if g.Config["lock"] == "create" {
@@ -184,40 +211,66 @@ func (c *Cluster) restoreTask(w *Worker, spec restoreSpec) error {
 	return c.ctStartCreated(w, spec.node, spec.vmid)
 }
 
-// restoreRun is the body of create_vm's worker for a restore.
-func (c *Cluster) restoreRun(w *Worker, spec restoreSpec, vols *[]string, destroyConfig *bool) error {
-	conf := map[string]string{}
-	for k, v := range spec.conf {
-		conf[k] = v
+// restore is the body of create_vm's worker for a restore.
+func (r *ctRestore) restore() error {
+	r.conf = map[string]string{}
+	for k, v := range r.spec.conf {
+		r.conf[k] = v
 	}
-	w.Log("recovering backed-up configuration from '%s'", spec.archive)
-	var archivePath, archiveHost string
-	var oldConf map[string]string
-	err := w.doGuest(spec.node, spec.vmid, func(st *State, g *Guest) error {
+	r.w.Log("recovering backed-up configuration from '%s'", r.spec.archive)
+	if err := r.readArchiveConfig(); err != nil {
+		return err
+	}
+	if err := r.settleMounts(); err != nil {
+		return err
+	}
+	r.destroyConfig = true
+	if err := r.createVolumes(); err != nil {
+		return err
+	}
+	if err := r.w.Phase("vzrestore", 0.2); err != nil {
+		return err
+	}
+	if err := r.extract(); err != nil {
+		return err
+	}
+	return r.mergeConfig()
+}
+
+// readArchiveConfig finds the archive and reads the config it carries.
+func (r *ctRestore) readArchiveConfig() error {
+	c, spec := r.c, r.spec
+	err := r.w.doGuest(spec.node, spec.vmid, func(st *State, g *Guest) error {
 		if g.Running {
 			return Failf("can't overwrite running container\n")
 		}
-		oldConf = ctCloneGuest(g).Config
+		r.oldConf = ctCloneGuest(g).Config
 		sid, name, ok := ParseVolID(spec.archive)
 		if !ok || st.Volumes[st.volKey(spec.node, spec.archive)] == nil {
 			return Failf("can't find file '%s'\n", spec.archive)
 		}
-		archivePath = c.volumePath(spec.node, sid, name)
-		archiveHost = c.hostPath(st.storage(sid), name)
+		r.archivePath = c.volumePath(spec.node, sid, name)
+		r.archiveHost = c.hostPath(st.storage(sid), name)
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	text, err := readBackupConfig(archivePath)
+	text, err := readBackupConfig(r.archivePath)
 	if err != nil {
 		return Failf("unable to restore '%s' - %s\n", spec.archive, err)
 	}
-	orig := parseConfigSection(text)
+	r.orig = parseConfigSection(text)
+	return nil
+}
 
-	mounts := map[string]string{}
-	var delayed map[string]string
-	err = w.Do(func(st *State) error {
+// settleMounts checks the bridges and the unprivileged flag and decides
+// the mount points: those given, or (storage-only mode) the backed-up
+// ones recreated on the target storage.
+func (r *ctRestore) settleMounts() error {
+	c, w, spec, conf, orig := r.c, r.w, r.spec, r.conf, r.orig
+	r.mounts = map[string]string{}
+	return w.Do(func(st *State) error {
 		for _, k := range slices.Sorted(maps.Keys(orig)) {
 			if ctKeyIs(k, "net") && spec.conf[k] == "" {
 				if err := c.ctCheckBridgeAccessLocked(spec.auth, orig[k]); err != nil {
@@ -232,7 +285,7 @@ func (c *Cluster) restoreRun(w *Worker, spec restoreSpec, vols *[]string, destro
 		}
 		if !isTrue(conf["unprivileged"]) {
 			delete(conf, "unprivileged")
-			if old := oldConf; !spec.sameExists || isTrue(old["unprivileged"]) {
+			if old := r.oldConf; !spec.sameExists || isTrue(old["unprivileged"]) {
 				if err := st.Access.Check(spec.auth, "/", []string{"Sys.Modify"}, false); err != nil {
 					return err
 				}
@@ -240,7 +293,7 @@ func (c *Cluster) restoreRun(w *Worker, spec restoreSpec, vols *[]string, destro
 		}
 		if len(spec.mounts) > 0 {
 			for k, v := range spec.mounts {
-				mounts[k] = v
+				r.mounts[k] = v
 			}
 			return nil
 		}
@@ -269,10 +322,10 @@ func (c *Cluster) restoreRun(w *Worker, spec restoreSpec, vols *[]string, destro
 					w.logLocked("mount point configuration will be restored after archive extraction!")
 					w.logLocked("contained files will be restored to wrong directory!")
 				}
-				if delayed == nil {
-					delayed = map[string]string{}
+				if r.delayed == nil {
+					r.delayed = map[string]string{}
 				}
-				delayed[key] = mp.String()
+				r.delayed[key] = mp.String()
 				continue
 			}
 			sizeStr, ok := mp.Props["size"]
@@ -285,23 +338,24 @@ func (c *Cluster) restoreRun(w *Worker, spec restoreSpec, vols *[]string, destro
 			}
 			delete(mp.Props, "size")
 			mp.Props["volume"] = spec.storage + ":" + strconv.FormatFloat(float64(size)/float64(gib), 'f', -1, 64)
-			mounts[key] = mp.String()
+			r.mounts[key] = mp.String()
 		}
 		return nil
 	})
-	if err != nil {
-		return err
-	}
+}
 
-	*destroyConfig = true
-	var targets []restoreMount
-	err = w.Do(func(st *State) error {
-		if err := c.ctCreateDisksLocked(w, spec.node, spec.vmid, mounts, conf, vols); err != nil {
+// createVolumes allocates the mount points' volumes, drops an existing
+// CT's old volumes once the new ones exist, and lists where each mount
+// point's data goes.
+func (r *ctRestore) createVolumes() error {
+	c, w, spec, conf := r.c, r.w, r.spec, r.conf
+	return w.Do(func(st *State) error {
+		if err := c.ctCreateDisksLocked(w, spec.node, spec.vmid, r.mounts, conf, &r.vols); err != nil {
 			return err
 		}
 		// An existing CT's old volumes go once the new ones exist.
-		if len(oldConf) > 1 {
-			old := &Guest{VMID: spec.vmid, Node: spec.node, Config: oldConf}
+		if len(r.oldConf) > 1 {
+			old := &Guest{VMID: spec.vmid, Node: spec.node, Config: r.oldConf}
 			if g := st.Guests[spec.vmid]; g != nil {
 				old.Pending = g.Pending
 			}
@@ -321,35 +375,40 @@ func (c *Cluster) restoreRun(w *Worker, spec restoreSpec, vols *[]string, destro
 			if !ok || st.Volumes[st.volKey(spec.node, mp.Volume())] == nil {
 				return Failf("volume '%s' does not exist\n", mp.Volume())
 			}
-			targets = append(targets, restoreMount{path: mp.Path(), dir: c.volumePath(spec.node, sid, name)})
+			r.targets = append(r.targets, restoreMount{path: mp.Path(), dir: c.volumePath(spec.node, sid, name)})
 		}
 		return nil
 	})
-	if err != nil {
-		return err
-	}
-	if err := w.Phase("vzrestore", 0.2); err != nil {
-		return err
-	}
+}
 
-	w.Log("restoring '%s' now..", spec.archive)
-	w.Log("extracting archive '%s'", archiveHost)
+// extract unpacks the archive into the new volumes.
+func (r *ctRestore) extract() error {
+	w := r.w
+	w.Log("restoring '%s' now..", r.spec.archive)
+	w.Log("extracting archive '%s'", r.archiveHost)
 	began := time.Now()
-	n, skipped, err := extractBackup(archivePath, targets)
+	n, skipped, err := extractBackup(r.archivePath, r.targets)
 	if err != nil {
-		return Failf("unable to restore '%s': %s\n", archiveHost, err)
+		return Failf("unable to restore '%s': %s\n", r.archiveHost, err)
 	}
 	for _, name := range skipped {
 		w.Log("tar: %s: Cannot mknod: Operation not permitted", name)
 	}
 	w.Log("Total bytes read: %d (%s, %s/s)", n, ctHumanBytes(float64(n)), ctHumanBytes(float64(n)/max(time.Since(began).Seconds(), 1e-3)))
+	return nil
+}
+
+// mergeConfig merges the backed-up config into the given one, fills the
+// defaults and writes the CT's config.
+func (r *ctRestore) mergeConfig() error {
+	w, spec, conf := r.w, r.spec, r.conf
 	w.Log("merging backed-up and given configuration..")
-	for _, t := range targets {
+	for _, t := range r.targets {
 		if t.path == "/" {
 			os.RemoveAll(filepath.Join(t.dir, "etc", "vzdump"))
 		}
 	}
-	restoreConfiguration(conf, orig, !spec.auth.IsRoot(), spec.unique, w)
+	restoreConfiguration(conf, r.orig, !spec.auth.IsRoot(), spec.unique, w)
 	if err := w.Phase("vzrestore", 0.8); err != nil {
 		return err
 	}
@@ -362,10 +421,10 @@ func (c *Cluster) restoreRun(w *Worker, spec restoreSpec, vols *[]string, destro
 	if _, ok := conf["swap"]; !ok {
 		conf["swap"] = "512"
 	}
-	for k, v := range delayed {
+	for k, v := range r.delayed {
 		conf[k] = v
 	}
-	for _, t := range targets {
+	for _, t := range r.targets {
 		if t.path == "/" {
 			if err := ctPostCreate(t.dir, conf["hostname"], ""); err != nil {
 				return err

@@ -175,7 +175,7 @@ func TestCluster_Restore_errors(t *testing.T) {
 	wantError(t, err, http.StatusInternalServerError, "unable to use volume "+DefaultTemplate+" - content type needs to be 'backup'\n")
 	// The target storage must hold container directories.
 	_, err = k.c.CreateCT(kitOperator, "pve", map[string]string{"vmid": "103", "ostemplate": archive, "restore": "1"})
-	if e, ok := err.(*Error); !ok || e.Status != http.StatusBadRequest || e.Params["storage"] != "storage 'local' does not support container directories" {
+	if e, ok := err.(*Error); !ok || e.Kind.Code() != http.StatusBadRequest || e.Params["storage"] != "storage 'local' does not support container directories" {
 		t.Errorf("default storage local: %v", err)
 	}
 }

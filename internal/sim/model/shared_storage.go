@@ -52,7 +52,8 @@ func addSharedStorages(st *State, kinds []string) (bool, error) {
 }
 
 // SharedStorages lists the ids of the shared storages, in storage.cfg order.
-func (c *Cluster) SharedStorages() []string {
+func (sl *storageLayer) SharedStorages() []string {
+	c := sl.c
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	var out []string

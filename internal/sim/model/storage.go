@@ -15,16 +15,28 @@ const (
 	gib = 1024 * mib
 )
 
+// storageLayer is PVE::Storage for the cluster: storages and their
+// status, volumes (paths, allocation, freeing), content lists, appliance
+// and URL downloads (storage.go, storage_content.go, shared_storage.go).
+// Storages and volumes are part of the State, under the Cluster's lock,
+// so a storageLayer works through its Cluster. Cluster embeds it, so its
+// methods are the Cluster's (c.Content, c.allocImageLocked).
+type storageLayer struct {
+	c *Cluster
+}
+
 // volumePath is the directory (thin volumes) or file (dir storage content)
 // that holds a volume's data on the emulator's disk.
-func (c *Cluster) volumePath(node, storage, name string) string {
+func (sl *storageLayer) volumePath(node, storage, name string) string {
+	c := sl.c
 	node = c.st.homeNode(node, storage)
 	return filepath.Join(c.DataDir(), node, storage, filepath.FromSlash(name))
 }
 
 // VolumePath is volumePath for tests and the guest layer: where volid's
 // data lives on node.
-func (c *Cluster) VolumePath(node, volid string) (string, error) {
+func (sl *storageLayer) VolumePath(node, volid string) (string, error) {
+	c := sl.c
 	sid, name, ok := ParseVolID(volid)
 	if !ok {
 		return "", fmt.Errorf("unable to parse volume ID '%s'", volid)
@@ -50,7 +62,8 @@ func (st *State) nextDiskName(node, storage string, vmid int, prefix string) str
 
 // allocVolume creates a new image volume of size bytes for vmid and its
 // (empty, formatted) data directory. The storage must hold content ct.
-func (c *Cluster) allocVolumeLocked(node, sid string, vmid int, size int64, ct string) (*Volume, error) {
+func (sl *storageLayer) allocVolumeLocked(node, sid string, vmid int, size int64, ct string) (*Volume, error) {
+	c := sl.c
 	s := c.st.storage(sid)
 	if s == nil || !s.OnNode(node) {
 		return nil, Failf("storage '%s' does not exist\n", sid)
@@ -77,7 +90,8 @@ func (c *Cluster) allocVolumeLocked(node, sid string, vmid int, size int64, ct s
 }
 
 // freeVolumeLocked is vdisk_free: drop the volume, its snapshots and data.
-func (c *Cluster) freeVolumeLocked(node, volid string) error {
+func (sl *storageLayer) freeVolumeLocked(node, volid string) error {
+	c := sl.c
 	v := c.st.Volumes[c.st.volKey(node, volid)]
 	if v == nil {
 		return Failf("no such volume '%s'\n", volid)
@@ -95,7 +109,8 @@ func (c *Cluster) freeVolumeLocked(node, volid string) error {
 }
 
 // snapshotPath is where an LVM-thin snapshot LV snap_<vol>_<snap> keeps its data.
-func (c *Cluster) snapshotPath(node string, v *Volume, snap string) string {
+func (sl *storageLayer) snapshotPath(node string, v *Volume, snap string) string {
+	c := sl.c
 	return filepath.Join(c.DataDir(), c.st.homeNode(node, v.Storage), v.Storage, "snap_"+v.Name+"_"+snap)
 }
 
@@ -108,7 +123,8 @@ type StorageUsage struct {
 }
 
 // Storages lists the storages available on node with their usage.
-func (c *Cluster) Storages(node string) ([]StorageUsage, error) {
+func (sl *storageLayer) Storages(node string) ([]StorageUsage, error) {
+	c := sl.c
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if c.st.node(node) == nil {
@@ -124,7 +140,8 @@ func (c *Cluster) Storages(node string) ([]StorageUsage, error) {
 	return out, nil
 }
 
-func (c *Cluster) usageLocked(node string, s *Storage) StorageUsage {
+func (sl *storageLayer) usageLocked(node string, s *Storage) StorageUsage {
+	c := sl.c
 	u := StorageUsage{Storage: cloneStorage(s), Total: s.Total, Active: true}
 	for _, v := range c.st.Volumes {
 		if c.st.volOn(v, node) && v.Storage == s.ID {
@@ -135,7 +152,8 @@ func (c *Cluster) usageLocked(node string, s *Storage) StorageUsage {
 }
 
 // StorageStatus is one storage's usage on node.
-func (c *Cluster) StorageStatus(node, sid string) (StorageUsage, error) {
+func (sl *storageLayer) StorageStatus(node, sid string) (StorageUsage, error) {
+	c := sl.c
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	s := c.st.storage(sid)
@@ -156,7 +174,8 @@ func cloneStorage(s *Storage) *Storage {
 }
 
 // StorageConfig returns a copy of the storage's config, or nil.
-func (c *Cluster) StorageConfig(sid string) *Storage {
+func (sl *storageLayer) StorageConfig(sid string) *Storage {
+	c := sl.c
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if s := c.st.storage(sid); s != nil {
@@ -175,7 +194,8 @@ type ContentEntry struct {
 
 // Content lists a storage's volumes on node, optionally filtered by content
 // type and owner vmid (0 = all).
-func (c *Cluster) Content(node, sid, content string, vmid int) ([]ContentEntry, error) {
+func (sl *storageLayer) Content(node, sid, content string, vmid int) ([]ContentEntry, error) {
+	c := sl.c
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	s := c.st.storage(sid)
@@ -210,7 +230,8 @@ func (c *Cluster) Content(node, sid, content string, vmid int) ([]ContentEntry, 
 }
 
 // VolumeInfo returns one volume.
-func (c *Cluster) VolumeInfo(node, volid string) (ContentEntry, error) {
+func (sl *storageLayer) VolumeInfo(node, volid string) (ContentEntry, error) {
+	c := sl.c
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	v := c.st.Volumes[c.st.volKey(node, volid)]

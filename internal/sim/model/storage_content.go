@@ -39,7 +39,8 @@ var applianceMTime = time.Date(2025, 6, 17, 0, 0, 0, 0, time.UTC)
 
 // storageCheckEnabledLocked is storage_check_enabled: the storage exists,
 // is not disabled and is available on node.
-func (c *Cluster) storageCheckEnabledLocked(sid, node string) (*Storage, error) {
+func (sl *storageLayer) storageCheckEnabledLocked(sid, node string) (*Storage, error) {
+	c := sl.c
 	s := c.st.storage(sid)
 	if s == nil {
 		return nil, Failf("storage '%s' does not exist\n", sid)
@@ -63,7 +64,8 @@ var (
 // parseVolnameLocked is PVE::Storage::parse_volname: the storage, the
 // volume name, its content type (images, iso, vztmpl, backup, …) and its
 // owner VMID (0 for none), with pve-storage's errors.
-func (c *Cluster) parseVolnameLocked(volid string) (s *Storage, name, vtype string, owner int, err error) {
+func (sl *storageLayer) parseVolnameLocked(volid string) (s *Storage, name, vtype string, owner int, err error) {
+	c := sl.c
 	sid, name, ok := ParseVolID(volid)
 	if !ok {
 		return nil, "", "", 0, Failf("unable to parse volume ID '%s'\n", volid)
@@ -99,7 +101,8 @@ func (c *Cluster) parseVolnameLocked(volid string) (s *Storage, name, vtype stri
 // freeDiskNumberLocked is get_next_vm_diskname's search: the lowest N
 // such that no volume of the storage is named <prefix>-<vmid>-disk-N,
 // whatever the prefix or suffix.
-func (c *Cluster) freeDiskNumberLocked(node, sid string, vmid int) int {
+func (sl *storageLayer) freeDiskNumberLocked(node, sid string, vmid int) int {
+	c := sl.c
 	used := map[int]bool{}
 	for _, v := range c.st.Volumes {
 		if !c.st.volOn(v, node) || v.Storage != sid {
@@ -122,7 +125,8 @@ func (c *Cluster) freeDiskNumberLocked(node, sid string, vmid int) int {
 // empty, the lowest free disk name. It returns what lvcreate or qemu-img
 // prints. Unlike allocVolumeLocked it checks no content type, as
 // vdisk_alloc does not.
-func (c *Cluster) allocImageLocked(node string, s *Storage, vmid int, name, format string, size int64) (*Volume, []string, error) {
+func (sl *storageLayer) allocImageLocked(node string, s *Storage, vmid int, name, format string, size int64) (*Volume, []string, error) {
+	c := sl.c
 	if format == "" {
 		format = "raw"
 	}
@@ -201,7 +205,8 @@ var (
 // M/G suffix, format). An empty filename picks the lowest free
 // vm-<vmid>-disk-N. It returns the new volid. No content-type check:
 // vdisk_alloc has none.
-func (c *Cluster) AllocVolume(auth Auth, node, storage string, params map[string]string) (string, error) {
+func (sl *storageLayer) AllocVolume(auth Auth, node, storage string, params map[string]string) (string, error) {
+	c := sl.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.checkNodeLocked(node); err != nil {
@@ -256,7 +261,8 @@ func (c *Cluster) AllocVolume(auth Auth, node, storage string, params map[string
 // host, the task fails for an LV a running CT has mounted. With delay
 // (seconds), it waits for the task and returns "" — PVE's null — if it
 // ended well within that time.
-func (c *Cluster) DeleteVolume(auth Auth, node, storage, volume string, params map[string]string) (string, error) {
+func (sl *storageLayer) DeleteVolume(auth Auth, node, storage, volume string, params map[string]string) (string, error) {
+	c := sl.c
 	upid, err := c.startDeleteVolume(auth, node, storage, volume)
 	if err != nil {
 		return "", err
@@ -277,7 +283,8 @@ func (c *Cluster) DeleteVolume(auth Auth, node, storage, volume string, params m
 	return "", Failf("%s\n", t.ExitStatus)
 }
 
-func (c *Cluster) startDeleteVolume(auth Auth, node, storage, volume string) (string, error) {
+func (sl *storageLayer) startDeleteVolume(auth Auth, node, storage, volume string) (string, error) {
+	c := sl.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.checkNodeLocked(node); err != nil {
@@ -330,7 +337,8 @@ func (c *Cluster) startDeleteVolume(auth Auth, node, storage, volume string) (st
 
 // freeImageLocked is vdisk_free for DELETE content, with what lvremove
 // prints. A missing LV is no error; a missing file is only warned about.
-func (c *Cluster) freeImageLocked(w *Worker, node, volid string) error {
+func (sl *storageLayer) freeImageLocked(w *Worker, node, volid string) error {
+	c := sl.c
 	s, name, _, _, err := c.parseVolnameLocked(volid)
 	if err != nil {
 		return err
@@ -366,7 +374,8 @@ func (c *Cluster) freeImageLocked(w *Worker, node, volid string) error {
 
 // volumeMountedLocked reports whether a running CT on node has volid as
 // its rootfs or an mpN, i.e. holds the LV open.
-func (c *Cluster) volumeMountedLocked(node, volid string) bool {
+func (sl *storageLayer) volumeMountedLocked(node, volid string) bool {
+	c := sl.c
 	for _, g := range c.st.Guests {
 		if g.Node == node && g.Running && volumeInUse(&Guest{Config: g.Config}, volid, false, false) {
 			return true
@@ -376,7 +385,7 @@ func (c *Cluster) volumeMountedLocked(node, volid string) bool {
 }
 
 // hostPath is where a dir storage keeps a volume on a real host.
-func (c *Cluster) hostPath(s *Storage, name string) string {
+func (sl *storageLayer) hostPath(s *Storage, name string) string {
 	typ, rest, _ := strings.Cut(name, "/")
 	switch typ {
 	case "vztmpl":
@@ -394,7 +403,7 @@ func (c *Cluster) hostPath(s *Storage, name string) string {
 }
 
 // Aplinfo is GET /nodes/{node}/aplinfo: the emulator's appliance index.
-func (c *Cluster) Aplinfo(node string) []Appliance {
+func (sl *storageLayer) Aplinfo(node string) []Appliance {
 	return append([]Appliance(nil), Catalogue...)
 }
 
@@ -402,7 +411,8 @@ func (c *Cluster) Aplinfo(node string) []Appliance {
 // "download", id the template file name, which writes the appliance to
 // <storage>:vztmpl/<template>. An unknown template is a 400
 // {template: "no such template"}; the storage must allow vztmpl.
-func (c *Cluster) DownloadAppliance(auth Auth, node string, params map[string]string) (string, error) {
+func (sl *storageLayer) DownloadAppliance(auth Auth, node string, params map[string]string) (string, error) {
+	c := sl.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.checkNodeLocked(node); err != nil {
@@ -439,7 +449,8 @@ var (
 // on the storage and Sys.Audit+Sys.Modify on / or Sys.AccessNetwork on
 // the node) is the HTTP layer's. Only a catalogue URL downloads; any
 // other fails in the task as wget would without a network.
-func (c *Cluster) DownloadURL(auth Auth, node, storage string, params map[string]string) (string, error) {
+func (sl *storageLayer) DownloadURL(auth Auth, node, storage string, params map[string]string) (string, error) {
+	c := sl.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.checkNodeLocked(node); err != nil {
@@ -514,7 +525,8 @@ type download struct {
 // downloadTask is download_file_from_url against the catalogue: it logs
 // as PVE and wget do, refuses to overwrite an existing file unless its
 // checksum is the expected one, and registers the new volume.
-func (c *Cluster) downloadTask(w *Worker, d download) error {
+func (sl *storageLayer) downloadTask(w *Worker, d download) error {
+	c := sl.c
 	if d.compression != "" && d.content != "iso" {
 		return Failf("decompression not supported for %s\n", d.content)
 	}
@@ -612,7 +624,7 @@ func (d download) expected(a Appliance) string {
 // Proxmox download server answers 404 for anything not in the
 // catalogue, every other host does not resolve. run_command reports the
 // last line wget printed.
-func (c *Cluster) failDownload(w *Worker, rawURL, ts string) error {
+func (sl *storageLayer) failDownload(w *Worker, rawURL, ts string) error {
 	host := rawURL
 	if u, err := url.Parse(rawURL); err == nil && u.Hostname() != "" {
 		host = u.Hostname()
@@ -635,7 +647,8 @@ func (c *Cluster) failDownload(w *Worker, rawURL, ts string) error {
 // size and type; any other address of download.proxmox.com is a 404, and
 // every other host cannot be resolved, as on a node without DNS. A
 // response other than 200 is PVE's 500 "invalid server response".
-func (c *Cluster) URLMetadata(node, rawURL string) (map[string]any, error) {
+func (sl *storageLayer) URLMetadata(node, rawURL string) (map[string]any, error) {
+	c := sl.c
 	if err := c.CheckNode(node); err != nil {
 		return nil, err
 	}
@@ -683,7 +696,8 @@ func catalogueByURL(u string) (Appliance, bool) {
 // comparing the archive's files with the appliance's (so that a template
 // the datacenter was created with counts as the same download). got is
 // the existing file's checksum.
-func (c *Cluster) existingMatches(path string, a Appliance, fromCatalogue bool, d download) (ok bool, got string, err error) {
+func (sl *storageLayer) existingMatches(path string, a Appliance, fromCatalogue bool, d download) (ok bool, got string, err error) {
+	c := sl.c
 	got, err = fileChecksum(path, d.algorithm)
 	if err != nil {
 		return false, "", err

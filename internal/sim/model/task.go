@@ -174,10 +174,56 @@ func (w *Worker) doGuest(node string, vmid int, fn func(st *State, g *Guest) err
 // UPID is the running task's id.
 func (w *Worker) UPID() string { return w.t.UPID }
 
+// TaskHook may fail a task on purpose (fault injection). It is called at the
+// start of every worker; a non-nil error ends the task with that error.
+type TaskHook func(typ, id string) error
+
+// taskRunner runs the cluster's workers and answers for its task list:
+// fork_worker (spawn), a task's end (finish), the list, the waits and
+// the task durations. The list itself is part of the State (it is saved
+// with it) under the Cluster's lock, so a taskRunner works through its
+// Cluster; what only the workers need is here. Cluster embeds it, so its
+// methods are the Cluster's (c.spawn, c.Task).
+type taskRunner struct {
+	c    *Cluster
+	hook TaskHook // SetTaskHook; c.mu
+}
+
+// SetTaskHook installs h (nil removes it).
+func (r *taskRunner) SetTaskHook(h TaskHook) {
+	r.c.mu.Lock()
+	r.hook = h
+	r.c.mu.Unlock()
+}
+
+// duration is how long a task of type typ runs at the cluster's time
+// scale.
+func (r *taskRunner) duration(typ string) time.Duration {
+	d, ok := r.c.opts.Durations[typ]
+	if !ok {
+		d = defaultDurations[typ]
+	}
+	return time.Duration(float64(d) * r.c.opts.TimeScale)
+}
+
+// unscaledDuration is the task type's duration at time scale 1.
+func (r *taskRunner) unscaledDuration(typ string) time.Duration {
+	if d, ok := r.c.opts.Durations[typ]; ok {
+		return d
+	}
+	return defaultDurations[typ]
+}
+
+// scale applies the cluster's time scale to d.
+func (r *taskRunner) scale(d time.Duration) time.Duration {
+	return time.Duration(float64(d) * r.c.opts.TimeScale)
+}
+
 // spawn registers a task and runs fn in a worker goroutine. c.mu must be
 // held by the caller (the synchronous part of the API call); the UPID is
 // returned at once, as fork_worker does.
-func (c *Cluster) spawn(auth Auth, node, typ, id string, fn func(w *Worker) error) string {
+func (r *taskRunner) spawn(auth Auth, node, typ, id string, fn func(w *Worker) error) string {
+	c := r.c
 	now := c.now()
 	c.st.NextPID++
 	pid := 100000 + c.st.NextPID
@@ -199,7 +245,7 @@ func (c *Cluster) spawn(auth Auth, node, typ, id string, fn func(w *Worker) erro
 		c.st.Tasks = slices.Delete(c.st.Tasks, 0, len(c.st.Tasks)-maxTasks)
 	}
 	c.markTask(t)
-	hook := c.taskHook
+	hook := r.hook
 	w := &Worker{c: c, t: t, ctx: c.ctx}
 	c.wg.Add(1)
 	go func() {
@@ -215,7 +261,7 @@ func (c *Cluster) spawn(auth Auth, node, typ, id string, fn func(w *Worker) erro
 		for i := len(w.held) - 1; i >= 0; i-- {
 			w.held[i]()
 		}
-		c.finish(t, err, time.Since(start))
+		r.finish(t, err, time.Since(start))
 	}()
 	return t.UPID
 }
@@ -231,7 +277,8 @@ func runWorker(w *Worker, fn func(w *Worker) error) (err error) {
 
 // finish records the task's end: exitstatus OK, WARNINGS: n, or the error
 // text, and the closing TASK line (pve-common PVE::UPID read_status).
-func (c *Cluster) finish(t *Task, err error, busy time.Duration) {
+func (r *taskRunner) finish(t *Task, err error, busy time.Duration) {
+	c := r.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.markTask(t)
@@ -259,7 +306,7 @@ func (c *Cluster) finish(t *Task, err error, busy time.Duration) {
 // recoverTasks marks tasks whose worker died with the previous process as
 // stopped with PVE's "unexpected status", so they are never lost or
 // shown running forever.
-func (c *Cluster) recoverTasks(st *State) {
+func (r *taskRunner) recoverTasks(st *State) {
 	for _, t := range st.Tasks {
 		if t.Status == "running" {
 			t.Status = "stopped"
@@ -271,7 +318,8 @@ func (c *Cluster) recoverTasks(st *State) {
 
 // Task returns a copy of the task, or an error as GET .../status gives
 // for an unknown one (400 {upid: "no such task"}).
-func (c *Cluster) Task(node, upid string) (Task, error) {
+func (r *taskRunner) Task(node, upid string) (Task, error) {
+	c := r.c
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	for i := len(c.st.Tasks) - 1; i >= 0; i-- {
@@ -286,7 +334,8 @@ func (c *Cluster) Task(node, upid string) (Task, error) {
 }
 
 // Tasks returns copies of the node's tasks, newest first, without logs.
-func (c *Cluster) Tasks(node string) []Task {
+func (r *taskRunner) Tasks(node string) []Task {
+	c := r.c
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	var out []Task
@@ -304,9 +353,9 @@ func (c *Cluster) Tasks(node string) []Task {
 
 // WaitTask blocks until the task stops or ctx ends (for tests and the
 // admin API; clients poll over HTTP).
-func (c *Cluster) WaitTask(ctx context.Context, node, upid string) (Task, error) {
+func (r *taskRunner) WaitTask(ctx context.Context, node, upid string) (Task, error) {
 	for {
-		t, err := c.Task(node, upid)
+		t, err := r.Task(node, upid)
 		if err != nil || t.Status == "stopped" {
 			return t, err
 		}
@@ -320,4 +369,4 @@ func (c *Cluster) WaitTask(ctx context.Context, node, upid string) (Task, error)
 
 // TaskDuration is how long a task of type typ works at this cluster's
 // time scale.
-func (c *Cluster) TaskDuration(typ string) time.Duration { return c.duration(typ) }
+func (r *taskRunner) TaskDuration(typ string) time.Duration { return r.duration(typ) }

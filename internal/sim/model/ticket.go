@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
-	"net/http"
 	"regexp"
 	"strconv"
 	"time"
@@ -57,7 +56,7 @@ func (a *Access) NewTicket(userid string, now time.Time) (ticket, csrf string) {
 // denied - invalid PVE ticket\n" for a forged, malformed or expired ticket,
 // else check_user_enabled's message.
 func (a *Access) VerifyTicket(ticket string, now time.Time) (Auth, error) {
-	invalid := &Error{Status: http.StatusUnauthorized, Message: "permission denied - invalid PVE ticket\n"}
+	invalid := &Error{Kind: ErrAuth, Message: "permission denied - invalid PVE ticket\n"}
 	m := ticketRe.FindStringSubmatch(ticket)
 	if m == nil || len(a.TicketKey) == 0 {
 		return Auth{}, invalid

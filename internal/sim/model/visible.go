@@ -9,7 +9,8 @@ import "strings"
 // privileges once per class of paths: a path without ACL entries of its
 // own holds what its siblings without entries hold, since only the
 // entries on a path and its ancestors count.
-func (c *Cluster) Visible(auth Auth, paths []string, priv string) []bool {
+func (cv *clusterView) Visible(auth Auth, paths []string, priv string) []bool {
+	c := cv.c
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	a := c.st.Access

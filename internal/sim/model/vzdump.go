@@ -329,299 +329,394 @@ type vzdumpDisk struct {
 // vzdumpGuest is exec_backup_task for one CT. Its error has been logged
 // ("Backup of VM <vmid> failed - …") when it returns.
 func (c *Cluster) vzdumpGuest(w *Worker, job vzdumpJob, vmid int, dumpdir string) error {
-	w.subject = vmid
-	defer func() { w.subject = 0 }()
-	info := func(format string, args ...any) { w.Log("INFO: "+format, args...) }
-	began := c.now()
-	firstLine := len(w.logSnapshot())
-	var (
-		locked, restart, snapped bool
-		basename, archive        string
-		volid                    string
-	)
-	err := func() error {
-		var running bool
-		var hostname string
-		err := w.Do(func(st *State) error {
-			g, err := c.guestLocked(job.node, vmid)
-			if err != nil {
-				return Failf("unable to find VM '%d'\n", vmid)
-			}
-			running = g.Running
-			hostname = g.Config["hostname"]
-			if job.prune != nil && !job.remove || job.protect {
-				return c.vzdumpCheckLimitLocked(job, vmid)
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		basename = fmt.Sprintf("vzdump-lxc-%d-%s", vmid, began.Format("2006_01_02-15_04_05"))
-		ext := ".tar"
-		switch job.compress {
-		case "zstd":
-			ext += ".zst"
-		case "gzip":
-			ext += ".gz"
-		case "1", "lzo":
-			// lzop has no Go implementation at hand; say so rather than
-			// write a file that only looks like one.
-			return Failf("lzo compression is not implemented by this emulator - use zstd or gzip\n")
-		}
-		archive = basename + ext
-		volid = job.storage + ":backup/" + archive
+	b := &guestBackup{c: c, w: w, job: job, vmid: vmid, dumpdir: dumpdir}
+	return b.run()
+}
 
-		info("Starting Backup of VM %d (lxc)", vmid)
-		info("Backup started at %s", began.Format("2006-01-02 15:04:05"))
-		status := "stopped"
-		if running {
-			status = "running"
-		}
-		info("status = %s", status)
-		if err := w.doGuest(job.node, vmid, func(st *State, g *Guest) error {
-			if err := checkLock(g); err != nil {
-				return err
-			}
-			g.Config["lock"] = "backup"
-			return nil
-		}); err != nil {
-			return err
-		}
-		locked = true
+// guestBackup is one guest's backup inside a vzdump task: the job's
+// inputs and what the steps learn on the way (the guest's state, the
+// archive's name, which clean-ups are due). run reads top-down:
+// inspect, lock, prepare and choose the mode, quiesce (stop, suspend or
+// snapshot), write the archive, register it; then clean up and report,
+// also after a failure.
+type guestBackup struct {
+	c       *Cluster
+	w       *Worker
+	job     vzdumpJob
+	vmid    int
+	dumpdir string
 
-		mode := job.mode
-		if !running {
-			mode = "stop"
-		}
-		// prepare: the mount points vzdump includes, logged as PVE does.
-		// Snapshot mode prepares before it logs the mode (and falls back
-		// to suspend if a volume cannot snapshot); stop and suspend
-		// prepare after, so a fallback logs the mount points twice.
-		var disks []vzdumpDisk
-		var conf map[string]string
-		prepare := func() (snapOK bool, err error) {
-			disks, snapOK = nil, true
-			err = w.doGuest(job.node, vmid, func(st *State, g *Guest) error {
-				if hostname != "" {
-					w.logLocked("INFO: CT Name: %s", hostname)
-				}
-				conf = ctCloneGuest(g).Config
-				for _, mp := range snapshotMounts(g.Config, false) {
-					key, mount := mp.Key, mp.Path()
-					switch {
-					case mp.Type() != "volume":
-						w.logLocked("INFO: excluding %s mount point %s ('%s') from backup (not a volume)", mp.Type(), key, mount)
-						continue
-					case key != "rootfs" && !mp.Backup():
-						w.logLocked("INFO: excluding volume mount point %s ('%s') from backup (disabled)", key, mount)
-						continue
-					}
-					w.logLocked("INFO: including mount point %s ('%s') in backup", key, mount)
-					sid, name, _ := ParseVolID(mp.Volume())
-					disks = append(disks, vzdumpDisk{key: key, mp: mount, volid: mp.Volume(), dir: c.volumePath(job.node, sid, name)})
-					if s := st.storage(sid); s == nil || !s.CanSnapshot() {
-						snapOK = false
-					}
-				}
-				if snapOK && mode == "snapshot" && g.Snapshots["vzdump"] != nil {
-					w.logLocked("INFO: found old vzdump snapshot (force removal)")
-					for _, l := range c.snapshotDropLocked(g, "vzdump") {
-						w.logLocked("%s", l)
-					}
-				}
-				return nil
-			})
-			return snapOK, err
-		}
-		if mode == "snapshot" {
-			snapOK, err := prepare()
-			if err != nil {
-				return err
-			}
-			if !snapOK {
-				info("mode failure - some volumes do not support snapshots")
-				info("trying 'suspend' mode instead")
-				mode = "suspend"
-			}
-		}
-		info("backup mode: %s", mode)
-		info("ionice priority: 7")
-		if mode != "snapshot" {
-			if _, err := prepare(); err != nil {
-				return err
-			}
-		}
-		if err := w.Phase("vzdump", 0.05); err != nil {
-			return err
-		}
-		tmpdir := dumpdir + "/" + basename + ".tmp"
-		switch mode {
-		case "stop":
-			if running {
-				info("stopping virtual guest")
-				if err := w.Do(func(st *State) error {
-					if g := st.Guests[vmid]; g != nil {
-						c.markStoppedLocked(g)
-					}
-					return nil
-				}); err != nil {
-					return err
-				}
-				restart = true
-				if err := w.Phase("vzstop", 1); err != nil {
-					return err
-				}
-			}
-		case "suspend":
-			var pid int
-			w.Do(func(st *State) error {
-				if g := st.Guests[vmid]; g != nil {
-					pid = g.PID
-				}
-				return nil
-			})
-			info("starting first sync /proc/%d/root/ to %s", pid, tmpdir)
-			info("first sync finished (0 seconds)")
-			info("suspending guest")
-			info("starting final sync /proc/%d/root/ to %s", pid, tmpdir)
-			info("final sync finished (0 seconds)")
-			info("resuming guest")
-			info("guest is online again after <1 seconds")
-		case "snapshot":
-			info("create storage snapshot 'vzdump'")
-			err := w.doGuest(job.node, vmid, func(st *State, g *Guest) error {
-				delete(g.Config, "lock") // snapshot_create runs unlocked
-				defer func() { g.Config["lock"] = "backup" }()
-				return c.snapshotCreateLocked(w, g, "vzdump", "vzdump backup snapshot")
-			})
-			if err != nil {
-				return err
-			}
-			snapped = true
-			err = w.Do(func(st *State) error {
-				for i := range disks {
-					if v := st.Volumes[st.volKey(job.node, disks[i].volid)]; v != nil {
-						disks[i].dir = c.snapshotPath(job.node, v, "vzdump")
-					}
-				}
-				return nil
-			})
-			if err != nil {
-				return err // interrupted: the archive would read the live volumes
-			}
-		}
+	began     time.Time
+	firstLine int // the guest's first line in the task log
 
-		// assemble: the config without lock, snapshots, parent and pending.
-		delete(conf, "lock")
-		delete(conf, "parent")
-		var pct strings.Builder
-		writeSection(&pct, conf, "")
+	running  bool
+	hostname string
+	basename string // vzdump-lxc-<vmid>-<time>
+	ext      string // ".tar", ".tar.zst" …
+	archive  string // basename + ext
+	volid    string // the archive's volume ID
+	mode     string // stop, suspend or snapshot, after any fallback
+	disks    []vzdumpDisk
+	conf     map[string]string // the config the archive carries
 
-		hostArchive := dumpdir + "/" + archive
-		info("creating vzdump archive '%s'", hostArchive)
-		dst := c.volumePath(job.node, job.storage, "backup/"+archive)
-		start := time.Now()
-		written, size, err := writeBackupArchive(dst, pct.String(), disks, job.compress)
-		if err != nil {
-			os.Remove(dst)
-			return fmt.Errorf("backup archive: %w", err)
-		}
-		if err := w.Phase("vzdump", 0.85); err != nil {
-			os.Remove(dst)
-			return err
-		}
-		info("Total bytes written: %d (%s, %s/s)", written, ctHumanBytes(float64(written)),
-			ctHumanBytes(float64(written)/max(time.Since(start).Seconds(), 1e-3)))
-		info("archive file size: %s", vzdumpFormatSize(size))
+	locked, restart, snapped bool // clean-ups due
+}
 
-		notes := ""
-		if job.notes != "" {
-			info("adding notes to backup")
-			n, err := c.vzdumpNotes(job.notes, vmid, job.node, hostname)
-			if err != nil {
-				w.Log("WARN: unable to add notes - %s", strings.TrimRight(errText(err), "\n"))
-			} else {
-				notes = n
-				if err := os.WriteFile(dst+".notes", []byte(notes), 0o644); err != nil {
-					w.Log("WARN: unable to add notes - %s", err)
-					notes = ""
-				}
-			}
-		}
-		if job.protect {
-			info("marking backup as protected")
-			if err := os.WriteFile(c.volumePath(job.node, job.storage, "backup/"+basename+".protected"), nil, 0o644); err != nil {
-				return Failf("unable to set protected flag - %s\n", err)
-			}
-		}
-		err = w.Do(func(st *State) error {
-			st.Volumes[st.volKey(job.node, volid)] = &Volume{Node: st.homeNode(job.node, job.storage), Storage: job.storage, Name: "backup/" + archive,
-				Owner: vmid, Size: size, Format: strings.TrimPrefix(ext, "."), Content: "backup", Ctime: began.Unix(),
-				Notes: notes, Protected: job.protect}
-			c.markVolume(job.node, volid)
-			if job.remove {
-				c.vzdumpPruneLocked(w, job, vmid)
-			}
-			return nil
-		})
+func (b *guestBackup) info(format string, args ...any) { b.w.Log("INFO: "+format, args...) }
+
+// run backs the guest up, cleans up and logs the outcome.
+func (b *guestBackup) run() error {
+	b.w.subject = b.vmid
+	defer func() { b.w.subject = 0 }()
+	b.began = b.c.now()
+	b.firstLine = len(b.w.logSnapshot())
+	err := b.backup()
+	err = b.cleanup(err)
+	b.report(err)
+	return err
+}
+
+// backup is the steps up to a registered archive.
+func (b *guestBackup) backup() error {
+	if err := b.inspect(); err != nil {
 		return err
-	}()
+	}
+	if err := b.name(); err != nil {
+		return err
+	}
+	b.info("Starting Backup of VM %d (lxc)", b.vmid)
+	b.info("Backup started at %s", b.began.Format("2006-01-02 15:04:05"))
+	status := "stopped"
+	if b.running {
+		status = "running"
+	}
+	b.info("status = %s", status)
+	if err := b.lock(); err != nil {
+		return err
+	}
+	if err := b.chooseMode(); err != nil {
+		return err
+	}
+	if err := b.w.Phase("vzdump", 0.05); err != nil {
+		return err
+	}
+	if err := b.quiesce(); err != nil {
+		return err
+	}
+	dst, size, err := b.writeArchive()
+	if err != nil {
+		return err
+	}
+	return b.register(dst, size)
+}
 
-	// clean-up: unlock, drop the vzdump snapshot, restart.
-	// The unlock and the snapshot go also after an interrupt.
-	if locked {
-		w.cleanup(func(st *State) {
-			if g := st.Guests[vmid]; g != nil && g.Config["lock"] == "backup" {
+// inspect reads the guest's state and makes the backup-limit check.
+func (b *guestBackup) inspect() error {
+	return b.w.Do(func(st *State) error {
+		g, err := b.c.guestLocked(b.job.node, b.vmid)
+		if err != nil {
+			return Failf("unable to find VM '%d'\n", b.vmid)
+		}
+		b.running = g.Running
+		b.hostname = g.Config["hostname"]
+		if b.job.prune != nil && !b.job.remove || b.job.protect {
+			return b.c.vzdumpCheckLimitLocked(b.job, b.vmid)
+		}
+		return nil
+	})
+}
+
+// name sets the archive's name from the start time and compression.
+func (b *guestBackup) name() error {
+	b.basename = fmt.Sprintf("vzdump-lxc-%d-%s", b.vmid, b.began.Format("2006_01_02-15_04_05"))
+	b.ext = ".tar"
+	switch b.job.compress {
+	case "zstd":
+		b.ext += ".zst"
+	case "gzip":
+		b.ext += ".gz"
+	case "1", "lzo":
+		// lzop has no Go implementation at hand; say so rather than
+		// write a file that only looks like one.
+		return Failf("lzo compression is not implemented by this emulator - use zstd or gzip\n")
+	}
+	b.archive = b.basename + b.ext
+	b.volid = b.job.storage + ":backup/" + b.archive
+	return nil
+}
+
+// lock sets the guest's "backup" lock.
+func (b *guestBackup) lock() error {
+	if err := b.w.doGuest(b.job.node, b.vmid, func(st *State, g *Guest) error {
+		if err := checkLock(g); err != nil {
+			return err
+		}
+		g.Config["lock"] = "backup"
+		return nil
+	}); err != nil {
+		return err
+	}
+	b.locked = true
+	return nil
+}
+
+// chooseMode settles the mode and prepares. Snapshot mode prepares
+// before it logs the mode (and falls back to suspend if a volume cannot
+// snapshot); stop and suspend prepare after, so a fallback logs the
+// mount points twice.
+func (b *guestBackup) chooseMode() error {
+	b.mode = b.job.mode
+	if !b.running {
+		b.mode = "stop"
+	}
+	if b.mode == "snapshot" {
+		snapOK, err := b.prepare()
+		if err != nil {
+			return err
+		}
+		if !snapOK {
+			b.info("mode failure - some volumes do not support snapshots")
+			b.info("trying 'suspend' mode instead")
+			b.mode = "suspend"
+		}
+	}
+	b.info("backup mode: %s", b.mode)
+	b.info("ionice priority: 7")
+	if b.mode != "snapshot" {
+		if _, err := b.prepare(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// prepare finds the mount points vzdump includes, logged as PVE does,
+// and whether all of them can snapshot.
+func (b *guestBackup) prepare() (snapOK bool, err error) {
+	b.disks, snapOK = nil, true
+	err = b.w.doGuest(b.job.node, b.vmid, func(st *State, g *Guest) error {
+		w := b.w
+		if b.hostname != "" {
+			w.logLocked("INFO: CT Name: %s", b.hostname)
+		}
+		b.conf = ctCloneGuest(g).Config
+		for _, mp := range snapshotMounts(g.Config, false) {
+			key, mount := mp.Key, mp.Path()
+			switch {
+			case mp.Type() != "volume":
+				w.logLocked("INFO: excluding %s mount point %s ('%s') from backup (not a volume)", mp.Type(), key, mount)
+				continue
+			case key != "rootfs" && !mp.Backup():
+				w.logLocked("INFO: excluding volume mount point %s ('%s') from backup (disabled)", key, mount)
+				continue
+			}
+			w.logLocked("INFO: including mount point %s ('%s') in backup", key, mount)
+			sid, name, _ := ParseVolID(mp.Volume())
+			b.disks = append(b.disks, vzdumpDisk{key: key, mp: mount, volid: mp.Volume(), dir: b.c.volumePath(b.job.node, sid, name)})
+			if s := st.storage(sid); s == nil || !s.CanSnapshot() {
+				snapOK = false
+			}
+		}
+		if snapOK && b.mode == "snapshot" && g.Snapshots["vzdump"] != nil {
+			w.logLocked("INFO: found old vzdump snapshot (force removal)")
+			for _, l := range b.c.snapshotDropLocked(g, "vzdump") {
+				w.logLocked("%s", l)
+			}
+		}
+		return nil
+	})
+	return snapOK, err
+}
+
+// quiesce makes the data still for the archive as the mode says: stop a
+// running guest, log suspend mode's syncs, or take the "vzdump" snapshot
+// and read the disks from it.
+func (b *guestBackup) quiesce() error {
+	tmpdir := b.dumpdir + "/" + b.basename + ".tmp"
+	switch b.mode {
+	case "stop":
+		if b.running {
+			b.info("stopping virtual guest")
+			if err := b.w.Do(func(st *State) error {
+				if g := st.Guests[b.vmid]; g != nil {
+					b.c.markStoppedLocked(g)
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
+			b.restart = true
+			if err := b.w.Phase("vzstop", 1); err != nil {
+				return err
+			}
+		}
+	case "suspend":
+		var pid int
+		b.w.Do(func(st *State) error {
+			if g := st.Guests[b.vmid]; g != nil {
+				pid = g.PID
+			}
+			return nil
+		})
+		b.info("starting first sync /proc/%d/root/ to %s", pid, tmpdir)
+		b.info("first sync finished (0 seconds)")
+		b.info("suspending guest")
+		b.info("starting final sync /proc/%d/root/ to %s", pid, tmpdir)
+		b.info("final sync finished (0 seconds)")
+		b.info("resuming guest")
+		b.info("guest is online again after <1 seconds")
+	case "snapshot":
+		b.info("create storage snapshot 'vzdump'")
+		err := b.w.doGuest(b.job.node, b.vmid, func(st *State, g *Guest) error {
+			delete(g.Config, "lock") // snapshot_create runs unlocked
+			defer func() { g.Config["lock"] = "backup" }()
+			return b.c.snapshotCreateLocked(b.w, g, "vzdump", "vzdump backup snapshot")
+		})
+		if err != nil {
+			return err
+		}
+		b.snapped = true
+		err = b.w.Do(func(st *State) error {
+			for i := range b.disks {
+				if v := st.Volumes[st.volKey(b.job.node, b.disks[i].volid)]; v != nil {
+					b.disks[i].dir = b.c.snapshotPath(b.job.node, v, "vzdump")
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err // interrupted: the archive would read the live volumes
+		}
+	}
+	return nil
+}
+
+// writeArchive assembles the archive: the config without lock,
+// snapshots, parent and pending, then the disks. It returns the file's
+// path and size.
+func (b *guestBackup) writeArchive() (dst string, size int64, err error) {
+	delete(b.conf, "lock")
+	delete(b.conf, "parent")
+	var pct strings.Builder
+	writeSection(&pct, b.conf, "")
+
+	hostArchive := b.dumpdir + "/" + b.archive
+	b.info("creating vzdump archive '%s'", hostArchive)
+	dst = b.c.volumePath(b.job.node, b.job.storage, "backup/"+b.archive)
+	start := time.Now()
+	written, size, err := writeBackupArchive(dst, pct.String(), b.disks, b.job.compress)
+	if err != nil {
+		os.Remove(dst)
+		return "", 0, fmt.Errorf("backup archive: %w", err)
+	}
+	if err := b.w.Phase("vzdump", 0.85); err != nil {
+		os.Remove(dst)
+		return "", 0, err
+	}
+	b.info("Total bytes written: %d (%s, %s/s)", written, ctHumanBytes(float64(written)),
+		ctHumanBytes(float64(written)/max(time.Since(start).Seconds(), 1e-3)))
+	b.info("archive file size: %s", vzdumpFormatSize(size))
+	return dst, size, nil
+}
+
+// register adds the notes and the protected flag beside the archive at
+// dst and records it as a backup volume, pruning if the job says so.
+func (b *guestBackup) register(dst string, size int64) error {
+	job := b.job
+	notes := ""
+	if job.notes != "" {
+		b.info("adding notes to backup")
+		n, err := b.c.vzdumpNotes(job.notes, b.vmid, job.node, b.hostname)
+		if err != nil {
+			b.w.Log("WARN: unable to add notes - %s", strings.TrimRight(errText(err), "\n"))
+		} else {
+			notes = n
+			if err := os.WriteFile(dst+".notes", []byte(notes), 0o644); err != nil {
+				b.w.Log("WARN: unable to add notes - %s", err)
+				notes = ""
+			}
+		}
+	}
+	if job.protect {
+		b.info("marking backup as protected")
+		if err := os.WriteFile(b.c.volumePath(job.node, job.storage, "backup/"+b.basename+".protected"), nil, 0o644); err != nil {
+			return Failf("unable to set protected flag - %s\n", err)
+		}
+	}
+	return b.w.Do(func(st *State) error {
+		st.Volumes[st.volKey(job.node, b.volid)] = &Volume{Node: st.homeNode(job.node, job.storage), Storage: job.storage, Name: "backup/" + b.archive,
+			Owner: b.vmid, Size: size, Format: strings.TrimPrefix(b.ext, "."), Content: "backup", Ctime: b.began.Unix(),
+			Notes: notes, Protected: job.protect}
+		b.c.markVolume(job.node, b.volid)
+		if job.remove {
+			b.c.vzdumpPruneLocked(b.w, job, b.vmid)
+		}
+		return nil
+	})
+}
+
+// cleanup unlocks, drops the vzdump snapshot and restarts a stopped
+// guest, whatever err the backup ended with. The unlock and the snapshot
+// go also after an interrupt. It returns the backup's outcome: err, or
+// the failure of the last phase.
+func (b *guestBackup) cleanup(err error) error {
+	if b.locked {
+		b.w.cleanup(func(st *State) {
+			if g := st.Guests[b.vmid]; g != nil && g.Config["lock"] == "backup" {
 				delete(g.Config, "lock")
 			}
 		})
 	}
-	if snapped {
-		info("cleanup temporary 'vzdump' snapshot")
-		w.cleanup(func(st *State) {
-			if g := st.Guests[vmid]; g != nil {
-				if derr := c.snapshotDeleteLocked(w, g, "vzdump"); derr != nil {
-					w.logLocked("%s", strings.TrimRight(errText(derr), "\n"))
+	if b.snapped {
+		b.info("cleanup temporary 'vzdump' snapshot")
+		b.w.cleanup(func(st *State) {
+			if g := st.Guests[b.vmid]; g != nil {
+				if derr := b.c.snapshotDeleteLocked(b.w, g, "vzdump"); derr != nil {
+					b.w.logLocked("%s", strings.TrimRight(errText(derr), "\n"))
 				}
 			}
 		})
 	}
-	if restart {
-		if perr := w.Phase("vzstart", 1); perr != nil && err == nil {
+	if b.restart {
+		if perr := b.w.Phase("vzstart", 1); perr != nil && err == nil {
 			err = perr
 		}
-		info("restarting vm")
-		w.Do(func(st *State) error {
-			if g := st.Guests[vmid]; g != nil && !g.Running {
-				c.markRunningLocked(g)
+		b.info("restarting vm")
+		b.w.Do(func(st *State) error {
+			if g := st.Guests[b.vmid]; g != nil && !g.Running {
+				b.c.markRunningLocked(g)
 			}
 			return nil
 		})
-		info("guest is online again after %d seconds", int(c.now().Sub(began).Seconds()))
+		b.info("guest is online again after %d seconds", int(b.c.now().Sub(b.began).Seconds()))
 	}
 	if err == nil {
 		if rest := 1 - 0.05 - 0.85; rest > 0 {
-			err = w.Phase("vzdump", rest)
+			err = b.w.Phase("vzdump", rest)
 		}
-	}
-	elapsed := c.now().Sub(began)
-	if err != nil {
-		if archive != "" {
-			os.Remove(c.volumePath(job.node, job.storage, "backup/"+archive))
-		}
-		w.Log("ERROR: Backup of VM %d failed - %s", vmid, strings.TrimRight(TaskMessage(err), "\n"))
-		info("Failed at %s", c.now().Format("2006-01-02 15:04:05"))
-	} else {
-		info("Finished Backup of VM %d (%s)", vmid, vzdumpFormatTime(elapsed))
-		info("Backup finished at %s", c.now().Format("2006-01-02 15:04:05"))
-	}
-	if basename != "" && err == nil {
-		// The guest's part of the task log goes beside the archive.
-		lines := w.logSnapshot()[firstLine:]
-		os.WriteFile(c.volumePath(job.node, job.storage, "backup/"+basename+".log"), []byte(strings.Join(lines, "\n")+"\n"), 0o644)
 	}
 	return err
+}
+
+// report logs the outcome; a failed backup's archive is removed, a
+// good one gets the guest's part of the task log beside it.
+func (b *guestBackup) report(err error) {
+	elapsed := b.c.now().Sub(b.began)
+	if err != nil {
+		if b.archive != "" {
+			os.Remove(b.c.volumePath(b.job.node, b.job.storage, "backup/"+b.archive))
+		}
+		b.w.Log("ERROR: Backup of VM %d failed - %s", b.vmid, strings.TrimRight(TaskMessage(err), "\n"))
+		b.info("Failed at %s", b.c.now().Format("2006-01-02 15:04:05"))
+	} else {
+		b.info("Finished Backup of VM %d (%s)", b.vmid, vzdumpFormatTime(elapsed))
+		b.info("Backup finished at %s", b.c.now().Format("2006-01-02 15:04:05"))
+	}
+	if b.basename != "" && err == nil {
+		// The guest's part of the task log goes beside the archive.
+		lines := b.w.logSnapshot()[b.firstLine:]
+		os.WriteFile(b.c.volumePath(b.job.node, b.job.storage, "backup/"+b.basename+".log"), []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+	}
 }
 
 // logSnapshot returns a copy of the task log so far.

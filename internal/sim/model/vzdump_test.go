@@ -297,7 +297,7 @@ func TestCluster_Vzdump_failures(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := k.c.Vzdump(tc.auth, "pve", tc.params)
 			var e *Error
-			if !errors.As(err, &e) || e.Status != tc.status || strings.TrimSpace(e.Message) != strings.TrimSpace(tc.msg) {
+			if !errors.As(err, &e) || e.Kind.Code() != tc.status || strings.TrimSpace(e.Message) != strings.TrimSpace(tc.msg) {
 				t.Fatalf("err = %v, want %d %q", err, tc.status, tc.msg)
 			}
 		})
