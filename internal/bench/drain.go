@@ -232,7 +232,9 @@ func runDrain(ctx context.Context, o Options) (*DrainReport, error) {
 		return nil, err
 	}
 	const nodes = 3
-	p, err := startSim(ctx, o.Corral, dir, o.TimeScale, nodes)
+	// The view runtime, as the --scale run: hundreds of containers
+	// measure the API and the tasks, not LXC.
+	p, err := startSim(ctx, o.Corral, dir, o.TimeScale, nodes, "view")
 	if err != nil {
 		return nil, err
 	}
