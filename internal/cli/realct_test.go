@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/corralhq/corral/internal/pve"
@@ -96,6 +97,10 @@ dpkg-deb --build $d /tmp/corral-test.deb >/dev/null; dpkg -i /tmp/corral-test.de
 		{"dpkg installs a local .deb", deb, "install ok installed\n"},
 		{"ps sees only the CT", "ps -e -o comm= | grep -c . | awk '$1 < 30 {print \"few\"}'", "few\n"},
 	}
+	if ok, _ := c.srv.Guests().UserNamespace(); ok {
+		// The app is unprivileged (corral's default): PVE's user namespace.
+		tests = append(tests, struct{ name, script, want string }{"the CT runs in PVE's user namespace", "awk '{print $1, $2, $3}' /proc/self/uid_map", "0 100000 65536\n"})
+	}
 	for _, tt := range tests {
 		r := exec(tt.script)
 		if r.code != 0 || r.stdout != tt.want {
@@ -127,6 +132,12 @@ dpkg-deb --build $d /tmp/corral-test.deb >/dev/null; dpkg -i /tmp/corral-test.de
 	}
 	if data, err := os.ReadFile(filepath.Join(mounts[0].HostDir, "var", "tmp", "hello-stopped")); err != nil || string(data) != "clean\n" {
 		t.Errorf("after shutdown the unit's ExecStop did not run: %q, %v", data, err)
+	}
+	if ok, _ := c.srv.Guests().UserNamespace(); ok {
+		// uid 10000's file is host uid 110000 on disk, as on PVE.
+		if fi, err := os.Stat(filepath.Join(mounts[0].HostDir, "tmp", "app.txt")); err != nil || fi.Sys().(*syscall.Stat_t).Uid != 110000 {
+			t.Errorf("/tmp/app.txt on disk: %v, want host uid 110000", err)
+		}
 	}
 }
 

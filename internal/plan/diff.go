@@ -656,7 +656,31 @@ func warnings(apps []App, obs *Observed) []string {
 		w = append(w, fmt.Sprintf("app %s runs Docker in an unprivileged container, which needs keyctl=1; only root@pam can set it, once, on the node: %s "+
 			"(apply creates the container and stops before the compose step until then)", a.Name, KeyctlCommand(vmid)))
 	}
+	w = append(w, ownerWarnings(apps, obs)...)
 	return append(w, otherWarnings(apps, obs)...)
+}
+
+// ownerWarnings: a replace that flips unprivileged keeps the app's
+// volumes, whose files are stored through the old container's id map
+// (host uid 100000+ for an unprivileged one, PVE's default lxc.idmap);
+// PVE moves them as blocks and shifts nothing, so the new container
+// sees other owners.
+func ownerWarnings(apps []App, obs *Observed) []string {
+	var w []string
+	for _, a := range apps {
+		cts := obs.Apps[a.Name]
+		if len(a.Volumes) == 0 || len(cts) != 1 || truthy(cts[0].Config["unprivileged"]) == a.Unprivileged {
+			continue
+		}
+		if a.Unprivileged {
+			w = append(w, fmt.Sprintf("app %s becomes unprivileged: the files on its volumes keep the ids a privileged container wrote, which the new container sees as nobody's and cannot chown; "+
+				"shift them on the node first (each id + 100000, PVE's default idmap) or keep unprivileged: false", a.Name))
+		} else {
+			w = append(w, fmt.Sprintf("app %s becomes privileged: the files on its volumes keep the shifted ids an unprivileged container wrote (uid + 100000), so the new container sees them owned by uids 100000 and up; "+
+				"chown them back inside it (each id - 100000) or keep unprivileged: true", a.Name))
+		}
+	}
+	return w
 }
 
 func otherWarnings(apps []App, obs *Observed) []string {

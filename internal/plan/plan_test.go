@@ -197,6 +197,41 @@ func TestMake_Warnings(t *testing.T) {
 	}
 }
 
+// TestMake_warnsVolumeOwnersOnPrivilegeChange: a replace that flips
+// unprivileged keeps the volumes, whose files PVE never shifts.
+func TestMake_warnsVolumeOwnersOnPrivilegeChange(t *testing.T) {
+	tests := []struct {
+		name         string
+		unprivileged bool // the manifest's
+		was          string
+		want         string
+	}{
+		{"to privileged", false, "1", "app hermes becomes privileged: the files on its volumes keep the shifted ids"},
+		{"to unprivileged", true, "0", "app hermes becomes unprivileged: the files on its volumes keep the ids a privileged container wrote"},
+		{"unchanged", true, "1", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, obs := app(), converged()
+			a.Unprivileged = tt.unprivileged
+			obs.Apps["hermes"][0].Config["unprivileged"] = tt.was
+			p, err := plan.Make([]plan.App{a}, obs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := ""
+			for _, w := range p.Warnings {
+				if strings.Contains(w, "files on its volumes") {
+					got = w
+				}
+			}
+			if tt.want == "" && got != "" || !strings.HasPrefix(got, tt.want) {
+				t.Errorf("warnings %q, want one starting %q", p.Warnings, tt.want)
+			}
+		})
+	}
+}
+
 func TestDestroy(t *testing.T) {
 	a := app()
 	a.Volumes = append(a.Volumes, plan.Volume{Name: "cache", Storage: "local-lvm", Size: 1 << 30, Mount: "/c", Reclaim: plan.DeleteOnDrop})

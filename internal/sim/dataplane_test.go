@@ -32,12 +32,13 @@ func sameListing(t *testing.T, what, want, got string) {
 
 // TestDataPlane_keepsMetadata_e2e: files with other owners, setuid,
 // setgid and sticky modes, hard links, FIFOs, device nodes, xattrs and
-// ACLs, written into an unprivileged CT's rootfs and mount point volume
+// ACLs, written into a privileged CT's rootfs and mount point volume
 // on disk, survive snapshot -> change -> rollback, and vzdump -> restore
-// to a new VMID, over the API (HTTPS).
+// to a new VMID, over the API (HTTPS). (An unprivileged CT's ids are
+// shifted on disk: guest.TestDataPlane_unprivilegedIDs.)
 func TestDataPlane_keepsMetadata_e2e(t *testing.T) {
 	k := newBkKit(t)
-	k.create(k.op(), "301", url.Values{"rootfs": {"local-lvm:4"}, "mp0": {"local-lvm:1,mp=/srv/data,backup=1"}})
+	k.create(k.root(), "301", url.Values{"rootfs": {"local-lvm:4"}, "mp0": {"local-lvm:1,mp=/srv/data,backup=1"}, "unprivileged": {"0"}})
 	conf := k.config(301)
 	rootVol, dataVol := volOf(conf["rootfs"]), volOf(conf["mp0"])
 	rootDir, dataDir := k.volumeDir(rootVol), k.volumeDir(dataVol)
@@ -86,8 +87,8 @@ func TestDataPlane_keepsMetadata_e2e(t *testing.T) {
 		t.Fatalf("backups: %v", content)
 	}
 	backup, _ := content[0]["volid"].(string)
-	k.mustOK(k.op(), http.MethodPost, "/nodes/pve/lxc", url.Values{"vmid": {"302"}, "ostemplate": {backup}, "restore": {"1"},
-		"storage": {"local-lvm"}, "unprivileged": {"1"}})
+	k.mustOK(k.root(), http.MethodPost, "/nodes/pve/lxc", url.Values{"vmid": {"302"}, "ostemplate": {backup}, "restore": {"1"},
+		"storage": {"local-lvm"}, "unprivileged": {"0"}})
 	conf2 := k.config(302)
 	rootDir2, dataDir2 := k.volumeDir(volOf(conf2["rootfs"])), k.volumeDir(volOf(conf2["mp0"]))
 	// etc/ changed with restore's removal of etc/vzdump, as on PVE.

@@ -51,6 +51,14 @@ type lxcRuntime struct {
 	prefix string // container names: prefix + vmid, unique per Manager
 	log    *slog.Logger
 	net    *bridgeNet // the emulator's network namespace; nil without one
+	// userns is nil when unprivileged CTs get PVE's user namespace
+	// (idmap.go), else why not.
+	userns error
+	// data is the emulator's data directory (every rootfs and volume is
+	// below it); view is where an unprivileged CT's lxc-start sees it
+	// (startInView).
+	data, view string
+	idmap      *idmapHolder // a user namespace with PVE's map, for idmapped mounts; nil without
 }
 
 // newLXCRuntime checks that LXC can run here and prepares the lxcpath
@@ -79,6 +87,7 @@ func newLXCRuntime(dir string, log *slog.Logger) (*lxcRuntime, error) {
 		return nil, err
 	}
 	removeStaleCgroups()
+	removeStaleViews()
 	var err error
 	b := make([]byte, 3)
 	rand.Read(b)
@@ -88,6 +97,30 @@ func newLXCRuntime(dir string, log *slog.Logger) (*lxcRuntime, error) {
 	if r.net, err = newBridgeNet(log); err != nil {
 		log.Warn("CTs get no network (only lo): no bridge namespace", "err", err)
 	}
+	r.data = filepath.Join(dir, "data")
+	r.userns = probeUserns()
+	if r.userns == nil {
+		// LXC wants container root to reach the lxcpath too.
+		base := filepath.Join(viewRoot, strings.TrimSuffix(r.prefix, "-"))
+		r.view = filepath.Join(base, "data")
+		if err := os.MkdirAll(r.view, 0o755); err != nil {
+			r.userns = fmt.Errorf("make %s: %w", r.view, err)
+		} else if err := os.MkdirAll(filepath.Join(base, "lxc"), 0o755); err != nil {
+			r.userns = fmt.Errorf("make %s: %w", base, err)
+		} else {
+			os.Chmod(viewRoot, 0o755)
+			os.RemoveAll(path)
+			r.path = filepath.Join(base, "lxc")
+			for _, d := range overlayDirs {
+				if fi, err := os.Lstat("/" + d); err == nil && fi.IsDir() {
+					os.MkdirAll(r.lowerDir(d), 0o755)
+				}
+			}
+			if r.idmap, err = newIdmapHolder(); err != nil {
+				log.Warn("tiny-template CTs see the host's directories as nobody's", "err", err)
+			}
+		}
+	}
 	return r, nil
 }
 
@@ -96,6 +129,12 @@ func newLXCRuntime(dir string, log *slog.Logger) (*lxcRuntime, error) {
 func (r *lxcRuntime) close() {
 	if r.net != nil {
 		r.net.close()
+	}
+	if r.idmap != nil {
+		r.idmap.close()
+	}
+	if r.view != "" {
+		os.RemoveAll(filepath.Dir(r.view))
 	}
 }
 
@@ -108,6 +147,7 @@ type lxcCT struct {
 	systemd bool   // init is systemd
 	pid     int    // init's host PID
 	cmd     *exec.Cmd
+	userns  bool          // runs in PVE's user namespace (unprivileged)
 	done    chan struct{} // closed when lxc-start exited
 	log     bytes.Buffer  // lxc-start's own output
 }
@@ -175,11 +215,18 @@ func (r *lxcRuntime) start(ctx context.Context, vmid int, root string, mps []vie
 
 func (r *lxcRuntime) startOnce(ctx context.Context, vmid int, root string, mps []viewMount, run model.GuestRun, bootWait time.Duration) (*lxcCT, error) {
 	ct := &lxcCT{r: r, name: r.prefix + strconv.Itoa(vmid), root: root, done: make(chan struct{})}
+	ct.userns = run.Unprivileged && r.userns == nil
+	if ct.userns && !ownedByCTRoot(root) {
+		// Made where ids were not shifted (an older emulator, a host
+		// without the namespace then): its root could not use it.
+		r.log.Warn("unprivileged CT runs without a user namespace: its rootfs is not owned by host uid 100000 (made by an emulator that did not shift ids); recreate it, or back it up and restore it, to get one", "vmid", vmid)
+		ct.userns = false
+	}
 	own := hasOwnSystem(root)
 	if !own {
 		ct.work = filepath.Join(root, ".corral-ovl", "boot-"+randomID())
 	}
-	if err := prepareRootfs(root, own); err != nil {
+	if err := prepareRootfs(root, own, ct.rootID()); err != nil {
 		return nil, fmt.Errorf("prepare the rootfs: %w", err)
 	}
 	init := ""
@@ -200,9 +247,18 @@ func (r *lxcRuntime) startOnce(ctx context.Context, vmid int, root string, mps [
 	}
 	args := []string{"-P", r.path, "-n", ct.name, "-F", "-o", filepath.Join(dir, "log"), "-l", "WARN"}
 	ct.cmd = exec.Command("lxc-start", args...)
-	ct.cmd.Stdout, ct.cmd.Stderr = &ct.log, &ct.log
 	ct.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := ct.cmd.Start(); err != nil {
+	if ct.userns {
+		if ct.cmd, err = r.startInView(args, ct.lowers()); err != nil {
+			return nil, fmt.Errorf("lxc-start: %w", err)
+		}
+	}
+	ct.cmd.Stdout, ct.cmd.Stderr = &ct.log, &ct.log
+	err = ct.cmd.Start()
+	for _, f := range ct.cmd.ExtraFiles {
+		f.Close()
+	}
+	if err != nil {
 		return nil, fmt.Errorf("lxc-start: %w", err)
 	}
 	go func() {
@@ -271,14 +327,23 @@ func (ct *lxcCT) logTail() string {
 // prepareRootfs makes the directories LXC mounts on, /tmp as 1777, and
 // for a CT without a system of its own the host's top-level symlinks
 // (bin -> usr/bin, …) its overlays rely on.
-func prepareRootfs(root string, own bool) error {
+func prepareRootfs(root string, own bool, rootID int) error {
+	mkdir := func(p string, mode os.FileMode) error {
+		if _, err := os.Lstat(p); err == nil {
+			return nil
+		}
+		if err := mkdirIfMissing(p, mode); err != nil {
+			return err
+		}
+		return chownDir(p, rootID)
+	}
 	for _, d := range []string{"dev", "proc", "sys", "run", "root", "home"} {
-		if err := mkdirIfMissing(filepath.Join(root, d), 0o755); err != nil {
+		if err := mkdir(filepath.Join(root, d), 0o755); err != nil {
 			return err
 		}
 	}
 	tmp := filepath.Join(root, "tmp")
-	if err := mkdirIfMissing(tmp, 0o777|os.ModeSticky); err != nil {
+	if err := mkdir(tmp, 0o777|os.ModeSticky); err != nil {
 		return err
 	}
 	if own {
@@ -301,8 +366,11 @@ func prepareRootfs(root string, own bool) error {
 			if err := os.Symlink(link, target); err != nil {
 				return err
 			}
+			if err := os.Lchown(target, rootID, rootID); err != nil {
+				return err
+			}
 		} else if fi.IsDir() {
-			if err := mkdirIfMissing(target, fi.Mode().Perm()); err != nil {
+			if err := mkdir(target, fi.Mode().Perm()); err != nil {
 				return err
 			}
 		}
@@ -317,8 +385,17 @@ func (ct *lxcCT) config(mps []viewMount, run model.GuestRun, init string) (strin
 	if _, err := os.Stat("/usr/share/lxc/config/common.conf"); err == nil {
 		line("lxc.include", "/usr/share/lxc/config/common.conf")
 	}
+	if ct.userns {
+		// PVE's default map (LXC.pm): container root is host uid 100000.
+		if _, err := os.Stat("/usr/share/lxc/config/userns.conf"); err == nil {
+			line("lxc.include", "/usr/share/lxc/config/userns.conf")
+		}
+		for _, m := range model.CTIDMap {
+			line("lxc.idmap", m)
+		}
+	}
 	line("lxc.uts.name", run.Hostname)
-	line("lxc.rootfs.path", "dir:"+ct.root)
+	line("lxc.rootfs.path", "dir:"+ct.path(ct.root))
 	line("lxc.console.path", "none")
 	line("lxc.tty.max", "0")
 	line("lxc.pty.max", "1024")
@@ -362,7 +439,18 @@ func (ct *lxcCT) config(mps []viewMount, run model.GuestRun, init string) (strin
 			if err := os.MkdirAll(w, 0o700); err != nil {
 				return "", err
 			}
-			line("lxc.mount.entry", fmt.Sprintf("overlay %s overlay lowerdir=/%s,upperdir=%s,workdir=%s 0 0", d, d, esc(filepath.Join(ct.root, d)), esc(w)))
+			// The overlays are mounted inside the CT's user namespace:
+			// its root must own their work directories.
+			for _, p := range []string{filepath.Dir(ct.work), ct.work, w} {
+				if err := chownDir(p, ct.rootID()); err != nil {
+					return "", err
+				}
+			}
+			lower := "/" + d
+			if ct.userns {
+				lower = ct.r.lowerDir(d) // idmapped (userns.go)
+			}
+			line("lxc.mount.entry", fmt.Sprintf("overlay %s overlay lowerdir=%s,upperdir=%s,workdir=%s 0 0", d, esc(lower), esc(ct.path(filepath.Join(ct.root, d))), esc(ct.path(w))))
 		}
 	}
 	sorted := append([]viewMount(nil), mps...)
@@ -375,7 +463,7 @@ func (ct *lxcCT) config(mps []viewMount, run model.GuestRun, init string) (strin
 			opts += ",ro"
 		}
 		rel := strings.TrimPrefix(filepath.Clean("/"+m.Path), "/")
-		line("lxc.mount.entry", fmt.Sprintf("%s %s none %s 0 0", esc(m.HostDir), esc(rel), opts))
+		line("lxc.mount.entry", fmt.Sprintf("%s %s none %s 0 0", esc(ct.path(m.HostDir)), esc(rel), opts))
 	}
 	if ct.work != "" {
 		line("lxc.mount.entry", "tmpfs .corral-ovl tmpfs ro,size=4k,mode=700,create=dir 0 0")
@@ -512,8 +600,13 @@ func (ct *lxcCT) startSession(spec viewSpec, stdin, stdout, stderr *os.File, tty
 		// already the CT's, so nsenter joins the CT's namespaces and
 		// hands it on.
 		args := []string{"-t", strconv.Itoa(ct.pid), "-m", "-u", "-i", "-n", "-p", "-C", "-r"}
+		if ct.userns {
+			args = append(args, "-U") // and so container root
+		}
 		if fileExists(filepath.Join(ct.root, "root")) {
-			args = append(args, "--wd=/root")
+			// --wdns: after entering (--wd would open the host's
+			// /root, which container root cannot even reach)
+			args = append(args, "--wdns=/root")
 		} else {
 			args = append(args, "-w")
 		}
@@ -559,9 +652,122 @@ func (ct *lxcCT) openPty() (master, tty *os.File, err error) {
 	if err == nil {
 		tty, err = os.OpenFile(base+strconv.Itoa(n), os.O_RDWR|syscall.O_NOCTTY, 0)
 	}
+	if err == nil && ct.userns {
+		tty.Chown(ct.rootID(), -1) // the session's terminal is container root's, as login makes it
+	}
 	if err != nil {
 		master.Close()
 		return nil, nil, fmt.Errorf("the CT's pty: %w", err)
 	}
 	return master, tty, nil
+}
+
+// rootID is the host uid of the CT's root: 0, or 100000 in PVE's user
+// namespace.
+func (ct *lxcCT) rootID() int {
+	if ct.userns {
+		return model.CTRootID
+	}
+	return 0
+}
+
+// chownDir gives a directory the emulator made for the CT to its root
+// (a no-op for a privileged CT).
+func chownDir(p string, rootID int) error {
+	if rootID == 0 {
+		return nil
+	}
+	return os.Lchown(p, rootID, rootID)
+}
+
+// probeUserns reports whether LXC may give a container PVE's id map
+// here: LXC maps ids the way lxc-usernsexec does (through uidmap's
+// newuidmap when it is installed, which wants root's range in
+// /etc/subuid and /etc/subgid, as a PVE node has), so one run of it
+// answers. The error says what is missing.
+func probeUserns() error {
+	if _, err := exec.LookPath("lxc-usernsexec"); err != nil {
+		return errors.New("lxc-usernsexec not found (Debian's lxc package)")
+	}
+	args := []string{}
+	for _, m := range model.CTIDMap {
+		f := strings.Fields(m)
+		args = append(args, "-m", strings.Join(f, ":"))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "lxc-usernsexec", append(args, "--", "true")...).CombinedOutput()
+	if err == nil {
+		return nil
+	}
+	msg := strings.TrimSpace(string(out))
+	for _, l := range strings.Split(msg, "\n") {
+		if strings.Contains(l, "not allowed") || strings.Contains(l, "newuidmap") {
+			msg = l // the cause; what follows it are its consequences
+			break
+		}
+	}
+	return fmt.Errorf("the host refuses the user namespace u:0:100000:65536 (%v: %s); as on a PVE node, add root:100000:65536 to /etc/subuid and /etc/subgid", err, msg)
+}
+
+// An unprivileged CT's container root (host uid 100000) must be able to
+// reach its rootfs and volumes from /, and LXC checks it: the state
+// directory's parents may be closed to others (a 0700 home or test
+// directory). So its lxc-start runs in a mount namespace of its own in
+// which the data directory (whose own directories are 0755) is bound at
+// /run/corral-sim/<emulator>/data, and the CT's paths are given below
+// that. The binding lives and dies with that lxc-start; the host's
+// mounts never change. LXC checks the lxcpath the same way, so it is
+// /run/corral-sim/<emulator>/lxc then. Both go when the emulator stops
+// or, after a kill, at the next start.
+const viewRoot = "/run/corral-sim"
+
+// path is host path p as the CT's lxc-start sees it.
+func (ct *lxcCT) path(p string) string {
+	if !ct.userns || ct.r.view == "" {
+		return p
+	}
+	if rel, ok := strings.CutPrefix(p, ct.r.data+"/"); ok {
+		return ct.r.view + "/" + rel
+	}
+	return p
+}
+
+// removeStaleViews removes the view directories of emulators that are
+// gone (their PID is in the name, as in the cgroups').
+func removeStaleViews() {
+	entries, _ := os.ReadDir(viewRoot)
+	for _, e := range entries {
+		pid, _, _ := strings.Cut(strings.TrimPrefix(e.Name(), "corral"), "-")
+		if n, err := strconv.Atoi(pid); err != nil || n <= 0 || fileExists("/proc/"+pid) {
+			continue
+		}
+		// In the host's mount namespace data/ is an empty directory:
+		// the binding was only in the dead lxc-starts' namespaces.
+		os.RemoveAll(filepath.Join(viewRoot, e.Name()))
+	}
+}
+
+// ownedByCTRoot reports whether dir belongs to an unprivileged CT's root
+// (host uid 100000), as create and restore leave a rootfs.
+func ownedByCTRoot(dir string) bool {
+	var st unix.Stat_t
+	return unix.Stat(dir, &st) == nil && st.Uid == model.CTRootID
+}
+
+// lowers maps the host directories a tiny-template CT sees through its
+// overlays to where its launcher mounts them (userns.go).
+func (ct *lxcCT) lowers() map[string]string {
+	if ct.work == "" {
+		return nil
+	}
+	out := map[string]string{}
+	for _, d := range overlayDirs {
+		fi, err := os.Lstat("/" + d)
+		if err != nil || !fi.IsDir() || strings.HasPrefix(ct.root+"/", "/"+d+"/") {
+			continue
+		}
+		out["/"+d] = ct.r.lowerDir(d)
+	}
+	return out
 }

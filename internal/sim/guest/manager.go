@@ -114,6 +114,15 @@ func Start(c *model.Cluster, opts Options) (*Manager, error) {
 	if m.rt, m.rtErr = newLXCRuntime(c.Dir(), m.log); m.rtErr != nil {
 		m.log.Warn("containers are NOT isolated: no LXC, so CTs run in the fallback view (host PID and network namespaces, host programs under the CT's files)", "reason", m.rtErr)
 	}
+	// Unprivileged CTs get PVE's user namespace, and their files shifted
+	// ids on disk, only where their containers really have it.
+	c.SetIDShift(m.rt != nil && m.rt.userns == nil)
+	switch {
+	case m.rt == nil:
+		m.log.Warn("unprivileged CTs get no user namespace in the fallback view: their root is the emulator's user and their files keep the container's ids on disk")
+	case m.rt.userns != nil:
+		m.log.Warn("unprivileged CTs get no user namespace: their root is host root and their files keep the container's ids on disk", "reason", m.rt.userns)
+	}
 	c.SetRunHook(m.sync) // a stopped CT's sessions end with its stop
 	if m.rt != nil {
 		c.SetShutdownHook(m.shutdown)
@@ -185,6 +194,15 @@ func (m *Manager) sandbox() sandbox {
 // Isolated reports whether CTs run as real containers (LXC), and if not,
 // why they run in the fallback view.
 func (m *Manager) Isolated() (bool, error) { return m.rt != nil, m.rtErr }
+
+// UserNamespace reports whether unprivileged CTs run in PVE's user
+// namespace (container root = host uid 100000), and if not, why not.
+func (m *Manager) UserNamespace() (bool, error) {
+	if m.rt == nil {
+		return false, m.rtErr
+	}
+	return m.rt.userns == nil, m.rt.userns
+}
 
 // Endpoint is host:port of CT vmid's sshd once it answers.
 func (m *Manager) Endpoint(vmid int) (string, bool) {

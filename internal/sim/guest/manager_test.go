@@ -163,6 +163,7 @@ func TestGuest_volumeSurvivesRecreate_rootfsDoesNot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	giveToCTRoot(t, k.c, vol)
 	mp0 := map[string]string{"mp0": vol + ",mp=/home/hermes"}
 	k.create(105, mp0)
 
@@ -508,4 +509,23 @@ func startDaemon(t *testing.T, c *client.Client, marker int) int {
 	}
 	t.Fatalf("daemon sleep %d not found on the host", marker)
 	return 0
+}
+
+// giveToCTRoot gives a volume allocated through the storage API (a blank
+// file system, root's on PVE) to an unprivileged CT's root, as
+// mkfs.ext4 -E root_owner=100000:100000 does for a volume PVE makes for
+// one: without it the CT's root sees nobody's directory and cannot
+// write there.
+func giveToCTRoot(t *testing.T, c *model.Cluster, volid string) {
+	t.Helper()
+	if !c.IDShift() {
+		return
+	}
+	dir, err := c.VolumePath("pve", volid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(dir, model.CTRootID, model.CTRootID); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -114,6 +114,7 @@ func TestServer_guestOverTheAPI(t *testing.T) {
 	// the workload leaves it.
 	var vol string
 	json.Unmarshal(a.do("POST", "/nodes/pve/storage/local-lvm/content", url.Values{"vmid": {"900"}, "filename": {"vm-900-disk-0"}, "size": {"1G"}}), &vol)
+	giveToCTRoot(t, s.Cluster(), vol)
 	create := url.Values{
 		"vmid": {"120"}, "ostemplate": {model.DefaultTemplate}, "rootfs": {"local-lvm:1"}, "hostname": {"hermes"},
 		"net0": {"name=eth0,bridge=vmbr0,ip=dhcp"}, "features": {"nesting=1"}, "ssh-public-keys": {pub},

@@ -51,6 +51,9 @@ type viewSpec struct {
 	Shell   bool        `json:"shell,omitempty"` // run the user's shell as a login shell instead (an SSH shell request)
 	Env     []string    `json:"env"`
 	Probe   bool        `json:"probe,omitempty"` // only check that namespaces and mounts work
+	// Launch, when set, makes the helper start an unprivileged CT's
+	// lxc-start instead (userns.go).
+	Launch *launchSpec `json:"launch,omitempty"`
 }
 
 type viewMount struct {
@@ -88,6 +91,9 @@ func helperMain() int {
 	if err := json.Unmarshal(data, &spec); err != nil {
 		fmt.Fprintf(os.Stderr, "guest exec: decode spec: %v\n", err)
 		return 255
+	}
+	if spec.Launch != nil {
+		return launchMain(*spec.Launch)
 	}
 	if spec.Probe {
 		if err := probeMounts(spec.Root); err != nil {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -118,6 +119,9 @@ type Cluster struct {
 	// guestBlock is the emulator's loopback block for guest addresses
 	// (see SetGuestBlock); 0 means DefaultGuestBlock. c.mu.
 	guestBlock int
+
+	// idShift: unprivileged CTs' files are shifted on disk (idmap.go).
+	idShift atomic.Bool
 
 	// Persistence (journal.go): what changed since the last save, the
 	// open journal, its last sequence number and the sizes that decide

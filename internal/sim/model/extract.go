@@ -20,8 +20,10 @@ import (
 // goes to the volume mounted at the longest prefix of its path, with its
 // numeric owner, full mode, mtime, xattrs and ACLs; hard links, FIFOs and
 // device nodes are made as such (a device node the host refuses is
-// skipped and named in skipped, as tar warns and goes on); ./dev/* of
-// the rootfs is left out.
+// skipped, and skipped has tar's warning for it, as tar warns and goes
+// on); ./dev/* of the rootfs is left out. A mount with an id map (an
+// unprivileged CT) gets shifted owners, as tar in the CT's user
+// namespace writes them (shiftEntry).
 //
 // Nothing leaves its volume: names are cleaned of "..", no directory on
 // the way to an entry may be a symlink (openBeneath), a hard link must
@@ -83,6 +85,17 @@ func extractBackup(archive string, mounts []restoreMount) (total int64, skipped 
 		m, xattrs, err := tarMeta(h)
 		if err != nil {
 			return total, skipped, fmt.Errorf("%s: %w", h.Name, err)
+		}
+		if target.ids.shifted() {
+			// tar runs in the CT's user namespace (idmap.go).
+			var refused string
+			m, xattrs, refused = shiftEntry(h, m, xattrs, target.ids)
+			if refused != "" {
+				skipped = append(skipped, refused)
+				if h.Typeflag == tar.TypeChar || h.Typeflag == tar.TypeBlock {
+					continue
+				}
+			}
 		}
 		dirfd, name, err := b.parent(rel, true)
 		if err != nil {
@@ -150,7 +163,7 @@ func extractBackup(archive string, mounts []restoreMount) (total int64, skipped 
 				return total, skipped, fmt.Errorf("%s: %w", h.Name, err)
 			}
 			if skip {
-				skipped = append(skipped, h.Name)
+				skipped = append(skipped, "tar: "+h.Name+": Cannot mknod: Operation not permitted")
 				continue
 			}
 		default:

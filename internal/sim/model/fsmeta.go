@@ -23,13 +23,14 @@ import (
 // restore extractor all go through this file's helpers, so the three
 // agree on what a file's metadata is.
 //
-// Owners on disk are the container's own ids: the emulator does not
-// shift an unprivileged CT's files by its idmap (PVE keeps them as host
-// uid 100000+ on disk). A vzdump archive holds container ids on PVE too
-// (tar runs inside the CT's user namespace), so the archives agree. When
-// the emulator runs without root, its guests' root is the emulator's own
-// uid (the user namespace of guest/view.go), so that uid and gid are
-// written to archives as 0 and 0 is restored as the emulator's user.
+// Owners on disk: an unprivileged CT's files are shifted by PVE's idmap
+// (host uid 100000+) where its container runs in that user namespace,
+// and the archive writer and the extractor translate as tar inside the
+// namespace does (idmap.go); elsewhere they are the container's own ids.
+// When the emulator runs without root, its guests' root is the
+// emulator's own uid (the user namespace of guest/view.go), so that uid
+// and gid are written to archives as 0 and 0 is restored as the
+// emulator's user.
 
 // fileMeta is one file's metadata as lstat(2) and the xattr calls give it.
 type fileMeta struct {

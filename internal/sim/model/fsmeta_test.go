@@ -107,7 +107,7 @@ func TestTarTree_headers(t *testing.T) {
 	src := sampleRoot(t, fstree.Sample())
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	if err := tarTree(tw, src, "."); err != nil {
+	if err := tarTree(tw, src, ".", idMap{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := tw.Close(); err != nil {

@@ -626,6 +626,9 @@ func (gs *guests) ctApplyPendingMountLocked(g *Guest, opt string, running bool) 
 		if err != nil {
 			return err
 		}
+		if err := c.ctFormatVolumesLocked(g.Node, g.Config, []string{v.VolID()}); err != nil {
+			return err
+		}
 		mp.Props["volume"] = v.VolID()
 		mp.Props["size"] = FormatSize(size)
 	} else if mp.Type() == "volume" {

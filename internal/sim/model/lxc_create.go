@@ -192,6 +192,9 @@ type ctCreateRequest struct {
 	vmid      int
 	start     bool
 	haManaged bool
+	// ignoreUnpack is ignore-unpack-errors: a restore goes on when tar
+	// reports errors (idmap.go).
+	ignoreUnpack bool
 }
 
 // take removes parameter k and returns its value.
@@ -218,7 +221,8 @@ func (c *Cluster) ctReadCreateRequestLocked(node string, params map[string]strin
 		return nil, ParamError(map[string]string{"vmid": fmt.Sprintf("type check ('integer') failed - got '%s'", vmidStr)})
 	}
 	r.vmid = vmid
-	r.take("ignore-unpack-errors")
+	ignore, _ := r.take("ignore-unpack-errors")
+	r.ignoreUnpack = isTrue(ignore)
 	r.take("bwlimit") // only throttles the extraction
 	start, _ := r.take("start")
 	r.start = isTrue(start)
@@ -329,6 +333,9 @@ func (c *Cluster) ctCreateDisksLocked(w *Worker, node string, vmid int, mounts, 
 				return err
 			}
 			*vols = append(*vols, v.VolID())
+			if err := c.ctFormatVolumesLocked(node, conf, []string{v.VolID()}); err != nil {
+				return err
+			}
 			mp.Props["volume"] = v.VolID()
 			mp.Props["size"] = FormatSize(size)
 		}
@@ -528,7 +535,7 @@ func (r *ctCreate) extract() error {
 		return Failf("command '%s' failed: exit code 2\n", ctTarCommand(conf, r.spec.vmid, archive))
 	}
 	began := time.Now()
-	systemd, err := extractTemplate(archive, r.rootDir)
+	systemd, err := extractTemplate(archive, r.rootDir, r.c.ctIDMap(conf))
 	if err != nil {
 		return Failf("unable to extract '%s': %s\n", r.archiveHostPath, err)
 	}
@@ -570,6 +577,9 @@ func (r *ctCreate) setupOS() error {
 	}
 	for _, l := range keyLines {
 		w.Log("%s", l)
+	}
+	if err := ctShiftSetupFiles(rootDir, r.c.ctIDMap(conf)); err != nil {
+		return err
 	}
 	if isTrue(conf["unprivileged"]) && ctParseFeatures(conf["features"])["nesting"] != "1" && r.systemd >= ctSystemdNestingMin {
 		w.Warn("Systemd %d detected. You may need to enable nesting.", r.systemd)

@@ -24,17 +24,19 @@ import (
 
 // restoreSpec is a restore request after its synchronous checks.
 type restoreSpec struct {
-	auth       Auth
-	node       string
-	vmid       int
-	archive    string // backup volid
-	storage    string
-	conf       map[string]string // from the parameters, without volumes
-	mounts     map[string]string // rootfs/mpN parameters, "" storage only
-	unprivSet  bool
-	unique     bool
-	start      bool
-	sameExists bool
+	auth      Auth
+	node      string
+	vmid      int
+	archive   string // backup volid
+	storage   string
+	conf      map[string]string // from the parameters, without volumes
+	mounts    map[string]string // rootfs/mpN parameters, "" storage only
+	unprivSet bool
+	unique    bool
+	// ignoreUnpack: ignore-unpack-errors
+	ignoreUnpack bool
+	start        bool
+	sameExists   bool
 }
 
 // restoreCT is the restore=1 branch of CreateCT.
@@ -89,7 +91,7 @@ func (c *Cluster) restorePrepareLocked(auth Auth, node string, params map[string
 		return restoreSpec{}, err
 	}
 	p, take, vmid := req.p, req.take, req.vmid
-	spec := restoreSpec{auth: auth, node: node, vmid: vmid, start: req.start}
+	spec := restoreSpec{auth: auth, node: node, vmid: vmid, start: req.start, ignoreUnpack: req.ignoreUnpack}
 	unprivStr, unprivSet := take("unprivileged")
 	spec.unprivSet = unprivSet
 	take("restore")
@@ -375,7 +377,7 @@ func (r *ctRestore) createVolumes() error {
 			if !ok || st.Volumes[st.volKey(spec.node, mp.Volume())] == nil {
 				return Failf("volume '%s' does not exist\n", mp.Volume())
 			}
-			r.targets = append(r.targets, restoreMount{path: mp.Path(), dir: c.volumePath(spec.node, sid, name)})
+			r.targets = append(r.targets, restoreMount{path: mp.Path(), dir: c.volumePath(spec.node, sid, name), ids: c.ctIDMap(conf)})
 		}
 		return nil
 	})
@@ -391,11 +393,11 @@ func (r *ctRestore) extract() error {
 	if err != nil {
 		return Failf("unable to restore '%s': %s\n", r.archiveHost, err)
 	}
-	for _, name := range skipped {
-		w.Log("tar: %s: Cannot mknod: Operation not permitted", name)
+	for _, line := range skipped {
+		w.Log("%s", line)
 	}
 	w.Log("Total bytes read: %d (%s, %s/s)", n, ctHumanBytes(float64(n)), ctHumanBytes(float64(n)/max(time.Since(began).Seconds(), 1e-3)))
-	return nil
+	return r.c.restoreUnpackErrors(w, r.spec, r.conf, r.archivePath, skipped)
 }
 
 // mergeConfig merges the backed-up config into the given one, fills the
@@ -427,6 +429,9 @@ func (r *ctRestore) mergeConfig() error {
 	for _, t := range r.targets {
 		if t.path == "/" {
 			if err := ctPostCreate(t.dir, conf["hostname"], ""); err != nil {
+				return err
+			}
+			if err := ctShiftSetupFiles(t.dir, t.ids); err != nil {
 				return err
 			}
 		}
@@ -506,4 +511,5 @@ func parseConfigSection(text string) map[string]string {
 type restoreMount struct {
 	path string // inside the CT
 	dir  string // on the data plane
+	ids  idMap  // the CT's id shift (idmap.go)
 }

@@ -172,7 +172,7 @@ func TestCluster_DownloadAppliance(t *testing.T) {
 		t.Fatal(err)
 	}
 	root := t.TempDir()
-	if _, err := extractTemplate(path, root); err != nil {
+	if _, err := extractTemplate(path, root, idMap{}); err != nil {
 		t.Fatal(err)
 	}
 	if body, err := os.ReadFile(filepath.Join(root, "etc", "os-release")); err != nil || !strings.Contains(string(body), "trixie") {

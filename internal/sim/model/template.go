@@ -161,11 +161,13 @@ func templateArchive(a Appliance, mtime time.Time) ([]byte, error) {
 // extractTemplate unpacks a tar.zst template into dir (a new rootfs).
 // Only regular files and directories are created, and every path is kept
 // inside dir.
-func extractTemplate(archive, dir string) (systemd int, err error) {
+// An unprivileged CT's (ids) gets shifted owners, as tar run in its user
+// namespace writes them; the tiny tree is shifted by ctShiftSetupFiles.
+func extractTemplate(archive, dir string, ids idMap) (systemd int, err error) {
 	if isRealArchive(archive) {
 		// tar xpf --numeric-owner as PVE runs it: owners, modes,
 		// links, special files.
-		if _, _, err := extractBackup(archive, []restoreMount{{path: "/", dir: dir}}); err != nil {
+		if _, _, err := extractBackup(archive, []restoreMount{{path: "/", dir: dir, ids: ids}}); err != nil {
 			return 0, err
 		}
 		return systemdVersion(dir), nil

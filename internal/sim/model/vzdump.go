@@ -324,6 +324,7 @@ func (c *Cluster) vzdumpTask(w *Worker, job vzdumpJob) error {
 type vzdumpDisk struct {
 	key, mp, volid string
 	dir            string // where its data is read from
+	ids            idMap  // the CT's id shift: tar runs in its user namespace (idmap.go)
 }
 
 // vzdumpGuest is exec_backup_task for one CT. Its error has been logged
@@ -512,7 +513,7 @@ func (b *guestBackup) prepare() (snapOK bool, err error) {
 			}
 			w.logLocked("INFO: including mount point %s ('%s') in backup", key, mount)
 			sid, name, _ := ParseVolID(mp.Volume())
-			b.disks = append(b.disks, vzdumpDisk{key: key, mp: mount, volid: mp.Volume(), dir: b.c.volumePath(b.job.node, sid, name)})
+			b.disks = append(b.disks, vzdumpDisk{key: key, mp: mount, volid: mp.Volume(), dir: b.c.volumePath(b.job.node, sid, name), ids: b.c.ctIDMap(g.Config)})
 			if s := st.storage(sid); s == nil || !s.CanSnapshot() {
 				snapOK = false
 			}
@@ -979,7 +980,7 @@ func writeBackupArchive(dst, pctConf string, disks []vzdumpDisk, compress string
 	}
 	for _, d := range disks {
 		prefix := "." + strings.TrimSuffix(d.mp, "/")
-		if err := tarTree(tw, d.dir, prefix); err != nil {
+		if err := tarTree(tw, d.dir, prefix, d.ids); err != nil {
 			return 0, 0, err
 		}
 	}
@@ -1020,8 +1021,10 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 // hard-linked file as a link entry, FIFOs and device nodes as their tar
 // types (sockets are left out), kept xattrs as SCHILY.xattr records and
 // ACLs as SCHILY.acl.access and SCHILY.acl.default. A missing dir adds
-// only the mount point directory.
-func tarTree(tw *tar.Writer, dir, prefix string) error {
+// only the mount point directory. With an id map (an unprivileged CT)
+// owners, ACLs and file capabilities are what tar in the CT's user
+// namespace reads (unshiftXattrs).
+func tarTree(tw *tar.Writer, dir, prefix string, ids idMap) error {
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
 		return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: prefix + "/", Mode: 0o755, ModTime: time.Now(), Format: tar.FormatPAX})
 	}
@@ -1043,6 +1046,10 @@ func tarTree(tw *tar.Writer, dir, prefix string) error {
 			return err
 		}
 		uid, gid := ctOwner(m.uid, m.gid)
+		if ids.shifted() {
+			uid, gid = ids.toCT(m.uid), ids.toCT(m.gid)
+			m.xattrs = unshiftXattrs(m.xattrs, ids)
+		}
 		h := &tar.Header{Name: name, Mode: int64(m.perm()), Uid: uid, Gid: gid, ModTime: m.mtimeTime(), Format: tar.FormatPAX}
 		for k, v := range m.xattrs {
 			switch {

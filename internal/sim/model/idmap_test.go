@@ -1,0 +1,90 @@
+package model
+
+import (
+	"bytes"
+	"encoding/binary"
+	"testing"
+)
+
+func TestIDMap_translations(t *testing.T) {
+	pve := idMap{base: ctIDBase, count: ctIDCount}
+	tests := []struct {
+		name     string
+		m        idMap
+		ct       int
+		host     int
+		hostOK   bool
+		hostID   int // a host id
+		wantCTID int // what the CT sees of it
+	}{
+		{"privileged: identity", idMap{}, 1000, 1000, true, 70000, 70000},
+		{"root", pve, 0, 100000, true, 100000, 0},
+		{"a user", pve, 1000, 101000, true, 101000, 1000},
+		{"the last mapped id", pve, 65535, 165535, true, 165535, 65535},
+		{"outside the map", pve, 65536, 0, false, 165536, overflowID},
+		{"host root is nobody", pve, -1, 0, false, 0, overflowID},
+	}
+	for _, tt := range tests {
+		if h, ok := tt.m.toHost(tt.ct); h != tt.host || ok != tt.hostOK {
+			t.Errorf("%s: toHost(%d) = %d, %v; want %d, %v", tt.name, tt.ct, h, ok, tt.host, tt.hostOK)
+		}
+		if got := tt.m.toCT(tt.hostID); got != tt.wantCTID {
+			t.Errorf("%s: toCT(%d) = %d, want %d", tt.name, tt.hostID, got, tt.wantCTID)
+		}
+	}
+}
+
+func TestIDMap_capabilities(t *testing.T) {
+	pve := idMap{base: ctIDBase, count: ctIDCount}
+	v2 := make([]byte, vfsCapV2Size)
+	binary.LittleEndian.PutUint32(v2, vfsCapRevision2|1) // effective
+	binary.LittleEndian.PutUint32(v2[4:], 1<<13)         // cap_net_raw permitted
+	v3 := func(root uint32) []byte {
+		b := make([]byte, vfsCapV3Size)
+		copy(b, v2)
+		binary.LittleEndian.PutUint32(b, vfsCapRevision3|1)
+		binary.LittleEndian.PutUint32(b[20:], root)
+		return b
+	}
+	tests := []struct {
+		name     string
+		in, want []byte
+		fn       func([]byte, idMap) []byte
+		m        idMap
+	}{
+		{"set from inside: v2 becomes v3 of the CT's root", v2, v3(100000), capToHost, pve},
+		{"privileged: v2 stays", v2, v2, capToHost, idMap{}},
+		{"read inside: v3 of the CT's root is v2", v3(100000), v2, capToCT, pve},
+		{"read inside: v3 of a nested namespace's root keeps v3", v3(101000), v3(1000), capToCT, pve},
+		{"read inside: v3 of another namespace cannot be read", v3(200000), nil, capToCT, pve},
+		{"read inside: the host's v2 as it is", v2, v2, capToCT, pve},
+	}
+	for _, tt := range tests {
+		if got := tt.fn(tt.in, tt.m); !bytes.Equal(got, tt.want) {
+			t.Errorf("%s: got %x, want %x", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestIDMap_ACL(t *testing.T) {
+	pve := idMap{base: ctIDBase, count: ctIDCount}
+	acl, err := aclFromText("user::rw-,user:1000:r--,group::r--,group:50:rw-,mask::rw-,other::---")
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, ok := shiftACL(acl, pve.toHost)
+	if text, _ := aclToText(host); !ok || text != "user::rw-,user:101000:r--,group::r--,group:100050:rw-,mask::rw-,other::---" {
+		t.Errorf("shifted: %q, %v", text, ok)
+	}
+	if back := unshiftXattrs(map[string][]byte{aclXattrAccess: host}, pve)[aclXattrAccess]; !bytes.Equal(back, acl) {
+		t.Errorf("read back inside: %x, want %x", back, acl)
+	}
+	outside, _ := aclFromText("user::rw-,user:70000:r--,group::r--,mask::r--,other::---")
+	if _, ok := shiftACL(outside, pve.toHost); ok {
+		t.Error("an ACL naming uid 70000 was shifted into a 65536-id map")
+	}
+	fromHost, _ := aclFromText("user::rw-,user:0:r--,group::r--,mask::r--,other::---")
+	if text, _ := aclToText(unshiftXattrs(map[string][]byte{aclXattrAccess: fromHost}, pve)[aclXattrAccess]); text != "user::rw-,user:4294967295:r--,group::r--,mask::r--,other::---" {
+		t.Errorf("host root in an ACL, read inside: %q", text)
+	}
+}
