@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -112,5 +113,63 @@ func TestBenchProvisionCountsTheBoot(t *testing.T) {
 	// start is added to it; none of it can exceed the wall.
 	if apply.CriticalPath < apply.TaskTime+0.049 || apply.CriticalPath > apply.Wall {
 		t.Errorf("apply: critical path %v s, task time %v s (boot 0.05 s), wall %v s", apply.CriticalPath, apply.TaskTime, apply.Wall)
+	}
+}
+
+// corral bench --drain: the drain of a node with two apps (two volumes
+// each) onto the other two of three, measured through the CLI, with its
+// critical path from the emulator's tasks.
+func TestBenchDrainJSON(t *testing.T) {
+	code, out, errs := corral(t, nil, "bench", "--drain", "2", "--time-scale", "0.01", "--parallelism", "2", "-o", "json")
+	if code != 0 {
+		t.Fatalf("corral bench --drain: exit %d\n%s\n%s", code, out, errs)
+	}
+	var r struct {
+		Runs  []json.RawMessage `json:"runs"`
+		Drain *struct {
+			Apps        int     `json:"apps"`
+			Nodes       int     `json:"nodes"`
+			TimeScale   float64 `json:"time_scale"`
+			Parallelism int     `json:"parallelism"`
+			Wall        float64 `json:"wall_s"`
+			Critical    float64 `json:"critical_path_s"`
+			Chain       float64 `json:"chain_s"`
+			Keeper      float64 `json:"keeper_s"`
+			Packed      float64 `json:"packed_s"`
+			TaskTime    float64 `json:"task_time_s"`
+			Tasks       int     `json:"tasks"`
+			Ratio       float64 `json:"wall_over_critical"`
+			Requests    int     `json:"requests"`
+		} `json:"drain"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("bench --drain -o json: %v\n%s", err, out)
+	}
+	d := r.Drain
+	if d == nil || len(r.Runs) != 0 {
+		t.Fatalf("want only a drain report:\n%s", out)
+	}
+	if d.Apps != 2 || d.Nodes != 3 || d.TimeScale != 0.01 || d.Parallelism != 2 {
+		t.Errorf("drain run = %+v", *d)
+	}
+	// Per app: its shutdown, both migrations, its start; the carrier's
+	// create and destroy; four move_volume tasks (two in, two out). And
+	// the keepers' creates on pve2 and pve3 (placement spreads the two
+	// apps; neither node had a keeper).
+	if d.Tasks != 2*10+2 {
+		t.Errorf("drain tasks = %d, want 22 (10 per app, 2 keepers)", d.Tasks)
+	}
+	// One app's chain at time scale 0.01: shutdown 0.04 s, migrate 0.08
+	// s, start 0.03 s; its carrier's create 0.11 s, four moves 0.02 s
+	// each, migrate 0.08 s, destroy 0.02 s.
+	if want := 0.04 + 0.08 + 0.03 + 0.11 + 4*0.02 + 0.08 + 0.02; d.Chain < want-0.001 || d.Chain > want+0.001 {
+		t.Errorf("chain = %v s, want %v s", d.Chain, want)
+	}
+	if d.Critical != max(d.Chain, d.Keeper, d.Packed) || d.Critical > d.Wall || d.Ratio < 1 || d.Requests == 0 {
+		t.Errorf("drain figures = %+v", *d)
+	}
+	code, out, errs = corral(t, nil, "bench", "--drain", "1", "--time-scale", "0")
+	if code != 0 || !strings.Contains(out, "drain of a node with 1 apps") || !strings.Contains(out, "WALL/CRITICAL") {
+		t.Fatalf("corral bench --drain (text): exit %d\n%s\n%s", code, out, errs)
 	}
 }

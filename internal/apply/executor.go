@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/corralhq/corral/internal/wait"
 	"net/url"
 	"regexp"
 	"slices"
@@ -51,6 +52,7 @@ type Executor struct {
 	// (the second Ctrl-C) aborts the steps under way instead.
 	Stop <-chan struct{}
 
+	sweeps   sweepGroup // the attach guard's shared reads (guard.go)
 	mu       sync.Mutex // timings
 	timings  []Timing
 	creating sync.Mutex // NextID and the create POST, so parallel creates do not race for one VMID
@@ -181,7 +183,50 @@ func (e *Executor) Apply(ctx context.Context, p *plan.Plan, obs *plan.Observed) 
 			changes = append(changes, c)
 		}
 	}
-	return e.forEachApp(ctx, changes, func(c plan.Change) error { return e.applyChange(ctx, c, keepers, obs) })
+	changes = interleaveMoves(changes)
+	err := e.forEachApp(ctx, changes, func(c plan.Change) error { return e.applyChange(ctx, c, keepers, obs) })
+	return errors.Join(err, keepers.refreshNotes(ctx))
+}
+
+// interleaveMoves orders the moves among changes so that consecutive ones
+// take their volumes out of different keepers, round robin: the
+// move_volume tasks out of one keeper run one at a time, so a drain
+// whose first apps all hold their volumes in the same keeper (the apps
+// created first fill the first keeper) would keep that keeper busy and
+// the node's others idle, then the other way round. Other changes keep
+// their place before the moves; the plan's order is kept within a keeper.
+func interleaveMoves(changes []plan.Change) []plan.Change {
+	var out []plan.Change
+	groups := map[string][]plan.Change{}
+	var order []string
+	for _, c := range changes {
+		if c.Action != plan.Move {
+			out = append(out, c)
+			continue
+		}
+		key := c.From
+		for _, v := range c.Volumes {
+			if v.Action == plan.VolMove && v.VolID != "" {
+				key = c.From + "/" + strconv.Itoa(plan.VolumeOwner(v.VolID))
+				break
+			}
+		}
+		if groups[key] == nil {
+			order = append(order, key)
+		}
+		groups[key] = append(groups[key], c)
+	}
+	for left := true; left; {
+		left = false
+		for _, key := range order {
+			if g := groups[key]; len(g) > 0 {
+				out = append(out, g[0])
+				groups[key] = g[1:]
+				left = true
+			}
+		}
+	}
+	return out
 }
 
 // applyChange carries out one app's change.
@@ -737,23 +782,19 @@ func (e *Executor) putConfig(ctx context.Context, node string, vmid int, params 
 // retryLocked retries fn while PVE answers "CT is locked (…)": the call
 // was refused before any change, so repeating it is safe.
 func (e *Executor) retryLocked(ctx context.Context, fn func() error) error {
-	wait := e.LockWait
-	if wait == 0 {
-		wait = 3 * time.Minute
+	limit := e.LockWait
+	if limit == 0 {
+		limit = 3 * time.Minute
 	}
-	deadline := time.Now().Add(wait)
+	deadline := time.Now().Add(limit)
 	delay := 200 * time.Millisecond
 	for {
 		err := fn()
 		if err == nil || !pve.IsLocked(err) || time.Now().After(deadline) {
 			return err
 		}
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
+		if err := wait.Sleep(ctx, delay); err != nil {
+			return err
 		}
 		delay = min(delay*2, 2*time.Second)
 	}

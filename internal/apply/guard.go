@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/corralhq/corral/internal/plan"
 	"github.com/corralhq/corral/internal/pve"
@@ -105,22 +106,37 @@ func referencesSkip(ctx context.Context, c *pve.Client, node string, all bool, s
 		return nil, fmt.Errorf("list guests: %w", err)
 	}
 	sort.Slice(res, func(i, j int) bool { return res[i].VMID < res[j].VMID })
+	// Read the configs a few at a time (the client's own bound applies
+	// too): on a node with hundreds of guests one after another is what
+	// made every attach slower as a drain filled the node.
+	res = slices.DeleteFunc(res, func(r resource) bool {
+		return (!all && r.Node != node) || (r.Type != "lxc" && r.Type != "qemu")
+	})
+	entries := make([][]pve.PendingEntry, len(res))
+	errs := make([]error, len(res))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, sweepConcurrency)
+	for i, r := range res {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if r.Type == "qemu" {
+				entries[i], errs[i] = c.VMPending(ctx, r.Node, r.VMID)
+			} else {
+				entries[i], errs[i] = c.Pending(ctx, r.Node, r.VMID)
+			}
+		}()
+	}
+	wg.Wait()
 	out := map[string][]Reference{}
-	for _, r := range res {
-		if (!all && r.Node != node) || (r.Type != "lxc" && r.Type != "qemu") {
-			continue
-		}
+	for i, r := range res {
 		where := ""
 		if r.Node != node {
 			where = r.Node
 		}
-		node := r.Node
-		var entries []pve.PendingEntry
-		if r.Type == "qemu" {
-			entries, err = c.VMPending(ctx, node, r.VMID)
-		} else {
-			entries, err = c.Pending(ctx, node, r.VMID)
-		}
+		err := errs[i]
 		if pve.IsNotFound(err) {
 			continue // destroyed since the list
 		}
@@ -128,9 +144,9 @@ func referencesSkip(ctx context.Context, c *pve.Client, node string, all bool, s
 			continue // its node does not answer; see skipOfflineNode
 		}
 		if err != nil {
-			return nil, fmt.Errorf("read config of %s %d on node %s to check which volumes it uses: %w", r.Type, r.VMID, node, err)
+			return nil, fmt.Errorf("read config of %s %d on node %s to check which volumes it uses: %w", r.Type, r.VMID, r.Node, err)
 		}
-		for _, en := range entries {
+		for _, en := range entries[i] {
 			if !volumeKey(r.Type, en.Key) {
 				continue
 			}
@@ -148,6 +164,10 @@ func referencesSkip(ctx context.Context, c *pve.Client, node string, all bool, s
 	}
 	return out, nil
 }
+
+// sweepConcurrency is how many guest configs one guard read has in
+// flight.
+const sweepConcurrency = 8
 
 // volumeKey reports whether a config key of a guest of type typ can name
 // a volume.
@@ -188,7 +208,9 @@ func (e *Executor) guardUnreferenced(ctx context.Context, node string, volids []
 	}
 	// A volume on shared storage can be named by a guest on any node,
 	// and PVE lets two nodes mount it at once: read them all.
-	refs, err := referencesSkip(ctx, e.Client, node, shared, skippedNode(ctx))
+	refs, err := e.sweeps.do(ctx, sweepKey{node: node, all: shared, skip: skippedNode(ctx)}, func() (map[string][]Reference, error) {
+		return referencesSkip(ctx, e.Client, node, shared, skippedNode(ctx))
+	})
 	if err != nil {
 		return err
 	}
@@ -234,4 +256,76 @@ func sharedStorages(ctx context.Context, c *pve.Client, node string) (map[string
 		}
 	}
 	return shared, nil
+}
+
+// The guard's reads are shared (a group commit for reads): apps that
+// attach at the same time on one node wait for one read of the node's
+// guests instead of each reading them all, as long as that read started
+// after they asked. So every guard still decides on a read made after it
+// was called, which is all the single read gave: nothing is cached
+// beyond one read, and no read a caller did not wait for counts.
+
+// sweepKey is what one read covers: a node's guests, or with all every
+// node's (shared storage), leaving out an offline node's (skip).
+type sweepKey struct {
+	node string
+	all  bool
+	skip string
+}
+
+// sweep is one read of the guests; done closes when refs and err are set.
+type sweep struct {
+	fn   func() (map[string][]Reference, error)
+	refs map[string][]Reference
+	err  error
+	done chan struct{}
+}
+
+// sweepGroup runs at most one read per key at a time; callers that
+// arrive while one runs share the next.
+type sweepGroup struct {
+	mu      sync.Mutex
+	running map[sweepKey]bool
+	next    map[sweepKey]*sweep
+}
+
+// do returns the references of a read of key that started after do was
+// called: the next one to start, shared with every caller that joins it
+// before it starts. fn is the read (the first joiner's).
+func (g *sweepGroup) do(ctx context.Context, key sweepKey, fn func() (map[string][]Reference, error)) (map[string][]Reference, error) {
+	g.mu.Lock()
+	if g.next == nil {
+		g.next, g.running = map[sweepKey]*sweep{}, map[sweepKey]bool{}
+	}
+	s := g.next[key]
+	if s == nil {
+		s = &sweep{fn: fn, done: make(chan struct{})}
+		g.next[key] = s
+	}
+	g.startLocked(key)
+	g.mu.Unlock()
+	select {
+	case <-s.done:
+		return s.refs, s.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// startLocked starts the waiting read of key unless one runs.
+func (g *sweepGroup) startLocked(key sweepKey) {
+	s := g.next[key]
+	if s == nil || g.running[key] {
+		return
+	}
+	delete(g.next, key)
+	g.running[key] = true
+	go func() {
+		s.refs, s.err = s.fn()
+		close(s.done)
+		g.mu.Lock()
+		g.running[key] = false
+		g.startLocked(key)
+		g.mu.Unlock()
+	}()
 }

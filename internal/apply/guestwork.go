@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/corralhq/corral/internal/wait"
 	"io"
 	"net"
 	"net/url"
@@ -190,7 +191,7 @@ func (e *Executor) dialGuest(ctx context.Context, node string, vmid int, justCre
 		if time.Now().After(deadline) {
 			return nil, nil, fmt.Errorf("ct %d has no IPv4 address on eth0 after %s (DHCP?); set a static network.ip", vmid, e.connectTimeout())
 		}
-		if err := sleep(ctx, time.Second); err != nil {
+		if err := wait.Sleep(ctx, time.Second); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -607,7 +608,7 @@ func (e *Executor) checkHealth(ctx context.Context, cl *guest.Client, chk Check)
 			return ctx.Err()
 		}
 		if attempt < attempts {
-			if err := sleep(ctx, interval); err != nil {
+			if err := wait.Sleep(ctx, interval); err != nil {
 				return err
 			}
 		}
@@ -628,17 +629,6 @@ func (e *Executor) markProvisioned(ctx context.Context, c plan.Change, vmid int)
 	m := plan.ParseMarker(conf["description"])
 	desc := plan.WithGuestRecord(conf["description"], m.HostKey, c.Desired.GuestDigest, plan.StepsRecord(c.Desired.Steps))
 	return e.putConfig(ctx, c.Node, vmid, url.Values{"description": {desc}})
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // CheckHealthOnce logs into app's running container and runs one health

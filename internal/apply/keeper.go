@@ -34,6 +34,16 @@ type keeper struct {
 
 	mu sync.Mutex // one volume operation at a time (they toggle protection)
 
+	// out bounds the move_volume tasks that take volumes out of the
+	// keeper queued at once (carry): PVE runs them one at a time under
+	// the keeper's config lock, and a task that waits for that lock
+	// longer than its timeout (10 s, lock_config) fails. A few queued
+	// keep the keeper busy without risking it.
+	out chan struct{}
+
+	qmu   sync.Mutex // queue
+	queue []*takeReq // moves waiting for the next protection window (takeBatched)
+
 	smu sync.Mutex // the fields below
 	// What the last read or write saw; used to pick a keeper with room.
 	records  map[plan.VolumeKey]string
@@ -41,6 +51,9 @@ type keeper struct {
 	projects map[string]string      // the Notes' project lines: they take room too
 	volumes  int                    // unusedN and mpN entries: what the keeper's room is counted in
 	reserved map[plan.VolumeKey]int // room promised to volumes being made (keeperSet.forNew)
+	// notesStale: volumes were carried out since the Notes were last
+	// written (keeperSet.refreshNotes).
+	notesStale bool
 }
 
 // keeperState is a fresh read of a keeper's config, for one write.
@@ -152,9 +165,14 @@ func (k *keeper) setProtection(ctx context.Context, on bool) error {
 // again right after, however fn ends: an error, a cancelled context
 // (Ctrl-C, SIGTERM) or a panic. Only a killed process leaves it off, and
 // the next plan repairs that.
-func (k *keeper) unprotected(ctx context.Context, fn func() error) (err error) {
+func (k *keeper) unprotected(ctx context.Context, fn func() error) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	return k.unprotectedHeld(ctx, fn)
+}
+
+// unprotectedHeld is unprotected for a caller that holds k.mu.
+func (k *keeper) unprotectedHeld(ctx context.Context, fn func() error) (err error) {
 	defer func() {
 		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
@@ -244,23 +262,32 @@ func (e *Executor) createKeeper(ctx context.Context, node, tmpl, rootStorage str
 		}
 		obs.Templates[node] = append(obs.Templates[node], tmpl)
 	}
-	params := url.Values{}
-	params.Set("ostemplate", tmpl)
-	params.Set("hostname", plan.KeeperName)
-	params.Set("rootfs", rootStorage+":"+plan.GiB(keeperRootSize))
-	params.Set("unprivileged", "1")
-	params.Set("cores", "1")
-	params.Set("memory", "64")
-	params.Set("swap", "0")
-	params.Set("features", "nesting=1")
-	params.Set("tags", plan.TagManaged+";"+plan.TagKeeper)
-	params.Set("description", plan.KeeperDescription(nil))
-	params.Set("protection", "1")
+	params := holderParams(tmpl, plan.KeeperName, rootStorage, plan.TagKeeper, plan.KeeperDescription(nil))
 	vmid, err := e.postCT(ctx, plan.KeeperName, node, 0, params, false)
 	if err != nil {
 		return nil, err
 	}
 	return &keeper{e: e, node: node, vmid: vmid, records: map[plan.VolumeKey]string{}}, nil
+}
+
+// holderParams are the create parameters of a container that only holds
+// volumes and never starts (a keeper, a move's carrier): the smallest
+// that PVE creates from tmpl, protected from its first moment, its Notes
+// (description) written by the create itself.
+func holderParams(tmpl, hostname, rootStorage, tag, description string) url.Values {
+	params := url.Values{}
+	params.Set("ostemplate", tmpl)
+	params.Set("hostname", hostname)
+	params.Set("rootfs", rootStorage+":"+plan.GiB(keeperRootSize))
+	params.Set("unprivileged", "1")
+	params.Set("cores", "1")
+	params.Set("memory", "64")
+	params.Set("swap", "0")
+	params.Set("features", "nesting=1") // no systemd warning at create
+	params.Set("tags", plan.TagManaged+";"+tag)
+	params.Set("description", description)
+	params.Set("protection", "1")
+	return params
 }
 
 // keeperRootSize is the keeper's rootfs size. The keeper never starts,
@@ -342,23 +369,38 @@ func (k *keeper) volidOf(ctx context.Context, vk plan.VolumeKey) (string, error)
 // mpN=volid,mp=/corral/<app>/<name> (PVE drops the volume's unusedN entry
 // itself). The caller has cleared protection.
 func (k *keeper) mount(ctx context.Context, vk plan.VolumeKey, volid string) error {
-	return k.change(ctx, "record volume "+vk.String(), func(s *keeperState) (url.Values, error) {
-		delete(s.notes.Intents, vk)
+	return k.mountAll(ctx, "record volume "+vk.String(), map[plan.VolumeKey]string{vk: volid})
+}
+
+// mountAll is mount for several volumes in one write (their adoption
+// intents go in the same write).
+func (k *keeper) mountAll(ctx context.Context, what string, vols map[plan.VolumeKey]string) error {
+	return k.change(ctx, what, func(s *keeperState) (url.Values, error) {
 		mounted := plan.MountRecords(s.conf) // s.records also holds lost ones, which this mounts
-		if mounted[vk] == volid {
-			return url.Values{}, nil
-		}
-		if other := mounted[vk]; other != "" {
-			return nil, fmt.Errorf("keeper %d already records %s as %s; not recording %s over it", k.vmid, vk, other, volid)
-		}
-		for other, v := range mounted {
-			if v == volid {
-				return nil, fmt.Errorf("keeper %d already records %s as %s; not recording it as %s too", k.vmid, volid, other, vk)
+		taken := maps.Clone(s.conf)
+		params := url.Values{}
+		for _, vk := range sortedKeys(vols) {
+			volid := vols[vk]
+			delete(s.notes.Intents, vk)
+			if mounted[vk] == volid {
+				continue
 			}
+			if other := mounted[vk]; other != "" {
+				return nil, fmt.Errorf("keeper %d already records %s as %s; not recording %s over it", k.vmid, vk, other, volid)
+			}
+			for other, v := range mounted {
+				if v == volid {
+					return nil, fmt.Errorf("keeper %d already records %s as %s; not recording it as %s too", k.vmid, volid, other, vk)
+				}
+			}
+			s.records[vk] = volid
+			mounted[vk] = volid
+			k.noteProject(s, vk.App)
+			key := freeKey(taken, "mp")
+			taken[key] = volid
+			params.Set(key, volid+",mp="+plan.KeeperMountPath(vk))
 		}
-		s.records[vk] = volid
-		k.noteProject(s, vk.App)
-		return url.Values{freeKey(s.conf, "mp"): {volid + ",mp=" + plan.KeeperMountPath(vk)}}, nil
+		return params, nil
 	})
 }
 
@@ -440,18 +482,18 @@ func (k *keeper) adopt(ctx context.Context, vk plan.VolumeKey, volid string) (st
 	}
 	var newID string
 	err = k.unprotected(ctx, func() (err error) {
-		newID, err = k.take(ctx, vk, node, owner, srcKey, volid)
+		newID, err = k.take(ctx, vk, owner, srcKey, volid)
 		return err
 	})
 	return newID, err
 }
 
-// take moves volid from owner's srcKey (both on node) into this keeper
+// take moves volid from owner's srcKey (on the keeper's node) into this keeper
 // as an adoption, inside k.unprotected: the intent line in the keeper's
 // Notes first (so a kill after it is finished by the next run), then
 // move_volume to a free unusedN, then the record as the volume's mpN. It
 // returns the volume's volid in the keeper.
-func (k *keeper) take(ctx context.Context, vk plan.VolumeKey, node string, owner int, srcKey, volid string) (string, error) {
+func (k *keeper) take(ctx context.Context, vk plan.VolumeKey, owner int, srcKey, volid string) (string, error) {
 	var target string
 	if err := k.change(ctx, "note adoption of "+volid, func(s *keeperState) (url.Values, error) {
 		target = freeKey(s.conf, "unused")
@@ -464,18 +506,8 @@ func (k *keeper) take(ctx context.Context, vk plan.VolumeKey, node string, owner
 	}); err != nil {
 		return "", err
 	}
-	var upid string
-	err := k.e.retryLocked(ctx, func() (err error) {
-		upid, err = k.e.Client.MoveVolume(ctx, node, owner, url.Values{
-			"volume": {srcKey}, "target-vmid": {strconv.Itoa(k.vmid)}, "target-volume": {target},
-		})
-		return err
-	})
-	if err != nil {
-		return "", fmt.Errorf("move %s to keeper %d: %w", volid, k.vmid, err)
-	}
-	if err := k.e.wait(ctx, vk.App, upid); err != nil {
-		return "", fmt.Errorf("move %s to keeper %d: %w", volid, k.vmid, err)
+	if err := k.moveIn(ctx, vk.App, owner, srcKey, volid, target); err != nil {
+		return "", err
 	}
 	cc, err := k.read(ctx)
 	if err != nil {
@@ -536,4 +568,25 @@ func (k *keeper) free(ctx context.Context, vk plan.VolumeKey, volid string) erro
 			return nil, nil // freed by an earlier attempt
 		})
 	})
+}
+
+// carryOutDepth is how many move_volume tasks out of one keeper corral
+// has queued at PVE at once (keeper.out).
+const carryOutDepth = 3
+
+// takeOut waits for a turn to queue a move_volume out of the keeper; done
+// gives it back.
+func (k *keeper) takeOut(ctx context.Context) (done func(), err error) {
+	k.smu.Lock()
+	if k.out == nil {
+		k.out = make(chan struct{}, carryOutDepth)
+	}
+	out := k.out
+	k.smu.Unlock()
+	select {
+	case out <- struct{}{}:
+		return func() { <-out }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }

@@ -1,7 +1,10 @@
 package apply
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"net/url"
 	"sync"
 
 	"github.com/corralhq/corral/internal/plan"
@@ -99,4 +102,34 @@ func (s *keeperSet) forNew(node string, vk plan.VolumeKey, storage string) (k *k
 		}
 	}
 	return nil, nil, fmt.Errorf("no keeper on node %s has room for volume %s; run `corral apply` again to plan another keeper", node, vk)
+}
+
+// refreshNotes writes the Notes of every keeper that volumes were carried
+// out of (carry) once more from its mount points: one write per keeper at
+// the end of a run, instead of one per move, each of which would compete
+// (compare-and-swap) with the next move out of the same keeper. The
+// Notes are for people; the mount points are the record, and a run
+// killed before this leaves a keeper whose Notes the next plan rewrites.
+func (s *keeperSet) refreshNotes(ctx context.Context) error {
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	var stale []*keeper
+	for _, ks := range s.byNode {
+		for _, k := range ks {
+			k.smu.Lock()
+			if k.notesStale {
+				stale = append(stale, k)
+				k.notesStale = false
+			}
+			k.smu.Unlock()
+		}
+	}
+	s.mu.Unlock()
+	var errs []error
+	for _, k := range stale {
+		errs = append(errs, k.change(ctx, "Notes follow the mount points (volumes carried out)", func(*keeperState) (url.Values, error) { return url.Values{}, nil }))
+	}
+	return errors.Join(errs...)
 }

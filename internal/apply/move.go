@@ -88,7 +88,12 @@ func (e *Executor) moveApp(ctx context.Context, c plan.Change, keepers *keeperSe
 			}
 		}
 		if car.notes.To != to {
-			if err := e.carrierChange(ctx, car, "retarget the move to "+to, func(n *plan.CarrierNotes) { n.To = to }); err != nil {
+			if err := e.carrierChange(ctx, car, "retarget the move to "+to, func(n *plan.CarrierNotes) {
+				if !slices.Contains(n.Was, n.To) {
+					n.Was = append(n.Was, n.To) // a migration there may have left copies
+				}
+				n.To = to
+			}); err != nil {
 				return err
 			}
 		}
@@ -99,10 +104,8 @@ func (e *Executor) moveApp(ctx context.Context, c plan.Change, keepers *keeperSe
 		if err != nil {
 			return err
 		}
-		for _, vk := range sortedKeys(recs) {
-			if err := e.carry(ctx, keepers, car, vk, recs[vk]); err != nil {
-				return err
-			}
+		if err := e.carry(ctx, keepers, car, recs); err != nil {
+			return err
 		}
 		// 4. The carrier migrates with what it holds.
 		if err := e.step(app, "move", fmt.Sprintf("migrate carrier %d %s → %s", car.vmid, car.node, to), func() error {
@@ -137,6 +140,20 @@ func (e *Executor) moveApp(ctx context.Context, c plan.Change, keepers *keeperSe
 		return e.destroyCarrier(ctx, app, car)
 	}); err != nil {
 		return err
+	}
+	// What a failed or killed migration left, of the carrier or of the
+	// app's container, on the nodes the move went to or came from (a
+	// rollback retargets the move, so the nodes it was headed for are in
+	// the Notes too).
+	nodes := slices.Compact(slices.Sorted(slices.Values(append([]string{notes.From, notes.To, car.node, to}, notes.Was...))))
+	stale := []staleOf{{car.vmid, nodes}}
+	if ct != nil {
+		stale = append(stale, staleOf{ct.VMID, slices.DeleteFunc(slices.Clone(nodes), func(n string) bool { return n == to })})
+	}
+	for _, s := range stale {
+		if err := e.freeStaleCopies(ctx, app, s.vmid, s.nodes, obs); err != nil {
+			return err
+		}
 	}
 	// 8. Verify.
 	return e.step(app, "move", "verify volumes on "+to, func() error {
@@ -329,6 +346,101 @@ func (e *Executor) migrate(ctx context.Context, app, node string, vmid int, to s
 	return err
 }
 
+// staleOf is a guest whose stale copies freeStaleCopies looks for.
+type staleOf struct {
+	vmid  int
+	nodes []string
+}
+
+// freeStaleCopies frees the volumes named for vmid (vm-<vmid>-disk-N) on
+// nodes that are provably what a failed or killed migration of that
+// guest left (behaviour.md (i.2): PVE leaves its copies on the target,
+// referenced by nothing, and says so only in the task log, which a
+// killed corral never read): on a storage of the node's own (a shared
+// one holds the real volumes), on a node where no guest has that VMID
+// (a guest's volumes exist before its config names them while it is
+// created), while no guest with that VMID is being migrated, and named
+// by no guest config on the node. VMIDs are taken under e.creating, so
+// none of this run's creates can take vmid meanwhile.
+func (e *Executor) freeStaleCopies(ctx context.Context, app string, vmid int, nodes []string, obs *plan.Observed) error {
+	// A first look, without the lock: nearly always nothing is left.
+	found, err := e.staleCandidates(ctx, vmid, nodes, obs)
+	if err != nil || len(found) == 0 {
+		return err
+	}
+	e.creating.Lock()
+	defer e.creating.Unlock()
+	if found, err = e.staleCandidates(ctx, vmid, nodes, obs); err != nil {
+		return err
+	}
+	for _, node := range slices.Sorted(maps.Keys(found)) {
+		refs, err := NodeReferences(ctx, e.Client, node)
+		if err != nil {
+			return err
+		}
+		for _, volid := range found[node] {
+			if len(refs[volid]) > 0 {
+				continue // someone's: not ours to free
+			}
+			sid, _, _ := strings.Cut(volid, ":")
+			if err := e.step(app, "move", fmt.Sprintf("free %s on %s (a stale copy of a failed migration of %d)", volid, node, vmid), func() error {
+				upid, err := e.Client.DeleteVolume(ctx, node, sid, volid)
+				if err != nil {
+					return err
+				}
+				return e.wait(ctx, app, upid)
+			}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// staleCandidates lists, by node, the volumes named for vmid on the
+// nodes' own storages, leaving out nodes where a guest has that VMID, and
+// everything while a guest with that VMID migrates.
+func (e *Executor) staleCandidates(ctx context.Context, vmid int, nodes []string, obs *plan.Observed) (map[string][]string, error) {
+	found := map[string][]string{}
+	for _, node := range nodes {
+		if slices.Contains(obs.Offline, node) {
+			continue
+		}
+		for _, sid := range slices.Sorted(maps.Keys(obs.Storages[node])) {
+			content := obs.Storages[node][sid]
+			if obs.SharedStorages[sid] || !(slices.Contains(content, "images") || slices.Contains(content, "rootdir")) {
+				continue
+			}
+			vols, err := e.Client.StorageContent(ctx, node, sid, "", vmid)
+			if err != nil {
+				return nil, err
+			}
+			for _, v := range vols {
+				if plan.VolumeOwner(v.VolID) == vmid {
+					found[node] = append(found[node], v.VolID)
+				}
+			}
+		}
+	}
+	if len(found) == 0 {
+		return nil, nil
+	}
+	res, err := e.Client.ClusterResources(ctx, "vm")
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range res {
+		if r.VMID != vmid {
+			continue
+		}
+		if r.Lock == "migrate" {
+			return nil, nil // its migration runs: its copies are not stale yet
+		}
+		delete(found, r.Node)
+	}
+	return found, nil
+}
+
 // createCarrier creates the carrier on node from: protected, and its
 // Notes name the move, in the create request itself.
 func (e *Executor) createCarrier(ctx context.Context, app, from, to string, c plan.Change, obs *plan.Observed) (*carrierRef, error) {
@@ -346,18 +458,7 @@ func (e *Executor) createCarrier(ctx context.Context, app, from, to string, c pl
 		root = c.Desired.RootStorage
 	}
 	notes := plan.CarrierNotes{App: app, From: from, To: to}
-	params := url.Values{}
-	params.Set("ostemplate", tmpl)
-	params.Set("hostname", plan.CarrierName)
-	params.Set("rootfs", root+":"+plan.GiB(keeperRootSize))
-	params.Set("unprivileged", "1")
-	params.Set("cores", "1")
-	params.Set("memory", "64")
-	params.Set("swap", "0")
-	params.Set("features", "nesting=1") // as the keeper: no systemd warning at create
-	params.Set("tags", plan.TagManaged+";"+plan.TagCarrier)
-	params.Set("description", notes.Render())
-	params.Set("protection", "1")
+	params := holderParams(tmpl, plan.CarrierName, root, plan.TagCarrier, notes.Render())
 	vmid, err := e.postCT(ctx, app, from, 0, params, false)
 	if err != nil {
 		return nil, err
@@ -394,16 +495,30 @@ func (e *Executor) carrierChange(ctx context.Context, car *carrierRef, what stri
 	}
 }
 
-// carry hands volume vk (volid, recorded by a keeper on the carrier's
-// node) to the carrier: a carrying line first, then move_volume from the
-// keeper's mpN to the carrier's unusedN. A line written by an earlier,
-// killed attempt is reused when its entry is still free.
-func (e *Executor) carry(ctx context.Context, keepers *keeperSet, car *carrierRef, vk plan.VolumeKey, volid string) error {
-	k := keepers.byVMID(car.node, plan.VolumeOwner(volid))
-	if k == nil {
-		return fmt.Errorf("volume %s (%s): no keeper %d on %s", vk, volid, plan.VolumeOwner(volid), car.node)
+// carry hands the volumes recs (key → volid, each recorded by a keeper
+// on the carrier's node) to the carrier: one write of the carrier's Notes
+// with a carrying line for each first, then per volume move_volume from
+// the keeper's mpN to the carrier's unusedN, then the keepers' Notes. A
+// line written by an earlier, killed attempt is reused when its entry is
+// still free.
+func (e *Executor) carry(ctx context.Context, keepers *keeperSet, car *carrierRef, recs map[plan.VolumeKey]string) error {
+	if len(recs) == 0 {
+		return nil
 	}
-	return e.step(vk.App, "move", fmt.Sprintf("volume %s: keeper %d → carrier %d", vk.Name, k.vmid, car.vmid), func() error {
+	vks := sortedKeys(recs)
+	byVol := map[plan.VolumeKey]*keeper{}
+	var names []string
+	for _, vk := range vks {
+		volid := recs[vk]
+		k := keepers.byVMID(car.node, plan.VolumeOwner(volid))
+		if k == nil {
+			return fmt.Errorf("volume %s (%s): no keeper %d on %s", vk, volid, plan.VolumeOwner(volid), car.node)
+		}
+		byVol[vk] = k
+		names = append(names, vk.Name)
+	}
+	app := vks[0].App
+	return e.step(app, "move", fmt.Sprintf("volumes %s: keeper → carrier %d", strings.Join(names, ", "), car.vmid), func() error {
 		// No turn on the keeper: handing a volume away needs no change
 		// of its protection (PVE checks it only on the receiving side),
 		// and its config changes are serialised by PVE; the Notes are
@@ -412,44 +527,71 @@ func (e *Executor) carry(ctx context.Context, keepers *keeperSet, car *carrierRe
 		if err != nil {
 			return err
 		}
-		target := ""
-		if in, ok := car.notes.Carrying[vk]; ok && cc.Values[in.Key] == "" {
-			target = in.Key
+		targets := map[plan.VolumeKey]string{}
+		taken := maps.Clone(cc.Values)
+		for _, in := range car.notes.Carrying {
+			taken[in.Key] = "x"
 		}
-		if target == "" {
-			taken := maps.Clone(cc.Values)
-			for _, in := range car.notes.Carrying {
-				taken[in.Key] = "x"
+		var fresh []plan.VolumeKey
+		for _, vk := range vks {
+			if in, ok := car.notes.Carrying[vk]; ok && cc.Values[in.Key] == "" {
+				targets[vk] = in.Key
+				continue
 			}
-			target = freeKey(taken, "unused")
-			if err := e.carrierChange(ctx, car, "note "+vk.String(), func(n *plan.CarrierNotes) {
-				n.Carrying[vk] = plan.AdoptIntent{Source: volid, Key: target}
+			targets[vk] = freeKey(taken, "unused")
+			taken[targets[vk]] = recs[vk]
+			fresh = append(fresh, vk)
+		}
+		if len(fresh) > 0 {
+			if err := e.carrierChange(ctx, car, "note "+strings.Join(names, ", "), func(n *plan.CarrierNotes) {
+				for _, vk := range fresh {
+					n.Carrying[vk] = plan.AdoptIntent{Source: recs[vk], Key: targets[vk]}
+				}
 			}); err != nil {
 				return err
 			}
 		}
-		kc, err := k.read(ctx)
-		if err != nil {
-			return err
-		}
-		srcKey := plan.MountKey(kc.Values, vk)
-		if srcKey == "" || plan.ParseMountPoint(kc.Values[srcKey]).Volume != volid {
-			return fmt.Errorf("keeper %d no longer records %s as %s", k.vmid, vk, volid)
-		}
-		var upid string
-		if err := e.retryLocked(ctx, func() (err error) {
-			upid, err = e.Client.MoveVolume(ctx, car.node, k.vmid, url.Values{
-				"volume": {srcKey}, "target-vmid": {strconv.Itoa(car.vmid)}, "target-volume": {target},
+		read := map[*keeper]map[string]string{}
+		for _, vk := range vks {
+			k, volid := byVol[vk], recs[vk]
+			if read[k] == nil {
+				kc, err := k.read(ctx)
+				if err != nil {
+					return err
+				}
+				read[k] = kc.Values // its mpN keys stay put while others move out
+			}
+			srcKey := plan.MountKey(read[k], vk)
+			if srcKey == "" || plan.ParseMountPoint(read[k][srcKey]).Volume != volid {
+				return fmt.Errorf("keeper %d no longer records %s as %s", k.vmid, vk, volid)
+			}
+			done, err := k.takeOut(ctx)
+			if err != nil {
+				return err
+			}
+			var upid string
+			err = e.retryLocked(ctx, func() (err error) {
+				upid, err = e.Client.MoveVolume(ctx, car.node, k.vmid, url.Values{
+					"volume": {srcKey}, "target-vmid": {strconv.Itoa(car.vmid)}, "target-volume": {targets[vk]},
+				})
+				return err
 			})
-			return err
-		}); err != nil {
-			return fmt.Errorf("move %s to carrier %d: %w", volid, car.vmid, err)
+			if err == nil {
+				err = e.wait(ctx, vk.App, upid)
+			}
+			done()
+			if err != nil {
+				return fmt.Errorf("move %s to carrier %d: %w", volid, car.vmid, err)
+			}
 		}
-		if err := e.wait(ctx, vk.App, upid); err != nil {
-			return fmt.Errorf("move %s to carrier %d: %w", volid, car.vmid, err)
+		// The keepers' Notes follow their mount points again at the end
+		// of the run (keeperSet.refreshNotes).
+		for k := range read {
+			k.smu.Lock()
+			k.notesStale = true
+			k.smu.Unlock()
 		}
-		// The keeper's Notes follow its mount points again.
-		return k.change(ctx, "forget "+vk.String()+" (carried)", func(s *keeperState) (url.Values, error) { return url.Values{}, nil })
+		return nil
 	})
 }
 
@@ -518,48 +660,36 @@ func (e *Executor) handOver(ctx context.Context, keepers *keeperSet, node string
 		}
 		byKeeper[k] = append(byKeeper[k], vk)
 	}
+	// Where the carrier holds each (read once: only this move changes it).
+	conf, err := containerConfig(ctx, e.Client, node, carrier)
+	if err != nil {
+		return err
+	}
+	srcKeys := map[string]string{}
+	for key, v := range conf {
+		if isUnused(key) {
+			srcKeys[v] = key
+		}
+	}
 	for _, k := range order {
 		vks := byKeeper[k]
 		var names []string
+		r := &takeReq{owner: carrier}
 		for _, vk := range vks {
 			names = append(names, vk.Name)
+			if srcKeys[todo[vk]] == "" {
+				return fmt.Errorf("CT %d does not hold %s as an unusedN entry", carrier, todo[vk])
+			}
+			r.vols = append(r.vols, takeVol{vk: vk, volid: todo[vk], srcKey: srcKeys[todo[vk]]})
 		}
 		app := vks[0].App
 		if err := e.step(app, "move", fmt.Sprintf("volumes %s: carrier %d → keeper %d on %s", strings.Join(names, ", "), carrier, k.vmid, node), func() error {
-			return k.takeFrom(ctx, carrier, vks, todo)
+			return k.takeBatched(ctx, r)
 		}); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// takeFrom moves the volumes vks (volids in vols), which CT owner on the
-// keeper's node holds as unusedN, into the keeper and records them, in
-// one protection window: per volume an adoption intent, the move, the
-// record (as adopt does for one).
-func (k *keeper) takeFrom(ctx context.Context, owner int, vks []plan.VolumeKey, vols map[plan.VolumeKey]string) error {
-	conf, err := containerConfig(ctx, k.e.Client, k.node, owner)
-	if err != nil {
-		return err
-	}
-	return k.unprotected(ctx, func() error {
-		for _, vk := range vks {
-			volid, srcKey := vols[vk], ""
-			for key, v := range conf {
-				if isUnused(key) && v == volid {
-					srcKey = key
-				}
-			}
-			if srcKey == "" {
-				return fmt.Errorf("CT %d does not hold %s as an unusedN entry", owner, volid)
-			}
-			if _, err := k.take(ctx, vk, k.node, owner, srcKey, volid); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
 }
 
 // destroyCarrier destroys the carrier once it holds nothing but its

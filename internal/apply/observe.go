@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/corralhq/corral/internal/wait"
 	"maps"
 	"slices"
 	"sort"
@@ -280,7 +281,7 @@ func guestsSettled(ctx context.Context, c *pve.Client, opts ObserveOptions, node
 			if opts.OnWait != nil {
 				opts.OnWait("waiting for " + strings.Join(busy, ", ") + " to end")
 			}
-			if err := sleep(ctx, delay); err != nil {
+			if err := wait.Sleep(ctx, delay); err != nil {
 				return nil, err
 			}
 			delay = min(2*delay, 2*time.Second)

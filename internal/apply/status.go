@@ -3,6 +3,7 @@ package apply
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/corralhq/corral/internal/plan"
@@ -34,6 +35,44 @@ type AppStatus struct {
 	// matches the manifest, "unknown" when there is no plan.
 	Drift   string   `json:"drift"`
 	Reasons []string `json:"reasons"`
+	// Moving is set while a move of the app is under way or was
+	// interrupted (its carrier exists).
+	Moving *MoveStatus `json:"moving,omitempty"`
+}
+
+// MoveStatus is a move in progress, read from its carrier's Notes (the
+// move's intent record).
+type MoveStatus struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+	// Phase is plan.MoveCarrying, MoveMigrating, MoveHanding or
+	// MoveFinishing.
+	Phase       string `json:"phase"`
+	CarrierVMID int    `json:"carrier_vmid"`
+	CarrierNode string `json:"carrier_node"`
+	// Carried counts the volumes the carrier holds now, of Volumes named
+	// by its Notes.
+	Carried int `json:"carried"`
+	Volumes int `json:"volumes"`
+	// Fix says how to finish the move, or roll it back.
+	Fix string `json:"fix"`
+}
+
+// moveStatus describes app's move from its carrier.
+func moveStatus(app string, car *plan.Carrier, obs *plan.Observed) *MoveStatus {
+	appNode := ""
+	if cts := obs.Apps[app]; len(cts) == 1 {
+		appNode = cts[0].Node
+	}
+	n := car.Notes
+	m := &MoveStatus{From: n.From, To: n.To, Phase: car.MovePhase(appNode), CarrierVMID: car.VMID, CarrierNode: car.Node,
+		Carried: len(car.Holds()), Volumes: len(n.Carrying)}
+	if car.Node == n.To {
+		m.Fix = fmt.Sprintf("run corral apply (or the corral move or drain that started it) to finish it; it can no longer be rolled back (the carrier is on %s): to have %s on %s again, let it finish, then set node: %s for it and run corral apply", n.To, app, n.From, n.From)
+	} else {
+		m.Fix = fmt.Sprintf("run corral apply (or the corral move or drain that started it) to finish it; to roll it back instead, set node: %s for %s in the manifest and run corral apply (its volumes go back to the keeper on %s)", n.From, app, n.From)
+	}
+	return m
 }
 
 // CTStatus is one of an app's containers.
@@ -102,6 +141,9 @@ func Status(ctx context.Context, c *pve.Client, apps []plan.App, redact func(str
 					}
 				}
 			}
+		}
+		if car := obs.Carriers[a.Name]; car != nil {
+			as.Moving = moveStatus(a.Name, car, obs)
 		}
 		if len(a.GuestUnknown) > 0 {
 			r.GuestUnknown[a.Name] = a.GuestUnknown

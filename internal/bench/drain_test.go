@@ -3,15 +3,17 @@ package bench
 import (
 	"context"
 	"flag"
-	"fmt"
-	"slices"
+	"regexp"
+	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/corralhq/corral/internal/apply"
 	"github.com/corralhq/corral/internal/plan"
+	"github.com/corralhq/corral/internal/sim"
 	"github.com/corralhq/corral/internal/sim/model"
 )
 
@@ -19,38 +21,21 @@ var (
 	drainApps  = flag.Int("drain.apps", 12, "apps on the drained node (BenchmarkDrain)")
 	drainScale = flag.Float64("drain.scale", 0.1, "emulator time scale (BenchmarkDrain)")
 	drainPar   = flag.Int("drain.parallelism", 10, "apps moved at once (BenchmarkDrain)")
+	drainSteps = flag.Bool("drain.steps", false, "log the time spent in each kind of step (BenchmarkDrain)")
 )
-
-// drainYAML is n apps with two retained volumes each, all on pve1 while
-// placement allows only it.
-func drainYAML(n int, only string) string {
-	var b strings.Builder
-	if only != "" {
-		fmt.Fprintf(&b, "placement: {nodes: [%s]}\n", only)
-	}
-	b.WriteString("apps:\n")
-	for i := range n {
-		fmt.Fprintf(&b, "  - name: app%d\n    template: local:vztmpl/%s\n    features: {nesting: true}\n    memory: 256\n", i, debian12)
-		b.WriteString("    rootfs: {size: 2G}\n    volumes:\n      - {name: home, size: 1G, mount: /home/app}\n      - {name: cache, size: 512M, mount: /var/cache/app, backup: false}\n")
-	}
-	return b.String()
-}
 
 // BenchmarkDrain measures draining a node (what corral drain does: the
 // apps placed afresh away from it, their moves run with the executor's
-// parallelism) against the Proxmox task time it cannot go below:
-//
-//   - chain: the longest chain one app waits through, its own tasks
-//     (stop, migrate, start) plus the longest carrier's (create,
-//     migrate, destroy) and its four move_volume tasks;
-//   - keeper: the move_volume tasks of one keeper, which run one at a
-//     time (PVE's config lock; corral's keeper lock);
-//   - packed: all task time divided by the parallelism.
-//
-// The critical path is the largest of the three; wall/critical is the
-// overhead. go test ./internal/bench -run '^$' -bench Drain -benchtime 1x
-// -drain.apps 250 gives the figure in docs/benchmarks.md.
+// parallelism) against the Proxmox task time it cannot go below
+// (DrainPath, drain.go). go test ./internal/bench -run '^$' -bench Drain
+// -benchtime 1x -drain.apps 250 gives the figure in docs/benchmarks.md;
+// corral bench --drain N measures the same through the CLI.
 func BenchmarkDrain(b *testing.B) {
+	// The test binaries' after-save journal check re-encodes the whole
+	// emulator state after every change, under the cluster's mutex: at
+	// hundreds of containers it, not corral, would be what is measured.
+	model.SetJournalCheck(false)
+	b.Cleanup(func() { model.SetJournalCheck(true) })
 	for range b.N {
 		b.StopTimer()
 		g, err := newRig(b.TempDir(), *drainScale, 3)
@@ -69,10 +54,13 @@ func BenchmarkDrain(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		seen := map[string]bool{}
-		for _, t := range g.srv.Cluster().Tasks("") {
-			seen[t.UPID] = true
-		}
+		list := func() ([]sim.TaskTime, error) { return taskTimes(g.srv.Cluster().Tasks("")), nil }
+		before, _ := list()
+		col := newTaskCollector(before)
+		stop := make(chan struct{})
+		polled := make(chan error, 1)
+		go func() { polled <- col.poll(list, time.Second, stop) }()
+		g.srv.ResetRequests()
 		b.StartTimer()
 		start := time.Now()
 		obs, err := apply.Observe(ctx, g.client)
@@ -94,7 +82,11 @@ func BenchmarkDrain(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		steps := &stepTimes{total: map[string]time.Duration{}, count: map[string]int{}}
 		ex := &apply.Executor{Client: g.client, Parallelism: *drainPar}
+		if *drainSteps {
+			ex.Observer = steps
+		}
 		if err := ex.Apply(ctx, p, obs); err != nil {
 			b.Fatal(err)
 		}
@@ -104,20 +96,35 @@ func BenchmarkDrain(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		var tasks []model.Task
-		for _, t := range g.srv.Cluster().Tasks("") {
-			if !seen[t.UPID] {
-				tasks = append(tasks, t)
+		close(stop)
+		<-polled
+		appIDs, keepers := map[string]bool{}, map[string]bool{}
+		for _, cts := range after.Apps {
+			for _, ct := range cts {
+				appIDs[strconv.Itoa(ct.VMID)] = true
 			}
 		}
-		cp := drainCriticalPath(tasks, after, *drainPar)
+		for _, ks := range after.Keepers {
+			for _, k := range ks {
+				keepers[strconv.Itoa(k.VMID)] = true
+			}
+		}
+		cp := drainCriticalPath(col.all(), appIDs, keepers, *drainPar, *drainScale)
 		b.ReportMetric(wall.Seconds(), "wall-s")
-		b.ReportMetric(cp.critical().Seconds(), "critical-s")
-		b.ReportMetric(wall.Seconds()/cp.critical().Seconds(), "wall/critical")
-		b.ReportMetric(cp.total.Seconds(), "task-s")
-		b.Logf("drain of %d apps, parallelism %d, time scale %g: wall %s; chain %s, keeper %s, packed %s (task time %s over %d tasks)",
-			*drainApps, *drainPar, *drainScale, wall.Round(time.Millisecond), cp.chain.Round(time.Millisecond), cp.keeper.Round(time.Millisecond),
-			cp.packed.Round(time.Millisecond), cp.total.Round(time.Millisecond), len(tasks))
+		b.ReportMetric(cp.Critical, "critical-s")
+		b.ReportMetric(wall.Seconds()/cp.Critical, "wall/critical")
+		b.ReportMetric(cp.TaskTime, "task-s")
+		b.Logf("drain of %d apps, parallelism %d, time scale %g: wall %s; critical path %.1fs: chain %.1fs, keeper %.1fs, packed %.1fs (task time %.1fs nominal, %.1fs measured, over %d tasks); the busiest keeper's moves spanned %.1fs",
+			*drainApps, *drainPar, *drainScale, wall.Round(time.Millisecond), cp.Critical, cp.Chain, cp.Keeper, cp.Packed, cp.TaskTime, cp.Busy, cp.Tasks, cp.KeeperSpan)
+		if *drainSteps {
+			steps.log(b)
+			eps, total := g.srv.Requests()
+			sort.Slice(eps, func(i, j int) bool { return eps[i].Time > eps[j].Time })
+			b.Logf("%d requests", total)
+			for _, e := range eps[:min(12, len(eps))] {
+				b.Logf("%8.1fs %7d×  %s", e.Time.Seconds(), e.Count, e.Endpoint)
+			}
+		}
 		for _, ct := range after.Apps {
 			if ct[0].Node == "pve1" {
 				b.Fatalf("app still on pve1 after the drain")
@@ -127,65 +134,48 @@ func BenchmarkDrain(b *testing.B) {
 	}
 }
 
-type drainPath struct{ chain, keeper, packed, total time.Duration }
+// taskTimes is what the emulator's admin API lists of tasks.
+func taskTimes(ts []model.Task) []sim.TaskTime {
+	out := make([]sim.TaskTime, 0, len(ts))
+	for _, t := range ts {
+		out = append(out, sim.TaskTime{UPID: t.UPID, Node: t.Node, Type: t.Type, ID: t.ID, Status: t.Status, ExitStatus: t.ExitStatus, Began: t.BeganNS, Ended: t.EndedNS, Busy: t.Busy})
+	}
+	return out
+}
 
-func (d drainPath) critical() time.Duration { return max(d.chain, d.keeper, d.packed) }
+// stepTimes adds up the executor's steps by kind (numbers left out).
+type stepTimes struct {
+	mu    sync.Mutex
+	total map[string]time.Duration
+	count map[string]int
+}
 
-// drainCriticalPath splits the tasks a drain caused by guest: the apps'
-// containers, the keepers, and the carriers (every other guest).
-func drainCriticalPath(tasks []model.Task, obs *plan.Observed, par int) drainPath {
-	apps, keepers := map[string]bool{}, map[string]bool{}
-	for _, cts := range obs.Apps {
-		for _, ct := range cts {
-			apps[strconv.Itoa(ct.VMID)] = true
-		}
+var digits = regexp.MustCompile(`[0-9]+`)
+
+func (s *stepTimes) Step(app, phase, detail string) func(error) {
+	start := time.Now()
+	key := phase + ": " + digits.ReplaceAllString(detail, "N")
+	if i := strings.Index(key, "="); i > 0 {
+		key = key[:i]
 	}
-	for _, ks := range obs.Keepers {
-		for _, k := range ks {
-			keepers[strconv.Itoa(k.VMID)] = true
-		}
+	return func(error) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.total[key] += time.Since(start)
+		s.count[key]++
 	}
-	perApp, perCarrier, perKeeper := map[string]time.Duration{}, map[string]time.Duration{}, map[string]time.Duration{}
-	var d drainPath
-	for _, t := range tasks {
-		d.total += t.Busy
-		if t.Type == "move_volume" { // <from>-<key>><to>-<key>
-			from, rest, _ := strings.Cut(t.ID, "-")
-			_, to, _ := strings.Cut(rest, ">")
-			to, _, _ = strings.Cut(to, "-")
-			for _, id := range []string{from, to} {
-				if keepers[id] {
-					perKeeper[id] += t.Busy
-				} else {
-					perCarrier[id] += t.Busy
-				}
-			}
-			continue
-		}
-		switch {
-		case apps[t.ID]:
-			perApp[t.ID] += t.Busy
-		case keepers[t.ID]:
-			perKeeper[t.ID] += t.Busy
-		default:
-			perCarrier[t.ID] += t.Busy
-		}
+}
+func (s *stepTimes) TaskLog(string, string, string) {}
+func (s *stepTimes) Warn(string, string)            {}
+func (s *stepTimes) WantsTaskLogs() bool            { return false }
+
+func (s *stepTimes) log(b *testing.B) {
+	keys := make([]string, 0, len(s.total))
+	for k := range s.total {
+		keys = append(keys, k)
 	}
-	longest := func(m map[string]time.Duration) time.Duration {
-		v := slices.Collect(func(yield func(time.Duration) bool) {
-			for _, x := range m {
-				if !yield(x) {
-					return
-				}
-			}
-		})
-		if len(v) == 0 {
-			return 0
-		}
-		return slices.Max(v)
+	sort.Slice(keys, func(i, j int) bool { return s.total[keys[i]] > s.total[keys[j]] })
+	for _, k := range keys {
+		b.Logf("%8.1fs %5d× %6.3fs  %s", s.total[k].Seconds(), s.count[k], s.total[k].Seconds()/float64(s.count[k]), k)
 	}
-	d.chain = longest(perApp) + longest(perCarrier)
-	d.keeper = longest(perKeeper)
-	d.packed = d.total / time.Duration(max(par, 1))
-	return d
 }

@@ -41,6 +41,8 @@ type Options struct {
 	Peer *Peer
 	// Scale, when set, runs the many-apps figures instead (scale.go).
 	Scale *ScaleOptions
+	// Drain, when set, runs the drain figures instead (drain.go).
+	Drain *DrainOptions
 	// Dir holds the emulators' state and every command's output.
 	Dir string
 	// Progress, when set, is told what runs now.
@@ -52,6 +54,7 @@ type Report struct {
 	Machine Machine      `json:"machine"`
 	Runs    []ToolRun    `json:"runs,omitempty"`
 	Scale   *ScaleReport `json:"scale,omitempty"`
+	Drain   *DrainReport `json:"drain,omitempty"`
 	// Ratios compare the peer with corral, step by step.
 	Ratios []Ratio `json:"peer_ratios,omitempty"`
 }
@@ -121,6 +124,14 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		o.Parallelism = 10
 	}
 	r := &Report{Machine: Machine{CPUs: runtime.NumCPU(), GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, Date: time.Now().UTC().Format(time.RFC3339)}}
+	if o.Drain != nil {
+		dr, err := runDrain(ctx, o)
+		if err != nil {
+			return nil, err
+		}
+		r.Drain = dr
+		return r, nil
+	}
 	if o.Scale != nil {
 		sr, err := runScale(ctx, o)
 		if err != nil {

@@ -21,6 +21,7 @@ type benchArgs struct {
 	scale       bool
 	scaleApps   int
 	scaleNodes  int
+	drain       int
 	rpsClients  int
 	rpsDuration time.Duration
 	peerTofu    string
@@ -49,6 +50,12 @@ emulator at many apps over several nodes at time scale 0 (only their own
 cost): apply, no-op plan and no-op apply, the emulator's resident memory
 per 1,000 containers and its read throughput.
 
+--drain N instead measures corral drain: N apps with two retained volumes
+each on one node of three, then the drain of that node (--parallelism),
+set against the Proxmox task time it cannot go below (the critical path:
+one app's chain, the busiest keeper's move_volume tasks, or all task time
+over the parallelism, the largest; docs/benchmarks.md says how).
+
 With --peer-tofu and --peer-provider, the same workload also runs through
 OpenTofu and the bpg/proxmox Terraform provider against the same emulator,
 and bench prints the ratio of their wall times.
@@ -67,6 +74,7 @@ records a run and how to reproduce it.`,
 	f.BoolVar(&a.scale, "scale", false, "measure many apps at time scale 0, the emulator's memory and read throughput, instead")
 	f.IntVar(&a.scaleApps, "scale-apps", 1000, "apps in the --scale run")
 	f.IntVar(&a.scaleNodes, "scale-nodes", 5, "nodes in the --scale run")
+	f.IntVar(&a.drain, "drain", 0, "measure corral drain of a node with this many apps instead (three nodes, two volumes per app)")
 	f.IntVar(&a.rpsClients, "rps-clients", 8, "concurrent clients of the --scale read throughput run")
 	f.DurationVar(&a.rpsDuration, "rps-duration", 5*time.Second, "how long each --scale read throughput mix runs")
 	f.StringVar(&a.peerTofu, "peer-tofu", "", "tofu binary: also run the workload through OpenTofu")
@@ -103,6 +111,12 @@ func runBench(cmd *cobra.Command, st *streams, a *benchArgs) error {
 	}
 	if a.scale {
 		o.Scale = &bench.ScaleOptions{Apps: a.scaleApps, Nodes: a.scaleNodes, Clients: a.rpsClients, Duration: a.rpsDuration}
+	}
+	if a.drain < 0 || (a.drain > 0 && a.scale) {
+		return fmt.Errorf("--drain %d: want 1 or more apps, and not with --scale", a.drain)
+	}
+	if a.drain > 0 {
+		o.Drain = &bench.DrainOptions{Apps: a.drain}
 	}
 	o.Dir = a.keep
 	if o.Dir == "" {

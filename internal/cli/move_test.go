@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/corralhq/corral/internal/pvetest"
-	"github.com/corralhq/corral/internal/sim"
 	"github.com/corralhq/corral/internal/sim/model"
 )
 
@@ -264,7 +263,7 @@ func TestMoveAppWithVolumes(t *testing.T) {
 // keeper on the old node to the keeper on the new one, its data in
 // place, and it is mounted by the app on the new node only.
 func TestMoveOnSharedStorage(t *testing.T) {
-	srv := pvetest.Start(t, pvetest.Nodes(3), func(o *sim.Options) { o.SharedStorage = []string{model.SharedNFS} }).Server
+	srv := pvetest.Start(t, pvetest.Nodes(3), pvetest.SharedStorage(model.SharedNFS)).Server
 	c := &cluster{t: t, srv: srv}
 	m1 := writeManifest(t, sharedManifest)
 	c.mustRun("apply", "-f", m1, "--auto-approve")

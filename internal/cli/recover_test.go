@@ -12,7 +12,6 @@ import (
 
 	"github.com/corralhq/corral/internal/plan"
 	"github.com/corralhq/corral/internal/pvetest"
-	"github.com/corralhq/corral/internal/sim"
 	"github.com/corralhq/corral/internal/sim/model"
 )
 
@@ -80,7 +79,7 @@ func TestRecoverSharedAppFromOfflineNode(t *testing.T) {
 		{"destroy once pve2 is back", model.NodePower{}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := newCluster(t, pvetest.Nodes(3), func(o *sim.Options) { o.SharedStorage = []string{model.SharedNFS} })
+			c := newCluster(t, pvetest.Nodes(3), pvetest.SharedStorage(model.SharedNFS))
 			srv := c.srv
 			cl := srv.Cluster()
 			pin := "    node: pve2\n"

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/corralhq/corral/internal/pvetest"
-	"github.com/corralhq/corral/internal/sim"
 	"github.com/corralhq/corral/internal/sim/model"
 )
 
@@ -29,7 +28,7 @@ const sharedManifest = `apps:
 // not only its own, and refuses when one on another node references it
 // (issue 18).
 func TestSharedVolumeGuardedClusterWide(t *testing.T) {
-	c := newCluster(t, pvetest.Nodes(3), func(o *sim.Options) { o.SharedStorage = []string{model.SharedNFS} })
+	c := newCluster(t, pvetest.Nodes(3), pvetest.SharedStorage(model.SharedNFS))
 	srv := c.srv
 	m := writeManifest(t, sharedManifest)
 	c.mustRun("apply", "-f", m, "--auto-approve")

@@ -15,6 +15,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"github.com/corralhq/corral/internal/wait"
 	"io"
 	"net"
 	"slices"
@@ -77,7 +78,7 @@ type Config struct {
 	// RetryMin (default 100ms) up to RetryMax (default 1s).
 	RetryMin, RetryMax time.Duration
 
-	// sleep replaces sleepCtx in tests, which record the waits.
+	// sleep replaces wait.Sleep in tests, which record the waits.
 	sleep func(ctx context.Context, d time.Duration) error
 }
 
@@ -166,7 +167,7 @@ func Dial(ctx context.Context, addr string, cfg Config) (*Client, error) {
 	}
 	cfg.RetryMax = max(cfg.RetryMax, cfg.RetryMin)
 	if cfg.sleep == nil {
-		cfg.sleep = sleepCtx
+		cfg.sleep = wait.Sleep
 	}
 	if cfg.KeepaliveInterval <= 0 {
 		cfg.KeepaliveInterval = DefaultKeepaliveInterval
@@ -241,18 +242,6 @@ func Dial(ctx context.Context, addr string, cfg Config) (*Client, error) {
 // dialGaveUp is Dial's error once ctx ended.
 func dialGaveUp(vmid int, addr string, attempts int, err, last error) error {
 	return fmt.Errorf("guest: CT %d at %s did not accept SSH in %d attempts: %w (last error: %v); is the container running and its sshd up?", vmid, addr, attempts, err, last)
-}
-
-// sleepCtx waits d or until ctx ends, whose error it returns then.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // hostKeyAlgorithms asks for the pinned key's algorithm, so that a

@@ -37,6 +37,9 @@ const (
 type CarrierNotes struct {
 	App      string
 	From, To string
+	// Was are the nodes the move was headed for before a rollback
+	// retargeted it: a failed migration there may have left copies.
+	Was []string
 	// Carrying are the volumes handed (or being handed) to the carrier:
 	// the source volid and the carrier's unusedN the volume becomes.
 	Carrying map[VolumeKey]AdoptIntent
@@ -58,6 +61,8 @@ func ParseCarrierNotes(desc string) (n CarrierNotes, ok bool) {
 					n.From = val
 				case "to":
 					n.To = val
+				case "was":
+					n.Was = strings.Split(val, ",")
 				}
 			}
 			ok = n.App != "" && n.From != "" && n.To != ""
@@ -79,7 +84,11 @@ func ParseCarrierNotes(desc string) (n CarrierNotes, ok bool) {
 func (n CarrierNotes) Render() string {
 	var b strings.Builder
 	b.WriteString(carrierHeader + "\n")
-	fmt.Fprintf(&b, "%sapp=%s from=%s to=%s\n", markerMove, n.App, n.From, n.To)
+	fmt.Fprintf(&b, "%sapp=%s from=%s to=%s", markerMove, n.App, n.From, n.To)
+	if len(n.Was) > 0 {
+		fmt.Fprintf(&b, " was=%s", strings.Join(n.Was, ","))
+	}
+	b.WriteString("\n")
 	keys := slices.SortedFunc(func(yield func(VolumeKey) bool) {
 		for k := range n.Carrying {
 			if !yield(k) {
@@ -112,4 +121,30 @@ func (c *Carrier) Holds() map[VolumeKey]string {
 		}
 	}
 	return out
+}
+
+// Phases of a move, as MovePhase names them (docs/moving.md, "The steps").
+const (
+	MoveCarrying  = "carrying"     // volumes going from the source keeper into the carrier (step 3)
+	MoveMigrating = "migrating"    // the carrier or the app's container to migrate (steps 4-5)
+	MoveHanding   = "handing-over" // volumes going from the carrier to the target keeper (step 6)
+	MoveFinishing = "finishing"    // the carrier to destroy, the result to verify, the app to attach and start (7-9)
+)
+
+// MovePhase says how far the move got, from where the carrier is, what
+// it holds, and where the app's container is (appNode, "" when it has
+// none).
+func (c *Carrier) MovePhase(appNode string) string {
+	held := len(c.Holds())
+	switch {
+	case c.Node != c.Notes.To && (len(c.Notes.Carrying) == 0 || held < len(c.Notes.Carrying)):
+		return MoveCarrying
+	case c.Node != c.Notes.To:
+		return MoveMigrating
+	case appNode != "" && appNode != c.Notes.To:
+		return MoveMigrating
+	case held > 0:
+		return MoveHanding
+	}
+	return MoveFinishing
 }

@@ -3,6 +3,7 @@ package pve
 import (
 	"context"
 	"fmt"
+	"github.com/corralhq/corral/internal/wait"
 	"time"
 )
 
@@ -28,20 +29,7 @@ func (b backoff) delay(n int) time.Duration {
 
 // wait blocks for delay(n) or until ctx is done.
 func (b backoff) wait(ctx context.Context, n int) error {
-	return sleepCtx(ctx, b.delay(n))
-}
-
-// sleepCtx waits d or until ctx is done, whichever is first. Every wait in
-// this package goes through it, so cancelling ctx always ends a wait.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return wait.Sleep(ctx, b.delay(n))
 }
 
 // RetryLocked calls fn until it returns something other than a lock error
@@ -62,7 +50,7 @@ func (c *Client) RetryLocked(ctx context.Context, maxWait time.Duration, fn func
 			return fmt.Errorf("%w (still locked after %s)", err, maxWait)
 		}
 		c.log.InfoContext(ctx, "guest locked, will retry", "error", err, "retry_in", d)
-		if werr := sleepCtx(ctx, d); werr != nil {
+		if werr := wait.Sleep(ctx, d); werr != nil {
 			return fmt.Errorf("%w (gave up waiting for the lock: %w)", err, werr)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/corralhq/corral/internal/wait"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -218,7 +219,7 @@ func (p *pacer) reserve(now time.Time) time.Duration {
 // pace waits, if need be, for a token to send one request.
 func (p *pacer) pace(ctx context.Context) error {
 	if d := p.reserve(time.Now()); d > 0 {
-		return sleepCtx(ctx, d)
+		return wait.Sleep(ctx, d)
 	}
 	return nil
 }
@@ -286,7 +287,7 @@ func (c *Client) WaitTask(ctx context.Context, upid string, opts WaitOptions) (*
 				return c.finish(ctx, st, lr)
 			}
 		}
-		if err := sleepCtx(ctx, interval); err != nil {
+		if err := wait.Sleep(ctx, interval); err != nil {
 			return nil, fmt.Errorf("wait task %s: %w", upid, err)
 		}
 		interval = pollDelay(time.Since(start), floor, maxInterval)

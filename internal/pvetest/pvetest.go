@@ -32,6 +32,12 @@ type Option func(*sim.Options)
 // Nodes starts an n-node cluster.
 func Nodes(n int) Option { return func(o *sim.Options) { o.Nodes = n } }
 
+// SharedStorage adds shared storages of the kinds given (model.SharedNFS,
+// model.SharedRBD) that every node sees, as a cluster with NFS or Ceph.
+func SharedStorage(kinds ...string) Option {
+	return func(o *sim.Options) { o.SharedStorage = kinds }
+}
+
 // InDir keeps the emulator's state in dir (to restart on it, or to
 // start from a copy of a saved state).
 func InDir(dir string) Option { return func(o *sim.Options) { o.Dir = dir } }

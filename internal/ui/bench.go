@@ -25,6 +25,16 @@ func WriteBench(w io.Writer, r *bench.Report) {
 		}
 		t.Flush()
 	}
+	if d := r.Drain; d != nil {
+		fmt.Fprintf(w, "\ndrain of a node with %d apps (two volumes each) onto %d others, parallelism %d, time scale %g:\n", d.Apps, d.Nodes-1, d.Parallelism, d.TimeScale)
+		ratio := "-"
+		if d.Ratio > 0 {
+			ratio = fmt.Sprintf("%.2f", d.Ratio)
+		}
+		t := NewTable(w, "WALL", "CRITICAL PATH", "WALL/CRITICAL", "ONE APP'S CHAIN", "BUSIEST KEEPER", "TASK TIME/PARALLELISM", "TASKS", "REQUESTS")
+		t.Row(seconds(d.Wall), seconds(d.Critical), ratio, seconds(d.Chain), seconds(d.Keeper), seconds(d.Packed), strconv.Itoa(d.Tasks), strconv.Itoa(d.Requests))
+		t.Flush()
+	}
 	if s := r.Scale; s != nil {
 		fmt.Fprintf(w, "\n%d apps on %d nodes, time scale 0:\n", s.Run.Apps, s.Run.Nodes)
 		writeBenchRuns(w, []bench.ToolRun{s.Run})

@@ -21,6 +21,9 @@ func WriteStatus(w io.Writer, r *apply.StatusReport) {
 			if r.CannotSeeGuests {
 				state = "cannot see"
 			}
+			if as.Moving != nil {
+				state = "moving"
+			}
 			t.Row(as.App, "-", "-", state, "-", as.Drift)
 		}
 		for _, ct := range as.Containers {
@@ -28,11 +31,18 @@ func WriteStatus(w io.Writer, r *apply.StatusReport) {
 			if ct.Lock != "" {
 				status += " (locked: " + ct.Lock + ")"
 			}
+			if as.Moving != nil {
+				status += " (moving " + as.Moving.From + " → " + as.Moving.To + ")"
+			}
 			t.Row(as.App, strconv.Itoa(ct.VMID), ct.Node, status, Dash(ct.IP), as.Drift)
 		}
 	}
 	t.Flush()
 	for _, as := range r.Apps {
+		if m := as.Moving; m != nil {
+			fmt.Fprintf(w, "  %s: moving from %s to %s, %s (carrier ct %d on %s holds %d of %d volumes): %s\n",
+				as.App, m.From, m.To, m.Phase, m.CarrierVMID, m.CarrierNode, m.Carried, m.Volumes, m.Fix)
+		}
 		for _, why := range as.Reasons {
 			fmt.Fprintf(w, "  %s: %s\n", as.App, why)
 		}
