@@ -145,7 +145,7 @@ func runAgent(cmd *cobra.Command, st *streams, a *agentArgs) error {
 	if err != nil {
 		return err
 	}
-	slog.SetDefault(log)
+	st.log = log
 	ctx := cmd.Context()
 	ag, ops, err := startAgent(ctx, st, a, log, nil)
 	if err != nil {
@@ -188,7 +188,7 @@ func startAgent(ctx context.Context, st *streams, a *agentArgs, log *slog.Logger
 		return nil, nil, err
 	}
 	if log == nil {
-		log = slog.Default()
+		log = st.logger()
 	}
 	// What the verbs' code says on stderr (a lock lost, another corral
 	// was faster) becomes log lines, so that a JSON log stays JSON.

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net"
 	"os"
 	"strconv"
@@ -87,7 +86,7 @@ func (s *session) Close() {
 // embedded emulator (and says so on stderr) when none is configured.
 func connect(ctx context.Context, st *streams, cf connFlags) (*session, error) {
 	cf = cf.resolved(os.Getenv)
-	log := slog.Default()
+	log := st.logger()
 	if cf.endpoint == "" {
 		dir := defaultSimDir()
 		scale := 0.25

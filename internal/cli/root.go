@@ -41,10 +41,23 @@ func (e *exitError) Error() string {
 }
 func (e *exitError) Unwrap() error { return e.err }
 
-// streams are a command's standard streams.
+// streams are a command's standard streams, and its logger.
 type streams struct {
 	in       io.Reader
 	out, err io.Writer
+	// log writes to err at --log-level. It is this run's own: several
+	// Runs in one process (the tests) must not log into each other's
+	// stderr, as they would through slog's process-wide default.
+	log *slog.Logger
+}
+
+// logger is st's logger, or slog's default where none was set up (a
+// command run without the root's flags).
+func (st *streams) logger() *slog.Logger {
+	if st.log != nil {
+		return st.log
+	}
+	return slog.Default()
 }
 
 // Run executes corral with args and returns the process exit code.
@@ -107,7 +120,7 @@ EXIT STATUS
 			if err := checkJSONForm(cmd); err != nil {
 				return err
 			}
-			return setupLogging(g.logLevel, st.err)
+			return setupLogging(g.logLevel, st)
 		},
 	}
 	root.SetFlagErrorFunc(flagError)
@@ -124,12 +137,12 @@ func envOr(key, def string) string {
 	return def
 }
 
-func setupLogging(level string, w io.Writer) error {
+func setupLogging(level string, st *streams) error {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(strings.ToLower(level))); err != nil {
 		return fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
 	}
-	slog.SetDefault(slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})))
+	st.log = slog.New(slog.NewTextHandler(st.err, &slog.HandlerOptions{Level: l}))
 	return nil
 }
 

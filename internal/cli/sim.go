@@ -3,7 +3,6 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 
@@ -104,7 +103,7 @@ func runSimServe(cmd *cobra.Command, st *streams, a *simServeArgs) error {
 	ts := a.timeScale
 	s, err := sim.New(sim.Options{
 		Dir: a.state, Listen: a.listen, Listener: mode, Nodes: a.nodes, Version: a.version, SharedStorage: a.shared,
-		TimeScale: &ts, Faults: a.faults, Logger: slog.Default(), GuestSSHPort: a.sshPort,
+		TimeScale: &ts, Faults: a.faults, Logger: st.logger(), GuestSSHPort: a.sshPort,
 		RealTemplates: a.real,
 	})
 	if err != nil {
