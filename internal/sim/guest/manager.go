@@ -78,6 +78,9 @@ type Manager struct {
 
 	mu  sync.Mutex
 	cts map[int]*ctServer
+	// failures counts failed starts of a CT's endpoint per boot
+	// ({vmid, pid}), for retry's wait.
+	failures map[[2]int]int
 
 	claim net.Listener // holds the guest address block (block.go)
 
@@ -346,6 +349,38 @@ func (m *Manager) shutdown(vmid int, timeout time.Duration) bool {
 		return true
 	}
 	return ct.shutdown(timeout)
+}
+
+// retry drops s, whose container or sshd did not start (a start that took
+// longer than LXC's wait on a loaded host, an address not yet free), so
+// that a later sync starts the CT's endpoint again, as long as the model
+// still has that CT running this boot. Without it the CT would run in
+// the model with no sshd until its next restart. The wait doubles per
+// failure of the same boot, from 1 s up to a minute.
+func (m *Manager) retry(s *ctServer) {
+	m.mu.Lock()
+	key := [2]int{s.vmid, s.pid}
+	if m.failures == nil {
+		m.failures = map[[2]int]int{}
+	}
+	n := m.failures[key]
+	m.failures[key] = n + 1
+	m.mu.Unlock()
+	select {
+	case <-m.ctx.Done():
+		return
+	case <-time.After(min(time.Second<<min(n, 6), time.Minute)):
+	}
+	m.mu.Lock()
+	mine := m.cts[s.vmid] == s
+	if mine {
+		delete(m.cts, s.vmid)
+	}
+	m.mu.Unlock()
+	if mine {
+		s.stop()
+		m.kick()
+	}
 }
 
 // kick makes the loop look at the cluster now.

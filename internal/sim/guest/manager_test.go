@@ -529,3 +529,47 @@ func giveToCTRoot(t *testing.T, c *model.Cluster, volid string) {
 		t.Fatal(err)
 	}
 }
+
+// An endpoint that could not start (here its address is taken when the
+// boot delay ends; on a loaded host, a container start that outlasts
+// LXC's wait) is started again, so the CT does not run without an sshd
+// until its next restart.
+func TestGuest_endpointRetriedAfterAFailedStart(t *testing.T) {
+	c, err := model.Open(model.Options{Dir: t.TempDir(), HasTimeScale: true, TimeScale: 1, Durations: map[string]time.Duration{
+		"vzcreate": 0, "vzstart": 0, "bootdelay": 2 * time.Second,
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	m, err := guest.Start(c, guest.Options{Port: freePort(t), Poll: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	k := &kit{t: t, c: c, m: m}
+	k.key, k.pub, _ = client.NewKey("")
+	k.create(116, nil)
+	addr := k.addr(116)
+	squatter, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("take %s before the boot delay ends: %v", addr, err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, ok := m.Endpoint(116); ok {
+			t.Fatal("the endpoint listens on an address that is taken")
+		}
+		if ep, _ := m.Endpoint(116); ep != "" {
+			break // ready, and failed
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the endpoint neither listened nor failed in 10 s")
+		}
+	}
+	squatter.Close()
+	cl, err := k.dial(116, client.HostKeyPolicy{TrustOnFirstUse: true})
+	if err != nil {
+		t.Fatalf("after the address was freed: %v", err)
+	}
+	cl.Close()
+}

@@ -74,7 +74,8 @@ func (s *ctServer) run() {
 	if s.m.rt != nil {
 		if err := s.boot(); err != nil {
 			if !errors.Is(err, context.Canceled) {
-				s.m.log.Error("CT did not start", "vmid", s.vmid, "err", err)
+				s.m.log.Error("CT did not start; trying again", "vmid", s.vmid, "err", err)
+				go s.m.retry(s)
 			}
 			s.listenErr = err
 			close(s.ready)
@@ -104,7 +105,8 @@ func (s *ctServer) run() {
 	close(s.ready)
 	if err != nil {
 		if !errors.Is(err, context.Canceled) {
-			s.m.log.Error("CT sshd did not start", "vmid", s.vmid, "addr", s.addr, "err", err)
+			s.m.log.Error("CT sshd did not start; trying again", "vmid", s.vmid, "addr", s.addr, "err", err)
+			go s.m.retry(s)
 		}
 		return
 	}
