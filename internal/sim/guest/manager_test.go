@@ -398,21 +398,30 @@ func TestGuest_stopEndsSessionsBeforeTheTaskEnds(t *testing.T) {
 	}
 }
 
-func TestGuest_sshdAnswersAfterTheBootDelay(t *testing.T) {
+// newBootDelayKit is a kit whose tasks take no time and whose CTs'
+// sshd answers 2 s after their start, as a booting guest's.
+func newBootDelayKit(t *testing.T) *kit {
+	t.Helper()
 	c, err := model.Open(model.Options{Dir: t.TempDir(), HasTimeScale: true, TimeScale: 1, Durations: map[string]time.Duration{
 		"vzcreate": 0, "vzstart": 0, "bootdelay": 2 * time.Second,
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(func() { c.Close() })
 	m, err := guest.Start(c, guest.Options{Port: freePort(t), Poll: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer m.Close()
+	t.Cleanup(func() { m.Close() })
 	k := &kit{t: t, c: c, m: m}
 	k.key, k.pub, _ = client.NewKey("")
+	return k
+}
+
+func TestGuest_sshdAnswersAfterTheBootDelay(t *testing.T) {
+	k := newBootDelayKit(t)
+	m := k.m
 	k.create(115, nil)
 	addr := k.addr(115)
 	if nc, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
@@ -535,20 +544,8 @@ func giveToCTRoot(t *testing.T, c *model.Cluster, volid string) {
 // LXC's wait) is started again, so the CT does not run without an sshd
 // until its next restart.
 func TestGuest_endpointRetriedAfterAFailedStart(t *testing.T) {
-	c, err := model.Open(model.Options{Dir: t.TempDir(), HasTimeScale: true, TimeScale: 1, Durations: map[string]time.Duration{
-		"vzcreate": 0, "vzstart": 0, "bootdelay": 2 * time.Second,
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	m, err := guest.Start(c, guest.Options{Port: freePort(t), Poll: 10 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	k := &kit{t: t, c: c, m: m}
-	k.key, k.pub, _ = client.NewKey("")
+	k := newBootDelayKit(t)
+	m := k.m
 	k.create(116, nil)
 	addr := k.addr(116)
 	squatter, err := net.Listen("tcp", addr)
@@ -556,10 +553,11 @@ func TestGuest_endpointRetriedAfterAFailedStart(t *testing.T) {
 		t.Fatalf("take %s before the boot delay ends: %v", addr, err)
 	}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if _, ok := m.Endpoint(116); ok {
+		ep, ok := m.Endpoint(116)
+		if ok {
 			t.Fatal("the endpoint listens on an address that is taken")
 		}
-		if ep, _ := m.Endpoint(116); ep != "" {
+		if ep != "" {
 			break // ready, and failed
 		}
 		if time.Now().After(deadline) {
