@@ -190,6 +190,13 @@ func under(path, dir string) bool {
 // none of the sources.
 func (p *Proxy) target(u *url.URL) *url.URL {
 	path := "/" + strings.TrimLeft(u.Path, "/")
+	// u.Path is decoded (%2e%2e, %2F): a "." or ".." segment would take
+	// the source host's server out of the source's directory.
+	for _, seg := range strings.Split(path, "/") {
+		if seg == "." || seg == ".." {
+			return nil
+		}
+	}
 	for _, s := range p.sources {
 		if hostPort(&url.URL{Scheme: "http", Host: u.Host}) == hostPort(&url.URL{Scheme: "http", Host: s.Host}) && under(path, s.Path) {
 			return &url.URL{Scheme: s.Scheme, Host: s.Host, Path: path, RawQuery: u.RawQuery}
@@ -236,7 +243,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	t := p.target(r.URL)
 	if t == nil {
-		p.log.Info("apt proxy refused", "url", r.URL.String())
+		p.log.Info("apt proxy refused", "url", r.URL.Redacted())
 		refuse(w, http.StatusForbidden, fmt.Sprintf("corral sim apt proxy: %s is not one of the host's package sources (%s)", r.URL.Host, strings.Join(p.Sources(), " ")))
 		return
 	}

@@ -1,12 +1,10 @@
 package guest
 
 import (
-	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
-	"syscall"
+
+	"github.com/corralhq/corral/internal/sim/model"
 )
 
 // ifupdown in a real-template CT. At create and at each start the
@@ -51,57 +49,6 @@ func setIfupdownDropIn(root string) error {
 	return writeCTFile(root, ifupdownDropIn, ifupdownDropInText)
 }
 
-// writeCTFile writes text to rel inside the CT's root as a 0644 file,
-// making missing directories, each owned as its parent directory (so an
-// unprivileged CT's root, whose ids are shifted on disk, owns them). It
-// never follows a link the CT's users may have made: a symlink among
-// rel's directories is an error, one at rel itself is replaced.
-func writeCTFile(root, rel, text string) error {
-	dir := root
-	for _, part := range strings.Split(filepath.Dir(filepath.Clean(rel)), "/") {
-		parent := dir
-		dir = filepath.Join(dir, part)
-		fi, err := os.Lstat(dir)
-		if errors.Is(err, os.ErrNotExist) {
-			if err := os.Mkdir(dir, 0o755); err != nil {
-				return err
-			}
-			chownAs(dir, parent)
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		if !fi.IsDir() {
-			return fmt.Errorf("%s in the CT is not a directory (a link?): not writing %s", strings.TrimPrefix(dir, root), rel)
-		}
-	}
-	p := filepath.Join(root, rel)
-	if fi, err := os.Lstat(p); err == nil && !fi.Mode().IsRegular() {
-		if err := os.Remove(p); err != nil {
-			return err
-		}
-	}
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.WriteString(text); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	chownAs(p, filepath.Dir(p))
-	return nil
-}
-
-// chownAs gives p the owner of ref.
-func chownAs(p, ref string) {
-	if fi, err := os.Lstat(ref); err == nil {
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-			os.Lchown(p, int(st.Uid), int(st.Gid))
-		}
-	}
-}
+// writeCTFile is model.WriteCTFile: it never follows a link the CT's
+// users made.
+func writeCTFile(root, rel, text string) error { return model.WriteCTFile(root, rel, text) }

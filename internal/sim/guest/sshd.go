@@ -111,6 +111,9 @@ func (s *ctServer) run() {
 		return
 	}
 	s.m.log.Info("CT sshd listening", "vmid", s.vmid, "addr", s.addr)
+	s.m.mu.Lock()
+	delete(s.m.failures, [2]int{s.vmid, s.pid})
+	s.m.mu.Unlock()
 	if s.ct != nil {
 		// Inside the CT its sshd answers at the same address, as a
 		// PVE CT's own sshd does (a health check of port 22).

@@ -1,14 +1,12 @@
 package model
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 )
 
 // pve-container's Debian network and DNS setup (PVE::LXC::Setup::Debian
@@ -290,21 +288,12 @@ func ctSetupInterfaces(rootDir string, conf map[string]string) error {
 	if len(nets) == 0 {
 		return nil
 	}
-	p := filepath.Join(rootDir, "etc", "network", "interfaces")
-	old, err := ctReadRegular(p)
+	const rel = "etc/network/interfaces"
+	old, err := ReadCTFile(rootDir, rel)
 	if err != nil {
 		return err
 	}
-	if _, err := os.Lstat(filepath.Dir(p)); errors.Is(err, os.ErrNotExist) {
-		if err := os.Mkdir(filepath.Dir(p), 0o755); err != nil {
-			return err
-		}
-		if fi, err := os.Lstat(filepath.Join(rootDir, "etc")); err == nil {
-			uid, gid := fileOwner(fi)
-			os.Lchown(filepath.Dir(p), uid, gid)
-		}
-	}
-	return ctWriteRegular(p, ctRenderInterfaces(old, nets))
+	return WriteCTFile(rootDir, rel, ctRenderInterfaces(old, nets))
 }
 
 // ctHostDNS is the host's search domains and first three nameservers.
@@ -352,12 +341,11 @@ func ctSetDNS(rootDir string, conf map[string]string) error {
 	for _, n := range ctSplitList(ns) {
 		data.WriteString("nameserver " + n + "\n")
 	}
-	p := filepath.Join(rootDir, "etc", "resolv.conf")
-	old, err := ctReadRegular(p)
+	old, err := ReadCTFile(rootDir, "etc/resolv.conf")
 	if err != nil {
 		return err
 	}
-	return ctWriteRegular(p, ctModifyMarked(old, data.String()))
+	return WriteCTFile(rootDir, "etc/resolv.conf", ctModifyMarked(old, data.String()))
 }
 
 // ctModifyMarked is Base's ct_modify_file with replace: data goes into
@@ -391,60 +379,4 @@ func ctModifyMarked(old, data string) string {
 		return old
 	}
 	return head + data + tail
-}
-
-// ctReadRegular reads a CT file, "" when missing; a symlink counts as
-// missing (it is replaced by a file, and never followed out of the CT).
-func ctReadRegular(p string) (string, error) {
-	fi, err := os.Lstat(p)
-	if errors.Is(err, os.ErrNotExist) || (err == nil && !fi.Mode().IsRegular()) {
-		return "", nil
-	}
-	if err != nil {
-		return "", err
-	}
-	data, err := os.ReadFile(p)
-	return string(data), err
-}
-
-// ctWriteRegular replaces p by a 0644 file with text (not through a
-// symlink), keeping its owner when it had one.
-func ctWriteRegular(p, text string) error {
-	// A CT's user may have made etc/network a link: never write
-	// through it (the path is the CT's rootfs on the host).
-	if fi, err := os.Lstat(filepath.Dir(p)); err != nil || !fi.IsDir() {
-		return fmt.Errorf("%s is not a directory (a link?): not writing %s", filepath.Dir(p), filepath.Base(p))
-	}
-	// A new file is owned as its directory: an unprivileged CT's root
-	// (ids shifted on disk) owns what PVE's setup writes as that root.
-	uid, gid := -1, -1
-	if fi, err := os.Lstat(filepath.Dir(p)); err == nil {
-		uid, gid = fileOwner(fi)
-	}
-	if fi, err := os.Lstat(p); err == nil {
-		if fi.Mode().IsRegular() {
-			uid, gid = fileOwner(fi)
-		}
-		if !fi.Mode().IsRegular() {
-			if err := os.Remove(p); err != nil {
-				return err
-			}
-		}
-	}
-	tmp := p + ".corral-tmp"
-	if err := os.WriteFile(tmp, []byte(text), 0o644); err != nil {
-		return err
-	}
-	if uid >= 0 {
-		os.Lchown(tmp, uid, gid)
-	}
-	return os.Rename(tmp, p)
-}
-
-// fileOwner is fi's numeric owner.
-func fileOwner(fi os.FileInfo) (int, int) {
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		return int(st.Uid), int(st.Gid)
-	}
-	return -1, -1
 }

@@ -1,0 +1,115 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// A CT's rootfs is a directory on the host that the CT's users control:
+// any name in it may be a symlink they made (etc -> /etc). The emulator
+// runs as root, so the files it writes there itself (network, DNS, apt
+// and ifupdown settings, at create and before each start, while the CT
+// does not run) go through ReadCTFile and WriteCTFile, which never follow
+// a link: not among rel's directories, not at rel itself.
+
+// maxCTFile bounds what ReadCTFile reads (a CT could make a settings
+// file huge).
+const maxCTFile = 1 << 20
+
+// ctDirs checks rel's directories under root from the top, never
+// following a link. With create, a missing one is made, owned as its
+// parent; without, missing reports false.
+func ctDirs(root, rel string, create bool) (bool, error) {
+	dir := root
+	for _, part := range strings.Split(filepath.Dir(filepath.Clean(rel)), "/") {
+		if part == "." || part == "" {
+			continue
+		}
+		parent := dir
+		dir = filepath.Join(dir, part)
+		fi, err := os.Lstat(dir)
+		if errors.Is(err, os.ErrNotExist) {
+			if !create {
+				return false, nil
+			}
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				return false, err
+			}
+			chownAs(dir, parent)
+			continue
+		}
+		if err != nil {
+			return false, err
+		}
+		if !fi.IsDir() {
+			return false, fmt.Errorf("%s in the CT is not a directory (a link?): not touching %s", strings.TrimPrefix(dir, root), rel)
+		}
+	}
+	return true, nil
+}
+
+// ReadCTFile reads rel inside the CT's root, "" when it is missing or
+// not a regular file (a link counts as missing: it is replaced when
+// written, and never followed out of the CT). At most 1 MiB is read.
+func ReadCTFile(root, rel string) (string, error) {
+	if ok, err := ctDirs(root, rel, false); !ok || err != nil {
+		return "", err
+	}
+	f, err := os.OpenFile(filepath.Join(root, rel), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ELOOP) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return "", err
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxCTFile))
+	return string(data), err
+}
+
+// WriteCTFile writes text to rel inside the CT's root as a 0644 file,
+// making missing directories, each owned as its parent directory (so an
+// unprivileged CT's root, whose ids are shifted on disk, owns them). A
+// symlink among rel's directories is an error; anything but a regular
+// file at rel itself is replaced. The file is owned as its directory.
+func WriteCTFile(root, rel, text string) error {
+	if _, err := ctDirs(root, rel, true); err != nil {
+		return err
+	}
+	p := filepath.Join(root, rel)
+	if fi, err := os.Lstat(p); err == nil && !fi.Mode().IsRegular() {
+		if err := os.Remove(p); err != nil {
+			return err
+		}
+	}
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(text); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	chownAs(p, filepath.Dir(p))
+	return nil
+}
+
+// chownAs gives p the owner of ref.
+func chownAs(p, ref string) {
+	if fi, err := os.Lstat(ref); err == nil {
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			os.Lchown(p, int(st.Uid), int(st.Gid))
+		}
+	}
+}
