@@ -22,9 +22,9 @@ import (
 const maxCTFile = 1 << 20
 
 // ctDirs checks rel's directories under root from the top, never
-// following a link. With create, a missing one is made, owned as its
-// parent; without, missing reports false.
-func ctDirs(root, rel string, create bool) (bool, error) {
+// following a link. With create, a missing one is made (dirMode), owned
+// as its parent; without, missing reports false.
+func ctDirs(root, rel string, create bool, dirMode os.FileMode) (bool, error) {
 	dir := root
 	for _, part := range strings.Split(filepath.Dir(filepath.Clean(rel)), "/") {
 		if part == "." || part == "" {
@@ -37,7 +37,7 @@ func ctDirs(root, rel string, create bool) (bool, error) {
 			if !create {
 				return false, nil
 			}
-			if err := os.Mkdir(dir, 0o755); err != nil {
+			if err := os.Mkdir(dir, dirMode); err != nil {
 				return false, err
 			}
 			chownAs(dir, parent)
@@ -57,7 +57,7 @@ func ctDirs(root, rel string, create bool) (bool, error) {
 // not a regular file (a link counts as missing: it is replaced when
 // written, and never followed out of the CT). At most 1 MiB is read.
 func ReadCTFile(root, rel string) (string, error) {
-	if ok, err := ctDirs(root, rel, false); !ok || err != nil {
+	if ok, err := ctDirs(root, rel, false, 0); !ok || err != nil {
 		return "", err
 	}
 	f, err := os.OpenFile(filepath.Join(root, rel), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
@@ -81,7 +81,13 @@ func ReadCTFile(root, rel string) (string, error) {
 // symlink among rel's directories is an error; anything but a regular
 // file at rel itself is replaced. The file is owned as its directory.
 func WriteCTFile(root, rel, text string) error {
-	if _, err := ctDirs(root, rel, true); err != nil {
+	return writeCTFile(root, rel, text, 0o644, 0o755)
+}
+
+// writeCTFile is WriteCTFile with the modes of a new file and of new
+// directories (root's authorized_keys: 0600 in a 0700 .ssh).
+func writeCTFile(root, rel, text string, mode, dirMode os.FileMode) error {
+	if _, err := ctDirs(root, rel, true, dirMode); err != nil {
 		return err
 	}
 	p := filepath.Join(root, rel)
@@ -90,7 +96,7 @@ func WriteCTFile(root, rel, text string) error {
 			return err
 		}
 	}
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o644)
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, mode)
 	if err != nil {
 		return err
 	}

@@ -54,3 +54,23 @@ func TestCTFileNeverFollowsLinks(t *testing.T) {
 		t.Errorf("read back %q, %v", got, err)
 	}
 }
+
+// A restored rootfs comes from a backup its users made: create's setup
+// of hostname, /etc/hosts and root's keys writes nothing through its
+// links.
+func TestCTPostCreateNeverFollowsLinks(t *testing.T) {
+	host := t.TempDir()
+	for _, f := range []string{"hostname", "hosts", "authorized_keys"} {
+		os.WriteFile(filepath.Join(host, f), []byte("host data\n"), 0o600)
+	}
+	root := t.TempDir()
+	os.Symlink(host, filepath.Join(root, "etc"))
+	os.Mkdir(filepath.Join(root, "root"), 0o700)
+	os.Symlink(host, filepath.Join(root, "root", ".ssh"))
+	ctPostCreate(root, "web", "ssh-ed25519 AAAA test")
+	for _, f := range []string{"hostname", "hosts", "authorized_keys"} {
+		if b, _ := os.ReadFile(filepath.Join(host, f)); string(b) != "host data\n" {
+			t.Errorf("host %s became %q", f, b)
+		}
+	}
+}

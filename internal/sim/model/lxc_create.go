@@ -2,7 +2,6 @@ package model
 
 import (
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -710,27 +709,22 @@ func ctDetectOSType(rootDir string) (string, error) {
 // the hostname, its /etc/hosts line in PVE's marked section, and root's
 // authorized keys inside PVE's marked section.
 func ctPostCreate(rootDir, hostname, sshKeys string) error {
-	if err := os.MkdirAll(filepath.Join(rootDir, "etc"), 0o755); err != nil {
+	// The rootfs may come from a backup its users made: its files are
+	// written through ReadCTFile/WriteCTFile, never through a link.
+	if err := WriteCTFile(rootDir, "etc/hostname", hostname+"\n"); err != nil {
 		return fmt.Errorf("set hostname: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(rootDir, "etc", "hostname"), []byte(hostname+"\n"), 0o644); err != nil {
-		return fmt.Errorf("set hostname: %w", err)
-	}
-	if err := ctUpdateHosts(filepath.Join(rootDir, "etc", "hosts"), hostname); err != nil {
+	if err := ctUpdateHosts(rootDir, hostname); err != nil {
 		return fmt.Errorf("update /etc/hosts: %w", err)
 	}
 	if sshKeys == "" {
 		return nil
 	}
-	dir := filepath.Join(rootDir, "root", ".ssh")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("set authorized keys: %w", err)
-	}
 	if !strings.HasSuffix(sshKeys, "\n") {
 		sshKeys += "\n"
 	}
 	body := "# --- BEGIN PVE ---\n" + sshKeys + "# --- END PVE ---\n"
-	if err := os.WriteFile(filepath.Join(dir, "authorized_keys"), []byte(body), 0o600); err != nil {
+	if err := writeCTFile(rootDir, "root/.ssh/authorized_keys", body, 0o600, 0o700); err != nil {
 		return fmt.Errorf("set authorized keys: %w", err)
 	}
 	return nil
@@ -770,9 +764,9 @@ func ctTarCommand(conf map[string]string, vmid int, archive string) string {
 // ctUpdateHosts is Setup::Base's update_etc_hosts for a CT without a
 // static address: 127.0.1.1 names the host, in PVE's marked section,
 // which replaces an earlier one (a template's own lines stay).
-func ctUpdateHosts(path, hostname string) error {
-	data, err := os.ReadFile(path)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
+func ctUpdateHosts(rootDir, hostname string) error {
+	data, err := ReadCTFile(rootDir, "etc/hosts")
+	if err != nil {
 		return err
 	}
 	short, _, _ := strings.Cut(hostname, ".")
@@ -796,5 +790,5 @@ func ctUpdateHosts(path, hostname string) error {
 	if len(kept) > 0 {
 		body = strings.Join(kept, "\n") + "\n" + body
 	}
-	return os.WriteFile(path, []byte(body), 0o644)
+	return WriteCTFile(rootDir, "etc/hosts", body)
 }

@@ -453,13 +453,15 @@ func TestCTUpdateHosts(t *testing.T) {
 		{"the section is replaced", "127.0.0.1 localhost\n# --- BEGIN PVE ---\n127.0.1.1 old\n# --- END PVE ---\n", "new", "127.0.0.1 localhost\n# --- BEGIN PVE ---\n127.0.1.1 new\n# --- END PVE ---\n"},
 	}
 	for _, tt := range tests {
-		p := filepath.Join(t.TempDir(), "hosts")
+		root := t.TempDir()
+		p := filepath.Join(root, "etc", "hosts")
+		os.Mkdir(filepath.Join(root, "etc"), 0o755)
 		if tt.before != "" {
 			if err := os.WriteFile(p, []byte(tt.before), 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if err := ctUpdateHosts(p, tt.hostname); err != nil {
+		if err := ctUpdateHosts(root, tt.hostname); err != nil {
 			t.Fatal(err)
 		}
 		got, _ := os.ReadFile(p)
