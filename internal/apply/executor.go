@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/corralhq/corral/internal/wait"
 	"net/url"
 	"regexp"
 	"slices"
@@ -17,6 +16,7 @@ import (
 	"github.com/corralhq/corral/internal/plan"
 	"github.com/corralhq/corral/internal/pve"
 	"github.com/corralhq/corral/internal/ui/human"
+	"github.com/corralhq/corral/internal/wait"
 )
 
 // Executor carries out plans against one cluster.

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/corralhq/corral/internal/wait"
 	"io"
 	"net"
 	"net/url"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/corralhq/corral/internal/guest"
 	"github.com/corralhq/corral/internal/plan"
+	"github.com/corralhq/corral/internal/wait"
 )
 
 // GuestWork, Step, Account and Check are the plan's types: the value

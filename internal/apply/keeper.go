@@ -379,7 +379,7 @@ func (k *keeper) mountAll(ctx context.Context, what string, vols map[plan.Volume
 		mounted := plan.MountRecords(s.conf) // s.records also holds lost ones, which this mounts
 		taken := maps.Clone(s.conf)
 		params := url.Values{}
-		for _, vk := range sortedKeys(vols) {
+		for _, vk := range sortedVolumeKeys(vols) {
 			volid := vols[vk]
 			delete(s.notes.Intents, vk)
 			if mounted[vk] == volid {

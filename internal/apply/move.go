@@ -157,7 +157,7 @@ func (e *Executor) moveApp(ctx context.Context, c plan.Change, keepers *keeperSe
 	}
 	// 8. Verify.
 	return e.step(app, "move", "verify volumes on "+to, func() error {
-		return e.verifyMove(ctx, keepers, app, to, sortedKeys(notes.Carrying), sizes, car.vmid)
+		return e.verifyMove(ctx, keepers, app, to, sortedVolumeKeys(notes.Carrying), sizes, car.vmid)
 	})
 }
 
@@ -323,10 +323,8 @@ func (e *Executor) migrate(ctx context.Context, app, node string, vmid int, to s
 	var te *pve.TaskError
 	if errors.As(err, &te) {
 		log := te.Log
-		if full, lerr := e.Client.WaitTask(ctx, upid, pve.WaitOptions{Log: true}); lerr == nil || full != nil {
-			if full != nil {
-				log = full.Log
-			}
+		if full, _ := e.Client.WaitTask(ctx, upid, pve.WaitOptions{Log: true}); full != nil {
+			log = full.Log
 		}
 		var freed []string
 		for _, line := range log {
@@ -505,7 +503,7 @@ func (e *Executor) carry(ctx context.Context, keepers *keeperSet, car *carrierRe
 	if len(recs) == 0 {
 		return nil
 	}
-	vks := sortedKeys(recs)
+	vks := sortedVolumeKeys(recs)
 	byVol := map[plan.VolumeKey]*keeper{}
 	var names []string
 	for _, vk := range vks {
@@ -551,23 +549,26 @@ func (e *Executor) carry(ctx context.Context, keepers *keeperSet, car *carrierRe
 				return err
 			}
 		}
-		read := map[*keeper]map[string]string{}
+		read := map[*keeper]bool{}
 		for _, vk := range vks {
 			k, volid := byVol[vk], recs[vk]
-			if read[k] == nil {
-				kc, err := k.read(ctx)
-				if err != nil {
-					return err
-				}
-				read[k] = kc.Values // its mpN keys stay put while others move out
-			}
-			srcKey := plan.MountKey(read[k], vk)
-			if srcKey == "" || plan.ParseMountPoint(read[k][srcKey]).Volume != volid {
-				return fmt.Errorf("keeper %d no longer records %s as %s", k.vmid, vk, volid)
-			}
 			done, err := k.takeOut(ctx)
 			if err != nil {
 				return err
+			}
+			// Read the keeper when its turn comes, not before the wait:
+			// move_volume names a mount point, and an edit meanwhile (the
+			// web UI) may have put another volume there.
+			read[k] = true
+			kc, err := k.read(ctx)
+			if err != nil {
+				done()
+				return err
+			}
+			srcKey := plan.MountKey(kc.Values, vk)
+			if srcKey == "" || plan.ParseMountPoint(kc.Values[srcKey]).Volume != volid {
+				done()
+				return fmt.Errorf("keeper %d no longer records %s as %s", k.vmid, vk, volid)
 			}
 			var upid string
 			err = e.retryLocked(ctx, func() (err error) {
@@ -603,10 +604,7 @@ func (e *Executor) handOver(ctx context.Context, keepers *keeperSet, node string
 	keepers.mu.Lock()
 	ks := slices.Clone(keepers.byNode[node])
 	keepers.mu.Unlock()
-	todo := map[plan.VolumeKey]string{}
-	for vk, volid := range vols {
-		todo[vk] = volid
-	}
+	todo := maps.Clone(vols)
 	// Already recorded, or moved into a keeper that noted the adoption
 	// (a run killed between the move and the record).
 	for _, k := range ks {
@@ -620,7 +618,7 @@ func (e *Executor) handOver(ctx context.Context, keepers *keeperSet, node string
 		s := newKeeperState(cc.Values)
 		k.remember(s)
 		recs := plan.MountRecords(cc.Values)
-		for _, vk := range sortedKeys(todo) {
+		for _, vk := range sortedVolumeKeys(todo) {
 			if recs[vk] != "" {
 				delete(todo, vk)
 				continue
@@ -640,7 +638,7 @@ func (e *Executor) handOver(ctx context.Context, keepers *keeperSet, node string
 	if len(todo) == 0 {
 		return nil
 	}
-	for _, vk := range sortedKeys(todo) {
+	for _, vk := range sortedVolumeKeys(todo) {
 		if todo[vk] == "" {
 			return fmt.Errorf("volume %s: neither carrier %d nor a keeper on %s holds it; run corral again (a task may still be running), or see docs/moving.md", vk, carrier, node)
 		}
@@ -648,7 +646,7 @@ func (e *Executor) handOver(ctx context.Context, keepers *keeperSet, node string
 	// Group by the keeper that has room for each.
 	byKeeper := map[*keeper][]plan.VolumeKey{}
 	var order []*keeper
-	for _, vk := range sortedKeys(todo) {
+	for _, vk := range sortedVolumeKeys(todo) {
 		sid, _, _ := strings.Cut(todo[vk], ":")
 		k, done, err := keepers.forNew(node, vk, sid)
 		if err != nil {
@@ -796,10 +794,6 @@ func (e *Executor) verifyMove(ctx context.Context, keepers *keeperSet, app, node
 		return fmt.Errorf("after the move: %s", strings.Join(problems, "; "))
 	}
 	return nil
-}
-
-func sortedKeys[V any](m map[plan.VolumeKey]V) []plan.VolumeKey {
-	return slices.SortedFunc(maps.Keys(m), func(a, b plan.VolumeKey) int { return strings.Compare(a.String(), b.String()) })
 }
 
 // afterMove turns a finished move into the update that follows it on

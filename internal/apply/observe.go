@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/corralhq/corral/internal/wait"
 	"maps"
 	"slices"
 	"sort"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/corralhq/corral/internal/plan"
 	"github.com/corralhq/corral/internal/pve"
+	"github.com/corralhq/corral/internal/wait"
 )
 
 // resource is a /cluster/resources entry.
