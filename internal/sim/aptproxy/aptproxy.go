@@ -189,14 +189,21 @@ func under(path, dir string) bool {
 // target is where the proxy sends a request for u, or nil when u is
 // none of the sources.
 func (p *Proxy) target(u *url.URL) *url.URL {
-	path := "/" + strings.TrimLeft(u.Path, "/")
-	// u.Path is decoded (%2e%2e, %2F): a "." or ".." segment would take
-	// the source host's server out of the source's directory.
-	for _, seg := range strings.Split(path, "/") {
-		if seg == "." || seg == ".." {
+	// u.Path is decoded (%2e%2e, %2F): a ".." segment would take the
+	// source host's server out of the source's directory, so it is
+	// refused; "." segments (apt asks a flat repository "deb URI ./" for
+	// /./Packages) are dropped.
+	var segs []string
+	for _, seg := range strings.Split(strings.TrimLeft(u.Path, "/"), "/") {
+		switch seg {
+		case "..":
 			return nil
+		case ".":
+			continue
 		}
+		segs = append(segs, seg)
 	}
+	path := "/" + strings.Join(segs, "/")
 	for _, s := range p.sources {
 		if hostPort(&url.URL{Scheme: "http", Host: u.Host}) == hostPort(&url.URL{Scheme: "http", Host: s.Host}) && under(path, s.Path) {
 			return &url.URL{Scheme: s.Scheme, Host: s.Host, Path: path, RawQuery: u.RawQuery}

@@ -55,13 +55,15 @@ func TestTarget(t *testing.T) {
 		{"http://10.0.0.1:8006/api2/json/version", ""},
 		{"http://security.debian.org/other/x", ""},
 		{"http://apt.example.com/other", ""},
-		// refused: out of a source's directory through dot segments,
-		// plain or encoded
+		// "." segments are dropped (a flat repository's ./Packages)
+		{"http://127.0.0.1:9999/./Packages", "http://127.0.0.1:9999/Packages"},
+		{"http://deb.debian.org/debian/./dists/bookworm/Release", "http://deb.debian.org/debian/dists/bookworm/Release"},
+		// refused: out of a source's directory through "..", plain or
+		// encoded
 		{"http://deb.debian.org/debian/../etc/passwd", ""},
 		{"http://deb.debian.org/debian/%2e%2e/admin", ""},
 		{"http://deb.debian.org/debian%2F..%2Fadmin", ""},
 		{"http://security.debian.org/debian-security/../x", ""},
-		{"http://deb.debian.org/debian/./dists", ""},
 	}
 	for _, tt := range tests {
 		u, _ := url.Parse(tt.in)
