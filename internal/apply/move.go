@@ -33,8 +33,8 @@ import (
 //  5. the app's container migrates (stopped);
 //  6. the target node's keeper adopts each volume (its own intent line,
 //     move_volume, then the record);
-//  7. the carrier, holding nothing but its rootfs, is destroyed, stale
-//     copies of a failed migration with it;
+//  7. stale copies of a failed migration are freed, then the carrier,
+//     holding nothing but its rootfs, is destroyed;
 //  8. the result is verified: every volume recorded on the target node
 //     with its size, nothing left of the carrier on either node.
 //
@@ -49,9 +49,18 @@ func (e *Executor) moveApp(ctx context.Context, c plan.Change, keepers *keeperSe
 	if err != nil {
 		return err
 	}
-	ct, car, err := e.findMove(ctx, app, res)
+	ct, car, leftovers, err := e.findMove(ctx, app, res)
 	if err != nil {
 		return err
+	}
+	// Empty carriers of runs killed right after creating them: nothing
+	// was handed to them (no carrying line, no volume), so they go.
+	for _, l := range leftovers {
+		if err := e.step(app, "move", fmt.Sprintf("destroy carrier %d on %s (empty, left by an interrupted run)", l.vmid, l.node), func() error {
+			return e.dropCarrier(ctx, app, l, obs)
+		}); err != nil {
+			return err
+		}
 	}
 	sizes := map[plan.VolumeKey]int64{}
 	if car == nil {
@@ -135,30 +144,53 @@ func (e *Executor) moveApp(ctx context.Context, c plan.Change, keepers *keeperSe
 	if err := e.handOver(ctx, keepers, to, vols, car.vmid); err != nil {
 		return err
 	}
-	// 7. The carrier goes.
+	// 7. What a failed or killed migration left, of the carrier or of
+	// the app's container, on the nodes the move went to or came from (a
+	// rollback retargets the move, so the nodes it was headed for are in
+	// the Notes too); then the carrier goes. The copies are freed while
+	// the carrier still exists: its VMID is then its own in the whole
+	// cluster, so a volume named for it on another node can only be such
+	// a copy (freed after the destroy, it could already be a parallel
+	// move's new carrier's), and a run killed between the two finds the
+	// carrier, and so the copies, again.
+	if err := e.freeMoveCopies(ctx, app, car, notes, ct, obs); err != nil {
+		return err
+	}
 	if err := e.step(app, "move", fmt.Sprintf("destroy carrier %d on %s", car.vmid, car.node), func() error {
 		return e.destroyCarrier(ctx, app, car)
 	}); err != nil {
 		return err
 	}
-	// What a failed or killed migration left, of the carrier or of the
-	// app's container, on the nodes the move went to or came from (a
-	// rollback retargets the move, so the nodes it was headed for are in
-	// the Notes too).
-	nodes := slices.Compact(slices.Sorted(slices.Values(append([]string{notes.From, notes.To, car.node, to}, notes.Was...))))
-	stale := []staleOf{{car.vmid, nodes}}
+	// 8. Verify.
+	return e.step(app, "move", "verify volumes on "+to, func() error {
+		return e.verifyMove(ctx, keepers, app, to, sortedVolumeKeys(notes.Carrying), sizes, car.vmid)
+	})
+}
+
+// freeMoveCopies frees the stale copies of the carrier car (on the
+// move's nodes but its own, where destroyCarrier's
+// destroy-unreferenced-disks frees them) and of the app's container ct
+// (on the move's nodes but the one it is on).
+func (e *Executor) freeMoveCopies(ctx context.Context, app string, car *carrierRef, notes plan.CarrierNotes, ct *resource, obs *plan.Observed) error {
+	nodes := slices.Compact(slices.Sorted(slices.Values(append([]string{notes.From, notes.To, car.node}, notes.Was...))))
+	stale := []staleOf{{car.vmid, slices.DeleteFunc(slices.Clone(nodes), func(n string) bool { return n == car.node })}}
 	if ct != nil {
-		stale = append(stale, staleOf{ct.VMID, slices.DeleteFunc(slices.Clone(nodes), func(n string) bool { return n == to })})
+		stale = append(stale, staleOf{ct.VMID, slices.DeleteFunc(slices.Clone(nodes), func(n string) bool { return n == car.node })})
 	}
 	for _, s := range stale {
 		if err := e.freeStaleCopies(ctx, app, s.vmid, s.nodes, obs); err != nil {
 			return err
 		}
 	}
-	// 8. Verify.
-	return e.step(app, "move", "verify volumes on "+to, func() error {
-		return e.verifyMove(ctx, keepers, app, to, sortedVolumeKeys(notes.Carrying), sizes, car.vmid)
-	})
+	return nil
+}
+
+// dropCarrier frees the stale copies of an empty carrier and destroys it.
+func (e *Executor) dropCarrier(ctx context.Context, app string, car *carrierRef, obs *plan.Observed) error {
+	if err := e.freeMoveCopies(ctx, app, car, car.notes, nil, obs); err != nil {
+		return err
+	}
+	return e.destroyCarrier(ctx, app, car)
 }
 
 // carrierRef is a carrier found by moveApp.
@@ -169,10 +201,16 @@ type carrierRef struct {
 }
 
 // findMove finds app's container and its carrier (nil when no move is
-// under way), from a fresh list.
-func (e *Executor) findMove(ctx context.Context, app string, res []resource) (*resource, *carrierRef, error) {
-	var ct *resource
-	var car *carrierRef
+// under way), from a fresh list. It reads the configs of the carriers
+// tagged for app (plan.TagMovingPrefix) and of those of older corral
+// versions, which name no app in their tags; not the others'. A carrier
+// that may hold app's volumes but whose move corral cannot finish (its
+// Notes edited, or a second carrier holding volumes: plan.GroupCarriers)
+// is an error naming it and the fix: its volumes must never be taken for
+// gone. leftovers are app's other carriers, empty (a run killed right
+// after creating one): moveApp destroys them.
+func (e *Executor) findMove(ctx context.Context, app string, res []resource) (ct *resource, car *carrierRef, leftovers []*carrierRef, err error) {
+	var cars []*plan.Carrier
 	for i, r := range res {
 		if r.Type != "lxc" {
 			continue
@@ -182,23 +220,38 @@ func (e *Executor) findMove(ctx context.Context, app string, res []resource) (*r
 			continue
 		}
 		if slices.Contains(tags, plan.TagCarrier) {
+			if of := tagged(tags, plan.TagMovingPrefix); of != "" && of != app {
+				continue // another app's
+			}
 			conf, err := containerConfig(ctx, e.Client, r.Node, r.VMID)
 			if pve.IsNotFound(err) {
 				continue
 			}
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
-			if n, ok := plan.ParseCarrierNotes(conf["description"]); ok && n.App == app {
-				car = &carrierRef{vmid: r.VMID, node: r.Node, notes: n}
-			}
+			cars = append(cars, plan.ReadCarrier(r.VMID, r.Node, tags, conf))
 			continue
 		}
 		if appOf(tags) == app && !slices.Contains(tags, plan.TagKeeper) {
 			ct = &res[i]
 		}
 	}
-	return ct, car, nil
+	moves, left, bad := plan.GroupCarriers(cars)
+	for _, c := range bad {
+		if slices.Contains(c.Apps(), app) {
+			return nil, nil, nil, errors.New(c.Refusal(app))
+		}
+	}
+	if c := moves[app]; c != nil {
+		car = &carrierRef{vmid: c.VMID, node: c.Node, notes: c.Notes}
+	}
+	for _, c := range left {
+		if c.Notes.App == app {
+			leftovers = append(leftovers, &carrierRef{vmid: c.VMID, node: c.Node, notes: c.Notes})
+		}
+	}
+	return ct, car, leftovers, nil
 }
 
 // readyToLeave stops the app's container, deletes its snapshots (with
@@ -293,11 +346,9 @@ func (e *Executor) appRecords(ctx context.Context, keepers *keeperSet, node, app
 	return out, nil
 }
 
-// migrateApp migrates the app's stopped container to node to.
+// migrateApp migrates the app's container to node to; moveApp made it
+// ready to leave (readyToLeave) first, once per run.
 func (e *Executor) migrateApp(ctx context.Context, c plan.Change, ct *resource, to string) error {
-	if err := e.readyToLeave(ctx, c, ct); err != nil {
-		return err
-	}
 	return e.step(c.App, "move", fmt.Sprintf("migrate ct %d %s → %s", ct.VMID, ct.Node, to), func() error {
 		return e.migrate(ctx, c.App, ct.Node, ct.VMID, to)
 	})
@@ -457,6 +508,9 @@ func (e *Executor) createCarrier(ctx context.Context, app, from, to string, c pl
 	}
 	notes := plan.CarrierNotes{App: app, From: from, To: to}
 	params := holderParams(tmpl, plan.CarrierName, root, plan.TagCarrier, notes.Render())
+	// Tagged with its app too, so that findMove reads only this app's
+	// carriers.
+	params.Set("tags", strings.Join([]string{plan.TagManaged, plan.TagCarrier, plan.TagMovingPrefix + app}, ";"))
 	vmid, err := e.postCT(ctx, app, from, 0, params, false)
 	if err != nil {
 		return nil, err
@@ -809,7 +863,7 @@ func (e *Executor) afterMove(ctx context.Context, c plan.Change, keepers *keeper
 		if err != nil {
 			return c, err
 		}
-		ct, _, err := e.findMove(ctx, c.App, res)
+		ct, _, _, err := e.findMove(ctx, c.App, res)
 		if err != nil {
 			return c, err
 		}

@@ -91,6 +91,7 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 			obs.CannotSeeGuests = !audit
 		}
 	}
+	var carriers []*plan.Carrier
 	strangers := map[int]*plan.CT{} // untagged CTs, read to recognize edited apps
 	reads := readCTs(ctx, c, res, obs.Offline)
 	readCT := func(_ context.Context, _ *pve.Client, node string, vmid int) (map[string]string, map[string]string, string, error) {
@@ -140,14 +141,7 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 			continue
 		}
 		if slices.Contains(tags, plan.TagCarrier) {
-			if n, ok := plan.ParseCarrierNotes(conf["description"]); ok {
-				if obs.Carriers == nil {
-					obs.Carriers = map[string]*plan.Carrier{}
-				}
-				obs.Carriers[n.App] = &plan.Carrier{VMID: r.VMID, Node: r.Node, Notes: n, Config: conf}
-			} else {
-				obs.Warnings = append(obs.Warnings, fmt.Sprintf("carrier CT %d on %s: its Notes no longer name a move (edited outside corral), so corral cannot finish it; the volumes it holds (its unusedN entries) are kept: write back the corral-move line, or move them to a keeper by hand (docs/moving.md)", r.VMID, r.Node))
-			}
+			carriers = append(carriers, plan.ReadCarrier(r.VMID, r.Node, tags, conf))
 			continue
 		}
 		if app := tagged(tags, plan.TagRestoringPrefix); app != "" {
@@ -168,6 +162,12 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 
 	for _, ks := range obs.Keepers {
 		sort.Slice(ks, func(i, j int) bool { return ks[i].VMID < ks[j].VMID })
+	}
+	if len(carriers) > 0 {
+		obs.Carriers, obs.LeftoverCarriers, obs.BadCarriers = plan.GroupCarriers(carriers)
+		for _, c := range obs.BadCarriers {
+			obs.Warnings = append(obs.Warnings, fmt.Sprintf("carrier CT %d on %s: %s, so corral cannot finish its move; the volumes it holds are kept (docs/moving.md)", c.VMID, c.Node, c.Problem))
+		}
 	}
 	recognize(obs, strangers)
 	plan.SplitStale(obs)

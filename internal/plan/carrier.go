@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -25,11 +26,15 @@ import (
 // moment a move is killed at, the carrier, the keepers and these lines
 // say where every volume is and what is left to do (apply's moveApp).
 const (
-	TagCarrier     = "corral-carrier"
-	CarrierName    = "corral-carrier"
-	markerMove     = "corral-move: "
-	markerCarrying = "corral-carrying: "
-	carrierHeader  = "corral carrier: this container takes an app's volumes to another node; corral removes it when the move is done. " +
+	TagCarrier = "corral-carrier"
+	// TagMovingPrefix + app tags a carrier with the app it moves, so
+	// that a move reads only its own carriers' configs (carriers of
+	// older corral versions have no such tag and are read all).
+	TagMovingPrefix = "corral-moving-"
+	CarrierName     = "corral-carrier"
+	markerMove      = "corral-move: "
+	markerCarrying  = "corral-carrying: "
+	carrierHeader   = "corral carrier: this container takes an app's volumes to another node; corral removes it when the move is done. " +
 		"Keep protection on and edit none of these lines: corral finishes an interrupted move from them."
 )
 
@@ -109,6 +114,13 @@ type Carrier struct {
 	Node   string // where the carrier is now
 	Notes  CarrierNotes
 	Config map[string]string
+	// Tagged is the app its corral-moving-<app> tag names; "" for a
+	// carrier of a corral version that did not tag carriers by app.
+	Tagged string
+	// Problem says why corral cannot finish this carrier's move (see
+	// ReadCarrier and GroupCarriers); "" when it can.
+	Problem string
+	twins   bool // one of an app's several carriers that hold volumes
 }
 
 // Holds returns the volumes the carrier owns now, by key: each carrying
@@ -147,4 +159,170 @@ func (c *Carrier) MovePhase(appNode string) string {
 		return MoveHanding
 	}
 	return MoveFinishing
+}
+
+// ReadCarrier reads a carrier as observed: its VMID, node, tags and
+// config. Problem is set when its Notes cannot be trusted to finish the
+// move (they were edited outside corral): they name no move, or name
+// another app than the carrier's own tag or its carrying lines.
+func ReadCarrier(vmid int, node string, tags []string, conf map[string]string) *Carrier {
+	n, ok := ParseCarrierNotes(conf["description"])
+	c := &Carrier{VMID: vmid, Node: node, Notes: n, Config: conf}
+	for _, t := range tags {
+		if app, found := strings.CutPrefix(t, TagMovingPrefix); found {
+			c.Tagged = app
+		}
+	}
+	var others []string
+	for vk := range n.Carrying {
+		if ok && vk.App != n.App && !slices.Contains(others, vk.App) {
+			others = append(others, vk.App)
+		}
+	}
+	slices.Sort(others)
+	switch {
+	case !ok:
+		c.Problem = "its Notes no longer name a move (the corral-move line was edited outside corral)"
+	case c.Tagged != "" && c.Tagged != n.App:
+		c.Problem = fmt.Sprintf("its Notes name app %s, but its tag names app %s (the Notes were edited outside corral)", n.App, c.Tagged)
+	case len(others) > 0:
+		c.Problem = fmt.Sprintf("its Notes name app %s, but carry volumes of %s (the Notes were edited outside corral)", n.App, strings.Join(others, ", "))
+	}
+	return c
+}
+
+// Apps are the apps a carrier names anywhere: its tag, its move line,
+// its carrying lines. A carrier with a Problem may hold the volumes of
+// any of them.
+func (c *Carrier) Apps() []string {
+	var apps []string
+	add := func(a string) {
+		if a != "" && !slices.Contains(apps, a) {
+			apps = append(apps, a)
+		}
+	}
+	add(c.Tagged)
+	add(c.Notes.App)
+	for vk := range c.Notes.Carrying {
+		add(vk.App)
+	}
+	slices.Sort(apps)
+	return apps
+}
+
+// Empty reports whether the carrier holds no volume (no mpN, no unusedN)
+// and its Notes carry nothing: a carrier whose move never began (a run
+// killed right after creating it).
+func (c *Carrier) Empty() bool {
+	if len(c.Notes.Carrying) > 0 {
+		return false
+	}
+	for k := range c.Config {
+		if isVolumeKey(k) {
+			return false
+		}
+	}
+	return true
+}
+
+// HeldVolumes are the volumes in the carrier's config (mpN and unusedN
+// entries), sorted: what a carrier corral cannot finish holds.
+func (c *Carrier) HeldVolumes() []string {
+	var out []string
+	for k, v := range c.Config {
+		if isVolumeKey(k) {
+			if volid := ParseMountPoint(v).Volume; volid != "" {
+				out = append(out, k+"="+volid)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// isVolumeKey reports whether a config key is mpN or unusedN.
+func isVolumeKey(k string) bool {
+	for _, p := range []string{"mp", "unused"} {
+		if rest, ok := strings.CutPrefix(k, p); ok && rest != "" && strings.Trim(rest, "0123456789") == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// GroupCarriers sorts the carriers found in the cluster: the one move
+// of each app (by app), the leftovers (an app's other carriers that are
+// Empty: runs killed right after creating one; they are destroyed when
+// the move goes on), and the carriers corral cannot finish (a Problem of
+// their own, or an app with two or more carriers that are not Empty,
+// each of which may hold its volumes). Of several Empty carriers the
+// lowest VMID is the move, the others leftovers.
+func GroupCarriers(all []*Carrier) (moves map[string]*Carrier, leftovers, bad []*Carrier) {
+	byApp := map[string][]*Carrier{}
+	for _, c := range all {
+		if c.Problem != "" {
+			bad = append(bad, c)
+			continue
+		}
+		byApp[c.Notes.App] = append(byApp[c.Notes.App], c)
+	}
+	moves = map[string]*Carrier{}
+	for _, app := range slices.Sorted(maps.Keys(byApp)) {
+		cs := byApp[app]
+		slices.SortFunc(cs, func(a, b *Carrier) int { return a.VMID - b.VMID })
+		var full []*Carrier
+		for _, c := range cs {
+			if !c.Empty() {
+				full = append(full, c)
+			}
+		}
+		switch {
+		case len(full) > 1:
+			var names []string
+			for _, c := range full {
+				names = append(names, fmt.Sprintf("CT %d on %s", c.VMID, c.Node))
+			}
+			for _, c := range full {
+				c.Problem = fmt.Sprintf("app %s has %d carriers holding its volumes (%s), and corral cannot tell which move is the real one", app, len(full), strings.Join(names, ", "))
+				c.twins = true
+				bad = append(bad, c)
+			}
+			for _, c := range cs {
+				if c.Empty() {
+					leftovers = append(leftovers, c)
+				}
+			}
+		case len(full) == 1:
+			moves[app] = full[0]
+			for _, c := range cs {
+				if c != full[0] {
+					leftovers = append(leftovers, c)
+				}
+			}
+		default:
+			moves[app] = cs[0]
+			leftovers = append(leftovers, cs[1:]...)
+		}
+	}
+	return moves, leftovers, bad
+}
+
+// Refusal is the error text for app when a carrier corral cannot finish
+// may hold its volumes: the carrier's VMID, node, what it holds, and
+// the fix. Nothing is moved or created for app until it is fixed.
+func (c *Carrier) Refusal(app string) string {
+	held := "nothing"
+	if h := c.HeldVolumes(); len(h) > 0 {
+		held = strings.Join(h, ", ")
+	}
+	if c.twins {
+		return fmt.Sprintf("app %s: carrier CT %d on %s: %s; it holds %s; corral neither moves nor creates app %s's volumes until one is left: "+
+			"hand the volumes of one carrier to the other (move_volume to a free unusedN of it, and a \"corral-carrying: %s/VOLUME=SOURCE>unusedN\" line per volume in its Notes) or to a keeper by hand, "+
+			"then destroy the emptied carrier (protection off first) and run corral again (docs/moving.md)",
+			app, c.VMID, c.Node, c.Problem, held, app, app)
+	}
+	return fmt.Sprintf("app %s: carrier CT %d on %s: %s; it holds %s, which may be app %s's volumes, so corral neither moves nor creates app %s's volumes until it is fixed: "+
+		"write back its Notes as corral wrote them (a line \"corral-move: app=%s from=NODE to=NODE\" and a line \"corral-carrying: %s/VOLUME=SOURCE>unusedN\" per volume it holds; corral status and docs/moving.md show the format), "+
+		"or hand its volumes to a keeper by hand and destroy it (protection off first); then run corral again",
+		app, c.VMID, c.Node, c.Problem, held, app, app, app, app)
 }

@@ -37,6 +37,10 @@ func Make(apps []App, obs *Observed) (*Plan, error) {
 			refused = append(refused, prob)
 			continue
 		}
+		if probs := carrierRefusals(a.Name, obs); len(probs) > 0 {
+			refused = append(refused, probs...)
+			continue
+		}
 		if r := obs.Restores[a.Name]; r != nil {
 			// Planned once the restore is finished or rolled back.
 			c := Change{App: a.Name, Action: NoOp, Desired: a}
@@ -98,6 +102,7 @@ func Make(apps []App, obs *Observed) (*Plan, error) {
 			continue
 		}
 		c, probs := appChange(a, node, obs)
+		probs = append(probs, unknownCarrierRefusals(a.Name, c, obs)...)
 		if c.Action == Create || c.Action == Replace {
 			if prob := templateStorageProblem(a, node, obs); prob != "" {
 				probs = append(probs, prob)
@@ -906,4 +911,34 @@ func bridgeProblem(a *App, node string, obs *Observed, warned map[string]bool) (
 	}
 	return fmt.Sprintf("app %s: bridge %s does not exist on node %s (or the token lacks SDN.Use on /sdn/zones/localnetwork/%s); bridges there: %s; set network.bridge to one of them",
 		a.Name, a.Bridge, node, a.Bridge, strings.Join(bridges, ", ")), ""
+}
+
+// carrierRefusals refuses app while a carrier corral cannot finish
+// (Observed.BadCarriers) names it: its volumes may be in that carrier,
+// where the plan would not see them, and would take them for lost.
+func carrierRefusals(app string, obs *Observed) []string {
+	var out []string
+	for _, c := range obs.BadCarriers {
+		if slices.Contains(c.Apps(), app) {
+			out = append(out, c.Refusal(app))
+		}
+	}
+	return out
+}
+
+// unknownCarrierRefusals refuses a change that would create a volume
+// while a carrier that names no app at all (its Notes wiped) holds
+// volumes: the volume may be one of them.
+func unknownCarrierRefusals(app string, c Change, obs *Observed) []string {
+	creates := false
+	for _, v := range c.Volumes {
+		creates = creates || v.Action == VolCreate
+	}
+	var out []string
+	for _, car := range obs.BadCarriers {
+		if creates && len(car.Apps()) == 0 && len(car.HeldVolumes()) > 0 {
+			out = append(out, car.Refusal(app))
+		}
+	}
+	return out
 }

@@ -131,6 +131,12 @@ type Observed struct {
 	// Carriers are moves under way or interrupted, by app (see
 	// Carrier): the next changing command finishes them first.
 	Carriers map[string]*Carrier
+	// LeftoverCarriers are carriers of an app that has another one
+	// (GroupCarriers): empty, made by a run killed right after the
+	// create; the move destroys them. BadCarriers are carriers corral
+	// cannot finish (Carrier.Problem): the apps they may hold volumes of
+	// are refused until the user fixes them.
+	LeftoverCarriers, BadCarriers []*Carrier
 	// Warnings are findings of the observation itself (a container
 	// recognized although its tags were edited), shown with the plan.
 	Warnings []string
