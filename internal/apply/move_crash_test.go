@@ -126,8 +126,8 @@ func (r *moveRig) converged(node string) {
 	if p.HasChanges() {
 		t.Fatalf("not converged: keepers %+v changes %+v", p.Keepers, p.Changes)
 	}
-	if len(obs.Carriers) != 0 {
-		t.Fatalf("carriers left: %+v", obs.Carriers)
+	if len(obs.Carriers)+len(obs.LeftoverCarriers)+len(obs.BadCarriers) != 0 {
+		t.Fatalf("carriers left: %+v %+v %+v", obs.Carriers, obs.LeftoverCarriers, obs.BadCarriers)
 	}
 	cts := obs.Apps["web"]
 	if len(cts) != 1 || cts[0].Node != node || cts[0].Status != "running" {

@@ -92,6 +92,7 @@ func Make(apps []App, obs *Observed) (*Plan, error) {
 		}
 		if cts := obs.Apps[a.Name]; len(cts) == 1 && cts[0].Node != node {
 			c, probs := moveChange(a, cts[0], node, obs)
+			probs = append(probs, unknownCarrierRefusals(a.Name, c, obs)...)
 			if prob, warn := bridgeProblem(a, node, obs, warnedBridges); prob != "" {
 				probs = append(probs, prob)
 			} else if warn != "" {
