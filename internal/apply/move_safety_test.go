@@ -89,7 +89,9 @@ func (r *moveRig) settle(node string) {
 
 // root is a client with the emulator's root token: the user at the web
 // UI.
-func (r *moveRig) root() *pve.Client { return pvetest.Client(r.t, r.srv, r.srv.Credentials().RootToken) }
+func (r *moveRig) root() *pve.Client {
+	return pvetest.Client(r.t, r.srv, r.srv.Credentials().RootToken)
+}
 
 func isMigrate(r *http.Request) bool {
 	return r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/migrate")
