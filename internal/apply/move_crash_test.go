@@ -43,14 +43,20 @@ const moveCrashManifest = `apps:
 type moveRig struct {
 	t   *testing.T
 	srv *sim.Server
+	// plan gives the apps of the manifest with its apps on node; nil:
+	// moveCrashManifest's web.
+	plan func(t *testing.T, node string) []plan.App
 }
 
-func startMoveRig(t *testing.T, dir string) *moveRig {
-	srv := pvetest.Start(t, pvetest.InDir(dir), pvetest.Nodes(3)).Server
+func startMoveRig(t *testing.T, dir string, opts ...pvetest.Option) *moveRig {
+	srv := pvetest.Start(t, append([]pvetest.Option{pvetest.InDir(dir), pvetest.Nodes(3)}, opts...)...).Server
 	return &moveRig{t: t, srv: srv}
 }
 
 func (r *moveRig) apps(node string) []plan.App {
+	if r.plan != nil {
+		return r.plan(r.t, node)
+	}
 	f, err := manifest.Parse("corral.yaml", []byte(strings.Replace(moveCrashManifest, "NODE", node, 1)), manifest.LoadOptions{})
 	if err != nil {
 		r.t.Fatal(err)
@@ -137,6 +143,15 @@ func (r *moveRig) converged(node string) {
 	if len(recs) != 2 {
 		t.Fatalf("records on %s: %v, want web/data and web/logs", node, recs)
 	}
+	r.checkVolumes(obs, node, recs)
+}
+
+// checkVolumes checks that each recorded volume (recs, on node) has its
+// marker and is mounted by one app, and that every image on every node
+// is referenced by a config on its node.
+func (r *moveRig) checkVolumes(obs *plan.Observed, node string, recs map[plan.VolumeKey]string) {
+	t := r.t
+	t.Helper()
 	mounted := map[string]int{}
 	for _, cs := range obs.Apps {
 		for _, ct := range cs {

@@ -74,6 +74,27 @@ func (r *moveRig) runKilled(node string, k *matchKiller) {
 	}
 }
 
+// runCounted applies the manifest with web on node through k, which is
+// expected not to fire (nth 0): it counts.
+func (r *moveRig) runCounted(node string, k *matchKiller) {
+	r.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	k.base, k.cancel = r.srv.HTTPClient().Transport, cancel
+	c := pvetest.Client(r.t, r.srv, r.srv.Credentials().OperatorToken, pvetest.Transport(k))
+	obs, err := apply.Observe(ctx, c)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	p, err := plan.Make(r.apps(node), obs)
+	if err == nil {
+		err = (&apply.Executor{Client: c}).Apply(ctx, p, obs)
+	}
+	if err != nil {
+		r.t.Fatal(err)
+	}
+}
+
 // settle runs the manifest with web on node until a run succeeds with
 // nothing left to do (a rollback killed late is finished first).
 func (r *moveRig) settle(node string) {
@@ -302,6 +323,23 @@ func TestMoveFreesStaleCopiesBeforeTheCarrierGoes(t *testing.T) {
 		if slices.Contains(r.volumes(), v) {
 			t.Errorf("stale copy %s is left", v)
 		}
+	}
+	r.converged("pve2")
+}
+
+// A carrier of an older corral version has no corral-moving-<app> tag:
+// the move still finds it (findMove reads the untagged ones) and
+// finishes.
+func TestMoveFinishesUntaggedCarrier(t *testing.T) {
+	r, car := interrupted(t)
+	if car.Tagged != "web" {
+		t.Fatalf("carrier %d is tagged for %q, want web", car.VMID, car.Tagged)
+	}
+	if err := r.root().UpdateContainerConfig(context.Background(), "pve1", car.VMID, url.Values{"tags": {"corral;corral-carrier"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.run("pve2", 0); err != nil {
+		t.Fatalf("finish the move of an untagged carrier: %v", err)
 	}
 	r.converged("pve2")
 }

@@ -1,0 +1,81 @@
+package apply_test
+
+import (
+	"fmt"
+	"net/http"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/corralhq/corral/internal/pvetest"
+)
+
+// The move crash test with tasks that take time: at time scale 0 every
+// task has ended when its start request returns, so corral is never
+// killed while a task still runs at PVE. Here tasks take what they take
+// on PVE times taskScale (a create ~0.1 s, a migration ~80 ms, a
+// move_volume ~20 ms), and corral is killed right after each request of
+// the move that starts a task (the create of the carrier and of the
+// target keeper, every move_volume into the carrier and into the
+// keeper, the migrations of the carrier and of the container, the stop,
+// the destroy, the start): the task runs on at PVE while corral is gone,
+// and the next run starts at once, over it. Every run must converge as
+// in TestMoveCrashAtEveryAPICall, finishing the move or rolling it back.
+
+const taskScale = 0.01
+
+// taskStart matches the requests that start a PVE task.
+var taskStart = regexp.MustCompile(`^(POST /api2/json/nodes/[^/]+/lxc(/\d+/(move_volume|migrate|status/\w+|snapshot))?|DELETE /api2/json/nodes/[^/]+/(lxc/\d+(/snapshot/[^/]+)?|storage/[^/]+/content/[^/]+))$`)
+
+func isTaskStart(r *http.Request) bool { return taskStart.MatchString(r.Method + " " + r.URL.Path) }
+
+func TestMoveCrashWhileTasksRun(t *testing.T) {
+	base := startMoveRig(t, t.TempDir(), pvetest.TimeScale(taskScale))
+	if _, err := base.run("pve1", 0); err != nil {
+		t.Fatalf("first apply: %v", err)
+	}
+	base.mark("pve1")
+	if err := base.srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	frozen := base.srv.Dir()
+	thaw := func(t *testing.T) *moveRig {
+		dir := t.TempDir()
+		if out, err := exec.Command("cp", "-a", frozen+"/.", dir).CombinedOutput(); err != nil {
+			t.Fatalf("copy emulator state: %v\n%s", err, out)
+		}
+		return startMoveRig(t, dir, pvetest.TimeScale(taskScale))
+	}
+	clean := thaw(t)
+	count := &matchKiller{match: isTaskStart}
+	var starts []string
+	count.match = func(r *http.Request) bool {
+		if isTaskStart(r) {
+			starts = append(starts, r.Method+" "+strings.TrimPrefix(r.URL.Path, "/api2/json"))
+			return true
+		}
+		return false
+	}
+	clean.runCounted("pve2", count)
+	clean.converged("pve2")
+	t.Logf("tasks of a move: %d: %s", len(starts), strings.Join(starts, ", "))
+	if len(starts) < 8 {
+		t.Fatalf("a move starts %d tasks (%v); the kill points miss some", len(starts), starts)
+	}
+	for i, what := range starts {
+		for _, then := range []string{"pve2", "pve1"} {
+			name := "finish"
+			if then == "pve1" {
+				name = "back"
+			}
+			t.Run(fmt.Sprintf("kill-after-%d-%s/%s", i+1, strings.NewReplacer("/", "_", " ", "_").Replace(what), name), func(t *testing.T) {
+				t.Parallel()
+				r := thaw(t)
+				r.runKilled("pve2", &matchKiller{match: isTaskStart, nth: int64(i + 1)})
+				r.settle(then)
+				r.converged(then)
+			})
+		}
+	}
+}
