@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -342,4 +343,42 @@ func TestMoveFinishesUntaggedCarrier(t *testing.T) {
 		t.Fatalf("finish the move of an untagged carrier: %v", err)
 	}
 	r.converged("pve2")
+}
+
+// A move reads the configs of its own app's carriers (tagged
+// corral-moving-<app>) and of untagged ones, not those of other apps'
+// moves: a drain of a hundred apps would read a hundred carriers per app.
+func TestMoveReadsOnlyItsCarriers(t *testing.T) {
+	r, car := interrupted(t)
+	other := plan.CarrierNotes{App: "other", From: "pve3", To: "pve2"}
+	theirs := r.handCarrier("pve3", "corral;corral-carrier;corral-moving-other", other.Render())
+	old := r.handCarrier("pve3", "corral;corral-carrier", other.Render())
+	ctx := context.Background()
+	obs, err := apply.Observe(ctx, pvetest.Client(t, r.srv, r.srv.Credentials().OperatorToken))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := plan.Make(r.apps("pve2"), obs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	reads := map[int]int{}
+	count := &matchKiller{match: func(req *http.Request) bool {
+		if m := ctPath.FindStringSubmatch(req.URL.Path); m != nil && req.Method == http.MethodGet && m[3] == "/config" {
+			id, _ := strconv.Atoi(m[2])
+			mu.Lock()
+			reads[id]++
+			mu.Unlock()
+		}
+		return false
+	}}
+	count.base, count.cancel = r.srv.HTTPClient().Transport, func() {}
+	c := pvetest.Client(t, r.srv, r.srv.Credentials().OperatorToken, pvetest.Transport(count))
+	if err := (&apply.Executor{Client: c}).Apply(ctx, p, obs); err != nil {
+		t.Fatal(err)
+	}
+	if reads[theirs] != 0 || reads[old] == 0 || reads[car.VMID] == 0 {
+		t.Fatalf("config reads: another app's carrier %d: %d (want 0), an untagged one %d: %d, web's %d: %d (want some)", theirs, reads[theirs], old, reads[old], car.VMID, reads[car.VMID])
+	}
 }
