@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/corralhq/corral/internal/pvetest"
@@ -20,9 +21,10 @@ import (
 // target keeper, every move_volume into the carrier and into the
 // keeper, the migrations of the carrier and of the container, the stop,
 // the destroy, the start): the task runs on at PVE while corral is gone,
-// and the next run starts at once, over it. Every run must converge as
-// in TestMoveCrashAtEveryAPICall, finishing the move or rolling it back
-// (with -short, only finishing it).
+// and the next run starts at once, over it; or killed while it waits
+// for that task (its second status read). Every run must converge as in
+// TestMoveCrashAtEveryAPICall, finishing the move or rolling it back
+// (with -short, only finishing it after the start request).
 
 const taskScale = 0.01
 
@@ -65,21 +67,46 @@ func TestMoveCrashWhileTasksRun(t *testing.T) {
 		t.Fatalf("a move starts %d tasks (%v); the kill points miss some", len(starts), starts)
 	}
 	for i, what := range starts {
-		for _, then := range []string{"pve2", "pve1"} {
-			if then == "pve1" && testing.Short() {
+		for _, mode := range []string{"finish", "back", "waiting"} {
+			if mode != "finish" && testing.Short() {
 				continue
 			}
-			name := "finish"
-			if then == "pve1" {
-				name = "back"
+			then := "pve2"
+			if mode == "back" {
+				then = "pve1"
 			}
-			t.Run(fmt.Sprintf("kill-after-%d-%s/%s", i+1, strings.NewReplacer("/", "_", " ", "_").Replace(what), name), func(t *testing.T) {
+			t.Run(fmt.Sprintf("kill-after-%d-%s/%s", i+1, strings.NewReplacer("/", "_", " ", "_").Replace(what), mode), func(t *testing.T) {
 				t.Parallel()
 				r := thaw(t)
-				r.runKilled("pve2", &matchKiller{match: isTaskStart, nth: int64(i + 1)})
+				k := &matchKiller{match: isTaskStart, nth: int64(i + 1)}
+				if mode == "waiting" {
+					k = &matchKiller{match: secondPollAfter(i + 1), nth: 1, drop: true}
+				}
+				r.runKilled("pve2", k)
 				r.settle(then)
 				r.converged(then)
 			})
 		}
+	}
+}
+
+// secondPollAfter matches corral's second read of a task's status after
+// the nth task start: corral dies while it waits, the task some way
+// through (or, if it was that quick, the next one).
+func secondPollAfter(nth int) func(*http.Request) bool {
+	var mu sync.Mutex
+	starts, polls := 0, 0
+	return func(r *http.Request) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if isTaskStart(r) {
+			starts++
+			return false
+		}
+		if starts >= nth && r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/tasks/") && strings.HasSuffix(r.URL.Path, "/status") {
+			polls++
+			return polls == 2
+		}
+		return false
 	}
 }
