@@ -63,10 +63,17 @@ func (s *keeperSet) holder(node string, vk plan.VolumeKey) *keeper {
 }
 
 // forNew is the keeper on node that takes a new volume: the one that
-// already noted an adoption of it, else the first with room. The room is
+// already noted an adoption of it, else one with room. The room is
 // reserved until done is called, so that apps creating volumes at once do
 // not overfill one keeper. The plan created enough keepers; none with
 // room means the cluster changed since.
+//
+// Among keepers with room it takes the one with the fewest reservations
+// pending (the one holding a reservation for another volume of the same
+// app first, so that an app's volumes share one keeper window): PVE runs
+// a keeper's move_volume and create tasks one at a time under its config
+// lock, so a drain that filled the first keeper before the next one
+// queued every app behind one keeper while the others stood idle.
 func (s *keeperSet) forNew(node string, vk plan.VolumeKey, storage string) (k *keeper, done func(), err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -79,29 +86,45 @@ func (s *keeperSet) forNew(node string, vk plan.VolumeKey, storage string) (k *k
 		}
 	}
 	line := plan.RecordLen(vk, storage)
+	var best *keeper
+	bestLoad := 0
 	for _, k := range s.byNode[node] {
 		k.smu.Lock()
 		room := plan.RoomFor(k.volumes, plan.KeeperNotes{Records: k.records, Intents: k.intents, Projects: k.projects})
-		for _, l := range k.reserved {
+		sameApp := false
+		for r, l := range k.reserved {
 			room.Take(l)
+			sameApp = sameApp || r.App == vk.App
 		}
 		fits := room.Take(line)
-		if fits {
-			if k.reserved == nil {
-				k.reserved = map[plan.VolumeKey]int{}
-			}
-			k.reserved[vk] = line
-		}
+		load := len(k.reserved)
 		k.smu.Unlock()
-		if fits {
-			return k, func() {
-				k.smu.Lock()
-				delete(k.reserved, vk)
-				k.smu.Unlock()
-			}, nil
+		if !fits {
+			continue
+		}
+		if sameApp {
+			best = k
+			break
+		}
+		if best == nil || load < bestLoad {
+			best, bestLoad = k, load
 		}
 	}
-	return nil, nil, fmt.Errorf("no keeper on node %s has room for volume %s; run `corral apply` again to plan another keeper", node, vk)
+	if best == nil {
+		return nil, nil, fmt.Errorf("no keeper on node %s has room for volume %s; run `corral apply` again to plan another keeper", node, vk)
+	}
+	k = best
+	k.smu.Lock()
+	if k.reserved == nil {
+		k.reserved = map[plan.VolumeKey]int{}
+	}
+	k.reserved[vk] = line
+	k.smu.Unlock()
+	return k, func() {
+		k.smu.Lock()
+		delete(k.reserved, vk)
+		k.smu.Unlock()
+	}, nil
 }
 
 // refreshNotes writes the Notes of every keeper that volumes were carried

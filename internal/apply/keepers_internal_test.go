@@ -51,3 +51,34 @@ func TestForNew_countsProjectLines(t *testing.T) {
 		})
 	}
 }
+
+// Volumes arriving at once are spread over the keepers with room (a
+// drain onto a node with three keepers kept one busy and two idle), while
+// the volumes of one app stay together in one keeper's window.
+func TestForNew_spreadsPendingVolumes(t *testing.T) {
+	a, b := &keeper{node: "pve", vmid: 100}, &keeper{node: "pve", vmid: 101}
+	s := &keeperSet{byNode: map[string][]*keeper{"pve": {a, b}}}
+	pick := func(app, name string) *keeper {
+		t.Helper()
+		k, _, err := s.forNew("pve", plan.VolumeKey{App: app, Name: name}, "local-lvm")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	for _, step := range []struct {
+		app, name string
+		want      *keeper
+	}{
+		{"one", "home", a},   // both idle: the oldest
+		{"one", "cache", a},  // with its app's other volume
+		{"two", "home", b},   // a has two pending
+		{"three", "home", b}, // a 2, b 1
+		{"four", "home", a},  // a 2, b 2: the oldest
+		{"two", "cache", b},  // with its app, though b is as busy
+	} {
+		if got := pick(step.app, step.name); got != step.want {
+			t.Errorf("%s/%s: keeper %d, want %d", step.app, step.name, got.vmid, step.want.vmid)
+		}
+	}
+}
