@@ -211,17 +211,35 @@ const (
 )
 
 // capToHost is security.capability v as an unprivileged CT's tar sets
-// it: a v2 becomes v3 owned by the CT's root.
+// it (cap_convert_nscap): a v2 becomes v3 owned by the CT's root; a v3
+// keeps v3 with its rootid shifted into the map (a container uid x is
+// host uid base+x), and one whose rootid the map does not cover cannot
+// be set (nil: the kernel refuses it with EINVAL, which tar's
+// --warning=no-xattr-write keeps quiet). A v3 archived from another
+// namespace's file thus never lands with a host rootid the CT did not
+// name.
 func capToHost(v []byte, m idMap) []byte {
-	if !m.shifted() || len(v) != vfsCapV2Size || binary.LittleEndian.Uint32(v)&vfsCapRevMask != vfsCapRevision2 {
+	if !m.shifted() {
 		return v
 	}
-	out := make([]byte, vfsCapV3Size)
-	copy(out, v)
-	magic := binary.LittleEndian.Uint32(v)&^vfsCapRevMask | vfsCapRevision3
-	binary.LittleEndian.PutUint32(out, magic)
-	binary.LittleEndian.PutUint32(out[20:], uint32(m.base))
-	return out
+	switch {
+	case len(v) == vfsCapV2Size && binary.LittleEndian.Uint32(v)&vfsCapRevMask == vfsCapRevision2:
+		out := make([]byte, vfsCapV3Size)
+		copy(out, v)
+		magic := binary.LittleEndian.Uint32(v)&^vfsCapRevMask | vfsCapRevision3
+		binary.LittleEndian.PutUint32(out, magic)
+		binary.LittleEndian.PutUint32(out[20:], uint32(m.base))
+		return out
+	case len(v) == vfsCapV3Size && binary.LittleEndian.Uint32(v)&vfsCapRevMask == vfsCapRevision3:
+		root, ok := m.toHost(int(binary.LittleEndian.Uint32(v[20:])))
+		if !ok {
+			return nil
+		}
+		out := append([]byte(nil), v...)
+		binary.LittleEndian.PutUint32(out[20:], uint32(root))
+		return out
+	}
+	return v
 }
 
 // capToCT is security.capability v as tar inside the CT reads it: a v3
@@ -280,7 +298,11 @@ func shiftEntry(h *tar.Header, m fileMeta, xattrs map[string][]byte, ids idMap) 
 				}
 			}
 		case "security.capability":
-			xattrs[k] = capToHost(v, ids)
+			if c := capToHost(v, ids); c != nil {
+				xattrs[k] = c
+			} else {
+				delete(xattrs, k)
+			}
 		}
 	}
 	return m, xattrs, refused

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"archive/tar"
 	"bytes"
 	"encoding/binary"
 	"testing"
@@ -54,6 +55,13 @@ func TestIDMap_capabilities(t *testing.T) {
 	}{
 		{"set from inside: v2 becomes v3 of the CT's root", v2, v3(100000), capToHost, pve},
 		{"privileged: v2 stays", v2, v2, capToHost, idMap{}},
+		{"set from inside: v3 of a nested namespace's root is shifted into the map", v3(1000), v3(101000), capToHost, pve},
+		{"set from inside: v3 of the CT's root", v3(0), v3(100000), capToHost, pve},
+		{"set from inside: v3 of the last mapped uid", v3(65535), v3(165535), capToHost, pve},
+		{"set from inside: v3 whose root the map does not cover cannot be set", v3(65536), nil, capToHost, pve},
+		{"set from inside: v3 naming a host uid cannot be set", v3(100000), nil, capToHost, pve},
+		{"privileged: v3 stays", v3(1000), v3(1000), capToHost, idMap{}},
+		{"round trip: v3 set inside reads back inside as it was", capToHost(v3(1000), pve), v3(1000), capToCT, pve},
 		{"read inside: v3 of the CT's root is v2", v3(100000), v2, capToCT, pve},
 		{"read inside: v3 of a nested namespace's root keeps v3", v3(101000), v3(1000), capToCT, pve},
 		{"read inside: v3 of another namespace cannot be read", v3(200000), nil, capToCT, pve},
@@ -86,5 +94,36 @@ func TestIDMap_ACL(t *testing.T) {
 	fromHost, _ := aclFromText("user::rw-,user:0:r--,group::r--,mask::r--,other::---")
 	if text, _ := aclToText(unshiftXattrs(map[string][]byte{aclXattrAccess: fromHost}, pve)[aclXattrAccess]); text != "user::rw-,user:4294967295:r--,group::r--,mask::r--,other::---" {
 		t.Errorf("host root in an ACL, read inside: %q", text)
+	}
+}
+
+// TestShiftEntry_capabilityV3: a restored entry's v3 file capability (a
+// backup of a file a nested namespace's root set up) lands with its
+// rootid shifted into the CT's range, and one the map cannot hold is left
+// out rather than kept with a host rootid.
+func TestShiftEntry_capabilityV3(t *testing.T) {
+	pve := idMap{base: ctIDBase, count: ctIDCount}
+	v3 := func(root uint32) []byte {
+		b := make([]byte, vfsCapV3Size)
+		binary.LittleEndian.PutUint32(b, vfsCapRevision3|1)
+		binary.LittleEndian.PutUint32(b[4:], 1<<13)
+		binary.LittleEndian.PutUint32(b[20:], root)
+		return b
+	}
+	tests := []struct {
+		name string
+		root uint32
+		want []byte // nil: left out
+	}{
+		{"nested root", 1000, v3(101000)},
+		{"outside the map", 70000, nil},
+	}
+	for _, tt := range tests {
+		h := &tar.Header{Name: "./usr/bin/ping", Typeflag: tar.TypeReg}
+		_, x, refused := shiftEntry(h, fileMeta{}, map[string][]byte{"security.capability": v3(tt.root)}, pve)
+		got, ok := x["security.capability"]
+		if refused != "" || (tt.want == nil) == ok || !bytes.Equal(got, tt.want) {
+			t.Errorf("%s: capability %x (present %v), refused %q; want %x", tt.name, got, ok, refused, tt.want)
+		}
 	}
 }
