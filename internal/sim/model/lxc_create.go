@@ -689,13 +689,19 @@ var ctOSTypes = map[string]string{
 }
 
 // ctDetectOSType is PVE::LXC::Setup's distribution detection, from the
-// rootfs's etc/os-release.
+// rootfs's etc/os-release (usr/lib/os-release without it, as
+// os-release(5) says). The rootfs may come from a template or backup its
+// users made: links are resolved inside it, as the CT sees them, never
+// out to the host's files (readCTFileInRoot).
 func ctDetectOSType(rootDir string) (string, error) {
-	data, err := os.ReadFile(filepath.Join(rootDir, "etc", "os-release"))
-	if err != nil {
+	data, err := readCTFileInRoot(rootDir, "etc/os-release")
+	if err == nil && data == "" {
+		data, err = readCTFileInRoot(rootDir, "usr/lib/os-release")
+	}
+	if err != nil || data == "" {
 		return "", Failf("unable to detect OS distribution\n")
 	}
-	for _, line := range strings.Split(string(data), "\n") {
+	for _, line := range strings.Split(data, "\n") {
 		if id, ok := strings.CutPrefix(line, "ID="); ok {
 			if t, ok := ctOSTypes[strings.Trim(id, `"'`)]; ok {
 				return t, nil
