@@ -3,15 +3,10 @@ package model
 import (
 	"archive/tar"
 	"encoding/binary"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
-
-	"golang.org/x/sys/unix"
 )
 
 // Unprivileged CTs and their user namespace. pve-container gives an
@@ -125,55 +120,6 @@ func (c *Cluster) ctFormatVolumesLocked(node string, conf map[string]string, vol
 		}
 	}
 	return nil
-}
-
-// ctShiftSetupFiles gives what create and restore wrote into a new
-// rootfs as host root (pve-container's setup, a tiny template's files)
-// to the CT's root: every entry whose owner is not yet a host id of the
-// map moves into it (0 becomes 100000). Modes are kept (a chown clears
-// setuid and setgid); entries already in the map are left alone.
-func ctShiftSetupFiles(dir string, m idMap) error {
-	if !m.shifted() {
-		return nil
-	}
-	in := func(id int) bool { return id >= m.base && id < m.base+m.count }
-	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil
-			}
-			return err
-		}
-		var st unix.Stat_t
-		if err := unix.Lstat(p, &st); err != nil {
-			return err
-		}
-		uid, gid := int(st.Uid), int(st.Gid)
-		if in(uid) && in(gid) {
-			return nil
-		}
-		if !in(uid) {
-			if h, ok := m.toHost(uid); ok {
-				uid = h
-			} else {
-				uid = m.base
-			}
-		}
-		if !in(gid) {
-			if h, ok := m.toHost(gid); ok {
-				gid = h
-			} else {
-				gid = m.base
-			}
-		}
-		if err := unix.Lchown(p, uid, gid); err != nil {
-			return fmt.Errorf("chown %s: %w", p, err)
-		}
-		if st.Mode&unix.S_IFMT != unix.S_IFLNK && st.Mode&0o6000 != 0 {
-			return unix.Chmod(p, st.Mode&0o7777)
-		}
-		return nil
-	})
 }
 
 // shiftACL rewrites the named user and group entries of a binary POSIX

@@ -4,6 +4,11 @@ import (
 	"archive/tar"
 	"bytes"
 	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -125,5 +130,60 @@ func TestShiftEntry_capabilityV3(t *testing.T) {
 		if refused != "" || (tt.want == nil) == ok || !bytes.Equal(got, tt.want) {
 			t.Errorf("%s: capability %x (present %v), refused %q; want %x", tt.name, got, ok, refused, tt.want)
 		}
+	}
+}
+
+// TestCreateCT_unprivilegedSetupOwnsOnlyItsFiles: with the id shift on,
+// an unprivileged create gives container root (host 100000) what the
+// create wrote: the rootfs's top directory, the tiny tree, hostname,
+// hosts, root's authorized_keys, the host keys and the network files.
+// It no longer walks the whole rootfs: a file that was on the volume
+// before (here a host-root file on an existing volume) keeps its owner
+// and its setuid bit.
+func TestCreateCT_unprivilegedSetupOwnsOnlyItsFiles(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("skipped: owners other than the test's own need root")
+	}
+	k := newOpsKit(t)
+	k.c.SetIDShift(true)
+	volid := k.vol("pve", 310, 1*gib)
+	sid, name, _ := ParseVolID(volid)
+	dir := k.c.volumePath("pve", sid, name)
+	keep := filepath.Join(dir, "srv", "keep")
+	if err := os.MkdirAll(filepath.Dir(keep), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keep, []byte("x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(keep, os.ModeSetuid|0o755); err != nil {
+		t.Fatal(err)
+	}
+	task := ctTestCreate(k, kitRoot, map[string]string{
+		"vmid": "310", "ostemplate": DefaultTemplate, "rootfs": volid, "unprivileged": "1", "hostname": "web",
+		"net0": "name=eth0,bridge=vmbr0,ip=dhcp", "ssh-public-keys": ctTestSSHKey(t), "features": "nesting=1",
+	})
+	if task.ExitStatus != "OK" {
+		t.Fatalf("create: %s\n%s", task.ExitStatus, strings.Join(task.Log, "\n"))
+	}
+	owner := func(rel string) (string, os.FileMode) {
+		fi, err := os.Lstat(filepath.Join(dir, rel))
+		if err != nil {
+			return err.Error(), 0
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		return fmt.Sprintf("%d:%d", st.Uid, st.Gid), fi.Mode()
+	}
+	for _, rel := range []string{".", "etc", "etc/os-release", "etc/hostname", "etc/hosts", "root", "root/.ssh", "root/.ssh/authorized_keys",
+		"etc/ssh/ssh_host_ed25519_key", "etc/ssh/ssh_host_ed25519_key.pub", "etc/network/interfaces", "etc/resolv.conf"} {
+		if got, _ := owner(rel); got != "100000:100000" {
+			t.Errorf("%s: owner %s, want container root's 100000:100000", rel, got)
+		}
+	}
+	if _, mode := owner("etc/ssh/ssh_host_ed25519_key"); mode.Perm() != 0o600 {
+		t.Errorf("host key mode %v, want 0600", mode)
+	}
+	if got, mode := owner("srv/keep"); got != "0:0" || mode&os.ModeSetuid == 0 {
+		t.Errorf("srv/keep, not the create's: %s %v, want 0:0 with setuid kept", got, mode)
 	}
 }

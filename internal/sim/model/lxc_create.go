@@ -580,9 +580,6 @@ func (r *ctCreate) setupOS() error {
 	for _, l := range keyLines {
 		w.Log("%s", l)
 	}
-	if err := ctShiftSetupFiles(rootDir, r.c.ctIDMap(conf)); err != nil {
-		return err
-	}
 	if isTrue(conf["unprivileged"]) && ctParseFeatures(conf["features"])["nesting"] != "1" && r.systemd >= ctSystemdNestingMin {
 		w.Warn("Systemd %d detected. You may need to enable nesting.", r.systemd)
 	}
