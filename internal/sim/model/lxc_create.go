@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/corralhq/corral/internal/pvesize"
 	"github.com/klauspost/compress/zstd"
 	"golang.org/x/crypto/ssh"
 )
@@ -336,7 +337,7 @@ func (c *Cluster) ctCreateDisksLocked(w *Worker, node string, vmid int, mounts, 
 				return err
 			}
 			mp.Props["volume"] = v.VolID()
-			mp.Props["size"] = FormatSize(size)
+			mp.Props["size"] = pvesize.Format(size)
 		}
 		conf[key] = mp.String()
 	}

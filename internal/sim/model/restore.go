@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/corralhq/corral/internal/pvesize"
 )
 
 // Restoring a backup: POST /nodes/{node}/lxc with restore=1 and
@@ -334,7 +336,7 @@ func (r *ctRestore) settleMounts() error {
 			if !ok {
 				return Failf("unable to detect disk size - please specify %s (size)\n", key)
 			}
-			size, err := ParseSize(sizeStr)
+			size, err := pvesize.Parse(sizeStr)
 			if err != nil {
 				return Failf("unable to detect disk size - please specify %s (size)\n", key)
 			}
