@@ -149,6 +149,9 @@ func openInCT(root, rel string, flags int) (*os.File, error) {
 // regular file. At most 1 MiB is read.
 func readCTFileInRoot(root, rel string) (string, error) {
 	f, err := openInCT(root, rel, unix.O_RDONLY)
+	if errors.Is(err, unix.ENOSYS) {
+		return ReadCTFile(root, rel) // a kernel before 5.6: follow no link at all
+	}
 	if errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.EXDEV) {
 		return "", nil
 	}
