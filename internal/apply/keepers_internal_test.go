@@ -1,6 +1,7 @@
 package apply
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -39,7 +40,7 @@ func TestForNew_countsProjectLines(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			second := &keeper{node: "pve", vmid: 101}
 			s := &keeperSet{byNode: map[string][]*keeper{"pve": {tc.first, second}}}
-			k, done, err := s.forNew("pve", plan.VolumeKey{App: "new", Name: "data"}, "local-lvm")
+			k, done, err := s.forNew(context.Background(), "pve", plan.VolumeKey{App: "new", Name: "data"}, "local-lvm")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -60,7 +61,7 @@ func TestForNew_spreadsPendingVolumes(t *testing.T) {
 	s := &keeperSet{byNode: map[string][]*keeper{"pve": {a, b}}}
 	pick := func(app, name string) *keeper {
 		t.Helper()
-		k, _, err := s.forNew("pve", plan.VolumeKey{App: app, Name: name}, "local-lvm")
+		k, _, err := s.forNew(context.Background(), "pve", plan.VolumeKey{App: app, Name: name}, "local-lvm")
 		if err != nil {
 			t.Fatal(err)
 		}
