@@ -168,14 +168,23 @@ func (e *Executor) Apply(ctx context.Context, p *plan.Plan, obs *plan.Observed) 
 		}
 	}
 	keepers := e.keeperSet(obs)
+	// Repairs first, one by one (re-protecting a keeper comes before any
+	// volume work); new keepers are created while the apps' changes run:
+	// a change waits for those of a node only when it needs a keeper
+	// there with room (keeperSet.forNew). A drain onto two nodes planned
+	// ten keepers, and their creates one after another held every move
+	// back for two minutes.
 	for _, kc := range p.Keepers {
-		k, err := e.ensureKeeper(ctx, kc, keepers.byVMID(kc.Node, kc.VMID), p, obs)
-		if err != nil {
+		if kc.Action == plan.Create {
+			continue
+		}
+		if _, err := e.ensureKeeper(ctx, kc, keepers.byVMID(kc.Node, kc.VMID), p, obs); err != nil {
 			return err
 		}
-		if kc.Action == plan.Create {
-			keepers.add(k)
-		}
+	}
+	created, err := e.createKeepers(ctx, p, obs, keepers)
+	if err != nil {
+		return err
 	}
 	var changes []plan.Change
 	for _, c := range p.Changes {
@@ -184,8 +193,46 @@ func (e *Executor) Apply(ctx context.Context, p *plan.Plan, obs *plan.Observed) 
 		}
 	}
 	changes = interleaveMoves(changes)
-	err := e.forEachApp(ctx, changes, func(c plan.Change) error { return e.applyChange(ctx, c, keepers, obs) })
-	return errors.Join(err, keepers.refreshNotes(ctx))
+	err = e.forEachApp(ctx, changes, func(c plan.Change) error { return e.applyChange(ctx, c, keepers, obs) })
+	// A keeper's failure first: the changes that needed it say so.
+	return errors.Join(created(), err, keepers.refreshNotes(ctx))
+}
+
+// createKeepers starts creating the keepers p plans, all at once, and
+// returns at once; wait waits for them and returns their failures. Their
+// templates are fetched first, before the apps' changes run (that
+// changes obs).
+func (e *Executor) createKeepers(ctx context.Context, p *plan.Plan, obs *plan.Observed, keepers *keeperSet) (wait func() error, err error) {
+	var creates []plan.KeeperChange
+	for _, kc := range p.Keepers {
+		if kc.Action != plan.Create {
+			continue
+		}
+		tmpl := keeperTemplate(kc.Node, p, obs)
+		if tmpl == "" {
+			return nil, fmt.Errorf("keeper on %s: no container template on the node to create it from", kc.Node)
+		}
+		if err := e.keeperTemplateOn(ctx, kc.Node, tmpl, obs); err != nil {
+			return nil, err
+		}
+		creates = append(creates, kc)
+	}
+	errs := make([]error, len(creates))
+	var wg sync.WaitGroup
+	for i, kc := range creates {
+		done := keepers.expect(kc.Node)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			k, err := e.ensureKeeper(ctx, kc, nil, p, obs)
+			errs[i] = err
+			done(k, err)
+		}()
+	}
+	return func() error {
+		wg.Wait()
+		return errors.Join(errs...)
+	}, nil
 }
 
 // interleaveMoves orders the moves among changes so that consecutive ones
@@ -370,7 +417,7 @@ func (e *Executor) prepareVolumes(ctx context.Context, c plan.Change, keepers *k
 		switch v.Action {
 		case plan.VolCreate:
 			err = e.step(c.App, "volume", "create "+v.Name+" ("+human.Size(v.Size)+" on "+v.Storage+")", func() error {
-				k, done, err := keepers.forNew(c.Node, key, v.Storage)
+				k, done, err := keepers.forNew(ctx, c.Node, key, v.Storage)
 				if err != nil {
 					return err
 				}
@@ -383,7 +430,7 @@ func (e *Executor) prepareVolumes(ctx context.Context, c plan.Change, keepers *k
 				k := keepers.byVMID(c.Node, plan.VolumeOwner(v.Adopt)) // finishing an interrupted adoption
 				if k == nil {
 					var done func()
-					if k, done, err = keepers.forNew(c.Node, key, v.Storage); err != nil {
+					if k, done, err = keepers.forNew(ctx, c.Node, key, v.Storage); err != nil {
 						return err
 					}
 					defer done()

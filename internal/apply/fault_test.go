@@ -270,22 +270,26 @@ var (
 	requestErr = regexp.MustCompile(`(GET|POST|PUT|DELETE) (https://[^ ]+)?/[^ ]*`)
 )
 
-// checkFailure: a failed run says what failed, and, when a step failed,
-// that step is the one the error names.
+// checkFailure: a failed run says what failed, and, when steps failed,
+// the error begins with one of them (steps run at once: a keeper being
+// created and the app waiting for it both fail; the keeper's comes first).
 func (r *rig) checkFailure(w *faultWatch, err error) {
 	t := r.t
 	t.Helper()
 	msg := err.Error()
-	var failed *stepRecord
+	var failed []*stepRecord
+	named := false
 	for _, s := range w.steps {
 		if s.ended && s.err != nil {
-			failed = s
+			failed = append(failed, s)
+			named = named || strings.HasPrefix(msg, s.app+": "+s.phase+": ")
 		}
 	}
 	switch {
-	case failed != nil:
-		if !strings.HasPrefix(msg, failed.app+": "+failed.phase+": ") || !stepErr.MatchString(msg) {
-			t.Errorf("step %s %s failed, but the error does not name it: %q", failed.app, failed.phase, msg)
+	case len(failed) > 0:
+		if !named || !stepErr.MatchString(msg) {
+			last := failed[len(failed)-1]
+			t.Errorf("step %s %s (and %d more) failed, but the error names none of them: %q", last.app, last.phase, len(failed)-1, msg)
 		}
 	case !requestErr.MatchString(msg) && !strings.Contains(msg, "plan"):
 		t.Errorf("error outside any step names no request: %q", msg)

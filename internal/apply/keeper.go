@@ -194,10 +194,13 @@ func (e *Executor) ensureKeeper(ctx context.Context, kc plan.KeeperChange, k *ke
 		if tmpl == "" {
 			return nil, fmt.Errorf("keeper on %s: no container template on the node to create it from", kc.Node)
 		}
+		if err := e.keeperTemplateOn(ctx, kc.Node, tmpl, obs); err != nil {
+			return nil, err
+		}
 		var made *keeper
 		err := e.step(plan.KeeperName, "keeper", "create on "+kc.Node, func() error {
 			var err error
-			made, err = e.createKeeper(ctx, kc.Node, tmpl, keeperRootStorage(kc.Node, p), obs)
+			made, err = e.createKeeper(ctx, kc.Node, tmpl, keeperRootStorage(kc.Node, p))
 			return err
 		})
 		return made, err
@@ -255,19 +258,26 @@ func (e *Executor) ensureKeeper(ctx context.Context, kc plan.KeeperChange, k *ke
 
 // createKeeper creates a keeper on node from template tmpl, protected
 // from its first moment.
-func (e *Executor) createKeeper(ctx context.Context, node, tmpl, rootStorage string, obs *plan.Observed) (*keeper, error) {
-	if !slices.Contains(obs.Templates[node], tmpl) {
-		if err := e.fetchTemplate(ctx, plan.KeeperName, node, tmpl); err != nil {
-			return nil, err
-		}
-		obs.Templates[node] = append(obs.Templates[node], tmpl)
-	}
+func (e *Executor) createKeeper(ctx context.Context, node, tmpl, rootStorage string) (*keeper, error) {
 	params := holderParams(tmpl, plan.KeeperName, rootStorage, plan.TagKeeper, plan.KeeperDescription(nil))
 	vmid, err := e.postCT(ctx, plan.KeeperName, node, 0, params, false)
 	if err != nil {
 		return nil, err
 	}
 	return &keeper{e: e, node: node, vmid: vmid, records: map[plan.VolumeKey]string{}}, nil
+}
+
+// keeperTemplateOn downloads tmpl to node unless the node has it. It
+// changes obs: call it before the apps' changes run.
+func (e *Executor) keeperTemplateOn(ctx context.Context, node, tmpl string, obs *plan.Observed) error {
+	if slices.Contains(obs.Templates[node], tmpl) {
+		return nil
+	}
+	if err := e.fetchTemplate(ctx, plan.KeeperName, node, tmpl); err != nil {
+		return err
+	}
+	obs.Templates[node] = append(obs.Templates[node], tmpl)
+	return nil
 }
 
 // holderParams are the create parameters of a container that only holds

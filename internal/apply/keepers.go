@@ -13,8 +13,67 @@ import (
 // keeperSet is every keeper of the cluster, per node, oldest first. A node
 // has more than one when its volumes outgrow one keeper (plan.Room).
 type keeperSet struct {
-	mu     sync.Mutex // byNode, and room reservations across keepers
+	mu     sync.Mutex // byNode, pending, and room reservations across keepers
 	byNode map[string][]*keeper
+	// pending are the keepers being created, per node (Executor.createKeepers).
+	pending map[string]*keeperCreates
+}
+
+// keeperCreates are the keepers being created on a node: done closes when
+// the last of them is created or failed.
+type keeperCreates struct {
+	n    int
+	errs []error
+	done chan struct{}
+}
+
+// expect notes a keeper about to be created on node; finish adds it (or
+// its failure) when its create ends.
+func (s *keeperSet) expect(node string) (finish func(*keeper, error)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pending == nil {
+		s.pending = map[string]*keeperCreates{}
+	}
+	w := s.pending[node]
+	if w == nil {
+		w = &keeperCreates{done: make(chan struct{})}
+		s.pending[node] = w
+	}
+	w.n++
+	return func(k *keeper, err error) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if err == nil {
+			s.byNode[node] = append(s.byNode[node], k)
+		} else {
+			w.errs = append(w.errs, err)
+		}
+		if w.n--; w.n == 0 {
+			close(w.done)
+		}
+	}
+}
+
+// ready waits until the keepers being created on node are there, and
+// fails when one of them could not be created.
+func (s *keeperSet) ready(ctx context.Context, node string) error {
+	s.mu.Lock()
+	w := s.pending[node]
+	s.mu.Unlock()
+	if w == nil {
+		return nil
+	}
+	select {
+	case <-w.done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if len(w.errs) > 0 {
+		// The keeper's own error comes first in Apply's; not repeated.
+		return fmt.Errorf("the keeper planned on node %s could not be created (its error is reported with corral-keeper's); run corral apply again once that is fixed", node)
+	}
+	return nil
 }
 
 func (e *Executor) keeperSet(obs *plan.Observed) *keeperSet {
@@ -62,12 +121,23 @@ func (s *keeperSet) holder(node string, vk plan.VolumeKey) *keeper {
 	return nil
 }
 
-// forNew is the keeper on node that takes a new volume: the one that
-// already noted an adoption of it, else the first with room. The room is
+// forNew is the keeper on node that takes a new volume, once the keepers
+// being created there are: the one that already noted an adoption of it,
+// else one with room. The room is
 // reserved until done is called, so that apps creating volumes at once do
 // not overfill one keeper. The plan created enough keepers; none with
 // room means the cluster changed since.
-func (s *keeperSet) forNew(node string, vk plan.VolumeKey, storage string) (k *keeper, done func(), err error) {
+//
+// Among keepers with room it takes the one with the fewest reservations
+// pending (the one holding a reservation for another volume of the same
+// app first, so that an app's volumes share one keeper window): PVE runs
+// a keeper's move_volume and create tasks one at a time under its config
+// lock, so a drain that filled the first keeper before the next one
+// queued every app behind one keeper while the others stood idle.
+func (s *keeperSet) forNew(ctx context.Context, node string, vk plan.VolumeKey, storage string) (k *keeper, done func(), err error) {
+	if err := s.ready(ctx, node); err != nil {
+		return nil, nil, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, k := range s.byNode[node] {
@@ -79,29 +149,45 @@ func (s *keeperSet) forNew(node string, vk plan.VolumeKey, storage string) (k *k
 		}
 	}
 	line := plan.RecordLen(vk, storage)
+	var best *keeper
+	bestLoad := 0
 	for _, k := range s.byNode[node] {
 		k.smu.Lock()
 		room := plan.RoomFor(k.volumes, plan.KeeperNotes{Records: k.records, Intents: k.intents, Projects: k.projects})
-		for _, l := range k.reserved {
+		sameApp := false
+		for r, l := range k.reserved {
 			room.Take(l)
+			sameApp = sameApp || r.App == vk.App
 		}
 		fits := room.Take(line)
-		if fits {
-			if k.reserved == nil {
-				k.reserved = map[plan.VolumeKey]int{}
-			}
-			k.reserved[vk] = line
-		}
+		load := len(k.reserved)
 		k.smu.Unlock()
-		if fits {
-			return k, func() {
-				k.smu.Lock()
-				delete(k.reserved, vk)
-				k.smu.Unlock()
-			}, nil
+		if !fits {
+			continue
+		}
+		if sameApp {
+			best = k
+			break
+		}
+		if best == nil || load < bestLoad {
+			best, bestLoad = k, load
 		}
 	}
-	return nil, nil, fmt.Errorf("no keeper on node %s has room for volume %s; run `corral apply` again to plan another keeper", node, vk)
+	if best == nil {
+		return nil, nil, fmt.Errorf("no keeper on node %s has room for volume %s; run `corral apply` again to plan another keeper", node, vk)
+	}
+	k = best
+	k.smu.Lock()
+	if k.reserved == nil {
+		k.reserved = map[plan.VolumeKey]int{}
+	}
+	k.reserved[vk] = line
+	k.smu.Unlock()
+	return k, func() {
+		k.smu.Lock()
+		delete(k.reserved, vk)
+		k.smu.Unlock()
+	}, nil
 }
 
 // refreshNotes writes the Notes of every keeper that volumes were carried

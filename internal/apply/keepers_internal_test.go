@@ -1,6 +1,7 @@
 package apply
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -39,7 +40,7 @@ func TestForNew_countsProjectLines(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			second := &keeper{node: "pve", vmid: 101}
 			s := &keeperSet{byNode: map[string][]*keeper{"pve": {tc.first, second}}}
-			k, done, err := s.forNew("pve", plan.VolumeKey{App: "new", Name: "data"}, "local-lvm")
+			k, done, err := s.forNew(context.Background(), "pve", plan.VolumeKey{App: "new", Name: "data"}, "local-lvm")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -49,5 +50,36 @@ func TestForNew_countsProjectLines(t *testing.T) {
 				t.Errorf("forNew picked keeper %d, want %d (first keeper's Notes: %d characters)", k.vmid, tc.wantVMID, len(notes))
 			}
 		})
+	}
+}
+
+// Volumes arriving at once are spread over the keepers with room (a
+// drain onto a node with three keepers kept one busy and two idle), while
+// the volumes of one app stay together in one keeper's window.
+func TestForNew_spreadsPendingVolumes(t *testing.T) {
+	a, b := &keeper{node: "pve", vmid: 100}, &keeper{node: "pve", vmid: 101}
+	s := &keeperSet{byNode: map[string][]*keeper{"pve": {a, b}}}
+	pick := func(app, name string) *keeper {
+		t.Helper()
+		k, _, err := s.forNew(context.Background(), "pve", plan.VolumeKey{App: app, Name: name}, "local-lvm")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	for _, step := range []struct {
+		app, name string
+		want      *keeper
+	}{
+		{"one", "home", a},   // both idle: the oldest
+		{"one", "cache", a},  // with its app's other volume
+		{"two", "home", b},   // a has two pending
+		{"three", "home", b}, // a 2, b 1
+		{"four", "home", a},  // a 2, b 2: the oldest
+		{"two", "cache", b},  // with its app, though b is as busy
+	} {
+		if got := pick(step.app, step.name); got != step.want {
+			t.Errorf("%s/%s: keeper %d, want %d", step.app, step.name, got.vmid, step.want.vmid)
+		}
 	}
 }

@@ -269,10 +269,13 @@ func (e *Executor) lockKeeper(ctx context.Context, obs *plan.Observed, node stri
 	if storage == "" {
 		storage = "local-lvm"
 	}
+	if err := e.keeperTemplateOn(ctx, node, tmpl, obs); err != nil {
+		return nil, err
+	}
 	var made *keeper
 	err := e.step(plan.KeeperName, "keeper", "create on "+node, func() error {
 		var err error
-		made, err = e.createKeeper(ctx, node, tmpl, storage, obs)
+		made, err = e.createKeeper(ctx, node, tmpl, storage)
 		return err
 	})
 	if err != nil {

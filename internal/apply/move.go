@@ -702,7 +702,7 @@ func (e *Executor) handOver(ctx context.Context, keepers *keeperSet, node string
 	var order []*keeper
 	for _, vk := range sortedVolumeKeys(todo) {
 		sid, _, _ := strings.Cut(todo[vk], ":")
-		k, done, err := keepers.forNew(node, vk, sid)
+		k, done, err := keepers.forNew(ctx, node, vk, sid)
 		if err != nil {
 			return err
 		}

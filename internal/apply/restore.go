@@ -550,7 +550,7 @@ func (e *Executor) restoreVolumes(ctx context.Context, obs *plan.Observed, rp *R
 		sid, _, _ := strings.Cut(mp.Volume, ":")
 		var volid string
 		err := e.step(name, "volume", "adopt restored "+mp.Volume+" as "+vk.String(), func() error {
-			k, done, err := keepers.forNew(node, vk, sid)
+			k, done, err := keepers.forNew(ctx, node, vk, sid)
 			if err != nil {
 				return err
 			}

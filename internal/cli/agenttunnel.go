@@ -64,7 +64,7 @@ func agentEndpoint(ctx context.Context, cl *guest.Client, cf connFlags) (string,
 		c := *u
 		c.Host = host
 		ep := c.String()
-		err := checkEndpointFromGuest(ctx, cl, cf, ep)
+		err := checkEndpointFromGuest(ctx, cl.DialContext, cf, ep)
 		if err == nil {
 			return ep, nil
 		}
@@ -85,9 +85,12 @@ func isLoopbackHost(h string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// checkEndpointFromGuest calls GET /version at ep from inside the guest,
-// trusting the certificate as the agent will (fingerprint or CA file).
-func checkEndpointFromGuest(ctx context.Context, cl *guest.Client, cf connFlags, ep string) error {
+// checkEndpointFromGuest calls GET /version at ep through dial (from
+// inside the guest: the SSH login's DialContext), trusting the
+// certificate as the agent will: fingerprint, CA file, or none with
+// --insecure (and plain http where --insecure-plain-http allows it), the
+// settings every other API call of this corral honours.
+func checkEndpointFromGuest(ctx context.Context, dial func(ctx context.Context, network, addr string) (net.Conn, error), cf connFlags, ep string) error {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	// One connection attempt first: the client retries a refused
@@ -96,13 +99,13 @@ func checkEndpointFromGuest(ctx context.Context, cl *guest.Client, cf connFlags,
 	if err != nil {
 		return err
 	}
-	probe, err := cl.DialContext(ctx, "tcp", u.Host)
+	probe, err := dial(ctx, "tcp", u.Host)
 	if err != nil {
 		return err
 	}
 	probe.Close()
 	c, err := pve.New(pve.Config{Endpoint: ep, Token: cf.token, Fingerprint: cf.fingerprint, CAFile: cf.caFile,
-		DialContext: cl.DialContext, Logger: slog.New(slog.DiscardHandler)})
+		Insecure: cf.insecure, AllowPlainHTTP: cf.plainHTTP, DialContext: dial, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return err
 	}

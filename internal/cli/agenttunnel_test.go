@@ -1,6 +1,16 @@
 package cli
 
-import "testing"
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
 
 func TestParseDefaultGateway(t *testing.T) {
 	head := "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n"
@@ -16,6 +26,43 @@ func TestParseDefaultGateway(t *testing.T) {
 		got, err := parseDefaultGateway(tt.table)
 		if got != tt.want || (tt.want == "") != (err != nil) {
 			t.Errorf("%s: got %q, %v; want %q", tt.name, got, err, tt.want)
+		}
+	}
+}
+
+// TestCheckEndpointFromGuest_trust: the agent's endpoint check trusts the
+// API's certificate as every other call of corral does: --insecure skips
+// verification (it was ignored: an emulator's self-signed certificate
+// then failed the check), a pinned fingerprint verifies it, neither
+// refuses it. The dialer stands in for the guest's (direct-tcpip).
+func TestCheckEndpointFromGuest_trust(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/api2/json/version" {
+			http.NotFound(w, r)
+			return
+		}
+		io.WriteString(w, `{"data":{"release":"9.1","repoid":"ee7bad0a","version":"9.1.9"}}`)
+	}))
+	defer srv.Close()
+	sum := sha256.Sum256(srv.Certificate().Raw)
+	var fp []string
+	for _, b := range sum {
+		fp = append(fp, fmt.Sprintf("%02X", b))
+	}
+	var d net.Dialer
+	tests := []struct {
+		name    string
+		cf      connFlags
+		wantErr string
+	}{
+		{"--insecure", connFlags{token: "u@pve!t=s", insecure: true}, ""},
+		{"pinned fingerprint", connFlags{token: "u@pve!t=s", fingerprint: strings.Join(fp, ":")}, ""},
+		{"no trust setting", connFlags{token: "u@pve!t=s"}, "certificate"},
+	}
+	for _, tt := range tests {
+		err := checkEndpointFromGuest(context.Background(), d.DialContext, tt.cf, srv.URL)
+		if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+			t.Errorf("%s: err = %v, want %q", tt.name, err, tt.wantErr)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/corralhq/corral/internal/manifest"
 	"github.com/corralhq/corral/internal/propstr"
+	"github.com/corralhq/corral/internal/pvesize"
 )
 
 // Tags and markers by which corral finds its containers in PVE itself.
@@ -416,7 +417,7 @@ func ParseMountPoint(s string) MountPoint {
 	}
 	m := MountPoint{Volume: pm.Volume, Path: pm.Path, Backup: pm.Backup != nil && *pm.Backup}
 	if pm.Size != nil {
-		m.Size = propstr.FormatSize(*pm.Size)
+		m.Size = pvesize.Format(*pm.Size)
 	}
 	return m
 }
@@ -429,9 +430,9 @@ func AttachValue(volid, path string, backup bool) string {
 }
 
 // ParseSizeString parses PVE's size= values (8G, 512M, 1T, bytes) with
-// propstr.ParseSize.
+// pvesize.Parse.
 func ParseSizeString(s string) (int64, bool) {
-	n, err := propstr.ParseSize(s)
+	n, err := pvesize.Parse(s)
 	return n, err == nil
 }
 

@@ -152,32 +152,6 @@ func checkParseNetDevice(t *testing.T, s string) {
 	}
 }
 
-// FuzzParseSize: a size is never negative, and prints (FormatSize) to
-// text that parses to the same byte count.
-func FuzzParseSize(f *testing.F) {
-	for _, s := range fuzzParseSizeSeeds {
-		f.Add(s)
-	}
-	f.Fuzz(checkParseSize)
-}
-
-var fuzzParseSizeSeeds = []string{"8G", "512M", "1T", "4096", "1.5G", "8GiB", "1K", "0", "", "G", "-1G", "1e3G", "99999999999T", "0.0000001K", "iB"}
-
-func checkParseSize(t *testing.T, s string) {
-	n, err := ParseSize(s)
-	if err != nil {
-		return
-	}
-	if n < 0 {
-		t.Fatalf("ParseSize(%q) = %d", s, n)
-	}
-	p := FormatSize(n)
-	again, err := ParseSize(p)
-	if err != nil || again != n {
-		t.Fatalf("ParseSize(%q) = %d, printed %q, read back as %d, %v", s, n, p, again, err)
-	}
-}
-
 // FuzzParseBool: only PVE's six words (any case) are booleans, and the
 // value printed for one reads back the same.
 func FuzzParseBool(f *testing.F) {

@@ -39,10 +39,6 @@ func TestFuzzParseNetDeviceSmoke(t *testing.T) {
 	smoke(t, "FuzzParseNetDevice", fuzzParseNetDeviceSeeds, 4000, checkParseNetDevice, propDict...)
 }
 
-func TestFuzzParseSizeSmoke(t *testing.T) {
-	smoke(t, "FuzzParseSize", fuzzParseSizeSeeds, 4000, checkParseSize, "K", "M", "G", "T", "i", "B", "iB", ".", "e", "-", "+", "0")
-}
-
 func TestFuzzParseBoolSmoke(t *testing.T) {
 	smoke(t, "FuzzParseBool", []string{"1", "0", "yes", "No", "TRUE", "off"}, 1000, checkParseBool, "Y", "e", "s", "N", "o", "1")
 }

@@ -9,11 +9,12 @@ package propstr
 import (
 	"fmt"
 	"maps"
-	"math"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/corralhq/corral/internal/pvesize"
 )
 
 // Property strings are PVE's comma-separated option lists inside one
@@ -70,7 +71,7 @@ func ParseMountPoint(s string) (MountPoint, error) {
 		case k == "mountoptions":
 			m.MountOptions = strings.Split(v, ";")
 		case k == "size":
-			n, err := ParseSize(v)
+			n, err := pvesize.Parse(v)
 			if err != nil {
 				return m, fmt.Errorf("mount point %q: %w", s, err)
 			}
@@ -107,7 +108,7 @@ func (m MountPoint) String() string {
 		rest["mountoptions"] = strings.Join(m.MountOptions, ";")
 	}
 	if m.Size != nil {
-		rest["size"] = FormatSize(*m.Size)
+		rest["size"] = pvesize.Format(*m.Size)
 	}
 	parts := []string{defaultValue("volume", m.Volume)}
 	if m.Path != "" {
@@ -315,44 +316,6 @@ func bit(b bool) string {
 		return "1"
 	}
 	return "0"
-}
-
-// sizeRE is the disk-size format (pve-common JSONSchema).
-var sizeRE = regexp.MustCompile(`^(\d+(?:\.\d+)?)([KMGT])?(?:iB)?$`)
-
-// ParseSize reads a PVE disk size ("8G", "512M", "1.5T", "8GiB", bytes
-// without a unit) into bytes, as pve-common parse_size does.
-func ParseSize(s string) (int64, error) {
-	m := sizeRE.FindStringSubmatch(s)
-	if m == nil || (m[2] == "" && strings.HasSuffix(s, "iB")) {
-		return 0, fmt.Errorf("invalid size: %q", s)
-	}
-	f, err := strconv.ParseFloat(m[1], 64)
-	if err != nil {
-		return 0, fmt.Errorf("invalid size: %q", s)
-	}
-	shift := map[string]uint{"": 0, "K": 10, "M": 20, "G": 30, "T": 40}[m[2]]
-	v := f * float64(uint64(1)<<shift)
-	// float64(math.MaxInt64) rounds up to 2^63, which int64 cannot hold.
-	if v >= math.MaxInt64 {
-		return 0, fmt.Errorf("invalid size: %q: too large", s)
-	}
-	return int64(v), nil
-}
-
-// FormatSize prints bytes as pve-common format_size does: the largest of
-// T, G, M, K that divides it exactly, else plain bytes ("8G", "512M").
-func FormatSize(b int64) string {
-	units := []string{"K", "M", "G", "T"}
-	if b%1024 != 0 {
-		return strconv.FormatInt(b, 10)
-	}
-	v, u := b/1024, 0
-	for u < len(units)-1 && v%1024 == 0 {
-		v /= 1024
-		u++
-	}
-	return strconv.FormatInt(v, 10) + units[u]
 }
 
 // ParseBool reads a PVE boolean word (pve-common JSONSchema parse_boolean).

@@ -1,9 +1,13 @@
 package pve
 
-import "github.com/corralhq/corral/internal/propstr"
+import (
+	"github.com/corralhq/corral/internal/propstr"
+	"github.com/corralhq/corral/internal/pvesize"
+)
 
-// Property strings, sizes and booleans are read and written by package
-// propstr, which the planner shares; these names keep the client's API.
+// Property strings and booleans are read and written by package propstr,
+// which the planner shares, and sizes by package pvesize, which the
+// emulator shares too; these names keep the client's API.
 
 type (
 	MountPoint = propstr.MountPoint
@@ -13,8 +17,8 @@ type (
 var (
 	ParseMountPoint = propstr.ParseMountPoint
 	ParseNetDevice  = propstr.ParseNetDevice
-	ParseSize       = propstr.ParseSize
-	FormatSize      = propstr.FormatSize
+	ParseSize       = pvesize.Parse
+	FormatSize      = pvesize.Format
 )
 
 func splitPropertyString(s, defaultKey string) ([][2]string, error) {

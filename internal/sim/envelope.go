@@ -36,7 +36,7 @@ func writeData(w http.ResponseWriter, data any, total *int) {
 }
 
 // writeError writes err as PVE does: an *httpError with its status, a
-// *model.Error with the status of its kind (statusOfKind), both with their
+// *model.Error with the status of its kind (Kind.Code), both with their
 // message; anything else is a 500 with its text. The reason phrase is the
 // first line of the message.
 func writeError(w http.ResponseWriter, err error) {
@@ -65,25 +65,9 @@ func answerOf(err error) (status int, message string, params map[string]string) 
 	}
 	var me *model.Error
 	if errors.As(err, &me) {
-		return statusOfKind(me.Kind), me.Message, me.Params
+		return me.Kind.Code(), me.Message, me.Params
 	}
 	return http.StatusInternalServerError, err.Error() + "\n", nil
-}
-
-// statusOfKind maps the model's error kinds to the HTTP status PVE
-// answers with (pve-http-server: a PVE::Exception's code is the status,
-// a plain die is a 500).
-func statusOfKind(k model.Kind) int {
-	switch k {
-	case model.ErrParam:
-		return http.StatusBadRequest
-	case model.ErrPerm:
-		return http.StatusForbidden
-	case model.ErrAuth:
-		return http.StatusUnauthorized
-	default:
-		return http.StatusInternalServerError
-	}
 }
 
 // statusOf is the HTTP status answering err.

@@ -30,7 +30,7 @@ type request struct {
 
 // handler serves one route. It returns the value for "data" (and, for
 // paged lists, a total), or an error (a *model.Error answers with the
-// status of its kind, statusOfKind).
+// status of its kind, model.Kind.Code).
 type handler func(r *request) (any, error)
 
 // pagedResult lets a handler return {"data": …, "total": n}.

@@ -28,6 +28,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -38,8 +39,16 @@ const Port = 3142
 // Proxy forwards CTs' apt requests to the allowed sources.
 type Proxy struct {
 	sources   []*url.URL
-	transport http.RoundTripper
+	transport *http.Transport
 	log       *slog.Logger
+
+	// What Close ends: the servers Serve runs and the open CONNECT
+	// tunnels (hijacked connections, which http.Server.Close leaves
+	// alone), both ends of each.
+	mu      sync.Mutex
+	closed  bool
+	servers []*http.Server
+	tunnels map[net.Conn]struct{}
 }
 
 // New makes a proxy for the source URIs (http:// or https://).
@@ -47,7 +56,7 @@ func New(uris []string, log *slog.Logger) (*Proxy, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p := &Proxy{log: log}
+	p := &Proxy{log: log, tunnels: map[net.Conn]struct{}{}}
 	seen := map[string]bool{}
 	for _, s := range uris {
 		u, err := url.Parse(s)
@@ -284,6 +293,13 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // connect tunnels to an https source.
 func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
+	// CONNECT names host:port (RFC 9110 9.3.6); without a port the
+	// source check would assume 443 and the dial then fail.
+	if h, port, err := net.SplitHostPort(r.Host); err != nil || h == "" || port == "" {
+		p.log.Info("apt proxy refused", "connect", r.Host)
+		refuse(w, http.StatusBadRequest, fmt.Sprintf("corral sim apt proxy: CONNECT needs host:port, got %q", r.Host))
+		return
+	}
 	if !p.allowConnect(r.Host) {
 		p.log.Info("apt proxy refused", "connect", r.Host)
 		refuse(w, http.StatusForbidden, fmt.Sprintf("corral sim apt proxy: %s is not one of the host's https package sources", r.Host))
@@ -305,6 +321,10 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer c.Close()
+	if !p.track(c, up) {
+		return // the proxy closed meanwhile
+	}
+	defer p.untrack(c, up)
 	io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n")
 	done := make(chan struct{}, 2)
 	go func() { io.Copy(up, buf); done <- struct{}{} }()
@@ -333,8 +353,58 @@ func refuse(w http.ResponseWriter, code int, reason string) {
 	http.Error(w, reason, code)
 }
 
-// Serve serves the proxy on ln until ln closes.
+// track registers a tunnel's two connections for Close; false when the
+// proxy is closed already.
+func (p *Proxy) track(conns ...net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	for _, c := range conns {
+		p.tunnels[c] = struct{}{}
+	}
+	return true
+}
+
+func (p *Proxy) untrack(conns ...net.Conn) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range conns {
+		delete(p.tunnels, c)
+	}
+}
+
+// Serve serves the proxy on ln until ln or the proxy closes.
 func (p *Proxy) Serve(ln net.Listener) error {
 	srv := &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second, ErrorLog: slog.NewLogLogger(p.log.Handler(), slog.LevelDebug)}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		ln.Close()
+		return http.ErrServerClosed
+	}
+	p.servers = append(p.servers, srv)
+	p.mu.Unlock()
 	return srv.Serve(ln)
+}
+
+// Close ends the proxy: its listeners, the requests being forwarded, and
+// every open CONNECT tunnel (both ends), so no CT keeps a way out after
+// the emulator that gave it one has stopped.
+func (p *Proxy) Close() error {
+	p.mu.Lock()
+	p.closed = true
+	servers, tunnels := p.servers, p.tunnels
+	p.servers, p.tunnels = nil, map[net.Conn]struct{}{}
+	p.mu.Unlock()
+	var errs []error
+	for _, srv := range servers {
+		errs = append(errs, srv.Close())
+	}
+	for c := range tunnels {
+		c.Close()
+	}
+	p.transport.CloseIdleConnections()
+	return errors.Join(errs...)
 }

@@ -2,14 +2,17 @@ package aptproxy
 
 import (
 	"bufio"
+	"errors"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestHostSources(t *testing.T) {
@@ -146,5 +149,94 @@ func TestProxy(t *testing.T) {
 	line, _ := bufio.NewReader(conn).ReadString('\n')
 	if !strings.HasPrefix(line, "HTTP/1.1 403 corral sim apt proxy: ") {
 		t.Errorf("CONNECT to a non-source: %q", line)
+	}
+}
+
+// TestProxy_connectNeedsPort: a CONNECT without a port is refused with
+// 400 and the reason (it passed the source check as port 443 and then
+// failed to dial, a 502 that blamed the host's network).
+func TestProxy_connectNeedsPort(t *testing.T) {
+	p, err := New([]string{"https://apt.example.com/repo"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	front := httptest.NewServer(p)
+	defer front.Close()
+	for _, target := range []string{"apt.example.com", "apt.example.com:", ":443"} {
+		conn, err := net.Dial("tcp", strings.TrimPrefix(front.URL, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(conn, "CONNECT "+target+" HTTP/1.1\r\nHost: "+target+"\r\n\r\n")
+		line, _ := bufio.NewReader(conn).ReadString('\n')
+		conn.Close()
+		if want := "HTTP/1.1 400 corral sim apt proxy: CONNECT needs host:port, got \"" + target + "\""; strings.TrimSpace(line) != want {
+			t.Errorf("CONNECT %s: %q, want %q", target, line, want)
+		}
+	}
+}
+
+// TestProxy_close: Close ends the proxy's server (Serve returns, the
+// listener is closed) and every open CONNECT tunnel, so a CT keeps no
+// way out after its emulator stopped.
+func TestProxy_close(t *testing.T) {
+	// An "https source" that echoes what the tunnel carries.
+	up, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer up.Close()
+	go func() {
+		for {
+			c, err := up.Accept()
+			if err != nil {
+				return
+			}
+			go func() { io.Copy(c, c); c.Close() }()
+		}
+	}()
+	p, err := New([]string{"https://" + up.Addr().String() + "/debian"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- p.Serve(ln) }()
+
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(time.Minute)) // a hang fails, not blocks the suite
+	io.WriteString(conn, "CONNECT "+up.Addr().String()+" HTTP/1.1\r\nHost: "+up.Addr().String()+"\r\n\r\n")
+	br := bufio.NewReader(conn)
+	if line, _ := br.ReadString('\n'); !strings.HasPrefix(line, "HTTP/1.1 200 ") {
+		t.Fatalf("CONNECT to the https source: %q", line)
+	}
+	br.ReadString('\n') // the header's end
+	io.WriteString(conn, "ping\n")
+	if line, _ := br.ReadString('\n'); line != "ping\n" {
+		t.Fatalf("through the tunnel: %q", line)
+	}
+
+	if err := p.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		t.Errorf("Serve returned %v, want http.ErrServerClosed", err)
+	}
+	if c, err := net.Dial("tcp", ln.Addr().String()); err == nil {
+		c.Close()
+		t.Error("the proxy's listener still accepts after Close")
+	}
+	if n, err := br.ReadString('\n'); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("the open tunnel still runs after Close: read %q, %v", n, err)
+	}
+	if err := p.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		t.Errorf("Serve after Close: %v, want http.ErrServerClosed", err)
 	}
 }

@@ -55,6 +55,7 @@ func (m *Manager) startAptProxy(sources []string) {
 	m.rt.net.lns = append(m.rt.net.lns, ln)
 	m.rt.net.mu.Unlock()
 	m.aptProxy = "http://" + ln.Addr().String()
+	m.apt = p
 	m.log.Debug("apt proxy for CTs", "addr", ln.Addr().String(), "sources", p.Sources())
 	go p.Serve(ln)
 }

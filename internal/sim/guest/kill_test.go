@@ -82,18 +82,45 @@ func killHelper(t *testing.T) {
 		t.Fatal(err)
 	}
 	daemon := startDaemon(t, c, 7130)
-	holder := 0
+	holder, err := netnsHolder(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Printf("PIDS %d %d\n", daemon, holder)
+	select {}
+}
+
+// netnsHolder is the network namespace's holder among parent's children:
+// the "sleep infinity" child in a network namespace other than parent's.
+// The idmap holder (userns.go) is a "sleep infinity" child too, but it
+// shares the emulator's network namespace, so taking any such child could
+// watch the wrong one; exactly one must match.
+func netnsHolder(parent int) (int, error) {
+	own, err := os.Readlink("/proc/" + strconv.Itoa(parent) + "/ns/net")
+	if err != nil {
+		return 0, err
+	}
+	var found []int
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
 		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
 		if err != nil || string(b) != "sleep\x00infinity\x00" {
 			continue
 		}
 		st, _ := os.ReadFile("/proc/" + e.Name() + "/status")
-		if strings.Contains(string(st), "\nPPid:\t"+strconv.Itoa(os.Getpid())+"\n") {
-			holder, _ = strconv.Atoi(e.Name())
+		if !strings.Contains(string(st), "\nPPid:\t"+strconv.Itoa(parent)+"\n") {
+			continue
+		}
+		if ns, err := os.Readlink("/proc/" + e.Name() + "/ns/net"); err == nil && ns != own {
+			found = append(found, pid)
 		}
 	}
-	fmt.Printf("PIDS %d %d\n", daemon, holder)
-	select {}
+	if len(found) != 1 {
+		return 0, fmt.Errorf("want one network namespace holder (a sleep infinity child of %d in a network namespace of its own), found %v", parent, found)
+	}
+	return found[0], nil
 }

@@ -483,13 +483,24 @@ func (ct *lxcCT) config(mps []viewMount, run model.GuestRun, init string) (strin
 }
 
 // attach is the command that runs argv inside the container with env.
+// The session's environment (its client's LANG and LC_*, SSH_CONNECTION,
+// …) is lxc-attach's own, passed on by name with --keep-var after
+// --clear-env: set with -v it would be on lxc-attach's command line,
+// which every process on the host can read (ps, /proc/PID/cmdline).
 func (ct *lxcCT) attach(env []string, argv ...string) *exec.Cmd {
 	args := []string{"-P", ct.r.path, "-n", ct.name, "--clear-env"}
+	seen := map[string]bool{}
 	for _, e := range env {
-		args = append(args, "-v", e)
+		name, _, ok := strings.Cut(e, "=")
+		if !ok || name == "" || seen[name] {
+			continue
+		}
+		seen[name] = true
+		args = append(args, "--keep-var", name)
 	}
 	args = append(args, "--")
 	cmd := exec.Command("lxc-attach", append(args, argv...)...)
+	cmd.Env = append([]string{}, env...) // never nil (the emulator's own); exec keeps the last of a repeated name
 	cmd.Dir = "/"
 	if fileExists(filepath.Join(ct.root, "root")) {
 		cmd.Dir = "/root" // lxc-attach keeps the caller's directory when the CT has it

@@ -40,6 +40,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/corralhq/corral/internal/sim/aptproxy"
 	"github.com/corralhq/corral/internal/sim/model"
 )
 
@@ -87,7 +88,8 @@ type Manager struct {
 	rt    *lxcRuntime // nil in the fallback view (lxc.go)
 	rtErr error       // why there is no runtime
 
-	aptProxy string // the apt proxy's URL for CTs, "" without one (apt.go)
+	aptProxy string          // the apt proxy's URL for CTs, "" without one (apt.go)
+	apt      *aptproxy.Proxy // that proxy, closed with the manager
 }
 
 // Start probes whether guest exec works on this machine and begins to
@@ -243,6 +245,9 @@ func (m *Manager) Close() error {
 		s.stop()
 	}
 	m.claim.Close()
+	if m.apt != nil {
+		m.apt.Close() // its server and CONNECT tunnels: CTs lose their way out
+	}
 	if m.rt != nil {
 		m.rt.close()
 	}

@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/corralhq/corral/internal/pvesize"
 )
 
 // clusterView holds the read-only views of the whole datacenter: GET
@@ -409,7 +411,7 @@ func guestRootfsSize(g *Guest) int64 {
 	if err != nil || mp.Props["size"] == "" {
 		return 0
 	}
-	size, err := ParseSize(mp.Props["size"])
+	size, err := pvesize.Parse(mp.Props["size"])
 	if err != nil {
 		return 0
 	}

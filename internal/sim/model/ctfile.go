@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // A CT's rootfs is a directory on the host that the CT's users control:
@@ -118,4 +120,60 @@ func chownAs(p, ref string) {
 			os.Lchown(p, int(st.Uid), int(st.Gid))
 		}
 	}
+}
+
+// openInCT opens rel as the CT itself would, resolving every link on
+// the way inside root as if root were "/" (openat2 RESOLVE_IN_ROOT, what
+// a chroot gives): an absolute link (os-release -> /etc/shadow) or ".."
+// out of the rootfs stays in the rootfs, so a link a backup brought can
+// never reach the host's files. Debian's etc/os-release is such a link
+// (-> ../usr/lib/os-release), which ReadCTFile would not follow.
+func openInCT(root, rel string, flags int) (*os.File, error) {
+	dir, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(dir)
+	fd, err := unix.Openat2(dir, strings.TrimPrefix(filepath.Clean("/"+rel), "/"), &unix.OpenHow{
+		Flags:   uint64(flags | unix.O_CLOEXEC | unix.O_NONBLOCK),
+		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV,
+	})
+	if err != nil {
+		return nil, &os.PathError{Op: "openat2", Path: filepath.Join(root, rel), Err: err}
+	}
+	return os.NewFile(uintptr(fd), filepath.Join(root, rel)), nil
+}
+
+// readCTFileInRoot reads the regular file rel as the CT sees it (links
+// resolved inside root, see openInCT), "" when it is missing or not a
+// regular file. At most 1 MiB is read.
+func readCTFileInRoot(root, rel string) (string, error) {
+	f, err := openInCT(root, rel, unix.O_RDONLY)
+	if errors.Is(err, unix.ENOSYS) {
+		return ReadCTFile(root, rel) // a kernel before 5.6: follow no link at all
+	}
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.EXDEV) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return "", err
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxCTFile))
+	return string(data), err
+}
+
+// readCTDirInRoot lists the directory rel as the CT sees it (see
+// openInCT); nil when there is none.
+func readCTDirInRoot(root, rel string) []os.DirEntry {
+	f, err := openInCT(root, rel, unix.O_RDONLY|unix.O_DIRECTORY)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	ents, _ := f.ReadDir(-1)
+	return ents
 }

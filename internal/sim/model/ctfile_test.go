@@ -3,6 +3,7 @@ package model
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -71,6 +72,71 @@ func TestCTPostCreateNeverFollowsLinks(t *testing.T) {
 	for _, f := range []string{"hostname", "hosts", "authorized_keys"} {
 		if b, _ := os.ReadFile(filepath.Join(host, f)); string(b) != "host data\n" {
 			t.Errorf("host %s became %q", f, b)
+		}
+	}
+}
+
+// TestCTDetect_linksStayInRoot: the OS type and systemd version are read
+// from a rootfs whose links a template or backup brought; a link is
+// resolved inside the rootfs, as the CT sees it (Debian's
+// etc/os-release -> ../usr/lib/os-release works), never out to the
+// host's files, absolute or through "..".
+func TestCTDetect_linksStayInRoot(t *testing.T) {
+	host := t.TempDir() // stands for the host's /etc and /usr/lib
+	os.WriteFile(filepath.Join(host, "os-release"), []byte("ID=alpine\n"), 0o600)
+	os.MkdirAll(filepath.Join(host, "systemd"), 0o755)
+	os.WriteFile(filepath.Join(host, "systemd", "systemd.version"), []byte("257\n"), 0o600)
+	os.WriteFile(filepath.Join(host, "systemd", "libsystemd-shared-257.so"), nil, 0o600)
+	up := func(root string) string { // "../" enough to climb out of root to /
+		return strings.Repeat("../", strings.Count(root, "/")+2)
+	}
+	write := func(root, rel, data string) {
+		os.MkdirAll(filepath.Dir(filepath.Join(root, rel)), 0o755)
+		os.WriteFile(filepath.Join(root, rel), []byte(data), 0o644)
+	}
+	link := func(root, rel, target string) {
+		os.MkdirAll(filepath.Dir(filepath.Join(root, rel)), 0o755)
+		if err := os.Symlink(target, filepath.Join(root, rel)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name        string
+		setup       func(root string)
+		wantOS      string // "" : detection fails
+		wantSystemd int
+	}{
+		{"Debian's relative link inside the rootfs", func(root string) {
+			write(root, "usr/lib/os-release", "ID=debian\n")
+			link(root, "etc/os-release", "../usr/lib/os-release")
+			write(root, "usr/lib/x86_64-linux-gnu/systemd/libsystemd-shared-252.so", "")
+		}, "debian", 252},
+		{"an absolute link is the rootfs's path", func(root string) {
+			write(root, "usr/lib/os-release", "ID=ubuntu\n")
+			link(root, "etc/os-release", "/usr/lib/os-release")
+		}, "ubuntu", 0},
+		{"an absolute link to the host's file", func(root string) {
+			link(root, "etc/os-release", filepath.Join(host, "os-release"))
+			link(root, "usr/lib/systemd", filepath.Join(host, "systemd"))
+		}, "", 0},
+		{"a relative link climbing out", func(root string) {
+			link(root, "etc/os-release", up(root)+strings.TrimPrefix(filepath.Join(host, "os-release"), "/"))
+			link(root, "usr/lib/systemd", up(root)+strings.TrimPrefix(filepath.Join(host, "systemd"), "/"))
+		}, "", 0},
+		{"etc and usr are links to the host's", func(root string) {
+			link(root, "etc", host)
+			link(root, "usr", host)
+		}, "", 0},
+	}
+	for _, tt := range tests {
+		root := t.TempDir()
+		tt.setup(root)
+		got, err := ctDetectOSType(root)
+		if got != tt.wantOS || (tt.wantOS == "") != (err != nil) {
+			t.Errorf("%s: ctDetectOSType = %q, %v; want %q", tt.name, got, err, tt.wantOS)
+		}
+		if got := systemdVersion(root); got != tt.wantSystemd {
+			t.Errorf("%s: systemdVersion = %d, want %d", tt.name, got, tt.wantSystemd)
 		}
 	}
 }

@@ -38,8 +38,10 @@ const (
 )
 
 // Code is the kind's PVE::Exception code, the number Perl prints before
-// the message where it interpolates the exception (PerlText). It equals
-// the HTTP status PVE answers with, which internal/sim maps separately.
+// the message where it interpolates the exception (PerlText). It is also
+// the HTTP status PVE answers with (pve-http-server: a PVE::Exception's
+// code is the status, a plain die is a 500): internal/sim answers a
+// model error with it, so the two cannot drift apart.
 func (k Kind) Code() int {
 	switch k {
 	case ErrParam:

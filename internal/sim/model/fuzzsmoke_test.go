@@ -22,15 +22,6 @@ func TestFuzzParsePropSmoke(t *testing.T) {
 	mutate.Run(t, in, func(t *testing.T, a []any) { checkParseProp(t, a[0].(string), a[1].(bool)) })
 }
 
-func TestFuzzParseSizeSmoke(t *testing.T) {
-	var added [][]any
-	for _, s := range fuzzParseSizeSeeds {
-		added = append(added, []any{s})
-	}
-	in := mutate.New(1, "K", "M", "G", "T", "i", "B", "KiB", ".", "e", "-", "+", "0").Inputs(mutate.Seeds(t, "FuzzParseSize", added), 5000)
-	mutate.Run(t, in, func(t *testing.T, a []any) { checkParseSize(t, a[0].(string)) })
-}
-
 func TestFuzzParseMountPointSmoke(t *testing.T) {
 	var added [][]any
 	for _, s := range fuzzParseMountPointSeeds {

@@ -6,6 +6,7 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -39,7 +40,14 @@ var HostKeyTypes = []struct{ Type, File string }{
 // writeHostKeys makes the CT's SSH host keys in rootDir/etc/ssh and
 // returns the task log lines. A rootfs without /etc/ssh gets none, as in
 // PVE (a template without openssh-server).
+//
+// The keys are written as the CT's other setup files are: never through
+// a link (the rootfs's etc or etc/ssh may be one), owned as etc/ssh (so
+// an unprivileged CT's root owns them), a file already there replaced.
 func writeHostKeys(rootDir, hostname string) ([]string, error) {
+	if ok, err := ctDirs(rootDir, "etc/ssh/x", false, 0); !ok || err != nil {
+		return nil, nil
+	}
 	sshDir := filepath.Join(rootDir, "etc", "ssh")
 	if fi, err := os.Lstat(sshDir); err != nil || !fi.IsDir() {
 		return nil, nil
@@ -75,13 +83,19 @@ func writeHostKeys(rootDir, hostname string) ([]string, error) {
 		if err != nil {
 			return nil, fmt.Errorf("ssh host key %s: %w", kt.Type, err)
 		}
-		path := filepath.Join(sshDir, kt.File)
-		if err := writeFileAtomic(path, pem.EncodeToMemory(block), 0o600); err != nil {
-			return nil, fmt.Errorf("ssh host key %s: %w", kt.Type, err)
-		}
 		pub := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(signer.PublicKey()))) + " " + comment + "\n"
-		if err := writeFileAtomic(path+".pub", []byte(pub), 0o644); err != nil {
-			return nil, fmt.Errorf("ssh host key %s: %w", kt.Type, err)
+		for _, f := range []struct {
+			name, data string
+			mode       os.FileMode
+		}{{kt.File, string(pem.EncodeToMemory(block)), 0o600}, {kt.File + ".pub", pub, 0o644}} {
+			// Removed first: an old file's mode (a template's 0644
+			// private key) would stay.
+			if err := os.Remove(filepath.Join(sshDir, f.name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return nil, fmt.Errorf("ssh host key %s: %w", kt.Type, err)
+			}
+			if err := writeCTFile(rootDir, "etc/ssh/"+f.name, f.data, f.mode, 0o755); err != nil {
+				return nil, fmt.Errorf("ssh host key %s: %w", kt.Type, err)
+			}
 		}
 		lines = append(lines, "done: "+ssh.FingerprintSHA256(signer.PublicKey())+" "+comment)
 	}

@@ -3,15 +3,10 @@ package model
 import (
 	"archive/tar"
 	"encoding/binary"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
-
-	"golang.org/x/sys/unix"
 )
 
 // Unprivileged CTs and their user namespace. pve-container gives an
@@ -127,55 +122,6 @@ func (c *Cluster) ctFormatVolumesLocked(node string, conf map[string]string, vol
 	return nil
 }
 
-// ctShiftSetupFiles gives what create and restore wrote into a new
-// rootfs as host root (pve-container's setup, a tiny template's files)
-// to the CT's root: every entry whose owner is not yet a host id of the
-// map moves into it (0 becomes 100000). Modes are kept (a chown clears
-// setuid and setgid); entries already in the map are left alone.
-func ctShiftSetupFiles(dir string, m idMap) error {
-	if !m.shifted() {
-		return nil
-	}
-	in := func(id int) bool { return id >= m.base && id < m.base+m.count }
-	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil
-			}
-			return err
-		}
-		var st unix.Stat_t
-		if err := unix.Lstat(p, &st); err != nil {
-			return err
-		}
-		uid, gid := int(st.Uid), int(st.Gid)
-		if in(uid) && in(gid) {
-			return nil
-		}
-		if !in(uid) {
-			if h, ok := m.toHost(uid); ok {
-				uid = h
-			} else {
-				uid = m.base
-			}
-		}
-		if !in(gid) {
-			if h, ok := m.toHost(gid); ok {
-				gid = h
-			} else {
-				gid = m.base
-			}
-		}
-		if err := unix.Lchown(p, uid, gid); err != nil {
-			return fmt.Errorf("chown %s: %w", p, err)
-		}
-		if st.Mode&unix.S_IFMT != unix.S_IFLNK && st.Mode&0o6000 != 0 {
-			return unix.Chmod(p, st.Mode&0o7777)
-		}
-		return nil
-	})
-}
-
 // shiftACL rewrites the named user and group entries of a binary POSIX
 // ACL xattr through f; ok is false when f refuses an id.
 func shiftACL(b []byte, f func(int) (int, bool)) ([]byte, bool) {
@@ -211,17 +157,35 @@ const (
 )
 
 // capToHost is security.capability v as an unprivileged CT's tar sets
-// it: a v2 becomes v3 owned by the CT's root.
+// it (cap_convert_nscap): a v2 becomes v3 owned by the CT's root; a v3
+// keeps v3 with its rootid shifted into the map (a container uid x is
+// host uid base+x), and one whose rootid the map does not cover cannot
+// be set (nil: the kernel refuses it with EINVAL, which tar's
+// --warning=no-xattr-write keeps quiet). A v3 archived from another
+// namespace's file thus never lands with a host rootid the CT did not
+// name.
 func capToHost(v []byte, m idMap) []byte {
-	if !m.shifted() || len(v) != vfsCapV2Size || binary.LittleEndian.Uint32(v)&vfsCapRevMask != vfsCapRevision2 {
+	if !m.shifted() {
 		return v
 	}
-	out := make([]byte, vfsCapV3Size)
-	copy(out, v)
-	magic := binary.LittleEndian.Uint32(v)&^vfsCapRevMask | vfsCapRevision3
-	binary.LittleEndian.PutUint32(out, magic)
-	binary.LittleEndian.PutUint32(out[20:], uint32(m.base))
-	return out
+	switch {
+	case len(v) == vfsCapV2Size && binary.LittleEndian.Uint32(v)&vfsCapRevMask == vfsCapRevision2:
+		out := make([]byte, vfsCapV3Size)
+		copy(out, v)
+		magic := binary.LittleEndian.Uint32(v)&^vfsCapRevMask | vfsCapRevision3
+		binary.LittleEndian.PutUint32(out, magic)
+		binary.LittleEndian.PutUint32(out[20:], uint32(m.base))
+		return out
+	case len(v) == vfsCapV3Size && binary.LittleEndian.Uint32(v)&vfsCapRevMask == vfsCapRevision3:
+		root, ok := m.toHost(int(binary.LittleEndian.Uint32(v[20:])))
+		if !ok {
+			return nil
+		}
+		out := append([]byte(nil), v...)
+		binary.LittleEndian.PutUint32(out[20:], uint32(root))
+		return out
+	}
+	return v
 }
 
 // capToCT is security.capability v as tar inside the CT reads it: a v3
@@ -280,7 +244,11 @@ func shiftEntry(h *tar.Header, m fileMeta, xattrs map[string][]byte, ids idMap) 
 				}
 			}
 		case "security.capability":
-			xattrs[k] = capToHost(v, ids)
+			if c := capToHost(v, ids); c != nil {
+				xattrs[k] = c
+			} else {
+				delete(xattrs, k)
+			}
 		}
 	}
 	return m, xattrs, refused

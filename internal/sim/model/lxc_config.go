@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/corralhq/corral/internal/pvesize"
 )
 
 // A CT's configuration: GET and PUT /nodes/{node}/lxc/{vmid}/config and
@@ -630,10 +632,10 @@ func (gs *guests) ctApplyPendingMountLocked(g *Guest, opt string, running bool) 
 			return err
 		}
 		mp.Props["volume"] = v.VolID()
-		mp.Props["size"] = FormatSize(size)
+		mp.Props["size"] = pvesize.Format(size)
 	} else if mp.Type() == "volume" {
 		if v := c.st.Volumes[c.st.volKey(g.Node, mp.Volume())]; v != nil {
-			mp.Props["size"] = FormatSize(v.Size)
+			mp.Props["size"] = pvesize.Format(v.Size)
 		} else if running {
 			return Failf("volume '%s' does not exist\n", mp.Volume())
 		} else {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/corralhq/corral/internal/pvesize"
 	"github.com/klauspost/compress/zstd"
 	"golang.org/x/crypto/ssh"
 )
@@ -336,7 +337,7 @@ func (c *Cluster) ctCreateDisksLocked(w *Worker, node string, vmid int, mounts, 
 				return err
 			}
 			mp.Props["volume"] = v.VolID()
-			mp.Props["size"] = FormatSize(size)
+			mp.Props["size"] = pvesize.Format(size)
 		}
 		conf[key] = mp.String()
 	}
@@ -580,9 +581,6 @@ func (r *ctCreate) setupOS() error {
 	for _, l := range keyLines {
 		w.Log("%s", l)
 	}
-	if err := ctShiftSetupFiles(rootDir, r.c.ctIDMap(conf)); err != nil {
-		return err
-	}
 	if isTrue(conf["unprivileged"]) && ctParseFeatures(conf["features"])["nesting"] != "1" && r.systemd >= ctSystemdNestingMin {
 		w.Warn("Systemd %d detected. You may need to enable nesting.", r.systemd)
 	}
@@ -689,13 +687,19 @@ var ctOSTypes = map[string]string{
 }
 
 // ctDetectOSType is PVE::LXC::Setup's distribution detection, from the
-// rootfs's etc/os-release.
+// rootfs's etc/os-release (usr/lib/os-release without it, as
+// os-release(5) says). The rootfs may come from a template or backup its
+// users made: links are resolved inside it, as the CT sees them, never
+// out to the host's files (readCTFileInRoot).
 func ctDetectOSType(rootDir string) (string, error) {
-	data, err := os.ReadFile(filepath.Join(rootDir, "etc", "os-release"))
-	if err != nil {
+	data, err := readCTFileInRoot(rootDir, "etc/os-release")
+	if err == nil && data == "" {
+		data, err = readCTFileInRoot(rootDir, "usr/lib/os-release")
+	}
+	if err != nil || data == "" {
 		return "", Failf("unable to detect OS distribution\n")
 	}
-	for _, line := range strings.Split(string(data), "\n") {
+	for _, line := range strings.Split(data, "\n") {
 		if id, ok := strings.CutPrefix(line, "ID="); ok {
 			if t, ok := ctOSTypes[strings.Trim(id, `"'`)]; ok {
 				return t, nil

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/corralhq/corral/internal/pvesize"
 	"golang.org/x/sys/unix"
 )
 
@@ -38,7 +39,7 @@ func (gs *guests) ResizeCT(auth Auth, node string, vmid int, params map[string]s
 	}
 	sizeStr := params["size"]
 	relative := strings.HasPrefix(sizeStr, "+")
-	request, err := ParseSize(strings.TrimPrefix(sizeStr, "+"))
+	request, err := pvesize.Parse(strings.TrimPrefix(sizeStr, "+"))
 	if err != nil {
 		return "", Failf("invalid size string at /usr/share/perl5/PVE/API2/LXC.pm line %d.\n", resizeSizeDieLine)
 	}
@@ -177,7 +178,7 @@ func (gs *guests) applyResizeLocked(p resizePlan) []string {
 			dev = p.storage.Path + "/images/" + strings.TrimPrefix(p.vol.Name, "images/")
 		}
 	}
-	p.mp.Props["size"] = FormatSize(p.newSize)
+	p.mp.Props["size"] = pvesize.Format(p.newSize)
 	p.g.Config[p.mp.Key] = p.mp.String()
 	if dev == "" {
 		return lines // subvol: a quota, no filesystem to grow
@@ -432,7 +433,7 @@ func (gs *guests) doReassignLocked(w *Worker, m reassignment) error {
 		mp.Key = m.targetKey
 		mp.Props["volume"] = newVolid
 		if v := c.st.Volumes[c.st.volKey(dst.Node, newVolid)]; v != nil {
-			mp.Props["size"] = FormatSize(v.Size) // the set path rescans the size
+			mp.Props["size"] = pvesize.Format(v.Size) // the set path rescans the size
 		}
 		dst.Config[m.targetKey] = mp.String()
 		pruneUsedUnused(dst.Config)
@@ -586,7 +587,7 @@ func (gs *guests) copyVolumeTask(w *Worker, node string, vmid int, key, storage 
 			return Failf("no such volume '%s'\n", oldVolid)
 		}
 		size := old.Size
-		if s, err := ParseSize(mp.Props["size"]); err == nil && s > 0 {
+		if s, err := pvesize.Parse(mp.Props["size"]); err == nil && s > 0 {
 			size = s
 		}
 		// copy_volume allocates with alloc_disk, so the target storage

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/corralhq/corral/internal/pvesize"
 )
 
 // Power operations: POST /nodes/{node}/lxc/{vmid}/status/{start,stop,
@@ -451,9 +453,9 @@ func (gs *guests) applyPendingMountLocked(g *Guest, opt string) error {
 				return err
 			}
 			mp.Props["volume"] = v.VolID()
-			mp.Props["size"] = FormatSize(bytes)
+			mp.Props["size"] = pvesize.Format(bytes)
 		} else if v := c.st.Volumes[c.st.volKey(g.Node, mp.Volume())]; v != nil {
-			mp.Props["size"] = FormatSize(v.Size)
+			mp.Props["size"] = pvesize.Format(v.Size)
 		}
 		// PVE warns "Could not rescan volume size - <err>" when the rescan
 		// fails and keeps the given size; an unknown volume keeps it too.

@@ -2,7 +2,6 @@ package model
 
 import (
 	"fmt"
-	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -136,44 +135,6 @@ func ParseNewDisk(vol string) (storage string, gib float64, ok bool) {
 		return "", 0, false
 	}
 	return sid, f, true
-}
-
-// FormatSize is pve-common format_size as used for size=: the largest
-// unit that divides evenly, e.g. 8G, 512M, 1T; bytes for odd sizes.
-func FormatSize(b int64) string {
-	units := []struct {
-		suffix string
-		n      int64
-	}{{"T", 1 << 40}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}}
-	for _, u := range units {
-		if b >= u.n && b%u.n == 0 {
-			return strconv.FormatInt(b/u.n, 10) + u.suffix
-		}
-	}
-	return strconv.FormatInt(b, 10)
-}
-
-// ParseSize parses a disk-size value (\d+(\.\d+)?)([KMGT](iB)?)?; a bare
-// number is bytes… except where PVE says GiB (callers decide). A size
-// that does not fit in an int64 is an error, never a wrapped number.
-func ParseSize(s string) (int64, error) {
-	num := strings.TrimRight(s, "KMGTiB")
-	unit := strings.TrimSuffix(s[len(num):], "iB")
-	f, err := strconv.ParseFloat(num, 64)
-	if err != nil || num == "" {
-		return 0, fmt.Errorf("invalid size: %s", s)
-	}
-	mult := map[string]float64{"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}[unit]
-	if mult == 0 {
-		return 0, fmt.Errorf("invalid size: %s", s)
-	}
-	// float64(math.MaxInt64) is 2^63, the first value int64 cannot hold;
-	// converting a larger one (or NaN, Inf) would wrap to any number.
-	n := f * mult
-	if math.IsNaN(n) || n >= math.MaxInt64 || n < math.MinInt64 {
-		return 0, fmt.Errorf("invalid size: %s is out of range (sizes up to 8 EiB are supported)", s)
-	}
-	return int64(n), nil
 }
 
 func isTrue(v string) bool {

@@ -56,33 +56,6 @@ func checkParseProp(t *testing.T, s string, withDefault bool) {
 	}
 }
 
-// FuzzParseSize: never panics; a rejection names the input; a size of
-// PVE's own form (digits, optional fraction, optional unit) is never
-// negative.
-func FuzzParseSize(f *testing.F) {
-	for _, s := range fuzzParseSizeSeeds {
-		f.Add(s)
-	}
-	f.Fuzz(checkParseSize)
-}
-
-var fuzzParseSizeSeeds = []string{"8G", "512M", "1.5T", "4096", "10KiB", "0", "G", "-1G", ".5G", "1e3G",
-	"10000000000000000000", "8388608T", "Inf", "NaN"}
-
-// checkParseSize is FuzzParseSize's property, shared with its smoke test.
-func checkParseSize(t *testing.T, s string) {
-	n, err := ParseSize(s)
-	if err != nil {
-		if !strings.Contains(err.Error(), s) {
-			t.Fatalf("ParseSize(%q): error %q does not name the input", s, err)
-		}
-		return
-	}
-	if strings.Trim(s, "0123456789.KMGTiB") == "" && n < 0 {
-		t.Fatalf("ParseSize(%q) = %d", s, n)
-	}
-}
-
 // FuzzParseMountPoint: never panics, and an mpN value corral writes
 // (volume, mp=, backup=; volume not blank, path not empty) prints back
 // unchanged in PVE's order.

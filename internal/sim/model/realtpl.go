@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -204,19 +205,26 @@ func (c *Cluster) useRealTemplatesLocked() error {
 
 // systemdVersion finds the systemd major version of an extracted root
 // file system: the tiny templates' marker file, or the version in the
-// name of a real one's libsystemd-shared.
+// name of a real one's libsystemd-shared. The files are the CT's: links
+// are resolved inside root, never out to the host's (readCTFileInRoot).
 func systemdVersion(root string) int {
 	var n int
-	if data, err := os.ReadFile(filepath.Join(root, "usr", "lib", "systemd", "systemd.version")); err == nil {
-		fmt.Sscanf(string(data), "%d", &n)
+	if data, err := readCTFileInRoot(root, "usr/lib/systemd/systemd.version"); err == nil && data != "" {
+		fmt.Sscanf(data, "%d", &n)
 		return n
 	}
-	for _, pat := range []string{"usr/lib/*/systemd/libsystemd-shared-*.so", "usr/lib/systemd/libsystemd-shared-*.so"} {
-		m, _ := filepath.Glob(filepath.Join(root, pat))
-		for _, f := range m {
-			v := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(f), "libsystemd-shared-"), ".so")
-			if i, err := strconv.Atoi(strings.SplitN(v, ".", 2)[0]); err == nil {
-				return i
+	var dirs []string // usr/lib/*/systemd, then usr/lib/systemd
+	for _, e := range readCTDirInRoot(root, "usr/lib") {
+		dirs = append(dirs, "usr/lib/"+e.Name()+"/systemd")
+	}
+	slices.Sort(dirs)
+	for _, dir := range append(dirs, "usr/lib/systemd") {
+		for _, e := range readCTDirInRoot(root, dir) {
+			v, ok := strings.CutPrefix(e.Name(), "libsystemd-shared-")
+			if v, ok2 := strings.CutSuffix(v, ".so"); ok && ok2 {
+				if i, err := strconv.Atoi(strings.SplitN(v, ".", 2)[0]); err == nil {
+					return i
+				}
 			}
 		}
 	}

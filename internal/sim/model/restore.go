@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/corralhq/corral/internal/pvesize"
 )
 
 // Restoring a backup: POST /nodes/{node}/lxc with restore=1 and
@@ -334,7 +336,7 @@ func (r *ctRestore) settleMounts() error {
 			if !ok {
 				return Failf("unable to detect disk size - please specify %s (size)\n", key)
 			}
-			size, err := ParseSize(sizeStr)
+			size, err := pvesize.Parse(sizeStr)
 			if err != nil {
 				return Failf("unable to detect disk size - please specify %s (size)\n", key)
 			}
@@ -406,7 +408,9 @@ func (r *ctRestore) mergeConfig() error {
 	w, spec, conf := r.w, r.spec, r.conf
 	w.Log("merging backed-up and given configuration..")
 	for _, t := range r.targets {
-		if t.path == "/" {
+		// Only through real directories: the backup's etc may be a
+		// link (etc -> /etc), which RemoveAll would follow to the host.
+		if ok, err := ctDirs(t.dir, "etc/vzdump/x", false, 0); t.path == "/" && ok && err == nil {
 			os.RemoveAll(filepath.Join(t.dir, "etc", "vzdump"))
 		}
 	}
@@ -429,9 +433,6 @@ func (r *ctRestore) mergeConfig() error {
 	for _, t := range r.targets {
 		if t.path == "/" {
 			if err := ctPostCreate(t.dir, conf["hostname"], ""); err != nil {
-				return err
-			}
-			if err := ctShiftSetupFiles(t.dir, t.ids); err != nil {
 				return err
 			}
 		}

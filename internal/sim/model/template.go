@@ -159,11 +159,19 @@ func templateArchive(a Appliance, mtime time.Time) ([]byte, error) {
 }
 
 // extractTemplate unpacks a tar.zst template into dir (a new rootfs).
-// Only regular files and directories are created, and every path is kept
-// inside dir.
 // An unprivileged CT's (ids) gets shifted owners, as tar run in its user
-// namespace writes them; the tiny tree is shifted by ctShiftSetupFiles.
+// namespace writes them: its rootfs's top directory is container root's
+// first (as PVE chowns the mounted rootfs before running tar there), and
+// the tiny tree's entries are owned as their directory, so container
+// root's. Of the tiny tree only regular files and directories are
+// created, every path inside dir and never through a link (dir may be an
+// existing volume a CT filled).
 func extractTemplate(archive, dir string, ids idMap) (systemd int, err error) {
+	if ids.shifted() {
+		if err := os.Lchown(dir, ids.base, ids.base); err != nil {
+			return 0, err
+		}
+	}
 	if isRealArchive(archive) {
 		// tar xpf --numeric-owner as PVE runs it: owners, modes,
 		// links, special files.
@@ -192,21 +200,21 @@ func extractTemplate(archive, dir string, ids idMap) (systemd int, err error) {
 			return 0, err
 		}
 		name := path.Clean("/" + h.Name)
-		target := filepath.Join(dir, filepath.FromSlash(name))
+		rel := strings.TrimPrefix(name, "/")
+		if rel == "" {
+			continue
+		}
 		switch h.Typeflag {
 		case tar.TypeDir:
-			if err := os.MkdirAll(target, 0o755); err != nil {
+			if _, err := ctDirs(dir, path.Join(rel, "x"), true, 0o755); err != nil {
 				return 0, err
 			}
 		case tar.TypeReg:
-			if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-				return 0, err
-			}
 			data, err := io.ReadAll(io.LimitReader(tr, 64<<20))
 			if err != nil {
 				return 0, err
 			}
-			if err := os.WriteFile(target, data, os.FileMode(h.Mode)&0o777); err != nil {
+			if err := writeCTFile(dir, rel, string(data), os.FileMode(h.Mode)&0o777, 0o755); err != nil {
 				return 0, err
 			}
 			if name == "/usr/lib/systemd/systemd.version" {

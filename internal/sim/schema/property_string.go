@@ -3,11 +3,10 @@ package schema
 import (
 	"fmt"
 	"maps"
-	"math"
-	"math/big"
 	"slices"
-	"strconv"
 	"strings"
+
+	"github.com/corralhq/corral/internal/pvesize"
 )
 
 // FormatError is what pve-common's parse_property_string dies with: either
@@ -138,7 +137,7 @@ func (a *API) parsePropertyString(f *Format, data, path string) (map[string]stri
 // PrintProperty prints a property string the way PVE normalizes it
 // (print_property_string): the default key's bare value first, then the
 // required keys, then the rest, each group sorted by name. disk-size
-// values are printed with FormatSize ("8G"), as PVE does after parsing
+// values are printed with pvesize.Format ("8G"), as PVE does after parsing
 // sizes to bytes. Pairs of a keyAlias and its alias print combined
 // ("virtio=MAC"). kv is not validated; keys the format does not know are
 // printed last as key=value.
@@ -154,8 +153,8 @@ func PrintProperty(f *Format, kv map[string]string) string {
 	done := map[string]bool{}
 	formatValue := func(key, value string) string {
 		if p := f.Keys[key]; p != nil && p.Format == "disk-size" {
-			if n, ok := ParseSize(value); ok {
-				return FormatSize(n)
+			if n, err := pvesize.Parse(value); err == nil {
+				return pvesize.Format(n)
 			}
 		}
 		return value
@@ -200,49 +199,4 @@ func PrintProperty(f *Format, kv map[string]string) string {
 		add(k, false)
 	}
 	return strings.Join(parts, ",")
-}
-
-// ParseSize is JSONSchema.pm's parse_size: "8G", "512M", "1.5T", "4096"
-// (bytes) to bytes. K, M, G and T are powers of 1024; a "iB" suffix
-// ("8GiB") is accepted as in PVE 9 (behaviour.md §f). Fractions are
-// truncated after scaling, like Perl's int().
-func ParseSize(s string) (int64, bool) {
-	m := reDiskSize.FindStringSubmatch(s)
-	if m == nil {
-		return 0, false
-	}
-	shift := map[string]uint{"": 0, "K": 10, "M": 20, "G": 30, "T": 40}[strings.TrimSuffix(m[3], "iB")]
-	if m[2] == "" {
-		n, ok := new(big.Int).SetString(m[1], 10)
-		if ok {
-			n.Lsh(n, shift)
-			if n.IsInt64() {
-				return n.Int64(), true
-			}
-		}
-		return math.MaxInt64, true
-	}
-	f, err := strconv.ParseFloat(m[1], 64)
-	if err != nil {
-		return 0, false
-	}
-	f *= float64(uint64(1) << shift)
-	if f >= math.MaxInt64 {
-		return math.MaxInt64, true
-	}
-	return int64(f), true
-}
-
-// FormatSize is JSONSchema.pm's format_size: the largest of T, G, M, K
-// that divides the byte count, or plain bytes.
-func FormatSize(n int64) string {
-	for _, u := range []struct {
-		suffix string
-		shift  uint
-	}{{"T", 40}, {"G", 30}, {"M", 20}, {"K", 10}} {
-		if n%(int64(1)<<u.shift) == 0 {
-			return strconv.FormatInt(n>>u.shift, 10) + u.suffix
-		}
-	}
-	return strconv.FormatInt(n, 10)
 }

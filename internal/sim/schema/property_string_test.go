@@ -224,42 +224,6 @@ func TestParseThenPrint_roundTrip(t *testing.T) {
 	}
 }
 
-func TestParseSize_FormatSize(t *testing.T) {
-	tests := []struct {
-		in    string
-		bytes int64
-		ok    bool
-		print string
-	}{
-		{"8G", 8 << 30, true, "8G"},
-		{"8GiB", 8 << 30, true, "8G"},
-		{"512M", 512 << 20, true, "512M"},
-		{"1536M", 1536 << 20, true, "1536M"},
-		{"1.5T", 3 << 39, true, "1536G"},
-		{"4096", 4096, true, "4K"},
-		{"1000", 1000, true, "1000"},
-		{"0", 0, true, "0T"}, // format_size(0) is "0T" in PVE too
-		{"0.5K", 512, true, "512"},
-		{"8g", 0, false, ""},
-		{"-1G", 0, false, ""},
-		{"8 G", 0, false, ""},
-		{"", 0, false, ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.in, func(t *testing.T) {
-			n, ok := schema.ParseSize(tt.in)
-			if ok != tt.ok || n != tt.bytes {
-				t.Fatalf("ParseSize(%q)=%d,%v, want %d,%v", tt.in, n, ok, tt.bytes, tt.ok)
-			}
-			if ok {
-				if got := schema.FormatSize(n); got != tt.print {
-					t.Errorf("FormatSize(%d)=%q, want %q", n, got, tt.print)
-				}
-			}
-		})
-	}
-}
-
 func TestParseBoolean(t *testing.T) {
 	for in, want := range map[string]string{
 		"1": "1", "on": "1", "YES": "1", "True": "1",

@@ -1,11 +1,14 @@
 package schema
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/corralhq/corral/internal/pvesize"
 )
 
 // A verifier is a registered PVE format function (register_format with a
@@ -78,7 +81,6 @@ var (
 	reDNSName    = mustPerl(`^(([a-zA-Z0-9]([a-zA-Z0-9\-]*[a-zA-Z0-9])?)\.)*([a-zA-Z0-9]([a-zA-Z0-9\-]*[a-zA-Z0-9])?)$`)
 	reIface      = mustPerl(`^(?i:[a-z][a-z0-9_]{1,20}([:\.]\d+)?)$`)
 	reVLAN       = mustPerl(`^(\d+)(?:-(\d+))?$`)
-	reDiskSize   = mustPerl(`^(\d+(\.\d+)?)([KMGT](?:iB)?)?$`)
 	reTag        = mustPerl(`^(?i:[a-z0-9_][a-z0-9_\-\+\.]*)$`)
 	reTaskStatus = mustPerl(`^(?i:ok|error|warning|unknown)$`)
 	reTFASecret  = []*regexp.Regexp{
@@ -204,7 +206,9 @@ var verifiers = map[string]verifier{
 		return dief("value does not look like a valid address: %s", v)
 	},
 	"disk-size": func(_ *API, v string) error {
-		if _, ok := ParseSize(v); ok {
+		// A size past 8 EiB is still of the form (Perl keeps it as a
+		// float): PVE accepts it here.
+		if _, err := pvesize.Parse(v); err == nil || errors.Is(err, pvesize.ErrTooLarge) {
 			return nil
 		}
 		return dief("value does not look like a valid disk size: %s", v)
