@@ -148,6 +148,15 @@ type stepTimes struct {
 	mu    sync.Mutex
 	total map[string]time.Duration
 	count map[string]int
+	// The time between one step of an app ending and its next starting
+	// (the reads and waits between steps), by the two steps' kinds.
+	last map[string]stepEnd
+	gaps map[string]time.Duration
+}
+
+type stepEnd struct {
+	key string
+	at  time.Time
 }
 
 var digits = regexp.MustCompile(`[0-9]+`)
@@ -158,11 +167,20 @@ func (s *stepTimes) Step(app, phase, detail string) func(error) {
 	if i := strings.Index(key, "="); i > 0 {
 		key = key[:i]
 	}
+	s.mu.Lock()
+	if s.last == nil {
+		s.last, s.gaps = map[string]stepEnd{}, map[string]time.Duration{}
+	}
+	if l, ok := s.last[app]; ok {
+		s.gaps[l.key+"  →  "+key] += start.Sub(l.at)
+	}
+	s.mu.Unlock()
 	return func(error) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		s.total[key] += time.Since(start)
 		s.count[key]++
+		s.last[app] = stepEnd{key, time.Now()}
 	}
 }
 func (s *stepTimes) TaskLog(string, string, string) {}
@@ -177,5 +195,14 @@ func (s *stepTimes) log(b *testing.B) {
 	sort.Slice(keys, func(i, j int) bool { return s.total[keys[i]] > s.total[keys[j]] })
 	for _, k := range keys {
 		b.Logf("%8.1fs %5d× %6.3fs  %s", s.total[k].Seconds(), s.count[k], s.total[k].Seconds()/float64(s.count[k]), k)
+	}
+	gaps := make([]string, 0, len(s.gaps))
+	for k := range s.gaps {
+		gaps = append(gaps, k)
+	}
+	sort.Slice(gaps, func(i, j int) bool { return s.gaps[gaps[i]] > s.gaps[gaps[j]] })
+	b.Logf("between steps:")
+	for _, k := range gaps[:min(12, len(gaps))] {
+		b.Logf("%8.1fs  %s", s.gaps[k].Seconds(), k)
 	}
 }
