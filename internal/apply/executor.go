@@ -218,15 +218,20 @@ func (e *Executor) createKeepers(ctx context.Context, p *plan.Plan, obs *plan.Ob
 		creates = append(creates, kc)
 	}
 	errs := make([]error, len(creates))
+	// Every create is expected before any starts: one that ended before
+	// the next of its node was expected would let that node's waiters go.
+	finish := make([]func(*keeper, error), len(creates))
+	for i, kc := range creates {
+		finish[i] = keepers.expect(kc.Node)
+	}
 	var wg sync.WaitGroup
 	for i, kc := range creates {
-		done := keepers.expect(kc.Node)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			k, err := e.ensureKeeper(ctx, kc, nil, p, obs)
 			errs[i] = err
-			done(k, err)
+			finish[i](k, err)
 		}()
 	}
 	return func() error {

@@ -36,7 +36,7 @@ func (s *keeperSet) expect(node string) (finish func(*keeper, error)) {
 		s.pending = map[string]*keeperCreates{}
 	}
 	w := s.pending[node]
-	if w == nil {
+	if w == nil || w.n == 0 { // none yet, or those before all ended
 		w = &keeperCreates{done: make(chan struct{})}
 		s.pending[node] = w
 	}

@@ -83,3 +83,36 @@ func TestForNew_spreadsPendingVolumes(t *testing.T) {
 		}
 	}
 }
+
+// A node's waiters go on only when every keeper being created there is
+// created, and learn when one failed; a finish before the next expect
+// must not close the wait twice.
+func TestKeeperSet_readyWaitsForEveryCreate(t *testing.T) {
+	ctx := context.Background()
+	s := &keeperSet{byNode: map[string][]*keeper{}}
+	first, second := s.expect("pve"), s.expect("pve")
+	ready := make(chan error, 1)
+	go func() { ready <- s.ready(ctx, "pve") }()
+	first(&keeper{node: "pve", vmid: 100}, nil)
+	select {
+	case err := <-ready:
+		t.Fatalf("ready returned (%v) while a keeper was still being created", err)
+	default:
+	}
+	second(nil, fmt.Errorf("injected"))
+	if err := <-ready; err == nil || !strings.Contains(err.Error(), "could not be created") {
+		t.Fatalf("ready after a failed create: %v", err)
+	}
+	if len(s.byNode["pve"]) != 1 {
+		t.Errorf("keepers on pve: %d, want the one created", len(s.byNode["pve"]))
+	}
+	// Expected again after all ended: a fresh wait, closed once.
+	third := s.expect("pve")
+	third(&keeper{node: "pve", vmid: 101}, nil)
+	if err := s.ready(ctx, "pve"); err != nil {
+		t.Errorf("ready after a later create: %v", err)
+	}
+	if err := s.ready(ctx, "other"); err != nil {
+		t.Errorf("ready on a node without creates: %v", err)
+	}
+}
