@@ -53,6 +53,28 @@ func startMoveRig(t *testing.T, dir string, opts ...pvetest.Option) *moveRig {
 	return &moveRig{t: t, srv: srv}
 }
 
+// frozenMoveRig applies the manifest with web on pve1, marks its volumes
+// data and stops the emulator; thaw starts an emulator (with opts) on a
+// copy of that state, for one kill point.
+func frozenMoveRig(t *testing.T, opts ...pvetest.Option) (thaw func(t *testing.T) *moveRig) {
+	base := startMoveRig(t, t.TempDir(), opts...)
+	if _, err := base.run("pve1", 0); err != nil {
+		t.Fatalf("first apply: %v", err)
+	}
+	base.mark("pve1")
+	if err := base.srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	frozen := base.srv.Dir()
+	return func(t *testing.T) *moveRig {
+		dir := t.TempDir()
+		if out, err := exec.Command("cp", "-a", frozen+"/.", dir).CombinedOutput(); err != nil {
+			t.Fatalf("copy emulator state: %v\n%s", err, out)
+		}
+		return startMoveRig(t, dir, opts...)
+	}
+}
+
 func (r *moveRig) apps(node string) []plan.App {
 	if r.plan != nil {
 		return r.plan(r.t, node)
@@ -204,22 +226,7 @@ func (r *moveRig) checkVolumes(obs *plan.Observed, node string, recs map[plan.Vo
 }
 
 func TestMoveCrashAtEveryAPICall(t *testing.T) {
-	base := startMoveRig(t, t.TempDir())
-	if _, err := base.run("pve1", 0); err != nil {
-		t.Fatalf("first apply: %v", err)
-	}
-	base.mark("pve1")
-	if err := base.srv.Close(); err != nil {
-		t.Fatal(err)
-	}
-	frozen := base.srv.Dir()
-	thaw := func(t *testing.T) *moveRig {
-		dir := t.TempDir()
-		if out, err := exec.Command("cp", "-a", frozen+"/.", dir).CombinedOutput(); err != nil {
-			t.Fatalf("copy emulator state: %v\n%s", err, out)
-		}
-		return startMoveRig(t, dir)
-	}
+	thaw := frozenMoveRig(t)
 	clean := thaw(t)
 	n, err := clean.run("pve2", 0)
 	if err != nil {

@@ -58,19 +58,7 @@ func (k *matchKiller) RoundTrip(r *http.Request) (*http.Response, error) {
 // fired.
 func (r *moveRig) runKilled(node string, k *matchKiller) {
 	r.t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	k.base, k.cancel = r.srv.HTTPClient().Transport, cancel
-	c := pvetest.Client(r.t, r.srv, r.srv.Credentials().OperatorToken, pvetest.Transport(k))
-	obs, err := apply.Observe(ctx, c)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	p, err := plan.Make(r.apps(node), obs)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	if err := (&apply.Executor{Client: c}).Apply(ctx, p, obs); err == nil || !k.dead.Load() {
+	if err := r.runThrough(node, k); err == nil || !k.dead.Load() {
 		r.t.Fatalf("the run was not killed (%v)", err)
 	}
 }
@@ -79,21 +67,27 @@ func (r *moveRig) runKilled(node string, k *matchKiller) {
 // expected not to fire (nth 0): it counts.
 func (r *moveRig) runCounted(node string, k *matchKiller) {
 	r.t.Helper()
+	if err := r.runThrough(node, k); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// runThrough plans and applies the manifest with web on node, its
+// requests going through k.
+func (r *moveRig) runThrough(node string, k *matchKiller) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	k.base, k.cancel = r.srv.HTTPClient().Transport, cancel
 	c := pvetest.Client(r.t, r.srv, r.srv.Credentials().OperatorToken, pvetest.Transport(k))
 	obs, err := apply.Observe(ctx, c)
 	if err != nil {
-		r.t.Fatal(err)
+		return err
 	}
 	p, err := plan.Make(r.apps(node), obs)
-	if err == nil {
-		err = (&apply.Executor{Client: c}).Apply(ctx, p, obs)
-	}
 	if err != nil {
-		r.t.Fatal(err)
+		return err
 	}
+	return (&apply.Executor{Client: c}).Apply(ctx, p, obs)
 }
 
 // settle runs the manifest with web on node until a run succeeds with

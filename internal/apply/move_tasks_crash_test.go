@@ -3,7 +3,6 @@ package apply_test
 import (
 	"fmt"
 	"net/http"
-	"os/exec"
 	"regexp"
 	"strings"
 	"sync"
@@ -34,22 +33,7 @@ var taskStart = regexp.MustCompile(`^(POST /api2/json/nodes/[^/]+/lxc(/\d+/(move
 func isTaskStart(r *http.Request) bool { return taskStart.MatchString(r.Method + " " + r.URL.Path) }
 
 func TestMoveCrashWhileTasksRun(t *testing.T) {
-	base := startMoveRig(t, t.TempDir(), pvetest.TimeScale(taskScale))
-	if _, err := base.run("pve1", 0); err != nil {
-		t.Fatalf("first apply: %v", err)
-	}
-	base.mark("pve1")
-	if err := base.srv.Close(); err != nil {
-		t.Fatal(err)
-	}
-	frozen := base.srv.Dir()
-	thaw := func(t *testing.T) *moveRig {
-		dir := t.TempDir()
-		if out, err := exec.Command("cp", "-a", frozen+"/.", dir).CombinedOutput(); err != nil {
-			t.Fatalf("copy emulator state: %v\n%s", err, out)
-		}
-		return startMoveRig(t, dir, pvetest.TimeScale(taskScale))
-	}
+	thaw := frozenMoveRig(t, pvetest.TimeScale(taskScale))
 	clean := thaw(t)
 	count := &matchKiller{match: isTaskStart}
 	var starts []string
