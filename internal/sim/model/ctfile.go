@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -62,17 +63,35 @@ func ReadCTFile(root, rel string) (string, error) {
 	if ok, err := ctDirs(root, rel, false, 0); !ok || err != nil {
 		return "", err
 	}
-	f, err := os.OpenFile(filepath.Join(root, rel), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ELOOP) {
+	fd, err := unix.Open(filepath.Join(root, rel), unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
 		return "", nil
 	}
+	if err != nil {
+		return "", &os.PathError{Op: "open", Path: filepath.Join(root, rel), Err: err}
+	}
+	return readRegular(fd)
+}
+
+// readRegular reads, at most 1 MiB, the file that fd (an O_PATH
+// descriptor, closed here) names, "" unless it is a regular file. Only a
+// regular file is ever opened for reading: a device node a backup
+// brought (a watchdog, a tty) is never opened by the emulator, which
+// runs as root.
+func readRegular(fd int) (string, error) {
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return "", err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return "", nil
+	}
+	f, err := os.OpenFile("/proc/self/fd/"+strconv.Itoa(fd), os.O_RDONLY|syscall.O_NOCTTY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return "", err
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return "", err
-	}
 	data, err := io.ReadAll(io.LimitReader(f, maxCTFile))
 	return string(data), err
 }
@@ -134,8 +153,11 @@ func openInCT(root, rel string, flags int) (*os.File, error) {
 		return nil, err
 	}
 	defer unix.Close(dir)
+	if flags&unix.O_PATH == 0 { // O_PATH takes no other flags but these
+		flags |= unix.O_NONBLOCK | unix.O_NOCTTY
+	}
 	fd, err := unix.Openat2(dir, strings.TrimPrefix(filepath.Clean("/"+rel), "/"), &unix.OpenHow{
-		Flags:   uint64(flags | unix.O_CLOEXEC | unix.O_NONBLOCK),
+		Flags:   uint64(flags | unix.O_CLOEXEC),
 		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV,
 	})
 	if err != nil {
@@ -148,9 +170,11 @@ func openInCT(root, rel string, flags int) (*os.File, error) {
 // resolved inside root, see openInCT), "" when it is missing or not a
 // regular file. At most 1 MiB is read.
 func readCTFileInRoot(root, rel string) (string, error) {
-	f, err := openInCT(root, rel, unix.O_RDONLY)
-	if errors.Is(err, unix.ENOSYS) {
-		return ReadCTFile(root, rel) // a kernel before 5.6: follow no link at all
+	f, err := openInCT(root, rel, unix.O_PATH)
+	if errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EPERM) {
+		// A kernel before 5.6, or a seccomp profile that refuses
+		// openat2: follow no link at all.
+		return ReadCTFile(root, rel)
 	}
 	if errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.EXDEV) {
 		return "", nil
@@ -158,12 +182,12 @@ func readCTFileInRoot(root, rel string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+	fd, err := unix.Dup(int(f.Fd()))
+	f.Close()
+	if err != nil {
 		return "", err
 	}
-	data, err := io.ReadAll(io.LimitReader(f, maxCTFile))
-	return string(data), err
+	return readRegular(fd)
 }
 
 // readCTDirInRoot lists the directory rel as the CT sees it (see

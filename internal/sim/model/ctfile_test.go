@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // The emulator writes a CT's settings as host root into a rootfs its
@@ -138,5 +140,56 @@ func TestCTDetect_linksStayInRoot(t *testing.T) {
 		if got := systemdVersion(root); got != tt.wantSystemd {
 			t.Errorf("%s: systemdVersion = %d, want %d", tt.name, got, tt.wantSystemd)
 		}
+	}
+}
+
+// The emulator reads CT files as root, from rootfs that users' backups
+// made: a device node or a FIFO where a file is expected is never opened
+// (opening a watchdog arms it; a tty can become the controlling
+// terminal). inotify reports every open of the node.
+func TestCTFileNeverOpensSpecialFiles(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to make a device node")
+	}
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "etc"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name string
+		mode uint32
+	}{
+		{"char device (1:3, a null device)", unix.S_IFCHR | 0o644},
+		{"fifo", unix.S_IFIFO | 0o644},
+	} {
+		p := filepath.Join(root, "etc", "os-release")
+		os.Remove(p)
+		if err := unix.Mknod(p, tt.mode, int(unix.Mkdev(1, 3))); err != nil {
+			t.Fatal(err)
+		}
+		in, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := unix.InotifyAddWatch(in, p, unix.IN_OPEN); err != nil {
+			t.Fatal(err)
+		}
+		for _, read := range []struct {
+			how string
+			fn  func() (string, error)
+		}{
+			{"ReadCTFile", func() (string, error) { return ReadCTFile(root, "etc/os-release") }},
+			{"readCTFileInRoot", func() (string, error) { return readCTFileInRoot(root, "etc/os-release") }},
+		} {
+			got, err := read.fn()
+			if got != "" || err != nil {
+				t.Errorf("%s: %s = %q, %v; want nothing", tt.name, read.how, got, err)
+			}
+			buf := make([]byte, 4096)
+			if n, _ := unix.Read(in, buf); n > 0 {
+				t.Errorf("%s: %s opened it (inotify IN_OPEN)", tt.name, read.how)
+			}
+		}
+		unix.Close(in)
 	}
 }
