@@ -248,6 +248,15 @@ func TestMoveCarrierNotesEdited(t *testing.T) {
 			notes: func(n plan.CarrierNotes) string { n.App = "other"; return n.Render() }, want: "carry volumes of web"},
 		{name: "wiped, older corral's carrier", tags: "corral;corral-carrier",
 			notes: func(plan.CarrierNotes) string { return "" }, want: "no longer name a move"},
+		// Without the refusal the move would hand data over, then stop at
+		// the carrier's destroy with logs still in it, nameless.
+		{name: "a carrying line deleted", tags: "corral;corral-carrier;corral-moving-web",
+			notes: func(n plan.CarrierNotes) string {
+				return strings.Replace(n.Render(), fmt.Sprintf("corral-carrying: web/logs=%s>%s\n", n.Carrying[plan.VolumeKey{App: "web", Name: "logs"}].Source, n.Carrying[plan.VolumeKey{App: "web", Name: "logs"}].Key), "", 1)
+			}, want: "but no corral-carrying line of its Notes names that entry"},
+		{name: "a carrying line mangled", tags: "corral;corral-carrier;corral-moving-web",
+			notes: func(n plan.CarrierNotes) string { return strings.Replace(n.Render(), ">unused", " unused", 1) },
+			want:  "carrying lines corral cannot read"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -48,6 +48,11 @@ type CarrierNotes struct {
 	// Carrying are the volumes handed (or being handed) to the carrier:
 	// the source volid and the carrier's unusedN the volume becomes.
 	Carrying map[VolumeKey]AdoptIntent
+	// Malformed are the carrying lines that do not parse (or name an
+	// entry that is no unusedN, or a volume a line before already
+	// names), as written: an edit outside corral. They are kept here,
+	// not dropped, so that ReadCarrier can refuse the move naming them.
+	Malformed []string
 }
 
 // ParseCarrierNotes reads a carrier's Notes; ok is false when they hold
@@ -73,13 +78,20 @@ func ParseCarrierNotes(desc string) (n CarrierNotes, ok bool) {
 			ok = n.App != "" && n.From != "" && n.To != ""
 			continue
 		}
-		if v, found := strings.CutPrefix(l, markerCarrying); found {
+		if len(l) >= len(markerCarrying)-2 && strings.EqualFold(l[:len(markerCarrying)-2], markerCarrying[:len(markerCarrying)-2]) {
+			v, _ := strings.CutPrefix(l, markerCarrying)
 			key, rest, ok1 := strings.Cut(v, "=")
 			app, name, ok2 := strings.Cut(key, "/")
 			src, to, ok3 := strings.Cut(rest, ">")
-			if ok1 && ok2 && ok3 && app != "" && name != "" && src != "" && to != "" {
-				n.Carrying[VolumeKey{app, name}] = AdoptIntent{Source: strings.TrimSpace(src), Key: strings.TrimSpace(to)}
+			src, to = strings.TrimSpace(src), strings.TrimSpace(to)
+			vk := VolumeKey{app, name}
+			_, twice := n.Carrying[vk]
+			if !strings.HasPrefix(l, markerCarrying) || !ok1 || !ok2 || !ok3 || app == "" || name == "" || src == "" ||
+				!isUnusedKey(to) || twice || strings.ContainsAny(app+name, " \t") {
+				n.Malformed = append(n.Malformed, l)
+				continue
 			}
+			n.Carrying[vk] = AdoptIntent{Source: src, Key: to}
 		}
 	}
 	return n, ok
@@ -187,8 +199,64 @@ func ReadCarrier(vmid int, node string, tags []string, conf map[string]string) *
 		c.Problem = fmt.Sprintf("its Notes name app %s, but its tag names app %s (the Notes were edited outside corral)", n.App, c.Tagged)
 	case len(others) > 0:
 		c.Problem = fmt.Sprintf("its Notes name app %s, but carry volumes of %s (the Notes were edited outside corral)", n.App, strings.Join(others, ", "))
+	default:
+		c.Problem = c.lineProblem()
 	}
 	return c
+}
+
+// lineProblem says why the carrier's carrying lines cannot be trusted to
+// say which volume it holds is which: a line corral cannot read, two
+// lines naming one entry, or a volume it holds that no line names (a
+// line deleted or edited in the web UI; the move would hand the other
+// volumes over and leave that one in the carrier, nameless). "" when
+// every volume it holds is named by exactly one line. A line whose entry
+// is empty is normal: its volume is not moved in yet, or was handed to
+// the target keeper already.
+//
+// What it cannot see is two lines' entries swapped: move_volume renames a
+// volume for the carrier (vm-<carrier>-disk-N, in the order of the
+// moves, not of the lines), a migration may rename it again, and an
+// unusedN entry has no size, so nothing PVE shows ties a held volume to
+// the line's source volid (docs/moving.md, "Edited carrier Notes").
+func (c *Carrier) lineProblem() string {
+	n := c.Notes
+	if len(n.Malformed) > 0 {
+		return fmt.Sprintf("its Notes have carrying lines corral cannot read (%q; the Notes were edited outside corral)", n.Malformed)
+	}
+	byKey := map[string][]string{}
+	for vk, in := range n.Carrying {
+		byKey[in.Key] = append(byKey[in.Key], vk.String())
+	}
+	for _, key := range slices.Sorted(maps.Keys(byKey)) {
+		if vks := byKey[key]; len(vks) > 1 {
+			slices.Sort(vks)
+			return fmt.Sprintf("its carrying lines of %s all name its %s (the Notes were edited outside corral)", strings.Join(vks, " and "), key)
+		}
+	}
+	var unnamed, foreign []string
+	for _, k := range slices.Sorted(maps.Keys(c.Config)) {
+		if !isVolumeKey(k) {
+			continue
+		}
+		volid := ParseMountPoint(c.Config[k]).Volume
+		switch {
+		case volid == "":
+		case byKey[k] == nil:
+			unnamed = append(unnamed, k+"="+volid)
+		case VolumeOwner(volid) != c.VMID:
+			foreign = append(foreign, k+"="+volid)
+		}
+	}
+	switch {
+	case len(unnamed) > 0:
+		return fmt.Sprintf("it holds %s, but no corral-carrying line of its Notes names that entry (a line was deleted or edited outside corral); "+
+			"the missing line is \"corral-carrying: APP/VOLUME=SOURCE>ENTRY\", VOLUME the app's retained volume no other line names, SOURCE its volid in the keeper before the move",
+			strings.Join(unnamed, ", "))
+	case len(foreign) > 0:
+		return fmt.Sprintf("it holds %s, not named for CT %d: corral hands a carrier only volumes move_volume renamed for it (the config was edited outside corral)", strings.Join(foreign, ", "), c.VMID)
+	}
+	return ""
 }
 
 // Apps are the apps a carrier names anywhere: its tag, its move line,
@@ -238,6 +306,13 @@ func (c *Carrier) HeldVolumes() []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// isUnusedKey reports whether a config key is unusedN, the only entry
+// a carrying line names (carry hands volumes to the carrier's unusedN).
+func isUnusedKey(k string) bool {
+	rest, ok := strings.CutPrefix(k, "unused")
+	return ok && rest != "" && strings.Trim(rest, "0123456789") == ""
 }
 
 // isVolumeKey reports whether a config key is mpN or unusedN.

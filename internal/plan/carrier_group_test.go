@@ -39,7 +39,9 @@ func TestGroupCarriers(t *testing.T) {
 		{"empty one first", []*plan.Carrier{car(103, tagged, notes("web")), car(105, tagged, notes("web", "web/data"), "local-lvm:vm-105-disk-1")}, 105, []int{103}, nil, ""},
 		{"empty one last", []*plan.Carrier{car(105, tagged, notes("web", "web/data")), car(107, old, notes("web"))}, 105, []int{107}, nil, ""},
 		{"both empty: the lowest", []*plan.Carrier{car(107, tagged, notes("web")), car(103, tagged, notes("web"))}, 103, []int{107}, nil, ""},
-		{"a volume but no line is not empty", []*plan.Carrier{car(103, tagged, notes("web"), "local-lvm:vm-103-disk-1"), car(105, tagged, notes("web", "web/data"))}, 0, nil, []int{103, 105}, "2 carriers holding"},
+		{"a volume is not empty", []*plan.Carrier{car(103, tagged, notes("web", "web/logs"), "local-lvm:vm-103-disk-1"), car(105, tagged, notes("web", "web/data"))}, 0, nil, []int{103, 105}, "2 carriers holding"},
+		// Refused for itself (web too: it names web), whatever the other.
+		{"a volume but no line", []*plan.Carrier{car(103, tagged, notes("web"), "local-lvm:vm-103-disk-1"), car(105, tagged, notes("web", "web/data"))}, 105, nil, []int{103}, "no corral-carrying line"},
 		{"notes edited", []*plan.Carrier{car(103, tagged, "hello")}, 0, nil, []int{103}, "no longer name a move"},
 		{"notes name another app than the tag", []*plan.Carrier{car(103, tagged, notes("db"))}, 0, nil, []int{103}, "its tag names app web"},
 		{"notes name another app than the lines", []*plan.Carrier{car(103, old, notes("db", "web/data"))}, 0, nil, []int{103}, "carry volumes of web"},
