@@ -55,6 +55,12 @@ func TestMoveCrashWhileTasksRun(t *testing.T) {
 			if mode != "finish" && testing.Short() {
 				continue
 			}
+			// Under -race (CI: the package's tests ran past ten minutes)
+			// every kill point is finished, and every other one also
+			// rolled back, the others killed while waiting instead.
+			if raceDetector && ((mode == "back" && i%2 == 1) || (mode == "waiting" && i%2 == 0)) {
+				continue
+			}
 			then := "pve2"
 			if mode == "back" {
 				then = "pve1"
