@@ -647,9 +647,10 @@ func (ct *lxcCT) startSession(spec viewSpec, stdin, stdout, stderr *os.File, tty
 
 // shellIn is root's shell in the CT's /etc/passwd, else /bin/sh.
 func shellIn(root string) string {
-	data, err := os.ReadFile(filepath.Join(root, "etc", "passwd"))
+	// As host root, from a rootfs its users control: never through a link.
+	data, err := model.ReadCTFile(root, "etc/passwd")
 	if err == nil {
-		for _, line := range strings.Split(string(data), "\n") {
+		for _, line := range strings.Split(data, "\n") {
 			f := strings.Split(line, ":")
 			if len(f) == 7 && f[0] == "root" && strings.HasPrefix(f[6], "/") {
 				return f[6]
