@@ -271,6 +271,15 @@ func TestMoveCarrierNotesEdited(t *testing.T) {
 				t.Fatal(err)
 			}
 			before := r.volumes()
+			// The plan's warnings say it too, with what it holds and the fix.
+			warned := false
+			for _, w := range r.observe().Warnings {
+				warned = warned || (strings.Contains(w, fmt.Sprintf("carrier CT %d on pve1", car.VMID)) &&
+					strings.Contains(w, "write back its Notes") && strings.Contains(w, "unused0=local-lvm:vm-"+strconv.Itoa(car.VMID)))
+			}
+			if !warned {
+				t.Errorf("no warning names carrier %d, what it holds and the fix: %q", car.VMID, r.observe().Warnings)
+			}
 			for _, then := range []string{"pve2", "pve1"} {
 				_, err := r.run(then, 0)
 				for _, want := range []string{fmt.Sprintf("carrier CT %d on pve1", car.VMID), tc.want, "write back its Notes", "unused0=local-lvm:vm-" + strconv.Itoa(car.VMID)} {

@@ -166,7 +166,7 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 	if len(carriers) > 0 {
 		obs.Carriers, obs.LeftoverCarriers, obs.BadCarriers = plan.GroupCarriers(carriers)
 		for _, c := range obs.BadCarriers {
-			obs.Warnings = append(obs.Warnings, fmt.Sprintf("carrier CT %d on %s: %s, so corral cannot finish its move; the volumes it holds are kept (docs/moving.md)", c.VMID, c.Node, c.Problem))
+			obs.Warnings = append(obs.Warnings, fmt.Sprintf("carrier CT %d on %s: %s, so corral cannot finish its move; it holds %s, which corral keeps: write back its Notes as corral wrote them (docs/moving.md shows the format), or hand its volumes to a keeper by hand and destroy it (protection off first)", c.VMID, c.Node, c.Problem, c.HeldList()))
 		}
 	}
 	recognize(obs, strangers)

@@ -382,14 +382,20 @@ func GroupCarriers(all []*Carrier) (moves map[string]*Carrier, leftovers, bad []
 	return moves, leftovers, bad
 }
 
+// HeldList is what the carrier holds, for a message: its volume entries
+// (KEY=VOLID), or "nothing".
+func (c *Carrier) HeldList() string {
+	if h := c.HeldVolumes(); len(h) > 0 {
+		return strings.Join(h, ", ")
+	}
+	return "nothing"
+}
+
 // Refusal is the error text for app when a carrier corral cannot finish
 // may hold its volumes: the carrier's VMID, node, what it holds, and
 // the fix. Nothing is moved or created for app until it is fixed.
 func (c *Carrier) Refusal(app string) string {
-	held := "nothing"
-	if h := c.HeldVolumes(); len(h) > 0 {
-		held = strings.Join(h, ", ")
-	}
+	held := c.HeldList()
 	if c.twins {
 		return fmt.Sprintf("app %s: carrier CT %d on %s: %s; it holds %s; corral neither moves nor creates app %s's volumes until one is left: "+
 			"hand the volumes of one carrier to the other (move_volume to a free unusedN of it, and a \"corral-carrying: %s/VOLUME=SOURCE>unusedN\" line per volume in its Notes) or to a keeper by hand, "+
