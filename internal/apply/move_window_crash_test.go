@@ -27,24 +27,8 @@ import (
 // recorded there once, with its data, the keeper is protected again, no
 // carrier and no stray volume is left.
 
-const windowManifest = `apps:
-  - name: a1
-    node: NODE
-    template: local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst
-    memory: 128
-    volumes:
-      - name: data
-        size: 1G
-        mount: /srv/data
-  - name: a2
-    node: NODE
-    template: local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst
-    memory: 128
-    volumes:
-      - name: data
-        size: 1G
-        mount: /srv/data
-  - name: a3
+// windowApp is one of the three apps (windowApps), each with one volume.
+const windowApp = `  - name: APP
     node: NODE
     template: local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst
     memory: 128
@@ -57,7 +41,11 @@ const windowManifest = `apps:
 var windowApps = []string{"a1", "a2", "a3"}
 
 func windowPlan(t *testing.T, node string) []plan.App {
-	f, err := manifest.Parse("corral.yaml", []byte(strings.ReplaceAll(windowManifest, "NODE", node)), manifest.LoadOptions{})
+	yaml := "apps:\n"
+	for _, app := range windowApps {
+		yaml += strings.NewReplacer("APP", app, "NODE", node).Replace(windowApp)
+	}
+	f, err := manifest.Parse("corral.yaml", []byte(yaml), manifest.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

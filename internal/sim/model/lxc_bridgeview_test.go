@@ -11,8 +11,7 @@ import (
 // bridge address (never the host's loopback one); static addresses are
 // as set; GuestBridgeAddresses lists where other CTs reach the CT.
 func TestCluster_CTBridgeInterfaces(t *testing.T) {
-	lo := Interface{Name: "lo", HWAddr: "00:00:00:00:00:00", Inet: "127.0.0.1/8", Addresses: []IPAddress{
-		{Address: "127.0.0.1", Type: "inet", Prefix: 8}, {Address: "::1", Type: "inet6", Prefix: 128}}}
+	lo := testLoopback
 	tests := []struct {
 		name      string
 		vmid      int

@@ -6,9 +6,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
+// testLoopback is every CT's lo as the interfaces call reports it.
+var testLoopback = Interface{Name: "lo", HWAddr: "00:00:00:00:00:00", Inet: "127.0.0.1/8", Addresses: []IPAddress{
+	{Address: "127.0.0.1", Type: "inet", Prefix: 8}, {Address: "::1", Type: "inet6", Prefix: 128}}}
+
 func TestCluster_CTInterfaces(t *testing.T) {
-	lo := Interface{Name: "lo", HWAddr: "00:00:00:00:00:00", Inet: "127.0.0.1/8", Addresses: []IPAddress{
-		{Address: "127.0.0.1", Type: "inet", Prefix: 8}, {Address: "::1", Type: "inet6", Prefix: 128}}}
+	lo := testLoopback
 	tests := []struct {
 		name    string
 		vmid    int
