@@ -79,10 +79,7 @@ func TestRealTemplateApt_fakeMirror(t *testing.T) {
 	if r := c.run("apply", "-f", m, "--auto-approve"); r.code != 0 {
 		t.Fatalf("apply: exit %d\n%s", r.code, r.stderr)
 	}
-	exec := func(script string) result {
-		return c.run("exec", "aptct", "-f", m, "--endpoint", c.srv.URL(), "--api-token", c.srv.Credentials().OperatorToken,
-			"--fingerprint", c.srv.Fingerprint(), "--", "sh", "-c", script)
-	}
+	exec := func(script string) result { return c.execIn(m, "aptct", script) }
 	src := "deb [trusted=yes] " + mirror.URL + "/ ./"
 	tests := []struct {
 		name, script, want, wantErr string
@@ -119,8 +116,7 @@ func TestRealTemplateApt_hostMirror(t *testing.T) {
 	if r := c.run("apply", "-f", m, "--auto-approve"); r.code != 0 {
 		t.Fatalf("apply: exit %d\n%s", r.code, r.stderr)
 	}
-	r := c.run("exec", "aptct", "-f", m, "--endpoint", c.srv.URL(), "--api-token", c.srv.Credentials().OperatorToken,
-		"--fingerprint", c.srv.Fingerprint(), "--", "sh", "-c",
+	r := c.execIn(m, "aptct",
 		"apt-get -q update >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q hello >/dev/null && hello")
 	if r.code != 0 || !strings.Contains(r.stdout, "Hello, world!") {
 		t.Fatalf("apt-get install hello: exit %d\n%s%s", r.code, r.stdout, r.stderr)

@@ -37,10 +37,7 @@ func TestRealTemplateNetwork(t *testing.T) {
 	if r := c.run("apply", "-f", m, "--auto-approve"); r.code != 0 {
 		t.Fatalf("apply: exit %d\n%s", r.code, r.stderr)
 	}
-	exec := func(app, script string) result {
-		return c.run("exec", app, "-f", m, "--endpoint", c.srv.URL(), "--api-token", c.srv.Credentials().OperatorToken,
-			"--fingerprint", c.srv.Fingerprint(), "--", "sh", "-c", script)
-	}
+	exec := func(app, script string) result { return c.execIn(m, app, script) }
 	vmid := map[string]int{}
 	for _, a := range c.status(m).Apps {
 		vmid[a.App] = a.Containers[0].VMID

@@ -45,6 +45,13 @@ func newRealCluster(t *testing.T, opts ...func(*sim.Options)) *cluster {
 	return &cluster{t: t, srv: srv}
 }
 
+// execIn runs script with sh -c in app's container (manifest m) through
+// corral exec, as a user does.
+func (c *cluster) execIn(m, app, script string) result {
+	return c.run("exec", app, "-f", m, "--endpoint", c.srv.URL(), "--api-token", c.srv.Credentials().OperatorToken,
+		"--fingerprint", c.srv.Fingerprint(), "--", "sh", "-c", script)
+}
+
 const realManifest = `apps:
   - name: realct
     template: local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst
@@ -82,10 +89,7 @@ func TestRealTemplateApply(t *testing.T) {
 	if r := c.run("apply", "-f", m, "--auto-approve"); r.code != 0 {
 		t.Fatalf("apply: exit %d\n%s", r.code, r.stderr)
 	}
-	exec := func(script string) result {
-		return c.run("exec", "realct", "-f", m, "--endpoint", c.srv.URL(), "--api-token", c.srv.Credentials().OperatorToken,
-			"--fingerprint", c.srv.Fingerprint(), "--", "sh", "-c", script)
-	}
+	exec := func(script string) result { return c.execIn(m, "realct", script) }
 	deb := `set -e; d=$(mktemp -d); mkdir -p $d/DEBIAN $d/usr/share/corral-test
 printf 'Package: corral-test\nVersion: 1.0\nArchitecture: all\nMaintainer: corral <corral@example.invalid>\nDescription: test package\n' > $d/DEBIAN/control
 echo ok > $d/usr/share/corral-test/ok
