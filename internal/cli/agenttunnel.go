@@ -87,9 +87,9 @@ func isLoopbackHost(h string) bool {
 
 // checkEndpointFromGuest calls GET /version at ep through dial (from
 // inside the guest: the SSH login's DialContext), trusting the
-// certificate as the agent will: fingerprint, CA file, or none with
-// --insecure (and plain http where --insecure-plain-http allows it), the
-// settings every other API call of this corral honours.
+// certificate as every other API call of this corral (connFlags.pveConfig).
+// agent install refuses --insecure and --insecure-plain-http before
+// this runs: the agent would keep them.
 func checkEndpointFromGuest(ctx context.Context, dial func(ctx context.Context, network, addr string) (net.Conn, error), cf connFlags, ep string) error {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
@@ -104,8 +104,7 @@ func checkEndpointFromGuest(ctx context.Context, dial func(ctx context.Context, 
 		return err
 	}
 	probe.Close()
-	c, err := pve.New(pve.Config{Endpoint: ep, Token: cf.token, Fingerprint: cf.fingerprint, CAFile: cf.caFile,
-		Insecure: cf.insecure, AllowPlainHTTP: cf.plainHTTP, DialContext: dial, Logger: slog.New(slog.DiscardHandler)})
+	c, err := pve.New(cf.pveConfig(ep, dial, slog.New(slog.DiscardHandler)))
 	if err != nil {
 		return err
 	}

@@ -31,10 +31,10 @@ func TestParseDefaultGateway(t *testing.T) {
 }
 
 // TestCheckEndpointFromGuest_trust: the agent's endpoint check trusts the
-// API's certificate as every other call of corral does: --insecure skips
-// verification (it was ignored: an emulator's self-signed certificate
-// then failed the check), a pinned fingerprint verifies it, neither
-// refuses it. The dialer stands in for the guest's (direct-tcpip).
+// API's certificate as every other call of corral does (one
+// connFlags.pveConfig): --insecure skips verification, a pinned
+// fingerprint verifies it, neither refuses it. The dialer stands in for
+// the guest's (direct-tcpip).
 func TestCheckEndpointFromGuest_trust(t *testing.T) {
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/api2/json/version" {

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"strconv"
@@ -118,10 +119,18 @@ func connect(ctx context.Context, st *streams, cf connFlags) (*session, error) {
 	if cf.plainHTTP && strings.HasPrefix(strings.ToLower(strings.TrimSpace(cf.endpoint)), "http:") {
 		fmt.Fprintln(st.err, "corral: warning: plain http allowed (--insecure-plain-http): the API token crosses the network in clear text")
 	}
-	c, err := pve.New(pve.Config{Endpoint: strings.TrimSuffix(cf.endpoint, "/"), Token: cf.token, Fingerprint: cf.fingerprint, CAFile: cf.caFile, Insecure: cf.insecure,
-		AllowPlainHTTP: cf.plainHTTP, DialContext: dialContext, Logger: log})
+	c, err := pve.New(cf.pveConfig(strings.TrimSuffix(cf.endpoint, "/"), dialContext, log))
 	if err != nil {
 		return nil, err
 	}
 	return &session{client: c, endpoint: cf.endpoint}, nil
+}
+
+// pveConfig is the client configuration for endpoint with the token and
+// trust settings of the flags: every client corral makes from them
+// (the session's, the agent's endpoint check from inside a guest) trusts
+// the API the same way.
+func (cf connFlags) pveConfig(endpoint string, dial func(ctx context.Context, network, addr string) (net.Conn, error), log *slog.Logger) pve.Config {
+	return pve.Config{Endpoint: endpoint, Token: cf.token, Fingerprint: cf.fingerprint, CAFile: cf.caFile,
+		Insecure: cf.insecure, AllowPlainHTTP: cf.plainHTTP, DialContext: dial, Logger: log}
 }
