@@ -60,17 +60,22 @@ func ctDirs(root, rel string, create bool, dirMode os.FileMode) (bool, error) {
 // not a regular file (a link counts as missing: it is replaced when
 // written, and never followed out of the CT). At most 1 MiB is read.
 func ReadCTFile(root, rel string) (string, error) {
-	if ok, err := ctDirs(root, rel, false, 0); !ok || err != nil {
-		return "", err
+	// Directory by directory from root's descriptor, never through a
+	// link (fsmeta's openBeneath): a running CT cannot swap a checked
+	// directory for a link before the open, as between a check by path
+	// and an open by path.
+	dirfd, name, err := openBeneath(root, rel, false)
+	if err == nil {
+		defer unix.Close(dirfd)
+		var fd int
+		if fd, err = unix.Openat(dirfd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err == nil {
+			return readRegular(fd)
+		}
 	}
-	fd, err := unix.Open(filepath.Join(root, rel), unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
-		return "", nil
+		return "", nil // missing, or a link on the way
 	}
-	if err != nil {
-		return "", &os.PathError{Op: "open", Path: filepath.Join(root, rel), Err: err}
-	}
-	return readRegular(fd)
+	return "", &os.PathError{Op: "open", Path: filepath.Join(root, rel), Err: err}
 }
 
 // readRegular reads, at most 1 MiB, the file that fd (an O_PATH

@@ -211,7 +211,7 @@ func openBeneath(root string, rel string, create bool) (dirfd int, name string, 
 		if err != nil {
 			unix.Close(fd)
 			if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
-				return -1, "", fmt.Errorf("%s: %q is a symlink or not a directory; refusing to go through it", rel, c)
+				return -1, "", fmt.Errorf("%s: %q is a symlink or not a directory; refusing to go through it (%w)", rel, c, err)
 			}
 			return -1, "", fmt.Errorf("%s: open %q: %w", rel, c, err)
 		}
