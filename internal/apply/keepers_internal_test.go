@@ -2,9 +2,11 @@ package apply
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/corralhq/corral/internal/plan"
 )
@@ -91,14 +93,14 @@ func TestKeeperSet_readyWaitsForEveryCreate(t *testing.T) {
 	ctx := context.Background()
 	s := &keeperSet{byNode: map[string][]*keeper{}}
 	first, second := s.expect("pve"), s.expect("pve")
+	first(&keeper{node: "pve", vmid: 100}, nil)
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if err := s.ready(short, "pve"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("ready = %v while a keeper was still being created; want it to wait", err)
+	}
 	ready := make(chan error, 1)
 	go func() { ready <- s.ready(ctx, "pve") }()
-	first(&keeper{node: "pve", vmid: 100}, nil)
-	select {
-	case err := <-ready:
-		t.Fatalf("ready returned (%v) while a keeper was still being created", err)
-	default:
-	}
 	second(nil, fmt.Errorf("injected"))
 	if err := <-ready; err == nil || !strings.Contains(err.Error(), "could not be created") {
 		t.Fatalf("ready after a failed create: %v", err)
