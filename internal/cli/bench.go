@@ -53,8 +53,9 @@ per 1,000 containers and its read throughput.
 --drain N instead measures corral drain: N apps with two retained volumes
 each on one node of three, then the drain of that node (--parallelism),
 set against the Proxmox task time it cannot go below (the critical path:
-one app's chain, the busiest keeper's move_volume tasks, or all task time
-over the parallelism, the largest; docs/benchmarks.md says how).
+one app's chain, the busiest keeper's tasks (its moves, and its create
+when the drain made it), or all task time over the parallelism, the
+largest; docs/benchmarks.md says how).
 
 With --peer-tofu and --peer-provider, the same workload also runs through
 OpenTofu and the bpg/proxmox Terraform provider against the same emulator,

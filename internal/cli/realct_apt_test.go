@@ -82,21 +82,20 @@ func TestRealTemplateApt_fakeMirror(t *testing.T) {
 	exec := func(script string) result { return c.execIn(m, "aptct", script) }
 	src := "deb [trusted=yes] " + mirror.URL + "/ ./"
 	tests := []struct {
-		name, script, want, wantErr string
-		code                        int
+		name, script, want string
 	}{
-		{"apt is pointed at the proxy", "apt-config dump | grep -i 'Acquire::http::Proxy '", "Acquire::http::Proxy \"http://10.0.0.1:3142\";\n", "", 0},
+		{"apt is pointed at the proxy", "apt-config dump | grep -i 'Acquire::http::Proxy '", "Acquire::http::Proxy \"http://10.0.0.1:3142\";\n"},
 		{"update and install from the host's source",
 			"echo '" + src + "' > /etc/apt/sources.list; apt-get -q update >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q corral-hello >/dev/null && cat /usr/share/corral-hello/hello",
-			"hello from the fake mirror\n", "", 0},
+			"hello from the fake mirror\n"},
 		{"a source that is not the host's fails update, saying why",
 			"echo 'deb http://deb.debian.org/debian bookworm main' > /etc/apt/sources.list.d/other.list; apt-get -q update 2>&1 >/dev/null | grep -o 'deb.debian.org is not one of the host.s package sources' | sort -u; rm /etc/apt/sources.list.d/other.list",
-			"deb.debian.org is not one of the host's package sources\n", "", 0},
-		{"the proxy forwards nowhere else", "curl -s -o /dev/null -w '%{http_code}\\n' -x http://10.0.0.1:3142 http://10.0.0.1:8006/", "403\n", "", 0},
+			"deb.debian.org is not one of the host's package sources\n"},
+		{"the proxy forwards nowhere else", "curl -s -o /dev/null -w '%{http_code}\\n' -x http://10.0.0.1:3142 http://10.0.0.1:8006/", "403\n"},
 	}
 	for _, tt := range tests {
 		r := exec(tt.script)
-		if r.code != tt.code || r.stdout != tt.want {
+		if r.code != 0 || r.stdout != tt.want {
 			t.Errorf("%s: exit %d, stdout %q, want %q\n%s", tt.name, r.code, r.stdout, tt.want, r.stderr)
 		}
 	}

@@ -48,8 +48,8 @@ func newRealCluster(t *testing.T, opts ...func(*sim.Options)) *cluster {
 // execIn runs script with sh -c in app's container (manifest m) through
 // corral exec, as a user does.
 func (c *cluster) execIn(m, app, script string) result {
-	return c.run("exec", app, "-f", m, "--endpoint", c.srv.URL(), "--api-token", c.srv.Credentials().OperatorToken,
-		"--fingerprint", c.srv.Fingerprint(), "--", "sh", "-c", script)
+	args := append([]string{"exec", app, "-f", m}, c.connArgs()...)
+	return c.run(append(args, "--", "sh", "-c", script)...)
 }
 
 const realManifest = `apps:

@@ -118,7 +118,7 @@ func (s *Server) serveAdmin(w http.ResponseWriter, req *http.Request) {
 		s.ResetRequests()
 		writeData(w, nil, nil)
 	case "GET /_corral/tasks":
-		writeData(w, s.taskTimes(), nil)
+		writeData(w, s.TaskTimes(), nil)
 	case "GET /_corral/faults":
 		writeData(w, s.faults.get(), nil)
 	case "POST /_corral/faults":
@@ -181,8 +181,9 @@ type TaskTime struct {
 	Busy       time.Duration `json:"busy_ns"`
 }
 
-// taskTimes lists the kept tasks, oldest first.
-func (s *Server) taskTimes() []TaskTime {
+// TaskTimes lists the kept tasks, oldest first (what the admin API's
+// task list answers).
+func (s *Server) TaskTimes() []TaskTime {
 	ts := s.cluster.Tasks("")
 	out := make([]TaskTime, 0, len(ts))
 	for i := len(ts) - 1; i >= 0; i-- {
