@@ -1,14 +1,13 @@
 package guest
 
 import (
-	"errors"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"strconv"
 
 	"github.com/corralhq/corral/internal/sim/aptproxy"
+	"github.com/corralhq/corral/internal/sim/model"
 )
 
 // Package sources for CTs. An isolated CT reaches nothing outside its
@@ -63,22 +62,19 @@ func (m *Manager) startAptProxy(sources []string) {
 // setAptProxy writes (or, without a proxy, removes) the CT's apt setting
 // in root before it boots.
 func (m *Manager) setAptProxy(root string) error {
-	dir := filepath.Join(root, filepath.Dir(aptConfFile))
-	if fi, err := os.Lstat(filepath.Join(root, "etc", "apt")); err != nil || !fi.IsDir() {
+	// Checked and removed from the rootfs's descriptor down: a link on
+	// the way (etc -> /etc) never reaches the host's files.
+	if !model.CTDirExists(root, "etc/apt") {
 		return nil // no apt here (or a link the emulator does not follow)
 	}
 	if !hasOwnSystem(root) {
 		return nil // the tiny template's apt is the host's
 	}
-	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
+	if !model.CTDirExists(root, filepath.Dir(aptConfFile)) {
 		return nil // no apt in this CT
 	}
-	p := filepath.Join(root, aptConfFile)
 	if m.aptProxy == "" {
-		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return err
-		}
-		return nil
+		return model.RemoveCTFile(root, aptConfFile)
 	}
 	text := fmt.Sprintf(`// Written by corral's PVE emulator at each start of this CT: apt reaches
 // the host's package sources through the emulator's proxy on the bridge.

@@ -206,3 +206,29 @@ func readCTDirInRoot(root, rel string) []os.DirEntry {
 	ents, _ := f.ReadDir(-1)
 	return ents
 }
+
+// RemoveCTFile removes rel inside the CT's root (whatever it is, a link
+// included), never through a link on the way; a missing rel, or one
+// behind a link, is no error.
+func RemoveCTFile(root, rel string) error {
+	dirfd, name, err := openBeneath(root, rel, false)
+	if err == nil {
+		defer unix.Close(dirfd)
+		err = unix.Unlinkat(dirfd, name, 0)
+	}
+	if err == nil || errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
+		return nil
+	}
+	return &os.PathError{Op: "remove", Path: filepath.Join(root, rel), Err: err}
+}
+
+// CTDirExists reports whether rel is a directory inside the CT's root
+// reached through no link.
+func CTDirExists(root, rel string) bool {
+	dirfd, _, err := openBeneath(root, strings.TrimSuffix(rel, "/")+"/x", false)
+	if err != nil {
+		return false
+	}
+	unix.Close(dirfd)
+	return true
+}
