@@ -550,7 +550,8 @@ func (e *Executor) carrierChange(ctx context.Context, car *carrierRef, what stri
 // carry hands the volumes recs (key → volid, each recorded by a keeper
 // on the carrier's node) to the carrier: one write of the carrier's Notes
 // with a carrying line for each first, then per volume move_volume from
-// the keeper's mpN to the carrier's unusedN, then the keepers' Notes. A
+// the keeper's mpN to the carrier's unusedN (the keepers' Notes follow at
+// the end of the run: keeperSet.refreshNotes). A
 // line written by an earlier, killed attempt is reused when its entry is
 // still free.
 func (e *Executor) carry(ctx context.Context, keepers *keeperSet, car *carrierRef, recs map[plan.VolumeKey]string) error {
@@ -603,7 +604,6 @@ func (e *Executor) carry(ctx context.Context, keepers *keeperSet, car *carrierRe
 				return err
 			}
 		}
-		read := map[*keeper]bool{}
 		for _, vk := range vks {
 			k, volid := byVol[vk], recs[vk]
 			done, err := k.takeOut(ctx)
@@ -613,7 +613,6 @@ func (e *Executor) carry(ctx context.Context, keepers *keeperSet, car *carrierRe
 			// Read the keeper when its turn comes, not before the wait:
 			// move_volume names a mount point, and an edit meanwhile (the
 			// web UI) may have put another volume there.
-			read[k] = true
 			kc, err := k.read(ctx)
 			if err != nil {
 				done()
@@ -632,19 +631,18 @@ func (e *Executor) carry(ctx context.Context, keepers *keeperSet, car *carrierRe
 				return err
 			})
 			if err == nil {
+				// The keeper's Notes follow its mount points again at the
+				// end of the run (keeperSet.refreshNotes), also when a
+				// later move of this carry fails.
+				k.smu.Lock()
+				k.notesStale = true
+				k.smu.Unlock()
 				err = e.wait(ctx, vk.App, upid)
 			}
 			done()
 			if err != nil {
 				return fmt.Errorf("move %s to carrier %d: %w", volid, car.vmid, err)
 			}
-		}
-		// The keepers' Notes follow their mount points again at the end
-		// of the run (keeperSet.refreshNotes).
-		for k := range read {
-			k.smu.Lock()
-			k.notesStale = true
-			k.smu.Unlock()
 		}
 		return nil
 	})
