@@ -380,6 +380,8 @@ func (m *Manager) retry(s *ctServer) {
 	mine := m.cts[s.vmid] == s
 	if mine {
 		delete(m.cts, s.vmid)
+	} else {
+		delete(m.failures, key) // that boot ended: no later start counts on it
 	}
 	m.mu.Unlock()
 	if mine {
