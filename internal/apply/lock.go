@@ -250,6 +250,10 @@ func (l *Lock) release() {
 // without one gets one; when two corrals create one at once, the younger
 // one is removed again (it holds nothing yet) and both use the oldest.
 func (e *Executor) lockKeeper(ctx context.Context, obs *plan.Observed, node string, opts LockOptions) (*keeper, error) {
+	if prob := obs.DamagedKeeperProblem(node); prob != "" {
+		// Its lease would go unseen, and a new keeper would stand beside it.
+		return nil, fmt.Errorf("lock node %s: %s", node, prob)
+	}
 	if ks := obs.Keepers[node]; len(ks) > 0 {
 		return &keeper{e: e, node: node, vmid: ks[0].VMID}, nil
 	}

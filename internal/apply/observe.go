@@ -114,6 +114,10 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 					g := obs.Others[r.VMID]
 					g.RootFS = plan.ParseMountPoint(conf["rootfs"]).Volume
 					obs.Others[r.VMID] = g
+					if d := plan.ReadDamaged(r.VMID, r.Node, r.Name, tags, conf); d != nil {
+						obs.Damaged = append(obs.Damaged, d)
+						continue
+					}
 					strangers[r.VMID] = &plan.CT{VMID: r.VMID, Node: r.Node, Status: r.Status, Lock: conf["lock"], Config: conf, Pending: pending, Digest: digest}
 				}
 			}
@@ -155,6 +159,13 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 		}
 		app := appOf(tags)
 		if app == "" {
+			// corral's tag without one that says what it is: a keeper or
+			// carrier whose own tag was edited, or an app's container.
+			if d := plan.ReadDamaged(r.VMID, r.Node, r.Name, tags, conf); d != nil {
+				obs.Damaged = append(obs.Damaged, d)
+			} else {
+				strangers[r.VMID] = &plan.CT{VMID: r.VMID, Node: r.Node, Status: r.Status, Lock: conf["lock"], Config: conf, Pending: pending, Digest: digest}
+			}
 			continue
 		}
 		obs.Apps[app] = append(obs.Apps[app], &plan.CT{VMID: r.VMID, Node: r.Node, Project: projectOf(tags), Status: r.Status, Lock: conf["lock"], Config: conf, Pending: pending, Digest: digest})

@@ -148,6 +148,7 @@ func Make(apps []App, obs *Observed) (*Plan, error) {
 	refused = append(refused, probs...)
 	p.Warnings = append(p.Warnings, obs.Warnings...)
 	p.Warnings = append(p.Warnings, warnings(apps, obs)...)
+	refused = append(refused, damagedRefusals(p, obs)...)
 	if len(refused) > 0 {
 		return p, &RefusedError{Problems: refused}
 	}

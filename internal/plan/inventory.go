@@ -26,6 +26,9 @@ type VolumeInfo struct {
 	// corral-project line for its app, else its app's container's project
 	// tag; "" when neither says (records made before projects).
 	Project string `json:"project,omitempty"`
+	// Damaged says why the volume's keeper or carrier is not recognized
+	// (its tags were edited) and how to repair it; "" when it is.
+	Damaged string `json:"damaged,omitempty"`
 }
 
 // Inventory lists every volume recorded by a keeper, sorted by app and
@@ -48,6 +51,13 @@ func Inventory(obs *Observed) []VolumeInfo {
 				}
 				out = append(out, vi)
 			}
+		}
+	}
+	for _, d := range obs.Damaged {
+		for key, volid := range d.Records {
+			size, ok := obs.Volumes[volKey(d.Node, volid)]
+			out = append(out, VolumeInfo{App: key.App, Name: key.Name, VolID: volid, Node: d.Node, Size: size, Missing: !ok,
+				Holder: "damaged " + d.Kind, HolderVMID: d.VMID, Project: obs.AppProject(key.App), Damaged: d.Problem()})
 		}
 	}
 	slices.SortFunc(out, func(a, b VolumeInfo) int {

@@ -169,6 +169,10 @@ type Observed struct {
 	// Stale are app containers a recovered container stands in for
 	// (SplitStale): left on a node that was offline during the recovery.
 	Stale []*StaleCT
+	// Damaged are keepers and carriers whose tags were edited while their
+	// other signals still say what they are (ReadDamaged): the apps whose
+	// data they may hold are refused until the tags are back.
+	Damaged []*Damaged
 	// Recover is the operator's consent (corral apply --recover) to build
 	// apps whose node is offline anew on another node. It is not read
 	// from the cluster; the caller sets it before planning.

@@ -1,0 +1,83 @@
+package cli
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/corralhq/corral/internal/plan"
+	"github.com/corralhq/corral/internal/sim/model"
+)
+
+// Issue 26, scenario 1: a keeper's tags edited in the web UI. The keeper
+// keeps its name, protection, Notes and /corral/APP/VOLUME mount points,
+// so it is damaged, never absent: plan and apply refuse the app whose data
+// it holds, naming the keeper and the fix, and nothing changes (before,
+// apply made a second keeper and new empty volumes and swapped them in).
+// Putting the tags back as the message says makes the plan empty again.
+func TestKeeperTagsEditedRefused(t *testing.T) {
+	for _, tc := range []struct{ name, tags string }{
+		{"keeper tag removed", "corral"},
+		{"keeper tag renamed", "corral;corral-keepers"},
+		{"every tag removed", ""},
+		{"tags replaced", "storage;pet"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCluster(t)
+			m := writeManifest(t, threeVolumes("alpha"))
+			c.mustRun("apply", "-f", m, "--auto-approve")
+			before := c.volumes()
+			k := c.keepers()[0]
+			app := c.status(m).Apps[0].Containers[0].VMID
+			appConf := c.config(app)
+			root := model.Auth{UserID: "root@pam"}
+			edit := map[string]string{"tags": tc.tags}
+			if tc.tags == "" {
+				edit = map[string]string{"delete": "tags"}
+			}
+			if err := c.srv.Cluster().UpdateCTConfig(root, "pve", k, edit); err != nil {
+				t.Fatal(err)
+			}
+			// The manifest also asks for a change, so that a refusal is not
+			// mistaken for a plan with nothing to do.
+			m2 := writeManifest(t, strings.Replace(threeVolumes("alpha"), "memory: 256", "memory: 384", 1))
+			for _, args := range [][]string{{"plan", "-f", m2}, {"apply", "-f", m2, "--auto-approve"}} {
+				r := c.run(args...)
+				out := r.stdout + r.stderr
+				ks := strconv.Itoa(k)
+				if r.code != 1 || !strings.Contains(out, "keeper") || !strings.Contains(out, "CT "+ks+" on pve") ||
+					!strings.Contains(out, "pct set "+ks+" --tags 'corral;corral-keeper'") || !strings.Contains(out, "alpha/a") {
+					t.Fatalf("corral %s with the keeper's tags edited: exit %d, want 1 naming keeper CT %d and the fix\n%s", args[0], r.code, k, out)
+				}
+				if strings.Contains(out, "Apply complete") || strings.Contains(out, "no keeper on node") || strings.Contains(out, ": create") {
+					t.Fatalf("corral %s planned around the damaged keeper:\n%s", args[0], out)
+				}
+			}
+			if n := len(c.srv.Cluster().Resources("vm")); n != 2 {
+				t.Errorf("%d guests after the refused apply, want 2 (the app and its keeper)", n)
+			}
+			if got := c.config(app); got["memory"] != appConf["memory"] || got["mp0"] != appConf["mp0"] || got["mp1"] != appConf["mp1"] || got["mp2"] != appConf["mp2"] {
+				t.Errorf("the app's config changed under a refused apply:\nbefore %v\nafter  %v", appConf, got)
+			}
+			// corral volumes still shows where the data is.
+			r := c.mustRun("volumes")
+			for _, v := range before {
+				if !strings.Contains(r.stdout, v.VolID) {
+					t.Errorf("corral volumes lost %s while its keeper's tags were edited:\n%s", v.VolID, r.stdout)
+				}
+			}
+			if err := c.srv.Cluster().UpdateCTConfig(root, "pve", k, map[string]string{"tags": "corral;corral-keeper"}); err != nil {
+				t.Fatal(err)
+			}
+			c.mustRun("apply", "-f", m2, "--auto-approve")
+			if r := c.run("plan", "-f", m2); r.code != 0 {
+				t.Fatalf("plan after the tags were put back and applied: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+			}
+			after := c.volumes()
+			if !slices.EqualFunc(before, after, func(a, b plan.VolumeInfo) bool { return a.VolID == b.VolID }) {
+				t.Errorf("volumes changed: before %v, after %v", before, after)
+			}
+		})
+	}
+}

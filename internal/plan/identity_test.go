@@ -1,0 +1,99 @@
+package plan
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestReadDamaged(t *testing.T) {
+	rec := map[VolumeKey]string{{"alpha", "data"}: "local-lvm:vm-100-disk-1"}
+	keeper := map[string]string{
+		"description": KeeperDescription(rec),
+		"mp0":         "local-lvm:vm-100-disk-1,mp=/corral/alpha/data",
+		"protection":  "1",
+	}
+	carrier := map[string]string{
+		"description": CarrierNotes{App: "alpha", From: "pve1", To: "pve2",
+			Carrying: map[VolumeKey]AdoptIntent{{"alpha", "data"}: {Source: "local-lvm:vm-100-disk-1", Key: "unused0"}}}.Render(),
+		"unused0": "local-lvm:vm-300-disk-1",
+	}
+	for _, tc := range []struct {
+		name     string
+		ctName   string
+		tags     []string
+		conf     map[string]string
+		wantKind string // "" = not damaged
+		wantApps string
+	}{
+		{"healthy keeper", KeeperName, []string{TagManaged, TagKeeper}, keeper, "", ""},
+		{"keeper tag removed", KeeperName, []string{TagManaged}, keeper, "keeper", "alpha"},
+		{"every tag removed, renamed", "pet", nil, keeper, "keeper", "alpha"},
+		{"only the mount point is left", "x", nil, map[string]string{"mp0": "local-lvm:vm-100-disk-1,mp=/corral/alpha/data"}, "keeper", "alpha"},
+		{"only a Notes line names an unused volume", "x", nil, map[string]string{"description": KeeperDescription(rec), "unused0": "local-lvm:vm-100-disk-1"}, "keeper", "alpha"},
+		{"a keeper's empty shell", KeeperName, []string{TagManaged}, map[string]string{"description": KeeperDescription(nil)}, "", ""},
+		{"a stranger named like a keeper", KeeperName, nil, map[string]string{"mp0": "local-lvm:vm-101-disk-1,mp=/srv"}, "", ""},
+		{"an app with a mount under /corral", "web", nil, map[string]string{"description": AppDescription(App{Name: "web", Template: "t"}), "mp0": "local-lvm:vm-100-disk-1,mp=/corral/web/data"}, "", ""},
+		{"carrier tag removed", CarrierName, []string{TagManaged, TagMovingPrefix + "alpha"}, carrier, "carrier", "alpha"},
+		{"healthy carrier", CarrierName, []string{TagManaged, TagCarrier}, carrier, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := ReadDamaged(100, "pve1", tc.ctName, tc.tags, tc.conf)
+			if tc.wantKind == "" {
+				if d != nil {
+					t.Fatalf("damaged %s, want not damaged: %s", d.Kind, d.Problem())
+				}
+				return
+			}
+			if d == nil || d.Kind != tc.wantKind || strings.Join(d.Apps(), ",") != tc.wantApps {
+				t.Fatalf("got %+v, want a damaged %s holding %s's data", d, tc.wantKind, tc.wantApps)
+			}
+			p := d.Problem()
+			if !strings.Contains(p, "CT 100 on pve1") || !strings.Contains(p, "pct set 100 --tags '"+d.WantTags()+"'") || !strings.Contains(p, "alpha/data") {
+				t.Errorf("problem does not name the CT, the fix and the data: %s", p)
+			}
+		})
+	}
+}
+
+// A damaged keeper refuses the apps whose data it holds, and every new
+// keeper or volume on its node; apps elsewhere, or without volumes,
+// plan as usual. No refused app's change stays in the plan.
+func TestMake_damagedKeeperRefuses(t *testing.T) {
+	obs := &Observed{
+		Nodes:    []string{"pve1", "pve2"},
+		Apps:     map[string][]*CT{},
+		Keepers:  map[string][]*Keeper{},
+		Volumes:  map[string]int64{},
+		Storages: map[string]map[string][]string{},
+		Damaged: []*Damaged{{Kind: "keeper", VMID: 100, Node: "pve1",
+			Records: map[VolumeKey]string{{"alpha", "data"}: "local-lvm:vm-100-disk-1"}}},
+	}
+	vol := []Volume{{Name: "data", Size: 1 << 30, Mount: "/srv", Storage: "local-lvm", Reclaim: Retain}}
+	apps := []App{
+		{Name: "alpha", Node: "pve1", Template: "local:vztmpl/t.tar.zst", Volumes: vol},
+		{Name: "beta", Node: "pve1", Template: "local:vztmpl/t.tar.zst", Volumes: vol},
+		{Name: "gamma", Node: "pve1", Template: "local:vztmpl/t.tar.zst"},
+		{Name: "delta", Node: "pve2", Template: "local:vztmpl/t.tar.zst", Volumes: vol},
+	}
+	p, err := Make(apps, obs)
+	refused, ok := err.(*RefusedError)
+	if !ok {
+		t.Fatalf("err = %v, want a refusal", err)
+	}
+	text := strings.Join(refused.Problems, "\n")
+	if !strings.Contains(text, "keeper CT 100 on pve1 is damaged") || !strings.Contains(text, "app beta: it needs a new volume on node pve1") {
+		t.Errorf("refusals:\n%s", text)
+	}
+	var planned []string
+	for _, c := range p.Changes {
+		planned = append(planned, c.App)
+	}
+	for _, k := range p.Keepers {
+		if k.Node == "pve1" && k.Action == Create {
+			t.Errorf("a keeper is planned on pve1 beside the damaged one")
+		}
+	}
+	if got := strings.Join(planned, ","); got != "gamma,delta" {
+		t.Errorf("planned changes for %s, want gamma,delta (alpha and beta refused)", got)
+	}
+}
