@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -152,7 +153,10 @@ func runApply(cmd *cobra.Command, st *streams, a *applyArgs) error {
 	}
 	if !p.HasChanges() {
 		if events != nil {
-			events.Emit("summary", map[string]any{"changed": false})
+			events.Emit("summary", map[string]any{"changed": false, "complete": p.Converged()})
+		}
+		if len(p.Unchecked) > 0 {
+			return uncheckedError(p)
 		}
 		return nil
 	}
@@ -167,13 +171,17 @@ func runApply(cmd *cobra.Command, st *streams, a *applyArgs) error {
 	}
 	total := time.Since(start)
 	if asJSON {
-		ev := map[string]any{"changed": true, "ok": err == nil, "elapsed_ms": total.Milliseconds(), "timings": timingsJSON(ex.Timings())}
+		ev := map[string]any{"changed": true, "ok": err == nil, "complete": err == nil, "elapsed_ms": total.Milliseconds(), "timings": timingsJSON(ex.Timings())}
 		if err != nil {
 			ev["error"] = f.Redact(err.Error())
 		}
 		events.Emit("summary", ev)
 	} else {
 		ui.WriteTimings(st.err, ex.Timings(), total)
+	}
+	var incomplete *IncompleteError
+	if errors.As(err, &incomplete) {
+		return err
 	}
 	if err != nil {
 		return fmt.Errorf("apply stopped: %w\nrun `corral apply` again to resume; `corral plan` shows what is left", redactErr(f, err))
@@ -232,13 +240,19 @@ func sameChanges(a, b *ui.PlanJSON) bool {
 // any change, or another corral made the changes meanwhile.
 // makePlan is how it plans again (corral apply's --rerun steps
 // included).
+//
+// Once the plan is carried out it plans again on fresh reads, still under
+// the lock (convergeUnderLock): the run succeeds only when that plan is
+// empty.
 func applyUnderLock(ctx context.Context, st *streams, s *session, f *manifest.File, ex *apply.Executor, a *applyArgs,
 	makePlan planFunc, p *plan.Plan, obs *plan.Observed, pj *ui.PlanJSON, showPlan func(*ui.PlanJSON)) (changed bool, err error) {
 	var lock *held
 	defer func() { lock.release() }()
 	base := ctx
+	var nodes []string
+	recovered := false
 	for attempt := 0; ; attempt++ {
-		nodes := p.Nodes()
+		nodes = p.Nodes()
 		if lock, err = lockNodes(base, st, ex, obs, nodes, "apply", a.lf, p); err != nil {
 			return false, redactErr(f, err)
 		}
@@ -250,6 +264,7 @@ func applyUnderLock(ctx context.Context, st *streams, s *session, f *manifest.Fi
 			if err := ex.Recover(ctx, obs); err != nil {
 				return false, redactErr(f, err)
 			}
+			recovered = true
 			p, obs, pj, err = makePlan(ctx, s, f)
 		}
 		if err != nil {
@@ -257,6 +272,10 @@ func applyUnderLock(ctx context.Context, st *streams, s *session, f *manifest.Fi
 			return false, redactErr(f, err)
 		}
 		if !p.HasChanges() {
+			if recovered {
+				// The restore it finished was the change.
+				return true, convergeUnderLock(ctx, st, s, f, ex, a, nodes, nil, nil, showPlan)
+			}
 			fmt.Fprintln(st.err, "Another corral made these changes meanwhile; nothing left to do.")
 			return false, nil
 		}
@@ -275,5 +294,74 @@ func applyUnderLock(ctx context.Context, st *streams, s *session, f *manifest.Fi
 	if ex.SSH, err = sshConfig(s, a.trustHostKey); err != nil {
 		return false, err
 	}
-	return true, ex.Apply(ctx, p, obs)
+	return true, convergeUnderLock(ctx, st, s, f, ex, a, nodes, p, obs, showPlan)
+}
+
+// maxFinishRounds bounds how many plans one apply carries out when each
+// finishes interrupted work that kept the next one back.
+const maxFinishRounds = 3
+
+// convergeUnderLock carries out p (when not nil), then plans again on
+// fresh reads, as `corral plan` would, under the lock still held on
+// nodes. An empty plan is the only success. A plan that finished work an
+// interrupted run left (a move, a restore) is followed by the manifest's
+// other changes in the same run, shown first (and confirmed, without
+// --auto-approve). Anything else left is an IncompleteError.
+func convergeUnderLock(ctx context.Context, st *streams, s *session, f *manifest.File, ex *apply.Executor, a *applyArgs,
+	nodes []string, p *plan.Plan, obs *plan.Observed, showPlan func(*ui.PlanJSON)) error {
+	for round := 1; ; round++ {
+		if p != nil {
+			if err := ex.Apply(ctx, p, obs); err != nil {
+				return err
+			}
+		}
+		// No --rerun here: the steps it named have just run.
+		next, nobs, npj, err := makePlanShaped(ctx, s, f, nil, a.recoverOffline, a.shape)
+		if err != nil {
+			showPlan(npj)
+			return &IncompleteError{Why: "planning again on fresh reads after the changes failed: " + redactErr(f, err).Error()}
+		}
+		if !next.HasChanges() {
+			if len(next.Unchecked) > 0 {
+				return uncheckedError(next)
+			}
+			return nil
+		}
+		finished := p == nil || p.FinishesInterrupted()
+		switch {
+		case !finished:
+			showPlan(npj)
+			return &IncompleteError{Why: "every step succeeded, but a fresh plan still shows the changes above; corral should have made them: run corral apply again, and report it if they come back"}
+		case round == maxFinishRounds:
+			showPlan(npj)
+			return &IncompleteError{Why: fmt.Sprintf("after %d rounds of finishing interrupted work a fresh plan still shows the changes above: run corral apply again", round)}
+		case !subset(next.Nodes(), nodes):
+			showPlan(npj)
+			return &IncompleteError{Why: "the interrupted work is finished; the manifest's other changes (above) need nodes this run did not lock: run corral apply again"}
+		}
+		fmt.Fprintln(st.err, "\nThe interrupted work is finished; the manifest's other changes:")
+		showPlan(npj)
+		if !a.autoApprove {
+			if err := confirm(st, "Apply these changes too?"); err != nil {
+				return &IncompleteError{Why: "the changes above were not approved"}
+			}
+		}
+		p, obs = next, nobs
+	}
+}
+
+// IncompleteError is an apply whose steps ran but after which a fresh plan
+// is not empty: it never ends in "Apply complete" or exit 0.
+type IncompleteError struct{ Why string }
+
+func (e *IncompleteError) Error() string { return "apply incomplete: " + e.Why }
+
+// uncheckedError is the IncompleteError of a plan that left apps alone
+// because their node is offline.
+func uncheckedError(p *plan.Plan) error {
+	var why []string
+	for _, u := range p.Unchecked {
+		why = append(why, u.String())
+	}
+	return &IncompleteError{Why: "corral could not check every app, so it cannot say the cluster matches the manifest: " + strings.Join(why, "; ") + "; run corral apply again once the node is back (or see corral apply --recover)"}
 }

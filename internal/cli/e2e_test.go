@@ -648,7 +648,23 @@ func TestOfflineNode(t *testing.T) {
 	if r.code != ExitChanges || !strings.Contains(r.stdout, "node pve1 is offline") || !strings.Contains(r.stdout, "app second (create on pve2)") {
 		t.Fatalf("plan with pve1 down: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	c.mustRun("apply", "-f", two, "--auto-approve")
+	// Issue 26, scenario 8: the app on the offline node is named as not
+	// checked, never "no changes", and no warning reads its unread config
+	// (it is unprivileged, as the manifest says).
+	if !strings.Contains(r.stdout, "? app notes: not checked: its container") || strings.Contains(r.stdout, "becomes") ||
+		strings.Contains(r.stdout, "app notes (ct") || !strings.Contains(r.stdout, "Not checked: app notes (node pve1)") {
+		t.Fatalf("plan with pve1 down does not say notes is unchecked, or warns about what it did not read:\n%s", r.stdout)
+	}
+	// apply makes the other app's changes, then says what it could not
+	// check and exits 1: not "Apply complete".
+	r = c.run("apply", "-f", two, "--auto-approve")
+	if r.code != 1 || strings.Contains(r.stderr, "Apply complete") || !strings.Contains(r.stderr, "apply incomplete") || !strings.Contains(r.stderr, "app notes: its container") {
+		t.Fatalf("apply with pve1 down: exit %d, want 1 naming notes\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = c.run("plan", "-f", two)
+	if r.code != ExitChanges || strings.Contains(r.stdout, "No changes") || !strings.Contains(r.stdout, "Not checked: app notes (node pve1). corral cannot tell") {
+		t.Fatalf("plan with only the offline app left: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
 	if err := srv.Cluster().SetNodeOnline("pve1", true); err != nil {
 		t.Fatal(err)
 	}

@@ -81,3 +81,22 @@ func TestKeeperTagsEditedRefused(t *testing.T) {
 		})
 	}
 }
+
+// Issue 26, scenario 4: the apply that finishes an interrupted move goes
+// on to the manifest's other changes in the same run, and says "Apply
+// complete" only when a fresh plan is empty (before, it finished the move,
+// said complete, and the next plan still showed the memory change).
+func TestApplyFinishingAMoveMakesTheOtherChanges(t *testing.T) {
+	c := newMoveCluster(t)
+	m1, m2 := writeManifest(t, moveManifestOn("pve1")), writeManifest(t, moveManifestOn("pve2"))
+	c.interruptMove(m1, m2)
+	m3 := writeManifest(t, strings.Replace(moveManifestOn("pve2"), "memory: 256", "memory: 384", 1))
+	r := c.run("apply", "-f", m3, "--auto-approve")
+	if r.code != 0 || !strings.Contains(r.stderr, "Apply complete") {
+		t.Fatalf("apply finishing the move: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := c.run("plan", "-f", m3); r.code != 0 {
+		t.Fatalf("plan after the apply that said complete: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	c.checkMoved(m3, "pve2", "pve1", nil)
+}

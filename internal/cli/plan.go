@@ -23,7 +23,8 @@ func newPlanCmd(st *streams) *cobra.Command {
 		Short:       "Show what apply would change, read from the live cluster",
 		Long: `plan compares the manifest with the live cluster (there is no state file)
 and prints what apply would do. Exit status: 0 no changes, 2 changes
-present, 1 error.`,
+present (or apps it could not check because their node is offline, named
+in the plan), 1 error.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			j, err := openJob(cmd.Context(), st, ff, cf)
@@ -47,7 +48,7 @@ present, 1 error.`,
 			if err != nil {
 				return redactErr(f, err)
 			}
-			if p.HasChanges() {
+			if !p.Converged() { // changes, or apps it could not check
 				return &exitError{code: ExitChanges}
 			}
 			return nil

@@ -99,7 +99,9 @@ func Make(apps []App, obs *Observed) (*Plan, error) {
 				p.Warnings = append(p.Warnings, warn)
 			}
 			refused = append(refused, probs...)
-			p.Changes = append(p.Changes, c)
+			if len(probs) == 0 { // a refused app's change is not shown
+				p.Changes = append(p.Changes, c)
+			}
 			continue
 		}
 		c, probs := appChange(a, node, obs)
@@ -129,7 +131,9 @@ func Make(apps []App, obs *Observed) (*Plan, error) {
 			c.Recover = staleOffline(a.Name, obs)
 		}
 		refused = append(refused, probs...)
-		p.Changes = append(p.Changes, c)
+		if len(probs) == 0 { // a refused app's change is not shown
+			p.Changes = append(p.Changes, c)
+		}
 	}
 	for _, node := range nodes {
 		p.Keepers = append(p.Keepers, keeperChanges(node, obs, p.Changes)...)
@@ -149,6 +153,7 @@ func Make(apps []App, obs *Observed) (*Plan, error) {
 	p.Warnings = append(p.Warnings, obs.Warnings...)
 	p.Warnings = append(p.Warnings, warnings(apps, obs)...)
 	refused = append(refused, damagedRefusals(p, obs)...)
+	p.Unchecked = uncheckedApps(projectOf(apps), apps, p, obs)
 	if len(refused) > 0 {
 		return p, &RefusedError{Problems: refused}
 	}
@@ -272,7 +277,7 @@ func appChange(a *App, node string, obs *Observed) (Change, []string) {
 	if len(cts) > 1 {
 		var ids []string
 		for _, ct := range cts {
-			ids = append(ids, strconv.Itoa(ct.VMID))
+			ids = append(ids, fmt.Sprintf("CT %d on %s", ct.VMID, ct.Node))
 		}
 		return c, []string{fmt.Sprintf("app %s: %d containers carry its tag %s%s (%s), and corral cannot tell which one is the app's (one was copied, or tagged, outside corral): "+
 			"remove the tag from the ones that are not (in the web UI, or pct set VMID --tags …), or destroy them if nothing on them is needed, then plan again", a.Name, len(cts), TagAppPrefix, a.Name, strings.Join(ids, ", "))}
@@ -653,6 +658,9 @@ func warnings(apps []App, obs *Observed) []string {
 			continue
 		}
 		cts := obs.Apps[a.Name]
+		if len(cts) == 1 && slices.Contains(obs.Offline, cts[0].Node) {
+			continue // its config was not read: nothing to warn about
+		}
 		if len(cts) == 1 && HasFeature(cts[0].Config["features"], "keyctl") {
 			continue
 		}
@@ -676,7 +684,7 @@ func ownerWarnings(apps []App, obs *Observed) []string {
 	var w []string
 	for _, a := range apps {
 		cts := obs.Apps[a.Name]
-		if len(a.Volumes) == 0 || len(cts) != 1 || truthy(cts[0].Config["unprivileged"]) == a.Unprivileged {
+		if len(a.Volumes) == 0 || len(cts) != 1 || slices.Contains(obs.Offline, cts[0].Node) || truthy(cts[0].Config["unprivileged"]) == a.Unprivileged {
 			continue
 		}
 		if a.Unprivileged {

@@ -80,7 +80,7 @@ func finishMove(a *App, car *Carrier, obs *Observed) (Change, string) {
 			warn = fmt.Sprintf("app %s: the interrupted move to %s is finished first; the manifest's node %s is planned after it", a.Name, to, a.Node)
 		}
 	}
-	c := Change{App: a.Name, Node: to, From: car.Notes.From, Action: Move, Desired: a, Start: true}
+	c := Change{App: a.Name, Node: to, From: car.Notes.From, Action: Move, Desired: a, Start: true, Finishing: true}
 	if cts := obs.Apps[a.Name]; len(cts) == 1 {
 		c.VMID, c.OldVMID = cts[0].VMID, cts[0].VMID
 	}

@@ -50,7 +50,14 @@ type Plan struct {
 	// Warnings are findings that need no change but a human's eye:
 	// orphaned volumes, containers outside the manifest.
 	Warnings []string
+	// Unchecked are apps left alone because a node they need is offline:
+	// the plan cannot say they match the manifest.
+	Unchecked []Unchecked
 }
+
+// Converged reports whether the cluster is known to match the manifest:
+// nothing to change, and nothing that could not be checked.
+func (p *Plan) Converged() bool { return !p.HasChanges() && len(p.Unchecked) == 0 }
 
 // HasChanges reports whether applying the plan would change anything.
 func (p *Plan) HasChanges() bool {
@@ -63,6 +70,15 @@ func (p *Plan) HasChanges() bool {
 		}
 	}
 	return false
+}
+
+// FinishesInterrupted reports whether the plan finishes work an earlier,
+// interrupted run left (a restore, a move, a recovered app's stale copy).
+// Such work is planned on its own, before the manifest's other changes to
+// the same app, so apply plans again once it is done and goes on in the
+// same run.
+func (p *Plan) FinishesInterrupted() bool {
+	return len(p.Recover) > 0 || slices.ContainsFunc(p.Changes, func(c Change) bool { return c.Finishing || c.Stale })
 }
 
 // KeeperChange creates or repairs a node's keeper.
@@ -137,6 +153,9 @@ type Change struct {
 	// Stale: a Delete of the stale copy of a recovered app, done before
 	// any other change.
 	Stale bool `json:",omitempty"`
+	// Finishing: a Move that finishes (or rolls back) a move an earlier
+	// run left interrupted; the app's other changes are planned after it.
+	Finishing bool `json:",omitempty"`
 	// Desired is the app as the manifest wants it (for create/replace).
 	Desired *App `json:"-"`
 }

@@ -137,7 +137,7 @@ func TestMake_Refused(t *testing.T) {
 			"app hermes: volume home is recorded as local-lvm:vm-999-disk-1, which no longer exists on node pve: it was removed outside corral; corral will not silently create an empty one — remove the volume from the manifest or restore it"},
 		{"two containers", func(_ *plan.App, o *plan.Observed) {
 			o.Apps["hermes"] = append(o.Apps["hermes"], &plan.CT{VMID: 106, Node: "pve", Status: "stopped", Config: map[string]string{}})
-		}, "app hermes: 2 containers carry its tag corral-app-hermes (105, 106), and corral cannot tell which one is the app's (one was copied, or tagged, outside corral): " +
+		}, "app hermes: 2 containers carry its tag corral-app-hermes (CT 105 on pve, CT 106 on pve), and corral cannot tell which one is the app's (one was copied, or tagged, outside corral): " +
 			"remove the tag from the ones that are not (in the web UI, or pct set VMID --tags …), or destroy them if nothing on them is needed, then plan again"},
 		{"unknown node", func(a *plan.App, _ *plan.Observed) { a.Node = "pve9" }, `app hermes: node "pve9" does not exist (nodes: pve)`},
 	}
@@ -145,13 +145,20 @@ func TestMake_Refused(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			a, obs := app(), converged()
 			tt.edit(&a, obs)
-			_, err := plan.Make([]plan.App{a}, obs)
+			p, err := plan.Make([]plan.App{a}, obs)
 			var re *plan.RefusedError
 			if !errors.As(err, &re) {
 				t.Fatalf("err=%v, want *RefusedError", err)
 			}
 			if diff := cmp.Diff([]string{tt.want}, re.Problems); diff != "" {
 				t.Errorf("problems (-want +got):\n%s", diff)
+			}
+			// A refused app shows no change above its refusal (issue 26:
+			// "app crash: no container; no changes" above the refusal).
+			for _, c := range p.Changes {
+				if c.App == a.Name {
+					t.Errorf("the refused app's change is in the plan: %+v", c)
+				}
 			}
 		})
 	}

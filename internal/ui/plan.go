@@ -22,6 +22,16 @@ type PlanJSON struct {
 	Warnings []string       `json:"warnings"`
 	Refused  []string       `json:"refused,omitempty"`
 	Summary  map[string]int `json:"summary"`
+	// Unchecked are the apps the plan could not compare with the manifest
+	// (their node is offline): with one, the cluster is not known to match.
+	Unchecked []UncheckedJSON `json:"unchecked,omitempty"`
+}
+
+// UncheckedJSON is an app a plan could not check, and why.
+type UncheckedJSON struct {
+	App  string `json:"app"`
+	Node string `json:"node"`
+	Why  string `json:"why"`
 }
 
 // KeeperJSON is a keeper change.
@@ -148,6 +158,9 @@ func NewPlanJSON(p *plan.Plan, refused []string) PlanJSON {
 		out.Warnings = []string{}
 	}
 	out.Recover = p.Recover
+	for _, u := range p.Unchecked {
+		out.Unchecked = append(out.Unchecked, UncheckedJSON{App: u.App, Node: u.Node, Why: u.Why})
+	}
 	for _, k := range p.Keepers {
 		out.Keepers = append(out.Keepers, KeeperJSON{Node: k.Node, VMID: k.VMID, Action: k.Action.String(), Reasons: k.Reasons})
 	}
@@ -215,7 +228,16 @@ func WritePlanText(w io.Writer, pj PlanJSON) {
 			fmt.Fprintf(w, "      # %s\n", r)
 		}
 	}
+	unchecked := map[string]string{}
+	for _, u := range pj.Unchecked {
+		unchecked[u.App] = u.Why
+	}
 	for _, c := range pj.Changes {
+		if why := unchecked[c.App]; why != "" && c.Action == "no-op" {
+			fmt.Fprintf(w, "? app %s: not checked: %s\n", c.App, why)
+			delete(unchecked, c.App)
+			continue
+		}
 		if c.Action == "no-op" && c.VMID == 0 {
 			// A destroy plan's app that has no container.
 			fmt.Fprintf(w, "  app %s: no container; no changes\n", c.App)
@@ -267,6 +289,15 @@ func WritePlanText(w io.Writer, pj PlanJSON) {
 		fmt.Fprintln(w, "\nPlan refused: nothing will be changed until the refused lines above are resolved.")
 		return
 	}
+	for _, u := range pj.Unchecked {
+		if unchecked[u.App] != "" { // not among the changes above
+			fmt.Fprintf(w, "? app %s: not checked: %s\n", u.App, u.Why)
+		}
+	}
+	if !pj.HasChanges && len(pj.Unchecked) > 0 {
+		fmt.Fprintf(w, "\nNot checked: %s. corral cannot tell whether the cluster matches the manifest until the node is back.\n", uncheckedNames(pj.Unchecked))
+		return
+	}
 	if !pj.HasChanges {
 		fmt.Fprintln(w, "\nNo changes. The cluster matches the manifest.")
 		return
@@ -281,6 +312,18 @@ func WritePlanText(w io.Writer, pj PlanJSON) {
 		parts = append(parts, fmt.Sprintf("%d keeper(s) to create or repair", len(pj.Keepers)))
 	}
 	fmt.Fprintf(w, "\nPlan: %s. Retained volumes are kept in every case.\n", strings.Join(parts, ", "))
+	if len(pj.Unchecked) > 0 {
+		fmt.Fprintf(w, "Not checked: %s (a node is offline).\n", uncheckedNames(pj.Unchecked))
+	}
+}
+
+// uncheckedNames is "app a, app b" for the apps a plan could not check.
+func uncheckedNames(us []UncheckedJSON) string {
+	var names []string
+	for _, u := range us {
+		names = append(names, "app "+u.App+" (node "+u.Node+")")
+	}
+	return strings.Join(names, ", ")
 }
 
 func vmidSuffix(id int) string {
