@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/corralhq/corral/internal/plan"
+	"github.com/corralhq/corral/internal/sim"
 	"github.com/corralhq/corral/internal/sim/model"
 )
 
@@ -99,4 +100,31 @@ func TestApplyFinishingAMoveMakesTheOtherChanges(t *testing.T) {
 		t.Fatalf("plan after the apply that said complete: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	c.checkMoved(m3, "pve2", "pve1", nil)
+}
+
+// Issue 26, scenario 5: a move stopped right after its carrier was made
+// (every move_volume refused: the carrier exists, nothing was handed to
+// it). The next apply ends with the app on the new node WITH its volumes
+// and data, and "Apply complete" only then; no second apply is needed.
+func TestApplyAfterMoveStoppedAtTheCarrier(t *testing.T) {
+	c := newMoveCluster(t)
+	m1, m2 := writeManifest(t, moveManifestOn("pve1")), writeManifest(t, moveManifestOn("pve2"))
+	c.mustRun("apply", "-f", m1, "--auto-approve")
+	old := c.markWeb(m1, "pve1")
+	c.srv.SetFaults(sim.FaultSpec{Seed: 1, Write5xx: 1, Match: "/move_volume"})
+	if r := c.run("apply", "-f", m2, "--auto-approve"); r.code == 0 {
+		t.Fatalf("apply with every move_volume refused succeeded:\n%s%s", r.stdout, r.stderr)
+	}
+	c.srv.SetFaults(sim.FaultSpec{})
+	if _, carriers := c.where(); carriers != 1 {
+		t.Fatalf("%d carriers after the stopped move, want 1", carriers)
+	}
+	r := c.run("apply", "-f", m2, "--auto-approve")
+	if r.code != 0 || !strings.Contains(r.stderr, "Apply complete") {
+		t.Fatalf("apply after the stopped move: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := c.run("plan", "-f", m2); r.code != 0 {
+		t.Fatalf("plan after the apply that said complete: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	c.checkMoved(m2, "pve2", "pve1", old)
 }
