@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/corralhq/corral/internal/plan"
@@ -109,7 +110,7 @@ func Status(ctx context.Context, c *pve.Client, apps []plan.App, redact func(str
 		return nil, perr
 	}
 	r := &StatusReport{CannotSeeGuests: obs.CannotSeeGuests, GuestUnknown: map[string][]string{},
-		InSync: refused == nil && (p == nil || !p.HasChanges())}
+		InSync: refused == nil && (p == nil || p.Converged())}
 	inv := plan.Inventory(obs)
 	for _, a := range apps {
 		as := AppStatus{App: a.Name, Containers: []CTStatus{}, Volumes: []plan.VolumeInfo{}, Drift: "unknown", Reasons: []string{}}
@@ -142,6 +143,23 @@ func Status(ctx context.Context, c *pve.Client, apps []plan.App, redact func(str
 				}
 			}
 		}
+		if p != nil {
+			for _, u := range p.Unchecked {
+				if u.App == a.Name {
+					as.Drift = "unchecked"
+					as.Reasons = append(as.Reasons, redact(u.Why))
+				}
+			}
+		}
+		if refused != nil && as.Drift == "unknown" {
+			// A refused app has no change in the plan: its refusal says why.
+			for _, prob := range refused.Problems {
+				if refusalNames(prob, a.Name) {
+					as.Drift = "refused"
+					as.Reasons = append(as.Reasons, redact(prob))
+				}
+			}
+		}
 		if car := obs.Carriers[a.Name]; car != nil {
 			as.Moving = moveStatus(a.Name, car, obs)
 		}
@@ -152,6 +170,12 @@ func Status(ctx context.Context, c *pve.Client, apps []plan.App, redact func(str
 	}
 	r.Keepers = keeperStatus(obs, p)
 	return r, nil
+}
+
+// refusalNames says whether a plan's refusal is about app: it names the
+// app ("app web: …") or one of its volumes ("web/data (…)").
+func refusalNames(prob, app string) bool {
+	return strings.HasPrefix(prob, "app "+app+":") || strings.Contains(prob, " "+app+"/")
 }
 
 // keeperStatus reports every keeper; p (nil when the plan was refused)

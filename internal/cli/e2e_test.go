@@ -661,6 +661,11 @@ func TestOfflineNode(t *testing.T) {
 	if r.code != 1 || strings.Contains(r.stderr, "Apply complete") || !strings.Contains(r.stderr, "apply incomplete") || !strings.Contains(r.stderr, "app notes: its container") {
 		t.Fatalf("apply with pve1 down: exit %d, want 1 naming notes\n%s%s", r.code, r.stdout, r.stderr)
 	}
+	for _, a := range c.status(two).Apps {
+		if a.App == "notes" && a.Drift != "unchecked" {
+			t.Errorf("status of notes on the offline node: drift %q, want unchecked", a.Drift)
+		}
+	}
 	r = c.run("plan", "-f", two)
 	if r.code != ExitChanges || strings.Contains(r.stdout, "No changes") || !strings.Contains(r.stdout, "Not checked: app notes (node pve1). corral cannot tell") {
 		t.Fatalf("plan with only the offline app left: exit %d\n%s%s", r.code, r.stdout, r.stderr)

@@ -61,6 +61,9 @@ func TestKeeperTagsEditedRefused(t *testing.T) {
 			if got := c.config(app); got["memory"] != appConf["memory"] || got["mp0"] != appConf["mp0"] || got["mp1"] != appConf["mp1"] || got["mp2"] != appConf["mp2"] {
 				t.Errorf("the app's config changed under a refused apply:\nbefore %v\nafter  %v", appConf, got)
 			}
+			if st := c.status(m2); len(st.Apps) != 1 || st.Apps[0].Drift != "refused" {
+				t.Errorf("status while the keeper is damaged: %+v, want alpha refused", st.Apps)
+			}
 			// corral volumes still shows where the data is.
 			r := c.mustRun("volumes")
 			for _, v := range before {
@@ -127,4 +130,29 @@ func TestApplyAfterMoveStoppedAtTheCarrier(t *testing.T) {
 		t.Fatalf("plan after the apply that said complete: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	c.checkMoved(m2, "pve2", "pve1", old)
+}
+
+// An app container whose corral-app tag was removed while the corral tag
+// stayed is recognized by the keeper volumes it mounts, as one with no
+// tags at all is (before, a container tagged only corral was skipped,
+// and the plan created the app a second time beside it).
+func TestAppTagRemovedCorralTagKept(t *testing.T) {
+	c := newCluster(t)
+	m := writeManifest(t, threeVolumes("alpha"))
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	vmid := c.status(m).Apps[0].Containers[0].VMID
+	if err := c.srv.Cluster().UpdateCTConfig(model.Auth{UserID: "root@pam"}, "pve", vmid, map[string]string{"tags": "corral;mytag"}); err != nil {
+		t.Fatal(err)
+	}
+	r := c.run("plan", "-f", m)
+	if r.code != ExitChanges || !strings.Contains(r.stdout, "lacks corral's tags") || strings.Contains(r.stdout, "+ app alpha") {
+		t.Fatalf("plan after the app tag was removed: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	if n := len(c.srv.Cluster().Resources("vm")); n != 2 {
+		t.Errorf("%d guests after apply, want 2 (app and keeper)", n)
+	}
+	if tags := c.config(vmid)["tags"]; !strings.Contains(tags, "corral-app-alpha") {
+		t.Errorf("tags=%q, want corral's tags back", tags)
+	}
 }
