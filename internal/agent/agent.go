@@ -733,6 +733,11 @@ func (a *Agent) Status() Status {
 			if v.State != "running" {
 				v.Health = "unknown"
 			}
+			if v.Health == "unhealthy" {
+				// An app the agent is restarting for its health is not
+				// "in sync", whatever its config says (issue 28).
+				st.InSync = false
+			}
 		}
 		as := a.app(v.Name)
 		v.Restarts = as.restarts

@@ -11,7 +11,8 @@ type Observation struct {
 	Apps  []AppView  `json:"apps"`
 	Nodes []NodeView `json:"nodes"`
 	// InSync is false when apply would change something (an app, or a
-	// keeper to repair).
+	// keeper to repair); Status also makes it false while an app is
+	// unhealthy (a failing health check).
 	InSync bool `json:"in_sync"`
 }
 

@@ -149,10 +149,8 @@ func (e *Executor) runGuest(ctx context.Context, c plan.Change, vmid int, justCr
 	if err := e.restartUnits(ctx, c.App, cl, pending, restarts); err != nil {
 		return err
 	}
-	for _, chk := range work.Checks {
-		if err := e.step(c.App, "health", chk.Name, func() error { return e.checkHealth(ctx, cl, chk) }); err != nil {
-			return err
-		}
+	if err := e.runChecks(ctx, c.App, cl, work.Checks); err != nil {
+		return err
 	}
 	return e.markProvisioned(ctx, c, vmid)
 }
@@ -613,11 +611,7 @@ func (e *Executor) checkHealth(ctx context.Context, cl *guest.Client, chk Check)
 			}
 		}
 	}
-	out := strings.Join(last, "\n  ")
-	if out == "" {
-		out = "(no output)"
-	}
-	return fmt.Errorf("unhealthy after %d attempts: %w\n  %s", attempts, err, out)
+	return &HealthError{Check: chk.Name, Attempts: attempts, Err: err, Output: last}
 }
 
 // markProvisioned records the guest digest in the description.

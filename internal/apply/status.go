@@ -25,6 +25,9 @@ type StatusReport struct {
 	// GuestUnknown lists, by app, the references that could not be read,
 	// so provisioning was not compared.
 	GuestUnknown map[string][]string `json:"-"`
+
+	// cts are each app's containers as observed, for StatusHealth.
+	cts map[string][]*plan.CT
 }
 
 // AppStatus is one app in a StatusReport.
@@ -39,6 +42,11 @@ type AppStatus struct {
 	// Moving is set while a move of the app is under way or was
 	// interrupted (its carrier exists).
 	Moving *MoveStatus `json:"moving,omitempty"`
+	// Health is Healthy, Unhealthy or HealthUnknown, from one run of the
+	// app's health checks (Executor.StatusHealth); HealthDetail names the
+	// failing check and its last line of output, or why it is unknown.
+	Health       string `json:"health"`
+	HealthDetail string `json:"health_detail"`
 }
 
 // MoveStatus is a move in progress, read from its carrier's Notes (the
@@ -109,11 +117,12 @@ func Status(ctx context.Context, c *pve.Client, apps []plan.App, redact func(str
 	if perr != nil && !errors.As(perr, &refused) {
 		return nil, perr
 	}
-	r := &StatusReport{CannotSeeGuests: obs.CannotSeeGuests, GuestUnknown: map[string][]string{},
+	r := &StatusReport{CannotSeeGuests: obs.CannotSeeGuests, GuestUnknown: map[string][]string{}, cts: obs.Apps,
 		InSync: refused == nil && (p == nil || p.Converged())}
 	inv := plan.Inventory(obs)
 	for _, a := range apps {
-		as := AppStatus{App: a.Name, Containers: []CTStatus{}, Volumes: []plan.VolumeInfo{}, Drift: "unknown", Reasons: []string{}}
+		as := AppStatus{App: a.Name, Containers: []CTStatus{}, Volumes: []plan.VolumeInfo{}, Drift: "unknown", Reasons: []string{},
+			Health: HealthUnknown, HealthDetail: "not checked"}
 		for _, ct := range obs.Apps[a.Name] {
 			ip, err := Address(ctx, c, ct)
 			if err != nil {

@@ -46,8 +46,14 @@ func powerCmd(verb, short string, do func(*apply.Executor, context.Context, stri
 				if err != nil {
 					return err
 				}
+				health := apply.HealthUnknown
+				if verb != "stop" {
+					if health, err = waitHealthy(ctx, j, args[0], ct); err != nil {
+						return j.err(err)
+					}
+				}
 				if j.asJSON {
-					return writeJSON(st, map[string]any{"app": args[0], "vmid": ct.VMID, "node": ct.Node, "status": ct.Status})
+					return writeJSON(st, map[string]any{"app": args[0], "vmid": ct.VMID, "node": ct.Node, "status": ct.Status, "health": health})
 				}
 				fmt.Fprintf(st.out, "App %s (ct %d on %s) is %s.\n", args[0], ct.VMID, ct.Node, ct.Status)
 				return nil
@@ -58,4 +64,23 @@ func powerCmd(verb, short string, do func(*apply.Executor, context.Context, stri
 		lf.add(cmd.Flags())
 		return cmd
 	}
+}
+
+// waitHealthy waits, after start or restart, for app's health checks to
+// pass as apply waits for them: the app's health (healthy, or unknown
+// when it has no checks), or an error naming the failing check.
+func waitHealthy(ctx context.Context, j *backupJob, app string, ct *plan.CT) (string, error) {
+	m, ok := j.app(app)
+	if !ok || len(m.Health) == 0 {
+		return apply.HealthUnknown, nil
+	}
+	sshc, err := sshConfig(j.s, false)
+	if err != nil {
+		return "", err
+	}
+	j.ex.SSH, j.ex.Guest = sshc, map[string]apply.GuestWork{app: plan.GuestWorkOf(*m)}
+	if err := j.ex.WaitHealthy(ctx, app, ct); err != nil {
+		return "", err
+	}
+	return apply.Healthy, nil
 }

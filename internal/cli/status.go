@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -14,11 +16,11 @@ import (
 func newStatusCmd(st *streams) *cobra.Command {
 	var ff fileFlags
 	var cf connFlags
-	var exitCode bool
+	var exitCode, noHealth bool
 	cmd := &cobra.Command{
 		Use:         "status",
 		Annotations: jsonForm(),
-		Short:       "Show each app's container, volumes and drift from the manifest",
+		Short:       "Show each app's container, health, volumes and drift from the manifest",
 		Args:        cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ff.lazy = true // status compares provisioning only when its values are at hand
@@ -31,6 +33,7 @@ func newStatusCmd(st *streams) *cobra.Command {
 			if err != nil {
 				return redactErr(j.f, err)
 			}
+			statusHealth(cmd.Context(), j, r, noHealth)
 			if j.asJSON {
 				err = writeJSON(st, r)
 			} else {
@@ -52,8 +55,31 @@ func newStatusCmd(st *streams) *cobra.Command {
 	}
 	ff.add(cmd.Flags())
 	cf.add(cmd.Flags())
-	cmd.Flags().BoolVar(&exitCode, "exit-code", false, "exit 2 when the cluster differs from the manifest (0 in sync, 1 error), like plan")
+	cmd.Flags().BoolVar(&exitCode, "exit-code", false, "exit 2 when the cluster differs from the manifest (0 in sync, 1 error), like plan; health does not change it")
+	cmd.Flags().BoolVar(&noHealth, "no-health", false, "do not run the apps' health checks (health shows unknown)")
 	return cmd
+}
+
+// statusHealth runs the apps' health checks once for status, over SSH
+// with the pinned host keys (never trusting a new one), unless noHealth.
+func statusHealth(ctx context.Context, j *job, r *apply.StatusReport, noHealth bool) {
+	if noHealth {
+		r.NoHealth("not checked (--no-health)")
+		return
+	}
+	works := plan.GuestWorks(j.f, nil)
+	if len(works) == 0 {
+		r.NoHealth("no health checks")
+		return
+	}
+	sshc, err := sshConfig(j.s, false)
+	if err != nil {
+		r.NoHealth(j.f.Redact("not checked: " + err.Error()))
+		return
+	}
+	sshc.ConnectTimeout = 10 * time.Second
+	ex := &apply.Executor{Client: j.s.client, SSH: sshc, Guest: works}
+	ex.StatusHealth(ctx, r, j.f.Redact)
 }
 
 func newVolumesCmd(st *streams) *cobra.Command {

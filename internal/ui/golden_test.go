@@ -89,9 +89,9 @@ func TestPlanGolden(t *testing.T) {
 func TestStatusGolden(t *testing.T) {
 	r := &apply.StatusReport{
 		Apps: []apply.AppStatus{
-			{App: "web", Drift: "no-op", Containers: []apply.CTStatus{{VMID: 101, Node: "pve1", Status: "running", IP: "10.0.0.5"}},
+			{App: "web", Drift: "no-op", Health: "unhealthy", HealthDetail: `check "http": HTTP status 502, want 200`, Containers: []apply.CTStatus{{VMID: 101, Node: "pve1", Status: "running", IP: "10.0.0.5"}},
 				Volumes: []plan.VolumeInfo{{App: "web", Name: "data", VolID: "local-lvm:vm-900-disk-1", Node: "pve1", Size: 3584 << 20, Holder: "ct 101", Mount: "/srv/data", Project: "demo"}}},
-			{App: "db", Drift: "update", Reasons: []string{"memory changes"}, Containers: []apply.CTStatus{{VMID: 102, Node: "pve2", Status: "stopped", Lock: "backup"}},
+			{App: "db", Drift: "update", Health: "unknown", HealthDetail: "ct 102 is stopped", Reasons: []string{"memory changes"}, Containers: []apply.CTStatus{{VMID: 102, Node: "pve2", Status: "stopped", Lock: "backup"}},
 				Volumes: []plan.VolumeInfo{{App: "db", Name: "pg", VolID: "local-lvm:vm-900-disk-2", Node: "pve2", Holder: "keeper", Missing: true}}},
 			{App: "new", Drift: "create", Reasons: []string{"no container for this app"}},
 		},

@@ -14,7 +14,7 @@ import (
 // WriteStatus prints `corral status`: a row per container (or per app
 // without one), the reasons for drift, then the apps' volumes.
 func WriteStatus(w io.Writer, r *apply.StatusReport) {
-	t := NewTable(w, "APP", "CT", "NODE", "STATUS", "IP", "DRIFT")
+	t := NewTable(w, "APP", "CT", "NODE", "STATUS", "HEALTH", "IP", "DRIFT")
 	for _, as := range r.Apps {
 		if len(as.Containers) == 0 {
 			state := "not created"
@@ -24,7 +24,7 @@ func WriteStatus(w io.Writer, r *apply.StatusReport) {
 			if as.Moving != nil {
 				state = "moving"
 			}
-			t.Row(as.App, "-", "-", state, "-", as.Drift)
+			t.Row(as.App, "-", "-", state, Dash(as.Health), "-", as.Drift)
 		}
 		for _, ct := range as.Containers {
 			status := ct.Status
@@ -34,7 +34,7 @@ func WriteStatus(w io.Writer, r *apply.StatusReport) {
 			if as.Moving != nil {
 				status += " (moving " + as.Moving.From + " → " + as.Moving.To + ")"
 			}
-			t.Row(as.App, strconv.Itoa(ct.VMID), ct.Node, status, Dash(ct.IP), as.Drift)
+			t.Row(as.App, strconv.Itoa(ct.VMID), ct.Node, status, Dash(as.Health), Dash(ct.IP), as.Drift)
 		}
 	}
 	t.Flush()
@@ -45,6 +45,9 @@ func WriteStatus(w io.Writer, r *apply.StatusReport) {
 		}
 		for _, why := range as.Reasons {
 			fmt.Fprintf(w, "  %s: %s\n", as.App, why)
+		}
+		if as.Health == apply.Unhealthy {
+			fmt.Fprintf(w, "  %s: unhealthy: %s\n", as.App, as.HealthDetail)
 		}
 	}
 	for _, as := range r.Apps {

@@ -1,0 +1,171 @@
+package apply
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/corralhq/corral/internal/guest"
+	"github.com/corralhq/corral/internal/plan"
+)
+
+// The values of AppStatus.Health.
+const (
+	Healthy       = "healthy"
+	Unhealthy     = "unhealthy"
+	HealthUnknown = "unknown"
+)
+
+// statusHealthApps is how many apps `corral status` checks at once, and
+// statusHealthTimeout bounds one app's login and checks: status answers
+// promptly even when a container does not.
+const (
+	statusHealthApps    = 8
+	statusHealthTimeout = 30 * time.Second
+)
+
+// HealthError is a health check that did not pass: the check, how many
+// attempts it had, and the last attempt's output.
+type HealthError struct {
+	Check    string
+	Attempts int
+	Err      error
+	Output   []string
+}
+
+func (h *HealthError) Error() string {
+	out := strings.Join(h.Output, "\n  ")
+	if out == "" {
+		out = "(no output)"
+	}
+	return fmt.Sprintf("unhealthy after %d attempts: %v\n  %s", h.Attempts, h.Err, out)
+}
+
+func (h *HealthError) Unwrap() error { return h.Err }
+
+// LastLine is the last line the check printed, or what ended it.
+func (h *HealthError) LastLine() string {
+	if n := len(h.Output); n > 0 {
+		return h.Output[n-1]
+	}
+	return h.Err.Error()
+}
+
+// runChecks runs app's health checks in order, each with its retries, as
+// apply does after provisioning; the first that does not pass ends it.
+func (e *Executor) runChecks(ctx context.Context, app string, cl *guest.Client, checks []Check) error {
+	for _, chk := range checks {
+		if err := e.step(app, "health", chk.Name, func() error { return e.checkHealth(ctx, cl, chk) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WaitHealthy waits for app's container ct (running) to pass its health
+// checks, as apply waits after provisioning: `corral start` and `corral
+// restart` fail when it does not come within the checks' retries.
+func (e *Executor) WaitHealthy(ctx context.Context, app string, ct *plan.CT) error {
+	checks := e.Guest[app].Checks
+	if len(checks) == 0 {
+		return nil
+	}
+	var cl *guest.Client
+	if err := e.step(app, "ssh", "connect to ct "+strconv.Itoa(ct.VMID), func() error {
+		var err error
+		cl, err = e.Dial(ctx, ct)
+		return err
+	}); err != nil {
+		return fmt.Errorf("ct %d on %s is %s, but its health could not be checked: %w", ct.VMID, ct.Node, ct.Status, err)
+	}
+	defer cl.Close()
+	if err := e.runChecks(ctx, app, cl, checks); err != nil {
+		return fmt.Errorf("ct %d on %s is %s but not healthy: %w; see the app with corral logs %s or corral exec %s, fix it, and run corral restart %s",
+			ct.VMID, ct.Node, ct.Status, err, app, app, app)
+	}
+	return nil
+}
+
+// NoHealth marks every app's health unknown, not checked for why.
+func (r *StatusReport) NoHealth(why string) {
+	for i := range r.Apps {
+		r.Apps[i].Health, r.Apps[i].HealthDetail = HealthUnknown, why
+	}
+}
+
+// StatusHealth runs each health check (e.Guest) of every app in r whose
+// one container runs, once, and sets the app's Health: healthy, unhealthy
+// with the failing check and its last line of output, or unknown with
+// why. Checks are read-only commands by contract, and nothing else is
+// written: a container whose host key corral has not pinned is not
+// logged into (apply pins it). redact removes secret values from output.
+func (e *Executor) StatusHealth(ctx context.Context, r *StatusReport, redact func(string) string) {
+	sem := make(chan struct{}, statusHealthApps)
+	var wg sync.WaitGroup
+	for i := range r.Apps {
+		as := &r.Apps[i]
+		checks := e.Guest[as.App].Checks
+		ct, why := healthTarget(r.cts[as.App], len(checks))
+		if ct == nil {
+			as.Health, as.HealthDetail = HealthUnknown, why
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			as.Health, as.HealthDetail = e.appHealth(ctx, ct, checks)
+			as.HealthDetail = redact(as.HealthDetail)
+		}()
+	}
+	wg.Wait()
+}
+
+// healthTarget is the container whose health status can check, or why
+// there is none.
+func healthTarget(cts []*plan.CT, checks int) (*plan.CT, string) {
+	switch {
+	case checks == 0:
+		return nil, "no health checks"
+	case len(cts) == 0:
+		return nil, "no container"
+	case len(cts) > 1:
+		return nil, fmt.Sprintf("%d containers", len(cts))
+	case cts[0].Status != "running":
+		return nil, fmt.Sprintf("ct %d is %s", cts[0].VMID, cts[0].Status)
+	case plan.ParseMarker(cts[0].Config["description"]).HostKey == "":
+		return nil, fmt.Sprintf("ct %d has no SSH host key pinned by corral yet; corral apply pins it", cts[0].VMID)
+	}
+	return cts[0], ""
+}
+
+// appHealth logs into ct and runs each check once, without its retries.
+func (e *Executor) appHealth(ctx context.Context, ct *plan.CT, checks []Check) (string, string) {
+	ctx, cancel := context.WithTimeout(ctx, statusHealthTimeout)
+	defer cancel()
+	cl, err := e.Dial(ctx, ct)
+	if err != nil {
+		return HealthUnknown, fmt.Sprintf("could not log into ct %d: %v", ct.VMID, err)
+	}
+	defer cl.Close()
+	for _, chk := range checks {
+		chk.Retries = 0
+		err := e.checkHealth(ctx, cl, chk)
+		var he *HealthError
+		var exit *guest.ExitError
+		switch {
+		case err == nil:
+			continue
+		case errors.As(err, &he) && errors.As(err, &exit):
+			return Unhealthy, fmt.Sprintf("check %q: %s", chk.Name, he.LastLine())
+		default:
+			return HealthUnknown, fmt.Sprintf("check %q could not run: %v", chk.Name, err)
+		}
+	}
+	return Healthy, ""
+}
