@@ -84,8 +84,13 @@ func (e *Executor) WaitHealthy(ctx context.Context, app string, ct *plan.CT) err
 	}
 	defer cl.Close()
 	if err := e.runChecks(ctx, app, cl, checks); err != nil {
-		return fmt.Errorf("ct %d on %s is %s but not healthy: %w; see the app with corral logs %s or corral exec %s, fix it, and run corral restart %s",
-			ct.VMID, ct.Node, ct.Status, err, app, app, app)
+		name := "?"
+		if he := (*HealthError)(nil); errors.As(err, &he) {
+			name = he.Check
+		}
+		return fmt.Errorf("ct %d on %s is %s, but health check %q did not pass: %w\n"+
+			"  to fix: look at the app (corral logs %s, corral exec %s), repair it, and run corral restart %s",
+			ct.VMID, ct.Node, ct.Status, name, err, app, app, app)
 	}
 	return nil
 }

@@ -118,7 +118,7 @@ func TestStatus_healthFromChecks(t *testing.T) {
 			c.mustC("stop", "web", "-f", m)
 		}
 		r := c.runC(verb, "web", "-f", m)
-		if r.code == 0 || !strings.Contains(r.stderr, "not broken") || !strings.Contains(r.stderr, "broken since noon") {
+		if r.code == 0 || !strings.Contains(r.stderr, `health check "not broken" did not pass`) || !strings.Contains(r.stderr, "broken since noon") {
 			t.Errorf("%s of an unhealthy app: exit %d\n%s%s", verb, r.code, r.stdout, r.stderr)
 		}
 	}
