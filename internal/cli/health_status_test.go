@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -139,6 +140,9 @@ func TestAgent_unhealthyAppIsNotInSync(t *testing.T) {
 	if st := r.ag.Status(); !st.InSync || r.app("web").Health != "healthy" {
 		t.Fatalf("before the break: in sync %v, %+v\n%s", st.InSync, r.app("web"), r.stderr)
 	}
+	if v := r.metric("corral_agent_in_sync"); v != 1 {
+		t.Fatalf("corral_agent_in_sync = %v before the break", v)
+	}
 	if err := os.WriteFile(c.file(vol, "broken"), []byte("noon"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -146,5 +150,13 @@ func TestAgent_unhealthyAppIsNotInSync(t *testing.T) {
 	r.tick()
 	if st := r.ag.Status(); st.InSync || r.app("web").Health != "unhealthy" {
 		t.Errorf("unhealthy app: in sync %v, %+v\n%s", st.InSync, r.app("web"), r.stderr)
+	}
+	if v := r.metric("corral_agent_in_sync"); v != 0 {
+		t.Errorf("corral_agent_in_sync = %v while web is unhealthy", v)
+	}
+	w := httptest.NewRecorder()
+	r.ag.Handler("").ServeHTTP(w, httptest.NewRequest("GET", "/", nil))
+	if page := w.Body.String(); !strings.Contains(page, `id="sync">not in sync<`) {
+		t.Errorf("the status page does not say not in sync:\n%s", page)
 	}
 }
