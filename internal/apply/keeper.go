@@ -588,10 +588,14 @@ func (k *keeper) grow(ctx context.Context, vk plan.VolumeKey, volid string, size
 // free deletes a volume for good (destroy --delete-volumes of a
 // reclaim: delete volume, volumes rm): its mpN on the keeper is deleted
 // (PVE keeps the volume as unusedN), then that unusedN (PVE frees it: the
-// keeper owns it). A volume anything but the keeper references is
-// refused before anything changes.
+// keeper owns it). A volume anything but the keeper references, or any
+// snapshot keeps (the keeper's own included), is refused before anything
+// changes.
 func (k *keeper) free(ctx context.Context, vk plan.VolumeKey, volid string) error {
 	if err := k.e.guardUnreferenced(ctx, k.node, []string{volid}, k.vmid); err != nil {
+		return fmt.Errorf("not freed: %w", err)
+	}
+	if err := k.e.guardSnapshots(ctx, k.node, []string{volid}); err != nil {
 		return fmt.Errorf("not freed: %w", err)
 	}
 	return k.unprotected(ctx, func() error {
