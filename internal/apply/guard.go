@@ -87,7 +87,7 @@ func (e *VolumeInUseError) Error() string {
 		refs = append(refs, r.String())
 	}
 	if slices.ContainsFunc(e.Refs, func(r Reference) bool { return r.Snapshot != "" }) {
-		return fmt.Sprintf("volume %s is kept by %s; corral frees no volume a snapshot keeps (a rollback to it needs the volume): remove the snapshot first, then run again",
+		return fmt.Sprintf("volume %s is kept by %s; corral frees no volume a snapshot keeps (a rollback to it needs the volume): run again once the snapshot is removed",
 			e.VolID, strings.Join(refs, ", "))
 	}
 	return fmt.Sprintf("volume %s is referenced by %s; corral never gives one volume to two guests (both would write the same file system): "+

@@ -118,7 +118,7 @@ func inUse(refs map[string][]string, node, volid string) string {
 // reference; for a snapshot's, the reference itself names the command.
 func byGuest(u, fix string) string {
 	if strings.HasPrefix(u, SnapshotRefPrefix) {
-		return "corral frees no volume a snapshot keeps (a rollback to it needs the volume); remove the snapshot first"
+		return "corral frees no volume a snapshot keeps (a rollback to it needs the volume)"
 	}
 	return "corral frees no volume a guest uses; " + fix
 }
