@@ -126,3 +126,38 @@ func TestRollbackRefusesASnapshotWhoseVolumeIsGone(t *testing.T) {
 		t.Errorf("app %s after the refused rollback, want still running", st)
 	}
 }
+
+// destroy --delete-volumes frees through the keeper, which reads the
+// snapshots right before each free: a snapshot of the keeper itself
+// (taken by hand as root) keeps the volume, and the free is refused,
+// naming it. The app's own snapshots go with its container.
+func TestDestroyDeleteVolumesSparesASnapshotsVolume(t *testing.T) {
+	c := newCluster(t)
+	m := manifestWith(t, "512")
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	c.mustC("snapshot", "notes", "own", "-f", m) // destroyed with the container
+	cache := volidOf(c.volumes(), "notes", "cache")
+	keeper := c.keeperVMID(m)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	root := c.pveRoot()
+	upid, err := root.CreateSnapshot(ctx, "pve", keeper, "ks", "by hand")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := root.WaitTask(ctx, upid, pve.WaitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r := c.run("destroy", "-f", m, "--auto-approve", "--delete-volumes")
+	if r.code == 0 || c.gone(cache) {
+		t.Fatalf("destroy --delete-volumes of a volume the keeper's snapshot keeps: exit %d, cache gone %v\n%s%s", r.code, c.gone(cache), r.stdout, r.stderr)
+	}
+	for _, want := range []string{cache, "snapshot ks of CT " + strconv.Itoa(keeper), "`pct delsnapshot " + strconv.Itoa(keeper) + " ks` on node pve", "corral frees no volume a snapshot keeps"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("refusal lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	if holderOf(c.volumes(), cache) == "" {
+		t.Errorf("the keeper no longer records %s after the refused free", cache)
+	}
+}
