@@ -127,10 +127,10 @@ func TestRollbackRefusesASnapshotWhoseVolumeIsGone(t *testing.T) {
 	}
 }
 
-// destroy --delete-volumes frees through the keeper, which reads the
-// snapshots right before each free: a snapshot of the keeper itself
-// (taken by hand as root) keeps the volume, and the free is refused,
-// naming it. The app's own snapshots go with its container.
+// destroy --delete-volumes refuses, before anything changes, to free a
+// volume a snapshot of another container keeps: here one of the keeper
+// itself, taken by hand as root. The app's own snapshots go with its
+// container and do not stop it.
 func TestDestroyDeleteVolumesSparesASnapshotsVolume(t *testing.T) {
 	c := newCluster(t)
 	m := manifestWith(t, "512")
@@ -159,5 +159,21 @@ func TestDestroyDeleteVolumesSparesASnapshotsVolume(t *testing.T) {
 	}
 	if holderOf(c.volumes(), cache) == "" {
 		t.Errorf("the keeper no longer records %s after the refused free", cache)
+	}
+	if a := c.status(m).Apps[0]; len(a.Containers) != 1 || a.Containers[0].Status != "running" {
+		t.Errorf("the refused destroy changed the app: %+v", a.Containers)
+	}
+
+	// The keeper's snapshot removed, the app's own does not stop it.
+	upid, err = root.DeleteSnapshot(ctx, "pve", keeper, "ks", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := root.WaitTask(ctx, upid, pve.WaitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c.mustRun("destroy", "-f", m, "--auto-approve", "--delete-volumes")
+	if !c.gone(cache) {
+		t.Errorf("%s kept after destroy --delete-volumes with only the app's own snapshot", cache)
 	}
 }
