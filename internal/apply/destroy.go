@@ -88,11 +88,7 @@ func (e *Executor) guardDestroySnapshots(ctx context.Context, changes []plan.Cha
 	}
 	for _, node := range slices.Sorted(maps.Keys(byNode)) {
 		volids := byNode[node]
-		shared, err := onSharedStorage(ctx, e.Client, node, volids)
-		if err != nil {
-			return err
-		}
-		refs, err := snapshotReferences(ctx, e.Client, node, shared, volids)
+		refs, err := nodeSnapshotRefs(ctx, e.Client, node, volids)
 		if err != nil {
 			return err
 		}

@@ -140,22 +140,13 @@ func referencesSkip(ctx context.Context, c *pve.Client, node string, all bool, s
 	})
 	entries := make([][]pve.PendingEntry, len(res))
 	errs := make([]error, len(res))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, sweepConcurrency)
-	for i, r := range res {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			if r.Type == "qemu" {
-				entries[i], errs[i] = c.VMPending(ctx, r.Node, r.VMID)
-			} else {
-				entries[i], errs[i] = c.Pending(ctx, r.Node, r.VMID)
-			}
-		}()
-	}
-	wg.Wait()
+	inParallel(len(res), func(i int) {
+		if r := res[i]; r.Type == "qemu" {
+			entries[i], errs[i] = c.VMPending(ctx, r.Node, r.VMID)
+		} else {
+			entries[i], errs[i] = c.Pending(ctx, r.Node, r.VMID)
+		}
+	})
 	out := map[string][]Reference{}
 	for i, r := range res {
 		where := ""
@@ -194,6 +185,23 @@ func referencesSkip(ctx context.Context, c *pve.Client, node string, all bool, s
 // sweepConcurrency is how many guest configs one guard read has in
 // flight.
 const sweepConcurrency = 8
+
+// inParallel runs fn(0) … fn(n-1), sweepConcurrency at a time, and
+// returns when all have.
+func inParallel(n int, fn func(i int)) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, sweepConcurrency)
+	for i := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			fn(i)
+		}()
+	}
+	wg.Wait()
+}
 
 // volumeKey reports whether a config key of a guest of type typ can name
 // a volume.

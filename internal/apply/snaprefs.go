@@ -7,7 +7,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/corralhq/corral/internal/plan"
 	"github.com/corralhq/corral/internal/pve"
@@ -45,18 +44,7 @@ func snapshotReferences(ctx context.Context, c *pve.Client, node string, all boo
 	}
 	found := make([][]snapRef, len(res))
 	errs := make([]error, len(res))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, sweepConcurrency)
-	for i, r := range res {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			found[i], errs[i] = guestSnapshotRefs(ctx, c, r, want)
-		}()
-	}
-	wg.Wait()
+	inParallel(len(res), func(i int) { found[i], errs[i] = guestSnapshotRefs(ctx, c, res[i], want) })
 	for i, r := range res {
 		if errs[i] != nil {
 			return nil, fmt.Errorf("read the snapshots of CT %d on node %s to check which volumes they keep: %w", r.VMID, r.Node, errs[i])
@@ -107,18 +95,24 @@ func guestSnapshotRefs(ctx context.Context, c *pve.Client, r resource, want map[
 	return out, nil
 }
 
-// guardSnapshots fails with *VolumeInUseError when a snapshot of any
-// container that could name them (node's, or every node's for a volume
-// on shared storage) keeps one of volids.
-func (e *Executor) guardSnapshots(ctx context.Context, node string, volids []string) error {
+// nodeSnapshotRefs is snapshotReferences for volids of node's keepers:
+// the snapshots of node's containers, or of every node's when one of
+// volids is on shared storage (any node's guest can name it).
+func nodeSnapshotRefs(ctx context.Context, c *pve.Client, node string, volids []string) (map[string][]Reference, error) {
 	if len(volids) == 0 {
-		return nil
+		return map[string][]Reference{}, nil
 	}
-	shared, err := onSharedStorage(ctx, e.Client, node, volids)
+	shared, err := onSharedStorage(ctx, c, node, volids)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	refs, err := snapshotReferences(ctx, e.Client, node, shared, volids)
+	return snapshotReferences(ctx, c, node, shared, volids)
+}
+
+// guardSnapshots fails with *VolumeInUseError when a snapshot of any
+// container that could name them keeps one of volids.
+func (e *Executor) guardSnapshots(ctx context.Context, node string, volids []string) error {
+	refs, err := nodeSnapshotRefs(ctx, e.Client, node, volids)
 	if err != nil {
 		return err
 	}
@@ -141,11 +135,7 @@ func SnapshotRefs(ctx context.Context, c *pve.Client, vols []plan.VolumeFree) (m
 	}
 	out := map[string][]string{}
 	for _, node := range slices.Sorted(maps.Keys(byNode)) {
-		shared, err := onSharedStorage(ctx, c, node, byNode[node])
-		if err != nil {
-			return nil, err
-		}
-		refs, err := snapshotReferences(ctx, c, node, shared, byNode[node])
+		refs, err := nodeSnapshotRefs(ctx, c, node, byNode[node])
 		if err != nil {
 			return nil, err
 		}
