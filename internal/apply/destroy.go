@@ -2,6 +2,8 @@ package apply
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"slices"
 	"sync"
 
@@ -32,6 +34,9 @@ func (e *Executor) Destroy(ctx context.Context, p *plan.Plan, obs *plan.Observed
 		case c.Action == plan.Delete:
 			changes = append(changes, c)
 		}
+	}
+	if err := e.guardDestroySnapshots(ctx, changes); err != nil {
+		return nil, err
 	}
 	var mu sync.Mutex
 	var freed []string
@@ -64,4 +69,35 @@ func (e *Executor) Destroy(ctx context.Context, p *plan.Plan, obs *plan.Observed
 	})
 	slices.Sort(freed)
 	return freed, err
+}
+
+// guardDestroySnapshots refuses a destroy, before anything of it changes,
+// when a volume it would free is kept by a snapshot of a container other
+// than the ones it destroys (PVE destroys a container's snapshots with
+// it). keeper.free checks again right before each free.
+func (e *Executor) guardDestroySnapshots(ctx context.Context, changes []plan.Change) error {
+	byNode := map[string][]string{}
+	var gone []int
+	for _, c := range changes {
+		gone = append(gone, c.OldVMID)
+		for _, v := range c.Volumes {
+			if v.Action == plan.VolFree && v.VolID != "" {
+				byNode[c.Node] = append(byNode[c.Node], v.VolID)
+			}
+		}
+	}
+	for _, node := range slices.Sorted(maps.Keys(byNode)) {
+		volids := byNode[node]
+		refs, err := nodeSnapshotRefs(ctx, e.Client, node, volids)
+		if err != nil {
+			return err
+		}
+		for _, volid := range volids {
+			kept := slices.DeleteFunc(refs[volid], func(r Reference) bool { return slices.Contains(gone, r.VMID) })
+			if len(kept) > 0 {
+				return fmt.Errorf("destroy refused; nothing was changed: %w", &VolumeInUseError{VolID: volid, Refs: kept})
+			}
+		}
+	}
+	return nil
 }

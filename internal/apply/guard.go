@@ -31,9 +31,17 @@ type Reference struct {
 	Name    string
 	Key     string // rootfs, mpN, unusedN, scsiN, …
 	Pending bool   // a pending change, applied at the guest's next start
+	// Snapshot is set for a reference in a snapshot's config (see
+	// snapshotReferences), which always names its Node; App is the
+	// container's corral app, if any, for the command that removes it.
+	Snapshot string
+	App      string
 }
 
 func (r Reference) String() string {
+	if r.Snapshot != "" {
+		return r.snapshotString()
+	}
 	what := "CT"
 	if r.Type == "qemu" {
 		what = "VM"
@@ -52,6 +60,20 @@ func (r Reference) String() string {
 	return s
 }
 
+// snapshotString names the snapshot, its container, node and key, and
+// the command that removes the snapshot.
+func (r Reference) snapshotString() string {
+	s := fmt.Sprintf("%sCT %d", plan.SnapshotRefPrefix+r.Snapshot+" of ", r.VMID)
+	if r.Name != "" {
+		s += " (" + r.Name + ")"
+	}
+	fix := fmt.Sprintf("`pct delsnapshot %d %s` on node %s", r.VMID, r.Snapshot, r.Node)
+	if r.App != "" {
+		fix = fmt.Sprintf("`corral snapshot %s %s --delete` (or %s)", r.App, r.Snapshot, fix)
+	}
+	return fmt.Sprintf("%s on node %s as %s; %s removes that snapshot", s, r.Node, r.Key, fix)
+}
+
 // VolumeInUseError says a volume is referenced by a guest other than the
 // ones allowed; nothing was changed.
 type VolumeInUseError struct {
@@ -63,6 +85,10 @@ func (e *VolumeInUseError) Error() string {
 	var refs []string
 	for _, r := range e.Refs {
 		refs = append(refs, r.String())
+	}
+	if slices.ContainsFunc(e.Refs, func(r Reference) bool { return r.Snapshot != "" }) {
+		return fmt.Sprintf("volume %s is kept by %s; corral frees no volume a snapshot keeps (a rollback to it needs the volume): run again once the snapshot is removed",
+			e.VolID, strings.Join(refs, ", "))
 	}
 	return fmt.Sprintf("volume %s is referenced by %s; corral never gives one volume to two guests (both would write the same file system): "+
 		"remove the reference from that guest (detach it while the guest is stopped) or, if that guest is this app's container with its tags edited, put its tags back, then run again",
@@ -114,22 +140,13 @@ func referencesSkip(ctx context.Context, c *pve.Client, node string, all bool, s
 	})
 	entries := make([][]pve.PendingEntry, len(res))
 	errs := make([]error, len(res))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, sweepConcurrency)
-	for i, r := range res {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			if r.Type == "qemu" {
-				entries[i], errs[i] = c.VMPending(ctx, r.Node, r.VMID)
-			} else {
-				entries[i], errs[i] = c.Pending(ctx, r.Node, r.VMID)
-			}
-		}()
-	}
-	wg.Wait()
+	inParallel(len(res), func(i int) {
+		if r := res[i]; r.Type == "qemu" {
+			entries[i], errs[i] = c.VMPending(ctx, r.Node, r.VMID)
+		} else {
+			entries[i], errs[i] = c.Pending(ctx, r.Node, r.VMID)
+		}
+	})
 	out := map[string][]Reference{}
 	for i, r := range res {
 		where := ""
@@ -168,6 +185,23 @@ func referencesSkip(ctx context.Context, c *pve.Client, node string, all bool, s
 // sweepConcurrency is how many guest configs one guard read has in
 // flight.
 const sweepConcurrency = 8
+
+// inParallel runs fn(0) … fn(n-1), sweepConcurrency at a time, and
+// returns when all have.
+func inParallel(n int, fn func(i int)) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, sweepConcurrency)
+	for i := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			fn(i)
+		}()
+	}
+	wg.Wait()
+}
 
 // volumeKey reports whether a config key of a guest of type typ can name
 // a volume.

@@ -2,6 +2,7 @@ package apply
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"net/url"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/corralhq/corral/internal/plan"
 	"github.com/corralhq/corral/internal/pve"
+	"github.com/corralhq/corral/internal/wait"
 )
 
 // keeper is a node's keeper CT: a protected, never-started container that
@@ -163,8 +165,9 @@ func (k *keeper) setProtection(ctx context.Context, on bool) error {
 // unprotected runs fn with the keeper's protection cleared, which PVE
 // requires to add or remove its volumes (behaviour.md §g), and sets it
 // again right after, however fn ends: an error, a cancelled context
-// (Ctrl-C, SIGTERM) or a panic. Only a killed process leaves it off, and
-// the next plan repairs that.
+// (Ctrl-C, SIGTERM) or a panic (reprotect). Only a killed process, or a
+// PVE that refuses every try, leaves it off; the latter is an error of
+// its own, joined to fn's, and the next plan repairs it.
 func (k *keeper) unprotected(ctx context.Context, fn func() error) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -174,16 +177,52 @@ func (k *keeper) unprotected(ctx context.Context, fn func() error) error {
 // unprotectedHeld is unprotected for a caller that holds k.mu.
 func (k *keeper) unprotectedHeld(ctx context.Context, fn func() error) (err error) {
 	defer func() {
-		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		defer cancel()
-		if perr := k.setProtection(pctx, true); perr != nil && err == nil {
-			err = perr
+		if perr := k.reprotect(ctx); perr != nil {
+			err = errors.Join(err, perr)
 		}
 	}()
 	if err := k.setProtection(ctx, false); err != nil {
 		return err
 	}
 	return fn()
+}
+
+// reprotectTries and reprotectFirstDelay bound reprotect: tries with
+// doubling pauses between them (0.5 s, 1 s, 2 s, 4 s: under 8 s of
+// pauses), each try at most reprotectTryTimeout.
+const (
+	reprotectTries      = 5
+	reprotectFirstDelay = 500 * time.Millisecond
+	reprotectTryTimeout = 15 * time.Second
+)
+
+// reprotect sets the keeper's protection again after a volume operation.
+// It is the one write corral must not lose: a 5xx or a dropped connection
+// is tried again with a backoff. The tries run on a context detached from
+// ctx's cancel, so that a Ctrl-C or SIGTERM (which cancels ctx) still
+// gets the keeper protected; they are bounded in number and time instead.
+// If every try fails, the error says that protection is off and how to
+// set it again.
+func (k *keeper) reprotect(ctx context.Context) error {
+	base := context.WithoutCancel(ctx)
+	delay := reprotectFirstDelay
+	var err error
+	for try := 1; try <= reprotectTries; try++ {
+		tctx, cancel := context.WithTimeout(base, reprotectTryTimeout)
+		err = k.setProtection(tctx, true)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if try < reprotectTries {
+			_ = wait.Sleep(base, delay) // base is never cancelled
+			delay *= 2
+		}
+	}
+	return fmt.Errorf("protection is OFF on keeper %d on node %s: setting it again failed %d times (last: %w); "+
+		"PVE will not stop a destroy of the keeper or the removal of its volumes until it is set: "+
+		"`corral apply` sets it again, or run `pct set %d --protection 1` on node %s",
+		k.vmid, k.node, reprotectTries, err, k.vmid, k.node)
 }
 
 // ensureKeeper creates the node's keeper or repairs it (protection off,
@@ -549,10 +588,14 @@ func (k *keeper) grow(ctx context.Context, vk plan.VolumeKey, volid string, size
 // free deletes a volume for good (destroy --delete-volumes of a
 // reclaim: delete volume, volumes rm): its mpN on the keeper is deleted
 // (PVE keeps the volume as unusedN), then that unusedN (PVE frees it: the
-// keeper owns it). A volume anything but the keeper references is
-// refused before anything changes.
+// keeper owns it). A volume anything but the keeper references, or any
+// snapshot keeps (the keeper's own included), is refused before anything
+// changes.
 func (k *keeper) free(ctx context.Context, vk plan.VolumeKey, volid string) error {
 	if err := k.e.guardUnreferenced(ctx, k.node, []string{volid}, k.vmid); err != nil {
+		return fmt.Errorf("not freed: %w", err)
+	}
+	if err := k.e.guardSnapshots(ctx, k.node, []string{volid}); err != nil {
 		return fmt.Errorf("not freed: %w", err)
 	}
 	return k.unprotected(ctx, func() error {

@@ -496,7 +496,9 @@ func newRollbackCmd(st *streams) *cobra.Command {
 		Long: `rollback returns the app's container to snapshot NAME: its config, root file
 system and every volume the snapshot covers (those attached when it was
 taken). Whatever changed since is lost. PVE stops a running container for
-the rollback; corral starts it again if it was running, or with --start.`,
+the rollback; corral starts it again if it was running, or with --start.
+It refuses, before changing anything, when a volume the snapshot covers no
+longer exists or its volid is now another app's or another guest's.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			j, err := openBackupJob(cmd, st, ff, cf)
@@ -520,6 +522,9 @@ the rollback; corral starts it again if it was running, or with --start.`,
 			}
 			defer lock.release()
 			ctx = lock.ctx
+			if err := j.ex.CheckRollback(ctx, obs, ct, args[1]); err != nil {
+				return j.err(err)
+			}
 			if err := j.ex.RollbackStart(ctx, ct, args[1], start || ct.Status == "running"); err != nil {
 				return j.err(err)
 			}

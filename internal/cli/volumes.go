@@ -40,7 +40,8 @@ cannot be recovered.
 
 rm refuses, and frees nothing, when a volume is not held by a keeper,
 when any guest other than its keeper references it (a container's
-rootfs, mpN or unusedN, or a pending change), when an app of the manifest
+rootfs, mpN or unusedN, or a pending change) or a snapshot of any
+container keeps it (remove the snapshot first), when an app of the manifest
 declares it (the next apply would make an empty one in its place), or
 when it is another project's. corral volumes lists the volumes.`,
 		Args: cobra.MinimumNArgs(1),
@@ -71,7 +72,8 @@ existed (prune names them; corral volumes rm frees them).
 prune shows its plan and asks first (--auto-approve), and refuses, freeing
 nothing, while any guest other than the keeper references one of the
 volumes (run corral apply first: it detaches what the manifest no longer
-lists).`,
+lists) or a snapshot of any container keeps one (remove the snapshot
+first: a rollback to it needs the volume).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runFree(cmd, st, a, "volumes prune", plan.Prune)
@@ -110,6 +112,18 @@ func runFree(cmd *cobra.Command, st *streams, a *freeArgs, command string, plann
 			return nil, nil, err
 		}
 		p, err := planner(f.Project, apps, obs, refs)
+		if err != nil || len(p.Volumes) == 0 {
+			return p, obs, err
+		}
+		// Snapshots keep volumes too; read them for what would be freed.
+		snaps, err := apply.SnapshotRefs(ctx, s.client, p.Volumes)
+		if err != nil || len(snaps) == 0 {
+			return p, obs, err
+		}
+		for k, v := range snaps {
+			refs[k] = append(refs[k], v...)
+		}
+		p, err = planner(f.Project, apps, obs, refs)
 		return p, obs, err
 	}
 	p, obs, perr := makeFree()

@@ -13,8 +13,10 @@ import (
 // volume removed from an app, the *-replaced-* copies restore --replace
 // keeps). Both are planned here from the observed cluster and the guest
 // references read right before (refs), and refuse, as a whole, any volume
-// another guest than its keeper references: freeing it would pull a
-// file system from under that guest.
+// another guest than its keeper references, or a snapshot keeps: freeing
+// it would pull a file system from under that guest, or leave the
+// snapshot naming a volume that is gone (or, once its volid is reused,
+// someone else's).
 
 // VolumeFree is one volume a FreePlan frees.
 type VolumeFree struct {
@@ -101,10 +103,24 @@ func declared(apps []App, vk VolumeKey) bool {
 	return false
 }
 
-// inUse says which guests other than its keeper reference a volume, from
-// refs ("node/volid" → "CT 105 (mp0)", …), or "".
+// SnapshotRefPrefix starts a reference that is a snapshot's (apply's
+// Reference.String: "snapshot s1 of CT 105 … removes that snapshot"): a
+// snapshot keeps the volumes it covers, so they count as in use.
+const SnapshotRefPrefix = "snapshot "
+
+// inUse says which guests other than its keeper, or which snapshots,
+// reference a volume, from refs ("node/volid" → "CT 105 (mp0)", …), or "".
 func inUse(refs map[string][]string, node, volid string) string {
 	return strings.Join(refs[volKey(node, volid)], ", ")
+}
+
+// byGuest says how to free a volume in use: fix for a guest's
+// reference; for a snapshot's, the reference itself names the command.
+func byGuest(u, fix string) string {
+	if strings.HasPrefix(u, SnapshotRefPrefix) {
+		return "corral frees no volume a snapshot keeps (a rollback to it needs the volume)"
+	}
+	return "corral frees no volume a guest uses; " + fix
 }
 
 func (v *VolumeFree) fill(obs *Observed, x kept) {
@@ -139,7 +155,8 @@ func FreeVolumes(project string, apps []App, obs *Observed, volids []string, ref
 		v.fill(obs, x)
 		switch {
 		case inUse(refs, x.node, volid) != "":
-			refused = append(refused, fmt.Sprintf("%s is referenced by %s: corral frees no volume a guest uses; detach it there first (or destroy that app: its volumes go back to the keeper)", volid, inUse(refs, x.node, volid)))
+			u := inUse(refs, x.node, volid)
+			refused = append(refused, fmt.Sprintf("%s is referenced by %s: %s", volid, u, byGuest(u, "detach it there first (or destroy that app: its volumes go back to the keeper)")))
 			continue
 		case obs.Restores[x.key.App] != nil:
 			refused = append(refused, restoreInFlight(x.key))
@@ -205,7 +222,8 @@ func Prune(project string, apps []App, obs *Observed, refs map[string][]string) 
 			v.Reason = "app " + x.key.App + " no longer declares volume " + x.key.Name
 		}
 		if u := inUse(refs, x.node, x.volid); u != "" {
-			refused = append(refused, fmt.Sprintf("volume %s (%s) is referenced by %s: corral frees no volume a guest uses; run corral apply first (it detaches what the manifest no longer lists) or detach it there", x.key, x.volid, u))
+			refused = append(refused, fmt.Sprintf("volume %s (%s) is referenced by %s: %s", x.key, x.volid, u,
+				byGuest(u, "run corral apply first (it detaches what the manifest no longer lists) or detach it there")))
 			continue
 		}
 		p.Volumes = append(p.Volumes, v)

@@ -179,6 +179,9 @@ func (gs *guests) snapshotDropLocked(g *Guest, name string) []string {
 			kept = append(kept, sn)
 		}
 		v.Snapshots = kept
+		// Marked here: once the section is gone, the guest's marks no
+		// longer reach a volume only this snapshot named.
+		c.markVolume(g.Node, v.VolID())
 		os.RemoveAll(c.snapshotPath(g.Node, v, name))
 		if found {
 			lines = append(lines, fmt.Sprintf("  Logical volume \"snap_%s_%s\" successfully removed.", v.Name, name))
