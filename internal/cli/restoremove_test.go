@@ -1,0 +1,145 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/corralhq/corral/internal/pvetest"
+)
+
+// otherNode is the node of a 2-node emulator that is not n.
+func otherNode(n string) string {
+	if n == "pve1" {
+		return "pve2"
+	}
+	return "pve1"
+}
+
+// configs are the configs of every guest, by VMID (what a refused
+// command must leave as it was, keeper notes included).
+func (c *cluster) configs() map[int]map[string]string {
+	c.t.Helper()
+	out := map[int]map[string]string{}
+	for _, r := range c.srv.Cluster().Resources("vm") {
+		out[r.VMID] = c.config(r.VMID)
+	}
+	return out
+}
+
+// dataOf reads data.txt in notes' data volume on node, by the status of
+// manifest m.
+func (c *cluster) dataOf(m, node string) string {
+	c.t.Helper()
+	for _, v := range c.status(m).Apps[0].Volumes {
+		if v.Name == "data" {
+			b, err := os.ReadFile(filepath.Join(c.volumeDir(node, v.VolID), "data.txt"))
+			if err != nil {
+				c.t.Fatalf("data.txt of %s on %s: %v", v.VolID, node, err)
+			}
+			return string(b)
+		}
+	}
+	c.t.Fatal("notes has no data volume")
+	return ""
+}
+
+// writeData writes data.txt in notes' data volume on node.
+func (c *cluster) writeData(m, node, text string) {
+	c.t.Helper()
+	for _, v := range c.status(m).Apps[0].Volumes {
+		if v.Name == "data" {
+			if err := os.WriteFile(filepath.Join(c.volumeDir(node, v.VolID), "data.txt"), []byte(text), 0o644); err != nil {
+				c.t.Fatal(err)
+			}
+		}
+	}
+}
+
+// TestRestoreReplaceAfterMove is issue 26's scenario 3: apply on one
+// node, backup (to that node's local storage), move to the other node,
+// restore --replace from the first node's archive. The archive cannot be
+// read on the app's node, so the restore is refused before anything
+// changes, naming the archive's node and the fix; the app keeps running
+// on its new node with its data, each volume recorded once, and the next
+// plan is empty. Following the fix (move back, restore) restores the
+// archive's data.
+func TestRestoreReplaceAfterMove(t *testing.T) {
+	c := newCluster(t, pvetest.Nodes(2))
+	m := manifestWith(t, "512")
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	apps, _ := c.where()
+	from := apps["notes"]
+	to := otherNode(from)
+	c.writeData(m, from, "precious")
+	b := c.backup(m, "notes")
+	if !strings.HasPrefix(b.Archive, "local:") {
+		t.Fatalf("archive %s: want one on the node-local storage local", b.Archive)
+	}
+	c.mustRun("move", "notes", "--to", to, "-f", m, "--auto-approve")
+	c.writeData(m, to, "after the move")
+	before, beforeConf := c.state(), c.configs()
+
+	r := c.runC("restore", "notes", "--archive", b.Archive, "--replace", "-f", m, "--auto-approve")
+	if r.code == 0 {
+		t.Fatalf("restore of %s's archive onto %s succeeded:\n%s%s", from, to, r.stdout, r.stderr)
+	}
+	for _, want := range []string{"refused before any change", b.Archive, "node " + from, "app notes runs on node " + to, "corral move notes --to " + from} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("restore refusal lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	if strings.Contains(r.stderr, "does not exist") {
+		t.Errorf("the restore reached PVE:\n%s", r.stderr)
+	}
+	if after := c.state(); !reflect.DeepEqual(before, after) {
+		t.Errorf("the refused restore changed the cluster:\nbefore %+v\nafter  %+v", before, after)
+	}
+	if after := c.configs(); !reflect.DeepEqual(beforeConf, after) {
+		t.Errorf("the refused restore changed a guest config:\nbefore %v\nafter  %v", beforeConf, after)
+	}
+	if got := c.dataOf(m, to); got != "after the move" {
+		t.Errorf("data after the refused restore = %q", got)
+	}
+	c.noRecordTwice()
+	if r := c.run("plan", "-f", m); r.code != 0 {
+		t.Fatalf("plan after the refused restore: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+
+	// The fix the refusal names: move back, then restore.
+	c.mustRun("move", "notes", "--to", from, "-f", m, "--auto-approve")
+	c.mustC("restore", "notes", "--archive", b.Archive, "--replace", "-f", m, "--auto-approve")
+	if apps, _ := c.where(); apps["notes"] != from {
+		t.Fatalf("notes restored on %q, want %s", apps["notes"], from)
+	}
+	if got := c.dataOf(m, from); got != "precious" {
+		t.Errorf("restored data.txt = %q, want the archive's", got)
+	}
+	c.noRecordTwice()
+	if r := c.run("plan", "-f", m); r.code != 0 {
+		t.Fatalf("plan after the restore: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// noRecordTwice fails when a volume record (app/name) is held by two
+// keepers, or a volume by two holders.
+func (c *cluster) noRecordTwice() {
+	c.t.Helper()
+	seen, held := map[string]string{}, map[string]string{}
+	for _, v := range c.volumes() {
+		key := v.App + "/" + v.Name
+		if v.App != "" && v.Name != "" {
+			if was, ok := seen[key]; ok {
+				c.t.Errorf("volume %s is recorded twice: %s and %s (%s)", key, was, v.VolID, v.Holder)
+			}
+			seen[key] = v.VolID + " (" + v.Holder + ")"
+		}
+		id := v.Node + "/" + v.VolID
+		if was, ok := held[id]; ok {
+			c.t.Errorf("volume %s is listed twice: held by %s and %s", id, was, v.Holder)
+		}
+		held[id] = v.Holder
+	}
+}
