@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -141,5 +142,40 @@ func (c *cluster) noRecordTwice() {
 			c.t.Errorf("volume %s is listed twice: held by %s and %s", id, was, v.Holder)
 		}
 		held[id] = v.Holder
+	}
+}
+
+// TestRestoreDuringMoveRefused: while an app's move is interrupted (its
+// carrier holds its volumes), restore --replace is refused before any
+// change, naming the carrier and the command that finishes the move;
+// once apply has finished it, the plan is empty and each volume is
+// recorded once.
+func TestRestoreDuringMoveRefused(t *testing.T) {
+	c := newMoveCluster(t)
+	m1, m2 := writeManifest(t, moveManifestOn("pve1")), writeManifest(t, moveManifestOn("pve2"))
+	c.mustRun("apply", "-f", m1, "--auto-approve")
+	b := c.backup(m1, "web")
+	c.interruptMove(m1, m2)
+	mv := c.moveStatus(m2).Apps[0].Moving
+	if mv == nil {
+		t.Fatal("web is not moving after the interrupted apply")
+	}
+	before, beforeConf := c.state(), c.configs()
+
+	r := c.runC("restore", "web", "--archive", b.Archive, "--replace", "-f", m2, "--auto-approve")
+	want := fmt.Sprintf("app web is being moved from pve1 to pve2 (carrier ct %d on node %s", mv.CarrierVMID, mv.CarrierNode)
+	if r.code == 0 || !strings.Contains(r.stderr, "refused before any change") || !strings.Contains(r.stderr, want) || !strings.Contains(r.stderr, "corral apply") {
+		t.Fatalf("restore during a move: exit %d, want a refusal containing %q\n%s%s", r.code, want, r.stdout, r.stderr)
+	}
+	if after := c.state(); !reflect.DeepEqual(before, after) {
+		t.Errorf("the refused restore changed the cluster's guests or volumes")
+	}
+	if after := c.configs(); !reflect.DeepEqual(beforeConf, after) {
+		t.Errorf("the refused restore changed a guest config:\nbefore %v\nafter  %v", beforeConf, after)
+	}
+	c.mustRun("apply", "-f", m2, "--auto-approve")
+	c.noRecordTwice()
+	if r := c.run("plan", "-f", m2); r.code != 0 {
+		t.Fatalf("plan after the move: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
