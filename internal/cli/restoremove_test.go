@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/corralhq/corral/internal/pvetest"
+	"github.com/corralhq/corral/internal/sim"
 )
 
 // otherNode is the node of a 2-node emulator that is not n.
@@ -177,5 +178,71 @@ func TestRestoreDuringMoveRefused(t *testing.T) {
 	c.noRecordTwice()
 	if r := c.run("plan", "-f", m2); r.code != 0 {
 		t.Fatalf("plan after the move: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestRestoreAfterMoveInterrupted: after a move, a backup on the app's
+// new node restores there; a restore --replace whose new container
+// cannot start (every start request is refused) stops with the restored
+// container stopped and tagged a restore in flight, on the new node; the
+// next apply rolls it back (the old container runs again with its data),
+// each volume is recorded once, and the plan is empty. Without the fault
+// the same restore puts the archive's data on the new node.
+func TestRestoreAfterMoveInterrupted(t *testing.T) {
+	c := newCluster(t, pvetest.Nodes(2))
+	m := manifestWith(t, "512")
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	apps, _ := c.where()
+	to := otherNode(apps["notes"])
+	c.mustRun("move", "notes", "--to", to, "-f", m, "--auto-approve")
+	c.writeData(m, to, "precious")
+	b := c.backup(m, "notes")
+	c.writeData(m, to, "later")
+	old := c.status(m).Apps[0].Containers[0].VMID
+
+	c.srv.SetFaults(sim.FaultSpec{Seed: 1, Write5xx: 1, Match: "/status/start"})
+	r := c.runC("restore", "notes", "--archive", b.Archive, "--replace", "-f", m, "--auto-approve")
+	c.srv.SetFaults(sim.FaultSpec{})
+	if r.code == 0 || !strings.Contains(r.stderr, "did not start") {
+		t.Fatalf("restore with every start failing: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	restoring := 0
+	for _, res := range c.srv.Cluster().Resources("vm") {
+		if strings.Contains(res.Tags, "corral-restoring-notes") {
+			restoring++
+			if res.Node != to {
+				t.Errorf("restored ct %d is on %s, want %s (the app's node)", res.VMID, res.Node, to)
+			}
+		}
+	}
+	if restoring != 1 {
+		t.Fatalf("%d containers tagged as a restore in flight, want 1", restoring)
+	}
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	st := c.status(m).Apps[0]
+	if len(st.Containers) != 1 || st.Containers[0].VMID != old || st.Containers[0].Status != "running" {
+		t.Fatalf("notes after the apply: %+v, want the old ct %d running", st.Containers, old)
+	}
+	if apps, _ := c.where(); apps["notes"] != to {
+		t.Fatalf("notes on %q after the apply, want %s", apps["notes"], to)
+	}
+	if got := c.dataOf(m, to); got != "later" {
+		t.Errorf("data after the rollback = %q, want the old container's", got)
+	}
+	c.noRecordTwice()
+	if r := c.run("plan", "-f", m); r.code != 0 {
+		t.Fatalf("plan after the rollback: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+
+	c.mustC("restore", "notes", "--archive", b.Archive, "--replace", "-f", m, "--auto-approve")
+	if apps, _ := c.where(); apps["notes"] != to {
+		t.Fatalf("notes restored on %q, want %s", apps["notes"], to)
+	}
+	if got := c.dataOf(m, to); got != "precious" {
+		t.Errorf("restored data = %q, want the archive's", got)
+	}
+	c.noRecordTwice()
+	if r := c.run("plan", "-f", m); r.code != 0 {
+		t.Fatalf("plan after the restore: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
