@@ -23,11 +23,11 @@ func (e *Executor) restoreNode(ctx context.Context, obs *plan.Observed, opts Res
 	if probs := movingRefusals(obs, opts.App, name); len(probs) > 0 {
 		return "", &RestoreRefusedError{App: opts.App, TokenID: e.Client.TokenID(), Problems: probs}
 	}
-	where := ""
 	switch {
 	case opts.Replace && old != nil:
-		where = fmt.Sprintf("app %s runs on node %s (ct %d)", opts.App, old.Node, old.VMID)
-		return e.archiveOn(ctx, obs, opts.Archive, old.Node, where, opts.App)
+		where := fmt.Sprintf("app %s runs on node %s (ct %d)", opts.App, old.Node, old.VMID)
+		fix := "move the app back first (corral move " + opts.App + " --to NODE, or node: NODE in the manifest and corral apply), then restore"
+		return e.archiveOn(ctx, obs, opts, old.Node, where, fix)
 	case name == opts.App && old == nil:
 		nodes := recordNodes(obs, name)
 		if len(nodes) > 1 {
@@ -36,29 +36,31 @@ func (e *Executor) restoreNode(ctx context.Context, obs *plan.Observed, opts Res
 				name, strings.Join(nodes, ", "))}}
 		}
 		if len(nodes) == 1 {
-			where = fmt.Sprintf("app %s's volumes are recorded by the keeper on node %s", name, nodes[0])
-			return e.archiveOn(ctx, obs, opts.Archive, nodes[0], where, name)
+			where := fmt.Sprintf("app %s has no container and its volumes are recorded by the keeper on node %s", name, nodes[0])
+			fix := "restore it under another name (--as NAME) to keep both, or copy the archive to a storage node " + nodes[0] + " reads"
+			return e.archiveOn(ctx, obs, opts, nodes[0], where, fix)
 		}
 	}
 	return e.archiveNode(ctx, obs, opts.Archive, old)
 }
 
 // archiveOn returns node when its storage lists the archive, else a
-// refusal naming where the archive is and what would make it readable.
-func (e *Executor) archiveOn(ctx context.Context, obs *plan.Observed, volid, node, where, app string) (string, error) {
-	found, err := e.archiveNode(ctx, obs, volid, &plan.CT{Node: node})
+// refusal naming where the archive is, why the restore goes to node
+// (where) and how to go on (fix; NODE stands for the archive's node).
+func (e *Executor) archiveOn(ctx context.Context, obs *plan.Observed, opts RestoreOptions, node, where, fix string) (string, error) {
+	found, err := e.archiveNode(ctx, obs, opts.Archive, &plan.CT{Node: node})
 	if err != nil {
 		return "", err
 	}
 	if found == node {
 		return node, nil
 	}
-	sid, _, _ := strings.Cut(volid, ":")
-	return "", &RestoreRefusedError{App: app, TokenID: e.Client.TokenID(), Problems: []string{fmt.Sprintf(
+	sid, _, _ := strings.Cut(opts.Archive, ":")
+	return "", &RestoreRefusedError{App: opts.App, TokenID: e.Client.TokenID(), Problems: []string{fmt.Sprintf(
 		"archive %s is on storage %s of node %s, which node %s cannot read (a node-local storage: PVE restores an archive only on a node whose storage holds it), and %s; "+
-			"restoring on node %s would record the app's volumes on two nodes. Move the app back first (corral move %s --to %s, or node: %s in the manifest and corral apply), then restore; "+
-			"or keep backups on a shared storage every node reads (corral backup --storage <shared>)",
-		volid, sid, found, node, where, found, app, found, found)}}
+			"restoring on node %s would leave the app's volumes recorded on two nodes. To restore it, %s; "+
+			"to make later backups readable from every node, back up to a shared storage (corral backup --storage <shared>)",
+		opts.Archive, sid, found, node, where, found, strings.ReplaceAll(fix, "NODE", found))}}
 }
 
 // movingRefusals say why a restore of app (as name) waits for a move: a

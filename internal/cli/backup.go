@@ -282,6 +282,12 @@ place of APP: the old container stops only when the new one is ready, and
 is destroyed once the new one runs; its volumes stay in the keeper,
 recorded as <volume>-replaced-<time> (corral volumes lists them).
 
+--replace restores on the node APP runs on now (after a move too), and an
+APP without a container on the node whose keeper records its volumes; an
+archive that node cannot read (another node's local backup storage), or an
+APP whose move is unfinished, is refused before anything changes, with the
+fix (docs/moving.md).
+
 The token's privileges are checked first: a token that can back up but not
 restore is told what it lacks before anything changes.`,
 		Args: cobra.ExactArgs(1),

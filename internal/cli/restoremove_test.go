@@ -246,3 +246,35 @@ func TestRestoreAfterMoveInterrupted(t *testing.T) {
 		t.Fatalf("plan after the restore: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// TestRestoreAfterMoveAndDestroyRefused: an app moved, then destroyed
+// (its volumes stay in the keeper of its new node), is restored on the
+// node whose keeper records its volumes; an archive of the old node's
+// local storage is refused there before any change, naming the archive's
+// node and the ways on, and the records are left as they were.
+func TestRestoreAfterMoveAndDestroyRefused(t *testing.T) {
+	c := newCluster(t, pvetest.Nodes(2))
+	m := manifestWith(t, "512")
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	apps, _ := c.where()
+	from := apps["notes"]
+	to := otherNode(from)
+	b := c.backup(m, "notes")
+	c.mustRun("move", "notes", "--to", to, "-f", m, "--auto-approve")
+	c.mustRun("destroy", "-f", m, "--auto-approve")
+	before, beforeConf := c.state(), c.configs()
+
+	r := c.runC("restore", "notes", "--archive", b.Archive, "-f", m, "--auto-approve")
+	for _, want := range []string{"refused before any change", "is on storage local of node " + from, "app notes has no container and its volumes are recorded by the keeper on node " + to, "--as NAME"} {
+		if r.code == 0 || !strings.Contains(r.stderr, want) {
+			t.Errorf("restore of a destroyed app from the other node's archive: exit %d, want %q in\n%s%s", r.code, want, r.stdout, r.stderr)
+		}
+	}
+	if after := c.state(); !reflect.DeepEqual(before, after) {
+		t.Errorf("the refused restore changed the cluster's guests or volumes")
+	}
+	if after := c.configs(); !reflect.DeepEqual(beforeConf, after) {
+		t.Errorf("the refused restore changed a guest config:\nbefore %v\nafter  %v", beforeConf, after)
+	}
+	c.noRecordTwice()
+}
