@@ -162,7 +162,7 @@ func (e *Executor) PlanRestore(ctx context.Context, obs *plan.Observed, opts Res
 		opts.Replace = false // nothing runs: restoring as the app is enough
 	}
 
-	node, err := e.archiveNode(ctx, obs, opts.Archive, oldCT)
+	node, err := e.restoreNode(ctx, obs, opts, name, oldCT)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -281,6 +282,12 @@ place of APP: the old container stops only when the new one is ready, and
 is destroyed once the new one runs; its volumes stay in the keeper,
 recorded as <volume>-replaced-<time> (corral volumes lists them).
 
+--replace restores on the node APP runs on now (after a move too), and an
+APP without a container on the node whose keeper records its volumes; an
+archive that node cannot read (another node's local backup storage), or an
+APP whose move is unfinished, is refused before anything changes, with the
+fix (docs/moving.md).
+
 The token's privileges are checked first: a token that can back up but not
 restore is told what it lacks before anything changes.`,
 		Args: cobra.ExactArgs(1),
@@ -339,8 +346,10 @@ func runRestore(cmd *cobra.Command, st *streams, a *restoreArgs, app string) err
 			return err
 		}
 	}
-	// Plan again under the lock of the node the restore changes.
-	lock, err := lockNodes(ctx, st, j.ex, obs, []string{rp.Node}, "restore", a.lf, nil)
+	// Plan again under the lock of the node the restore changes, and of
+	// the nodes of an interrupted restore it finishes first (the app may
+	// have moved since, or that restore was of another app elsewhere).
+	lock, err := lockNodes(ctx, st, j.ex, obs, restoreLockNodes(rp.Node, obs), "restore", a.lf, nil)
 	if err != nil {
 		return j.err(err)
 	}
@@ -374,6 +383,21 @@ func runRestore(cmd *cobra.Command, st *streams, a *restoreArgs, app string) err
 			j.f.Path, m.VMID, res.Name, res.VMID, res.VMID)
 	}
 	return nil
+}
+
+// restoreLockNodes are node and the nodes of obs's interrupted restores,
+// which Recover changes before the restore starts.
+func restoreLockNodes(node string, obs *plan.Observed) []string {
+	nodes := []string{node}
+	for _, r := range obs.Restores {
+		for _, ct := range []*plan.CT{r.New, r.Replaced} {
+			if ct != nil && !slices.Contains(nodes, ct.Node) {
+				nodes = append(nodes, ct.Node)
+			}
+		}
+	}
+	slices.Sort(nodes)
+	return nodes
 }
 
 func newSnapshotCmd(st *streams) *cobra.Command {

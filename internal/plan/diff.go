@@ -41,6 +41,10 @@ func Make(apps []App, obs *Observed) (*Plan, error) {
 			refused = append(refused, probs...)
 			continue
 		}
+		if probs := doubleRecords(a.Name, obs); len(probs) > 0 {
+			refused = append(refused, probs...)
+			continue
+		}
 		if r := obs.Restores[a.Name]; r != nil {
 			// Planned once the restore is finished or rolled back.
 			c := Change{App: a.Name, Action: NoOp, Desired: a}
@@ -463,7 +467,7 @@ func volumeChange(a *App, v Volume, node string, ct *CT, keepers []*Keeper, obs 
 	for _, n := range slices.Sorted(maps.Keys(obs.Keepers)) {
 		for _, k := range obs.Keepers[n] {
 			if n != node && k.Records[key] != "" && !obs.onShared(k.Records[key]) {
-				return vc, fmt.Sprintf("app %s: volume %s lives on node %s (%s); moving an app between nodes is not supported — set node: %s", a.Name, v.Name, n, k.Records[key], n)
+				return vc, otherNodeRecord(a, v, node, keptRecord{k, k.Records[key]}, obs)
 			}
 		}
 	}

@@ -93,6 +93,18 @@ func keptVolumes(obs *Observed) []kept {
 	return out
 }
 
+// otherCopy names another keeper's record of x's volume key that is not
+// freed too (freeing lists the volids asked for), or "": a volume
+// recorded twice (see doubleRecords) may lose one copy, never both.
+func otherCopy(all []kept, x kept, freeing []string) string {
+	for _, y := range all {
+		if y.key == x.key && y.keeper != x.keeper && !slices.Contains(freeing, y.volid) {
+			return fmt.Sprintf("keeper ct %d on node %s (%s)", y.keeper, y.node, y.volid)
+		}
+	}
+	return ""
+}
+
 // declared reports whether an app of the manifest declares the volume vk.
 func declared(apps []App, vk VolumeKey) bool {
 	for _, a := range apps {
@@ -166,6 +178,8 @@ func FreeVolumes(project string, apps []App, obs *Observed, volids []string, ref
 		case v.Project != "" && v.Project != project:
 			refused = append(refused, fmt.Sprintf("%s is volume %s of project %s, not of this project (%s); free it with corral volumes rm from that project's manifest", volid, x.key, v.Project, project))
 			continue
+		case declared(apps, x.key) && otherCopy(all, x, volids) != "":
+			v.Reason = fmt.Sprintf("a second record of volume %s, which app %s declares: %s keeps the other copy", x.key, x.key.App, otherCopy(all, x, volids))
 		case declared(apps, x.key):
 			refused = append(refused, fmt.Sprintf("%s is volume %s, which app %s declares in the manifest: the next apply would make an empty one in its place; remove the volume from the manifest first", volid, x.key, x.key.App))
 			continue

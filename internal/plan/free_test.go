@@ -101,6 +101,25 @@ func TestFreeVolumes(t *testing.T) {
 	}
 }
 
+// TestFreeVolumesRecordedTwice: of a declared volume two keepers record
+// (issue 26), one copy may be freed, never both.
+func TestFreeVolumesRecordedTwice(t *testing.T) {
+	a, obs := freeObs()
+	delete(obs.Apps, "hermes")
+	k2 := plan.NewKeeper(998, "pve2", map[string]string{"protection": "1"})
+	k2.Records = map[plan.VolumeKey]string{{App: "hermes", Name: "home"}: "local-lvm:vm-998-disk-1"}
+	obs.Keepers["pve2"] = []*plan.Keeper{k2}
+	obs.Volumes["pve2/local-lvm:vm-998-disk-1"] = 1 << 30
+	p, err := plan.FreeVolumes("shop", []plan.App{a}, obs, []string{"local-lvm:vm-998-disk-1"}, nil)
+	if err != nil || len(p.Volumes) != 1 || !strings.Contains(p.Volumes[0].Reason, "keeper ct 999 on node pve (local-lvm:vm-999-disk-1) keeps the other copy") {
+		t.Fatalf("rm of one of two copies: %+v, %v", p, err)
+	}
+	_, err = plan.FreeVolumes("shop", []plan.App{a}, obs, []string{"local-lvm:vm-998-disk-1", "local-lvm:vm-999-disk-1"}, nil)
+	if err == nil || !strings.Contains(err.Error(), "which app hermes declares in the manifest") {
+		t.Errorf("rm of both copies: %v", err)
+	}
+}
+
 // A volume of an app whose restore was interrupted is never freed: the
 // restore, finished later, may need it.
 func TestPruneSparesAnInterruptedRestore(t *testing.T) {
