@@ -134,6 +134,9 @@ func (a *agentArgs) check() error {
 	if a.healthFailures < 0 {
 		return fmt.Errorf("--health-failures %d: want 0 (the manifest's retries+1) or more", a.healthFailures)
 	}
+	if err := hostcheck.CheckNames("--allowed-host", a.allowedHosts); err != nil {
+		return err
+	}
 	if a.git.url == "" {
 		a.git.url = os.Getenv(gitURLEnv) // install's way: no password on the command line
 	}

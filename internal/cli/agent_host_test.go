@@ -64,3 +64,18 @@ func TestAgent_hostAllowList(t *testing.T) {
 		t.Errorf("agent status: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// --allowed-host takes a host name; a URL is refused, naming the flag,
+// by each command that takes it, before anything is read or served.
+func TestAgent_allowedHostRefused(t *testing.T) {
+	for _, args := range [][]string{
+		{"agent", "-f", "nope.yaml"},
+		{"agent", "install", "-f", "nope.yaml"},
+		{"sim", "serve", "--state", t.TempDir()},
+	} {
+		r := runCorral(t, append(args, "--allowed-host", "http://status.example/")...)
+		if r.code == 0 || !strings.Contains(r.stderr, `--allowed-host "http://status.example/": want a host name`) {
+			t.Errorf("%v: exit %d %s", args, r.code, r.stderr)
+		}
+	}
+}

@@ -27,6 +27,7 @@ import (
 	"github.com/corralhq/corral/internal/apply"
 	"github.com/corralhq/corral/internal/doctor"
 	"github.com/corralhq/corral/internal/guest"
+	"github.com/corralhq/corral/internal/hostcheck"
 	"github.com/corralhq/corral/internal/manifest"
 	"github.com/corralhq/corral/internal/pve"
 )
@@ -412,6 +413,9 @@ func runAgentInstall(cmd *cobra.Command, st *streams, a *agentInstallArgs) error
 	}
 	if a.interval < time.Second {
 		return fmt.Errorf("--interval %s: want 1s or more", a.interval)
+	}
+	if err := hostcheck.CheckNames("--allowed-host", a.allowedHosts); err != nil {
+		return err
 	}
 	if a.git.url == "" {
 		a.git.url = os.Getenv(gitURLEnv) // a password stays off this command line too

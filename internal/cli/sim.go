@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/corralhq/corral/internal/hostcheck"
 	"github.com/corralhq/corral/internal/sim"
 	"github.com/corralhq/corral/internal/sim/guest"
 )
@@ -94,6 +95,9 @@ func runSimServe(cmd *cobra.Command, st *streams, a *simServeArgs) error {
 	}
 	if a.timeScale < 0 {
 		return fmt.Errorf("--time-scale %v: must be 0 or more", a.timeScale)
+	}
+	if err := hostcheck.CheckNames("--allowed-host", a.allowed); err != nil {
+		return err
 	}
 	if a.nodes < 1 || a.nodes > 64 {
 		return fmt.Errorf("--nodes %d: want 1..64", a.nodes)

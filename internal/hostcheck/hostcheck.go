@@ -10,10 +10,12 @@
 package hostcheck
 
 import (
+	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -52,6 +54,36 @@ func ForListen(listen string, extra []string, flag string) *Allow {
 		a.add(e)
 	}
 	return a
+}
+
+// CheckNames refuses a name given with flag that no Host header could
+// carry (a URL, a path, an empty name): it would be accepted by nothing
+// and leave the user wondering why the server still refuses.
+func CheckNames(flag string, names []string) error {
+	for _, n := range names {
+		if !validName(n) {
+			return fmt.Errorf("%s %q: want a host name as a browser sends it, e.g. status.example or status.example:8443 (no scheme, path or spaces)", flag, n)
+		}
+	}
+	return nil
+}
+
+// validName: a name or address, with an optional numeric port.
+func validName(n string) bool {
+	host := strings.TrimSpace(n)
+	if h, port, err := net.SplitHostPort(host); err == nil {
+		if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+			return false
+		}
+		host = h
+	}
+	h := normalize(host)
+	if net.ParseIP(h) != nil {
+		return true
+	}
+	return h != "" && !strings.ContainsFunc(h, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '.' || r == '_')
+	})
 }
 
 // Add accepts more names (e.g. the names of a server's certificate).

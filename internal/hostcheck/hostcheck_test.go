@@ -96,3 +96,28 @@ func TestHandler_proxy(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckNames(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		ok   bool
+	}{
+		{"status.example", true},
+		{"Status.Example:8443", true},
+		{"[::1]:9120", true},
+		{"my_host", true},
+		{"", false},
+		{":8080", false},
+		{"http://status.example", false},
+		{"status.example/path", false},
+		{"two words", false},
+	} {
+		err := CheckNames("--allowed-host", []string{c.name})
+		if (err == nil) != c.ok {
+			t.Errorf("CheckNames(%q) = %v, want ok %v", c.name, err, c.ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), "--allowed-host") {
+			t.Errorf("CheckNames(%q): %v does not name the flag", c.name, err)
+		}
+	}
+}
