@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -41,12 +42,14 @@ func (g *Git) Pull(ctx context.Context) (string, error) {
 		if err := os.MkdirAll(filepath.Dir(g.Dir), 0o700); err != nil {
 			return "", err
 		}
-		// Never clear a directory that is not ours: git clones only into
-		// a missing or empty one (and removes what a failed clone made).
+		// Never clear a directory that is not ours: the checkout is made
+		// only in a missing or empty one. It is an empty repository
+		// (git init) that each fetch fills: a clone would keep the URL,
+		// and a password in it, in .git/config.
 		if entries, err := os.ReadDir(g.Dir); err == nil && len(entries) > 0 {
 			return "", fmt.Errorf("git: %s is not empty and not a Git checkout: name another --git-dir", g.Dir)
 		}
-		if _, err := g.git(ctx, "", "clone", "--quiet", "--no-checkout", "--", g.URL, g.Dir); err != nil {
+		if _, err := g.git(ctx, "", "init", "--quiet", "--", g.Dir); err != nil {
 			return "", err
 		}
 	}
@@ -54,12 +57,12 @@ func (g *Git) Pull(ctx context.Context) (string, error) {
 	if ref == "" {
 		ref = "HEAD"
 	}
-	if _, err := g.git(ctx, g.Dir, "fetch", "--quiet", "--force", "--", g.URL, ref); err != nil {
+	if _, err := g.git(ctx, g.Dir, "fetch", "--quiet", "--force", "--", gitRemote, ref); err != nil {
 		return "", err
 	}
 	commit, err := g.git(ctx, g.Dir, "rev-parse", "--verify", "--quiet", "FETCH_HEAD^{commit}")
 	if err != nil {
-		return "", fmt.Errorf("git: %s of %s is not a commit: %w", ref, g.safeURL(), err)
+		return "", fmt.Errorf("git: %s of %s is not a commit: %w", ref, g.SafeURL(), err)
 	}
 	// Always checked out (a no-op when nothing moved): a clone made with
 	// --no-checkout has HEAD at the commit and no files yet.
@@ -69,29 +72,40 @@ func (g *Git) Pull(ctx context.Context) (string, error) {
 	return commit, nil
 }
 
-// safeURL is URL without a password.
-func (g *Git) safeURL() string {
+// SafeURL is URL without a password (url.URL.Redacted), for everything
+// shown or written where others may read it.
+func (g *Git) SafeURL() string {
 	if u, err := url.Parse(g.URL); err == nil && u.User != nil {
 		return u.Redacted()
 	}
 	return g.URL
 }
 
+// gitRemote is the name git fetches URL under: the URL is given to git
+// in its environment (GIT_CONFIG_COUNT, git 2.31 or later), which only
+// its own user reads, not on its command line, which every user of the
+// machine sees in ps, nor in the checkout's .git/config.
+const gitRemote = "corral-agent-source"
+
 func (g *Git) git(ctx context.Context, dir string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "git", args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "LC_ALL=C")
+	// After the settings the user's environment gives git already.
+	n, _ := strconv.Atoi(os.Getenv("GIT_CONFIG_COUNT"))
+	n = max(n, 0)
+	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "LC_ALL=C", "GIT_CONFIG_COUNT="+strconv.Itoa(n+1),
+		fmt.Sprintf("GIT_CONFIG_KEY_%d=remote.%s.url", n, gitRemote), fmt.Sprintf("GIT_CONFIG_VALUE_%d=%s", n, g.URL))
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
 		msg := strings.TrimSpace(errb.String())
-		if g.URL != g.safeURL() {
-			msg = strings.ReplaceAll(msg, g.URL, g.safeURL())
+		if g.URL != g.SafeURL() {
+			msg = strings.ReplaceAll(msg, g.URL, g.SafeURL())
 		}
 		if msg == "" {
 			msg = err.Error()
 		}
-		return "", fmt.Errorf("git %s (%s): %s", args[0], g.safeURL(), msg)
+		return "", fmt.Errorf("git %s (%s): %s", args[0], g.SafeURL(), msg)
 	}
 	return strings.TrimSpace(out.String()), nil
 }
@@ -137,7 +151,7 @@ func (a *Agent) pull(ctx context.Context) {
 	case err != nil:
 		a.event(KindGit, "error", "", "git pull failed, keeping commit %s: %v", short(prevHead), err)
 	case prevHead != commit:
-		a.event(KindGit, "info", "", "git: %s of %s is at commit %s", a.cfg.Git.refName(), a.cfg.Git.safeURL(), short(commit))
+		a.event(KindGit, "info", "", "git: %s of %s is at commit %s", a.cfg.Git.refName(), a.cfg.Git.SafeURL(), short(commit))
 	case prevErr != "":
 		a.event(KindGit, "info", "", "git pull works again (commit %s)", short(commit))
 	}
@@ -169,5 +183,5 @@ func (a *Agent) gitView() *GitView {
 	if g == nil {
 		return nil
 	}
-	return &GitView{URL: g.safeURL(), Ref: g.Ref, Path: g.Path, Commit: a.gitCommit, Head: a.gitHead, LastPull: a.gitPull, Error: a.gitErr}
+	return &GitView{URL: g.SafeURL(), Ref: g.Ref, Path: g.Path, Commit: a.gitCommit, Head: a.gitHead, LastPull: a.gitPull, Error: a.gitErr}
 }

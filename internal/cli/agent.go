@@ -19,6 +19,7 @@ import (
 	"github.com/corralhq/corral/internal/agent"
 	"github.com/corralhq/corral/internal/apply"
 	"github.com/corralhq/corral/internal/doctor"
+	"github.com/corralhq/corral/internal/hostcheck"
 	"github.com/corralhq/corral/internal/manifest"
 	"github.com/corralhq/corral/internal/plan"
 	"github.com/corralhq/corral/internal/ui"
@@ -35,6 +36,7 @@ type agentArgs struct {
 	backoffMax     time.Duration
 	logFormat      string
 	authToken      string
+	allowedHosts   []string
 	trustHostKey   bool
 	git            gitFlags
 }
@@ -75,7 +77,10 @@ cluster, with its own API token, under systemd.
 
 It serves /healthz, /metrics (Prometheus), /api/v1/apps, /api/v1/events
 and a status page at / on --listen (loopback by default; another address
-needs --auth-token). SIGTERM or Ctrl-C lets the step under way finish,
+needs --auth-token). It answers only requests whose Host header names it
+(localhost, the --listen name, an IP address, the machine's hostname off
+the loopback, and each --allowed-host): a web page that points its own
+name at the agent (DNS rebinding) is refused with 421. SIGTERM or Ctrl-C lets the step under way finish,
 releases the lock and exits 0.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runAgent(cmd, st, a) },
@@ -91,6 +96,7 @@ releases the lock and exits 0.`,
 	fl.DurationVar(&a.backoffMax, "restart-backoff-max", time.Hour, "longest wait between restarts of an app")
 	fl.StringVar(&a.logFormat, "log-format", "text", "log format on stderr: text or json")
 	fl.StringVar(&a.authToken, "auth-token", "", "bearer token the server requires (env CORRAL_AGENT_TOKEN); needed to listen off the loopback")
+	fl.StringSliceVar(&a.allowedHosts, "allowed-host", nil, "another name the server answers to in the Host header (repeatable; besides localhost, the --listen name, any IP address, and the hostname off the loopback)")
 	fl.BoolVar(&a.trustHostKey, "trust-host-key", false, "accept a container's SSH host key when corral has none pinned")
 	a.git.add(fl)
 	cmd.AddCommand(newAgentStatusCmd(st), newAgentInstallCmd(st), newAgentUninstallCmd(st))
@@ -128,6 +134,12 @@ func (a *agentArgs) check() error {
 	if a.healthFailures < 0 {
 		return fmt.Errorf("--health-failures %d: want 0 (the manifest's retries+1) or more", a.healthFailures)
 	}
+	if err := hostcheck.CheckNames("--allowed-host", a.allowedHosts); err != nil {
+		return err
+	}
+	if a.git.url == "" {
+		a.git.url = os.Getenv(gitURLEnv) // install's way: no password on the command line
+	}
 	if err := a.git.check(); err != nil {
 		return err
 	}
@@ -156,7 +168,10 @@ func runAgent(cmd *cobra.Command, st *streams, a *agentArgs) error {
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w (is another agent running?)", a.listen, err)
 	}
-	srv := &http.Server{Handler: ag.Handler(a.authToken), ReadHeaderTimeout: 10 * time.Second}
+	// Only the server's own names: a web page that points its name at
+	// the agent's address (DNS rebinding) is refused before the token.
+	allow := hostcheck.ForListen(a.listen, a.allowedHosts, "--allowed-host")
+	srv := &http.Server{Handler: allow.Handler(ag.Handler(a.authToken), false), ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

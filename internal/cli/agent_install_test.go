@@ -400,7 +400,11 @@ func TestAgent_installGit(t *testing.T) {
 	a := repo.commit(manifestAt("512"), "notes at 512 MiB")
 	m := writeManifest(t, manifestAt("512"))
 	bin := buildCorral(t)
-	r := runCorral(t, append([]string{"agent", "install", "-f", m, "--binary", bin, "--interval", "1s", "--git", "http://" + gitAddr + "/notes.git", "--git-ref", "main"}, c.rootArgs()...)...)
+	// A password in the URL (the backend asks for none) is never shown
+	// nor written where others read it.
+	const gitSecret = "hunter2secret"
+	r := runCorral(t, append([]string{"agent", "install", "-f", m, "--binary", bin, "--interval", "1s", "-o", "json",
+		"--git", "http://deploy:" + gitSecret + "@" + gitAddr + "/notes.git", "--git-ref", "main"}, c.rootArgs()...)...)
 	if strings.Contains(r.stderr, "guest exec unavailable") {
 		t.Skipf("guest exec unavailable: %s", r.stderr)
 	}
@@ -408,7 +412,13 @@ func TestAgent_installGit(t *testing.T) {
 		t.Fatalf("install --git: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	t.Cleanup(func() { runCorral(t, append([]string{"agent", "uninstall", "-f", m}, c.rootArgs()...)...) })
+	var res agentInstallResult
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || res.Git != "http://deploy:xxxxx@"+gitAddr+"/notes.git" || strings.Contains(r.stderr, gitSecret) {
+		t.Errorf("install -o json: %v\n%s\n%s", err, r.stdout, r.stderr)
+	}
 	vmid := c.agentCTs("demo")[0]
+	// At the end, when the agent has pulled three commits.
+	defer c.assertSecretOnlyInEnvFile(vmid, res.URL, gitSecret)
 	agentLogText := func() string {
 		b, _ := os.ReadFile(c.file(strings.Split(c.config(vmid)["rootfs"], ",")[0], strings.TrimPrefix(agentLog, "/")))
 		return "the agent's log:\n" + string(b)
@@ -450,6 +460,40 @@ func TestAgent_installGit(t *testing.T) {
 	text := runCorral(t, append([]string{"agent", "status", "-f", m}, c.rootArgs()...)...)
 	if !strings.Contains(text.stdout, "at commit "+b) || !strings.Contains(text.stdout, "commit "+bad+" is not applied") {
 		t.Errorf("agent status -f:\n%s", text.stdout)
+	}
+}
+
+// assertSecretOnlyInEnvFile: of the agent's files in container vmid
+// (its directory with the run script, its unit, its state with the Git
+// checkout, its log) only the 0600 env file holds secret, and so does no
+// running agent's command line that the test can see (agentProcesses
+// finds the agent only where its process stays a descendant of the
+// test's; the run script and unit hold its command line in any case).
+func (c *cluster) assertSecretOnlyInEnvFile(vmid int, url, secret string) {
+	c.t.Helper()
+	volid, _, _ := strings.Cut(c.config(vmid)["rootfs"], ",")
+	seen := 0
+	for _, top := range []string{agentDir, agentUnit, agentState, agentLog} {
+		filepath.WalkDir(c.file(volid, strings.TrimPrefix(top, "/")), func(p string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return nil
+			}
+			seen++
+			b, _ := os.ReadFile(p)
+			fi, _ := d.Info()
+			if strings.Contains(string(b), secret) && (!strings.HasSuffix(p, agentEnvFile) || fi.Mode().Perm() != 0o600) {
+				c.t.Errorf("%s (mode %o) in the agent's container holds the secret", p, fi.Mode().Perm())
+			}
+			return nil
+		})
+	}
+	if seen < 10 {
+		c.t.Errorf("only %d files of the agent's found in CT %d", seen, vmid)
+	}
+	for _, pid := range agentProcesses(c.t, url) {
+		if b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline"); strings.Contains(string(b), secret) {
+			c.t.Errorf("the agent's command line holds the secret: %q", b)
+		}
 	}
 }
 

@@ -23,7 +23,7 @@ type gitFlags struct {
 }
 
 func (g *gitFlags) add(fl *pflag.FlagSet) {
-	fl.StringVar(&g.url, "git", "", "take the manifest from this Git repository (URL or path), pulled when a plan is due; -f is then unused")
+	fl.StringVar(&g.url, "git", "", "take the manifest from this Git repository (URL or path; env "+gitURLEnv+"), pulled when a plan is due; -f is then unused")
 	fl.StringVar(&g.ref, "git-ref", "", "--git: branch, tag or commit to follow (default: the remote's HEAD)")
 	fl.StringVar(&g.path, "git-path", "corral.yaml", "--git: the manifest's path in the repository")
 	fl.StringVar(&g.dir, "git-dir", "", "--git: where the checkout lives (default under $XDG_STATE_HOME/corral/agent-git)")
@@ -45,12 +45,18 @@ func (g *gitFlags) check() error {
 	return nil
 }
 
-// args are the flags for the agent that install starts.
+// gitURLEnv passes --git's URL to the agent install starts: through its
+// 0600 environment file, never its command line or systemd unit, which
+// any user of the container reads (a URL may hold a password).
+const gitURLEnv = "CORRAL_AGENT_GIT"
+
+// args are the flags for the agent that install starts, all but the URL
+// (gitURLEnv carries it).
 func (g *gitFlags) args() []string {
 	if g.url == "" {
 		return nil
 	}
-	out := []string{"--git", g.url, "--git-path", g.path}
+	out := []string{"--git-path", g.path}
 	if g.ref != "" {
 		out = append(out, "--git-ref", g.ref)
 	}

@@ -23,9 +23,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/corralhq/corral/internal/agent"
 	"github.com/corralhq/corral/internal/apply"
 	"github.com/corralhq/corral/internal/doctor"
 	"github.com/corralhq/corral/internal/guest"
+	"github.com/corralhq/corral/internal/hostcheck"
 	"github.com/corralhq/corral/internal/manifest"
 	"github.com/corralhq/corral/internal/pve"
 )
@@ -84,6 +86,8 @@ type agentInstallArgs struct {
 	tokenName string
 	git       gitFlags
 	trust     bool
+	// allowedHosts are the agent's --allowed-host names.
+	allowedHosts []string
 }
 
 func newAgentInstallCmd(st *streams) *cobra.Command {
@@ -129,6 +133,7 @@ token of its own; corral agent status -f corral.yaml finds both.`,
 	fl.StringVar(&a.user, "user", "", "user of the agent's token (default corral-agent-<project>@pve)")
 	fl.StringVar(&a.tokenName, "token-name", "agent", "name of the agent's token")
 	fl.BoolVar(&a.trust, "trust-host-key", false, "accept the agent container's SSH host key when corral has none pinned")
+	fl.StringSliceVar(&a.allowedHosts, "allowed-host", nil, "the agent's --allowed-host: another name its server answers to in the Host header (repeatable)")
 	a.git.add(fl)
 	return cmd
 }
@@ -409,6 +414,12 @@ func runAgentInstall(cmd *cobra.Command, st *streams, a *agentInstallArgs) error
 	if a.interval < time.Second {
 		return fmt.Errorf("--interval %s: want 1s or more", a.interval)
 	}
+	if err := hostcheck.CheckNames("--allowed-host", a.allowedHosts); err != nil {
+		return err
+	}
+	if a.git.url == "" {
+		a.git.url = os.Getenv(gitURLEnv) // a password stays off this command line too
+	}
 	if err := a.git.check(); err != nil {
 		return err
 	}
@@ -548,75 +559,22 @@ func runAgentInstall(cmd *cobra.Command, st *streams, a *agentInstallArgs) error
 			fmt.Fprintf(st.err, "corral: the agent reaches the API at %s from inside its container (%s is the container's own loopback there)\n", endpoint, cf.endpoint)
 		}
 	}
-	vars := [][2]string{
-		{"HOME", "/root"},
-		{"XDG_STATE_HOME", agentState},
-		{"PROXMOX_VE_ENDPOINT", endpoint},
-		{"PROXMOX_VE_API_TOKEN", tok.secret},
-		{"CORRAL_SSH_KEY", agentKeyFile},
-		{"CORRAL_AGENT_TOKEN", randomToken()},
-	}
-	if cf.fingerprint != "" {
-		vars = append(vars, [2]string{"PROXMOX_VE_FINGERPRINT", cf.fingerprint})
-	}
-	files := []tarFile{}
+	in := agentFilesIn{project: f.Project, endpoint: endpoint, apiToken: tok.secret, fingerprint: cf.fingerprint, listen: listen, url: url, manifest: manifestData, env: env}
 	if cf.caFile != "" {
-		ca, err := os.ReadFile(cf.caFile)
-		if err != nil {
+		if in.ca, err = os.ReadFile(cf.caFile); err != nil {
 			return fmt.Errorf("--ca-file: %w", err)
 		}
-		files = append(files, tarFile{agentCAFile, 0o644, ca})
-		vars = append(vars, [2]string{"PROXMOX_VE_CA_FILE", agentCAFile})
-	}
-	if port := os.Getenv("CORRAL_SIM_GUEST_SSH_PORT"); port != "" {
-		vars = append(vars, [2]string{"CORRAL_SIM_GUEST_SSH_PORT", port})
-	}
-	for _, name := range slices.Sorted(mapKeys(env)) {
-		vars = append(vars, [2]string{name, env[name]})
-	}
-	var envText strings.Builder
-	envText.WriteString("# corral agent's environment (corral agent install); secrets: keep 0600\n")
-	for _, kv := range vars {
-		v, err := agentEnvQuote(kv[0], kv[1])
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(&envText, "%s=%s\n", kv[0], v)
 	}
 	id, err := loadIdentity()
 	if err != nil {
 		return err
 	}
-	key, err := os.ReadFile(id.path)
-	if err != nil {
+	if in.key, err = os.ReadFile(id.path); err != nil {
 		return fmt.Errorf("read corral's SSH key: %w", err)
 	}
-	manifestPath := agentManifestPath(f.Project)
-	argv := []string{agentBin, "agent", "-f", manifestPath, "--mode", a.mode, "--listen", listen, "--interval", a.interval.String(), "--log-format", "json"}
-	if a.git.url != "" {
-		// The checkout is named as the project too (see agentManifestPath).
-		argv = append(argv, a.git.args()...)
-		argv = append(argv, "--git-dir", agentState+"/git/"+f.Project)
-	}
-	var quoted []string
-	for _, s := range argv {
-		quoted = append(quoted, guest.ShellQuote(s))
-	}
-	execLine := strings.Join(quoted, " ")
-	unit, err := agentUnitText(f.Project, argv)
+	files, err := a.agentFiles(in)
 	if err != nil {
 		return err
-	}
-	run := fmt.Sprintf("#!/bin/sh\n# Starts the agent where the container has no systemd (corral agent install).\nset -a\n. %s\nset +a\nexec %s\n", agentEnvFile, execLine)
-	files = append(files,
-		tarFile{agentEnvFile, 0o600, []byte(envText.String())},
-		tarFile{agentKeyFile, 0o600, key},
-		tarFile{agentURLFile, 0o644, []byte(url + "\n")},
-		tarFile{agentRunFile, 0o755, []byte(run)},
-		tarFile{agentUnit, 0o644, []byte(unit)},
-	)
-	if a.git.url == "" {
-		files = append(files, tarFile{manifestPath, 0o600, manifestData})
 	}
 
 	started := ""
@@ -651,7 +609,10 @@ func runAgentInstall(cmd *cobra.Command, st *streams, a *agentInstallArgs) error
 	if err != nil {
 		return redactErr(f, err)
 	}
-	res := agentInstallResult{Project: f.Project, Node: ct.Node, VMID: ct.VMID, URL: url, Started: started, TokenID: tok.id, TokenMade: tok.created, Git: a.git.url}
+	res := agentInstallResult{Project: f.Project, Node: ct.Node, VMID: ct.VMID, URL: url, Started: started, TokenID: tok.id, TokenMade: tok.created}
+	if a.git.url != "" {
+		res.Git = (&agent.Git{URL: a.git.url}).SafeURL()
+	}
 	if asJSON {
 		return writeJSON(st, res)
 	}
@@ -665,6 +626,92 @@ func runAgentInstall(cmd *cobra.Command, st *streams, a *agentInstallArgs) error
 	}
 	fmt.Fprintf(st.out, "agent for project %s: container %d on %s, %s (started by %s)\ncorral agent status -f %s\n", f.Project, ct.VMID, ct.Node, url, started, a.ff.path)
 	return nil
+}
+
+// agentFilesIn is what the agent's files are made of.
+type agentFilesIn struct {
+	project, endpoint, apiToken, fingerprint string
+	listen, url                              string // the agent's --listen, and where install reaches it
+	ca, key, manifest                        []byte // ca: nil without --ca-file
+	env                                      map[string]string
+}
+
+// agentFiles are the files install writes into the agent's container.
+// Every secret (the API token, the bearer token, the SSH key, a password
+// in --git's URL, the manifest's ${env:…} values) goes into a 0600 file:
+// the command line, the run script and the systemd unit, which any user
+// of the container may read, hold none.
+func (a *agentInstallArgs) agentFiles(in agentFilesIn) ([]tarFile, error) {
+	vars := [][2]string{
+		{"HOME", "/root"},
+		{"XDG_STATE_HOME", agentState},
+		{"PROXMOX_VE_ENDPOINT", in.endpoint},
+		{"PROXMOX_VE_API_TOKEN", in.apiToken},
+		{"CORRAL_SSH_KEY", agentKeyFile},
+		{"CORRAL_AGENT_TOKEN", randomToken()},
+	}
+	if in.fingerprint != "" {
+		vars = append(vars, [2]string{"PROXMOX_VE_FINGERPRINT", in.fingerprint})
+	}
+	files := []tarFile{}
+	if in.ca != nil {
+		files = append(files, tarFile{agentCAFile, 0o644, in.ca})
+		vars = append(vars, [2]string{"PROXMOX_VE_CA_FILE", agentCAFile})
+	}
+	if port := os.Getenv("CORRAL_SIM_GUEST_SSH_PORT"); port != "" {
+		vars = append(vars, [2]string{"CORRAL_SIM_GUEST_SSH_PORT", port})
+	}
+	if a.git.url != "" {
+		vars = append(vars, [2]string{gitURLEnv, a.git.url})
+	}
+	for _, name := range slices.Sorted(mapKeys(in.env)) {
+		vars = append(vars, [2]string{name, in.env[name]})
+	}
+	var envText strings.Builder
+	envText.WriteString("# corral agent's environment (corral agent install); secrets: keep 0600\n")
+	for _, kv := range vars {
+		v, err := agentEnvQuote(kv[0], kv[1])
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(&envText, "%s=%s\n", kv[0], v)
+	}
+	manifestPath := agentManifestPath(in.project)
+	argv := a.agentArgv(manifestPath, in.listen, in.project)
+	var quoted []string
+	for _, s := range argv {
+		quoted = append(quoted, guest.ShellQuote(s))
+	}
+	unit, err := agentUnitText(in.project, argv)
+	if err != nil {
+		return nil, err
+	}
+	run := fmt.Sprintf("#!/bin/sh\n# Starts the agent where the container has no systemd (corral agent install).\nset -a\n. %s\nset +a\nexec %s\n", agentEnvFile, strings.Join(quoted, " "))
+	files = append(files,
+		tarFile{agentEnvFile, 0o600, []byte(envText.String())},
+		tarFile{agentKeyFile, 0o600, in.key},
+		tarFile{agentURLFile, 0o644, []byte(in.url + "\n")},
+		tarFile{agentRunFile, 0o755, []byte(run)},
+		tarFile{agentUnit, 0o644, []byte(unit)},
+	)
+	if a.git.url == "" {
+		files = append(files, tarFile{manifestPath, 0o600, in.manifest})
+	}
+	return files, nil
+}
+
+// agentArgv is the installed agent's command line.
+func (a *agentInstallArgs) agentArgv(manifestPath, listen, project string) []string {
+	argv := []string{agentBin, "agent", "-f", manifestPath, "--mode", a.mode, "--listen", listen, "--interval", a.interval.String(), "--log-format", "json"}
+	for _, h := range a.allowedHosts {
+		argv = append(argv, "--allowed-host", h)
+	}
+	if a.git.url != "" {
+		// The checkout is named as the project too (see agentManifestPath).
+		argv = append(argv, a.git.args()...)
+		argv = append(argv, "--git-dir", agentState+"/git/"+project)
+	}
+	return argv
 }
 
 // agentLogTail is the end of the agent's log (the agent redacts its

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/corralhq/corral/internal/hostcheck"
 	"github.com/corralhq/corral/internal/sim"
 	"github.com/corralhq/corral/internal/sim/guest"
 )
@@ -23,6 +24,7 @@ type simServeArgs struct {
 	plainHTTP bool
 	sshPort   int
 	real      bool
+	allowed   []string
 }
 
 func newSimCmd(st *streams) *cobra.Command {
@@ -55,6 +57,7 @@ credentials: source it (". DIR/env") before running corral.`,
 	f.BoolVar(&a.plainHTTP, "plain-http", false, "serve plain HTTP instead of HTTPS")
 	f.IntVar(&a.sshPort, "guest-ssh-port", sim.PVEPort, "port of each running container's SSH server (22 as on PVE, 2222 when 22 cannot be bound; 0 picks a free port); DIR/env exports it")
 	f.BoolVar(&a.real, "real-templates", false, "make the Debian 12 template a real Debian root file system (built once with mmdebstrap and cached; needs root, mmdebstrap, zstd); also CORRAL_SIM_REAL_TEMPLATES=1")
+	f.StringSliceVar(&a.allowed, "allowed-host", nil, "another name the API answers to in the Host header (repeatable; besides its certificate's names, localhost, the --listen name, any IP address, and the hostname off the loopback)")
 	cmd.AddCommand(serve, newSimEnvCmd(st))
 	return cmd
 }
@@ -93,6 +96,9 @@ func runSimServe(cmd *cobra.Command, st *streams, a *simServeArgs) error {
 	if a.timeScale < 0 {
 		return fmt.Errorf("--time-scale %v: must be 0 or more", a.timeScale)
 	}
+	if err := hostcheck.CheckNames("--allowed-host", a.allowed); err != nil {
+		return err
+	}
 	if a.nodes < 1 || a.nodes > 64 {
 		return fmt.Errorf("--nodes %d: want 1..64", a.nodes)
 	}
@@ -104,7 +110,7 @@ func runSimServe(cmd *cobra.Command, st *streams, a *simServeArgs) error {
 	s, err := sim.New(sim.Options{
 		Dir: a.state, Listen: a.listen, Listener: mode, Nodes: a.nodes, Version: a.version, SharedStorage: a.shared,
 		TimeScale: &ts, Faults: a.faults, Logger: st.logger(), GuestSSHPort: a.sshPort,
-		RealTemplates: a.real,
+		RealTemplates: a.real, AllowedHosts: a.allowed,
 	})
 	if err != nil {
 		return err

@@ -25,6 +25,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/corralhq/corral/internal/hostcheck"
 	"github.com/corralhq/corral/internal/sim/guest"
 	"github.com/corralhq/corral/internal/sim/model"
 	"github.com/corralhq/corral/internal/sim/schema"
@@ -69,6 +70,12 @@ type Options struct {
 	// emulator's proxy on their bridge; nil means the host's own
 	// (/etc/apt/sources.list and sources.list.d). Tests set a fake mirror.
 	AptSources []string
+
+	// AllowedHosts are more names the API answers to in the Host header
+	// (corral sim serve --allowed-host), besides its certificate's names,
+	// localhost, the --listen name, any IP address and, off the
+	// loopback, the machine's hostname (package hostcheck).
+	AllowedHosts []string
 }
 
 // Server is a running emulator. Create it with New; Close it when done.
@@ -184,7 +191,7 @@ func (s *Server) listen() error {
 		return fmt.Errorf("sim: listen %s: %w", addr, err)
 	}
 	s.srv = &http.Server{
-		Handler:           s.Handler(),
+		Handler:           s.allowedHosts(addr).Handler(s.Handler(), false),
 		ReadHeaderTimeout: 10 * time.Second,
 		// pveproxy speaks HTTP/1.1 only; an empty TLSNextProto disables h2
 		// and lets the envelope writer set PVE's reason phrases.
@@ -207,6 +214,18 @@ func (s *Server) listen() error {
 	s.serveErr = make(chan error, 1)
 	go func() { s.serveErr <- s.srv.Serve(ln) }()
 	return nil
+}
+
+// allowedHosts are the Host names the API answers to on addr: a web page
+// that points its name at the emulator (DNS rebinding) is refused, as it
+// could otherwise read the cluster through a browser holding a ticket.
+// The certificate's names are the emulator's own.
+func (s *Server) allowedHosts(addr string) *hostcheck.Allow {
+	allow := hostcheck.ForListen(addr, s.opts.AllowedHosts, "corral sim serve --allowed-host")
+	if leaf, err := x509.ParseCertificate(s.tlsCert.Certificate[0]); err == nil {
+		allow.Add(leaf.DNSNames...)
+	}
+	return allow
 }
 
 // Dir is the state directory: after Close, a copy of it starts an

@@ -30,6 +30,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/corralhq/corral/internal/hostcheck"
 )
 
 // Port is where the emulator serves the proxy on its bridge gateway
@@ -375,9 +377,13 @@ func (p *Proxy) untrack(conns ...net.Conn) {
 	}
 }
 
-// Serve serves the proxy on ln until ln or the proxy closes.
+// Serve serves the proxy on ln until ln or the proxy closes. A request
+// for the proxy itself (origin form, not a proxy request) must name it
+// in its Host, as every corral server's (package hostcheck); apt's
+// requests name their target and pass to ServeHTTP's source check.
 func (p *Proxy) Serve(ln net.Listener) error {
-	srv := &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second, ErrorLog: slog.NewLogLogger(p.log.Handler(), slog.LevelDebug)}
+	guard := hostcheck.ForListen(ln.Addr().String(), nil, "").Handler(p, true)
+	srv := &http.Server{Handler: guard, ReadHeaderTimeout: 30 * time.Second, ErrorLog: slog.NewLogLogger(p.log.Handler(), slog.LevelDebug)}
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()

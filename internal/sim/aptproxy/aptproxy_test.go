@@ -240,3 +240,47 @@ func TestProxy_close(t *testing.T) {
 		t.Errorf("Serve after Close: %v, want http.ErrServerClosed", err)
 	}
 }
+
+// TestProxy_hostCheck: served on its listener, the proxy answers a
+// request for itself under a name not its own (a page rebinding its
+// name to the proxy's address) with 421, and still forwards apt's
+// absolute-form requests, whose Host is the mirror's.
+func TestProxy_hostCheck(t *testing.T) {
+	mirror := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "Package: hello\n")
+	}))
+	defer mirror.Close()
+	p, err := New([]string{mirror.URL + "/debian"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go p.Serve(ln)
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	req, _ := http.NewRequest(http.MethodGet, "http://"+ln.Addr().String()+"/debian/Packages", nil)
+	req.Host = "evil.example:" + port
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMisdirectedRequest || !strings.Contains(string(body), "evil.example") {
+		t.Errorf("rebinding request: %s %q", resp.Status, body)
+	}
+	pu, _ := url.Parse("http://" + ln.Addr().String())
+	c := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(pu)}}
+	resp, err = c.Get(mirror.URL + "/debian/Packages")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || string(body) != "Package: hello\n" {
+		t.Errorf("apt's request through the proxy: %s %q", resp.Status, body)
+	}
+}
