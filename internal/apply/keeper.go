@@ -128,6 +128,7 @@ func (k *keeper) change(ctx context.Context, what string, edit func(s *keeperSta
 // records (a keeper is shared by every project on its node; see
 // plan.KeeperNotes.Projects).
 func (k *keeper) noteProject(s *keeperState, app string) {
+	defer k.noteDeclared(s, app)
 	if k.e.Project == "" || s.notes.Projects[app] == k.e.Project {
 		return
 	}
@@ -138,6 +139,21 @@ func (k *keeper) noteProject(s *keeperState, app string) {
 		s.notes.Projects = map[string]string{}
 	}
 	s.notes.Projects[app] = k.e.Project
+}
+
+// noteDeclared notes in s which manifest declared app's volumes (the
+// executor's Declared), unless the Notes say they are another project's.
+func (k *keeper) noteDeclared(s *keeperState, app string) {
+	if k.e.Declared == "" || s.notes.Declared[app] == k.e.Declared {
+		return
+	}
+	if p := s.notes.Projects[app]; p != "" && p != k.e.Project {
+		return
+	}
+	if s.notes.Declared == nil {
+		s.notes.Declared = map[string]string{}
+	}
+	s.notes.Declared[app] = k.e.Declared
 }
 
 func (k *keeper) remember(s *keeperState) {

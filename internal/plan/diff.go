@@ -364,7 +364,7 @@ func appChange(a *App, node string, obs *Observed) (Change, []string) {
 			}
 		}
 		c.Revert = volumePending(ct)
-		c.Config = configEdits(keptTags(withVolumeTags(a, c.Volumes, obs), ct), ct)
+		c.Config = configEdits(keptOrigin(keptTags(withVolumeTags(a, c.Volumes, obs), ct), ct), ct)
 		c.Cleanup = cleanupKeys(ct, keepers)
 		for _, key := range detachKeys(a, ct, keepers) {
 			c.Volumes = append(c.Volumes, VolumeChange{Volume: Volume{Name: key.name}, Action: VolDetach, VolID: key.volid, Key: key.key})
@@ -390,6 +390,9 @@ func appChange(a *App, node string, obs *Observed) (Change, []string) {
 			c.Action = Update
 			c.Reasons = append(c.Reasons, updateReasons(c, ct)...)
 		}
+	}
+	if ct != nil && c.Action != NoOp {
+		c.Reasons = append(c.Reasons, sharedReason(a, ct)...)
 	}
 	return c, probs
 }
@@ -428,6 +431,9 @@ func updateReasons(c Change, ct *CT) []string {
 	}
 	for _, e := range c.Config {
 		r = append(r, e.Key+" changes")
+		if why := originReason(e); why != "" {
+			r = append(r, why)
+		}
 	}
 	if c.RootGrow > 0 {
 		r = append(r, "rootfs grows to "+human.Size(c.RootGrow))
