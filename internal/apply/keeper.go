@@ -49,6 +49,7 @@ type keeper struct {
 	records  map[plan.VolumeKey]string
 	intents  map[plan.VolumeKey]plan.AdoptIntent
 	projects map[string]string      // the Notes' project lines: they take room too
+	declared map[string]string      // and their declared lines
 	volumes  int                    // unusedN and mpN entries: what the keeper's room is counted in
 	reserved map[plan.VolumeKey]int // room promised to volumes being made (keeperSet.forNew)
 	// notesStale: volumes were carried out since the Notes were last
@@ -159,7 +160,7 @@ func (k *keeper) noteDeclared(s *keeperState, app string) {
 func (k *keeper) remember(s *keeperState) {
 	k.smu.Lock()
 	defer k.smu.Unlock()
-	k.records, k.intents, k.projects, k.volumes = s.records, s.notes.Intents, s.notes.Projects, plan.VolumeEntries(s.conf)
+	k.records, k.intents, k.projects, k.declared, k.volumes = s.records, s.notes.Intents, s.notes.Projects, s.notes.Declared, plan.VolumeEntries(s.conf)
 }
 
 // setProtection sets protection=on (1) or off (0) unless it already is.
