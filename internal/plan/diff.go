@@ -343,6 +343,9 @@ func appChange(a *App, node string, obs *Observed) (Change, []string) {
 	if ct == nil || c.Action == Replace {
 		c.Desired = withVolumeTags(a, c.Volumes, obs)
 	}
+	if ct != nil && c.Action == Replace {
+		c.Desired = keptOrigin(c.Desired, ct) // the new container keeps who declared the app
+	}
 	switch {
 	case ct == nil:
 		c.Action = Create
