@@ -545,6 +545,11 @@ func TestDefaultProjectsCollide(t *testing.T) {
 			t.Errorf("blog's %s: exit %d, gone %v, want shop's volume refused\n%s%s", args[1], r.code, c.gone(pages), r.stdout, r.stderr)
 		}
 	}
+	// A blog manifest that names shop's notes does not destroy it.
+	if r := c.run("destroy", "-f", writeManifestIn(t, "blog/app", strings.ReplaceAll(appManifest, "MEMORY", "512")), "--auto-approve"); r.code != ExitError ||
+		!strings.Contains(r.stdout, "refused: app notes (container "+strconv.Itoa(notes)+" on pve) was declared by the manifest ") || !c.exists(notes) {
+		t.Errorf("destroy from a blog manifest naming notes: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
 	// A blog app named wiki would mount shop's kept volume.
 	grab := writeManifestIn(t, "blog/app", "apps:\n"+wikiApp)
 	if r := c.run("plan", "-f", grab); r.code != ExitError || !strings.Contains(r.stdout, "refused: app wiki: the keeper keeps its volumes") {

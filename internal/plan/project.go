@@ -142,6 +142,19 @@ func RemovedElsewhere(app string, ct *CT, project, origin string, explicit bool)
 		app, ct.VMID, ct.Node, origin, declarer(by), collisionFix(project))
 }
 
+// destroyedElsewhere refuses, under a defaulted project, `corral destroy`
+// of ct of app a, which this manifest names but another manifest
+// declared (the first of two directories of one name). "" when a records
+// no declarer, or ct records this manifest or none.
+func destroyedElsewhere(a *App, ct *CT) string {
+	by := declaredBy(ct)
+	if a.ProjectSet || a.Origin == "" || by == "" || by == a.Origin {
+		return ""
+	}
+	return fmt.Sprintf("app %s (container %d on %s) was declared by %s, not by this manifest (%s): corral does not destroy it. %s",
+		a.Name, ct.VMID, ct.Node, declarer(by), a.Origin, collisionFix(a.Project))
+}
+
 // createdElsewhere refuses, under a defaulted project, to create app a
 // on the volumes the keepers keep for it when another manifest declared
 // them: the new container would mount that manifest's data. "" when a
