@@ -267,6 +267,19 @@ func (e *Executor) ensureKeeper(ctx context.Context, kc plan.KeeperChange, k *ke
 				return err
 			}
 		}
+		if len(kc.Declared) > 0 {
+			// Records that name no declarer (or, under an explicit
+			// project, another one): say which manifest declares them.
+			if err := k.change(ctx, "note declarers", func(s *keeperState) (url.Values, error) {
+				if s.notes.Declared == nil {
+					s.notes.Declared = map[string]string{}
+				}
+				maps.Copy(s.notes.Declared, kc.Declared)
+				return url.Values{}, nil
+			}); err != nil {
+				return err
+			}
+		}
 		// Protection and the Notes: one write does both.
 		return k.setProtection(ctx, true)
 	})

@@ -570,3 +570,53 @@ func TestDefaultProjectsCollide(t *testing.T) {
 		t.Errorf("blog's plan after the takeover: exit %d\n%s", r.code, r.stdout)
 	}
 }
+
+// TestDeclarersMadeBefore: a cluster set up before corral recorded who
+// declares an app (no corral-declared lines on the containers or in the
+// keeper) is refused nothing it names: the next apply records this
+// manifest as the declarer, so that an app removed afterwards is
+// destroyed and its kept volume pruned under the defaulted project.
+func TestDeclarersMadeBefore(t *testing.T) {
+	c := newCluster(t)
+	m := writeManifest(t, twoApps())
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	root := model.Auth{UserID: "root@pam"}
+	strip := func(vmid int) {
+		conf, _, err := c.srv.Cluster().CTConfig(root, "pve", vmid, true, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var kept []string
+		for _, line := range strings.Split(conf["description"], "\n") {
+			if !strings.HasPrefix(line, "corral-declared: ") {
+				kept = append(kept, line)
+			}
+		}
+		if len(kept) == len(strings.Split(conf["description"], "\n")) {
+			t.Fatalf("ct %d records no declarer:\n%s", vmid, conf["description"])
+		}
+		if err := c.srv.Cluster().UpdateCTConfig(root, "pve", vmid, map[string]string{"description": strings.Join(kept, "\n")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	strip(c.keepers()[0])
+	strip(c.vmidOf(m, "notes"))
+	strip(c.vmidOf(m, "wiki"))
+	pages := volidOf(c.volumes(), "wiki", "pages")
+
+	r := c.run("plan", "-f", m)
+	if r.code != ExitChanges || !strings.Contains(r.stdout, "# note that app wiki's volumes were declared by the manifest ") ||
+		!strings.Contains(r.stdout, "# record that the manifest ") {
+		t.Fatalf("plan: exit %d\n%s", r.code, r.stdout)
+	}
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	if r := c.run("plan", "-f", m); r.code != 0 {
+		t.Errorf("plan after the apply: exit %d\n%s", r.code, r.stdout)
+	}
+	rewrite(t, m, strings.ReplaceAll(appManifest, "MEMORY", "512"))
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	out := decodeFree(t, c.mustRun("volumes", "prune", "-f", m, "--auto-approve", "-o", "json"))
+	if len(out.Freed) != 1 || out.Freed[0] != pages || !c.gone(pages) {
+		t.Errorf("prune freed %v, want the removed wiki's %s", out.Freed, pages)
+	}
+}

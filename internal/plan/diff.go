@@ -135,6 +135,7 @@ func Make(apps []App, obs *Observed) (*Plan, error) {
 		p.Keepers = append(p.Keepers, keeperChanges(node, obs, p.Changes)...)
 	}
 	p.Keepers = noteProjects(p.Keepers, projectOf(apps), apps, obs)
+	p.Keepers = noteDeclared(p.Keepers, apps, obs)
 	// Stale copies of recovered apps go first.
 	stale, staleWarn, staleProbs := staleChanges(apps, obs)
 	p.Changes = append(stale, p.Changes...)

@@ -119,6 +119,9 @@ func originReason(e ConfigEdit) string {
 	if e.Key != "description" || old == now {
 		return ""
 	}
+	if old == "" {
+		return "record that " + declarer(now) + " declares it (no declarer was recorded)"
+	}
 	return "record that " + declarer(now) + " declares it (it was " + declarer(old) + ")"
 }
 
@@ -283,6 +286,49 @@ func noteProjects(kcs []KeeperChange, project string, apps []App, obs *Observed)
 			kcs[i].Projects = missing
 			for _, app := range slices.Sorted(maps.Keys(missing)) {
 				kcs[i].Reasons = append(kcs[i].Reasons, fmt.Sprintf("note that app %s's volumes belong to project %s (recorded before projects)", app, project))
+			}
+		}
+	}
+	return kcs
+}
+
+// noteDeclared adds to the keeper changes the corral-declared lines the
+// keepers lack for the manifest's apps: records made before declarers
+// were recorded, whose volumes prune would otherwise refuse once the
+// app's container is gone; under an explicit project, also records that
+// name another declarer (the manifest took them over). Under a defaulted
+// project an app whose container records another declarer is left: this
+// manifest did not declare it.
+func noteDeclared(kcs []KeeperChange, apps []App, obs *Observed) []KeeperChange {
+	for _, a := range apps {
+		if a.Origin == "" || a.Project == "" {
+			continue
+		}
+		id := OriginID(a.Origin)
+		if slices.ContainsFunc(obs.Apps[a.Name], func(ct *CT) bool {
+			return ct.Project != "" && ct.Project != a.Project || !a.ProjectSet && declaredBy(ct) != "" && declaredBy(ct) != a.Origin
+		}) {
+			continue
+		}
+		for _, node := range slices.Sorted(maps.Keys(obs.Keepers)) {
+			if slices.Contains(obs.Offline, node) {
+				continue
+			}
+			for _, k := range obs.Keepers[node] {
+				cur := k.Declared[a.Name]
+				if !k.RecordsApp(a.Name) || cur == id || cur != "" && !a.ProjectSet || k.Projects[a.Name] != "" && k.Projects[a.Name] != a.Project {
+					continue
+				}
+				i := slices.IndexFunc(kcs, func(kc KeeperChange) bool { return kc.Node == node && kc.VMID == k.VMID })
+				if i < 0 {
+					kcs = append(kcs, KeeperChange{Node: node, VMID: k.VMID, Action: Update})
+					i = len(kcs) - 1
+				}
+				if kcs[i].Declared == nil {
+					kcs[i].Declared = map[string]string{}
+				}
+				kcs[i].Declared[a.Name] = id
+				kcs[i].Reasons = append(kcs[i].Reasons, fmt.Sprintf("note that app %s's volumes were declared by %s", a.Name, declarer(a.Origin)))
 			}
 		}
 	}
