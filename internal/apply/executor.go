@@ -46,6 +46,10 @@ type Executor struct {
 	// project's after the app's container is gone. Apply takes it from
 	// the plan's apps when it is ""; "" then notes nothing.
 	Project string
+	// Declared is the plan.OriginID of the manifest, noted in the keeper
+	// beside Project ("corral-declared: app=ID"); taken from the plan's
+	// apps when "".
+	Declared string
 	// Stop, once closed (the first Ctrl-C), lets the steps under way
 	// finish and starts no new one: the run ends with ErrStopped at a step
 	// boundary, where every run is safe to stop. Cancelling the context
@@ -156,6 +160,9 @@ func (e *Executor) Apply(ctx context.Context, p *plan.Plan, obs *plan.Observed) 
 	for _, c := range p.Changes {
 		if e.Project == "" && c.Desired != nil {
 			e.Project = c.Desired.Project
+		}
+		if e.Declared == "" && c.Desired != nil && c.Desired.Origin != "" {
+			e.Declared = plan.OriginID(c.Desired.Origin)
 		}
 	}
 	// Stale copies of recovered apps first, one by one: until one is gone

@@ -51,6 +51,7 @@ type keeper struct {
 	records  map[plan.VolumeKey]string
 	intents  map[plan.VolumeKey]plan.AdoptIntent
 	projects map[string]string      // the Notes' project lines: they take room too
+	declared map[string]string      // and their declared lines
 	volumes  int                    // unusedN and mpN entries: what the keeper's room is counted in
 	reserved map[plan.VolumeKey]int // room promised to volumes being made (keeperSet.forNew)
 	// notesStale: volumes were carried out since the Notes were last
@@ -130,6 +131,7 @@ func (k *keeper) change(ctx context.Context, what string, edit func(s *keeperSta
 // records (a keeper is shared by every project on its node; see
 // plan.KeeperNotes.Projects).
 func (k *keeper) noteProject(s *keeperState, app string) {
+	defer k.noteDeclared(s, app)
 	if k.e.Project == "" || s.notes.Projects[app] == k.e.Project {
 		return
 	}
@@ -142,10 +144,25 @@ func (k *keeper) noteProject(s *keeperState, app string) {
 	s.notes.Projects[app] = k.e.Project
 }
 
+// noteDeclared notes in s which manifest declared app's volumes (the
+// executor's Declared), unless the Notes say they are another project's.
+func (k *keeper) noteDeclared(s *keeperState, app string) {
+	if k.e.Declared == "" || s.notes.Declared[app] == k.e.Declared {
+		return
+	}
+	if p := s.notes.Projects[app]; p != "" && p != k.e.Project {
+		return
+	}
+	if s.notes.Declared == nil {
+		s.notes.Declared = map[string]string{}
+	}
+	s.notes.Declared[app] = k.e.Declared
+}
+
 func (k *keeper) remember(s *keeperState) {
 	k.smu.Lock()
 	defer k.smu.Unlock()
-	k.records, k.intents, k.projects, k.volumes = s.records, s.notes.Intents, s.notes.Projects, plan.VolumeEntries(s.conf)
+	k.records, k.intents, k.projects, k.declared, k.volumes = s.records, s.notes.Intents, s.notes.Projects, s.notes.Declared, plan.VolumeEntries(s.conf)
 }
 
 // setProtection sets protection=on (1) or off (0) unless it already is.
@@ -284,6 +301,19 @@ func (e *Executor) ensureKeeper(ctx context.Context, kc plan.KeeperChange, k *ke
 						s.notes.Projects[app] = project
 					}
 				}
+				return url.Values{}, nil
+			}); err != nil {
+				return err
+			}
+		}
+		if len(kc.Declared) > 0 {
+			// Records that name no declarer (or, under an explicit
+			// project, another one): say which manifest declares them.
+			if err := k.change(ctx, "note declarers", func(s *keeperState) (url.Values, error) {
+				if s.notes.Declared == nil {
+					s.notes.Declared = map[string]string{}
+				}
+				maps.Copy(s.notes.Declared, kc.Declared)
 				return url.Values{}, nil
 			}); err != nil {
 				return err

@@ -82,7 +82,7 @@ func (e *Executor) keeperSet(obs *plan.Observed) *keeperSet {
 		for _, k := range ks {
 			s.byNode[node] = append(s.byNode[node], &keeper{
 				e: e, node: node, vmid: k.VMID,
-				records: k.Records, intents: k.Intents, projects: k.Projects, volumes: plan.VolumeEntries(k.Config),
+				records: k.Records, intents: k.Intents, projects: k.Projects, declared: k.Declared, volumes: plan.VolumeEntries(k.Config),
 			})
 		}
 	}
@@ -153,7 +153,7 @@ func (s *keeperSet) forNew(ctx context.Context, node string, vk plan.VolumeKey, 
 	bestLoad := 0
 	for _, k := range s.byNode[node] {
 		k.smu.Lock()
-		room := plan.RoomFor(k.volumes, plan.KeeperNotes{Records: k.records, Intents: k.intents, Projects: k.projects})
+		room := plan.RoomFor(k.volumes, plan.KeeperNotes{Records: k.records, Intents: k.intents, Projects: k.projects, Declared: k.declared})
 		sameApp := false
 		for r, l := range k.reserved {
 			room.Take(l)

@@ -255,7 +255,7 @@ func (e *Executor) PlanRestore(ctx context.Context, obs *plan.Observed, opts Res
 	}
 	params.Set("tags", inFlight)
 	m := plan.ParseMarker(conf["description"])
-	desc := plan.AppDescription(plan.App{Name: name, Template: m.Template, Description: userDescription(conf["description"])})
+	desc := plan.AppDescription(plan.App{Name: name, Template: m.Template, Origin: m.Declared, Description: userDescription(conf["description"])})
 	rp.finalDesc = plan.WithGuestMarkers(desc, m.HostKey, m.Provisioned)
 	params.Set("description", rp.finalDesc+plan.RestoreMarker(stamp))
 	ip := propValue(conf["net0"], "ip")

@@ -464,7 +464,7 @@ func TestParallelApplyAndDestroy(t *testing.T) {
 			t.Errorf("app %s after apply: %+v", a.App, a.Containers)
 		}
 	}
-	good := writeManifest(t, manyApps(12, ""))
+	good := rewrite(t, m, manyApps(12, "")) // m, mended
 	c.mustRun("apply", "-f", good, "--auto-approve", "--parallelism", "4")
 	if r := c.run("plan", "-f", good); r.code != 0 {
 		t.Fatalf("plan after apply: exit %d\n%s", r.code, r.stdout)

@@ -87,6 +87,11 @@ func runDestroy(cmd *cobra.Command, st *streams, a *destroyArgs, names []string)
 		if !slices.ContainsFunc(obs.Apps[n], func(ct *plan.CT) bool { return ct.Project == f.Project }) {
 			return fmt.Errorf("app %q is not in %s, and no container of project %s (tag %s%s) carries it", n, f.Path, f.Project, plan.TagProjectPrefix, f.Project)
 		}
+		for _, ct := range obs.Apps[n] {
+			if why := plan.RemovedElsewhere(n, ct, f.Project, f.Origin, f.ProjectSet); ct.Project == f.Project && why != "" {
+				return errors.New(why)
+			}
+		}
 		apps = append(apps, plan.App{Name: n, Project: f.Project})
 	}
 	p, perr := plan.Destroy(apps, obs, a.deleteVolumes)

@@ -28,9 +28,9 @@ const jsonDoc = "../../docs/json.md"
 func TestEveryCommandJSONOrRefuses(t *testing.T) {
 	c := newCluster(t)
 	m := writeManifest(t, strings.ReplaceAll(appManifest, "MEMORY", "512"))
-	// The same project without app notes: its volumes are no longer
-	// declared, so volumes rm may free them.
-	other := writeManifest(t, strings.ReplaceAll(strings.ReplaceAll(appManifest, "MEMORY", "512"), "name: notes", "name: other"))
+	// The same manifest, edited to drop app notes (just before volumes
+	// rm): its volumes are no longer declared, so volumes rm may free them.
+	other := strings.ReplaceAll(strings.ReplaceAll(appManifest, "MEMORY", "512"), "name: notes", "name: other")
 
 	// The runs, in order (a snapshot before its rollback, a backup before
 	// its restore); conn adds the flags that reach the emulator.
@@ -152,7 +152,7 @@ func TestEveryCommandJSONOrRefuses(t *testing.T) {
 			json.Unmarshal([]byte(r.stdout), &vols)
 			for _, v := range vols.Volumes {
 				if v.App == "notes" && args == nil {
-					args = []string{"volumes", "rm", v.VolID, "-f", other, "--auto-approve"}
+					args = []string{"volumes", "rm", v.VolID, "-f", rewrite(t, m, other), "--auto-approve"}
 				}
 			}
 			if args == nil {

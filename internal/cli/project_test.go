@@ -85,7 +85,7 @@ func TestRemovedAppIsDestroyedAndComesBack(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	notesOnly := writeManifest(t, strings.ReplaceAll(appManifest, "MEMORY", "512"))
+	notesOnly := rewrite(t, both, strings.ReplaceAll(appManifest, "MEMORY", "512")) // both, edited
 	r := c.run("plan", "-f", notesOnly)
 	if r.code != ExitChanges {
 		t.Fatalf("plan without wiki: exit %d, want 2\n%s%s", r.code, r.stdout, r.stderr)
@@ -138,6 +138,7 @@ func TestRemovedAppIsDestroyedAndComesBack(t *testing.T) {
 		t.Errorf("plan after the prune: exit %d\n%s", r.code, r.stdout)
 	}
 
+	rewrite(t, both, twoApps()) // wiki back in the manifest
 	c.mustRun("apply", "-f", both, "--auto-approve")
 	back := c.vmidOf(both, "wiki")
 	if got := holderOf(c.volumes(), pages); got != "ct "+strconv.Itoa(back) {
@@ -206,7 +207,7 @@ func TestDestroyRemovedApp(t *testing.T) {
 	wiki := c.vmidOf(both, "wiki")
 	pages := volidOf(c.volumes(), "wiki", "pages")
 
-	notesOnly := writeManifest(t, strings.ReplaceAll(appManifest, "MEMORY", "512"))
+	notesOnly := rewrite(t, both, strings.ReplaceAll(appManifest, "MEMORY", "512")) // both, edited
 	r := c.mustRun("destroy", "-f", notesOnly, "wiki", "--auto-approve", "-o", "json")
 	var out struct {
 		Destroyed []int    `json:"destroyed"`
@@ -271,7 +272,7 @@ func TestVolumesRm(t *testing.T) {
 	c := newCluster(t)
 	both := writeManifest(t, twoApps())
 	c.mustRun("apply", "-f", both, "--auto-approve")
-	notesOnly := writeManifest(t, strings.ReplaceAll(appManifest, "MEMORY", "512"))
+	notesOnly := rewrite(t, both, strings.ReplaceAll(appManifest, "MEMORY", "512")) // both, edited
 	c.mustRun("apply", "-f", notesOnly, "--auto-approve")
 	vols := c.volumes()
 	pages, data := volidOf(vols, "wiki", "pages"), volidOf(vols, "notes", "data")
@@ -336,8 +337,8 @@ func TestVolumesPrune(t *testing.T) {
 	c.mustRun("apply", "-f", both, "--auto-approve")
 	blog := writeManifestIn(t, "blog", strings.ReplaceAll("apps:\n"+wikiApp, "wiki", "news"))
 	c.mustRun("apply", "-f", blog, "--auto-approve")
-	c.mustRun("destroy", "-f", blog, "--auto-approve") // blog's volume waits in the keeper
-	notesOnly := writeManifest(t, strings.ReplaceAll(appManifest, "MEMORY", "512"))
+	c.mustRun("destroy", "-f", blog, "--auto-approve")                              // blog's volume waits in the keeper
+	notesOnly := rewrite(t, both, strings.ReplaceAll(appManifest, "MEMORY", "512")) // both, edited
 	c.mustRun("apply", "-f", notesOnly, "--auto-approve")
 	b := c.backup(notesOnly, "notes")
 	c.mustC("restore", "notes", "--archive", b.Archive, "--replace", "-f", notesOnly, "--auto-approve")
@@ -425,7 +426,7 @@ func TestContainerWithoutProjectTag(t *testing.T) {
 	}
 	// This project's manifest names only notes: notes gets its tag back,
 	// wiki (untagged, named by no manifest here) is left with a warning.
-	notesOnly := writeManifest(t, strings.ReplaceAll(appManifest, "MEMORY", "512"))
+	notesOnly := rewrite(t, both, strings.ReplaceAll(appManifest, "MEMORY", "512")) // both, edited
 	r := c.run("plan", "-f", notesOnly)
 	if r.code != ExitChanges || !strings.Contains(r.stdout, "~ tags: corral;corral-app-notes → corral;corral-app-notes;corral-project-demo") ||
 		!strings.Contains(r.stdout, "container "+strconv.Itoa(wiki)+" (app wiki) is managed by corral but not in this manifest, and carries no project tag") ||
@@ -482,9 +483,139 @@ func TestRecordsMadeBeforeProjects(t *testing.T) {
 	if r := c.run("plan", "-f", both); r.code != 0 {
 		t.Errorf("plan after the apply: exit %d\n%s", r.code, r.stdout)
 	}
-	notesOnly := writeManifest(t, strings.ReplaceAll(appManifest, "MEMORY", "512"))
+	notesOnly := rewrite(t, both, strings.ReplaceAll(appManifest, "MEMORY", "512")) // both, edited
 	c.mustRun("apply", "-f", notesOnly, "--auto-approve")
 	out := decodeFree(t, c.mustRun("volumes", "prune", "-f", notesOnly, "--auto-approve", "-o", "json"))
+	if len(out.Freed) != 1 || out.Freed[0] != pages || !c.gone(pages) {
+		t.Errorf("prune freed %v, want the removed wiki's %s", out.Freed, pages)
+	}
+}
+
+// rewrite writes text over the manifest at path m (the same manifest,
+// edited) and returns m.
+func rewrite(t *testing.T, m, text string) string {
+	t.Helper()
+	if err := os.WriteFile(m, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestDefaultProjectsCollide is issue 26, scenario 2: shop/app/corral.yaml
+// and blog/app/corral.yaml both default to project app. Blog's plan and
+// apply refuse to destroy shop's app (naming its container and shop's
+// manifest), blog's prune and rm refuse shop's kept volume, a blog app on
+// shop's kept volumes is refused, and shop's own removals go ahead. Blog
+// taking over with an explicit project: app destroys and frees them.
+func TestDefaultProjectsCollide(t *testing.T) {
+	c := newCluster(t)
+	shop := writeManifestIn(t, "shop/app", twoApps())
+	c.mustRun("apply", "-f", shop, "--auto-approve")
+	wiki := c.vmidOf(shop, "wiki")
+	// shop's own removal: its plan names why and who declared the app.
+	rewrite(t, shop, strings.ReplaceAll(appManifest, "MEMORY", "512"))
+	r := c.run("plan", "-f", shop)
+	if r.code != ExitChanges || !strings.Contains(r.stdout, "# app wiki was declared by the manifest ") || !strings.Contains(r.stdout, shop) {
+		t.Fatalf("shop's plan without wiki: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	c.mustRun("apply", "-f", shop, "--auto-approve")
+	if c.exists(wiki) {
+		t.Fatalf("shop's apply left wiki's container %d", wiki)
+	}
+	notes, pages := c.vmidOf(shop, "notes"), volidOf(c.volumes(), "wiki", "pages")
+
+	blog := writeManifestIn(t, "blog/app", "apps:\n"+strings.ReplaceAll(wikiApp, "wiki", "news"))
+	refusal := "refused: app notes (container " + strconv.Itoa(notes) + " on pve) is not in this manifest"
+	for _, args := range [][]string{{"plan", "-f", blog}, {"apply", "-f", blog, "--auto-approve"}} {
+		r := c.run(args...)
+		if r.code != ExitError || !strings.Contains(r.stdout, refusal) || !strings.Contains(r.stdout, "declared by the manifest ") ||
+			!strings.Contains(r.stdout, shop) || !strings.Contains(r.stdout, "set project: app in this manifest") {
+			t.Errorf("blog's %s: exit %d, want the delete of shop's notes refused\n%s%s", args[0], r.code, r.stdout, r.stderr)
+		}
+	}
+	if !c.exists(notes) || c.vmidOf(shop, "notes") != notes {
+		t.Fatalf("blog's apply touched shop's notes")
+	}
+	if r := c.run("destroy", "-f", blog, "notes", "--auto-approve"); r.code != ExitError || !strings.Contains(r.stderr, "app notes (container "+strconv.Itoa(notes)) {
+		t.Errorf("blog's destroy notes: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for _, args := range [][]string{{"volumes", "prune", "-f", blog, "--auto-approve"}, {"volumes", "rm", pages, "-f", blog, "--auto-approve"}} {
+		r := c.run(args...)
+		if r.code != ExitError || !strings.Contains(r.stdout+r.stderr, "volume wiki/pages ("+pages+") was declared by another manifest") || c.gone(pages) {
+			t.Errorf("blog's %s: exit %d, gone %v, want shop's volume refused\n%s%s", args[1], r.code, c.gone(pages), r.stdout, r.stderr)
+		}
+	}
+	// A blog manifest that names shop's notes does not destroy it.
+	if r := c.run("destroy", "-f", writeManifestIn(t, "blog/app", strings.ReplaceAll(appManifest, "MEMORY", "512")), "--auto-approve"); r.code != ExitError ||
+		!strings.Contains(r.stdout, "refused: app notes (container "+strconv.Itoa(notes)+" on pve) was declared by the manifest ") || !c.exists(notes) {
+		t.Errorf("destroy from a blog manifest naming notes: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// A blog app named wiki would mount shop's kept volume.
+	grab := writeManifestIn(t, "blog/app", "apps:\n"+wikiApp)
+	if r := c.run("plan", "-f", grab); r.code != ExitError || !strings.Contains(r.stdout, "refused: app wiki: the keeper keeps its volumes") {
+		t.Errorf("blog's plan of wiki: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+
+	// Blog says it replaced shop: an explicit project takes over.
+	rewrite(t, blog, "project: app\napps:\n"+strings.ReplaceAll(wikiApp, "wiki", "news"))
+	c.mustRun("apply", "-f", blog, "--auto-approve")
+	if c.exists(notes) {
+		t.Errorf("blog with project: app left notes %d", notes)
+	}
+	c.mustRun("volumes", "prune", "-f", blog, "--auto-approve")
+	if !c.gone(pages) {
+		t.Errorf("blog with project: app did not prune %s", pages)
+	}
+	if r := c.run("plan", "-f", blog); r.code != 0 {
+		t.Errorf("blog's plan after the takeover: exit %d\n%s", r.code, r.stdout)
+	}
+}
+
+// TestDeclarersMadeBefore: a cluster set up before corral recorded who
+// declares an app (no corral-declared lines on the containers or in the
+// keeper) is refused nothing it names: the next apply records this
+// manifest as the declarer, so that an app removed afterwards is
+// destroyed and its kept volume pruned under the defaulted project.
+func TestDeclarersMadeBefore(t *testing.T) {
+	c := newCluster(t)
+	m := writeManifest(t, twoApps())
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	root := model.Auth{UserID: "root@pam"}
+	strip := func(vmid int) {
+		conf, _, err := c.srv.Cluster().CTConfig(root, "pve", vmid, true, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var kept []string
+		for _, line := range strings.Split(conf["description"], "\n") {
+			if !strings.HasPrefix(line, "corral-declared: ") {
+				kept = append(kept, line)
+			}
+		}
+		if len(kept) == len(strings.Split(conf["description"], "\n")) {
+			t.Fatalf("ct %d records no declarer:\n%s", vmid, conf["description"])
+		}
+		if err := c.srv.Cluster().UpdateCTConfig(root, "pve", vmid, map[string]string{"description": strings.Join(kept, "\n")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	strip(c.keepers()[0])
+	strip(c.vmidOf(m, "notes"))
+	strip(c.vmidOf(m, "wiki"))
+	pages := volidOf(c.volumes(), "wiki", "pages")
+
+	r := c.run("plan", "-f", m)
+	if r.code != ExitChanges || !strings.Contains(r.stdout, "# note that app wiki's volumes were declared by the manifest ") ||
+		!strings.Contains(r.stdout, "# record that the manifest ") {
+		t.Fatalf("plan: exit %d\n%s", r.code, r.stdout)
+	}
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	if r := c.run("plan", "-f", m); r.code != 0 {
+		t.Errorf("plan after the apply: exit %d\n%s", r.code, r.stdout)
+	}
+	rewrite(t, m, strings.ReplaceAll(appManifest, "MEMORY", "512"))
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	out := decodeFree(t, c.mustRun("volumes", "prune", "-f", m, "--auto-approve", "-o", "json"))
 	if len(out.Freed) != 1 || out.Freed[0] != pages || !c.gone(pages) {
 		t.Errorf("prune freed %v, want the removed wiki's %s", out.Freed, pages)
 	}

@@ -20,9 +20,11 @@ import (
 // own checks are already reported and are skipped here.
 func (d *decoder) build(root *value) *File {
 	f := &File{Path: d.file, Project: root.strOr("project")}
-	if f.Project == "" {
+	f.ProjectSet = f.Project != ""
+	if !f.ProjectSet {
 		f.Project = DefaultProject(d.dir)
 	}
+	f.Origin = origin(f.Project, f.ProjectSet, d.file)
 	pv := root.object("placement")
 	f.Placement.Policy = pv.strOr("policy")
 	seen := map[string]bool{}
@@ -90,6 +92,21 @@ func DefaultProject(dir string) string {
 		return "default"
 	}
 	return p
+}
+
+// origin is File.Origin: "project NAME" for a manifest that names its
+// project (any copy of it, on any machine, is the same declarer), else
+// "HOST:PATH", the machine and absolute path of the manifest file, which
+// tells apart two manifests whose directories share a base name.
+func origin(project string, set bool, file string) string {
+	if set {
+		return "project " + project
+	}
+	if abs, err := filepath.Abs(file); err == nil && file != "" {
+		file = abs
+	}
+	host, _ := os.Hostname()
+	return host + ":" + file
 }
 
 func (d *decoder) buildApp(v *value, adopted map[string]*value) App {

@@ -22,6 +22,15 @@ type File struct {
 	// manifest, never another project's. Default: DefaultProject of the
 	// manifest's directory.
 	Project string
+	// ProjectSet: the manifest names its project (project:). A defaulted
+	// project can collide with another directory of the same base name,
+	// so corral deletes under it only what this very manifest declared
+	// (see Origin).
+	ProjectSet bool
+	// Origin says who declares the apps, recorded on each app's container
+	// and in the keeper beside its volumes' project: "project NAME" when
+	// ProjectSet, else "HOST:ABSOLUTE-PATH" of the manifest file.
+	Origin string
 	// Placement says where corral creates an app that names no node.
 	Placement Placement
 	Apps      []App

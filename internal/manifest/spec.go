@@ -176,7 +176,9 @@ var manifestSpec = compileSpec(&field{
 		key: "project", kind: kindString,
 		doc: "Name of the project the manifest's apps belong to. Every container corral creates for them carries the tag corral-project-<project>; " +
 			"apply destroys a container of this project whose app is no longer in the manifest (its volumes stay in the keeper) and never touches another project's. " +
-			"Default: the name of the manifest's directory, lower-cased, with every other character than letters, digits, '-' and '_' turned into '-'.",
+			"Default: the name of the manifest's directory, lower-cased, with every other character than letters, digits, '-' and '_' turned into '-'; " +
+			"under a defaulted project, corral deletes no app and frees no volume that another manifest (another path or machine) declared, since two directories can share a name. " +
+			"Set it whenever several manifests, checkouts or machines manage one project.",
 		pattern: projectPattern, allowed: projectAllowed, public: true,
 	}, {
 		key: "placement", kind: kindObject,

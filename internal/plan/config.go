@@ -1,6 +1,8 @@
 package plan
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"slices"
 	"sort"
 	"strconv"
@@ -35,6 +37,7 @@ const (
 	markerAdopting = "corral-adopting: "
 	markerProject  = "corral-project: "
 	markerRestore  = "corral-restore: "
+	markerDeclared = "corral-declared: "
 	markerHeader   = "managed by corral; lines starting with 'corral-' are read back by corral"
 	keeperHeader   = "corral keeper: this container owns the volumes corral keeps for its apps; corral writes these Notes and reads them back. " +
 		"Never start it, keep protection on, and edit neither these lines nor its mount points (/corral/APP/VOLUME): each names whose data a volume holds."
@@ -74,7 +77,18 @@ func AppDescription(a App) string {
 	b.WriteString(markerHeader + "\n")
 	b.WriteString(markerApp + a.Name + "\n")
 	b.WriteString(markerTemplate + a.Template + "\n")
+	if a.Origin != "" {
+		b.WriteString(markerDeclared + a.Origin + "\n")
+	}
 	return b.String()
+}
+
+// OriginID is the short form of an origin the keepers record beside a
+// volume's project (a keeper's Notes have little room): the first 12 hex
+// digits of its SHA-256.
+func OriginID(origin string) string {
+	sum := sha256.Sum256([]byte(origin))
+	return hex.EncodeToString(sum[:6])
 }
 
 // WithHostKey appends the pinned SSH host key line to an app description
@@ -148,6 +162,9 @@ type Marker struct {
 	// Steps is the per-step record of that work ("id=sum …", see
 	// StepsRecord), "" when there is none.
 	Steps string
+	// Declared is the origin of the manifest that last declared the app
+	// (App.Origin); "" for a container made before origins were recorded.
+	Declared string
 }
 
 // ParseMarker reads corral's marker lines from a description. Lines are
@@ -172,6 +189,9 @@ func ParseMarker(desc string) Marker {
 		}
 		if v, ok := strings.CutPrefix(line, markerSteps); ok {
 			m.Steps = strings.TrimSpace(v)
+		}
+		if v, ok := strings.CutPrefix(line, markerDeclared); ok {
+			m.Declared = strings.TrimSpace(v)
 		}
 	}
 	return m
@@ -207,6 +227,22 @@ func ParseKeeperProjects(desc string) map[string]string {
 		app, project, ok := strings.Cut(v, "=")
 		if app, project = strings.TrimSpace(app), strings.TrimSpace(project); ok && app != "" && project != "" {
 			out[app] = project
+		}
+	}
+	return out
+}
+
+// ParseKeeperDeclared reads "corral-declared: app=ID" lines.
+func ParseKeeperDeclared(desc string) map[string]string {
+	out := map[string]string{}
+	for _, line := range manifest.DescriptionLines(desc) {
+		v, ok := strings.CutPrefix(manifest.MarkerLine(line), markerDeclared)
+		if !ok {
+			continue
+		}
+		app, id, ok := strings.Cut(v, "=")
+		if app, id = strings.TrimSpace(app), strings.TrimSpace(id); ok && app != "" && id != "" {
+			out[app] = id
 		}
 	}
 	return out

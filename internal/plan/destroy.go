@@ -34,6 +34,10 @@ func Destroy(apps []App, obs *Observed, deleteVolumes bool) (*Plan, error) {
 					a.Name, ct.VMID, TagProjectPrefix, ct.Project, ct.Project, a.Project))
 				continue
 			}
+			if why := destroyedElsewhere(a, ct); why != "" {
+				refused = append(refused, why)
+				continue
+			}
 			if slices.Contains(obs.Offline, ct.Node) {
 				p.Warnings = append(p.Warnings, fmt.Sprintf("app %s: node %s is offline; container %d is left alone until the node is back", a.Name, ct.Node, ct.VMID))
 				continue

@@ -143,6 +143,7 @@ func Make(apps []App, obs *Observed) (*Plan, error) {
 		p.Keepers = append(p.Keepers, keeperChanges(node, obs, p.Changes)...)
 	}
 	p.Keepers = noteProjects(p.Keepers, projectOf(apps), apps, obs)
+	p.Keepers = noteDeclared(p.Keepers, apps, obs)
 	// Stale copies of recovered apps go first.
 	stale, staleWarn, staleProbs := staleChanges(apps, obs)
 	p.Changes = append(stale, p.Changes...)
@@ -353,6 +354,9 @@ func appChange(a *App, node string, obs *Observed) (Change, []string) {
 	if ct == nil || c.Action == Replace {
 		c.Desired = withVolumeTags(a, c.Volumes, obs)
 	}
+	if ct != nil && c.Action == Replace {
+		c.Desired = keptOrigin(c.Desired, ct) // the new container keeps who declared the app
+	}
 	switch {
 	case ct == nil:
 		c.Action = Create
@@ -374,7 +378,7 @@ func appChange(a *App, node string, obs *Observed) (Change, []string) {
 			}
 		}
 		c.Revert = volumePending(ct)
-		c.Config = configEdits(keptTags(withVolumeTags(a, c.Volumes, obs), ct), ct)
+		c.Config = configEdits(keptOrigin(keptTags(withVolumeTags(a, c.Volumes, obs), ct), ct), ct)
 		c.Cleanup = cleanupKeys(ct, keepers)
 		for _, key := range detachKeys(a, ct, keepers) {
 			c.Volumes = append(c.Volumes, VolumeChange{Volume: Volume{Name: key.name}, Action: VolDetach, VolID: key.volid, Key: key.key})
@@ -400,6 +404,9 @@ func appChange(a *App, node string, obs *Observed) (Change, []string) {
 			c.Action = Update
 			c.Reasons = append(c.Reasons, updateReasons(c, ct)...)
 		}
+	}
+	if ct != nil && c.Action != NoOp {
+		c.Reasons = append(c.Reasons, sharedReason(a, ct)...)
 	}
 	return c, probs
 }
@@ -438,6 +445,9 @@ func updateReasons(c Change, ct *CT) []string {
 	}
 	for _, e := range c.Config {
 		r = append(r, e.Key+" changes")
+		if why := originReason(e); why != "" {
+			r = append(r, why)
+		}
 	}
 	if c.RootGrow > 0 {
 		r = append(r, "rootfs grows to "+human.Size(c.RootGrow))

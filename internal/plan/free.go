@@ -183,6 +183,9 @@ func FreeVolumes(project string, apps []App, obs *Observed, volids []string, ref
 		case declared(apps, x.key):
 			refused = append(refused, fmt.Sprintf("%s is volume %s, which app %s declares in the manifest: the next apply would make an empty one in its place; remove the volume from the manifest first", volid, x.key, x.key.App))
 			continue
+		case v.Project == project && freedElsewhere(x, project, apps, obs) != "":
+			refused = append(refused, freedElsewhere(x, project, apps, obs))
+			continue
 		default:
 			v.Reason = "named on the command line"
 		}
@@ -221,6 +224,9 @@ func Prune(project string, apps []App, obs *Observed, refs map[string][]string) 
 			continue // another project's
 		case declared(apps, x.key):
 			continue
+		case freedElsewhere(x, project, apps, obs) != "":
+			refused = append(refused, freedElsewhere(x, project, apps, obs))
+			continue
 		case obs.Restores[x.key.App] != nil:
 			// Its restored volumes may not be attached yet: freeing one
 			// would leave the finished restore without it.
@@ -246,6 +252,40 @@ func Prune(project string, apps []App, obs *Observed, refs map[string][]string) 
 		return p, &RefusedError{Problems: refused}
 	}
 	return p, nil
+}
+
+// volumeDeclarer is the OriginID of the manifest that declared app's
+// volumes: the keepers' record, else the origin its container records;
+// "" when neither says.
+func volumeDeclarer(app string, obs *Observed) string {
+	if id := obs.RecordDeclared(app); id != "" {
+		return id
+	}
+	for _, ct := range obs.Apps[app] {
+		if by := declaredBy(ct); by != "" {
+			return OriginID(by)
+		}
+	}
+	return ""
+}
+
+// freedElsewhere refuses, under a defaulted project, to free volume x of
+// this project that another manifest than this one (apps) declared, or
+// whose declarer is unknown while this manifest does not list its app.
+// "" when it may be freed.
+func freedElsewhere(x kept, project string, apps []App, obs *Observed) string {
+	origin, explicit := originOf(apps)
+	id := volumeDeclarer(x.key.App, obs)
+	listed := slices.ContainsFunc(apps, func(a App) bool { return a.Name == x.key.App })
+	if explicit || id == OriginID(origin) || id == "" && listed {
+		return ""
+	}
+	by := "a manifest corral did not record (the volume was kept before corral recorded which manifest declares an app)"
+	if id != "" {
+		by = "another manifest (corral-declared: " + x.key.App + "=" + id + " in keeper " + fmt.Sprint(x.keeper) + " on " + x.node + "; this manifest is " + OriginID(origin) + ")"
+	}
+	return fmt.Sprintf("volume %s (%s) was declared by %s, not by this manifest (%s): corral does not free it. %s",
+		x.key, x.volid, by, origin, collisionFix(project))
 }
 
 func restoreInFlight(k VolumeKey) string {

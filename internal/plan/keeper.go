@@ -152,11 +152,17 @@ type KeeperNotes struct {
 	// counts only while the keeper records a volume of its app
 	// (Observed.RecordProject).
 	Projects map[string]string
+	// Declared maps an app to the OriginID of the manifest that declared
+	// it ("corral-declared: app=ID"), written and kept with its project
+	// line: under a defaulted project, prune frees only volumes this very
+	// manifest declared.
+	Declared map[string]string
 }
 
 // ParseKeeperNotes reads a keeper's Notes.
 func ParseKeeperNotes(desc string) KeeperNotes {
-	return KeeperNotes{Records: ParseKeeperRecords(desc), Intents: ParseKeeperIntents(desc), Lease: ParseLease(desc), Projects: ParseKeeperProjects(desc)}
+	return KeeperNotes{Records: ParseKeeperRecords(desc), Intents: ParseKeeperIntents(desc), Lease: ParseLease(desc),
+		Projects: ParseKeeperProjects(desc), Declared: ParseKeeperDeclared(desc)}
 }
 
 // Render writes the Notes: the header, the lease, then the records and
@@ -188,6 +194,11 @@ func (n KeeperNotes) Render() string {
 			fmt.Fprintf(&b, "%s%s=%s\n", markerProject, app, n.Projects[app])
 		}
 	}
+	for _, app := range slices.Sorted(maps.Keys(n.Declared)) {
+		if n.Declared[app] != "" {
+			fmt.Fprintf(&b, "%s%s=%s\n", markerDeclared, app, n.Declared[app])
+		}
+	}
 	return b.String()
 }
 
@@ -196,7 +207,7 @@ func NewKeeper(vmid int, node string, conf map[string]string) *Keeper {
 	recs, lost := KeeperRecords(conf)
 	notes := ParseKeeperNotes(conf["description"])
 	return &Keeper{VMID: vmid, Node: node, Protected: conf["protection"] == "1", Config: conf,
-		Records: recs, Lost: lost, Intents: notes.Intents, Lease: notes.Lease, Projects: notes.Projects}
+		Records: recs, Lost: lost, Intents: notes.Intents, Lease: notes.Lease, Projects: notes.Projects, Declared: notes.Declared}
 }
 
 // RestoreMarker is the description line of a restore's new container

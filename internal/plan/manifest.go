@@ -16,6 +16,8 @@ func FromManifest(f *manifest.File) []App {
 		a := App{
 			Name:         m.Name,
 			Project:      f.Project,
+			ProjectSet:   f.ProjectSet,
+			Origin:       f.Origin,
 			Node:         m.Node,
 			Placement:    Placement{Policy: f.Placement.Policy, Nodes: slices.Clone(f.Placement.Nodes)},
 			VMID:         m.VMID,

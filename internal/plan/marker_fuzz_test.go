@@ -32,10 +32,12 @@ var fuzzDescriptionMarkersSeeds = []string{
 	"Corral-hostkey: x",
 	"\x85corral-template: t",
 	"\xffcorral-app: x",
+	"corral-declared: h:/elsewhere/corral.yaml",
+	" corral-declared: web=0123456789ab",
 }
 
 func checkDescriptionMarkers(t *testing.T, s string) {
-	parsed := ParseMarker(s) != Marker{} || len(ParseKeeperRecords(s)) > 0 || len(ParseKeeperIntents(s)) > 0
+	parsed := ParseMarker(s) != Marker{} || len(ParseKeeperRecords(s)) > 0 || len(ParseKeeperIntents(s)) > 0 || len(ParseKeeperDeclared(s)) > 0
 	problem := manifest.DescriptionProblem(s)
 	if parsed && problem == "" {
 		t.Fatalf("description %q: the check accepts it but it reads as corral's markers %+v %v %v", s, ParseMarker(s), ParseKeeperRecords(s), ParseKeeperIntents(s))
@@ -43,8 +45,8 @@ func checkDescriptionMarkers(t *testing.T, s string) {
 	if problem != "" {
 		return
 	}
-	a := App{Name: "web", Template: "local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst", Description: s}
-	want := Marker{App: a.Name, Template: a.Template}
+	a := App{Name: "web", Template: "local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst", Description: s, Origin: "h:/src/shop/app/corral.yaml"}
+	want := Marker{App: a.Name, Template: a.Template, Declared: a.Origin}
 	desc := AppDescription(a)
 	if got := ParseMarker(desc); got != want {
 		t.Fatalf("description %q: corral's description reads back as %+v, want %+v", s, got, want)

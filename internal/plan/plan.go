@@ -100,6 +100,11 @@ type KeeperChange struct {
 	// this project's apps whose records were made before projects, so
 	// that their volumes stay this project's after their container goes.
 	Projects map[string]string
+	// Declared are the corral-declared lines to write (app → OriginID)
+	// for this manifest's apps whose records name no declarer (made
+	// before declarers were recorded) or, under an explicit project,
+	// another one.
+	Declared map[string]string
 }
 
 // Change is one app's change.

@@ -2,6 +2,7 @@ package plan_test
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -191,5 +192,60 @@ func TestMake_NotesProjectsOfOldRecords(t *testing.T) {
 	k.Records[plan.VolumeKey{App: "stray", Name: "x"}] = "local-lvm:vm-999-disk-9"
 	if p, _ = plan.Make([]plan.App{a}, obs); len(noted(p)) != 0 {
 		t.Errorf("noted a project for an app the project does not own: %v", noted(p))
+	}
+}
+
+// TestOrigins_defaultedProjectTouchesOnlyItsOwn: under a project defaulted
+// from the directory name, app old (removed from this manifest) is
+// destroyed and its kept volume pruned only when this very manifest
+// declared it; another manifest's or an unrecorded one is refused, with
+// the fix. An explicit project: deletes and prunes whatever declared it.
+func TestOrigins_defaultedProjectTouchesOnlyItsOwn(t *testing.T) {
+	const here, there = "h:/src/shop/app/corral.yaml", "h:/src/blog/app/corral.yaml"
+	for _, tc := range []struct {
+		name     string
+		explicit bool
+		ct, kept string // the origin ct 110 records, the keeper's OriginID of old's volume
+		refused  string // "": old is deleted and its volume pruned
+	}{
+		{"declared here", false, here, plan.OriginID(here), ""},
+		{"declared by another manifest", false, there, plan.OriginID(there), "declared by the manifest " + there},
+		{"declared by an unrecorded manifest", false, "", "", "declared by a manifest corral did not record"},
+		{"explicit project takes another's over", true, there, plan.OriginID(there), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, obs := projectObs()
+			a.Origin, a.ProjectSet = here, tc.explicit
+			if tc.explicit {
+				a.Origin = "project shop"
+			}
+			if tc.ct != "" {
+				obs.Apps["old"][0].Config["description"] = plan.AppDescription(plan.App{Name: "old", Origin: tc.ct})
+			}
+			if tc.kept != "" {
+				obs.Keepers["pve"][0].Declared = map[string]string{"old": tc.kept}
+			}
+			p, err := plan.Make([]plan.App{a}, obs)
+			deleted := slices.ContainsFunc(p.Changes, func(c plan.Change) bool { return c.App == "old" && c.Action == plan.Delete })
+			if tc.refused == "" {
+				if err != nil || !deleted {
+					t.Fatalf("plan: err %v, old deleted %v; want it deleted", err, deleted)
+				}
+			} else if err == nil || deleted || !strings.Contains(err.Error(), "app old (container 110 on pve) is not in this manifest") ||
+				!strings.Contains(err.Error(), tc.refused) || !strings.Contains(err.Error(), "set project: shop in this manifest") {
+				t.Fatalf("plan: err %v, old deleted %v; want it refused (%s)", err, deleted, tc.refused)
+			}
+			// The container is gone (a removal applied): the keeper's record decides.
+			delete(obs.Apps, "old")
+			fp, err := plan.Prune("shop", []plan.App{a}, obs, nil)
+			freed := slices.Contains(fp.VolIDs(), "local-lvm:vm-999-disk-2")
+			if tc.refused == "" {
+				if err != nil || !freed {
+					t.Fatalf("prune: err %v, freed %v; want old/data freed", err, freed)
+				}
+			} else if err == nil || freed || !strings.Contains(err.Error(), "volume old/data (local-lvm:vm-999-disk-2) was declared by") {
+				t.Fatalf("prune: err %v, freed %v; want old/data refused", err, freed)
+			}
+		})
 	}
 }

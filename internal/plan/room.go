@@ -26,7 +26,7 @@ func NewRoom() Room { return Room{desc: len(KeeperDescription(nil))} }
 // RoomOf is the room left in an observed keeper: every unusedN and mpN
 // entry counts as a volume.
 func RoomOf(k *Keeper) Room {
-	return Room{volumes: VolumeEntries(k.Config), desc: len(KeeperNotes{Records: k.Records, Intents: k.Intents, Projects: k.Projects, Lease: k.Lease}.Render())}
+	return Room{volumes: VolumeEntries(k.Config), desc: len(KeeperNotes{Records: k.Records, Intents: k.Intents, Projects: k.Projects, Declared: k.Declared, Lease: k.Lease}.Render())}
 }
 
 // VolumeEntries counts the unusedN and mpN entries of a config: what a
@@ -65,11 +65,12 @@ func (r *Room) Take(line int) bool {
 // RecordLen bounds the length of the record line of key for a volume on
 // storage: the volid is not known before the volume exists, so it counts
 // the longest name PVE gives (vm-<9-digit vmid>-disk-<3 digits>), plus
-// the longest project line its app may need (see
+// the longest project and declared lines its app may need (see
 // KeeperDescriptionProjects).
 func RecordLen(key VolumeKey, storage string) int {
 	return len(markerVolume) + len(key.String()) + 1 + len(storage) + len(":vm-999999999-disk-999") + 1 +
-		len(markerProject) + len(key.App) + 1 + maxProject + 1
+		len(markerProject) + len(key.App) + 1 + maxProject + 1 +
+		len(markerDeclared) + len(key.App) + 1 + len(OriginID("")) + 1
 }
 
 // maxProject is the longest project name (manifest: project).

@@ -21,7 +21,15 @@ type App struct {
 	// whose app the manifest no longer lists. "" (callers without a
 	// manifest) leaves projects out.
 	Project string
-	Node    string // "" = the CT's current node, else one chosen by Placement
+	// ProjectSet: the manifest names its project; else it is defaulted
+	// from the directory's base name and may collide (see Origin).
+	ProjectSet bool
+	// Origin is manifest.File.Origin: who declares the app. It is recorded
+	// on the container (corral-declared:) and, as OriginID, in the keeper
+	// beside its volumes' project. Under a defaulted project a plan
+	// deletes no app and frees no volume another origin declared.
+	Origin string
+	Node   string // "" = the CT's current node, else one chosen by Placement
 	// Placement is how a node is chosen for a new container that names
 	// none (the manifest's placement:, the same for every app).
 	Placement    Placement
@@ -237,6 +245,10 @@ type Keeper struct {
 	// ("corral-project: app=project"); absent for records written before
 	// projects existed.
 	Projects map[string]string
+	// Declared maps an app with records to the OriginID of the manifest
+	// that declared it ("corral-declared: app=ID"); absent for records
+	// written before origins were recorded.
+	Declared map[string]string
 }
 
 // AppProject is the project app belongs to as far as the cluster says:
@@ -261,6 +273,19 @@ func (o *Observed) RecordProject(app string) string {
 		for _, k := range o.Keepers[node] {
 			if p := k.Projects[app]; p != "" && k.RecordsApp(app) {
 				return p
+			}
+		}
+	}
+	return ""
+}
+
+// RecordDeclared is the OriginID the keepers record for app's volumes,
+// or "" when none does.
+func (o *Observed) RecordDeclared(app string) string {
+	for _, node := range slices.Sorted(maps.Keys(o.Keepers)) {
+		for _, k := range o.Keepers[node] {
+			if id := k.Declared[app]; id != "" && k.RecordsApp(app) {
+				return id
 			}
 		}
 	}
