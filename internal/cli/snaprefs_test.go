@@ -12,16 +12,20 @@ import (
 	"github.com/corralhq/corral/internal/pve"
 )
 
-// withoutData is the notes app of appManifest with its data volume
-// removed from the manifest.
-func withoutData(t *testing.T) string {
+// withoutData rewrites the manifest at path (so that it stays the
+// manifest that declared notes) as the notes app of appManifest with its
+// data volume removed, and returns path.
+func withoutData(t *testing.T, path string) string {
 	t.Helper()
 	m := strings.ReplaceAll(appManifest, "MEMORY", "512")
 	cut := "      - name: data\n        size: 1G\n        mount: /srv/data\n"
 	if !strings.Contains(m, cut) {
 		t.Fatal("appManifest no longer has the data volume this test removes")
 	}
-	return writeManifest(t, strings.Replace(m, cut, "", 1))
+	if err := os.WriteFile(path, []byte(strings.Replace(m, cut, "", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // snapshotOfRemovedVolume applies notes, snapshots it as s1 (covering
@@ -32,7 +36,7 @@ func (c *cluster) snapshotOfRemovedVolume() (m string, vmid int, data string) {
 	full := manifestWith(c.t, "512")
 	vmid, vols := c.setupNotes(full)
 	c.mustC("snapshot", "notes", "s1", "-f", full)
-	m = withoutData(c.t)
+	m = withoutData(c.t, full)
 	c.mustRun("apply", "-f", m, "--auto-approve")
 	data = vols["data"]
 	if c.gone(data) || holderOf(c.volumes(), data) == "ct "+strconv.Itoa(vmid) {
@@ -79,7 +83,12 @@ func TestFreeRefusesASnapshotsVolume(t *testing.T) {
 	c.mustC("snapshot", "notes", "s2", "-f", m)
 	cache := volidOf(c.volumes(), "notes", "cache")
 	c.mustRun("destroy", "-f", m, "--auto-approve")
-	other := writeManifest(t, strings.ReplaceAll(strings.ReplaceAll(appManifest, "MEMORY", "512"), "notes", "other"))
+	// The same manifest, now naming another app (in place: another
+	// directory named demo would be another manifest, issue 26).
+	other := m
+	if err := os.WriteFile(other, []byte(strings.ReplaceAll(strings.ReplaceAll(appManifest, "MEMORY", "512"), "notes", "other")), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	out = decodeFree(t, c.mustRun("volumes", "prune", "-f", other, "--auto-approve", "-o", "json"))
 	if len(out.Freed) != 1 || out.Freed[0] != cache || !c.gone(cache) {
 		t.Errorf("prune after the app (and its snapshot) was destroyed: freed %v, want %s", out.Freed, cache)
