@@ -133,7 +133,9 @@ func Start(c *model.Cluster, opts Options) (*Manager, error) {
 	c.SetIDShift(m.rt != nil && m.rt.userns == nil)
 	switch {
 	case m.rt == nil:
-		m.log.Warn("unprivileged CTs get no user namespace in the fallback view: their root is the emulator's user and their files keep the container's ids on disk")
+		if m.refused == nil {
+			m.log.Warn("unprivileged CTs get no user namespace in the fallback view: their root is the emulator's user and their files keep the container's ids on disk")
+		}
 	case m.rt.userns != nil:
 		m.log.Warn("unprivileged CTs get no user namespace: their root is host root and their files keep the container's ids on disk", "reason", m.rt.userns)
 	}
@@ -225,7 +227,9 @@ func (m *Manager) refuseUnisolated() {
 		"install Debian's lxc (apt-get install --no-install-recommends lxc) and run as root, "+
 		"or run with --unisolated-guests / %s=1 to run guest commands directly on this host (they can see and kill your processes)",
 		m.rtErr, UnisolatedEnv)
-	m.log.Error("CTs will not start", "reason", m.refused)
+	// Info, not louder: whoever starts a CT gets the message (the start
+	// task's error, apply's check, `corral sim serve`'s banner) once.
+	m.log.Info("CTs will not start", "reason", m.refused)
 	m.sbOnce.Do(func() { m.sb = sandbox{err: m.refused} })
 	m.c.SetStartGuard(func(int) error { return m.refused })
 }
