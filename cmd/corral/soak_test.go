@@ -88,6 +88,7 @@ func TestSoak(t *testing.T) {
 	// LXC runtime is tested in internal/sim/guest and internal/cli).
 	if os.Getenv("CORRAL_SIM_RUNTIME") == "" {
 		t.Setenv("CORRAL_SIM_RUNTIME", "view")
+		t.Setenv("CORRAL_SIM_UNISOLATED", "1") // the view's explicit opt-in
 	}
 	scale := 0.0
 	srv, err := sim.New(sim.Options{Dir: t.TempDir(), Listener: sim.ListenTLS, Listen: "127.0.0.1:0", TimeScale: &scale})

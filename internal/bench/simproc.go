@@ -50,6 +50,11 @@ func startSim(ctx context.Context, corral, dir string, scale float64, nodes int,
 	cmd.Stderr = logf
 	if runtime != "" && os.Getenv("CORRAL_SIM_RUNTIME") == "" {
 		cmd.Env = append(os.Environ(), "CORRAL_SIM_RUNTIME="+runtime)
+		if runtime == "view" {
+			// The view runs guest commands on this host, unisolated: the
+			// emulator starts no CT there without this opt-in.
+			cmd.Env = append(cmd.Env, "CORRAL_SIM_UNISOLATED=1")
+		}
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

@@ -109,6 +109,9 @@ func runApply(cmd *cobra.Command, st *streams, a *applyArgs) error {
 		return makePlanShaped(ctx, s, f, rerun, a.recoverOffline, a.shape)
 	}
 
+	if err := s.guestsRefused(); err != nil {
+		return err
+	}
 	if !a.noPreflight {
 		// The same checks as corral doctor: a 403 halfway through an apply
 		// is the most common failure in this field, so find it first.

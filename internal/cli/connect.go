@@ -134,3 +134,18 @@ func (cf connFlags) pveConfig(endpoint string, dial func(ctx context.Context, ne
 	return pve.Config{Endpoint: endpoint, Token: cf.token, Fingerprint: cf.fingerprint, CAFile: cf.caFile,
 		Insecure: cf.insecure, AllowPlainHTTP: cf.plainHTTP, DialContext: dial, Logger: log}
 }
+
+// guestsRefused is the embedded emulator's refusal to start containers
+// (it cannot isolate them here and nobody opted in), checked before a
+// manifest's first change so that apply stops with the fix instead of
+// failing at its first container start; nil for a real PVE or a served
+// emulator (whose start tasks fail with the same message).
+func (s *session) guestsRefused() error {
+	if s.embedded == nil {
+		return nil
+	}
+	if err := s.embedded.Guests().Refused(); err != nil {
+		return fmt.Errorf("%w\nnothing was changed", err)
+	}
+	return nil
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/corralhq/corral/internal/apply"
+	"github.com/corralhq/corral/internal/sim/guest"
 )
 
 // Exit codes (documented in `corral --help`, EXIT STATUS).
@@ -95,7 +96,8 @@ func exitCode(ctx context.Context, err error, stderr io.Writer) int {
 }
 
 type globalFlags struct {
-	logLevel string
+	logLevel   string
+	unisolated bool // --unisolated-guests
 }
 
 func newRoot(ctx context.Context, st *streams) *cobra.Command {
@@ -120,11 +122,18 @@ EXIT STATUS
 			if err := checkJSONForm(cmd); err != nil {
 				return err
 			}
+			if g.unisolated {
+				// The emulator reads the opt-in when it starts (embedded or
+				// `corral sim serve`).
+				os.Setenv(guest.UnisolatedEnv, "1")
+			}
 			return setupLogging(g.logLevel, st)
 		},
 	}
 	root.SetFlagErrorFunc(flagError)
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", envOr("CORRAL_LOG", "warn"), "log level: debug, info, warn, error (env CORRAL_LOG)")
+	root.PersistentFlags().BoolVar(&g.unisolated, "unisolated-guests", false,
+		"where the emulator cannot isolate containers (no lxc, not root), run guest commands directly on this host: they can see and kill your processes and write your files (env "+guest.UnisolatedEnv+"=1)")
 	root.AddCommand(commands(st)...)
 	completeAppNames(root)
 	return root

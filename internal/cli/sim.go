@@ -123,8 +123,10 @@ func runSimServe(cmd *cobra.Command, st *streams, a *simServeArgs) error {
 	fmt.Fprintf(st.out, "  guest ssh:   port %d on each running container's address (ip=dhcp: 127.%d.<vmid/256>.<vmid%%256>)\n", s.Guests().Port(), s.Guests().Block())
 	if ok, why := s.Guests().Isolated(); ok {
 		fmt.Fprintf(st.out, "  containers:  LXC; from inside, the API is https://%s:%d\n", guest.GatewayIP, sim.PVEAPIPort)
+	} else if refused := s.Guests().Refused(); refused != nil {
+		fmt.Fprintf(st.out, "  containers:  WILL NOT START: %v\n", refused)
 	} else {
-		fmt.Fprintf(st.out, "  containers:  NOT isolated (fallback view: %v)\n", why)
+		fmt.Fprintf(st.out, "  containers:  NOT ISOLATED (--unisolated-guests: guest commands run on this host and can see and kill its processes; %v)\n", why)
 	}
 	fmt.Fprintf(st.out, "  credentials: . %s\n", filepath.Join(a.state, "env"))
 	// The first Ctrl-C or SIGTERM stops the emulator: it has no step to

@@ -38,11 +38,12 @@ import (
 // every start; empty cgroups a killed run left behind are removed then.
 //
 // Where LXC cannot run (not root, no lxc package, CORRAL_SIM_RUNTIME=view)
-// the Manager falls back to the filesystem view (view.go) and says so
-// once in its log.
+// the Manager refuses to start CTs unless CORRAL_SIM_UNISOLATED=1 opts
+// in to the unisolated filesystem view (view.go; manager.go's
+// refuseUnisolated): it is never a quiet fallback.
 
 // runtimeEnv selects the runtime: "lxc" (the default where it works)
-// or "view" (the fallback, forced).
+// or "view" (LXC forced off; the view still needs its opt-in).
 const runtimeEnv = "CORRAL_SIM_RUNTIME"
 
 // lxcRuntime runs one Manager's containers.

@@ -36,6 +36,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -87,6 +88,9 @@ type Manager struct {
 
 	rt    *lxcRuntime // nil in the fallback view (lxc.go)
 	rtErr error       // why there is no runtime
+	// refused is why CTs may not start (no runtime and no opt-in to the
+	// unisolated view); nil when they may.
+	refused error
 
 	aptProxy string          // the apt proxy's URL for CTs, "" without one (apt.go)
 	apt      *aptproxy.Proxy // that proxy, closed with the manager
@@ -122,14 +126,16 @@ func Start(c *model.Cluster, opts Options) (*Manager, error) {
 		claim: claim,
 	}
 	if m.rt, m.rtErr = newLXCRuntime(c.Dir(), m.log); m.rtErr != nil {
-		m.log.Warn("containers are NOT isolated: no LXC, so CTs run in the fallback view (host PID and network namespaces, host programs under the CT's files)", "reason", m.rtErr)
+		m.refuseUnisolated()
 	}
 	// Unprivileged CTs get PVE's user namespace, and their files shifted
 	// ids on disk, only where their containers really have it.
 	c.SetIDShift(m.rt != nil && m.rt.userns == nil)
 	switch {
 	case m.rt == nil:
-		m.log.Warn("unprivileged CTs get no user namespace in the fallback view: their root is the emulator's user and their files keep the container's ids on disk")
+		if m.refused == nil {
+			m.log.Warn("unprivileged CTs get no user namespace in the fallback view: their root is the emulator's user and their files keep the container's ids on disk")
+		}
 	case m.rt.userns != nil:
 		m.log.Warn("unprivileged CTs get no user namespace: their root is host root and their files keep the container's ids on disk", "reason", m.rt.userns)
 	}
@@ -202,6 +208,37 @@ func (m *Manager) sandbox() sandbox {
 	return m.sb
 }
 
+// UnisolatedEnv, set to 1, lets CTs run in the unisolated fallback view
+// where LXC cannot run. Without it the emulator refuses to start CTs
+// there: a guest command in the view runs in the host's PID and mount
+// namespaces (a quickstart's pkill would reach the host's processes), so
+// it must never be what a newcomer gets by default.
+const UnisolatedEnv = "CORRAL_SIM_UNISOLATED"
+
+// refuseUnisolated runs where LXC cannot: without the opt-in, every CT
+// start task and guest command fails with one message naming the fix;
+// with it, the view runs and the log says loudly what that means.
+func (m *Manager) refuseUnisolated() {
+	if os.Getenv(UnisolatedEnv) == "1" {
+		m.log.Warn("GUEST COMMANDS RUN UNISOLATED ON THIS HOST ("+UnisolatedEnv+"=1): they run in the host's PID, mount and network namespaces and can see and kill your processes", "reason", m.rtErr)
+		return
+	}
+	m.refused = fmt.Errorf("the emulator cannot isolate containers on this machine: %w; "+
+		"install Debian's lxc (apt-get install --no-install-recommends lxc) and run as root, "+
+		"or run with --unisolated-guests / %s=1 to run guest commands directly on this host (they can see and kill your processes)",
+		m.rtErr, UnisolatedEnv)
+	// Info, not louder: whoever starts a CT gets the message (the start
+	// task's error, apply's check, `corral sim serve`'s banner) once.
+	m.log.Info("CTs will not start", "reason", m.refused)
+	m.sbOnce.Do(func() { m.sb = sandbox{err: m.refused} })
+	m.c.SetStartGuard(func(int) error { return m.refused })
+}
+
+// Refused is nil when CTs may start, else why not and the fix (no LXC
+// and no opt-in to the unisolated view): preflight reports it before a
+// manifest's first change.
+func (m *Manager) Refused() error { return m.refused }
+
 // Isolated reports whether CTs run as real containers (LXC), and if not,
 // why they run in the fallback view.
 func (m *Manager) Isolated() (bool, error) { return m.rt != nil, m.rtErr }
@@ -235,6 +272,7 @@ func (m *Manager) Endpoint(vmid int) (string, bool) {
 func (m *Manager) Close() error {
 	m.c.SetRunHook(nil)
 	m.c.SetShutdownHook(nil)
+	m.c.SetStartGuard(nil)
 	m.cancel()
 	<-m.done
 	m.mu.Lock()

@@ -29,7 +29,8 @@ type guests struct {
 	locks *configLocks
 
 	hookMu       sync.Mutex
-	shutdownHook ShutdownHook // SetShutdownHook
+	shutdownHook ShutdownHook         // SetShutdownHook
+	startGuard   func(vmid int) error // SetStartGuard
 	// shutdownAborts holds the abort channel of every running vzshutdown
 	// worker by UPID, so that stop with overrule-shutdown can end it.
 	shutdownAborts sync.Map // string → chan struct{}

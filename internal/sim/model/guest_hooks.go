@@ -180,3 +180,25 @@ func (gs *guests) guestShutdown(vmid int, timeout time.Duration) {
 		h(vmid, timeout)
 	}
 }
+
+// SetStartGuard installs h (nil removes it): a start task calls it
+// before it records the CT running and fails with its error, so that the
+// guest layer can refuse to start a CT it could not run safely (no
+// isolation on this host) before any command is sent to it.
+func (gs *guests) SetStartGuard(h func(vmid int) error) {
+	c := gs.c
+	c.hookMu.Lock()
+	c.startGuard = h
+	c.hookMu.Unlock()
+}
+
+func (gs *guests) guestStartGuard(vmid int) error {
+	c := gs.c
+	c.hookMu.Lock()
+	h := c.startGuard
+	c.hookMu.Unlock()
+	if h == nil {
+		return nil
+	}
+	return h(vmid)
+}

@@ -64,6 +64,9 @@ func (gs *guests) StartCT(auth Auth, node string, vmid int, params map[string]st
 		if err != nil {
 			return err
 		}
+		if err := c.guestStartGuard(vmid); err != nil {
+			return fmt.Errorf("CT %d: %w", vmid, err)
+		}
 		if err := w.Phase("vzstart", 1); err != nil {
 			return err
 		}
