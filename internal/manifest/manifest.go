@@ -268,6 +268,10 @@ func Load(path string, opts LoadOptions) (*File, error) {
 // rejection is a *Diagnostics holding every problem found.
 func Parse(filename string, data []byte, opts LoadOptions) (*File, error) {
 	d := &decoder{file: filename, dir: filepath.Dir(filename), opts: opts, unresolved: map[string][]string{}}
+	if line, col, problem := checkBounds(data); problem != "" {
+		d.diags.add(Pos{File: filename, Line: line, Col: col}, "", problem, "")
+		return nil, d.diags.err()
+	}
 	root, ok := d.parseYAML(data)
 	if !ok {
 		return nil, d.diags.err()

@@ -37,9 +37,54 @@ func (o LoadOptions) getenv(name string) (string, bool) {
 
 func (o LoadOptions) readFile(path string, max int64) ([]byte, error) {
 	if o.ReadFile == nil {
+		if err := o.hostSecretPath(path); err != nil {
+			return nil, err
+		}
 		return localfile.Read(path, max)
 	}
 	return o.ReadFile(path)
+}
+
+// hostSecretPath refuses a file a manifest must never copy into a guest:
+// the kernel's views of this host's processes and devices (/proc — where
+// /proc/self/environ holds corral's own token —, /sys, /dev) and corral's
+// own credentials and state (its SSH key and config, the emulator's and
+// the agent's state, the agent's token file). Links are followed first,
+// so a link to /proc/self/environ is refused as well.
+func (o LoadOptions) hostSecretPath(path string) error {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return nil // localfile.Read says why it cannot be read
+	}
+	home, _ := o.getenv("HOME")
+	state, _ := o.getenv("XDG_STATE_HOME")
+	config, _ := o.getenv("XDG_CONFIG_HOME")
+	if state == "" && home != "" {
+		state = filepath.Join(home, ".local", "state")
+	}
+	if config == "" && home != "" {
+		config = filepath.Join(home, ".config")
+	}
+	for _, dir := range []string{"/proc", "/sys", "/dev", "/etc/corral", filepath.Join(state, "corral"), filepath.Join(config, "corral")} {
+		if dir == "corral" || !filepath.IsAbs(dir) {
+			continue // HOME unset
+		}
+		if real == dir || strings.HasPrefix(real, dir+"/") {
+			return fmt.Errorf("%s is under %s, which holds this host's process, device or corral's own credential data: corral never copies it into a container (docs/trust.md)", path, dir)
+		}
+	}
+	return nil
+}
+
+// corralCredential reports whether the environment variable name is one
+// of corral's own connection or agent credentials.
+func corralCredential(name string) bool {
+	for _, p := range []string{"PROXMOX_VE_", "CORRAL_AGENT_", "CORRAL_SSH_", "PVE_ROOT_"} {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // referencePattern is the whole-value reference syntax, also used by the
@@ -58,6 +103,12 @@ func splitReference(s string) (lit, ref, problem string) {
 	if strings.HasPrefix(s, "${") {
 		if !referenceRE.MatchString(s) {
 			return "", "", "invalid reference"
+		}
+		if name, ok := strings.CutPrefix(s, "${env:"); ok {
+			name, _, _ = strings.Cut(strings.TrimSuffix(name, "}"), ":-")
+			if corralCredential(name) {
+				return "", "", name + " is corral's own credential: a manifest never passes it into a container (anyone who can read the container would get corral's access); give the app a token of its own in a variable of its own"
+			}
 		}
 		return "", s, ""
 	}
