@@ -404,7 +404,7 @@ func (d *decoder) content(fv *value) string {
 	p, err := d.opts.expandPath(src.str, d.dir)
 	if err == nil {
 		var data []byte
-		if data, err = d.opts.readFile(p, localfile.MaxContent); err == nil {
+		if data, err = d.opts.readInput(p, localfile.MaxContent); err == nil {
 			return string(data)
 		}
 		// The path is in the message already; keep only the reason.

@@ -37,12 +37,24 @@ func (o LoadOptions) getenv(name string) (string, bool) {
 
 func (o LoadOptions) readFile(path string, max int64) ([]byte, error) {
 	if o.ReadFile == nil {
-		if err := o.hostSecretPath(path); err != nil {
-			return nil, err
-		}
 		return localfile.Read(path, max)
 	}
 	return o.ReadFile(path)
+}
+
+// readInput reads a file whose content goes into a container (a
+// ${file:…} reference, a file step's source): readFile, then refused if
+// it is one of the host's secrets (hostSecretPath). The read comes first,
+// so a device or FIFO is refused as what it is.
+func (o LoadOptions) readInput(path string, max int64) ([]byte, error) {
+	data, err := o.readFile(path, max)
+	if err == nil && o.ReadFile == nil {
+		err = o.hostSecretPath(path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return data, nil
 }
 
 // hostSecretPath refuses a file a manifest must never copy into a guest:
@@ -143,7 +155,7 @@ func (o LoadOptions) resolve(ref, dir string) (value string, fromDefault bool, e
 	if err != nil {
 		return "", false, err
 	}
-	data, err := o.readFile(path, localfile.MaxSecret)
+	data, err := o.readInput(path, localfile.MaxSecret)
 	if err != nil {
 		return "", false, fmt.Errorf("cannot read %s: %w", ref, err)
 	}
