@@ -95,14 +95,21 @@ func TestApplyFinishingAMoveMakesTheOtherChanges(t *testing.T) {
 	m1, m2 := writeManifest(t, moveManifestOn("pve1")), writeManifest(t, moveManifestOn("pve2"))
 	c.interruptMove(m1, m2)
 	m3 := writeManifest(t, strings.Replace(moveManifestOn("pve2"), "memory: 256", "memory: 384", 1))
-	r := c.run("apply", "-f", m3, "--auto-approve")
-	if r.code != 0 || !strings.Contains(r.stderr, "Apply complete") {
-		t.Fatalf("apply finishing the move: exit %d\n%s%s", r.code, r.stdout, r.stderr)
-	}
-	if r := c.run("plan", "-f", m3); r.code != 0 {
-		t.Fatalf("plan after the apply that said complete: exit %d\n%s%s", r.code, r.stdout, r.stderr)
-	}
+	c.applyCompleteAndTrue(m3)
 	c.checkMoved(m3, "pve2", "pve1", nil)
+}
+
+// applyCompleteAndTrue runs apply of m, which must exit 0 saying "Apply
+// complete", and a plan right after it, which must be empty.
+func (c *cluster) applyCompleteAndTrue(m string) {
+	c.t.Helper()
+	r := c.run("apply", "-f", m, "--auto-approve")
+	if r.code != 0 || !strings.Contains(r.stderr, "Apply complete") {
+		c.t.Fatalf("apply: exit %d, want 0 and Apply complete\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := c.run("plan", "-f", m); r.code != 0 {
+		c.t.Fatalf("plan after the apply that said complete: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
 }
 
 // Issue 26, scenario 5: a move stopped right after its carrier was made
@@ -122,13 +129,7 @@ func TestApplyAfterMoveStoppedAtTheCarrier(t *testing.T) {
 	if _, carriers := c.where(); carriers != 1 {
 		t.Fatalf("%d carriers after the stopped move, want 1", carriers)
 	}
-	r := c.run("apply", "-f", m2, "--auto-approve")
-	if r.code != 0 || !strings.Contains(r.stderr, "Apply complete") {
-		t.Fatalf("apply after the stopped move: exit %d\n%s%s", r.code, r.stdout, r.stderr)
-	}
-	if r := c.run("plan", "-f", m2); r.code != 0 {
-		t.Fatalf("plan after the apply that said complete: exit %d\n%s%s", r.code, r.stdout, r.stderr)
-	}
+	c.applyCompleteAndTrue(m2)
 	c.checkMoved(m2, "pve2", "pve1", old)
 }
 
