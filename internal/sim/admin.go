@@ -94,6 +94,7 @@ func (s *Server) SetFaults(spec FaultSpec) { s.faults.set(spec) }
 //	GET  /_corral/faults          current fault spec
 //	POST /_corral/faults          set it (JSON FaultSpec)
 //	POST /_corral/lock            hold a CT lock: {"vmid":105,"lock":"backup","seconds":5}
+//	POST /_corral/unlock          pct unlock on the node (any lock, e.g. a failed create's): {"vmid":105}
 //	POST /_corral/node            take a node offline or back: {"node":"pve2","online":false},
 //	                              "poweroff":true stops its guests, and its return then
 //	                              starts those with onboot=1 unless "nostartall":true
@@ -144,6 +145,19 @@ func (s *Server) serveAdmin(w http.ResponseWriter, req *http.Request) {
 			return
 		}
 		writeData(w, "locked "+strconv.Itoa(body.VMID), nil)
+	case "POST /_corral/unlock":
+		var body struct {
+			VMID int `json:"vmid"`
+		}
+		if err := json.NewDecoder(req.Body).Decode(&body); err != nil || body.VMID == 0 {
+			writeError(w, model.Failf("bad unlock request: want {\"vmid\":105}\n"))
+			return
+		}
+		if err := s.cluster.Unlock(body.VMID); err != nil {
+			writeError(w, err)
+			return
+		}
+		writeData(w, "unlocked "+strconv.Itoa(body.VMID), nil)
 	case "POST /_corral/node":
 		var body struct {
 			Node       string `json:"node"`
