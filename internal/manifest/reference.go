@@ -77,8 +77,12 @@ func (o LoadOptions) hostSecretPath(path string) error {
 	if config == "" && home != "" {
 		config = filepath.Join(home, ".config")
 	}
-	for _, dir := range []string{"/proc", "/sys", "/dev", "/etc/corral", filepath.Join(state, "corral"), filepath.Join(config, "corral")} {
-		if dir == "corral" || !filepath.IsAbs(dir) {
+	// Only corral's secrets themselves: the agent's manifests and Git
+	// checkouts live under /etc/corral and the state directory too, and
+	// their own files must stay readable.
+	for _, dir := range []string{"/proc", "/sys", "/dev", "/etc/corral/agent/agent.env", "/etc/corral/agent/id_ed25519",
+		filepath.Join(state, "corral", "sim"), filepath.Join(config, "corral", "id_ed25519")} {
+		if !filepath.IsAbs(dir) {
 			continue // HOME unset
 		}
 		if real == dir || strings.HasPrefix(real, dir+"/") {
