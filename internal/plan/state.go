@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sort"
+	"strings"
 )
 
 // BlindReason says that the token cannot see app's container on node,
@@ -320,9 +322,31 @@ type Restore struct {
 // Rollback reports whether the restore is undone rather than finished:
 // the app still has its own container, so the new one never took over.
 // (A restored container whose marker lost the stamp of its temporary
-// records cannot be finished safely either.)
+// records cannot be finished safely either, nor one that still owns a
+// volume it mounts: its restore stopped before the restored volumes moved
+// into the keeper, and made the app's it would run on a volume no keeper
+// records, which its next recreate would free.)
 func (r *Restore) Rollback(o *Observed) bool {
-	return r.New != nil && (len(o.Apps[r.App]) > 0 || r.Stamp == "")
+	return r.New != nil && (len(o.Apps[r.App]) > 0 || r.Stamp == "" || len(r.Unadopted()) > 0)
+}
+
+// Unadopted lists the volumes the restored container mounts and still
+// owns: restored from the archive but not yet moved into the keeper.
+func (r *Restore) Unadopted() []string {
+	if r.New == nil {
+		return nil
+	}
+	var out []string
+	for key, v := range r.New.Config {
+		if !strings.HasPrefix(key, "mp") {
+			continue
+		}
+		if vol := ParseMountPoint(v).Volume; vol != "" && VolumeOwner(vol) == r.New.VMID {
+			out = append(out, vol)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // String says what the next changing command does about it.
@@ -333,7 +357,11 @@ func (r *Restore) String(o *Observed) string {
 		if cts := o.Apps[r.App]; len(cts) > 0 {
 			keeps = fmt.Sprintf("the app keeps container %d", cts[0].VMID)
 		}
-		return fmt.Sprintf("a restore of app %s was interrupted before the restored container %d took over: it is removed (its restored volumes stay in the keeper as %s/*-restored-*) and %s", r.App, r.New.VMID, r.App, keeps)
+		volumes := fmt.Sprintf("its restored volumes stay in the keeper as %s/*-restored-*", r.App)
+		if un := r.Unadopted(); len(un) > 0 {
+			volumes = fmt.Sprintf("with %s, restored copies that never reached the keeper (the archive still holds them); the volumes it did hand over stay in the keeper as %s/*-restored-*", strings.Join(un, ", "), r.App)
+		}
+		return fmt.Sprintf("a restore of app %s was interrupted before the restored container %d took over: it is removed (%s) and %s", r.App, r.New.VMID, volumes, keeps)
 	case r.New != nil:
 		return fmt.Sprintf("a restore of app %s was interrupted after its old container was set aside: the restored container %d becomes the app's and the old one is removed (its volumes stay in the keeper)", r.App, r.New.VMID)
 	default:
