@@ -16,10 +16,13 @@ const (
 )
 
 // sharedStorageDef is the storage.cfg entry of a shared storage kind.
+// The NFS export also takes backups (content backup, as NFS storages in
+// PVE commonly do): the backup storage every node can read, so an archive
+// made on one node restores on another.
 func sharedStorageDef(kind string) (*Storage, error) {
 	switch kind {
 	case SharedNFS:
-		return &Storage{ID: "nfs", Type: "nfs", Content: []string{"images", "rootdir"}, Path: "/mnt/pve/nfs", Shared: true, Total: 1024 * gib}, nil
+		return &Storage{ID: "nfs", Type: "nfs", Content: []string{"images", "rootdir", "backup"}, Path: "/mnt/pve/nfs", Shared: true, Total: 1024 * gib}, nil
 	case SharedRBD:
 		return &Storage{ID: "rbd", Type: "rbd", Content: []string{"images", "rootdir"}, Pool: "rbd", Shared: true, Total: 1024 * gib}, nil
 	}
