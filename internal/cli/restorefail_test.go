@@ -1,11 +1,14 @@
 package cli
 
 import (
+	"os"
 	"strings"
 	"testing"
 
 	"github.com/corralhq/corral/internal/plan"
+	"github.com/corralhq/corral/internal/pvetest"
 	"github.com/corralhq/corral/internal/sim"
+	"github.com/corralhq/corral/internal/sim/model"
 )
 
 // TestRestoreStoppedBeforeItsVolumesMovedIsRolledBack (found by the
@@ -74,6 +77,61 @@ func TestRestoreStoppedBeforeItsVolumesMovedIsRolledBack(t *testing.T) {
 	}
 	if got := c.dataOf(m, "pve"); got != "kept, newer" {
 		t.Errorf("data after apply: %q, want the kept volume's", got)
+	}
+	if r := c.run("plan", "-f", m); r.code != 0 {
+		t.Errorf("plan after apply: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestKeeperOfRemovedAppsRepaired (found by the two-node soak): a keeper
+// whose only records are the retained volumes of a project's removed app,
+// on a node where none of the manifest's apps runs, is still the
+// project's: when its protection is cleared in the web UI, the project's
+// plan shows the repair and apply makes it.
+func TestKeeperOfRemovedAppsRepaired(t *testing.T) {
+	c := newCluster(t, pvetest.Nodes(2))
+	two := `apps:
+  - name: web
+    template: local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst
+    node: pve1
+    volumes:
+      - name: data
+        size: 1G
+        mount: /srv/data
+  - name: old
+    template: local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst
+    node: pve2
+    volumes:
+      - name: data
+        size: 1G
+        mount: /srv/data
+`
+	m := writeManifest(t, two)
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	one, _, _ := strings.Cut(two, "  - name: old")
+	if err := os.WriteFile(m, []byte(one), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	keeper := 0
+	for _, g := range c.srv.Cluster().Resources("vm") {
+		if g.Node == "pve2" && strings.Contains(g.Tags, plan.TagKeeper) {
+			keeper = g.VMID
+		}
+	}
+	if keeper == 0 {
+		t.Fatal("no keeper on pve2")
+	}
+	if err := c.srv.Cluster().UpdateCTConfig(model.Auth{UserID: "root@pam"}, "pve2", keeper, map[string]string{"protection": "0"}); err != nil {
+		t.Fatal(err)
+	}
+	p := c.run("plan", "-f", m)
+	if p.code != ExitChanges || !strings.Contains(p.stdout, "protection is off") {
+		t.Fatalf("plan with the keeper of the removed app's volume unprotected: exit %d, want 2 and the repair\n%s%s", p.code, p.stdout, p.stderr)
+	}
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	if got := c.config(keeper)["protection"]; got != "1" {
+		t.Errorf("keeper %d protection after apply: %q, want 1", keeper, got)
 	}
 	if r := c.run("plan", "-f", m); r.code != 0 {
 		t.Errorf("plan after apply: exit %d\n%s%s", r.code, r.stdout, r.stderr)

@@ -139,6 +139,7 @@ func Make(apps []App, obs *Observed) (*Plan, error) {
 			p.Changes = append(p.Changes, c)
 		}
 	}
+	nodes = append(nodes, recordNodes(apps, obs, nodes)...)
 	for _, node := range nodes {
 		p.Keepers = append(p.Keepers, keeperChanges(node, obs, p.Changes)...)
 	}
@@ -215,6 +216,31 @@ func keeperChanges(node string, obs *Observed, changes []Change) []KeeperChange 
 			reason = fmt.Sprintf("the keepers on node %s are full (at most %d volumes each, and their records must fit in the description): one more", node, MaxKeeperVolumes)
 		}
 		out = append(out, KeeperChange{Node: node, Action: Create, Reasons: []string{reason}})
+	}
+	return out
+}
+
+// recordNodes are the nodes besides have, in name order, whose keepers
+// record a volume of one of apps or of their project (an app moved away
+// or removed leaves its records; a keeper there that needs a repair, its
+// protection above all, is this manifest's to repair too). Offline nodes
+// are left out: nothing there can be read or changed.
+func recordNodes(apps []App, obs *Observed, have []string) []string {
+	project := projectOf(apps)
+	var out []string
+	for _, node := range slices.Sorted(maps.Keys(obs.Keepers)) {
+		if slices.Contains(have, node) || slices.Contains(obs.Offline, node) {
+			continue
+		}
+	keepers:
+		for _, k := range obs.Keepers[node] {
+			for vk := range k.Records {
+				if slices.ContainsFunc(apps, func(a App) bool { return a.Name == vk.App }) || project != "" && k.Projects[vk.App] == project {
+					out = append(out, node)
+					break keepers
+				}
+			}
+		}
 	}
 	return out
 }

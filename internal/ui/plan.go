@@ -311,6 +311,9 @@ func WritePlanText(w io.Writer, pj PlanJSON) {
 	if len(pj.Keepers) > 0 {
 		parts = append(parts, fmt.Sprintf("%d keeper(s) to create or repair", len(pj.Keepers)))
 	}
+	if len(pj.Recover) > 0 {
+		parts = append(parts, fmt.Sprintf("%d interrupted operation(s) to finish or roll back", len(pj.Recover)))
+	}
 	fmt.Fprintf(w, "\nPlan: %s. Retained volumes are kept in every case.\n", strings.Join(parts, ", "))
 	if len(pj.Unchecked) > 0 {
 		fmt.Fprintf(w, "Not checked: %s (a node is offline).\n", uncheckedNames(pj.Unchecked))
