@@ -83,6 +83,11 @@ func doubleRecords(app string, obs *Observed) []string {
 // A container would already have been refused (doubleRecords), so the app
 // has none: it is created on n with its data, and moved from there.
 func otherNodeRecord(a *App, v Volume, node string, r keptRecord, obs *Observed) string {
+	if a.Node != "" {
+		// corral move refuses an app pinned with node:; the pin moves it.
+		return fmt.Sprintf("app %s: volume %s is recorded by %s, and the app has no container; the manifest places it on node %s, where that data is not: set node: %s and apply (the app is created there on its volume), then set node: %s again and apply (the app moves there with its data)",
+			a.Name, v.Name, r.describe(obs), node, r.keeper.Node, node)
+	}
 	return fmt.Sprintf("app %s: volume %s is recorded by %s, and the app has no container; the manifest places it on node %s, where that data is not: set node: %s (the app is created there on its volume), then move it with corral move %s --to %s",
 		a.Name, v.Name, r.describe(obs), node, r.keeper.Node, a.Name, node)
 }

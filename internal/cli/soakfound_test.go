@@ -2,6 +2,7 @@ package cli
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -135,5 +136,47 @@ func TestKeeperOfRemovedAppsRepaired(t *testing.T) {
 	}
 	if r := c.run("plan", "-f", m); r.code != 0 {
 		t.Errorf("plan after apply: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestPinnedAppWithoutContainerOnAnotherNode (found by the two-node
+// soak): an app pinned with node: whose container was destroyed, then
+// pinned to the other node, has its data on the first. The plan refuses,
+// and its fix (corral move refuses a pinned app, so the pin does the
+// move) works as written: the app ends on the new node with its data.
+func TestPinnedAppWithoutContainerOnAnotherNode(t *testing.T) {
+	c := newCluster(t, pvetest.Nodes(2))
+	on := func(node string) string {
+		return "apps:\n  - name: pin\n    template: local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst\n    node: " + node +
+			"\n    volumes:\n      - name: data\n        size: 1G\n        mount: /srv/data\n"
+	}
+	m := writeManifest(t, on("pve2"))
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	vol := c.status(m).Apps[0].Volumes[0].VolID
+	if err := os.WriteFile(filepath.Join(c.volumeDir("pve2", vol), "data.txt"), []byte("pinned"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.mustRun("destroy", "-f", m, "--auto-approve")
+	write := func(node string) {
+		if err := os.WriteFile(m, []byte(on(node)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("pve1")
+	r := c.run("plan", "-f", m)
+	fix := "set node: pve2 and apply (the app is created there on its volume), then set node: pve1 again and apply"
+	if r.code != 1 || !strings.Contains(r.stdout+r.stderr, fix) {
+		t.Fatalf("plan: exit %d, want 1 and the fix %q\n%s%s", r.code, fix, r.stdout, r.stderr)
+	}
+	write("pve2")
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	write("pve1")
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	apps, _ := c.where()
+	if apps["pin"] != "pve1" {
+		t.Fatalf("app on %q after following the fix, want pve1", apps["pin"])
+	}
+	if got := c.dataOf(m, "pve1"); got != "pinned" {
+		t.Errorf("data on pve1: %q, want the data written on pve2", got)
 	}
 }
