@@ -245,6 +245,13 @@ func recordNodes(apps []App, obs *Observed, have []string) []string {
 	return out
 }
 
+// damagedOwner reports whether volid belongs to a damaged keeper or
+// carrier (Observed.Damaged).
+func (o *Observed) damagedOwner(volid string) bool {
+	owner := VolumeOwner(volid)
+	return owner != 0 && slices.ContainsFunc(o.Damaged, func(d *Damaged) bool { return d.VMID == owner })
+}
+
 func isKeeper(keepers []*Keeper, vmid int) bool {
 	for _, k := range keepers {
 		if k.VMID == vmid {
@@ -277,6 +284,9 @@ func keeperRepair(k *Keeper, obs *Observed) *KeeperChange {
 		moved := ParseMountPoint(k.Config[in.Key]).Volume
 		_, srcLeft := obs.Volumes[volKey(k.Node, in.Source)]
 		switch {
+		case obs.damagedOwner(in.Source):
+			// The source is a damaged keeper's or carrier's: nothing that
+			// concerns its volumes changes until a human repairs it.
 		case k.Records[vk] != "":
 			kc.DropIntents = append(kc.DropIntents, vk)
 		case moved != "" && VolumeOwner(moved) == k.VMID && !srcLeft:

@@ -97,3 +97,22 @@ func TestMake_damagedKeeperRefuses(t *testing.T) {
 		t.Errorf("planned changes for %s, want gamma,delta (alpha and beta refused)", got)
 	}
 }
+
+// TestKeeperRepair_leavesADamagedCarriersAdoptions (found by the two-node
+// soak): a keeper's intent to adopt a volume of a carrier whose kind tag
+// was edited is neither forgotten nor finished while the carrier is
+// damaged; another of its intents still is.
+func TestKeeperRepair_leavesADamagedCarriersAdoptions(t *testing.T) {
+	k := &Keeper{VMID: 100, Node: "pve1", Protected: true, Config: map[string]string{}, Records: map[VolumeKey]string{},
+		Intents: map[VolumeKey]AdoptIntent{
+			{App: "a1", Name: "data"}:  {Source: "local-lvm:vm-105-disk-1", Key: "unused0"},
+			{App: "b1", Name: "cache"}: {Source: "local-lvm:vm-150-disk-1", Key: "unused1"},
+		}}
+	k.Config["description"] = KeeperDescriptionWith(k.Records, k.Intents)
+	obs := &Observed{Volumes: map[string]int64{"pve1/local-lvm:vm-105-disk-1": 1, "pve1/local-lvm:vm-150-disk-1": 1},
+		Damaged: []*Damaged{{Kind: "carrier", VMID: 105, Node: "pve1", App: "a1"}}}
+	kc := keeperRepair(k, obs)
+	if kc == nil || len(kc.DropIntents) != 1 || kc.DropIntents[0] != (VolumeKey{App: "b1", Name: "cache"}) {
+		t.Fatalf("repair %+v: want only b1/cache's intent forgotten, a1/data's (of damaged carrier 105) left", kc)
+	}
+}

@@ -54,7 +54,7 @@ func TestVolumeRecordedTwice(t *testing.T) {
 				delete(obs.Apps, "hermes")
 			},
 			planned: true,
-			refused: []string{"volume home is recorded by keeper ct 999 on node pve1", "the app has no container; the manifest places it on node pve2", "set node: pve1", "corral move hermes --to pve2"}},
+			refused: []string{"volume home is recorded by keeper ct 999 on node pve1", "the app has no container; the manifest places it on node pve2", "set node: pve1", "set node: pve1 and apply (the app is created there on its volume), then set node: pve2 again and apply"}},
 		{name: "the record moved with the app: a plan",
 			edit: func(obs *plan.Observed) {
 				obs.Keepers["pve1"][0] = plan.NewKeeper(999, "pve1", map[string]string{"protection": "1"})
