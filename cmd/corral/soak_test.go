@@ -2,12 +2,17 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -20,15 +25,26 @@ import (
 	"github.com/corralhq/corral/internal/pve"
 	"github.com/corralhq/corral/internal/sim"
 	"github.com/corralhq/corral/internal/sim/model"
+	"github.com/corralhq/corral/internal/ui"
 )
 
-// The concurrency soak (issue 11): in rounds, eight or more real corral
-// processes at once apply, destroy, restore --replace, prune and change
-// manifests of several projects whose apps share one node's keeper, one
-// of them adopting a stranger's volume, with SIGKILLs at random moments
-// and the emulator's faults on. After each round the faults stop, one
-// converging apply per project runs, and an invariant checker reads the
-// cluster through the API. Any violation fails the test.
+// The concurrency soak (issues 11 and 26): in rounds, eight or more real
+// corral processes at once work on a two-node cluster: apply (with changed
+// manifests, among them a pinned app's change of node), destroy, restore
+// --replace from a backup storage both nodes read, volumes prune, move,
+// drain, snapshot, rollback and snapshot deletion, over several projects
+// whose apps share each node's keeper, one of them adopting a stranger's
+// volume, while a reconciling corral agent keeps one project on its
+// manifest. A third of the processes (and now and then the agent) get a
+// SIGKILL at a random moment, and the emulator's faults are on (latency,
+// 5xx answers, dropped connections, failed tasks). After each round the
+// faults stop, the agent stops, and the soak edits a record of corral's the
+// way a web-UI user would (tags, Notes lines, descriptions, protection,
+// pending changes, a keeper's or carrier's kind tag); an edit corral
+// must refuse is checked to be refused before anything changed on its
+// node, then repaired as the refusal says. Then one converging apply per
+// project runs, and an invariant checker reads the cluster through the
+// API as root. Any violation fails the test.
 //
 // The short run is part of go test; the full one:
 //
@@ -39,14 +55,33 @@ var (
 	soakSeed   = flag.Uint64("soak.seed", 1, "seed of the soak's choices")
 )
 
-// soakApps are the projects: a directory each, apps sharing node pve.
+// soakApps are the projects: a directory each. alpha's apps go where
+// placement puts them (and move and drain), beta's one app is pinned with
+// node: (which the soak changes), gamma's is pinned to pve1, where the
+// stranger whose volume it adopts lives, and the agent reconciles it.
 var soakApps = map[string][]string{"alpha": {"a1", "a2"}, "beta": {"b1"}, "gamma": {"c1"}}
 
-func soakManifest(project string, memory int) string {
+// soakProjects is soakApps' keys in a fixed order (the soak's choices must
+// not depend on map order, or a seed would not repeat a run).
+var soakProjects = []string{"alpha", "beta", "gamma"}
+
+// soakNodes are the emulated cluster's nodes.
+var soakNodes = []string{"pve1", "pve2"}
+
+// soakManifest is project's manifest with memory for its apps and node for
+// beta's pinned app.
+func soakManifest(project string, memory int, node string) string {
 	var b strings.Builder
 	b.WriteString("apps:\n")
 	for _, app := range soakApps[project] {
-		fmt.Fprintf(&b, "  - name: %s\n    template: local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst\n    memory: %d\n    rootfs:\n      size: 1G\n    volumes:\n      - name: data\n        size: 1G\n        mount: /srv/data\n", app, memory)
+		fmt.Fprintf(&b, "  - name: %s\n    template: local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst\n    memory: %d\n", app, memory)
+		switch app {
+		case "b1":
+			fmt.Fprintf(&b, "    node: %s\n", node)
+		case "c1":
+			b.WriteString("    node: pve1\n")
+		}
+		b.WriteString("    rootfs:\n      size: 1G\n    volumes:\n      - name: data\n        size: 1G\n        mount: /srv/data\n")
 		if app == "c1" {
 			b.WriteString("      - name: legacy\n        mount: /srv/legacy\n        adopt: local-lvm:vm-150-disk-1\n")
 		}
@@ -60,23 +95,37 @@ type soakRig struct {
 	env     []string
 	dir     string
 	root    *pve.Client
-	archive string // a backup of a1, for restore --replace
+	archive string // a backup of a1 on the shared storage, for restore --replace
 	rng     *rand.Rand
 	ops     map[string]int
+	edits   map[string]int
 	kills   int
 	mu      sync.Mutex
 	results []soakResult // of the current round
+	// memory and betaNode are what the manifests say now.
+	memory   map[string]int
+	betaNode string
+	// snaps are the snapshot names the soak took, by app (some since
+	// deleted, rolled away or gone with their container: a rollback or
+	// delete of one is then refused, which is no violation).
+	snaps map[string][]string
+	nsnap int
+	agent *soakAgent
 	// placeholders counts create placeholders (lock: create, no tags) that
 	// a killed corral or an injected fault left without a task to finish
 	// them; corral refuses to guess whose they are, and only root can
 	// remove them, so the soak does what it tells the operator to.
 	placeholders int
+	// refusals counts edits corral refused, as it must, until repaired.
+	refusals int
 }
 
 // soakResult is how one process of a round ended.
 type soakResult struct {
 	project, kind string
 	ok, killed    bool
+	end           time.Time
+	out           string
 }
 
 func TestSoak(t *testing.T) {
@@ -91,35 +140,41 @@ func TestSoak(t *testing.T) {
 		t.Setenv("CORRAL_SIM_UNISOLATED", "1") // the view's explicit opt-in
 	}
 	scale := 0.0
-	srv, err := sim.New(sim.Options{Dir: t.TempDir(), Listener: sim.ListenTLS, Listen: "127.0.0.1:0", TimeScale: &scale})
+	srv, err := sim.New(sim.Options{Dir: t.TempDir(), Listener: sim.ListenTLS, Listen: "127.0.0.1:0", TimeScale: &scale,
+		Nodes: len(soakNodes), SharedStorage: []string{"nfs"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Close() })
 	cr := srv.Credentials()
-	r := &soakRig{t: t, srv: srv, dir: t.TempDir(), ops: map[string]int{}, rng: rand.New(rand.NewPCG(*soakSeed, 7)),
-		env: []string{"PROXMOX_VE_ENDPOINT=" + srv.URL(), "PROXMOX_VE_API_TOKEN=" + cr.OperatorToken, "PROXMOX_VE_FINGERPRINT=" + srv.Fingerprint()}}
+	r := &soakRig{t: t, srv: srv, dir: t.TempDir(), ops: map[string]int{}, edits: map[string]int{}, rng: rand.New(rand.NewPCG(*soakSeed, 7)),
+		memory: map[string]int{}, betaNode: "pve1", snaps: map[string][]string{},
+		env: []string{"PROXMOX_VE_ENDPOINT=" + srv.URL(), "PROXMOX_VE_API_TOKEN=" + cr.OperatorToken, "PROXMOX_VE_FINGERPRINT=" + srv.Fingerprint(),
+			"XDG_STATE_HOME=" + t.TempDir(), "XDG_CONFIG_HOME=" + t.TempDir()}}
 	if r.root, err = pve.New(pve.Config{Endpoint: srv.URL(), Token: cr.RootToken, HTTPClient: srv.HTTPClient()}); err != nil {
 		t.Fatal(err)
 	}
 	// A stranger's container whose volume project gamma adopts.
 	c := srv.Cluster()
-	upid, err := c.CreateCT(model.Auth{UserID: "root@pam"}, "pve", map[string]string{
+	upid, err := c.CreateCT(model.Auth{UserID: "root@pam"}, "pve1", map[string]string{
 		"vmid": "150", "ostemplate": "local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst", "hostname": "legacy",
 		"rootfs": "local-lvm:1", "mp0": "local-lvm:1,mp=/legacy",
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.WaitTask(context.Background(), "pve", upid); err != nil {
+	if _, err := c.WaitTask(context.Background(), "pve1", upid); err != nil {
 		t.Fatal(err)
 	}
-	for p := range soakApps {
-		r.write(p, 256)
+	for _, p := range soakProjects {
+		r.memory[p] = 256
+		r.write(p)
 		r.must("apply", "-f", r.manifest(p), "--auto-approve")
 	}
 	r.markVolumes()
 	r.archive = r.backup("a1")
+	r.agent = r.startAgent()
+	t.Cleanup(func() { r.agent.stop() })
 
 	violations := 0
 	start := time.Now()
@@ -127,45 +182,67 @@ func TestSoak(t *testing.T) {
 		srv.SetFaults(sim.FaultSpec{Seed: uint64(round), Latency: time.Millisecond, Read5xx: 0.02, Write5xx: 0.01, Drop: 0.005, TaskFail: 0.02})
 		r.round()
 		srv.SetFaults(sim.FaultSpec{})
+		if r.agent.stop() {
+			r.results = append(r.results, soakResult{project: "gamma", kind: "agent", killed: true, end: time.Now()})
+		}
 		r.cleanPlaceholders()
-		for _, v := range r.checkReported() {
-			violations++
-			t.Errorf("round %d: %s", round, v)
+		bad := r.checkReported()
+		bad = append(bad, r.edit()...)
+		if len(bad) == 0 {
+			bad = r.converge()
 		}
-		r.converge()
-		for _, v := range r.check() {
+		if len(bad) == 0 {
+			bad = r.check()
+		}
+		for _, v := range bad {
 			violations++
 			t.Errorf("round %d: %s", round, v)
 		}
 		if violations > 0 {
-			t.Logf("round %d processes: %+v", round, r.results)
-		}
-		if testing.Verbose() && round%10 == 0 {
-			t.Logf("round %d: %d SIGKILLs and %d placeholders so far, %s", round, r.kills, r.placeholders, time.Since(start).Round(time.Second))
-		}
-		if violations > 0 {
+			for _, res := range r.results {
+				t.Logf("round %d process %s %s ok=%v killed=%v:\n%s", round, res.project, res.kind, res.ok, res.killed, res.out)
+			}
 			break
 		}
+		if testing.Verbose() && round%10 == 0 {
+			t.Logf("round %d: %d SIGKILLs, %d placeholders, %d refused edits so far, %s", round, r.kills, r.placeholders, r.refusals, time.Since(start).Round(time.Second))
+		}
 		r.markVolumes()
+		r.agent = r.startAgent()
 	}
-	ops := make([]string, 0, len(r.ops))
+	t.Logf("soak: %d rounds, %d processes each, %s; web-UI edits %s (%d refused until repaired); %d SIGKILLs, %d create placeholders removed as root, %d violations, %s",
+		*soakRounds, *soakProcs, tally(r.ops, "operations"), tally(r.edits, ""), r.refusals, r.kills, r.placeholders, violations, time.Since(start).Round(time.Second))
+}
+
+// tally is "N what (kind n, kind n, ...)" of counts, sorted by kind.
+func tally(counts map[string]int, what string) string {
+	kinds := make([]string, 0, len(counts))
 	total := 0
-	for k, n := range r.ops {
-		ops = append(ops, fmt.Sprintf("%s %d", k, n))
+	for k, n := range counts {
+		kinds = append(kinds, fmt.Sprintf("%s %d", k, n))
 		total += n
 	}
-	sort.Strings(ops)
-	t.Logf("soak: %d rounds, %d processes each, %d operations (%s), %d SIGKILLs, %d create placeholders removed as root, %d violations, %s",
-		*soakRounds, *soakProcs, total, strings.Join(ops, ", "), r.kills, r.placeholders, violations, time.Since(start).Round(time.Second))
+	sort.Strings(kinds)
+	if what == "" {
+		return fmt.Sprintf("%d (%s)", total, strings.Join(kinds, ", "))
+	}
+	return fmt.Sprintf("%d %s (%s)", total, what, strings.Join(kinds, ", "))
 }
 
 func (r *soakRig) manifest(project string) string {
 	return filepath.Join(r.dir, project, "corral.yaml")
 }
 
-func (r *soakRig) write(project string, memory int) {
-	os.MkdirAll(filepath.Join(r.dir, project), 0o755)
-	if err := os.WriteFile(r.manifest(project), []byte(soakManifest(project, memory)), 0o644); err != nil {
+// write writes project's manifest as r says it is now, atomically (the
+// agent reads it whenever it changes).
+func (r *soakRig) write(project string) {
+	dir := filepath.Join(r.dir, project)
+	os.MkdirAll(dir, 0o755)
+	tmp := filepath.Join(dir, ".corral.yaml.tmp")
+	if err := os.WriteFile(tmp, []byte(soakManifest(project, r.memory[project], r.betaNode)), 0o644); err != nil {
+		r.t.Fatal(err)
+	}
+	if err := os.Rename(tmp, r.manifest(project)); err != nil {
 		r.t.Fatal(err)
 	}
 }
@@ -185,8 +262,9 @@ func (r *soakRig) must(args ...string) string {
 	return string(out)
 }
 
+// backup backs app up to the shared storage, which both nodes read.
 func (r *soakRig) backup(app string) string {
-	out := r.must("backup", app, "-f", r.manifest("alpha"), "-o", "json")
+	out := r.must("backup", app, "-f", r.manifest("alpha"), "--storage", "nfs", "-o", "json")
 	_, rest, _ := strings.Cut(out, `"archive": "`)
 	archive, _, _ := strings.Cut(rest, `"`)
 	if archive == "" {
@@ -195,40 +273,143 @@ func (r *soakRig) backup(app string) string {
 	return archive
 }
 
-// round runs the processes of one round at once, killing some.
+// soakAgent is a reconciling corral agent on project gamma.
+type soakAgent struct {
+	cmd    *exec.Cmd
+	done   chan struct{}
+	killed bool
+	mu     sync.Mutex
+}
+
+func (r *soakRig) startAgent() *soakAgent {
+	cmd := r.command("agent", "-f", r.manifest("gamma"), "--mode", "reconcile", "--interval", "1s", "--listen", "127.0.0.1:0")
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		r.t.Fatal(err)
+	}
+	a := &soakAgent{cmd: cmd, done: make(chan struct{})}
+	go func() { cmd.Wait(); close(a.done) }()
+	return a
+}
+
+// kill SIGKILLs the agent, as an OOM killer or a power cut would.
+func (a *soakAgent) kill() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	select {
+	case <-a.done:
+	default:
+		if a.cmd.Process.Signal(syscall.SIGKILL) == nil {
+			a.killed = true
+		}
+	}
+}
+
+// stop ends the agent as systemd would (SIGTERM: it finishes its step and
+// releases the lock), SIGKILL after a minute; it reports whether the agent
+// was killed during the round.
+func (a *soakAgent) stop() bool {
+	a.mu.Lock()
+	select {
+	case <-a.done:
+	default:
+		a.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	a.mu.Unlock()
+	select {
+	case <-a.done:
+	case <-time.After(time.Minute):
+		a.kill()
+		<-a.done
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.killed
+}
+
+// soakOp is one process of a round: its project, kind and arguments.
+type soakOp struct {
+	project, kind string
+	args          []string
+}
+
+// pick chooses one process's operation.
+func (r *soakRig) pick() soakOp {
+	p := soakProjects[r.rng.IntN(len(soakProjects))]
+	m := r.manifest(p)
+	app := soakApps[p][r.rng.IntN(len(soakApps[p]))]
+	node := soakNodes[r.rng.IntN(len(soakNodes))]
+	switch n := r.rng.IntN(20); {
+	case n < 5:
+		return soakOp{p, "apply", []string{"apply", "-f", m, "--auto-approve"}}
+	case n < 7:
+		return soakOp{p, "destroy", []string{"destroy", "-f", m, "--auto-approve"}}
+	case n < 9:
+		return soakOp{"alpha", "restore --replace", []string{"restore", "a1", "--archive", r.archive, "--replace", "-f", r.manifest("alpha"), "--auto-approve"}}
+	case n < 11:
+		return soakOp{p, "volumes prune", []string{"volumes", "prune", "-f", m, "--auto-approve"}}
+	case n < 13:
+		args := []string{"move", soakApps["alpha"][r.rng.IntN(2)], "--to", node, "-f", r.manifest("alpha"), "--auto-approve"}
+		if r.rng.IntN(2) == 0 {
+			args = append(args, "--delete-snapshots")
+		}
+		return soakOp{"alpha", "move", args}
+	case n < 14:
+		args := []string{"drain", node, "-f", r.manifest("alpha"), "--auto-approve"}
+		if r.rng.IntN(2) == 0 {
+			args = append(args, "--delete-snapshots")
+		}
+		return soakOp{"alpha", "drain", args}
+	case n < 16:
+		r.nsnap++
+		name := fmt.Sprintf("s%d", r.nsnap)
+		r.snaps[app] = append(r.snaps[app], name)
+		return soakOp{p, "snapshot", []string{"snapshot", app, name, "-f", m}}
+	case n < 18 && len(r.snaps[app]) > 0:
+		name := r.snaps[app][r.rng.IntN(len(r.snaps[app]))]
+		return soakOp{p, "rollback", []string{"rollback", app, name, "-f", m, "--auto-approve"}}
+	case n < 19 && len(r.snaps[app]) > 0:
+		i := r.rng.IntN(len(r.snaps[app]))
+		name := r.snaps[app][i]
+		r.snaps[app] = append(r.snaps[app][:i:i], r.snaps[app][i+1:]...)
+		return soakOp{p, "snapshot --delete", []string{"snapshot", app, name, "--delete", "-f", m}}
+	default:
+		return soakOp{p, "apply", []string{"apply", "-f", m, "--auto-approve"}}
+	}
+}
+
+// round runs the processes of one round at once, killing some. The
+// manifests change (or not) before any starts, so that every process of
+// a round reads the same ones.
 func (r *soakRig) round() {
 	r.results = nil
-	projects := []string{"alpha", "beta", "gamma"}
+	for _, p := range soakProjects {
+		if r.rng.IntN(2) == 0 {
+			r.memory[p] = 256 + 64*r.rng.IntN(4)
+			if p == "beta" && r.rng.IntN(3) == 0 {
+				r.betaNode = soakNodes[r.rng.IntN(len(soakNodes))]
+			}
+			r.write(p)
+			r.ops["manifest changed"]++
+		}
+	}
 	var wg sync.WaitGroup
 	for i := 0; i < *soakProcs; i++ {
-		p := projects[r.rng.IntN(len(projects))]
-		var args []string
-		kind := ""
-		switch n := r.rng.IntN(10); {
-		case n < 4:
-			kind = "apply"
-			if r.rng.IntN(2) == 0 {
-				kind = "apply (changed manifest)"
-				r.write(p, 256+64*r.rng.IntN(4))
-			}
-			args = []string{"apply", "-f", r.manifest(p), "--auto-approve"}
-		case n < 6:
-			kind = "destroy"
-			args = []string{"destroy", "-f", r.manifest(p), "--auto-approve"}
-		case n < 8:
-			kind, p = "restore --replace", "alpha"
-			args = []string{"restore", "a1", "--archive", r.archive, "--replace", "-f", r.manifest("alpha"), "--auto-approve"}
-		default:
-			kind = "volumes prune"
-			args = []string{"volumes", "prune", "-f", r.manifest(p), "--auto-approve"}
-		}
+		op := r.pick()
 		kill := r.rng.IntN(3) == 0
 		delay := time.Duration(r.rng.IntN(600)) * time.Millisecond
-		r.ops[kind]++
+		r.ops[op.kind]++
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cmd := r.command(append(args, "--lock-timeout", "2m")...)
+			args := op.args
+			if op.kind != "snapshot" && op.kind != "snapshot --delete" {
+				args = append(args, "--lock-timeout", "2m")
+			}
+			cmd := r.command(args...)
+			var out strings.Builder
+			cmd.Stdout, cmd.Stderr = &out, &out
 			if err := cmd.Start(); err != nil {
 				r.t.Error(err)
 				return
@@ -250,47 +431,125 @@ func (r *soakRig) round() {
 				timer.Stop()
 			}
 			r.mu.Lock()
-			r.results = append(r.results, soakResult{project: p, kind: kind, ok: err == nil && !killed, killed: killed})
+			r.results = append(r.results, soakResult{project: op.project, kind: op.kind, ok: err == nil && !killed, killed: killed, end: time.Now(), out: out.String()})
 			r.mu.Unlock()
 		}()
+	}
+	// Now and then the agent is killed in the middle of the round.
+	if r.rng.IntN(5) == 0 {
+		agent := r.agent
+		timer := time.AfterFunc(time.Duration(r.rng.IntN(600))*time.Millisecond, func() {
+			agent.kill()
+			r.mu.Lock()
+			r.kills++
+			r.mu.Unlock()
+		})
+		defer timer.Stop()
 	}
 	wg.Wait()
 }
 
 // converge runs what a user runs after trouble: apply of every project
-// (twice at most: a first run may finish an interrupted restore).
-func (r *soakRig) converge() {
-	for p := range soakApps {
+// (up to three times: apply exits 1 while anything is left, and a failed
+// task or a finished interrupted operation can leave something), then
+// plan, which must find nothing to do. It returns what went wrong.
+func (r *soakRig) converge() []string {
+	var bad []string
+	for _, p := range soakProjects {
 		var out []byte
 		var err error
 		for try := 0; try < 3; try++ {
 			if out, err = r.command("apply", "-f", r.manifest(p), "--auto-approve").CombinedOutput(); err == nil {
 				break
 			}
+			// beta's pinned app, destroyed on one node and pinned to the
+			// other: the refusal's fix is two edits of node:, each applied.
+			if m := pinFix.FindStringSubmatch(string(out)); m != nil && p == "beta" {
+				r.betaNode = m[1]
+				r.write(p)
+				if out, err = r.command("apply", "-f", r.manifest(p), "--auto-approve").CombinedOutput(); err != nil {
+					break
+				}
+				r.betaNode = m[2]
+				r.write(p)
+				r.refusals++
+				r.edits["followed a refusal's fix (node: twice)"]++
+			}
+			// A change of node: of an app with snapshots: delete them, as
+			// the refusal says, with corral.
+			if m := snapFix.FindStringSubmatch(string(out)); m != nil {
+				for _, name := range r.snapshotsOf(m[1]) {
+					r.must("snapshot", m[1], name, "--delete", "-f", r.manifest(p))
+				}
+				r.refusals++
+				r.edits["followed a refusal's fix (delete snapshots)"]++
+			}
 		}
 		if err != nil {
-			r.t.Fatalf("converging apply of %s: %v\n%s", p, err, out)
+			bad = append(bad, fmt.Sprintf("converging apply of %s (3 tries): %v\n%s", p, err, out))
+			continue
+		}
+		if !saysComplete(string(out)) {
+			bad = append(bad, fmt.Sprintf("converging apply of %s exited 0 without saying it is complete:\n%s", p, out))
 		}
 		if out, err := r.command("plan", "-f", r.manifest(p)).CombinedOutput(); err != nil {
-			r.t.Errorf("plan of %s after the converging apply: %v\n%s", p, err, out)
+			bad = append(bad, fmt.Sprintf("plan of %s after the converging apply: %v\n%s", p, err, out))
 		}
 	}
+	return bad
+}
+
+// pinFix is the fix of the refusal of a pinned app whose data is on
+// another node: set node: to that node and apply, then back.
+var pinFix = regexp.MustCompile(`set node: (\S+) and apply \(the app is created there on its volume\), then set node: (\S+) again and apply`)
+
+// snapFix is the refusal to move an app whose container has snapshots.
+var snapFix = regexp.MustCompile(`app (\S+): container \d+ has snapshots \(the latest is \S+\).*delete them with corral snapshot`)
+
+// snapshotsOf lists the snapshots of app's container, read as root.
+func (r *soakRig) snapshotsOf(app string) []string {
+	cts := r.observe().Apps[app]
+	if len(cts) != 1 {
+		return nil
+	}
+	snaps, err := r.root.Snapshots(context.Background(), cts[0].Node, cts[0].VMID)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	var out []string
+	for _, s := range snaps {
+		if s.Name != "current" {
+			out = append(out, s.Name)
+		}
+	}
+	return out
+}
+
+// saysComplete: apply's output ends in one of the ways it says the
+// cluster matches the manifest.
+func saysComplete(out string) bool {
+	for _, s := range []string{"Apply complete", "No changes. The cluster matches the manifest.", "nothing left to do"} {
+		if strings.Contains(out, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // markVolumes writes each recorded volume's key into it.
 func (r *soakRig) markVolumes() {
 	obs := r.observe()
 	for _, vi := range plan.Inventory(obs) {
-		if err := os.WriteFile(r.marker(vi.VolID), []byte(vi.App+"/"+vi.Name), 0o644); err != nil {
+		if err := os.WriteFile(r.marker(vi.Node, vi.VolID), []byte(vi.App+"/"+vi.Name), 0o644); err != nil {
 			r.t.Fatal(err)
 		}
 	}
 }
 
-func (r *soakRig) marker(volid string) string {
-	dir, err := r.srv.Cluster().VolumePath("pve", volid)
+func (r *soakRig) marker(node, volid string) string {
+	dir, err := r.srv.Cluster().VolumePath(node, volid)
 	if err != nil {
-		r.t.Fatalf("volume %s: %v", volid, err)
+		r.t.Fatalf("volume %s on %s: %v", volid, node, err)
 	}
 	return filepath.Join(dir, ".soak-marker")
 }
@@ -303,145 +562,244 @@ func (r *soakRig) observe() *plan.Observed {
 	return obs
 }
 
+// references reads every guest config of every node (as root, through the
+// API), by volid.
+func (r *soakRig) references() map[string][]apply.Reference {
+	all := map[string][]apply.Reference{}
+	for _, node := range soakNodes {
+		refs, err := apply.NodeReferences(context.Background(), r.root, node)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		for volid, rs := range refs {
+			for _, ref := range rs {
+				ref.Node = node
+				all[volid] = append(all[volid], ref)
+			}
+		}
+	}
+	return all
+}
+
 // check reads the cluster through the API and returns every violated
 // invariant.
 func (r *soakRig) check() []string {
-	ctx := context.Background()
 	obs := r.observe()
-	refs, err := apply.NodeReferences(ctx, r.root, "pve")
-	if err != nil {
-		r.t.Fatal(err)
-	}
+	refs := r.references()
 	var bad []string
 	keeperOf := map[int]bool{}
-	for _, k := range obs.Keepers["pve"] {
-		keeperOf[k.VMID] = true
-		if !k.Protected {
-			bad = append(bad, fmt.Sprintf("keeper %d is unprotected", k.VMID))
+	for _, node := range soakNodes {
+		if n := len(obs.Keepers[node]); n > 1 {
+			bad = append(bad, fmt.Sprintf("node %s has %d keepers (a second one is only for more than %d volumes)", node, n, plan.MaxKeeperVolumes))
 		}
-		// A lease a killed corral left is no violation: the next corral
-		// takes it over at once (its holder is gone), or it lapses.
-		if len(k.Lost) > 0 {
-			bad = append(bad, fmt.Sprintf("keeper %d has records without their mount point: %v", k.VMID, k.Lost))
+		for _, k := range obs.Keepers[node] {
+			keeperOf[k.VMID] = true
+			// An empty keeper is no keeper data can be lost through: no
+			// plan repairs one on a node no manifest uses.
+			if !k.Protected && len(k.Records) > 0 {
+				bad = append(bad, fmt.Sprintf("keeper %d on %s is unprotected", k.VMID, node))
+			}
+			// A lease a killed corral left is no violation: the next corral
+			// takes it over at once (its holder is gone), or it lapses.
+			if len(k.Lost) > 0 {
+				bad = append(bad, fmt.Sprintf("keeper %d on %s has records without their mount point: %v", k.VMID, node, k.Lost))
+			}
 		}
 	}
+	for _, d := range obs.Damaged {
+		bad = append(bad, fmt.Sprintf("a damaged keeper or carrier is left after the converging apply: %+v", d))
+	}
+	if len(obs.Carriers) > 0 || len(obs.LeftoverCarriers) > 0 || len(obs.BadCarriers) > 0 {
+		bad = append(bad, fmt.Sprintf("moves left after the converging apply: %v %v %v", obs.Carriers, obs.LeftoverCarriers, obs.BadCarriers))
+	}
+	if len(obs.Restores) > 0 {
+		bad = append(bad, fmt.Sprintf("interrupted restores left after the converging apply: %v", obs.Restores))
+	}
+	// Every recorded volume exists, is recorded once, is referenced by at
+	// most its app's container and still holds its data; every app volume
+	// is reachable from exactly one record, on its container's node.
 	seen := map[string]string{}
-	for _, k := range obs.Keepers["pve"] {
-		for vk, volid := range k.Records {
-			if other, dup := seen[volid]; dup {
-				bad = append(bad, fmt.Sprintf("volume %s recorded twice: %s and %s", volid, other, vk))
-			}
-			seen[volid] = vk.String()
-			if _, ok := obs.Volumes["pve/"+volid]; !ok {
-				bad = append(bad, fmt.Sprintf("volume %s (%s) is recorded but does not exist", volid, vk))
-				continue
-			}
-			var holders []apply.Reference
-			for _, ref := range refs[volid] {
-				if !keeperOf[ref.VMID] {
-					holders = append(holders, ref)
+	recordedOn := map[plan.VolumeKey][]string{}
+	for _, node := range soakNodes {
+		for _, k := range obs.Keepers[node] {
+			for vk, volid := range k.Records {
+				recordedOn[vk] = append(recordedOn[vk], node+"/"+volid)
+				if other, dup := seen[node+"/"+volid]; dup {
+					bad = append(bad, fmt.Sprintf("volume %s on %s recorded twice: %s and %s", volid, node, other, vk))
 				}
-			}
-			if len(holders) > 1 {
-				bad = append(bad, fmt.Sprintf("volume %s (%s) is referenced by %d guests: %v", volid, vk, len(holders), holders))
-			}
-			for _, h := range holders {
-				if h.Key != "" && !strings.HasPrefix(h.Key, "mp") {
-					bad = append(bad, fmt.Sprintf("volume %s (%s) is referenced by ct %d as %s", volid, vk, h.VMID, h.Key))
+				seen[node+"/"+volid] = vk.String()
+				if _, ok := obs.Volumes[node+"/"+volid]; !ok {
+					bad = append(bad, fmt.Sprintf("volume %s (%s) on %s is recorded but does not exist", volid, vk, node))
+					continue
 				}
-				if cts := obs.Apps[vk.App]; len(cts) != 1 || cts[0].VMID != h.VMID {
-					bad = append(bad, fmt.Sprintf("volume %s (%s) is mounted by ct %d, which is not app %s's container", volid, vk, h.VMID, vk.App))
+				var holders []apply.Reference
+				for _, ref := range refs[volid] {
+					if ref.Node == node && !keeperOf[ref.VMID] {
+						holders = append(holders, ref)
+					}
 				}
-			}
-			if strings.Contains(vk.Name, "-replaced-") || strings.Contains(vk.Name, "-restored-") {
-				continue
-			}
-			if b, err := os.ReadFile(r.marker(volid)); err != nil || string(b) != vk.String() {
-				bad = append(bad, fmt.Sprintf("volume %s (%s) lost its data: marker %q (%v)", volid, vk, b, err))
+				if len(holders) > 1 {
+					bad = append(bad, fmt.Sprintf("volume %s (%s) on %s is referenced by %d guests: %v", volid, vk, node, len(holders), holders))
+				}
+				for _, h := range holders {
+					if h.Key != "" && !strings.HasPrefix(h.Key, "mp") {
+						bad = append(bad, fmt.Sprintf("volume %s (%s) on %s is referenced by ct %d as %s", volid, vk, node, h.VMID, h.Key))
+					}
+					if cts := obs.Apps[vk.App]; len(cts) != 1 || cts[0].VMID != h.VMID {
+						bad = append(bad, fmt.Sprintf("volume %s (%s) on %s is mounted by ct %d, which is not app %s's container", volid, vk, node, h.VMID, vk.App))
+					}
+				}
+				if strings.Contains(vk.Name, "-replaced-") || strings.Contains(vk.Name, "-restored-") {
+					continue
+				}
+				if b, err := os.ReadFile(r.marker(node, volid)); err != nil || string(b) != vk.String() {
+					bad = append(bad, fmt.Sprintf("volume %s (%s) on %s lost its data: marker %q (%v)", volid, vk, node, b, err))
+				}
 			}
 		}
 	}
-	// Every app has one container that mounts exactly its declared volumes.
-	for _, apps := range soakApps {
-		for _, app := range apps {
+	for vk, where := range recordedOn {
+		if len(where) > 1 {
+			bad = append(bad, fmt.Sprintf("app %s's volume %s is recorded %d times: %v", vk.App, vk.Name, len(where), where))
+		}
+	}
+	// Every app has one container, on the node its manifest pins, that
+	// mounts exactly its declared volumes, as recorded on its node.
+	for _, p := range soakProjects {
+		for _, app := range soakApps[p] {
 			cts := obs.Apps[app]
 			if len(cts) != 1 {
 				bad = append(bad, fmt.Sprintf("app %s has %d containers after the converging apply", app, len(cts)))
 				continue
 			}
-			for _, name := range []string{"data", "legacy"} {
-				if name == "legacy" && app != "c1" {
-					continue
-				}
-				volid := obs.Holder("pve", plan.VolumeKey{App: app, Name: name})
-				if volid == nil {
-					bad = append(bad, fmt.Sprintf("app %s has no record of volume %s", app, name))
-					continue
-				}
-				want := volid.Records[plan.VolumeKey{App: app, Name: name}]
-				mounted := false
-				for _, ref := range refs[want] {
-					mounted = mounted || ref.VMID == cts[0].VMID
-				}
-				if !mounted {
-					bad = append(bad, fmt.Sprintf("app %s's container %d does not mount its volume %s (%s)", app, cts[0].VMID, name, want))
-				}
+			ct := cts[0]
+			if want := map[string]string{"b1": r.betaNode, "c1": "pve1"}[app]; want != "" && ct.Node != want {
+				bad = append(bad, fmt.Sprintf("app %s runs on %s, its manifest says node: %s", app, ct.Node, want))
 			}
+			bad = append(bad, mountsRecorded(obs, ct, app, soakVolumes(app))...)
 		}
-	}
-	if len(obs.Restores) > 0 {
-		bad = append(bad, fmt.Sprintf("interrupted restores left after the converging apply: %v", obs.Restores))
 	}
 	return bad
 }
 
-// checkReported: a process that said it succeeded made a change that is
-// in the cluster. Judged where nothing else of the round could undo it: an
-// apply that exited 0 in a project no destroy or prune of the round
-// touched leaves every app of the project with one running container that
-// mounts its volumes.
+// soakVolumes are the volumes app's manifest declares.
+func soakVolumes(app string) []string {
+	if app == "c1" {
+		return []string{"data", "legacy"}
+	}
+	return []string{"data"}
+}
+
+// mountsRecorded checks that ct mounts each of app's volumes as its node's
+// keeper records it, and no other corral volume.
+func mountsRecorded(obs *plan.Observed, ct *plan.CT, app string, volumes []string) []string {
+	var bad []string
+	mounted := map[string]bool{}
+	for key, v := range ct.Config {
+		if strings.HasPrefix(key, "mp") {
+			mounted[plan.ParseMountPoint(v).Volume] = true
+		}
+	}
+	recorded := map[string]bool{}
+	for _, name := range volumes {
+		k := obs.Holder(ct.Node, plan.VolumeKey{App: app, Name: name})
+		if k == nil {
+			bad = append(bad, fmt.Sprintf("app %s has no record of volume %s on its node %s", app, name, ct.Node))
+			continue
+		}
+		volid := k.Records[plan.VolumeKey{App: app, Name: name}]
+		recorded[volid] = true
+		if !mounted[volid] {
+			bad = append(bad, fmt.Sprintf("app %s's container %d on %s does not mount its volume %s (%s)", app, ct.VMID, ct.Node, name, volid))
+		}
+	}
+	for volid := range mounted {
+		if !recorded[volid] {
+			bad = append(bad, fmt.Sprintf("app %s's container %d on %s mounts %s, which is not one of its recorded volumes", app, ct.VMID, ct.Node, volid))
+		}
+	}
+	return bad
+}
+
+// checkReported: an apply that said "Apply complete" made the cluster
+// match its manifest. Judged where nothing after it could undo that: in a
+// project whose last process of the round to end was an apply that exited
+// 0 (and whose agent, for gamma, was not killed), every app has one
+// running container that mounts exactly its recorded volumes, read as
+// root through the API, and corral's own plan (faults off) is empty.
 func (r *soakRig) checkReported() []string {
-	applied, undone := map[string]bool{}, map[string]bool{}
+	last := map[string]soakResult{}
+	agentKilled := false
 	for _, res := range r.results {
-		switch {
-		case strings.HasPrefix(res.kind, "apply") && res.ok:
-			applied[res.project] = true
-		case res.kind == "destroy", res.kind == "volumes prune", res.kind == "restore --replace":
-			undone[res.project] = true
+		if res.kind == "agent" {
+			agentKilled = true
+			continue
+		}
+		if l, ok := last[res.project]; !ok || res.end.After(l.end) {
+			last[res.project] = res
 		}
 	}
 	obs := r.observe()
 	var bad []string
-	for p := range applied {
-		if undone[p] {
+	for _, p := range soakProjects {
+		res, ok := last[p]
+		if !ok || res.kind != "apply" || !res.ok || (p == "gamma" && agentKilled) {
 			continue
+		}
+		if !saysComplete(res.out) {
+			bad = append(bad, fmt.Sprintf("an apply of %s exited 0 without saying it is complete:\n%s", p, res.out))
 		}
 		for _, app := range soakApps[p] {
 			cts := obs.Apps[app]
 			if len(cts) != 1 || cts[0].Status != "running" {
-				bad = append(bad, fmt.Sprintf("an apply of %s exited 0, but app %s has %d containers (%v)", p, app, len(cts), cts))
+				bad = append(bad, fmt.Sprintf("an apply of %s said Apply complete, but app %s has %d containers (%v)", p, app, len(cts), cts))
 				continue
 			}
-			k := obs.Holder("pve", plan.VolumeKey{App: app, Name: "data"})
-			if k == nil {
-				bad = append(bad, fmt.Sprintf("an apply of %s exited 0, but app %s has no data volume recorded", p, app))
-				continue
+			for _, v := range mountsRecorded(obs, cts[0], app, soakVolumes(app)) {
+				bad = append(bad, "an apply of "+p+" said Apply complete, but "+v)
 			}
-			volid := k.Records[plan.VolumeKey{App: app, Name: "data"}]
-			mounted := false
-			for key, v := range cts[0].Config {
-				mounted = mounted || (strings.HasPrefix(key, "mp") && plan.ParseMountPoint(v).Volume == volid)
-			}
-			if !mounted {
-				bad = append(bad, fmt.Sprintf("an apply of %s exited 0, but app %s's container does not mount %s", p, app, volid))
-			}
+		}
+		if left := r.planLeft(p); left != "" {
+			bad = append(bad, fmt.Sprintf("an apply of %s said Apply complete, and nothing of the project ran after it, but plan finds: %s", p, left))
 		}
 	}
 	return bad
 }
 
+// planLeft is what corral's plan of project p (faults off) still finds to
+// do for p's own apps: a change, a refusal, an app it could not check or
+// an interrupted operation of p's; "" when nothing. (Keeper repairs and
+// other projects' interrupted operations, which any project's plan shows,
+// may come from processes of other projects that ended later.)
+func (r *soakRig) planLeft(p string) string {
+	out, err := r.command("plan", "-f", r.manifest(p), "-o", "json").Output()
+	var pj ui.PlanJSON
+	if jerr := json.Unmarshal(out, &pj); jerr != nil {
+		return fmt.Sprintf("plan -o json: %v (%v)\n%s", jerr, err, out)
+	}
+	var left []string
+	for _, c := range pj.Changes {
+		if c.Action != "no-op" {
+			left = append(left, fmt.Sprintf("app %s: %s %v", c.App, c.Action, c.Reasons))
+		}
+	}
+	left = append(left, pj.Refused...)
+	for _, u := range pj.Unchecked {
+		left = append(left, "not checked: "+u.App+": "+u.Why)
+	}
+	for _, rec := range pj.Recover {
+		for _, app := range soakApps[p] {
+			if strings.Contains(rec, " app "+app+" ") {
+				left = append(left, rec)
+			}
+		}
+	}
+	return strings.Join(left, "; ")
+}
+
 // cleanPlaceholders removes, as root on the node would (pct unlock, pct
-// destroy), the create placeholders no task is finishing any more.
+// destroy), the create placeholders no task is finishing any more:
+// through the API, the emulator's admin unlock and root's DELETE.
 func (r *soakRig) cleanPlaceholders() {
 	ctx := context.Background()
 	time.Sleep(200 * time.Millisecond) // a create still under way finishes at time scale 0
@@ -449,22 +807,37 @@ func (r *soakRig) cleanPlaceholders() {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	c := r.srv.Cluster()
-	root := model.Auth{UserID: "root@pam"}
 	for _, g := range res {
 		if g.Type != "lxc" || g.Lock != "create" || g.Tags != "" {
 			continue
 		}
-		if err := c.Unlock(g.VMID); err != nil {
-			r.t.Fatalf("pct unlock %d: %v", g.VMID, err)
-		}
-		upid, err := c.DestroyCT(root, g.Node, g.VMID, map[string]string{"purge": "1"})
-		if err != nil {
+		r.adminUnlock(g.VMID)
+		var upid string
+		if err := r.root.Delete(ctx, fmt.Sprintf("/nodes/%s/lxc/%d", g.Node, g.VMID), url.Values{"purge": {"1"}}, &upid); err != nil {
 			r.t.Fatalf("pct destroy %d: %v", g.VMID, err)
 		}
-		if _, err := c.WaitTask(ctx, g.Node, upid); err != nil {
-			r.t.Fatal(err)
+		if _, err := r.root.WaitTask(ctx, upid, pve.WaitOptions{}); err != nil {
+			r.t.Fatalf("pct destroy %d: %v", g.VMID, err)
 		}
 		r.placeholders++
+	}
+}
+
+// adminUnlock is pct unlock VMID, through the emulator's admin API.
+func (r *soakRig) adminUnlock(vmid int) {
+	req, err := http.NewRequest(http.MethodPost, r.srv.URL()+"/_corral/unlock", strings.NewReader(fmt.Sprintf(`{"vmid":%d}`, vmid)))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "PVEAPIToken="+r.srv.Credentials().RootToken)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := r.srv.HTTPClient().Do(req)
+	if err != nil {
+		r.t.Fatalf("pct unlock %d: %v", vmid, err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		r.t.Fatalf("pct unlock %d: %s %s", vmid, resp.Status, body)
 	}
 }

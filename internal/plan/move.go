@@ -56,7 +56,7 @@ func moveChange(a *App, ct *CT, to string, obs *Observed) (Change, []string) {
 		if a.DeleteSnapshots {
 			c.Reasons = append(c.Reasons, fmt.Sprintf("its snapshots (the latest is %s) are deleted first (--delete-snapshots): PVE migrates no container with snapshots on LVM-thin", snap))
 		} else {
-			probs = append(probs, fmt.Sprintf("app %s: container %d has snapshots (the latest is %s); PVE cannot migrate a container whose snapshots reference LVM-thin volumes (non-migratable snapshot exists) nor hand a volume a snapshot uses to another container: delete them (corral snapshots %s lists them), or move with --delete-snapshots", a.Name, ct.VMID, snap, a.Name))
+			probs = append(probs, fmt.Sprintf("app %s: container %d has snapshots (the latest is %s); PVE cannot migrate a container whose snapshots reference LVM-thin volumes (non-migratable snapshot exists) nor hand a volume a snapshot uses to another container: delete them with corral snapshot %s NAME --delete (corral snapshots %s lists them) and run this again (corral move and drain also take --delete-snapshots; apply, for a change of node:, does not)", a.Name, ct.VMID, snap, a.Name, a.Name))
 		}
 	}
 	if slices.Contains(obs.Offline, to) {
