@@ -73,8 +73,9 @@ credentials: source it (". DIR/env") before running corral.`,
 
 // newSimEnvCmd is `corral sim env`: the state directory's env file on
 // stdout, for eval "$(corral sim env)". It holds a served emulator's
-// endpoint and credentials, or (written by the embedded emulator, which
-// serves no port) the unsets that bring corral back to the embedded one.
+// endpoint and credentials (corral sim serve's, or the local emulator's,
+// which is one), or (written by an in-process emulator, which serves no
+// port) the unsets that bring corral back to the local one.
 func newSimEnvCmd(st *streams) *cobra.Command {
 	var state string
 	cmd := &cobra.Command{
@@ -85,7 +86,7 @@ func newSimEnvCmd(st *streams) *cobra.Command {
 			path := filepath.Join(state, "env")
 			data, err := os.ReadFile(path)
 			if errors.Is(err, os.ErrNotExist) {
-				return fmt.Errorf("no emulator state in %s: run corral sim serve --state %s, or any corral command without PROXMOX_VE_ENDPOINT (the embedded emulator)", state, state)
+				return fmt.Errorf("no emulator state in %s: run corral sim serve --state %s, or any corral command without PROXMOX_VE_ENDPOINT (it starts the local emulator)", state, state)
 			}
 			if err != nil {
 				return err
