@@ -21,7 +21,7 @@ import (
 // daemonTest is one test's local emulator: the environment that reaches
 // it and its state directory.
 type daemonTest struct {
-	t   *testing.T
+	t   testing.TB
 	env []string
 	dir string // $XDG_STATE_HOME/corral/sim
 }
@@ -34,7 +34,7 @@ type daemonRecord struct {
 
 // newDaemonTest gives a fresh state home and the view runtime (fast, no
 // lxc needed); extra variables go after the defaults and win.
-func newDaemonTest(t *testing.T, extra ...string) *daemonTest {
+func newDaemonTest(t testing.TB, extra ...string) *daemonTest {
 	t.Helper()
 	home := t.TempDir()
 	env := append([]string{"PROXMOX_VE_ENDPOINT=", "PROXMOX_VE_API_TOKEN=", "PROXMOX_VE_FINGERPRINT=",
@@ -114,7 +114,7 @@ func alive(pid int) bool {
 	return !strings.HasPrefix(rest, "Z") && !strings.HasPrefix(rest, "X")
 }
 
-func waitGone(t *testing.T, pid int) {
+func waitGone(t testing.TB, pid int) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for alive(pid) {
@@ -299,5 +299,75 @@ func TestDaemon_refusesUnisolatedGuests(t *testing.T) {
 	_, errs = d.mustRun("--unisolated-guests", "apply", "-f", quickstart, "--auto-approve")
 	if !strings.Contains(errs, "started the local Proxmox VE emulator") || !strings.Contains(errs, "UNISOLATED") {
 		t.Fatalf("--unisolated-guests: want a restarted emulator and the warning:\n%s", errs)
+	}
+}
+
+// The cost of a command as a user feels it, from the CLI (the process's
+// whole run: start, connect, its requests, exit), with the local
+// emulator's default settings and the view runtime. Run with
+//
+//	go test ./cmd/corral -run '^$' -bench Daemon -benchtime 20x
+//
+// README.md quotes the figures; nothing asserts on them.
+
+// BenchmarkDaemonWarmVolumes: `corral volumes` with the emulator running.
+func BenchmarkDaemonWarmVolumes(b *testing.B) {
+	d := newDaemonTest(b, "CORRAL_SIM_TIME_SCALE=")
+	d.mustRun("volumes")
+	b.ResetTimer()
+	for range b.N {
+		d.mustRun("volumes")
+	}
+}
+
+// BenchmarkDaemonWarmStatus: `corral status -f` of the quickstart, its
+// one CT running, with the emulator running.
+func BenchmarkDaemonWarmStatus(b *testing.B) {
+	d := newDaemonTest(b, "CORRAL_SIM_TIME_SCALE=")
+	d.mustRun("apply", "-f", quickstart, "--auto-approve")
+	b.ResetTimer()
+	for range b.N {
+		d.mustRun("status", "-f", quickstart)
+	}
+}
+
+// BenchmarkDaemonColdFirstCommand: `corral volumes` on a fresh state:
+// the first command ever, which starts the emulator.
+func BenchmarkDaemonColdFirstCommand(b *testing.B) {
+	for range b.N {
+		b.StopTimer()
+		d := newDaemonTest(b, "CORRAL_SIM_TIME_SCALE=")
+		b.StartTimer()
+		d.mustRun("volumes")
+		b.StopTimer()
+		d.cleanup()
+		b.StartTimer()
+	}
+}
+
+// BenchmarkDaemonColdRestartStatus: `corral status -f` of the quickstart
+// after corral sim stop: the command starts the emulator, which starts
+// the CT that was running.
+func BenchmarkDaemonColdRestartStatus(b *testing.B) {
+	d := newDaemonTest(b, "CORRAL_SIM_TIME_SCALE=")
+	d.mustRun("apply", "-f", quickstart, "--auto-approve")
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		d.mustRun("sim", "stop")
+		b.StartTimer()
+		d.mustRun("status", "-f", quickstart)
+	}
+}
+
+// BenchmarkInProcessStatus: the same status with CORRAL_SIM_INPROCESS=1,
+// as every command ran before the local emulator: it boots the emulator
+// and the running CT, and stops them at exit.
+func BenchmarkInProcessStatus(b *testing.B) {
+	d := newDaemonTest(b, "CORRAL_SIM_TIME_SCALE=", "CORRAL_SIM_INPROCESS=1")
+	d.mustRun("apply", "-f", quickstart, "--auto-approve")
+	b.ResetTimer()
+	for range b.N {
+		d.mustRun("status", "-f", quickstart)
 	}
 }

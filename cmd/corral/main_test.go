@@ -128,13 +128,13 @@ func startServe(t *testing.T, cmd *exec.Cmd, state string) (string, []string) {
 	return state, env
 }
 
-func corral(t *testing.T, env []string, args ...string) (int, string, string) {
+func corral(t testing.TB, env []string, args ...string) (int, string, string) {
 	t.Helper()
 	return corralCmd(t, env, exec.Command(corralBin, args...))
 }
 
 // corralCmd runs cmd from the repository root with env added to ours.
-func corralCmd(t *testing.T, env []string, cmd *exec.Cmd) (int, string, string) {
+func corralCmd(t testing.TB, env []string, cmd *exec.Cmd) (int, string, string) {
 	t.Helper()
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Dir = "../.."
