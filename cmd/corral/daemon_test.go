@@ -371,3 +371,24 @@ func BenchmarkInProcessStatus(b *testing.B) {
 		d.mustRun("status", "-f", quickstart)
 	}
 }
+
+// TestDaemon_hungIsReplaced: an emulator whose process lives but does not
+// answer (SIGSTOP here) is killed by the next command, which starts a new
+// one; the test's cleanup then stops that one.
+func TestDaemon_hungIsReplaced(t *testing.T) {
+	d := newDaemonTest(t)
+	d.mustRun("volumes")
+	rec, _ := d.record()
+	if err := syscall.Kill(rec.PID, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(rec.PID, syscall.SIGKILL) })
+	_, errs := d.mustRun("volumes")
+	if !strings.Contains(errs, "started the local Proxmox VE emulator") {
+		t.Fatalf("the command after the emulator hung did not start a new one:\n%s", errs)
+	}
+	waitGone(t, rec.PID)
+	if rec2, _ := d.record(); rec2.PID == rec.PID || !alive(rec2.PID) {
+		t.Fatalf("pid %d after the hang (was %d)", rec2.PID, rec.PID)
+	}
+}

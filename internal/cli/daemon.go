@@ -301,6 +301,7 @@ type localSession struct {
 // start is false, failing) when none runs or it does not answer.
 func (d localDaemon) ensure(ctx context.Context, want daemonSettings, start bool, log *slog.Logger) (*localSession, error) {
 	// The usual case, without the lock: it runs and answers.
+	hung := 0 // the pid found not answering
 	if r, err := d.running(); err != nil {
 		return nil, err
 	} else if r != nil && !needsRestart(r, want) {
@@ -309,6 +310,7 @@ func (d localDaemon) ensure(ctx context.Context, want daemonSettings, start bool
 		} else if !errors.Is(err, errNotAnswering) {
 			return nil, err
 		}
+		hung = r.PID
 	}
 	if !start {
 		return nil, fmt.Errorf("the local emulator is not running (state in %s): any corral command starts it", d.dir)
@@ -325,12 +327,15 @@ func (d localDaemon) ensure(ctx context.Context, want daemonSettings, start bool
 	}
 	if r != nil {
 		if !needsRestart(r, want) {
-			c, err := d.client(ctx, r, log)
-			if err == nil {
-				return d.session(r, c, false, want), nil
-			}
-			if !errors.Is(err, errNotAnswering) {
-				return nil, err
+			err := fmt.Errorf("%w within 5s", errNotAnswering)
+			if r.PID != hung { // else it was just asked
+				var c *pve.Client
+				if c, err = d.client(ctx, r, log); err == nil {
+					return d.session(r, c, false, want), nil
+				}
+				if !errors.Is(err, errNotAnswering) {
+					return nil, err
+				}
 			}
 			log.Warn("the local emulator does not answer: killing it to start it again", "pid", r.PID, "err", err)
 			syscall.Kill(r.PID, syscall.SIGKILL)
@@ -339,7 +344,7 @@ func (d localDaemon) ensure(ctx context.Context, want daemonSettings, start bool
 			// of them runs, so a restart loses nothing.
 			syscall.Kill(r.PID, syscall.SIGTERM)
 		}
-		if err := waitExit(ctx, r.PID, 30*time.Second); err != nil {
+		if err := d.waitExit(ctx, r.PID, 30*time.Second); err != nil {
 			return nil, fmt.Errorf("the local emulator (pid %d) did not stop: %w; kill -9 %d, then run the command again (its state is kept)", r.PID, err, r.PID)
 		}
 	}
@@ -377,15 +382,9 @@ func (d localDaemon) start(ctx context.Context, want daemonSettings, old *daemon
 	if err != nil {
 		return nil, fmt.Errorf("find this corral binary to start the local emulator: %w", err)
 	}
-	if _, err := os.Stat(d.path(".lock")); err == nil {
-		if f, err := os.OpenFile(d.path(".lock"), os.O_RDWR, 0); err == nil {
-			busy := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil
-			f.Close()
-			if busy {
-				return nil, fmt.Errorf("state directory %s is in use by another corral emulator (corral sim serve, or a corral run with %s=1): stop it, or point corral at it with '. %s'",
-					d.dir, inProcessEnv, d.path("env"))
-			}
-		}
+	if d.stateBusy() {
+		return nil, fmt.Errorf("state directory %s is in use by another corral emulator (corral sim serve, or a corral run with %s=1): stop it, or point corral at it with '. %s'",
+			d.dir, inProcessEnv, d.path("env"))
 	}
 	listen := "127.0.0.1:0"
 	if old != nil {
@@ -469,12 +468,28 @@ func logTail(path string, n int) string {
 	return "  " + strings.Join(lines, "\n  ")
 }
 
-// waitExit waits until pid is gone.
-func waitExit(ctx context.Context, pid int, limit time.Duration) error {
+// stateBusy: an emulator holds the state directory's lock (DIR/.lock,
+// taken by every emulator on it, see sim.New).
+func (d localDaemon) stateBusy() bool {
+	f, err := os.OpenFile(d.path(".lock"), os.O_RDWR, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	return unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil
+}
+
+// waitExit waits until pid is gone and has let go of the state directory
+// (a killed process's group leader is a zombie before its last thread
+// has closed its files).
+func (d localDaemon) waitExit(ctx context.Context, pid int, limit time.Duration) error {
 	deadline := time.Now().Add(limit)
-	for processAlive(pid) {
+	for processAlive(pid) || d.stateBusy() {
 		if time.Now().After(deadline) {
-			return fmt.Errorf("still running after %s", limit)
+			if processAlive(pid) {
+				return fmt.Errorf("still running after %s", limit)
+			}
+			return nil // another emulator holds it: start says so
 		}
 		select {
 		case <-ctx.Done():
@@ -501,7 +516,7 @@ func (d localDaemon) stop(ctx context.Context) (*daemonRecord, error) {
 	if err := syscall.Kill(r.PID, syscall.SIGTERM); err != nil {
 		return nil, fmt.Errorf("stop the local emulator (pid %d): %w", r.PID, err)
 	}
-	if err := waitExit(ctx, r.PID, 60*time.Second); err != nil {
+	if err := d.waitExit(ctx, r.PID, 60*time.Second); err != nil {
 		return nil, fmt.Errorf("the local emulator (pid %d) %w: see %s; kill -9 %d stops it (its state is kept)", r.PID, err, d.path(daemonLogFile), r.PID)
 	}
 	return r, nil
