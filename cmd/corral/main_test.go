@@ -368,7 +368,7 @@ func volumeDirOf(t *testing.T, state string, env []string, app string) (string, 
 }
 
 // TestREADMEWalkthrough runs the README's "Quickstart, step by step" block
-// line by line, as written, on the embedded emulator with a fresh state,
+// line by line, as written, on the local emulator with a fresh state,
 // after the README's first command, then its "Backups, restore and
 // snapshots" block (VOLID: the archive corral backups lists first), and
 // checks each line's exit status against its "# exit N" comment (0 where
@@ -390,7 +390,16 @@ func TestREADMEWalkthrough(t *testing.T) {
 		return b
 	}
 	// Task durations scaled down: what is checked is each exit status.
-	env := append(os.Environ(), "XDG_STATE_HOME="+t.TempDir(), "PROXMOX_VE_ENDPOINT=", "PROXMOX_VE_API_TOKEN=", "CORRAL_SIM_TIME_SCALE=0.02")
+	// As for a user, the first line starts the local emulator and the
+	// others use it; the test stops it at the end.
+	env := append(os.Environ(), "XDG_STATE_HOME="+t.TempDir(), "PROXMOX_VE_ENDPOINT=", "PROXMOX_VE_API_TOKEN=", "CORRAL_SIM_TIME_SCALE=0.02", "CORRAL_SIM_INPROCESS=")
+	t.Cleanup(func() {
+		cmd := exec.Command(corralBin, "sim", "stop")
+		cmd.Env = env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("sim stop: %v\n%s", err, out)
+		}
+	})
 	run := func(line string, want int) string {
 		t.Helper()
 		cmdline, comment, _ := strings.Cut(line, "#")
