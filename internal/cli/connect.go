@@ -150,7 +150,7 @@ func connectLocal(ctx context.Context, st *streams, start bool, log *slog.Logger
 	if err != nil {
 		return nil, err
 	}
-	d := localDaemon{dir: defaultSimDir()}
+	d := newLocalDaemon()
 	ls, err := d.ensure(ctx, want, start, log)
 	if err != nil {
 		return nil, err

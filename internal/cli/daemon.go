@@ -120,6 +120,16 @@ type daemonRecord struct {
 // localDaemon is the local emulator of a state directory.
 type localDaemon struct{ dir string }
 
+// newLocalDaemon is the local emulator of the default state directory,
+// made absolute: the emulator runs in / and its command line names it.
+func newLocalDaemon() localDaemon {
+	dir := defaultSimDir()
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	return localDaemon{dir: dir}
+}
+
 func (d localDaemon) path(name string) string { return filepath.Join(d.dir, name) }
 
 // record reads daemon.json; nil when there is none.

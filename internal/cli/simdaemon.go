@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -49,7 +48,7 @@ type simStatus struct {
 }
 
 func localStatus(ctx context.Context, st *streams) (simStatus, error) {
-	d := localDaemon{dir: defaultSimDir()}
+	d := newLocalDaemon()
 	s := simStatus{State: d.dir, Log: d.path(daemonLogFile)}
 	r, err := d.running()
 	if err != nil || r == nil {
@@ -147,7 +146,7 @@ state stays on disk: the next corral command without PROXMOX_VE_ENDPOINT
 starts it again, and the containers that were running start again.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			d := localDaemon{dir: defaultSimDir()}
+			d := newLocalDaemon()
 			r, err := d.stop(cmd.Context())
 			if err != nil {
 				return err
@@ -169,7 +168,7 @@ func newSimLogsCmd(st *streams) *cobra.Command {
 		Short: "Print the local emulator's log",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			path := filepath.Join(defaultSimDir(), daemonLogFile)
+			path := newLocalDaemon().path(daemonLogFile)
 			err := followLog(cmd.Context(), stopOf(cmd.Context()), path, st.out, follow)
 			if errors.Is(err, context.Canceled) {
 				return nil
