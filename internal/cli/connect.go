@@ -151,7 +151,7 @@ func connectLocal(ctx context.Context, st *streams, start bool, log *slog.Logger
 		return nil, err
 	}
 	d := newLocalDaemon()
-	ls, err := d.ensure(ctx, want, start, log)
+	ls, err := d.ensure(ctx, want, start, st.err, log)
 	if err != nil {
 		return nil, err
 	}

@@ -272,8 +272,9 @@ func (d localDaemon) client(ctx context.Context, r *daemonRecord, log *slog.Logg
 }
 
 // lock takes daemon.lock, waiting for another command that holds it (one
-// starting or stopping the emulator); unlock releases it.
-func (d localDaemon) lock(ctx context.Context) (unlock func(), err error) {
+// starting or stopping the emulator, and saying so on w after a second);
+// unlock releases it.
+func (d localDaemon) lock(ctx context.Context, w io.Writer) (unlock func(), err error) {
 	if err := os.MkdirAll(d.dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -281,6 +282,7 @@ func (d localDaemon) lock(ctx context.Context) (unlock func(), err error) {
 	if err != nil {
 		return nil, err
 	}
+	said := time.Now().Add(time.Second)
 	for {
 		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
 		if err == nil {
@@ -296,6 +298,10 @@ func (d localDaemon) lock(ctx context.Context) (unlock func(), err error) {
 			return nil, ctx.Err()
 		case <-time.After(25 * time.Millisecond):
 		}
+		if !said.IsZero() && time.Now().After(said) {
+			fmt.Fprintf(w, "corral: waiting for another corral that is starting or stopping the local emulator (its log: %s)\n", d.path(daemonLogFile))
+			said = time.Time{}
+		}
 	}
 }
 
@@ -309,7 +315,7 @@ type localSession struct {
 
 // ensure connects to the running local emulator, starting it (or, when
 // start is false, failing) when none runs or it does not answer.
-func (d localDaemon) ensure(ctx context.Context, want daemonSettings, start bool, log *slog.Logger) (*localSession, error) {
+func (d localDaemon) ensure(ctx context.Context, want daemonSettings, start bool, w io.Writer, log *slog.Logger) (*localSession, error) {
 	// The usual case, without the lock: it runs and answers.
 	hung := 0 // the pid found not answering
 	if r, err := d.running(); err != nil {
@@ -325,7 +331,7 @@ func (d localDaemon) ensure(ctx context.Context, want daemonSettings, start bool
 	if !start {
 		return nil, fmt.Errorf("the local emulator is not running (state in %s): any corral command starts it", d.dir)
 	}
-	unlock, err := d.lock(ctx)
+	unlock, err := d.lock(ctx, w)
 	if err != nil {
 		return nil, err
 	}
@@ -359,6 +365,9 @@ func (d localDaemon) ensure(ctx context.Context, want daemonSettings, start bool
 		}
 	}
 	old, _ := d.record()
+	if want.RealTemplates {
+		fmt.Fprintf(w, "corral: starting the local emulator with real templates (the first start builds one, for minutes: its log, %s, follows it)\n", d.path(daemonLogFile))
+	}
 	r, err = d.start(ctx, want, old)
 	if err != nil {
 		return nil, err
@@ -513,8 +522,8 @@ func (d localDaemon) waitExit(ctx context.Context, pid int, limit time.Duration)
 // stop ends the running emulator with SIGTERM (it closes cleanly: CT
 // state stays on disk and running CTs start again with it) and waits.
 // It returns the stopped record, or nil when none ran.
-func (d localDaemon) stop(ctx context.Context) (*daemonRecord, error) {
-	unlock, err := d.lock(ctx)
+func (d localDaemon) stop(ctx context.Context, w io.Writer) (*daemonRecord, error) {
+	unlock, err := d.lock(ctx, w)
 	if err != nil {
 		return nil, err
 	}

@@ -147,7 +147,7 @@ starts it again, and the containers that were running start again.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			d := newLocalDaemon()
-			r, err := d.stop(cmd.Context())
+			r, err := d.stop(cmd.Context(), st.err)
 			if err != nil {
 				return err
 			}
