@@ -204,8 +204,9 @@ func TestQuickstartThroughTheBinary(t *testing.T) {
 	}
 }
 
-// TestEmbeddedEmulator is the README's first command: no endpoint, so the
-// embedded emulator is used, and it says so.
+// TestEmbeddedEmulator: with no endpoint and CORRAL_SIM_INPROCESS=1 (set
+// by TestMain), the emulator runs inside the command, which says so (the
+// local emulator the README's first command starts is daemon_test.go's).
 func TestEmbeddedEmulator(t *testing.T) {
 	env := []string{"PROXMOX_VE_ENDPOINT=", "PROXMOX_VE_API_TOKEN=", "XDG_STATE_HOME=" + t.TempDir(), "CORRAL_SIM_TIME_SCALE=0"}
 	code, out, errs := corral(t, env, "apply", "-f", "examples/quickstart/corral.yaml", "--auto-approve")
