@@ -39,6 +39,13 @@ func TestMain(m *testing.M) {
 	if os.Getenv("CORRAL_SIM_UNISOLATED") == "" {
 		os.Setenv("CORRAL_SIM_UNISOLATED", "1")
 	}
+	// With no endpoint, a corral command here runs the emulator in its
+	// own process (CORRAL_SIM_INPROCESS=1) rather than starting the
+	// local one in the background, which would outlive the test; the
+	// tests of the local emulator clear it and stop theirs.
+	if os.Getenv("CORRAL_SIM_INPROCESS") == "" {
+		os.Setenv("CORRAL_SIM_INPROCESS", "1")
+	}
 	out, err := exec.Command("go", "build", "-o", corralBin, ".").CombinedOutput()
 	if err != nil {
 		os.Stderr.Write(out)
@@ -121,13 +128,13 @@ func startServe(t *testing.T, cmd *exec.Cmd, state string) (string, []string) {
 	return state, env
 }
 
-func corral(t *testing.T, env []string, args ...string) (int, string, string) {
+func corral(t testing.TB, env []string, args ...string) (int, string, string) {
 	t.Helper()
 	return corralCmd(t, env, exec.Command(corralBin, args...))
 }
 
 // corralCmd runs cmd from the repository root with env added to ours.
-func corralCmd(t *testing.T, env []string, cmd *exec.Cmd) (int, string, string) {
+func corralCmd(t testing.TB, env []string, cmd *exec.Cmd) (int, string, string) {
 	t.Helper()
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Dir = "../.."
@@ -197,8 +204,9 @@ func TestQuickstartThroughTheBinary(t *testing.T) {
 	}
 }
 
-// TestEmbeddedEmulator is the README's first command: no endpoint, so the
-// embedded emulator is used, and it says so.
+// TestEmbeddedEmulator: with no endpoint and CORRAL_SIM_INPROCESS=1 (set
+// by TestMain), the emulator runs inside the command, which says so (the
+// local emulator the README's first command starts is daemon_test.go's).
 func TestEmbeddedEmulator(t *testing.T) {
 	env := []string{"PROXMOX_VE_ENDPOINT=", "PROXMOX_VE_API_TOKEN=", "XDG_STATE_HOME=" + t.TempDir(), "CORRAL_SIM_TIME_SCALE=0"}
 	code, out, errs := corral(t, env, "apply", "-f", "examples/quickstart/corral.yaml", "--auto-approve")
@@ -361,7 +369,7 @@ func volumeDirOf(t *testing.T, state string, env []string, app string) (string, 
 }
 
 // TestREADMEWalkthrough runs the README's "Quickstart, step by step" block
-// line by line, as written, on the embedded emulator with a fresh state,
+// line by line, as written, on the local emulator with a fresh state,
 // after the README's first command, then its "Backups, restore and
 // snapshots" block (VOLID: the archive corral backups lists first), and
 // checks each line's exit status against its "# exit N" comment (0 where
@@ -383,7 +391,16 @@ func TestREADMEWalkthrough(t *testing.T) {
 		return b
 	}
 	// Task durations scaled down: what is checked is each exit status.
-	env := append(os.Environ(), "XDG_STATE_HOME="+t.TempDir(), "PROXMOX_VE_ENDPOINT=", "PROXMOX_VE_API_TOKEN=", "CORRAL_SIM_TIME_SCALE=0.02")
+	// As for a user, the first line starts the local emulator and the
+	// others use it; the test stops it at the end.
+	env := append(os.Environ(), "XDG_STATE_HOME="+t.TempDir(), "PROXMOX_VE_ENDPOINT=", "PROXMOX_VE_API_TOKEN=", "CORRAL_SIM_TIME_SCALE=0.02", "CORRAL_SIM_INPROCESS=")
+	t.Cleanup(func() {
+		cmd := exec.Command(corralBin, "sim", "stop")
+		cmd.Env = env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("sim stop: %v\n%s", err, out)
+		}
+	})
 	run := func(line string, want int) string {
 		t.Helper()
 		cmdline, comment, _ := strings.Cut(line, "#")

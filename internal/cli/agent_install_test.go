@@ -522,7 +522,7 @@ func TestAgent_installRefusals(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"embedded emulator", []string{"--endpoint", ""}, "needs a cluster that keeps running"},
+		{"no endpoint", []string{"--endpoint", ""}, "needs an endpoint it can hand to the agent"},
 		{"insecure", append(slices.Clone(conn), "--insecure"), "pin the certificate"},
 		{"not a binary", append(slices.Clone(conn), "--binary", notBinary), "is not a Linux binary"},
 		{"mode", append(slices.Clone(conn), "--mode", "fix"), `--mode "fix": want observe or reconcile`},

@@ -426,8 +426,8 @@ func runAgentInstall(cmd *cobra.Command, st *streams, a *agentInstallArgs) error
 	ctx := cmd.Context()
 	cf := a.cf.resolved(os.Getenv)
 	if cf.endpoint == "" {
-		return errors.New("corral agent install needs a cluster that keeps running: the embedded emulator stops with this corral; " +
-			"set PROXMOX_VE_ENDPOINT (for the emulator: corral sim serve, then source its env file)")
+		return errors.New("corral agent install needs an endpoint it can hand to the agent: set PROXMOX_VE_ENDPOINT " +
+			"(for corral's local emulator, eval \"$(corral sim env)\" exports its endpoint, token and fingerprint; or corral sim serve, then source its env file)")
 	}
 	if cf.insecure || cf.plainHTTP {
 		return errors.New("corral agent install copies the API settings into the container: pin the certificate (--fingerprint or --ca-file) instead of --insecure or plain http")

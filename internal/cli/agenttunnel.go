@@ -33,7 +33,7 @@ func tunnelHTTP(cl *guest.Client) *http.Client {
 
 // agentEndpoint is the API endpoint the agent uses from inside its
 // container. A non-loopback endpoint is kept: a container reaches its
-// node as the user does. A loopback one (the embedded emulator's, an
+// node as the user does. A loopback one (the local emulator's, an
 // SSH tunnel's) means the container's own loopback there, so the
 // container's default gateway is tried next, on the endpoint's port and
 // on PVE's 8006 (a container on PVE's bridge reaches its node there; the

@@ -73,7 +73,7 @@ func contains(ss []string, s string) bool {
 const completionTimeout = 3 * time.Second
 
 // fromCluster runs list against the cluster that cmd's flags (or the
-// environment, or the embedded emulator) point at, quietly: nothing on
+// environment, or the local emulator if it runs) point at, quietly: nothing on
 // stderr, no error, nothing at all after completionTimeout.
 func fromCluster(cmd *cobra.Command, list func(ctx context.Context, s *session) ([]string, error)) []string {
 	var cf connFlags
@@ -92,7 +92,7 @@ func fromCluster(cmd *cobra.Command, list func(ctx context.Context, s *session) 
 	ctx, cancel := context.WithTimeout(context.Background(), completionTimeout)
 	defer cancel()
 	quiet := &streams{in: strings.NewReader(""), out: io.Discard, err: io.Discard}
-	s, err := connect(ctx, quiet, cf)
+	s, err := connectTo(ctx, quiet, cf, false) // a completion starts no emulator
 	if err != nil {
 		return nil
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/corralhq/corral/internal/pve"
 	"github.com/corralhq/corral/internal/sim"
+	"github.com/corralhq/corral/internal/sim/guest"
 )
 
 // connFlags are the connection settings, named as the bpg Terraform
@@ -34,7 +35,7 @@ type connFlags struct {
 var dialContext func(ctx context.Context, network, addr string) (net.Conn, error)
 
 func (c *connFlags) add(f *pflag.FlagSet) {
-	f.StringVar(&c.endpoint, "endpoint", "", "PVE API endpoint, e.g. https://pve:8006 (env PROXMOX_VE_ENDPOINT; none = embedded emulator)")
+	f.StringVar(&c.endpoint, "endpoint", "", "PVE API endpoint, e.g. https://pve:8006 (env PROXMOX_VE_ENDPOINT; none = the local emulator, started in the background)")
 	f.StringVar(&c.token, "api-token", "", "API token user@realm!tokenid=secret (env PROXMOX_VE_API_TOKEN)")
 	f.StringVar(&c.fingerprint, "fingerprint", "", "SHA-256 fingerprint of the server certificate to pin (env PROXMOX_VE_FINGERPRINT)")
 	f.StringVar(&c.caFile, "ca-file", "", "PEM file of CA certificates to trust (env PROXMOX_VE_CA_FILE)")
@@ -69,11 +70,12 @@ func (c connFlags) resolved(getenv func(string) string) connFlags {
 	return c
 }
 
-// session is a connected client, and the embedded emulator when one was
-// started for this run.
+// session is a connected client, and the emulator when corral runs one:
+// in-process (CORRAL_SIM_INPROCESS=1) or the local one in the background.
 type session struct {
 	client   *pve.Client
 	embedded *sim.Server
+	local    *daemonRecord
 	endpoint string
 }
 
@@ -83,32 +85,23 @@ func (s *session) Close() {
 	}
 }
 
-// connect returns a client for the configured endpoint, or starts the
-// embedded emulator (and says so on stderr) when none is configured.
+// connect returns a client for the configured endpoint, or for the local
+// emulator (started in the background when none runs) when none is
+// configured, and says on stderr which one it uses.
 func connect(ctx context.Context, st *streams, cf connFlags) (*session, error) {
+	return connectTo(ctx, st, cf, true)
+}
+
+// connectTo is connect; with start false a command without an endpoint
+// uses the local emulator only if it runs (completions start nothing).
+func connectTo(ctx context.Context, st *streams, cf connFlags, start bool) (*session, error) {
 	cf = cf.resolved(os.Getenv)
 	log := st.logger()
 	if cf.endpoint == "" {
-		dir := defaultSimDir()
-		scale := 0.25
-		if v := os.Getenv("CORRAL_SIM_TIME_SCALE"); v != "" {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil || f < 0 {
-				return nil, fmt.Errorf("CORRAL_SIM_TIME_SCALE=%q: want a number >= 0", v)
-			}
-			scale = f
+		if os.Getenv(inProcessEnv) == "1" {
+			return connectInProcess(st, log)
 		}
-		s, err := sim.New(sim.Options{Dir: dir, Listener: sim.ListenNone, TimeScale: &scale, Logger: log})
-		if err != nil {
-			return nil, fmt.Errorf("start embedded emulator: %w", err)
-		}
-		fmt.Fprintf(st.err, "corral: no PROXMOX_VE_ENDPOINT set: using the embedded Proxmox VE emulator (state in %s)\n", dir)
-		c, err := pve.New(pve.Config{Endpoint: s.URL(), Token: s.Credentials().OperatorToken, HTTPClient: s.HTTPClient(), Logger: log})
-		if err != nil {
-			s.Close()
-			return nil, err
-		}
-		return &session{client: c, embedded: s, endpoint: "embedded emulator"}, nil
+		return connectLocal(ctx, st, start, log)
 	}
 	if cf.token == "" {
 		return nil, fmt.Errorf("no API token: set PROXMOX_VE_API_TOKEN (or --api-token) to user@realm!tokenid=secret")
@@ -126,6 +119,58 @@ func connect(ctx context.Context, st *streams, cf connFlags) (*session, error) {
 	return &session{client: c, endpoint: cf.endpoint}, nil
 }
 
+// connectInProcess starts the emulator inside this command on the default
+// state directory; it stops when the command ends (CORRAL_SIM_INPROCESS=1,
+// for tests).
+func connectInProcess(st *streams, log *slog.Logger) (*session, error) {
+	dir := defaultSimDir()
+	want, err := simSettingsFromEnv()
+	if err != nil {
+		return nil, err
+	}
+	scale := want.TimeScale
+	s, err := sim.New(sim.Options{Dir: dir, Listener: sim.ListenNone, TimeScale: &scale, Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("start embedded emulator: %w", err)
+	}
+	fmt.Fprintf(st.err, "corral: no PROXMOX_VE_ENDPOINT set: using the embedded Proxmox VE emulator in this process (%s=1; state in %s)\n", inProcessEnv, dir)
+	c, err := pve.New(pve.Config{Endpoint: s.URL(), Token: s.Credentials().OperatorToken, HTTPClient: s.HTTPClient(), Logger: log})
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	return &session{client: c, embedded: s, endpoint: "embedded emulator"}, nil
+}
+
+// connectLocal connects to the local emulator, starting it when none runs
+// (and start is set), and says so in one line (more only when its
+// settings differ from this command's, or it runs guests unisolated).
+func connectLocal(ctx context.Context, st *streams, start bool, log *slog.Logger) (*session, error) {
+	want, err := simSettingsFromEnv()
+	if err != nil {
+		return nil, err
+	}
+	d := newLocalDaemon()
+	ls, err := d.ensure(ctx, want, start, st.err, log)
+	if err != nil {
+		return nil, err
+	}
+	r := ls.rec
+	if ls.started {
+		fmt.Fprintf(st.err, "corral: no PROXMOX_VE_ENDPOINT set: started the local Proxmox VE emulator in the background (pid %d, state in %s, log %s; corral sim stop stops it)\n",
+			r.PID, d.dir, d.path(daemonLogFile))
+		if !r.Isolated && r.GuestsRefused == "" {
+			fmt.Fprintf(st.err, "corral: warning: GUEST COMMANDS RUN UNISOLATED ON THIS HOST (%s=1): they can see and kill your processes and write your files\n", guest.UnisolatedEnv)
+		}
+	} else {
+		fmt.Fprintf(st.err, "corral: no PROXMOX_VE_ENDPOINT set: using the local Proxmox VE emulator (state in %s)\n", d.dir)
+	}
+	if len(ls.notes) > 0 {
+		fmt.Fprintf(st.err, "corral: note: the local emulator runs with %s: corral sim stop, then run again, to start it with this command's settings\n", strings.Join(ls.notes, ", "))
+	}
+	return &session{client: ls.client, local: r, endpoint: "local emulator " + r.URL}, nil
+}
+
 // pveConfig is the client configuration for endpoint with the token and
 // trust settings of the flags: every client corral makes from them
 // (the session's, the agent's endpoint check from inside a guest) trusts
@@ -135,17 +180,19 @@ func (cf connFlags) pveConfig(endpoint string, dial func(ctx context.Context, ne
 		Insecure: cf.insecure, AllowPlainHTTP: cf.plainHTTP, DialContext: dial, Logger: log}
 }
 
-// guestsRefused is the embedded emulator's refusal to start containers
-// (it cannot isolate them here and nobody opted in), checked before a
-// manifest's first change so that apply stops with the fix instead of
-// failing at its first container start; nil for a real PVE or a served
-// emulator (whose start tasks fail with the same message).
+// guestsRefused is the embedded or local emulator's refusal to start
+// containers (it cannot isolate them here and nobody opted in), checked
+// before a manifest's first change so that apply stops with the fix
+// instead of failing at its first container start; nil for a real PVE or
+// a served emulator (whose start tasks fail with the same message).
 func (s *session) guestsRefused() error {
-	if s.embedded == nil {
-		return nil
-	}
-	if err := s.embedded.Guests().Refused(); err != nil {
-		return fmt.Errorf("%w\nnothing was changed", err)
+	switch {
+	case s.embedded != nil:
+		if err := s.embedded.Guests().Refused(); err != nil {
+			return fmt.Errorf("%w\nnothing was changed", err)
+		}
+	case s.local != nil && s.local.GuestsRefused != "":
+		return fmt.Errorf("%s\nnothing was changed", s.local.GuestsRefused)
 	}
 	return nil
 }

@@ -17,7 +17,7 @@ import (
 
 // sshConfig is how corral logs into containers for this session: its own
 // key, and the guests' SSH port (22 on PVE; the embedded emulator's own
-// port, or CORRAL_SIM_GUEST_SSH_PORT from a standalone emulator's env
+// port, the local emulator's, or CORRAL_SIM_GUEST_SSH_PORT from a standalone emulator's env
 // file).
 func sshConfig(s *session, trustNew bool) (apply.SSH, error) {
 	id, err := loadIdentity()
@@ -27,6 +27,8 @@ func sshConfig(s *session, trustNew bool) (apply.SSH, error) {
 	port := 22
 	if s.embedded != nil {
 		port = s.embedded.Guests().Port()
+	} else if s.local != nil {
+		port = s.local.GuestSSHPort
 	} else if v := os.Getenv("CORRAL_SIM_GUEST_SSH_PORT"); v != "" {
 		if port, err = strconv.Atoi(v); err != nil || port <= 0 || port > 65535 {
 			return apply.SSH{}, fmt.Errorf("CORRAL_SIM_GUEST_SSH_PORT=%q: want a port number", v)

@@ -73,6 +73,7 @@ func TestEveryCommandJSONOrRefuses(t *testing.T) {
 		"agent status":    "TestAgent_runAndGracefulStop (it reads a running agent)",
 		"agent install":   "TestAgent_install (it needs guest exec and a built corral binary)",
 		"agent uninstall": "TestAgent_install",
+		"sim status":      "cmd/corral TestDaemon_keepsContainersRunning (it reads the local emulator, a corral process)",
 	}
 	// Commands whose output is not a document: what they print is the
 	// container's, the emulator's, a shell's or a person's.
@@ -82,6 +83,8 @@ func TestEveryCommandJSONOrRefuses(t *testing.T) {
 		"cp":                    {"cp", "notes:/etc/hostname", t.TempDir(), "-f", m},
 		"sim serve":             {"sim", "serve", "--state", t.TempDir()},
 		"sim env":               {"sim", "env", "--state", t.TempDir()},
+		"sim stop":              {"sim", "stop"},
+		"sim logs":              {"sim", "logs"},
 		"completion bash":       {"completion", "bash"},
 		"completion zsh":        {"completion", "zsh"},
 		"completion fish":       {"completion", "fish"},

@@ -23,6 +23,13 @@ func TestMain(m *testing.M) {
 	if os.Getenv("CORRAL_SIM_UNISOLATED") == "" {
 		os.Setenv("CORRAL_SIM_UNISOLATED", "1")
 	}
+	// With no endpoint, a corral command here runs the emulator in its
+	// own process (CORRAL_SIM_INPROCESS=1) rather than starting the
+	// local one in the background, which would outlive the test; the
+	// tests of the local emulator clear it and stop theirs.
+	if os.Getenv("CORRAL_SIM_INPROCESS") == "" {
+		os.Setenv("CORRAL_SIM_INPROCESS", "1")
+	}
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)

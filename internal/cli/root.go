@@ -109,7 +109,9 @@ func newRoot(ctx context.Context, st *streams) *cobra.Command {
 (corral.yaml), with only an API token. Containers are disposable; their
 volumes are not: persistent volumes survive every destroy and recreate.
 
-With no endpoint configured, corral uses its embedded Proxmox VE emulator.
+With no endpoint configured, corral uses its local Proxmox VE emulator,
+which the first command starts in the background and which keeps running
+(corral sim status, corral sim stop, corral sim logs).
 
 EXIT STATUS
   0   success (plan: no changes)

@@ -25,12 +25,19 @@ type simServeArgs struct {
 	sshPort   int
 	real      bool
 	allowed   []string
+	daemon    bool
 }
 
 func newSimCmd(st *streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "sim",
-		Short: "The embedded Proxmox VE emulator",
+		Short: "The local Proxmox VE emulator",
+		Long: `With no endpoint configured (PROXMOX_VE_ENDPOINT), the first corral
+command starts a Proxmox VE emulator in the background for this user, on
+the default state directory (` + defaultSimDir() + `), and every later
+command uses it: containers keep running between commands. corral sim
+status, stop and logs manage it; corral sim serve runs one in the
+foreground instead.`,
 	}
 	a := &simServeArgs{}
 	serve := &cobra.Command{
@@ -57,15 +64,18 @@ credentials: source it (". DIR/env") before running corral.`,
 	f.BoolVar(&a.plainHTTP, "plain-http", false, "serve plain HTTP instead of HTTPS")
 	f.IntVar(&a.sshPort, "guest-ssh-port", sim.PVEPort, "port of each running container's SSH server (22 as on PVE, 2222 when 22 cannot be bound; 0 picks a free port); DIR/env exports it")
 	f.BoolVar(&a.real, "real-templates", false, "make the Debian 12 template a real Debian root file system (built once with mmdebstrap and cached; needs root, mmdebstrap, zstd); also CORRAL_SIM_REAL_TEMPLATES=1")
+	f.BoolVar(&a.daemon, "daemon", false, "run as corral's local emulator: write DIR/daemon.json once serving (corral starts it so)")
+	f.MarkHidden("daemon")
 	f.StringSliceVar(&a.allowed, "allowed-host", nil, "another name the API answers to in the Host header (repeatable; besides its certificate's names, localhost, the --listen name, any IP address, and the hostname off the loopback)")
-	cmd.AddCommand(serve, newSimEnvCmd(st))
+	cmd.AddCommand(serve, newSimEnvCmd(st), newSimStatusCmd(st), newSimStopCmd(st), newSimLogsCmd(st))
 	return cmd
 }
 
 // newSimEnvCmd is `corral sim env`: the state directory's env file on
 // stdout, for eval "$(corral sim env)". It holds a served emulator's
-// endpoint and credentials, or (written by the embedded emulator, which
-// serves no port) the unsets that bring corral back to the embedded one.
+// endpoint and credentials (corral sim serve's, or the local emulator's,
+// which is one), or (written by an in-process emulator, which serves no
+// port) the unsets that bring corral back to the local one.
 func newSimEnvCmd(st *streams) *cobra.Command {
 	var state string
 	cmd := &cobra.Command{
@@ -76,7 +86,7 @@ func newSimEnvCmd(st *streams) *cobra.Command {
 			path := filepath.Join(state, "env")
 			data, err := os.ReadFile(path)
 			if errors.Is(err, os.ErrNotExist) {
-				return fmt.Errorf("no emulator state in %s: run corral sim serve --state %s, or any corral command without PROXMOX_VE_ENDPOINT (the embedded emulator)", state, state)
+				return fmt.Errorf("no emulator state in %s: run corral sim serve --state %s, or any corral command without PROXMOX_VE_ENDPOINT (it starts the local emulator)", state, state)
 			}
 			if err != nil {
 				return err
@@ -129,6 +139,11 @@ func runSimServe(cmd *cobra.Command, st *streams, a *simServeArgs) error {
 		fmt.Fprintf(st.out, "  containers:  NOT ISOLATED (--unisolated-guests: guest commands run on this host and can see and kill its processes; %v)\n", why)
 	}
 	fmt.Fprintf(st.out, "  credentials: . %s\n", filepath.Join(a.state, "env"))
+	if a.daemon {
+		if err := writeDaemonRecord(s, a); err != nil {
+			return fmt.Errorf("write %s: %w", filepath.Join(a.state, daemonRecordFile), err)
+		}
+	}
 	// The first Ctrl-C or SIGTERM stops the emulator: it has no step to
 	// finish (a running task is interrupted as PVE's daemon stop does).
 	select {

@@ -311,7 +311,7 @@ func lockDir(dir string) (*os.File, error) {
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("sim: state directory %s is in use by another corral emulator (a corral command using the embedded one, or corral sim serve): wait for the command, or point corral at the served one with '. %s'", dir, filepath.Join(dir, "env"))
+		return nil, fmt.Errorf("sim: state directory %s is in use by another corral emulator (corral's local one, which corral sim stop stops; corral sim serve; or a command with CORRAL_SIM_INPROCESS=1): stop it, or point corral at it with '. %s'", dir, filepath.Join(dir, "env"))
 	}
 	return f, nil
 }

@@ -1,0 +1,93 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/corralhq/corral/internal/pvetest"
+)
+
+// TestShellUnquote: the token read from DIR/env is the one sim's
+// shellQuote wrote, quotes included.
+func TestShellUnquote(t *testing.T) {
+	for in, want := range map[string]string{
+		`'corral@pve!corral=abc-123'`: "corral@pve!corral=abc-123",
+		`'it'\''s'`:                   "it's",
+		`plain`:                       "plain",
+		`''`:                          "",
+	} {
+		if got := shellUnquote(in); got != want {
+			t.Errorf("shellUnquote(%s) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestDaemonSettingsDifferences: each setting that differs is named with
+// both values; equal settings give none.
+func TestDaemonSettingsDifferences(t *testing.T) {
+	a := daemonSettings{TimeScale: 0.25, Runtime: "view", Unisolated: true}
+	if d := a.differences(a); len(d) != 0 {
+		t.Fatalf("equal settings differ: %v", d)
+	}
+	b := daemonSettings{TimeScale: 0, RealTemplates: true}
+	got := strings.Join(a.differences(b), "; ")
+	for _, want := range []string{"CORRAL_SIM_TIME_SCALE=0.25 (here 0)", `CORRAL_SIM_RUNTIME="view" (here "")`,
+		"CORRAL_SIM_UNISOLATED=1 (here unset)", "CORRAL_SIM_REAL_TEMPLATES=unset (here 1)"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("differences %q lack %q", got, want)
+		}
+	}
+}
+
+// TestFollowLog: sim logs -F prints the log, then what is appended, until
+// stopped.
+func TestFollowLog(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "daemon.log")
+	if err := os.WriteFile(path, []byte("first\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out lockedBuffer
+	stop := make(chan struct{})
+	done := make(chan error, 1)
+	go func() { done <- followLog(context.Background(), stop, path, &out, true) }()
+	pvetest.WaitFor(t, "the log's first line", func() bool { return out.String() == "first\n" })
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("second\n")
+	f.Close()
+	pvetest.WaitFor(t, "the appended line", func() bool { return out.String() == "first\nsecond\n" })
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := followLog(context.Background(), nil, filepath.Join(t.TempDir(), "none"), &out, false); err == nil || !strings.Contains(err.Error(), "any corral command without PROXMOX_VE_ENDPOINT starts it") {
+		t.Fatalf("no log: %v", err)
+	}
+}
+
+// TestCompletionStartsNoEmulator: a completion (connectTo with start
+// false) with no endpoint and no local emulator running starts none.
+func TestCompletionStartsNoEmulator(t *testing.T) {
+	t.Setenv("PROXMOX_VE_ENDPOINT", "")
+	t.Setenv(inProcessEnv, "")
+	home := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", home)
+	quiet := &streams{in: strings.NewReader(""), out: io.Discard, err: io.Discard}
+	_, err := connectTo(context.Background(), quiet, connFlags{}, false)
+	if err == nil || !strings.Contains(err.Error(), "the local emulator is not running") {
+		t.Fatalf("connectTo without start: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(home, "corral", "sim", daemonLogFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("an emulator was started (its log: %v)", err)
+	}
+	if got := fromCluster(newSimCmd(quiet), func(context.Context, *session) ([]string, error) { return []string{"x"}, nil }); got != nil {
+		t.Fatalf("completion listed %v with no emulator", got)
+	}
+}
