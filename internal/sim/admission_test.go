@@ -42,8 +42,8 @@ func TestMemoryAdmission(t *testing.T) {
 	if got, want := full.ExitStatus, "startup for container '105' failed"; got != want {
 		t.Fatalf("start on a full node ended %q, want %q\n%s", got, want, strings.Join(full.log, "\n"))
 	}
-	why := "not enough memory on the node: CT 105 needs 256 MiB (its memory), 1024 of node 'pve''s 1024 MiB are taken by 4 running CT(s) (0 MiB free); " +
-		"stop a CT, lower this CT's memory, or give the emulator more (corral sim serve --node-memory)"
+	why := "not enough memory on node 'pve' to start CT 105: it needs 256 MiB, and the 4 CT(s) running there hold 1024 of the node's 1024 MiB; " +
+		"stop a CT, lower this CT's memory, or run the emulator with more (corral sim serve --node-memory SIZE)"
 	if !full.has(why) || !full.has("TASK ERROR: startup for container '105' failed") {
 		t.Fatalf("start log lacks the reason and the task error:\n%s", strings.Join(full.log, "\n"))
 	}

@@ -92,9 +92,9 @@ func (c *Cluster) admitLocked(w *Worker, node string, g *Guest) error {
 
 // memoryRefusal is the task log line of a start admission refused.
 func memoryRefusal(node string, vmid int, need, used, total int64, running int) string {
-	return fmt.Sprintf("%v: CT %d needs %d MiB (its memory), %d of node '%s''s %d MiB are taken by %d running CT(s) (%d MiB free); "+
-		"stop a CT, lower this CT's memory, or give the emulator more (corral sim serve --node-memory)",
-		ErrNoMemory, vmid, need/mib, used/mib, node, total/mib, running, max(total-used, 0)/mib)
+	return fmt.Sprintf("not enough memory on node '%s' to start CT %d: it needs %d MiB, and the %d CT(s) running there hold %d of the node's %d MiB; "+
+		"stop a CT, lower this CT's memory, or run the emulator with more (corral sim serve --node-memory SIZE)",
+		node, vmid, need/mib, running, used/mib, total/mib)
 }
 
 // noMemoryError is the start task's failure: PVE's exit status for a CT
