@@ -25,6 +25,7 @@ type simServeArgs struct {
 	sshPort   int
 	real      bool
 	allowed   []string
+	nodeMem   string
 }
 
 func newSimCmd(st *streams) *cobra.Command {
@@ -58,6 +59,7 @@ credentials: source it (". DIR/env") before running corral.`,
 	f.IntVar(&a.sshPort, "guest-ssh-port", sim.PVEPort, "port of each running container's SSH server (22 as on PVE, 2222 when 22 cannot be bound; 0 picks a free port); DIR/env exports it")
 	f.BoolVar(&a.real, "real-templates", false, "make the Debian 12 template a real Debian root file system (built once with mmdebstrap and cached; needs root, mmdebstrap, zstd); also CORRAL_SIM_REAL_TEMPLATES=1")
 	f.StringSliceVar(&a.allowed, "allowed-host", nil, "another name the API answers to in the Host header (repeatable; besides its certificate's names, localhost, the --listen name, any IP address, and the hostname off the loopback)")
+	f.StringVar(&a.nodeMem, "node-memory", "", "memory of each node, e.g. 16G; a CT start that does not fit beside the node's running CTs fails (default: with real containers, the host's memory less a reserve, shared by the nodes; otherwise no limit)")
 	cmd.AddCommand(serve, newSimEnvCmd(st))
 	return cmd
 }
@@ -102,6 +104,10 @@ func runSimServe(cmd *cobra.Command, st *streams, a *simServeArgs) error {
 	if a.nodes < 1 || a.nodes > 64 {
 		return fmt.Errorf("--nodes %d: want 1..64", a.nodes)
 	}
+	nodeMem, err := parseNodeMemory(a.nodeMem)
+	if err != nil {
+		return err
+	}
 	mode := sim.ListenTLS
 	if a.plainHTTP {
 		mode = sim.ListenHTTP
@@ -110,7 +116,7 @@ func runSimServe(cmd *cobra.Command, st *streams, a *simServeArgs) error {
 	s, err := sim.New(sim.Options{
 		Dir: a.state, Listen: a.listen, Listener: mode, Nodes: a.nodes, Version: a.version, SharedStorage: a.shared,
 		TimeScale: &ts, Faults: a.faults, Logger: st.logger(), GuestSSHPort: a.sshPort,
-		RealTemplates: a.real, AllowedHosts: a.allowed,
+		RealTemplates: a.real, AllowedHosts: a.allowed, NodeMemory: nodeMem,
 	})
 	if err != nil {
 		return err
