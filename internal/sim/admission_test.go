@@ -114,3 +114,32 @@ func TestMemoryAdmission_CreateStart(t *testing.T) {
 		t.Fatalf("CT 102 config after the refused start: %v", c)
 	}
 }
+
+// TestNodeMemory_fromHost: without NodeMemory, nodes whose CTs are real
+// containers (the LXC runtime) have the host's MemTotal less the reserve,
+// shared between them, and admission is on; in the filesystem view it is
+// off and the nodes keep the state's memory (32 GiB).
+func TestNodeMemory_fromHost(t *testing.T) {
+	k := openE2E(t, Options{Dir: t.TempDir(), Listener: ListenTLS, TimeScale: zeroScale(), Nodes: 2})
+	total, err := HostMemTotal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, admit := int64(32<<30), false
+	if isolated, _ := k.srv.Guests().Isolated(); isolated {
+		want, admit = (total-HostMemoryReserve(total))/2, true
+	}
+	if got := k.srv.Cluster().MemoryAdmission(); got != admit {
+		t.Errorf("admission %v, want %v", got, admit)
+	}
+	var res []map[string]any
+	k.ok(k.root(), http.MethodGet, "/cluster/resources", url.Values{"type": {"node"}}, &res)
+	for _, r := range res {
+		if r["maxmem"] != float64(want) {
+			t.Errorf("node %v maxmem %v, want %d (host MemTotal %d)", r["node"], r["maxmem"], want, total)
+		}
+	}
+	if len(res) != 2 {
+		t.Fatalf("%d nodes", len(res))
+	}
+}
