@@ -1,12 +1,9 @@
 package sim
 
 import (
-	"bufio"
-	"errors"
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
+
+	"github.com/corralhq/corral/internal/sim/prereq"
 )
 
 // Node memory and memory admission (model/admission.go has the rule and
@@ -25,36 +22,11 @@ import (
 //     benchmarks of thousands of CTs keep working; the nodes report the
 //     memory they have (32 GiB each by default).
 
-// HostMemoryReserve is what the host keeps for itself when the nodes'
-// memory comes from it: 2 GiB, or a quarter of MemTotal on small hosts.
-func HostMemoryReserve(memTotal int64) int64 {
-	return min(2<<30, memTotal/4)
-}
-
-// HostMemTotal is /proc/meminfo's MemTotal in bytes.
-func HostMemTotal() (int64, error) {
-	f, err := os.Open("/proc/meminfo")
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		rest, ok := strings.CutPrefix(sc.Text(), "MemTotal:")
-		if !ok {
-			continue
-		}
-		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("/proc/meminfo: MemTotal %q: %w", rest, err)
-		}
-		return kb * 1024, nil
-	}
-	if err := sc.Err(); err != nil {
-		return 0, err
-	}
-	return 0, errors.New("/proc/meminfo: no MemTotal")
-}
+// HostMemoryReserve and HostMemTotal: see package prereq.
+var (
+	HostMemoryReserve = prereq.HostMemoryReserve
+	HostMemTotal      = prereq.HostMemTotal
+)
 
 // nodeMemory is each node's memory with admission on, or 0 for off.
 func nodeMemory(opts Options, isolated bool, nodes int) (int64, error) {
