@@ -61,6 +61,7 @@ credentials: source it (". DIR/env") before running corral.`,
 	f.StringSliceVar(&a.allowed, "allowed-host", nil, "another name the API answers to in the Host header (repeatable; besides its certificate's names, localhost, the --listen name, any IP address, and the hostname off the loopback)")
 	f.StringVar(&a.nodeMem, "node-memory", "", "memory of each node, e.g. 16G; a CT start that does not fit beside the node's running CTs fails (default: with real containers, the host's memory less a reserve, shared by the nodes; otherwise no limit)")
 	cmd.AddCommand(serve, newSimEnvCmd(st))
+	cmd.AddCommand(newSimDoctorCmd(st))
 	return cmd
 }
 

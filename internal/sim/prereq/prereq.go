@@ -131,8 +131,10 @@ func Run() Report {
 	add(memory())
 
 	r.OK = true
-	for _, c := range r.Checks {
-		if c.Required && !c.OK {
+	for i, c := range r.Checks {
+		if c.OK {
+			r.Checks[i].Fix = ""
+		} else if c.Required {
 			r.OK = false
 		}
 	}
