@@ -73,6 +73,7 @@ func TestEveryCommandJSONOrRefuses(t *testing.T) {
 		"agent status":    "TestAgent_runAndGracefulStop (it reads a running agent)",
 		"agent install":   "TestAgent_install (it needs guest exec and a built corral binary)",
 		"agent uninstall": "TestAgent_install",
+		"sim doctor":      "TestSimDoctor (its checks and exit status are this machine's; shape in docs/emulator.md)",
 	}
 	// Commands whose output is not a document: what they print is the
 	// container's, the emulator's, a shell's or a person's.
