@@ -70,3 +70,34 @@ func TestSimDoctor(t *testing.T) {
 		})
 	}
 }
+
+// TestDoctor_embeddedChecksThisMachine: `corral doctor` with no endpoint
+// (the embedded emulator, whose CTs run here) adds this machine's
+// prerequisites, and fails when the emulator refuses to start CTs (here
+// forced with CORRAL_SIM_RUNTIME=view and no opt-in to the view).
+func TestDoctor_embeddedChecksThisMachine(t *testing.T) {
+	t.Setenv("PROXMOX_VE_ENDPOINT", "")
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	m := writeManifest(t, strings.ReplaceAll(appManifest, "MEMORY", "512"))
+	doctor := func() (int, string, string) {
+		var out, errb bytes.Buffer
+		code := Run(context.Background(), []string{"doctor", "-f", m}, strings.NewReader(""), &out, &errb)
+		return code, out.String(), errb.String()
+	}
+	code, out, stderr := doctor()
+	if !strings.Contains(out, "This machine (the embedded emulator runs its containers here; corral sim doctor):") ||
+		!strings.Contains(out, "\ncontainers: ") {
+		t.Fatalf("doctor (embedded): exit %d\n%s%s", code, out, stderr)
+	}
+	if code != ExitOK {
+		t.Fatalf("doctor (embedded, CTs may start): exit %d\n%s%s", code, out, stderr)
+	}
+
+	t.Setenv("CORRAL_SIM_RUNTIME", "view")
+	t.Setenv(guest.UnisolatedEnv, "")
+	code, out, stderr = doctor()
+	if code != ExitError || !strings.Contains(out, "MISSING  runtime     CORRAL_SIM_RUNTIME=view") ||
+		!strings.Contains(out, "MISSING: the emulator refuses to start CTs on this machine") {
+		t.Fatalf("doctor (embedded, CTs refused): exit %d\n%s%s", code, out, stderr)
+	}
+}
