@@ -120,7 +120,13 @@ func TestMemoryAdmission_CreateStart(t *testing.T) {
 // shared between them, and admission is on; in the filesystem view it is
 // off and the nodes keep the state's memory (32 GiB).
 func TestNodeMemory_fromHost(t *testing.T) {
-	k := openE2E(t, Options{Dir: t.TempDir(), Listener: ListenTLS, TimeScale: zeroScale(), Nodes: 2})
+	opts := Options{Dir: t.TempDir(), Listener: ListenTLS, TimeScale: zeroScale(), Nodes: 2}
+	srv, err := New(opts) // not openE2E: it sets NodeMemory
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	k := &e2e{t: t, srv: srv, dir: opts.Dir, hc: srv.HTTPClient()}
 	total, err := HostMemTotal()
 	if err != nil {
 		t.Fatal(err)
