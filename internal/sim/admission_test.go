@@ -149,3 +149,24 @@ func TestNodeMemory_fromHost(t *testing.T) {
 		t.Fatalf("%d nodes", len(res))
 	}
 }
+
+// TestMemoryAdmission_restartMigration: a restart migration onto a node
+// without room moves the CT and leaves it stopped there, the migration
+// ending with problems and its log saying why.
+func TestMemoryAdmission_restartMigration(t *testing.T) {
+	k := openE2E(t, Options{Dir: t.TempDir(), Listener: ListenTLS, TimeScale: zeroScale(), Nodes: 2, NodeMemory: 512 << 20})
+	root := k.root()
+	for _, c := range []struct{ node, vmid string }{{"pve1", "101"}, {"pve2", "102"}} {
+		k.runOn(c.node, root, http.MethodPost, "/nodes/"+c.node+"/lxc", url.Values{"vmid": {c.vmid}, "ostemplate": {"local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst"},
+			"rootfs": {"local-lvm:1"}, "unprivileged": {"1"}, "memory": {"512"}, "start": {"1"}})
+	}
+	st := k.runOn("pve1", root, http.MethodPost, "/nodes/pve1/lxc/101/migrate", url.Values{"target": {"pve2"}, "restart": {"1"}})
+	why := "not enough memory on node 'pve2' to start CT 101: it needs 512 MiB, and the 1 CT(s) running there hold 512 of the node's 512 MiB; " +
+		"stop a CT, lower this CT's memory, or run the emulator with more (corral sim serve --node-memory SIZE)"
+	if st.ExitStatus != "migration problems" || !st.has(why) {
+		t.Fatalf("migration onto a full node ended %q\n%s", st.ExitStatus, strings.Join(st.log, "\n"))
+	}
+	if node, status := k.resource("lxc/101"); node != "pve2" || status != "stopped" {
+		t.Fatalf("CT 101 is %s on %s, want stopped on pve2", status, node)
+	}
+}
