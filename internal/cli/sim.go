@@ -117,7 +117,7 @@ func runSimServe(cmd *cobra.Command, st *streams, a *simServeArgs) error {
 	s, err := sim.New(sim.Options{
 		Dir: a.state, Listen: a.listen, Listener: mode, Nodes: a.nodes, Version: a.version, SharedStorage: a.shared,
 		TimeScale: &ts, Faults: a.faults, Logger: st.logger(), GuestSSHPort: a.sshPort,
-		RealTemplates: serveRealTemplates(cmd.Flags().Changed("real-templates"), a.real, st.err), AllowedHosts: a.allowed, NodeMemory: nodeMem,
+		RealTemplates: serveRealTemplates(cmd.Context(), cmd.Flags().Changed("real-templates"), a.real, st.err), AllowedHosts: a.allowed, NodeMemory: nodeMem,
 	})
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -16,8 +17,9 @@ import (
 // or already built). When the answer is no by default, one line on w
 // says what CTs get instead and how to get the real one. In-process
 // emulators (sim.New: tests, the embedded one) keep the stand-in unless
-// asked: only the served emulator's default is the real one.
-func serveRealTemplates(flagSet, flag bool, w io.Writer) bool {
+// asked: only the served emulator's default is the real one. A default
+// real template that fails to build gives the stand-in, saying why.
+func serveRealTemplates(ctx context.Context, flagSet, flag bool, w io.Writer) bool {
 	if flagSet {
 		if !flag && os.Getenv(model.RealTemplateEnv) == "1" {
 			os.Setenv(model.RealTemplateEnv, "0") // the flag beats the environment (sim.New reads it)
@@ -33,6 +35,16 @@ func serveRealTemplates(flagSet, flag bool, w io.Writer) bool {
 	ok, why := prereq.RealTemplates()
 	if !ok {
 		fmt.Fprintf(w, "corral sim: CTs get a stand-in Debian 12 template that boots no init, not the real Debian 12 (%s); `corral sim doctor` lists what the real one needs\n", why)
+		return false
 	}
-	return ok
+	// Built here rather than in sim.New, so that a default that cannot be
+	// built (no mirror) serves the stand-in instead of failing.
+	if _, err := model.EnsureRealTemplate(ctx, w); err != nil {
+		if ctx.Err() != nil {
+			return false // interrupted: sim serve stops anyway
+		}
+		fmt.Fprintf(w, "corral sim: CTs get a stand-in Debian 12 template that boots no init, not the real Debian 12: %v; fix that and start again, or insist with --real-templates\n", err)
+		return false
+	}
+	return true
 }
