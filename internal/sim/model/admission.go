@@ -27,9 +27,11 @@ import (
 // The rule: the configured memory (config "memory", MiB, default 512) of
 // the CTs running on the node plus that of the CT to start must not
 // exceed the node's memory (GET /nodes/{node}/status memory.total, and
-// maxmem in /cluster/resources and /nodes). It applies to start, create
-// with start=1, and the start on the target of a restart migration; a
-// reboot keeps the memory the CT already holds. It is off until
+// maxmem in /cluster/resources and /nodes). It applies to start, to
+// create, restore and rollback with start=1, and to the start on the
+// target of a restart migration; a reboot keeps the memory the CT
+// already holds, and the restart after a stop-mode backup is not
+// checked (the CT held that memory when the backup began). It is off until
 // SetMemoryAdmission turns it on (the sim server does, see sim.Options
 // NodeMemory).
 
