@@ -120,7 +120,7 @@ func Run() Report {
 	if p, err := model.RealTemplatePath(); err == nil {
 		_, serr := os.Stat(p)
 		c := Check{Name: "template", OK: serr == nil, Found: "built: " + p, For: "CTs of a real Debian 12 (built once, about 2.5 minutes, then cached)",
-			Fix: "corral sim serve builds it at its first start (root, mmdebstrap, zstd)"}
+			Fix: "the first corral sim serve as root builds it (with lxc, mmdebstrap and zstd installed)"}
 		if serr != nil {
 			c.Found = "not built yet (" + p + ")"
 		}
