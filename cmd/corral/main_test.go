@@ -32,6 +32,12 @@ func TestMain(m *testing.M) {
 	// user's own directories; the corral processes inherit these.
 	os.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
 	os.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
+	// corral sim serve uses the real Debian 12 template by default where
+	// the machine can build it (minutes, the first time): these tests
+	// keep the stand-in unless they ask (CORRAL_SIM_REAL_TEMPLATES=1).
+	if os.Getenv("CORRAL_SIM_REAL_TEMPLATES") == "" {
+		os.Setenv("CORRAL_SIM_REAL_TEMPLATES", "0")
+	}
 	// Where LXC cannot run (not root, no lxc package) the emulator starts
 	// no CT unless opted in to the unisolated view: these tests opt in by
 	// name (CI has lxc and CORRAL_REQUIRE_LXC=1, so there it is unused).

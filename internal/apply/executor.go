@@ -895,7 +895,32 @@ func (e *Executor) start(ctx context.Context, app, node string, vmid int) error 
 		}
 		return err
 	}
-	return e.wait(ctx, app, upid)
+	return withStartCause(e.wait(ctx, app, upid))
+}
+
+// withStartCause adds to a start task that ended "startup for container
+// '<vmid>' failed" the lines its log holds just before "TASK ERROR:":
+// that exit status says nothing of why, and PVE logs the container's
+// stderr there (pve-container LXC.pm monitor_start, print_ct_stderr_log),
+// as the emulator logs why it refused the start (its node's memory).
+func withStartCause(err error) error {
+	var te *pve.TaskError
+	if !errors.As(err, &te) || !strings.HasPrefix(te.ExitStatus, "startup for container ") {
+		return err
+	}
+	var cause []string
+	for _, l := range te.Log {
+		if strings.HasPrefix(l, "TASK ERROR:") {
+			break
+		}
+		if l = strings.TrimSpace(l); l != "" {
+			cause = append(cause, l)
+		}
+	}
+	if len(cause) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w: %s", err, strings.Join(cause[max(len(cause)-3, 0):], "; "))
 }
 
 func (e *Executor) resize(ctx context.Context, app, node string, vmid int, disk string, size int64) error {

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/corralhq/corral/internal/doctor"
+	"github.com/corralhq/corral/internal/sim/prereq"
 	"github.com/corralhq/corral/internal/ui"
 )
 
@@ -36,6 +37,11 @@ holds only what both its own ACL and its user hold; doctor explains when
 that intersection is what is missing. What only root@pam can set (feature
 flags other than nesting such as keyctl for Docker, bind and device
 mounts, hookscripts) comes with the exact one-time host command.
+
+With no endpoint configured, the embedded emulator is the cluster and
+its containers run on this machine: doctor then also checks this
+machine's prerequisites, as corral sim doctor does, and fails when the
+emulator would refuse to start containers here.
 
 --print-setup prints a pveum script instead: a role with exactly the
 privileges this manifest needs, a user, a privilege-separated token, and
@@ -94,11 +100,17 @@ func runDoctor(cmd *cobra.Command, st *streams, a *doctorArgs) error {
 		}
 	} else {
 		ui.WriteDoctor(&buf, r)
+		if s.embedded != nil {
+			// The embedded emulator's CTs run on this machine: its
+			// prerequisites are the cluster's (corral sim doctor).
+			buf.WriteString("\nThis machine (the embedded emulator runs its containers here; corral sim doctor):\n")
+			writeSimDoctor(&buf, prereq.Run())
+		}
 	}
 	if _, err := fmt.Fprint(st.out, f.Redact(buf.String())); err != nil {
 		return err
 	}
-	if !r.Applyable {
+	if !r.Applyable || s.embedded != nil && s.embedded.Guests().Refused() != nil {
 		return &exitError{code: ExitError}
 	}
 	return nil

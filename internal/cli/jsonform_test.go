@@ -74,6 +74,7 @@ func TestEveryCommandJSONOrRefuses(t *testing.T) {
 		"agent install":   "TestAgent_install (it needs guest exec and a built corral binary)",
 		"agent uninstall": "TestAgent_install",
 		"sim status":      "cmd/corral TestDaemon_keepsContainersRunning (it reads the local emulator, a corral process)",
+		"sim doctor":      "TestSimDoctor (its checks and exit status are this machine's; shape in docs/emulator.md)",
 	}
 	// Commands whose output is not a document: what they print is the
 	// container's, the emulator's, a shell's or a person's.

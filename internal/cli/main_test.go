@@ -30,6 +30,12 @@ func TestMain(m *testing.M) {
 	if os.Getenv("CORRAL_SIM_INPROCESS") == "" {
 		os.Setenv("CORRAL_SIM_INPROCESS", "1")
 	}
+	// corral sim serve uses the real Debian 12 template by default where
+	// the machine can build it (minutes, the first time): these tests
+	// keep the stand-in unless they ask (CORRAL_SIM_REAL_TEMPLATES=1).
+	if os.Getenv("CORRAL_SIM_REAL_TEMPLATES") == "" {
+		os.Setenv("CORRAL_SIM_REAL_TEMPLATES", "0")
+	}
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)

@@ -26,6 +26,7 @@ type simServeArgs struct {
 	real      bool
 	allowed   []string
 	daemon    bool
+	nodeMem   string
 }
 
 func newSimCmd(st *streams) *cobra.Command {
@@ -63,11 +64,12 @@ credentials: source it (". DIR/env") before running corral.`,
 	f.StringVar(&a.faults, "faults", "", "fault injection, e.g. 'seed=1,latency=20ms,read5xx=0.05,write5xx=0.02,drop=0.01,taskfail=0.05'")
 	f.BoolVar(&a.plainHTTP, "plain-http", false, "serve plain HTTP instead of HTTPS")
 	f.IntVar(&a.sshPort, "guest-ssh-port", sim.PVEPort, "port of each running container's SSH server (22 as on PVE, 2222 when 22 cannot be bound; 0 picks a free port); DIR/env exports it")
-	f.BoolVar(&a.real, "real-templates", false, "make the Debian 12 template a real Debian root file system (built once with mmdebstrap and cached; needs root, mmdebstrap, zstd); also CORRAL_SIM_REAL_TEMPLATES=1")
+	f.BoolVar(&a.real, "real-templates", false, "make the Debian 12 template a real Debian root file system (built once with mmdebstrap, about 2.5 minutes, and cached; needs root, lxc, mmdebstrap, zstd); default: on where this machine has them (corral sim doctor); CORRAL_SIM_REAL_TEMPLATES=1 or 0 sets the default")
 	f.BoolVar(&a.daemon, "daemon", false, "run as corral's local emulator: write DIR/daemon.json once serving (corral starts it so)")
 	f.MarkHidden("daemon")
 	f.StringSliceVar(&a.allowed, "allowed-host", nil, "another name the API answers to in the Host header (repeatable; besides its certificate's names, localhost, the --listen name, any IP address, and the hostname off the loopback)")
-	cmd.AddCommand(serve, newSimEnvCmd(st), newSimStatusCmd(st), newSimStopCmd(st), newSimLogsCmd(st))
+	f.StringVar(&a.nodeMem, "node-memory", "", "memory of each node, e.g. 16G; a CT start that does not fit beside the node's running CTs fails (default: with real containers, the host's memory less a reserve, shared by the nodes; otherwise no limit)")
+	cmd.AddCommand(serve, newSimEnvCmd(st), newSimStatusCmd(st), newSimStopCmd(st), newSimLogsCmd(st), newSimDoctorCmd(st))
 	return cmd
 }
 
@@ -112,6 +114,10 @@ func runSimServe(cmd *cobra.Command, st *streams, a *simServeArgs) error {
 	if a.nodes < 1 || a.nodes > 64 {
 		return fmt.Errorf("--nodes %d: want 1..64", a.nodes)
 	}
+	nodeMem, err := parseNodeMemory(a.nodeMem)
+	if err != nil {
+		return err
+	}
 	mode := sim.ListenTLS
 	if a.plainHTTP {
 		mode = sim.ListenHTTP
@@ -120,7 +126,7 @@ func runSimServe(cmd *cobra.Command, st *streams, a *simServeArgs) error {
 	s, err := sim.New(sim.Options{
 		Dir: a.state, Listen: a.listen, Listener: mode, Nodes: a.nodes, Version: a.version, SharedStorage: a.shared,
 		TimeScale: &ts, Faults: a.faults, Logger: st.logger(), GuestSSHPort: a.sshPort,
-		RealTemplates: a.real, AllowedHosts: a.allowed,
+		RealTemplates: serveRealTemplates(cmd.Context(), cmd.Flags().Changed("real-templates"), a.real, st.err), AllowedHosts: a.allowed, NodeMemory: nodeMem,
 	})
 	if err != nil {
 		return err

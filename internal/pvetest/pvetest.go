@@ -54,7 +54,11 @@ func InProcess() Option { return func(o *sim.Options) { o.Listener = sim.ListenN
 func Start(t testing.TB, opts ...Option) *Emulator {
 	t.Helper()
 	scale := 0.0
-	o := sim.Options{Listener: sim.ListenTLS, Listen: "127.0.0.1:0", TimeScale: &scale}
+	// Nodes of 32 GiB (the emulator's figure for a new state) on every
+	// machine, rather than the host's memory that real containers get by
+	// default: a test's placement and memory admission do not depend on
+	// the machine it runs on.
+	o := sim.Options{Listener: sim.ListenTLS, Listen: "127.0.0.1:0", TimeScale: &scale, NodeMemory: 32 << 30}
 	for _, f := range opts {
 		f(&o)
 	}

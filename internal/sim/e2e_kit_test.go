@@ -54,6 +54,10 @@ func newE2E(t *testing.T) *e2e {
 // openE2E starts an emulator with opts and closes it at the end of the test.
 func openE2E(t *testing.T, opts Options) *e2e {
 	t.Helper()
+	if opts.NodeMemory == 0 {
+		// 32 GiB nodes on every machine (see pvetest.Start).
+		opts.NodeMemory = 32 << 30
+	}
 	srv, err := New(opts)
 	if err != nil {
 		t.Fatalf("sim.New: %v", err)

@@ -71,6 +71,12 @@ type Options struct {
 	// (/etc/apt/sources.list and sources.list.d). Tests set a fake mirror.
 	AptSources []string
 
+	// NodeMemory is every node's memory in bytes. Set, a CT start that
+	// would take the memory of the CTs running on its node past it fails
+	// (memory.go); 0 means the host's memory with real containers (the
+	// LXC runtime) and no admission otherwise.
+	NodeMemory int64
+
 	// AllowedHosts are more names the API answers to in the Host header
 	// (corral sim serve --allowed-host), besides its certificate's names,
 	// localhost, the --listen name, any IP address and, off the
@@ -161,6 +167,13 @@ func New(opts Options) (*Server, error) {
 		s.Close()
 		return nil, err
 	}
+	isolated, _ := s.guests.Isolated()
+	mem, err := nodeMemory(opts, isolated, len(c.Nodes()))
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	c.SetMemoryAdmission(mem)
 	s.registerRoutes()
 	if err := s.loadOrMakeCert(); err != nil {
 		s.Close()

@@ -42,6 +42,41 @@ import (
 // in to the unisolated filesystem view (view.go; manager.go's
 // refuseUnisolated): it is never a quiet fallback.
 
+// LXCTools are the programs of Debian's lxc package the runtime runs.
+var LXCTools = []string{"lxc-start", "lxc-attach", "lxc-stop", "lxc-wait"}
+
+// InstallLXC is the command that installs them.
+const InstallLXC = "apt-get install --no-install-recommends lxc"
+
+// CheckLXC is nil when CTs will run as LXC containers on this machine,
+// else why not (a Manager then refuses to start CTs, or runs them in the
+// unisolated view with its opt-in). It changes nothing on the machine:
+// `corral sim doctor` asks it what a Manager would decide.
+func CheckLXC() error {
+	switch v := os.Getenv(runtimeEnv); v {
+	case "", "lxc":
+	case "view":
+		return fmt.Errorf("%s=view", runtimeEnv)
+	default:
+		return fmt.Errorf("%s=%q: want lxc or view", runtimeEnv, v)
+	}
+	if os.Geteuid() != 0 {
+		return errors.New("not root: LXC needs root for a container's namespaces and cgroups (run the emulator as root)")
+	}
+	for _, tool := range LXCTools {
+		if _, err := exec.LookPath(tool); err != nil {
+			return fmt.Errorf("%s not found: install Debian's lxc package (%s)", tool, InstallLXC)
+		}
+	}
+	return nil
+}
+
+// CheckUserNamespace is nil when unprivileged CTs get PVE's user
+// namespace (container root = host uid 100000) here, else why not: it
+// runs true under lxc-usernsexec with PVE's map, as the runtime does at
+// its start. It needs root and lxc (CheckLXC) to say anything useful.
+func CheckUserNamespace() error { return probeUserns() }
+
 // runtimeEnv selects the runtime: "lxc" (the default where it works)
 // or "view" (LXC forced off; the view still needs its opt-in).
 const runtimeEnv = "CORRAL_SIM_RUNTIME"
@@ -65,20 +100,8 @@ type lxcRuntime struct {
 // newLXCRuntime checks that LXC can run here and prepares the lxcpath
 // under dir. Its error says why not (the Manager then falls back).
 func newLXCRuntime(dir string, log *slog.Logger) (*lxcRuntime, error) {
-	switch v := os.Getenv(runtimeEnv); v {
-	case "", "lxc":
-	case "view":
-		return nil, fmt.Errorf("%s=view", runtimeEnv)
-	default:
-		return nil, fmt.Errorf("%s=%q: want lxc or view", runtimeEnv, v)
-	}
-	if os.Geteuid() != 0 {
-		return nil, errors.New("not root: LXC needs root for a container's namespaces and cgroups (run the emulator as root)")
-	}
-	for _, tool := range []string{"lxc-start", "lxc-attach", "lxc-stop", "lxc-wait"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			return nil, fmt.Errorf("%s not found: install Debian's lxc package (apt-get install --no-install-recommends lxc)", tool)
-		}
+	if err := CheckLXC(); err != nil {
+		return nil, err
 	}
 	path := filepath.Join(dir, "lxc")
 	if err := os.RemoveAll(path); err != nil {

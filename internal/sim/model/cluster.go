@@ -116,6 +116,8 @@ type Cluster struct {
 	// guests holds the CTs' config, disk, power and snapshot operations
 	// and their config locks (guest.go).
 	guests
+	// admitMemory turns memory admission on (admission.go). c.mu.
+	admitMemory bool
 	// guestBlock is the emulator's loopback block for guest addresses
 	// (see SetGuestBlock); 0 means DefaultGuestBlock. c.mu.
 	guestBlock int

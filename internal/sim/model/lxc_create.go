@@ -429,7 +429,7 @@ func (c *Cluster) ctStartCreated(w *Worker, node string, vmid int) error {
 		return err
 	}
 	return w.doGuest(node, vmid, func(st *State, g *Guest) error {
-		return c.createStartLocked(g)
+		return c.createStartLocked(w, node, g)
 	})
 }
 
@@ -445,7 +445,7 @@ func (c *Cluster) freeImagesLocked(w *Worker, node string, volids []string) {
 
 // createStartLocked starts a just-created CT as vm_start would: no
 // templates, no quotas on an unprivileged CT, then running with a PID.
-func (c *Cluster) createStartLocked(g *Guest) error {
+func (c *Cluster) createStartLocked(w *Worker, node string, g *Guest) error {
 	if g.IsTemplate() {
 		return Failf("you can't start a CT if it's a template\n")
 	}
@@ -453,6 +453,9 @@ func (c *Cluster) createStartLocked(g *Guest) error {
 		return err
 	}
 	if err := checkQuotas(g); err != nil {
+		return err
+	}
+	if err := c.admitLocked(w, node, g); err != nil {
 		return err
 	}
 	c.markRunningLocked(g)

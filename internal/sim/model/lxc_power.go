@@ -55,6 +55,11 @@ func (gs *guests) StartCT(auth Auth, node string, vmid int, params map[string]st
 				return err
 			}
 			logs = c.applyPendingLocked(g).Log
+			// A refused start fails now; the check below, with the mark,
+			// is the one that counts when starts race.
+			if err := c.admitLocked(w, node, g); err != nil {
+				return err
+			}
 			// update_lxc_config, after the pending changes are written.
 			return checkBridges(g.Config)
 		})
@@ -71,6 +76,9 @@ func (gs *guests) StartCT(auth Auth, node string, vmid int, params map[string]st
 			return err
 		}
 		return w.doGuest(node, vmid, func(st *State, g *Guest) error {
+			if err := c.admitLocked(w, node, g); err != nil {
+				return err
+			}
 			c.markRunningLocked(g)
 			return nil
 		})

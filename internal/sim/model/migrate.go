@@ -362,6 +362,9 @@ func (c *Cluster) migrateStart(w *Worker, node string, vmid int) error {
 		if g.Running {
 			return nil
 		}
+		if err := c.admitLocked(w, node, g); err != nil {
+			return err
+		}
 		c.markRunningLocked(g)
 		return nil
 	})

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -50,6 +51,21 @@ var realTemplateHooks = []string{
 	`rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/*.bin`,
 }
 
+// syncWriter serializes writes to w.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+// realTemplateProgressEvery is how often a build says it still runs.
+var realTemplateProgressEvery = 15 * time.Second
+
 // RealTemplatePath is where the real template is cached:
 // $XDG_CACHE_HOME/corral/templates (~/.cache/corral/templates).
 func RealTemplatePath() (string, error) {
@@ -61,7 +77,7 @@ func RealTemplatePath() (string, error) {
 }
 
 // EnsureRealTemplate returns the cached real template, building it first
-// when missing (about half a minute and 90 MB of packages from the
+// when missing (about 2.5 minutes and 90 MB of packages from the
 // host's Debian mirror), with mmdebstrap's progress lines written to
 // progress. Concurrent callers (parallel test processes) wait for one
 // build through a lock file.
@@ -98,7 +114,8 @@ func EnsureRealTemplate(ctx context.Context, progress io.Writer) (string, error)
 		args = append(args, "--customize-hook="+h)
 	}
 	args = append(args, "bookworm", tmp)
-	fmt.Fprintf(progress, "building the real Debian 12 template (once, cached in %s)...\n", filepath.Dir(p))
+	progress = &syncWriter{w: progress} // mmdebstrap's lines and the ticks
+	fmt.Fprintf(progress, "building the real Debian 12 template (about 2.5 minutes, once: cached in %s)...\n", filepath.Dir(p))
 	began := time.Now()
 	cmd := exec.CommandContext(ctx, "mmdebstrap", args...)
 	pr, pw := io.Pipe()
@@ -117,7 +134,26 @@ func EnsureRealTemplate(ctx context.Context, progress io.Writer) (string, error)
 			}
 		}
 	}()
+	// mmdebstrap is silent for a minute at a time (downloading,
+	// unpacking): say that it still runs.
+	stop := make(chan struct{})
+	ticked := make(chan struct{})
+	go func() {
+		defer close(ticked)
+		t := time.NewTicker(realTemplateProgressEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				fmt.Fprintf(progress, "  still building the real Debian 12 template [%s elapsed; about 2.5 minutes the first time]\n", time.Since(began).Round(time.Second))
+			}
+		}
+	}()
 	err = cmd.Run()
+	close(stop)
+	<-ticked
 	pw.Close()
 	<-done
 	if err != nil {

@@ -418,7 +418,7 @@ func (gs *guests) RollbackSnapshot(auth Auth, node string, vmid int, name string
 			return err
 		}
 		return w.doGuest(node, vmid, func(st *State, g *Guest) error {
-			return c.createStartLocked(g)
+			return c.createStartLocked(w, node, g)
 		})
 	}), nil
 }
