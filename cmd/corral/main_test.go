@@ -450,7 +450,12 @@ func TestREADMEWalkthrough(t *testing.T) {
 	run("corral apply -f examples/quickstart/corral.yaml --auto-approve", 0)
 	steps := 0
 	for _, line := range lines(block("## Quickstart, step by step")) {
-		run(line, wantOf(line))
+		out := run(line, wantOf(line))
+		// The app a command started is still up in a later one: its
+		// health check (a request to its web server) passes.
+		if strings.Contains(line, "# HEALTH healthy") && (!strings.Contains(out, "healthy") || strings.Contains(out, "unhealthy") || strings.Contains(out, "unknown")) {
+			t.Errorf("%s\nwant the app healthy:\n%s", line, out)
+		}
 		steps++
 	}
 	if steps < 8 {
