@@ -318,7 +318,9 @@ func (c *Client) finish(ctx context.Context, st *Task, lr *logReader) (*TaskResu
 				res.Warnings = append(res.Warnings, w)
 			}
 		}
-		c.log.WarnContext(ctx, "task finished with warnings", "upid", upid, "exitstatus", st.ExitStatus, "warnings", res.Warnings)
+		// Info: the caller shows the warnings (TaskResult.Warnings) to its
+		// user, once, as the app's own lines.
+		c.log.InfoContext(ctx, "task finished with warnings", "upid", upid, "exitstatus", st.ExitStatus, "warnings", res.Warnings)
 		return res, nil
 	}
 	te := &TaskError{UPID: upid, ExitStatus: st.ExitStatus, Log: lr.all}
