@@ -628,8 +628,13 @@ func (k *keeper) free(ctx context.Context, vk plan.VolumeKey, volid string) erro
 	if err := k.e.guardSnapshots(ctx, k.node, []string{volid}); err != nil {
 		return fmt.Errorf("not freed: %w", err)
 	}
+	// Two writes, as PVE frees a mount point's volume only once it is
+	// unusedN. The first removes the mount point but keeps the Notes line,
+	// so a run killed in between leaves a record whose mount point was
+	// removed, which the next plan mounts again (nothing freed, nothing
+	// orphaned); the second frees the volume and drops the line at once.
 	return k.unprotected(ctx, func() error {
-		if err := k.change(ctx, "drop record "+vk.String(), func(s *keeperState) (url.Values, error) {
+		if err := k.change(ctx, "unmount "+vk.String(), func(s *keeperState) (url.Values, error) {
 			key := plan.MountKey(s.conf, vk)
 			if key == "" {
 				return nil, nil
@@ -637,18 +642,20 @@ func (k *keeper) free(ctx context.Context, vk plan.VolumeKey, volid string) erro
 			if plan.ParseMountPoint(s.conf[key]).Volume != volid {
 				return nil, fmt.Errorf("keeper %d records %s as %s, not %s; not freed", k.vmid, vk, s.records[vk], volid)
 			}
-			delete(s.records, vk)
 			return url.Values{"delete": {key}}, nil
 		}); err != nil {
 			return err
 		}
 		return k.change(ctx, "free "+volid, func(s *keeperState) (url.Values, error) {
+			if s.records[vk] == volid {
+				delete(s.records, vk)
+			}
 			for key, v := range s.conf {
 				if isUnused(key) && v == volid {
 					return url.Values{"delete": {key}}, nil
 				}
 			}
-			return nil, nil // freed by an earlier attempt
+			return url.Values{}, nil // freed by an earlier attempt; the Notes line goes if left
 		})
 	})
 }
