@@ -155,6 +155,27 @@ func runApply(cmd *cobra.Command, st *streams, a *applyArgs) error {
 		return redactErr(f, err)
 	}
 	if !p.HasChanges() {
+		// Another corral holding the lock on a node of these apps may be
+		// changing them right now (a shutdown under way is not yet in the
+		// config this plan read): "no changes" is said only once it is
+		// done, from a plan made under the lock.
+		if leased := leasedNodes(p, obs); len(leased) > 0 {
+			lock, err := lockNodes(ctx, st, ex, obs, leased, "apply", a.lf, p)
+			if err != nil {
+				return redactErr(f, err)
+			}
+			p, obs, pj, err = makePlan(lock.ctx, s, f)
+			lock.release()
+			if err != nil {
+				showPlan(pj)
+				return redactErr(f, err)
+			}
+			if p.HasChanges() {
+				showPlan(pj)
+			}
+		}
+	}
+	if !p.HasChanges() {
 		if events != nil {
 			events.Emit("summary", map[string]any{"changed": false, "complete": p.Converged()})
 		}
@@ -193,6 +214,27 @@ func runApply(cmd *cobra.Command, st *streams, a *applyArgs) error {
 		fmt.Fprintf(st.err, "\nApply complete in %s.\n", total.Round(10*time.Millisecond))
 	}
 	return nil
+}
+
+// leasedNodes are the nodes of p's apps (their containers, and the
+// keepers recording their volumes) on which a corral holds the lock.
+func leasedNodes(p *plan.Plan, obs *plan.Observed) []string {
+	var out []string
+	for _, c := range p.Changes {
+		for _, node := range []string{c.Node, c.From} {
+			if node == "" || slices.Contains(out, node) {
+				continue
+			}
+			for _, k := range obs.Keepers[node] {
+				if k.Lease != nil {
+					out = append(out, node)
+					break
+				}
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // planFunc observes the cluster and plans f against it (makePlan).

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/corralhq/corral/internal/plan"
 	"github.com/corralhq/corral/internal/pvetest"
@@ -178,5 +179,40 @@ func TestPinnedAppWithoutContainerOnAnotherNode(t *testing.T) {
 	}
 	if got := c.dataOf(m, "pve1"); got != "pinned" {
 		t.Errorf("data on pve1: %q, want the data written on pve2", got)
+	}
+}
+
+// TestApplyWithNothingToDoWaitsForAHeldLock (found by the soak): apply
+// read "no changes" while a destroy killed mid-stop held the lock, and its
+// stop landed just after the read: the app was left stopped after
+// "complete". An apply whose plan is empty waits for a lock another
+// corral holds on its apps' nodes and plans again under it before saying
+// so; plan, which changes nothing, does not wait.
+func TestApplyWithNothingToDoWaitsForAHeldLock(t *testing.T) {
+	c := newCluster(t)
+	m := writeManifest(t, threeVolumes("alpha"))
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	k := c.keepers()[0]
+	root := model.Auth{UserID: "root@pam"}
+	conf, _, err := c.srv.Cluster().CTConfig(root, "pve", k, true, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease := plan.Lease{ID: "feedface", Holder: "ops@elsewhere:4242", Command: "destroy", Since: time.Now(), Until: time.Now().Add(time.Hour)}
+	notes := plan.ParseKeeperNotes(conf["description"])
+	notes.Lease = &lease
+	if err := c.srv.Cluster().UpdateCTConfig(root, "pve", k, map[string]string{"description": notes.Render()}); err != nil {
+		t.Fatal(err)
+	}
+	if r := c.run("plan", "-f", m); r.code != 0 {
+		t.Errorf("plan while another corral holds the lock: exit %d, want 0\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r := c.run("apply", "-f", m, "--auto-approve", "--lock-timeout", "0")
+	if r.code != ExitError || !strings.Contains(r.stderr, "ops@elsewhere:4242") {
+		t.Fatalf("apply with nothing to do while another corral holds the lock: exit %d, want 1 naming the holder\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	c.mustRun(append([]string{"unlock", "--force"}, c.connArgs()...)...)
+	if r := c.run("apply", "-f", m, "--auto-approve", "--lock-timeout", "0"); r.code != 0 || !strings.Contains(r.stdout, "No changes") {
+		t.Errorf("apply once the lock is free: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
