@@ -278,3 +278,43 @@ func TestRestoreAfterMoveAndDestroyRefused(t *testing.T) {
 	}
 	c.noRecordTwice()
 }
+
+// TestRestoreReplaceAfterMoveFromSharedBackups: the archive is on a
+// backup storage every node reads (NFS), so restore --replace after a
+// move restores onto the app's new node: the archive's data, the app on
+// that node, each volume recorded once, the displaced volume kept as
+// *-replaced-*, and an empty plan.
+func TestRestoreReplaceAfterMoveFromSharedBackups(t *testing.T) {
+	c := newCluster(t, pvetest.Nodes(2), pvetest.SharedStorage("nfs"))
+	m := manifestWith(t, "512")
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	apps, _ := c.where()
+	from := apps["notes"]
+	to := otherNode(from)
+	c.writeData(m, from, "precious")
+	b := c.backup(m, "notes", "--storage", "nfs")
+	if !strings.HasPrefix(b.Archive, "nfs:") {
+		t.Fatalf("archive %s: want one on the shared storage nfs", b.Archive)
+	}
+	c.mustRun("move", "notes", "--to", to, "-f", m, "--auto-approve")
+	c.writeData(m, to, "after the move")
+
+	r := c.mustC("restore", "notes", "--archive", b.Archive, "--replace", "-f", m, "--auto-approve")
+	if apps, _ := c.where(); apps["notes"] != to {
+		t.Fatalf("notes restored on %q, want the node it runs on, %s\n%s%s", apps["notes"], to, r.stdout, r.stderr)
+	}
+	if got := c.dataOf(m, to); got != "precious" {
+		t.Errorf("restored data.txt = %q, want the archive's", got)
+	}
+	replaced := false
+	for _, v := range c.status(m).Apps[0].Volumes {
+		replaced = replaced || strings.Contains(v.Name, "-replaced-")
+	}
+	if !replaced {
+		t.Errorf("the displaced volume is not kept as *-replaced-*: %+v", c.status(m).Apps[0].Volumes)
+	}
+	c.noRecordTwice()
+	if r := c.run("plan", "-f", m); r.code != 0 {
+		t.Fatalf("plan after the restore: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
