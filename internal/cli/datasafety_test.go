@@ -237,22 +237,29 @@ func TestKeeperNotesAndMountPointEdited(t *testing.T) {
 // The lock: a live lease of another corral stops apply with a message
 // naming the holder; unlock refuses to break a lease that may be live
 // without --force; after it, apply runs.
-func TestLockHeldAndUnlock(t *testing.T) {
-	c := newCluster(t)
-	m := writeManifest(t, threeVolumes("alpha"))
-	c.mustRun("apply", "-f", m, "--auto-approve")
+// holdLease writes a live lease (an hour) of holder running command into
+// the Notes of node pve's first keeper, as another corral would.
+func (c *cluster) holdLease(holder, command string) {
+	c.t.Helper()
 	k := c.keepers()[0]
 	root := model.Auth{UserID: "root@pam"}
 	conf, _, err := c.srv.Cluster().CTConfig(root, "pve", k, true, "")
 	if err != nil {
-		t.Fatal(err)
+		c.t.Fatal(err)
 	}
-	lease := plan.Lease{ID: "feedface", Holder: "ops@elsewhere:4242", Command: "apply", Since: time.Now(), Until: time.Now().Add(time.Hour)}
+	lease := plan.Lease{ID: "feedface", Holder: holder, Command: command, Since: time.Now(), Until: time.Now().Add(time.Hour)}
 	notes := plan.ParseKeeperNotes(conf["description"])
 	notes.Lease = &lease
 	if err := c.srv.Cluster().UpdateCTConfig(root, "pve", k, map[string]string{"description": notes.Render()}); err != nil {
-		t.Fatal(err)
+		c.t.Fatal(err)
 	}
+}
+
+func TestLockHeldAndUnlock(t *testing.T) {
+	c := newCluster(t)
+	m := writeManifest(t, threeVolumes("alpha"))
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	c.holdLease("ops@elsewhere:4242", "apply")
 	grow := writeManifest(t, strings.Replace(threeVolumes("alpha"), "memory: 256", "memory: 512", 1))
 	r := c.run("apply", "-f", grow, "--auto-approve", "--lock-timeout", "0")
 	if r.code != ExitError || !strings.Contains(r.stderr, "ops@elsewhere:4242") || !strings.Contains(r.stderr, "corral unlock") {

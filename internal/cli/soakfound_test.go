@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/corralhq/corral/internal/plan"
 	"github.com/corralhq/corral/internal/pvetest"
@@ -192,18 +191,7 @@ func TestApplyWithNothingToDoWaitsForAHeldLock(t *testing.T) {
 	c := newCluster(t)
 	m := writeManifest(t, threeVolumes("alpha"))
 	c.mustRun("apply", "-f", m, "--auto-approve")
-	k := c.keepers()[0]
-	root := model.Auth{UserID: "root@pam"}
-	conf, _, err := c.srv.Cluster().CTConfig(root, "pve", k, true, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	lease := plan.Lease{ID: "feedface", Holder: "ops@elsewhere:4242", Command: "destroy", Since: time.Now(), Until: time.Now().Add(time.Hour)}
-	notes := plan.ParseKeeperNotes(conf["description"])
-	notes.Lease = &lease
-	if err := c.srv.Cluster().UpdateCTConfig(root, "pve", k, map[string]string{"description": notes.Render()}); err != nil {
-		t.Fatal(err)
-	}
+	c.holdLease("ops@elsewhere:4242", "destroy")
 	if r := c.run("plan", "-f", m); r.code != 0 {
 		t.Errorf("plan while another corral holds the lock: exit %d, want 0\n%s%s", r.code, r.stdout, r.stderr)
 	}
