@@ -154,9 +154,10 @@ func (o LoadOptions) hostSecretPath(path string) error {
 	return nil
 }
 
-// corralCredential reports whether the environment variable name is one
-// of corral's own connection or agent credentials.
-func corralCredential(name string) bool {
+// CorralCredential reports whether the environment variable name is one
+// of corral's own connection or agent credentials, which no manifest
+// reads.
+func CorralCredential(name string) bool {
 	for _, p := range []string{"PROXMOX_VE_", "CORRAL_AGENT_", "CORRAL_SSH_", "PVE_ROOT_"} {
 		if strings.HasPrefix(name, p) {
 			return true
@@ -184,7 +185,7 @@ func splitReference(s string) (lit, ref, problem string) {
 		}
 		if name, ok := strings.CutPrefix(s, "${env:"); ok {
 			name, _, _ = strings.Cut(strings.TrimSuffix(name, "}"), ":-")
-			if corralCredential(name) {
+			if CorralCredential(name) {
 				return "", "", name + " is corral's own credential: a manifest never passes it into a container (anyone who can read the container would get corral's access); give the app a token of its own in a variable of its own"
 			}
 		}
