@@ -218,3 +218,37 @@ func TestAgent_gitAllowList(t *testing.T) {
 		t.Errorf("motd = %q after the fix", got)
 	}
 }
+
+// corral agent --pass-env: names only, with --git only (a manifest given
+// with -f reads any variable but corral's own), never corral's own
+// credentials; install --git passes its --pass-env names (not values) on
+// to the agent it starts, which reads only those.
+func TestAgent_passEnvFlag(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"without --git", []string{"-f", "corral.yaml", "--pass-env", "TOKEN"}, "--pass-env names what a manifest from --git may read"},
+		{"not a name", []string{"--git", "/srv/notes.git", "--pass-env", "A-B"}, `--pass-env "A-B": want a variable name`},
+		{"corral's own", []string{"--git", "/srv/notes.git", "--pass-env", "PROXMOX_VE_API_TOKEN"}, "--pass-env PROXMOX_VE_API_TOKEN: that is corral's own credential"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := runCorral(t, append([]string{"agent"}, tc.args...)...)
+			if r.code != ExitError || !strings.Contains(r.stderr, tc.want) {
+				t.Errorf("exit %d, want %d and %q:\n%s", r.code, ExitError, tc.want, r.stderr)
+			}
+		})
+	}
+
+	a := &agentInstallArgs{mode: "reconcile", interval: time.Minute, passEnv: []string{"NOTES_KEY", "NOTES_SALT"},
+		git: gitFlags{url: "/srv/notes.git", path: "corral.yaml"}}
+	argv := strings.Join(a.agentArgv(agentManifestPath("demo"), "10.0.0.5:9120", "demo"), " ")
+	if !strings.Contains(argv, "--pass-env NOTES_KEY --pass-env NOTES_SALT") {
+		t.Errorf("install --git --pass-env: the agent's command line lacks the names: %s", argv)
+	}
+	a.git = gitFlags{}
+	if argv := strings.Join(a.agentArgv(agentManifestPath("demo"), "10.0.0.5:9120", "demo"), " "); strings.Contains(argv, "--pass-env") {
+		t.Errorf("install without --git: the agent's command line has --pass-env: %s", argv)
+	}
+}
