@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"io/fs"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/corralhq/corral/internal/testutil/secretscan"
+	"github.com/corralhq/corral/internal/ui"
 )
 
 // put writes a file of the work tree (a link when link is set) and
@@ -193,6 +195,12 @@ func TestAgent_gitAllowList(t *testing.T) {
 			t.Errorf("the status page does not show the refusal")
 		}
 	}
+	var text bytes.Buffer
+	ui.WriteAgentStatus(&text, r.ag.Status(), nil)
+	if !strings.Contains(text.String(), "manifest: the last valid one is in force; the one on disk: read the manifest: ") || !strings.Contains(text.String(), "leads outside") {
+		t.Errorf("corral agent status does not show the refusal:\n%s", text.String())
+	}
+	secrets.Check(t, "corral agent status", text.String())
 	secrets.Check(t, "agent log", r.stderr.String())
 	dir := c.file(rootfs, ".")
 	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
