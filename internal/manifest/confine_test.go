@@ -40,6 +40,8 @@ func TestLoad_confine(t *testing.T) {
 		{"link out", source("files/leak"), "leads outside the Git checkout (" + root + ") through a symbolic link"},
 		{"link out by reference", app + "    password: ${file:files/leak}\n", "through a symbolic link"},
 		{".git", source(".git/FETCH_HEAD"), "is in the checkout's .git directory"},
+		{"compose source outside", app + "    provision:\n      - compose: {source: " + host + "}\n", "is outside the Git checkout"},
+		{"compose source inside", app + "    provision:\n      - compose: {source: files/motd}\n", ""},
 		{"variable not passed", app + "    password: ${env:NOT_PASSED}\n", "${env:NOT_PASSED}: a manifest from Git reads only the environment variables the agent passes it with --pass-env (now: PASSED); to pass NOT_PASSED, run the agent with --pass-env NOT_PASSED"},
 		{"with a default", app + "    password: ${env:HOME:-x}\n", "--pass-env HOME"},
 	} {
