@@ -102,8 +102,8 @@ type Agent struct {
 	reconcileErr string
 	checks       map[checkKey]*checkState
 	apps         map[string]*appState
-	// manifestErr is why the manifest file on disk did not read or
-	// load, or "" (Status shows it).
+	// manifestErr is why the manifest file last read did not load, or
+	// "" (Status shows it, or fileErr while the file cannot be read).
 	manifestErr string
 	// invalid: the manifest file on disk did not load (the last valid
 	// one is in force).
@@ -253,7 +253,6 @@ func (a *Agent) reload() bool {
 		a.mu.Lock()
 		same := a.fileErr == err.Error()
 		a.fileErr = err.Error()
-		a.manifestErr = "read the manifest: " + err.Error()
 		head, commit := a.gitHead, a.gitCommit
 		if a.cfg.Git != nil {
 			// The commit fetched is not applied, and whatever it is
@@ -328,7 +327,7 @@ func keepCommit(commit string) string {
 // or a device is neither read nor waited on.
 func (a *Agent) readManifest() ([]byte, error) {
 	if a.cfg.Git != nil {
-		return localfile.ReadIn(a.cfg.Git.Dir, []string{".git"}, a.cfg.Path, localfile.MaxManifest)
+		return localfile.ReadIn(a.cfg.Git.Dir, manifest.ConfineExclude, a.cfg.Path, localfile.MaxManifest)
 	}
 	return os.ReadFile(a.cfg.Path)
 }
@@ -734,6 +733,9 @@ func (a *Agent) Status() Status {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	st := Status{Mode: string(a.cfg.Mode), Manifest: a.cfg.Path, LastPlan: a.lastPlan, Error: a.obsErr, ManifestError: a.manifestErr, Apps: []AppView{}, Nodes: []NodeView{}, Now: a.now()}
+	if a.fileErr != "" {
+		st.ManifestError = "read the manifest: " + a.fileErr
+	}
 	if a.f != nil {
 		st.Project = a.f.Project
 	}

@@ -260,3 +260,38 @@ func TestAgent_passEnvFlag(t *testing.T) {
 		t.Errorf("install without --git: the agent's command line has --pass-env: %s", argv)
 	}
 }
+
+// The status's manifest_error says why the manifest on disk is not in
+// force while it is not, and is gone once it is again: a file briefly
+// gone and back unchanged, an invalid edit and its fix.
+func TestAgent_manifestErrorInStatus(t *testing.T) {
+	c := newCluster(t)
+	text := strings.ReplaceAll(appManifest, "MEMORY", "512")
+	m := writeManifest(t, text)
+	r := c.newAgentRig(m, "observe", time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC), nil)
+	r.tick()
+	if got := r.ag.Status().ManifestError; got != "" {
+		t.Fatalf("manifest_error %q for a valid manifest", got)
+	}
+	steps := []struct {
+		name, content string // content "" removes the file
+		want          string
+	}{
+		{"gone", "", "read the manifest: "},
+		{"back unchanged", text, ""},
+		{"invalid", strings.ReplaceAll(appManifest, "MEMORY", "a lot"), "memory"},
+		{"fixed", strings.ReplaceAll(appManifest, "MEMORY", "768"), ""},
+	}
+	for _, s := range steps {
+		if s.content == "" {
+			os.Remove(m)
+		} else if err := os.WriteFile(m, []byte(s.content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r.tick()
+		got := r.ag.Status().ManifestError
+		if (s.want == "") != (got == "") || !strings.Contains(got, s.want) {
+			t.Errorf("%s: manifest_error %q, want %q", s.name, got, s.want)
+		}
+	}
+}

@@ -51,9 +51,9 @@ type Confine struct {
 	Env []string
 }
 
-// confineExclude are the parts of Confine.Root no manifest reads: Git's
+// ConfineExclude are the parts of Confine.Root no manifest reads: Git's
 // own data (the fetch record names the repository's URL).
-var confineExclude = []string{".git"}
+var ConfineExclude = []string{".git"}
 
 // confineError says why a manifest from Git may not read a file, and
 // what it may read.
@@ -93,7 +93,7 @@ func (o LoadOptions) getenv(name string) (string, bool) {
 func (o LoadOptions) readFile(path string, max int64) ([]byte, error) {
 	switch {
 	case o.Confine != nil:
-		data, err := localfile.ReadIn(o.Confine.Root, confineExclude, path, max)
+		data, err := localfile.ReadIn(o.Confine.Root, ConfineExclude, path, max)
 		if oe, ok := errors.AsType[*localfile.OutsideError](err); ok {
 			return nil, confineError(oe)
 		}
