@@ -15,6 +15,7 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"github.com/corralhq/corral/internal/apply"
+	"github.com/corralhq/corral/internal/localfile"
 	"github.com/corralhq/corral/internal/manifest"
 )
 
@@ -101,6 +102,9 @@ type Agent struct {
 	reconcileErr string
 	checks       map[checkKey]*checkState
 	apps         map[string]*appState
+	// manifestErr is why the manifest file last read did not load, or
+	// "" (Status shows it, or fileErr while the file cannot be read).
+	manifestErr string
 	// invalid: the manifest file on disk did not load (the last valid
 	// one is in force).
 	invalid bool
@@ -242,15 +246,25 @@ func (a *Agent) nextPlanAt() time.Time {
 // reload loads the manifest when its content changed (or was never
 // loaded). An invalid manifest is reported and the last valid one kept.
 func (a *Agent) reload() bool {
-	data, err := os.ReadFile(a.cfg.Path)
+	data, err := a.readManifest()
 	if err != nil {
 		// Reported once; the last valid manifest stays in force (a file
 		// being replaced by an editor or a git checkout is briefly gone).
 		a.mu.Lock()
 		same := a.fileErr == err.Error()
 		a.fileErr = err.Error()
+		head, commit := a.gitHead, a.gitCommit
+		if a.cfg.Git != nil {
+			// The commit fetched is not applied, and whatever it is
+			// next is loaded afresh.
+			a.invalid, a.read = true, false
+		}
 		a.mu.Unlock()
-		if !same {
+		switch {
+		case same:
+		case a.cfg.Git != nil:
+			a.event(KindManifest, "error", "", "the manifest at git commit %s cannot be read (%s): %v", short(head), keepCommit(commit), err)
+		default:
 			a.event(KindManifest, "error", "", "read the manifest: %v (keeping the last valid one)", err)
 		}
 		return false
@@ -273,15 +287,15 @@ func (a *Agent) reload() bool {
 	a.mu.Unlock()
 	a.mu.Lock()
 	a.invalid = err != nil
+	a.manifestErr = ""
+	if err != nil {
+		a.manifestErr = err.Error()
+	}
 	head, commit := a.gitHead, a.gitCommit
 	a.mu.Unlock()
 	if err != nil {
 		if a.cfg.Git != nil {
-			keep := "no valid manifest yet"
-			if commit != "" {
-				keep = "keeping commit " + short(commit)
-			}
-			a.event(KindManifest, "error", "", "the manifest at git commit %s is not valid (%s): %v", short(head), keep, err)
+			a.event(KindManifest, "error", "", "the manifest at git commit %s is not valid (%s): %v", short(head), keepCommit(commit), err)
 			return false
 		}
 		a.event(KindManifest, "error", "", "the manifest is not valid, keeping the last valid one: %v", err)
@@ -297,6 +311,25 @@ func (a *Agent) reload() bool {
 		a.event(KindManifest, "info", "", "manifest %s changed: planning now", a.cfg.Path)
 	}
 	return true
+}
+
+// keepCommit says which commit's manifest stays in force.
+func keepCommit(commit string) string {
+	if commit == "" {
+		return "no valid manifest yet"
+	}
+	return "keeping commit " + short(commit)
+}
+
+// readManifest reads the manifest file to see whether it changed. From
+// a Git checkout it is read as the manifest is loaded: inside the
+// checkout only, so that a manifest committed as a link to a host file
+// or a device is neither read nor waited on.
+func (a *Agent) readManifest() ([]byte, error) {
+	if a.cfg.Git != nil {
+		return localfile.ReadIn(a.cfg.Git.Dir, manifest.ConfineExclude, a.cfg.Path, localfile.MaxManifest)
+	}
+	return os.ReadFile(a.cfg.Path)
 }
 
 // plan reads the cluster, reports drift and, in reconcile mode, applies.
@@ -699,7 +732,10 @@ func (a *Agent) backup(ctx context.Context, f *manifest.File, m manifest.App, w 
 func (a *Agent) Status() Status {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	st := Status{Mode: string(a.cfg.Mode), Manifest: a.cfg.Path, LastPlan: a.lastPlan, Error: a.obsErr, Apps: []AppView{}, Nodes: []NodeView{}, Now: a.now()}
+	st := Status{Mode: string(a.cfg.Mode), Manifest: a.cfg.Path, LastPlan: a.lastPlan, Error: a.obsErr, ManifestError: a.manifestErr, Apps: []AppView{}, Nodes: []NodeView{}, Now: a.now()}
+	if a.fileErr != "" {
+		st.ManifestError = "read the manifest: " + a.fileErr
+	}
 	if a.f != nil {
 		st.Project = a.f.Project
 	}

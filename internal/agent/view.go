@@ -77,15 +77,19 @@ type NodeView struct {
 
 // Status is the whole of GET /api/v1/apps.
 type Status struct {
-	Mode     string     `json:"mode"`
-	Manifest string     `json:"manifest"`
-	Project  string     `json:"project"`
-	InSync   bool       `json:"in_sync"`
-	LastPlan time.Time  `json:"last_plan,omitzero"`
-	Error    string     `json:"error,omitempty"` // the last read of the cluster failed
-	Apps     []AppView  `json:"apps"`
-	Nodes    []NodeView `json:"nodes"`
-	Now      time.Time  `json:"now"`
+	Mode     string    `json:"mode"`
+	Manifest string    `json:"manifest"`
+	Project  string    `json:"project"`
+	InSync   bool      `json:"in_sync"`
+	LastPlan time.Time `json:"last_plan,omitzero"`
+	Error    string    `json:"error,omitempty"` // the last read of the cluster failed
+	// ManifestError is why the manifest file on disk (with --git: at
+	// the commit fetched last) was not read or loaded; the last valid
+	// one is in force. It names paths and variables, never a value.
+	ManifestError string     `json:"manifest_error,omitempty"`
+	Apps          []AppView  `json:"apps"`
+	Nodes         []NodeView `json:"nodes"`
+	Now           time.Time  `json:"now"`
 	// Git is where the manifest comes from with --git (absent without).
 	Git *GitView `json:"git,omitempty"`
 }

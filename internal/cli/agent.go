@@ -39,6 +39,8 @@ type agentArgs struct {
 	allowedHosts   []string
 	trustHostKey   bool
 	git            gitFlags
+	// passEnv are the only variables a manifest from --git may read.
+	passEnv []string
 }
 
 // agentStarted, when set, is told the agent and its server's address once
@@ -99,6 +101,7 @@ releases the lock and exits 0.`,
 	fl.StringSliceVar(&a.allowedHosts, "allowed-host", nil, "another name the server answers to in the Host header (repeatable; besides localhost, the --listen name, any IP address, and the hostname off the loopback)")
 	fl.BoolVar(&a.trustHostKey, "trust-host-key", false, "accept a container's SSH host key when corral has none pinned")
 	a.git.add(fl)
+	fl.StringSliceVar(&a.passEnv, "pass-env", nil, "--git: an environment variable the manifest may read with ${env:…} (repeatable); it may read no other")
 	cmd.AddCommand(newAgentStatusCmd(st), newAgentInstallCmd(st), newAgentUninstallCmd(st))
 	return cmd
 }
@@ -141,6 +144,9 @@ func (a *agentArgs) check() error {
 		a.git.url = os.Getenv(gitURLEnv) // install's way: no password on the command line
 	}
 	if err := a.git.check(); err != nil {
+		return err
+	}
+	if err := checkPassEnv(a.passEnv, a.git.url != ""); err != nil {
 		return err
 	}
 	if a.authToken == "" {
@@ -195,7 +201,8 @@ func startAgent(ctx context.Context, st *streams, a *agentArgs, log *slog.Logger
 		}
 		a.ff.path = git.ManifestPath()
 	}
-	if _, err := loadManifest(a.ff.path, false); err != nil {
+	confine := gitConfine(git, a.passEnv)
+	if _, err := loadManifestIn(a.ff.path, false, confine); err != nil {
 		return nil, nil, err
 	}
 	s, err := connect(ctx, st, a.cf)
@@ -208,7 +215,7 @@ func startAgent(ctx context.Context, st *streams, a *agentArgs, log *slog.Logger
 	// What the verbs' code says on stderr (a lock lost, another corral
 	// was faster) becomes log lines, so that a JSON log stays JSON.
 	ost := &streams{in: strings.NewReader(""), out: io.Discard, err: &logWriter{log: log}}
-	ops := &agentOps{st: ost, s: s, path: a.ff.path, stop: stopOf(ctx), trustHostKey: a.trustHostKey}
+	ops := &agentOps{st: ost, s: s, path: a.ff.path, confine: confine, stop: stopOf(ctx), trustHostKey: a.trustHostKey}
 	ag := agent.New(agent.Config{Path: a.ff.path, Mode: agent.Mode(a.mode), Interval: a.interval, HealthFailures: a.healthFailures,
 		RestartBackoff: a.backoff, RestartBackoffMax: a.backoffMax, Now: now, Stop: stopOf(ctx), Log: log, Git: git}, ops)
 	ops.observer = ag.Observer()
@@ -221,6 +228,7 @@ type agentOps struct {
 	st           *streams
 	s            *session
 	path         string
+	confine      *manifest.Confine // with --git: what the manifest may read
 	stop         <-chan struct{}
 	observer     apply.Observer
 	trustHostKey bool
@@ -236,7 +244,7 @@ func (o *agentOps) executor(f *manifest.File) *apply.Executor {
 		Stop: o.stop, Project: f.Project, Observer: newRedactObserver(f, o.observer)}
 }
 
-func (o *agentOps) Load() (*manifest.File, error) { return loadManifest(o.path, false) }
+func (o *agentOps) Load() (*manifest.File, error) { return loadManifestIn(o.path, false, o.confine) }
 
 func (o *agentOps) Observe(ctx context.Context, f *manifest.File) (*agent.Observation, error) {
 	obs, err := apply.Observe(ctx, o.s.client)

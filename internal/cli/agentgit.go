@@ -9,11 +9,13 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
 
 	"github.com/corralhq/corral/internal/agent"
+	"github.com/corralhq/corral/internal/manifest"
 )
 
 // gitFlags are corral agent's --git flags (and install's, which passes
@@ -82,6 +84,31 @@ func (g *gitFlags) source() *agent.Git {
 		dir = filepath.Join(filepath.Dir(defaultSimDir()), "agent-git", hex.EncodeToString(sum[:8]), name)
 	}
 	return &agent.Git{URL: g.url, Ref: g.ref, Path: g.path, Dir: dir}
+}
+
+// gitConfine is the allow-list of a manifest from g (nil without --git):
+// the files of its checkout and the variables passEnv names.
+func gitConfine(g *agent.Git, passEnv []string) *manifest.Confine {
+	if g == nil {
+		return nil
+	}
+	return &manifest.Confine{Root: g.Dir, Env: slices.Clone(passEnv)}
+}
+
+// checkPassEnv checks corral agent's --pass-env names.
+func checkPassEnv(names []string, git bool) error {
+	if len(names) > 0 && !git {
+		return errors.New("--pass-env names what a manifest from --git may read; a manifest given with -f is your own and reads any variable but corral's own credentials")
+	}
+	for _, name := range names {
+		if !envNameRe.MatchString(name) {
+			return fmt.Errorf("--pass-env %q: want a variable name (letters, digits and _)", name)
+		}
+		if manifest.CorralCredential(name) {
+			return fmt.Errorf("--pass-env %s: that is corral's own credential, which no manifest reads", name)
+		}
+	}
+	return nil
 }
 
 // firstPull checks the repository out before the agent starts, so that

@@ -710,6 +710,11 @@ func (a *agentInstallArgs) agentArgv(manifestPath, listen, project string) []str
 		// The checkout is named as the project too (see agentManifestPath).
 		argv = append(argv, a.git.args()...)
 		argv = append(argv, "--git-dir", agentState+"/git/"+project)
+		// What the manifest from Git may read: the variables install
+		// put into the agent's environment file, and no other.
+		for _, name := range a.passEnv {
+			argv = append(argv, "--pass-env", name)
+		}
 	}
 	return argv
 }

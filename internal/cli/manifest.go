@@ -41,7 +41,14 @@ func (f *fileFlags) json() (bool, error) {
 // on how to start one.
 // With lazy, references only provisioning reads may stay unread.
 func loadManifest(path string, lazy bool) (*manifest.File, error) {
-	f, err := manifest.Load(path, manifest.LoadOptions{Lazy: lazy})
+	return loadManifestIn(path, lazy, nil)
+}
+
+// loadManifestIn is loadManifest with what the manifest may read from
+// this host confined (nil: a human's manifest, which reads any file and
+// variable but corral's own secrets).
+func loadManifestIn(path string, lazy bool, confine *manifest.Confine) (*manifest.File, error) {
+	f, err := manifest.Load(path, manifest.LoadOptions{Lazy: lazy, Confine: confine})
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("%s not found: pass -f FILE, or start from examples/quickstart/corral.yaml", path)
 	}

@@ -6,9 +6,15 @@
 package localfile
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
 
 	"github.com/corralhq/corral/internal/ui/human"
 )
@@ -65,3 +71,128 @@ const (
 	MaxPEM      = 1 << 20  // CA certificates
 	MaxKey      = 64 << 10 // SSH keys
 )
+
+// OutsideError refuses a file that is not inside the directory a reader
+// is confined to (ReadIn).
+type OutsideError struct {
+	Path string // as the caller named it
+	Root string
+	// Link: the path names a place inside Root, but a symbolic link on
+	// the way leads out of it.
+	Link bool
+	// Excluded is the part of Root the file is in that is not readable
+	// (".git"), or "".
+	Excluded string
+}
+
+func (e *OutsideError) Error() string {
+	switch {
+	case e.Excluded != "":
+		return fmt.Sprintf("%s is in %s, which is not readable", e.Path, e.Excluded)
+	case e.Link:
+		return fmt.Sprintf("%s leads outside %s through a symbolic link", e.Path, e.Root)
+	}
+	return fmt.Sprintf("%s is outside %s", e.Path, e.Root)
+}
+
+// ReadIn is Read confined to the tree of the directory root: path
+// (absolute, or relative to the working directory) must name a file
+// inside root, every symbolic link on the way must stay inside it, and
+// none of exclude (directories relative to root, such as ".git") may hold
+// it. Anything else is an *OutsideError.
+//
+// The file is opened through os.Root, which resolves .. and links
+// without leaving root, so a link swapped in between a check and the
+// read cannot lead out either; and opened non-blocking, so that a FIFO
+// is refused rather than waited on.
+func ReadIn(root string, exclude []string, path string, max int64) ([]byte, error) {
+	absRoot, err := filepath.Abs(root)
+	if err != nil {
+		return nil, err
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	rel, err := filepath.Rel(absRoot, abs)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return nil, &OutsideError{Path: path, Root: root}
+	}
+	if ex := excludedBy(rel, exclude); ex != "" {
+		return nil, &OutsideError{Path: path, Root: root, Excluded: ex}
+	}
+	r, err := os.OpenRoot(absRoot)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	f, err := r.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) && leadsOut(absRoot, abs) {
+			return nil, &OutsideError{Path: path, Root: root, Link: true}
+		}
+		return nil, err
+	}
+	defer f.Close()
+	// Where the file really is: a link inside root may still lead into
+	// an excluded directory.
+	if real, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(f.Fd()))); err == nil {
+		realRoot, err := filepath.EvalSymlinks(absRoot)
+		if err != nil {
+			return nil, err
+		}
+		rrel, err := filepath.Rel(realRoot, real)
+		if err != nil || rrel == ".." || strings.HasPrefix(rrel, ".."+string(filepath.Separator)) {
+			return nil, &OutsideError{Path: path, Root: root, Link: true}
+		}
+		if ex := excludedBy(rrel, exclude); ex != "" {
+			return nil, &OutsideError{Path: path, Root: root, Excluded: ex}
+		}
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%s): corral reads only regular files", path, kind(fi.Mode()))
+	}
+	if fi.Size() > max {
+		return nil, fmt.Errorf("%s is %s, more than the %s corral reads from such a file", path, human.Size(fi.Size()), human.Size(max))
+	}
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("%s is more than the %s corral reads from such a file", path, human.Size(max))
+	}
+	return data, nil
+}
+
+// excludedBy is the directory of exclude that holds rel, or "".
+func excludedBy(rel string, exclude []string) string {
+	for _, ex := range exclude {
+		if rel == ex || strings.HasPrefix(rel, ex+string(filepath.Separator)) {
+			return ex
+		}
+	}
+	return ""
+}
+
+// leadsOut reports whether abs, inside root by name, resolves (links
+// followed) to a place outside it; for a better message only: os.Root
+// is what keeps a read inside.
+func leadsOut(root, abs string) bool {
+	realRoot, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return false
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		// A dangling link, or one into a place this user cannot see:
+		// os.Root said no for a reason, and a link is on the way.
+		return true
+	}
+	rel, err := filepath.Rel(realRoot, real)
+	return err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}

@@ -40,3 +40,57 @@ func TestRead(t *testing.T) {
 		}
 	}
 }
+
+// ReadIn reads only what lies inside its root: a path outside, a .. out,
+// a link out (also one swapped in for a file), a link into an excluded
+// directory are refused; a file and a link that stay inside are read.
+func TestReadIn(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "root")
+	outside := filepath.Join(filepath.Dir(root), "secret")
+	os.MkdirAll(filepath.Join(root, "sub"), 0o700)
+	os.MkdirAll(filepath.Join(root, ".git"), 0o700)
+	os.WriteFile(outside, []byte("secret"), 0o600)
+	os.WriteFile(filepath.Join(root, "sub", "ok"), []byte("hello"), 0o600)
+	os.WriteFile(filepath.Join(root, ".git", "config"), []byte("url"), 0o600)
+	os.Symlink("sub/ok", filepath.Join(root, "inner"))
+	os.Symlink(outside, filepath.Join(root, "abs-out"))
+	os.Symlink("../secret", filepath.Join(root, "rel-out"))
+	os.Symlink("/etc", filepath.Join(root, "etc"))
+	os.Symlink(".git/config", filepath.Join(root, "to-git"))
+	os.Symlink("missing", filepath.Join(root, "dangling"))
+	fifo := filepath.Join(root, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		path, want string
+	}{
+		{filepath.Join(root, "sub", "ok"), ""},
+		{filepath.Join(root, "inner"), ""},
+		{filepath.Join(root, "sub", "..", "inner"), ""},
+		{outside, "is outside"},
+		{filepath.Join(root, "..", "secret"), "is outside"},
+		{filepath.Join(root, "abs-out"), "leads outside " + root + " through a symbolic link"},
+		{filepath.Join(root, "rel-out"), "through a symbolic link"},
+		{filepath.Join(root, "etc", "passwd"), "through a symbolic link"},
+		{filepath.Join(root, ".git", "config"), "is in .git, which is not readable"},
+		{filepath.Join(root, "to-git"), "is in .git, which is not readable"},
+		{filepath.Join(root, "dangling"), "no such file"},
+		{fifo, "not a regular file (a FIFO)"},
+		{filepath.Join(root, "sub"), "not a regular file (a directory)"},
+	} {
+		data, err := ReadIn(root, []string{".git"}, tc.path, 1024)
+		if tc.want == "" {
+			if err != nil || string(data) != "hello" {
+				t.Errorf("ReadIn(%s) = %q, %v", tc.path, data, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("ReadIn(%s) = %q, %v; want %q", tc.path, data, err, tc.want)
+		}
+		if strings.Contains(string(data), "secret") {
+			t.Errorf("ReadIn(%s) read the file outside", tc.path)
+		}
+	}
+}

@@ -358,6 +358,12 @@ func (d *decoder) scalar(n *yaml.Node, v *value) (string, bool) {
 		}
 		return lit, true
 	}
+	if name, ok := envName(ref); ok {
+		if problem := d.opts.envAllowed(name); problem != "" {
+			d.report(v.node, v.path, problem, "")
+			return "", false
+		}
+	}
 	s, fromDefault, err := d.opts.resolve(ref, d.dir)
 	if err != nil {
 		if d.opts.Lazy && v.f.deferrable {

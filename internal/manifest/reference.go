@@ -1,10 +1,12 @@
 package manifest
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/corralhq/corral/internal/localfile"
@@ -26,6 +28,59 @@ type LoadOptions struct {
 	// and the like need none of them, and must not ask for a secret they
 	// never use. App.Unresolved lists what was left.
 	Lazy bool
+	// Confine, when set, is all a manifest may read from its host: it
+	// is set for a manifest from a source its reader does not control
+	// (corral agent --git), nil for a manifest a human runs, which reads
+	// any file and variable but corral's own secrets.
+	Confine *Confine
+}
+
+// Confine is the allow-list of what a manifest from a Git repository may
+// read from the host that runs it (docs/trust.md): whoever can push a
+// commit writes the manifest, and a value it reads goes into a container
+// whose users read it.
+type Confine struct {
+	// Root is the only directory tree whose files the manifest is read
+	// from and may name (${file:…}, a file or compose step's source):
+	// the Git checkout, .git excluded. Links are followed only while
+	// they stay inside it.
+	Root string
+	// Env are the only variables ${env:…} may name (corral agent
+	// --pass-env); any other reference, with a default or not, is
+	// refused at parse time.
+	Env []string
+}
+
+// ConfineExclude are the parts of Confine.Root no manifest reads: Git's
+// own data (the fetch record names the repository's URL).
+var ConfineExclude = []string{".git"}
+
+// confineError says why a manifest from Git may not read a file, and
+// what it may read.
+func confineError(oe *localfile.OutsideError) error {
+	var why string
+	switch {
+	case oe.Excluded != "":
+		why = fmt.Sprintf("%s is in the checkout's %s directory, which is Git's, not the repository's", oe.Path, oe.Excluded)
+	case oe.Link:
+		why = fmt.Sprintf("%s leads outside the Git checkout (%s) through a symbolic link", oe.Path, oe.Root)
+	default:
+		why = fmt.Sprintf("%s is outside the Git checkout (%s)", oe.Path, oe.Root)
+	}
+	return fmt.Errorf("%s: a manifest from Git reads only the files committed in its repository; commit the file and name it by its path in the repository", why)
+}
+
+// envAllowed says why a manifest may not read variable name, or "".
+func (o LoadOptions) envAllowed(name string) string {
+	if o.Confine == nil || slices.Contains(o.Confine.Env, name) {
+		return ""
+	}
+	passed := "none"
+	if len(o.Confine.Env) > 0 {
+		passed = strings.Join(o.Confine.Env, ", ")
+	}
+	return fmt.Sprintf("${env:%s}: a manifest from Git reads only the environment variables the agent passes it with --pass-env (now: %s); "+
+		"to pass %s, run the agent with --pass-env %s (corral agent install --git … --pass-env %s), or commit the value when it is no secret", name, passed, name, name, name)
 }
 
 func (o LoadOptions) getenv(name string) (string, bool) {
@@ -36,7 +91,14 @@ func (o LoadOptions) getenv(name string) (string, bool) {
 }
 
 func (o LoadOptions) readFile(path string, max int64) ([]byte, error) {
-	if o.ReadFile == nil {
+	switch {
+	case o.Confine != nil:
+		data, err := localfile.ReadIn(o.Confine.Root, ConfineExclude, path, max)
+		if oe, ok := errors.AsType[*localfile.OutsideError](err); ok {
+			return nil, confineError(oe)
+		}
+		return data, err
+	case o.ReadFile == nil:
 		return localfile.Read(path, max)
 	}
 	return o.ReadFile(path)
@@ -92,9 +154,10 @@ func (o LoadOptions) hostSecretPath(path string) error {
 	return nil
 }
 
-// corralCredential reports whether the environment variable name is one
-// of corral's own connection or agent credentials.
-func corralCredential(name string) bool {
+// CorralCredential reports whether the environment variable name is one
+// of corral's own connection or agent credentials, which no manifest
+// reads.
+func CorralCredential(name string) bool {
 	for _, p := range []string{"PROXMOX_VE_", "CORRAL_AGENT_", "CORRAL_SSH_", "PVE_ROOT_"} {
 		if strings.HasPrefix(name, p) {
 			return true
@@ -122,7 +185,7 @@ func splitReference(s string) (lit, ref, problem string) {
 		}
 		if name, ok := strings.CutPrefix(s, "${env:"); ok {
 			name, _, _ = strings.Cut(strings.TrimSuffix(name, "}"), ":-")
-			if corralCredential(name) {
+			if CorralCredential(name) {
 				return "", "", name + " is corral's own credential: a manifest never passes it into a container (anyone who can read the container would get corral's access); give the app a token of its own in a variable of its own"
 			}
 		}
@@ -132,6 +195,16 @@ func splitReference(s string) (lit, ref, problem string) {
 		return "", "", "a reference must be the whole value"
 	}
 	return strings.ReplaceAll(s, "$${", "${"), "", ""
+}
+
+// envName is the variable of an ${env:…} reference.
+func envName(ref string) (string, bool) {
+	name, ok := strings.CutPrefix(ref, "${env:")
+	if !ok {
+		return "", false
+	}
+	name, _, _ = strings.Cut(strings.TrimSuffix(name, "}"), ":-")
+	return name, true
 }
 
 // resolve reads the value of a reference that splitReference accepted. dir

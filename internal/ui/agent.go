@@ -27,11 +27,14 @@ func WriteAgentStatus(w io.Writer, s agent.Status, events []agent.Event) {
 	if g := s.Git; g != nil {
 		fmt.Fprintf(w, "git: %s %s at commit %s\n", g.URL, g.Path, Dash(g.Commit))
 		if g.Head != g.Commit {
-			fmt.Fprintf(w, "git: commit %s is not applied: its manifest is invalid (see the events)\n", g.Head)
+			fmt.Fprintf(w, "git: commit %s is not applied: its manifest is invalid or refused (see below)\n", g.Head)
 		}
 		if g.Error != "" {
 			fmt.Fprintf(w, "git: the last pull failed: %s\n", g.Error)
 		}
+	}
+	if s.ManifestError != "" {
+		fmt.Fprintf(w, "manifest: the last valid one is in force; the one on disk: %s\n", s.ManifestError)
 	}
 	t := NewTable(w, "APP", "NODE", "CT", "STATE", "HEALTH", "DRIFT", "LAST BACKUP")
 	for _, a := range s.Apps {
