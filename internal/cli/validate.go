@@ -34,6 +34,9 @@ allowed. Exit status 0 when valid, 1 when not.`,
 					for _, it := range d.Items {
 						ps = append(ps, it.String())
 					}
+					if m := d.MoreLine(); m != "" {
+						ps = append(ps, m)
+					}
 					res["problems"] = ps
 				case err != nil:
 					res["problems"] = []string{err.Error()}

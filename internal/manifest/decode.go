@@ -279,6 +279,9 @@ func (d *decoder) object(n *yaml.Node, v *value) {
 		first[k.Value] = k
 		c := v.f.child(k.Value)
 		if c == nil {
+			if d.diags.skip(d.pos(k)) { // past the problems kept: no suggestion to compute
+				continue
+			}
 			d.report(k, path, unknownKey(k.Value, v.f.keys()), strings.Join(v.f.keys(), ", "))
 			continue
 		}
