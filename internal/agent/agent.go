@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -15,6 +14,7 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"github.com/corralhq/corral/internal/apply"
+	"github.com/corralhq/corral/internal/localfile"
 	"github.com/corralhq/corral/internal/manifest"
 )
 
@@ -242,7 +242,7 @@ func (a *Agent) nextPlanAt() time.Time {
 // reload loads the manifest when its content changed (or was never
 // loaded). An invalid manifest is reported and the last valid one kept.
 func (a *Agent) reload() bool {
-	data, err := os.ReadFile(a.cfg.Path)
+	data, err := localfile.Read(a.cfg.Path, localfile.MaxManifest)
 	if err != nil {
 		// Reported once; the last valid manifest stays in force (a file
 		// being replaced by an editor or a git checkout is briefly gone).
