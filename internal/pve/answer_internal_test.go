@@ -83,3 +83,35 @@ func TestDecodeAnswer_limits(t *testing.T) {
 		})
 	}
 }
+
+// FuzzDecodeAnswer: any answer decodes or fails cleanly into each type
+// plan reads, within the memory cap: a fixed 64 MiB plus 16 times the
+// answer (encoding/json's slices grow by half again; a fuzz input is
+// small, so the fixed part dominates).
+func FuzzDecodeAnswer(f *testing.F) {
+	for _, s := range []string{
+		`{"data":[{"id":"lxc/100","type":"lxc","node":"pve","vmid":100,"status":"running","name":"web","maxmem":536870912,"template":0}]}`,
+		`{"data":{"hostname":"web","cores":2,"mp0":"local-lvm:vm-100-disk-1,mp=/data","lxc":[["lxc.a","b"]],"digest":"x"}}`,
+		`{"data":[{"volid":"local:backup/vzdump-lxc-100.tar.zst","size":1,"ctime":1,"content":"backup","vmid":100}]}`,
+		`{"data":null,"message":"CT 100 does not exist\n","errors":{"vmid":"bad"}}`,
+		`{"data":[],"total":3}`,
+		`{"data":` + strings.Repeat("[", 40) + strings.Repeat("]", 40) + `}`,
+		`{"data":[` + strings.Repeat("{},", 2000) + `{}]}`,
+		`{"data":{"k":"` + strings.Repeat("x", 4000) + `"}}`,
+		`{"data":"\u005b\u005b"}`, "\xff", `{"data":[1e400]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		outs := []any{new([]ClusterResource), new(ContainerConfig), new([]Volume), new([]TaskListEntry), new([]Storage), new(string)}
+		memcap.Run(t, 64<<20+16*uint64(len(raw)), len(raw), func() {
+			env, err := decodeAnswer(raw)
+			if err != nil || len(env.Data) == 0 {
+				return
+			}
+			for _, out := range outs {
+				json.Unmarshal(env.Data, out)
+			}
+		})
+	})
+}
