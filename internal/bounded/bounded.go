@@ -1,14 +1,14 @@
-// Package bounded checks outside input against limits of size, depth,
-// value count and line length before a decoder allocates for it (issue
-// 27). Each check scans the raw bytes once and builds nothing, so what it
-// refuses costs no more memory than the bytes already read. It imports
-// nothing of corral's, so any package may use it.
+// Package bounded checks JSON from outside (PVE's answers, the agent's
+// API, request bodies to the emulator) against limits of size, depth and
+// value count before encoding/json allocates for it (issue 27). The check
+// scans the raw bytes once and builds nothing, so what it refuses costs
+// no more memory than the bytes already read. It imports nothing of
+// corral's, so any package may use it. The manifest's YAML has its own
+// scan (manifest's checkBounds), since YAML's block structure and quoting
+// differ from JSON's.
 package bounded
 
-import (
-	"bytes"
-	"fmt"
-)
+import "fmt"
 
 // Limits bound one JSON input. A zero field is no limit.
 type Limits struct {
@@ -23,14 +23,12 @@ type Limits struct {
 
 // Error says which limit an input crossed and where.
 type Error struct {
-	// Limit is "size", "depth", "values" or "line".
+	// Limit is "size", "depth" or "values".
 	Limit string
 	// Max is the limit's value.
 	Max int
 	// Offset is the byte offset where the limit fired.
 	Offset int
-	// Line is the 1-based line where it fired (Lines only).
-	Line int
 }
 
 func (e *Error) Error() string {
@@ -39,10 +37,8 @@ func (e *Error) Error() string {
 		return fmt.Sprintf("more than %d bytes", e.Max)
 	case "depth":
 		return fmt.Sprintf("nested more than %d levels deep at byte %d", e.Max, e.Offset)
-	case "values":
-		return fmt.Sprintf("more than %d values at byte %d", e.Max, e.Offset)
 	}
-	return fmt.Sprintf("line %d is longer than %d bytes", e.Line, e.Max)
+	return fmt.Sprintf("more than %d values at byte %d", e.Max, e.Offset)
 }
 
 // JSON checks data, a JSON text, against l without decoding it. Brackets
@@ -80,27 +76,6 @@ func JSON(data []byte, l Limits) error {
 				return &Error{Limit: "values", Max: l.Values, Offset: i}
 			}
 		}
-	}
-	return nil
-}
-
-// Lines checks that no line of data (a line break included in neither
-// count: "\n" ends a line, a "\r" before it counts) is longer than max
-// bytes.
-func Lines(data []byte, max int) error {
-	line, off := 1, 0
-	for len(data) > 0 {
-		n := bytes.IndexByte(data, '\n')
-		if n < 0 {
-			n = len(data)
-		}
-		if n > max {
-			return &Error{Limit: "line", Max: max, Offset: off + max, Line: line}
-		}
-		if n == len(data) {
-			break
-		}
-		data, off, line = data[n+1:], off+n+1, line+1
 	}
 	return nil
 }

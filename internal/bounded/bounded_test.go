@@ -65,34 +65,3 @@ func TestError_message(t *testing.T) {
 		}
 	}
 }
-
-func TestLines(t *testing.T) {
-	for _, tc := range []struct {
-		name, in string
-		max      int
-		want     string
-		line     int
-	}{
-		{"short lines", "a\nbb\nccc\n", 3, "", 0},
-		{"last line without newline", "a\nbbbb", 3, "line", 2},
-		{"CRLF counts the CR", "abc\r\n", 3, "line", 1},
-		{"long line", "a\n" + strings.Repeat("x", 100) + "\nb\n", 10, "line", 2},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			err := bounded.Lines([]byte(tc.in), tc.max)
-			if tc.want == "" {
-				if err != nil {
-					t.Fatalf("Lines() = %v", err)
-				}
-				return
-			}
-			var le *bounded.Error
-			if !errors.As(err, &le) || le.Limit != tc.want || le.Line != tc.line {
-				t.Fatalf("Lines() = %#v, want limit %q on line %d", err, tc.want, tc.line)
-			}
-			if !strings.Contains(err.Error(), "longer than") {
-				t.Errorf("message %q", err)
-			}
-		})
-	}
-}
