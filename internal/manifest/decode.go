@@ -325,6 +325,11 @@ func (d *decoder) list(n *yaml.Node, v *value) {
 		d.report(v.node, v.path, "must be a list, got "+describe(n), "")
 		return
 	}
+	if m := v.f.maxItems; m > 0 && len(n.Content) > m {
+		// Reported before the items are walked: nothing is built for them.
+		d.report(v.node, v.path, fmt.Sprintf("holds %d items, more than the %d corral takes", len(n.Content), m), "")
+		return
+	}
 	v.ok = true
 	for i, item := range n.Content {
 		v.list = append(v.list, d.walk(item, v.f.items, fmt.Sprintf("%s[%d]", v.path, i)))

@@ -13,7 +13,7 @@ import (
 // first manifest.MaxProblems by position and how many more there are,
 // without building a message for each of the others.
 func TestParse_problemsCapped(t *testing.T) {
-	const apps = 30_000 // two problems each: template missing, unknown key
+	const apps = 9_000 // two problems each: template missing, unknown key
 	var b strings.Builder
 	b.WriteString("apps:\n")
 	for i := range apps {
@@ -66,5 +66,28 @@ func TestParse_problemsAtCap(t *testing.T) {
 	}
 	if len(d.Items) != manifest.MaxProblems || d.More != 0 || strings.Contains(err.Error(), "more problems") {
 		t.Fatalf("len(Items)=%d More=%d, want %d and 0; %v", len(d.Items), d.More, manifest.MaxProblems, err)
+	}
+}
+
+// Issue 27: a manifest holds at most 10,000 apps (planning the 24,900
+// the raw-bytes scan lets through took more than 256 MiB); more is one
+// problem, found before anything is built for them.
+func TestParse_tooManyApps(t *testing.T) {
+	for _, tc := range []struct {
+		apps int
+		ok   bool
+	}{{10_000, true}, {10_001, false}} {
+		var b strings.Builder
+		b.WriteString("apps:\n")
+		for i := range tc.apps {
+			fmt.Fprintf(&b, "  - {name: a%d, template: local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst}\n", i)
+		}
+		_, err := manifest.Parse("corral.yaml", []byte(b.String()), manifest.LoadOptions{})
+		if tc.ok && err != nil {
+			t.Errorf("%d apps: %.300v", tc.apps, err)
+		}
+		if !tc.ok && (err == nil || err.Error() != "corral.yaml:2:3: apps: holds 10001 items, more than the 10000 corral takes") {
+			t.Errorf("%d apps: %.300v", tc.apps, err)
+		}
 	}
 }

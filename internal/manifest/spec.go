@@ -57,6 +57,7 @@ type field struct {
 	// Lists and objects.
 	items    *field
 	minItems int
+	maxItems int // 0 for no limit
 	fields   []*field
 	// oneOf lists keys of an object of which exactly one must be written
 	// (the kind of a provision step, the target of a health check).
@@ -195,7 +196,7 @@ var manifestSpec = compileSpec(&field{
 					allowed: "a PVE node name: letters, digits and '-'"}},
 		},
 	}, {
-		key: "apps", kind: kindList, required: true, minItems: 1,
+		key: "apps", kind: kindList, required: true, minItems: 1, maxItems: maxApps,
 		doc:   "The apps to run, one LXC container each.",
 		items: appSpec,
 	}},
@@ -367,6 +368,11 @@ const (
 
 // stepKinds are the keys that give a provision step its kind, in the
 // order diagnostics list them.
+// maxApps bounds the apps of one manifest (issue 27): a cluster of 32
+// nodes holds a few thousand containers, and planning 24,900 apps (the
+// most the raw-bytes scan lets through) took more than 256 MiB.
+const maxApps = 10_000
+
 var stepKinds = []string{string(StepRun), string(StepFile), string(StepEnvFile), string(StepCompose), string(StepUser)}
 
 func stepNameField(doc string) *field {
