@@ -64,6 +64,7 @@ func (d *decoder) build(root *value) *File {
 		}
 		f.Apps = append(f.Apps, a)
 	}
+	d.checkTotals(root, f)
 	f.secrets = d.secrets
 	return f
 }

@@ -91,3 +91,44 @@ func TestParse_tooManyApps(t *testing.T) {
 		}
 	}
 }
+
+// Issue 27: at most 256 volumes per app (PVE's mp0…mp255) and 10,000
+// provision steps in all (planning 45,000 took more than 256 MiB).
+func TestParse_volumeAndStepLimits(t *testing.T) {
+	app := func(name, body string) string {
+		return "  - name: " + name + "\n    template: local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst\n" + body
+	}
+	vols := func(n int) string {
+		var b strings.Builder
+		b.WriteString("    volumes:\n")
+		for i := range n {
+			fmt.Fprintf(&b, "      - {name: v%d, size: 1G, mount: /v/%d}\n", i, i)
+		}
+		return b.String()
+	}
+	steps := func(n int) string {
+		var b strings.Builder
+		b.WriteString("    provision:\n")
+		for i := range n {
+			fmt.Fprintf(&b, "      - run: echo %d\n", i)
+		}
+		return b.String()
+	}
+	for _, tc := range []struct{ name, yaml, want string }{
+		{"256 volumes", app("a", vols(256)), ""},
+		{"257 volumes", app("a", vols(257)), "corral.yaml:5:7: apps[0].volumes: holds 257 items, more than the 256 corral takes"},
+		{"10,000 steps in two apps", app("a", steps(5_000)) + app("b", steps(5_000)), ""},
+		{"10,001 steps in two apps", app("a", steps(5_000)) + app("b", steps(5_001)), "corral.yaml:2:3: apps: the apps hold 10001 provision steps in all, more than the 10000 corral takes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := manifest.Parse("corral.yaml", []byte("apps:\n"+tc.yaml), manifest.LoadOptions{})
+			got := ""
+			if err != nil {
+				got = err.Error()
+			}
+			if got != tc.want {
+				t.Fatalf("Parse() = %.300q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -290,7 +290,7 @@ var appSpec = &field{
 						doc:     "An OpenSSH public key line, or a ${file:…} reference to a .pub or authorized_keys file.",
 						allowed: "an OpenSSH public key like ssh-ed25519 AAAA… comment"}},
 			}},
-		{key: "volumes", kind: kindList,
+		{key: "volumes", kind: kindList, maxItems: maxVolumes,
 			doc:   "Persistent volumes. They outlive the container: corral keeps them when it replaces or destroys the app.",
 			items: volumeSpec},
 		{key: "provision", kind: kindList,
@@ -368,11 +368,6 @@ const (
 
 // stepKinds are the keys that give a provision step its kind, in the
 // order diagnostics list them.
-// maxApps bounds the apps of one manifest (issue 27): a cluster of 32
-// nodes holds a few thousand containers, and planning 24,900 apps (the
-// most the raw-bytes scan lets through) took more than 256 MiB.
-const maxApps = 10_000
-
 var stepKinds = []string{string(StepRun), string(StepFile), string(StepEnvFile), string(StepCompose), string(StepUser)}
 
 func stepNameField(doc string) *field {
