@@ -1,11 +1,16 @@
 package cli
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/corralhq/corral/internal/manifest"
 )
 
 // Issue 27: corral agent status checks the agent's answer against size
@@ -35,5 +40,28 @@ func TestGetAgentJSON_bounded(t *testing.T) {
 	var v map[string]any
 	if err := getAgentJSON(context.Background(), srv.Client(), srv.URL, "", &v); err != nil || v["mode"] != "watch" {
 		t.Fatalf("getAgentJSON() = %v, %v", v, err)
+	}
+}
+
+// Issue 27: validate -o json lists the first manifest.MaxProblems
+// problems and, last, how many more there are.
+func TestValidateJSON_problemsCapped(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("apps:\n  - name: web\n    template: local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst\n")
+	for i := range 150 {
+		fmt.Fprintf(&b, "    bogus%d: 1\n", i)
+	}
+	m := writeManifest(t, b.String())
+	var out, errb bytes.Buffer
+	code := Run(context.Background(), []string{"validate", "-f", m, "-o", "json"}, strings.NewReader(""), &out, &errb)
+	var v struct{ Problems []string }
+	if err := json.Unmarshal(out.Bytes(), &v); err != nil || code != ExitError {
+		t.Fatalf("exit %d, %v:\n%s%s", code, err, out.String(), errb.String())
+	}
+	if got, want := len(v.Problems), manifest.MaxProblems+1; got != want {
+		t.Fatalf("%d problems listed, want %d", got, want)
+	}
+	if got := v.Problems[len(v.Problems)-1]; !strings.HasPrefix(got, "… and 50 more problems") {
+		t.Errorf("last entry %q", got)
 	}
 }
