@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -329,7 +328,7 @@ func (a *Agent) readManifest() ([]byte, error) {
 	if a.cfg.Git != nil {
 		return localfile.ReadIn(a.cfg.Git.Dir, manifest.ConfineExclude, a.cfg.Path, localfile.MaxManifest)
 	}
-	return os.ReadFile(a.cfg.Path)
+	return localfile.Read(a.cfg.Path, localfile.MaxManifest)
 }
 
 // plan reads the cluster, reports drift and, in reconcile mode, applies.

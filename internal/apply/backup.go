@@ -350,7 +350,8 @@ func configValue(text, key string) string {
 func parseConfigText(text string) map[string]string {
 	conf := map[string]string{}
 	var desc []string
-	for _, line := range strings.Split(text, "\n") {
+	for line := range strings.Lines(text) { // no slice of every line (issue 27)
+		line = strings.TrimSuffix(line, "\n")
 		if strings.HasPrefix(line, "[") {
 			break
 		}

@@ -28,6 +28,7 @@ import (
 	"github.com/corralhq/corral/internal/doctor"
 	"github.com/corralhq/corral/internal/guest"
 	"github.com/corralhq/corral/internal/hostcheck"
+	"github.com/corralhq/corral/internal/localfile"
 	"github.com/corralhq/corral/internal/manifest"
 	"github.com/corralhq/corral/internal/pve"
 )
@@ -436,7 +437,7 @@ func runAgentInstall(cmd *cobra.Command, st *streams, a *agentInstallArgs) error
 	if err != nil {
 		return err
 	}
-	manifestData, err := os.ReadFile(a.ff.path)
+	manifestData, err := localfile.Read(a.ff.path, localfile.MaxManifest)
 	if err != nil {
 		return err
 	}
@@ -561,7 +562,7 @@ func runAgentInstall(cmd *cobra.Command, st *streams, a *agentInstallArgs) error
 	}
 	in := agentFilesIn{project: f.Project, endpoint: endpoint, apiToken: tok.secret, fingerprint: cf.fingerprint, listen: listen, url: url, manifest: manifestData, env: env}
 	if cf.caFile != "" {
-		if in.ca, err = os.ReadFile(cf.caFile); err != nil {
+		if in.ca, err = localfile.Read(cf.caFile, localfile.MaxPEM); err != nil {
 			return fmt.Errorf("--ca-file: %w", err)
 		}
 	}
@@ -569,7 +570,7 @@ func runAgentInstall(cmd *cobra.Command, st *streams, a *agentInstallArgs) error
 	if err != nil {
 		return err
 	}
-	if in.key, err = os.ReadFile(id.path); err != nil {
+	if in.key, err = localfile.Read(id.path, localfile.MaxKey); err != nil {
 		return fmt.Errorf("read corral's SSH key: %w", err)
 	}
 	files, err := a.agentFiles(in)

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/corralhq/corral/internal/agent"
+	"github.com/corralhq/corral/internal/bounded"
 	"github.com/corralhq/corral/internal/ui"
 )
 
@@ -101,8 +102,20 @@ func getAgentJSON(ctx context.Context, hc *http.Client, url, token string, v any
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		return fmt.Errorf("GET %s: %s: %s", url, resp.Status, strings.TrimSpace(string(b)))
 	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(v); err != nil {
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, int64(agentAnswerLimits.Size)+1))
+	if err != nil {
+		return fmt.Errorf("GET %s: read the answer: %w", url, err)
+	}
+	if err := bounded.JSON(raw, agentAnswerLimits); err != nil {
+		return fmt.Errorf("GET %s: the answer crosses a limit of what corral reads from an agent (%w): is --url the agent's --listen address?", url, err)
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
 		return fmt.Errorf("GET %s: not the agent's JSON: %w", url, err)
 	}
 	return nil
 }
+
+// agentAnswerLimits bound what corral agent status reads from the
+// agent's API before decoding it (issue 27): its status and events nest
+// a few levels and hold a few thousand values.
+var agentAnswerLimits = bounded.Limits{Size: 16 << 20, Depth: 32, Values: 1 << 17}

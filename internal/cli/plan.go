@@ -27,7 +27,13 @@ present (or apps it could not check because their node is offline, named
 in the plan), 1 error.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			j, err := openJob(cmd.Context(), st, ff, cf)
+			ctx, cancel := readOnly(cmd.Context())
+			defer cancel()
+			var j *job
+			err := interruptible(ctx, func() (err error) {
+				j, err = openJob(ctx, st, ff, cf)
+				return err
+			})
 			if err != nil {
 				return err
 			}
@@ -37,7 +43,7 @@ in the plan), 1 error.`,
 			if err != nil {
 				return err
 			}
-			p, _, pj, err := makePlanRerun(cmd.Context(), s, f, rr, recoverOffline)
+			p, _, pj, err := makePlanRerun(ctx, s, f, rr, recoverOffline)
 			if pj != nil {
 				if asJSON {
 					ui.WritePlanJSON(st.out, *pj)

@@ -178,6 +178,37 @@ func WithStop(ctx context.Context, stop <-chan struct{}) context.Context {
 	return context.WithValue(ctx, stopKey{}, stop)
 }
 
+// readOnly returns ctx cancelled also at the first Ctrl-C or SIGTERM
+// (when stop closes): a command that changes nothing (plan, status) has
+// no step to finish, so it stops at once, wherever it waits (issue 27).
+func readOnly(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	if stop := stopOf(ctx); stop != nil {
+		go func() {
+			select {
+			case <-stop:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+	}
+	return ctx, cancel
+}
+
+// interruptible runs fn, which changes nothing and does not watch ctx
+// (parsing a manifest), and returns its error, or ctx's as soon as ctx is
+// done: fn then finishes in the background and its result is dropped.
+func interruptible(ctx context.Context, fn func() error) error {
+	done := make(chan error, 1)
+	go func() { done <- fn() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("read the manifest: %w", ctx.Err())
+	}
+}
+
 // stopOf is the stop channel of ctx (nil: never closed).
 func stopOf(ctx context.Context) <-chan struct{} {
 	ch, _ := ctx.Value(stopKey{}).(<-chan struct{})

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -24,7 +25,16 @@ allowed. Exit status 0 when valid, 1 when not.`,
 			if err != nil {
 				return err
 			}
-			f, err := loadManifest(ff.path, false)
+			ctx, cancel := readOnly(cmd.Context())
+			defer cancel()
+			var f *manifest.File
+			err = interruptible(ctx, func() (err error) {
+				f, err = loadManifest(ff.path, false)
+				return err
+			})
+			if errors.Is(err, context.Canceled) { // interrupted: no verdict to print
+				return err
+			}
 			if asJSON {
 				res := map[string]any{"file": ff.path, "valid": err == nil, "apps": []string{}, "problems": []string{}}
 				var d *manifest.Diagnostics
@@ -33,6 +43,9 @@ allowed. Exit status 0 when valid, 1 when not.`,
 					var ps []string
 					for _, it := range d.Items {
 						ps = append(ps, it.String())
+					}
+					if m := d.MoreLine(); m != "" {
+						ps = append(ps, m)
 					}
 					res["problems"] = ps
 				case err != nil:

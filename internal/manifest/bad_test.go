@@ -66,10 +66,10 @@ func TestLoad_missingFile(t *testing.T) {
 func TestParse_aliasBudget(t *testing.T) {
 	var b strings.Builder
 	b.WriteString("apps:\n  - name: a\n    template: a.tar.gz\n    volumes: &v\n")
-	for i := range 400 {
+	for i := range 250 { // under the 256 volumes an app may have
 		fmt.Fprintf(&b, "      - {name: v%d, size: 1G, mount: /v%d}\n", i, i)
 	}
-	for i := range 100 {
+	for i := range 200 {
 		fmt.Fprintf(&b, "  - {name: a%d, template: a.tar.gz, volumes: *v}\n", i)
 	}
 	_, err := manifest.Parse("bomb.yaml", []byte(b.String()), testOptions())

@@ -59,16 +59,36 @@ func TestParse_boundsNoFalseAlarm(t *testing.T) {
 }
 
 // BenchmarkParseDepth reports the bytes a parse allocates against the
-// nesting depth of its input: flat once the scan refuses (past 64).
+// nesting depth of its input: flat once the scan refuses (past 64). The
+// bytes allocated bound the peak memory from above.
 func BenchmarkParseDepth(b *testing.B) {
-	for _, depth := range []int{16, 64, 1_000, 100_000} {
+	for _, depth := range []int{16, 32, 64, 65, 1_000, 100_000} {
 		in := []byte(boundsHead + strings.Repeat("[", depth) + strings.Repeat("]", depth) + "\n")
-		b.Run("depth-"+strconv.Itoa(depth), func(b *testing.B) {
-			var total uint64
-			for b.Loop() {
-				total += allocated(func() { manifest.Parse("corral.yaml", in, manifest.LoadOptions{}) })
-			}
-			b.ReportMetric(float64(total)/float64(b.N)/(1<<20), "MiB/op")
-		})
+		b.Run("depth-"+strconv.Itoa(depth), func(b *testing.B) { benchParse(b, in) })
 	}
+}
+
+// BenchmarkParseSize reports the bytes a parse allocates against the
+// size of its input, up to the 4 MiB manifest limit: a list of values
+// long enough that the scan's 100,000 values are not reached first, and
+// each of the worst inputs of TestParse_worstInputsBounded.
+func BenchmarkParseSize(b *testing.B) {
+	for _, size := range []int{64 << 10, 256 << 10, 1 << 20, 4 << 20} {
+		in := []byte(fillTo(size, boundsHead+"\n", "      - "+strings.Repeat("y", 40)+"\n", ""))
+		b.Run("list-"+strconv.Itoa(size>>10)+"KiB", func(b *testing.B) { benchParse(b, in) })
+	}
+	for name, in := range worstManifests() {
+		b.Run(strings.ReplaceAll(name, " ", "-"), func(b *testing.B) { benchParse(b, []byte(in)) })
+	}
+}
+
+// benchParse parses in b.N times and reports the MiB allocated per parse
+// and the input's size.
+func benchParse(b *testing.B, in []byte) {
+	var total uint64
+	for b.Loop() {
+		total += allocated(func() { manifest.Parse("corral.yaml", in, manifest.LoadOptions{}) })
+	}
+	b.ReportMetric(float64(total)/float64(b.N)/(1<<20), "MiB/op")
+	b.ReportMetric(float64(len(in))/(1<<10), "input-KiB")
 }

@@ -39,7 +39,11 @@ func (d *decoder) build(root *value) *File {
 	names := map[string]*value{}
 	vmids := map[int64]*value{}
 	adopted := map[string]*value{}
-	for _, av := range root.members("apps") {
+	apps := root.members("apps")
+	if len(apps) > 0 {
+		f.Apps = make([]App, 0, len(apps)) // an App is large: no doubling
+	}
+	for _, av := range apps {
 		if !av.ok {
 			continue
 		}
@@ -60,6 +64,7 @@ func (d *decoder) build(root *value) *File {
 		}
 		f.Apps = append(f.Apps, a)
 	}
+	d.checkTotals(root, f)
 	f.secrets = d.secrets
 	return f
 }

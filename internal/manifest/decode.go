@@ -279,6 +279,9 @@ func (d *decoder) object(n *yaml.Node, v *value) {
 		first[k.Value] = k
 		c := v.f.child(k.Value)
 		if c == nil {
+			if d.diags.skip(d.pos(k)) { // past the problems kept: no suggestion to compute
+				continue
+			}
 			d.report(k, path, unknownKey(k.Value, v.f.keys()), strings.Join(v.f.keys(), ", "))
 			continue
 		}
@@ -320,6 +323,11 @@ func (d *decoder) oneOf(v *value, written map[string]*yaml.Node) {
 func (d *decoder) list(n *yaml.Node, v *value) {
 	if n.Kind != yaml.SequenceNode {
 		d.report(v.node, v.path, "must be a list, got "+describe(n), "")
+		return
+	}
+	if m := v.f.maxItems; m > 0 && len(n.Content) > m {
+		// Reported before the items are walked: nothing is built for them.
+		d.report(v.node, v.path, fmt.Sprintf("holds %d items, more than the %d corral takes", len(n.Content), m), "")
 		return
 	}
 	v.ok = true

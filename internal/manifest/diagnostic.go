@@ -59,25 +59,81 @@ func (d Diagnostic) String() string {
 	return b.String()
 }
 
+// MaxProblems is how many problems a *Diagnostics holds (issue 27): a
+// manifest with tens of thousands of mistakes reports the first
+// MaxProblems by position and counts the rest, so neither the messages
+// nor the output grow with them.
+const MaxProblems = 100
+
 // Diagnostics is the error Parse and Load return for a manifest that is
-// not valid: every problem found, sorted by position. Callers that want to
-// render the problems themselves use errors.As to get at Items.
+// not valid: the problems found, sorted by position, at most MaxProblems
+// of them. Callers that want to render the problems themselves use
+// errors.As to get at Items and More.
 type Diagnostics struct {
 	Items []Diagnostic
+	// More counts the problems found past the first MaxProblems.
+	More int
 }
 
-// Error lists the problems, one per line.
+// Error lists the problems, one per line, and a last line with how many
+// more there are when More is not zero.
 func (d *Diagnostics) Error() string {
-	lines := make([]string, len(d.Items))
+	lines := make([]string, len(d.Items), len(d.Items)+1)
 	for i, it := range d.Items {
 		lines[i] = it.String()
+	}
+	if m := d.MoreLine(); m != "" {
+		lines = append(lines, m)
 	}
 	return strings.Join(lines, "\n")
 }
 
-// add records a problem at the position of a YAML node.
+// MoreLine is the line that ends the list when problems were left out,
+// or "".
+func (d *Diagnostics) MoreLine() string {
+	if d.More == 0 {
+		return ""
+	}
+	return fmt.Sprintf("… and %d more problems (fix these, then run corral validate again for the rest)", d.More)
+}
+
+// add records a problem at the position of a YAML node. Once twice
+// MaxProblems are held it keeps the first MaxProblems by position and
+// counts the others in More, so memory stays bounded however many
+// problems a manifest has.
 func (d *Diagnostics) add(pos Pos, path, msg, allowed string) {
+	if d.skip(pos) {
+		return
+	}
 	d.Items = append(d.Items, Diagnostic{Pos: pos, Path: path, Message: msg, Allowed: allowed})
+	if len(d.Items) >= 2*MaxProblems {
+		d.trim()
+	}
+}
+
+// skip counts a problem at pos in More and says true when it falls after
+// every problem kept so far and MaxProblems are already kept, so a caller
+// can skip building an expensive message that would be dropped.
+func (d *Diagnostics) skip(pos Pos) bool {
+	if d.More == 0 || len(d.Items) < MaxProblems {
+		return false
+	}
+	last := d.Items[MaxProblems-1].Pos
+	if pos.Line > last.Line || pos.Line == last.Line && pos.Col > last.Col {
+		d.More++
+		return true
+	}
+	return false
+}
+
+// trim sorts the problems and keeps the first MaxProblems.
+func (d *Diagnostics) trim() {
+	d.sort()
+	if n := len(d.Items) - MaxProblems; n > 0 {
+		d.More += n
+		clear(d.Items[MaxProblems:])
+		d.Items = d.Items[:MaxProblems]
+	}
 }
 
 // sort orders the problems by position, then path, and drops exact
@@ -99,6 +155,6 @@ func (d *Diagnostics) err() error {
 	if len(d.Items) == 0 {
 		return nil
 	}
-	d.sort()
+	d.trim()
 	return d
 }

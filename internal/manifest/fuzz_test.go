@@ -8,9 +8,11 @@ import (
 	"testing"
 
 	"github.com/corralhq/corral/internal/manifest"
+	"github.com/corralhq/corral/internal/testutil/memcap"
 )
 
-// FuzzParse: Parse never panics, every rejection is a *Diagnostics whose
+// FuzzParse: Parse never panics nor allocates more than memcap.Budget
+// (issue 27), every rejection is a *Diagnostics whose
 // entries point into the file and leak no secret, and every accepted
 // manifest holds what the rules promise. The seed corpus is the examples,
 // testdata/bad, the valid test manifests and testdata/fuzz/FuzzParse.
@@ -43,7 +45,9 @@ func fuzzParseSeeds(tb testing.TB) [][]byte {
 
 // checkParse is FuzzParse's property, shared with its smoke test.
 func checkParse(t *testing.T, data []byte) {
-	file, err := manifest.Parse("fuzz.yaml", data, testOptions())
+	var file *manifest.File
+	var err error
+	memcap.Run(t, memcap.Budget, len(data), func() { file, err = manifest.Parse("fuzz.yaml", data, testOptions()) })
 	if err != nil {
 		var diags *manifest.Diagnostics
 		if !errors.As(err, &diags) {

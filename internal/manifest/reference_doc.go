@@ -116,6 +116,9 @@ func refDocMeaning(path string, f *field) string {
 		if f.minItems > 0 {
 			parts = append(parts, fmt.Sprintf("At least %d %s.", f.minItems, plural(f.minItems, "item")))
 		}
+		if f.maxItems > 0 {
+			parts = append(parts, fmt.Sprintf("At most %d.", f.maxItems))
+		}
 		if f.items.kind != kindObject {
 			if a := refDocAllowed(f.items); a != "" {
 				parts = append(parts, "Each item: "+a+".")

@@ -80,6 +80,9 @@ func schemaOf(f *field) map[string]any {
 		if f.minItems > 0 {
 			s["minItems"] = f.minItems
 		}
+		if f.maxItems > 0 {
+			s["maxItems"] = f.maxItems
+		}
 	case kindInt:
 		s["type"] = "integer"
 		s["minimum"] = f.min

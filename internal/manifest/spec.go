@@ -57,6 +57,7 @@ type field struct {
 	// Lists and objects.
 	items    *field
 	minItems int
+	maxItems int // 0 for no limit
 	fields   []*field
 	// oneOf lists keys of an object of which exactly one must be written
 	// (the kind of a provision step, the target of a health check).
@@ -195,7 +196,7 @@ var manifestSpec = compileSpec(&field{
 					allowed: "a PVE node name: letters, digits and '-'"}},
 		},
 	}, {
-		key: "apps", kind: kindList, required: true, minItems: 1,
+		key: "apps", kind: kindList, required: true, minItems: 1, maxItems: maxApps,
 		doc:   "The apps to run, one LXC container each.",
 		items: appSpec,
 	}},
@@ -289,7 +290,7 @@ var appSpec = &field{
 						doc:     "An OpenSSH public key line, or a ${file:…} reference to a .pub or authorized_keys file.",
 						allowed: "an OpenSSH public key like ssh-ed25519 AAAA… comment"}},
 			}},
-		{key: "volumes", kind: kindList,
+		{key: "volumes", kind: kindList, maxItems: maxVolumes,
 			doc:   "Persistent volumes. They outlive the container: corral keeps them when it replaces or destroys the app.",
 			items: volumeSpec},
 		{key: "provision", kind: kindList,

@@ -3,6 +3,8 @@ package propstr
 import (
 	"strings"
 	"testing"
+
+	"github.com/corralhq/corral/internal/testutil/memcap"
 )
 
 // Fuzz targets for every parser here. Each property is shared with a
@@ -16,6 +18,13 @@ import (
 // form may add "volume=" and spell booleans and sizes out.
 func maxGrowth(in string) int { return 4*len(in) + 64 }
 
+// capped runs a property under a memory cap (issue 27): a parser of PVE's
+// property strings allocates at most 64 times its input and 1 MiB.
+func capped(t *testing.T, in string, fn func()) {
+	t.Helper()
+	memcap.Run(t, 64*uint64(len(in))+1<<20, len(in), fn)
+}
+
 // FuzzSplit: pairs are well formed (non-empty keys without ',' or '=',
 // values without ','), no more than the input's parts, and joined back
 // as key=value they split to the same pairs.
@@ -23,7 +32,7 @@ func FuzzSplit(f *testing.F) {
 	for _, s := range fuzzSplitSeeds {
 		f.Add(s.s, s.withDefault)
 	}
-	f.Fuzz(checkSplit)
+	f.Fuzz(func(t *testing.T, s string, d bool) { capped(t, s, func() { checkSplit(t, s, d) }) })
 }
 
 var fuzzSplitSeeds = []struct {
@@ -79,7 +88,7 @@ func FuzzParseMountPoint(f *testing.F) {
 	for _, s := range fuzzParseMountPointSeeds {
 		f.Add(s)
 	}
-	f.Fuzz(checkParseMountPoint)
+	f.Fuzz(func(t *testing.T, s string) { capped(t, s, func() { checkParseMountPoint(t, s) }) })
 }
 
 var fuzzParseMountPointSeeds = []string{
@@ -119,7 +128,7 @@ func FuzzParseNetDevice(f *testing.F) {
 	for _, s := range fuzzParseNetDeviceSeeds {
 		f.Add(s)
 	}
-	f.Fuzz(checkParseNetDevice)
+	f.Fuzz(func(t *testing.T, s string) { capped(t, s, func() { checkParseNetDevice(t, s) }) })
 }
 
 var fuzzParseNetDeviceSeeds = []string{
@@ -158,7 +167,7 @@ func FuzzParseBool(f *testing.F) {
 	for _, s := range []string{"1", "0", "yes", "No", "TRUE", "off", "", "2", "ye"} {
 		f.Add(s)
 	}
-	f.Fuzz(checkParseBool)
+	f.Fuzz(func(t *testing.T, s string) { capped(t, s, func() { checkParseBool(t, s) }) })
 }
 
 func checkParseBool(t *testing.T, s string) {

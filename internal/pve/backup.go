@@ -90,8 +90,15 @@ func (c *Client) BackupConfig(ctx context.Context, node, volid string) (string, 
 	if _, err := c.call(ctx, http.MethodGet, pathf("/nodes/%s/vzdump/extractconfig", node), url.Values{"volume": {volid}}, &out); err != nil {
 		return "", fmt.Errorf("read config of backup %s: %w", volid, err)
 	}
+	if len(out) > maxGuestConfig {
+		return "", fmt.Errorf("read config of backup %s: %d bytes, more than the %d bytes a guest config can be: is it a container backup?", volid, len(out), maxGuestConfig)
+	}
 	return out, nil
 }
+
+// maxGuestConfig bounds an archive's config (issue 27): pmxcfs keeps no
+// file over 1 MiB under /etc/pve, so no guest config is larger.
+const maxGuestConfig = 1 << 20
 
 // RestoreOptions tune RestoreContainer.
 type RestoreOptions struct {

@@ -11,10 +11,35 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/corralhq/corral/internal/bounded"
 )
 
-// maxBody bounds how much of a response is read.
-const maxBody = 64 << 20
+// maxBody bounds how much of a response is read. PVE's largest answers
+// (a storage's content, a cluster's resources) are a few MiB; decoding
+// 32 MiB copies it at most three times (the body, the envelope's data, a
+// value), under the 256 MiB a plan may use (issue 27).
+const maxBody = 32 << 20
+
+// answerLimits bound a PVE answer before encoding/json allocates for it
+// (issue 27): PVE's answers nest fewer than ten levels, and a large
+// cluster's /cluster/resources (3,000 guests of 20 fields) or a backup
+// storage's content (10,000 volumes of 8) holds under 100,000 values.
+// encoding/json grows a slice by half again each time, so 65,536 empty
+// objects decoded into []ClusterResource (312 bytes each) take about
+// 110 MiB (TestDecodeAnswer_bounded).
+var answerLimits = bounded.Limits{Size: maxBody, Depth: 32, Values: 1 << 17}
+
+// decodeAnswer checks raw against answerLimits and decodes the envelope;
+// a non-2xx answer that fails either is still an APIError, from its
+// status.
+func decodeAnswer(raw []byte) (envelope, error) {
+	var env envelope
+	if err := bounded.JSON(raw, answerLimits); err != nil {
+		return env, fmt.Errorf("the answer crosses a limit of what corral reads from Proxmox VE (%w): check that PROXMOX_VE_ENDPOINT names a Proxmox VE server", err)
+	}
+	return env, json.Unmarshal(raw, &env)
+}
 
 // Get calls GET path (relative to /api2/json, e.g. "/cluster/resources")
 // with params in the query string and decodes the response's data into
@@ -133,15 +158,14 @@ func (c *Client) once(ctx context.Context, method, escPath string, params url.Va
 		<-c.sem
 		return -1, ctx.Err() == nil && !isCertError(err), c.transportError(method, escPath, err)
 	}
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
 	resp.Body.Close()
 	<-c.sem
 	if err != nil {
 		return -1, ctx.Err() == nil, fmt.Errorf("%s %s: read response: %w", method, displayPath(escPath), err)
 	}
 
-	var env envelope
-	jsonErr := json.Unmarshal(raw, &env)
+	env, jsonErr := decodeAnswer(raw)
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		apiErr := c.apiError(method, escPath, resp, env)
 		retry := resp.StatusCode >= 500 && resp.StatusCode != http.StatusNotImplemented && classify(apiErr.Status, apiErr.Message) == nil

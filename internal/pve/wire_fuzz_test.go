@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/corralhq/corral/internal/testutil/memcap"
 	"github.com/corralhq/corral/internal/testutil/mutate"
 )
 
@@ -22,7 +23,10 @@ func FuzzContainerConfig(f *testing.F) {
 	for _, s := range fuzzContainerConfigSeeds {
 		f.Add([]byte(s))
 	}
-	f.Fuzz(checkContainerConfig)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		// Memory cap (issue 27): 32 times the config and 1 MiB.
+		memcap.Run(t, 32*uint64(len(data))+1<<20, len(data), func() { checkContainerConfig(t, data) })
+	})
 }
 
 var fuzzContainerConfigSeeds = []string{

@@ -111,6 +111,7 @@ func (s *Server) serveAdmin(w http.ResponseWriter, req *http.Request) {
 		writeError(w, model.PermError("the /_corral/ admin API is for root@pam only"))
 		return
 	}
+	req.Body = http.MaxBytesReader(w, req.Body, 1<<20) // its JSON bodies are a few lines
 	switch req.Method + " " + req.URL.Path {
 	case "GET /_corral/requests":
 		rows, total := s.Requests()

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/corralhq/corral/internal/bounded"
 	"github.com/corralhq/corral/internal/sim/model"
 	"github.com/corralhq/corral/internal/sim/schema"
 )
@@ -193,6 +194,11 @@ func mergePathParams(params, pathParams map[string]string) error {
 	return nil
 }
 
+// bodyLimits bound a request body before it is decoded (issue 27): a
+// form body's parameters are bounded by net/url (10,000), a JSON body's
+// by these; PVE's parameters are flat, a few hundred at most.
+var bodyLimits = bounded.Limits{Size: 16 << 20, Depth: 32, Values: 10_000}
+
 // readParams merges a form or JSON body with the query string, as
 // pveproxy's extract_params does: a key in both takes the query's value.
 // Values in JSON bodies are converted to PVE's string forms.
@@ -206,16 +212,22 @@ func readParams(req *http.Request) (map[string]string, error) {
 	if req.Body == nil || req.Method == http.MethodGet {
 		return params, nil
 	}
-	body, err := io.ReadAll(io.LimitReader(req.Body, 16<<20))
+	body, err := io.ReadAll(io.LimitReader(req.Body, int64(bodyLimits.Size)+1))
 	if err != nil {
 		return nil, fmt.Errorf("unable to read request body: %w", err)
 	}
 	if len(body) == 0 {
 		return params, nil
 	}
+	if len(body) > bodyLimits.Size {
+		return nil, fmt.Errorf("request body is more than %d bytes, more than the emulator reads", bodyLimits.Size)
+	}
 	ct, _, _ := mime.ParseMediaType(req.Header.Get("Content-Type"))
 	switch ct {
 	case "application/json":
+		if err := bounded.JSON(body, bodyLimits); err != nil {
+			return nil, fmt.Errorf("unable to parse JSON body: %v, more than the emulator reads", err)
+		}
 		var m map[string]any
 		if err := json.Unmarshal(body, &m); err != nil {
 			return nil, fmt.Errorf("unable to parse JSON body: %v", err)

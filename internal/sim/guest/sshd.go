@@ -265,7 +265,7 @@ func (s *ctServer) serverConfig() (*ssh.ServerConfig, error) {
 			if meta.User() != "root" {
 				return nil, fmt.Errorf("login as %q: only root may log in to an emulated CT", meta.User())
 			}
-			if !authorized(filepath.Join(root, "root", ".ssh", "authorized_keys"), key) {
+			if !authorized(root, key) {
 				return nil, errors.New("key not in /root/.ssh/authorized_keys")
 			}
 			return &ssh.Permissions{}, nil
@@ -306,14 +306,14 @@ func (s *ctServer) mounts() (string, []viewMount, error) {
 func hostKeys(root string) ([]ssh.Signer, error) {
 	var signers []ssh.Signer
 	for _, file := range []string{"ssh_host_ecdsa_key", "ssh_host_ed25519_key", "ssh_host_rsa_key"} {
-		data, err := os.ReadFile(filepath.Join(root, "etc", "ssh", file))
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		}
+		data, err := model.ReadCTFile(root, "etc/ssh/"+file) // never through a link, at most 1 MiB
 		if err != nil {
 			return nil, err
 		}
-		signer, err := ssh.ParsePrivateKey(data)
+		if data == "" {
+			continue
+		}
+		signer, err := ssh.ParsePrivateKey([]byte(data))
 		if err != nil {
 			return nil, fmt.Errorf("/etc/ssh/%s: %w", file, err)
 		}
@@ -332,18 +332,18 @@ func hostKeys(root string) ([]ssh.Signer, error) {
 // hostKey makes the CT's ed25519 host key (see hostKeys).
 func hostKey(root string) (ssh.Signer, error) {
 	path := filepath.Join(root, "etc", "ssh", "ssh_host_ed25519_key")
-	if data, err := os.ReadFile(path); err == nil {
-		return ssh.ParsePrivateKey(data)
-	} else if !errors.Is(err, os.ErrNotExist) {
+	if data, err := model.ReadCTFile(root, "etc/ssh/ssh_host_ed25519_key"); err != nil {
 		return nil, err
+	} else if data != "" {
+		return ssh.ParsePrivateKey([]byte(data))
 	}
 	_, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		return nil, err
 	}
 	hostname := "localhost"
-	if b, err := os.ReadFile(filepath.Join(root, "etc", "hostname")); err == nil && strings.TrimSpace(string(b)) != "" {
-		hostname = strings.TrimSpace(string(b))
+	if b, err := model.ReadCTFile(root, "etc/hostname"); err == nil && strings.TrimSpace(b) != "" {
+		hostname = strings.TrimSpace(b)
 	}
 	block, err := ssh.MarshalPrivateKey(priv, "root@"+hostname)
 	if err != nil {
@@ -366,14 +366,16 @@ func hostKey(root string) (ssh.Signer, error) {
 	return signer, nil
 }
 
-// authorized reports whether key is a line of the authorized_keys file.
-func authorized(file string, key ssh.PublicKey) bool {
-	data, err := os.ReadFile(file)
-	if err != nil {
+// authorized reports whether key is a line of the CT's
+// /root/.ssh/authorized_keys, read as model.ReadCTFile reads (the CT's
+// root controls it: never through a link, never a FIFO, at most 1 MiB).
+func authorized(root string, key ssh.PublicKey) bool {
+	data, err := model.ReadCTFile(root, "root/.ssh/authorized_keys")
+	if err != nil || data == "" {
 		return false
 	}
 	want := key.Marshal()
-	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc := bufio.NewScanner(strings.NewReader(data))
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		line := bytes.TrimSpace(sc.Bytes())

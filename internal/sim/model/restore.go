@@ -480,27 +480,29 @@ func restoreConfiguration(conf, orig map[string]string, restricted, unique bool,
 // configText writes it: leading '#' lines are the description.
 func parseConfigSection(text string) map[string]string {
 	conf := map[string]string{}
-	var desc []string
-	for _, line := range strings.Split(text, "\n") {
+	var desc, env []string // joined once at the end: appending to a string per line is quadratic
+	for line := range strings.Lines(text) {
+		line = strings.TrimSuffix(line, "\n")
+		if strings.HasPrefix(line, "[") {
+			break
+		}
 		switch {
-		case strings.HasPrefix(line, "["):
-			if len(desc) > 0 {
-				conf["description"] = strings.Join(desc, "\n")
-			}
-			return conf
 		case strings.HasPrefix(line, "#"):
 			desc = append(desc, decodeConfigText(line[1:]))
 		case strings.HasPrefix(line, "lxc.environment.runtime: "):
-			v := strings.TrimPrefix(line, "lxc.environment.runtime: ")
-			if e, ok := conf["env"]; ok {
-				v = e + "\x00" + v
-			}
-			conf["env"] = v
+			env = append(env, strings.TrimPrefix(line, "lxc.environment.runtime: "))
 		default:
 			if k, v, ok := strings.Cut(line, ": "); ok && k != "" {
+				if k == "env" {
+					env = append(env[:0], v)
+					continue
+				}
 				conf[k] = v
 			}
 		}
+	}
+	if len(env) > 0 {
+		conf["env"] = strings.Join(env, "\x00")
 	}
 	if len(desc) > 0 {
 		conf["description"] = strings.Join(desc, "\n")

@@ -1163,7 +1163,12 @@ func openBackupTar(p string) (*tar.Reader, func(), error) {
 	return tar.NewReader(f), func() { f.Close() }, nil
 }
 
-// readBackupConfig returns ./etc/vzdump/pct.conf from an archive.
+// maxArchiveConfig bounds the config read from an archive: pmxcfs keeps
+// no file over 1 MiB under /etc/pve, so no guest config is larger.
+const maxArchiveConfig = 1 << 20
+
+// readBackupConfig returns ./etc/vzdump/pct.conf from an archive; one
+// larger than maxArchiveConfig is refused, not cut short.
 func readBackupConfig(p string) (string, error) {
 	tr, closeFn, err := openBackupTar(p)
 	if err != nil {
@@ -1179,7 +1184,10 @@ func readBackupConfig(p string) (string, error) {
 			return "", err
 		}
 		if path.Clean(h.Name) == "etc/vzdump/pct.conf" {
-			b, err := io.ReadAll(io.LimitReader(tr, 1<<20))
+			b, err := io.ReadAll(io.LimitReader(tr, maxArchiveConfig+1))
+			if err == nil && len(b) > maxArchiveConfig {
+				return "", fmt.Errorf("the config in the archive is more than %d bytes, more than a guest config can be", maxArchiveConfig)
+			}
 			return string(b), err
 		}
 	}

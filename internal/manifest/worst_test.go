@@ -1,0 +1,75 @@
+package manifest_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/corralhq/corral/internal/localfile"
+	"github.com/corralhq/corral/internal/manifest"
+	"github.com/corralhq/corral/internal/testutil/memcap"
+)
+
+// fillTo repeats unit between head and tail up to n bytes in all.
+func fillTo(n int, head, unit, tail string) string {
+	k := (n - len(head) - len(tail)) / len(unit)
+	return head + strings.Repeat(unit, k) + tail
+}
+
+// worstManifests are inputs up to the 4 MiB manifest limit that cost the
+// parser the most of each kind: one huge value, as many values as the
+// scan allows, as deep as it allows, aliases, many keys, many problems.
+func worstManifests() map[string]string {
+	const max = localfile.MaxManifest
+	app := "apps:\n  - name: web\n    template: local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst\n"
+	long := strings.Repeat("y", 40) // makes each value long enough that 4 MiB stays under the scan's 100,000 values
+	return map[string]string{
+		"one long description":       fillTo(max, app+"    description: \"", "x", "\"\n"),
+		"one long script":            fillTo(max, app+"    provision:\n      - run: |\n", "          echo yes\n", ""),
+		"values at the limit":        app + "    tags: [" + strings.Repeat("t, ", 99_990) + "t]\n",
+		"long values at the limit":   fillTo(max, app+"    tags: [", long+", ", "t]\n"),
+		"block list at the limit":    fillTo(max, app+"    tags:\n", "      - "+long+"\n", ""),
+		"flow nesting at the limit":  app + "    tags: " + strings.Repeat("[", 60) + strings.Repeat("]", 60) + "\n",
+		"block nesting at the limit": app + "    features:\n" + strings.Repeat(" ", 120) + "x: 1\n",
+		"aliased apps":               "apps:\n  - &a {name: web, template: local:vztmpl/d.tar.zst, cores: 1}\n" + strings.Repeat("  - *a\n", 99_000),
+		"aliased lists":              app + "    tags: &t [" + strings.Repeat("t, ", 999) + "t]\n  - name: b\n    template: x\n    tags: *t\n" + strings.Repeat("  - {name: c, template: x, tags: *t}\n", 15_000),
+		"many unknown keys":          fillTo(max, app, "    "+long+"k: 1\n", ""),
+		"many apps with problems":    fillTo(max, "apps:\n", "  - name: "+long+long+long+"\n    bogus: 1\n", ""),
+		"many flow mappings":         fillTo(max, app+"    tags: [", "{"+long+long+long+": b}, ", "x]\n"),
+		"many documents":             fillTo(max, app, "---\n", ""),
+	}
+}
+
+// Issue 27: whatever the manifest holds up to its 4 MiB limit, parsing
+// and validating it allocates less than 256 MiB in all (an upper bound on
+// its peak). Measured by runtime.MemStats, not time; the time is logged.
+func TestParse_worstInputsBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("parses 4 MiB manifests")
+	}
+	for name, in := range worstManifests() {
+		t.Run(name, func(t *testing.T) {
+			if len(in) > localfile.MaxManifest {
+				t.Fatalf("input is %d bytes, past the limit", len(in))
+			}
+			var err error
+			start := time.Now()
+			n := memcap.Allocated(func() { _, err = manifest.Parse("corral.yaml", []byte(in), manifest.LoadOptions{}) })
+			t.Logf("%d KiB: %d MiB allocated in %v; %.100s", len(in)>>10, n>>20, time.Since(start).Round(time.Millisecond), firstLine(err))
+			if n > memcap.Budget {
+				t.Errorf("parsing a %d-byte manifest allocated %d MiB, more than %d MiB", len(in), n>>20, memcap.Budget>>20)
+			}
+			if err != nil && len(strings.Split(err.Error(), "\n")) > manifest.MaxProblems+1 {
+				t.Errorf("more than %d problems reported", manifest.MaxProblems)
+			}
+		})
+	}
+}
+
+func firstLine(err error) string {
+	if err == nil {
+		return "valid"
+	}
+	s, _, _ := strings.Cut(err.Error(), "\n")
+	return s
+}

@@ -1,0 +1,117 @@
+package pve
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/corralhq/corral/internal/bounded"
+	"github.com/corralhq/corral/internal/testutil/memcap"
+)
+
+// hostileAnswers are answers up to maxBody that a broken or hostile
+// server could send: as many values as fit, as deep as fits, one huge
+// string.
+func hostileAnswers() map[string][]byte {
+	fill := func(head, unit, tail string) []byte {
+		n := (maxBody - len(head) - len(tail)) / len(unit)
+		return []byte(head + strings.Repeat(unit, n) + tail)
+	}
+	return map[string][]byte{
+		"empty objects":              fill(`{"data":[`, `{},`, `{}]}`),
+		"values at the limit":        []byte(`{"data":[` + strings.Repeat(`{"vmid":1,"name":"x","node":"n","type":"lxc"},`, answerLimits.Values/5-1) + `{}]}`),
+		"empty objects at the limit": []byte(`{"data":[` + strings.Repeat(`{},`, answerLimits.Values/2-2) + `{}]}`),
+		"long config value":          fill(`{"data":{"description":"`, `x`, `"}}`),
+		"deep":                       fill(`{"data":`, `[`, ``),
+		"deep objects":               fill(`{"data":`, `{"a":`, ``),
+		"one string":                 fill(`{"data":"`, `x`, `"}`),
+		"numbers":                    fill(`{"data":[`, `1,`, `1]}`),
+		"config keys":                fill(`{"data":{`, `"k":"v",`, `"k":"v"}}`),
+		"error with many keys":       fill(`{"message":"x","errors":{`, `"k":"v",`, `"k":"v"}}`),
+	}
+}
+
+// Issue 27: decoding any answer up to maxBody into the types plan reads
+// stays within the 256 MiB cap, and what crosses a limit says which.
+func TestDecodeAnswer_bounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("decodes 32 MiB answers")
+	}
+	outs := map[string]func() any{
+		"[]ClusterResource": func() any { return new([]ClusterResource) },
+		"ContainerConfig":   func() any { return new(ContainerConfig) },
+		"[]Volume":          func() any { return new([]Volume) },
+		"[]TaskListEntry":   func() any { return new([]TaskListEntry) },
+	}
+	for name, raw := range hostileAnswers() {
+		for oname, out := range outs {
+			t.Run(name+"/"+oname, func(t *testing.T) {
+				n := memcap.Allocated(func() {
+					env, err := decodeAnswer(raw)
+					if strings.HasSuffix(name, "at the limit") && err != nil {
+						t.Errorf("refused: %v", err)
+					}
+					if err == nil && len(env.Data) > 0 {
+						json.Unmarshal(env.Data, out())
+					}
+				})
+				// raw itself (maxBody) is read before the decode.
+				if n > memcap.Budget-maxBody {
+					t.Fatalf("decoding a %d MiB answer allocated %d MiB, more than %d MiB", len(raw)>>20, n>>20, (memcap.Budget-maxBody)>>20)
+				}
+			})
+		}
+	}
+}
+
+func TestDecodeAnswer_limits(t *testing.T) {
+	for _, tc := range []struct{ name, raw, limit string }{
+		{"deep", `{"data":` + strings.Repeat("[", 40) + strings.Repeat("]", 40) + `}`, "depth"},
+		{"many values", `{"data":[` + strings.Repeat("0,", 1<<20) + `0]}`, "values"},
+		{"too large", `{"data":"` + strings.Repeat("x", maxBody) + `"}`, "size"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := decodeAnswer([]byte(tc.raw))
+			var le *bounded.Error
+			if !errors.As(err, &le) || le.Limit != tc.limit {
+				t.Fatalf("decodeAnswer() = %v, want the %s limit", err, tc.limit)
+			}
+			if !strings.Contains(err.Error(), "PROXMOX_VE_ENDPOINT") {
+				t.Errorf("no hint in %q", err)
+			}
+		})
+	}
+}
+
+// FuzzDecodeAnswer: any answer decodes or fails cleanly into each type
+// plan reads, within the memory cap: a fixed 64 MiB plus 16 times the
+// answer (encoding/json's slices grow by half again; a fuzz input is
+// small, so the fixed part dominates).
+func FuzzDecodeAnswer(f *testing.F) {
+	for _, s := range []string{
+		`{"data":[{"id":"lxc/100","type":"lxc","node":"pve","vmid":100,"status":"running","name":"web","maxmem":536870912,"template":0}]}`,
+		`{"data":{"hostname":"web","cores":2,"mp0":"local-lvm:vm-100-disk-1,mp=/data","lxc":[["lxc.a","b"]],"digest":"x"}}`,
+		`{"data":[{"volid":"local:backup/vzdump-lxc-100.tar.zst","size":1,"ctime":1,"content":"backup","vmid":100}]}`,
+		`{"data":null,"message":"CT 100 does not exist\n","errors":{"vmid":"bad"}}`,
+		`{"data":[],"total":3}`,
+		`{"data":` + strings.Repeat("[", 40) + strings.Repeat("]", 40) + `}`,
+		`{"data":[` + strings.Repeat("{},", 2000) + `{}]}`,
+		`{"data":{"k":"` + strings.Repeat("x", 4000) + `"}}`,
+		`{"data":"\u005b\u005b"}`, "\xff", `{"data":[1e400]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		outs := []any{new([]ClusterResource), new(ContainerConfig), new([]Volume), new([]TaskListEntry), new([]Storage), new(string)}
+		memcap.Run(t, 64<<20+16*uint64(len(raw)), len(raw), func() {
+			env, err := decodeAnswer(raw)
+			if err != nil || len(env.Data) == 0 {
+				return
+			}
+			for _, out := range outs {
+				json.Unmarshal(env.Data, out)
+			}
+		})
+	})
+}
