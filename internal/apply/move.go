@@ -49,7 +49,7 @@ func (e *Executor) moveApp(ctx context.Context, c plan.Change, keepers *keeperSe
 	if err != nil {
 		return err
 	}
-	ct, car, leftovers, err := e.findMove(ctx, app, res)
+	ct, car, leftovers, err := e.findMove(ctx, app, c.VMID, res)
 	if err != nil {
 		return err
 	}
@@ -208,8 +208,12 @@ type carrierRef struct {
 // Notes edited, or a second carrier holding volumes: plan.GroupCarriers)
 // is an error naming it and the fix: its volumes must never be taken for
 // gone. leftovers are app's other carriers, empty (a run killed right
-// after creating one): moveApp destroys them.
-func (e *Executor) findMove(ctx context.Context, app string, res []resource) (ct *resource, car *carrierRef, leftovers []*carrierRef, err error) {
+// after creating one): moveApp destroys them. planned is the VMID the plan
+// recognized as app's container (0: none): one whose app tag was edited
+// away is still it (the plan found it by the volumes it mounts, and the
+// change checks its digest), and the update after the move puts the tag
+// back.
+func (e *Executor) findMove(ctx context.Context, app string, planned int, res []resource) (ct *resource, car *carrierRef, leftovers []*carrierRef, err error) {
 	var cars []*plan.Carrier
 	for i, r := range res {
 		if r.Type != "lxc" {
@@ -235,6 +239,13 @@ func (e *Executor) findMove(ctx context.Context, app string, res []resource) (ct
 		}
 		if appOf(tags) == app && !slices.Contains(tags, plan.TagKeeper) {
 			ct = &res[i]
+		}
+	}
+	if ct == nil && planned != 0 {
+		for i, r := range res {
+			if r.Type == "lxc" && r.VMID == planned && appOf(plan.ParseTags(r.Tags)) == "" {
+				ct = &res[i]
+			}
 		}
 	}
 	moves, left, bad := plan.GroupCarriers(cars)
@@ -861,7 +872,7 @@ func (e *Executor) afterMove(ctx context.Context, c plan.Change, keepers *keeper
 		if err != nil {
 			return c, err
 		}
-		ct, _, _, err := e.findMove(ctx, c.App, res)
+		ct, _, _, err := e.findMove(ctx, c.App, 0, res)
 		if err != nil {
 			return c, err
 		}

@@ -204,3 +204,43 @@ func TestApplyWithNothingToDoWaitsForAHeldLock(t *testing.T) {
 		t.Errorf("apply once the lock is free: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// TestMoveOfAnAppWhoseTagWasEdited (found by the soak): an app's
+// container whose corral-app tag was removed in the web UI is still
+// recognized by the volume it mounts; a change of node: then moves it
+// (the plan said so) instead of failing with "no container", and the tag
+// is back afterwards.
+func TestMoveOfAnAppWhoseTagWasEdited(t *testing.T) {
+	c := newCluster(t, pvetest.Nodes(2))
+	on := func(node string) string {
+		return "apps:\n  - name: pin\n    template: local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst\n    node: " + node +
+			"\n    volumes:\n      - name: data\n        size: 1G\n        mount: /srv/data\n"
+	}
+	m := writeManifest(t, on("pve1"))
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	c.writeData(m, "pve1", "tagless")
+	vmid := c.status(m).Apps[0].Containers[0].VMID
+	tags := strings.ReplaceAll(c.config(vmid)["tags"], "corral-app-pin", "")
+	if err := c.srv.Cluster().UpdateCTConfig(model.Auth{UserID: "root@pam"}, "pve1", vmid, map[string]string{"tags": tags}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(m, []byte(on("pve2")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := c.run("apply", "-f", m, "--auto-approve")
+	if r.code != 0 {
+		t.Fatalf("apply moving the app whose tag was edited: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if apps, _ := c.where(); apps["pin"] != "pve2" {
+		t.Fatalf("app on %q, want pve2", apps["pin"])
+	}
+	if got := c.config(vmid)["tags"]; !strings.Contains(got, "corral-app-pin") {
+		t.Errorf("tags after the move: %q, want corral-app-pin back", got)
+	}
+	if got := c.dataOf(m, "pve2"); got != "tagless" {
+		t.Errorf("data after the move: %q", got)
+	}
+	if r := c.run("plan", "-f", m); r.code != 0 {
+		t.Errorf("plan after the move: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
