@@ -170,8 +170,10 @@ func (r *soakRig) refusedUntilRepaired(edit string, t soakTarget) []string {
 	named := false
 	vmid := strconv.Itoa(t.vmid)
 	names := regexp.MustCompile(`(?i)\bct ` + vmid + `\b`)
+	var plans strings.Builder
 	for _, p := range soakProjects {
 		out, err := r.command("plan", "-f", r.manifest(p)).CombinedOutput()
+		fmt.Fprintf(&plans, "plan of %s (%v):\n%s\n", p, err, out)
 		if names.Match(out) && strings.Contains(string(out), "pct set "+vmid) {
 			named = true
 			if err == nil {
@@ -180,7 +182,7 @@ func (r *soakRig) refusedUntilRepaired(edit string, t soakTarget) []string {
 		}
 	}
 	if !named {
-		bad = append(bad, fmt.Sprintf("%s (ct %d on %s): no plan refused naming the CT and its repair (pct set %s)", edit, t.vmid, t.node, vmid))
+		bad = append(bad, fmt.Sprintf("%s (ct %d on %s): no plan refused naming the CT and its repair (pct set %s):\n%s", edit, t.vmid, t.node, vmid, plans.String()))
 	}
 	for _, p := range soakProjects {
 		out, err := r.command("apply", "-f", r.manifest(p), "--auto-approve", "--lock-timeout", "30s").CombinedOutput()
