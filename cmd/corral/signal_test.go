@@ -17,8 +17,8 @@ const signalManifest = `apps:
     template: local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst
 `
 
-// Issue 27: the first SIGTERM stops a read-only phase at once: a plan
-// waiting on a Proxmox VE that never answers (a loopback server that
+// Issue 27: the first SIGTERM stops a read-only phase at once: a plan,
+// status or volumes waiting on a Proxmox VE that never answers (a loopback server that
 // holds every request), and a validate of a 4 MiB manifest at the
 // parser's limits. The test asserts only that corral exits (a generous
 // 10 s, so load cannot fail it) and logs how long it took.
@@ -49,6 +49,22 @@ func TestSIGTERMStopsReadOnlyPhases(t *testing.T) {
 		ready func(stderr *safeBuffer) bool // when to send SIGTERM
 	}{
 		{"plan waiting on PVE", []string{"plan", "-f", small}, pve, func(*safeBuffer) bool {
+			select {
+			case <-held:
+				return true
+			default:
+				return false
+			}
+		}},
+		{"status waiting on PVE", []string{"status", "-f", small}, pve, func(*safeBuffer) bool {
+			select {
+			case <-held:
+				return true
+			default:
+				return false
+			}
+		}},
+		{"volumes waiting on PVE", []string{"volumes"}, pve, func(*safeBuffer) bool {
 			select {
 			case <-held:
 				return true

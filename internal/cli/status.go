@@ -24,16 +24,22 @@ func newStatusCmd(st *streams) *cobra.Command {
 		Args:        cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ff.lazy = true // status compares provisioning only when its values are at hand
-			j, err := openJob(cmd.Context(), st, ff, cf)
+			ctx, cancel := readOnly(cmd.Context())
+			defer cancel()
+			var j *job
+			err := interruptible(ctx, func() (err error) {
+				j, err = openJob(ctx, st, ff, cf)
+				return err
+			})
 			if err != nil {
 				return err
 			}
 			defer j.Close()
-			r, err := apply.Status(cmd.Context(), j.s.client, plan.FromManifest(j.f), j.f.Redact)
+			r, err := apply.Status(ctx, j.s.client, plan.FromManifest(j.f), j.f.Redact)
 			if err != nil {
 				return redactErr(j.f, err)
 			}
-			statusHealth(cmd.Context(), j, r, noHealth)
+			statusHealth(ctx, j, r, noHealth)
 			if j.asJSON {
 				err = writeJSON(st, r)
 			} else {
@@ -96,12 +102,14 @@ func newVolumesCmd(st *streams) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			s, err := connect(cmd.Context(), st, cf)
+			ctx, cancel := readOnly(cmd.Context())
+			defer cancel()
+			s, err := connect(ctx, st, cf)
 			if err != nil {
 				return err
 			}
 			defer s.Close()
-			obs, err := apply.Observe(cmd.Context(), s.client)
+			obs, err := apply.Observe(ctx, s.client)
 			if err != nil {
 				return err
 			}
