@@ -29,7 +29,7 @@ func Read(path string, max int64) ([]byte, error) {
 		return nil, fmt.Errorf("%s is not a regular file (%s): corral reads only regular files", path, kind(fi.Mode()))
 	}
 	if fi.Size() > max {
-		return nil, fmt.Errorf("%s is %s, more than the %s corral reads from such a file", path, human.Size(fi.Size()), human.Size(max))
+		return nil, &TooLargeError{Path: path, Size: fi.Size(), Max: max}
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -42,7 +42,7 @@ func Read(path string, max int64) ([]byte, error) {
 		return nil, err
 	}
 	if int64(len(data)) > max {
-		return nil, fmt.Errorf("%s is more than the %s corral reads from such a file", path, human.Size(max))
+		return nil, &TooLargeError{Path: path, Max: max}
 	}
 	return data, nil
 }
@@ -68,9 +68,27 @@ const (
 	MaxManifest = 4 << 20  // corral.yaml
 	MaxSecret   = 1 << 20  // ${file:…} references
 	MaxContent  = 64 << 20 // file: steps' source files, sent into a container
-	MaxPEM      = 1 << 20  // CA certificates
-	MaxKey      = 64 << 10 // SSH keys
+	// MaxInputTotal bounds everything one manifest reads into containers
+	// (file and compose sources, ${file:…} references) together, so that
+	// many sources at MaxContent cannot hold gigabytes.
+	MaxInputTotal = 64 << 20
+	MaxPEM        = 1 << 20  // CA certificates
+	MaxKey        = 64 << 10 // SSH keys
 )
+
+// TooLargeError refuses a file past the limit a reader set.
+type TooLargeError struct {
+	Path string
+	Size int64 // 0 when it grew past Max while it was read
+	Max  int64
+}
+
+func (e *TooLargeError) Error() string {
+	if e.Size == 0 {
+		return fmt.Sprintf("%s is more than the %s corral reads from such a file", e.Path, human.Size(e.Max))
+	}
+	return fmt.Sprintf("%s is %s, more than the %s corral reads from such a file", e.Path, human.Size(e.Size), human.Size(e.Max))
+}
 
 // OutsideError refuses a file that is not inside the directory a reader
 // is confined to (ReadIn).
@@ -157,14 +175,14 @@ func ReadIn(root string, exclude []string, path string, max int64) ([]byte, erro
 		return nil, fmt.Errorf("%s is not a regular file (%s): corral reads only regular files", path, kind(fi.Mode()))
 	}
 	if fi.Size() > max {
-		return nil, fmt.Errorf("%s is %s, more than the %s corral reads from such a file", path, human.Size(fi.Size()), human.Size(max))
+		return nil, &TooLargeError{Path: path, Size: fi.Size(), Max: max}
 	}
 	data, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {
 		return nil, err
 	}
 	if int64(len(data)) > max {
-		return nil, fmt.Errorf("%s is more than the %s corral reads from such a file", path, human.Size(max))
+		return nil, &TooLargeError{Path: path, Max: max}
 	}
 	return data, nil
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/corralhq/corral/internal/localfile"
@@ -267,6 +268,9 @@ func Load(path string, opts LoadOptions) (*File, error) {
 // directory is the base of relative ${file:PATH} references. Every
 // rejection is a *Diagnostics holding every problem found.
 func Parse(filename string, data []byte, opts LoadOptions) (*File, error) {
+	if opts.inputs == nil {
+		opts.inputs = new(atomic.Int64)
+	}
 	d := &decoder{file: filename, dir: filepath.Dir(filename), opts: opts, unresolved: map[string][]string{}}
 	if line, col, problem := checkBounds(data); problem != "" {
 		d.diags.add(Pos{File: filename, Line: line, Col: col}, "", problem, "")

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/corralhq/corral/internal/localfile"
 )
@@ -33,6 +34,9 @@ type LoadOptions struct {
 	// (corral agent --git), nil for a manifest a human runs, which reads
 	// any file and variable but corral's own secrets.
 	Confine *Confine
+	// inputs counts the bytes readInput has read for this manifest, to
+	// bound them all together (localfile.MaxInputTotal); Parse sets it.
+	inputs *atomic.Int64
 }
 
 // Confine is the allow-list of what a manifest from a Git repository may
@@ -109,12 +113,25 @@ func (o LoadOptions) readFile(path string, max int64) ([]byte, error) {
 // it is one of the host's secrets (hostSecretPath). The read comes first,
 // so a device or FIFO is refused as what it is.
 func (o LoadOptions) readInput(path string, max int64) ([]byte, error) {
-	data, err := o.readFile(path, max)
+	// What is left of the manifest's total bounds this read too, so a
+	// source past it is refused before it is read.
+	lim := max
+	if o.inputs != nil {
+		lim = min(max, localfile.MaxInputTotal-o.inputs.Load())
+	}
+	data, err := o.readFile(path, lim)
 	if err == nil && o.ReadFile == nil {
 		err = o.hostSecretPath(path)
 	}
+	if tl, ok := errors.AsType[*localfile.TooLargeError](err); ok && lim < max && (tl.Size == 0 || tl.Size <= max) {
+		return nil, fmt.Errorf("the files this manifest copies into containers (${file:…} references, file and compose sources) pass %d MiB in all with this one; "+
+			"fetch large files in a provisioning step instead (curl, git, apt), which also keeps them out of corral's memory", localfile.MaxInputTotal>>20)
+	}
 	if err != nil {
 		return nil, err
+	}
+	if o.inputs != nil {
+		o.inputs.Add(int64(len(data)))
 	}
 	return data, nil
 }

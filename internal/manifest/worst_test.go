@@ -1,6 +1,9 @@
 package manifest_test
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -72,4 +75,45 @@ func firstLine(err error) string {
 	}
 	s, _, _ := strings.Cut(err.Error(), "\n")
 	return s
+}
+
+// Issue 27: the files a manifest copies into containers are bounded all
+// together, not only one by one: five sources of 20 MiB each (each under
+// its own limit) would otherwise hold 100 MiB, and more of them
+// gigabytes; the one that passes the total is refused, naming the limit,
+// and what the reads allocated stays within the budget.
+func TestParse_fileSourcesBoundedTogether(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	b.WriteString("apps:\n  - name: big\n    template: local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst\n    provision:\n")
+	for i := range 5 {
+		p := filepath.Join(dir, fmt.Sprintf("f%d", i))
+		f, err := os.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Truncate(20 << 20); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		fmt.Fprintf(&b, "      - file:\n          path: /srv/f%d\n          source: %s\n", i, p)
+	}
+	var err error
+	n := memcap.Allocated(func() {
+		_, err = manifest.Parse(filepath.Join(dir, "corral.yaml"), []byte(b.String()), manifest.LoadOptions{})
+	})
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("pass %d MiB in all", localfile.MaxInputTotal>>20)) {
+		t.Fatalf("five 20 MiB sources: %v, want the total refused", err)
+	}
+	if strings.Count(err.Error(), "in all with this one") != 2 {
+		t.Errorf("want the 4th and 5th sources refused, the first three read:\n%v", err)
+	}
+	if n > memcap.Budget {
+		t.Errorf("allocated %d MiB, more than %d MiB", n>>20, memcap.Budget>>20)
+	}
+	// Three of them fit.
+	three, _, _ := strings.Cut(b.String(), "      - file:\n          path: /srv/f3")
+	if _, err := manifest.Parse(filepath.Join(dir, "corral.yaml"), []byte(three), manifest.LoadOptions{}); err != nil {
+		t.Errorf("three 20 MiB sources: %v", err)
+	}
 }
