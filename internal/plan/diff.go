@@ -37,6 +37,12 @@ func Make(apps []App, obs *Observed) (*Plan, error) {
 			refused = append(refused, prob)
 			continue
 		}
+		if d := obs.damagedHolding(a.Name); d != nil {
+			// Its data is where corral cannot read it: whatever else the
+			// app's plan would say follows from that, and misleads.
+			refused = append(refused, d.Problem())
+			continue
+		}
 		if probs := carrierRefusals(a.Name, obs); len(probs) > 0 {
 			refused = append(refused, probs...)
 			continue
@@ -161,7 +167,7 @@ func Make(apps []App, obs *Observed) (*Plan, error) {
 	refused = append(refused, damagedRefusals(p, obs)...)
 	p.Unchecked = uncheckedApps(projectOf(apps), apps, p, obs)
 	if len(refused) > 0 {
-		return p, &RefusedError{Problems: refused}
+		return p, &RefusedError{Problems: unique(refused)}
 	}
 	return p, nil
 }
@@ -216,6 +222,20 @@ func keeperChanges(node string, obs *Observed, changes []Change) []KeeperChange 
 			reason = fmt.Sprintf("the keepers on node %s are full (at most %d volumes each, and their records must fit in the description): one more", node, MaxKeeperVolumes)
 		}
 		out = append(out, KeeperChange{Node: node, Action: Create, Reasons: []string{reason}})
+	}
+	return out
+}
+
+// unique is problems without repeats, in their first order (a damaged
+// keeper is named once however many apps it refuses).
+func unique(problems []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, p := range problems {
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
 	}
 	return out
 }

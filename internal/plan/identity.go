@@ -174,6 +174,17 @@ func hasHeader(desc, header string) bool {
 }
 
 // damagedOn lists the damaged keepers on node.
+// damagedHolding is the damaged keeper or carrier that holds (or may
+// hold) app's data, or nil.
+func (o *Observed) damagedHolding(app string) *Damaged {
+	for _, d := range o.Damaged {
+		if slices.Contains(d.Apps(), app) {
+			return d
+		}
+	}
+	return nil
+}
+
 func (o *Observed) damagedOn(node string) []*Damaged {
 	var out []*Damaged
 	for _, d := range o.Damaged {

@@ -116,3 +116,32 @@ func TestKeeperRepair_leavesADamagedCarriersAdoptions(t *testing.T) {
 		t.Fatalf("repair %+v: want only b1/cache's intent forgotten, a1/data's (of damaged carrier 105) left", kc)
 	}
 }
+
+// TestMake_damagedKeeperOfAnAdoptedVolume (found by the two-node soak):
+// the keeper holding an app's adopted volume is damaged, so the adoption
+// looks undone and its source is gone. The plan refuses naming the
+// damaged keeper, once, and not with the misleading "does not exist" of
+// the adoption that did happen.
+func TestMake_damagedKeeperOfAnAdoptedVolume(t *testing.T) {
+	obs := &Observed{
+		Nodes:    []string{"pve1"},
+		Apps:     map[string][]*CT{},
+		Keepers:  map[string][]*Keeper{},
+		Volumes:  map[string]int64{},
+		Storages: map[string]map[string][]string{},
+		Damaged: []*Damaged{{Kind: "keeper", VMID: 100, Node: "pve1",
+			Records: map[VolumeKey]string{{"c1", "data"}: "local-lvm:vm-100-disk-1", {"c1", "legacy"}: "local-lvm:vm-100-disk-2"}}},
+	}
+	apps := []App{{Name: "c1", Node: "pve1", Template: "local:vztmpl/t.tar.zst", Volumes: []Volume{
+		{Name: "data", Size: 1 << 30, Mount: "/srv/data", Storage: "local-lvm", Reclaim: Retain},
+		{Name: "legacy", Mount: "/srv/legacy", Storage: "local-lvm", Reclaim: Retain, Adopt: "local-lvm:vm-150-disk-1"},
+	}}}
+	_, err := Make(apps, obs)
+	refused, ok := err.(*RefusedError)
+	if !ok {
+		t.Fatalf("err = %v, want a refusal", err)
+	}
+	if len(refused.Problems) != 1 || !strings.Contains(refused.Problems[0], "keeper CT 100 on pve1 is damaged") {
+		t.Errorf("refusals, want only the damaged keeper's:\n%s", strings.Join(refused.Problems, "\n"))
+	}
+}
