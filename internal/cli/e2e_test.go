@@ -102,6 +102,7 @@ type statusJSON struct {
 	Apps []struct {
 		App        string `json:"app"`
 		Drift      string `json:"drift"`
+		Health     string `json:"health"`
 		Containers []struct {
 			VMID   int    `json:"vmid"`
 			Status string `json:"status"`

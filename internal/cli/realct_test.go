@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"net"
 	"os"
 	"path/filepath"
@@ -195,4 +196,32 @@ func TestAgent_installSystemd(t *testing.T) {
 	if after := agentProcesses(t, url); len(after) != 1 || after[0] == before[0] {
 		t.Errorf("agent processes after the reboot %v (before %v): want one new one", after, before)
 	}
+}
+
+// TestRealTemplateQuickstart (issue 28): the README's quickstart on the
+// real Debian template: its web server is a systemd service, so the app
+// is healthy after apply and again after its container restarts (as
+// after corral sim stop and the next command), with nothing re-run.
+func TestRealTemplateQuickstart(t *testing.T) {
+	c := newRealCluster(t)
+	m := "../../examples/quickstart/corral.yaml"
+	if r := c.run("apply", "-f", m, "--auto-approve"); r.code != 0 {
+		t.Fatalf("apply: exit %d\n%s", r.code, r.stderr)
+	}
+	healthy := func(when string) {
+		t.Helper()
+		var s statusJSON
+		r := c.mustRun("status", "-f", m, "-o", "json")
+		if err := json.Unmarshal([]byte(r.stdout), &s); err != nil {
+			t.Fatal(err)
+		}
+		if len(s.Apps) != 1 || s.Apps[0].Health != "healthy" {
+			t.Errorf("%s: status %s, want the app healthy", when, r.stdout)
+		}
+	}
+	healthy("after apply")
+	if r := c.run(append([]string{"restart", "hello", "-f", m}, c.connArgs()...)...); r.code != 0 {
+		t.Fatalf("restart: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	healthy("after the container restarted")
 }
