@@ -420,7 +420,7 @@ func (k *keeper) createVolume(ctx context.Context, vk plan.VolumeKey, storage st
 				return nil, nil
 			}
 			k.noteProject(s, vk.App)
-			return url.Values{freeKey(s.conf, "mp"): {storage + ":" + plan.GiB(size) + ",mp=" + plan.KeeperMountPath(vk)}}, nil
+			return url.Values{freeKey(s.conf, "mp"): {pve.MountPoint{Volume: storage + ":" + plan.GiB(size), Path: plan.KeeperMountPath(vk)}.String()}}, nil
 		})
 	})
 	if err != nil {
@@ -477,7 +477,7 @@ func (k *keeper) mountAll(ctx context.Context, what string, vols map[plan.Volume
 			k.noteProject(s, vk.App)
 			key := freeKey(taken, "mp")
 			taken[key] = volid
-			params.Set(key, volid+",mp="+plan.KeeperMountPath(vk))
+			params.Set(key, pve.MountPoint{Volume: volid, Path: plan.KeeperMountPath(vk)}.String())
 		}
 		return params, nil
 	})
@@ -494,7 +494,7 @@ func (k *keeper) rename(ctx context.Context, moves map[plan.VolumeKey]plan.Volum
 			for from, to := range moves {
 				if key := plan.MountKey(s.conf, from); key != "" {
 					volid := plan.ParseMountPoint(s.conf[key]).Volume
-					params.Set(key, volid+",mp="+plan.KeeperMountPath(to))
+					params.Set(key, pve.MountPoint{Volume: volid, Path: plan.KeeperMountPath(to)}.String())
 					renamed[to] = volid
 					delete(s.records, from)
 				}

@@ -462,7 +462,7 @@ func ParseMountPoint(s string) MountPoint {
 // (seed 000: size= with an existing volume confuses the parser), backup
 // stated explicitly.
 func AttachValue(volid, path string, backup bool) string {
-	return volid + ",mp=" + path + ",backup=" + boolStr(backup)
+	return propstr.MountPoint{Volume: volid, Path: path, Backup: &backup}.String()
 }
 
 // ParseSizeString parses PVE's size= values (8G, 512M, 1T, bytes) with
