@@ -890,7 +890,7 @@ func (e *Executor) start(ctx context.Context, app, node string, vmid int) error 
 	})
 	if err != nil {
 		var apiErr *pve.APIError
-		if errors.As(err, &apiErr) && strings.Contains(apiErr.Message, "already running") {
+		if errors.As(err, &apiErr) && errors.Is(apiErr, pve.ErrAlreadyRunning) {
 			return nil
 		}
 		return err
@@ -905,7 +905,7 @@ func (e *Executor) start(ctx context.Context, app, node string, vmid int) error 
 // as the emulator logs why it refused the start (its node's memory).
 func withStartCause(err error) error {
 	var te *pve.TaskError
-	if !errors.As(err, &te) || !strings.HasPrefix(te.ExitStatus, "startup for container ") {
+	if !errors.Is(err, pve.ErrStartFailed) || !errors.As(err, &te) {
 		return err
 	}
 	var cause []string
