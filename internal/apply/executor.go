@@ -16,7 +16,6 @@ import (
 	"github.com/corralhq/corral/internal/plan"
 	"github.com/corralhq/corral/internal/pve"
 	"github.com/corralhq/corral/internal/ui/human"
-	"github.com/corralhq/corral/internal/wait"
 )
 
 // Executor carries out plans against one cluster.
@@ -606,7 +605,7 @@ func (e *Executor) destroyCT(ctx context.Context, app, node string, vmid int) er
 	}
 	return e.step(app, "destroy", "ct "+strconv.Itoa(vmid), func() error {
 		var upid string
-		err := e.retryLocked(ctx, func() (err error) {
+		err := e.locked().Do(ctx, func() (err error) {
 			upid, err = e.Client.DestroyContainer(ctx, node, vmid, pve.DestroyOptions{Purge: true})
 			return err
 		})
@@ -833,30 +832,20 @@ func (e *Executor) dropReferences(ctx context.Context, node string, vmid int, vo
 // putConfig is a synchronous PUT .../config, retried while another
 // operation holds the CT's lock (the change has not started then).
 func (e *Executor) putConfig(ctx context.Context, node string, vmid int, params url.Values) error {
-	return e.retryLocked(ctx, func() error {
+	return e.locked().Do(ctx, func() error {
 		return e.Client.UpdateContainerConfig(ctx, node, vmid, params)
 	})
 }
 
-// retryLocked retries fn while PVE answers "CT is locked (…)": the call
-// was refused before any change, so repeating it is safe.
-func (e *Executor) retryLocked(ctx context.Context, fn func() error) error {
-	limit := e.LockWait
-	if limit == 0 {
-		limit = 3 * time.Minute
+// locked is the retry policy of every call PVE may refuse with "CT is
+// locked (…)" (the call was refused before any change, so repeating it is
+// safe): pve.RetryLocked, bounded by LockWait when set.
+func (e *Executor) locked() pve.RetryPolicy {
+	p := pve.RetryLocked
+	if e.LockWait != 0 {
+		p.MaxWait = e.LockWait
 	}
-	deadline := time.Now().Add(limit)
-	delay := 200 * time.Millisecond
-	for {
-		err := fn()
-		if err == nil || !pve.IsLocked(err) || time.Now().After(deadline) {
-			return err
-		}
-		if err := wait.Sleep(ctx, delay); err != nil {
-			return err
-		}
-		delay = min(delay*2, 2*time.Second)
-	}
+	return p
 }
 
 // ensureStopped shuts the CT down (gracefully, then hard after 60 s) if it
@@ -871,7 +860,7 @@ func (e *Executor) ensureStopped(ctx context.Context, app, node string, vmid int
 	}
 	return e.step(app, "stop", "ct "+strconv.Itoa(vmid), func() error {
 		var upid string
-		err := e.retryLocked(ctx, func() (err error) {
+		err := e.locked().Do(ctx, func() (err error) {
 			upid, err = e.Client.ShutdownContainer(ctx, node, vmid, pve.ShutdownOptions{Timeout: 60, ForceStop: true})
 			return err
 		})
@@ -884,7 +873,7 @@ func (e *Executor) ensureStopped(ctx context.Context, app, node string, vmid int
 
 func (e *Executor) start(ctx context.Context, app, node string, vmid int) error {
 	var upid string
-	err := e.retryLocked(ctx, func() (err error) {
+	err := e.locked().Do(ctx, func() (err error) {
 		upid, err = e.Client.StartContainer(ctx, node, vmid)
 		return err
 	})
@@ -925,7 +914,7 @@ func withStartCause(err error) error {
 
 func (e *Executor) resize(ctx context.Context, app, node string, vmid int, disk string, size int64) error {
 	var upid string
-	err := e.retryLocked(ctx, func() (err error) {
+	err := e.locked().Do(ctx, func() (err error) {
 		upid, err = e.Client.ResizeContainer(ctx, node, vmid, disk, plan.GiB(size)+"G")
 		return err
 	})

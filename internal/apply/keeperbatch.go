@@ -131,7 +131,7 @@ func (k *keeper) takeAll(ctx context.Context, batch []*takeReq) error {
 // target entry, waited for.
 func (k *keeper) moveIn(ctx context.Context, app string, owner int, srcKey, volid, target string) error {
 	var upid string
-	err := k.e.retryLocked(ctx, func() (err error) {
+	err := k.e.locked().Do(ctx, func() (err error) {
 		upid, err = k.e.Client.MoveVolume(ctx, k.node, owner, url.Values{
 			"volume": {srcKey}, "target-vmid": {strconv.Itoa(k.vmid)}, "target-volume": {target},
 		})

@@ -292,7 +292,7 @@ func (e *Executor) readyToLeave(ctx context.Context, c plan.Change, ct *resource
 		for _, name := range names {
 			if err := e.step(app, "snapshot", "delete "+name+" (--delete-snapshots)", func() error {
 				var upid string
-				err := e.retryLocked(ctx, func() (err error) {
+				err := e.locked().Do(ctx, func() (err error) {
 					upid, err = e.Client.DeleteSnapshot(ctx, node, vmid, name, false)
 					return err
 				})
@@ -374,7 +374,7 @@ var staleCopy = regexp.MustCompile(`found stale volume copy '([^']+)' on node '(
 // once, so a retry finds no name taken and nothing is left behind.
 func (e *Executor) migrate(ctx context.Context, app, node string, vmid int, to string) error {
 	var upid string
-	err := e.retryLocked(ctx, func() (err error) {
+	err := e.locked().Do(ctx, func() (err error) {
 		upid, err = e.Client.Migrate(ctx, node, vmid, pve.MigrateOptions{Target: to})
 		return err
 	})
@@ -635,7 +635,7 @@ func (e *Executor) carry(ctx context.Context, keepers *keeperSet, car *carrierRe
 				return fmt.Errorf("keeper %d no longer records %s as %s", k.vmid, vk, volid)
 			}
 			var upid string
-			err = e.retryLocked(ctx, func() (err error) {
+			err = e.locked().Do(ctx, func() (err error) {
 				upid, err = e.Client.MoveVolume(ctx, car.node, k.vmid, url.Values{
 					"volume": {srcKey}, "target-vmid": {strconv.Itoa(car.vmid)}, "target-volume": {targets[vk]},
 				})
@@ -776,7 +776,7 @@ func (e *Executor) destroyCarrier(ctx context.Context, app string, car *carrierR
 	}
 	yes := true
 	var upid string
-	err = e.retryLocked(ctx, func() (err error) {
+	err = e.locked().Do(ctx, func() (err error) {
 		upid, err = e.Client.DestroyContainer(ctx, car.node, car.vmid, pve.DestroyOptions{Purge: true, DestroyUnreferencedDisks: &yes})
 		return err
 	})

@@ -304,7 +304,7 @@ func (c cancelAfterResponse) RoundTrip(r *http.Request) (*http.Response, error) 
 	return resp, err
 }
 
-func TestClient_RetryLocked(t *testing.T) {
+func TestRetryPolicy_Do(t *testing.T) {
 	tests := []struct {
 		name      string
 		answers   []string // "" = success, else a 500 message
@@ -315,7 +315,7 @@ func TestClient_RetryLocked(t *testing.T) {
 		{"locked then free", []string{"CT is locked (backup)", "CT is locked (backup)", ""}, time.Minute, 3, func(err error) bool { return err == nil }},
 		{"flock timeout then free", []string{"can't lock file '/run/lock/lxc/pve-config-101.lock' - got timeout", ""}, time.Minute, 2, func(err error) bool { return err == nil }},
 		{"other error not retried", []string{"CT 101 not running", ""}, time.Minute, 1, func(err error) bool { return err != nil && !pve.IsLocked(err) }},
-		{"gives up after maxWait", []string{"CT is locked (backup)"}, 0, 1, pve.IsLocked},
+		{"gives up after maxWait", []string{"CT is locked (backup)"}, time.Nanosecond, 1, pve.IsLocked},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -329,7 +329,9 @@ func TestClient_RetryLocked(t *testing.T) {
 				}
 				writeData(w, nil)
 			}))
-			err := c.RetryLocked(ctx(t), tt.maxWait, func() error {
+			p := pve.RetryLocked
+			p.MaxWait, p.First, p.Max = tt.maxWait, time.Millisecond, 2*time.Millisecond
+			err := p.Do(ctx(t), func() error {
 				return c.UpdateContainerConfig(ctx(t), "pve", 101, url.Values{"memory": {"1024"}})
 			})
 			if !tt.wantErr(err) {
@@ -339,6 +341,45 @@ func TestClient_RetryLocked(t *testing.T) {
 				t.Errorf("server saw %d calls, want %d", got, tt.wantCalls)
 			}
 		})
+	}
+}
+
+func TestRetryPolicy_Delay(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		p    pve.RetryPolicy
+		want []time.Duration
+	}{
+		{"read", pve.RetryRead, []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second, 2 * time.Second}},
+		{"locked", pve.RetryLocked, []time.Duration{200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond, 1600 * time.Millisecond, 2 * time.Second, 2 * time.Second}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			for n, want := range tt.want {
+				if got := tt.p.Delay(n); got != want {
+					t.Errorf("Delay(%d)=%v, want %v", n, got, want)
+				}
+			}
+		})
+	}
+}
+
+func TestRetryPolicy_DoAttemptsAndContext(t *testing.T) {
+	boom := errors.New("boom")
+	p := pve.RetryPolicy{Retryable: func(error) bool { return true }, Attempts: 3, First: time.Millisecond, Max: time.Millisecond}
+	var n int
+	if err := p.Do(context.Background(), func() error { n++; return boom }); err != boom || n != 3 {
+		t.Errorf("Do = %v after %d calls, want boom after 3", err, n)
+	}
+	cctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	p.Attempts = 0
+	if err := p.Do(cctx, func() error { return boom }); !errors.Is(err, context.Canceled) {
+		t.Errorf("Do with a done ctx = %v, want context.Canceled", err)
+	}
+	p.Retryable = nil
+	n = 0
+	if err := p.Do(context.Background(), func() error { n++; return boom }); err != boom || n != 1 {
+		t.Errorf("Do with no Retryable = %v after %d calls, want boom after 1", err, n)
 	}
 }
 

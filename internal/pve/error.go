@@ -139,7 +139,7 @@ func IsNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
 
 // IsLocked reports whether err is a guest lock ("CT is locked (backup)",
 // behaviour.md §h) or a config-file lock timeout. Both fail before anything
-// changed, so repeating the step later is safe (see Client.RetryLocked).
+// changed, so repeating the step later is safe (see RetryLocked).
 func IsLocked(err error) bool { return errors.Is(err, ErrLocked) }
 
 // IsPermission reports whether PVE refused err's request for lack of a
