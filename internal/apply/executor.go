@@ -598,7 +598,7 @@ func (e *Executor) destroyCT(ctx context.Context, app, node string, vmid int) er
 	}
 	if len(mps) > 0 {
 		if err := e.step(app, "detach", strings.Join(mps, ","), func() error {
-			return e.putConfig(ctx, node, vmid, url.Values{"delete": {strings.Join(mps, ",")}})
+			return e.putConfig(ctx, node, vmid, &pve.ConfigUpdate{Delete: mps})
 		}); err != nil {
 			return err
 		}
@@ -639,30 +639,26 @@ func (e *Executor) update(ctx context.Context, c plan.Change, vols []attachment,
 	}
 	if len(c.Revert) > 0 {
 		if err := e.step(c.App, "config", "revert pending "+strings.Join(c.Revert, ","), func() error {
-			return e.putConfig(ctx, node, vmid, url.Values{"revert": {strings.Join(c.Revert, ",")}})
+			return e.putConfig(ctx, node, vmid, &pve.ConfigUpdate{Revert: c.Revert})
 		}); err != nil {
 			return err
 		}
 	}
 	if len(c.Config) > 0 || len(c.Cleanup) > 0 {
-		params := url.Values{}
-		var dels []string
+		params := &pve.ConfigUpdate{Raw: map[string]string{}}
 		var keys []string
 		for _, ed := range c.Config {
 			keys = append(keys, ed.Key)
 			if ed.New == "" {
 				if ed.Old != "" {
-					dels = append(dels, ed.Key)
+					params.Delete = append(params.Delete, ed.Key)
 				}
 				continue
 			}
-			params.Set(ed.Key, ed.New)
+			params.Raw[ed.Key] = ed.New // rendered by the planner
 		}
-		dels = append(dels, c.Cleanup...)
-		if len(dels) > 0 {
-			params.Set("delete", strings.Join(dels, ","))
-		}
-		if len(params) > 0 {
+		params.Delete = append(params.Delete, c.Cleanup...)
+		if !params.IsZero() {
 			if err := e.step(c.App, "config", strings.Join(append(keys, c.Cleanup...), ","), func() error {
 				return e.putConfig(ctx, node, vmid, params)
 			}); err != nil {
@@ -686,7 +682,7 @@ func (e *Executor) update(ctx context.Context, c plan.Change, vols []attachment,
 	}
 	if len(detach) > 0 {
 		if err := e.step(c.App, "detach", strings.Join(detach, ","), func() error {
-			if err := e.putConfig(ctx, node, vmid, url.Values{"delete": {strings.Join(detach, ",")}}); err != nil {
+			if err := e.putConfig(ctx, node, vmid, &pve.ConfigUpdate{Delete: detach}); err != nil {
 				return err
 			}
 			// PVE keeps a detached volume as unusedN of the container;
@@ -740,9 +736,13 @@ func (e *Executor) attach(ctx context.Context, app, node string, vmid int, vols 
 			}
 		}
 		used[key] = true
-		value := plan.AttachValue(v.VolID, v.Mount, v.Backup)
-		if err := e.step(app, "attach", key+"="+value, func() error {
-			return e.putConfig(ctx, node, vmid, url.Values{key: {value}})
+		n, ok := pve.MountIndex(key)
+		if !ok {
+			return fmt.Errorf("attach %s: %q is not a mount point key", v.VolID, key)
+		}
+		mp := plan.AttachMount(v.VolID, v.Mount, v.Backup)
+		if err := e.step(app, "attach", key+"="+mp.String(), func() error {
+			return e.putConfig(ctx, node, vmid, &pve.ConfigUpdate{MountPoints: map[int]pve.MountPoint{n: mp}})
 		}); err != nil {
 			return err
 		}
@@ -786,7 +786,7 @@ func (e *Executor) tagSharedVolumes(ctx context.Context, c plan.Change, vmid int
 	}
 	slices.Sort(tags)
 	return e.step(c.App, "config", "tags (shared volumes)", func() error {
-		return e.putConfig(ctx, c.Node, vmid, url.Values{"tags": {strings.Join(tags, ";")}})
+		return e.putConfig(ctx, c.Node, vmid, &pve.ConfigUpdate{Tags: tags})
 	})
 }
 
@@ -826,14 +826,14 @@ func (e *Executor) dropReferences(ctx context.Context, node string, vmid int, vo
 		return nil
 	}
 	slices.Sort(keys)
-	return e.putConfig(ctx, node, vmid, url.Values{"delete": {strings.Join(keys, ",")}})
+	return e.putConfig(ctx, node, vmid, &pve.ConfigUpdate{Delete: keys})
 }
 
 // putConfig is a synchronous PUT .../config, retried while another
 // operation holds the CT's lock (the change has not started then).
-func (e *Executor) putConfig(ctx context.Context, node string, vmid int, params url.Values) error {
+func (e *Executor) putConfig(ctx context.Context, node string, vmid int, u *pve.ConfigUpdate) error {
 	return e.locked().Do(ctx, func() error {
-		return e.Client.UpdateContainerConfig(ctx, node, vmid, params)
+		return e.Client.UpdateContainerConfig(ctx, node, vmid, u)
 	})
 }
 

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/corralhq/corral/internal/plan"
+	"github.com/corralhq/corral/internal/pve"
 )
 
 // A drain sends the volumes of a hundred apps to one keeper. Taken one
@@ -75,7 +76,7 @@ func (k *keeper) takeAll(ctx context.Context, batch []*takeReq) error {
 	for _, r := range batch {
 		n += len(r.vols)
 	}
-	if err := k.change(ctx, fmt.Sprintf("note adoption of %d volumes", n), func(s *keeperState) (url.Values, error) {
+	if err := k.change(ctx, fmt.Sprintf("note adoption of %d volumes", n), func(s *keeperState) (*pve.ConfigUpdate, error) {
 		targets = map[plan.VolumeKey]string{}
 		taken := maps.Clone(s.conf)
 		if s.notes.Intents == nil {
@@ -90,7 +91,7 @@ func (k *keeper) takeAll(ctx context.Context, batch []*takeReq) error {
 				k.noteProject(s, v.vk.App)
 			}
 		}
-		return url.Values{}, nil
+		return &pve.ConfigUpdate{}, nil
 	}); err != nil {
 		return err
 	}

@@ -326,7 +326,7 @@ func (e *Executor) readyToLeave(ctx context.Context, c plan.Change, ct *resource
 	slices.Sort(mps)
 	return e.step(app, "detach", "before the move: "+strings.Join(foreign, ","), func() error {
 		if len(mps) > 0 {
-			if err := e.putConfig(ctx, node, vmid, url.Values{"delete": {strings.Join(mps, ",")}}); err != nil {
+			if err := e.putConfig(ctx, node, vmid, &pve.ConfigUpdate{Delete: mps}); err != nil {
 				return err
 			}
 		}
@@ -546,7 +546,7 @@ func (e *Executor) carrierChange(ctx context.Context, car *carrierRef, what stri
 			car.notes = n
 			return nil
 		}
-		err = e.putConfig(ctx, car.node, car.vmid, url.Values{"description": {d}, "digest": {cc.Digest}})
+		err = e.putConfig(ctx, car.node, car.vmid, &pve.ConfigUpdate{Description: &d, Digest: cc.Digest})
 		if pve.IsModified(err) && attempt < maxCASAttempts {
 			continue
 		}
@@ -770,7 +770,7 @@ func (e *Executor) destroyCarrier(ctx context.Context, app string, car *carrierR
 		}
 	}
 	if conf["protection"] == "1" {
-		if err := e.putConfig(ctx, car.node, car.vmid, url.Values{"protection": {"0"}}); err != nil {
+		if err := e.putConfig(ctx, car.node, car.vmid, &pve.ConfigUpdate{Protection: pve.Ptr(false)}); err != nil {
 			return err
 		}
 	}

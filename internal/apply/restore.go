@@ -462,7 +462,7 @@ func (e *Executor) Restore(ctx context.Context, obs *plan.Observed, rp *RestoreP
 func (e *Executor) finishRestore(ctx context.Context, app, node string, newID, oldID int, stamp string) error {
 	if oldID != 0 {
 		if err := e.step(app, "config", "set the old ct "+strconv.Itoa(oldID)+" aside", func() error {
-			return e.putConfig(ctx, node, oldID, url.Values{"tags": {plan.TagManaged + ";" + plan.TagReplacedPrefix + app}})
+			return e.putConfig(ctx, node, oldID, &pve.ConfigUpdate{Tags: []string{plan.TagManaged, plan.TagReplacedPrefix + app}})
 		}); err != nil {
 			return err
 		}
@@ -484,8 +484,8 @@ func (e *Executor) finishRestore(ctx context.Context, app, node string, newID, o
 		}
 	}
 	project := projectOf(plan.ParseTags(conf["tags"])) // set by PlanRestore for a listed app
-	params := url.Values{"tags": {strings.Join(plan.AppTags(plan.App{Name: app, Project: project, Tags: userTags}), ";")},
-		"description": {plan.WithoutRestoreMarker(conf["description"])}}
+	params := &pve.ConfigUpdate{Tags: plan.AppTags(plan.App{Name: app, Project: project, Tags: userTags}),
+		Description: pve.Ptr(plan.WithoutRestoreMarker(conf["description"]))}
 	if err := e.step(app, "config", "make ct "+strconv.Itoa(newID)+" app "+app+"'s", func() error {
 		return e.putConfig(ctx, node, newID, params)
 	}); err != nil {

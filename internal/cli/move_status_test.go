@@ -131,7 +131,7 @@ func TestRollbackFreesStaleCopies(t *testing.T) {
 	if _, err := pc.WaitTask(ctx, upid, pve.WaitOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := pc.UpdateContainerConfig(ctx, "pve2", 900, url.Values{"mp0": {kept + ",mp=/srv/other"}}); err != nil {
+	if err := pc.UpdateContainerConfig(ctx, "pve2", 900, &pve.ConfigUpdate{MountPoints: map[int]pve.MountPoint{0: {Volume: kept, Path: "/srv/other"}}}); err != nil {
 		t.Fatal(err)
 	}
 

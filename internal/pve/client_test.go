@@ -145,7 +145,9 @@ func TestClient_formEncoding(t *testing.T) {
 		writeData(w, nil)
 	}))
 	params := url.Values{"mp0": {mp0}, "delete": {"unused0,mp1"}, "description": {"a = b & c"}}
-	if err := c.UpdateContainerConfig(ctx(t), "pve", 999, params); err != nil {
+	u := &pve.ConfigUpdate{MountPoints: map[int]pve.MountPoint{0: {Volume: "local-lvm:vm-999-disk-1", Path: "/home/hermes"}},
+		Delete: []string{"unused0", "mp1"}, Description: pve.Ptr("a = b & c")}
+	if err := c.UpdateContainerConfig(ctx(t), "pve", 999, u); err != nil {
 		t.Fatalf("UpdateContainerConfig: %v", err)
 	}
 	if got, want := gotCT, "application/x-www-form-urlencoded"; got != want {
@@ -332,7 +334,7 @@ func TestRetryPolicy_Do(t *testing.T) {
 			p := pve.RetryLocked
 			p.MaxWait, p.First, p.Max = tt.maxWait, time.Millisecond, 2*time.Millisecond
 			err := p.Do(ctx(t), func() error {
-				return c.UpdateContainerConfig(ctx(t), "pve", 101, url.Values{"memory": {"1024"}})
+				return c.UpdateContainerConfig(ctx(t), "pve", 101, &pve.ConfigUpdate{Memory: pve.Ptr[int64](1024)})
 			})
 			if !tt.wantErr(err) {
 				t.Errorf("unexpected err = %v", err)

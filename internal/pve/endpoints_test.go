@@ -278,7 +278,7 @@ func TestClient_asyncAndSync_fixtures(t *testing.T) {
 	if got, err := c.DeleteVolume(ctx, "pve", "local-lvm", "local-lvm:vm-555-disk-0"); err != nil || got != "" {
 		t.Errorf("DeleteVolume with a null answer = %q, %v, want \"\", nil", got, err)
 	}
-	if err := c.UpdateContainerConfig(ctx, "pve", 101, url.Values{"memory": {"2048"}}); err != nil {
+	if err := c.UpdateContainerConfig(ctx, "pve", 101, &pve.ConfigUpdate{Memory: pve.Ptr[int64](2048)}); err != nil {
 		t.Errorf("UpdateContainerConfig: %v", err)
 	}
 	if _, err := c.StartContainer(ctx, "pve", 102); err == nil {

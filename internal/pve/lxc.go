@@ -57,10 +57,10 @@ func (c *Client) Pending(ctx context.Context, node string, vmid int) ([]PendingE
 
 // UpdateContainerConfig sends PUT /nodes/{node}/lxc/{vmid}/config. It is
 // synchronous: PVE allocates and hot-plugs inside the request and answers
-// null, not a UPID (fixtures/put-config-returns-null.json). Include
-// "digest" to fail on a concurrent change.
-func (c *Client) UpdateContainerConfig(ctx context.Context, node string, vmid int, params url.Values) error {
-	if _, err := c.call(ctx, http.MethodPut, pathf("/nodes/%s/lxc/%d/config", node, vmid), params, nil); err != nil {
+// null, not a UPID (fixtures/put-config-returns-null.json). Set
+// u.Digest to fail with ErrModified on a concurrent change.
+func (c *Client) UpdateContainerConfig(ctx context.Context, node string, vmid int, u *ConfigUpdate) error {
+	if _, err := c.call(ctx, http.MethodPut, pathf("/nodes/%s/lxc/%d/config", node, vmid), u.Encode(), nil); err != nil {
 		return fmt.Errorf("update ct %d config: %w", vmid, err)
 	}
 	return nil
