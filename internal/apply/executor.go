@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
@@ -501,11 +500,9 @@ func (e *Executor) create(ctx context.Context, app, node string, vmid int, a *pl
 	params := createParams(a, vmid)
 	if k := e.SSH.AuthorizedKey; k != "" {
 		// corral's own key, for provisioning over SSH.
-		params.Set("ssh-public-keys", params.Get("ssh-public-keys")+k+" corral\n")
+		params.SSHPublicKeys += k + " corral\n"
 	}
-	if pw := e.Secrets[app]; pw != "" {
-		params.Set("password", pw)
-	}
+	params.Password = e.Secrets[app]
 	// The create task logs the container's new SSH host keys: read them
 	// when corral will log in, so the first login trusts only those.
 	work := e.Guest[app]
@@ -515,7 +512,7 @@ func (e *Executor) create(ctx context.Context, app, node string, vmid int, a *pl
 // postCT creates a CT with params and waits for the task. With vmid 0 it
 // takes /cluster/nextid, and takes the next one if another client took
 // that id meanwhile.
-func (e *Executor) postCT(ctx context.Context, app, node string, vmid int, params url.Values, hostKeys bool) (int, error) {
+func (e *Executor) postCT(ctx context.Context, app, node string, vmid int, params *pve.ContainerCreate, hostKeys bool) (int, error) {
 	const attempts = 5
 	for attempt := 1; ; attempt++ {
 		// One create request at a time: parallel creates would all be
@@ -529,7 +526,7 @@ func (e *Executor) postCT(ctx context.Context, app, node string, vmid int, param
 				return 0, err
 			}
 		}
-		params.Set("vmid", strconv.Itoa(id))
+		params.VMID = id
 		upid, err := e.Client.CreateContainer(ctx, node, params)
 		e.creating.Unlock()
 		if vmid == 0 && attempt < attempts && pve.IsAlreadyExists(err) {
@@ -551,29 +548,26 @@ func (e *Executor) postCT(ctx context.Context, app, node string, vmid int, param
 
 // createParams are the POST /lxc parameters for a (volumes are attached
 // afterwards, while the CT is stopped).
-func createParams(a *plan.App, vmid int) url.Values {
+func createParams(a *plan.App, vmid int) *pve.ContainerCreate {
 	conf := plan.InPlaceConfig(*a)
-	v := url.Values{}
-	v.Set("vmid", strconv.Itoa(vmid))
-	v.Set("ostemplate", a.Template)
-	v.Set("rootfs", a.RootStorage+":"+plan.GiB(a.RootSize))
-	v.Set("unprivileged", boolParam(a.Unprivileged))
+	v := &pve.ContainerCreate{
+		VMID:         vmid,
+		OSTemplate:   a.Template,
+		RootFS:       pve.MountPoint{Volume: a.RootStorage + ":" + plan.GiB(a.RootSize)},
+		Unprivileged: pve.Ptr(a.Unprivileged),
+		Config:       pve.ConfigUpdate{Raw: map[string]string{}},
+	}
+	// The planner renders these values; the create sends them as they are
+	// compared later (plan.InPlaceConfig).
 	for _, key := range []string{"hostname", "cores", "memory", "swap", "onboot", "tags", "description", "net0", "features", "nameserver"} {
 		if conf[key] != "" {
-			v.Set(key, conf[key])
+			v.Config.Raw[key] = conf[key]
 		}
 	}
 	if len(a.SSHKeys) > 0 {
-		v.Set("ssh-public-keys", strings.Join(a.SSHKeys, "\n")+"\n")
+		v.SSHPublicKeys = strings.Join(a.SSHKeys, "\n") + "\n"
 	}
 	return v
-}
-
-func boolParam(b bool) string {
-	if b {
-		return "1"
-	}
-	return "0"
 }
 
 // destroyCT stops the CT, detaches every mount point (keeper volumes

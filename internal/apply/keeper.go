@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -353,20 +352,22 @@ func (e *Executor) keeperTemplateOn(ctx context.Context, node, tmpl string, obs 
 // volumes and never starts (a keeper, a move's carrier): the smallest
 // that PVE creates from tmpl, protected from its first moment, its Notes
 // (description) written by the create itself.
-func holderParams(tmpl, hostname, rootStorage, tag, description string) url.Values {
-	params := url.Values{}
-	params.Set("ostemplate", tmpl)
-	params.Set("hostname", hostname)
-	params.Set("rootfs", rootStorage+":"+plan.GiB(keeperRootSize))
-	params.Set("unprivileged", "1")
-	params.Set("cores", "1")
-	params.Set("memory", "64")
-	params.Set("swap", "0")
-	params.Set("features", "nesting=1") // no systemd warning at create
-	params.Set("tags", plan.TagManaged+";"+tag)
-	params.Set("description", description)
-	params.Set("protection", "1")
-	return params
+func holderParams(tmpl, hostname, rootStorage, tag, description string) *pve.ContainerCreate {
+	return &pve.ContainerCreate{
+		OSTemplate:   tmpl,
+		RootFS:       pve.MountPoint{Volume: rootStorage + ":" + plan.GiB(keeperRootSize)},
+		Unprivileged: pve.Ptr(true),
+		Config: pve.ConfigUpdate{
+			Hostname:    &hostname,
+			Cores:       pve.Ptr[int64](1),
+			Memory:      pve.Ptr[int64](64),
+			Swap:        pve.Ptr[int64](0),
+			Features:    pve.Ptr("nesting=1"), // no systemd warning at create
+			Tags:        []string{plan.TagManaged, tag},
+			Description: &description,
+			Protection:  pve.Ptr(true),
+		},
+	}
 }
 
 // keeperRootSize is the keeper's rootfs size. The keeper never starts,

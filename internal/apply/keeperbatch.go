@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"net/url"
-	"strconv"
 
 	"github.com/corralhq/corral/internal/plan"
 	"github.com/corralhq/corral/internal/pve"
@@ -133,8 +131,8 @@ func (k *keeper) takeAll(ctx context.Context, batch []*takeReq) error {
 func (k *keeper) moveIn(ctx context.Context, app string, owner int, srcKey, volid, target string) error {
 	var upid string
 	err := k.e.locked().Do(ctx, func() (err error) {
-		upid, err = k.e.Client.MoveVolume(ctx, k.node, owner, url.Values{
-			"volume": {srcKey}, "target-vmid": {strconv.Itoa(k.vmid)}, "target-volume": {target},
+		upid, err = k.e.Client.MoveVolume(ctx, k.node, owner, &pve.VolumeMove{
+			Volume: srcKey, TargetVMID: k.vmid, TargetVolume: target,
 		})
 		return err
 	})

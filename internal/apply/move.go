@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
@@ -521,7 +520,7 @@ func (e *Executor) createCarrier(ctx context.Context, app, from, to string, c pl
 	params := holderParams(tmpl, plan.CarrierName, root, plan.TagCarrier, notes.Render())
 	// Tagged with its app too, so that findMove reads only this app's
 	// carriers.
-	params.Set("tags", strings.Join([]string{plan.TagManaged, plan.TagCarrier, plan.TagMovingPrefix + app}, ";"))
+	params.Config.Tags = []string{plan.TagManaged, plan.TagCarrier, plan.TagMovingPrefix + app}
 	vmid, err := e.postCT(ctx, app, from, 0, params, false)
 	if err != nil {
 		return nil, err
@@ -636,8 +635,8 @@ func (e *Executor) carry(ctx context.Context, keepers *keeperSet, car *carrierRe
 			}
 			var upid string
 			err = e.locked().Do(ctx, func() (err error) {
-				upid, err = e.Client.MoveVolume(ctx, car.node, k.vmid, url.Values{
-					"volume": {srcKey}, "target-vmid": {strconv.Itoa(car.vmid)}, "target-volume": {targets[vk]},
+				upid, err = e.Client.MoveVolume(ctx, car.node, k.vmid, &pve.VolumeMove{
+					Volume: srcKey, TargetVMID: car.vmid, TargetVolume: targets[vk],
 				})
 				return err
 			})

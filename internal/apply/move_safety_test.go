@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -159,9 +158,9 @@ func (r *moveRig) handCarrier(node string, tags, notes string) int {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	upid, err := pc.CreateContainer(ctx, node, url.Values{"vmid": {strconv.Itoa(vmid)}, "hostname": {"corral-carrier"},
-		"ostemplate": {"local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst"}, "rootfs": {"local-lvm:1"},
-		"tags": {tags}, "description": {notes}, "protection": {"1"}})
+	upid, err := pc.CreateContainer(ctx, node, &pve.ContainerCreate{VMID: vmid,
+		OSTemplate: "local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst", RootFS: pve.MountPoint{Volume: "local-lvm:1"},
+		Config: pve.ConfigUpdate{Hostname: pve.Ptr("corral-carrier"), Raw: map[string]string{"tags": tags}, Description: &notes, Protection: pve.Ptr(true)}})
 	if err != nil {
 		r.t.Fatal(err)
 	}

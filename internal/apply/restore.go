@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -85,7 +84,7 @@ type RestorePlan struct {
 	Notes    []string         `json:"notes"`
 
 	conf      map[string]string // the archived config
-	params    url.Values
+	params    *pve.ConfigUpdate
 	finalTags string // the app's tags, set once the restored container runs
 	finalDesc string
 	renames   map[plan.VolumeKey]plan.VolumeKey
@@ -231,8 +230,7 @@ func (e *Executor) PlanRestore(ctx context.Context, obs *plan.Observed, opts Res
 
 	// Identity: hostname, tags and description say the new app; unique=1
 	// gives every NIC a new MAC (seed 004 §4.4).
-	params := url.Values{}
-	params.Set("hostname", name)
+	params := &pve.ConfigUpdate{Hostname: pve.Ptr(name)}
 	var tags []string
 	for _, t := range plan.ParseTags(conf["tags"]) {
 		if !strings.HasPrefix(t, plan.TagAppPrefix) && !strings.HasPrefix(t, plan.TagProjectPrefix) && t != plan.TagManaged {
@@ -249,18 +247,18 @@ func (e *Executor) PlanRestore(ctx context.Context, obs *plan.Observed, opts Res
 	// not as the app: an interrupted restore never leaves two containers
 	// of one app, and the next changing command finishes or undoes it.
 	rp.finalTags = strings.Join(plan.AppTags(plan.App{Name: name, Project: rp.project, Tags: tags}), ";")
-	inFlight := plan.TagManaged + ";" + plan.TagRestoringPrefix + name
+	inFlight := []string{plan.TagManaged, plan.TagRestoringPrefix + name}
 	if rp.project != "" {
-		inFlight += ";" + plan.TagProjectPrefix + rp.project // kept by finishRestore
+		inFlight = append(inFlight, plan.TagProjectPrefix+rp.project) // kept by finishRestore
 	}
-	params.Set("tags", inFlight)
+	params.Tags = inFlight
 	m := plan.ParseMarker(conf["description"])
 	desc := plan.AppDescription(plan.App{Name: name, Template: m.Template, Origin: m.Declared, Description: userDescription(conf["description"])})
 	rp.finalDesc = plan.WithGuestMarkers(desc, m.HostKey, m.Provisioned)
-	params.Set("description", rp.finalDesc+plan.RestoreMarker(stamp))
+	params.Description = pve.Ptr(rp.finalDesc + plan.RestoreMarker(stamp))
 	ip := propValue(conf["net0"], "ip")
 	if opts.IP != "" && conf["net0"] != "" {
-		params.Set("net0", withIP(conf["net0"], opts.IP))
+		params.Raw = map[string]string{"net0": withIP(conf["net0"], opts.IP)} // the archive's value with ip= replaced
 		ip = opts.IP
 	}
 	if !opts.Replace && oldCT != nil && ip != "" && ip != "dhcp" && ip != "manual" && strings.Contains(oldCT.Config["net0"], "ip="+ip) {
@@ -380,7 +378,7 @@ func (e *Executor) Restore(ctx context.Context, obs *plan.Observed, rp *RestoreP
 	e.Project = rp.project // the keeper notes the restored volumes' project
 	err = e.step(name, "restore", fmt.Sprintf("%s into ct %d on %s", rp.Archive, rp.VMID, rp.Storage), func() error {
 		for attempt := 0; ; attempt++ {
-			upid, err := e.Client.RestoreContainer(ctx, node, rp.VMID, rp.Archive, pve.RestoreOptions{Storage: rp.Storage, Unique: true, Params: rp.params})
+			upid, err := e.Client.RestoreContainer(ctx, node, rp.VMID, rp.Archive, pve.RestoreOptions{Storage: rp.Storage, Unique: true, Config: rp.params})
 			if err != nil && attempt < 5 && pve.IsAlreadyExists(err) {
 				id, nerr := e.Client.NextID(ctx)
 				if nerr != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -123,8 +122,8 @@ func TestRollbackFreesStaleCopies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	upid, err := pc.CreateContainer(ctx, "pve2", url.Values{"vmid": {"900"}, "hostname": {"other"},
-		"ostemplate": {"local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst"}, "rootfs": {"local-lvm:1"}})
+	upid, err := pc.CreateContainer(ctx, "pve2", &pve.ContainerCreate{VMID: 900, Config: pve.ConfigUpdate{Hostname: pve.Ptr("other")},
+		OSTemplate: "local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst", RootFS: pve.MountPoint{Volume: "local-lvm:1"}})
 	if err != nil {
 		t.Fatal(err)
 	}

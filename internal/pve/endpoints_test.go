@@ -250,7 +250,7 @@ func TestClient_asyncAndSync_fixtures(t *testing.T) {
 	)
 	ctx := ctx(t)
 	calls := map[string]func() (string, error){
-		"create": func() (string, error) { return c.CreateContainer(ctx, "pve", url.Values{"vmid": {"101"}}) },
+		"create": func() (string, error) { return c.CreateContainer(ctx, "pve", &pve.ContainerCreate{VMID: 101}) },
 		"start":  func() (string, error) { return c.StartContainer(ctx, "pve", 101) },
 		"stop":   func() (string, error) { return c.StopContainer(ctx, "pve", 101) },
 		"shutdown": func() (string, error) {
@@ -259,7 +259,7 @@ func TestClient_asyncAndSync_fixtures(t *testing.T) {
 		"reboot": func() (string, error) { return c.RebootContainer(ctx, "pve", 101) },
 		"resize": func() (string, error) { return c.ResizeContainer(ctx, "pve", 101, "rootfs", "+2G") },
 		"move": func() (string, error) {
-			return c.MoveVolume(ctx, "pve", 101, url.Values{"volume": {"mp1"}, "target-vmid": {"900"}})
+			return c.MoveVolume(ctx, "pve", 101, &pve.VolumeMove{Volume: "mp1", TargetVMID: 900})
 		},
 		"destroy": func() (string, error) { return c.DestroyContainer(ctx, "pve", 101, pve.DestroyOptions{}) },
 		"template": func() (string, error) {

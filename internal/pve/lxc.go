@@ -66,12 +66,12 @@ func (c *Client) UpdateContainerConfig(ctx context.Context, node string, vmid in
 	return nil
 }
 
-// CreateContainer sends POST /nodes/{node}/lxc (create or restore; params
-// carry vmid, ostemplate, rootfs, …) and returns the task's UPID.
-func (c *Client) CreateContainer(ctx context.Context, node string, params url.Values) (string, error) {
-	upid, err := c.startTask(ctx, http.MethodPost, pathf("/nodes/%s/lxc", node), params)
+// CreateContainer sends POST /nodes/{node}/lxc (a restore is
+// RestoreContainer) and returns the task's UPID.
+func (c *Client) CreateContainer(ctx context.Context, node string, cc *ContainerCreate) (string, error) {
+	upid, err := c.startTask(ctx, http.MethodPost, pathf("/nodes/%s/lxc", node), cc.Encode())
 	if err != nil {
-		return "", fmt.Errorf("create ct %s: %w", params.Get("vmid"), err)
+		return "", fmt.Errorf("create ct %d: %w", cc.VMID, err)
 	}
 	return upid, nil
 }
@@ -162,12 +162,11 @@ func (c *Client) ResizeContainer(ctx context.Context, node string, vmid int, dis
 	return upid, nil
 }
 
-// MoveVolume sends POST …/move_volume: params carry "volume" and either
-// "storage" or "target-vmid" and "target-volume" (behaviour.md §d).
-func (c *Client) MoveVolume(ctx context.Context, node string, vmid int, params url.Values) (string, error) {
-	upid, err := c.startTask(ctx, http.MethodPost, pathf("/nodes/%s/lxc/%d/move_volume", node, vmid), params)
+// MoveVolume sends POST …/move_volume (behaviour.md §d).
+func (c *Client) MoveVolume(ctx context.Context, node string, vmid int, m *VolumeMove) (string, error) {
+	upid, err := c.startTask(ctx, http.MethodPost, pathf("/nodes/%s/lxc/%d/move_volume", node, vmid), m.Encode())
 	if err != nil {
-		return "", fmt.Errorf("move ct %d volume %s: %w", vmid, params.Get("volume"), err)
+		return "", fmt.Errorf("move ct %d volume %s: %w", vmid, m.Volume, err)
 	}
 	return upid, nil
 }

@@ -136,3 +136,79 @@ func (u *ConfigUpdate) Encode() url.Values {
 
 // Ptr returns a pointer to v, for the optional fields of a write body.
 func Ptr[T any](v T) *T { return &v }
+
+// ContainerCreate is the body of POST /nodes/{node}/lxc that creates a
+// container from a template (CreateContainer). Config carries the config
+// keys (hostname, cores, tags, …); its Delete, Revert and Digest are not
+// create parameters and are not sent.
+type ContainerCreate struct {
+	VMID       int
+	OSTemplate string // "local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst"
+	// RootFS is the root volume; Volume "<storage>:<GiB>" allocates it.
+	RootFS MountPoint
+	// Unprivileged: corral always sets it, since PVE 8 creates a
+	// privileged container without it and PVE 9 an unprivileged one
+	// (doctor's version note).
+	Unprivileged *bool
+	// SSHPublicKeys are authorized_keys lines for root, each ending "\n".
+	SSHPublicKeys string
+	// Password is root's password; it travels only in the body and is
+	// never logged (logtransport redacts it).
+	Password string
+	Config   ConfigUpdate
+}
+
+// Encode is the form body.
+func (c *ContainerCreate) Encode() url.Values {
+	cfg := c.Config
+	cfg.Delete, cfg.Revert, cfg.Digest = nil, nil, ""
+	v := cfg.Encode()
+	v.Set("vmid", strconv.Itoa(c.VMID))
+	if c.OSTemplate != "" {
+		v.Set("ostemplate", c.OSTemplate)
+	}
+	if c.RootFS.Volume != "" {
+		v.Set("rootfs", c.RootFS.String())
+	}
+	if c.Unprivileged != nil {
+		v.Set("unprivileged", bit(*c.Unprivileged))
+	}
+	if c.SSHPublicKeys != "" {
+		v.Set("ssh-public-keys", c.SSHPublicKeys)
+	}
+	if c.Password != "" {
+		v.Set("password", c.Password)
+	}
+	return v
+}
+
+// VolumeMove is the body of POST …/lxc/{vmid}/move_volume (MoveVolume):
+// Volume ("rootfs", "mp0", "unused1") goes either to Storage, or to
+// TargetVMID's TargetVolume key (behaviour.md §d).
+type VolumeMove struct {
+	Volume       string
+	Storage      string
+	TargetVMID   int
+	TargetVolume string
+	// Delete removes the source after a move to another storage (PVE
+	// otherwise keeps it as unusedN).
+	Delete *bool
+}
+
+// Encode is the form body.
+func (m *VolumeMove) Encode() url.Values {
+	v := url.Values{"volume": {m.Volume}}
+	if m.Storage != "" {
+		v.Set("storage", m.Storage)
+	}
+	if m.TargetVMID != 0 {
+		v.Set("target-vmid", strconv.Itoa(m.TargetVMID))
+	}
+	if m.TargetVolume != "" {
+		v.Set("target-volume", m.TargetVolume)
+	}
+	if m.Delete != nil {
+		v.Set("delete", bit(*m.Delete))
+	}
+	return v
+}

@@ -2,6 +2,7 @@ package pve_test
 
 import (
 	"encoding/json"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -196,5 +197,61 @@ func TestConfigUpdate_Schema(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+func TestContainerCreate_Encode(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		in   pve.ContainerCreate
+		want url.Values
+	}{
+		{
+			"keeper (holderParams)",
+			pve.ContainerCreate{VMID: 900, OSTemplate: "local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst",
+				RootFS: pve.MountPoint{Volume: "local-lvm:1"}, Unprivileged: pve.Ptr(true),
+				Config: pve.ConfigUpdate{Hostname: pve.Ptr("corral-keeper"), Cores: pve.Ptr[int64](1), Memory: pve.Ptr[int64](64),
+					Swap: pve.Ptr[int64](0), Features: pve.Ptr("nesting=1"), Tags: []string{"corral", "corral-keeper"},
+					Description: pve.Ptr("notes\n"), Protection: pve.Ptr(true)}},
+			url.Values{"vmid": {"900"}, "ostemplate": {"local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst"}, "rootfs": {"local-lvm:1"},
+				"unprivileged": {"1"}, "hostname": {"corral-keeper"}, "cores": {"1"}, "memory": {"64"}, "swap": {"0"},
+				"features": {"nesting=1"}, "tags": {"corral;corral-keeper"}, "description": {"notes\n"}, "protection": {"1"}},
+		},
+		{
+			"app (createParams)",
+			pve.ContainerCreate{VMID: 101, OSTemplate: "local:vztmpl/alpine.tar.xz", RootFS: pve.MountPoint{Volume: "local-lvm:2.5"},
+				Unprivileged: pve.Ptr(false), SSHPublicKeys: "ssh-ed25519 AAA a\nssh-ed25519 BBB corral\n", Password: "pw",
+				Config: pve.ConfigUpdate{Raw: map[string]string{"hostname": "web", "net0": "name=eth0,bridge=vmbr0,ip=dhcp"},
+					Delete: []string{"not-sent"}, Digest: "not-sent"}},
+			url.Values{"vmid": {"101"}, "ostemplate": {"local:vztmpl/alpine.tar.xz"}, "rootfs": {"local-lvm:2.5"}, "unprivileged": {"0"},
+				"ssh-public-keys": {"ssh-ed25519 AAA a\nssh-ed25519 BBB corral\n"}, "password": {"pw"},
+				"hostname": {"web"}, "net0": {"name=eth0,bridge=vmbr0,ip=dhcp"}},
+		},
+		{"bare", pve.ContainerCreate{VMID: 102}, url.Values{"vmid": {"102"}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, tt.in.Encode()); diff != "" {
+				t.Errorf("Encode() mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestVolumeMove_Encode(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		in   pve.VolumeMove
+		want url.Values
+	}{
+		{"to another ct", pve.VolumeMove{Volume: "mp1", TargetVMID: 900, TargetVolume: "unused3"},
+			url.Values{"volume": {"mp1"}, "target-vmid": {"900"}, "target-volume": {"unused3"}}},
+		{"to another storage", pve.VolumeMove{Volume: "rootfs", Storage: "nfs", Delete: pve.Ptr(true)},
+			url.Values{"volume": {"rootfs"}, "storage": {"nfs"}, "delete": {"1"}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, tt.in.Encode()); diff != "" {
+				t.Errorf("Encode() mismatch (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
