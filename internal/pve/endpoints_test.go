@@ -2,7 +2,6 @@ package pve_test
 
 import (
 	"net/http"
-	"net/url"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -266,7 +265,7 @@ func TestClient_asyncAndSync_fixtures(t *testing.T) {
 			return c.DownloadAppliance(ctx, "pve", "local", "debian-12-standard_12.7-1_amd64.tar.zst")
 		},
 		"download": func() (string, error) {
-			return c.DownloadURL(ctx, "pve", "local", url.Values{"filename": {"x.tar.zst"}})
+			return c.DownloadURL(ctx, "pve", "local", &pve.Download{Filename: "x.tar.zst"})
 		},
 	}
 	for name, call := range calls {

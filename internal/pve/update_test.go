@@ -255,3 +255,15 @@ func TestVolumeMove_Encode(t *testing.T) {
 		})
 	}
 }
+
+func TestDownload_Encode(t *testing.T) {
+	d := pve.Download{URL: "https://example.org/a.tar.zst", Content: "vztmpl", Filename: "a.tar.zst", Checksum: "ab12", ChecksumAlgorithm: "sha256"}
+	want := url.Values{"url": {"https://example.org/a.tar.zst"}, "content": {"vztmpl"}, "filename": {"a.tar.zst"},
+		"checksum": {"ab12"}, "checksum-algorithm": {"sha256"}}
+	if diff := cmp.Diff(want, d.Encode()); diff != "" {
+		t.Errorf("Encode() mismatch (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(url.Values{"filename": {"x"}}, (&pve.Download{Filename: "x"}).Encode()); diff != "" {
+		t.Errorf("Encode() of a bare download (-want +got):\n%s", diff)
+	}
+}
