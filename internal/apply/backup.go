@@ -262,9 +262,7 @@ func (e *Executor) Backup(ctx context.Context, obs *plan.Observed, app string, o
 // failure (in the request or, after a 200, in the task) names the
 // privileges vzdump checks.
 func explainBackupErr(err error, vmid int, storage string) error {
-	var te *pve.TaskError
-	perm := pve.IsPermission(err) || errors.As(err, &te) && strings.Contains(te.ExitStatus, "Permission check failed")
-	if !perm {
+	if !pve.IsPermission(err) {
 		return err
 	}
 	return fmt.Errorf("%w\nno archive was made: PVE accepted the request (HTTP 200) and checked the privileges inside the task; "+
@@ -507,7 +505,7 @@ func explainSnapErr(err error, vmid int, priv string) error {
 	if pve.IsPermission(err) {
 		return fmt.Errorf("%w (the token and its user need %s on /vms/%d)", err, priv, vmid)
 	}
-	if strings.Contains(err.Error(), "snapshot feature is not available") {
+	if errors.Is(err, pve.ErrSnapshotUnsupported) {
 		return fmt.Errorf("%w: a volume of ct %d is on a storage that cannot snapshot (a dir storage, say) or is a bind mount", err, vmid)
 	}
 	return err

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
@@ -16,7 +15,6 @@ import (
 	"github.com/corralhq/corral/internal/plan"
 	"github.com/corralhq/corral/internal/pve"
 	"github.com/corralhq/corral/internal/ui/human"
-	"github.com/corralhq/corral/internal/wait"
 )
 
 // Executor carries out plans against one cluster.
@@ -502,11 +500,9 @@ func (e *Executor) create(ctx context.Context, app, node string, vmid int, a *pl
 	params := createParams(a, vmid)
 	if k := e.SSH.AuthorizedKey; k != "" {
 		// corral's own key, for provisioning over SSH.
-		params.Set("ssh-public-keys", params.Get("ssh-public-keys")+k+" corral\n")
+		params.SSHPublicKeys += k + " corral\n"
 	}
-	if pw := e.Secrets[app]; pw != "" {
-		params.Set("password", pw)
-	}
+	params.Password = e.Secrets[app]
 	// The create task logs the container's new SSH host keys: read them
 	// when corral will log in, so the first login trusts only those.
 	work := e.Guest[app]
@@ -516,7 +512,7 @@ func (e *Executor) create(ctx context.Context, app, node string, vmid int, a *pl
 // postCT creates a CT with params and waits for the task. With vmid 0 it
 // takes /cluster/nextid, and takes the next one if another client took
 // that id meanwhile.
-func (e *Executor) postCT(ctx context.Context, app, node string, vmid int, params url.Values, hostKeys bool) (int, error) {
+func (e *Executor) postCT(ctx context.Context, app, node string, vmid int, params *pve.ContainerCreate, hostKeys bool) (int, error) {
 	const attempts = 5
 	for attempt := 1; ; attempt++ {
 		// One create request at a time: parallel creates would all be
@@ -530,7 +526,7 @@ func (e *Executor) postCT(ctx context.Context, app, node string, vmid int, param
 				return 0, err
 			}
 		}
-		params.Set("vmid", strconv.Itoa(id))
+		params.VMID = id
 		upid, err := e.Client.CreateContainer(ctx, node, params)
 		e.creating.Unlock()
 		if vmid == 0 && attempt < attempts && pve.IsAlreadyExists(err) {
@@ -552,29 +548,26 @@ func (e *Executor) postCT(ctx context.Context, app, node string, vmid int, param
 
 // createParams are the POST /lxc parameters for a (volumes are attached
 // afterwards, while the CT is stopped).
-func createParams(a *plan.App, vmid int) url.Values {
+func createParams(a *plan.App, vmid int) *pve.ContainerCreate {
 	conf := plan.InPlaceConfig(*a)
-	v := url.Values{}
-	v.Set("vmid", strconv.Itoa(vmid))
-	v.Set("ostemplate", a.Template)
-	v.Set("rootfs", a.RootStorage+":"+plan.GiB(a.RootSize))
-	v.Set("unprivileged", boolParam(a.Unprivileged))
+	v := &pve.ContainerCreate{
+		VMID:         vmid,
+		OSTemplate:   a.Template,
+		RootFS:       pve.MountPoint{Volume: a.RootStorage + ":" + plan.GiB(a.RootSize)},
+		Unprivileged: pve.Ptr(a.Unprivileged),
+		Config:       pve.ConfigUpdate{Raw: map[string]string{}},
+	}
+	// The planner renders these values; the create sends them as they are
+	// compared later (plan.InPlaceConfig).
 	for _, key := range []string{"hostname", "cores", "memory", "swap", "onboot", "tags", "description", "net0", "features", "nameserver"} {
 		if conf[key] != "" {
-			v.Set(key, conf[key])
+			v.Config.Raw[key] = conf[key]
 		}
 	}
 	if len(a.SSHKeys) > 0 {
-		v.Set("ssh-public-keys", strings.Join(a.SSHKeys, "\n")+"\n")
+		v.SSHPublicKeys = strings.Join(a.SSHKeys, "\n") + "\n"
 	}
 	return v
-}
-
-func boolParam(b bool) string {
-	if b {
-		return "1"
-	}
-	return "0"
 }
 
 // destroyCT stops the CT, detaches every mount point (keeper volumes
@@ -599,14 +592,14 @@ func (e *Executor) destroyCT(ctx context.Context, app, node string, vmid int) er
 	}
 	if len(mps) > 0 {
 		if err := e.step(app, "detach", strings.Join(mps, ","), func() error {
-			return e.putConfig(ctx, node, vmid, url.Values{"delete": {strings.Join(mps, ",")}})
+			return e.putConfig(ctx, node, vmid, &pve.ConfigUpdate{Delete: mps})
 		}); err != nil {
 			return err
 		}
 	}
 	return e.step(app, "destroy", "ct "+strconv.Itoa(vmid), func() error {
 		var upid string
-		err := e.retryLocked(ctx, func() (err error) {
+		err := e.locked().Do(ctx, func() (err error) {
 			upid, err = e.Client.DestroyContainer(ctx, node, vmid, pve.DestroyOptions{Purge: true})
 			return err
 		})
@@ -640,30 +633,26 @@ func (e *Executor) update(ctx context.Context, c plan.Change, vols []attachment,
 	}
 	if len(c.Revert) > 0 {
 		if err := e.step(c.App, "config", "revert pending "+strings.Join(c.Revert, ","), func() error {
-			return e.putConfig(ctx, node, vmid, url.Values{"revert": {strings.Join(c.Revert, ",")}})
+			return e.putConfig(ctx, node, vmid, &pve.ConfigUpdate{Revert: c.Revert})
 		}); err != nil {
 			return err
 		}
 	}
 	if len(c.Config) > 0 || len(c.Cleanup) > 0 {
-		params := url.Values{}
-		var dels []string
+		params := &pve.ConfigUpdate{Raw: map[string]string{}}
 		var keys []string
 		for _, ed := range c.Config {
 			keys = append(keys, ed.Key)
 			if ed.New == "" {
 				if ed.Old != "" {
-					dels = append(dels, ed.Key)
+					params.Delete = append(params.Delete, ed.Key)
 				}
 				continue
 			}
-			params.Set(ed.Key, ed.New)
+			params.Raw[ed.Key] = ed.New // rendered by the planner
 		}
-		dels = append(dels, c.Cleanup...)
-		if len(dels) > 0 {
-			params.Set("delete", strings.Join(dels, ","))
-		}
-		if len(params) > 0 {
+		params.Delete = append(params.Delete, c.Cleanup...)
+		if !params.IsZero() {
 			if err := e.step(c.App, "config", strings.Join(append(keys, c.Cleanup...), ","), func() error {
 				return e.putConfig(ctx, node, vmid, params)
 			}); err != nil {
@@ -687,7 +676,7 @@ func (e *Executor) update(ctx context.Context, c plan.Change, vols []attachment,
 	}
 	if len(detach) > 0 {
 		if err := e.step(c.App, "detach", strings.Join(detach, ","), func() error {
-			if err := e.putConfig(ctx, node, vmid, url.Values{"delete": {strings.Join(detach, ",")}}); err != nil {
+			if err := e.putConfig(ctx, node, vmid, &pve.ConfigUpdate{Delete: detach}); err != nil {
 				return err
 			}
 			// PVE keeps a detached volume as unusedN of the container;
@@ -741,9 +730,13 @@ func (e *Executor) attach(ctx context.Context, app, node string, vmid int, vols 
 			}
 		}
 		used[key] = true
-		value := plan.AttachValue(v.VolID, v.Mount, v.Backup)
-		if err := e.step(app, "attach", key+"="+value, func() error {
-			return e.putConfig(ctx, node, vmid, url.Values{key: {value}})
+		n, ok := pve.MountIndex(key)
+		if !ok {
+			return fmt.Errorf("attach %s: %q is not a mount point key", v.VolID, key)
+		}
+		mp := plan.AttachMount(v.VolID, v.Mount, v.Backup)
+		if err := e.step(app, "attach", key+"="+mp.String(), func() error {
+			return e.putConfig(ctx, node, vmid, &pve.ConfigUpdate{MountPoints: map[int]pve.MountPoint{n: mp}})
 		}); err != nil {
 			return err
 		}
@@ -787,7 +780,7 @@ func (e *Executor) tagSharedVolumes(ctx context.Context, c plan.Change, vmid int
 	}
 	slices.Sort(tags)
 	return e.step(c.App, "config", "tags (shared volumes)", func() error {
-		return e.putConfig(ctx, c.Node, vmid, url.Values{"tags": {strings.Join(tags, ";")}})
+		return e.putConfig(ctx, c.Node, vmid, &pve.ConfigUpdate{Tags: tags})
 	})
 }
 
@@ -827,36 +820,26 @@ func (e *Executor) dropReferences(ctx context.Context, node string, vmid int, vo
 		return nil
 	}
 	slices.Sort(keys)
-	return e.putConfig(ctx, node, vmid, url.Values{"delete": {strings.Join(keys, ",")}})
+	return e.putConfig(ctx, node, vmid, &pve.ConfigUpdate{Delete: keys})
 }
 
 // putConfig is a synchronous PUT .../config, retried while another
 // operation holds the CT's lock (the change has not started then).
-func (e *Executor) putConfig(ctx context.Context, node string, vmid int, params url.Values) error {
-	return e.retryLocked(ctx, func() error {
-		return e.Client.UpdateContainerConfig(ctx, node, vmid, params)
+func (e *Executor) putConfig(ctx context.Context, node string, vmid int, u *pve.ConfigUpdate) error {
+	return e.locked().Do(ctx, func() error {
+		return e.Client.UpdateContainerConfig(ctx, node, vmid, u)
 	})
 }
 
-// retryLocked retries fn while PVE answers "CT is locked (…)": the call
-// was refused before any change, so repeating it is safe.
-func (e *Executor) retryLocked(ctx context.Context, fn func() error) error {
-	limit := e.LockWait
-	if limit == 0 {
-		limit = 3 * time.Minute
+// locked is the retry policy of every call PVE may refuse with "CT is
+// locked (…)" (the call was refused before any change, so repeating it is
+// safe): pve.RetryLocked, bounded by LockWait when set.
+func (e *Executor) locked() pve.RetryPolicy {
+	p := pve.RetryLocked
+	if e.LockWait != 0 {
+		p.MaxWait = e.LockWait
 	}
-	deadline := time.Now().Add(limit)
-	delay := 200 * time.Millisecond
-	for {
-		err := fn()
-		if err == nil || !pve.IsLocked(err) || time.Now().After(deadline) {
-			return err
-		}
-		if err := wait.Sleep(ctx, delay); err != nil {
-			return err
-		}
-		delay = min(delay*2, 2*time.Second)
-	}
+	return p
 }
 
 // ensureStopped shuts the CT down (gracefully, then hard after 60 s) if it
@@ -871,7 +854,7 @@ func (e *Executor) ensureStopped(ctx context.Context, app, node string, vmid int
 	}
 	return e.step(app, "stop", "ct "+strconv.Itoa(vmid), func() error {
 		var upid string
-		err := e.retryLocked(ctx, func() (err error) {
+		err := e.locked().Do(ctx, func() (err error) {
 			upid, err = e.Client.ShutdownContainer(ctx, node, vmid, pve.ShutdownOptions{Timeout: 60, ForceStop: true})
 			return err
 		})
@@ -884,13 +867,13 @@ func (e *Executor) ensureStopped(ctx context.Context, app, node string, vmid int
 
 func (e *Executor) start(ctx context.Context, app, node string, vmid int) error {
 	var upid string
-	err := e.retryLocked(ctx, func() (err error) {
+	err := e.locked().Do(ctx, func() (err error) {
 		upid, err = e.Client.StartContainer(ctx, node, vmid)
 		return err
 	})
 	if err != nil {
 		var apiErr *pve.APIError
-		if errors.As(err, &apiErr) && strings.Contains(apiErr.Message, "already running") {
+		if errors.As(err, &apiErr) && errors.Is(apiErr, pve.ErrAlreadyRunning) {
 			return nil
 		}
 		return err
@@ -905,7 +888,7 @@ func (e *Executor) start(ctx context.Context, app, node string, vmid int) error 
 // as the emulator logs why it refused the start (its node's memory).
 func withStartCause(err error) error {
 	var te *pve.TaskError
-	if !errors.As(err, &te) || !strings.HasPrefix(te.ExitStatus, "startup for container ") {
+	if !errors.Is(err, pve.ErrStartFailed) || !errors.As(err, &te) {
 		return err
 	}
 	var cause []string
@@ -925,7 +908,7 @@ func withStartCause(err error) error {
 
 func (e *Executor) resize(ctx context.Context, app, node string, vmid int, disk string, size int64) error {
 	var upid string
-	err := e.retryLocked(ctx, func() (err error) {
+	err := e.locked().Do(ctx, func() (err error) {
 		upid, err = e.Client.ResizeContainer(ctx, node, vmid, disk, plan.GiB(size)+"G")
 		return err
 	})

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/corralhq/corral/internal/guest"
 	"github.com/corralhq/corral/internal/plan"
+	"github.com/corralhq/corral/internal/pve"
 	"github.com/corralhq/corral/internal/wait"
 )
 
@@ -240,7 +240,7 @@ func (e *Executor) dialGuest(ctx context.Context, node string, vmid int, justCre
 	if policy.TrustOnFirstUse || len(policy.Fingerprints) > 0 {
 		key := guest.AuthorizedKey(cl.HostKey())
 		desc := plan.WithGuestMarkers(conf["description"], key, m.Provisioned)
-		if err := e.putConfig(ctx, node, vmid, url.Values{"description": {desc}}); err != nil {
+		if err := e.putConfig(ctx, node, vmid, &pve.ConfigUpdate{Description: &desc}); err != nil {
 			cl.Close()
 			return nil, nil, fmt.Errorf("pin the host key of ct %d: %w", vmid, err)
 		}
@@ -622,7 +622,7 @@ func (e *Executor) markProvisioned(ctx context.Context, c plan.Change, vmid int)
 	}
 	m := plan.ParseMarker(conf["description"])
 	desc := plan.WithGuestRecord(conf["description"], m.HostKey, c.Desired.GuestDigest, plan.StepsRecord(c.Desired.Steps))
-	return e.putConfig(ctx, c.Node, vmid, url.Values{"description": {desc}})
+	return e.putConfig(ctx, c.Node, vmid, &pve.ConfigUpdate{Description: &desc})
 }
 
 // CheckHealthOnce logs into app's running container and runs one health

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -89,7 +88,7 @@ func (k *keeper) read(ctx context.Context) (*pve.ContainerConfig, error) {
 // state and returns the parameters to PUT, or nil for nothing to do; the
 // Notes are rendered again from the fresh records with the edit's intents
 // and lease, so they always follow the mount points.
-func (k *keeper) change(ctx context.Context, what string, edit func(s *keeperState) (url.Values, error)) error {
+func (k *keeper) change(ctx context.Context, what string, edit func(s *keeperState) (*pve.ConfigUpdate, error)) error {
 	for attempt := 1; ; attempt++ {
 		cc, err := k.read(ctx)
 		if err != nil {
@@ -107,13 +106,13 @@ func (k *keeper) change(ctx context.Context, what string, edit func(s *keeperSta
 		notes := s.notes
 		notes.Records = s.records
 		if d := notes.Render(); d != cc.Values["description"] {
-			params.Set("description", d)
+			params.Description = &d
 		}
-		if len(params) == 0 {
+		if params.IsZero() {
 			k.remember(s)
 			return nil
 		}
-		params.Set("digest", cc.Digest)
+		params.Digest = cc.Digest // every keeper write is a compare-and-swap
 		err = k.e.putConfig(ctx, k.node, k.vmid, params)
 		if pve.IsModified(err) && attempt < maxCASAttempts {
 			continue
@@ -167,15 +166,15 @@ func (k *keeper) remember(s *keeperState) {
 
 // setProtection sets protection=on (1) or off (0) unless it already is.
 func (k *keeper) setProtection(ctx context.Context, on bool) error {
-	want, what := "0", "clear protection"
+	what := "clear protection"
 	if on {
-		want, what = "1", "set protection"
+		what = "set protection"
 	}
-	return k.change(ctx, what, func(s *keeperState) (url.Values, error) {
+	return k.change(ctx, what, func(s *keeperState) (*pve.ConfigUpdate, error) {
 		if (s.conf["protection"] == "1") == on {
-			return url.Values{}, nil // the Notes may still be brought up to date
+			return &pve.ConfigUpdate{}, nil // the Notes may still be brought up to date
 		}
-		return url.Values{"protection": {want}}, nil
+		return &pve.ConfigUpdate{Protection: pve.Ptr(on)}, nil
 	})
 }
 
@@ -281,18 +280,18 @@ func (e *Executor) ensureKeeper(ctx context.Context, kc plan.KeeperChange, k *ke
 			})
 		}
 		if len(kc.DropIntents) > 0 {
-			if err := k.change(ctx, "forget adoption intents", func(s *keeperState) (url.Values, error) {
+			if err := k.change(ctx, "forget adoption intents", func(s *keeperState) (*pve.ConfigUpdate, error) {
 				for _, vk := range kc.DropIntents {
 					delete(s.notes.Intents, vk)
 				}
-				return url.Values{}, nil
+				return &pve.ConfigUpdate{}, nil
 			}); err != nil {
 				return err
 			}
 		}
 		if len(kc.Projects) > 0 {
 			// Records made before projects: say whose they are.
-			if err := k.change(ctx, "note projects", func(s *keeperState) (url.Values, error) {
+			if err := k.change(ctx, "note projects", func(s *keeperState) (*pve.ConfigUpdate, error) {
 				for app, project := range kc.Projects {
 					if s.notes.Projects[app] == "" {
 						if s.notes.Projects == nil {
@@ -301,7 +300,7 @@ func (e *Executor) ensureKeeper(ctx context.Context, kc plan.KeeperChange, k *ke
 						s.notes.Projects[app] = project
 					}
 				}
-				return url.Values{}, nil
+				return &pve.ConfigUpdate{}, nil
 			}); err != nil {
 				return err
 			}
@@ -309,12 +308,12 @@ func (e *Executor) ensureKeeper(ctx context.Context, kc plan.KeeperChange, k *ke
 		if len(kc.Declared) > 0 {
 			// Records that name no declarer (or, under an explicit
 			// project, another one): say which manifest declares them.
-			if err := k.change(ctx, "note declarers", func(s *keeperState) (url.Values, error) {
+			if err := k.change(ctx, "note declarers", func(s *keeperState) (*pve.ConfigUpdate, error) {
 				if s.notes.Declared == nil {
 					s.notes.Declared = map[string]string{}
 				}
 				maps.Copy(s.notes.Declared, kc.Declared)
-				return url.Values{}, nil
+				return &pve.ConfigUpdate{}, nil
 			}); err != nil {
 				return err
 			}
@@ -353,20 +352,22 @@ func (e *Executor) keeperTemplateOn(ctx context.Context, node, tmpl string, obs 
 // volumes and never starts (a keeper, a move's carrier): the smallest
 // that PVE creates from tmpl, protected from its first moment, its Notes
 // (description) written by the create itself.
-func holderParams(tmpl, hostname, rootStorage, tag, description string) url.Values {
-	params := url.Values{}
-	params.Set("ostemplate", tmpl)
-	params.Set("hostname", hostname)
-	params.Set("rootfs", rootStorage+":"+plan.GiB(keeperRootSize))
-	params.Set("unprivileged", "1")
-	params.Set("cores", "1")
-	params.Set("memory", "64")
-	params.Set("swap", "0")
-	params.Set("features", "nesting=1") // no systemd warning at create
-	params.Set("tags", plan.TagManaged+";"+tag)
-	params.Set("description", description)
-	params.Set("protection", "1")
-	return params
+func holderParams(tmpl, hostname, rootStorage, tag, description string) *pve.ContainerCreate {
+	return &pve.ContainerCreate{
+		OSTemplate:   tmpl,
+		RootFS:       pve.MountPoint{Volume: rootStorage + ":" + plan.GiB(keeperRootSize)},
+		Unprivileged: pve.Ptr(true),
+		Config: pve.ConfigUpdate{
+			Hostname:    &hostname,
+			Cores:       pve.Ptr[int64](1),
+			Memory:      pve.Ptr[int64](64),
+			Swap:        pve.Ptr[int64](0),
+			Features:    pve.Ptr("nesting=1"), // no systemd warning at create
+			Tags:        []string{plan.TagManaged, tag},
+			Description: &description,
+			Protection:  pve.Ptr(true),
+		},
+	}
 }
 
 // keeperRootSize is the keeper's rootfs size. The keeper never starts,
@@ -401,9 +402,14 @@ func keeperRootStorage(node string, p *plan.Plan) string {
 
 // freeKey returns the lowest prefixN (mpN, unusedN) not used in conf.
 func freeKey(conf map[string]string, prefix string) string {
+	return prefix + strconv.Itoa(freeIndex(conf, prefix))
+}
+
+// freeIndex returns the lowest N for which prefixN is not used in conf.
+func freeIndex(conf map[string]string, prefix string) int {
 	for i := 0; ; i++ {
 		if _, used := conf[prefix+strconv.Itoa(i)]; !used {
-			return prefix + strconv.Itoa(i)
+			return i
 		}
 	}
 }
@@ -415,12 +421,14 @@ func freeKey(conf map[string]string, prefix string) string {
 // record and allocates nothing.
 func (k *keeper) createVolume(ctx context.Context, vk plan.VolumeKey, storage string, size int64) (string, error) {
 	err := k.unprotected(ctx, func() error {
-		return k.change(ctx, "allocate volume "+vk.String()+" on "+storage, func(s *keeperState) (url.Values, error) {
+		return k.change(ctx, "allocate volume "+vk.String()+" on "+storage, func(s *keeperState) (*pve.ConfigUpdate, error) {
 			if s.records[vk] != "" {
 				return nil, nil
 			}
 			k.noteProject(s, vk.App)
-			return url.Values{freeKey(s.conf, "mp"): {storage + ":" + plan.GiB(size) + ",mp=" + plan.KeeperMountPath(vk)}}, nil
+			u := &pve.ConfigUpdate{}
+			u.SetMountPoint(freeIndex(s.conf, "mp"), pve.MountPoint{Volume: storage + ":" + plan.GiB(size), Path: plan.KeeperMountPath(vk)})
+			return u, nil
 		})
 	})
 	if err != nil {
@@ -454,10 +462,10 @@ func (k *keeper) mount(ctx context.Context, vk plan.VolumeKey, volid string) err
 // mountAll is mount for several volumes in one write (their adoption
 // intents go in the same write).
 func (k *keeper) mountAll(ctx context.Context, what string, vols map[plan.VolumeKey]string) error {
-	return k.change(ctx, what, func(s *keeperState) (url.Values, error) {
+	return k.change(ctx, what, func(s *keeperState) (*pve.ConfigUpdate, error) {
 		mounted := plan.MountRecords(s.conf) // s.records also holds lost ones, which this mounts
 		taken := maps.Clone(s.conf)
-		params := url.Values{}
+		params := &pve.ConfigUpdate{}
 		for _, vk := range sortedVolumeKeys(vols) {
 			volid := vols[vk]
 			delete(s.notes.Intents, vk)
@@ -475,9 +483,9 @@ func (k *keeper) mountAll(ctx context.Context, what string, vols map[plan.Volume
 			s.records[vk] = volid
 			mounted[vk] = volid
 			k.noteProject(s, vk.App)
-			key := freeKey(taken, "mp")
-			taken[key] = volid
-			params.Set(key, volid+",mp="+plan.KeeperMountPath(vk))
+			n := freeIndex(taken, "mp")
+			taken[pve.MountKey(n)] = volid
+			params.SetMountPoint(n, pve.MountPoint{Volume: volid, Path: plan.KeeperMountPath(vk)})
 		}
 		return params, nil
 	})
@@ -488,18 +496,18 @@ func (k *keeper) mountAll(ctx context.Context, what string, vols map[plan.Volume
 // of moves already done (an earlier attempt) are left alone.
 func (k *keeper) rename(ctx context.Context, moves map[plan.VolumeKey]plan.VolumeKey) error {
 	return k.unprotected(ctx, func() error {
-		return k.change(ctx, "rename records", func(s *keeperState) (url.Values, error) {
-			params := url.Values{}
+		return k.change(ctx, "rename records", func(s *keeperState) (*pve.ConfigUpdate, error) {
+			params := &pve.ConfigUpdate{}
 			renamed := map[plan.VolumeKey]string{}
 			for from, to := range moves {
-				if key := plan.MountKey(s.conf, from); key != "" {
-					volid := plan.ParseMountPoint(s.conf[key]).Volume
-					params.Set(key, volid+",mp="+plan.KeeperMountPath(to))
+				if n, ok := pve.MountIndex(plan.MountKey(s.conf, from)); ok {
+					volid := plan.ParseMountPoint(s.conf[pve.MountKey(n)]).Volume
+					params.SetMountPoint(n, pve.MountPoint{Volume: volid, Path: plan.KeeperMountPath(to)})
 					renamed[to] = volid
 					delete(s.records, from)
 				}
 			}
-			if len(params) == 0 {
+			if params.IsZero() {
 				return nil, nil
 			}
 			for to, volid := range renamed {
@@ -574,14 +582,14 @@ func (k *keeper) adopt(ctx context.Context, vk plan.VolumeKey, volid string) (st
 // returns the volume's volid in the keeper.
 func (k *keeper) take(ctx context.Context, vk plan.VolumeKey, owner int, srcKey, volid string) (string, error) {
 	var target string
-	if err := k.change(ctx, "note adoption of "+volid, func(s *keeperState) (url.Values, error) {
+	if err := k.change(ctx, "note adoption of "+volid, func(s *keeperState) (*pve.ConfigUpdate, error) {
 		target = freeKey(s.conf, "unused")
 		if s.notes.Intents == nil {
 			s.notes.Intents = map[plan.VolumeKey]plan.AdoptIntent{}
 		}
 		s.notes.Intents[vk] = plan.AdoptIntent{Source: volid, Key: target}
 		k.noteProject(s, vk.App)
-		return url.Values{}, nil
+		return &pve.ConfigUpdate{}, nil
 	}); err != nil {
 		return "", err
 	}
@@ -634,7 +642,7 @@ func (k *keeper) free(ctx context.Context, vk plan.VolumeKey, volid string) erro
 	// removed, which the next plan mounts again (nothing freed, nothing
 	// orphaned); the second frees the volume and drops the line at once.
 	return k.unprotected(ctx, func() error {
-		if err := k.change(ctx, "unmount "+vk.String(), func(s *keeperState) (url.Values, error) {
+		if err := k.change(ctx, "unmount "+vk.String(), func(s *keeperState) (*pve.ConfigUpdate, error) {
 			key := plan.MountKey(s.conf, vk)
 			if key == "" {
 				return nil, nil
@@ -642,20 +650,20 @@ func (k *keeper) free(ctx context.Context, vk plan.VolumeKey, volid string) erro
 			if plan.ParseMountPoint(s.conf[key]).Volume != volid {
 				return nil, fmt.Errorf("keeper %d records %s as %s, not %s; not freed", k.vmid, vk, s.records[vk], volid)
 			}
-			return url.Values{"delete": {key}}, nil
+			return &pve.ConfigUpdate{Delete: []string{key}}, nil
 		}); err != nil {
 			return err
 		}
-		return k.change(ctx, "free "+volid, func(s *keeperState) (url.Values, error) {
+		return k.change(ctx, "free "+volid, func(s *keeperState) (*pve.ConfigUpdate, error) {
 			if s.records[vk] == volid {
 				delete(s.records, vk)
 			}
 			for key, v := range s.conf {
 				if isUnused(key) && v == volid {
-					return url.Values{"delete": {key}}, nil
+					return &pve.ConfigUpdate{Delete: []string{key}}, nil
 				}
 			}
-			return url.Values{}, nil // freed by an earlier attempt; the Notes line goes if left
+			return &pve.ConfigUpdate{}, nil // freed by an earlier attempt; the Notes line goes if left
 		})
 	})
 }

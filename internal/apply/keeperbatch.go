@@ -4,10 +4,9 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"net/url"
-	"strconv"
 
 	"github.com/corralhq/corral/internal/plan"
+	"github.com/corralhq/corral/internal/pve"
 )
 
 // A drain sends the volumes of a hundred apps to one keeper. Taken one
@@ -75,7 +74,7 @@ func (k *keeper) takeAll(ctx context.Context, batch []*takeReq) error {
 	for _, r := range batch {
 		n += len(r.vols)
 	}
-	if err := k.change(ctx, fmt.Sprintf("note adoption of %d volumes", n), func(s *keeperState) (url.Values, error) {
+	if err := k.change(ctx, fmt.Sprintf("note adoption of %d volumes", n), func(s *keeperState) (*pve.ConfigUpdate, error) {
 		targets = map[plan.VolumeKey]string{}
 		taken := maps.Clone(s.conf)
 		if s.notes.Intents == nil {
@@ -90,7 +89,7 @@ func (k *keeper) takeAll(ctx context.Context, batch []*takeReq) error {
 				k.noteProject(s, v.vk.App)
 			}
 		}
-		return url.Values{}, nil
+		return &pve.ConfigUpdate{}, nil
 	}); err != nil {
 		return err
 	}
@@ -131,9 +130,9 @@ func (k *keeper) takeAll(ctx context.Context, batch []*takeReq) error {
 // target entry, waited for.
 func (k *keeper) moveIn(ctx context.Context, app string, owner int, srcKey, volid, target string) error {
 	var upid string
-	err := k.e.retryLocked(ctx, func() (err error) {
-		upid, err = k.e.Client.MoveVolume(ctx, k.node, owner, url.Values{
-			"volume": {srcKey}, "target-vmid": {strconv.Itoa(k.vmid)}, "target-volume": {target},
+	err := k.e.locked().Do(ctx, func() (err error) {
+		upid, err = k.e.Client.MoveVolume(ctx, k.node, owner, &pve.VolumeMove{
+			Volume: srcKey, TargetVMID: k.vmid, TargetVolume: target,
 		})
 		return err
 	})

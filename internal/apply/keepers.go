@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"sync"
 
 	"github.com/corralhq/corral/internal/plan"
+	"github.com/corralhq/corral/internal/pve"
 )
 
 // keeperSet is every keeper of the cluster, per node, oldest first. A node
@@ -215,7 +215,7 @@ func (s *keeperSet) refreshNotes(ctx context.Context) error {
 	s.mu.Unlock()
 	var errs []error
 	for _, k := range stale {
-		errs = append(errs, k.change(ctx, "Notes follow the mount points (volumes carried out)", func(*keeperState) (url.Values, error) { return url.Values{}, nil }))
+		errs = append(errs, k.change(ctx, "Notes follow the mount points (volumes carried out)", func(*keeperState) (*pve.ConfigUpdate, error) { return &pve.ConfigUpdate{}, nil }))
 	}
 	return errors.Join(errs...)
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"os/user"
 	"slices"
@@ -137,7 +136,7 @@ func (l *Lock) take(ctx context.Context, k *keeper, node string, opts LockOption
 	told := ""
 	for {
 		var held *plan.Lease
-		err := k.change(ctx, "take the lock", func(s *keeperState) (url.Values, error) {
+		err := k.change(ctx, "take the lock", func(s *keeperState) (*pve.ConfigUpdate, error) {
 			now := time.Now()
 			// A live lease of another corral is waited for; one that ran
 			// out, or whose holder was a process of this machine that is
@@ -149,7 +148,7 @@ func (l *Lock) take(ctx context.Context, k *keeper, node string, opts LockOption
 			lease := l.lease
 			lease.Until = now.Add(l.ttl)
 			s.notes.Lease = &lease
-			return url.Values{}, nil
+			return &pve.ConfigUpdate{}, nil
 		})
 		if err != nil {
 			return fmt.Errorf("lock node %s: %w", node, err)
@@ -188,12 +187,12 @@ func (l *Lock) renew() {
 		}
 		for _, k := range l.held {
 			ctx, cancel := context.WithTimeout(context.Background(), l.ttl/3)
-			err := k.change(ctx, "renew the lock", func(s *keeperState) (url.Values, error) {
+			err := k.change(ctx, "renew the lock", func(s *keeperState) (*pve.ConfigUpdate, error) {
 				if s.notes.Lease == nil || s.notes.Lease.ID != l.lease.ID {
 					return nil, fmt.Errorf("%w: the lock on node %s was broken while this corral held it", errLeaseBroken, k.node)
 				}
 				s.notes.Lease.Until = time.Now().Add(l.ttl)
-				return url.Values{}, nil
+				return &pve.ConfigUpdate{}, nil
 			})
 			cancel()
 			if err != nil && (errors.Is(err, errLeaseBroken) || l.expired(k)) {
@@ -234,12 +233,12 @@ func (l *Lock) Release() {
 func (l *Lock) release() {
 	for _, k := range l.held {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		_ = k.change(ctx, "release the lock", func(s *keeperState) (url.Values, error) {
+		_ = k.change(ctx, "release the lock", func(s *keeperState) (*pve.ConfigUpdate, error) {
 			if s.notes.Lease == nil || s.notes.Lease.ID != l.lease.ID {
 				return nil, nil
 			}
 			s.notes.Lease = nil
-			return url.Values{}, nil
+			return &pve.ConfigUpdate{}, nil
 		})
 		cancel()
 	}
@@ -336,7 +335,7 @@ func (e *Executor) removeEmptyKeeper(ctx context.Context, k *keeper) error {
 	// Untag it first, so that another corral listing the guests from now
 	// on no longer takes it for a keeper (nor its cleared protection for
 	// one to repair).
-	if err := k.e.putConfig(ctx, k.node, k.vmid, url.Values{"tags": {plan.TagManaged}}); err != nil {
+	if err := k.e.putConfig(ctx, k.node, k.vmid, &pve.ConfigUpdate{Tags: []string{plan.TagManaged}}); err != nil {
 		return fmt.Errorf("remove the spare keeper %d: %w", k.vmid, err)
 	}
 	if err := k.setProtection(ctx, false); err != nil {
@@ -359,7 +358,7 @@ func (e *Executor) BreakLease(ctx context.Context, obs *plan.Observed, node stri
 	}
 	k := &keeper{e: e, node: node, vmid: ks[0].VMID}
 	var broken *plan.Lease
-	err := k.change(ctx, "break the lock", func(s *keeperState) (url.Values, error) {
+	err := k.change(ctx, "break the lock", func(s *keeperState) (*pve.ConfigUpdate, error) {
 		cur := s.notes.Lease
 		if cur == nil {
 			return nil, nil
@@ -370,7 +369,7 @@ func (e *Executor) BreakLease(ctx context.Context, obs *plan.Observed, node stri
 		}
 		broken = cur
 		s.notes.Lease = nil
-		return url.Values{}, nil
+		return &pve.ConfigUpdate{}, nil
 	})
 	return broken, err
 }

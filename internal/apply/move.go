@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
@@ -292,7 +291,7 @@ func (e *Executor) readyToLeave(ctx context.Context, c plan.Change, ct *resource
 		for _, name := range names {
 			if err := e.step(app, "snapshot", "delete "+name+" (--delete-snapshots)", func() error {
 				var upid string
-				err := e.retryLocked(ctx, func() (err error) {
+				err := e.locked().Do(ctx, func() (err error) {
 					upid, err = e.Client.DeleteSnapshot(ctx, node, vmid, name, false)
 					return err
 				})
@@ -326,7 +325,7 @@ func (e *Executor) readyToLeave(ctx context.Context, c plan.Change, ct *resource
 	slices.Sort(mps)
 	return e.step(app, "detach", "before the move: "+strings.Join(foreign, ","), func() error {
 		if len(mps) > 0 {
-			if err := e.putConfig(ctx, node, vmid, url.Values{"delete": {strings.Join(mps, ",")}}); err != nil {
+			if err := e.putConfig(ctx, node, vmid, &pve.ConfigUpdate{Delete: mps}); err != nil {
 				return err
 			}
 		}
@@ -374,7 +373,7 @@ var staleCopy = regexp.MustCompile(`found stale volume copy '([^']+)' on node '(
 // once, so a retry finds no name taken and nothing is left behind.
 func (e *Executor) migrate(ctx context.Context, app, node string, vmid int, to string) error {
 	var upid string
-	err := e.retryLocked(ctx, func() (err error) {
+	err := e.locked().Do(ctx, func() (err error) {
 		upid, err = e.Client.Migrate(ctx, node, vmid, pve.MigrateOptions{Target: to})
 		return err
 	})
@@ -521,7 +520,7 @@ func (e *Executor) createCarrier(ctx context.Context, app, from, to string, c pl
 	params := holderParams(tmpl, plan.CarrierName, root, plan.TagCarrier, notes.Render())
 	// Tagged with its app too, so that findMove reads only this app's
 	// carriers.
-	params.Set("tags", strings.Join([]string{plan.TagManaged, plan.TagCarrier, plan.TagMovingPrefix + app}, ";"))
+	params.Config.Tags = []string{plan.TagManaged, plan.TagCarrier, plan.TagMovingPrefix + app}
 	vmid, err := e.postCT(ctx, app, from, 0, params, false)
 	if err != nil {
 		return nil, err
@@ -546,7 +545,7 @@ func (e *Executor) carrierChange(ctx context.Context, car *carrierRef, what stri
 			car.notes = n
 			return nil
 		}
-		err = e.putConfig(ctx, car.node, car.vmid, url.Values{"description": {d}, "digest": {cc.Digest}})
+		err = e.putConfig(ctx, car.node, car.vmid, &pve.ConfigUpdate{Description: &d, Digest: cc.Digest})
 		if pve.IsModified(err) && attempt < maxCASAttempts {
 			continue
 		}
@@ -635,9 +634,9 @@ func (e *Executor) carry(ctx context.Context, keepers *keeperSet, car *carrierRe
 				return fmt.Errorf("keeper %d no longer records %s as %s", k.vmid, vk, volid)
 			}
 			var upid string
-			err = e.retryLocked(ctx, func() (err error) {
-				upid, err = e.Client.MoveVolume(ctx, car.node, k.vmid, url.Values{
-					"volume": {srcKey}, "target-vmid": {strconv.Itoa(car.vmid)}, "target-volume": {targets[vk]},
+			err = e.locked().Do(ctx, func() (err error) {
+				upid, err = e.Client.MoveVolume(ctx, car.node, k.vmid, &pve.VolumeMove{
+					Volume: srcKey, TargetVMID: car.vmid, TargetVolume: targets[vk],
 				})
 				return err
 			})
@@ -770,13 +769,13 @@ func (e *Executor) destroyCarrier(ctx context.Context, app string, car *carrierR
 		}
 	}
 	if conf["protection"] == "1" {
-		if err := e.putConfig(ctx, car.node, car.vmid, url.Values{"protection": {"0"}}); err != nil {
+		if err := e.putConfig(ctx, car.node, car.vmid, &pve.ConfigUpdate{Protection: pve.Ptr(false)}); err != nil {
 			return err
 		}
 	}
 	yes := true
 	var upid string
-	err = e.retryLocked(ctx, func() (err error) {
+	err = e.locked().Do(ctx, func() (err error) {
 		upid, err = e.Client.DestroyContainer(ctx, car.node, car.vmid, pve.DestroyOptions{Purge: true, DestroyUnreferencedDisks: &yes})
 		return err
 	})

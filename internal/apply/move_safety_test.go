@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -159,9 +158,9 @@ func (r *moveRig) handCarrier(node string, tags, notes string) int {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	upid, err := pc.CreateContainer(ctx, node, url.Values{"vmid": {strconv.Itoa(vmid)}, "hostname": {"corral-carrier"},
-		"ostemplate": {"local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst"}, "rootfs": {"local-lvm:1"},
-		"tags": {tags}, "description": {notes}, "protection": {"1"}})
+	upid, err := pc.CreateContainer(ctx, node, &pve.ContainerCreate{VMID: vmid,
+		OSTemplate: "local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst", RootFS: pve.MountPoint{Volume: "local-lvm:1"},
+		Config: pve.ConfigUpdate{Hostname: pve.Ptr("corral-carrier"), Raw: map[string]string{"tags": tags}, Description: &notes, Protection: pve.Ptr(true)}})
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -263,9 +262,9 @@ func TestMoveCarrierNotesEdited(t *testing.T) {
 			r, car := interrupted(t)
 			pc := r.root()
 			ctx := context.Background()
-			set := url.Values{"tags": {tc.tags}, "description": {tc.notes(car.Notes)}}
-			if set.Get("description") == "" {
-				set = url.Values{"tags": {tc.tags}, "delete": {"description"}}
+			set := &pve.ConfigUpdate{Raw: map[string]string{"tags": tc.tags}, Description: pve.Ptr(tc.notes(car.Notes))}
+			if *set.Description == "" {
+				set = &pve.ConfigUpdate{Raw: map[string]string{"tags": tc.tags}, Delete: []string{"description"}}
 			}
 			if err := pc.UpdateContainerConfig(ctx, "pve1", car.VMID, set); err != nil {
 				t.Fatal(err)
@@ -292,7 +291,7 @@ func TestMoveCarrierNotesEdited(t *testing.T) {
 				t.Fatalf("volumes changed by the refused runs:\nbefore %v\nafter  %v", before, after)
 			}
 			// The fix the error names.
-			if err := pc.UpdateContainerConfig(ctx, "pve1", car.VMID, url.Values{"description": {car.Notes.Render()}}); err != nil {
+			if err := pc.UpdateContainerConfig(ctx, "pve1", car.VMID, &pve.ConfigUpdate{Description: pve.Ptr(car.Notes.Render())}); err != nil {
 				t.Fatal(err)
 			}
 			r.settle("pve2")
@@ -321,7 +320,7 @@ func TestMoveFreesStaleCopiesBeforeTheCarrierGoes(t *testing.T) {
 	}
 	n := car.Notes
 	n.Was = []string{"pve3"}
-	if err := pc.UpdateContainerConfig(ctx, "pve1", car.VMID, url.Values{"description": {n.Render()}}); err != nil {
+	if err := pc.UpdateContainerConfig(ctx, "pve1", car.VMID, &pve.ConfigUpdate{Description: pve.Ptr(n.Render())}); err != nil {
 		t.Fatal(err)
 	}
 	isDestroy := func(req *http.Request) bool {
@@ -348,7 +347,7 @@ func TestMoveFinishesUntaggedCarrier(t *testing.T) {
 	if car.Tagged != "web" {
 		t.Fatalf("carrier %d is tagged for %q, want web", car.VMID, car.Tagged)
 	}
-	if err := r.root().UpdateContainerConfig(context.Background(), "pve1", car.VMID, url.Values{"tags": {"corral;corral-carrier"}}); err != nil {
+	if err := r.root().UpdateContainerConfig(context.Background(), "pve1", car.VMID, &pve.ConfigUpdate{Tags: []string{"corral", "corral-carrier"}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := r.run("pve2", 0); err != nil {

@@ -225,6 +225,20 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 			return nil, err
 		}
 	}
+	// The planner reads mount points through CT.Mounts and CT.RootFS:
+	// parse each CT's once, now that its config is complete.
+	for _, cts := range obs.Apps {
+		for _, ct := range cts {
+			ct.ParseMounts()
+		}
+	}
+	for _, r := range obs.Restores {
+		for _, ct := range []*plan.CT{r.New, r.Replaced} {
+			if ct != nil {
+				ct.ParseMounts()
+			}
+		}
+	}
 	return obs, nil
 }
 

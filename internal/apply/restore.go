@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -85,7 +84,7 @@ type RestorePlan struct {
 	Notes    []string         `json:"notes"`
 
 	conf      map[string]string // the archived config
-	params    url.Values
+	params    *pve.ConfigUpdate
 	finalTags string // the app's tags, set once the restored container runs
 	finalDesc string
 	renames   map[plan.VolumeKey]plan.VolumeKey
@@ -231,8 +230,7 @@ func (e *Executor) PlanRestore(ctx context.Context, obs *plan.Observed, opts Res
 
 	// Identity: hostname, tags and description say the new app; unique=1
 	// gives every NIC a new MAC (seed 004 §4.4).
-	params := url.Values{}
-	params.Set("hostname", name)
+	params := &pve.ConfigUpdate{Hostname: pve.Ptr(name)}
 	var tags []string
 	for _, t := range plan.ParseTags(conf["tags"]) {
 		if !strings.HasPrefix(t, plan.TagAppPrefix) && !strings.HasPrefix(t, plan.TagProjectPrefix) && t != plan.TagManaged {
@@ -249,18 +247,18 @@ func (e *Executor) PlanRestore(ctx context.Context, obs *plan.Observed, opts Res
 	// not as the app: an interrupted restore never leaves two containers
 	// of one app, and the next changing command finishes or undoes it.
 	rp.finalTags = strings.Join(plan.AppTags(plan.App{Name: name, Project: rp.project, Tags: tags}), ";")
-	inFlight := plan.TagManaged + ";" + plan.TagRestoringPrefix + name
+	inFlight := []string{plan.TagManaged, plan.TagRestoringPrefix + name}
 	if rp.project != "" {
-		inFlight += ";" + plan.TagProjectPrefix + rp.project // kept by finishRestore
+		inFlight = append(inFlight, plan.TagProjectPrefix+rp.project) // kept by finishRestore
 	}
-	params.Set("tags", inFlight)
+	params.Tags = inFlight
 	m := plan.ParseMarker(conf["description"])
 	desc := plan.AppDescription(plan.App{Name: name, Template: m.Template, Origin: m.Declared, Description: userDescription(conf["description"])})
 	rp.finalDesc = plan.WithGuestMarkers(desc, m.HostKey, m.Provisioned)
-	params.Set("description", rp.finalDesc+plan.RestoreMarker(stamp))
+	params.Description = pve.Ptr(rp.finalDesc + plan.RestoreMarker(stamp))
 	ip := propValue(conf["net0"], "ip")
 	if opts.IP != "" && conf["net0"] != "" {
-		params.Set("net0", withIP(conf["net0"], opts.IP))
+		params.Raw = map[string]string{"net0": withIP(conf["net0"], opts.IP)} // the archive's value with ip= replaced
 		ip = opts.IP
 	}
 	if !opts.Replace && oldCT != nil && ip != "" && ip != "dhcp" && ip != "manual" && strings.Contains(oldCT.Config["net0"], "ip="+ip) {
@@ -380,7 +378,7 @@ func (e *Executor) Restore(ctx context.Context, obs *plan.Observed, rp *RestoreP
 	e.Project = rp.project // the keeper notes the restored volumes' project
 	err = e.step(name, "restore", fmt.Sprintf("%s into ct %d on %s", rp.Archive, rp.VMID, rp.Storage), func() error {
 		for attempt := 0; ; attempt++ {
-			upid, err := e.Client.RestoreContainer(ctx, node, rp.VMID, rp.Archive, pve.RestoreOptions{Storage: rp.Storage, Unique: true, Params: rp.params})
+			upid, err := e.Client.RestoreContainer(ctx, node, rp.VMID, rp.Archive, pve.RestoreOptions{Storage: rp.Storage, Unique: true, Config: rp.params})
 			if err != nil && attempt < 5 && pve.IsAlreadyExists(err) {
 				id, nerr := e.Client.NextID(ctx)
 				if nerr != nil {
@@ -462,7 +460,7 @@ func (e *Executor) Restore(ctx context.Context, obs *plan.Observed, rp *RestoreP
 func (e *Executor) finishRestore(ctx context.Context, app, node string, newID, oldID int, stamp string) error {
 	if oldID != 0 {
 		if err := e.step(app, "config", "set the old ct "+strconv.Itoa(oldID)+" aside", func() error {
-			return e.putConfig(ctx, node, oldID, url.Values{"tags": {plan.TagManaged + ";" + plan.TagReplacedPrefix + app}})
+			return e.putConfig(ctx, node, oldID, &pve.ConfigUpdate{Tags: []string{plan.TagManaged, plan.TagReplacedPrefix + app}})
 		}); err != nil {
 			return err
 		}
@@ -484,8 +482,8 @@ func (e *Executor) finishRestore(ctx context.Context, app, node string, newID, o
 		}
 	}
 	project := projectOf(plan.ParseTags(conf["tags"])) // set by PlanRestore for a listed app
-	params := url.Values{"tags": {strings.Join(plan.AppTags(plan.App{Name: app, Project: project, Tags: userTags}), ";")},
-		"description": {plan.WithoutRestoreMarker(conf["description"])}}
+	params := &pve.ConfigUpdate{Tags: plan.AppTags(plan.App{Name: app, Project: project, Tags: userTags}),
+		Description: pve.Ptr(plan.WithoutRestoreMarker(conf["description"]))}
 	if err := e.step(app, "config", "make ct "+strconv.Itoa(newID)+" app "+app+"'s", func() error {
 		return e.putConfig(ctx, node, newID, params)
 	}); err != nil {

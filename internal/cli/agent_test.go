@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -166,7 +165,7 @@ func (c *cluster) pveClient() *pve.Client {
 func (c *cluster) drift(m string, memory string) int {
 	c.t.Helper()
 	ct := c.status(m).Apps[0].Containers[0]
-	if err := c.pveClient().UpdateContainerConfig(context.Background(), "pve", ct.VMID, url.Values{"memory": {memory}}); err != nil {
+	if err := c.pveClient().UpdateContainerConfig(context.Background(), "pve", ct.VMID, &pve.ConfigUpdate{Raw: map[string]string{"memory": memory}}); err != nil {
 		c.t.Fatal(err)
 	}
 	return ct.VMID

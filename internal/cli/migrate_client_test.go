@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -32,17 +31,15 @@ func TestPVEClient_Migrate(t *testing.T) {
 		_, err = c.WaitTask(ctx, upid, pve.WaitOptions{})
 		return err
 	}
-	create := func(vmid string, extra url.Values) {
+	create := func(vmid int, mps map[int]pve.MountPoint) {
 		t.Helper()
-		p := url.Values{"vmid": {vmid}, "ostemplate": {model.DefaultTemplate}, "rootfs": {"local-lvm:1"}}
-		for k, v := range extra {
-			p[k] = v
-		}
+		p := &pve.ContainerCreate{VMID: vmid, OSTemplate: model.DefaultTemplate, RootFS: pve.MountPoint{Volume: "local-lvm:1"},
+			Config: pve.ConfigUpdate{MountPoints: mps}}
 		if err := run(c.CreateContainer(ctx, "pve1", p)); err != nil {
-			t.Fatalf("create %s: %v", vmid, err)
+			t.Fatalf("create %d: %v", vmid, err)
 		}
 	}
-	create("101", nil)
+	create(101, nil)
 	dir, err := srv.Cluster().VolumePath("pve1", "local-lvm:vm-101-disk-0")
 	if err != nil {
 		t.Fatal(err)
@@ -76,8 +73,8 @@ func TestPVEClient_Migrate(t *testing.T) {
 
 	// A CT using a volume owned by another CT cannot move: the request
 	// succeeds, the task fails.
-	create("900", nil)
-	create("102", url.Values{"mp0": {"local-lvm:vm-900-disk-0,mp=/pet"}})
+	create(900, nil)
+	create(102, map[int]pve.MountPoint{0: {Volume: "local-lvm:vm-900-disk-0", Path: "/pet"}})
 	err = run(c.Migrate(ctx, "pve1", 102, pve.MigrateOptions{Target: "pve2"}))
 	var te *pve.TaskError
 	if !errors.As(err, &te) || te.ExitStatus != "migration aborted" {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -123,15 +122,15 @@ func TestRollbackFreesStaleCopies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	upid, err := pc.CreateContainer(ctx, "pve2", url.Values{"vmid": {"900"}, "hostname": {"other"},
-		"ostemplate": {"local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst"}, "rootfs": {"local-lvm:1"}})
+	upid, err := pc.CreateContainer(ctx, "pve2", &pve.ContainerCreate{VMID: 900, Config: pve.ConfigUpdate{Hostname: pve.Ptr("other")},
+		OSTemplate: "local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst", RootFS: pve.MountPoint{Volume: "local-lvm:1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := pc.WaitTask(ctx, upid, pve.WaitOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := pc.UpdateContainerConfig(ctx, "pve2", 900, url.Values{"mp0": {kept + ",mp=/srv/other"}}); err != nil {
+	if err := pc.UpdateContainerConfig(ctx, "pve2", 900, &pve.ConfigUpdate{MountPoints: map[int]pve.MountPoint{0: {Volume: kept, Path: "/srv/other"}}}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -105,7 +104,7 @@ func TestRealTemplateNetwork(t *testing.T) {
 	// A static net1 added later is written at the next start, as PVE's
 	// pre-start setup does, and netb's sshd answers there too.
 	pc := c.pveRoot()
-	if err := pc.UpdateContainerConfig(context.Background(), "pve", vmid["netb"], url.Values{"net1": {"name=eth1,bridge=vmbr0,ip=10.0.200.20/16"}}); err != nil {
+	if err := pc.UpdateContainerConfig(context.Background(), "pve", vmid["netb"], &pve.ConfigUpdate{Net: map[int]pve.NetDevice{1: {Name: "eth1", Bridge: "vmbr0", IP: "10.0.200.20/16"}}}); err != nil {
 		t.Fatal(err)
 	}
 	upid, err := pc.RebootContainer(context.Background(), "pve", vmid["netb"])

@@ -462,7 +462,12 @@ func ParseMountPoint(s string) MountPoint {
 // (seed 000: size= with an existing volume confuses the parser), backup
 // stated explicitly.
 func AttachValue(volid, path string, backup bool) string {
-	return volid + ",mp=" + path + ",backup=" + boolStr(backup)
+	return AttachMount(volid, path, backup).String()
+}
+
+// AttachMount is AttachValue as a mount point, for a typed write.
+func AttachMount(volid, path string, backup bool) propstr.MountPoint {
+	return propstr.MountPoint{Volume: volid, Path: path, Backup: &backup}
 }
 
 // ParseSizeString parses PVE's size= values (8G, 512M, 1T, bytes) with

@@ -374,7 +374,7 @@ func appChange(a *App, node string, obs *Observed) (Change, []string) {
 		if truthy(ct.Config["unprivileged"]) != a.Unprivileged {
 			c.Reasons = append(c.Reasons, fmt.Sprintf("unprivileged changes %v → %v (read-only after create)", truthy(ct.Config["unprivileged"]), a.Unprivileged))
 		}
-		root := ParseMountPoint(ct.Config["rootfs"])
+		root := ct.RootFS()
 		if sid, _, _ := strings.Cut(root.Volume, ":"); sid != a.RootStorage {
 			c.Reasons = append(c.Reasons, fmt.Sprintf("rootfs storage changes %s → %s", sid, a.RootStorage))
 		}
@@ -595,12 +595,11 @@ func volumeChange(a *App, v Volume, node string, ct *CT, keepers []*Keeper, obs 
 	}
 	grow := v.Size > size
 	if ct != nil && !replacing {
-		for _, k := range sortedConfigKeys(ct.Config, "mp") {
-			mp := ParseMountPoint(ct.Config[k])
+		for _, mp := range ct.Mounts() {
 			if mp.Volume != volid {
 				continue
 			}
-			vc.Key = k
+			vc.Key = mp.Key
 			if mp.Path == v.Mount && mp.Backup == v.Backup {
 				vc.Action = VolKeep
 			} else {
@@ -705,8 +704,8 @@ func detachKeys(a *App, ct *CT, keepers []*Keeper) []detachRef {
 		wanted[v.Name] = true
 	}
 	var out []detachRef
-	for _, k := range sortedConfigKeys(ct.Config, "mp") {
-		vol := ParseMountPoint(ct.Config[k]).Volume
+	for _, mp := range ct.Mounts() {
+		k, vol := mp.Key, mp.Volume
 		for _, keeper := range keepers {
 			for vk, volid := range keeper.Records {
 				if volid == vol && vk.App == a.Name && !wanted[vk.Name] {
@@ -870,7 +869,7 @@ func adoptTaken(app string, v Volume, node string, obs *Observed) string {
 	}
 	for _, name := range slices.Sorted(maps.Keys(obs.Apps)) {
 		for _, ct := range obs.Apps[name] {
-			if ParseMountPoint(ct.Config["rootfs"]).Volume == v.Adopt {
+			if ct.RootFS().Volume == v.Adopt {
 				return fmt.Sprintf("app %s: volume %s: adopt: %s is the root file system of container %d (app %s); adopt data volumes only", app, v.Name, v.Adopt, ct.VMID, name)
 			}
 		}

@@ -43,8 +43,8 @@ func Inventory(obs *Observed) []VolumeInfo {
 				vi.Size, vi.Missing = size, !ok
 				vi.Project = obs.AppProject(key.App)
 				for _, ct := range obs.Apps[key.App] {
-					for _, mk := range sortedConfigKeys(ct.Config, "mp") {
-						if mp := ParseMountPoint(ct.Config[mk]); mp.Volume == volid {
+					for _, mp := range ct.Mounts() {
+						if mp.Volume == volid {
 							vi.Holder, vi.HolderVMID, vi.Mount = "ct "+strconv.Itoa(ct.VMID), ct.VMID, mp.Path
 						}
 					}

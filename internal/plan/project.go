@@ -234,9 +234,9 @@ func deleteChange(app string, ct *CT, obs *Observed) (Change, []string) {
 				continue
 			}
 			vc := VolumeChange{Volume: Volume{Name: vk.Name}, Action: VolDetach, VolID: k.Records[vk]}
-			for _, key := range sortedConfigKeys(ct.Config, "mp") {
-				if mp := ParseMountPoint(ct.Config[key]); mp.Volume == vc.VolID {
-					vc.Key, vc.Mount = key, mp.Path
+			for _, mp := range ct.Mounts() {
+				if mp.Volume == vc.VolID {
+					vc.Key, vc.Mount = mp.Key, mp.Path
 				}
 			}
 			c.Volumes = append(c.Volumes, vc)

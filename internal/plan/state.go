@@ -226,7 +226,48 @@ type CT struct {
 	// Digest is PVE's digest of the config as read: what a change of
 	// this container is planned against (Change.Digest).
 	Digest string
+
+	mounts *ctMounts // set by ParseMounts
 }
+
+// KeyedMount is one mpN mount point of a CT, parsed, with its key.
+type KeyedMount struct {
+	Key string // "mp3"
+	MountPoint
+}
+
+// ctMounts are a CT's rootfs and mpN values, parsed.
+type ctMounts struct {
+	root MountPoint
+	mps  []KeyedMount
+}
+
+func parseCTMounts(conf map[string]string) *ctMounts {
+	m := &ctMounts{root: ParseMountPoint(conf["rootfs"])}
+	for _, k := range sortedConfigKeys(conf, "mp") {
+		m.mps = append(m.mps, KeyedMount{Key: k, MountPoint: ParseMountPoint(conf[k])})
+	}
+	return m
+}
+
+// ParseMounts parses c's rootfs and mpN values once, for RootFS and
+// Mounts; the observer calls it for every CT it reads. Config must not
+// change afterwards. Without it, each call parses Config again.
+func (c *CT) ParseMounts() { c.mounts = parseCTMounts(c.Config) }
+
+func (c *CT) parsedMounts() *ctMounts {
+	if c.mounts != nil {
+		return c.mounts
+	}
+	return parseCTMounts(c.Config)
+}
+
+// RootFS is c's rootfs, parsed (zero when the config has none).
+func (c *CT) RootFS() MountPoint { return c.parsedMounts().root }
+
+// Mounts are c's mpN mount points, parsed, in key order (mp0, mp1, …,
+// mp10). The slice is shared: do not modify it.
+func (c *CT) Mounts() []KeyedMount { return c.parsedMounts().mps }
 
 // Keeper is the observed per-node keeper CT. Records come from its mount
 // points (see KeeperRecords).

@@ -114,19 +114,22 @@ type RestoreOptions struct {
 	Unique bool
 	// Start starts the CT once restored.
 	Start bool
-	// Params override keys of the backed-up config (hostname, net0, …).
-	// Giving rootfs (and mpN) replaces the storage-only mode, in which
-	// every backed-up volume is recreated empty with its old size.
-	Params url.Values
+	// Config overrides keys of the backed-up config (hostname, net0, …);
+	// its Delete, Revert and Digest are not sent. Giving mpN replaces the
+	// storage-only mode, in which every backed-up volume is recreated
+	// empty with its old size.
+	Config *ConfigUpdate
 }
 
 // RestoreContainer sends POST /nodes/{node}/lxc with ostemplate=archive
 // and restore=1 and returns the UPID of task vzrestore.
 func (c *Client) RestoreContainer(ctx context.Context, node string, vmid int, archive string, opts RestoreOptions) (string, error) {
-	q := url.Values{}
-	for k, vs := range opts.Params {
-		q[k] = append([]string(nil), vs...)
+	var cfg ConfigUpdate
+	if opts.Config != nil {
+		cfg = *opts.Config
 	}
+	cfg.Delete, cfg.Revert, cfg.Digest = nil, nil, ""
+	q := cfg.Encode()
 	q.Set("vmid", strconv.Itoa(vmid))
 	q.Set("ostemplate", archive)
 	q.Set("restore", "1")

@@ -111,7 +111,7 @@ func TestClient_RestoreContainer_request(t *testing.T) {
 	c := rec.client(t, func(recorded) any { return strings.Replace(backupUPID, "vzdump", "vzrestore", 1) })
 	archive := "local:backup/vzdump-lxc-101-2026_05_01-10_04_00.tar.zst"
 	_, err := c.RestoreContainer(ctx(t), "pve", 102, archive, pve.RestoreOptions{
-		Storage: "local-lvm", Unique: true, Start: true, Force: true, Params: url.Values{"hostname": {"web-02"}},
+		Storage: "local-lvm", Unique: true, Start: true, Force: true, Config: &pve.ConfigUpdate{Hostname: pve.Ptr("web-02"), Digest: "not sent"},
 	})
 	if err != nil {
 		t.Fatal(err)

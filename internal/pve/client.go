@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // Config says where the API is and how to trust and authenticate to it.
@@ -62,8 +61,7 @@ type Client struct {
 	log     *slog.Logger
 	sem     chan struct{}
 	ua      string
-	retry   backoff // GET retries on 5xx and connection errors
-	locked  backoff // RetryLocked
+	retry   RetryPolicy // GET retries on 5xx and connection errors
 }
 
 // New validates cfg and returns a client. It makes no request.
@@ -126,8 +124,7 @@ func New(cfg Config) (*Client, error) {
 		log:     log,
 		sem:     make(chan struct{}, n),
 		ua:      ua,
-		retry:   backoff{attempts: 4, first: 250 * time.Millisecond, max: 2 * time.Second},
-		locked:  backoff{first: 250 * time.Millisecond, max: 2 * time.Second},
+		retry:   RetryRead,
 	}, nil
 }
 

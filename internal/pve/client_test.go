@@ -145,7 +145,9 @@ func TestClient_formEncoding(t *testing.T) {
 		writeData(w, nil)
 	}))
 	params := url.Values{"mp0": {mp0}, "delete": {"unused0,mp1"}, "description": {"a = b & c"}}
-	if err := c.UpdateContainerConfig(ctx(t), "pve", 999, params); err != nil {
+	u := &pve.ConfigUpdate{MountPoints: map[int]pve.MountPoint{0: {Volume: "local-lvm:vm-999-disk-1", Path: "/home/hermes"}},
+		Delete: []string{"unused0", "mp1"}, Description: pve.Ptr("a = b & c")}
+	if err := c.UpdateContainerConfig(ctx(t), "pve", 999, u); err != nil {
 		t.Fatalf("UpdateContainerConfig: %v", err)
 	}
 	if got, want := gotCT, "application/x-www-form-urlencoded"; got != want {
@@ -304,7 +306,7 @@ func (c cancelAfterResponse) RoundTrip(r *http.Request) (*http.Response, error) 
 	return resp, err
 }
 
-func TestClient_RetryLocked(t *testing.T) {
+func TestRetryPolicy_Do(t *testing.T) {
 	tests := []struct {
 		name      string
 		answers   []string // "" = success, else a 500 message
@@ -315,7 +317,7 @@ func TestClient_RetryLocked(t *testing.T) {
 		{"locked then free", []string{"CT is locked (backup)", "CT is locked (backup)", ""}, time.Minute, 3, func(err error) bool { return err == nil }},
 		{"flock timeout then free", []string{"can't lock file '/run/lock/lxc/pve-config-101.lock' - got timeout", ""}, time.Minute, 2, func(err error) bool { return err == nil }},
 		{"other error not retried", []string{"CT 101 not running", ""}, time.Minute, 1, func(err error) bool { return err != nil && !pve.IsLocked(err) }},
-		{"gives up after maxWait", []string{"CT is locked (backup)"}, 0, 1, pve.IsLocked},
+		{"gives up after maxWait", []string{"CT is locked (backup)"}, time.Nanosecond, 1, pve.IsLocked},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -329,8 +331,10 @@ func TestClient_RetryLocked(t *testing.T) {
 				}
 				writeData(w, nil)
 			}))
-			err := c.RetryLocked(ctx(t), tt.maxWait, func() error {
-				return c.UpdateContainerConfig(ctx(t), "pve", 101, url.Values{"memory": {"1024"}})
+			p := pve.RetryLocked
+			p.MaxWait, p.First, p.Max = tt.maxWait, time.Millisecond, 2*time.Millisecond
+			err := p.Do(ctx(t), func() error {
+				return c.UpdateContainerConfig(ctx(t), "pve", 101, &pve.ConfigUpdate{Memory: pve.Ptr[int64](1024)})
 			})
 			if !tt.wantErr(err) {
 				t.Errorf("unexpected err = %v", err)
@@ -339,6 +343,45 @@ func TestClient_RetryLocked(t *testing.T) {
 				t.Errorf("server saw %d calls, want %d", got, tt.wantCalls)
 			}
 		})
+	}
+}
+
+func TestRetryPolicy_Delay(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		p    pve.RetryPolicy
+		want []time.Duration
+	}{
+		{"read", pve.RetryRead, []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second, 2 * time.Second}},
+		{"locked", pve.RetryLocked, []time.Duration{200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond, 1600 * time.Millisecond, 2 * time.Second, 2 * time.Second}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			for n, want := range tt.want {
+				if got := tt.p.Delay(n); got != want {
+					t.Errorf("Delay(%d)=%v, want %v", n, got, want)
+				}
+			}
+		})
+	}
+}
+
+func TestRetryPolicy_DoAttemptsAndContext(t *testing.T) {
+	boom := errors.New("boom")
+	p := pve.RetryPolicy{Retryable: func(error) bool { return true }, Attempts: 3, First: time.Millisecond, Max: time.Millisecond}
+	var n int
+	if err := p.Do(context.Background(), func() error { n++; return boom }); err != boom || n != 3 {
+		t.Errorf("Do = %v after %d calls, want boom after 3", err, n)
+	}
+	cctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	p.Attempts = 0
+	if err := p.Do(cctx, func() error { return boom }); !errors.Is(err, context.Canceled) {
+		t.Errorf("Do with a done ctx = %v, want context.Canceled", err)
+	}
+	p.Retryable = nil
+	n = 0
+	if err := p.Do(context.Background(), func() error { n++; return boom }); err != boom || n != 1 {
+		t.Errorf("Do with no Retryable = %v after %d calls, want boom after 1", err, n)
 	}
 }
 

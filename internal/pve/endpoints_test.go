@@ -2,7 +2,6 @@ package pve_test
 
 import (
 	"net/http"
-	"net/url"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -250,7 +249,7 @@ func TestClient_asyncAndSync_fixtures(t *testing.T) {
 	)
 	ctx := ctx(t)
 	calls := map[string]func() (string, error){
-		"create": func() (string, error) { return c.CreateContainer(ctx, "pve", url.Values{"vmid": {"101"}}) },
+		"create": func() (string, error) { return c.CreateContainer(ctx, "pve", &pve.ContainerCreate{VMID: 101}) },
 		"start":  func() (string, error) { return c.StartContainer(ctx, "pve", 101) },
 		"stop":   func() (string, error) { return c.StopContainer(ctx, "pve", 101) },
 		"shutdown": func() (string, error) {
@@ -259,14 +258,14 @@ func TestClient_asyncAndSync_fixtures(t *testing.T) {
 		"reboot": func() (string, error) { return c.RebootContainer(ctx, "pve", 101) },
 		"resize": func() (string, error) { return c.ResizeContainer(ctx, "pve", 101, "rootfs", "+2G") },
 		"move": func() (string, error) {
-			return c.MoveVolume(ctx, "pve", 101, url.Values{"volume": {"mp1"}, "target-vmid": {"900"}})
+			return c.MoveVolume(ctx, "pve", 101, &pve.VolumeMove{Volume: "mp1", TargetVMID: 900})
 		},
 		"destroy": func() (string, error) { return c.DestroyContainer(ctx, "pve", 101, pve.DestroyOptions{}) },
 		"template": func() (string, error) {
 			return c.DownloadAppliance(ctx, "pve", "local", "debian-12-standard_12.7-1_amd64.tar.zst")
 		},
 		"download": func() (string, error) {
-			return c.DownloadURL(ctx, "pve", "local", url.Values{"filename": {"x.tar.zst"}})
+			return c.DownloadURL(ctx, "pve", "local", &pve.Download{Filename: "x.tar.zst"})
 		},
 	}
 	for name, call := range calls {
@@ -278,7 +277,7 @@ func TestClient_asyncAndSync_fixtures(t *testing.T) {
 	if got, err := c.DeleteVolume(ctx, "pve", "local-lvm", "local-lvm:vm-555-disk-0"); err != nil || got != "" {
 		t.Errorf("DeleteVolume with a null answer = %q, %v, want \"\", nil", got, err)
 	}
-	if err := c.UpdateContainerConfig(ctx, "pve", 101, url.Values{"memory": {"2048"}}); err != nil {
+	if err := c.UpdateContainerConfig(ctx, "pve", 101, &pve.ConfigUpdate{Memory: pve.Ptr[int64](2048)}); err != nil {
 		t.Errorf("UpdateContainerConfig: %v", err)
 	}
 	if _, err := c.StartContainer(ctx, "pve", 102); err == nil {

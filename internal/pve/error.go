@@ -9,9 +9,11 @@ import (
 	"strings"
 )
 
-// Sentinel errors. An *APIError or *TaskError matches one of the first six
-// with errors.Is when classify (below) puts it in that class, so callers
-// branch with errors.Is(err, pve.ErrLocked) or the Is* helpers.
+// Sentinel errors. An *APIError or *TaskError matches one of the first
+// nine with errors.Is when classify (below) puts it in that class, so
+// callers branch with errors.Is(err, pve.ErrLocked) or the Is* helpers,
+// never on the message text: every condition corral branches on is
+// classified here, once.
 var (
 	ErrNotFound      = errors.New("not found")
 	ErrLocked        = errors.New("locked")
@@ -21,6 +23,17 @@ var (
 	// ErrModified is PVE's answer to an update whose digest no longer
 	// matches the config: someone else changed it since it was read.
 	ErrModified = errors.New("modified concurrently")
+	// ErrAlreadyRunning is a start refused because the guest runs
+	// ("CT 105 already running"): the wanted state holds.
+	ErrAlreadyRunning = errors.New("already running")
+	// ErrSnapshotUnsupported is a snapshot PVE cannot take because a
+	// volume is on a storage without snapshots (dir) or is a bind or
+	// device mount ("snapshot feature is not available").
+	ErrSnapshotUnsupported = errors.New("snapshot feature is not available")
+	// ErrStartFailed is a start task that ended "startup for container
+	// '<vmid>' failed": the container itself did not come up, and the
+	// lines before "TASK ERROR:" in the task log say why.
+	ErrStartFailed = errors.New("container startup failed")
 
 	ErrInvalidToken = errors.New("invalid API token")
 	ErrInvalidUPID  = errors.New("invalid UPID")
@@ -106,9 +119,17 @@ func (e *TaskError) Error() string {
 }
 
 // Is classifies the exit status like an API message, so a start task that
-// died on "CT is locked (backup)" matches ErrLocked.
+// died on "CT is locked (backup)" matches ErrLocked. A task's exit status
+// that names a failed permission check anywhere ("…: Permission check
+// failed (/vms/101, VM.Backup)", as vzdump reports it) is ErrPermission.
 func (e *TaskError) Is(target error) bool {
-	return target != nil && classify(0, e.ExitStatus) == target
+	if target == nil {
+		return false
+	}
+	if target == ErrPermission && strings.Contains(e.ExitStatus, "Permission check failed") {
+		return true
+	}
+	return classify(0, e.ExitStatus) == target
 }
 
 // IsNotFound reports whether err says a guest, storage, volume or snapshot
@@ -118,7 +139,7 @@ func IsNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
 
 // IsLocked reports whether err is a guest lock ("CT is locked (backup)",
 // behaviour.md §h) or a config-file lock timeout. Both fail before anything
-// changed, so repeating the step later is safe (see Client.RetryLocked).
+// changed, so repeating the step later is safe (see RetryLocked).
 func IsLocked(err error) bool { return errors.Is(err, ErrLocked) }
 
 // IsPermission reports whether PVE refused err's request for lack of a
@@ -146,6 +167,12 @@ var (
 		`|^can't lock file '[^']*' - got timeout`)
 	modifiedRE = regexp.MustCompile(`(^|: )detected modified configuration - file changed by other user\?`)
 	existsRE   = regexp.MustCompile(`^(CT|VM) \d+ already exists on node|already exists$`)
+	runningRE  = regexp.MustCompile(`already running`)
+	// snapshotRE: pve-container's snapshot_create and vzdump's snapshot
+	// mode (pve backup.go SnapshotContainer; sim model/snapshot.go).
+	snapshotRE = regexp.MustCompile(`snapshot feature is not available`)
+	// startRE: pve-container LXC.pm vm_start's die (sim model/admission.go).
+	startRE    = regexp.MustCompile(`^startup for container `)
 	permPathRE = regexp.MustCompile(`^Permission check failed \((/[^,]*), ([^)]+)\)`)
 )
 
@@ -168,6 +195,12 @@ func classify(status int, message string) error {
 		return ErrAlreadyExists
 	case modifiedRE.MatchString(msg):
 		return ErrModified
+	case runningRE.MatchString(msg):
+		return ErrAlreadyRunning
+	case snapshotRE.MatchString(msg):
+		return ErrSnapshotUnsupported
+	case startRE.MatchString(msg):
+		return ErrStartFailed
 	}
 	return nil
 }

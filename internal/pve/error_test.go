@@ -14,6 +14,7 @@ import (
 // classes is which Is* helpers say yes.
 type classes struct {
 	NotFound, Locked, Permission, AlreadyExists, Unauthorized, Modified bool
+	AlreadyRunning, SnapshotUnsupported, StartFailed                    bool
 }
 
 func classOf(err error) classes {
@@ -24,6 +25,10 @@ func classOf(err error) classes {
 		AlreadyExists: pve.IsAlreadyExists(err),
 		Unauthorized:  errors.Is(err, pve.ErrUnauthorized),
 		Modified:      pve.IsModified(err),
+
+		AlreadyRunning:      errors.Is(err, pve.ErrAlreadyRunning),
+		SnapshotUnsupported: errors.Is(err, pve.ErrSnapshotUnsupported),
+		StartFailed:         errors.Is(err, pve.ErrStartFailed),
 	}
 }
 
@@ -113,7 +118,9 @@ func TestAPIError_classify(t *testing.T) {
 		{"mp key missing", 500, "volume 'mp3' for container '101' does not exist", nil, classes{NotFound: true}},
 		{"http 404", 404, "Not Found", nil, classes{NotFound: true}},
 		{"unauthorized", 401, "authentication failure", nil, classes{Unauthorized: true}},
-		{"already running is not exists", 500, "CT 105 already running", nil, classes{}},
+		{"already running is not exists", 500, "CT 105 already running", nil, classes{AlreadyRunning: true}},
+		{"vm already running", 500, "VM 105 already running", nil, classes{AlreadyRunning: true}},
+		{"snapshot unsupported", 500, "snapshot feature is not available", nil, classes{SnapshotUnsupported: true}},
 		{"digest mismatch", 500, "detected modified configuration - file changed by other user? Try again.", nil, classes{Modified: true}},
 		{"digest mismatch of a named ct", 500, "Container 101: detected modified configuration - file changed by other user? Try again.", nil, classes{Modified: true}},
 		{"generic 500", 500, "unable to create CT 105 - out of space", nil, classes{}},
@@ -198,6 +205,14 @@ func TestTaskError(t *testing.T) {
 			"task vzdump: job errors", classes{}},
 		{"permission", &pve.TaskError{UPID: "UPID:pve:0003A2F0:0151D001:69F479DC:vzdump::ctl@pve!ctl:", ExitStatus: "Permission check failed (/vms/101, VM.Backup)"},
 			"task vzdump: Permission check failed (/vms/101, VM.Backup)", classes{Permission: true}},
+		{"permission after 403", &pve.TaskError{UPID: "UPID:pve:0003A2F0:0151D001:69F479DC:vzdump::ctl@pve!ctl:", ExitStatus: "403 Permission check failed (/vms/101, VM.Backup)"},
+			"task vzdump: 403 Permission check failed (/vms/101, VM.Backup)", classes{Permission: true}},
+		{"permission inside a longer status", &pve.TaskError{UPID: "UPID:pve:0003A2F0:0151D001:69F479DC:vzdump::ctl@pve!ctl:", ExitStatus: "backup of ct 101 failed: Permission check failed (/storage/local, Datastore.AllocateSpace)"},
+			"task vzdump: backup of ct 101 failed: Permission check failed (/storage/local, Datastore.AllocateSpace)", classes{Permission: true}},
+		{"start failed", &pve.TaskError{UPID: "UPID:pve:0003A2F0:0151D001:69F479DC:vzstart:102:ctl@pve!ctl:", ExitStatus: "startup for container '102' failed"},
+			"task vzstart 102: startup for container '102' failed", classes{StartFailed: true}},
+		{"snapshot unsupported", &pve.TaskError{UPID: "UPID:pve:0003A2F0:0151D001:69F479DC:vzsnapshot:102:ctl@pve!ctl:", ExitStatus: "snapshot feature is not available"},
+			"task vzsnapshot 102: snapshot feature is not available", classes{SnapshotUnsupported: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -47,7 +47,7 @@ func TestLogTransport(t *testing.T) {
 		}
 		writeData(w, "UPID:pve:0003A1B2:0151C6E4:69F479A0:vzcreate:101:ctl@pve!ctl:")
 	}))
-	if _, err := c.CreateContainer(ctx(t), "pve", url.Values{"vmid": {"101"}, "password": {"hunter2-root-pw"}, "rootfs": {"local-lvm:8"}}); err != nil {
+	if _, err := c.CreateContainer(ctx(t), "pve", &pve.ContainerCreate{VMID: 101, Password: "hunter2-root-pw", RootFS: pve.MountPoint{Volume: "local-lvm:8"}}); err != nil {
 		t.Fatalf("CreateContainer: %v", err)
 	}
 	c.ContainerStatus(ctx(t), "pve", 101)

@@ -57,21 +57,21 @@ func (c *Client) Pending(ctx context.Context, node string, vmid int) ([]PendingE
 
 // UpdateContainerConfig sends PUT /nodes/{node}/lxc/{vmid}/config. It is
 // synchronous: PVE allocates and hot-plugs inside the request and answers
-// null, not a UPID (fixtures/put-config-returns-null.json). Include
-// "digest" to fail on a concurrent change.
-func (c *Client) UpdateContainerConfig(ctx context.Context, node string, vmid int, params url.Values) error {
-	if _, err := c.call(ctx, http.MethodPut, pathf("/nodes/%s/lxc/%d/config", node, vmid), params, nil); err != nil {
+// null, not a UPID (fixtures/put-config-returns-null.json). Set
+// u.Digest to fail with ErrModified on a concurrent change.
+func (c *Client) UpdateContainerConfig(ctx context.Context, node string, vmid int, u *ConfigUpdate) error {
+	if _, err := c.call(ctx, http.MethodPut, pathf("/nodes/%s/lxc/%d/config", node, vmid), u.Encode(), nil); err != nil {
 		return fmt.Errorf("update ct %d config: %w", vmid, err)
 	}
 	return nil
 }
 
-// CreateContainer sends POST /nodes/{node}/lxc (create or restore; params
-// carry vmid, ostemplate, rootfs, …) and returns the task's UPID.
-func (c *Client) CreateContainer(ctx context.Context, node string, params url.Values) (string, error) {
-	upid, err := c.startTask(ctx, http.MethodPost, pathf("/nodes/%s/lxc", node), params)
+// CreateContainer sends POST /nodes/{node}/lxc (a restore is
+// RestoreContainer) and returns the task's UPID.
+func (c *Client) CreateContainer(ctx context.Context, node string, cc *ContainerCreate) (string, error) {
+	upid, err := c.startTask(ctx, http.MethodPost, pathf("/nodes/%s/lxc", node), cc.Encode())
 	if err != nil {
-		return "", fmt.Errorf("create ct %s: %w", params.Get("vmid"), err)
+		return "", fmt.Errorf("create ct %d: %w", cc.VMID, err)
 	}
 	return upid, nil
 }
@@ -162,12 +162,11 @@ func (c *Client) ResizeContainer(ctx context.Context, node string, vmid int, dis
 	return upid, nil
 }
 
-// MoveVolume sends POST …/move_volume: params carry "volume" and either
-// "storage" or "target-vmid" and "target-volume" (behaviour.md §d).
-func (c *Client) MoveVolume(ctx context.Context, node string, vmid int, params url.Values) (string, error) {
-	upid, err := c.startTask(ctx, http.MethodPost, pathf("/nodes/%s/lxc/%d/move_volume", node, vmid), params)
+// MoveVolume sends POST …/move_volume (behaviour.md §d).
+func (c *Client) MoveVolume(ctx context.Context, node string, vmid int, m *VolumeMove) (string, error) {
+	upid, err := c.startTask(ctx, http.MethodPost, pathf("/nodes/%s/lxc/%d/move_volume", node, vmid), m.Encode())
 	if err != nil {
-		return "", fmt.Errorf("move ct %d volume %s: %w", vmid, params.Get("volume"), err)
+		return "", fmt.Errorf("move ct %d volume %s: %w", vmid, m.Volume, err)
 	}
 	return upid, nil
 }

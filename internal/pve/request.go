@@ -97,28 +97,32 @@ type envelope struct {
 // call sends one API request (retrying GETs), decodes data into out, and
 // returns the envelope's total (or -1 when absent).
 func (c *Client) call(ctx context.Context, method, escPath string, params url.Values, out any) (int, error) {
-	attempts := 1
+	p := RetryPolicy{Attempts: 1}
 	if method == http.MethodGet {
-		attempts = c.retry.attempts
+		p = c.retry
 	}
-	var lastErr error
-	for i := range max(attempts, 1) {
-		if i > 0 {
-			if err := c.retry.wait(ctx, i-1); err != nil {
-				return -1, fmt.Errorf("%w (gave up retrying: %w)", lastErr, err)
-			}
-			c.log.DebugContext(ctx, "retrying request", "method", method, "path", displayPath(escPath), "attempt", i+1, "error", lastErr)
+	var (
+		total, tries int
+		retryable    bool
+		lastErr      error
+	)
+	p.Retryable = func(error) bool { return retryable }
+	err := p.Do(ctx, func() (err error) {
+		if tries > 0 {
+			c.log.DebugContext(ctx, "retrying request", "method", method, "path", displayPath(escPath), "attempt", tries+1, "error", lastErr)
 		}
-		total, retryable, err := c.once(ctx, method, escPath, params, out)
-		if err == nil {
-			return total, nil
-		}
+		tries++
+		total, retryable, err = c.once(ctx, method, escPath, params, out)
 		lastErr = err
-		if !retryable {
-			break
-		}
+		return err
+	})
+	switch {
+	case err == nil:
+		return total, nil
+	case err != lastErr: // ctx ended during a delay
+		return -1, fmt.Errorf("%w (gave up retrying: %w)", lastErr, err)
 	}
-	return -1, lastErr
+	return -1, err
 }
 
 // once sends one request. retryable says whether a GET may try again:

@@ -2,56 +2,75 @@ package pve
 
 import (
 	"context"
-	"fmt"
-	"github.com/corralhq/corral/internal/wait"
 	"time"
+
+	"github.com/corralhq/corral/internal/wait"
 )
 
-// backoff is an exponential delay schedule: first, first*2, … capped at
-// max. attempts bounds the tries of a retried request (1 = no retry).
-type backoff struct {
-	attempts int
-	first    time.Duration
-	max      time.Duration
+// RetryPolicy is the one way corral repeats a PVE call: which failures
+// are repeated, the delay schedule (First, First*2, … capped at Max) and
+// the bound (Attempts tries, or tries until MaxWait has passed). Start from
+// a preset and change a field: pve.RetryLocked with MaxWait set, say.
+type RetryPolicy struct {
+	// Retryable reports whether a failed call may be repeated; nil
+	// repeats none.
+	Retryable func(error) bool
+	// Attempts bounds the tries in all (0: no bound but MaxWait).
+	Attempts int
+	// MaxWait stops the retries once this has passed since the first try
+	// (0: no bound but Attempts). The try under way when it passes is the
+	// last; a delay is not cut short.
+	MaxWait time.Duration
+	First   time.Duration
+	Max     time.Duration
 }
 
-// delay is the wait before retry n (0-based).
-func (b backoff) delay(n int) time.Duration {
-	d := b.first
+// Presets.
+var (
+	// RetryRead repeats a GET after a connection error or a 5xx that is
+	// not a definite PVE verdict (a missing CT is a 500 too): four tries,
+	// 250 ms, 500 ms, 1 s apart. Client.call decides which failures qualify.
+	RetryRead = RetryPolicy{Attempts: 4, First: 250 * time.Millisecond, Max: 2 * time.Second}
+	// RetryLocked repeats a call PVE refused because the guest is locked
+	// ("CT is locked (…)", or the config-file flock timed out) for up to
+	// three minutes, 200 ms to 2 s apart. Only calls that fail that way
+	// *before* they change anything may be wrapped: PVE checks the lock
+	// before it forks a worker (behaviour.md §h), so a step refused that
+	// way has not started. Do not wrap a step that could have half-run.
+	RetryLocked = RetryPolicy{Retryable: IsLocked, MaxWait: 3 * time.Minute, First: 200 * time.Millisecond, Max: 2 * time.Second}
+)
+
+// Delay is the wait before retry n (0-based): First doubled n times,
+// capped at Max.
+func (p RetryPolicy) Delay(n int) time.Duration {
+	d := p.First
 	for range n {
 		d *= 2
-		if d >= b.max {
-			return b.max
+		if d >= p.Max {
+			return p.Max
 		}
 	}
-	return min(d, b.max)
+	return min(d, p.Max)
 }
 
-// wait blocks for delay(n) or until ctx is done.
-func (b backoff) wait(ctx context.Context, n int) error {
-	return wait.Sleep(ctx, b.delay(n))
-}
-
-// RetryLocked calls fn until it returns something other than a lock error
-// (IsLocked), or until maxWait has passed, or ctx is done; it returns fn's
-// last error. Only non-GET requests that fail *before* they change anything
-// may be wrapped: PVE checks "CT is locked (…)" and the config-file flock
-// before it forks a worker (behaviour.md §h), so a step that failed that
-// way has not started. Do not wrap a step that could have half-run.
-func (c *Client) RetryLocked(ctx context.Context, maxWait time.Duration, fn func() error) error {
-	deadline := time.Now().Add(maxWait)
+// Do calls fn until it succeeds, fails in a way Retryable does not
+// repeat, or the policy's bound is reached, and returns fn's last error;
+// when ctx is done during a delay it returns ctx's error.
+func (p RetryPolicy) Do(ctx context.Context, fn func() error) error {
+	start := time.Now()
 	for n := 0; ; n++ {
 		err := fn()
-		if err == nil || !IsLocked(err) {
+		if err == nil || p.Retryable == nil || !p.Retryable(err) {
 			return err
 		}
-		d := c.locked.delay(n)
-		if time.Now().Add(d).After(deadline) {
-			return fmt.Errorf("%w (still locked after %s)", err, maxWait)
+		if p.Attempts > 0 && n+1 >= p.Attempts {
+			return err
 		}
-		c.log.InfoContext(ctx, "guest locked, will retry", "error", err, "retry_in", d)
-		if werr := wait.Sleep(ctx, d); werr != nil {
-			return fmt.Errorf("%w (gave up waiting for the lock: %w)", err, werr)
+		if p.MaxWait > 0 && time.Since(start) > p.MaxWait {
+			return err
+		}
+		if err := wait.Sleep(ctx, p.Delay(n)); err != nil {
+			return err
 		}
 	}
 }

@@ -104,12 +104,34 @@ func (c *Client) DownloadAppliance(ctx context.Context, node, storage, template 
 	return upid, nil
 }
 
-// DownloadURL sends POST …/download-url (params: url, content, filename,
-// optional checksum and checksum-algorithm) and returns the task's UPID.
-func (c *Client) DownloadURL(ctx context.Context, node, storage string, params url.Values) (string, error) {
-	upid, err := c.startTask(ctx, http.MethodPost, pathf("/nodes/%s/storage/%s/download-url", node, storage), params)
+// Download is the body of POST …/storage/{storage}/download-url
+// (DownloadURL): fetch URL into the storage as Filename, of Content type
+// ("vztmpl", "iso"), checked against Checksum when set.
+type Download struct {
+	URL               string
+	Content           string
+	Filename          string
+	Checksum          string
+	ChecksumAlgorithm string // "sha256", "sha512", …
+}
+
+// Encode is the form body.
+func (d *Download) Encode() url.Values {
+	v := url.Values{}
+	for k, s := range map[string]string{"url": d.URL, "content": d.Content, "filename": d.Filename,
+		"checksum": d.Checksum, "checksum-algorithm": d.ChecksumAlgorithm} {
+		if s != "" {
+			v.Set(k, s)
+		}
+	}
+	return v
+}
+
+// DownloadURL sends POST …/download-url and returns the task's UPID.
+func (c *Client) DownloadURL(ctx context.Context, node, storage string, d *Download) (string, error) {
+	upid, err := c.startTask(ctx, http.MethodPost, pathf("/nodes/%s/storage/%s/download-url", node, storage), d.Encode())
 	if err != nil {
-		return "", fmt.Errorf("download %s to %s: %w", params.Get("filename"), storage, err)
+		return "", fmt.Errorf("download %s to %s: %w", d.Filename, storage, err)
 	}
 	return upid, nil
 }
