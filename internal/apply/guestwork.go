@@ -500,13 +500,24 @@ func stepScript(s Step, recreate bool) (string, io.Reader) {
 		// retained volume such a directory would outlive every recreate).
 		dir := q(dirOf(s.Path))
 		fmt.Fprintf(&b, "set -e; new=$(p=%s; while [ ! -e \"$p\" ]; do printf '%%s\\n' \"$p\"; p=$(dirname \"$p\"); done)", dir)
+		// undo removes what this step made before it failed: a file
+		// step whose owner does not exist must not leave root-owned
+		// directories behind (issue 32 item 1).
+		fmt.Fprintf(&b, "; undo() { rm -f %s; printf '%%s\\n' \"$new\" | while IFS= read -r d; do [ -z \"$d\" ] || rmdir \"$d\" 2>/dev/null || true; done; }", q(tmp))
+		if s.Owner != "" {
+			// The directories get the owner's group too: USER:GROUP as
+			// written, USER with USER's login group, a numeric USER
+			// that names no account alone (chown rejects "1000:").
+			fmt.Fprintf(&b, "; o=%s; case \"$o\" in *:*) ;; *) if g=$(id -g \"$o\" 2>/dev/null); then o=\"$o:$g\"; fi ;; esac", q(s.Owner))
+			fmt.Fprintf(&b, "; bad() { undo; echo %s >&2; exit 1; }", q(fmt.Sprintf("owner %s: no such user or group in the container; create it with a user step before this step, or write USER, USER:GROUP or numeric ids", s.Owner)))
+		}
 		fmt.Fprintf(&b, "; (umask 022; mkdir -p %s)", dir)
 		if s.Owner != "" {
-			fmt.Fprintf(&b, "; printf '%%s\\n' \"$new\" | while IFS= read -r d; do [ -z \"$d\" ] || chown %s: \"$d\"; done", q(s.Owner))
+			b.WriteString("; printf '%s\\n' \"$new\" | while IFS= read -r d; do [ -z \"$d\" ] || chown \"$o\" \"$d\" || exit 1; done || bad")
 		}
-		fmt.Fprintf(&b, "; umask 077; cat > %s; chmod %o %s", q(tmp), s.Mode, q(tmp))
+		fmt.Fprintf(&b, "; umask 077; cat > %s || { undo; exit 1; }; chmod %o %s", q(tmp), s.Mode, q(tmp))
 		if s.Owner != "" {
-			fmt.Fprintf(&b, "; chown %s %s", q(s.Owner), q(tmp))
+			fmt.Fprintf(&b, "; chown %s %s || bad", q(s.Owner), q(tmp))
 		}
 		fmt.Fprintf(&b, "; mv -f %s %s", q(tmp), q(s.Path))
 		if s.Kind == "compose" {
