@@ -299,7 +299,7 @@ func TestRestore_asNewApp(t *testing.T) {
 		t.Errorf("backup of an unknown app: exit %d\n%s", r.code, r.stderr)
 	}
 	r := c.runC("restore", "notes", "--archive", b.Archive, "--as", "notes-copy", "-f", m)
-	if r.code == 0 || !strings.Contains(r.stderr, "--auto-approve") {
+	if r.code == 0 || !strings.Contains(r.stderr, "review the restore plan above (`corral restore` prints it and asks) and pass --auto-approve") || strings.Contains(r.stderr, "corral plan") {
 		t.Fatalf("restore without approval: exit %d\n%s", r.code, r.stderr)
 	}
 	r = c.mustC("restore", "notes", "--archive", b.Archive, "--as", "notes-copy", "-f", m, "--auto-approve", "-o", "json")

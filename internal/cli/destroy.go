@@ -118,7 +118,7 @@ func runDestroy(cmd *cobra.Command, st *streams, a *destroyArgs, names []string)
 		return nil
 	}
 	if !a.autoApprove {
-		if err := confirm(st, "Destroy these containers?"); err != nil {
+		if err := confirm(st, "Destroy these containers?", "the plan above (`corral destroy` prints it and asks)"); err != nil {
 			return err
 		}
 	}

@@ -357,7 +357,7 @@ func TestVolumesPrune(t *testing.T) {
 
 	// Without --auto-approve and a terminal: nothing changes.
 	r := c.run("volumes", "prune", "-f", notesOnly)
-	if r.code != ExitError || !strings.Contains(r.stderr, "--auto-approve") || !strings.Contains(r.stdout, "Plan: 3 volume(s) to free") {
+	if r.code != ExitError || !strings.Contains(r.stderr, "review the volumes listed above (`corral volumes prune` prints them and asks) and pass --auto-approve") || strings.Contains(r.stderr, "corral plan") || !strings.Contains(r.stdout, "Plan: 3 volume(s) to free") {
 		t.Errorf("prune without approval: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	for volid := range want {
