@@ -535,7 +535,14 @@ func stepScript(s Step, recreate bool) (string, io.Reader) {
 	case "user":
 		a := s.Account
 		var b strings.Builder
-		fmt.Fprintf(&b, "set -e; if ! id -u %s >/dev/null 2>&1; then useradd -m", q(a.Name))
+		home := a.Home
+		if home == "" {
+			home = "/home/" + a.Name
+		}
+		// A home that exists already (a volume mounted there) is not
+		// made again: useradd -m would warn that it exists and copies
+		// no skeleton into it, a warning that reads like a fault.
+		fmt.Fprintf(&b, "set -e; if ! id -u %s >/dev/null 2>&1; then m=-m; if [ -d %s ]; then m=-M; fi; useradd $m", q(a.Name), q(home))
 		if a.UID > 0 {
 			fmt.Fprintf(&b, " -u %d", a.UID)
 		}

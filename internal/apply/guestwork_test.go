@@ -482,3 +482,24 @@ func TestGuestWorkFileOwnerForms(t *testing.T) {
 		}
 	}
 }
+
+// A user step whose home exists already (a volume mounted there) prints
+// no useradd warning about it (issue 32 item 7: "the home directory
+// already exists ... Not copying any file from skel directory" shown as
+// the step's output).
+func TestGuestWorkUserOnExistingHomeQuiet(t *testing.T) {
+	g := newGuestRig(t)
+	rec := &recorder{}
+	w := apply.GuestWork{Steps: []apply.Step{
+		{Name: "user: hermes", Kind: "user", Account: &apply.Account{Name: "hermes", UID: 10000, Home: "/home/hermes", Shell: "/bin/sh"}},
+		{Name: "run: check", Kind: "run", Script: "test \"$(stat -c %u /home/hermes)\" = 10000\ntest \"$(getent passwd hermes | cut -d: -f6)\" = /home/hermes\n"},
+	}}
+	err := g.apply(w, "d1", rec)
+	skipIfNoGuestExec(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := rec.all(); strings.Contains(out, "already exists") || strings.Contains(out, "skel") {
+		t.Errorf("useradd's warning shown:\n%s", out)
+	}
+}
