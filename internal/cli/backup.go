@@ -326,7 +326,7 @@ func runRestore(cmd *cobra.Command, st *streams, a *restoreArgs, app string) err
 		opts.Storage = m.RootFS.Storage
 	}
 	if j.f != nil {
-		opts.Project = j.f.Project
+		opts.Project, opts.Origin = j.f.Project, j.f.Origin
 		for _, m := range j.f.Apps {
 			opts.Listed = append(opts.Listed, m.Name)
 		}

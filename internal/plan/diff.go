@@ -768,7 +768,7 @@ func otherWarnings(apps []App, obs *Observed) []string {
 				w = append(w, fmt.Sprintf("container %d (app %s) is managed by corral but not in this manifest; it is left alone", ct.VMID, name))
 			case ct.Project == "":
 				w = append(w, fmt.Sprintf("container %d (app %s) is managed by corral but not in this manifest, and carries no project tag (it was made before projects, or restored as a copy): it is left alone; "+
-					"apply the manifest that lists it to tag it, or run corral destroy %s from that manifest", ct.VMID, name, name))
+					"apply a manifest that lists it to tag it, or remove it with corral destroy %s -f MANIFEST", ct.VMID, name, name))
 			}
 		}
 	}

@@ -224,6 +224,8 @@ func Prune(project string, apps []App, obs *Observed, refs map[string][]string) 
 			continue // another project's
 		case declared(apps, x.key):
 			continue
+		case !listed[x.key.App] && slices.ContainsFunc(obs.Apps[x.key.App], func(ct *CT) bool { return ct.Copy() != "" }):
+			continue // a copy's (CT.Copy): freed once corral destroy removed the copy
 		case freedElsewhere(x, project, apps, obs) != "":
 			refused = append(refused, freedElsewhere(x, project, apps, obs))
 			continue
