@@ -476,7 +476,7 @@ func TestRecordsMadeBeforeProjects(t *testing.T) {
 	pages := volidOf(c.volumes(), "wiki", "pages")
 
 	r := c.run("plan", "-f", both)
-	if r.code != ExitChanges || !strings.Contains(r.stdout, "# note that app wiki's volumes belong to project demo (recorded before projects)") {
+	if r.code != ExitChanges || !strings.Contains(r.stdout, "# note that app wiki's volumes belong to project demo (the keeper recorded no project for them") {
 		t.Fatalf("plan: exit %d\n%s", r.code, r.stdout)
 	}
 	c.mustRun("apply", "-f", both, "--auto-approve")

@@ -767,7 +767,7 @@ func otherWarnings(apps []App, obs *Observed) []string {
 			case project == "":
 				w = append(w, fmt.Sprintf("container %d (app %s) is managed by corral but not in this manifest; it is left alone", ct.VMID, name))
 			case ct.Project == "":
-				w = append(w, fmt.Sprintf("container %d (app %s) is managed by corral but not in this manifest, and carries no project tag (it was made before projects, or restored as a copy): it is left alone; "+
+				w = append(w, fmt.Sprintf("container %d (app %s) is managed by corral but not in this manifest, and carries no project tag (it was made before projects, or restored as a copy by an older corral): it is left alone; "+
 					"apply a manifest that lists it to tag it, or remove it with corral destroy %s -f MANIFEST", ct.VMID, name, name))
 			}
 		}

@@ -285,7 +285,7 @@ func noteProjects(kcs []KeeperChange, project string, apps []App, obs *Observed)
 			}
 			kcs[i].Projects = missing
 			for _, app := range slices.Sorted(maps.Keys(missing)) {
-				kcs[i].Reasons = append(kcs[i].Reasons, fmt.Sprintf("note that app %s's volumes belong to project %s (recorded before projects)", app, project))
+				kcs[i].Reasons = append(kcs[i].Reasons, fmt.Sprintf("note that app %s's volumes belong to project %s (the keeper recorded no project for them: made before projects, or by a restore --as of an older corral)", app, project))
 			}
 		}
 	}
