@@ -143,6 +143,9 @@ func (e *Executor) runGuest(ctx context.Context, c plan.Change, vmid int, justCr
 		if err := e.step(c.App, "provision", label, func() error {
 			return e.runStep(ctx, c.App, cl, s, r.Recreate, dependents(work.Steps, s.Name))
 		}); err != nil {
+			if merr := e.markStopped(ctx, c, vmid, i, err); merr != nil {
+				e.obs().Warn(c.App, "could not record where provisioning stopped: "+merr.Error())
+			}
 			return err
 		}
 	}
@@ -630,6 +633,25 @@ func (e *Executor) checkHealth(ctx context.Context, cl *guest.Client, chk Check)
 		}
 	}
 	return &HealthError{Check: chk.Name, Attempts: attempts, Err: err, Output: last}
+}
+
+// markStopped records in the description that provisioning stopped at
+// step i (see plan.Marker.Stopped), so that plan and status say so
+// without logging in: the steps before it are recorded as done, the
+// steps after it keep what the last finished apply recorded.
+func (e *Executor) markStopped(ctx context.Context, c plan.Change, vmid, i int, cause error) error {
+	if c.Desired == nil || i >= len(c.Desired.Steps) {
+		return nil
+	}
+	conf, err := containerConfig(ctx, e.Client, c.Node, vmid)
+	if err != nil {
+		return err
+	}
+	m := plan.ParseMarker(conf["description"])
+	steps := plan.PartialStepsRecord(c.Desired.Steps, i, m.Steps)
+	desc := plan.WithGuestRecord(conf["description"], m.HostKey, m.Provisioned, steps)
+	desc += plan.StoppedMarker(i, len(c.Desired.Steps), c.Desired.Steps[i].Name, cause.Error())
+	return e.putConfig(ctx, c.Node, vmid, url.Values{"description": {desc}})
 }
 
 // markProvisioned records the guest digest in the description.

@@ -100,8 +100,9 @@ func (c *cluster) config(vmid int) map[string]string {
 // status is `corral status -o json` decoded.
 type statusJSON struct {
 	Apps []struct {
-		App        string `json:"app"`
-		Drift      string `json:"drift"`
+		App        string   `json:"app"`
+		Drift      string   `json:"drift"`
+		Reasons    []string `json:"reasons"`
 		Containers []struct {
 			VMID   int    `json:"vmid"`
 			Status string `json:"status"`

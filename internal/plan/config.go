@@ -115,7 +115,7 @@ func WithGuestRecord(desc string, hostKey, provisioned, steps string) string {
 	var b strings.Builder
 	for _, line := range strings.SplitAfter(desc, "\n") {
 		t := manifest.MarkerLine(line)
-		if line == "" || strings.HasPrefix(t, markerHostKey) || strings.HasPrefix(t, markerGuest) || strings.HasPrefix(t, markerSteps) {
+		if line == "" || strings.HasPrefix(t, markerHostKey) || strings.HasPrefix(t, markerGuest) || strings.HasPrefix(t, markerSteps) || strings.HasPrefix(t, markerStopped) {
 			continue
 		}
 		b.WriteString(line)
@@ -170,6 +170,10 @@ type Marker struct {
 	// name (restore --as) while its manifest does not list the copy; ""
 	// otherwise. See CT.Copy.
 	CopyOf string
+	// Stopped is where the last apply's provisioning stopped, or nil
+	// when it finished (markProvisioned drops the line).
+	Stopped    *Stopped
+	stoppedRaw string // the Stopped line as written, kept by config edits
 }
 
 // ParseMarker reads corral's marker lines from a description. Lines are
@@ -200,6 +204,9 @@ func ParseMarker(desc string) Marker {
 		}
 		if v, ok := strings.CutPrefix(line, markerCopyOf); ok {
 			m.CopyOf = strings.TrimSpace(v)
+		}
+		if v, ok := strings.CutPrefix(line, markerStopped); ok {
+			m.Stopped, m.stoppedRaw = parseStopped(v), strings.TrimSpace(v)
 		}
 	}
 	return m

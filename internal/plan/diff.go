@@ -406,7 +406,14 @@ func appChange(a *App, node string, obs *Observed) (Change, []string) {
 		c.Steps, c.Restarts, _ = planSteps(a, "", true)
 	default:
 		desc := ct.Config["description"]
-		c.Guest = a.GuestDigest != "" && len(a.GuestUnknown) == 0 && (ParseMarker(desc).Provisioned != a.GuestDigest || len(a.Rerun) > 0)
+		stopped := ParseMarker(desc).Stopped
+		c.Guest = a.GuestDigest != "" && len(a.GuestUnknown) == 0 && (ParseMarker(desc).Provisioned != a.GuestDigest || len(a.Rerun) > 0 || stopped != nil)
+		if stopped != nil && a.GuestDigest != "" {
+			// Said even when a value is unread (status without the
+			// secret): the app is not provisioned, whatever else holds.
+			c.Reasons = append(c.Reasons, StoppedReason(stopped, a.Steps))
+			c.Guest = true
+		}
 		if c.Guest {
 			var known bool
 			if c.Steps, c.Restarts, known = planSteps(a, desc, false); !known {
@@ -499,7 +506,7 @@ func updateReasons(c Change, ct *CT) []string {
 	if ct.Status != "running" {
 		r = append(r, "container is "+ct.Status)
 	}
-	if c.Guest {
+	if c.Guest && ParseMarker(ct.Config["description"]).Stopped == nil {
 		r = append(r, "provisioning or health checks changed since the last apply")
 	}
 	return r
@@ -616,6 +623,10 @@ func configEdits(a *App, ct *CT) []ConfigEdit {
 	// manifest's: keep them.
 	m := ParseMarker(ct.Config["description"])
 	want["description"] = WithGuestRecord(want["description"], m.HostKey, m.Provisioned, m.Steps)
+	if m.Stopped != nil {
+		// Kept until provisioning finishes (markProvisioned drops it).
+		want["description"] += markerStopped + m.stoppedRaw + "\n"
+	}
 	want["features"] = KeepRootFeatures(want["features"], ct.Config["features"])
 	var out []ConfigEdit
 	for _, k := range slices.Sorted(maps.Keys(want)) {
