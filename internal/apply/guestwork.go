@@ -153,6 +153,11 @@ func (e *Executor) runGuest(ctx context.Context, c plan.Change, vmid int, justCr
 		return err
 	}
 	if err := e.runChecks(ctx, c.App, cl, work.Checks); err != nil {
+		if c.Desired != nil {
+			if merr := e.markStopped(ctx, c, vmid, len(c.Desired.Steps), err); merr != nil {
+				e.obs().Warn(c.App, "could not record where provisioning stopped: "+merr.Error())
+			}
+		}
 		return err
 	}
 	return e.markProvisioned(ctx, c, vmid)
@@ -640,8 +645,12 @@ func (e *Executor) checkHealth(ctx context.Context, cl *guest.Client, chk Check)
 // without logging in: the steps before it are recorded as done, the
 // steps after it keep what the last finished apply recorded.
 func (e *Executor) markStopped(ctx context.Context, c plan.Change, vmid, i int, cause error) error {
-	if c.Desired == nil || i >= len(c.Desired.Steps) {
+	if c.Desired == nil || i > len(c.Desired.Steps) {
 		return nil
+	}
+	name := plan.HealthStop // i == len: every step finished, a health check failed
+	if i < len(c.Desired.Steps) {
+		name = c.Desired.Steps[i].Name
 	}
 	conf, err := containerConfig(ctx, e.Client, c.Node, vmid)
 	if err != nil {
@@ -650,7 +659,7 @@ func (e *Executor) markStopped(ctx context.Context, c plan.Change, vmid, i int, 
 	m := plan.ParseMarker(conf["description"])
 	steps := plan.PartialStepsRecord(c.Desired.Steps, i, m.Steps)
 	desc := plan.WithGuestRecord(conf["description"], m.HostKey, m.Provisioned, steps)
-	desc += plan.StoppedMarker(i, len(c.Desired.Steps), c.Desired.Steps[i].Name, cause.Error())
+	desc += plan.StoppedMarker(i, len(c.Desired.Steps), name, cause.Error())
 	return e.putConfig(ctx, c.Node, vmid, url.Values{"description": {desc}})
 }
 

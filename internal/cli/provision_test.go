@@ -303,4 +303,17 @@ func TestPlanAfterFailedProvisioning(t *testing.T) {
 	if r := c.run("plan", "-f", m); r.code != 0 || strings.Contains(r.stdout, "stopped") {
 		t.Errorf("plan after the fixed apply: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
+
+	// A failing health check after every step finished is said as such.
+	m = writeManifest(t, strings.Replace(strings.Replace(failing, "exit 3", "true", 1),
+		"      - command: grep -q greeting /home/hermes/installed.yaml\n",
+		"      - command: grep -q nosuch /home/hermes/installed.yaml\n        retries: 0\n", 1))
+	if r := c.run("apply", "-f", m, "--auto-approve"); r.code == 0 {
+		t.Fatalf("apply with a failing health check succeeded:\n%s", r.stderr)
+	}
+	r = c.run("plan", "-f", m)
+	if r.code != ExitChanges || !strings.Contains(r.stdout, "the last apply ran all 5 step(s) but a health check failed: unhealthy after 1 attempt") ||
+		strings.Contains(r.stdout, "changed since the last apply") || !strings.Contains(r.stdout, "provision: 0 of 5 step(s) run, then check health") {
+		t.Errorf("plan after the failed health check: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
 }

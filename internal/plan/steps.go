@@ -216,6 +216,10 @@ func PartialStepsRecord(steps []Step, i int, prev string) string {
 	return strings.Join(parts, " ")
 }
 
+// HealthStop is the step name StoppedMarker takes for a failed health
+// check after every step finished.
+const HealthStop = "health checks"
+
 // StoppedMarker is the description line saying provisioning stopped at
 // step i (from 0) of total, named name, because of err's text.
 func StoppedMarker(i, total int, name, err string) string {
@@ -223,6 +227,9 @@ func StoppedMarker(i, total int, name, err string) string {
 	why, _, _ = strings.Cut(why, "; last output:")
 	if _, after, ok := strings.Cut(why, "step "+strconv.Quote(name)+" failed: "); ok {
 		why = after
+	}
+	if k := strings.Index(why, "unhealthy after "); name == HealthStop && k >= 0 {
+		why = why[k:] // without the "app: health: " the run's error starts with
 	}
 	if len(why) > 160 {
 		why = why[:160] + "…"
@@ -251,6 +258,9 @@ func parseStopped(v string) *Stopped {
 // StoppedReason says where the last apply stopped and what the next one
 // does, in words, for plan and status.
 func StoppedReason(st *Stopped, steps []Step) string {
+	if st.ID == StepID(HealthStop) {
+		return fmt.Sprintf("the last apply ran all %d step(s) but a health check failed: %s; the next apply runs no finished step again, only what changed since, then checks health", st.Total, st.Why)
+	}
 	name := "a step since renamed or removed"
 	for _, s := range steps {
 		if StepID(s.Name) == st.ID {
