@@ -143,6 +143,9 @@ func (e *Executor) runGuest(ctx context.Context, c plan.Change, vmid int, justCr
 		if err := e.step(c.App, "provision", label, func() error {
 			return e.runStep(ctx, c.App, cl, s, r.Recreate, dependents(work.Steps, s.Name))
 		}); err != nil {
+			if merr := e.markStopped(ctx, c, vmid, i, err); merr != nil {
+				e.obs().Warn(c.App, "could not record where provisioning stopped: "+merr.Error())
+			}
 			return err
 		}
 	}
@@ -150,6 +153,11 @@ func (e *Executor) runGuest(ctx context.Context, c plan.Change, vmid int, justCr
 		return err
 	}
 	if err := e.runChecks(ctx, c.App, cl, work.Checks); err != nil {
+		if c.Desired != nil {
+			if merr := e.markStopped(ctx, c, vmid, len(c.Desired.Steps), err); merr != nil {
+				e.obs().Warn(c.App, "could not record where provisioning stopped: "+merr.Error())
+			}
+		}
 		return err
 	}
 	return e.markProvisioned(ctx, c, vmid)
@@ -500,13 +508,24 @@ func stepScript(s Step, recreate bool) (string, io.Reader) {
 		// retained volume such a directory would outlive every recreate).
 		dir := q(dirOf(s.Path))
 		fmt.Fprintf(&b, "set -e; new=$(p=%s; while [ ! -e \"$p\" ]; do printf '%%s\\n' \"$p\"; p=$(dirname \"$p\"); done)", dir)
+		// undo removes what this step made before it failed: a file
+		// step whose owner does not exist must not leave root-owned
+		// directories behind (issue 32 item 1).
+		fmt.Fprintf(&b, "; undo() { rm -f %s; printf '%%s\\n' \"$new\" | while IFS= read -r d; do [ -z \"$d\" ] || rmdir \"$d\" 2>/dev/null || true; done; }", q(tmp))
+		if s.Owner != "" {
+			// The directories get the owner's group too: USER:GROUP as
+			// written, USER with USER's login group, a numeric USER
+			// that names no account alone (chown rejects "1000:").
+			fmt.Fprintf(&b, "; o=%s; case \"$o\" in *:*) ;; *) if g=$(id -g \"$o\" 2>/dev/null); then o=\"$o:$g\"; fi ;; esac", q(s.Owner))
+			fmt.Fprintf(&b, "; bad() { undo; echo %s >&2; exit 1; }", q(fmt.Sprintf("owner %s: no such user or group in the container; create it with a user step before this step, or write USER, USER:GROUP or numeric ids", s.Owner)))
+		}
 		fmt.Fprintf(&b, "; (umask 022; mkdir -p %s)", dir)
 		if s.Owner != "" {
-			fmt.Fprintf(&b, "; printf '%%s\\n' \"$new\" | while IFS= read -r d; do [ -z \"$d\" ] || chown %s: \"$d\"; done", q(s.Owner))
+			b.WriteString("; printf '%s\\n' \"$new\" | while IFS= read -r d; do [ -z \"$d\" ] || chown \"$o\" \"$d\" || exit 1; done || bad")
 		}
-		fmt.Fprintf(&b, "; umask 077; cat > %s; chmod %o %s", q(tmp), s.Mode, q(tmp))
+		fmt.Fprintf(&b, "; umask 077; cat > %s || { undo; exit 1; }; chmod %o %s", q(tmp), s.Mode, q(tmp))
 		if s.Owner != "" {
-			fmt.Fprintf(&b, "; chown %s %s", q(s.Owner), q(tmp))
+			fmt.Fprintf(&b, "; chown %s %s || bad", q(s.Owner), q(tmp))
 		}
 		fmt.Fprintf(&b, "; mv -f %s %s", q(tmp), q(s.Path))
 		if s.Kind == "compose" {
@@ -524,7 +543,14 @@ func stepScript(s Step, recreate bool) (string, io.Reader) {
 	case "user":
 		a := s.Account
 		var b strings.Builder
-		fmt.Fprintf(&b, "set -e; if ! id -u %s >/dev/null 2>&1; then useradd -m", q(a.Name))
+		home := a.Home
+		if home == "" {
+			home = "/home/" + a.Name
+		}
+		// A home that exists already (a volume mounted there) is not
+		// made again: useradd -m would warn that it exists and copies
+		// no skeleton into it, a warning that reads like a fault.
+		fmt.Fprintf(&b, "set -e; if ! id -u %s >/dev/null 2>&1; then m=-m; if [ -d %s ]; then m=-M; fi; useradd $m", q(a.Name), q(home))
 		if a.UID > 0 {
 			fmt.Fprintf(&b, " -u %d", a.UID)
 		}
@@ -612,6 +638,29 @@ func (e *Executor) checkHealth(ctx context.Context, cl *guest.Client, chk Check)
 		}
 	}
 	return &HealthError{Check: chk.Name, Attempts: attempts, Err: err, Output: last}
+}
+
+// markStopped records in the description that provisioning stopped at
+// step i (see plan.Marker.Stopped), so that plan and status say so
+// without logging in: the steps before it are recorded as done, the
+// steps after it keep what the last finished apply recorded.
+func (e *Executor) markStopped(ctx context.Context, c plan.Change, vmid, i int, cause error) error {
+	if c.Desired == nil || i > len(c.Desired.Steps) {
+		return nil
+	}
+	name := plan.HealthStop // i == len: every step finished, a health check failed
+	if i < len(c.Desired.Steps) {
+		name = c.Desired.Steps[i].Name
+	}
+	conf, err := containerConfig(ctx, e.Client, c.Node, vmid)
+	if err != nil {
+		return err
+	}
+	m := plan.ParseMarker(conf["description"])
+	steps := plan.PartialStepsRecord(c.Desired.Steps, i, m.Steps)
+	desc := plan.WithGuestRecord(conf["description"], m.HostKey, m.Provisioned, steps)
+	desc += plan.StoppedMarker(i, len(c.Desired.Steps), name, cause.Error())
+	return e.putConfig(ctx, c.Node, vmid, &pve.ConfigUpdate{Description: &desc})
 }
 
 // markProvisioned records the guest digest in the description.

@@ -430,3 +430,76 @@ func TestGuestWorkFileParentsOwnedByOwner(t *testing.T) {
 		}
 	}
 }
+
+// owner: USER:GROUP (the documented form both Hermes examples use), USER
+// and numeric ids all own a file step's new parents; an owner that does
+// not exist fails the step with the fix and leaves no root-owned
+// directory behind (issue 32 item 1: was chown: invalid group
+// 'hermes:hermes:').
+func TestGuestWorkFileOwnerForms(t *testing.T) {
+	g := newGuestRig(t)
+	user := apply.Step{Name: "user: hermes", Kind: "user", Account: &apply.Account{Name: "hermes", UID: 10000, Home: "/home/hermes", Shell: "/bin/sh"}}
+	w := apply.GuestWork{Steps: []apply.Step{
+		user,
+		{Name: "file: a", Kind: "file", Path: "/home/hermes/a/b/a.yaml", Content: "a: 1\n", Mode: 0o644, Owner: "hermes:hermes"},
+		{Name: "file: n", Kind: "file", Path: "/srv/n/m/n.yaml", Content: "n: 1\n", Mode: 0o644, Owner: "10000:10000"},
+		{Name: "file: u", Kind: "file", Path: "/srv/u/v/u.yaml", Content: "u: 1\n", Mode: 0o644, Owner: "hermes"},
+		{Name: "file: x", Kind: "file", Path: "/srv/x/y/x.yaml", Content: "x: 1\n", Mode: 0o644, Owner: "54321"},
+	}}
+	err := g.apply(w, "d1", nil)
+	skipIfNoGuestExec(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		path     string
+		uid, gid uint32
+	}{
+		{"/home/hermes/a", 10000, 10000}, {"/home/hermes/a/b", 10000, 10000}, {"/home/hermes/a/b/a.yaml", 10000, 10000},
+		{"/srv/n", 10000, 10000}, {"/srv/n/m/n.yaml", 10000, 10000},
+		{"/srv/u", 10000, 10000}, {"/srv/u/v", 10000, 10000},
+		{"/srv/x", 54321, 0}, {"/srv/x/y/x.yaml", 54321, 0},
+	} {
+		fi, err := os.Stat(g.path(c.path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		if st.Uid != c.uid || st.Gid != c.gid {
+			t.Errorf("%s: owner %d:%d, want %d:%d", c.path, st.Uid, st.Gid, c.uid, c.gid)
+		}
+	}
+
+	for i, owner := range []string{"nosuch", "hermes:nosuch", "nosuch:hermes"} {
+		w := apply.GuestWork{Steps: []apply.Step{user,
+			{Name: "file: bad", Kind: "file", Path: "/opt/bad/deep/f.yaml", Content: "f: 1\n", Mode: 0o644, Owner: owner}}}
+		err := g.apply(w, "bad"+strconv.Itoa(i), nil)
+		if err == nil || !strings.Contains(err.Error(), "owner "+owner+": no such user or group in the container; create it with a user step") {
+			t.Errorf("owner %s: %v", owner, err)
+		}
+		if _, err := os.Stat(g.path("/opt/bad")); err == nil {
+			t.Errorf("owner %s: the step left /opt/bad behind", owner)
+		}
+	}
+}
+
+// A user step whose home exists already (a volume mounted there) prints
+// no useradd warning about it (issue 32 item 7: "the home directory
+// already exists ... Not copying any file from skel directory" shown as
+// the step's output).
+func TestGuestWorkUserOnExistingHomeQuiet(t *testing.T) {
+	g := newGuestRig(t)
+	rec := &recorder{}
+	w := apply.GuestWork{Steps: []apply.Step{
+		{Name: "user: hermes", Kind: "user", Account: &apply.Account{Name: "hermes", UID: 10000, Home: "/home/hermes", Shell: "/bin/sh"}},
+		{Name: "run: check", Kind: "run", Script: "test \"$(stat -c %u /home/hermes)\" = 10000\ntest \"$(getent passwd hermes | cut -d: -f6)\" = /home/hermes\n"},
+	}}
+	err := g.apply(w, "d1", rec)
+	skipIfNoGuestExec(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := rec.all(); strings.Contains(out, "already exists") || strings.Contains(out, "skel") {
+		t.Errorf("useradd's warning shown:\n%s", out)
+	}
+}

@@ -42,7 +42,11 @@ func (h *HealthError) Error() string {
 	if out == "" {
 		out = "(no output)"
 	}
-	return fmt.Sprintf("unhealthy after %d attempts: %v\n  %s", h.Attempts, h.Err, out)
+	attempts := "attempts"
+	if h.Attempts == 1 {
+		attempts = "attempt"
+	}
+	return fmt.Sprintf("unhealthy after %d %s: %v\n  %s", h.Attempts, attempts, h.Err, out)
 }
 
 func (h *HealthError) Unwrap() error { return h.Err }

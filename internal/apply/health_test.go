@@ -1,6 +1,7 @@
 package apply
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -40,5 +41,16 @@ func TestHealthTarget(t *testing.T) {
 				t.Errorf("healthTarget = %v, %q; want none, %q", ct, why, tt.why)
 			}
 		})
+	}
+}
+
+// One attempt is said in the singular (issue 32 item 7: was "unhealthy
+// after 1 attempts").
+func TestHealthErrorAttempts(t *testing.T) {
+	for n, want := range map[int]string{1: "unhealthy after 1 attempt: refused", 3: "unhealthy after 3 attempts: refused"} {
+		got := (&HealthError{Check: "http", Attempts: n, Err: errors.New("refused")}).Error()
+		if !strings.HasPrefix(got, want+"\n") {
+			t.Errorf("%d attempts: %q, want %q", n, got, want)
+		}
 	}
 }

@@ -33,12 +33,15 @@ type RestoreOptions struct {
 	// Names maps mount paths to volume names, for archived volumes no
 	// keeper record names (the manifest's volumes).
 	Names map[string]string
-	// Project is the manifest's project and Listed its apps: the restored
-	// container carries the project's tag when its app is listed. A copy
-	// under a name the manifest does not list gets no project, so that
-	// the project's next apply does not prune it. Without either (no
-	// manifest), the archived container's project is kept.
+	// Project is the manifest's project, Origin its origin and Listed its
+	// apps: the restored container carries the project's tag and records
+	// the manifest as its declarer. A copy under a name the manifest does
+	// not list (--as) is marked as a copy of App (plan.CT.Copy): the
+	// project's apply leaves it alone, and corral destroy NAME with the
+	// manifest removes it. Without a manifest the archived container's
+	// project and declarer are kept.
 	Project string
+	Origin  string
 	Listed  []string
 }
 
@@ -89,7 +92,8 @@ type RestorePlan struct {
 	finalDesc string
 	renames   map[plan.VolumeKey]plan.VolumeKey
 	stamp     string
-	project   string // the restored app's project; "" for a copy the manifest does not list
+	project   string // the restored app's project
+	declared  string // the origin of the manifest that declares it
 }
 
 // RestoreRefusedError is a restore stopped before any change: privileges
@@ -237,11 +241,15 @@ func (e *Executor) PlanRestore(ctx context.Context, obs *plan.Observed, opts Res
 			tags = append(tags, t)
 		}
 	}
-	switch {
-	case slices.Contains(opts.Listed, name):
-		rp.project = opts.Project
-	case opts.Project == "" && opts.Listed == nil:
-		rp.project = projectOf(plan.ParseTags(conf["tags"])) // no manifest: the archive's project
+	m := plan.ParseMarker(conf["description"])
+	rp.project, rp.declared = opts.Project, opts.Origin
+	if opts.Project == "" && opts.Listed == nil {
+		// No manifest: the archive's project and declarer.
+		rp.project, rp.declared = projectOf(plan.ParseTags(conf["tags"])), m.Declared
+	}
+	copyOf := ""
+	if name != opts.App && !slices.Contains(opts.Listed, name) {
+		copyOf = opts.App
 	}
 	// Until it runs, the new container is tagged as a restore in flight,
 	// not as the app: an interrupted restore never leaves two containers
@@ -252,8 +260,10 @@ func (e *Executor) PlanRestore(ctx context.Context, obs *plan.Observed, opts Res
 		inFlight = append(inFlight, plan.TagProjectPrefix+rp.project) // kept by finishRestore
 	}
 	params.Tags = inFlight
-	m := plan.ParseMarker(conf["description"])
-	desc := plan.AppDescription(plan.App{Name: name, Template: m.Template, Origin: m.Declared, Description: userDescription(conf["description"])})
+	desc := plan.AppDescription(plan.App{Name: name, Template: m.Template, Origin: rp.declared, Description: userDescription(conf["description"])})
+	if copyOf != "" {
+		desc += plan.CopyMarker(copyOf)
+	}
 	rp.finalDesc = plan.WithGuestMarkers(desc, m.HostKey, m.Provisioned)
 	params.Description = pve.Ptr(rp.finalDesc + plan.RestoreMarker(stamp))
 	ip := propValue(conf["net0"], "ip")
@@ -376,6 +386,9 @@ func (e *Executor) Restore(ctx context.Context, obs *plan.Observed, rp *RestoreP
 	res = &RestoreResult{RestorePlan: rp}
 	name, node := rp.Name, rp.Node
 	e.Project = rp.project // the keeper notes the restored volumes' project
+	if rp.declared != "" {
+		e.Declared = plan.OriginID(rp.declared) // and their declarer
+	}
 	err = e.step(name, "restore", fmt.Sprintf("%s into ct %d on %s", rp.Archive, rp.VMID, rp.Storage), func() error {
 		for attempt := 0; ; attempt++ {
 			upid, err := e.Client.RestoreContainer(ctx, node, rp.VMID, rp.Archive, pve.RestoreOptions{Storage: rp.Storage, Unique: true, Config: rp.params})

@@ -185,7 +185,7 @@ func runApply(cmd *cobra.Command, st *streams, a *applyArgs) error {
 		return nil
 	}
 	if !a.autoApprove {
-		if err := confirm(st, "Apply these changes?"); err != nil {
+		if err := confirm(st, "Apply these changes?", "`corral plan`"); err != nil {
 			return err
 		}
 	}
@@ -387,7 +387,7 @@ func convergeUnderLock(ctx context.Context, st *streams, s *session, f *manifest
 		fmt.Fprintln(st.err, "\nThe interrupted work is finished; the manifest's other changes:")
 		showPlan(npj)
 		if !a.autoApprove {
-			if err := confirm(st, "Apply these changes too?"); err != nil {
+			if err := confirm(st, "Apply these changes too?", "`corral plan`"); err != nil {
 				return &IncompleteError{Why: "the changes above were not approved"}
 			}
 		}

@@ -326,7 +326,7 @@ func runRestore(cmd *cobra.Command, st *streams, a *restoreArgs, app string) err
 		opts.Storage = m.RootFS.Storage
 	}
 	if j.f != nil {
-		opts.Project = j.f.Project
+		opts.Project, opts.Origin = j.f.Project, j.f.Origin
 		for _, m := range j.f.Apps {
 			opts.Listed = append(opts.Listed, m.Name)
 		}
@@ -342,7 +342,7 @@ func runRestore(cmd *cobra.Command, st *streams, a *restoreArgs, app string) err
 	}
 	ui.WriteRestorePlan(st.err, rp)
 	if !a.autoApprove {
-		if err := confirm(st, "Restore?"); err != nil {
+		if err := confirm(st, "Restore?", "the restore plan above (`corral restore` prints it and asks)"); err != nil {
 			return err
 		}
 	}
@@ -536,7 +536,7 @@ longer exists or its volid is now another app's or another guest's.`,
 				return err
 			}
 			if !autoApprove {
-				if err := confirm(st, fmt.Sprintf("Roll app %s (ct %d) back to %s? Everything changed since is lost.", args[0], ct.VMID, args[1])); err != nil {
+				if err := confirm(st, fmt.Sprintf("Roll app %s (ct %d) back to %s? Everything changed since is lost.", args[0], ct.VMID, args[1]), "the snapshot to roll back to (`corral snapshots "+args[0]+"` lists them)"); err != nil {
 					return err
 				}
 			}

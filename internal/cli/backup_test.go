@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -299,7 +300,7 @@ func TestRestore_asNewApp(t *testing.T) {
 		t.Errorf("backup of an unknown app: exit %d\n%s", r.code, r.stderr)
 	}
 	r := c.runC("restore", "notes", "--archive", b.Archive, "--as", "notes-copy", "-f", m)
-	if r.code == 0 || !strings.Contains(r.stderr, "--auto-approve") {
+	if r.code == 0 || !strings.Contains(r.stderr, "review the restore plan above (`corral restore` prints it and asks) and pass --auto-approve") || strings.Contains(r.stderr, "corral plan") {
 		t.Fatalf("restore without approval: exit %d\n%s", r.code, r.stderr)
 	}
 	r = c.mustC("restore", "notes", "--archive", b.Archive, "--as", "notes-copy", "-f", m, "--auto-approve", "-o", "json")
@@ -641,5 +642,70 @@ func TestRestore_replaceTwice(t *testing.T) {
 	}
 	if want := 2 * len(vols); replaced != want {
 		t.Errorf("%d replaced records, want %d (each restore displaces every volume): %+v", replaced, want, inv.Volumes)
+	}
+}
+
+// A copy made by restore --as (as the README shows) carries the project
+// of the manifest used and records it as its declarer: the project's
+// plans neither warn about it nor delete it, volumes prune leaves its
+// volumes, and corral destroy NAME -f MANIFEST removes it, after which
+// prune frees its volumes (issue 32 item 3: the copy had no project,
+// destroy refused it and every plan warned; its volumes said "recorded
+// before projects").
+func TestRestoreAsCopyHasAnOwner(t *testing.T) {
+	c := newCluster(t)
+	m := manifestWith(t, "512")
+	c.setupNotes(m)
+	b := c.backup(m, "notes")
+	r := c.mustC("restore", "notes", "--archive", b.Archive, "--as", "notes-copy", "-f", m, "--auto-approve", "-o", "json")
+	var res struct {
+		VMID int `json:"vmid"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || res.VMID == 0 {
+		t.Fatalf("restore -o json: %v\n%s", err, r.stdout)
+	}
+	if conf := c.config(res.VMID); !strings.Contains(conf["tags"], "corral-project-demo") {
+		t.Errorf("the copy's tags %q lack the project", conf["tags"])
+	}
+
+	r = c.mustRun("plan", "-f", m)
+	if strings.Contains(r.stdout+r.stderr, "notes-copy") {
+		t.Errorf("plan mentions the copy:\n%s%s", r.stdout, r.stderr)
+	}
+	r = c.mustRun("apply", "-f", m, "--auto-approve")
+	if _, err := c.srv.Cluster().ConfigText(res.VMID); err != nil {
+		t.Fatalf("apply removed the copy: %v\n%s%s", err, r.stdout, r.stderr)
+	}
+	var inv struct {
+		Volumes []struct{ App, Name, VolID, Project string } `json:"volumes"`
+	}
+	json.Unmarshal([]byte(c.mustRun("volumes", "-o", "json").stdout), &inv)
+	copyVols := 0
+	for _, v := range inv.Volumes {
+		if v.App == "notes-copy" {
+			copyVols++
+			if v.Project != "demo" {
+				t.Errorf("copy volume %s/%s: project %q, want demo", v.App, v.Name, v.Project)
+			}
+		}
+	}
+	if copyVols != 2 {
+		t.Fatalf("%d volumes of the copy, want 2: %+v", copyVols, inv.Volumes)
+	}
+	out := decodeFree(t, c.mustRun("volumes", "prune", "-f", m, "--auto-approve", "-o", "json"))
+	if len(out.Freed) != 0 || strings.Contains(fmt.Sprint(out.Plan.Warnings, out.Plan.Refused), "notes-copy") {
+		t.Errorf("prune with the copy running: freed %v, warnings %v, refused %v", out.Freed, out.Plan.Warnings, out.Plan.Refused)
+	}
+
+	r = c.mustRun("destroy", "notes-copy", "-f", m, "--auto-approve")
+	if _, err := c.srv.Cluster().ConfigText(res.VMID); err == nil {
+		t.Fatalf("destroy left the copy:\n%s%s", r.stdout, r.stderr)
+	}
+	if st := c.status(m).Apps[0]; len(st.Containers) != 1 || st.Containers[0].Status != "running" {
+		t.Errorf("the original after destroying the copy: %+v", st.Containers)
+	}
+	out = decodeFree(t, c.mustRun("volumes", "prune", "-f", m, "--auto-approve", "-o", "json"))
+	if len(out.Freed) != 2 {
+		t.Errorf("prune after destroying the copy freed %v, want its 2 volumes; warnings %v", out.Freed, out.Plan.Warnings)
 	}
 }

@@ -36,7 +36,8 @@ keeper container, so the next apply finds the same data.
 
 An app removed from the manifest can be named too, while a container of
 this project (tag corral-project-<project>) carries it; apply would
-destroy it the same way.
+destroy it the same way. So can a copy made by restore --as with this
+manifest (apply leaves copies alone), and a container with no project tag.
 
 Volumes are freed only with --delete-volumes, and then only those whose
 manifest entry says reclaim: delete. Retained volumes are never freed;
@@ -82,9 +83,12 @@ func runDestroy(cmd *cobra.Command, st *streams, a *destroyArgs, names []string)
 		if _, ok := f.App(n); ok {
 			continue
 		}
-		// An app removed from the manifest: still this project's while a
-		// container tagged with the project carries it.
-		if !slices.ContainsFunc(obs.Apps[n], func(ct *plan.CT) bool { return ct.Project == f.Project }) {
+		// An app removed from the manifest, or a copy restored with
+		// --as: still this project's while a container tagged with the
+		// project carries it. A container with no project tag (made
+		// before projects, or a copy restored by an older corral) is
+		// named here on purpose: this manifest takes it.
+		if !slices.ContainsFunc(obs.Apps[n], func(ct *plan.CT) bool { return ct.Project == f.Project || ct.Project == "" }) {
 			return fmt.Errorf("app %q is not in %s, and no container of project %s (tag %s%s) carries it", n, f.Path, f.Project, plan.TagProjectPrefix, f.Project)
 		}
 		for _, ct := range obs.Apps[n] {
@@ -118,7 +122,7 @@ func runDestroy(cmd *cobra.Command, st *streams, a *destroyArgs, names []string)
 		return nil
 	}
 	if !a.autoApprove {
-		if err := confirm(st, "Destroy these containers?"); err != nil {
+		if err := confirm(st, "Destroy these containers?", "the plan above (`corral destroy` prints it and asks)"); err != nil {
 			return err
 		}
 	}

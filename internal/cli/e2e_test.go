@@ -100,9 +100,10 @@ func (c *cluster) config(vmid int) map[string]string {
 // status is `corral status -o json` decoded.
 type statusJSON struct {
 	Apps []struct {
-		App        string `json:"app"`
-		Drift      string `json:"drift"`
-		Health     string `json:"health"`
+		App        string   `json:"app"`
+		Drift      string   `json:"drift"`
+		Health     string   `json:"health"`
+		Reasons    []string `json:"reasons"`
 		Containers []struct {
 			VMID   int    `json:"vmid"`
 			Status string `json:"status"`

@@ -110,12 +110,16 @@ func newLogsCmd(st *streams) *cobra.Command {
 				journal += " -u " + guest.ShellQuote(unit)
 			}
 			// A compose app's containers log to Docker, everything else to
-			// the journal; without systemd, the syslog file.
+			// the journal; without systemd, the syslog file. journalctl
+			// alone is no journal: a container whose init is not systemd
+			// (the emulator's stand-in template) has the tool and no files,
+			// and journalctl's "No journal files were found" says nothing
+			// of why or what to do.
 			script := "if command -v docker >/dev/null 2>&1 && [ -n \"$(docker compose ls -q 2>/dev/null)\" ]; then " +
 				"for p in $(docker compose ls -q); do docker compose -p \"$p\" logs --no-color --tail " + n + f + "; done; " +
-				"elif command -v journalctl >/dev/null 2>&1; then " + journal + "; " +
+				"elif command -v journalctl >/dev/null 2>&1 && [ -n \"$(find /run/log/journal /var/log/journal -name '*.journal*' 2>/dev/null | head -n 1)\" ]; then " + journal + "; " +
 				"elif [ -f /var/log/syslog ] || [ -f /var/log/messages ]; then tail -n " + n + f + " /var/log/syslog /var/log/messages 2>/dev/null; " +
-				"else echo 'no journal, syslog or compose project in this container' >&2; fi"
+				"else echo " + guest.ShellQuote(noLogs(args[0])) + " >&2; exit 1; fi"
 			return runInGuest(cmd.Context(), st, ff, cf, trust, args[0], script)
 		},
 	}
@@ -126,6 +130,14 @@ func newLogsCmd(st *streams) *cobra.Command {
 	cmd.Flags().IntVarP(&lines, "lines", "n", 200, "how many recent lines")
 	cmd.Flags().StringVarP(&unit, "unit", "u", "", "only this systemd unit's journal")
 	return cmd
+}
+
+// noLogs says that app's container keeps no logs corral can show, and
+// how to get some.
+func noLogs(app string) string {
+	return "app " + app + ": this container keeps no system journal (systemd is not its init), no /var/log/syslog or /var/log/messages, and runs no compose project. " +
+		"On the emulator this is the stand-in template, which runs no systemd: serve it with the real Debian template (corral sim serve --real-templates, see docs/emulator.md, Templates) for a real journal. " +
+		"Meanwhile read the app's own log files with corral exec " + app + " -- tail FILE"
 }
 
 // runInGuest runs script in the app's container, streaming its output to

@@ -66,10 +66,11 @@ func isTerminal(r any) bool {
 }
 
 // confirm asks a yes/no question on the terminal. Without a terminal it
-// refuses, so that a script never applies changes nobody approved.
-func confirm(st *streams, question string) error {
+// refuses, so that a script never applies changes nobody approved; review
+// names what to look at before approving (the command's own plan).
+func confirm(st *streams, question, review string) error {
 	if !isTerminal(st.in) {
-		return errors.New("refusing to change anything without confirmation: stdin is not a terminal; review `corral plan` and pass --auto-approve")
+		return fmt.Errorf("refusing to change anything without confirmation: stdin is not a terminal; review %s and pass --auto-approve", review)
 	}
 	fmt.Fprintf(st.err, "\n%s Only 'yes' is accepted: ", question)
 	var answer string

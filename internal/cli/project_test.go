@@ -357,7 +357,7 @@ func TestVolumesPrune(t *testing.T) {
 
 	// Without --auto-approve and a terminal: nothing changes.
 	r := c.run("volumes", "prune", "-f", notesOnly)
-	if r.code != ExitError || !strings.Contains(r.stderr, "--auto-approve") || !strings.Contains(r.stdout, "Plan: 3 volume(s) to free") {
+	if r.code != ExitError || !strings.Contains(r.stderr, "review the volumes listed above (`corral volumes prune` prints them and asks) and pass --auto-approve") || strings.Contains(r.stderr, "corral plan") || !strings.Contains(r.stdout, "Plan: 3 volume(s) to free") {
 		t.Errorf("prune without approval: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	for volid := range want {
@@ -476,7 +476,7 @@ func TestRecordsMadeBeforeProjects(t *testing.T) {
 	pages := volidOf(c.volumes(), "wiki", "pages")
 
 	r := c.run("plan", "-f", both)
-	if r.code != ExitChanges || !strings.Contains(r.stdout, "# note that app wiki's volumes belong to project demo (recorded before projects)") {
+	if r.code != ExitChanges || !strings.Contains(r.stdout, "# note that app wiki's volumes belong to project demo (the keeper recorded no project for them") {
 		t.Fatalf("plan: exit %d\n%s", r.code, r.stdout)
 	}
 	c.mustRun("apply", "-f", both, "--auto-approve")

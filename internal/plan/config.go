@@ -38,6 +38,7 @@ const (
 	markerProject  = "corral-project: "
 	markerRestore  = "corral-restore: "
 	markerDeclared = "corral-declared: "
+	markerCopyOf   = "corral-copy-of: "
 	markerHeader   = "managed by corral; lines starting with 'corral-' are read back by corral"
 	keeperHeader   = "corral keeper: this container owns the volumes corral keeps for its apps; corral writes these Notes and reads them back. " +
 		"Never start it, keep protection on, and edit neither these lines nor its mount points (/corral/APP/VOLUME): each names whose data a volume holds."
@@ -114,7 +115,7 @@ func WithGuestRecord(desc string, hostKey, provisioned, steps string) string {
 	var b strings.Builder
 	for _, line := range strings.SplitAfter(desc, "\n") {
 		t := manifest.MarkerLine(line)
-		if line == "" || strings.HasPrefix(t, markerHostKey) || strings.HasPrefix(t, markerGuest) || strings.HasPrefix(t, markerSteps) {
+		if line == "" || strings.HasPrefix(t, markerHostKey) || strings.HasPrefix(t, markerGuest) || strings.HasPrefix(t, markerSteps) || strings.HasPrefix(t, markerStopped) {
 			continue
 		}
 		b.WriteString(line)
@@ -165,6 +166,14 @@ type Marker struct {
 	// Declared is the origin of the manifest that last declared the app
 	// (App.Origin); "" for a container made before origins were recorded.
 	Declared string
+	// CopyOf is the app a container was restored from under another
+	// name (restore --as) while its manifest does not list the copy; ""
+	// otherwise. See CT.Copy.
+	CopyOf string
+	// Stopped is where the last apply's provisioning stopped, or nil
+	// when it finished (markProvisioned drops the line).
+	Stopped    *Stopped
+	stoppedRaw string // the Stopped line as written, kept by config edits
 }
 
 // ParseMarker reads corral's marker lines from a description. Lines are
@@ -193,9 +202,27 @@ func ParseMarker(desc string) Marker {
 		if v, ok := strings.CutPrefix(line, markerDeclared); ok {
 			m.Declared = strings.TrimSpace(v)
 		}
+		if v, ok := strings.CutPrefix(line, markerCopyOf); ok {
+			m.CopyOf = strings.TrimSpace(v)
+		}
+		if v, ok := strings.CutPrefix(line, markerStopped); ok {
+			m.Stopped, m.stoppedRaw = parseStopped(v), strings.TrimSpace(v)
+		}
 	}
 	return m
 }
+
+// CopyMarker is the line that marks a container restored as a copy of
+// app (see CT.Copy), for its description.
+func CopyMarker(app string) string { return markerCopyOf + app + "\n" }
+
+// Copy is the app ct is a copy of (restore --as), or "". A copy carries
+// its project's tag and declarer, so that corral destroy APP from that
+// manifest removes it and volumes prune frees its volumes afterwards, but
+// the project's apply neither deletes it for being unlisted nor warns
+// about it: a copy is run beside the app on purpose. Once the manifest
+// lists it, apply rewrites its description and it is an app like any.
+func (ct *CT) Copy() string { return ParseMarker(ct.Config["description"]).CopyOf }
 
 // KeeperDescription renders the keeper's volume records.
 func KeeperDescription(records map[VolumeKey]string) string {

@@ -426,7 +426,14 @@ func appChange(a *App, node string, obs *Observed) (Change, []string) {
 		c.Steps, c.Restarts, _ = planSteps(a, "", true)
 	default:
 		desc := ct.Config["description"]
-		c.Guest = a.GuestDigest != "" && len(a.GuestUnknown) == 0 && (ParseMarker(desc).Provisioned != a.GuestDigest || len(a.Rerun) > 0)
+		stopped := ParseMarker(desc).Stopped
+		c.Guest = a.GuestDigest != "" && len(a.GuestUnknown) == 0 && (ParseMarker(desc).Provisioned != a.GuestDigest || len(a.Rerun) > 0 || stopped != nil)
+		if stopped != nil && a.GuestDigest != "" {
+			// Said even when a value is unread (status without the
+			// secret): the app is not provisioned, whatever else holds.
+			c.Reasons = append(c.Reasons, StoppedReason(stopped, a.Steps))
+			c.Guest = true
+		}
 		if c.Guest {
 			var known bool
 			if c.Steps, c.Restarts, known = planSteps(a, desc, false); !known {
@@ -519,7 +526,7 @@ func updateReasons(c Change, ct *CT) []string {
 	if ct.Status != "running" {
 		r = append(r, "container is "+ct.Status)
 	}
-	if c.Guest {
+	if c.Guest && ParseMarker(ct.Config["description"]).Stopped == nil {
 		r = append(r, "provisioning or health checks changed since the last apply")
 	}
 	return r
@@ -635,6 +642,10 @@ func configEdits(a *App, ct *CT) []ConfigEdit {
 	// manifest's: keep them.
 	m := ParseMarker(ct.Config["description"])
 	want["description"] = WithGuestRecord(want["description"], m.HostKey, m.Provisioned, m.Steps)
+	if m.Stopped != nil {
+		// Kept until provisioning finishes (markProvisioned drops it).
+		want["description"] += markerStopped + m.stoppedRaw + "\n"
+	}
 	want["features"] = KeepRootFeatures(want["features"], ct.Config["features"])
 	var out []ConfigEdit
 	for _, k := range slices.Sorted(maps.Keys(want)) {
@@ -786,8 +797,8 @@ func otherWarnings(apps []App, obs *Observed) []string {
 			case project == "":
 				w = append(w, fmt.Sprintf("container %d (app %s) is managed by corral but not in this manifest; it is left alone", ct.VMID, name))
 			case ct.Project == "":
-				w = append(w, fmt.Sprintf("container %d (app %s) is managed by corral but not in this manifest, and carries no project tag (it was made before projects, or restored as a copy): it is left alone; "+
-					"apply the manifest that lists it to tag it, or run corral destroy %s from that manifest", ct.VMID, name, name))
+				w = append(w, fmt.Sprintf("container %d (app %s) is managed by corral but not in this manifest, and carries no project tag (it was made before projects, or restored as a copy by an older corral): it is left alone; "+
+					"apply a manifest that lists it to tag it, or remove it with corral destroy %s -f MANIFEST", ct.VMID, name, name))
 			}
 		}
 	}

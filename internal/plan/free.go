@@ -218,12 +218,14 @@ func Prune(project string, apps []App, obs *Observed, refs map[string][]string) 
 			p.Warnings = append(p.Warnings, fmt.Sprintf("keeper %d on %s holds %s recorded for no app: not pruned (its project is unknown); corral volumes rm %s frees it", x.keeper, x.node, x.volid, x.volid))
 			continue
 		case v.Project == "" && !listed[x.key.App]:
-			p.Warnings = append(p.Warnings, fmt.Sprintf("volume %s (%s) has no project (recorded before projects) and its app is not in the manifest: not pruned; corral volumes rm %s frees it", x.key, x.volid, x.volid))
+			p.Warnings = append(p.Warnings, fmt.Sprintf("volume %s (%s) has no project (recorded before projects, or by a restore --as of an older corral) and its app is not in the manifest: not pruned; corral volumes rm %s frees it", x.key, x.volid, x.volid))
 			continue
 		case v.Project != "" && v.Project != project:
 			continue // another project's
 		case declared(apps, x.key):
 			continue
+		case !listed[x.key.App] && slices.ContainsFunc(obs.Apps[x.key.App], func(ct *CT) bool { return ct.Copy() != "" }):
+			continue // a copy's (CT.Copy): freed once corral destroy removed the copy
 		case freedElsewhere(x, project, apps, obs) != "":
 			refused = append(refused, freedElsewhere(x, project, apps, obs))
 			continue

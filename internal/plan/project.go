@@ -201,8 +201,8 @@ func removedChanges(project string, apps []App, obs *Observed) (changes []Change
 			continue
 		}
 		for _, ct := range obs.Apps[name] {
-			if !ct.OwnedBy(project, false) {
-				continue
+			if !ct.OwnedBy(project, false) || ct.Copy() != "" {
+				continue // another project's, or a copy kept on purpose (CT.Copy)
 			}
 			if slices.Contains(obs.Offline, ct.Node) {
 				warnings = append(warnings, fmt.Sprintf("app %s was removed from the manifest, but node %s is offline; container %d is left alone until the node is back", name, ct.Node, ct.VMID))
@@ -285,7 +285,7 @@ func noteProjects(kcs []KeeperChange, project string, apps []App, obs *Observed)
 			}
 			kcs[i].Projects = missing
 			for _, app := range slices.Sorted(maps.Keys(missing)) {
-				kcs[i].Reasons = append(kcs[i].Reasons, fmt.Sprintf("note that app %s's volumes belong to project %s (recorded before projects)", app, project))
+				kcs[i].Reasons = append(kcs[i].Reasons, fmt.Sprintf("note that app %s's volumes belong to project %s (the keeper recorded no project for them: made before projects, or by a restore --as of an older corral)", app, project))
 			}
 		}
 	}

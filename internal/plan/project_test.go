@@ -167,7 +167,7 @@ func TestMake_NotesProjectsOfOldRecords(t *testing.T) {
 	if kc.VMID != 999 || kc.Action != plan.Update || kc.Projects["hermes"] != "shop" || kc.Projects["old"] != "shop" || len(kc.Projects) != 2 {
 		t.Errorf("keeper change = %+v", kc)
 	}
-	if !strings.Contains(strings.Join(kc.Reasons, "\n"), "note that app old's volumes belong to project shop (recorded before projects)") {
+	if !strings.Contains(strings.Join(kc.Reasons, "\n"), "note that app old's volumes belong to project shop (the keeper recorded no project for them") {
 		t.Errorf("reasons = %q", kc.Reasons)
 	}
 	// Once noted, nothing more to do.

@@ -3,7 +3,9 @@ package plan
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/corralhq/corral/internal/manifest"
@@ -35,6 +37,9 @@ const (
 	stepIDLen   = 8  // hex characters of a step ID in the description
 	stepSumLen  = 12 // hex characters of a checksum in the description
 	markerSteps = "corral-steps: "
+	// markerStopped records the step where the last apply's provisioning
+	// stopped: "N/TOTAL ID why" (see Marker.Stopped).
+	markerStopped = "corral-stopped: "
 	// maxGuestDescription is how long an app's description may grow with
 	// the steps line; past it the line is left out (PVE keeps at most
 	// 8192 characters, and a plan then says the steps are compared in
@@ -103,7 +108,7 @@ func planSteps(a *App, desc string, fresh bool) (runs []StepRun, restarts []Unit
 	recorded := parseSteps(m.Steps)
 	switch {
 	case fresh:
-	case m.Steps != "":
+	case m.Steps != "" || m.Stopped != nil:
 	case m.Provisioned == a.GuestDigest && a.GuestDigest != "":
 		// Provisioned before per-step records, and nothing changed.
 		recorded = nil
@@ -118,6 +123,10 @@ func planSteps(a *App, desc string, fresh bool) (runs []StepRun, restarts []Unit
 			return ""
 		}
 		switch sum, ok := recorded[StepID(s.Name)]; {
+		case m.Stopped != nil && m.Stopped.ID == StepID(s.Name):
+			return "stopped here in the last apply"
+		case !ok && m.Stopped != nil:
+			return "not reached in the last apply"
 		case !ok:
 			return "new step"
 		case !strings.HasPrefix(s.Sum, sum):
@@ -178,4 +187,93 @@ func DecideSteps(steps []Step, fresh bool, changed func(Step) string) ([]StepRun
 		restarts = append(restarts, UnitRestart{Unit: u, Because: because[u]})
 	}
 	return runs, restarts
+}
+
+// Stopped is where the last apply's provisioning stopped (a step
+// failed): step N (from 1) of Total, the step's StepID and the error's
+// first line (exit status, timeout; never the step's output).
+type Stopped struct {
+	N, Total int
+	ID       string
+	Why      string
+}
+
+// PartialStepsRecord is the steps record after steps[:i] finished and
+// steps[i] failed: the steps before i with their current checksums, the
+// others as prev (the last finished apply's record) had them.
+func PartialStepsRecord(steps []Step, i int, prev string) string {
+	old := parseSteps(prev)
+	var parts []string
+	for j, s := range steps {
+		id := StepID(s.Name)
+		switch {
+		case j < i && len(s.Sum) >= stepSumLen:
+			parts = append(parts, id+"="+s.Sum[:stepSumLen])
+		case j >= i && old[id] != "":
+			parts = append(parts, id+"="+old[id])
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// HealthStop is the step name StoppedMarker takes for a failed health
+// check after every step finished.
+const HealthStop = "health checks"
+
+// StoppedMarker is the description line saying provisioning stopped at
+// step i (from 0) of total, named name, because of err's text.
+func StoppedMarker(i, total int, name, err string) string {
+	why, _, _ := strings.Cut(err, "\n")
+	why, _, _ = strings.Cut(why, "; last output:")
+	if _, after, ok := strings.Cut(why, "step "+strconv.Quote(name)+" failed: "); ok {
+		why = after
+	}
+	if k := strings.Index(why, "unhealthy after "); name == HealthStop && k >= 0 {
+		why = why[k:] // without the "app: health: " the run's error starts with
+	}
+	if len(why) > 160 {
+		why = why[:160] + "…"
+	}
+	return fmt.Sprintf("%s%d/%d %s %s\n", markerStopped, i+1, total, StepID(name), why)
+}
+
+func parseStopped(v string) *Stopped {
+	f := strings.SplitN(strings.TrimSpace(v), " ", 3)
+	if len(f) < 2 {
+		return nil
+	}
+	ns, ts, ok := strings.Cut(f[0], "/")
+	n, err1 := strconv.Atoi(ns)
+	t, err2 := strconv.Atoi(ts)
+	if !ok || err1 != nil || err2 != nil || n < 1 {
+		return nil
+	}
+	st := &Stopped{N: n, Total: t, ID: f[1]}
+	if len(f) == 3 {
+		st.Why = f[2]
+	}
+	return st
+}
+
+// StoppedReason says where the last apply stopped and what the next one
+// does, in words, for plan and status.
+func StoppedReason(st *Stopped, steps []Step) string {
+	if st.ID == StepID(HealthStop) {
+		return fmt.Sprintf("the last apply ran all %d step(s) but a health check failed: %s; the next apply runs no finished step again, only what changed since, then checks health", st.Total, st.Why)
+	}
+	name := "a step since renamed or removed"
+	for _, s := range steps {
+		if StepID(s.Name) == st.ID {
+			name = s.Name
+		}
+	}
+	why := ""
+	if st.Why != "" {
+		why = ": " + st.Why
+	}
+	next := "the next apply runs it again and the steps after it"
+	if st.N == st.Total {
+		next = "the next apply runs it again"
+	}
+	return fmt.Sprintf("provisioning stopped at step %d of %d (%s) in the last apply%s; %s, then checks health (corral apply; corral logs APP shows the step's output)", st.N, st.Total, name, why, next)
 }

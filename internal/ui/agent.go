@@ -46,7 +46,7 @@ func WriteAgentStatus(w io.Writer, s agent.Status, events []agent.Event) {
 			}
 			backup += s.Now.Sub(b.Time).Round(time.Second).String() + " ago"
 		}
-		t.Row(a.Name, Dash(a.Node), strconv.Itoa(a.VMID), a.State, Dash(a.Health), a.Drift, backup)
+		t.Row(a.Name, Dash(a.Node), strconv.Itoa(a.VMID), a.State, Dash(a.Health), DriftText(a.Drift), backup)
 	}
 	t.Flush()
 	if len(events) > 0 {

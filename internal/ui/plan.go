@@ -405,11 +405,43 @@ func writeSteps(w io.Writer, c ChangeJSON) {
 		}
 	}
 	for _, r := range c.Restarts {
-		var because []string
-		for _, b := range r.Because {
-			because = append(because, b+" "+pastTense(why[b]))
+		writeRestart(w, r.Unit, r.Because, why)
+	}
+}
+
+// maxRestartLine is how long a restart line may grow before its reasons
+// go one to a line (issue 32: lines past 200 characters).
+const maxRestartLine = 100
+
+// writeRestart says why unit restarts: the steps that ask for it, those
+// with the same reason together ("file: a, file: b changed"), on one
+// line when it is short, one reason to a line when it is not.
+func writeRestart(w io.Writer, unit string, steps []string, why map[string]string) {
+	var reasons []string
+	names := map[string][]string{}
+	for _, s := range steps {
+		r := pastTense(why[s])
+		if _, seen := names[r]; !seen {
+			reasons = append(reasons, r)
 		}
-		fmt.Fprintf(w, "      restart %s because %s\n", r.Unit, strings.Join(because, " and "))
+		names[r] = append(names[r], s)
+	}
+	var parts []string
+	for _, r := range reasons {
+		n := names[r]
+		if len(n) > 1 && r == "is new" {
+			r = "are new"
+		}
+		parts = append(parts, strings.Join(n, ", ")+" "+r)
+	}
+	line := fmt.Sprintf("      restart %s because %s", unit, strings.Join(parts, " and "))
+	if len(line) <= maxRestartLine {
+		fmt.Fprintln(w, line)
+		return
+	}
+	fmt.Fprintf(w, "      restart %s once, because:\n", unit)
+	for _, p := range parts {
+		fmt.Fprintf(w, "        - %s\n", p)
 	}
 }
 

@@ -24,7 +24,7 @@ func WriteStatus(w io.Writer, r *apply.StatusReport) {
 			if as.Moving != nil {
 				state = "moving"
 			}
-			t.Row(as.App, "-", "-", state, Dash(as.Health), "-", as.Drift)
+			t.Row(as.App, "-", "-", state, Dash(as.Health), "-", DriftText(as.Drift))
 		}
 		for _, ct := range as.Containers {
 			status := ct.Status
@@ -34,7 +34,7 @@ func WriteStatus(w io.Writer, r *apply.StatusReport) {
 			if as.Moving != nil {
 				status += " (moving " + as.Moving.From + " → " + as.Moving.To + ")"
 			}
-			t.Row(as.App, strconv.Itoa(ct.VMID), ct.Node, status, Dash(as.Health), Dash(ct.IP), as.Drift)
+			t.Row(as.App, strconv.Itoa(ct.VMID), ct.Node, status, Dash(as.Health), Dash(ct.IP), DriftText(as.Drift))
 		}
 	}
 	t.Flush()
@@ -71,6 +71,15 @@ func WriteStatus(w io.Writer, r *apply.StatusReport) {
 		fmt.Fprintln(w)
 		WriteVolumes(w, vols)
 	}
+}
+
+// DriftText is a plan action as a DRIFT column shows it: "in sync" for
+// no-op (the JSON keeps the action itself).
+func DriftText(action string) string {
+	if action == "no-op" {
+		return "in sync"
+	}
+	return action
 }
 
 // WriteVolumes prints volumes as `corral volumes` lists them.
