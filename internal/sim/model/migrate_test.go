@@ -572,7 +572,7 @@ func TestCluster_SharedStorage(t *testing.T) {
 	for _, r := range k.c.Resources("storage") {
 		if r.Storage == "nfs" {
 			storages = append(storages, r.ID)
-			if !r.Shared || r.PluginType != "nfs" || r.Content != "images,rootdir" {
+			if !r.Shared || r.PluginType != "nfs" || r.Content != "backup,images,rootdir" {
 				t.Errorf("resource %+v", r)
 			}
 		}
