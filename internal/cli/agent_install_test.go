@@ -168,9 +168,7 @@ func TestAgent_install(t *testing.T) {
 	c := newGuestCluster(t)
 	m := manifestWith(t, "512")
 	c.mustRun("apply", "-f", m, "--auto-approve")
-	if r := c.run("exec", "notes", "-f", m, "--endpoint", c.srv.URL(), "--api-token", c.srv.Credentials().OperatorToken, "--fingerprint", c.srv.Fingerprint(), "--", "true"); strings.Contains(r.stderr, "guest exec unavailable") {
-		t.Skipf("guest exec unavailable: %s", r.stderr)
-	}
+	needGuestExec(t, c.run("exec", "notes", "-f", m, "--endpoint", c.srv.URL(), "--api-token", c.srv.Credentials().OperatorToken, "--fingerprint", c.srv.Fingerprint(), "--", "true").stderr)
 	bin := buildCorral(t)
 	install := func(conn []string) result {
 		args := append([]string{"agent", "install", "-f", m, "--binary", bin, "--interval", "1s"}, conn...)
@@ -405,9 +403,7 @@ func TestAgent_installGit(t *testing.T) {
 	const gitSecret = "hunter2secret"
 	r := runCorral(t, append([]string{"agent", "install", "-f", m, "--binary", bin, "--interval", "1s", "-o", "json",
 		"--git", "http://deploy:" + gitSecret + "@" + gitAddr + "/notes.git", "--git-ref", "main"}, c.rootArgs()...)...)
-	if strings.Contains(r.stderr, "guest exec unavailable") {
-		t.Skipf("guest exec unavailable: %s", r.stderr)
-	}
+	needGuestExec(t, r.stderr)
 	if r.code != 0 {
 		t.Fatalf("install --git: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
@@ -561,9 +557,7 @@ func TestAgent_installPassEnv(t *testing.T) {
 		return runCorral(t, append(append([]string{"agent", "install", "-f", m, "--binary", bin, "--interval", "1s"}, extra...), c.rootArgs()...)...)
 	}
 	r := install()
-	if strings.Contains(r.stderr, "guest exec unavailable") {
-		t.Skipf("guest exec unavailable: %s", r.stderr)
-	}
+	needGuestExec(t, r.stderr)
 	t.Cleanup(func() { runCorral(t, append([]string{"agent", "uninstall", "-f", m}, c.rootArgs()...)...) })
 	if r.code != ExitError || !strings.Contains(r.stderr, "the agent exited") || !strings.Contains(r.stderr, "NOTES_KEY") {
 		t.Errorf("install without --pass-env: exit %d\n%s", r.code, r.stderr)
