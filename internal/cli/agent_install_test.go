@@ -19,6 +19,7 @@ import (
 	"github.com/corralhq/corral/internal/manifest"
 	"github.com/corralhq/corral/internal/pve"
 	"github.com/corralhq/corral/internal/pvetest"
+	"github.com/corralhq/corral/internal/testenv"
 )
 
 // buildCorral builds the corral binary that install copies into the
@@ -139,7 +140,7 @@ func descendsFromUs(pid int) bool {
 	return false
 }
 
-// waitFor is pvetest.WaitFor that, if cond never holds (a stuck agent),
+// waitFor is testenv.WaitFor that, if cond never holds (a stuck agent),
 // also shows explain().
 func waitFor(t *testing.T, what string, cond func() bool, explain func() string) {
 	t.Helper()
@@ -148,7 +149,7 @@ func waitFor(t *testing.T, what string, cond func() bool, explain func() string)
 			t.Log(explain())
 		}
 	}()
-	pvetest.WaitFor(t, what, cond)
+	testenv.WaitFor(t, what, cond)
 }
 
 type installedStatus struct {

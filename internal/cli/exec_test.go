@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/corralhq/corral/internal/pvetest"
 	"github.com/corralhq/corral/internal/testenv"
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
@@ -44,7 +43,7 @@ func (s *syncBuffer) waitFor(t *testing.T, want string) {
 			t.Logf("the terminal shows:\n%s", s.String())
 		}
 	}()
-	pvetest.WaitFor(t, fmt.Sprintf("%q in the terminal", want), func() bool { return strings.Contains(s.String(), want) })
+	testenv.WaitFor(t, fmt.Sprintf("%q in the terminal", want), func() bool { return strings.Contains(s.String(), want) })
 }
 
 // TestExecInteractiveTTY: `corral exec -it APP -- bash` run on a local

@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/corralhq/corral/internal/pvetest"
+	"github.com/corralhq/corral/internal/testenv"
 	"golang.org/x/crypto/ssh"
 )
 
@@ -477,7 +477,7 @@ func TestKeepalive_detectsADeadServer(t *testing.T) {
 	go func() {
 		done <- c.Run(context.Background(), "out:started\n; hang", nil, func(_ Stream, line string) { started.Store(started.Load() || line == "started") })
 	}()
-	pvetest.WaitFor(t, "the command's first line", started.Load)
+	testenv.WaitFor(t, "the command's first line", started.Load)
 	p.frozen.Store(true) // the guest vanishes without closing the connection
 	select {
 	case err := <-done:
