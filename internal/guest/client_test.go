@@ -137,7 +137,7 @@ func (g *fakeGuest) run(script string, ch ssh.Channel, closed <-chan struct{}) i
 			io.Copy(ch, ch)
 		case "sleep":
 			d, _ := time.ParseDuration(arg)
-			time.Sleep(d)
+			time.Sleep(d) // the fake guest's sleep command
 		case "hang":
 			<-closed
 			return 255
@@ -453,7 +453,7 @@ func (p *proxy) pipe(a, b net.Conn) {
 	if p.idle > 0 {
 		go func() {
 			for {
-				time.Sleep(p.idle / 4)
+				time.Sleep(p.idle / 4) // the proxy's idle check, four times per idle limit
 				if time.Since(time.Unix(0, last.Load())) > p.idle {
 					closeBoth()
 					return
