@@ -2,10 +2,9 @@
 // repository checkout in ../shared (PVE's API schema dumps under pve-api,
 // recorded responses under pve-api/fixtures) for tests that compare
 // against it, and skips those tests where it is absent, unless the
-// environment says the data must be there (RequireEnv): CI sets it, so a
-// missing or moved reference file fails the build instead of silently
-// skipping every comparison. The rule is testenv's (testenv.Shared:
-// CORRAL_REQUIRE_SHARED).
+// environment says the data must be there (testenv.Shared:
+// CORRAL_REQUIRE_SHARED): CI sets it, so a missing or moved reference
+// file fails the build instead of silently skipping every comparison.
 //
 // Only tests import it.
 package refdata
