@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -9,7 +10,8 @@ import (
 	"sync"
 	"syscall"
 	"testing"
-	"time"
+
+	"github.com/corralhq/corral/internal/testenv"
 )
 
 // These tests run the built binary with no endpoint configured and
@@ -116,13 +118,7 @@ func alive(pid int) bool {
 
 func waitGone(t testing.TB, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for alive(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("pid %d still alive", pid)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.WaitFor(t, fmt.Sprintf("pid %d to end", pid), func() bool { return !alive(pid) })
 }
 
 const quickstart = "examples/quickstart/corral.yaml"

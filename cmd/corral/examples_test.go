@@ -3,10 +3,11 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/corralhq/corral/internal/testenv"
 )
 
 // exampleSecrets are stand-ins for the keys the Hermes examples read.
@@ -55,9 +56,7 @@ func TestHermesExamplesPlanSideBySide(t *testing.T) {
 // run side by side. The compose example first stops for root's keyctl,
 // which the test then sets as root@pam would.
 func TestExamplesApplyOffline(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: a network namespace and the emulator's guest view (CI runs as root)")
-	}
+	testenv.NeedRoot(t, "a network namespace and the emulator's guest view")
 	for _, tool := range []string{"unshare", "nsenter", "ip", "curl"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("needs %s (util-linux, iproute2, curl)", tool)

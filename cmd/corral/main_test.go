@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/corralhq/corral/internal/testenv"
 )
 
 // These tests run the built binary exactly as a user does: `corral sim
@@ -254,7 +256,7 @@ func TestKill9DuringApply(t *testing.T) {
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			time.Sleep(clean * time.Duration(i) / 6)
+			time.Sleep(clean * time.Duration(i) / 6) // the point: a kill at a later moment of the run each time
 			if cmd.Process.Signal(syscall.SIGKILL) == nil {
 				kills++
 			}
@@ -306,14 +308,13 @@ func TestCtrlC(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for !strings.Contains(errb.String(), "first-started") {
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			t.Fatalf("the first step never started:\n%s", errb.String())
+	t.Cleanup(func() { // if the wait below gives up
+		cmd.Process.Kill()
+		if t.Failed() {
+			t.Logf("stderr:\n%s", errb.String())
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	})
+	testenv.WaitFor(t, "the first step to start", func() bool { return strings.Contains(errb.String(), "first-started") })
 	cmd.Process.Signal(os.Interrupt)
 	err := cmd.Wait()
 	code := -1

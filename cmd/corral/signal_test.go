@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/corralhq/corral/internal/testenv"
 )
 
 const signalManifest = `apps:
@@ -92,14 +94,13 @@ func TestSIGTERMStopsReadOnlyPhases(t *testing.T) {
 			}
 			exited := make(chan error, 1)
 			go func() { exited <- cmd.Wait() }()
-			deadline := time.Now().Add(30 * time.Second)
-			for !tc.ready(&errb) {
-				if time.Now().After(deadline) {
-					cmd.Process.Kill()
-					t.Fatalf("never ready to signal:\n%s", errb.String())
+			t.Cleanup(func() { // if the wait below gives up
+				cmd.Process.Kill()
+				if t.Failed() {
+					t.Logf("stderr:\n%s", errb.String())
 				}
-				time.Sleep(10 * time.Millisecond)
-			}
+			})
+			testenv.WaitFor(t, "the process to be ready for the signal", func() bool { return tc.ready(&errb) })
 			sent := time.Now()
 			cmd.Process.Signal(syscall.SIGTERM)
 			select {

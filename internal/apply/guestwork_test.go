@@ -20,6 +20,7 @@ import (
 	"github.com/corralhq/corral/internal/pve"
 	"github.com/corralhq/corral/internal/pvetest"
 	"github.com/corralhq/corral/internal/sim"
+	"github.com/corralhq/corral/internal/testenv"
 )
 
 // recorder is an apply.Observer that keeps what it is told.
@@ -143,9 +144,12 @@ func (g *guestRig) path(p string) string {
 	return filepath.Join(dir, p)
 }
 
+// skipIfNoGuestExec stops the test when err says guest commands cannot
+// run on this machine (testenv.GuestExec).
 func skipIfNoGuestExec(t *testing.T, err error) {
+	t.Helper()
 	if err != nil && strings.Contains(err.Error(), "guest exec unavailable") {
-		t.Skipf("guest exec is not available on this machine: %v", err)
+		testenv.NeedGuestExec(t, err)
 	}
 }
 
@@ -162,9 +166,7 @@ func work(config string) apply.GuestWork {
 }
 
 func TestGuestWorkProvisionsAndSkipsWhatIsDone(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("provisioning with useradd needs the emulator's guest view to be writable, which needs root (CI runs as root)")
-	}
+	testenv.NeedRoot(t, "provisioning with useradd (a writable guest view)")
 	g := newGuestRig(t)
 	rec := &recorder{}
 	err := g.apply(work("port: 9119\n"), "d1", rec)
@@ -313,9 +315,7 @@ func (w *warnRecorder) Warn(app, msg string) { w.msgs = append(w.msgs, msg) }
 // snapshotBeforeChange: a change that leaves the app unhealthy is rolled
 // back to the snapshot taken before it, volume data included.
 func TestSnapshotBeforeChangeRollsBack(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs the emulator's writable guest view (root)")
-	}
+	testenv.NeedRoot(t, "the emulator's writable guest view")
 	g := newGuestRig(t)
 	health := []apply.Check{{Name: "flag", Kind: "command", Command: "test -f /home/hermes/flag"}}
 	v1 := apply.GuestWork{Steps: []apply.Step{{Name: "run: flag", Kind: "run", Script: "echo up > /home/hermes/flag"}}, Checks: health}

@@ -42,7 +42,8 @@ func listPackages(t *testing.T) []pkg {
 
 // TestImportRules enforces style.md §1: sim never imports pve and pve
 // never imports sim (a wrong wire type would look right to both), the
-// planner stays pure, and hostcheck imports nothing of corral's.
+// planner stays pure, and hostcheck and testenv import nothing of
+// corral's.
 func TestImportRules(t *testing.T) {
 	rules := []struct {
 		from      string
@@ -55,6 +56,10 @@ func TestImportRules(t *testing.T) {
 		// The servers' Host check is shared by the agent and the
 		// emulator: a leaf, so neither reaches the other through it.
 		{module + "/internal/hostcheck", []string{module + "/internal"}},
+		// The test environment layer is imported by every package's
+		// tests, internal/sim's and its model's included: a leaf of the
+		// standard library, without net/http (the model speaks none).
+		{module + "/internal/testenv", []string{module + "/internal", "net/http"}},
 	}
 	for _, p := range listPackages(t) {
 		for _, r := range rules {

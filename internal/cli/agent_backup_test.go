@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/corralhq/corral/internal/agent"
-	"github.com/corralhq/corral/internal/pvetest"
 	"github.com/corralhq/corral/internal/sim"
+	"github.com/corralhq/corral/internal/testenv"
 )
 
 // nextArchiveSecond waits until the wall clock is past the second of
@@ -35,7 +35,7 @@ func (c *cluster) nextArchiveSecond() {
 			}
 		}
 	}
-	pvetest.WaitFor(c.t, "a second later than the newest archive's", func() bool { return time.Now().Unix() > newest })
+	testenv.WaitFor(c.t, "a second later than the newest archive's", func() bool { return time.Now().Unix() > newest })
 }
 
 func (c *cluster) archives(m, app string) []string {

@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/corralhq/corral/internal/testenv"
 )
 
 const bridgeHealthManifest = `apps:
@@ -25,10 +27,7 @@ const bridgeHealthManifest = `apps:
 func TestAgent_healthFromIsolatedCT(t *testing.T) {
 	c := newGuestCluster(t)
 	if ok, why := c.srv.Guests().Isolated(); !ok {
-		if os.Getenv("CORRAL_REQUIRE_LXC") != "" {
-			t.Fatalf("CTs are not isolated here: %v", why)
-		}
-		t.Skipf("CTs share the host's network here (%v): nothing to prove", why)
+		testenv.Lackf(t, testenv.LXC, "CTs share the host's network here (%v): nothing to prove", why)
 	}
 	m := writeManifest(t, bridgeHealthManifest)
 	c.mustRun("apply", "-f", m, "--auto-approve")

@@ -13,6 +13,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/corralhq/corral/internal/pve"
+	"github.com/corralhq/corral/internal/testenv"
 )
 
 const browserManifest = `apps:
@@ -34,15 +35,13 @@ const browserManifest = `apps:
 // chromiumPath finds Debian's chromium, or skips (fails with
 // CORRAL_REQUIRE_BROWSER=1, as CI sets it).
 func chromiumPath(t *testing.T) string {
+	t.Helper()
 	for _, name := range []string{"chromium", "chromium-browser"} {
 		if p, err := exec.LookPath(name); err == nil {
 			return p
 		}
 	}
-	if os.Getenv("CORRAL_REQUIRE_BROWSER") == "1" {
-		t.Fatal("chromium is not installed and CORRAL_REQUIRE_BROWSER=1: apt-get install chromium (.ci/run does)")
-	}
-	t.Skip("chromium is not installed: apt-get install chromium to run the status page in a headless browser (CORRAL_REQUIRE_BROWSER=1 makes this a failure)")
+	testenv.Lack(t, testenv.Browser, "chromium is not installed: apt-get install chromium to run the status page in a headless browser (.ci/run does)")
 	return ""
 }
 
@@ -51,16 +50,12 @@ func chromiumPath(t *testing.T) string {
 // stopped app as stopped, the backup, nodes and events. With
 // CORRAL_UPDATE_SCREENSHOT=1 it writes docs/agent-status.png.
 func TestAgent_statusPageInBrowser(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("the emulator's guest view needs root (CI runs as root)")
-	}
+	testenv.NeedRoot(t, "the emulator's guest view")
 	browser := chromiumPath(t)
 	c := newGuestCluster(t)
 	m := writeManifest(t, browserManifest)
 	if r := c.run("apply", "-f", m, "--auto-approve"); r.code != 0 {
-		if strings.Contains(r.stderr, "guest exec unavailable") {
-			t.Skipf("guest exec unavailable here: %s", r.stderr)
-		}
+		needGuestExec(t, r.stderr)
 		t.Fatalf("apply: exit %d\n%s", r.code, r.stderr)
 	}
 	st := c.status(m)

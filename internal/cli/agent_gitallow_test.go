@@ -94,9 +94,7 @@ func TestAgent_gitAllowList(t *testing.T) {
 		t.Fatalf("the app was not created from commit %s\n%s", good, r.stderr)
 	}
 	rootfs, _, _ := strings.Cut(c.config(vmid)["rootfs"], ",")
-	if strings.Contains(r.stderr.String(), "guest exec unavailable") {
-		t.Skipf("guest exec unavailable here: %s", r.stderr)
-	}
+	needGuestExec(t, r.stderr.String())
 	motd := func() string {
 		b, err := os.ReadFile(c.file(rootfs, "etc/notes/motd"))
 		if err != nil {

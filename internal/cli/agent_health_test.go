@@ -3,12 +3,12 @@ package cli
 import (
 	"context"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/corralhq/corral/internal/agent"
 	"github.com/corralhq/corral/internal/pve"
+	"github.com/corralhq/corral/internal/testenv"
 )
 
 const healthManifest = `apps:
@@ -38,15 +38,11 @@ func (c *cluster) vzstarts(vmid int) int {
 // second restart waits for the backoff, and the check passing again is
 // reported.
 func TestAgent_healthRestartsApp(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("the emulator's guest view needs root (CI runs as root)")
-	}
+	testenv.NeedRoot(t, "the emulator's guest view")
 	c := newGuestCluster(t)
 	m := writeManifest(t, healthManifest)
 	if r := c.run("apply", "-f", m, "--auto-approve"); r.code != 0 {
-		if strings.Contains(r.stderr, "guest exec unavailable") {
-			t.Skipf("guest exec unavailable here: %s", r.stderr)
-		}
+		needGuestExec(t, r.stderr)
 		t.Fatalf("apply: exit %d\n%s", r.code, r.stderr)
 	}
 	st := c.status(m)

@@ -19,6 +19,7 @@ import (
 	"github.com/corralhq/corral/internal/manifest"
 	"github.com/corralhq/corral/internal/pve"
 	"github.com/corralhq/corral/internal/pvetest"
+	"github.com/corralhq/corral/internal/testenv"
 )
 
 // buildCorral builds the corral binary that install copies into the
@@ -139,7 +140,7 @@ func descendsFromUs(pid int) bool {
 	return false
 }
 
-// waitFor is pvetest.WaitFor that, if cond never holds (a stuck agent),
+// waitFor is testenv.WaitFor that, if cond never holds (a stuck agent),
 // also shows explain().
 func waitFor(t *testing.T, what string, cond func() bool, explain func() string) {
 	t.Helper()
@@ -148,7 +149,7 @@ func waitFor(t *testing.T, what string, cond func() bool, explain func() string)
 			t.Log(explain())
 		}
 	}()
-	pvetest.WaitFor(t, what, cond)
+	testenv.WaitFor(t, what, cond)
 }
 
 type installedStatus struct {
@@ -168,9 +169,7 @@ func TestAgent_install(t *testing.T) {
 	c := newGuestCluster(t)
 	m := manifestWith(t, "512")
 	c.mustRun("apply", "-f", m, "--auto-approve")
-	if r := c.run("exec", "notes", "-f", m, "--endpoint", c.srv.URL(), "--api-token", c.srv.Credentials().OperatorToken, "--fingerprint", c.srv.Fingerprint(), "--", "true"); strings.Contains(r.stderr, "guest exec unavailable") {
-		t.Skipf("guest exec unavailable: %s", r.stderr)
-	}
+	needGuestExec(t, c.run("exec", "notes", "-f", m, "--endpoint", c.srv.URL(), "--api-token", c.srv.Credentials().OperatorToken, "--fingerprint", c.srv.Fingerprint(), "--", "true").stderr)
 	bin := buildCorral(t)
 	install := func(conn []string) result {
 		args := append([]string{"agent", "install", "-f", m, "--binary", bin, "--interval", "1s"}, conn...)
@@ -405,9 +404,7 @@ func TestAgent_installGit(t *testing.T) {
 	const gitSecret = "hunter2secret"
 	r := runCorral(t, append([]string{"agent", "install", "-f", m, "--binary", bin, "--interval", "1s", "-o", "json",
 		"--git", "http://deploy:" + gitSecret + "@" + gitAddr + "/notes.git", "--git-ref", "main"}, c.rootArgs()...)...)
-	if strings.Contains(r.stderr, "guest exec unavailable") {
-		t.Skipf("guest exec unavailable: %s", r.stderr)
-	}
+	needGuestExec(t, r.stderr)
 	if r.code != 0 {
 		t.Fatalf("install --git: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
@@ -561,9 +558,7 @@ func TestAgent_installPassEnv(t *testing.T) {
 		return runCorral(t, append(append([]string{"agent", "install", "-f", m, "--binary", bin, "--interval", "1s"}, extra...), c.rootArgs()...)...)
 	}
 	r := install()
-	if strings.Contains(r.stderr, "guest exec unavailable") {
-		t.Skipf("guest exec unavailable: %s", r.stderr)
-	}
+	needGuestExec(t, r.stderr)
 	t.Cleanup(func() { runCorral(t, append([]string{"agent", "uninstall", "-f", m}, c.rootArgs()...)...) })
 	if r.code != ExitError || !strings.Contains(r.stderr, "the agent exited") || !strings.Contains(r.stderr, "NOTES_KEY") {
 		t.Errorf("install without --pass-env: exit %d\n%s", r.code, r.stderr)

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/corralhq/corral/internal/agent"
-	"github.com/corralhq/corral/internal/pvetest"
 	"github.com/corralhq/corral/internal/sim"
+	"github.com/corralhq/corral/internal/testenv"
 )
 
 // keeperVMID is the VMID of the node's first keeper (it holds the lock).
@@ -61,7 +61,7 @@ func TestAgent_runAndGracefulStop(t *testing.T) {
 	// Stop it as soon as it holds the lock: in the middle of its
 	// reconcile (or, if that was too quick to see, right after it).
 	sawLock := false
-	pvetest.WaitFor(t, "the agent's lock or its change", func() bool {
+	testenv.WaitFor(t, "the agent's lock or its change", func() bool {
 		text, err := c.srv.Cluster().ConfigText(keeper)
 		if err != nil {
 			t.Fatal(err)

@@ -21,6 +21,7 @@ import (
 	"github.com/corralhq/corral/internal/pve"
 	"github.com/corralhq/corral/internal/pvetest"
 	"github.com/corralhq/corral/internal/sim"
+	"github.com/corralhq/corral/internal/testenv"
 )
 
 // These tests run corral agent's rounds against the emulator over HTTPS
@@ -524,7 +525,7 @@ func TestAgent_applyWaitsForTheAgent(t *testing.T) {
 		args := append([]string{"apply", "-f", m, "--auto-approve", "--lock-timeout", "1m"}, c.connArgs()...)
 		applied <- Run(context.Background(), args, strings.NewReader(""), io.Discard, &stderr)
 	}()
-	pvetest.WaitFor(t, "apply to wait for the agent's lock", func() bool {
+	testenv.WaitFor(t, "apply to wait for the agent's lock", func() bool {
 		select {
 		case code := <-applied:
 			t.Fatalf("apply exit %d without waiting for the agent's lock:\n%s", code, stderr.String())

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/corralhq/corral/internal/testenv"
 )
 
 // TestCp copies a tree into a container and back out through the CLI,
@@ -12,9 +14,7 @@ import (
 // the docker cp rules for an existing or new destination, --owner, and
 // the refusal of what a container could send to escape the destination.
 func TestCp(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("the emulator's guest view needs root (CI runs as root)")
-	}
+	testenv.NeedRoot(t, "the emulator's guest view")
 	c, _, conn := guestApp(t)
 	cp := func(args ...string) result {
 		return c.run(append(append([]string{"cp"}, args...), conn...)...)

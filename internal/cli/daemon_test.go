@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/corralhq/corral/internal/pvetest"
+	"github.com/corralhq/corral/internal/testenv"
 )
 
 // TestShellUnquote: the token read from DIR/env is the one sim's
@@ -55,14 +55,14 @@ func TestFollowLog(t *testing.T) {
 	stop := make(chan struct{})
 	done := make(chan error, 1)
 	go func() { done <- followLog(context.Background(), stop, path, &out, true) }()
-	pvetest.WaitFor(t, "the log's first line", func() bool { return out.String() == "first\n" })
+	testenv.WaitFor(t, "the log's first line", func() bool { return out.String() == "first\n" })
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.WriteString("second\n")
 	f.Close()
-	pvetest.WaitFor(t, "the appended line", func() bool { return out.String() == "first\nsecond\n" })
+	testenv.WaitFor(t, "the appended line", func() bool { return out.String() == "first\nsecond\n" })
 	close(stop)
 	if err := <-done; err != nil {
 		t.Fatal(err)

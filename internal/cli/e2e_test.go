@@ -15,6 +15,7 @@ import (
 	"github.com/corralhq/corral/internal/pvetest"
 	"github.com/corralhq/corral/internal/sim"
 	"github.com/corralhq/corral/internal/sim/model"
+	"github.com/corralhq/corral/internal/testenv"
 )
 
 // These tests drive the real path end to end: the corral command line, the
@@ -41,6 +42,16 @@ func (c *cluster) connArgs() []string {
 type result struct {
 	code           int
 	stdout, stderr string
+}
+
+// needGuestExec stops the test when a run's stderr says guest commands
+// cannot run on this machine: a skip, or a failure under
+// CORRAL_REQUIRE_GUEST_EXEC (testenv.GuestExec).
+func needGuestExec(t *testing.T, stderr string) {
+	t.Helper()
+	if strings.Contains(stderr, "guest exec unavailable") {
+		testenv.Lackf(t, testenv.GuestExec, "guest exec unavailable here: %s", stderr)
+	}
 }
 
 // run runs corral with args plus the connection flags (for verbs that take

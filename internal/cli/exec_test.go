@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/corralhq/corral/internal/pvetest"
+	"github.com/corralhq/corral/internal/testenv"
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
 )
@@ -27,9 +27,7 @@ func guestApp(t *testing.T) (*cluster, string, []string) {
 	c.mustRun("apply", "-f", m, "--auto-approve")
 	conn := []string{"-f", m, "--endpoint", c.srv.URL(), "--api-token", c.srv.Credentials().OperatorToken, "--fingerprint", c.srv.Fingerprint()}
 	r := c.run(append([]string{"exec", "notes"}, append(conn, "--", "true")...)...)
-	if strings.Contains(r.stderr, "guest exec unavailable") {
-		t.Skipf("guest exec unavailable: %s", r.stderr)
-	}
+	needGuestExec(t, r.stderr)
 	if r.code != 0 {
 		t.Fatalf("exec true: exit %d\n%s", r.code, r.stderr)
 	}
@@ -45,7 +43,7 @@ func (s *syncBuffer) waitFor(t *testing.T, want string) {
 			t.Logf("the terminal shows:\n%s", s.String())
 		}
 	}()
-	pvetest.WaitFor(t, fmt.Sprintf("%q in the terminal", want), func() bool { return strings.Contains(s.String(), want) })
+	testenv.WaitFor(t, fmt.Sprintf("%q in the terminal", want), func() bool { return strings.Contains(s.String(), want) })
 }
 
 // TestExecInteractiveTTY: `corral exec -it APP -- bash` run on a local
@@ -54,9 +52,7 @@ func (s *syncBuffer) waitFor(t *testing.T, want string) {
 // resize of the local terminal, puts the local terminal back as it was,
 // and exits with the shell's status.
 func TestExecInteractiveTTY(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("the emulator's guest view needs root (CI runs as root)")
-	}
+	testenv.NeedRoot(t, "the emulator's guest view")
 	_, _, conn := guestApp(t)
 	ptmx, tty, err := pty.Open()
 	if err != nil {
@@ -124,9 +120,7 @@ func TestExecInteractiveTTY(t *testing.T) {
 // command reads EOF; -t without a terminal is refused with the fix; a
 // signal's death is 128+N.
 func TestExecStdin(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("the emulator's guest view needs root (CI runs as root)")
-	}
+	testenv.NeedRoot(t, "the emulator's guest view")
 	c, _, conn := guestApp(t)
 	run := func(stdin string, args ...string) result {
 		var out, errb bytes.Buffer

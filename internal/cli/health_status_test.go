@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/corralhq/corral/internal/testenv"
 )
 
 // statusHealthManifest's check counts its runs in /srv/data/ran, so a
@@ -37,15 +39,11 @@ type healthJSON struct {
 // commands, and returns it with the manifest and the app's volume.
 func healthCluster(t *testing.T) (*cluster, string, string) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("the emulator's guest view needs root (CI runs as root)")
-	}
+	testenv.NeedRoot(t, "the emulator's guest view")
 	c := newGuestCluster(t)
 	m := writeManifest(t, statusHealthManifest)
 	if r := c.run("apply", "-f", m, "--auto-approve"); r.code != 0 {
-		if strings.Contains(r.stderr, "guest exec unavailable") {
-			t.Skipf("guest exec unavailable here: %s", r.stderr)
-		}
+		needGuestExec(t, r.stderr)
 		t.Fatalf("apply: exit %d\n%s", r.code, r.stderr)
 	}
 	return c, m, c.status(m).Apps[0].Volumes[0].VolID

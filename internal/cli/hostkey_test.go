@@ -18,22 +18,19 @@ import (
 
 	"github.com/corralhq/corral/internal/plan"
 	"github.com/corralhq/corral/internal/sim/model"
+	"github.com/corralhq/corral/internal/testenv"
 )
 
 // TestApplyPinsTheHostKeyFromTheCreateLog: apply logs into a container
 // it created only if the key it presents is one the create task logged,
 // pins that key, and afterwards refuses a changed host key.
 func TestApplyPinsTheHostKeyFromTheCreateLog(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("guest exec needs root here (CI runs as root)")
-	}
+	testenv.NeedRoot(t, "guest exec")
 	c := newGuestCluster(t)
 	m := writeManifest(t, sideBySideManifest)
 	r := c.run("apply", "-f", m, "--auto-approve")
-	if r.code != 0 && strings.Contains(r.stderr, "guest exec unavailable") {
-		t.Skipf("guest exec unavailable here: %s", r.stderr)
-	}
 	if r.code != 0 {
+		needGuestExec(t, r.stderr)
 		t.Fatalf("apply: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	vmid := c.vmidOf(m, "web")

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"slices"
@@ -13,9 +12,9 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
-)
 
-var updateDocs = flag.Bool("update", false, "rewrite docs/json.md's generated shapes")
+	"github.com/corralhq/corral/internal/testenv"
+)
 
 const jsonDoc = "../../docs/json.md"
 
@@ -236,7 +235,7 @@ func TestEveryCommandJSONOrRefuses(t *testing.T) {
 
 	gen := renderShapes(shapes)
 	doc, err := os.ReadFile(jsonDoc)
-	if err != nil && !*updateDocs {
+	if err != nil && !testenv.Updating() {
 		t.Fatal(err)
 	}
 	const begin, end = "<!-- BEGIN GENERATED: go test ./internal/cli -run TestEveryCommandJSONOrRefuses -update -->\n", "<!-- END GENERATED -->\n"
@@ -246,7 +245,7 @@ func TestEveryCommandJSONOrRefuses(t *testing.T) {
 		t.Fatalf("%s has no generated section (%q … %q)", jsonDoc, begin, end)
 	}
 	want := text[:i+len(begin)] + gen + text[j:]
-	if *updateDocs {
+	if testenv.Updating() {
 		if err := os.WriteFile(jsonDoc, []byte(want), 0o644); err != nil {
 			t.Fatal(err)
 		}

@@ -29,9 +29,7 @@ func TestCommandsNeedNoProvisioningSecret(t *testing.T) {
             - {name: LEVEL, value: "${env:LAZY_LEVEL:-info}"}
 `)
 	r := c.run("apply", "-f", m, "--auto-approve")
-	if strings.Contains(r.stderr, "guest exec unavailable") {
-		t.Skipf("guest exec unavailable here: %s", r.stderr)
-	}
+	needGuestExec(t, r.stderr)
 	if r.code != 0 {
 		t.Fatalf("apply: exit %d\n%s", r.code, r.stderr)
 	}

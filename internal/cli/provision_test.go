@@ -11,6 +11,7 @@ import (
 	"github.com/corralhq/corral/internal/pvetest"
 	"github.com/corralhq/corral/internal/sim"
 	"github.com/corralhq/corral/internal/sim/model"
+	"github.com/corralhq/corral/internal/testenv"
 )
 
 // newGuestCluster is newCluster whose containers serve SSH on a free
@@ -62,19 +63,15 @@ const provisionManifest = `apps:
 // nothing to do, a changed step re-runs alone, exec and logs work, and the
 // envFile secret never shows.
 func TestProvisioningEndToEnd(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("the emulator's guest view is writable for useradd only as root (CI runs as root)")
-	}
+	testenv.NeedRoot(t, "a guest view writable for useradd")
 	c := newGuestCluster(t)
 	const secret = "sk-test-4f8a9b2c7d"
 	t.Setenv("HERMES_TEST_KEY", secret)
 	m := writeManifest(t, strings.ReplaceAll(provisionManifest, "GREETING", "hello"))
 
 	r := c.run("apply", "-f", m, "--auto-approve")
-	if r.code != 0 && strings.Contains(r.stderr, "guest exec unavailable") {
-		t.Skipf("guest exec unavailable here: %s", r.stderr)
-	}
 	if r.code != 0 {
+		needGuestExec(t, r.stderr)
 		t.Fatalf("apply: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	if !strings.Contains(r.stderr, "installing the agent") {
@@ -165,9 +162,7 @@ func TestComposeNeedsKeyctl(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = c.run("apply", "-f", m, "--auto-approve")
-	if strings.Contains(r.stderr, "guest exec unavailable") {
-		t.Skipf("guest exec unavailable: %s", r.stderr)
-	}
+	needGuestExec(t, r.stderr)
 	if r.code != ExitError || !strings.Contains(r.stderr, "in the container: install") && !strings.Contains(r.stderr, "docker is not installed in the container") {
 		t.Fatalf("apply after keyctl: exit %d\n%s", r.code, r.stderr)
 	}
@@ -183,15 +178,11 @@ func TestComposeNeedsKeyctl(t *testing.T) {
 // there and the second is not; an apply with no change runs no step; a
 // failing health check fails the apply with its output.
 func TestQuickstartInTheGuest(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("the emulator's guest view needs root to be fully writable (CI runs as root)")
-	}
+	testenv.NeedRoot(t, "a fully writable guest view")
 	c := newGuestCluster(t)
 	m := "../../examples/quickstart/corral.yaml"
 	r := c.run("apply", "-f", m, "--auto-approve")
-	if strings.Contains(r.stderr, "guest exec unavailable") {
-		t.Skipf("guest exec unavailable: %s", r.stderr)
-	}
+	needGuestExec(t, r.stderr)
 	if r.code != 0 {
 		t.Fatalf("apply: exit %d\n%s", r.code, r.stderr)
 	}
@@ -242,9 +233,7 @@ func TestLogs(t *testing.T) {
 	}
 	c.mustRun("apply", "-f", m, "--auto-approve")
 	r = c.run(append([]string{"logs", "notes", "-f", m, "-n", "5"}, conn...)...)
-	if strings.Contains(r.stderr, "guest exec unavailable") {
-		t.Skipf("guest exec unavailable: %s", r.stderr)
-	}
+	needGuestExec(t, r.stderr)
 	// The stand-in template runs no systemd: logs says so and how to get
 	// a journal, instead of journalctl's "No journal files were found"
 	// (issue 32 item 6). The real template has a journal.

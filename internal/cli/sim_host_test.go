@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/corralhq/corral/internal/pve"
-	"github.com/corralhq/corral/internal/pvetest"
+	"github.com/corralhq/corral/internal/testenv"
 )
 
 // TestSimServe_allowedHost: corral sim serve answers a request to its
@@ -29,7 +29,7 @@ func TestSimServe_allowedHost(t *testing.T) {
 			"--allowed-host", "pve.lan"}, strings.NewReader(""), &out, &errb)
 	}()
 	defer func() { cancel(); <-done }()
-	pvetest.WaitFor(t, "sim serve to print its credentials", func() bool {
+	testenv.WaitFor(t, "sim serve to print its credentials", func() bool {
 		select {
 		case code := <-done:
 			t.Fatalf("sim serve exited %d early\n%s%s", code, out.String(), errb.String())

@@ -10,8 +10,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/corralhq/corral/internal/pvetest"
 	"github.com/corralhq/corral/internal/sim/model"
+	"github.com/corralhq/corral/internal/testenv"
 )
 
 // lockedBuffer is a bytes.Buffer safe to read while the command writes.
@@ -44,7 +44,7 @@ func TestSimServe_sharedStorage(t *testing.T) {
 		done <- Run(ctx, []string{"sim", "serve", "--state", dir, "--listen", "127.0.0.1:0", "--nodes", "3",
 			"--shared-storage", "nfs,rbd", "--time-scale", "0", "--guest-ssh-port", "0"}, strings.NewReader(""), &out, &errb)
 	}()
-	pvetest.WaitFor(t, "sim serve to print its credentials", func() bool {
+	testenv.WaitFor(t, "sim serve to print its credentials", func() bool {
 		select {
 		case code := <-done:
 			t.Fatalf("sim serve exited %d early\n%s%s", code, out.String(), errb.String())

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/corralhq/corral/internal/pvetest"
 	"github.com/corralhq/corral/internal/sim/model"
+	"github.com/corralhq/corral/internal/testenv"
 )
 
 // TestSimServe_nodeMemory: `corral sim serve --node-memory 1G` gives
@@ -27,7 +27,7 @@ func TestSimServe_nodeMemory(t *testing.T) {
 		done <- Run(ctx, []string{"sim", "serve", "--state", dir, "--listen", "127.0.0.1:0", "--nodes", "2",
 			"--node-memory", "1G", "--time-scale", "0", "--guest-ssh-port", "0", "--real-templates=false"}, strings.NewReader(""), &out, &errb)
 	}()
-	pvetest.WaitFor(t, "sim serve to print its credentials", func() bool {
+	testenv.WaitFor(t, "sim serve to print its credentials", func() bool {
 		select {
 		case code := <-done:
 			t.Fatalf("sim serve exited %d early\n%s%s", code, out.String(), errb.String())

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/corralhq/corral/internal/pvetest"
 	"github.com/corralhq/corral/internal/sim/model"
 	"github.com/corralhq/corral/internal/sim/prereq"
+	"github.com/corralhq/corral/internal/testenv"
 )
 
 // TestServeRealTemplates: the flag beats CORRAL_SIM_REAL_TEMPLATES, which
@@ -78,7 +78,7 @@ func TestSimServe_defaultTemplate(t *testing.T) {
 		done <- Run(ctx, []string{"sim", "serve", "--state", dir, "--listen", "127.0.0.1:0", "--time-scale", "0", "--guest-ssh-port", "0"},
 			strings.NewReader(""), &out, &errb)
 	}()
-	pvetest.WaitFor(t, "sim serve to print its credentials", func() bool {
+	testenv.WaitFor(t, "sim serve to print its credentials", func() bool {
 		select {
 		case code := <-done:
 			t.Fatalf("sim serve exited %d early\n%s%s", code, out.String(), errb.String())

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/corralhq/corral/internal/sim/model"
+	"github.com/corralhq/corral/internal/testenv"
 )
 
 // fakeTools is a first step that puts recording stand-ins for systemctl
@@ -56,9 +57,7 @@ func (c *cluster) guestFile(m, path string) string {
 // it, the plan says all of it beforehand (without logging in), and a
 // restart that a failed apply did not reach is done by the next one.
 func TestChangeTriggers(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("the emulator's guest view is writable for the fake tools only as root (CI runs as root)")
-	}
+	testenv.NeedRoot(t, "a guest view writable for the fake tools")
 	c := newGuestCluster(t)
 	const key1, key2 = "sk-trigger-first-1a2b3c", "sk-trigger-second-4d5e6f"
 	t.Setenv("TRIG_KEY", key1)
@@ -68,9 +67,7 @@ func TestChangeTriggers(t *testing.T) {
 	}
 	m := write("one", "first words", "")
 	r := c.run("apply", "-f", m, "--auto-approve")
-	if strings.Contains(r.stderr, "guest exec unavailable") {
-		t.Skipf("guest exec unavailable here: %s", r.stderr)
-	}
+	needGuestExec(t, r.stderr)
 	if r.code != 0 {
 		t.Fatalf("apply: exit %d\n%s", r.code, r.stderr)
 	}
@@ -171,9 +168,7 @@ func TestChangeTriggers(t *testing.T) {
 // pull: always, and only brings services up when nothing it reacts to
 // ran.
 func TestComposeTriggers(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("the emulator's guest view is writable for the fake tools only as root (CI runs as root)")
-	}
+	testenv.NeedRoot(t, "a guest view writable for the fake tools")
 	c := newGuestCluster(t)
 	t.Setenv("COMPOSE_KEY", "sk-compose-first-77aa")
 	text := `apps:
@@ -196,9 +191,7 @@ func TestComposeTriggers(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := c.run("apply", "-f", m, "--auto-approve")
-	if strings.Contains(r.stderr, "guest exec unavailable") {
-		t.Skipf("guest exec unavailable here: %s", r.stderr)
-	}
+	needGuestExec(t, r.stderr)
 	if r.code != 0 {
 		t.Fatalf("apply: exit %d\n%s", r.code, r.stderr)
 	}

@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/corralhq/corral/internal/pvetest"
+	"github.com/corralhq/corral/internal/testenv"
 	"golang.org/x/crypto/ssh"
 )
 
@@ -137,7 +137,7 @@ func (g *fakeGuest) run(script string, ch ssh.Channel, closed <-chan struct{}) i
 			io.Copy(ch, ch)
 		case "sleep":
 			d, _ := time.ParseDuration(arg)
-			time.Sleep(d)
+			time.Sleep(d) // the fake guest's sleep command
 		case "hang":
 			<-closed
 			return 255
@@ -453,7 +453,7 @@ func (p *proxy) pipe(a, b net.Conn) {
 	if p.idle > 0 {
 		go func() {
 			for {
-				time.Sleep(p.idle / 4)
+				time.Sleep(p.idle / 4) // the proxy's idle check, four times per idle limit
 				if time.Since(time.Unix(0, last.Load())) > p.idle {
 					closeBoth()
 					return
@@ -477,7 +477,7 @@ func TestKeepalive_detectsADeadServer(t *testing.T) {
 	go func() {
 		done <- c.Run(context.Background(), "out:started\n; hang", nil, func(_ Stream, line string) { started.Store(started.Load() || line == "started") })
 	}()
-	pvetest.WaitFor(t, "the command's first line", started.Load)
+	testenv.WaitFor(t, "the command's first line", started.Load)
 	p.frozen.Store(true) // the guest vanishes without closing the connection
 	select {
 	case err := <-done:

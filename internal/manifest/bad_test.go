@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/corralhq/corral/internal/manifest"
+	"github.com/corralhq/corral/internal/testenv"
 )
 
 // TestParse_bad parses every testdata/bad/*.yaml and compares the full
@@ -46,7 +47,7 @@ func TestParse_bad(t *testing.T) {
 					t.Errorf("diagnostics leak the secret %q:\n%s", s, err)
 				}
 			}
-			golden(t, strings.TrimSuffix(path, ".yaml")+".txt", []byte(err.Error()+"\n"))
+			testenv.Golden(t, strings.TrimSuffix(path, ".yaml")+".txt", []byte(err.Error()+"\n"))
 		})
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/compose-spec/compose-go/v2/dotenv"
 
 	"github.com/corralhq/corral/internal/manifest"
+	"github.com/corralhq/corral/internal/testenv"
 )
 
 // envValues are the values every env-file reader must read back as
@@ -92,10 +93,7 @@ const systemdGenerator = "/usr/lib/systemd/user-environment-generators/30-system
 // CI installs systemd (.ci/run); elsewhere the test says it could not run.
 func TestEnvFileValue_systemd(t *testing.T) {
 	if _, err := os.Stat(systemdGenerator); err != nil {
-		if os.Getenv("CORRAL_REQUIRE_SHARED") != "" {
-			t.Fatalf("systemd's environment.d generator is missing (apt-get install systemd): %v", err)
-		}
-		t.Skipf("systemd's environment.d generator is not installed: %v", err)
+		testenv.Lackf(t, testenv.Shared, "systemd's environment.d generator is not installed (apt-get install systemd): %v", err)
 	}
 	var values []string
 	for _, v := range envValues {

@@ -1,15 +1,10 @@
 package manifest_test
 
 import (
-	"flag"
 	"io/fs"
-	"os"
-	"testing"
 
 	"github.com/corralhq/corral/internal/manifest"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files in testdata/")
 
 // Two real OpenSSH public keys (generated for these tests only).
 const (
@@ -69,21 +64,3 @@ func testOptions() manifest.LoadOptions {
 
 // secretValues are the values no output may contain.
 var secretValues = []string{envRootPW, envShortPW, envBadNode, filePW, envAPIKey, fileAPIKey, "line2-secret"}
-
-// golden compares got with the file at path, or rewrites it under -update.
-func golden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if string(got) != string(want) {
-		t.Errorf("%s differs (run go test -update to accept):\n--- got ---\n%s--- want ---\n%s", path, got, want)
-	}
-}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/corralhq/corral/internal/manifest"
+	"github.com/corralhq/corral/internal/testenv"
 )
 
 // The generated key reference sits between these lines of docs/manifest.md;
@@ -35,7 +36,7 @@ func TestReferenceDoc(t *testing.T) {
 		t.Fatalf("%s: no line %q after the begin marker", referenceDocPath, strings.TrimSpace(referenceDocEnd))
 	}
 	got := manifest.ReferenceMarkdown()
-	if *update {
+	if testenv.Updating() {
 		out := bytes.Join([][]byte{head, []byte(referenceDocBegin), got, []byte(referenceDocEnd), tail}, nil)
 		if err := os.WriteFile(referenceDocPath, out, 0o644); err != nil {
 			t.Fatal(err)

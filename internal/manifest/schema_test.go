@@ -15,6 +15,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/corralhq/corral/internal/manifest"
+	"github.com/corralhq/corral/internal/testenv"
 	"github.com/corralhq/corral/internal/testutil/refdata"
 )
 
@@ -27,7 +28,7 @@ func TestJSONSchema_golden(t *testing.T) {
 	if got, want := doc["$schema"], "https://json-schema.org/draft/2020-12/schema"; got != want {
 		t.Errorf("$schema=%v, want %v", got, want)
 	}
-	golden(t, "testdata/corral.schema.json", s)
+	testenv.Golden(t, "testdata/corral.schema.json", s)
 }
 
 // TestJSONSchema_agrees runs the schema, through the small validator

@@ -1,15 +1,14 @@
 // Package pvetest is the one test kit for packages above pve: Start runs
 // an in-process Proxmox VE emulator (internal/sim) for a test and gives a
 // client for it in the same call, Client makes more clients (other
-// tokens, wrapped transports), and WaitFor replaces sleeping with a wait
-// on a condition. Tests built on it go end to end: client → HTTPS →
-// emulator → files on disk.
+// tokens, wrapped transports). Tests built on it go end to end: client →
+// HTTPS → emulator → files on disk; they wait on a condition with
+// testenv.WaitFor, never by sleeping.
 package pvetest
 
 import (
 	"net/http"
 	"testing"
-	"time"
 
 	"github.com/corralhq/corral/internal/pve"
 	"github.com/corralhq/corral/internal/sim"
@@ -92,25 +91,4 @@ func Client(t testing.TB, srv *sim.Server, token string, mods ...func(*pve.Confi
 // Transport makes a client send its requests through rt.
 func Transport(rt http.RoundTripper) func(*pve.Config) {
 	return func(c *pve.Config) { c.HTTPClient = &http.Client{Transport: rt} }
-}
-
-// WaitFor waits until cond holds, checking often, and fails the test
-// naming what it waited for if it never does. It bounds nothing about
-// speed: it gives up only near the test's own deadline (go test
-// -timeout), or after ten minutes without one, so that a hang reports
-// what was awaited instead of a goroutine dump.
-func WaitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Minute)
-	if d, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {
-		if dl, ok := d.Deadline(); ok {
-			deadline = dl.Add(-5 * time.Second)
-		}
-	}
-	for pause := time.Millisecond; !cond(); pause = min(2*pause, 20*time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(pause)
-	}
 }

@@ -2,7 +2,6 @@ package pvetest_test
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
 
 	"github.com/corralhq/corral/internal/pvetest"
@@ -18,14 +17,5 @@ func TestStart(t *testing.T) {
 	}
 	if len(nodes) != 2 {
 		t.Errorf("nodes = %v, want 2", nodes)
-	}
-}
-
-// TestWaitFor returns once the condition holds.
-func TestWaitFor(t *testing.T) {
-	var n atomic.Int32
-	pvetest.WaitFor(t, "the third check", func() bool { return n.Add(1) >= 3 })
-	if n.Load() != 3 {
-		t.Errorf("checked %d times, want 3", n.Load())
 	}
 }

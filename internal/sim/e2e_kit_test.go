@@ -9,7 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/corralhq/corral/internal/testenv"
 )
 
 // e2e is a tiny PVE client over real HTTPS for the end-to-end tests: it
@@ -214,25 +215,20 @@ func (k *e2e) upid(who e2eCaller, method, path string, params url.Values) string
 // wait polls a task until it stops and reads its log.
 func (k *e2e) wait(who e2eCaller, upid string) e2eTask {
 	k.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		var st e2eTask
+	var st e2eTask
+	testenv.WaitFor(k.t, "task "+upid+" to stop", func() bool {
+		st = e2eTask{}
 		k.ok(who, http.MethodGet, "/nodes/pve/tasks/"+url.PathEscape(upid)+"/status", nil, &st)
-		if st.Status == "stopped" {
-			var lines []struct {
-				T string `json:"t"`
-			}
-			k.ok(who, http.MethodGet, "/nodes/pve/tasks/"+url.PathEscape(upid)+"/log", url.Values{"limit": {"1000"}}, &lines)
-			for _, l := range lines {
-				st.log = append(st.log, l.T)
-			}
-			return st
-		}
-		if time.Now().After(deadline) {
-			k.t.Fatalf("task %s still running after 20s", upid)
-		}
-		time.Sleep(5 * time.Millisecond)
+		return st.Status == "stopped"
+	})
+	var lines []struct {
+		T string `json:"t"`
 	}
+	k.ok(who, http.MethodGet, "/nodes/pve/tasks/"+url.PathEscape(upid)+"/log", url.Values{"limit": {"1000"}}, &lines)
+	for _, l := range lines {
+		st.log = append(st.log, l.T)
+	}
+	return st
 }
 
 // task runs an async call to its end and returns the finished task.

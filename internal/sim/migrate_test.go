@@ -9,9 +9,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/corralhq/corral/internal/sim/model"
+	"github.com/corralhq/corral/internal/testenv"
 )
 
 // newClusterE2E is a three-node emulator over HTTPS with instant tasks and
@@ -24,25 +24,20 @@ func newClusterE2E(t *testing.T, version string, shared ...string) *e2e {
 // waitOn polls a task of node until it stops and reads its log.
 func (k *e2e) waitOn(node, upid string) e2eTask {
 	k.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		var st e2eTask
+	var st e2eTask
+	testenv.WaitFor(k.t, "task "+upid+" to stop", func() bool {
+		st = e2eTask{}
 		k.ok(k.root(), http.MethodGet, "/nodes/"+node+"/tasks/"+url.PathEscape(upid)+"/status", nil, &st)
-		if st.Status == "stopped" {
-			var lines []struct {
-				T string `json:"t"`
-			}
-			k.ok(k.root(), http.MethodGet, "/nodes/"+node+"/tasks/"+url.PathEscape(upid)+"/log", url.Values{"limit": {"1000"}}, &lines)
-			for _, l := range lines {
-				st.log = append(st.log, l.T)
-			}
-			return st
-		}
-		if time.Now().After(deadline) {
-			k.t.Fatalf("task %s still running after 20s", upid)
-		}
-		time.Sleep(5 * time.Millisecond)
+		return st.Status == "stopped"
+	})
+	var lines []struct {
+		T string `json:"t"`
 	}
+	k.ok(k.root(), http.MethodGet, "/nodes/"+node+"/tasks/"+url.PathEscape(upid)+"/log", url.Values{"limit": {"1000"}}, &lines)
+	for _, l := range lines {
+		st.log = append(st.log, l.T)
+	}
+	return st
 }
 
 // runOn sends a request that answers a UPID of node and waits for the task.

@@ -11,7 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/corralhq/corral/internal/testenv"
 )
 
 // TestPersistence closes an emulator and opens its directory again: the
@@ -104,18 +105,13 @@ func TestTaskRecovery(t *testing.T) {
 	// Wait for the first log line (the new disk): the worker then holds
 	// the config flock and is inside create's eval, so a shutdown ends it
 	// with the "unable to create" prefix, not at lock_config.
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+	testenv.WaitFor(t, "the create task's first log line", func() bool {
 		var lines []struct {
 			T string `json:"t"`
 		}
 		ka.ok(ka.op(), http.MethodGet, "/nodes/pve/tasks/"+url.PathEscape(upid)+"/log", nil, &lines)
-		if len(lines) > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("create task logged nothing in 20s")
-		}
-	}
+		return len(lines) > 0
+	})
 	var st e2eTask
 	ka.ok(ka.op(), http.MethodGet, "/nodes/pve/tasks/"+url.PathEscape(upid)+"/status", nil, &st)
 	if st.Status != "running" {

@@ -5,7 +5,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/corralhq/corral/internal/testenv"
 )
 
 // TestTaskList covers Tasks.pm node_tasks over HTTPS: sources, filters,
@@ -18,17 +19,12 @@ func TestTaskList(t *testing.T) {
 	running := k.upid(op, http.MethodPost, "/nodes/pve/lxc", url.Values{"vmid": {"160"}, "ostemplate": {tmpl}, "rootfs": {"local-lvm:1"}, "unprivileged": {"1"}})
 	// The fault hook draws when a worker begins: wait for the create's
 	// first log line, so that the fault set below cannot reach it.
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+	testenv.WaitFor(t, "the create's worker to begin (its first log line)", func() bool {
 		r := k.do(op, http.MethodGet, "/nodes/pve/tasks/"+url.PathEscape(running)+"/log", nil)
 		var lines []map[string]any
 		k.decode(r.data, &lines)
-		if r.status == 200 && len(lines) > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the create's worker did not begin in 10 s")
-		}
-	}
+		return r.status == 200 && len(lines) > 0
+	})
 	// A finished task: a start by the root token that fails at once (a
 	// real one would wait 10 s for the config flock the create holds).
 	k.srv.SetFaults(FaultSpec{Seed: 1, TaskFail: 1})

@@ -2,35 +2,13 @@ package ui
 
 import (
 	"bytes"
-	"flag"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/corralhq/corral/internal/apply"
 	"github.com/corralhq/corral/internal/plan"
+	"github.com/corralhq/corral/internal/testenv"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
-
-// golden compares got with testdata/name, or rewrites it with -update.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./internal/ui -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs (run go test ./internal/ui -update to accept, then review the diff):\n--- got ---\n%s\n--- want ---\n%s", path, got, want)
-	}
-}
 
 const goldenTemplate = "local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst"
 
@@ -75,12 +53,12 @@ func TestPlanGolden(t *testing.T) {
 	pj := NewPlanJSON(goldenPlan(t), nil)
 	var text bytes.Buffer
 	WritePlanText(&text, pj)
-	golden(t, "plan.txt", text.Bytes())
+	testenv.Golden(t, filepath.Join("testdata", "plan.txt"), text.Bytes())
 	var js bytes.Buffer
 	if err := WritePlanJSON(&js, pj); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "plan.json", js.Bytes())
+	testenv.Golden(t, filepath.Join("testdata", "plan.json"), js.Bytes())
 }
 
 // TestStatusGolden: corral status's text, every kind of row (a running
@@ -100,5 +78,5 @@ func TestStatusGolden(t *testing.T) {
 	}
 	var b bytes.Buffer
 	WriteStatus(&b, r)
-	golden(t, "status.txt", b.Bytes())
+	testenv.Golden(t, filepath.Join("testdata", "status.txt"), b.Bytes())
 }

@@ -13,6 +13,7 @@ import (
 
 	client "github.com/corralhq/corral/internal/guest"
 	"github.com/corralhq/corral/internal/sim/guest"
+	"github.com/corralhq/corral/internal/testenv"
 )
 
 // needIsolation skips where CTs run in the fallback view (not root, no
@@ -21,10 +22,7 @@ import (
 func (k *kit) needIsolation() {
 	k.t.Helper()
 	if ok, why := k.m.Isolated(); !ok {
-		if os.Getenv("CORRAL_REQUIRE_LXC") != "" {
-			k.t.Fatalf("CTs are not isolated here: %v", why)
-		}
-		k.t.Skipf("skipped: CTs run in the fallback view: %v", why)
+		testenv.Lackf(k.t, testenv.LXC, "CTs run in the fallback view, not isolated: %v", why)
 	}
 }
 
@@ -142,20 +140,19 @@ while True:
 	if out, err := run(t, c, "printf '%s' "+client.ShellQuote(srv)+" > /root/srv.py && (setsid python3 /root/srv.py >/dev/null 2>&1 </dev/null &) && echo started"); err != nil || out != "stdout: started" {
 		t.Fatalf("start the service: %q %v", out, err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
 	var line string
-	for ctx.Err() == nil {
-		conn, err := c.DialContext(ctx, "tcp", "127.0.0.1:7070")
-		if err == nil {
-			b, _ := io.ReadAll(conn)
-			conn.Close()
-			if line = strings.TrimSpace(string(b)); line != "" {
-				break
-			}
+	testenv.WaitFor(t, "a line from 127.0.0.1:7070 through the CT's login", func() bool {
+		dctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // one dial
+		defer cancel()
+		conn, err := c.DialContext(dctx, "tcp", "127.0.0.1:7070")
+		if err != nil {
+			return false
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		b, _ := io.ReadAll(conn)
+		conn.Close()
+		line = strings.TrimSpace(string(b))
+		return line != ""
+	})
 	if want := "inside-hermes"; line != want {
 		t.Errorf("through the CT's login: got %q, want %q (the CT's own service, not the host's)", line, want)
 	}
@@ -165,6 +162,8 @@ while True:
 		hc.Close()
 		t.Error("127.0.0.1:7070 answers on the host: the test cannot tell the CT's service from the host's")
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
 	if _, err := c.DialContext(ctx, "tcp", "127.0.0.1:7071"); err == nil || !strings.Contains(err.Error(), "refused") {
 		t.Errorf("a closed port in the CT: got %v, want a refused connection", err)
 	}

@@ -8,9 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	client "github.com/corralhq/corral/internal/guest"
+	"github.com/corralhq/corral/internal/testenv"
 )
 
 const killHelperEnv = "CORRAL_TEST_KILL_HELPER"
@@ -54,14 +54,7 @@ func TestGuest_killedEmulatorLeavesNothing(t *testing.T) {
 		what string
 		pid  int
 	}{{"a CT's daemon", daemon}, {"the network namespace's holder", holder}} {
-		deadline := time.Now().Add(10 * time.Second)
-		for alive(p.pid) {
-			if time.Now().After(deadline) {
-				t.Errorf("%s (PID %d) survived the emulator's SIGKILL", p.what, p.pid)
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		testenv.WaitFor(t, fmt.Sprintf("%s (PID %d) to end after the emulator's SIGKILL", p.what, p.pid), func() bool { return !alive(p.pid) })
 	}
 }
 

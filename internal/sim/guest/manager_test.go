@@ -3,6 +3,7 @@ package guest_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	client "github.com/corralhq/corral/internal/guest"
 	"github.com/corralhq/corral/internal/sim/guest"
 	"github.com/corralhq/corral/internal/sim/model"
+	"github.com/corralhq/corral/internal/testenv"
 )
 
 var root = model.Auth{UserID: "root@pam"}
@@ -70,9 +72,8 @@ func newKitPoll(t *testing.T, poll time.Duration) *kit {
 // needExec skips the test when this machine cannot run guest commands,
 // saying why.
 func (k *kit) needExec() {
-	if err := k.m.ExecUnavailable(); err != nil {
-		k.t.Skipf("skipped: %v", err)
-	}
+	k.t.Helper()
+	testenv.NeedGuestExec(k.t, k.m.ExecUnavailable())
 }
 
 func (k *kit) task(upid string, err error) {
@@ -364,17 +365,10 @@ func TestGuest_stopKillsDetachedProcesses(t *testing.T) {
 		t.Fatalf("daemon %d not running: %v", pid, err)
 	}
 	k.task(k.c.StopCT(root, "pve", 109, nil))
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testenv.WaitFor(t, fmt.Sprintf("daemon %d to end with the CT's stop", pid), func() bool {
 		data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-		if err != nil || strings.Contains(string(data), ") Z ") {
-			break // gone, or a zombie waiting for its reaper
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("daemon %d survived the CT's stop", pid)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return err != nil || strings.Contains(string(data), ") Z ") // gone, or a zombie waiting for its reaper
+	})
 }
 
 // TestGuest_stopEndsSessionsBeforeTheTaskEnds: the CT's processes are
@@ -503,7 +497,8 @@ func startDaemon(t *testing.T, c *client.Client, marker int) int {
 		t.Fatalf("output %q", out)
 	}
 	want := "sleep\x00" + strconv.Itoa(marker) + "\x00"
-	for range 200 {
+	found := 0
+	testenv.WaitFor(t, fmt.Sprintf("daemon sleep %d on the host", marker), func() bool {
 		entries, _ := os.ReadDir("/proc")
 		for _, e := range entries {
 			pid, err := strconv.Atoi(e.Name())
@@ -511,13 +506,13 @@ func startDaemon(t *testing.T, c *client.Client, marker int) int {
 				continue
 			}
 			if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && string(b) == want {
-				return pid
+				found = pid
+				return true
 			}
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("daemon sleep %d not found on the host", marker)
-	return 0
+		return false
+	})
+	return found
 }
 
 // giveToCTRoot gives a volume allocated through the storage API (a blank
@@ -552,18 +547,13 @@ func TestGuest_endpointRetriedAfterAFailedStart(t *testing.T) {
 	if err != nil {
 		t.Fatalf("take %s before the boot delay ends: %v", addr, err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	testenv.WaitFor(t, "the endpoint to fail on the taken address", func() bool {
 		ep, ok := m.Endpoint(116)
 		if ok {
 			t.Fatal("the endpoint listens on an address that is taken")
 		}
-		if ep != "" {
-			break // ready, and failed
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the endpoint neither listened nor failed in 10 s")
-		}
-	}
+		return ep != "" // ready, and failed
+	})
 	squatter.Close()
 	cl, err := k.dial(116, client.HostKeyPolicy{TrustOnFirstUse: true})
 	if err != nil {

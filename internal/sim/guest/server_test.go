@@ -16,6 +16,7 @@ import (
 	client "github.com/corralhq/corral/internal/guest"
 	"github.com/corralhq/corral/internal/sim"
 	"github.com/corralhq/corral/internal/sim/model"
+	"github.com/corralhq/corral/internal/testenv"
 )
 
 // api drives a sim.Server over its PVE API as corral does, with the
@@ -64,19 +65,14 @@ func (a *api) task(method, path string, form url.Values) {
 	if err := json.Unmarshal(a.do(method, path, form), &upid); err != nil {
 		a.t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		var st struct{ Status, Exitstatus string }
+	var st struct{ Status, Exitstatus string }
+	testenv.WaitFor(a.t, method+" "+path+": the task's end", func() bool {
 		json.Unmarshal(a.do("GET", "/nodes/pve/tasks/"+url.PathEscape(upid)+"/status", nil), &st)
-		if st.Status == "stopped" {
-			if st.Exitstatus != "OK" {
-				a.t.Fatalf("%s %s: task ended %q", method, path, st.Exitstatus)
-			}
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
+		return st.Status == "stopped"
+	})
+	if st.Exitstatus != "OK" {
+		a.t.Fatalf("%s %s: task ended %q", method, path, st.Exitstatus)
 	}
-	a.t.Fatalf("%s %s: task did not end", method, path)
 }
 
 // endpoint is the CT's SSH address as corral would find it: eth0's
@@ -134,9 +130,7 @@ func TestServer_guestOverTheAPI(t *testing.T) {
 	}
 	defer c.Close()
 	pinned := client.AuthorizedKey(c.HostKey())
-	if err := s.Guests().ExecUnavailable(); err != nil {
-		t.Skipf("skipped: %v", err)
-	}
+	testenv.NeedGuestExec(t, s.Guests().ExecUnavailable())
 	out, err := run(t, c, "echo x > /root/x; echo y > /home/hermes/y; echo hi; exit 3")
 	var ee *client.ExitError
 	if !errors.As(err, &ee) || ee.Code != 3 || out != "stdout: hi" {

@@ -20,6 +20,7 @@ import (
 	client "github.com/corralhq/corral/internal/guest"
 	"github.com/corralhq/corral/internal/sim"
 	"github.com/corralhq/corral/internal/sim/model"
+	"github.com/corralhq/corral/internal/testenv"
 	"github.com/corralhq/corral/internal/testutil/fstree"
 )
 
@@ -30,23 +31,18 @@ func (a *api) taskEnd(method, path string, form url.Values) (string, string) {
 	if err := json.Unmarshal(a.do(method, path, form), &upid); err != nil {
 		a.t.Fatal(err)
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		var st struct{ Status, Exitstatus string }
+	var st struct{ Status, Exitstatus string }
+	testenv.WaitFor(a.t, method+" "+path+": the task's end", func() bool {
 		json.Unmarshal(a.do("GET", "/nodes/pve/tasks/"+url.PathEscape(upid)+"/status", nil), &st)
-		if st.Status == "stopped" {
-			var lines []struct{ T string }
-			json.Unmarshal(a.do("GET", "/nodes/pve/tasks/"+url.PathEscape(upid)+"/log?limit=5000", nil), &lines)
-			var log []string
-			for _, l := range lines {
-				log = append(log, l.T)
-			}
-			return st.Exitstatus, strings.Join(log, "\n")
-		}
-		time.Sleep(5 * time.Millisecond)
+		return st.Status == "stopped"
+	})
+	var lines []struct{ T string }
+	json.Unmarshal(a.do("GET", "/nodes/pve/tasks/"+url.PathEscape(upid)+"/log?limit=5000", nil), &lines)
+	var log []string
+	for _, l := range lines {
+		log = append(log, l.T)
 	}
-	a.t.Fatalf("%s %s: task did not end", method, path)
-	return "", ""
+	return st.Exitstatus, strings.Join(log, "\n")
 }
 
 // volDir is the host directory of CT vmid's volume key (rootfs, mp0).
@@ -103,10 +99,7 @@ func TestDataPlane_unprivilegedIDs(t *testing.T) {
 	}
 	defer s.Close()
 	if ok, why := s.Guests().UserNamespace(); !ok {
-		if os.Getenv("CORRAL_REQUIRE_LXC") != "" {
-			t.Fatalf("unprivileged CTs get no user namespace here: %v", why)
-		}
-		t.Skipf("skipped: unprivileged CTs get no user namespace here: %v", why)
+		testenv.Lackf(t, testenv.LXC, "unprivileged CTs get no user namespace here: %v", why)
 	}
 	a := &api{t: t, s: s, hc: s.HTTPClient(), token: s.Credentials().RootToken}
 	signer, pub, err := client.NewKey("corral")

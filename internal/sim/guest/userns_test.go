@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	client "github.com/corralhq/corral/internal/guest"
+	"github.com/corralhq/corral/internal/testenv"
 )
 
 // needUserns skips where unprivileged CTs get no user namespace (the
@@ -23,10 +24,7 @@ func (k *kit) needUserns() {
 	k.t.Helper()
 	k.needIsolation()
 	if ok, why := k.m.UserNamespace(); !ok {
-		if os.Getenv("CORRAL_REQUIRE_LXC") != "" {
-			k.t.Fatalf("unprivileged CTs get no user namespace here: %v", why)
-		}
-		k.t.Skipf("skipped: unprivileged CTs get no user namespace here: %v", why)
+		testenv.Lackf(k.t, testenv.LXC, "unprivileged CTs get no user namespace here: %v", why)
 	}
 }
 

@@ -2,13 +2,13 @@ package model
 
 import (
 	"encoding/json"
-	"flag"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/corralhq/corral/internal/testenv"
 )
 
 func TestCluster_NextID(t *testing.T) {
@@ -63,27 +63,7 @@ func TestCluster_Resources(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden := filepath.Join("testdata", "cluster_resources.json")
-	if updating() {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(golden, append(got, '\n'), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var gotV, wantV any
-	json.Unmarshal(got, &gotV)
-	if err := json.Unmarshal(want, &wantV); err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(wantV, gotV); diff != "" {
-		t.Errorf("resources (-golden +got):\n%s", diff)
-	}
+	testenv.Golden(t, filepath.Join("testdata", "cluster_resources.json"), append(got, '\n'))
 
 	for _, tt := range []struct {
 		typ   string
@@ -148,33 +128,6 @@ func TestCluster_NodeStatus(t *testing.T) {
 	if len(nodes) != 1 || nodes[0].Node != "pve" || nodes[0].Status != "online" || nodes[0].Mem != st.Memory.Used {
 		t.Errorf("Nodes() = %+v", nodes)
 	}
-}
-
-// updateGolden is the -update flag that rewrites testdata golden files;
-// it is registered once even if another test file of the package
-// declares it too.
-var updateGolden = new(bool)
-
-func init() {
-	if f := flag.Lookup("update"); f != nil {
-		if b, ok := f.Value.(flag.Getter); ok {
-			if p, ok := b.Get().(bool); ok {
-				*updateGolden = p
-			}
-		}
-		updateGolden = nil
-		return
-	}
-	flag.BoolVar(updateGolden, "update", false, "rewrite testdata golden files")
-}
-
-// updating reports whether -update was given.
-func updating() bool {
-	if updateGolden != nil {
-		return *updateGolden
-	}
-	f := flag.Lookup("update")
-	return f != nil && f.Value.String() == "true"
 }
 
 // The hand-written encoder writes what json.Marshal writes of the same

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/corralhq/corral/internal/testenv"
 )
 
 // The emulator writes a CT's settings as host root into a rootfs its
@@ -148,9 +150,7 @@ func TestCTDetect_linksStayInRoot(t *testing.T) {
 // (opening a watchdog arms it; a tty can become the controlling
 // terminal). inotify reports every open of the node.
 func TestCTFileNeverOpensSpecialFiles(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to make a device node")
-	}
+	testenv.NeedRoot(t, "making a device node")
 	root := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(root, "etc"), 0o755); err != nil {
 		t.Fatal(err)

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/corralhq/corral/internal/testenv"
 )
 
 func TestIDMap_translations(t *testing.T) {
@@ -141,9 +143,7 @@ func TestShiftEntry_capabilityV3(t *testing.T) {
 // before (here a host-root file on an existing volume) keeps its owner
 // and its setuid bit.
 func TestCreateCT_unprivilegedSetupOwnsOnlyItsFiles(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("skipped: owners other than the test's own need root")
-	}
+	testenv.NeedRoot(t, "giving files owners other than the test's own")
 	k := newOpsKit(t)
 	k.c.SetIDShift(true)
 	volid := k.vol("pve", 310, 1*gib)

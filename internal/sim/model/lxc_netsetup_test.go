@@ -1,14 +1,13 @@
 package model
 
 import (
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-var updateNetsetup = flag.Bool("update-netsetup", false, "rewrite testdata/netsetup goldens")
+	"github.com/corralhq/corral/internal/testenv"
+)
 
 const debianTemplateInterfaces = "# interfaces(5) file used by ifup(8) and ifdown(8)\n# Include files from /etc/network/interfaces.d:\nsource /etc/network/interfaces.d/*\n"
 
@@ -33,17 +32,7 @@ func TestCTRenderInterfaces(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := ctRenderInterfaces(tt.old, ctNetworks(tt.conf))
-			golden := filepath.Join("testdata", "netsetup", tt.name+".interfaces")
-			if *updateNetsetup {
-				os.WriteFile(golden, []byte(got), 0o644)
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got != string(want) {
-				t.Errorf("got:\n%s\nwant:\n%s", got, want)
-			}
+			testenv.Golden(t, filepath.Join("testdata", "netsetup", tt.name+".interfaces"), []byte(got))
 			// A second setup (the next start) changes nothing.
 			if again := ctRenderInterfaces(got, ctNetworks(tt.conf)); again != got {
 				t.Errorf("not stable at the next start:\n%s", again)

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/corralhq/corral/internal/testenv"
 )
 
 // opsKit is a one-node emulator with instant tasks and helpers to seed
@@ -331,12 +333,11 @@ func TestCluster_StopCT_overruleShutdown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for { // the worker registers itself for abort when it starts
-		if _, ok := k.c.shutdownAborts.Load(shutdown); ok {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
+	// The worker registers itself for abort when it starts.
+	testenv.WaitFor(t, "the shutdown's worker to register for abort", func() bool {
+		_, ok := k.c.shutdownAborts.Load(shutdown)
+		return ok
+	})
 	stop := k.run(k.c.StopCT(kitOperator, "pve", 101, map[string]string{"overrule-shutdown": "1"}))
 	if stop.ExitStatus != "OK" {
 		t.Fatalf("stop: %s %q", stop.ExitStatus, stop.Log)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/corralhq/corral/internal/testenv"
 )
 
 // migKit is a three-node emulator (pve1..pve3) with instant tasks.
@@ -599,12 +601,15 @@ func TestCluster_MigrateCT_lockDuringTask(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for k.guest(101).Config["lock"] != "migrate" {
+	testenv.WaitFor(t, "the CT's lock 'migrate'", func() bool {
+		if k.guest(101).Config["lock"] == "migrate" {
+			return true
+		}
 		if task, _ := k.c.Task("pve1", upid); task.Status == "stopped" {
 			t.Fatalf("task ended before locking: %v", task.Log)
 		}
-		time.Sleep(time.Millisecond)
-	}
+		return false
+	})
 	_, err = k.c.DestroyCT(kitRoot, "pve1", 101, nil)
 	wantError(t, err, http.StatusInternalServerError, "CT is locked (migrate)\n")
 	var lock string

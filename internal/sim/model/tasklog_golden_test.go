@@ -1,11 +1,12 @@
 package model
 
 import (
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/corralhq/corral/internal/testenv"
 )
 
 // taskLogVarying are the parts of a task log that change from run to
@@ -15,7 +16,7 @@ var taskLogVarying = regexp.MustCompile(`[0-9.]+ ?[KMGT]?i?B/s\)|SHA256:[A-Za-z0
 
 // wantTaskLog compares task's whole log with testdata/tasklogs/name.log
 // (rates blanked), so a restructured task runner must log the same
-// lines in the same order. -update (updateGolden) rewrites the file.
+// lines in the same order. -update rewrites the file.
 func wantTaskLog(t *testing.T, name string, task Task) {
 	t.Helper()
 	got := taskLogVarying.ReplaceAllStringFunc(strings.Join(task.Log, "\n"), func(m string) string {
@@ -25,22 +26,7 @@ func wantTaskLog(t *testing.T, name string, task Task) {
 		return "<varies>"
 	}) + "\nexit: " + task.ExitStatus + "\n"
 	path := filepath.Join("testdata", "tasklogs", name+".log")
-	if *updateGolden {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to write it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("task log of %s differs from %s:\n--- got\n%s--- want\n%s", name, path, got, want)
-	}
+	testenv.Golden(t, path, []byte(got))
 }
 
 // TestTaskLogs_golden pins the whole log of the long tasks (create,

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/corralhq/corral/internal/testenv"
 )
 
 // newBackupKit is an opsKit whose clock moves one second per reading, so
@@ -219,13 +221,7 @@ func TestCluster_Vzdump_lockWhileRunning(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for k.guest(101).Config["lock"] != "backup" {
-		if time.Now().After(deadline) {
-			t.Fatal("the CT never got lock 'backup'")
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	testenv.WaitFor(t, "the CT's lock 'backup'", func() bool { return k.guest(101).Config["lock"] == "backup" })
 	if err := k.c.UpdateCTConfig(kitOperator, "pve", 101, map[string]string{"cores": "2"}); err == nil || !strings.Contains(err.Error(), "CT is locked (backup)") {
 		t.Errorf("PUT config during backup: %v", err)
 	}
@@ -247,13 +243,7 @@ func TestCluster_Vzdump_interrupted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for k.guest(101).Snapshots["vzdump"] == nil {
-		if time.Now().After(deadline) {
-			t.Fatal("the backup never made its 'vzdump' snapshot")
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	testenv.WaitFor(t, "the backup's 'vzdump' snapshot", func() bool { return k.guest(101).Snapshots["vzdump"] != nil })
 	k.c.Close()
 	task, err := k.c.Task("pve", upid)
 	if err != nil || task.Status != "stopped" {

@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/corralhq/corral/internal/testenv"
 )
 
 // Entry is one row of a sample tree: the files it makes below a
@@ -159,9 +161,7 @@ func Sample() []Entry {
 // system that has them.
 func Build(t testing.TB, d string, entries []Entry) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("fstree: giving files other owners and making device nodes needs root")
-	}
+	testenv.NeedRoot(t, "fstree: giving files other owners and making device nodes")
 	probe := filepath.Join(d, ".xattr-probe")
 	if err := os.WriteFile(probe, nil, 0o600); err != nil {
 		t.Fatal(err)

@@ -2,9 +2,9 @@
 // repository checkout in ../shared (PVE's API schema dumps under pve-api,
 // recorded responses under pve-api/fixtures) for tests that compare
 // against it, and skips those tests where it is absent, unless the
-// environment says the data must be there (RequireEnv): CI sets it, so a
-// missing or moved reference file fails the build instead of silently
-// skipping every comparison.
+// environment says the data must be there (testenv.Shared:
+// CORRAL_REQUIRE_SHARED): CI sets it, so a missing or moved reference
+// file fails the build instead of silently skipping every comparison.
 //
 // Only tests import it.
 package refdata
@@ -13,17 +13,9 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/corralhq/corral/internal/testenv"
 )
-
-// RequireEnv names the environment switch that turns a missing ../shared
-// from a skip into a failure. .ci/run sets it to 1.
-const RequireEnv = "CORRAL_REQUIRE_SHARED"
-
-// Required reports whether RequireEnv is set (to anything but "" or "0").
-func Required() bool {
-	v := os.Getenv(RequireEnv)
-	return v != "" && v != "0"
-}
 
 // RepoRoot returns the directory holding go.mod, found by walking up from
 // the test's working directory (its package directory). It fails t when
@@ -48,7 +40,7 @@ func RepoRoot(t testing.TB) string {
 
 // Dir returns ../shared beside the repository root. When that holds no
 // pve-api directory (a checkout without the reference data) it skips t,
-// or fails it when Required.
+// or fails it when testenv.Shared is required.
 func Dir(t testing.TB) string {
 	t.Helper()
 	return sharedBeside(t, RepoRoot(t))
@@ -59,10 +51,7 @@ func sharedBeside(t testing.TB, root string) string {
 	t.Helper()
 	dir := filepath.Join(root, "..", "shared")
 	if _, err := os.Stat(filepath.Join(dir, "pve-api")); err != nil {
-		if Required() {
-			t.Fatalf("reference data %s is absent but %s=%s requires it (check it out beside the repository): %v", dir, RequireEnv, os.Getenv(RequireEnv), err)
-		}
-		t.Skipf("reference data %s is absent (it is a checkout beside the repository; set %s=1 to fail instead): %v", dir, RequireEnv, err)
+		testenv.Lackf(t, testenv.Shared, "reference data %s is absent (it is a checkout beside the repository): %v", dir, err)
 	}
 	return dir
 }

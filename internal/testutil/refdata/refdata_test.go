@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/corralhq/corral/internal/testenv"
 )
 
 func TestRepoRoot(t *testing.T) {
@@ -50,12 +52,12 @@ func (r *recordingTB) Skipf(format string, args ...any) {
 	runtime.Goexit()
 }
 
-// TestDirMissing: without ../shared a test skips, unless RequireEnv is
+// TestDirMissing: without ../shared a test skips, unless CORRAL_REQUIRE_SHARED is
 // set, when it fails (what CI does).
 func TestDirMissing(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "repo") // no ../shared beside it
 	for _, tc := range []struct{ env, want string }{{"", "skip"}, {"0", "skip"}, {"1", "fail"}} {
-		t.Setenv(RequireEnv, tc.env)
+		t.Setenv(testenv.Shared.Env(), tc.env)
 		rec := &recordingTB{TB: t}
 		done := make(chan struct{})
 		go func() {
@@ -64,7 +66,7 @@ func TestDirMissing(t *testing.T) {
 		}()
 		<-done
 		if rec.how != tc.want || !strings.Contains(rec.msg, "reference data") {
-			t.Errorf("%s=%q: Dir ended with %s %q, want %s", RequireEnv, tc.env, rec.how, rec.msg, tc.want)
+			t.Errorf("%s=%q: Dir ended with %s %q, want %s", testenv.Shared.Env(), tc.env, rec.how, rec.msg, tc.want)
 		}
 	}
 }

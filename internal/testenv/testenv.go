@@ -1,0 +1,145 @@
+// Package testenv is corral's one test environment layer, modelled on Go's
+// own internal/testenv: every test package, internal/sim's included,
+// imports it (it is a leaf: the standard library only, no net/http) for
+//
+//   - what a test needs from the machine (Lack, NeedRoot): a test that
+//     cannot run here skips with one clear message, unless the matching
+//     CORRAL_REQUIRE_<NAME> variable is set (to anything but "" or "0"),
+//     in which case it fails instead. That is the one rule: CI sets the
+//     variables of what it must have (.ci/run), so a machine that lost
+//     root, LXC or ../shared fails the build instead of silently skipping;
+//   - one condition wait (WaitFor), which only polls and gives up at the
+//     test's own deadline, never after a guess of how slow the machine is;
+//   - one golden-file comparison (Golden) and the one -update flag that
+//     rewrites golden files and generated doc sections (Updating).
+//
+// Only tests import it.
+package testenv
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// A Requirement is something a test may need from the machine it runs on.
+// Its variable, CORRAL_REQUIRE_<Requirement>, turns the test's skip into
+// a failure where the machine must have it.
+type Requirement string
+
+// The requirements corral's tests have. .ci/run sets the variable of each
+// one CI provides.
+const (
+	// Root: the effective user is root (other owners, device nodes, the
+	// emulator's writable guest view).
+	Root Requirement = "ROOT"
+	// LXC: the emulator's CTs run as LXC containers (isolated, in their
+	// own namespaces, unprivileged ones in PVE's user namespace).
+	LXC Requirement = "LXC"
+	// GuestExec: commands can run inside the emulator's CTs.
+	GuestExec Requirement = "GUEST_EXEC"
+	// Shared: the reference data in ../shared beside the checkout, and the
+	// systemd tools the env-file tests compare against.
+	Shared Requirement = "SHARED"
+	// Browser: a headless chromium for the agent's status page.
+	Browser Requirement = "BROWSER"
+)
+
+// Env is the variable that makes r required: CORRAL_REQUIRE_<r>.
+func (r Requirement) Env() string { return "CORRAL_REQUIRE_" + string(r) }
+
+// Required reports whether r's variable is set to anything but "" or "0".
+func (r Requirement) Required() bool {
+	v := os.Getenv(r.Env())
+	return v != "" && v != "0"
+}
+
+// Lack says that this machine lacks r, for the reason given: the test is
+// skipped, or fails when r is required (see Required). Either way it
+// stops here.
+func Lack(t testing.TB, r Requirement, reason string) {
+	t.Helper()
+	if r.Required() {
+		t.Fatalf("%s, and %s is set: this machine must have it", reason, r.Env())
+		return
+	}
+	t.Skipf("skipped: %s (%s=1 makes this a failure)", reason, r.Env())
+}
+
+// Lackf is Lack with a formatted reason.
+func Lackf(t testing.TB, r Requirement, format string, args ...any) {
+	t.Helper()
+	Lack(t, r, fmt.Sprintf(format, args...))
+}
+
+// NeedRoot stops the test unless it runs as root; why says what needs it.
+func NeedRoot(t testing.TB, why string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		Lackf(t, Root, "%s needs root (CI runs as root)", why)
+	}
+}
+
+// NeedGuestExec stops the test when unavailable, the reason guest
+// commands cannot run here (guest.Manager.ExecUnavailable), is not nil.
+func NeedGuestExec(t testing.TB, unavailable error) {
+	t.Helper()
+	if unavailable != nil {
+		Lack(t, GuestExec, unavailable.Error())
+	}
+}
+
+// WaitFor waits until cond holds, checking often, and fails the test
+// naming what it waited for if it never does. It gives up only shortly
+// before the test's own deadline (-timeout; 10 minutes without one), so a
+// slow or loaded machine makes it wait longer, never fail.
+func WaitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Minute)
+	if d, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {
+		if dl, ok := d.Deadline(); ok {
+			deadline = dl.Add(-5 * time.Second)
+		}
+	}
+	for pause := time.Millisecond; !cond(); pause = min(2*pause, 20*time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(pause)
+	}
+}
+
+// update is the one -update flag of every test binary that imports
+// testenv.
+var update = flag.Bool("update", false, "rewrite golden files and generated doc sections with what the tests produce")
+
+// Updating reports whether the tests run with -update: a test that
+// checks a generated file of its own (a section of a doc page) rewrites
+// it instead.
+func Updating() bool { return *update }
+
+// Golden compares got with the file at path, byte for byte. With -update
+// it writes got there instead (making the directory).
+func Golden(t testing.TB, path string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs (run go test -update to accept it, then review the diff):\n--- got ---\n%s\n--- want ---\n%s", path, got, want)
+	}
+}

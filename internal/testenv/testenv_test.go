@@ -1,0 +1,97 @@
+package testenv_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/corralhq/corral/internal/testenv"
+)
+
+// recorder is a testing.TB that records how a helper ended the test
+// instead of ending it.
+type recorder struct {
+	testing.TB
+	skip, fatal, errs string
+}
+
+func (r *recorder) Helper()                           {}
+func (r *recorder) Skipf(format string, args ...any)  { r.skip = fmt.Sprintf(format, args...) }
+func (r *recorder) Fatalf(format string, args ...any) { r.fatal = fmt.Sprintf(format, args...) }
+func (r *recorder) Fatal(args ...any)                 { r.fatal = fmt.Sprint(args...) }
+func (r *recorder) Errorf(format string, args ...any) { r.errs += fmt.Sprintf(format, args...) }
+
+func TestLack_skipsUnlessRequired(t *testing.T) {
+	for _, tt := range []struct {
+		env       string
+		wantFatal bool
+	}{{"", false}, {"0", false}, {"1", true}, {"yes", true}} {
+		t.Run("CORRAL_REQUIRE_LXC="+tt.env, func(t *testing.T) {
+			t.Setenv("CORRAL_REQUIRE_LXC", tt.env)
+			r := &recorder{TB: t}
+			testenv.Lack(r, testenv.LXC, "CTs run in the fallback view")
+			if tt.wantFatal {
+				if r.skip != "" || !strings.Contains(r.fatal, "CTs run in the fallback view") || !strings.Contains(r.fatal, "CORRAL_REQUIRE_LXC") {
+					t.Errorf("skip %q, fatal %q; want a failure naming the reason and the variable", r.skip, r.fatal)
+				}
+				return
+			}
+			if r.fatal != "" || !strings.Contains(r.skip, "CTs run in the fallback view") || !strings.Contains(r.skip, "CORRAL_REQUIRE_LXC=1") {
+				t.Errorf("skip %q, fatal %q; want a skip naming the reason and the variable", r.skip, r.fatal)
+			}
+		})
+	}
+}
+
+func TestNeedGuestExec(t *testing.T) {
+	t.Setenv("CORRAL_REQUIRE_GUEST_EXEC", "")
+	r := &recorder{TB: t}
+	testenv.NeedGuestExec(r, nil)
+	if r.skip != "" || r.fatal != "" {
+		t.Errorf("nil: skip %q, fatal %q", r.skip, r.fatal)
+	}
+	testenv.NeedGuestExec(r, errors.New("guest exec unavailable: no mount namespace"))
+	if !strings.Contains(r.skip, "no mount namespace") {
+		t.Errorf("skip %q", r.skip)
+	}
+}
+
+func TestNeedRoot(t *testing.T) {
+	t.Setenv("CORRAL_REQUIRE_ROOT", "1")
+	r := &recorder{TB: t}
+	testenv.NeedRoot(r, "a device node")
+	if root := os.Geteuid() == 0; root != (r.fatal == "") || r.skip != "" {
+		t.Errorf("root %v: skip %q, fatal %q", root, r.skip, r.fatal)
+	}
+}
+
+func TestWaitFor(t *testing.T) {
+	n := 0
+	testenv.WaitFor(t, "the third look", func() bool { n++; return n == 3 })
+	if n != 3 {
+		t.Errorf("cond called %d times, want 3", n)
+	}
+}
+
+func TestGolden(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "a.golden")
+	if err := os.WriteFile(path, []byte("same\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := &recorder{TB: t}
+	testenv.Golden(r, path, []byte("same\n"))
+	if r.errs != "" || r.fatal != "" {
+		t.Errorf("equal: errors %q, fatal %q", r.errs, r.fatal)
+	}
+	testenv.Golden(r, path, []byte("same"))
+	if !strings.Contains(r.errs, path+" differs") {
+		t.Errorf("differs: errors %q", r.errs)
+	}
+	testenv.Golden(r, path+".missing", nil)
+	if !strings.Contains(r.fatal, "-update") {
+		t.Errorf("missing: fatal %q", r.fatal)
+	}
+}
