@@ -6,13 +6,10 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/corralhq/corral/internal/pve"
-	"github.com/corralhq/corral/internal/testenv"
 )
 
 // TestSimServe_allowedHost: corral sim serve answers a request to its
@@ -20,33 +17,7 @@ import (
 // --allowed-host name with the API, and corral's own client (the
 // endpoint and fingerprint of DIR/env) works as before.
 func TestSimServe_allowedHost(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "sim")
-	ctx, cancel := context.WithCancel(context.Background())
-	var out, errb lockedBuffer
-	done := make(chan int)
-	go func() {
-		done <- Run(ctx, []string{"sim", "serve", "--state", dir, "--listen", "127.0.0.1:0", "--time-scale", "0", "--guest-ssh-port", "0",
-			"--allowed-host", "pve.lan"}, strings.NewReader(""), &out, &errb)
-	}()
-	defer func() { cancel(); <-done }()
-	testenv.WaitFor(t, "sim serve to print its credentials", func() bool {
-		select {
-		case code := <-done:
-			t.Fatalf("sim serve exited %d early\n%s%s", code, out.String(), errb.String())
-		default:
-		}
-		return strings.Contains(out.String(), "credentials:")
-	})
-	env, err := os.ReadFile(filepath.Join(dir, "env"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	vars := map[string]string{}
-	for _, line := range strings.Split(string(env), "\n") {
-		if k, v, ok := strings.Cut(strings.TrimPrefix(line, "export "), "="); ok {
-			vars[k] = strings.Trim(v, "'")
-		}
-	}
+	vars := serveSim(t, "--allowed-host", "pve.lan").env(t)
 	c, err := pve.New(pve.Config{Endpoint: vars["PROXMOX_VE_ENDPOINT"], Token: vars["PROXMOX_VE_API_TOKEN"], Fingerprint: vars["PROXMOX_VE_FINGERPRINT"]})
 	if err != nil {
 		t.Fatal(err)

@@ -32,29 +32,74 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
+// servedSim is `corral sim serve` run in this process for a test, on a
+// state directory of its own, a free loopback port and instant tasks.
+type servedSim struct {
+	dir       string
+	out, errb lockedBuffer
+	cancel    context.CancelFunc
+	done      chan int
+	code      *int
+}
+
+// serveSim starts corral sim serve with args besides the state, listen
+// address, time scale and guest SSH port, and returns once it printed
+// its credentials; the test's cleanup stops it.
+func serveSim(t *testing.T, args ...string) *servedSim {
+	t.Helper()
+	s := &servedSim{dir: filepath.Join(t.TempDir(), "sim"), done: make(chan int, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	go func() {
+		s.done <- Run(ctx, append([]string{"sim", "serve", "--state", s.dir, "--listen", "127.0.0.1:0", "--time-scale", "0", "--guest-ssh-port", "0"}, args...),
+			strings.NewReader(""), &s.out, &s.errb)
+	}()
+	t.Cleanup(func() { s.stop() })
+	testenv.WaitFor(t, "sim serve to print its credentials", func() bool {
+		select {
+		case code := <-s.done:
+			s.code = &code
+			t.Fatalf("sim serve exited %d early\n%s%s", code, s.out.String(), s.errb.String())
+		default:
+		}
+		return strings.Contains(s.out.String(), "credentials:")
+	})
+	return s
+}
+
+// stop ends it as Ctrl-C does and returns its exit status.
+func (s *servedSim) stop() int {
+	s.cancel()
+	if s.code == nil {
+		code := <-s.done
+		s.code = &code
+	}
+	return *s.code
+}
+
+// env is what its DIR/env file exports.
+func (s *servedSim) env(t *testing.T) map[string]string {
+	t.Helper()
+	env, err := os.ReadFile(filepath.Join(s.dir, "env"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]string{}
+	for _, line := range strings.Split(string(env), "\n") {
+		if k, v, ok := strings.Cut(strings.TrimPrefix(line, "export "), "="); ok {
+			vars[k] = strings.Trim(v, "'")
+		}
+	}
+	return vars
+}
+
 // TestSimServe_sharedStorage: `corral sim serve --shared-storage nfs,rbd`
 // creates a state with both shared storages; an unknown kind is refused.
 func TestSimServe_sharedStorage(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "sim")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var out, errb lockedBuffer
-	done := make(chan int)
-	go func() {
-		done <- Run(ctx, []string{"sim", "serve", "--state", dir, "--listen", "127.0.0.1:0", "--nodes", "3",
-			"--shared-storage", "nfs,rbd", "--time-scale", "0", "--guest-ssh-port", "0"}, strings.NewReader(""), &out, &errb)
-	}()
-	testenv.WaitFor(t, "sim serve to print its credentials", func() bool {
-		select {
-		case code := <-done:
-			t.Fatalf("sim serve exited %d early\n%s%s", code, out.String(), errb.String())
-		default:
-		}
-		return strings.Contains(out.String(), "credentials:")
-	})
-	cancel()
-	if code := <-done; code != 0 {
-		t.Fatalf("sim serve exit %d\n%s", code, errb.String())
+	s := serveSim(t, "--nodes", "3", "--shared-storage", "nfs,rbd")
+	dir := s.dir
+	if code := s.stop(); code != 0 {
+		t.Fatalf("sim serve exit %d\n%s", code, s.errb.String())
 	}
 	c, err := model.Open(model.Options{Dir: dir, Nodes: 3})
 	if err != nil {

@@ -3,13 +3,10 @@ package cli
 import (
 	"bytes"
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/corralhq/corral/internal/sim/model"
-	"github.com/corralhq/corral/internal/testenv"
 )
 
 // TestSimServe_nodeMemory: `corral sim serve --node-memory 1G` gives
@@ -18,33 +15,8 @@ import (
 // (with DIR/env's endpoint) starts two 512 MiB apps and fails the third
 // with the reason; a size without a unit is refused.
 func TestSimServe_nodeMemory(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "sim")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var out, errb lockedBuffer
-	done := make(chan int)
-	go func() {
-		done <- Run(ctx, []string{"sim", "serve", "--state", dir, "--listen", "127.0.0.1:0", "--nodes", "2",
-			"--node-memory", "1G", "--time-scale", "0", "--guest-ssh-port", "0", "--real-templates=false"}, strings.NewReader(""), &out, &errb)
-	}()
-	testenv.WaitFor(t, "sim serve to print its credentials", func() bool {
-		select {
-		case code := <-done:
-			t.Fatalf("sim serve exited %d early\n%s%s", code, out.String(), errb.String())
-		default:
-		}
-		return strings.Contains(out.String(), "credentials:")
-	})
-	env, err := os.ReadFile(filepath.Join(dir, "env"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	vars := map[string]string{}
-	for _, line := range strings.Split(string(env), "\n") {
-		if k, v, ok := strings.Cut(strings.TrimPrefix(line, "export "), "="); ok {
-			vars[k] = strings.Trim(v, "'")
-		}
-	}
+	s := serveSim(t, "--nodes", "2", "--node-memory", "1G", "--real-templates=false")
+	dir, vars := s.dir, s.env(t)
 	m := writeManifest(t, strings.ReplaceAll(placementManifest(3, "placement:\n  nodes: [pve1]\n"), "memory: 256", "memory: 512"))
 	var aout, aerr bytes.Buffer
 	code := Run(context.Background(), []string{"apply", "-f", m, "--auto-approve", "--endpoint", vars["PROXMOX_VE_ENDPOINT"],
@@ -53,9 +25,8 @@ func TestSimServe_nodeMemory(t *testing.T) {
 		!strings.Contains(aerr.String(), "the 2 CT(s) running there hold 1024 of the node's 1024 MiB") {
 		t.Fatalf("apply of three 512 MiB apps on a 1 GiB node: exit %d\n%s%s", code, aout.String(), aerr.String())
 	}
-	cancel()
-	if code := <-done; code != 0 {
-		t.Fatalf("sim serve exit %d\n%s", code, errb.String())
+	if code := s.stop(); code != 0 {
+		t.Fatalf("sim serve exit %d\n%s", code, s.errb.String())
 	}
 	c, err := model.Open(model.Options{Dir: dir, Nodes: 2})
 	if err != nil {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/corralhq/corral/internal/sim/model"
 	"github.com/corralhq/corral/internal/sim/prereq"
-	"github.com/corralhq/corral/internal/testenv"
 )
 
 // TestServeRealTemplates: the flag beats CORRAL_SIM_REAL_TEMPLATES, which
@@ -69,25 +68,9 @@ func TestSimServe_defaultTemplate(t *testing.T) {
 	if _, err := os.Stat(cached); real && err != nil {
 		t.Skip("the real template is not built on this machine: serving it would build it (minutes)")
 	}
-	dir := filepath.Join(t.TempDir(), "sim")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var out, errb lockedBuffer
-	done := make(chan int)
-	go func() {
-		done <- Run(ctx, []string{"sim", "serve", "--state", dir, "--listen", "127.0.0.1:0", "--time-scale", "0", "--guest-ssh-port", "0"},
-			strings.NewReader(""), &out, &errb)
-	}()
-	testenv.WaitFor(t, "sim serve to print its credentials", func() bool {
-		select {
-		case code := <-done:
-			t.Fatalf("sim serve exited %d early\n%s%s", code, out.String(), errb.String())
-		default:
-		}
-		return strings.Contains(out.String(), "credentials:")
-	})
-	cancel()
-	if code := <-done; code != 0 {
+	srv := serveSim(t)
+	dir, errb := srv.dir, &srv.errb
+	if code := srv.stop(); code != 0 {
 		t.Fatalf("sim serve exit %d\n%s", code, errb.String())
 	}
 	c, err := model.Open(model.Options{Dir: dir})
