@@ -20,7 +20,8 @@ const signalManifest = `apps:
 `
 
 // Issue 27: the first SIGTERM stops a read-only phase at once: a plan,
-// status or volumes waiting on a Proxmox VE that never answers (a loopback server that
+// status, volumes or apply before its first change waiting on a Proxmox
+// VE that never answers (a loopback server that
 // holds every request), and a validate of a 4 MiB manifest at the
 // parser's limits. The test asserts only that corral exits (a generous
 // 10 s, so load cannot fail it) and logs how long it took.
@@ -59,6 +60,14 @@ func TestSIGTERMStopsReadOnlyPhases(t *testing.T) {
 			}
 		}},
 		{"status waiting on PVE", []string{"status", "-f", small}, pve, func(*safeBuffer) bool {
+			select {
+			case <-held:
+				return true
+			default:
+				return false
+			}
+		}},
+		{"apply planning, waiting on PVE", []string{"apply", "-f", small, "--auto-approve"}, pve, func(*safeBuffer) bool {
 			select {
 			case <-held:
 				return true

@@ -94,13 +94,23 @@ func runApply(cmd *cobra.Command, st *streams, a *applyArgs) error {
 		return fmt.Errorf("--lock-wait %s: want 0 or more", a.lockWait)
 	}
 	start := time.Now()
-	j, err := openJob(cmd.Context(), st, a.ff, a.cf)
+	ctx := cmd.Context()
+	// Until the plan is made nothing changes, so the first Ctrl-C or
+	// SIGTERM stops reading the manifest, the preflight and the first
+	// plan at once (rctx); from the lock on, it lets the step under way
+	// finish (ctx).
+	rctx, rcancel := readOnly(ctx)
+	defer rcancel()
+	var j *job
+	err := interruptible(rctx, func() (err error) {
+		j, err = openJob(rctx, st, a.ff, a.cf)
+		return err
+	})
 	if err != nil {
 		return err
 	}
 	defer j.Close()
 	f, s, asJSON := j.f, j.s, j.asJSON
-	ctx := cmd.Context()
 	rerun, err := a.rerun.resolve(f)
 	if err != nil {
 		return err
@@ -115,7 +125,7 @@ func runApply(cmd *cobra.Command, st *streams, a *applyArgs) error {
 	if !a.noPreflight {
 		// The same checks as corral doctor: a 403 halfway through an apply
 		// is the most common failure in this field, so find it first.
-		if err := doctor.Preflight(ctx, s.client, f); err != nil {
+		if err := doctor.Preflight(rctx, s.client, f); err != nil {
 			var blocked *doctor.BlockedError
 			if errors.As(err, &blocked) { // says preflight and what to do itself
 				return fmt.Errorf("%w\n(--skip-preflight skips these checks)", redactErr(f, err))
@@ -139,7 +149,7 @@ func runApply(cmd *cobra.Command, st *streams, a *applyArgs) error {
 	// again under the lock, so that what apply carries out is read while
 	// no other corral can change it. If the cluster moved in between, the
 	// approved plan is not what would run: stop and say so.
-	p, obs, pj, err := makePlan(ctx, s, f)
+	p, obs, pj, err := makePlan(rctx, s, f)
 	showPlan := func(pj *ui.PlanJSON) {
 		if pj == nil {
 			return
