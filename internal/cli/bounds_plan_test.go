@@ -42,7 +42,7 @@ func TestPlan_largestManifestsBounded(t *testing.T) {
 			if r.code != ExitChanges { // the manifest must pass validation, or it tests nothing
 				t.Fatalf("exit %d, want %d (changes): %.300s", r.code, ExitChanges, r.stderr)
 			}
-			if n > memcap.Budget {
+			if memcap.Over(n, memcap.Budget) {
 				t.Errorf("plan allocated %d MiB, more than %d MiB", n>>20, memcap.Budget>>20)
 			}
 		})

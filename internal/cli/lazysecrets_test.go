@@ -51,7 +51,11 @@ func TestCommandsNeedNoProvisioningSecret(t *testing.T) {
 		{"doctor", "-f", m},
 	} {
 		r := c.runC(args...)
-		if r.code != 0 {
+		// logs on the emulator's stand-in template finds no journal and
+		// says so (exit 1): what counts is that it got that far without
+		// asking for a secret.
+		noJournal := args[0] == "logs" && strings.Contains(r.stderr, "keeps no system journal")
+		if r.code != 0 && !noJournal {
 			t.Errorf("corral %s without the provisioning secrets: exit %d\n%s%s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
 		}
 		if args[0] == "status" && !strings.Contains(r.stdout, "provisioning not compared: ${env:LAZY_PW}, ${env:LAZY_KEY} could not be read") {

@@ -59,7 +59,7 @@ func TestParse_worstInputsBounded(t *testing.T) {
 			start := time.Now()
 			n := memcap.Allocated(func() { _, err = manifest.Parse("corral.yaml", []byte(in), manifest.LoadOptions{}) })
 			t.Logf("%d KiB: %d MiB allocated in %v; %.100s", len(in)>>10, n>>20, time.Since(start).Round(time.Millisecond), firstLine(err))
-			if n > memcap.Budget {
+			if memcap.Over(n, memcap.Budget) {
 				t.Errorf("parsing a %d-byte manifest allocated %d MiB, more than %d MiB", len(in), n>>20, memcap.Budget>>20)
 			}
 			if err != nil && len(strings.Split(err.Error(), "\n")) > manifest.MaxProblems+1 {
@@ -108,7 +108,7 @@ func TestParse_fileSourcesBoundedTogether(t *testing.T) {
 	if strings.Count(err.Error(), "in all with this one") != 2 {
 		t.Errorf("want the 4th and 5th sources refused, the first three read:\n%v", err)
 	}
-	if n > memcap.Budget {
+	if memcap.Over(n, memcap.Budget) {
 		t.Errorf("allocated %d MiB, more than %d MiB", n>>20, memcap.Budget>>20)
 	}
 	// Three of them fit.

@@ -57,7 +57,7 @@ func TestDecodeAnswer_bounded(t *testing.T) {
 					}
 				})
 				// raw itself (maxBody) is read before the decode.
-				if n > memcap.Budget-maxBody {
+				if memcap.Over(n, memcap.Budget-maxBody) {
 					t.Fatalf("decoding a %d MiB answer allocated %d MiB, more than %d MiB", len(raw)>>20, n>>20, (memcap.Budget-maxBody)>>20)
 				}
 			})
