@@ -112,16 +112,24 @@ func TestRestoreReplaceAfterMove(t *testing.T) {
 
 	// The fix the refusal names: move back, then restore.
 	c.mustRun("move", "notes", "--to", from, "-f", m, "--auto-approve")
-	c.mustC("restore", "notes", "--archive", b.Archive, "--replace", "-f", m, "--auto-approve")
-	if apps, _ := c.where(); apps["notes"] != from {
-		t.Fatalf("notes restored on %q, want %s", apps["notes"], from)
+	c.restoreReplaceOn(m, b.Archive, from)
+}
+
+// restoreReplaceOn runs restore --replace of app notes (manifest m) from
+// archive and checks the result: the app on node with the archive's data
+// ("precious"), each volume recorded once, and an empty plan.
+func (c *cluster) restoreReplaceOn(m, archive, node string) {
+	c.t.Helper()
+	r := c.mustC("restore", "notes", "--archive", archive, "--replace", "-f", m, "--auto-approve")
+	if apps, _ := c.where(); apps["notes"] != node {
+		c.t.Fatalf("notes restored on %q, want %s\n%s%s", apps["notes"], node, r.stdout, r.stderr)
 	}
-	if got := c.dataOf(m, from); got != "precious" {
-		t.Errorf("restored data.txt = %q, want the archive's", got)
+	if got := c.dataOf(m, node); got != "precious" {
+		c.t.Errorf("restored data.txt = %q, want the archive's", got)
 	}
 	c.noRecordTwice()
 	if r := c.run("plan", "-f", m); r.code != 0 {
-		t.Fatalf("plan after the restore: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+		c.t.Fatalf("plan after the restore: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
 
@@ -234,17 +242,7 @@ func TestRestoreAfterMoveInterrupted(t *testing.T) {
 		t.Fatalf("plan after the rollback: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 
-	c.mustC("restore", "notes", "--archive", b.Archive, "--replace", "-f", m, "--auto-approve")
-	if apps, _ := c.where(); apps["notes"] != to {
-		t.Fatalf("notes restored on %q, want %s", apps["notes"], to)
-	}
-	if got := c.dataOf(m, to); got != "precious" {
-		t.Errorf("restored data = %q, want the archive's", got)
-	}
-	c.noRecordTwice()
-	if r := c.run("plan", "-f", m); r.code != 0 {
-		t.Fatalf("plan after the restore: exit %d\n%s%s", r.code, r.stdout, r.stderr)
-	}
+	c.restoreReplaceOn(m, b.Archive, to)
 }
 
 // TestRestoreAfterMoveAndDestroyRefused: an app moved, then destroyed
@@ -299,22 +297,12 @@ func TestRestoreReplaceAfterMoveFromSharedBackups(t *testing.T) {
 	c.mustRun("move", "notes", "--to", to, "-f", m, "--auto-approve")
 	c.writeData(m, to, "after the move")
 
-	r := c.mustC("restore", "notes", "--archive", b.Archive, "--replace", "-f", m, "--auto-approve")
-	if apps, _ := c.where(); apps["notes"] != to {
-		t.Fatalf("notes restored on %q, want the node it runs on, %s\n%s%s", apps["notes"], to, r.stdout, r.stderr)
-	}
-	if got := c.dataOf(m, to); got != "precious" {
-		t.Errorf("restored data.txt = %q, want the archive's", got)
-	}
+	c.restoreReplaceOn(m, b.Archive, to)
 	replaced := false
 	for _, v := range c.status(m).Apps[0].Volumes {
 		replaced = replaced || strings.Contains(v.Name, "-replaced-")
 	}
 	if !replaced {
 		t.Errorf("the displaced volume is not kept as *-replaced-*: %+v", c.status(m).Apps[0].Volumes)
-	}
-	c.noRecordTwice()
-	if r := c.run("plan", "-f", m); r.code != 0 {
-		t.Fatalf("plan after the restore: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
