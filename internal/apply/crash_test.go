@@ -15,6 +15,7 @@ import (
 
 	"github.com/corralhq/corral/internal/apply"
 	"github.com/corralhq/corral/internal/plan"
+	"github.com/corralhq/corral/internal/pve"
 	"github.com/corralhq/corral/internal/pvetest"
 	"github.com/corralhq/corral/internal/sim"
 	"github.com/corralhq/corral/internal/sim/model"
@@ -140,13 +141,20 @@ func loadApps(t *testing.T, ph phase) []plan.App {
 	return loadAppsText(t, strings.NewReplacer("MEMORY", ph.memory, "TEMPLATE", ph.template).Replace(crashManifest))
 }
 
+// killable is a client of srv (the operator's token) whose transport
+// "kills corral" at request kill (0: never, see killer), and the context
+// the kill cancels.
+func killable(t testing.TB, srv *sim.Server, kill int64) (context.Context, context.CancelFunc, *killer, *pve.Client) {
+	ctx, cancel := context.WithCancel(context.Background())
+	k := &killer{base: srv.HTTPClient().Transport, n: kill, cancel: cancel}
+	return ctx, cancel, k, pvetest.Client(t, srv, srv.Credentials().OperatorToken, pvetest.Transport(k))
+}
+
 // run carries out one phase; with kill > 0 it dies at that request. It
 // returns the number of requests made.
 func (r *rig) run(ph phase, kill int64) (int64, error) {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel, k, c := killable(r.t, r.srv, kill)
 	defer cancel()
-	k := &killer{base: r.srv.HTTPClient().Transport, n: kill, cancel: cancel}
-	c := pvetest.Client(r.t, r.srv, r.srv.Credentials().OperatorToken, pvetest.Transport(k))
 	obs, err := apply.Observe(ctx, c)
 	if err != nil {
 		return k.count.Load(), err

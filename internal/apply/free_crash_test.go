@@ -1,13 +1,11 @@
 package apply_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 
 	"github.com/corralhq/corral/internal/apply"
 	"github.com/corralhq/corral/internal/plan"
-	"github.com/corralhq/corral/internal/pvetest"
 )
 
 // TestFreeKilledAtEveryAPICall: a `volumes rm` of a destroyed app's
@@ -34,10 +32,8 @@ func TestFreeKilledAtEveryAPICall(t *testing.T) {
 		}
 	}
 	free := func(r *rig, kill int64) (int64, error) {
-		ctx, cancel := context.WithCancel(context.Background())
+		ctx, cancel, k, c := killable(r.t, r.srv, kill)
 		defer cancel()
-		k := &killer{base: r.srv.HTTPClient().Transport, n: kill, cancel: cancel}
-		c := pvetest.Client(r.t, r.srv, r.srv.Credentials().OperatorToken, pvetest.Transport(k))
 		obs, err := apply.Observe(ctx, c)
 		if err != nil {
 			return k.count.Load(), err

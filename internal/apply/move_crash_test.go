@@ -89,10 +89,8 @@ func (r *moveRig) apps(node string) []plan.App {
 // run plans and applies the manifest with web on node; with kill > 0 it
 // dies at that request. It returns the number of requests made.
 func (r *moveRig) run(node string, kill int64) (int64, error) {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel, k, c := killable(r.t, r.srv, kill)
 	defer cancel()
-	k := &killer{base: r.srv.HTTPClient().Transport, n: kill, cancel: cancel}
-	c := pvetest.Client(r.t, r.srv, r.srv.Credentials().OperatorToken, pvetest.Transport(k))
 	obs, err := apply.Observe(ctx, c)
 	if err != nil {
 		return k.count.Load(), err

@@ -146,10 +146,7 @@ func TestKeeperOfRemovedAppsRepaired(t *testing.T) {
 // move) works as written: the app ends on the new node with its data.
 func TestPinnedAppWithoutContainerOnAnotherNode(t *testing.T) {
 	c := newCluster(t, pvetest.Nodes(2))
-	on := func(node string) string {
-		return "apps:\n  - name: pin\n    template: local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst\n    node: " + node +
-			"\n    volumes:\n      - name: data\n        size: 1G\n        mount: /srv/data\n"
-	}
+	on := pinnedManifest
 	m := writeManifest(t, on("pve2"))
 	c.mustRun("apply", "-f", m, "--auto-approve")
 	vol := c.status(m).Apps[0].Volumes[0].VolID
@@ -212,10 +209,7 @@ func TestApplyWithNothingToDoWaitsForAHeldLock(t *testing.T) {
 // is back afterwards.
 func TestMoveOfAnAppWhoseTagWasEdited(t *testing.T) {
 	c := newCluster(t, pvetest.Nodes(2))
-	on := func(node string) string {
-		return "apps:\n  - name: pin\n    template: local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst\n    node: " + node +
-			"\n    volumes:\n      - name: data\n        size: 1G\n        mount: /srv/data\n"
-	}
+	on := pinnedManifest
 	m := writeManifest(t, on("pve1"))
 	c.mustRun("apply", "-f", m, "--auto-approve")
 	c.writeData(m, "pve1", "tagless")
@@ -243,4 +237,10 @@ func TestMoveOfAnAppWhoseTagWasEdited(t *testing.T) {
 	if r := c.run("plan", "-f", m); r.code != 0 {
 		t.Errorf("plan after the move: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
+}
+
+// pinnedManifest is app pin, with one volume, pinned to node.
+func pinnedManifest(node string) string {
+	return "apps:\n  - name: pin\n    template: local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst\n    node: " + node +
+		"\n    volumes:\n      - name: data\n        size: 1G\n        mount: /srv/data\n"
 }
