@@ -4,8 +4,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -444,3 +446,46 @@ func (b *beneath) close() {
 
 // inode names a file for hard link detection.
 type inode struct{ dev, ino uint64 }
+
+// scratchDir is the emulator's own directory at the top of a rootfs
+// that has no system of its own: the overlay work directories of the
+// guest runtime (internal/sim/guest) live there while the CT runs. It
+// is not the CT's data, so copies and archives leave it out.
+const scratchDir = ".corral-ovl"
+
+// walkVolume walks the volume tree at root as copyTree and the vzdump
+// tar writer read it: the emulator's scratch directory is skipped, and
+// an entry that a running guest removes between the directory read and
+// its own read is left out, as it would be from a snapshot taken a
+// moment later (a real LVM snapshot is atomic; this copy is not). fn's
+// errors end the walk unless the path they name is gone from root.
+func walkVolume(root string, fn func(p, rel string) error) error {
+	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err == nil {
+			var rel string
+			if rel, err = filepath.Rel(root, p); err != nil {
+				return err
+			}
+			rel = filepath.ToSlash(rel)
+			if rel == scratchDir && d.IsDir() {
+				return fs.SkipDir
+			}
+			err = fn(p, rel)
+		}
+		if err != nil && p != root && vanished(p, err) {
+			return nil
+		}
+		return err
+	})
+}
+
+// vanished reports whether err is a source path's "no such file" and p
+// is indeed gone now (not a destination-side failure that happens to
+// be ENOENT).
+func vanished(p string, err error) bool {
+	if !errors.Is(err, fs.ErrNotExist) {
+		return false
+	}
+	_, statErr := os.Lstat(p)
+	return errors.Is(statErr, fs.ErrNotExist)
+}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -677,15 +676,7 @@ func copyTree(src, dst string) (copyStats, error) {
 	}
 	var dirs []pendingDir
 	links := map[inode]string{}
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil {
-			return err
-		}
-		rel = filepath.ToSlash(rel)
+	err := walkVolume(src, func(p, rel string) error {
 		m, err := lstatMeta(p)
 		if err != nil {
 			return err

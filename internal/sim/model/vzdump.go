@@ -1029,17 +1029,10 @@ func tarTree(tw *tar.Writer, dir, prefix string, ids idMap) error {
 		return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: prefix + "/", Mode: 0o755, ModTime: time.Now(), Format: tar.FormatPAX})
 	}
 	links := map[inode]string{}
-	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(dir, p)
-		if err != nil {
-			return err
-		}
+	return walkVolume(dir, func(p, rel string) error {
 		name := prefix
 		if rel != "." {
-			name = prefix + "/" + filepath.ToSlash(rel)
+			name = prefix + "/" + rel
 		}
 		m, err := lstatMeta(p)
 		if err != nil {
@@ -1100,17 +1093,22 @@ func tarTree(tw *tar.Writer, dir, prefix string, ids idMap) error {
 		default:
 			return nil // socket ignored
 		}
+		var f *os.File
+		if body {
+			// Opened before its header is written: a file the guest
+			// removed since is left out whole, not a header without
+			// its body.
+			if f, err = os.OpenFile(p, os.O_RDONLY|unix.O_NOFOLLOW, 0); err != nil {
+				return err
+			}
+			defer f.Close()
+		}
 		if err := tw.WriteHeader(h); err != nil {
 			return err
 		}
 		if !body {
 			return nil
 		}
-		f, err := os.OpenFile(p, os.O_RDONLY|unix.O_NOFOLLOW, 0)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
 		// The header promised m.size bytes: a file that changed since
 		// (a running CT) is cut or padded as GNU tar does.
 		n, err := io.Copy(tw, io.LimitReader(f, m.size))
