@@ -120,15 +120,11 @@ func Install(ctx context.Context, in *Installation, ops InstallOps) (*InstallRes
 	if _, err := in.token(ctx, ops.Client, true); err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "corral-agent-install")
+	path, cleanup, err := WriteOwnManifest(in.Own)
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
-	path := filepath.Join(dir, "agent.yaml")
-	if err := os.WriteFile(path, []byte(in.Own), 0o600); err != nil {
-		return nil, err
-	}
+	defer cleanup()
 	ct, err := in.container(ctx, ops, path)
 	if err != nil {
 		return nil, err
@@ -166,6 +162,23 @@ func Install(ctx context.Context, in *Installation, ops InstallOps) (*InstallRes
 		res.Git = (&Git{URL: in.Command.GitURL}).SafeURL()
 	}
 	return res, nil
+}
+
+// WriteOwnManifest writes the agent's own manifest (ManifestText) into a
+// temporary directory, for corral's commands to read as any manifest
+// (install applies it; uninstall and status find the container by it);
+// cleanup removes it.
+func WriteOwnManifest(text string) (path string, cleanup func(), err error) {
+	dir, err := os.MkdirTemp("", "corral-agent")
+	if err != nil {
+		return "", nil, err
+	}
+	path = filepath.Join(dir, "agent.yaml")
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		os.RemoveAll(dir)
+		return "", nil, err
+	}
+	return path, func() { os.RemoveAll(dir) }, nil
 }
 
 // container applies the agent's own manifest at path, through corral

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 	"regexp"
 	"runtime"
 	"slices"
@@ -316,25 +315,20 @@ func (a *agentInstallArgs) installOps(cmd *cobra.Command, st *streams, c *pve.Cl
 	}
 }
 
-// agentManifestFor writes the agent's own manifest for f into a temporary
-// directory (uninstall and status read it; the template and sizes do not
-// matter to them).
-func agentManifestFor(f *manifest.File) (path string, cleanup func(), err error) {
-	dir, err := os.MkdirTemp("", "corral-agent")
+// loadAgentManifest loads the user's manifest at path and writes the
+// agent's own for it (uninstall and status find the agent's container by
+// it; the template and sizes do not matter to them); cleanup removes it.
+func loadAgentManifest(path string) (f *manifest.File, am string, cleanup func(), err error) {
+	f, err = loadManifest(path, true)
 	if err != nil {
-		return "", nil, err
+		return nil, "", nil, err
 	}
 	text, err := agent.ManifestText(f, agent.Container{Memory: 512})
 	if err != nil {
-		os.RemoveAll(dir)
-		return "", nil, err
+		return nil, "", nil, err
 	}
-	p := filepath.Join(dir, "agent.yaml")
-	if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
-		os.RemoveAll(dir)
-		return "", nil, err
-	}
-	return p, func() { os.RemoveAll(dir) }, nil
+	am, cleanup, err = agent.WriteOwnManifest(text)
+	return f, am, cleanup, err
 }
 
 func runAgentUninstall(cmd *cobra.Command, st *streams, ff fileFlags, cf connFlags, user, tokenName string) error {
@@ -342,11 +336,7 @@ func runAgentUninstall(cmd *cobra.Command, st *streams, ff fileFlags, cf connFla
 	if err != nil {
 		return err
 	}
-	f, err := loadManifest(ff.path, true)
-	if err != nil {
-		return err
-	}
-	am, cleanup, err := agentManifestFor(f)
+	f, am, cleanup, err := loadAgentManifest(ff.path)
 	if err != nil {
 		return err
 	}
@@ -363,20 +353,32 @@ func runAgentUninstall(cmd *cobra.Command, st *streams, ff fileFlags, cf connFla
 	}
 	defer s.Close()
 	setup := agent.SetupFor(f, "", user, tokenName)
-	deleted := false
-	tokens, err := s.client.Tokens(ctx, setup.User)
-	if err == nil && slices.ContainsFunc(tokens, func(t pve.TokenEntry) bool { return t.TokenID == tokenName }) {
-		if err := s.client.DeleteToken(ctx, setup.User, tokenName); err != nil {
-			return fmt.Errorf("%w; delete it as root: pveum user token remove %s %s", err, setup.User, tokenName)
-		}
-		deleted = true
-		fmt.Fprintf(st.err, "corral: deleted the agent's API token %s\n", setup.Token)
+	deleted, err := deleteAgentToken(ctx, s.client, setup.User, tokenName)
+	if err != nil {
+		return err
+	}
+	if deleted {
+		ui.WriteAgentTokenDeleted(st.err, setup.Token)
 	}
 	if asJSON {
 		return writeJSON(st, map[string]any{"project": f.Project, "token_id": setup.Token, "token_deleted": deleted})
 	}
-	fmt.Fprintf(st.err, "corral: the agent of project %s is uninstalled\n", f.Project)
+	ui.WriteAgentUninstalled(st.err, f.Project)
 	return nil
+}
+
+// deleteAgentToken deletes the agent's API token when user has one of
+// that name (a token this one may not list counts as none); the role and
+// the user stay, since other tokens may use them.
+func deleteAgentToken(ctx context.Context, c *pve.Client, user, tokenName string) (bool, error) {
+	tokens, err := c.Tokens(ctx, user)
+	if err != nil || !slices.ContainsFunc(tokens, func(t pve.TokenEntry) bool { return t.TokenID == tokenName }) {
+		return false, nil
+	}
+	if err := c.DeleteToken(ctx, user, tokenName); err != nil {
+		return false, fmt.Errorf("%w; delete it as root: pveum user token remove %s %s", err, user, tokenName)
+	}
+	return true, nil
 }
 
 // installedAgent finds the agent corral agent install put on the cluster
@@ -384,11 +386,7 @@ func runAgentUninstall(cmd *cobra.Command, st *streams, ff fileFlags, cf connFla
 // container, and calls fn with an HTTP client that reaches it from inside
 // that container (over the same SSH login).
 func installedAgent(ctx context.Context, st *streams, ff fileFlags, cf connFlags, trust bool, fn func(url, token string, hc *http.Client) error) error {
-	f, err := loadManifest(ff.path, true)
-	if err != nil {
-		return err
-	}
-	am, cleanup, err := agentManifestFor(f)
+	f, am, cleanup, err := loadAgentManifest(ff.path)
 	if err != nil {
 		return err
 	}

@@ -88,3 +88,15 @@ func WriteAgentInstalled(progress, out io.Writer, r agent.InstallResult, mode, p
 	}
 	fmt.Fprintf(out, "agent for project %s: container %d on %s, %s (started by %s)\ncorral agent status -f %s\n", r.Project, r.VMID, r.Node, r.URL, r.Started, path)
 }
+
+// WriteAgentTokenDeleted says on w (stderr) that corral agent uninstall
+// deleted the agent's API token id.
+func WriteAgentTokenDeleted(w io.Writer, id string) {
+	fmt.Fprintf(w, "corral: deleted the agent's API token %s\n", id)
+}
+
+// WriteAgentUninstalled says on w (stderr) that corral agent uninstall
+// is done.
+func WriteAgentUninstalled(w io.Writer, project string) {
+	fmt.Fprintf(w, "corral: the agent of project %s is uninstalled\n", project)
+}
