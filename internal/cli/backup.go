@@ -329,6 +329,40 @@ func runRestore(cmd *cobra.Command, st *streams, a *restoreArgs, app string) err
 		return err
 	}
 	defer j.Close()
+	opts := j.restoreOptions(a, app)
+	ctx := cmd.Context()
+	obs, err := apply.Observe(ctx, j.s.client)
+	if err != nil {
+		return j.err(err)
+	}
+	rp, err := j.ex.PlanRestore(ctx, obs, opts)
+	if err != nil {
+		return j.err(err)
+	}
+	ui.WriteRestorePlan(st.err, rp)
+	if !a.autoApprove {
+		if err := confirm(st, "Restore?", "the restore plan above (`corral restore` prints it and asks)"); err != nil {
+			return err
+		}
+	}
+	res, err := j.restore(ctx, st, obs, rp, opts, a.lf)
+	if err != nil {
+		return err
+	}
+	if j.asJSON {
+		return writeJSON(st, res)
+	}
+	ui.WriteRestored(st.out, res)
+	if m, ok := j.app(res.Name); ok && m.VMID != 0 && m.VMID != res.VMID {
+		ui.WriteRestoredPinNote(st.err, j.f.Path, res.Name, m.VMID, res.VMID)
+	}
+	return nil
+}
+
+// restoreOptions are restore's flags with what the manifest adds: the
+// names of the app's volumes by mount point, the storage of the app (or
+// of the app it is restored as), the project and the apps it lists.
+func (j *backupJob) restoreOptions(a *restoreArgs, app string) apply.RestoreOptions {
 	opts := apply.RestoreOptions{App: app, Archive: a.archive, As: a.as, Replace: a.replace, Storage: a.storage, IP: a.ip, Names: map[string]string{}}
 	if m, ok := j.app(app); ok {
 		for _, v := range m.Volumes {
@@ -347,58 +381,40 @@ func runRestore(cmd *cobra.Command, st *streams, a *restoreArgs, app string) err
 			opts.Listed = append(opts.Listed, m.Name)
 		}
 	}
-	ctx := cmd.Context()
-	obs, err := apply.Observe(ctx, j.s.client)
+	return opts
+}
+
+// restore runs the approved restore plan rp: it plans again under the
+// lock of the node the restore changes, and of the nodes of an
+// interrupted restore it finishes first (the app may have moved since, or
+// that restore was of another app elsewhere).
+func (j *backupJob) restore(ctx context.Context, st *streams, obs *plan.Observed, rp *apply.RestorePlan, opts apply.RestoreOptions, lf lockFlags) (*apply.RestoreResult, error) {
+	lock, err := lockNodes(ctx, st, j.ex, obs, restoreLockNodes(rp.Node, obs), "restore", lf, nil)
 	if err != nil {
-		return j.err(err)
-	}
-	rp, err := j.ex.PlanRestore(ctx, obs, opts)
-	if err != nil {
-		return j.err(err)
-	}
-	ui.WriteRestorePlan(st.err, rp)
-	if !a.autoApprove {
-		if err := confirm(st, "Restore?", "the restore plan above (`corral restore` prints it and asks)"); err != nil {
-			return err
-		}
-	}
-	// Plan again under the lock of the node the restore changes, and of
-	// the nodes of an interrupted restore it finishes first (the app may
-	// have moved since, or that restore was of another app elsewhere).
-	lock, err := lockNodes(ctx, st, j.ex, obs, restoreLockNodes(rp.Node, obs), "restore", a.lf, nil)
-	if err != nil {
-		return j.err(err)
+		return nil, j.err(err)
 	}
 	defer lock.release()
 	ctx = lock.ctx
 	if obs, err = apply.Observe(ctx, j.s.client); err != nil {
-		return j.err(err)
+		return nil, j.err(err)
 	}
 	if len(obs.Restores) > 0 {
 		// An earlier restore was interrupted: finish or undo it first.
 		if err := j.ex.Recover(ctx, obs); err != nil {
-			return j.err(err)
+			return nil, j.err(err)
 		}
 		if obs, err = apply.Observe(ctx, j.s.client); err != nil {
-			return j.err(err)
+			return nil, j.err(err)
 		}
 	}
 	if rp, err = j.ex.PlanRestore(ctx, obs, opts); err != nil {
-		return j.err(err)
+		return nil, j.err(err)
 	}
 	res, err := j.ex.Restore(ctx, obs, rp)
 	if err != nil {
-		return j.err(fmt.Errorf("restore stopped: %w", err))
+		return nil, j.err(fmt.Errorf("restore stopped: %w", err))
 	}
-	if j.asJSON {
-		return writeJSON(st, res)
-	}
-	ui.WriteRestored(st.out, res)
-	if m, ok := j.app(res.Name); ok && m.VMID != 0 && m.VMID != res.VMID {
-		fmt.Fprintf(st.err, "note: %s pins vmid %d for app %s, which now runs as ct %d: set vmid: %d (or remove it), or the next apply replaces the restored container\n",
-			j.f.Path, m.VMID, res.Name, res.VMID, res.VMID)
-	}
-	return nil
+	return res, nil
 }
 
 // restoreLockNodes are node and the nodes of obs's interrupted restores,

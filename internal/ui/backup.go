@@ -142,3 +142,11 @@ func WriteRolledBack(w io.Writer, app string, vmid int, name string) {
 func WritePowerState(w io.Writer, app string, ct *plan.CT) {
 	fmt.Fprintf(w, "App %s (ct %d on %s) is %s.\n", app, ct.VMID, ct.Node, ct.Status)
 }
+
+// WriteRestoredPinNote warns (on stderr) that the manifest at path pins
+// app to vmid pinned while the restore made it ct vmid: the next apply
+// would replace the restored container unless the pin follows.
+func WriteRestoredPinNote(w io.Writer, path, app string, pinned, vmid int) {
+	fmt.Fprintf(w, "note: %s pins vmid %d for app %s, which now runs as ct %d: set vmid: %d (or remove it), or the next apply replaces the restored container\n",
+		path, pinned, app, vmid, vmid)
+}
