@@ -256,10 +256,6 @@ only the manifest's apps are listed.`,
 			if j.asJSON {
 				return writeJSON(st, map[string]any{"backups": list})
 			}
-			if len(list) == 0 {
-				fmt.Fprintln(st.out, "No backups found.")
-				return nil
-			}
 			return ui.WriteBackups(st.out, list)
 		},
 	}

@@ -84,8 +84,13 @@ func WriteRestored(w io.Writer, res *apply.RestoreResult) {
 	}
 }
 
-// WriteBackups lists backup archives, one row each.
+// WriteBackups lists backup archives, one row each; none is said in a
+// sentence, not an empty table.
 func WriteBackups(w io.Writer, list []apply.Archive) error {
+	if len(list) == 0 {
+		_, err := fmt.Fprintln(w, "No backups found.")
+		return err
+	}
 	t := NewTable(w, "APP", "ARCHIVE", "SIZE", "TIME", "PROTECTED", "CT")
 	for _, a := range list {
 		prot := "no"
