@@ -1,5 +1,7 @@
 // Package agent is corral agent, the always-on controller: its loop
-// (reconcile, health, scheduled backups) and its HTTP server.
+// (reconcile, health, scheduled backups) and its HTTP server, and its
+// installation into a container of its own (Install: the agent's own
+// manifest, token, files and start).
 //
 // This first part holds the schedule arithmetic that makes scheduled
 // backups restart-safe: a backup belongs to the schedule window that

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/corralhq/corral/internal/agent"
 	"github.com/corralhq/corral/internal/testenv"
 )
 
@@ -39,7 +40,7 @@ func TestAgent_healthFromIsolatedCT(t *testing.T) {
 	t.Cleanup(func() { runCorral(t, append([]string{"agent", "uninstall", "-f", m}, c.rootArgs()...)...) })
 	vmid := c.agentCTs("demo")[0]
 	agentLogText := func() string {
-		b, _ := os.ReadFile(c.file(strings.Split(c.config(vmid)["rootfs"], ",")[0], strings.TrimPrefix(agentLog, "/")))
+		b, _ := os.ReadFile(c.file(strings.Split(c.config(vmid)["rootfs"], ",")[0], strings.TrimPrefix(agent.InstalledLog, "/")))
 		return "the agent's log:\n" + string(b)
 	}
 	var web struct {

@@ -3,6 +3,8 @@ package cli
 import (
 	"strings"
 	"testing"
+
+	"github.com/corralhq/corral/internal/agent"
 )
 
 // The agent's env file uses manifest.EnvFileValue's quoting (tested there
@@ -10,15 +12,15 @@ import (
 // never shown, since it is usually a secret.
 func TestAgentEnvQuoteRefusesWithoutShowingValue(t *testing.T) {
 	for _, bad := range []string{"sec\nret", "sec\x00ret", "sec`ret'x"} {
-		_, err := agentEnvQuote("PROXMOX_VE_API_TOKEN", bad)
+		_, err := agent.EnvQuote("PROXMOX_VE_API_TOKEN", bad)
 		if err == nil {
-			t.Fatalf("agentEnvQuote(%q) accepted", bad)
+			t.Fatalf("agent.EnvQuote(%q) accepted", bad)
 		}
 		if !strings.Contains(err.Error(), "PROXMOX_VE_API_TOKEN") || strings.Contains(err.Error(), "sec") {
 			t.Errorf("error %q: want the variable's name and not its value", err)
 		}
 	}
-	if q, err := agentEnvQuote("X", "it's"); err != nil || q != `"it's"` {
-		t.Errorf(`agentEnvQuote("it's") = %q, %v`, q, err)
+	if q, err := agent.EnvQuote("X", "it's"); err != nil || q != `"it's"` {
+		t.Errorf(`agent.EnvQuote("it's") = %q, %v`, q, err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corralhq/corral/internal/agent"
 	"github.com/corralhq/corral/internal/testutil/secretscan"
 	"github.com/corralhq/corral/internal/ui"
 )
@@ -249,12 +250,12 @@ func TestAgent_passEnvFlag(t *testing.T) {
 
 	a := &agentInstallArgs{mode: "reconcile", interval: time.Minute, passEnv: []string{"NOTES_KEY", "NOTES_SALT"},
 		git: gitFlags{url: "/srv/notes.git", path: "corral.yaml"}}
-	argv := strings.Join(a.agentArgv(agentManifestPath("demo"), "10.0.0.5:9120", "demo"), " ")
+	argv := strings.Join(a.command().Argv(agent.ManifestPathOf("demo"), "10.0.0.5:9120", "demo"), " ")
 	if !strings.Contains(argv, "--pass-env NOTES_KEY --pass-env NOTES_SALT") {
 		t.Errorf("install --git --pass-env: the agent's command line lacks the names: %s", argv)
 	}
 	a.git = gitFlags{}
-	if argv := strings.Join(a.agentArgv(agentManifestPath("demo"), "10.0.0.5:9120", "demo"), " "); strings.Contains(argv, "--pass-env") {
+	if argv := strings.Join(a.command().Argv(agent.ManifestPathOf("demo"), "10.0.0.5:9120", "demo"), " "); strings.Contains(argv, "--pass-env") {
 		t.Errorf("install without --git: the agent's command line has --pass-env: %s", argv)
 	}
 }

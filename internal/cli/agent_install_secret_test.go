@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/corralhq/corral/internal/agent"
 )
 
 // corral agent install --git with a password in the URL: the password
@@ -16,26 +18,26 @@ func TestAgentInstall_gitURLPasswordNeverWritten(t *testing.T) {
 	const secret = "hunter2secret"
 	a := &agentInstallArgs{mode: "reconcile", interval: time.Minute, allowedHosts: []string{"agent.lan"},
 		git: gitFlags{url: "https://deploy:" + secret + "@git.example/infra.git", ref: "main", path: "corral.yaml"}}
-	files, err := a.agentFiles(agentFilesIn{project: "demo", endpoint: "https://10.0.0.1:8006", apiToken: "u@pve!agent=tok",
-		listen: "10.0.0.5:9120", url: "http://10.0.0.5:9120", key: []byte("KEY"), manifest: []byte("apps: []\n")})
+	files, err := a.command().Files(agent.FilesIn{Project: "demo", Endpoint: "https://10.0.0.1:8006", APIToken: "u@pve!agent=tok",
+		Listen: "10.0.0.5:9120", URL: "http://10.0.0.5:9120", Key: []byte("KEY"), Manifest: []byte("apps: []\n")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	found := false
 	for _, f := range files {
-		if !strings.Contains(string(f.data), secret) {
+		if !strings.Contains(string(f.Data), secret) {
 			continue
 		}
-		if f.path != agentEnvFile || f.mode != 0o600 {
-			t.Errorf("%s (mode %o) holds the password:\n%s", f.path, f.mode, f.data)
+		if f.Path != agent.InstalledEnvFile || f.Mode != 0o600 {
+			t.Errorf("%s (mode %o) holds the password:\n%s", f.Path, f.Mode, f.Data)
 			continue
 		}
-		found = strings.Contains(string(f.data), gitURLEnv+"=")
+		found = strings.Contains(string(f.Data), gitURLEnv+"=")
 	}
 	if !found {
-		t.Errorf("the URL is not in %s as %s", agentEnvFile, gitURLEnv)
+		t.Errorf("the URL is not in %s as %s", agent.InstalledEnvFile, gitURLEnv)
 	}
-	argv := strings.Join(a.agentArgv(agentManifestPath("demo"), "10.0.0.5:9120", "demo"), " ")
+	argv := strings.Join(a.command().Argv(agent.ManifestPathOf("demo"), "10.0.0.5:9120", "demo"), " ")
 	if strings.Contains(argv, secret) || strings.Contains(argv, "git.example") || !strings.Contains(argv, "--git-ref main") || !strings.Contains(argv, "--allowed-host agent.lan") {
 		t.Errorf("the agent's command line: %s", argv)
 	}

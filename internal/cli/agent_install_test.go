@@ -64,7 +64,7 @@ func (c *cluster) agentCTs(project string) []int {
 	}
 	var out []int
 	for _, r := range rs {
-		if strings.Contains(r.Tags, "corral-project-"+agentProject(project)) {
+		if strings.Contains(r.Tags, "corral-project-"+agent.ProjectOf(project)) {
 			out = append(out, r.VMID)
 		}
 	}
@@ -106,7 +106,7 @@ func agentProcesses(t *testing.T, url string) []int {
 			continue
 		}
 		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
-		if len(args) > 2 && args[0] == agentBin && args[1] == "agent" && strings.Contains(string(b), "\x00"+listen+"\x00") && descendsFromUs(pid) {
+		if len(args) > 2 && args[0] == agent.InstalledBin && args[1] == "agent" && strings.Contains(string(b), "\x00"+listen+"\x00") && descendsFromUs(pid) {
 			out = append(out, pid)
 		}
 	}
@@ -219,7 +219,7 @@ func TestAgent_install(t *testing.T) {
 		t.Fatalf("the agent's credentials: token %q (secret %d chars), bearer %d chars", tokenID, len(secret), len(bearer))
 	}
 	if unit, _ := c.ctFile(vmid, "etc/systemd/system/corral-agent.service"); !strings.Contains(unit, "Restart=always") ||
-		!strings.Contains(unit, "EnvironmentFile="+agentEnvFile) || !strings.Contains(unit, `"--mode" "reconcile"`) {
+		!strings.Contains(unit, "EnvironmentFile="+agent.InstalledEnvFile) || !strings.Contains(unit, `"--mode" "reconcile"`) {
 		t.Errorf("unit:\n%s", unit)
 	}
 	// The agent's token holds the manifest's privileges, not root's.
@@ -232,7 +232,7 @@ func TestAgent_install(t *testing.T) {
 	}
 
 	agentLogText := func() string {
-		p := c.file(strings.Split(c.config(vmid)["rootfs"], ",")[0], strings.TrimPrefix(agentLog, "/"))
+		p := c.file(strings.Split(c.config(vmid)["rootfs"], ",")[0], strings.TrimPrefix(agent.InstalledLog, "/"))
 		b, _ := os.ReadFile(p)
 		return "the agent's log:\n" + string(b)
 	}
@@ -286,7 +286,7 @@ func TestAgent_install(t *testing.T) {
 	// and it still repairs drift.
 	r = install(append([]string{"-o", "json", "--log-level", "debug"}, c.rootArgs()...))
 	outputs = append(outputs, r.stdout, r.stderr)
-	var res agentInstallResult
+	var res agent.InstallResult
 	if err := json.Unmarshal([]byte(r.stdout), &res); r.code != 0 || err != nil {
 		t.Fatalf("second install -o json: exit %d %v\n%s\n%s", r.code, err, r.stdout, r.stderr)
 	}
@@ -313,7 +313,7 @@ func TestAgent_install(t *testing.T) {
 	// No secret in any output, the agent's log or its API.
 	log := ""
 	if started == "detached" { // under systemd the log is in the journal
-		log, _ = c.ctFile(vmid, strings.TrimPrefix(agentLog, "/"))
+		log, _ = c.ctFile(vmid, strings.TrimPrefix(agent.InstalledLog, "/"))
 		if !strings.Contains(log, `"msg":"reconciled`) {
 			t.Errorf("the agent's log has no reconcile:\n%s", log)
 		}
@@ -409,7 +409,7 @@ func TestAgent_installGit(t *testing.T) {
 		t.Fatalf("install --git: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	t.Cleanup(func() { runCorral(t, append([]string{"agent", "uninstall", "-f", m}, c.rootArgs()...)...) })
-	var res agentInstallResult
+	var res agent.InstallResult
 	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || res.Git != "http://deploy:xxxxx@"+gitAddr+"/notes.git" || strings.Contains(r.stderr, gitSecret) {
 		t.Errorf("install -o json: %v\n%s\n%s", err, r.stdout, r.stderr)
 	}
@@ -417,7 +417,7 @@ func TestAgent_installGit(t *testing.T) {
 	// At the end, when the agent has pulled three commits.
 	defer c.assertSecretOnlyInEnvFile(vmid, res.URL, gitSecret)
 	agentLogText := func() string {
-		b, _ := os.ReadFile(c.file(strings.Split(c.config(vmid)["rootfs"], ",")[0], strings.TrimPrefix(agentLog, "/")))
+		b, _ := os.ReadFile(c.file(strings.Split(c.config(vmid)["rootfs"], ",")[0], strings.TrimPrefix(agent.InstalledLog, "/")))
 		return "the agent's log:\n" + string(b)
 	}
 	var st installedStatus
@@ -470,7 +470,7 @@ func (c *cluster) assertSecretOnlyInEnvFile(vmid int, url, secret string) {
 	c.t.Helper()
 	volid, _, _ := strings.Cut(c.config(vmid)["rootfs"], ",")
 	seen := 0
-	for _, top := range []string{agentDir, agentUnit, agentState, agentLog} {
+	for _, top := range []string{agent.InstalledDir, agent.InstalledUnit, agent.InstalledState, agent.InstalledLog} {
 		filepath.WalkDir(c.file(volid, strings.TrimPrefix(top, "/")), func(p string, d os.DirEntry, err error) error {
 			if err != nil || d.IsDir() {
 				return nil
@@ -478,7 +478,7 @@ func (c *cluster) assertSecretOnlyInEnvFile(vmid int, url, secret string) {
 			seen++
 			b, _ := os.ReadFile(p)
 			fi, _ := d.Info()
-			if strings.Contains(string(b), secret) && (!strings.HasSuffix(p, agentEnvFile) || fi.Mode().Perm() != 0o600) {
+			if strings.Contains(string(b), secret) && (!strings.HasSuffix(p, agent.InstalledEnvFile) || fi.Mode().Perm() != 0o600) {
 				c.t.Errorf("%s (mode %o) in the agent's container holds the secret", p, fi.Mode().Perm())
 			}
 			return nil

@@ -47,10 +47,9 @@ func (g *gitFlags) check() error {
 	return nil
 }
 
-// gitURLEnv passes --git's URL to the agent install starts: through its
-// 0600 environment file, never its command line or systemd unit, which
-// any user of the container reads (a URL may hold a password).
-const gitURLEnv = "CORRAL_AGENT_GIT"
+// gitURLEnv passes --git's URL to the agent install starts (see
+// agent.GitURLEnv).
+const gitURLEnv = agent.GitURLEnv
 
 // args are the flags for the agent that install starts, all but the URL
 // (gitURLEnv carries it).

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -22,14 +21,6 @@ import (
 // direct-tcpip channel (what ssh -L uses) connects from inside the
 // container. So the agent's port needs no opening to the network, and
 // what install checks is what the agent itself will see.
-
-// tunnelHTTP is an HTTP client whose connections start inside the guest.
-func tunnelHTTP(cl *guest.Client) *http.Client {
-	return &http.Client{
-		Transport: &http.Transport{DialContext: cl.DialContext, DisableKeepAlives: true},
-		Timeout:   30 * time.Second,
-	}
-}
 
 // agentEndpoint is the API endpoint the agent uses from inside its
 // container. A non-loopback endpoint is kept: a container reaches its

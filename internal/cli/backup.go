@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -80,6 +79,23 @@ func (j *backupJob) lockApp(ctx context.Context, st *streams, obs *plan.Observed
 		return nil, nil, err
 	}
 	return lock, fresh, nil
+}
+
+// withApp opens a backup job and finds app's one container, for the
+// verbs that act on one app: fn gets the job, the cluster as read and
+// the container.
+func withApp(cmd *cobra.Command, st *streams, ff fileFlags, cf connFlags, app string, fn func(ctx context.Context, j *backupJob, obs *plan.Observed, ct *plan.CT) error) error {
+	j, err := openBackupJob(cmd, st, ff, cf)
+	if err != nil {
+		return err
+	}
+	defer j.Close()
+	ctx := cmd.Context()
+	obs, ct, err := j.appCT(ctx, app)
+	if err != nil {
+		return err
+	}
+	return fn(ctx, j, obs, ct)
 }
 
 // appCT reads the cluster and finds the app's one container.
@@ -240,10 +256,6 @@ only the manifest's apps are listed.`,
 			if j.asJSON {
 				return writeJSON(st, map[string]any{"backups": list})
 			}
-			if len(list) == 0 {
-				fmt.Fprintln(st.out, "No backups found.")
-				return nil
-			}
 			return ui.WriteBackups(st.out, list)
 		},
 	}
@@ -313,6 +325,40 @@ func runRestore(cmd *cobra.Command, st *streams, a *restoreArgs, app string) err
 		return err
 	}
 	defer j.Close()
+	opts := j.restoreOptions(a, app)
+	ctx := cmd.Context()
+	obs, err := apply.Observe(ctx, j.s.client)
+	if err != nil {
+		return j.err(err)
+	}
+	rp, err := j.ex.PlanRestore(ctx, obs, opts)
+	if err != nil {
+		return j.err(err)
+	}
+	ui.WriteRestorePlan(st.err, rp)
+	if !a.autoApprove {
+		if err := confirm(st, "Restore?", "the restore plan above (`corral restore` prints it and asks)"); err != nil {
+			return err
+		}
+	}
+	res, err := j.restore(ctx, st, obs, rp, opts, a.lf)
+	if err != nil {
+		return err
+	}
+	if j.asJSON {
+		return writeJSON(st, res)
+	}
+	ui.WriteRestored(st.out, res)
+	if m, ok := j.app(res.Name); ok && m.VMID != 0 && m.VMID != res.VMID {
+		ui.WriteRestoredPinNote(st.err, j.f.Path, res.Name, m.VMID, res.VMID)
+	}
+	return nil
+}
+
+// restoreOptions are restore's flags with what the manifest adds: the
+// names of the app's volumes by mount point, the storage of the app (or
+// of the app it is restored as), the project and the apps it lists.
+func (j *backupJob) restoreOptions(a *restoreArgs, app string) apply.RestoreOptions {
 	opts := apply.RestoreOptions{App: app, Archive: a.archive, As: a.as, Replace: a.replace, Storage: a.storage, IP: a.ip, Names: map[string]string{}}
 	if m, ok := j.app(app); ok {
 		for _, v := range m.Volumes {
@@ -331,58 +377,40 @@ func runRestore(cmd *cobra.Command, st *streams, a *restoreArgs, app string) err
 			opts.Listed = append(opts.Listed, m.Name)
 		}
 	}
-	ctx := cmd.Context()
-	obs, err := apply.Observe(ctx, j.s.client)
+	return opts
+}
+
+// restore runs the approved restore plan rp: it plans again under the
+// lock of the node the restore changes, and of the nodes of an
+// interrupted restore it finishes first (the app may have moved since, or
+// that restore was of another app elsewhere).
+func (j *backupJob) restore(ctx context.Context, st *streams, obs *plan.Observed, rp *apply.RestorePlan, opts apply.RestoreOptions, lf lockFlags) (*apply.RestoreResult, error) {
+	lock, err := lockNodes(ctx, st, j.ex, obs, restoreLockNodes(rp.Node, obs), "restore", lf, nil)
 	if err != nil {
-		return j.err(err)
-	}
-	rp, err := j.ex.PlanRestore(ctx, obs, opts)
-	if err != nil {
-		return j.err(err)
-	}
-	ui.WriteRestorePlan(st.err, rp)
-	if !a.autoApprove {
-		if err := confirm(st, "Restore?", "the restore plan above (`corral restore` prints it and asks)"); err != nil {
-			return err
-		}
-	}
-	// Plan again under the lock of the node the restore changes, and of
-	// the nodes of an interrupted restore it finishes first (the app may
-	// have moved since, or that restore was of another app elsewhere).
-	lock, err := lockNodes(ctx, st, j.ex, obs, restoreLockNodes(rp.Node, obs), "restore", a.lf, nil)
-	if err != nil {
-		return j.err(err)
+		return nil, j.err(err)
 	}
 	defer lock.release()
 	ctx = lock.ctx
 	if obs, err = apply.Observe(ctx, j.s.client); err != nil {
-		return j.err(err)
+		return nil, j.err(err)
 	}
 	if len(obs.Restores) > 0 {
 		// An earlier restore was interrupted: finish or undo it first.
 		if err := j.ex.Recover(ctx, obs); err != nil {
-			return j.err(err)
+			return nil, j.err(err)
 		}
 		if obs, err = apply.Observe(ctx, j.s.client); err != nil {
-			return j.err(err)
+			return nil, j.err(err)
 		}
 	}
 	if rp, err = j.ex.PlanRestore(ctx, obs, opts); err != nil {
-		return j.err(err)
+		return nil, j.err(err)
 	}
 	res, err := j.ex.Restore(ctx, obs, rp)
 	if err != nil {
-		return j.err(fmt.Errorf("restore stopped: %w", err))
+		return nil, j.err(fmt.Errorf("restore stopped: %w", err))
 	}
-	if j.asJSON {
-		return writeJSON(st, res)
-	}
-	ui.WriteRestored(st.out, res)
-	if m, ok := j.app(res.Name); ok && m.VMID != 0 && m.VMID != res.VMID {
-		fmt.Fprintf(st.err, "note: %s pins vmid %d for app %s, which now runs as ct %d: set vmid: %d (or remove it), or the next apply replaces the restored container\n",
-			j.f.Path, m.VMID, res.Name, res.VMID, res.VMID)
-	}
-	return nil
+	return res, nil
 }
 
 // restoreLockNodes are node and the nodes of obs's interrupted restores,
@@ -415,52 +443,9 @@ snapshot only volumes on LVM-thin, ZFS, Ceph RBD or btrfs storage; on a dir
 storage corral says so and takes none (use corral backup there).`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			j, err := openBackupJob(cmd, st, ff, cf)
-			if err != nil {
-				return err
-			}
-			defer j.Close()
-			ctx := cmd.Context()
-			obs, ct, err := j.appCT(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			if del {
-				if len(args) != 2 {
-					return errors.New("--delete needs the snapshot NAME (corral snapshots lists them)")
-				}
-				if err := j.ex.DeleteSnapshot(ctx, ct, args[1]); err != nil {
-					return j.err(err)
-				}
-				if j.asJSON {
-					return writeJSON(st, map[string]any{"app": args[0], "vmid": ct.VMID, "deleted": args[1]})
-				}
-				fmt.Fprintf(st.out, "Snapshot %s of app %s (ct %d) removed.\n", args[1], args[0], ct.VMID)
-				return nil
-			}
-			if ok, why := apply.CanSnapshot(obs, ct); !ok {
-				return fmt.Errorf("app %s (ct %d) cannot be snapshotted: %s; no snapshot was taken — use `corral backup %s` instead", args[0], ct.VMID, why, args[0])
-			}
-			name := apply.SnapshotName(time.Now())
-			if len(args) == 2 {
-				name = args[1]
-			}
-			if err := j.ex.Snapshot(ctx, ct, name); err != nil {
-				return j.err(err)
-			}
-			covers := []string{"rootfs"}
-			for _, v := range plan.Inventory(obs) {
-				if v.HolderVMID == ct.VMID && v.Mount != "" {
-					covers = append(covers, "volume "+v.Name+" ("+v.Mount+")")
-				}
-			}
-			if j.asJSON {
-				return writeJSON(st, map[string]any{"app": args[0], "vmid": ct.VMID, "snapshot": name, "covers": covers})
-			}
-			fmt.Fprintf(st.out, "Snapshot %s of app %s (ct %d) taken; `corral rollback %s %s` goes back to it.\n", name, args[0], ct.VMID, args[0], name)
-			fmt.Fprintf(st.out, "It covers %s: the volumes attached now. While it exists PVE will not move those volumes; `corral snapshot %s %s --delete` removes it.\n",
-				strings.Join(covers, ", "), args[0], name)
-			return nil
+			return withApp(cmd, st, ff, cf, args[0], func(ctx context.Context, j *backupJob, obs *plan.Observed, ct *plan.CT) error {
+				return snapshot(ctx, st, j, obs, ct, args, del)
+			})
 		},
 	}
 	ff.add(cmd.Flags())
@@ -468,6 +453,45 @@ storage corral says so and takes none (use corral backup there).`,
 	cmd.Flags().BoolVar(&del, "delete", false, "remove snapshot NAME instead of taking one")
 	cmd.ValidArgsFunction = completeAppThenSnapshot(func(*cobra.Command) bool { return del })
 	return cmd
+}
+
+// snapshot is corral snapshot once it found the app's container ct:
+// take snapshot args[1] (or one named for now), or with del remove it.
+func snapshot(ctx context.Context, st *streams, j *backupJob, obs *plan.Observed, ct *plan.CT, args []string, del bool) error {
+	if del {
+		if len(args) != 2 {
+			return errors.New("--delete needs the snapshot NAME (corral snapshots lists them)")
+		}
+		if err := j.ex.DeleteSnapshot(ctx, ct, args[1]); err != nil {
+			return j.err(err)
+		}
+		if j.asJSON {
+			return writeJSON(st, map[string]any{"app": args[0], "vmid": ct.VMID, "deleted": args[1]})
+		}
+		ui.WriteSnapshotDeleted(st.out, args[0], ct.VMID, args[1])
+		return nil
+	}
+	if ok, why := apply.CanSnapshot(obs, ct); !ok {
+		return fmt.Errorf("app %s (ct %d) cannot be snapshotted: %s; no snapshot was taken — use `corral backup %s` instead", args[0], ct.VMID, why, args[0])
+	}
+	name := apply.SnapshotName(time.Now())
+	if len(args) == 2 {
+		name = args[1]
+	}
+	if err := j.ex.Snapshot(ctx, ct, name); err != nil {
+		return j.err(err)
+	}
+	covers := []string{"rootfs"}
+	for _, v := range plan.Inventory(obs) {
+		if v.HolderVMID == ct.VMID && v.Mount != "" {
+			covers = append(covers, "volume "+v.Name+" ("+v.Mount+")")
+		}
+	}
+	if j.asJSON {
+		return writeJSON(st, map[string]any{"app": args[0], "vmid": ct.VMID, "snapshot": name, "covers": covers})
+	}
+	ui.WriteSnapshotTaken(st.out, args[0], ct.VMID, name, covers)
+	return nil
 }
 
 func newSnapshotsCmd(st *streams) *cobra.Command {
@@ -479,28 +503,20 @@ func newSnapshotsCmd(st *streams) *cobra.Command {
 		Short:       "List an app's snapshots, oldest first",
 		Args:        cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			j, err := openBackupJob(cmd, st, ff, cf)
-			if err != nil {
-				return err
-			}
-			defer j.Close()
-			ctx := cmd.Context()
-			_, ct, err := j.appCT(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			snaps, err := apply.Snapshots(ctx, j.s.client, ct)
-			if err != nil {
-				return j.err(err)
-			}
-			if j.asJSON {
-				return writeJSON(st, map[string]any{"app": args[0], "vmid": ct.VMID, "snapshots": snaps})
-			}
-			if len(snaps) == 0 {
-				fmt.Fprintf(st.out, "App %s (ct %d) has no snapshots.\n", args[0], ct.VMID)
-				return nil
-			}
-			return ui.WriteSnapshots(st.out, snaps)
+			return withApp(cmd, st, ff, cf, args[0], func(ctx context.Context, j *backupJob, _ *plan.Observed, ct *plan.CT) error {
+				snaps, err := apply.Snapshots(ctx, j.s.client, ct)
+				if err != nil {
+					return j.err(err)
+				}
+				if j.asJSON {
+					return writeJSON(st, map[string]any{"app": args[0], "vmid": ct.VMID, "snapshots": snaps})
+				}
+				if len(snaps) == 0 {
+					ui.WriteNoSnapshots(st.out, args[0], ct.VMID)
+					return nil
+				}
+				return ui.WriteSnapshots(st.out, snaps)
+			})
 		},
 	}
 	ff.add(cmd.Flags())
@@ -525,38 +541,9 @@ It refuses, before changing anything, when a volume the snapshot covers no
 longer exists or its volid is now another app's or another guest's.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			j, err := openBackupJob(cmd, st, ff, cf)
-			if err != nil {
-				return err
-			}
-			defer j.Close()
-			ctx := cmd.Context()
-			obs, ct, err := j.appCT(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			if !autoApprove {
-				if err := confirm(st, fmt.Sprintf("Roll app %s (ct %d) back to %s? Everything changed since is lost.", args[0], ct.VMID, args[1]), "the snapshot to roll back to (`corral snapshots "+args[0]+"` lists them)"); err != nil {
-					return err
-				}
-			}
-			lock, ct, err := j.lockApp(ctx, st, obs, args[0], ct, "rollback", lf)
-			if err != nil {
-				return err
-			}
-			defer lock.release()
-			ctx = lock.ctx
-			if err := j.ex.CheckRollback(ctx, obs, ct, args[1]); err != nil {
-				return j.err(err)
-			}
-			if err := j.ex.RollbackStart(ctx, ct, args[1], start || ct.Status == "running"); err != nil {
-				return j.err(err)
-			}
-			if j.asJSON {
-				return writeJSON(st, map[string]any{"app": args[0], "vmid": ct.VMID, "snapshot": args[1]})
-			}
-			fmt.Fprintf(st.out, "App %s (ct %d) rolled back to %s.\n", args[0], ct.VMID, args[1])
-			return nil
+			return withApp(cmd, st, ff, cf, args[0], func(ctx context.Context, j *backupJob, obs *plan.Observed, ct *plan.CT) error {
+				return rollback(ctx, st, j, obs, ct, args, lf, start, autoApprove)
+			})
 		},
 	}
 	ff.add(cmd.Flags())
@@ -566,4 +553,32 @@ longer exists or its volid is now another app's or another guest's.`,
 	cmd.Flags().BoolVar(&autoApprove, "auto-approve", false, "roll back without asking (needed when stdin is not a terminal)")
 	cmd.ValidArgsFunction = completeAppThenSnapshot(func(*cobra.Command) bool { return true })
 	return cmd
+}
+
+// rollback is corral rollback once it found the app's container ct:
+// confirm, then under corral's lock check and roll back to args[1],
+// starting the container again if it ran (or with start).
+func rollback(ctx context.Context, st *streams, j *backupJob, obs *plan.Observed, ct *plan.CT, args []string, lf lockFlags, start, autoApprove bool) error {
+	if !autoApprove {
+		if err := confirm(st, fmt.Sprintf("Roll app %s (ct %d) back to %s? Everything changed since is lost.", args[0], ct.VMID, args[1]), "the snapshot to roll back to (`corral snapshots "+args[0]+"` lists them)"); err != nil {
+			return err
+		}
+	}
+	lock, ct, err := j.lockApp(ctx, st, obs, args[0], ct, "rollback", lf)
+	if err != nil {
+		return err
+	}
+	defer lock.release()
+	ctx = lock.ctx
+	if err := j.ex.CheckRollback(ctx, obs, ct, args[1]); err != nil {
+		return j.err(err)
+	}
+	if err := j.ex.RollbackStart(ctx, ct, args[1], start || ct.Status == "running"); err != nil {
+		return j.err(err)
+	}
+	if j.asJSON {
+		return writeJSON(st, map[string]any{"app": args[0], "vmid": ct.VMID, "snapshot": args[1]})
+	}
+	ui.WriteRolledBack(st.out, args[0], ct.VMID, args[1])
+	return nil
 }

@@ -104,7 +104,7 @@ func runDoctor(cmd *cobra.Command, st *streams, a *doctorArgs) error {
 			// The embedded emulator's CTs run on this machine: its
 			// prerequisites are the cluster's (corral sim doctor).
 			buf.WriteString("\nThis machine (the embedded emulator runs its containers here; corral sim doctor):\n")
-			writeSimDoctor(&buf, prereq.Run())
+			ui.WriteSimDoctor(&buf, prereq.Run())
 		}
 	}
 	if _, err := fmt.Fprint(st.out, f.Redact(buf.String())); err != nil {

@@ -2,12 +2,12 @@ package cli
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/spf13/cobra"
 
 	"github.com/corralhq/corral/internal/apply"
 	"github.com/corralhq/corral/internal/plan"
+	"github.com/corralhq/corral/internal/ui"
 )
 
 // powerCmd is `corral start|stop|restart APP`: under corral's lock on
@@ -23,40 +23,32 @@ func powerCmd(verb, short string, do func(*apply.Executor, context.Context, stri
 			Short:       short,
 			Args:        cobra.ExactArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
-				j, err := openBackupJob(cmd, st, ff, cf)
-				if err != nil {
-					return err
-				}
-				defer j.Close()
-				ctx := cmd.Context()
-				obs, ct, err := j.appCT(ctx, args[0])
-				if err != nil {
-					return err
-				}
-				lock, ct, err := j.lockApp(ctx, st, obs, args[0], ct, verb, lf)
-				if err != nil {
-					return err
-				}
-				defer lock.release()
-				ctx = lock.ctx
-				if err := do(j.ex, ctx, args[0], ct); err != nil {
-					return j.err(err)
-				}
-				_, ct, err = j.appCT(ctx, args[0])
-				if err != nil {
-					return err
-				}
-				health := apply.HealthUnknown
-				if verb != "stop" {
-					if health, err = waitHealthy(ctx, j, args[0], ct); err != nil {
+				return withApp(cmd, st, ff, cf, args[0], func(ctx context.Context, j *backupJob, obs *plan.Observed, ct *plan.CT) error {
+					lock, ct, err := j.lockApp(ctx, st, obs, args[0], ct, verb, lf)
+					if err != nil {
+						return err
+					}
+					defer lock.release()
+					ctx = lock.ctx
+					if err := do(j.ex, ctx, args[0], ct); err != nil {
 						return j.err(err)
 					}
-				}
-				if j.asJSON {
-					return writeJSON(st, map[string]any{"app": args[0], "vmid": ct.VMID, "node": ct.Node, "status": ct.Status, "health": health})
-				}
-				fmt.Fprintf(st.out, "App %s (ct %d on %s) is %s.\n", args[0], ct.VMID, ct.Node, ct.Status)
-				return nil
+					_, ct, err = j.appCT(ctx, args[0])
+					if err != nil {
+						return err
+					}
+					health := apply.HealthUnknown
+					if verb != "stop" {
+						if health, err = waitHealthy(ctx, j, args[0], ct); err != nil {
+							return j.err(err)
+						}
+					}
+					if j.asJSON {
+						return writeJSON(st, map[string]any{"app": args[0], "vmid": ct.VMID, "node": ct.Node, "status": ct.Status, "health": health})
+					}
+					ui.WritePowerState(st.out, args[0], ct)
+					return nil
+				})
 			},
 		}
 		ff.add(cmd.Flags())

@@ -11,6 +11,7 @@ import (
 
 	"github.com/corralhq/corral/internal/sim"
 	"github.com/corralhq/corral/internal/sim/guest"
+	"github.com/corralhq/corral/internal/ui"
 )
 
 // writeDaemonRecord is what `corral sim serve --daemon` writes once it
@@ -27,29 +28,10 @@ func writeDaemonRecord(s *sim.Server, a *simServeArgs) error {
 	return localDaemon{dir: a.state}.writeRecord(r)
 }
 
-// simStatus is `corral sim status -o json`.
-type simStatus struct {
-	Running           bool       `json:"running"`
-	PID               int        `json:"pid,omitempty"`
-	Endpoint          string     `json:"endpoint,omitempty"`
-	Fingerprint       string     `json:"fingerprint,omitempty"`
-	State             string     `json:"state"`
-	Log               string     `json:"log"`
-	Started           *time.Time `json:"started,omitempty"`
-	UptimeSeconds     *int64     `json:"uptime_seconds,omitempty"`
-	Containers        *int       `json:"containers,omitempty"`
-	ContainersRunning *int       `json:"containers_running,omitempty"`
-	// Guests is how CTs run: lxc, unisolated (the fallback view, opted
-	// in) or refused (they do not start: GuestsRefused says why).
-	Guests        string `json:"guests,omitempty"`
-	GuestsRefused string `json:"guests_refused,omitempty"`
-	// Error: the process runs but its API did not answer.
-	Error string `json:"error,omitempty"`
-}
-
-func localStatus(ctx context.Context, st *streams) (simStatus, error) {
+// localStatus is what corral sim status says of the local emulator.
+func localStatus(ctx context.Context, st *streams) (ui.SimStatus, error) {
 	d := newLocalDaemon()
-	s := simStatus{State: d.dir, Log: d.path(daemonLogFile)}
+	s := ui.SimStatus{State: d.dir, Log: d.path(daemonLogFile)}
 	r, err := d.running()
 	if err != nil || r == nil {
 		return s, err
@@ -108,28 +90,7 @@ func newSimStatusCmd(st *streams) *cobra.Command {
 			if output == "json" {
 				return writeJSON(st, s)
 			}
-			w := st.out
-			if !s.Running {
-				fmt.Fprintf(w, "local emulator: not running (the next corral command without PROXMOX_VE_ENDPOINT starts it)\n")
-				fmt.Fprintf(w, "  state:      %s\n  log:        %s\n", s.State, s.Log)
-				return nil
-			}
-			fmt.Fprintf(w, "local emulator: running (pid %d, up %s)\n", s.PID, (time.Duration(*s.UptimeSeconds) * time.Second).String())
-			fmt.Fprintf(w, "  endpoint:   %s\n", s.Endpoint)
-			fmt.Fprintf(w, "  state:      %s\n  log:        %s\n", s.State, s.Log)
-			if s.Error != "" {
-				fmt.Fprintf(w, "  error:      %s (corral sim stop, then any command starts it again)\n", s.Error)
-			} else {
-				fmt.Fprintf(w, "  containers: %d running of %d\n", *s.ContainersRunning, *s.Containers)
-			}
-			switch s.Guests {
-			case "refused":
-				fmt.Fprintf(w, "  guests:     WILL NOT START: %s\n", s.GuestsRefused)
-			case "unisolated":
-				fmt.Fprintf(w, "  guests:     NOT ISOLATED (%s=1: guest commands run on this host)\n", guest.UnisolatedEnv)
-			default:
-				fmt.Fprintf(w, "  guests:     LXC\n")
-			}
+			ui.WriteSimStatus(st.out, s)
 			return nil
 		},
 	}

@@ -2,12 +2,11 @@ package cli
 
 import (
 	"fmt"
-	"io"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/corralhq/corral/internal/sim/prereq"
+	"github.com/corralhq/corral/internal/ui"
 )
 
 // newSimDoctorCmd is `corral sim doctor`: this machine's prerequisites
@@ -43,7 +42,7 @@ EXIT STATUS
 					return err
 				}
 			} else {
-				writeSimDoctor(st.out, r)
+				ui.WriteSimDoctor(st.out, r)
 			}
 			if !r.OK {
 				return &exitError{code: ExitError}
@@ -53,38 +52,4 @@ EXIT STATUS
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
 	return cmd
-}
-
-// writeSimDoctor renders the report: one line per check, its fix below
-// a missing one, then what the emulator will give.
-func writeSimDoctor(w io.Writer, r prereq.Report) {
-	for _, c := range r.Checks {
-		state := "ok"
-		switch {
-		case !c.OK && c.Required:
-			state = "MISSING"
-		case !c.OK:
-			state = "missing"
-		}
-		fmt.Fprintf(w, "%-8s %-11s %s\n", state, c.Name, c.Found)
-		if !c.OK {
-			fmt.Fprintf(w, "%-8s %-11s needed for %s\n", "", "", c.For)
-			fmt.Fprintf(w, "%-8s %-11s fix: %s\n", "", "", c.Fix)
-		}
-	}
-	fmt.Fprintln(w)
-	fmt.Fprintf(w, "containers: %s\n", r.Containers)
-	if r.RealTemplates {
-		fmt.Fprintln(w, "template:   the real Debian 12 (corral sim serve uses it by default)")
-	} else {
-		fmt.Fprintln(w, "template:   a stand-in that boots no init (fix the lines above for the real Debian 12)")
-	}
-	switch {
-	case r.OK:
-	case strings.HasPrefix(r.Containers, "unisolated"):
-		fmt.Fprintln(w, "MISSING: CTs run unisolated here (you opted in): guest commands run directly on this host and can see and kill its processes; fix the required prerequisites above for LXC containers")
-	default:
-		fmt.Fprintln(w, "MISSING: the emulator refuses to start CTs on this machine until the required prerequisites above are fixed")
-		fmt.Fprintln(w, "         (or run it with --unisolated-guests: guest commands then run directly on this host and can see and kill its processes)")
-	}
 }

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -119,10 +118,6 @@ func newVolumesCmd(st *streams) *cobra.Command {
 			}
 			if asJSON {
 				return writeJSON(st, map[string]any{"volumes": inv})
-			}
-			if len(inv) == 0 {
-				fmt.Fprintln(st.out, "No volumes: corral keeps none on this cluster yet.")
-				return nil
 			}
 			ui.WriteVolumes(st.out, inv)
 			return nil

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -93,40 +94,14 @@ func runFree(cmd *cobra.Command, st *streams, a *freeArgs, command string, plann
 	if err := a.lf.check(); err != nil {
 		return err
 	}
-	ctx := cmd.Context()
 	a.ff.lazy = true // freeing volumes needs no provisioning value
-	j, err := openJob(ctx, st, a.ff, a.cf)
+	j, err := openJob(cmd.Context(), st, a.ff, a.cf)
 	if err != nil {
 		return err
 	}
 	defer j.Close()
-	f, s, asJSON := j.f, j.s, j.asJSON
-	apps := plan.FromManifest(f)
-	makeFree := func() (*plan.FreePlan, *plan.Observed, error) {
-		obs, err := apply.Observe(ctx, s.client)
-		if err != nil {
-			return nil, nil, err
-		}
-		refs, err := apply.VolumeRefs(ctx, s.client, obs)
-		if err != nil {
-			return nil, nil, err
-		}
-		p, err := planner(f.Project, apps, obs, refs)
-		if err != nil || len(p.Volumes) == 0 {
-			return p, obs, err
-		}
-		// Snapshots keep volumes too; read them for what would be freed.
-		snaps, err := apply.SnapshotRefs(ctx, s.client, p.Volumes)
-		if err != nil || len(snaps) == 0 {
-			return p, obs, err
-		}
-		for k, v := range snaps {
-			refs[k] = append(refs[k], v...)
-		}
-		p, err = planner(f.Project, apps, obs, refs)
-		return p, obs, err
-	}
-	p, obs, perr := makeFree()
+	r := &freeRun{ctx: cmd.Context(), st: st, j: j, command: command, planner: planner, apps: plan.FromManifest(j.f)}
+	p, obs, perr := r.plan()
 	var rerr *plan.RefusedError
 	if perr != nil && !errors.As(perr, &rerr) {
 		return perr
@@ -136,52 +111,100 @@ func runFree(cmd *cobra.Command, st *streams, a *freeArgs, command string, plann
 		refused = rerr.Problems
 	}
 	pj := ui.NewFreePlanJSON(p, refused)
-	done := func(freed []string) error {
-		if asJSON {
-			return writeJSON(st, map[string]any{"plan": pj, "freed": freed})
-		}
-		return nil
-	}
-	if !asJSON {
+	if !j.asJSON {
 		ui.WriteFreePlanText(st.out, pj)
 	}
 	if rerr != nil {
-		done([]string{})
+		r.done(pj, []string{})
 		return fmt.Errorf("%s refused; nothing was changed (see the refused lines)", command)
 	}
 	if len(p.Volumes) == 0 {
-		return done([]string{})
+		return r.done(pj, []string{})
 	}
 	if !a.autoApprove {
 		if err := confirm(st, "Free these volumes? Their data cannot be recovered.", "the volumes listed above (`corral "+command+"` prints them and asks)"); err != nil {
 			return err
 		}
 	}
-	// Plan again under the lock, and free only what was approved.
-	ex := &apply.Executor{Client: s.client, Observer: newRedactObserver(f, &ui.Progress{W: st.err}), Stop: stopOf(ctx)}
-	lock, err := lockNodes(ctx, st, ex, obs, p.Nodes(), command, a.lf, nil)
+	return r.free(p, obs, a.lf, pj, start)
+}
+
+// freeRun is one corral volumes rm or prune once its job is open: what
+// planning it again under the lock needs.
+type freeRun struct {
+	ctx     context.Context // the lock's, once free holds it
+	st      *streams
+	j       *job
+	command string
+	planner freePlanner
+	apps    []plan.App
+}
+
+// plan reads the cluster and plans what to free: the volumes' references
+// from guests first, then, for the volumes that would be freed, from
+// snapshots (which keep volumes too), planned again with those.
+func (r *freeRun) plan() (*plan.FreePlan, *plan.Observed, error) {
+	ctx, c, project := r.ctx, r.j.s.client, r.j.f.Project
+	obs, err := apply.Observe(ctx, c)
+	if err != nil {
+		return nil, nil, err
+	}
+	refs, err := apply.VolumeRefs(ctx, c, obs)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := r.planner(project, r.apps, obs, refs)
+	if err != nil || len(p.Volumes) == 0 {
+		return p, obs, err
+	}
+	snaps, err := apply.SnapshotRefs(ctx, c, p.Volumes)
+	if err != nil || len(snaps) == 0 {
+		return p, obs, err
+	}
+	for k, v := range snaps {
+		refs[k] = append(refs[k], v...)
+	}
+	p, err = r.planner(project, r.apps, obs, refs)
+	return p, obs, err
+}
+
+// done writes -o json's answer: the plan shown and what was freed.
+func (r *freeRun) done(pj ui.FreePlanJSON, freed []string) error {
+	if r.j.asJSON {
+		return writeJSON(r.st, map[string]any{"plan": pj, "freed": freed})
+	}
+	return nil
+}
+
+// free takes corral's lock on the nodes of p (the plan the user
+// approved), plans again under it and frees only what was approved: a
+// cluster that changed since is refused, with nothing changed.
+func (r *freeRun) free(p *plan.FreePlan, obs *plan.Observed, lf lockFlags, pj ui.FreePlanJSON, start time.Time) error {
+	f, st, command := r.j.f, r.st, r.command
+	ex := &apply.Executor{Client: r.j.s.client, Observer: newRedactObserver(f, &ui.Progress{W: st.err}), Stop: stopOf(r.ctx)}
+	lock, err := lockNodes(r.ctx, st, ex, obs, p.Nodes(), command, lf, nil)
 	if err != nil {
 		return redactErr(f, err)
 	}
 	defer lock.release()
-	ctx = lock.ctx
+	r.ctx = lock.ctx
 	approved := p.VolIDs()
-	p, obs, err = makeFree()
+	p, obs, err = r.plan()
 	if err != nil {
 		return fmt.Errorf("%s refused after the cluster changed; nothing was changed: %w", command, err)
 	}
 	if !slices.Equal(p.VolIDs(), approved) {
 		return fmt.Errorf("the cluster changed between the plan you approved and now (it would free %v, you approved %v); nothing was changed: run %s again to review the new plan", p.VolIDs(), approved, command)
 	}
-	freed, err := ex.FreeVolumes(ctx, p, obs)
-	if !asJSON {
+	freed, err := ex.FreeVolumes(r.ctx, p, obs)
+	if !r.j.asJSON {
 		ui.WriteTimings(st.err, ex.Timings(), time.Since(start))
 	}
 	if err != nil {
 		return fmt.Errorf("%s stopped after freeing %d volume(s): %w\nrun it again to finish", command, len(freed), redactErr(f, err))
 	}
-	if !asJSON {
+	if !r.j.asJSON {
 		fmt.Fprintf(st.err, "\nFreed %d volume(s).\n", len(freed))
 	}
-	return done(freed)
+	return r.done(pj, freed)
 }

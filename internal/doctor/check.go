@@ -104,179 +104,273 @@ func (r *Report) finish() *Report {
 // VMIDs, free space, and what only root@pam can set. Problems are
 // findings in the report; the error is only ctx's.
 func Check(ctx context.Context, c *pve.Client, f *manifest.File, opts Options) (*Report, error) {
-	r := &Report{Endpoint: opts.Endpoint, TokenID: c.TokenID()}
-	v, err := c.Version(ctx)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		r.add(connectFinding(err, c.TokenID()))
-		return r.finish(), nil
+	k := &checker{c: c, f: f, opts: opts, r: &Report{Endpoint: opts.Endpoint, TokenID: c.TokenID()}}
+	if ok, err := k.version(ctx); !ok {
+		return k.unreachable(ctx, err)
 	}
-	r.Facts.Version, r.Facts.Release = v.Version, v.Release
-	t := Targets{Version: v.Release, Apps: map[string]Placement{}, Keepers: map[string]int{}, MissingTemplates: map[string]bool{}}
-	if t.Version == "" {
-		t.Version = v.Version
+	if ok, err := k.nodes(ctx); !ok {
+		return k.unreachable(ctx, err)
 	}
-	if t.major() < 8 {
-		r.add(Finding{Severity: SevError, Kind: "version", Message: fmt.Sprintf("Proxmox VE %s is too old: corral needs 8.x or 9.x", v.Version)})
+	if err := k.locate(ctx); err != nil {
+		return nil, err
 	}
+	k.place()
+	if id, err := c.NextID(ctx); err == nil {
+		k.r.Facts.NextVMID = id
+	}
+	if err := k.nodeFacts(ctx); err != nil {
+		return nil, err
+	}
+	if err := k.privileges(ctx); err != nil {
+		return nil, err
+	}
+	k.notes(ctx)
+	sortFindings(k.r.Findings)
+	return k.r.finish(), nil
+}
 
-	nodes, err := c.Nodes(ctx)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		r.add(connectFinding(err, c.TokenID()))
-		return r.finish(), nil
-	}
-	var names []string
-	offline := map[string]bool{}
-	for _, n := range nodes {
-		names = append(names, n.Node)
-		if n.Status != "" && n.Status != "online" {
-			offline[n.Node] = true
-		}
-	}
-	sort.Strings(names)
-	if len(names) > 0 {
-		t.DefaultNode = names[0]
-	}
+// checker is one run of Check: its inputs, what each step learns for the
+// next, and the report it fills. Its steps run in the order Check calls
+// them, each reading what the ones before it found.
+type checker struct {
+	c    *pve.Client
+	f    *manifest.File // after place: only the apps on online nodes
+	opts Options
+	r    *Report
+	t    Targets
 
-	// Where each app is: corral finds its containers by their tags.
-	res, err := c.ClusterResources(ctx, "vm")
-	if err != nil && ctx.Err() != nil {
+	nodeList []pve.Node
+	names    []string // sorted node names
+	offline  map[string]bool
+	res      []pve.ClusterResource
+	// existing are corral's containers by app, others the guests corral
+	// does not manage by VMID.
+	existing  map[string]pve.ClusterResource
+	others    map[int]pve.ClusterResource
+	usedNodes map[string]bool
+	storages  map[string]map[string]pve.Storage
+}
+
+// unreachable ends Check after a first request failed: with ctx's error
+// when it was cancelled, else with a report whose one finding says why
+// the cluster could not be asked (no further check means anything then).
+func (k *checker) unreachable(ctx context.Context, err error) (*Report, error) {
+	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	existing := map[string]pve.ClusterResource{}
-	others := map[int]pve.ClusterResource{}
+	k.r.add(connectFinding(err, k.c.TokenID()))
+	return k.r.finish(), nil
+}
+
+// version asks the PVE version, which decides which privileges exist
+// (Targets.Version) and whether corral runs at all (8.x or 9.x).
+func (k *checker) version(ctx context.Context) (bool, error) {
+	v, err := k.c.Version(ctx)
+	if err != nil {
+		return false, err
+	}
+	k.r.Facts.Version, k.r.Facts.Release = v.Version, v.Release
+	k.t = Targets{Version: v.Release, Apps: map[string]Placement{}, Keepers: map[string]int{}, MissingTemplates: map[string]bool{}}
+	if k.t.Version == "" {
+		k.t.Version = v.Version
+	}
+	if k.t.major() < 8 {
+		k.r.add(Finding{Severity: SevError, Kind: "version", Message: fmt.Sprintf("Proxmox VE %s is too old: corral needs 8.x or 9.x", v.Version)})
+	}
+	return true, nil
+}
+
+// nodes lists the cluster's nodes and which are offline: apply leaves
+// the apps on an offline node alone, so doctor does too.
+func (k *checker) nodes(ctx context.Context) (bool, error) {
+	nodes, err := k.c.Nodes(ctx)
+	if err != nil {
+		return false, err
+	}
+	k.nodeList = nodes
+	k.offline = map[string]bool{}
+	for _, n := range nodes {
+		k.names = append(k.names, n.Node)
+		if n.Status != "" && n.Status != "online" {
+			k.offline[n.Node] = true
+		}
+	}
+	sort.Strings(k.names)
+	if len(k.names) > 0 {
+		k.t.DefaultNode = k.names[0]
+	}
+	return true, nil
+}
+
+// locate finds where each app is: corral finds its containers by their
+// tags, as apply does, and notes each node's keeper CT and the guests it
+// does not manage (whose VMIDs an app may not take).
+func (k *checker) locate(ctx context.Context) error {
+	res, err := k.c.ClusterResources(ctx, "vm")
+	if err != nil && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	k.res = res
+	k.existing = map[string]pve.ClusterResource{}
+	k.others = map[int]pve.ClusterResource{}
 	for _, g := range res {
 		tags := plan.ParseTags(g.Tags)
 		if g.Type != "lxc" || !slices.Contains(tags, plan.TagManaged) {
-			others[g.VMID] = g
+			k.others[g.VMID] = g
 			continue
 		}
 		if slices.Contains(tags, plan.TagKeeper) {
-			if k, ok := t.Keepers[g.Node]; !ok || g.VMID < k {
-				t.Keepers[g.Node] = g.VMID
+			if kv, ok := k.t.Keepers[g.Node]; !ok || g.VMID < kv {
+				k.t.Keepers[g.Node] = g.VMID
 			}
 			continue
 		}
 		for _, tag := range tags {
 			if name, ok := strings.CutPrefix(tag, plan.TagAppPrefix); ok {
-				if e, seen := existing[name]; !seen || g.VMID < e.VMID {
-					existing[name] = g
+				if e, seen := k.existing[name]; !seen || g.VMID < e.VMID {
+					k.existing[name] = g
 				}
 			}
 		}
 	}
-	for _, n := range names {
-		if !offline[n] {
-			t.DefaultNode = n // new apps go to an online node, as apply does
+	for _, n := range k.names {
+		if !k.offline[n] {
+			k.t.DefaultNode = n // new apps go to an online node, as apply does
 			break
 		}
 	}
-	usedNodes := map[string]bool{}
-	// Apps on an offline node are left alone by apply; check the rest.
-	online := *f
+	return nil
+}
+
+// place gives each app its node and VMID (where it is, else where apply
+// would put it) and keeps only the apps on online nodes: apply leaves the
+// others alone, so they are not checked.
+func (k *checker) place() {
+	k.usedNodes = map[string]bool{}
+	online := *k.f
 	online.Apps = nil
-	for _, a := range f.Apps {
+	for _, a := range k.f.Apps {
 		p := Placement{Node: a.Node, VMID: a.VMID}
-		g, exists := existing[a.Name]
+		g, exists := k.existing[a.Name]
 		if exists {
 			p = Placement{Node: g.Node, VMID: g.VMID}
 		}
 		if p.Node == "" {
-			p.Node = t.DefaultNode
+			p.Node = k.t.DefaultNode
 		}
-		if offline[p.Node] {
-			r.add(Finding{Severity: SevWarning, Kind: "node", App: a.Name, Message: fmt.Sprintf("app %s: node %s is offline; apply leaves the app alone until it is back, and it is not checked here", a.Name, p.Node)})
+		if k.offline[p.Node] {
+			k.r.add(Finding{Severity: SevWarning, Kind: "node", App: a.Name, Message: fmt.Sprintf("app %s: node %s is offline; apply leaves the app alone until it is back, and it is not checked here", a.Name, p.Node)})
 			continue
 		}
 		online.Apps = append(online.Apps, a)
-		if !slices.Contains(names, p.Node) {
-			r.add(Finding{Severity: SevError, Kind: "node", App: a.Name, Message: fmt.Sprintf("app %s: node %q does not exist (nodes: %s)", a.Name, p.Node, strings.Join(names, ", "))})
+		if !slices.Contains(k.names, p.Node) {
+			k.r.add(Finding{Severity: SevError, Kind: "node", App: a.Name, Message: fmt.Sprintf("app %s: node %q does not exist (nodes: %s)", a.Name, p.Node, strings.Join(k.names, ", "))})
 		}
-		if o, taken := others[a.VMID]; a.VMID > 0 && !exists && taken {
-			r.add(Finding{Severity: SevError, Kind: "vmid", App: a.Name, Message: fmt.Sprintf("app %s: vmid %d is taken by %s %d (%s) on %s, which corral does not manage; pick another vmid or leave it out", a.Name, a.VMID, o.Type, o.VMID, o.Name, o.Node)})
+		if o, taken := k.others[a.VMID]; a.VMID > 0 && !exists && taken {
+			k.r.add(Finding{Severity: SevError, Kind: "vmid", App: a.Name, Message: fmt.Sprintf("app %s: vmid %d is taken by %s %d (%s) on %s, which corral does not manage; pick another vmid or leave it out", a.Name, a.VMID, o.Type, o.VMID, o.Name, o.Node)})
 		}
-		t.Apps[a.Name] = p
-		usedNodes[p.Node] = true
-		r.Facts.Apps = append(r.Facts.Apps, AppFacts{Name: a.Name, Node: p.Node, VMID: p.VMID, Exists: exists})
+		k.t.Apps[a.Name] = p
+		k.usedNodes[p.Node] = true
+		k.r.Facts.Apps = append(k.r.Facts.Apps, AppFacts{Name: a.Name, Node: p.Node, VMID: p.VMID, Exists: exists})
 	}
-	f = &online
-	if id, err := c.NextID(ctx); err == nil {
-		r.Facts.NextVMID = id
-	}
+	k.f = &online
+}
 
-	// Storages and templates per node.
-	storages := map[string]map[string]pve.Storage{}
-	for _, n := range nodes {
-		nf := NodeFacts{Name: n.Node, Status: n.Status, Keeper: t.Keepers[n.Node]}
-		if usedNodes[n.Node] {
-			list, err := c.StorageList(ctx, n.Node, "")
-			if err != nil && ctx.Err() != nil {
-				return nil, ctx.Err()
+// nodeFacts reads the storages, bridges and templates of each node an
+// app uses (the others do not matter to this manifest).
+func (k *checker) nodeFacts(ctx context.Context) error {
+	k.storages = map[string]map[string]pve.Storage{}
+	for _, n := range k.nodeList {
+		nf := NodeFacts{Name: n.Node, Status: n.Status, Keeper: k.t.Keepers[n.Node]}
+		if k.usedNodes[n.Node] {
+			if err := k.nodeStorages(ctx, n.Node); err != nil {
+				return err
 			}
-			storages[n.Node] = map[string]pve.Storage{}
-			for _, s := range list {
-				storages[n.Node][s.Storage] = s
+			if err := checkBridges(ctx, k.c, k.r, k.f, k.t, n.Node); err != nil {
+				return err
 			}
-			if err == nil {
-				checkTemplateStorages(r, f, t, n.Node, storages[n.Node])
-			}
-			if err := checkBridges(ctx, c, r, f, t, n.Node); err != nil {
-				return nil, err
-			}
-			for _, a := range f.Apps {
-				if t.Apps[a.Name].Node != n.Node || a.Template == "" || slices.Contains(nf.Templates, a.Template) || slices.Contains(nf.MissingTemplates, a.Template) {
-					continue
-				}
-				vols, err := c.StorageContent(ctx, n.Node, storageOf(a.Template), "vztmpl", 0)
-				if err != nil {
-					continue // not visible: the privilege findings say why
-				}
-				if slices.ContainsFunc(vols, func(v pve.Volume) bool { return v.VolID == a.Template }) {
-					nf.Templates = append(nf.Templates, a.Template)
-				} else {
-					nf.MissingTemplates = append(nf.MissingTemplates, a.Template)
-					t.MissingTemplates[n.Node+"/"+a.Template] = true
-				}
-			}
+			k.templates(ctx, &nf)
 		}
-		r.Facts.Nodes = append(r.Facts.Nodes, nf)
+		k.r.Facts.Nodes = append(k.r.Facts.Nodes, nf)
 	}
-	sort.Slice(r.Facts.Nodes, func(i, j int) bool { return r.Facts.Nodes[i].Name < r.Facts.Nodes[j].Name })
+	sort.Slice(k.r.Facts.Nodes, func(i, j int) bool { return k.r.Facts.Nodes[i].Name < k.r.Facts.Nodes[j].Name })
+	return nil
+}
 
-	reqs := Requirements(f, t)
-	r.Requirements = reqs
+// nodeStorages reads node's storages as the token sees them and checks
+// that the templates' storages hold templates; a storage list the token
+// may not read leaves that to the privilege findings.
+func (k *checker) nodeStorages(ctx context.Context, node string) error {
+	list, err := k.c.StorageList(ctx, node, "")
+	if err != nil && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	k.storages[node] = map[string]pve.Storage{}
+	for _, s := range list {
+		k.storages[node][s.Storage] = s
+	}
+	if err == nil {
+		checkTemplateStorages(k.r, k.f, k.t, node, k.storages[node])
+	}
+	return nil
+}
+
+// templates notes which of the manifest's templates nf's node holds and
+// which it lacks (apply downloads those first).
+func (k *checker) templates(ctx context.Context, nf *NodeFacts) {
+	for _, a := range k.f.Apps {
+		if k.t.Apps[a.Name].Node != nf.Name || a.Template == "" || slices.Contains(nf.Templates, a.Template) || slices.Contains(nf.MissingTemplates, a.Template) {
+			continue
+		}
+		vols, err := k.c.StorageContent(ctx, nf.Name, storageOf(a.Template), "vztmpl", 0)
+		if err != nil {
+			continue // not visible: the privilege findings say why
+		}
+		if slices.ContainsFunc(vols, func(v pve.Volume) bool { return v.VolID == a.Template }) {
+			nf.Templates = append(nf.Templates, a.Template)
+		} else {
+			nf.MissingTemplates = append(nf.MissingTemplates, a.Template)
+			k.t.MissingTemplates[nf.Name+"/"+a.Template] = true
+		}
+	}
+}
+
+// privileges compares what the manifest needs with what the token holds
+// (and, where it may read them, its user's privileges and its ACL), then
+// checks the storages with what the token may see of them.
+func (k *checker) privileges(ctx context.Context) error {
+	reqs := Requirements(k.f, k.t)
+	k.r.Requirements = reqs
 	visible := map[string]bool{}
-	for _, g := range res {
+	for _, g := range k.res {
 		visible["/vms/"+strconv.Itoa(g.VMID)] = true
 	}
-	acc, unread, err := gatherAccess(ctx, c, reqs, opts.Role, visible)
+	acc, unread, err := gatherAccess(ctx, k.c, reqs, k.opts.Role, visible)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	r.Findings = append(r.Findings, unread...)
-	r.Findings = append(r.Findings, Evaluate(reqs, acc)...)
+	k.r.Findings = append(k.r.Findings, unread...)
+	k.r.Findings = append(k.r.Findings, Evaluate(reqs, acc)...)
+	checkStorages(ctx, k.c, k.r, k.f, k.t, k.storages, acc)
+	return nil
+}
 
-	checkStorages(ctx, c, r, f, t, storages, acc)
-	for node, m := range t.MissingTemplates {
+// notes adds what is not a privilege: missing templates, PVE 8's
+// differences, and what only root@pam can set.
+func (k *checker) notes(ctx context.Context) {
+	for node, m := range k.t.MissingTemplates {
 		if !m {
 			continue
 		}
 		n, tmpl, _ := strings.Cut(node, "/")
-		r.add(Finding{Severity: SevInfo, Kind: "template", Message: fmt.Sprintf("template %s is not on node %s: apply downloads it first (Datastore.AllocateTemplate on /storage/%s), or upload it once by hand", tmpl, n, storageOf(tmpl))})
+		k.r.add(Finding{Severity: SevInfo, Kind: "template", Message: fmt.Sprintf("template %s is not on node %s: apply downloads it first (Datastore.AllocateTemplate on /storage/%s), or upload it once by hand", tmpl, n, storageOf(tmpl))})
 	}
-	if t.major() == 8 {
-		r.add(Finding{Severity: SevInfo, Kind: "version", Message: "Proxmox VE 8: a container created without 'unprivileged' is privileged (PVE 9 defaults to unprivileged); corral always sends it explicitly, and the keepattrs mount option does not exist"})
+	if k.t.major() == 8 {
+		k.r.add(Finding{Severity: SevInfo, Kind: "version", Message: "Proxmox VE 8: a container created without 'unprivileged' is privileged (PVE 9 defaults to unprivileged); corral always sends it explicitly, and the keepattrs mount option does not exist"})
 	}
-	for _, a := range f.Apps {
-		rootNeeds(ctx, c, r, a, t.Apps[a.Name], existing)
+	for _, a := range k.f.Apps {
+		rootNeeds(ctx, k.c, k.r, a, k.t.Apps[a.Name], k.existing)
 	}
-	sortFindings(r.Findings)
-	return r.finish(), nil
 }
 
 // connectFinding explains why the first request failed.

@@ -138,20 +138,47 @@ func aclPathFor(path string) string {
 // privsep token's privilege that its own ACL grants but its user lacks is
 // explained by the intersection rule (seed 004 §3.3).
 func Evaluate(reqs []Requirement, acc Access) []Finding {
-	type group struct {
-		r    Requirement
-		ops  []string
-		apps []string
+	groups := groupRequirements(reqs)
+	var out []Finding
+	missingAny := false
+	for _, g := range groups {
+		if acc.holds(g.r) {
+			continue
+		}
+		f := missingFinding(g, acc)
+		if f.Severity == SevError {
+			missingAny = true
+		}
+		out = append(out, f)
 	}
-	var order []string
-	groups := map[string]*group{}
+	out = append(out, replaceWarnings(groups, acc)...)
+	if missingAny && acc.User == nil && !acc.GrantsKnown && emptyPerms(acc.Token) {
+		out = append([]Finding{privsepHint(acc)}, out...)
+	}
+	return out
+}
+
+// privGroup is one (path, privilege) a manifest needs, with every
+// operation and app that needs it: one finding says it all.
+type privGroup struct {
+	r    Requirement
+	ops  []string
+	apps []string
+}
+
+// groupRequirements merges the requirements of one (path, privilege), in
+// the order they first appear: it propagates if any needs it to, and it
+// is needed now (not Later) if any needs it now.
+func groupRequirements(reqs []Requirement) []*privGroup {
+	var order []*privGroup
+	groups := map[string]*privGroup{}
 	for _, r := range reqs {
 		k := r.Path + "\x00" + r.Priv
 		g := groups[k]
 		if g == nil {
-			g = &group{r: r}
+			g = &privGroup{r: r}
 			groups[k] = g
-			order = append(order, k)
+			order = append(order, g)
 		} else {
 			if r.Propagate {
 				g.r.Propagate = true
@@ -167,127 +194,158 @@ func Evaluate(reqs []Requirement, acc Access) []Finding {
 			g.apps = append(g.apps, r.App)
 		}
 	}
+	return order
+}
+
+// holds reports whether the token holds r's privilege, or one of its
+// alternatives, where r needs it.
+func (a Access) holds(r Requirement) bool {
+	if a.Token.has(r.Path, r.Priv, r.Propagate) {
+		return true
+	}
+	for _, p := range r.Alt {
+		if a.Token.has(r.Path, p, r.Propagate) {
+			return true
+		}
+	}
+	return false
+}
+
+// missingFinding is the finding for g's privilege, which the token lacks:
+// an error, or a warning when only a later operation needs it.
+func missingFinding(g *privGroup, acc Access) Finding {
+	r := g.r
+	f := Finding{
+		Severity: SevError, Kind: "privilege", App: strings.Join(g.apps, ","),
+		Path: r.Path, Privilege: r.Priv, Operation: strings.Join(g.ops, "; "), Why: r.Why,
+	}
+	if r.Later {
+		f.Severity = SevWarning
+	}
+	held := "lacks"
+	if _, ok := acc.Token[r.Path][r.Priv]; ok && r.Propagate {
+		held = "holds without propagation (so new VMIDs do not inherit it)"
+	}
+	f.Message = fmt.Sprintf("token %s %s %s on %s", acc.TokenID, held, r.Priv, r.Path)
+	if len(r.Alt) > 0 {
+		f.Message += " (or " + strings.Join(r.Alt, ", ") + ")"
+	}
+	explainMissing(&f, r, acc)
+	return f
+}
+
+// explainMissing adds to f why the token lacks r's privilege and the fix:
+// a grant that does not propagate, a privsep intersection with its user,
+// a role of its own without the privilege, or no grant at all. What it
+// can say depends on whether the token may read its user's privileges
+// (acc.User) and the ACL (acc.GrantsKnown).
+func explainMissing(f *Finding, r Requirement, acc Access) {
+	user, tok := acc.user(), acc.TokenID
+	target := aclPathFor(r.Path)
+	propagate := ""
+	if r.Propagate || target != r.Path {
+		propagate = " --propagate 1"
+	}
+	userHas := acc.User != nil && acc.User.has(r.Path, r.Priv, r.Propagate)
+	var ownRoles []Grant
+	var own *Grant
+	if acc.GrantsKnown {
+		ownRoles = tokenGrantAt(acc.TokenGrants, r.Path)
+		for i, gr := range ownRoles {
+			if slices.Contains(gr.Privs, r.Priv) {
+				own = &ownRoles[i]
+				break
+			}
+		}
+	}
+	switch {
+	case own != nil && r.Propagate && !own.Propagate:
+		// tokenGrantAt keeps a non-propagating entry only on the
+		// path itself: the grant is there, its inheritance is not.
+		f.Message += fmt.Sprintf(": its ACL entry (role %s on %s) does not propagate, so VMIDs created later do not inherit it", own.Role, own.Path)
+		f.Fix = []string{fmt.Sprintf("pveum acl modify %s --tokens '%s' --roles %s --propagate 1", own.Path, tok, own.Role)}
+		if acc.User != nil && !userHas {
+			f.Message += fmt.Sprintf(", and user %s lacks it with propagation as well", user)
+			f.Fix = append(f.Fix, fmt.Sprintf("pveum acl modify %s --users %s --roles %s --propagate 1", own.Path, user, own.Role))
+		}
+	case own != nil && acc.User != nil && !userHas:
+		f.Kind = "intersection"
+		f.Message = fmt.Sprintf("token %s is privilege-separated: it holds only what both its own ACL and user %s hold. "+
+			"Its ACL grants %s on %s (role %s on %s), but user %s lacks it, so the token lacks it too",
+			tok, user, r.Priv, r.Path, own.Role, own.Path, user)
+		f.Fix = []string{fmt.Sprintf("pveum acl modify %s --users %s --roles %s", own.Path, user, own.Role)}
+	case own != nil && acc.User == nil:
+		f.Kind = "intersection"
+		f.Message += fmt.Sprintf(" although its own ACL grants it (role %s on %s): as a privilege-separated token it holds only what user %s also holds, so grant the role to the user too", own.Role, own.Path, user)
+		f.Fix = []string{fmt.Sprintf("pveum acl modify %s --users %s --roles %s", own.Path, user, own.Role)}
+	case own == nil && len(ownRoles) > 0:
+		explainRoleLacks(f, r, acc, ownRoles[0], userHas, target, propagate)
+	case acc.GrantsKnown && acc.User != nil && userHas:
+		f.Message += fmt.Sprintf(": no ACL entry names the token on this path (user %s has it, but a privilege-separated token needs its own grant as well)", user)
+		f.Fix = []string{fmt.Sprintf("pveum acl modify %s --tokens '%s' --roles %s%s", target, tok, acc.role(), propagate)}
+	default:
+		f.Message += fmt.Sprintf(": grant a role holding it on %s to both user %s and the token (a privilege-separated token gets the intersection of both)", target, user)
+		f.Fix = []string{fmt.Sprintf("pveum acl modify %s --users %s --tokens '%s' --roles %s%s", target, user, tok, acc.role(), propagate)}
+	}
+}
+
+// explainRoleLacks: the token holds role gr on r's path, and gr lacks the
+// privilege. The fix extends the role, unless it is built in (PVE refuses
+// to change those): then it grants a role of corral's own on target (with
+// propagate, " --propagate 1" or "", as the grant needs).
+func explainRoleLacks(f *Finding, r Requirement, acc Access, gr Grant, userHas bool, target, propagate string) {
+	user, tok := acc.user(), acc.TokenID
+	f.Message += fmt.Sprintf(": the role %s it holds there (on %s) does not include %s", gr.Role, gr.Path, r.Priv)
+	f.Fix = []string{fmt.Sprintf("pveum role modify %s --privs %s --append 1", gr.Role, r.Priv)}
+	if gr.Special {
+		f.Message += fmt.Sprintf(" (%s is built in and cannot be changed: grant a role of your own as well)", gr.Role)
+		f.Fix = []string{fmt.Sprintf("pveum acl modify %s --users %s --tokens '%s' --roles %s%s", target, user, tok, acc.role(), propagate)}
+	}
+	if acc.User != nil && !userHas {
+		f.Message += fmt.Sprintf(", and user %s lacks it as well", user)
+	}
+}
+
+// replaceWarnings warn of a VM.Allocate granted on /vms/<vmid> alone: it
+// works until corral replaces the container, when PVE drops the ACL with
+// the destroy and the create after it fails halfway through the replace.
+// Only said when the token's privileges on /vms are known.
+func replaceWarnings(groups []*privGroup, acc Access) []Finding {
+	if _, known := acc.Token["/vms"]; !known {
+		return nil
+	}
 	user, tok := acc.user(), acc.TokenID
 	var out []Finding
-	missingAny := false
-	for _, k := range order {
-		g := groups[k]
+	for _, g := range groups {
 		r := g.r
-		if acc.Token.has(r.Path, r.Priv, r.Propagate) {
+		if r.Priv != "VM.Allocate" || !strings.HasPrefix(r.Path, "/vms/") || !acc.Token.has(r.Path, r.Priv, false) || acc.Token.has("/vms", r.Priv, true) {
 			continue
 		}
-		alt := false
-		for _, p := range r.Alt {
-			if acc.Token.has(r.Path, p, r.Propagate) {
-				alt = true
-			}
-		}
-		if alt {
-			continue
-		}
-		f := Finding{
-			Severity: SevError, Kind: "privilege", App: strings.Join(g.apps, ","),
-			Path: r.Path, Privilege: r.Priv, Operation: strings.Join(g.ops, "; "), Why: r.Why,
-		}
-		if r.Later {
-			f.Severity = SevWarning
-		} else {
-			missingAny = true
-		}
-		held := "lacks"
-		if _, ok := acc.Token[r.Path][r.Priv]; ok && r.Propagate {
-			held = "holds without propagation (so new VMIDs do not inherit it)"
-		}
-		f.Message = fmt.Sprintf("token %s %s %s on %s", tok, held, r.Priv, r.Path)
-		if len(r.Alt) > 0 {
-			f.Message += " (or " + strings.Join(r.Alt, ", ") + ")"
-		}
-		target := aclPathFor(r.Path)
-		propagate := ""
-		if r.Propagate || target != r.Path {
-			propagate = " --propagate 1"
-		}
-		userHas := acc.User != nil && acc.User.has(r.Path, r.Priv, r.Propagate)
-		var ownRoles []Grant
-		var own *Grant
-		if acc.GrantsKnown {
-			ownRoles = tokenGrantAt(acc.TokenGrants, r.Path)
-			for i, gr := range ownRoles {
-				if slices.Contains(gr.Privs, r.Priv) {
-					own = &ownRoles[i]
-					break
-				}
-			}
-		}
-		switch {
-		case own != nil && r.Propagate && !own.Propagate:
-			// tokenGrantAt keeps a non-propagating entry only on the
-			// path itself: the grant is there, its inheritance is not.
-			f.Message += fmt.Sprintf(": its ACL entry (role %s on %s) does not propagate, so VMIDs created later do not inherit it", own.Role, own.Path)
-			f.Fix = []string{fmt.Sprintf("pveum acl modify %s --tokens '%s' --roles %s --propagate 1", own.Path, tok, own.Role)}
-			if acc.User != nil && !userHas {
-				f.Message += fmt.Sprintf(", and user %s lacks it with propagation as well", user)
-				f.Fix = append(f.Fix, fmt.Sprintf("pveum acl modify %s --users %s --roles %s --propagate 1", own.Path, user, own.Role))
-			}
-		case own != nil && acc.User != nil && !userHas:
-			f.Kind = "intersection"
-			f.Message = fmt.Sprintf("token %s is privilege-separated: it holds only what both its own ACL and user %s hold. "+
-				"Its ACL grants %s on %s (role %s on %s), but user %s lacks it, so the token lacks it too",
-				tok, user, r.Priv, r.Path, own.Role, own.Path, user)
-			f.Fix = []string{fmt.Sprintf("pveum acl modify %s --users %s --roles %s", own.Path, user, own.Role)}
-		case own != nil && acc.User == nil:
-			f.Kind = "intersection"
-			f.Message += fmt.Sprintf(" although its own ACL grants it (role %s on %s): as a privilege-separated token it holds only what user %s also holds, so grant the role to the user too", own.Role, own.Path, user)
-			f.Fix = []string{fmt.Sprintf("pveum acl modify %s --users %s --roles %s", own.Path, user, own.Role)}
-		case own == nil && len(ownRoles) > 0:
-			gr := ownRoles[0]
-			f.Message += fmt.Sprintf(": the role %s it holds there (on %s) does not include %s", gr.Role, gr.Path, r.Priv)
-			f.Fix = []string{fmt.Sprintf("pveum role modify %s --privs %s --append 1", gr.Role, r.Priv)}
-			if gr.Special {
-				f.Message += fmt.Sprintf(" (%s is built in and cannot be changed: grant a role of your own as well)", gr.Role)
-				f.Fix = []string{fmt.Sprintf("pveum acl modify %s --users %s --tokens '%s' --roles %s%s", target, user, tok, acc.role(), propagate)}
-			}
-			if acc.User != nil && !userHas {
-				f.Message += fmt.Sprintf(", and user %s lacks it as well", user)
-			}
-		case acc.GrantsKnown && acc.User != nil && userHas:
-			f.Message += fmt.Sprintf(": no ACL entry names the token on this path (user %s has it, but a privilege-separated token needs its own grant as well)", user)
-			f.Fix = []string{fmt.Sprintf("pveum acl modify %s --tokens '%s' --roles %s%s", target, tok, acc.role(), propagate)}
-		default:
-			f.Message += fmt.Sprintf(": grant a role holding it on %s to both user %s and the token (a privilege-separated token gets the intersection of both)", target, user)
-			f.Fix = []string{fmt.Sprintf("pveum acl modify %s --users %s --tokens '%s' --roles %s%s", target, user, tok, acc.role(), propagate)}
-		}
-		out = append(out, f)
-	}
-	// An ACL on /vms/<vmid> alone works until corral replaces the
-	// container: PVE drops it with the destroy, and the create after it
-	// fails halfway through the replace.
-	if _, known := acc.Token["/vms"]; known {
-		for _, k := range order {
-			r := groups[k].r
-			if r.Priv != "VM.Allocate" || !strings.HasPrefix(r.Path, "/vms/") || !acc.Token.has(r.Path, r.Priv, false) || acc.Token.has("/vms", r.Priv, true) {
-				continue
-			}
-			out = append(out, Finding{
-				Severity: SevWarning, Kind: "privilege", App: strings.Join(groups[k].apps, ","), Path: r.Path, Privilege: r.Priv,
-				Operation: "replace the container (destroy, then create)",
-				Why:       "PVE removes every ACL on /vms/<vmid> when it destroys the container (remove_vm_access)",
-				Message:   fmt.Sprintf("token %s holds %s on %s but not on /vms with propagation: the grant disappears when corral destroys the container to replace it, and the create that follows fails", tok, r.Priv, r.Path),
-				Fix:       []string{fmt.Sprintf("pveum acl modify /vms --users %s --tokens '%s' --roles %s --propagate 1", user, tok, acc.role())},
-			})
-		}
-	}
-	if missingAny && acc.User == nil && !acc.GrantsKnown && emptyPerms(acc.Token) {
-		out = append([]Finding{{
-			Severity: SevError, Kind: "intersection",
-			Message: fmt.Sprintf("token %s holds no privilege on any path corral needs, and may not read its user's privileges or the ACL. "+
-				"If it is privilege-separated (pveum user token add … --privsep 1, the default), it holds only what both its own ACL and user %s hold: "+
-				"a role granted to the token alone gives it nothing. Grant the role to the user as well "+
-				"(and to the token with --tokens '%s' if it has no ACL entry either)", tok, user, tok),
-			Fix: []string{fmt.Sprintf("pveum acl modify / --users %s --roles %s", user, acc.role())},
-		}}, out...)
+		out = append(out, Finding{
+			Severity: SevWarning, Kind: "privilege", App: strings.Join(g.apps, ","), Path: r.Path, Privilege: r.Priv,
+			Operation: "replace the container (destroy, then create)",
+			Why:       "PVE removes every ACL on /vms/<vmid> when it destroys the container (remove_vm_access)",
+			Message:   fmt.Sprintf("token %s holds %s on %s but not on /vms with propagation: the grant disappears when corral destroys the container to replace it, and the create that follows fails", tok, r.Priv, r.Path),
+			Fix:       []string{fmt.Sprintf("pveum acl modify /vms --users %s --tokens '%s' --roles %s --propagate 1", user, tok, acc.role())},
+		})
 	}
 	return out
+}
+
+// privsepHint leads the findings when the token holds nothing corral
+// needs and may read neither its user's privileges nor the ACL: the
+// likeliest cause is a privilege-separated token whose role was granted
+// to it alone, which the per-privilege findings cannot tell.
+func privsepHint(acc Access) Finding {
+	user, tok := acc.user(), acc.TokenID
+	return Finding{
+		Severity: SevError, Kind: "intersection",
+		Message: fmt.Sprintf("token %s holds no privilege on any path corral needs, and may not read its user's privileges or the ACL. "+
+			"If it is privilege-separated (pveum user token add … --privsep 1, the default), it holds only what both its own ACL and user %s hold: "+
+			"a role granted to the token alone gives it nothing. Grant the role to the user as well "+
+			"(and to the token with --tokens '%s' if it has no ACL entry either)", tok, user, tok),
+		Fix: []string{fmt.Sprintf("pveum acl modify / --users %s --roles %s", user, acc.role())},
+	}
 }
 
 func emptyPerms(p Perms) bool {

@@ -127,112 +127,165 @@ func ownerOf(volid string) int {
 // API schema's permissions (behaviour.md (b), (c); seed 004 §3.6).
 // Entries are unique by path, privilege and operation, in manifest order.
 func Requirements(f *manifest.File, t Targets) []Requirement {
-	var out []Requirement
-	seen := map[string]bool{}
-	add := func(r Requirement) {
-		k := r.Path + "\x00" + r.Priv + "\x00" + r.Operation
-		if seen[k] {
-			return
-		}
-		seen[k] = true
-		out = append(out, r)
-	}
+	rs := &reqSet{t: t, seen: map[string]bool{}}
 	keeperDone := map[string]bool{}
 	for _, a := range f.Apps {
 		p := t.placement(a)
-		vp, prop := vmPath(p.VMID)
-		vm := func(priv, op, why string) {
-			add(Requirement{Path: vp, Priv: priv, Propagate: prop, Operation: op, Why: why, App: a.Name})
-		}
-		ct := "ct of app " + a.Name
-		vm("VM.Allocate", "create and destroy the "+ct, "PVE checks VM.Allocate on /vms/<vmid> to create a container, to destroy it (corral replaces what cannot change in place) and to set the nesting feature")
-		vm("VM.Audit", "read the config and status of the "+ct, "plan reads each corral container; /cluster/resources hides guests without VM.Audit")
-		vm("VM.Config.Disk", "set rootfs and attach volumes on the "+ct, "rootfs and mpN keys need VM.Config.Disk (check_ct_modify_config_perm)")
-		vm("VM.Config.CPU", "set cores on the "+ct, "cores needs VM.Config.CPU")
-		vm("VM.Config.Memory", "set memory and swap on the "+ct, "memory and swap need VM.Config.Memory")
-		vm("VM.Config.Network", "set net0, hostname and DNS on the "+ct, "netN, hostname and nameserver need VM.Config.Network")
-		vm("VM.Config.Options", "set description, tags and onboot on the "+ct, "every other option needs VM.Config.Options")
-		vm("VM.PowerMgmt", "start and shut down the "+ct, "status/start and status/shutdown need VM.PowerMgmt")
-		snapWhy := "corral snapshot takes and removes snapshots"
-		if a.SnapshotBeforeChange {
-			snapWhy = "snapshotBeforeChange takes a snapshot before each change; corral snapshot takes and removes them"
-		}
-		vm("VM.Snapshot", "snapshot the "+ct, snapWhy)
-		vm("VM.Snapshot.Rollback", "roll back the "+ct, "rolling back to a snapshot needs VM.Snapshot.Rollback (or VM.Snapshot)")
-		vm("VM.Backup", "back up and restore the "+ct, "vzdump checks VM.Backup per guest inside its task; a restore over the container needs it too")
-		add(Requirement{Path: vp, Priv: "VM.Migrate", Propagate: prop, Operation: "move the " + ct + " to another node (corral move, corral drain, a change of node:)", Why: "POST …/lxc/{vmid}/migrate needs VM.Migrate on /vms/<vmid>; a move also migrates a carrier container that takes the volumes along", App: a.Name, Later: true})
-		if !a.Unprivileged && t.major() >= 9 {
-			add(Requirement{Path: "/", Priv: "Sys.Modify", Operation: "create the privileged " + ct, Why: "since PVE 9 creating or restoring a privileged container needs Sys.Modify on / (pve-container checks it for unprivileged=0)", App: a.Name})
-		}
-		if br := a.Network.Bridge; br != "" {
-			add(Requirement{Path: "/sdn/zones/" + SDNZone + "/" + br, Priv: "SDN.Use", Operation: "attach net0 of the " + ct + " to bridge " + br, Why: "PVE checks SDN.Use on the bridge's vnet in zone localnetwork for every netN", App: a.Name})
-		}
-		if sid := a.RootFS.Storage; sid != "" {
-			add(Requirement{Path: "/storage/" + sid, Priv: "Datastore.AllocateSpace", Operation: "allocate the rootfs of the " + ct + " on " + sid, Why: "a new volume (STORAGE:GiB) needs Datastore.AllocateSpace on its storage", App: a.Name})
-		}
-		if tsid := storageOf(a.Template); tsid != "" {
-			add(Requirement{Path: "/storage/" + tsid, Priv: "Datastore.Audit", Alt: []string{"Datastore.AllocateSpace"}, Operation: "use template " + a.Template, Why: "check_volume_access needs read access to a template's storage", App: a.Name})
-			// corral downloads a template the node lacks, so its role
-			// holds Datastore.AllocateTemplate on the template's storage:
-			// needed now when the template is missing, and for the next
-			// template change otherwise (apply would stop in preflight).
-			if t.MissingTemplates[p.Node+"/"+a.Template] {
-				add(Requirement{Path: "/storage/" + tsid, Priv: "Datastore.AllocateTemplate", Operation: "download template " + a.Template + " to node " + p.Node, Why: "the template is not on node " + p.Node + "; POST aplinfo needs Datastore.AllocateTemplate (or upload it once by hand)", App: a.Name})
-			} else {
-				add(Requirement{Path: "/storage/" + tsid, Priv: "Datastore.AllocateTemplate", Operation: "download a template not on node " + p.Node + " yet (a change of template)", Why: "apply downloads a template the node lacks, which POST aplinfo allows only with Datastore.AllocateTemplate; without it, upload each new template by hand first", App: a.Name, Later: true})
-			}
-		}
-		nodePath, nodeProp, onNode := "/nodes/"+p.Node, false, "node "+p.Node
-		if p.Node == "" {
-			nodePath, nodeProp, onNode = "/nodes", true, "the node corral picks"
-		}
-		add(Requirement{Path: nodePath, Priv: "Sys.Audit", Propagate: nodeProp, Operation: "see tasks on " + onNode + " that this token did not start", Why: "a create left half-done by another run is judged from its task, and other users' tasks need Sys.Audit on the node", App: a.Name})
-		if bs := a.Backup.Storage; bs != "" {
-			add(Requirement{Path: "/storage/" + bs, Priv: "Datastore.AllocateSpace", Operation: "write backups of the " + ct + " to " + bs, Why: "vzdump needs Datastore.AllocateSpace on the backup storage", App: a.Name})
-			add(Requirement{Path: "/storage/" + bs, Priv: "Datastore.Audit", Alt: []string{"Datastore.AllocateSpace"}, Operation: "list the backups of app " + a.Name + " on " + bs, Why: "listing storage content needs Datastore.Audit or Datastore.AllocateSpace", App: a.Name})
-			if a.Backup.Keep > 0 {
-				add(Requirement{Path: "/storage/" + bs, Priv: "Datastore.Allocate", Operation: fmt.Sprintf("prune backups of app %s beyond keep: %d", a.Name, a.Backup.Keep), Why: "vzdump's prune-backups needs Datastore.Allocate on the backup storage", App: a.Name})
-			}
-		}
+		rs.container(a, p)
+		rs.template(a, p)
+		rs.node(a, p)
+		rs.backup(a)
 		if len(a.Volumes) == 0 {
 			continue
 		}
-		for _, v := range a.Volumes {
-			sp := "/storage/" + v.Storage
-			if v.Adopt == "" {
-				add(Requirement{Path: sp, Priv: "Datastore.AllocateSpace", Operation: "allocate volume " + v.Name + " of app " + a.Name + " on " + v.Storage, Why: "a new volume needs Datastore.AllocateSpace on its storage", App: a.Name})
-			} else {
-				add(Requirement{Path: sp, Priv: "Datastore.AllocateSpace", Operation: "adopt volume " + v.Adopt + " as " + v.Name + " of app " + a.Name, Why: "moving a volume to another container needs Datastore.AllocateSpace on its storage", App: a.Name})
-				if owner := ownerOf(v.Adopt); owner > 0 {
-					add(Requirement{Path: "/vms/" + strconv.Itoa(owner), Priv: "VM.Config.Disk", Operation: "adopt volume " + v.Adopt + " (move it from CT " + strconv.Itoa(owner) + " to the keeper)", Why: "move_volume needs VM.Config.Disk on the source container", App: a.Name})
-				}
-			}
-			add(Requirement{Path: sp, Priv: "Datastore.Audit", Alt: []string{"Datastore.Allocate"}, Operation: "attach volume " + v.Name + " (owned by the keeper) to the " + ct, Why: "check_volume_access lets a container use another guest's volume with Datastore.Audit on the storage and VM.Config.Disk on the owner, or with Datastore.Allocate", App: a.Name})
-		}
+		rs.volumes(a)
 		if keeperDone[p.Node] {
 			continue
 		}
 		keeperDone[p.Node] = true
-		kvmid := t.Keepers[p.Node]
-		kp, kprop := vmPath(kvmid)
-		kr := func(priv, op, why string) {
-			add(Requirement{Path: kp, Priv: priv, Propagate: kprop, Operation: op, Why: why})
-		}
-		kname := "the keeper on node " + p.Node
-		if p.Node == "" {
-			kname = "the node's keeper"
-		}
-		if kvmid == 0 {
-			kr("VM.Allocate", "create "+kname, "the keeper is a container; creating it needs VM.Allocate")
-			kr("VM.Config.CPU", "set cores of "+kname, "create sets cores")
-			kr("VM.Config.Memory", "set memory of "+kname, "create sets memory and swap")
-			kr("VM.Config.Network", "set the hostname of "+kname, "create sets hostname")
-		}
-		kr("VM.Audit", "read the volume records of "+kname, "the keeper's description records which volume is which")
-		kr("VM.Config.Disk", "hold, grow and free retained volumes in "+kname, "the keeper owns retained volumes as unusedN; allocating, resizing and freeing them are disk changes on it")
-		kr("VM.Config.Options", "record volumes and toggle protection of "+kname, "the records live in its description and protection guards them")
+		rs.keeper(p.Node)
 	}
-	return out
+	return rs.out
+}
+
+// reqSet collects Requirements' entries, unique by path, privilege and
+// operation, in the order they are first added (manifest order).
+type reqSet struct {
+	t    Targets
+	out  []Requirement
+	seen map[string]bool
+}
+
+func (rs *reqSet) add(r Requirement) {
+	k := r.Path + "\x00" + r.Priv + "\x00" + r.Operation
+	if rs.seen[k] {
+		return
+	}
+	rs.seen[k] = true
+	rs.out = append(rs.out, r)
+}
+
+// container adds what creating, configuring, running, snapshotting,
+// backing up and moving app a's container at placement p needs: on its
+// /vms path, and for a privileged CT on PVE 9, its bridge and its rootfs
+// storage, on theirs.
+func (rs *reqSet) container(a manifest.App, p Placement) {
+	vp, prop := vmPath(p.VMID)
+	vm := func(priv, op, why string) {
+		rs.add(Requirement{Path: vp, Priv: priv, Propagate: prop, Operation: op, Why: why, App: a.Name})
+	}
+	ct := "ct of app " + a.Name
+	vm("VM.Allocate", "create and destroy the "+ct, "PVE checks VM.Allocate on /vms/<vmid> to create a container, to destroy it (corral replaces what cannot change in place) and to set the nesting feature")
+	vm("VM.Audit", "read the config and status of the "+ct, "plan reads each corral container; /cluster/resources hides guests without VM.Audit")
+	vm("VM.Config.Disk", "set rootfs and attach volumes on the "+ct, "rootfs and mpN keys need VM.Config.Disk (check_ct_modify_config_perm)")
+	vm("VM.Config.CPU", "set cores on the "+ct, "cores needs VM.Config.CPU")
+	vm("VM.Config.Memory", "set memory and swap on the "+ct, "memory and swap need VM.Config.Memory")
+	vm("VM.Config.Network", "set net0, hostname and DNS on the "+ct, "netN, hostname and nameserver need VM.Config.Network")
+	vm("VM.Config.Options", "set description, tags and onboot on the "+ct, "every other option needs VM.Config.Options")
+	vm("VM.PowerMgmt", "start and shut down the "+ct, "status/start and status/shutdown need VM.PowerMgmt")
+	snapWhy := "corral snapshot takes and removes snapshots"
+	if a.SnapshotBeforeChange {
+		snapWhy = "snapshotBeforeChange takes a snapshot before each change; corral snapshot takes and removes them"
+	}
+	vm("VM.Snapshot", "snapshot the "+ct, snapWhy)
+	vm("VM.Snapshot.Rollback", "roll back the "+ct, "rolling back to a snapshot needs VM.Snapshot.Rollback (or VM.Snapshot)")
+	vm("VM.Backup", "back up and restore the "+ct, "vzdump checks VM.Backup per guest inside its task; a restore over the container needs it too")
+	rs.add(Requirement{Path: vp, Priv: "VM.Migrate", Propagate: prop, Operation: "move the " + ct + " to another node (corral move, corral drain, a change of node:)", Why: "POST …/lxc/{vmid}/migrate needs VM.Migrate on /vms/<vmid>; a move also migrates a carrier container that takes the volumes along", App: a.Name, Later: true})
+	if !a.Unprivileged && rs.t.major() >= 9 {
+		rs.add(Requirement{Path: "/", Priv: "Sys.Modify", Operation: "create the privileged " + ct, Why: "since PVE 9 creating or restoring a privileged container needs Sys.Modify on / (pve-container checks it for unprivileged=0)", App: a.Name})
+	}
+	if br := a.Network.Bridge; br != "" {
+		rs.add(Requirement{Path: "/sdn/zones/" + SDNZone + "/" + br, Priv: "SDN.Use", Operation: "attach net0 of the " + ct + " to bridge " + br, Why: "PVE checks SDN.Use on the bridge's vnet in zone localnetwork for every netN", App: a.Name})
+	}
+	if sid := a.RootFS.Storage; sid != "" {
+		rs.add(Requirement{Path: "/storage/" + sid, Priv: "Datastore.AllocateSpace", Operation: "allocate the rootfs of the " + ct + " on " + sid, Why: "a new volume (STORAGE:GiB) needs Datastore.AllocateSpace on its storage", App: a.Name})
+	}
+}
+
+// template adds what using app a's template needs on its storage, and
+// downloading it when node p.Node lacks it (now) or may lack the next
+// one (later).
+func (rs *reqSet) template(a manifest.App, p Placement) {
+	tsid := storageOf(a.Template)
+	if tsid == "" {
+		return
+	}
+	rs.add(Requirement{Path: "/storage/" + tsid, Priv: "Datastore.Audit", Alt: []string{"Datastore.AllocateSpace"}, Operation: "use template " + a.Template, Why: "check_volume_access needs read access to a template's storage", App: a.Name})
+	// corral downloads a template the node lacks, so its role
+	// holds Datastore.AllocateTemplate on the template's storage:
+	// needed now when the template is missing, and for the next
+	// template change otherwise (apply would stop in preflight).
+	if rs.t.MissingTemplates[p.Node+"/"+a.Template] {
+		rs.add(Requirement{Path: "/storage/" + tsid, Priv: "Datastore.AllocateTemplate", Operation: "download template " + a.Template + " to node " + p.Node, Why: "the template is not on node " + p.Node + "; POST aplinfo needs Datastore.AllocateTemplate (or upload it once by hand)", App: a.Name})
+	} else {
+		rs.add(Requirement{Path: "/storage/" + tsid, Priv: "Datastore.AllocateTemplate", Operation: "download a template not on node " + p.Node + " yet (a change of template)", Why: "apply downloads a template the node lacks, which POST aplinfo allows only with Datastore.AllocateTemplate; without it, upload each new template by hand first", App: a.Name, Later: true})
+	}
+}
+
+// node adds Sys.Audit on app a's node, which reading other users' tasks
+// there needs.
+func (rs *reqSet) node(a manifest.App, p Placement) {
+	nodePath, nodeProp, onNode := "/nodes/"+p.Node, false, "node "+p.Node
+	if p.Node == "" {
+		nodePath, nodeProp, onNode = "/nodes", true, "the node corral picks"
+	}
+	rs.add(Requirement{Path: nodePath, Priv: "Sys.Audit", Propagate: nodeProp, Operation: "see tasks on " + onNode + " that this token did not start", Why: "a create left half-done by another run is judged from its task, and other users' tasks need Sys.Audit on the node", App: a.Name})
+}
+
+// backup adds what writing, listing and pruning app a's backups needs on
+// its backup storage.
+func (rs *reqSet) backup(a manifest.App) {
+	bs := a.Backup.Storage
+	if bs == "" {
+		return
+	}
+	ct := "ct of app " + a.Name
+	rs.add(Requirement{Path: "/storage/" + bs, Priv: "Datastore.AllocateSpace", Operation: "write backups of the " + ct + " to " + bs, Why: "vzdump needs Datastore.AllocateSpace on the backup storage", App: a.Name})
+	rs.add(Requirement{Path: "/storage/" + bs, Priv: "Datastore.Audit", Alt: []string{"Datastore.AllocateSpace"}, Operation: "list the backups of app " + a.Name + " on " + bs, Why: "listing storage content needs Datastore.Audit or Datastore.AllocateSpace", App: a.Name})
+	if a.Backup.Keep > 0 {
+		rs.add(Requirement{Path: "/storage/" + bs, Priv: "Datastore.Allocate", Operation: fmt.Sprintf("prune backups of app %s beyond keep: %d", a.Name, a.Backup.Keep), Why: "vzdump's prune-backups needs Datastore.Allocate on the backup storage", App: a.Name})
+	}
+}
+
+// volumes adds what allocating or adopting app a's volumes needs, and
+// attaching them while the keeper owns them.
+func (rs *reqSet) volumes(a manifest.App) {
+	ct := "ct of app " + a.Name
+	for _, v := range a.Volumes {
+		sp := "/storage/" + v.Storage
+		if v.Adopt == "" {
+			rs.add(Requirement{Path: sp, Priv: "Datastore.AllocateSpace", Operation: "allocate volume " + v.Name + " of app " + a.Name + " on " + v.Storage, Why: "a new volume needs Datastore.AllocateSpace on its storage", App: a.Name})
+		} else {
+			rs.add(Requirement{Path: sp, Priv: "Datastore.AllocateSpace", Operation: "adopt volume " + v.Adopt + " as " + v.Name + " of app " + a.Name, Why: "moving a volume to another container needs Datastore.AllocateSpace on its storage", App: a.Name})
+			if owner := ownerOf(v.Adopt); owner > 0 {
+				rs.add(Requirement{Path: "/vms/" + strconv.Itoa(owner), Priv: "VM.Config.Disk", Operation: "adopt volume " + v.Adopt + " (move it from CT " + strconv.Itoa(owner) + " to the keeper)", Why: "move_volume needs VM.Config.Disk on the source container", App: a.Name})
+			}
+		}
+		rs.add(Requirement{Path: sp, Priv: "Datastore.Audit", Alt: []string{"Datastore.Allocate"}, Operation: "attach volume " + v.Name + " (owned by the keeper) to the " + ct, Why: "check_volume_access lets a container use another guest's volume with Datastore.Audit on the storage and VM.Config.Disk on the owner, or with Datastore.Allocate", App: a.Name})
+	}
+}
+
+// keeper adds what the keeper CT on node needs: creating it when there
+// is none yet, and holding and recording the retained volumes.
+func (rs *reqSet) keeper(node string) {
+	kvmid := rs.t.Keepers[node]
+	kp, kprop := vmPath(kvmid)
+	kr := func(priv, op, why string) {
+		rs.add(Requirement{Path: kp, Priv: priv, Propagate: kprop, Operation: op, Why: why})
+	}
+	kname := "the keeper on node " + node
+	if node == "" {
+		kname = "the node's keeper"
+	}
+	if kvmid == 0 {
+		kr("VM.Allocate", "create "+kname, "the keeper is a container; creating it needs VM.Allocate")
+		kr("VM.Config.CPU", "set cores of "+kname, "create sets cores")
+		kr("VM.Config.Memory", "set memory of "+kname, "create sets memory and swap")
+		kr("VM.Config.Network", "set the hostname of "+kname, "create sets hostname")
+	}
+	kr("VM.Audit", "read the volume records of "+kname, "the keeper's description records which volume is which")
+	kr("VM.Config.Disk", "hold, grow and free retained volumes in "+kname, "the keeper owns retained volumes as unusedN; allocating, resizing and freeing them are disk changes on it")
+	kr("VM.Config.Options", "record volumes and toggle protection of "+kname, "the records live in its description and protection guards them")
 }
 
 // HostNeeds are container settings that only a root@pam session can make

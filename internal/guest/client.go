@@ -135,21 +135,75 @@ func Dial(ctx context.Context, addr string, cfg Config) (*Client, error) {
 	if cfg.User == "" || cfg.Signer == nil {
 		return nil, errors.New("guest: Config needs User and Signer")
 	}
-	var pinned ssh.PublicKey
-	fingerprints := cfg.HostKey.Fingerprints
-	if cfg.HostKey.TrustOnFirstUse || cfg.HostKey.Pinned != "" {
+	pinned, fingerprints, err := cfg.HostKey.trusted()
+	if err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	ctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
+	defer cancel()
+
+	var seen ssh.PublicKey
+	sshCfg := &ssh.ClientConfig{
+		User:              cfg.User,
+		Auth:              []ssh.AuthMethod{ssh.PublicKeys(cfg.Signer)},
+		HostKeyCallback:   hostKeyCheck(cfg.HostKey.VMID, pinned, fingerprints, &seen),
+		HostKeyAlgorithms: hostKeyAlgorithms(pinned),
+	}
+	backoff := cfg.RetryMin
+	var last error
+	for attempt := 1; ; attempt++ {
+		// Probe: a port that does not answer yet is tried again soon.
+		d := net.Dialer{Timeout: cfg.ProbeTimeout}
+		nc, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			last = err
+			if werr := cfg.sleep(ctx, cfg.ProbeInterval); werr != nil {
+				return nil, dialGaveUp(cfg.HostKey.VMID, addr, attempt, werr, last)
+			}
+			continue
+		}
+		// The port answers: log in over this very connection.
+		conn, err := handshake(ctx, nc, addr, sshCfg)
+		if err == nil {
+			return newClient(conn, seen, cfg), nil
+		}
+		if ferr := loginFailed(err, addr, cfg, pinned); ferr != nil {
+			return nil, ferr
+		}
+		last = err
+		if werr := cfg.sleep(ctx, backoff); werr != nil {
+			return nil, dialGaveUp(cfg.HostKey.VMID, addr, attempt, werr, last)
+		}
+		backoff = min(backoff*2, cfg.RetryMax)
+	}
+}
+
+// trusted is which host keys Dial accepts: the pinned key (parsed), or
+// one of the fingerprints the console logged, or any (trust on first
+// use, both nil). A pinned key or trust on first use overrides the
+// fingerprints; with none of the three there is nothing to trust.
+func (h HostKeyPolicy) trusted() (pinned ssh.PublicKey, fingerprints []string, err error) {
+	fingerprints = h.Fingerprints
+	if h.TrustOnFirstUse || h.Pinned != "" {
 		fingerprints = nil
 	}
-	if !cfg.HostKey.TrustOnFirstUse && len(fingerprints) == 0 {
-		if cfg.HostKey.Pinned == "" {
-			return nil, fmt.Errorf("guest: CT %d: no pinned host key and trust on first use not allowed", cfg.HostKey.VMID)
+	if !h.TrustOnFirstUse && len(fingerprints) == 0 {
+		if h.Pinned == "" {
+			return nil, nil, fmt.Errorf("guest: CT %d: no pinned host key and trust on first use not allowed", h.VMID)
 		}
-		k, _, _, _, err := ssh.ParseAuthorizedKey([]byte(cfg.HostKey.Pinned))
+		k, _, _, _, err := ssh.ParseAuthorizedKey([]byte(h.Pinned))
 		if err != nil {
-			return nil, fmt.Errorf("guest: CT %d: pinned host key: %w", cfg.HostKey.VMID, err)
+			return nil, nil, fmt.Errorf("guest: CT %d: pinned host key: %w", h.VMID, err)
 		}
 		pinned = k
 	}
+	return pinned, fingerprints, nil
+}
+
+// withDefaults is cfg with every unset timing filled in, so that a
+// zero Config dials as documented.
+func (cfg Config) withDefaults() Config {
 	if cfg.ConnectTimeout <= 0 {
 		cfg.ConnectTimeout = DefaultConnectTimeout
 	}
@@ -175,68 +229,55 @@ func Dial(ctx context.Context, addr string, cfg Config) (*Client, error) {
 	if cfg.KeepaliveCountMax <= 0 {
 		cfg.KeepaliveCountMax = DefaultKeepaliveCountMax
 	}
-	ctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
-	defer cancel()
+	return cfg
+}
 
-	var seen ssh.PublicKey
-	sshCfg := &ssh.ClientConfig{
-		User: cfg.User,
-		Auth: []ssh.AuthMethod{ssh.PublicKeys(cfg.Signer)},
-		HostKeyCallback: func(_ string, _ net.Addr, key ssh.PublicKey) error {
-			if pinned != nil && string(key.Marshal()) != string(pinned.Marshal()) {
-				return &HostKeyError{VMID: cfg.HostKey.VMID, Want: Fingerprint(pinned), Got: Fingerprint(key)}
-			}
-			if len(fingerprints) > 0 && !slices.Contains(fingerprints, Fingerprint(key)) {
-				return &HostKeyError{VMID: cfg.HostKey.VMID, Want: strings.Join(fingerprints, " or "), Got: Fingerprint(key), Logged: true}
-			}
-			seen = key
-			return nil
-		},
-		HostKeyAlgorithms: hostKeyAlgorithms(pinned),
+// hostKeyCheck is the handshake's host key callback: it refuses a key
+// other than the pinned one or the logged fingerprints, and records the
+// accepted key in *seen (a first use's key, for the caller to pin).
+func hostKeyCheck(vmid int, pinned ssh.PublicKey, fingerprints []string, seen *ssh.PublicKey) ssh.HostKeyCallback {
+	return func(_ string, _ net.Addr, key ssh.PublicKey) error {
+		if pinned != nil && string(key.Marshal()) != string(pinned.Marshal()) {
+			return &HostKeyError{VMID: vmid, Want: Fingerprint(pinned), Got: Fingerprint(key)}
+		}
+		if len(fingerprints) > 0 && !slices.Contains(fingerprints, Fingerprint(key)) {
+			return &HostKeyError{VMID: vmid, Want: strings.Join(fingerprints, " or "), Got: Fingerprint(key), Logged: true}
+		}
+		*seen = key
+		return nil
 	}
-	backoff := cfg.RetryMin
-	var last error
-	for attempt := 1; ; attempt++ {
-		// Probe: a port that does not answer yet is tried again soon.
-		d := net.Dialer{Timeout: cfg.ProbeTimeout}
-		nc, err := d.DialContext(ctx, "tcp", addr)
-		if err != nil {
-			last = err
-			if werr := cfg.sleep(ctx, cfg.ProbeInterval); werr != nil {
-				return nil, dialGaveUp(cfg.HostKey.VMID, addr, attempt, werr, last)
-			}
-			continue
-		}
-		// The port answers: log in over this very connection.
-		conn, err := handshake(ctx, nc, addr, sshCfg)
-		if err == nil {
-			c := &Client{conn: conn, hostKey: seen, done: make(chan struct{})}
-			go c.keepalive(cfg.KeepaliveInterval, cfg.KeepaliveCountMax)
-			go func() {
-				err := conn.Wait()
-				c.setErr(fmt.Errorf("guest SSH connection closed: %w", err))
-				close(c.done)
-			}()
-			return c, nil
-		}
-		var hk *HostKeyError
-		if errors.As(err, &hk) {
-			return nil, hk
-		}
-		if pinned != nil && strings.Contains(err.Error(), "no common algorithm for host key") {
-			// The guest no longer has a key of the pinned type: as
-			// changed a key as any, and no retry will bring it back.
-			return nil, &HostKeyError{VMID: cfg.HostKey.VMID, Want: Fingerprint(pinned), Got: "no " + pinned.Type() + " key at all"}
-		}
-		if isAuthError(err) {
-			return nil, fmt.Errorf("guest: CT %d at %s refused the login as %s: %w (is corral's public key in the container's authorized_keys?)", cfg.HostKey.VMID, addr, cfg.User, err)
-		}
-		last = err
-		if werr := cfg.sleep(ctx, backoff); werr != nil {
-			return nil, dialGaveUp(cfg.HostKey.VMID, addr, attempt, werr, last)
-		}
-		backoff = min(backoff*2, cfg.RetryMax)
+}
+
+// newClient starts the logged-in connection's keepalive and the watch
+// that records why it ended.
+func newClient(conn *ssh.Client, hostKey ssh.PublicKey, cfg Config) *Client {
+	c := &Client{conn: conn, hostKey: hostKey, done: make(chan struct{})}
+	go c.keepalive(cfg.KeepaliveInterval, cfg.KeepaliveCountMax)
+	go func() {
+		err := conn.Wait()
+		c.setErr(fmt.Errorf("guest SSH connection closed: %w", err))
+		close(c.done)
+	}()
+	return c
+}
+
+// loginFailed is Dial's error for a handshake that no retry will mend (a
+// host key mismatch, a pinned key type the guest no longer has, a
+// refused login), or nil for one worth retrying.
+func loginFailed(err error, addr string, cfg Config, pinned ssh.PublicKey) error {
+	var hk *HostKeyError
+	if errors.As(err, &hk) {
+		return hk
 	}
+	if pinned != nil && strings.Contains(err.Error(), "no common algorithm for host key") {
+		// The guest no longer has a key of the pinned type: as
+		// changed a key as any, and no retry will bring it back.
+		return &HostKeyError{VMID: cfg.HostKey.VMID, Want: Fingerprint(pinned), Got: "no " + pinned.Type() + " key at all"}
+	}
+	if isAuthError(err) {
+		return fmt.Errorf("guest: CT %d at %s refused the login as %s: %w (is corral's public key in the container's authorized_keys?)", cfg.HostKey.VMID, addr, cfg.User, err)
+	}
+	return nil
 }
 
 // dialGaveUp is Dial's error once ctx ended.

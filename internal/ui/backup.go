@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/corralhq/corral/internal/apply"
+	"github.com/corralhq/corral/internal/plan"
 	"github.com/corralhq/corral/internal/ui/human"
 )
 
@@ -83,8 +84,13 @@ func WriteRestored(w io.Writer, res *apply.RestoreResult) {
 	}
 }
 
-// WriteBackups lists backup archives, one row each.
+// WriteBackups lists backup archives, one row each; none is said in a
+// sentence, not an empty table.
 func WriteBackups(w io.Writer, list []apply.Archive) error {
+	if len(list) == 0 {
+		_, err := fmt.Fprintln(w, "No backups found.")
+		return err
+	}
 	t := NewTable(w, "APP", "ARCHIVE", "SIZE", "TIME", "PROTECTED", "CT")
 	for _, a := range list {
 		prot := "no"
@@ -108,4 +114,44 @@ func WriteSnapshots(w io.Writer, snaps []apply.SnapshotInfo) error {
 		t.Row(s.Name, s.Time.Format(time.RFC3339), cur, strings.ReplaceAll(s.Description, "\n", " "))
 	}
 	return t.Flush()
+}
+
+// WriteSnapshotTaken says that snapshot name of app (ct vmid) was taken,
+// what it covers (covers: "rootfs", "volume NAME (MOUNT)"), and the
+// commands that go back to it and remove it.
+func WriteSnapshotTaken(w io.Writer, app string, vmid int, name string, covers []string) {
+	fmt.Fprintf(w, "Snapshot %s of app %s (ct %d) taken; `corral rollback %s %s` goes back to it.\n", name, app, vmid, app, name)
+	fmt.Fprintf(w, "It covers %s: the volumes attached now. While it exists PVE will not move those volumes; `corral snapshot %s %s --delete` removes it.\n",
+		strings.Join(covers, ", "), app, name)
+}
+
+// WriteSnapshotDeleted says that snapshot name of app (ct vmid) was
+// removed.
+func WriteSnapshotDeleted(w io.Writer, app string, vmid int, name string) {
+	fmt.Fprintf(w, "Snapshot %s of app %s (ct %d) removed.\n", name, app, vmid)
+}
+
+// WriteNoSnapshots is corral snapshots' answer for an app without any.
+func WriteNoSnapshots(w io.Writer, app string, vmid int) {
+	fmt.Fprintf(w, "App %s (ct %d) has no snapshots.\n", app, vmid)
+}
+
+// WriteRolledBack says that app (ct vmid) was rolled back to snapshot
+// name.
+func WriteRolledBack(w io.Writer, app string, vmid int, name string) {
+	fmt.Fprintf(w, "App %s (ct %d) rolled back to %s.\n", app, vmid, name)
+}
+
+// WritePowerState is corral start's, stop's and restart's answer: where
+// the app's container is and its status now.
+func WritePowerState(w io.Writer, app string, ct *plan.CT) {
+	fmt.Fprintf(w, "App %s (ct %d on %s) is %s.\n", app, ct.VMID, ct.Node, ct.Status)
+}
+
+// WriteRestoredPinNote warns (on stderr) that the manifest at path pins
+// app to vmid pinned while the restore made it ct vmid: the next apply
+// would replace the restored container unless the pin follows.
+func WriteRestoredPinNote(w io.Writer, path, app string, pinned, vmid int) {
+	fmt.Fprintf(w, "note: %s pins vmid %d for app %s, which now runs as ct %d: set vmid: %d (or remove it), or the next apply replaces the restored container\n",
+		path, pinned, app, vmid, vmid)
 }

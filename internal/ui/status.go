@@ -82,8 +82,13 @@ func DriftText(action string) string {
 	return action
 }
 
-// WriteVolumes prints volumes as `corral volumes` lists them.
+// WriteVolumes prints volumes as `corral volumes` lists them; none is
+// said in a sentence, not an empty table.
 func WriteVolumes(w io.Writer, inv []plan.VolumeInfo) {
+	if len(inv) == 0 {
+		fmt.Fprintln(w, "No volumes: corral keeps none on this cluster yet.")
+		return
+	}
 	t := NewTable(w, "APP", "VOLUME", "VOLID", "NODE", "SIZE", "ATTACHED", "MOUNT", "PROJECT")
 	for _, v := range inv {
 		size := human.Size(v.Size)
