@@ -74,23 +74,10 @@ func createIdentity(path string) (*identity, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("create corral's SSH key: %w", err)
 	}
-	// O_EXCL: two corral runs starting at once must not overwrite each
-	// other's new key.
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, os.ErrExist) {
-		return loadIdentity()
-	}
-	if err != nil {
+	if err := publishKey(path, pem.EncodeToMemory(block)); errors.Is(err, os.ErrExist) {
+		return loadIdentity() // another corral run made it first
+	} else if err != nil {
 		return nil, fmt.Errorf("create corral's SSH key: %w", err)
-	}
-	if err := pem.Encode(f, block); err != nil {
-		f.Close()
-		os.Remove(path) // a half-written key would fail every later run
-		return nil, fmt.Errorf("write corral's SSH key: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(path)
-		return nil, fmt.Errorf("write corral's SSH key: %w", err)
 	}
 	spub, err := ssh.NewPublicKey(pub)
 	if err != nil {
@@ -110,4 +97,33 @@ func createIdentity(path string) (*identity, error) {
 func authorizedKey(k ssh.PublicKey) string {
 	b := ssh.MarshalAuthorizedKey(k)
 	return string(b[:len(b)-1])
+}
+
+// publishKey puts data at path whole or not at all: it is written to a
+// temporary file beside path and hard-linked into place, which fails
+// with ErrExist when path exists. Two corral runs starting at once must
+// neither overwrite each other's new key nor read one half written.
+func publishKey(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".id_ed25519-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Link(tmp, path)
 }
