@@ -14,6 +14,7 @@ import (
 // the host). Stopping an app makes room for another, and corral start says the
 // same when there is none.
 func TestApply_nodeMemoryFull(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, func(o *sim.Options) { o.NodeMemory = 1 << 30 })
 	m := writeManifest(t, strings.ReplaceAll(placementManifest(3, ""), "memory: 256", "memory: 512"))
 	r := c.run("apply", "-f", m, "--auto-approve")

@@ -61,6 +61,7 @@ func (c *cluster) archives(m, app string) []string {
 // none twice in a window even across an agent restart, keep pruning, and a
 // failed vzdump task reported as failed (event, metric, API).
 func TestAgent_scheduledBackups(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	m := writeManifest(t, strings.ReplaceAll(appManifest, "MEMORY", "512")+`    backup:
       keep: 2

@@ -11,6 +11,7 @@ import (
 // against sh and systemd); a value it refuses is named by its variable,
 // never shown, since it is usually a secret.
 func TestAgentEnvQuoteRefusesWithoutShowingValue(t *testing.T) {
+	t.Parallel()
 	for _, bad := range []string{"sec\nret", "sec\x00ret", "sec`ret'x"} {
 		_, err := agent.EnvQuote("PROXMOX_VE_API_TOKEN", bad)
 		if err == nil {

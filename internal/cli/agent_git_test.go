@@ -60,6 +60,7 @@ func (r *gitRepo) commit(manifest, msg string) string {
 // reported and the last good commit's manifest stays in force (a drift
 // is repaired to it).
 func TestAgent_git(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	repo := newGitRepo(t)
 	manifestAt := func(memory string) string {

@@ -231,6 +231,7 @@ func TestAgent_gitAllowList(t *testing.T) {
 // credentials; install --git passes its --pass-env names (not values) on
 // to the agent it starts, which reads only those.
 func TestAgent_passEnvFlag(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -264,6 +265,7 @@ func TestAgent_passEnvFlag(t *testing.T) {
 // force while it is not, and is gone once it is again: a file briefly
 // gone and back unchanged, an invalid edit and its fix.
 func TestAgent_manifestErrorInStatus(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	text := strings.ReplaceAll(appManifest, "MEMORY", "512")
 	m := writeManifest(t, text)

@@ -68,6 +68,7 @@ func TestAgent_hostAllowList(t *testing.T) {
 // --allowed-host takes a host name; a URL is refused, naming the flag,
 // by each command that takes it, before anything is read or served.
 func TestAgent_allowedHostRefused(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{
 		{"agent", "-f", "nope.yaml"},
 		{"agent", "install", "-f", "nope.yaml"},

@@ -16,6 +16,7 @@ import (
 // status page — carries a secret: the apps' root passwords, the API
 // token, the agent's own bearer token.
 func TestAgent_secretsNeverShown(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	const pw, bearer = "agent-root-pw-91c2e", "agent-bearer-5d0b7a"
 	m := writeManifest(t, strings.ReplaceAll(appManifest, "MEMORY", "512")+"    password: "+pw+"\n    backup: {schedule: \"@daily\", keep: 1}\n")

@@ -185,6 +185,7 @@ func hasEvent(evs []agent.Event, app, text string) bool {
 // API, metric) and left alone; in reconcile mode the next round repairs
 // it through apply's code.
 func TestAgent_drift(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		mode       string
 		wantMemory string
@@ -252,6 +253,7 @@ func TestAgent_drift(t *testing.T) {
 // A manifest changed on disk is planned at once, not at the next
 // interval.
 func TestAgent_manifestChangePlansAtOnce(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	m := manifestWith(t, "512")
 	c.mustRun("apply", "-f", m, "--auto-approve")
@@ -297,6 +299,7 @@ func TestAgent_manifestChangePlansAtOnce(t *testing.T) {
 // lock, its reconcile round is skipped and recorded, and nothing
 // changes; the next round after the lock is released repairs the drift.
 func TestAgent_skipsWhileLockHeld(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	m := manifestWith(t, "512")
 	c.mustRun("apply", "-f", m, "--auto-approve")
@@ -341,6 +344,7 @@ func TestAgent_skipsWhileLockHeld(t *testing.T) {
 // the other finds the lock taken (the agent skips) or the work done (apply
 // says so), and the cluster ends as the manifest says.
 func TestAgent_concurrentApply(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	m := manifestWith(t, "512")
 	c.mustRun("apply", "-f", m, "--auto-approve")
@@ -376,6 +380,7 @@ func TestAgent_concurrentApply(t *testing.T) {
 // JSON API and the status page, read-only, and the bearer token when one
 // is set.
 func TestAgent_server(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	m := manifestWith(t, "512")
 	c.mustRun("apply", "-f", m, "--auto-approve")
@@ -506,6 +511,7 @@ func (p *pausingObserver) Step(app, phase, detail string) func(error) {
 // saying who holds it, plans again under it, and finds nothing left to do;
 // nothing of the two runs interleaves.
 func TestAgent_applyWaitsForTheAgent(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	m := manifestWith(t, "512")
 	c.mustRun("apply", "-f", m, "--auto-approve")
@@ -553,6 +559,7 @@ func TestAgent_applyWaitsForTheAgent(t *testing.T) {
 // corral_agent_api_errors_total and the API's error; the agent keeps its
 // last view and recovers on its own.
 func TestAgent_apiErrors(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	m := manifestWith(t, "512")
 	c.mustRun("apply", "-f", m, "--auto-approve")

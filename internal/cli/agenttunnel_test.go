@@ -13,6 +13,7 @@ import (
 )
 
 func TestParseDefaultGateway(t *testing.T) {
+	t.Parallel()
 	head := "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n"
 	tests := []struct {
 		name, table, want string
@@ -36,6 +37,7 @@ func TestParseDefaultGateway(t *testing.T) {
 // fingerprint verifies it, neither refuses it. The dialer stands in for
 // the guest's (direct-tcpip).
 func TestCheckEndpointFromGuest_trust(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/api2/json/version" {
 			http.NotFound(w, r)

@@ -137,6 +137,7 @@ func (c *cluster) rootfs(vmid int) string {
 }
 
 func TestBackup_archiveContents(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	m := manifestWith(t, "512")
 	vmid, _ := c.setupNotes(m)
@@ -200,6 +201,7 @@ func keys(m map[string]string) []string {
 // A backup whose task fails with 403 after an HTTP 200 is a failure, and
 // the error says which privilege vzdump checked.
 func TestBackup_taskPermissionFailure(t *testing.T) {
+	t.Parallel()
 	d := newDoctorCluster(t)
 	m := manifestWith(t, "512")
 	vmid, _ := d.setupNotes(m)
@@ -218,6 +220,7 @@ func TestBackup_taskPermissionFailure(t *testing.T) {
 }
 
 func TestBackup_keepPrunesOnlyTheAppsArchives(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	m := writeManifest(t, strings.ReplaceAll(appManifest, "MEMORY", "512")+`    backup:
       keep: 2
@@ -285,6 +288,7 @@ func TestBackup_keepPrunesOnlyTheAppsArchives(t *testing.T) {
 // hostname, its volume in the keeper under the new app with the restored
 // file, the backup=0 volume empty, the original untouched.
 func TestRestore_asNewApp(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	m := manifestWith(t, "512")
 	vmid, vols := c.setupNotes(m)
@@ -402,6 +406,7 @@ func macOf(net0 string) string {
 // restore --replace: the app's name points at the restored CT, the old
 // one is gone, and its volumes stay recorded (nothing freed).
 func TestRestore_replace(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	m := manifestWith(t, "512")
 	vmid, vols := c.setupNotes(m)
@@ -457,6 +462,7 @@ func TestRestore_replace(t *testing.T) {
 
 // The issue's flow: backup, destroy the app, restore it by name.
 func TestRestore_afterDestroy(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	m := manifestWith(t, "512")
 	_, vols := c.setupNotes(m)
@@ -485,6 +491,7 @@ func TestRestore_afterDestroy(t *testing.T) {
 // The seed's minimal self-backup role can back up, and is told before
 // anything changes that it cannot restore.
 func TestRestore_backupOnlyTokenRefusedFirst(t *testing.T) {
+	t.Parallel()
 	d := newDoctorCluster(t)
 	m := manifestWith(t, "512")
 	vmid, _ := d.setupNotes(m)
@@ -516,6 +523,7 @@ func TestRestore_backupOnlyTokenRefusedFirst(t *testing.T) {
 }
 
 func TestSnapshotRollback(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	m := manifestWith(t, "512")
 	vmid, vols := c.setupNotes(m)
@@ -559,6 +567,7 @@ func TestSnapshotRollback(t *testing.T) {
 // A container on a dir storage cannot be snapshotted: corral says why and
 // takes none.
 func TestSnapshot_dirStorageRefused(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	c := newClusterIn(t, dir, func(state map[string]any) {
 		state["storages"] = append(state["storages"].([]any), map[string]any{
@@ -610,6 +619,7 @@ func newClusterIn(t *testing.T, dir string, edit func(map[string]any)) *cluster 
 // archive's data, every displaced copy stays recorded under its own
 // name, and the next apply has nothing to do.
 func TestRestore_replaceTwice(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	m := manifestWith(t, "512")
 	_, vols := c.setupNotes(m)
@@ -653,6 +663,7 @@ func TestRestore_replaceTwice(t *testing.T) {
 // destroy refused it and every plan warned; its volumes said "recorded
 // before projects").
 func TestRestoreAsCopyHasAnOwner(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	m := manifestWith(t, "512")
 	c.setupNotes(m)

@@ -13,6 +13,7 @@ import (
 // so, with the fix, instead of "not created", a create plan or "has no
 // container", and every one of them exits non-zero (issue 16, item 7).
 func TestTokenThatCannotSeeGuests(t *testing.T) {
+	t.Parallel()
 	d := newDoctorCluster(t)
 	m := writeManifest(t, doctorManifest)
 	d.mustRun("apply", "-f", m, "--auto-approve")

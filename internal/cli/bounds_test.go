@@ -46,6 +46,7 @@ func TestGetAgentJSON_bounded(t *testing.T) {
 // Issue 27: validate -o json lists the first manifest.MaxProblems
 // problems and, last, how many more there are.
 func TestValidateJSON_problemsCapped(t *testing.T) {
+	t.Parallel()
 	var b strings.Builder
 	b.WriteString("apps:\n  - name: web\n    template: local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst\n")
 	for i := range 150 {

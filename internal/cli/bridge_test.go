@@ -14,6 +14,7 @@ import (
 // container on a bridge the node lacks (the emulator fails vzstart as
 // vm_start's read_bridge_mtu does).
 func TestBridgeUncheckedWhenNetworkListUnreadable(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	m := writeManifest(t, strings.Replace(goodApp, "    memory: 512\n", "    memory: 512\n    network:\n      bridge: vmbr9\n", 1))
 	c.srv.SetFaults(sim.FaultSpec{Seed: 1, Read5xx: 1, Match: "/network"})
@@ -38,6 +39,7 @@ func TestBridgeUncheckedWhenNetworkListUnreadable(t *testing.T) {
 // none; plan then warns that bridges are not checked rather than call
 // every bridge missing (doctor names the missing SDN.Use).
 func TestBridgeUncheckedWhenTokenSeesNoBridge(t *testing.T) {
+	t.Parallel()
 	d := newDoctorCluster(t)
 	var privs []string
 	for _, p := range model.OperatorPrivileges {

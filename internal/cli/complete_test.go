@@ -12,6 +12,7 @@ import (
 
 // Shell completion offers the manifest's app names (issue 16, item 15).
 func TestCompleteAppNames(t *testing.T) {
+	t.Parallel()
 	m := writeManifest(t, threeVolumes("alpha")+strings.TrimPrefix(threeVolumes("beta"), "apps:\n"))
 	for _, tc := range []struct {
 		args []string
@@ -41,6 +42,7 @@ func TestCompleteAppNames(t *testing.T) {
 // snapshot names (rollback, snapshot --delete), prints no error on
 // stderr, and offers nothing (quietly) when the cluster cannot be read.
 func TestCompleteClusterResources(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	m := manifestWith(t, "512")
 	c.mustRun("apply", "-f", m, "--auto-approve")

@@ -15,6 +15,7 @@ import (
 // TestShellUnquote: the token read from DIR/env is the one sim's
 // shellQuote wrote, quotes included.
 func TestShellUnquote(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		`'corral@pve!corral=abc-123'`: "corral@pve!corral=abc-123",
 		`'it'\''s'`:                   "it's",
@@ -30,6 +31,7 @@ func TestShellUnquote(t *testing.T) {
 // TestDaemonSettingsDifferences: each setting that differs is named with
 // both values; equal settings give none.
 func TestDaemonSettingsDifferences(t *testing.T) {
+	t.Parallel()
 	a := daemonSettings{TimeScale: 0.25, Runtime: "view", Unisolated: true}
 	if d := a.differences(a); len(d) != 0 {
 		t.Fatalf("equal settings differ: %v", d)
@@ -47,6 +49,7 @@ func TestDaemonSettingsDifferences(t *testing.T) {
 // TestFollowLog: sim logs -F prints the log, then what is appended, until
 // stopped.
 func TestFollowLog(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "daemon.log")
 	if err := os.WriteFile(path, []byte("first\n"), 0o600); err != nil {
 		t.Fatal(err)

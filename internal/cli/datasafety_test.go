@@ -86,6 +86,7 @@ func (c *cluster) volumes() []plan.VolumeInfo {
 // recorded, every app has one container, each volume is mounted once, and
 // the next plan of each manifest has nothing to do.
 func TestConcurrentApplies(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	m1, m2 := writeManifestIn(t, "alpha", threeVolumes("alpha")), writeManifestIn(t, "beta", threeVolumes("beta")) // two projects
 	var wg sync.WaitGroup
@@ -133,6 +134,7 @@ func TestConcurrentApplies(t *testing.T) {
 // Scenario 2: an apply that fails after clearing the keeper's protection
 // (to make a new volume) leaves it protected.
 func TestFailedApplyLeavesKeeperProtected(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	m := writeManifest(t, threeVolumes("alpha"))
 	c.mustRun("apply", "-f", m, "--auto-approve")
@@ -157,6 +159,7 @@ func TestFailedApplyLeavesKeeperProtected(t *testing.T) {
 // Scenario 3: the app's tags edited in the web UI. corral still knows its
 // container, puts the tags back, and never creates a second one.
 func TestTagsEditedInWebUI(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	m := writeManifest(t, threeVolumes("alpha"))
 	c.mustRun("apply", "-f", m, "--auto-approve")
@@ -185,6 +188,7 @@ func TestTagsEditedInWebUI(t *testing.T) {
 // a record's mount point removed in the web UI: nothing is forgotten, no
 // empty volume is created, and the next apply writes both back.
 func TestKeeperNotesAndMountPointEdited(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	m := writeManifest(t, threeVolumes("alpha"))
 	c.mustRun("apply", "-f", m, "--auto-approve")
@@ -256,6 +260,7 @@ func (c *cluster) holdLease(holder, command string) {
 }
 
 func TestLockHeldAndUnlock(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	m := writeManifest(t, threeVolumes("alpha"))
 	c.mustRun("apply", "-f", m, "--auto-approve")
@@ -285,6 +290,7 @@ func TestLockHeldAndUnlock(t *testing.T) {
 // Scenario 8: adopting a volume corral already keeps for another app is
 // refused before anything changes.
 func TestAdoptOfAnotherAppsVolumeRefused(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	m := writeManifest(t, threeVolumes("alpha"))
 	c.mustRun("apply", "-f", m, "--auto-approve")
@@ -323,6 +329,7 @@ func TestAdoptOfAnotherAppsVolumeRefused(t *testing.T) {
 // racing an apply, or made by hand) is part of the observed state: plan
 // shows it, apply drops it, and the volume stays mounted.
 func TestPendingDeleteIsObserved(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	m := writeManifest(t, threeVolumes("alpha"))
 	c.mustRun("apply", "-f", m, "--auto-approve")
@@ -356,6 +363,7 @@ func TestPendingDeleteIsObserved(t *testing.T) {
 // Scenario 13: dropping a volume from the manifest takes one apply: the
 // detached volume leaves no unusedN behind for a second one.
 func TestDetachTakesOneApply(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	m := writeManifest(t, threeVolumes("alpha"))
 	c.mustRun("apply", "-f", m, "--auto-approve")
@@ -374,6 +382,7 @@ func TestDetachTakesOneApply(t *testing.T) {
 // running; the next plan waits for it instead of reporting the container
 // as running (it stops a moment later).
 func TestPlanWaitsForRunningShutdown(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, pvetest.TimeScale(0.25)) // vzshutdown: 1 s
 	srv := c.srv
 	m := writeManifest(t, threeVolumes("alpha"))
@@ -393,6 +402,7 @@ func TestPlanWaitsForRunningShutdown(t *testing.T) {
 // A keeper left unprotected (a killed corral, or by hand) is shown by
 // status and plan, and repaired by apply.
 func TestUnprotectedKeeperShownAndRepaired(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	m := writeManifest(t, threeVolumes("alpha"))
 	c.mustRun("apply", "-f", m, "--auto-approve")
@@ -427,6 +437,7 @@ func TestUnprotectedKeeperShownAndRepaired(t *testing.T) {
 // (lower-cased, de-duplicated, sorted), so a manifest tag Prod is no
 // change on every plan.
 func TestTagsComparedAsPVEStoresThem(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	m := writeManifest(t, strings.Replace(threeVolumes("alpha"), "    memory: 256\n", "    memory: 256\n    tags: [Zeta, Prod, prod]\n", 1))
 	c.mustRun("apply", "-f", m, "--auto-approve")
@@ -459,6 +470,7 @@ func manyApps(n int, bad string) string {
 // and go in one destroy, every volume kept; one app's failure does not
 // stop the others, and the error names it.
 func TestParallelApplyAndDestroy(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	m := writeManifest(t, manyApps(12, "app05"))
 	r := c.run("apply", "-f", m, "--auto-approve", "--skip-preflight")
@@ -499,6 +511,7 @@ func TestParallelApplyAndDestroy(t *testing.T) {
 // running; an apply right after waits for it and then recreates the app
 // in one go, instead of failing once on the vanishing config.
 func TestApplyAfterInterruptedDestroy(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, pvetest.TimeScale(0.2)) // vzdestroy: 0.4 s
 	srv := c.srv
 	m := writeManifest(t, threeVolumes("alpha"))
@@ -544,6 +557,7 @@ func TestApplyAfterInterruptedDestroy(t *testing.T) {
 // A lease whose holder was a corral of this machine that was killed is
 // taken over at once, not after it runs out.
 func TestLockOfKilledLocalCorralTakenOver(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	m := writeManifest(t, threeVolumes("alpha"))
 	c.mustRun("apply", "-f", m, "--auto-approve")

@@ -147,6 +147,7 @@ const doctorManifest = `apps:
 `
 
 func TestDoctor_operatorToken(t *testing.T) {
+	t.Parallel()
 	d := newDoctorCluster(t)
 	m := writeManifest(t, doctorManifest)
 	op := d.srv.Credentials().OperatorToken
@@ -166,6 +167,7 @@ func TestDoctor_operatorToken(t *testing.T) {
 }
 
 func TestDoctor_roleLacksPrivileges(t *testing.T) {
+	t.Parallel()
 	d := newDoctorCluster(t)
 	m := writeManifest(t, doctorManifest)
 	d.role("Narrow", slices.DeleteFunc(slices.Clone(model.OperatorPrivileges), func(p string) bool {
@@ -204,6 +206,7 @@ func TestDoctor_roleLacksPrivileges(t *testing.T) {
 }
 
 func TestDoctor_privsepTokenOnlyACL(t *testing.T) {
+	t.Parallel()
 	d := newDoctorCluster(t)
 	m := writeManifest(t, doctorManifest)
 	tok := d.token("tonly@pve", "ci")
@@ -224,6 +227,7 @@ func TestDoctor_privsepTokenOnlyACL(t *testing.T) {
 // TestDoctor_userLacksSDNUse is the issue's intersection case: the token's
 // own ACL has every privilege, but its user's role lacks SDN.Use.
 func TestDoctor_userLacksSDNUse(t *testing.T) {
+	t.Parallel()
 	d := newDoctorCluster(t)
 	m := writeManifest(t, doctorManifest)
 	d.role("NoSDN", slices.DeleteFunc(slices.Clone(model.OperatorPrivileges), func(p string) bool { return p == "SDN.Use" }))
@@ -240,6 +244,7 @@ func TestDoctor_userLacksSDNUse(t *testing.T) {
 }
 
 func TestDoctor_keyctlNeedsRoot(t *testing.T) {
+	t.Parallel()
 	d := newDoctorCluster(t)
 	m := writeManifest(t, `apps:
   - name: web
@@ -262,6 +267,7 @@ func TestDoctor_keyctlNeedsRoot(t *testing.T) {
 }
 
 func TestDoctor_unknownCertificate(t *testing.T) {
+	t.Parallel()
 	d := newDoctorCluster(t)
 	m := writeManifest(t, doctorManifest)
 	fp := d.srv.Fingerprint()
@@ -283,6 +289,7 @@ func TestDoctor_unknownCertificate(t *testing.T) {
 // nothing else, and that taking any single privilege from the role makes
 // doctor name it.
 func TestDoctor_printedSetup(t *testing.T) {
+	t.Parallel()
 	d := newDoctorCluster(t)
 	m := writeManifest(t, doctorManifest)
 	r := d.corral("", false, "doctor", "-f", m, "--print-setup", "-o", "json", "--user", "ops@pve", "--token-name", "ci", "--role", "CorralCI")
@@ -369,6 +376,7 @@ func (d *doctorCluster) lifecycle(token string, vmid int) {
 }
 
 func TestDoctor_badFlags(t *testing.T) {
+	t.Parallel()
 	d := newDoctorCluster(t)
 	m := writeManifest(t, doctorManifest)
 	r := d.doctor(d.srv.Credentials().OperatorToken, "-f", m, "-o", "yaml")
@@ -378,6 +386,7 @@ func TestDoctor_badFlags(t *testing.T) {
 }
 
 func TestDoctor_rejectedToken(t *testing.T) {
+	t.Parallel()
 	d := newDoctorCluster(t)
 	m := writeManifest(t, doctorManifest)
 	wrong := "0f0e0d0c-0b0a-4908-8706-050403020100"
@@ -391,6 +400,7 @@ func TestDoctor_rejectedToken(t *testing.T) {
 // a change of node:): doctor says so as a warning that names the
 // privilege and the fix (issue 18).
 func TestDoctor_namesVMMigrate(t *testing.T) {
+	t.Parallel()
 	d := newDoctorCluster(t)
 	m := writeManifest(t, doctorManifest)
 	d.role("NoMigrate", slices.DeleteFunc(slices.Clone(model.OperatorPrivileges), func(p string) bool { return p == "VM.Migrate" }))

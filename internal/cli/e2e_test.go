@@ -189,6 +189,7 @@ func manifestWith(t *testing.T, memory string) string {
 // volume survives destroy and apply, on the same volid, while the old
 // container's root file system is gone.
 func TestVolumesSurviveRecreate(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	m := manifestWith(t, "512")
 
@@ -276,6 +277,7 @@ func TestVolumesSurviveRecreate(t *testing.T) {
 // TestInPlaceUpdateKeepsContainer: a memory change is an update of the same
 // container, not a replace.
 func TestInPlaceUpdateKeepsContainer(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	c.mustRun("apply", "-f", manifestWith(t, "512"), "--auto-approve")
 	vmid := c.status(manifestWith(t, "512")).Apps[0].Containers[0].VMID
@@ -313,6 +315,7 @@ func TestInPlaceUpdateKeepsContainer(t *testing.T) {
 // TestTemplateChangeReplacesAndKeepsData: a new template replaces the
 // container; the volumes move over with their data.
 func TestTemplateChangeReplacesAndKeepsData(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	m := manifestWith(t, "512")
 	c.mustRun("apply", "-f", m, "--auto-approve")
@@ -356,6 +359,7 @@ func TestTemplateChangeReplacesAndKeepsData(t *testing.T) {
 
 // TestDestroyDeleteVolumes frees reclaim: delete volumes only.
 func TestDestroyDeleteVolumes(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	m := manifestWith(t, "512")
 	c.mustRun("apply", "-f", m, "--auto-approve")
@@ -385,6 +389,7 @@ func TestDestroyDeleteVolumes(t *testing.T) {
 // TestApplyNeedsApprovalWithoutTerminal: a script that forgets
 // --auto-approve changes nothing.
 func TestApplyNeedsApprovalWithoutTerminal(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	m := manifestWith(t, "512")
 	r := c.run("apply", "-f", m)
@@ -399,6 +404,7 @@ func TestApplyNeedsApprovalWithoutTerminal(t *testing.T) {
 // TestApplyJSONEvents: -o json gives one JSON object per line, ending with
 // a summary.
 func TestApplyJSONEvents(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	r := c.mustRun("apply", "-f", manifestWith(t, "512"), "--auto-approve", "-o", "json")
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
@@ -459,6 +465,7 @@ func TestSecretsNeverPrinted(t *testing.T) {
 
 // TestValidateReportsPosition: a bad manifest fails with file:line:col.
 func TestValidateReportsPosition(t *testing.T) {
+	t.Parallel()
 	m := writeManifest(t, "apps:\n  - name: x\n    template: local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst\n    memory: lots\n")
 	var out, errb bytes.Buffer
 	code := Run(context.Background(), []string{"validate", "-f", m}, strings.NewReader(""), &out, &errb)
@@ -477,6 +484,7 @@ func TestValidateReportsPosition(t *testing.T) {
 }
 
 func TestSchemaIsJSON(t *testing.T) {
+	t.Parallel()
 	var out, errb bytes.Buffer
 	if code := Run(context.Background(), []string{"schema"}, nil, &out, &errb); code != 0 {
 		t.Fatal(errb.String())
@@ -491,6 +499,7 @@ func TestSchemaIsJSON(t *testing.T) {
 // app's container would be freed with it, so destroy refuses and changes
 // nothing.
 func TestDestroyRefusesUnmanagedVolume(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	m := manifestWith(t, "512")
 	c.mustRun("apply", "-f", m, "--auto-approve")
@@ -533,6 +542,7 @@ func TestExamplesValidateAndPlan(t *testing.T) {
 // Datastore.AllocateSpace is stopped by apply's preflight, naming what is
 // missing, and nothing is created.
 func TestApplyPreflightStopsBeforeChanges(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	cl := c.srv.Cluster()
 	root := model.Auth{UserID: "root@pam"}
@@ -574,6 +584,7 @@ func TestApplyPreflightStopsBeforeChanges(t *testing.T) {
 // `doctor --print-setup` prints, apply works; with any one privilege
 // taken out, apply stops before its first change and names it.
 func TestPrintedSetupIsExactlyEnough(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	m := manifestWith(t, "512")
 	r := c.mustRun("doctor", "-f", m, "--print-setup", "-o", "json")
@@ -648,6 +659,7 @@ func TestPrintedSetupIsExactlyEnough(t *testing.T) {
 // elsewhere, leave the app on that node alone and say so; a request for
 // the down node fails as PVE's proxy does.
 func TestOfflineNode(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, pvetest.Nodes(2))
 	srv := c.srv
 	one := writeManifest(t, strings.Replace(strings.ReplaceAll(appManifest, "MEMORY", "512"), "  - name: notes\n", "  - name: notes\n    node: pve1\n", 1))

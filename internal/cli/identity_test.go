@@ -18,6 +18,7 @@ import (
 // apply made a second keeper and new empty volumes and swapped them in).
 // Putting the tags back as the message says makes the plan empty again.
 func TestKeeperTagsEditedRefused(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ name, tags string }{
 		{"keeper tag removed", "corral"},
 		{"keeper tag renamed", "corral;corral-keepers"},
@@ -91,6 +92,7 @@ func TestKeeperTagsEditedRefused(t *testing.T) {
 // complete" only when a fresh plan is empty (before, it finished the move,
 // said complete, and the next plan still showed the memory change).
 func TestApplyFinishingAMoveMakesTheOtherChanges(t *testing.T) {
+	t.Parallel()
 	c := newMoveCluster(t)
 	m1, m2 := writeManifest(t, moveManifestOn("pve1")), writeManifest(t, moveManifestOn("pve2"))
 	c.interruptMove(m1, m2)
@@ -117,6 +119,7 @@ func (c *cluster) applyCompleteAndTrue(m string) {
 // it). The next apply ends with the app on the new node WITH its volumes
 // and data, and "Apply complete" only then; no second apply is needed.
 func TestApplyAfterMoveStoppedAtTheCarrier(t *testing.T) {
+	t.Parallel()
 	c := newMoveCluster(t)
 	m1, m2 := writeManifest(t, moveManifestOn("pve1")), writeManifest(t, moveManifestOn("pve2"))
 	c.mustRun("apply", "-f", m1, "--auto-approve")
@@ -138,6 +141,7 @@ func TestApplyAfterMoveStoppedAtTheCarrier(t *testing.T) {
 // tags at all is (before, a container tagged only corral was skipped,
 // and the plan created the app a second time beside it).
 func TestAppTagRemovedCorralTagKept(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	m := writeManifest(t, threeVolumes("alpha"))
 	c.mustRun("apply", "-f", m, "--auto-approve")

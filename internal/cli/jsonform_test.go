@@ -25,6 +25,7 @@ const jsonDoc = "../../docs/json.md"
 // neither list fails the test, so a new command cannot silently print
 // text to a script that asked for JSON.
 func TestEveryCommandJSONOrRefuses(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	m := writeManifest(t, strings.ReplaceAll(appManifest, "MEMORY", "512"))
 	// The same manifest, edited to drop app notes (just before volumes

@@ -60,6 +60,7 @@ func (c *cluster) interruptMove(m1, m2 string) {
 // the fix, in text and in JSON; apply finishes the move and the mark
 // goes.
 func TestStatusShowsInterruptedMove(t *testing.T) {
+	t.Parallel()
 	c := newMoveCluster(t)
 	m1, m2 := writeManifest(t, moveManifestOn("pve1")), writeManifest(t, moveManifestOn("pve2"))
 	c.interruptMove(m1, m2)
@@ -102,6 +103,7 @@ func TestStatusShowsInterruptedMove(t *testing.T) {
 // and only those: a volume named for the carrier that another guest's
 // config references stays.
 func TestRollbackFreesStaleCopies(t *testing.T) {
+	t.Parallel()
 	c := newMoveCluster(t)
 	m1, m2 := writeManifest(t, moveManifestOn("pve1")), writeManifest(t, moveManifestOn("pve2"))
 	c.interruptMove(m1, m2)

@@ -175,6 +175,7 @@ func (c *cluster) noStrays() {
 // node, and the plan says what and why. Snapshots are refused unless
 // --delete-snapshots (issue 18).
 func TestMoveAppWithVolumes(t *testing.T) {
+	t.Parallel()
 	c := newMoveCluster(t)
 	m1 := writeManifest(t, moveManifestOn("pve1"))
 	c.mustRun("apply", "-f", m1, "--auto-approve")
@@ -263,6 +264,7 @@ func TestMoveAppWithVolumes(t *testing.T) {
 // keeper on the old node to the keeper on the new one, its data in
 // place, and it is mounted by the app on the new node only.
 func TestMoveOnSharedStorage(t *testing.T) {
+	t.Parallel()
 	srv := pvetest.Start(t, pvetest.Nodes(3), pvetest.SharedStorage(model.SharedNFS)).Server
 	c := &cluster{t: t, srv: srv}
 	m1 := writeManifest(t, sharedManifest)
@@ -293,6 +295,7 @@ func TestMoveOnSharedStorage(t *testing.T) {
 // and pve3, each with its data; nothing is left on pve1 but its keeper,
 // no carrier, no stray volume, nothing mounted twice.
 func TestDrainMovesAppsInParallel(t *testing.T) {
+	t.Parallel()
 	c := newMoveCluster(t)
 	var b strings.Builder
 	for i := range 6 {

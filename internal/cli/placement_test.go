@@ -35,6 +35,7 @@ func (c *cluster) appsPerNode() map[string]int {
 // to a node of a three-node cluster, the plan says where and why, and an
 // app added later is placed without moving any other (issue 18).
 func TestPlacementOnThreeNodes(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, pvetest.Nodes(3))
 	m := writeManifest(t, placementManifest(30, ""))
 	r := c.run("plan", "-f", m)

@@ -8,6 +8,7 @@ import (
 
 // corral stop, start and restart (issue 16, item 13).
 func TestPowerVerbs(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	m := writeManifest(t, threeVolumes("alpha"))
 	c.mustRun("apply", "-f", m, "--auto-approve")
@@ -39,6 +40,7 @@ func TestPowerVerbs(t *testing.T) {
 
 // status --exit-code: 0 in sync, 2 drift (issue 16, item 7).
 func TestStatusExitCode(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	m := writeManifest(t, threeVolumes("alpha"))
 	if r := c.run("status", "-f", m, "--exit-code"); r.code != ExitChanges {
@@ -60,6 +62,7 @@ func TestStatusExitCode(t *testing.T) {
 // Commands without a JSON form refuse -o json rather than ignore it
 // (issue 16, item 14).
 func TestNoJSONFormRefused(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	m := writeManifest(t, threeVolumes("alpha"))
 	for _, args := range [][]string{{"exec", "alpha", "-f", m, "-o", "json", "--", "true"}, {"logs", "alpha", "-f", m, "-o", "json"}} {

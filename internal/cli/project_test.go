@@ -73,6 +73,7 @@ func (c *cluster) exists(vmid int) bool {
 // its container and keeps its volume in the keeper, and putting the app
 // back attaches the same volume with the same data.
 func TestRemovedAppIsDestroyedAndComesBack(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	both := writeManifest(t, twoApps())
 	c.mustRun("apply", "-f", both, "--auto-approve")
@@ -153,6 +154,7 @@ func TestRemovedAppIsDestroyedAndComesBack(t *testing.T) {
 // two projects on one cluster; neither apply touches the other's app,
 // and a manifest that names the other project's app is refused.
 func TestProjectsLeaveEachOtherAlone(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	shop := writeManifestIn(t, "shop", strings.ReplaceAll(appManifest, "MEMORY", "512"))
 	blog := writeManifestIn(t, "blog", "apps:\n"+wikiApp)
@@ -201,6 +203,7 @@ func TestProjectsLeaveEachOtherAlone(t *testing.T) {
 // TestDestroyRemovedApp: corral destroy APP works for an app of this
 // project that the manifest no longer lists; its volume stays.
 func TestDestroyRemovedApp(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	both := writeManifest(t, twoApps())
 	c.mustRun("apply", "-f", both, "--auto-approve")
@@ -269,6 +272,7 @@ func (c *cluster) gone(volid string) bool {
 // unknown volid are refused with nothing changed; nothing changes without
 // --auto-approve and a terminal.
 func TestVolumesRm(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	both := writeManifest(t, twoApps())
 	c.mustRun("apply", "-f", both, "--auto-approve")
@@ -332,6 +336,7 @@ func TestVolumesRm(t *testing.T) {
 // *-replaced-* copies, and keeps the declared volumes and another
 // project's.
 func TestVolumesPrune(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	both := writeManifest(t, twoApps())
 	c.mustRun("apply", "-f", both, "--auto-approve")
@@ -408,6 +413,7 @@ func TestVolumesPrune(t *testing.T) {
 // app, and the next apply adds the tag in place; a manifest that does not
 // name it leaves it alone with a warning.
 func TestContainerWithoutProjectTag(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	both := writeManifest(t, twoApps())
 	c.mustRun("apply", "-f", both, "--auto-approve")
@@ -447,6 +453,7 @@ func TestContainerWithoutProjectTag(t *testing.T) {
 // into its project by the next apply, so that an app removed afterwards
 // leaves volumes prune can free.
 func TestRecordsMadeBeforeProjects(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	both := writeManifest(t, twoApps())
 	c.mustRun("apply", "-f", both, "--auto-approve")
@@ -508,6 +515,7 @@ func rewrite(t *testing.T, m, text string) string {
 // shop's kept volumes is refused, and shop's own removals go ahead. Blog
 // taking over with an explicit project: app destroys and frees them.
 func TestDefaultProjectsCollide(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	shop := writeManifestIn(t, "shop/app", twoApps())
 	c.mustRun("apply", "-f", shop, "--auto-approve")
@@ -577,6 +585,7 @@ func TestDefaultProjectsCollide(t *testing.T) {
 // manifest as the declarer, so that an app removed afterwards is
 // destroyed and its kept volume pruned under the defaulted project.
 func TestDeclarersMadeBefore(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	m := writeManifest(t, twoApps())
 	c.mustRun("apply", "-f", m, "--auto-approve")

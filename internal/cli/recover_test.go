@@ -69,6 +69,7 @@ func (c *cluster) runningMounts(volid string) []int {
 // first (stopping it when pve2's boot started it, onboot), the keeper's
 // record and the volume stay, and a plan after that has no changes.
 func TestRecoverSharedAppFromOfflineNode(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		boot    model.NodePower // how pve2 comes back

@@ -69,6 +69,7 @@ func (c *cluster) writeData(m, node, text string) {
 // plan is empty. Following the fix (move back, restore) restores the
 // archive's data.
 func TestRestoreReplaceAfterMove(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, pvetest.Nodes(2))
 	m := manifestWith(t, "512")
 	c.mustRun("apply", "-f", m, "--auto-approve")
@@ -160,6 +161,7 @@ func (c *cluster) noRecordTwice() {
 // once apply has finished it, the plan is empty and each volume is
 // recorded once.
 func TestRestoreDuringMoveRefused(t *testing.T) {
+	t.Parallel()
 	c := newMoveCluster(t)
 	m1, m2 := writeManifest(t, moveManifestOn("pve1")), writeManifest(t, moveManifestOn("pve2"))
 	c.mustRun("apply", "-f", m1, "--auto-approve")
@@ -197,6 +199,7 @@ func TestRestoreDuringMoveRefused(t *testing.T) {
 // each volume is recorded once, and the plan is empty. Without the fault
 // the same restore puts the archive's data on the new node.
 func TestRestoreAfterMoveInterrupted(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, pvetest.Nodes(2))
 	m := manifestWith(t, "512")
 	c.mustRun("apply", "-f", m, "--auto-approve")
@@ -251,6 +254,7 @@ func TestRestoreAfterMoveInterrupted(t *testing.T) {
 // local storage is refused there before any change, naming the archive's
 // node and the ways on, and the records are left as they were.
 func TestRestoreAfterMoveAndDestroyRefused(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, pvetest.Nodes(2))
 	m := manifestWith(t, "512")
 	c.mustRun("apply", "-f", m, "--auto-approve")
@@ -283,6 +287,7 @@ func TestRestoreAfterMoveAndDestroyRefused(t *testing.T) {
 // that node, each volume recorded once, the displaced volume kept as
 // *-replaced-*, and an empty plan.
 func TestRestoreReplaceAfterMoveFromSharedBackups(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, pvetest.Nodes(2), pvetest.SharedStorage("nfs"))
 	m := manifestWith(t, "512")
 	c.mustRun("apply", "-f", m, "--auto-approve")

@@ -145,6 +145,7 @@ func TestUnboundedReadsRefused(t *testing.T) {
 // space, a line break PVE or a browser may honour) is refused, so no
 // manifest can plant a host-key pin (issue 12, item 2).
 func TestDescriptionCannotPlantMarkers(t *testing.T) {
+	t.Parallel()
 	for _, desc := range []string{"\u00a0corral-hostkey: ssh-ed25519 AAAA", "ok\u2028corral-app: other", "\u200bcorral-provisioned: 0", "x\rCORRAL-hostkey: k"} {
 		m := writeManifest(t, "apps:\n  - name: web\n    template: local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst\n    description: "+strconv.Quote(desc)+"\n")
 		var out, errb bytes.Buffer
@@ -158,6 +159,7 @@ func TestDescriptionCannotPlantMarkers(t *testing.T) {
 // Volumes over the kernel's file systems and adoptions of a root file
 // system are refused before anything changes (issue 12, item 4).
 func TestMountAndAdoptGaps(t *testing.T) {
+	t.Parallel()
 	for _, mount := range []string{"/proc", "/sys/fs", "/dev"} {
 		m := writeManifest(t, "apps:\n  - name: web\n    template: local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst\n    volumes:\n      - name: v\n        size: 1G\n        mount: "+mount+"\n")
 		var out, errb bytes.Buffer
@@ -182,6 +184,7 @@ func TestMountAndAdoptGaps(t *testing.T) {
 
 // Negative durations are refused (issue 12, item 4).
 func TestNegativeDurationsRefused(t *testing.T) {
+	t.Parallel()
 	m := writeManifest(t, "apps:\n  - name: web\n    template: local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst\n")
 	for _, args := range [][]string{{"apply", "-f", m, "--lock-wait", "-5s"}, {"apply", "-f", m, "--lock-timeout", "-1m"}, {"destroy", "-f", m, "--lock-timeout", "-1s"}} {
 		var out, errb bytes.Buffer

@@ -28,6 +28,7 @@ const sharedManifest = `apps:
 // not only its own, and refuses when one on another node references it
 // (issue 18).
 func TestSharedVolumeGuardedClusterWide(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, pvetest.Nodes(3), pvetest.SharedStorage(model.SharedNFS))
 	srv := c.srv
 	m := writeManifest(t, sharedManifest)

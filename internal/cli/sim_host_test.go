@@ -17,6 +17,7 @@ import (
 // --allowed-host name with the API, and corral's own client (the
 // endpoint and fingerprint of DIR/env) works as before.
 func TestSimServe_allowedHost(t *testing.T) {
+	t.Parallel()
 	vars := serveSim(t, "--allowed-host", "pve.lan").env(t)
 	c, err := pve.New(pve.Config{Endpoint: vars["PROXMOX_VE_ENDPOINT"], Token: vars["PROXMOX_VE_API_TOKEN"], Fingerprint: vars["PROXMOX_VE_FINGERPRINT"]})
 	if err != nil {

@@ -96,6 +96,7 @@ func (s *servedSim) env(t *testing.T) map[string]string {
 // TestSimServe_sharedStorage: `corral sim serve --shared-storage nfs,rbd`
 // creates a state with both shared storages; an unknown kind is refused.
 func TestSimServe_sharedStorage(t *testing.T) {
+	t.Parallel()
 	s := serveSim(t, "--nodes", "3", "--shared-storage", "nfs,rbd")
 	dir := s.dir
 	if code := s.stop(); code != 0 {

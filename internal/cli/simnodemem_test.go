@@ -15,6 +15,7 @@ import (
 // (with DIR/env's endpoint) starts two 512 MiB apps and fails the third
 // with the reason; a size without a unit is refused.
 func TestSimServe_nodeMemory(t *testing.T) {
+	t.Parallel()
 	s := serveSim(t, "--nodes", "2", "--node-memory", "1G", "--real-templates=false")
 	dir, vars := s.dir, s.env(t)
 	m := writeManifest(t, strings.ReplaceAll(placementManifest(3, "placement:\n  nodes: [pve1]\n"), "memory: 256", "memory: 512"))

@@ -51,6 +51,7 @@ func (c *cluster) snapshotOfRemovedVolume() (m string, vmid int, data string) {
 // then still works. Once the snapshot is gone (removed, or destroyed with
 // its container) the volume is freed.
 func TestFreeRefusesASnapshotsVolume(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	m, vmid, data := c.snapshotOfRemovedVolume()
 	wants := []string{data, "snapshot s1 of CT " + strconv.Itoa(vmid), "on node pve as mp", "`corral snapshot notes s1 --delete`",
@@ -98,6 +99,7 @@ func TestFreeRefusesASnapshotsVolume(t *testing.T) {
 // A rollback to a snapshot whose volume is gone refuses before it
 // touches the container, naming the volume, the snapshot and why.
 func TestRollbackRefusesASnapshotWhoseVolumeIsGone(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	m, vmid, data := c.snapshotOfRemovedVolume()
 	// Freed behind corral's back (pvesm free as root).
@@ -141,6 +143,7 @@ func TestRollbackRefusesASnapshotWhoseVolumeIsGone(t *testing.T) {
 // itself, taken by hand as root. The app's own snapshots go with its
 // container and do not stop it.
 func TestDestroyDeleteVolumesSparesASnapshotsVolume(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	m := manifestWith(t, "512")
 	c.mustRun("apply", "-f", m, "--auto-approve")

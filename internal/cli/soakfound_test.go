@@ -21,6 +21,7 @@ import (
 // the kept one): it removes it and makes the app a container on its kept
 // volumes.
 func TestRestoreStoppedBeforeItsVolumesMovedIsRolledBack(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	m := manifestWith(t, "512")
 	c.mustRun("apply", "-f", m, "--auto-approve")
@@ -90,6 +91,7 @@ func TestRestoreStoppedBeforeItsVolumesMovedIsRolledBack(t *testing.T) {
 // project's: when its protection is cleared in the web UI, the project's
 // plan shows the repair and apply makes it.
 func TestKeeperOfRemovedAppsRepaired(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, pvetest.Nodes(2))
 	two := `apps:
   - name: web
@@ -145,6 +147,7 @@ func TestKeeperOfRemovedAppsRepaired(t *testing.T) {
 // and its fix (corral move refuses a pinned app, so the pin does the
 // move) works as written: the app ends on the new node with its data.
 func TestPinnedAppWithoutContainerOnAnotherNode(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, pvetest.Nodes(2))
 	on := pinnedManifest
 	m := writeManifest(t, on("pve2"))
@@ -185,6 +188,7 @@ func TestPinnedAppWithoutContainerOnAnotherNode(t *testing.T) {
 // corral holds on its apps' nodes and plans again under it before saying
 // so; plan, which changes nothing, does not wait.
 func TestApplyWithNothingToDoWaitsForAHeldLock(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	m := writeManifest(t, threeVolumes("alpha"))
 	c.mustRun("apply", "-f", m, "--auto-approve")
@@ -208,6 +212,7 @@ func TestApplyWithNothingToDoWaitsForAHeldLock(t *testing.T) {
 // (the plan said so) instead of failing with "no container", and the tag
 // is back afterwards.
 func TestMoveOfAnAppWhoseTagWasEdited(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, pvetest.Nodes(2))
 	on := pinnedManifest
 	m := writeManifest(t, on("pve1"))

@@ -27,6 +27,7 @@ func (c *cluster) taskLogReads() (reads, notOK, tasks int) {
 // PVE's task logs, so apply reads the log of a task only when it did not
 // end OK (its warnings or its error); with --verbose it streams them all.
 func TestApplyReadsTaskLogsOnlyWhenNeeded(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	c.srv.ResetRequests()
 	c.mustRun("apply", "-f", manifestWith(t, "512"), "--auto-approve")

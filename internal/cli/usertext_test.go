@@ -12,6 +12,7 @@ import (
 // (seed files, behaviour.md sections), which users do not have (issue 16,
 // item 9). Every command's help is checked.
 func TestHelpCitesNoInternalNotes(t *testing.T) {
+	t.Parallel()
 	internal := regexp.MustCompile(`seed \d{3}|behaviour\.md|§`)
 	var out, errb bytes.Buffer
 	root := newRoot(context.Background(), &streams{in: strings.NewReader(""), out: &out, err: &errb})

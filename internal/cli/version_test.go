@@ -10,6 +10,7 @@ import (
 )
 
 func TestVersion(t *testing.T) {
+	t.Parallel()
 	var out, errb bytes.Buffer
 	if code := Run(context.Background(), []string{"version"}, strings.NewReader(""), &out, &errb); code != 0 {
 		t.Fatalf("version: exit %d\n%s", code, errb.String())
