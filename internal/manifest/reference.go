@@ -183,35 +183,74 @@ func CorralCredential(name string) bool {
 	return false
 }
 
-// referencePattern is the whole-value reference syntax, also used by the
-// JSON Schema.
-const referencePattern = `^\$\{(env:[A-Za-z_][A-Za-z0-9_]*(:-[^}]*)?|file:[^}]+)\}$`
+// referenceBody is what a reference holds between ${ and }.
+const referenceBody = `(env:[A-Za-z_][A-Za-z0-9_]*(:-[^}]*)?|file:[^}]+)`
 
-var referenceRE = regexp.MustCompile(referencePattern)
+// referenceRE matches one reference, ${env:X} or ${file:P}.
+var referenceRE = regexp.MustCompile(`^\$\{` + referenceBody + `\}$`)
 
-const referenceAllowed = "${env:NAME} with NAME of letters, digits and _, ${env:NAME:-default}, or ${file:PATH}; write $${ for a literal ${"
+// templatePattern, used by the JSON Schema, matches a string holding at
+// least one reference and no other ${: text runs ([^$]), dollars not
+// before a { or $, a run of two or more dollars before { (the last two
+// and the { are the $${ escape), and references.
+const templatePattern = `^(` + templateText + `)*\$\{` + referenceBody + `\}(` + templateText + `|\$\{` + referenceBody + `\})*$`
 
-// splitReference classifies a YAML string: a reference ("${env:X}",
-// returned in ref), or a literal (returned in lit, with "$${" unescaped to
-// "${"). A "${" anywhere else is a mistake (there is no interpolation), and
-// problem says so.
-func splitReference(s string) (lit, ref, problem string) {
-	if strings.HasPrefix(s, "${") {
-		if !referenceRE.MatchString(s) {
-			return "", "", "invalid reference"
+const templateText = `[^$]|\$+[^${]|\$+$|\$\$+\{`
+
+const referenceAllowed = "${env:NAME} with NAME of letters, digits and _, ${env:NAME:-default}, or ${file:PATH}, as the whole value or inside text; write $${ for a literal ${"
+
+// part is one piece of a YAML string: literal text (with $${ unescaped
+// to ${) or a reference ("${env:X}").
+type part struct{ lit, ref string }
+
+// parseTemplate splits a YAML string into literal text and references,
+// read left to right: $${ is a literal ${, and any other ${ starts a
+// reference that ends at the next }. problem says what is wrong with a
+// ${ that is no valid reference, or with a reference to one of corral's
+// own credentials.
+func parseTemplate(s string) (parts []part, problem string) {
+	var lit strings.Builder
+	for i := 0; i < len(s); {
+		switch {
+		case strings.HasPrefix(s[i:], "$${"):
+			lit.WriteString("${")
+			i += 3
+			continue
+		case !strings.HasPrefix(s[i:], "${"):
+			lit.WriteByte(s[i])
+			i++
+			continue
 		}
-		if name, ok := strings.CutPrefix(s, "${env:"); ok {
-			name, _, _ = strings.Cut(strings.TrimSuffix(name, "}"), ":-")
-			if CorralCredential(name) {
-				return "", "", name + " is corral's own credential: a manifest never passes it into a container (anyone who can read the container would get corral's access); give the app a token of its own in a variable of its own"
-			}
+		end := strings.IndexByte(s[i:], '}')
+		if end < 0 || !referenceRE.MatchString(s[i:i+end+1]) {
+			return nil, "invalid reference"
 		}
-		return "", s, ""
+		ref := s[i : i+end+1]
+		if name, ok := envName(ref); ok && CorralCredential(name) {
+			return nil, name + " is corral's own credential: a manifest never passes it into a container (anyone who can read the container would get corral's access); give the app a token of its own in a variable of its own"
+		}
+		if lit.Len() > 0 {
+			parts = append(parts, part{lit: lit.String()})
+			lit.Reset()
+		}
+		parts = append(parts, part{ref: ref})
+		i += end + 1
 	}
-	if strings.Contains(strings.ReplaceAll(s, "$${", ""), "${") {
-		return "", "", "a reference must be the whole value"
+	if lit.Len() > 0 || len(parts) == 0 {
+		parts = append(parts, part{lit: lit.String()})
 	}
-	return strings.ReplaceAll(s, "$${", "${"), "", ""
+	return parts, ""
+}
+
+// references are the references among parts, in order.
+func references(parts []part) []string {
+	var refs []string
+	for _, p := range parts {
+		if p.ref != "" {
+			refs = append(refs, p.ref)
+		}
+	}
+	return refs
 }
 
 // envName is the variable of an ${env:…} reference.
@@ -222,6 +261,40 @@ func envName(ref string) (string, bool) {
 	}
 	name, _, _ = strings.Cut(strings.TrimSuffix(name, "}"), ":-")
 	return name, true
+}
+
+// interpolated is a string whose references were read.
+type interpolated struct {
+	value string
+	// read are the values read from the environment or a file (not a
+	// default written in the manifest), each with its reference.
+	read []Secret
+	// failed are the references that could not be read, errs why.
+	failed []string
+	errs   []string
+}
+
+// interpolate reads every reference of parts and joins the values with
+// the literal text. Errors name the variable or path, never a value.
+func (o LoadOptions) interpolate(parts []part, dir string) interpolated {
+	var in interpolated
+	var b strings.Builder
+	for _, p := range parts {
+		if p.ref == "" {
+			b.WriteString(p.lit)
+			continue
+		}
+		v, fromDefault, err := o.resolve(p.ref, dir)
+		switch {
+		case err != nil:
+			in.failed, in.errs = append(in.failed, p.ref), append(in.errs, err.Error())
+		case !fromDefault:
+			in.read = append(in.read, NewSecret(p.ref, v))
+		}
+		b.WriteString(v)
+	}
+	in.value = b.String()
+	return in
 }
 
 // resolve reads the value of a reference that splitReference accepted. dir
