@@ -22,6 +22,7 @@ func commands(st *streams) []*cobra.Command {
 
 		// Look at and operate running apps.
 		newStatusCmd(st),
+		newOutputCmd(st),
 		newVolumesCmd(st),
 		newExecCmd(st),
 		newLogsCmd(st),
