@@ -13,6 +13,7 @@ func commands(st *streams) []*cobra.Command {
 		// Deploy: validate, plan, apply, destroy.
 		newValidateCmd(st),
 		newSchemaCmd(st),
+		newFmtCmd(st),
 		newPlanCmd(st),
 		newApplyCmd(st),
 		newDestroyCmd(st),

@@ -91,6 +91,7 @@ func TestEveryCommandJSONOrRefuses(t *testing.T) {
 		"completion fish":       {"completion", "fish"},
 		"completion powershell": {"completion", "powershell"},
 		"help":                  {"help"},
+		"fmt":                   {"fmt", m, "--check"},
 		"agent":                 {"agent", "-f", m}, // a daemon: its log is JSON with --log-format json
 	}
 
