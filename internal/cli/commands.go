@@ -11,6 +11,7 @@ import (
 func commands(st *streams) []*cobra.Command {
 	return []*cobra.Command{
 		// Deploy: validate, plan, apply, destroy.
+		newInitCmd(st),
 		newValidateCmd(st),
 		newSchemaCmd(st),
 		newFmtCmd(st),

@@ -92,6 +92,7 @@ func TestEveryCommandJSONOrRefuses(t *testing.T) {
 		"completion powershell": {"completion", "powershell"},
 		"help":                  {"help"},
 		"fmt":                   {"fmt", m, "--check"},
+		"init":                  {"init", "-f", t.TempDir() + "/corral.yaml"},
 		"agent":                 {"agent", "-f", m}, // a daemon: its log is JSON with --log-format json
 	}
 
