@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strconv"
@@ -178,11 +179,7 @@ health checks; --no-health skips them).`,
 func runOutput(cmd *cobra.Command, st *streams, ff fileFlags, cf connFlags, app string, noHealth bool) error {
 	ctx, cancel := readOnly(cmd.Context())
 	defer cancel()
-	var j *job
-	err := interruptible(ctx, func() (err error) {
-		j, err = openJob(ctx, st, ff, cf)
-		return err
-	})
+	j, err := openJobInterruptible(ctx, st, ff, cf)
 	if err != nil {
 		return err
 	}
@@ -218,4 +215,16 @@ func loginOf(j *job) (sshLogin, error) {
 		return sshLogin{}, fmt.Errorf("ssh command: %w", err)
 	}
 	return sshLogin{key: key, port: sshc.Port}, nil
+}
+
+// openJobInterruptible is openJob for a command that changes nothing:
+// it returns as soon as ctx is done, even while the manifest is read (see
+// interruptible). status and plan do the same inline.
+func openJobInterruptible(ctx context.Context, st *streams, ff fileFlags, cf connFlags) (*job, error) {
+	var j *job
+	err := interruptible(ctx, func() (err error) {
+		j, err = openJob(ctx, st, ff, cf)
+		return err
+	})
+	return j, err
 }
