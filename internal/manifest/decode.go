@@ -29,6 +29,8 @@ type value struct {
 
 	str string // kindString (resolved); kindSize as written
 	ref string // the ${…} reference str was read through, or ""
+	// apps are the apps an output's value names (${app:APP.FACT}).
+	apps []string
 	// deferred: ref was left unread (LoadOptions.Lazy), str is empty.
 	deferred bool
 	num      int64
@@ -355,13 +357,16 @@ func (d *decoder) scalar(n *yaml.Node, v *value) (string, bool) {
 		d.report(v.node, v.path, msg, "")
 		return "", false
 	}
-	parts, problem := parseTemplate(n.Value)
+	parts, problem := parseTemplate(n.Value, v.f.live)
 	if problem != "" {
 		d.report(v.node, v.path, problem, referenceAllowed)
 		return "", false
 	}
 	refs := references(parts)
-	if len(refs) == 0 {
+	if v.f.live {
+		v.apps = outputApps(parts)
+	}
+	if len(refs) == 0 && !v.f.live {
 		if v.f.sensitive {
 			d.secrets = append(d.secrets, NewSecret("", parts[0].lit))
 		}
@@ -388,7 +393,7 @@ func (d *decoder) interpolate(tmpl string, parts []part, refs []string, v *value
 	if bad {
 		return "", false
 	}
-	in := d.opts.interpolate(parts, d.dir)
+	in := d.opts.interpolate(parts, d.dir, v.f.live)
 	if len(in.failed) > 0 {
 		if d.opts.Lazy && v.f.deferrable {
 			// Left unread: the command needs no provisioning value.
