@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -197,11 +198,81 @@ func runOutput(cmd *cobra.Command, st *streams, ff fileFlags, cf connFlags, app 
 		return err
 	}
 	apps := appOutputs(r, app, login)
+	var named []namedOutput
+	if app == "" {
+		named = namedOutputs(j.f, apps)
+	}
 	if j.asJSON {
-		return writeJSON(st, map[string]any{"apps": apps})
+		return writeJSON(st, outputDoc{Apps: apps, Outputs: named})
 	}
 	writeOutputs(st.out, apps)
+	writeNamedOutputs(st.out, named)
 	return nil
+}
+
+// outputDoc is corral output -o json.
+type outputDoc struct {
+	Apps []appOutput `json:"apps"`
+	// Outputs are the manifest's outputs: (without APP).
+	Outputs []namedOutput `json:"outputs,omitempty"`
+}
+
+// namedOutput is one of the manifest's outputs, with the apps' facts
+// read in; Missing says which fact could not be read, and why.
+type namedOutput struct {
+	Name    string `json:"name"`
+	Value   string `json:"value"`
+	Missing string `json:"missing,omitempty"`
+}
+
+// namedOutputs reads the manifest's outputs from apps' facts. A value
+// shows each secret it read as its reference (File.Redact).
+func namedOutputs(f *manifest.File, apps []appOutput) []namedOutput {
+	byName := map[string]appOutput{}
+	for _, a := range apps {
+		byName[a.App] = a
+	}
+	fact := func(app, name string) (string, error) {
+		a := byName[app]
+		v := map[string]string{"address": a.Address, "node": a.Node, "status": a.Status, "ssh": a.SSH, "health": a.Health}[name]
+		if name == "vmid" && a.VMID != 0 {
+			v = strconv.Itoa(a.VMID)
+		}
+		if v == "" {
+			return "", fmt.Errorf("app %s has no %s (%s)", app, name, cmp.Or(a.Note, a.Status))
+		}
+		return v, nil
+	}
+	var out []namedOutput
+	for _, o := range f.Outputs {
+		v, err := manifest.ExpandOutput(o.Value, fact)
+		if err != nil {
+			out = append(out, namedOutput{Name: o.Name, Missing: f.Redact(err.Error())})
+			continue
+		}
+		out = append(out, namedOutput{Name: o.Name, Value: f.Redact(v)})
+	}
+	return out
+}
+
+// writeNamedOutputs prints the manifest's outputs, aligned, after the
+// apps.
+func writeNamedOutputs(w io.Writer, named []namedOutput) {
+	if len(named) == 0 {
+		return
+	}
+	width := 0
+	for _, o := range named {
+		width = max(width, len(o.Name)+1)
+	}
+	fmt.Fprintln(w, "\noutputs")
+	for _, o := range named {
+		v := o.Value
+		if o.Missing != "" {
+			v = "(unknown: " + o.Missing + ")"
+		}
+		fmt.Fprintf(w, "  %-*s %s\n", width, o.Name+":", v)
+	}
 }
 
 // loginOf is how ssh reaches j's containers.

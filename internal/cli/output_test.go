@@ -68,3 +68,35 @@ func TestOutput_unknownApp(t *testing.T) {
 		t.Errorf("exit %d, stderr %q; want 1 and %q", r.code, r.stderr, want)
 	}
 }
+
+// TestOutput_named: the manifest's outputs follow the apps, their
+// ${app:…} facts read from the cluster and their secrets shown as
+// references; a fact an app lacks says why.
+func TestOutput_named(t *testing.T) {
+	c := newCluster(t)
+	const pw = "Out-Pa55word-91d2"
+	t.Setenv("CORRAL_TEST_OUT_PW", pw)
+	m := writeManifest(t, strings.ReplaceAll(appManifest, "MEMORY", "512"))
+	c.mustC("apply", "-f", m, "--auto-approve")
+	named := strings.ReplaceAll(outputManifest, "MEMORY", "512") + `outputs:
+  - name: notes_url
+    value: "http://${app:notes.address}:8080/ (ct ${app:notes.vmid} on ${app:notes.node})"
+  - name: db_url
+    value: "postgres://app:${env:CORRAL_TEST_OUT_PW}@${app:notes.address}:5432/app"
+  - name: later_ssh
+    value: "${app:later.ssh}"
+`
+	if err := os.WriteFile(m, []byte(named), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, form := range []struct{ golden, flag string }{{"named.txt", "text"}, {"named.json", "json"}} {
+		r := c.runC("output", "-f", m, "-o", form.flag)
+		if strings.Contains(r.stdout+r.stderr, pw) {
+			t.Fatalf("output -o %s shows the password", form.flag)
+		}
+		outputGolden(t, form.golden, r)
+	}
+	if r := c.runC("output", "notes", "-f", m); strings.Contains(r.stdout, "outputs") {
+		t.Errorf("output APP shows the manifest's outputs:\n%s", r.stdout)
+	}
+}
