@@ -44,17 +44,40 @@ func Format(data []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	// At most one blank line in a row, as gofmt writes: yaml.v3 writes
+	// two before a comment that follows a block scalar (one more on each
+	// run). Squeezing must not reach into a block scalar's blank lines,
+	// which are its content: the check says so, and then out stays.
+	for _, cand := range [][]byte{squeezeBlank(out), out} {
+		if err = sameContent(doc, cand); err == nil {
+			return cand, nil
+		}
+	}
+	return nil, err
+}
+
+// sameContent says how out, as YAML, differs from doc in values or
+// comments, or returns nil.
+func sameContent(doc *yaml.Node, out []byte) error {
 	again, err := oneDocument(out)
 	if err != nil {
-		return nil, fmt.Errorf("format: the result does not parse back (%w); the file is left as it is: please report this", err)
+		return fmt.Errorf("format: the result does not parse back (%w); the file is left as it is: please report this", err)
 	}
 	if why := sameNode(doc, again, ""); why != "" {
-		return nil, fmt.Errorf("format: the result would change %s; the file is left as it is: please report this", why)
+		return fmt.Errorf("format: the result would change %s; the file is left as it is: please report this", why)
 	}
 	if a, b := comments(doc), comments(again); !slices.Equal(a, b) {
-		return nil, fmt.Errorf("format: the result would lose or change a comment (%d comment lines, %d after); the file is left as it is: please report this", len(a), len(b))
+		return fmt.Errorf("format: the result would lose or change a comment (%d comment lines, %d after); the file is left as it is: please report this", len(a), len(b))
 	}
-	return out, nil
+	return nil
+}
+
+// squeezeBlank turns every run of blank lines in b into one.
+func squeezeBlank(b []byte) []byte {
+	for bytes.Contains(b, []byte("\n\n\n")) {
+		b = bytes.ReplaceAll(b, []byte("\n\n\n"), []byte("\n\n"))
+	}
+	return b
 }
 
 // oneDocument parses data, which must hold exactly one YAML document.

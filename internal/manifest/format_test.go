@@ -106,6 +106,9 @@ func TestFormat(t *testing.T) {
 		{"styles kept", "apps:\n  - name: 'a'\n    run: |\n      echo \"hi\"\n    tags: [x, y]\n",
 			"apps:\n  - name: 'a'\n    run: |\n      echo \"hi\"\n    tags: [x, y]\n"},
 		{"anchors kept", "x: &v {size: 1G}\napps:\n  - volumes: [*v]\n", "x: &v {size: 1G}\napps:\n  - volumes: [*v]\n"},
+		{"one blank line in a row", "a: 1\n\n\n\nb: 2\n", "a: 1\n\nb: 2\n"},
+		{"a comment after a block scalar", "a: >\n  folded\n  text\n# end\n", "a: >\n  folded text\n\n# end\n"},
+		{"blank lines in a block scalar are its content", "run: |\n  a\n\n\n  b\nx: 1\n", "run: |\n  a\n\n\n  b\nx: 1\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -115,6 +118,9 @@ func TestFormat(t *testing.T) {
 			}
 			if diff := cmp.Diff(tt.want, string(got)); diff != "" {
 				t.Errorf("Format (-want +got):\n%s", diff)
+			}
+			if again, err := manifest.Format(got); err != nil || string(again) != string(got) {
+				t.Errorf("Format is not idempotent (%v): %q, then %q", err, got, again)
 			}
 		})
 	}
