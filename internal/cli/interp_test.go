@@ -2,6 +2,7 @@ package cli
 
 import (
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -56,6 +57,12 @@ func TestInterpolation_reachesContainer(t *testing.T) {
 	}
 	st := c.status(m)
 	run(0, "status", "-f", m)
+	// corral output runs the app's health check too (over SSH) and says so.
+	if r := c.runC("output", "api", "-f", m); r.code != 0 || !regexp.MustCompile(`(?m)^  health: +healthy$`).MatchString(r.stdout) {
+		t.Errorf("output api: exit %d\n%s", r.code, secretsRedacted(&secrets, r.stdout+r.stderr))
+	} else {
+		secrets.Check(t, "stdout of corral output", r.stdout)
+	}
 
 	env, err := os.ReadFile(c.file(st.Apps[0].Volumes[0].VolID, ".env"))
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -191,6 +192,10 @@ func runOutput(cmd *cobra.Command, st *streams, ff fileFlags, cf connFlags, app 
 	r, err := apply.Status(ctx, j.s.client, plan.FromManifest(j.f), j.f.Redact)
 	if err != nil {
 		return redactErr(j.f, err)
+	}
+	if app != "" {
+		// Only APP's health checks run.
+		r.Apps = slices.DeleteFunc(r.Apps, func(as apply.AppStatus) bool { return as.App != app })
 	}
 	statusHealth(ctx, j, r, noHealth)
 	login, err := loginOf(j)
