@@ -11,8 +11,10 @@ import (
 func commands(st *streams) []*cobra.Command {
 	return []*cobra.Command{
 		// Deploy: validate, plan, apply, destroy.
+		newInitCmd(st),
 		newValidateCmd(st),
 		newSchemaCmd(st),
+		newFmtCmd(st),
 		newPlanCmd(st),
 		newApplyCmd(st),
 		newDestroyCmd(st),
@@ -22,6 +24,7 @@ func commands(st *streams) []*cobra.Command {
 
 		// Look at and operate running apps.
 		newStatusCmd(st),
+		newOutputCmd(st),
 		newVolumesCmd(st),
 		newExecCmd(st),
 		newLogsCmd(st),

@@ -48,6 +48,7 @@ func TestEveryCommandJSONOrRefuses(t *testing.T) {
 		{"plan", []string{"plan", "-f", m}, true, ExitChanges},
 		{"apply", []string{"apply", "-f", m, "--auto-approve"}, true, 0},
 		{"status", []string{"status", "-f", m}, true, 0},
+		{"output", []string{"output", "-f", m}, true, 0},
 		{"volumes", []string{"volumes"}, true, 0},
 		{"doctor", []string{"doctor", "-f", m}, true, 0},
 		{"stop", []string{"stop", "notes", "-f", m}, true, 0},
@@ -91,6 +92,8 @@ func TestEveryCommandJSONOrRefuses(t *testing.T) {
 		"completion fish":       {"completion", "fish"},
 		"completion powershell": {"completion", "powershell"},
 		"help":                  {"help"},
+		"fmt":                   {"fmt", m, "--check"},
+		"init":                  {"init", "-f", t.TempDir() + "/corral.yaml"},
 		"agent":                 {"agent", "-f", m}, // a daemon: its log is JSON with --log-format json
 	}
 

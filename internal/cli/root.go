@@ -137,6 +137,7 @@ EXIT STATUS
 	root.PersistentFlags().BoolVar(&g.unisolated, "unisolated-guests", false,
 		"where the emulator cannot isolate containers (no lxc, not root), run guest commands directly on this host: they can see and kill your processes and write your files (env "+guest.UnisolatedEnv+"=1)")
 	root.AddCommand(commands(st)...)
+	setVersionFlag(root)
 	completeAppNames(root)
 	return root
 }

@@ -2,7 +2,9 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -38,6 +40,30 @@ func readBuildVersion() buildVersion {
 	return v
 }
 
+// text is what `corral version` and `corral --version` print: the
+// version line first, then the commit (when known) and the Go version.
+func (v buildVersion) text() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "corral %s\n", v.Version)
+	if v.Commit != "" {
+		mod := ""
+		if v.Modified {
+			mod = " (with uncommitted changes)"
+		}
+		fmt.Fprintf(&b, "commit %s%s %s\n", v.Commit, mod, v.Time)
+	}
+	fmt.Fprintf(&b, "built with %s\n", v.Go)
+	return b.String()
+}
+
+// setVersionFlag gives root a --version flag that prints what the version
+// command prints. Cobra renders root.Version through a template, so the
+// text goes in as data ({{.Version}}), never as the template itself.
+func setVersionFlag(root *cobra.Command) {
+	root.Version = strings.TrimPrefix(readBuildVersion().text(), "corral ")
+	root.SetVersionTemplate("corral {{.Version}}")
+}
+
 func newVersionCmd(st *streams) *cobra.Command {
 	var output string
 	cmd := &cobra.Command{
@@ -54,15 +80,7 @@ func newVersionCmd(st *streams) *cobra.Command {
 			default:
 				return fmt.Errorf("--output %q: want text or json", output)
 			}
-			fmt.Fprintf(st.out, "corral %s\n", v.Version)
-			if v.Commit != "" {
-				mod := ""
-				if v.Modified {
-					mod = " (with uncommitted changes)"
-				}
-				fmt.Fprintf(st.out, "commit %s%s %s\n", v.Commit, mod, v.Time)
-			}
-			fmt.Fprintf(st.out, "built with %s\n", v.Go)
+			io.WriteString(st.out, v.text())
 			return nil
 		},
 	}

@@ -30,3 +30,21 @@ func TestVersion(t *testing.T) {
 		t.Errorf("version -o yaml: exit %d, want 1", code)
 	}
 }
+
+// TestVersion_flag: corral --version prints what corral version prints.
+func TestVersion_flag(t *testing.T) {
+	run := func(args ...string) string {
+		var out, errb bytes.Buffer
+		if code := Run(context.Background(), args, strings.NewReader(""), &out, &errb); code != 0 {
+			t.Fatalf("%v: exit %d\n%s", args, code, errb.String())
+		}
+		return out.String()
+	}
+	cmd, flag := run("version"), run("--version")
+	if first, _, _ := strings.Cut(cmd, "\n"); !strings.HasPrefix(flag, first+"\n") {
+		t.Errorf("corral --version:\n%s\nwant the first line of corral version:\n%s", flag, cmd)
+	}
+	if flag != cmd {
+		t.Errorf("corral --version:\n%s\ncorral version:\n%s", flag, cmd)
+	}
+}

@@ -65,6 +65,7 @@ func (d *decoder) build(root *value) *File {
 		f.Apps = append(f.Apps, a)
 	}
 	d.checkTotals(root, f)
+	f.Outputs = d.buildOutputs(root, names)
 	f.secrets = d.secrets
 	return f
 }
@@ -697,4 +698,29 @@ func uniqueStrings(in []string) []string {
 		}
 	}
 	return out
+}
+
+// buildOutputs reads the named outputs; each name is unique and each
+// ${app:APP.FACT} names an app of the manifest (names, by app name).
+func (d *decoder) buildOutputs(root *value, names map[string]*value) []Output {
+	var outs []Output
+	seen := map[string]*value{}
+	for _, ov := range root.members("outputs") {
+		n, val := ov.member("name"), ov.member("value")
+		if !ov.ok || n == nil || val == nil {
+			continue
+		}
+		if first, dup := seen[n.str]; dup {
+			d.report(n.node, n.path, "duplicate output name (first at line "+strconv.Itoa(first.node.Line)+")", "")
+			continue
+		}
+		seen[n.str] = n
+		for _, app := range val.apps {
+			if names[app] == nil {
+				d.report(val.node, val.path, "${app:"+app+".…} names no app of this manifest", "an app's name")
+			}
+		}
+		outs = append(outs, Output{Name: n.str, Value: val.str, Pos: d.pos(ov.node)})
+	}
+	return outs
 }

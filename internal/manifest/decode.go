@@ -29,6 +29,8 @@ type value struct {
 
 	str string // kindString (resolved); kindSize as written
 	ref string // the ${…} reference str was read through, or ""
+	// apps are the apps an output's value names (${app:APP.FACT}).
+	apps []string
 	// deferred: ref was left unread (LoadOptions.Lazy), str is empty.
 	deferred bool
 	num      int64
@@ -355,43 +357,65 @@ func (d *decoder) scalar(n *yaml.Node, v *value) (string, bool) {
 		d.report(v.node, v.path, msg, "")
 		return "", false
 	}
-	lit, ref, problem := splitReference(n.Value)
+	parts, problem := parseTemplate(n.Value, v.f.live)
 	if problem != "" {
 		d.report(v.node, v.path, problem, referenceAllowed)
 		return "", false
 	}
-	if ref == "" {
+	refs := references(parts)
+	if v.f.live {
+		v.apps = outputApps(parts)
+	}
+	if len(refs) == 0 && !v.f.live {
 		if v.f.sensitive {
-			d.secrets = append(d.secrets, NewSecret("", lit))
+			d.secrets = append(d.secrets, NewSecret("", parts[0].lit))
 		}
-		return lit, true
+		return parts[0].lit, true
 	}
-	if name, ok := envName(ref); ok {
-		if problem := d.opts.envAllowed(name); problem != "" {
-			d.report(v.node, v.path, problem, "")
-			return "", false
+	return d.interpolate(n.Value, parts, refs, v)
+}
+
+// interpolate reads the references of a string value written as tmpl
+// (split into parts) and records what is secret: a value that read one
+// from the environment or a file is secret as a whole, under tmpl, and
+// each value read is too, under its reference, so neither is printed
+// even where the other is not whole (docs/manifest.md, Secrets).
+func (d *decoder) interpolate(tmpl string, parts []part, refs []string, v *value) (string, bool) {
+	bad := false
+	for _, ref := range refs {
+		if name, ok := envName(ref); ok {
+			if problem := d.opts.envAllowed(name); problem != "" {
+				d.report(v.node, v.path, problem, "")
+				bad = true
+			}
 		}
 	}
-	s, fromDefault, err := d.opts.resolve(ref, d.dir)
-	if err != nil {
-		if d.opts.Lazy && v.f.deferrable {
-			// Left unread: the command needs no provisioning value.
-			v.ref, v.deferred = ref, true
-			d.unresolved[appOf(v.path)] = append(d.unresolved[appOf(v.path)], ref)
-			return "", true
-		}
-		d.report(v.node, v.path, err.Error(), "")
+	if bad {
 		return "", false
 	}
-	v.ref = ref
+	in := d.opts.interpolate(parts, d.dir, v.f.live)
+	if len(in.failed) > 0 {
+		if d.opts.Lazy && v.f.deferrable {
+			// Left unread: the command needs no provisioning value.
+			v.ref, v.deferred = tmpl, true
+			d.unresolved[appOf(v.path)] = append(d.unresolved[appOf(v.path)], in.failed...)
+			return "", true
+		}
+		d.report(v.node, v.path, strings.Join(in.errs, "; "), "")
+		return "", false
+	}
+	v.ref = tmpl
 	switch {
 	case v.f.public:
-	case fromDefault && !v.f.sensitive:
-		// Written in the manifest, like any literal.
+	case len(in.read) == 0 && !v.f.sensitive:
+		// Only defaults: written in the manifest, like any literal.
 	default:
-		d.secrets = append(d.secrets, NewSecret(ref, s))
+		d.secrets = append(d.secrets, NewSecret(tmpl, in.value))
+		if len(parts) > 1 {
+			d.secrets = append(d.secrets, in.read...)
+		}
 	}
-	return s, true
+	return in.value, true
 }
 
 // appOf is the app part of a value's path: "apps[2]" of

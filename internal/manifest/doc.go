@@ -14,8 +14,10 @@
 // command), its backup policy and snapshotBeforeChange. This package only
 // parses and checks them; the executor runs them in the guest.
 //
-// Any string value may be a reference, ${env:NAME} or ${file:PATH}, which
-// is resolved through LoadOptions. A value read through a reference is
+// Any string value may be or hold references, ${env:NAME} or
+// ${file:PATH} ("postgres://app:${env:PW}@db/app"), resolved through
+// LoadOptions; $${ is a literal ${. A string with a reference inside
+// counts as read through it, and shows as written. A value read through a reference is
 // treated as sensitive (except SSH public keys), and so is every envFile
 // value, even one written literally: it is listed by
 // (*File).Secrets, hidden by (*File).Redact, and never quoted in a

@@ -17,6 +17,8 @@ const (
 	// maxSteps bounds the provision steps of all apps together: planning
 	// 45,000 allocated 267 MiB.
 	maxSteps = 10_000
+	// maxOutputs bounds the named outputs: a few per app at most.
+	maxOutputs = 1_000
 )
 
 // checkTotals reports what the apps of f hold together past the limits.

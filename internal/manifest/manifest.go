@@ -35,10 +35,24 @@ type File struct {
 	// Placement says where corral creates an app that names no node.
 	Placement Placement
 	Apps      []App
+	// Outputs are the named values corral output prints, in order.
+	Outputs []Output
 
 	// secrets are held as Secrets so that even printing a File with %+v
 	// shows no value.
 	secrets []Secret
+}
+
+// Output is a named value of the manifest (outputs:), printed by corral
+// output.
+type Output struct {
+	Name string
+	// Value has its ${env:…} and ${file:…} references read; its
+	// ${app:APP.FACT} references are left for ExpandOutput, and a literal
+	// ${ is written $${. Print it through File.Redact: it may hold a
+	// secret.
+	Value string
+	Pos   Pos
 }
 
 // Placement is how corral chooses a node for a new app that names none.

@@ -183,35 +183,94 @@ func CorralCredential(name string) bool {
 	return false
 }
 
-// referencePattern is the whole-value reference syntax, also used by the
-// JSON Schema.
-const referencePattern = `^\$\{(env:[A-Za-z_][A-Za-z0-9_]*(:-[^}]*)?|file:[^}]+)\}$`
+// referenceBody is what a reference holds between ${ and }.
+const referenceBody = `(env:[A-Za-z_][A-Za-z0-9_]*(:-[^}]*)?|file:[^}]+)`
 
-var referenceRE = regexp.MustCompile(referencePattern)
+// referenceRE matches one reference, ${env:X} or ${file:P}.
+var referenceRE = regexp.MustCompile(`^\$\{` + referenceBody + `\}$`)
 
-const referenceAllowed = "${env:NAME} with NAME of letters, digits and _, ${env:NAME:-default}, or ${file:PATH}; write $${ for a literal ${"
+// templatePattern, used by the JSON Schema, matches a string holding at
+// least one reference and no other ${: text runs ([^$]), dollars not
+// before a { or $, a run of two or more dollars before { (the last two
+// and the { are the $${ escape), and references.
+const templatePattern = `^(` + templateText + `)*\$\{` + referenceBody + `\}(` + templateText + `|\$\{` + referenceBody + `\})*$`
 
-// splitReference classifies a YAML string: a reference ("${env:X}",
-// returned in ref), or a literal (returned in lit, with "$${" unescaped to
-// "${"). A "${" anywhere else is a mistake (there is no interpolation), and
-// problem says so.
-func splitReference(s string) (lit, ref, problem string) {
-	if strings.HasPrefix(s, "${") {
-		if !referenceRE.MatchString(s) {
-			return "", "", "invalid reference"
+const templateText = `[^$]|\$+[^${]|\$+$|\$\$+\{`
+
+const referenceAllowed = "${env:NAME} with NAME of letters, digits and _, ${env:NAME:-default}, or ${file:PATH}, as the whole value or inside text; write $${ for a literal ${"
+
+// part is one piece of a YAML string: literal text (with $${ unescaped
+// to ${), a reference read at load time ("${env:X}"), or in an output's
+// value a reference to a live fact of an app ("${app:db.address}"), left
+// for corral output.
+type part struct{ lit, ref, app string }
+
+// OutputFacts are the facts of an app an output may name as
+// ${app:APP.FACT}: what corral output reads from the cluster.
+var OutputFacts = []string{"address", "vmid", "node", "status", "ssh", "health"}
+
+// appRefRE matches a reference to an app's live fact.
+var appRefRE = regexp.MustCompile(`^\$\{app:([a-z]([a-z0-9-]{0,38}[a-z0-9])?)\.(` + strings.Join(OutputFacts, "|") + `)\}$`)
+
+// parseTemplate splits a YAML string into literal text and references,
+// read left to right: $${ is a literal ${, and any other ${ starts a
+// reference that ends at the next }. problem says what is wrong with a
+// ${ that is no valid reference, or with a reference to one of corral's
+// own credentials. With live (an output's value), ${app:APP.FACT} is a
+// reference too, to an app's live fact.
+func parseTemplate(s string, live bool) (parts []part, problem string) {
+	var lit strings.Builder
+	for i := 0; i < len(s); {
+		switch {
+		case strings.HasPrefix(s[i:], "$${"):
+			lit.WriteString("${")
+			i += 3
+			continue
+		case !strings.HasPrefix(s[i:], "${"):
+			lit.WriteByte(s[i])
+			i++
+			continue
 		}
-		if name, ok := strings.CutPrefix(s, "${env:"); ok {
-			name, _, _ = strings.Cut(strings.TrimSuffix(name, "}"), ":-")
-			if CorralCredential(name) {
-				return "", "", name + " is corral's own credential: a manifest never passes it into a container (anyone who can read the container would get corral's access); give the app a token of its own in a variable of its own"
-			}
+		end := strings.IndexByte(s[i:], '}')
+		if end < 0 {
+			return nil, "invalid reference"
 		}
-		return "", s, ""
+		ref, p := s[i:i+end+1], part{}
+		switch {
+		case live && appRefRE.MatchString(ref):
+			p.app = ref
+		case live && strings.HasPrefix(ref, "${app:"):
+			return nil, "invalid reference to an app's fact: write ${app:APP.FACT} with FACT one of " + strings.Join(OutputFacts, ", ")
+		case !referenceRE.MatchString(ref):
+			return nil, "invalid reference"
+		default:
+			p.ref = ref
+		}
+		if name, ok := envName(ref); ok && CorralCredential(name) {
+			return nil, name + " is corral's own credential: a manifest never passes it into a container (anyone who can read the container would get corral's access); give the app a token of its own in a variable of its own"
+		}
+		if lit.Len() > 0 {
+			parts = append(parts, part{lit: lit.String()})
+			lit.Reset()
+		}
+		parts = append(parts, p)
+		i += end + 1
 	}
-	if strings.Contains(strings.ReplaceAll(s, "$${", ""), "${") {
-		return "", "", "a reference must be the whole value"
+	if lit.Len() > 0 || len(parts) == 0 {
+		parts = append(parts, part{lit: lit.String()})
 	}
-	return strings.ReplaceAll(s, "$${", "${"), "", ""
+	return parts, ""
+}
+
+// references are the references among parts, in order.
+func references(parts []part) []string {
+	var refs []string
+	for _, p := range parts {
+		if p.ref != "" {
+			refs = append(refs, p.ref)
+		}
+	}
+	return refs
 }
 
 // envName is the variable of an ${env:…} reference.
@@ -222,6 +281,53 @@ func envName(ref string) (string, bool) {
 	}
 	name, _, _ = strings.Cut(strings.TrimSuffix(name, "}"), ":-")
 	return name, true
+}
+
+// interpolated is a string whose references were read.
+type interpolated struct {
+	value string
+	// read are the values read from the environment or a file (not a
+	// default written in the manifest), each with its reference.
+	read []Secret
+	// failed are the references that could not be read, errs why.
+	failed []string
+	errs   []string
+}
+
+// interpolate reads every reference of parts and joins the values with
+// the literal text. Errors name the variable or path, never a value.
+// With live (an output's value), the result is itself a template for
+// ExpandOutput: references to apps' facts stay, and every other ${ is
+// written $${.
+func (o LoadOptions) interpolate(parts []part, dir string, live bool) interpolated {
+	var in interpolated
+	var b strings.Builder
+	text := func(s string) {
+		if live {
+			s = strings.ReplaceAll(s, "${", "$${")
+		}
+		b.WriteString(s)
+	}
+	for _, p := range parts {
+		switch {
+		case p.app != "":
+			b.WriteString(p.app)
+			continue
+		case p.ref == "":
+			text(p.lit)
+			continue
+		}
+		v, fromDefault, err := o.resolve(p.ref, dir)
+		switch {
+		case err != nil:
+			in.failed, in.errs = append(in.failed, p.ref), append(in.errs, err.Error())
+		case !fromDefault:
+			in.read = append(in.read, NewSecret(p.ref, v))
+		}
+		text(v)
+	}
+	in.value = b.String()
+	return in
 }
 
 // resolve reads the value of a reference that splitReference accepted. dir
@@ -273,4 +379,46 @@ func (o LoadOptions) expandPath(p, dir string) (string, error) {
 		return filepath.Join(dir, p), nil
 	}
 	return p, nil
+}
+
+// ExpandOutput reads an output's value (Output.Value): each
+// ${app:APP.FACT} becomes fact(APP, FACT), and $${ a literal ${. An
+// error names the first fact fact cannot give, with its reason.
+func ExpandOutput(value string, fact func(app, name string) (string, error)) (string, error) {
+	var b strings.Builder
+	for i := 0; i < len(value); {
+		switch {
+		case strings.HasPrefix(value[i:], "$${"):
+			b.WriteString("${")
+			i += 3
+			continue
+		case !strings.HasPrefix(value[i:], "${app:"):
+			b.WriteByte(value[i])
+			i++
+			continue
+		}
+		end := strings.IndexByte(value[i:], '}')
+		m := appRefRE.FindStringSubmatch(value[i : i+end+1])
+		if end < 0 || m == nil {
+			return "", fmt.Errorf("invalid reference at %q", value[i:])
+		}
+		v, err := fact(m[1], m[3])
+		if err != nil {
+			return "", fmt.Errorf("${app:%s.%s}: %w", m[1], m[3], err)
+		}
+		b.WriteString(v)
+		i += end + 1
+	}
+	return b.String(), nil
+}
+
+// outputApps are the apps an output's value names.
+func outputApps(parts []part) []string {
+	var apps []string
+	for _, p := range parts {
+		if m := appRefRE.FindStringSubmatch(p.app); m != nil {
+			apps = append(apps, m[1])
+		}
+	}
+	return apps
 }

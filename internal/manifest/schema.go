@@ -19,8 +19,8 @@ func JSONSchema() []byte {
 	s["$defs"] = map[string]any{
 		"reference": map[string]any{
 			"type":        "string",
-			"description": "A value read at load time: " + referenceAllowed + ".",
-			"pattern":     referencePattern,
+			"description": "A string with references read at load time: " + referenceAllowed + ".",
+			"pattern":     templatePattern,
 		},
 	}
 	b, err := json.MarshalIndent(s, "", "  ")

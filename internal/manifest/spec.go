@@ -40,6 +40,9 @@ type field struct {
 	forbidMsg string              // what is wrong when forbid matches
 	sensitive bool                // a secret even when written literally
 	public    bool                // not a secret even when read through ${…}
+	// live marks an output's value: it may name apps' live facts
+	// (${app:APP.FACT}), which corral output reads (ExpandOutput).
+	live bool
 	// deferrable marks a value only provisioning (or creating the
 	// container) reads: a command that does neither loads the manifest
 	// with LoadOptions.Lazy and leaves an unset ${env:…} here unread.
@@ -195,6 +198,20 @@ var manifestSpec = compileSpec(&field{
 					pattern: `^[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?$`, maxLen: 63,
 					allowed: "a PVE node name: letters, digits and '-'"}},
 		},
+	}, {
+		key: "outputs", kind: kindList, maxItems: maxOutputs,
+		doc: "Named values corral output prints after the apps' facts, such as a URL to reach an app; " +
+			"${app:APP.FACT} in a value is read from the cluster when corral output runs.",
+		items: &field{kind: kindObject,
+			doc: "One named value.",
+			fields: []*field{
+				{key: "name", kind: kindString, required: true,
+					doc:     "Name of the value, unique in the manifest.",
+					pattern: `^[a-z][a-z0-9_]{0,62}$`, allowed: "lower-case letters, digits and '_', starting with a letter, at most 63 characters"},
+				{key: "value", kind: kindString, required: true, live: true, maxLen: 4096,
+					doc: "The value: text with ${env:…} and ${file:…} references read when the manifest is loaded, and ${app:APP.FACT} " +
+						"read from the cluster by corral output, FACT one of address, vmid, node, status, ssh, health. A secret it read is printed as its reference."},
+			}},
 	}, {
 		key: "apps", kind: kindList, required: true, minItems: 1, maxItems: maxApps,
 		doc:   "The apps to run, one LXC container each.",

@@ -2,8 +2,10 @@ package manifest
 
 import (
 	"fmt"
+	"regexp"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"gopkg.in/yaml.v3"
 )
 
@@ -71,25 +73,59 @@ func TestEditDistance(t *testing.T) {
 	}
 }
 
-func TestSplitReference(t *testing.T) {
+func TestParseTemplate(t *testing.T) {
 	tests := []struct {
-		in, lit, ref, problem string
+		name, in string
+		want     []part
+		problem  string
 	}{
-		{"plain", "plain", "", ""},
-		{"${env:ROOT_PW}", "", "${env:ROOT_PW}", ""},
-		{"${file:~/.ssh/id.pub}", "", "${file:~/.ssh/id.pub}", ""},
-		{"$${env:X}", "${env:X}", "", ""},
-		{"a $${b} c", "a ${b} c", "", ""},
-		{"${env:1X}", "", "", "invalid reference"},
-		{"${vault:x}", "", "", "invalid reference"},
-		{"${env:X}tail", "", "", "invalid reference"},
-		{"pre${env:X}", "", "", "a reference must be the whole value"},
-		{"$5 {x}", "$5 {x}", "", ""},
+		{"plain", "plain", []part{{lit: "plain"}}, ""},
+		{"empty", "", []part{{lit: ""}}, ""},
+		{"whole env", "${env:ROOT_PW}", []part{{ref: "${env:ROOT_PW}"}}, ""},
+		{"whole file", "${file:~/.ssh/id.pub}", []part{{ref: "${file:~/.ssh/id.pub}"}}, ""},
+		{"escape", "$${env:X}", []part{{lit: "${env:X}"}}, ""},
+		{"escape in text", "a $${b} c", []part{{lit: "a ${b} c"}}, ""},
+		{"dollar not before brace", "$5 {x}", []part{{lit: "$5 {x}"}}, ""},
+		{"three dollars: a dollar, then the escape", "$$${env:X}", []part{{lit: "$${env:X}"}}, ""},
+		{"inside text", "postgres://app:${env:DB_PW}@db:5432/app",
+			[]part{{lit: "postgres://app:"}, {ref: "${env:DB_PW}"}, {lit: "@db:5432/app"}}, ""},
+		{"prefix", "pre${env:X}", []part{{lit: "pre"}, {ref: "${env:X}"}}, ""},
+		{"suffix", "${env:X}tail", []part{{ref: "${env:X}"}, {lit: "tail"}}, ""},
+		{"two, adjacent", "${env:A}${file:b}", []part{{ref: "${env:A}"}, {ref: "${file:b}"}}, ""},
+		{"default with colon", "h:${env:H:-a:b}!", []part{{lit: "h:"}, {ref: "${env:H:-a:b}"}, {lit: "!"}}, ""},
+		{"escape beside a reference", "$${x}=${env:X}", []part{{lit: "${x}="}, {ref: "${env:X}"}}, ""},
+		{"bad env name", "${env:1X}", nil, "invalid reference"},
+		{"unknown kind", "${vault:x}", nil, "invalid reference"},
+		{"unknown kind inside", "a ${vault:x} b", nil, "invalid reference"},
+		{"unclosed", "a ${env:X", nil, "invalid reference"},
+		{"empty reference", "${}", nil, "invalid reference"},
+		{"one good, one bad", "${env:X}-${env:}", nil, "invalid reference"},
+		{"corral's credential inside", "x${env:PROXMOX_VE_API_TOKEN}", nil,
+			"PROXMOX_VE_API_TOKEN is corral's own credential: a manifest never passes it into a container (anyone who can read the container would get corral's access); give the app a token of its own in a variable of its own"},
 	}
 	for _, tt := range tests {
-		lit, ref, problem := splitReference(tt.in)
-		if lit != tt.lit || ref != tt.ref || problem != tt.problem {
-			t.Errorf("splitReference(%q)=%q,%q,%q; want %q,%q,%q", tt.in, lit, ref, problem, tt.lit, tt.ref, tt.problem)
+		t.Run(tt.name, func(t *testing.T) {
+			got, problem := parseTemplate(tt.in, false)
+			if problem != tt.problem {
+				t.Fatalf("parseTemplate(%q) problem=%q, want %q", tt.in, problem, tt.problem)
+			}
+			if diff := cmp.Diff(tt.want, got, cmp.AllowUnexported(part{})); diff != "" {
+				t.Errorf("parseTemplate(%q) (-want +got):\n%s", tt.in, diff)
+			}
+		})
+	}
+}
+
+// TestTemplatePattern: the JSON Schema's pattern accepts what
+// parseTemplate reads as holding a reference, and nothing else.
+func TestTemplatePattern(t *testing.T) {
+	re := regexp.MustCompile(templatePattern)
+	for _, s := range []string{"plain", "", "${env:X}", "pre${env:X}post", "$${env:X}", "$$${env:X}", "a${env:1X}",
+		"${vault:x}", "$${x}=${env:X}", "$5 ${file:a}", "${env:A}${env:B}", "x$$", "x$", "${env:X", "${env:X}$", "a ${b} ${env:X}"} {
+		parts, problem := parseTemplate(s, false)
+		want := problem == "" && len(references(parts)) > 0
+		if got := re.MatchString(s); got != want {
+			t.Errorf("templatePattern matches %q: %v, want %v (parts %v, problem %q)", s, got, want, parts, problem)
 		}
 	}
 }

@@ -1,0 +1,90 @@
+package cli
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/corralhq/corral/internal/localfile"
+	"github.com/corralhq/corral/internal/manifest"
+)
+
+func newFmtCmd(st *streams) *cobra.Command {
+	var check bool
+	cmd := &cobra.Command{
+		Use:   "fmt [FILE]",
+		Short: "Rewrite a manifest in canonical YAML layout, comments kept (--check: exit 1 if it would change)",
+		Long: `fmt rewrites FILE (default corral.yaml) in corral's canonical YAML layout:
+two spaces of indentation, lists indented under their key, comments kept,
+keys in their order and every value as written. It checks that the result
+holds the same values and comments before it writes, and leaves the file
+as it is otherwise. The manifest need not be valid: fmt reads it as YAML.
+
+With --check it writes nothing, and exits 1 when the file would change
+(for CI), 0 when it is formatted.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			path := "corral.yaml"
+			if len(args) == 1 {
+				path = args[0]
+			}
+			return runFmt(st, path, check)
+		},
+	}
+	cmd.Flags().BoolVar(&check, "check", false, "write nothing; exit 1 when the file is not formatted")
+	return cmd
+}
+
+// runFmt formats the manifest at path in place, or with check only says
+// whether it would change.
+func runFmt(st *streams, path string, check bool) error {
+	data, err := localfile.Read(path, localfile.MaxManifest)
+	if err != nil {
+		return fmt.Errorf("fmt %s: %w", path, err)
+	}
+	out, err := manifest.Format(data)
+	if err != nil {
+		return fmt.Errorf("fmt %s: %w", path, err)
+	}
+	switch {
+	case bytes.Equal(out, data):
+		return nil
+	case check:
+		return &exitError{code: ExitError, err: fmt.Errorf("%s is not formatted: run corral fmt %s", path, path)}
+	}
+	if err := writeFileLike(path, out); err != nil {
+		return fmt.Errorf("fmt %s: %w", path, err)
+	}
+	fmt.Fprintf(st.err, "formatted %s\n", path)
+	return nil
+}
+
+// writeFileLike replaces the file at path with data, keeping its mode:
+// written beside it and renamed over it, so a crash leaves either the old
+// file or the new one, never half of it.
+func writeFileLike(path string, data []byte) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".fmt-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // after the rename, there is nothing to remove
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(fi.Mode().Perm()); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}

@@ -1,0 +1,268 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/corralhq/corral/internal/manifest"
+	"github.com/corralhq/corral/internal/pve"
+)
+
+// found is one thing init discovered (a storage, bridge or template) and
+// the online nodes that have it.
+type found struct {
+	name    string
+	kind    string // a storage's type: lvmthin, dir, zfspool, …
+	content string // a storage's content: rootdir,images
+	nodes   []string
+}
+
+// clusterFacts is what init discovers through the API.
+type clusterFacts struct {
+	online, offline []string
+	// storages are those that hold root file systems or volumes
+	// (rootdir or images content); templates are the CT templates of
+	// the vztmpl storages.
+	storages, bridges, templates []found
+}
+
+// add records that node has e.
+func add(list *[]found, e found, node string) {
+	for i := range *list {
+		if (*list)[i].name == e.name {
+			(*list)[i].nodes = append((*list)[i].nodes, node)
+			return
+		}
+	}
+	e.nodes = []string{node}
+	*list = append(*list, e)
+}
+
+// discover reads the cluster's online nodes and, on each, its storages,
+// bridges and CT templates.
+func discover(ctx context.Context, c *pve.Client) (*clusterFacts, error) {
+	nodes, err := c.Nodes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	f := &clusterFacts{}
+	for _, n := range nodes {
+		if n.Status != "online" {
+			f.offline = append(f.offline, n.Node)
+			continue
+		}
+		f.online = append(f.online, n.Node)
+		storages, err := c.StorageList(ctx, n.Node, "")
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range storages {
+			if s.HasContent("rootdir") || s.HasContent("images") {
+				add(&f.storages, found{name: s.Storage, kind: s.Type, content: s.Content}, n.Node)
+			}
+			if !s.HasContent("vztmpl") {
+				continue
+			}
+			vols, err := c.StorageContent(ctx, n.Node, s.Storage, "vztmpl", 0)
+			if err != nil {
+				return nil, err
+			}
+			for _, v := range vols {
+				add(&f.templates, found{name: v.VolID}, n.Node)
+			}
+		}
+		bridges, err := c.Bridges(ctx, n.Node)
+		if err != nil {
+			return nil, err
+		}
+		for _, b := range bridges {
+			add(&f.bridges, found{name: b}, n.Node)
+		}
+	}
+	slices.Sort(f.online)
+	slices.Sort(f.offline)
+	return f, nil
+}
+
+// pick is the entry of list on the most nodes that ok accepts: prefer's
+// entry on a tie, else the first by name; ok nil accepts all.
+func pick(list []found, prefer func(string) bool, ok func(found) bool) (found, bool) {
+	var best found
+	var got bool
+	for _, e := range list {
+		switch {
+		case ok != nil && !ok(e):
+		case !got, len(e.nodes) > len(best.nodes),
+			len(e.nodes) == len(best.nodes) && (prefer(e.name) && !prefer(best.name) ||
+				prefer(e.name) == prefer(best.name) && e.name < best.name):
+			best, got = e, true
+		}
+	}
+	return best, got
+}
+
+// debianRE matches the names of PVE's Debian templates, which init
+// prefers (corral's examples and tests use Debian 12).
+var debianRE = regexp.MustCompile(`/debian-\d+-standard_`)
+
+// chosen is what the written app uses.
+type chosen struct{ template, storage, bridge found }
+
+// choose picks the app's template, root storage and bridge: each the one
+// on the most nodes, PVE's defaults (local-lvm, vmbr0) and Debian first.
+func choose(f *clusterFacts) (chosen, error) {
+	var ch chosen
+	var ok bool
+	if len(f.online) == 0 {
+		return ch, fmt.Errorf("no node is online (offline: %s): start one, then run corral init again", strings.Join(f.offline, ", "))
+	}
+	if ch.template, ok = pick(f.templates, debianRE.MatchString, nil); !ok {
+		return ch, errors.New("no CT template on any storage with vztmpl content: download one (Datacenter > local > CT Templates > Templates, or pveam download local debian-12-standard_12.12-1_amd64.tar.zst), then run corral init again")
+	}
+	rootdir := func(e found) bool { return slices.Contains(strings.Split(e.content, ","), "rootdir") }
+	if ch.storage, ok = pick(f.storages, func(s string) bool { return s == "local-lvm" }, rootdir); !ok {
+		return ch, errors.New("no storage with rootdir content, where a container's root file system goes: add rootdir to a storage's content (Datacenter > Storage > Edit > Content), then run corral init again")
+	}
+	if ch.bridge, ok = pick(f.bridges, func(s string) bool { return s == "vmbr0" }, nil); !ok {
+		return ch, errors.New("no network bridge this token can use on any node: create one (System > Network > Create > Linux Bridge), or grant the token SDN.Use on it, then run corral init again")
+	}
+	return ch, nil
+}
+
+// initManifest is the corral.yaml init writes: the cluster it found, in
+// comments, and one app on the chosen template, storage and bridge.
+func initManifest(endpoint string, f *clusterFacts, ch chosen) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# corral.yaml, written by corral init from the cluster it found (%s).\n", endpoint)
+	b.WriteString("# docs/manifest.md describes every key. Next:\n#\n")
+	b.WriteString("#   corral validate   # check this file; no cluster needed\n")
+	b.WriteString("#   corral plan       # what apply would change\n")
+	b.WriteString("#   corral apply      # make it so\n#\n")
+	fmt.Fprintf(&b, "# Nodes online: %s", strings.Join(f.online, ", "))
+	if len(f.offline) > 0 {
+		fmt.Fprintf(&b, " (offline: %s)", strings.Join(f.offline, ", "))
+	}
+	b.WriteString("\n# Storages for root file systems and volumes:\n")
+	for _, s := range f.storages {
+		fmt.Fprintf(&b, "#   %s (%s: %s) on %s\n", s.name, s.kind, s.content, strings.Join(s.nodes, ", "))
+	}
+	b.WriteString("# Bridges:\n")
+	for _, br := range f.bridges {
+		fmt.Fprintf(&b, "#   %s on %s\n", br.name, strings.Join(br.nodes, ", "))
+	}
+	b.WriteString("# CT templates:\n")
+	for _, t := range f.templates {
+		fmt.Fprintf(&b, "#   %s on %s\n", t.name, strings.Join(t.nodes, ", "))
+	}
+	b.WriteString("\napps:\n")
+	b.WriteString("  # An app is one container; its name is also the container's hostname.\n  - name: app\n")
+	fmt.Fprintf(&b, "    template: %s # one of the templates above\n", yamlScalar(ch.template.name))
+	if len(ch.template.nodes) < len(f.online) {
+		fmt.Fprintf(&b, "    node: %s # the template is only there\n", yamlScalar(ch.template.nodes[0]))
+	} else if len(f.online) > 1 {
+		b.WriteString("    # node: left out, so corral places the app (placement: spread)\n")
+	}
+	b.WriteString("    cores: 1\n    memory: 512 # MiB\n")
+	fmt.Fprintf(&b, "    rootfs:\n      storage: %s\n      size: 4G\n", yamlScalar(ch.storage.name))
+	b.WriteString("    features:\n      nesting: true # systemd inside the container wants it\n")
+	fmt.Fprintf(&b, "    network:\n      bridge: %s\n      ip: dhcp\n", yamlScalar(ch.bridge.name))
+	b.WriteString("    # A volume outlives the container: corral keeps it when it replaces or\n")
+	b.WriteString("    # destroys the container, and mounts it into the next one.\n")
+	fmt.Fprintf(&b, "    volumes:\n      - name: data\n        storage: %s\n        size: 1G\n        mount: /srv/data\n", yamlScalar(ch.storage.name))
+	return b.String()
+}
+
+// plainRE matches what YAML reads as a plain string: the names PVE gives
+// nodes, storages, bridges and volids.
+var plainRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9._/:-]*$`)
+
+// yamlScalar writes s as a YAML string: plain when that reads back as s,
+// else double-quoted.
+func yamlScalar(s string) string {
+	switch strings.ToLower(s) {
+	case "true", "false", "yes", "no", "on", "off", "null", "y", "n":
+		return strconv.Quote(s)
+	}
+	if plainRE.MatchString(s) && !strings.Contains(s, ": ") {
+		return s
+	}
+	return strconv.Quote(s)
+}
+
+func newInitCmd(st *streams) *cobra.Command {
+	var cf connFlags
+	var path string
+	cmd := &cobra.Command{
+		Use:   "init",
+		Short: "Write a commented corral.yaml for this cluster: its nodes, storages, bridges and CT templates",
+		Long: `init reads the cluster (its online nodes and, on each, the storages that
+hold root file systems and volumes, the network bridges and the CT
+templates) and writes a manifest (-f, default corral.yaml) that lists them
+in comments and declares one app on the template, storage and bridge most
+nodes have (Debian, local-lvm and vmbr0 first). The file validates as
+written. init never overwrites a file: it refuses when -f exists.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runInit(cmd.Context(), st, cf, path)
+		},
+	}
+	cmd.Flags().StringVarP(&path, "file", "f", "corral.yaml", "manifest to write; never overwritten")
+	cf.add(cmd.Flags())
+	return cmd
+}
+
+// runInit discovers the cluster and writes the manifest at path, which
+// must not exist.
+func runInit(ctx context.Context, st *streams, cf connFlags, path string) error {
+	exists := fmt.Errorf("%s exists: corral init never overwrites a manifest; pass -f with a new file name, or move it away first", path)
+	if _, err := os.Lstat(path); err == nil {
+		return exists
+	}
+	ctx, cancel := readOnly(ctx)
+	defer cancel()
+	s, err := connect(ctx, st, cf)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	facts, err := discover(ctx, s.client)
+	if err != nil {
+		return fmt.Errorf("init: read the cluster: %w", err)
+	}
+	ch, err := choose(facts)
+	if err != nil {
+		return fmt.Errorf("init: %w", err)
+	}
+	text, err := manifest.Format([]byte(initManifest(s.endpoint, facts, ch)))
+	if err == nil {
+		_, err = manifest.Parse(path, text, manifest.LoadOptions{})
+	}
+	if err != nil {
+		return fmt.Errorf("init: the manifest it made does not validate (please report this): %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, os.ErrExist) {
+		return exists
+	} else if err != nil {
+		return fmt.Errorf("init: %w", err)
+	}
+	if _, err := f.Write(text); err != nil {
+		f.Close()
+		os.Remove(path)
+		return fmt.Errorf("init: write %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("init: write %s: %w", path, err)
+	}
+	fmt.Fprintf(st.err, "wrote %s: app %q on %s; edit it, then run corral plan -f %s\n", path, "app", ch.template.name, filepath.Base(path))
+	return nil
+}
