@@ -36,12 +36,15 @@ type applyArgs struct {
 	// recoverOffline: --recover, build apps whose node is offline anew
 	// on another node (shared storage only).
 	recoverOffline bool
+	// targets are the apps named on the command line (corral apply
+	// APP…): only they and what they need are changed (plan.Target).
+	targets []string
 }
 
 func newApplyCmd(st *streams) *cobra.Command {
 	a := &applyArgs{}
 	cmd := &cobra.Command{
-		Use:         "apply",
+		Use:         "apply [APP...]",
 		Annotations: jsonForm(),
 		Short:       "Make the cluster match the manifest",
 		Long: `apply plans like 'corral plan', shows the plan, asks for confirmation
@@ -61,9 +64,19 @@ the same volumes. Proxmox VE HA would move the container itself, but it
 needs Sys.Console and fencing; corral has neither, so YOU must make sure
 the offline node stays down (powered off or fenced) until the next apply
 after its return, which removes the stale copy first: if that node comes
-back and starts its copy (onboot), both containers mount the same volumes.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runApply(cmd, st, a) },
+back and starts its copy (onboot), both containers mount the same volumes.
+
+Naming apps (corral apply web db) changes only them and what they need
+(the keeper work on their nodes), as 'corral plan web db' shows; the
+other apps are left as they are, and the plan says how many of their
+changes it left out. "Apply complete" then means a fresh plan of the
+named apps is empty. An app the manifest does not declare is refused, and
+so is an app that needs a left-out change to happen first.`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			a.targets = args
+			return runApply(cmd, st, a)
+		},
 	}
 	a.ff.add(cmd.Flags())
 	a.cf.add(cmd.Flags())
@@ -83,15 +96,22 @@ back and starts its copy (onboot), both containers mount the same volumes.`,
 // recoverUsage is the --recover flag's help, for plan and apply.
 const recoverUsage = "start apps whose node is offline on another node, as new containers with the same volumes (every volume must be on shared storage; the offline node must stay down until the next apply removes its stale copy)"
 
+// applyRun is one corral apply under way: what runApply's steps share.
+type applyRun struct {
+	st     *streams
+	a      *applyArgs
+	f      *manifest.File
+	s      *session
+	ex     *apply.Executor
+	events *ui.JSONEvents // nil: text
+	// makePlan plans as this apply does (its --rerun steps, --recover,
+	// move or drain shape, named apps).
+	makePlan planFunc
+}
+
 func runApply(cmd *cobra.Command, st *streams, a *applyArgs) error {
-	if err := a.lf.check(); err != nil {
+	if err := a.check(); err != nil {
 		return err
-	}
-	if a.parallelism < 1 {
-		return fmt.Errorf("--parallelism %d: want 1 or more", a.parallelism)
-	}
-	if a.lockWait < 0 {
-		return fmt.Errorf("--lock-wait %s: want 0 or more", a.lockWait)
 	}
 	start := time.Now()
 	ctx := cmd.Context()
@@ -110,59 +130,110 @@ func runApply(cmd *cobra.Command, st *streams, a *applyArgs) error {
 		return err
 	}
 	defer j.Close()
-	f, s, asJSON := j.f, j.s, j.asJSON
+	r, err := newApplyRun(ctx, st, a, j)
+	if err != nil {
+		return err
+	}
+	if err := r.preflight(rctx); err != nil {
+		return err
+	}
+	p, obs, pj, err := r.firstPlan(ctx, rctx)
+	if err != nil || !p.HasChanges() {
+		return err
+	}
+	if !a.autoApprove {
+		if err := confirm(st, "Apply these changes?", "`corral plan`"); err != nil {
+			return err
+		}
+	}
+	changed, err := applyUnderLock(ctx, st, r.s, r.f, r.ex, a, r.makePlan, p, obs, pj, r.showPlan)
+	if !changed {
+		return err
+	}
+	return r.finish(time.Since(start), err)
+}
+
+// check refuses flag values apply cannot work with.
+func (a *applyArgs) check() error {
+	if err := a.lf.check(); err != nil {
+		return err
+	}
+	if a.parallelism < 1 {
+		return fmt.Errorf("--parallelism %d: want 1 or more", a.parallelism)
+	}
+	if a.lockWait < 0 {
+		return fmt.Errorf("--lock-wait %s: want 0 or more", a.lockWait)
+	}
+	return nil
+}
+
+// newApplyRun checks the named apps and the --rerun steps against the
+// manifest j read, and sets up the executor and its observer.
+func newApplyRun(ctx context.Context, st *streams, a *applyArgs, j *job) (*applyRun, error) {
+	f, s := j.f, j.s
 	rerun, err := a.rerun.resolve(f)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	makePlan := func(ctx context.Context, s *session, f *manifest.File) (*plan.Plan, *plan.Observed, *ui.PlanJSON, error) {
-		return makePlanShaped(ctx, s, f, rerun, a.recoverOffline, a.shape)
+	if err := checkTargets(f, a.targets); err != nil {
+		return nil, err
 	}
+	o := planOpts{rerun: rerun, recoverOffline: a.recoverOffline, shape: a.shape, targets: a.targets}
+	r := &applyRun{st: st, a: a, f: f, s: s, makePlan: func(ctx context.Context, s *session, f *manifest.File) (*plan.Plan, *plan.Observed, *ui.PlanJSON, error) {
+		return makePlanFor(ctx, s, f, o)
+	}}
+	r.ex = &apply.Executor{Client: s.client, Secrets: secrets(f), LockWait: a.lockWait, Guest: plan.GuestWorks(f, rerun), Parallelism: a.parallelism, FailFast: a.failFast, Stop: stopOf(ctx), Project: f.Project}
+	var observer apply.Observer = &ui.Progress{W: st.err, TaskLogs: a.verbose}
+	if j.asJSON {
+		r.events = &ui.JSONEvents{W: st.out}
+		observer = r.events
+	}
+	r.ex.Observer = newRedactObserver(f, observer)
+	return r, nil
+}
 
-	if err := s.guestsRefused(); err != nil {
+// preflight refuses guests the emulator cannot isolate and runs the same
+// checks as corral doctor (unless --skip-preflight): a 403 halfway
+// through an apply is the most common failure in this field, so find it
+// first.
+func (r *applyRun) preflight(ctx context.Context) error {
+	if err := r.s.guestsRefused(); err != nil {
 		return err
 	}
-	if !a.noPreflight {
-		// The same checks as corral doctor: a 403 halfway through an apply
-		// is the most common failure in this field, so find it first.
-		if err := doctor.Preflight(rctx, s.client, f); err != nil {
-			var blocked *doctor.BlockedError
-			if errors.As(err, &blocked) { // says preflight and what to do itself
-				return fmt.Errorf("%w\n(--skip-preflight skips these checks)", redactErr(f, err))
-			}
-			return fmt.Errorf("preflight: %w\nnothing was changed; `corral doctor` explains, --skip-preflight skips these checks", redactErr(f, err))
+	if r.a.noPreflight {
+		return nil
+	}
+	if err := doctor.Preflight(ctx, r.s.client, r.f); err != nil {
+		var blocked *doctor.BlockedError
+		if errors.As(err, &blocked) { // says preflight and what to do itself
+			return fmt.Errorf("%w\n(--skip-preflight skips these checks)", redactErr(r.f, err))
 		}
+		return fmt.Errorf("preflight: %w\nnothing was changed; `corral doctor` explains, --skip-preflight skips these checks", redactErr(r.f, err))
 	}
+	return nil
+}
 
-	ex := &apply.Executor{Client: s.client, Secrets: secrets(f), LockWait: a.lockWait, Guest: plan.GuestWorks(f, rerun), Parallelism: a.parallelism, FailFast: a.failFast, Stop: stopOf(ctx), Project: f.Project}
-	var events *ui.JSONEvents
-	var observer apply.Observer
-	if asJSON {
-		events = &ui.JSONEvents{W: st.out}
-		observer = events
+// showPlan prints a plan: a plan event under -o json, text otherwise.
+func (r *applyRun) showPlan(pj *ui.PlanJSON) {
+	if pj == nil {
+		return
+	}
+	if r.events != nil {
+		r.events.Emit("plan", map[string]any{"plan": pj})
 	} else {
-		observer = &ui.Progress{W: st.err, TaskLogs: a.verbose}
+		ui.WritePlanText(r.st.out, *pj)
 	}
-	ex.Observer = newRedactObserver(f, observer)
+}
 
-	// Plan and show it; once approved, lock the nodes it changes and plan
-	// again under the lock, so that what apply carries out is read while
-	// no other corral can change it. If the cluster moved in between, the
-	// approved plan is not what would run: stop and say so.
-	p, obs, pj, err := makePlan(rctx, s, f)
-	showPlan := func(pj *ui.PlanJSON) {
-		if pj == nil {
-			return
-		}
-		if asJSON {
-			events.Emit("plan", map[string]any{"plan": pj})
-		} else {
-			ui.WritePlanText(st.out, *pj)
-		}
-	}
-	showPlan(pj)
+// firstPlan plans and shows the plan, to be approved; once approved,
+// applyUnderLock locks the nodes it changes and plans again under the
+// lock. A plan without changes ends the run here (p.HasChanges is false;
+// the error says whether apps could not be checked).
+func (r *applyRun) firstPlan(ctx, rctx context.Context) (*plan.Plan, *plan.Observed, *ui.PlanJSON, error) {
+	p, obs, pj, err := r.makePlan(rctx, r.s, r.f)
+	r.showPlan(pj)
 	if err != nil {
-		return redactErr(f, err)
+		return nil, nil, nil, redactErr(r.f, err)
 	}
 	if !p.HasChanges() {
 		// Another corral holding the lock on a node of these apps may be
@@ -170,58 +241,55 @@ func runApply(cmd *cobra.Command, st *streams, a *applyArgs) error {
 		// config this plan read): "no changes" is said only once it is
 		// done, from a plan made under the lock.
 		if leased := leasedNodes(p, obs); len(leased) > 0 {
-			lock, err := lockNodes(ctx, st, ex, obs, leased, "apply", a.lf, p)
+			lock, err := lockNodes(ctx, r.st, r.ex, obs, leased, "apply", r.a.lf, p)
 			if err != nil {
-				return redactErr(f, err)
+				return nil, nil, nil, redactErr(r.f, err)
 			}
-			p, obs, pj, err = makePlan(lock.ctx, s, f)
+			p, obs, pj, err = r.makePlan(lock.ctx, r.s, r.f)
 			lock.release()
 			if err != nil {
-				showPlan(pj)
-				return redactErr(f, err)
+				r.showPlan(pj)
+				return nil, nil, nil, redactErr(r.f, err)
 			}
 			if p.HasChanges() {
-				showPlan(pj)
+				r.showPlan(pj)
 			}
 		}
 	}
-	if !p.HasChanges() {
-		if events != nil {
-			events.Emit("summary", map[string]any{"changed": false, "complete": p.Converged()})
-		}
-		if len(p.Unchecked) > 0 {
-			return uncheckedError(p)
-		}
-		return nil
+	if p.HasChanges() {
+		return p, obs, pj, nil
 	}
-	if !a.autoApprove {
-		if err := confirm(st, "Apply these changes?", "`corral plan`"); err != nil {
-			return err
-		}
+	if r.events != nil {
+		r.events.Emit("summary", map[string]any{"changed": false, "complete": p.Converged()})
 	}
-	changed, err := applyUnderLock(ctx, st, s, f, ex, a, makePlan, p, obs, pj, showPlan)
-	if !changed {
-		return err
+	if len(p.Unchecked) > 0 {
+		return p, obs, pj, uncheckedError(p)
 	}
-	total := time.Since(start)
-	if asJSON {
-		ev := map[string]any{"changed": true, "ok": err == nil, "complete": err == nil, "elapsed_ms": total.Milliseconds(), "timings": timingsJSON(ex.Timings())}
+	return p, obs, pj, nil
+}
+
+// finish reports how an apply that changed the cluster ended (err from
+// applyUnderLock), after total: the summary event or the timings, and
+// "Apply complete" only when a fresh plan was empty.
+func (r *applyRun) finish(total time.Duration, err error) error {
+	if r.events != nil {
+		ev := map[string]any{"changed": true, "ok": err == nil, "complete": err == nil, "elapsed_ms": total.Milliseconds(), "timings": timingsJSON(r.ex.Timings())}
 		if err != nil {
-			ev["error"] = f.Redact(err.Error())
+			ev["error"] = r.f.Redact(err.Error())
 		}
-		events.Emit("summary", ev)
+		r.events.Emit("summary", ev)
 	} else {
-		ui.WriteTimings(st.err, ex.Timings(), total)
+		ui.WriteTimings(r.st.err, r.ex.Timings(), total)
 	}
 	var incomplete *IncompleteError
 	if errors.As(err, &incomplete) {
 		return err
 	}
 	if err != nil {
-		return fmt.Errorf("apply stopped: %w\nrun `corral apply` again to resume; `corral plan` shows what is left", redactErr(f, err))
+		return fmt.Errorf("apply stopped: %w\nrun `corral apply` again to resume; `corral plan` shows what is left", redactErr(r.f, err))
 	}
-	if !asJSON {
-		fmt.Fprintf(st.err, "\nApply complete in %s.\n", total.Round(10*time.Millisecond))
+	if r.events == nil {
+		fmt.Fprintf(r.st.err, "\nApply complete in %s.\n", total.Round(10*time.Millisecond))
 	}
 	return nil
 }
@@ -371,7 +439,7 @@ func convergeUnderLock(ctx context.Context, st *streams, s *session, f *manifest
 			}
 		}
 		// No --rerun here: the steps it named have just run.
-		next, nobs, npj, err := makePlanShaped(ctx, s, f, nil, a.recoverOffline, a.shape)
+		next, nobs, npj, err := makePlanFor(ctx, s, f, planOpts{recoverOffline: a.recoverOffline, shape: a.shape, targets: a.targets})
 		if err != nil {
 			showPlan(npj)
 			return &IncompleteError{Why: "planning again on fresh reads after the changes failed: " + redactErr(f, err).Error()}

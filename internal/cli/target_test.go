@@ -1,0 +1,119 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/corralhq/corral/internal/ui"
+)
+
+// twoAppManifest declares web (with a retained volume) and db, with the
+// memory of each.
+const twoAppManifest = `apps:
+  - name: web
+    template: local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst
+    memory: WEBMEM
+    rootfs:
+      size: 4G
+    volumes:
+      - name: data
+        size: 1G
+        mount: /srv/data
+  - name: db
+    template: local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst
+    memory: DBMEM
+    rootfs:
+      size: 4G
+`
+
+func webAndDB(web, db string) string {
+	return strings.NewReplacer("WEBMEM", web, "DBMEM", db).Replace(twoAppManifest)
+}
+
+// apiGuests reads the containers through the PVE API, as any client
+// would: name → maxmem in MiB.
+func (c *cluster) apiGuests() map[string]int64 {
+	c.t.Helper()
+	rs, err := c.pveClient().ClusterResources(context.Background(), "vm")
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	out := map[string]int64{}
+	for _, r := range rs {
+		out[r.Name] = r.MaxMem >> 20
+	}
+	return out
+}
+
+// planJSON is `corral plan -o json` with args, decoded, and its exit status.
+func (c *cluster) planJSON(args ...string) (ui.PlanJSON, int) {
+	c.t.Helper()
+	r := c.run(append([]string{"plan", "-o", "json"}, args...)...)
+	var pj ui.PlanJSON
+	if err := json.Unmarshal([]byte(r.stdout), &pj); err != nil {
+		c.t.Fatalf("plan -o json %v: exit %d: %v\n%s%s", args, r.code, err, r.stdout, r.stderr)
+	}
+	return pj, r.code
+}
+
+// TestTarget_applyLeavesOtherAppsAlone: corral apply web changes web (and
+// makes its keeper), never db, first on create and then on update; the
+// plan says what it left out, in text and JSON, and apply says "Apply
+// complete" from a fresh plan of web alone.
+func TestTarget_applyLeavesOtherAppsAlone(t *testing.T) {
+	c := newCluster(t)
+	m := writeManifest(t, webAndDB("512", "256"))
+
+	r := c.run("plan", "web", "-f", m)
+	if r.code != ExitChanges || !strings.Contains(r.stdout, "+ app web (create") || strings.Contains(r.stdout, "app db") ||
+		!strings.Contains(r.stdout, "1 changes to other apps left out: db; run `corral plan` to see them.") {
+		t.Fatalf("plan web: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = c.mustRun("apply", "web", "-f", m, "--auto-approve")
+	if !strings.Contains(r.stderr, "Apply complete") {
+		t.Fatalf("apply web: no Apply complete\n%s", r.stderr)
+	}
+	if g := c.apiGuests(); g["web"] != 512 || g["db"] != 0 {
+		t.Fatalf("after apply web, the API lists %v: want web (512 MiB) and no db", g)
+	}
+
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	m2 := writeManifest(t, webAndDB("1024", "768"))
+	pj, code := c.planJSON("web", "-f", m2)
+	if code != ExitChanges || len(pj.Changes) != 1 || pj.Changes[0].App != "web" || pj.LeftOutChanges != 1 ||
+		strings.Join(pj.LeftOut, ",") != "db" || strings.Join(pj.Targets, ",") != "web" {
+		t.Fatalf("plan web -o json: exit %d, %+v", code, pj)
+	}
+	c.mustRun("apply", "web", "-f", m2, "--auto-approve", "-o", "json")
+	if g := c.apiGuests(); g["web"] != 1024 || g["db"] != 256 {
+		t.Fatalf("after apply web, the API lists %v: want web at 1024 MiB and db still at 256", g)
+	}
+	r = c.run("plan", "web", "-f", m2)
+	if r.code != 0 || !strings.Contains(r.stdout, "No changes to the named apps: web.") {
+		t.Fatalf("plan web after apply web: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := c.run("plan", "-f", m2); r.code != ExitChanges || !strings.Contains(r.stdout, "~ app db") {
+		t.Fatalf("plan: exit %d, want db's update left\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestTarget_unknownApp: a name the manifest does not declare is refused
+// by plan and apply before anything changes, with the fix.
+func TestTarget_unknownApp(t *testing.T) {
+	c := newCluster(t)
+	m := writeManifest(t, webAndDB("512", "256"))
+	for _, verb := range []string{"plan", "apply"} {
+		r := c.run(verb, "wbe", "-f", m, "--auto-approve")
+		if verb == "plan" {
+			r = c.run(verb, "wbe", "-f", m)
+		}
+		if r.code != ExitError || !strings.Contains(r.stderr, "app wbe: not in") || !strings.Contains(r.stderr, "its apps: web, db") || !strings.Contains(r.stderr, "check the name") {
+			t.Fatalf("%s wbe: exit %d\n%s%s", verb, r.code, r.stdout, r.stderr)
+		}
+	}
+	if g := c.apiGuests(); len(g) != 0 {
+		t.Fatalf("a refused apply made %v", g)
+	}
+}
