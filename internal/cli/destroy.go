@@ -89,7 +89,7 @@ func runDestroy(cmd *cobra.Command, st *streams, a *destroyArgs, names []string)
 		// before projects, or a copy restored by an older corral) is
 		// named here on purpose: this manifest takes it.
 		if !slices.ContainsFunc(obs.Apps[n], func(ct *plan.CT) bool { return ct.Project == f.Project || ct.Project == "" }) {
-			return fmt.Errorf("app %q is not in %s, and no container of project %s (tag %s%s) carries it", n, f.Path, f.Project, plan.TagProjectPrefix, f.Project)
+			return fmt.Errorf("app %q is not in %s, and no container of project %s (tag %s%s) carries it; check the name (`corral status` lists the project's apps)", n, f.Path, f.Project, plan.TagProjectPrefix, f.Project)
 		}
 		for _, ct := range obs.Apps[n] {
 			if why := plan.RemovedElsewhere(n, ct, f.Project, f.Origin, f.ProjectSet); ct.Project == f.Project && why != "" {

@@ -117,3 +117,27 @@ func TestTarget_unknownApp(t *testing.T) {
 		t.Fatalf("a refused apply made %v", g)
 	}
 }
+
+// TestTarget_destroyLeavesOtherAppsAlone: corral destroy web removes
+// web's container only (db stays, as the API shows), keeps web's volume,
+// and the next targeted apply brings web back alone.
+func TestTarget_destroyLeavesOtherAppsAlone(t *testing.T) {
+	c := newCluster(t)
+	m := writeManifest(t, webAndDB("512", "256"))
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	c.mustRun("destroy", "web", "-f", m, "--auto-approve")
+	if g := c.apiGuests(); g["web"] != 0 || g["db"] != 256 {
+		t.Fatalf("after destroy web, the API lists %v: want db only", g)
+	}
+	if r := c.run("destroy", "wbe", "-f", m, "--auto-approve"); r.code != ExitError || !strings.Contains(r.stderr, "check the name") {
+		t.Fatalf("destroy wbe: exit %d\n%s", r.code, r.stderr)
+	}
+	pj, code := c.planJSON("web", "-f", m)
+	if code != ExitChanges || len(pj.Changes) != 1 || pj.Changes[0].Action != "create" || pj.Changes[0].Volumes[0].Action != "attach" || pj.LeftOut != nil {
+		t.Fatalf("plan web after destroy web: exit %d, %+v", code, pj)
+	}
+	c.mustRun("apply", "web", "-f", m, "--auto-approve")
+	if g := c.apiGuests(); g["web"] != 512 || g["db"] != 256 {
+		t.Fatalf("after apply web, the API lists %v", g)
+	}
+}
