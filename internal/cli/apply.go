@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/corralhq/corral/internal/apply"
 	"github.com/corralhq/corral/internal/doctor"
@@ -39,6 +40,11 @@ type applyArgs struct {
 	// targets are the apps named on the command line (corral apply
 	// APP…): only they and what they need are changed (plan.Target).
 	targets []string
+	// saved is the plan file named on the command line (corral apply
+	// FILE, at savedPath): apply carries out exactly that plan, or
+	// refuses.
+	saved     *savedPlan
+	savedPath string
 }
 
 func newApplyCmd(st *streams) *cobra.Command {
@@ -71,10 +77,20 @@ Naming apps (corral apply web db) changes only them and what they need
 other apps are left as they are, and the plan says how many of their
 changes it left out. "Apply complete" then means a fresh plan of the
 named apps is empty. An app the manifest does not declare is refused, and
-so is an app that needs a left-out change to happen first.`,
+so is an app that needs a left-out change to happen first.
+
+'corral apply FILE' carries out a plan saved by 'corral plan --out FILE'
+(an argument with a dot or a slash is a plan file: app names have
+neither), without asking, with that plan's manifest, app names, --rerun
+and --recover. It plans again first, and again under the lock, and
+refuses (changing nothing, and naming what differs) unless both plans
+are the saved one, the containers it was planned against are unchanged,
+and so are the manifest and the secrets it reads.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			a.targets = args
+			if err := a.takeArgs(cmd.Flags(), args); err != nil {
+				return err
+			}
 			return runApply(cmd, st, a)
 		},
 	}
@@ -167,6 +183,38 @@ func (a *applyArgs) check() error {
 	return nil
 }
 
+// takeArgs sorts apply's arguments: app names, or one saved plan file
+// (isPlanPath), whose manifest, app names, --rerun and --recover it
+// takes.
+func (a *applyArgs) takeArgs(fs *pflag.FlagSet, args []string) error {
+	var files []string
+	for _, arg := range args {
+		if isPlanPath(arg) {
+			files = append(files, arg)
+		} else {
+			a.targets = append(a.targets, arg)
+		}
+	}
+	if len(files) == 0 {
+		return nil
+	}
+	if len(files) > 1 || len(a.targets) > 0 {
+		return errPlanAndApps
+	}
+	sp, err := readSavedPlan(files[0])
+	if err != nil {
+		return err
+	}
+	for _, flag := range []string{"file", "rerun", "recover"} {
+		if fs.Changed(flag) {
+			return fmt.Errorf("apply %s: --%s: a saved plan carries its own manifest, app names, --rerun and --recover; leave the flag out", files[0], flag)
+		}
+	}
+	a.ff.path, a.targets, a.rerun, a.recoverOffline = sp.Manifest, sp.Targets, sp.Rerun, sp.Recover
+	a.autoApprove, a.saved, a.savedPath = true, sp, files[0]
+	return nil
+}
+
 // newApplyRun checks the named apps and the --rerun steps against the
 // manifest j read, and sets up the executor and its observer.
 func newApplyRun(ctx context.Context, st *streams, a *applyArgs, j *job) (*applyRun, error) {
@@ -177,6 +225,15 @@ func newApplyRun(ctx context.Context, st *streams, a *applyArgs, j *job) (*apply
 	}
 	if err := checkTargets(f, a.targets); err != nil {
 		return nil, err
+	}
+	if a.saved != nil {
+		diffs, err := a.saved.staleManifest(f)
+		if err != nil {
+			return nil, err
+		}
+		if len(diffs) > 0 {
+			return nil, staleError(a.savedPath, diffs)
+		}
 	}
 	o := planOpts{rerun: rerun, recoverOffline: a.recoverOffline, shape: a.shape, targets: a.targets}
 	r := &applyRun{st: st, a: a, f: f, s: s, makePlan: func(ctx context.Context, s *session, f *manifest.File) (*plan.Plan, *plan.Observed, *ui.PlanJSON, error) {
@@ -256,6 +313,9 @@ func (r *applyRun) firstPlan(ctx, rctx context.Context) (*plan.Plan, *plan.Obser
 			}
 		}
 	}
+	if err := r.a.checkSaved(p, pj, false); err != nil {
+		return nil, nil, nil, err
+	}
 	if p.HasChanges() {
 		return p, obs, pj, nil
 	}
@@ -290,6 +350,18 @@ func (r *applyRun) finish(total time.Duration, err error) error {
 	}
 	if r.events == nil {
 		fmt.Fprintf(r.st.err, "\nApply complete in %s.\n", total.Round(10*time.Millisecond))
+	}
+	return nil
+}
+
+// checkSaved refuses a plan made now (p, pj; underLock: under corral's
+// lock) that is not the saved plan apply was given (nil when none was).
+func (a *applyArgs) checkSaved(p *plan.Plan, pj *ui.PlanJSON, underLock bool) error {
+	if a.saved == nil {
+		return nil
+	}
+	if diffs := a.saved.stalePlan(p, pj, underLock); len(diffs) > 0 {
+		return staleError(a.savedPath, diffs)
 	}
 	return nil
 }
@@ -401,6 +473,9 @@ func applyUnderLock(ctx context.Context, st *streams, s *session, f *manifest.Fi
 			}
 			fmt.Fprintln(st.err, "Another corral made these changes meanwhile; nothing left to do.")
 			return false, nil
+		}
+		if err := a.checkSaved(p, pj, true); err != nil {
+			return false, err
 		}
 		if !sameChanges(approved, pj) {
 			showPlan(pj)

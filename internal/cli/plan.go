@@ -14,11 +14,19 @@ import (
 	"github.com/corralhq/corral/internal/ui"
 )
 
+// planArgs are corral plan's flags and arguments.
+type planArgs struct {
+	ff             fileFlags
+	cf             connFlags
+	rerun          rerunFlag
+	recoverOffline bool
+	// out is the file --out writes the plan to ("": none).
+	out   string
+	names []string
+}
+
 func newPlanCmd(st *streams) *cobra.Command {
-	var ff fileFlags
-	var cf connFlags
-	var rerun rerunFlag
-	var recoverOffline bool
+	a := &planArgs{}
 	cmd := &cobra.Command{
 		Use:         "plan [APP...]",
 		Annotations: jsonForm(),
@@ -34,50 +42,90 @@ The plan says how many changes to other apps it left out, and names
 them; the exit status is about the named apps only. An app the manifest
 does not declare is refused, and so is an app that needs a left-out
 change to happen first (another app's interrupted restore, a change to
-the container owning a volume it takes).`,
+the container owning a volume it takes).
+
+--out FILE also saves the plan (mode 0600, written atomically), for
+'corral apply FILE' to carry out exactly that plan, without asking: it
+refuses, naming what changed, when a plan made then differs, or a
+container, the manifest or a secret it reads changed since. The file
+holds no secret value (docs/saved-plan.md has its format). Use a name
+with a dot or a slash (web.plan, ./web): app names have neither.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, names []string) error {
-			ctx, cancel := readOnly(cmd.Context())
-			defer cancel()
-			var j *job
-			err := interruptible(ctx, func() (err error) {
-				j, err = openJob(ctx, st, ff, cf)
-				return err
-			})
-			if err != nil {
-				return err
-			}
-			defer j.Close()
-			f, s, asJSON := j.f, j.s, j.asJSON
-			rr, err := rerun.resolve(f)
-			if err != nil {
-				return err
-			}
-			if err := checkTargets(f, names); err != nil {
-				return err
-			}
-			p, _, pj, err := makePlanFor(ctx, s, f, planOpts{rerun: rr, recoverOffline: recoverOffline, targets: names})
-			if pj != nil {
-				if asJSON {
-					ui.WritePlanJSON(st.out, *pj)
-				} else {
-					ui.WritePlanText(st.out, *pj)
-				}
-			}
-			if err != nil {
-				return redactErr(f, err)
-			}
-			if !p.Converged() { // changes, or apps it could not check
-				return &exitError{code: ExitChanges}
-			}
-			return nil
+			a.names = names
+			return runPlan(cmd.Context(), st, a)
 		},
 	}
-	ff.add(cmd.Flags())
-	cf.add(cmd.Flags())
-	rerun.add(cmd.Flags())
-	cmd.Flags().BoolVar(&recoverOffline, "recover", false, recoverUsage)
+	a.ff.add(cmd.Flags())
+	a.cf.add(cmd.Flags())
+	a.rerun.add(cmd.Flags())
+	cmd.Flags().BoolVar(&a.recoverOffline, "recover", false, recoverUsage)
+	cmd.Flags().StringVar(&a.out, "out", "", "also save the plan to this file, for `corral apply FILE` (a name with a dot or a slash)")
 	return cmd
+}
+
+func runPlan(ctx context.Context, st *streams, a *planArgs) error {
+	if a.ff.output == "ut" || strings.HasPrefix(a.ff.output, "ut=") {
+		// Terraform's one-dash -out reaches the flag parser as -o ut.
+		return errors.New("-out: write --out FILE (two dashes; -o is --output)")
+	}
+	if a.out != "" && !isPlanPath(a.out) {
+		return fmt.Errorf("--out %s: a plan file's name needs a dot or a slash (%s.plan, ./%s), so that `corral apply` cannot take it for an app", a.out, a.out, a.out)
+	}
+	ctx, cancel := readOnly(ctx)
+	defer cancel()
+	var j *job
+	err := interruptible(ctx, func() (err error) {
+		j, err = openJob(ctx, st, a.ff, a.cf)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	defer j.Close()
+	f, s, asJSON := j.f, j.s, j.asJSON
+	rr, err := a.rerun.resolve(f)
+	if err != nil {
+		return err
+	}
+	if err := checkTargets(f, a.names); err != nil {
+		return err
+	}
+	o := planOpts{rerun: rr, recoverOffline: a.recoverOffline, targets: a.names}
+	p, _, pj, err := makePlanFor(ctx, s, f, o)
+	if pj != nil {
+		if asJSON {
+			ui.WritePlanJSON(st.out, *pj)
+		} else {
+			ui.WritePlanText(st.out, *pj)
+		}
+	}
+	if err != nil {
+		return redactErr(f, err)
+	}
+	if a.out != "" {
+		if err := savePlan(st, f, o, a.rerun, p, pj, a.out); err != nil {
+			return err
+		}
+	}
+	if !p.Converged() { // changes, or apps it could not check
+		return &exitError{code: ExitChanges}
+	}
+	return nil
+}
+
+// savePlan writes the plan (p, pj as shown) made with o to path, and says
+// so on stderr.
+func savePlan(st *streams, f *manifest.File, o planOpts, rerun []string, p *plan.Plan, pj *ui.PlanJSON, path string) error {
+	sp, err := newSavedPlan(f, o, rerun, p, pj)
+	if err != nil {
+		return err
+	}
+	if err := sp.write(path); err != nil {
+		return err
+	}
+	fmt.Fprintf(st.err, "\nSaved this plan to %s: `corral apply %s` carries out exactly this plan, or refuses if anything changed meanwhile.\n", path, path)
+	return nil
 }
 
 // makePlan observes the cluster and plans the manifest against it. A plan
