@@ -1,9 +1,7 @@
 package cli
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -421,11 +419,7 @@ func subset(a, b []string) bool {
 
 // sameChanges reports whether two plans change the apps the same way
 // (keeper work aside: taking the lock may have made a keeper).
-func sameChanges(a, b *ui.PlanJSON) bool {
-	x, _ := json.Marshal(a.Changes)
-	y, _ := json.Marshal(b.Changes)
-	return bytes.Equal(x, y)
-}
+func sameChanges(a, b *ui.PlanJSON) bool { return sameJSON(a.Changes, b.Changes) }
 
 // applyUnderLock carries out an approved plan: it takes corral's lock on
 // the nodes p changes, plans again under it (finishing an interrupted
