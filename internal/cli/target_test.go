@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/corralhq/corral/internal/pve"
 	"github.com/corralhq/corral/internal/ui"
 )
 
@@ -86,7 +87,15 @@ func TestTarget_applyLeavesOtherAppsAlone(t *testing.T) {
 		strings.Join(pj.LeftOut, ",") != "db" || strings.Join(pj.Targets, ",") != "web" {
 		t.Fatalf("plan web -o json: exit %d, %+v", code, pj)
 	}
-	c.mustRun("apply", "web", "-f", m2, "--auto-approve", "-o", "json")
+	r = c.mustRun("apply", "web", "-f", m2, "--auto-approve", "-o", "json")
+	var ev struct {
+		Type string      `json:"type"`
+		Plan ui.PlanJSON `json:"plan"`
+	}
+	first, _, _ := strings.Cut(r.stdout, "\n")
+	if err := json.Unmarshal([]byte(first), &ev); err != nil || ev.Type != "plan" || strings.Join(ev.Plan.LeftOut, ",") != "db" || ev.Plan.LeftOutChanges != 1 {
+		t.Fatalf("apply web -o json: first event %+v (%v)\n%s", ev, err, r.stdout)
+	}
 	if g := c.apiGuests(); g["web"] != 1024 || g["db"] != 256 {
 		t.Fatalf("after apply web, the API lists %v: want web at 1024 MiB and db still at 256", g)
 	}
@@ -139,5 +148,40 @@ func TestTarget_destroyLeavesOtherAppsAlone(t *testing.T) {
 	c.mustRun("apply", "web", "-f", m, "--auto-approve")
 	if g := c.apiGuests(); g["web"] != 512 || g["db"] != 256 {
 		t.Fatalf("after apply web, the API lists %v", g)
+	}
+}
+
+// TestTarget_refusesWhatNeedsALeftOutChange: with db's restore
+// interrupted (a container tagged corral-restoring-db, as a killed
+// corral restore leaves it), which apply finishes before anything else,
+// plan web and apply web refuse, saying what must happen first and how;
+// web is left as it was.
+func TestTarget_refusesWhatNeedsALeftOutChange(t *testing.T) {
+	c := newCluster(t)
+	m := writeManifest(t, webAndDB("512", "256"))
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	ctx := context.Background()
+	pc := c.pveClient()
+	upid, err := pc.CreateContainer(ctx, "pve", &pve.ContainerCreate{VMID: 900, Config: pve.ConfigUpdate{Hostname: pve.Ptr("db-restoring")},
+		OSTemplate: "local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst", RootFS: pve.MountPoint{Volume: "local-lvm:1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pc.WaitTask(ctx, upid, pve.WaitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := pc.UpdateContainerConfig(ctx, "pve", 900, &pve.ConfigUpdate{Raw: map[string]string{"tags": "corral;corral-restoring-db"}}); err != nil {
+		t.Fatal(err)
+	}
+	m2 := writeManifest(t, webAndDB("1024", "256"))
+	for _, args := range [][]string{{"plan", "web", "-f", m2}, {"apply", "web", "-f", m2, "--auto-approve"}} {
+		r := c.run(args...)
+		if r.code != ExitError || !strings.Contains(r.stderr, "app db: an interrupted restore") ||
+			!strings.Contains(r.stderr, "run `corral apply` without app names (or name those apps too)") {
+			t.Fatalf("corral %v: exit %d\n%s%s", args, r.code, r.stdout, r.stderr)
+		}
+	}
+	if g := c.apiGuests(); g["web"] != 512 {
+		t.Fatalf("a refused apply web changed web: %v", g)
 	}
 }
