@@ -48,7 +48,7 @@ type applyArgs struct {
 func newApplyCmd(st *streams) *cobra.Command {
 	a := &applyArgs{}
 	cmd := &cobra.Command{
-		Use:         "apply [APP...]",
+		Use:         "apply [APP... | FILE]",
 		Annotations: jsonForm(),
 		Short:       "Make the cluster match the manifest",
 		Long: `apply plans like 'corral plan', shows the plan, asks for confirmation

@@ -60,7 +60,7 @@ with a dot or a slash (web.plan, ./web): app names have neither.`,
 	a.cf.add(cmd.Flags())
 	a.rerun.add(cmd.Flags())
 	cmd.Flags().BoolVar(&a.recoverOffline, "recover", false, recoverUsage)
-	cmd.Flags().StringVar(&a.out, "out", "", "also save the plan to this file, for `corral apply FILE` (a name with a dot or a slash)")
+	cmd.Flags().StringVar(&a.out, "out", "", "also save the plan to `FILE`, for corral apply FILE (a name with a dot or a slash)")
 	return cmd
 }
 

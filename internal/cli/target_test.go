@@ -1,12 +1,15 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/corralhq/corral/internal/pve"
+	"github.com/corralhq/corral/internal/testenv"
 	"github.com/corralhq/corral/internal/ui"
 )
 
@@ -183,5 +186,17 @@ func TestTarget_refusesWhatNeedsALeftOutChange(t *testing.T) {
 	}
 	if g := c.apiGuests(); g["web"] != 512 {
 		t.Fatalf("a refused apply web changed web: %v", g)
+	}
+}
+
+// TestTarget_helpGolden pins plan's and apply's help, which say how app
+// names and saved plan files are told apart and what each does.
+func TestTarget_helpGolden(t *testing.T) {
+	for _, verb := range []string{"plan", "apply"} {
+		var out, errb bytes.Buffer
+		if code := Run(context.Background(), []string{verb, "--help"}, strings.NewReader(""), &out, &errb); code != 0 {
+			t.Fatalf("%s --help: exit %d\n%s", verb, code, errb.String())
+		}
+		testenv.Golden(t, filepath.Join("testdata", "help_"+verb+".txt"), out.Bytes())
 	}
 }
