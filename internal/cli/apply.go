@@ -448,6 +448,11 @@ func applyUnderLock(ctx context.Context, st *streams, s *session, f *manifest.Fi
 		ctx = lock.ctx
 		approved := pj
 		p, obs, pj, err = makePlan(ctx, s, f)
+		if err == nil {
+			if err := a.checkSaved(p, pj, true); err != nil {
+				return false, err
+			}
+		}
 		if err == nil && len(obs.Restores) > 0 {
 			// An interrupted restore first, then the plan for what it left.
 			if err := ex.Recover(ctx, obs); err != nil {
@@ -467,9 +472,6 @@ func applyUnderLock(ctx context.Context, st *streams, s *session, f *manifest.Fi
 			}
 			fmt.Fprintln(st.err, "Another corral made these changes meanwhile; nothing left to do.")
 			return false, nil
-		}
-		if err := a.checkSaved(p, pj, true); err != nil {
-			return false, err
 		}
 		if !sameChanges(approved, pj) {
 			showPlan(pj)

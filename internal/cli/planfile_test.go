@@ -185,3 +185,20 @@ func TestSavedPlan_golden(t *testing.T) {
 	res := r.run("apply", path)
 	testenv.Golden(t, filepath.Join("testdata", "saved_plan_stale.txt"), []byte(norm(res.stderr)))
 }
+
+// TestSavedPlan_notWithAnInterruptedRestore: a plan that first finishes
+// an interrupted restore is not saved (what follows the restore cannot
+// be known when it is made), and says what to run.
+func TestSavedPlan_notWithAnInterruptedRestore(t *testing.T) {
+	r := newSavedPlanRig(t)
+	r.mustRun("apply", "-f", r.m, "--auto-approve")
+	r.interruptRestore("db")
+	path := filepath.Join(r.dir, "x.plan")
+	res := r.run("plan", "-f", r.m, "--out", path)
+	if res.code != ExitError || !strings.Contains(res.stderr, "not saved: an interrupted restore") || !strings.Contains(res.stderr, "run `corral apply` to finish it") {
+		t.Fatalf("plan --out with a restore interrupted: exit %d\n%s%s", res.code, res.stdout, res.stderr)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatalf("plan file written anyway (%v)", err)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/corralhq/corral/internal/plan"
 	"github.com/corralhq/corral/internal/pve"
 	"github.com/corralhq/corral/internal/testenv"
 	"github.com/corralhq/corral/internal/ui"
@@ -163,19 +164,7 @@ func TestTarget_refusesWhatNeedsALeftOutChange(t *testing.T) {
 	c := newCluster(t)
 	m := writeManifest(t, webAndDB("512", "256"))
 	c.mustRun("apply", "-f", m, "--auto-approve")
-	ctx := context.Background()
-	pc := c.pveClient()
-	upid, err := pc.CreateContainer(ctx, "pve", &pve.ContainerCreate{VMID: 900, Config: pve.ConfigUpdate{Hostname: pve.Ptr("db-restoring")},
-		OSTemplate: "local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst", RootFS: pve.MountPoint{Volume: "local-lvm:1"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := pc.WaitTask(ctx, upid, pve.WaitOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := pc.UpdateContainerConfig(ctx, "pve", 900, &pve.ConfigUpdate{Raw: map[string]string{"tags": "corral;corral-restoring-db"}}); err != nil {
-		t.Fatal(err)
-	}
+	c.interruptRestore("db")
 	m2 := writeManifest(t, webAndDB("1024", "256"))
 	for _, args := range [][]string{{"plan", "web", "-f", m2}, {"apply", "web", "-f", m2, "--auto-approve"}} {
 		r := c.run(args...)
@@ -186,6 +175,25 @@ func TestTarget_refusesWhatNeedsALeftOutChange(t *testing.T) {
 	}
 	if g := c.apiGuests(); g["web"] != 512 {
 		t.Fatalf("a refused apply web changed web: %v", g)
+	}
+}
+
+// interruptRestore makes a container tagged corral-restoring-APP, as a
+// corral restore killed before the new container took over leaves it.
+func (c *cluster) interruptRestore(app string) {
+	c.t.Helper()
+	ctx := context.Background()
+	pc := c.pveClient()
+	upid, err := pc.CreateContainer(ctx, "pve", &pve.ContainerCreate{VMID: 900, Config: pve.ConfigUpdate{Hostname: pve.Ptr(app + "-restoring")},
+		OSTemplate: "local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst", RootFS: pve.MountPoint{Volume: "local-lvm:1"}})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if _, err := pc.WaitTask(ctx, upid, pve.WaitOptions{}); err != nil {
+		c.t.Fatal(err)
+	}
+	if err := pc.UpdateContainerConfig(ctx, "pve", 900, &pve.ConfigUpdate{Raw: map[string]string{"tags": "corral;" + plan.TagRestoringPrefix + app}}); err != nil {
+		c.t.Fatal(err)
 	}
 }
 
