@@ -196,7 +196,8 @@ func (sp *savedPlan) staleManifest(f *manifest.File) ([]string, error) {
 // stalePlan lists how a plan made now (p, pj as shown) differs from the
 // saved one: a container whose config changed since, an app whose change
 // differs, keeper work (unless underLock: taking the lock may have made a
-// keeper the plan creates) or interrupted restores that differ.
+// keeper the plan creates) that differs, an interrupted restore (a saved
+// plan has none: savePlan refuses one).
 func (sp *savedPlan) stalePlan(p *plan.Plan, pj *ui.PlanJSON, underLock bool) []string {
 	var diffs []string
 	now := preconditions(p)
@@ -213,8 +214,8 @@ func (sp *savedPlan) stalePlan(p *plan.Plan, pj *ui.PlanJSON, underLock bool) []
 	if !underLock && !sameJSON(sp.Plan.Keepers, pj.Keepers) {
 		diffs = append(diffs, fmt.Sprintf("keeper work: the saved plan has %s, a plan made now %s", keeperWork(sp.Plan.Keepers), keeperWork(pj.Keepers)))
 	}
-	if !sameJSON(sp.Plan.Recover, pj.Recover) {
-		diffs = append(diffs, "the interrupted restores to finish first differ")
+	for _, r := range pj.Recover {
+		diffs = append(diffs, "a plan made now first finishes an interrupted restore: "+r)
 	}
 	return diffs
 }

@@ -202,3 +202,23 @@ func TestSavedPlan_notWithAnInterruptedRestore(t *testing.T) {
 		t.Fatalf("plan file written anyway (%v)", err)
 	}
 }
+
+// TestSavedPlan_refusesAfterAnInterruptedRestore: a restore killed after
+// the plan was saved is finished first by any apply, so the saved plan is
+// no longer what would run: refused, nothing changed.
+func TestSavedPlan_refusesAfterAnInterruptedRestore(t *testing.T) {
+	r := newSavedPlanRig(t)
+	r.mustRun("apply", "-f", r.m, "--auto-approve")
+	if err := os.WriteFile(r.m, []byte(webWithPassword("1024", "256")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	path := r.save("web.plan")
+	r.interruptRestore("db")
+	res := r.run("apply", path)
+	if res.code != ExitError || !strings.Contains(res.stderr, "a plan made now first finishes an interrupted restore") {
+		t.Fatalf("apply FILE after a restore was interrupted: exit %d\n%s%s", res.code, res.stdout, res.stderr)
+	}
+	if g := r.apiGuests(); g["web"] != 512 || g["db-restoring"] == 0 {
+		t.Fatalf("a refused saved plan changed the cluster: %v", g)
+	}
+}
