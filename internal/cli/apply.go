@@ -74,7 +74,8 @@ Naming apps (corral apply web db) changes only them and what they need
 (the keeper work on their nodes), as 'corral plan web db' shows; the
 other apps are left as they are, and the plan says how many of their
 changes it left out. "Apply complete" then means a fresh plan of the
-named apps is empty. An app the manifest does not declare is refused, and
+named apps is empty. The preflight checks the named apps only, and
+another app's refused plan does not stop them (a warning names it). An app the manifest does not declare is refused, and
 so is an app that needs a left-out change to happen first.
 
 'corral apply FILE' carries out a plan saved by 'corral plan --out FILE'
@@ -248,9 +249,9 @@ func newApplyRun(ctx context.Context, st *streams, a *applyArgs, j *job) (*apply
 }
 
 // preflight refuses guests the emulator cannot isolate and runs the same
-// checks as corral doctor (unless --skip-preflight): a 403 halfway
-// through an apply is the most common failure in this field, so find it
-// first.
+// checks as corral doctor (unless --skip-preflight), on the named apps
+// only when apps are named: a 403 halfway through an apply is the most
+// common failure in this field, so find it first.
 func (r *applyRun) preflight(ctx context.Context) error {
 	if err := r.s.guestsRefused(); err != nil {
 		return err
@@ -258,7 +259,7 @@ func (r *applyRun) preflight(ctx context.Context) error {
 	if r.a.noPreflight {
 		return nil
 	}
-	if err := doctor.Preflight(ctx, r.s.client, r.f); err != nil {
+	if err := doctor.Preflight(ctx, r.s.client, onlyApps(r.f, r.a.targets)); err != nil {
 		var blocked *doctor.BlockedError
 		if errors.As(err, &blocked) { // says preflight and what to do itself
 			return fmt.Errorf("%w\n(--skip-preflight skips these checks)", redactErr(r.f, err))
@@ -266,6 +267,17 @@ func (r *applyRun) preflight(ctx context.Context) error {
 		return fmt.Errorf("preflight: %w\nnothing was changed; `corral doctor` explains, --skip-preflight skips these checks", redactErr(r.f, err))
 	}
 	return nil
+}
+
+// onlyApps is f with only the apps named (f itself when none are): what
+// a targeted apply checks before it changes anything.
+func onlyApps(f *manifest.File, names []string) *manifest.File {
+	if len(names) == 0 {
+		return f
+	}
+	g := *f
+	g.Apps = slices.DeleteFunc(slices.Clone(f.Apps), func(a manifest.App) bool { return !slices.Contains(names, a.Name) })
+	return &g
 }
 
 // showPlan prints a plan: a plan event under -o json, text otherwise.

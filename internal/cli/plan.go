@@ -39,7 +39,8 @@ in the plan), 1 error.
 Naming apps (corral plan web db) narrows the plan to them and what they
 need: the keeper work on their nodes, an interrupted restore of theirs.
 The plan says how many changes to other apps it left out, and names
-them; the exit status is about the named apps only. An app the manifest
+them; the exit status is about the named apps only. Another app's
+refused plan does not stop it: a warning names it. An app the manifest
 does not declare is refused, and so is an app that needs a left-out
 change to happen first (another app's interrupted restore, a change to
 the container owning a volume it takes).
@@ -176,6 +177,7 @@ func makePlanFor(ctx context.Context, s *session, f *manifest.File, o planOpts) 
 	if p != nil && o.shape != nil {
 		o.shape.keep(p)
 	}
+	err = leaveOutRefused(p, err, o.targets)
 	var refused *plan.RefusedError
 	if errors.As(err, &refused) {
 		if p == nil {
@@ -194,6 +196,25 @@ func makePlanFor(ctx context.Context, s *session, f *manifest.File, o planOpts) 
 	pj := ui.NewPlanJSON(p, nil)
 	redactPlan(f, &pj)
 	return p, obs, &pj, nil
+}
+
+// leaveOutRefused is the error of a plan (p, err from plan.Make) narrowed
+// to targets: the refusals of other apps are left out
+// (plan.TargetRefused), each said in a warning of p; the others still
+// refuse it.
+func leaveOutRefused(p *plan.Plan, err error, targets []string) error {
+	var refused *plan.RefusedError
+	if len(targets) == 0 || p == nil || !errors.As(err, &refused) {
+		return err
+	}
+	kept, other := plan.TargetRefused(refused.Problems, targets)
+	for _, prob := range other {
+		p.Warnings = append(p.Warnings, "left out, and refused by a plan of every app: "+prob)
+	}
+	if len(kept) > 0 {
+		return &plan.RefusedError{Problems: kept}
+	}
+	return nil
 }
 
 // checkTargets refuses app names the manifest does not declare, before

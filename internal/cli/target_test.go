@@ -208,3 +208,24 @@ func TestTarget_helpGolden(t *testing.T) {
 		testenv.Golden(t, filepath.Join("testdata", "help_"+verb+".txt"), out.Bytes())
 	}
 }
+
+// TestTarget_otherAppRefused: db's plan is refused (its bridge does not
+// exist); plan web and apply web go on without db, and say in a warning
+// that db was left out and why, while a plan of every app is refused.
+func TestTarget_otherAppRefused(t *testing.T) {
+	c := newCluster(t)
+	text := webAndDB("512", "256")
+	text = text[:strings.Index(text, "  - name: db")] + strings.Replace(text[strings.Index(text, "  - name: db"):], "    memory: 256\n", "    memory: 256\n    network:\n      bridge: vmbr9\n", 1)
+	m := writeManifest(t, text)
+	if r := c.run("plan", "-f", m); r.code != ExitError || !strings.Contains(r.stdout, "! refused: app db: bridge vmbr9") {
+		t.Fatalf("plan: exit %d, want db refused\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r := c.run("plan", "web", "-f", m)
+	if r.code != ExitChanges || !strings.Contains(r.stdout, "! warning: left out, and refused by a plan of every app: app db: bridge vmbr9") {
+		t.Fatalf("plan web: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	c.mustRun("apply", "web", "-f", m, "--auto-approve")
+	if g := c.apiGuests(); g["web"] != 512 || g["db"] != 0 {
+		t.Fatalf("after apply web the API lists %v", g)
+	}
+}

@@ -105,3 +105,32 @@ func partition[T any](s []T, keep func(T) bool) (in, out []T) {
 	}
 	return in, out
 }
+
+// TargetRefused splits the problems that refused a plan (RefusedError)
+// for a plan narrowed to names (Target): those of another app ("app X:
+// …", X not named) are left out, since Make plans every other app as if
+// X were not there; the others (a named app's, and those of no one app,
+// such as a damaged keeper's) still refuse the narrowed plan.
+func TargetRefused(problems, names []string) (kept, other []string) {
+	for _, prob := range problems {
+		if app := problemApp(prob); app != "" && !slices.Contains(names, app) {
+			other = append(other, prob)
+		} else {
+			kept = append(kept, prob)
+		}
+	}
+	return kept, other
+}
+
+// problemApp is the app a problem begins with ("app web: …"), or "".
+func problemApp(prob string) string {
+	rest, ok := strings.CutPrefix(prob, "app ")
+	if !ok {
+		return ""
+	}
+	name, _, ok := strings.Cut(rest, ":")
+	if !ok || name == "" || strings.ContainsFunc(name, func(r rune) bool { return (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '-' }) {
+		return ""
+	}
+	return name
+}

@@ -123,3 +123,20 @@ func TestTarget_ownRestoreIsKept(t *testing.T) {
 		t.Fatalf("Recover=%v, want web's restore kept", p.Recover)
 	}
 }
+
+func TestTargetRefused(t *testing.T) {
+	problems := []string{
+		"app db: bridge vmbr9 does not exist on node pve",
+		"app web: volume data: adopt: x is mounted by container 101 (app db) as mp0",
+		"keeper 999 on pve: its Notes cannot be read",
+		"app web-2: template t: storage s does not exist",
+		"app (none): odd",
+	}
+	kept, other := plan.TargetRefused(problems, []string{"web"})
+	if d := cmp.Diff([]string{problems[1], problems[2], problems[4]}, kept); d != "" {
+		t.Errorf("kept (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]string{problems[0], problems[3]}, other); d != "" {
+		t.Errorf("other (-want +got):\n%s", d)
+	}
+}
