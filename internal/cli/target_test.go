@@ -229,3 +229,16 @@ func TestTarget_otherAppRefused(t *testing.T) {
 		t.Fatalf("after apply web the API lists %v", g)
 	}
 }
+
+// TestTarget_completesAppNames: plan and apply complete the manifest's
+// app names, less those already given.
+func TestTarget_completesAppNames(t *testing.T) {
+	m := writeManifest(t, webAndDB("512", "256"))
+	for _, verb := range []string{"plan", "apply"} {
+		var out, errb bytes.Buffer
+		Run(context.Background(), []string{"__complete", verb, "-f", m, "web", ""}, strings.NewReader(""), &out, &errb)
+		if got, _, _ := strings.Cut(out.String(), "\n"); got != "db" {
+			t.Errorf("%s web <TAB>: %q, want db", verb, out.String())
+		}
+	}
+}
