@@ -75,8 +75,9 @@ Naming apps (corral apply web db) changes only them and what they need
 other apps are left as they are, and the plan says how many of their
 changes it left out. "Apply complete" then means a fresh plan of the
 named apps is empty. The preflight checks the named apps only, and
-another app's refused plan does not stop them (a warning names it). An app the manifest does not declare is refused, and
-so is an app that needs a left-out change to happen first.
+another app's refused plan does not stop them (a warning names it). An
+app the manifest does not declare is refused, and so is an app that
+needs a left-out change to happen first.
 
 'corral apply FILE' carries out a plan saved by 'corral plan --out FILE'
 (an argument with a dot or a slash is a plan file: app names have
