@@ -21,8 +21,9 @@ func (e *TargetError) Error() string {
 }
 
 // Target narrows p to the changes of the named apps and what they need:
-// the keeper work on the nodes they are on or go to, and an interrupted
-// restore of theirs. Everything else is left out, and recorded in
+// the keeper repairs on the nodes they are on or go to, a keeper created
+// where their new volumes need one, and an interrupted restore of
+// theirs. Everything else is left out, and recorded in
 // p.LeftOut (the apps, and "keeper on NODE") and p.LeftOutChanges (how
 // many changes). It refuses (TargetError), leaving p as it was, when a
 // named app needs a left-out change first: another app's interrupted
@@ -39,10 +40,18 @@ func Target(p *Plan, obs *Observed, names []string) error {
 		return &TargetError{Needs: needs}
 	}
 	nodes := map[string]bool{}
+	rooms := map[string]bool{} // nodes where a kept change puts a volume in a keeper
 	for _, c := range kept {
 		nodes[c.Node], nodes[c.From] = true, true
+		for _, v := range c.Volumes {
+			if v.Action == VolCreate || v.Action == VolAdopt || v.Action == VolMove {
+				rooms[c.Node] = true
+			}
+		}
 	}
-	keepers, outKeepers := partition(p.Keepers, func(k KeeperChange) bool { return nodes[k.Node] })
+	// A keeper is repaired for the named apps on its node; one is created
+	// only for their new volumes (not for the left-out apps').
+	keepers, outKeepers := partition(p.Keepers, func(k KeeperChange) bool { return nodes[k.Node] && (k.Action != Create || rooms[k.Node]) })
 	var left []string
 	n := 0
 	for _, c := range out {

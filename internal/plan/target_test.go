@@ -140,3 +140,19 @@ func TestTargetRefused(t *testing.T) {
 		t.Errorf("other (-want +got):\n%s", d)
 	}
 }
+
+// A keeper that another app's new volume needs is not created for a named
+// app on the same node that creates no volume.
+func TestTarget_noKeeperForAnotherAppsVolumes(t *testing.T) {
+	p := twoApps()
+	p.Changes[1].Node = "pve" // db, beside web, with no volume
+	if err := plan.Target(p, &plan.Observed{}, []string{"db"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Keepers) != 0 {
+		t.Fatalf("Keepers=%+v, want none: pve's keeper is created for web's volume", p.Keepers)
+	}
+	if d := cmp.Diff([]string{"web", "keeper on pve", "keeper on pve2"}, p.LeftOut); d != "" {
+		t.Errorf("LeftOut (-want +got):\n%s", d)
+	}
+}
