@@ -137,11 +137,7 @@ func runApply(cmd *cobra.Command, st *streams, a *applyArgs) error {
 	// finish (ctx).
 	rctx, rcancel := readOnly(ctx)
 	defer rcancel()
-	var j *job
-	err := interruptible(rctx, func() (err error) {
-		j, err = openJob(rctx, st, a.ff, a.cf)
-		return err
-	})
+	j, err := openJobInterruptible(rctx, st, a.ff, a.cf)
 	if err != nil {
 		return err
 	}

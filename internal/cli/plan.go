@@ -75,11 +75,7 @@ func runPlan(ctx context.Context, st *streams, a *planArgs) error {
 	}
 	ctx, cancel := readOnly(ctx)
 	defer cancel()
-	var j *job
-	err := interruptible(ctx, func() (err error) {
-		j, err = openJob(ctx, st, a.ff, a.cf)
-		return err
-	})
+	j, err := openJobInterruptible(ctx, st, a.ff, a.cf)
 	if err != nil {
 		return err
 	}
@@ -113,6 +109,20 @@ func runPlan(ctx context.Context, st *streams, a *planArgs) error {
 		return &exitError{code: ExitChanges}
 	}
 	return nil
+}
+
+// openJobInterruptible is openJob, stopped at once by ctx (readOnly's:
+// nothing changes before the plan is made); see interruptible.
+func openJobInterruptible(ctx context.Context, st *streams, ff fileFlags, cf connFlags) (*job, error) {
+	var j *job
+	err := interruptible(ctx, func() (err error) {
+		j, err = openJob(ctx, st, ff, cf)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return j, nil
 }
 
 // savePlan writes the plan (p, pj as shown) made with o to path, and says
