@@ -73,7 +73,7 @@ func TestTarget_applyLeavesOtherAppsAlone(t *testing.T) {
 
 	r := c.run("plan", "web", "-f", m)
 	if r.code != ExitChanges || !strings.Contains(r.stdout, "+ app web (create") || strings.Contains(r.stdout, "app db") ||
-		!strings.Contains(r.stdout, "1 changes to other apps left out: db; run `corral plan` to see them.") {
+		!strings.Contains(r.stdout, "1 change to other apps left out: db; run `corral plan` to see them.") {
 		t.Fatalf("plan web: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	r = c.mustRun("apply", "web", "-f", m, "--auto-approve")

@@ -344,7 +344,11 @@ func writePlanFooter(w io.Writer, pj PlanJSON, unchecked map[string]string) {
 // writeLeftOut says what a plan narrowed to some apps left out.
 func writeLeftOut(w io.Writer, pj PlanJSON) {
 	if pj.LeftOutChanges > 0 {
-		fmt.Fprintf(w, "%d changes to other apps left out: %s; run `corral plan` to see them.\n", pj.LeftOutChanges, strings.Join(pj.LeftOut, ", "))
+		what := "changes"
+		if pj.LeftOutChanges == 1 {
+			what = "change"
+		}
+		fmt.Fprintf(w, "%d %s to other apps left out: %s; run `corral plan` to see them.\n", pj.LeftOutChanges, what, strings.Join(pj.LeftOut, ", "))
 	}
 }
 
