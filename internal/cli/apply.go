@@ -1,9 +1,7 @@
 package cli
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -11,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/corralhq/corral/internal/apply"
 	"github.com/corralhq/corral/internal/doctor"
@@ -36,12 +35,20 @@ type applyArgs struct {
 	// recoverOffline: --recover, build apps whose node is offline anew
 	// on another node (shared storage only).
 	recoverOffline bool
+	// targets are the apps named on the command line (corral apply
+	// APP…): only they and what they need are changed (plan.Target).
+	targets []string
+	// saved is the plan file named on the command line (corral apply
+	// FILE, at savedPath): apply carries out exactly that plan, or
+	// refuses.
+	saved     *savedPlan
+	savedPath string
 }
 
 func newApplyCmd(st *streams) *cobra.Command {
 	a := &applyArgs{}
 	cmd := &cobra.Command{
-		Use:         "apply",
+		Use:         "apply [APP... | FILE]",
 		Annotations: jsonForm(),
 		Short:       "Make the cluster match the manifest",
 		Long: `apply plans like 'corral plan', shows the plan, asks for confirmation
@@ -61,9 +68,31 @@ the same volumes. Proxmox VE HA would move the container itself, but it
 needs Sys.Console and fencing; corral has neither, so YOU must make sure
 the offline node stays down (powered off or fenced) until the next apply
 after its return, which removes the stale copy first: if that node comes
-back and starts its copy (onboot), both containers mount the same volumes.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runApply(cmd, st, a) },
+back and starts its copy (onboot), both containers mount the same volumes.
+
+Naming apps (corral apply web db) changes only them and what they need
+(the keeper work on their nodes), as 'corral plan web db' shows; the
+other apps are left as they are, and the plan says how many of their
+changes it left out. "Apply complete" then means a fresh plan of the
+named apps is empty. The preflight checks the named apps only, and
+another app's refused plan does not stop them (a warning names it). An
+app the manifest does not declare is refused, and so is an app that
+needs a left-out change to happen first.
+
+'corral apply FILE' carries out a plan saved by 'corral plan --out FILE'
+(an argument with a dot or a slash is a plan file: app names have
+neither), without asking, with that plan's manifest, app names, --rerun
+and --recover. It plans again first, and again under the lock, and
+refuses (changing nothing, and naming what differs) unless both plans
+are the saved one, the containers it was planned against are unchanged,
+and so are the manifest and the secrets it reads.`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := a.takeArgs(cmd.Flags(), args); err != nil {
+				return err
+			}
+			return runApply(cmd, st, a)
+		},
 	}
 	a.ff.add(cmd.Flags())
 	a.cf.add(cmd.Flags())
@@ -83,15 +112,22 @@ back and starts its copy (onboot), both containers mount the same volumes.`,
 // recoverUsage is the --recover flag's help, for plan and apply.
 const recoverUsage = "start apps whose node is offline on another node, as new containers with the same volumes (every volume must be on shared storage; the offline node must stay down until the next apply removes its stale copy)"
 
+// applyRun is one corral apply under way: what runApply's steps share.
+type applyRun struct {
+	st     *streams
+	a      *applyArgs
+	f      *manifest.File
+	s      *session
+	ex     *apply.Executor
+	events *ui.JSONEvents // nil: text
+	// makePlan plans as this apply does (its --rerun steps, --recover,
+	// move or drain shape, named apps).
+	makePlan planFunc
+}
+
 func runApply(cmd *cobra.Command, st *streams, a *applyArgs) error {
-	if err := a.lf.check(); err != nil {
+	if err := a.check(); err != nil {
 		return err
-	}
-	if a.parallelism < 1 {
-		return fmt.Errorf("--parallelism %d: want 1 or more", a.parallelism)
-	}
-	if a.lockWait < 0 {
-		return fmt.Errorf("--lock-wait %s: want 0 or more", a.lockWait)
 	}
 	start := time.Now()
 	ctx := cmd.Context()
@@ -101,68 +137,167 @@ func runApply(cmd *cobra.Command, st *streams, a *applyArgs) error {
 	// finish (ctx).
 	rctx, rcancel := readOnly(ctx)
 	defer rcancel()
-	var j *job
-	err := interruptible(rctx, func() (err error) {
-		j, err = openJob(rctx, st, a.ff, a.cf)
-		return err
-	})
+	j, err := openJobInterruptible(rctx, st, a.ff, a.cf)
 	if err != nil {
 		return err
 	}
 	defer j.Close()
-	f, s, asJSON := j.f, j.s, j.asJSON
+	r, err := newApplyRun(ctx, st, a, j)
+	if err != nil {
+		return err
+	}
+	if err := r.preflight(rctx); err != nil {
+		return err
+	}
+	p, obs, pj, err := r.firstPlan(ctx, rctx)
+	if err != nil || !p.HasChanges() {
+		return err
+	}
+	if !a.autoApprove {
+		if err := confirm(st, "Apply these changes?", "`corral plan`"); err != nil {
+			return err
+		}
+	}
+	changed, err := applyUnderLock(ctx, st, r.s, r.f, r.ex, a, r.makePlan, p, obs, pj, r.showPlan)
+	if !changed {
+		return err
+	}
+	return r.finish(time.Since(start), err)
+}
+
+// check refuses flag values apply cannot work with.
+func (a *applyArgs) check() error {
+	if err := a.lf.check(); err != nil {
+		return err
+	}
+	if a.parallelism < 1 {
+		return fmt.Errorf("--parallelism %d: want 1 or more", a.parallelism)
+	}
+	if a.lockWait < 0 {
+		return fmt.Errorf("--lock-wait %s: want 0 or more", a.lockWait)
+	}
+	return nil
+}
+
+// takeArgs sorts apply's arguments: app names, or one saved plan file
+// (isPlanPath), whose manifest, app names, --rerun and --recover it
+// takes.
+func (a *applyArgs) takeArgs(fs *pflag.FlagSet, args []string) error {
+	var files []string
+	for _, arg := range args {
+		if isPlanPath(arg) {
+			files = append(files, arg)
+		} else {
+			a.targets = append(a.targets, arg)
+		}
+	}
+	if len(files) == 0 {
+		return nil
+	}
+	if len(files) > 1 || len(a.targets) > 0 {
+		return errPlanAndApps
+	}
+	sp, err := readSavedPlan(files[0])
+	if err != nil {
+		return err
+	}
+	for _, flag := range []string{"file", "rerun", "recover"} {
+		if fs.Changed(flag) {
+			return fmt.Errorf("apply %s: --%s: a saved plan carries its own manifest, app names, --rerun and --recover; leave the flag out", files[0], flag)
+		}
+	}
+	a.ff.path, a.targets, a.rerun, a.recoverOffline = sp.Manifest, sp.Targets, sp.Rerun, sp.Recover
+	a.autoApprove, a.saved, a.savedPath = true, sp, files[0]
+	return nil
+}
+
+// newApplyRun checks the named apps and the --rerun steps against the
+// manifest j read, and sets up the executor and its observer.
+func newApplyRun(ctx context.Context, st *streams, a *applyArgs, j *job) (*applyRun, error) {
+	f, s := j.f, j.s
 	rerun, err := a.rerun.resolve(f)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	makePlan := func(ctx context.Context, s *session, f *manifest.File) (*plan.Plan, *plan.Observed, *ui.PlanJSON, error) {
-		return makePlanShaped(ctx, s, f, rerun, a.recoverOffline, a.shape)
+	if err := checkTargets(f, a.targets); err != nil {
+		return nil, err
 	}
-
-	if err := s.guestsRefused(); err != nil {
-		return err
-	}
-	if !a.noPreflight {
-		// The same checks as corral doctor: a 403 halfway through an apply
-		// is the most common failure in this field, so find it first.
-		if err := doctor.Preflight(rctx, s.client, f); err != nil {
-			var blocked *doctor.BlockedError
-			if errors.As(err, &blocked) { // says preflight and what to do itself
-				return fmt.Errorf("%w\n(--skip-preflight skips these checks)", redactErr(f, err))
-			}
-			return fmt.Errorf("preflight: %w\nnothing was changed; `corral doctor` explains, --skip-preflight skips these checks", redactErr(f, err))
+	if a.saved != nil {
+		diffs, err := a.saved.staleManifest(f)
+		if err != nil {
+			return nil, err
+		}
+		if len(diffs) > 0 {
+			return nil, staleError(a.savedPath, diffs)
 		}
 	}
+	o := planOpts{rerun: rerun, recoverOffline: a.recoverOffline, shape: a.shape, targets: a.targets}
+	r := &applyRun{st: st, a: a, f: f, s: s, makePlan: func(ctx context.Context, s *session, f *manifest.File) (*plan.Plan, *plan.Observed, *ui.PlanJSON, error) {
+		return makePlanFor(ctx, s, f, o)
+	}}
+	r.ex = &apply.Executor{Client: s.client, Secrets: secrets(f), LockWait: a.lockWait, Guest: plan.GuestWorks(f, rerun), Parallelism: a.parallelism, FailFast: a.failFast, Stop: stopOf(ctx), Project: f.Project}
+	var observer apply.Observer = &ui.Progress{W: st.err, TaskLogs: a.verbose}
+	if j.asJSON {
+		r.events = &ui.JSONEvents{W: st.out}
+		observer = r.events
+	}
+	r.ex.Observer = newRedactObserver(f, observer)
+	return r, nil
+}
 
-	ex := &apply.Executor{Client: s.client, Secrets: secrets(f), LockWait: a.lockWait, Guest: plan.GuestWorks(f, rerun), Parallelism: a.parallelism, FailFast: a.failFast, Stop: stopOf(ctx), Project: f.Project}
-	var events *ui.JSONEvents
-	var observer apply.Observer
-	if asJSON {
-		events = &ui.JSONEvents{W: st.out}
-		observer = events
+// preflight refuses guests the emulator cannot isolate and runs the same
+// checks as corral doctor (unless --skip-preflight), on the named apps
+// only when apps are named: a 403 halfway through an apply is the most
+// common failure in this field, so find it first.
+func (r *applyRun) preflight(ctx context.Context) error {
+	if err := r.s.guestsRefused(); err != nil {
+		return err
+	}
+	if r.a.noPreflight {
+		return nil
+	}
+	if err := doctor.Preflight(ctx, r.s.client, onlyApps(r.f, r.a.targets)); err != nil {
+		var blocked *doctor.BlockedError
+		if errors.As(err, &blocked) { // says preflight and what to do itself
+			return fmt.Errorf("%w\n(--skip-preflight skips these checks)", redactErr(r.f, err))
+		}
+		return fmt.Errorf("preflight: %w\nnothing was changed; `corral doctor` explains, --skip-preflight skips these checks", redactErr(r.f, err))
+	}
+	return nil
+}
+
+// onlyApps is f with only the apps named (f itself when none are): what
+// a targeted apply checks before it changes anything.
+func onlyApps(f *manifest.File, names []string) *manifest.File {
+	if len(names) == 0 {
+		return f
+	}
+	g := *f
+	g.Apps = slices.DeleteFunc(slices.Clone(f.Apps), func(a manifest.App) bool { return !slices.Contains(names, a.Name) })
+	return &g
+}
+
+// showPlan prints a plan: a plan event under -o json, text otherwise.
+func (r *applyRun) showPlan(pj *ui.PlanJSON) {
+	if pj == nil {
+		return
+	}
+	if r.events != nil {
+		r.events.Emit("plan", map[string]any{"plan": pj})
 	} else {
-		observer = &ui.Progress{W: st.err, TaskLogs: a.verbose}
+		ui.WritePlanText(r.st.out, *pj)
 	}
-	ex.Observer = newRedactObserver(f, observer)
+}
 
-	// Plan and show it; once approved, lock the nodes it changes and plan
-	// again under the lock, so that what apply carries out is read while
-	// no other corral can change it. If the cluster moved in between, the
-	// approved plan is not what would run: stop and say so.
-	p, obs, pj, err := makePlan(rctx, s, f)
-	showPlan := func(pj *ui.PlanJSON) {
-		if pj == nil {
-			return
-		}
-		if asJSON {
-			events.Emit("plan", map[string]any{"plan": pj})
-		} else {
-			ui.WritePlanText(st.out, *pj)
-		}
-	}
-	showPlan(pj)
+// firstPlan plans and shows the plan, to be approved; once approved,
+// applyUnderLock locks the nodes it changes and plans again under the
+// lock. A plan without changes ends the run here (p.HasChanges is false;
+// the error says whether apps could not be checked).
+func (r *applyRun) firstPlan(ctx, rctx context.Context) (*plan.Plan, *plan.Observed, *ui.PlanJSON, error) {
+	p, obs, pj, err := r.makePlan(rctx, r.s, r.f)
+	r.showPlan(pj)
 	if err != nil {
-		return redactErr(f, err)
+		return nil, nil, nil, redactErr(r.f, err)
 	}
 	if !p.HasChanges() {
 		// Another corral holding the lock on a node of these apps may be
@@ -170,58 +305,70 @@ func runApply(cmd *cobra.Command, st *streams, a *applyArgs) error {
 		// config this plan read): "no changes" is said only once it is
 		// done, from a plan made under the lock.
 		if leased := leasedNodes(p, obs); len(leased) > 0 {
-			lock, err := lockNodes(ctx, st, ex, obs, leased, "apply", a.lf, p)
+			lock, err := lockNodes(ctx, r.st, r.ex, obs, leased, "apply", r.a.lf, p)
 			if err != nil {
-				return redactErr(f, err)
+				return nil, nil, nil, redactErr(r.f, err)
 			}
-			p, obs, pj, err = makePlan(lock.ctx, s, f)
+			p, obs, pj, err = r.makePlan(lock.ctx, r.s, r.f)
 			lock.release()
 			if err != nil {
-				showPlan(pj)
-				return redactErr(f, err)
+				r.showPlan(pj)
+				return nil, nil, nil, redactErr(r.f, err)
 			}
 			if p.HasChanges() {
-				showPlan(pj)
+				r.showPlan(pj)
 			}
 		}
 	}
-	if !p.HasChanges() {
-		if events != nil {
-			events.Emit("summary", map[string]any{"changed": false, "complete": p.Converged()})
-		}
-		if len(p.Unchecked) > 0 {
-			return uncheckedError(p)
-		}
-		return nil
+	if err := r.a.checkSaved(p, pj, false); err != nil {
+		return nil, nil, nil, err
 	}
-	if !a.autoApprove {
-		if err := confirm(st, "Apply these changes?", "`corral plan`"); err != nil {
-			return err
-		}
+	if p.HasChanges() {
+		return p, obs, pj, nil
 	}
-	changed, err := applyUnderLock(ctx, st, s, f, ex, a, makePlan, p, obs, pj, showPlan)
-	if !changed {
-		return err
+	if r.events != nil {
+		r.events.Emit("summary", map[string]any{"changed": false, "complete": p.Converged()})
 	}
-	total := time.Since(start)
-	if asJSON {
-		ev := map[string]any{"changed": true, "ok": err == nil, "complete": err == nil, "elapsed_ms": total.Milliseconds(), "timings": timingsJSON(ex.Timings())}
+	if len(p.Unchecked) > 0 {
+		return p, obs, pj, uncheckedError(p)
+	}
+	return p, obs, pj, nil
+}
+
+// finish reports how an apply that changed the cluster ended (err from
+// applyUnderLock), after total: the summary event or the timings, and
+// "Apply complete" only when a fresh plan was empty.
+func (r *applyRun) finish(total time.Duration, err error) error {
+	if r.events != nil {
+		ev := map[string]any{"changed": true, "ok": err == nil, "complete": err == nil, "elapsed_ms": total.Milliseconds(), "timings": timingsJSON(r.ex.Timings())}
 		if err != nil {
-			ev["error"] = f.Redact(err.Error())
+			ev["error"] = r.f.Redact(err.Error())
 		}
-		events.Emit("summary", ev)
+		r.events.Emit("summary", ev)
 	} else {
-		ui.WriteTimings(st.err, ex.Timings(), total)
+		ui.WriteTimings(r.st.err, r.ex.Timings(), total)
 	}
 	var incomplete *IncompleteError
 	if errors.As(err, &incomplete) {
 		return err
 	}
 	if err != nil {
-		return fmt.Errorf("apply stopped: %w\nrun `corral apply` again to resume; `corral plan` shows what is left", redactErr(f, err))
+		return fmt.Errorf("apply stopped: %w\nrun `corral apply` again to resume; `corral plan` shows what is left", redactErr(r.f, err))
 	}
-	if !asJSON {
-		fmt.Fprintf(st.err, "\nApply complete in %s.\n", total.Round(10*time.Millisecond))
+	if r.events == nil {
+		fmt.Fprintf(r.st.err, "\nApply complete in %s.\n", total.Round(10*time.Millisecond))
+	}
+	return nil
+}
+
+// checkSaved refuses a plan made now (p, pj; underLock: under corral's
+// lock) that is not the saved plan apply was given (nil when none was).
+func (a *applyArgs) checkSaved(p *plan.Plan, pj *ui.PlanJSON, underLock bool) error {
+	if a.saved == nil {
+		return nil
+	}
+	if diffs := a.saved.stalePlan(p, pj, underLock); len(diffs) > 0 {
+		return staleError(a.savedPath, diffs)
 	}
 	return nil
 }
@@ -281,11 +428,7 @@ func subset(a, b []string) bool {
 
 // sameChanges reports whether two plans change the apps the same way
 // (keeper work aside: taking the lock may have made a keeper).
-func sameChanges(a, b *ui.PlanJSON) bool {
-	x, _ := json.Marshal(a.Changes)
-	y, _ := json.Marshal(b.Changes)
-	return bytes.Equal(x, y)
-}
+func sameChanges(a, b *ui.PlanJSON) bool { return sameJSON(a.Changes, b.Changes) }
 
 // applyUnderLock carries out an approved plan: it takes corral's lock on
 // the nodes p changes, plans again under it (finishing an interrupted
@@ -314,6 +457,11 @@ func applyUnderLock(ctx context.Context, st *streams, s *session, f *manifest.Fi
 		ctx = lock.ctx
 		approved := pj
 		p, obs, pj, err = makePlan(ctx, s, f)
+		if err == nil {
+			if err := a.checkSaved(p, pj, true); err != nil {
+				return false, err
+			}
+		}
 		if err == nil && len(obs.Restores) > 0 {
 			// An interrupted restore first, then the plan for what it left.
 			if err := ex.Recover(ctx, obs); err != nil {
@@ -371,7 +519,7 @@ func convergeUnderLock(ctx context.Context, st *streams, s *session, f *manifest
 			}
 		}
 		// No --rerun here: the steps it named have just run.
-		next, nobs, npj, err := makePlanShaped(ctx, s, f, nil, a.recoverOffline, a.shape)
+		next, nobs, npj, err := makePlanFor(ctx, s, f, planOpts{recoverOffline: a.recoverOffline, shape: a.shape, targets: a.targets})
 		if err != nil {
 			showPlan(npj)
 			return &IncompleteError{Why: "planning again on fresh reads after the changes failed: " + redactErr(f, err).Error()}

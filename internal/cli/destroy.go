@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/corralhq/corral/internal/apply"
+	"github.com/corralhq/corral/internal/manifest"
 	"github.com/corralhq/corral/internal/plan"
 	"github.com/corralhq/corral/internal/ui"
 )
@@ -69,34 +71,15 @@ func runDestroy(cmd *cobra.Command, st *streams, a *destroyArgs, names []string)
 	}
 	defer j.Close()
 	f, s, asJSON := j.f, j.s, j.asJSON
-	apps := plan.FromManifest(f)
-	if len(names) > 0 {
-		apps = slices.DeleteFunc(apps, func(a plan.App) bool { return !slices.Contains(names, a.Name) })
-	}
 	ctx := cmd.Context()
 	ex := &apply.Executor{Client: s.client, Observer: newRedactObserver(f, &ui.Progress{W: st.err}), Parallelism: a.parallelism, FailFast: a.failFast, Stop: stopOf(ctx)}
 	obs, err := apply.Observe(ctx, s.client)
 	if err != nil {
 		return err
 	}
-	for _, n := range names {
-		if _, ok := f.App(n); ok {
-			continue
-		}
-		// An app removed from the manifest, or a copy restored with
-		// --as: still this project's while a container tagged with the
-		// project carries it. A container with no project tag (made
-		// before projects, or a copy restored by an older corral) is
-		// named here on purpose: this manifest takes it.
-		if !slices.ContainsFunc(obs.Apps[n], func(ct *plan.CT) bool { return ct.Project == f.Project || ct.Project == "" }) {
-			return fmt.Errorf("app %q is not in %s, and no container of project %s (tag %s%s) carries it", n, f.Path, f.Project, plan.TagProjectPrefix, f.Project)
-		}
-		for _, ct := range obs.Apps[n] {
-			if why := plan.RemovedElsewhere(n, ct, f.Project, f.Origin, f.ProjectSet); ct.Project == f.Project && why != "" {
-				return errors.New(why)
-			}
-		}
-		apps = append(apps, plan.App{Name: n, Project: f.Project})
+	apps, err := destroyApps(f, obs, names)
+	if err != nil {
+		return err
 	}
 	p, perr := plan.Destroy(apps, obs, a.deleteVolumes)
 	var refused []string
@@ -126,35 +109,83 @@ func runDestroy(cmd *cobra.Command, st *streams, a *destroyArgs, names []string)
 			return err
 		}
 	}
-	// Plan again under the lock: what is destroyed is read while no other
-	// corral can change it.
+	p, freed, err := destroyUnderLock(ctx, st, s, ex, f, a, apps, obs, p, func() {
+		if !asJSON {
+			ui.WriteTimings(st.err, ex.Timings(), time.Since(start))
+		}
+	})
+	if err != nil {
+		return err
+	}
+	return reportDestroyed(st, asJSON, pj, p, freed)
+}
+
+// destroyApps are the apps destroy removes: the manifest's, or only those
+// named. A name the manifest does not declare is taken while a container
+// of the project carries it (an app removed from the manifest, a copy
+// restored with --as), or a container with no project tag (made before
+// projects, or a copy restored by an older corral): this manifest takes
+// it on purpose.
+func destroyApps(f *manifest.File, obs *plan.Observed, names []string) ([]plan.App, error) {
+	apps := plan.FromManifest(f)
+	if len(names) > 0 {
+		apps = slices.DeleteFunc(apps, func(a plan.App) bool { return !slices.Contains(names, a.Name) })
+	}
+	for _, n := range names {
+		if _, ok := f.App(n); ok {
+			continue
+		}
+		if !slices.ContainsFunc(obs.Apps[n], func(ct *plan.CT) bool { return ct.Project == f.Project || ct.Project == "" }) {
+			return nil, fmt.Errorf("app %q is not in %s, and no container of project %s (tag %s%s) carries it; check the name (`corral status` lists the project's apps)", n, f.Path, f.Project, plan.TagProjectPrefix, f.Project)
+		}
+		for _, ct := range obs.Apps[n] {
+			if why := plan.RemovedElsewhere(n, ct, f.Project, f.Origin, f.ProjectSet); ct.Project == f.Project && why != "" {
+				return nil, errors.New(why)
+			}
+		}
+		apps = append(apps, plan.App{Name: n, Project: f.Project})
+	}
+	return apps, nil
+}
+
+// destroyUnderLock plans the destroy again under corral's lock on the
+// nodes p changes, so that what is destroyed is read while no other
+// corral can change it (finishing an interrupted restore first), and
+// carries that plan out, then calls timings. It returns the plan carried
+// out and the volumes freed.
+func destroyUnderLock(ctx context.Context, st *streams, s *session, ex *apply.Executor, f *manifest.File, a *destroyArgs,
+	apps []plan.App, obs *plan.Observed, p *plan.Plan, timings func()) (*plan.Plan, []string, error) {
 	lock, err := lockNodes(ctx, st, ex, obs, p.Nodes(), "destroy", a.lf, nil)
 	if err != nil {
-		return redactErr(f, err)
+		return nil, nil, redactErr(f, err)
 	}
 	defer lock.release()
 	ctx = lock.ctx
 	if obs, err = apply.Observe(ctx, s.client); err != nil {
-		return err
+		return nil, nil, err
 	}
 	if len(obs.Restores) > 0 {
 		if err := ex.Recover(ctx, obs); err != nil {
-			return redactErr(f, err)
+			return nil, nil, redactErr(f, err)
 		}
 		if obs, err = apply.Observe(ctx, s.client); err != nil {
-			return err
+			return nil, nil, err
 		}
 	}
 	if p, err = plan.Destroy(apps, obs, a.deleteVolumes); err != nil {
-		return fmt.Errorf("destroy refused after the cluster changed; nothing was changed: %w", redactErr(f, err))
+		return nil, nil, fmt.Errorf("destroy refused after the cluster changed; nothing was changed: %w", redactErr(f, err))
 	}
 	freed, err := ex.Destroy(ctx, p, obs)
-	if !asJSON {
-		ui.WriteTimings(st.err, ex.Timings(), time.Since(start))
-	}
+	timings()
 	if err != nil {
-		return fmt.Errorf("destroy stopped: %w\nrun `corral destroy` again to finish", redactErr(f, err))
+		return nil, nil, fmt.Errorf("destroy stopped: %w\nrun `corral destroy` again to finish", redactErr(f, err))
 	}
+	return p, freed, nil
+}
+
+// reportDestroyed says what the destroy plan p (shown as pj) removed and
+// freed.
+func reportDestroyed(st *streams, asJSON bool, pj ui.PlanJSON, p *plan.Plan, freed []string) error {
 	destroyed := []int{}
 	for _, c := range p.Changes {
 		if c.Action == plan.Delete && c.OldVMID != 0 {

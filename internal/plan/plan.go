@@ -53,6 +53,13 @@ type Plan struct {
 	// Unchecked are apps left alone because a node they need is offline:
 	// the plan cannot say they match the manifest.
 	Unchecked []Unchecked
+	// Targets are the apps the plan was narrowed to (corral plan APP…,
+	// see Target); nil for the whole manifest. LeftOut names the apps
+	// (and "keeper on NODE") whose changes were left out, LeftOutChanges
+	// counts those changes.
+	Targets        []string
+	LeftOut        []string
+	LeftOutChanges int
 }
 
 // Converged reports whether the cluster is known to match the manifest:

@@ -80,3 +80,29 @@ func TestStatusGolden(t *testing.T) {
 	WriteStatus(&b, r)
 	testenv.Golden(t, filepath.Join("testdata", "status.txt"), b.Bytes())
 }
+
+// TestPlanGolden_targeted pins a plan narrowed to named apps (corral plan
+// APP…), text and JSON: what it left out is said in both, and a named app
+// without changes says so rather than that the cluster matches.
+func TestPlanGolden_targeted(t *testing.T) {
+	for _, tc := range []struct{ name, app string }{{"plan_target_web", "web"}, {"plan_target_nochange", "old"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := goldenPlan(t)
+			if tc.app == "old" {
+				p.Changes[len(p.Changes)-1].Action = plan.NoOp // as once destroyed
+			}
+			if err := plan.Target(p, &plan.Observed{}, []string{tc.app}); err != nil {
+				t.Fatal(err)
+			}
+			pj := NewPlanJSON(p, nil)
+			var text bytes.Buffer
+			WritePlanText(&text, pj)
+			testenv.Golden(t, filepath.Join("testdata", tc.name+".txt"), text.Bytes())
+			var js bytes.Buffer
+			if err := WritePlanJSON(&js, pj); err != nil {
+				t.Fatal(err)
+			}
+			testenv.Golden(t, filepath.Join("testdata", tc.name+".json"), js.Bytes())
+		})
+	}
+}

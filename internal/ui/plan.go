@@ -25,6 +25,13 @@ type PlanJSON struct {
 	// Unchecked are the apps the plan could not compare with the manifest
 	// (their node is offline): with one, the cluster is not known to match.
 	Unchecked []UncheckedJSON `json:"unchecked,omitempty"`
+	// Targets are the apps named on the command line (corral plan
+	// APP…): the plan is narrowed to them and what they need. LeftOut
+	// names the other apps (and "keeper on NODE") whose changes were
+	// left out, LeftOutChanges counts those changes.
+	Targets        []string `json:"targets,omitempty"`
+	LeftOut        []string `json:"left_out,omitempty"`
+	LeftOutChanges int      `json:"left_out_changes,omitempty"`
 }
 
 // UncheckedJSON is an app a plan could not check, and why.
@@ -158,6 +165,7 @@ func NewPlanJSON(p *plan.Plan, refused []string) PlanJSON {
 		out.Warnings = []string{}
 	}
 	out.Recover = p.Recover
+	out.Targets, out.LeftOut, out.LeftOutChanges = p.Targets, p.LeftOut, p.LeftOutChanges
 	for _, u := range p.Unchecked {
 		out.Unchecked = append(out.Unchecked, UncheckedJSON{App: u.App, Node: u.Node, Why: u.Why})
 	}
@@ -279,6 +287,13 @@ func WritePlanText(w io.Writer, pj PlanJSON) {
 			writeSteps(w, c)
 		}
 	}
+	writePlanFooter(w, pj, unchecked)
+}
+
+// writePlanFooter prints a plan's refusals, warnings and summary, and
+// what a plan narrowed to some apps left out. unchecked are the apps not
+// checked that were not among its changes.
+func writePlanFooter(w io.Writer, pj PlanJSON, unchecked map[string]string) {
 	for _, r := range pj.Refused {
 		fmt.Fprintf(w, "! refused: %s\n", r)
 	}
@@ -296,6 +311,11 @@ func WritePlanText(w io.Writer, pj PlanJSON) {
 	}
 	if !pj.HasChanges && len(pj.Unchecked) > 0 {
 		fmt.Fprintf(w, "\nNot checked: %s. corral cannot tell whether the cluster matches the manifest until the node is back.\n", uncheckedNames(pj.Unchecked))
+		return
+	}
+	if !pj.HasChanges && len(pj.Targets) > 0 {
+		fmt.Fprintf(w, "\nNo changes to the named apps: %s.\n", strings.Join(pj.Targets, ", "))
+		writeLeftOut(w, pj)
 		return
 	}
 	if !pj.HasChanges {
@@ -317,6 +337,18 @@ func WritePlanText(w io.Writer, pj PlanJSON) {
 	fmt.Fprintf(w, "\nPlan: %s. Retained volumes are kept in every case.\n", strings.Join(parts, ", "))
 	if len(pj.Unchecked) > 0 {
 		fmt.Fprintf(w, "Not checked: %s (a node is offline).\n", uncheckedNames(pj.Unchecked))
+	}
+	writeLeftOut(w, pj)
+}
+
+// writeLeftOut says what a plan narrowed to some apps left out.
+func writeLeftOut(w io.Writer, pj PlanJSON) {
+	if pj.LeftOutChanges > 0 {
+		what := "changes"
+		if pj.LeftOutChanges == 1 {
+			what = "change"
+		}
+		fmt.Fprintf(w, "%d %s to other apps left out: %s; run `corral plan` to see them.\n", pj.LeftOutChanges, what, strings.Join(pj.LeftOut, ", "))
 	}
 }
 
