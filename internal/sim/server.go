@@ -174,11 +174,11 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	c.SetMemoryAdmission(mem)
-	s.registerRoutes()
 	if err := s.loadOrMakeCert(); err != nil {
 		s.Close()
 		return nil, err
 	}
+	s.registerRoutes() // after the certificate: GET /nodes gives its fingerprint
 	if opts.Listener != ListenNone {
 		if err := s.listen(); err != nil {
 			s.Close()
