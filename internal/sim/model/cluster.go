@@ -113,9 +113,14 @@ type Cluster struct {
 	accessControl
 	// clusterView answers the cluster-wide reads (cluster_view.go).
 	clusterView
-	// guests holds the CTs' config, disk, power and snapshot operations
-	// and their config locks (guest.go).
+	// guests holds the CTs' config locks, status, hooks, held locks and
+	// destroy (guest.go); ctConfig, ctPower, ctDisks and ctSnapshots its
+	// operations by concern.
 	guests
+	ctConfig
+	ctPower
+	ctDisks
+	ctSnapshots
 	// admitMemory turns memory admission on (admission.go). c.mu.
 	admitMemory bool
 	// guestBlock is the emulator's loopback block for guest addresses
@@ -176,6 +181,7 @@ func Open(opts Options) (*Cluster, error) {
 	c.accessControl.c = c
 	c.clusterView.c = c
 	c.guests.c, c.guests.locks = c, newConfigLocks()
+	c.ctConfig.c, c.ctPower.c, c.ctDisks.c, c.ctSnapshots.c = c, c, c, c
 
 	for _, kind := range opts.SharedStorage {
 		if err := CheckSharedStorage(kind); err != nil {

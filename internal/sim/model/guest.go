@@ -46,6 +46,23 @@ type guests struct {
 	du diskUsage
 }
 
+// The CTs' operations come in parts by concern, each a method set of its
+// own; like guests, each works on the State through its Cluster, which
+// embeds them all.
+type (
+	// ctConfig reads and updates a CT's config and pending changes
+	// (lxc_config.go).
+	ctConfig struct{ c *Cluster }
+	// ctPower starts, stops, shuts down and reboots CTs and applies their
+	// pending changes at start (lxc_power.go).
+	ctPower struct{ c *Cluster }
+	// ctDisks resizes and moves a CT's volumes (lxc_disk.go).
+	ctDisks struct{ c *Cluster }
+	// ctSnapshots takes, lists, rolls back and deletes a CT's snapshots
+	// (snapshot.go).
+	ctSnapshots struct{ c *Cluster }
+)
+
 // guestLocked returns the CT vmid on node, or PVE's load_config error
 // (behaviour.md §0: a missing CT is a 500 naming the config file).
 func (gs *guests) guestLocked(node string, vmid int) (*Guest, error) {

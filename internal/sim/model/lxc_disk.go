@@ -29,8 +29,8 @@ const (
 // Every check runs once before the task, failing the request, and again
 // in the task under the config lock. Only the owner (by volume name) can
 // grow a volume, so a pet volume is resized through its keeper CT.
-func (gs *guests) ResizeCT(auth Auth, node string, vmid int, params map[string]string) (string, error) {
-	c := gs.c
+func (d *ctDisks) ResizeCT(auth Auth, node string, vmid int, params map[string]string) (string, error) {
+	c := d.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.checkNodeLocked(node); err != nil {
@@ -96,8 +96,8 @@ type resizePlan struct {
 }
 
 // checkResizeLocked is resize_vm's $load_and_check, in PVE's order.
-func (gs *guests) checkResizeLocked(r resizeRequest) (resizePlan, error) {
-	c := gs.c
+func (d *ctDisks) checkResizeLocked(r resizeRequest) (resizePlan, error) {
+	c := d.c
 	g, err := c.guestLocked(r.node, r.vmid)
 	if err != nil {
 		return resizePlan{}, err
@@ -155,8 +155,8 @@ func (gs *guests) checkResizeLocked(r resizeRequest) (resizePlan, error) {
 // applyResizeLocked grows the volume and writes size= into the key; it
 // returns the task log lines of lvresize, e2fsck and resize2fs. LVM rounds
 // the LV up to whole 4 MiB extents; the config gets the size asked for.
-func (gs *guests) applyResizeLocked(p resizePlan) []string {
-	c := gs.c
+func (d *ctDisks) applyResizeLocked(p resizePlan) []string {
+	c := d.c
 	var lines []string
 	old := p.vol.Size
 	dev := ""
@@ -252,8 +252,8 @@ func parseVolumeKey(key, value string) (MountPoint, error) {
 // deleted; task id "<vmid>-<key>><target>-<targetkey>". With storage it
 // copies the volume to a new one on that storage for the same CT, keeping
 // the old one as unusedN unless delete=1; task id "<vmid>".
-func (gs *guests) MoveVolume(auth Auth, node string, vmid int, params map[string]string) (string, error) {
-	c := gs.c
+func (d *ctDisks) MoveVolume(auth Auth, node string, vmid int, params map[string]string) (string, error) {
+	c := d.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.checkNodeLocked(node); err != nil {
@@ -291,8 +291,8 @@ type reassignment struct {
 	digest, targetDigest string
 }
 
-func (gs *guests) reassignVolumeLocked(auth Auth, m reassignment) (string, error) {
-	c := gs.c
+func (d *ctDisks) reassignVolumeLocked(auth Auth, m reassignment) (string, error) {
+	c := d.c
 	if !auth.IsRoot() {
 		if err := c.st.Access.Check(auth, fmt.Sprintf("/vms/%d", m.target), []string{"VM.Config.Disk"}, false); err != nil {
 			return "", err
@@ -327,8 +327,8 @@ func (gs *guests) reassignVolumeLocked(auth Auth, m reassignment) (string, error
 
 // checkReassignLocked is $load_and_check_reassign_configs, every check in
 // PVE's order. It runs before the task and again inside it.
-func (gs *guests) checkReassignLocked(m reassignment) (src, dst *Guest, mp MountPoint, err error) {
-	c := gs.c
+func (d *ctDisks) checkReassignLocked(m reassignment) (src, dst *Guest, mp MountPoint, err error) {
+	c := d.c
 	fail := func(format string, args ...any) (*Guest, *Guest, MountPoint, error) {
 		return nil, nil, MountPoint{}, Failf(format, args...)
 	}
@@ -407,8 +407,8 @@ func (gs *guests) checkReassignLocked(m reassignment) (src, dst *Guest, mp Mount
 // normal set path, whose protection check fires after the rename and the
 // source update, leaving the renamed volume unreferenced exactly as PVE
 // does (behaviour.md (d) "Caveat").
-func (gs *guests) doReassignLocked(w *Worker, m reassignment) error {
-	c := gs.c
+func (d *ctDisks) doReassignLocked(w *Worker, m reassignment) error {
+	c := d.c
 	src, dst, mp, err := c.checkReassignLocked(m)
 	if err != nil {
 		return err
@@ -444,8 +444,8 @@ func (gs *guests) doReassignLocked(w *Worker, m reassignment) error {
 // canRenameLocked is volume_has_feature(rename): LVM-thin can rename a
 // current (vm-) raw volume, a dir storage a raw/qcow2/vmdk image; base
 // volumes, subvols and non-volumes cannot.
-func (gs *guests) canRenameLocked(node, volid string) bool {
-	c := gs.c
+func (d *ctDisks) canRenameLocked(node, volid string) bool {
+	c := d.c
 	v := c.st.Volumes[c.st.volKey(node, volid)]
 	if v == nil {
 		return false
@@ -467,8 +467,8 @@ func (gs *guests) canRenameLocked(node, volid string) bool {
 // renameVolumeLocked is PVE::Storage::rename_volume: the volume gets the
 // lowest free disk name of target on its storage and keeps its data. It
 // returns the new volid and what lvrename prints.
-func (gs *guests) renameVolumeLocked(node, volid string, target int) (string, []string, error) {
-	c := gs.c
+func (d *ctDisks) renameVolumeLocked(node, volid string, target int) (string, []string, error) {
+	c := d.c
 	v := c.st.Volumes[c.st.volKey(node, volid)]
 	if v == nil {
 		return "", nil, Failf("no such volume '%s'\n", volid)
@@ -510,8 +510,8 @@ func (gs *guests) renameVolumeLocked(node, volid string, target int) (string, []
 
 // moveToStorageLocked is the storage branch of move_volume: checks, the
 // "disk" lock, then a task that copies the data to a new volume.
-func (gs *guests) moveToStorageLocked(auth Auth, node string, vmid int, key, storage, digest string, del bool) (string, error) {
-	c := gs.c
+func (d *ctDisks) moveToStorageLocked(auth Auth, node string, vmid int, key, storage, digest string, del bool) (string, error) {
+	c := d.c
 	if !auth.IsRoot() {
 		if err := c.st.Access.Check(auth, "/storage/"+storage, []string{"Datastore.AllocateSpace"}, false); err != nil {
 			return "", err
@@ -571,8 +571,8 @@ func (gs *guests) moveToStorageLocked(auth Auth, node string, vmid int, key, sto
 // copyVolumeTask is $storage_realcmd without the unlock: allocate a
 // volume on storage, copy the data (rsync), point key at it and keep or
 // free the old volume.
-func (gs *guests) copyVolumeTask(w *Worker, node string, vmid int, key, storage string, mp MountPoint, del bool) error {
-	c := gs.c
+func (d *ctDisks) copyVolumeTask(w *Worker, node string, vmid int, key, storage string, mp MountPoint, del bool) error {
+	c := d.c
 	oldVolid := mp.Volume()
 	var digest, srcDir, dstDir string
 	var newVolid string

@@ -22,8 +22,8 @@ import (
 // StartCT is vm_start: task vzstart. It applies pending changes, then
 // marks the CT running; its sshd answers after the "bootdelay" duration.
 // params: skiplock (root@pam only).
-func (gs *guests) StartCT(auth Auth, node string, vmid int, params map[string]string) (string, error) {
-	c := gs.c
+func (p *ctPower) StartCT(auth Auth, node string, vmid int, params map[string]string) (string, error) {
+	c := p.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.checkNodeLocked(node); err != nil {
@@ -88,8 +88,8 @@ func (gs *guests) StartCT(auth Auth, node string, vmid int, params map[string]st
 // StopCT is vm_stop with kill: task vzstop. params: skiplock (root@pam
 // only), overrule-shutdown (abort running vzshutdown tasks of the CT first,
 // PVE::GuestHelpers::abort_guest_tasks; they end "interrupted by signal").
-func (gs *guests) StopCT(auth Auth, node string, vmid int, params map[string]string) (string, error) {
-	c := gs.c
+func (p *ctPower) StopCT(auth Auth, node string, vmid int, params map[string]string) (string, error) {
+	c := p.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.checkNodeLocked(node); err != nil {
@@ -139,8 +139,8 @@ func (gs *guests) StopCT(auth Auth, node string, vmid int, params map[string]str
 // a timeout (seconds, default 60) shorter than that stops it hard with
 // forceStop=1 and fails the task otherwise. The config lock is checked
 // strictly: shutdown has no skiplock and does not tolerate "mounted".
-func (gs *guests) ShutdownCT(auth Auth, node string, vmid int, params map[string]string) (string, error) {
-	c := gs.c
+func (p *ctPower) ShutdownCT(auth Auth, node string, vmid int, params map[string]string) (string, error) {
+	c := p.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.checkNodeLocked(node); err != nil {
@@ -193,8 +193,8 @@ func (gs *guests) ShutdownCT(auth Auth, node string, vmid int, params map[string
 // RebootCT is vm_reboot: task vzreboot. It shuts the CT down, applies
 // pending changes and starts it again. A lock other than "mounted" fails
 // the task (on PVE the pre-start hook refuses a locked CT).
-func (gs *guests) RebootCT(auth Auth, node string, vmid int, params map[string]string) (string, error) {
-	c := gs.c
+func (p *ctPower) RebootCT(auth Auth, node string, vmid int, params map[string]string) (string, error) {
+	c := p.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.checkNodeLocked(node); err != nil {
@@ -252,8 +252,8 @@ func skiplockParam(auth Auth, params map[string]string) (bool, error) {
 }
 
 // runningLocked reports whether CT vmid runs on node (check_running).
-func (gs *guests) runningLocked(node string, vmid int) bool {
-	c := gs.c
+func (p *ctPower) runningLocked(node string, vmid int) bool {
+	c := p.c
 	g := c.st.Guests[vmid]
 	return g != nil && g.Node == node && g.Running
 }
@@ -283,8 +283,8 @@ func checkQuotas(g *Guest) error {
 
 // markRunningLocked records a started CT: a new init PID, the start time,
 // and when its sshd answers (unix seconds, after "bootdelay").
-func (gs *guests) markRunningLocked(g *Guest) {
-	c := gs.c
+func (p *ctPower) markRunningLocked(g *Guest) {
+	c := p.c
 	c.markGuest(g.VMID)
 	c.runChanges++
 	now := c.now()
@@ -297,8 +297,8 @@ func (gs *guests) markRunningLocked(g *Guest) {
 
 // markStoppedLocked clears the runtime state of a stopped CT and counts
 // the stop for the run hook (Worker.Do).
-func (gs *guests) markStoppedLocked(g *Guest) {
-	c := gs.c
+func (p *ctPower) markStoppedLocked(g *Guest) {
+	c := p.c
 	c.markGuest(g.VMID)
 	c.runChanges++
 	g.Running = false
@@ -311,8 +311,8 @@ func (gs *guests) markStoppedLocked(g *Guest) {
 // caller may stop: its own, or any with Sys.Modify on the node
 // (abort_guest_tasks → check_worker). It returns the aborted UPIDs and the
 // permission errors for the others, which PVE only warns about.
-func (gs *guests) abortShutdownsLocked(auth Auth, node string, vmid int) (aborted, refused []string) {
-	c := gs.c
+func (p *ctPower) abortShutdownsLocked(auth Auth, node string, vmid int) (aborted, refused []string) {
+	c := p.c
 	id := strconv.Itoa(vmid)
 	for _, t := range c.st.Tasks {
 		if t.Status != "running" || t.Type != "vzshutdown" || t.ID != id || t.Node != node {
@@ -377,8 +377,8 @@ type pendingOutcome struct {
 // volume gets its size rescanned, and the volume it replaces becomes
 // unusedN. unusedN entries whose volume rootfs/mpN now use are dropped,
 // as write_pct_config does. c.mu must be held; the caller saves.
-func (gs *guests) applyPendingLocked(g *Guest) pendingOutcome {
-	c := gs.c
+func (p *ctPower) applyPendingLocked(g *Guest) pendingOutcome {
+	c := p.c
 	out := pendingOutcome{Errors: map[string]string{}}
 	fail := func(opt string, err error) {
 		msg := fmt.Sprintf("unable to apply pending change %s : %s", opt, errText(err))
@@ -450,8 +450,8 @@ func (gs *guests) applyPendingLocked(g *Guest) pendingOutcome {
 // STORAGE:SIZE volume is allocated (create_disks) and the pending value
 // rewritten to name it; an existing volume has its size rescanned. The
 // volume the key held before becomes unusedN.
-func (gs *guests) applyPendingMountLocked(g *Guest, opt string) error {
-	c := gs.c
+func (p *ctPower) applyPendingMountLocked(g *Guest, opt string) error {
+	c := p.c
 	mp, err := ParseMountPoint(opt, g.Pending[opt])
 	if err != nil {
 		return Failf("%s\n", err)
@@ -484,8 +484,8 @@ func (gs *guests) applyPendingMountLocked(g *Guest, opt string) error {
 
 // deleteMountpointVolumeLocked is delete_mountpoint_volume: free volid if
 // g owns it (by name), else PVE's "isn't the owner" warning.
-func (gs *guests) deleteMountpointVolumeLocked(g *Guest, volid string) []string {
-	c := gs.c
+func (p *ctPower) deleteMountpointVolumeLocked(g *Guest, volid string) []string {
+	c := p.c
 	sid, name, ok := ParseVolID(volid)
 	if !ok {
 		return nil
