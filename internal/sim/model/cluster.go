@@ -130,15 +130,13 @@ type Cluster struct {
 	// idShift: unprivileged CTs' files are shifted on disk (idmap.go).
 	idShift atomic.Bool
 
-	// Persistence (journal.go): what changed since the last save, the
-	// open journal, its last sequence number and the sizes that decide
-	// when to write a snapshot. shadow is the test binaries' replayed copy.
-	dirty         dirtySet
-	journal       *os.File
-	seq           uint64
-	journalBytes  int64
-	snapshotBytes int64
-	shadow        *State
+	// persistence saves the State: the dirty set, the journal and its
+	// snapshots (journal.go).
+	persistence
+	// ctCreator creates CTs from a template or a backup (lxc_create.go,
+	// restore.go); vzdump backs them up (vzdump.go).
+	ctCreator
+	vzdump
 }
 
 // Open loads the cluster in opts.Dir, or creates the default datacenter
@@ -182,6 +180,7 @@ func Open(opts Options) (*Cluster, error) {
 	c.clusterView.c = c
 	c.guests.c, c.guests.locks = c, newConfigLocks()
 	c.ctConfig.c, c.ctPower.c, c.ctDisks.c, c.ctSnapshots.c = c, c, c, c
+	c.persistence.c, c.ctCreator.c, c.vzdump.c = c, c, c
 
 	for _, kind := range opts.SharedStorage {
 		if err := CheckSharedStorage(kind); err != nil {

@@ -69,6 +69,21 @@ const (
 	journalMinBytes = 256 << 10
 )
 
+// persistence owns what saving the State needs: what changed since the
+// last save, the open journal, its last sequence number and the sizes
+// that decide when to write a snapshot. shadow is the test binaries'
+// replayed copy. Its fields are c.mu's, like the State it saves.
+type persistence struct {
+	c *Cluster
+
+	dirty         dirtySet
+	journal       *os.File
+	seq           uint64
+	journalBytes  int64
+	snapshotBytes int64
+	shadow        *State
+}
+
 // dirtySet is what changed since the last save (c.mu held for writing).
 type dirtySet struct {
 	core    bool
@@ -85,10 +100,11 @@ func (d *dirtySet) empty() bool {
 func (d *dirtySet) reset() { *d = dirtySet{} }
 
 // markCore records a change to nodes, storages, access or credentials.
-func (c *Cluster) markCore() { c.dirty.core = true }
+func (p *persistence) markCore() { p.dirty.core = true }
 
 // markGuest records a change to CT vmid's config or state (or its removal).
-func (c *Cluster) markGuest(vmid int) {
+func (p *persistence) markGuest(vmid int) {
+	c := p.c
 	c.guestGen++
 	if c.dirty.guests == nil {
 		c.dirty.guests = map[int]bool{}
@@ -97,7 +113,8 @@ func (c *Cluster) markGuest(vmid int) {
 }
 
 // markVolume records a change to the volume volid on node (or its removal).
-func (c *Cluster) markVolume(node, volid string) {
+func (p *persistence) markVolume(node, volid string) {
+	c := p.c
 	if c.dirty.volumes == nil {
 		c.dirty.volumes = map[string]bool{}
 	}
@@ -106,7 +123,8 @@ func (c *Cluster) markVolume(node, volid string) {
 
 // markGuestVolumes marks every volume g's config, pending changes and
 // snapshots name.
-func (c *Cluster) markGuestVolumes(g *Guest) {
+func (p *persistence) markGuestVolumes(g *Guest) {
+	c := p.c
 	mark := func(conf map[string]string) {
 		for k, v := range conf {
 			if isVolumeKey(k) {
@@ -125,7 +143,8 @@ func (c *Cluster) markGuestVolumes(g *Guest) {
 
 // markTask records a change to t (a new task, a log line, its end). A task
 // not in the list (rotated out, or a synchronous call's log) stays out.
-func (c *Cluster) markTask(t *Task) {
+func (p *persistence) markTask(t *Task) {
+	c := p.c
 	if !t.listed || c.dirty.taskSet[t] {
 		return
 	}
@@ -136,10 +155,11 @@ func (c *Cluster) markTask(t *Task) {
 	c.dirty.tasks = append(c.dirty.tasks, t)
 }
 
-func (c *Cluster) journalPath() string { return filepath.Join(c.opts.Dir, "state.journal") }
+func (p *persistence) journalPath() string { return filepath.Join(p.c.opts.Dir, "state.journal") }
 
 // entryLocked builds the journal line for what is dirty.
-func (c *Cluster) entryLocked() *journalEntry {
+func (p *persistence) entryLocked() *journalEntry {
+	c := p.c
 	st := c.st
 	e := &journalEntry{Seq: c.seq + 1, NextPID: st.NextPID}
 	if c.dirty.core {
@@ -219,7 +239,8 @@ func (e *journalEntry) apply(st *State) {
 // an emulator need not survive a power cut, while an fsync per API write
 // made a thousand-container run spend most of its time waiting for the
 // disk. c.mu must be held for writing.
-func (c *Cluster) saveLocked() error {
+func (p *persistence) saveLocked() error {
+	c := p.c
 	if c.dirty.empty() {
 		return nil
 	}
@@ -257,7 +278,8 @@ func (c *Cluster) saveLocked() error {
 
 // compactLocked writes the whole state as a new snapshot and empties the
 // journal. c.mu must be held for writing.
-func (c *Cluster) compactLocked() error {
+func (p *persistence) compactLocked() error {
+	c := p.c
 	c.st.JournalSeq = c.seq
 	data, err := json.Marshal(c.st)
 	if err != nil {
@@ -283,7 +305,8 @@ func (c *Cluster) compactLocked() error {
 
 // closeJournal writes a final snapshot, so Dir/state.json alone holds the
 // state of a stopped emulator, and closes the journal.
-func (c *Cluster) closeJournal() error {
+func (p *persistence) closeJournal() error {
+	c := p.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	err := c.compactLocked()
@@ -365,7 +388,8 @@ func SetJournalCheck(on bool) { checkJournal.Store(on && testing.Testing()) }
 // checkJournalLocked is the check itself: line (the journal line just
 // appended, nil after a snapshot) is decoded and replayed onto a State
 // read back from the files, whose encoding must be the state in memory's.
-func (c *Cluster) checkJournalLocked(line []byte) {
+func (p *persistence) checkJournalLocked(line []byte) {
+	c := p.c
 	if !checkJournal.Load() {
 		c.shadow = nil
 		return

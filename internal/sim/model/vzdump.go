@@ -28,6 +28,10 @@ import (
 // dump directory: ./etc/vzdump/pct.conf and pct.fw first, then the rootfs
 // and every mount point whose data vzdump includes, at its mount path.
 
+// vzdump backs CTs up, prunes and removes backups and reads a backup's
+// config. Cluster embeds it.
+type vzdump struct{ c *Cluster }
+
 // vzdumpRootOnly are the parameters only root@pam may set.
 var vzdumpRootOnly = []string{"tmpdir", "dumpdir", "script", "job-id"}
 
@@ -65,7 +69,8 @@ type vzdumpJob struct {
 // guest inside the task, so a backup of a guest the caller may not back
 // up returns a UPID whose task fails with 403 (seed 004 §3.5). When no
 // selected guest is on node, PVE answers "OK" and starts nothing.
-func (c *Cluster) Vzdump(auth Auth, node string, params map[string]string) (string, error) {
+func (vz *vzdump) Vzdump(auth Auth, node string, params map[string]string) (string, error) {
+	c := vz.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.checkNodeLocked(node); err != nil {
@@ -254,7 +259,8 @@ func vzdumpCommandLine(params map[string]string) string {
 }
 
 // vzdumpTask is the vzdump worker: exec_backup over the selected guests.
-func (c *Cluster) vzdumpTask(w *Worker, job vzdumpJob) error {
+func (vz *vzdump) vzdumpTask(w *Worker, job vzdumpJob) error {
+	c := vz.c
 	info := func(format string, args ...any) { w.Log("INFO: "+format, args...) }
 	info("starting new backup job: %s", job.cmdline)
 	if len(job.skipped) > 0 {
@@ -329,7 +335,8 @@ type vzdumpDisk struct {
 
 // vzdumpGuest is exec_backup_task for one CT. Its error has been logged
 // ("Backup of VM <vmid> failed - …") when it returns.
-func (c *Cluster) vzdumpGuest(w *Worker, job vzdumpJob, vmid int, dumpdir string) error {
+func (vz *vzdump) vzdumpGuest(w *Worker, job vzdumpJob, vmid int, dumpdir string) error {
+	c := vz.c
 	b := &guestBackup{c: c, w: w, job: job, vmid: vmid, dumpdir: dumpdir}
 	return b.run()
 }
@@ -729,7 +736,8 @@ func (w *Worker) logSnapshot() []string {
 
 // vzdumpCheckLimitLocked is the backup-limit check before a backup
 // without remove or with protected.
-func (c *Cluster) vzdumpCheckLimitLocked(job vzdumpJob, vmid int) error {
+func (vz *vzdump) vzdumpCheckLimitLocked(job vzdumpJob, vmid int) error {
+	c := vz.c
 	count, protected := 0, 0
 	for _, v := range c.st.Volumes {
 		if c.st.volOn(v, job.node) && v.Storage == job.storage && v.Content == "backup" && v.Owner == vmid {
@@ -755,7 +763,8 @@ func (c *Cluster) vzdumpCheckLimitLocked(job vzdumpJob, vmid int) error {
 
 // vzdumpPruneLocked is PVE::Storage::prune_backups for the guest's
 // backups on the target storage after a backup with remove=1.
-func (c *Cluster) vzdumpPruneLocked(w *Worker, job vzdumpJob, vmid int) {
+func (vz *vzdump) vzdumpPruneLocked(w *Worker, job vzdumpJob, vmid int) {
+	c := vz.c
 	keepStr := "keep-all=1"
 	if job.prune != nil {
 		var parts []string
@@ -792,7 +801,8 @@ func (c *Cluster) vzdumpPruneLocked(w *Worker, job vzdumpJob, vmid int) {
 }
 
 // removeBackupLocked is archive_remove: the archive with its notes and log.
-func (c *Cluster) removeBackupLocked(node string, v *Volume) {
+func (vz *vzdump) removeBackupLocked(node string, v *Volume) {
+	c := vz.c
 	p := c.volumePath(node, v.Storage, v.Name)
 	os.Remove(p + ".notes")
 	base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(p, ".zst"), ".gz"), ".lzo"), ".tar")
@@ -867,7 +877,8 @@ var notesVarRE = regexp.MustCompile(`\{\{([^\s{}]+)\}\}`)
 
 // vzdumpNotes is generate_notes: {{cluster}}, {{guestname}}, {{node}} and
 // {{vmid}} are replaced, "\n" becomes a line break and "\\" a backslash.
-func (c *Cluster) vzdumpNotes(tmpl string, vmid int, node, hostname string) (string, error) {
+func (vz *vzdump) vzdumpNotes(tmpl string, vmid int, node, hostname string) (string, error) {
+	c := vz.c
 	if hostname == "" {
 		hostname = fmt.Sprintf("CT%d", vmid)
 	}
@@ -1195,7 +1206,8 @@ func readBackupConfig(p string) (string, error) {
 // stored in a backup archive. The caller needs access to the volume
 // (Datastore.AllocateSpace on its storage and VM.Backup on its guest, or
 // Datastore.Allocate) and VM.Backup on the backed-up guest.
-func (c *Cluster) ExtractConfig(auth Auth, node, volume string) (string, error) {
+func (vz *vzdump) ExtractConfig(auth Auth, node, volume string) (string, error) {
+	c := vz.c
 	c.mu.Lock()
 	if err := c.checkNodeLocked(node); err != nil {
 		c.mu.Unlock()
