@@ -79,14 +79,16 @@ func DefaultDuration(typ string) time.Duration { return defaultDurations[typ] }
 // Cluster is composed by responsibility: it embeds taskRunner (workers
 // and the task list, task.go), storageLayer (storages, volumes, content,
 // storage*.go), accessControl (users, tokens, roles, ACLs, logins over
-// the State's Access, cluster_access.go) and clusterView (resources,
-// nodes, status, cluster_view.go) and guests (the CTs' config, disks,
-// power, snapshots, destroy, locks: guest.go, lxc_*.go, snapshot.go),
-// whose methods are its own. The State they share stays here, under one
-// lock, so each part reaches it through its Cluster. What spans these
-// concerns stays Cluster's own: the long tasks' entry points and runners
-// (create, backup, restore, migrate), the network (lxc_net.go,
-// network.go), node power and the persistence (journal.go).
+// the State's Access, cluster_access.go), clusterView (resources,
+// nodes, status, cluster_view.go), guests (the CTs' config locks,
+// status, hooks, held locks and destroy, guest.go) with the CTs'
+// operations by concern (ctConfig, ctPower, ctDisks, ctSnapshots),
+// ctCreator (create and restore), vzdump (backups) and persistence (the
+// journal, journal.go), whose methods are their own. The State they
+// share stays here, under one lock, so each part reaches it through its
+// Cluster; docs/architecture.md gives the lock order. What spans these
+// concerns stays Cluster's own: migration, the network (lxc_net.go,
+// network.go), node power and memory admission.
 type Cluster struct {
 	opts Options
 	log  *slog.Logger

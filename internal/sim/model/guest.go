@@ -13,15 +13,15 @@ import (
 	"sync"
 )
 
-// guests holds the operations on the CTs themselves: config (read,
-// update, pending), disks and mount points, power (start, stop,
-// shutdown, reboot), status, snapshots, destroy, held locks and the
-// hooks the guest layer sets (guest.go, guest_hooks.go, lxc_config.go,
-// lxc_disk.go, lxc_power.go, lxc_status.go, lxc_destroy.go,
-// snapshot.go, hold.go, du.go), with the state only they use. The
-// guests themselves are part of the State, under the Cluster's lock, so
-// guests works through its Cluster. Cluster embeds it, so its methods
-// are the Cluster's (c.StartCT, c.guestLocked).
+// guests holds what every operation on a CT shares: the config locks,
+// the lookups and checks (guest.go), the hooks the guest layer sets
+// (guest_hooks.go), status (lxc_status.go), destroy (lxc_destroy.go),
+// held locks (hold.go) and disk usage (du.go), with the state only they
+// use. The operations themselves come in parts by concern (ctConfig,
+// ctPower, ctDisks, ctSnapshots, below). The guests themselves are part
+// of the State, under the Cluster's lock, so guests works through its
+// Cluster. Cluster embeds it, so its methods are the Cluster's
+// (c.guestLocked, c.CTStatus).
 type guests struct {
 	c *Cluster
 
