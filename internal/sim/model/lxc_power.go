@@ -26,15 +26,9 @@ func (p *ctPower) StartCT(auth Auth, node string, vmid int, params map[string]st
 	c := p.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := c.checkNodeLocked(node); err != nil {
-		return "", err
-	}
-	skiplock, err := skiplockParam(auth, params)
+	skiplock, err := p.checkPowerRequestLocked(auth, node, vmid, params, powerRequest{skiplock: true, refusal: "CT %d already running\n"})
 	if err != nil {
 		return "", err
-	}
-	if c.runningLocked(node, vmid) {
-		return "", Failf("CT %d already running\n", vmid)
 	}
 	return c.spawn(auth, node, "vzstart", strconv.Itoa(vmid), func(w *Worker) error {
 		if err := w.LockConfig(vmid); err != nil {
@@ -92,15 +86,9 @@ func (p *ctPower) StopCT(auth Auth, node string, vmid int, params map[string]str
 	c := p.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := c.checkNodeLocked(node); err != nil {
-		return "", err
-	}
-	skiplock, err := skiplockParam(auth, params)
+	skiplock, err := p.checkPowerRequestLocked(auth, node, vmid, params, powerRequest{skiplock: true, running: true, refusal: "CT %d not running\n"})
 	if err != nil {
 		return "", err
-	}
-	if !c.runningLocked(node, vmid) {
-		return "", Failf("CT %d not running\n", vmid)
 	}
 	var overruled, refused []string
 	if isTrue(params["overrule-shutdown"]) {
@@ -113,24 +101,13 @@ func (p *ctPower) StopCT(auth Auth, node string, vmid int, params map[string]str
 		if len(overruled) > 0 {
 			w.Log("overruled vzshutdown tasks: %s", strings.Join(overruled, ", "))
 		}
-		if err := w.LockConfig(vmid); err != nil {
-			return err
-		}
-		err := w.doGuest(node, vmid, func(st *State, g *Guest) error {
-			return checkPowerLock(g, skiplock, true)
-		})
-		if err != nil {
+		if _, err := p.lockForPower(w, node, vmid, skiplock, true); err != nil {
 			return err
 		}
 		if err := w.Phase("vzstop", 1); err != nil {
 			return err
 		}
-		return w.Do(func(st *State) error {
-			if g := st.Guests[vmid]; g != nil {
-				c.markStoppedLocked(g)
-			}
-			return nil
-		})
+		return p.recordStopped(w, vmid)
 	}), nil
 }
 
@@ -143,11 +120,8 @@ func (p *ctPower) ShutdownCT(auth Auth, node string, vmid int, params map[string
 	c := p.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := c.checkNodeLocked(node); err != nil {
+	if _, err := p.checkPowerRequestLocked(auth, node, vmid, params, powerRequest{running: true, refusal: "CT %d not running\n"}); err != nil {
 		return "", err
-	}
-	if !c.runningLocked(node, vmid) {
-		return "", Failf("CT %d not running\n", vmid)
 	}
 	timeout := 60 * time.Second
 	if t, err := strconv.Atoi(params["timeout"]); err == nil {
@@ -160,13 +134,7 @@ func (p *ctPower) ShutdownCT(auth Auth, node string, vmid int, params map[string
 		c.shutdownAborts.Store(key, abort)
 		defer c.shutdownAborts.Delete(key)
 
-		if err := w.LockConfig(vmid); err != nil {
-			return err
-		}
-		err := w.doGuest(node, vmid, func(st *State, g *Guest) error {
-			return checkPowerLock(g, false, false)
-		})
-		if err != nil {
+		if _, err := p.lockForPower(w, node, vmid, false, false); err != nil {
 			return err
 		}
 		clean := c.unscaledDuration("vzshutdown")
@@ -181,12 +149,7 @@ func (p *ctPower) ShutdownCT(auth Auth, node string, vmid int, params map[string
 			return Failf("container did not stop\n")
 		}
 		c.guestShutdown(vmid, timeout)
-		return w.Do(func(st *State) error {
-			if g := st.Guests[vmid]; g != nil {
-				c.markStoppedLocked(g)
-			}
-			return nil
-		})
+		return p.recordStopped(w, vmid)
 	}), nil
 }
 
@@ -197,21 +160,12 @@ func (p *ctPower) RebootCT(auth Auth, node string, vmid int, params map[string]s
 	c := p.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := c.checkNodeLocked(node); err != nil {
+	// sic: "VM", Status.pm vm_reboot
+	if _, err := p.checkPowerRequestLocked(auth, node, vmid, params, powerRequest{running: true, refusal: "VM %d not running\n"}); err != nil {
 		return "", err
 	}
-	if !c.runningLocked(node, vmid) {
-		return "", Failf("VM %d not running\n", vmid) // sic: "VM", Status.pm vm_reboot
-	}
 	return c.spawn(auth, node, "vzreboot", strconv.Itoa(vmid), func(w *Worker) error {
-		if err := w.LockConfig(vmid); err != nil {
-			return err
-		}
-		running := false
-		err := w.doGuest(node, vmid, func(st *State, g *Guest) error {
-			running = g.Running
-			return checkPowerLock(g, false, true)
-		})
+		running, err := p.lockForPower(w, node, vmid, false, true)
 		if err != nil || !running {
 			return err // vm_reboot does nothing for a CT that stopped meanwhile
 		}
@@ -239,6 +193,57 @@ func (p *ctPower) RebootCT(auth Auth, node string, vmid int, params map[string]s
 			return nil
 		})
 	}), nil
+}
+
+// powerRequest says what a power request checks before its task.
+type powerRequest struct {
+	skiplock bool   // the call takes skiplock (start, stop)
+	running  bool   // the call needs the CT running (stop, shutdown, reboot)
+	refusal  string // Status.pm's die when the CT is not as needed; %d is the VMID
+}
+
+// checkPowerRequestLocked makes a power request's checks in Status.pm's
+// order: the node, skiplock where the call takes it (only root@pam may),
+// then whether the CT runs as the call needs. It returns skiplock.
+func (p *ctPower) checkPowerRequestLocked(auth Auth, node string, vmid int, params map[string]string, r powerRequest) (skiplock bool, err error) {
+	c := p.c
+	if err := c.checkNodeLocked(node); err != nil {
+		return false, err
+	}
+	if r.skiplock {
+		if skiplock, err = skiplockParam(auth, params); err != nil {
+			return false, err
+		}
+	}
+	if c.runningLocked(node, vmid) != r.running {
+		return false, Failf(r.refusal, vmid)
+	}
+	return skiplock, nil
+}
+
+// lockForPower is a power task's first step: it takes CT vmid's config
+// flock for the rest of the task and checks the CT's lock
+// (checkPowerLock), reporting whether the CT still runs.
+func (p *ctPower) lockForPower(w *Worker, node string, vmid int, skiplock, allowMounted bool) (running bool, err error) {
+	if err := w.LockConfig(vmid); err != nil {
+		return false, err
+	}
+	err = w.doGuest(node, vmid, func(st *State, g *Guest) error {
+		running = g.Running
+		return checkPowerLock(g, skiplock, allowMounted)
+	})
+	return running, err
+}
+
+// recordStopped is a stop or shutdown task's last step: the CT, unless
+// destroyed meanwhile, is stopped.
+func (p *ctPower) recordStopped(w *Worker, vmid int) error {
+	return w.Do(func(st *State) error {
+		if g := st.Guests[vmid]; g != nil {
+			p.c.markStoppedLocked(g)
+		}
+		return nil
+	})
 }
 
 // skiplockParam reads skiplock; only the root@pam user (never a token)
