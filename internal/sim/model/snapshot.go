@@ -327,23 +327,9 @@ func (sn *ctSnapshots) RollbackSnapshot(auth Auth, node string, vmid int, name s
 			return err
 		}
 		var wasRunning bool
-		err := w.doGuest(node, vmid, func(st *State, g *Guest) error {
-			s := g.Snapshots[name]
-			if s == nil {
-				return Failf("snapshot '%s' does not exist\n", name)
-			}
-			if s.SnapState != "" {
-				return Failf("unable to rollback to incomplete snapshot (snapstate = %s)\n", s.SnapState)
-			}
-			if err := checkLock(g); err != nil {
-				return err
-			}
-			if g.Running {
-				wasRunning = true
-				c.markStoppedLocked(g)
-			}
-			g.Config["lock"] = "rollback"
-			return nil
+		err := w.doGuest(node, vmid, func(st *State, g *Guest) (err error) {
+			wasRunning, err = sn.rollbackPrepareLocked(g, name)
+			return err
 		})
 		if err != nil {
 			return err
@@ -361,52 +347,10 @@ func (sn *ctSnapshots) RollbackSnapshot(auth Auth, node string, vmid int, name s
 			if s == nil {
 				return Failf("snapshot '%s' does not exist\n", name)
 			}
-			for _, mp := range snapshotMounts(s.Config, false) {
-				if mp.Type() != "volume" {
-					continue
-				}
-				v := st.Volumes[st.volKey(node, mp.Volume())]
-				if v == nil {
-					return Failf("volume '%s' does not exist\n", mp.Volume())
-				}
-				dir := c.volumePath(node, v.Storage, v.Name)
-				if err := os.RemoveAll(dir); err != nil {
-					return fmt.Errorf("rollback %s: %w", v.VolID(), err)
-				}
-				if err := os.MkdirAll(dir, 0o755); err != nil {
-					return fmt.Errorf("rollback %s: %w", v.VolID(), err)
-				}
-				if _, err := copyTree(c.snapshotPath(node, v, name), dir); err != nil {
-					return fmt.Errorf("rollback %s: %w", v.VolID(), err)
-				}
-				w.logLocked("  Logical volume \"%s\" successfully removed.", v.Name)
-				w.logLocked("  Logical volume \"%s\" created.", v.Name)
+			if err := sn.rollbackVolumesLocked(w, st, node, s, name); err != nil {
+				return err
 			}
-			// __snapshot_apply_config
-			newconf := map[string]string{}
-			for k, v := range s.Config {
-				switch k {
-				case "snaptime", "snapstate", "vmstate", "description", "parent":
-					continue
-				}
-				newconf[k] = v
-			}
-			for k, v := range g.Config {
-				if k == "description" || ctKeyIs(k, "unused") {
-					newconf[k] = v
-				}
-			}
-			for _, mp := range mountPoints(g.Config) {
-				if mp.Type() == "volume" && !volumeInUse(&Guest{Config: newconf}, mp.Volume(), false, false) {
-					if _, err := configAddUnused(newconf, mp.Volume()); err != nil {
-						return err
-					}
-				}
-			}
-			newconf["parent"] = name
-			g.Config = newconf
-			g.Pending, g.PendingDelete = nil, nil
-			return nil
+			return snapshotApplyConfig(g, s, name)
 		})
 		if err != nil {
 			return err
@@ -421,6 +365,87 @@ func (sn *ctSnapshots) RollbackSnapshot(auth Auth, node string, vmid int, name s
 			return c.createStartLocked(w, node, g)
 		})
 	}), nil
+}
+
+// rollbackPrepareLocked is the rollback's first step: snapshot name must
+// exist and be complete and the CT unlocked; a running CT is stopped and
+// the CT locked "rollback". It reports whether the CT ran.
+func (sn *ctSnapshots) rollbackPrepareLocked(g *Guest, name string) (wasRunning bool, err error) {
+	s := g.Snapshots[name]
+	if s == nil {
+		return false, Failf("snapshot '%s' does not exist\n", name)
+	}
+	if s.SnapState != "" {
+		return false, Failf("unable to rollback to incomplete snapshot (snapstate = %s)\n", s.SnapState)
+	}
+	if err := checkLock(g); err != nil {
+		return false, err
+	}
+	if g.Running {
+		wasRunning = true
+		sn.c.markStoppedLocked(g)
+	}
+	g.Config["lock"] = "rollback"
+	return wasRunning, nil
+}
+
+// rollbackVolumesLocked brings every volume of snapshot s back from its
+// snapshot copy, logging as lvconvert's remove and create do.
+func (sn *ctSnapshots) rollbackVolumesLocked(w *Worker, st *State, node string, s *Snapshot, name string) error {
+	c := sn.c
+	for _, mp := range snapshotMounts(s.Config, false) {
+		if mp.Type() != "volume" {
+			continue
+		}
+		v := st.Volumes[st.volKey(node, mp.Volume())]
+		if v == nil {
+			return Failf("volume '%s' does not exist\n", mp.Volume())
+		}
+		dir := c.volumePath(node, v.Storage, v.Name)
+		if err := os.RemoveAll(dir); err != nil {
+			return fmt.Errorf("rollback %s: %w", v.VolID(), err)
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("rollback %s: %w", v.VolID(), err)
+		}
+		if _, err := copyTree(c.snapshotPath(node, v, name), dir); err != nil {
+			return fmt.Errorf("rollback %s: %w", v.VolID(), err)
+		}
+		w.logLocked("  Logical volume \"%s\" successfully removed.", v.Name)
+		w.logLocked("  Logical volume \"%s\" created.", v.Name)
+	}
+	return nil
+}
+
+// snapshotApplyConfig is __snapshot_apply_config: g's config becomes
+// snapshot s's, keeping the current description and unused volumes; a
+// volume the snapshot does not use becomes an unusedN. Pending changes
+// are dropped.
+func snapshotApplyConfig(g *Guest, s *Snapshot, name string) error {
+	newconf := map[string]string{}
+	for k, v := range s.Config {
+		switch k {
+		case "snaptime", "snapstate", "vmstate", "description", "parent":
+			continue
+		}
+		newconf[k] = v
+	}
+	for k, v := range g.Config {
+		if k == "description" || ctKeyIs(k, "unused") {
+			newconf[k] = v
+		}
+	}
+	for _, mp := range mountPoints(g.Config) {
+		if mp.Type() == "volume" && !volumeInUse(&Guest{Config: newconf}, mp.Volume(), false, false) {
+			if _, err := configAddUnused(newconf, mp.Volume()); err != nil {
+				return err
+			}
+		}
+	}
+	newconf["parent"] = name
+	g.Config = newconf
+	g.Pending, g.PendingDelete = nil, nil
+	return nil
 }
 
 // SnapshotInfo is one entry of GET .../snapshot.
