@@ -76,114 +76,15 @@ func (vz *vzdump) Vzdump(auth Auth, node string, params map[string]string) (stri
 	if err := c.checkNodeLocked(node); err != nil {
 		return "", err
 	}
-	if isTrue(params["stdout"]) {
-		return "", ParamError(map[string]string{"stdout": "option is only allowed on the command line interface."})
+	job, err := vzdumpReadJob(auth, node, params)
+	if err != nil {
+		return "", err
 	}
-	if !auth.IsRoot() {
-		for _, k := range vzdumpRootOnly {
-			if _, ok := params[k]; ok {
-				return "", ParamError(map[string]string{k: "Only root may set this option."})
-			}
-		}
+	if err := vz.checkJobPermsLocked(auth, job, params); err != nil {
+		return "", err
 	}
-	job := vzdumpJob{auth: auth, node: node, mode: params["mode"], storage: params["storage"],
-		compress: params["compress"], notes: params["notes-template"], protect: isTrue(params["protected"]),
-		remove: true, all: isTrue(params["all"])}
-	if v, ok := params["remove"]; ok {
-		job.remove = isTrue(v)
-	}
-	if job.mode == "" {
-		job.mode = "snapshot"
-	}
-	switch {
-	case job.all && params["vmid"] != "":
-		return "", ParamError(map[string]string{"all": "option conflicts with option 'vmid'"})
-	case params["exclude"] != "" && params["vmid"] != "":
-		return "", ParamError(map[string]string{"exclude": "option conflicts with option 'vmid'"})
-	case params["pool"] != "" && params["vmid"] != "":
-		return "", ParamError(map[string]string{"pool": "option conflicts with option 'vmid'"})
-	case strings.Contains(job.notes, "\n"):
-		return "", ParamError(map[string]string{"notes-template": "contains a line feed"})
-	}
-	if params["exclude"] != "" && params["pool"] == "" {
-		job.all = true
-	}
-	if !job.all && params["pool"] == "" && params["vmid"] == "" && !isTrue(params["stop"]) {
-		return "", ParamError(map[string]string{"vmid": "property is missing"})
-	}
-	if pool := params["pool"]; pool != "" {
-		return "", Failf("pool '%s' does not exist\n", pool) // the emulator has no pools
-	}
-	_, hasPrune := params["prune-backups"]
-	maxfiles, hasMaxfiles := params["maxfiles"]
-	if hasPrune && hasMaxfiles {
-		return "", ParamError(map[string]string{"prune-backups": "option conflicts with option 'maxfiles'"})
-	}
-	if s := params["prune-backups"]; s != "" {
-		keep, err := vzdumpParsePrune(s)
-		if err != nil {
-			return "", err
-		}
-		job.prune = keep
-	}
-	if n, err := strconv.Atoi(maxfiles); hasMaxfiles && err == nil && n > 0 {
-		job.prune = map[string]int{"keep-last": n} // the deprecated spelling of keep-last
-	}
-	if !auth.IsRoot() {
-		if hasPrune || hasMaxfiles {
-			sid := job.storage
-			if sid == "" {
-				sid = "local"
-			}
-			if err := c.st.Access.Check(auth, "/storage/"+sid, []string{"Datastore.Allocate"}, false); err != nil {
-				return "", err
-			}
-		}
-		for _, k := range vzdumpSysModify {
-			if _, ok := params[k]; ok {
-				if err := c.st.Access.Check(auth, "/", []string{"Sys.Modify"}, false); err != nil {
-					return "", err
-				}
-				break
-			}
-		}
-	}
-
-	// get_included_guests
-	var selected []int
-	if job.all {
-		excluded := map[int]bool{}
-		for _, s := range ctSplitList(params["exclude"]) {
-			if n, err := strconv.Atoi(s); err == nil {
-				excluded[n] = true
-			}
-		}
-		for vmid := range c.st.Guests {
-			if !excluded[vmid] {
-				selected = append(selected, vmid)
-			}
-		}
-	} else {
-		for _, s := range ctSplitList(params["vmid"]) {
-			n, err := strconv.Atoi(s)
-			if err != nil || n < 100 {
-				return "", ParamError(map[string]string{"vmid": fmt.Sprintf("value does not look like a valid VM ID: %s", s)})
-			}
-			selected = append(selected, n)
-		}
-	}
-	sort.Ints(selected)
-	selected = slices.Compact(selected)
-	for _, vmid := range selected {
-		g := c.st.Guests[vmid]
-		switch {
-		case g == nil:
-			job.vmids = append(job.vmids, vmid) // fails visibly later
-		case g.Node == node:
-			job.vmids = append(job.vmids, vmid)
-		default:
-			job.skipped = append(job.skipped, vmid)
-		}
+	if err := vz.selectGuestsLocked(&job, params); err != nil {
+		return "", err
 	}
 	if len(job.vmids) == 0 && !job.all {
 		return "OK", nil // silent exit if the guests run on other nodes
@@ -202,6 +103,138 @@ func (vz *vzdump) Vzdump(auth Auth, node string, params map[string]string) (stri
 		id = strconv.Itoa(job.vmids[0])
 	}
 	return c.spawn(auth, node, "vzdump", id, func(w *Worker) error { return c.vzdumpTask(w, job) }), nil
+}
+
+// vzdumpReadJob reads a vzdump request's parameters into its job, with
+// VZDump.pm's checks of them in its order: stdout, the root-only options,
+// the conflicting selections, a missing selection, pools, prune-backups
+// and maxfiles.
+func vzdumpReadJob(auth Auth, node string, params map[string]string) (vzdumpJob, error) {
+	if isTrue(params["stdout"]) {
+		return vzdumpJob{}, ParamError(map[string]string{"stdout": "option is only allowed on the command line interface."})
+	}
+	if !auth.IsRoot() {
+		for _, k := range vzdumpRootOnly {
+			if _, ok := params[k]; ok {
+				return vzdumpJob{}, ParamError(map[string]string{k: "Only root may set this option."})
+			}
+		}
+	}
+	job := vzdumpJob{auth: auth, node: node, mode: params["mode"], storage: params["storage"],
+		compress: params["compress"], notes: params["notes-template"], protect: isTrue(params["protected"]),
+		remove: true, all: isTrue(params["all"])}
+	if v, ok := params["remove"]; ok {
+		job.remove = isTrue(v)
+	}
+	if job.mode == "" {
+		job.mode = "snapshot"
+	}
+	switch {
+	case job.all && params["vmid"] != "":
+		return vzdumpJob{}, ParamError(map[string]string{"all": "option conflicts with option 'vmid'"})
+	case params["exclude"] != "" && params["vmid"] != "":
+		return vzdumpJob{}, ParamError(map[string]string{"exclude": "option conflicts with option 'vmid'"})
+	case params["pool"] != "" && params["vmid"] != "":
+		return vzdumpJob{}, ParamError(map[string]string{"pool": "option conflicts with option 'vmid'"})
+	case strings.Contains(job.notes, "\n"):
+		return vzdumpJob{}, ParamError(map[string]string{"notes-template": "contains a line feed"})
+	}
+	if params["exclude"] != "" && params["pool"] == "" {
+		job.all = true
+	}
+	if !job.all && params["pool"] == "" && params["vmid"] == "" && !isTrue(params["stop"]) {
+		return vzdumpJob{}, ParamError(map[string]string{"vmid": "property is missing"})
+	}
+	if pool := params["pool"]; pool != "" {
+		return vzdumpJob{}, Failf("pool '%s' does not exist\n", pool) // the emulator has no pools
+	}
+	_, hasPrune := params["prune-backups"]
+	maxfiles, hasMaxfiles := params["maxfiles"]
+	if hasPrune && hasMaxfiles {
+		return vzdumpJob{}, ParamError(map[string]string{"prune-backups": "option conflicts with option 'maxfiles'"})
+	}
+	if s := params["prune-backups"]; s != "" {
+		keep, err := vzdumpParsePrune(s)
+		if err != nil {
+			return vzdumpJob{}, err
+		}
+		job.prune = keep
+	}
+	if n, err := strconv.Atoi(maxfiles); hasMaxfiles && err == nil && n > 0 {
+		job.prune = map[string]int{"keep-last": n} // the deprecated spelling of keep-last
+	}
+	return job, nil
+}
+
+// checkJobPermsLocked is what a vzdump request needs beyond VM.Backup,
+// for a caller other than root@pam: Datastore.Allocate on the storage to
+// set a retention, Sys.Modify on "/" for the options that change the
+// node's behaviour.
+func (vz *vzdump) checkJobPermsLocked(auth Auth, job vzdumpJob, params map[string]string) error {
+	c := vz.c
+	if auth.IsRoot() {
+		return nil
+	}
+	_, hasPrune := params["prune-backups"]
+	_, hasMaxfiles := params["maxfiles"]
+	if hasPrune || hasMaxfiles {
+		sid := job.storage
+		if sid == "" {
+			sid = "local"
+		}
+		if err := c.st.Access.Check(auth, "/storage/"+sid, []string{"Datastore.Allocate"}, false); err != nil {
+			return err
+		}
+	}
+	for _, k := range vzdumpSysModify {
+		if _, ok := params[k]; ok {
+			return c.st.Access.Check(auth, "/", []string{"Sys.Modify"}, false)
+		}
+	}
+	return nil
+}
+
+// selectGuestsLocked is get_included_guests: it sets job's VMIDs on its
+// node (a missing CT among them, to fail visibly in the task) and the
+// ones it skips as on other nodes.
+func (vz *vzdump) selectGuestsLocked(job *vzdumpJob, params map[string]string) error {
+	c := vz.c
+	var selected []int
+	if job.all {
+		excluded := map[int]bool{}
+		for _, s := range ctSplitList(params["exclude"]) {
+			if n, err := strconv.Atoi(s); err == nil {
+				excluded[n] = true
+			}
+		}
+		for vmid := range c.st.Guests {
+			if !excluded[vmid] {
+				selected = append(selected, vmid)
+			}
+		}
+	} else {
+		for _, s := range ctSplitList(params["vmid"]) {
+			n, err := strconv.Atoi(s)
+			if err != nil || n < 100 {
+				return ParamError(map[string]string{"vmid": fmt.Sprintf("value does not look like a valid VM ID: %s", s)})
+			}
+			selected = append(selected, n)
+		}
+	}
+	sort.Ints(selected)
+	selected = slices.Compact(selected)
+	for _, vmid := range selected {
+		g := c.st.Guests[vmid]
+		switch {
+		case g == nil:
+			job.vmids = append(job.vmids, vmid) // fails visibly later
+		case g.Node == job.node:
+			job.vmids = append(job.vmids, vmid)
+		default:
+			job.skipped = append(job.skipped, vmid)
+		}
+	}
+	return nil
 }
 
 // vzdumpParsePrune parses a prune-backups property string.
