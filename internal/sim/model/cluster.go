@@ -146,14 +146,38 @@ type Cluster struct {
 // the previous process died are marked stopped with PVE's
 // "unexpected status" (the worker is gone, as after a node crash).
 func Open(opts Options) (*Cluster, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	for _, kind := range opts.SharedStorage {
+		if err := CheckSharedStorage(kind); err != nil {
+			return nil, err
+		}
+	}
+	c := newCluster(opts)
+	if err := c.load(); err != nil {
+		c.cancel()
+		return nil, err
+	}
+	c.wg.Add(1)
+	go c.refreshDiskUsage()
+	return c, nil
+}
+
+// withDefaults fills in opts' defaults and checks what it cannot default.
+func (opts Options) withDefaults() (Options, error) {
 	if opts.Dir == "" {
-		return nil, errors.New("model: Options.Dir is required")
+		return opts, errors.New("model: Options.Dir is required")
 	}
 	if opts.Version == "" {
 		opts.Version = "9.1"
 	}
 	if opts.Version != "9.1" && opts.Version != "8.4" {
-		return nil, fmt.Errorf("model: unsupported PVE version %q (want 9.1 or 8.4)", opts.Version)
+		return opts, fmt.Errorf("model: unsupported PVE version %q (want 9.1 or 8.4)", opts.Version)
 	}
 	if opts.Nodes <= 0 {
 		opts.Nodes = 1
@@ -162,17 +186,19 @@ func Open(opts Options) (*Cluster, error) {
 		opts.TimeScale = 1
 	}
 	if opts.TimeScale < 0 {
-		return nil, fmt.Errorf("model: time scale must be >= 0, got %v", opts.TimeScale)
+		return opts, fmt.Errorf("model: time scale must be >= 0, got %v", opts.TimeScale)
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	return opts, nil
+}
+
+// newCluster is an empty Cluster with its parts wired to it.
+func newCluster(opts Options) *Cluster {
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
-	}
-	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
-		return nil, fmt.Errorf("model: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Cluster{opts: opts, log: log.WithGroup("model"), migLocks: newMigrateLocks(), ctx: ctx, cancel: cancel}
@@ -183,34 +209,30 @@ func Open(opts Options) (*Cluster, error) {
 	c.guests.c, c.guests.locks = c, newConfigLocks()
 	c.ctConfig.c, c.ctPower.c, c.ctDisks.c, c.ctSnapshots.c = c, c, c, c
 	c.persistence.c, c.ctCreator.c, c.vzdump.c = c, c, c
+	return c
+}
 
-	for _, kind := range opts.SharedStorage {
-		if err := CheckSharedStorage(kind); err != nil {
-			cancel()
-			return nil, err
-		}
-	}
+// load reads the state in the cluster's directory, or creates the
+// default datacenter there, then writes one snapshot of it.
+func (c *Cluster) load() error {
+	opts := c.opts
 	st, seq, err := loadState(c.statePath(), c.journalPath())
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		st, err = c.newDatacenter()
 		if err != nil {
-			cancel()
-			return nil, err
+			return err
 		}
 	case err != nil:
-		cancel()
-		return nil, err
+		return err
 	default:
 		if st.Version != opts.Version {
-			cancel()
-			return nil, fmt.Errorf("model: state in %s is PVE %s, asked for %s", opts.Dir, st.Version, opts.Version)
+			return fmt.Errorf("model: state in %s is PVE %s, asked for %s", opts.Dir, st.Version, opts.Version)
 		}
 		c.recoverTasks(st)
 	}
 	if _, err := addSharedStorages(st, opts.SharedStorage); err != nil {
-		cancel()
-		return nil, err
+		return err
 	}
 	st.Access.Clock = c.now
 	for _, t := range st.Tasks {
@@ -219,18 +241,11 @@ func Open(opts Options) (*Cluster, error) {
 	c.st = st
 	c.seq = seq
 	c.mu.Lock()
-	err = c.useRealTemplatesLocked()
-	if err == nil {
-		err = c.compactLocked() // one snapshot, and no torn line left to append after
+	defer c.mu.Unlock()
+	if err := c.useRealTemplatesLocked(); err != nil {
+		return err
 	}
-	c.mu.Unlock()
-	if err != nil {
-		cancel()
-		return nil, err
-	}
-	c.wg.Add(1)
-	go c.refreshDiskUsage()
-	return c, nil
+	return c.compactLocked() // one snapshot, and no torn line left to append after
 }
 
 // Close stops all running workers (their tasks end with an error, as if the
