@@ -626,21 +626,55 @@ type execSpec struct {
 // stderr both go to ch's data stream, as sshd does.
 func (s *ctServer) exec(sc *ssh.ServerConn, ch ssh.Channel, e execSpec, started func(pgid int, master *os.File)) {
 	defer ch.Close()
-	if err := s.m.ExecUnavailable(); err != nil {
+	spec, code, err := s.view(sc, e)
+	if err != nil {
 		fmt.Fprintf(ch.Stderr(), "%v\n", err)
-		sendExitStatus(ch, 126)
+		sendExitStatus(ch, code)
 		return
 	}
-	root, mps, err := s.mounts()
+	sio, err := s.openStdio(e.tty)
 	if err != nil {
 		fmt.Fprintf(ch.Stderr(), "guest exec: %v\n", err)
 		sendExitStatus(ch, 255)
 		return
 	}
-	if s.m.c.GuestPID(s.vmid) != s.pid {
-		fmt.Fprintf(ch.Stderr(), "guest exec: CT %d is not running\n", s.vmid)
+	cmd, ns, err := s.startCommand(spec, sio, e.tty != nil)
+	if errors.Is(err, errServerStopped) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintf(ch.Stderr(), "guest exec: %v\n", err)
 		sendExitStatus(ch, 255)
 		return
+	}
+	started(cmd.Process.Pid, sio.master)
+	werr := sio.pump(ch, cmd, started)
+
+	s.mu.Lock()
+	delete(s.sessions, cmd)
+	if ns != "" && len(processesIn(ns, spec.Root)) > 0 {
+		s.leftover[ns] = spec.Work
+	} else {
+		removeWork(spec.Work)
+	}
+	s.mu.Unlock()
+	sendExit(ch, cmd, werr)
+}
+
+// view is the viewSpec of e in the CT as it runs now, or the error (with
+// the exit status) that refuses the session: exec unavailable (126), the
+// mounts unreadable or the CT no longer in the boot this server serves
+// (255).
+func (s *ctServer) view(sc *ssh.ServerConn, e execSpec) (viewSpec, int, error) {
+	if err := s.m.ExecUnavailable(); err != nil {
+		return viewSpec{}, 126, err
+	}
+	root, mps, err := s.mounts()
+	if err != nil {
+		return viewSpec{}, 255, fmt.Errorf("guest exec: %w", err)
+	}
+	if s.m.c.GuestPID(s.vmid) != s.pid {
+		return viewSpec{}, 255, fmt.Errorf("guest exec: CT %d is not running", s.vmid)
 	}
 	work := filepath.Join(root, ".corral-ovl", randomID())
 	env := sessionEnv(sc, e.env)
@@ -651,85 +685,107 @@ func (s *ctServer) exec(sc *ssh.ServerConn, ch ssh.Channel, e execSpec, started 
 		}
 		env = append(env, "TERM="+term)
 	}
-	spec := viewSpec{Root: root, Work: work, Mounts: mps, Command: e.command, Shell: e.shell, Env: env}
+	return viewSpec{Root: root, Work: work, Mounts: mps, Command: e.command, Shell: e.shell, Env: env}, 0, nil
+}
 
-	// ends are the session's side of the command's stdio (closed once
-	// the command runs), ours the emulator's side.
-	var ends, ours []*os.File
-	var master *os.File
-	closeAll := func(fs []*os.File) {
-		for _, f := range fs {
-			if f != nil {
-				f.Close()
-			}
-		}
-	}
-	if e.tty != nil {
+// errServerStopped: the server stopped before the command started; the
+// session ends without an exit status.
+var errServerStopped = errors.New("server stopped")
+
+// sessionIO is a command's stdio: ends are the session's side (closed
+// once the command runs), ours the emulator's side; master is the pty's
+// master with a pty (then ours is just it), nil with pipes.
+type sessionIO struct {
+	ends, ours []*os.File
+	master     *os.File
+}
+
+// openStdio opens a pty sized as tty asks (the CT's own /dev/pts when it
+// is a container), or three pipes without one.
+func (s *ctServer) openStdio(tty *ptyRequest) (*sessionIO, error) {
+	if tty != nil {
 		var m, t *os.File
+		var err error
 		if s.ct != nil {
 			m, t, err = s.ct.openPty() // the CT's own /dev/pts
 		} else {
 			m, t, err = pty.Open()
 		}
 		if err != nil {
-			fmt.Fprintf(ch.Stderr(), "guest exec: allocate a pty: %v\n", err)
-			sendExitStatus(ch, 255)
-			return
+			return nil, fmt.Errorf("allocate a pty: %w", err)
 		}
-		pty.Setsize(m, &pty.Winsize{Rows: uint16(e.tty.Rows), Cols: uint16(e.tty.Columns), X: uint16(e.tty.Width), Y: uint16(e.tty.Height)})
-		master = m
-		ends, ours = []*os.File{t, t, t}, []*os.File{m}
-	} else {
-		inR, inW, err1 := os.Pipe()
-		outR, outW, err2 := os.Pipe()
-		errR, errW, err3 := os.Pipe()
-		if err := errors.Join(err1, err2, err3); err != nil {
-			closeAll([]*os.File{inR, inW, outR, outW, errR, errW})
-			fmt.Fprintf(ch.Stderr(), "guest exec: %v\n", err)
-			sendExitStatus(ch, 255)
-			return
-		}
-		ends, ours = []*os.File{inR, outW, errW}, []*os.File{inW, outR, errR}
+		pty.Setsize(m, &pty.Winsize{Rows: uint16(tty.Rows), Cols: uint16(tty.Columns), X: uint16(tty.Width), Y: uint16(tty.Height)})
+		return &sessionIO{ends: []*os.File{t, t, t}, ours: []*os.File{m}, master: m}, nil
 	}
-	closeEnds := func() {
-		seen := map[*os.File]bool{}
-		for _, f := range ends {
-			if !seen[f] {
-				seen[f] = true
-				f.Close()
-			}
+	inR, inW, err1 := os.Pipe()
+	outR, outW, err2 := os.Pipe()
+	errR, errW, err3 := os.Pipe()
+	if err := errors.Join(err1, err2, err3); err != nil {
+		closeFiles([]*os.File{inR, inW, outR, outW, errR, errW})
+		return nil, err
+	}
+	return &sessionIO{ends: []*os.File{inR, outW, errW}, ours: []*os.File{inW, outR, errR}}, nil
+}
+
+// closeFiles closes every non-nil file of fs.
+func closeFiles(fs []*os.File) {
+	for _, f := range fs {
+		if f != nil {
+			f.Close()
 		}
 	}
+}
+
+// closeEnds closes the session's side, a pty's slave once.
+func (sio *sessionIO) closeEnds() {
+	seen := map[*os.File]bool{}
+	for _, f := range sio.ends {
+		if !seen[f] {
+			seen[f] = true
+			f.Close()
+		}
+	}
+}
+
+// startCommand starts spec on sio's ends, in the CT or the sandbox, and
+// registers it with the server (with its mount namespace when it is the
+// sandbox's: a container's own processes stop with it). A stopped
+// server starts nothing (errServerStopped).
+func (s *ctServer) startCommand(spec viewSpec, sio *sessionIO, tty bool) (*exec.Cmd, string, error) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.stopped {
-		s.mu.Unlock()
-		closeEnds()
-		closeAll(ours)
-		return
+		sio.closeEnds()
+		closeFiles(sio.ours)
+		return nil, "", errServerStopped
 	}
 	var cmd *exec.Cmd
+	var err error
 	if s.ct != nil {
-		cmd, err = s.ct.startSession(spec, ends[0], ends[1], ends[2], e.tty != nil)
+		cmd, err = s.ct.startSession(spec, sio.ends[0], sio.ends[1], sio.ends[2], tty)
 	} else {
-		cmd, err = s.m.sandbox().startHelper(spec, ends[0], ends[1], ends[2], e.tty != nil)
+		cmd, err = s.m.sandbox().startHelper(spec, sio.ends[0], sio.ends[1], sio.ends[2], tty)
 	}
-	closeEnds()
+	sio.closeEnds()
 	if err != nil {
-		s.mu.Unlock()
-		closeAll(ours)
-		fmt.Fprintf(ch.Stderr(), "guest exec: %v\n", err)
-		sendExitStatus(ch, 255)
-		return
+		closeFiles(sio.ours)
+		return nil, "", err
 	}
 	ns := "" // a container's own processes stop with it
 	if s.ct == nil {
 		ns, _ = os.Readlink("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/ns/mnt")
 	}
 	s.sessions[cmd] = ns
-	s.mu.Unlock()
-	started(cmd.Process.Pid, master)
+	return cmd, ns, nil
+}
 
+// pump copies between ch and the command's stdio until the command ends
+// and, like sshd, until every holder of stdout/stderr closed them; with a
+// pty, a process that kept it open gets a moment to flush, then loses
+// it. It returns the command's Wait error.
+func (sio *sessionIO) pump(ch ssh.Channel, cmd *exec.Cmd, started func(pgid int, master *os.File)) error {
 	var copies sync.WaitGroup
+	master := sio.master
 	if master != nil {
 		go io.Copy(master, ch) // ends when the client closes or ch does
 		copies.Add(1)
@@ -739,7 +795,7 @@ func (s *ctServer) exec(sc *ssh.ServerConn, ch ssh.Channel, e execSpec, started 
 			io.Copy(ch, master)
 		}()
 	} else {
-		inW, outR, errR := ours[0], ours[1], ours[2]
+		inW, outR, errR := sio.ours[0], sio.ours[1], sio.ours[2]
 		go func() {
 			io.Copy(inW, ch)
 			inW.Close()
@@ -758,33 +814,27 @@ func (s *ctServer) exec(sc *ssh.ServerConn, ch ssh.Channel, e execSpec, started 
 	}
 	werr := cmd.Wait()
 	if master == nil {
-		ours[0].Close()
-	}
-	if master == nil {
+		sio.ours[0].Close()
 		copies.Wait() // like sshd, until every holder of stdout/stderr closed them
-	} else {
-		// The shell's exit hangs up its terminal; a process that kept
-		// the pty open still gets a moment to flush, then loses it.
-		flushed := make(chan struct{})
-		go func() { copies.Wait(); close(flushed) }()
-		select {
-		case <-flushed:
-		case <-time.After(2 * time.Second):
-		}
-		started(cmd.Process.Pid, nil) // no window-change reaches it once closed
-		master.Close()
-		copies.Wait()
+		return werr
 	}
-
-	s.mu.Lock()
-	delete(s.sessions, cmd)
-	if ns != "" && len(processesIn(ns, root)) > 0 {
-		s.leftover[ns] = work
-	} else {
-		removeWork(work)
+	// The shell's exit hangs up its terminal; a process that kept
+	// the pty open still gets a moment to flush, then loses it.
+	flushed := make(chan struct{})
+	go func() { copies.Wait(); close(flushed) }()
+	select {
+	case <-flushed:
+	case <-time.After(2 * time.Second):
 	}
-	s.mu.Unlock()
+	started(cmd.Process.Pid, nil) // no window-change reaches it once closed
+	master.Close()
+	copies.Wait()
+	return werr
+}
 
+// sendExit reports how cmd ended: its exit status, or the signal that
+// killed it (exit-signal), or 255 when it could not be waited for.
+func sendExit(ch ssh.Channel, cmd *exec.Cmd, werr error) {
 	ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
 	switch {
 	case werr != nil && cmd.ProcessState == nil:
