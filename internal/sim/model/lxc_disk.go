@@ -667,96 +667,108 @@ type copyStats struct {
 // sockets, with owners, full modes, times, hard links and xattrs (see
 // fsmeta.go). Nothing is followed through a symlink on either side.
 func copyTree(src, dst string) (copyStats, error) {
-	var st copyStats
-	out := newBeneath(dst)
-	defer out.close()
-	type pendingDir struct {
-		rel string
-		m   fileMeta
-	}
-	var dirs []pendingDir
-	links := map[inode]string{}
-	err := walkVolume(src, func(p, rel string) error {
-		m, err := lstatMeta(p)
-		if err != nil {
-			return err
-		}
-		dirfd, name, err := out.parent(rel, true)
-		if err != nil {
-			return err
-		}
-		switch m.kind() {
-		case unix.S_IFDIR:
-			st.dirs++
-			if name != "." {
-				if err := clearAt(dirfd, name, true); err != nil {
-					return err
-				}
-				if err := unix.Mkdirat(dirfd, name, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
-					return fmt.Errorf("mkdir %s: %w", rel, err)
-				}
-			}
-			dirs = append(dirs, pendingDir{rel, m})
-			return nil
-		case unix.S_IFREG:
-			st.files++
-			if err := clearAt(dirfd, name, false); err != nil {
-				return err
-			}
-			key := inode{m.dev, m.ino}
-			if first, ok := links[key]; ok && m.nlink > 1 {
-				return linkBeneath(dst, first, dirfd, name)
-			}
-			st.bytes += m.size
-			if err := copyFileAt(p, dirfd, name); err != nil {
-				return fmt.Errorf("copy %s: %w", rel, err)
-			}
-			if m.nlink > 1 {
-				links[key] = rel
-			}
-		case unix.S_IFLNK:
-			target, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			if err := clearAt(dirfd, name, false); err != nil {
-				return err
-			}
-			if err := unix.Symlinkat(target, dirfd, name); err != nil {
-				return fmt.Errorf("symlink %s: %w", rel, err)
-			}
-		case unix.S_IFIFO, unix.S_IFCHR, unix.S_IFBLK:
-			if err := clearAt(dirfd, name, false); err != nil {
-				return err
-			}
-			skipped, err := mknodAt(dirfd, name, m)
-			if err != nil {
-				return err
-			}
-			if skipped {
-				st.skipped++
-				return nil
-			}
-		default:
-			return nil // sockets: rsync and tar skip them too
-		}
-		return applyMeta(dirfd, name, m, m.xattrs)
-	})
-	if err != nil {
-		return st, err
+	t := &treeCopy{dst: dst, out: newBeneath(dst), links: map[inode]string{}}
+	defer t.out.close()
+	if err := walkVolume(src, t.entry); err != nil {
+		return t.st, err
 	}
 	// Directories last, deepest first: writing into a directory changes
 	// its mtime, and its mode may forbid the writes.
-	for i := len(dirs) - 1; i >= 0; i-- {
-		dirfd, name, err := out.parent(dirs[i].rel, false)
+	for i := len(t.dirs) - 1; i >= 0; i-- {
+		dirfd, name, err := t.out.parent(t.dirs[i].rel, false)
 		if err != nil {
-			return st, err
+			return t.st, err
 		}
-		if err := applyMeta(dirfd, name, dirs[i].m, dirs[i].m.xattrs); err != nil {
-			return st, err
+		if err := applyMeta(dirfd, name, t.dirs[i].m, t.dirs[i].m.xattrs); err != nil {
+			return t.st, err
 		}
 	}
-	return st, nil
+	return t.st, nil
+}
+
+// treeCopy is one copyTree: the destination, opened beneath, the counts,
+// the directories whose metadata waits for the end and the first copy
+// of each hard-linked file.
+type treeCopy struct {
+	dst   string
+	out   *beneath
+	st    copyStats
+	dirs  []copyDir
+	links map[inode]string
+}
+
+// copyDir is a copied directory whose metadata is set last.
+type copyDir struct {
+	rel string
+	m   fileMeta
+}
+
+// entry copies the file p, at rel in the tree.
+func (t *treeCopy) entry(p, rel string) error {
+	m, err := lstatMeta(p)
+	if err != nil {
+		return err
+	}
+	dirfd, name, err := t.out.parent(rel, true)
+	if err != nil {
+		return err
+	}
+	switch m.kind() {
+	case unix.S_IFDIR:
+		t.st.dirs++
+		if name != "." {
+			if err := clearAt(dirfd, name, true); err != nil {
+				return err
+			}
+			if err := unix.Mkdirat(dirfd, name, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
+				return fmt.Errorf("mkdir %s: %w", rel, err)
+			}
+		}
+		t.dirs = append(t.dirs, copyDir{rel, m})
+		return nil
+	case unix.S_IFREG:
+		t.st.files++
+		if err := clearAt(dirfd, name, false); err != nil {
+			return err
+		}
+		key := inode{m.dev, m.ino}
+		if first, ok := t.links[key]; ok && m.nlink > 1 {
+			return linkBeneath(t.dst, first, dirfd, name)
+		}
+		t.st.bytes += m.size
+		if err := copyFileAt(p, dirfd, name); err != nil {
+			return fmt.Errorf("copy %s: %w", rel, err)
+		}
+		if m.nlink > 1 {
+			t.links[key] = rel
+		}
+	case unix.S_IFLNK:
+		target, err := os.Readlink(p)
+		if err != nil {
+			return err
+		}
+		if err := clearAt(dirfd, name, false); err != nil {
+			return err
+		}
+		if err := unix.Symlinkat(target, dirfd, name); err != nil {
+			return fmt.Errorf("symlink %s: %w", rel, err)
+		}
+	case unix.S_IFIFO, unix.S_IFCHR, unix.S_IFBLK:
+		if err := clearAt(dirfd, name, false); err != nil {
+			return err
+		}
+		skipped, err := mknodAt(dirfd, name, m)
+		if err != nil {
+			return err
+		}
+		if skipped {
+			t.st.skipped++
+			return nil
+		}
+	default:
+		return nil // sockets: rsync and tar skip them too
+	}
+	return applyMeta(dirfd, name, m, m.xattrs)
 }
 
 // linkBeneath makes name in dirfd a hard link to first (relative to root).

@@ -1088,23 +1088,8 @@ func tarTree(tw *tar.Writer, dir, prefix string, ids idMap) error {
 			m.xattrs = unshiftXattrs(m.xattrs, ids)
 		}
 		h := &tar.Header{Name: name, Mode: int64(m.perm()), Uid: uid, Gid: gid, ModTime: m.mtimeTime(), Format: tar.FormatPAX}
-		for k, v := range m.xattrs {
-			switch {
-			case k == aclXattrAccess || k == aclXattrDefault:
-				text, err := aclToText(v)
-				if err != nil {
-					return fmt.Errorf("%s: %s: %w", p, k, err)
-				}
-				if h.PAXRecords == nil {
-					h.PAXRecords = map[string]string{}
-				}
-				h.PAXRecords["SCHILY.acl."+strings.TrimPrefix(k, "system.posix_acl_")] = text
-			case tarXattr(k):
-				if h.PAXRecords == nil {
-					h.PAXRecords = map[string]string{}
-				}
-				h.PAXRecords["SCHILY.xattr."+k] = string(v)
-			}
+		if h.PAXRecords, err = tarXattrRecords(p, m.xattrs); err != nil {
+			return err
 		}
 		var body bool
 		switch m.kind() {
@@ -1153,17 +1138,47 @@ func tarTree(tw *tar.Writer, dir, prefix string, ids idMap) error {
 		if !body {
 			return nil
 		}
-		// The header promised m.size bytes: a file that changed since
-		// (a running CT) is cut or padded as GNU tar does.
-		n, err := io.Copy(tw, io.LimitReader(f, m.size))
-		if err != nil {
-			return err
-		}
-		if n < m.size {
-			_, err = io.CopyN(tw, zeroReader{}, m.size-n)
-		}
-		return err
+		return tarBody(tw, f, m.size)
 	})
+}
+
+// tarXattrRecords are the PAX records of file p's xattrs: its ACLs as
+// SCHILY.acl.access and .default, the xattrs tar keeps as SCHILY.xattr;
+// nil when there are none.
+func tarXattrRecords(p string, xattrs map[string][]byte) (map[string]string, error) {
+	var recs map[string]string
+	for k, v := range xattrs {
+		switch {
+		case k == aclXattrAccess || k == aclXattrDefault:
+			text, err := aclToText(v)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %s: %w", p, k, err)
+			}
+			if recs == nil {
+				recs = map[string]string{}
+			}
+			recs["SCHILY.acl."+strings.TrimPrefix(k, "system.posix_acl_")] = text
+		case tarXattr(k):
+			if recs == nil {
+				recs = map[string]string{}
+			}
+			recs["SCHILY.xattr."+k] = string(v)
+		}
+	}
+	return recs, nil
+}
+
+// tarBody writes the size bytes its header promised: a file that changed
+// since (a running CT) is cut or padded as GNU tar does.
+func tarBody(tw *tar.Writer, f *os.File, size int64) error {
+	n, err := io.Copy(tw, io.LimitReader(f, size))
+	if err != nil {
+		return err
+	}
+	if n < size {
+		_, err = io.CopyN(tw, zeroReader{}, size-n)
+	}
+	return err
 }
 
 type zeroReader struct{}
