@@ -349,46 +349,9 @@ func (cf *ctConfig) ctUpdateConfigLocked(g *Guest, running bool, set map[string]
 	}
 	for _, opt := range slices.Sorted(maps.Keys(set)) {
 		modified[opt] = true
-		value := set[opt]
-		switch {
-		case ctKeyIs(opt, "mp") || opt == "rootfs":
-			if protected {
-				return nil, Failf("can't update CT %d drive '%s' - protection mode enabled\n", g.VMID, opt)
-			}
-			mp, err := ParseMountPoint(opt, value)
-			if err != nil {
-				return nil, Failf("%s\n", err)
-			}
-			if mp.Type() == "volume" {
-				if err := c.ctCheckContentTypeLocked(mp.Volume()); err != nil {
-					return nil, err
-				}
-			}
-		case opt == "hookscript":
-			if err := c.checkHookscriptLocked(g.Node, value); err != nil {
-				return nil, err
-			}
-		case opt == "nameserver":
-			if value, err = ctVerifyNameservers(value); err != nil {
-				return nil, err
-			}
-		case opt == "searchdomain":
-			value = strings.Join(ctSplitList(value), " ")
-		case opt == "unprivileged":
-			return nil, Failf("unable to modify read-only option: '%s'\n", opt)
-		case opt == "tags":
-			value = UniqueTags(value, TagStyle{}) // the emulator's datacenter has the default tag style
-		case ctKeyIs(opt, "net"):
-			n, err := ParseNet(value)
-			if err != nil {
-				return nil, Failf("%s\n", err)
-			}
-			if n["mtu"] != "" && !bridgeExists(n["bridge"]) {
-				return nil, Failf("bridge '%s' does not exist\n", n["bridge"]) // read_bridge_mtu
-			}
-			if mtu, err := strconv.Atoi(n["mtu"]); err == nil && mtu > ctBridgeMTU {
-				return nil, Failf("%s: MTU size '%d' is bigger than bridge MTU '%d'\n", opt, mtu, ctBridgeMTU)
-			}
+		value, err := cf.checkSetLocked(g, protected, opt, set[opt])
+		if err != nil {
+			return nil, err
 		}
 		g.Pending[opt] = value
 		delete(g.PendingDelete, opt)
@@ -400,6 +363,55 @@ func (cf *ctConfig) ctUpdateConfigLocked(g *Guest, running bool, set map[string]
 		errs = c.ctApplyPendingLocked(g, modified)
 	}
 	return errs, nil
+}
+
+// checkSetLocked is update_pct_config's check of a set option opt:
+// value, normalized as PVE writes it (nameservers, searchdomain, tags),
+// or why it cannot be set.
+func (cf *ctConfig) checkSetLocked(g *Guest, protected bool, opt, value string) (string, error) {
+	c := cf.c
+	var err error
+	switch {
+	case ctKeyIs(opt, "mp") || opt == "rootfs":
+		if protected {
+			return "", Failf("can't update CT %d drive '%s' - protection mode enabled\n", g.VMID, opt)
+		}
+		mp, err := ParseMountPoint(opt, value)
+		if err != nil {
+			return "", Failf("%s\n", err)
+		}
+		if mp.Type() == "volume" {
+			if err := c.ctCheckContentTypeLocked(mp.Volume()); err != nil {
+				return "", err
+			}
+		}
+	case opt == "hookscript":
+		if err := c.checkHookscriptLocked(g.Node, value); err != nil {
+			return "", err
+		}
+	case opt == "nameserver":
+		if value, err = ctVerifyNameservers(value); err != nil {
+			return "", err
+		}
+	case opt == "searchdomain":
+		value = strings.Join(ctSplitList(value), " ")
+	case opt == "unprivileged":
+		return "", Failf("unable to modify read-only option: '%s'\n", opt)
+	case opt == "tags":
+		value = UniqueTags(value, TagStyle{}) // the emulator's datacenter has the default tag style
+	case ctKeyIs(opt, "net"):
+		n, err := ParseNet(value)
+		if err != nil {
+			return "", Failf("%s\n", err)
+		}
+		if n["mtu"] != "" && !bridgeExists(n["bridge"]) {
+			return "", Failf("bridge '%s' does not exist\n", n["bridge"]) // read_bridge_mtu
+		}
+		if mtu, err := strconv.Atoi(n["mtu"]); err == nil && mtu > ctBridgeMTU {
+			return "", Failf("%s: MTU size '%d' is bigger than bridge MTU '%d'\n", opt, mtu, ctBridgeMTU)
+		}
+	}
+	return value, nil
 }
 
 // checkHookscriptLocked is pve-guest-common GuestHelpers check_hookscript
