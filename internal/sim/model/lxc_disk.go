@@ -576,31 +576,10 @@ func (d *ctDisks) copyVolumeTask(w *Worker, node string, vmid int, key, storage 
 	oldVolid := mp.Volume()
 	var digest, srcDir, dstDir string
 	var newVolid string
-	err := w.doGuest(node, vmid, func(st *State, g *Guest) error {
+	err := w.doGuest(node, vmid, func(st *State, g *Guest) (err error) {
 		digest = g.Digest()
-		if mp.Type() != "volume" {
-			return Failf("cannot copy volumes of type %s\n", mp.Type())
-		}
-		old := st.Volumes[st.volKey(node, oldVolid)]
-		if old == nil {
-			return Failf("no such volume '%s'\n", oldVolid)
-		}
-		size := old.Size
-		if s, err := pvesize.Parse(mp.Props["size"]); err == nil && s > 0 {
-			size = s
-		}
-		// copy_volume allocates with alloc_disk, so the target storage
-		// must take container volumes.
-		v, lines, err := c.ctAllocDiskLocked(node, storage, vmid, size)
-		if err != nil {
-			return err
-		}
-		newVolid = v.VolID()
-		for _, l := range lines {
-			w.logLocked("%s", l)
-		}
-		srcDir, dstDir = c.volumePath(node, old.Storage, old.Name), c.volumePath(node, v.Storage, v.Name)
-		return nil
+		newVolid, srcDir, dstDir, err = d.allocCopyLocked(w, st, node, vmid, storage, mp)
+		return err
 	})
 	if err != nil {
 		return err
@@ -652,6 +631,35 @@ func (d *ctDisks) copyVolumeTask(w *Worker, node string, vmid int, key, storage 
 		}
 		return nil
 	})
+}
+
+// allocCopyLocked is a volume copy's first step: the volume for the copy
+// of mp on storage, as large as mp says (else as its volume), and the
+// directories to copy from and to.
+func (d *ctDisks) allocCopyLocked(w *Worker, st *State, node string, vmid int, storage string, mp MountPoint) (newVolid, srcDir, dstDir string, err error) {
+	c := d.c
+	oldVolid := mp.Volume()
+	if mp.Type() != "volume" {
+		return "", "", "", Failf("cannot copy volumes of type %s\n", mp.Type())
+	}
+	old := st.Volumes[st.volKey(node, oldVolid)]
+	if old == nil {
+		return "", "", "", Failf("no such volume '%s'\n", oldVolid)
+	}
+	size := old.Size
+	if s, err := pvesize.Parse(mp.Props["size"]); err == nil && s > 0 {
+		size = s
+	}
+	// copy_volume allocates with alloc_disk, so the target storage
+	// must take container volumes.
+	v, lines, err := c.ctAllocDiskLocked(node, storage, vmid, size)
+	if err != nil {
+		return "", "", "", err
+	}
+	for _, l := range lines {
+		w.logLocked("%s", l)
+	}
+	return v.VolID(), c.volumePath(node, old.Storage, old.Name), c.volumePath(node, v.Storage, v.Name), nil
 }
 
 // copyStats counts what copyTree copied (rsync --stats).
