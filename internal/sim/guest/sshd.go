@@ -508,85 +508,40 @@ type windowChange struct {
 // session serves one session channel: env, pty-req and window-change
 // before or during the command, then one exec or shell.
 func (s *ctServer) session(sc *ssh.ServerConn, ch ssh.Channel, reqs <-chan *ssh.Request) {
-	var (
-		env     []string
-		tty     *ptyRequest
-		started bool
-		mu      sync.Mutex
-		pgid    int
-		master  *os.File // the pty's master side while a pty session runs
-		done    = make(chan struct{})
-	)
-	start := func(command string, shell bool) {
-		started = true
-		go func() {
-			defer close(done)
-			s.exec(sc, ch, execSpec{command: command, shell: shell, env: env, tty: tty}, func(pid int, m *os.File) {
-				mu.Lock()
-				pgid, master = pid, m
-				mu.Unlock()
-			})
-			mu.Lock()
-			master = nil
-			mu.Unlock()
-		}()
-	}
+	ss := &sshSession{s: s, sc: sc, ch: ch, done: make(chan struct{})}
 	for req := range reqs {
 		switch req.Type {
 		case "env":
-			var kv struct{ Name, Value string }
-			ok := ssh.Unmarshal(req.Payload, &kv) == nil && !started &&
-				(kv.Name == "LANG" || strings.HasPrefix(kv.Name, "LC_")) && !strings.ContainsRune(kv.Name, '=')
-			if ok {
-				env = append(env, kv.Name+"="+kv.Value)
-			}
-			req.Reply(ok, nil)
+			req.Reply(ss.setEnv(req.Payload), nil)
 		case "pty-req":
 			var p ptyRequest
-			ok := !started && tty == nil && ssh.Unmarshal(req.Payload, &p) == nil
+			ok := !ss.started && ss.tty == nil && ssh.Unmarshal(req.Payload, &p) == nil
 			if ok {
-				tty = &p
+				ss.tty = &p
 			}
 			req.Reply(ok, nil)
 		case "window-change":
-			var w windowChange
-			if ssh.Unmarshal(req.Payload, &w) == nil {
-				mu.Lock()
-				if master != nil {
-					pty.Setsize(master, &pty.Winsize{Rows: uint16(w.Rows), Cols: uint16(w.Columns), X: uint16(w.Width), Y: uint16(w.Height)})
-				} else if tty != nil && !started {
-					tty.Columns, tty.Rows, tty.Width, tty.Height = w.Columns, w.Rows, w.Width, w.Height
-				}
-				mu.Unlock()
-			}
+			ss.resize(req.Payload)
 			if req.WantReply {
 				req.Reply(false, nil)
 			}
 		case "exec":
 			var c struct{ Command string }
-			if started || ssh.Unmarshal(req.Payload, &c) != nil {
+			if ss.started || ssh.Unmarshal(req.Payload, &c) != nil {
 				req.Reply(false, nil)
 				continue
 			}
 			req.Reply(true, nil)
-			start(c.Command, false)
+			ss.start(c.Command, false)
 		case "shell":
-			if started {
+			if ss.started {
 				req.Reply(false, nil)
 				continue
 			}
 			req.Reply(true, nil)
-			start("", true)
+			ss.start("", true)
 		case "signal":
-			var sig struct{ Signal string }
-			if ssh.Unmarshal(req.Payload, &sig) == nil {
-				mu.Lock()
-				p := pgid
-				mu.Unlock()
-				if n, ok := signals[sig.Signal]; ok && p > 0 {
-					syscall.Kill(-p, n)
-				}
-			}
+			ss.signal(req.Payload)
 			if req.WantReply {
 				req.Reply(false, nil)
 			}
@@ -594,11 +549,86 @@ func (s *ctServer) session(sc *ssh.ServerConn, ch ssh.Channel, reqs <-chan *ssh.
 			req.Reply(false, nil)
 		}
 	}
-	if !started {
+	if !ss.started {
 		ch.Close()
 		return
 	}
-	<-done
+	<-ss.done
+}
+
+// sshSession is one session channel's state: what the client asked for
+// before its command (env, pty), whether the command started, and,
+// under mu, the command's process group and pty master while it runs.
+type sshSession struct {
+	s       *ctServer
+	sc      *ssh.ServerConn
+	ch      ssh.Channel
+	env     []string
+	tty     *ptyRequest
+	started bool
+	done    chan struct{} // closed when the command ended
+
+	mu     sync.Mutex
+	pgid   int
+	master *os.File // the pty's master side while a pty session runs
+}
+
+// start runs the command (or the shell) in the background.
+func (ss *sshSession) start(command string, shell bool) {
+	ss.started = true
+	go func() {
+		defer close(ss.done)
+		ss.s.exec(ss.sc, ss.ch, execSpec{command: command, shell: shell, env: ss.env, tty: ss.tty}, func(pid int, m *os.File) {
+			ss.mu.Lock()
+			ss.pgid, ss.master = pid, m
+			ss.mu.Unlock()
+		})
+		ss.mu.Lock()
+		ss.master = nil
+		ss.mu.Unlock()
+	}()
+}
+
+// setEnv takes an env request before the command: LANG and LC_* only,
+// as Debian's sshd_config accepts (AcceptEnv LANG LC_*).
+func (ss *sshSession) setEnv(payload []byte) bool {
+	var kv struct{ Name, Value string }
+	ok := ssh.Unmarshal(payload, &kv) == nil && !ss.started &&
+		(kv.Name == "LANG" || strings.HasPrefix(kv.Name, "LC_")) && !strings.ContainsRune(kv.Name, '=')
+	if ok {
+		ss.env = append(ss.env, kv.Name+"="+kv.Value)
+	}
+	return ok
+}
+
+// resize is window-change: the running pty is resized, or the pty asked
+// for takes the size before the command starts.
+func (ss *sshSession) resize(payload []byte) {
+	var w windowChange
+	if ssh.Unmarshal(payload, &w) != nil {
+		return
+	}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.master != nil {
+		pty.Setsize(ss.master, &pty.Winsize{Rows: uint16(w.Rows), Cols: uint16(w.Columns), X: uint16(w.Width), Y: uint16(w.Height)})
+	} else if ss.tty != nil && !ss.started {
+		ss.tty.Columns, ss.tty.Rows, ss.tty.Width, ss.tty.Height = w.Columns, w.Rows, w.Width, w.Height
+	}
+}
+
+// signal sends a named signal to the command's process group.
+func (ss *sshSession) signal(payload []byte) {
+	var sig struct{ Signal string }
+	if ssh.Unmarshal(payload, &sig) != nil {
+		return
+	}
+	ss.mu.Lock()
+	p := ss.pgid
+	ss.mu.Unlock()
+	if n, ok := signals[sig.Signal]; ok && p > 0 {
+		syscall.Kill(-p, n)
+	}
 }
 
 var signals = map[string]syscall.Signal{
