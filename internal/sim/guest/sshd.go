@@ -115,22 +115,33 @@ func (s *ctServer) run() {
 	delete(s.m.failures, [2]int{s.vmid, s.pid})
 	s.m.mu.Unlock()
 	if s.ct != nil {
-		// Inside the CT its sshd answers at the same address, as a
-		// PVE CT's own sshd does (a health check of port 22).
-		if ln, err := listenIn("/proc/"+strconv.Itoa(s.ct.pid)+"/ns/net", s.addr); err == nil {
-			s.mu.Lock()
-			if s.stopped {
-				ln.Close()
-			} else {
-				s.inner = ln
-				go serveRelay(ln, s.addr)
-			}
-			s.mu.Unlock()
-		} else {
-			s.m.log.Warn("CT sshd not reachable from inside the CT", "vmid", s.vmid, "err", err)
-		}
+		s.listenInside()
 		s.listenOnBridge()
 	}
+	s.accept(cfg)
+}
+
+// listenInside makes the CT's sshd answer inside the CT at the same
+// address, as a PVE CT's own sshd does (a health check of port 22).
+func (s *ctServer) listenInside() {
+	ln, err := listenIn("/proc/"+strconv.Itoa(s.ct.pid)+"/ns/net", s.addr)
+	if err != nil {
+		s.m.log.Warn("CT sshd not reachable from inside the CT", "vmid", s.vmid, "err", err)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		ln.Close()
+		return
+	}
+	s.inner = ln
+	go serveRelay(ln, s.addr)
+}
+
+// accept serves every connection to the listener until it closes or the
+// server stops, each counted in s.wg.
+func (s *ctServer) accept(cfg *ssh.ServerConfig) {
 	for {
 		nc, err := s.ln.Accept()
 		if err != nil {
