@@ -39,10 +39,6 @@ func (a *backupAPI) getSnapshots(r *request) (any, error) {
 	return out, nil
 }
 
-func (a *backupAPI) postSnapshot(r *request) (any, error) {
-	return a.cluster.SnapshotCT(r.auth, r.params["node"], intParam(r, "vmid"), bodyParams(r, "node", "vmid"))
-}
-
 func (a *backupAPI) getSnapshotIndex(r *request) (any, error) {
 	return []map[string]string{{"cmd": "rollback"}, {"cmd": "config"}}, nil
 }

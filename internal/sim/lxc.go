@@ -3,6 +3,8 @@ package sim
 import (
 	"encoding/json"
 	"strconv"
+
+	"github.com/corralhq/corral/internal/sim/model"
 )
 
 // LXC routes: thin translations onto the model (behaviour.md §(a)-(h)).
@@ -50,10 +52,6 @@ func (a *lxcAPI) getLXCIndex(r *request) (any, error) {
 		out = append(out, map[string]string{"subdir": sub})
 	}
 	return out, nil
-}
-
-func (a *lxcAPI) deleteLXC(r *request) (any, error) {
-	return a.cluster.DestroyCT(r.auth, r.params["node"], intParam(r, "vmid"), bodyParams(r, "node", "vmid"))
 }
 
 func (a *lxcAPI) getLXCConfig(r *request) (any, error) {
@@ -114,28 +112,13 @@ func (a *lxcAPI) getLXCStatus(r *request) (any, error) {
 	return withHA(st), nil
 }
 
-func (a *lxcAPI) postLXCStart(r *request) (any, error) {
-	return a.cluster.StartCT(r.auth, r.params["node"], intParam(r, "vmid"), bodyParams(r, "node", "vmid"))
-}
-
-func (a *lxcAPI) postLXCStop(r *request) (any, error) {
-	return a.cluster.StopCT(r.auth, r.params["node"], intParam(r, "vmid"), bodyParams(r, "node", "vmid"))
-}
-
-func (a *lxcAPI) postLXCShutdown(r *request) (any, error) {
-	return a.cluster.ShutdownCT(r.auth, r.params["node"], intParam(r, "vmid"), bodyParams(r, "node", "vmid"))
-}
-
-func (a *lxcAPI) postLXCReboot(r *request) (any, error) {
-	return a.cluster.RebootCT(r.auth, r.params["node"], intParam(r, "vmid"), bodyParams(r, "node", "vmid"))
-}
-
-func (a *lxcAPI) putLXCResize(r *request) (any, error) {
-	return a.cluster.ResizeCT(r.auth, r.params["node"], intParam(r, "vmid"), bodyParams(r, "node", "vmid"))
-}
-
-func (a *lxcAPI) postLXCMoveVolume(r *request) (any, error) {
-	return a.cluster.MoveVolume(r.auth, r.params["node"], intParam(r, "vmid"), bodyParams(r, "node", "vmid"))
+// ctTask is the handler of a CT route that starts a task from the
+// request's body: the node and VMID come from the path (power, resize,
+// move_volume, migrate, destroy, snapshot).
+func ctTask(fn func(auth model.Auth, node string, vmid int, params map[string]string) (string, error)) handler {
+	return func(r *request) (any, error) {
+		return fn(r.auth, r.params["node"], intParam(r, "vmid"), bodyParams(r, "node", "vmid"))
+	}
 }
 
 // getLXCInterfaces is pve-container's get_interfaces over `ip -json a`:
@@ -168,10 +151,6 @@ func (a *lxcAPI) getLXCInterfaces(r *request) (any, error) {
 		out = append(out, row)
 	}
 	return out, nil
-}
-
-func (a *lxcAPI) postLXCMigrate(r *request) (any, error) {
-	return a.cluster.MigrateCT(r.auth, r.params["node"], intParam(r, "vmid"), bodyParams(r, "node", "vmid"))
 }
 
 // getLXCMigrate is the PVE 9 precondition check: allowed-nodes and

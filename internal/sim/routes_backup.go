@@ -16,7 +16,7 @@ func (a *backupAPI) register(route routeFunc) {
 	route("GET", "/nodes/{node}/vzdump/extractconfig", a.getVzdumpExtractConfig)
 
 	route("GET", "/nodes/{node}/lxc/{vmid}/snapshot", a.getSnapshots)
-	route("POST", "/nodes/{node}/lxc/{vmid}/snapshot", a.postSnapshot)
+	route("POST", "/nodes/{node}/lxc/{vmid}/snapshot", ctTask(a.cluster.SnapshotCT))
 	route("GET", "/nodes/{node}/lxc/{vmid}/snapshot/{snapname}", a.getSnapshotIndex)
 	route("DELETE", "/nodes/{node}/lxc/{vmid}/snapshot/{snapname}", a.deleteSnapshot)
 	route("POST", "/nodes/{node}/lxc/{vmid}/snapshot/{snapname}/rollback", a.postSnapshotRollback)
