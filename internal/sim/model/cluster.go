@@ -204,7 +204,15 @@ func newCluster(opts Options) *Cluster {
 	c := &Cluster{opts: opts, log: log.WithGroup("model"), migLocks: newMigrateLocks(), ctx: ctx, cancel: cancel}
 	c.taskRunner.c = c
 	c.storageLayer.c = c
-	c.accessControl.c = c
+	c.accessControl = accessControl{
+		stateMu:  &c.mu,
+		accessOf: func() *Access { return c.st.Access },
+		saveAccess: func() error {
+			c.markCore()
+			return c.saveLocked()
+		},
+		clock: c.now,
+	}
 	c.clusterView.c = c
 	c.guests.c, c.guests.locks = c, newConfigLocks()
 	c.ctConfig.c, c.ctPower.c, c.ctDisks.c, c.ctSnapshots.c = c, c, c, c
