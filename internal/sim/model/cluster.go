@@ -86,7 +86,8 @@ func DefaultDuration(typ string) time.Duration { return defaultDurations[typ] }
 // ctCreator (create and restore), vzdump (backups) and persistence (the
 // journal, journal.go), whose methods are their own. The State they
 // share stays here, under one lock, so each part reaches it through its
-// Cluster; docs/architecture.md gives the lock order. What spans these
+// Cluster (accessControl through four narrow fields instead);
+// docs/architecture.md gives the lock order. What spans these
 // concerns stays Cluster's own: migration, the network (lxc_net.go,
 // network.go), node power and memory admission.
 type Cluster struct {
