@@ -100,9 +100,6 @@ type Cluster struct {
 	sumsMu sync.Mutex
 	sums   map[string]string // ApplianceSHA512's, by template
 
-	// migLocks are the guest migration flocks (migrate.go).
-	migLocks *configLocks
-
 	ctx    context.Context // cancelled by Close: stops running workers
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -202,7 +199,7 @@ func newCluster(opts Options) *Cluster {
 		log = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &Cluster{opts: opts, log: log.WithGroup("model"), migLocks: newMigrateLocks(), ctx: ctx, cancel: cancel}
+	c := &Cluster{opts: opts, log: log.WithGroup("model"), ctx: ctx, cancel: cancel}
 	c.taskRunner.c = c
 	c.storageLayer.c = c
 	c.accessControl = accessControl{
@@ -215,7 +212,7 @@ func newCluster(opts Options) *Cluster {
 		clock: c.now,
 	}
 	c.clusterView.c = c
-	c.guests.c, c.guests.locks = c, newConfigLocks()
+	c.guests.c, c.guests.locks, c.guests.migLocks = c, newConfigLocks(), newMigrateLocks()
 	c.ctConfig.c, c.ctPower.c, c.ctDisks.c, c.ctSnapshots.c = c, c, c, c
 	c.persistence.c, c.ctCreator.c, c.vzdump.c = c, c, c
 	return c

@@ -27,6 +27,8 @@ type guests struct {
 
 	// locks are the per-guest config flocks (lock.go).
 	locks *configLocks
+	// migLocks are the guest migration flocks (migrate.go).
+	migLocks *configLocks
 
 	hookMu       sync.Mutex
 	shutdownHook ShutdownHook         // SetShutdownHook
