@@ -80,16 +80,17 @@ func DefaultDuration(typ string) time.Duration { return defaultDurations[typ] }
 // and the task list, task.go), storageLayer (storages, volumes, content,
 // storage*.go), accessControl (users, tokens, roles, ACLs, logins over
 // the State's Access, cluster_access.go), clusterView (resources,
-// nodes, status, cluster_view.go), guests (the CTs' config locks,
-// status, hooks, held locks and destroy, guest.go) with the CTs'
-// operations by concern (ctConfig, ctPower, ctDisks, ctSnapshots),
-// ctCreator (create and restore), vzdump (backups) and persistence (the
-// journal, journal.go), whose methods are their own. The State they
-// share stays here, under one lock, so each part reaches it through its
-// Cluster (accessControl through four narrow fields instead);
-// docs/architecture.md gives the lock order. What spans these
-// concerns stays Cluster's own: migration, the network (lxc_net.go,
-// network.go), node power and memory admission.
+// nodes, status, cluster_view.go), guests (the CTs' config and
+// migration locks, status, hooks, held locks and destroy, guest.go)
+// with the CTs' operations by concern (ctConfig, ctPower, ctDisks,
+// ctSnapshots), ctCreator (create and restore), vzdump (backups),
+// ctMigrator (migration, migrate.go) and persistence (the journal,
+// journal.go), whose methods are their own. The State they share stays
+// here, under one lock, so each part reaches it through its Cluster
+// (accessControl through four narrow fields instead);
+// docs/architecture.md gives the lock order. What spans these concerns
+// stays Cluster's own: the network (lxc_net.go, network.go), node power
+// and memory admission.
 type Cluster struct {
 	opts Options
 	log  *slog.Logger
@@ -137,6 +138,8 @@ type Cluster struct {
 	// restore.go); vzdump backs them up (vzdump.go).
 	ctCreator
 	vzdump
+	// ctMigrator migrates CTs between nodes (migrate.go).
+	ctMigrator
 }
 
 // Open loads the cluster in opts.Dir, or creates the default datacenter
@@ -214,7 +217,7 @@ func newCluster(opts Options) *Cluster {
 	c.clusterView.c = c
 	c.guests.c, c.guests.locks, c.guests.migLocks = c, newConfigLocks(), newMigrateLocks()
 	c.ctConfig.c, c.ctPower.c, c.ctDisks.c, c.ctSnapshots.c = c, c, c, c
-	c.persistence.c, c.ctCreator.c, c.vzdump.c = c, c, c
+	c.persistence.c, c.ctCreator.c, c.vzdump.c, c.ctMigrator.c = c, c, c, c
 	return c
 }
 

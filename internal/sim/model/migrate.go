@@ -118,9 +118,15 @@ func splitList(s string) []string {
 	})
 }
 
+// ctMigrator migrates CTs between nodes: the request, its precondition
+// check (GET .../migrate) and the task, whose steps are a migration's.
+// Cluster embeds it.
+type ctMigrator struct{ c *Cluster }
+
 // quorateLocked reports whether more than half of the nodes are online
 // (corosync votequorum with one vote per node).
-func (c *Cluster) quorateLocked() bool {
+func (mg *ctMigrator) quorateLocked() bool {
+	c := mg.c
 	online := 0
 	for _, n := range c.st.Nodes {
 		if n.Online {
@@ -135,7 +141,8 @@ func (c *Cluster) quorateLocked() bool {
 // source node. params: target, online, restart, timeout, bwlimit,
 // target-storage. VM.Migrate on /vms/{vmid} is the schema's check (the
 // HTTP layer); the target-storage checks are here.
-func (c *Cluster) MigrateCT(auth Auth, node string, vmid int, params map[string]string) (string, error) {
+func (mg *ctMigrator) MigrateCT(auth Auth, node string, vmid int, params map[string]string) (string, error) {
+	c := mg.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.checkNodeLocked(node); err != nil {
@@ -204,7 +211,8 @@ type MigratePrecondition struct {
 }
 
 // MigratePrecondition answers GET …/migrate for CT vmid on node.
-func (c *Cluster) MigratePrecondition(node string, vmid int) (MigratePrecondition, error) {
+func (mg *ctMigrator) MigratePrecondition(node string, vmid int) (MigratePrecondition, error) {
+	c := mg.c
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if err := c.checkNodeLocked(node); err != nil {
@@ -354,7 +362,8 @@ func (m *migration) finalCleanup(problems bool) error {
 
 // migrateStart starts CT vmid on node for restart mode (vm_start with
 // skiplock), taking the "vzstart" time.
-func (c *Cluster) migrateStart(w *Worker, node string, vmid int) error {
+func (mg *ctMigrator) migrateStart(w *Worker, node string, vmid int) error {
+	c := mg.c
 	if err := w.Phase("vzstart", 1); err != nil {
 		return err
 	}
