@@ -87,7 +87,7 @@ func DefaultDuration(typ string) time.Duration { return defaultDurations[typ] }
 // ctMigrator (migration, migrate.go) and persistence (the journal,
 // journal.go), whose methods are their own. The State they share stays
 // here, under one lock, so each part reaches it through its Cluster
-// (accessControl through four narrow fields instead);
+// (accessControl and persistence through narrow fields instead);
 // docs/architecture.md gives the lock order. What spans these concerns
 // stays Cluster's own: the network (lxc_net.go, network.go), node power
 // and memory admission.
@@ -217,7 +217,13 @@ func newCluster(opts Options) *Cluster {
 	c.clusterView.c = c
 	c.guests.c, c.guests.locks, c.guests.migLocks = c, newConfigLocks(), newMigrateLocks()
 	c.ctConfig.c, c.ctPower.c, c.ctDisks.c, c.ctSnapshots.c = c, c, c, c
-	c.persistence.c, c.ctCreator.c, c.vzdump.c, c.ctMigrator.c = c, c, c, c
+	c.ctCreator.c, c.vzdump.c, c.ctMigrator.c = c, c, c
+	c.persistence = persistence{
+		dir:          opts.Dir,
+		stateMu:      &c.mu,
+		state:        func() *State { return c.st },
+		guestChanged: func() { c.guestGen++ },
+	}
 	return c
 }
 
@@ -284,8 +290,6 @@ func (c *Cluster) SetRunHook(h func()) {
 }
 
 func (c *Cluster) now() time.Time { return c.opts.Now() }
-
-func (c *Cluster) statePath() string { return filepath.Join(c.opts.Dir, "state.json") }
 
 // DataDir is the root of the data plane.
 func (c *Cluster) DataDir() string { return filepath.Join(c.opts.Dir, "data") }
