@@ -6,16 +6,16 @@ import "strconv"
 // pve-container API2/LXC/Snapshot.pm). Restore is POST /nodes/{node}/lxc
 // with restore=1, served by postLXC.
 
-func (s *Server) postVzdump(r *request) (any, error) {
-	return s.cluster.Vzdump(r.auth, r.params["node"], bodyParams(r, "node"))
+func (a *backupAPI) postVzdump(r *request) (any, error) {
+	return a.cluster.Vzdump(r.auth, r.params["node"], bodyParams(r, "node"))
 }
 
-func (s *Server) getVzdumpExtractConfig(r *request) (any, error) {
-	return s.cluster.ExtractConfig(r.auth, r.params["node"], r.params["volume"])
+func (a *backupAPI) getVzdumpExtractConfig(r *request) (any, error) {
+	return a.cluster.ExtractConfig(r.auth, r.params["node"], r.params["volume"])
 }
 
-func (s *Server) getSnapshots(r *request) (any, error) {
-	snaps, err := s.cluster.Snapshots(r.params["node"], intParam(r, "vmid"))
+func (a *backupAPI) getSnapshots(r *request) (any, error) {
+	snaps, err := a.cluster.Snapshots(r.params["node"], intParam(r, "vmid"))
 	if err != nil {
 		return nil, err
 	}
@@ -39,29 +39,25 @@ func (s *Server) getSnapshots(r *request) (any, error) {
 	return out, nil
 }
 
-func (s *Server) postSnapshot(r *request) (any, error) {
-	return s.cluster.SnapshotCT(r.auth, r.params["node"], intParam(r, "vmid"), bodyParams(r, "node", "vmid"))
-}
-
-func (s *Server) getSnapshotIndex(r *request) (any, error) {
+func (a *backupAPI) getSnapshotIndex(r *request) (any, error) {
 	return []map[string]string{{"cmd": "rollback"}, {"cmd": "config"}}, nil
 }
 
-func (s *Server) deleteSnapshot(r *request) (any, error) {
-	return s.cluster.DeleteSnapshot(r.auth, r.params["node"], intParam(r, "vmid"), r.params["snapname"], bodyParams(r, "node", "vmid", "snapname"))
+func (a *backupAPI) deleteSnapshot(r *request) (any, error) {
+	return a.cluster.DeleteSnapshot(r.auth, r.params["node"], intParam(r, "vmid"), r.params["snapname"], bodyParams(r, "node", "vmid", "snapname"))
 }
 
-func (s *Server) postSnapshotRollback(r *request) (any, error) {
-	return s.cluster.RollbackSnapshot(r.auth, r.params["node"], intParam(r, "vmid"), r.params["snapname"], bodyParams(r, "node", "vmid", "snapname"))
+func (a *backupAPI) postSnapshotRollback(r *request) (any, error) {
+	return a.cluster.RollbackSnapshot(r.auth, r.params["node"], intParam(r, "vmid"), r.params["snapname"], bodyParams(r, "node", "vmid", "snapname"))
 }
 
-func (s *Server) getSnapshotConfig(r *request) (any, error) {
-	conf, err := s.cluster.SnapshotConfig(r.params["node"], intParam(r, "vmid"), r.params["snapname"])
+func (a *backupAPI) getSnapshotConfig(r *request) (any, error) {
+	conf, err := a.cluster.SnapshotConfig(r.params["node"], intParam(r, "vmid"), r.params["snapname"])
 	if err != nil {
 		return nil, err
 	}
 	// Values carry the types GET config gives them; snaptime is a number.
-	cm, _, _ := s.api.Lookup("GET", "/nodes/"+r.params["node"]+"/lxc/"+r.params["vmid"]+"/config")
+	cm, _, _ := a.api.Lookup("GET", "/nodes/"+r.params["node"]+"/lxc/"+r.params["vmid"]+"/config")
 	out := typedConfig(cm, conf)
 	if t, err := strconv.ParseInt(conf["snaptime"], 10, 64); err == nil {
 		out["snaptime"] = t
@@ -69,6 +65,6 @@ func (s *Server) getSnapshotConfig(r *request) (any, error) {
 	return out, nil
 }
 
-func (s *Server) putSnapshotConfig(r *request) (any, error) {
-	return nil, s.cluster.UpdateSnapshotConfig(r.auth, r.params["node"], intParam(r, "vmid"), r.params["snapname"], bodyParams(r, "node", "vmid", "snapname"))
+func (a *backupAPI) putSnapshotConfig(r *request) (any, error) {
+	return nil, a.cluster.UpdateSnapshotConfig(r.auth, r.params["node"], intParam(r, "vmid"), r.params["snapname"], bodyParams(r, "node", "vmid", "snapname"))
 }

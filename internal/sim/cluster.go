@@ -8,31 +8,31 @@ import (
 
 // Version, cluster and node routes.
 
-func (s *Server) getVersion(r *request) (any, error) {
-	if s.cluster.Version() == "8.4" {
+func (a *clusterAPI) getVersion(r *request) (any, error) {
+	if a.cluster.Version() == "8.4" {
 		return map[string]string{"version": "8.4.14", "release": "8.4", "repoid": "b502d23c55afcba1"}, nil
 	}
 	return map[string]string{"version": "9.1.9", "release": "9.1", "repoid": "ee7bad0a3d1546c7"}, nil
 }
 
-func (s *Server) getClusterResources(r *request) (any, error) {
+func (a *clusterAPI) getClusterResources(r *request) (any, error) {
 	out := model.ResourceList{}
-	all := s.cluster.Resources(r.params["type"])
+	all := a.cluster.Resources(r.params["type"])
 	paths := make([]string, len(all))
 	for i, res := range all {
 		paths[i] = resourcePath(res.ID)
 	}
-	visible := s.cluster.Visible(r.auth, paths, "")
+	visible := a.cluster.Visible(r.auth, paths, "")
 	// Guests are listed only with VM.Audit on /vms/<vmid> (pve-manager's
 	// extract_vm_stats): a token with other privileges on a guest, such
 	// as VM.PowerMgmt, still does not see it here.
-	audit := s.cluster.Visible(r.auth, paths, "VM.Audit")
+	audit := a.cluster.Visible(r.auth, paths, "VM.Audit")
 	for i, res := range all {
 		guest := strings.HasPrefix(res.ID, "lxc/") || strings.HasPrefix(res.ID, "qemu/")
 		switch {
 		case res.Type == "node":
 			// Every node is listed; its figures need Sys.Audit.
-			res.NoStats = !s.cluster.HasPriv(r.auth, "/nodes/"+res.Node, "Sys.Audit")
+			res.NoStats = !a.cluster.HasPriv(r.auth, "/nodes/"+res.Node, "Sys.Audit")
 		case guest && !audit[i]:
 			continue
 		case paths[i] != "" && !visible[i]:
@@ -62,8 +62,8 @@ func resourcePath(id string) string {
 	return ""
 }
 
-func (s *Server) getNextID(r *request) (any, error) {
-	id, err := s.cluster.NextID(r.params["vmid"])
+func (a *clusterAPI) getNextID(r *request) (any, error) {
+	id, err := a.cluster.NextID(r.params["vmid"])
 	if err != nil {
 		return nil, err
 	}
@@ -71,22 +71,22 @@ func (s *Server) getNextID(r *request) (any, error) {
 	return itoa(id), nil
 }
 
-func (s *Server) getClusterStatus(r *request) (any, error) {
-	return s.cluster.ClusterStatus(), nil
+func (a *clusterAPI) getClusterStatus(r *request) (any, error) {
+	return a.cluster.ClusterStatus(), nil
 }
 
 // getNodes is Nodes.pm index: every node, its figures only for a caller
 // with Sys.Audit on it, and its certificate's fingerprint (every emulated
 // node serves the emulator's one certificate).
-func (s *Server) getNodes(r *request) (any, error) {
-	nodes := s.cluster.Nodes()
+func (a *clusterAPI) getNodes(r *request) (any, error) {
+	nodes := a.cluster.Nodes()
 	for i := range nodes {
-		nodes[i].NoStats = !s.cluster.HasPriv(r.auth, "/nodes/"+nodes[i].Node, "Sys.Audit")
-		nodes[i].SSLFingerprint = s.certFP
+		nodes[i].NoStats = !a.cluster.HasPriv(r.auth, "/nodes/"+nodes[i].Node, "Sys.Audit")
+		nodes[i].SSLFingerprint = a.certFP
 	}
 	return nodes, nil
 }
 
-func (s *Server) getNodeStatus(r *request) (any, error) {
-	return s.cluster.NodeStatus(r.params["node"])
+func (a *clusterAPI) getNodeStatus(r *request) (any, error) {
+	return a.cluster.NodeStatus(r.params["node"])
 }

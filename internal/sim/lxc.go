@@ -3,12 +3,14 @@ package sim
 import (
 	"encoding/json"
 	"strconv"
+
+	"github.com/corralhq/corral/internal/sim/model"
 )
 
 // LXC routes: thin translations onto the model (behaviour.md §(a)-(h)).
 
-func (s *Server) getLXCList(r *request) (any, error) {
-	cts, err := s.cluster.ListCTs(r.params["node"])
+func (a *lxcAPI) getLXCList(r *request) (any, error) {
+	cts, err := a.cluster.ListCTs(r.params["node"])
 	if err != nil {
 		return nil, err
 	}
@@ -16,7 +18,7 @@ func (s *Server) getLXCList(r *request) (any, error) {
 	for i, ct := range cts {
 		paths[i] = "/vms/" + itoa(ct.VMID)
 	}
-	audit := s.cluster.Visible(r.auth, paths, "VM.Audit")
+	audit := a.cluster.Visible(r.auth, paths, "VM.Audit")
 	out := make([]any, 0, len(cts))
 	for i, ct := range cts {
 		if !audit[i] {
@@ -30,19 +32,19 @@ func (s *Server) getLXCList(r *request) (any, error) {
 // getQemuList is GET /nodes/{node}/qemu (qemu-server vmlist): the
 // emulator has no QEMU VMs, so every node answers an empty list, as a PVE
 // node with only containers does.
-func (s *Server) getQemuList(r *request) (any, error) {
-	if err := s.cluster.CheckNode(r.params["node"]); err != nil {
+func (a *lxcAPI) getQemuList(r *request) (any, error) {
+	if err := a.cluster.CheckNode(r.params["node"]); err != nil {
 		return nil, err
 	}
 	return []any{}, nil
 }
 
-func (s *Server) postLXC(r *request) (any, error) {
-	return s.cluster.CreateCT(r.auth, r.params["node"], bodyParams(r, "node"))
+func (a *lxcAPI) postLXC(r *request) (any, error) {
+	return a.cluster.CreateCT(r.auth, r.params["node"], bodyParams(r, "node"))
 }
 
-func (s *Server) getLXCIndex(r *request) (any, error) {
-	if _, err := s.cluster.CTStatus(r.params["node"], intParam(r, "vmid")); err != nil {
+func (a *lxcAPI) getLXCIndex(r *request) (any, error) {
+	if _, err := a.cluster.CTStatus(r.params["node"], intParam(r, "vmid")); err != nil {
 		return nil, err
 	}
 	var out []map[string]string
@@ -52,12 +54,8 @@ func (s *Server) getLXCIndex(r *request) (any, error) {
 	return out, nil
 }
 
-func (s *Server) deleteLXC(r *request) (any, error) {
-	return s.cluster.DestroyCT(r.auth, r.params["node"], intParam(r, "vmid"), bodyParams(r, "node", "vmid"))
-}
-
-func (s *Server) getLXCConfig(r *request) (any, error) {
-	conf, digest, err := s.cluster.CTConfig(r.auth, r.params["node"], intParam(r, "vmid"), boolParam(r, "current"), r.params["snapshot"])
+func (a *lxcAPI) getLXCConfig(r *request) (any, error) {
+	conf, digest, err := a.cluster.CTConfig(r.auth, r.params["node"], intParam(r, "vmid"), boolParam(r, "current"), r.params["snapshot"])
 	if err != nil {
 		return nil, err
 	}
@@ -66,18 +64,18 @@ func (s *Server) getLXCConfig(r *request) (any, error) {
 	return out, nil
 }
 
-func (s *Server) putLXCConfig(r *request) (any, error) {
+func (a *lxcAPI) putLXCConfig(r *request) (any, error) {
 	// Synchronous: PUT config returns null, no task (behaviour.md §0).
-	return nil, s.cluster.UpdateCTConfig(r.auth, r.params["node"], intParam(r, "vmid"), bodyParams(r, "node", "vmid"))
+	return nil, a.cluster.UpdateCTConfig(r.auth, r.params["node"], intParam(r, "vmid"), bodyParams(r, "node", "vmid"))
 }
 
-func (s *Server) getLXCPending(r *request) (any, error) {
-	entries, err := s.cluster.CTPending(r.params["node"], intParam(r, "vmid"))
+func (a *lxcAPI) getLXCPending(r *request) (any, error) {
+	entries, err := a.cluster.CTPending(r.params["node"], intParam(r, "vmid"))
 	if err != nil {
 		return nil, err
 	}
 	// Values carry the types GET config gives them (fixture lxc-pending-101.json).
-	cm, _, _ := s.api.Lookup("GET", "/nodes/"+r.params["node"]+"/lxc/"+r.params["vmid"]+"/config")
+	cm, _, _ := a.api.Lookup("GET", "/nodes/"+r.params["node"]+"/lxc/"+r.params["vmid"]+"/config")
 	out := make([]map[string]any, 0, len(entries))
 	for _, e := range entries {
 		row := map[string]any{"key": e.Key}
@@ -95,8 +93,8 @@ func (s *Server) getLXCPending(r *request) (any, error) {
 	return out, nil
 }
 
-func (s *Server) getLXCStatusIndex(r *request) (any, error) {
-	if _, err := s.cluster.CTStatus(r.params["node"], intParam(r, "vmid")); err != nil {
+func (a *lxcAPI) getLXCStatusIndex(r *request) (any, error) {
+	if _, err := a.cluster.CTStatus(r.params["node"], intParam(r, "vmid")); err != nil {
 		return nil, err
 	}
 	var out []map[string]string
@@ -106,36 +104,21 @@ func (s *Server) getLXCStatusIndex(r *request) (any, error) {
 	return out, nil
 }
 
-func (s *Server) getLXCStatus(r *request) (any, error) {
-	st, err := s.cluster.CTStatus(r.params["node"], intParam(r, "vmid"))
+func (a *lxcAPI) getLXCStatus(r *request) (any, error) {
+	st, err := a.cluster.CTStatus(r.params["node"], intParam(r, "vmid"))
 	if err != nil {
 		return nil, err
 	}
 	return withHA(st), nil
 }
 
-func (s *Server) postLXCStart(r *request) (any, error) {
-	return s.cluster.StartCT(r.auth, r.params["node"], intParam(r, "vmid"), bodyParams(r, "node", "vmid"))
-}
-
-func (s *Server) postLXCStop(r *request) (any, error) {
-	return s.cluster.StopCT(r.auth, r.params["node"], intParam(r, "vmid"), bodyParams(r, "node", "vmid"))
-}
-
-func (s *Server) postLXCShutdown(r *request) (any, error) {
-	return s.cluster.ShutdownCT(r.auth, r.params["node"], intParam(r, "vmid"), bodyParams(r, "node", "vmid"))
-}
-
-func (s *Server) postLXCReboot(r *request) (any, error) {
-	return s.cluster.RebootCT(r.auth, r.params["node"], intParam(r, "vmid"), bodyParams(r, "node", "vmid"))
-}
-
-func (s *Server) putLXCResize(r *request) (any, error) {
-	return s.cluster.ResizeCT(r.auth, r.params["node"], intParam(r, "vmid"), bodyParams(r, "node", "vmid"))
-}
-
-func (s *Server) postLXCMoveVolume(r *request) (any, error) {
-	return s.cluster.MoveVolume(r.auth, r.params["node"], intParam(r, "vmid"), bodyParams(r, "node", "vmid"))
+// ctTask is the handler of a CT route that starts a task from the
+// request's body: the node and VMID come from the path (power, resize,
+// move_volume, migrate, destroy, snapshot).
+func ctTask(fn func(auth model.Auth, node string, vmid int, params map[string]string) (string, error)) handler {
+	return func(r *request) (any, error) {
+		return fn(r.auth, r.params["node"], intParam(r, "vmid"), bodyParams(r, "node", "vmid"))
+	}
 }
 
 // getLXCInterfaces is pve-container's get_interfaces over `ip -json a`:
@@ -147,10 +130,10 @@ func (s *Server) postLXCMoveVolume(r *request) (any, error) {
 // guest.Manager.FromBridge) gets the addresses on the bridge, which that
 // CT reaches; the host's clients get the loopback addresses the emulator
 // forwards to each CT's sshd (model.CTBridgeInterfaces).
-func (s *Server) getLXCInterfaces(r *request) (any, error) {
-	list := s.cluster.CTInterfaces
-	if s.guests != nil && s.guests.FromBridge(r.remote) {
-		list = s.cluster.CTBridgeInterfaces
+func (a *lxcAPI) getLXCInterfaces(r *request) (any, error) {
+	list := a.cluster.CTInterfaces
+	if a.guests != nil && a.guests.FromBridge(r.remote) {
+		list = a.cluster.CTBridgeInterfaces
 	}
 	ifs, err := list(r.params["node"], intParam(r, "vmid"))
 	if err != nil || ifs == nil {
@@ -160,9 +143,9 @@ func (s *Server) getLXCInterfaces(r *request) (any, error) {
 	for _, i := range ifs {
 		addrs := make([]map[string]any, 0, len(i.Addresses))
 		row := map[string]any{"name": i.Name, "hwaddr": i.HWAddr, "hardware-address": i.HWAddr}
-		for _, a := range i.Addresses {
-			addrs = append(addrs, map[string]any{"ip-address": a.Address, "ip-address-type": a.Type, "prefix": a.Prefix})
-			row[a.Type] = a.Address + "/" + itoa(a.Prefix)
+		for _, ad := range i.Addresses {
+			addrs = append(addrs, map[string]any{"ip-address": ad.Address, "ip-address-type": ad.Type, "prefix": ad.Prefix})
+			row[ad.Type] = ad.Address + "/" + itoa(ad.Prefix)
 		}
 		row["ip-addresses"] = addrs
 		out = append(out, row)
@@ -170,15 +153,11 @@ func (s *Server) getLXCInterfaces(r *request) (any, error) {
 	return out, nil
 }
 
-func (s *Server) postLXCMigrate(r *request) (any, error) {
-	return s.cluster.MigrateCT(r.auth, r.params["node"], intParam(r, "vmid"), bodyParams(r, "node", "vmid"))
-}
-
 // getLXCMigrate is the PVE 9 precondition check: allowed-nodes and
 // not-allowed-nodes are always present, dependent-ha-resources only for
 // HA-managed CTs (never, in the emulator).
-func (s *Server) getLXCMigrate(r *request) (any, error) {
-	p, err := s.cluster.MigratePrecondition(r.params["node"], intParam(r, "vmid"))
+func (a *lxcAPI) getLXCMigrate(r *request) (any, error) {
+	p, err := a.cluster.MigratePrecondition(r.params["node"], intParam(r, "vmid"))
 	if err != nil {
 		return nil, err
 	}

@@ -4,8 +4,8 @@ import "strings"
 
 // getNetwork is GET /nodes/{node}/network (pve-manager API2/Network.pm
 // index), the rows /etc/network/interfaces gives for the emulated node.
-func (s *Server) getNetwork(r *request) (any, error) {
-	ifaces, err := s.cluster.NetworkList(r.auth, r.params["node"], r.params["type"])
+func (a *clusterAPI) getNetwork(r *request) (any, error) {
+	ifaces, err := a.cluster.NetworkList(r.auth, r.params["node"], r.params["type"])
 	if err != nil {
 		return nil, err
 	}

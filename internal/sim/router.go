@@ -71,6 +71,8 @@ func (s *Server) Handler() http.Handler {
 	return mux
 }
 
+// serveAPI answers one /api2/json request: it counts it in the request
+// log, applies the fault rules, then writes dispatch's answer.
 func (s *Server) serveAPI(w http.ResponseWriter, req *http.Request) {
 	start := time.Now()
 	path := strings.TrimPrefix(req.URL.Path, "/api2/json")
@@ -101,61 +103,13 @@ func (s *Server) serveAPI(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 
-	// A request for an offline node is proxied there by PVE and fails
-	// with pveproxy's 595 (the connection cannot be made).
-	if node := pathParams["node"]; ok && node != "" && !s.cluster.NodeOnline(node) && s.cluster.NodeExists(node) {
-		status = 595
-		writeError(w, &httpError{status: status, message: "Connection refused\n"})
-		return
+	var out any
+	var err error
+	if ok {
+		out, err = s.dispatch(req, path, m, pathParams)
+	} else {
+		err = notImplemented(req.Method, path)
 	}
-
-	h := s.routes[req.Method+" "+tmpl]
-	if !ok || h == nil {
-		status = http.StatusNotImplemented
-		writeError(w, notImplemented(req.Method, path))
-		return
-	}
-	params, err := readParams(req)
-	if err != nil {
-		status = http.StatusBadRequest
-		writeError(w, &httpError{status: status, message: err.Error() + "\n"})
-		return
-	}
-	r := &request{ctx: req.Context(), remote: req.RemoteAddr, method: req.Method, path: path, params: params, m: m}
-	dupErr := mergePathParams(r.params, pathParams)
-
-	// POST /access/ticket is the only route that needs no credentials.
-	if !(req.Method == http.MethodPost && tmpl == "/access/ticket") {
-		auth, err := s.authenticate(req)
-		if err != nil {
-			status = statusOf(err)
-			writeError(w, err)
-			return
-		}
-		r.auth = auth
-	}
-	if dupErr != nil {
-		status = statusOf(dupErr)
-		writeError(w, dupErr)
-		return
-	}
-	if !(req.Method == http.MethodPost && tmpl == "/access/ticket") {
-		if err := s.checkPermissions(r); err != nil {
-			status = statusOf(err)
-			writeError(w, err)
-			return
-		}
-	}
-	if err := m.Validate(r.params); err != nil {
-		var pe *schema.ParamError
-		if errors.As(err, &pe) {
-			err = model.ParamError(pe.Errors)
-		}
-		status = statusOf(err)
-		writeError(w, err)
-		return
-	}
-	out, err := h(r)
 	if err != nil {
 		status = statusOf(err)
 		writeError(w, err)
@@ -166,6 +120,62 @@ func (s *Server) serveAPI(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	writeData(w, out, nil)
+}
+
+// dispatch answers a request for schema method m that the fault rules let
+// through, in pveproxy's order: an offline node, a method without a
+// handler, the parameters, the credentials (admit), the schema's
+// validation, then the handler.
+func (s *Server) dispatch(req *http.Request, path string, m *schema.Method, pathParams map[string]string) (any, error) {
+	// A request for an offline node is proxied there by PVE and fails
+	// with pveproxy's 595 (the connection cannot be made).
+	if node := pathParams["node"]; node != "" && !s.cluster.NodeOnline(node) && s.cluster.NodeExists(node) {
+		return nil, &httpError{status: 595, message: "Connection refused\n"}
+	}
+
+	h := s.routes[req.Method+" "+m.Path]
+	if h == nil {
+		return nil, notImplemented(req.Method, path)
+	}
+	params, err := readParams(req)
+	if err != nil {
+		return nil, &httpError{status: http.StatusBadRequest, message: err.Error() + "\n"}
+	}
+	r := &request{ctx: req.Context(), remote: req.RemoteAddr, method: req.Method, path: path, params: params, m: m}
+	dupErr := mergePathParams(r.params, pathParams)
+	if err := s.admit(req, r, dupErr); err != nil {
+		return nil, err
+	}
+	if err := m.Validate(r.params); err != nil {
+		var pe *schema.ParamError
+		if errors.As(err, &pe) {
+			err = model.ParamError(pe.Errors)
+		}
+		return nil, err
+	}
+	return h(r)
+}
+
+// admit authenticates r and checks its permissions. POST /access/ticket
+// is the only route that needs no credentials. A path parameter repeated
+// in the body (dupErr) fails after authentication and before the
+// permission check, as in pveproxy.
+func (s *Server) admit(req *http.Request, r *request, dupErr error) error {
+	login := req.Method == http.MethodPost && r.m.Path == "/access/ticket"
+	if !login {
+		auth, err := s.authenticate(req)
+		if err != nil {
+			return err
+		}
+		r.auth = auth
+	}
+	if dupErr != nil {
+		return dupErr
+	}
+	if login {
+		return nil
+	}
+	return s.checkPermissions(r)
 }
 
 // notImplemented is pveproxy's answer for a method it has no handler for

@@ -1,16 +1,25 @@
 package sim
 
-// registerBackupRoutes adds the backup, extract-config and snapshot
-// routes to the table registerRoutes builds.
-func (s *Server) registerBackupRoutes() {
-	s.route("POST", "/nodes/{node}/vzdump", s.postVzdump)
-	s.route("GET", "/nodes/{node}/vzdump/extractconfig", s.getVzdumpExtractConfig)
+import (
+	"github.com/corralhq/corral/internal/sim/model"
+	"github.com/corralhq/corral/internal/sim/schema"
+)
 
-	s.route("GET", "/nodes/{node}/lxc/{vmid}/snapshot", s.getSnapshots)
-	s.route("POST", "/nodes/{node}/lxc/{vmid}/snapshot", s.postSnapshot)
-	s.route("GET", "/nodes/{node}/lxc/{vmid}/snapshot/{snapname}", s.getSnapshotIndex)
-	s.route("DELETE", "/nodes/{node}/lxc/{vmid}/snapshot/{snapname}", s.deleteSnapshot)
-	s.route("POST", "/nodes/{node}/lxc/{vmid}/snapshot/{snapname}/rollback", s.postSnapshotRollback)
-	s.route("GET", "/nodes/{node}/lxc/{vmid}/snapshot/{snapname}/config", s.getSnapshotConfig)
-	s.route("PUT", "/nodes/{node}/lxc/{vmid}/snapshot/{snapname}/config", s.putSnapshotConfig)
+// backupAPI serves the backup, extract-config and snapshot routes.
+type backupAPI struct {
+	cluster *model.Cluster
+	api     *schema.API // types a snapshot's config as GET config does
+}
+
+func (a *backupAPI) register(route routeFunc) {
+	route("POST", "/nodes/{node}/vzdump", a.postVzdump)
+	route("GET", "/nodes/{node}/vzdump/extractconfig", a.getVzdumpExtractConfig)
+
+	route("GET", "/nodes/{node}/lxc/{vmid}/snapshot", a.getSnapshots)
+	route("POST", "/nodes/{node}/lxc/{vmid}/snapshot", ctTask(a.cluster.SnapshotCT))
+	route("GET", "/nodes/{node}/lxc/{vmid}/snapshot/{snapname}", a.getSnapshotIndex)
+	route("DELETE", "/nodes/{node}/lxc/{vmid}/snapshot/{snapname}", a.deleteSnapshot)
+	route("POST", "/nodes/{node}/lxc/{vmid}/snapshot/{snapname}/rollback", a.postSnapshotRollback)
+	route("GET", "/nodes/{node}/lxc/{vmid}/snapshot/{snapname}/config", a.getSnapshotConfig)
+	route("PUT", "/nodes/{node}/lxc/{vmid}/snapshot/{snapname}/config", a.putSnapshotConfig)
 }

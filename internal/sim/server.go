@@ -123,16 +123,9 @@ func New(opts Options) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	mopts := model.Options{Dir: opts.Dir, Nodes: opts.Nodes, Version: opts.Version, SharedStorage: opts.SharedStorage, Logger: log}
-	if opts.TimeScale != nil {
-		mopts.TimeScale, mopts.HasTimeScale = *opts.TimeScale, true
-	}
-	if opts.RealTemplates || os.Getenv(model.RealTemplateEnv) == "1" {
-		p, err := model.EnsureRealTemplate(context.Background(), os.Stderr)
-		if err != nil {
-			return nil, fmt.Errorf("sim: %w", err)
-		}
-		mopts.RealTemplate = p
+	mopts, err := modelOptions(opts, log)
+	if err != nil {
+		return nil, err
 	}
 	api, err := schema.Load(opts.Version)
 	if err != nil {
@@ -153,45 +146,64 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{opts: opts, log: log.WithGroup("sim"), cluster: c, api: api, faults: fl, reqlog: newRequestLog(), dirLock: lock}
 	c.SetTaskHook(s.faults.taskHook)
+	if err := s.start(log); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// modelOptions are the cluster's options for opts; with real templates
+// asked for, it builds (or finds cached) the real template first.
+func modelOptions(opts Options, log *slog.Logger) (model.Options, error) {
+	mopts := model.Options{Dir: opts.Dir, Nodes: opts.Nodes, Version: opts.Version, SharedStorage: opts.SharedStorage, Logger: log}
+	if opts.TimeScale != nil {
+		mopts.TimeScale, mopts.HasTimeScale = *opts.TimeScale, true
+	}
+	if opts.RealTemplates || os.Getenv(model.RealTemplateEnv) == "1" {
+		p, err := model.EnsureRealTemplate(context.Background(), os.Stderr)
+		if err != nil {
+			return model.Options{}, fmt.Errorf("sim: %w", err)
+		}
+		mopts.RealTemplate = p
+	}
+	return mopts, nil
+}
+
+// start brings up what serves the opened cluster: the guest layer, memory
+// admission, the certificate, the routes, the listener and the env file.
+// On an error the caller closes s, which undoes what started.
+func (s *Server) start(log *slog.Logger) error {
+	opts, c := s.opts, s.cluster
+	var err error
 	port := opts.GuestSSHPort
 	switch port {
 	case 0:
 		if port, err = freePort(); err != nil {
-			s.Close()
-			return nil, err
+			return err
 		}
 	case PVEPort:
 		port = 0 // guest.Start: 22 when it can, else the fallback
 	}
 	if s.guests, err = guest.Start(c, guest.Options{Port: port, Logger: log, AptSources: opts.AptSources}); err != nil {
-		s.Close()
-		return nil, err
+		return err
 	}
 	isolated, _ := s.guests.Isolated()
 	mem, err := nodeMemory(opts, isolated, len(c.Nodes()))
 	if err != nil {
-		s.Close()
-		return nil, err
+		return err
 	}
 	c.SetMemoryAdmission(mem)
-	s.registerRoutes()
 	if err := s.loadOrMakeCert(); err != nil {
-		s.Close()
-		return nil, err
+		return err
 	}
-	if opts.Listener != ListenNone {
-		if err := s.listen(); err != nil {
-			s.Close()
-			return nil, err
-		}
-	} else {
+	s.registerRoutes() // after the certificate: GET /nodes gives its fingerprint
+	if opts.Listener == ListenNone {
 		s.url = "https://pve.sim.invalid:8006"
+	} else if err := s.listen(); err != nil {
+		return err
 	}
-	if err := s.writeEnv(); err != nil {
-		s.Close()
-		return nil, err
-	}
-	return s, nil
+	return s.writeEnv()
 }
 
 func (s *Server) listen() error {

@@ -8,8 +8,8 @@ import (
 
 // Storage routes (pve-storage API2/Storage/Status.pm and Content.pm).
 
-func (s *Server) getStorages(r *request) (any, error) {
-	usages, err := s.cluster.Storages(r.params["node"])
+func (a *storageAPI) getStorages(r *request) (any, error) {
+	usages, err := a.cluster.Storages(r.params["node"])
 	if err != nil {
 		return nil, err
 	}
@@ -23,7 +23,7 @@ func (s *Server) getStorages(r *request) (any, error) {
 		if want != "" && !hasAnyContent(st, want) {
 			continue
 		}
-		if !s.cluster.HasAnyPriv(r.auth, "/storage/"+st.ID) {
+		if !a.cluster.HasAnyPriv(r.auth, "/storage/"+st.ID) {
 			continue
 		}
 		out = append(out, storageRow(u))
@@ -64,16 +64,16 @@ func b2i(b bool) int {
 	return 0
 }
 
-func (s *Server) getStorageStatus(r *request) (any, error) {
-	u, err := s.cluster.StorageStatus(r.params["node"], r.params["storage"])
+func (a *storageAPI) getStorageStatus(r *request) (any, error) {
+	u, err := a.cluster.StorageStatus(r.params["node"], r.params["storage"])
 	if err != nil {
 		return nil, err
 	}
 	return storageRow(u), nil
 }
 
-func (s *Server) getContent(r *request) (any, error) {
-	entries, err := s.cluster.Content(r.params["node"], r.params["storage"], r.params["content"], intParam(r, "vmid"))
+func (a *storageAPI) getContent(r *request) (any, error) {
+	entries, err := a.cluster.Content(r.params["node"], r.params["storage"], r.params["content"], intParam(r, "vmid"))
 	if err != nil {
 		return nil, err
 	}
@@ -111,47 +111,47 @@ func contentRow(e model.ContentEntry) map[string]any {
 	return row
 }
 
-func (s *Server) postContent(r *request) (any, error) {
-	return s.cluster.AllocVolume(r.auth, r.params["node"], r.params["storage"], bodyParams(r, "node", "storage"))
+func (a *storageAPI) postContent(r *request) (any, error) {
+	return a.cluster.AllocVolume(r.auth, r.params["node"], r.params["storage"], bodyParams(r, "node", "storage"))
 }
 
-func (s *Server) getVolume(r *request) (any, error) {
+func (a *storageAPI) getVolume(r *request) (any, error) {
 	volid := r.params["volume"]
 	if !strings.Contains(volid, ":") {
 		volid = r.params["storage"] + ":" + volid
 	}
-	e, err := s.cluster.VolumeInfo(r.params["node"], volid)
+	e, err := a.cluster.VolumeInfo(r.params["node"], volid)
 	if err != nil {
 		return nil, err
 	}
 	return map[string]any{"path": "/dev/pve/" + e.Name, "size": e.Size, "used": e.Size, "format": e.Format}, nil
 }
 
-func (s *Server) deleteVolume(r *request) (any, error) {
-	return s.cluster.DeleteVolume(r.auth, r.params["node"], r.params["storage"], r.params["volume"], bodyParams(r, "node", "storage", "volume"))
+func (a *storageAPI) deleteVolume(r *request) (any, error) {
+	return a.cluster.DeleteVolume(r.auth, r.params["node"], r.params["storage"], r.params["volume"], bodyParams(r, "node", "storage", "volume"))
 }
 
-func (s *Server) postDownloadURL(r *request) (any, error) {
-	return s.cluster.DownloadURL(r.auth, r.params["node"], r.params["storage"], bodyParams(r, "node", "storage"))
+func (a *storageAPI) postDownloadURL(r *request) (any, error) {
+	return a.cluster.DownloadURL(r.auth, r.params["node"], r.params["storage"], bodyParams(r, "node", "storage"))
 }
 
-func (s *Server) getQueryURLMetadata(r *request) (any, error) {
-	return s.cluster.URLMetadata(r.params["node"], r.params["url"])
+func (a *storageAPI) getQueryURLMetadata(r *request) (any, error) {
+	return a.cluster.URLMetadata(r.params["node"], r.params["url"])
 }
 
-func (s *Server) getAplinfo(r *request) (any, error) {
+func (a *storageAPI) getAplinfo(r *request) (any, error) {
 	var out []map[string]any
-	for _, a := range s.cluster.Aplinfo(r.params["node"]) {
+	for _, ap := range a.cluster.Aplinfo(r.params["node"]) {
 		out = append(out, map[string]any{
-			"template": a.Template, "os": a.OS, "version": a.Version, "section": a.Section,
-			"package": a.Package, "headline": a.Headline, "description": a.Description,
-			"type": "lxc", "location": a.URL(), "source": "http://download.proxmox.com/images", "architecture": a.Architecture,
-			"sha512sum": s.cluster.ApplianceSHA512(a),
+			"template": ap.Template, "os": ap.OS, "version": ap.Version, "section": ap.Section,
+			"package": ap.Package, "headline": ap.Headline, "description": ap.Description,
+			"type": "lxc", "location": ap.URL(), "source": "http://download.proxmox.com/images", "architecture": ap.Architecture,
+			"sha512sum": a.cluster.ApplianceSHA512(ap),
 		})
 	}
 	return out, nil
 }
 
-func (s *Server) postAplinfo(r *request) (any, error) {
-	return s.cluster.DownloadAppliance(r.auth, r.params["node"], bodyParams(r, "node"))
+func (a *storageAPI) postAplinfo(r *request) (any, error) {
+	return a.cluster.DownloadAppliance(r.auth, r.params["node"], bodyParams(r, "node"))
 }

@@ -11,7 +11,7 @@ import (
 
 // canSeeTask is PVE's rule: a token sees its own tasks; a user sees its
 // own and its tokens' tasks; Sys.Audit on /nodes/<node> sees all.
-func (s *Server) canSeeTask(r *request, t model.Task) bool {
+func (a *taskAPI) canSeeTask(r *request, t model.Task) bool {
 	owner := t.User
 	if t.TokenID != "" {
 		owner += "!" + t.TokenID
@@ -22,13 +22,13 @@ func (s *Server) canSeeTask(r *request, t model.Task) bool {
 	if r.auth.TokenID == "" && t.User == r.auth.UserID {
 		return true
 	}
-	return s.cluster.HasPriv(r.auth, "/nodes/"+t.Node, "Sys.Audit")
+	return a.cluster.HasPriv(r.auth, "/nodes/"+t.Node, "Sys.Audit")
 }
 
 // getTasks is Tasks.pm node_tasks: source "archive" (the default) lists
 // finished tasks, "active" the running ones, "all" the running ones first
 // and then the finished; filters as PVE applies them, total = all matches.
-func (s *Server) getTasks(r *request) (any, error) {
+func (a *taskAPI) getTasks(r *request) (any, error) {
 	start, limit := intParam(r, "start"), 50
 	if _, ok := r.params["limit"]; ok {
 		limit = intParam(r, "limit")
@@ -49,7 +49,7 @@ func (s *Server) getTasks(r *request) (any, error) {
 	}
 	_, hasSince := r.params["since"]
 	_, hasUntil := r.params["until"]
-	all := s.cluster.Tasks(r.params["node"])
+	all := a.cluster.Tasks(r.params["node"])
 	var running, finished []model.Task
 	for _, t := range all {
 		if t.Status == "running" {
@@ -71,7 +71,7 @@ func (s *Server) getTasks(r *request) (any, error) {
 		if v := r.params["userfilter"]; v != "" && !strings.Contains(strings.ToLower(t.User), strings.ToLower(v)) {
 			continue
 		}
-		if !s.canSeeTask(r, t) {
+		if !a.canSeeTask(r, t) {
 			continue
 		}
 		if v := r.params["typefilter"]; v != "" && t.Type != v {
@@ -133,16 +133,16 @@ func taskRow(t model.Task, status bool) map[string]any {
 	return row
 }
 
-func (s *Server) taskFor(r *request) (model.Task, error) {
+func (a *taskAPI) taskFor(r *request) (model.Task, error) {
 	upid := r.params["upid"]
 	if !validUPID(upid) {
 		return model.Task{}, model.ParamError(map[string]string{"upid": "unable to parse worker upid"})
 	}
-	t, err := s.cluster.Task(r.params["node"], upid)
+	t, err := a.cluster.Task(r.params["node"], upid)
 	if err != nil {
 		return model.Task{}, err
 	}
-	if !s.canSeeTask(r, t) {
+	if !a.canSeeTask(r, t) {
 		return model.Task{}, model.PermError("/nodes/" + t.Node + ", Sys.Audit")
 	}
 	return t, nil
@@ -160,22 +160,22 @@ func validUPID(s string) bool {
 	return len(parts) == 9 && parts[0] == "UPID" && parts[1] != "" && len(parts[2]) == 8 && len(parts[3]) == 8 && len(parts[4]) == 8 && parts[8] == ""
 }
 
-func (s *Server) getTaskStatus(r *request) (any, error) {
-	t, err := s.taskFor(r)
+func (a *taskAPI) getTaskStatus(r *request) (any, error) {
+	t, err := a.taskFor(r)
 	if err != nil {
 		return nil, err
 	}
 	return taskRow(t, true), nil
 }
 
-func (s *Server) getTaskLog(r *request) (any, error) {
-	t, err := s.taskFor(r)
+func (a *taskAPI) getTaskLog(r *request) (any, error) {
+	t, err := a.taskFor(r)
 	if isNoSuchTask(err) {
 		// read_task_log does not look for the task: it checks the owner
 		// the UPID names and dump_logfile reports the missing file.
 		t = model.Task{Node: r.params["node"]}
 		t.User, t.TokenID, _ = strings.Cut(strings.Split(r.params["upid"], ":")[7], "!")
-		if !s.canSeeTask(r, t) {
+		if !a.canSeeTask(r, t) {
 			return nil, model.PermError("/nodes/" + t.Node + ", Sys.Audit")
 		}
 		return pagedResult{data: []map[string]any{{"n": 1, "t": "unable to open file - No such file or directory"}}, total: 1}, nil

@@ -308,25 +308,30 @@ func (r *lxcRuntime) startOnce(ctx context.Context, vmid int, root string, mps [
 		}
 	}
 	if ct.systemd && bootWait > 0 {
-		// sshd answers once the boot is through, as on PVE; a boot
-		// that hangs still gets its sessions after bootWait.
-		// Early in the boot systemd's bus is not up yet and
-		// is-system-running fails at once without a state: ask again.
-		wctx, cancel := context.WithTimeout(ctx, bootWait)
-		for wctx.Err() == nil {
-			out, _ := exec.CommandContext(wctx, "lxc-attach", "-P", r.path, "-n", ct.name, "--clear-env", "--",
-				"/bin/systemctl", "is-system-running", "--wait").Output()
-			if strings.TrimSpace(string(out)) != "" {
-				break
-			}
-			select {
-			case <-wctx.Done():
-			case <-time.After(100 * time.Millisecond):
-			}
-		}
-		cancel()
+		ct.waitBooted(ctx, bootWait)
 	}
 	return ct, nil
+}
+
+// waitBooted waits, at most bootWait, for systemd in the CT to finish
+// booting: sshd answers once the boot is through, as on PVE; a boot that
+// hangs still gets its sessions after bootWait. Early in the boot
+// systemd's bus is not up yet and is-system-running fails at once
+// without a state: it asks again.
+func (ct *lxcCT) waitBooted(ctx context.Context, bootWait time.Duration) {
+	wctx, cancel := context.WithTimeout(ctx, bootWait)
+	defer cancel()
+	for wctx.Err() == nil {
+		out, _ := exec.CommandContext(wctx, "lxc-attach", "-P", ct.r.path, "-n", ct.name, "--clear-env", "--",
+			"/bin/systemctl", "is-system-running", "--wait").Output()
+		if strings.TrimSpace(string(out)) != "" {
+			return
+		}
+		select {
+		case <-wctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // waitRunning polls lxc-info until the container runs, lxc-start exits
@@ -463,30 +468,8 @@ func (ct *lxcCT) config(mps []viewMount, run model.GuestRun, init string) (strin
 	case ct.systemd:
 		line("lxc.signal.halt", "SIGRTMIN+3") // systemd's "halt"
 	}
-	esc := func(p string) string { return strings.ReplaceAll(p, " ", `\040`) }
-	if ct.work != "" {
-		for _, d := range overlayDirs {
-			fi, err := os.Lstat("/" + d)
-			if err != nil || !fi.IsDir() || strings.HasPrefix(ct.root+"/", "/"+d+"/") {
-				continue
-			}
-			w := filepath.Join(ct.work, d)
-			if err := os.MkdirAll(w, 0o700); err != nil {
-				return "", err
-			}
-			// The overlays are mounted inside the CT's user namespace:
-			// its root must own their work directories.
-			for _, p := range []string{filepath.Dir(ct.work), ct.work, w} {
-				if err := chownDir(p, ct.rootID()); err != nil {
-					return "", err
-				}
-			}
-			lower := "/" + d
-			if ct.userns {
-				lower = ct.r.lowerDir(d) // idmapped (userns.go)
-			}
-			line("lxc.mount.entry", fmt.Sprintf("overlay %s overlay lowerdir=%s,upperdir=%s,workdir=%s 0 0", d, esc(lower), esc(ct.path(filepath.Join(ct.root, d))), esc(ct.path(w))))
-		}
+	if err := ct.overlayEntries(line); err != nil {
+		return "", err
 	}
 	sorted := append([]viewMount(nil), mps...)
 	sort.SliceStable(sorted, func(i, j int) bool {
@@ -498,12 +481,47 @@ func (ct *lxcCT) config(mps []viewMount, run model.GuestRun, init string) (strin
 			opts += ",ro"
 		}
 		rel := strings.TrimPrefix(filepath.Clean("/"+m.Path), "/")
-		line("lxc.mount.entry", fmt.Sprintf("%s %s none %s 0 0", esc(ct.path(m.HostDir)), esc(rel), opts))
+		line("lxc.mount.entry", fmt.Sprintf("%s %s none %s 0 0", lxcEscape(ct.path(m.HostDir)), lxcEscape(rel), opts))
 	}
 	if ct.work != "" {
 		line("lxc.mount.entry", "tmpfs .corral-ovl tmpfs ro,size=4k,mode=700,create=dir 0 0")
 	}
 	return b.String(), nil
+}
+
+// lxcEscape escapes a path for an lxc.mount.entry (fstab's \040).
+func lxcEscape(p string) string { return strings.ReplaceAll(p, " ", `\040`) }
+
+// overlayEntries adds, for a CT that sees the host's programs (ct.work
+// set), an overlay mount of each of the host's overlayDirs with its
+// upper and work directories under ct.work, owned by the CT's root.
+func (ct *lxcCT) overlayEntries(line func(k, v string)) error {
+	if ct.work == "" {
+		return nil
+	}
+	for _, d := range overlayDirs {
+		fi, err := os.Lstat("/" + d)
+		if err != nil || !fi.IsDir() || strings.HasPrefix(ct.root+"/", "/"+d+"/") {
+			continue
+		}
+		w := filepath.Join(ct.work, d)
+		if err := os.MkdirAll(w, 0o700); err != nil {
+			return err
+		}
+		// The overlays are mounted inside the CT's user namespace:
+		// its root must own their work directories.
+		for _, p := range []string{filepath.Dir(ct.work), ct.work, w} {
+			if err := chownDir(p, ct.rootID()); err != nil {
+				return err
+			}
+		}
+		lower := "/" + d
+		if ct.userns {
+			lower = ct.r.lowerDir(d) // idmapped (userns.go)
+		}
+		line("lxc.mount.entry", fmt.Sprintf("overlay %s overlay lowerdir=%s,upperdir=%s,workdir=%s 0 0", d, lxcEscape(lower), lxcEscape(ct.path(filepath.Join(ct.root, d))), lxcEscape(ct.path(w))))
+	}
+	return nil
 }
 
 // attach is the command that runs argv inside the container with env.

@@ -115,22 +115,33 @@ func (s *ctServer) run() {
 	delete(s.m.failures, [2]int{s.vmid, s.pid})
 	s.m.mu.Unlock()
 	if s.ct != nil {
-		// Inside the CT its sshd answers at the same address, as a
-		// PVE CT's own sshd does (a health check of port 22).
-		if ln, err := listenIn("/proc/"+strconv.Itoa(s.ct.pid)+"/ns/net", s.addr); err == nil {
-			s.mu.Lock()
-			if s.stopped {
-				ln.Close()
-			} else {
-				s.inner = ln
-				go serveRelay(ln, s.addr)
-			}
-			s.mu.Unlock()
-		} else {
-			s.m.log.Warn("CT sshd not reachable from inside the CT", "vmid", s.vmid, "err", err)
-		}
+		s.listenInside()
 		s.listenOnBridge()
 	}
+	s.accept(cfg)
+}
+
+// listenInside makes the CT's sshd answer inside the CT at the same
+// address, as a PVE CT's own sshd does (a health check of port 22).
+func (s *ctServer) listenInside() {
+	ln, err := listenIn("/proc/"+strconv.Itoa(s.ct.pid)+"/ns/net", s.addr)
+	if err != nil {
+		s.m.log.Warn("CT sshd not reachable from inside the CT", "vmid", s.vmid, "err", err)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		ln.Close()
+		return
+	}
+	s.inner = ln
+	go serveRelay(ln, s.addr)
+}
+
+// accept serves every connection to the listener until it closes or the
+// server stops, each counted in s.wg.
+func (s *ctServer) accept(cfg *ssh.ServerConfig) {
 	for {
 		nc, err := s.ln.Accept()
 		if err != nil {
@@ -508,85 +519,40 @@ type windowChange struct {
 // session serves one session channel: env, pty-req and window-change
 // before or during the command, then one exec or shell.
 func (s *ctServer) session(sc *ssh.ServerConn, ch ssh.Channel, reqs <-chan *ssh.Request) {
-	var (
-		env     []string
-		tty     *ptyRequest
-		started bool
-		mu      sync.Mutex
-		pgid    int
-		master  *os.File // the pty's master side while a pty session runs
-		done    = make(chan struct{})
-	)
-	start := func(command string, shell bool) {
-		started = true
-		go func() {
-			defer close(done)
-			s.exec(sc, ch, execSpec{command: command, shell: shell, env: env, tty: tty}, func(pid int, m *os.File) {
-				mu.Lock()
-				pgid, master = pid, m
-				mu.Unlock()
-			})
-			mu.Lock()
-			master = nil
-			mu.Unlock()
-		}()
-	}
+	ss := &sshSession{s: s, sc: sc, ch: ch, done: make(chan struct{})}
 	for req := range reqs {
 		switch req.Type {
 		case "env":
-			var kv struct{ Name, Value string }
-			ok := ssh.Unmarshal(req.Payload, &kv) == nil && !started &&
-				(kv.Name == "LANG" || strings.HasPrefix(kv.Name, "LC_")) && !strings.ContainsRune(kv.Name, '=')
-			if ok {
-				env = append(env, kv.Name+"="+kv.Value)
-			}
-			req.Reply(ok, nil)
+			req.Reply(ss.setEnv(req.Payload), nil)
 		case "pty-req":
 			var p ptyRequest
-			ok := !started && tty == nil && ssh.Unmarshal(req.Payload, &p) == nil
+			ok := !ss.started && ss.tty == nil && ssh.Unmarshal(req.Payload, &p) == nil
 			if ok {
-				tty = &p
+				ss.tty = &p
 			}
 			req.Reply(ok, nil)
 		case "window-change":
-			var w windowChange
-			if ssh.Unmarshal(req.Payload, &w) == nil {
-				mu.Lock()
-				if master != nil {
-					pty.Setsize(master, &pty.Winsize{Rows: uint16(w.Rows), Cols: uint16(w.Columns), X: uint16(w.Width), Y: uint16(w.Height)})
-				} else if tty != nil && !started {
-					tty.Columns, tty.Rows, tty.Width, tty.Height = w.Columns, w.Rows, w.Width, w.Height
-				}
-				mu.Unlock()
-			}
+			ss.resize(req.Payload)
 			if req.WantReply {
 				req.Reply(false, nil)
 			}
 		case "exec":
 			var c struct{ Command string }
-			if started || ssh.Unmarshal(req.Payload, &c) != nil {
+			if ss.started || ssh.Unmarshal(req.Payload, &c) != nil {
 				req.Reply(false, nil)
 				continue
 			}
 			req.Reply(true, nil)
-			start(c.Command, false)
+			ss.start(c.Command, false)
 		case "shell":
-			if started {
+			if ss.started {
 				req.Reply(false, nil)
 				continue
 			}
 			req.Reply(true, nil)
-			start("", true)
+			ss.start("", true)
 		case "signal":
-			var sig struct{ Signal string }
-			if ssh.Unmarshal(req.Payload, &sig) == nil {
-				mu.Lock()
-				p := pgid
-				mu.Unlock()
-				if n, ok := signals[sig.Signal]; ok && p > 0 {
-					syscall.Kill(-p, n)
-				}
-			}
+			ss.signal(req.Payload)
 			if req.WantReply {
 				req.Reply(false, nil)
 			}
@@ -594,11 +560,86 @@ func (s *ctServer) session(sc *ssh.ServerConn, ch ssh.Channel, reqs <-chan *ssh.
 			req.Reply(false, nil)
 		}
 	}
-	if !started {
+	if !ss.started {
 		ch.Close()
 		return
 	}
-	<-done
+	<-ss.done
+}
+
+// sshSession is one session channel's state: what the client asked for
+// before its command (env, pty), whether the command started, and,
+// under mu, the command's process group and pty master while it runs.
+type sshSession struct {
+	s       *ctServer
+	sc      *ssh.ServerConn
+	ch      ssh.Channel
+	env     []string
+	tty     *ptyRequest
+	started bool
+	done    chan struct{} // closed when the command ended
+
+	mu     sync.Mutex
+	pgid   int
+	master *os.File // the pty's master side while a pty session runs
+}
+
+// start runs the command (or the shell) in the background.
+func (ss *sshSession) start(command string, shell bool) {
+	ss.started = true
+	go func() {
+		defer close(ss.done)
+		ss.s.exec(ss.sc, ss.ch, execSpec{command: command, shell: shell, env: ss.env, tty: ss.tty}, func(pid int, m *os.File) {
+			ss.mu.Lock()
+			ss.pgid, ss.master = pid, m
+			ss.mu.Unlock()
+		})
+		ss.mu.Lock()
+		ss.master = nil
+		ss.mu.Unlock()
+	}()
+}
+
+// setEnv takes an env request before the command: LANG and LC_* only,
+// as Debian's sshd_config accepts (AcceptEnv LANG LC_*).
+func (ss *sshSession) setEnv(payload []byte) bool {
+	var kv struct{ Name, Value string }
+	ok := ssh.Unmarshal(payload, &kv) == nil && !ss.started &&
+		(kv.Name == "LANG" || strings.HasPrefix(kv.Name, "LC_")) && !strings.ContainsRune(kv.Name, '=')
+	if ok {
+		ss.env = append(ss.env, kv.Name+"="+kv.Value)
+	}
+	return ok
+}
+
+// resize is window-change: the running pty is resized, or the pty asked
+// for takes the size before the command starts.
+func (ss *sshSession) resize(payload []byte) {
+	var w windowChange
+	if ssh.Unmarshal(payload, &w) != nil {
+		return
+	}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.master != nil {
+		pty.Setsize(ss.master, &pty.Winsize{Rows: uint16(w.Rows), Cols: uint16(w.Columns), X: uint16(w.Width), Y: uint16(w.Height)})
+	} else if ss.tty != nil && !ss.started {
+		ss.tty.Columns, ss.tty.Rows, ss.tty.Width, ss.tty.Height = w.Columns, w.Rows, w.Width, w.Height
+	}
+}
+
+// signal sends a named signal to the command's process group.
+func (ss *sshSession) signal(payload []byte) {
+	var sig struct{ Signal string }
+	if ssh.Unmarshal(payload, &sig) != nil {
+		return
+	}
+	ss.mu.Lock()
+	p := ss.pgid
+	ss.mu.Unlock()
+	if n, ok := signals[sig.Signal]; ok && p > 0 {
+		syscall.Kill(-p, n)
+	}
 }
 
 var signals = map[string]syscall.Signal{
@@ -626,21 +667,55 @@ type execSpec struct {
 // stderr both go to ch's data stream, as sshd does.
 func (s *ctServer) exec(sc *ssh.ServerConn, ch ssh.Channel, e execSpec, started func(pgid int, master *os.File)) {
 	defer ch.Close()
-	if err := s.m.ExecUnavailable(); err != nil {
+	spec, code, err := s.view(sc, e)
+	if err != nil {
 		fmt.Fprintf(ch.Stderr(), "%v\n", err)
-		sendExitStatus(ch, 126)
+		sendExitStatus(ch, code)
 		return
 	}
-	root, mps, err := s.mounts()
+	sio, err := s.openStdio(e.tty)
 	if err != nil {
 		fmt.Fprintf(ch.Stderr(), "guest exec: %v\n", err)
 		sendExitStatus(ch, 255)
 		return
 	}
-	if s.m.c.GuestPID(s.vmid) != s.pid {
-		fmt.Fprintf(ch.Stderr(), "guest exec: CT %d is not running\n", s.vmid)
+	cmd, ns, err := s.startCommand(spec, sio, e.tty != nil)
+	if errors.Is(err, errServerStopped) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintf(ch.Stderr(), "guest exec: %v\n", err)
 		sendExitStatus(ch, 255)
 		return
+	}
+	started(cmd.Process.Pid, sio.master)
+	werr := sio.pump(ch, cmd, started)
+
+	s.mu.Lock()
+	delete(s.sessions, cmd)
+	if ns != "" && len(processesIn(ns, spec.Root)) > 0 {
+		s.leftover[ns] = spec.Work
+	} else {
+		removeWork(spec.Work)
+	}
+	s.mu.Unlock()
+	sendExit(ch, cmd, werr)
+}
+
+// view is the viewSpec of e in the CT as it runs now, or the error (with
+// the exit status) that refuses the session: exec unavailable (126), the
+// mounts unreadable or the CT no longer in the boot this server serves
+// (255).
+func (s *ctServer) view(sc *ssh.ServerConn, e execSpec) (viewSpec, int, error) {
+	if err := s.m.ExecUnavailable(); err != nil {
+		return viewSpec{}, 126, err
+	}
+	root, mps, err := s.mounts()
+	if err != nil {
+		return viewSpec{}, 255, fmt.Errorf("guest exec: %w", err)
+	}
+	if s.m.c.GuestPID(s.vmid) != s.pid {
+		return viewSpec{}, 255, fmt.Errorf("guest exec: CT %d is not running", s.vmid)
 	}
 	work := filepath.Join(root, ".corral-ovl", randomID())
 	env := sessionEnv(sc, e.env)
@@ -651,85 +726,107 @@ func (s *ctServer) exec(sc *ssh.ServerConn, ch ssh.Channel, e execSpec, started 
 		}
 		env = append(env, "TERM="+term)
 	}
-	spec := viewSpec{Root: root, Work: work, Mounts: mps, Command: e.command, Shell: e.shell, Env: env}
+	return viewSpec{Root: root, Work: work, Mounts: mps, Command: e.command, Shell: e.shell, Env: env}, 0, nil
+}
 
-	// ends are the session's side of the command's stdio (closed once
-	// the command runs), ours the emulator's side.
-	var ends, ours []*os.File
-	var master *os.File
-	closeAll := func(fs []*os.File) {
-		for _, f := range fs {
-			if f != nil {
-				f.Close()
-			}
-		}
-	}
-	if e.tty != nil {
+// errServerStopped: the server stopped before the command started; the
+// session ends without an exit status.
+var errServerStopped = errors.New("server stopped")
+
+// sessionIO is a command's stdio: ends are the session's side (closed
+// once the command runs), ours the emulator's side; master is the pty's
+// master with a pty (then ours is just it), nil with pipes.
+type sessionIO struct {
+	ends, ours []*os.File
+	master     *os.File
+}
+
+// openStdio opens a pty sized as tty asks (the CT's own /dev/pts when it
+// is a container), or three pipes without one.
+func (s *ctServer) openStdio(tty *ptyRequest) (*sessionIO, error) {
+	if tty != nil {
 		var m, t *os.File
+		var err error
 		if s.ct != nil {
 			m, t, err = s.ct.openPty() // the CT's own /dev/pts
 		} else {
 			m, t, err = pty.Open()
 		}
 		if err != nil {
-			fmt.Fprintf(ch.Stderr(), "guest exec: allocate a pty: %v\n", err)
-			sendExitStatus(ch, 255)
-			return
+			return nil, fmt.Errorf("allocate a pty: %w", err)
 		}
-		pty.Setsize(m, &pty.Winsize{Rows: uint16(e.tty.Rows), Cols: uint16(e.tty.Columns), X: uint16(e.tty.Width), Y: uint16(e.tty.Height)})
-		master = m
-		ends, ours = []*os.File{t, t, t}, []*os.File{m}
-	} else {
-		inR, inW, err1 := os.Pipe()
-		outR, outW, err2 := os.Pipe()
-		errR, errW, err3 := os.Pipe()
-		if err := errors.Join(err1, err2, err3); err != nil {
-			closeAll([]*os.File{inR, inW, outR, outW, errR, errW})
-			fmt.Fprintf(ch.Stderr(), "guest exec: %v\n", err)
-			sendExitStatus(ch, 255)
-			return
-		}
-		ends, ours = []*os.File{inR, outW, errW}, []*os.File{inW, outR, errR}
+		pty.Setsize(m, &pty.Winsize{Rows: uint16(tty.Rows), Cols: uint16(tty.Columns), X: uint16(tty.Width), Y: uint16(tty.Height)})
+		return &sessionIO{ends: []*os.File{t, t, t}, ours: []*os.File{m}, master: m}, nil
 	}
-	closeEnds := func() {
-		seen := map[*os.File]bool{}
-		for _, f := range ends {
-			if !seen[f] {
-				seen[f] = true
-				f.Close()
-			}
+	inR, inW, err1 := os.Pipe()
+	outR, outW, err2 := os.Pipe()
+	errR, errW, err3 := os.Pipe()
+	if err := errors.Join(err1, err2, err3); err != nil {
+		closeFiles([]*os.File{inR, inW, outR, outW, errR, errW})
+		return nil, err
+	}
+	return &sessionIO{ends: []*os.File{inR, outW, errW}, ours: []*os.File{inW, outR, errR}}, nil
+}
+
+// closeFiles closes every non-nil file of fs.
+func closeFiles(fs []*os.File) {
+	for _, f := range fs {
+		if f != nil {
+			f.Close()
 		}
 	}
+}
+
+// closeEnds closes the session's side, a pty's slave once.
+func (sio *sessionIO) closeEnds() {
+	seen := map[*os.File]bool{}
+	for _, f := range sio.ends {
+		if !seen[f] {
+			seen[f] = true
+			f.Close()
+		}
+	}
+}
+
+// startCommand starts spec on sio's ends, in the CT or the sandbox, and
+// registers it with the server (with its mount namespace when it is the
+// sandbox's: a container's own processes stop with it). A stopped
+// server starts nothing (errServerStopped).
+func (s *ctServer) startCommand(spec viewSpec, sio *sessionIO, tty bool) (*exec.Cmd, string, error) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.stopped {
-		s.mu.Unlock()
-		closeEnds()
-		closeAll(ours)
-		return
+		sio.closeEnds()
+		closeFiles(sio.ours)
+		return nil, "", errServerStopped
 	}
 	var cmd *exec.Cmd
+	var err error
 	if s.ct != nil {
-		cmd, err = s.ct.startSession(spec, ends[0], ends[1], ends[2], e.tty != nil)
+		cmd, err = s.ct.startSession(spec, sio.ends[0], sio.ends[1], sio.ends[2], tty)
 	} else {
-		cmd, err = s.m.sandbox().startHelper(spec, ends[0], ends[1], ends[2], e.tty != nil)
+		cmd, err = s.m.sandbox().startHelper(spec, sio.ends[0], sio.ends[1], sio.ends[2], tty)
 	}
-	closeEnds()
+	sio.closeEnds()
 	if err != nil {
-		s.mu.Unlock()
-		closeAll(ours)
-		fmt.Fprintf(ch.Stderr(), "guest exec: %v\n", err)
-		sendExitStatus(ch, 255)
-		return
+		closeFiles(sio.ours)
+		return nil, "", err
 	}
 	ns := "" // a container's own processes stop with it
 	if s.ct == nil {
 		ns, _ = os.Readlink("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/ns/mnt")
 	}
 	s.sessions[cmd] = ns
-	s.mu.Unlock()
-	started(cmd.Process.Pid, master)
+	return cmd, ns, nil
+}
 
+// pump copies between ch and the command's stdio until the command ends
+// and, like sshd, until every holder of stdout/stderr closed them; with a
+// pty, a process that kept it open gets a moment to flush, then loses
+// it. It returns the command's Wait error.
+func (sio *sessionIO) pump(ch ssh.Channel, cmd *exec.Cmd, started func(pgid int, master *os.File)) error {
 	var copies sync.WaitGroup
+	master := sio.master
 	if master != nil {
 		go io.Copy(master, ch) // ends when the client closes or ch does
 		copies.Add(1)
@@ -739,7 +836,7 @@ func (s *ctServer) exec(sc *ssh.ServerConn, ch ssh.Channel, e execSpec, started 
 			io.Copy(ch, master)
 		}()
 	} else {
-		inW, outR, errR := ours[0], ours[1], ours[2]
+		inW, outR, errR := sio.ours[0], sio.ours[1], sio.ours[2]
 		go func() {
 			io.Copy(inW, ch)
 			inW.Close()
@@ -758,33 +855,27 @@ func (s *ctServer) exec(sc *ssh.ServerConn, ch ssh.Channel, e execSpec, started 
 	}
 	werr := cmd.Wait()
 	if master == nil {
-		ours[0].Close()
-	}
-	if master == nil {
+		sio.ours[0].Close()
 		copies.Wait() // like sshd, until every holder of stdout/stderr closed them
-	} else {
-		// The shell's exit hangs up its terminal; a process that kept
-		// the pty open still gets a moment to flush, then loses it.
-		flushed := make(chan struct{})
-		go func() { copies.Wait(); close(flushed) }()
-		select {
-		case <-flushed:
-		case <-time.After(2 * time.Second):
-		}
-		started(cmd.Process.Pid, nil) // no window-change reaches it once closed
-		master.Close()
-		copies.Wait()
+		return werr
 	}
-
-	s.mu.Lock()
-	delete(s.sessions, cmd)
-	if ns != "" && len(processesIn(ns, root)) > 0 {
-		s.leftover[ns] = work
-	} else {
-		removeWork(work)
+	// The shell's exit hangs up its terminal; a process that kept
+	// the pty open still gets a moment to flush, then loses it.
+	flushed := make(chan struct{})
+	go func() { copies.Wait(); close(flushed) }()
+	select {
+	case <-flushed:
+	case <-time.After(2 * time.Second):
 	}
-	s.mu.Unlock()
+	started(cmd.Process.Pid, nil) // no window-change reaches it once closed
+	master.Close()
+	copies.Wait()
+	return werr
+}
 
+// sendExit reports how cmd ended: its exit status, or the signal that
+// killed it (exit-signal), or 255 when it could not be waited for.
+func sendExit(ch ssh.Channel, cmd *exec.Cmd, werr error) {
 	ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
 	switch {
 	case werr != nil && cmd.ProcessState == nil:

@@ -178,7 +178,30 @@ func buildView(spec viewSpec) error {
 	if err := unix.Mount("tmpfs", run, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=755"); err != nil {
 		return fmt.Errorf("mount /run: %w", err)
 	}
-	mounts := append([]viewMount(nil), spec.Mounts...)
+	if err := bindMountPoints(root, spec.Mounts); err != nil {
+		return err
+	}
+	// Hide the overlay work directories from the guest.
+	if spec.Work != "" {
+		_ = unix.Mount("tmpfs", filepath.Dir(spec.Work), "tmpfs", unix.MS_RDONLY, "size=4k,mode=700")
+	}
+	if err := unix.Chroot(root); err != nil {
+		return fmt.Errorf("chroot: %w", err)
+	}
+	home := "/root"
+	if err := os.Chdir(home); err != nil {
+		home = "/"
+		if err := os.Chdir(home); err != nil {
+			return fmt.Errorf("chdir: %w", err)
+		}
+	}
+	return nil
+}
+
+// bindMountPoints binds the CT's mount points into root, outermost
+// first, the read-only ones remounted so.
+func bindMountPoints(root string, mps []viewMount) error {
+	mounts := append([]viewMount(nil), mps...)
 	sort.SliceStable(mounts, func(i, j int) bool {
 		return strings.Count(mounts[i].Path, "/") < strings.Count(mounts[j].Path, "/")
 	})
@@ -194,20 +217,6 @@ func buildView(spec viewSpec) error {
 			if err := unix.Mount("", target, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
 				return fmt.Errorf("mount point %s read-only: %w", m.Path, err)
 			}
-		}
-	}
-	// Hide the overlay work directories from the guest.
-	if spec.Work != "" {
-		_ = unix.Mount("tmpfs", filepath.Dir(spec.Work), "tmpfs", unix.MS_RDONLY, "size=4k,mode=700")
-	}
-	if err := unix.Chroot(root); err != nil {
-		return fmt.Errorf("chroot: %w", err)
-	}
-	home := "/root"
-	if err := os.Chdir(home); err != nil {
-		home = "/"
-		if err := os.Chdir(home); err != nil {
-			return fmt.Errorf("chdir: %w", err)
 		}
 	}
 	return nil

@@ -79,14 +79,18 @@ func DefaultDuration(typ string) time.Duration { return defaultDurations[typ] }
 // Cluster is composed by responsibility: it embeds taskRunner (workers
 // and the task list, task.go), storageLayer (storages, volumes, content,
 // storage*.go), accessControl (users, tokens, roles, ACLs, logins over
-// the State's Access, cluster_access.go) and clusterView (resources,
-// nodes, status, cluster_view.go) and guests (the CTs' config, disks,
-// power, snapshots, destroy, locks: guest.go, lxc_*.go, snapshot.go),
-// whose methods are its own. The State they share stays here, under one
-// lock, so each part reaches it through its Cluster. What spans these
-// concerns stays Cluster's own: the long tasks' entry points and runners
-// (create, backup, restore, migrate), the network (lxc_net.go,
-// network.go), node power and the persistence (journal.go).
+// the State's Access, cluster_access.go), clusterView (resources,
+// nodes, status, cluster_view.go), guests (the CTs' config and
+// migration locks, status, hooks, held locks and destroy, guest.go)
+// with the CTs' operations by concern (ctConfig, ctPower, ctDisks,
+// ctSnapshots), ctCreator (create and restore), vzdump (backups),
+// ctMigrator (migration, migrate.go) and persistence (the journal,
+// journal.go), whose methods are their own. The State they share stays
+// here, under one lock, so each part reaches it through its Cluster
+// (accessControl and persistence through narrow fields instead);
+// docs/architecture.md gives the lock order. What spans these concerns
+// stays Cluster's own: the network (lxc_net.go, network.go), node power
+// and memory admission.
 type Cluster struct {
 	opts Options
 	log  *slog.Logger
@@ -96,9 +100,6 @@ type Cluster struct {
 
 	sumsMu sync.Mutex
 	sums   map[string]string // ApplianceSHA512's, by template
-
-	// migLocks are the guest migration flocks (migrate.go).
-	migLocks *configLocks
 
 	ctx    context.Context // cancelled by Close: stops running workers
 	cancel context.CancelFunc
@@ -113,9 +114,14 @@ type Cluster struct {
 	accessControl
 	// clusterView answers the cluster-wide reads (cluster_view.go).
 	clusterView
-	// guests holds the CTs' config, disk, power and snapshot operations
-	// and their config locks (guest.go).
+	// guests holds the CTs' config locks, status, hooks, held locks and
+	// destroy (guest.go); ctConfig, ctPower, ctDisks and ctSnapshots its
+	// operations by concern.
 	guests
+	ctConfig
+	ctPower
+	ctDisks
+	ctSnapshots
 	// admitMemory turns memory admission on (admission.go). c.mu.
 	admitMemory bool
 	// guestBlock is the emulator's loopback block for guest addresses
@@ -125,15 +131,15 @@ type Cluster struct {
 	// idShift: unprivileged CTs' files are shifted on disk (idmap.go).
 	idShift atomic.Bool
 
-	// Persistence (journal.go): what changed since the last save, the
-	// open journal, its last sequence number and the sizes that decide
-	// when to write a snapshot. shadow is the test binaries' replayed copy.
-	dirty         dirtySet
-	journal       *os.File
-	seq           uint64
-	journalBytes  int64
-	snapshotBytes int64
-	shadow        *State
+	// persistence saves the State: the dirty set, the journal and its
+	// snapshots (journal.go).
+	persistence
+	// ctCreator creates CTs from a template or a backup (lxc_create.go,
+	// restore.go); vzdump backs them up (vzdump.go).
+	ctCreator
+	vzdump
+	// ctMigrator migrates CTs between nodes (migrate.go).
+	ctMigrator
 }
 
 // Open loads the cluster in opts.Dir, or creates the default datacenter
@@ -141,14 +147,38 @@ type Cluster struct {
 // the previous process died are marked stopped with PVE's
 // "unexpected status" (the worker is gone, as after a node crash).
 func Open(opts Options) (*Cluster, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	for _, kind := range opts.SharedStorage {
+		if err := CheckSharedStorage(kind); err != nil {
+			return nil, err
+		}
+	}
+	c := newCluster(opts)
+	if err := c.load(); err != nil {
+		c.cancel()
+		return nil, err
+	}
+	c.wg.Add(1)
+	go c.refreshDiskUsage()
+	return c, nil
+}
+
+// withDefaults fills in opts' defaults and checks what it cannot default.
+func (opts Options) withDefaults() (Options, error) {
 	if opts.Dir == "" {
-		return nil, errors.New("model: Options.Dir is required")
+		return opts, errors.New("model: Options.Dir is required")
 	}
 	if opts.Version == "" {
 		opts.Version = "9.1"
 	}
 	if opts.Version != "9.1" && opts.Version != "8.4" {
-		return nil, fmt.Errorf("model: unsupported PVE version %q (want 9.1 or 8.4)", opts.Version)
+		return opts, fmt.Errorf("model: unsupported PVE version %q (want 9.1 or 8.4)", opts.Version)
 	}
 	if opts.Nodes <= 0 {
 		opts.Nodes = 1
@@ -157,53 +187,67 @@ func Open(opts Options) (*Cluster, error) {
 		opts.TimeScale = 1
 	}
 	if opts.TimeScale < 0 {
-		return nil, fmt.Errorf("model: time scale must be >= 0, got %v", opts.TimeScale)
+		return opts, fmt.Errorf("model: time scale must be >= 0, got %v", opts.TimeScale)
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	return opts, nil
+}
+
+// newCluster is an empty Cluster with its parts wired to it.
+func newCluster(opts Options) *Cluster {
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
-		return nil, fmt.Errorf("model: %w", err)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &Cluster{opts: opts, log: log.WithGroup("model"), migLocks: newMigrateLocks(), ctx: ctx, cancel: cancel}
+	c := &Cluster{opts: opts, log: log.WithGroup("model"), ctx: ctx, cancel: cancel}
 	c.taskRunner.c = c
 	c.storageLayer.c = c
-	c.accessControl.c = c
-	c.clusterView.c = c
-	c.guests.c, c.guests.locks = c, newConfigLocks()
-
-	for _, kind := range opts.SharedStorage {
-		if err := CheckSharedStorage(kind); err != nil {
-			cancel()
-			return nil, err
-		}
+	c.accessControl = accessControl{
+		stateMu:  &c.mu,
+		accessOf: func() *Access { return c.st.Access },
+		saveAccess: func() error {
+			c.markCore()
+			return c.saveLocked()
+		},
+		clock: c.now,
 	}
+	c.clusterView.c = c
+	c.guests.c, c.guests.locks, c.guests.migLocks = c, newConfigLocks(), newMigrateLocks()
+	c.ctConfig.c, c.ctPower.c, c.ctDisks.c, c.ctSnapshots.c = c, c, c, c
+	c.ctCreator.c, c.vzdump.c, c.ctMigrator.c = c, c, c
+	c.persistence = persistence{
+		dir:          opts.Dir,
+		stateMu:      &c.mu,
+		state:        func() *State { return c.st },
+		guestChanged: func() { c.guestGen++ },
+	}
+	return c
+}
+
+// load reads the state in the cluster's directory, or creates the
+// default datacenter there, then writes one snapshot of it.
+func (c *Cluster) load() error {
+	opts := c.opts
 	st, seq, err := loadState(c.statePath(), c.journalPath())
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		st, err = c.newDatacenter()
 		if err != nil {
-			cancel()
-			return nil, err
+			return err
 		}
 	case err != nil:
-		cancel()
-		return nil, err
+		return err
 	default:
 		if st.Version != opts.Version {
-			cancel()
-			return nil, fmt.Errorf("model: state in %s is PVE %s, asked for %s", opts.Dir, st.Version, opts.Version)
+			return fmt.Errorf("model: state in %s is PVE %s, asked for %s", opts.Dir, st.Version, opts.Version)
 		}
 		c.recoverTasks(st)
 	}
 	if _, err := addSharedStorages(st, opts.SharedStorage); err != nil {
-		cancel()
-		return nil, err
+		return err
 	}
 	st.Access.Clock = c.now
 	for _, t := range st.Tasks {
@@ -212,18 +256,11 @@ func Open(opts Options) (*Cluster, error) {
 	c.st = st
 	c.seq = seq
 	c.mu.Lock()
-	err = c.useRealTemplatesLocked()
-	if err == nil {
-		err = c.compactLocked() // one snapshot, and no torn line left to append after
+	defer c.mu.Unlock()
+	if err := c.useRealTemplatesLocked(); err != nil {
+		return err
 	}
-	c.mu.Unlock()
-	if err != nil {
-		cancel()
-		return nil, err
-	}
-	c.wg.Add(1)
-	go c.refreshDiskUsage()
-	return c, nil
+	return c.compactLocked() // one snapshot, and no torn line left to append after
 }
 
 // Close stops all running workers (their tasks end with an error, as if the
@@ -253,8 +290,6 @@ func (c *Cluster) SetRunHook(h func()) {
 }
 
 func (c *Cluster) now() time.Time { return c.opts.Now() }
-
-func (c *Cluster) statePath() string { return filepath.Join(c.opts.Dir, "state.json") }
 
 // DataDir is the root of the data plane.
 func (c *Cluster) DataDir() string { return filepath.Join(c.opts.Dir, "data") }

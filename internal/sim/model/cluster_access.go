@@ -5,60 +5,70 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 )
 
 // accessControl is the Cluster's access-control surface: every call takes
-// the cluster mutex around the Access state (which has no lock of its
+// the State's lock around the Access state (which has no lock of its
 // own) and persists what it changes. The HTTP layer uses only these.
 // Cluster embeds it, so its methods are the Cluster's (c.Check, c.Login).
+//
+// It owns no state and reaches the cluster only through these four
+// fields, not through the whole Cluster: the users, tokens, roles and
+// ACLs are the State's Access, saved with the rest of the State so that
+// a change is durable as one journal line.
 type accessControl struct {
-	c *Cluster
+	// stateMu is the State's lock (Cluster.mu).
+	stateMu *sync.RWMutex
+	// accessOf is the State's Access; stateMu held.
+	accessOf func() *Access
+	// saveAccess records a change to the Access and saves it; stateMu
+	// held for writing.
+	saveAccess func() error
+	// clock is the cluster's clock (tickets' times).
+	clock func() time.Time
 }
 
 // VerifyToken authenticates an API token (see Access.VerifyToken).
 func (ac *accessControl) VerifyToken(fullTokenID, secret string) (Auth, error) {
-	c := ac.c
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return c.st.Access.VerifyToken(fullTokenID, secret)
+	ac.stateMu.RLock()
+	defer ac.stateMu.RUnlock()
+	return ac.accessOf().VerifyToken(fullTokenID, secret)
 }
 
 // VerifyTicket authenticates a PVEAuthCookie ticket.
 func (ac *accessControl) VerifyTicket(ticket string) (Auth, error) {
-	c := ac.c
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return c.st.Access.VerifyTicket(ticket, c.now())
+	ac.stateMu.RLock()
+	defer ac.stateMu.RUnlock()
+	return ac.accessOf().VerifyTicket(ticket, ac.clock())
 }
 
 // VerifyCSRF checks the CSRFPreventionToken a ticket-authenticated write
 // must carry.
 func (ac *accessControl) VerifyCSRF(userid, token string) bool {
-	c := ac.c
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return c.st.Access.VerifyCSRF(userid, token, c.now())
+	ac.stateMu.RLock()
+	defer ac.stateMu.RUnlock()
+	return ac.accessOf().VerifyCSRF(userid, token, ac.clock())
 }
 
 // Login is POST /access/ticket: a password login that returns a ticket and
 // its CSRF token.
 func (ac *accessControl) Login(userid, password string) (ticket, csrf string, err error) {
-	c := ac.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, err := c.st.Access.VerifyPassword(userid, password); err != nil {
+	ac.stateMu.Lock()
+	defer ac.stateMu.Unlock()
+	if _, err := ac.accessOf().VerifyPassword(userid, password); err != nil {
 		return "", "", err
 	}
-	ticket, csrf = c.st.Access.NewTicket(userid, c.now())
+	ticket, csrf = ac.accessOf().NewTicket(userid, ac.clock())
 	return ticket, csrf, nil
 }
 
 // Check is RPCEnvironment check / check_any (see Access.Check).
 func (ac *accessControl) Check(auth Auth, path string, privs []string, any bool) error {
-	c := ac.c
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return c.st.Access.Check(auth, path, privs, any)
+	ac.stateMu.RLock()
+	defer ac.stateMu.RUnlock()
+	return ac.accessOf().Check(auth, path, privs, any)
 }
 
 // CheckPermModify is RPCEnvironment check_perm_modify, the schema's
@@ -66,60 +76,54 @@ func (ac *accessControl) Check(auth Auth, path string, privs []string, any bool)
 // /storage/<id> and /pool/<id> VM.Allocate, Datastore.Allocate or
 // Pool.Allocate instead (403 names them all, joined by "|").
 func (ac *accessControl) CheckPermModify(auth Auth, path string) error {
-	c := ac.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.st.Access.checkPermModify(auth, path)
+	ac.stateMu.Lock()
+	defer ac.stateMu.Unlock()
+	return ac.accessOf().checkPermModify(auth, path)
 }
 
 // HasPriv reports whether auth holds priv on path.
 func (ac *accessControl) HasPriv(auth Auth, path, priv string) bool {
-	c := ac.c
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return c.st.Access.HasPriv(auth, path, priv)
+	ac.stateMu.RLock()
+	defer ac.stateMu.RUnlock()
+	return ac.accessOf().HasPriv(auth, path, priv)
 }
 
 // HasAnyPriv reports whether auth holds any privilege on path, the filter
 // PVE applies to lists such as /cluster/resources and /storage.
 func (ac *accessControl) HasAnyPriv(auth Auth, path string) bool {
-	c := ac.c
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return len(c.st.Access.Permissions(auth.ID(), path)) > 0
+	ac.stateMu.RLock()
+	defer ac.stateMu.RUnlock()
+	return len(ac.accessOf().Permissions(auth.ID(), path)) > 0
 }
 
 // EffectivePermissions is GET /access/permissions: the privileges of userid
 // (default: the caller) on path (default: every interesting path).
 func (ac *accessControl) EffectivePermissions(auth Auth, userid, path string) (map[string]map[string]int, error) {
-	c := ac.c
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if err := c.st.Access.CheckReadPermissions(auth, userid); err != nil {
+	ac.stateMu.RLock()
+	defer ac.stateMu.RUnlock()
+	if err := ac.accessOf().CheckReadPermissions(auth, userid); err != nil {
 		return nil, err
 	}
 	if userid == "" {
 		userid = auth.ID()
 	}
-	return c.st.Access.EffectivePermissions(userid, path), nil
+	return ac.accessOf().EffectivePermissions(userid, path), nil
 }
 
 // canAuditAccess reports whether auth may list every user and ACL entry
 // (Sys.Audit or User.Modify on /access, as PVE's index filters).
 func (ac *accessControl) canAuditAccess(auth Auth, path string) bool {
-	c := ac.c
-	privs := c.st.Access.Permissions(auth.ID(), path)
+	privs := ac.accessOf().Permissions(auth.ID(), path)
 	return privs["Sys.Audit"] || privs["User.Modify"] || privs["Permissions.Modify"]
 }
 
 // Users is GET /access/users: every user for an auditor, else the caller's
 // own entry. full adds the tokens.
 func (ac *accessControl) Users(auth Auth, full bool) []map[string]any {
-	c := ac.c
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	a := c.st.Access
-	all := c.canAuditAccess(auth, "/access/groups")
+	ac.stateMu.RLock()
+	defer ac.stateMu.RUnlock()
+	a := ac.accessOf()
+	all := ac.canAuditAccess(auth, "/access/groups")
 	var out []map[string]any
 	for _, id := range slices.Sorted(maps.Keys(a.Users)) {
 		if !all && id != auth.UserID {
@@ -149,7 +153,6 @@ func (ac *accessControl) Users(auth Auth, full bool) []map[string]any {
 
 // AddUser is POST /access/users; params are its optional fields.
 func (ac *accessControl) AddUser(userid, password string, params map[string]string) error {
-	c := ac.c
 	opts := UserOptions{
 		Comment: params["comment"], Email: params["email"],
 		Firstname: params["firstname"], Lastname: params["lastname"],
@@ -167,21 +170,19 @@ func (ac *accessControl) AddUser(userid, password string, params map[string]stri
 	if g := params["groups"]; g != "" {
 		opts.Groups = strings.FieldsFunc(g, func(r rune) bool { return r == ',' || r == ';' || r == ' ' })
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.st.Access.AddUser(userid, password, opts); err != nil {
+	ac.stateMu.Lock()
+	defer ac.stateMu.Unlock()
+	if err := ac.accessOf().AddUser(userid, password, opts); err != nil {
 		return err
 	}
-	c.markCore()
-	return c.saveLocked()
+	return ac.saveAccess()
 }
 
 // Tokens is GET /access/users/{userid}/token.
 func (ac *accessControl) Tokens(userid string) ([]map[string]any, error) {
-	c := ac.c
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	u := c.st.Access.Users[userid]
+	ac.stateMu.RLock()
+	defer ac.stateMu.RUnlock()
+	u := ac.accessOf().Users[userid]
 	if u == nil {
 		return nil, Failf("no such user ('%s')\n", userid)
 	}
@@ -190,10 +191,9 @@ func (ac *accessControl) Tokens(userid string) ([]map[string]any, error) {
 
 // TokenInfo is GET /access/users/{userid}/token/{tokenid}.
 func (ac *accessControl) TokenInfo(userid, tokenid string) (map[string]any, error) {
-	c := ac.c
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	t, err := c.st.Access.lookupToken(userid, tokenid)
+	ac.stateMu.RLock()
+	defer ac.stateMu.RUnlock()
+	t, err := ac.accessOf().lookupToken(userid, tokenid)
 	if err != nil {
 		return nil, err
 	}
@@ -203,17 +203,15 @@ func (ac *accessControl) TokenInfo(userid, tokenid string) (map[string]any, erro
 // AddToken is POST /access/users/{userid}/token/{tokenid}. The secret is
 // returned once and kept only as a hash.
 func (ac *accessControl) AddToken(userid, tokenid string, privsep bool, comment string, expire int) (fullID, secret string, info map[string]any, err error) {
-	c := ac.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	secret, err = c.st.Access.AddToken(userid, tokenid, privsep)
+	ac.stateMu.Lock()
+	defer ac.stateMu.Unlock()
+	secret, err = ac.accessOf().AddToken(userid, tokenid, privsep)
 	if err != nil {
 		return "", "", nil, err
 	}
-	t := c.st.Access.Users[userid].Tokens[tokenid]
+	t := ac.accessOf().Users[userid].Tokens[tokenid]
 	t.Comment, t.Expire = comment, int64(expire)
-	c.markCore()
-	if err := c.saveLocked(); err != nil {
+	if err := ac.saveAccess(); err != nil {
 		return "", "", nil, err
 	}
 	return userid + "!" + tokenid, secret, tokenInfo(t), nil
@@ -221,24 +219,21 @@ func (ac *accessControl) AddToken(userid, tokenid string, privsep bool, comment 
 
 // DeleteToken is DELETE /access/users/{userid}/token/{tokenid}.
 func (ac *accessControl) DeleteToken(userid, tokenid string) error {
-	c := ac.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.st.Access.DeleteToken(userid, tokenid); err != nil {
+	ac.stateMu.Lock()
+	defer ac.stateMu.Unlock()
+	if err := ac.accessOf().DeleteToken(userid, tokenid); err != nil {
 		return err
 	}
-	c.markCore()
-	return c.saveLocked()
+	return ac.saveAccess()
 }
 
 // Roles is GET /access/roles.
 func (ac *accessControl) Roles() []map[string]any {
-	c := ac.c
-	c.mu.RLock()
-	defer c.mu.RUnlock()
+	ac.stateMu.RLock()
+	defer ac.stateMu.RUnlock()
 	var out []map[string]any
-	for _, id := range slices.Sorted(maps.Keys(c.st.Access.Roles)) {
-		r := c.st.Access.Roles[id]
+	for _, id := range slices.Sorted(maps.Keys(ac.accessOf().Roles)) {
+		r := ac.accessOf().Roles[id]
 		out = append(out, map[string]any{
 			"roleid":  id,
 			"privs":   strings.Join(slices.Sorted(maps.Keys(r.Privs)), ","),
@@ -250,22 +245,19 @@ func (ac *accessControl) Roles() []map[string]any {
 
 // AddRole is POST /access/roles.
 func (ac *accessControl) AddRole(id string, privs []string) error {
-	c := ac.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.st.Access.AddRole(id, privs); err != nil {
+	ac.stateMu.Lock()
+	defer ac.stateMu.Unlock()
+	if err := ac.accessOf().AddRole(id, privs); err != nil {
 		return err
 	}
-	c.markCore()
-	return c.saveLocked()
+	return ac.saveAccess()
 }
 
 // roleToChangeLocked returns role id for an update or a delete (verb),
 // refusing a missing or built-in role with "<verb> role failed: …".
 func (ac *accessControl) roleToChangeLocked(id, verb string) (*Role, error) {
-	c := ac.c
 	op := verb + " role failed"
-	r := c.st.Access.Roles[id]
+	r := ac.accessOf().Roles[id]
 	if r == nil {
 		return nil, accessLockedFail(op, "role '"+id+"' does not exist\n")
 	}
@@ -278,15 +270,14 @@ func (ac *accessControl) roleToChangeLocked(id, verb string) (*Role, error) {
 // UpdateRole is PUT /access/roles/{roleid}: replace the privileges, or with
 // appendPrivs add to them. Built-in roles cannot change.
 func (ac *accessControl) UpdateRole(id string, privs []string, appendPrivs bool) error {
-	c := ac.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	r, err := c.roleToChangeLocked(id, "update")
+	ac.stateMu.Lock()
+	defer ac.stateMu.Unlock()
+	r, err := ac.roleToChangeLocked(id, "update")
 	if err != nil {
 		return err
 	}
 	for _, p := range privs {
-		if !roleValidPriv(c.st.Access.Version, p) {
+		if !roleValidPriv(ac.accessOf().Version, p) {
 			return ParamError(map[string]string{"privs": "invalid format - invalid privilege '" + p + "'\n"})
 		}
 	}
@@ -296,34 +287,30 @@ func (ac *accessControl) UpdateRole(id string, privs []string, appendPrivs bool)
 	for _, p := range privs {
 		r.Privs[p] = true
 	}
-	c.markCore()
-	return c.saveLocked()
+	return ac.saveAccess()
 }
 
 // DeleteRole is DELETE /access/roles/{roleid}; ACL entries naming the role
 // go with it.
 func (ac *accessControl) DeleteRole(id string) error {
-	c := ac.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, err := c.roleToChangeLocked(id, "delete"); err != nil {
+	ac.stateMu.Lock()
+	defer ac.stateMu.Unlock()
+	if _, err := ac.roleToChangeLocked(id, "delete"); err != nil {
 		return err
 	}
-	delete(c.st.Access.Roles, id)
-	c.st.Access.ACL = slices.DeleteFunc(c.st.Access.ACL, func(e ACLEntry) bool { return e.RoleID == id })
-	c.markCore()
-	return c.saveLocked()
+	delete(ac.accessOf().Roles, id)
+	ac.accessOf().ACL = slices.DeleteFunc(ac.accessOf().ACL, func(e ACLEntry) bool { return e.RoleID == id })
+	return ac.saveAccess()
 }
 
 // ACL is GET /access/acl: the entries on paths where auth may audit or
 // change permissions.
 func (ac *accessControl) ACL(auth Auth) []map[string]any {
-	c := ac.c
-	c.mu.RLock()
-	defer c.mu.RUnlock()
+	ac.stateMu.RLock()
+	defer ac.stateMu.RUnlock()
 	out := []map[string]any{}
-	for _, e := range c.st.Access.ACL {
-		if !auth.IsRoot() && !c.canAuditAccess(auth, e.Path) {
+	for _, e := range ac.accessOf().ACL {
+		if !auth.IsRoot() && !ac.canAuditAccess(auth, e.Path) {
 			continue
 		}
 		out = append(out, map[string]any{
@@ -335,14 +322,12 @@ func (ac *accessControl) ACL(auth Auth) []map[string]any {
 
 // UpdateACL is PUT /access/acl performed by auth (see Access.UpdateACL).
 func (ac *accessControl) UpdateACL(auth Auth, u ACLUpdate) error {
-	c := ac.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.st.Access.UpdateACL(auth, u); err != nil {
+	ac.stateMu.Lock()
+	defer ac.stateMu.Unlock()
+	if err := ac.accessOf().UpdateACL(auth, u); err != nil {
 		return err
 	}
-	c.markCore()
-	return c.saveLocked()
+	return ac.saveAccess()
 }
 
 func tokenInfo(t *Token) map[string]any {

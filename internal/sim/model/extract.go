@@ -37,154 +37,201 @@ func extractBackup(archive string, mounts []restoreMount) (total int64, skipped 
 		return 0, nil, err
 	}
 	defer closeFn()
-	trees := map[string]*beneath{}
-	defer func() {
-		for _, b := range trees {
-			b.close()
-		}
-	}()
-	// locate maps an archive name to its volume and the path inside it.
-	locate := func(name string) (restoreMount, string, bool) {
-		abs := path.Clean("/" + name)
-		for _, m := range sorted {
-			if m.path == "/" || abs == m.path || strings.HasPrefix(abs, m.path+"/") {
-				return m, strings.TrimPrefix(strings.TrimPrefix(abs, m.path), "/"), true
-			}
-		}
-		return restoreMount{}, "", false
-	}
-	type pendingDir struct {
-		dir, rel string
-		m        fileMeta
-		xattrs   map[string][]byte
-	}
-	var dirs []pendingDir
-	dirAt := map[[2]string]int{} // a directory named twice takes its last entry's metadata
+	x := &extractor{tr: tr, mounts: sorted, trees: map[string]*beneath{}, dirAt: map[[2]string]int{}}
+	defer x.close()
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return total, skipped, err
+			return x.total, x.skipped, err
 		}
-		total += 512
-		abs := path.Clean("/" + h.Name)
-		if strings.HasPrefix(abs, "/dev/") {
-			continue // --exclude ./dev/*
-		}
-		target, rel, ok := locate(h.Name)
-		if !ok {
-			continue
-		}
-		b := trees[target.dir]
-		if b == nil {
-			b = newBeneath(target.dir)
-			trees[target.dir] = b
-		}
-		m, xattrs, err := tarMeta(h)
-		if err != nil {
-			return total, skipped, fmt.Errorf("%s: %w", h.Name, err)
-		}
-		if target.ids.shifted() {
-			// tar runs in the CT's user namespace (idmap.go).
-			var refused string
-			m, xattrs, refused = shiftEntry(h, m, xattrs, target.ids)
-			if refused != "" {
-				skipped = append(skipped, refused)
-				if h.Typeflag == tar.TypeChar || h.Typeflag == tar.TypeBlock {
-					continue
-				}
-			}
-		}
-		dirfd, name, err := b.parent(rel, true)
-		if err != nil {
-			return total, skipped, err
-		}
-		switch h.Typeflag {
-		case tar.TypeDir:
-			if name != "." {
-				if err := clearAt(dirfd, name, true); err != nil {
-					return total, skipped, fmt.Errorf("%s: %w", h.Name, err)
-				}
-				if err := unix.Mkdirat(dirfd, name, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
-					return total, skipped, fmt.Errorf("mkdir %s: %w", h.Name, err)
-				}
-			}
-			if i, ok := dirAt[[2]string{target.dir, rel}]; ok {
-				dirs[i].m, dirs[i].xattrs = m, xattrs
-				continue
-			}
-			dirAt[[2]string{target.dir, rel}] = len(dirs)
-			dirs = append(dirs, pendingDir{target.dir, rel, m, xattrs})
-			continue
-		case tar.TypeReg, tar.TypeRegA:
-			if err := clearAt(dirfd, name, false); err != nil {
-				return total, skipped, fmt.Errorf("%s: %w", h.Name, err)
-			}
-			fd, err := unix.Openat(dirfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
-			if err != nil {
-				return total, skipped, fmt.Errorf("create %s: %w", h.Name, err)
-			}
-			f := os.NewFile(uintptr(fd), h.Name)
-			n, err := io.Copy(f, tr)
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
-				return total, skipped, fmt.Errorf("write %s: %w", h.Name, err)
-			}
-			total += (n + 511) / 512 * 512
-		case tar.TypeLink:
-			lt, lrel, ok := locate(h.Linkname)
-			if !ok || lt.dir != target.dir {
-				return total, skipped, fmt.Errorf("%s: hard link to %s, outside its volume", h.Name, h.Linkname)
-			}
-			if err := clearAt(dirfd, name, false); err != nil {
-				return total, skipped, fmt.Errorf("%s: %w", h.Name, err)
-			}
-			if err := linkBeneath(target.dir, lrel, dirfd, name); err != nil {
-				return total, skipped, fmt.Errorf("%s: %w", h.Name, err)
-			}
-			continue // a link has its target's metadata
-		case tar.TypeSymlink:
-			if err := clearAt(dirfd, name, false); err != nil {
-				return total, skipped, fmt.Errorf("%s: %w", h.Name, err)
-			}
-			if err := unix.Symlinkat(h.Linkname, dirfd, name); err != nil {
-				return total, skipped, fmt.Errorf("symlink %s: %w", h.Name, err)
-			}
-		case tar.TypeFifo, tar.TypeChar, tar.TypeBlock:
-			if err := clearAt(dirfd, name, false); err != nil {
-				return total, skipped, fmt.Errorf("%s: %w", h.Name, err)
-			}
-			skip, err := mknodAt(dirfd, name, m)
-			if err != nil {
-				return total, skipped, fmt.Errorf("%s: %w", h.Name, err)
-			}
-			if skip {
-				skipped = append(skipped, "tar: "+h.Name+": Cannot mknod: Operation not permitted")
-				continue
-			}
-		default:
-			continue // sockets, GNU extensions: tar -x warns and skips them
-		}
-		if err := applyMeta(dirfd, name, m, xattrs); err != nil {
-			return total, skipped, err
+		x.total += 512
+		if err := x.entry(h); err != nil {
+			return x.total, x.skipped, err
 		}
 	}
-	// Directories last, deepest first (see copyTree).
-	for i := len(dirs) - 1; i >= 0; i-- {
-		d := dirs[i]
-		dirfd, name, err := trees[d.dir].parent(d.rel, false)
+	if err := x.dirMeta(); err != nil {
+		return x.total, x.skipped, err
+	}
+	return x.total + 1024, x.skipped, nil
+}
+
+// extractor is one extractBackup: the archive, the mounts (longest path
+// first), the volumes' trees opened so far, the directories whose
+// metadata waits for the end, the stream's length so far and the
+// entries skipped with tar's message.
+type extractor struct {
+	tr      *tar.Reader
+	mounts  []restoreMount
+	trees   map[string]*beneath
+	dirs    []pendingDir
+	dirAt   map[[2]string]int // a directory named twice takes its last entry's metadata
+	total   int64
+	skipped []string
+}
+
+// pendingDir is a directory's metadata, set once everything in it is.
+type pendingDir struct {
+	dir, rel string
+	m        fileMeta
+	xattrs   map[string][]byte
+}
+
+func (x *extractor) close() {
+	for _, b := range x.trees {
+		b.close()
+	}
+}
+
+// locate maps an archive name to its volume and the path inside it.
+func (x *extractor) locate(name string) (restoreMount, string, bool) {
+	abs := path.Clean("/" + name)
+	for _, m := range x.mounts {
+		if m.path == "/" || abs == m.path || strings.HasPrefix(abs, m.path+"/") {
+			return m, strings.TrimPrefix(strings.TrimPrefix(abs, m.path), "/"), true
+		}
+	}
+	return restoreMount{}, "", false
+}
+
+// entry extracts one archive entry into its volume.
+func (x *extractor) entry(h *tar.Header) error {
+	abs := path.Clean("/" + h.Name)
+	if strings.HasPrefix(abs, "/dev/") {
+		return nil // --exclude ./dev/*
+	}
+	target, rel, ok := x.locate(h.Name)
+	if !ok {
+		return nil
+	}
+	b := x.trees[target.dir]
+	if b == nil {
+		b = newBeneath(target.dir)
+		x.trees[target.dir] = b
+	}
+	m, xattrs, err := tarMeta(h)
+	if err != nil {
+		return fmt.Errorf("%s: %w", h.Name, err)
+	}
+	if target.ids.shifted() {
+		// tar runs in the CT's user namespace (idmap.go).
+		var refused string
+		m, xattrs, refused = shiftEntry(h, m, xattrs, target.ids)
+		if refused != "" {
+			x.skipped = append(x.skipped, refused)
+			if h.Typeflag == tar.TypeChar || h.Typeflag == tar.TypeBlock {
+				return nil
+			}
+		}
+	}
+	dirfd, name, err := b.parent(rel, true)
+	if err != nil {
+		return err
+	}
+	if h.Typeflag == tar.TypeDir {
+		return x.dir(dirfd, name, h, target.dir, rel, m, xattrs)
+	}
+	meta, err := x.create(dirfd, name, h, target.dir, m)
+	if err != nil || !meta {
+		return err
+	}
+	return applyMeta(dirfd, name, m, xattrs)
+}
+
+// dir makes a directory entry; its metadata waits for dirMeta.
+func (x *extractor) dir(dirfd int, name string, h *tar.Header, dir, rel string, m fileMeta, xattrs map[string][]byte) error {
+	if name != "." {
+		if err := clearAt(dirfd, name, true); err != nil {
+			return fmt.Errorf("%s: %w", h.Name, err)
+		}
+		if err := unix.Mkdirat(dirfd, name, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
+			return fmt.Errorf("mkdir %s: %w", h.Name, err)
+		}
+	}
+	if i, ok := x.dirAt[[2]string{dir, rel}]; ok {
+		x.dirs[i].m, x.dirs[i].xattrs = m, xattrs
+		return nil
+	}
+	x.dirAt[[2]string{dir, rel}] = len(x.dirs)
+	x.dirs = append(x.dirs, pendingDir{dir, rel, m, xattrs})
+	return nil
+}
+
+// create makes a non-directory entry in volume dir; meta says whether
+// the entry takes its own metadata (a hard link has its target's, a
+// skipped one none).
+func (x *extractor) create(dirfd int, name string, h *tar.Header, dir string, m fileMeta) (meta bool, err error) {
+	switch h.Typeflag {
+	case tar.TypeReg, tar.TypeRegA:
+		if err := clearAt(dirfd, name, false); err != nil {
+			return false, fmt.Errorf("%s: %w", h.Name, err)
+		}
+		fd, err := unix.Openat(dirfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 		if err != nil {
-			return total, skipped, err
+			return false, fmt.Errorf("create %s: %w", h.Name, err)
+		}
+		f := os.NewFile(uintptr(fd), h.Name)
+		n, err := io.Copy(f, x.tr)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return false, fmt.Errorf("write %s: %w", h.Name, err)
+		}
+		x.total += (n + 511) / 512 * 512
+	case tar.TypeLink:
+		lt, lrel, ok := x.locate(h.Linkname)
+		if !ok || lt.dir != dir {
+			return false, fmt.Errorf("%s: hard link to %s, outside its volume", h.Name, h.Linkname)
+		}
+		if err := clearAt(dirfd, name, false); err != nil {
+			return false, fmt.Errorf("%s: %w", h.Name, err)
+		}
+		if err := linkBeneath(dir, lrel, dirfd, name); err != nil {
+			return false, fmt.Errorf("%s: %w", h.Name, err)
+		}
+		return false, nil // a link has its target's metadata
+	case tar.TypeSymlink:
+		if err := clearAt(dirfd, name, false); err != nil {
+			return false, fmt.Errorf("%s: %w", h.Name, err)
+		}
+		if err := unix.Symlinkat(h.Linkname, dirfd, name); err != nil {
+			return false, fmt.Errorf("symlink %s: %w", h.Name, err)
+		}
+	case tar.TypeFifo, tar.TypeChar, tar.TypeBlock:
+		if err := clearAt(dirfd, name, false); err != nil {
+			return false, fmt.Errorf("%s: %w", h.Name, err)
+		}
+		skip, err := mknodAt(dirfd, name, m)
+		if err != nil {
+			return false, fmt.Errorf("%s: %w", h.Name, err)
+		}
+		if skip {
+			x.skipped = append(x.skipped, "tar: "+h.Name+": Cannot mknod: Operation not permitted")
+			return false, nil
+		}
+	default:
+		return false, nil // sockets, GNU extensions: tar -x warns and skips them
+	}
+	return true, nil
+}
+
+// dirMeta sets the directories' metadata last, deepest first (see
+// copyTree).
+func (x *extractor) dirMeta() error {
+	for i := len(x.dirs) - 1; i >= 0; i-- {
+		d := x.dirs[i]
+		dirfd, name, err := x.trees[d.dir].parent(d.rel, false)
+		if err != nil {
+			return err
 		}
 		if err := applyMeta(dirfd, name, d.m, d.xattrs); err != nil {
-			return total, skipped, err
+			return err
 		}
 	}
-	return total + 1024, skipped, nil
+	return nil
 }
 
 // tarMeta is a tar header's metadata in fileMeta form, and the xattrs to

@@ -13,20 +13,22 @@ import (
 	"sync"
 )
 
-// guests holds the operations on the CTs themselves: config (read,
-// update, pending), disks and mount points, power (start, stop,
-// shutdown, reboot), status, snapshots, destroy, held locks and the
-// hooks the guest layer sets (guest.go, guest_hooks.go, lxc_config.go,
-// lxc_disk.go, lxc_power.go, lxc_status.go, lxc_destroy.go,
-// snapshot.go, hold.go, du.go), with the state only they use. The
-// guests themselves are part of the State, under the Cluster's lock, so
-// guests works through its Cluster. Cluster embeds it, so its methods
-// are the Cluster's (c.StartCT, c.guestLocked).
+// guests holds what every operation on a CT shares: the config locks,
+// the lookups and checks (guest.go), the hooks the guest layer sets
+// (guest_hooks.go), status (lxc_status.go), destroy (lxc_destroy.go),
+// held locks (hold.go) and disk usage (du.go), with the state only they
+// use. The operations themselves come in parts by concern (ctConfig,
+// ctPower, ctDisks, ctSnapshots, below). The guests themselves are part
+// of the State, under the Cluster's lock, so guests works through its
+// Cluster. Cluster embeds it, so its methods are the Cluster's
+// (c.guestLocked, c.CTStatus).
 type guests struct {
 	c *Cluster
 
 	// locks are the per-guest config flocks (lock.go).
 	locks *configLocks
+	// migLocks are the guest migration flocks (migrate.go).
+	migLocks *configLocks
 
 	hookMu       sync.Mutex
 	shutdownHook ShutdownHook         // SetShutdownHook
@@ -45,6 +47,23 @@ type guests struct {
 	// du caches the disk usage of running CTs (du.go).
 	du diskUsage
 }
+
+// The CTs' operations come in parts by concern, each a method set of its
+// own; like guests, each works on the State through its Cluster, which
+// embeds them all.
+type (
+	// ctConfig reads and updates a CT's config and pending changes
+	// (lxc_config.go).
+	ctConfig struct{ c *Cluster }
+	// ctPower starts, stops, shuts down and reboots CTs and applies their
+	// pending changes at start (lxc_power.go).
+	ctPower struct{ c *Cluster }
+	// ctDisks resizes and moves a CT's volumes (lxc_disk.go).
+	ctDisks struct{ c *Cluster }
+	// ctSnapshots takes, lists, rolls back and deletes a CT's snapshots
+	// (snapshot.go).
+	ctSnapshots struct{ c *Cluster }
+)
 
 // guestLocked returns the CT vmid on node, or PVE's load_config error
 // (behaviour.md §0: a missing CT is a 500 naming the config file).

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 )
@@ -69,7 +70,27 @@ const (
 	journalMinBytes = 256 << 10
 )
 
-// dirtySet is what changed since the last save (c.mu held for writing).
+// persistence owns what saving the State needs: what changed since the
+// last save, the open journal, its last sequence number and the sizes
+// that decide when to write a snapshot. shadow is the test binaries'
+// replayed copy. Its fields are p.mu's, like the State it saves.
+type persistence struct {
+	// What it reaches of the cluster: its directory, the State's lock,
+	// the State, and the guests' change counter.
+	dir          string
+	stateMu      *sync.RWMutex
+	state        func() *State
+	guestChanged func()
+
+	dirty         dirtySet
+	journal       *os.File
+	seq           uint64
+	journalBytes  int64
+	snapshotBytes int64
+	shadow        *State
+}
+
+// dirtySet is what changed since the last save (p.mu held for writing).
 type dirtySet struct {
 	core    bool
 	guests  map[int]bool
@@ -85,33 +106,33 @@ func (d *dirtySet) empty() bool {
 func (d *dirtySet) reset() { *d = dirtySet{} }
 
 // markCore records a change to nodes, storages, access or credentials.
-func (c *Cluster) markCore() { c.dirty.core = true }
+func (p *persistence) markCore() { p.dirty.core = true }
 
 // markGuest records a change to CT vmid's config or state (or its removal).
-func (c *Cluster) markGuest(vmid int) {
-	c.guestGen++
-	if c.dirty.guests == nil {
-		c.dirty.guests = map[int]bool{}
+func (p *persistence) markGuest(vmid int) {
+	p.guestChanged()
+	if p.dirty.guests == nil {
+		p.dirty.guests = map[int]bool{}
 	}
-	c.dirty.guests[vmid] = true
+	p.dirty.guests[vmid] = true
 }
 
 // markVolume records a change to the volume volid on node (or its removal).
-func (c *Cluster) markVolume(node, volid string) {
-	if c.dirty.volumes == nil {
-		c.dirty.volumes = map[string]bool{}
+func (p *persistence) markVolume(node, volid string) {
+	if p.dirty.volumes == nil {
+		p.dirty.volumes = map[string]bool{}
 	}
-	c.dirty.volumes[c.st.volKey(node, volid)] = true
+	p.dirty.volumes[p.state().volKey(node, volid)] = true
 }
 
 // markGuestVolumes marks every volume g's config, pending changes and
 // snapshots name.
-func (c *Cluster) markGuestVolumes(g *Guest) {
+func (p *persistence) markGuestVolumes(g *Guest) {
 	mark := func(conf map[string]string) {
 		for k, v := range conf {
 			if isVolumeKey(k) {
 				if volid := volumeOf(k, v); volid != "" {
-					c.markVolume(g.Node, volid)
+					p.markVolume(g.Node, volid)
 				}
 			}
 		}
@@ -125,46 +146,49 @@ func (c *Cluster) markGuestVolumes(g *Guest) {
 
 // markTask records a change to t (a new task, a log line, its end). A task
 // not in the list (rotated out, or a synchronous call's log) stays out.
-func (c *Cluster) markTask(t *Task) {
-	if !t.listed || c.dirty.taskSet[t] {
+func (p *persistence) markTask(t *Task) {
+	if !t.listed || p.dirty.taskSet[t] {
 		return
 	}
-	if c.dirty.taskSet == nil {
-		c.dirty.taskSet = map[*Task]bool{}
+	if p.dirty.taskSet == nil {
+		p.dirty.taskSet = map[*Task]bool{}
 	}
-	c.dirty.taskSet[t] = true
-	c.dirty.tasks = append(c.dirty.tasks, t)
+	p.dirty.taskSet[t] = true
+	p.dirty.tasks = append(p.dirty.tasks, t)
 }
 
-func (c *Cluster) journalPath() string { return filepath.Join(c.opts.Dir, "state.journal") }
+func (p *persistence) journalPath() string { return filepath.Join(p.dir, "state.journal") }
+
+// statePath is the State's snapshot file.
+func (p *persistence) statePath() string { return filepath.Join(p.dir, "state.json") }
 
 // entryLocked builds the journal line for what is dirty.
-func (c *Cluster) entryLocked() *journalEntry {
-	st := c.st
-	e := &journalEntry{Seq: c.seq + 1, NextPID: st.NextPID}
-	if c.dirty.core {
+func (p *persistence) entryLocked() *journalEntry {
+	st := p.state()
+	e := &journalEntry{Seq: p.seq + 1, NextPID: st.NextPID}
+	if p.dirty.core {
 		e.Core = &coreState{Nodes: st.Nodes, Storages: st.Storages, Access: st.Access, Creds: st.Creds}
 	}
-	if len(c.dirty.guests) > 0 {
-		e.Guests = make(map[int]*guestRecord, len(c.dirty.guests))
-		for vmid := range c.dirty.guests {
+	if len(p.dirty.guests) > 0 {
+		e.Guests = make(map[int]*guestRecord, len(p.dirty.guests))
+		for vmid := range p.dirty.guests {
 			var r *guestRecord
 			if g := st.Guests[vmid]; g != nil {
 				r = &guestRecord{Guest: g, Extra: st.Extra[vmid]}
 				// A change to a CT may change its volumes too (size,
 				// snapshots): they go along.
-				c.markGuestVolumes(g)
+				p.markGuestVolumes(g)
 			}
 			e.Guests[vmid] = r
 		}
 	}
-	if len(c.dirty.volumes) > 0 {
-		e.Volumes = make(map[string]*Volume, len(c.dirty.volumes))
-		for k := range c.dirty.volumes {
+	if len(p.dirty.volumes) > 0 {
+		e.Volumes = make(map[string]*Volume, len(p.dirty.volumes))
+		for k := range p.dirty.volumes {
 			e.Volumes[k] = st.Volumes[k]
 		}
 	}
-	for _, t := range c.dirty.tasks {
+	for _, t := range p.dirty.tasks {
 		if t.listed {
 			e.Tasks = append(e.Tasks, t)
 		}
@@ -218,78 +242,78 @@ func (e *journalEntry) apply(st *State) {
 // It does not fsync: a rename or append is atomic for every process, and
 // an emulator need not survive a power cut, while an fsync per API write
 // made a thousand-container run spend most of its time waiting for the
-// disk. c.mu must be held for writing.
-func (c *Cluster) saveLocked() error {
-	if c.dirty.empty() {
+// disk. p.mu must be held for writing.
+func (p *persistence) saveLocked() error {
+	if p.dirty.empty() {
 		return nil
 	}
-	if c.journalBytes > max(journalFactor*c.snapshotBytes, journalMinBytes) {
-		return c.compactLocked()
+	if p.journalBytes > max(journalFactor*p.snapshotBytes, journalMinBytes) {
+		return p.compactLocked()
 	}
-	line, err := json.Marshal(c.entryLocked())
+	line, err := json.Marshal(p.entryLocked())
 	if err != nil {
 		return fmt.Errorf("model: encode state change: %w", err)
 	}
 	line = append(line, '\n')
-	if c.journal == nil {
-		f, err := os.OpenFile(c.journalPath(), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if p.journal == nil {
+		f, err := os.OpenFile(p.journalPath(), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 		if err != nil {
 			return fmt.Errorf("model: open journal: %w", err)
 		}
-		c.journal = f
+		p.journal = f
 	}
-	if _, err := c.journal.Write(line); err != nil {
+	if _, err := p.journal.Write(line); err != nil {
 		// The line may be half written: only a snapshot makes the state
 		// whole again.
-		c.journal.Close()
-		c.journal = nil
-		if cerr := c.compactLocked(); cerr != nil {
+		p.journal.Close()
+		p.journal = nil
+		if cerr := p.compactLocked(); cerr != nil {
 			return fmt.Errorf("model: append to journal: %w", errors.Join(err, cerr))
 		}
 		return nil
 	}
-	c.seq++
-	c.journalBytes += int64(len(line))
-	c.dirty.reset()
-	c.checkJournalLocked(line)
+	p.seq++
+	p.journalBytes += int64(len(line))
+	p.dirty.reset()
+	p.checkJournalLocked(line)
 	return nil
 }
 
 // compactLocked writes the whole state as a new snapshot and empties the
-// journal. c.mu must be held for writing.
-func (c *Cluster) compactLocked() error {
-	c.st.JournalSeq = c.seq
-	data, err := json.Marshal(c.st)
+// journal. p.mu must be held for writing.
+func (p *persistence) compactLocked() error {
+	p.state().JournalSeq = p.seq
+	data, err := json.Marshal(p.state())
 	if err != nil {
 		return fmt.Errorf("model: encode state: %w", err)
 	}
-	if err := writeFile(c.statePath(), data, 0o600, false); err != nil {
+	if err := writeFile(p.statePath(), data, 0o600, false); err != nil {
 		return err
 	}
 	// The snapshot now holds every line's change; a crash before the
 	// truncation leaves lines whose seq it already covers.
-	if c.journal != nil {
-		c.journal.Close()
-		c.journal = nil
+	if p.journal != nil {
+		p.journal.Close()
+		p.journal = nil
 	}
-	if err := os.Truncate(c.journalPath(), 0); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := os.Truncate(p.journalPath(), 0); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("model: empty journal: %w", err)
 	}
-	c.snapshotBytes, c.journalBytes = int64(len(data)), 0
-	c.dirty.reset()
-	c.checkJournalLocked(nil)
+	p.snapshotBytes, p.journalBytes = int64(len(data)), 0
+	p.dirty.reset()
+	p.checkJournalLocked(nil)
 	return nil
 }
 
 // closeJournal writes a final snapshot, so Dir/state.json alone holds the
 // state of a stopped emulator, and closes the journal.
-func (c *Cluster) closeJournal() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	err := c.compactLocked()
-	if c.journal != nil {
-		c.journal.Close()
-		c.journal = nil
+func (p *persistence) closeJournal() error {
+	p.stateMu.Lock()
+	defer p.stateMu.Unlock()
+	err := p.compactLocked()
+	if p.journal != nil {
+		p.journal.Close()
+		p.journal = nil
 	}
 	return err
 }
@@ -365,25 +389,25 @@ func SetJournalCheck(on bool) { checkJournal.Store(on && testing.Testing()) }
 // checkJournalLocked is the check itself: line (the journal line just
 // appended, nil after a snapshot) is decoded and replayed onto a State
 // read back from the files, whose encoding must be the state in memory's.
-func (c *Cluster) checkJournalLocked(line []byte) {
+func (p *persistence) checkJournalLocked(line []byte) {
 	if !checkJournal.Load() {
-		c.shadow = nil
+		p.shadow = nil
 		return
 	}
-	if line == nil || c.shadow == nil {
-		st, _, err := loadState(c.statePath(), c.journalPath())
+	if line == nil || p.shadow == nil {
+		st, _, err := loadState(p.statePath(), p.journalPath())
 		if err != nil {
 			panic(fmt.Sprintf("model: journal check: %v", err))
 		}
-		c.shadow = st
+		p.shadow = st
 	} else {
-		if _, err := replay(c.shadow, bytes.NewReader(line), c.seq-1); err != nil {
+		if _, err := replay(p.shadow, bytes.NewReader(line), p.seq-1); err != nil {
 			panic(fmt.Sprintf("model: journal check: %v", err))
 		}
 	}
-	c.shadow.JournalSeq = c.st.JournalSeq
-	a, _ := json.Marshal(c.shadow)
-	b, _ := json.Marshal(c.st)
+	p.shadow.JournalSeq = p.state().JournalSeq
+	a, _ := json.Marshal(p.shadow)
+	b, _ := json.Marshal(p.state())
 	if !bytes.Equal(a, b) {
 		panic(fmt.Sprintf("model: the state on disk differs from the state in memory after a save: a change was not marked (markGuest, markVolume, markTask, markCore)\ndisk:   %s\nmemory: %s", firstDiff(a, b), firstDiff(b, a)))
 	}

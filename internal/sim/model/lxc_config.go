@@ -48,8 +48,8 @@ var ctPlainOptions = map[string][]string{
 var ctIndexedOptions = map[string]int{"mp": 256, "unused": 256, "net": 32, "dev": 256}
 
 // ctOptionExists is LXC::Config->option_exists for the cluster's release.
-func (gs *guests) ctOptionExists(opt string) bool {
-	c := gs.c
+func (cf *ctConfig) ctOptionExists(opt string) bool {
+	c := cf.c
 	for _, o := range ctPlainOptions["8.4"] {
 		if o == opt {
 			return true
@@ -86,8 +86,8 @@ func ctKeyIs(key, prefix string) bool {
 // "pending" or "snapshots" sections; the digest is returned apart, for the
 // caller to add. auth is the caller; GET config has no checks of its own
 // beyond the schema's VM.Audit.
-func (gs *guests) CTConfig(auth Auth, node string, vmid int, current bool, snapshot string) (conf map[string]string, digest string, err error) {
-	c := gs.c
+func (cf *ctConfig) CTConfig(auth Auth, node string, vmid int, current bool, snapshot string) (conf map[string]string, digest string, err error) {
+	c := cf.c
 	if snapshot != "" && current {
 		msg := "cannot use 'snapshot' parameter with 'current'"
 		return nil, "", ParamError(map[string]string{"snapshot": msg, "current": msg})
@@ -159,8 +159,8 @@ type PendingEntry struct {
 // CTPending is GET /nodes/{node}/lxc/{vmid}/pending: one entry per key of
 // the config (digest included, as fixture lxc-pending-101.json shows), per
 // key only pending, and per pending delete of an unset key; sorted by key.
-func (gs *guests) CTPending(node string, vmid int) ([]PendingEntry, error) {
-	c := gs.c
+func (cf *ctConfig) CTPending(node string, vmid int) ([]PendingEntry, error) {
+	c := cf.c
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if err := c.checkNodeLocked(node); err != nil {
@@ -209,8 +209,8 @@ func (gs *guests) CTPending(node string, vmid int) ([]PendingEntry, error) {
 // running one (behaviour.md (e)). Per-key failures of that step come back
 // as a 400 with the key's message and nothing is written, as PVE does;
 // volumes already allocated by then stay allocated, as on PVE.
-func (gs *guests) UpdateCTConfig(auth Auth, node string, vmid int, params map[string]string) error {
-	c := gs.c
+func (cf *ctConfig) UpdateCTConfig(auth Auth, node string, vmid int, params map[string]string) error {
+	c := cf.c
 	c.mu.Lock()
 	err := c.checkNodeLocked(node)
 	c.mu.Unlock()
@@ -312,8 +312,8 @@ func ctCloneGuest(g *Guest) *Guest {
 // modified keys are applied (stopped) or hot-plugged (running). A returned
 // error is a die of the whole request; errs are the per-key apply errors.
 // Creating a CT runs it too, on the new config.
-func (gs *guests) ctUpdateConfigLocked(g *Guest, running bool, set map[string]string, deletes, reverts []string) (errs map[string]string, err error) {
-	c := gs.c
+func (cf *ctConfig) ctUpdateConfigLocked(g *Guest, running bool, set map[string]string, deletes, reverts []string) (errs map[string]string, err error) {
+	c := cf.c
 	if g.Pending == nil {
 		g.Pending = map[string]string{}
 	}
@@ -349,46 +349,9 @@ func (gs *guests) ctUpdateConfigLocked(g *Guest, running bool, set map[string]st
 	}
 	for _, opt := range slices.Sorted(maps.Keys(set)) {
 		modified[opt] = true
-		value := set[opt]
-		switch {
-		case ctKeyIs(opt, "mp") || opt == "rootfs":
-			if protected {
-				return nil, Failf("can't update CT %d drive '%s' - protection mode enabled\n", g.VMID, opt)
-			}
-			mp, err := ParseMountPoint(opt, value)
-			if err != nil {
-				return nil, Failf("%s\n", err)
-			}
-			if mp.Type() == "volume" {
-				if err := c.ctCheckContentTypeLocked(mp.Volume()); err != nil {
-					return nil, err
-				}
-			}
-		case opt == "hookscript":
-			if err := c.checkHookscriptLocked(g.Node, value); err != nil {
-				return nil, err
-			}
-		case opt == "nameserver":
-			if value, err = ctVerifyNameservers(value); err != nil {
-				return nil, err
-			}
-		case opt == "searchdomain":
-			value = strings.Join(ctSplitList(value), " ")
-		case opt == "unprivileged":
-			return nil, Failf("unable to modify read-only option: '%s'\n", opt)
-		case opt == "tags":
-			value = UniqueTags(value, TagStyle{}) // the emulator's datacenter has the default tag style
-		case ctKeyIs(opt, "net"):
-			n, err := ParseNet(value)
-			if err != nil {
-				return nil, Failf("%s\n", err)
-			}
-			if n["mtu"] != "" && !bridgeExists(n["bridge"]) {
-				return nil, Failf("bridge '%s' does not exist\n", n["bridge"]) // read_bridge_mtu
-			}
-			if mtu, err := strconv.Atoi(n["mtu"]); err == nil && mtu > ctBridgeMTU {
-				return nil, Failf("%s: MTU size '%d' is bigger than bridge MTU '%d'\n", opt, mtu, ctBridgeMTU)
-			}
+		value, err := cf.checkSetLocked(g, protected, opt, set[opt])
+		if err != nil {
+			return nil, err
 		}
 		g.Pending[opt] = value
 		delete(g.PendingDelete, opt)
@@ -402,11 +365,60 @@ func (gs *guests) ctUpdateConfigLocked(g *Guest, running bool, set map[string]st
 	return errs, nil
 }
 
+// checkSetLocked is update_pct_config's check of a set option opt:
+// value, normalized as PVE writes it (nameservers, searchdomain, tags),
+// or why it cannot be set.
+func (cf *ctConfig) checkSetLocked(g *Guest, protected bool, opt, value string) (string, error) {
+	c := cf.c
+	var err error
+	switch {
+	case ctKeyIs(opt, "mp") || opt == "rootfs":
+		if protected {
+			return "", Failf("can't update CT %d drive '%s' - protection mode enabled\n", g.VMID, opt)
+		}
+		mp, err := ParseMountPoint(opt, value)
+		if err != nil {
+			return "", Failf("%s\n", err)
+		}
+		if mp.Type() == "volume" {
+			if err := c.ctCheckContentTypeLocked(mp.Volume()); err != nil {
+				return "", err
+			}
+		}
+	case opt == "hookscript":
+		if err := c.checkHookscriptLocked(g.Node, value); err != nil {
+			return "", err
+		}
+	case opt == "nameserver":
+		if value, err = ctVerifyNameservers(value); err != nil {
+			return "", err
+		}
+	case opt == "searchdomain":
+		value = strings.Join(ctSplitList(value), " ")
+	case opt == "unprivileged":
+		return "", Failf("unable to modify read-only option: '%s'\n", opt)
+	case opt == "tags":
+		value = UniqueTags(value, TagStyle{}) // the emulator's datacenter has the default tag style
+	case ctKeyIs(opt, "net"):
+		n, err := ParseNet(value)
+		if err != nil {
+			return "", Failf("%s\n", err)
+		}
+		if n["mtu"] != "" && !bridgeExists(n["bridge"]) {
+			return "", Failf("bridge '%s' does not exist\n", n["bridge"]) // read_bridge_mtu
+		}
+		if mtu, err := strconv.Atoi(n["mtu"]); err == nil && mtu > ctBridgeMTU {
+			return "", Failf("%s: MTU size '%d' is bigger than bridge MTU '%d'\n", opt, mtu, ctBridgeMTU)
+		}
+	}
+	return value, nil
+}
+
 // checkHookscriptLocked is pve-guest-common GuestHelpers check_hookscript
 // on node: the volume must parse, be a snippet, and be an executable
 // file on the data plane.
-func (gs *guests) checkHookscriptLocked(node, volid string) error {
-	c := gs.c
+func (cf *ctConfig) checkHookscriptLocked(node, volid string) error {
+	c := cf.c
 	s, name, vtype, _, err := c.parseVolnameLocked(volid)
 	if err != nil {
 		return err
@@ -426,8 +438,8 @@ func (gs *guests) checkHookscriptLocked(node, volid string) error {
 
 // ctCheckContentTypeLocked is update_pct_config's $check_content_type for
 // a volume mount point: the storage must allow container directories.
-func (gs *guests) ctCheckContentTypeLocked(volid string) error {
-	c := gs.c
+func (cf *ctConfig) ctCheckContentTypeLocked(volid string) error {
+	c := cf.c
 	sid, _, ok := ParseVolID(volid)
 	if !ok {
 		return Failf("unable to parse volume ID '%s'\n", volid)
@@ -476,8 +488,8 @@ func ctCleanupPending(g *Guest) {
 // being allocated and an existing volume's size rescanned. Failures stay
 // pending and are reported as "unable to apply pending change <opt> :
 // <err>" (sic, with the space).
-func (gs *guests) ctApplyPendingLocked(g *Guest, selection map[string]bool) map[string]string {
-	c := gs.c
+func (cf *ctConfig) ctApplyPendingLocked(g *Guest, selection map[string]bool) map[string]string {
+	c := cf.c
 	errs := map[string]string{}
 	fail := func(opt string, err error) {
 		errs[opt] = fmt.Sprintf("unable to apply pending change %s : %s", opt, errText(err))
@@ -540,8 +552,8 @@ var ctHotplugNetDeleteRE = regexp.MustCompile(`^net\d$`)
 // and values that can be hot-plugged — cgroup limits, network interfaces,
 // a new mpN or devN. Everything else stays pending without error until the
 // next start. Failures read "unable to hotplug <opt>: <err>".
-func (gs *guests) ctHotplugPendingLocked(g *Guest, selection map[string]bool) map[string]string {
-	c := gs.c
+func (cf *ctConfig) ctHotplugPendingLocked(g *Guest, selection map[string]bool) map[string]string {
+	c := cf.c
 	errs := map[string]string{}
 	for _, opt := range slices.Sorted(maps.Keys(g.Pending)) {
 		if selection[opt] && ctFastplugOptions[opt] {
@@ -613,8 +625,8 @@ func ctTidyPending(g *Guest) {
 // its size; an existing volume gets its size rescanned from storage
 // (behaviour.md (f) 2). On a running CT the mount point is then plugged in.
 // The volume the key held before becomes unusedN.
-func (gs *guests) ctApplyPendingMountLocked(g *Guest, opt string, running bool) error {
-	c := gs.c
+func (cf *ctConfig) ctApplyPendingMountLocked(g *Guest, opt string, running bool) error {
+	c := cf.c
 	mp, err := ParseMountPoint(opt, g.Pending[opt])
 	if err != nil {
 		return Failf("%s\n", err)
@@ -670,8 +682,8 @@ func ctNormalizeNet(value string) string {
 // ctDeleteMountpointVolumeLocked is delete_mountpoint_volume: a volume
 // named for g is freed, any other is left alone with PVE's warning, which
 // goes to w's task log, or to the server log for a synchronous call (w nil).
-func (gs *guests) ctDeleteMountpointVolumeLocked(g *Guest, volid string, w *Worker) error {
-	c := gs.c
+func (cf *ctConfig) ctDeleteMountpointVolumeLocked(g *Guest, volid string, w *Worker) error {
+	c := cf.c
 	if ClassifyMountPoint(volid) != "volume" {
 		return nil
 	}
@@ -706,8 +718,8 @@ func (gs *guests) ctDeleteMountpointVolumeLocked(g *Guest, volid string, w *Work
 // deletes needs its privilege on /vms/<vmid>; mount points must be storage
 // volumes the caller may use, feature flags other than nesting are
 // root-only, and so on. oldconf is nil when creating.
-func (gs *guests) ctModifyConfigPermLocked(auth Auth, vmid int, oldconf, newconf map[string]string, deletes []string, unprivileged bool) error {
-	c := gs.c
+func (cf *ctConfig) ctModifyConfigPermLocked(auth Auth, vmid int, oldconf, newconf map[string]string, deletes []string, unprivileged bool) error {
+	c := cf.c
 	if auth.IsRoot() {
 		return nil
 	}
@@ -779,8 +791,8 @@ func (gs *guests) ctModifyConfigPermLocked(auth Auth, vmid int, oldconf, newconf
 // privileged CT; a change of anything but nesting is root-only; a nesting
 // change needs VM.Allocate. Without old features only exactly {nesting=1}
 // counts as a nesting change; a delete is judged by the old value.
-func (gs *guests) ctCheckFeaturesPermLocked(auth Auth, vmPath, old, new string, del, unprivileged bool) error {
-	c := gs.c
+func (cf *ctConfig) ctCheckFeaturesPermLocked(auth Auth, vmPath, old, new string, del, unprivileged bool) error {
+	c := cf.c
 	if !unprivileged {
 		return PermError("changing feature flags for privileged container is only allowed for root@pam")
 	}
@@ -840,8 +852,8 @@ func ctParseFeatures(value string) PropString {
 // SDN.Use on the bridge in the "localnetwork" zone, or on each VLAN of it
 // the interface uses (tag, trunks). An interface without bridge is not
 // checked.
-func (gs *guests) ctCheckBridgeAccessLocked(auth Auth, value string) error {
-	c := gs.c
+func (cf *ctConfig) ctCheckBridgeAccessLocked(auth Auth, value string) error {
+	c := cf.c
 	n, err := ParseNet(value)
 	if err != nil || n["bridge"] == "" {
 		return nil
@@ -870,8 +882,8 @@ func (gs *guests) ctCheckBridgeAccessLocked(auth Auth, value string) error {
 // allows everything; otherwise templates need read access to the storage,
 // the guest's own volumes are allowed, backups need VM.Backup and other
 // guests' images Datastore.Audit plus VM.Config.Disk on their owner.
-func (gs *guests) ctCheckVolumeAccessLocked(auth Auth, vmid int, volid, typ string) error {
-	c := gs.c
+func (cf *ctConfig) ctCheckVolumeAccessLocked(auth Auth, vmid int, volid, typ string) error {
+	c := cf.c
 	sid, _, ok := ParseVolID(volid)
 	if !ok {
 		if auth.IsRoot() {

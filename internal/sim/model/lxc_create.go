@@ -25,6 +25,11 @@ import (
 // extracts the template into the rootfs, sets the guest up and writes the
 // real config. Restoring a backup (restore=1) is restore.go's.
 
+// ctCreator creates CTs: from a template here, from a backup in
+// restore.go; it also keeps what creation gave a CT outside its config
+// (GuestExtra). Cluster embeds it.
+type ctCreator struct{ c *Cluster }
+
 // ctCreateLockTimeout is create_and_lock_config's flock timeout.
 const ctCreateLockTimeout = 5 * time.Second
 
@@ -51,7 +56,8 @@ func (e GuestExtra) CheckRootPassword(password string) bool {
 
 // GuestExtra returns a copy of CT vmid's creation secrets, ok false when
 // the CT has none.
-func (c *Cluster) GuestExtra(vmid int) (GuestExtra, bool) {
+func (cr *ctCreator) GuestExtra(vmid int) (GuestExtra, bool) {
+	c := cr.c
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if e := c.st.Extra[vmid]; e != nil {
@@ -79,7 +85,8 @@ type ctCreateSpec struct {
 // every config key). The synchronous checks run in PVE's order; the CT is
 // unprivileged unless asked otherwise on PVE 9 (a privileged one needs
 // Sys.Modify on /), privileged by default on PVE 8 (behaviour.md (c)).
-func (c *Cluster) CreateCT(auth Auth, node string, params map[string]string) (string, error) {
+func (cr *ctCreator) CreateCT(auth Auth, node string, params map[string]string) (string, error) {
+	c := cr.c
 	if isTrue(params["restore"]) {
 		return c.restoreCT(auth, node, params) // restore.go
 	}
@@ -119,7 +126,8 @@ func checkPoolExists(pool string) error {
 }
 
 // ctCheckVMIDUnusedLocked is PVE::Cluster::check_vmid_unused.
-func (c *Cluster) ctCheckVMIDUnusedLocked(vmid int) error {
+func (cr *ctCreator) ctCheckVMIDUnusedLocked(vmid int) error {
+	c := cr.c
 	if g := c.st.Guests[vmid]; g != nil {
 		return Failf("CT %d already exists on node '%s'\n", vmid, g.Node)
 	}
@@ -127,7 +135,8 @@ func (c *Cluster) ctCheckVMIDUnusedLocked(vmid int) error {
 }
 
 // ctPrepareCreateLocked is create_vm up to create_and_lock_config.
-func (c *Cluster) ctPrepareCreateLocked(auth Auth, node string, params map[string]string) (ctCreateSpec, error) {
+func (cr *ctCreator) ctPrepareCreateLocked(auth Auth, node string, params map[string]string) (ctCreateSpec, error) {
+	c := cr.c
 	req, err := c.ctReadCreateRequestLocked(node, params)
 	if err != nil {
 		return ctCreateSpec{}, err
@@ -207,7 +216,8 @@ func (r *ctCreateRequest) take(k string) (string, bool) {
 // ctReadCreateRequestLocked is the start of create_vm for a create and a
 // restore alike: the node, the VMID, and the parameters that only steer
 // the request (ignore-unpack-errors, bwlimit, start, ha-managed).
-func (c *Cluster) ctReadCreateRequestLocked(node string, params map[string]string) (*ctCreateRequest, error) {
+func (cr *ctCreator) ctReadCreateRequestLocked(node string, params map[string]string) (*ctCreateRequest, error) {
+	c := cr.c
 	if err := c.checkNodeLocked(node); err != nil {
 		return nil, err
 	}
@@ -234,7 +244,8 @@ func (c *Cluster) ctReadCreateRequestLocked(node string, params map[string]strin
 // checkHAManaged is create_vm's check for ha-managed=1: Sys.Console on
 // "/" (403 without it). The emulator has no HA stack, so a caller who
 // passes the check gets a 500 saying so instead of an HA resource.
-func (c *Cluster) checkHAManagedLocked(auth Auth, r *ctCreateRequest) error {
+func (cr *ctCreator) checkHAManagedLocked(auth Auth, r *ctCreateRequest) error {
+	c := cr.c
 	if !r.haManaged {
 		return nil
 	}
@@ -251,7 +262,8 @@ func (c *Cluster) checkHAManagedLocked(auth Auth, r *ctCreateRequest) error {
 // parameters and their storages (a bare size goes on storage), and
 // update_pct_config of the other keys. It returns rootfs/mpN as given,
 // plain sizes made STORAGE:SIZE, and the config without volumes.
-func (c *Cluster) ctCheckCreateParamsLocked(auth Auth, node string, vmid int, p map[string]string, storage, volid, content string, unprivileged bool) (mounts, conf map[string]string, err error) {
+func (cr *ctCreator) ctCheckCreateParamsLocked(auth Auth, node string, vmid int, p map[string]string, storage, volid, content string, unprivileged bool) (mounts, conf map[string]string, err error) {
+	c := cr.c
 	if err := c.ctModifyConfigPermLocked(auth, vmid, nil, p, nil, unprivileged); err != nil {
 		return nil, nil, err
 	}
@@ -317,7 +329,8 @@ func (c *Cluster) ctCheckCreateParamsLocked(auth Auth, node string, vmid int, p 
 // rootfs/mpN in mounts given as STORAGE:SIZE (GiB) gets a new volume,
 // logged as alloc_disk logs it and added to vols (for the cleanup of a
 // failed task); conf gets every mount point with its volume and size.
-func (c *Cluster) ctCreateDisksLocked(w *Worker, node string, vmid int, mounts, conf map[string]string, vols *[]string) error {
+func (cr *ctCreator) ctCreateDisksLocked(w *Worker, node string, vmid int, mounts, conf map[string]string, vols *[]string) error {
+	c := cr.c
 	for _, key := range ctVolumeKeys(mounts) {
 		mp, err := ParseMountPoint(key, mounts[key])
 		if err != nil {
@@ -348,7 +361,8 @@ func (c *Cluster) ctCreateDisksLocked(w *Worker, node string, vmid int, mounts, 
 var ctPlainSizeRE = regexp.MustCompile(`^\d+(\.\d+)?$`)
 
 // ctCheckCreateStorageLocked is create_vm's $check_and_activate_storage.
-func (c *Cluster) ctCheckCreateStorageLocked(auth Auth, node, sid string) error {
+func (cr *ctCreator) ctCheckCreateStorageLocked(auth Auth, node, sid string) error {
+	c := cr.c
 	s, err := c.storageCheckEnabledLocked(sid, node)
 	if err != nil {
 		return err
@@ -376,7 +390,8 @@ func ctValidateSSHKeys(keys string) error {
 // ctCreateTask is the vzcreate worker. On failure the new volumes and the
 // config go again and the error reads "unable to create CT <vmid> - …".
 // With start it then starts the CT in the same task.
-func (c *Cluster) ctCreateTask(w *Worker, spec ctCreateSpec) error {
+func (cr *ctCreator) ctCreateTask(w *Worker, spec ctCreateSpec) error {
+	c := cr.c
 	r := &ctCreate{c: c, w: w, spec: spec}
 	return r.run()
 }
@@ -424,7 +439,8 @@ func (r *ctCreate) run() error {
 
 // ctStartCreated is start=1 of a create or a restore whose volumes and
 // config are done: the task's vzstart time, then the CT runs.
-func (c *Cluster) ctStartCreated(w *Worker, node string, vmid int) error {
+func (cr *ctCreator) ctStartCreated(w *Worker, node string, vmid int) error {
+	c := cr.c
 	if err := w.Phase("vzstart", 1); err != nil {
 		return err
 	}
@@ -435,7 +451,8 @@ func (c *Cluster) ctStartCreated(w *Worker, node string, vmid int) error {
 
 // freeImagesLocked frees the volumes a failed create or restore
 // allocated; what cannot be freed is logged, as PVE's cleanup does.
-func (c *Cluster) freeImagesLocked(w *Worker, node string, volids []string) {
+func (cr *ctCreator) freeImagesLocked(w *Worker, node string, volids []string) {
+	c := cr.c
 	for _, volid := range volids {
 		if err := c.freeImageLocked(w, node, volid); err != nil {
 			w.logLocked("%s", errText(err))
@@ -445,7 +462,8 @@ func (c *Cluster) freeImagesLocked(w *Worker, node string, volids []string) {
 
 // createStartLocked starts a just-created CT as vm_start would: no
 // templates, no quotas on an unprivileged CT, then running with a PID.
-func (c *Cluster) createStartLocked(w *Worker, node string, g *Guest) error {
+func (cr *ctCreator) createStartLocked(w *Worker, node string, g *Guest) error {
+	c := cr.c
 	if g.IsTemplate() {
 		return Failf("you can't start a CT if it's a template\n")
 	}
@@ -614,7 +632,8 @@ func (r *ctCreate) writeConfig() error {
 // ctAllocDiskLocked is LXC.pm alloc_disk + format_disk: a raw volume
 // with an ext4 filesystem (a subvol on a dir storage for size 0). It
 // returns what lvcreate and mkfs print.
-func (c *Cluster) ctAllocDiskLocked(node, sid string, vmid int, size int64) (*Volume, []string, error) {
+func (cr *ctCreator) ctAllocDiskLocked(node, sid string, vmid int, size int64) (*Volume, []string, error) {
+	c := cr.c
 	s, err := c.storageCheckEnabledLocked(sid, node)
 	if err != nil {
 		return nil, nil, err
@@ -641,7 +660,8 @@ func (c *Cluster) ctAllocDiskLocked(node, sid string, vmid int, size int64) (*Vo
 // ctMountDirLocked is where a rootfs value's files live on the data
 // plane: the volume's directory, or for a bind or device mount (root@pam
 // only) the host path under the data directory.
-func (c *Cluster) ctMountDirLocked(node, rootfs string) string {
+func (cr *ctCreator) ctMountDirLocked(node, rootfs string) string {
+	c := cr.c
 	mp, _ := ParseMountPoint("rootfs", rootfs)
 	if mp.Type() == "volume" {
 		if sid, name, ok := ParseVolID(mp.Volume()); ok {

@@ -29,8 +29,8 @@ const (
 // Every check runs once before the task, failing the request, and again
 // in the task under the config lock. Only the owner (by volume name) can
 // grow a volume, so a pet volume is resized through its keeper CT.
-func (gs *guests) ResizeCT(auth Auth, node string, vmid int, params map[string]string) (string, error) {
-	c := gs.c
+func (d *ctDisks) ResizeCT(auth Auth, node string, vmid int, params map[string]string) (string, error) {
+	c := d.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.checkNodeLocked(node); err != nil {
@@ -96,8 +96,8 @@ type resizePlan struct {
 }
 
 // checkResizeLocked is resize_vm's $load_and_check, in PVE's order.
-func (gs *guests) checkResizeLocked(r resizeRequest) (resizePlan, error) {
-	c := gs.c
+func (d *ctDisks) checkResizeLocked(r resizeRequest) (resizePlan, error) {
+	c := d.c
 	g, err := c.guestLocked(r.node, r.vmid)
 	if err != nil {
 		return resizePlan{}, err
@@ -155,8 +155,8 @@ func (gs *guests) checkResizeLocked(r resizeRequest) (resizePlan, error) {
 // applyResizeLocked grows the volume and writes size= into the key; it
 // returns the task log lines of lvresize, e2fsck and resize2fs. LVM rounds
 // the LV up to whole 4 MiB extents; the config gets the size asked for.
-func (gs *guests) applyResizeLocked(p resizePlan) []string {
-	c := gs.c
+func (d *ctDisks) applyResizeLocked(p resizePlan) []string {
+	c := d.c
 	var lines []string
 	old := p.vol.Size
 	dev := ""
@@ -252,8 +252,8 @@ func parseVolumeKey(key, value string) (MountPoint, error) {
 // deleted; task id "<vmid>-<key>><target>-<targetkey>". With storage it
 // copies the volume to a new one on that storage for the same CT, keeping
 // the old one as unusedN unless delete=1; task id "<vmid>".
-func (gs *guests) MoveVolume(auth Auth, node string, vmid int, params map[string]string) (string, error) {
-	c := gs.c
+func (d *ctDisks) MoveVolume(auth Auth, node string, vmid int, params map[string]string) (string, error) {
+	c := d.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.checkNodeLocked(node); err != nil {
@@ -291,8 +291,8 @@ type reassignment struct {
 	digest, targetDigest string
 }
 
-func (gs *guests) reassignVolumeLocked(auth Auth, m reassignment) (string, error) {
-	c := gs.c
+func (d *ctDisks) reassignVolumeLocked(auth Auth, m reassignment) (string, error) {
+	c := d.c
 	if !auth.IsRoot() {
 		if err := c.st.Access.Check(auth, fmt.Sprintf("/vms/%d", m.target), []string{"VM.Config.Disk"}, false); err != nil {
 			return "", err
@@ -327,8 +327,8 @@ func (gs *guests) reassignVolumeLocked(auth Auth, m reassignment) (string, error
 
 // checkReassignLocked is $load_and_check_reassign_configs, every check in
 // PVE's order. It runs before the task and again inside it.
-func (gs *guests) checkReassignLocked(m reassignment) (src, dst *Guest, mp MountPoint, err error) {
-	c := gs.c
+func (d *ctDisks) checkReassignLocked(m reassignment) (src, dst *Guest, mp MountPoint, err error) {
+	c := d.c
 	fail := func(format string, args ...any) (*Guest, *Guest, MountPoint, error) {
 		return nil, nil, MountPoint{}, Failf(format, args...)
 	}
@@ -407,8 +407,8 @@ func (gs *guests) checkReassignLocked(m reassignment) (src, dst *Guest, mp Mount
 // normal set path, whose protection check fires after the rename and the
 // source update, leaving the renamed volume unreferenced exactly as PVE
 // does (behaviour.md (d) "Caveat").
-func (gs *guests) doReassignLocked(w *Worker, m reassignment) error {
-	c := gs.c
+func (d *ctDisks) doReassignLocked(w *Worker, m reassignment) error {
+	c := d.c
 	src, dst, mp, err := c.checkReassignLocked(m)
 	if err != nil {
 		return err
@@ -444,8 +444,8 @@ func (gs *guests) doReassignLocked(w *Worker, m reassignment) error {
 // canRenameLocked is volume_has_feature(rename): LVM-thin can rename a
 // current (vm-) raw volume, a dir storage a raw/qcow2/vmdk image; base
 // volumes, subvols and non-volumes cannot.
-func (gs *guests) canRenameLocked(node, volid string) bool {
-	c := gs.c
+func (d *ctDisks) canRenameLocked(node, volid string) bool {
+	c := d.c
 	v := c.st.Volumes[c.st.volKey(node, volid)]
 	if v == nil {
 		return false
@@ -467,8 +467,8 @@ func (gs *guests) canRenameLocked(node, volid string) bool {
 // renameVolumeLocked is PVE::Storage::rename_volume: the volume gets the
 // lowest free disk name of target on its storage and keeps its data. It
 // returns the new volid and what lvrename prints.
-func (gs *guests) renameVolumeLocked(node, volid string, target int) (string, []string, error) {
-	c := gs.c
+func (d *ctDisks) renameVolumeLocked(node, volid string, target int) (string, []string, error) {
+	c := d.c
 	v := c.st.Volumes[c.st.volKey(node, volid)]
 	if v == nil {
 		return "", nil, Failf("no such volume '%s'\n", volid)
@@ -510,8 +510,8 @@ func (gs *guests) renameVolumeLocked(node, volid string, target int) (string, []
 
 // moveToStorageLocked is the storage branch of move_volume: checks, the
 // "disk" lock, then a task that copies the data to a new volume.
-func (gs *guests) moveToStorageLocked(auth Auth, node string, vmid int, key, storage, digest string, del bool) (string, error) {
-	c := gs.c
+func (d *ctDisks) moveToStorageLocked(auth Auth, node string, vmid int, key, storage, digest string, del bool) (string, error) {
+	c := d.c
 	if !auth.IsRoot() {
 		if err := c.st.Access.Check(auth, "/storage/"+storage, []string{"Datastore.AllocateSpace"}, false); err != nil {
 			return "", err
@@ -571,36 +571,15 @@ func (gs *guests) moveToStorageLocked(auth Auth, node string, vmid int, key, sto
 // copyVolumeTask is $storage_realcmd without the unlock: allocate a
 // volume on storage, copy the data (rsync), point key at it and keep or
 // free the old volume.
-func (gs *guests) copyVolumeTask(w *Worker, node string, vmid int, key, storage string, mp MountPoint, del bool) error {
-	c := gs.c
+func (d *ctDisks) copyVolumeTask(w *Worker, node string, vmid int, key, storage string, mp MountPoint, del bool) error {
+	c := d.c
 	oldVolid := mp.Volume()
 	var digest, srcDir, dstDir string
 	var newVolid string
-	err := w.doGuest(node, vmid, func(st *State, g *Guest) error {
+	err := w.doGuest(node, vmid, func(st *State, g *Guest) (err error) {
 		digest = g.Digest()
-		if mp.Type() != "volume" {
-			return Failf("cannot copy volumes of type %s\n", mp.Type())
-		}
-		old := st.Volumes[st.volKey(node, oldVolid)]
-		if old == nil {
-			return Failf("no such volume '%s'\n", oldVolid)
-		}
-		size := old.Size
-		if s, err := pvesize.Parse(mp.Props["size"]); err == nil && s > 0 {
-			size = s
-		}
-		// copy_volume allocates with alloc_disk, so the target storage
-		// must take container volumes.
-		v, lines, err := c.ctAllocDiskLocked(node, storage, vmid, size)
-		if err != nil {
-			return err
-		}
-		newVolid = v.VolID()
-		for _, l := range lines {
-			w.logLocked("%s", l)
-		}
-		srcDir, dstDir = c.volumePath(node, old.Storage, old.Name), c.volumePath(node, v.Storage, v.Name)
-		return nil
+		newVolid, srcDir, dstDir, err = d.allocCopyLocked(w, st, node, vmid, storage, mp)
+		return err
 	})
 	if err != nil {
 		return err
@@ -654,6 +633,35 @@ func (gs *guests) copyVolumeTask(w *Worker, node string, vmid int, key, storage 
 	})
 }
 
+// allocCopyLocked is a volume copy's first step: the volume for the copy
+// of mp on storage, as large as mp says (else as its volume), and the
+// directories to copy from and to.
+func (d *ctDisks) allocCopyLocked(w *Worker, st *State, node string, vmid int, storage string, mp MountPoint) (newVolid, srcDir, dstDir string, err error) {
+	c := d.c
+	oldVolid := mp.Volume()
+	if mp.Type() != "volume" {
+		return "", "", "", Failf("cannot copy volumes of type %s\n", mp.Type())
+	}
+	old := st.Volumes[st.volKey(node, oldVolid)]
+	if old == nil {
+		return "", "", "", Failf("no such volume '%s'\n", oldVolid)
+	}
+	size := old.Size
+	if s, err := pvesize.Parse(mp.Props["size"]); err == nil && s > 0 {
+		size = s
+	}
+	// copy_volume allocates with alloc_disk, so the target storage
+	// must take container volumes.
+	v, lines, err := c.ctAllocDiskLocked(node, storage, vmid, size)
+	if err != nil {
+		return "", "", "", err
+	}
+	for _, l := range lines {
+		w.logLocked("%s", l)
+	}
+	return v.VolID(), c.volumePath(node, old.Storage, old.Name), c.volumePath(node, v.Storage, v.Name), nil
+}
+
 // copyStats counts what copyTree copied (rsync --stats).
 type copyStats struct {
 	files, dirs int
@@ -667,96 +675,108 @@ type copyStats struct {
 // sockets, with owners, full modes, times, hard links and xattrs (see
 // fsmeta.go). Nothing is followed through a symlink on either side.
 func copyTree(src, dst string) (copyStats, error) {
-	var st copyStats
-	out := newBeneath(dst)
-	defer out.close()
-	type pendingDir struct {
-		rel string
-		m   fileMeta
-	}
-	var dirs []pendingDir
-	links := map[inode]string{}
-	err := walkVolume(src, func(p, rel string) error {
-		m, err := lstatMeta(p)
-		if err != nil {
-			return err
-		}
-		dirfd, name, err := out.parent(rel, true)
-		if err != nil {
-			return err
-		}
-		switch m.kind() {
-		case unix.S_IFDIR:
-			st.dirs++
-			if name != "." {
-				if err := clearAt(dirfd, name, true); err != nil {
-					return err
-				}
-				if err := unix.Mkdirat(dirfd, name, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
-					return fmt.Errorf("mkdir %s: %w", rel, err)
-				}
-			}
-			dirs = append(dirs, pendingDir{rel, m})
-			return nil
-		case unix.S_IFREG:
-			st.files++
-			if err := clearAt(dirfd, name, false); err != nil {
-				return err
-			}
-			key := inode{m.dev, m.ino}
-			if first, ok := links[key]; ok && m.nlink > 1 {
-				return linkBeneath(dst, first, dirfd, name)
-			}
-			st.bytes += m.size
-			if err := copyFileAt(p, dirfd, name); err != nil {
-				return fmt.Errorf("copy %s: %w", rel, err)
-			}
-			if m.nlink > 1 {
-				links[key] = rel
-			}
-		case unix.S_IFLNK:
-			target, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			if err := clearAt(dirfd, name, false); err != nil {
-				return err
-			}
-			if err := unix.Symlinkat(target, dirfd, name); err != nil {
-				return fmt.Errorf("symlink %s: %w", rel, err)
-			}
-		case unix.S_IFIFO, unix.S_IFCHR, unix.S_IFBLK:
-			if err := clearAt(dirfd, name, false); err != nil {
-				return err
-			}
-			skipped, err := mknodAt(dirfd, name, m)
-			if err != nil {
-				return err
-			}
-			if skipped {
-				st.skipped++
-				return nil
-			}
-		default:
-			return nil // sockets: rsync and tar skip them too
-		}
-		return applyMeta(dirfd, name, m, m.xattrs)
-	})
-	if err != nil {
-		return st, err
+	t := &treeCopy{dst: dst, out: newBeneath(dst), links: map[inode]string{}}
+	defer t.out.close()
+	if err := walkVolume(src, t.entry); err != nil {
+		return t.st, err
 	}
 	// Directories last, deepest first: writing into a directory changes
 	// its mtime, and its mode may forbid the writes.
-	for i := len(dirs) - 1; i >= 0; i-- {
-		dirfd, name, err := out.parent(dirs[i].rel, false)
+	for i := len(t.dirs) - 1; i >= 0; i-- {
+		dirfd, name, err := t.out.parent(t.dirs[i].rel, false)
 		if err != nil {
-			return st, err
+			return t.st, err
 		}
-		if err := applyMeta(dirfd, name, dirs[i].m, dirs[i].m.xattrs); err != nil {
-			return st, err
+		if err := applyMeta(dirfd, name, t.dirs[i].m, t.dirs[i].m.xattrs); err != nil {
+			return t.st, err
 		}
 	}
-	return st, nil
+	return t.st, nil
+}
+
+// treeCopy is one copyTree: the destination, opened beneath, the counts,
+// the directories whose metadata waits for the end and the first copy
+// of each hard-linked file.
+type treeCopy struct {
+	dst   string
+	out   *beneath
+	st    copyStats
+	dirs  []copyDir
+	links map[inode]string
+}
+
+// copyDir is a copied directory whose metadata is set last.
+type copyDir struct {
+	rel string
+	m   fileMeta
+}
+
+// entry copies the file p, at rel in the tree.
+func (t *treeCopy) entry(p, rel string) error {
+	m, err := lstatMeta(p)
+	if err != nil {
+		return err
+	}
+	dirfd, name, err := t.out.parent(rel, true)
+	if err != nil {
+		return err
+	}
+	switch m.kind() {
+	case unix.S_IFDIR:
+		t.st.dirs++
+		if name != "." {
+			if err := clearAt(dirfd, name, true); err != nil {
+				return err
+			}
+			if err := unix.Mkdirat(dirfd, name, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
+				return fmt.Errorf("mkdir %s: %w", rel, err)
+			}
+		}
+		t.dirs = append(t.dirs, copyDir{rel, m})
+		return nil
+	case unix.S_IFREG:
+		t.st.files++
+		if err := clearAt(dirfd, name, false); err != nil {
+			return err
+		}
+		key := inode{m.dev, m.ino}
+		if first, ok := t.links[key]; ok && m.nlink > 1 {
+			return linkBeneath(t.dst, first, dirfd, name)
+		}
+		t.st.bytes += m.size
+		if err := copyFileAt(p, dirfd, name); err != nil {
+			return fmt.Errorf("copy %s: %w", rel, err)
+		}
+		if m.nlink > 1 {
+			t.links[key] = rel
+		}
+	case unix.S_IFLNK:
+		target, err := os.Readlink(p)
+		if err != nil {
+			return err
+		}
+		if err := clearAt(dirfd, name, false); err != nil {
+			return err
+		}
+		if err := unix.Symlinkat(target, dirfd, name); err != nil {
+			return fmt.Errorf("symlink %s: %w", rel, err)
+		}
+	case unix.S_IFIFO, unix.S_IFCHR, unix.S_IFBLK:
+		if err := clearAt(dirfd, name, false); err != nil {
+			return err
+		}
+		skipped, err := mknodAt(dirfd, name, m)
+		if err != nil {
+			return err
+		}
+		if skipped {
+			t.st.skipped++
+			return nil
+		}
+	default:
+		return nil // sockets: rsync and tar skip them too
+	}
+	return applyMeta(dirfd, name, m, m.xattrs)
 }
 
 // linkBeneath makes name in dirfd a hard link to first (relative to root).

@@ -142,143 +142,173 @@ func ctGatewayScripts(ifname, gw string) string {
 // ctRenderInterfaces is setup_network's rewrite of old (the CT's file,
 // "" when it has none) for nets.
 func ctRenderInterfaces(old string, nets map[string]*ctNetIface) string {
-	var out strings.Builder
-	doneAuto, done4, done6 := map[string]bool{}, map[string]bool{}, map[string]bool{}
-	type section struct {
-		v6     bool
-		ifname string
-		attr   []string
-	}
-	var sec *section
-	flush := func() {
-		if sec == nil {
-			return
-		}
-		s := sec
-		sec = nil
-		n := nets[s.ifname]
-		if !doneAuto[s.ifname] {
-			out.WriteString("auto " + s.ifname + "\n")
-			doneAuto[s.ifname] = true
-		}
-		// drop PVE's marked scripts: they are written anew
-		var attrs []string
-		skip := false
-		for _, a := range s.attr {
-			switch a {
-			case "# --- BEGIN PVE ---":
-				skip = true
-			case "# --- END PVE ---":
-				skip = false
-			default:
-				if !skip {
-					attrs = append(attrs, a)
-				}
-			}
-		}
-		addr, cidr, gw, needs, fam := n.addr, n.cidr, n.gw, n.needsRoute, "inet"
-		has := n.has4
-		if s.v6 {
-			addr, cidr, gw, needs, fam, has = n.addr6, n.cidr6, n.gw6, n.needsRoute6, "inet6", n.has6
-			done6[s.ifname] = true
-		} else {
-			done4[s.ifname] = true
-		}
-		switch {
-		case !has || addr == "":
-		case addr == "dhcp" || addr == "manual" || addr == "auto":
-			out.WriteString("iface " + s.ifname + " " + fam + " " + addr + "\n\n")
-		default:
-			out.WriteString("iface " + s.ifname + " " + fam + " static\n")
-			out.WriteString("\taddress " + cidr + "\n")
-			if gw != "" {
-				if needs {
-					out.WriteString(ctGatewayScripts(s.ifname, gw))
-				} else {
-					out.WriteString("\tgateway " + gw + "\n")
-				}
-			}
-			for _, a := range attrs {
-				out.WriteString("\t" + a + "\n")
-			}
-			out.WriteString("\n")
-		}
-	}
+	r := &ifacesRender{nets: nets, doneAuto: map[string]bool{}, done4: map[string]bool{}, done6: map[string]bool{}}
 	if old != "" {
 		for _, line := range strings.Split(strings.TrimSuffix(old, "\n"), "\n") {
-			trimmed := strings.TrimSpace(line)
-			f := strings.Fields(line)
-			switch {
-			case strings.HasPrefix(line, "# --- BEGIN PVE ---") || strings.HasPrefix(line, "# --- END PVE ---"):
-				if sec != nil {
-					sec.attr = append(sec.attr, line)
-				}
-			case strings.HasPrefix(line, "#"):
-				out.WriteString(line + "\n")
-			case trimmed == "":
-				if sec != nil {
-					flush()
-				} else {
-					out.WriteString(line + "\n")
-				}
-			case len(f) == 4 && f[0] == "iface" && (f[2] == "inet" || f[2] == "inet6"):
-				flush()
-				if nets[f[1]] == nil {
-					out.WriteString(line + "\n")
-				} else {
-					sec = &section{v6: f[2] == "inet6", ifname: f[1]}
-				}
-			case len(f) >= 1 && f[0] == "auto":
-				for _, i := range f[1:] {
-					doneAuto[i] = true
-				}
-				flush()
-				out.WriteString(line + "\n")
-			case len(f) >= 1 && (f[0] == "mapping" || f[0] == "source" || f[0] == "source-directory" || strings.HasPrefix(f[0], "allow-")):
-				flush()
-				out.WriteString(line + "\n")
-			case sec != nil && len(f) >= 2:
-				switch f[0] {
-				case "address", "netmask", "gateway", "broadcast":
-				default:
-					sec.attr = append(sec.attr, trimmed)
-				}
-			default:
-				out.WriteString(line + "\n")
-			}
+			r.line(line)
 		}
-		flush()
+		r.flush()
 	}
-	names := make([]string, 0, len(nets))
-	for name := range nets {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	sep := out.Len() > 0 && !strings.HasSuffix(out.String(), "\n\n")
-	for _, name := range names {
-		n := nets[name]
-		if !done4[name] && n.has4 {
-			if sep {
-				out.WriteString("\n")
-				sep = false
-			}
-			sec = &section{ifname: name}
-			flush()
-		}
-		if !done6[name] && n.has6 {
-			if sep {
-				out.WriteString("\n")
-				sep = false
-			}
-			sec = &section{v6: true, ifname: name}
-			flush()
-		}
-	}
-	text := out.String()
-	if !doneAuto["lo"] {
+	r.addMissing()
+	text := r.out.String()
+	if !r.doneAuto["lo"] {
 		text = "auto lo\niface lo inet loopback\niface lo inet6 loopback\n\n" + text
 	}
 	return text
+}
+
+// ifacesRender is one ctRenderInterfaces: the text so far, the
+// interfaces whose auto line and inet and inet6 sections are written,
+// and the section of ours being read (sec).
+type ifacesRender struct {
+	nets                   map[string]*ctNetIface
+	out                    strings.Builder
+	doneAuto, done4, done6 map[string]bool
+	sec                    *ifaceSection
+}
+
+// ifaceSection is an "iface NAME inet|inet6" section of a netN: the
+// attributes kept from the old file.
+type ifaceSection struct {
+	v6     bool
+	ifname string
+	attr   []string
+}
+
+// line copies one line of the old file, or keeps it for the section of
+// ours it belongs to.
+func (r *ifacesRender) line(line string) {
+	trimmed := strings.TrimSpace(line)
+	f := strings.Fields(line)
+	switch {
+	case strings.HasPrefix(line, "# --- BEGIN PVE ---") || strings.HasPrefix(line, "# --- END PVE ---"):
+		if r.sec != nil {
+			r.sec.attr = append(r.sec.attr, line)
+		}
+	case strings.HasPrefix(line, "#"):
+		r.out.WriteString(line + "\n")
+	case trimmed == "":
+		if r.sec != nil {
+			r.flush()
+		} else {
+			r.out.WriteString(line + "\n")
+		}
+	case len(f) == 4 && f[0] == "iface" && (f[2] == "inet" || f[2] == "inet6"):
+		r.flush()
+		if r.nets[f[1]] == nil {
+			r.out.WriteString(line + "\n")
+		} else {
+			r.sec = &ifaceSection{v6: f[2] == "inet6", ifname: f[1]}
+		}
+	case len(f) >= 1 && f[0] == "auto":
+		for _, i := range f[1:] {
+			r.doneAuto[i] = true
+		}
+		r.flush()
+		r.out.WriteString(line + "\n")
+	case len(f) >= 1 && (f[0] == "mapping" || f[0] == "source" || f[0] == "source-directory" || strings.HasPrefix(f[0], "allow-")):
+		r.flush()
+		r.out.WriteString(line + "\n")
+	case r.sec != nil && len(f) >= 2:
+		switch f[0] {
+		case "address", "netmask", "gateway", "broadcast":
+		default:
+			r.sec.attr = append(r.sec.attr, trimmed)
+		}
+	default:
+		r.out.WriteString(line + "\n")
+	}
+}
+
+// addMissing writes, by name, the sections of nets the old file lacked.
+func (r *ifacesRender) addMissing() {
+	names := make([]string, 0, len(r.nets))
+	for name := range r.nets {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	sep := r.out.Len() > 0 && !strings.HasSuffix(r.out.String(), "\n\n")
+	for _, name := range names {
+		n := r.nets[name]
+		if !r.done4[name] && n.has4 {
+			if sep {
+				r.out.WriteString("\n")
+				sep = false
+			}
+			r.sec = &ifaceSection{ifname: name}
+			r.flush()
+		}
+		if !r.done6[name] && n.has6 {
+			if sep {
+				r.out.WriteString("\n")
+				sep = false
+			}
+			r.sec = &ifaceSection{v6: true, ifname: name}
+			r.flush()
+		}
+	}
+}
+
+// flush writes the section being read, if any: its auto line once, then
+// the netN's address, gateway and the kept attributes.
+func (r *ifacesRender) flush() {
+	if r.sec == nil {
+		return
+	}
+	s := r.sec
+	r.sec = nil
+	n := r.nets[s.ifname]
+	if !r.doneAuto[s.ifname] {
+		r.out.WriteString("auto " + s.ifname + "\n")
+		r.doneAuto[s.ifname] = true
+	}
+	addr, cidr, gw, needs, fam := n.addr, n.cidr, n.gw, n.needsRoute, "inet"
+	has := n.has4
+	if s.v6 {
+		addr, cidr, gw, needs, fam, has = n.addr6, n.cidr6, n.gw6, n.needsRoute6, "inet6", n.has6
+		r.done6[s.ifname] = true
+	} else {
+		r.done4[s.ifname] = true
+	}
+	switch {
+	case !has || addr == "":
+	case addr == "dhcp" || addr == "manual" || addr == "auto":
+		r.out.WriteString("iface " + s.ifname + " " + fam + " " + addr + "\n\n")
+	default:
+		r.out.WriteString("iface " + s.ifname + " " + fam + " static\n")
+		r.out.WriteString("\taddress " + cidr + "\n")
+		if gw != "" {
+			if needs {
+				r.out.WriteString(ctGatewayScripts(s.ifname, gw))
+			} else {
+				r.out.WriteString("\tgateway " + gw + "\n")
+			}
+		}
+		for _, a := range dropPVEScripts(s.attr) {
+			r.out.WriteString("\t" + a + "\n")
+		}
+		r.out.WriteString("\n")
+	}
+}
+
+// dropPVEScripts drops PVE's marked scripts from a section's attributes:
+// they are written anew.
+func dropPVEScripts(attr []string) []string {
+	var attrs []string
+	skip := false
+	for _, a := range attr {
+		switch a {
+		case "# --- BEGIN PVE ---":
+			skip = true
+		case "# --- END PVE ---":
+			skip = false
+		default:
+			if !skip {
+				attrs = append(attrs, a)
+			}
+		}
+	}
+	return attrs
 }
 
 // ctSetupInterfaces writes /etc/network/interfaces (nothing when no

@@ -22,19 +22,13 @@ import (
 // StartCT is vm_start: task vzstart. It applies pending changes, then
 // marks the CT running; its sshd answers after the "bootdelay" duration.
 // params: skiplock (root@pam only).
-func (gs *guests) StartCT(auth Auth, node string, vmid int, params map[string]string) (string, error) {
-	c := gs.c
+func (p *ctPower) StartCT(auth Auth, node string, vmid int, params map[string]string) (string, error) {
+	c := p.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := c.checkNodeLocked(node); err != nil {
-		return "", err
-	}
-	skiplock, err := skiplockParam(auth, params)
+	skiplock, err := p.checkPowerRequestLocked(auth, node, vmid, params, powerRequest{skiplock: true, refusal: "CT %d already running\n"})
 	if err != nil {
 		return "", err
-	}
-	if c.runningLocked(node, vmid) {
-		return "", Failf("CT %d already running\n", vmid)
 	}
 	return c.spawn(auth, node, "vzstart", strconv.Itoa(vmid), func(w *Worker) error {
 		if err := w.LockConfig(vmid); err != nil {
@@ -88,19 +82,13 @@ func (gs *guests) StartCT(auth Auth, node string, vmid int, params map[string]st
 // StopCT is vm_stop with kill: task vzstop. params: skiplock (root@pam
 // only), overrule-shutdown (abort running vzshutdown tasks of the CT first,
 // PVE::GuestHelpers::abort_guest_tasks; they end "interrupted by signal").
-func (gs *guests) StopCT(auth Auth, node string, vmid int, params map[string]string) (string, error) {
-	c := gs.c
+func (p *ctPower) StopCT(auth Auth, node string, vmid int, params map[string]string) (string, error) {
+	c := p.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := c.checkNodeLocked(node); err != nil {
-		return "", err
-	}
-	skiplock, err := skiplockParam(auth, params)
+	skiplock, err := p.checkPowerRequestLocked(auth, node, vmid, params, powerRequest{skiplock: true, running: true, refusal: "CT %d not running\n"})
 	if err != nil {
 		return "", err
-	}
-	if !c.runningLocked(node, vmid) {
-		return "", Failf("CT %d not running\n", vmid)
 	}
 	var overruled, refused []string
 	if isTrue(params["overrule-shutdown"]) {
@@ -113,24 +101,13 @@ func (gs *guests) StopCT(auth Auth, node string, vmid int, params map[string]str
 		if len(overruled) > 0 {
 			w.Log("overruled vzshutdown tasks: %s", strings.Join(overruled, ", "))
 		}
-		if err := w.LockConfig(vmid); err != nil {
-			return err
-		}
-		err := w.doGuest(node, vmid, func(st *State, g *Guest) error {
-			return checkPowerLock(g, skiplock, true)
-		})
-		if err != nil {
+		if _, err := p.lockForPower(w, node, vmid, skiplock, true); err != nil {
 			return err
 		}
 		if err := w.Phase("vzstop", 1); err != nil {
 			return err
 		}
-		return w.Do(func(st *State) error {
-			if g := st.Guests[vmid]; g != nil {
-				c.markStoppedLocked(g)
-			}
-			return nil
-		})
+		return p.recordStopped(w, vmid)
 	}), nil
 }
 
@@ -139,15 +116,12 @@ func (gs *guests) StopCT(auth Auth, node string, vmid int, params map[string]str
 // a timeout (seconds, default 60) shorter than that stops it hard with
 // forceStop=1 and fails the task otherwise. The config lock is checked
 // strictly: shutdown has no skiplock and does not tolerate "mounted".
-func (gs *guests) ShutdownCT(auth Auth, node string, vmid int, params map[string]string) (string, error) {
-	c := gs.c
+func (p *ctPower) ShutdownCT(auth Auth, node string, vmid int, params map[string]string) (string, error) {
+	c := p.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := c.checkNodeLocked(node); err != nil {
+	if _, err := p.checkPowerRequestLocked(auth, node, vmid, params, powerRequest{running: true, refusal: "CT %d not running\n"}); err != nil {
 		return "", err
-	}
-	if !c.runningLocked(node, vmid) {
-		return "", Failf("CT %d not running\n", vmid)
 	}
 	timeout := 60 * time.Second
 	if t, err := strconv.Atoi(params["timeout"]); err == nil {
@@ -160,13 +134,7 @@ func (gs *guests) ShutdownCT(auth Auth, node string, vmid int, params map[string
 		c.shutdownAborts.Store(key, abort)
 		defer c.shutdownAborts.Delete(key)
 
-		if err := w.LockConfig(vmid); err != nil {
-			return err
-		}
-		err := w.doGuest(node, vmid, func(st *State, g *Guest) error {
-			return checkPowerLock(g, false, false)
-		})
-		if err != nil {
+		if _, err := p.lockForPower(w, node, vmid, false, false); err != nil {
 			return err
 		}
 		clean := c.unscaledDuration("vzshutdown")
@@ -181,37 +149,23 @@ func (gs *guests) ShutdownCT(auth Auth, node string, vmid int, params map[string
 			return Failf("container did not stop\n")
 		}
 		c.guestShutdown(vmid, timeout)
-		return w.Do(func(st *State) error {
-			if g := st.Guests[vmid]; g != nil {
-				c.markStoppedLocked(g)
-			}
-			return nil
-		})
+		return p.recordStopped(w, vmid)
 	}), nil
 }
 
 // RebootCT is vm_reboot: task vzreboot. It shuts the CT down, applies
 // pending changes and starts it again. A lock other than "mounted" fails
 // the task (on PVE the pre-start hook refuses a locked CT).
-func (gs *guests) RebootCT(auth Auth, node string, vmid int, params map[string]string) (string, error) {
-	c := gs.c
+func (p *ctPower) RebootCT(auth Auth, node string, vmid int, params map[string]string) (string, error) {
+	c := p.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := c.checkNodeLocked(node); err != nil {
+	// sic: "VM", Status.pm vm_reboot
+	if _, err := p.checkPowerRequestLocked(auth, node, vmid, params, powerRequest{running: true, refusal: "VM %d not running\n"}); err != nil {
 		return "", err
 	}
-	if !c.runningLocked(node, vmid) {
-		return "", Failf("VM %d not running\n", vmid) // sic: "VM", Status.pm vm_reboot
-	}
 	return c.spawn(auth, node, "vzreboot", strconv.Itoa(vmid), func(w *Worker) error {
-		if err := w.LockConfig(vmid); err != nil {
-			return err
-		}
-		running := false
-		err := w.doGuest(node, vmid, func(st *State, g *Guest) error {
-			running = g.Running
-			return checkPowerLock(g, false, true)
-		})
+		running, err := p.lockForPower(w, node, vmid, false, true)
 		if err != nil || !running {
 			return err // vm_reboot does nothing for a CT that stopped meanwhile
 		}
@@ -241,6 +195,57 @@ func (gs *guests) RebootCT(auth Auth, node string, vmid int, params map[string]s
 	}), nil
 }
 
+// powerRequest says what a power request checks before its task.
+type powerRequest struct {
+	skiplock bool   // the call takes skiplock (start, stop)
+	running  bool   // the call needs the CT running (stop, shutdown, reboot)
+	refusal  string // Status.pm's die when the CT is not as needed; %d is the VMID
+}
+
+// checkPowerRequestLocked makes a power request's checks in Status.pm's
+// order: the node, skiplock where the call takes it (only root@pam may),
+// then whether the CT runs as the call needs. It returns skiplock.
+func (p *ctPower) checkPowerRequestLocked(auth Auth, node string, vmid int, params map[string]string, r powerRequest) (skiplock bool, err error) {
+	c := p.c
+	if err := c.checkNodeLocked(node); err != nil {
+		return false, err
+	}
+	if r.skiplock {
+		if skiplock, err = skiplockParam(auth, params); err != nil {
+			return false, err
+		}
+	}
+	if c.runningLocked(node, vmid) != r.running {
+		return false, Failf(r.refusal, vmid)
+	}
+	return skiplock, nil
+}
+
+// lockForPower is a power task's first step: it takes CT vmid's config
+// flock for the rest of the task and checks the CT's lock
+// (checkPowerLock), reporting whether the CT still runs.
+func (p *ctPower) lockForPower(w *Worker, node string, vmid int, skiplock, allowMounted bool) (running bool, err error) {
+	if err := w.LockConfig(vmid); err != nil {
+		return false, err
+	}
+	err = w.doGuest(node, vmid, func(st *State, g *Guest) error {
+		running = g.Running
+		return checkPowerLock(g, skiplock, allowMounted)
+	})
+	return running, err
+}
+
+// recordStopped is a stop or shutdown task's last step: the CT, unless
+// destroyed meanwhile, is stopped.
+func (p *ctPower) recordStopped(w *Worker, vmid int) error {
+	return w.Do(func(st *State) error {
+		if g := st.Guests[vmid]; g != nil {
+			p.c.markStoppedLocked(g)
+		}
+		return nil
+	})
+}
+
 // skiplockParam reads skiplock; only the root@pam user (never a token)
 // may set it (behaviour.md (h) 1).
 func skiplockParam(auth Auth, params map[string]string) (bool, error) {
@@ -252,8 +257,8 @@ func skiplockParam(auth Auth, params map[string]string) (bool, error) {
 }
 
 // runningLocked reports whether CT vmid runs on node (check_running).
-func (gs *guests) runningLocked(node string, vmid int) bool {
-	c := gs.c
+func (p *ctPower) runningLocked(node string, vmid int) bool {
+	c := p.c
 	g := c.st.Guests[vmid]
 	return g != nil && g.Node == node && g.Running
 }
@@ -283,8 +288,8 @@ func checkQuotas(g *Guest) error {
 
 // markRunningLocked records a started CT: a new init PID, the start time,
 // and when its sshd answers (unix seconds, after "bootdelay").
-func (gs *guests) markRunningLocked(g *Guest) {
-	c := gs.c
+func (p *ctPower) markRunningLocked(g *Guest) {
+	c := p.c
 	c.markGuest(g.VMID)
 	c.runChanges++
 	now := c.now()
@@ -297,8 +302,8 @@ func (gs *guests) markRunningLocked(g *Guest) {
 
 // markStoppedLocked clears the runtime state of a stopped CT and counts
 // the stop for the run hook (Worker.Do).
-func (gs *guests) markStoppedLocked(g *Guest) {
-	c := gs.c
+func (p *ctPower) markStoppedLocked(g *Guest) {
+	c := p.c
 	c.markGuest(g.VMID)
 	c.runChanges++
 	g.Running = false
@@ -311,8 +316,8 @@ func (gs *guests) markStoppedLocked(g *Guest) {
 // caller may stop: its own, or any with Sys.Modify on the node
 // (abort_guest_tasks → check_worker). It returns the aborted UPIDs and the
 // permission errors for the others, which PVE only warns about.
-func (gs *guests) abortShutdownsLocked(auth Auth, node string, vmid int) (aborted, refused []string) {
-	c := gs.c
+func (p *ctPower) abortShutdownsLocked(auth Auth, node string, vmid int) (aborted, refused []string) {
+	c := p.c
 	id := strconv.Itoa(vmid)
 	for _, t := range c.st.Tasks {
 		if t.Status != "running" || t.Type != "vzshutdown" || t.ID != id || t.Node != node {
@@ -377,8 +382,8 @@ type pendingOutcome struct {
 // volume gets its size rescanned, and the volume it replaces becomes
 // unusedN. unusedN entries whose volume rootfs/mpN now use are dropped,
 // as write_pct_config does. c.mu must be held; the caller saves.
-func (gs *guests) applyPendingLocked(g *Guest) pendingOutcome {
-	c := gs.c
+func (p *ctPower) applyPendingLocked(g *Guest) pendingOutcome {
+	c := p.c
 	out := pendingOutcome{Errors: map[string]string{}}
 	fail := func(opt string, err error) {
 		msg := fmt.Sprintf("unable to apply pending change %s : %s", opt, errText(err))
@@ -450,8 +455,8 @@ func (gs *guests) applyPendingLocked(g *Guest) pendingOutcome {
 // STORAGE:SIZE volume is allocated (create_disks) and the pending value
 // rewritten to name it; an existing volume has its size rescanned. The
 // volume the key held before becomes unusedN.
-func (gs *guests) applyPendingMountLocked(g *Guest, opt string) error {
-	c := gs.c
+func (p *ctPower) applyPendingMountLocked(g *Guest, opt string) error {
+	c := p.c
 	mp, err := ParseMountPoint(opt, g.Pending[opt])
 	if err != nil {
 		return Failf("%s\n", err)
@@ -484,8 +489,8 @@ func (gs *guests) applyPendingMountLocked(g *Guest, opt string) error {
 
 // deleteMountpointVolumeLocked is delete_mountpoint_volume: free volid if
 // g owns it (by name), else PVE's "isn't the owner" warning.
-func (gs *guests) deleteMountpointVolumeLocked(g *Guest, volid string) []string {
-	c := gs.c
+func (p *ctPower) deleteMountpointVolumeLocked(g *Guest, volid string) []string {
+	c := p.c
 	sid, name, ok := ParseVolID(volid)
 	if !ok {
 		return nil

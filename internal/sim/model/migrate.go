@@ -118,9 +118,15 @@ func splitList(s string) []string {
 	})
 }
 
+// ctMigrator migrates CTs between nodes: the request, its precondition
+// check (GET .../migrate) and the task, whose steps are a migration's.
+// Cluster embeds it.
+type ctMigrator struct{ c *Cluster }
+
 // quorateLocked reports whether more than half of the nodes are online
 // (corosync votequorum with one vote per node).
-func (c *Cluster) quorateLocked() bool {
+func (mg *ctMigrator) quorateLocked() bool {
+	c := mg.c
 	online := 0
 	for _, n := range c.st.Nodes {
 		if n.Online {
@@ -135,7 +141,8 @@ func (c *Cluster) quorateLocked() bool {
 // source node. params: target, online, restart, timeout, bwlimit,
 // target-storage. VM.Migrate on /vms/{vmid} is the schema's check (the
 // HTTP layer); the target-storage checks are here.
-func (c *Cluster) MigrateCT(auth Auth, node string, vmid int, params map[string]string) (string, error) {
+func (mg *ctMigrator) MigrateCT(auth Auth, node string, vmid int, params map[string]string) (string, error) {
+	c := mg.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.checkNodeLocked(node); err != nil {
@@ -204,7 +211,8 @@ type MigratePrecondition struct {
 }
 
 // MigratePrecondition answers GET …/migrate for CT vmid on node.
-func (c *Cluster) MigratePrecondition(node string, vmid int) (MigratePrecondition, error) {
+func (mg *ctMigrator) MigratePrecondition(node string, vmid int) (MigratePrecondition, error) {
+	c := mg.c
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if err := c.checkNodeLocked(node); err != nil {
@@ -354,7 +362,8 @@ func (m *migration) finalCleanup(problems bool) error {
 
 // migrateStart starts CT vmid on node for restart mode (vm_start with
 // skiplock), taking the "vzstart" time.
-func (c *Cluster) migrateStart(w *Worker, node string, vmid int) error {
+func (mg *ctMigrator) migrateStart(w *Worker, node string, vmid int) error {
+	c := mg.c
 	if err := w.Phase("vzstart", 1); err != nil {
 		return err
 	}
@@ -486,116 +495,24 @@ func (m *migration) phase1() error {
 		return err
 	}
 	m.log("starting migration of CT %d to node '%s' (%s)", m.vmid, m.target, targetIP)
-	vols := map[string]*migVolume{}
-	volErrs := map[string]string{}
-	var lines []string // info lines of the scan, in order
+	sc := &migScan{m: m, vols: map[string]*migVolume{}, errs: map[string]string{}}
 	err := w.doGuest(m.source, m.vmid, func(st *State, g *Guest) error {
 		g.Config["lock"] = "migrate"
-		test := func(key, value, snapname string) {
-			mp, err := migrateMountPoint(key, value)
-			if err != nil {
-				return
-			}
-			volid := mp.Volume()
-			if mp.Type() != "volume" {
-				if snapname == "" {
-					lines = append(lines, fmt.Sprintf("ignoring shared '%s' mount point '%s' ('%s')", mp.Type(), key, volid))
-				}
-				return
-			}
-			if volid == "" {
-				return
-			}
-			if _, _, ok := ParseNewDisk(volid); ok && st.Volumes[st.volKey(m.source, volid)] == nil {
-				lines = append(lines, fmt.Sprintf("volume '%s' does not exist (pending change?)", volid))
-				return
-			}
-			sid, _, _ := ParseVolID(volid)
-			s, err := c.storageCheckEnabledLocked(sid, m.source)
-			if err != nil {
-				if volErrs[volid] == "" {
-					volErrs[volid] = errText(err)
-				}
-				return
-			}
-			if s.Shared {
-				if snapname == "" {
-					lines = append(lines, fmt.Sprintf("volume '%s' is on shared storage '%s'", volid, sid))
-				}
-				return
-			}
-			v := vols[volid]
-			if v == nil {
-				v = &migVolume{sid: sid, tsid: m.storageMap.mapID(sid)}
-				vols[volid] = v
-			}
-			v.ref = "config"
-			if snapname != "" {
-				v.ref = "snapshot"
-				v.snapshots = true
-			}
-			fail := func(msg string) {
-				if volErrs[volid] == "" {
-					volErrs[volid] = msg
-				}
-			}
-			_, _, _, owner, err := c.parseVolnameLocked(volid)
-			if err != nil {
-				fail(errText(err))
-				return
-			}
-			if owner == 0 || owner != m.vmid {
-				o := ""
-				if owner != 0 {
-					o = strconv.Itoa(owner)
-				}
-				fail(fmt.Sprintf("owned by other guest (owner = %s)\n", o))
-				return
-			}
-			if v.snapshots && s.Type != "zfspool" && s.Type != "btrfs" {
-				fail("non-migratable snapshot exists\n")
-				return
-			}
-			switch s.Type {
-			case "dir", "zfspool", "lvmthin", "lvm", "btrfs":
-			default:
-				fail(fmt.Sprintf("storage type '%s' not supported\n", s.Type))
-			}
-		}
-		scan := func(conf map[string]string, snapname string, unused bool) {
-			for _, key := range ctVolumeKeys(conf) {
-				if !unused && strings.HasPrefix(key, "unused") {
-					continue
-				}
-				test(key, conf[key], snapname)
-			}
-		}
+		sc.st = st
 		for _, name := range slices.Sorted(maps.Keys(g.Snapshots)) {
-			scan(g.Snapshots[name].Config, name, false)
+			sc.scan(g.Snapshots[name].Config, name, false)
 		}
-		scan(g.Pending, "", false)
-		scan(g.Config, "", true)
+		sc.scan(g.Pending, "", false)
+		sc.scan(g.Config, "", true)
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	for _, l := range lines {
-		m.log("%s", l)
-	}
-	volids := slices.Sorted(maps.Keys(vols))
-	for _, volid := range volids {
-		if vols[volid].ref == "config" {
-			m.log("found local volume '%s' (in current VM config)", volid)
-		} else {
-			m.log("found local volume '%s' (referenced by snapshot(s))", volid)
-		}
-	}
-	if len(volErrs) > 0 {
-		for _, volid := range slices.Sorted(maps.Keys(volErrs)) {
-			m.log("can't migrate local volume '%s': %s", volid, strings.TrimRight(volErrs[volid], "\n"))
-		}
-		return Failf("can't migrate CT - check log\n")
+	vols := sc.vols
+	volids, err := sc.report()
+	if err != nil {
+		return err
 	}
 	if err := w.Phase("vzmigrate", 0.1); err != nil {
 		return err
@@ -615,6 +532,135 @@ func (m *migration) phase1() error {
 		c.markGuestVolumes(g)
 		return nil
 	})
+}
+
+// migScan is phase1's scan of a CT's volumes (Migrate.pm sync_disks'
+// test_volid): the local volumes to copy, why some cannot be, and the
+// scan's info lines in order. It runs under the cluster lock (st).
+type migScan struct {
+	m     *migration
+	st    *State
+	vols  map[string]*migVolume
+	errs  map[string]string // by volid, the first reason only
+	lines []string
+}
+
+// scan tests every volume key of conf (of snapshot snapname, "" for the
+// current or pending config); unusedN only with unused.
+func (sc *migScan) scan(conf map[string]string, snapname string, unused bool) {
+	for _, key := range ctVolumeKeys(conf) {
+		if !unused && strings.HasPrefix(key, "unused") {
+			continue
+		}
+		sc.test(key, conf[key], snapname)
+	}
+}
+
+// fail records why volid cannot migrate, unless a reason is known.
+func (sc *migScan) fail(volid, msg string) {
+	if sc.errs[volid] == "" {
+		sc.errs[volid] = msg
+	}
+}
+
+// test is test_volid for the mount point key: value: a bind or device
+// mount, a volume on shared storage and a pending new disk stay; a local
+// volume is listed to copy, or fails the migration.
+func (sc *migScan) test(key, value, snapname string) {
+	m, st := sc.m, sc.st
+	mp, err := migrateMountPoint(key, value)
+	if err != nil {
+		return
+	}
+	volid := mp.Volume()
+	if mp.Type() != "volume" {
+		if snapname == "" {
+			sc.lines = append(sc.lines, fmt.Sprintf("ignoring shared '%s' mount point '%s' ('%s')", mp.Type(), key, volid))
+		}
+		return
+	}
+	if volid == "" {
+		return
+	}
+	if _, _, ok := ParseNewDisk(volid); ok && st.Volumes[st.volKey(m.source, volid)] == nil {
+		sc.lines = append(sc.lines, fmt.Sprintf("volume '%s' does not exist (pending change?)", volid))
+		return
+	}
+	sid, _, _ := ParseVolID(volid)
+	s, err := m.c.storageCheckEnabledLocked(sid, m.source)
+	if err != nil {
+		sc.fail(volid, errText(err))
+		return
+	}
+	if s.Shared {
+		if snapname == "" {
+			sc.lines = append(sc.lines, fmt.Sprintf("volume '%s' is on shared storage '%s'", volid, sid))
+		}
+		return
+	}
+	v := sc.vols[volid]
+	if v == nil {
+		v = &migVolume{sid: sid, tsid: m.storageMap.mapID(sid)}
+		sc.vols[volid] = v
+	}
+	v.ref = "config"
+	if snapname != "" {
+		v.ref = "snapshot"
+		v.snapshots = true
+	}
+	if msg := sc.refusal(volid, v, s); msg != "" {
+		sc.fail(volid, msg)
+	}
+}
+
+// refusal is why local volume volid on s cannot migrate, "" when it can:
+// another guest owns it, it has snapshots its storage cannot send, or
+// its storage type cannot be copied.
+func (sc *migScan) refusal(volid string, v *migVolume, s *Storage) string {
+	_, _, _, owner, err := sc.m.c.parseVolnameLocked(volid)
+	if err != nil {
+		return errText(err)
+	}
+	if owner == 0 || owner != sc.m.vmid {
+		o := ""
+		if owner != 0 {
+			o = strconv.Itoa(owner)
+		}
+		return fmt.Sprintf("owned by other guest (owner = %s)\n", o)
+	}
+	if v.snapshots && s.Type != "zfspool" && s.Type != "btrfs" {
+		return "non-migratable snapshot exists\n"
+	}
+	switch s.Type {
+	case "dir", "zfspool", "lvmthin", "lvm", "btrfs":
+		return ""
+	}
+	return fmt.Sprintf("storage type '%s' not supported\n", s.Type)
+}
+
+// report logs the scan as sync_disks does: its info lines, the local
+// volumes found, then every volume that cannot migrate, which fails the
+// migration. It returns the local volumes, sorted.
+func (sc *migScan) report() ([]string, error) {
+	m := sc.m
+	for _, l := range sc.lines {
+		m.log("%s", l)
+	}
+	volids := slices.Sorted(maps.Keys(sc.vols))
+	for _, volid := range volids {
+		if sc.vols[volid].ref == "config" {
+			m.log("found local volume '%s' (in current VM config)", volid)
+		} else {
+			m.log("found local volume '%s' (referenced by snapshot(s))", volid)
+		}
+	}
+	if len(sc.errs) > 0 {
+		for _, volid := range slices.Sorted(maps.Keys(sc.errs)) {
+			m.log("can't migrate local volume '%s': %s", volid, strings.TrimRight(sc.errs[volid], "\n"))
+		}
+		return nil, Failf("can't migrate CT - check log\n")
+	}
+	return volids, nil
 }
 
 // copyVolume is storage_migrate for one local volume: a volume of the

@@ -109,14 +109,28 @@ func EnsureRealTemplate(ctx context.Context, progress io.Writer) (string, error)
 	}
 	tmp := p + ".tmp-" + strconv.Itoa(os.Getpid()) + ".tar.zst"
 	defer os.Remove(tmp)
+	progress = &syncWriter{w: progress} // mmdebstrap's lines and the ticks
+	fmt.Fprintf(progress, "building the real Debian 12 template (about 2.5 minutes, once: cached in %s)...\n", filepath.Dir(p))
+	began := time.Now()
+	if err := runMmdebstrap(ctx, tmp, progress, began); err != nil {
+		return "", err
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		return "", fmt.Errorf("real template: %w", err)
+	}
+	fmt.Fprintf(progress, "real Debian 12 template ready in %s\n", time.Since(began).Round(time.Second))
+	return p, nil
+}
+
+// runMmdebstrap builds the template archive at tmp, writing mmdebstrap's
+// lines to progress and, while it is silent, a line every
+// realTemplateProgressEvery; a failure quotes its last 20 lines.
+func runMmdebstrap(ctx context.Context, tmp string, progress io.Writer, began time.Time) error {
 	args := []string{"--variant=apt", "--include=" + strings.Join(realTemplatePackages, ",")}
 	for _, h := range realTemplateHooks {
 		args = append(args, "--customize-hook="+h)
 	}
 	args = append(args, "bookworm", tmp)
-	progress = &syncWriter{w: progress} // mmdebstrap's lines and the ticks
-	fmt.Fprintf(progress, "building the real Debian 12 template (about 2.5 minutes, once: cached in %s)...\n", filepath.Dir(p))
-	began := time.Now()
 	cmd := exec.CommandContext(ctx, "mmdebstrap", args...)
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
@@ -151,19 +165,15 @@ func EnsureRealTemplate(ctx context.Context, progress io.Writer) (string, error)
 			}
 		}
 	}()
-	err = cmd.Run()
+	err := cmd.Run()
 	close(stop)
 	<-ticked
 	pw.Close()
 	<-done
 	if err != nil {
-		return "", fmt.Errorf("real template: mmdebstrap: %w: %s (it needs root and the host's Debian mirror)", err, strings.Join(tail, "\n"))
+		return fmt.Errorf("real template: mmdebstrap: %w: %s (it needs root and the host's Debian mirror)", err, strings.Join(tail, "\n"))
 	}
-	if err := os.Rename(tmp, p); err != nil {
-		return "", fmt.Errorf("real template: %w", err)
-	}
-	fmt.Fprintf(progress, "real Debian 12 template ready in %s\n", time.Since(began).Round(time.Second))
-	return p, nil
+	return nil
 }
 
 // writeAppliance writes appliance a's archive to dst: the real template

@@ -42,7 +42,8 @@ type restoreSpec struct {
 }
 
 // restoreCT is the restore=1 branch of CreateCT.
-func (c *Cluster) restoreCT(auth Auth, node string, params map[string]string) (string, error) {
+func (cr *ctCreator) restoreCT(auth Auth, node string, params map[string]string) (string, error) {
+	c := cr.c
 	c.mu.Lock()
 	spec, err := c.restorePrepareLocked(auth, node, params)
 	c.mu.Unlock()
@@ -87,7 +88,8 @@ func (c *Cluster) restoreCT(auth Auth, node string, params map[string]string) (s
 }
 
 // restorePrepareLocked is create_vm's synchronous part for a restore.
-func (c *Cluster) restorePrepareLocked(auth Auth, node string, params map[string]string) (restoreSpec, error) {
+func (cr *ctCreator) restorePrepareLocked(auth Auth, node string, params map[string]string) (restoreSpec, error) {
+	c := cr.c
 	req, err := c.ctReadCreateRequestLocked(node, params)
 	if err != nil {
 		return restoreSpec{}, err
@@ -159,7 +161,8 @@ func (c *Cluster) restorePrepareLocked(auth Auth, node string, params map[string
 // restoreTask is the vzrestore worker. On failure the new volumes go
 // again, and the config too unless it existed before and nothing was
 // changed yet; the error reads "unable to restore CT <vmid> - …".
-func (c *Cluster) restoreTask(w *Worker, spec restoreSpec) error {
+func (cr *ctCreator) restoreTask(w *Worker, spec restoreSpec) error {
+	c := cr.c
 	r := &ctRestore{c: c, w: w, spec: spec}
 	return r.run()
 }

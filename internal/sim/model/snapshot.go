@@ -55,8 +55,8 @@ func snapshotMounts(conf map[string]string, backupOnly bool) []MountPoint {
 // snapshotFeatureLocked is has_feature('snapshot'): every mount point
 // (with backupOnly: every one vzdump includes) is a volume on a storage
 // that can snapshot.
-func (gs *guests) snapshotFeatureLocked(conf map[string]string, backupOnly bool) bool {
-	c := gs.c
+func (sn *ctSnapshots) snapshotFeatureLocked(conf map[string]string, backupOnly bool) bool {
+	c := sn.c
 	for _, mp := range snapshotMounts(conf, backupOnly) {
 		if mp.Type() != "volume" {
 			return false
@@ -74,8 +74,8 @@ func (gs *guests) snapshotFeatureLocked(conf map[string]string, backupOnly bool)
 
 // snapshotPrepareLocked is __snapshot_prepare: the checks, then the
 // snapshot section with snapstate "prepare" and lock "snapshot".
-func (gs *guests) snapshotPrepareLocked(g *Guest, name, description string) error {
-	c := gs.c
+func (sn *ctSnapshots) snapshotPrepareLocked(g *Guest, name, description string) error {
+	c := sn.c
 	if err := checkLock(g); err != nil {
 		return err
 	}
@@ -106,8 +106,8 @@ func (gs *guests) snapshotPrepareLocked(g *Guest, name, description string) erro
 // snapshotCommitLocked takes the volume snapshots and commits the section
 // (__snapshot_commit): snapstate and lock go, the config's parent becomes
 // the new snapshot.
-func (gs *guests) snapshotCommitLocked(w *Worker, g *Guest, name string) error {
-	c := gs.c
+func (sn *ctSnapshots) snapshotCommitLocked(w *Worker, g *Guest, name string) error {
+	c := sn.c
 	s := g.Snapshots[name]
 	if s == nil {
 		return Failf("snapshot '%s' does not exist\n", name)
@@ -139,8 +139,8 @@ func (gs *guests) snapshotCommitLocked(w *Worker, g *Guest, name string) error {
 
 // snapshotCreateLocked is snapshot_create in one step (vzdump's temporary
 // snapshot).
-func (gs *guests) snapshotCreateLocked(w *Worker, g *Guest, name, description string) error {
-	c := gs.c
+func (sn *ctSnapshots) snapshotCreateLocked(w *Worker, g *Guest, name, description string) error {
+	c := sn.c
 	if err := c.snapshotPrepareLocked(g, name, description); err != nil {
 		return err
 	}
@@ -154,8 +154,8 @@ func (gs *guests) snapshotCreateLocked(w *Worker, g *Guest, name, description st
 
 // snapshotDropLocked removes a snapshot's volume snapshots and section,
 // re-parenting its children (snapshot_delete's bookkeeping).
-func (gs *guests) snapshotDropLocked(g *Guest, name string) []string {
-	c := gs.c
+func (sn *ctSnapshots) snapshotDropLocked(g *Guest, name string) []string {
+	c := sn.c
 	s := g.Snapshots[name]
 	if s == nil {
 		return nil
@@ -213,8 +213,8 @@ func (gs *guests) snapshotDropLocked(g *Guest, name string) []string {
 }
 
 // snapshotDeleteLocked deletes a snapshot in one step (vzdump's cleanup).
-func (gs *guests) snapshotDeleteLocked(w *Worker, g *Guest, name string) error {
-	c := gs.c
+func (sn *ctSnapshots) snapshotDeleteLocked(w *Worker, g *Guest, name string) error {
+	c := sn.c
 	if g.Snapshots[name] == nil {
 		return Failf("snapshot '%s' does not exist\n", name)
 	}
@@ -228,8 +228,8 @@ func (gs *guests) snapshotDeleteLocked(w *Worker, g *Guest, name string) error {
 // Only the reserved names fail the request; everything else (a missing CT,
 // a lock, a used name, a template, a volume that cannot be snapshotted)
 // fails the task. A running CT is snapshotted as it runs.
-func (gs *guests) SnapshotCT(auth Auth, node string, vmid int, params map[string]string) (string, error) {
-	c := gs.c
+func (sn *ctSnapshots) SnapshotCT(auth Auth, node string, vmid int, params map[string]string) (string, error) {
+	c := sn.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.checkNodeLocked(node); err != nil {
@@ -266,8 +266,8 @@ func (gs *guests) SnapshotCT(auth Auth, node string, vmid int, params map[string
 // DeleteSnapshot is DELETE /nodes/{node}/lxc/{vmid}/snapshot/{snapname}:
 // task vzdelsnapshot. With force the section goes even if removing a
 // volume snapshot fails.
-func (gs *guests) DeleteSnapshot(auth Auth, node string, vmid int, name string, params map[string]string) (string, error) {
-	c := gs.c
+func (sn *ctSnapshots) DeleteSnapshot(auth Auth, node string, vmid int, name string, params map[string]string) (string, error) {
+	c := sn.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.checkNodeLocked(node); err != nil {
@@ -314,8 +314,8 @@ func (gs *guests) DeleteSnapshot(auth Auth, node string, vmid int, name string, 
 // config becomes the snapshot's (keeping the current description and
 // unused volumes; volumes only the current config uses become unusedN)
 // and with start=1 the CT starts again.
-func (gs *guests) RollbackSnapshot(auth Auth, node string, vmid int, name string, params map[string]string) (string, error) {
-	c := gs.c
+func (sn *ctSnapshots) RollbackSnapshot(auth Auth, node string, vmid int, name string, params map[string]string) (string, error) {
+	c := sn.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.checkNodeLocked(node); err != nil {
@@ -327,23 +327,9 @@ func (gs *guests) RollbackSnapshot(auth Auth, node string, vmid int, name string
 			return err
 		}
 		var wasRunning bool
-		err := w.doGuest(node, vmid, func(st *State, g *Guest) error {
-			s := g.Snapshots[name]
-			if s == nil {
-				return Failf("snapshot '%s' does not exist\n", name)
-			}
-			if s.SnapState != "" {
-				return Failf("unable to rollback to incomplete snapshot (snapstate = %s)\n", s.SnapState)
-			}
-			if err := checkLock(g); err != nil {
-				return err
-			}
-			if g.Running {
-				wasRunning = true
-				c.markStoppedLocked(g)
-			}
-			g.Config["lock"] = "rollback"
-			return nil
+		err := w.doGuest(node, vmid, func(st *State, g *Guest) (err error) {
+			wasRunning, err = sn.rollbackPrepareLocked(g, name)
+			return err
 		})
 		if err != nil {
 			return err
@@ -361,52 +347,10 @@ func (gs *guests) RollbackSnapshot(auth Auth, node string, vmid int, name string
 			if s == nil {
 				return Failf("snapshot '%s' does not exist\n", name)
 			}
-			for _, mp := range snapshotMounts(s.Config, false) {
-				if mp.Type() != "volume" {
-					continue
-				}
-				v := st.Volumes[st.volKey(node, mp.Volume())]
-				if v == nil {
-					return Failf("volume '%s' does not exist\n", mp.Volume())
-				}
-				dir := c.volumePath(node, v.Storage, v.Name)
-				if err := os.RemoveAll(dir); err != nil {
-					return fmt.Errorf("rollback %s: %w", v.VolID(), err)
-				}
-				if err := os.MkdirAll(dir, 0o755); err != nil {
-					return fmt.Errorf("rollback %s: %w", v.VolID(), err)
-				}
-				if _, err := copyTree(c.snapshotPath(node, v, name), dir); err != nil {
-					return fmt.Errorf("rollback %s: %w", v.VolID(), err)
-				}
-				w.logLocked("  Logical volume \"%s\" successfully removed.", v.Name)
-				w.logLocked("  Logical volume \"%s\" created.", v.Name)
+			if err := sn.rollbackVolumesLocked(w, st, node, s, name); err != nil {
+				return err
 			}
-			// __snapshot_apply_config
-			newconf := map[string]string{}
-			for k, v := range s.Config {
-				switch k {
-				case "snaptime", "snapstate", "vmstate", "description", "parent":
-					continue
-				}
-				newconf[k] = v
-			}
-			for k, v := range g.Config {
-				if k == "description" || ctKeyIs(k, "unused") {
-					newconf[k] = v
-				}
-			}
-			for _, mp := range mountPoints(g.Config) {
-				if mp.Type() == "volume" && !volumeInUse(&Guest{Config: newconf}, mp.Volume(), false, false) {
-					if _, err := configAddUnused(newconf, mp.Volume()); err != nil {
-						return err
-					}
-				}
-			}
-			newconf["parent"] = name
-			g.Config = newconf
-			g.Pending, g.PendingDelete = nil, nil
-			return nil
+			return snapshotApplyConfig(g, s, name)
 		})
 		if err != nil {
 			return err
@@ -421,6 +365,87 @@ func (gs *guests) RollbackSnapshot(auth Auth, node string, vmid int, name string
 			return c.createStartLocked(w, node, g)
 		})
 	}), nil
+}
+
+// rollbackPrepareLocked is the rollback's first step: snapshot name must
+// exist and be complete and the CT unlocked; a running CT is stopped and
+// the CT locked "rollback". It reports whether the CT ran.
+func (sn *ctSnapshots) rollbackPrepareLocked(g *Guest, name string) (wasRunning bool, err error) {
+	s := g.Snapshots[name]
+	if s == nil {
+		return false, Failf("snapshot '%s' does not exist\n", name)
+	}
+	if s.SnapState != "" {
+		return false, Failf("unable to rollback to incomplete snapshot (snapstate = %s)\n", s.SnapState)
+	}
+	if err := checkLock(g); err != nil {
+		return false, err
+	}
+	if g.Running {
+		wasRunning = true
+		sn.c.markStoppedLocked(g)
+	}
+	g.Config["lock"] = "rollback"
+	return wasRunning, nil
+}
+
+// rollbackVolumesLocked brings every volume of snapshot s back from its
+// snapshot copy, logging as lvconvert's remove and create do.
+func (sn *ctSnapshots) rollbackVolumesLocked(w *Worker, st *State, node string, s *Snapshot, name string) error {
+	c := sn.c
+	for _, mp := range snapshotMounts(s.Config, false) {
+		if mp.Type() != "volume" {
+			continue
+		}
+		v := st.Volumes[st.volKey(node, mp.Volume())]
+		if v == nil {
+			return Failf("volume '%s' does not exist\n", mp.Volume())
+		}
+		dir := c.volumePath(node, v.Storage, v.Name)
+		if err := os.RemoveAll(dir); err != nil {
+			return fmt.Errorf("rollback %s: %w", v.VolID(), err)
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("rollback %s: %w", v.VolID(), err)
+		}
+		if _, err := copyTree(c.snapshotPath(node, v, name), dir); err != nil {
+			return fmt.Errorf("rollback %s: %w", v.VolID(), err)
+		}
+		w.logLocked("  Logical volume \"%s\" successfully removed.", v.Name)
+		w.logLocked("  Logical volume \"%s\" created.", v.Name)
+	}
+	return nil
+}
+
+// snapshotApplyConfig is __snapshot_apply_config: g's config becomes
+// snapshot s's, keeping the current description and unused volumes; a
+// volume the snapshot does not use becomes an unusedN. Pending changes
+// are dropped.
+func snapshotApplyConfig(g *Guest, s *Snapshot, name string) error {
+	newconf := map[string]string{}
+	for k, v := range s.Config {
+		switch k {
+		case "snaptime", "snapstate", "vmstate", "description", "parent":
+			continue
+		}
+		newconf[k] = v
+	}
+	for k, v := range g.Config {
+		if k == "description" || ctKeyIs(k, "unused") {
+			newconf[k] = v
+		}
+	}
+	for _, mp := range mountPoints(g.Config) {
+		if mp.Type() == "volume" && !volumeInUse(&Guest{Config: newconf}, mp.Volume(), false, false) {
+			if _, err := configAddUnused(newconf, mp.Volume()); err != nil {
+				return err
+			}
+		}
+	}
+	newconf["parent"] = name
+	g.Config = newconf
+	g.Pending, g.PendingDelete = nil, nil
+	return nil
 }
 
 // SnapshotInfo is one entry of GET .../snapshot.
@@ -439,8 +464,8 @@ type SnapshotInfo struct {
 
 // Snapshots is GET /nodes/{node}/lxc/{vmid}/snapshot: every snapshot
 // (by snaptime, then name) and last the "current" entry ("You are here!").
-func (gs *guests) Snapshots(node string, vmid int) ([]SnapshotInfo, error) {
-	c := gs.c
+func (sn *ctSnapshots) Snapshots(node string, vmid int) ([]SnapshotInfo, error) {
+	c := sn.c
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	g, err := c.guestLocked(node, vmid)
@@ -467,8 +492,8 @@ func (gs *guests) Snapshots(node string, vmid int) ([]SnapshotInfo, error) {
 
 // SnapshotConfig is GET .../snapshot/{snapname}/config: the snapshot's
 // section (its config keys, snaptime, description, parent).
-func (gs *guests) SnapshotConfig(node string, vmid int, name string) (map[string]string, error) {
-	c := gs.c
+func (sn *ctSnapshots) SnapshotConfig(node string, vmid int, name string) (map[string]string, error) {
+	c := sn.c
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	g, err := c.guestLocked(node, vmid)
@@ -490,8 +515,8 @@ func (gs *guests) SnapshotConfig(node string, vmid int, name string) (map[string
 // UpdateSnapshotConfig is PUT .../snapshot/{snapname}/config: it sets the
 // snapshot's description under the config lock. Without description it
 // does nothing at all.
-func (gs *guests) UpdateSnapshotConfig(auth Auth, node string, vmid int, name string, params map[string]string) error {
-	c := gs.c
+func (sn *ctSnapshots) UpdateSnapshotConfig(auth Auth, node string, vmid int, name string, params map[string]string) error {
+	c := sn.c
 	description, ok := params["description"]
 	if !ok {
 		return nil

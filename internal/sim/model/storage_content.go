@@ -546,19 +546,7 @@ func (sl *storageLayer) downloadTask(w *Worker, d download) error {
 	w.Log("downloading %s to %s", d.url, hostDest)
 	a, fromCatalogue := catalogueByURL(d.url)
 	if exists {
-		if !d.hashRequired {
-			return Failf("refusing to override existing file '%s'\n", hostDest)
-		}
-		ok, got, err := c.existingMatches(dest, a, fromCatalogue, d)
-		if err != nil {
-			return err
-		}
-		if ok {
-			w.Log("calculating checksum of existing file...OK, got correct file already, no need to download")
-			return nil
-		}
-		w.Log("calculating checksum of existing file...")
-		return Failf("checksum mismatch: got '%s' != expect '%s', aborting\n", got, d.expected(a))
+		return sl.keepExisting(w, d, dest, hostDest, a, fromCatalogue)
 	}
 	ts := c.now().Format("2006-01-02 15:04:05")
 	w.Log("--%s--  %s", ts, d.url)
@@ -581,17 +569,10 @@ func (sl *storageLayer) downloadTask(w *Worker, d download) error {
 	}
 	w.Log("%s - '%s' saved [%d/%d]", c.now().Format("2006-01-02 15:04:05"), hostTmp, size, size)
 	if d.hashRequired {
-		got, err := fileChecksum(tmp, d.algorithm)
-		if err != nil {
+		if err := verifyDownload(w, d, tmp, a); err != nil {
 			os.Remove(tmp)
 			return err
 		}
-		if want := d.expected(a); got != want {
-			os.Remove(tmp)
-			w.Log("calculating checksum...")
-			return Failf("checksum mismatch: got '%s' != expect '%s'\n", got, want)
-		}
-		w.Log("calculating checksum...OK, checksum verified")
 	}
 	err = w.Do(func(st *State) error {
 		if err := os.Rename(tmp, dest); err != nil {
@@ -607,6 +588,39 @@ func (sl *storageLayer) downloadTask(w *Worker, d download) error {
 		return err
 	}
 	w.Log("download of '%s' to '%s' finished", d.url, hostDest)
+	return nil
+}
+
+// keepExisting is a download onto a file that exists: refused without a
+// checksum to compare, done when the file has it, failed otherwise.
+func (sl *storageLayer) keepExisting(w *Worker, d download, dest, hostDest string, a Appliance, fromCatalogue bool) error {
+	if !d.hashRequired {
+		return Failf("refusing to override existing file '%s'\n", hostDest)
+	}
+	ok, got, err := sl.c.existingMatches(dest, a, fromCatalogue, d)
+	if err != nil {
+		return err
+	}
+	if ok {
+		w.Log("calculating checksum of existing file...OK, got correct file already, no need to download")
+		return nil
+	}
+	w.Log("calculating checksum of existing file...")
+	return Failf("checksum mismatch: got '%s' != expect '%s', aborting\n", got, d.expected(a))
+}
+
+// verifyDownload checks the downloaded file tmp against the checksum d
+// asks for.
+func verifyDownload(w *Worker, d download, tmp string, a Appliance) error {
+	got, err := fileChecksum(tmp, d.algorithm)
+	if err != nil {
+		return err
+	}
+	if want := d.expected(a); got != want {
+		w.Log("calculating checksum...")
+		return Failf("checksum mismatch: got '%s' != expect '%s'\n", got, want)
+	}
+	w.Log("calculating checksum...OK, checksum verified")
 	return nil
 }
 

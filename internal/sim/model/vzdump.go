@@ -28,6 +28,10 @@ import (
 // dump directory: ./etc/vzdump/pct.conf and pct.fw first, then the rootfs
 // and every mount point whose data vzdump includes, at its mount path.
 
+// vzdump backs CTs up, prunes and removes backups and reads a backup's
+// config. Cluster embeds it.
+type vzdump struct{ c *Cluster }
+
 // vzdumpRootOnly are the parameters only root@pam may set.
 var vzdumpRootOnly = []string{"tmpdir", "dumpdir", "script", "job-id"}
 
@@ -65,120 +69,22 @@ type vzdumpJob struct {
 // guest inside the task, so a backup of a guest the caller may not back
 // up returns a UPID whose task fails with 403 (seed 004 §3.5). When no
 // selected guest is on node, PVE answers "OK" and starts nothing.
-func (c *Cluster) Vzdump(auth Auth, node string, params map[string]string) (string, error) {
+func (vz *vzdump) Vzdump(auth Auth, node string, params map[string]string) (string, error) {
+	c := vz.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.checkNodeLocked(node); err != nil {
 		return "", err
 	}
-	if isTrue(params["stdout"]) {
-		return "", ParamError(map[string]string{"stdout": "option is only allowed on the command line interface."})
+	job, err := vzdumpReadJob(auth, node, params)
+	if err != nil {
+		return "", err
 	}
-	if !auth.IsRoot() {
-		for _, k := range vzdumpRootOnly {
-			if _, ok := params[k]; ok {
-				return "", ParamError(map[string]string{k: "Only root may set this option."})
-			}
-		}
+	if err := vz.checkJobPermsLocked(auth, job, params); err != nil {
+		return "", err
 	}
-	job := vzdumpJob{auth: auth, node: node, mode: params["mode"], storage: params["storage"],
-		compress: params["compress"], notes: params["notes-template"], protect: isTrue(params["protected"]),
-		remove: true, all: isTrue(params["all"])}
-	if v, ok := params["remove"]; ok {
-		job.remove = isTrue(v)
-	}
-	if job.mode == "" {
-		job.mode = "snapshot"
-	}
-	switch {
-	case job.all && params["vmid"] != "":
-		return "", ParamError(map[string]string{"all": "option conflicts with option 'vmid'"})
-	case params["exclude"] != "" && params["vmid"] != "":
-		return "", ParamError(map[string]string{"exclude": "option conflicts with option 'vmid'"})
-	case params["pool"] != "" && params["vmid"] != "":
-		return "", ParamError(map[string]string{"pool": "option conflicts with option 'vmid'"})
-	case strings.Contains(job.notes, "\n"):
-		return "", ParamError(map[string]string{"notes-template": "contains a line feed"})
-	}
-	if params["exclude"] != "" && params["pool"] == "" {
-		job.all = true
-	}
-	if !job.all && params["pool"] == "" && params["vmid"] == "" && !isTrue(params["stop"]) {
-		return "", ParamError(map[string]string{"vmid": "property is missing"})
-	}
-	if pool := params["pool"]; pool != "" {
-		return "", Failf("pool '%s' does not exist\n", pool) // the emulator has no pools
-	}
-	_, hasPrune := params["prune-backups"]
-	maxfiles, hasMaxfiles := params["maxfiles"]
-	if hasPrune && hasMaxfiles {
-		return "", ParamError(map[string]string{"prune-backups": "option conflicts with option 'maxfiles'"})
-	}
-	if s := params["prune-backups"]; s != "" {
-		keep, err := vzdumpParsePrune(s)
-		if err != nil {
-			return "", err
-		}
-		job.prune = keep
-	}
-	if n, err := strconv.Atoi(maxfiles); hasMaxfiles && err == nil && n > 0 {
-		job.prune = map[string]int{"keep-last": n} // the deprecated spelling of keep-last
-	}
-	if !auth.IsRoot() {
-		if hasPrune || hasMaxfiles {
-			sid := job.storage
-			if sid == "" {
-				sid = "local"
-			}
-			if err := c.st.Access.Check(auth, "/storage/"+sid, []string{"Datastore.Allocate"}, false); err != nil {
-				return "", err
-			}
-		}
-		for _, k := range vzdumpSysModify {
-			if _, ok := params[k]; ok {
-				if err := c.st.Access.Check(auth, "/", []string{"Sys.Modify"}, false); err != nil {
-					return "", err
-				}
-				break
-			}
-		}
-	}
-
-	// get_included_guests
-	var selected []int
-	if job.all {
-		excluded := map[int]bool{}
-		for _, s := range ctSplitList(params["exclude"]) {
-			if n, err := strconv.Atoi(s); err == nil {
-				excluded[n] = true
-			}
-		}
-		for vmid := range c.st.Guests {
-			if !excluded[vmid] {
-				selected = append(selected, vmid)
-			}
-		}
-	} else {
-		for _, s := range ctSplitList(params["vmid"]) {
-			n, err := strconv.Atoi(s)
-			if err != nil || n < 100 {
-				return "", ParamError(map[string]string{"vmid": fmt.Sprintf("value does not look like a valid VM ID: %s", s)})
-			}
-			selected = append(selected, n)
-		}
-	}
-	sort.Ints(selected)
-	selected = slices.Compact(selected)
-	for _, vmid := range selected {
-		g := c.st.Guests[vmid]
-		switch {
-		case g == nil:
-			job.vmids = append(job.vmids, vmid) // fails visibly later
-		case g.Node == node:
-			job.vmids = append(job.vmids, vmid)
-		default:
-			job.skipped = append(job.skipped, vmid)
-		}
+	if err := vz.selectGuestsLocked(&job, params); err != nil {
+		return "", err
 	}
 	if len(job.vmids) == 0 && !job.all {
 		return "OK", nil // silent exit if the guests run on other nodes
@@ -197,6 +103,138 @@ func (c *Cluster) Vzdump(auth Auth, node string, params map[string]string) (stri
 		id = strconv.Itoa(job.vmids[0])
 	}
 	return c.spawn(auth, node, "vzdump", id, func(w *Worker) error { return c.vzdumpTask(w, job) }), nil
+}
+
+// vzdumpReadJob reads a vzdump request's parameters into its job, with
+// VZDump.pm's checks of them in its order: stdout, the root-only options,
+// the conflicting selections, a missing selection, pools, prune-backups
+// and maxfiles.
+func vzdumpReadJob(auth Auth, node string, params map[string]string) (vzdumpJob, error) {
+	if isTrue(params["stdout"]) {
+		return vzdumpJob{}, ParamError(map[string]string{"stdout": "option is only allowed on the command line interface."})
+	}
+	if !auth.IsRoot() {
+		for _, k := range vzdumpRootOnly {
+			if _, ok := params[k]; ok {
+				return vzdumpJob{}, ParamError(map[string]string{k: "Only root may set this option."})
+			}
+		}
+	}
+	job := vzdumpJob{auth: auth, node: node, mode: params["mode"], storage: params["storage"],
+		compress: params["compress"], notes: params["notes-template"], protect: isTrue(params["protected"]),
+		remove: true, all: isTrue(params["all"])}
+	if v, ok := params["remove"]; ok {
+		job.remove = isTrue(v)
+	}
+	if job.mode == "" {
+		job.mode = "snapshot"
+	}
+	switch {
+	case job.all && params["vmid"] != "":
+		return vzdumpJob{}, ParamError(map[string]string{"all": "option conflicts with option 'vmid'"})
+	case params["exclude"] != "" && params["vmid"] != "":
+		return vzdumpJob{}, ParamError(map[string]string{"exclude": "option conflicts with option 'vmid'"})
+	case params["pool"] != "" && params["vmid"] != "":
+		return vzdumpJob{}, ParamError(map[string]string{"pool": "option conflicts with option 'vmid'"})
+	case strings.Contains(job.notes, "\n"):
+		return vzdumpJob{}, ParamError(map[string]string{"notes-template": "contains a line feed"})
+	}
+	if params["exclude"] != "" && params["pool"] == "" {
+		job.all = true
+	}
+	if !job.all && params["pool"] == "" && params["vmid"] == "" && !isTrue(params["stop"]) {
+		return vzdumpJob{}, ParamError(map[string]string{"vmid": "property is missing"})
+	}
+	if pool := params["pool"]; pool != "" {
+		return vzdumpJob{}, Failf("pool '%s' does not exist\n", pool) // the emulator has no pools
+	}
+	_, hasPrune := params["prune-backups"]
+	maxfiles, hasMaxfiles := params["maxfiles"]
+	if hasPrune && hasMaxfiles {
+		return vzdumpJob{}, ParamError(map[string]string{"prune-backups": "option conflicts with option 'maxfiles'"})
+	}
+	if s := params["prune-backups"]; s != "" {
+		keep, err := vzdumpParsePrune(s)
+		if err != nil {
+			return vzdumpJob{}, err
+		}
+		job.prune = keep
+	}
+	if n, err := strconv.Atoi(maxfiles); hasMaxfiles && err == nil && n > 0 {
+		job.prune = map[string]int{"keep-last": n} // the deprecated spelling of keep-last
+	}
+	return job, nil
+}
+
+// checkJobPermsLocked is what a vzdump request needs beyond VM.Backup,
+// for a caller other than root@pam: Datastore.Allocate on the storage to
+// set a retention, Sys.Modify on "/" for the options that change the
+// node's behaviour.
+func (vz *vzdump) checkJobPermsLocked(auth Auth, job vzdumpJob, params map[string]string) error {
+	c := vz.c
+	if auth.IsRoot() {
+		return nil
+	}
+	_, hasPrune := params["prune-backups"]
+	_, hasMaxfiles := params["maxfiles"]
+	if hasPrune || hasMaxfiles {
+		sid := job.storage
+		if sid == "" {
+			sid = "local"
+		}
+		if err := c.st.Access.Check(auth, "/storage/"+sid, []string{"Datastore.Allocate"}, false); err != nil {
+			return err
+		}
+	}
+	for _, k := range vzdumpSysModify {
+		if _, ok := params[k]; ok {
+			return c.st.Access.Check(auth, "/", []string{"Sys.Modify"}, false)
+		}
+	}
+	return nil
+}
+
+// selectGuestsLocked is get_included_guests: it sets job's VMIDs on its
+// node (a missing CT among them, to fail visibly in the task) and the
+// ones it skips as on other nodes.
+func (vz *vzdump) selectGuestsLocked(job *vzdumpJob, params map[string]string) error {
+	c := vz.c
+	var selected []int
+	if job.all {
+		excluded := map[int]bool{}
+		for _, s := range ctSplitList(params["exclude"]) {
+			if n, err := strconv.Atoi(s); err == nil {
+				excluded[n] = true
+			}
+		}
+		for vmid := range c.st.Guests {
+			if !excluded[vmid] {
+				selected = append(selected, vmid)
+			}
+		}
+	} else {
+		for _, s := range ctSplitList(params["vmid"]) {
+			n, err := strconv.Atoi(s)
+			if err != nil || n < 100 {
+				return ParamError(map[string]string{"vmid": fmt.Sprintf("value does not look like a valid VM ID: %s", s)})
+			}
+			selected = append(selected, n)
+		}
+	}
+	sort.Ints(selected)
+	selected = slices.Compact(selected)
+	for _, vmid := range selected {
+		g := c.st.Guests[vmid]
+		switch {
+		case g == nil:
+			job.vmids = append(job.vmids, vmid) // fails visibly later
+		case g.Node == job.node:
+			job.vmids = append(job.vmids, vmid)
+		default:
+			job.skipped = append(job.skipped, vmid)
+		}
+	}
+	return nil
 }
 
 // vzdumpParsePrune parses a prune-backups property string.
@@ -254,7 +292,8 @@ func vzdumpCommandLine(params map[string]string) string {
 }
 
 // vzdumpTask is the vzdump worker: exec_backup over the selected guests.
-func (c *Cluster) vzdumpTask(w *Worker, job vzdumpJob) error {
+func (vz *vzdump) vzdumpTask(w *Worker, job vzdumpJob) error {
+	c := vz.c
 	info := func(format string, args ...any) { w.Log("INFO: "+format, args...) }
 	info("starting new backup job: %s", job.cmdline)
 	if len(job.skipped) > 0 {
@@ -329,7 +368,8 @@ type vzdumpDisk struct {
 
 // vzdumpGuest is exec_backup_task for one CT. Its error has been logged
 // ("Backup of VM <vmid> failed - …") when it returns.
-func (c *Cluster) vzdumpGuest(w *Worker, job vzdumpJob, vmid int, dumpdir string) error {
+func (vz *vzdump) vzdumpGuest(w *Worker, job vzdumpJob, vmid int, dumpdir string) error {
+	c := vz.c
 	b := &guestBackup{c: c, w: w, job: job, vmid: vmid, dumpdir: dumpdir}
 	return b.run()
 }
@@ -729,7 +769,8 @@ func (w *Worker) logSnapshot() []string {
 
 // vzdumpCheckLimitLocked is the backup-limit check before a backup
 // without remove or with protected.
-func (c *Cluster) vzdumpCheckLimitLocked(job vzdumpJob, vmid int) error {
+func (vz *vzdump) vzdumpCheckLimitLocked(job vzdumpJob, vmid int) error {
+	c := vz.c
 	count, protected := 0, 0
 	for _, v := range c.st.Volumes {
 		if c.st.volOn(v, job.node) && v.Storage == job.storage && v.Content == "backup" && v.Owner == vmid {
@@ -755,7 +796,8 @@ func (c *Cluster) vzdumpCheckLimitLocked(job vzdumpJob, vmid int) error {
 
 // vzdumpPruneLocked is PVE::Storage::prune_backups for the guest's
 // backups on the target storage after a backup with remove=1.
-func (c *Cluster) vzdumpPruneLocked(w *Worker, job vzdumpJob, vmid int) {
+func (vz *vzdump) vzdumpPruneLocked(w *Worker, job vzdumpJob, vmid int) {
+	c := vz.c
 	keepStr := "keep-all=1"
 	if job.prune != nil {
 		var parts []string
@@ -792,7 +834,8 @@ func (c *Cluster) vzdumpPruneLocked(w *Worker, job vzdumpJob, vmid int) {
 }
 
 // removeBackupLocked is archive_remove: the archive with its notes and log.
-func (c *Cluster) removeBackupLocked(node string, v *Volume) {
+func (vz *vzdump) removeBackupLocked(node string, v *Volume) {
+	c := vz.c
 	p := c.volumePath(node, v.Storage, v.Name)
 	os.Remove(p + ".notes")
 	base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(p, ".zst"), ".gz"), ".lzo"), ".tar")
@@ -867,7 +910,8 @@ var notesVarRE = regexp.MustCompile(`\{\{([^\s{}]+)\}\}`)
 
 // vzdumpNotes is generate_notes: {{cluster}}, {{guestname}}, {{node}} and
 // {{vmid}} are replaced, "\n" becomes a line break and "\\" a backslash.
-func (c *Cluster) vzdumpNotes(tmpl string, vmid int, node, hostname string) (string, error) {
+func (vz *vzdump) vzdumpNotes(tmpl string, vmid int, node, hostname string) (string, error) {
+	c := vz.c
 	if hostname == "" {
 		hostname = fmt.Sprintf("CT%d", vmid)
 	}
@@ -1044,23 +1088,8 @@ func tarTree(tw *tar.Writer, dir, prefix string, ids idMap) error {
 			m.xattrs = unshiftXattrs(m.xattrs, ids)
 		}
 		h := &tar.Header{Name: name, Mode: int64(m.perm()), Uid: uid, Gid: gid, ModTime: m.mtimeTime(), Format: tar.FormatPAX}
-		for k, v := range m.xattrs {
-			switch {
-			case k == aclXattrAccess || k == aclXattrDefault:
-				text, err := aclToText(v)
-				if err != nil {
-					return fmt.Errorf("%s: %s: %w", p, k, err)
-				}
-				if h.PAXRecords == nil {
-					h.PAXRecords = map[string]string{}
-				}
-				h.PAXRecords["SCHILY.acl."+strings.TrimPrefix(k, "system.posix_acl_")] = text
-			case tarXattr(k):
-				if h.PAXRecords == nil {
-					h.PAXRecords = map[string]string{}
-				}
-				h.PAXRecords["SCHILY.xattr."+k] = string(v)
-			}
+		if h.PAXRecords, err = tarXattrRecords(p, m.xattrs); err != nil {
+			return err
 		}
 		var body bool
 		switch m.kind() {
@@ -1109,17 +1138,47 @@ func tarTree(tw *tar.Writer, dir, prefix string, ids idMap) error {
 		if !body {
 			return nil
 		}
-		// The header promised m.size bytes: a file that changed since
-		// (a running CT) is cut or padded as GNU tar does.
-		n, err := io.Copy(tw, io.LimitReader(f, m.size))
-		if err != nil {
-			return err
-		}
-		if n < m.size {
-			_, err = io.CopyN(tw, zeroReader{}, m.size-n)
-		}
-		return err
+		return tarBody(tw, f, m.size)
 	})
+}
+
+// tarXattrRecords are the PAX records of file p's xattrs: its ACLs as
+// SCHILY.acl.access and .default, the xattrs tar keeps as SCHILY.xattr;
+// nil when there are none.
+func tarXattrRecords(p string, xattrs map[string][]byte) (map[string]string, error) {
+	var recs map[string]string
+	for k, v := range xattrs {
+		switch {
+		case k == aclXattrAccess || k == aclXattrDefault:
+			text, err := aclToText(v)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %s: %w", p, k, err)
+			}
+			if recs == nil {
+				recs = map[string]string{}
+			}
+			recs["SCHILY.acl."+strings.TrimPrefix(k, "system.posix_acl_")] = text
+		case tarXattr(k):
+			if recs == nil {
+				recs = map[string]string{}
+			}
+			recs["SCHILY.xattr."+k] = string(v)
+		}
+	}
+	return recs, nil
+}
+
+// tarBody writes the size bytes its header promised: a file that changed
+// since (a running CT) is cut or padded as GNU tar does.
+func tarBody(tw *tar.Writer, f *os.File, size int64) error {
+	n, err := io.Copy(tw, io.LimitReader(f, size))
+	if err != nil {
+		return err
+	}
+	if n < size {
+		_, err = io.CopyN(tw, zeroReader{}, size-n)
+	}
+	return err
 }
 
 type zeroReader struct{}
@@ -1195,7 +1254,8 @@ func readBackupConfig(p string) (string, error) {
 // stored in a backup archive. The caller needs access to the volume
 // (Datastore.AllocateSpace on its storage and VM.Backup on its guest, or
 // Datastore.Allocate) and VM.Backup on the backed-up guest.
-func (c *Cluster) ExtractConfig(auth Auth, node, volume string) (string, error) {
+func (vz *vzdump) ExtractConfig(auth Auth, node, volume string) (string, error) {
+	c := vz.c
 	c.mu.Lock()
 	if err := c.checkNodeLocked(node); err != nil {
 		c.mu.Unlock()

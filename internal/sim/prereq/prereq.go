@@ -75,19 +75,7 @@ func Run() Report {
 	add(Check{Name: "root", OK: root, Required: true, Found: fmt.Sprintf("uid %d", os.Geteuid()),
 		For: "LXC containers (their namespaces and cgroups)", Fix: "run the emulator as root: sudo corral sim serve"})
 
-	var missing []string
-	tools := guest.LXCTools
-	for _, t := range tools {
-		if _, err := exec.LookPath(t); err != nil {
-			missing = append(missing, t)
-		}
-	}
-	found := strings.Join(tools, ", ")
-	if len(missing) > 0 {
-		found = "missing " + strings.Join(missing, ", ")
-	}
-	add(Check{Name: "lxc", OK: len(missing) == 0, Required: true, Found: found,
-		For: "CTs as real LXC containers (without it the emulator refuses to start CTs)", Fix: sudo(guest.InstallLXC)})
+	add(lxcTools())
 
 	if v := os.Getenv("CORRAL_SIM_RUNTIME"); v != "" && v != "lxc" {
 		add(Check{Name: "runtime", OK: false, Required: true, Found: "CORRAL_SIM_RUNTIME=" + v,
@@ -108,24 +96,7 @@ func Run() Report {
 		add(c)
 	}
 
-	for _, tool := range []string{"mmdebstrap", "zstd"} {
-		_, err := exec.LookPath(tool)
-		c := Check{Name: tool, OK: err == nil, Found: tool + " found", For: "the real Debian 12 template (else a stand-in that boots no init)",
-			Fix: sudo("apt-get install --no-install-recommends mmdebstrap zstd")}
-		if err != nil {
-			c.Found = tool + " not found"
-		}
-		add(c)
-	}
-	if p, err := model.RealTemplatePath(); err == nil {
-		_, serr := os.Stat(p)
-		c := Check{Name: "template", OK: serr == nil, Found: "built: " + p, For: "CTs of a real Debian 12 (built once, about 2.5 minutes, then cached)",
-			Fix: "the first corral sim serve as root builds it (with lxc, mmdebstrap and zstd installed)"}
-		if serr != nil {
-			c.Found = "not built yet (" + p + ")"
-		}
-		add(c)
-	}
+	r.Checks = append(r.Checks, templateChecks()...)
 
 	add(cgroup2())
 	add(memory())
@@ -147,6 +118,48 @@ func Run() Report {
 	}
 	r.RealTemplates, _ = RealTemplates()
 	return r
+}
+
+// lxcTools checks that LXC's commands are installed.
+func lxcTools() Check {
+	var missing []string
+	tools := guest.LXCTools
+	for _, t := range tools {
+		if _, err := exec.LookPath(t); err != nil {
+			missing = append(missing, t)
+		}
+	}
+	found := strings.Join(tools, ", ")
+	if len(missing) > 0 {
+		found = "missing " + strings.Join(missing, ", ")
+	}
+	return Check{Name: "lxc", OK: len(missing) == 0, Required: true, Found: found,
+		For: "CTs as real LXC containers (without it the emulator refuses to start CTs)", Fix: sudo(guest.InstallLXC)}
+}
+
+// templateChecks check what the real Debian 12 template needs: the tools
+// that build it, and whether it is built.
+func templateChecks() []Check {
+	var out []Check
+	for _, tool := range []string{"mmdebstrap", "zstd"} {
+		_, err := exec.LookPath(tool)
+		c := Check{Name: tool, OK: err == nil, Found: tool + " found", For: "the real Debian 12 template (else a stand-in that boots no init)",
+			Fix: sudo("apt-get install --no-install-recommends mmdebstrap zstd")}
+		if err != nil {
+			c.Found = tool + " not found"
+		}
+		out = append(out, c)
+	}
+	if p, err := model.RealTemplatePath(); err == nil {
+		_, serr := os.Stat(p)
+		c := Check{Name: "template", OK: serr == nil, Found: "built: " + p, For: "CTs of a real Debian 12 (built once, about 2.5 minutes, then cached)",
+			Fix: "the first corral sim serve as root builds it (with lxc, mmdebstrap and zstd installed)"}
+		if serr != nil {
+			c.Found = "not built yet (" + p + ")"
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 // RealTemplates reports whether the served emulator should use the real

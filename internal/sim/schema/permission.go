@@ -108,48 +108,13 @@ func parseCheck(raw []json.RawMessage) (*Check, error) {
 		return nil, fmt.Errorf("permission check: op: %w", err)
 	}
 	c := &Check{Op: op}
-	args := raw[1:]
-	str := func(i int) (string, error) {
-		var s string
-		if i >= len(args) {
-			return "", fmt.Errorf("permission check %s: missing argument %d", op, i+1)
-		}
-		if err := json.Unmarshal(args[i], &s); err != nil {
-			return "", fmt.Errorf("permission check %s: argument %d: %w", op, i+1, err)
-		}
-		return s, nil
-	}
-	strs := func(i int) ([]string, error) {
-		var s []string
-		if i >= len(args) {
-			return nil, fmt.Errorf("permission check %s: missing argument %d", op, i+1)
-		}
-		if err := json.Unmarshal(args[i], &s); err != nil {
-			return nil, fmt.Errorf("permission check %s: argument %d: %w", op, i+1, err)
-		}
-		return s, nil
-	}
-	// options reads the trailing key/value pairs starting at args[i].
-	options := func(i int) (map[string]json.RawMessage, error) {
-		opts := map[string]json.RawMessage{}
-		if (len(args)-i)%2 != 0 {
-			return nil, fmt.Errorf("permission check %s: odd option list", op)
-		}
-		for ; i < len(args); i += 2 {
-			k, err := str(i)
-			if err != nil {
-				return nil, err
-			}
-			opts[k] = args[i+1]
-		}
-		return opts, nil
-	}
+	a := checkArgs{op: op, args: raw[1:]}
 	var err error
 	switch op {
 	case OpAnd, OpOr:
-		for _, a := range args {
+		for _, arg := range a.args {
 			var sub []json.RawMessage
-			if err := json.Unmarshal(a, &sub); err != nil {
+			if err := json.Unmarshal(arg, &sub); err != nil {
 				return nil, fmt.Errorf("permission check %s: operand: %w", op, err)
 			}
 			s, err := parseCheck(sub)
@@ -160,66 +125,114 @@ func parseCheck(raw []json.RawMessage) (*Check, error) {
 		}
 		return c, nil
 	case OpPerm:
-		if c.Path, err = str(0); err != nil {
-			return nil, err
-		}
-		if c.Privs, err = strs(1); err != nil {
-			return nil, err
-		}
-		opts, err := options(2)
-		if err != nil {
-			return nil, err
-		}
-		for k, v := range opts {
-			switch k {
-			case "any":
-				var n json.Number
-				if err := json.Unmarshal(v, &n); err != nil || n.String() == "0" {
-					return nil, fmt.Errorf("permission check perm: bad any %s", v)
-				}
-				c.Any = true
-			case "require_param":
-				if err := json.Unmarshal(v, &c.RequireParam); err != nil {
-					return nil, fmt.Errorf("permission check perm: require_param: %w", err)
-				}
-			default:
-				return nil, fmt.Errorf("permission check perm: unknown option %q", k)
+		if c.Path, err = checkArg[string](a, 0); err == nil {
+			if c.Privs, err = checkArg[[]string](a, 1); err == nil {
+				err = c.permOptions(a, 2)
 			}
 		}
-		return c, nil
 	case OpUseridParam:
-		if c.Param, err = str(0); err != nil {
-			return nil, err
+		if c.Param, err = checkArg[string](a, 0); err == nil {
+			err = a.only1()
 		}
-		if len(args) != 1 {
-			return nil, fmt.Errorf("permission check %s: want 1 argument, got %d", op, len(args))
-		}
-		return c, nil
 	case OpUseridGroup:
-		if c.Privs, err = strs(0); err != nil {
-			return nil, err
+		if c.Privs, err = checkArg[[]string](a, 0); err == nil {
+			err = c.groupOptions(a, 1)
 		}
-		opts, err := options(1)
+	case OpPermModify:
+		if c.Path, err = checkArg[string](a, 0); err == nil {
+			err = a.only1()
+		}
+	default:
+		return nil, fmt.Errorf("permission check: unknown op %q", op)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// checkArgs are the arguments of a permission check's op.
+type checkArgs struct {
+	op   string
+	args []json.RawMessage
+}
+
+// checkArg decodes argument i.
+func checkArg[T any](a checkArgs, i int) (T, error) {
+	var v T
+	if i >= len(a.args) {
+		return v, fmt.Errorf("permission check %s: missing argument %d", a.op, i+1)
+	}
+	if err := json.Unmarshal(a.args[i], &v); err != nil {
+		return v, fmt.Errorf("permission check %s: argument %d: %w", a.op, i+1, err)
+	}
+	return v, nil
+}
+
+// only1 fails unless the op has exactly one argument.
+func (a checkArgs) only1() error {
+	if len(a.args) != 1 {
+		return fmt.Errorf("permission check %s: want 1 argument, got %d", a.op, len(a.args))
+	}
+	return nil
+}
+
+// options reads the trailing key/value pairs starting at args[i].
+func (a checkArgs) options(i int) (map[string]json.RawMessage, error) {
+	opts := map[string]json.RawMessage{}
+	if (len(a.args)-i)%2 != 0 {
+		return nil, fmt.Errorf("permission check %s: odd option list", a.op)
+	}
+	for ; i < len(a.args); i += 2 {
+		k, err := checkArg[string](a, i)
 		if err != nil {
 			return nil, err
 		}
-		for k, v := range opts {
-			if k != "groups_param" {
-				return nil, fmt.Errorf("permission check userid-group: unknown option %q", k)
-			}
-			if err := json.Unmarshal(v, &c.GroupsParam); err != nil {
-				return nil, fmt.Errorf("permission check userid-group: groups_param: %w", err)
-			}
-		}
-		return c, nil
-	case OpPermModify:
-		if c.Path, err = str(0); err != nil {
-			return nil, err
-		}
-		if len(args) != 1 {
-			return nil, fmt.Errorf("permission check %s: want 1 argument, got %d", op, len(args))
-		}
-		return c, nil
+		opts[k] = a.args[i+1]
 	}
-	return nil, fmt.Errorf("permission check: unknown op %q", op)
+	return opts, nil
+}
+
+// permOptions reads a perm check's options from args[i]: any and
+// require_param.
+func (c *Check) permOptions(a checkArgs, i int) error {
+	opts, err := a.options(i)
+	if err != nil {
+		return err
+	}
+	for k, v := range opts {
+		switch k {
+		case "any":
+			var n json.Number
+			if err := json.Unmarshal(v, &n); err != nil || n.String() == "0" {
+				return fmt.Errorf("permission check perm: bad any %s", v)
+			}
+			c.Any = true
+		case "require_param":
+			if err := json.Unmarshal(v, &c.RequireParam); err != nil {
+				return fmt.Errorf("permission check perm: require_param: %w", err)
+			}
+		default:
+			return fmt.Errorf("permission check perm: unknown option %q", k)
+		}
+	}
+	return nil
+}
+
+// groupOptions reads a userid-group check's options from args[i]:
+// groups_param only.
+func (c *Check) groupOptions(a checkArgs, i int) error {
+	opts, err := a.options(i)
+	if err != nil {
+		return err
+	}
+	for k, v := range opts {
+		if k != "groups_param" {
+			return fmt.Errorf("permission check userid-group: unknown option %q", k)
+		}
+		if err := json.Unmarshal(v, &c.GroupsParam); err != nil {
+			return fmt.Errorf("permission check userid-group: groups_param: %w", err)
+		}
+	}
+	return nil
 }

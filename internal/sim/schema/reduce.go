@@ -213,6 +213,12 @@ func reduceProp(v any) (*Prop, error) {
 	}
 	p := &Prop{}
 	for k, val := range obj {
+		if done, err := p.reduceNested(k, val); done {
+			if err != nil {
+				return nil, err
+			}
+			continue
+		}
 		var err error
 		switch k {
 		case "type":
@@ -224,20 +230,6 @@ func reduceProp(v any) (*Prop, error) {
 				var s string
 				s, err = scalarText(val)
 				p.Default = &s
-			}
-		case "enum":
-			if val != nil {
-				list, ok := val.([]any)
-				if !ok {
-					return nil, fmt.Errorf("enum is %T", val)
-				}
-				for _, e := range list {
-					s, err := scalarText(e)
-					if err != nil {
-						return nil, fmt.Errorf("enum: %w", err)
-					}
-					p.Enum = append(p.Enum, s)
-				}
 			}
 		case "minimum":
 			p.Minimum, err = number(val)
@@ -254,11 +246,8 @@ func reduceProp(v any) (*Prop, error) {
 			case string:
 				p.Format = f
 			case map[string]any:
-				p.PropertyFormat = &Format{Keys: map[string]*Prop{}}
-				for fk, fv := range f {
-					if p.PropertyFormat.Keys[fk], err = reduceProp(fv); err != nil {
-						return nil, fmt.Errorf("format key %s: %w", fk, err)
-					}
+				if p.PropertyFormat, err = reduceFormatKeys(f); err != nil {
+					return nil, err
 				}
 			default:
 				err = fmt.Errorf("format is %T", val)
@@ -267,24 +256,6 @@ func reduceProp(v any) (*Prop, error) {
 			p.Requires, err = str(val)
 		case "items":
 			p.Items, err = reduceProp(val)
-		case "properties":
-			props, ok := val.(map[string]any)
-			if !ok {
-				return nil, fmt.Errorf("properties is %T", val)
-			}
-			p.Properties = map[string]*Prop{}
-			for name, pv := range props {
-				q, err := reduceProp(pv)
-				if err != nil {
-					return nil, fmt.Errorf("property %s: %w", name, err)
-				}
-				if m := indexedName.FindStringSubmatch(name); m != nil {
-					if q.IndexCount = indexCounts[m[1]]; q.IndexCount == 0 {
-						return nil, fmt.Errorf("property %s: index range unknown, add it to indexCounts", name)
-					}
-				}
-				p.Properties[name] = q
-			}
 		case "additionalProperties":
 			switch a := val.(type) {
 			case map[string]any:
@@ -303,30 +274,6 @@ func reduceProp(v any) (*Prop, error) {
 			p.KeyAlias, err = str(val)
 		case "type-property":
 			p.TypeProperty, err = str(val)
-		case "instance-types":
-			list, ok := val.([]any)
-			if !ok {
-				return nil, fmt.Errorf("instance-types is %T", val)
-			}
-			for _, e := range list {
-				s, err := str(e)
-				if err != nil {
-					return nil, fmt.Errorf("instance-types: %w", err)
-				}
-				p.InstanceTypes = append(p.InstanceTypes, s)
-			}
-		case "oneOf":
-			list, ok := val.([]any)
-			if !ok {
-				return nil, fmt.Errorf("oneOf is %T", val)
-			}
-			for _, e := range list {
-				q, err := reduceProp(e)
-				if err != nil {
-					return nil, fmt.Errorf("oneOf: %w", err)
-				}
-				p.OneOf = append(p.OneOf, q)
-			}
 		default:
 			if !droppedKeys[k] {
 				err = fmt.Errorf("unknown schema key %q", k)
@@ -337,6 +284,87 @@ func reduceProp(v any) (*Prop, error) {
 		}
 	}
 	return p, nil
+}
+
+// reduceNested reads the keys that hold lists or properties, whose
+// errors carry their own context (reduceProp prefixes the other keys'
+// with the key); done is false for any other key.
+func (p *Prop) reduceNested(k string, val any) (done bool, err error) {
+	switch k {
+	case "enum":
+		p.Enum, err = reduceEnum(val)
+	case "properties":
+		p.Properties, err = reduceProperties(val)
+	case "instance-types":
+		p.InstanceTypes, err = reduceList(k, val, str)
+	case "oneOf":
+		p.OneOf, err = reduceList(k, val, reduceProp)
+	default:
+		return false, nil
+	}
+	return true, err
+}
+
+// reduceEnum reads an enum's values as text; nil is no enum.
+func reduceEnum(val any) ([]string, error) {
+	if val == nil {
+		return nil, nil
+	}
+	return reduceList("enum", val, scalarText)
+}
+
+// reduceList reads the list of key with one, failing on the first entry
+// one refuses.
+func reduceList[T any](key string, val any, one func(any) (T, error)) ([]T, error) {
+	list, ok := val.([]any)
+	if !ok {
+		return nil, fmt.Errorf("%s is %T", key, val)
+	}
+	var out []T
+	for _, e := range list {
+		x, err := one(e)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", key, err)
+		}
+		out = append(out, x)
+	}
+	return out, nil
+}
+
+// reduceFormatKeys reads a property string's format: its keys.
+func reduceFormatKeys(f map[string]any) (*Format, error) {
+	pf := &Format{Keys: map[string]*Prop{}}
+	for fk, fv := range f {
+		q, err := reduceProp(fv)
+		if err != nil {
+			return nil, fmt.Errorf("format key %s: %w", fk, err)
+		}
+		pf.Keys[fk] = q
+	}
+	return pf, nil
+}
+
+// reduceProperties reads an object's properties; an indexed one (mp[n])
+// takes its index count from indexCounts.
+func reduceProperties(val any) (map[string]*Prop, error) {
+	props, ok := val.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("properties is %T", val)
+	}
+	out := map[string]*Prop{}
+	for name, pv := range props {
+		q, err := reduceProp(pv)
+		if err != nil {
+			return nil, fmt.Errorf("property %s: %w", name, err)
+		}
+		if m := indexedName.FindStringSubmatch(name); m != nil {
+			if q.IndexCount = indexCounts[m[1]]; q.IndexCount == 0 {
+				return nil, fmt.Errorf("property %s: index range unknown, add it to indexCounts", name)
+			}
+		}
+		out[name] = q
+	}
+	return out, nil
 }
 
 func str(v any) (string, error) {

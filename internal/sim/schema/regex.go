@@ -32,29 +32,12 @@ func perlToRE2(src string) (string, error) {
 		c := src[i]
 		switch {
 		case c == '\\':
-			if i+1 >= len(src) {
-				return "", fmt.Errorf("trailing backslash")
+			out, last, err := perlEscape(src, i, inClass)
+			if err != nil {
+				return "", err
 			}
-			n := src[i+1]
-			switch {
-			case n == '0':
-				j := i + 2
-				for j < len(src) && j < i+4 && src[j] >= '0' && src[j] <= '7' {
-					j++
-				}
-				v, _ := strconv.ParseUint(src[i+1:j], 8, 8)
-				fmt.Fprintf(&b, `\x{%x}`, v)
-				i = j - 1
-				continue
-			case n == 'Z' && !inClass:
-				b.WriteString(`(?:\n?\z)`)
-			case n >= '1' && n <= '9' && !inClass:
-				return "", fmt.Errorf("backreference \\%c not supported", n)
-			default:
-				b.WriteByte('\\')
-				b.WriteByte(n)
-			}
-			i++
+			b.WriteString(out)
+			i = last
 		case inClass:
 			if c == ']' && b.Len() > classStart {
 				inClass = false
@@ -80,62 +63,22 @@ func perlToRE2(src string) (string, error) {
 		case c == '$':
 			b.WriteString(`(?:\n?\z)`)
 		case c == '(' && strings.HasPrefix(src[i:], "(?^"):
-			j := strings.IndexByte(src[i:], ':')
-			if j < 0 {
-				return "", fmt.Errorf("unterminated (?^ group")
+			out, last, err := perlFlagGroup(src[i:])
+			if err != nil {
+				return "", err
 			}
-			flags := src[i+3 : i+j]
-			set, clear := "", ""
-			for _, f := range "is" {
-				if strings.ContainsRune(flags, f) {
-					set += string(f)
-				} else {
-					clear += string(f)
-				}
-			}
-			if strings.Trim(flags, "is") != "" {
-				return "", fmt.Errorf("unsupported regex flags %q", flags)
-			}
-			if clear == "" {
-				b.WriteString("(?" + set + ":")
-			} else {
-				b.WriteString("(?" + set + "-" + clear + ":")
-			}
-			i += j
+			b.WriteString(out)
+			i += last
 		case c == '(' && strings.HasPrefix(src[i:], "(?>"):
 			b.WriteString("(?:")
 			i += 2
 		case c == '{':
-			end := strings.IndexByte(src[i:], '}')
-			if end < 0 {
-				b.WriteByte(c)
-				continue
+			out, last, err := perlRepeat(src[i:])
+			if err != nil {
+				return "", err
 			}
-			body := src[i+1 : i+end]
-			lo, hi, isRange := strings.Cut(body, ",")
-			if !isQuantNum(lo, true) || (isRange && !isQuantNum(hi, true)) || (!isRange && lo == "") {
-				b.WriteString(`\{`) // not a quantifier: a literal brace in Perl
-				continue
-			}
-			if lo == "" {
-				lo = "0"
-			}
-			if n, _ := strconv.Atoi(lo); n > 1000 {
-				return "", fmt.Errorf("repeat count %s above RE2 limit", lo)
-			}
-			switch {
-			case !isRange:
-				b.WriteString("{" + lo + "}")
-			case hi == "":
-				b.WriteString("{" + lo + ",}")
-			default:
-				if n, _ := strconv.Atoi(hi); n > 1000 {
-					b.WriteString("{" + lo + ",}")
-				} else {
-					b.WriteString("{" + lo + "," + hi + "}")
-				}
-			}
-			i += end
+			b.WriteString(out)
+			i += last
 		default:
 			b.WriteByte(c)
 		}
@@ -144,6 +87,87 @@ func perlToRE2(src string) (string, error) {
 		return "", fmt.Errorf("unterminated character class")
 	}
 	return b.String(), nil
+}
+
+// perlEscape rewrites the escape at src[i] ('\\'): an octal \0 as \x{..},
+// \Z as $ is, a backreference refused, anything else kept. last is the
+// index of the escape's last byte.
+func perlEscape(src string, i int, inClass bool) (out string, last int, err error) {
+	if i+1 >= len(src) {
+		return "", 0, fmt.Errorf("trailing backslash")
+	}
+	n := src[i+1]
+	switch {
+	case n == '0':
+		j := i + 2
+		for j < len(src) && j < i+4 && src[j] >= '0' && src[j] <= '7' {
+			j++
+		}
+		v, _ := strconv.ParseUint(src[i+1:j], 8, 8)
+		return fmt.Sprintf(`\x{%x}`, v), j - 1, nil
+	case n == 'Z' && !inClass:
+		return `(?:\n?\z)`, i + 1, nil
+	case n >= '1' && n <= '9' && !inClass:
+		return "", 0, fmt.Errorf("backreference \\%c not supported", n)
+	}
+	return src[i : i+2], i + 1, nil
+}
+
+// perlFlagGroup rewrites the "(?^flags:" that s starts with as
+// "(?flags-others:"; last is the index of its ':'.
+func perlFlagGroup(s string) (out string, last int, err error) {
+	j := strings.IndexByte(s, ':')
+	if j < 0 {
+		return "", 0, fmt.Errorf("unterminated (?^ group")
+	}
+	flags := s[3:j]
+	set, clear := "", ""
+	for _, f := range "is" {
+		if strings.ContainsRune(flags, f) {
+			set += string(f)
+		} else {
+			clear += string(f)
+		}
+	}
+	if strings.Trim(flags, "is") != "" {
+		return "", 0, fmt.Errorf("unsupported regex flags %q", flags)
+	}
+	if clear == "" {
+		return "(?" + set + ":", j, nil
+	}
+	return "(?" + set + "-" + clear + ":", j, nil
+}
+
+// perlRepeat rewrites the '{' that s starts with: a quantifier in RE2's
+// form ({,n} as {0,n}, an upper bound above RE2's limit dropped), a brace
+// that quantifies nothing as the literal it is in Perl. last is the index
+// of the quantifier's '}' (0 for a literal brace).
+func perlRepeat(s string) (out string, last int, err error) {
+	end := strings.IndexByte(s, '}')
+	if end < 0 {
+		return "{", 0, nil
+	}
+	body := s[1:end]
+	lo, hi, isRange := strings.Cut(body, ",")
+	if !isQuantNum(lo, true) || (isRange && !isQuantNum(hi, true)) || (!isRange && lo == "") {
+		return `\{`, 0, nil // not a quantifier: a literal brace in Perl
+	}
+	if lo == "" {
+		lo = "0"
+	}
+	if n, _ := strconv.Atoi(lo); n > 1000 {
+		return "", 0, fmt.Errorf("repeat count %s above RE2 limit", lo)
+	}
+	switch {
+	case !isRange:
+		return "{" + lo + "}", end, nil
+	case hi == "":
+		return "{" + lo + ",}", end, nil
+	}
+	if n, _ := strconv.Atoi(hi); n > 1000 {
+		return "{" + lo + ",}", end, nil
+	}
+	return "{" + lo + "," + hi + "}", end, nil
 }
 
 func isQuantNum(s string, emptyOK bool) bool {
