@@ -2,7 +2,6 @@ package cli
 
 import (
 	"cmp"
-	"context"
 	"fmt"
 	"io"
 	"slices"
@@ -291,16 +290,4 @@ func loginOf(j *job) (sshLogin, error) {
 		return sshLogin{}, fmt.Errorf("ssh command: %w", err)
 	}
 	return sshLogin{key: key, port: sshc.Port}, nil
-}
-
-// openJobInterruptible is openJob for a command that changes nothing:
-// it returns as soon as ctx is done, even while the manifest is read (see
-// interruptible). status and plan do the same inline.
-func openJobInterruptible(ctx context.Context, st *streams, ff fileFlags, cf connFlags) (*job, error) {
-	var j *job
-	err := interruptible(ctx, func() (err error) {
-		j, err = openJob(ctx, st, ff, cf)
-		return err
-	})
-	return j, err
 }

@@ -119,10 +119,7 @@ func openJobInterruptible(ctx context.Context, st *streams, ff fileFlags, cf con
 		j, err = openJob(ctx, st, ff, cf)
 		return err
 	})
-	if err != nil {
-		return nil, err
-	}
-	return j, nil
+	return j, err
 }
 
 // savePlan writes the plan (p, pj as shown) made with o to path, and says

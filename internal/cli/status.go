@@ -25,11 +25,7 @@ func newStatusCmd(st *streams) *cobra.Command {
 			ff.lazy = true // status compares provisioning only when its values are at hand
 			ctx, cancel := readOnly(cmd.Context())
 			defer cancel()
-			var j *job
-			err := interruptible(ctx, func() (err error) {
-				j, err = openJob(ctx, st, ff, cf)
-				return err
-			})
+			j, err := openJobInterruptible(ctx, st, ff, cf)
 			if err != nil {
 				return err
 			}
