@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/corralhq/corral/internal/testenv"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -330,7 +331,7 @@ func TestCrashAtEveryAPICall(t *testing.T) {
 	var mu sync.Mutex
 	total := 0
 	for i, ph := range cycle {
-		for kill := int64(1); kill <= counts[i]; kill++ {
+		for _, kill := range testenv.KillPoints(t, counts[i]) {
 			t.Run(fmt.Sprintf("%s/kill-at-%d", ph.name, kill), func(t *testing.T) {
 				t.Parallel()
 				r := thaw(t, frozen[i])

@@ -2,6 +2,7 @@ package apply_test
 
 import (
 	"fmt"
+	"github.com/corralhq/corral/internal/testenv"
 	"testing"
 
 	"github.com/corralhq/corral/internal/apply"
@@ -66,7 +67,7 @@ func TestFreeKilledAtEveryAPICall(t *testing.T) {
 	if err != nil {
 		t.Fatalf("clean free of %s (%s): %v", volid, key, err)
 	}
-	for kill := int64(1); kill <= n; kill++ {
+	for _, kill := range testenv.KillPoints(t, n) {
 		t.Run(fmt.Sprintf("kill-at-%d", kill), func(t *testing.T) {
 			t.Parallel()
 			r := thaw(t, frozen)

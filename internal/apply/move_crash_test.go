@@ -3,6 +3,7 @@ package apply_test
 import (
 	"context"
 	"fmt"
+	"github.com/corralhq/corral/internal/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -232,18 +233,13 @@ func TestMoveCrashAtEveryAPICall(t *testing.T) {
 	}
 	clean.converged("pve2")
 	t.Logf("requests of a move: %d", n)
-	// Every kill point, finished and rolled back. Under -race (CI's
-	// go test -race ./..., where it would take the package past its
-	// timeout) a sample: every sixth kill point finished, every
-	// eighteenth rolled back; go test ./internal/apply -run TestMoveCrash
-	// runs all.
-	step := int64(1)
-	if raceDetector {
-		step = 6
-	}
-	for kill := int64(1); kill <= n; kill += step {
+	// A sample of the kill points (testenv.KillPoints; CORRAL_SWEEP=full
+	// tries every one), each finished, every third also rolled back
+	// (every one with CORRAL_SWEEP=full).
+	full := os.Getenv(testenv.SweepVar) == "full"
+	for j, kill := range testenv.KillPoints(t, n) {
 		for _, then := range []string{"pve2", "pve1"} {
-			if then == "pve1" && raceDetector && kill%18 != 1 {
+			if then == "pve1" && !full && j%3 != 0 {
 				continue
 			}
 			name := "finish"

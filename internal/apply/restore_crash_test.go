@@ -3,6 +3,7 @@ package apply_test
 import (
 	"context"
 	"fmt"
+	"github.com/corralhq/corral/internal/testenv"
 	"net/http"
 	"os"
 	"os/exec"
@@ -110,14 +111,9 @@ func TestCrashDuringRestoreReplace(t *testing.T) {
 	base.converged(ph, nil)
 	t.Logf("a restore --replace makes %d requests", n)
 
-	// Under -race (CI's go test -race ./..., where every kill point took
-	// the package past its timeout) every second kill point;
-	// go test ./internal/apply -run TestCrashDuringRestoreReplace runs all.
-	step := int64(1)
-	if raceDetector {
-		step = 2
-	}
-	for kill := int64(1); kill <= n; kill += step {
+	// A sample of the kill points (testenv.KillPoints); CORRAL_SWEEP=full
+	// tries every one.
+	for _, kill := range testenv.KillPoints(t, n) {
 		t.Run(fmt.Sprintf("kill-at-%d", kill), func(t *testing.T) {
 			t.Parallel()
 			r := thaw(t, frozen)
