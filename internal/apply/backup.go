@@ -196,7 +196,7 @@ func (e *Executor) Backup(ctx context.Context, obs *plan.Observed, app string, o
 	res := &BackupResult{App: app, VMID: ct.VMID, Node: ct.Node, Mode: opts.Mode, Storage: opts.Storage,
 		Excluded: BackupExclusions(ct.Config, volumeNames(obs)), Pruned: []string{}, Warnings: []string{}}
 	start := time.Now()
-	err = e.step(app, "backup", fmt.Sprintf("ct %d to %s (%s mode)", ct.VMID, opts.Storage, opts.Mode), func() error {
+	err = e.ops().step(app, "backup", fmt.Sprintf("ct %d to %s (%s mode)", ct.VMID, opts.Storage, opts.Mode), func() error {
 		upid, err := e.Client.Backup(ctx, ct.Node, ct.VMID, pve.BackupOptions{Mode: opts.Mode, Storage: opts.Storage, Compress: "zstd", NotesTemplate: BackupNotes(app)})
 		if err != nil {
 			return explainBackupErr(err, ct.VMID, opts.Storage)
@@ -205,8 +205,8 @@ func (e *Executor) Backup(ctx context.Context, obs *plan.Observed, app string, o
 		// The log says which mode vzdump used: it is read whether or not
 		// the observer shows it.
 		wopts := pve.WaitOptions{Log: true}
-		if wantsTaskLogs(e.obs()) {
-			wopts.OnLog = func(line string) { e.obs().TaskLog(app, upid, line) }
+		if wantsTaskLogs(e.ops().obs()) {
+			wopts.OnLog = func(line string) { e.ops().obs().TaskLog(app, upid, line) }
 		}
 		tr, err := e.Client.WaitTask(ctx, upid, wopts)
 		if err != nil {
@@ -220,7 +220,7 @@ func (e *Executor) Backup(ctx context.Context, obs *plan.Observed, app string, o
 			}
 		}
 		for _, w := range tr.Warnings {
-			e.obs().Warn(app, w)
+			e.ops().obs().Warn(app, w)
 			res.Warnings = append(res.Warnings, w)
 		}
 		return nil
@@ -399,7 +399,7 @@ func (e *Executor) prune(ctx context.Context, node, app, storage string, keep in
 	var pruned []string
 	for i := keep; i < len(mine); i++ {
 		volid := mine[i].VolID
-		err := e.step(app, "prune", volid, func() error {
+		err := e.ops().step(app, "prune", volid, func() error {
 			upid, err := e.Client.DeleteVolume(ctx, node, storage, volid)
 			if err != nil {
 				return err
@@ -407,7 +407,7 @@ func (e *Executor) prune(ctx context.Context, node, app, storage string, keep in
 			if upid == "" {
 				return nil
 			}
-			return e.wait(ctx, app, upid)
+			return e.ops().wait(ctx, app, upid)
 		})
 		if err != nil {
 			return pruned, err
@@ -458,10 +458,10 @@ func SnapshotName(t time.Time) string { return "corral-" + t.UTC().Format("20060
 // included.
 func (e *Executor) Snapshot(ctx context.Context, ct *plan.CT, name string) error {
 	app := ctApp(ct)
-	return e.step(app, "snapshot", fmt.Sprintf("%s of ct %d", name, ct.VMID), func() error {
+	return e.ops().step(app, "snapshot", fmt.Sprintf("%s of ct %d", name, ct.VMID), func() error {
 		upid, err := e.Client.CreateSnapshot(ctx, ct.Node, ct.VMID, name, "corral snapshot of app "+app)
 		if err == nil {
-			err = e.wait(ctx, app, upid)
+			err = e.ops().wait(ctx, app, upid)
 		}
 		return explainSnapErr(err, ct.VMID, "VM.Snapshot")
 	})
@@ -477,10 +477,10 @@ func (e *Executor) Rollback(ctx context.Context, ct *plan.CT, name string) error
 // RollbackStart is Rollback with the start afterwards decided by start.
 func (e *Executor) RollbackStart(ctx context.Context, ct *plan.CT, name string, start bool) error {
 	app := ctApp(ct)
-	return e.step(app, "rollback", fmt.Sprintf("ct %d to %s", ct.VMID, name), func() error {
+	return e.ops().step(app, "rollback", fmt.Sprintf("ct %d to %s", ct.VMID, name), func() error {
 		upid, err := e.Client.RollbackSnapshot(ctx, ct.Node, ct.VMID, name, start)
 		if err == nil {
-			err = e.wait(ctx, app, upid)
+			err = e.ops().wait(ctx, app, upid)
 		}
 		return explainSnapErr(err, ct.VMID, "VM.Snapshot.Rollback")
 	})
@@ -489,10 +489,10 @@ func (e *Executor) RollbackStart(ctx context.Context, ct *plan.CT, name string, 
 // DeleteSnapshot removes snapshot name of ct.
 func (e *Executor) DeleteSnapshot(ctx context.Context, ct *plan.CT, name string) error {
 	app := ctApp(ct)
-	return e.step(app, "snapshot", fmt.Sprintf("remove %s of ct %d", name, ct.VMID), func() error {
+	return e.ops().step(app, "snapshot", fmt.Sprintf("remove %s of ct %d", name, ct.VMID), func() error {
 		upid, err := e.Client.DeleteSnapshot(ctx, ct.Node, ct.VMID, name, false)
 		if err == nil {
-			err = e.wait(ctx, app, upid)
+			err = e.ops().wait(ctx, app, upid)
 		}
 		return explainSnapErr(err, ct.VMID, "VM.Snapshot")
 	})

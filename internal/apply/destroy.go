@@ -15,9 +15,9 @@ import (
 // freed only where the plan says VolFree (reclaim: delete, asked for with
 // --delete-volumes). It returns the volids it freed.
 func (e *Executor) Destroy(ctx context.Context, p *plan.Plan, obs *plan.Observed) ([]string, error) {
-	e.mu.Lock()
-	e.timings = nil
-	e.mu.Unlock()
+	e.state.mu.Lock()
+	e.state.timings = nil
+	e.state.mu.Unlock()
 	keepers := e.keeperSet(obs)
 	var changes []plan.Change
 	for _, c := range p.Changes {
@@ -28,7 +28,7 @@ func (e *Executor) Destroy(ctx context.Context, p *plan.Plan, obs *plan.Observed
 			if err := e.checkPlanned(ctx, c); err != nil {
 				return nil, err
 			}
-			if err := e.destroyCT(ctx, c.App, c.Node, c.OldVMID); err != nil {
+			if err := e.ops().destroyCT(ctx, c.App, c.Node, c.OldVMID); err != nil {
 				return nil, err
 			}
 		case c.Action == plan.Delete:
@@ -45,7 +45,7 @@ func (e *Executor) Destroy(ctx context.Context, p *plan.Plan, obs *plan.Observed
 			if err := e.checkPlanned(ctx, c); err != nil {
 				return err
 			}
-			if err := e.destroyCT(ctx, c.App, c.Node, c.OldVMID); err != nil {
+			if err := e.ops().destroyCT(ctx, c.App, c.Node, c.OldVMID); err != nil {
 				return err
 			}
 		}
@@ -58,7 +58,7 @@ func (e *Executor) Destroy(ctx context.Context, p *plan.Plan, obs *plan.Observed
 			if k == nil {
 				continue
 			}
-			if err := e.step(c.App, "free", v.Name+" ("+v.VolID+")", func() error { return k.free(ctx, vk, v.VolID) }); err != nil {
+			if err := e.ops().step(c.App, "free", v.Name+" ("+v.VolID+")", func() error { return k.free(ctx, vk, v.VolID) }); err != nil {
 				return err
 			}
 			mu.Lock()

@@ -54,21 +54,14 @@ type Executor struct {
 	// (the second Ctrl-C) aborts the steps under way instead.
 	Stop <-chan struct{}
 
-	sweeps   sweepGroup // the attach guard's shared reads (guard.go)
-	mu       sync.Mutex // timings
-	timings  []Timing
-	creating sync.Mutex // NextID and the create POST, so parallel creates do not race for one VMID
-	// createdKeys are the SSH host key fingerprints the create tasks of
-	// this run logged, by VMID ([]string): the first login to a new
-	// container accepts only those (see dialGuest).
-	createdKeys sync.Map
+	state runState // what its parts share (runner.go)
 }
 
 // Timings are the phase durations of the last Apply or Destroy.
 func (e *Executor) Timings() []Timing {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return slices.Clone(e.timings)
+	e.state.mu.Lock()
+	defer e.state.mu.Unlock()
+	return slices.Clone(e.state.timings)
 }
 
 // forEachApp runs fn for each change, up to Parallelism at once, and
@@ -87,7 +80,7 @@ func (e *Executor) forEachApp(ctx context.Context, changes []plan.Change, fn fun
 			errs[i] = err
 			break
 		}
-		if (e.FailFast && failed.Load()) || e.stopped() {
+		if (e.FailFast && failed.Load()) || e.ops().stopped() {
 			break
 		}
 		sem <- struct{}{}
@@ -109,52 +102,17 @@ func (e *Executor) forEachApp(ctx context.Context, changes []plan.Change, fn fun
 	return errors.Join(errs...)
 }
 
-func (e *Executor) obs() Observer {
-	if e.Observer == nil {
-		return nopObserver{}
-	}
-	return e.Observer
-}
-
 // ErrStopped is a run stopped on request between two steps.
 var ErrStopped = errors.New("stopped on request between two steps (every change so far is complete); run the command again to go on")
-
-// stopped reports whether Stop was closed.
-func (e *Executor) stopped() bool {
-	select {
-	case <-e.Stop:
-		return true
-	default:
-		return false
-	}
-}
-
-// step runs fn as one named phase of app, timing it and reporting it.
-func (e *Executor) step(app, phase, detail string, fn func() error) error {
-	if e.stopped() {
-		return fmt.Errorf("%s: %s: %w", app, phase, ErrStopped)
-	}
-	done := e.obs().Step(app, phase, detail)
-	start := time.Now()
-	err := fn()
-	e.mu.Lock()
-	e.timings = append(e.timings, Timing{App: app, Phase: phase, Elapsed: time.Since(start)})
-	e.mu.Unlock()
-	done(err)
-	if err != nil {
-		return fmt.Errorf("%s: %s: %w", app, phase, err)
-	}
-	return nil
-}
 
 // Apply executes p: keepers first, then the app changes, up to
 // Parallelism at once. What must not overlap is ordered where it is
 // shared: a keeper's volume operations take turns (keeper.mu), VMIDs are
 // taken one at a time, and no other corral runs (the lock).
 func (e *Executor) Apply(ctx context.Context, p *plan.Plan, obs *plan.Observed) error {
-	e.mu.Lock()
-	e.timings = nil
-	e.mu.Unlock()
+	e.state.mu.Lock()
+	e.state.timings = nil
+	e.state.mu.Unlock()
 	for _, c := range p.Changes {
 		if e.Project == "" && c.Desired != nil {
 			e.Project = c.Desired.Project
@@ -294,7 +252,7 @@ func (e *Executor) applyChange(ctx context.Context, c plan.Change, keepers *keep
 	if c.Action == plan.Delete {
 		// An app removed from the manifest: destroyed as corral destroy
 		// does, its volumes detached and kept in the keeper.
-		return e.destroyCT(ctx, c.App, c.Node, c.OldVMID)
+		return e.ops().destroyCT(ctx, c.App, c.Node, c.OldVMID)
 	}
 	if c.Action == plan.Move {
 		// The container and its volumes go to the target node first
@@ -309,7 +267,7 @@ func (e *Executor) applyChange(ctx context.Context, c plan.Change, keepers *keep
 	}
 	a := c.Desired
 	if c.FetchTemplate {
-		if err := e.step(c.App, "template", a.Template, func() error { return e.fetchTemplate(ctx, c.App, c.Node, a.Template) }); err != nil {
+		if err := e.ops().step(c.App, "template", a.Template, func() error { return e.ops().fetchTemplate(ctx, c.App, c.Node, a.Template) }); err != nil {
 			return err
 		}
 	}
@@ -338,7 +296,7 @@ func (e *Executor) applyChange(ctx context.Context, c plan.Change, keepers *keep
 	switch c.Action {
 	case plan.Create, plan.Replace:
 		if c.Action == plan.Replace {
-			if err := e.destroyCT(ctx, c.App, c.Node, c.OldVMID); err != nil {
+			if err := e.ops().destroyCT(ctx, c.App, c.Node, c.OldVMID); err != nil {
 				return err
 			}
 			c.VMID = c.Desired.VMID
@@ -426,7 +384,7 @@ func (e *Executor) prepareVolumes(ctx context.Context, c plan.Change, keepers *k
 		var err error
 		switch v.Action {
 		case plan.VolCreate:
-			err = e.step(c.App, "volume", "create "+v.Name+" ("+human.Size(v.Size)+" on "+v.Storage+")", func() error {
+			err = e.ops().step(c.App, "volume", "create "+v.Name+" ("+human.Size(v.Size)+" on "+v.Storage+")", func() error {
 				k, done, err := keepers.forNew(ctx, c.Node, key, v.Storage)
 				if err != nil {
 					return err
@@ -436,7 +394,7 @@ func (e *Executor) prepareVolumes(ctx context.Context, c plan.Change, keepers *k
 				return err
 			})
 		case plan.VolAdopt:
-			err = e.step(c.App, "volume", "adopt "+v.Adopt+" as "+v.Name, func() error {
+			err = e.ops().step(c.App, "volume", "adopt "+v.Adopt+" as "+v.Name, func() error {
 				k := keepers.byVMID(c.Node, plan.VolumeOwner(v.Adopt)) // finishing an interrupted adoption
 				if k == nil {
 					var done func()
@@ -449,7 +407,7 @@ func (e *Executor) prepareVolumes(ctx context.Context, c plan.Change, keepers *k
 				return err
 			})
 		case plan.VolGrow:
-			err = e.step(c.App, "volume", "grow "+v.Name+" to "+human.Size(v.Size), func() error {
+			err = e.ops().step(c.App, "volume", "grow "+v.Name+" to "+human.Size(v.Size), func() error {
 				k := keepers.holder(c.Node, key)
 				if k == nil {
 					return fmt.Errorf("no keeper on %s records volume %s", c.Node, key)
@@ -478,7 +436,7 @@ func (e *Executor) prepareVolumes(ctx context.Context, c plan.Change, keepers *k
 func (e *Executor) createAndStart(ctx context.Context, c plan.Change, vols []attachment, obs *plan.Observed) (int, error) {
 	a := c.Desired
 	vmid := c.VMID
-	err := e.step(c.App, "create", "ct on "+c.Node, func() error {
+	err := e.ops().step(c.App, "create", "ct on "+c.Node, func() error {
 		var err error
 		vmid, err = e.create(ctx, c.App, c.Node, vmid, a)
 		return err
@@ -492,7 +450,7 @@ func (e *Executor) createAndStart(ctx context.Context, c plan.Change, vols []att
 	if err := e.tagSharedVolumes(ctx, c, vmid, vols, obs); err != nil {
 		return 0, err
 	}
-	return vmid, e.step(c.App, "start", "ct "+strconv.Itoa(vmid), func() error { return e.start(ctx, c.App, c.Node, vmid) })
+	return vmid, e.ops().step(c.App, "start", "ct "+strconv.Itoa(vmid), func() error { return e.ops().start(ctx, c.App, c.Node, vmid) })
 }
 
 // create posts a new CT for app and waits for the task.
@@ -506,44 +464,7 @@ func (e *Executor) create(ctx context.Context, app, node string, vmid int, a *pl
 	// The create task logs the container's new SSH host keys: read them
 	// when corral will log in, so the first login trusts only those.
 	work := e.Guest[app]
-	return e.postCT(ctx, app, node, vmid, params, len(work.Steps) > 0 || len(work.Checks) > 0)
-}
-
-// postCT creates a CT with params and waits for the task. With vmid 0 it
-// takes /cluster/nextid, and takes the next one if another client took
-// that id meanwhile.
-func (e *Executor) postCT(ctx context.Context, app, node string, vmid int, params *pve.ContainerCreate, hostKeys bool) (int, error) {
-	const attempts = 5
-	for attempt := 1; ; attempt++ {
-		// One create request at a time: parallel creates would all be
-		// given the same next free VMID. The task itself runs unlocked.
-		e.creating.Lock()
-		id := vmid
-		if id == 0 {
-			var err error
-			if id, err = e.Client.NextID(ctx); err != nil {
-				e.creating.Unlock()
-				return 0, err
-			}
-		}
-		params.VMID = id
-		upid, err := e.Client.CreateContainer(ctx, node, params)
-		e.creating.Unlock()
-		if vmid == 0 && attempt < attempts && pve.IsAlreadyExists(err) {
-			continue
-		}
-		if err != nil {
-			return 0, fmt.Errorf("create ct %d: %w", id, err)
-		}
-		log, err := e.waitLog(ctx, app, upid, hostKeys)
-		if err != nil {
-			return 0, fmt.Errorf("create ct %d: %w", id, err)
-		}
-		if fps := loggedHostKeys(log); len(fps) > 0 {
-			e.createdKeys.Store(id, fps)
-		}
-		return id, nil
-	}
+	return e.ops().postCT(ctx, app, node, vmid, params, len(work.Steps) > 0 || len(work.Checks) > 0)
 }
 
 // createParams are the POST /lxc parameters for a (volumes are attached
@@ -570,49 +491,6 @@ func createParams(a *plan.App, vmid int) *pve.ContainerCreate {
 	return v
 }
 
-// destroyCT stops the CT, detaches every mount point (keeper volumes
-// become unusedN, which a destroy does not free since the keeper owns
-// them), and destroys it.
-func (e *Executor) destroyCT(ctx context.Context, app, node string, vmid int) error {
-	conf, err := containerConfig(ctx, e.Client, node, vmid)
-	if pve.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if err := e.ensureStopped(ctx, app, node, vmid); err != nil {
-		return err
-	}
-	var mps []string
-	for k := range conf {
-		if isMP(k) {
-			mps = append(mps, k)
-		}
-	}
-	if len(mps) > 0 {
-		if err := e.step(app, "detach", strings.Join(mps, ","), func() error {
-			return e.putConfig(ctx, node, vmid, &pve.ConfigUpdate{Delete: mps})
-		}); err != nil {
-			return err
-		}
-	}
-	return e.step(app, "destroy", "ct "+strconv.Itoa(vmid), func() error {
-		var upid string
-		err := e.locked().Do(ctx, func() (err error) {
-			upid, err = e.Client.DestroyContainer(ctx, node, vmid, pve.DestroyOptions{Purge: true})
-			return err
-		})
-		if pve.IsNotFound(err) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		return e.wait(ctx, app, upid)
-	})
-}
-
 func isMP(k string) bool { return isIndexed(k, "mp") }
 
 func isUnused(k string) bool { return isIndexed(k, "unused") }
@@ -627,13 +505,13 @@ func isIndexed(k, prefix string) bool {
 func (e *Executor) update(ctx context.Context, c plan.Change, vols []attachment, obs *plan.Observed) error {
 	node, vmid := c.Node, c.VMID
 	if c.Restart {
-		if err := e.ensureStopped(ctx, c.App, node, vmid); err != nil {
+		if err := e.ops().ensureStopped(ctx, c.App, node, vmid); err != nil {
 			return err
 		}
 	}
 	if len(c.Revert) > 0 {
-		if err := e.step(c.App, "config", "revert pending "+strings.Join(c.Revert, ","), func() error {
-			return e.putConfig(ctx, node, vmid, &pve.ConfigUpdate{Revert: c.Revert})
+		if err := e.ops().step(c.App, "config", "revert pending "+strings.Join(c.Revert, ","), func() error {
+			return e.ops().putConfig(ctx, node, vmid, &pve.ConfigUpdate{Revert: c.Revert})
 		}); err != nil {
 			return err
 		}
@@ -653,16 +531,16 @@ func (e *Executor) update(ctx context.Context, c plan.Change, vols []attachment,
 		}
 		params.Delete = append(params.Delete, c.Cleanup...)
 		if !params.IsZero() {
-			if err := e.step(c.App, "config", strings.Join(append(keys, c.Cleanup...), ","), func() error {
-				return e.putConfig(ctx, node, vmid, params)
+			if err := e.ops().step(c.App, "config", strings.Join(append(keys, c.Cleanup...), ","), func() error {
+				return e.ops().putConfig(ctx, node, vmid, params)
 			}); err != nil {
 				return err
 			}
 		}
 	}
 	if c.RootGrow > 0 {
-		if err := e.step(c.App, "resize", "rootfs to "+human.Size(c.RootGrow), func() error {
-			return e.resize(ctx, c.App, node, vmid, "rootfs", c.RootGrow)
+		if err := e.ops().step(c.App, "resize", "rootfs to "+human.Size(c.RootGrow), func() error {
+			return e.ops().resize(ctx, c.App, node, vmid, "rootfs", c.RootGrow)
 		}); err != nil {
 			return err
 		}
@@ -675,14 +553,14 @@ func (e *Executor) update(ctx context.Context, c plan.Change, vols []attachment,
 		}
 	}
 	if len(detach) > 0 {
-		if err := e.step(c.App, "detach", strings.Join(detach, ","), func() error {
-			if err := e.putConfig(ctx, node, vmid, &pve.ConfigUpdate{Delete: detach}); err != nil {
+		if err := e.ops().step(c.App, "detach", strings.Join(detach, ","), func() error {
+			if err := e.ops().putConfig(ctx, node, vmid, &pve.ConfigUpdate{Delete: detach}); err != nil {
 				return err
 			}
 			// PVE keeps a detached volume as unusedN of the container;
 			// the keeper owns it, so dropping that reference frees
 			// nothing, and one apply leaves nothing for the next.
-			return e.dropReferences(ctx, node, vmid, detached)
+			return e.ops().dropReferences(ctx, node, vmid, detached)
 		}); err != nil {
 			return err
 		}
@@ -698,7 +576,7 @@ func (e *Executor) update(ctx context.Context, c plan.Change, vols []attachment,
 		return err
 	}
 	if c.Start || c.Restart {
-		return e.step(c.App, "start", "ct "+strconv.Itoa(vmid), func() error { return e.start(ctx, c.App, node, vmid) })
+		return e.ops().step(c.App, "start", "ct "+strconv.Itoa(vmid), func() error { return e.ops().start(ctx, c.App, node, vmid) })
 	}
 	return nil
 }
@@ -735,8 +613,8 @@ func (e *Executor) attach(ctx context.Context, app, node string, vmid int, vols 
 			return fmt.Errorf("attach %s: %q is not a mount point key", v.VolID, key)
 		}
 		mp := plan.AttachMount(v.VolID, v.Mount, v.Backup)
-		if err := e.step(app, "attach", key+"="+mp.String(), func() error {
-			return e.putConfig(ctx, node, vmid, &pve.ConfigUpdate{MountPoints: map[int]pve.MountPoint{n: mp}})
+		if err := e.ops().step(app, "attach", key+"="+mp.String(), func() error {
+			return e.ops().putConfig(ctx, node, vmid, &pve.ConfigUpdate{MountPoints: map[int]pve.MountPoint{n: mp}})
 		}); err != nil {
 			return err
 		}
@@ -779,8 +657,8 @@ func (e *Executor) tagSharedVolumes(ctx context.Context, c plan.Change, vmid int
 		}
 	}
 	slices.Sort(tags)
-	return e.step(c.App, "config", "tags (shared volumes)", func() error {
-		return e.putConfig(ctx, c.Node, vmid, &pve.ConfigUpdate{Tags: tags})
+	return e.ops().step(c.App, "config", "tags (shared volumes)", func() error {
+		return e.ops().putConfig(ctx, c.Node, vmid, &pve.ConfigUpdate{Tags: tags})
 	})
 }
 
@@ -800,85 +678,7 @@ func (e *Executor) guardAttach(ctx context.Context, node string, vmid int, vols 
 			allowed = append(allowed, plan.VolumeOwner(v.VolID))
 		}
 	}
-	return e.guardUnreferenced(ctx, node, volids, allowed...)
-}
-
-// dropReferences deletes the unusedN entries of CT vmid that name one of
-// volids, volumes the CT does not own (PVE then only drops the entry).
-func (e *Executor) dropReferences(ctx context.Context, node string, vmid int, volids []string) error {
-	conf, err := containerConfig(ctx, e.Client, node, vmid)
-	if err != nil {
-		return err
-	}
-	var keys []string
-	for k, v := range conf {
-		if isUnused(k) && slices.Contains(volids, v) && plan.VolumeOwner(v) != vmid {
-			keys = append(keys, k)
-		}
-	}
-	if len(keys) == 0 {
-		return nil
-	}
-	slices.Sort(keys)
-	return e.putConfig(ctx, node, vmid, &pve.ConfigUpdate{Delete: keys})
-}
-
-// putConfig is a synchronous PUT .../config, retried while another
-// operation holds the CT's lock (the change has not started then).
-func (e *Executor) putConfig(ctx context.Context, node string, vmid int, u *pve.ConfigUpdate) error {
-	return e.locked().Do(ctx, func() error {
-		return e.Client.UpdateContainerConfig(ctx, node, vmid, u)
-	})
-}
-
-// locked is the retry policy of every call PVE may refuse with "CT is
-// locked (…)" (the call was refused before any change, so repeating it is
-// safe): pve.RetryLocked, bounded by LockWait when set.
-func (e *Executor) locked() pve.RetryPolicy {
-	p := pve.RetryLocked
-	if e.LockWait != 0 {
-		p.MaxWait = e.LockWait
-	}
-	return p
-}
-
-// ensureStopped shuts the CT down (gracefully, then hard after 60 s) if it
-// runs.
-func (e *Executor) ensureStopped(ctx context.Context, app, node string, vmid int) error {
-	st, err := e.Client.ContainerStatus(ctx, node, vmid)
-	if err != nil {
-		return err
-	}
-	if !st.Running() {
-		return nil
-	}
-	return e.step(app, "stop", "ct "+strconv.Itoa(vmid), func() error {
-		var upid string
-		err := e.locked().Do(ctx, func() (err error) {
-			upid, err = e.Client.ShutdownContainer(ctx, node, vmid, pve.ShutdownOptions{Timeout: 60, ForceStop: true})
-			return err
-		})
-		if err != nil {
-			return err
-		}
-		return e.wait(ctx, app, upid)
-	})
-}
-
-func (e *Executor) start(ctx context.Context, app, node string, vmid int) error {
-	var upid string
-	err := e.locked().Do(ctx, func() (err error) {
-		upid, err = e.Client.StartContainer(ctx, node, vmid)
-		return err
-	})
-	if err != nil {
-		var apiErr *pve.APIError
-		if errors.As(err, &apiErr) && errors.Is(apiErr, pve.ErrAlreadyRunning) {
-			return nil
-		}
-		return err
-	}
-	return withStartCause(e.wait(ctx, app, upid))
+	return e.ops().guardUnreferenced(ctx, node, volids, allowed...)
 }
 
 // withStartCause adds to a start task that ended "startup for container
@@ -906,41 +706,6 @@ func withStartCause(err error) error {
 	return fmt.Errorf("%w: %s", err, strings.Join(cause[max(len(cause)-3, 0):], "; "))
 }
 
-func (e *Executor) resize(ctx context.Context, app, node string, vmid int, disk string, size int64) error {
-	var upid string
-	err := e.locked().Do(ctx, func() (err error) {
-		upid, err = e.Client.ResizeContainer(ctx, node, vmid, disk, plan.GiB(size)+"G")
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	return e.wait(ctx, app, upid)
-}
-
-// wait waits for a task, streaming its log to an observer that shows it,
-// and reports its warnings.
-func (e *Executor) wait(ctx context.Context, app, upid string) error {
-	_, err := e.waitLog(ctx, app, upid, false)
-	return err
-}
-
-// waitLog is wait that also returns the task's whole log when withLog.
-func (e *Executor) waitLog(ctx context.Context, app, upid string, withLog bool) ([]string, error) {
-	opts := pve.WaitOptions{Log: withLog}
-	if wantsTaskLogs(e.obs()) {
-		opts.OnLog = func(line string) { e.obs().TaskLog(app, upid, line) }
-	}
-	res, err := e.Client.WaitTask(ctx, upid, opts)
-	if err != nil {
-		return nil, err
-	}
-	for _, w := range res.Warnings {
-		e.obs().Warn(app, w)
-	}
-	return res.Log, nil
-}
-
 // loggedHostKey is a "done:" line of pve-container's
 // rewrite_ssh_host_keys in a create task log, after "Creating SSH host
 // key 'ssh_host_TYPE_key' - this may take some time ...": ssh-keygen's
@@ -956,22 +721,4 @@ func loggedHostKeys(log []string) []string {
 		}
 	}
 	return fps
-}
-
-// fetchTemplate downloads a missing template from the node's appliance
-// index (as the seeds' Terraform download resource did).
-func (e *Executor) fetchTemplate(ctx context.Context, app, node, volid string) error {
-	sid, name, ok := strings.Cut(volid, ":")
-	file := strings.TrimPrefix(name, "vztmpl/")
-	if !ok || file == name {
-		return fmt.Errorf("template %s is not on node %s and is not a vztmpl volume corral can download", volid, node)
-	}
-	upid, err := e.Client.DownloadAppliance(ctx, node, sid, file)
-	if err != nil {
-		if pve.IsPermission(err) {
-			return fmt.Errorf("download template %s: %w (the token needs Datastore.AllocateTemplate on /storage/%s, or upload the template once by hand)", file, err, sid)
-		}
-		return fmt.Errorf("download template %s: %w", file, err)
-	}
-	return e.wait(ctx, app, upid)
 }

@@ -83,7 +83,7 @@ func (e *Executor) runGuest(ctx context.Context, c plan.Change, vmid int, justCr
 	}
 	var cl *guest.Client
 	var conf map[string]string
-	err := e.step(c.App, "ssh", "connect to ct "+strconv.Itoa(vmid), func() error {
+	err := e.ops().step(c.App, "ssh", "connect to ct "+strconv.Itoa(vmid), func() error {
 		var err error
 		cl, conf, err = e.dialGuest(ctx, c.Node, vmid, justCreated)
 		return err
@@ -101,7 +101,7 @@ func (e *Executor) runGuest(ctx context.Context, c plan.Change, vmid int, justCr
 		}
 		if restarted {
 			cl.Close()
-			if err := e.step(c.App, "ssh", "reconnect to ct "+strconv.Itoa(vmid), func() error {
+			if err := e.ops().step(c.App, "ssh", "reconnect to ct "+strconv.Itoa(vmid), func() error {
 				var err error
 				cl, _, err = e.dialGuest(ctx, c.Node, vmid, false)
 				return err
@@ -125,7 +125,7 @@ func (e *Executor) runGuest(ctx context.Context, c plan.Change, vmid int, justCr
 		for _, chk := range work.Checks {
 			names = append(names, "health check "+chk.Name)
 		}
-		e.obs().Warn(c.App, fmt.Sprintf("the container cannot run commands here (%s); NOT run: %s. The plan keeps showing this work until it runs.",
+		e.ops().obs().Warn(c.App, fmt.Sprintf("the container cannot run commands here (%s); NOT run: %s. The plan keeps showing this work until it runs.",
 			unavailable, strings.Join(names, "; ")))
 		return nil
 	}
@@ -133,18 +133,18 @@ func (e *Executor) runGuest(ctx context.Context, c plan.Change, vmid int, justCr
 	for i, s := range work.Steps {
 		r := runs[i]
 		if !r.Run {
-			e.obs().Step(c.App, "provision", s.Name+" (unchanged, skipped)")(nil)
+			e.ops().obs().Step(c.App, "provision", s.Name+" (unchanged, skipped)")(nil)
 			continue
 		}
 		label := s.Name
 		if strings.Contains(r.Why, "notified by ") || strings.HasPrefix(r.Why, plan.RerunWhy) {
 			label += " (" + r.Why + ")"
 		}
-		if err := e.step(c.App, "provision", label, func() error {
+		if err := e.ops().step(c.App, "provision", label, func() error {
 			return e.runStep(ctx, c.App, cl, s, r.Recreate, dependents(work.Steps, s.Name))
 		}); err != nil {
 			if merr := e.markStopped(ctx, c, vmid, i, err); merr != nil {
-				e.obs().Warn(c.App, "could not record where provisioning stopped: "+merr.Error())
+				e.ops().obs().Warn(c.App, "could not record where provisioning stopped: "+merr.Error())
 			}
 			return err
 		}
@@ -155,7 +155,7 @@ func (e *Executor) runGuest(ctx context.Context, c plan.Change, vmid int, justCr
 	if err := e.runChecks(ctx, c.App, cl, work.Checks); err != nil {
 		if c.Desired != nil {
 			if merr := e.markStopped(ctx, c, vmid, len(c.Desired.Steps), err); merr != nil {
-				e.obs().Warn(c.App, "could not record where provisioning stopped: "+merr.Error())
+				e.ops().obs().Warn(c.App, "could not record where provisioning stopped: "+merr.Error())
 			}
 		}
 		return err
@@ -204,7 +204,7 @@ func (e *Executor) dialGuest(ctx context.Context, node string, vmid int, justCre
 	m := plan.ParseMarker(conf["description"])
 	policy := guest.HostKeyPolicy{VMID: vmid, Pinned: m.HostKey}
 	var logged []string
-	if v, ok := e.createdKeys.Load(vmid); ok && justCreated {
+	if v, ok := e.state.createdKeys.Load(vmid); ok && justCreated {
 		logged = v.([]string)
 	}
 	switch {
@@ -248,7 +248,7 @@ func (e *Executor) dialGuest(ctx context.Context, node string, vmid int, justCre
 	if policy.TrustOnFirstUse || len(policy.Fingerprints) > 0 {
 		key := guest.AuthorizedKey(cl.HostKey())
 		desc := plan.WithGuestMarkers(conf["description"], key, m.Provisioned)
-		if err := e.putConfig(ctx, node, vmid, &pve.ConfigUpdate{Description: &desc}); err != nil {
+		if err := e.ops().putConfig(ctx, node, vmid, &pve.ConfigUpdate{Description: &desc}); err != nil {
 			cl.Close()
 			return nil, nil, fmt.Errorf("pin the host key of ct %d: %w", vmid, err)
 		}
@@ -267,11 +267,11 @@ func (e *Executor) ensureKeyctl(ctx context.Context, c plan.Change, vmid int, co
 	case e.keyctlPending(ctx, c.Node, vmid):
 		// Set by root while the container ran: PVE applies it at the
 		// next start.
-		return true, e.step(c.App, "restart", "to apply keyctl=1 set by root", func() error {
-			if err := e.ensureStopped(ctx, c.App, c.Node, vmid); err != nil {
+		return true, e.ops().step(c.App, "restart", "to apply keyctl=1 set by root", func() error {
+			if err := e.ops().ensureStopped(ctx, c.App, c.Node, vmid); err != nil {
 				return err
 			}
-			return e.start(ctx, c.App, c.Node, vmid)
+			return e.ops().start(ctx, c.App, c.Node, vmid)
 		})
 	}
 	return false, fmt.Errorf("%s: Docker in an unprivileged container needs keyctl=1, which only root@pam can set; "+
@@ -376,7 +376,7 @@ func (e *Executor) restartUnits(ctx context.Context, app string, cl *guest.Clien
 	}
 	for _, u := range units {
 		script := "if ! command -v systemctl >/dev/null 2>&1; then echo 'systemctl is not in the container: restart: needs systemd' >&2; exit 127; fi; systemctl restart -- " + guest.ShellQuote(u)
-		if err := e.step(app, "restart", u+" ("+because[u]+")", func() error {
+		if err := e.ops().step(app, "restart", u+" ("+because[u]+")", func() error {
 			return e.exec(ctx, app, cl, script, nil, false, 0, "restart "+u)
 		}); err != nil {
 			return err
@@ -465,7 +465,7 @@ func (e *Executor) exec(ctx context.Context, app string, cl *guest.Client, scrip
 		if secret {
 			return
 		}
-		e.obs().TaskLog(app, "", line)
+		e.ops().obs().TaskLog(app, "", line)
 		tail = append(tail, line)
 		if len(tail) > 20 {
 			tail = tail[1:]
@@ -660,7 +660,7 @@ func (e *Executor) markStopped(ctx context.Context, c plan.Change, vmid, i int, 
 	steps := plan.PartialStepsRecord(c.Desired.Steps, i, m.Steps)
 	desc := plan.WithGuestRecord(conf["description"], m.HostKey, m.Provisioned, steps)
 	desc += plan.StoppedMarker(i, len(c.Desired.Steps), name, cause.Error())
-	return e.putConfig(ctx, c.Node, vmid, &pve.ConfigUpdate{Description: &desc})
+	return e.ops().putConfig(ctx, c.Node, vmid, &pve.ConfigUpdate{Description: &desc})
 }
 
 // markProvisioned records the guest digest in the description.
@@ -671,7 +671,7 @@ func (e *Executor) markProvisioned(ctx context.Context, c plan.Change, vmid int)
 	}
 	m := plan.ParseMarker(conf["description"])
 	desc := plan.WithGuestRecord(conf["description"], m.HostKey, c.Desired.GuestDigest, plan.StepsRecord(c.Desired.Steps))
-	return e.putConfig(ctx, c.Node, vmid, &pve.ConfigUpdate{Description: &desc})
+	return e.ops().putConfig(ctx, c.Node, vmid, &pve.ConfigUpdate{Description: &desc})
 }
 
 // CheckHealthOnce logs into app's running container and runs one health

@@ -63,7 +63,7 @@ func (h *HealthError) LastLine() string {
 // apply does after provisioning; the first that does not pass ends it.
 func (e *Executor) runChecks(ctx context.Context, app string, cl *guest.Client, checks []Check) error {
 	for _, chk := range checks {
-		if err := e.step(app, "health", chk.Name, func() error { return e.checkHealth(ctx, cl, chk) }); err != nil {
+		if err := e.ops().step(app, "health", chk.Name, func() error { return e.checkHealth(ctx, cl, chk) }); err != nil {
 			return err
 		}
 	}
@@ -79,7 +79,7 @@ func (e *Executor) WaitHealthy(ctx context.Context, app string, ct *plan.CT) err
 		return nil
 	}
 	var cl *guest.Client
-	if err := e.step(app, "ssh", "connect to ct "+strconv.Itoa(ct.VMID), func() error {
+	if err := e.ops().step(app, "ssh", "connect to ct "+strconv.Itoa(ct.VMID), func() error {
 		var err error
 		cl, err = e.Dial(ctx, ct)
 		return err

@@ -113,7 +113,7 @@ func (k *keeper) change(ctx context.Context, what string, edit func(s *keeperSta
 			return nil
 		}
 		params.Digest = cc.Digest // every keeper write is a compare-and-swap
-		err = k.e.putConfig(ctx, k.node, k.vmid, params)
+		err = k.e.ops().putConfig(ctx, k.node, k.vmid, params)
 		if pve.IsModified(err) && attempt < maxCASAttempts {
 			continue
 		}
@@ -253,7 +253,7 @@ func (e *Executor) ensureKeeper(ctx context.Context, kc plan.KeeperChange, k *ke
 			return nil, err
 		}
 		var made *keeper
-		err := e.step(plan.KeeperName, "keeper", "create on "+kc.Node, func() error {
+		err := e.ops().step(plan.KeeperName, "keeper", "create on "+kc.Node, func() error {
 			var err error
 			made, err = e.createKeeper(ctx, kc.Node, tmpl, keeperRootStorage(kc.Node, p))
 			return err
@@ -268,7 +268,7 @@ func (e *Executor) ensureKeeper(ctx context.Context, kc plan.KeeperChange, k *ke
 		// held nothing, so there is nothing to repair.
 		return k, nil
 	}
-	err := e.step(plan.KeeperName, "keeper", "repair "+strconv.Itoa(k.vmid)+": "+strings.Join(kc.Reasons, "; "), func() error {
+	err := e.ops().step(plan.KeeperName, "keeper", "repair "+strconv.Itoa(k.vmid)+": "+strings.Join(kc.Reasons, "; "), func() error {
 		if len(kc.Remount) > 0 {
 			return k.unprotected(ctx, func() error {
 				for _, vk := range slices.SortedFunc(maps.Keys(kc.Remount), func(a, b plan.VolumeKey) int { return strings.Compare(a.String(), b.String()) }) {
@@ -328,7 +328,7 @@ func (e *Executor) ensureKeeper(ctx context.Context, kc plan.KeeperChange, k *ke
 // from its first moment.
 func (e *Executor) createKeeper(ctx context.Context, node, tmpl, rootStorage string) (*keeper, error) {
 	params := holderParams(tmpl, plan.KeeperName, rootStorage, plan.TagKeeper, plan.KeeperDescription(nil))
-	vmid, err := e.postCT(ctx, plan.KeeperName, node, 0, params, false)
+	vmid, err := e.ops().postCT(ctx, plan.KeeperName, node, 0, params, false)
 	if err != nil {
 		return nil, err
 	}
@@ -341,7 +341,7 @@ func (e *Executor) keeperTemplateOn(ctx context.Context, node, tmpl string, obs 
 	if slices.Contains(obs.Templates[node], tmpl) {
 		return nil
 	}
-	if err := e.fetchTemplate(ctx, plan.KeeperName, node, tmpl); err != nil {
+	if err := e.ops().fetchTemplate(ctx, plan.KeeperName, node, tmpl); err != nil {
 		return err
 	}
 	obs.Templates[node] = append(obs.Templates[node], tmpl)
@@ -563,7 +563,7 @@ func (k *keeper) adopt(ctx context.Context, vk plan.VolumeKey, volid string) (st
 		return "", fmt.Errorf("adopt %s: CT %d, which owns it, does not reference it in its config (it is neither an mpN nor an unusedN there)", volid, owner)
 	}
 	if isMP(srcKey) {
-		if err := k.e.ensureStopped(ctx, vk.App, node, owner); err != nil {
+		if err := k.e.ops().ensureStopped(ctx, vk.App, node, owner); err != nil {
 			return "", err
 		}
 	}
@@ -619,7 +619,7 @@ func (k *keeper) grow(ctx context.Context, vk plan.VolumeKey, volid string, size
 		if key == "" || plan.ParseMountPoint(cc.Values[key]).Volume != volid {
 			return fmt.Errorf("keeper %d does not record %s as %s; not resized", k.vmid, vk, volid)
 		}
-		return k.e.resize(ctx, vk.App, k.node, k.vmid, key, size)
+		return k.e.ops().resize(ctx, vk.App, k.node, k.vmid, key, size)
 	})
 }
 
@@ -630,10 +630,10 @@ func (k *keeper) grow(ctx context.Context, vk plan.VolumeKey, volid string, size
 // snapshot keeps (the keeper's own included), is refused before anything
 // changes.
 func (k *keeper) free(ctx context.Context, vk plan.VolumeKey, volid string) error {
-	if err := k.e.guardUnreferenced(ctx, k.node, []string{volid}, k.vmid); err != nil {
+	if err := k.e.ops().guardUnreferenced(ctx, k.node, []string{volid}, k.vmid); err != nil {
 		return fmt.Errorf("not freed: %w", err)
 	}
-	if err := k.e.guardSnapshots(ctx, k.node, []string{volid}); err != nil {
+	if err := k.e.ops().guardSnapshots(ctx, k.node, []string{volid}); err != nil {
 		return fmt.Errorf("not freed: %w", err)
 	}
 	// Two writes, as PVE frees a mount point's volume only once it is

@@ -276,7 +276,7 @@ func (e *Executor) lockKeeper(ctx context.Context, obs *plan.Observed, node stri
 		return nil, err
 	}
 	var made *keeper
-	err := e.step(plan.KeeperName, "keeper", "create on "+node, func() error {
+	err := e.ops().step(plan.KeeperName, "keeper", "create on "+node, func() error {
 		var err error
 		made, err = e.createKeeper(ctx, node, tmpl, storage)
 		return err
@@ -335,7 +335,7 @@ func (e *Executor) removeEmptyKeeper(ctx context.Context, k *keeper) error {
 	// Untag it first, so that another corral listing the guests from now
 	// on no longer takes it for a keeper (nor its cleared protection for
 	// one to repair).
-	if err := k.e.putConfig(ctx, k.node, k.vmid, &pve.ConfigUpdate{Tags: []string{plan.TagManaged}}); err != nil {
+	if err := k.e.ops().putConfig(ctx, k.node, k.vmid, &pve.ConfigUpdate{Tags: []string{plan.TagManaged}}); err != nil {
 		return fmt.Errorf("remove the spare keeper %d: %w", k.vmid, err)
 	}
 	if err := k.setProtection(ctx, false); err != nil {
@@ -345,7 +345,7 @@ func (e *Executor) removeEmptyKeeper(ctx context.Context, k *keeper) error {
 	if err != nil {
 		return fmt.Errorf("remove the spare keeper %d: %w", k.vmid, err)
 	}
-	return e.wait(ctx, plan.KeeperName, upid)
+	return e.ops().wait(ctx, plan.KeeperName, upid)
 }
 
 // BreakLease removes the lease on node's first keeper. Unless force, only

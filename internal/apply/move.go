@@ -55,7 +55,7 @@ func (e *Executor) moveApp(ctx context.Context, c plan.Change, keepers *keeperSe
 	// Empty carriers of runs killed right after creating them: nothing
 	// was handed to them (no carrying line, no volume), so they go.
 	for _, l := range leftovers {
-		if err := e.step(app, "move", fmt.Sprintf("destroy carrier %d on %s (empty, left by an interrupted run)", l.vmid, l.node), func() error {
+		if err := e.ops().step(app, "move", fmt.Sprintf("destroy carrier %d on %s (empty, left by an interrupted run)", l.vmid, l.node), func() error {
 			return e.dropCarrier(ctx, app, l, obs)
 		}); err != nil {
 			return err
@@ -83,7 +83,7 @@ func (e *Executor) moveApp(ctx context.Context, c plan.Change, keepers *keeperSe
 		for vk, volid := range recs {
 			sizes[vk] = obs.Volumes[from+"/"+volid]
 		}
-		if err := e.step(app, "move", "create carrier on "+from, func() error {
+		if err := e.ops().step(app, "move", "create carrier on "+from, func() error {
 			car, err = e.createCarrier(ctx, app, from, to, c, obs)
 			return err
 		}); err != nil {
@@ -116,7 +116,7 @@ func (e *Executor) moveApp(ctx context.Context, c plan.Change, keepers *keeperSe
 			return err
 		}
 		// 4. The carrier migrates with what it holds.
-		if err := e.step(app, "move", fmt.Sprintf("migrate carrier %d %s → %s", car.vmid, car.node, to), func() error {
+		if err := e.ops().step(app, "move", fmt.Sprintf("migrate carrier %d %s → %s", car.vmid, car.node, to), func() error {
 			return e.migrate(ctx, app, car.node, car.vmid, to)
 		}); err != nil {
 			return err
@@ -155,13 +155,13 @@ func (e *Executor) moveApp(ctx context.Context, c plan.Change, keepers *keeperSe
 	if err := e.freeMoveCopies(ctx, app, car, notes, ct, obs); err != nil {
 		return err
 	}
-	if err := e.step(app, "move", fmt.Sprintf("destroy carrier %d on %s", car.vmid, car.node), func() error {
+	if err := e.ops().step(app, "move", fmt.Sprintf("destroy carrier %d on %s", car.vmid, car.node), func() error {
 		return e.destroyCarrier(ctx, app, car)
 	}); err != nil {
 		return err
 	}
 	// 8. Verify.
-	return e.step(app, "move", "verify volumes on "+to, func() error {
+	return e.ops().step(app, "move", "verify volumes on "+to, func() error {
 		return e.verifyMove(ctx, keepers, app, to, sortedVolumeKeys(notes.Carrying), sizes, car.vmid)
 	})
 }
@@ -270,7 +270,7 @@ func (e *Executor) findMove(ctx context.Context, app string, planned int, res []
 // no other guest's hands when they move.
 func (e *Executor) readyToLeave(ctx context.Context, c plan.Change, ct *resource) error {
 	app, node, vmid := c.App, ct.Node, ct.VMID
-	if err := e.ensureStopped(ctx, app, node, vmid); err != nil {
+	if err := e.ops().ensureStopped(ctx, app, node, vmid); err != nil {
 		return err
 	}
 	snaps, err := e.Client.Snapshots(ctx, node, vmid)
@@ -289,16 +289,16 @@ func (e *Executor) readyToLeave(ctx context.Context, c plan.Change, ct *resource
 		}
 		slices.Reverse(names) // newest first
 		for _, name := range names {
-			if err := e.step(app, "snapshot", "delete "+name+" (--delete-snapshots)", func() error {
+			if err := e.ops().step(app, "snapshot", "delete "+name+" (--delete-snapshots)", func() error {
 				var upid string
-				err := e.locked().Do(ctx, func() (err error) {
+				err := e.ops().locked().Do(ctx, func() (err error) {
 					upid, err = e.Client.DeleteSnapshot(ctx, node, vmid, name, false)
 					return err
 				})
 				if err != nil {
 					return err
 				}
-				return e.wait(ctx, app, upid)
+				return e.ops().wait(ctx, app, upid)
 			}); err != nil {
 				return err
 			}
@@ -323,13 +323,13 @@ func (e *Executor) readyToLeave(ctx context.Context, c plan.Change, ct *resource
 		return nil
 	}
 	slices.Sort(mps)
-	return e.step(app, "detach", "before the move: "+strings.Join(foreign, ","), func() error {
+	return e.ops().step(app, "detach", "before the move: "+strings.Join(foreign, ","), func() error {
 		if len(mps) > 0 {
-			if err := e.putConfig(ctx, node, vmid, &pve.ConfigUpdate{Delete: mps}); err != nil {
+			if err := e.ops().putConfig(ctx, node, vmid, &pve.ConfigUpdate{Delete: mps}); err != nil {
 				return err
 			}
 		}
-		return e.dropReferences(ctx, node, vmid, foreign)
+		return e.ops().dropReferences(ctx, node, vmid, foreign)
 	})
 }
 
@@ -359,7 +359,7 @@ func (e *Executor) appRecords(ctx context.Context, keepers *keeperSet, node, app
 // migrateApp migrates the app's container to node to; moveApp made it
 // ready to leave (readyToLeave) first, once per run.
 func (e *Executor) migrateApp(ctx context.Context, c plan.Change, ct *resource, to string) error {
-	return e.step(c.App, "move", fmt.Sprintf("migrate ct %d %s → %s", ct.VMID, ct.Node, to), func() error {
+	return e.ops().step(c.App, "move", fmt.Sprintf("migrate ct %d %s → %s", ct.VMID, ct.Node, to), func() error {
 		return e.migrate(ctx, c.App, ct.Node, ct.VMID, to)
 	})
 }
@@ -373,14 +373,14 @@ var staleCopy = regexp.MustCompile(`found stale volume copy '([^']+)' on node '(
 // once, so a retry finds no name taken and nothing is left behind.
 func (e *Executor) migrate(ctx context.Context, app, node string, vmid int, to string) error {
 	var upid string
-	err := e.locked().Do(ctx, func() (err error) {
+	err := e.ops().locked().Do(ctx, func() (err error) {
 		upid, err = e.Client.Migrate(ctx, node, vmid, pve.MigrateOptions{Target: to})
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	_, err = e.waitLog(ctx, app, upid, true)
+	_, err = e.ops().waitLog(ctx, app, upid, true)
 	var te *pve.TaskError
 	if errors.As(err, &te) {
 		log := te.Log
@@ -392,7 +392,7 @@ func (e *Executor) migrate(ctx context.Context, app, node string, vmid int, to s
 			if m := staleCopy.FindStringSubmatch(line); m != nil && plan.VolumeOwner(m[1]) == vmid {
 				sid, _, _ := strings.Cut(m[1], ":")
 				if dupid, derr := e.Client.DeleteVolume(ctx, m[2], sid, m[1]); derr == nil {
-					if e.wait(ctx, app, dupid) == nil {
+					if e.ops().wait(ctx, app, dupid) == nil {
 						freed = append(freed, m[1]+" on "+m[2])
 					}
 				}
@@ -419,7 +419,7 @@ type staleOf struct {
 // one holds the real volumes), on a node where no guest has that VMID
 // (a guest's volumes exist before its config names them while it is
 // created), while no guest with that VMID is being migrated, and named
-// by no guest config on the node. VMIDs are taken under e.creating, so
+// by no guest config on the node. VMIDs are taken under e.state.creating, so
 // none of this run's creates can take vmid meanwhile.
 func (e *Executor) freeStaleCopies(ctx context.Context, app string, vmid int, nodes []string, obs *plan.Observed) error {
 	// A first look, without the lock: nearly always nothing is left.
@@ -427,8 +427,8 @@ func (e *Executor) freeStaleCopies(ctx context.Context, app string, vmid int, no
 	if err != nil || len(found) == 0 {
 		return err
 	}
-	e.creating.Lock()
-	defer e.creating.Unlock()
+	e.state.creating.Lock()
+	defer e.state.creating.Unlock()
 	if found, err = e.staleCandidates(ctx, vmid, nodes, obs); err != nil {
 		return err
 	}
@@ -442,12 +442,12 @@ func (e *Executor) freeStaleCopies(ctx context.Context, app string, vmid int, no
 				continue // someone's: not ours to free
 			}
 			sid, _, _ := strings.Cut(volid, ":")
-			if err := e.step(app, "move", fmt.Sprintf("free %s on %s (a stale copy of a failed migration of %d)", volid, node, vmid), func() error {
+			if err := e.ops().step(app, "move", fmt.Sprintf("free %s on %s (a stale copy of a failed migration of %d)", volid, node, vmid), func() error {
 				upid, err := e.Client.DeleteVolume(ctx, node, sid, volid)
 				if err != nil {
 					return err
 				}
-				return e.wait(ctx, app, upid)
+				return e.ops().wait(ctx, app, upid)
 			}); err != nil {
 				return err
 			}
@@ -521,7 +521,7 @@ func (e *Executor) createCarrier(ctx context.Context, app, from, to string, c pl
 	// Tagged with its app too, so that findMove reads only this app's
 	// carriers.
 	params.Config.Tags = []string{plan.TagManaged, plan.TagCarrier, plan.TagMovingPrefix + app}
-	vmid, err := e.postCT(ctx, app, from, 0, params, false)
+	vmid, err := e.ops().postCT(ctx, app, from, 0, params, false)
 	if err != nil {
 		return nil, err
 	}
@@ -545,7 +545,7 @@ func (e *Executor) carrierChange(ctx context.Context, car *carrierRef, what stri
 			car.notes = n
 			return nil
 		}
-		err = e.putConfig(ctx, car.node, car.vmid, &pve.ConfigUpdate{Description: &d, Digest: cc.Digest})
+		err = e.ops().putConfig(ctx, car.node, car.vmid, &pve.ConfigUpdate{Description: &d, Digest: cc.Digest})
 		if pve.IsModified(err) && attempt < maxCASAttempts {
 			continue
 		}
@@ -581,7 +581,7 @@ func (e *Executor) carry(ctx context.Context, keepers *keeperSet, car *carrierRe
 		names = append(names, vk.Name)
 	}
 	app := vks[0].App
-	return e.step(app, "move", fmt.Sprintf("volumes %s: keeper → carrier %d", strings.Join(names, ", "), car.vmid), func() error {
+	return e.ops().step(app, "move", fmt.Sprintf("volumes %s: keeper → carrier %d", strings.Join(names, ", "), car.vmid), func() error {
 		// No turn on the keeper: handing a volume away needs no change
 		// of its protection (PVE checks it only on the receiving side),
 		// and its config changes are serialised by PVE; the Notes are
@@ -634,7 +634,7 @@ func (e *Executor) carry(ctx context.Context, keepers *keeperSet, car *carrierRe
 				return fmt.Errorf("keeper %d no longer records %s as %s", k.vmid, vk, volid)
 			}
 			var upid string
-			err = e.locked().Do(ctx, func() (err error) {
+			err = e.ops().locked().Do(ctx, func() (err error) {
 				upid, err = e.Client.MoveVolume(ctx, car.node, k.vmid, &pve.VolumeMove{
 					Volume: srcKey, TargetVMID: car.vmid, TargetVolume: targets[vk],
 				})
@@ -647,7 +647,7 @@ func (e *Executor) carry(ctx context.Context, keepers *keeperSet, car *carrierRe
 				k.smu.Lock()
 				k.notesStale = true
 				k.smu.Unlock()
-				err = e.wait(ctx, vk.App, upid)
+				err = e.ops().wait(ctx, vk.App, upid)
 			}
 			done()
 			if err != nil {
@@ -687,7 +687,7 @@ func (e *Executor) handOver(ctx context.Context, keepers *keeperSet, node string
 			}
 			if in, ok := s.notes.Intents[vk]; ok && todo[vk] == "" {
 				if moved := cc.Values[in.Key]; moved != "" && plan.VolumeOwner(moved) == k.vmid {
-					if err := e.step(vk.App, "move", "volume "+vk.Name+": record in keeper "+strconv.Itoa(k.vmid), func() error {
+					if err := e.ops().step(vk.App, "move", "volume "+vk.Name+": record in keeper "+strconv.Itoa(k.vmid), func() error {
 						return k.unprotected(ctx, func() error { return k.mount(ctx, vk, moved) })
 					}); err != nil {
 						return err
@@ -743,7 +743,7 @@ func (e *Executor) handOver(ctx context.Context, keepers *keeperSet, node string
 			r.vols = append(r.vols, takeVol{vk: vk, volid: todo[vk], srcKey: srcKeys[todo[vk]]})
 		}
 		app := vks[0].App
-		if err := e.step(app, "move", fmt.Sprintf("volumes %s: carrier %d → keeper %d on %s", strings.Join(names, ", "), carrier, k.vmid, node), func() error {
+		if err := e.ops().step(app, "move", fmt.Sprintf("volumes %s: carrier %d → keeper %d on %s", strings.Join(names, ", "), carrier, k.vmid, node), func() error {
 			return k.takeBatched(ctx, r)
 		}); err != nil {
 			return err
@@ -769,13 +769,13 @@ func (e *Executor) destroyCarrier(ctx context.Context, app string, car *carrierR
 		}
 	}
 	if conf["protection"] == "1" {
-		if err := e.putConfig(ctx, car.node, car.vmid, &pve.ConfigUpdate{Protection: pve.Ptr(false)}); err != nil {
+		if err := e.ops().putConfig(ctx, car.node, car.vmid, &pve.ConfigUpdate{Protection: pve.Ptr(false)}); err != nil {
 			return err
 		}
 	}
 	yes := true
 	var upid string
-	err = e.locked().Do(ctx, func() (err error) {
+	err = e.ops().locked().Do(ctx, func() (err error) {
 		upid, err = e.Client.DestroyContainer(ctx, car.node, car.vmid, pve.DestroyOptions{Purge: true, DestroyUnreferencedDisks: &yes})
 		return err
 	})
@@ -785,7 +785,7 @@ func (e *Executor) destroyCarrier(ctx context.Context, app string, car *carrierR
 	if err != nil {
 		return err
 	}
-	return e.wait(ctx, app, upid)
+	return e.ops().wait(ctx, app, upid)
 }
 
 // verifyMove checks the end of a move from the API: every moved volume is

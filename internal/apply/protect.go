@@ -37,7 +37,7 @@ func (e *Executor) protected(ctx context.Context, c plan.Change, obs *plan.Obser
 	}
 	ct := cts[0]
 	if ok, why := CanSnapshot(obs, ct); !ok {
-		e.obs().Warn(c.App, "cannot snapshot before the change ("+why+"); taking a backup instead, to restore from if the change fails")
+		e.ops().obs().Warn(c.App, "cannot snapshot before the change ("+why+"); taking a backup instead, to restore from if the change fails")
 		return e.protectedByBackup(ctx, c, change)
 	}
 	name := "corral_pre_" + time.Now().UTC().Format("20060102_150405")
@@ -53,7 +53,7 @@ func (e *Executor) protected(ctx context.Context, c plan.Change, obs *plan.Obser
 	if ctx.Err() != nil {
 		return fmt.Errorf("%w; interrupted: snapshot %s of ct %d is kept, roll back with `corral rollback %s %s`", err, name, ct.VMID, c.App, name)
 	}
-	e.obs().Warn(c.App, fmt.Sprintf("the change failed (%v); rolling back to snapshot %s", err, name))
+	e.ops().obs().Warn(c.App, fmt.Sprintf("the change failed (%v); rolling back to snapshot %s", err, name))
 	if rbErr := e.RollbackStart(ctx, ct, name, true); rbErr != nil {
 		return fmt.Errorf("%s: the change failed: %w; and the rollback to snapshot %s failed too: %w; roll back by hand with `corral rollback %s %s`",
 			c.App, err, name, rbErr, c.App, name)
@@ -61,7 +61,7 @@ func (e *Executor) protected(ctx context.Context, c plan.Change, obs *plan.Obser
 	// The snapshot did its job; keep none behind (a snapshot pins the
 	// volumes it covers).
 	if derr := drop(); derr != nil {
-		e.obs().Warn(c.App, fmt.Sprintf("snapshot %s could not be removed after the rollback: %v", name, derr))
+		e.ops().obs().Warn(c.App, fmt.Sprintf("snapshot %s could not be removed after the rollback: %v", name, derr))
 	}
 	return &RolledBackError{App: c.App, Snapshot: name, Err: err}
 }
@@ -75,13 +75,13 @@ func (e *Executor) protectedByBackup(ctx context.Context, c plan.Change, change 
 		storage = c.Desired.BackupStorage
 	}
 	var archive string
-	err := e.step(c.App, "backup", "before the change", func() error {
+	err := e.ops().step(c.App, "backup", "before the change", func() error {
 		upid, err := e.Client.Backup(ctx, c.Node, c.VMID, pve.BackupOptions{Mode: "snapshot", Storage: storage, Compress: "zstd",
 			NotesTemplate: "corral: " + c.App + " before an in-place change"}) // listed by corral backups, never pruned (ArchiveApp)
 		if err != nil {
 			return err
 		}
-		if err := e.wait(ctx, c.App, upid); err != nil {
+		if err := e.ops().wait(ctx, c.App, upid); err != nil {
 			return err
 		}
 		archive, err = latestBackup(ctx, e.Client, c.Node, storage, c.VMID)

@@ -389,7 +389,7 @@ func (e *Executor) Restore(ctx context.Context, obs *plan.Observed, rp *RestoreP
 	if rp.declared != "" {
 		e.Declared = plan.OriginID(rp.declared) // and their declarer
 	}
-	err = e.step(name, "restore", fmt.Sprintf("%s into ct %d on %s", rp.Archive, rp.VMID, rp.Storage), func() error {
+	err = e.ops().step(name, "restore", fmt.Sprintf("%s into ct %d on %s", rp.Archive, rp.VMID, rp.Storage), func() error {
 		for attempt := 0; ; attempt++ {
 			upid, err := e.Client.RestoreContainer(ctx, node, rp.VMID, rp.Archive, pve.RestoreOptions{Storage: rp.Storage, Unique: true, Config: rp.params})
 			if err != nil && attempt < 5 && pve.IsAlreadyExists(err) {
@@ -403,7 +403,7 @@ func (e *Executor) Restore(ctx context.Context, obs *plan.Observed, rp *RestoreP
 			if err != nil {
 				return err
 			}
-			return e.wait(ctx, name, upid)
+			return e.ops().wait(ctx, name, upid)
 		}
 	})
 	if err != nil {
@@ -426,11 +426,11 @@ func (e *Executor) Restore(ctx context.Context, obs *plan.Observed, rp *RestoreP
 			return nil, err
 		}
 		oldRunning = st.Running()
-		if err := e.ensureStopped(ctx, rp.App, node, rp.OldVMID); err != nil {
+		if err := e.ops().ensureStopped(ctx, rp.App, node, rp.OldVMID); err != nil {
 			return nil, err
 		}
 	}
-	startErr := e.step(name, "start", "ct "+strconv.Itoa(rp.VMID), func() error { return e.start(ctx, name, node, rp.VMID) })
+	startErr := e.ops().step(name, "start", "ct "+strconv.Itoa(rp.VMID), func() error { return e.ops().start(ctx, name, node, rp.VMID) })
 	if startErr == nil {
 		st, err := e.Client.ContainerStatus(ctx, node, rp.VMID)
 		if err != nil {
@@ -443,8 +443,8 @@ func (e *Executor) Restore(ctx context.Context, obs *plan.Observed, rp *RestoreP
 	}
 	if startErr != nil {
 		if rp.Replace && oldRunning {
-			if err := e.step(rp.App, "start", "old ct "+strconv.Itoa(rp.OldVMID)+" again", func() error { return e.start(ctx, rp.App, node, rp.OldVMID) }); err != nil {
-				e.obs().Warn(rp.App, fmt.Sprintf("the old container %d could not be started again: %v", rp.OldVMID, err))
+			if err := e.ops().step(rp.App, "start", "old ct "+strconv.Itoa(rp.OldVMID)+" again", func() error { return e.ops().start(ctx, rp.App, node, rp.OldVMID) }); err != nil {
+				e.ops().obs().Warn(rp.App, fmt.Sprintf("the old container %d could not be started again: %v", rp.OldVMID, err))
 			}
 		}
 		return nil, fmt.Errorf("%w\nthe restored container %d did not start; the old container and its volumes are untouched", startErr, rp.VMID)
@@ -472,8 +472,8 @@ func (e *Executor) Restore(ctx context.Context, obs *plan.Observed, rp *RestoreP
 // interrupted finish is completed by the next changing command (Recover).
 func (e *Executor) finishRestore(ctx context.Context, app, node string, newID, oldID int, stamp string) error {
 	if oldID != 0 {
-		if err := e.step(app, "config", "set the old ct "+strconv.Itoa(oldID)+" aside", func() error {
-			return e.putConfig(ctx, node, oldID, &pve.ConfigUpdate{Tags: []string{plan.TagManaged, plan.TagReplacedPrefix + app}})
+		if err := e.ops().step(app, "config", "set the old ct "+strconv.Itoa(oldID)+" aside", func() error {
+			return e.ops().putConfig(ctx, node, oldID, &pve.ConfigUpdate{Tags: []string{plan.TagManaged, plan.TagReplacedPrefix + app}})
 		}); err != nil {
 			return err
 		}
@@ -497,13 +497,13 @@ func (e *Executor) finishRestore(ctx context.Context, app, node string, newID, o
 	project := projectOf(plan.ParseTags(conf["tags"])) // set by PlanRestore for a listed app
 	params := &pve.ConfigUpdate{Tags: plan.AppTags(plan.App{Name: app, Project: project, Tags: userTags}),
 		Description: pve.Ptr(plan.WithoutRestoreMarker(conf["description"]))}
-	if err := e.step(app, "config", "make ct "+strconv.Itoa(newID)+" app "+app+"'s", func() error {
-		return e.putConfig(ctx, node, newID, params)
+	if err := e.ops().step(app, "config", "make ct "+strconv.Itoa(newID)+" app "+app+"'s", func() error {
+		return e.ops().putConfig(ctx, node, newID, params)
 	}); err != nil {
 		return err
 	}
 	if oldID != 0 {
-		return e.destroyCT(ctx, app, node, oldID)
+		return e.ops().destroyCT(ctx, app, node, oldID)
 	}
 	return nil
 }
@@ -519,7 +519,7 @@ func (e *Executor) Recover(ctx context.Context, obs *plan.Observed) error {
 		var err error
 		switch {
 		case r.Rollback(obs):
-			err = e.destroyCT(ctx, app, r.New.Node, r.New.VMID)
+			err = e.ops().destroyCT(ctx, app, r.New.Node, r.New.VMID)
 		case r.New != nil:
 			old := 0
 			if r.Replaced != nil {
@@ -527,7 +527,7 @@ func (e *Executor) Recover(ctx context.Context, obs *plan.Observed) error {
 			}
 			err = e.finishRestore(ctx, app, r.New.Node, r.New.VMID, old, r.Stamp)
 		default:
-			err = e.destroyCT(ctx, app, r.Replaced.Node, r.Replaced.VMID)
+			err = e.ops().destroyCT(ctx, app, r.Replaced.Node, r.Replaced.VMID)
 		}
 		if err != nil {
 			return fmt.Errorf("recover the interrupted restore of app %s: %w", app, err)
@@ -560,7 +560,7 @@ func (e *Executor) restoreVolumes(ctx context.Context, obs *plan.Observed, rp *R
 		vk := rp.adoptKey(v.Name)
 		sid, _, _ := strings.Cut(mp.Volume, ":")
 		var volid string
-		err := e.step(name, "volume", "adopt restored "+mp.Volume+" as "+vk.String(), func() error {
+		err := e.ops().step(name, "volume", "adopt restored "+mp.Volume+" as "+vk.String(), func() error {
 			k, done, err := keepers.forNew(ctx, node, vk, sid)
 			if err != nil {
 				return err
@@ -623,7 +623,7 @@ func (e *Executor) switchRecords(ctx context.Context, app, node string, newID in
 	if err != nil {
 		return fmt.Errorf("list guests: %w", err)
 	}
-	return e.step(app, "keeper", "record the restored volumes under app "+app+", the displaced ones as *-replaced-"+stamp, func() error {
+	return e.ops().step(app, "keeper", "record the restored volumes under app "+app+", the displaced ones as *-replaced-"+stamp, func() error {
 		for _, r := range res {
 			if r.Node != node || !slices.Contains(plan.ParseTags(r.Tags), plan.TagKeeper) {
 				continue
