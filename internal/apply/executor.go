@@ -257,11 +257,12 @@ func (e *Executor) applyChange(ctx context.Context, c plan.Change, keepers *keep
 	if c.Action == plan.Move {
 		// The container and its volumes go to the target node first
 		// (move.go); the rest is an update there.
-		if err := e.moveApp(ctx, c, keepers, obs); err != nil {
+		m := &mover{e.ops()}
+		if err := m.moveApp(ctx, c, keepers, obs); err != nil {
 			return err
 		}
 		var err error
-		if c, err = e.afterMove(ctx, c, keepers, obs); err != nil {
+		if c, err = m.afterMove(ctx, c, keepers, obs); err != nil {
 			return err
 		}
 	}

@@ -14,6 +14,14 @@ import (
 	"github.com/corralhq/corral/internal/pve"
 )
 
+// mover carries out the moves and drains of a plan (plan.Move): the
+// container, its carrier and the volumes it carries, from one node to
+// another. It holds nothing but the runner; the keepers of the run come
+// with each call, since a move takes out of one and hands to another.
+type mover struct {
+	*runner
+}
+
 // A move takes an app's container and its retained volumes to another
 // node (plan.Move). PVE copies a local volume between nodes only by
 // migrating the container that owns it, and hands a volume from one
@@ -42,21 +50,21 @@ import (
 // the same code starts a move, finishes one that was killed at any API
 // call, or (a carrier still on the node the app should be on) rolls it
 // back: the volumes then return to that node's keeper.
-func (e *Executor) moveApp(ctx context.Context, c plan.Change, keepers *keeperSet, obs *plan.Observed) error {
+func (m *mover) moveApp(ctx context.Context, c plan.Change, keepers *keeperSet, obs *plan.Observed) error {
 	app, to := c.App, c.Node
-	res, err := e.Client.ClusterResources(ctx, "vm")
+	res, err := m.client.ClusterResources(ctx, "vm")
 	if err != nil {
 		return err
 	}
-	ct, car, leftovers, err := e.findMove(ctx, app, c.VMID, res)
+	ct, car, leftovers, err := m.findMove(ctx, app, c.VMID, res)
 	if err != nil {
 		return err
 	}
 	// Empty carriers of runs killed right after creating them: nothing
 	// was handed to them (no carrying line, no volume), so they go.
 	for _, l := range leftovers {
-		if err := e.ops().step(app, "move", fmt.Sprintf("destroy carrier %d on %s (empty, left by an interrupted run)", l.vmid, l.node), func() error {
-			return e.dropCarrier(ctx, app, l, obs)
+		if err := m.step(app, "move", fmt.Sprintf("destroy carrier %d on %s (empty, left by an interrupted run)", l.vmid, l.node), func() error {
+			return m.dropCarrier(ctx, app, l, obs)
 		}); err != nil {
 			return err
 		}
@@ -70,33 +78,33 @@ func (e *Executor) moveApp(ctx context.Context, c plan.Change, keepers *keeperSe
 			return nil
 		}
 		from := ct.Node
-		if err := e.readyToLeave(ctx, c, ct); err != nil {
+		if err := m.readyToLeave(ctx, c, ct); err != nil {
 			return err
 		}
-		recs, err := e.appRecords(ctx, keepers, from, app)
+		recs, err := m.appRecords(ctx, keepers, from, app)
 		if err != nil {
 			return err
 		}
 		if len(recs) == 0 {
-			return e.migrateApp(ctx, c, ct, to)
+			return m.migrateApp(ctx, c, ct, to)
 		}
 		for vk, volid := range recs {
 			sizes[vk] = obs.Volumes[from+"/"+volid]
 		}
-		if err := e.ops().step(app, "move", "create carrier on "+from, func() error {
-			car, err = e.createCarrier(ctx, app, from, to, c, obs)
+		if err := m.step(app, "move", "create carrier on "+from, func() error {
+			car, err = m.createCarrier(ctx, app, from, to, c, obs)
 			return err
 		}); err != nil {
 			return err
 		}
 	} else {
 		if ct != nil {
-			if err := e.readyToLeave(ctx, c, ct); err != nil {
+			if err := m.readyToLeave(ctx, c, ct); err != nil {
 				return err
 			}
 		}
 		if car.notes.To != to {
-			if err := e.carrierChange(ctx, car, "retarget the move to "+to, func(n *plan.CarrierNotes) {
+			if err := m.carrierChange(ctx, car, "retarget the move to "+to, func(n *plan.CarrierNotes) {
 				if !slices.Contains(n.Was, n.To) {
 					n.Was = append(n.Was, n.To) // a migration there may have left copies
 				}
@@ -108,16 +116,16 @@ func (e *Executor) moveApp(ctx context.Context, c plan.Change, keepers *keeperSe
 	}
 	// 3. Into the carrier, while it is on a node the app leaves.
 	if car.node != to {
-		recs, err := e.appRecords(ctx, keepers, car.node, app)
+		recs, err := m.appRecords(ctx, keepers, car.node, app)
 		if err != nil {
 			return err
 		}
-		if err := e.carry(ctx, keepers, car, recs); err != nil {
+		if err := m.carry(ctx, keepers, car, recs); err != nil {
 			return err
 		}
 		// 4. The carrier migrates with what it holds.
-		if err := e.ops().step(app, "move", fmt.Sprintf("migrate carrier %d %s → %s", car.vmid, car.node, to), func() error {
-			return e.migrate(ctx, app, car.node, car.vmid, to)
+		if err := m.step(app, "move", fmt.Sprintf("migrate carrier %d %s → %s", car.vmid, car.node, to), func() error {
+			return m.migrate(ctx, app, car.node, car.vmid, to)
 		}); err != nil {
 			return err
 		}
@@ -125,12 +133,12 @@ func (e *Executor) moveApp(ctx context.Context, c plan.Change, keepers *keeperSe
 	}
 	// 5. The app's container.
 	if ct != nil && ct.Node != to {
-		if err := e.migrateApp(ctx, c, ct, to); err != nil {
+		if err := m.migrateApp(ctx, c, ct, to); err != nil {
 			return err
 		}
 	}
 	// 6. The target node's keeper takes each volume.
-	conf, err := containerConfig(ctx, e.Client, car.node, car.vmid)
+	conf, err := containerConfig(ctx, m.client, car.node, car.vmid)
 	if err != nil {
 		return err
 	}
@@ -140,7 +148,7 @@ func (e *Executor) moveApp(ctx context.Context, c plan.Change, keepers *keeperSe
 	for vk := range notes.Carrying {
 		vols[vk] = held[vk]
 	}
-	if err := e.handOver(ctx, keepers, to, vols, car.vmid); err != nil {
+	if err := m.handOver(ctx, keepers, to, vols, car.vmid); err != nil {
 		return err
 	}
 	// 7. What a failed or killed migration left, of the carrier or of
@@ -152,17 +160,17 @@ func (e *Executor) moveApp(ctx context.Context, c plan.Change, keepers *keeperSe
 	// a copy (freed after the destroy, it could already be a parallel
 	// move's new carrier's), and a run killed between the two finds the
 	// carrier, and so the copies, again.
-	if err := e.freeMoveCopies(ctx, app, car, notes, ct, obs); err != nil {
+	if err := m.freeMoveCopies(ctx, app, car, notes, ct, obs); err != nil {
 		return err
 	}
-	if err := e.ops().step(app, "move", fmt.Sprintf("destroy carrier %d on %s", car.vmid, car.node), func() error {
-		return e.destroyCarrier(ctx, app, car)
+	if err := m.step(app, "move", fmt.Sprintf("destroy carrier %d on %s", car.vmid, car.node), func() error {
+		return m.destroyCarrier(ctx, app, car)
 	}); err != nil {
 		return err
 	}
 	// 8. Verify.
-	return e.ops().step(app, "move", "verify volumes on "+to, func() error {
-		return e.verifyMove(ctx, keepers, app, to, sortedVolumeKeys(notes.Carrying), sizes, car.vmid)
+	return m.step(app, "move", "verify volumes on "+to, func() error {
+		return m.verifyMove(ctx, keepers, app, to, sortedVolumeKeys(notes.Carrying), sizes, car.vmid)
 	})
 }
 
@@ -170,14 +178,14 @@ func (e *Executor) moveApp(ctx context.Context, c plan.Change, keepers *keeperSe
 // move's nodes but its own, where destroyCarrier's
 // destroy-unreferenced-disks frees them) and of the app's container ct
 // (on the move's nodes but the one it is on).
-func (e *Executor) freeMoveCopies(ctx context.Context, app string, car *carrierRef, notes plan.CarrierNotes, ct *resource, obs *plan.Observed) error {
+func (m *mover) freeMoveCopies(ctx context.Context, app string, car *carrierRef, notes plan.CarrierNotes, ct *resource, obs *plan.Observed) error {
 	nodes := slices.Compact(slices.Sorted(slices.Values(append([]string{notes.From, notes.To, car.node}, notes.Was...))))
 	stale := []staleOf{{car.vmid, slices.DeleteFunc(slices.Clone(nodes), func(n string) bool { return n == car.node })}}
 	if ct != nil {
 		stale = append(stale, staleOf{ct.VMID, slices.DeleteFunc(slices.Clone(nodes), func(n string) bool { return n == car.node })})
 	}
 	for _, s := range stale {
-		if err := e.freeStaleCopies(ctx, app, s.vmid, s.nodes, obs); err != nil {
+		if err := m.freeStaleCopies(ctx, app, s.vmid, s.nodes, obs); err != nil {
 			return err
 		}
 	}
@@ -185,11 +193,11 @@ func (e *Executor) freeMoveCopies(ctx context.Context, app string, car *carrierR
 }
 
 // dropCarrier frees the stale copies of an empty carrier and destroys it.
-func (e *Executor) dropCarrier(ctx context.Context, app string, car *carrierRef, obs *plan.Observed) error {
-	if err := e.freeMoveCopies(ctx, app, car, car.notes, nil, obs); err != nil {
+func (m *mover) dropCarrier(ctx context.Context, app string, car *carrierRef, obs *plan.Observed) error {
+	if err := m.freeMoveCopies(ctx, app, car, car.notes, nil, obs); err != nil {
 		return err
 	}
-	return e.destroyCarrier(ctx, app, car)
+	return m.destroyCarrier(ctx, app, car)
 }
 
 // carrierRef is a carrier found by moveApp.
@@ -212,7 +220,7 @@ type carrierRef struct {
 // away is still it (the plan found it by the volumes it mounts, and the
 // change checks its digest), and the update after the move puts the tag
 // back.
-func (e *Executor) findMove(ctx context.Context, app string, planned int, res []resource) (ct *resource, car *carrierRef, leftovers []*carrierRef, err error) {
+func (m *mover) findMove(ctx context.Context, app string, planned int, res []resource) (ct *resource, car *carrierRef, leftovers []*carrierRef, err error) {
 	var cars []*plan.Carrier
 	for i, r := range res {
 		if r.Type != "lxc" {
@@ -226,7 +234,7 @@ func (e *Executor) findMove(ctx context.Context, app string, planned int, res []
 			if of := tagged(tags, plan.TagMovingPrefix); of != "" && of != app {
 				continue // another app's
 			}
-			conf, err := containerConfig(ctx, e.Client, r.Node, r.VMID)
+			conf, err := containerConfig(ctx, m.client, r.Node, r.VMID)
 			if pve.IsNotFound(err) {
 				continue
 			}
@@ -268,12 +276,12 @@ func (e *Executor) findMove(ctx context.Context, app string, planned int, res []
 // consent) and detaches every volume it does not own, so that PVE's
 // migration finds only its own volumes, and the keeper's volumes are in
 // no other guest's hands when they move.
-func (e *Executor) readyToLeave(ctx context.Context, c plan.Change, ct *resource) error {
+func (m *mover) readyToLeave(ctx context.Context, c plan.Change, ct *resource) error {
 	app, node, vmid := c.App, ct.Node, ct.VMID
-	if err := e.ops().ensureStopped(ctx, app, node, vmid); err != nil {
+	if err := m.ensureStopped(ctx, app, node, vmid); err != nil {
 		return err
 	}
-	snaps, err := e.Client.Snapshots(ctx, node, vmid)
+	snaps, err := m.client.Snapshots(ctx, node, vmid)
 	if err != nil {
 		return err
 	}
@@ -289,22 +297,22 @@ func (e *Executor) readyToLeave(ctx context.Context, c plan.Change, ct *resource
 		}
 		slices.Reverse(names) // newest first
 		for _, name := range names {
-			if err := e.ops().step(app, "snapshot", "delete "+name+" (--delete-snapshots)", func() error {
+			if err := m.step(app, "snapshot", "delete "+name+" (--delete-snapshots)", func() error {
 				var upid string
-				err := e.ops().locked().Do(ctx, func() (err error) {
-					upid, err = e.Client.DeleteSnapshot(ctx, node, vmid, name, false)
+				err := m.locked().Do(ctx, func() (err error) {
+					upid, err = m.client.DeleteSnapshot(ctx, node, vmid, name, false)
 					return err
 				})
 				if err != nil {
 					return err
 				}
-				return e.ops().wait(ctx, app, upid)
+				return m.wait(ctx, app, upid)
 			}); err != nil {
 				return err
 			}
 		}
 	}
-	conf, err := containerConfig(ctx, e.Client, node, vmid)
+	conf, err := containerConfig(ctx, m.client, node, vmid)
 	if err != nil {
 		return err
 	}
@@ -323,18 +331,18 @@ func (e *Executor) readyToLeave(ctx context.Context, c plan.Change, ct *resource
 		return nil
 	}
 	slices.Sort(mps)
-	return e.ops().step(app, "detach", "before the move: "+strings.Join(foreign, ","), func() error {
+	return m.step(app, "detach", "before the move: "+strings.Join(foreign, ","), func() error {
 		if len(mps) > 0 {
-			if err := e.ops().putConfig(ctx, node, vmid, &pve.ConfigUpdate{Delete: mps}); err != nil {
+			if err := m.putConfig(ctx, node, vmid, &pve.ConfigUpdate{Delete: mps}); err != nil {
 				return err
 			}
 		}
-		return e.ops().dropReferences(ctx, node, vmid, foreign)
+		return m.dropReferences(ctx, node, vmid, foreign)
 	})
 }
 
 // appRecords reads, fresh, the records of app on node's keepers.
-func (e *Executor) appRecords(ctx context.Context, keepers *keeperSet, node, app string) (map[plan.VolumeKey]string, error) {
+func (m *mover) appRecords(ctx context.Context, keepers *keeperSet, node, app string) (map[plan.VolumeKey]string, error) {
 	out := map[plan.VolumeKey]string{}
 	keepers.mu.Lock()
 	ks := slices.Clone(keepers.byNode[node])
@@ -358,9 +366,9 @@ func (e *Executor) appRecords(ctx context.Context, keepers *keeperSet, node, app
 
 // migrateApp migrates the app's container to node to; moveApp made it
 // ready to leave (readyToLeave) first, once per run.
-func (e *Executor) migrateApp(ctx context.Context, c plan.Change, ct *resource, to string) error {
-	return e.ops().step(c.App, "move", fmt.Sprintf("migrate ct %d %s → %s", ct.VMID, ct.Node, to), func() error {
-		return e.migrate(ctx, c.App, ct.Node, ct.VMID, to)
+func (m *mover) migrateApp(ctx context.Context, c plan.Change, ct *resource, to string) error {
+	return m.step(c.App, "move", fmt.Sprintf("migrate ct %d %s → %s", ct.VMID, ct.Node, to), func() error {
+		return m.migrate(ctx, c.App, ct.Node, ct.VMID, to)
 	})
 }
 
@@ -371,29 +379,29 @@ var staleCopy = regexp.MustCompile(`found stale volume copy '([^']+)' on node '(
 // migrate migrates a stopped CT and waits. A failed migration leaves the
 // copies it made on the target, referenced by nothing: they are freed at
 // once, so a retry finds no name taken and nothing is left behind.
-func (e *Executor) migrate(ctx context.Context, app, node string, vmid int, to string) error {
+func (m *mover) migrate(ctx context.Context, app, node string, vmid int, to string) error {
 	var upid string
-	err := e.ops().locked().Do(ctx, func() (err error) {
-		upid, err = e.Client.Migrate(ctx, node, vmid, pve.MigrateOptions{Target: to})
+	err := m.locked().Do(ctx, func() (err error) {
+		upid, err = m.client.Migrate(ctx, node, vmid, pve.MigrateOptions{Target: to})
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	_, err = e.ops().waitLog(ctx, app, upid, true)
+	_, err = m.waitLog(ctx, app, upid, true)
 	var te *pve.TaskError
 	if errors.As(err, &te) {
 		log := te.Log
-		if full, _ := e.Client.WaitTask(ctx, upid, pve.WaitOptions{Log: true}); full != nil {
+		if full, _ := m.client.WaitTask(ctx, upid, pve.WaitOptions{Log: true}); full != nil {
 			log = full.Log
 		}
 		var freed []string
 		for _, line := range log {
-			if m := staleCopy.FindStringSubmatch(line); m != nil && plan.VolumeOwner(m[1]) == vmid {
-				sid, _, _ := strings.Cut(m[1], ":")
-				if dupid, derr := e.Client.DeleteVolume(ctx, m[2], sid, m[1]); derr == nil {
-					if e.ops().wait(ctx, app, dupid) == nil {
-						freed = append(freed, m[1]+" on "+m[2])
+			if cp := staleCopy.FindStringSubmatch(line); cp != nil && plan.VolumeOwner(cp[1]) == vmid {
+				sid, _, _ := strings.Cut(cp[1], ":")
+				if dupid, derr := m.client.DeleteVolume(ctx, cp[2], sid, cp[1]); derr == nil {
+					if m.wait(ctx, app, dupid) == nil {
+						freed = append(freed, cp[1]+" on "+cp[2])
 					}
 				}
 			}
@@ -419,21 +427,21 @@ type staleOf struct {
 // one holds the real volumes), on a node where no guest has that VMID
 // (a guest's volumes exist before its config names them while it is
 // created), while no guest with that VMID is being migrated, and named
-// by no guest config on the node. VMIDs are taken under e.state.creating, so
+// by no guest config on the node. VMIDs are taken under m.creating, so
 // none of this run's creates can take vmid meanwhile.
-func (e *Executor) freeStaleCopies(ctx context.Context, app string, vmid int, nodes []string, obs *plan.Observed) error {
+func (m *mover) freeStaleCopies(ctx context.Context, app string, vmid int, nodes []string, obs *plan.Observed) error {
 	// A first look, without the lock: nearly always nothing is left.
-	found, err := e.staleCandidates(ctx, vmid, nodes, obs)
+	found, err := m.staleCandidates(ctx, vmid, nodes, obs)
 	if err != nil || len(found) == 0 {
 		return err
 	}
-	e.state.creating.Lock()
-	defer e.state.creating.Unlock()
-	if found, err = e.staleCandidates(ctx, vmid, nodes, obs); err != nil {
+	m.creating.Lock()
+	defer m.creating.Unlock()
+	if found, err = m.staleCandidates(ctx, vmid, nodes, obs); err != nil {
 		return err
 	}
 	for _, node := range slices.Sorted(maps.Keys(found)) {
-		refs, err := NodeReferences(ctx, e.Client, node)
+		refs, err := NodeReferences(ctx, m.client, node)
 		if err != nil {
 			return err
 		}
@@ -442,12 +450,12 @@ func (e *Executor) freeStaleCopies(ctx context.Context, app string, vmid int, no
 				continue // someone's: not ours to free
 			}
 			sid, _, _ := strings.Cut(volid, ":")
-			if err := e.ops().step(app, "move", fmt.Sprintf("free %s on %s (a stale copy of a failed migration of %d)", volid, node, vmid), func() error {
-				upid, err := e.Client.DeleteVolume(ctx, node, sid, volid)
+			if err := m.step(app, "move", fmt.Sprintf("free %s on %s (a stale copy of a failed migration of %d)", volid, node, vmid), func() error {
+				upid, err := m.client.DeleteVolume(ctx, node, sid, volid)
 				if err != nil {
 					return err
 				}
-				return e.ops().wait(ctx, app, upid)
+				return m.wait(ctx, app, upid)
 			}); err != nil {
 				return err
 			}
@@ -459,7 +467,7 @@ func (e *Executor) freeStaleCopies(ctx context.Context, app string, vmid int, no
 // staleCandidates lists, by node, the volumes named for vmid on the
 // nodes' own storages, leaving out nodes where a guest has that VMID, and
 // everything while a guest with that VMID migrates.
-func (e *Executor) staleCandidates(ctx context.Context, vmid int, nodes []string, obs *plan.Observed) (map[string][]string, error) {
+func (m *mover) staleCandidates(ctx context.Context, vmid int, nodes []string, obs *plan.Observed) (map[string][]string, error) {
 	found := map[string][]string{}
 	for _, node := range nodes {
 		if slices.Contains(obs.Offline, node) {
@@ -470,7 +478,7 @@ func (e *Executor) staleCandidates(ctx context.Context, vmid int, nodes []string
 			if obs.SharedStorages[sid] || !(slices.Contains(content, "images") || slices.Contains(content, "rootdir")) {
 				continue
 			}
-			vols, err := e.Client.StorageContent(ctx, node, sid, "", vmid)
+			vols, err := m.client.StorageContent(ctx, node, sid, "", vmid)
 			if err != nil {
 				return nil, err
 			}
@@ -484,7 +492,7 @@ func (e *Executor) staleCandidates(ctx context.Context, vmid int, nodes []string
 	if len(found) == 0 {
 		return nil, nil
 	}
-	res, err := e.Client.ClusterResources(ctx, "vm")
+	res, err := m.client.ClusterResources(ctx, "vm")
 	if err != nil {
 		return nil, err
 	}
@@ -502,7 +510,7 @@ func (e *Executor) staleCandidates(ctx context.Context, vmid int, nodes []string
 
 // createCarrier creates the carrier on node from: protected, and its
 // Notes name the move, in the create request itself.
-func (e *Executor) createCarrier(ctx context.Context, app, from, to string, c plan.Change, obs *plan.Observed) (*carrierRef, error) {
+func (m *mover) createCarrier(ctx context.Context, app, from, to string, c plan.Change, obs *plan.Observed) (*carrierRef, error) {
 	tmpl := ""
 	if c.Desired != nil && slices.Contains(obs.Templates[from], c.Desired.Template) {
 		tmpl = c.Desired.Template
@@ -521,7 +529,7 @@ func (e *Executor) createCarrier(ctx context.Context, app, from, to string, c pl
 	// Tagged with its app too, so that findMove reads only this app's
 	// carriers.
 	params.Config.Tags = []string{plan.TagManaged, plan.TagCarrier, plan.TagMovingPrefix + app}
-	vmid, err := e.ops().postCT(ctx, app, from, 0, params, false)
+	vmid, err := m.postCT(ctx, app, from, 0, params, false)
 	if err != nil {
 		return nil, err
 	}
@@ -529,9 +537,9 @@ func (e *Executor) createCarrier(ctx context.Context, app, from, to string, c pl
 }
 
 // carrierChange is a compare-and-swap write of the carrier's Notes.
-func (e *Executor) carrierChange(ctx context.Context, car *carrierRef, what string, edit func(n *plan.CarrierNotes)) error {
+func (m *mover) carrierChange(ctx context.Context, car *carrierRef, what string, edit func(n *plan.CarrierNotes)) error {
 	for attempt := 1; ; attempt++ {
-		cc, err := e.Client.ContainerConfig(ctx, car.node, car.vmid, true)
+		cc, err := m.client.ContainerConfig(ctx, car.node, car.vmid, true)
 		if err != nil {
 			return fmt.Errorf("carrier %d: %w", car.vmid, err)
 		}
@@ -545,7 +553,7 @@ func (e *Executor) carrierChange(ctx context.Context, car *carrierRef, what stri
 			car.notes = n
 			return nil
 		}
-		err = e.ops().putConfig(ctx, car.node, car.vmid, &pve.ConfigUpdate{Description: &d, Digest: cc.Digest})
+		err = m.putConfig(ctx, car.node, car.vmid, &pve.ConfigUpdate{Description: &d, Digest: cc.Digest})
 		if pve.IsModified(err) && attempt < maxCASAttempts {
 			continue
 		}
@@ -564,7 +572,7 @@ func (e *Executor) carrierChange(ctx context.Context, car *carrierRef, what stri
 // the end of the run: keeperSet.refreshNotes). A
 // line written by an earlier, killed attempt is reused when its entry is
 // still free.
-func (e *Executor) carry(ctx context.Context, keepers *keeperSet, car *carrierRef, recs map[plan.VolumeKey]string) error {
+func (m *mover) carry(ctx context.Context, keepers *keeperSet, car *carrierRef, recs map[plan.VolumeKey]string) error {
 	if len(recs) == 0 {
 		return nil
 	}
@@ -581,12 +589,12 @@ func (e *Executor) carry(ctx context.Context, keepers *keeperSet, car *carrierRe
 		names = append(names, vk.Name)
 	}
 	app := vks[0].App
-	return e.ops().step(app, "move", fmt.Sprintf("volumes %s: keeper → carrier %d", strings.Join(names, ", "), car.vmid), func() error {
+	return m.step(app, "move", fmt.Sprintf("volumes %s: keeper → carrier %d", strings.Join(names, ", "), car.vmid), func() error {
 		// No turn on the keeper: handing a volume away needs no change
 		// of its protection (PVE checks it only on the receiving side),
 		// and its config changes are serialised by PVE; the Notes are
 		// written with a compare-and-swap.
-		cc, err := e.Client.ContainerConfig(ctx, car.node, car.vmid, true)
+		cc, err := m.client.ContainerConfig(ctx, car.node, car.vmid, true)
 		if err != nil {
 			return err
 		}
@@ -606,7 +614,7 @@ func (e *Executor) carry(ctx context.Context, keepers *keeperSet, car *carrierRe
 			fresh = append(fresh, vk)
 		}
 		if len(fresh) > 0 {
-			if err := e.carrierChange(ctx, car, "note "+strings.Join(names, ", "), func(n *plan.CarrierNotes) {
+			if err := m.carrierChange(ctx, car, "note "+strings.Join(names, ", "), func(n *plan.CarrierNotes) {
 				for _, vk := range fresh {
 					n.Carrying[vk] = plan.AdoptIntent{Source: recs[vk], Key: targets[vk]}
 				}
@@ -634,8 +642,8 @@ func (e *Executor) carry(ctx context.Context, keepers *keeperSet, car *carrierRe
 				return fmt.Errorf("keeper %d no longer records %s as %s", k.vmid, vk, volid)
 			}
 			var upid string
-			err = e.ops().locked().Do(ctx, func() (err error) {
-				upid, err = e.Client.MoveVolume(ctx, car.node, k.vmid, &pve.VolumeMove{
+			err = m.locked().Do(ctx, func() (err error) {
+				upid, err = m.client.MoveVolume(ctx, car.node, k.vmid, &pve.VolumeMove{
 					Volume: srcKey, TargetVMID: car.vmid, TargetVolume: targets[vk],
 				})
 				return err
@@ -647,7 +655,7 @@ func (e *Executor) carry(ctx context.Context, keepers *keeperSet, car *carrierRe
 				k.smu.Lock()
 				k.notesStale = true
 				k.smu.Unlock()
-				err = e.ops().wait(ctx, vk.App, upid)
+				err = m.wait(ctx, vk.App, upid)
 			}
 			done()
 			if err != nil {
@@ -662,7 +670,7 @@ func (e *Executor) carry(ctx context.Context, keepers *keeperSet, car *carrierRe
 // when an earlier, killed run already moved it) to keepers on node and
 // records them there: one keeper turn for all of them (one protection
 // window), each with its adoption intent, its move_volume and its record.
-func (e *Executor) handOver(ctx context.Context, keepers *keeperSet, node string, vols map[plan.VolumeKey]string, carrier int) error {
+func (m *mover) handOver(ctx context.Context, keepers *keeperSet, node string, vols map[plan.VolumeKey]string, carrier int) error {
 	keepers.mu.Lock()
 	ks := slices.Clone(keepers.byNode[node])
 	keepers.mu.Unlock()
@@ -687,7 +695,7 @@ func (e *Executor) handOver(ctx context.Context, keepers *keeperSet, node string
 			}
 			if in, ok := s.notes.Intents[vk]; ok && todo[vk] == "" {
 				if moved := cc.Values[in.Key]; moved != "" && plan.VolumeOwner(moved) == k.vmid {
-					if err := e.ops().step(vk.App, "move", "volume "+vk.Name+": record in keeper "+strconv.Itoa(k.vmid), func() error {
+					if err := m.step(vk.App, "move", "volume "+vk.Name+": record in keeper "+strconv.Itoa(k.vmid), func() error {
 						return k.unprotected(ctx, func() error { return k.mount(ctx, vk, moved) })
 					}); err != nil {
 						return err
@@ -721,7 +729,7 @@ func (e *Executor) handOver(ctx context.Context, keepers *keeperSet, node string
 		byKeeper[k] = append(byKeeper[k], vk)
 	}
 	// Where the carrier holds each (read once: only this move changes it).
-	conf, err := containerConfig(ctx, e.Client, node, carrier)
+	conf, err := containerConfig(ctx, m.client, node, carrier)
 	if err != nil {
 		return err
 	}
@@ -743,7 +751,7 @@ func (e *Executor) handOver(ctx context.Context, keepers *keeperSet, node string
 			r.vols = append(r.vols, takeVol{vk: vk, volid: todo[vk], srcKey: srcKeys[todo[vk]]})
 		}
 		app := vks[0].App
-		if err := e.ops().step(app, "move", fmt.Sprintf("volumes %s: carrier %d → keeper %d on %s", strings.Join(names, ", "), carrier, k.vmid, node), func() error {
+		if err := m.step(app, "move", fmt.Sprintf("volumes %s: carrier %d → keeper %d on %s", strings.Join(names, ", "), carrier, k.vmid, node), func() error {
 			return k.takeBatched(ctx, r)
 		}); err != nil {
 			return err
@@ -755,8 +763,8 @@ func (e *Executor) handOver(ctx context.Context, keepers *keeperSet, node string
 // destroyCarrier destroys the carrier once it holds nothing but its
 // rootfs. destroy-unreferenced-disks frees any copy of a failed
 // migration still named for it on its node.
-func (e *Executor) destroyCarrier(ctx context.Context, app string, car *carrierRef) error {
-	conf, err := containerConfig(ctx, e.Client, car.node, car.vmid)
+func (m *mover) destroyCarrier(ctx context.Context, app string, car *carrierRef) error {
+	conf, err := containerConfig(ctx, m.client, car.node, car.vmid)
 	if pve.IsNotFound(err) {
 		return nil
 	}
@@ -769,14 +777,14 @@ func (e *Executor) destroyCarrier(ctx context.Context, app string, car *carrierR
 		}
 	}
 	if conf["protection"] == "1" {
-		if err := e.ops().putConfig(ctx, car.node, car.vmid, &pve.ConfigUpdate{Protection: pve.Ptr(false)}); err != nil {
+		if err := m.putConfig(ctx, car.node, car.vmid, &pve.ConfigUpdate{Protection: pve.Ptr(false)}); err != nil {
 			return err
 		}
 	}
 	yes := true
 	var upid string
-	err = e.ops().locked().Do(ctx, func() (err error) {
-		upid, err = e.Client.DestroyContainer(ctx, car.node, car.vmid, pve.DestroyOptions{Purge: true, DestroyUnreferencedDisks: &yes})
+	err = m.locked().Do(ctx, func() (err error) {
+		upid, err = m.client.DestroyContainer(ctx, car.node, car.vmid, pve.DestroyOptions{Purge: true, DestroyUnreferencedDisks: &yes})
 		return err
 	})
 	if pve.IsNotFound(err) {
@@ -785,14 +793,14 @@ func (e *Executor) destroyCarrier(ctx context.Context, app string, car *carrierR
 	if err != nil {
 		return err
 	}
-	return e.ops().wait(ctx, app, upid)
+	return m.wait(ctx, app, upid)
 }
 
 // verifyMove checks the end of a move from the API: every moved volume is
 // recorded by a keeper on node and exists there (with the size it had,
 // when known), and no copy named for the carrier is left on node.
-func (e *Executor) verifyMove(ctx context.Context, keepers *keeperSet, app, node string, vks []plan.VolumeKey, sizes map[plan.VolumeKey]int64, carrier int) error {
-	recs, err := e.appRecords(ctx, keepers, node, app)
+func (m *mover) verifyMove(ctx context.Context, keepers *keeperSet, app, node string, vks []plan.VolumeKey, sizes map[plan.VolumeKey]int64, carrier int) error {
+	recs, err := m.appRecords(ctx, keepers, node, app)
 	if err != nil {
 		return err
 	}
@@ -806,7 +814,7 @@ func (e *Executor) verifyMove(ctx context.Context, keepers *keeperSet, app, node
 		}
 		sid, _, _ := strings.Cut(volid, ":")
 		storages[sid] = true
-		vols, err := e.Client.StorageContent(ctx, node, sid, "", plan.VolumeOwner(volid))
+		vols, err := m.client.StorageContent(ctx, node, sid, "", plan.VolumeOwner(volid))
 		if err != nil {
 			return err
 		}
@@ -830,7 +838,7 @@ func (e *Executor) verifyMove(ctx context.Context, keepers *keeperSet, app, node
 	// gives the lowest free id), even one being created, whose volumes
 	// exist before its config names them: a node where a guest has that
 	// VMID is that guest's business (PVE: a new guest adopts them).
-	res, err := e.Client.ClusterResources(ctx, "vm")
+	res, err := m.client.ClusterResources(ctx, "vm")
 	if err != nil {
 		return err
 	}
@@ -842,7 +850,7 @@ func (e *Executor) verifyMove(ctx context.Context, keepers *keeperSet, app, node
 		if taken {
 			break
 		}
-		vols, err := e.Client.StorageContent(ctx, node, sid, "", carrier)
+		vols, err := m.client.StorageContent(ctx, node, sid, "", carrier)
 		if err != nil {
 			return err
 		}
@@ -861,17 +869,17 @@ func (e *Executor) verifyMove(ctx context.Context, keepers *keeperSet, app, node
 // afterMove turns a finished move into the update that follows it on
 // the target node: the moved volumes are attached under their new volids
 // (a keeper adoption renames them), the container is started.
-func (e *Executor) afterMove(ctx context.Context, c plan.Change, keepers *keeperSet, obs *plan.Observed) (plan.Change, error) {
-	recs, err := e.appRecords(ctx, keepers, c.Node, c.App)
+func (m *mover) afterMove(ctx context.Context, c plan.Change, keepers *keeperSet, obs *plan.Observed) (plan.Change, error) {
+	recs, err := m.appRecords(ctx, keepers, c.Node, c.App)
 	if err != nil {
 		return c, err
 	}
 	if c.VMID == 0 {
-		res, err := e.Client.ClusterResources(ctx, "vm")
+		res, err := m.client.ClusterResources(ctx, "vm")
 		if err != nil {
 			return c, err
 		}
-		ct, _, _, err := e.findMove(ctx, c.App, 0, res)
+		ct, _, _, err := m.findMove(ctx, c.App, 0, res)
 		if err != nil {
 			return c, err
 		}
@@ -907,17 +915,17 @@ func (e *Executor) afterMove(ctx context.Context, c plan.Change, keepers *keeper
 		vols = append(vols, v)
 	}
 	c.Volumes = vols
-	return c, e.moveTags(ctx, &c, obs)
+	return c, m.moveTags(ctx, &c, obs)
 }
 
 // moveTags sets the tags edit of a moved app: its tags, with those that
 // record its shared volumes (plan.VolumeTag) naming the volids the move
 // gave them, and the corral-recovered mark kept.
-func (e *Executor) moveTags(ctx context.Context, c *plan.Change, obs *plan.Observed) error {
+func (m *mover) moveTags(ctx context.Context, c *plan.Change, obs *plan.Observed) error {
 	if c.Desired == nil {
 		return nil
 	}
-	conf, err := containerConfig(ctx, e.Client, c.Node, c.VMID)
+	conf, err := containerConfig(ctx, m.client, c.Node, c.VMID)
 	if err != nil {
 		return err
 	}
