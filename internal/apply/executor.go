@@ -306,7 +306,7 @@ func (e *Executor) applyChange(ctx context.Context, c plan.Change, keepers *keep
 		if err != nil || !c.Guest {
 			return err
 		}
-		return e.runGuest(ctx, c, vmid, true)
+		return e.guests().runGuest(ctx, c, vmid, true)
 	case plan.Update:
 		change := func() error {
 			if err := e.update(ctx, c, vols, obs); err != nil {
@@ -315,7 +315,7 @@ func (e *Executor) applyChange(ctx context.Context, c plan.Change, keepers *keep
 			// A protected change is judged by the health checks even when
 			// the guest work itself did not change.
 			if c.Guest || (c.Desired.SnapshotBeforeChange && len(e.Guest[c.App].Checks) > 0) {
-				return e.runGuest(ctx, c, c.VMID, false)
+				return e.guests().runGuest(ctx, c, c.VMID, false)
 			}
 			return nil
 		}
