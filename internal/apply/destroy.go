@@ -18,7 +18,7 @@ func (e *Executor) Destroy(ctx context.Context, p *plan.Plan, obs *plan.Observed
 	e.state.mu.Lock()
 	e.state.timings = nil
 	e.state.mu.Unlock()
-	keepers := e.keeperSet(obs)
+	keepers := e.keeperOps().keeperSet(obs)
 	var changes []plan.Change
 	for _, c := range p.Changes {
 		switch {

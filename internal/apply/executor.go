@@ -130,7 +130,8 @@ func (e *Executor) Apply(ctx context.Context, p *plan.Plan, obs *plan.Observed) 
 			}
 		}
 	}
-	keepers := e.keeperSet(obs)
+	ko := e.keeperOps()
+	keepers := ko.keeperSet(obs)
 	// Repairs first, one by one (re-protecting a keeper comes before any
 	// volume work); new keepers are created while the apps' changes run:
 	// a change waits for those of a node only when it needs a keeper
@@ -141,11 +142,11 @@ func (e *Executor) Apply(ctx context.Context, p *plan.Plan, obs *plan.Observed) 
 		if kc.Action == plan.Create {
 			continue
 		}
-		if _, err := e.ensureKeeper(ctx, kc, keepers.byVMID(kc.Node, kc.VMID), p, obs); err != nil {
+		if _, err := ko.ensureKeeper(ctx, kc, keepers.byVMID(kc.Node, kc.VMID), p, obs); err != nil {
 			return err
 		}
 	}
-	created, err := e.createKeepers(ctx, p, obs, keepers)
+	created, err := ko.createKeepers(ctx, p, obs, keepers)
 	if err != nil {
 		return err
 	}
@@ -159,48 +160,6 @@ func (e *Executor) Apply(ctx context.Context, p *plan.Plan, obs *plan.Observed) 
 	err = e.forEachApp(ctx, changes, func(c plan.Change) error { return e.applyChange(ctx, c, keepers, obs) })
 	// A keeper's failure first: the changes that needed it say so.
 	return errors.Join(created(), err, keepers.refreshNotes(ctx))
-}
-
-// createKeepers starts creating the keepers p plans, all at once, and
-// returns at once; wait waits for them and returns their failures. Their
-// templates are fetched first, before the apps' changes run (that
-// changes obs).
-func (e *Executor) createKeepers(ctx context.Context, p *plan.Plan, obs *plan.Observed, keepers *keeperSet) (wait func() error, err error) {
-	var creates []plan.KeeperChange
-	for _, kc := range p.Keepers {
-		if kc.Action != plan.Create {
-			continue
-		}
-		tmpl := keeperTemplate(kc.Node, p, obs)
-		if tmpl == "" {
-			return nil, fmt.Errorf("keeper on %s: no container template on the node to create it from", kc.Node)
-		}
-		if err := e.keeperTemplateOn(ctx, kc.Node, tmpl, obs); err != nil {
-			return nil, err
-		}
-		creates = append(creates, kc)
-	}
-	errs := make([]error, len(creates))
-	// Every create is expected before any starts: one that ended before
-	// the next of its node was expected would let that node's waiters go.
-	finish := make([]func(*keeper, error), len(creates))
-	for i, kc := range creates {
-		finish[i] = keepers.expect(kc.Node)
-	}
-	var wg sync.WaitGroup
-	for i, kc := range creates {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			k, err := e.ensureKeeper(ctx, kc, nil, p, obs)
-			errs[i] = err
-			finish[i](k, err)
-		}()
-	}
-	return func() error {
-		wg.Wait()
-		return errors.Join(errs...)
-	}, nil
 }
 
 // interleaveMoves orders the moves among changes so that consecutive ones

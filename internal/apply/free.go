@@ -68,7 +68,7 @@ func (e *Executor) FreeVolumes(ctx context.Context, p *plan.FreePlan, obs *plan.
 	e.state.mu.Lock()
 	e.state.timings = nil
 	e.state.mu.Unlock()
-	keepers := e.keeperSet(obs)
+	keepers := e.keeperOps().keeperSet(obs)
 	freed = []string{}
 	for _, v := range p.Volumes {
 		if err := ctx.Err(); err != nil {

@@ -413,7 +413,7 @@ func (e *Executor) Restore(ctx context.Context, obs *plan.Observed, rp *RestoreP
 	if err != nil {
 		return nil, err
 	}
-	keepers := e.keeperSet(obs)
+	keepers := e.keeperOps().keeperSet(obs)
 	if len(rp.Volumes) > 0 {
 		if err := e.restoreVolumes(ctx, obs, rp, conf, keepers); err != nil {
 			return nil, fmt.Errorf("%w\nthe restored container %d is stopped and kept as it is; run the restore again after fixing this, and destroy ct %d when you no longer need it", err, rp.VMID, rp.VMID)
@@ -544,7 +544,7 @@ func (e *Executor) Recover(ctx context.Context, obs *plan.Observed) error {
 func (e *Executor) restoreVolumes(ctx context.Context, obs *plan.Observed, rp *RestorePlan, conf map[string]string, keepers *keeperSet) error {
 	name, node := rp.Name, rp.Node
 	if len(keepers.byNode[node]) == 0 {
-		k, err := e.ensureKeeper(ctx, plan.KeeperChange{Node: node, Action: plan.Create}, nil, &plan.Plan{}, obs)
+		k, err := e.keeperOps().ensureKeeper(ctx, plan.KeeperChange{Node: node, Action: plan.Create}, nil, &plan.Plan{}, obs)
 		if err != nil {
 			return err
 		}
@@ -628,7 +628,7 @@ func (e *Executor) switchRecords(ctx context.Context, app, node string, newID in
 			if r.Node != node || !slices.Contains(plan.ParseTags(r.Tags), plan.TagKeeper) {
 				continue
 			}
-			k := &keeper{e: e, node: node, vmid: r.VMID}
+			k := &keeper{ops: e.keeperOps(), node: node, vmid: r.VMID}
 			cc, err := k.read(ctx)
 			if err != nil {
 				return err
