@@ -250,7 +250,7 @@ func (e *Executor) applyChange(ctx context.Context, c plan.Change, keepers *keep
 	case plan.Replace:
 		target = c.OldVMID // destroyed before the new one gets the volumes
 	}
-	if err := e.guardAttach(ctx, c.Node, target, vols); err != nil {
+	if err := e.ops().guardAttach(ctx, c.Node, target, vols); err != nil {
 		return fmt.Errorf("%s: %w", c.App, err)
 	}
 	switch c.Action {
@@ -404,7 +404,7 @@ func (e *Executor) createAndStart(ctx context.Context, c plan.Change, vols []att
 	if err != nil {
 		return 0, err
 	}
-	if err := e.attach(ctx, c.App, c.Node, vmid, vols, nil); err != nil {
+	if err := e.ops().attach(ctx, c.App, c.Node, vmid, vols, nil); err != nil {
 		return 0, err
 	}
 	if err := e.tagSharedVolumes(ctx, c, vmid, vols, obs); err != nil {
@@ -529,7 +529,7 @@ func (e *Executor) update(ctx context.Context, c plan.Change, vols []attachment,
 	if err != nil {
 		return err
 	}
-	if err := e.attach(ctx, c.App, node, vmid, vols, conf); err != nil {
+	if err := e.ops().attach(ctx, c.App, node, vmid, vols, conf); err != nil {
 		return err
 	}
 	if err := e.tagSharedVolumes(ctx, c, vmid, vols, obs); err != nil {
@@ -537,47 +537,6 @@ func (e *Executor) update(ctx context.Context, c plan.Change, vols []attachment,
 	}
 	if c.Start || c.Restart {
 		return e.ops().step(c.App, "start", "ct "+strconv.Itoa(vmid), func() error { return e.ops().start(ctx, c.App, node, vmid) })
-	}
-	return nil
-}
-
-// attach puts every volume that is not attached as wanted on a free mpN
-// (or its current key) with PUT mpN=<volid>,mp=<path>,backup=… and no size=.
-func (e *Executor) attach(ctx context.Context, app, node string, vmid int, vols []attachment, conf map[string]string) error {
-	if err := e.guardAttach(ctx, node, vmid, vols); err != nil {
-		return err
-	}
-	used := map[string]bool{}
-	for k := range conf {
-		if isMP(k) {
-			used[k] = true
-		}
-	}
-	for _, v := range vols {
-		if v.Action == plan.VolKeep {
-			continue
-		}
-		key := v.Key
-		if key == "" {
-			for i := 0; ; i++ {
-				cand := "mp" + strconv.Itoa(i)
-				if !used[cand] {
-					key = cand
-					break
-				}
-			}
-		}
-		used[key] = true
-		n, ok := pve.MountIndex(key)
-		if !ok {
-			return fmt.Errorf("attach %s: %q is not a mount point key", v.VolID, key)
-		}
-		mp := plan.AttachMount(v.VolID, v.Mount, v.Backup)
-		if err := e.ops().step(app, "attach", key+"="+mp.String(), func() error {
-			return e.ops().putConfig(ctx, node, vmid, &pve.ConfigUpdate{MountPoints: map[int]pve.MountPoint{n: mp}})
-		}); err != nil {
-			return err
-		}
 	}
 	return nil
 }
@@ -620,25 +579,6 @@ func (e *Executor) tagSharedVolumes(ctx context.Context, c plan.Change, vmid int
 	return e.ops().step(c.App, "config", "tags (shared volumes)", func() error {
 		return e.ops().putConfig(ctx, c.Node, vmid, &pve.ConfigUpdate{Tags: tags})
 	})
-}
-
-// guardAttach is the attach guard (guard.go) for the volumes of vols
-// that are to be attached to CT vmid (0: not created yet): only that CT
-// and the volume's owner, its keeper, may reference them.
-func (e *Executor) guardAttach(ctx context.Context, node string, vmid int, vols []attachment) error {
-	var volids []string
-	allowed := []int{}
-	if vmid != 0 {
-		allowed = append(allowed, vmid)
-	}
-	for _, v := range vols {
-		// A volume this run created cannot be in anyone else's hands.
-		if v.Action != plan.VolKeep && !v.fresh {
-			volids = append(volids, v.VolID)
-			allowed = append(allowed, plan.VolumeOwner(v.VolID))
-		}
-	}
-	return e.ops().guardUnreferenced(ctx, node, volids, allowed...)
 }
 
 // withStartCause adds to a start task that ended "startup for container

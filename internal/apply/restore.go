@@ -128,6 +128,21 @@ func (e *RestoreRefusedError) Error() string {
 	return b.String()
 }
 
+// restorer carries out the steps of a restore that PlanRestore, Restore
+// and Recover share: where the archive is, what the token may do, the
+// restored volumes' way into the keeper and the switch to the new
+// container. It holds the runner and the keeper side (whose project is
+// the restored app's, set by Restore before it is made).
+type restorer struct {
+	*runner
+	keepers *keeperOps
+}
+
+// restorer is the restore side of e as its fields are now.
+func (e *Executor) restorer() *restorer {
+	return &restorer{runner: e.ops(), keepers: e.keeperOps()}
+}
+
 // PlanRestore reads the archive's config, picks the new VMID and checks
 // the token's privileges (GET /access/permissions) for every step, so a
 // token that can back up but not restore is told before anything
@@ -165,7 +180,7 @@ func (e *Executor) PlanRestore(ctx context.Context, obs *plan.Observed, opts Res
 		opts.Replace = false // nothing runs: restoring as the app is enough
 	}
 
-	node, err := e.restoreNode(ctx, obs, opts, name, oldCT)
+	node, err := e.restorer().restoreNode(ctx, obs, opts, name, oldCT)
 	if err != nil {
 		return nil, err
 	}
@@ -281,7 +296,7 @@ func (e *Executor) PlanRestore(ctx context.Context, obs *plan.Observed, opts Res
 		return nil, fmt.Errorf("next vmid: %w", err)
 	}
 	rp.VMID = vmid
-	missing, canBack, err := e.restorePrivileges(ctx, obs, rp, conf)
+	missing, canBack, err := e.restorer().restorePrivileges(ctx, obs, rp, conf)
 	if err != nil {
 		return nil, err
 	}
@@ -294,7 +309,7 @@ func (e *Executor) PlanRestore(ctx context.Context, obs *plan.Observed, opts Res
 
 // restorePrivileges lists what the token lacks for rp, from GET
 // /access/permissions per path (a token may always read its own).
-func (e *Executor) restorePrivileges(ctx context.Context, obs *plan.Observed, rp *RestorePlan, conf map[string]string) ([]MissingPriv, bool, error) {
+func (rs *restorer) restorePrivileges(ctx context.Context, obs *plan.Observed, rp *RestorePlan, conf map[string]string) ([]MissingPriv, bool, error) {
 	type need struct{ path, priv, why string }
 	vm := "/vms/" + strconv.Itoa(rp.VMID)
 	needs := []need{
@@ -338,7 +353,7 @@ func (e *Executor) restorePrivileges(ctx context.Context, obs *plan.Observed, rp
 	has := func(path, priv string) (bool, error) {
 		p, ok := cache[path]
 		if !ok {
-			perms, err := e.Client.Permissions(ctx, path, "")
+			perms, err := rs.client.Permissions(ctx, path, "")
 			if err != nil {
 				return false, err
 			}
@@ -389,6 +404,7 @@ func (e *Executor) Restore(ctx context.Context, obs *plan.Observed, rp *RestoreP
 	if rp.declared != "" {
 		e.Declared = plan.OriginID(rp.declared) // and their declarer
 	}
+	rs := e.restorer()
 	err = e.ops().step(name, "restore", fmt.Sprintf("%s into ct %d on %s", rp.Archive, rp.VMID, rp.Storage), func() error {
 		for attempt := 0; ; attempt++ {
 			upid, err := e.Client.RestoreContainer(ctx, node, rp.VMID, rp.Archive, pve.RestoreOptions{Storage: rp.Storage, Unique: true, Config: rp.params})
@@ -413,9 +429,9 @@ func (e *Executor) Restore(ctx context.Context, obs *plan.Observed, rp *RestoreP
 	if err != nil {
 		return nil, err
 	}
-	keepers := e.keeperOps().keeperSet(obs)
+	keepers := rs.keepers.keeperSet(obs)
 	if len(rp.Volumes) > 0 {
-		if err := e.restoreVolumes(ctx, obs, rp, conf, keepers); err != nil {
+		if err := rs.restoreVolumes(ctx, obs, rp, conf, keepers); err != nil {
 			return nil, fmt.Errorf("%w\nthe restored container %d is stopped and kept as it is; run the restore again after fixing this, and destroy ct %d when you no longer need it", err, rp.VMID, rp.VMID)
 		}
 	}
@@ -456,7 +472,7 @@ func (e *Executor) Restore(ctx context.Context, obs *plan.Observed, rp *RestoreP
 	if rp.Replace {
 		old = rp.OldVMID
 	}
-	if err := e.finishRestore(ctx, name, node, rp.VMID, old, rp.stamp); err != nil {
+	if err := rs.finishRestore(ctx, name, node, rp.VMID, old, rp.stamp); err != nil {
 		return nil, fmt.Errorf("%w\nthe restored container %d runs; the next corral apply, destroy or restore finishes the switch", err, rp.VMID)
 	}
 	res.Destroyed = old
@@ -470,10 +486,10 @@ func (e *Executor) Restore(ctx context.Context, obs *plan.Observed, rp *RestoreP
 // displaced ones become <name>-replaced-<stamp>), and oldID is destroyed
 // (its volumes stay in the keeper). Every step can run again: an
 // interrupted finish is completed by the next changing command (Recover).
-func (e *Executor) finishRestore(ctx context.Context, app, node string, newID, oldID int, stamp string) error {
+func (rs *restorer) finishRestore(ctx context.Context, app, node string, newID, oldID int, stamp string) error {
 	if oldID != 0 {
-		if err := e.ops().step(app, "config", "set the old ct "+strconv.Itoa(oldID)+" aside", func() error {
-			return e.ops().putConfig(ctx, node, oldID, &pve.ConfigUpdate{Tags: []string{plan.TagManaged, plan.TagReplacedPrefix + app}})
+		if err := rs.step(app, "config", "set the old ct "+strconv.Itoa(oldID)+" aside", func() error {
+			return rs.putConfig(ctx, node, oldID, &pve.ConfigUpdate{Tags: []string{plan.TagManaged, plan.TagReplacedPrefix + app}})
 		}); err != nil {
 			return err
 		}
@@ -481,10 +497,10 @@ func (e *Executor) finishRestore(ctx context.Context, app, node string, newID, o
 	// The records switch while newID still says it is a restore in flight
 	// (its marker names the stamp of the temporary records), so that an
 	// interruption before it took the app's tags is finished the same way.
-	if err := e.switchRecords(ctx, app, node, newID, stamp); err != nil {
+	if err := rs.switchRecords(ctx, app, node, newID, stamp); err != nil {
 		return err
 	}
-	conf, err := containerConfig(ctx, e.Client, node, newID)
+	conf, err := containerConfig(ctx, rs.client, node, newID)
 	if err != nil {
 		return err
 	}
@@ -497,13 +513,13 @@ func (e *Executor) finishRestore(ctx context.Context, app, node string, newID, o
 	project := projectOf(plan.ParseTags(conf["tags"])) // set by PlanRestore for a listed app
 	params := &pve.ConfigUpdate{Tags: plan.AppTags(plan.App{Name: app, Project: project, Tags: userTags}),
 		Description: pve.Ptr(plan.WithoutRestoreMarker(conf["description"]))}
-	if err := e.ops().step(app, "config", "make ct "+strconv.Itoa(newID)+" app "+app+"'s", func() error {
-		return e.ops().putConfig(ctx, node, newID, params)
+	if err := rs.step(app, "config", "make ct "+strconv.Itoa(newID)+" app "+app+"'s", func() error {
+		return rs.putConfig(ctx, node, newID, params)
 	}); err != nil {
 		return err
 	}
 	if oldID != 0 {
-		return e.ops().destroyCT(ctx, app, node, oldID)
+		return rs.destroyCT(ctx, app, node, oldID)
 	}
 	return nil
 }
@@ -514,20 +530,21 @@ func (e *Executor) finishRestore(ctx context.Context, app, node string, newID, o
 // keeper as <app>/*-restored-<stamp>, where `corral volumes` lists them);
 // one whose old container was already set aside becomes the app's.
 func (e *Executor) Recover(ctx context.Context, obs *plan.Observed) error {
+	rs := e.restorer()
 	for _, app := range slices.Sorted(maps.Keys(obs.Restores)) {
 		r := obs.Restores[app]
 		var err error
 		switch {
 		case r.Rollback(obs):
-			err = e.ops().destroyCT(ctx, app, r.New.Node, r.New.VMID)
+			err = rs.destroyCT(ctx, app, r.New.Node, r.New.VMID)
 		case r.New != nil:
 			old := 0
 			if r.Replaced != nil {
 				old = r.Replaced.VMID
 			}
-			err = e.finishRestore(ctx, app, r.New.Node, r.New.VMID, old, r.Stamp)
+			err = rs.finishRestore(ctx, app, r.New.Node, r.New.VMID, old, r.Stamp)
 		default:
-			err = e.ops().destroyCT(ctx, app, r.Replaced.Node, r.Replaced.VMID)
+			err = rs.destroyCT(ctx, app, r.Replaced.Node, r.Replaced.VMID)
 		}
 		if err != nil {
 			return fmt.Errorf("recover the interrupted restore of app %s: %w", app, err)
@@ -541,10 +558,10 @@ func (e *Executor) Recover(ctx context.Context, obs *plan.Observed) error {
 // displaces, the restored volumes are recorded under temporary names
 // (<name>-restored-<time>) until switchRecords, so that until the restored
 // container runs the records still describe the old app exactly.
-func (e *Executor) restoreVolumes(ctx context.Context, obs *plan.Observed, rp *RestorePlan, conf map[string]string, keepers *keeperSet) error {
+func (rs *restorer) restoreVolumes(ctx context.Context, obs *plan.Observed, rp *RestorePlan, conf map[string]string, keepers *keeperSet) error {
 	name, node := rp.Name, rp.Node
 	if len(keepers.byNode[node]) == 0 {
-		k, err := e.keeperOps().ensureKeeper(ctx, plan.KeeperChange{Node: node, Action: plan.Create}, nil, &plan.Plan{}, obs)
+		k, err := rs.keepers.ensureKeeper(ctx, plan.KeeperChange{Node: node, Action: plan.Create}, nil, &plan.Plan{}, obs)
 		if err != nil {
 			return err
 		}
@@ -560,7 +577,7 @@ func (e *Executor) restoreVolumes(ctx context.Context, obs *plan.Observed, rp *R
 		vk := rp.adoptKey(v.Name)
 		sid, _, _ := strings.Cut(mp.Volume, ":")
 		var volid string
-		err := e.ops().step(name, "volume", "adopt restored "+mp.Volume+" as "+vk.String(), func() error {
+		err := rs.step(name, "volume", "adopt restored "+mp.Volume+" as "+vk.String(), func() error {
 			k, done, err := keepers.forNew(ctx, node, vk, sid)
 			if err != nil {
 				return err
@@ -576,11 +593,11 @@ func (e *Executor) restoreVolumes(ctx context.Context, obs *plan.Observed, rp *R
 		atts = append(atts, attachment{VolumeChange: plan.VolumeChange{Volume: plan.Volume{Name: v.Name, Mount: v.Mount, Backup: v.Backup},
 			Action: plan.VolAttach, VolID: volid, Key: v.Key}})
 	}
-	conf, err := containerConfig(ctx, e.Client, node, rp.VMID)
+	conf, err := containerConfig(ctx, rs.client, node, rp.VMID)
 	if err != nil {
 		return err
 	}
-	return e.attach(ctx, name, node, rp.VMID, atts, conf)
+	return rs.attach(ctx, name, node, rp.VMID, atts, conf)
 }
 
 // restores reports whether the archive holds a volume named name.
@@ -608,8 +625,8 @@ func (rp *RestorePlan) adoptKey(vol string) plan.VolumeKey {
 // again after an interruption: a record of a volume newID does not mount
 // becomes <name>-replaced-<stamp>, a restored volume's temporary record
 // <name>-restored-<stamp> becomes <name>.
-func (e *Executor) switchRecords(ctx context.Context, app, node string, newID int, stamp string) error {
-	conf, err := containerConfig(ctx, e.Client, node, newID)
+func (rs *restorer) switchRecords(ctx context.Context, app, node string, newID int, stamp string) error {
+	conf, err := containerConfig(ctx, rs.client, node, newID)
 	if err != nil {
 		return err
 	}
@@ -619,16 +636,16 @@ func (e *Executor) switchRecords(ctx context.Context, app, node string, newID in
 			mounted[plan.ParseMountPoint(v).Volume] = true
 		}
 	}
-	res, err := e.Client.ClusterResources(ctx, "vm")
+	res, err := rs.client.ClusterResources(ctx, "vm")
 	if err != nil {
 		return fmt.Errorf("list guests: %w", err)
 	}
-	return e.ops().step(app, "keeper", "record the restored volumes under app "+app+", the displaced ones as *-replaced-"+stamp, func() error {
+	return rs.step(app, "keeper", "record the restored volumes under app "+app+", the displaced ones as *-replaced-"+stamp, func() error {
 		for _, r := range res {
 			if r.Node != node || !slices.Contains(plan.ParseTags(r.Tags), plan.TagKeeper) {
 				continue
 			}
-			k := &keeper{ops: e.keeperOps(), node: node, vmid: r.VMID}
+			k := &keeper{ops: rs.keepers, node: node, vmid: r.VMID}
 			cc, err := k.read(ctx)
 			if err != nil {
 				return err
@@ -693,7 +710,7 @@ func uniqueStamp(obs *plan.Observed, app string, now time.Time) string {
 
 // archiveNode is the node whose storage lists the archive: the old
 // container's node first.
-func (e *Executor) archiveNode(ctx context.Context, obs *plan.Observed, volid string, old *plan.CT) (string, error) {
+func (rs *restorer) archiveNode(ctx context.Context, obs *plan.Observed, volid string, old *plan.CT) (string, error) {
 	sid, _, ok := strings.Cut(volid, ":")
 	if !ok || !strings.Contains(volid, "vzdump-lxc-") {
 		return "", fmt.Errorf("--archive %q: want a container backup volid such as local:backup/vzdump-lxc-105-2026_06_07-10_00_00.tar.zst (`corral backups` lists them)", volid)
@@ -704,7 +721,7 @@ func (e *Executor) archiveNode(ctx context.Context, obs *plan.Observed, volid st
 	}
 	var lastErr error
 	for _, n := range nodes {
-		vols, err := e.Client.Backups(ctx, n, sid, 0)
+		vols, err := rs.client.Backups(ctx, n, sid, 0)
 		if err != nil {
 			lastErr = err
 			continue

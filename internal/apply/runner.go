@@ -338,3 +338,63 @@ func (r *runner) guardSnapshots(ctx context.Context, node string, volids []strin
 	}
 	return nil
 }
+
+// attach puts every volume that is not attached as wanted on a free mpN
+// (or its current key) with PUT mpN=<volid>,mp=<path>,backup=… and no size=.
+func (r *runner) attach(ctx context.Context, app, node string, vmid int, vols []attachment, conf map[string]string) error {
+	if err := r.guardAttach(ctx, node, vmid, vols); err != nil {
+		return err
+	}
+	used := map[string]bool{}
+	for k := range conf {
+		if isMP(k) {
+			used[k] = true
+		}
+	}
+	for _, v := range vols {
+		if v.Action == plan.VolKeep {
+			continue
+		}
+		key := v.Key
+		if key == "" {
+			for i := 0; ; i++ {
+				cand := "mp" + strconv.Itoa(i)
+				if !used[cand] {
+					key = cand
+					break
+				}
+			}
+		}
+		used[key] = true
+		n, ok := pve.MountIndex(key)
+		if !ok {
+			return fmt.Errorf("attach %s: %q is not a mount point key", v.VolID, key)
+		}
+		mp := plan.AttachMount(v.VolID, v.Mount, v.Backup)
+		if err := r.step(app, "attach", key+"="+mp.String(), func() error {
+			return r.putConfig(ctx, node, vmid, &pve.ConfigUpdate{MountPoints: map[int]pve.MountPoint{n: mp}})
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// guardAttach is the attach guard (guard.go) for the volumes of vols
+// that are to be attached to CT vmid (0: not created yet): only that CT
+// and the volume's owner, its keeper, may reference them.
+func (r *runner) guardAttach(ctx context.Context, node string, vmid int, vols []attachment) error {
+	var volids []string
+	allowed := []int{}
+	if vmid != 0 {
+		allowed = append(allowed, vmid)
+	}
+	for _, v := range vols {
+		// A volume this run created cannot be in anyone else's hands.
+		if v.Action != plan.VolKeep && !v.fresh {
+			volids = append(volids, v.VolID)
+			allowed = append(allowed, plan.VolumeOwner(v.VolID))
+		}
+	}
+	return r.guardUnreferenced(ctx, node, volids, allowed...)
+}
