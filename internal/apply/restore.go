@@ -148,57 +148,18 @@ func (e *Executor) restorer() *restorer {
 // token that can back up but not restore is told before anything
 // changes.
 func (e *Executor) PlanRestore(ctx context.Context, obs *plan.Observed, opts RestoreOptions) (*RestorePlan, error) {
-	old := obs.Apps[opts.App]
-	if len(old) > 1 {
-		if _, err := AppCT(obs, opts.App); err != nil {
-			return nil, err
-		}
-	}
-	var oldCT *plan.CT
-	if len(old) == 1 {
-		oldCT = old[0]
-	}
-	name := opts.As
-	switch {
-	case opts.Replace && name != "" && name != opts.App:
-		return nil, fmt.Errorf("--replace restores in place of app %s; it cannot also be --as %s", opts.App, name)
-	case name == "" && (opts.Replace || oldCT == nil):
-		name = opts.App
-	case name == "":
-		name = opts.App + "-restored"
-	}
-	if !validName(name) {
-		return nil, fmt.Errorf("app name %q: use lower-case letters, digits and '-', starting with a letter (it becomes the hostname)", name)
-	}
-	if name == opts.App && oldCT != nil && !opts.Replace {
-		return nil, fmt.Errorf("app %s runs as ct %d: restore beside it with --as NEWNAME, or in its place with --replace", opts.App, oldCT.VMID)
-	}
-	if name != opts.App && len(obs.Apps[name]) > 0 {
-		return nil, fmt.Errorf("app %s already has a container (ct %d); choose another --as name", name, obs.Apps[name][0].VMID)
-	}
-	if opts.Replace && oldCT == nil {
-		opts.Replace = false // nothing runs: restoring as the app is enough
-	}
-
-	node, err := e.restorer().restoreNode(ctx, obs, opts, name, oldCT)
+	name, oldCT, err := restoreName(obs, &opts)
 	if err != nil {
 		return nil, err
 	}
-	text, err := e.Client.BackupConfig(ctx, node, opts.Archive)
+	rs := e.restorer()
+	node, err := rs.restoreNode(ctx, obs, opts, name, oldCT)
 	if err != nil {
-		if pve.IsPermission(err) {
-			return nil, &RestoreRefusedError{App: opts.App, TokenID: e.Client.TokenID(), Missing: []MissingPriv{
-				{Path: "/vms/" + archiveVMID(opts.Archive), Priv: "VM.Backup", Why: "reading an archive needs VM.Backup on the guest it is of"},
-			}}
-		}
 		return nil, err
 	}
-	conf := parseConfigText(text)
-	if conf["rootfs"] == "" {
-		return nil, fmt.Errorf("archive %s holds no container config (no rootfs): is it a container backup?", opts.Archive)
-	}
-	if of := appOf(plan.ParseTags(conf["tags"])); of != "" && of != opts.App {
-		return nil, fmt.Errorf("archive %s is a backup of app %s, not of %s: run `corral restore %s --archive %s`", opts.Archive, of, opts.App, of, opts.Archive)
+	conf, err := rs.archiveConfig(ctx, node, opts)
+	if err != nil {
+		return nil, err
 	}
 	rp := &RestorePlan{App: opts.App, Name: name, Archive: opts.Archive, Node: node, Replace: opts.Replace, Hostname: name,
 		Volumes: []RestoredVolume{}, Renamed: []Renamed{}, Notes: []string{}, conf: conf, renames: map[plan.VolumeKey]plan.VolumeKey{}}
@@ -211,15 +172,101 @@ func (e *Executor) PlanRestore(ctx context.Context, obs *plan.Observed, opts Res
 	}
 
 	refused := &RestoreRefusedError{App: opts.App, TokenID: e.Client.TokenID()}
+	rp.planVolumes(obs, opts, refused)
+	rp.setAside(obs)
+	rp.identity(opts, oldCT, refused)
+
+	vmid, err := e.Client.NextID(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("next vmid: %w", err)
+	}
+	rp.VMID = vmid
+	missing, canBack, err := rs.restorePrivileges(ctx, obs, rp, conf)
+	if err != nil {
+		return nil, err
+	}
+	refused.Missing, refused.CanBack = missing, canBack
+	if len(refused.Missing) > 0 || len(refused.Problems) > 0 {
+		return nil, refused
+	}
+	return rp, nil
+}
+
+// restoreName is the app name the restore makes (--as, the app itself, or
+// <app>-restored beside it) and the app's container it replaces or sits
+// beside, refusing a name that is invalid or taken. A --replace with
+// nothing running becomes a plain restore as the app.
+func restoreName(obs *plan.Observed, opts *RestoreOptions) (string, *plan.CT, error) {
+	old := obs.Apps[opts.App]
+	if len(old) > 1 {
+		if _, err := AppCT(obs, opts.App); err != nil {
+			return "", nil, err
+		}
+	}
+	var oldCT *plan.CT
+	if len(old) == 1 {
+		oldCT = old[0]
+	}
+	name := opts.As
+	switch {
+	case opts.Replace && name != "" && name != opts.App:
+		return "", nil, fmt.Errorf("--replace restores in place of app %s; it cannot also be --as %s", opts.App, name)
+	case name == "" && (opts.Replace || oldCT == nil):
+		name = opts.App
+	case name == "":
+		name = opts.App + "-restored"
+	}
+	if !validName(name) {
+		return "", nil, fmt.Errorf("app name %q: use lower-case letters, digits and '-', starting with a letter (it becomes the hostname)", name)
+	}
+	if name == opts.App && oldCT != nil && !opts.Replace {
+		return "", nil, fmt.Errorf("app %s runs as ct %d: restore beside it with --as NEWNAME, or in its place with --replace", opts.App, oldCT.VMID)
+	}
+	if name != opts.App && len(obs.Apps[name]) > 0 {
+		return "", nil, fmt.Errorf("app %s already has a container (ct %d); choose another --as name", name, obs.Apps[name][0].VMID)
+	}
+	if opts.Replace && oldCT == nil {
+		opts.Replace = false // nothing runs: restoring as the app is enough
+	}
+	return name, oldCT, nil
+}
+
+// archiveConfig is the container config the archive holds, read on node;
+// reading it needs VM.Backup on the guest it is of, and it must be a
+// container backup of opts.App.
+func (rs *restorer) archiveConfig(ctx context.Context, node string, opts RestoreOptions) (map[string]string, error) {
+	text, err := rs.client.BackupConfig(ctx, node, opts.Archive)
+	if err != nil {
+		if pve.IsPermission(err) {
+			return nil, &RestoreRefusedError{App: opts.App, TokenID: rs.client.TokenID(), Missing: []MissingPriv{
+				{Path: "/vms/" + archiveVMID(opts.Archive), Priv: "VM.Backup", Why: "reading an archive needs VM.Backup on the guest it is of"},
+			}}
+		}
+		return nil, err
+	}
+	conf := parseConfigText(text)
+	if conf["rootfs"] == "" {
+		return nil, fmt.Errorf("archive %s holds no container config (no rootfs): is it a container backup?", opts.Archive)
+	}
+	if of := appOf(plan.ParseTags(conf["tags"])); of != "" && of != opts.App {
+		return nil, fmt.Errorf("archive %s is a backup of app %s, not of %s: run `corral restore %s --archive %s`", opts.Archive, of, opts.App, of, opts.Archive)
+	}
+	return conf, nil
+}
+
+// planVolumes lists the archive's volumes under their names: the
+// manifest's name for the mount path first (the volume the archive had
+// there may since have been displaced and renamed), then the recorded
+// one, then the key. A bind or device mount is refused: only root@pam
+// may restore it.
+func (rp *RestorePlan) planVolumes(obs *plan.Observed, opts RestoreOptions, refused *RestoreRefusedError) {
 	names := volumeNames(obs)
-	for _, key := range mpKeys(conf) {
-		mp := plan.ParseMountPoint(conf[key])
+	for _, key := range mpKeys(rp.conf) {
+		mp := plan.ParseMountPoint(rp.conf[key])
 		if kind := mountKind(mp.Volume); kind != "volume" {
 			refused.Problems = append(refused.Problems, fmt.Sprintf("the archive's %s is a %s mount (%s at %s): PVE lets only root@pam restore it (\"restoring '%s' to %s mount is only possible for root\")", key, kind, mp.Volume, mp.Path, key, kind))
 			continue
 		}
-		// The manifest's name for the mount path first: the volume the
-		// archive had there may since have been displaced and renamed.
 		vn := opts.Names[mp.Path]
 		if vn == "" {
 			vn = baseName(names[mp.Volume].Name)
@@ -232,11 +279,16 @@ func (e *Executor) PlanRestore(ctx context.Context, obs *plan.Observed, opts Res
 			rp.Notes = append(rp.Notes, fmt.Sprintf("volume %s (%s) had backup=0: it is not in the archive and comes back empty", vn, mp.Path))
 		}
 	}
-	// Records of the new app's volumes already in a keeper (the app was
-	// destroyed, or is being replaced) step aside, renamed, never freed.
+}
+
+// setAside picks the restore's stamp and renames the records of the new
+// app's volumes already in a keeper (the app was destroyed, or is being
+// replaced): they step aside as <name>-replaced-<stamp>, never freed.
+func (rp *RestorePlan) setAside(obs *plan.Observed) {
+	name := rp.Name
 	stamp := uniqueStamp(obs, name, time.Now())
 	rp.stamp = stamp
-	for _, k := range obs.Keepers[node] {
+	for _, k := range obs.Keepers[rp.Node] {
 		for _, vk := range sortedVolumeKeys(k.Records) {
 			if vk.App != name || vk.Name != baseName(vk.Name) || !rp.restores(vk.Name) {
 				continue // another app's, set aside by an earlier restore, or not in the archive
@@ -246,9 +298,14 @@ func (e *Executor) PlanRestore(ctx context.Context, obs *plan.Observed, opts Res
 			rp.Renamed = append(rp.Renamed, Renamed{From: vk.String(), To: to.String(), VolID: k.Records[vk]})
 		}
 	}
+}
 
-	// Identity: hostname, tags and description say the new app; unique=1
-	// gives every NIC a new MAC (seed 004 §4.4).
+// identity is what the restored container is told it is: hostname, tags
+// and description say the new app; unique=1 gives every NIC a new MAC
+// (seed 004 §4.4). A static address the running app uses is refused for a
+// copy beside it.
+func (rp *RestorePlan) identity(opts RestoreOptions, oldCT *plan.CT, refused *RestoreRefusedError) {
+	name, conf := rp.Name, rp.conf
 	params := &pve.ConfigUpdate{Hostname: pve.Ptr(name)}
 	var tags []string
 	for _, t := range plan.ParseTags(conf["tags"]) {
@@ -280,7 +337,7 @@ func (e *Executor) PlanRestore(ctx context.Context, obs *plan.Observed, opts Res
 		desc += plan.CopyMarker(copyOf)
 	}
 	rp.finalDesc = plan.WithGuestMarkers(desc, m.HostKey, m.Provisioned)
-	params.Description = pve.Ptr(rp.finalDesc + plan.RestoreMarker(stamp))
+	params.Description = pve.Ptr(rp.finalDesc + plan.RestoreMarker(rp.stamp))
 	ip := propValue(conf["net0"], "ip")
 	if opts.IP != "" && conf["net0"] != "" {
 		params.Raw = map[string]string{"net0": withIP(conf["net0"], opts.IP)} // the archive's value with ip= replaced
@@ -290,21 +347,6 @@ func (e *Executor) PlanRestore(ctx context.Context, obs *plan.Observed, opts Res
 		refused.Problems = append(refused.Problems, fmt.Sprintf("the archive's net0 has the static address %s, which app %s (ct %d) uses: pass --ip dhcp or --ip <cidr> for the copy", ip, opts.App, oldCT.VMID))
 	}
 	rp.params = params
-
-	vmid, err := e.Client.NextID(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("next vmid: %w", err)
-	}
-	rp.VMID = vmid
-	missing, canBack, err := e.restorer().restorePrivileges(ctx, obs, rp, conf)
-	if err != nil {
-		return nil, err
-	}
-	refused.Missing, refused.CanBack = missing, canBack
-	if len(refused.Missing) > 0 || len(refused.Problems) > 0 {
-		return nil, refused
-	}
-	return rp, nil
 }
 
 // restorePrivileges lists what the token lacks for rp, from GET
