@@ -60,76 +60,23 @@ func (m *mover) moveApp(ctx context.Context, c plan.Change, keepers *keeperSet, 
 	if err != nil {
 		return err
 	}
-	// Empty carriers of runs killed right after creating them: nothing
-	// was handed to them (no carrying line, no volume), so they go.
-	for _, l := range leftovers {
-		if err := m.step(app, "move", fmt.Sprintf("destroy carrier %d on %s (empty, left by an interrupted run)", l.vmid, l.node), func() error {
-			return m.dropCarrier(ctx, app, l, obs)
-		}); err != nil {
-			return err
-		}
+	if err := m.dropLeftovers(ctx, app, leftovers, obs); err != nil {
+		return err
 	}
 	sizes := map[plan.VolumeKey]int64{}
 	if car == nil {
-		if ct == nil {
-			return fmt.Errorf("%s: no container and no carrier: nothing to move", app)
-		}
-		if ct.Node == to {
-			return nil
-		}
-		from := ct.Node
-		if err := m.readyToLeave(ctx, c, ct); err != nil {
+		var done bool
+		if car, done, err = m.startMove(ctx, c, keepers, obs, ct, sizes); err != nil || done {
 			return err
 		}
-		recs, err := m.appRecords(ctx, keepers, from, app)
-		if err != nil {
-			return err
-		}
-		if len(recs) == 0 {
-			return m.migrateApp(ctx, c, ct, to)
-		}
-		for vk, volid := range recs {
-			sizes[vk] = obs.Volumes[from+"/"+volid]
-		}
-		if err := m.step(app, "move", "create carrier on "+from, func() error {
-			car, err = m.createCarrier(ctx, app, from, to, c, obs)
-			return err
-		}); err != nil {
-			return err
-		}
-	} else {
-		if ct != nil {
-			if err := m.readyToLeave(ctx, c, ct); err != nil {
-				return err
-			}
-		}
-		if car.notes.To != to {
-			if err := m.carrierChange(ctx, car, "retarget the move to "+to, func(n *plan.CarrierNotes) {
-				if !slices.Contains(n.Was, n.To) {
-					n.Was = append(n.Was, n.To) // a migration there may have left copies
-				}
-				n.To = to
-			}); err != nil {
-				return err
-			}
-		}
+	} else if err := m.resumeMove(ctx, c, ct, car); err != nil {
+		return err
 	}
 	// 3. Into the carrier, while it is on a node the app leaves.
 	if car.node != to {
-		recs, err := m.appRecords(ctx, keepers, car.node, app)
-		if err != nil {
+		if err := m.carryAway(ctx, keepers, car, app, to); err != nil {
 			return err
 		}
-		if err := m.carry(ctx, keepers, car, recs); err != nil {
-			return err
-		}
-		// 4. The carrier migrates with what it holds.
-		if err := m.step(app, "move", fmt.Sprintf("migrate carrier %d %s → %s", car.vmid, car.node, to), func() error {
-			return m.migrate(ctx, app, car.node, car.vmid, to)
-		}); err != nil {
-			return err
-		}
-		car.node = to
 	}
 	// 5. The app's container.
 	if ct != nil && ct.Node != to {
@@ -138,17 +85,8 @@ func (m *mover) moveApp(ctx context.Context, c plan.Change, keepers *keeperSet, 
 		}
 	}
 	// 6. The target node's keeper takes each volume.
-	conf, err := containerConfig(ctx, m.client, car.node, car.vmid)
+	notes, err := m.handOverCarried(ctx, keepers, car, to)
 	if err != nil {
-		return err
-	}
-	notes, _ := plan.ParseCarrierNotes(conf["description"])
-	held := (&plan.Carrier{VMID: car.vmid, Config: conf, Notes: notes}).Holds()
-	vols := map[plan.VolumeKey]string{}
-	for vk := range notes.Carrying {
-		vols[vk] = held[vk]
-	}
-	if err := m.handOver(ctx, keepers, to, vols, car.vmid); err != nil {
 		return err
 	}
 	// 7. What a failed or killed migration left, of the carrier or of
@@ -172,6 +110,115 @@ func (m *mover) moveApp(ctx context.Context, c plan.Change, keepers *keeperSet, 
 	return m.step(app, "move", "verify volumes on "+to, func() error {
 		return m.verifyMove(ctx, keepers, app, to, sortedVolumeKeys(notes.Carrying), sizes, car.vmid)
 	})
+}
+
+// dropLeftovers destroys the empty carriers of runs killed right after
+// creating them: nothing was handed to them (no carrying line, no
+// volume), so they go.
+func (m *mover) dropLeftovers(ctx context.Context, app string, leftovers []*carrierRef, obs *plan.Observed) error {
+	for _, l := range leftovers {
+		if err := m.step(app, "move", fmt.Sprintf("destroy carrier %d on %s (empty, left by an interrupted run)", l.vmid, l.node), func() error {
+			return m.dropCarrier(ctx, app, l, obs)
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// startMove begins a move no carrier records yet (steps 1 and 2): the
+// container must be ready to leave, and the carrier is created on its
+// node, sizes noting each volume's for the final check. done is true
+// when nothing is left to do: the container is already there, or it has
+// no retained volume and simply migrated.
+func (m *mover) startMove(ctx context.Context, c plan.Change, keepers *keeperSet, obs *plan.Observed, ct *resource, sizes map[plan.VolumeKey]int64) (car *carrierRef, done bool, err error) {
+	app, to := c.App, c.Node
+	if ct == nil {
+		return nil, false, fmt.Errorf("%s: no container and no carrier: nothing to move", app)
+	}
+	if ct.Node == to {
+		return nil, true, nil
+	}
+	from := ct.Node
+	if err := m.readyToLeave(ctx, c, ct); err != nil {
+		return nil, false, err
+	}
+	recs, err := m.appRecords(ctx, keepers, from, app)
+	if err != nil {
+		return nil, false, err
+	}
+	if len(recs) == 0 {
+		return nil, true, m.migrateApp(ctx, c, ct, to)
+	}
+	for vk, volid := range recs {
+		sizes[vk] = obs.Volumes[from+"/"+volid]
+	}
+	if err := m.step(app, "move", "create carrier on "+from, func() error {
+		car, err = m.createCarrier(ctx, app, from, to, c, obs)
+		return err
+	}); err != nil {
+		return nil, false, err
+	}
+	return car, false, nil
+}
+
+// resumeMove takes up a move a carrier records: the container, if still
+// there, must be ready to leave, and a move now headed elsewhere is
+// retargeted, the old target kept in the Notes (a migration there may
+// have left copies).
+func (m *mover) resumeMove(ctx context.Context, c plan.Change, ct *resource, car *carrierRef) error {
+	if ct != nil {
+		if err := m.readyToLeave(ctx, c, ct); err != nil {
+			return err
+		}
+	}
+	to := c.Node
+	if car.notes.To == to {
+		return nil
+	}
+	return m.carrierChange(ctx, car, "retarget the move to "+to, func(n *plan.CarrierNotes) {
+		if !slices.Contains(n.Was, n.To) {
+			n.Was = append(n.Was, n.To) // a migration there may have left copies
+		}
+		n.To = to
+	})
+}
+
+// carryAway hands app's volumes on the carrier's node to the carrier
+// (step 3), then migrates the carrier with what it holds to the target
+// node (step 4).
+func (m *mover) carryAway(ctx context.Context, keepers *keeperSet, car *carrierRef, app, to string) error {
+	recs, err := m.appRecords(ctx, keepers, car.node, app)
+	if err != nil {
+		return err
+	}
+	if err := m.carry(ctx, keepers, car, recs); err != nil {
+		return err
+	}
+	if err := m.step(app, "move", fmt.Sprintf("migrate carrier %d %s → %s", car.vmid, car.node, to), func() error {
+		return m.migrate(ctx, app, car.node, car.vmid, to)
+	}); err != nil {
+		return err
+	}
+	car.node = to
+	return nil
+}
+
+// handOverCarried hands every volume the carrier's Notes say it carries
+// to a keeper on the target node (step 6), from a fresh read of the
+// carrier, and returns those Notes.
+func (m *mover) handOverCarried(ctx context.Context, keepers *keeperSet, car *carrierRef, to string) (plan.CarrierNotes, error) {
+	conf, err := containerConfig(ctx, m.client, car.node, car.vmid)
+	if err != nil {
+		return plan.CarrierNotes{}, err
+	}
+	notes, _ := plan.ParseCarrierNotes(conf["description"])
+	held := (&plan.Carrier{VMID: car.vmid, Config: conf, Notes: notes}).Holds()
+	vols := map[plan.VolumeKey]string{}
+	for vk := range notes.Carrying {
+		vols[vk] = held[vk]
+	}
+	return notes, m.handOver(ctx, keepers, to, vols, car.vmid)
 }
 
 // freeMoveCopies frees the stale copies of the carrier car (on the
@@ -594,76 +641,95 @@ func (m *mover) carry(ctx context.Context, keepers *keeperSet, car *carrierRef, 
 		// of its protection (PVE checks it only on the receiving side),
 		// and its config changes are serialised by PVE; the Notes are
 		// written with a compare-and-swap.
-		cc, err := m.client.ContainerConfig(ctx, car.node, car.vmid, true)
+		targets, err := m.noteCarrying(ctx, car, vks, recs, names)
 		if err != nil {
 			return err
 		}
-		targets := map[plan.VolumeKey]string{}
-		taken := maps.Clone(cc.Values)
-		for _, in := range car.notes.Carrying {
-			taken[in.Key] = "x"
-		}
-		var fresh []plan.VolumeKey
 		for _, vk := range vks {
-			if in, ok := car.notes.Carrying[vk]; ok && cc.Values[in.Key] == "" {
-				targets[vk] = in.Key
-				continue
-			}
-			targets[vk] = freeKey(taken, "unused")
-			taken[targets[vk]] = recs[vk]
-			fresh = append(fresh, vk)
-		}
-		if len(fresh) > 0 {
-			if err := m.carrierChange(ctx, car, "note "+strings.Join(names, ", "), func(n *plan.CarrierNotes) {
-				for _, vk := range fresh {
-					n.Carrying[vk] = plan.AdoptIntent{Source: recs[vk], Key: targets[vk]}
-				}
-			}); err != nil {
+			if err := m.moveOut(ctx, byVol[vk], car, vk, recs[vk], targets[vk]); err != nil {
 				return err
-			}
-		}
-		for _, vk := range vks {
-			k, volid := byVol[vk], recs[vk]
-			done, err := k.takeOut(ctx)
-			if err != nil {
-				return err
-			}
-			// Read the keeper when its turn comes, not before the wait:
-			// move_volume names a mount point, and an edit meanwhile (the
-			// web UI) may have put another volume there.
-			kc, err := k.read(ctx)
-			if err != nil {
-				done()
-				return err
-			}
-			srcKey := plan.MountKey(kc.Values, vk)
-			if srcKey == "" || plan.ParseMountPoint(kc.Values[srcKey]).Volume != volid {
-				done()
-				return fmt.Errorf("keeper %d no longer records %s as %s", k.vmid, vk, volid)
-			}
-			var upid string
-			err = m.locked().Do(ctx, func() (err error) {
-				upid, err = m.client.MoveVolume(ctx, car.node, k.vmid, &pve.VolumeMove{
-					Volume: srcKey, TargetVMID: car.vmid, TargetVolume: targets[vk],
-				})
-				return err
-			})
-			if err == nil {
-				// The keeper's Notes follow its mount points again at the
-				// end of the run (keeperSet.refreshNotes), also when a
-				// later move of this carry fails.
-				k.smu.Lock()
-				k.notesStale = true
-				k.smu.Unlock()
-				err = m.wait(ctx, vk.App, upid)
-			}
-			done()
-			if err != nil {
-				return fmt.Errorf("move %s to carrier %d: %w", volid, car.vmid, err)
 			}
 		}
 		return nil
 	})
+}
+
+// noteCarrying picks the carrier's unusedN entry for each volume of vks
+// and writes a carrying line for those the Notes do not name yet, before
+// any moves: the intent is on record first. A line of an earlier, killed
+// attempt keeps its entry while that is still free.
+func (m *mover) noteCarrying(ctx context.Context, car *carrierRef, vks []plan.VolumeKey, recs map[plan.VolumeKey]string, names []string) (map[plan.VolumeKey]string, error) {
+	cc, err := m.client.ContainerConfig(ctx, car.node, car.vmid, true)
+	if err != nil {
+		return nil, err
+	}
+	targets := map[plan.VolumeKey]string{}
+	taken := maps.Clone(cc.Values)
+	for _, in := range car.notes.Carrying {
+		taken[in.Key] = "x"
+	}
+	var fresh []plan.VolumeKey
+	for _, vk := range vks {
+		if in, ok := car.notes.Carrying[vk]; ok && cc.Values[in.Key] == "" {
+			targets[vk] = in.Key
+			continue
+		}
+		targets[vk] = freeKey(taken, "unused")
+		taken[targets[vk]] = recs[vk]
+		fresh = append(fresh, vk)
+	}
+	if len(fresh) > 0 {
+		if err := m.carrierChange(ctx, car, "note "+strings.Join(names, ", "), func(n *plan.CarrierNotes) {
+			for _, vk := range fresh {
+				n.Carrying[vk] = plan.AdoptIntent{Source: recs[vk], Key: targets[vk]}
+			}
+		}); err != nil {
+			return nil, err
+		}
+	}
+	return targets, nil
+}
+
+// moveOut moves volume vk (volid) out of keeper k into the carrier's
+// entry target, in its turn among the keeper's move_volume tasks
+// (keeper.takeOut).
+func (m *mover) moveOut(ctx context.Context, k *keeper, car *carrierRef, vk plan.VolumeKey, volid, target string) error {
+	done, err := k.takeOut(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	// Read the keeper when its turn comes, not before the wait:
+	// move_volume names a mount point, and an edit meanwhile (the
+	// web UI) may have put another volume there.
+	kc, err := k.read(ctx)
+	if err != nil {
+		return err
+	}
+	srcKey := plan.MountKey(kc.Values, vk)
+	if srcKey == "" || plan.ParseMountPoint(kc.Values[srcKey]).Volume != volid {
+		return fmt.Errorf("keeper %d no longer records %s as %s", k.vmid, vk, volid)
+	}
+	var upid string
+	err = m.locked().Do(ctx, func() (err error) {
+		upid, err = m.client.MoveVolume(ctx, car.node, k.vmid, &pve.VolumeMove{
+			Volume: srcKey, TargetVMID: car.vmid, TargetVolume: target,
+		})
+		return err
+	})
+	if err == nil {
+		// The keeper's Notes follow its mount points again at the
+		// end of the run (keeperSet.refreshNotes), also when a
+		// later move of this carry fails.
+		k.smu.Lock()
+		k.notesStale = true
+		k.smu.Unlock()
+		err = m.wait(ctx, vk.App, upid)
+	}
+	if err != nil {
+		return fmt.Errorf("move %s to carrier %d: %w", volid, car.vmid, err)
+	}
+	return nil
 }
 
 // handOver gives the volumes the carrier holds (vols: key → volid, ""
@@ -671,12 +737,65 @@ func (m *mover) carry(ctx context.Context, keepers *keeperSet, car *carrierRef, 
 // records them there: one keeper turn for all of them (one protection
 // window), each with its adoption intent, its move_volume and its record.
 func (m *mover) handOver(ctx context.Context, keepers *keeperSet, node string, vols map[plan.VolumeKey]string, carrier int) error {
+	todo := maps.Clone(vols)
+	if err := m.recordMoved(ctx, keepers, node, todo); err != nil {
+		return err
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	for _, vk := range sortedVolumeKeys(todo) {
+		if todo[vk] == "" {
+			return fmt.Errorf("volume %s: neither carrier %d nor a keeper on %s holds it; run corral again (a task may still be running), or see docs/moving.md", vk, carrier, node)
+		}
+	}
+	// Group by the keeper that has room for each.
+	byKeeper := map[*keeper][]plan.VolumeKey{}
+	var order []*keeper
+	for _, vk := range sortedVolumeKeys(todo) {
+		sid, _, _ := strings.Cut(todo[vk], ":")
+		k, done, err := keepers.forNew(ctx, node, vk, sid)
+		if err != nil {
+			return err
+		}
+		defer done()
+		if byKeeper[k] == nil {
+			order = append(order, k)
+		}
+		byKeeper[k] = append(byKeeper[k], vk)
+	}
+	srcKeys, err := m.unusedKeys(ctx, node, carrier)
+	if err != nil {
+		return err
+	}
+	for _, k := range order {
+		vks := byKeeper[k]
+		var names []string
+		r := &takeReq{owner: carrier}
+		for _, vk := range vks {
+			names = append(names, vk.Name)
+			if srcKeys[todo[vk]] == "" {
+				return fmt.Errorf("CT %d does not hold %s as an unusedN entry", carrier, todo[vk])
+			}
+			r.vols = append(r.vols, takeVol{vk: vk, volid: todo[vk], srcKey: srcKeys[todo[vk]]})
+		}
+		app := vks[0].App
+		if err := m.step(app, "move", fmt.Sprintf("volumes %s: carrier %d → keeper %d on %s", strings.Join(names, ", "), carrier, k.vmid, node), func() error {
+			return k.takeBatched(ctx, r)
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// recordMoved deletes from todo the volumes a keeper on node already
+// records, and records those moved into a keeper that noted the adoption
+// (a run killed between the move and the record).
+func (m *mover) recordMoved(ctx context.Context, keepers *keeperSet, node string, todo map[plan.VolumeKey]string) error {
 	keepers.mu.Lock()
 	ks := slices.Clone(keepers.byNode[node])
 	keepers.mu.Unlock()
-	todo := maps.Clone(vols)
-	// Already recorded, or moved into a keeper that noted the adoption
-	// (a run killed between the move and the record).
 	for _, k := range ks {
 		cc, err := k.read(ctx)
 		if pve.IsNotFound(err) {
@@ -705,33 +824,15 @@ func (m *mover) handOver(ctx context.Context, keepers *keeperSet, node string, v
 			}
 		}
 	}
-	if len(todo) == 0 {
-		return nil
-	}
-	for _, vk := range sortedVolumeKeys(todo) {
-		if todo[vk] == "" {
-			return fmt.Errorf("volume %s: neither carrier %d nor a keeper on %s holds it; run corral again (a task may still be running), or see docs/moving.md", vk, carrier, node)
-		}
-	}
-	// Group by the keeper that has room for each.
-	byKeeper := map[*keeper][]plan.VolumeKey{}
-	var order []*keeper
-	for _, vk := range sortedVolumeKeys(todo) {
-		sid, _, _ := strings.Cut(todo[vk], ":")
-		k, done, err := keepers.forNew(ctx, node, vk, sid)
-		if err != nil {
-			return err
-		}
-		defer done()
-		if byKeeper[k] == nil {
-			order = append(order, k)
-		}
-		byKeeper[k] = append(byKeeper[k], vk)
-	}
-	// Where the carrier holds each (read once: only this move changes it).
+	return nil
+}
+
+// unusedKeys is where CT carrier on node holds each volume (volid →
+// unusedN), read once: only this move changes it.
+func (m *mover) unusedKeys(ctx context.Context, node string, carrier int) (map[string]string, error) {
 	conf, err := containerConfig(ctx, m.client, node, carrier)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	srcKeys := map[string]string{}
 	for key, v := range conf {
@@ -739,25 +840,7 @@ func (m *mover) handOver(ctx context.Context, keepers *keeperSet, node string, v
 			srcKeys[v] = key
 		}
 	}
-	for _, k := range order {
-		vks := byKeeper[k]
-		var names []string
-		r := &takeReq{owner: carrier}
-		for _, vk := range vks {
-			names = append(names, vk.Name)
-			if srcKeys[todo[vk]] == "" {
-				return fmt.Errorf("CT %d does not hold %s as an unusedN entry", carrier, todo[vk])
-			}
-			r.vols = append(r.vols, takeVol{vk: vk, volid: todo[vk], srcKey: srcKeys[todo[vk]]})
-		}
-		app := vks[0].App
-		if err := m.step(app, "move", fmt.Sprintf("volumes %s: carrier %d → keeper %d on %s", strings.Join(names, ", "), carrier, k.vmid, node), func() error {
-			return k.takeBatched(ctx, r)
-		}); err != nil {
-			return err
-		}
-	}
-	return nil
+	return srcKeys, nil
 }
 
 // destroyCarrier destroys the carrier once it holds nothing but its
