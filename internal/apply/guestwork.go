@@ -130,38 +130,12 @@ func (g *guests) runGuest(ctx context.Context, c plan.Change, vmid int, justCrea
 		return fmt.Errorf("%s: read provisioning state: %w", c.App, err)
 	}
 	if unavailable != "" {
-		// Only the emulator says this (a machine without namespaces): tell
-		// plainly what did not run, and leave the work pending.
-		var names []string
-		for _, s := range work.Steps {
-			names = append(names, "step "+s.Name)
-		}
-		for _, chk := range work.Checks {
-			names = append(names, "health check "+chk.Name)
-		}
-		g.obs().Warn(c.App, fmt.Sprintf("the container cannot run commands here (%s); NOT run: %s. The plan keeps showing this work until it runs.",
-			unavailable, strings.Join(names, "; ")))
+		g.warnUnavailable(c.App, work, unavailable)
 		return nil
 	}
 	runs, restarts := decideSteps(work.Steps, done, work.Rerun, justCreated)
-	for i, s := range work.Steps {
-		r := runs[i]
-		if !r.Run {
-			g.obs().Step(c.App, "provision", s.Name+" (unchanged, skipped)")(nil)
-			continue
-		}
-		label := s.Name
-		if strings.Contains(r.Why, "notified by ") || strings.HasPrefix(r.Why, plan.RerunWhy) {
-			label += " (" + r.Why + ")"
-		}
-		if err := g.step(c.App, "provision", label, func() error {
-			return g.runStep(ctx, c.App, cl, s, r.Recreate, dependents(work.Steps, s.Name))
-		}); err != nil {
-			if merr := g.markStopped(ctx, c, vmid, i, err); merr != nil {
-				g.obs().Warn(c.App, "could not record where provisioning stopped: "+merr.Error())
-			}
-			return err
-		}
+	if err := g.provision(ctx, c, vmid, cl, work.Steps, runs); err != nil {
+		return err
 	}
 	if err := g.restartUnits(ctx, c.App, cl, pending, restarts); err != nil {
 		return err
@@ -175,6 +149,47 @@ func (g *guests) runGuest(ctx context.Context, c plan.Change, vmid int, justCrea
 		return err
 	}
 	return g.markProvisioned(ctx, c, vmid)
+}
+
+// warnUnavailable tells plainly what of work did not run in app's
+// container, which cannot run commands (only the emulator says this, on
+// a machine without namespaces); the work stays pending.
+func (g *guests) warnUnavailable(app string, work GuestWork, unavailable string) {
+	var names []string
+	for _, s := range work.Steps {
+		names = append(names, "step "+s.Name)
+	}
+	for _, chk := range work.Checks {
+		names = append(names, "health check "+chk.Name)
+	}
+	g.obs().Warn(app, fmt.Sprintf("the container cannot run commands here (%s); NOT run: %s. The plan keeps showing this work until it runs.",
+		unavailable, strings.Join(names, "; ")))
+}
+
+// provision runs the steps that runs (decideSteps) says to run, each as
+// one step event, and the others reported as skipped; a failed step
+// records where provisioning stopped, so that the next run starts there.
+func (g *guests) provision(ctx context.Context, c plan.Change, vmid int, cl *guest.Client, steps []Step, runs []plan.StepRun) error {
+	for i, s := range steps {
+		r := runs[i]
+		if !r.Run {
+			g.obs().Step(c.App, "provision", s.Name+" (unchanged, skipped)")(nil)
+			continue
+		}
+		label := s.Name
+		if strings.Contains(r.Why, "notified by ") || strings.HasPrefix(r.Why, plan.RerunWhy) {
+			label += " (" + r.Why + ")"
+		}
+		if err := g.step(c.App, "provision", label, func() error {
+			return g.runStep(ctx, c.App, cl, s, r.Recreate, dependents(steps, s.Name))
+		}); err != nil {
+			if merr := g.markStopped(ctx, c, vmid, i, err); merr != nil {
+				g.obs().Warn(c.App, "could not record where provisioning stopped: "+merr.Error())
+			}
+			return err
+		}
+	}
+	return nil
 }
 
 // Dial logs into a running app container for `corral exec` and `corral
