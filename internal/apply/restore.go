@@ -447,27 +447,10 @@ func (e *Executor) Restore(ctx context.Context, obs *plan.Observed, rp *RestoreP
 		e.Declared = plan.OriginID(rp.declared) // and their declarer
 	}
 	rs := e.restorer()
-	err = e.ops().step(name, "restore", fmt.Sprintf("%s into ct %d on %s", rp.Archive, rp.VMID, rp.Storage), func() error {
-		for attempt := 0; ; attempt++ {
-			upid, err := e.Client.RestoreContainer(ctx, node, rp.VMID, rp.Archive, pve.RestoreOptions{Storage: rp.Storage, Unique: true, Config: rp.params})
-			if err != nil && attempt < 5 && pve.IsAlreadyExists(err) {
-				id, nerr := e.Client.NextID(ctx)
-				if nerr != nil {
-					return nerr
-				}
-				rp.VMID = id
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			return e.ops().wait(ctx, name, upid)
-		}
-	})
-	if err != nil {
+	if err := rs.restoreArchive(ctx, rp); err != nil {
 		return nil, err
 	}
-	conf, err := containerConfig(ctx, e.Client, node, rp.VMID)
+	conf, err := containerConfig(ctx, rs.client, node, rp.VMID)
 	if err != nil {
 		return nil, err
 	}
@@ -479,35 +462,19 @@ func (e *Executor) Restore(ctx context.Context, obs *plan.Observed, rp *RestoreP
 	}
 	oldRunning := false
 	if rp.Replace {
-		st, err := e.Client.ContainerStatus(ctx, node, rp.OldVMID)
+		st, err := rs.client.ContainerStatus(ctx, node, rp.OldVMID)
 		if err != nil {
 			return nil, err
 		}
 		oldRunning = st.Running()
-		if err := e.ops().ensureStopped(ctx, rp.App, node, rp.OldVMID); err != nil {
+		if err := rs.ensureStopped(ctx, rp.App, node, rp.OldVMID); err != nil {
 			return nil, err
 		}
 	}
-	startErr := e.ops().step(name, "start", "ct "+strconv.Itoa(rp.VMID), func() error { return e.ops().start(ctx, name, node, rp.VMID) })
-	if startErr == nil {
-		st, err := e.Client.ContainerStatus(ctx, node, rp.VMID)
-		if err != nil {
-			startErr = err
-		} else if !st.Running() {
-			startErr = fmt.Errorf("ct %d is %s after its start", rp.VMID, st.Status)
-		} else {
-			res.Status = st.Status
-		}
+	if res.Status, err = rs.startRestored(ctx, rp, oldRunning); err != nil {
+		return nil, err
 	}
-	if startErr != nil {
-		if rp.Replace && oldRunning {
-			if err := e.ops().step(rp.App, "start", "old ct "+strconv.Itoa(rp.OldVMID)+" again", func() error { return e.ops().start(ctx, rp.App, node, rp.OldVMID) }); err != nil {
-				e.ops().obs().Warn(rp.App, fmt.Sprintf("the old container %d could not be started again: %v", rp.OldVMID, err))
-			}
-		}
-		return nil, fmt.Errorf("%w\nthe restored container %d did not start; the old container and its volumes are untouched", startErr, rp.VMID)
-	}
-	if conf, err := containerConfig(ctx, e.Client, node, rp.VMID); err == nil {
+	if conf, err := containerConfig(ctx, rs.client, node, rp.VMID); err == nil {
 		res.MAC = propValue(conf["net0"], "hwaddr")
 	}
 	old := 0
@@ -519,6 +486,57 @@ func (e *Executor) Restore(ctx context.Context, obs *plan.Observed, rp *RestoreP
 	}
 	res.Destroyed = old
 	return res, nil
+}
+
+// restoreArchive restores rp's archive into a new CT, stopped: into
+// rp.VMID, or the next free one when another client took that VMID
+// meanwhile (rp.VMID then says which).
+func (rs *restorer) restoreArchive(ctx context.Context, rp *RestorePlan) error {
+	return rs.step(rp.Name, "restore", fmt.Sprintf("%s into ct %d on %s", rp.Archive, rp.VMID, rp.Storage), func() error {
+		for attempt := 0; ; attempt++ {
+			upid, err := rs.client.RestoreContainer(ctx, rp.Node, rp.VMID, rp.Archive, pve.RestoreOptions{Storage: rp.Storage, Unique: true, Config: rp.params})
+			if err != nil && attempt < 5 && pve.IsAlreadyExists(err) {
+				id, nerr := rs.client.NextID(ctx)
+				if nerr != nil {
+					return nerr
+				}
+				rp.VMID = id
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			return rs.wait(ctx, rp.Name, upid)
+		}
+	})
+}
+
+// startRestored starts the restored CT and returns its status once it
+// runs. If it does not run, the old container of a --replace is started
+// again when it ran, and the error says the old one is untouched.
+func (rs *restorer) startRestored(ctx context.Context, rp *RestorePlan, oldRunning bool) (string, error) {
+	name, node := rp.Name, rp.Node
+	status := ""
+	startErr := rs.step(name, "start", "ct "+strconv.Itoa(rp.VMID), func() error { return rs.start(ctx, name, node, rp.VMID) })
+	if startErr == nil {
+		st, err := rs.client.ContainerStatus(ctx, node, rp.VMID)
+		if err != nil {
+			startErr = err
+		} else if !st.Running() {
+			startErr = fmt.Errorf("ct %d is %s after its start", rp.VMID, st.Status)
+		} else {
+			status = st.Status
+		}
+	}
+	if startErr == nil {
+		return status, nil
+	}
+	if rp.Replace && oldRunning {
+		if err := rs.step(rp.App, "start", "old ct "+strconv.Itoa(rp.OldVMID)+" again", func() error { return rs.start(ctx, rp.App, node, rp.OldVMID) }); err != nil {
+			rs.obs().Warn(rp.App, fmt.Sprintf("the old container %d could not be started again: %v", rp.OldVMID, err))
+		}
+	}
+	return "", fmt.Errorf("%w\nthe restored container %d did not start; the old container and its volumes are untouched", startErr, rp.VMID)
 }
 
 // finishRestore makes the restored container newID app's, once it runs:
