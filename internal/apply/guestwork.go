@@ -527,7 +527,6 @@ const runShell = "if command -v bash >/dev/null 2>&1; then exec bash -euo pipefa
 // recreate makes a compose step recreate its services (a step it reacts
 // to ran: an env file the services read may have changed).
 func stepScript(s Step, recreate bool) (string, io.Reader) {
-	q := guest.ShellQuote
 	switch s.Kind {
 	case "run":
 		// bash -euo pipefail where there is bash: `curl … | bash` with no
@@ -535,77 +534,91 @@ func stepScript(s Step, recreate bool) (string, io.Reader) {
 		// POSIX sh -e (plus pipefail where that sh knows it) otherwise.
 		return runShell, bytes.NewReader([]byte(s.Script))
 	case "file", "envFile", "compose":
-		tmp := s.Path + ".corral-new"
-		var b strings.Builder
-		// Missing parents are made 0755 and given to the file's owner: a
-		// file app may read must not sit in a root-only directory (on a
-		// retained volume such a directory would outlive every recreate).
-		dir := q(dirOf(s.Path))
-		fmt.Fprintf(&b, "set -e; new=$(p=%s; while [ ! -e \"$p\" ]; do printf '%%s\\n' \"$p\"; p=$(dirname \"$p\"); done)", dir)
-		// undo removes what this step made before it failed: a file
-		// step whose owner does not exist must not leave root-owned
-		// directories behind (issue 32 item 1).
-		fmt.Fprintf(&b, "; undo() { rm -f %s; printf '%%s\\n' \"$new\" | while IFS= read -r d; do [ -z \"$d\" ] || rmdir \"$d\" 2>/dev/null || true; done; }", q(tmp))
-		if s.Owner != "" {
-			// The directories get the owner's group too: USER:GROUP as
-			// written, USER with USER's login group, a numeric USER
-			// that names no account alone (chown rejects "1000:").
-			fmt.Fprintf(&b, "; o=%s; case \"$o\" in *:*) ;; *) if g=$(id -g \"$o\" 2>/dev/null); then o=\"$o:$g\"; fi ;; esac", q(s.Owner))
-			fmt.Fprintf(&b, "; bad() { undo; echo %s >&2; exit 1; }", q(fmt.Sprintf("owner %s: no such user or group in the container; create it with a user step before this step, or write USER, USER:GROUP or numeric ids", s.Owner)))
-		}
-		fmt.Fprintf(&b, "; (umask 022; mkdir -p %s)", dir)
-		if s.Owner != "" {
-			b.WriteString("; printf '%s\\n' \"$new\" | while IFS= read -r d; do [ -z \"$d\" ] || chown \"$o\" \"$d\" || exit 1; done || bad")
-		}
-		fmt.Fprintf(&b, "; umask 077; cat > %s || { undo; exit 1; }; chmod %o %s", q(tmp), s.Mode, q(tmp))
-		if s.Owner != "" {
-			fmt.Fprintf(&b, "; chown %s %s || bad", q(s.Owner), q(tmp))
-		}
-		fmt.Fprintf(&b, "; mv -f %s %s", q(tmp), q(s.Path))
-		if s.Kind == "compose" {
-			fmt.Fprintf(&b, "; if ! command -v docker >/dev/null 2>&1; then echo 'docker is not installed in the container: add a run step that installs it (for example apt-get install -y docker.io docker-compose) before this compose step' >&2; exit 127; fi")
-			fmt.Fprintf(&b, "; if ! docker compose version >/dev/null 2>&1; then echo 'docker compose is not available in the container: install the compose plugin (Debian: docker-compose, or docker-compose-plugin from Docker) in a run step before this compose step' >&2; exit 127; fi")
-			if s.PullAlways {
-				fmt.Fprintf(&b, "; docker compose -p %s -f %s pull", q(s.Project), q(s.Path))
-			}
-			fmt.Fprintf(&b, "; docker compose -p %s -f %s up -d --remove-orphans", q(s.Project), q(s.Path))
-			if recreate {
-				b.WriteString(" --force-recreate")
-			}
-		}
-		return b.String(), bytes.NewReader(s.Body())
+		return fileScript(s, recreate)
 	case "user":
-		a := s.Account
-		var b strings.Builder
-		home := a.Home
-		if home == "" {
-			home = "/home/" + a.Name
-		}
-		// A home that exists already (a volume mounted there) is not
-		// made again: useradd -m would warn that it exists and copies
-		// no skeleton into it, a warning that reads like a fault.
-		fmt.Fprintf(&b, "set -e; if ! id -u %s >/dev/null 2>&1; then m=-m; if [ -d %s ]; then m=-M; fi; useradd $m", q(a.Name), q(home))
-		if a.UID > 0 {
-			fmt.Fprintf(&b, " -u %d", a.UID)
-		}
-		if a.Home != "" {
-			fmt.Fprintf(&b, " -d %s", q(a.Home))
-		}
-		if a.Shell != "" {
-			fmt.Fprintf(&b, " -s %s", q(a.Shell))
-		}
-		fmt.Fprintf(&b, " %s; fi", q(a.Name))
-		if len(a.Groups) > 0 {
-			fmt.Fprintf(&b, "; usermod -aG %s %s", q(strings.Join(a.Groups, ",")), q(a.Name))
-		}
-		if a.Home != "" {
-			// A volume mounted at the home (seed 001: /home/hermes) is
-			// created by root; the user must own it.
-			fmt.Fprintf(&b, "; mkdir -p %s; chown %s: %s", q(a.Home), q(a.Name), q(a.Home))
-		}
-		return b.String(), strings.NewReader("")
+		return userScript(s.Account)
 	}
 	return "echo 'unknown step kind " + s.Kind + "' >&2; exit 2", strings.NewReader("")
+}
+
+// fileScript writes a file, envFile or compose step's body (its stdin)
+// to a temporary file beside the path, then moves it into place with its
+// mode and owner, making the missing parents first; a compose step then
+// brings the project up.
+func fileScript(s Step, recreate bool) (string, io.Reader) {
+	q := guest.ShellQuote
+	tmp := s.Path + ".corral-new"
+	var b strings.Builder
+	// Missing parents are made 0755 and given to the file's owner: a
+	// file app may read must not sit in a root-only directory (on a
+	// retained volume such a directory would outlive every recreate).
+	dir := q(dirOf(s.Path))
+	fmt.Fprintf(&b, "set -e; new=$(p=%s; while [ ! -e \"$p\" ]; do printf '%%s\\n' \"$p\"; p=$(dirname \"$p\"); done)", dir)
+	// undo removes what this step made before it failed: a file
+	// step whose owner does not exist must not leave root-owned
+	// directories behind (issue 32 item 1).
+	fmt.Fprintf(&b, "; undo() { rm -f %s; printf '%%s\\n' \"$new\" | while IFS= read -r d; do [ -z \"$d\" ] || rmdir \"$d\" 2>/dev/null || true; done; }", q(tmp))
+	if s.Owner != "" {
+		// The directories get the owner's group too: USER:GROUP as
+		// written, USER with USER's login group, a numeric USER
+		// that names no account alone (chown rejects "1000:").
+		fmt.Fprintf(&b, "; o=%s; case \"$o\" in *:*) ;; *) if g=$(id -g \"$o\" 2>/dev/null); then o=\"$o:$g\"; fi ;; esac", q(s.Owner))
+		fmt.Fprintf(&b, "; bad() { undo; echo %s >&2; exit 1; }", q(fmt.Sprintf("owner %s: no such user or group in the container; create it with a user step before this step, or write USER, USER:GROUP or numeric ids", s.Owner)))
+	}
+	fmt.Fprintf(&b, "; (umask 022; mkdir -p %s)", dir)
+	if s.Owner != "" {
+		b.WriteString("; printf '%s\\n' \"$new\" | while IFS= read -r d; do [ -z \"$d\" ] || chown \"$o\" \"$d\" || exit 1; done || bad")
+	}
+	fmt.Fprintf(&b, "; umask 077; cat > %s || { undo; exit 1; }; chmod %o %s", q(tmp), s.Mode, q(tmp))
+	if s.Owner != "" {
+		fmt.Fprintf(&b, "; chown %s %s || bad", q(s.Owner), q(tmp))
+	}
+	fmt.Fprintf(&b, "; mv -f %s %s", q(tmp), q(s.Path))
+	if s.Kind == "compose" {
+		fmt.Fprintf(&b, "; if ! command -v docker >/dev/null 2>&1; then echo 'docker is not installed in the container: add a run step that installs it (for example apt-get install -y docker.io docker-compose) before this compose step' >&2; exit 127; fi")
+		fmt.Fprintf(&b, "; if ! docker compose version >/dev/null 2>&1; then echo 'docker compose is not available in the container: install the compose plugin (Debian: docker-compose, or docker-compose-plugin from Docker) in a run step before this compose step' >&2; exit 127; fi")
+		if s.PullAlways {
+			fmt.Fprintf(&b, "; docker compose -p %s -f %s pull", q(s.Project), q(s.Path))
+		}
+		fmt.Fprintf(&b, "; docker compose -p %s -f %s up -d --remove-orphans", q(s.Project), q(s.Path))
+		if recreate {
+			b.WriteString(" --force-recreate")
+		}
+	}
+	return b.String(), bytes.NewReader(s.Body())
+}
+
+// userScript makes account a, unless it exists, with its groups and home.
+func userScript(a *Account) (string, io.Reader) {
+	q := guest.ShellQuote
+	var b strings.Builder
+	home := a.Home
+	if home == "" {
+		home = "/home/" + a.Name
+	}
+	// A home that exists already (a volume mounted there) is not
+	// made again: useradd -m would warn that it exists and copies
+	// no skeleton into it, a warning that reads like a fault.
+	fmt.Fprintf(&b, "set -e; if ! id -u %s >/dev/null 2>&1; then m=-m; if [ -d %s ]; then m=-M; fi; useradd $m", q(a.Name), q(home))
+	if a.UID > 0 {
+		fmt.Fprintf(&b, " -u %d", a.UID)
+	}
+	if a.Home != "" {
+		fmt.Fprintf(&b, " -d %s", q(a.Home))
+	}
+	if a.Shell != "" {
+		fmt.Fprintf(&b, " -s %s", q(a.Shell))
+	}
+	fmt.Fprintf(&b, " %s; fi", q(a.Name))
+	if len(a.Groups) > 0 {
+		fmt.Fprintf(&b, "; usermod -aG %s %s", q(strings.Join(a.Groups, ",")), q(a.Name))
+	}
+	if a.Home != "" {
+		// A volume mounted at the home (seed 001: /home/hermes) is
+		// created by root; the user must own it.
+		fmt.Fprintf(&b, "; mkdir -p %s; chown %s: %s", q(a.Home), q(a.Name), q(a.Home))
+	}
+	return b.String(), strings.NewReader("")
 }
 
 func dirOf(p string) string {
