@@ -267,23 +267,30 @@ func (e *Executor) applyChange(ctx context.Context, c plan.Change, keepers *keep
 		}
 		return e.guests().runGuest(ctx, c, vmid, true)
 	case plan.Update:
-		change := func() error {
-			if err := e.update(ctx, c, vols, obs); err != nil {
-				return err
-			}
-			// A protected change is judged by the health checks even when
-			// the guest work itself did not change.
-			if c.Guest || (c.Desired.SnapshotBeforeChange && len(e.Guest[c.App].Checks) > 0) {
-				return e.guests().runGuest(ctx, c, c.VMID, false)
-			}
-			return nil
-		}
-		if c.Desired != nil && c.Desired.SnapshotBeforeChange {
-			return e.protected(ctx, c, obs, change)
-		}
-		return change()
+		return e.updateApp(ctx, c, vols, obs)
 	}
 	return nil
+}
+
+// updateApp changes the app's container in place and runs its guest
+// work; with snapshotBeforeChange the whole of it is protected: a
+// snapshot (or backup) first, rolled back to if it fails.
+func (e *Executor) updateApp(ctx context.Context, c plan.Change, vols []attachment, obs *plan.Observed) error {
+	change := func() error {
+		if err := e.update(ctx, c, vols, obs); err != nil {
+			return err
+		}
+		// A protected change is judged by the health checks even when
+		// the guest work itself did not change.
+		if c.Guest || (c.Desired.SnapshotBeforeChange && len(e.Guest[c.App].Checks) > 0) {
+			return e.guests().runGuest(ctx, c, c.VMID, false)
+		}
+		return nil
+	}
+	if c.Desired != nil && c.Desired.SnapshotBeforeChange {
+		return e.protected(ctx, c, obs, change)
+	}
+	return change()
 }
 
 // PlanStaleError says a container's config changed between the plan and
