@@ -288,7 +288,7 @@ func (e *Executor) updateApp(ctx context.Context, c plan.Change, vols []attachme
 		return nil
 	}
 	if c.Desired != nil && c.Desired.SnapshotBeforeChange {
-		return e.protected(ctx, c, obs, change)
+		return (&snapshots{e.ops()}).protected(ctx, c, obs, change)
 	}
 	return change()
 }
