@@ -205,13 +205,14 @@ func interleaveMoves(changes []plan.Change) []plan.Change {
 
 // applyChange carries out one app's change.
 func (e *Executor) applyChange(ctx context.Context, c plan.Change, keepers *keeperSet, obs *plan.Observed) error {
+	r := e.ops()
 	if err := e.checkPlanned(ctx, c); err != nil {
 		return err
 	}
 	if c.Action == plan.Delete {
 		// An app removed from the manifest: destroyed as corral destroy
 		// does, its volumes detached and kept in the keeper.
-		return e.ops().destroyCT(ctx, c.App, c.Node, c.OldVMID)
+		return r.destroyCT(ctx, c.App, c.Node, c.OldVMID)
 	}
 	if c.Action == plan.Move {
 		// The container and its volumes go to the target node first
@@ -227,7 +228,7 @@ func (e *Executor) applyChange(ctx context.Context, c plan.Change, keepers *keep
 	}
 	a := c.Desired
 	if c.FetchTemplate {
-		if err := e.ops().step(c.App, "template", a.Template, func() error { return e.ops().fetchTemplate(ctx, c.App, c.Node, a.Template) }); err != nil {
+		if err := r.step(c.App, "template", a.Template, func() error { return r.fetchTemplate(ctx, c.App, c.Node, a.Template) }); err != nil {
 			return err
 		}
 	}
@@ -250,13 +251,13 @@ func (e *Executor) applyChange(ctx context.Context, c plan.Change, keepers *keep
 	case plan.Replace:
 		target = c.OldVMID // destroyed before the new one gets the volumes
 	}
-	if err := e.ops().guardAttach(ctx, c.Node, target, vols); err != nil {
+	if err := r.guardAttach(ctx, c.Node, target, vols); err != nil {
 		return fmt.Errorf("%s: %w", c.App, err)
 	}
 	switch c.Action {
 	case plan.Create, plan.Replace:
 		if c.Action == plan.Replace {
-			if err := e.ops().destroyCT(ctx, c.App, c.Node, c.OldVMID); err != nil {
+			if err := r.destroyCT(ctx, c.App, c.Node, c.OldVMID); err != nil {
 				return err
 			}
 			c.VMID = c.Desired.VMID
@@ -341,6 +342,7 @@ type attachment struct {
 // prepareVolumes creates, adopts and grows volumes in the keeper, and
 // returns every volume the app should have with its final volid.
 func (e *Executor) prepareVolumes(ctx context.Context, c plan.Change, keepers *keeperSet) ([]attachment, error) {
+	r := e.ops()
 	var out []attachment
 	for _, v := range c.Volumes {
 		if v.Action == plan.VolDetach || v.Action == plan.VolFree {
@@ -351,7 +353,7 @@ func (e *Executor) prepareVolumes(ctx context.Context, c plan.Change, keepers *k
 		var err error
 		switch v.Action {
 		case plan.VolCreate:
-			err = e.ops().step(c.App, "volume", "create "+v.Name+" ("+human.Size(v.Size)+" on "+v.Storage+")", func() error {
+			err = r.step(c.App, "volume", "create "+v.Name+" ("+human.Size(v.Size)+" on "+v.Storage+")", func() error {
 				k, done, err := keepers.forNew(ctx, c.Node, key, v.Storage)
 				if err != nil {
 					return err
@@ -361,7 +363,7 @@ func (e *Executor) prepareVolumes(ctx context.Context, c plan.Change, keepers *k
 				return err
 			})
 		case plan.VolAdopt:
-			err = e.ops().step(c.App, "volume", "adopt "+v.Adopt+" as "+v.Name, func() error {
+			err = r.step(c.App, "volume", "adopt "+v.Adopt+" as "+v.Name, func() error {
 				k := keepers.byVMID(c.Node, plan.VolumeOwner(v.Adopt)) // finishing an interrupted adoption
 				if k == nil {
 					var done func()
@@ -374,7 +376,7 @@ func (e *Executor) prepareVolumes(ctx context.Context, c plan.Change, keepers *k
 				return err
 			})
 		case plan.VolGrow:
-			err = e.ops().step(c.App, "volume", "grow "+v.Name+" to "+human.Size(v.Size), func() error {
+			err = r.step(c.App, "volume", "grow "+v.Name+" to "+human.Size(v.Size), func() error {
 				k := keepers.holder(c.Node, key)
 				if k == nil {
 					return fmt.Errorf("no keeper on %s records volume %s", c.Node, key)
@@ -401,9 +403,10 @@ func (e *Executor) prepareVolumes(ctx context.Context, c plan.Change, keepers *k
 // createAndStart creates the CT, attaches the volumes while it is stopped
 // and starts it.
 func (e *Executor) createAndStart(ctx context.Context, c plan.Change, vols []attachment, obs *plan.Observed) (int, error) {
+	r := e.ops()
 	a := c.Desired
 	vmid := c.VMID
-	err := e.ops().step(c.App, "create", "ct on "+c.Node, func() error {
+	err := r.step(c.App, "create", "ct on "+c.Node, func() error {
 		var err error
 		vmid, err = e.create(ctx, c.App, c.Node, vmid, a)
 		return err
@@ -411,13 +414,13 @@ func (e *Executor) createAndStart(ctx context.Context, c plan.Change, vols []att
 	if err != nil {
 		return 0, err
 	}
-	if err := e.ops().attach(ctx, c.App, c.Node, vmid, vols, nil); err != nil {
+	if err := r.attach(ctx, c.App, c.Node, vmid, vols, nil); err != nil {
 		return 0, err
 	}
 	if err := e.tagSharedVolumes(ctx, c, vmid, vols, obs); err != nil {
 		return 0, err
 	}
-	return vmid, e.ops().step(c.App, "start", "ct "+strconv.Itoa(vmid), func() error { return e.ops().start(ctx, c.App, c.Node, vmid) })
+	return vmid, r.step(c.App, "start", "ct "+strconv.Itoa(vmid), func() error { return r.start(ctx, c.App, c.Node, vmid) })
 }
 
 // create posts a new CT for app and waits for the task.
@@ -470,15 +473,16 @@ func isIndexed(k, prefix string) bool {
 // update applies in-place changes, stopping the CT only when the change
 // needs it.
 func (e *Executor) update(ctx context.Context, c plan.Change, vols []attachment, obs *plan.Observed) error {
+	r := e.ops()
 	node, vmid := c.Node, c.VMID
 	if c.Restart {
-		if err := e.ops().ensureStopped(ctx, c.App, node, vmid); err != nil {
+		if err := r.ensureStopped(ctx, c.App, node, vmid); err != nil {
 			return err
 		}
 	}
 	if len(c.Revert) > 0 {
-		if err := e.ops().step(c.App, "config", "revert pending "+strings.Join(c.Revert, ","), func() error {
-			return e.ops().putConfig(ctx, node, vmid, &pve.ConfigUpdate{Revert: c.Revert})
+		if err := r.step(c.App, "config", "revert pending "+strings.Join(c.Revert, ","), func() error {
+			return r.putConfig(ctx, node, vmid, &pve.ConfigUpdate{Revert: c.Revert})
 		}); err != nil {
 			return err
 		}
@@ -498,16 +502,16 @@ func (e *Executor) update(ctx context.Context, c plan.Change, vols []attachment,
 		}
 		params.Delete = append(params.Delete, c.Cleanup...)
 		if !params.IsZero() {
-			if err := e.ops().step(c.App, "config", strings.Join(append(keys, c.Cleanup...), ","), func() error {
-				return e.ops().putConfig(ctx, node, vmid, params)
+			if err := r.step(c.App, "config", strings.Join(append(keys, c.Cleanup...), ","), func() error {
+				return r.putConfig(ctx, node, vmid, params)
 			}); err != nil {
 				return err
 			}
 		}
 	}
 	if c.RootGrow > 0 {
-		if err := e.ops().step(c.App, "resize", "rootfs to "+human.Size(c.RootGrow), func() error {
-			return e.ops().resize(ctx, c.App, node, vmid, "rootfs", c.RootGrow)
+		if err := r.step(c.App, "resize", "rootfs to "+human.Size(c.RootGrow), func() error {
+			return r.resize(ctx, c.App, node, vmid, "rootfs", c.RootGrow)
 		}); err != nil {
 			return err
 		}
@@ -520,14 +524,14 @@ func (e *Executor) update(ctx context.Context, c plan.Change, vols []attachment,
 		}
 	}
 	if len(detach) > 0 {
-		if err := e.ops().step(c.App, "detach", strings.Join(detach, ","), func() error {
-			if err := e.ops().putConfig(ctx, node, vmid, &pve.ConfigUpdate{Delete: detach}); err != nil {
+		if err := r.step(c.App, "detach", strings.Join(detach, ","), func() error {
+			if err := r.putConfig(ctx, node, vmid, &pve.ConfigUpdate{Delete: detach}); err != nil {
 				return err
 			}
 			// PVE keeps a detached volume as unusedN of the container;
 			// the keeper owns it, so dropping that reference frees
 			// nothing, and one apply leaves nothing for the next.
-			return e.ops().dropReferences(ctx, node, vmid, detached)
+			return r.dropReferences(ctx, node, vmid, detached)
 		}); err != nil {
 			return err
 		}
@@ -536,14 +540,14 @@ func (e *Executor) update(ctx context.Context, c plan.Change, vols []attachment,
 	if err != nil {
 		return err
 	}
-	if err := e.ops().attach(ctx, c.App, node, vmid, vols, conf); err != nil {
+	if err := r.attach(ctx, c.App, node, vmid, vols, conf); err != nil {
 		return err
 	}
 	if err := e.tagSharedVolumes(ctx, c, vmid, vols, obs); err != nil {
 		return err
 	}
 	if c.Start || c.Restart {
-		return e.ops().step(c.App, "start", "ct "+strconv.Itoa(vmid), func() error { return e.ops().start(ctx, c.App, node, vmid) })
+		return r.step(c.App, "start", "ct "+strconv.Itoa(vmid), func() error { return r.start(ctx, c.App, node, vmid) })
 	}
 	return nil
 }
@@ -554,6 +558,7 @@ func (e *Executor) update(ctx context.Context, c plan.Change, vols []attachment,
 // corral can read of the container while its node is offline, to
 // recover the app elsewhere (apply --recover).
 func (e *Executor) tagSharedVolumes(ctx context.Context, c plan.Change, vmid int, vols []attachment, obs *plan.Observed) error {
+	r := e.ops()
 	if c.Desired == nil || obs == nil {
 		return nil
 	}
@@ -583,8 +588,8 @@ func (e *Executor) tagSharedVolumes(ctx context.Context, c plan.Change, vmid int
 		}
 	}
 	slices.Sort(tags)
-	return e.ops().step(c.App, "config", "tags (shared volumes)", func() error {
-		return e.ops().putConfig(ctx, c.Node, vmid, &pve.ConfigUpdate{Tags: tags})
+	return r.step(c.App, "config", "tags (shared volumes)", func() error {
+		return r.putConfig(ctx, c.Node, vmid, &pve.ConfigUpdate{Tags: tags})
 	})
 }
 

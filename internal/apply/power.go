@@ -10,7 +10,8 @@ import (
 
 // StartApp starts an app's container (nothing to do when it runs).
 func (e *Executor) StartApp(ctx context.Context, app string, ct *plan.CT) error {
-	return e.ops().step(app, "start", "ct "+strconv.Itoa(ct.VMID), func() error { return e.ops().start(ctx, app, ct.Node, ct.VMID) })
+	r := e.ops()
+	return r.step(app, "start", "ct "+strconv.Itoa(ct.VMID), func() error { return r.start(ctx, app, ct.Node, ct.VMID) })
 }
 
 // StopApp shuts an app's container down (gracefully, then hard after 60 s);
