@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/corralhq/corral/internal/plan"
@@ -109,6 +110,29 @@ func (s *keeperSet) add(k *keeper) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.byNode[k.node] = append(s.byNode[k.node], k)
+}
+
+// readEach reads each keeper on node afresh (those the set knows as the
+// call starts) and calls fn with it and its config; a keeper destroyed
+// meanwhile is skipped. The moves read them so, never trusting what an
+// earlier step saw.
+func (s *keeperSet) readEach(ctx context.Context, node string, fn func(k *keeper, cc *pve.ContainerConfig) error) error {
+	s.mu.Lock()
+	ks := slices.Clone(s.byNode[node])
+	s.mu.Unlock()
+	for _, k := range ks {
+		cc, err := k.read(ctx)
+		if pve.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if err := fn(k, cc); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (s *keeperSet) byVMID(node string, vmid int) *keeper {

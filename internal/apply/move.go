@@ -391,22 +391,16 @@ func (m *mover) readyToLeave(ctx context.Context, c plan.Change, ct *resource) e
 // appRecords reads, fresh, the records of app on node's keepers.
 func (m *mover) appRecords(ctx context.Context, keepers *keeperSet, node, app string) (map[plan.VolumeKey]string, error) {
 	out := map[plan.VolumeKey]string{}
-	keepers.mu.Lock()
-	ks := slices.Clone(keepers.byNode[node])
-	keepers.mu.Unlock()
-	for _, k := range ks {
-		cc, err := k.read(ctx)
-		if pve.IsNotFound(err) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
+	err := keepers.readEach(ctx, node, func(_ *keeper, cc *pve.ContainerConfig) error {
 		for vk, volid := range plan.MountRecords(cc.Values) {
 			if vk.App == app {
 				out[vk] = volid
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -793,17 +787,7 @@ func (m *mover) handOver(ctx context.Context, keepers *keeperSet, node string, v
 // records, and records those moved into a keeper that noted the adoption
 // (a run killed between the move and the record).
 func (m *mover) recordMoved(ctx context.Context, keepers *keeperSet, node string, todo map[plan.VolumeKey]string) error {
-	keepers.mu.Lock()
-	ks := slices.Clone(keepers.byNode[node])
-	keepers.mu.Unlock()
-	for _, k := range ks {
-		cc, err := k.read(ctx)
-		if pve.IsNotFound(err) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
+	return keepers.readEach(ctx, node, func(k *keeper, cc *pve.ContainerConfig) error {
 		s := newKeeperState(cc.Values)
 		k.remember(s)
 		recs := plan.MountRecords(cc.Values)
@@ -823,8 +807,8 @@ func (m *mover) recordMoved(ctx context.Context, keepers *keeperSet, node string
 				}
 			}
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // unusedKeys is where CT carrier on node holds each volume (volid →
