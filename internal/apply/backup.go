@@ -183,6 +183,16 @@ func mpKeys(conf map[string]string) []string {
 // the archive, says what it leaves out, and with Keep prunes the app's
 // older corral archives.
 func (e *Executor) Backup(ctx context.Context, obs *plan.Observed, app string, opts BackupOptions) (*BackupResult, error) {
+	return (&backups{e.ops()}).backup(ctx, obs, app, opts)
+}
+
+// backups makes an app's vzdump archives and prunes the older ones.
+type backups struct {
+	*runner
+}
+
+// backup is Executor.Backup.
+func (b *backups) backup(ctx context.Context, obs *plan.Observed, app string, opts BackupOptions) (*BackupResult, error) {
 	ct, err := AppCT(obs, app)
 	if err != nil {
 		return nil, err
@@ -196,8 +206,8 @@ func (e *Executor) Backup(ctx context.Context, obs *plan.Observed, app string, o
 	res := &BackupResult{App: app, VMID: ct.VMID, Node: ct.Node, Mode: opts.Mode, Storage: opts.Storage,
 		Excluded: BackupExclusions(ct.Config, volumeNames(obs)), Pruned: []string{}, Warnings: []string{}}
 	start := time.Now()
-	err = e.step(app, "backup", fmt.Sprintf("ct %d to %s (%s mode)", ct.VMID, opts.Storage, opts.Mode), func() error {
-		upid, err := e.Client.Backup(ctx, ct.Node, ct.VMID, pve.BackupOptions{Mode: opts.Mode, Storage: opts.Storage, Compress: "zstd", NotesTemplate: BackupNotes(app)})
+	err = b.step(app, "backup", fmt.Sprintf("ct %d to %s (%s mode)", ct.VMID, opts.Storage, opts.Mode), func() error {
+		upid, err := b.client.Backup(ctx, ct.Node, ct.VMID, pve.BackupOptions{Mode: opts.Mode, Storage: opts.Storage, Compress: "zstd", NotesTemplate: BackupNotes(app)})
 		if err != nil {
 			return explainBackupErr(err, ct.VMID, opts.Storage)
 		}
@@ -205,10 +215,10 @@ func (e *Executor) Backup(ctx context.Context, obs *plan.Observed, app string, o
 		// The log says which mode vzdump used: it is read whether or not
 		// the observer shows it.
 		wopts := pve.WaitOptions{Log: true}
-		if wantsTaskLogs(e.obs()) {
-			wopts.OnLog = func(line string) { e.obs().TaskLog(app, upid, line) }
+		if wantsTaskLogs(b.obs()) {
+			wopts.OnLog = func(line string) { b.obs().TaskLog(app, upid, line) }
 		}
-		tr, err := e.Client.WaitTask(ctx, upid, wopts)
+		tr, err := b.client.WaitTask(ctx, upid, wopts)
 		if err != nil {
 			return explainBackupErr(err, ct.VMID, opts.Storage)
 		}
@@ -220,7 +230,7 @@ func (e *Executor) Backup(ctx context.Context, obs *plan.Observed, app string, o
 			}
 		}
 		for _, w := range tr.Warnings {
-			e.obs().Warn(app, w)
+			b.obs().Warn(app, w)
 			res.Warnings = append(res.Warnings, w)
 		}
 		return nil
@@ -230,7 +240,7 @@ func (e *Executor) Backup(ctx context.Context, obs *plan.Observed, app string, o
 	}
 	res.Duration = time.Since(start)
 	res.DurationMS = res.Duration.Milliseconds()
-	vols, err := e.Client.Backups(ctx, ct.Node, opts.Storage, ct.VMID)
+	vols, err := b.client.Backups(ctx, ct.Node, opts.Storage, ct.VMID)
 	if err != nil {
 		return nil, fmt.Errorf("%s: the backup task ended OK but its archive could not be listed: %w", app, err)
 	}
@@ -249,7 +259,7 @@ func (e *Executor) Backup(ctx context.Context, obs *plan.Observed, app string, o
 	}
 	res.Archive, res.Size = best.VolID, best.Size
 	if opts.Keep > 0 {
-		pruned, err := e.prune(ctx, ct.Node, app, opts.Storage, opts.Keep)
+		pruned, err := b.prune(ctx, ct.Node, app, opts.Storage, opts.Keep)
 		res.Pruned = append(res.Pruned, pruned...)
 		if err != nil {
 			return res, fmt.Errorf("%s: backup %s made, but pruning older archives stopped: %w", app, res.Archive, err)
@@ -379,8 +389,8 @@ func unescapeDesc(s string) string {
 // prune deletes the app's corral archives on storage beyond the newest
 // keep. Only archives whose notes say `corral backup` made them for app
 // are counted or touched; protected ones are left (and not counted).
-func (e *Executor) prune(ctx context.Context, node, app, storage string, keep int) ([]string, error) {
-	vols, err := e.Client.Backups(ctx, node, storage, 0)
+func (b *backups) prune(ctx context.Context, node, app, storage string, keep int) ([]string, error) {
+	vols, err := b.client.Backups(ctx, node, storage, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -399,15 +409,15 @@ func (e *Executor) prune(ctx context.Context, node, app, storage string, keep in
 	var pruned []string
 	for i := keep; i < len(mine); i++ {
 		volid := mine[i].VolID
-		err := e.step(app, "prune", volid, func() error {
-			upid, err := e.Client.DeleteVolume(ctx, node, storage, volid)
+		err := b.step(app, "prune", volid, func() error {
+			upid, err := b.client.DeleteVolume(ctx, node, storage, volid)
 			if err != nil {
 				return err
 			}
 			if upid == "" {
 				return nil
 			}
-			return e.wait(ctx, app, upid)
+			return b.wait(ctx, app, upid)
 		})
 		if err != nil {
 			return pruned, err
@@ -457,14 +467,7 @@ func SnapshotName(t time.Time) string { return "corral-" + t.UTC().Format("20060
 // It covers every volume ct references, keeper volumes attached as mpN
 // included.
 func (e *Executor) Snapshot(ctx context.Context, ct *plan.CT, name string) error {
-	app := ctApp(ct)
-	return e.step(app, "snapshot", fmt.Sprintf("%s of ct %d", name, ct.VMID), func() error {
-		upid, err := e.Client.CreateSnapshot(ctx, ct.Node, ct.VMID, name, "corral snapshot of app "+app)
-		if err == nil {
-			err = e.wait(ctx, app, upid)
-		}
-		return explainSnapErr(err, ct.VMID, "VM.Snapshot")
-	})
+	return (&snapshots{e.ops()}).take(ctx, ct, name)
 }
 
 // Rollback rolls ct back to snapshot name, which brings back the config
@@ -476,26 +479,12 @@ func (e *Executor) Rollback(ctx context.Context, ct *plan.CT, name string) error
 
 // RollbackStart is Rollback with the start afterwards decided by start.
 func (e *Executor) RollbackStart(ctx context.Context, ct *plan.CT, name string, start bool) error {
-	app := ctApp(ct)
-	return e.step(app, "rollback", fmt.Sprintf("ct %d to %s", ct.VMID, name), func() error {
-		upid, err := e.Client.RollbackSnapshot(ctx, ct.Node, ct.VMID, name, start)
-		if err == nil {
-			err = e.wait(ctx, app, upid)
-		}
-		return explainSnapErr(err, ct.VMID, "VM.Snapshot.Rollback")
-	})
+	return (&snapshots{e.ops()}).rollback(ctx, ct, name, start)
 }
 
 // DeleteSnapshot removes snapshot name of ct.
 func (e *Executor) DeleteSnapshot(ctx context.Context, ct *plan.CT, name string) error {
-	app := ctApp(ct)
-	return e.step(app, "snapshot", fmt.Sprintf("remove %s of ct %d", name, ct.VMID), func() error {
-		upid, err := e.Client.DeleteSnapshot(ctx, ct.Node, ct.VMID, name, false)
-		if err == nil {
-			err = e.wait(ctx, app, upid)
-		}
-		return explainSnapErr(err, ct.VMID, "VM.Snapshot")
-	})
+	return (&snapshots{e.ops()}).remove(ctx, ct, name)
 }
 
 func explainSnapErr(err error, vmid int, priv string) error {
@@ -554,4 +543,46 @@ func sortedVolumeKeys[V any](m map[plan.VolumeKey]V) []plan.VolumeKey {
 	keys := slices.Collect(maps.Keys(m))
 	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
 	return keys
+}
+
+// snapshots takes, rolls back and removes an app container's snapshots,
+// and protects an in-place change with one (protect.go).
+type snapshots struct {
+	*runner
+}
+
+// take is Executor.Snapshot.
+func (sn *snapshots) take(ctx context.Context, ct *plan.CT, name string) error {
+	app := ctApp(ct)
+	return sn.step(app, "snapshot", fmt.Sprintf("%s of ct %d", name, ct.VMID), func() error {
+		upid, err := sn.client.CreateSnapshot(ctx, ct.Node, ct.VMID, name, "corral snapshot of app "+app)
+		if err == nil {
+			err = sn.wait(ctx, app, upid)
+		}
+		return explainSnapErr(err, ct.VMID, "VM.Snapshot")
+	})
+}
+
+// rollback is Executor.RollbackStart.
+func (sn *snapshots) rollback(ctx context.Context, ct *plan.CT, name string, start bool) error {
+	app := ctApp(ct)
+	return sn.step(app, "rollback", fmt.Sprintf("ct %d to %s", ct.VMID, name), func() error {
+		upid, err := sn.client.RollbackSnapshot(ctx, ct.Node, ct.VMID, name, start)
+		if err == nil {
+			err = sn.wait(ctx, app, upid)
+		}
+		return explainSnapErr(err, ct.VMID, "VM.Snapshot.Rollback")
+	})
+}
+
+// remove is Executor.DeleteSnapshot.
+func (sn *snapshots) remove(ctx context.Context, ct *plan.CT, name string) error {
+	app := ctApp(ct)
+	return sn.step(app, "snapshot", fmt.Sprintf("remove %s of ct %d", name, ct.VMID), func() error {
+		upid, err := sn.client.DeleteSnapshot(ctx, ct.Node, ct.VMID, name, false)
+		if err == nil {
+			err = sn.wait(ctx, app, upid)
+		}
+		return explainSnapErr(err, ct.VMID, "VM.Snapshot")
+	})
 }

@@ -15,10 +15,11 @@ import (
 // freed only where the plan says VolFree (reclaim: delete, asked for with
 // --delete-volumes). It returns the volids it freed.
 func (e *Executor) Destroy(ctx context.Context, p *plan.Plan, obs *plan.Observed) ([]string, error) {
-	e.mu.Lock()
-	e.timings = nil
-	e.mu.Unlock()
-	keepers := e.keeperSet(obs)
+	r := e.ops()
+	e.state.mu.Lock()
+	e.state.timings = nil
+	e.state.mu.Unlock()
+	keepers := e.keeperOps().keeperSet(obs)
 	var changes []plan.Change
 	for _, c := range p.Changes {
 		switch {
@@ -28,7 +29,7 @@ func (e *Executor) Destroy(ctx context.Context, p *plan.Plan, obs *plan.Observed
 			if err := e.checkPlanned(ctx, c); err != nil {
 				return nil, err
 			}
-			if err := e.destroyCT(ctx, c.App, c.Node, c.OldVMID); err != nil {
+			if err := r.destroyCT(ctx, c.App, c.Node, c.OldVMID); err != nil {
 				return nil, err
 			}
 		case c.Action == plan.Delete:
@@ -45,7 +46,7 @@ func (e *Executor) Destroy(ctx context.Context, p *plan.Plan, obs *plan.Observed
 			if err := e.checkPlanned(ctx, c); err != nil {
 				return err
 			}
-			if err := e.destroyCT(ctx, c.App, c.Node, c.OldVMID); err != nil {
+			if err := r.destroyCT(ctx, c.App, c.Node, c.OldVMID); err != nil {
 				return err
 			}
 		}
@@ -58,7 +59,7 @@ func (e *Executor) Destroy(ctx context.Context, p *plan.Plan, obs *plan.Observed
 			if k == nil {
 				continue
 			}
-			if err := e.step(c.App, "free", v.Name+" ("+v.VolID+")", func() error { return k.free(ctx, vk, v.VolID) }); err != nil {
+			if err := r.step(c.App, "free", v.Name+" ("+v.VolID+")", func() error { return k.free(ctx, vk, v.VolID) }); err != nil {
 				return err
 			}
 			mu.Lock()

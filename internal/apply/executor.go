@@ -54,21 +54,14 @@ type Executor struct {
 	// (the second Ctrl-C) aborts the steps under way instead.
 	Stop <-chan struct{}
 
-	sweeps   sweepGroup // the attach guard's shared reads (guard.go)
-	mu       sync.Mutex // timings
-	timings  []Timing
-	creating sync.Mutex // NextID and the create POST, so parallel creates do not race for one VMID
-	// createdKeys are the SSH host key fingerprints the create tasks of
-	// this run logged, by VMID ([]string): the first login to a new
-	// container accepts only those (see dialGuest).
-	createdKeys sync.Map
+	state runState // what its parts share (runner.go)
 }
 
 // Timings are the phase durations of the last Apply or Destroy.
 func (e *Executor) Timings() []Timing {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return slices.Clone(e.timings)
+	e.state.mu.Lock()
+	defer e.state.mu.Unlock()
+	return slices.Clone(e.state.timings)
 }
 
 // forEachApp runs fn for each change, up to Parallelism at once, and
@@ -87,7 +80,7 @@ func (e *Executor) forEachApp(ctx context.Context, changes []plan.Change, fn fun
 			errs[i] = err
 			break
 		}
-		if (e.FailFast && failed.Load()) || e.stopped() {
+		if (e.FailFast && failed.Load()) || e.ops().stopped() {
 			break
 		}
 		sem <- struct{}{}
@@ -109,52 +102,17 @@ func (e *Executor) forEachApp(ctx context.Context, changes []plan.Change, fn fun
 	return errors.Join(errs...)
 }
 
-func (e *Executor) obs() Observer {
-	if e.Observer == nil {
-		return nopObserver{}
-	}
-	return e.Observer
-}
-
 // ErrStopped is a run stopped on request between two steps.
 var ErrStopped = errors.New("stopped on request between two steps (every change so far is complete); run the command again to go on")
-
-// stopped reports whether Stop was closed.
-func (e *Executor) stopped() bool {
-	select {
-	case <-e.Stop:
-		return true
-	default:
-		return false
-	}
-}
-
-// step runs fn as one named phase of app, timing it and reporting it.
-func (e *Executor) step(app, phase, detail string, fn func() error) error {
-	if e.stopped() {
-		return fmt.Errorf("%s: %s: %w", app, phase, ErrStopped)
-	}
-	done := e.obs().Step(app, phase, detail)
-	start := time.Now()
-	err := fn()
-	e.mu.Lock()
-	e.timings = append(e.timings, Timing{App: app, Phase: phase, Elapsed: time.Since(start)})
-	e.mu.Unlock()
-	done(err)
-	if err != nil {
-		return fmt.Errorf("%s: %s: %w", app, phase, err)
-	}
-	return nil
-}
 
 // Apply executes p: keepers first, then the app changes, up to
 // Parallelism at once. What must not overlap is ordered where it is
 // shared: a keeper's volume operations take turns (keeper.mu), VMIDs are
 // taken one at a time, and no other corral runs (the lock).
 func (e *Executor) Apply(ctx context.Context, p *plan.Plan, obs *plan.Observed) error {
-	e.mu.Lock()
-	e.timings = nil
-	e.mu.Unlock()
+	e.state.mu.Lock()
+	e.state.timings = nil
+	e.state.mu.Unlock()
 	for _, c := range p.Changes {
 		if e.Project == "" && c.Desired != nil {
 			e.Project = c.Desired.Project
@@ -172,7 +130,8 @@ func (e *Executor) Apply(ctx context.Context, p *plan.Plan, obs *plan.Observed) 
 			}
 		}
 	}
-	keepers := e.keeperSet(obs)
+	ko := e.keeperOps()
+	keepers := ko.keeperSet(obs)
 	// Repairs first, one by one (re-protecting a keeper comes before any
 	// volume work); new keepers are created while the apps' changes run:
 	// a change waits for those of a node only when it needs a keeper
@@ -183,11 +142,11 @@ func (e *Executor) Apply(ctx context.Context, p *plan.Plan, obs *plan.Observed) 
 		if kc.Action == plan.Create {
 			continue
 		}
-		if _, err := e.ensureKeeper(ctx, kc, keepers.byVMID(kc.Node, kc.VMID), p, obs); err != nil {
+		if _, err := ko.ensureKeeper(ctx, kc, keepers.byVMID(kc.Node, kc.VMID), p, obs); err != nil {
 			return err
 		}
 	}
-	created, err := e.createKeepers(ctx, p, obs, keepers)
+	created, err := ko.createKeepers(ctx, p, obs, keepers)
 	if err != nil {
 		return err
 	}
@@ -201,48 +160,6 @@ func (e *Executor) Apply(ctx context.Context, p *plan.Plan, obs *plan.Observed) 
 	err = e.forEachApp(ctx, changes, func(c plan.Change) error { return e.applyChange(ctx, c, keepers, obs) })
 	// A keeper's failure first: the changes that needed it say so.
 	return errors.Join(created(), err, keepers.refreshNotes(ctx))
-}
-
-// createKeepers starts creating the keepers p plans, all at once, and
-// returns at once; wait waits for them and returns their failures. Their
-// templates are fetched first, before the apps' changes run (that
-// changes obs).
-func (e *Executor) createKeepers(ctx context.Context, p *plan.Plan, obs *plan.Observed, keepers *keeperSet) (wait func() error, err error) {
-	var creates []plan.KeeperChange
-	for _, kc := range p.Keepers {
-		if kc.Action != plan.Create {
-			continue
-		}
-		tmpl := keeperTemplate(kc.Node, p, obs)
-		if tmpl == "" {
-			return nil, fmt.Errorf("keeper on %s: no container template on the node to create it from", kc.Node)
-		}
-		if err := e.keeperTemplateOn(ctx, kc.Node, tmpl, obs); err != nil {
-			return nil, err
-		}
-		creates = append(creates, kc)
-	}
-	errs := make([]error, len(creates))
-	// Every create is expected before any starts: one that ended before
-	// the next of its node was expected would let that node's waiters go.
-	finish := make([]func(*keeper, error), len(creates))
-	for i, kc := range creates {
-		finish[i] = keepers.expect(kc.Node)
-	}
-	var wg sync.WaitGroup
-	for i, kc := range creates {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			k, err := e.ensureKeeper(ctx, kc, nil, p, obs)
-			errs[i] = err
-			finish[i](k, err)
-		}()
-	}
-	return func() error {
-		wg.Wait()
-		return errors.Join(errs...)
-	}, nil
 }
 
 // interleaveMoves orders the moves among changes so that consecutive ones
@@ -288,28 +205,30 @@ func interleaveMoves(changes []plan.Change) []plan.Change {
 
 // applyChange carries out one app's change.
 func (e *Executor) applyChange(ctx context.Context, c plan.Change, keepers *keeperSet, obs *plan.Observed) error {
+	r := e.ops()
 	if err := e.checkPlanned(ctx, c); err != nil {
 		return err
 	}
 	if c.Action == plan.Delete {
 		// An app removed from the manifest: destroyed as corral destroy
 		// does, its volumes detached and kept in the keeper.
-		return e.destroyCT(ctx, c.App, c.Node, c.OldVMID)
+		return r.destroyCT(ctx, c.App, c.Node, c.OldVMID)
 	}
 	if c.Action == plan.Move {
 		// The container and its volumes go to the target node first
 		// (move.go); the rest is an update there.
-		if err := e.moveApp(ctx, c, keepers, obs); err != nil {
+		m := &mover{e.ops()}
+		if err := m.moveApp(ctx, c, keepers, obs); err != nil {
 			return err
 		}
 		var err error
-		if c, err = e.afterMove(ctx, c, keepers, obs); err != nil {
+		if c, err = m.afterMove(ctx, c, keepers, obs); err != nil {
 			return err
 		}
 	}
 	a := c.Desired
 	if c.FetchTemplate {
-		if err := e.step(c.App, "template", a.Template, func() error { return e.fetchTemplate(ctx, c.App, c.Node, a.Template) }); err != nil {
+		if err := r.step(c.App, "template", a.Template, func() error { return r.fetchTemplate(ctx, c.App, c.Node, a.Template) }); err != nil {
 			return err
 		}
 	}
@@ -332,13 +251,13 @@ func (e *Executor) applyChange(ctx context.Context, c plan.Change, keepers *keep
 	case plan.Replace:
 		target = c.OldVMID // destroyed before the new one gets the volumes
 	}
-	if err := e.guardAttach(ctx, c.Node, target, vols); err != nil {
+	if err := r.guardAttach(ctx, c.Node, target, vols); err != nil {
 		return fmt.Errorf("%s: %w", c.App, err)
 	}
 	switch c.Action {
 	case plan.Create, plan.Replace:
 		if c.Action == plan.Replace {
-			if err := e.destroyCT(ctx, c.App, c.Node, c.OldVMID); err != nil {
+			if err := r.destroyCT(ctx, c.App, c.Node, c.OldVMID); err != nil {
 				return err
 			}
 			c.VMID = c.Desired.VMID
@@ -347,25 +266,32 @@ func (e *Executor) applyChange(ctx context.Context, c plan.Change, keepers *keep
 		if err != nil || !c.Guest {
 			return err
 		}
-		return e.runGuest(ctx, c, vmid, true)
+		return e.guests().runGuest(ctx, c, vmid, true)
 	case plan.Update:
-		change := func() error {
-			if err := e.update(ctx, c, vols, obs); err != nil {
-				return err
-			}
-			// A protected change is judged by the health checks even when
-			// the guest work itself did not change.
-			if c.Guest || (c.Desired.SnapshotBeforeChange && len(e.Guest[c.App].Checks) > 0) {
-				return e.runGuest(ctx, c, c.VMID, false)
-			}
-			return nil
-		}
-		if c.Desired != nil && c.Desired.SnapshotBeforeChange {
-			return e.protected(ctx, c, obs, change)
-		}
-		return change()
+		return e.updateApp(ctx, c, vols, obs)
 	}
 	return nil
+}
+
+// updateApp changes the app's container in place and runs its guest
+// work; with snapshotBeforeChange the whole of it is protected: a
+// snapshot (or backup) first, rolled back to if it fails.
+func (e *Executor) updateApp(ctx context.Context, c plan.Change, vols []attachment, obs *plan.Observed) error {
+	change := func() error {
+		if err := e.update(ctx, c, vols, obs); err != nil {
+			return err
+		}
+		// A protected change is judged by the health checks even when
+		// the guest work itself did not change.
+		if c.Guest || (c.Desired.SnapshotBeforeChange && len(e.Guest[c.App].Checks) > 0) {
+			return e.guests().runGuest(ctx, c, c.VMID, false)
+		}
+		return nil
+	}
+	if c.Desired != nil && c.Desired.SnapshotBeforeChange {
+		return (&snapshots{e.ops()}).protected(ctx, c, obs, change)
+	}
+	return change()
 }
 
 // PlanStaleError says a container's config changed between the plan and
@@ -416,6 +342,7 @@ type attachment struct {
 // prepareVolumes creates, adopts and grows volumes in the keeper, and
 // returns every volume the app should have with its final volid.
 func (e *Executor) prepareVolumes(ctx context.Context, c plan.Change, keepers *keeperSet) ([]attachment, error) {
+	r := e.ops()
 	var out []attachment
 	for _, v := range c.Volumes {
 		if v.Action == plan.VolDetach || v.Action == plan.VolFree {
@@ -426,7 +353,7 @@ func (e *Executor) prepareVolumes(ctx context.Context, c plan.Change, keepers *k
 		var err error
 		switch v.Action {
 		case plan.VolCreate:
-			err = e.step(c.App, "volume", "create "+v.Name+" ("+human.Size(v.Size)+" on "+v.Storage+")", func() error {
+			err = r.step(c.App, "volume", "create "+v.Name+" ("+human.Size(v.Size)+" on "+v.Storage+")", func() error {
 				k, done, err := keepers.forNew(ctx, c.Node, key, v.Storage)
 				if err != nil {
 					return err
@@ -436,7 +363,7 @@ func (e *Executor) prepareVolumes(ctx context.Context, c plan.Change, keepers *k
 				return err
 			})
 		case plan.VolAdopt:
-			err = e.step(c.App, "volume", "adopt "+v.Adopt+" as "+v.Name, func() error {
+			err = r.step(c.App, "volume", "adopt "+v.Adopt+" as "+v.Name, func() error {
 				k := keepers.byVMID(c.Node, plan.VolumeOwner(v.Adopt)) // finishing an interrupted adoption
 				if k == nil {
 					var done func()
@@ -449,7 +376,7 @@ func (e *Executor) prepareVolumes(ctx context.Context, c plan.Change, keepers *k
 				return err
 			})
 		case plan.VolGrow:
-			err = e.step(c.App, "volume", "grow "+v.Name+" to "+human.Size(v.Size), func() error {
+			err = r.step(c.App, "volume", "grow "+v.Name+" to "+human.Size(v.Size), func() error {
 				k := keepers.holder(c.Node, key)
 				if k == nil {
 					return fmt.Errorf("no keeper on %s records volume %s", c.Node, key)
@@ -476,9 +403,10 @@ func (e *Executor) prepareVolumes(ctx context.Context, c plan.Change, keepers *k
 // createAndStart creates the CT, attaches the volumes while it is stopped
 // and starts it.
 func (e *Executor) createAndStart(ctx context.Context, c plan.Change, vols []attachment, obs *plan.Observed) (int, error) {
+	r := e.ops()
 	a := c.Desired
 	vmid := c.VMID
-	err := e.step(c.App, "create", "ct on "+c.Node, func() error {
+	err := r.step(c.App, "create", "ct on "+c.Node, func() error {
 		var err error
 		vmid, err = e.create(ctx, c.App, c.Node, vmid, a)
 		return err
@@ -486,13 +414,13 @@ func (e *Executor) createAndStart(ctx context.Context, c plan.Change, vols []att
 	if err != nil {
 		return 0, err
 	}
-	if err := e.attach(ctx, c.App, c.Node, vmid, vols, nil); err != nil {
+	if err := r.attach(ctx, c.App, c.Node, vmid, vols, nil); err != nil {
 		return 0, err
 	}
 	if err := e.tagSharedVolumes(ctx, c, vmid, vols, obs); err != nil {
 		return 0, err
 	}
-	return vmid, e.step(c.App, "start", "ct "+strconv.Itoa(vmid), func() error { return e.start(ctx, c.App, c.Node, vmid) })
+	return vmid, r.step(c.App, "start", "ct "+strconv.Itoa(vmid), func() error { return r.start(ctx, c.App, c.Node, vmid) })
 }
 
 // create posts a new CT for app and waits for the task.
@@ -506,44 +434,7 @@ func (e *Executor) create(ctx context.Context, app, node string, vmid int, a *pl
 	// The create task logs the container's new SSH host keys: read them
 	// when corral will log in, so the first login trusts only those.
 	work := e.Guest[app]
-	return e.postCT(ctx, app, node, vmid, params, len(work.Steps) > 0 || len(work.Checks) > 0)
-}
-
-// postCT creates a CT with params and waits for the task. With vmid 0 it
-// takes /cluster/nextid, and takes the next one if another client took
-// that id meanwhile.
-func (e *Executor) postCT(ctx context.Context, app, node string, vmid int, params *pve.ContainerCreate, hostKeys bool) (int, error) {
-	const attempts = 5
-	for attempt := 1; ; attempt++ {
-		// One create request at a time: parallel creates would all be
-		// given the same next free VMID. The task itself runs unlocked.
-		e.creating.Lock()
-		id := vmid
-		if id == 0 {
-			var err error
-			if id, err = e.Client.NextID(ctx); err != nil {
-				e.creating.Unlock()
-				return 0, err
-			}
-		}
-		params.VMID = id
-		upid, err := e.Client.CreateContainer(ctx, node, params)
-		e.creating.Unlock()
-		if vmid == 0 && attempt < attempts && pve.IsAlreadyExists(err) {
-			continue
-		}
-		if err != nil {
-			return 0, fmt.Errorf("create ct %d: %w", id, err)
-		}
-		log, err := e.waitLog(ctx, app, upid, hostKeys)
-		if err != nil {
-			return 0, fmt.Errorf("create ct %d: %w", id, err)
-		}
-		if fps := loggedHostKeys(log); len(fps) > 0 {
-			e.createdKeys.Store(id, fps)
-		}
-		return id, nil
-	}
+	return e.ops().postCT(ctx, app, node, vmid, params, len(work.Steps) > 0 || len(work.Checks) > 0)
 }
 
 // createParams are the POST /lxc parameters for a (volumes are attached
@@ -570,49 +461,6 @@ func createParams(a *plan.App, vmid int) *pve.ContainerCreate {
 	return v
 }
 
-// destroyCT stops the CT, detaches every mount point (keeper volumes
-// become unusedN, which a destroy does not free since the keeper owns
-// them), and destroys it.
-func (e *Executor) destroyCT(ctx context.Context, app, node string, vmid int) error {
-	conf, err := containerConfig(ctx, e.Client, node, vmid)
-	if pve.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if err := e.ensureStopped(ctx, app, node, vmid); err != nil {
-		return err
-	}
-	var mps []string
-	for k := range conf {
-		if isMP(k) {
-			mps = append(mps, k)
-		}
-	}
-	if len(mps) > 0 {
-		if err := e.step(app, "detach", strings.Join(mps, ","), func() error {
-			return e.putConfig(ctx, node, vmid, &pve.ConfigUpdate{Delete: mps})
-		}); err != nil {
-			return err
-		}
-	}
-	return e.step(app, "destroy", "ct "+strconv.Itoa(vmid), func() error {
-		var upid string
-		err := e.locked().Do(ctx, func() (err error) {
-			upid, err = e.Client.DestroyContainer(ctx, node, vmid, pve.DestroyOptions{Purge: true})
-			return err
-		})
-		if pve.IsNotFound(err) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		return e.wait(ctx, app, upid)
-	})
-}
-
 func isMP(k string) bool { return isIndexed(k, "mp") }
 
 func isUnused(k string) bool { return isIndexed(k, "unused") }
@@ -625,15 +473,16 @@ func isIndexed(k, prefix string) bool {
 // update applies in-place changes, stopping the CT only when the change
 // needs it.
 func (e *Executor) update(ctx context.Context, c plan.Change, vols []attachment, obs *plan.Observed) error {
+	r := e.ops()
 	node, vmid := c.Node, c.VMID
 	if c.Restart {
-		if err := e.ensureStopped(ctx, c.App, node, vmid); err != nil {
+		if err := r.ensureStopped(ctx, c.App, node, vmid); err != nil {
 			return err
 		}
 	}
 	if len(c.Revert) > 0 {
-		if err := e.step(c.App, "config", "revert pending "+strings.Join(c.Revert, ","), func() error {
-			return e.putConfig(ctx, node, vmid, &pve.ConfigUpdate{Revert: c.Revert})
+		if err := r.step(c.App, "config", "revert pending "+strings.Join(c.Revert, ","), func() error {
+			return r.putConfig(ctx, node, vmid, &pve.ConfigUpdate{Revert: c.Revert})
 		}); err != nil {
 			return err
 		}
@@ -653,16 +502,16 @@ func (e *Executor) update(ctx context.Context, c plan.Change, vols []attachment,
 		}
 		params.Delete = append(params.Delete, c.Cleanup...)
 		if !params.IsZero() {
-			if err := e.step(c.App, "config", strings.Join(append(keys, c.Cleanup...), ","), func() error {
-				return e.putConfig(ctx, node, vmid, params)
+			if err := r.step(c.App, "config", strings.Join(append(keys, c.Cleanup...), ","), func() error {
+				return r.putConfig(ctx, node, vmid, params)
 			}); err != nil {
 				return err
 			}
 		}
 	}
 	if c.RootGrow > 0 {
-		if err := e.step(c.App, "resize", "rootfs to "+human.Size(c.RootGrow), func() error {
-			return e.resize(ctx, c.App, node, vmid, "rootfs", c.RootGrow)
+		if err := r.step(c.App, "resize", "rootfs to "+human.Size(c.RootGrow), func() error {
+			return r.resize(ctx, c.App, node, vmid, "rootfs", c.RootGrow)
 		}); err != nil {
 			return err
 		}
@@ -675,14 +524,14 @@ func (e *Executor) update(ctx context.Context, c plan.Change, vols []attachment,
 		}
 	}
 	if len(detach) > 0 {
-		if err := e.step(c.App, "detach", strings.Join(detach, ","), func() error {
-			if err := e.putConfig(ctx, node, vmid, &pve.ConfigUpdate{Delete: detach}); err != nil {
+		if err := r.step(c.App, "detach", strings.Join(detach, ","), func() error {
+			if err := r.putConfig(ctx, node, vmid, &pve.ConfigUpdate{Delete: detach}); err != nil {
 				return err
 			}
 			// PVE keeps a detached volume as unusedN of the container;
 			// the keeper owns it, so dropping that reference frees
 			// nothing, and one apply leaves nothing for the next.
-			return e.dropReferences(ctx, node, vmid, detached)
+			return r.dropReferences(ctx, node, vmid, detached)
 		}); err != nil {
 			return err
 		}
@@ -691,55 +540,14 @@ func (e *Executor) update(ctx context.Context, c plan.Change, vols []attachment,
 	if err != nil {
 		return err
 	}
-	if err := e.attach(ctx, c.App, node, vmid, vols, conf); err != nil {
+	if err := r.attach(ctx, c.App, node, vmid, vols, conf); err != nil {
 		return err
 	}
 	if err := e.tagSharedVolumes(ctx, c, vmid, vols, obs); err != nil {
 		return err
 	}
 	if c.Start || c.Restart {
-		return e.step(c.App, "start", "ct "+strconv.Itoa(vmid), func() error { return e.start(ctx, c.App, node, vmid) })
-	}
-	return nil
-}
-
-// attach puts every volume that is not attached as wanted on a free mpN
-// (or its current key) with PUT mpN=<volid>,mp=<path>,backup=… and no size=.
-func (e *Executor) attach(ctx context.Context, app, node string, vmid int, vols []attachment, conf map[string]string) error {
-	if err := e.guardAttach(ctx, node, vmid, vols); err != nil {
-		return err
-	}
-	used := map[string]bool{}
-	for k := range conf {
-		if isMP(k) {
-			used[k] = true
-		}
-	}
-	for _, v := range vols {
-		if v.Action == plan.VolKeep {
-			continue
-		}
-		key := v.Key
-		if key == "" {
-			for i := 0; ; i++ {
-				cand := "mp" + strconv.Itoa(i)
-				if !used[cand] {
-					key = cand
-					break
-				}
-			}
-		}
-		used[key] = true
-		n, ok := pve.MountIndex(key)
-		if !ok {
-			return fmt.Errorf("attach %s: %q is not a mount point key", v.VolID, key)
-		}
-		mp := plan.AttachMount(v.VolID, v.Mount, v.Backup)
-		if err := e.step(app, "attach", key+"="+mp.String(), func() error {
-			return e.putConfig(ctx, node, vmid, &pve.ConfigUpdate{MountPoints: map[int]pve.MountPoint{n: mp}})
-		}); err != nil {
-			return err
-		}
+		return r.step(c.App, "start", "ct "+strconv.Itoa(vmid), func() error { return r.start(ctx, c.App, node, vmid) })
 	}
 	return nil
 }
@@ -750,6 +558,7 @@ func (e *Executor) attach(ctx context.Context, app, node string, vmid int, vols 
 // corral can read of the container while its node is offline, to
 // recover the app elsewhere (apply --recover).
 func (e *Executor) tagSharedVolumes(ctx context.Context, c plan.Change, vmid int, vols []attachment, obs *plan.Observed) error {
+	r := e.ops()
 	if c.Desired == nil || obs == nil {
 		return nil
 	}
@@ -779,106 +588,9 @@ func (e *Executor) tagSharedVolumes(ctx context.Context, c plan.Change, vmid int
 		}
 	}
 	slices.Sort(tags)
-	return e.step(c.App, "config", "tags (shared volumes)", func() error {
-		return e.putConfig(ctx, c.Node, vmid, &pve.ConfigUpdate{Tags: tags})
+	return r.step(c.App, "config", "tags (shared volumes)", func() error {
+		return r.putConfig(ctx, c.Node, vmid, &pve.ConfigUpdate{Tags: tags})
 	})
-}
-
-// guardAttach is the attach guard (guard.go) for the volumes of vols
-// that are to be attached to CT vmid (0: not created yet): only that CT
-// and the volume's owner, its keeper, may reference them.
-func (e *Executor) guardAttach(ctx context.Context, node string, vmid int, vols []attachment) error {
-	var volids []string
-	allowed := []int{}
-	if vmid != 0 {
-		allowed = append(allowed, vmid)
-	}
-	for _, v := range vols {
-		// A volume this run created cannot be in anyone else's hands.
-		if v.Action != plan.VolKeep && !v.fresh {
-			volids = append(volids, v.VolID)
-			allowed = append(allowed, plan.VolumeOwner(v.VolID))
-		}
-	}
-	return e.guardUnreferenced(ctx, node, volids, allowed...)
-}
-
-// dropReferences deletes the unusedN entries of CT vmid that name one of
-// volids, volumes the CT does not own (PVE then only drops the entry).
-func (e *Executor) dropReferences(ctx context.Context, node string, vmid int, volids []string) error {
-	conf, err := containerConfig(ctx, e.Client, node, vmid)
-	if err != nil {
-		return err
-	}
-	var keys []string
-	for k, v := range conf {
-		if isUnused(k) && slices.Contains(volids, v) && plan.VolumeOwner(v) != vmid {
-			keys = append(keys, k)
-		}
-	}
-	if len(keys) == 0 {
-		return nil
-	}
-	slices.Sort(keys)
-	return e.putConfig(ctx, node, vmid, &pve.ConfigUpdate{Delete: keys})
-}
-
-// putConfig is a synchronous PUT .../config, retried while another
-// operation holds the CT's lock (the change has not started then).
-func (e *Executor) putConfig(ctx context.Context, node string, vmid int, u *pve.ConfigUpdate) error {
-	return e.locked().Do(ctx, func() error {
-		return e.Client.UpdateContainerConfig(ctx, node, vmid, u)
-	})
-}
-
-// locked is the retry policy of every call PVE may refuse with "CT is
-// locked (…)" (the call was refused before any change, so repeating it is
-// safe): pve.RetryLocked, bounded by LockWait when set.
-func (e *Executor) locked() pve.RetryPolicy {
-	p := pve.RetryLocked
-	if e.LockWait != 0 {
-		p.MaxWait = e.LockWait
-	}
-	return p
-}
-
-// ensureStopped shuts the CT down (gracefully, then hard after 60 s) if it
-// runs.
-func (e *Executor) ensureStopped(ctx context.Context, app, node string, vmid int) error {
-	st, err := e.Client.ContainerStatus(ctx, node, vmid)
-	if err != nil {
-		return err
-	}
-	if !st.Running() {
-		return nil
-	}
-	return e.step(app, "stop", "ct "+strconv.Itoa(vmid), func() error {
-		var upid string
-		err := e.locked().Do(ctx, func() (err error) {
-			upid, err = e.Client.ShutdownContainer(ctx, node, vmid, pve.ShutdownOptions{Timeout: 60, ForceStop: true})
-			return err
-		})
-		if err != nil {
-			return err
-		}
-		return e.wait(ctx, app, upid)
-	})
-}
-
-func (e *Executor) start(ctx context.Context, app, node string, vmid int) error {
-	var upid string
-	err := e.locked().Do(ctx, func() (err error) {
-		upid, err = e.Client.StartContainer(ctx, node, vmid)
-		return err
-	})
-	if err != nil {
-		var apiErr *pve.APIError
-		if errors.As(err, &apiErr) && errors.Is(apiErr, pve.ErrAlreadyRunning) {
-			return nil
-		}
-		return err
-	}
-	return withStartCause(e.wait(ctx, app, upid))
 }
 
 // withStartCause adds to a start task that ended "startup for container
@@ -906,41 +618,6 @@ func withStartCause(err error) error {
 	return fmt.Errorf("%w: %s", err, strings.Join(cause[max(len(cause)-3, 0):], "; "))
 }
 
-func (e *Executor) resize(ctx context.Context, app, node string, vmid int, disk string, size int64) error {
-	var upid string
-	err := e.locked().Do(ctx, func() (err error) {
-		upid, err = e.Client.ResizeContainer(ctx, node, vmid, disk, plan.GiB(size)+"G")
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	return e.wait(ctx, app, upid)
-}
-
-// wait waits for a task, streaming its log to an observer that shows it,
-// and reports its warnings.
-func (e *Executor) wait(ctx context.Context, app, upid string) error {
-	_, err := e.waitLog(ctx, app, upid, false)
-	return err
-}
-
-// waitLog is wait that also returns the task's whole log when withLog.
-func (e *Executor) waitLog(ctx context.Context, app, upid string, withLog bool) ([]string, error) {
-	opts := pve.WaitOptions{Log: withLog}
-	if wantsTaskLogs(e.obs()) {
-		opts.OnLog = func(line string) { e.obs().TaskLog(app, upid, line) }
-	}
-	res, err := e.Client.WaitTask(ctx, upid, opts)
-	if err != nil {
-		return nil, err
-	}
-	for _, w := range res.Warnings {
-		e.obs().Warn(app, w)
-	}
-	return res.Log, nil
-}
-
 // loggedHostKey is a "done:" line of pve-container's
 // rewrite_ssh_host_keys in a create task log, after "Creating SSH host
 // key 'ssh_host_TYPE_key' - this may take some time ...": ssh-keygen's
@@ -956,22 +633,4 @@ func loggedHostKeys(log []string) []string {
 		}
 	}
 	return fps
-}
-
-// fetchTemplate downloads a missing template from the node's appliance
-// index (as the seeds' Terraform download resource did).
-func (e *Executor) fetchTemplate(ctx context.Context, app, node, volid string) error {
-	sid, name, ok := strings.Cut(volid, ":")
-	file := strings.TrimPrefix(name, "vztmpl/")
-	if !ok || file == name {
-		return fmt.Errorf("template %s is not on node %s and is not a vztmpl volume corral can download", volid, node)
-	}
-	upid, err := e.Client.DownloadAppliance(ctx, node, sid, file)
-	if err != nil {
-		if pve.IsPermission(err) {
-			return fmt.Errorf("download template %s: %w (the token needs Datastore.AllocateTemplate on /storage/%s, or upload the template once by hand)", file, err, sid)
-		}
-		return fmt.Errorf("download template %s: %w", file, err)
-	}
-	return e.wait(ctx, app, upid)
 }

@@ -65,10 +65,10 @@ func VolumeRefs(ctx context.Context, c *pve.Client, obs *plan.Observed) (map[str
 // guest references it. It returns the volids freed, in plan order, up to
 // the first error.
 func (e *Executor) FreeVolumes(ctx context.Context, p *plan.FreePlan, obs *plan.Observed) (freed []string, err error) {
-	e.mu.Lock()
-	e.timings = nil
-	e.mu.Unlock()
-	keepers := e.keeperSet(obs)
+	e.state.mu.Lock()
+	e.state.timings = nil
+	e.state.mu.Unlock()
+	keepers := e.keeperOps().keeperSet(obs)
 	freed = []string{}
 	for _, v := range p.Volumes {
 		if err := ctx.Err(); err != nil {
@@ -86,7 +86,7 @@ func (e *Executor) FreeVolumes(ctx context.Context, p *plan.FreePlan, obs *plan.
 		if v.Name != "" {
 			what = v.Name + " (" + v.VolID + ")"
 		}
-		err := e.step(who, "free", what, func() error {
+		err := e.ops().step(who, "free", what, func() error {
 			if err := k.free(ctx, v.Key(), v.VolID); err != nil {
 				return err
 			}

@@ -230,38 +230,6 @@ func refVolume(v string) string {
 	return vol
 }
 
-// guardUnreferenced fails with *VolumeInUseError when a guest on node
-// other than those in allowed references one of volids.
-func (e *Executor) guardUnreferenced(ctx context.Context, node string, volids []string, allowed ...int) error {
-	if len(volids) == 0 {
-		return nil
-	}
-	shared, err := onSharedStorage(ctx, e.Client, node, volids)
-	if err != nil {
-		return err
-	}
-	// A volume on shared storage can be named by a guest on any node,
-	// and PVE lets two nodes mount it at once: read them all.
-	refs, err := e.sweeps.do(ctx, sweepKey{node: node, all: shared, skip: skippedNode(ctx)}, func() (map[string][]Reference, error) {
-		return referencesSkip(ctx, e.Client, node, shared, skippedNode(ctx))
-	})
-	if err != nil {
-		return err
-	}
-	for _, volid := range volids {
-		var bad []Reference
-		for _, r := range refs[volid] {
-			if !slices.Contains(allowed, r.VMID) {
-				bad = append(bad, r)
-			}
-		}
-		if len(bad) > 0 {
-			return &VolumeInUseError{VolID: volid, Refs: bad}
-		}
-	}
-	return nil
-}
-
 // onSharedStorage reports whether one of volids is on a storage that node
 // lists as shared (NFS, CIFS, RBD, …).
 func onSharedStorage(ctx context.Context, c *pve.Client, node string, volids []string) (bool, error) {

@@ -58,6 +58,20 @@ const stepsDir = "/var/lib/corral/steps"
 // a failed apply, so the next one still restarts them.
 const restartPending = "/var/lib/corral/restart-pending"
 
+// guests does the work inside the apps' containers: it logs in over
+// SSH, runs the steps the plan says changed, restarts units, checks
+// health and records what was done in the container's config.
+type guests struct {
+	*runner
+	ssh  SSH
+	work map[string]GuestWork // by app (Executor.Guest)
+}
+
+// guests is the guest side of e, over its runner.
+func (e *Executor) guests() *guests {
+	return &guests{runner: e.ops(), ssh: e.SSH, work: e.Guest}
+}
+
 // legacyChecksum is the checksum older corrals recorded for a step,
 // under its index (legacyKey): a record that matches it means unchanged.
 func legacyChecksum(s Step) string {
@@ -73,19 +87,19 @@ func legacyChecksum(s Step) string {
 // runGuest provisions the container and checks its health, then records
 // the digest so that the next plan knows the guest is up to date.
 // justCreated allows trusting the host key on first use.
-func (e *Executor) runGuest(ctx context.Context, c plan.Change, vmid int, justCreated bool) error {
-	work, ok := e.Guest[c.App]
+func (g *guests) runGuest(ctx context.Context, c plan.Change, vmid int, justCreated bool) error {
+	work, ok := g.work[c.App]
 	if !ok || (len(work.Steps) == 0 && len(work.Checks) == 0) {
 		return nil
 	}
-	if e.SSH.Signer == nil {
+	if g.ssh.Signer == nil {
 		return fmt.Errorf("%s: provisioning needs corral's SSH key, and none was given", c.App)
 	}
 	var cl *guest.Client
 	var conf map[string]string
-	err := e.step(c.App, "ssh", "connect to ct "+strconv.Itoa(vmid), func() error {
+	err := g.step(c.App, "ssh", "connect to ct "+strconv.Itoa(vmid), func() error {
 		var err error
-		cl, conf, err = e.dialGuest(ctx, c.Node, vmid, justCreated)
+		cl, conf, err = g.dialGuest(ctx, c.Node, vmid, justCreated)
 		return err
 	})
 	if err != nil {
@@ -95,15 +109,15 @@ func (e *Executor) runGuest(ctx context.Context, c plan.Change, vmid int, justCr
 	if c.Desired != nil && c.Desired.NeedsKeyctl {
 		// Checked after the first login, so that the host key is pinned
 		// while corral may still trust it on first use.
-		restarted, err := e.ensureKeyctl(ctx, c, vmid, conf)
+		restarted, err := g.ensureKeyctl(ctx, c, vmid, conf)
 		if err != nil {
 			return err
 		}
 		if restarted {
 			cl.Close()
-			if err := e.step(c.App, "ssh", "reconnect to ct "+strconv.Itoa(vmid), func() error {
+			if err := g.step(c.App, "ssh", "reconnect to ct "+strconv.Itoa(vmid), func() error {
 				var err error
-				cl, _, err = e.dialGuest(ctx, c.Node, vmid, false)
+				cl, _, err = g.dialGuest(ctx, c.Node, vmid, false)
 				return err
 			}); err != nil {
 				return err
@@ -111,91 +125,111 @@ func (e *Executor) runGuest(ctx context.Context, c plan.Change, vmid int, justCr
 		}
 	}
 
-	done, pending, unavailable, err := e.doneSteps(ctx, cl)
+	done, pending, unavailable, err := g.doneSteps(ctx, cl)
 	if err != nil {
 		return fmt.Errorf("%s: read provisioning state: %w", c.App, err)
 	}
 	if unavailable != "" {
-		// Only the emulator says this (a machine without namespaces): tell
-		// plainly what did not run, and leave the work pending.
-		var names []string
-		for _, s := range work.Steps {
-			names = append(names, "step "+s.Name)
-		}
-		for _, chk := range work.Checks {
-			names = append(names, "health check "+chk.Name)
-		}
-		e.obs().Warn(c.App, fmt.Sprintf("the container cannot run commands here (%s); NOT run: %s. The plan keeps showing this work until it runs.",
-			unavailable, strings.Join(names, "; ")))
+		g.warnUnavailable(c.App, work, unavailable)
 		return nil
 	}
 	runs, restarts := decideSteps(work.Steps, done, work.Rerun, justCreated)
-	for i, s := range work.Steps {
+	if err := g.provision(ctx, c, vmid, cl, work.Steps, runs); err != nil {
+		return err
+	}
+	if err := g.restartUnits(ctx, c.App, cl, pending, restarts); err != nil {
+		return err
+	}
+	if err := g.runChecks(ctx, c.App, cl, work.Checks); err != nil {
+		if c.Desired != nil {
+			if merr := g.markStopped(ctx, c, vmid, len(c.Desired.Steps), err); merr != nil {
+				g.obs().Warn(c.App, "could not record where provisioning stopped: "+merr.Error())
+			}
+		}
+		return err
+	}
+	return g.markProvisioned(ctx, c, vmid)
+}
+
+// warnUnavailable tells plainly what of work did not run in app's
+// container, which cannot run commands (only the emulator says this, on
+// a machine without namespaces); the work stays pending.
+func (g *guests) warnUnavailable(app string, work GuestWork, unavailable string) {
+	var names []string
+	for _, s := range work.Steps {
+		names = append(names, "step "+s.Name)
+	}
+	for _, chk := range work.Checks {
+		names = append(names, "health check "+chk.Name)
+	}
+	g.obs().Warn(app, fmt.Sprintf("the container cannot run commands here (%s); NOT run: %s. The plan keeps showing this work until it runs.",
+		unavailable, strings.Join(names, "; ")))
+}
+
+// provision runs the steps that runs (decideSteps) says to run, each as
+// one step event, and the others reported as skipped; a failed step
+// records where provisioning stopped, so that the next run starts there.
+func (g *guests) provision(ctx context.Context, c plan.Change, vmid int, cl *guest.Client, steps []Step, runs []plan.StepRun) error {
+	for i, s := range steps {
 		r := runs[i]
 		if !r.Run {
-			e.obs().Step(c.App, "provision", s.Name+" (unchanged, skipped)")(nil)
+			g.obs().Step(c.App, "provision", s.Name+" (unchanged, skipped)")(nil)
 			continue
 		}
 		label := s.Name
 		if strings.Contains(r.Why, "notified by ") || strings.HasPrefix(r.Why, plan.RerunWhy) {
 			label += " (" + r.Why + ")"
 		}
-		if err := e.step(c.App, "provision", label, func() error {
-			return e.runStep(ctx, c.App, cl, s, r.Recreate, dependents(work.Steps, s.Name))
+		if err := g.step(c.App, "provision", label, func() error {
+			return g.runStep(ctx, c.App, cl, s, r.Recreate, dependents(steps, s.Name))
 		}); err != nil {
-			if merr := e.markStopped(ctx, c, vmid, i, err); merr != nil {
-				e.obs().Warn(c.App, "could not record where provisioning stopped: "+merr.Error())
+			if merr := g.markStopped(ctx, c, vmid, i, err); merr != nil {
+				g.obs().Warn(c.App, "could not record where provisioning stopped: "+merr.Error())
 			}
 			return err
 		}
 	}
-	if err := e.restartUnits(ctx, c.App, cl, pending, restarts); err != nil {
-		return err
-	}
-	if err := e.runChecks(ctx, c.App, cl, work.Checks); err != nil {
-		if c.Desired != nil {
-			if merr := e.markStopped(ctx, c, vmid, len(c.Desired.Steps), err); merr != nil {
-				e.obs().Warn(c.App, "could not record where provisioning stopped: "+merr.Error())
-			}
-		}
-		return err
-	}
-	return e.markProvisioned(ctx, c, vmid)
+	return nil
 }
 
 // Dial logs into a running app container for `corral exec` and `corral
 // logs`. The host key must be the one corral pinned (or, with
 // SSH.TrustNewHostKey, is pinned now if there is none).
 func (e *Executor) Dial(ctx context.Context, ct *plan.CT) (*guest.Client, error) {
-	if e.SSH.Signer == nil {
+	return e.guests().dial(ctx, ct)
+}
+
+// dial is Dial.
+func (g *guests) dial(ctx context.Context, ct *plan.CT) (*guest.Client, error) {
+	if g.ssh.Signer == nil {
 		return nil, errors.New("no SSH key for corral")
 	}
 	if ct.Status != "running" {
 		return nil, fmt.Errorf("ct %d is %s; start it with `corral apply`", ct.VMID, ct.Status)
 	}
-	cl, _, err := e.dialGuest(ctx, ct.Node, ct.VMID, false)
+	cl, _, err := g.dialGuest(ctx, ct.Node, ct.VMID, false)
 	return cl, err
 }
 
 // dialGuest finds the container's address and logs in, pinning the host
 // key on first use. It returns the config it read, from before the pin.
-func (e *Executor) dialGuest(ctx context.Context, node string, vmid int, justCreated bool) (*guest.Client, map[string]string, error) {
-	conf, err := containerConfig(ctx, e.Client, node, vmid)
+func (g *guests) dialGuest(ctx context.Context, node string, vmid int, justCreated bool) (*guest.Client, map[string]string, error) {
+	conf, err := containerConfig(ctx, g.client, node, vmid)
 	if err != nil {
 		return nil, nil, err
 	}
 	ct := &plan.CT{VMID: vmid, Node: node, Status: "running", Config: conf}
 	var addr string
-	deadline := time.Now().Add(e.connectTimeout())
+	deadline := time.Now().Add(g.connectTimeout())
 	for {
-		if addr, err = Address(ctx, e.Client, ct); err != nil {
+		if addr, err = Address(ctx, g.client, ct); err != nil {
 			return nil, nil, err
 		}
 		if addr != "" {
 			break
 		}
 		if time.Now().After(deadline) {
-			return nil, nil, fmt.Errorf("ct %d has no IPv4 address on eth0 after %s (DHCP?); set a static network.ip", vmid, e.connectTimeout())
+			return nil, nil, fmt.Errorf("ct %d has no IPv4 address on eth0 after %s (DHCP?); set a static network.ip", vmid, g.connectTimeout())
 		}
 		if err := wait.Sleep(ctx, time.Second); err != nil {
 			return nil, nil, err
@@ -204,7 +238,7 @@ func (e *Executor) dialGuest(ctx context.Context, node string, vmid int, justCre
 	m := plan.ParseMarker(conf["description"])
 	policy := guest.HostKeyPolicy{VMID: vmid, Pinned: m.HostKey}
 	var logged []string
-	if v, ok := e.createdKeys.Load(vmid); ok && justCreated {
+	if v, ok := g.createdKeys.Load(vmid); ok && justCreated {
 		logged = v.([]string)
 	}
 	switch {
@@ -219,18 +253,18 @@ func (e *Executor) dialGuest(ctx context.Context, node string, vmid int, justCre
 		// first login, or the app gained provisioning later) — the same
 		// trust on first use either way. Once corral has provisioned a
 		// container, a missing pin is suspicious.
-		if !justCreated && m.Provisioned != "" && !e.SSH.TrustNewHostKey {
+		if !justCreated && m.Provisioned != "" && !g.ssh.TrustNewHostKey {
 			return nil, nil, fmt.Errorf("ct %d has no SSH host key pinned by corral, and corral did not just create it, so it cannot tell the container from an impostor; "+
 				"run apply with --trust-host-key once if you know the container is genuine", vmid)
 		}
 		policy = guest.HostKeyPolicy{VMID: vmid, TrustOnFirstUse: true}
 	}
-	port := e.SSH.Port
+	port := g.ssh.Port
 	if port == 0 {
 		port = 22
 	}
 	cl, err := guest.Dial(ctx, net.JoinHostPort(addr, strconv.Itoa(port)), guest.Config{
-		User: "root", Signer: e.SSH.Signer, HostKey: policy, ConnectTimeout: e.connectTimeout(),
+		User: "root", Signer: g.ssh.Signer, HostKey: policy, ConnectTimeout: g.connectTimeout(),
 	})
 	if err != nil {
 		var hk *guest.HostKeyError
@@ -248,7 +282,7 @@ func (e *Executor) dialGuest(ctx context.Context, node string, vmid int, justCre
 	if policy.TrustOnFirstUse || len(policy.Fingerprints) > 0 {
 		key := guest.AuthorizedKey(cl.HostKey())
 		desc := plan.WithGuestMarkers(conf["description"], key, m.Provisioned)
-		if err := e.putConfig(ctx, node, vmid, &pve.ConfigUpdate{Description: &desc}); err != nil {
+		if err := g.putConfig(ctx, node, vmid, &pve.ConfigUpdate{Description: &desc}); err != nil {
 			cl.Close()
 			return nil, nil, fmt.Errorf("pin the host key of ct %d: %w", vmid, err)
 		}
@@ -260,18 +294,18 @@ func (e *Executor) dialGuest(ctx context.Context, node string, vmid int, justCre
 // the container's active config): a value root set while the container
 // ran is pending until a restart, which corral does; a missing one stops
 // apply with root's command.
-func (e *Executor) ensureKeyctl(ctx context.Context, c plan.Change, vmid int, conf map[string]string) (restarted bool, err error) {
+func (g *guests) ensureKeyctl(ctx context.Context, c plan.Change, vmid int, conf map[string]string) (restarted bool, err error) {
 	switch {
 	case plan.HasFeature(conf["features"], "keyctl"):
 		return false, nil
-	case e.keyctlPending(ctx, c.Node, vmid):
+	case g.keyctlPending(ctx, c.Node, vmid):
 		// Set by root while the container ran: PVE applies it at the
 		// next start.
-		return true, e.step(c.App, "restart", "to apply keyctl=1 set by root", func() error {
-			if err := e.ensureStopped(ctx, c.App, c.Node, vmid); err != nil {
+		return true, g.step(c.App, "restart", "to apply keyctl=1 set by root", func() error {
+			if err := g.ensureStopped(ctx, c.App, c.Node, vmid); err != nil {
 				return err
 			}
-			return e.start(ctx, c.App, c.Node, vmid)
+			return g.start(ctx, c.App, c.Node, vmid)
 		})
 	}
 	return false, fmt.Errorf("%s: Docker in an unprivileged container needs keyctl=1, which only root@pam can set; "+
@@ -280,8 +314,8 @@ func (e *Executor) ensureKeyctl(ctx context.Context, c plan.Change, vmid int, co
 }
 
 // keyctlPending reports whether keyctl=1 waits in the CT's pending changes.
-func (e *Executor) keyctlPending(ctx context.Context, node string, vmid int) bool {
-	pending, err := e.Client.Pending(ctx, node, vmid)
+func (g *guests) keyctlPending(ctx context.Context, node string, vmid int) bool {
+	pending, err := g.client.Pending(ctx, node, vmid)
 	if err != nil {
 		return false
 	}
@@ -293,9 +327,9 @@ func (e *Executor) keyctlPending(ctx context.Context, node string, vmid int) boo
 	return false
 }
 
-func (e *Executor) connectTimeout() time.Duration {
-	if e.SSH.ConnectTimeout > 0 {
-		return e.SSH.ConnectTimeout
+func (g *guests) connectTimeout() time.Duration {
+	if g.ssh.ConnectTimeout > 0 {
+		return g.ssh.ConnectTimeout
 	}
 	return 3 * time.Minute
 }
@@ -359,7 +393,7 @@ func dependents(steps []Step, name string) []string {
 
 // restartUnits restarts, once each, the units that steps which ran asked
 // for, with those a failed apply left pending, and then forgets them.
-func (e *Executor) restartUnits(ctx context.Context, app string, cl *guest.Client, pending []string, restarts []plan.UnitRestart) error {
+func (g *guests) restartUnits(ctx context.Context, app string, cl *guest.Client, pending []string, restarts []plan.UnitRestart) error {
 	because := map[string]string{}
 	var units []string
 	for _, u := range pending {
@@ -376,8 +410,8 @@ func (e *Executor) restartUnits(ctx context.Context, app string, cl *guest.Clien
 	}
 	for _, u := range units {
 		script := "if ! command -v systemctl >/dev/null 2>&1; then echo 'systemctl is not in the container: restart: needs systemd' >&2; exit 127; fi; systemctl restart -- " + guest.ShellQuote(u)
-		if err := e.step(app, "restart", u+" ("+because[u]+")", func() error {
-			return e.exec(ctx, app, cl, script, nil, false, 0, "restart "+u)
+		if err := g.step(app, "restart", u+" ("+because[u]+")", func() error {
+			return g.exec(ctx, app, cl, script, nil, false, 0, "restart "+u)
 		}); err != nil {
 			return err
 		}
@@ -391,7 +425,7 @@ func (e *Executor) restartUnits(ctx context.Context, app string, cl *guest.Clien
 // doneSteps reads the checksums of the steps done before (key →
 // checksum) and the restarts left pending. unavailable is the emulator's
 // reason when the guest cannot run commands at all.
-func (e *Executor) doneSteps(ctx context.Context, cl *guest.Client) (done map[string]string, pending []string, unavailable string, err error) {
+func (g *guests) doneSteps(ctx context.Context, cl *guest.Client) (done map[string]string, pending []string, unavailable string, err error) {
 	var out, errOut bytes.Buffer
 	script := "for f in " + stepsDir + "/*.sha256; do [ -f \"$f\" ] && printf '%s %s\\n' \"$(basename \"$f\" .sha256)\" \"$(cat \"$f\")\"; done; " +
 		"[ -f " + restartPending + " ] && sed 's/^/!restart /' " + restartPending + "; true"
@@ -428,9 +462,9 @@ func (e *Executor) doneSteps(ctx context.Context, cl *guest.Client) (done map[st
 // records of the steps that react to it (deps) and noted the units it
 // restarts. Output lines stream to the observer, except a secret step's,
 // which shows only that it ran.
-func (e *Executor) runStep(ctx context.Context, app string, cl *guest.Client, s Step, recreate bool, deps []string) error {
+func (g *guests) runStep(ctx context.Context, app string, cl *guest.Client, s Step, recreate bool, deps []string) error {
 	script, stdin := stepScript(s, recreate)
-	if err := e.exec(ctx, app, cl, script, stdin, s.Secret(), s.Timeout, s.Name); err != nil {
+	if err := g.exec(ctx, app, cl, script, stdin, s.Secret(), s.Timeout, s.Name); err != nil {
 		return err
 	}
 	q := guest.ShellQuote
@@ -451,7 +485,7 @@ func (e *Executor) runStep(ctx context.Context, app string, cl *guest.Client, s 
 
 // exec runs a script of a step (named name) with a timeout, streaming its
 // output unless secret; a failure carries the last lines of output.
-func (e *Executor) exec(ctx context.Context, app string, cl *guest.Client, script string, stdin io.Reader, secret bool, timeout time.Duration, name string) error {
+func (g *guests) exec(ctx context.Context, app string, cl *guest.Client, script string, stdin io.Reader, secret bool, timeout time.Duration, name string) error {
 	if timeout <= 0 {
 		timeout = 10 * time.Minute
 	}
@@ -465,7 +499,7 @@ func (e *Executor) exec(ctx context.Context, app string, cl *guest.Client, scrip
 		if secret {
 			return
 		}
-		e.obs().TaskLog(app, "", line)
+		g.obs().TaskLog(app, "", line)
 		tail = append(tail, line)
 		if len(tail) > 20 {
 			tail = tail[1:]
@@ -493,7 +527,6 @@ const runShell = "if command -v bash >/dev/null 2>&1; then exec bash -euo pipefa
 // recreate makes a compose step recreate its services (a step it reacts
 // to ran: an env file the services read may have changed).
 func stepScript(s Step, recreate bool) (string, io.Reader) {
-	q := guest.ShellQuote
 	switch s.Kind {
 	case "run":
 		// bash -euo pipefail where there is bash: `curl … | bash` with no
@@ -501,77 +534,91 @@ func stepScript(s Step, recreate bool) (string, io.Reader) {
 		// POSIX sh -e (plus pipefail where that sh knows it) otherwise.
 		return runShell, bytes.NewReader([]byte(s.Script))
 	case "file", "envFile", "compose":
-		tmp := s.Path + ".corral-new"
-		var b strings.Builder
-		// Missing parents are made 0755 and given to the file's owner: a
-		// file app may read must not sit in a root-only directory (on a
-		// retained volume such a directory would outlive every recreate).
-		dir := q(dirOf(s.Path))
-		fmt.Fprintf(&b, "set -e; new=$(p=%s; while [ ! -e \"$p\" ]; do printf '%%s\\n' \"$p\"; p=$(dirname \"$p\"); done)", dir)
-		// undo removes what this step made before it failed: a file
-		// step whose owner does not exist must not leave root-owned
-		// directories behind (issue 32 item 1).
-		fmt.Fprintf(&b, "; undo() { rm -f %s; printf '%%s\\n' \"$new\" | while IFS= read -r d; do [ -z \"$d\" ] || rmdir \"$d\" 2>/dev/null || true; done; }", q(tmp))
-		if s.Owner != "" {
-			// The directories get the owner's group too: USER:GROUP as
-			// written, USER with USER's login group, a numeric USER
-			// that names no account alone (chown rejects "1000:").
-			fmt.Fprintf(&b, "; o=%s; case \"$o\" in *:*) ;; *) if g=$(id -g \"$o\" 2>/dev/null); then o=\"$o:$g\"; fi ;; esac", q(s.Owner))
-			fmt.Fprintf(&b, "; bad() { undo; echo %s >&2; exit 1; }", q(fmt.Sprintf("owner %s: no such user or group in the container; create it with a user step before this step, or write USER, USER:GROUP or numeric ids", s.Owner)))
-		}
-		fmt.Fprintf(&b, "; (umask 022; mkdir -p %s)", dir)
-		if s.Owner != "" {
-			b.WriteString("; printf '%s\\n' \"$new\" | while IFS= read -r d; do [ -z \"$d\" ] || chown \"$o\" \"$d\" || exit 1; done || bad")
-		}
-		fmt.Fprintf(&b, "; umask 077; cat > %s || { undo; exit 1; }; chmod %o %s", q(tmp), s.Mode, q(tmp))
-		if s.Owner != "" {
-			fmt.Fprintf(&b, "; chown %s %s || bad", q(s.Owner), q(tmp))
-		}
-		fmt.Fprintf(&b, "; mv -f %s %s", q(tmp), q(s.Path))
-		if s.Kind == "compose" {
-			fmt.Fprintf(&b, "; if ! command -v docker >/dev/null 2>&1; then echo 'docker is not installed in the container: add a run step that installs it (for example apt-get install -y docker.io docker-compose) before this compose step' >&2; exit 127; fi")
-			fmt.Fprintf(&b, "; if ! docker compose version >/dev/null 2>&1; then echo 'docker compose is not available in the container: install the compose plugin (Debian: docker-compose, or docker-compose-plugin from Docker) in a run step before this compose step' >&2; exit 127; fi")
-			if s.PullAlways {
-				fmt.Fprintf(&b, "; docker compose -p %s -f %s pull", q(s.Project), q(s.Path))
-			}
-			fmt.Fprintf(&b, "; docker compose -p %s -f %s up -d --remove-orphans", q(s.Project), q(s.Path))
-			if recreate {
-				b.WriteString(" --force-recreate")
-			}
-		}
-		return b.String(), bytes.NewReader(s.Body())
+		return fileScript(s, recreate)
 	case "user":
-		a := s.Account
-		var b strings.Builder
-		home := a.Home
-		if home == "" {
-			home = "/home/" + a.Name
-		}
-		// A home that exists already (a volume mounted there) is not
-		// made again: useradd -m would warn that it exists and copies
-		// no skeleton into it, a warning that reads like a fault.
-		fmt.Fprintf(&b, "set -e; if ! id -u %s >/dev/null 2>&1; then m=-m; if [ -d %s ]; then m=-M; fi; useradd $m", q(a.Name), q(home))
-		if a.UID > 0 {
-			fmt.Fprintf(&b, " -u %d", a.UID)
-		}
-		if a.Home != "" {
-			fmt.Fprintf(&b, " -d %s", q(a.Home))
-		}
-		if a.Shell != "" {
-			fmt.Fprintf(&b, " -s %s", q(a.Shell))
-		}
-		fmt.Fprintf(&b, " %s; fi", q(a.Name))
-		if len(a.Groups) > 0 {
-			fmt.Fprintf(&b, "; usermod -aG %s %s", q(strings.Join(a.Groups, ",")), q(a.Name))
-		}
-		if a.Home != "" {
-			// A volume mounted at the home (seed 001: /home/hermes) is
-			// created by root; the user must own it.
-			fmt.Fprintf(&b, "; mkdir -p %s; chown %s: %s", q(a.Home), q(a.Name), q(a.Home))
-		}
-		return b.String(), strings.NewReader("")
+		return userScript(s.Account)
 	}
 	return "echo 'unknown step kind " + s.Kind + "' >&2; exit 2", strings.NewReader("")
+}
+
+// fileScript writes a file, envFile or compose step's body (its stdin)
+// to a temporary file beside the path, then moves it into place with its
+// mode and owner, making the missing parents first; a compose step then
+// brings the project up.
+func fileScript(s Step, recreate bool) (string, io.Reader) {
+	q := guest.ShellQuote
+	tmp := s.Path + ".corral-new"
+	var b strings.Builder
+	// Missing parents are made 0755 and given to the file's owner: a
+	// file app may read must not sit in a root-only directory (on a
+	// retained volume such a directory would outlive every recreate).
+	dir := q(dirOf(s.Path))
+	fmt.Fprintf(&b, "set -e; new=$(p=%s; while [ ! -e \"$p\" ]; do printf '%%s\\n' \"$p\"; p=$(dirname \"$p\"); done)", dir)
+	// undo removes what this step made before it failed: a file
+	// step whose owner does not exist must not leave root-owned
+	// directories behind (issue 32 item 1).
+	fmt.Fprintf(&b, "; undo() { rm -f %s; printf '%%s\\n' \"$new\" | while IFS= read -r d; do [ -z \"$d\" ] || rmdir \"$d\" 2>/dev/null || true; done; }", q(tmp))
+	if s.Owner != "" {
+		// The directories get the owner's group too: USER:GROUP as
+		// written, USER with USER's login group, a numeric USER
+		// that names no account alone (chown rejects "1000:").
+		fmt.Fprintf(&b, "; o=%s; case \"$o\" in *:*) ;; *) if g=$(id -g \"$o\" 2>/dev/null); then o=\"$o:$g\"; fi ;; esac", q(s.Owner))
+		fmt.Fprintf(&b, "; bad() { undo; echo %s >&2; exit 1; }", q(fmt.Sprintf("owner %s: no such user or group in the container; create it with a user step before this step, or write USER, USER:GROUP or numeric ids", s.Owner)))
+	}
+	fmt.Fprintf(&b, "; (umask 022; mkdir -p %s)", dir)
+	if s.Owner != "" {
+		b.WriteString("; printf '%s\\n' \"$new\" | while IFS= read -r d; do [ -z \"$d\" ] || chown \"$o\" \"$d\" || exit 1; done || bad")
+	}
+	fmt.Fprintf(&b, "; umask 077; cat > %s || { undo; exit 1; }; chmod %o %s", q(tmp), s.Mode, q(tmp))
+	if s.Owner != "" {
+		fmt.Fprintf(&b, "; chown %s %s || bad", q(s.Owner), q(tmp))
+	}
+	fmt.Fprintf(&b, "; mv -f %s %s", q(tmp), q(s.Path))
+	if s.Kind == "compose" {
+		fmt.Fprintf(&b, "; if ! command -v docker >/dev/null 2>&1; then echo 'docker is not installed in the container: add a run step that installs it (for example apt-get install -y docker.io docker-compose) before this compose step' >&2; exit 127; fi")
+		fmt.Fprintf(&b, "; if ! docker compose version >/dev/null 2>&1; then echo 'docker compose is not available in the container: install the compose plugin (Debian: docker-compose, or docker-compose-plugin from Docker) in a run step before this compose step' >&2; exit 127; fi")
+		if s.PullAlways {
+			fmt.Fprintf(&b, "; docker compose -p %s -f %s pull", q(s.Project), q(s.Path))
+		}
+		fmt.Fprintf(&b, "; docker compose -p %s -f %s up -d --remove-orphans", q(s.Project), q(s.Path))
+		if recreate {
+			b.WriteString(" --force-recreate")
+		}
+	}
+	return b.String(), bytes.NewReader(s.Body())
+}
+
+// userScript makes account a, unless it exists, with its groups and home.
+func userScript(a *Account) (string, io.Reader) {
+	q := guest.ShellQuote
+	var b strings.Builder
+	home := a.Home
+	if home == "" {
+		home = "/home/" + a.Name
+	}
+	// A home that exists already (a volume mounted there) is not
+	// made again: useradd -m would warn that it exists and copies
+	// no skeleton into it, a warning that reads like a fault.
+	fmt.Fprintf(&b, "set -e; if ! id -u %s >/dev/null 2>&1; then m=-m; if [ -d %s ]; then m=-M; fi; useradd $m", q(a.Name), q(home))
+	if a.UID > 0 {
+		fmt.Fprintf(&b, " -u %d", a.UID)
+	}
+	if a.Home != "" {
+		fmt.Fprintf(&b, " -d %s", q(a.Home))
+	}
+	if a.Shell != "" {
+		fmt.Fprintf(&b, " -s %s", q(a.Shell))
+	}
+	fmt.Fprintf(&b, " %s; fi", q(a.Name))
+	if len(a.Groups) > 0 {
+		fmt.Fprintf(&b, "; usermod -aG %s %s", q(strings.Join(a.Groups, ",")), q(a.Name))
+	}
+	if a.Home != "" {
+		// A volume mounted at the home (seed 001: /home/hermes) is
+		// created by root; the user must own it.
+		fmt.Fprintf(&b, "; mkdir -p %s; chown %s: %s", q(a.Home), q(a.Name), q(a.Home))
+	}
+	return b.String(), strings.NewReader("")
 }
 
 func dirOf(p string) string {
@@ -584,7 +631,7 @@ func dirOf(p string) string {
 
 // checkHealth runs a check until it passes or its retries are spent; the
 // error carries the last attempt's output.
-func (e *Executor) checkHealth(ctx context.Context, cl *guest.Client, chk Check) error {
+func (g *guests) checkHealth(ctx context.Context, cl *guest.Client, chk Check) error {
 	timeout, interval, attempts := chk.Timeout, chk.Interval, chk.Retries+1
 	if timeout <= 0 {
 		timeout = 5 * time.Second
@@ -644,7 +691,7 @@ func (e *Executor) checkHealth(ctx context.Context, cl *guest.Client, chk Check)
 // step i (see plan.Marker.Stopped), so that plan and status say so
 // without logging in: the steps before it are recorded as done, the
 // steps after it keep what the last finished apply recorded.
-func (e *Executor) markStopped(ctx context.Context, c plan.Change, vmid, i int, cause error) error {
+func (g *guests) markStopped(ctx context.Context, c plan.Change, vmid, i int, cause error) error {
 	if c.Desired == nil || i > len(c.Desired.Steps) {
 		return nil
 	}
@@ -652,7 +699,7 @@ func (e *Executor) markStopped(ctx context.Context, c plan.Change, vmid, i int, 
 	if i < len(c.Desired.Steps) {
 		name = c.Desired.Steps[i].Name
 	}
-	conf, err := containerConfig(ctx, e.Client, c.Node, vmid)
+	conf, err := containerConfig(ctx, g.client, c.Node, vmid)
 	if err != nil {
 		return err
 	}
@@ -660,18 +707,18 @@ func (e *Executor) markStopped(ctx context.Context, c plan.Change, vmid, i int, 
 	steps := plan.PartialStepsRecord(c.Desired.Steps, i, m.Steps)
 	desc := plan.WithGuestRecord(conf["description"], m.HostKey, m.Provisioned, steps)
 	desc += plan.StoppedMarker(i, len(c.Desired.Steps), name, cause.Error())
-	return e.putConfig(ctx, c.Node, vmid, &pve.ConfigUpdate{Description: &desc})
+	return g.putConfig(ctx, c.Node, vmid, &pve.ConfigUpdate{Description: &desc})
 }
 
 // markProvisioned records the guest digest in the description.
-func (e *Executor) markProvisioned(ctx context.Context, c plan.Change, vmid int) error {
-	conf, err := containerConfig(ctx, e.Client, c.Node, vmid)
+func (g *guests) markProvisioned(ctx context.Context, c plan.Change, vmid int) error {
+	conf, err := containerConfig(ctx, g.client, c.Node, vmid)
 	if err != nil {
 		return err
 	}
 	m := plan.ParseMarker(conf["description"])
 	desc := plan.WithGuestRecord(conf["description"], m.HostKey, c.Desired.GuestDigest, plan.StepsRecord(c.Desired.Steps))
-	return e.putConfig(ctx, c.Node, vmid, &pve.ConfigUpdate{Description: &desc})
+	return g.putConfig(ctx, c.Node, vmid, &pve.ConfigUpdate{Description: &desc})
 }
 
 // CheckHealthOnce logs into app's running container and runs one health
@@ -685,5 +732,5 @@ func (e *Executor) CheckHealthOnce(ctx context.Context, ct *plan.CT, chk Check) 
 	}
 	defer cl.Close()
 	chk.Retries = 0
-	return e.checkHealth(ctx, cl, chk)
+	return e.guests().checkHealth(ctx, cl, chk)
 }

@@ -61,9 +61,9 @@ func (h *HealthError) LastLine() string {
 
 // runChecks runs app's health checks in order, each with its retries, as
 // apply does after provisioning; the first that does not pass ends it.
-func (e *Executor) runChecks(ctx context.Context, app string, cl *guest.Client, checks []Check) error {
+func (g *guests) runChecks(ctx context.Context, app string, cl *guest.Client, checks []Check) error {
 	for _, chk := range checks {
-		if err := e.step(app, "health", chk.Name, func() error { return e.checkHealth(ctx, cl, chk) }); err != nil {
+		if err := g.step(app, "health", chk.Name, func() error { return g.checkHealth(ctx, cl, chk) }); err != nil {
 			return err
 		}
 	}
@@ -79,7 +79,7 @@ func (e *Executor) WaitHealthy(ctx context.Context, app string, ct *plan.CT) err
 		return nil
 	}
 	var cl *guest.Client
-	if err := e.step(app, "ssh", "connect to ct "+strconv.Itoa(ct.VMID), func() error {
+	if err := e.ops().step(app, "ssh", "connect to ct "+strconv.Itoa(ct.VMID), func() error {
 		var err error
 		cl, err = e.Dial(ctx, ct)
 		return err
@@ -87,7 +87,7 @@ func (e *Executor) WaitHealthy(ctx context.Context, app string, ct *plan.CT) err
 		return fmt.Errorf("ct %d on %s is %s, but its health could not be checked: %w", ct.VMID, ct.Node, ct.Status, err)
 	}
 	defer cl.Close()
-	if err := e.runChecks(ctx, app, cl, checks); err != nil {
+	if err := e.guests().runChecks(ctx, app, cl, checks); err != nil {
 		name := "?"
 		if he := (*HealthError)(nil); errors.As(err, &he) {
 			name = he.Check
@@ -115,6 +115,7 @@ func (r *StatusReport) NoHealth(why string) {
 func (e *Executor) StatusHealth(ctx context.Context, r *StatusReport, redact func(string) string) {
 	sem := make(chan struct{}, statusHealthApps)
 	var wg sync.WaitGroup
+	g := e.guests()
 	for i := range r.Apps {
 		as := &r.Apps[i]
 		checks := e.Guest[as.App].Checks
@@ -128,7 +129,7 @@ func (e *Executor) StatusHealth(ctx context.Context, r *StatusReport, redact fun
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			as.Health, as.HealthDetail = e.appHealth(ctx, ct, checks)
+			as.Health, as.HealthDetail = g.appHealth(ctx, ct, checks)
 			as.HealthDetail = redact(as.HealthDetail)
 		}()
 	}
@@ -154,17 +155,17 @@ func healthTarget(cts []*plan.CT, checks int) (*plan.CT, string) {
 }
 
 // appHealth logs into ct and runs each check once, without its retries.
-func (e *Executor) appHealth(ctx context.Context, ct *plan.CT, checks []Check) (string, string) {
+func (g *guests) appHealth(ctx context.Context, ct *plan.CT, checks []Check) (string, string) {
 	ctx, cancel := context.WithTimeout(ctx, statusHealthTimeout)
 	defer cancel()
-	cl, err := e.Dial(ctx, ct)
+	cl, err := g.dial(ctx, ct)
 	if err != nil {
 		return HealthUnknown, fmt.Sprintf("could not log into ct %d: %v", ct.VMID, err)
 	}
 	defer cl.Close()
 	for _, chk := range checks {
 		chk.Retries = 0
-		err := e.checkHealth(ctx, cl, chk)
+		err := g.checkHealth(ctx, cl, chk)
 		var he *HealthError
 		var exit *guest.ExitError
 		switch {

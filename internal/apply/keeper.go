@@ -29,7 +29,7 @@ import (
 // changed meanwhile. Nothing corral writes there is computed from an
 // earlier read, so two writers never undo each other's work.
 type keeper struct {
-	e    *Executor
+	ops  *keeperOps // how it is read and written
 	node string
 	vmid int
 
@@ -77,7 +77,7 @@ const maxCASAttempts = 50
 
 // read is a fresh read of the keeper's config with its digest.
 func (k *keeper) read(ctx context.Context) (*pve.ContainerConfig, error) {
-	cc, err := k.e.Client.ContainerConfig(ctx, k.node, k.vmid, true)
+	cc, err := k.ops.client.ContainerConfig(ctx, k.node, k.vmid, true)
 	if err != nil {
 		return nil, fmt.Errorf("keeper %d: %w", k.vmid, err)
 	}
@@ -113,7 +113,7 @@ func (k *keeper) change(ctx context.Context, what string, edit func(s *keeperSta
 			return nil
 		}
 		params.Digest = cc.Digest // every keeper write is a compare-and-swap
-		err = k.e.putConfig(ctx, k.node, k.vmid, params)
+		err = k.ops.putConfig(ctx, k.node, k.vmid, params)
 		if pve.IsModified(err) && attempt < maxCASAttempts {
 			continue
 		}
@@ -131,7 +131,7 @@ func (k *keeper) change(ctx context.Context, what string, edit func(s *keeperSta
 // plan.KeeperNotes.Projects).
 func (k *keeper) noteProject(s *keeperState, app string) {
 	defer k.noteDeclared(s, app)
-	if k.e.Project == "" || s.notes.Projects[app] == k.e.Project {
+	if k.ops.project == "" || s.notes.Projects[app] == k.ops.project {
 		return
 	}
 	if s.notes.Projects[app] != "" && slices.ContainsFunc(slices.Collect(maps.Keys(s.records)), func(vk plan.VolumeKey) bool { return vk.App == app }) {
@@ -140,22 +140,22 @@ func (k *keeper) noteProject(s *keeperState, app string) {
 	if s.notes.Projects == nil {
 		s.notes.Projects = map[string]string{}
 	}
-	s.notes.Projects[app] = k.e.Project
+	s.notes.Projects[app] = k.ops.project
 }
 
 // noteDeclared notes in s which manifest declared app's volumes (the
 // executor's Declared), unless the Notes say they are another project's.
 func (k *keeper) noteDeclared(s *keeperState, app string) {
-	if k.e.Declared == "" || s.notes.Declared[app] == k.e.Declared {
+	if k.ops.declared == "" || s.notes.Declared[app] == k.ops.declared {
 		return
 	}
-	if p := s.notes.Projects[app]; p != "" && p != k.e.Project {
+	if p := s.notes.Projects[app]; p != "" && p != k.ops.project {
 		return
 	}
 	if s.notes.Declared == nil {
 		s.notes.Declared = map[string]string{}
 	}
-	s.notes.Declared[app] = k.e.Declared
+	s.notes.Declared[app] = k.ops.declared
 }
 
 func (k *keeper) remember(s *keeperState) {
@@ -243,19 +243,19 @@ func (k *keeper) reprotect(ctx context.Context) error {
 
 // ensureKeeper creates the node's keeper or repairs it (protection off,
 // a record's mount point removed, Notes edited).
-func (e *Executor) ensureKeeper(ctx context.Context, kc plan.KeeperChange, k *keeper, p *plan.Plan, obs *plan.Observed) (*keeper, error) {
+func (ko *keeperOps) ensureKeeper(ctx context.Context, kc plan.KeeperChange, k *keeper, p *plan.Plan, obs *plan.Observed) (*keeper, error) {
 	if kc.Action == plan.Create {
 		tmpl := keeperTemplate(kc.Node, p, obs)
 		if tmpl == "" {
 			return nil, fmt.Errorf("keeper on %s: no container template on the node to create it from", kc.Node)
 		}
-		if err := e.keeperTemplateOn(ctx, kc.Node, tmpl, obs); err != nil {
+		if err := ko.keeperTemplateOn(ctx, kc.Node, tmpl, obs); err != nil {
 			return nil, err
 		}
 		var made *keeper
-		err := e.step(plan.KeeperName, "keeper", "create on "+kc.Node, func() error {
+		err := ko.step(plan.KeeperName, "keeper", "create on "+kc.Node, func() error {
 			var err error
-			made, err = e.createKeeper(ctx, kc.Node, tmpl, keeperRootStorage(kc.Node, p))
+			made, err = ko.createKeeper(ctx, kc.Node, tmpl, keeperRootStorage(kc.Node, p))
 			return err
 		})
 		return made, err
@@ -268,7 +268,7 @@ func (e *Executor) ensureKeeper(ctx context.Context, kc plan.KeeperChange, k *ke
 		// held nothing, so there is nothing to repair.
 		return k, nil
 	}
-	err := e.step(plan.KeeperName, "keeper", "repair "+strconv.Itoa(k.vmid)+": "+strings.Join(kc.Reasons, "; "), func() error {
+	err := ko.step(plan.KeeperName, "keeper", "repair "+strconv.Itoa(k.vmid)+": "+strings.Join(kc.Reasons, "; "), func() error {
 		if len(kc.Remount) > 0 {
 			return k.unprotected(ctx, func() error {
 				for _, vk := range slices.SortedFunc(maps.Keys(kc.Remount), func(a, b plan.VolumeKey) int { return strings.Compare(a.String(), b.String()) }) {
@@ -326,22 +326,22 @@ func (e *Executor) ensureKeeper(ctx context.Context, kc plan.KeeperChange, k *ke
 
 // createKeeper creates a keeper on node from template tmpl, protected
 // from its first moment.
-func (e *Executor) createKeeper(ctx context.Context, node, tmpl, rootStorage string) (*keeper, error) {
+func (ko *keeperOps) createKeeper(ctx context.Context, node, tmpl, rootStorage string) (*keeper, error) {
 	params := holderParams(tmpl, plan.KeeperName, rootStorage, plan.TagKeeper, plan.KeeperDescription(nil))
-	vmid, err := e.postCT(ctx, plan.KeeperName, node, 0, params, false)
+	vmid, err := ko.postCT(ctx, plan.KeeperName, node, 0, params, false)
 	if err != nil {
 		return nil, err
 	}
-	return &keeper{e: e, node: node, vmid: vmid, records: map[plan.VolumeKey]string{}}, nil
+	return &keeper{ops: ko, node: node, vmid: vmid, records: map[plan.VolumeKey]string{}}, nil
 }
 
 // keeperTemplateOn downloads tmpl to node unless the node has it. It
 // changes obs: call it before the apps' changes run.
-func (e *Executor) keeperTemplateOn(ctx context.Context, node, tmpl string, obs *plan.Observed) error {
+func (ko *keeperOps) keeperTemplateOn(ctx context.Context, node, tmpl string, obs *plan.Observed) error {
 	if slices.Contains(obs.Templates[node], tmpl) {
 		return nil
 	}
-	if err := e.fetchTemplate(ctx, plan.KeeperName, node, tmpl); err != nil {
+	if err := ko.fetchTemplate(ctx, plan.KeeperName, node, tmpl); err != nil {
 		return err
 	}
 	obs.Templates[node] = append(obs.Templates[node], tmpl)
@@ -533,7 +533,7 @@ func (k *keeper) adopt(ctx context.Context, vk plan.VolumeKey, volid string) (st
 	if owner == k.vmid {
 		return volid, k.unprotected(ctx, func() error { return k.mount(ctx, vk, volid) })
 	}
-	res, err := k.e.Client.ClusterResources(ctx, "vm")
+	res, err := k.ops.client.ClusterResources(ctx, "vm")
 	if err != nil {
 		return "", err
 	}
@@ -549,7 +549,7 @@ func (k *keeper) adopt(ctx context.Context, vk plan.VolumeKey, volid string) (st
 	if node != k.node {
 		return "", fmt.Errorf("adopt %s: it is on node %s, the app on %s", volid, node, k.node)
 	}
-	conf, err := containerConfig(ctx, k.e.Client, node, owner)
+	conf, err := containerConfig(ctx, k.ops.client, node, owner)
 	if err != nil {
 		return "", err
 	}
@@ -563,7 +563,7 @@ func (k *keeper) adopt(ctx context.Context, vk plan.VolumeKey, volid string) (st
 		return "", fmt.Errorf("adopt %s: CT %d, which owns it, does not reference it in its config (it is neither an mpN nor an unusedN there)", volid, owner)
 	}
 	if isMP(srcKey) {
-		if err := k.e.ensureStopped(ctx, vk.App, node, owner); err != nil {
+		if err := k.ops.ensureStopped(ctx, vk.App, node, owner); err != nil {
 			return "", err
 		}
 	}
@@ -619,7 +619,7 @@ func (k *keeper) grow(ctx context.Context, vk plan.VolumeKey, volid string, size
 		if key == "" || plan.ParseMountPoint(cc.Values[key]).Volume != volid {
 			return fmt.Errorf("keeper %d does not record %s as %s; not resized", k.vmid, vk, volid)
 		}
-		return k.e.resize(ctx, vk.App, k.node, k.vmid, key, size)
+		return k.ops.resize(ctx, vk.App, k.node, k.vmid, key, size)
 	})
 }
 
@@ -630,10 +630,10 @@ func (k *keeper) grow(ctx context.Context, vk plan.VolumeKey, volid string, size
 // snapshot keeps (the keeper's own included), is refused before anything
 // changes.
 func (k *keeper) free(ctx context.Context, vk plan.VolumeKey, volid string) error {
-	if err := k.e.guardUnreferenced(ctx, k.node, []string{volid}, k.vmid); err != nil {
+	if err := k.ops.guardUnreferenced(ctx, k.node, []string{volid}, k.vmid); err != nil {
 		return fmt.Errorf("not freed: %w", err)
 	}
-	if err := k.e.guardSnapshots(ctx, k.node, []string{volid}); err != nil {
+	if err := k.ops.guardSnapshots(ctx, k.node, []string{volid}); err != nil {
 		return fmt.Errorf("not freed: %w", err)
 	}
 	// Two writes, as PVE frees a mount point's volume only once it is

@@ -130,14 +130,14 @@ func (k *keeper) takeAll(ctx context.Context, batch []*takeReq) error {
 // target entry, waited for.
 func (k *keeper) moveIn(ctx context.Context, app string, owner int, srcKey, volid, target string) error {
 	var upid string
-	err := k.e.locked().Do(ctx, func() (err error) {
-		upid, err = k.e.Client.MoveVolume(ctx, k.node, owner, &pve.VolumeMove{
+	err := k.ops.locked().Do(ctx, func() (err error) {
+		upid, err = k.ops.client.MoveVolume(ctx, k.node, owner, &pve.VolumeMove{
 			Volume: srcKey, TargetVMID: k.vmid, TargetVolume: target,
 		})
 		return err
 	})
 	if err == nil {
-		err = k.e.wait(ctx, app, upid)
+		err = k.ops.wait(ctx, app, upid)
 	}
 	if err != nil {
 		return fmt.Errorf("move %s to keeper %d: %w", volid, k.vmid, err)

@@ -4,18 +4,35 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/corralhq/corral/internal/plan"
 	"github.com/corralhq/corral/internal/pve"
 )
 
+// keeperOps creates, repairs and finds the keepers (keeper.go) for one
+// Executor, and is what each keeper handle writes through: the runner,
+// and the project and declaring manifest the keepers note beside the
+// volumes corral creates or adopts (Executor.Project, Executor.Declared,
+// as they were when the handles were made).
+type keeperOps struct {
+	*runner
+	project  string
+	declared string
+}
+
+// keeperOps is the keeper side of e, over its runner.
+func (e *Executor) keeperOps() *keeperOps {
+	return &keeperOps{runner: e.ops(), project: e.Project, declared: e.Declared}
+}
+
 // keeperSet is every keeper of the cluster, per node, oldest first. A node
 // has more than one when its volumes outgrow one keeper (plan.Room).
 type keeperSet struct {
 	mu     sync.Mutex // byNode, pending, and room reservations across keepers
 	byNode map[string][]*keeper
-	// pending are the keepers being created, per node (Executor.createKeepers).
+	// pending are the keepers being created, per node (keeperOps.createKeepers).
 	pending map[string]*keeperCreates
 }
 
@@ -76,12 +93,12 @@ func (s *keeperSet) ready(ctx context.Context, node string) error {
 	return nil
 }
 
-func (e *Executor) keeperSet(obs *plan.Observed) *keeperSet {
+func (ko *keeperOps) keeperSet(obs *plan.Observed) *keeperSet {
 	s := &keeperSet{byNode: map[string][]*keeper{}}
 	for node, ks := range obs.Keepers {
 		for _, k := range ks {
 			s.byNode[node] = append(s.byNode[node], &keeper{
-				e: e, node: node, vmid: k.VMID,
+				ops: ko, node: node, vmid: k.VMID,
 				records: k.Records, intents: k.Intents, projects: k.Projects, declared: k.Declared, volumes: plan.VolumeEntries(k.Config),
 			})
 		}
@@ -93,6 +110,29 @@ func (s *keeperSet) add(k *keeper) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.byNode[k.node] = append(s.byNode[k.node], k)
+}
+
+// readEach reads each keeper on node afresh (those the set knows as the
+// call starts) and calls fn with it and its config; a keeper destroyed
+// meanwhile is skipped. The moves read them so, never trusting what an
+// earlier step saw.
+func (s *keeperSet) readEach(ctx context.Context, node string, fn func(k *keeper, cc *pve.ContainerConfig) error) error {
+	s.mu.Lock()
+	ks := slices.Clone(s.byNode[node])
+	s.mu.Unlock()
+	for _, k := range ks {
+		cc, err := k.read(ctx)
+		if pve.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if err := fn(k, cc); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (s *keeperSet) byVMID(node string, vmid int) *keeper {
@@ -218,4 +258,46 @@ func (s *keeperSet) refreshNotes(ctx context.Context) error {
 		errs = append(errs, k.change(ctx, "Notes follow the mount points (volumes carried out)", func(*keeperState) (*pve.ConfigUpdate, error) { return &pve.ConfigUpdate{}, nil }))
 	}
 	return errors.Join(errs...)
+}
+
+// createKeepers starts creating the keepers p plans, all at once, and
+// returns at once; wait waits for them and returns their failures. Their
+// templates are fetched first, before the apps' changes run (that
+// changes obs).
+func (ko *keeperOps) createKeepers(ctx context.Context, p *plan.Plan, obs *plan.Observed, keepers *keeperSet) (wait func() error, err error) {
+	var creates []plan.KeeperChange
+	for _, kc := range p.Keepers {
+		if kc.Action != plan.Create {
+			continue
+		}
+		tmpl := keeperTemplate(kc.Node, p, obs)
+		if tmpl == "" {
+			return nil, fmt.Errorf("keeper on %s: no container template on the node to create it from", kc.Node)
+		}
+		if err := ko.keeperTemplateOn(ctx, kc.Node, tmpl, obs); err != nil {
+			return nil, err
+		}
+		creates = append(creates, kc)
+	}
+	errs := make([]error, len(creates))
+	// Every create is expected before any starts: one that ended before
+	// the next of its node was expected would let that node's waiters go.
+	finish := make([]func(*keeper, error), len(creates))
+	for i, kc := range creates {
+		finish[i] = keepers.expect(kc.Node)
+	}
+	var wg sync.WaitGroup
+	for i, kc := range creates {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			k, err := ko.ensureKeeper(ctx, kc, nil, p, obs)
+			errs[i] = err
+			finish[i](k, err)
+		}()
+	}
+	return func() error {
+		wg.Wait()
+		return errors.Join(errs...)
+	}, nil
 }

@@ -115,7 +115,7 @@ func (e *Executor) Lock(ctx context.Context, obs *plan.Observed, nodes []string,
 		if slices.Contains(obs.Offline, node) {
 			continue
 		}
-		k, err := e.lockKeeper(ctx, obs, node, opts)
+		k, err := e.keeperOps().lockKeeper(ctx, obs, node, opts)
 		if err == nil {
 			err = l.take(ctx, k, node, opts)
 		}
@@ -248,18 +248,18 @@ func (l *Lock) release() {
 // lockKeeper is the keeper that holds node's lease: its oldest. A node
 // without one gets one; when two corrals create one at once, the younger
 // one is removed again (it holds nothing yet) and both use the oldest.
-func (e *Executor) lockKeeper(ctx context.Context, obs *plan.Observed, node string, opts LockOptions) (*keeper, error) {
+func (ko *keeperOps) lockKeeper(ctx context.Context, obs *plan.Observed, node string, opts LockOptions) (*keeper, error) {
 	if prob := obs.DamagedKeeperProblem(node); prob != "" {
 		// Its lease would go unseen, and a new keeper would stand beside it.
 		return nil, fmt.Errorf("lock node %s: %s", node, prob)
 	}
 	if ks := obs.Keepers[node]; len(ks) > 0 {
-		return &keeper{e: e, node: node, vmid: ks[0].VMID}, nil
+		return &keeper{ops: ko, node: node, vmid: ks[0].VMID}, nil
 	}
 	// Another corral may have made one since obs was read.
-	if oldest, err := e.oldestKeeper(ctx, node); err == nil {
+	if oldest, err := ko.oldestKeeper(ctx, node); err == nil {
 		obs.Keepers[node] = append(obs.Keepers[node], plan.NewKeeper(oldest, node, map[string]string{}))
-		return &keeper{e: e, node: node, vmid: oldest}, nil
+		return &keeper{ops: ko, node: node, vmid: oldest}, nil
 	}
 	tmpl := opts.Template
 	if tmpl == "" && len(obs.Templates[node]) > 0 {
@@ -272,41 +272,41 @@ func (e *Executor) lockKeeper(ctx context.Context, obs *plan.Observed, node stri
 	if storage == "" {
 		storage = "local-lvm"
 	}
-	if err := e.keeperTemplateOn(ctx, node, tmpl, obs); err != nil {
+	if err := ko.keeperTemplateOn(ctx, node, tmpl, obs); err != nil {
 		return nil, err
 	}
 	var made *keeper
-	err := e.step(plan.KeeperName, "keeper", "create on "+node, func() error {
+	err := ko.step(plan.KeeperName, "keeper", "create on "+node, func() error {
 		var err error
-		made, err = e.createKeeper(ctx, node, tmpl, storage)
+		made, err = ko.createKeeper(ctx, node, tmpl, storage)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	oldest, err := e.oldestKeeper(ctx, node)
+	oldest, err := ko.oldestKeeper(ctx, node)
 	if err != nil {
 		return nil, err
 	}
 	if oldest != made.vmid {
 		// Another corral made one first: ours goes (it holds nothing).
-		if err := e.removeEmptyKeeper(ctx, made); err != nil {
+		if err := ko.removeEmptyKeeper(ctx, made); err != nil {
 			return nil, err
 		}
 	}
 	for _, k := range obs.Keepers[node] {
 		if k.VMID == oldest {
-			return &keeper{e: e, node: node, vmid: oldest}, nil
+			return &keeper{ops: ko, node: node, vmid: oldest}, nil
 		}
 	}
 	obs.Keepers[node] = append(obs.Keepers[node], plan.NewKeeper(oldest, node, map[string]string{}))
-	return &keeper{e: e, node: node, vmid: oldest}, nil
+	return &keeper{ops: ko, node: node, vmid: oldest}, nil
 }
 
 // oldestKeeper lists node's keepers afresh (waiting for guests still being
 // created, which may be keepers) and returns the lowest VMID.
-func (e *Executor) oldestKeeper(ctx context.Context, node string) (int, error) {
-	res, err := guestsSettled(ctx, e.Client, ObserveOptions{}, nil)
+func (ko *keeperOps) oldestKeeper(ctx context.Context, node string) (int, error) {
+	res, err := guestsSettled(ctx, ko.client, ObserveOptions{}, nil)
 	if err != nil {
 		return 0, err
 	}
@@ -324,7 +324,7 @@ func (e *Executor) oldestKeeper(ctx context.Context, node string) (int, error) {
 
 // removeEmptyKeeper destroys a keeper this process just created and that
 // lost the race to be the node's first; it refuses if it holds anything.
-func (e *Executor) removeEmptyKeeper(ctx context.Context, k *keeper) error {
+func (ko *keeperOps) removeEmptyKeeper(ctx context.Context, k *keeper) error {
 	cc, err := k.read(ctx)
 	if err != nil {
 		return err
@@ -335,17 +335,17 @@ func (e *Executor) removeEmptyKeeper(ctx context.Context, k *keeper) error {
 	// Untag it first, so that another corral listing the guests from now
 	// on no longer takes it for a keeper (nor its cleared protection for
 	// one to repair).
-	if err := k.e.putConfig(ctx, k.node, k.vmid, &pve.ConfigUpdate{Tags: []string{plan.TagManaged}}); err != nil {
+	if err := k.ops.putConfig(ctx, k.node, k.vmid, &pve.ConfigUpdate{Tags: []string{plan.TagManaged}}); err != nil {
 		return fmt.Errorf("remove the spare keeper %d: %w", k.vmid, err)
 	}
 	if err := k.setProtection(ctx, false); err != nil {
 		return err
 	}
-	upid, err := e.Client.DestroyContainer(ctx, k.node, k.vmid, pve.DestroyOptions{Purge: true})
+	upid, err := ko.client.DestroyContainer(ctx, k.node, k.vmid, pve.DestroyOptions{Purge: true})
 	if err != nil {
 		return fmt.Errorf("remove the spare keeper %d: %w", k.vmid, err)
 	}
-	return e.wait(ctx, plan.KeeperName, upid)
+	return ko.wait(ctx, plan.KeeperName, upid)
 }
 
 // BreakLease removes the lease on node's first keeper. Unless force, only
@@ -356,7 +356,7 @@ func (e *Executor) BreakLease(ctx context.Context, obs *plan.Observed, node stri
 	if len(ks) == 0 {
 		return nil, fmt.Errorf("node %s has no keeper, so no lock", node)
 	}
-	k := &keeper{e: e, node: node, vmid: ks[0].VMID}
+	k := &keeper{ops: e.keeperOps(), node: node, vmid: ks[0].VMID}
 	var broken *plan.Lease
 	err := k.change(ctx, "break the lock", func(s *keeperState) (*pve.ConfigUpdate, error) {
 		cur := s.notes.Lease

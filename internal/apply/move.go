@@ -14,6 +14,14 @@ import (
 	"github.com/corralhq/corral/internal/pve"
 )
 
+// mover carries out the moves and drains of a plan (plan.Move): the
+// container, its carrier and the volumes it carries, from one node to
+// another. It holds nothing but the runner; the keepers of the run come
+// with each call, since a move takes out of one and hands to another.
+type mover struct {
+	*runner
+}
+
 // A move takes an app's container and its retained volumes to another
 // node (plan.Move). PVE copies a local volume between nodes only by
 // migrating the container that owns it, and hands a volume from one
@@ -42,105 +50,43 @@ import (
 // the same code starts a move, finishes one that was killed at any API
 // call, or (a carrier still on the node the app should be on) rolls it
 // back: the volumes then return to that node's keeper.
-func (e *Executor) moveApp(ctx context.Context, c plan.Change, keepers *keeperSet, obs *plan.Observed) error {
+func (m *mover) moveApp(ctx context.Context, c plan.Change, keepers *keeperSet, obs *plan.Observed) error {
 	app, to := c.App, c.Node
-	res, err := e.Client.ClusterResources(ctx, "vm")
+	res, err := m.client.ClusterResources(ctx, "vm")
 	if err != nil {
 		return err
 	}
-	ct, car, leftovers, err := e.findMove(ctx, app, c.VMID, res)
+	ct, car, leftovers, err := m.findMove(ctx, app, c.VMID, res)
 	if err != nil {
 		return err
 	}
-	// Empty carriers of runs killed right after creating them: nothing
-	// was handed to them (no carrying line, no volume), so they go.
-	for _, l := range leftovers {
-		if err := e.step(app, "move", fmt.Sprintf("destroy carrier %d on %s (empty, left by an interrupted run)", l.vmid, l.node), func() error {
-			return e.dropCarrier(ctx, app, l, obs)
-		}); err != nil {
-			return err
-		}
+	if err := m.dropLeftovers(ctx, app, leftovers, obs); err != nil {
+		return err
 	}
 	sizes := map[plan.VolumeKey]int64{}
 	if car == nil {
-		if ct == nil {
-			return fmt.Errorf("%s: no container and no carrier: nothing to move", app)
-		}
-		if ct.Node == to {
-			return nil
-		}
-		from := ct.Node
-		if err := e.readyToLeave(ctx, c, ct); err != nil {
+		var done bool
+		if car, done, err = m.startMove(ctx, c, keepers, obs, ct, sizes); err != nil || done {
 			return err
 		}
-		recs, err := e.appRecords(ctx, keepers, from, app)
-		if err != nil {
-			return err
-		}
-		if len(recs) == 0 {
-			return e.migrateApp(ctx, c, ct, to)
-		}
-		for vk, volid := range recs {
-			sizes[vk] = obs.Volumes[from+"/"+volid]
-		}
-		if err := e.step(app, "move", "create carrier on "+from, func() error {
-			car, err = e.createCarrier(ctx, app, from, to, c, obs)
-			return err
-		}); err != nil {
-			return err
-		}
-	} else {
-		if ct != nil {
-			if err := e.readyToLeave(ctx, c, ct); err != nil {
-				return err
-			}
-		}
-		if car.notes.To != to {
-			if err := e.carrierChange(ctx, car, "retarget the move to "+to, func(n *plan.CarrierNotes) {
-				if !slices.Contains(n.Was, n.To) {
-					n.Was = append(n.Was, n.To) // a migration there may have left copies
-				}
-				n.To = to
-			}); err != nil {
-				return err
-			}
-		}
+	} else if err := m.resumeMove(ctx, c, ct, car); err != nil {
+		return err
 	}
 	// 3. Into the carrier, while it is on a node the app leaves.
 	if car.node != to {
-		recs, err := e.appRecords(ctx, keepers, car.node, app)
-		if err != nil {
+		if err := m.carryAway(ctx, keepers, car, app, to); err != nil {
 			return err
 		}
-		if err := e.carry(ctx, keepers, car, recs); err != nil {
-			return err
-		}
-		// 4. The carrier migrates with what it holds.
-		if err := e.step(app, "move", fmt.Sprintf("migrate carrier %d %s → %s", car.vmid, car.node, to), func() error {
-			return e.migrate(ctx, app, car.node, car.vmid, to)
-		}); err != nil {
-			return err
-		}
-		car.node = to
 	}
 	// 5. The app's container.
 	if ct != nil && ct.Node != to {
-		if err := e.migrateApp(ctx, c, ct, to); err != nil {
+		if err := m.migrateApp(ctx, c, ct, to); err != nil {
 			return err
 		}
 	}
 	// 6. The target node's keeper takes each volume.
-	conf, err := containerConfig(ctx, e.Client, car.node, car.vmid)
+	notes, err := m.handOverCarried(ctx, keepers, car, to)
 	if err != nil {
-		return err
-	}
-	notes, _ := plan.ParseCarrierNotes(conf["description"])
-	held := (&plan.Carrier{VMID: car.vmid, Config: conf, Notes: notes}).Holds()
-	vols := map[plan.VolumeKey]string{}
-	for vk := range notes.Carrying {
-		vols[vk] = held[vk]
-	}
-	if err := e.handOver(ctx, keepers, to, vols, car.vmid); err != nil {
 		return err
 	}
 	// 7. What a failed or killed migration left, of the carrier or of
@@ -152,32 +98,141 @@ func (e *Executor) moveApp(ctx context.Context, c plan.Change, keepers *keeperSe
 	// a copy (freed after the destroy, it could already be a parallel
 	// move's new carrier's), and a run killed between the two finds the
 	// carrier, and so the copies, again.
-	if err := e.freeMoveCopies(ctx, app, car, notes, ct, obs); err != nil {
+	if err := m.freeMoveCopies(ctx, app, car, notes, ct, obs); err != nil {
 		return err
 	}
-	if err := e.step(app, "move", fmt.Sprintf("destroy carrier %d on %s", car.vmid, car.node), func() error {
-		return e.destroyCarrier(ctx, app, car)
+	if err := m.step(app, "move", fmt.Sprintf("destroy carrier %d on %s", car.vmid, car.node), func() error {
+		return m.destroyCarrier(ctx, app, car)
 	}); err != nil {
 		return err
 	}
 	// 8. Verify.
-	return e.step(app, "move", "verify volumes on "+to, func() error {
-		return e.verifyMove(ctx, keepers, app, to, sortedVolumeKeys(notes.Carrying), sizes, car.vmid)
+	return m.step(app, "move", "verify volumes on "+to, func() error {
+		return m.verifyMove(ctx, keepers, app, to, sortedVolumeKeys(notes.Carrying), sizes, car.vmid)
 	})
+}
+
+// dropLeftovers destroys the empty carriers of runs killed right after
+// creating them: nothing was handed to them (no carrying line, no
+// volume), so they go.
+func (m *mover) dropLeftovers(ctx context.Context, app string, leftovers []*carrierRef, obs *plan.Observed) error {
+	for _, l := range leftovers {
+		if err := m.step(app, "move", fmt.Sprintf("destroy carrier %d on %s (empty, left by an interrupted run)", l.vmid, l.node), func() error {
+			return m.dropCarrier(ctx, app, l, obs)
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// startMove begins a move no carrier records yet (steps 1 and 2): the
+// container must be ready to leave, and the carrier is created on its
+// node, sizes noting each volume's for the final check. done is true
+// when nothing is left to do: the container is already there, or it has
+// no retained volume and simply migrated.
+func (m *mover) startMove(ctx context.Context, c plan.Change, keepers *keeperSet, obs *plan.Observed, ct *resource, sizes map[plan.VolumeKey]int64) (car *carrierRef, done bool, err error) {
+	app, to := c.App, c.Node
+	if ct == nil {
+		return nil, false, fmt.Errorf("%s: no container and no carrier: nothing to move", app)
+	}
+	if ct.Node == to {
+		return nil, true, nil
+	}
+	from := ct.Node
+	if err := m.readyToLeave(ctx, c, ct); err != nil {
+		return nil, false, err
+	}
+	recs, err := m.appRecords(ctx, keepers, from, app)
+	if err != nil {
+		return nil, false, err
+	}
+	if len(recs) == 0 {
+		return nil, true, m.migrateApp(ctx, c, ct, to)
+	}
+	for vk, volid := range recs {
+		sizes[vk] = obs.Volumes[from+"/"+volid]
+	}
+	if err := m.step(app, "move", "create carrier on "+from, func() error {
+		car, err = m.createCarrier(ctx, app, from, to, c, obs)
+		return err
+	}); err != nil {
+		return nil, false, err
+	}
+	return car, false, nil
+}
+
+// resumeMove takes up a move a carrier records: the container, if still
+// there, must be ready to leave, and a move now headed elsewhere is
+// retargeted, the old target kept in the Notes (a migration there may
+// have left copies).
+func (m *mover) resumeMove(ctx context.Context, c plan.Change, ct *resource, car *carrierRef) error {
+	if ct != nil {
+		if err := m.readyToLeave(ctx, c, ct); err != nil {
+			return err
+		}
+	}
+	to := c.Node
+	if car.notes.To == to {
+		return nil
+	}
+	return m.carrierChange(ctx, car, "retarget the move to "+to, func(n *plan.CarrierNotes) {
+		if !slices.Contains(n.Was, n.To) {
+			n.Was = append(n.Was, n.To) // a migration there may have left copies
+		}
+		n.To = to
+	})
+}
+
+// carryAway hands app's volumes on the carrier's node to the carrier
+// (step 3), then migrates the carrier with what it holds to the target
+// node (step 4).
+func (m *mover) carryAway(ctx context.Context, keepers *keeperSet, car *carrierRef, app, to string) error {
+	recs, err := m.appRecords(ctx, keepers, car.node, app)
+	if err != nil {
+		return err
+	}
+	if err := m.carry(ctx, keepers, car, recs); err != nil {
+		return err
+	}
+	if err := m.step(app, "move", fmt.Sprintf("migrate carrier %d %s → %s", car.vmid, car.node, to), func() error {
+		return m.migrate(ctx, app, car.node, car.vmid, to)
+	}); err != nil {
+		return err
+	}
+	car.node = to
+	return nil
+}
+
+// handOverCarried hands every volume the carrier's Notes say it carries
+// to a keeper on the target node (step 6), from a fresh read of the
+// carrier, and returns those Notes.
+func (m *mover) handOverCarried(ctx context.Context, keepers *keeperSet, car *carrierRef, to string) (plan.CarrierNotes, error) {
+	conf, err := containerConfig(ctx, m.client, car.node, car.vmid)
+	if err != nil {
+		return plan.CarrierNotes{}, err
+	}
+	notes, _ := plan.ParseCarrierNotes(conf["description"])
+	held := (&plan.Carrier{VMID: car.vmid, Config: conf, Notes: notes}).Holds()
+	vols := map[plan.VolumeKey]string{}
+	for vk := range notes.Carrying {
+		vols[vk] = held[vk]
+	}
+	return notes, m.handOver(ctx, keepers, to, vols, car.vmid)
 }
 
 // freeMoveCopies frees the stale copies of the carrier car (on the
 // move's nodes but its own, where destroyCarrier's
 // destroy-unreferenced-disks frees them) and of the app's container ct
 // (on the move's nodes but the one it is on).
-func (e *Executor) freeMoveCopies(ctx context.Context, app string, car *carrierRef, notes plan.CarrierNotes, ct *resource, obs *plan.Observed) error {
+func (m *mover) freeMoveCopies(ctx context.Context, app string, car *carrierRef, notes plan.CarrierNotes, ct *resource, obs *plan.Observed) error {
 	nodes := slices.Compact(slices.Sorted(slices.Values(append([]string{notes.From, notes.To, car.node}, notes.Was...))))
 	stale := []staleOf{{car.vmid, slices.DeleteFunc(slices.Clone(nodes), func(n string) bool { return n == car.node })}}
 	if ct != nil {
 		stale = append(stale, staleOf{ct.VMID, slices.DeleteFunc(slices.Clone(nodes), func(n string) bool { return n == car.node })})
 	}
 	for _, s := range stale {
-		if err := e.freeStaleCopies(ctx, app, s.vmid, s.nodes, obs); err != nil {
+		if err := m.freeStaleCopies(ctx, app, s.vmid, s.nodes, obs); err != nil {
 			return err
 		}
 	}
@@ -185,11 +240,11 @@ func (e *Executor) freeMoveCopies(ctx context.Context, app string, car *carrierR
 }
 
 // dropCarrier frees the stale copies of an empty carrier and destroys it.
-func (e *Executor) dropCarrier(ctx context.Context, app string, car *carrierRef, obs *plan.Observed) error {
-	if err := e.freeMoveCopies(ctx, app, car, car.notes, nil, obs); err != nil {
+func (m *mover) dropCarrier(ctx context.Context, app string, car *carrierRef, obs *plan.Observed) error {
+	if err := m.freeMoveCopies(ctx, app, car, car.notes, nil, obs); err != nil {
 		return err
 	}
-	return e.destroyCarrier(ctx, app, car)
+	return m.destroyCarrier(ctx, app, car)
 }
 
 // carrierRef is a carrier found by moveApp.
@@ -212,7 +267,7 @@ type carrierRef struct {
 // away is still it (the plan found it by the volumes it mounts, and the
 // change checks its digest), and the update after the move puts the tag
 // back.
-func (e *Executor) findMove(ctx context.Context, app string, planned int, res []resource) (ct *resource, car *carrierRef, leftovers []*carrierRef, err error) {
+func (m *mover) findMove(ctx context.Context, app string, planned int, res []resource) (ct *resource, car *carrierRef, leftovers []*carrierRef, err error) {
 	var cars []*plan.Carrier
 	for i, r := range res {
 		if r.Type != "lxc" {
@@ -226,7 +281,7 @@ func (e *Executor) findMove(ctx context.Context, app string, planned int, res []
 			if of := tagged(tags, plan.TagMovingPrefix); of != "" && of != app {
 				continue // another app's
 			}
-			conf, err := containerConfig(ctx, e.Client, r.Node, r.VMID)
+			conf, err := containerConfig(ctx, m.client, r.Node, r.VMID)
 			if pve.IsNotFound(err) {
 				continue
 			}
@@ -268,12 +323,12 @@ func (e *Executor) findMove(ctx context.Context, app string, planned int, res []
 // consent) and detaches every volume it does not own, so that PVE's
 // migration finds only its own volumes, and the keeper's volumes are in
 // no other guest's hands when they move.
-func (e *Executor) readyToLeave(ctx context.Context, c plan.Change, ct *resource) error {
+func (m *mover) readyToLeave(ctx context.Context, c plan.Change, ct *resource) error {
 	app, node, vmid := c.App, ct.Node, ct.VMID
-	if err := e.ensureStopped(ctx, app, node, vmid); err != nil {
+	if err := m.ensureStopped(ctx, app, node, vmid); err != nil {
 		return err
 	}
-	snaps, err := e.Client.Snapshots(ctx, node, vmid)
+	snaps, err := m.client.Snapshots(ctx, node, vmid)
 	if err != nil {
 		return err
 	}
@@ -289,22 +344,22 @@ func (e *Executor) readyToLeave(ctx context.Context, c plan.Change, ct *resource
 		}
 		slices.Reverse(names) // newest first
 		for _, name := range names {
-			if err := e.step(app, "snapshot", "delete "+name+" (--delete-snapshots)", func() error {
+			if err := m.step(app, "snapshot", "delete "+name+" (--delete-snapshots)", func() error {
 				var upid string
-				err := e.locked().Do(ctx, func() (err error) {
-					upid, err = e.Client.DeleteSnapshot(ctx, node, vmid, name, false)
+				err := m.locked().Do(ctx, func() (err error) {
+					upid, err = m.client.DeleteSnapshot(ctx, node, vmid, name, false)
 					return err
 				})
 				if err != nil {
 					return err
 				}
-				return e.wait(ctx, app, upid)
+				return m.wait(ctx, app, upid)
 			}); err != nil {
 				return err
 			}
 		}
 	}
-	conf, err := containerConfig(ctx, e.Client, node, vmid)
+	conf, err := containerConfig(ctx, m.client, node, vmid)
 	if err != nil {
 		return err
 	}
@@ -323,44 +378,38 @@ func (e *Executor) readyToLeave(ctx context.Context, c plan.Change, ct *resource
 		return nil
 	}
 	slices.Sort(mps)
-	return e.step(app, "detach", "before the move: "+strings.Join(foreign, ","), func() error {
+	return m.step(app, "detach", "before the move: "+strings.Join(foreign, ","), func() error {
 		if len(mps) > 0 {
-			if err := e.putConfig(ctx, node, vmid, &pve.ConfigUpdate{Delete: mps}); err != nil {
+			if err := m.putConfig(ctx, node, vmid, &pve.ConfigUpdate{Delete: mps}); err != nil {
 				return err
 			}
 		}
-		return e.dropReferences(ctx, node, vmid, foreign)
+		return m.dropReferences(ctx, node, vmid, foreign)
 	})
 }
 
 // appRecords reads, fresh, the records of app on node's keepers.
-func (e *Executor) appRecords(ctx context.Context, keepers *keeperSet, node, app string) (map[plan.VolumeKey]string, error) {
+func (m *mover) appRecords(ctx context.Context, keepers *keeperSet, node, app string) (map[plan.VolumeKey]string, error) {
 	out := map[plan.VolumeKey]string{}
-	keepers.mu.Lock()
-	ks := slices.Clone(keepers.byNode[node])
-	keepers.mu.Unlock()
-	for _, k := range ks {
-		cc, err := k.read(ctx)
-		if pve.IsNotFound(err) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
+	err := keepers.readEach(ctx, node, func(_ *keeper, cc *pve.ContainerConfig) error {
 		for vk, volid := range plan.MountRecords(cc.Values) {
 			if vk.App == app {
 				out[vk] = volid
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
 
 // migrateApp migrates the app's container to node to; moveApp made it
 // ready to leave (readyToLeave) first, once per run.
-func (e *Executor) migrateApp(ctx context.Context, c plan.Change, ct *resource, to string) error {
-	return e.step(c.App, "move", fmt.Sprintf("migrate ct %d %s → %s", ct.VMID, ct.Node, to), func() error {
-		return e.migrate(ctx, c.App, ct.Node, ct.VMID, to)
+func (m *mover) migrateApp(ctx context.Context, c plan.Change, ct *resource, to string) error {
+	return m.step(c.App, "move", fmt.Sprintf("migrate ct %d %s → %s", ct.VMID, ct.Node, to), func() error {
+		return m.migrate(ctx, c.App, ct.Node, ct.VMID, to)
 	})
 }
 
@@ -371,29 +420,29 @@ var staleCopy = regexp.MustCompile(`found stale volume copy '([^']+)' on node '(
 // migrate migrates a stopped CT and waits. A failed migration leaves the
 // copies it made on the target, referenced by nothing: they are freed at
 // once, so a retry finds no name taken and nothing is left behind.
-func (e *Executor) migrate(ctx context.Context, app, node string, vmid int, to string) error {
+func (m *mover) migrate(ctx context.Context, app, node string, vmid int, to string) error {
 	var upid string
-	err := e.locked().Do(ctx, func() (err error) {
-		upid, err = e.Client.Migrate(ctx, node, vmid, pve.MigrateOptions{Target: to})
+	err := m.locked().Do(ctx, func() (err error) {
+		upid, err = m.client.Migrate(ctx, node, vmid, pve.MigrateOptions{Target: to})
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	_, err = e.waitLog(ctx, app, upid, true)
+	_, err = m.waitLog(ctx, app, upid, true)
 	var te *pve.TaskError
 	if errors.As(err, &te) {
 		log := te.Log
-		if full, _ := e.Client.WaitTask(ctx, upid, pve.WaitOptions{Log: true}); full != nil {
+		if full, _ := m.client.WaitTask(ctx, upid, pve.WaitOptions{Log: true}); full != nil {
 			log = full.Log
 		}
 		var freed []string
 		for _, line := range log {
-			if m := staleCopy.FindStringSubmatch(line); m != nil && plan.VolumeOwner(m[1]) == vmid {
-				sid, _, _ := strings.Cut(m[1], ":")
-				if dupid, derr := e.Client.DeleteVolume(ctx, m[2], sid, m[1]); derr == nil {
-					if e.wait(ctx, app, dupid) == nil {
-						freed = append(freed, m[1]+" on "+m[2])
+			if cp := staleCopy.FindStringSubmatch(line); cp != nil && plan.VolumeOwner(cp[1]) == vmid {
+				sid, _, _ := strings.Cut(cp[1], ":")
+				if dupid, derr := m.client.DeleteVolume(ctx, cp[2], sid, cp[1]); derr == nil {
+					if m.wait(ctx, app, dupid) == nil {
+						freed = append(freed, cp[1]+" on "+cp[2])
 					}
 				}
 			}
@@ -419,21 +468,21 @@ type staleOf struct {
 // one holds the real volumes), on a node where no guest has that VMID
 // (a guest's volumes exist before its config names them while it is
 // created), while no guest with that VMID is being migrated, and named
-// by no guest config on the node. VMIDs are taken under e.creating, so
+// by no guest config on the node. VMIDs are taken under m.creating, so
 // none of this run's creates can take vmid meanwhile.
-func (e *Executor) freeStaleCopies(ctx context.Context, app string, vmid int, nodes []string, obs *plan.Observed) error {
+func (m *mover) freeStaleCopies(ctx context.Context, app string, vmid int, nodes []string, obs *plan.Observed) error {
 	// A first look, without the lock: nearly always nothing is left.
-	found, err := e.staleCandidates(ctx, vmid, nodes, obs)
+	found, err := m.staleCandidates(ctx, vmid, nodes, obs)
 	if err != nil || len(found) == 0 {
 		return err
 	}
-	e.creating.Lock()
-	defer e.creating.Unlock()
-	if found, err = e.staleCandidates(ctx, vmid, nodes, obs); err != nil {
+	m.creating.Lock()
+	defer m.creating.Unlock()
+	if found, err = m.staleCandidates(ctx, vmid, nodes, obs); err != nil {
 		return err
 	}
 	for _, node := range slices.Sorted(maps.Keys(found)) {
-		refs, err := NodeReferences(ctx, e.Client, node)
+		refs, err := NodeReferences(ctx, m.client, node)
 		if err != nil {
 			return err
 		}
@@ -442,12 +491,12 @@ func (e *Executor) freeStaleCopies(ctx context.Context, app string, vmid int, no
 				continue // someone's: not ours to free
 			}
 			sid, _, _ := strings.Cut(volid, ":")
-			if err := e.step(app, "move", fmt.Sprintf("free %s on %s (a stale copy of a failed migration of %d)", volid, node, vmid), func() error {
-				upid, err := e.Client.DeleteVolume(ctx, node, sid, volid)
+			if err := m.step(app, "move", fmt.Sprintf("free %s on %s (a stale copy of a failed migration of %d)", volid, node, vmid), func() error {
+				upid, err := m.client.DeleteVolume(ctx, node, sid, volid)
 				if err != nil {
 					return err
 				}
-				return e.wait(ctx, app, upid)
+				return m.wait(ctx, app, upid)
 			}); err != nil {
 				return err
 			}
@@ -459,7 +508,7 @@ func (e *Executor) freeStaleCopies(ctx context.Context, app string, vmid int, no
 // staleCandidates lists, by node, the volumes named for vmid on the
 // nodes' own storages, leaving out nodes where a guest has that VMID, and
 // everything while a guest with that VMID migrates.
-func (e *Executor) staleCandidates(ctx context.Context, vmid int, nodes []string, obs *plan.Observed) (map[string][]string, error) {
+func (m *mover) staleCandidates(ctx context.Context, vmid int, nodes []string, obs *plan.Observed) (map[string][]string, error) {
 	found := map[string][]string{}
 	for _, node := range nodes {
 		if slices.Contains(obs.Offline, node) {
@@ -470,7 +519,7 @@ func (e *Executor) staleCandidates(ctx context.Context, vmid int, nodes []string
 			if obs.SharedStorages[sid] || !(slices.Contains(content, "images") || slices.Contains(content, "rootdir")) {
 				continue
 			}
-			vols, err := e.Client.StorageContent(ctx, node, sid, "", vmid)
+			vols, err := m.client.StorageContent(ctx, node, sid, "", vmid)
 			if err != nil {
 				return nil, err
 			}
@@ -484,7 +533,7 @@ func (e *Executor) staleCandidates(ctx context.Context, vmid int, nodes []string
 	if len(found) == 0 {
 		return nil, nil
 	}
-	res, err := e.Client.ClusterResources(ctx, "vm")
+	res, err := m.client.ClusterResources(ctx, "vm")
 	if err != nil {
 		return nil, err
 	}
@@ -502,7 +551,7 @@ func (e *Executor) staleCandidates(ctx context.Context, vmid int, nodes []string
 
 // createCarrier creates the carrier on node from: protected, and its
 // Notes name the move, in the create request itself.
-func (e *Executor) createCarrier(ctx context.Context, app, from, to string, c plan.Change, obs *plan.Observed) (*carrierRef, error) {
+func (m *mover) createCarrier(ctx context.Context, app, from, to string, c plan.Change, obs *plan.Observed) (*carrierRef, error) {
 	tmpl := ""
 	if c.Desired != nil && slices.Contains(obs.Templates[from], c.Desired.Template) {
 		tmpl = c.Desired.Template
@@ -521,7 +570,7 @@ func (e *Executor) createCarrier(ctx context.Context, app, from, to string, c pl
 	// Tagged with its app too, so that findMove reads only this app's
 	// carriers.
 	params.Config.Tags = []string{plan.TagManaged, plan.TagCarrier, plan.TagMovingPrefix + app}
-	vmid, err := e.postCT(ctx, app, from, 0, params, false)
+	vmid, err := m.postCT(ctx, app, from, 0, params, false)
 	if err != nil {
 		return nil, err
 	}
@@ -529,9 +578,9 @@ func (e *Executor) createCarrier(ctx context.Context, app, from, to string, c pl
 }
 
 // carrierChange is a compare-and-swap write of the carrier's Notes.
-func (e *Executor) carrierChange(ctx context.Context, car *carrierRef, what string, edit func(n *plan.CarrierNotes)) error {
+func (m *mover) carrierChange(ctx context.Context, car *carrierRef, what string, edit func(n *plan.CarrierNotes)) error {
 	for attempt := 1; ; attempt++ {
-		cc, err := e.Client.ContainerConfig(ctx, car.node, car.vmid, true)
+		cc, err := m.client.ContainerConfig(ctx, car.node, car.vmid, true)
 		if err != nil {
 			return fmt.Errorf("carrier %d: %w", car.vmid, err)
 		}
@@ -545,7 +594,7 @@ func (e *Executor) carrierChange(ctx context.Context, car *carrierRef, what stri
 			car.notes = n
 			return nil
 		}
-		err = e.putConfig(ctx, car.node, car.vmid, &pve.ConfigUpdate{Description: &d, Digest: cc.Digest})
+		err = m.putConfig(ctx, car.node, car.vmid, &pve.ConfigUpdate{Description: &d, Digest: cc.Digest})
 		if pve.IsModified(err) && attempt < maxCASAttempts {
 			continue
 		}
@@ -564,7 +613,7 @@ func (e *Executor) carrierChange(ctx context.Context, car *carrierRef, what stri
 // the end of the run: keeperSet.refreshNotes). A
 // line written by an earlier, killed attempt is reused when its entry is
 // still free.
-func (e *Executor) carry(ctx context.Context, keepers *keeperSet, car *carrierRef, recs map[plan.VolumeKey]string) error {
+func (m *mover) carry(ctx context.Context, keepers *keeperSet, car *carrierRef, recs map[plan.VolumeKey]string) error {
 	if len(recs) == 0 {
 		return nil
 	}
@@ -581,121 +630,110 @@ func (e *Executor) carry(ctx context.Context, keepers *keeperSet, car *carrierRe
 		names = append(names, vk.Name)
 	}
 	app := vks[0].App
-	return e.step(app, "move", fmt.Sprintf("volumes %s: keeper → carrier %d", strings.Join(names, ", "), car.vmid), func() error {
+	return m.step(app, "move", fmt.Sprintf("volumes %s: keeper → carrier %d", strings.Join(names, ", "), car.vmid), func() error {
 		// No turn on the keeper: handing a volume away needs no change
 		// of its protection (PVE checks it only on the receiving side),
 		// and its config changes are serialised by PVE; the Notes are
 		// written with a compare-and-swap.
-		cc, err := e.Client.ContainerConfig(ctx, car.node, car.vmid, true)
+		targets, err := m.noteCarrying(ctx, car, vks, recs, names)
 		if err != nil {
 			return err
 		}
-		targets := map[plan.VolumeKey]string{}
-		taken := maps.Clone(cc.Values)
-		for _, in := range car.notes.Carrying {
-			taken[in.Key] = "x"
-		}
-		var fresh []plan.VolumeKey
 		for _, vk := range vks {
-			if in, ok := car.notes.Carrying[vk]; ok && cc.Values[in.Key] == "" {
-				targets[vk] = in.Key
-				continue
-			}
-			targets[vk] = freeKey(taken, "unused")
-			taken[targets[vk]] = recs[vk]
-			fresh = append(fresh, vk)
-		}
-		if len(fresh) > 0 {
-			if err := e.carrierChange(ctx, car, "note "+strings.Join(names, ", "), func(n *plan.CarrierNotes) {
-				for _, vk := range fresh {
-					n.Carrying[vk] = plan.AdoptIntent{Source: recs[vk], Key: targets[vk]}
-				}
-			}); err != nil {
+			if err := m.moveOut(ctx, byVol[vk], car, vk, recs[vk], targets[vk]); err != nil {
 				return err
-			}
-		}
-		for _, vk := range vks {
-			k, volid := byVol[vk], recs[vk]
-			done, err := k.takeOut(ctx)
-			if err != nil {
-				return err
-			}
-			// Read the keeper when its turn comes, not before the wait:
-			// move_volume names a mount point, and an edit meanwhile (the
-			// web UI) may have put another volume there.
-			kc, err := k.read(ctx)
-			if err != nil {
-				done()
-				return err
-			}
-			srcKey := plan.MountKey(kc.Values, vk)
-			if srcKey == "" || plan.ParseMountPoint(kc.Values[srcKey]).Volume != volid {
-				done()
-				return fmt.Errorf("keeper %d no longer records %s as %s", k.vmid, vk, volid)
-			}
-			var upid string
-			err = e.locked().Do(ctx, func() (err error) {
-				upid, err = e.Client.MoveVolume(ctx, car.node, k.vmid, &pve.VolumeMove{
-					Volume: srcKey, TargetVMID: car.vmid, TargetVolume: targets[vk],
-				})
-				return err
-			})
-			if err == nil {
-				// The keeper's Notes follow its mount points again at the
-				// end of the run (keeperSet.refreshNotes), also when a
-				// later move of this carry fails.
-				k.smu.Lock()
-				k.notesStale = true
-				k.smu.Unlock()
-				err = e.wait(ctx, vk.App, upid)
-			}
-			done()
-			if err != nil {
-				return fmt.Errorf("move %s to carrier %d: %w", volid, car.vmid, err)
 			}
 		}
 		return nil
 	})
 }
 
+// noteCarrying picks the carrier's unusedN entry for each volume of vks
+// and writes a carrying line for those the Notes do not name yet, before
+// any moves: the intent is on record first. A line of an earlier, killed
+// attempt keeps its entry while that is still free.
+func (m *mover) noteCarrying(ctx context.Context, car *carrierRef, vks []plan.VolumeKey, recs map[plan.VolumeKey]string, names []string) (map[plan.VolumeKey]string, error) {
+	cc, err := m.client.ContainerConfig(ctx, car.node, car.vmid, true)
+	if err != nil {
+		return nil, err
+	}
+	targets := map[plan.VolumeKey]string{}
+	taken := maps.Clone(cc.Values)
+	for _, in := range car.notes.Carrying {
+		taken[in.Key] = "x"
+	}
+	var fresh []plan.VolumeKey
+	for _, vk := range vks {
+		if in, ok := car.notes.Carrying[vk]; ok && cc.Values[in.Key] == "" {
+			targets[vk] = in.Key
+			continue
+		}
+		targets[vk] = freeKey(taken, "unused")
+		taken[targets[vk]] = recs[vk]
+		fresh = append(fresh, vk)
+	}
+	if len(fresh) > 0 {
+		if err := m.carrierChange(ctx, car, "note "+strings.Join(names, ", "), func(n *plan.CarrierNotes) {
+			for _, vk := range fresh {
+				n.Carrying[vk] = plan.AdoptIntent{Source: recs[vk], Key: targets[vk]}
+			}
+		}); err != nil {
+			return nil, err
+		}
+	}
+	return targets, nil
+}
+
+// moveOut moves volume vk (volid) out of keeper k into the carrier's
+// entry target, in its turn among the keeper's move_volume tasks
+// (keeper.takeOut).
+func (m *mover) moveOut(ctx context.Context, k *keeper, car *carrierRef, vk plan.VolumeKey, volid, target string) error {
+	done, err := k.takeOut(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	// Read the keeper when its turn comes, not before the wait:
+	// move_volume names a mount point, and an edit meanwhile (the
+	// web UI) may have put another volume there.
+	kc, err := k.read(ctx)
+	if err != nil {
+		return err
+	}
+	srcKey := plan.MountKey(kc.Values, vk)
+	if srcKey == "" || plan.ParseMountPoint(kc.Values[srcKey]).Volume != volid {
+		return fmt.Errorf("keeper %d no longer records %s as %s", k.vmid, vk, volid)
+	}
+	var upid string
+	err = m.locked().Do(ctx, func() (err error) {
+		upid, err = m.client.MoveVolume(ctx, car.node, k.vmid, &pve.VolumeMove{
+			Volume: srcKey, TargetVMID: car.vmid, TargetVolume: target,
+		})
+		return err
+	})
+	if err == nil {
+		// The keeper's Notes follow its mount points again at the
+		// end of the run (keeperSet.refreshNotes), also when a
+		// later move of this carry fails.
+		k.smu.Lock()
+		k.notesStale = true
+		k.smu.Unlock()
+		err = m.wait(ctx, vk.App, upid)
+	}
+	if err != nil {
+		return fmt.Errorf("move %s to carrier %d: %w", volid, car.vmid, err)
+	}
+	return nil
+}
+
 // handOver gives the volumes the carrier holds (vols: key → volid, ""
 // when an earlier, killed run already moved it) to keepers on node and
 // records them there: one keeper turn for all of them (one protection
 // window), each with its adoption intent, its move_volume and its record.
-func (e *Executor) handOver(ctx context.Context, keepers *keeperSet, node string, vols map[plan.VolumeKey]string, carrier int) error {
-	keepers.mu.Lock()
-	ks := slices.Clone(keepers.byNode[node])
-	keepers.mu.Unlock()
+func (m *mover) handOver(ctx context.Context, keepers *keeperSet, node string, vols map[plan.VolumeKey]string, carrier int) error {
 	todo := maps.Clone(vols)
-	// Already recorded, or moved into a keeper that noted the adoption
-	// (a run killed between the move and the record).
-	for _, k := range ks {
-		cc, err := k.read(ctx)
-		if pve.IsNotFound(err) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		s := newKeeperState(cc.Values)
-		k.remember(s)
-		recs := plan.MountRecords(cc.Values)
-		for _, vk := range sortedVolumeKeys(todo) {
-			if recs[vk] != "" {
-				delete(todo, vk)
-				continue
-			}
-			if in, ok := s.notes.Intents[vk]; ok && todo[vk] == "" {
-				if moved := cc.Values[in.Key]; moved != "" && plan.VolumeOwner(moved) == k.vmid {
-					if err := e.step(vk.App, "move", "volume "+vk.Name+": record in keeper "+strconv.Itoa(k.vmid), func() error {
-						return k.unprotected(ctx, func() error { return k.mount(ctx, vk, moved) })
-					}); err != nil {
-						return err
-					}
-					delete(todo, vk)
-				}
-			}
-		}
+	if err := m.recordMoved(ctx, keepers, node, todo); err != nil {
+		return err
 	}
 	if len(todo) == 0 {
 		return nil
@@ -720,16 +758,9 @@ func (e *Executor) handOver(ctx context.Context, keepers *keeperSet, node string
 		}
 		byKeeper[k] = append(byKeeper[k], vk)
 	}
-	// Where the carrier holds each (read once: only this move changes it).
-	conf, err := containerConfig(ctx, e.Client, node, carrier)
+	srcKeys, err := m.unusedKeys(ctx, node, carrier)
 	if err != nil {
 		return err
-	}
-	srcKeys := map[string]string{}
-	for key, v := range conf {
-		if isUnused(key) {
-			srcKeys[v] = key
-		}
 	}
 	for _, k := range order {
 		vks := byKeeper[k]
@@ -743,7 +774,7 @@ func (e *Executor) handOver(ctx context.Context, keepers *keeperSet, node string
 			r.vols = append(r.vols, takeVol{vk: vk, volid: todo[vk], srcKey: srcKeys[todo[vk]]})
 		}
 		app := vks[0].App
-		if err := e.step(app, "move", fmt.Sprintf("volumes %s: carrier %d → keeper %d on %s", strings.Join(names, ", "), carrier, k.vmid, node), func() error {
+		if err := m.step(app, "move", fmt.Sprintf("volumes %s: carrier %d → keeper %d on %s", strings.Join(names, ", "), carrier, k.vmid, node), func() error {
 			return k.takeBatched(ctx, r)
 		}); err != nil {
 			return err
@@ -752,11 +783,55 @@ func (e *Executor) handOver(ctx context.Context, keepers *keeperSet, node string
 	return nil
 }
 
+// recordMoved deletes from todo the volumes a keeper on node already
+// records, and records those moved into a keeper that noted the adoption
+// (a run killed between the move and the record).
+func (m *mover) recordMoved(ctx context.Context, keepers *keeperSet, node string, todo map[plan.VolumeKey]string) error {
+	return keepers.readEach(ctx, node, func(k *keeper, cc *pve.ContainerConfig) error {
+		s := newKeeperState(cc.Values)
+		k.remember(s)
+		recs := plan.MountRecords(cc.Values)
+		for _, vk := range sortedVolumeKeys(todo) {
+			if recs[vk] != "" {
+				delete(todo, vk)
+				continue
+			}
+			if in, ok := s.notes.Intents[vk]; ok && todo[vk] == "" {
+				if moved := cc.Values[in.Key]; moved != "" && plan.VolumeOwner(moved) == k.vmid {
+					if err := m.step(vk.App, "move", "volume "+vk.Name+": record in keeper "+strconv.Itoa(k.vmid), func() error {
+						return k.unprotected(ctx, func() error { return k.mount(ctx, vk, moved) })
+					}); err != nil {
+						return err
+					}
+					delete(todo, vk)
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// unusedKeys is where CT carrier on node holds each volume (volid →
+// unusedN), read once: only this move changes it.
+func (m *mover) unusedKeys(ctx context.Context, node string, carrier int) (map[string]string, error) {
+	conf, err := containerConfig(ctx, m.client, node, carrier)
+	if err != nil {
+		return nil, err
+	}
+	srcKeys := map[string]string{}
+	for key, v := range conf {
+		if isUnused(key) {
+			srcKeys[v] = key
+		}
+	}
+	return srcKeys, nil
+}
+
 // destroyCarrier destroys the carrier once it holds nothing but its
 // rootfs. destroy-unreferenced-disks frees any copy of a failed
 // migration still named for it on its node.
-func (e *Executor) destroyCarrier(ctx context.Context, app string, car *carrierRef) error {
-	conf, err := containerConfig(ctx, e.Client, car.node, car.vmid)
+func (m *mover) destroyCarrier(ctx context.Context, app string, car *carrierRef) error {
+	conf, err := containerConfig(ctx, m.client, car.node, car.vmid)
 	if pve.IsNotFound(err) {
 		return nil
 	}
@@ -769,14 +844,14 @@ func (e *Executor) destroyCarrier(ctx context.Context, app string, car *carrierR
 		}
 	}
 	if conf["protection"] == "1" {
-		if err := e.putConfig(ctx, car.node, car.vmid, &pve.ConfigUpdate{Protection: pve.Ptr(false)}); err != nil {
+		if err := m.putConfig(ctx, car.node, car.vmid, &pve.ConfigUpdate{Protection: pve.Ptr(false)}); err != nil {
 			return err
 		}
 	}
 	yes := true
 	var upid string
-	err = e.locked().Do(ctx, func() (err error) {
-		upid, err = e.Client.DestroyContainer(ctx, car.node, car.vmid, pve.DestroyOptions{Purge: true, DestroyUnreferencedDisks: &yes})
+	err = m.locked().Do(ctx, func() (err error) {
+		upid, err = m.client.DestroyContainer(ctx, car.node, car.vmid, pve.DestroyOptions{Purge: true, DestroyUnreferencedDisks: &yes})
 		return err
 	})
 	if pve.IsNotFound(err) {
@@ -785,14 +860,14 @@ func (e *Executor) destroyCarrier(ctx context.Context, app string, car *carrierR
 	if err != nil {
 		return err
 	}
-	return e.wait(ctx, app, upid)
+	return m.wait(ctx, app, upid)
 }
 
 // verifyMove checks the end of a move from the API: every moved volume is
 // recorded by a keeper on node and exists there (with the size it had,
 // when known), and no copy named for the carrier is left on node.
-func (e *Executor) verifyMove(ctx context.Context, keepers *keeperSet, app, node string, vks []plan.VolumeKey, sizes map[plan.VolumeKey]int64, carrier int) error {
-	recs, err := e.appRecords(ctx, keepers, node, app)
+func (m *mover) verifyMove(ctx context.Context, keepers *keeperSet, app, node string, vks []plan.VolumeKey, sizes map[plan.VolumeKey]int64, carrier int) error {
+	recs, err := m.appRecords(ctx, keepers, node, app)
 	if err != nil {
 		return err
 	}
@@ -806,7 +881,7 @@ func (e *Executor) verifyMove(ctx context.Context, keepers *keeperSet, app, node
 		}
 		sid, _, _ := strings.Cut(volid, ":")
 		storages[sid] = true
-		vols, err := e.Client.StorageContent(ctx, node, sid, "", plan.VolumeOwner(volid))
+		vols, err := m.client.StorageContent(ctx, node, sid, "", plan.VolumeOwner(volid))
 		if err != nil {
 			return err
 		}
@@ -830,7 +905,7 @@ func (e *Executor) verifyMove(ctx context.Context, keepers *keeperSet, app, node
 	// gives the lowest free id), even one being created, whose volumes
 	// exist before its config names them: a node where a guest has that
 	// VMID is that guest's business (PVE: a new guest adopts them).
-	res, err := e.Client.ClusterResources(ctx, "vm")
+	res, err := m.client.ClusterResources(ctx, "vm")
 	if err != nil {
 		return err
 	}
@@ -842,7 +917,7 @@ func (e *Executor) verifyMove(ctx context.Context, keepers *keeperSet, app, node
 		if taken {
 			break
 		}
-		vols, err := e.Client.StorageContent(ctx, node, sid, "", carrier)
+		vols, err := m.client.StorageContent(ctx, node, sid, "", carrier)
 		if err != nil {
 			return err
 		}
@@ -861,17 +936,17 @@ func (e *Executor) verifyMove(ctx context.Context, keepers *keeperSet, app, node
 // afterMove turns a finished move into the update that follows it on
 // the target node: the moved volumes are attached under their new volids
 // (a keeper adoption renames them), the container is started.
-func (e *Executor) afterMove(ctx context.Context, c plan.Change, keepers *keeperSet, obs *plan.Observed) (plan.Change, error) {
-	recs, err := e.appRecords(ctx, keepers, c.Node, c.App)
+func (m *mover) afterMove(ctx context.Context, c plan.Change, keepers *keeperSet, obs *plan.Observed) (plan.Change, error) {
+	recs, err := m.appRecords(ctx, keepers, c.Node, c.App)
 	if err != nil {
 		return c, err
 	}
 	if c.VMID == 0 {
-		res, err := e.Client.ClusterResources(ctx, "vm")
+		res, err := m.client.ClusterResources(ctx, "vm")
 		if err != nil {
 			return c, err
 		}
-		ct, _, _, err := e.findMove(ctx, c.App, 0, res)
+		ct, _, _, err := m.findMove(ctx, c.App, 0, res)
 		if err != nil {
 			return c, err
 		}
@@ -907,17 +982,17 @@ func (e *Executor) afterMove(ctx context.Context, c plan.Change, keepers *keeper
 		vols = append(vols, v)
 	}
 	c.Volumes = vols
-	return c, e.moveTags(ctx, &c, obs)
+	return c, m.moveTags(ctx, &c, obs)
 }
 
 // moveTags sets the tags edit of a moved app: its tags, with those that
 // record its shared volumes (plan.VolumeTag) naming the volids the move
 // gave them, and the corral-recovered mark kept.
-func (e *Executor) moveTags(ctx context.Context, c *plan.Change, obs *plan.Observed) error {
+func (m *mover) moveTags(ctx context.Context, c *plan.Change, obs *plan.Observed) error {
 	if c.Desired == nil {
 		return nil
 	}
-	conf, err := containerConfig(ctx, e.Client, c.Node, c.VMID)
+	conf, err := containerConfig(ctx, m.client, c.Node, c.VMID)
 	if err != nil {
 		return err
 	}

@@ -40,7 +40,55 @@ type ObserveOptions struct {
 
 // ObserveWith is Observe with options.
 func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan.Observed, error) {
-	obs := &plan.Observed{
+	o := &observation{c: c, obs: newObserved(), strangers: map[int]*plan.CT{}}
+	online, err := o.nodes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res, err := guestsSettled(ctx, c, opts, online)
+	if err != nil {
+		return nil, err
+	}
+	o.visibility(ctx, res, online)
+	o.reads = readCTs(ctx, c, res, o.obs.Offline)
+	for _, r := range res {
+		if err := o.guest(ctx, r); err != nil {
+			return nil, err
+		}
+	}
+	o.group()
+	if err := o.storages(ctx); err != nil {
+		return nil, err
+	}
+	for _, node := range o.online() {
+		if err := observeBridges(ctx, c, o.obs, node); err != nil {
+			return nil, err
+		}
+	}
+	parseMounts(o.obs)
+	return o.obs, nil
+}
+
+// observation is one read of the cluster by ObserveWith, in steps that
+// each fill their part of obs: the nodes, then every guest from one
+// /cluster/resources listing and the configs read for it, then the
+// storages and bridges of the online nodes.
+type observation struct {
+	c     *pve.Client
+	obs   *plan.Observed
+	reads map[string]ctRead // the container configs, read at once (readCTs)
+	// carriers are the move carriers found, grouped once all are read
+	// (plan.GroupCarriers needs them all).
+	carriers []*plan.Carrier
+	// strangers are the CTs without a tag that says what they are, read
+	// to recognize an app whose tags were edited (recognize).
+	strangers map[int]*plan.CT
+}
+
+// newObserved is an Observed with every map made, so that the steps and
+// the planner may write and read them without checks.
+func newObserved() *plan.Observed {
+	return &plan.Observed{
 		Templates: map[string][]string{},
 		Apps:      map[string][]*plan.CT{},
 		Keepers:   map[string][]*plan.Keeper{},
@@ -52,15 +100,23 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 		Storages:       map[string]map[string][]string{},
 		Bridges:        map[string][]string{},
 		BridgeWarnings: map[string]string{},
+		NodeMemory:     map[string]int64{},
+		GuestMemory:    map[string]int64{},
 	}
-	nodes, err := c.Nodes(ctx)
+}
+
+// nodes reads the node list, their memory and which are offline, and
+// returns the online ones: the first call, so a token PVE refuses is
+// explained here.
+func (o *observation) nodes(ctx context.Context) (online []string, err error) {
+	nodes, err := o.c.Nodes(ctx)
 	if err != nil {
 		if errors.Is(err, pve.ErrUnauthorized) {
-			return nil, fmt.Errorf("%w: PVE does not accept the API token %s; check its id and secret (PROXMOX_VE_API_TOKEN or --api-token) and that the token still exists and has not expired", err, c.TokenID())
+			return nil, fmt.Errorf("%w: PVE does not accept the API token %s; check its id and secret (PROXMOX_VE_API_TOKEN or --api-token) and that the token still exists and has not expired", err, o.c.TokenID())
 		}
 		return nil, err
 	}
-	obs.NodeMemory, obs.GuestMemory = map[string]int64{}, map[string]int64{}
+	obs := o.obs
 	for _, n := range nodes {
 		obs.Nodes = append(obs.Nodes, n.Node)
 		if n.MaxMem > 0 {
@@ -71,124 +127,162 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 		}
 	}
 	sort.Strings(obs.Nodes)
+	return o.online(), nil
+}
 
+// online are the nodes that are not offline, sorted.
+func (o *observation) online() []string {
 	var online []string
-	for _, n := range obs.Nodes {
-		if !slices.Contains(obs.Offline, n) {
+	for _, n := range o.obs.Nodes {
+		if !slices.Contains(o.obs.Offline, n) {
 			online = append(online, n)
 		}
 	}
-	res, err := guestsSettled(ctx, c, opts, online)
-	if err != nil {
-		return nil, err
-	}
-	if !seesCorral(res) && len(online) > 0 {
-		// Nothing of corral's is listed: a new cluster, or a token
-		// that cannot audit guests (PVE leaves them out silently).
-		// One question tells them apart.
-		if perms, err := c.Permissions(ctx, "/vms", ""); err == nil {
-			_, audit := perms["/vms"]["VM.Audit"]
-			obs.CannotSeeGuests = !audit
-		}
-	}
-	var carriers []*plan.Carrier
-	strangers := map[int]*plan.CT{} // untagged CTs, read to recognize edited apps
-	reads := readCTs(ctx, c, res, obs.Offline)
-	readCT := func(_ context.Context, _ *pve.Client, node string, vmid int) (map[string]string, map[string]string, string, error) {
-		r := reads[node+"/"+strconv.Itoa(vmid)]
-		return r.conf, r.pending, r.digest, r.err
-	}
-	for _, r := range res {
-		obs.GuestMemory[r.Node] += r.MaxMem
-		tags := plan.ParseTags(r.Tags)
-		if r.Type != "lxc" || !slices.Contains(tags, plan.TagManaged) {
-			if r.VMID != 0 {
-				obs.Others[r.VMID] = plan.Guest{VMID: r.VMID, Node: r.Node, Type: r.Type, Name: r.Name}
-			}
-			if r.Type == "lxc" && r.VMID != 0 && !slices.Contains(obs.Offline, r.Node) {
-				conf, pending, digest, err := readCT(ctx, c, r.Node, r.VMID)
-				if err != nil && !pve.IsNotFound(err) {
-					return nil, err
-				}
-				if err == nil {
-					g := obs.Others[r.VMID]
-					g.RootFS = plan.ParseMountPoint(conf["rootfs"]).Volume
-					obs.Others[r.VMID] = g
-					if d := plan.ReadDamaged(r.VMID, r.Node, r.Name, tags, conf); d != nil {
-						obs.Damaged = append(obs.Damaged, d)
-						continue
-					}
-					strangers[r.VMID] = &plan.CT{VMID: r.VMID, Node: r.Node, Status: r.Status, Lock: conf["lock"], Config: conf, Pending: pending, Digest: digest}
-				}
-			}
-			continue
-		}
-		if slices.Contains(obs.Offline, r.Node) {
-			// Its config cannot be read while the node is down; the app
-			// is known to be there, and the planner leaves it alone.
-			if app := appOf(tags); app != "" && !slices.Contains(tags, plan.TagKeeper) {
-				// Its tags are all corral can read of it: they name its
-				// volumes on shared storage (plan.VolumeTag).
-				obs.Apps[app] = append(obs.Apps[app], &plan.CT{VMID: r.VMID, Node: r.Node, Project: projectOf(tags), Status: r.Status, Config: map[string]string{"tags": r.Tags}})
-			}
-			continue
-		}
-		conf, pending, digest, err := readCT(ctx, c, r.Node, r.VMID)
-		if err != nil {
-			if pve.IsNotFound(err) {
-				continue // destroyed between the two calls
-			}
-			return nil, err
-		}
-		if slices.Contains(tags, plan.TagKeeper) {
-			obs.Keepers[r.Node] = append(obs.Keepers[r.Node], plan.NewKeeper(r.VMID, r.Node, conf))
-			continue
-		}
-		if slices.Contains(tags, plan.TagCarrier) {
-			carriers = append(carriers, plan.ReadCarrier(r.VMID, r.Node, tags, conf))
-			continue
-		}
-		if app := tagged(tags, plan.TagRestoringPrefix); app != "" {
-			restoreOf(obs, app).New = &plan.CT{VMID: r.VMID, Node: r.Node, Status: r.Status, Lock: conf["lock"], Config: conf, Pending: pending, Digest: digest}
-			restoreOf(obs, app).Stamp = plan.ParseRestoreMarker(conf["description"])
-			continue
-		}
-		if app := tagged(tags, plan.TagReplacedPrefix); app != "" {
-			restoreOf(obs, app).Replaced = &plan.CT{VMID: r.VMID, Node: r.Node, Status: r.Status, Lock: conf["lock"], Config: conf, Pending: pending, Digest: digest}
-			continue
-		}
-		app := appOf(tags)
-		if app == "" {
-			// corral's tag without one that says what it is: a keeper or
-			// carrier whose own tag was edited, or an app's container.
-			if d := plan.ReadDamaged(r.VMID, r.Node, r.Name, tags, conf); d != nil {
-				obs.Damaged = append(obs.Damaged, d)
-			} else {
-				strangers[r.VMID] = &plan.CT{VMID: r.VMID, Node: r.Node, Status: r.Status, Lock: conf["lock"], Config: conf, Pending: pending, Digest: digest}
-			}
-			continue
-		}
-		obs.Apps[app] = append(obs.Apps[app], &plan.CT{VMID: r.VMID, Node: r.Node, Project: projectOf(tags), Status: r.Status, Lock: conf["lock"], Config: conf, Pending: pending, Digest: digest})
-	}
+	return online
+}
 
+// visibility notes whether the token cannot see the guests: when nothing
+// of corral's is listed, a new cluster and a token that cannot audit
+// guests (PVE leaves them out silently) look the same, and one question
+// tells them apart.
+func (o *observation) visibility(ctx context.Context, res []resource, online []string) {
+	if seesCorral(res) || len(online) == 0 {
+		return
+	}
+	if perms, err := o.c.Permissions(ctx, "/vms", ""); err == nil {
+		_, audit := perms["/vms"]["VM.Audit"]
+		o.obs.CannotSeeGuests = !audit
+	}
+}
+
+// read is the config of CT vmid as readCTs read it.
+func (o *observation) read(node string, vmid int) (conf, pending map[string]string, digest string, err error) {
+	r := o.reads[node+"/"+strconv.Itoa(vmid)]
+	return r.conf, r.pending, r.digest, r.err
+}
+
+// observedCT is the plan's view of r with its config.
+func observedCT(r resource, conf, pending map[string]string, digest string) *plan.CT {
+	return &plan.CT{VMID: r.VMID, Node: r.Node, Status: r.Status, Lock: conf["lock"], Config: conf, Pending: pending, Digest: digest}
+}
+
+// guest files r under what its tags say it is: another tool's guest, an
+// app on an offline node, a keeper, a carrier, one side of a restore, or
+// an app's container.
+func (o *observation) guest(ctx context.Context, r resource) error {
+	obs := o.obs
+	obs.GuestMemory[r.Node] += r.MaxMem
+	tags := plan.ParseTags(r.Tags)
+	if r.Type != "lxc" || !slices.Contains(tags, plan.TagManaged) {
+		return o.other(r, tags)
+	}
+	if slices.Contains(obs.Offline, r.Node) {
+		// Its config cannot be read while the node is down; the app
+		// is known to be there, and the planner leaves it alone.
+		if app := appOf(tags); app != "" && !slices.Contains(tags, plan.TagKeeper) {
+			// Its tags are all corral can read of it: they name its
+			// volumes on shared storage (plan.VolumeTag).
+			obs.Apps[app] = append(obs.Apps[app], &plan.CT{VMID: r.VMID, Node: r.Node, Project: projectOf(tags), Status: r.Status, Config: map[string]string{"tags": r.Tags}})
+		}
+		return nil
+	}
+	conf, pending, digest, err := o.read(r.Node, r.VMID)
+	if err != nil {
+		if pve.IsNotFound(err) {
+			return nil // destroyed between the two calls
+		}
+		return err
+	}
+	if slices.Contains(tags, plan.TagKeeper) {
+		obs.Keepers[r.Node] = append(obs.Keepers[r.Node], plan.NewKeeper(r.VMID, r.Node, conf))
+		return nil
+	}
+	if slices.Contains(tags, plan.TagCarrier) {
+		o.carriers = append(o.carriers, plan.ReadCarrier(r.VMID, r.Node, tags, conf))
+		return nil
+	}
+	if app := tagged(tags, plan.TagRestoringPrefix); app != "" {
+		restoreOf(obs, app).New = observedCT(r, conf, pending, digest)
+		restoreOf(obs, app).Stamp = plan.ParseRestoreMarker(conf["description"])
+		return nil
+	}
+	if app := tagged(tags, plan.TagReplacedPrefix); app != "" {
+		restoreOf(obs, app).Replaced = observedCT(r, conf, pending, digest)
+		return nil
+	}
+	app := appOf(tags)
+	if app == "" {
+		// corral's tag without one that says what it is: a keeper or
+		// carrier whose own tag was edited, or an app's container.
+		if d := plan.ReadDamaged(r.VMID, r.Node, r.Name, tags, conf); d != nil {
+			obs.Damaged = append(obs.Damaged, d)
+		} else {
+			o.strangers[r.VMID] = observedCT(r, conf, pending, digest)
+		}
+		return nil
+	}
+	c := observedCT(r, conf, pending, digest)
+	c.Project = projectOf(tags)
+	obs.Apps[app] = append(obs.Apps[app], c)
+	return nil
+}
+
+// other files a guest without corral's tag (or a VM) among the others;
+// an untagged CT on an online node is read too, as a damaged one of
+// corral's or a stranger that may be an app whose tags were edited.
+func (o *observation) other(r resource, tags []string) error {
+	obs := o.obs
+	if r.VMID != 0 {
+		obs.Others[r.VMID] = plan.Guest{VMID: r.VMID, Node: r.Node, Type: r.Type, Name: r.Name}
+	}
+	if r.Type != "lxc" || r.VMID == 0 || slices.Contains(obs.Offline, r.Node) {
+		return nil
+	}
+	conf, pending, digest, err := o.read(r.Node, r.VMID)
+	if err != nil && !pve.IsNotFound(err) {
+		return err
+	}
+	if err != nil {
+		return nil
+	}
+	g := obs.Others[r.VMID]
+	g.RootFS = plan.ParseMountPoint(conf["rootfs"]).Volume
+	obs.Others[r.VMID] = g
+	if d := plan.ReadDamaged(r.VMID, r.Node, r.Name, tags, conf); d != nil {
+		obs.Damaged = append(obs.Damaged, d)
+		return nil
+	}
+	o.strangers[r.VMID] = observedCT(r, conf, pending, digest)
+	return nil
+}
+
+// group orders what needs all the guests read: keepers oldest first,
+// carriers grouped by move (a bad one warned about), strangers
+// recognized as edited apps, and stale copies of recovered apps split
+// off (plan.SplitStale).
+func (o *observation) group() {
+	obs := o.obs
 	for _, ks := range obs.Keepers {
 		sort.Slice(ks, func(i, j int) bool { return ks[i].VMID < ks[j].VMID })
 	}
-	if len(carriers) > 0 {
-		obs.Carriers, obs.LeftoverCarriers, obs.BadCarriers = plan.GroupCarriers(carriers)
+	if len(o.carriers) > 0 {
+		obs.Carriers, obs.LeftoverCarriers, obs.BadCarriers = plan.GroupCarriers(o.carriers)
 		for _, c := range obs.BadCarriers {
 			obs.Warnings = append(obs.Warnings, fmt.Sprintf("carrier CT %d on %s: %s, so corral cannot finish its move; it holds %s, which corral keeps: write back its Notes as corral wrote them (docs/moving.md shows the format), or hand its volumes to a keeper by hand and destroy it (protection off first)", c.VMID, c.Node, c.Problem, c.HeldList()))
 		}
 	}
-	recognize(obs, strangers)
+	recognize(obs, o.strangers)
 	plan.SplitStale(obs)
-	for _, node := range obs.Nodes {
-		if slices.Contains(obs.Offline, node) {
-			continue
-		}
-		storages, err := c.StorageList(ctx, node, "")
+}
+
+// storages reads each online node's storages, and the content of those
+// that hold templates or volumes.
+func (o *observation) storages(ctx context.Context) error {
+	obs := o.obs
+	for _, node := range o.online() {
+		storages, err := o.c.StorageList(ctx, node, "")
 		if err != nil {
-			return nil, err
+			return err
 		}
 		obs.Storages[node] = map[string][]string{}
 		for _, s := range storages {
@@ -203,30 +297,34 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 			if !wantTmpl && !wantImg {
 				continue
 			}
-			content, err := c.StorageContent(ctx, node, s.Storage, "", 0)
-			if err != nil {
-				return nil, fmt.Errorf("on %s: %w", node, err)
-			}
-			for _, e := range content {
-				switch e.Content {
-				case "vztmpl":
-					obs.Templates[node] = append(obs.Templates[node], e.VolID)
-				case "images", "rootdir":
-					obs.Volumes[node+"/"+e.VolID] = e.Size
-				}
+			if err := o.content(ctx, node, s.Storage); err != nil {
+				return err
 			}
 		}
 	}
-	for _, node := range obs.Nodes {
-		if slices.Contains(obs.Offline, node) {
-			continue
-		}
-		if err := observeBridges(ctx, c, obs, node); err != nil {
-			return nil, err
+	return nil
+}
+
+// content notes the templates and volumes on storage sid of node.
+func (o *observation) content(ctx context.Context, node, sid string) error {
+	content, err := o.c.StorageContent(ctx, node, sid, "", 0)
+	if err != nil {
+		return fmt.Errorf("on %s: %w", node, err)
+	}
+	for _, e := range content {
+		switch e.Content {
+		case "vztmpl":
+			o.obs.Templates[node] = append(o.obs.Templates[node], e.VolID)
+		case "images", "rootdir":
+			o.obs.Volumes[node+"/"+e.VolID] = e.Size
 		}
 	}
-	// The planner reads mount points through CT.Mounts and CT.RootFS:
-	// parse each CT's once, now that its config is complete.
+	return nil
+}
+
+// parseMounts parses each CT's mount points once, now that its config is
+// complete: the planner reads them through CT.Mounts and CT.RootFS.
+func parseMounts(obs *plan.Observed) {
 	for _, cts := range obs.Apps {
 		for _, ct := range cts {
 			ct.ParseMounts()
@@ -239,7 +337,6 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 			}
 		}
 	}
-	return obs, nil
 }
 
 // observeBridges reads the bridges of node. A list that cannot be read or

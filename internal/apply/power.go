@@ -10,13 +10,14 @@ import (
 
 // StartApp starts an app's container (nothing to do when it runs).
 func (e *Executor) StartApp(ctx context.Context, app string, ct *plan.CT) error {
-	return e.step(app, "start", "ct "+strconv.Itoa(ct.VMID), func() error { return e.start(ctx, app, ct.Node, ct.VMID) })
+	r := e.ops()
+	return r.step(app, "start", "ct "+strconv.Itoa(ct.VMID), func() error { return r.start(ctx, app, ct.Node, ct.VMID) })
 }
 
 // StopApp shuts an app's container down (gracefully, then hard after 60 s);
 // nothing to do when it is stopped. The next apply starts it again.
 func (e *Executor) StopApp(ctx context.Context, app string, ct *plan.CT) error {
-	return e.ensureStopped(ctx, app, ct.Node, ct.VMID)
+	return e.ops().ensureStopped(ctx, app, ct.Node, ct.VMID)
 }
 
 // RestartApp shuts an app's container down and starts it again (pending

@@ -128,62 +128,38 @@ func (e *RestoreRefusedError) Error() string {
 	return b.String()
 }
 
+// restorer carries out the steps of a restore that PlanRestore, Restore
+// and Recover share: where the archive is, what the token may do, the
+// restored volumes' way into the keeper and the switch to the new
+// container. It holds the runner and the keeper side (whose project is
+// the restored app's, set by Restore before it is made).
+type restorer struct {
+	*runner
+	keepers *keeperOps
+}
+
+// restorer is the restore side of e as its fields are now.
+func (e *Executor) restorer() *restorer {
+	return &restorer{runner: e.ops(), keepers: e.keeperOps()}
+}
+
 // PlanRestore reads the archive's config, picks the new VMID and checks
 // the token's privileges (GET /access/permissions) for every step, so a
 // token that can back up but not restore is told before anything
 // changes.
 func (e *Executor) PlanRestore(ctx context.Context, obs *plan.Observed, opts RestoreOptions) (*RestorePlan, error) {
-	old := obs.Apps[opts.App]
-	if len(old) > 1 {
-		if _, err := AppCT(obs, opts.App); err != nil {
-			return nil, err
-		}
-	}
-	var oldCT *plan.CT
-	if len(old) == 1 {
-		oldCT = old[0]
-	}
-	name := opts.As
-	switch {
-	case opts.Replace && name != "" && name != opts.App:
-		return nil, fmt.Errorf("--replace restores in place of app %s; it cannot also be --as %s", opts.App, name)
-	case name == "" && (opts.Replace || oldCT == nil):
-		name = opts.App
-	case name == "":
-		name = opts.App + "-restored"
-	}
-	if !validName(name) {
-		return nil, fmt.Errorf("app name %q: use lower-case letters, digits and '-', starting with a letter (it becomes the hostname)", name)
-	}
-	if name == opts.App && oldCT != nil && !opts.Replace {
-		return nil, fmt.Errorf("app %s runs as ct %d: restore beside it with --as NEWNAME, or in its place with --replace", opts.App, oldCT.VMID)
-	}
-	if name != opts.App && len(obs.Apps[name]) > 0 {
-		return nil, fmt.Errorf("app %s already has a container (ct %d); choose another --as name", name, obs.Apps[name][0].VMID)
-	}
-	if opts.Replace && oldCT == nil {
-		opts.Replace = false // nothing runs: restoring as the app is enough
-	}
-
-	node, err := e.restoreNode(ctx, obs, opts, name, oldCT)
+	name, oldCT, err := restoreName(obs, &opts)
 	if err != nil {
 		return nil, err
 	}
-	text, err := e.Client.BackupConfig(ctx, node, opts.Archive)
+	rs := e.restorer()
+	node, err := rs.restoreNode(ctx, obs, opts, name, oldCT)
 	if err != nil {
-		if pve.IsPermission(err) {
-			return nil, &RestoreRefusedError{App: opts.App, TokenID: e.Client.TokenID(), Missing: []MissingPriv{
-				{Path: "/vms/" + archiveVMID(opts.Archive), Priv: "VM.Backup", Why: "reading an archive needs VM.Backup on the guest it is of"},
-			}}
-		}
 		return nil, err
 	}
-	conf := parseConfigText(text)
-	if conf["rootfs"] == "" {
-		return nil, fmt.Errorf("archive %s holds no container config (no rootfs): is it a container backup?", opts.Archive)
-	}
-	if of := appOf(plan.ParseTags(conf["tags"])); of != "" && of != opts.App {
-		return nil, fmt.Errorf("archive %s is a backup of app %s, not of %s: run `corral restore %s --archive %s`", opts.Archive, of, opts.App, of, opts.Archive)
+	conf, err := rs.archiveConfig(ctx, node, opts)
+	if err != nil {
+		return nil, err
 	}
 	rp := &RestorePlan{App: opts.App, Name: name, Archive: opts.Archive, Node: node, Replace: opts.Replace, Hostname: name,
 		Volumes: []RestoredVolume{}, Renamed: []Renamed{}, Notes: []string{}, conf: conf, renames: map[plan.VolumeKey]plan.VolumeKey{}}
@@ -196,15 +172,101 @@ func (e *Executor) PlanRestore(ctx context.Context, obs *plan.Observed, opts Res
 	}
 
 	refused := &RestoreRefusedError{App: opts.App, TokenID: e.Client.TokenID()}
+	rp.planVolumes(obs, opts, refused)
+	rp.setAside(obs)
+	rp.identity(opts, oldCT, refused)
+
+	vmid, err := e.Client.NextID(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("next vmid: %w", err)
+	}
+	rp.VMID = vmid
+	missing, canBack, err := rs.restorePrivileges(ctx, obs, rp, conf)
+	if err != nil {
+		return nil, err
+	}
+	refused.Missing, refused.CanBack = missing, canBack
+	if len(refused.Missing) > 0 || len(refused.Problems) > 0 {
+		return nil, refused
+	}
+	return rp, nil
+}
+
+// restoreName is the app name the restore makes (--as, the app itself, or
+// <app>-restored beside it) and the app's container it replaces or sits
+// beside, refusing a name that is invalid or taken. A --replace with
+// nothing running becomes a plain restore as the app.
+func restoreName(obs *plan.Observed, opts *RestoreOptions) (string, *plan.CT, error) {
+	old := obs.Apps[opts.App]
+	if len(old) > 1 {
+		if _, err := AppCT(obs, opts.App); err != nil {
+			return "", nil, err
+		}
+	}
+	var oldCT *plan.CT
+	if len(old) == 1 {
+		oldCT = old[0]
+	}
+	name := opts.As
+	switch {
+	case opts.Replace && name != "" && name != opts.App:
+		return "", nil, fmt.Errorf("--replace restores in place of app %s; it cannot also be --as %s", opts.App, name)
+	case name == "" && (opts.Replace || oldCT == nil):
+		name = opts.App
+	case name == "":
+		name = opts.App + "-restored"
+	}
+	if !validName(name) {
+		return "", nil, fmt.Errorf("app name %q: use lower-case letters, digits and '-', starting with a letter (it becomes the hostname)", name)
+	}
+	if name == opts.App && oldCT != nil && !opts.Replace {
+		return "", nil, fmt.Errorf("app %s runs as ct %d: restore beside it with --as NEWNAME, or in its place with --replace", opts.App, oldCT.VMID)
+	}
+	if name != opts.App && len(obs.Apps[name]) > 0 {
+		return "", nil, fmt.Errorf("app %s already has a container (ct %d); choose another --as name", name, obs.Apps[name][0].VMID)
+	}
+	if opts.Replace && oldCT == nil {
+		opts.Replace = false // nothing runs: restoring as the app is enough
+	}
+	return name, oldCT, nil
+}
+
+// archiveConfig is the container config the archive holds, read on node;
+// reading it needs VM.Backup on the guest it is of, and it must be a
+// container backup of opts.App.
+func (rs *restorer) archiveConfig(ctx context.Context, node string, opts RestoreOptions) (map[string]string, error) {
+	text, err := rs.client.BackupConfig(ctx, node, opts.Archive)
+	if err != nil {
+		if pve.IsPermission(err) {
+			return nil, &RestoreRefusedError{App: opts.App, TokenID: rs.client.TokenID(), Missing: []MissingPriv{
+				{Path: "/vms/" + archiveVMID(opts.Archive), Priv: "VM.Backup", Why: "reading an archive needs VM.Backup on the guest it is of"},
+			}}
+		}
+		return nil, err
+	}
+	conf := parseConfigText(text)
+	if conf["rootfs"] == "" {
+		return nil, fmt.Errorf("archive %s holds no container config (no rootfs): is it a container backup?", opts.Archive)
+	}
+	if of := appOf(plan.ParseTags(conf["tags"])); of != "" && of != opts.App {
+		return nil, fmt.Errorf("archive %s is a backup of app %s, not of %s: run `corral restore %s --archive %s`", opts.Archive, of, opts.App, of, opts.Archive)
+	}
+	return conf, nil
+}
+
+// planVolumes lists the archive's volumes under their names: the
+// manifest's name for the mount path first (the volume the archive had
+// there may since have been displaced and renamed), then the recorded
+// one, then the key. A bind or device mount is refused: only root@pam
+// may restore it.
+func (rp *RestorePlan) planVolumes(obs *plan.Observed, opts RestoreOptions, refused *RestoreRefusedError) {
 	names := volumeNames(obs)
-	for _, key := range mpKeys(conf) {
-		mp := plan.ParseMountPoint(conf[key])
+	for _, key := range mpKeys(rp.conf) {
+		mp := plan.ParseMountPoint(rp.conf[key])
 		if kind := mountKind(mp.Volume); kind != "volume" {
 			refused.Problems = append(refused.Problems, fmt.Sprintf("the archive's %s is a %s mount (%s at %s): PVE lets only root@pam restore it (\"restoring '%s' to %s mount is only possible for root\")", key, kind, mp.Volume, mp.Path, key, kind))
 			continue
 		}
-		// The manifest's name for the mount path first: the volume the
-		// archive had there may since have been displaced and renamed.
 		vn := opts.Names[mp.Path]
 		if vn == "" {
 			vn = baseName(names[mp.Volume].Name)
@@ -217,11 +279,16 @@ func (e *Executor) PlanRestore(ctx context.Context, obs *plan.Observed, opts Res
 			rp.Notes = append(rp.Notes, fmt.Sprintf("volume %s (%s) had backup=0: it is not in the archive and comes back empty", vn, mp.Path))
 		}
 	}
-	// Records of the new app's volumes already in a keeper (the app was
-	// destroyed, or is being replaced) step aside, renamed, never freed.
+}
+
+// setAside picks the restore's stamp and renames the records of the new
+// app's volumes already in a keeper (the app was destroyed, or is being
+// replaced): they step aside as <name>-replaced-<stamp>, never freed.
+func (rp *RestorePlan) setAside(obs *plan.Observed) {
+	name := rp.Name
 	stamp := uniqueStamp(obs, name, time.Now())
 	rp.stamp = stamp
-	for _, k := range obs.Keepers[node] {
+	for _, k := range obs.Keepers[rp.Node] {
 		for _, vk := range sortedVolumeKeys(k.Records) {
 			if vk.App != name || vk.Name != baseName(vk.Name) || !rp.restores(vk.Name) {
 				continue // another app's, set aside by an earlier restore, or not in the archive
@@ -231,9 +298,14 @@ func (e *Executor) PlanRestore(ctx context.Context, obs *plan.Observed, opts Res
 			rp.Renamed = append(rp.Renamed, Renamed{From: vk.String(), To: to.String(), VolID: k.Records[vk]})
 		}
 	}
+}
 
-	// Identity: hostname, tags and description say the new app; unique=1
-	// gives every NIC a new MAC (seed 004 §4.4).
+// identity is what the restored container is told it is: hostname, tags
+// and description say the new app; unique=1 gives every NIC a new MAC
+// (seed 004 §4.4). A static address the running app uses is refused for a
+// copy beside it.
+func (rp *RestorePlan) identity(opts RestoreOptions, oldCT *plan.CT, refused *RestoreRefusedError) {
+	name, conf := rp.Name, rp.conf
 	params := &pve.ConfigUpdate{Hostname: pve.Ptr(name)}
 	var tags []string
 	for _, t := range plan.ParseTags(conf["tags"]) {
@@ -265,7 +337,7 @@ func (e *Executor) PlanRestore(ctx context.Context, obs *plan.Observed, opts Res
 		desc += plan.CopyMarker(copyOf)
 	}
 	rp.finalDesc = plan.WithGuestMarkers(desc, m.HostKey, m.Provisioned)
-	params.Description = pve.Ptr(rp.finalDesc + plan.RestoreMarker(stamp))
+	params.Description = pve.Ptr(rp.finalDesc + plan.RestoreMarker(rp.stamp))
 	ip := propValue(conf["net0"], "ip")
 	if opts.IP != "" && conf["net0"] != "" {
 		params.Raw = map[string]string{"net0": withIP(conf["net0"], opts.IP)} // the archive's value with ip= replaced
@@ -275,26 +347,11 @@ func (e *Executor) PlanRestore(ctx context.Context, obs *plan.Observed, opts Res
 		refused.Problems = append(refused.Problems, fmt.Sprintf("the archive's net0 has the static address %s, which app %s (ct %d) uses: pass --ip dhcp or --ip <cidr> for the copy", ip, opts.App, oldCT.VMID))
 	}
 	rp.params = params
-
-	vmid, err := e.Client.NextID(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("next vmid: %w", err)
-	}
-	rp.VMID = vmid
-	missing, canBack, err := e.restorePrivileges(ctx, obs, rp, conf)
-	if err != nil {
-		return nil, err
-	}
-	refused.Missing, refused.CanBack = missing, canBack
-	if len(refused.Missing) > 0 || len(refused.Problems) > 0 {
-		return nil, refused
-	}
-	return rp, nil
 }
 
 // restorePrivileges lists what the token lacks for rp, from GET
 // /access/permissions per path (a token may always read its own).
-func (e *Executor) restorePrivileges(ctx context.Context, obs *plan.Observed, rp *RestorePlan, conf map[string]string) ([]MissingPriv, bool, error) {
+func (rs *restorer) restorePrivileges(ctx context.Context, obs *plan.Observed, rp *RestorePlan, conf map[string]string) ([]MissingPriv, bool, error) {
 	type need struct{ path, priv, why string }
 	vm := "/vms/" + strconv.Itoa(rp.VMID)
 	needs := []need{
@@ -338,7 +395,7 @@ func (e *Executor) restorePrivileges(ctx context.Context, obs *plan.Observed, rp
 	has := func(path, priv string) (bool, error) {
 		p, ok := cache[path]
 		if !ok {
-			perms, err := e.Client.Permissions(ctx, path, "")
+			perms, err := rs.client.Permissions(ctx, path, "")
 			if err != nil {
 				return false, err
 			}
@@ -389,11 +446,57 @@ func (e *Executor) Restore(ctx context.Context, obs *plan.Observed, rp *RestoreP
 	if rp.declared != "" {
 		e.Declared = plan.OriginID(rp.declared) // and their declarer
 	}
-	err = e.step(name, "restore", fmt.Sprintf("%s into ct %d on %s", rp.Archive, rp.VMID, rp.Storage), func() error {
+	rs := e.restorer()
+	if err := rs.restoreArchive(ctx, rp); err != nil {
+		return nil, err
+	}
+	conf, err := containerConfig(ctx, rs.client, node, rp.VMID)
+	if err != nil {
+		return nil, err
+	}
+	keepers := rs.keepers.keeperSet(obs)
+	if len(rp.Volumes) > 0 {
+		if err := rs.restoreVolumes(ctx, obs, rp, conf, keepers); err != nil {
+			return nil, fmt.Errorf("%w\nthe restored container %d is stopped and kept as it is; run the restore again after fixing this, and destroy ct %d when you no longer need it", err, rp.VMID, rp.VMID)
+		}
+	}
+	oldRunning := false
+	if rp.Replace {
+		st, err := rs.client.ContainerStatus(ctx, node, rp.OldVMID)
+		if err != nil {
+			return nil, err
+		}
+		oldRunning = st.Running()
+		if err := rs.ensureStopped(ctx, rp.App, node, rp.OldVMID); err != nil {
+			return nil, err
+		}
+	}
+	if res.Status, err = rs.startRestored(ctx, rp, oldRunning); err != nil {
+		return nil, err
+	}
+	if conf, err := containerConfig(ctx, rs.client, node, rp.VMID); err == nil {
+		res.MAC = propValue(conf["net0"], "hwaddr")
+	}
+	old := 0
+	if rp.Replace {
+		old = rp.OldVMID
+	}
+	if err := rs.finishRestore(ctx, name, node, rp.VMID, old, rp.stamp); err != nil {
+		return nil, fmt.Errorf("%w\nthe restored container %d runs; the next corral apply, destroy or restore finishes the switch", err, rp.VMID)
+	}
+	res.Destroyed = old
+	return res, nil
+}
+
+// restoreArchive restores rp's archive into a new CT, stopped: into
+// rp.VMID, or the next free one when another client took that VMID
+// meanwhile (rp.VMID then says which).
+func (rs *restorer) restoreArchive(ctx context.Context, rp *RestorePlan) error {
+	return rs.step(rp.Name, "restore", fmt.Sprintf("%s into ct %d on %s", rp.Archive, rp.VMID, rp.Storage), func() error {
 		for attempt := 0; ; attempt++ {
-			upid, err := e.Client.RestoreContainer(ctx, node, rp.VMID, rp.Archive, pve.RestoreOptions{Storage: rp.Storage, Unique: true, Config: rp.params})
+			upid, err := rs.client.RestoreContainer(ctx, rp.Node, rp.VMID, rp.Archive, pve.RestoreOptions{Storage: rp.Storage, Unique: true, Config: rp.params})
 			if err != nil && attempt < 5 && pve.IsAlreadyExists(err) {
-				id, nerr := e.Client.NextID(ctx)
+				id, nerr := rs.client.NextID(ctx)
 				if nerr != nil {
 					return nerr
 				}
@@ -403,64 +506,37 @@ func (e *Executor) Restore(ctx context.Context, obs *plan.Observed, rp *RestoreP
 			if err != nil {
 				return err
 			}
-			return e.wait(ctx, name, upid)
+			return rs.wait(ctx, rp.Name, upid)
 		}
 	})
-	if err != nil {
-		return nil, err
-	}
-	conf, err := containerConfig(ctx, e.Client, node, rp.VMID)
-	if err != nil {
-		return nil, err
-	}
-	keepers := e.keeperSet(obs)
-	if len(rp.Volumes) > 0 {
-		if err := e.restoreVolumes(ctx, obs, rp, conf, keepers); err != nil {
-			return nil, fmt.Errorf("%w\nthe restored container %d is stopped and kept as it is; run the restore again after fixing this, and destroy ct %d when you no longer need it", err, rp.VMID, rp.VMID)
-		}
-	}
-	oldRunning := false
-	if rp.Replace {
-		st, err := e.Client.ContainerStatus(ctx, node, rp.OldVMID)
-		if err != nil {
-			return nil, err
-		}
-		oldRunning = st.Running()
-		if err := e.ensureStopped(ctx, rp.App, node, rp.OldVMID); err != nil {
-			return nil, err
-		}
-	}
-	startErr := e.step(name, "start", "ct "+strconv.Itoa(rp.VMID), func() error { return e.start(ctx, name, node, rp.VMID) })
+}
+
+// startRestored starts the restored CT and returns its status once it
+// runs. If it does not run, the old container of a --replace is started
+// again when it ran, and the error says the old one is untouched.
+func (rs *restorer) startRestored(ctx context.Context, rp *RestorePlan, oldRunning bool) (string, error) {
+	name, node := rp.Name, rp.Node
+	status := ""
+	startErr := rs.step(name, "start", "ct "+strconv.Itoa(rp.VMID), func() error { return rs.start(ctx, name, node, rp.VMID) })
 	if startErr == nil {
-		st, err := e.Client.ContainerStatus(ctx, node, rp.VMID)
+		st, err := rs.client.ContainerStatus(ctx, node, rp.VMID)
 		if err != nil {
 			startErr = err
 		} else if !st.Running() {
 			startErr = fmt.Errorf("ct %d is %s after its start", rp.VMID, st.Status)
 		} else {
-			res.Status = st.Status
+			status = st.Status
 		}
 	}
-	if startErr != nil {
-		if rp.Replace && oldRunning {
-			if err := e.step(rp.App, "start", "old ct "+strconv.Itoa(rp.OldVMID)+" again", func() error { return e.start(ctx, rp.App, node, rp.OldVMID) }); err != nil {
-				e.obs().Warn(rp.App, fmt.Sprintf("the old container %d could not be started again: %v", rp.OldVMID, err))
-			}
+	if startErr == nil {
+		return status, nil
+	}
+	if rp.Replace && oldRunning {
+		if err := rs.step(rp.App, "start", "old ct "+strconv.Itoa(rp.OldVMID)+" again", func() error { return rs.start(ctx, rp.App, node, rp.OldVMID) }); err != nil {
+			rs.obs().Warn(rp.App, fmt.Sprintf("the old container %d could not be started again: %v", rp.OldVMID, err))
 		}
-		return nil, fmt.Errorf("%w\nthe restored container %d did not start; the old container and its volumes are untouched", startErr, rp.VMID)
 	}
-	if conf, err := containerConfig(ctx, e.Client, node, rp.VMID); err == nil {
-		res.MAC = propValue(conf["net0"], "hwaddr")
-	}
-	old := 0
-	if rp.Replace {
-		old = rp.OldVMID
-	}
-	if err := e.finishRestore(ctx, name, node, rp.VMID, old, rp.stamp); err != nil {
-		return nil, fmt.Errorf("%w\nthe restored container %d runs; the next corral apply, destroy or restore finishes the switch", err, rp.VMID)
-	}
-	res.Destroyed = old
-	return res, nil
+	return "", fmt.Errorf("%w\nthe restored container %d did not start; the old container and its volumes are untouched", startErr, rp.VMID)
 }
 
 // finishRestore makes the restored container newID app's, once it runs:
@@ -470,10 +546,10 @@ func (e *Executor) Restore(ctx context.Context, obs *plan.Observed, rp *RestoreP
 // displaced ones become <name>-replaced-<stamp>), and oldID is destroyed
 // (its volumes stay in the keeper). Every step can run again: an
 // interrupted finish is completed by the next changing command (Recover).
-func (e *Executor) finishRestore(ctx context.Context, app, node string, newID, oldID int, stamp string) error {
+func (rs *restorer) finishRestore(ctx context.Context, app, node string, newID, oldID int, stamp string) error {
 	if oldID != 0 {
-		if err := e.step(app, "config", "set the old ct "+strconv.Itoa(oldID)+" aside", func() error {
-			return e.putConfig(ctx, node, oldID, &pve.ConfigUpdate{Tags: []string{plan.TagManaged, plan.TagReplacedPrefix + app}})
+		if err := rs.step(app, "config", "set the old ct "+strconv.Itoa(oldID)+" aside", func() error {
+			return rs.putConfig(ctx, node, oldID, &pve.ConfigUpdate{Tags: []string{plan.TagManaged, plan.TagReplacedPrefix + app}})
 		}); err != nil {
 			return err
 		}
@@ -481,10 +557,10 @@ func (e *Executor) finishRestore(ctx context.Context, app, node string, newID, o
 	// The records switch while newID still says it is a restore in flight
 	// (its marker names the stamp of the temporary records), so that an
 	// interruption before it took the app's tags is finished the same way.
-	if err := e.switchRecords(ctx, app, node, newID, stamp); err != nil {
+	if err := rs.switchRecords(ctx, app, node, newID, stamp); err != nil {
 		return err
 	}
-	conf, err := containerConfig(ctx, e.Client, node, newID)
+	conf, err := containerConfig(ctx, rs.client, node, newID)
 	if err != nil {
 		return err
 	}
@@ -497,13 +573,13 @@ func (e *Executor) finishRestore(ctx context.Context, app, node string, newID, o
 	project := projectOf(plan.ParseTags(conf["tags"])) // set by PlanRestore for a listed app
 	params := &pve.ConfigUpdate{Tags: plan.AppTags(plan.App{Name: app, Project: project, Tags: userTags}),
 		Description: pve.Ptr(plan.WithoutRestoreMarker(conf["description"]))}
-	if err := e.step(app, "config", "make ct "+strconv.Itoa(newID)+" app "+app+"'s", func() error {
-		return e.putConfig(ctx, node, newID, params)
+	if err := rs.step(app, "config", "make ct "+strconv.Itoa(newID)+" app "+app+"'s", func() error {
+		return rs.putConfig(ctx, node, newID, params)
 	}); err != nil {
 		return err
 	}
 	if oldID != 0 {
-		return e.destroyCT(ctx, app, node, oldID)
+		return rs.destroyCT(ctx, app, node, oldID)
 	}
 	return nil
 }
@@ -514,20 +590,21 @@ func (e *Executor) finishRestore(ctx context.Context, app, node string, newID, o
 // keeper as <app>/*-restored-<stamp>, where `corral volumes` lists them);
 // one whose old container was already set aside becomes the app's.
 func (e *Executor) Recover(ctx context.Context, obs *plan.Observed) error {
+	rs := e.restorer()
 	for _, app := range slices.Sorted(maps.Keys(obs.Restores)) {
 		r := obs.Restores[app]
 		var err error
 		switch {
 		case r.Rollback(obs):
-			err = e.destroyCT(ctx, app, r.New.Node, r.New.VMID)
+			err = rs.destroyCT(ctx, app, r.New.Node, r.New.VMID)
 		case r.New != nil:
 			old := 0
 			if r.Replaced != nil {
 				old = r.Replaced.VMID
 			}
-			err = e.finishRestore(ctx, app, r.New.Node, r.New.VMID, old, r.Stamp)
+			err = rs.finishRestore(ctx, app, r.New.Node, r.New.VMID, old, r.Stamp)
 		default:
-			err = e.destroyCT(ctx, app, r.Replaced.Node, r.Replaced.VMID)
+			err = rs.destroyCT(ctx, app, r.Replaced.Node, r.Replaced.VMID)
 		}
 		if err != nil {
 			return fmt.Errorf("recover the interrupted restore of app %s: %w", app, err)
@@ -541,10 +618,10 @@ func (e *Executor) Recover(ctx context.Context, obs *plan.Observed) error {
 // displaces, the restored volumes are recorded under temporary names
 // (<name>-restored-<time>) until switchRecords, so that until the restored
 // container runs the records still describe the old app exactly.
-func (e *Executor) restoreVolumes(ctx context.Context, obs *plan.Observed, rp *RestorePlan, conf map[string]string, keepers *keeperSet) error {
+func (rs *restorer) restoreVolumes(ctx context.Context, obs *plan.Observed, rp *RestorePlan, conf map[string]string, keepers *keeperSet) error {
 	name, node := rp.Name, rp.Node
 	if len(keepers.byNode[node]) == 0 {
-		k, err := e.ensureKeeper(ctx, plan.KeeperChange{Node: node, Action: plan.Create}, nil, &plan.Plan{}, obs)
+		k, err := rs.keepers.ensureKeeper(ctx, plan.KeeperChange{Node: node, Action: plan.Create}, nil, &plan.Plan{}, obs)
 		if err != nil {
 			return err
 		}
@@ -560,7 +637,7 @@ func (e *Executor) restoreVolumes(ctx context.Context, obs *plan.Observed, rp *R
 		vk := rp.adoptKey(v.Name)
 		sid, _, _ := strings.Cut(mp.Volume, ":")
 		var volid string
-		err := e.step(name, "volume", "adopt restored "+mp.Volume+" as "+vk.String(), func() error {
+		err := rs.step(name, "volume", "adopt restored "+mp.Volume+" as "+vk.String(), func() error {
 			k, done, err := keepers.forNew(ctx, node, vk, sid)
 			if err != nil {
 				return err
@@ -576,11 +653,11 @@ func (e *Executor) restoreVolumes(ctx context.Context, obs *plan.Observed, rp *R
 		atts = append(atts, attachment{VolumeChange: plan.VolumeChange{Volume: plan.Volume{Name: v.Name, Mount: v.Mount, Backup: v.Backup},
 			Action: plan.VolAttach, VolID: volid, Key: v.Key}})
 	}
-	conf, err := containerConfig(ctx, e.Client, node, rp.VMID)
+	conf, err := containerConfig(ctx, rs.client, node, rp.VMID)
 	if err != nil {
 		return err
 	}
-	return e.attach(ctx, name, node, rp.VMID, atts, conf)
+	return rs.attach(ctx, name, node, rp.VMID, atts, conf)
 }
 
 // restores reports whether the archive holds a volume named name.
@@ -608,8 +685,8 @@ func (rp *RestorePlan) adoptKey(vol string) plan.VolumeKey {
 // again after an interruption: a record of a volume newID does not mount
 // becomes <name>-replaced-<stamp>, a restored volume's temporary record
 // <name>-restored-<stamp> becomes <name>.
-func (e *Executor) switchRecords(ctx context.Context, app, node string, newID int, stamp string) error {
-	conf, err := containerConfig(ctx, e.Client, node, newID)
+func (rs *restorer) switchRecords(ctx context.Context, app, node string, newID int, stamp string) error {
+	conf, err := containerConfig(ctx, rs.client, node, newID)
 	if err != nil {
 		return err
 	}
@@ -619,16 +696,16 @@ func (e *Executor) switchRecords(ctx context.Context, app, node string, newID in
 			mounted[plan.ParseMountPoint(v).Volume] = true
 		}
 	}
-	res, err := e.Client.ClusterResources(ctx, "vm")
+	res, err := rs.client.ClusterResources(ctx, "vm")
 	if err != nil {
 		return fmt.Errorf("list guests: %w", err)
 	}
-	return e.step(app, "keeper", "record the restored volumes under app "+app+", the displaced ones as *-replaced-"+stamp, func() error {
+	return rs.step(app, "keeper", "record the restored volumes under app "+app+", the displaced ones as *-replaced-"+stamp, func() error {
 		for _, r := range res {
 			if r.Node != node || !slices.Contains(plan.ParseTags(r.Tags), plan.TagKeeper) {
 				continue
 			}
-			k := &keeper{e: e, node: node, vmid: r.VMID}
+			k := &keeper{ops: rs.keepers, node: node, vmid: r.VMID}
 			cc, err := k.read(ctx)
 			if err != nil {
 				return err
@@ -693,7 +770,7 @@ func uniqueStamp(obs *plan.Observed, app string, now time.Time) string {
 
 // archiveNode is the node whose storage lists the archive: the old
 // container's node first.
-func (e *Executor) archiveNode(ctx context.Context, obs *plan.Observed, volid string, old *plan.CT) (string, error) {
+func (rs *restorer) archiveNode(ctx context.Context, obs *plan.Observed, volid string, old *plan.CT) (string, error) {
 	sid, _, ok := strings.Cut(volid, ":")
 	if !ok || !strings.Contains(volid, "vzdump-lxc-") {
 		return "", fmt.Errorf("--archive %q: want a container backup volid such as local:backup/vzdump-lxc-105-2026_06_07-10_00_00.tar.zst (`corral backups` lists them)", volid)
@@ -704,7 +781,7 @@ func (e *Executor) archiveNode(ctx context.Context, obs *plan.Observed, volid st
 	}
 	var lastErr error
 	for _, n := range nodes {
-		vols, err := e.Client.Backups(ctx, n, sid, 0)
+		vols, err := rs.client.Backups(ctx, n, sid, 0)
 		if err != nil {
 			lastErr = err
 			continue

@@ -19,36 +19,36 @@ import (
 // the archive is not readable there (a node-local backup storage of
 // another node) it is refused before any change. A restore of an app
 // whose move is under way is refused too: its volumes are in a carrier.
-func (e *Executor) restoreNode(ctx context.Context, obs *plan.Observed, opts RestoreOptions, name string, old *plan.CT) (string, error) {
+func (rs *restorer) restoreNode(ctx context.Context, obs *plan.Observed, opts RestoreOptions, name string, old *plan.CT) (string, error) {
 	if probs := movingRefusals(obs, opts.App, name); len(probs) > 0 {
-		return "", &RestoreRefusedError{App: opts.App, TokenID: e.Client.TokenID(), Problems: probs}
+		return "", &RestoreRefusedError{App: opts.App, TokenID: rs.client.TokenID(), Problems: probs}
 	}
 	switch {
 	case opts.Replace && old != nil:
 		where := fmt.Sprintf("app %s runs on node %s (ct %d)", opts.App, old.Node, old.VMID)
 		fix := "move the app back first (corral move " + opts.App + " --to NODE, or node: NODE in the manifest and corral apply), then restore"
-		return e.archiveOn(ctx, obs, opts, old.Node, where, fix)
+		return rs.archiveOn(ctx, obs, opts, old.Node, where, fix)
 	case name == opts.App && old == nil:
 		nodes := recordNodes(obs, name)
 		if len(nodes) > 1 {
-			return "", &RestoreRefusedError{App: opts.App, TokenID: e.Client.TokenID(), Problems: []string{fmt.Sprintf(
+			return "", &RestoreRefusedError{App: opts.App, TokenID: rs.client.TokenID(), Problems: []string{fmt.Sprintf(
 				"app %s's volumes are recorded by keepers on several nodes (%s): corral cannot tell which copy is the app's; `corral volumes` lists them — keep one copy (free the other with corral volumes rm VOLID once you are sure it is not the one you want), then restore",
 				name, strings.Join(nodes, ", "))}}
 		}
 		if len(nodes) == 1 {
 			where := fmt.Sprintf("app %s has no container and its volumes are recorded by the keeper on node %s", name, nodes[0])
 			fix := "restore it under another name (--as NAME) to keep both, or copy the archive to a storage node " + nodes[0] + " reads"
-			return e.archiveOn(ctx, obs, opts, nodes[0], where, fix)
+			return rs.archiveOn(ctx, obs, opts, nodes[0], where, fix)
 		}
 	}
-	return e.archiveNode(ctx, obs, opts.Archive, old)
+	return rs.archiveNode(ctx, obs, opts.Archive, old)
 }
 
 // archiveOn returns node when its storage lists the archive, else a
 // refusal naming where the archive is, why the restore goes to node
 // (where) and how to go on (fix; NODE stands for the archive's node).
-func (e *Executor) archiveOn(ctx context.Context, obs *plan.Observed, opts RestoreOptions, node, where, fix string) (string, error) {
-	found, err := e.archiveNode(ctx, obs, opts.Archive, &plan.CT{Node: node})
+func (rs *restorer) archiveOn(ctx context.Context, obs *plan.Observed, opts RestoreOptions, node, where, fix string) (string, error) {
+	found, err := rs.archiveNode(ctx, obs, opts.Archive, &plan.CT{Node: node})
 	if err != nil {
 		return "", err
 	}
@@ -56,7 +56,7 @@ func (e *Executor) archiveOn(ctx context.Context, obs *plan.Observed, opts Resto
 		return node, nil
 	}
 	sid, _, _ := strings.Cut(opts.Archive, ":")
-	return "", &RestoreRefusedError{App: opts.App, TokenID: e.Client.TokenID(), Problems: []string{fmt.Sprintf(
+	return "", &RestoreRefusedError{App: opts.App, TokenID: rs.client.TokenID(), Problems: []string{fmt.Sprintf(
 		"archive %s is on storage %s of node %s, which node %s cannot read (a node-local storage: PVE restores an archive only on a node whose storage holds it), and %s; "+
 			"restoring on node %s would leave the app's volumes recorded on two nodes. To restore it, %s; "+
 			"to make later backups readable from every node, back up to a shared storage (corral backup --storage <shared>)",

@@ -109,21 +109,6 @@ func nodeSnapshotRefs(ctx context.Context, c *pve.Client, node string, volids []
 	return snapshotReferences(ctx, c, node, shared, volids)
 }
 
-// guardSnapshots fails with *VolumeInUseError when a snapshot of any
-// container that could name them keeps one of volids.
-func (e *Executor) guardSnapshots(ctx context.Context, node string, volids []string) error {
-	refs, err := nodeSnapshotRefs(ctx, e.Client, node, volids)
-	if err != nil {
-		return err
-	}
-	for _, volid := range volids {
-		if len(refs[volid]) > 0 {
-			return &VolumeInUseError{VolID: volid, Refs: refs[volid]}
-		}
-	}
-	return nil
-}
-
 // SnapshotRefs reads which snapshots keep the volumes a free plan is
 // about to free, keyed "node/volid" like VolumeRefs: corral volumes rm and
 // prune add them to VolumeRefs' references and plan again, so that a
@@ -190,7 +175,7 @@ func (e *Executor) CheckRollback(ctx context.Context, obs *plan.Observed, ct *pl
 		}
 	}
 	if len(problems) == 0 {
-		if err := e.guardUnreferenced(ctx, ct.Node, present, allowed...); err != nil {
+		if err := e.ops().guardUnreferenced(ctx, ct.Node, present, allowed...); err != nil {
 			problems = append(problems, err.Error())
 		}
 	}
