@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/corralhq/corral/internal/apply"
 	"github.com/corralhq/corral/internal/plan"
@@ -148,7 +149,15 @@ func loadApps(t *testing.T, ph phase) []plan.App {
 func killable(t testing.TB, srv *sim.Server, kill int64) (context.Context, context.CancelFunc, *killer, *pve.Client) {
 	ctx, cancel := context.WithCancel(context.Background())
 	k := &killer{base: srv.HTTPClient().Transport, n: kill, cancel: cancel}
-	return ctx, cancel, k, pvetest.Client(t, srv, srv.Credentials().OperatorToken, pvetest.Transport(k))
+	return ctx, cancel, k, pvetest.Client(t, srv, srv.Credentials().OperatorToken, pvetest.Transport(k), fastRetry)
+}
+
+// fastRetry keeps the client's read retries (their number) but not
+// their pauses: after the kill every request fails at once, as a dead
+// process sends none, and the pauses only held the test.
+func fastRetry(c *pve.Config) {
+	c.ReadRetry = pve.RetryRead
+	c.ReadRetry.First, c.ReadRetry.Max = time.Millisecond, 4*time.Millisecond
 }
 
 // run carries out one phase; with kill > 0 it dies at that request. It

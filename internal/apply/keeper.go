@@ -208,9 +208,14 @@ func (k *keeper) unprotectedHeld(ctx context.Context, fn func() error) (err erro
 // pauses), each try at most reprotectTryTimeout.
 const (
 	reprotectTries      = 5
-	reprotectFirstDelay = 500 * time.Millisecond
 	reprotectTryTimeout = 15 * time.Second
 )
+
+// reprotectFirstDelay is a variable for the crash tests only, whose
+// killed runs (a transport that fails every request after the kill, as
+// a dead process sends none) would otherwise sit out the whole backoff
+// before the run can be tried again (export_test.go).
+var reprotectFirstDelay = 500 * time.Millisecond
 
 // reprotect sets the keeper's protection again after a volume operation.
 // It is the one write corral must not lose: a 5xx or a dropped connection

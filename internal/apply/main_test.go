@@ -1,6 +1,9 @@
 package apply_test
 
 import (
+	"time"
+
+	"github.com/corralhq/corral/internal/apply"
 	"os"
 	"testing"
 )
@@ -20,5 +23,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv("CORRAL_SIM_UNISOLATED") == "" {
 		os.Setenv("CORRAL_SIM_UNISOLATED", "1")
 	}
+	// A killed run (see killable) fails every request after the kill,
+	// and reprotect's backoff would hold it 7.5 s before the test can
+	// run it again; the pauses' doubling and count are unchanged.
+	apply.SetReprotectDelay(5 * time.Millisecond)
 	os.Exit(m.Run())
 }

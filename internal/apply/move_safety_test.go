@@ -77,7 +77,7 @@ func (r *moveRig) runThrough(node string, k *matchKiller) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	k.base, k.cancel = r.srv.HTTPClient().Transport, cancel
-	c := pvetest.Client(r.t, r.srv, r.srv.Credentials().OperatorToken, pvetest.Transport(k))
+	c := pvetest.Client(r.t, r.srv, r.srv.Credentials().OperatorToken, pvetest.Transport(k), fastRetry)
 	obs, err := apply.Observe(ctx, c)
 	if err != nil {
 		return err

@@ -178,7 +178,7 @@ func TestMoveCrashInSharedKeeperWindow(t *testing.T) {
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
 				g.cancel = cancel
-				c := pvetest.Client(t, r.srv, r.srv.Credentials().OperatorToken, pvetest.Transport(g))
+				c := pvetest.Client(t, r.srv, r.srv.Credentials().OperatorToken, pvetest.Transport(g), fastRetry)
 				obs, err := apply.Observe(ctx, c)
 				if err != nil {
 					t.Fatal(err)

@@ -65,7 +65,7 @@ func recoverRunLog(t *testing.T, srv *sim.Server, node string, kill int64, metho
 		base = methodLog{base: base, mu: &sync.Mutex{}, methods: methods}
 	}
 	k := &killer{base: base, n: kill, cancel: cancel}
-	c := pvetest.Client(t, srv, srv.Credentials().OperatorToken, pvetest.Transport(k))
+	c := pvetest.Client(t, srv, srv.Credentials().OperatorToken, pvetest.Transport(k), fastRetry)
 	line := ""
 	if node != "" {
 		line = "    node: " + node + "\n"

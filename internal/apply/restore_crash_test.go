@@ -27,7 +27,7 @@ func (r *rig) client(k *killer) *pve.Client {
 	if k != nil {
 		hc = &http.Client{Transport: k}
 	}
-	c := pvetest.Client(r.t, r.srv, r.srv.Credentials().OperatorToken, func(c *pve.Config) { c.HTTPClient = hc })
+	c := pvetest.Client(r.t, r.srv, r.srv.Credentials().OperatorToken, func(c *pve.Config) { c.HTTPClient = hc }, fastRetry)
 	return c
 }
 

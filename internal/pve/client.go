@@ -48,6 +48,10 @@ type Config struct {
 	MaxConcurrent int
 	// UserAgent is sent with every request; default "corral".
 	UserAgent string
+	// ReadRetry is how a GET is repeated after a connection error or a
+	// 5xx; the zero value means RetryRead. Crash tests shorten its delays
+	// for a client they have "killed", whose every request then fails.
+	ReadRetry RetryPolicy
 }
 
 // Client talks to one PVE API endpoint with one API token. It is safe for
@@ -124,8 +128,16 @@ func New(cfg Config) (*Client, error) {
 		log:     log,
 		sem:     make(chan struct{}, n),
 		ua:      ua,
-		retry:   RetryRead,
+		retry:   readRetry(cfg.ReadRetry),
 	}, nil
+}
+
+// readRetry is p, or RetryRead when p is the zero policy.
+func readRetry(p RetryPolicy) RetryPolicy {
+	if p.Attempts == 0 && p.MaxWait == 0 && p.First == 0 && p.Max == 0 {
+		return RetryRead
+	}
+	return p
 }
 
 // Endpoint is the API base URL the client talks to, ending in /api2/json.

@@ -97,6 +97,7 @@ type Server struct {
 
 	ln       net.Listener
 	srv      *http.Server
+	fresh    freshConns
 	url      string
 	certPEM  []byte
 	certFP   string
@@ -222,6 +223,7 @@ func (s *Server) listen() error {
 		// and lets the envelope writer set PVE's reason phrases.
 		TLSNextProto: map[string]func(*http.Server, *tls.Conn, http.Handler){},
 		ErrorLog:     slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+		ConnState:    s.fresh.track,
 	}
 	scheme := "http"
 	if s.opts.Listener == ListenTLS {
@@ -300,6 +302,11 @@ func (s *Server) Close() error {
 	s.closeMu.Unlock()
 	var err error
 	if s.srv != nil {
+		// net/http's Shutdown counts a connection that has not sent a
+		// request yet as busy for its first 5 seconds; a client with
+		// parallel requests leaves such spares in its pool, and every
+		// stop waited for them. They carry no request: close them.
+		s.fresh.closeAll()
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		err = s.srv.Shutdown(ctx)
 		cancel()
@@ -307,10 +314,8 @@ func (s *Server) Close() error {
 			s.srv.Close()
 		}
 		if errors.Is(err, context.DeadlineExceeded) {
-			// net/http counts a connection that has not sent a request
-			// yet as busy for its first 5 seconds; a client with
-			// parallel requests leaves such spares in its pool. Closing
-			// them is what a stop does: not a failure.
+			// A spare connection opened after closeAll: closing it is
+			// what a stop does, not a failure.
 			err = nil
 		}
 	}
@@ -470,4 +475,35 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// freshConns are the server's connections that have sent no request
+// yet (http.StateNew), which Close closes at once instead of letting
+// Shutdown wait for them.
+type freshConns struct {
+	mu    sync.Mutex
+	conns map[net.Conn]bool
+}
+
+// track is the http.Server's ConnState hook.
+func (f *freshConns) track(c net.Conn, st http.ConnState) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if st != http.StateNew {
+		delete(f.conns, c)
+		return
+	}
+	if f.conns == nil {
+		f.conns = map[net.Conn]bool{}
+	}
+	f.conns[c] = true
+}
+
+func (f *freshConns) closeAll() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for c := range f.conns {
+		c.Close()
+	}
+	clear(f.conns)
 }
