@@ -17,6 +17,7 @@ func TestPlan_largestManifestsBounded(t *testing.T) {
 	if testing.Short() {
 		t.Skip("plans 4 MiB manifests")
 	}
+	memcap.SkipUnderRace(t)
 	c := newCluster(t)
 	head := "apps:\n  - name: web\n    template: local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst\n"
 	var apps strings.Builder

@@ -43,3 +43,13 @@ func Run(t testing.TB, budget uint64, inputLen int, fn func()) {
 func Over(n, budget uint64) bool {
 	return !Race && n > budget
 }
+
+// SkipUnderRace skips a budget test whose inputs take long to process
+// under -race, where its budget is not checked anyway (see Over): the
+// README's test command runs it again without -race, which checks it.
+func SkipUnderRace(t testing.TB) {
+	t.Helper()
+	if Race {
+		t.Skip("a memory budget test: checked in the README's second, plain run (-race allocates several times what the code does)")
+	}
+}
