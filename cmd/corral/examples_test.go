@@ -3,7 +3,9 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -64,6 +66,14 @@ func TestExamplesApplyOffline(t *testing.T) {
 	}
 	state := t.TempDir()
 	serve := exec.Command("unshare", "--net", "sh", "-c", `ip link set lo up && exec "$0" sim serve --listen 127.0.0.1:0 --state "$1" --time-scale 0 --guest-ssh-port 0`, corralBin, state)
+	// The CTs' resolver: the host's cannot be reached from here, and
+	// each lookup waited for its timeouts (90 s per failing step); one on
+	// the CT's own loopback, where nothing listens, fails at once.
+	resolv := filepath.Join(t.TempDir(), "resolv.conf")
+	if err := os.WriteFile(resolv, []byte("nameserver 127.0.0.1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	serve.Env = append(os.Environ(), "CORRAL_SIM_HOST_RESOLV_CONF="+resolv) // model.HostResolvConfEnv
 	_, simEnv := startServe(t, serve, state)
 	netns := fmt.Sprintf("--net=/proc/%d/ns/net", serve.Process.Pid)
 	env := append(simEnv, exampleEnv()...)

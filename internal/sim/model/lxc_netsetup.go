@@ -1,6 +1,7 @@
 package model
 
 import (
+	"cmp"
 	"fmt"
 	"net"
 	"os"
@@ -34,7 +35,15 @@ import (
 var ctNetSetupOSTypes = map[string]bool{"debian": true, "ubuntu": true, "devuan": true}
 
 // hostResolvConf is the host's resolver file (a variable for tests).
-var hostResolvConf = "/etc/resolv.conf"
+// HostResolvConfEnv names another file to read instead: an emulator run
+// offline (in a network namespace of its own) gives its CTs a resolver
+// that fails at once rather than the host's, which they cannot reach
+// there and would wait on for each lookup.
+var hostResolvConf = cmp.Or(os.Getenv(HostResolvConfEnv), "/etc/resolv.conf")
+
+// HostResolvConfEnv is the variable that replaces the host's
+// /etc/resolv.conf as the source of a CT's DNS settings.
+const HostResolvConfEnv = "CORRAL_SIM_HOST_RESOLV_CONF"
 
 // GuestPreStart does PVE's pre-start setup of CT vmid's network and DNS
 // in its root file system at rootDir (the guest layer calls it before it
