@@ -388,3 +388,29 @@ func TestDaemon_hungIsReplaced(t *testing.T) {
 		t.Fatalf("pid %d after the hang (was %d)", rec2.PID, rec.PID)
 	}
 }
+
+// TestDaemon_agentInstall: with no endpoint configured, agent install
+// runs on the local emulator as every other command does (before, it
+// asked for PROXMOX_VE_ENDPOINT): it makes the agent's token with the
+// emulator's root token, starts the agent in its container, and the
+// agent, which outlives the command, reconciles the manifest's app.
+func TestDaemon_agentInstall(t *testing.T) {
+	d := newDaemonTest(t)
+	m := filepath.Join(t.TempDir(), "corral.yaml")
+	manifest := "project: agentlocal\napps:\n  - name: web\n    template: local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst\n    memory: 256\n"
+	if err := os.WriteFile(m, []byte(manifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errs := d.mustRun("agent", "install", "-f", m)
+	if !strings.Contains(errs, "started the local Proxmox VE emulator") || !strings.Contains(out+errs, "agent for project agentlocal") {
+		t.Fatalf("agent install on the local emulator:\n%s\n%s", out, errs)
+	}
+	root := envFileValue(t, filepath.Join(d.dir, "env"), "PVE_ROOT_TOKEN")
+	if _, secret, _ := strings.Cut(root, "="); secret == "" || strings.Contains(out+errs, secret) {
+		t.Fatalf("root's token secret printed, or none in the env file")
+	}
+	testenv.WaitFor(t, "the agent to create the app", func() bool {
+		code, out, _ := d.run("status", "-f", m, "-o", "json")
+		return code == 0 && strings.Contains(out, `"status": "running"`)
+	})
+}

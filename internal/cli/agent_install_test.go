@@ -519,7 +519,7 @@ func TestAgent_installRefusals(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"no endpoint", []string{"--endpoint", ""}, "needs an endpoint it can hand to the agent"},
+		{"no endpoint", []string{"--endpoint", ""}, "needs an endpoint it can hand to the agent, and the emulator inside this command (CORRAL_SIM_INPROCESS=1) stops with it"},
 		{"insecure", append(slices.Clone(conn), "--insecure"), "pin the certificate"},
 		{"not a binary", append(slices.Clone(conn), "--binary", notBinary), "is not a Linux binary"},
 		{"mode", append(slices.Clone(conn), "--mode", "fix"), `--mode "fix": want observe or reconcile`},

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -130,16 +131,21 @@ func runAgentInstall(cmd *cobra.Command, st *streams, a *agentInstallArgs) error
 	if err != nil {
 		return err
 	}
-	in, cf, err := a.installation()
-	if err != nil {
-		return err
-	}
 	ctx := cmd.Context()
-	s, err := connect(ctx, st, cf)
+	s, err := a.useLocalEmulator(ctx, st)
 	if err != nil {
 		return err
 	}
-	defer s.Close()
+	in, cf, err := a.installation()
+	if s == nil && err == nil {
+		s, err = connect(ctx, st, cf)
+	}
+	if s != nil {
+		defer s.Close()
+	}
+	if err != nil {
+		return err
+	}
 	res, err := agent.Install(ctx, in, a.installOps(cmd, st, s.client, cf))
 	if need, ok := errors.AsType[*agent.SetupNeededError](err); ok {
 		fmt.Fprintf(st.out, "%s", in.Manifest.Redact(need.Script))
@@ -152,6 +158,39 @@ func runAgentInstall(cmd *cobra.Command, st *streams, a *agentInstallArgs) error
 	}
 	ui.WriteAgentInstalled(st.err, st.out, *res, a.mode, a.ff.path)
 	return nil
+}
+
+// useLocalEmulator points install at corral's local emulator (started
+// when none runs) when no endpoint is configured, as every other command
+// does, with root@pam's token from its env file (the user owns the
+// local emulator as root owns a node: install makes the agent's user,
+// role and token with it, and the agent gets only its own token). The in-process emulator of the
+// tests (CORRAL_SIM_INPROCESS=1) stops with the command: check refuses it.
+func (a *agentInstallArgs) useLocalEmulator(ctx context.Context, st *streams) (*session, error) {
+	if a.cf.resolved(os.Getenv).endpoint != "" || os.Getenv(inProcessEnv) == "1" {
+		return nil, nil
+	}
+	ls, err := connectLocal(ctx, st, true, st.logger())
+	if err != nil {
+		return nil, err
+	}
+	ls.Close()
+	tok, err := newLocalDaemon().rootToken()
+	if err != nil {
+		return nil, err
+	}
+	a.cf.endpoint, a.cf.token, a.cf.fingerprint = ls.local.URL, tok, ls.local.Fingerprint
+	a.cf.guestSSHPort = ls.local.GuestSSHPort
+	return connectTo(ctx, st, a.cf, false)
+}
+
+// simSSHPort is the guests' SSH port the agent is told about (its
+// CORRAL_SIM_GUEST_SSH_PORT): the local emulator's, or this command's.
+func simSSHPort(cf connFlags) string {
+	if cf.guestSSHPort != 0 {
+		return strconv.Itoa(cf.guestSSHPort)
+	}
+	return os.Getenv("CORRAL_SIM_GUEST_SSH_PORT")
 }
 
 // installation checks install's flags and reads what the agent gets
@@ -192,7 +231,7 @@ func (a *agentInstallArgs) installation() (*agent.Installation, connFlags, error
 		Setup: agent.SetupFor(f, a.role, a.user, a.tokenName), TokenName: a.tokenName, GivenToken: os.Getenv("CORRAL_AGENT_API_TOKEN"),
 		Command: a.command(), Binary: bin, BinaryArch: binArch, Listen: a.listen,
 		Endpoint: a.endpoint, APIEndpoint: cf.endpoint, Fingerprint: cf.fingerprint,
-		Env: env, SimGuestSSHPort: os.Getenv("CORRAL_SIM_GUEST_SSH_PORT"),
+		Env: env, SimGuestSSHPort: simSSHPort(a.cf),
 	}, cf, nil
 }
 
@@ -217,8 +256,7 @@ func (a *agentInstallArgs) check() (connFlags, error) {
 	}
 	cf := a.cf.resolved(os.Getenv)
 	if cf.endpoint == "" {
-		return cf, errors.New("corral agent install needs an endpoint it can hand to the agent: set PROXMOX_VE_ENDPOINT " +
-			"(for corral's local emulator, eval \"$(corral sim env)\" exports its endpoint, token and fingerprint; or corral sim serve, then source its env file)")
+		return cf, fmt.Errorf("corral agent install needs an endpoint it can hand to the agent, and the emulator inside this command (%s=1) stops with it: set PROXMOX_VE_ENDPOINT, or unset %s to install it on corral's local emulator", inProcessEnv, inProcessEnv)
 	}
 	if cf.insecure || cf.plainHTTP {
 		return cf, errors.New("corral agent install copies the API settings into the container: pin the certificate (--fingerprint or --ca-file) instead of --insecure or plain http")

@@ -28,6 +28,10 @@ type connFlags struct {
 	// plainHTTP lets an http:// endpoint off the loopback through; the
 	// name says what it costs.
 	plainHTTP bool
+	// guestSSHPort, when not 0, is the guests' SSH port at this endpoint:
+	// not a flag, set where corral knows the emulator behind it (agent
+	// install on the local emulator).
+	guestSSHPort int
 }
 
 // dialContext, when set, dials every connection to a configured endpoint
@@ -76,7 +80,9 @@ type session struct {
 	client   *pve.Client
 	embedded *sim.Server
 	local    *daemonRecord
-	endpoint string
+	// guestSSHPort is connFlags.guestSSHPort (0: not known).
+	guestSSHPort int
+	endpoint     string
 }
 
 func (s *session) Close() {
@@ -116,7 +122,7 @@ func connectTo(ctx context.Context, st *streams, cf connFlags, start bool) (*ses
 	if err != nil {
 		return nil, err
 	}
-	return &session{client: c, endpoint: cf.endpoint}, nil
+	return &session{client: c, endpoint: cf.endpoint, guestSSHPort: cf.guestSSHPort}, nil
 }
 
 // connectInProcess starts the emulator inside this command on the default

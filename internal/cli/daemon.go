@@ -162,18 +162,25 @@ func (d localDaemon) writeRecord(r daemonRecord) error {
 }
 
 // token is the operator token from DIR/env, where sim serve writes it.
-func (d localDaemon) token() (string, error) {
+func (d localDaemon) token() (string, error) { return d.envToken("PROXMOX_VE_API_TOKEN") }
+
+// rootToken is root@pam's token from DIR/env: the user owns the local
+// emulator as root owns a PVE node (agent install makes users with it).
+func (d localDaemon) rootToken() (string, error) { return d.envToken("PVE_ROOT_TOKEN") }
+
+// envToken is the token exported as name in DIR/env.
+func (d localDaemon) envToken(name string) (string, error) {
 	path := d.path("env")
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return "", fmt.Errorf("the local emulator's credentials: %w (corral sim stop, then run the command again)", err)
 	}
 	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "export PROXMOX_VE_API_TOKEN="); ok {
+		if v, ok := strings.CutPrefix(line, "export "+name+"="); ok {
 			return shellUnquote(v), nil
 		}
 	}
-	return "", fmt.Errorf("%s holds no API token: corral sim stop, then run the command again", path)
+	return "", fmt.Errorf("%s holds no %s: corral sim stop, then run the command again", path, name)
 }
 
 // shellUnquote undoes sim's shellQuote: '…' runs joined by \'.

@@ -25,7 +25,9 @@ func sshConfig(s *session, trustNew bool) (apply.SSH, error) {
 		return apply.SSH{}, err
 	}
 	port := 22
-	if s.embedded != nil {
+	if s.guestSSHPort != 0 {
+		port = s.guestSSHPort
+	} else if s.embedded != nil {
 		port = s.embedded.Guests().Port()
 	} else if s.local != nil {
 		port = s.local.GuestSSHPort
