@@ -315,6 +315,9 @@ func kindOf(v *value) string {
 	return ""
 }
 
+// buildStep is one provisioning step of app appName from its value: its
+// kind's fields, and the name shown in progress (the step's own, else
+// KIND: SUBJECT).
 func (d *decoder) buildStep(sv *value, appName string) (Step, bool) {
 	kind := kindOf(sv)
 	if kind == "" {
@@ -338,19 +341,7 @@ func (d *decoder) buildStep(sv *value, appName string) (Step, bool) {
 		fv := sv.object("envFile")
 		st.Path, st.Mode, st.Owner = fv.strOr("path"), fv.modeOr("mode"), fv.strOr("owner")
 		subject = fv.displayOr("path")
-		seen := map[string]*value{}
-		for _, ev := range fv.members("env") {
-			n, val := ev.member("name"), ev.member("value")
-			if n == nil || val == nil {
-				continue
-			}
-			if first, dup := seen[n.str]; dup {
-				d.report(n.node, n.path, "variable "+n.display()+" is already set by "+strings.TrimSuffix(first.path, ".name"), "")
-				continue
-			}
-			seen[n.str] = n
-			st.Env = append(st.Env, EnvVar{Name: n.str, Value: NewSecret(val.ref, val.str)})
-		}
+		st.Env = d.envVars(fv)
 	case StepCompose:
 		fv := sv.object("compose")
 		st.Path, st.Mode, st.Project = fv.strOr("path"), fv.modeOr("mode"), fv.strOr("project")
@@ -367,18 +358,7 @@ func (d *decoder) buildStep(sv *value, appName string) (Step, bool) {
 		}
 	case StepUser:
 		uv := sv.object("user")
-		st.Account = Account{
-			Name:  uv.strOr("name"),
-			UID:   int(uv.intOr("uid")),
-			Home:  uv.strOr("home"),
-			Shell: uv.strOr("shell"),
-		}
-		if st.Account.Home == "" {
-			st.Account.Home = "/home/" + st.Account.Name
-		}
-		for _, g := range uv.members("groups") {
-			st.Account.Groups = append(st.Account.Groups, g.str)
-		}
+		st.Account = account(uv)
 		subject = uv.displayOr("name")
 	}
 	st.Name = kind + ": " + subject
@@ -395,6 +375,43 @@ func (d *decoder) buildStep(sv *value, appName string) (Step, bool) {
 		st.Pull = Pull(sv.object("compose").strOr("pull"))
 	}
 	return st, true
+}
+
+// envVars are an envFile step's variables; a name set twice is reported
+// at its second place, naming the first.
+func (d *decoder) envVars(fv *value) []EnvVar {
+	var vars []EnvVar
+	seen := map[string]*value{}
+	for _, ev := range fv.members("env") {
+		n, val := ev.member("name"), ev.member("value")
+		if n == nil || val == nil {
+			continue
+		}
+		if first, dup := seen[n.str]; dup {
+			d.report(n.node, n.path, "variable "+n.display()+" is already set by "+strings.TrimSuffix(first.path, ".name"), "")
+			continue
+		}
+		seen[n.str] = n
+		vars = append(vars, EnvVar{Name: n.str, Value: NewSecret(val.ref, val.str)})
+	}
+	return vars
+}
+
+// account is a user step's account, its home /home/NAME by default.
+func account(uv *value) Account {
+	a := Account{
+		Name:  uv.strOr("name"),
+		UID:   int(uv.intOr("uid")),
+		Home:  uv.strOr("home"),
+		Shell: uv.strOr("shell"),
+	}
+	if a.Home == "" {
+		a.Home = "/home/" + a.Name
+	}
+	for _, g := range uv.members("groups") {
+		a.Groups = append(a.Groups, g.str)
+	}
+	return a
 }
 
 // content returns the content of a file or compose step: the content key,

@@ -45,35 +45,7 @@ func schemaOf(f *field) map[string]any {
 	}
 	switch f.kind {
 	case kindObject:
-		s["type"] = "object"
-		s["additionalProperties"] = false
-		props := map[string]any{}
-		var required []string
-		for _, c := range f.fields {
-			if c.rootOnly {
-				props[c.key] = map[string]any{
-					"description": "Only root@pam can set " + c.key + "; corral works with an API token, so it is rejected.",
-					"not":         map[string]any{},
-				}
-				continue
-			}
-			props[c.key] = schemaOf(c)
-			if c.required {
-				required = append(required, c.key)
-			}
-		}
-		s["properties"] = props
-		if required != nil {
-			slices.Sort(required)
-			s["required"] = required
-		}
-		if f.oneOf != nil {
-			var branches []any
-			for _, k := range f.oneOf {
-				branches = append(branches, map[string]any{"required": []string{k}})
-			}
-			s["oneOf"] = branches
-		}
+		objectSchema(f, s)
 	case kindList:
 		s["type"] = "array"
 		s["items"] = schemaOf(f.items)
@@ -104,28 +76,68 @@ func schemaOf(f *field) map[string]any {
 			map[string]any{"type": "integer", "minimum": 0, "maximum": 0o7777},
 		}
 	case kindString:
-		s["type"] = "string"
-		literal := map[string]any{}
-		if f.enum != nil {
-			literal["enum"] = f.enum
-		}
-		if f.pattern != "" {
-			literal["pattern"] = f.pattern
-		}
-		if f.minLen > 0 {
-			literal["minLength"] = f.minLen
-		}
-		if f.maxLen > 0 {
-			literal["maxLength"] = f.maxLen
-		}
-		if f.forbid != "" {
-			literal["not"] = map[string]any{"pattern": f.forbid}
-		}
-		// A reference is checked after it is resolved, so it stands in
-		// for any literal.
-		if len(literal) > 0 {
-			s["anyOf"] = []any{literal, map[string]any{"$ref": "#/$defs/reference"}}
-		}
+		stringSchema(f, s)
 	}
 	return s
+}
+
+// objectSchema adds an object field's properties to s: a root-only key
+// is described and refused, the required keys are listed, and a oneOf
+// names the keys of which exactly one must be set.
+func objectSchema(f *field, s map[string]any) {
+	s["type"] = "object"
+	s["additionalProperties"] = false
+	props := map[string]any{}
+	var required []string
+	for _, c := range f.fields {
+		if c.rootOnly {
+			props[c.key] = map[string]any{
+				"description": "Only root@pam can set " + c.key + "; corral works with an API token, so it is rejected.",
+				"not":         map[string]any{},
+			}
+			continue
+		}
+		props[c.key] = schemaOf(c)
+		if c.required {
+			required = append(required, c.key)
+		}
+	}
+	s["properties"] = props
+	if required != nil {
+		slices.Sort(required)
+		s["required"] = required
+	}
+	if f.oneOf != nil {
+		var branches []any
+		for _, k := range f.oneOf {
+			branches = append(branches, map[string]any{"required": []string{k}})
+		}
+		s["oneOf"] = branches
+	}
+}
+
+// stringSchema adds a string field's literal constraints to s, or'ed
+// with a reference: a reference is checked after it is resolved, so it
+// stands in for any literal.
+func stringSchema(f *field, s map[string]any) {
+	s["type"] = "string"
+	literal := map[string]any{}
+	if f.enum != nil {
+		literal["enum"] = f.enum
+	}
+	if f.pattern != "" {
+		literal["pattern"] = f.pattern
+	}
+	if f.minLen > 0 {
+		literal["minLength"] = f.minLen
+	}
+	if f.maxLen > 0 {
+		literal["maxLength"] = f.maxLen
+	}
+	if f.forbid != "" {
+		literal["not"] = map[string]any{"pattern": f.forbid}
+	}
+	if len(literal) > 0 {
+		s["anyOf"] = []any{literal, map[string]any{"$ref": "#/$defs/reference"}}
+	}
 }
