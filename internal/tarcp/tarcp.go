@@ -143,43 +143,11 @@ func Unpack(r io.Reader, top, dir, name string) error {
 			}
 			dirs = append(dirs, dirTime{rel, h})
 		case tar.TypeReg:
-			if err := root.MkdirAll(path.Dir(rel), 0o755); err != nil {
+			if err := unpackFile(root, rel, tr, mode, h); err != nil {
 				return err
 			}
-			// A symlink already at rel is replaced, never followed.
-			if fi, err := root.Lstat(rel); err == nil && !fi.Mode().IsRegular() {
-				if err := root.RemoveAll(rel); err != nil {
-					return err
-				}
-			}
-			f, err := root.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-			if err != nil {
-				return err
-			}
-			_, err = io.Copy(f, tr)
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
-				return fmt.Errorf("%s: %w", rel, err)
-			}
-			if err := root.Chmod(rel, mode); err != nil {
-				return err
-			}
-			_ = root.Chtimes(rel, h.ModTime, h.ModTime)
 		case tar.TypeSymlink:
-			if err := checkLink(h.Name, rel, h.Linkname); err != nil {
-				return err
-			}
-			if err := root.MkdirAll(path.Dir(rel), 0o755); err != nil {
-				return err
-			}
-			if _, err := root.Lstat(rel); err == nil {
-				if err := root.RemoveAll(rel); err != nil {
-					return err
-				}
-			}
-			if err := root.Symlink(h.Linkname, rel); err != nil {
+			if err := unpackLink(root, rel, h); err != nil {
 				return err
 			}
 		case tar.TypeXGlobalHeader:
@@ -195,6 +163,53 @@ func Unpack(r io.Reader, top, dir, name string) error {
 		_ = root.Chtimes(d.name, d.h.ModTime, d.h.ModTime)
 	}
 	return nil
+}
+
+// unpackFile writes the regular file rel from r with mode and h's
+// mtime; a symlink or directory already at rel is replaced, never
+// followed.
+func unpackFile(root *os.Root, rel string, r io.Reader, mode fs.FileMode, h *tar.Header) error {
+	if err := root.MkdirAll(path.Dir(rel), 0o755); err != nil {
+		return err
+	}
+	if fi, err := root.Lstat(rel); err == nil && !fi.Mode().IsRegular() {
+		if err := root.RemoveAll(rel); err != nil {
+			return err
+		}
+	}
+	f, err := root.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(f, r)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", rel, err)
+	}
+	if err := root.Chmod(rel, mode); err != nil {
+		return err
+	}
+	_ = root.Chtimes(rel, h.ModTime, h.ModTime)
+	return nil
+}
+
+// unpackLink makes the symlink rel, after checkLink found its target
+// inside the copy; whatever is at rel is replaced.
+func unpackLink(root *os.Root, rel string, h *tar.Header) error {
+	if err := checkLink(h.Name, rel, h.Linkname); err != nil {
+		return err
+	}
+	if err := root.MkdirAll(path.Dir(rel), 0o755); err != nil {
+		return err
+	}
+	if _, err := root.Lstat(rel); err == nil {
+		if err := root.RemoveAll(rel); err != nil {
+			return err
+		}
+	}
+	return root.Symlink(h.Linkname, rel)
 }
 
 // localName maps an archive name under top to its name under the
