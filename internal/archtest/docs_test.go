@@ -67,3 +67,22 @@ func TestArchitectureDocNamesWhatExists(t *testing.T) {
 		t.Errorf("found %d table rows naming files in docs/architecture.md, want the walk-through's 5 or more", rows)
 	}
 }
+
+// TestREADMELayoutListsEveryPackage: the README's layout names every
+// package of the tree (the test helpers under internal/testutil and the
+// schema generator together with their parent).
+func TestREADMELayoutListsEveryPackage(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range listPackages(t) {
+		rel := strings.TrimPrefix(p.ImportPath, module+"/")
+		if !strings.HasPrefix(rel, "internal/") || strings.HasPrefix(rel, "internal/testutil/") || rel == "internal/sim/schema/gen" {
+			continue
+		}
+		if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(rel) + `\s`).Match(readme) {
+			t.Errorf("README.md's layout does not list %s", rel)
+		}
+	}
+}
