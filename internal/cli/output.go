@@ -180,18 +180,11 @@ health checks; --no-health skips them).`,
 func runOutput(cmd *cobra.Command, st *streams, ff fileFlags, cf connFlags, app string, noHealth bool) error {
 	ctx, cancel := readOnly(cmd.Context())
 	defer cancel()
-	j, err := openJobInterruptible(ctx, st, ff, cf)
+	j, r, err := observeStatus(ctx, st, ff, cf, app)
 	if err != nil {
 		return err
 	}
 	defer j.Close()
-	if err := checkApp(j.f, app); err != nil {
-		return err
-	}
-	r, err := apply.Status(ctx, j.s.client, plan.FromManifest(j.f), j.f.Redact)
-	if err != nil {
-		return redactErr(j.f, err)
-	}
 	if app != "" {
 		// Only APP's health checks run.
 		r.Apps = slices.DeleteFunc(r.Apps, func(as apply.AppStatus) bool { return as.App != app })

@@ -25,15 +25,11 @@ func newStatusCmd(st *streams) *cobra.Command {
 			ff.lazy = true // status compares provisioning only when its values are at hand
 			ctx, cancel := readOnly(cmd.Context())
 			defer cancel()
-			j, err := openJobInterruptible(ctx, st, ff, cf)
+			j, r, err := observeStatus(ctx, st, ff, cf, "")
 			if err != nil {
 				return err
 			}
 			defer j.Close()
-			r, err := apply.Status(ctx, j.s.client, plan.FromManifest(j.f), j.f.Redact)
-			if err != nil {
-				return redactErr(j.f, err)
-			}
 			statusHealth(ctx, j, r, noHealth)
 			if j.asJSON {
 				err = writeJSON(st, r)
@@ -123,4 +119,24 @@ func newVolumesCmd(st *streams) *cobra.Command {
 	cf.add(cmd.Flags())
 	cmd.AddCommand(newVolumesRmCmd(st), newVolumesPruneCmd(st))
 	return cmd
+}
+
+// observeStatus opens a read-only job and observes the manifest's apps
+// as status shows them (what status and output both start from). With
+// app, that app must be in the manifest. The caller closes the job.
+func observeStatus(ctx context.Context, st *streams, ff fileFlags, cf connFlags, app string) (*job, *apply.StatusReport, error) {
+	j, err := openJobInterruptible(ctx, st, ff, cf)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := checkApp(j.f, app); err != nil {
+		j.Close()
+		return nil, nil, err
+	}
+	r, err := apply.Status(ctx, j.s.client, plan.FromManifest(j.f), j.f.Redact)
+	if err != nil {
+		j.Close()
+		return nil, nil, redactErr(j.f, err)
+	}
+	return j, r, nil
 }
