@@ -14,9 +14,11 @@ import (
 
 func newFmtCmd(st *streams) *cobra.Command {
 	var check bool
+	var output string
 	cmd := &cobra.Command{
-		Use:   "fmt [FILE]",
-		Short: "Rewrite a manifest in canonical YAML layout, comments kept (--check: exit 1 if it would change)",
+		Use:         "fmt [FILE]",
+		Annotations: jsonForm(),
+		Short:       "Rewrite a manifest in canonical YAML layout, comments kept (--check: exit 1 if it would change)",
 		Long: `fmt rewrites FILE (default corral.yaml) in corral's canonical YAML layout:
 two spaces of indentation, lists indented under their key, comments kept,
 keys in their order and every value as written. It checks that the result
@@ -24,42 +26,64 @@ holds the same values and comments before it writes, and leaves the file
 as it is otherwise. The manifest need not be valid: fmt reads it as YAML.
 
 With --check it writes nothing, and exits 1 when the file would change
-(for CI), 0 when it is formatted.`,
+(for CI), 0 when it is formatted. -o json prints {file, formatted,
+written} on stdout either way.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			path := "corral.yaml"
 			if len(args) == 1 {
 				path = args[0]
 			}
-			return runFmt(st, path, check)
+			if output != "text" && output != "json" {
+				return fmt.Errorf("-o %s: want text or json", output)
+			}
+			r, err := runFmt(st, path, check)
+			if output == "json" && r != nil {
+				if jerr := writeJSON(st, r); jerr != nil {
+					return jerr
+				}
+			}
+			return err
 		},
 	}
 	cmd.Flags().BoolVar(&check, "check", false, "write nothing; exit 1 when the file is not formatted")
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
 	return cmd
 }
 
+// fmtResult is corral fmt's answer: whether the file was already in
+// canonical layout, and whether fmt rewrote it.
+type fmtResult struct {
+	File      string `json:"file"`
+	Formatted bool   `json:"formatted"`
+	Written   bool   `json:"written"`
+}
+
 // runFmt formats the manifest at path in place, or with check only says
-// whether it would change.
-func runFmt(st *streams, path string, check bool) error {
+// whether it would change. The result is nil when the file could not be
+// read or formatted.
+func runFmt(st *streams, path string, check bool) (*fmtResult, error) {
 	data, err := localfile.Read(path, localfile.MaxManifest)
 	if err != nil {
-		return fmt.Errorf("fmt %s: %w", path, err)
+		return nil, fmt.Errorf("fmt %s: %w", path, err)
 	}
 	out, err := manifest.Format(data)
 	if err != nil {
-		return fmt.Errorf("fmt %s: %w", path, err)
+		return nil, fmt.Errorf("fmt %s: %w", path, err)
 	}
+	r := &fmtResult{File: path, Formatted: bytes.Equal(out, data)}
 	switch {
-	case bytes.Equal(out, data):
-		return nil
+	case r.Formatted:
+		return r, nil
 	case check:
-		return &exitError{code: ExitError, err: fmt.Errorf("%s is not formatted: run corral fmt %s", path, path)}
+		return r, &exitError{code: ExitError, err: fmt.Errorf("%s is not formatted: run corral fmt %s", path, path)}
 	}
 	if err := writeFileLike(path, out); err != nil {
-		return fmt.Errorf("fmt %s: %w", path, err)
+		return r, fmt.Errorf("fmt %s: %w", path, err)
 	}
+	r.Written = true
 	fmt.Fprintf(st.err, "formatted %s\n", path)
-	return nil
+	return r, nil
 }
 
 // writeFileLike replaces the file at path with data, keeping its mode:

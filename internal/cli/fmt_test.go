@@ -25,6 +25,16 @@ func TestFmt(t *testing.T) {
 	if b, _ := os.ReadFile(m); string(b) != messy {
 		t.Fatalf("fmt --check changed the file:\n%s", b)
 	}
+	// For scripts: the same verdict as a document on stdout.
+	r = runCorral(t, "fmt", m, "--check", "-o", "json")
+	if want := `{
+  "file": "` + m + `",
+  "formatted": false,
+  "written": false
+}
+`; r.code != ExitError || r.stdout != want {
+		t.Errorf("fmt --check -o json: exit %d, stdout %q; want 1 and %q", r.code, r.stdout, want)
+	}
 	if r := runCorral(t, "fmt", m); r.code != 0 || r.stdout != "" {
 		t.Fatalf("fmt: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}

@@ -200,69 +200,91 @@ func yamlScalar(s string) string {
 
 func newInitCmd(st *streams) *cobra.Command {
 	var cf connFlags
-	var path string
+	var path, output string
 	cmd := &cobra.Command{
-		Use:   "init",
-		Short: "Write a commented corral.yaml for this cluster: its nodes, storages, bridges and CT templates",
+		Use:         "init",
+		Annotations: jsonForm(),
+		Short:       "Write a commented corral.yaml for this cluster: its nodes, storages, bridges and CT templates",
 		Long: `init reads the cluster (its online nodes and, on each, the storages that
 hold root file systems and volumes, the network bridges and the CT
 templates) and writes a manifest (-f, default corral.yaml) that lists them
 in comments and declares one app on the template, storage and bridge most
 nodes have (Debian, local-lvm and vmbr0 first). The file validates as
-written. init never overwrites a file: it refuses when -f exists.`,
+written. init never overwrites a file: it refuses when -f exists.
+-o json prints what it wrote and chose: {file, app, template, storage,
+bridge, nodes}.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runInit(cmd.Context(), st, cf, path)
+			if output != "text" && output != "json" {
+				return fmt.Errorf("-o %s: want text or json", output)
+			}
+			r, err := runInit(cmd.Context(), st, cf, path)
+			if err != nil || output != "json" {
+				return err
+			}
+			return writeJSON(st, r)
 		},
 	}
 	cmd.Flags().StringVarP(&path, "file", "f", "corral.yaml", "manifest to write; never overwritten")
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
 	cf.add(cmd.Flags())
 	return cmd
 }
 
+// initResult is corral init's answer: the file it wrote, its app and
+// what it chose for it, and the cluster's online nodes.
+type initResult struct {
+	File     string   `json:"file"`
+	App      string   `json:"app"`
+	Template string   `json:"template"`
+	Storage  string   `json:"storage"`
+	Bridge   string   `json:"bridge"`
+	Nodes    []string `json:"nodes"`
+}
+
 // runInit discovers the cluster and writes the manifest at path, which
 // must not exist.
-func runInit(ctx context.Context, st *streams, cf connFlags, path string) error {
+func runInit(ctx context.Context, st *streams, cf connFlags, path string) (*initResult, error) {
 	exists := fmt.Errorf("%s exists: corral init never overwrites a manifest; pass -f with a new file name, or move it away first", path)
 	if _, err := os.Lstat(path); err == nil {
-		return exists
+		return nil, exists
 	}
 	ctx, cancel := readOnly(ctx)
 	defer cancel()
 	s, err := connect(ctx, st, cf)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer s.Close()
 	facts, err := discover(ctx, s.client)
 	if err != nil {
-		return fmt.Errorf("init: read the cluster: %w", err)
+		return nil, fmt.Errorf("init: read the cluster: %w", err)
 	}
 	ch, err := choose(facts)
 	if err != nil {
-		return fmt.Errorf("init: %w", err)
+		return nil, fmt.Errorf("init: %w", err)
 	}
 	text, err := manifest.Format([]byte(initManifest(s.endpoint, facts, ch)))
 	if err == nil {
 		_, err = manifest.Parse(path, text, manifest.LoadOptions{})
 	}
 	if err != nil {
-		return fmt.Errorf("init: the manifest it made does not validate (please report this): %w", err)
+		return nil, fmt.Errorf("init: the manifest it made does not validate (please report this): %w", err)
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if errors.Is(err, os.ErrExist) {
-		return exists
+		return nil, exists
 	} else if err != nil {
-		return fmt.Errorf("init: %w", err)
+		return nil, fmt.Errorf("init: %w", err)
 	}
 	if _, err := f.Write(text); err != nil {
 		f.Close()
 		os.Remove(path)
-		return fmt.Errorf("init: write %s: %w", path, err)
+		return nil, fmt.Errorf("init: write %s: %w", path, err)
 	}
 	if err := f.Close(); err != nil {
-		return fmt.Errorf("init: write %s: %w", path, err)
+		return nil, fmt.Errorf("init: write %s: %w", path, err)
 	}
 	fmt.Fprintf(st.err, "wrote %s: app %q on %s; edit it, then run corral plan -f %s\n", path, "app", ch.template.name, filepath.Base(path))
-	return nil
+	return &initResult{File: path, App: "app", Template: ch.template.name, Storage: ch.storage.name, Bridge: ch.bridge.name, Nodes: facts.online}, nil
 }

@@ -45,6 +45,8 @@ func TestEveryCommandJSONOrRefuses(t *testing.T) {
 		{"validate", []string{"validate", "-f", m}, false, 0},
 		{"schema", []string{"schema"}, false, 0},
 		{"version", []string{"version"}, false, 0},
+		{"fmt", []string{"fmt", m}, false, 0},
+		{"init", []string{"init", "-f", t.TempDir() + "/corral.yaml"}, true, 0},
 		{"plan", []string{"plan", "-f", m}, true, ExitChanges},
 		{"apply", []string{"apply", "-f", m, "--auto-approve"}, true, 0},
 		{"status", []string{"status", "-f", m}, true, 0},
@@ -92,8 +94,6 @@ func TestEveryCommandJSONOrRefuses(t *testing.T) {
 		"completion fish":       {"completion", "fish"},
 		"completion powershell": {"completion", "powershell"},
 		"help":                  {"help"},
-		"fmt":                   {"fmt", m, "--check"},
-		"init":                  {"init", "-f", t.TempDir() + "/corral.yaml"},
 		"agent":                 {"agent", "-f", m}, // a daemon: its log is JSON with --log-format json
 	}
 
