@@ -532,62 +532,98 @@ func updateReasons(c Change, ct *CT) []string {
 	return r
 }
 
-// volumeChange plans one volume of an app.
+// volumeChange plans one volume of an app. The steps go from where the
+// data is most surely found to where it is least: a record on another
+// node's keeper, a record here (or on shared storage), an adoption
+// interrupted after its move, and only then a new or adopted volume.
 func volumeChange(a *App, v Volume, node string, ct *CT, keepers []*Keeper, obs *Observed, replacing bool) (VolumeChange, string) {
 	key := VolumeKey{a.Name, v.Name}
 	vc := VolumeChange{Volume: v}
 	// A record on another node's keeper: the data is there, not here.
+	if k := otherNodeKeeper(key, node, obs); k != nil {
+		return vc, otherNodeRecord(a, v, node, keptRecord{k, k.Records[key]}, obs)
+	}
+	volid := recordedVolume(key, ct, keepers, obs)
+	if volid != "" {
+		return recordedVolumeChange(a, v, volid, node, ct, obs, replacing)
+	}
+	if moved := interruptedAdoption(key, node, keepers, obs); moved != "" {
+		vc.Action, vc.Adopt = VolAdopt, moved
+		return vc, ""
+	}
+	return newVolumeChange(a, v, node, obs)
+}
+
+// otherNodeKeeper is the first keeper (in node order) of a node other
+// than node that records key on storage that is not shared, or nil: the
+// volume's data is on that node, where this one cannot reach it.
+func otherNodeKeeper(key VolumeKey, node string, obs *Observed) *Keeper {
 	for _, n := range slices.Sorted(maps.Keys(obs.Keepers)) {
 		for _, k := range obs.Keepers[n] {
 			if n != node && k.Records[key] != "" && !obs.onShared(k.Records[key]) {
-				return vc, otherNodeRecord(a, v, node, keptRecord{k, k.Records[key]}, obs)
+				return k
 			}
 		}
 	}
-	volid := ""
+	return nil
+}
+
+// recordedVolume is the volid a keeper on the node records for key, or
+// the one found on shared storage, or "".
+func recordedVolume(key VolumeKey, ct *CT, keepers []*Keeper, obs *Observed) string {
 	for _, keeper := range keepers {
-		if volid = keeper.Records[key]; volid != "" {
-			break
+		if volid := keeper.Records[key]; volid != "" {
+			return volid
 		}
 	}
-	if volid == "" {
-		// On shared storage the keeper may be another node's (an app
-		// recovered from an offline node), or unreadable while that node
-		// is down: the container's tags then say which volume it mounts.
-		volid = sharedRecord(key, ct, obs)
-	}
+	// On shared storage the keeper may be another node's (an app
+	// recovered from an offline node), or unreadable while that node
+	// is down: the container's tags then say which volume it mounts.
+	return sharedRecord(key, ct, obs)
+}
+
+// interruptedAdoption is the volume of an adoption of key interrupted
+// after the move, or "": the volume is already the keeper's, under the
+// entry the intent names, so it must not be taken for missing.
+func interruptedAdoption(key VolumeKey, node string, keepers []*Keeper, obs *Observed) string {
 	for _, keeper := range keepers {
-		if volid != "" {
-			break
-		}
-		// An adoption interrupted after the move: the volume is already
-		// the keeper's, under the entry the intent names.
 		if in, ok := keeper.Intents[key]; ok {
 			moved := ParseMountPoint(keeper.Config[in.Key]).Volume
 			if _, srcLeft := obs.Volumes[volKey(node, in.Source)]; moved != "" && VolumeOwner(moved) == keeper.VMID && !srcLeft {
-				vc.Action, vc.Adopt = VolAdopt, moved
-				return vc, ""
+				return moved
 			}
 		}
 	}
-	if volid == "" {
-		if v.Adopt != "" {
-			vc.Action = VolAdopt
-			if sid, _, _ := strings.Cut(v.Adopt, ":"); v.Storage != "" && sid != v.Storage {
-				return vc, fmt.Sprintf("app %s: volume %s adopts %s but says storage %s; adopting keeps the volume's storage (%s)", a.Name, v.Name, v.Adopt, v.Storage, sid)
-			}
-			if _, ok := obs.Volumes[volKey(node, v.Adopt)]; !ok {
-				return vc, fmt.Sprintf("app %s: volume %s: adopt: %s does not exist on node %s", a.Name, v.Name, v.Adopt, node)
-			}
-			if prob := adoptTaken(a.Name, v, node, obs); prob != "" {
-				return vc, prob
-			}
-			return vc, ""
-		}
+	return ""
+}
+
+// newVolumeChange plans a volume no keeper records: an adoption of the
+// volume the manifest names (refused unless that volume exists on node,
+// keeps its storage and belongs to nothing else), or a new volume.
+func newVolumeChange(a *App, v Volume, node string, obs *Observed) (VolumeChange, string) {
+	vc := VolumeChange{Volume: v}
+	if v.Adopt == "" {
 		vc.Action = VolCreate
 		return vc, ""
 	}
-	vc.VolID = volid
+	vc.Action = VolAdopt
+	if sid, _, _ := strings.Cut(v.Adopt, ":"); v.Storage != "" && sid != v.Storage {
+		return vc, fmt.Sprintf("app %s: volume %s adopts %s but says storage %s; adopting keeps the volume's storage (%s)", a.Name, v.Name, v.Adopt, v.Storage, sid)
+	}
+	if _, ok := obs.Volumes[volKey(node, v.Adopt)]; !ok {
+		return vc, fmt.Sprintf("app %s: volume %s: adopt: %s does not exist on node %s", a.Name, v.Name, v.Adopt, node)
+	}
+	if prob := adoptTaken(a.Name, v, node, obs); prob != "" {
+		return vc, prob
+	}
+	return vc, ""
+}
+
+// recordedVolumeChange plans a volume a keeper records as volid: it must
+// still exist, stay on its storage and not shrink; then it is attached,
+// kept or remounted as the container mounts it, or grown.
+func recordedVolumeChange(a *App, v Volume, volid, node string, ct *CT, obs *Observed, replacing bool) (VolumeChange, string) {
+	vc := VolumeChange{Volume: v, VolID: volid}
 	size, ok := obs.Volumes[volKey(node, volid)]
 	if !ok {
 		return vc, fmt.Sprintf("app %s: volume %s is recorded as %s, which no longer exists on node %s: it was removed outside corral; corral will not silently create an empty one — remove the volume from the manifest or restore it", a.Name, v.Name, volid, node)
@@ -600,7 +636,6 @@ func volumeChange(a *App, v Volume, node string, ct *CT, keepers []*Keeper, obs 
 	if v.Size > 0 && v.Size < size {
 		return vc, fmt.Sprintf("app %s: volume %s cannot shrink from %s to %s (PVE: unable to shrink disk size); set size to %s or more", a.Name, v.Name, human.Size(size), human.Size(v.Size), manifest.Size(size))
 	}
-	grow := v.Size > size
 	if ct != nil && !replacing {
 		for _, mp := range ct.Mounts() {
 			if mp.Volume != volid {
@@ -614,7 +649,7 @@ func volumeChange(a *App, v Volume, node string, ct *CT, keepers []*Keeper, obs 
 			}
 		}
 	}
-	if grow {
+	if v.Size > size {
 		vc.Action = VolGrow
 	}
 	return vc, ""
