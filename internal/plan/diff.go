@@ -330,18 +330,15 @@ func keeperRepair(k *Keeper, obs *Observed) *KeeperChange {
 	return kc
 }
 
-// appChange plans one app.
+// appChange plans one app: it refuses what cannot be told apart or is
+// taken, compares the container (if any) with the manifest, plans the
+// volumes, and then decides between create, replace, update and no-op.
 func appChange(a *App, node string, obs *Observed) (Change, []string) {
 	c := Change{App: a.Name, Node: node, VMID: a.VMID, Desired: a}
 	var probs []string
 	cts := obs.Apps[a.Name]
 	if len(cts) > 1 {
-		var ids []string
-		for _, ct := range cts {
-			ids = append(ids, fmt.Sprintf("CT %d on %s", ct.VMID, ct.Node))
-		}
-		return c, []string{fmt.Sprintf("app %s: %d containers carry its tag %s%s (%s), and corral cannot tell which one is the app's (one was copied, or tagged, outside corral): "+
-			"remove the tag from the ones that are not (in the web UI, or pct set VMID --tags …), or destroy them if nothing on them is needed, then plan again", a.Name, len(cts), TagAppPrefix, a.Name, strings.Join(ids, ", "))}
+		return c, []string{manyContainers(a, cts)}
 	}
 	var ct *CT
 	if len(cts) == 1 {
@@ -350,63 +347,17 @@ func appChange(a *App, node string, obs *Observed) (Change, []string) {
 	if !hasTemplate(obs, node, a.Template) {
 		c.FetchTemplate = true
 	}
-	if g, ok := obs.Others[a.VMID]; ok && a.VMID != 0 && (ct == nil || ct.VMID != a.VMID) {
-		probs = append(probs, fmt.Sprintf("app %s: vmid %d is taken by %s %d (%s) on %s, which corral does not manage; "+
-			"choose another vmid or leave it out to take the next free one. To keep that guest's data, list its volumes with adopt: <volid> "+
-			"(corral moves them into its keeper while the guest is stopped), then remove the guest", a.Name, a.VMID, g.Type, g.VMID, orNone(g.Name), g.Node))
+	if prob := vmidTaken(a, ct, obs); prob != "" {
+		probs = append(probs, prob)
 	}
-
-	// Replace reasons: what PVE cannot change in place.
 	if ct != nil {
-		c.OldVMID, c.Digest = ct.VMID, ct.Digest
-		if c.VMID == 0 {
-			c.VMID = ct.VMID
-		}
-		if ct.Node != node {
-			c.Reasons = append(c.Reasons, fmt.Sprintf("node changes %s → %s", ct.Node, node))
-		}
-		if a.VMID != 0 && a.VMID != ct.VMID {
-			c.Reasons = append(c.Reasons, fmt.Sprintf("vmid changes %d → %d", ct.VMID, a.VMID))
-		}
-		if m := ParseMarker(ct.Config["description"]); m.Template != a.Template {
-			c.Reasons = append(c.Reasons, fmt.Sprintf("template changes %s → %s", orNone(m.Template), a.Template))
-		}
-		if truthy(ct.Config["unprivileged"]) != a.Unprivileged {
-			c.Reasons = append(c.Reasons, fmt.Sprintf("unprivileged changes %v → %v (read-only after create)", truthy(ct.Config["unprivileged"]), a.Unprivileged))
-		}
-		root := ct.RootFS()
-		if sid, _, _ := strings.Cut(root.Volume, ":"); sid != a.RootStorage {
-			c.Reasons = append(c.Reasons, fmt.Sprintf("rootfs storage changes %s → %s", sid, a.RootStorage))
-		}
-		if len(c.Reasons) > 0 {
-			c.Action = Replace
-			if a.VMID == 0 {
-				c.VMID = 0 // a replace gets a fresh VMID unless the manifest pins one
-			}
-		} else if have, ok := ParseSizeString(root.Size); ok {
-			switch {
-			case a.RootSize < have:
-				probs = append(probs, fmt.Sprintf("app %s: rootfs cannot shrink from %s to %s (PVE: unable to shrink disk size); set rootfs.size to %s or more", a.Name, human.Size(have), human.Size(a.RootSize), manifest.Size(have)))
-			case a.RootSize > have:
-				c.RootGrow = a.RootSize
-			}
-		}
+		probs = append(probs, compareContainer(&c, a, ct, node)...)
 	}
-
-	// Volumes.
 	keepers := obs.Keepers[node]
-	for _, v := range a.Volumes {
-		vc, prob := volumeChange(a, v, node, ct, keepers, obs, c.Action == Replace)
-		if prob != "" {
-			probs = append(probs, prob)
-		}
-		c.Volumes = append(c.Volumes, vc)
-	}
-
+	probs = append(probs, planVolumes(&c, a, node, ct, keepers, obs)...)
 	if ct != nil && c.Action == Replace {
 		probs = append(probs, unmanagedVolumes(a.Name, ct, "replacing")...)
 	}
-
 	if ct == nil || c.Action == Replace {
 		c.Desired = withVolumeTags(a, c.Volumes, obs)
 	}
@@ -417,61 +368,174 @@ func appChange(a *App, node string, obs *Observed) (Change, []string) {
 	case ct == nil:
 		c.Action = Create
 		c.Reasons = append(c.Reasons, "no container for this app")
-		c.Start = true
-		c.Guest = a.GuestDigest != ""
-		c.Steps, c.Restarts, _ = planSteps(a, "", true)
+		freshContainer(&c, a)
 	case c.Action == Replace:
-		c.Start = true
-		c.Guest = a.GuestDigest != ""
-		c.Steps, c.Restarts, _ = planSteps(a, "", true)
+		freshContainer(&c, a)
 	default:
-		desc := ct.Config["description"]
-		stopped := ParseMarker(desc).Stopped
-		c.Guest = a.GuestDigest != "" && len(a.GuestUnknown) == 0 && (ParseMarker(desc).Provisioned != a.GuestDigest || len(a.Rerun) > 0 || stopped != nil)
-		if stopped != nil && a.GuestDigest != "" {
-			// Said even when a value is unread (status without the
-			// secret): the app is not provisioned, whatever else holds.
-			c.Reasons = append(c.Reasons, StoppedReason(stopped, a.Steps))
-			c.Guest = true
-		}
-		if c.Guest {
-			var known bool
-			if c.Steps, c.Restarts, known = planSteps(a, desc, false); !known {
-				c.StepsUnknown = "this container's steps were recorded only inside it (by an older corral, or the record did not fit in its description): apply compares them there and runs what changed"
-			}
-		}
-		c.Revert = volumePending(ct)
-		c.Config = configEdits(keptOrigin(keptTags(withVolumeTags(a, c.Volumes, obs), ct), ct), ct)
-		c.Cleanup = cleanupKeys(ct, keepers)
-		for _, key := range detachKeys(a, ct, keepers) {
-			c.Volumes = append(c.Volumes, VolumeChange{Volume: Volume{Name: key.name}, Action: VolDetach, VolID: key.volid, Key: key.key})
-		}
-		running := ct.Status == "running"
-		for _, e := range c.Config {
-			if e.Restart && running {
-				c.Restart = true
-			}
-		}
-		for _, vc := range c.Volumes {
-			switch vc.Action {
-			case VolCreate, VolAdopt, VolAttach, VolRemount, VolDetach:
-				if running {
-					c.Restart = true
-				}
-			}
-		}
-		if !running {
-			c.Start = true
-		}
-		if len(c.Config) > 0 || len(c.Revert) > 0 || len(c.Cleanup) > 0 || c.RootGrow > 0 || c.Start || c.Restart || c.Guest || volumesChange(c.Volumes) {
-			c.Action = Update
-			c.Reasons = append(c.Reasons, updateReasons(c, ct)...)
-		}
+		updateChange(&c, a, ct, keepers, obs)
 	}
 	if ct != nil && c.Action != NoOp {
 		c.Reasons = append(c.Reasons, sharedReason(a, ct)...)
 	}
 	return c, probs
+}
+
+// manyContainers refuses an app whose tag several containers carry:
+// corral cannot tell which one is the app's.
+func manyContainers(a *App, cts []*CT) string {
+	var ids []string
+	for _, ct := range cts {
+		ids = append(ids, fmt.Sprintf("CT %d on %s", ct.VMID, ct.Node))
+	}
+	return fmt.Sprintf("app %s: %d containers carry its tag %s%s (%s), and corral cannot tell which one is the app's (one was copied, or tagged, outside corral): "+
+		"remove the tag from the ones that are not (in the web UI, or pct set VMID --tags …), or destroy them if nothing on them is needed, then plan again", a.Name, len(cts), TagAppPrefix, a.Name, strings.Join(ids, ", "))
+}
+
+// vmidTaken refuses the vmid a pins when a guest corral does not manage
+// (not the app's own container ct) has it; "" if it is free.
+func vmidTaken(a *App, ct *CT, obs *Observed) string {
+	g, ok := obs.Others[a.VMID]
+	if !ok || a.VMID == 0 || ct != nil && ct.VMID == a.VMID {
+		return ""
+	}
+	return fmt.Sprintf("app %s: vmid %d is taken by %s %d (%s) on %s, which corral does not manage; "+
+		"choose another vmid or leave it out to take the next free one. To keep that guest's data, list its volumes with adopt: <volid> "+
+		"(corral moves them into its keeper while the guest is stopped), then remove the guest", a.Name, a.VMID, g.Type, g.VMID, orNone(g.Name), g.Node)
+}
+
+// compareContainer compares the app's existing container ct with a: what
+// PVE cannot change in place makes c a Replace; otherwise the rootfs may
+// grow, but never shrink (refused).
+func compareContainer(c *Change, a *App, ct *CT, node string) []string {
+	c.OldVMID, c.Digest = ct.VMID, ct.Digest
+	if c.VMID == 0 {
+		c.VMID = ct.VMID
+	}
+	root := ct.RootFS()
+	c.Reasons = append(c.Reasons, replaceReasons(a, ct, root, node)...)
+	if len(c.Reasons) > 0 {
+		c.Action = Replace
+		if a.VMID == 0 {
+			c.VMID = 0 // a replace gets a fresh VMID unless the manifest pins one
+		}
+		return nil
+	}
+	have, ok := ParseSizeString(root.Size)
+	if !ok {
+		return nil
+	}
+	switch {
+	case a.RootSize < have:
+		return []string{fmt.Sprintf("app %s: rootfs cannot shrink from %s to %s (PVE: unable to shrink disk size); set rootfs.size to %s or more", a.Name, human.Size(have), human.Size(a.RootSize), manifest.Size(have))}
+	case a.RootSize > have:
+		c.RootGrow = a.RootSize
+	}
+	return nil
+}
+
+// replaceReasons are the differences between ct (whose root file system
+// is root) and a that PVE cannot change in place.
+func replaceReasons(a *App, ct *CT, root MountPoint, node string) []string {
+	var r []string
+	if ct.Node != node {
+		r = append(r, fmt.Sprintf("node changes %s → %s", ct.Node, node))
+	}
+	if a.VMID != 0 && a.VMID != ct.VMID {
+		r = append(r, fmt.Sprintf("vmid changes %d → %d", ct.VMID, a.VMID))
+	}
+	if m := ParseMarker(ct.Config["description"]); m.Template != a.Template {
+		r = append(r, fmt.Sprintf("template changes %s → %s", orNone(m.Template), a.Template))
+	}
+	if truthy(ct.Config["unprivileged"]) != a.Unprivileged {
+		r = append(r, fmt.Sprintf("unprivileged changes %v → %v (read-only after create)", truthy(ct.Config["unprivileged"]), a.Unprivileged))
+	}
+	if sid, _, _ := strings.Cut(root.Volume, ":"); sid != a.RootStorage {
+		r = append(r, fmt.Sprintf("rootfs storage changes %s → %s", sid, a.RootStorage))
+	}
+	return r
+}
+
+// planVolumes adds the change of each of a's volumes to c (after the
+// replace decision: a replaced container's mounts are not kept) and
+// returns their refusals.
+func planVolumes(c *Change, a *App, node string, ct *CT, keepers []*Keeper, obs *Observed) []string {
+	var probs []string
+	for _, v := range a.Volumes {
+		vc, prob := volumeChange(a, v, node, ct, keepers, obs, c.Action == Replace)
+		if prob != "" {
+			probs = append(probs, prob)
+		}
+		c.Volumes = append(c.Volumes, vc)
+	}
+	return probs
+}
+
+// freshContainer is what a new container (created or replacing one)
+// needs: a start, and all of its provisioning.
+func freshContainer(c *Change, a *App) {
+	c.Start = true
+	c.Guest = a.GuestDigest != ""
+	c.Steps, c.Restarts, _ = planSteps(a, "", true)
+}
+
+// updateChange plans an app whose container ct stays: provisioning,
+// pending changes to drop, config edits, stale references, detached
+// volumes and a start or restart; any of them makes c an Update.
+func updateChange(c *Change, a *App, ct *CT, keepers []*Keeper, obs *Observed) {
+	planGuest(c, a, ct.Config["description"])
+	c.Revert = volumePending(ct)
+	c.Config = configEdits(keptOrigin(keptTags(withVolumeTags(a, c.Volumes, obs), ct), ct), ct)
+	c.Cleanup = cleanupKeys(ct, keepers)
+	for _, key := range detachKeys(a, ct, keepers) {
+		c.Volumes = append(c.Volumes, VolumeChange{Volume: Volume{Name: key.name}, Action: VolDetach, VolID: key.volid, Key: key.key})
+	}
+	planStart(c, ct)
+	if len(c.Config) > 0 || len(c.Revert) > 0 || len(c.Cleanup) > 0 || c.RootGrow > 0 || c.Start || c.Restart || c.Guest || volumesChange(c.Volumes) {
+		c.Action = Update
+		c.Reasons = append(c.Reasons, updateReasons(*c, ct)...)
+	}
+}
+
+// planGuest decides whether the existing container (whose description is
+// desc) is provisioned again: its recorded digest differs, steps are to
+// rerun, or provisioning stopped before it finished.
+func planGuest(c *Change, a *App, desc string) {
+	stopped := ParseMarker(desc).Stopped
+	c.Guest = a.GuestDigest != "" && len(a.GuestUnknown) == 0 && (ParseMarker(desc).Provisioned != a.GuestDigest || len(a.Rerun) > 0 || stopped != nil)
+	if stopped != nil && a.GuestDigest != "" {
+		// Said even when a value is unread (status without the
+		// secret): the app is not provisioned, whatever else holds.
+		c.Reasons = append(c.Reasons, StoppedReason(stopped, a.Steps))
+		c.Guest = true
+	}
+	if c.Guest {
+		var known bool
+		if c.Steps, c.Restarts, known = planSteps(a, desc, false); !known {
+			c.StepsUnknown = "this container's steps were recorded only inside it (by an older corral, or the record did not fit in its description): apply compares them there and runs what changed"
+		}
+	}
+}
+
+// planStart starts a stopped container, and restarts a running one whose
+// config edits or volume changes take effect only at a restart.
+func planStart(c *Change, ct *CT) {
+	running := ct.Status == "running"
+	for _, e := range c.Config {
+		if e.Restart && running {
+			c.Restart = true
+		}
+	}
+	for _, vc := range c.Volumes {
+		switch vc.Action {
+		case VolCreate, VolAdopt, VolAttach, VolRemount, VolDetach:
+			if running {
+				c.Restart = true
+			}
+		}
+	}
+	if !running {
+		c.Start = true
+	}
 }
 
 func orNone(s string) string {
