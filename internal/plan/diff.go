@@ -15,161 +15,241 @@ import (
 // Make compares the desired apps with the observed cluster and returns
 // the plan for apply. It refuses (RefusedError) what cannot be done
 // without losing data, rather than turning it into a replace.
+//
+// It plans each app in manifest order (planner.app), then the keepers
+// those apps need, then what lies outside the manifest's apps: stale
+// copies, removed apps, warnings and damaged keepers or carriers.
 func Make(apps []App, obs *Observed) (*Plan, error) {
 	p := &Plan{}
-	var refused []string
-	var nodes []string // nodes whose apps have volumes, in manifest order
-	warnedBridges := map[string]bool{}
 	p.Recover, p.RecoverNodes = recoveries(obs)
 	if obs.CannotSeeGuests {
 		// Nothing can be planned: every container, keeper included,
 		// would look missing.
-		for i := range apps {
-			node := blindNode(&apps[i], obs)
-			refused = append(refused, BlindReason(apps[i].Name, node))
-		}
-		return p, &RefusedError{Problems: refused}
+		return p, &RefusedError{Problems: blindRefusals(apps, obs)}
 	}
-	pl := newPlacer(obs)
+	m := &planner{p: p, obs: obs, pl: newPlacer(obs), warnedBridges: map[string]bool{}}
 	for i := range apps {
-		a := &apps[i]
-		if prob := foreignApp(a, obs); prob != "" {
-			refused = append(refused, prob)
-			continue
-		}
-		if d := obs.damagedHolding(a.Name); d != nil {
-			// Its data is where corral cannot read it: whatever else the
-			// app's plan would say follows from that, and misleads.
-			refused = append(refused, d.Problem())
-			continue
-		}
-		if probs := carrierRefusals(a.Name, obs); len(probs) > 0 {
-			refused = append(refused, probs...)
-			continue
-		}
-		if probs := doubleRecords(a.Name, obs); len(probs) > 0 {
-			refused = append(refused, probs...)
-			continue
-		}
-		if r := obs.Restores[a.Name]; r != nil {
-			// Planned once the restore is finished or rolled back.
-			c := Change{App: a.Name, Action: NoOp, Desired: a}
-			if cts := obs.Apps[a.Name]; len(cts) > 0 {
-				c.VMID, c.Node = cts[0].VMID, cts[0].Node
-			}
-			p.Changes = append(p.Changes, c)
-			continue
-		}
-		if cts := obs.Apps[a.Name]; len(cts) == 1 && a.Node == "" || len(cts) == 1 && a.Node == cts[0].Node {
-			if slices.Contains(obs.Offline, cts[0].Node) {
-				c, prob := offlineApp(p, a, cts[0], pl, obs)
-				if prob != "" {
-					refused = append(refused, prob)
-				}
-				p.Changes = append(p.Changes, c)
-				continue
-			}
-		}
-		node, placed, err := pl.place(a)
-		if err != nil {
-			refused = append(refused, err.Error())
-			continue
-		}
-		if slices.Contains(obs.Offline, node) {
-			// Its storages and volumes cannot be seen: planning it could
-			// take retained volumes for lost. Other apps go on.
-			c := Change{App: a.Name, Node: node, Action: NoOp, Desired: a}
-			if cts := obs.Apps[a.Name]; len(cts) > 0 {
-				c.VMID = cts[0].VMID
-			}
-			p.Changes = append(p.Changes, c)
-			p.Warnings = append(p.Warnings, fmt.Sprintf("app %s: node %s is offline, so corral cannot see its storages and volumes; the app is left alone until the node is back", a.Name, node))
-			continue
-		}
-		if len(a.Volumes) > 0 && !slices.Contains(nodes, node) {
-			nodes = append(nodes, node)
-		}
-		if car := obs.Carriers[a.Name]; car != nil {
-			c, warn := finishMove(a, car, obs)
-			if warn != "" {
-				p.Warnings = append(p.Warnings, warn)
-			}
-			if c.Node != node && len(a.Volumes) > 0 && !slices.Contains(nodes, c.Node) {
-				nodes = append(nodes, c.Node)
-			}
-			p.Changes = append(p.Changes, c)
-			continue
-		}
-		if cts := obs.Apps[a.Name]; len(cts) == 1 && cts[0].Node != node {
-			c, probs := moveChange(a, cts[0], node, obs)
-			probs = append(probs, unknownCarrierRefusals(a.Name, c, obs)...)
-			if prob, warn := bridgeProblem(a, node, obs, warnedBridges); prob != "" {
-				probs = append(probs, prob)
-			} else if warn != "" {
-				p.Warnings = append(p.Warnings, warn)
-			}
-			refused = append(refused, probs...)
-			if len(probs) == 0 { // a refused app's change is not shown
-				p.Changes = append(p.Changes, c)
-			}
-			continue
-		}
-		c, probs := appChange(a, node, obs)
-		probs = append(probs, unknownCarrierRefusals(a.Name, c, obs)...)
-		if c.Action == Create || c.Action == Replace {
-			if prob := templateStorageProblem(a, node, obs); prob != "" {
-				probs = append(probs, prob)
-			} else if c.FetchTemplate {
-				c.Reasons = append(c.Reasons, fmt.Sprintf("template %s is not on node %s: it is downloaded first", a.Template, node))
-			}
-		}
-		if c.Action != NoOp {
-			prob, warn := bridgeProblem(a, node, obs, warnedBridges)
-			if prob != "" {
-				probs = append(probs, prob)
-			}
-			if warn != "" {
-				p.Warnings = append(p.Warnings, warn)
-			}
-		}
-		if placed != "" && c.Action == Create {
-			c.Reasons = append(c.Reasons, placed)
-		}
-		if c.Action != NoOp && c.Recover == nil {
-			// A recovery that was interrupted: its stale copy is still
-			// on the offline node, which the guard cannot read.
-			c.Recover = staleOffline(a.Name, obs)
-		}
-		refused = append(refused, probs...)
-		if len(probs) == 0 { // a refused app's change is not shown
-			p.Changes = append(p.Changes, c)
+		m.app(&apps[i])
+	}
+	m.keepers(apps)
+	m.outside(apps)
+	if len(m.refused) > 0 {
+		return p, &RefusedError{Problems: unique(m.refused)}
+	}
+	return p, nil
+}
+
+// planner is the state Make builds up while it goes through the apps.
+type planner struct {
+	p             *Plan
+	obs           *Observed
+	pl            *placer
+	refused       []string
+	nodes         []string        // nodes whose apps have volumes, in manifest order
+	warnedBridges map[string]bool // nodes whose bridges were said to be unchecked
+}
+
+// refuse adds probs to the refusals.
+func (m *planner) refuse(probs ...string) {
+	m.refused = append(m.refused, probs...)
+}
+
+// warn adds w to the plan's warnings, unless it is "".
+func (m *planner) warn(w string) {
+	if w != "" {
+		m.p.Warnings = append(m.p.Warnings, w)
+	}
+}
+
+// addNode notes node as one whose keepers this plan may need.
+func (m *planner) addNode(node string) {
+	if !slices.Contains(m.nodes, node) {
+		m.nodes = append(m.nodes, node)
+	}
+}
+
+// app plans one app. The checks go from what forbids any plan for the
+// app (refusals, a restore under way, an offline node) to the kinds of
+// change: finishing a move, starting one, or creating, replacing or
+// updating the container where it is.
+func (m *planner) app(a *App) {
+	obs := m.obs
+	if probs := appRefusals(a, obs); len(probs) > 0 {
+		m.refuse(probs...)
+		return
+	}
+	if obs.Restores[a.Name] != nil {
+		// Planned once the restore is finished or rolled back.
+		m.p.Changes = append(m.p.Changes, leftAlone(a, obs))
+		return
+	}
+	if m.offlineContainer(a) {
+		return
+	}
+	node, placed, err := m.pl.place(a)
+	if err != nil {
+		m.refuse(err.Error())
+		return
+	}
+	if slices.Contains(obs.Offline, node) {
+		// Its storages and volumes cannot be seen: planning it could
+		// take retained volumes for lost. Other apps go on.
+		c := leftAlone(a, obs)
+		c.Node = node // the node it is placed on, not its container's
+		m.p.Changes = append(m.p.Changes, c)
+		m.warn(fmt.Sprintf("app %s: node %s is offline, so corral cannot see its storages and volumes; the app is left alone until the node is back", a.Name, node))
+		return
+	}
+	if len(a.Volumes) > 0 {
+		m.addNode(node)
+	}
+	if car := obs.Carriers[a.Name]; car != nil {
+		m.finishMove(a, car, node)
+		return
+	}
+	if cts := obs.Apps[a.Name]; len(cts) == 1 && cts[0].Node != node {
+		m.move(a, cts[0], node)
+		return
+	}
+	m.change(a, node, placed)
+}
+
+// appRefusals are the reasons a cannot be planned at all: it is another
+// project's or unmanaged, its data is held by a damaged keeper or a
+// carrier corral cannot finish, or its volumes are recorded twice.
+// Whatever else the app's plan would say follows from that, and misleads.
+func appRefusals(a *App, obs *Observed) []string {
+	if prob := foreignApp(a, obs); prob != "" {
+		return []string{prob}
+	}
+	if d := obs.damagedHolding(a.Name); d != nil {
+		// Its data is where corral cannot read it.
+		return []string{d.Problem()}
+	}
+	if probs := carrierRefusals(a.Name, obs); len(probs) > 0 {
+		return probs
+	}
+	return doubleRecords(a.Name, obs)
+}
+
+// leftAlone is the no-op change of an app that cannot be planned now,
+// naming its container (the first, if any) and that container's node.
+func leftAlone(a *App, obs *Observed) Change {
+	c := Change{App: a.Name, Action: NoOp, Desired: a}
+	if cts := obs.Apps[a.Name]; len(cts) > 0 {
+		c.VMID, c.Node = cts[0].VMID, cts[0].Node
+	}
+	return c
+}
+
+// offlineContainer plans an app whose one container stays on a node that
+// is offline (offlineApp), and reports whether it did.
+func (m *planner) offlineContainer(a *App) bool {
+	cts := m.obs.Apps[a.Name]
+	if len(cts) != 1 || a.Node != "" && a.Node != cts[0].Node || !slices.Contains(m.obs.Offline, cts[0].Node) {
+		return false
+	}
+	c, prob := offlineApp(m.p, a, cts[0], m.pl, m.obs)
+	if prob != "" {
+		m.refuse(prob)
+	}
+	m.p.Changes = append(m.p.Changes, c)
+	return true
+}
+
+// finishMove plans an app whose move to node was interrupted: its
+// carrier holds volumes, and the node the move came from needs its
+// keepers looked at too.
+func (m *planner) finishMove(a *App, car *Carrier, node string) {
+	c, warn := finishMove(a, car, m.obs)
+	m.warn(warn)
+	if c.Node != node && len(a.Volumes) > 0 {
+		m.addNode(c.Node)
+	}
+	m.p.Changes = append(m.p.Changes, c)
+}
+
+// move plans moving the app's container ct to node.
+func (m *planner) move(a *App, ct *CT, node string) {
+	c, probs := moveChange(a, ct, node, m.obs)
+	probs = append(probs, unknownCarrierRefusals(a.Name, c, m.obs)...)
+	if prob, warn := bridgeProblem(a, node, m.obs, m.warnedBridges); prob != "" {
+		probs = append(probs, prob)
+	} else {
+		m.warn(warn)
+	}
+	m.refuse(probs...)
+	if len(probs) == 0 { // a refused app's change is not shown
+		m.p.Changes = append(m.p.Changes, c)
+	}
+}
+
+// change plans the app's container on node (appChange) and adds what
+// appChange cannot know: the template's storage and download, the bridge,
+// why node was chosen (placed), and a stale copy of an interrupted
+// recovery.
+func (m *planner) change(a *App, node, placed string) {
+	obs := m.obs
+	c, probs := appChange(a, node, obs)
+	probs = append(probs, unknownCarrierRefusals(a.Name, c, obs)...)
+	if c.Action == Create || c.Action == Replace {
+		if prob := templateStorageProblem(a, node, obs); prob != "" {
+			probs = append(probs, prob)
+		} else if c.FetchTemplate {
+			c.Reasons = append(c.Reasons, fmt.Sprintf("template %s is not on node %s: it is downloaded first", a.Template, node))
 		}
 	}
-	nodes = append(nodes, recordNodes(apps, obs, nodes)...)
-	for _, node := range nodes {
+	if c.Action != NoOp {
+		prob, warn := bridgeProblem(a, node, obs, m.warnedBridges)
+		if prob != "" {
+			probs = append(probs, prob)
+		}
+		m.warn(warn)
+	}
+	if placed != "" && c.Action == Create {
+		c.Reasons = append(c.Reasons, placed)
+	}
+	if c.Action != NoOp && c.Recover == nil {
+		// A recovery that was interrupted: its stale copy is still
+		// on the offline node, which the guard cannot read.
+		c.Recover = staleOffline(a.Name, obs)
+	}
+	m.refuse(probs...)
+	if len(probs) == 0 { // a refused app's change is not shown
+		m.p.Changes = append(m.p.Changes, c)
+	}
+}
+
+// keepers plans the keeper work on the nodes of the apps' volumes and on
+// those whose keepers record them, and notes projects and declarations.
+func (m *planner) keepers(apps []App) {
+	p, obs := m.p, m.obs
+	m.nodes = append(m.nodes, recordNodes(apps, obs, m.nodes)...)
+	for _, node := range m.nodes {
 		p.Keepers = append(p.Keepers, keeperChanges(node, obs, p.Changes)...)
 	}
 	p.Keepers = noteProjects(p.Keepers, projectOf(apps), apps, obs)
 	p.Keepers = noteDeclared(p.Keepers, apps, obs)
-	// Stale copies of recovered apps go first.
+}
+
+// outside plans what lies outside the manifest's apps: stale copies of
+// recovered apps (first), this project's containers whose app is gone
+// from the manifest (last), warnings, damaged keepers and carriers, and
+// the apps left unchecked.
+func (m *planner) outside(apps []App) {
+	p, obs := m.p, m.obs
 	stale, staleWarn, staleProbs := staleChanges(apps, obs)
 	p.Changes = append(stale, p.Changes...)
 	p.Warnings = append(p.Warnings, staleWarn...)
-	refused = append(refused, staleProbs...)
-	// This project's containers whose app is gone from the manifest, after
-	// the manifest's apps.
+	m.refuse(staleProbs...)
 	removed, warn, probs := removedChanges(projectOf(apps), apps, obs)
 	p.Changes = append(p.Changes, removed...)
 	p.Warnings = append(p.Warnings, warn...)
-	refused = append(refused, probs...)
+	m.refuse(probs...)
 	p.Warnings = append(p.Warnings, obs.Warnings...)
 	p.Warnings = append(p.Warnings, warnings(apps, obs)...)
-	refused = append(refused, damagedRefusals(p, obs)...)
+	m.refuse(damagedRefusals(p, obs)...)
 	p.Unchecked = uncheckedApps(projectOf(apps), apps, p, obs)
-	if len(refused) > 0 {
-		return p, &RefusedError{Problems: unique(refused)}
-	}
-	return p, nil
 }
 
 // keeperChanges is the keeper work on node: repair each keeper
