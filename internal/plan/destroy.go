@@ -16,72 +16,14 @@ import (
 func Destroy(apps []App, obs *Observed, deleteVolumes bool) (*Plan, error) {
 	p := &Plan{}
 	p.Recover, p.RecoverNodes = recoveries(obs)
-	var refused []string
 	if obs.CannotSeeGuests {
-		for i := range apps {
-			node := blindNode(&apps[i], obs)
-			refused = append(refused, BlindReason(apps[i].Name, node))
-		}
-		return p, &RefusedError{Problems: refused}
+		return p, &RefusedError{Problems: blindRefusals(apps, obs)}
 	}
+	var refused []string
 	for i := range apps {
-		a := &apps[i]
-		cts := obs.Apps[a.Name]
-		c := Change{App: a.Name, Action: NoOp, Desired: a}
-		for _, ct := range cts {
-			if a.Project != "" && !ct.OwnedBy(a.Project, true) {
-				refused = append(refused, fmt.Sprintf("app %s: container %d carries the tag %s%s: it is project %s's, and corral destroys only this project's (%s) containers; run corral destroy from that project's manifest",
-					a.Name, ct.VMID, TagProjectPrefix, ct.Project, ct.Project, a.Project))
-				continue
-			}
-			if why := destroyedElsewhere(a, ct); why != "" {
-				refused = append(refused, why)
-				continue
-			}
-			if slices.Contains(obs.Offline, ct.Node) {
-				p.Warnings = append(p.Warnings, fmt.Sprintf("app %s: node %s is offline; container %d is left alone until the node is back", a.Name, ct.Node, ct.VMID))
-				continue
-			}
-			refused = append(refused, unmanagedVolumes(a.Name, ct, "destroying")...)
-			c.Node, c.OldVMID, c.VMID, c.Digest = ct.Node, ct.VMID, ct.VMID, ct.Digest
-			c.Action = Delete
-			c.Reasons = append(c.Reasons, fmt.Sprintf("destroy container %d (%s)", ct.VMID, ct.Status))
-		}
-		vols := a.Volumes
-		if len(vols) == 0 && c.Node != "" {
-			// An app removed from the manifest: its volumes are what the
-			// keepers record for it, detached and kept.
-			for _, k := range obs.Keepers[c.Node] {
-				for _, vk := range sortedVolumeKeys(k.Records) {
-					if vk.App == a.Name {
-						vols = append(vols, Volume{Name: vk.Name, Reclaim: Retain})
-					}
-				}
-			}
-		}
-		for _, v := range vols {
-			key := VolumeKey{a.Name, v.Name}
-			for _, node := range slices.Sorted(maps.Keys(obs.Keepers)) {
-				k := obs.Holder(node, key)
-				if k == nil {
-					continue
-				}
-				volid := k.Records[key]
-				// Not the desired size, backup flag or adopt source: the
-				// volume in the keeper may differ, and destroy does not
-				// read it.
-				vc := VolumeChange{Volume: Volume{Name: v.Name, Storage: v.Storage, Mount: v.Mount, Reclaim: v.Reclaim}, VolID: volid, Action: VolDetach}
-				if deleteVolumes && v.Reclaim == DeleteOnDrop {
-					vc.Action = VolFree
-					if c.Node == "" {
-						c.Node = node
-					}
-					c.Action = Delete
-					c.Reasons = append(c.Reasons, fmt.Sprintf("free volume %s (%s): reclaim: delete and --delete-volumes", v.Name, volid))
-				}
-				c.Volumes = append(c.Volumes, vc)
-			}
-		}
+		c, probs, warns := destroyApp(&apps[i], obs, deleteVolumes)
+		refused = append(refused, probs...)
+		p.Warnings = append(p.Warnings, warns...)
 		p.Changes = append(p.Changes, c)
 	}
 	// Stale copies of recovered apps go too, first.
@@ -94,4 +36,99 @@ func Destroy(apps []App, obs *Observed, deleteVolumes bool) (*Plan, error) {
 		return p, &RefusedError{Problems: refused}
 	}
 	return p, nil
+}
+
+// blindRefusals refuses every app when corral cannot see the guests:
+// nothing can be planned, since every container, keeper included, would
+// look missing.
+func blindRefusals(apps []App, obs *Observed) []string {
+	var refused []string
+	for i := range apps {
+		node := blindNode(&apps[i], obs)
+		refused = append(refused, BlindReason(apps[i].Name, node))
+	}
+	return refused
+}
+
+// destroyApp is the destroy change of one app: first its containers, then
+// its volumes (which need the node the containers are on). It also returns
+// the app's refusals and warnings.
+func destroyApp(a *App, obs *Observed, deleteVolumes bool) (c Change, refused, warns []string) {
+	c = Change{App: a.Name, Action: NoOp, Desired: a}
+	refused, warns = destroyContainers(&c, a, obs)
+	for _, v := range destroyedVolumes(a, c.Node, obs) {
+		destroyVolume(&c, a.Name, v, obs, deleteVolumes)
+	}
+	return c, refused, warns
+}
+
+// destroyContainers turns c into the deletion of a's containers. A
+// container of another project, one destroyed elsewhere, or one holding
+// volumes corral does not manage is refused; one on an offline node is
+// left alone with a warning.
+func destroyContainers(c *Change, a *App, obs *Observed) (refused, warns []string) {
+	for _, ct := range obs.Apps[a.Name] {
+		if a.Project != "" && !ct.OwnedBy(a.Project, true) {
+			refused = append(refused, fmt.Sprintf("app %s: container %d carries the tag %s%s: it is project %s's, and corral destroys only this project's (%s) containers; run corral destroy from that project's manifest",
+				a.Name, ct.VMID, TagProjectPrefix, ct.Project, ct.Project, a.Project))
+			continue
+		}
+		if why := destroyedElsewhere(a, ct); why != "" {
+			refused = append(refused, why)
+			continue
+		}
+		if slices.Contains(obs.Offline, ct.Node) {
+			warns = append(warns, fmt.Sprintf("app %s: node %s is offline; container %d is left alone until the node is back", a.Name, ct.Node, ct.VMID))
+			continue
+		}
+		refused = append(refused, unmanagedVolumes(a.Name, ct, "destroying")...)
+		c.Node, c.OldVMID, c.VMID, c.Digest = ct.Node, ct.VMID, ct.VMID, ct.Digest
+		c.Action = Delete
+		c.Reasons = append(c.Reasons, fmt.Sprintf("destroy container %d (%s)", ct.VMID, ct.Status))
+	}
+	return refused, warns
+}
+
+// destroyedVolumes are the volumes of a that destroy handles: the
+// manifest's, or, for an app removed from the manifest, what the keepers
+// on node record for it (detached and kept).
+func destroyedVolumes(a *App, node string, obs *Observed) []Volume {
+	vols := a.Volumes
+	if len(vols) == 0 && node != "" {
+		for _, k := range obs.Keepers[node] {
+			for _, vk := range sortedVolumeKeys(k.Records) {
+				if vk.App == a.Name {
+					vols = append(vols, Volume{Name: vk.Name, Reclaim: Retain})
+				}
+			}
+		}
+	}
+	return vols
+}
+
+// destroyVolume adds to c what happens to volume v of app on each node
+// whose keeper holds it: detached, or freed with deleteVolumes when its
+// reclaim is "delete" (which makes c a Delete even without a container).
+func destroyVolume(c *Change, app string, v Volume, obs *Observed, deleteVolumes bool) {
+	key := VolumeKey{app, v.Name}
+	for _, node := range slices.Sorted(maps.Keys(obs.Keepers)) {
+		k := obs.Holder(node, key)
+		if k == nil {
+			continue
+		}
+		volid := k.Records[key]
+		// Not the desired size, backup flag or adopt source: the
+		// volume in the keeper may differ, and destroy does not
+		// read it.
+		vc := VolumeChange{Volume: Volume{Name: v.Name, Storage: v.Storage, Mount: v.Mount, Reclaim: v.Reclaim}, VolID: volid, Action: VolDetach}
+		if deleteVolumes && v.Reclaim == DeleteOnDrop {
+			vc.Action = VolFree
+			if c.Node == "" {
+				c.Node = node
+			}
+			c.Action = Delete
+			c.Reasons = append(c.Reasons, fmt.Sprintf("free volume %s (%s): reclaim: delete and --delete-volumes", v.Name, volid))
+		}
+		c.Volumes = append(c.Volumes, vc)
+	}
 }

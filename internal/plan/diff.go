@@ -15,161 +15,241 @@ import (
 // Make compares the desired apps with the observed cluster and returns
 // the plan for apply. It refuses (RefusedError) what cannot be done
 // without losing data, rather than turning it into a replace.
+//
+// It plans each app in manifest order (planner.app), then the keepers
+// those apps need, then what lies outside the manifest's apps: stale
+// copies, removed apps, warnings and damaged keepers or carriers.
 func Make(apps []App, obs *Observed) (*Plan, error) {
 	p := &Plan{}
-	var refused []string
-	var nodes []string // nodes whose apps have volumes, in manifest order
-	warnedBridges := map[string]bool{}
 	p.Recover, p.RecoverNodes = recoveries(obs)
 	if obs.CannotSeeGuests {
 		// Nothing can be planned: every container, keeper included,
 		// would look missing.
-		for i := range apps {
-			node := blindNode(&apps[i], obs)
-			refused = append(refused, BlindReason(apps[i].Name, node))
-		}
-		return p, &RefusedError{Problems: refused}
+		return p, &RefusedError{Problems: blindRefusals(apps, obs)}
 	}
-	pl := newPlacer(obs)
+	m := &planner{p: p, obs: obs, pl: newPlacer(obs), warnedBridges: map[string]bool{}}
 	for i := range apps {
-		a := &apps[i]
-		if prob := foreignApp(a, obs); prob != "" {
-			refused = append(refused, prob)
-			continue
-		}
-		if d := obs.damagedHolding(a.Name); d != nil {
-			// Its data is where corral cannot read it: whatever else the
-			// app's plan would say follows from that, and misleads.
-			refused = append(refused, d.Problem())
-			continue
-		}
-		if probs := carrierRefusals(a.Name, obs); len(probs) > 0 {
-			refused = append(refused, probs...)
-			continue
-		}
-		if probs := doubleRecords(a.Name, obs); len(probs) > 0 {
-			refused = append(refused, probs...)
-			continue
-		}
-		if r := obs.Restores[a.Name]; r != nil {
-			// Planned once the restore is finished or rolled back.
-			c := Change{App: a.Name, Action: NoOp, Desired: a}
-			if cts := obs.Apps[a.Name]; len(cts) > 0 {
-				c.VMID, c.Node = cts[0].VMID, cts[0].Node
-			}
-			p.Changes = append(p.Changes, c)
-			continue
-		}
-		if cts := obs.Apps[a.Name]; len(cts) == 1 && a.Node == "" || len(cts) == 1 && a.Node == cts[0].Node {
-			if slices.Contains(obs.Offline, cts[0].Node) {
-				c, prob := offlineApp(p, a, cts[0], pl, obs)
-				if prob != "" {
-					refused = append(refused, prob)
-				}
-				p.Changes = append(p.Changes, c)
-				continue
-			}
-		}
-		node, placed, err := pl.place(a)
-		if err != nil {
-			refused = append(refused, err.Error())
-			continue
-		}
-		if slices.Contains(obs.Offline, node) {
-			// Its storages and volumes cannot be seen: planning it could
-			// take retained volumes for lost. Other apps go on.
-			c := Change{App: a.Name, Node: node, Action: NoOp, Desired: a}
-			if cts := obs.Apps[a.Name]; len(cts) > 0 {
-				c.VMID = cts[0].VMID
-			}
-			p.Changes = append(p.Changes, c)
-			p.Warnings = append(p.Warnings, fmt.Sprintf("app %s: node %s is offline, so corral cannot see its storages and volumes; the app is left alone until the node is back", a.Name, node))
-			continue
-		}
-		if len(a.Volumes) > 0 && !slices.Contains(nodes, node) {
-			nodes = append(nodes, node)
-		}
-		if car := obs.Carriers[a.Name]; car != nil {
-			c, warn := finishMove(a, car, obs)
-			if warn != "" {
-				p.Warnings = append(p.Warnings, warn)
-			}
-			if c.Node != node && len(a.Volumes) > 0 && !slices.Contains(nodes, c.Node) {
-				nodes = append(nodes, c.Node)
-			}
-			p.Changes = append(p.Changes, c)
-			continue
-		}
-		if cts := obs.Apps[a.Name]; len(cts) == 1 && cts[0].Node != node {
-			c, probs := moveChange(a, cts[0], node, obs)
-			probs = append(probs, unknownCarrierRefusals(a.Name, c, obs)...)
-			if prob, warn := bridgeProblem(a, node, obs, warnedBridges); prob != "" {
-				probs = append(probs, prob)
-			} else if warn != "" {
-				p.Warnings = append(p.Warnings, warn)
-			}
-			refused = append(refused, probs...)
-			if len(probs) == 0 { // a refused app's change is not shown
-				p.Changes = append(p.Changes, c)
-			}
-			continue
-		}
-		c, probs := appChange(a, node, obs)
-		probs = append(probs, unknownCarrierRefusals(a.Name, c, obs)...)
-		if c.Action == Create || c.Action == Replace {
-			if prob := templateStorageProblem(a, node, obs); prob != "" {
-				probs = append(probs, prob)
-			} else if c.FetchTemplate {
-				c.Reasons = append(c.Reasons, fmt.Sprintf("template %s is not on node %s: it is downloaded first", a.Template, node))
-			}
-		}
-		if c.Action != NoOp {
-			prob, warn := bridgeProblem(a, node, obs, warnedBridges)
-			if prob != "" {
-				probs = append(probs, prob)
-			}
-			if warn != "" {
-				p.Warnings = append(p.Warnings, warn)
-			}
-		}
-		if placed != "" && c.Action == Create {
-			c.Reasons = append(c.Reasons, placed)
-		}
-		if c.Action != NoOp && c.Recover == nil {
-			// A recovery that was interrupted: its stale copy is still
-			// on the offline node, which the guard cannot read.
-			c.Recover = staleOffline(a.Name, obs)
-		}
-		refused = append(refused, probs...)
-		if len(probs) == 0 { // a refused app's change is not shown
-			p.Changes = append(p.Changes, c)
+		m.app(&apps[i])
+	}
+	m.keepers(apps)
+	m.outside(apps)
+	if len(m.refused) > 0 {
+		return p, &RefusedError{Problems: unique(m.refused)}
+	}
+	return p, nil
+}
+
+// planner is the state Make builds up while it goes through the apps.
+type planner struct {
+	p             *Plan
+	obs           *Observed
+	pl            *placer
+	refused       []string
+	nodes         []string        // nodes whose apps have volumes, in manifest order
+	warnedBridges map[string]bool // nodes whose bridges were said to be unchecked
+}
+
+// refuse adds probs to the refusals.
+func (m *planner) refuse(probs ...string) {
+	m.refused = append(m.refused, probs...)
+}
+
+// warn adds w to the plan's warnings, unless it is "".
+func (m *planner) warn(w string) {
+	if w != "" {
+		m.p.Warnings = append(m.p.Warnings, w)
+	}
+}
+
+// addNode notes node as one whose keepers this plan may need.
+func (m *planner) addNode(node string) {
+	if !slices.Contains(m.nodes, node) {
+		m.nodes = append(m.nodes, node)
+	}
+}
+
+// app plans one app. The checks go from what forbids any plan for the
+// app (refusals, a restore under way, an offline node) to the kinds of
+// change: finishing a move, starting one, or creating, replacing or
+// updating the container where it is.
+func (m *planner) app(a *App) {
+	obs := m.obs
+	if probs := appRefusals(a, obs); len(probs) > 0 {
+		m.refuse(probs...)
+		return
+	}
+	if obs.Restores[a.Name] != nil {
+		// Planned once the restore is finished or rolled back.
+		m.p.Changes = append(m.p.Changes, leftAlone(a, obs))
+		return
+	}
+	if m.offlineContainer(a) {
+		return
+	}
+	node, placed, err := m.pl.place(a)
+	if err != nil {
+		m.refuse(err.Error())
+		return
+	}
+	if slices.Contains(obs.Offline, node) {
+		// Its storages and volumes cannot be seen: planning it could
+		// take retained volumes for lost. Other apps go on.
+		c := leftAlone(a, obs)
+		c.Node = node // the node it is placed on, not its container's
+		m.p.Changes = append(m.p.Changes, c)
+		m.warn(fmt.Sprintf("app %s: node %s is offline, so corral cannot see its storages and volumes; the app is left alone until the node is back", a.Name, node))
+		return
+	}
+	if len(a.Volumes) > 0 {
+		m.addNode(node)
+	}
+	if car := obs.Carriers[a.Name]; car != nil {
+		m.finishMove(a, car, node)
+		return
+	}
+	if cts := obs.Apps[a.Name]; len(cts) == 1 && cts[0].Node != node {
+		m.move(a, cts[0], node)
+		return
+	}
+	m.change(a, node, placed)
+}
+
+// appRefusals are the reasons a cannot be planned at all: it is another
+// project's or unmanaged, its data is held by a damaged keeper or a
+// carrier corral cannot finish, or its volumes are recorded twice.
+// Whatever else the app's plan would say follows from that, and misleads.
+func appRefusals(a *App, obs *Observed) []string {
+	if prob := foreignApp(a, obs); prob != "" {
+		return []string{prob}
+	}
+	if d := obs.damagedHolding(a.Name); d != nil {
+		// Its data is where corral cannot read it.
+		return []string{d.Problem()}
+	}
+	if probs := carrierRefusals(a.Name, obs); len(probs) > 0 {
+		return probs
+	}
+	return doubleRecords(a.Name, obs)
+}
+
+// leftAlone is the no-op change of an app that cannot be planned now,
+// naming its container (the first, if any) and that container's node.
+func leftAlone(a *App, obs *Observed) Change {
+	c := Change{App: a.Name, Action: NoOp, Desired: a}
+	if cts := obs.Apps[a.Name]; len(cts) > 0 {
+		c.VMID, c.Node = cts[0].VMID, cts[0].Node
+	}
+	return c
+}
+
+// offlineContainer plans an app whose one container stays on a node that
+// is offline (offlineApp), and reports whether it did.
+func (m *planner) offlineContainer(a *App) bool {
+	cts := m.obs.Apps[a.Name]
+	if len(cts) != 1 || a.Node != "" && a.Node != cts[0].Node || !slices.Contains(m.obs.Offline, cts[0].Node) {
+		return false
+	}
+	c, prob := offlineApp(m.p, a, cts[0], m.pl, m.obs)
+	if prob != "" {
+		m.refuse(prob)
+	}
+	m.p.Changes = append(m.p.Changes, c)
+	return true
+}
+
+// finishMove plans an app whose move to node was interrupted: its
+// carrier holds volumes, and the node the move came from needs its
+// keepers looked at too.
+func (m *planner) finishMove(a *App, car *Carrier, node string) {
+	c, warn := finishMove(a, car, m.obs)
+	m.warn(warn)
+	if c.Node != node && len(a.Volumes) > 0 {
+		m.addNode(c.Node)
+	}
+	m.p.Changes = append(m.p.Changes, c)
+}
+
+// move plans moving the app's container ct to node.
+func (m *planner) move(a *App, ct *CT, node string) {
+	c, probs := moveChange(a, ct, node, m.obs)
+	probs = append(probs, unknownCarrierRefusals(a.Name, c, m.obs)...)
+	if prob, warn := bridgeProblem(a, node, m.obs, m.warnedBridges); prob != "" {
+		probs = append(probs, prob)
+	} else {
+		m.warn(warn)
+	}
+	m.refuse(probs...)
+	if len(probs) == 0 { // a refused app's change is not shown
+		m.p.Changes = append(m.p.Changes, c)
+	}
+}
+
+// change plans the app's container on node (appChange) and adds what
+// appChange cannot know: the template's storage and download, the bridge,
+// why node was chosen (placed), and a stale copy of an interrupted
+// recovery.
+func (m *planner) change(a *App, node, placed string) {
+	obs := m.obs
+	c, probs := appChange(a, node, obs)
+	probs = append(probs, unknownCarrierRefusals(a.Name, c, obs)...)
+	if c.Action == Create || c.Action == Replace {
+		if prob := templateStorageProblem(a, node, obs); prob != "" {
+			probs = append(probs, prob)
+		} else if c.FetchTemplate {
+			c.Reasons = append(c.Reasons, fmt.Sprintf("template %s is not on node %s: it is downloaded first", a.Template, node))
 		}
 	}
-	nodes = append(nodes, recordNodes(apps, obs, nodes)...)
-	for _, node := range nodes {
+	if c.Action != NoOp {
+		prob, warn := bridgeProblem(a, node, obs, m.warnedBridges)
+		if prob != "" {
+			probs = append(probs, prob)
+		}
+		m.warn(warn)
+	}
+	if placed != "" && c.Action == Create {
+		c.Reasons = append(c.Reasons, placed)
+	}
+	if c.Action != NoOp && c.Recover == nil {
+		// A recovery that was interrupted: its stale copy is still
+		// on the offline node, which the guard cannot read.
+		c.Recover = staleOffline(a.Name, obs)
+	}
+	m.refuse(probs...)
+	if len(probs) == 0 { // a refused app's change is not shown
+		m.p.Changes = append(m.p.Changes, c)
+	}
+}
+
+// keepers plans the keeper work on the nodes of the apps' volumes and on
+// those whose keepers record them, and notes projects and declarations.
+func (m *planner) keepers(apps []App) {
+	p, obs := m.p, m.obs
+	m.nodes = append(m.nodes, recordNodes(apps, obs, m.nodes)...)
+	for _, node := range m.nodes {
 		p.Keepers = append(p.Keepers, keeperChanges(node, obs, p.Changes)...)
 	}
 	p.Keepers = noteProjects(p.Keepers, projectOf(apps), apps, obs)
 	p.Keepers = noteDeclared(p.Keepers, apps, obs)
-	// Stale copies of recovered apps go first.
+}
+
+// outside plans what lies outside the manifest's apps: stale copies of
+// recovered apps (first), this project's containers whose app is gone
+// from the manifest (last), warnings, damaged keepers and carriers, and
+// the apps left unchecked.
+func (m *planner) outside(apps []App) {
+	p, obs := m.p, m.obs
 	stale, staleWarn, staleProbs := staleChanges(apps, obs)
 	p.Changes = append(stale, p.Changes...)
 	p.Warnings = append(p.Warnings, staleWarn...)
-	refused = append(refused, staleProbs...)
-	// This project's containers whose app is gone from the manifest, after
-	// the manifest's apps.
+	m.refuse(staleProbs...)
 	removed, warn, probs := removedChanges(projectOf(apps), apps, obs)
 	p.Changes = append(p.Changes, removed...)
 	p.Warnings = append(p.Warnings, warn...)
-	refused = append(refused, probs...)
+	m.refuse(probs...)
 	p.Warnings = append(p.Warnings, obs.Warnings...)
 	p.Warnings = append(p.Warnings, warnings(apps, obs)...)
-	refused = append(refused, damagedRefusals(p, obs)...)
+	m.refuse(damagedRefusals(p, obs)...)
 	p.Unchecked = uncheckedApps(projectOf(apps), apps, p, obs)
-	if len(refused) > 0 {
-		return p, &RefusedError{Problems: unique(refused)}
-	}
-	return p, nil
 }
 
 // keeperChanges is the keeper work on node: repair each keeper
@@ -330,18 +410,15 @@ func keeperRepair(k *Keeper, obs *Observed) *KeeperChange {
 	return kc
 }
 
-// appChange plans one app.
+// appChange plans one app: it refuses what cannot be told apart or is
+// taken, compares the container (if any) with the manifest, plans the
+// volumes, and then decides between create, replace, update and no-op.
 func appChange(a *App, node string, obs *Observed) (Change, []string) {
 	c := Change{App: a.Name, Node: node, VMID: a.VMID, Desired: a}
 	var probs []string
 	cts := obs.Apps[a.Name]
 	if len(cts) > 1 {
-		var ids []string
-		for _, ct := range cts {
-			ids = append(ids, fmt.Sprintf("CT %d on %s", ct.VMID, ct.Node))
-		}
-		return c, []string{fmt.Sprintf("app %s: %d containers carry its tag %s%s (%s), and corral cannot tell which one is the app's (one was copied, or tagged, outside corral): "+
-			"remove the tag from the ones that are not (in the web UI, or pct set VMID --tags …), or destroy them if nothing on them is needed, then plan again", a.Name, len(cts), TagAppPrefix, a.Name, strings.Join(ids, ", "))}
+		return c, []string{manyContainers(a, cts)}
 	}
 	var ct *CT
 	if len(cts) == 1 {
@@ -350,63 +427,17 @@ func appChange(a *App, node string, obs *Observed) (Change, []string) {
 	if !hasTemplate(obs, node, a.Template) {
 		c.FetchTemplate = true
 	}
-	if g, ok := obs.Others[a.VMID]; ok && a.VMID != 0 && (ct == nil || ct.VMID != a.VMID) {
-		probs = append(probs, fmt.Sprintf("app %s: vmid %d is taken by %s %d (%s) on %s, which corral does not manage; "+
-			"choose another vmid or leave it out to take the next free one. To keep that guest's data, list its volumes with adopt: <volid> "+
-			"(corral moves them into its keeper while the guest is stopped), then remove the guest", a.Name, a.VMID, g.Type, g.VMID, orNone(g.Name), g.Node))
+	if prob := vmidTaken(a, ct, obs); prob != "" {
+		probs = append(probs, prob)
 	}
-
-	// Replace reasons: what PVE cannot change in place.
 	if ct != nil {
-		c.OldVMID, c.Digest = ct.VMID, ct.Digest
-		if c.VMID == 0 {
-			c.VMID = ct.VMID
-		}
-		if ct.Node != node {
-			c.Reasons = append(c.Reasons, fmt.Sprintf("node changes %s → %s", ct.Node, node))
-		}
-		if a.VMID != 0 && a.VMID != ct.VMID {
-			c.Reasons = append(c.Reasons, fmt.Sprintf("vmid changes %d → %d", ct.VMID, a.VMID))
-		}
-		if m := ParseMarker(ct.Config["description"]); m.Template != a.Template {
-			c.Reasons = append(c.Reasons, fmt.Sprintf("template changes %s → %s", orNone(m.Template), a.Template))
-		}
-		if truthy(ct.Config["unprivileged"]) != a.Unprivileged {
-			c.Reasons = append(c.Reasons, fmt.Sprintf("unprivileged changes %v → %v (read-only after create)", truthy(ct.Config["unprivileged"]), a.Unprivileged))
-		}
-		root := ct.RootFS()
-		if sid, _, _ := strings.Cut(root.Volume, ":"); sid != a.RootStorage {
-			c.Reasons = append(c.Reasons, fmt.Sprintf("rootfs storage changes %s → %s", sid, a.RootStorage))
-		}
-		if len(c.Reasons) > 0 {
-			c.Action = Replace
-			if a.VMID == 0 {
-				c.VMID = 0 // a replace gets a fresh VMID unless the manifest pins one
-			}
-		} else if have, ok := ParseSizeString(root.Size); ok {
-			switch {
-			case a.RootSize < have:
-				probs = append(probs, fmt.Sprintf("app %s: rootfs cannot shrink from %s to %s (PVE: unable to shrink disk size); set rootfs.size to %s or more", a.Name, human.Size(have), human.Size(a.RootSize), manifest.Size(have)))
-			case a.RootSize > have:
-				c.RootGrow = a.RootSize
-			}
-		}
+		probs = append(probs, compareContainer(&c, a, ct, node)...)
 	}
-
-	// Volumes.
 	keepers := obs.Keepers[node]
-	for _, v := range a.Volumes {
-		vc, prob := volumeChange(a, v, node, ct, keepers, obs, c.Action == Replace)
-		if prob != "" {
-			probs = append(probs, prob)
-		}
-		c.Volumes = append(c.Volumes, vc)
-	}
-
+	probs = append(probs, planVolumes(&c, a, node, ct, keepers, obs)...)
 	if ct != nil && c.Action == Replace {
 		probs = append(probs, unmanagedVolumes(a.Name, ct, "replacing")...)
 	}
-
 	if ct == nil || c.Action == Replace {
 		c.Desired = withVolumeTags(a, c.Volumes, obs)
 	}
@@ -417,61 +448,174 @@ func appChange(a *App, node string, obs *Observed) (Change, []string) {
 	case ct == nil:
 		c.Action = Create
 		c.Reasons = append(c.Reasons, "no container for this app")
-		c.Start = true
-		c.Guest = a.GuestDigest != ""
-		c.Steps, c.Restarts, _ = planSteps(a, "", true)
+		freshContainer(&c, a)
 	case c.Action == Replace:
-		c.Start = true
-		c.Guest = a.GuestDigest != ""
-		c.Steps, c.Restarts, _ = planSteps(a, "", true)
+		freshContainer(&c, a)
 	default:
-		desc := ct.Config["description"]
-		stopped := ParseMarker(desc).Stopped
-		c.Guest = a.GuestDigest != "" && len(a.GuestUnknown) == 0 && (ParseMarker(desc).Provisioned != a.GuestDigest || len(a.Rerun) > 0 || stopped != nil)
-		if stopped != nil && a.GuestDigest != "" {
-			// Said even when a value is unread (status without the
-			// secret): the app is not provisioned, whatever else holds.
-			c.Reasons = append(c.Reasons, StoppedReason(stopped, a.Steps))
-			c.Guest = true
-		}
-		if c.Guest {
-			var known bool
-			if c.Steps, c.Restarts, known = planSteps(a, desc, false); !known {
-				c.StepsUnknown = "this container's steps were recorded only inside it (by an older corral, or the record did not fit in its description): apply compares them there and runs what changed"
-			}
-		}
-		c.Revert = volumePending(ct)
-		c.Config = configEdits(keptOrigin(keptTags(withVolumeTags(a, c.Volumes, obs), ct), ct), ct)
-		c.Cleanup = cleanupKeys(ct, keepers)
-		for _, key := range detachKeys(a, ct, keepers) {
-			c.Volumes = append(c.Volumes, VolumeChange{Volume: Volume{Name: key.name}, Action: VolDetach, VolID: key.volid, Key: key.key})
-		}
-		running := ct.Status == "running"
-		for _, e := range c.Config {
-			if e.Restart && running {
-				c.Restart = true
-			}
-		}
-		for _, vc := range c.Volumes {
-			switch vc.Action {
-			case VolCreate, VolAdopt, VolAttach, VolRemount, VolDetach:
-				if running {
-					c.Restart = true
-				}
-			}
-		}
-		if !running {
-			c.Start = true
-		}
-		if len(c.Config) > 0 || len(c.Revert) > 0 || len(c.Cleanup) > 0 || c.RootGrow > 0 || c.Start || c.Restart || c.Guest || volumesChange(c.Volumes) {
-			c.Action = Update
-			c.Reasons = append(c.Reasons, updateReasons(c, ct)...)
-		}
+		updateChange(&c, a, ct, keepers, obs)
 	}
 	if ct != nil && c.Action != NoOp {
 		c.Reasons = append(c.Reasons, sharedReason(a, ct)...)
 	}
 	return c, probs
+}
+
+// manyContainers refuses an app whose tag several containers carry:
+// corral cannot tell which one is the app's.
+func manyContainers(a *App, cts []*CT) string {
+	var ids []string
+	for _, ct := range cts {
+		ids = append(ids, fmt.Sprintf("CT %d on %s", ct.VMID, ct.Node))
+	}
+	return fmt.Sprintf("app %s: %d containers carry its tag %s%s (%s), and corral cannot tell which one is the app's (one was copied, or tagged, outside corral): "+
+		"remove the tag from the ones that are not (in the web UI, or pct set VMID --tags …), or destroy them if nothing on them is needed, then plan again", a.Name, len(cts), TagAppPrefix, a.Name, strings.Join(ids, ", "))
+}
+
+// vmidTaken refuses the vmid a pins when a guest corral does not manage
+// (not the app's own container ct) has it; "" if it is free.
+func vmidTaken(a *App, ct *CT, obs *Observed) string {
+	g, ok := obs.Others[a.VMID]
+	if !ok || a.VMID == 0 || ct != nil && ct.VMID == a.VMID {
+		return ""
+	}
+	return fmt.Sprintf("app %s: vmid %d is taken by %s %d (%s) on %s, which corral does not manage; "+
+		"choose another vmid or leave it out to take the next free one. To keep that guest's data, list its volumes with adopt: <volid> "+
+		"(corral moves them into its keeper while the guest is stopped), then remove the guest", a.Name, a.VMID, g.Type, g.VMID, orNone(g.Name), g.Node)
+}
+
+// compareContainer compares the app's existing container ct with a: what
+// PVE cannot change in place makes c a Replace; otherwise the rootfs may
+// grow, but never shrink (refused).
+func compareContainer(c *Change, a *App, ct *CT, node string) []string {
+	c.OldVMID, c.Digest = ct.VMID, ct.Digest
+	if c.VMID == 0 {
+		c.VMID = ct.VMID
+	}
+	root := ct.RootFS()
+	c.Reasons = append(c.Reasons, replaceReasons(a, ct, root, node)...)
+	if len(c.Reasons) > 0 {
+		c.Action = Replace
+		if a.VMID == 0 {
+			c.VMID = 0 // a replace gets a fresh VMID unless the manifest pins one
+		}
+		return nil
+	}
+	have, ok := ParseSizeString(root.Size)
+	if !ok {
+		return nil
+	}
+	switch {
+	case a.RootSize < have:
+		return []string{fmt.Sprintf("app %s: rootfs cannot shrink from %s to %s (PVE: unable to shrink disk size); set rootfs.size to %s or more", a.Name, human.Size(have), human.Size(a.RootSize), manifest.Size(have))}
+	case a.RootSize > have:
+		c.RootGrow = a.RootSize
+	}
+	return nil
+}
+
+// replaceReasons are the differences between ct (whose root file system
+// is root) and a that PVE cannot change in place.
+func replaceReasons(a *App, ct *CT, root MountPoint, node string) []string {
+	var r []string
+	if ct.Node != node {
+		r = append(r, fmt.Sprintf("node changes %s → %s", ct.Node, node))
+	}
+	if a.VMID != 0 && a.VMID != ct.VMID {
+		r = append(r, fmt.Sprintf("vmid changes %d → %d", ct.VMID, a.VMID))
+	}
+	if m := ParseMarker(ct.Config["description"]); m.Template != a.Template {
+		r = append(r, fmt.Sprintf("template changes %s → %s", orNone(m.Template), a.Template))
+	}
+	if truthy(ct.Config["unprivileged"]) != a.Unprivileged {
+		r = append(r, fmt.Sprintf("unprivileged changes %v → %v (read-only after create)", truthy(ct.Config["unprivileged"]), a.Unprivileged))
+	}
+	if sid, _, _ := strings.Cut(root.Volume, ":"); sid != a.RootStorage {
+		r = append(r, fmt.Sprintf("rootfs storage changes %s → %s", sid, a.RootStorage))
+	}
+	return r
+}
+
+// planVolumes adds the change of each of a's volumes to c (after the
+// replace decision: a replaced container's mounts are not kept) and
+// returns their refusals.
+func planVolumes(c *Change, a *App, node string, ct *CT, keepers []*Keeper, obs *Observed) []string {
+	var probs []string
+	for _, v := range a.Volumes {
+		vc, prob := volumeChange(a, v, node, ct, keepers, obs, c.Action == Replace)
+		if prob != "" {
+			probs = append(probs, prob)
+		}
+		c.Volumes = append(c.Volumes, vc)
+	}
+	return probs
+}
+
+// freshContainer is what a new container (created or replacing one)
+// needs: a start, and all of its provisioning.
+func freshContainer(c *Change, a *App) {
+	c.Start = true
+	c.Guest = a.GuestDigest != ""
+	c.Steps, c.Restarts, _ = planSteps(a, "", true)
+}
+
+// updateChange plans an app whose container ct stays: provisioning,
+// pending changes to drop, config edits, stale references, detached
+// volumes and a start or restart; any of them makes c an Update.
+func updateChange(c *Change, a *App, ct *CT, keepers []*Keeper, obs *Observed) {
+	planGuest(c, a, ct.Config["description"])
+	c.Revert = volumePending(ct)
+	c.Config = configEdits(keptOrigin(keptTags(withVolumeTags(a, c.Volumes, obs), ct), ct), ct)
+	c.Cleanup = cleanupKeys(ct, keepers)
+	for _, key := range detachKeys(a, ct, keepers) {
+		c.Volumes = append(c.Volumes, VolumeChange{Volume: Volume{Name: key.name}, Action: VolDetach, VolID: key.volid, Key: key.key})
+	}
+	planStart(c, ct)
+	if len(c.Config) > 0 || len(c.Revert) > 0 || len(c.Cleanup) > 0 || c.RootGrow > 0 || c.Start || c.Restart || c.Guest || volumesChange(c.Volumes) {
+		c.Action = Update
+		c.Reasons = append(c.Reasons, updateReasons(*c, ct)...)
+	}
+}
+
+// planGuest decides whether the existing container (whose description is
+// desc) is provisioned again: its recorded digest differs, steps are to
+// rerun, or provisioning stopped before it finished.
+func planGuest(c *Change, a *App, desc string) {
+	stopped := ParseMarker(desc).Stopped
+	c.Guest = a.GuestDigest != "" && len(a.GuestUnknown) == 0 && (ParseMarker(desc).Provisioned != a.GuestDigest || len(a.Rerun) > 0 || stopped != nil)
+	if stopped != nil && a.GuestDigest != "" {
+		// Said even when a value is unread (status without the
+		// secret): the app is not provisioned, whatever else holds.
+		c.Reasons = append(c.Reasons, StoppedReason(stopped, a.Steps))
+		c.Guest = true
+	}
+	if c.Guest {
+		var known bool
+		if c.Steps, c.Restarts, known = planSteps(a, desc, false); !known {
+			c.StepsUnknown = "this container's steps were recorded only inside it (by an older corral, or the record did not fit in its description): apply compares them there and runs what changed"
+		}
+	}
+}
+
+// planStart starts a stopped container, and restarts a running one whose
+// config edits or volume changes take effect only at a restart.
+func planStart(c *Change, ct *CT) {
+	running := ct.Status == "running"
+	for _, e := range c.Config {
+		if e.Restart && running {
+			c.Restart = true
+		}
+	}
+	for _, vc := range c.Volumes {
+		switch vc.Action {
+		case VolCreate, VolAdopt, VolAttach, VolRemount, VolDetach:
+			if running {
+				c.Restart = true
+			}
+		}
+	}
+	if !running {
+		c.Start = true
+	}
 }
 
 func orNone(s string) string {
@@ -532,62 +676,98 @@ func updateReasons(c Change, ct *CT) []string {
 	return r
 }
 
-// volumeChange plans one volume of an app.
+// volumeChange plans one volume of an app. The steps go from where the
+// data is most surely found to where it is least: a record on another
+// node's keeper, a record here (or on shared storage), an adoption
+// interrupted after its move, and only then a new or adopted volume.
 func volumeChange(a *App, v Volume, node string, ct *CT, keepers []*Keeper, obs *Observed, replacing bool) (VolumeChange, string) {
 	key := VolumeKey{a.Name, v.Name}
 	vc := VolumeChange{Volume: v}
 	// A record on another node's keeper: the data is there, not here.
+	if k := otherNodeKeeper(key, node, obs); k != nil {
+		return vc, otherNodeRecord(a, v, node, keptRecord{k, k.Records[key]}, obs)
+	}
+	volid := recordedVolume(key, ct, keepers, obs)
+	if volid != "" {
+		return recordedVolumeChange(a, v, volid, node, ct, obs, replacing)
+	}
+	if moved := interruptedAdoption(key, node, keepers, obs); moved != "" {
+		vc.Action, vc.Adopt = VolAdopt, moved
+		return vc, ""
+	}
+	return newVolumeChange(a, v, node, obs)
+}
+
+// otherNodeKeeper is the first keeper (in node order) of a node other
+// than node that records key on storage that is not shared, or nil: the
+// volume's data is on that node, where this one cannot reach it.
+func otherNodeKeeper(key VolumeKey, node string, obs *Observed) *Keeper {
 	for _, n := range slices.Sorted(maps.Keys(obs.Keepers)) {
 		for _, k := range obs.Keepers[n] {
 			if n != node && k.Records[key] != "" && !obs.onShared(k.Records[key]) {
-				return vc, otherNodeRecord(a, v, node, keptRecord{k, k.Records[key]}, obs)
+				return k
 			}
 		}
 	}
-	volid := ""
+	return nil
+}
+
+// recordedVolume is the volid a keeper on the node records for key, or
+// the one found on shared storage, or "".
+func recordedVolume(key VolumeKey, ct *CT, keepers []*Keeper, obs *Observed) string {
 	for _, keeper := range keepers {
-		if volid = keeper.Records[key]; volid != "" {
-			break
+		if volid := keeper.Records[key]; volid != "" {
+			return volid
 		}
 	}
-	if volid == "" {
-		// On shared storage the keeper may be another node's (an app
-		// recovered from an offline node), or unreadable while that node
-		// is down: the container's tags then say which volume it mounts.
-		volid = sharedRecord(key, ct, obs)
-	}
+	// On shared storage the keeper may be another node's (an app
+	// recovered from an offline node), or unreadable while that node
+	// is down: the container's tags then say which volume it mounts.
+	return sharedRecord(key, ct, obs)
+}
+
+// interruptedAdoption is the volume of an adoption of key interrupted
+// after the move, or "": the volume is already the keeper's, under the
+// entry the intent names, so it must not be taken for missing.
+func interruptedAdoption(key VolumeKey, node string, keepers []*Keeper, obs *Observed) string {
 	for _, keeper := range keepers {
-		if volid != "" {
-			break
-		}
-		// An adoption interrupted after the move: the volume is already
-		// the keeper's, under the entry the intent names.
 		if in, ok := keeper.Intents[key]; ok {
 			moved := ParseMountPoint(keeper.Config[in.Key]).Volume
 			if _, srcLeft := obs.Volumes[volKey(node, in.Source)]; moved != "" && VolumeOwner(moved) == keeper.VMID && !srcLeft {
-				vc.Action, vc.Adopt = VolAdopt, moved
-				return vc, ""
+				return moved
 			}
 		}
 	}
-	if volid == "" {
-		if v.Adopt != "" {
-			vc.Action = VolAdopt
-			if sid, _, _ := strings.Cut(v.Adopt, ":"); v.Storage != "" && sid != v.Storage {
-				return vc, fmt.Sprintf("app %s: volume %s adopts %s but says storage %s; adopting keeps the volume's storage (%s)", a.Name, v.Name, v.Adopt, v.Storage, sid)
-			}
-			if _, ok := obs.Volumes[volKey(node, v.Adopt)]; !ok {
-				return vc, fmt.Sprintf("app %s: volume %s: adopt: %s does not exist on node %s", a.Name, v.Name, v.Adopt, node)
-			}
-			if prob := adoptTaken(a.Name, v, node, obs); prob != "" {
-				return vc, prob
-			}
-			return vc, ""
-		}
+	return ""
+}
+
+// newVolumeChange plans a volume no keeper records: an adoption of the
+// volume the manifest names (refused unless that volume exists on node,
+// keeps its storage and belongs to nothing else), or a new volume.
+func newVolumeChange(a *App, v Volume, node string, obs *Observed) (VolumeChange, string) {
+	vc := VolumeChange{Volume: v}
+	if v.Adopt == "" {
 		vc.Action = VolCreate
 		return vc, ""
 	}
-	vc.VolID = volid
+	vc.Action = VolAdopt
+	if sid, _, _ := strings.Cut(v.Adopt, ":"); v.Storage != "" && sid != v.Storage {
+		return vc, fmt.Sprintf("app %s: volume %s adopts %s but says storage %s; adopting keeps the volume's storage (%s)", a.Name, v.Name, v.Adopt, v.Storage, sid)
+	}
+	if _, ok := obs.Volumes[volKey(node, v.Adopt)]; !ok {
+		return vc, fmt.Sprintf("app %s: volume %s: adopt: %s does not exist on node %s", a.Name, v.Name, v.Adopt, node)
+	}
+	if prob := adoptTaken(a.Name, v, node, obs); prob != "" {
+		return vc, prob
+	}
+	return vc, ""
+}
+
+// recordedVolumeChange plans a volume a keeper records as volid: it must
+// still exist, stay on its storage and not shrink; then it is attached,
+// kept or remounted as the container mounts it, or grown.
+func recordedVolumeChange(a *App, v Volume, volid, node string, ct *CT, obs *Observed, replacing bool) (VolumeChange, string) {
+	vc := VolumeChange{Volume: v, VolID: volid}
 	size, ok := obs.Volumes[volKey(node, volid)]
 	if !ok {
 		return vc, fmt.Sprintf("app %s: volume %s is recorded as %s, which no longer exists on node %s: it was removed outside corral; corral will not silently create an empty one — remove the volume from the manifest or restore it", a.Name, v.Name, volid, node)
@@ -600,7 +780,6 @@ func volumeChange(a *App, v Volume, node string, ct *CT, keepers []*Keeper, obs 
 	if v.Size > 0 && v.Size < size {
 		return vc, fmt.Sprintf("app %s: volume %s cannot shrink from %s to %s (PVE: unable to shrink disk size); set size to %s or more", a.Name, v.Name, human.Size(size), human.Size(v.Size), manifest.Size(size))
 	}
-	grow := v.Size > size
 	if ct != nil && !replacing {
 		for _, mp := range ct.Mounts() {
 			if mp.Volume != volid {
@@ -614,7 +793,7 @@ func volumeChange(a *App, v Volume, node string, ct *CT, keepers []*Keeper, obs 
 			}
 		}
 	}
-	if grow {
+	if v.Size > size {
 		vc.Action = VolGrow
 	}
 	return vc, ""
