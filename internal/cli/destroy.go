@@ -87,7 +87,9 @@ func runDestroy(cmd *cobra.Command, st *streams, a *destroyArgs, names []string)
 	if errors.As(perr, &rerr) {
 		refused = rerr.Problems
 	}
+	leftOut(p, f, obs, names)
 	pj := ui.NewPlanJSON(p, refused)
+	pj.LeftOutCommand = "corral destroy"
 	redactPlan(f, &pj)
 	if !asJSON {
 		ui.WritePlanText(st.out, pj)
@@ -118,6 +120,22 @@ func runDestroy(cmd *cobra.Command, st *streams, a *destroyArgs, names []string)
 		return err
 	}
 	return reportDestroyed(st, asJSON, pj, p, freed)
+}
+
+// leftOut notes in p, when names narrow a destroy, the manifest's other
+// apps that have containers (a whole destroy would remove them) and how
+// many containers they have.
+func leftOut(p *plan.Plan, f *manifest.File, obs *plan.Observed, names []string) {
+	if len(names) == 0 || p == nil {
+		return
+	}
+	p.Targets = slices.Clone(names)
+	for _, a := range f.Apps {
+		if n := len(obs.Apps[a.Name]); n > 0 && !slices.Contains(names, a.Name) {
+			p.LeftOut = append(p.LeftOut, a.Name)
+			p.LeftOutChanges += n
+		}
+	}
 }
 
 // destroyApps are the apps destroy removes: the manifest's, or only those

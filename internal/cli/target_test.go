@@ -138,7 +138,10 @@ func TestTarget_destroyLeavesOtherAppsAlone(t *testing.T) {
 	c := newCluster(t)
 	m := writeManifest(t, webAndDB("512", "256"))
 	c.mustRun("apply", "-f", m, "--auto-approve")
-	c.mustRun("destroy", "web", "-f", m, "--auto-approve")
+	r := c.mustRun("destroy", "web", "-f", m, "--auto-approve")
+	if want := "1 change to other apps left out: db; run `corral destroy` to see them."; !strings.Contains(r.stdout, want) {
+		t.Errorf("destroy web does not say what it left out (%q):\n%s", want, r.stdout)
+	}
 	if g := c.apiGuests(); g["web"] != 0 || g["db"] != 256 {
 		t.Fatalf("after destroy web, the API lists %v: want db only", g)
 	}

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -32,6 +33,9 @@ type PlanJSON struct {
 	Targets        []string `json:"targets,omitempty"`
 	LeftOut        []string `json:"left_out,omitempty"`
 	LeftOutChanges int      `json:"left_out_changes,omitempty"`
+	// LeftOutCommand is the command that shows the left-out changes
+	// (text only): "corral plan", or "corral destroy" for a destroy.
+	LeftOutCommand string `json:"-"`
 }
 
 // UncheckedJSON is an app a plan could not check, and why.
@@ -348,7 +352,7 @@ func writeLeftOut(w io.Writer, pj PlanJSON) {
 		if pj.LeftOutChanges == 1 {
 			what = "change"
 		}
-		fmt.Fprintf(w, "%d %s to other apps left out: %s; run `corral plan` to see them.\n", pj.LeftOutChanges, what, strings.Join(pj.LeftOut, ", "))
+		fmt.Fprintf(w, "%d %s to other apps left out: %s; run `%s` to see them.\n", pj.LeftOutChanges, what, strings.Join(pj.LeftOut, ", "), cmp.Or(pj.LeftOutCommand, "corral plan"))
 	}
 }
 
