@@ -287,8 +287,11 @@ func TestClient_retryHonoursContext(t *testing.T) {
 	}
 }
 
-// cancelAfterResponse buffers each response and then cancels, so the
-// caller gets the answer and finds its context done right after.
+// cancelAfterResponse buffers each response and cancels when the caller
+// closes its body, so the caller has the whole answer and finds its
+// context done right after. (Cancelling before RoundTrip returned raced
+// with net/http, which may then answer with the context's error instead
+// of the response: CI saw it under load.)
 type cancelAfterResponse struct {
 	next   http.RoundTripper
 	cancel context.CancelFunc
@@ -301,9 +304,18 @@ func (c cancelAfterResponse) RoundTrip(r *http.Request) (*http.Response, error) 
 	}
 	b, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	resp.Body = io.NopCloser(bytes.NewReader(b))
-	c.cancel()
+	resp.Body = cancelOnClose{Reader: bytes.NewReader(b), cancel: c.cancel}
 	return resp, err
+}
+
+type cancelOnClose struct {
+	io.Reader
+	cancel context.CancelFunc
+}
+
+func (c cancelOnClose) Close() error {
+	c.cancel()
+	return nil
 }
 
 func TestRetryPolicy_Do(t *testing.T) {
