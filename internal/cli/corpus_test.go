@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -157,6 +158,18 @@ func (c *cluster) state() clusterState {
 	return st
 }
 
+// usesEmbedded reports whether a case runs a command that may reach an
+// emulator with no connection flags: the embedded one, whose state all
+// such runs share, so the case stays out of the parallel ones.
+func usesEmbedded(tc corpusCase) bool {
+	for _, args := range append([][]string{tc.args}, tc.setup...) {
+		if !slices.Contains(args, "CONN") && !slices.Contains(args, "WRONGFP") && !slices.Contains(args, "WRONGSECRET") && !slices.Contains(args, "--endpoint") {
+			return true
+		}
+	}
+	return false
+}
+
 func TestBadInputCorpus(t *testing.T) {
 	for _, k := range []string{"PROXMOX_VE_ENDPOINT", "PROXMOX_VE_API_TOKEN", "PROXMOX_VE_FINGERPRINT", "PROXMOX_VE_CA_FILE", "PROXMOX_VE_INSECURE", "CORRAL_LOG"} {
 		t.Setenv(k, "")
@@ -172,6 +185,9 @@ func TestBadInputCorpus(t *testing.T) {
 	for _, path := range files {
 		tc := parseCase(t, path)
 		t.Run(tc.name, func(t *testing.T) {
+			if len(tc.env) == 0 && !usesEmbedded(tc) {
+				t.Parallel() // its own emulator, and no variable of its own
+			}
 			c := newCluster(t)
 			var secrets secretscan.Set
 			token := c.srv.Credentials().OperatorToken
