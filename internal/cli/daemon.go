@@ -293,7 +293,9 @@ func (d localDaemon) lock(ctx context.Context, w io.Writer) (unlock func(), err 
 	for {
 		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
 		if err == nil {
-			return func() { f.Close() }, nil
+			// Unlocked before the close: a child forked meanwhile holds
+			// the descriptor (and so the lock) until it execs.
+			return func() { unix.Flock(int(f.Fd()), unix.LOCK_UN); f.Close() }, nil
 		}
 		if !errors.Is(err, unix.EWOULDBLOCK) {
 			f.Close()

@@ -324,7 +324,14 @@ func (s *Server) Close() error {
 	}
 	err = errors.Join(err, s.cluster.Close())
 	if s.dirLock != nil {
-		s.dirLock.Close() // releases the flock
+		// Unlocked before it is closed: a child process forked at this
+		// moment (by any goroutine of this process) holds a copy of the
+		// descriptor until it execs, and the lock, which belongs to the
+		// open file, would outlive the close until then; a new emulator
+		// on this directory right after the stop found it busy (a test
+		// that restarts one, with other tests forking beside it).
+		unix.Flock(int(s.dirLock.Fd()), unix.LOCK_UN)
+		s.dirLock.Close()
 	}
 	return err
 }
