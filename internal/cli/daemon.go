@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/corralhq/corral/internal/localfile"
 	"github.com/corralhq/corral/internal/pve"
 	"github.com/corralhq/corral/internal/sim/guest"
 )
@@ -134,7 +135,7 @@ func (d localDaemon) path(name string) string { return filepath.Join(d.dir, name
 
 // record reads daemon.json; nil when there is none.
 func (d localDaemon) record() (*daemonRecord, error) {
-	data, err := os.ReadFile(d.path(daemonRecordFile))
+	data, err := localfile.Read(d.path(daemonRecordFile), localfile.MaxState)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -171,7 +172,7 @@ func (d localDaemon) rootToken() (string, error) { return d.envToken("PVE_ROOT_T
 // envToken is the token exported as name in DIR/env.
 func (d localDaemon) envToken(name string) (string, error) {
 	path := d.path("env")
-	data, err := os.ReadFile(path)
+	data, err := localfile.Read(path, localfile.MaxState)
 	if err != nil {
 		return "", fmt.Errorf("the local emulator's credentials: %w (corral sim stop, then run the command again)", err)
 	}
@@ -483,9 +484,10 @@ func daemonEnv(env []string) []string {
 	return out
 }
 
-// logTail is the last n lines of the file at path.
+// logTail is the last n lines of the file at path (read from its last
+// 64 KiB: the log of an emulator that ran for months is large).
 func logTail(path string, n int) string {
-	data, err := os.ReadFile(path)
+	data, err := localfile.Tail(path, 64<<10)
 	if err != nil {
 		return ""
 	}

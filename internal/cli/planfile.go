@@ -16,6 +16,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/corralhq/corral/internal/bounded"
+	"github.com/corralhq/corral/internal/localfile"
 	"github.com/corralhq/corral/internal/manifest"
 	"github.com/corralhq/corral/internal/plan"
 	"github.com/corralhq/corral/internal/ui"
@@ -24,6 +26,14 @@ import (
 // savedPlanFormat is the format of the plan files corral plan --out
 // writes (docs/saved-plan.md); a reader refuses any other.
 const savedPlanFormat = "corral-plan/1"
+
+// savedPlanMaxBytes and savedPlanLimits bound what apply FILE reads: any
+// path can be given, so a device, a FIFO or a file that is not a plan
+// must be refused before it fills memory. The largest manifest (10,000
+// apps, 4 MiB) makes a plan of about 30 MiB with some 1.5 million values.
+const savedPlanMaxBytes = 64 << 20
+
+var savedPlanLimits = bounded.Limits{Size: savedPlanMaxBytes, Depth: 32, Values: 4_000_000}
 
 // savedPlan is a plan written by corral plan --out and carried out by
 // corral apply FILE. It holds no secret value: the manifest's secrets are
@@ -100,7 +110,7 @@ func (sp *savedPlan) digests(f *manifest.File) (manifestDigest, secretsDigest st
 	if err != nil {
 		return "", "", fmt.Errorf("saved plan: salt: %w", err)
 	}
-	text, err := os.ReadFile(f.Path)
+	text, err := localfile.Read(f.Path, localfile.MaxManifest)
 	if err != nil {
 		return "", "", fmt.Errorf("saved plan: read the manifest: %w", err)
 	}
@@ -161,9 +171,12 @@ func (sp *savedPlan) write(path string) error {
 
 // readSavedPlan reads a plan corral plan --out wrote.
 func readSavedPlan(path string) (*savedPlan, error) {
-	b, err := os.ReadFile(path)
+	b, err := localfile.Read(path, savedPlanMaxBytes)
 	if err != nil {
-		return nil, fmt.Errorf("read saved plan: %w (an argument with a dot or a slash is a saved plan file; app names have neither)", err)
+		return nil, fmt.Errorf("read saved plan: %w (an argument with a dot or a slash is a saved plan file, which `corral plan --out` writes; app names have neither)", err)
+	}
+	if err := bounded.JSON(b, savedPlanLimits); err != nil {
+		return nil, fmt.Errorf("read saved plan %s: %v: not a plan written by `corral plan --out`", path, err)
 	}
 	var sp savedPlan
 	dec := json.NewDecoder(bytes.NewReader(b))

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/corralhq/corral/internal/hostcheck"
+	"github.com/corralhq/corral/internal/localfile"
 	"github.com/corralhq/corral/internal/sim"
 	"github.com/corralhq/corral/internal/sim/guest"
 )
@@ -86,7 +87,7 @@ func newSimEnvCmd(st *streams) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			path := filepath.Join(state, "env")
-			data, err := os.ReadFile(path)
+			data, err := localfile.Read(path, localfile.MaxState)
 			if errors.Is(err, os.ErrNotExist) {
 				return fmt.Errorf("no emulator state in %s: run corral sim serve --state %s, or any corral command without PROXMOX_VE_ENDPOINT (it starts the local emulator)", state, state)
 			}

@@ -47,6 +47,30 @@ func Read(path string, max int64) ([]byte, error) {
 	return data, nil
 }
 
+// Tail returns at most the last max bytes of the regular file at path:
+// a log that grew for months is not read whole to show its end.
+func Tail(path string, max int64) ([]byte, error) {
+	// O_NONBLOCK: opening a FIFO must not wait for a writer.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%s): corral reads only regular files", path, kind(fi.Mode()))
+	}
+	if off := fi.Size() - max; off > 0 {
+		if _, err := f.Seek(off, io.SeekStart); err != nil {
+			return nil, err
+		}
+	}
+	return io.ReadAll(io.LimitReader(f, max))
+}
+
 func kind(m os.FileMode) string {
 	switch {
 	case m.IsDir():
@@ -74,6 +98,10 @@ const (
 	MaxInputTotal = 64 << 20
 	MaxPEM        = 1 << 20  // CA certificates
 	MaxKey        = 64 << 10 // SSH keys
+	// MaxState bounds corral's own small state files (the local
+	// emulator's env file and record), which a user or another program
+	// can still replace.
+	MaxState = 1 << 20
 )
 
 // TooLargeError refuses a file past the limit a reader set.

@@ -94,3 +94,27 @@ func TestReadIn(t *testing.T) {
 		}
 	}
 }
+
+// TestTail: the end of a file, never more than max bytes of it, and
+// nothing from a FIFO or a device (which would block or never end).
+func TestTail(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "log")
+	os.WriteFile(log, []byte(strings.Repeat("x", 5000)+"last line\n"), 0o600)
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	data, err := Tail(log, 64)
+	if err != nil || len(data) != 64 || !strings.HasSuffix(string(data), "last line\n") {
+		t.Errorf("Tail(log, 64) = %q, %v", data, err)
+	}
+	if data, err := Tail(log, 1<<20); err != nil || len(data) != 5010 {
+		t.Errorf("Tail(log, 1 MiB) = %d bytes, %v", len(data), err)
+	}
+	for _, p := range []string{fifo, "/dev/zero", dir} {
+		if _, err := Tail(p, 64); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+			t.Errorf("Tail(%s): %v, want a refusal", p, err)
+		}
+	}
+}
