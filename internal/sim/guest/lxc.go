@@ -266,6 +266,13 @@ func (r *lxcRuntime) startOnce(ctx context.Context, vmid int, root string, mps [
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
+	if run.Unprivileged && !run.Keyctl {
+		seccomp := filepath.Join(dir, "seccomp")
+		if err := os.WriteFile(seccomp, []byte(keyctlDenied()), 0o600); err != nil {
+			return nil, err
+		}
+		conf += "lxc.seccomp.profile = " + seccomp + "\n"
+	}
 	if err := os.WriteFile(filepath.Join(dir, "config"), []byte(conf), 0o600); err != nil {
 		return nil, err
 	}
@@ -488,6 +495,24 @@ func (ct *lxcCT) config(mps []viewMount, run model.GuestRun, init string) (strin
 	}
 	return b.String(), nil
 }
+
+// keyctlDenied is the seccomp policy of an unprivileged CT without
+// features keyctl=1: LXC's common policy (which common.conf would load;
+// a second lxc.seccomp.profile replaces it) plus keyctl(2) answering
+// ENOSYS, as pve-container's make_seccomp_config writes it.
+func keyctlDenied() string {
+	common := "2\ndenylist\n[all]\n"
+	if b, err := os.ReadFile(commonSeccomp); err == nil && strings.HasPrefix(string(b), "2\n") {
+		common = strings.TrimRight(string(b), "\n") + "\n"
+		if !strings.Contains(common, "[all]") {
+			common += "[all]\n"
+		}
+	}
+	return common + "keyctl errno 38\n"
+}
+
+// commonSeccomp is LXC's default seccomp policy (Debian's lxc package).
+const commonSeccomp = "/usr/share/lxc/config/common.seccomp"
 
 // lxcEscape escapes a path for an lxc.mount.entry (fstab's \040).
 func lxcEscape(p string) string { return strings.ReplaceAll(p, " ", `\040`) }

@@ -119,7 +119,11 @@ type GuestRun struct {
 	SwapMiB      int
 	Cores        int // 0: every host core
 	Unprivileged bool
-	Nets         []GuestNet
+	// Keyctl is features keyctl=1: PVE lets an unprivileged CT call
+	// keyctl(2) only then (LXC.pm's seccomp config answers ENOSYS
+	// otherwise), which Docker's runtime may need.
+	Keyctl bool
+	Nets   []GuestNet
 }
 
 // GuestNet is one netN of a CT as the runtime wires it.
@@ -140,7 +144,8 @@ func (gs *guests) GuestRunConfig(vmid int) (GuestRun, error) {
 	if g == nil {
 		return GuestRun{}, fmt.Errorf("no CT %d", vmid)
 	}
-	r := GuestRun{VMID: vmid, Hostname: g.Config["hostname"], Unprivileged: isTrue(g.Config["unprivileged"])}
+	r := GuestRun{VMID: vmid, Hostname: g.Config["hostname"], Unprivileged: isTrue(g.Config["unprivileged"]),
+		Keyctl: ctParseFeatures(g.Config["features"])["keyctl"] == "1"}
 	if r.Hostname == "" {
 		r.Hostname = fmt.Sprintf("CT%d", vmid)
 	}
