@@ -332,14 +332,14 @@ func (r *lxcRuntime) startOnce(ctx context.Context, vmid int, root string, mps [
 // booting: sshd answers once the boot is through, as on PVE; a boot that
 // hangs still gets its sessions after bootWait. Early in the boot
 // systemd's bus is not up yet and is-system-running fails at once
-// without a state: it asks again.
+// without a state, or with "offline": it asks again.
 func (ct *lxcCT) waitBooted(ctx context.Context, bootWait time.Duration) {
 	wctx, cancel := context.WithTimeout(ctx, bootWait)
 	defer cancel()
 	for wctx.Err() == nil {
 		out, _ := exec.CommandContext(wctx, "lxc-attach", "-P", ct.r.path, "-n", ct.name, "--clear-env", "--",
 			"/bin/systemctl", "is-system-running", "--wait").Output()
-		if strings.TrimSpace(string(out)) != "" {
+		if bootFinished(strings.TrimSpace(string(out))) {
 			return
 		}
 		select {
@@ -347,6 +347,20 @@ func (ct *lxcCT) waitBooted(ctx context.Context, bootWait time.Duration) {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// bootFinished reports whether state, what systemctl is-system-running
+// --wait printed, says the boot is through. "offline" is what it prints
+// while it cannot reach systemd yet (early in the boot, before the bus
+// is up), not a finished boot: a session started then raced the boot's
+// own jobs (systemd-tmpfiles emptying /tmp under apt-get's gpgv made
+// "Unknown error executing apt-key").
+func bootFinished(state string) bool {
+	switch state {
+	case "running", "degraded", "maintenance", "stopping":
+		return true
+	}
+	return false
 }
 
 // waitRunning polls lxc-info until the container runs, lxc-start exits

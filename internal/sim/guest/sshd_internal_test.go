@@ -55,3 +55,17 @@ func TestAuthorized_bounded(t *testing.T) {
 		})
 	}
 }
+
+// TestBootFinished: what systemctl is-system-running --wait prints
+// before systemd's bus is up ("offline", as it prints with no /run of
+// systemd's) is not a finished boot, or sessions race the boot's jobs.
+func TestBootFinished(t *testing.T) {
+	for state, want := range map[string]bool{
+		"running": true, "degraded": true, "maintenance": true, "stopping": true,
+		"offline": false, "": false, "unknown": false, "starting": false, "initializing": false,
+	} {
+		if got := bootFinished(state); got != want {
+			t.Errorf("bootFinished(%q) = %v, want %v", state, got, want)
+		}
+	}
+}
