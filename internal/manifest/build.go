@@ -65,6 +65,7 @@ func (d *decoder) build(root *value) *File {
 		f.Apps = append(f.Apps, a)
 	}
 	d.checkTotals(root, f)
+	d.checkFacts(f)
 	f.Outputs = d.buildOutputs(root, names)
 	f.secrets = d.secrets
 	return f
@@ -373,6 +374,10 @@ func (d *decoder) buildStep(sv *value, appName string) (Step, bool) {
 	}
 	if st.Kind == StepCompose {
 		st.Pull = Pull(sv.object("compose").strOr("pull"))
+	}
+	st.Facts = d.stepFacts(sv, appName)
+	if len(st.Facts) > 0 {
+		templateEnv(st.Env, sv.object("envFile"))
 	}
 	return st, true
 }
