@@ -48,6 +48,11 @@ type GuestStep struct {
 	OnChange   []string
 	Restart    []string
 	PullAlways bool
+	// Facts are the facts of other apps the step's strings name
+	// (manifest.Step.Facts): while set, Script, Content and the Env
+	// values are templates, which WithFacts expands (and clears Facts).
+	// Hashed by Digest only (a template's digest is never recorded).
+	Facts []string
 }
 
 // Account is a user step's account.
@@ -79,7 +84,7 @@ func GuestWorkOf(m manifest.App) GuestWork {
 		st := GuestStep{
 			Name: s.Name, Kind: string(s.Kind), Timeout: s.Timeout, Script: s.Run,
 			Path: s.Path, Content: s.Content, Env: s.Env, Mode: s.Mode, Owner: s.Owner, Project: s.Project,
-			OnChange: s.OnChange, Restart: s.Restart, PullAlways: s.Pull == manifest.PullAlways,
+			OnChange: s.OnChange, Restart: s.Restart, PullAlways: s.Pull == manifest.PullAlways, Facts: s.Facts,
 		}
 		if s.Kind == manifest.StepUser {
 			a := s.Account
@@ -171,6 +176,9 @@ func (w GuestWork) Digest() string {
 				pull = string(manifest.PullAlways)
 			}
 			fmt.Fprintf(h, "triggers\x00%q\x00%q\x00%s\x00", s.OnChange, s.Restart, pull)
+		}
+		if len(s.Facts) > 0 {
+			fmt.Fprintf(h, "facts\x00%q\x00", s.Facts)
 		}
 	}
 	for _, c := range w.Checks {
