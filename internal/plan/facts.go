@@ -204,3 +204,17 @@ func factList(refs []string) string {
 	}
 	return strings.Join(out, ", ")
 }
+
+// FactApps are the apps whose facts any of apps' guest works read, once
+// each: apply.ObserveAddresses reads their addresses for Make.
+func FactApps(apps []App) []string {
+	var out []string
+	for _, a := range apps {
+		for _, r := range a.FactApps {
+			if !slices.Contains(out, r) {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
+}

@@ -196,6 +196,10 @@ func writeAccount(h interface{ Write([]byte) (int, error) }, a *Account) {
 	fmt.Fprintf(h, "acct\x00%s\x00%d\x00%s\x00%s\x00%q\x00", a.Name, a.UID, a.Home, a.Shell, a.Groups)
 }
 
+// StepsOf is the planner's view of w's steps, with their checksums:
+// apply records it once it has read the facts a work names.
+func StepsOf(w GuestWork) []Step { return stepsOf(w, true) }
+
 // stepsOf is the planner's view of the steps.
 func stepsOf(w GuestWork, resolved bool) []Step {
 	var out []Step
