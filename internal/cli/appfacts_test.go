@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"net/netip"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/corralhq/corral/internal/testenv"
 	"github.com/corralhq/corral/internal/testutil/secretscan"
+	"github.com/corralhq/corral/internal/ui"
 )
 
 // appFactsManifest: web's env file composes db's address with a secret;
@@ -117,4 +119,25 @@ func TestAppFacts_reachContainer(t *testing.T) {
 		t.Errorf("web's .env after db's new address holds %q", secretsRedacted(&secrets, got))
 	}
 	run(0, "plan", "-f", m)
+}
+
+// TestSavedPlan_factChanged: a saved plan whose guest work read another
+// app's fact is refused when a plan made now reads another value (or
+// none yet), naming the fact and both values.
+func TestSavedPlan_factChanged(t *testing.T) {
+	web := func(facts ...ui.FactJSON) ui.ChangeJSON {
+		return ui.ChangeJSON{App: "web", Action: "update", Guest: true, Facts: facts, After: []string{"db"}}
+	}
+	was := []ui.ChangeJSON{web(ui.FactJSON{Ref: "db.address", Value: "10.0.0.5", Known: true}, ui.FactJSON{Ref: "db.vmid", Value: "101", Known: true})}
+	now := []ui.ChangeJSON{web(ui.FactJSON{Ref: "db.address", Value: "10.0.0.6", Known: true}, ui.FactJSON{Ref: "db.vmid", Value: "101", Known: true})}
+	if got, want := changeDiffs(was, now), []string{"app web: ${app:db.address} was 10.0.0.5 when the plan was made and is 10.0.0.6 now"}; !slices.Equal(got, want) {
+		t.Errorf("changeDiffs = %q, want %q", got, want)
+	}
+	unknown := []ui.ChangeJSON{web(ui.FactJSON{Ref: "db.address"}, ui.FactJSON{Ref: "db.vmid", Value: "101", Known: true})}
+	if got, want := changeDiffs(was, unknown), []string{"app web: ${app:db.address} was 10.0.0.5 when the plan was made and is known after apply now"}; !slices.Equal(got, want) {
+		t.Errorf("changeDiffs = %q, want %q", got, want)
+	}
+	if got := changeDiffs(was, was); len(got) > 0 {
+		t.Errorf("the same facts differ: %q", got)
+	}
 }
