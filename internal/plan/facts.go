@@ -218,3 +218,23 @@ func FactApps(apps []App) []string {
 	}
 	return out
 }
+
+// factNeeds are the left-out changes (out) that make a fact a kept
+// change's guest work reads (Change.After), in words: without them
+// apply could not read it.
+func factNeeds(kept, out []Change) []string {
+	var needs []string
+	for _, c := range kept {
+		if c.Desired == nil {
+			continue
+		}
+		for _, ref := range c.Desired.FactsUnknown {
+			app, _, _ := strings.Cut(ref, ".")
+			i := slices.IndexFunc(out, func(o Change) bool { return o.App == app && o.Action != NoOp })
+			if i >= 0 {
+				needs = append(needs, "app "+c.App+": its provisioning reads ${app:"+ref+"}, known only after app "+app+"'s "+out[i].Action.String())
+			}
+		}
+	}
+	return needs
+}

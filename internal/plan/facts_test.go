@@ -92,6 +92,11 @@ func TestMake_guestFacts(t *testing.T) {
 	if p.Changes[0].App != "web" || p.Changes[1].App != "db" {
 		t.Errorf("changes are not in manifest order: %s, %s", p.Changes[0].App, p.Changes[1].App)
 	}
+	// web alone cannot be applied: db's create makes the address.
+	if err := plan.Target(p, factsObserved(nil), []string{"web"}); err == nil ||
+		!strings.Contains(err.Error(), "app web: its provisioning reads ${app:db.address}, known only after app db's create") {
+		t.Errorf("Target(web) = %v, want db's create named as needed first", err)
+	}
 
 	// db runs with a lease, web does not exist: known.
 	dbCT := factsCT(apps[1], 101, "", "10.0.0.5")
