@@ -110,11 +110,20 @@ func TestAppFacts_reachContainer(t *testing.T) {
 	if err := os.WriteFile(m, []byte(static), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out := run(ExitChanges, "plan", "-f", m)
+	saved := t.TempDir() + "/web.plan"
+	out := run(ExitChanges, "plan", "-f", m, "--out", saved)
 	if !strings.Contains(out, "reads ${app:db.address} = 10.9.8.7") || !strings.Contains(out, "envFile: /srv/data/.env") {
 		t.Errorf("plan after db's new address does not show web's env file changing:\n%s", secretsRedacted(&secrets, out))
 	}
-	run(0, "apply", "-f", m, "--auto-approve")
+	sp, err := os.ReadFile(saved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secrets.Check(t, "the saved plan", string(sp))
+	if !strings.Contains(string(sp), `"ref": "db.address"`) || !strings.Contains(string(sp), `"value": "10.9.8.7"`) {
+		t.Errorf("the saved plan does not hold the fact it read:\n%s", sp)
+	}
+	run(0, "apply", saved)
 	if got, want := env(), "DATABASE_URL=postgres://app:"+pw+"@10.9.8.7:5432/app\n"; got != want {
 		t.Errorf("web's .env after db's new address holds %q", secretsRedacted(&secrets, got))
 	}

@@ -332,6 +332,12 @@ func (d *decoder) buildStep(sv *value, appName string) (Step, bool) {
 		subject = firstLine(st.Run)
 		if r := sv.member("run"); r != nil && r.ref != "" {
 			subject = r.ref
+			if len(r.facts) > 0 {
+				// As written, so that a new fact keeps the name (and
+				// the record under it); its first line, as for a
+				// script without references.
+				subject = firstLine(r.ref)
+			}
 		}
 	case StepFile:
 		fv := sv.object("file")

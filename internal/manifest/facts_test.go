@@ -49,6 +49,9 @@ func TestParse_guestFacts(t *testing.T) {
 		[][]string{st[0].Facts, st[1].Facts, st[2].Facts, st[3].Facts}); diff != "" {
 		t.Errorf("Facts (-want +got):\n%s", diff)
 	}
+	if got, want := st[1].Name, `run: echo "db is ct ${app:db.vmid} on ${app:d`; got != want {
+		t.Errorf("a run step with facts is named %q, want its first line as written %q", got, want)
+	}
 	facts := map[string]string{"db.address": "10.0.0.5", "db.vmid": "101", "db.node": "pve"}
 	fact := func(app, name string) (string, error) {
 		if v, ok := facts[app+"."+name]; ok {
