@@ -699,7 +699,11 @@ func updateReasons(c Change, ct *CT) []string {
 	if ct.Status != "running" {
 		r = append(r, "container is "+ct.Status)
 	}
-	if c.Guest && ParseMarker(ct.Config["description"]).Stopped == nil {
+	switch {
+	case !c.Guest || ParseMarker(ct.Config["description"]).Stopped != nil:
+	case c.Desired != nil && len(c.Desired.FactsUnknown) > 0:
+		r = append(r, "provisioning reads "+factList(c.Desired.FactsUnknown)+", known only after apply")
+	default:
 		r = append(r, "provisioning or health checks changed since the last apply")
 	}
 	return r

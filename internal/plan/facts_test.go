@@ -151,7 +151,8 @@ func TestMake_guestFacts(t *testing.T) {
 		t.Fatalf("db: %v, want replace", db.Action)
 	}
 	web = changeOf(t, p, "web")
-	if web.Action != plan.Update || !web.Guest || !strings.Contains(web.StepsUnknown, "${app:db.address}, known after apply") {
-		t.Errorf("web while db is replaced: %v guest %v steps unknown %q", web.Action, web.Guest, web.StepsUnknown)
+	if web.Action != plan.Update || !web.Guest || !strings.Contains(web.StepsUnknown, "${app:db.address}, known after apply") ||
+		!slices.Contains(web.Reasons, "provisioning reads ${app:db.address}, known only after apply") {
+		t.Errorf("web while db is replaced: %v guest %v steps unknown %q reasons %q", web.Action, web.Guest, web.StepsUnknown, web.Reasons)
 	}
 }
