@@ -72,6 +72,14 @@ func (e *Executor) forEachApp(ctx context.Context, changes []plan.Change, fn fun
 		n = 10
 	}
 	errs := make([]error, len(changes))
+	// dones[i] is closed when changes[i] is finished; done is an app's
+	// last change's, which the changes that read its facts wait for.
+	dones := make([]*appDone, len(changes))
+	done := map[string]*appDone{}
+	for i, c := range changes {
+		dones[i] = &appDone{ch: make(chan struct{})}
+		done[c.App] = dones[i]
+	}
 	sem := make(chan struct{}, n)
 	var failed atomic.Bool
 	var wg sync.WaitGroup
@@ -92,10 +100,18 @@ func (e *Executor) forEachApp(ctx context.Context, changes []plan.Change, fn fun
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			if err := fn(c); err != nil {
+			// The apps whose facts c's guest work reads are ordered
+			// first (factOrdered), so they hold their slots already.
+			err := afterDeps(ctx, c, done)
+			if err == nil {
+				err = fn(c)
+			}
+			if err != nil {
 				errs[i] = err
 				failed.Store(true)
 			}
+			dones[i].err = err
+			close(dones[i].ch)
 		}()
 	}
 	wg.Wait()
@@ -157,6 +173,10 @@ func (e *Executor) Apply(ctx context.Context, p *plan.Plan, obs *plan.Observed) 
 		}
 	}
 	changes = interleaveMoves(changes)
+	if dependsOnFacts(changes) {
+		changes = factOrdered(changes)
+	}
+	e.state.observed = obs
 	err = e.forEachApp(ctx, changes, func(c plan.Change) error { return e.applyChange(ctx, c, keepers, obs) })
 	// A keeper's failure first: the changes that needed it say so.
 	return errors.Join(created(), err, keepers.refreshNotes(ctx))
@@ -263,11 +283,16 @@ func (e *Executor) applyChange(ctx context.Context, c plan.Change, keepers *keep
 			c.VMID = c.Desired.VMID
 		}
 		vmid, err := e.createAndStart(ctx, c, vols, obs)
-		if err != nil || !c.Guest {
+		if err != nil {
 			return err
+		}
+		r.placed(c.App, c.Node, vmid)
+		if !c.Guest {
+			return nil
 		}
 		return e.guests().runGuest(ctx, c, vmid, true)
 	case plan.Update:
+		r.placed(c.App, c.Node, c.VMID)
 		return e.updateApp(ctx, c, vols, obs)
 	}
 	return nil

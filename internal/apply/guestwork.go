@@ -95,9 +95,13 @@ func (g *guests) runGuest(ctx context.Context, c plan.Change, vmid int, justCrea
 	if g.ssh.Signer == nil {
 		return fmt.Errorf("%s: provisioning needs corral's SSH key, and none was given", c.App)
 	}
+	c, work, err := g.withFacts(ctx, c, work)
+	if err != nil {
+		return err
+	}
 	var cl *guest.Client
 	var conf map[string]string
-	err := g.step(c.App, "ssh", "connect to ct "+strconv.Itoa(vmid), func() error {
+	err = g.step(c.App, "ssh", "connect to ct "+strconv.Itoa(vmid), func() error {
 		var err error
 		cl, conf, err = g.dialGuest(ctx, c.Node, vmid, justCreated)
 		return err

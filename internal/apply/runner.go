@@ -39,6 +39,11 @@ type runState struct {
 	// this run logged, by VMID ([]string): the first login to a new
 	// container accepts only those (see dialGuest).
 	createdKeys sync.Map
+	// places are where this run's changes left the apps' containers
+	// (placement, by app), observed where the run began: a guest work
+	// that names an app's facts reads them there (liveFact).
+	places   sync.Map
+	observed *plan.Observed
 }
 
 // ops is the runner over e's fields as they are now and its shared state.

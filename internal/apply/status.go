@@ -112,6 +112,9 @@ func Status(ctx context.Context, c *pve.Client, apps []plan.App, redact func(str
 	if err != nil {
 		return nil, err
 	}
+	if err := ObserveAddresses(ctx, c, obs, plan.FactApps(apps)); err != nil {
+		return nil, err
+	}
 	p, perr := plan.Make(apps, obs)
 	var refused *plan.RefusedError
 	if perr != nil && !errors.As(perr, &refused) {

@@ -250,6 +250,8 @@ func changeDiffs(was, now []ui.ChangeJSON) []string {
 			diffs = append(diffs, fmt.Sprintf("app %s: the saved plan has a %s, a plan made now nothing", w.App, w.Action))
 		case n.Action != w.Action:
 			diffs = append(diffs, fmt.Sprintf("app %s: the saved plan has a %s, a plan made now a %s", w.App, w.Action, n.Action))
+		case !sameJSON(w.Facts, n.Facts):
+			diffs = append(diffs, factDiffs(w, n)...)
 		case !sameJSON(w, n):
 			diffs = append(diffs, fmt.Sprintf("app %s: the saved plan's %s differs from a plan made now", w.App, w.Action))
 		}
@@ -258,6 +260,32 @@ func changeDiffs(was, now []ui.ChangeJSON) []string {
 		if _, ok := find(was, n.App); !ok {
 			diffs = append(diffs, fmt.Sprintf("app %s: a plan made now has a %s, the saved plan nothing", n.App, n.Action))
 		}
+	}
+	return diffs
+}
+
+// factDiffs names the facts of other apps that app's guest work reads
+// (${app:APP.FACT}) whose value differs between the saved plan (was) and
+// a plan made now: the guest would get other values than those reviewed.
+func factDiffs(was, now ui.ChangeJSON) []string {
+	shown := func(f ui.FactJSON) string {
+		if !f.Known {
+			return "known after apply"
+		}
+		return f.Value
+	}
+	var diffs []string
+	for _, n := range now.Facts {
+		w := ui.FactJSON{Ref: n.Ref}
+		if i := slices.IndexFunc(was.Facts, func(f ui.FactJSON) bool { return f.Ref == n.Ref }); i >= 0 {
+			w = was.Facts[i]
+		}
+		if w != n {
+			diffs = append(diffs, fmt.Sprintf("app %s: ${app:%s} was %s when the plan was made and is %s now", now.App, n.Ref, shown(w), shown(n)))
+		}
+	}
+	if len(diffs) == 0 {
+		diffs = append(diffs, fmt.Sprintf("app %s: the saved plan's %s reads other facts of apps than a plan made now", now.App, was.Action))
 	}
 	return diffs
 }

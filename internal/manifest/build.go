@@ -65,6 +65,7 @@ func (d *decoder) build(root *value) *File {
 		f.Apps = append(f.Apps, a)
 	}
 	d.checkTotals(root, f)
+	d.checkFacts(f)
 	f.Outputs = d.buildOutputs(root, names)
 	f.secrets = d.secrets
 	return f
@@ -331,6 +332,12 @@ func (d *decoder) buildStep(sv *value, appName string) (Step, bool) {
 		subject = firstLine(st.Run)
 		if r := sv.member("run"); r != nil && r.ref != "" {
 			subject = r.ref
+			if len(r.facts) > 0 {
+				// As written, so that a new fact keeps the name (and
+				// the record under it); its first line, as for a
+				// script without references.
+				subject = firstLine(r.ref)
+			}
 		}
 	case StepFile:
 		fv := sv.object("file")
@@ -373,6 +380,10 @@ func (d *decoder) buildStep(sv *value, appName string) (Step, bool) {
 	}
 	if st.Kind == StepCompose {
 		st.Pull = Pull(sv.object("compose").strOr("pull"))
+	}
+	st.Facts = d.stepFacts(sv, appName)
+	if len(st.Facts) > 0 {
+		templateEnv(st.Env, sv.object("envFile"))
 	}
 	return st, true
 }

@@ -31,6 +31,10 @@ type value struct {
 	ref string // the ${…} reference str was read through, or ""
 	// apps are the apps an output's value names (${app:APP.FACT}).
 	apps []string
+	// facts are the facts of apps the value names, each as APP.FACT: in
+	// an output's value, or in a string that goes into a guest (field
+	// guest), whose str is then a template for ExpandOutput.
+	facts []string
 	// deferred: ref was left unread (LoadOptions.Lazy), str is empty.
 	deferred bool
 	num      int64
@@ -53,7 +57,10 @@ type decoder struct {
 	// unresolved are the references Lazy left unread, by app path
 	// ("apps[0]").
 	unresolved map[string][]string
-	visited    int
+	// factUses are the ${app:APP.FACT} references of each app's guest
+	// strings, checked once every app is known (checkFacts).
+	factUses map[string][]factUse
+	visited  int
 }
 
 // maxValues bounds the values one manifest may hold. YAML aliases can make
@@ -217,6 +224,10 @@ func indentTab(data []byte, from int) (line, col int, ok bool) {
 	return 0, 0, false
 }
 
+// live says that str is a template for ExpandOutput: an output's value,
+// or a string that goes into a guest and names an app's fact.
+func (v *value) live() bool { return v.f.live || len(v.facts) > 0 }
+
 // walk decodes node n as field f. It always returns a value; ok says
 // whether n was well-formed and valid.
 func (d *decoder) walk(n *yaml.Node, f *field, path string) *value {
@@ -357,7 +368,7 @@ func (d *decoder) scalar(n *yaml.Node, v *value) (string, bool) {
 		d.report(v.node, v.path, msg, "")
 		return "", false
 	}
-	parts, problem := parseTemplate(n.Value, v.f.live)
+	parts, problem := parseTemplate(n.Value, v.f.facts())
 	if problem != "" {
 		d.report(v.node, v.path, problem, referenceAllowed)
 		return "", false
@@ -366,7 +377,8 @@ func (d *decoder) scalar(n *yaml.Node, v *value) (string, bool) {
 	if v.f.live {
 		v.apps = outputApps(parts)
 	}
-	if len(refs) == 0 && !v.f.live {
+	v.facts = factRefs(parts)
+	if len(refs) == 0 && !v.live() {
 		if v.f.sensitive {
 			d.secrets = append(d.secrets, NewSecret("", parts[0].lit))
 		}
@@ -393,7 +405,7 @@ func (d *decoder) interpolate(tmpl string, parts []part, refs []string, v *value
 	if bad {
 		return "", false
 	}
-	in := d.opts.interpolate(parts, d.dir, v.f.live)
+	in := d.opts.interpolate(parts, d.dir, v.live())
 	if len(in.failed) > 0 {
 		if d.opts.Lazy && v.f.deferrable {
 			// Left unread: the command needs no provisioning value.

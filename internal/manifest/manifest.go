@@ -200,6 +200,13 @@ type Step struct {
 	// Pull is a compose step's image pull policy.
 	Pull Pull
 
+	// Facts are the facts of other apps the step's strings name
+	// (${app:APP.FACT}), each as APP.FACT, once each, in order. When
+	// set, Run, Content and every Env value are templates for
+	// ExpandOutput (a literal ${ written $${), which plan and apply
+	// expand with the facts read from the cluster.
+	Facts []string
+
 	Pos Pos
 }
 

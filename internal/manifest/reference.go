@@ -209,6 +209,14 @@ type part struct{ lit, ref, app string }
 // ${app:APP.FACT}: what corral output reads from the cluster.
 var OutputFacts = []string{"address", "vmid", "node", "status", "ssh", "health"}
 
+// GuestFacts are the facts of an app a string that goes into a guest
+// (a run script, a file's or compose file's content, an envFile value)
+// may name as ${app:APP.FACT}. The others of OutputFacts are left out:
+// status and health change while the apps run, and ssh names the key of
+// whoever runs corral, so a string holding one would differ at every
+// plan, or between two people's plans, and provision again each time.
+var GuestFacts = []string{"address", "vmid", "node"}
+
 // appRefRE matches a reference to an app's live fact.
 var appRefRE = regexp.MustCompile(`^\$\{app:([a-z]([a-z0-9-]{0,38}[a-z0-9])?)\.(` + strings.Join(OutputFacts, "|") + `)\}$`)
 
@@ -216,9 +224,11 @@ var appRefRE = regexp.MustCompile(`^\$\{app:([a-z]([a-z0-9-]{0,38}[a-z0-9])?)\.(
 // read left to right: $${ is a literal ${, and any other ${ starts a
 // reference that ends at the next }. problem says what is wrong with a
 // ${ that is no valid reference, or with a reference to one of corral's
-// own credentials. With live (an output's value), ${app:APP.FACT} is a
-// reference too, to an app's live fact.
-func parseTemplate(s string, live bool) (parts []part, problem string) {
+// own credentials. facts are the facts of apps the string may name as
+// ${app:APP.FACT} (OutputFacts in an output's value, GuestFacts in a
+// string that goes into a guest); nil: none.
+func parseTemplate(s string, facts []string) (parts []part, problem string) {
+	live := facts != nil
 	var lit strings.Builder
 	for i := 0; i < len(s); {
 		switch {
@@ -237,10 +247,10 @@ func parseTemplate(s string, live bool) (parts []part, problem string) {
 		}
 		ref, p := s[i:i+end+1], part{}
 		switch {
-		case live && appRefRE.MatchString(ref):
+		case live && appRefRE.MatchString(ref) && slices.Contains(facts, appRefRE.FindStringSubmatch(ref)[3]):
 			p.app = ref
 		case live && strings.HasPrefix(ref, "${app:"):
-			return nil, "invalid reference to an app's fact: write ${app:APP.FACT} with FACT one of " + strings.Join(OutputFacts, ", ")
+			return nil, "invalid reference to an app's fact: write ${app:APP.FACT} with FACT one of " + strings.Join(facts, ", ") + factsWhy(facts)
 		case !referenceRE.MatchString(ref):
 			return nil, "invalid reference"
 		default:
@@ -260,6 +270,15 @@ func parseTemplate(s string, live bool) (parts []part, problem string) {
 		parts = append(parts, part{lit: lit.String()})
 	}
 	return parts, ""
+}
+
+// factsWhy says why a string that goes into a guest may name fewer facts
+// than an output.
+func factsWhy(facts []string) string {
+	if len(facts) == len(OutputFacts) {
+		return ""
+	}
+	return " (status, health and ssh change while apps run or name your own key, so a container holding one would be provisioned again at every apply; an output may name them)"
 }
 
 // references are the references among parts, in order.
@@ -422,3 +441,18 @@ func outputApps(parts []part) []string {
 	}
 	return apps
 }
+
+// factRefs are the facts parts name, each as APP.FACT, in order.
+func factRefs(parts []part) []string {
+	var refs []string
+	for _, p := range parts {
+		if m := appRefRE.FindStringSubmatch(p.app); m != nil {
+			refs = append(refs, m[1]+"."+m[3])
+		}
+	}
+	return refs
+}
+
+// EscapeTemplate writes s, a string with no reference, as a template
+// for ExpandOutput: every ${ as $${.
+func EscapeTemplate(s string) string { return strings.ReplaceAll(s, "${", "$${") }

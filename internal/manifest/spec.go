@@ -43,6 +43,11 @@ type field struct {
 	// live marks an output's value: it may name apps' live facts
 	// (${app:APP.FACT}), which corral output reads (ExpandOutput).
 	live bool
+	// guest marks a string that goes into a guest as it is (a run
+	// script, a file's content, an envFile value): it may name apps'
+	// facts (${app:APP.FACT}, GuestFacts), which plan and apply read
+	// from the cluster (plan.GuestWork.WithFacts).
+	guest bool
 	// deferrable marks a value only provisioning (or creating the
 	// container) reads: a command that does neither loads the manifest
 	// with LoadOptions.Lazy and leaves an unset ${env:…} here unread.
@@ -72,6 +77,19 @@ type field struct {
 	rootOnly bool
 
 	re, forbidRE *regexp.Regexp // compiled pattern and forbid
+}
+
+// facts are the facts of apps the field's strings may name: OutputFacts
+// in an output's value, GuestFacts in a string that goes into a guest,
+// nil elsewhere.
+func (f *field) facts() []string {
+	switch {
+	case f.live:
+		return OutputFacts
+	case f.guest:
+		return GuestFacts
+	}
+	return nil
 }
 
 // child returns the field for key, or nil.
@@ -408,10 +426,15 @@ func ownerField() *field {
 		pattern: ownerPattern, allowed: ownerAllowed}
 }
 
+// guestFactsDoc says, in the doc of each string that goes into a guest,
+// how it names another app's facts.
+const guestFactsDoc = "${app:APP.FACT} in it is another app's fact (FACT one of address, vmid, node), read from the cluster by plan and apply: " +
+	"the app is provisioned after APP's container exists and runs, and again when the fact changes."
+
 func contentFields(what string) []*field {
 	return []*field{
-		{key: "content", kind: kindString, deferrable: true,
-			doc: "The " + what + "'s content, written as is. Give content or source, not both."},
+		{key: "content", kind: kindString, deferrable: true, guest: true,
+			doc: "The " + what + "'s content, written as is. Give content or source, not both. " + guestFactsDoc},
 		{key: "source", kind: kindString, maxLen: 4096, check: checkSource,
 			doc:     "A local file whose content is written, read when corral loads the manifest; a relative path is relative to the manifest's directory.",
 			allowed: "a path to a local file"},
@@ -438,8 +461,8 @@ var stepSpec = &field{
 			items: &field{kind: kindString, doc: "A systemd unit name, like hermes.service.",
 				maxLen: 256, pattern: `^[A-Za-z0-9@_:.\\-]+$`, check: checkUnit,
 				allowed: "a systemd unit name of letters, digits, '@', '_', ':', '.', '-' and '\\', like hermes.service"}},
-		{key: "run", kind: kindString, minLen: 1, deferrable: true,
-			doc: "A shell script run as root with bash -euo pipefail (POSIX sh -e, with pipefail where it has it, when the container has no bash); it fails the apply when it exits non-zero."},
+		{key: "run", kind: kindString, minLen: 1, deferrable: true, guest: true,
+			doc: "A shell script run as root with bash -euo pipefail (POSIX sh -e, with pipefail where it has it, when the container has no bash); it fails the apply when it exits non-zero. " + guestFactsDoc},
 		{key: "file", kind: kindObject, oneOf: []string{"content", "source"},
 			doc: "Write a file in the container.",
 			fields: append([]*field{
@@ -458,8 +481,8 @@ var stepSpec = &field{
 								doc:     "Variable name.",
 								pattern: `^[A-Za-z_][A-Za-z0-9_]*$`, maxLen: 255,
 								allowed: "letters, digits and '_', not starting with a digit"},
-							{key: "value", kind: kindString, required: true, sensitive: true, deferrable: true, check: checkEnvValue,
-								doc: "Value, always treated as a secret. Prefer a reference: ${env:NAME} or ${file:PATH}."},
+							{key: "value", kind: kindString, required: true, sensitive: true, deferrable: true, guest: true, check: checkEnvValue,
+								doc: "Value, always treated as a secret. Prefer a reference: ${env:NAME} or ${file:PATH}. " + guestFactsDoc},
 						}}},
 				modeField("0600"),
 				ownerField(),

@@ -105,7 +105,7 @@ func TestParseTemplate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, problem := parseTemplate(tt.in, false)
+			got, problem := parseTemplate(tt.in, nil)
 			if problem != tt.problem {
 				t.Fatalf("parseTemplate(%q) problem=%q, want %q", tt.in, problem, tt.problem)
 			}
@@ -122,7 +122,7 @@ func TestTemplatePattern(t *testing.T) {
 	re := regexp.MustCompile(templatePattern)
 	for _, s := range []string{"plain", "", "${env:X}", "pre${env:X}post", "$${env:X}", "$$${env:X}", "a${env:1X}",
 		"${vault:x}", "$${x}=${env:X}", "$5 ${file:a}", "${env:A}${env:B}", "x$$", "x$", "${env:X", "${env:X}$", "a ${b} ${env:X}"} {
-		parts, problem := parseTemplate(s, false)
+		parts, problem := parseTemplate(s, nil)
 		want := problem == "" && len(references(parts)) > 0
 		if got := re.MatchString(s); got != want {
 			t.Errorf("templatePattern matches %q: %v, want %v (parts %v, problem %q)", s, got, want, parts, problem)

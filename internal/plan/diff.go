@@ -28,9 +28,7 @@ func Make(apps []App, obs *Observed) (*Plan, error) {
 		return p, &RefusedError{Problems: blindRefusals(apps, obs)}
 	}
 	m := &planner{p: p, obs: obs, pl: newPlacer(obs), warnedBridges: map[string]bool{}}
-	for i := range apps {
-		m.app(&apps[i])
-	}
+	m.apps(apps)
 	m.keepers(apps)
 	m.outside(apps)
 	if len(m.refused) > 0 {
@@ -47,6 +45,34 @@ type planner struct {
 	refused       []string
 	nodes         []string        // nodes whose apps have volumes, in manifest order
 	warnedBridges map[string]bool // nodes whose bridges were said to be unchecked
+}
+
+// apps plans each app, an app after those whose facts its guest work
+// reads (factOrder), so that their changes say what the facts will be;
+// the changes are then put back in manifest order.
+func (m *planner) apps(apps []App) {
+	desired := map[string]*App{}
+	for i := range apps {
+		desired[apps[i].Name] = &apps[i]
+	}
+	spans := make([][2]int, len(apps))
+	for _, i := range factOrder(apps) {
+		a := &apps[i]
+		m.resolveFacts(a, desired)
+		from := len(m.p.Changes)
+		m.app(a)
+		for j := from; j < len(m.p.Changes); j++ {
+			if c := &m.p.Changes[j]; c.Guest {
+				c.After = slices.Clone(a.FactApps)
+			}
+		}
+		spans[i] = [2]int{from, len(m.p.Changes)}
+	}
+	planned := m.p.Changes
+	m.p.Changes = make([]Change, 0, len(planned))
+	for _, sp := range spans {
+		m.p.Changes = append(m.p.Changes, planned[sp[0]:sp[1]]...)
+	}
 }
 
 // refuse adds probs to the refusals.
@@ -593,6 +619,9 @@ func planGuest(c *Change, a *App, desc string) {
 		if c.Steps, c.Restarts, known = planSteps(a, desc, false); !known {
 			c.StepsUnknown = "this container's steps were recorded only inside it (by an older corral, or the record did not fit in its description): apply compares them there and runs what changed"
 		}
+		if len(a.FactsUnknown) > 0 {
+			c.StepsUnknown = "the steps read " + factList(a.FactsUnknown) + ", known after apply: apply compares the steps in the container then and runs what changed"
+		}
 	}
 }
 
@@ -670,7 +699,11 @@ func updateReasons(c Change, ct *CT) []string {
 	if ct.Status != "running" {
 		r = append(r, "container is "+ct.Status)
 	}
-	if c.Guest && ParseMarker(ct.Config["description"]).Stopped == nil {
+	switch {
+	case !c.Guest || ParseMarker(ct.Config["description"]).Stopped != nil:
+	case c.Desired != nil && len(c.Desired.FactsUnknown) > 0:
+		r = append(r, "provisioning reads "+factList(c.Desired.FactsUnknown)+", known only after apply")
+	default:
 		r = append(r, "provisioning or health checks changed since the last apply")
 	}
 	return r

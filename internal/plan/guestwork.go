@@ -48,6 +48,11 @@ type GuestStep struct {
 	OnChange   []string
 	Restart    []string
 	PullAlways bool
+	// Facts are the facts of other apps the step's strings name
+	// (manifest.Step.Facts): while set, Script, Content and the Env
+	// values are templates, which WithFacts expands (and clears Facts).
+	// Hashed by Digest only (a template's digest is never recorded).
+	Facts []string
 }
 
 // Account is a user step's account.
@@ -79,7 +84,7 @@ func GuestWorkOf(m manifest.App) GuestWork {
 		st := GuestStep{
 			Name: s.Name, Kind: string(s.Kind), Timeout: s.Timeout, Script: s.Run,
 			Path: s.Path, Content: s.Content, Env: s.Env, Mode: s.Mode, Owner: s.Owner, Project: s.Project,
-			OnChange: s.OnChange, Restart: s.Restart, PullAlways: s.Pull == manifest.PullAlways,
+			OnChange: s.OnChange, Restart: s.Restart, PullAlways: s.Pull == manifest.PullAlways, Facts: s.Facts,
 		}
 		if s.Kind == manifest.StepUser {
 			a := s.Account
@@ -172,6 +177,9 @@ func (w GuestWork) Digest() string {
 			}
 			fmt.Fprintf(h, "triggers\x00%q\x00%q\x00%s\x00", s.OnChange, s.Restart, pull)
 		}
+		if len(s.Facts) > 0 {
+			fmt.Fprintf(h, "facts\x00%q\x00", s.Facts)
+		}
 	}
 	for _, c := range w.Checks {
 		fmt.Fprintf(h, "check\x00%s\x00%s\x00%s\x00%d\x00%s\x00%s\x00%s\x00%d\x00%s\x00", c.Kind, c.Name, c.URL, c.Expect, c.Address, c.Command, c.Timeout, c.Retries, c.Interval)
@@ -187,6 +195,10 @@ func writeAccount(h interface{ Write([]byte) (int, error) }, a *Account) {
 	}
 	fmt.Fprintf(h, "acct\x00%s\x00%d\x00%s\x00%s\x00%q\x00", a.Name, a.UID, a.Home, a.Shell, a.Groups)
 }
+
+// StepsOf is the planner's view of w's steps, with their checksums:
+// apply records it once it has read the facts a work names.
+func StepsOf(w GuestWork) []Step { return stepsOf(w, true) }
 
 // stepsOf is the planner's view of the steps.
 func stepsOf(w GuestWork, resolved bool) []Step {

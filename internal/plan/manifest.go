@@ -45,6 +45,10 @@ func FromManifest(f *manifest.File) []App {
 			BackupStorage:        m.Backup.Storage,
 		}
 		a.Steps = stepsOf(work, len(m.Unresolved) == 0)
+		if refs := work.FactRefs(); len(refs) > 0 {
+			// Make sets the digest and steps once it knows the facts.
+			a.GuestTemplate, a.FactApps = &work, m.FactApps()
+		}
 		if u := m.Unresolved; len(u) > 0 {
 			a.GuestUnknown, a.GuestDigest = u, "unknown"
 		}

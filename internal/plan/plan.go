@@ -159,6 +159,10 @@ type Change struct {
 	Steps        []StepRun
 	Restarts     []UnitRestart
 	StepsUnknown string
+	// After names the apps whose facts the guest work reads
+	// (${app:APP.FACT}): apply carries out their changes first, and reads
+	// the facts when this app's guest work runs.
+	After []string `json:",omitempty"`
 	// Recover is set on the create of an app whose node is offline
 	// (apply --recover): the container it stands in for.
 	Recover *Recovery `json:",omitempty"`

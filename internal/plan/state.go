@@ -62,6 +62,21 @@ type App struct {
 	// no provisioning values left unread: the guest work cannot be
 	// compared, and the plan says so instead of guessing.
 	GuestUnknown []string
+	// GuestTemplate is the guest work as the manifest writes it when its
+	// strings name other apps' facts (${app:APP.FACT}, GuestStep.Facts);
+	// Make reads the facts from the cluster and the plan (resolveFacts)
+	// and sets GuestDigest and Steps from the work they give. nil when
+	// the work names no fact.
+	GuestTemplate *GuestWork
+	// FactApps are the other apps whose facts the guest work reads: their
+	// changes are applied first (Change.After).
+	FactApps []string
+	// Facts are the facts the guest work reads, APP.FACT → value, as the
+	// plan knows them; FactsUnknown those known only once apply changed
+	// their app (a container to create, replace or move, an address
+	// a stopped container does not report yet).
+	Facts        map[string]string
+	FactsUnknown []string
 	// Steps are the provisioning steps, in order, with their checksums,
 	// so that a plan can say which of them an apply runs and why.
 	Steps []Step
@@ -226,6 +241,11 @@ type CT struct {
 	// Digest is PVE's digest of the config as read: what a change of
 	// this container is planned against (Change.Digest).
 	Digest string
+	// Address is the IPv4 address the running container reports for
+	// eth0 when its config gives none (DHCP): read only for the apps
+	// whose facts a manifest's guest strings name (apply.ObserveAddresses),
+	// "" otherwise.
+	Address string
 
 	mounts *ctMounts // set by ParseMounts
 }

@@ -101,7 +101,7 @@ type UnitRestart struct {
 // with (a container provisioned by an older corral, or a record that did
 // not fit) or a value was left unread: apply then compares in the guest.
 func planSteps(a *App, desc string, fresh bool) (runs []StepRun, restarts []UnitRestart, known bool) {
-	if len(a.GuestUnknown) > 0 {
+	if len(a.GuestUnknown) > 0 || (!fresh && len(a.FactsUnknown) > 0) {
 		return nil, nil, false
 	}
 	m := ParseMarker(desc)

@@ -91,6 +91,7 @@ func targetNeeds(kept, out []Change, obs *Observed, named func(string) bool) []s
 			}
 		}
 	}
+	needs = append(needs, factNeeds(kept, out)...)
 	for _, c := range kept {
 		for _, v := range c.Volumes {
 			for _, volid := range []string{v.VolID, v.Adopt} {

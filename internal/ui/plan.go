@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/corralhq/corral/internal/plan"
@@ -76,6 +77,11 @@ type ChangeJSON struct {
 	Steps        []StepJSON    `json:"steps,omitempty"`
 	Restarts     []RestartJSON `json:"restarts,omitempty"`
 	StepsUnknown string        `json:"steps_unknown,omitempty"`
+	// Facts are the other apps' facts the guest work reads
+	// (${app:APP.FACT}), with their values as the plan knows them; After
+	// the apps whose changes apply carries out first.
+	Facts []FactJSON `json:"facts,omitempty"`
+	After []string   `json:"after,omitempty"`
 	// Settings are the container's settings for a create or replace
 	// (template, cores, memory, rootfs, network, …), in display order.
 	Settings []SettingJSON `json:"settings,omitempty"`
@@ -85,6 +91,30 @@ type ChangeJSON struct {
 	// Stale: the delete removes the stale copy of a recovered app, before
 	// any other change.
 	Stale bool `json:"stale,omitempty"`
+}
+
+// FactJSON is one fact of another app a guest work reads: Ref is
+// APP.FACT; Value is "" and Known false while only apply can read it.
+type FactJSON struct {
+	Ref   string `json:"ref"`
+	Value string `json:"value,omitempty"`
+	Known bool   `json:"known"`
+}
+
+// factsJSON lists a's facts, known ones with their values, by reference.
+func factsJSON(a *plan.App) []FactJSON {
+	if a == nil {
+		return nil
+	}
+	var out []FactJSON
+	for ref, v := range a.Facts {
+		out = append(out, FactJSON{Ref: ref, Value: v, Known: true})
+	}
+	for _, ref := range a.FactsUnknown {
+		out = append(out, FactJSON{Ref: ref})
+	}
+	slices.SortFunc(out, func(x, y FactJSON) int { return strings.Compare(x.Ref, y.Ref) })
+	return out
 }
 
 // RecoverJSON names the container a recovered app stands in for.
@@ -209,6 +239,7 @@ func NewPlanJSON(p *plan.Plan, refused []string) PlanJSON {
 				cj.Restarts = append(cj.Restarts, RestartJSON{Unit: r.Unit, Because: r.Because})
 			}
 			cj.StepsUnknown = c.StepsUnknown
+			cj.Facts, cj.After = factsJSON(c.Desired), c.After
 		}
 		for _, v := range c.Volumes {
 			cj.Volumes = append(cj.Volumes, VolumeJSON{Name: v.Name, Action: string(v.Action), VolID: v.VolID, Storage: v.Storage,
@@ -408,6 +439,13 @@ func volumeDetail(v VolumeJSON) string {
 // writeSteps says what happens inside the container: which steps run and
 // why, which are skipped, and which units restart because of which step.
 func writeSteps(w io.Writer, c ChangeJSON) {
+	for _, f := range c.Facts {
+		v := "(known after apply)"
+		if f.Known {
+			v = f.Value
+		}
+		fmt.Fprintf(w, "      reads ${app:%s} = %s\n", f.Ref, v)
+	}
 	switch {
 	case c.StepsUnknown != "":
 		fmt.Fprintf(w, "      provision: %s; then check health\n", c.StepsUnknown)
