@@ -266,22 +266,7 @@ func (r *lxcRuntime) startOnce(ctx context.Context, vmid int, root string, mps [
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	if run.Unprivileged && !run.Keyctl {
-		seccomp := filepath.Join(dir, "seccomp")
-		if err := os.WriteFile(seccomp, []byte(keyctlDenied()), 0o600); err != nil {
-			return nil, err
-		}
-		conf += "lxc.seccomp.profile = " + seccomp + "\n"
-		// No session keyring of its own either: LXC would make one per
-		// CT, owned by the CT's root (host uid 100000, shared by every
-		// unprivileged CT), and the kernel allows a uid 200 keys
-		// (kernel.keys.maxkeys), so a few hundred CTs of a benchmark
-		// made Docker in a keyctl=1 CT fail with "unable to create
-		// session key: disk quota exceeded". A CT whose keyctl answers
-		// ENOSYS cannot use one anyway.
-		conf += "lxc.keyring.session = 0\n"
-	}
-	if err := os.WriteFile(filepath.Join(dir, "config"), []byte(conf), 0o600); err != nil {
+	if err := writeConfig(dir, conf, run); err != nil {
 		return nil, err
 	}
 	args := []string{"-P", r.path, "-n", ct.name, "-F", "-o", filepath.Join(dir, "log"), "-l", "WARN"}
@@ -516,6 +501,30 @@ func (ct *lxcCT) config(mps []viewMount, run model.GuestRun, init string) (strin
 		line("lxc.mount.entry", "tmpfs .corral-ovl tmpfs ro,size=4k,mode=700,create=dir 0 0")
 	}
 	return b.String(), nil
+}
+
+// writeConfig writes the CT's LXC config into dir, with what an
+// unprivileged CT without features keyctl=1 gets besides.
+func writeConfig(dir, conf string, run model.GuestRun) error {
+	if run.Unprivileged && !run.Keyctl {
+		seccomp := filepath.Join(dir, "seccomp")
+		if err := os.WriteFile(seccomp, []byte(keyctlDenied()), 0o600); err != nil {
+			return err
+		}
+		conf += "lxc.seccomp.profile = " + seccomp + "\n"
+		// No session keyring of its own either: LXC would make one per
+		// CT, owned by the CT's root (host uid 100000, shared by every
+		// unprivileged CT), and the kernel allows a uid 200 keys
+		// (kernel.keys.maxkeys), so a few hundred CTs of a benchmark
+		// made Docker in a keyctl=1 CT fail with "unable to create
+		// session key: disk quota exceeded". A CT whose keyctl answers
+		// ENOSYS cannot use one anyway.
+		conf += "lxc.keyring.session = 0\n"
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config"), []byte(conf), 0o600); err != nil {
+		return err
+	}
+	return nil
 }
 
 // keyctlDenied is the seccomp policy of an unprivileged CT without
