@@ -696,3 +696,35 @@ func TestDefaultProjectChangeRefused(t *testing.T) {
 		t.Errorf("after blog took web over: memory %v, description %q", conf["memory"], conf["description"])
 	}
 }
+
+// TestDefaultProjectRestoreReplaceRefused: blog/app/corral.yaml (project
+// app by default, like shop/app's) may not restore shop's web in place of
+// its container either: restore --replace is refused before anything
+// changes, naming the container, shop's manifest and the fix; every
+// guest's config is as it was.
+func TestDefaultProjectRestoreReplaceRefused(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	web := strings.ReplaceAll(strings.ReplaceAll(appManifest, "MEMORY", "512"), "notes", "web")
+	shop := writeManifestIn(t, "shop/app", web)
+	c.mustRun("apply", "-f", shop, "--auto-approve")
+	vmid := c.vmidOf(shop, "web")
+	b := c.backup(shop, "web")
+	before := c.configs()
+
+	blog := writeManifestIn(t, "blog/app", web)
+	r := c.runC("restore", "web", "--archive", b.Archive, "--replace", "-f", blog, "--auto-approve")
+	out := r.stdout + r.stderr
+	if r.code != ExitError || !strings.Contains(out, "app web: container "+strconv.Itoa(vmid)+" on pve was declared by the manifest ") || !strings.Contains(out, shop) ||
+		!strings.Contains(out, "set project: explicitly in each") || !strings.Contains(out, "set project: app in this manifest") {
+		t.Fatalf("blog's restore --replace of shop's web: exit %d, want 1 refusing it\n%s", r.code, out)
+	}
+	if after := c.configs(); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("guests changed under the refused restore:\nbefore %v\nafter  %v", before, after)
+	}
+	// Shop's own restore goes ahead.
+	c.mustC("restore", "web", "--archive", b.Archive, "--replace", "-f", shop, "--auto-approve")
+	if c.exists(vmid) {
+		t.Errorf("shop's restore --replace left the old container %d", vmid)
+	}
+}

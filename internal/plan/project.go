@@ -180,16 +180,25 @@ func createdElsewhere(a *App, obs *Observed) string {
 // destroy that manifest's container, a move. "" when the project is
 // explicit, a records no origin, or ct records this manifest or none.
 func changedElsewhere(a *App, ct *CT, c Change) string {
-	by := declaredBy(ct)
-	if a.ProjectSet || a.Origin == "" || by == "" || by == a.Origin {
-		return ""
-	}
 	what := c.Action.String()
 	if len(c.Reasons) > 0 {
 		what += ": " + strings.Join(c.Reasons, "; ")
 	}
-	return fmt.Sprintf("app %s: container %d on %s was declared by %s, not by this manifest (%s): corral does not change another manifest's app (this plan would %s). %s",
-		a.Name, ct.VMID, ct.Node, declarer(by), a.Origin, what, collisionFix(a.Project))
+	return ReplacedElsewhere(a.Name, ct, a.Project, a.Origin, a.ProjectSet, what)
+}
+
+// ReplacedElsewhere refuses, under a defaulted project (!explicit), what
+// (in words: "update it: …", "restore an archive in its place") to ct of
+// app, which this manifest (origin) names but another manifest declared.
+// "" when the project is explicit, there is no manifest (origin ""), or
+// ct records this manifest or none.
+func ReplacedElsewhere(app string, ct *CT, project, origin string, explicit bool, what string) string {
+	by := declaredBy(ct)
+	if explicit || origin == "" || by == "" || by == origin {
+		return ""
+	}
+	return fmt.Sprintf("app %s: container %d on %s was declared by %s, not by this manifest (%s): corral does not change another manifest's app (this would %s). %s",
+		app, ct.VMID, ct.Node, declarer(by), origin, what, collisionFix(project))
 }
 
 // removedChanges plans the destruction of project's containers whose app

@@ -302,7 +302,7 @@ func TestOrigins_defaultedProjectChangesOnlyItsOwn(t *testing.T) {
 				if err == nil || changed {
 					t.Fatalf("plan: err %v, hermes changed %v; want every change refused", err, changed)
 				}
-				for _, want := range []string{"app hermes: container 105 on pve was declared by the manifest " + there, "not by this manifest (" + here + ")",
+				for _, want := range []string{"app hermes: container 105 on pve was declared by the manifest " + there, "not by this manifest (" + here + ")", "(this would ",
 					"Both manifests default to project app", "set project: explicitly in each", "set project: app in this manifest"} {
 					if !strings.Contains(err.Error(), want) {
 						t.Errorf("refusal lacks %q:\n%v", want, err)
