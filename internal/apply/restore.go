@@ -41,7 +41,7 @@ type RestoreOptions struct {
 	// manifest removes it. Without a manifest the archived container's
 	// project and declarer are kept. Explicit says the manifest sets
 	// project: (a defaulted one replaces no container another manifest
-	// declared: plan.ReplacedElsewhere).
+	// declared: plan.ChangedElsewhere).
 	Project  string
 	Origin   string
 	Explicit bool
@@ -168,7 +168,7 @@ func (e *Executor) PlanRestore(ctx context.Context, obs *plan.Observed, opts Res
 		Volumes: []RestoredVolume{}, Renamed: []Renamed{}, Notes: []string{}, conf: conf, renames: map[plan.VolumeKey]plan.VolumeKey{}}
 	if opts.Replace {
 		rp.OldVMID = oldCT.VMID
-		if why := plan.ReplacedElsewhere(opts.App, oldCT, opts.Project, opts.Origin, opts.Explicit, "restore an archive in its place"); why != "" {
+		if why := plan.ChangedElsewhere(opts.App, oldCT, opts.Project, opts.Origin, opts.Explicit, "restore an archive in its place"); why != "" {
 			return nil, &RestoreRefusedError{App: opts.App, TokenID: e.Client.TokenID(), Problems: []string{why}}
 		}
 	}

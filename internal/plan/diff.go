@@ -84,13 +84,7 @@ func (m *planner) app(a *App) {
 func (m *planner) refuseElsewhere(a *App, n int) {
 	kept := m.p.Changes[:n]
 	for _, c := range m.p.Changes[n:] {
-		why := ""
-		for _, ct := range m.obs.Apps[a.Name] {
-			if c.App == a.Name && c.Action != NoOp && why == "" {
-				why = changedElsewhere(a, ct, c)
-			}
-		}
-		if why != "" {
+		if why := changedElsewhere(a, c, m.obs); why != "" {
 			m.refuse(why)
 			continue
 		}

@@ -174,25 +174,34 @@ func createdElsewhere(a *App, obs *Observed) string {
 		a.Name, a.Origin, a.Name, id, OriginID(a.Origin), collisionFix(a.Project))
 }
 
-// changedElsewhere refuses, under a defaulted project, change c to ct of
-// app a, which this manifest names but another manifest declared (the
-// first of two directories of one name): an update, a replace that would
-// destroy that manifest's container, a move. "" when the project is
-// explicit, a records no origin, or ct records this manifest or none.
-func changedElsewhere(a *App, ct *CT, c Change) string {
+// changedElsewhere refuses, under a defaulted project, change c of app
+// a, whose container another manifest declared (the first of two
+// directories of one name): an update, a replace that would destroy that
+// manifest's container, a move. "" for a no-op, or when the project is
+// explicit, a records no origin, or the container records this manifest
+// or none.
+func changedElsewhere(a *App, c Change, obs *Observed) string {
+	if c.App != a.Name || c.Action == NoOp {
+		return ""
+	}
 	what := c.Action.String()
 	if len(c.Reasons) > 0 {
 		what += ": " + strings.Join(c.Reasons, "; ")
 	}
-	return ReplacedElsewhere(a.Name, ct, a.Project, a.Origin, a.ProjectSet, what)
+	for _, ct := range obs.Apps[a.Name] {
+		if why := ChangedElsewhere(a.Name, ct, a.Project, a.Origin, a.ProjectSet, what); why != "" {
+			return why
+		}
+	}
+	return ""
 }
 
-// ReplacedElsewhere refuses, under a defaulted project (!explicit), what
-// (in words: "update it: …", "restore an archive in its place") to ct of
-// app, which this manifest (origin) names but another manifest declared.
-// "" when the project is explicit, there is no manifest (origin ""), or
-// ct records this manifest or none.
-func ReplacedElsewhere(app string, ct *CT, project, origin string, explicit bool, what string) string {
+// ChangedElsewhere refuses, under a defaulted project (!explicit), what
+// (in words: "update: memory 256 → 512", "restore an archive in its
+// place") to ct of app, which this manifest (origin) names but another
+// manifest declared. "" when the project is explicit, there is no
+// manifest (origin ""), or ct records this manifest or none.
+func ChangedElsewhere(app string, ct *CT, project, origin string, explicit bool, what string) string {
 	by := declaredBy(ct)
 	if explicit || origin == "" || by == "" || by == origin {
 		return ""
