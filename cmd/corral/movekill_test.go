@@ -115,9 +115,10 @@ type moveKillRig struct {
 
 func newMoveKillRig(t *testing.T) *moveKillRig {
 	t.Helper()
-	// Scaled so that a create (11 s at scale 1) takes about half a second
-	// and a move_volume a tenth of one: long enough to be seen by polling.
-	scale := 0.05
+	// Scaled so that a create (11 s at scale 1) takes about a second and
+	// a move_volume a fifth of one: long enough to be seen by polling
+	// every few milliseconds, even on a loaded machine.
+	scale := 0.1
 	srv, err := sim.New(sim.Options{Dir: t.TempDir(), Listener: sim.ListenTLS, Listen: "127.0.0.1:0", TimeScale: &scale, Nodes: 2})
 	if err != nil {
 		t.Fatal(err)
