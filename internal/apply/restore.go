@@ -39,10 +39,13 @@ type RestoreOptions struct {
 	// not list (--as) is marked as a copy of App (plan.CT.Copy): the
 	// project's apply leaves it alone, and corral destroy NAME with the
 	// manifest removes it. Without a manifest the archived container's
-	// project and declarer are kept.
-	Project string
-	Origin  string
-	Listed  []string
+	// project and declarer are kept. Explicit says the manifest sets
+	// project: (a defaulted one replaces no container another manifest
+	// declared: plan.ChangedElsewhere).
+	Project  string
+	Origin   string
+	Explicit bool
+	Listed   []string
 }
 
 // RestoredVolume is one volume of the restored container.
@@ -165,6 +168,9 @@ func (e *Executor) PlanRestore(ctx context.Context, obs *plan.Observed, opts Res
 		Volumes: []RestoredVolume{}, Renamed: []Renamed{}, Notes: []string{}, conf: conf, renames: map[plan.VolumeKey]plan.VolumeKey{}}
 	if opts.Replace {
 		rp.OldVMID = oldCT.VMID
+		if why := plan.ChangedElsewhere(opts.App, oldCT, opts.Project, opts.Origin, opts.Explicit, "restore an archive in its place"); why != "" {
+			return nil, &RestoreRefusedError{App: opts.App, TokenID: e.Client.TokenID(), Problems: []string{why}}
+		}
 	}
 	rp.Storage = opts.Storage
 	if rp.Storage == "" {

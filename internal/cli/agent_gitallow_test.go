@@ -268,7 +268,7 @@ func TestAgent_manifestErrorInStatus(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t)
 	text := strings.ReplaceAll(appManifest, "MEMORY", "512")
-	m := writeManifest(t, text)
+	m := writeManifestIn(t, "demo", text) // defaulted: edited in place below
 	r := c.newAgentRig(m, "observe", time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC), nil)
 	r.tick()
 	if got := r.ag.Status().ManifestError; got != "" {

@@ -255,7 +255,7 @@ func TestAgent_drift(t *testing.T) {
 func TestAgent_manifestChangePlansAtOnce(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t)
-	m := manifestWith(t, "512")
+	m := writeManifestIn(t, "demo", strings.ReplaceAll(appManifest, "MEMORY", "512")) // defaulted: edited in place below
 	c.mustRun("apply", "-f", m, "--auto-approve")
 	r := c.newAgentRig(m, "reconcile", time.Now(), nil)
 	r.tick()

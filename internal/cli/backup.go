@@ -372,7 +372,7 @@ func (j *backupJob) restoreOptions(a *restoreArgs, app string) apply.RestoreOpti
 		opts.Storage = m.RootFS.Storage
 	}
 	if j.f != nil {
-		opts.Project, opts.Origin = j.f.Project, j.f.Origin
+		opts.Project, opts.Origin, opts.Explicit = j.f.Project, j.f.Origin, j.f.ProjectSet
 		for _, m := range j.f.Apps {
 			opts.Listed = append(opts.Listed, m.Name)
 		}

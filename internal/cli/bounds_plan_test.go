@@ -35,7 +35,7 @@ func TestPlan_largestManifestsBounded(t *testing.T) {
 		{"an envFile of 24,000 variables", head + "    provision:\n      - envFile:\n          path: /etc/app.env\n          env:\n" + lines(24_000, "            - {name: V%d, value: x}\n")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m := writeManifest(t, tc.yaml)
+			m := writeManifestIn(t, "demo", tc.yaml) // its size as written
 			var r result
 			start := time.Now()
 			n := memcap.Allocated(func() { r = c.run("plan", "-f", m) })

@@ -472,7 +472,7 @@ func manyApps(n int, bad string) string {
 func TestParallelApplyAndDestroy(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t)
-	m := writeManifest(t, manyApps(12, "app05"))
+	m := writeManifestIn(t, "demo", manyApps(12, "app05")) // defaulted: rewrite edits it in place
 	r := c.run("apply", "-f", m, "--auto-approve", "--skip-preflight")
 	if r.code != ExitError || !strings.Contains(r.stderr, "app05") {
 		t.Fatalf("apply with one failing app: exit %d\n%s", r.code, r.stderr)

@@ -139,13 +139,23 @@ func (c *cluster) status(manifest string) statusJSON {
 	return s
 }
 
-// writeManifest writes a manifest in a new directory named demo, so that
-// every manifest a test writes is project demo (the project defaults to
-// the directory's name).
+// writeManifest writes a manifest in a new directory named demo that
+// sets project: demo (unless text names its own project). The tests
+// write each edit of "the manifest" as a new file, and an explicit
+// project is what makes those files one declarer: under a defaulted
+// project each path is another manifest, which may not change the first
+// one's apps (docs/manifest.md, "Who declared an app"). Tests of the
+// defaulted project use writeManifestIn.
 func writeManifest(t *testing.T, text string) string {
 	t.Helper()
+	if !explicitProject.MatchString(text) {
+		text = "project: demo\n" + text
+	}
 	return writeManifestIn(t, "demo", text)
 }
+
+// explicitProject matches a manifest that sets project:.
+var explicitProject = regexp.MustCompile(`(?m)^project:`)
 
 // writeManifestIn writes a manifest in a new directory named dir: project
 // dir, unless the text says otherwise.
@@ -466,7 +476,7 @@ func TestSecretsNeverPrinted(t *testing.T) {
 // TestValidateReportsPosition: a bad manifest fails with file:line:col.
 func TestValidateReportsPosition(t *testing.T) {
 	t.Parallel()
-	m := writeManifest(t, "apps:\n  - name: x\n    template: local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst\n    memory: lots\n")
+	m := writeManifestIn(t, "demo", "apps:\n  - name: x\n    template: local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst\n    memory: lots\n") // positions as written
 	var out, errb bytes.Buffer
 	code := Run(context.Background(), []string{"validate", "-f", m}, strings.NewReader(""), &out, &errb)
 	if code != ExitError || !regexp.MustCompile(`corral\.yaml:4:\d+`).MatchString(errb.String()) {

@@ -27,7 +27,7 @@ const jsonDoc = "../../docs/json.md"
 func TestEveryCommandJSONOrRefuses(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t)
-	m := writeManifest(t, strings.ReplaceAll(appManifest, "MEMORY", "512"))
+	m := writeManifestIn(t, "demo", strings.ReplaceAll(appManifest, "MEMORY", "512")) // defaulted: rewrite edits it in place
 	// The same manifest, edited to drop app notes (just before volumes
 	// rm): its volumes are no longer declared, so volumes rm may free them.
 	other := strings.ReplaceAll(strings.ReplaceAll(appManifest, "MEMORY", "512"), "name: notes", "name: other")

@@ -29,7 +29,7 @@ func outputGolden(t *testing.T, name string, r result) {
 // as status observes them, in text and JSON; APP narrows it to one app.
 func TestOutput(t *testing.T) {
 	c := newCluster(t)
-	m := writeManifest(t, strings.ReplaceAll(appManifest, "MEMORY", "512"))
+	m := writeManifestIn(t, "demo", strings.ReplaceAll(appManifest, "MEMORY", "512")) // defaulted: edited in place below
 	c.mustC("apply", "-f", m, "--auto-approve")
 	// An app added since: output says it has no container yet.
 	if err := os.WriteFile(m, []byte(strings.ReplaceAll(outputManifest, "MEMORY", "512")), 0o644); err != nil {
@@ -76,7 +76,7 @@ func TestOutput_named(t *testing.T) {
 	c := newCluster(t)
 	const pw = "Out-Pa55word-91d2"
 	t.Setenv("CORRAL_TEST_OUT_PW", pw)
-	m := writeManifest(t, strings.ReplaceAll(appManifest, "MEMORY", "512"))
+	m := writeManifestIn(t, "demo", strings.ReplaceAll(appManifest, "MEMORY", "512")) // defaulted: edited in place below
 	c.mustC("apply", "-f", m, "--auto-approve")
 	named := strings.ReplaceAll(outputManifest, "MEMORY", "512") + `outputs:
   - name: notes_url

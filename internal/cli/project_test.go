@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -75,7 +77,7 @@ func (c *cluster) exists(vmid int) bool {
 func TestRemovedAppIsDestroyedAndComesBack(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t)
-	both := writeManifest(t, twoApps())
+	both := writeManifestIn(t, "demo", twoApps()) // defaulted: rewrite edits it in place
 	c.mustRun("apply", "-f", both, "--auto-approve")
 	wiki := c.vmidOf(both, "wiki")
 	if tags := c.config(wiki)["tags"]; tags != "corral;corral-app-wiki;corral-project-demo" {
@@ -205,7 +207,7 @@ func TestProjectsLeaveEachOtherAlone(t *testing.T) {
 func TestDestroyRemovedApp(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t)
-	both := writeManifest(t, twoApps())
+	both := writeManifestIn(t, "demo", twoApps()) // defaulted: rewrite edits it in place
 	c.mustRun("apply", "-f", both, "--auto-approve")
 	wiki := c.vmidOf(both, "wiki")
 	pages := volidOf(c.volumes(), "wiki", "pages")
@@ -274,7 +276,7 @@ func (c *cluster) gone(volid string) bool {
 func TestVolumesRm(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t)
-	both := writeManifest(t, twoApps())
+	both := writeManifestIn(t, "demo", twoApps()) // defaulted: rewrite edits it in place
 	c.mustRun("apply", "-f", both, "--auto-approve")
 	notesOnly := rewrite(t, both, strings.ReplaceAll(appManifest, "MEMORY", "512")) // both, edited
 	c.mustRun("apply", "-f", notesOnly, "--auto-approve")
@@ -338,7 +340,7 @@ func TestVolumesRm(t *testing.T) {
 func TestVolumesPrune(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t)
-	both := writeManifest(t, twoApps())
+	both := writeManifestIn(t, "demo", twoApps()) // defaulted: rewrite edits it in place
 	c.mustRun("apply", "-f", both, "--auto-approve")
 	blog := writeManifestIn(t, "blog", strings.ReplaceAll("apps:\n"+wikiApp, "wiki", "news"))
 	c.mustRun("apply", "-f", blog, "--auto-approve")
@@ -415,7 +417,7 @@ func TestVolumesPrune(t *testing.T) {
 func TestContainerWithoutProjectTag(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t)
-	both := writeManifest(t, twoApps())
+	both := writeManifestIn(t, "demo", twoApps()) // defaulted: rewrite edits it in place
 	c.mustRun("apply", "-f", both, "--auto-approve")
 	notes, wiki := c.vmidOf(both, "notes"), c.vmidOf(both, "wiki")
 	root := model.Auth{UserID: "root@pam"}
@@ -455,7 +457,7 @@ func TestContainerWithoutProjectTag(t *testing.T) {
 func TestRecordsMadeBeforeProjects(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t)
-	both := writeManifest(t, twoApps())
+	both := writeManifestIn(t, "demo", twoApps()) // defaulted: rewrite edits it in place
 	c.mustRun("apply", "-f", both, "--auto-approve")
 	root := model.Auth{UserID: "root@pam"}
 	for _, app := range []string{"notes", "wiki"} {
@@ -587,7 +589,7 @@ func TestDefaultProjectsCollide(t *testing.T) {
 func TestDeclarersMadeBefore(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t)
-	m := writeManifest(t, twoApps())
+	m := writeManifestIn(t, "demo", twoApps()) // a defaulted project
 	c.mustRun("apply", "-f", m, "--auto-approve")
 	root := model.Auth{UserID: "root@pam"}
 	strip := func(vmid int) {
@@ -627,5 +629,102 @@ func TestDeclarersMadeBefore(t *testing.T) {
 	out := decodeFree(t, c.mustRun("volumes", "prune", "-f", m, "--auto-approve", "-o", "json"))
 	if len(out.Freed) != 1 || out.Freed[0] != pages || !c.gone(pages) {
 		t.Errorf("prune freed %v, want the removed wiki's %s", out.Freed, pages)
+	}
+}
+
+// TestDefaultProjectChangeRefused is issue 26's last defaulted-project
+// gap: shop/app/corral.yaml and blog/app/corral.yaml both default to
+// project app and both list web. Blog, asking for another memory, used
+// to change shop's container in place (the plan only noted who declared
+// it). Now plan, apply and a targeted apply refuse, naming the app, its
+// container, shop's manifest and the fix, and the container's config (read
+// through the API) is as shop left it. An explicit project: app in blog
+// (it replaced shop) makes the change go ahead.
+func TestDefaultProjectChangeRefused(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	web := func(memory string) string {
+		return strings.ReplaceAll(strings.ReplaceAll(appManifest, "MEMORY", memory), "notes", "web")
+	}
+	shop := writeManifestIn(t, "shop/app", web("512"))
+	c.mustRun("apply", "-f", shop, "--auto-approve")
+	vmid := c.vmidOf(shop, "web")
+	apiConfig := func() map[string]any {
+		var conf map[string]any
+		if err := c.pveRoot().Get(context.Background(), "/nodes/pve/lxc/"+strconv.Itoa(vmid)+"/config", nil, &conf); err != nil {
+			t.Fatal(err)
+		}
+		return conf
+	}
+	before := apiConfig()
+
+	blog := writeManifestIn(t, "blog/app", web("1024"))
+	refusal := "refused: app web: container " + strconv.Itoa(vmid) + " on pve was declared by the manifest "
+	for _, args := range [][]string{{"plan", "-f", blog}, {"apply", "-f", blog, "--auto-approve"}, {"apply", "-f", blog, "web", "--auto-approve"}} {
+		r := c.run(args...)
+		out := r.stdout + r.stderr
+		if r.code != ExitError || !strings.Contains(out, refusal) || !strings.Contains(out, shop) || !strings.Contains(out, "not by this manifest (") ||
+			!strings.Contains(out, "set project: explicitly in each") || !strings.Contains(out, "set project: app in this manifest") {
+			t.Errorf("blog's %v: exit %d, want 1 refusing the change of shop's web\n%s", args, r.code, out)
+		}
+		if strings.Contains(out, "Apply complete") {
+			t.Errorf("blog's %v said Apply complete:\n%s", args, out)
+		}
+	}
+	if r := c.run("destroy", "-f", blog, "web", "--auto-approve"); r.code != ExitError || !strings.Contains(r.stdout+r.stderr, "app web (container "+strconv.Itoa(vmid)) {
+		t.Errorf("blog's destroy web: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	after := apiConfig()
+	if fmt.Sprint(before) != fmt.Sprint(after) {
+		t.Errorf("shop's web changed under blog's refused commands:\nbefore %v\nafter  %v", before, after)
+	}
+	if fmt.Sprint(after["memory"]) != "512" {
+		t.Errorf("web's memory %v, want shop's 512", after["memory"])
+	}
+	// Shop's own change goes ahead.
+	rewrite(t, shop, web("768"))
+	c.mustRun("apply", "-f", shop, "--auto-approve")
+	if got := fmt.Sprint(apiConfig()["memory"]); got != "768" {
+		t.Errorf("shop's own apply left memory %s, want 768", got)
+	}
+	// Blog says it replaced shop: an explicit project takes web over.
+	rewrite(t, blog, "project: app\n"+web("1024"))
+	if r := c.mustRun("apply", "-f", blog, "--auto-approve"); !strings.Contains(r.stderr, "Apply complete") {
+		t.Errorf("blog with project: app:\n%s", r.stderr)
+	}
+	if conf := apiConfig(); fmt.Sprint(conf["memory"]) != "1024" || !strings.Contains(fmt.Sprint(conf["description"]), "corral-declared: project app") {
+		t.Errorf("after blog took web over: memory %v, description %q", conf["memory"], conf["description"])
+	}
+}
+
+// TestDefaultProjectRestoreReplaceRefused: blog/app/corral.yaml (project
+// app by default, like shop/app's) may not restore shop's web in place of
+// its container either: restore --replace is refused before anything
+// changes, naming the container, shop's manifest and the fix; every
+// guest's config is as it was.
+func TestDefaultProjectRestoreReplaceRefused(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	web := strings.ReplaceAll(strings.ReplaceAll(appManifest, "MEMORY", "512"), "notes", "web")
+	shop := writeManifestIn(t, "shop/app", web)
+	c.mustRun("apply", "-f", shop, "--auto-approve")
+	vmid := c.vmidOf(shop, "web")
+	b := c.backup(shop, "web")
+	before := c.configs()
+
+	blog := writeManifestIn(t, "blog/app", web)
+	r := c.runC("restore", "web", "--archive", b.Archive, "--replace", "-f", blog, "--auto-approve")
+	out := r.stdout + r.stderr
+	if r.code != ExitError || !strings.Contains(out, "app web: container "+strconv.Itoa(vmid)+" on pve was declared by the manifest ") || !strings.Contains(out, shop) ||
+		!strings.Contains(out, "set project: explicitly in each") || !strings.Contains(out, "set project: app in this manifest") {
+		t.Fatalf("blog's restore --replace of shop's web: exit %d, want 1 refusing it\n%s", r.code, out)
+	}
+	if after := c.configs(); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("guests changed under the refused restore:\nbefore %v\nafter  %v", before, after)
+	}
+	// Shop's own restore goes ahead.
+	c.mustC("restore", "web", "--archive", b.Archive, "--replace", "-f", shop, "--auto-approve")
+	if c.exists(vmid) {
+		t.Errorf("shop's restore --replace left the old container %d", vmid)
 	}
 }

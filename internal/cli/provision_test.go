@@ -215,7 +215,10 @@ func TestQuickstartInTheGuest(t *testing.T) {
 	if bad == string(text) {
 		t.Fatal("could not rewrite the health check")
 	}
-	r = c.run("apply", "-f", writeManifestIn(t, "quickstart", bad), "--auto-approve")
+	// Written elsewhere, the edit sets the project explicitly: under the
+	// defaulted one another path is another manifest, whose changes to
+	// the quickstart's app are refused.
+	r = c.run("apply", "-f", writeManifestIn(t, "quickstart", "project: quickstart\n"+bad), "--auto-approve")
 	if r.code != ExitError || !strings.Contains(r.stderr, "unhealthy after 2 attempts") || !strings.Contains(r.stderr, "page missing") {
 		t.Fatalf("failing health check: exit %d\n%s", r.code, r.stderr)
 	}

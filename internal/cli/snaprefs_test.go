@@ -33,7 +33,7 @@ func withoutData(t *testing.T, path string) string {
 // back in the keeper, and s1 of the app's container still names it.
 func (c *cluster) snapshotOfRemovedVolume() (m string, vmid int, data string) {
 	c.t.Helper()
-	full := manifestWith(c.t, "512")
+	full := writeManifestIn(c.t, "demo", strings.ReplaceAll(appManifest, "MEMORY", "512")) // defaulted: edited in place below
 	vmid, vols := c.setupNotes(full)
 	c.mustC("snapshot", "notes", "s1", "-f", full)
 	m = withoutData(c.t, full)

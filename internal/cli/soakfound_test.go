@@ -109,7 +109,7 @@ func TestKeeperOfRemovedAppsRepaired(t *testing.T) {
         size: 1G
         mount: /srv/data
 `
-	m := writeManifest(t, two)
+	m := writeManifestIn(t, "demo", two) // defaulted: edited in place below
 	c.mustRun("apply", "-f", m, "--auto-approve")
 	one, _, _ := strings.Cut(two, "  - name: old")
 	if err := os.WriteFile(m, []byte(one), 0o644); err != nil {
@@ -150,7 +150,7 @@ func TestPinnedAppWithoutContainerOnAnotherNode(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t, pvetest.Nodes(2))
 	on := pinnedManifest
-	m := writeManifest(t, on("pve2"))
+	m := writeManifestIn(t, "demo", on("pve2")) // defaulted: edited in place below
 	c.mustRun("apply", "-f", m, "--auto-approve")
 	vol := c.status(m).Apps[0].Volumes[0].VolID
 	if err := os.WriteFile(filepath.Join(c.volumeDir("pve2", vol), "data.txt"), []byte("pinned"), 0o644); err != nil {
@@ -215,7 +215,7 @@ func TestMoveOfAnAppWhoseTagWasEdited(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t, pvetest.Nodes(2))
 	on := pinnedManifest
-	m := writeManifest(t, on("pve1"))
+	m := writeManifestIn(t, "demo", on("pve1")) // defaulted: edited in place below
 	c.mustRun("apply", "-f", m, "--auto-approve")
 	c.writeData(m, "pve1", "tagless")
 	vmid := c.status(m).Apps[0].Containers[0].VMID

@@ -94,11 +94,36 @@ func (m *planner) addNode(node string) {
 	}
 }
 
-// app plans one app. The checks go from what forbids any plan for the
+// app plans one app (planApp), then refuses whatever that plan would
+// change of a container another manifest declared under a shared
+// defaulted project (refuseElsewhere).
+func (m *planner) app(a *App) {
+	n := len(m.p.Changes)
+	m.planApp(a)
+	m.refuseElsewhere(a, n)
+}
+
+// refuseElsewhere takes out of the plan the changes to app a planned
+// since the n-th and refuses them when a's container records another
+// manifest of a defaulted project as its declarer (changedElsewhere):
+// the first manifest's app is changed by that manifest only.
+func (m *planner) refuseElsewhere(a *App, n int) {
+	kept := m.p.Changes[:n]
+	for _, c := range m.p.Changes[n:] {
+		if why := changedElsewhere(a, c, m.obs); why != "" {
+			m.refuse(why)
+			continue
+		}
+		kept = append(kept, c)
+	}
+	m.p.Changes = kept
+}
+
+// planApp plans one app. The checks go from what forbids any plan for the
 // app (refusals, a restore under way, an offline node) to the kinds of
 // change: finishing a move, starting one, or creating, replacing or
 // updating the container where it is.
-func (m *planner) app(a *App) {
+func (m *planner) planApp(a *App) {
 	obs := m.obs
 	if probs := appRefusals(a, obs); len(probs) > 0 {
 		m.refuse(probs...)
@@ -479,9 +504,6 @@ func appChange(a *App, node string, obs *Observed) (Change, []string) {
 		freshContainer(&c, a)
 	default:
 		updateChange(&c, a, ct, keepers, obs)
-	}
-	if ct != nil && c.Action != NoOp {
-		c.Reasons = append(c.Reasons, sharedReason(a, ct)...)
 	}
 	return c, probs
 }

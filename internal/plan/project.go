@@ -24,8 +24,9 @@ import (
 // project app). So each app records who declared it (App.Origin: on its
 // container, and as OriginID in the keeper beside its volumes' project),
 // and under a defaulted project a plan deletes no container and frees no
-// volume that another manifest (or an unrecorded one) declared: it
-// refuses, naming the declarer and the fix, an explicit project:.
+// volume that another manifest (or an unrecorded one) declared, and
+// changes no container another manifest declared: it refuses, naming the
+// declarer and the fix, an explicit project:.
 
 // projectOf is the project of the manifest's apps ("" when the caller has
 // no manifest: then nothing is pruned).
@@ -173,15 +174,40 @@ func createdElsewhere(a *App, obs *Observed) string {
 		a.Name, a.Origin, a.Name, id, OriginID(a.Origin), collisionFix(a.Project))
 }
 
-// sharedReason says, for an update of ct under a defaulted project, that
-// another manifest declared the app, so the user sees whose container
-// this manifest changes; nil when nothing says so.
-func sharedReason(a *App, ct *CT) []string {
-	by := declaredBy(ct)
-	if a.ProjectSet || a.Origin == "" || by == "" || by == a.Origin {
-		return nil
+// changedElsewhere refuses, under a defaulted project, change c of app
+// a, whose container another manifest declared (the first of two
+// directories of one name): an update, a replace that would destroy that
+// manifest's container, a move. "" for a no-op, or when the project is
+// explicit, a records no origin, or the container records this manifest
+// or none.
+func changedElsewhere(a *App, c Change, obs *Observed) string {
+	if c.App != a.Name || c.Action == NoOp {
+		return ""
 	}
-	return []string{fmt.Sprintf("app %s was declared by %s, which shares this manifest's defaulted project %s (set project: explicitly to tell them apart)", a.Name, declarer(by), a.Project)}
+	what := c.Action.String()
+	if len(c.Reasons) > 0 {
+		what += ": " + strings.Join(c.Reasons, "; ")
+	}
+	for _, ct := range obs.Apps[a.Name] {
+		if why := ChangedElsewhere(a.Name, ct, a.Project, a.Origin, a.ProjectSet, what); why != "" {
+			return why
+		}
+	}
+	return ""
+}
+
+// ChangedElsewhere refuses, under a defaulted project (!explicit), what
+// (in words: "update: memory 256 → 512", "restore an archive in its
+// place") to ct of app, which this manifest (origin) names but another
+// manifest declared. "" when the project is explicit, there is no
+// manifest (origin ""), or ct records this manifest or none.
+func ChangedElsewhere(app string, ct *CT, project, origin string, explicit bool, what string) string {
+	by := declaredBy(ct)
+	if explicit || origin == "" || by == "" || by == origin {
+		return ""
+	}
+	return fmt.Sprintf("app %s: container %d on %s was declared by %s, not by this manifest (%s): corral does not change another manifest's app (this would %s). %s",
+		app, ct.VMID, ct.Node, declarer(by), origin, what, collisionFix(project))
 }
 
 // removedChanges plans the destruction of project's containers whose app

@@ -249,3 +249,83 @@ func TestOrigins_defaultedProjectTouchesOnlyItsOwn(t *testing.T) {
 		})
 	}
 }
+
+// TestOrigins_defaultedProjectChangesOnlyItsOwn (issue 26): under a project
+// defaulted from the directory name, a second manifest that lists app
+// hermes, whose container records another manifest as its declarer, has
+// every change to it refused before anything changes (an update, a
+// replace that would destroy that manifest's container, a move), naming
+// the app, its container, the declarer and the fix. A plan with nothing
+// to change says nothing; a container that records no declarer, or an
+// explicit project:, goes ahead and records this manifest.
+func TestOrigins_defaultedProjectChangesOnlyItsOwn(t *testing.T) {
+	const here, there = "h:/src/blog/app/corral.yaml", "h:/src/shop/app/corral.yaml"
+	memory := func(a *plan.App) { a.MemoryMiB = 8192 }
+	template := func(a *plan.App) { a.Template = "local:vztmpl/other.tar.zst" }
+	node := func(a *plan.App) { a.Node = "pve2" }
+	for _, tc := range []struct {
+		name     string
+		explicit bool
+		ct       string // the origin ct 105 records
+		edit     func(*plan.App)
+		refused  bool
+		want     plan.Action // of hermes when not refused
+		declared string      // the origin the change records ("": none written)
+	}{
+		{"memory, declared here", false, here, memory, false, plan.Update, ""},
+		{"memory, declared by another manifest", false, there, memory, true, 0, ""},
+		{"template (a replace), declared by another manifest", false, there, template, true, 0, ""},
+		{"node (a move), declared by another manifest", false, there, node, true, 0, ""},
+		{"nothing to change, declared by another manifest", false, there, func(*plan.App) {}, false, plan.NoOp, ""},
+		{"memory, no declarer recorded", false, "", memory, false, plan.Update, here},
+		{"memory, explicit project", true, there, memory, false, plan.Update, "project app"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			obs := converged()
+			obs.Nodes = []string{"pve", "pve2"}
+			obs.Templates["pve2"] = []string{tmpl}
+			obs.Keepers["pve2"] = []*plan.Keeper{plan.NewKeeper(998, "pve2", map[string]string{"protection": "1", "description": plan.KeeperDescription(nil)})}
+			a := app()
+			a.Project, a.Origin, a.ProjectSet = "app", here, tc.explicit
+			if tc.explicit {
+				a.Origin = "project app"
+			}
+			ct := obs.Apps["hermes"][0]
+			ct.Project = "app"
+			ct.Config["tags"] = strings.Join(plan.AppTags(a), ";")
+			ct.Config["description"] = plan.AppDescription(plan.App{Name: "hermes", Template: tmpl, Origin: tc.ct})
+			obs.Keepers["pve"][0].Projects = map[string]string{"hermes": "app"}
+			tc.edit(&a)
+			p, err := plan.Make([]plan.App{a}, obs)
+			changed := p != nil && slices.ContainsFunc(p.Changes, func(c plan.Change) bool { return c.App == "hermes" && c.Action != plan.NoOp })
+			if tc.refused {
+				if err == nil || changed {
+					t.Fatalf("plan: err %v, hermes changed %v; want every change refused", err, changed)
+				}
+				for _, want := range []string{"app hermes: container 105 on pve was declared by the manifest " + there, "not by this manifest (" + here + ")", "(this would ",
+					"Both manifests default to project app", "set project: explicitly in each", "set project: app in this manifest"} {
+					if !strings.Contains(err.Error(), want) {
+						t.Errorf("refusal lacks %q:\n%v", want, err)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("plan: %v", err)
+			}
+			i := slices.IndexFunc(p.Changes, func(c plan.Change) bool { return c.App == "hermes" })
+			if i < 0 || p.Changes[i].Action != tc.want {
+				t.Fatalf("changes %+v, want hermes %v", p.Changes, tc.want)
+			}
+			desc := ""
+			for _, e := range p.Changes[i].Config {
+				if e.Key == "description" {
+					desc = e.New
+				}
+			}
+			if got := plan.ParseMarker(desc).Declared; got != tc.declared {
+				t.Errorf("the change records declarer %q, want %q", got, tc.declared)
+			}
+		})
+	}
+}
