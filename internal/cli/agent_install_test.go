@@ -535,6 +535,16 @@ func TestAgent_installRefusals(t *testing.T) {
 			}
 		})
 	}
+	// A manifest whose project is its directory's name: the agent's copy
+	// would be another manifest, refused every change of these apps.
+	t.Run("no project", func(t *testing.T) {
+		t.Setenv("PROXMOX_VE_ENDPOINT", "")
+		dm := writeManifestIn(t, "shop", strings.ReplaceAll(appManifest, "MEMORY", "512"))
+		r := runCorral(t, append([]string{"agent", "install", "-f", dm}, conn...)...)
+		if want := "add `project: shop` at the top of " + dm; r.code != ExitError || !strings.Contains(r.stderr, want) {
+			t.Errorf("exit %d, want %d and %q:\n%s", r.code, ExitError, want, r.stderr)
+		}
+	})
 }
 
 // A manifest that reads ${env:…}: without --pass-env the agent cannot

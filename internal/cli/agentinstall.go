@@ -206,6 +206,9 @@ func (a *agentInstallArgs) installation() (*agent.Installation, connFlags, error
 	if err != nil {
 		return nil, cf, err
 	}
+	if !f.ProjectSet {
+		return nil, cf, agentNeedsProject(a.ff.path, f.Project)
+	}
 	manifestData, err := localfile.Read(a.ff.path, localfile.MaxManifest)
 	if err != nil {
 		return nil, cf, err
@@ -233,6 +236,18 @@ func (a *agentInstallArgs) installation() (*agent.Installation, connFlags, error
 		Endpoint: a.endpoint, APIEndpoint: cf.endpoint, Fingerprint: cf.fingerprint,
 		Env: env, SimGuestSSHPort: simSSHPort(a.cf),
 	}, cf, nil
+}
+
+// agentNeedsProject refuses to install an agent for a manifest whose
+// project is its directory's name: the agent applies a copy at another
+// path (or a Git checkout), which corral counts as another manifest, and
+// under a defaulted project one manifest changes, removes or prunes none
+// of the apps another declared (docs/manifest.md, "Who declared an
+// app"). The agent would refuse every change from its first run.
+func agentNeedsProject(path, project string) error {
+	return fmt.Errorf("agent install: %s sets no project: (its project %q is its directory's name), and the agent would apply a copy of it, "+
+		"which corral counts as another manifest and lets change none of the apps this one declared; "+
+		"add `project: %s` at the top of %s (the name it has now, so nothing else changes), then run corral agent install again", path, project, project, path)
 }
 
 // check checks the flags of the agent's command line and the connection
