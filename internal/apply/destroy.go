@@ -2,6 +2,7 @@ package apply
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -40,7 +41,7 @@ func (e *Executor) Destroy(ctx context.Context, p *plan.Plan, obs *plan.Observed
 		return nil, err
 	}
 	var mu sync.Mutex
-	var freed []string
+	var frees []appFree // the volumes of the apps whose CT is gone
 	err := e.forEachApp(ctx, changes, func(c plan.Change) error {
 		if c.OldVMID != 0 {
 			if err := e.checkPlanned(ctx, c); err != nil {
@@ -55,21 +56,20 @@ func (e *Executor) Destroy(ctx context.Context, p *plan.Plan, obs *plan.Observed
 				continue
 			}
 			vk := plan.VolumeKey{App: c.App, Name: v.Name}
-			k := keepers.holder(c.Node, vk)
-			if k == nil {
-				continue
+			if k := keepers.holder(c.Node, vk); k != nil {
+				mu.Lock()
+				frees = append(frees, appFree{k: k, vol: keeperVol{vk, v.VolID}, what: v.Name + " (" + v.VolID + ")"})
+				mu.Unlock()
 			}
-			if err := r.step(c.App, "free", v.Name+" ("+v.VolID+")", func() error { return k.free(ctx, vk, v.VolID) }); err != nil {
-				return err
-			}
-			mu.Lock()
-			freed = append(freed, v.VolID)
-			mu.Unlock()
 		}
 		return nil
 	})
+	// The volumes are freed once every CT of the run is gone, a batch per
+	// keeper (freebatch.go), also when some app failed: the apps that
+	// were destroyed get their volumes freed, as they did one by one.
+	freed, ferr := e.freeBatches(ctx, frees)
 	slices.Sort(freed)
-	return freed, err
+	return freed, errors.Join(err, ferr)
 }
 
 // guardDestroySnapshots refuses a destroy, before anything of it changes,

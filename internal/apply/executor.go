@@ -257,6 +257,9 @@ func (e *Executor) applyChange(ctx context.Context, c plan.Change, keepers *keep
 		// is down; the plan knows it references the volumes.
 		ctx = skipOfflineNode(ctx, c.Recover.Node)
 	}
+	if c.Action == plan.Create && c.Recover == nil && keepers.creating(c.Node) {
+		return e.createBesideKeeper(ctx, c, keepers, obs)
+	}
 	// Volumes first: a failure here changes no container.
 	vols, err := e.prepareVolumes(ctx, c, keepers)
 	if err != nil {
@@ -283,14 +286,7 @@ func (e *Executor) applyChange(ctx context.Context, c plan.Change, keepers *keep
 			c.VMID = c.Desired.VMID
 		}
 		vmid, err := e.createAndStart(ctx, c, vols, obs)
-		if err != nil {
-			return err
-		}
-		r.placed(c.App, c.Node, vmid)
-		if !c.Guest {
-			return nil
-		}
-		return e.guests().runGuest(ctx, c, vmid, true)
+		return e.afterCreate(ctx, c, vmid, err)
 	case plan.Update:
 		r.placed(c.App, c.Node, c.VMID)
 		return e.updateApp(ctx, c, vols, obs)
@@ -428,24 +424,50 @@ func (e *Executor) prepareVolumes(ctx context.Context, c plan.Change, keepers *k
 // createAndStart creates the CT, attaches the volumes while it is stopped
 // and starts it.
 func (e *Executor) createAndStart(ctx context.Context, c plan.Change, vols []attachment, obs *plan.Observed) (int, error) {
-	r := e.ops()
-	a := c.Desired
-	vmid := c.VMID
-	err := r.step(c.App, "create", "ct on "+c.Node, func() error {
-		var err error
-		vmid, err = e.create(ctx, c.App, c.Node, vmid, a)
-		return err
-	})
+	vmid, err := e.createStep(ctx, c)
 	if err != nil {
 		return 0, err
 	}
+	return vmid, e.attachAndStart(ctx, c, vmid, vols, obs)
+}
+
+// createStep creates the app's CT, stopped and without volumes, as a
+// "create" step.
+func (e *Executor) createStep(ctx context.Context, c plan.Change) (int, error) {
+	vmid := c.VMID
+	err := e.ops().step(c.App, "create", "ct on "+c.Node, func() error {
+		var err error
+		vmid, err = e.create(ctx, c.App, c.Node, vmid, c.Desired)
+		return err
+	})
+	return vmid, err
+}
+
+// attachAndStart attaches the volumes to the new, stopped CT vmid and
+// starts it.
+func (e *Executor) attachAndStart(ctx context.Context, c plan.Change, vmid int, vols []attachment, obs *plan.Observed) error {
+	r := e.ops()
 	if err := r.attach(ctx, c.App, c.Node, vmid, vols, nil); err != nil {
-		return 0, err
+		return err
 	}
 	if err := e.tagSharedVolumes(ctx, c, vmid, vols, obs); err != nil {
-		return 0, err
+		return err
 	}
-	return vmid, r.step(c.App, "start", "ct "+strconv.Itoa(vmid), func() error { return r.start(ctx, c.App, c.Node, vmid) })
+	return r.step(c.App, "start", "ct "+strconv.Itoa(vmid), func() error { return r.start(ctx, c.App, c.Node, vmid) })
+}
+
+// afterCreate runs a created app's guest work, unless its create (err)
+// failed or it has none.
+func (e *Executor) afterCreate(ctx context.Context, c plan.Change, vmid int, err error) error {
+	if err != nil {
+		return err
+	}
+	// Where the app now runs, for the facts of apps that wait for it.
+	e.ops().placed(c.App, c.Node, vmid)
+	if !c.Guest {
+		return nil
+	}
+	return e.guests().runGuest(ctx, c, vmid, true)
 }
 
 // create posts a new CT for app and waits for the task.

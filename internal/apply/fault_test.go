@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -88,7 +89,8 @@ type faultWatch struct {
 
 	mu      sync.Mutex
 	steps   []*stepRecord
-	current *stepRecord
+	open    []*stepRecord       // steps started and not ended, oldest first
+	hosts   map[string]string   // VMID → hostname of the create POST that made it
 	polled  map[string]bool     // every UPID whose status corral read
 	creates map[string]int      // hostname → POST /nodes/*/lxc sent
 	moves   int                 // POST …/move_volume sent
@@ -97,7 +99,7 @@ type faultWatch struct {
 }
 
 func newFaultWatch(base http.RoundTripper) *faultWatch {
-	return &faultWatch{base: base, polled: map[string]bool{}, creates: map[string]int{}, sent: map[string][]string{}}
+	return &faultWatch{base: base, polled: map[string]bool{}, creates: map[string]int{}, sent: map[string][]string{}, hosts: map[string]string{}}
 }
 
 var (
@@ -123,13 +125,14 @@ func (w *faultWatch) RoundTrip(r *http.Request) (*http.Response, error) {
 	w.mu.Lock()
 	if m := taskStatusPath.FindStringSubmatch(path); m != nil {
 		w.polled[m[1]] = true
-		if w.current != nil {
-			w.current.upids = append(w.current.upids, m[1])
+		if s := w.stepOf(m[1]); s != nil {
+			s.upids = append(s.upids, m[1])
 		}
 	}
 	if r.Method == http.MethodPost && createPath.MatchString(path) {
 		form, _ := url.ParseQuery(string(body))
 		w.creates[form.Get("hostname")]++
+		w.hosts[form.Get("vmid")] = form.Get("hostname")
 	}
 	if r.Method == http.MethodPost && movePath.MatchString(path) {
 		w.moves++
@@ -162,15 +165,37 @@ func (w *faultWatch) Step(app, phase, detail string) func(error) {
 	defer w.mu.Unlock()
 	s := &stepRecord{app: app, phase: phase, detail: detail}
 	w.steps = append(w.steps, s)
-	w.current = s
+	w.open = append(w.open, s)
 	return func(err error) {
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		s.ended, s.err = true, err
-		if w.current == s {
-			w.current = nil
+		w.open = slices.DeleteFunc(w.open, func(o *stepRecord) bool { return o == s })
+	}
+}
+
+// stepOf is the open step a polled task belongs to. Steps of one run
+// overlap (apps in parallel, an app's container created while its node's
+// keeper is), so a container's create task belongs to the latest open
+// create step of the app its create POST named (the keeper's hostname
+// is its step's app); any other task to the latest open step that
+// creates no container; else to the latest open step.
+func (w *faultWatch) stepOf(upid string) *stepRecord {
+	u, err := pve.ParseUPID(upid)
+	creating := func(s *stepRecord) bool { return s.phase == "create" || s.app == plan.KeeperName }
+	for i := len(w.open) - 1; i >= 0; i-- {
+		s := w.open[i]
+		if err == nil && u.Type == "vzcreate" && creating(s) && s.app == w.hosts[u.ID] {
+			return s
+		}
+		if err == nil && u.Type != "vzcreate" && !creating(s) {
+			return s
 		}
 	}
+	if len(w.open) > 0 {
+		return w.open[len(w.open)-1]
+	}
+	return nil
 }
 
 func (w *faultWatch) TaskLog(app, upid, line string) {

@@ -58,55 +58,60 @@ func VolumeRefs(ctx context.Context, c *pve.Client, obs *plan.Observed) (map[str
 	return out, nil
 }
 
-// FreeVolumes carries out a plan of corral volumes rm or prune: each
-// volume is freed by its keeper (keeper.free: the record dropped, the
-// volume deleted as the keeper's unusedN, protection cleared only around
-// it and set again right after), each after a fresh check that no other
-// guest references it. It returns the volids freed, in plan order, up to
-// the first error.
+// FreeVolumes carries out a plan of corral volumes rm or prune: the
+// volumes of each keeper are freed by it in one batch (keeper.freeAll: one
+// fresh check that no other guest or snapshot references them, the
+// records dropped and the volumes deleted as the keeper's unusedN,
+// protection cleared only around it and set again right after). It
+// returns the volids freed, in plan order, and the errors of those that
+// were not.
 func (e *Executor) FreeVolumes(ctx context.Context, p *plan.FreePlan, obs *plan.Observed) (freed []string, err error) {
 	e.state.mu.Lock()
 	e.state.timings = nil
 	e.state.mu.Unlock()
 	keepers := e.keeperOps().keeperSet(obs)
-	freed = []string{}
+	var frees []appFree
 	for _, v := range p.Volumes {
-		if err := ctx.Err(); err != nil {
-			return freed, err
-		}
 		k := keepers.byVMID(v.Node, v.Keeper)
 		if k == nil {
-			return freed, fmt.Errorf("keeper %d on %s is gone; nothing more was freed: run the command again", v.Keeper, v.Node)
-		}
-		who := v.App
-		if who == "" {
-			who = plan.KeeperName
+			return []string{}, fmt.Errorf("keeper %d on %s is gone; nothing was freed: run the command again", v.Keeper, v.Node)
 		}
 		what := v.VolID
 		if v.Name != "" {
 			what = v.Name + " (" + v.VolID + ")"
 		}
-		err := e.ops().step(who, "free", what, func() error {
-			if err := k.free(ctx, v.Key(), v.VolID); err != nil {
-				return err
-			}
-			// free finds nothing to delete when an earlier attempt did
-			// it; make sure the keeper no longer holds the volume at all.
-			cc, err := k.read(ctx)
-			if err != nil {
-				return err
-			}
-			for key, val := range cc.Values {
-				if (isMP(key) || isUnused(key)) && plan.ParseMountPoint(val).Volume == v.VolID {
-					return fmt.Errorf("keeper %d still holds %s as %s; not freed", k.vmid, v.VolID, key)
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return freed, err
-		}
-		freed = append(freed, v.VolID)
+		frees = append(frees, appFree{k: k, vol: keeperVol{v.Key(), v.VolID}, what: what})
 	}
-	return freed, nil
+	freed, err = e.freeBatches(ctx, frees)
+	if err != nil {
+		return freed, err
+	}
+	// A free finds nothing to delete when an earlier attempt did it; make
+	// sure no keeper holds a freed volume at all.
+	return freed, e.checkFreed(ctx, frees)
+}
+
+// checkFreed reads each keeper of frees once and fails if it still holds
+// one of their volumes as a mount point or unusedN.
+func (e *Executor) checkFreed(ctx context.Context, frees []appFree) error {
+	byKeeper := map[*keeper][]string{}
+	var order []*keeper
+	for _, f := range frees {
+		if byKeeper[f.k] == nil {
+			order = append(order, f.k)
+		}
+		byKeeper[f.k] = append(byKeeper[f.k], f.vol.volid)
+	}
+	for _, k := range order {
+		cc, err := k.read(ctx)
+		if err != nil {
+			return err
+		}
+		for key, val := range cc.Values {
+			if v := plan.ParseMountPoint(val).Volume; (isMP(key) || isUnused(key)) && slices.Contains(byKeeper[k], v) {
+				return fmt.Errorf("keeper %d still holds %s as %s; not freed", k.vmid, v, key)
+			}
+		}
+	}
+	return nil
 }

@@ -628,51 +628,6 @@ func (k *keeper) grow(ctx context.Context, vk plan.VolumeKey, volid string, size
 	})
 }
 
-// free deletes a volume for good (destroy --delete-volumes of a
-// reclaim: delete volume, volumes rm): its mpN on the keeper is deleted
-// (PVE keeps the volume as unusedN), then that unusedN (PVE frees it: the
-// keeper owns it). A volume anything but the keeper references, or any
-// snapshot keeps (the keeper's own included), is refused before anything
-// changes.
-func (k *keeper) free(ctx context.Context, vk plan.VolumeKey, volid string) error {
-	if err := k.ops.guardUnreferenced(ctx, k.node, []string{volid}, k.vmid); err != nil {
-		return fmt.Errorf("not freed: %w", err)
-	}
-	if err := k.ops.guardSnapshots(ctx, k.node, []string{volid}); err != nil {
-		return fmt.Errorf("not freed: %w", err)
-	}
-	// Two writes, as PVE frees a mount point's volume only once it is
-	// unusedN. The first removes the mount point but keeps the Notes line,
-	// so a run killed in between leaves a record whose mount point was
-	// removed, which the next plan mounts again (nothing freed, nothing
-	// orphaned); the second frees the volume and drops the line at once.
-	return k.unprotected(ctx, func() error {
-		if err := k.change(ctx, "unmount "+vk.String(), func(s *keeperState) (*pve.ConfigUpdate, error) {
-			key := plan.MountKey(s.conf, vk)
-			if key == "" {
-				return nil, nil
-			}
-			if plan.ParseMountPoint(s.conf[key]).Volume != volid {
-				return nil, fmt.Errorf("keeper %d records %s as %s, not %s; not freed", k.vmid, vk, s.records[vk], volid)
-			}
-			return &pve.ConfigUpdate{Delete: []string{key}}, nil
-		}); err != nil {
-			return err
-		}
-		return k.change(ctx, "free "+volid, func(s *keeperState) (*pve.ConfigUpdate, error) {
-			if s.records[vk] == volid {
-				delete(s.records, vk)
-			}
-			for key, v := range s.conf {
-				if isUnused(key) && v == volid {
-					return &pve.ConfigUpdate{Delete: []string{key}}, nil
-				}
-			}
-			return &pve.ConfigUpdate{}, nil // freed by an earlier attempt; the Notes line goes if left
-		})
-	})
-}
-
 // carryOutDepth is how many move_volume tasks out of one keeper corral
 // has queued at PVE at once (keeper.out).
 const carryOutDepth = 3

@@ -72,6 +72,22 @@ func (s *keeperSet) expect(node string) (finish func(*keeper, error)) {
 	}
 }
 
+// creating reports whether keepers are being created on node now.
+func (s *keeperSet) creating(node string) bool {
+	s.mu.Lock()
+	w := s.pending[node]
+	s.mu.Unlock()
+	if w == nil {
+		return false
+	}
+	select {
+	case <-w.done:
+		return false
+	default:
+		return true
+	}
+}
+
 // ready waits until the keepers being created on node are there, and
 // fails when one of them could not be created.
 func (s *keeperSet) ready(ctx context.Context, node string) error {

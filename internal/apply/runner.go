@@ -86,6 +86,46 @@ func (r *runner) step(app, phase, detail string, fn func() error) error {
 	return nil
 }
 
+// stepName names a step as the observer shows it.
+type stepName struct{ app, phase, detail string }
+
+// stepsAtOnce is step for steps that one operation carries out together
+// (a batch): each is shown as started before op runs and ends with its
+// own error, op's result at the same index. Asked to stop, it runs
+// nothing and every step fails with ErrStopped.
+func (r *runner) stepsAtOnce(steps []stepName, op func() []error) []error {
+	errs := make([]error, len(steps))
+	if r.stopped() {
+		for j, s := range steps {
+			errs[j] = fmt.Errorf("%s: %s: %w", s.app, s.phase, ErrStopped)
+		}
+		return errs
+	}
+	dones := make([]func(error), len(steps))
+	for j, s := range steps {
+		dones[j] = r.obs().Step(s.app, s.phase, s.detail)
+	}
+	start := time.Now()
+	res := op()
+	elapsed := time.Since(start)
+	r.mu.Lock()
+	seen := map[stepName]bool{} // an app waited once, however many of its steps
+	for _, s := range steps {
+		if k := (stepName{app: s.app, phase: s.phase}); !seen[k] {
+			seen[k] = true
+			r.timings = append(r.timings, Timing{App: s.app, Phase: s.phase, Elapsed: elapsed})
+		}
+	}
+	r.mu.Unlock()
+	for j, s := range steps {
+		dones[j](res[j])
+		if res[j] != nil {
+			errs[j] = fmt.Errorf("%s: %s: %w", s.app, s.phase, res[j])
+		}
+	}
+	return errs
+}
+
 // destroyCT stops the CT, detaches every mount point (keeper volumes
 // become unusedN, which a destroy does not free since the keeper owns
 // them), and destroys it.
@@ -300,12 +340,23 @@ func (r *runner) postCT(ctx context.Context, app, node string, vmid int, params 
 // guardUnreferenced fails with *VolumeInUseError when a guest on node
 // other than those in allowed references one of volids.
 func (r *runner) guardUnreferenced(ctx context.Context, node string, volids []string, allowed ...int) error {
+	bad, err := r.referencedBy(ctx, node, volids, allowed)
+	if err != nil {
+		return err
+	}
+	return firstInUse(volids, bad)
+}
+
+// referencedBy reads node's guests (every node's when one of volids is
+// on shared storage) and returns, for each of volids that a guest other
+// than those in allowed references, those references.
+func (r *runner) referencedBy(ctx context.Context, node string, volids []string, allowed []int) (map[string][]Reference, error) {
 	if len(volids) == 0 {
-		return nil
+		return nil, nil
 	}
 	shared, err := onSharedStorage(ctx, r.client, node, volids)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// A volume on shared storage can be named by a guest on any node,
 	// and PVE lets two nodes mount it at once: read them all.
@@ -313,17 +364,25 @@ func (r *runner) guardUnreferenced(ctx context.Context, node string, volids []st
 		return referencesSkip(ctx, r.client, node, shared, skippedNode(ctx))
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
+	bad := map[string][]Reference{}
 	for _, volid := range volids {
-		var bad []Reference
 		for _, r := range refs[volid] {
 			if !slices.Contains(allowed, r.VMID) {
-				bad = append(bad, r)
+				bad[volid] = append(bad[volid], r)
 			}
 		}
-		if len(bad) > 0 {
-			return &VolumeInUseError{VolID: volid, Refs: bad}
+	}
+	return bad, nil
+}
+
+// firstInUse is the *VolumeInUseError of the first of volids with
+// references in refs, nil when none has.
+func firstInUse(volids []string, refs map[string][]Reference) error {
+	for _, volid := range volids {
+		if len(refs[volid]) > 0 {
+			return &VolumeInUseError{VolID: volid, Refs: refs[volid]}
 		}
 	}
 	return nil
@@ -336,12 +395,35 @@ func (r *runner) guardSnapshots(ctx context.Context, node string, volids []strin
 	if err != nil {
 		return err
 	}
+	return firstInUse(volids, refs)
+}
+
+// volumesInUse is guardUnreferenced and guardSnapshots for many volumes
+// with one read of the guests and one of the snapshots: the
+// *VolumeInUseError of each of volids that a guest other than allowed
+// references, or a snapshot keeps.
+func (r *runner) volumesInUse(ctx context.Context, node string, volids []string, allowed ...int) (map[string]*VolumeInUseError, error) {
+	bad, err := r.referencedBy(ctx, node, volids, allowed)
+	if err != nil {
+		return nil, err
+	}
+	var rest []string
 	for _, volid := range volids {
-		if len(refs[volid]) > 0 {
-			return &VolumeInUseError{VolID: volid, Refs: refs[volid]}
+		if len(bad[volid]) == 0 {
+			rest = append(rest, volid)
 		}
 	}
-	return nil
+	snaps, err := nodeSnapshotRefs(ctx, r.client, node, rest)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]*VolumeInUseError{}
+	for _, volid := range volids {
+		if refs := append(bad[volid], snaps[volid]...); len(refs) > 0 {
+			out[volid] = &VolumeInUseError{VolID: volid, Refs: refs}
+		}
+	}
+	return out, nil
 }
 
 // attach puts every volume that is not attached as wanted on a free mpN

@@ -38,7 +38,7 @@ func newRig(dir string, scale float64, nodes int) (*rig, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := pve.New(pve.Config{Endpoint: srv.URL(), Token: srv.Credentials().OperatorToken, Fingerprint: srv.Fingerprint(), MaxConcurrent: 8})
+	c, err := pve.New(pve.Config{Endpoint: srv.URL(), Token: srv.Credentials().OperatorToken, Fingerprint: srv.Fingerprint(), MaxConcurrent: 8, TaskTimeScale: &scale})
 	if err != nil {
 		srv.Close()
 		return nil, err

@@ -140,7 +140,7 @@ func connectInProcess(st *streams, log *slog.Logger) (*session, error) {
 		return nil, fmt.Errorf("start embedded emulator: %w", err)
 	}
 	fmt.Fprintf(st.err, "corral: no PROXMOX_VE_ENDPOINT set: using the embedded Proxmox VE emulator in this process (%s=1; state in %s)\n", inProcessEnv, dir)
-	c, err := pve.New(pve.Config{Endpoint: s.URL(), Token: s.Credentials().OperatorToken, HTTPClient: s.HTTPClient(), Logger: log})
+	c, err := pve.New(pve.Config{Endpoint: s.URL(), Token: s.Credentials().OperatorToken, HTTPClient: s.HTTPClient(), Logger: log, TaskTimeScale: &scale})
 	if err != nil {
 		s.Close()
 		return nil, err

@@ -264,7 +264,9 @@ func (d localDaemon) client(ctx context.Context, r *daemonRecord, log *slog.Logg
 	if err != nil {
 		return nil, err
 	}
-	c, err := pve.New(pve.Config{Endpoint: r.URL, Token: token, Fingerprint: r.Fingerprint, Logger: log})
+	// The emulator's tasks run at its recorded time scale: polls follow it.
+	scale := r.Settings.TimeScale
+	c, err := pve.New(pve.Config{Endpoint: r.URL, Token: token, Fingerprint: r.Fingerprint, Logger: log, TaskTimeScale: &scale})
 	if err != nil {
 		return nil, err
 	}

@@ -52,6 +52,13 @@ type Config struct {
 	// 5xx; the zero value means RetryRead. Crash tests shorten its delays
 	// for a client they have "killed", whose every request then fails.
 	ReadRetry RetryPolicy
+	// TaskTimeScale, when the caller knows it talks to an emulator whose
+	// tasks run at this fraction of Proxmox's durations (corral's own
+	// local or embedded emulator, a test's), scales the default task
+	// poll delays alike, so that a wait costs the same reads as on a
+	// real node and a scaled test is not slowed by real-time polls. Nil
+	// means real Proxmox durations; 0 (instant tasks) is taken as 0.01.
+	TaskTimeScale *float64
 }
 
 // Client talks to one PVE API endpoint with one API token. It is safe for
@@ -66,6 +73,8 @@ type Client struct {
 	sem     chan struct{}
 	ua      string
 	retry   RetryPolicy // GET retries on 5xx and connection errors
+	clock   clock       // task waits' time and sleep
+	scale   float64     // Config.TaskTimeScale, 1 when nil
 }
 
 // New validates cfg and returns a client. It makes no request.
@@ -129,6 +138,8 @@ func New(cfg Config) (*Client, error) {
 		sem:     make(chan struct{}, n),
 		ua:      ua,
 		retry:   readRetry(cfg.ReadRetry),
+		clock:   realClock,
+		scale:   taskTimeScale(cfg.TaskTimeScale),
 	}, nil
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/corralhq/corral/internal/wait"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -128,27 +127,29 @@ func (c *Client) TaskList(ctx context.Context, node string, f TaskFilter) ([]Tas
 	return out, nil
 }
 
-// WaitOptions tune WaitTask. The zero value sees a task end within about
-// 5% of its run time without flooding the API: the first poll comes 10ms
-// after the first status read, later ones every 1/20 of the time waited
-// so far, at least 20ms and at most 1s apart, and a wait makes at most
-// 10 requests a second on average after a first burst of 10. The log is
-// read only when the task failed, ended with warnings, or the caller
-// asks for it (OnLog, Log).
+// WaitOptions tune WaitTask. The zero value polls like a good citizen
+// (see pollDelay): the first status read at once, the next 100ms later,
+// each later delay 1.5 times the one before, up to one a second. A task
+// of T seconds costs about T+7 status reads, and its end is seen at most
+// half the time already waited, or 1s, after it happens. The log is read
+// only when the task failed, ended with warnings, or the caller asks for
+// it (OnLog, Log).
 type WaitOptions struct {
 	// OnLog, if set, receives each new task log line in order while
-	// waiting (for progress display), read at most twice a second while
-	// the task runs. It runs on the waiting goroutine. Leave it nil when
-	// nothing shows the lines: every task then costs log reads.
+	// waiting (for progress display), read with a status read at most
+	// once a second while the task runs. It runs on the waiting
+	// goroutine. Leave it nil when nothing shows the lines: every task
+	// then costs log reads.
 	OnLog func(line string)
 	// Log asks for the whole log in TaskResult.Log, for a caller that
 	// takes a value from it; it is read once the task has stopped (or
 	// kept from OnLog).
 	Log bool
-	// Interval is the first poll delay (default 10ms); later delays are
-	// at least twice it.
+	// Interval is the first poll delay (default 100ms, times the
+	// client's Config.TaskTimeScale).
 	Interval time.Duration
-	// MaxInterval caps the poll delay; default 1s.
+	// MaxInterval caps the poll delay (default 1s, times the client's
+	// Config.TaskTimeScale).
 	MaxInterval time.Duration
 	// MaxRate bounds the requests per second (status and log reads) of
 	// the wait on average, after a burst of 10; default 10.
@@ -174,17 +175,31 @@ const (
 	// unknownTaskPolls bounds how often a new UPID may be "no such task".
 	unknownTaskPolls = 10
 	// logEvery is how often a running task's log is read for display.
-	logEvery = 500 * time.Millisecond
+	logEvery = time.Second
+	// firstPoll and maxPoll are the default first and longest poll
+	// delays, for real Proxmox task durations.
+	firstPoll = 100 * time.Millisecond
+	maxPoll   = time.Second
 	// waitBurst is how many requests a wait may make before MaxRate
 	// paces it.
 	waitBurst = 10
 )
 
-// pollDelay is the delay before the next status read of a task waited
-// for elapsed: 1/20 of it, so that the end is seen at most about 5% late,
-// within [floor, ceiling].
-func pollDelay(elapsed, floor, ceiling time.Duration) time.Duration {
-	return min(max(elapsed/20, floor), ceiling)
+// pollDelay is the delay after prev before the next status read of a
+// task: 1.5 times prev, at most ceiling.
+//
+// Why this shape: on a real node every status read is a pveproxy worker
+// and an authentication, so a long task must cost no more than the peer's
+// one read a second (the ceiling), yet most tasks corral waits for are
+// short (a config change, a start) and their end should be seen soon.
+// Growing each delay by half means the end of a task is seen at most half
+// the time already waited after it happened (a 200ms task at 250ms, a 3s
+// one at 3.08s), and the reads before the ceiling is reached number about
+// seven, whatever the task's length. The previous schedule (1/20 of the
+// time waited) saw ends within 5% but made about seven reads per
+// task-second (issue 30).
+func pollDelay(prev, ceiling time.Duration) time.Duration {
+	return min(prev+prev/2, ceiling)
 }
 
 // pacer is a token bucket: burst requests at once, then rate a second.
@@ -216,10 +231,10 @@ func (p *pacer) reserve(now time.Time) time.Duration {
 	return wait
 }
 
-// pace waits, if need be, for a token to send one request.
-func (p *pacer) pace(ctx context.Context) error {
-	if d := p.reserve(time.Now()); d > 0 {
-		return wait.Sleep(ctx, d)
+// pace waits on k, if need be, for a token to send one request.
+func (p *pacer) pace(ctx context.Context, k clock) error {
+	if d := p.reserve(k.now()); d > 0 {
+		return k.sleep(ctx, d)
 	}
 	return nil
 }
@@ -236,24 +251,22 @@ func (c *Client) WaitTask(ctx context.Context, upid string, opts WaitOptions) (*
 	}
 	first, maxInterval, rate := opts.Interval, opts.MaxInterval, opts.MaxRate
 	if first <= 0 {
-		first = 10 * time.Millisecond
+		first = c.scaled(firstPoll)
 	}
 	if maxInterval <= 0 {
-		maxInterval = time.Second
+		maxInterval = c.scaled(maxPoll)
 	}
 	if rate <= 0 {
 		rate = 10
 	}
-	floor := min(2*first, max(maxInterval, first))
 	maxInterval = max(maxInterval, first)
-	start := time.Now()
-	p := newPacer(rate, start)
+	p := newPacer(rate, c.clock.now())
 	lr := &logReader{c: c, upid: upid, keep: opts.OnLog != nil || opts.Log, pace: p}
 	seen, unknown := false, 0
 	interval := first
 	var lastLog time.Time
 	for {
-		if err := p.pace(ctx); err != nil {
+		if err := p.pace(ctx, c.clock); err != nil {
 			return nil, fmt.Errorf("wait task %s: %w", upid, err)
 		}
 		st, err := c.TaskStatus(ctx, upid)
@@ -268,8 +281,8 @@ func (c *Client) WaitTask(ctx context.Context, upid string, opts WaitOptions) (*
 		if seen {
 			// The log is read at most twice a second while the task runs
 			// (it is for display), and always once it stopped.
-			if opts.OnLog != nil && (st.Stopped() || time.Since(lastLog) >= logEvery) {
-				lastLog = time.Now()
+			if opts.OnLog != nil && (st.Stopped() || c.clock.since(lastLog) >= logEvery) {
+				lastLog = c.clock.now()
 				lines, err := lr.read(ctx)
 				if err != nil {
 					return nil, fmt.Errorf("wait task %s: read log: %w", upid, err)
@@ -287,10 +300,10 @@ func (c *Client) WaitTask(ctx context.Context, upid string, opts WaitOptions) (*
 				return c.finish(ctx, st, lr)
 			}
 		}
-		if err := wait.Sleep(ctx, interval); err != nil {
+		if err := c.clock.sleep(ctx, interval); err != nil {
 			return nil, fmt.Errorf("wait task %s: %w", upid, err)
 		}
-		interval = pollDelay(time.Since(start), floor, maxInterval)
+		interval = pollDelay(interval, maxInterval)
 	}
 }
 
@@ -370,7 +383,7 @@ func (r *logReader) read(ctx context.Context) ([]string, error) {
 	var out []string
 	for {
 		if r.pace != nil {
-			if err := r.pace.pace(ctx); err != nil {
+			if err := r.pace.pace(ctx, r.c.clock); err != nil {
 				return out, err
 			}
 		}

@@ -370,20 +370,19 @@ func TestClient_WaitTask_fixtures(t *testing.T) {
 	}
 }
 
-// The poll schedule sees a task's end at most 5% (or the floor) after it
-// happens, and never waits more than the ceiling.
+// Each poll delay is half as long again as the one before, up to the
+// ceiling.
 func TestPollDelay(t *testing.T) {
-	floor, ceiling := 20*time.Millisecond, time.Second
-	for _, tc := range []struct{ elapsed, want time.Duration }{
-		{0, floor},
-		{100 * time.Millisecond, floor},
-		{400 * time.Millisecond, floor},
-		{2 * time.Second, 100 * time.Millisecond},
-		{11 * time.Second, 550 * time.Millisecond},
-		{time.Minute, ceiling},
+	ceiling := time.Second
+	for _, tc := range []struct{ prev, want time.Duration }{
+		{100 * time.Millisecond, 150 * time.Millisecond},
+		{150 * time.Millisecond, 225 * time.Millisecond},
+		{600 * time.Millisecond, 900 * time.Millisecond},
+		{900 * time.Millisecond, ceiling},
+		{ceiling, ceiling},
 	} {
-		if got := pve.PollDelay(tc.elapsed, floor, ceiling); got != tc.want {
-			t.Errorf("pollDelay(%v) = %v, want %v", tc.elapsed, got, tc.want)
+		if got := pve.PollDelay(tc.prev, ceiling); got != tc.want {
+			t.Errorf("pollDelay(%v) = %v, want %v", tc.prev, got, tc.want)
 		}
 	}
 }

@@ -77,7 +77,7 @@ func Start(t testing.TB, opts ...Option) *Emulator {
 // (a wrapped transport, a logger, …) before it is made.
 func Client(t testing.TB, srv *sim.Server, token string, mods ...func(*pve.Config)) *pve.Client {
 	t.Helper()
-	cfg := pve.Config{Endpoint: srv.URL(), Token: token, HTTPClient: srv.HTTPClient()}
+	cfg := pve.Config{Endpoint: srv.URL(), Token: token, HTTPClient: srv.HTTPClient(), TaskTimeScale: srv.TimeScale()}
 	for _, m := range mods {
 		m(&cfg)
 	}

@@ -259,6 +259,10 @@ func (s *Server) allowedHosts(addr string) *hostcheck.Allow {
 // emulator with the same guests, volumes and archives.
 func (s *Server) Dir() string { return s.opts.Dir }
 
+// TimeScale is the scale the emulator runs its tasks at (nil: real
+// durations), for a client that polls them (pve.Config.TaskTimeScale).
+func (s *Server) TimeScale() *float64 { return s.opts.TimeScale }
+
 // URL is the endpoint clients use (without /api2/json), e.g.
 // https://127.0.0.1:8006.
 func (s *Server) URL() string { return s.url }

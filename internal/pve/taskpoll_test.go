@@ -1,0 +1,130 @@
+package pve_test
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/corralhq/corral/internal/pve"
+)
+
+// fakeClock is a clock whose sleeps return at once, moving its time on:
+// a wait's schedule is counted, not timed.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (f *fakeClock) Now() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.now
+}
+
+func (f *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	f.now = f.now.Add(d)
+	f.mu.Unlock()
+	return nil
+}
+
+// timedTask serves a task that runs for d on clk, counting status reads.
+type timedTask struct {
+	clk   *fakeClock
+	end   time.Time
+	mu    sync.Mutex
+	polls int
+	seen  time.Time // clock time of the read that saw it stopped
+}
+
+func (f *timedTask) handler(t *testing.T) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api2/json/nodes/{node}/tasks/{upid}/status", func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.polls++
+		st := map[string]any{"upid": testUPID, "node": "pve", "status": "running", "type": "vzcreate", "id": "101", "user": "ctl@pve"}
+		if now := f.clk.Now(); !now.Before(f.end) {
+			st["status"], st["exitstatus"] = "stopped", "OK"
+			if f.seen.IsZero() {
+				f.seen = now
+			}
+		}
+		writeData(w, st)
+	})
+	mux.HandleFunc("GET /api2/json/nodes/{node}/tasks/{upid}/log", func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("log read of a task that ended OK with no one asking for its log")
+	})
+	return mux
+}
+
+// A task is polled about once per task-second once it has run a while
+// (a pveproxy worker and an authentication each on a real node; the
+// peer polls once a second), and a short task's end is still seen soon
+// after it happens (issue 30).
+func TestWaitTaskPollsAboutOncePerTaskSecond(t *testing.T) {
+	for _, tc := range []struct {
+		run      time.Duration
+		maxPolls int           // status reads, all told
+		maxLate  time.Duration // from the task's end to the read that saw it
+	}{
+		{200 * time.Millisecond, 5, 200 * time.Millisecond},
+		{time.Second, 7, 600 * time.Millisecond},
+		{3 * time.Second, 9, time.Second},   // vzstart
+		{11 * time.Second, 18, time.Second}, // vzcreate
+		{60 * time.Second, 67, time.Second},
+		{10 * time.Minute, 607, time.Second},
+	} {
+		t.Run(tc.run.String(), func(t *testing.T) {
+			clk := &fakeClock{now: time.Unix(1777629600, 0)}
+			ft := &timedTask{clk: clk, end: clk.Now().Add(tc.run)}
+			c := newTestClient(t, ft.handler(t))
+			pve.SetClock(c, clk.Now, clk.Sleep)
+			if _, err := c.WaitTask(ctx(t), testUPID, pve.WaitOptions{}); err != nil {
+				t.Fatalf("WaitTask: %v", err)
+			}
+			if ft.polls > tc.maxPolls {
+				t.Errorf("%d status reads for a task of %v, want at most %d", ft.polls, tc.run, tc.maxPolls)
+			}
+			if late := ft.seen.Sub(ft.end); late > tc.maxLate {
+				t.Errorf("end seen %v after it happened, want at most %v", late, tc.maxLate)
+			}
+			t.Logf("%v: %d status reads, end seen %v late", tc.run, ft.polls, ft.seen.Sub(ft.end))
+		})
+	}
+}
+
+// A client told its emulator's time scale polls a scaled task as often as
+// a real node's task of the real length, and an instant emulator's tasks
+// are polled milliseconds apart, not a second.
+func TestWaitTaskFollowsAKnownTimeScale(t *testing.T) {
+	for _, tc := range []struct {
+		scale    float64
+		run      time.Duration
+		maxPolls int
+		maxLate  time.Duration
+	}{
+		{0.25, 11 * time.Second / 4, 16, time.Second / 4},
+		{0, 5 * time.Millisecond, 7, 10 * time.Millisecond},
+	} {
+		clk := &fakeClock{now: time.Unix(1777629600, 0)}
+		ft := &timedTask{clk: clk, end: clk.Now().Add(tc.run)}
+		scale := tc.scale
+		c := newTestClient(t, ft.handler(t), func(cfg *pve.Config) { cfg.TaskTimeScale = &scale })
+		pve.SetClock(c, clk.Now, clk.Sleep)
+		if _, err := c.WaitTask(ctx(t), testUPID, pve.WaitOptions{}); err != nil {
+			t.Fatalf("WaitTask: %v", err)
+		}
+		if ft.polls > tc.maxPolls {
+			t.Errorf("scale %g: %d status reads for a task of %v, want at most %d", tc.scale, ft.polls, tc.run, tc.maxPolls)
+		}
+		if late := ft.seen.Sub(ft.end); late > tc.maxLate {
+			t.Errorf("scale %g: end seen %v after it happened, want at most %v", tc.scale, late, tc.maxLate)
+		}
+	}
+}
