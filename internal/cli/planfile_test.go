@@ -25,7 +25,7 @@ const webPassword = "Pl4n-File-Secret-Pw"
 
 func newSavedPlanRig(t *testing.T) *savedPlanRig {
 	t.Setenv("WEB_ROOT_PW", webPassword)
-	return &savedPlanRig{cluster: newCluster(t), m: writeManifest(t, webWithPassword("512", "256")), dir: t.TempDir()}
+	return &savedPlanRig{cluster: newCluster(t), m: writeManifestIn(t, "demo", webWithPassword("512", "256")), dir: t.TempDir()}
 }
 
 func webWithPassword(web, db string) string {
