@@ -83,10 +83,7 @@ func runScale(ctx context.Context, o Options) (*ScaleReport, error) {
 	sr.RSSPer1000MiB = float64(sr.RSSLoaded-sr.RSSEmpty) / float64(max(sr.Containers, 1)) * 1000 / (1 << 20)
 
 	var configs []string
-	var rows []struct {
-		VMID int    `json:"vmid"`
-		Node string `json:"node"`
-	}
+	var rows []guestRef
 	if err := p.call(ctx, "GET", "/api2/json/cluster/resources?type=vm", p.env["PVE_ROOT_TOKEN"], &rows); err != nil {
 		return nil, err
 	}
@@ -99,6 +96,8 @@ func runScale(ctx context.Context, o Options) (*ScaleReport, error) {
 	}{
 		{"GET /cluster/resources", []string{"/api2/json/cluster/resources"}},
 		{"GET /nodes/{node}/lxc/{vmid}/config, every container in turn", configs},
+		// corral's containers' root disks are on local-lvm.
+		{"mixed: a refresh's reads (MixedRound), every container in turn", mixedPaths(rows, "local-lvm", len(rows))},
 	}
 	for _, m := range mixes {
 		say(o, fmt.Sprintf("emulator read throughput: %s, %d clients", m.name, s.Clients))
