@@ -40,10 +40,10 @@ func encodeData(data any) ([]byte, error) {
 	switch d := data.(type) {
 	case encodedAnswer:
 		return d, nil
-	case model.ResourceList:
+	case model.ResourceList, model.CTStatusList:
 		// A thousand containers' entries: encoded in one pass, without
 		// encoding/json's second (compacting) pass over the result.
-		list, _ := d.MarshalJSON()
+		list, _ := d.(json.Marshaler).MarshalJSON()
 		return append(append([]byte(`{"data":`), list...), '}'), nil
 	case pagedResult:
 		return json.Marshal(envelope{Data: d.data, Total: &d.total})
