@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"net/http"
 	"sync"
 
@@ -48,6 +49,50 @@ type readCache struct {
 	key   model.ReadKey
 	bytes int
 	m     map[readCacheEntry][]byte
+	// reading are the answers being read now: clients that ask for the
+	// same one under the same key wait for it instead of reading it too
+	// (8 clients asking for a 300 KB list each second all missed at once).
+	reading map[readCacheEntry]*pendingRead
+}
+
+// pendingRead is one answer being read, under key; done closes when
+// body (or err) is there.
+type pendingRead struct {
+	key  model.ReadKey
+	done chan struct{}
+	body []byte
+	err  error
+}
+
+// join returns the read of e under k in progress, or starts one: lead
+// says the caller reads it and must end it with land.
+func (rc *readCache) join(k model.ReadKey, e readCacheEntry) (p *pendingRead, lead bool) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if p := rc.reading[e]; p != nil && p.key == k {
+		return p, false
+	}
+	p = &pendingRead{key: k, done: make(chan struct{})}
+	if rc.reading == nil {
+		rc.reading = map[readCacheEntry]*pendingRead{}
+	}
+	rc.reading[e] = p
+	return p, true
+}
+
+// land ends the read p of e: its answer is kept (put) and handed to the
+// clients waiting for it.
+func (rc *readCache) land(e readCacheEntry, p *pendingRead, body []byte, err error) {
+	if err == nil {
+		rc.put(p.key, e, body)
+	}
+	rc.mu.Lock()
+	if rc.reading[e] == p {
+		delete(rc.reading, e)
+	}
+	rc.mu.Unlock()
+	p.body, p.err = body, err
+	close(p.done)
 }
 
 // readCacheEntry names one answer: the request URI (path and query)
@@ -96,21 +141,48 @@ type encodedAnswer []byte
 
 // cachedRead answers r from the cache, or with h's answer, encoded and
 // kept: the key is taken before h reads, so a write during h's read
-// makes the kept answer unreachable rather than stale.
+// makes the kept answer unreachable rather than stale. A client that
+// asks for an answer another is reading under the same key waits for
+// it; if that read failed, it reads for itself.
 func (s *Server) cachedRead(req *http.Request, r *request, h handler) (any, error) {
 	k := s.cluster.ReadKey()
 	e := readCacheEntry{uri: req.URL.RequestURI(), caller: r.auth.ID()}
 	if b, ok := s.reads.get(k, e); ok {
 		return encodedAnswer(b), nil
 	}
+	p, lead := s.reads.join(k, e)
+	if !lead {
+		<-p.done
+		if p.err == nil {
+			return encodedAnswer(p.body), nil
+		}
+		return answerRead(encodeRead(r, h))
+	}
+	landed := false
+	defer func() {
+		if !landed { // h panicked: the waiting clients read for themselves
+			s.reads.land(e, p, nil, errors.New("the read they waited for failed"))
+		}
+	}()
+	body, err := encodeRead(r, h)
+	s.reads.land(e, p, body, err)
+	landed = true
+	return answerRead(body, err)
+}
+
+// answerRead is a handler's result for an encoded answer.
+func answerRead(body []byte, err error) (any, error) {
+	if err != nil {
+		return nil, err
+	}
+	return encodedAnswer(body), nil
+}
+
+// encodeRead is h's answer to r, encoded.
+func encodeRead(r *request, h handler) ([]byte, error) {
 	out, err := h(r)
 	if err != nil {
 		return nil, err
 	}
-	body, err := encodeData(out)
-	if err != nil {
-		return nil, err
-	}
-	s.reads.put(k, e, body)
-	return encodedAnswer(body), nil
+	return encodeData(out)
 }

@@ -2,9 +2,11 @@ package sim
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -114,5 +116,52 @@ func TestReadCache_listsFilteredPerCaller(t *testing.T) {
 		if got := vmids(auditor, path); !slices.Equal(got, []int{101, 102}) {
 			t.Errorf("after the grant on /vms/102, %s: %v", path, got)
 		}
+	}
+}
+
+// Clients reading one list at once while CTs are created (the cache's
+// readers share one read per key) never see a list older than one they
+// saw before, and see every CT once the creates are done.
+func TestReadCache_concurrentReadersDuringWrites(t *testing.T) {
+	k := newE2E(t)
+	op := k.op()
+	count := func() (int, error) {
+		r := k.do(op, http.MethodGet, "/cluster/resources?type=vm", nil)
+		var rows []json.RawMessage
+		err := json.Unmarshal(r.data, &rows)
+		return len(rows), err
+	}
+	done := make(chan struct{})
+	errs := make(chan string, 8)
+	for range 8 {
+		go func() {
+			last := 0
+			for {
+				select {
+				case <-done:
+					errs <- ""
+					return
+				default:
+				}
+				n, err := count()
+				if err != nil || n < last {
+					errs <- fmt.Sprintf("a reader saw %d CTs after %d (%v)", n, last, err)
+					return
+				}
+				last = n
+			}
+		}()
+	}
+	for i := range 6 {
+		k.create(op, strconv.Itoa(101+i), nil)
+	}
+	close(done)
+	for range 8 {
+		if msg := <-errs; msg != "" {
+			t.Error(msg)
+		}
+	}
+	if n, err := count(); n != 6 || err != nil {
+		t.Errorf("after the creates: %d CTs listed (%v), want 6", n, err)
 	}
 }
