@@ -4,6 +4,7 @@ import (
 	"context"
 	"reflect"
 	"testing"
+	"time"
 )
 
 // The API calls a no-op plan costs grow with corral's own apps only: a
@@ -123,5 +124,18 @@ func TestMixedPaths_weightsAndTargets(t *testing.T) {
 	}
 	if paths[perRound+4] != "/api2/json/nodes/pve2/lxc/202/status/current" || paths[2*perRound+4] != "/api2/json/nodes/pve1/lxc/101/status/current" {
 		t.Errorf("rounds do not take the guests in turn: %s, %s", paths[perRound+4], paths[2*perRound+4])
+	}
+}
+
+// The emulator's CPU time is utime + stime of /proc/PID/stat, in ticks
+// of 1/100 s, found after the command name (which may hold spaces).
+func TestStatCPUTime(t *testing.T) {
+	line := "4242 (corral sim) S 1 4242 4242 0 -1 4194560 1234 0 0 0 250 75 0 0 20 0 12 0 100 0 0"
+	got, err := statCPUTime(line)
+	if err != nil || got != 3250*time.Millisecond {
+		t.Errorf("statCPUTime = %v, %v; want 3.25s", got, err)
+	}
+	if _, err := statCPUTime("garbage"); err == nil {
+		t.Error("a line without fields parsed")
 	}
 }

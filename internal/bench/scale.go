@@ -45,6 +45,11 @@ type RPS struct {
 	Failed   int64   `json:"failed"`
 	PerSec   float64 `json:"requests_per_s"`
 	Seconds  float64 `json:"seconds"`
+	// EmulatorCPU is the emulator process's CPU time during the run,
+	// and per request in microseconds: what the emulator spent, which
+	// the machine's other load inflates far less than the rate.
+	EmulatorCPU      float64 `json:"emulator_cpu_s"`
+	EmulatorCPUPerRq float64 `json:"emulator_cpu_us_per_request"`
 }
 
 func runScale(ctx context.Context, o Options) (*ScaleReport, error) {
@@ -112,6 +117,7 @@ func runScale(ctx context.Context, o Options) (*ScaleReport, error) {
 func readLoad(ctx context.Context, p *simProc, name string, paths []string, clients int, d time.Duration) RPS {
 	token := p.env["PROXMOX_VE_API_TOKEN"]
 	var n, failed atomic.Int64
+	cpu0, cpuErr := p.CPUTime()
 	start := time.Now()
 	deadline := start.Add(d)
 	var wg sync.WaitGroup
@@ -135,5 +141,10 @@ func readLoad(ctx context.Context, p *simProc, name string, paths []string, clie
 	}
 	wg.Wait()
 	secs := time.Since(start).Seconds()
-	return RPS{Mix: name, Clients: clients, Requests: n.Load(), Failed: failed.Load(), PerSec: float64(n.Load()) / secs, Seconds: secs}
+	out := RPS{Mix: name, Clients: clients, Requests: n.Load(), Failed: failed.Load(), PerSec: float64(n.Load()) / secs, Seconds: secs}
+	if cpu1, err := p.CPUTime(); err == nil && cpuErr == nil {
+		out.EmulatorCPU = (cpu1 - cpu0).Seconds()
+		out.EmulatorCPUPerRq = out.EmulatorCPU * 1e6 / float64(max(out.Requests, 1))
+	}
+	return out
 }
