@@ -2,7 +2,9 @@ package bench
 
 import (
 	"context"
+	"reflect"
 	"testing"
+	"time"
 )
 
 // The API calls a no-op plan costs grow with corral's own apps only: a
@@ -86,5 +88,54 @@ func BenchmarkCreateDestroy(b *testing.B) {
 		if _, err := g.run(context.Background(), apps, true); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// The mixed mix sends each round's requests in MixedRound's weights, to
+// the round's container and its node, and takes the guests in turn.
+func TestMixedPaths_weightsAndTargets(t *testing.T) {
+	guests := []guestRef{{VMID: 101, Node: "pve1"}, {VMID: 202, Node: "pve2"}}
+	paths := mixedPaths(guests, "local-lvm", 3)
+	perRound := 0
+	for _, e := range MixedRound {
+		perRound += e.Weight
+	}
+	if perRound != 20 || len(paths) != 3*perRound {
+		t.Fatalf("%d paths, %d a round; want 60, 20", len(paths), perRound)
+	}
+	count := map[string]int{}
+	for _, p := range paths[:perRound] {
+		count[p]++
+	}
+	want := map[string]int{
+		"/api2/json/cluster/resources?type=vm":            1,
+		"/api2/json/nodes":                                1,
+		"/api2/json/nodes/pve1/lxc":                       1,
+		"/api2/json/nodes/pve1/lxc/101/status/current":    5,
+		"/api2/json/nodes/pve1/lxc/101/config":            5,
+		"/api2/json/nodes/pve1/lxc/101/pending":           3,
+		"/api2/json/nodes/pve1/storage/local-lvm/content": 1,
+		"/api2/json/nodes/pve1/tasks":                     1,
+		"/api2/json/cluster/status":                       1,
+		"/api2/json/version":                              1,
+	}
+	if !reflect.DeepEqual(count, want) {
+		t.Errorf("first round: %v\nwant %v", count, want)
+	}
+	if paths[perRound+4] != "/api2/json/nodes/pve2/lxc/202/status/current" || paths[2*perRound+4] != "/api2/json/nodes/pve1/lxc/101/status/current" {
+		t.Errorf("rounds do not take the guests in turn: %s, %s", paths[perRound+4], paths[2*perRound+4])
+	}
+}
+
+// The emulator's CPU time is utime + stime of /proc/PID/stat, in ticks
+// of 1/100 s, found after the command name (which may hold spaces).
+func TestStatCPUTime(t *testing.T) {
+	line := "4242 (corral sim) S 1 4242 4242 0 -1 4194560 1234 0 0 0 250 75 0 0 20 0 12 0 100 0 0"
+	got, err := statCPUTime(line)
+	if err != nil || got != 3250*time.Millisecond {
+		t.Errorf("statCPUTime = %v, %v; want 3.25s", got, err)
+	}
+	if _, err := statCPUTime("garbage"); err == nil {
+		t.Error("a line without fields parsed")
 	}
 }

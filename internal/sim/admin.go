@@ -115,14 +115,14 @@ func (s *Server) serveAdmin(w http.ResponseWriter, req *http.Request) {
 	switch req.Method + " " + req.URL.Path {
 	case "GET /_corral/requests":
 		rows, total := s.Requests()
-		writeData(w, map[string]any{"endpoints": rows, "total": total}, nil)
+		writeData(w, map[string]any{"endpoints": rows, "total": total})
 	case "POST /_corral/requests/reset":
 		s.ResetRequests()
-		writeData(w, nil, nil)
+		writeData(w, nil)
 	case "GET /_corral/tasks":
-		writeData(w, s.TaskTimes(), nil)
+		writeData(w, s.TaskTimes())
 	case "GET /_corral/faults":
-		writeData(w, s.faults.get(), nil)
+		writeData(w, s.faults.get())
 	case "POST /_corral/faults":
 		var spec FaultSpec
 		if err := json.NewDecoder(req.Body).Decode(&spec); err != nil {
@@ -130,7 +130,7 @@ func (s *Server) serveAdmin(w http.ResponseWriter, req *http.Request) {
 			return
 		}
 		s.faults.set(spec)
-		writeData(w, spec, nil)
+		writeData(w, spec)
 	case "POST /_corral/lock":
 		var body struct {
 			VMID    int     `json:"vmid"`
@@ -145,7 +145,7 @@ func (s *Server) serveAdmin(w http.ResponseWriter, req *http.Request) {
 			writeError(w, err)
 			return
 		}
-		writeData(w, "locked "+strconv.Itoa(body.VMID), nil)
+		writeData(w, "locked "+strconv.Itoa(body.VMID))
 	case "POST /_corral/unlock":
 		var body struct {
 			VMID int `json:"vmid"`
@@ -158,7 +158,7 @@ func (s *Server) serveAdmin(w http.ResponseWriter, req *http.Request) {
 			writeError(w, err)
 			return
 		}
-		writeData(w, "unlocked "+strconv.Itoa(body.VMID), nil)
+		writeData(w, "unlocked "+strconv.Itoa(body.VMID))
 	case "POST /_corral/node":
 		var body struct {
 			Node       string `json:"node"`
@@ -175,7 +175,7 @@ func (s *Server) serveAdmin(w http.ResponseWriter, req *http.Request) {
 			writeError(w, err)
 			return
 		}
-		writeData(w, map[string]any{"node": body.Node, "online": *body.Online, "started": upids}, nil)
+		writeData(w, map[string]any{"node": body.Node, "online": *body.Online, "started": upids})
 	default:
 		writeError(w, &httpError{status: http.StatusNotFound, message: "no such admin endpoint\n"})
 	}

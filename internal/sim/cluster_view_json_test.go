@@ -16,7 +16,7 @@ func TestResourceListEnvelopeMatchesGeneric(t *testing.T) {
 		{ID: "node/pve", Type: "node", Node: "pve", Status: "online", MaxCPU: 2},
 	}
 	fast := httptest.NewRecorder()
-	writeData(fast, l, nil)
+	writeData(fast, l)
 	want, err := json.Marshal(envelope{Data: l})
 	if err != nil {
 		t.Fatal(err)
@@ -25,7 +25,7 @@ func TestResourceListEnvelopeMatchesGeneric(t *testing.T) {
 		t.Errorf("got  %s\nwant %s", fast.Body.String(), want)
 	}
 	empty := httptest.NewRecorder()
-	writeData(empty, model.ResourceList{}, nil)
+	writeData(empty, model.ResourceList{})
 	if empty.Body.String() != `{"data":[]}` {
 		t.Errorf("empty list: %s", empty.Body.String())
 	}

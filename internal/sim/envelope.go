@@ -24,15 +24,31 @@ type envelope struct {
 }
 
 // writeData writes a 200 envelope.
-func writeData(w http.ResponseWriter, data any, total *int) {
-	if l, ok := data.(model.ResourceList); ok && total == nil {
-		// A thousand containers' entries: encoded in one pass, without
-		// encoding/json's second (compacting) pass over the result.
-		list, _ := l.MarshalJSON()
-		writeBody(w, http.StatusOK, append(append([]byte(`{"data":`), list...), '}'))
+func writeData(w http.ResponseWriter, data any) {
+	body, err := encodeData(data)
+	if err != nil {
+		writeError(w, &httpError{status: http.StatusInternalServerError, message: "internal error encoding response\n"})
 		return
 	}
-	writeEnvelope(w, http.StatusOK, "", envelope{Data: data, Total: total})
+	writeBody(w, http.StatusOK, body)
+}
+
+// encodeData is the body of a 200 envelope holding a handler's result:
+// its data, and the total of a paged list; an encodedAnswer is the body
+// already.
+func encodeData(data any) ([]byte, error) {
+	switch d := data.(type) {
+	case encodedAnswer:
+		return d, nil
+	case model.ResourceList, model.CTStatusList:
+		// A thousand containers' entries: encoded in one pass, without
+		// encoding/json's second (compacting) pass over the result.
+		list, _ := d.(json.Marshaler).MarshalJSON()
+		return append(append([]byte(`{"data":`), list...), '}'), nil
+	case pagedResult:
+		return json.Marshal(envelope{Data: d.data, Total: &d.total})
+	}
+	return json.Marshal(envelope{Data: data})
 }
 
 // writeError writes err as PVE does: an *httpError with its status, a

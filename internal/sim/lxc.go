@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"encoding/json"
 	"strconv"
 
 	"github.com/corralhq/corral/internal/sim/model"
@@ -19,7 +18,7 @@ func (a *lxcAPI) getLXCList(r *request) (any, error) {
 		paths[i] = "/vms/" + itoa(ct.VMID)
 	}
 	audit := a.cluster.Visible(r.auth, paths, "VM.Audit")
-	out := make([]any, 0, len(cts))
+	out := make(model.CTStatusList, 0, len(cts))
 	for i, ct := range cts {
 		if !audit[i] {
 			continue // PVE lists only guests the caller may audit
@@ -109,7 +108,7 @@ func (a *lxcAPI) getLXCStatus(r *request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return withHA(st), nil
+	return model.CTStatusCurrent(st), nil
 }
 
 // ctTask is the handler of a CT route that starts a task from the
@@ -182,19 +181,3 @@ func bodyParams(r *request, pathParams ...string) map[string]string {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
-
-// withHA adds the "ha" object PVE's status/current carries
-// (PVE::HA::Config::get_service_status: {"managed":0} for unmanaged guests).
-func withHA(v any) map[string]any {
-	m := toMap(v)
-	m["ha"] = map[string]int{"managed": 0}
-	return m
-}
-
-// toMap turns a wire struct into a map through its JSON tags.
-func toMap(v any) map[string]any {
-	b, _ := json.Marshal(v)
-	m := map[string]any{}
-	json.Unmarshal(b, &m)
-	return m
-}

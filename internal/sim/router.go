@@ -115,11 +115,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, req *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if p, ok := out.(pagedResult); ok {
-		writeData(w, p.data, &p.total)
-		return
-	}
-	writeData(w, out, nil)
+	writeData(w, out)
 }
 
 // dispatch answers a request for schema method m that the fault rules let
@@ -152,6 +148,9 @@ func (s *Server) dispatch(req *http.Request, path string, m *schema.Method, path
 			err = model.ParamError(pe.Errors)
 		}
 		return nil, err
+	}
+	if req.Method == http.MethodGet && cachedReads[m.Path] {
+		return s.cachedRead(req, r, h)
 	}
 	return h(r)
 }

@@ -93,6 +93,7 @@ type Server struct {
 	routes  map[string]handler // "METHOD /schema/path" -> handler
 	faults  *faults
 	reqlog  *requestLog
+	reads   readCache // encoded answers of the cached GET routes
 	guests  *guest.Manager
 
 	ln       net.Listener

@@ -95,7 +95,7 @@ type Cluster struct {
 	opts Options
 	log  *slog.Logger
 
-	mu sync.RWMutex
+	mu stateMutex
 	st *State
 
 	sumsMu sync.Mutex

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -20,7 +19,7 @@ import (
 // a change is durable as one journal line.
 type accessControl struct {
 	// stateMu is the State's lock (Cluster.mu).
-	stateMu *sync.RWMutex
+	stateMu *stateMutex
 	// accessOf is the State's Access; stateMu held.
 	accessOf func() *Access
 	// saveAccess records a change to the Access and saves it; stateMu

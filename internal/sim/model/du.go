@@ -2,6 +2,7 @@ package model
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -17,6 +18,9 @@ const duRefresh = 5 * time.Second
 type diskUsage struct {
 	mu sync.Mutex
 	m  map[int]duEntry
+	// gen counts the changed figures (ReadKey): a refresh that measures
+	// another size moves it.
+	gen atomic.Uint64
 }
 
 type duEntry struct {
@@ -83,7 +87,8 @@ func (gs *guests) measureDiskUsage() {
 		}
 		bytes := usedBytesUnder(e.dir)
 		c.du.mu.Lock()
-		if cur, ok := c.du.m[vmid]; ok && cur.pid == e.pid && cur.dir == e.dir {
+		if cur, ok := c.du.m[vmid]; ok && cur.pid == e.pid && cur.dir == e.dir && cur.bytes != bytes {
+			c.du.gen.Add(1)
 			cur.bytes = bytes
 			c.du.m[vmid] = cur
 		}

@@ -98,11 +98,13 @@ func (gs *guests) GuestPID(vmid int) int {
 // the cluster lock so that no stop, and so no destroy, can remove the
 // CT's rootfs while fn writes into it. fn must be quick and must not call
 // the Cluster. It reports false, without calling fn, when the CT no
-// longer runs that boot.
+// longer runs that boot. The lock is held for reading: that keeps every
+// change out as well, and fn changes no State, so the readers' key
+// (ReadKey) stays put when a thousand sshds start.
 func (gs *guests) WithRunningGuest(vmid, pid int, fn func() error) (bool, error) {
 	c := gs.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	g := c.st.Guests[vmid]
 	if g == nil || !g.Running || g.PID != pid {
 		return false, nil

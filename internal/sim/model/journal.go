@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"testing"
 )
@@ -78,7 +77,7 @@ type persistence struct {
 	// What it reaches of the cluster: its directory, the State's lock,
 	// the State, and the guests' change counter.
 	dir          string
-	stateMu      *sync.RWMutex
+	stateMu      *stateMutex
 	state        func() *State
 	guestChanged func()
 

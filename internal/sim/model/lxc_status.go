@@ -1,7 +1,6 @@
 package model
 
 import (
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
@@ -81,9 +80,6 @@ func (s CTStatus) Fields() map[string]any {
 	}
 	return m
 }
-
-// MarshalJSON writes Fields.
-func (s CTStatus) MarshalJSON() ([]byte, error) { return json.Marshal(s.Fields()) }
 
 // CTStatus is GET /nodes/{node}/lxc/{vmid}/status/current: the CT's
 // vmstatus entry, or load_config's 500 for a CT that is not on node.
