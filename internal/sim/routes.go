@@ -22,6 +22,7 @@ func (s *Server) registerRoutes() {
 	(&lxcAPI{cluster: s.cluster, api: s.api, guests: s.guests}).register(s.route)
 	(&taskAPI{cluster: s.cluster}).register(s.route)
 	(&accessAPI{cluster: s.cluster}).register(s.route)
+	(&poolAPI{cluster: s.cluster}).register(s.route)
 	(&backupAPI{cluster: s.cluster, api: s.api}).register(s.route)
 }
 
