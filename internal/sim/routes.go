@@ -23,6 +23,7 @@ func (s *Server) registerRoutes() {
 	(&taskAPI{cluster: s.cluster}).register(s.route)
 	(&accessAPI{cluster: s.cluster}).register(s.route)
 	(&poolAPI{cluster: s.cluster}).register(s.route)
+	(&firewallAPI{cluster: s.cluster}).register(s.route)
 	(&backupAPI{cluster: s.cluster, api: s.api}).register(s.route)
 }
 

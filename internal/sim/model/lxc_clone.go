@@ -66,6 +66,7 @@ func (cr *ctCreator) CloneCT(auth Auth, node string, vmid int, params map[string
 		conf[k] = mp.String() // the source's volume until the task replaces it
 	}
 	c.st.Guests[newid] = &Guest{VMID: newid, Node: node, Config: conf}
+	c.cloneFirewallLocked(vmid, newid)
 	c.markGuest(vmid)
 	c.markGuest(newid)
 	if err := c.saveLocked(); err != nil {
@@ -248,6 +249,7 @@ func (cr *ctCreator) cloneTask(w *Worker, req cloneRequest) error {
 			c.freeImagesLocked(w, req.node, newVols)
 			delete(st.Guests, req.newid)
 			c.markGuest(req.newid)
+			c.removeFirewallLocked(req.newid)
 		})
 		return Failf("clone failed: %s", errText(err))
 	}
