@@ -2,11 +2,12 @@ package sim
 
 import "github.com/corralhq/corral/internal/sim/model"
 
-// Guest firewall routes (pve-firewall PVE/API2/Firewall/VM.pm, mounted
-// under a CT at /nodes/{node}/lxc/{vmid}/firewall). The config is
+// Firewall routes (pve-firewall PVE/API2/Firewall/VM.pm, mounted under a
+// CT at /nodes/{node}/lxc/{vmid}/firewall, and Aliases.pm for the
+// cluster's and a CT's aliases). The config is
 // stored and served; no packet is filtered.
 
-// firewallAPI serves a CT's firewall routes.
+// firewallAPI serves a CT's firewall and the cluster's aliases.
 type firewallAPI struct {
 	cluster *model.Cluster
 }
@@ -15,6 +16,43 @@ func (a *firewallAPI) register(route routeFunc) {
 	route("GET", "/nodes/{node}/lxc/{vmid}/firewall", a.getIndex)
 	route("GET", "/nodes/{node}/lxc/{vmid}/firewall/options", a.getOptions)
 	route("PUT", "/nodes/{node}/lxc/{vmid}/firewall/options", a.putOptions)
+	for _, base := range []string{"/cluster/firewall/aliases", "/nodes/{node}/lxc/{vmid}/firewall/aliases"} {
+		route("GET", base, a.getAliases)
+		route("POST", base, a.postAlias)
+		route("GET", base+"/{name}", a.getAlias)
+		route("PUT", base+"/{name}", a.putAlias)
+		route("DELETE", base+"/{name}", a.deleteAlias)
+	}
+}
+
+// aliasScope is the cluster's aliases, or with a vmid in the path a
+// CT's.
+func aliasScope(r *request) model.AliasScope {
+	return model.AliasScope{Node: r.params["node"], VMID: intParam(r, "vmid")}
+}
+
+func (a *firewallAPI) getAliases(r *request) (any, error) {
+	return a.cluster.Aliases(aliasScope(r))
+}
+
+func (a *firewallAPI) getAlias(r *request) (any, error) {
+	return a.cluster.Alias(aliasScope(r), r.params["name"])
+}
+
+func aliasChange(r *request) model.AliasChange {
+	return model.AliasChange{Name: r.params["name"], CIDR: r.params["cidr"], Comment: r.params["comment"], Rename: r.params["rename"], Digest: r.params["digest"]}
+}
+
+func (a *firewallAPI) postAlias(r *request) (any, error) {
+	return nil, a.cluster.AddAlias(aliasScope(r), aliasChange(r))
+}
+
+func (a *firewallAPI) putAlias(r *request) (any, error) {
+	return nil, a.cluster.UpdateAlias(aliasScope(r), aliasChange(r))
+}
+
+func (a *firewallAPI) deleteAlias(r *request) (any, error) {
+	return nil, a.cluster.DeleteAlias(aliasScope(r), r.params["name"], r.params["digest"])
 }
 
 // getIndex is VM.pm index: the directory's children, whatever the CT.

@@ -16,7 +16,8 @@ import (
 
 // GuestFirewall is one guest's firewall config.
 type GuestFirewall struct {
-	Options map[string]string `json:"options,omitempty"`
+	Options map[string]string         `json:"options,omitempty"`
+	Aliases map[string]*FirewallAlias `json:"aliases,omitempty"`
 }
 
 // fwBoolOptions are the vm_option_properties of type boolean, which the
@@ -104,7 +105,11 @@ func (c *Cluster) SetFirewallOptions(node string, vmid int, params map[string]st
 	if c.st.Firewall == nil {
 		c.st.Firewall = map[int]*GuestFirewall{}
 	}
-	c.st.Firewall[vmid] = &GuestFirewall{Options: next}
+	if fw == nil {
+		fw = &GuestFirewall{}
+		c.st.Firewall[vmid] = fw
+	}
+	fw.Options = next
 	c.markCore()
 	return c.saveLocked()
 }
@@ -125,6 +130,11 @@ func (c *Cluster) cloneFirewallLocked(from, to int) {
 	if fw == nil {
 		return
 	}
-	c.st.Firewall[to] = &GuestFirewall{Options: maps.Clone(fw.Options)}
+	aliases := map[string]*FirewallAlias{}
+	for k, a := range fw.Aliases {
+		cp := *a
+		aliases[k] = &cp
+	}
+	c.st.Firewall[to] = &GuestFirewall{Options: maps.Clone(fw.Options), Aliases: aliases}
 	c.markCore()
 }

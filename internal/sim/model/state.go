@@ -23,10 +23,12 @@ type State struct {
 	// <vmid>.fw) by VMID; one may exist for a VMID without a guest, as
 	// PVE's file does (firewall.go).
 	Firewall map[int]*GuestFirewall `json:"firewall,omitempty"`
-	Tasks    []*Task                `json:"tasks"`
-	NextPID  int                    `json:"next_pid"`
-	Creds    BootstrapCredential    `json:"creds"`
-	Created  int64                  `json:"created"`
+	// ClusterFirewall is the cluster's firewall config (its aliases).
+	ClusterFirewall *ClusterFirewall    `json:"cluster_firewall,omitempty"`
+	Tasks           []*Task             `json:"tasks"`
+	NextPID         int                 `json:"next_pid"`
+	Creds           BootstrapCredential `json:"creds"`
+	Created         int64               `json:"created"`
 	// JournalSeq is the last journal line the snapshot includes.
 	JournalSeq uint64 `json:"journal_seq,omitempty"`
 }
