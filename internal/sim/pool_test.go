@@ -177,3 +177,50 @@ func TestPools_permissions(t *testing.T) {
 	k.ok(root, http.MethodPut, "/access/acl", url.Values{"path": {"/pool/team"}, "roles": {"NoAccess"}, "users": {"dev@pve"}}, nil)
 	want(t, "NoAccess on the pool", k.do(dev, http.MethodGet, "/nodes/pve/lxc/101/config", nil), 403, "Permission check failed (/vms/101, VM.Audit)\n", nil)
 }
+
+// /cluster/resources lists each pool the caller may audit as
+// {id:"/pool/<p>", pool, type:"pool"} before the guests, with its running
+// members' figures, and a guest's pool only with Pool.Audit on it
+// (pve-manager API2/Cluster.pm resources); a pool's members have no pool
+// field (extract_vm_stats).
+func TestPools_clusterResources(t *testing.T) {
+	k := newE2E(t)
+	root := k.root()
+	k.ok(root, http.MethodPost, "/pools", url.Values{"poolid": {"web"}}, nil)
+	k.ok(root, http.MethodPost, "/pools", url.Values{"poolid": {"idle"}}, nil)
+	k.create(root, "101", url.Values{"pool": {"web"}, "start": {"1"}})
+	var res []map[string]any
+	k.ok(root, http.MethodGet, "/cluster/resources", nil, &res)
+	if len(res) < 3 || res[0]["id"] != "/pool/idle" || res[1]["id"] != "/pool/web" || res[1]["type"] != "pool" || res[1]["pool"] != "web" {
+		t.Fatalf("first resources: %v", res[:min(3, len(res))])
+	}
+	// Figures come only from members with an uptime: none a moment
+	// after the start, as in PVE.
+	if _, ok := res[0]["mem"]; ok {
+		t.Errorf("pool figures of a pool without members: %v", res[0])
+	}
+	for _, r := range res {
+		if r["id"] == "lxc/101" && r["pool"] != "web" {
+			t.Errorf("lxc/101 = %v, want pool web", r)
+		}
+	}
+	res = nil
+	k.ok(root, http.MethodGet, "/cluster/resources", url.Values{"type": {"vm"}}, &res)
+	if len(res) != 1 || res[0]["pool"] != "web" {
+		t.Errorf("type=vm: %v", res)
+	}
+	var pool []map[string]any
+	k.ok(root, http.MethodGet, "/pools", url.Values{"poolid": {"web"}}, &pool)
+	if m := pool[0]["members"].([]any)[0].(map[string]any); m["pool"] != nil {
+		t.Errorf("a member has a pool field: %v", m)
+	}
+
+	aud := k.auditor("aud@pve", "/vms")
+	res = nil
+	k.ok(aud, http.MethodGet, "/cluster/resources", nil, &res)
+	for _, r := range res {
+		if r["type"] == "pool" || r["pool"] != nil {
+			t.Errorf("without Pool.Audit: %v", r)
+		}
+	}
+}

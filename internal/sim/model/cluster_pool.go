@@ -61,6 +61,7 @@ func (c *Cluster) Pool(id, typ string) (PoolInfo, error) {
 	info := PoolInfo{PoolID: id, Comment: p.Comment, Members: []Resource{}}
 	byID := map[string]Resource{}
 	for _, r := range c.Resources("") {
+		r.Pool = "" // extract_vm_stats' entry: no pool
 		if _, seen := byID[r.ID]; !seen {
 			byID[r.ID] = r
 		}
