@@ -16,6 +16,7 @@ func (a *firewallAPI) register(route routeFunc) {
 	route("GET", "/nodes/{node}/lxc/{vmid}/firewall", a.getIndex)
 	route("GET", "/nodes/{node}/lxc/{vmid}/firewall/options", a.getOptions)
 	route("PUT", "/nodes/{node}/lxc/{vmid}/firewall/options", a.putOptions)
+	route("GET", "/nodes/{node}/lxc/{vmid}/firewall/refs", a.getRefs)
 	for _, base := range []string{"/cluster/firewall/aliases", "/nodes/{node}/lxc/{vmid}/firewall/aliases"} {
 		route("GET", base, a.getAliases)
 		route("POST", base, a.postAlias)
@@ -23,6 +24,10 @@ func (a *firewallAPI) register(route routeFunc) {
 		route("PUT", base+"/{name}", a.putAlias)
 		route("DELETE", base+"/{name}", a.deleteAlias)
 	}
+}
+
+func (a *firewallAPI) getRefs(r *request) (any, error) {
+	return a.cluster.FirewallRefs(r.params["node"], intParam(r, "vmid"), r.params["type"])
 }
 
 // aliasScope is the cluster's aliases, or with a vmid in the path a

@@ -131,6 +131,17 @@ func TestFirewall_aliases(t *testing.T) {
 				t.Errorf("after delete: %v", list)
 			}
 		}
+		// refs: the cluster's aliases, then the CT's, by lower-cased name.
+		k.ok(root, http.MethodPost, "/cluster/firewall/aliases", url.Values{"name": {"GW"}, "cidr": {"10.0.0.1"}, "comment": {"gateway"}}, nil)
+		r := k.do(root, http.MethodGet, "/nodes/pve/lxc/101/firewall/refs", nil)
+		checkReturns(t, v, "GET", "/nodes/{node}/lxc/{vmid}/firewall/refs", r.data)
+		if got := string(r.data); got != `[{"comment":"gateway","name":"gw","ref":"gw","scope":"dc","type":"alias"},{"name":"lan6","ref":"lan6","scope":"dc","type":"alias"},{"name":"lan6","ref":"lan6","scope":"guest","type":"alias"}]` {
+			t.Errorf("refs = %s", got)
+		}
+		if r := k.do(root, http.MethodGet, "/nodes/pve/lxc/101/firewall/refs", url.Values{"type": {"ipset"}}); string(r.data) != "[]" {
+			t.Errorf("refs type=ipset = %s", r.data)
+		}
+
 		aud := k.auditor("aud@pve", "/vms/101")
 		want(t, "cluster aliases need Sys.Audit on /", k.do(aud, http.MethodGet, "/cluster/firewall/aliases", nil), 403, "Permission check failed (/, Sys.Audit)\n", nil)
 		if r := k.do(aud, http.MethodGet, "/nodes/pve/lxc/101/firewall/aliases", nil); r.status != 200 {

@@ -213,3 +213,33 @@ func newAlias(name, cidr, comment string) *FirewallAlias {
 	cidr = strings.TrimSuffix(cidr, map[int]string{4: "/32", 6: "/128"}[v])
 	return &FirewallAlias{Name: name, CIDR: cidr, IPv: v, Comment: strings.TrimSpace(comment)}
 }
+
+// FirewallRefs is GET .../firewall/refs (collect_refs): what a CT's rules
+// may name, the cluster's ("dc") then the CT's ("guest"), each alias
+// under its lower-cased key. The emulator keeps no IP sets, so type
+// "ipset" lists nothing. PVE walks a hash, in no set order; this is
+// sorted.
+func (c *Cluster) FirewallRefs(node string, vmid int, typ string) ([]map[string]any, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if err := c.checkNodeLocked(node); err != nil {
+		return nil, err
+	}
+	out := []map[string]any{}
+	if typ == "ipset" {
+		return out, nil
+	}
+	for _, s := range []struct {
+		scope   string
+		aliases map[string]*FirewallAlias
+	}{{"dc", c.fwAliasesLocked(AliasScope{}, false)}, {"guest", c.fwAliasesLocked(AliasScope{Node: node, VMID: vmid}, false)}} {
+		for _, key := range slices.Sorted(maps.Keys(s.aliases)) {
+			e := map[string]any{"type": "alias", "name": key, "ref": key, "scope": s.scope}
+			if cm := s.aliases[key].Comment; cm != "" {
+				e["comment"] = cm
+			}
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
