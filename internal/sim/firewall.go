@@ -24,6 +24,54 @@ func (a *firewallAPI) register(route routeFunc) {
 		route("PUT", base+"/{name}", a.putAlias)
 		route("DELETE", base+"/{name}", a.deleteAlias)
 	}
+	for _, base := range []string{"/cluster/firewall/ipset", "/nodes/{node}/lxc/{vmid}/firewall/ipset"} {
+		route("GET", base, a.getIPSets)
+		route("POST", base, a.postIPSet)
+		route("GET", base+"/{name}", a.getIPSet)
+		route("POST", base+"/{name}", a.postIPSetEntry)
+		route("DELETE", base+"/{name}", a.deleteIPSet)
+		route("GET", base+"/{name}/{cidr}", a.getIPSetEntry)
+		route("PUT", base+"/{name}/{cidr}", a.putIPSetEntry)
+		route("DELETE", base+"/{name}/{cidr}", a.deleteIPSetEntry)
+	}
+}
+
+func (a *firewallAPI) getIPSets(r *request) (any, error) { return a.cluster.IPSets(aliasScope(r)) }
+
+func (a *firewallAPI) getIPSet(r *request) (any, error) {
+	return a.cluster.IPSet(aliasScope(r), r.params["name"])
+}
+
+func (a *firewallAPI) postIPSet(r *request) (any, error) {
+	ch := model.IPSetChange{Name: r.params["name"], Rename: r.params["rename"], Digest: r.params["digest"]}
+	if c, ok := r.params["comment"]; ok {
+		ch.Comment = &c
+	}
+	return nil, a.cluster.CreateIPSet(aliasScope(r), ch)
+}
+
+func (a *firewallAPI) deleteIPSet(r *request) (any, error) {
+	return nil, a.cluster.DeleteIPSet(aliasScope(r), r.params["name"], boolParam(r, "force"))
+}
+
+func ipsetEntry(r *request) model.IPSetEntry {
+	return model.IPSetEntry{Name: r.params["name"], CIDR: r.params["cidr"], Comment: r.params["comment"], Digest: r.params["digest"], NoMatch: boolParam(r, "nomatch")}
+}
+
+func (a *firewallAPI) postIPSetEntry(r *request) (any, error) {
+	return nil, a.cluster.AddIPSetEntry(aliasScope(r), ipsetEntry(r))
+}
+
+func (a *firewallAPI) getIPSetEntry(r *request) (any, error) {
+	return a.cluster.IPSetEntryInfo(aliasScope(r), r.params["name"], r.params["cidr"])
+}
+
+func (a *firewallAPI) putIPSetEntry(r *request) (any, error) {
+	return nil, a.cluster.UpdateIPSetEntry(aliasScope(r), ipsetEntry(r))
+}
+
+func (a *firewallAPI) deleteIPSetEntry(r *request) (any, error) {
+	return nil, a.cluster.DeleteIPSetEntry(aliasScope(r), r.params["name"], r.params["cidr"], r.params["digest"])
 }
 
 func (a *firewallAPI) getRefs(r *request) (any, error) {

@@ -151,3 +151,67 @@ func TestFirewall_aliases(t *testing.T) {
 			403, "Permission check failed (/vms/101, VM.Config.Network)\n", nil)
 	})
 }
+
+// Issue 33: IP sets, the cluster's and a CT's, as IPSet.pm serves them:
+// the list by name with its digest; entries newest first until the file
+// sorts them by CIDR; alias references resolved (dc/ and guest/ scopes);
+// duplicates, zero prefixes and non-empty deletes refused; rename; refs
+// lists them as +name.
+func TestFirewall_ipsets(t *testing.T) {
+	eachVersion(t, func(t *testing.T, k *e2e, v string) {
+		root := k.root()
+		k.ok(root, http.MethodPost, "/cluster/firewall/aliases", url.Values{"name": {"gw"}, "cidr": {"10.0.0.1"}}, nil)
+		for _, base := range []string{"/cluster/firewall/ipset", "/nodes/pve/lxc/101/firewall/ipset"} {
+			path := strings.Replace(strings.Replace(base, "/pve/", "/{node}/", 1), "/101/", "/{vmid}/", 1)
+			if r := k.do(root, http.MethodGet, base, nil); r.status != 200 || string(r.data) != "[]" {
+				t.Fatalf("GET %s fresh: %d %s", base, r.status, r.data)
+			}
+			k.ok(root, http.MethodPost, base, url.Values{"name": {"trusted"}, "comment": {"ok"}}, nil)
+			want(t, base+" twice", k.do(root, http.MethodPost, base, url.Values{"name": {"trusted"}}), 400, "Parameter verification failed.\n",
+				map[string]string{"name": "IPSet 'trusted' already exists"})
+			r := k.do(root, http.MethodGet, base, nil)
+			checkReturns(t, v, "GET", path, r.data)
+			for _, cidr := range []string{"192.0.2.0/24", "10.1.1.1/32", "dc/gw"} {
+				k.ok(root, http.MethodPost, base+"/trusted", url.Values{"cidr": {cidr}}, nil)
+			}
+			want(t, base+" duplicate", k.do(root, http.MethodPost, base+"/trusted", url.Values{"cidr": {"10.1.1.1"}}), 400, "Parameter verification failed.\n",
+				map[string]string{"cidr": "address '10.1.1.1' already exists"})
+			want(t, base+" zero prefix", k.do(root, http.MethodPost, base+"/trusted", url.Values{"cidr": {"0.0.0.0/0"}}), 400, "Parameter verification failed.\n",
+				map[string]string{"cidr": "a zero prefix is not allowed in ipset entries"})
+			want(t, base+" unknown alias", k.do(root, http.MethodPost, base+"/trusted", url.Values{"cidr": {"nowhere"}}), 500, "no such alias 'nowhere'\n", nil)
+			want(t, base+" missing set", k.do(root, http.MethodGet, base+"/nope", nil), 500, "no such IPSet 'nope'\n", nil)
+			r = k.do(root, http.MethodGet, base+"/trusted", nil)
+			checkReturns(t, v, "GET", path+"/{name}", r.data)
+			var entries []map[string]any
+			k.decode(r.data, &entries)
+			if len(entries) != 3 || entries[0]["cidr"] != "10.1.1.1" || entries[1]["cidr"] != "192.0.2.0/24" || entries[2]["cidr"] != "dc/gw" {
+				t.Errorf("%s/trusted = %s (the file's order: by CIDR)", base, r.data)
+			}
+			k.ok(root, http.MethodPut, base+"/trusted/"+url.PathEscape("192.0.2.0/24"), url.Values{"nomatch": {"1"}, "comment": {"not this"}, "digest": {entries[0]["digest"].(string)}}, nil)
+			var one map[string]any
+			k.ok(root, http.MethodGet, base+"/trusted/"+url.PathEscape("192.0.2.0/24"), nil, &one)
+			if one["nomatch"] != float64(1) || one["comment"] != "not this" {
+				t.Errorf("entry after PUT: %v", one)
+			}
+			want(t, base+" not empty", k.do(root, http.MethodDelete, base+"/trusted", nil), 500, "IPSet 'trusted' is not empty\n", nil)
+			k.ok(root, http.MethodPost, base, url.Values{"name": {"friends"}, "rename": {"trusted"}}, nil)
+			var sets []map[string]any
+			k.ok(root, http.MethodGet, base, nil, &sets)
+			if len(sets) != 1 || sets[0]["name"] != "friends" || sets[0]["comment"] != "ok" {
+				t.Errorf("after rename: %v", sets)
+			}
+		}
+		var refs []map[string]any
+		k.ok(root, http.MethodGet, "/nodes/pve/lxc/101/firewall/refs", url.Values{"type": {"ipset"}}, &refs)
+		if len(refs) != 2 || refs[0]["ref"] != "+friends" || refs[0]["scope"] != "dc" || refs[1]["scope"] != "guest" {
+			t.Errorf("ipset refs: %v", refs)
+		}
+		k.ok(root, http.MethodDelete, "/cluster/firewall/ipset/friends", url.Values{"force": {"1"}}, nil)
+		k.ok(root, http.MethodDelete, "/nodes/pve/lxc/101/firewall/ipset/friends/"+url.PathEscape("10.1.1.1"), nil, nil)
+		var entries []map[string]any
+		k.ok(root, http.MethodGet, "/nodes/pve/lxc/101/firewall/ipset/friends", nil, &entries)
+		if len(entries) != 2 {
+			t.Errorf("after deleting an entry: %v", entries)
+		}
+	})
+}

@@ -18,6 +18,7 @@ import (
 type GuestFirewall struct {
 	Options map[string]string         `json:"options,omitempty"`
 	Aliases map[string]*FirewallAlias `json:"aliases,omitempty"`
+	IPSets  map[string]*FirewallIPSet `json:"ipsets,omitempty"`
 }
 
 // fwBoolOptions are the vm_option_properties of type boolean, which the
@@ -135,6 +136,10 @@ func (c *Cluster) cloneFirewallLocked(from, to int) {
 		cp := *a
 		aliases[k] = &cp
 	}
-	c.st.Firewall[to] = &GuestFirewall{Options: maps.Clone(fw.Options), Aliases: aliases}
+	sets := map[string]*FirewallIPSet{}
+	for k, set := range fw.IPSets {
+		sets[k] = &FirewallIPSet{Comment: set.Comment, Entries: slices.Clone(set.Entries)}
+	}
+	c.st.Firewall[to] = &GuestFirewall{Options: maps.Clone(fw.Options), Aliases: aliases, IPSets: sets}
 	c.markCore()
 }

@@ -26,6 +26,7 @@ type FirewallAlias struct {
 // keeps it.
 type ClusterFirewall struct {
 	Aliases map[string]*FirewallAlias `json:"aliases,omitempty"`
+	IPSets  map[string]*FirewallIPSet `json:"ipsets,omitempty"`
 }
 
 // AliasScope names whose aliases a call is about: the cluster's (VMID 0)
@@ -215,10 +216,10 @@ func newAlias(name, cidr, comment string) *FirewallAlias {
 }
 
 // FirewallRefs is GET .../firewall/refs (collect_refs): what a CT's rules
-// may name, the cluster's ("dc") then the CT's ("guest"), each alias
-// under its lower-cased key. The emulator keeps no IP sets, so type
-// "ipset" lists nothing. PVE walks a hash, in no set order; this is
-// sorted.
+// may name, the cluster's ("dc") then the CT's ("guest"), in each scope
+// the IP sets ("+name") and then the aliases, by their lower-cased keys;
+// typ "alias" or "ipset" keeps one kind. PVE walks hashes, in no set
+// order; this is sorted.
 func (c *Cluster) FirewallRefs(node string, vmid int, typ string) ([]map[string]any, error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
@@ -226,20 +227,30 @@ func (c *Cluster) FirewallRefs(node string, vmid int, typ string) ([]map[string]
 		return nil, err
 	}
 	out := []map[string]any{}
-	if typ == "ipset" {
-		return out, nil
-	}
-	for _, s := range []struct {
-		scope   string
-		aliases map[string]*FirewallAlias
-	}{{"dc", c.fwAliasesLocked(AliasScope{}, false)}, {"guest", c.fwAliasesLocked(AliasScope{Node: node, VMID: vmid}, false)}} {
-		for _, key := range slices.Sorted(maps.Keys(s.aliases)) {
-			e := map[string]any{"type": "alias", "name": key, "ref": key, "scope": s.scope}
-			if cm := s.aliases[key].Comment; cm != "" {
-				e["comment"] = cm
+	for _, sc := range []struct {
+		name  string
+		scope AliasScope
+	}{{"dc", AliasScope{}}, {"guest", AliasScope{Node: node, VMID: vmid}}} {
+		if typ == "" || typ == "ipset" {
+			sets := c.fwIPSetsLocked(sc.scope, false)
+			for _, key := range slices.Sorted(maps.Keys(sets)) {
+				out = append(out, refEntry("ipset", key, "+"+key, sc.name, sets[key].Comment))
 			}
-			out = append(out, e)
+		}
+		if typ == "" || typ == "alias" {
+			aliases := c.fwAliasesLocked(sc.scope, false)
+			for _, key := range slices.Sorted(maps.Keys(aliases)) {
+				out = append(out, refEntry("alias", key, key, sc.name, aliases[key].Comment))
+			}
 		}
 	}
 	return out, nil
+}
+
+func refEntry(typ, name, ref, scope, comment string) map[string]any {
+	e := map[string]any{"type": typ, "name": name, "ref": ref, "scope": scope}
+	if comment != "" {
+		e["comment"] = comment
+	}
+	return e
 }
