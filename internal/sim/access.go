@@ -40,6 +40,14 @@ func (a *accessAPI) getUser(r *request) (any, error) {
 	return a.cluster.User(r.params["userid"])
 }
 
+func (a *accessAPI) putUser(r *request) (any, error) {
+	return nil, a.cluster.UpdateUser(r.params["userid"], bodyParams(r, "userid"))
+}
+
+func (a *accessAPI) deleteUser(r *request) (any, error) {
+	return nil, a.cluster.DeleteUser(r.params["userid"])
+}
+
 func (a *accessAPI) getRole(r *request) (any, error) {
 	return a.cluster.Role(r.params["roleid"])
 }

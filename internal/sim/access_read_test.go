@@ -3,6 +3,7 @@ package sim
 import (
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 )
 
@@ -91,4 +92,35 @@ func TestAccess_readUserAndRole(t *testing.T) {
 		}
 		want(t, "missing role", k.do(root, http.MethodGet, "/access/roles/Ghost", nil), 500, "role 'Ghost' does not exist\n", nil)
 	})
+}
+
+// PUT and DELETE /access/users/{userid} as User.pm update_user and
+// delete_user: fields set when given, groups refused when unknown;
+// delete takes the user's and its tokens' ACL entries with it and, as in
+// PVE, succeeds for a user that does not exist.
+func TestAccess_updateAndDeleteUser(t *testing.T) {
+	k := newE2E(t)
+	root := k.root()
+	k.ok(root, http.MethodPost, "/access/users", url.Values{"userid": {"bob@pve"}, "comment": {"old"}}, nil)
+	k.ok(root, http.MethodPost, "/access/users/bob@pve/token/ci", nil, nil)
+	k.ok(root, http.MethodPut, "/access/acl", url.Values{"path": {"/vms"}, "roles": {"PVEAuditor"}, "users": {"bob@pve"}, "tokens": {"bob@pve!ci"}}, nil)
+	k.ok(root, http.MethodPut, "/access/users/bob@pve", url.Values{"comment": {"new"}, "email": {"bob@example.org"}, "enable": {"0"}, "expire": {"4102444800"}}, nil)
+	var u map[string]any
+	k.ok(root, http.MethodGet, "/access/users/bob@pve", nil, &u)
+	if u["comment"] != "new" || u["email"] != "bob@example.org" || u["enable"] != float64(0) || u["expire"] != float64(4102444800) {
+		t.Errorf("after PUT: %v", u)
+	}
+	want(t, "unknown group", k.do(root, http.MethodPut, "/access/users/bob@pve", url.Values{"groups": {"ops"}}), 500, "update user failed: no such group 'ops'\n", nil)
+	want(t, "missing user", k.do(root, http.MethodPut, "/access/users/ghost@pve", url.Values{"comment": {"x"}}), 500, "update user failed: no such user ('ghost@pve')\n", nil)
+
+	k.ok(root, http.MethodDelete, "/access/users/bob@pve", nil, nil)
+	want(t, "deleted", k.do(root, http.MethodGet, "/access/users/bob@pve", nil), 500, "no such user ('bob@pve')\n", nil)
+	var acl []map[string]any
+	k.ok(root, http.MethodGet, "/access/acl", nil, &acl)
+	for _, e := range acl {
+		if strings.HasPrefix(e["ugid"].(string), "bob@pve") {
+			t.Errorf("ACL entry of the deleted user left: %v", e)
+		}
+	}
+	k.ok(root, http.MethodDelete, "/access/users/ghost@pve", nil, nil)
 }

@@ -125,6 +125,8 @@ func (a *accessAPI) register(route routeFunc) {
 	route("GET", "/access/users", a.getUsers)
 	route("POST", "/access/users", a.postUser)
 	route("GET", "/access/users/{userid}", a.getUser)
+	route("PUT", "/access/users/{userid}", a.putUser)
+	route("DELETE", "/access/users/{userid}", a.deleteUser)
 	route("GET", "/access/users/{userid}/token", a.getTokens)
 	route("GET", "/access/users/{userid}/token/{tokenid}", a.getToken)
 	route("POST", "/access/users/{userid}/token/{tokenid}", a.postToken)
