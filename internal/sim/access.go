@@ -28,7 +28,28 @@ func (a *accessAPI) getPermissions(r *request) (any, error) {
 }
 
 func (a *accessAPI) getUsers(r *request) (any, error) {
-	return a.cluster.Users(r.auth, boolParam(r, "full")), nil
+	var enabled *bool
+	if _, ok := r.params["enabled"]; ok {
+		e := boolParam(r, "enabled")
+		enabled = &e
+	}
+	return a.cluster.Users(r.auth, boolParam(r, "full"), enabled), nil
+}
+
+func (a *accessAPI) getUser(r *request) (any, error) {
+	return a.cluster.User(r.params["userid"])
+}
+
+func (a *accessAPI) putUser(r *request) (any, error) {
+	return nil, a.cluster.UpdateUser(r.params["userid"], bodyParams(r, "userid"))
+}
+
+func (a *accessAPI) deleteUser(r *request) (any, error) {
+	return nil, a.cluster.DeleteUser(r.params["userid"])
+}
+
+func (a *accessAPI) getRole(r *request) (any, error) {
+	return a.cluster.Role(r.params["roleid"])
 }
 
 func (a *accessAPI) postUser(r *request) (any, error) {

@@ -29,6 +29,12 @@ func (a *clusterAPI) getClusterResources(r *request) (any, error) {
 	audit := a.cluster.Visible(r.auth, paths, "VM.Audit")
 	for i, res := range all {
 		guest := strings.HasPrefix(res.ID, "lxc/") || strings.HasPrefix(res.ID, "qemu/")
+		if res.Pool != "" && !a.cluster.HasPriv(r.auth, "/pool/"+res.Pool, "Pool.Audit") {
+			if res.Type == "pool" {
+				continue // only the pools the caller may audit
+			}
+			res.Pool = "" // a guest's pool only with Pool.Audit on it
+		}
 		switch {
 		case res.Type == "node":
 			// Every node is listed; its figures need Sys.Audit.

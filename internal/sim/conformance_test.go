@@ -89,7 +89,7 @@ func TestConformance(t *testing.T) {
 				{"GET", "/nodes/pve/lxc/100/nonsense", 501, "Method 'GET /nodes/pve/lxc/100/nonsense' not implemented"},
 				{"GET", "/no/such/thing", 501, "Method 'GET /no/such/thing' not implemented"},
 				{"PATCH", "/version", 501, "Method 'PATCH /version' not implemented"},
-				{"POST", "/nodes/pve/lxc/100/clone", 501, "Method 'POST /nodes/pve/lxc/100/clone' not implemented"},
+				{"POST", "/nodes/pve/lxc/100/status/suspend", 501, "Method 'POST /nodes/pve/lxc/100/status/suspend' not implemented"},
 				{"POST", "/nodes/pve/qemu", 501, "Method 'POST /nodes/pve/qemu' not implemented"},
 			} {
 				r := k.do(root, c.method, c.path, nil)

@@ -120,6 +120,13 @@ func ctTask(fn func(auth model.Auth, node string, vmid int, params map[string]st
 	}
 }
 
+// postLXCTemplate is POST template: PVE answers null and runs the
+// conversion as a vztemplate task nobody is told the UPID of.
+func (a *lxcAPI) postLXCTemplate(r *request) (any, error) {
+	_, err := a.cluster.TemplateCT(r.auth, r.params["node"], intParam(r, "vmid"), nil)
+	return nil, err
+}
+
 // getLXCInterfaces is pve-container's get_interfaces over `ip -json a`:
 // per interface its name, "hardware-address" (and the older "hwaddr"),
 // "ip-addresses" with every address, and under the family's name

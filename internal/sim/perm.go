@@ -83,7 +83,9 @@ func (s *Server) evalCheck(r *request, c *schema.Check, noerr bool) (bool, error
 		}
 		return true, nil
 	case schema.OpUseridGroup:
-		if err := s.cluster.Check(r.auth, "/access/groups", c.Privs, false); err != nil {
+		// check_any: one of the listed privileges is enough (GET
+		// /access/users/{userid} lists User.Modify and Sys.Audit).
+		if err := s.cluster.Check(r.auth, "/access/groups", c.Privs, true); err != nil {
 			return fail(err)
 		}
 		return true, nil

@@ -32,6 +32,9 @@ type Access struct {
 	Roles map[string]*Role `json:"roles"`
 	// ACL is kept sorted in the order GET /access/acl walks PVE's ACL tree.
 	ACL []ACLEntry `json:"acl"`
+	// Pools are user.cfg's "pool:" lines (pool.go); nil in a state saved
+	// before the emulator had pools.
+	Pools map[string]*Pool `json:"pools,omitempty"`
 	// TicketKey signs tickets and CSRF tokens (ticket.go). Random per
 	// cluster, so tickets survive a restart of the emulator.
 	TicketKey []byte `json:"ticket_key"`
@@ -497,9 +500,11 @@ func (a *Access) checkPermModify(auth Auth, path string) error {
 	return a.Check(auth, path, privs, true)
 }
 
-// RemoveVMAccess drops every ACL entry on /vms/<vmid>, as destroying a
-// guest does (remove_vm_access; behaviour.md (a)).
+// RemoveVMAccess drops every ACL entry on /vms/<vmid> and the guest's
+// pool membership, as destroying a guest does (remove_vm_access;
+// behaviour.md (a)).
 func (a *Access) RemoveVMAccess(vmid int) {
+	a.removeFromPool(vmid)
 	p := "/vms/" + strconv.Itoa(vmid)
 	a.ACL = slices.DeleteFunc(a.ACL, func(e ACLEntry) bool {
 		return e.Path == p || strings.HasPrefix(e.Path, p+"/")
@@ -618,6 +623,14 @@ func (a *Access) EffectivePermissions(id, path string) map[string]map[string]int
 			paths["/"+strings.Join(comps[:i], "/")] = true
 		}
 	}
+	for _, p := range a.Pools {
+		for _, vmid := range p.VMs {
+			paths["/vms/"+strconv.Itoa(vmid)] = true
+		}
+		for _, sid := range p.Storage {
+			paths["/storage/"+sid] = true
+		}
+	}
 	out := map[string]map[string]int{}
 	for p := range paths {
 		if privs := a.privileges(id, p); len(privs) > 0 {
@@ -699,7 +712,7 @@ func (a *Access) privileges(id, path string) map[string]bool {
 		if !u.Tokens[tok].Privsep {
 			return userPrivs
 		}
-		own := a.rolePrivs(a.aclRoles(id, path, true))
+		own := a.rolePrivs(a.roles(id, path, true))
 		if user == accessRootUser {
 			return own // PVE skips the intersection for root's tokens
 		}
@@ -714,7 +727,7 @@ func (a *Access) privileges(id, path string) map[string]bool {
 	if _, err := accessVerifyUsername(id); err != nil {
 		return map[string]bool{}
 	}
-	return a.rolePrivs(a.aclRoles(id, path, false))
+	return a.rolePrivs(a.roles(id, path, false))
 }
 
 // aclRoles is AccessControl.pm roles: the roles (→ propagate flag) id holds

@@ -53,6 +53,8 @@ var defaultDurations = map[string]time.Duration{
 	"vzdestroy":     2 * time.Second,
 	"move_volume":   2 * time.Second,
 	"resize":        1 * time.Second,
+	"vztemplate":    1 * time.Second,
+	"vzclone":       11 * time.Second, // a full copy of a small rootfs, as a create
 	"download":      4 * time.Second,
 	"aptemplate":    4 * time.Second,
 	"imgdel":        500 * time.Millisecond,

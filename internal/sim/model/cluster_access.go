@@ -116,38 +116,73 @@ func (ac *accessControl) canAuditAccess(auth Auth, path string) bool {
 	return privs["Sys.Audit"] || privs["User.Modify"] || privs["Permissions.Modify"]
 }
 
-// Users is GET /access/users: every user for an auditor, else the caller's
-// own entry. full adds the tokens.
-func (ac *accessControl) Users(auth Auth, full bool) []map[string]any {
+// Users is GET /access/users (API2/User.pm index): every user for an
+// auditor, else the caller's own entry; enabled, when set, keeps only the
+// enabled (true) or disabled (false) users. Without full an entry has no
+// groups and no tokens; with full, groups is the comma list ("" for
+// none) and tokens the list, or null for a user that never had one, as
+// extract_user_data copies user.cfg's (undefined) token hash.
+func (ac *accessControl) Users(auth Auth, full bool, enabled *bool) []map[string]any {
 	ac.stateMu.RLock()
 	defer ac.stateMu.RUnlock()
 	a := ac.accessOf()
 	all := ac.canAuditAccess(auth, "/access/groups")
-	var out []map[string]any
+	out := []map[string]any{}
 	for _, id := range slices.Sorted(maps.Keys(a.Users)) {
-		if !all && id != auth.UserID {
+		u := a.Users[id]
+		if !all && id != auth.UserID || enabled != nil && *enabled != u.Enable {
 			continue
 		}
-		u := a.Users[id]
-		realm := id[strings.LastIndexByte(id, '@')+1:]
-		e := map[string]any{
-			"userid": id, "enable": boolInt(u.Enable), "expire": u.Expire,
-			"groups": strings.Join(u.Groups, ","), "realm-type": realm,
-		}
-		for k, v := range map[string]string{"comment": u.Comment, "email": u.Email, "firstname": u.Firstname, "lastname": u.Lastname} {
-			if v != "" {
-				e[k] = v
+		e := userData(u, full)
+		if full {
+			e["groups"] = strings.Join(u.Groups, ",")
+			if len(u.Tokens) > 0 {
+				e["tokens"] = tokenList(u)
 			}
 		}
-		if full {
-			e["tokens"] = tokenList(u)
-		}
+		e["userid"] = id
+		e["realm-type"] = id[strings.LastIndexByte(id, '@')+1:]
 		out = append(out, e)
 	}
-	if out == nil {
-		out = []map[string]any{}
-	}
 	return out
+}
+
+// User is GET /access/users/{userid} (read_user): the user's fields, its
+// groups as a list and its tokens by id (null without any). 500 "no such
+// user ('<id>')\n".
+func (ac *accessControl) User(userid string) (map[string]any, error) {
+	ac.stateMu.RLock()
+	defer ac.stateMu.RUnlock()
+	u := ac.accessOf().Users[userid]
+	if u == nil {
+		return nil, Failf("no such user ('%s')\n", userid)
+	}
+	e := userData(u, true)
+	e["groups"] = append([]string{}, u.Groups...)
+	if len(u.Tokens) > 0 {
+		tokens := map[string]any{}
+		for id, t := range u.Tokens {
+			tokens[id] = tokenInfo(t)
+		}
+		e["tokens"] = tokens
+	}
+	return e, nil
+}
+
+// userData is extract_user_data's common part: enable, expire and the
+// optional fields that are set. With full, tokens is there and null until
+// the caller sets it.
+func userData(u *User, full bool) map[string]any {
+	e := map[string]any{"enable": boolInt(u.Enable), "expire": u.Expire}
+	for k, v := range map[string]string{"comment": u.Comment, "email": u.Email, "firstname": u.Firstname, "lastname": u.Lastname} {
+		if v != "" {
+			e[k] = v
+		}
+	}
+	if full {
+		e["tokens"] = nil
+	}
+	return e
 }
 
 // AddUser is POST /access/users; params are its optional fields.
@@ -250,6 +285,24 @@ func (ac *accessControl) AddRole(id string, privs []string) error {
 		return err
 	}
 	return ac.saveAccess()
+}
+
+// Role is GET /access/roles/{roleid} (read_role): {privilege: 1}; 500
+// "role '<id>' does not exist\n".
+func (ac *accessControl) Role(id string) (map[string]int, error) {
+	ac.stateMu.RLock()
+	defer ac.stateMu.RUnlock()
+	r := ac.accessOf().Roles[id]
+	if r == nil {
+		return nil, Failf("role '%s' does not exist\n", id)
+	}
+	out := map[string]int{}
+	for p, set := range r.Privs {
+		if set {
+			out[p] = 1
+		}
+	}
+	return out, nil
 }
 
 // roleToChangeLocked returns role id for an update or a delete (verb),

@@ -66,6 +66,35 @@ func (cv *clusterView) NextID(vmid string) (int, error) {
 	return 0, Failf("unable to get any free VMID in range [%d, %d]\n", nextIDLower, nextIDUpper)
 }
 
+// poolResources are the "pool" entries of /cluster/resources (pve-manager
+// API2/Cluster.pm), by pool id: each with its running guests' uptime
+// (the longest), memory, and CPU weighted by their CPUs.
+func poolResources(a *Access, guests []Resource) []Resource {
+	byPool := map[string]*Resource{}
+	var out []Resource
+	for _, id := range slices.Sorted(maps.Keys(a.Pools)) {
+		out = append(out, Resource{ID: "/pool/" + id, Type: "pool", Pool: id})
+	}
+	for i := range out {
+		byPool[out[i].Pool] = &out[i]
+	}
+	for _, g := range guests {
+		pe := byPool[g.Pool]
+		if pe == nil || g.Uptime == 0 {
+			continue
+		}
+		pe.PoolStats = true
+		pe.Uptime = max(pe.Uptime, g.Uptime)
+		pe.Mem += g.Mem
+		pe.MaxMem += g.MaxMem
+		if total := pe.MaxCPU + g.MaxCPU; total > 0 {
+			pe.CPU = (pe.CPU*float64(pe.MaxCPU) + g.CPU*float64(g.MaxCPU)) / float64(total)
+		}
+		pe.MaxCPU += g.MaxCPU
+	}
+	return out
+}
+
 // Resource is one entry of GET /cluster/resources. Which fields go on the
 // wire depends on Type (PVE::API2Tools extract_vm_stats,
 // extract_node_stats, extract_storage_stats); MarshalJSON writes exactly
@@ -102,6 +131,12 @@ type Resource struct {
 
 	// sdn
 	SDN string
+
+	// Pool is a guest's pool (lxc), or the pool a "pool" entry stands
+	// for; PoolStats says whether that entry carries its running members'
+	// cpu, mem and uptime (extract: only when one runs).
+	Pool      string
+	PoolStats bool
 
 	// NoStats leaves a node's figures out, as extract_node_stats does for
 	// a caller without Sys.Audit on /nodes/<node>: the entry is listed
@@ -145,6 +180,9 @@ func (r Resource) AppendJSON(b []byte) []byte {
 		w.int("netout", 0)
 	}
 	w.str("node", r.Node)
+	if r.Pool != "" {
+		w.str("pool", r.Pool)
+	}
 	w.str("status", r.Status)
 	if r.Tags != "" {
 		w.str("tags", r.Tags)
@@ -192,6 +230,13 @@ func (w *objWriter) num(k string, v float64) {
 
 // fields are the members of the resource's JSON object.
 func (r Resource) fields() map[string]any {
+	if r.Type == "pool" {
+		m := map[string]any{"id": r.ID, "type": r.Type, "pool": r.Pool}
+		if r.PoolStats {
+			m["cpu"], m["maxcpu"], m["mem"], m["maxmem"], m["uptime"] = r.CPU, r.MaxCPU, r.Mem, r.MaxMem, r.Uptime
+		}
+		return m
+	}
 	m := map[string]any{"id": r.ID, "type": r.Type, "node": r.Node, "status": r.Status}
 	switch r.Type {
 	case "lxc":
@@ -320,8 +365,13 @@ func (cv *clusterView) Resources(typ string) []Resource {
 	if typ == "" || typ == "vm" {
 		vmids := slices.Sorted(maps.Keys(c.st.Guests))
 		for _, vmid := range vmids {
-			out = append(out, c.guestResourceLocked(c.st.Guests[vmid]))
+			r := c.guestResourceLocked(c.st.Guests[vmid])
+			r.Pool = c.st.Access.poolOf(vmid)
+			out = append(out, r)
 		}
+	}
+	if typ == "" {
+		out = append(poolResources(c.st.Access, out), out...)
 	}
 	if typ == "" || typ == "node" {
 		for _, n := range c.st.Nodes {

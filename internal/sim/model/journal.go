@@ -49,10 +49,12 @@ type journalEntry struct {
 
 // coreState is the small, rarely changed part of the State.
 type coreState struct {
-	Nodes    []*Node             `json:"nodes"`
-	Storages []*Storage          `json:"storages"`
-	Access   *Access             `json:"access"`
-	Creds    BootstrapCredential `json:"creds"`
+	Nodes           []*Node                `json:"nodes"`
+	Storages        []*Storage             `json:"storages"`
+	Access          *Access                `json:"access"`
+	Creds           BootstrapCredential    `json:"creds"`
+	Firewall        map[int]*GuestFirewall `json:"firewall,omitempty"`
+	ClusterFirewall *ClusterFirewall       `json:"cluster_firewall,omitempty"`
 }
 
 // guestRecord is a CT with its creation secrets.
@@ -166,7 +168,7 @@ func (p *persistence) entryLocked() *journalEntry {
 	st := p.state()
 	e := &journalEntry{Seq: p.seq + 1, NextPID: st.NextPID}
 	if p.dirty.core {
-		e.Core = &coreState{Nodes: st.Nodes, Storages: st.Storages, Access: st.Access, Creds: st.Creds}
+		e.Core = &coreState{Nodes: st.Nodes, Storages: st.Storages, Access: st.Access, Creds: st.Creds, Firewall: st.Firewall, ClusterFirewall: st.ClusterFirewall}
 	}
 	if len(p.dirty.guests) > 0 {
 		e.Guests = make(map[int]*guestRecord, len(p.dirty.guests))
@@ -200,6 +202,7 @@ func (e *journalEntry) apply(st *State) {
 	st.NextPID = e.NextPID
 	if e.Core != nil {
 		st.Nodes, st.Storages, st.Access, st.Creds = e.Core.Nodes, e.Core.Storages, e.Core.Access, e.Core.Creds
+		st.Firewall, st.ClusterFirewall = e.Core.Firewall, e.Core.ClusterFirewall
 	}
 	for vmid, r := range e.Guests {
 		if r == nil || r.Guest == nil {

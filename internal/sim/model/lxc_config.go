@@ -239,10 +239,10 @@ func (cf *ctConfig) UpdateCTConfig(auth Auth, node string, vmid int, params map[
 		return Failf("detected modified configuration - file changed by other user? Try again.\n")
 	}
 	unprivileged := isTrue(g.Config["unprivileged"])
-	if err := c.ctModifyConfigPermLocked(auth, vmid, g.Config, nil, deletes, unprivileged); err != nil {
+	if err := c.ctModifyConfigPermLocked(auth, vmid, "", g.Config, nil, deletes, unprivileged); err != nil {
 		return err
 	}
-	if err := c.ctModifyConfigPermLocked(auth, vmid, g.Config, nil, reverts, unprivileged); err != nil {
+	if err := c.ctModifyConfigPermLocked(auth, vmid, "", g.Config, nil, reverts, unprivileged); err != nil {
 		return err
 	}
 	for _, opt := range reverts {
@@ -267,7 +267,7 @@ func (cf *ctConfig) UpdateCTConfig(auth Auth, node string, vmid int, params map[
 			}
 		}
 	}
-	if err := c.ctModifyConfigPermLocked(auth, vmid, g.Config, set, nil, unprivileged); err != nil {
+	if err := c.ctModifyConfigPermLocked(auth, vmid, "", g.Config, set, nil, unprivileged); err != nil {
 		return err
 	}
 
@@ -717,14 +717,21 @@ func (cf *ctConfig) ctDeleteMountpointVolumeLocked(g *Guest, volid string, w *Wo
 // (b), (c)): for anyone but root@pam, each key of newconf (sorted) and of
 // deletes needs its privilege on /vms/<vmid>; mount points must be storage
 // volumes the caller may use, feature flags other than nesting are
-// root-only, and so on. oldconf is nil when creating.
-func (cf *ctConfig) ctModifyConfigPermLocked(auth Auth, vmid int, oldconf, newconf map[string]string, deletes []string, unprivileged bool) error {
+// root-only, and so on. oldconf is nil when creating. pool is a create's
+// pool= ("" otherwise): as check_vm_perm, a privilege on /pool/<pool>
+// then does instead of one on /vms/<vmid>.
+func (cf *ctConfig) ctModifyConfigPermLocked(auth Auth, vmid int, pool string, oldconf, newconf map[string]string, deletes []string, unprivileged bool) error {
 	c := cf.c
 	if auth.IsRoot() {
 		return nil
 	}
 	vmPath := fmt.Sprintf("/vms/%d", vmid)
-	vmCheck := func(priv string) error { return c.st.Access.Check(auth, vmPath, []string{priv}, false) }
+	vmCheck := func(priv string) error {
+		if pool != "" && c.st.Access.HasPriv(auth, "/pool/"+pool, priv) {
+			return nil
+		}
+		return c.st.Access.Check(auth, vmPath, []string{priv}, false)
+	}
 	check := func(opt string, del bool) error {
 		switch {
 		case opt == "cores" || opt == "cpuunits" || opt == "cpulimit":

@@ -78,6 +78,8 @@ type ctCreateSpec struct {
 	template string
 	extra    GuestExtra
 	start    bool
+	// pool is the pool the new CT joins (pool=), "" for none.
+	pool string
 }
 
 // CreateCT is POST /nodes/{node}/lxc. params are the request's (vmid,
@@ -119,10 +121,32 @@ func (cr *ctCreator) CreateCT(auth Auth, node string, params map[string]string) 
 	}), nil
 }
 
-// checkPoolExists is RPCEnvironment check_pool_exist: the emulator has no
-// pools, so any pool is a 403.
-func checkPoolExists(pool string) error {
-	return PermError(fmt.Sprintf("pool '%s' does not exist", pool))
+// checkAllocateLocked is create_vm's check: the pool (when given) must exist,
+// and the caller needs VM.Allocate on /vms/<vmid> or on /pool/<pool>
+// (403 otherwise).
+func (c *Cluster) checkAllocateLocked(auth Auth, vmid int, pool string, hasPool bool) error {
+	if hasPool {
+		if err := c.st.Access.PoolExists(pool); err != nil {
+			return err
+		}
+	}
+	if c.st.Access.HasPriv(auth, fmt.Sprintf("/vms/%d", vmid), "VM.Allocate") {
+		return nil
+	}
+	if pool != "" && c.st.Access.HasPriv(auth, "/pool/"+pool, "VM.Allocate") {
+		return nil
+	}
+	return PermError("")
+}
+
+// joinPoolLocked is add_vm_to_pool at the end of a create, restore or
+// clone.
+func (c *Cluster) joinPoolLocked(vmid int, pool string) {
+	if pool == "" {
+		return
+	}
+	c.st.Access.addToPool(vmid, pool)
+	c.markCore()
 }
 
 // ctCheckVMIDUnusedLocked is PVE::Cluster::check_vmid_unused.
@@ -176,18 +200,17 @@ func (cr *ctCreator) ctPrepareCreateLocked(auth Auth, node string, params map[st
 		}
 		spec.extra.SSHPublicKeys = keys
 	}
-	if pool, ok := take("pool"); ok {
-		return ctCreateSpec{}, checkPoolExists(pool)
+	pool, hasPool := take("pool")
+	if err := c.checkAllocateLocked(auth, vmid, pool, hasPool); err != nil {
+		return ctCreateSpec{}, err
 	}
-	if !c.st.Access.HasPriv(auth, fmt.Sprintf("/vms/%d", vmid), "VM.Allocate") {
-		return ctCreateSpec{}, PermError("")
-	}
+	spec.pool = pool
 	spec.template, _ = take("ostemplate")
 	spec.storage, _ = take("storage")
 	if spec.storage == "" {
 		spec.storage = "local"
 	}
-	spec.mounts, spec.conf, err = c.ctCheckCreateParamsLocked(auth, node, vmid, p, spec.storage, spec.template, "vztmpl", unprivileged)
+	spec.mounts, spec.conf, err = c.ctCheckCreateParamsLocked(auth, node, vmid, pool, p, spec.storage, spec.template, "vztmpl", unprivileged)
 	if err != nil {
 		return ctCreateSpec{}, err
 	}
@@ -261,10 +284,11 @@ func (cr *ctCreator) checkHAManagedLocked(auth Auth, r *ctCreateRequest) error {
 // template, content vztmpl, or the backup archive), the rootfs/mpN
 // parameters and their storages (a bare size goes on storage), and
 // update_pct_config of the other keys. It returns rootfs/mpN as given,
-// plain sizes made STORAGE:SIZE, and the config without volumes.
-func (cr *ctCreator) ctCheckCreateParamsLocked(auth Auth, node string, vmid int, p map[string]string, storage, volid, content string, unprivileged bool) (mounts, conf map[string]string, err error) {
+// plain sizes made STORAGE:SIZE, and the config without volumes. pool is
+// the pool= the CT joins ("" for none).
+func (cr *ctCreator) ctCheckCreateParamsLocked(auth Auth, node string, vmid int, pool string, p map[string]string, storage, volid, content string, unprivileged bool) (mounts, conf map[string]string, err error) {
 	c := cr.c
-	if err := c.ctModifyConfigPermLocked(auth, vmid, nil, p, nil, unprivileged); err != nil {
+	if err := c.ctModifyConfigPermLocked(auth, vmid, pool, nil, p, nil, unprivileged); err != nil {
 		return nil, nil, err
 	}
 	if err := c.ctCheckVolumeAccessLocked(auth, vmid, volid, content); err != nil {
@@ -430,6 +454,9 @@ func (r *ctCreate) run() error {
 			delete(st.Extra, spec.vmid)
 		})
 		return Failf("unable to create CT %d - %s", spec.vmid, errText(err))
+	}
+	if err := w.Do(func(*State) error { c.joinPoolLocked(spec.vmid, spec.pool); return nil }); err != nil {
+		return err
 	}
 	if !spec.start {
 		return nil

@@ -75,6 +75,7 @@ func (gs *guests) DestroyCT(auth Auth, node string, vmid int, params map[string]
 		return w.Do(func(st *State) error {
 			c.st.Access.RemoveVMAccess(vmid)
 			c.markCore()
+			c.removeFirewallLocked(vmid)
 			if purge {
 				w.logLocked("purging CT %d from related configurations..", vmid)
 			}

@@ -39,6 +39,7 @@ type restoreSpec struct {
 	ignoreUnpack bool
 	start        bool
 	sameExists   bool
+	pool         string // the pool the CT joins, "" for none
 }
 
 // restoreCT is the restore=1 branch of CreateCT.
@@ -126,12 +127,17 @@ func (cr *ctCreator) restorePrepareLocked(auth Auth, node string, params map[str
 			return restoreSpec{}, err
 		}
 	}
-	if pool, ok := take("pool"); ok {
-		return restoreSpec{}, checkPoolExists(pool)
+	pool, hasPool := take("pool")
+	if hasPool {
+		if err := c.st.Access.PoolExists(pool); err != nil {
+			return restoreSpec{}, err
+		}
 	}
+	spec.pool = pool
 	vmPath := fmt.Sprintf("/vms/%d", vmid)
 	switch {
 	case c.st.Access.HasPriv(auth, vmPath, "VM.Allocate"):
+	case pool != "" && c.st.Access.HasPriv(auth, "/pool/"+pool, "VM.Allocate"):
 	case spec.sameExists && isTrue(force) && c.st.Access.HasPriv(auth, vmPath, "VM.Backup"):
 		// VM.Backup is enough to restore over an existing CT.
 		if isTrue(existing.Config["unprivileged"]) && unprivSet && !isTrue(unprivStr) {
@@ -148,7 +154,7 @@ func (cr *ctCreator) restorePrepareLocked(auth Auth, node string, params map[str
 		spec.storage = "local"
 	}
 	unprivileged := isTrue(unprivStr)
-	spec.mounts, spec.conf, err = c.ctCheckCreateParamsLocked(auth, node, vmid, p, spec.storage, spec.archive, "backup", unprivileged)
+	spec.mounts, spec.conf, err = c.ctCheckCreateParamsLocked(auth, node, vmid, pool, p, spec.storage, spec.archive, "backup", unprivileged)
 	if err != nil {
 		return restoreSpec{}, err
 	}
@@ -211,6 +217,9 @@ func (r *ctRestore) run() error {
 			}
 		})
 		return Failf("unable to restore CT %d - %s", spec.vmid, errText(err))
+	}
+	if err := w.Do(func(*State) error { c.joinPoolLocked(spec.vmid, spec.pool); return nil }); err != nil {
+		return err
 	}
 	if !spec.start {
 		return nil

@@ -19,10 +19,16 @@ type State struct {
 	Guests   map[int]*Guest      `json:"guests"`
 	Extra    map[int]*GuestExtra `json:"extra,omitempty"`
 	Access   *Access             `json:"access"`
-	Tasks    []*Task             `json:"tasks"`
-	NextPID  int                 `json:"next_pid"`
-	Creds    BootstrapCredential `json:"creds"`
-	Created  int64               `json:"created"`
+	// Firewall holds the guests' firewall configs (/etc/pve/firewall/
+	// <vmid>.fw) by VMID; one may exist for a VMID without a guest, as
+	// PVE's file does (firewall.go).
+	Firewall map[int]*GuestFirewall `json:"firewall,omitempty"`
+	// ClusterFirewall is the cluster's firewall config (its aliases).
+	ClusterFirewall *ClusterFirewall    `json:"cluster_firewall,omitempty"`
+	Tasks           []*Task             `json:"tasks"`
+	NextPID         int                 `json:"next_pid"`
+	Creds           BootstrapCredential `json:"creds"`
+	Created         int64               `json:"created"`
 	// JournalSeq is the last journal line the snapshot includes.
 	JournalSeq uint64 `json:"journal_seq,omitempty"`
 }

@@ -146,7 +146,8 @@ func vzdumpReadJob(auth Auth, node string, params map[string]string) (vzdumpJob,
 		return vzdumpJob{}, ParamError(map[string]string{"vmid": "property is missing"})
 	}
 	if pool := params["pool"]; pool != "" {
-		return vzdumpJob{}, Failf("pool '%s' does not exist\n", pool) // the emulator has no pools
+		// Selecting by pool is not served (docs/emulator.md, known differences).
+		return vzdumpJob{}, Failf("pool '%s' does not exist\n", pool)
 	}
 	_, hasPrune := params["prune-backups"]
 	maxfiles, hasMaxfiles := params["maxfiles"]

@@ -41,9 +41,14 @@ var indexCounts = map[string]int{
 	"acmedomain": 5,   // pve-manager NodeConfig.pm $MAX_ACME_DOMAINS
 }
 
-// restParamPaths are the templates registered with fragmentDelimiter ”.
+// restParamPaths are the templates registered with fragmentDelimiter ”:
+// a storage volume, and an IP set entry, whose CIDR has a slash
+// (pve-firewall IPSet.pm registers ipset/{name} that way).
 var restParamPaths = map[string]bool{
-	"/nodes/{node}/storage/{storage}/content/{volume}": true,
+	"/nodes/{node}/storage/{storage}/content/{volume}":       true,
+	"/cluster/firewall/ipset/{name}/{cidr}":                  true,
+	"/nodes/{node}/lxc/{vmid}/firewall/ipset/{name}/{cidr}":  true,
+	"/nodes/{node}/qemu/{vmid}/firewall/ipset/{name}/{cidr}": true,
 }
 
 // droppedKeys are schema keys that carry prose or UI hints, not facts.

@@ -171,6 +171,24 @@ var verifiers = map[string]verifier{
 		}
 		return dief("value does not look like a valid IPv4 CIDR network")
 	},
+	// IPorCIDR is pve-firewall's pve_verify_ip_or_cidr: an address, or
+	// one with a prefix length Net::IP accepts (up to 32 or 128).
+	"IPorCIDR": func(_ *API, v string) error {
+		addr, bits, hasBits := strings.Cut(v, "/")
+		max := 32
+		if reIPv6.MatchString(addr) {
+			max = 128
+		} else if !reIPv4.MatchString(addr) {
+			return dief("value does not look like a valid IP address or CIDR network")
+		}
+		if hasBits {
+			n, err := strconv.Atoi(bits)
+			if err != nil || n > max || bits == "" {
+				return dief("value does not look like a valid IP address or CIDR network")
+			}
+		}
+		return nil
+	},
 	"CIDR": func(_ *API, v string) error {
 		if isCIDRv4(v) || isCIDRv6(v) {
 			return nil

@@ -1,0 +1,130 @@
+package model
+
+import (
+	"maps"
+	"slices"
+	"strconv"
+)
+
+// The /pools routes on the Cluster: the pool state is the Access's
+// (pool.go); these take the State's lock, save what they change, and
+// build the member lists from the guests and storages.
+
+// PoolSummary is one entry of GET /pools without poolid.
+// Fields are in key order, as PVE's canonical JSON writes them.
+type PoolSummary struct {
+	Comment string `json:"comment,omitempty"`
+	PoolID  string `json:"poolid"`
+}
+
+// PoolInfo is GET /pools/{poolid} (and one entry of GET /pools?poolid=).
+// read_pool answers the index's entry as it is, poolid included, though
+// its returns schema does not declare it.
+type PoolInfo struct {
+	Comment string     `json:"comment,omitempty"`
+	Members []Resource `json:"members"`
+	PoolID  string     `json:"poolid"`
+}
+
+// Pools is GET /pools: the pools where auth has Pool.Audit, by id.
+func (c *Cluster) Pools(auth Auth) []PoolSummary {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	a := c.st.Access
+	out := []PoolSummary{}
+	for _, id := range slices.Sorted(maps.Keys(a.Pools)) {
+		if !auth.IsRoot() && a.Check(auth, "/pool/"+id, []string{"Pool.Audit"}, false) != nil {
+			continue
+		}
+		out = append(out, PoolSummary{PoolID: id, Comment: a.Pools[id].Comment})
+	}
+	return out
+}
+
+// Pool is one pool with its members as Pool.pm index lists them: the
+// guests (by VMID as strings sort, of type typ when set, gone ones
+// left out) with their /cluster/resources figures, then unless typ
+// names a guest type the storages, each as seen from the first node that
+// has it. 500 "pool '<id>' does not exist\n".
+func (c *Cluster) Pool(id, typ string) (PoolInfo, error) {
+	c.mu.RLock()
+	p := c.st.Access.Pools[id]
+	var vms []int
+	var storages []string
+	if p != nil {
+		vms, storages = poolSortedVMIDs(p.VMs), slices.Clone(p.Storage)
+	}
+	c.mu.RUnlock()
+	if p == nil {
+		return PoolInfo{}, Failf("pool '%s' does not exist\n", id)
+	}
+	info := PoolInfo{PoolID: id, Comment: p.Comment, Members: []Resource{}}
+	byID := map[string]Resource{}
+	for _, r := range c.Resources("") {
+		r.Pool = "" // extract_vm_stats' entry: no pool
+		if _, seen := byID[r.ID]; !seen {
+			byID[r.ID] = r
+		}
+		if r.Type == "storage" {
+			if _, seen := byID["storage:"+r.Storage]; !seen {
+				byID["storage:"+r.Storage] = r
+			}
+		}
+	}
+	for _, vmid := range vms {
+		r, ok := byID["lxc/"+strconv.Itoa(vmid)]
+		if ok && (typ == "" || typ == "lxc") {
+			info.Members = append(info.Members, r)
+		}
+	}
+	if typ == "" || typ == "storage" {
+		for _, sid := range storages {
+			if r, ok := byID["storage:"+sid]; ok {
+				info.Members = append(info.Members, r)
+			}
+		}
+	}
+	return info, nil
+}
+
+// AddPool is POST /pools.
+func (c *Cluster) AddPool(id, comment string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.st.Access.AddPool(id, comment); err != nil {
+		return err
+	}
+	c.markCore()
+	return c.saveLocked()
+}
+
+// UpdatePool is PUT /pools and PUT /pools/{poolid}.
+func (c *Cluster) UpdatePool(auth Auth, u PoolUpdate) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.st.Access.UpdatePool(auth, u); err != nil {
+		return err
+	}
+	c.markCore()
+	return c.saveLocked()
+}
+
+// DeletePool is DELETE /pools and DELETE /pools/{poolid}.
+func (c *Cluster) DeletePool(id string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	guest := func(vmid int) bool { return c.st.Guests[vmid] != nil }
+	storage := func(sid string) bool { return c.st.storage(sid) != nil }
+	if err := c.st.Access.DeletePool(id, guest, storage); err != nil {
+		return err
+	}
+	c.markCore()
+	return c.saveLocked()
+}
+
+// PoolExists is check_pool_exist (403 when the pool does not exist).
+func (c *Cluster) PoolExists(id string) error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.st.Access.PoolExists(id)
+}

@@ -1,0 +1,145 @@
+package model
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+	"maps"
+	"slices"
+	"strconv"
+)
+
+// A guest's firewall config: pve-firewall's /etc/pve/firewall/<vmid>.fw
+// (PVE/Firewall.pm load_vmfw_conf, API2/Firewall/VM.pm). The emulator
+// stores and serves it; it filters no packets. The options are kept as
+// the file holds them: booleans as 0/1, policies upper-case, log levels
+// lower-case.
+
+// GuestFirewall is one guest's firewall config.
+type GuestFirewall struct {
+	Options map[string]string         `json:"options,omitempty"`
+	Aliases map[string]*FirewallAlias `json:"aliases,omitempty"`
+	IPSets  map[string]*FirewallIPSet `json:"ipsets,omitempty"`
+}
+
+// fwBoolOptions are the vm_option_properties of type boolean, which the
+// file (and so the API) holds as integers.
+var fwBoolOptions = map[string]bool{"enable": true, "macfilter": true, "dhcp": true, "ndp": true, "radv": true, "ipfilter": true}
+
+// fwOptionNames are every vm_option_properties key.
+var fwOptionNames = []string{"dhcp", "enable", "ipfilter", "log_level_in", "log_level_out", "macfilter", "ndp", "policy_in", "policy_out", "radv"}
+
+// FirewallOptions is GET .../firewall/options: the options set, and the
+// digest copy_opject_with_digest computes over them. As in PVE, a guest
+// that does not exist has an empty config (load_vmfw_conf reads a file
+// that is not there), so only the node is checked.
+func (c *Cluster) FirewallOptions(node string, vmid int) (map[string]any, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if err := c.checkNodeLocked(node); err != nil {
+		return nil, err
+	}
+	opts, digest := fwOptionsWithDigest(c.st.Firewall[vmid])
+	out := map[string]any{"digest": digest}
+	for k, v := range opts {
+		if fwBoolOptions[k] {
+			n, _ := strconv.Atoi(v)
+			out[k] = n
+		} else {
+			out[k] = v
+		}
+	}
+	return out, nil
+}
+
+// fwOptionsWithDigest returns fw's options and their digest: SHA-1 over
+// "key:value\n" in key order.
+func fwOptionsWithDigest(fw *GuestFirewall) (map[string]string, string) {
+	var opts map[string]string
+	if fw != nil {
+		opts = fw.Options
+	}
+	h := sha1.New()
+	for _, k := range slices.Sorted(maps.Keys(opts)) {
+		h.Write([]byte(k + ":" + opts[k] + "\n"))
+	}
+	return opts, hex.EncodeToString(h.Sum(nil))
+}
+
+// SetFirewallOptions is PUT .../firewall/options (set_options): digest
+// must match (assert_if_modified), delete drops options (400 {delete:
+// "no such option '<x>'"} for an unknown one), then each given option is
+// set. params are the request's, already schema-checked.
+func (c *Cluster) SetFirewallOptions(node string, vmid int, params map[string]string, deletes []string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.checkNodeLocked(node); err != nil {
+		return err
+	}
+	fw := c.st.Firewall[vmid]
+	_, digest := fwOptionsWithDigest(fw)
+	if d := params["digest"]; d != "" && d != digest {
+		return Failf("detected modified configuration - file changed by other user? Try again.\n")
+	}
+	next := map[string]string{}
+	if fw != nil {
+		maps.Copy(next, fw.Options)
+	}
+	for _, opt := range deletes {
+		if !slices.Contains(fwOptionNames, opt) {
+			return ParamError(map[string]string{"delete": "no such option '" + opt + "'"})
+		}
+		delete(next, opt)
+	}
+	for _, k := range fwOptionNames {
+		v, ok := params[k]
+		if !ok {
+			continue
+		}
+		if fwBoolOptions[k] {
+			v = "0"
+			if isTrue(params[k]) {
+				v = "1"
+			}
+		}
+		next[k] = v
+	}
+	if c.st.Firewall == nil {
+		c.st.Firewall = map[int]*GuestFirewall{}
+	}
+	if fw == nil {
+		fw = &GuestFirewall{}
+		c.st.Firewall[vmid] = fw
+	}
+	fw.Options = next
+	c.markCore()
+	return c.saveLocked()
+}
+
+// removeFirewallLocked is remove_vmfw_conf: destroying a guest drops its
+// firewall config.
+func (c *Cluster) removeFirewallLocked(vmid int) {
+	if _, ok := c.st.Firewall[vmid]; ok {
+		delete(c.st.Firewall, vmid)
+		c.markCore()
+	}
+}
+
+// cloneFirewallLocked is clone_vmfw_conf: a clone gets a copy of the
+// source's firewall config, if it has one.
+func (c *Cluster) cloneFirewallLocked(from, to int) {
+	fw := c.st.Firewall[from]
+	if fw == nil {
+		return
+	}
+	aliases := map[string]*FirewallAlias{}
+	for k, a := range fw.Aliases {
+		cp := *a
+		aliases[k] = &cp
+	}
+	sets := map[string]*FirewallIPSet{}
+	for k, set := range fw.IPSets {
+		sets[k] = &FirewallIPSet{Comment: set.Comment, Entries: slices.Clone(set.Entries)}
+	}
+	c.st.Firewall[to] = &GuestFirewall{Options: maps.Clone(fw.Options), Aliases: aliases, IPSets: sets}
+	c.markCore()
+}
