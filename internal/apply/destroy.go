@@ -67,7 +67,7 @@ func (e *Executor) Destroy(ctx context.Context, p *plan.Plan, obs *plan.Observed
 	// The volumes are freed once every CT of the run is gone, a batch per
 	// keeper (freebatch.go), also when some app failed: the apps that
 	// were destroyed get their volumes freed, as they did one by one.
-	freed, ferr := e.freeBatches(ctx, frees)
+	freed, ferr := e.ops().freeBatches(ctx, frees)
 	slices.Sort(freed)
 	return freed, errors.Join(err, ferr)
 }

@@ -82,18 +82,18 @@ func (e *Executor) FreeVolumes(ctx context.Context, p *plan.FreePlan, obs *plan.
 		}
 		frees = append(frees, appFree{k: k, vol: keeperVol{v.Key(), v.VolID}, what: what})
 	}
-	freed, err = e.freeBatches(ctx, frees)
+	freed, err = e.ops().freeBatches(ctx, frees)
 	if err != nil {
 		return freed, err
 	}
 	// A free finds nothing to delete when an earlier attempt did it; make
 	// sure no keeper holds a freed volume at all.
-	return freed, e.checkFreed(ctx, frees)
+	return freed, checkFreed(ctx, frees)
 }
 
 // checkFreed reads each keeper of frees once and fails if it still holds
 // one of their volumes as a mount point or unusedN.
-func (e *Executor) checkFreed(ctx context.Context, frees []appFree) error {
+func checkFreed(ctx context.Context, frees []appFree) error {
 	byKeeper := map[*keeper][]string{}
 	var order []*keeper
 	for _, f := range frees {

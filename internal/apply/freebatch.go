@@ -159,8 +159,7 @@ type appFree struct {
 // step of its app. It returns the volids freed, in the order of frees,
 // and the errors joined. No batch starts once ctx is done or a stop was
 // asked.
-func (e *Executor) freeBatches(ctx context.Context, frees []appFree) (freed []string, err error) {
-	r := e.ops()
+func (r *runner) freeBatches(ctx context.Context, frees []appFree) (freed []string, err error) {
 	var order []*keeper
 	batch := map[*keeper][]int{}
 	for i, f := range frees {

@@ -86,8 +86,9 @@ func DefaultDuration(typ string) time.Duration { return defaultDurations[typ] }
 // migration locks, status, hooks, held locks and destroy, guest.go)
 // with the CTs' operations by concern (ctConfig, ctPower, ctDisks,
 // ctSnapshots), ctCreator (create and restore), vzdump (backups),
-// ctMigrator (migration, migrate.go) and persistence (the journal,
-// journal.go), whose methods are their own. The State they share stays
+// ctMigrator (migration, migrate.go), pools (cluster_pool.go), firewall
+// (firewall*.go) and persistence (the journal, journal.go), whose
+// methods are their own. The State they share stays
 // here, under one lock, so each part reaches it through its Cluster
 // (accessControl and persistence through narrow fields instead);
 // docs/architecture.md gives the lock order. What spans these concerns
@@ -142,6 +143,10 @@ type Cluster struct {
 	vzdump
 	// ctMigrator migrates CTs between nodes (migrate.go).
 	ctMigrator
+	// pools answers for resource pools (cluster_pool.go); firewall for
+	// the cluster's and the guests' firewall config (firewall*.go).
+	pools
+	firewall
 }
 
 // Open loads the cluster in opts.Dir, or creates the default datacenter
@@ -220,6 +225,7 @@ func newCluster(opts Options) *Cluster {
 	c.guests.c, c.guests.locks, c.guests.migLocks = c, newConfigLocks(), newMigrateLocks()
 	c.ctConfig.c, c.ctPower.c, c.ctDisks.c, c.ctSnapshots.c = c, c, c, c
 	c.ctCreator.c, c.vzdump.c, c.ctMigrator.c = c, c, c
+	c.pools.c, c.firewall.c = c, c
 	c.persistence = persistence{
 		dir:          opts.Dir,
 		stateMu:      &c.mu,

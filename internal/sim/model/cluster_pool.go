@@ -27,7 +27,8 @@ type PoolInfo struct {
 }
 
 // Pools is GET /pools: the pools where auth has Pool.Audit, by id.
-func (c *Cluster) Pools(auth Auth) []PoolSummary {
+func (pl *pools) Pools(auth Auth) []PoolSummary {
+	c := pl.c
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	a := c.st.Access
@@ -46,7 +47,8 @@ func (c *Cluster) Pools(auth Auth) []PoolSummary {
 // left out) with their /cluster/resources figures, then unless typ
 // names a guest type the storages, each as seen from the first node that
 // has it. 500 "pool '<id>' does not exist\n".
-func (c *Cluster) Pool(id, typ string) (PoolInfo, error) {
+func (pl *pools) Pool(id, typ string) (PoolInfo, error) {
+	c := pl.c
 	c.mu.RLock()
 	p := c.st.Access.Pools[id]
 	var vms []int
@@ -88,7 +90,8 @@ func (c *Cluster) Pool(id, typ string) (PoolInfo, error) {
 }
 
 // AddPool is POST /pools.
-func (c *Cluster) AddPool(id, comment string) error {
+func (pl *pools) AddPool(id, comment string) error {
+	c := pl.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.st.Access.AddPool(id, comment); err != nil {
@@ -99,7 +102,8 @@ func (c *Cluster) AddPool(id, comment string) error {
 }
 
 // UpdatePool is PUT /pools and PUT /pools/{poolid}.
-func (c *Cluster) UpdatePool(auth Auth, u PoolUpdate) error {
+func (pl *pools) UpdatePool(auth Auth, u PoolUpdate) error {
+	c := pl.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.st.Access.UpdatePool(auth, u); err != nil {
@@ -110,7 +114,8 @@ func (c *Cluster) UpdatePool(auth Auth, u PoolUpdate) error {
 }
 
 // DeletePool is DELETE /pools and DELETE /pools/{poolid}.
-func (c *Cluster) DeletePool(id string) error {
+func (pl *pools) DeletePool(id string) error {
+	c := pl.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	guest := func(vmid int) bool { return c.st.Guests[vmid] != nil }
@@ -123,7 +128,8 @@ func (c *Cluster) DeletePool(id string) error {
 }
 
 // PoolExists is check_pool_exist (403 when the pool does not exist).
-func (c *Cluster) PoolExists(id string) error {
+func (pl *pools) PoolExists(id string) error {
+	c := pl.c
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return c.st.Access.PoolExists(id)

@@ -32,7 +32,8 @@ var fwOptionNames = []string{"dhcp", "enable", "ipfilter", "log_level_in", "log_
 // digest copy_opject_with_digest computes over them. As in PVE, a guest
 // that does not exist has an empty config (load_vmfw_conf reads a file
 // that is not there), so only the node is checked.
-func (c *Cluster) FirewallOptions(node string, vmid int) (map[string]any, error) {
+func (fx *firewall) FirewallOptions(node string, vmid int) (map[string]any, error) {
+	c := fx.c
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if err := c.checkNodeLocked(node); err != nil {
@@ -69,7 +70,8 @@ func fwOptionsWithDigest(fw *GuestFirewall) (map[string]string, string) {
 // must match (assert_if_modified), delete drops options (400 {delete:
 // "no such option '<x>'"} for an unknown one), then each given option is
 // set. params are the request's, already schema-checked.
-func (c *Cluster) SetFirewallOptions(node string, vmid int, params map[string]string, deletes []string) error {
+func (fx *firewall) SetFirewallOptions(node string, vmid int, params map[string]string, deletes []string) error {
+	c := fx.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.checkNodeLocked(node); err != nil {
@@ -117,7 +119,8 @@ func (c *Cluster) SetFirewallOptions(node string, vmid int, params map[string]st
 
 // removeFirewallLocked is remove_vmfw_conf: destroying a guest drops its
 // firewall config.
-func (c *Cluster) removeFirewallLocked(vmid int) {
+func (fx *firewall) removeFirewallLocked(vmid int) {
+	c := fx.c
 	if _, ok := c.st.Firewall[vmid]; ok {
 		delete(c.st.Firewall, vmid)
 		c.markCore()
@@ -126,7 +129,8 @@ func (c *Cluster) removeFirewallLocked(vmid int) {
 
 // cloneFirewallLocked is clone_vmfw_conf: a clone gets a copy of the
 // source's firewall config, if it has one.
-func (c *Cluster) cloneFirewallLocked(from, to int) {
+func (fx *firewall) cloneFirewallLocked(from, to int) {
+	c := fx.c
 	fw := c.st.Firewall[from]
 	if fw == nil {
 		return

@@ -37,7 +37,8 @@ type AliasScope struct {
 }
 
 // fwAliasesLocked returns the scope's alias map, made when create is set.
-func (c *Cluster) fwAliasesLocked(s AliasScope, create bool) map[string]*FirewallAlias {
+func (fx *firewall) fwAliasesLocked(s AliasScope, create bool) map[string]*FirewallAlias {
+	c := fx.c
 	if s.VMID == 0 {
 		if c.st.ClusterFirewall == nil && create {
 			c.st.ClusterFirewall = &ClusterFirewall{}
@@ -94,7 +95,8 @@ func aliasList(aliases map[string]*FirewallAlias) ([]map[string]any, string) {
 }
 
 // Aliases is GET .../aliases: every alias with the list's digest.
-func (c *Cluster) Aliases(s AliasScope) ([]map[string]any, error) {
+func (fx *firewall) Aliases(s AliasScope) ([]map[string]any, error) {
+	c := fx.c
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if err := c.fwScopeLocked(s); err != nil {
@@ -106,7 +108,8 @@ func (c *Cluster) Aliases(s AliasScope) ([]map[string]any, error) {
 
 // Alias is GET .../aliases/{name}: the alias as stored (no digest); 400
 // {name: "no such alias"}.
-func (c *Cluster) Alias(s AliasScope, name string) (*FirewallAlias, error) {
+func (fx *firewall) Alias(s AliasScope, name string) (*FirewallAlias, error) {
+	c := fx.c
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if err := c.fwScopeLocked(s); err != nil {
@@ -126,7 +129,8 @@ type AliasChange struct {
 
 // AddAlias is POST .../aliases: 400 {name: "alias '<name>' already
 // exists"} for a name taken in any case.
-func (c *Cluster) AddAlias(s AliasScope, ch AliasChange) error {
+func (fx *firewall) AddAlias(s AliasScope, ch AliasChange) error {
+	c := fx.c
 	return c.changeAliases(s, func(aliases map[string]*FirewallAlias) error {
 		key := strings.ToLower(ch.Name)
 		if aliases[key] != nil {
@@ -139,7 +143,8 @@ func (c *Cluster) AddAlias(s AliasScope, ch AliasChange) error {
 
 // UpdateAlias is PUT .../aliases/{name}: digest checked, the alias
 // replaced (a comment not given is dropped, as PVE's), then renamed.
-func (c *Cluster) UpdateAlias(s AliasScope, ch AliasChange) error {
+func (fx *firewall) UpdateAlias(s AliasScope, ch AliasChange) error {
+	c := fx.c
 	return c.changeAliases(s, func(aliases map[string]*FirewallAlias) error {
 		if _, digest := aliasList(aliases); ch.Digest != "" && ch.Digest != digest {
 			return Failf("detected modified configuration - file changed by other user? Try again.\n")
@@ -163,7 +168,8 @@ func (c *Cluster) UpdateAlias(s AliasScope, ch AliasChange) error {
 
 // DeleteAlias is DELETE .../aliases/{name}: digest checked; a missing
 // alias is no error, as in PVE.
-func (c *Cluster) DeleteAlias(s AliasScope, name, digest string) error {
+func (fx *firewall) DeleteAlias(s AliasScope, name, digest string) error {
+	c := fx.c
 	return c.changeAliases(s, func(aliases map[string]*FirewallAlias) error {
 		if _, d := aliasList(aliases); digest != "" && digest != d {
 			return Failf("detected modified configuration - file changed by other user? Try again.\n")
@@ -175,7 +181,8 @@ func (c *Cluster) DeleteAlias(s AliasScope, name, digest string) error {
 
 // changeAliases applies change to a copy of the scope's aliases and keeps
 // it only when change succeeds.
-func (c *Cluster) changeAliases(s AliasScope, change func(map[string]*FirewallAlias) error) error {
+func (fx *firewall) changeAliases(s AliasScope, change func(map[string]*FirewallAlias) error) error {
+	c := fx.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.fwScopeLocked(s); err != nil {
@@ -197,7 +204,8 @@ func (c *Cluster) changeAliases(s AliasScope, change func(map[string]*FirewallAl
 }
 
 // fwScopeLocked checks a guest scope's node (the route proxies to it).
-func (c *Cluster) fwScopeLocked(s AliasScope) error {
+func (fx *firewall) fwScopeLocked(s AliasScope) error {
+	c := fx.c
 	if s.VMID == 0 {
 		return nil
 	}
@@ -220,7 +228,8 @@ func newAlias(name, cidr, comment string) *FirewallAlias {
 // the IP sets ("+name") and then the aliases, by their lower-cased keys;
 // typ "alias" or "ipset" keeps one kind. PVE walks hashes, in no set
 // order; this is sorted.
-func (c *Cluster) FirewallRefs(node string, vmid int, typ string) ([]map[string]any, error) {
+func (fx *firewall) FirewallRefs(node string, vmid int, typ string) ([]map[string]any, error) {
+	c := fx.c
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if err := c.checkNodeLocked(node); err != nil {

@@ -32,7 +32,8 @@ type FirewallIPSetEntry struct {
 var fwAliasRefRe = regexp.MustCompile(`^(dc/|guest/)?([A-Za-z][A-Za-z0-9\-_]+)$`)
 
 // fwIPSetsLocked returns the scope's IP sets, made when create is set.
-func (c *Cluster) fwIPSetsLocked(s AliasScope, create bool) map[string]*FirewallIPSet {
+func (fx *firewall) fwIPSetsLocked(s AliasScope, create bool) map[string]*FirewallIPSet {
+	c := fx.c
 	if s.VMID == 0 {
 		if c.st.ClusterFirewall == nil {
 			if !create {
@@ -119,7 +120,8 @@ func ipsetEntries(set *FirewallIPSet) ([]map[string]any, string) {
 }
 
 // IPSets is GET .../ipset: the sets with the list's digest.
-func (c *Cluster) IPSets(s AliasScope) ([]map[string]any, error) {
+func (fx *firewall) IPSets(s AliasScope) ([]map[string]any, error) {
+	c := fx.c
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if err := c.fwScopeLocked(s); err != nil {
@@ -131,7 +133,8 @@ func (c *Cluster) IPSets(s AliasScope) ([]map[string]any, error) {
 
 // IPSet is GET .../ipset/{name}: the set's entries; 500 "no such IPSet
 // '<name>'\n".
-func (c *Cluster) IPSet(s AliasScope, name string) ([]map[string]any, error) {
+func (fx *firewall) IPSet(s AliasScope, name string) ([]map[string]any, error) {
+	c := fx.c
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if err := c.fwScopeLocked(s); err != nil {

@@ -16,7 +16,8 @@ type IPSetChange struct {
 // changeIPSets applies change to a copy of the scope's IP sets and keeps
 // it only when change succeeds; change sees the aliases too, for
 // references.
-func (c *Cluster) changeIPSets(s AliasScope, change func(sets map[string]*FirewallIPSet) error) error {
+func (fx *firewall) changeIPSets(s AliasScope, change func(sets map[string]*FirewallIPSet) error) error {
+	c := fx.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.fwScopeLocked(s); err != nil {
@@ -51,7 +52,8 @@ func (c *Cluster) changeIPSets(s AliasScope, change func(sets map[string]*Firewa
 // rename renamed to name (digest checked), its comment kept unless one is
 // given. 400 {name: "IPSet '<x>' already exists" | "does already exist" |
 // "does not exist"} as IPSet.pm raises them.
-func (c *Cluster) CreateIPSet(s AliasScope, ch IPSetChange) error {
+func (fx *firewall) CreateIPSet(s AliasScope, ch IPSetChange) error {
+	c := fx.c
 	return c.changeIPSets(s, func(sets map[string]*FirewallIPSet) error {
 		if ch.Rename != "" {
 			if _, digest := ipsetList(sets); ch.Digest != "" && ch.Digest != digest {
@@ -85,7 +87,8 @@ func (c *Cluster) CreateIPSet(s AliasScope, ch IPSetChange) error {
 
 // DeleteIPSet is DELETE .../ipset/{name}: 500 "IPSet '<name>' is not
 // empty\n" unless force.
-func (c *Cluster) DeleteIPSet(s AliasScope, name string, force bool) error {
+func (fx *firewall) DeleteIPSet(s AliasScope, name string, force bool) error {
+	c := fx.c
 	return c.changeIPSets(s, func(sets map[string]*FirewallIPSet) error {
 		set := sets[name]
 		if set == nil {
@@ -108,7 +111,8 @@ type IPSetEntry struct {
 // AddIPSetEntry is POST .../ipset/{name}: an alias reference must resolve
 // (500 "no such alias '<x>'\n"), an address is normalized as the parser
 // does (/32, /128 dropped); 400 for a duplicate or a zero prefix.
-func (c *Cluster) AddIPSetEntry(s AliasScope, e IPSetEntry) error {
+func (fx *firewall) AddIPSetEntry(s AliasScope, e IPSetEntry) error {
+	c := fx.c
 	return c.changeIPSets(s, func(sets map[string]*FirewallIPSet) error {
 		set := sets[e.Name]
 		if set == nil {
@@ -137,7 +141,8 @@ func (c *Cluster) AddIPSetEntry(s AliasScope, e IPSetEntry) error {
 
 // aliasResolvesLocked is resolve_alias: the guest's alias (unless scope
 // is dc/), else the cluster's (unless guest/).
-func (c *Cluster) aliasResolvesLocked(s AliasScope, name, scope string) bool {
+func (fx *firewall) aliasResolvesLocked(s AliasScope, name, scope string) bool {
+	c := fx.c
 	key := strings.ToLower(name)
 	if s.VMID != 0 && scope != "dc/" && c.fwAliasesLocked(s, false)[key] != nil {
 		return true
@@ -147,7 +152,8 @@ func (c *Cluster) aliasResolvesLocked(s AliasScope, name, scope string) bool {
 
 // IPSetEntryInfo is GET .../ipset/{name}/{cidr}: the entry with the set's
 // digest; 400 {cidr: "no such IP/Network"}.
-func (c *Cluster) IPSetEntryInfo(s AliasScope, name, cidr string) (map[string]any, error) {
+func (fx *firewall) IPSetEntryInfo(s AliasScope, name, cidr string) (map[string]any, error) {
+	c := fx.c
 	list, err := c.IPSet(s, name)
 	if err != nil {
 		return nil, err
@@ -162,7 +168,8 @@ func (c *Cluster) IPSetEntryInfo(s AliasScope, name, cidr string) (map[string]an
 
 // UpdateIPSetEntry is PUT .../ipset/{name}/{cidr}: digest checked, then
 // the entry's nomatch and comment replaced.
-func (c *Cluster) UpdateIPSetEntry(s AliasScope, e IPSetEntry) error {
+func (fx *firewall) UpdateIPSetEntry(s AliasScope, e IPSetEntry) error {
+	c := fx.c
 	return c.changeIPSets(s, func(sets map[string]*FirewallIPSet) error {
 		set := sets[e.Name]
 		if set == nil {
@@ -183,7 +190,8 @@ func (c *Cluster) UpdateIPSetEntry(s AliasScope, e IPSetEntry) error {
 
 // DeleteIPSetEntry is DELETE .../ipset/{name}/{cidr}: digest checked; an
 // entry that is not there is no error.
-func (c *Cluster) DeleteIPSetEntry(s AliasScope, name, cidr, digest string) error {
+func (fx *firewall) DeleteIPSetEntry(s AliasScope, name, cidr, digest string) error {
+	c := fx.c
 	return c.changeIPSets(s, func(sets map[string]*FirewallIPSet) error {
 		set := sets[name]
 		if set == nil {

@@ -63,6 +63,10 @@ type (
 	// ctSnapshots takes, lists, rolls back and deletes a CT's snapshots
 	// (snapshot.go).
 	ctSnapshots struct{ c *Cluster }
+	// pools and firewall are the resource pools' and the firewall's
+	// operations (cluster_pool.go, firewall*.go).
+	pools    struct{ c *Cluster }
+	firewall struct{ c *Cluster }
 )
 
 // guestLocked returns the CT vmid on node, or PVE's load_config error
