@@ -166,6 +166,7 @@ type installedStatus struct {
 // the token's secret and the agent's bearer token appear in no output or
 // log; uninstall removes the container and the token.
 func TestAgent_install(t *testing.T) {
+	t.Parallel()
 	c := newGuestCluster(t)
 	m := manifestWith(t, "512")
 	c.mustRun("apply", "-f", m, "--auto-approve")
@@ -373,6 +374,7 @@ func (c *cluster) pveRoot() *pve.Client {
 // http-backend; no network), applies a new commit on its own, and
 // refuses a commit whose manifest is invalid, keeping the last good one.
 func TestAgent_installGit(t *testing.T) {
+	t.Parallel()
 	c := newGuestCluster(t)
 	repo := newGitRepo(t)
 	backend, err := exec.LookPath("git")

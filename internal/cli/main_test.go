@@ -36,6 +36,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv("CORRAL_SIM_REAL_TEMPLATES") == "" {
 		os.Setenv("CORRAL_SIM_REAL_TEMPLATES", "0")
 	}
+	// Each guest cluster says its guests' SSH port under its endpoint
+	// (guestport_test.go), so those tests need no process-wide variable.
+	guestSSHPortOf = guestPortOf
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)

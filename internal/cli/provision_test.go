@@ -15,8 +15,9 @@ import (
 )
 
 // newGuestCluster is newCluster whose containers serve SSH on a free
-// port, which corral learns from CORRAL_SIM_GUEST_SSH_PORT as from a
-// standalone emulator's env file.
+// port, which corral's commands at its endpoint learn from
+// registerGuestPort (a standalone emulator's env file says it with
+// CORRAL_SIM_GUEST_SSH_PORT, which would keep the test serial).
 func newGuestCluster(t *testing.T) *cluster {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -32,7 +33,7 @@ func newGuestCluster(t *testing.T) *cluster {
 func newGuestClusterOn(t *testing.T, port int) *cluster {
 	t.Helper()
 	srv := pvetest.Start(t, func(o *sim.Options) { o.GuestSSHPort = port }).Server
-	t.Setenv("CORRAL_SIM_GUEST_SSH_PORT", strconv.Itoa(port))
+	registerGuestPort(t, srv.URL(), port)
 	return &cluster{t: t, srv: srv}
 }
 
@@ -136,6 +137,7 @@ func TestProvisioningEndToEnd(t *testing.T) {
 // apply goes on (here to the compose step, which says Docker is missing in
 // the emulated guest).
 func TestComposeNeedsKeyctl(t *testing.T) {
+	t.Parallel()
 	c := newGuestCluster(t)
 	m := writeManifest(t, `apps:
   - name: web
@@ -178,6 +180,7 @@ func TestComposeNeedsKeyctl(t *testing.T) {
 // there and the second is not; an apply with no change runs no step; a
 // failing health check fails the apply with its output.
 func TestQuickstartInTheGuest(t *testing.T) {
+	t.Parallel()
 	testenv.NeedRoot(t, "a fully writable guest view")
 	c := newGuestCluster(t)
 	m := "../../examples/quickstart/corral.yaml"
@@ -224,6 +227,7 @@ func TestQuickstartInTheGuest(t *testing.T) {
 // TestLogs: corral logs reaches the container (what it shows depends on
 // the container's logging), and names a missing container plainly.
 func TestLogs(t *testing.T) {
+	t.Parallel()
 	c := newGuestCluster(t)
 	m := manifestWith(t, "512")
 	conn := []string{"--endpoint", c.srv.URL(), "--api-token", c.srv.Credentials().OperatorToken, "--fingerprint", c.srv.Fingerprint()}
