@@ -544,9 +544,10 @@ func TestAgent_installRefusals(t *testing.T) {
 // with --pass-env the value goes into the agent's 0600 env file (and
 // nowhere in the output).
 func TestAgent_installPassEnv(t *testing.T) {
+	t.Parallel()
 	c := newGuestCluster(t)
 	const secret = "notes-key-7f3a9c2e51"
-	t.Setenv("NOTES_KEY", secret)
+	ownEnv(t, "NOTES_KEY", secret)
 	m := writeManifest(t, strings.ReplaceAll(appManifest, "MEMORY", "512")+`    provision:
       - envFile:
           path: /etc/notes.env

@@ -64,10 +64,11 @@ const provisionManifest = `apps:
 // nothing to do, a changed step re-runs alone, exec and logs work, and the
 // envFile secret never shows.
 func TestProvisioningEndToEnd(t *testing.T) {
+	t.Parallel()
 	testenv.NeedRoot(t, "a guest view writable for useradd")
 	c := newGuestCluster(t)
 	const secret = "sk-test-4f8a9b2c7d"
-	t.Setenv("HERMES_TEST_KEY", secret)
+	ownEnv(t, "HERMES_TEST_KEY", secret)
 	m := writeManifest(t, strings.ReplaceAll(provisionManifest, "GREETING", "hello"))
 
 	r := c.run("apply", "-f", m, "--auto-approve")
@@ -255,11 +256,12 @@ func TestLogs(t *testing.T) {
 // does), also without the secret; not "changed since the last apply" or
 // "recorded by an older corral" (issue 32 item 2).
 func TestPlanAfterFailedProvisioning(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("the emulator's guest view is writable for useradd only as root (CI runs as root)")
 	}
 	c := newGuestCluster(t)
-	t.Setenv("HERMES_TEST_KEY", "sk-test-stopped-1")
+	ownEnv(t, "HERMES_TEST_KEY", "sk-test-stopped-1")
 	failing := strings.Replace(strings.ReplaceAll(provisionManifest, "GREETING", "hello"),
 		"      - file:\n", "      - run: |\n          echo about to fail\n          exit 3\n      - file:\n", 1)
 	m := writeManifest(t, failing)
@@ -279,7 +281,7 @@ func TestPlanAfterFailedProvisioning(t *testing.T) {
 		t.Errorf("plan's steps after the failed apply:\n%s", r.stdout)
 	}
 	for _, env := range []string{"sk-test-stopped-1", ""} {
-		t.Setenv("HERMES_TEST_KEY", env)
+		ownEnv(t, "HERMES_TEST_KEY", env)
 		st := c.status(m).Apps[0]
 		if st.Drift != "update" || !strings.Contains(strings.Join(st.Reasons, "\n"), want) {
 			t.Errorf("status (secret set: %v): drift %s, reasons %q", env != "", st.Drift, st.Reasons)
@@ -287,7 +289,7 @@ func TestPlanAfterFailedProvisioning(t *testing.T) {
 	}
 	// Fixed, the next apply runs the step and the ones after it, and the
 	// record of where it stopped is gone.
-	t.Setenv("HERMES_TEST_KEY", "sk-test-stopped-1")
+	ownEnv(t, "HERMES_TEST_KEY", "sk-test-stopped-1")
 	m = writeManifest(t, strings.Replace(failing, "exit 3", "true", 1))
 	r = c.mustRun("apply", "-f", m, "--auto-approve")
 	if !strings.Contains(r.stderr, "user: hermes (unchanged, skipped)") {
