@@ -166,7 +166,8 @@ type installedStatus struct {
 // the token's secret and the agent's bearer token appear in no output or
 // log; uninstall removes the container and the token.
 func TestAgent_install(t *testing.T) {
-	t.Parallel()
+	// Serial: agentProcesses counts the agents at an address, and
+	// isolated CTs of parallel tests' emulators share bridge addresses.
 	c := newGuestCluster(t)
 	m := manifestWith(t, "512")
 	c.mustRun("apply", "-f", m, "--auto-approve")

@@ -158,7 +158,8 @@ dpkg-deb --build $d /tmp/corral-test.deb >/dev/null; dpkg -i /tmp/corral-test.de
 // repairs a drift on its own, and it comes back after the container
 // restarts.
 func TestAgent_installSystemd(t *testing.T) {
-	t.Parallel()
+	// Serial: agentProcesses counts the agents at an address, and
+	// isolated CTs of parallel tests' emulators share bridge addresses.
 	c := newRealCluster(t)
 	m := manifestWith(t, "512")
 	c.mustRun("apply", "-f", m, "--auto-approve")
