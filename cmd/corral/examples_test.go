@@ -32,6 +32,7 @@ func exampleEnv() []string {
 // against the embedded emulator, side by side in one cluster, with their
 // secrets shown only as references.
 func TestHermesExamplesPlanSideBySide(t *testing.T) {
+	t.Parallel()
 	env := append(exampleEnv(), "XDG_STATE_HOME="+t.TempDir(), "PROXMOX_VE_ENDPOINT=", "PROXMOX_VE_API_TOKEN=", "CORRAL_SIM_TIME_SCALE=0")
 	for _, ex := range []struct{ file, app string }{
 		{"examples/hermes/corral.yaml", "hermes"},

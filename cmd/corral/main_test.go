@@ -109,13 +109,19 @@ func startServe(t *testing.T, cmd *exec.Cmd, state string) (string, []string) {
 		}
 		ready <- false
 	}()
-	select {
-	case ok := <-ready:
-		if !ok {
-			t.Fatal("sim serve exited before it was ready")
+	// Ready when it says so, however loaded the machine: the wait ends
+	// at the test's own deadline, not after a fixed time.
+	var readyOK, answered bool
+	testenv.WaitFor(t, "sim serve to print its credentials", func() bool {
+		select {
+		case readyOK = <-ready:
+			answered = true
+		default:
 		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("sim serve not ready after 30s")
+		return answered
+	})
+	if !readyOK {
+		t.Fatal("sim serve exited before it was ready")
 	}
 	data, err := os.ReadFile(filepath.Join(state, "env"))
 	if err != nil {
@@ -185,6 +191,7 @@ func volumeDir(t *testing.T, state string, env []string) (string, string) {
 // TestQuickstartThroughTheBinary is the README's quickstart against a
 // standalone emulator over HTTPS.
 func TestQuickstartThroughTheBinary(t *testing.T) {
+	t.Parallel()
 	state, env := serve(t)
 	m := "examples/quickstart/corral.yaml"
 	if code, out, errs := corral(t, env, "plan", "-f", m); code != 2 {
@@ -216,6 +223,7 @@ func TestQuickstartThroughTheBinary(t *testing.T) {
 // by TestMain), the emulator runs inside the command, which says so (the
 // local emulator the README's first command starts is daemon_test.go's).
 func TestEmbeddedEmulator(t *testing.T) {
+	t.Parallel()
 	env := []string{"PROXMOX_VE_ENDPOINT=", "PROXMOX_VE_API_TOKEN=", "XDG_STATE_HOME=" + t.TempDir(), "CORRAL_SIM_TIME_SCALE=0"}
 	code, out, errs := corral(t, env, "apply", "-f", "examples/quickstart/corral.yaml", "--auto-approve")
 	if code != 0 || !strings.Contains(errs, "embedded Proxmox VE emulator") {
@@ -233,6 +241,7 @@ func TestEmbeddedEmulator(t *testing.T) {
 // internal/apply covers every API-call boundary), then runs it again: it
 // converges and the volume keeps its volid and data.
 func TestKill9DuringApply(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("slow: real processes and task durations")
 	}
@@ -284,6 +293,7 @@ func TestKill9DuringApply(t *testing.T) {
 // before the next (exit 130, keeper protected, lock released); the next
 // apply goes on from there (issue 16, item 6).
 func TestCtrlC(t *testing.T) {
+	t.Parallel()
 	state, env := serve(t)
 	dir := t.TempDir()
 	m := filepath.Join(dir, "corral.yaml")
@@ -491,6 +501,7 @@ func TestREADMEWalkthrough(t *testing.T) {
 // in a shell that had a stale endpoint brings corral back to the embedded
 // emulator and its state, and the file says how to serve that state.
 func TestEmbeddedEnvFileSources(t *testing.T) {
+	t.Parallel()
 	state := t.TempDir()
 	base := append(os.Environ(), "XDG_STATE_HOME="+state, "CORRAL_SIM_TIME_SCALE=0")
 	cmd := exec.Command(corralBin, "volumes")

@@ -11,6 +11,7 @@ import (
 )
 
 func TestArchiveApp(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, notes string
 		app         string
@@ -35,6 +36,7 @@ func TestArchiveApp(t *testing.T) {
 }
 
 func TestBackupExclusions(t *testing.T) {
+	t.Parallel()
 	conf := map[string]string{
 		"rootfs":  "local-lvm:vm-101-disk-0,size=4G",
 		"mp0":     "local-lvm:vm-100-disk-1,mp=/srv/data,backup=1",
@@ -62,6 +64,7 @@ func TestBackupExclusions(t *testing.T) {
 }
 
 func TestCanSnapshot(t *testing.T) {
+	t.Parallel()
 	obs := &plan.Observed{StorageTypes: map[string]string{"local-lvm": "lvmthin", "tank": "zfspool", "vzdir": "dir", "local": "dir"}}
 	tests := []struct {
 		name   string
@@ -89,6 +92,7 @@ func TestCanSnapshot(t *testing.T) {
 }
 
 func TestSnapshotName(t *testing.T) {
+	t.Parallel()
 	got := apply.SnapshotName(time.Date(2026, 6, 7, 10, 4, 5, 0, time.FixedZone("CEST", 2*3600)))
 	if want := "corral-20260607-080405"; got != want {
 		t.Fatalf("SnapshotName = %q, want %q", got, want)

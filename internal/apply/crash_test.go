@@ -312,6 +312,7 @@ func (r *rig) markVolumes() map[string]string {
 }
 
 func TestCrashAtEveryAPICall(t *testing.T) {
+	t.Parallel()
 	// Count the requests of each phase in an undisturbed cycle, keeping
 	// the state each phase starts from (frozen[i]) and the volume
 	// markers written after the apply (wants[i]): every kill of phase i

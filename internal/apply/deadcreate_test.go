@@ -21,6 +21,7 @@ var deadRestore = regexp.MustCompile(`^the restore of CT (\d+) on pve failed \(t
 // at once instead of waiting out the whole create wait (issue 11,
 // scenario 14; the soak stalled three minutes on exactly this).
 func TestDeadRestorePlaceholderReportedAtOnce(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	ph := cycle[0]
 	if _, err := r.run(ph, 0); err != nil {
@@ -56,6 +57,7 @@ func TestDeadRestorePlaceholderReportedAtOnce(t *testing.T) {
 // under way, or none at all when PVE's API daemon died after writing it) is
 // waited for; when the wait ends, the refusal gives root's command.
 func TestUnseenCreateWaitedForThenExplained(t *testing.T) {
+	t.Parallel()
 	srv := pvetest.Start(t, pvetest.TimeScale(1.0)).Server
 	// root's create runs for seconds at real durations; the operator token
 	// cannot see root's task.

@@ -354,6 +354,7 @@ func (r *rig) checkNonIdempotent(w *faultWatch) {
 }
 
 func TestFaultMatrix(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var runs, failed, stuck int
 	count := func(r, f, s int) {

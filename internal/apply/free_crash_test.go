@@ -15,6 +15,7 @@ import (
 // plan mounts again), never on the keeper recorded for no app; the run
 // again frees it, and nothing else is lost or leaked.
 func TestFreeKilledAtEveryAPICall(t *testing.T) {
+	t.Parallel()
 	base := newRig(t)
 	for _, ph := range cycle[:1] {
 		if _, err := base.run(ph, 0); err != nil {

@@ -166,6 +166,7 @@ func work(config string) apply.GuestWork {
 }
 
 func TestGuestWorkProvisionsAndSkipsWhatIsDone(t *testing.T) {
+	t.Parallel()
 	testenv.NeedRoot(t, "provisioning with useradd (a writable guest view)")
 	g := newGuestRig(t)
 	rec := &recorder{}
@@ -213,6 +214,7 @@ func TestGuestWorkProvisionsAndSkipsWhatIsDone(t *testing.T) {
 }
 
 func TestGuestWorkUnhealthyFails(t *testing.T) {
+	t.Parallel()
 	g := newGuestRig(t)
 	w := apply.GuestWork{Checks: []apply.Check{{Name: "web", Kind: "command", Command: "echo not listening; false", Retries: 1, Interval: 50 * time.Millisecond}}}
 	err := g.apply(w, "h1", &recorder{})
@@ -228,6 +230,7 @@ func TestGuestWorkUnhealthyFails(t *testing.T) {
 // A tcp check whose host holds shell syntax still reports the closed
 // port, not a broken script.
 func TestGuestWorkTCPCheckQuotesItsAddress(t *testing.T) {
+	t.Parallel()
 	g := newGuestRig(t)
 	w := apply.GuestWork{Checks: []apply.Check{{Name: "port", Kind: "tcp", Address: "no'such.invalid:1", Timeout: time.Second}}}
 	err := g.apply(w, "t1", &recorder{})
@@ -247,6 +250,7 @@ func TestGuestWorkTCPCheckQuotesItsAddress(t *testing.T) {
 }
 
 func TestGuestWorkRejectsChangedHostKey(t *testing.T) {
+	t.Parallel()
 	g := newGuestRig(t)
 	w := apply.GuestWork{Steps: []apply.Step{{Name: "run: hi", Kind: "run", Script: "echo hi"}}}
 	err := g.apply(w, "k1", &recorder{})
@@ -282,6 +286,7 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // Where the emulator cannot run commands in containers, apply says which
 // steps and checks it did not run, and the work stays pending.
 func TestGuestWorkUnavailableIsReported(t *testing.T) {
+	t.Parallel()
 	g := newGuestRig(t)
 	if !g.srv.Guests().DisableExec("user namespaces are disabled (test)") {
 		t.Fatal("could not disable guest exec")
@@ -315,6 +320,7 @@ func (w *warnRecorder) Warn(app, msg string) { w.msgs = append(w.msgs, msg) }
 // snapshotBeforeChange: a change that leaves the app unhealthy is rolled
 // back to the snapshot taken before it, volume data included.
 func TestSnapshotBeforeChangeRollsBack(t *testing.T) {
+	t.Parallel()
 	testenv.NeedRoot(t, "the emulator's writable guest view")
 	g := newGuestRig(t)
 	health := []apply.Check{{Name: "flag", Kind: "command", Command: "test -f /home/hermes/flag"}}
@@ -390,6 +396,7 @@ func TestSnapshotBeforeChangeRollsBack(t *testing.T) {
 // A run step fails when any command of a pipeline fails (issue 16 item 1),
 // and its checksum is not recorded, so the next apply runs it again.
 func TestGuestWorkRunStepPipefail(t *testing.T) {
+	t.Parallel()
 	g := newGuestRig(t)
 	w := apply.GuestWork{Steps: []apply.Step{
 		{Name: "run: download", Kind: "run", Script: "false | cat\necho after > /root/after.txt\n"},
@@ -409,6 +416,7 @@ func TestGuestWorkRunStepPipefail(t *testing.T) {
 
 // Parents a file step creates are 0755 and its owner's (issue 16 item 2).
 func TestGuestWorkFileParentsOwnedByOwner(t *testing.T) {
+	t.Parallel()
 	g := newGuestRig(t)
 	w := apply.GuestWork{Steps: []apply.Step{
 		{Name: "user: hermes", Kind: "user", Account: &apply.Account{Name: "hermes", UID: 10000, Home: "/home/hermes", Shell: "/bin/sh"}},
@@ -437,6 +445,7 @@ func TestGuestWorkFileParentsOwnedByOwner(t *testing.T) {
 // directory behind (issue 32 item 1: was chown: invalid group
 // 'hermes:hermes:').
 func TestGuestWorkFileOwnerForms(t *testing.T) {
+	t.Parallel()
 	g := newGuestRig(t)
 	user := apply.Step{Name: "user: hermes", Kind: "user", Account: &apply.Account{Name: "hermes", UID: 10000, Home: "/home/hermes", Shell: "/bin/sh"}}
 	w := apply.GuestWork{Steps: []apply.Step{
@@ -488,6 +497,7 @@ func TestGuestWorkFileOwnerForms(t *testing.T) {
 // already exists ... Not copying any file from skel directory" shown as
 // the step's output).
 func TestGuestWorkUserOnExistingHomeQuiet(t *testing.T) {
+	t.Parallel()
 	g := newGuestRig(t)
 	rec := &recorder{}
 	w := apply.GuestWork{Steps: []apply.Step{

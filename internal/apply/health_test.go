@@ -13,6 +13,7 @@ import (
 // (status never pins one: it writes nothing); otherwise health is
 // unknown and says why.
 func TestHealthTarget(t *testing.T) {
+	t.Parallel()
 	pinned := map[string]string{"description": plan.WithGuestMarkers("", "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGx0ZXN0a2V5", "")}
 	running := &plan.CT{VMID: 101, Node: "pve", Status: "running", Config: pinned}
 	tests := []struct {
@@ -47,6 +48,7 @@ func TestHealthTarget(t *testing.T) {
 // One attempt is said in the singular (issue 32 item 7: was "unhealthy
 // after 1 attempts").
 func TestHealthErrorAttempts(t *testing.T) {
+	t.Parallel()
 	for n, want := range map[int]string{1: "unhealthy after 1 attempt: refused", 3: "unhealthy after 3 attempts: refused"} {
 		got := (&HealthError{Check: "http", Attempts: n, Err: errors.New("refused")}).Error()
 		if !strings.HasPrefix(got, want+"\n") {

@@ -225,6 +225,7 @@ func (r *moveRig) checkVolumes(obs *plan.Observed, node string, recs map[plan.Vo
 }
 
 func TestMoveCrashAtEveryAPICall(t *testing.T) {
+	t.Parallel()
 	thaw := frozenMoveRig(t)
 	clean := thaw(t)
 	n, err := clean.run("pve2", 0)

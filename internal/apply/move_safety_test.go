@@ -305,6 +305,7 @@ func TestMoveCarrierNotesEdited(t *testing.T) {
 // carrier is gone, nothing says where they are (and its VMID may be the
 // next carrier's).
 func TestMoveFreesStaleCopiesBeforeTheCarrierGoes(t *testing.T) {
+	t.Parallel()
 	r, car := interrupted(t)
 	// A migration of the carrier to pve3, killed, left a copy there (the
 	// move was then turned back: pve3 is in its Notes' was=).
@@ -343,6 +344,7 @@ func TestMoveFreesStaleCopiesBeforeTheCarrierGoes(t *testing.T) {
 // the move still finds it (findMove reads the untagged ones) and
 // finishes.
 func TestMoveFinishesUntaggedCarrier(t *testing.T) {
+	t.Parallel()
 	r, car := interrupted(t)
 	if car.Tagged != "web" {
 		t.Fatalf("carrier %d is tagged for %q, want web", car.VMID, car.Tagged)
@@ -360,6 +362,7 @@ func TestMoveFinishesUntaggedCarrier(t *testing.T) {
 // corral-moving-<app>) and of untagged ones, not those of other apps'
 // moves: a drain of a hundred apps would read a hundred carriers per app.
 func TestMoveReadsOnlyItsCarriers(t *testing.T) {
+	t.Parallel()
 	r, car := interrupted(t)
 	other := plan.CarrierNotes{App: "other", From: "pve3", To: "pve2"}
 	theirs := r.handCarrier("pve3", "corral;corral-carrier;corral-moving-other", other.Render())

@@ -33,6 +33,7 @@ var taskStart = regexp.MustCompile(`^(POST /api2/json/nodes/[^/]+/lxc(/\d+/(move
 func isTaskStart(r *http.Request) bool { return taskStart.MatchString(r.Method + " " + r.URL.Path) }
 
 func TestMoveCrashWhileTasksRun(t *testing.T) {
+	t.Parallel()
 	thaw := frozenMoveRig(t, pvetest.TimeScale(taskScale))
 	clean := thaw(t)
 	count := &matchKiller{match: isTaskStart}

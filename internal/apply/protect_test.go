@@ -44,6 +44,7 @@ func (i *interrupter) RoundTrip(r *http.Request) (*http.Response, error) {
 // An apply interrupted while a keeper's protection is off sets it again
 // before it returns (issue 11, scenario 2).
 func TestInterruptedApplyLeavesKeeperProtected(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	if _, err := r.run(cycle[0], 0); err != nil {
 		t.Fatal(err)
@@ -80,6 +81,7 @@ func TestInterruptedApplyLeavesKeeperProtected(t *testing.T) {
 // tool) stops its app's change before anything of it changes: apply never
 // acts on what it read before.
 func TestApplyStopsOnAContainerChangedSincePlanned(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	if _, err := r.run(cycle[0], 0); err != nil {
 		t.Fatal(err)
@@ -163,6 +165,7 @@ func (p *protectionFaults) RoundTrip(r *http.Request) (*http.Response, error) {
 // apply fails saying protection is off and how to set it, with its own
 // error kept beside it (issue 26, scenario 7).
 func TestKeeperReprotectRetriedAndReported(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		// on: the request that arms the faults; onBefore: before it is

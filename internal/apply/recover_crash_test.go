@@ -92,6 +92,7 @@ func recoverRunLog(t *testing.T, srv *sim.Server, node string, kill int64, metho
 // mounts the volume with its data, no other running container mounting
 // it, the keeper's record and the volume intact.
 func TestCrashDuringRecovery(t *testing.T) {
+	t.Parallel()
 	srv := pvetest.Start(t, pvetest.Nodes(3), pvetest.SharedStorage(model.SharedNFS)).Server
 	if _, err := recoverRun(t, srv, "pve2", 0); err != nil {
 		t.Fatal(err)

@@ -89,6 +89,7 @@ func (r *rig) backup() string {
 }
 
 func TestCrashDuringRestoreReplace(t *testing.T) {
+	t.Parallel()
 	ph := cycle[0]
 	setup := func(t *testing.T) (*rig, string) {
 		r := newRig(t)

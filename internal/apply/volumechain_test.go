@@ -14,6 +14,7 @@ import (
 // names: manifest.Volume → plan.Volume → plan.VolumeChange (which carries
 // that same plan.Volume) → the executor's attachment → PUT …/config.
 func TestVolumeMountFromManifestToConfig(t *testing.T) {
+	t.Parallel()
 	e := pvetest.Start(t)
 	ctx := context.Background()
 	apps := loadAppsText(t, `apps:

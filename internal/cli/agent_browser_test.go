@@ -50,6 +50,7 @@ func chromiumPath(t *testing.T) string {
 // stopped app as stopped, the backup, nodes and events. With
 // CORRAL_UPDATE_SCREENSHOT=1 it writes docs/agent-status.png.
 func TestAgent_statusPageInBrowser(t *testing.T) {
+	t.Parallel()
 	testenv.NeedRoot(t, "the emulator's guest view")
 	browser := chromiumPath(t)
 	c := newGuestCluster(t)

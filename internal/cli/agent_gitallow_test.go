@@ -68,14 +68,15 @@ func gitAllowAt(source, value string) string {
 // reaches the container or any output. A file inside the checkout and a
 // passed variable are read.
 func TestAgent_gitAllowList(t *testing.T) {
+	t.Parallel()
 	c := newGuestCluster(t)
 	const hostSecret, passed = "host-secret-7c1e9a44", "passed-value-3b8d21"
 	outside := filepath.Join(t.TempDir(), "host-secret")
 	if err := os.WriteFile(outside, []byte(hostSecret+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("NOTES_PASSED", passed)
-	t.Setenv("NOTES_NOT_PASSED", hostSecret)
+	ownEnv(t, "NOTES_PASSED", passed)
+	ownEnv(t, "NOTES_NOT_PASSED", hostSecret)
 	var secrets secretscan.Set
 	secrets.Add(t, "host file", hostSecret)
 	secrets.Add(t, "passed variable", passed)

@@ -38,6 +38,7 @@ func (c *cluster) vzstarts(vmid int) int {
 // second restart waits for the backoff, and the check passing again is
 // reported.
 func TestAgent_healthRestartsApp(t *testing.T) {
+	t.Parallel()
 	testenv.NeedRoot(t, "the emulator's guest view")
 	c := newGuestCluster(t)
 	m := writeManifest(t, healthManifest)

@@ -166,6 +166,8 @@ type installedStatus struct {
 // the token's secret and the agent's bearer token appear in no output or
 // log; uninstall removes the container and the token.
 func TestAgent_install(t *testing.T) {
+	// Serial: agentProcesses counts the agents at an address, and
+	// isolated CTs of parallel tests' emulators share bridge addresses.
 	c := newGuestCluster(t)
 	m := manifestWith(t, "512")
 	c.mustRun("apply", "-f", m, "--auto-approve")
@@ -373,6 +375,7 @@ func (c *cluster) pveRoot() *pve.Client {
 // http-backend; no network), applies a new commit on its own, and
 // refuses a commit whose manifest is invalid, keeping the last good one.
 func TestAgent_installGit(t *testing.T) {
+	t.Parallel()
 	c := newGuestCluster(t)
 	repo := newGitRepo(t)
 	backend, err := exec.LookPath("git")
@@ -552,9 +555,10 @@ func TestAgent_installRefusals(t *testing.T) {
 // with --pass-env the value goes into the agent's 0600 env file (and
 // nowhere in the output).
 func TestAgent_installPassEnv(t *testing.T) {
+	t.Parallel()
 	c := newGuestCluster(t)
 	const secret = "notes-key-7f3a9c2e51"
-	t.Setenv("NOTES_KEY", secret)
+	ownEnv(t, "NOTES_KEY", secret)
 	m := writeManifest(t, strings.ReplaceAll(appManifest, "MEMORY", "512")+`    provision:
       - envFile:
           path: /etc/notes.env

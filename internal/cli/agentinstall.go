@@ -187,8 +187,8 @@ func (a *agentInstallArgs) useLocalEmulator(ctx context.Context, st *streams) (*
 // simSSHPort is the guests' SSH port the agent is told about (its
 // CORRAL_SIM_GUEST_SSH_PORT): the local emulator's, or this command's.
 func simSSHPort(cf connFlags) string {
-	if cf.guestSSHPort != 0 {
-		return strconv.Itoa(cf.guestSSHPort)
+	if p := cf.knownGuestSSHPort(); p != 0 {
+		return strconv.Itoa(p)
 	}
 	return os.Getenv("CORRAL_SIM_GUEST_SSH_PORT")
 }
@@ -234,7 +234,7 @@ func (a *agentInstallArgs) installation() (*agent.Installation, connFlags, error
 		Setup: agent.SetupFor(f, a.role, a.user, a.tokenName), TokenName: a.tokenName, GivenToken: os.Getenv("CORRAL_AGENT_API_TOKEN"),
 		Command: a.command(), Binary: bin, BinaryArch: binArch, Listen: a.listen,
 		Endpoint: a.endpoint, APIEndpoint: cf.endpoint, Fingerprint: cf.fingerprint,
-		Env: env, SimGuestSSHPort: simSSHPort(a.cf),
+		Env: env, SimGuestSSHPort: simSSHPort(cf),
 	}, cf, nil
 }
 

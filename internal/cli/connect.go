@@ -34,6 +34,21 @@ type connFlags struct {
 	guestSSHPort int
 }
 
+// guestSSHPortOf, when set, gives the guests' SSH port of the emulator
+// at an endpoint (0: not known), ahead of CORRAL_SIM_GUEST_SSH_PORT: the
+// tests run many emulators at once in one process, each with its guests
+// on a port of its own, which one process-wide variable cannot say.
+var guestSSHPortOf func(endpoint string) int
+
+// knownGuestSSHPort is c.guestSSHPort, else what guestSSHPortOf knows of
+// c's endpoint (0: neither knows).
+func (c connFlags) knownGuestSSHPort() int {
+	if c.guestSSHPort == 0 && guestSSHPortOf != nil {
+		return guestSSHPortOf(c.endpoint)
+	}
+	return c.guestSSHPort
+}
+
 // dialContext, when set, dials every connection to a configured endpoint
 // (tests record dials with it to prove a refusal happened before any).
 var dialContext func(ctx context.Context, network, addr string) (net.Conn, error)
@@ -122,7 +137,7 @@ func connectTo(ctx context.Context, st *streams, cf connFlags, start bool) (*ses
 	if err != nil {
 		return nil, err
 	}
-	return &session{client: c, endpoint: cf.endpoint, guestSSHPort: cf.guestSSHPort}, nil
+	return &session{client: c, endpoint: cf.endpoint, guestSSHPort: cf.knownGuestSSHPort()}, nil
 }
 
 // connectInProcess starts the emulator inside this command on the default

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/corralhq/corral/internal/pve"
@@ -170,10 +171,15 @@ func usesEmbedded(tc corpusCase) bool {
 	return false
 }
 
+// embeddedCases keeps the corpus's cases that may reach the embedded
+// emulator (usesEmbedded) one at a time: they share its state directory.
+var embeddedCases sync.Mutex
+
+// TestBadInputCorpus runs in parallel with the package's other tests
+// (TestMain clears the connection variables for them all) unless a case
+// sets a variable, which only a serial test may; its cases run in
+// parallel, those that may reach the embedded emulator one at a time.
 func TestBadInputCorpus(t *testing.T) {
-	for _, k := range []string{"PROXMOX_VE_ENDPOINT", "PROXMOX_VE_API_TOKEN", "PROXMOX_VE_FINGERPRINT", "PROXMOX_VE_CA_FILE", "PROXMOX_VE_INSECURE", "CORRAL_LOG"} {
-		t.Setenv(k, "")
-	}
 	files, err := filepath.Glob("testdata/bad/*.case")
 	if err != nil {
 		t.Fatal(err)
@@ -181,12 +187,24 @@ func TestBadInputCorpus(t *testing.T) {
 	if len(files) < 60 {
 		t.Errorf("only %d cases in testdata/bad; the corpus holds at least 60", len(files))
 	}
+	cases := make([]corpusCase, len(files))
+	anyEnv := false
+	for i, path := range files {
+		cases[i] = parseCase(t, path)
+		anyEnv = anyEnv || len(cases[i].env) > 0
+	}
+	if !anyEnv {
+		t.Parallel()
+	}
 	closed := closedPort(t)
-	for _, path := range files {
-		tc := parseCase(t, path)
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if len(tc.env) == 0 && !usesEmbedded(tc) {
+			if len(tc.env) == 0 {
 				t.Parallel() // its own emulator, and no variable of its own
+			}
+			if usesEmbedded(tc) {
+				embeddedCases.Lock()
+				defer embeddedCases.Unlock()
 			}
 			c := newCluster(t)
 			var secrets secretscan.Set

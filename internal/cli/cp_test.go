@@ -14,6 +14,7 @@ import (
 // the docker cp rules for an existing or new destination, --owner, and
 // the refusal of what a container could send to escape the destination.
 func TestCp(t *testing.T) {
+	t.Parallel()
 	testenv.NeedRoot(t, "the emulator's guest view")
 	c, _, conn := guestApp(t)
 	cp := func(args ...string) result {

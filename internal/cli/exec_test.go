@@ -120,6 +120,7 @@ func TestExecInteractiveTTY(t *testing.T) {
 // command reads EOF; -t without a terminal is refused with the fix; a
 // signal's death is 128+N.
 func TestExecStdin(t *testing.T) {
+	t.Parallel()
 	testenv.NeedRoot(t, "the emulator's guest view")
 	c, _, conn := guestApp(t)
 	run := func(stdin string, args ...string) result {

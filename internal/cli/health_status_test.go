@@ -78,6 +78,7 @@ func runs(t *testing.T, c *cluster, vol string) int {
 // code (and --exit-code) alone, and start/restart wait for health and
 // fail naming the check and its output when it does not come.
 func TestStatus_healthFromChecks(t *testing.T) {
+	t.Parallel()
 	c, m, vol := healthCluster(t)
 
 	h := c.statusHealth(m)
@@ -132,6 +133,7 @@ func TestStatus_healthFromChecks(t *testing.T) {
 
 // Issue 28: the agent's in sync excludes an app that is not healthy.
 func TestAgent_unhealthyAppIsNotInSync(t *testing.T) {
+	t.Parallel()
 	c, m, vol := healthCluster(t)
 	r := c.newAgentRig(m, "observe", time.Now(), nil)
 	r.tick()

@@ -25,6 +25,7 @@ import (
 // it created only if the key it presents is one the create task logged,
 // pins that key, and afterwards refuses a changed host key.
 func TestApplyPinsTheHostKeyFromTheCreateLog(t *testing.T) {
+	t.Parallel()
 	testenv.NeedRoot(t, "guest exec")
 	c := newGuestCluster(t)
 	m := writeManifest(t, sideBySideManifest)

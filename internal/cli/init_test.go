@@ -34,6 +34,7 @@ func initGolden(t *testing.T, c *cluster, golden string) string {
 // offers; it validates, plans against the cluster and applies; a second
 // init refuses to overwrite it.
 func TestInit(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	m := initGolden(t, c, "one-node.yaml")
 	if r := c.run("validate", "-f", m); r.code != 0 {
@@ -60,6 +61,7 @@ func TestInit(t *testing.T) {
 // TestInit_nodes: on a cluster of three nodes the comments list each
 // node's share, and the app is left for placement.
 func TestInit_nodes(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, pvetest.Nodes(3))
 	m := initGolden(t, c, "three-nodes.yaml")
 	if r := c.run("validate", "-f", m); r.code != 0 {

@@ -31,10 +31,11 @@ const interpManifest = `apps:
 // envFile and the CT's description, while plan, apply and status show
 // them only as written.
 func TestInterpolation_reachesContainer(t *testing.T) {
+	t.Parallel()
 	testenv.NeedRoot(t, "a guest view writable for provisioning")
 	c := newGuestCluster(t)
 	const pw = "Db-Pa55word-7c1e"
-	t.Setenv("CORRAL_TEST_DB_PW", pw)
+	ownEnv(t, "CORRAL_TEST_DB_PW", pw)
 	m := writeManifest(t, interpManifest)
 	var secrets secretscan.Set
 	secrets.Add(t, "database password", pw)

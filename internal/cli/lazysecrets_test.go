@@ -11,9 +11,10 @@ import (
 // only provisioning reads (issue 16, item 4), while plan and apply still
 // ask for them by name.
 func TestCommandsNeedNoProvisioningSecret(t *testing.T) {
+	t.Parallel()
 	c := newGuestCluster(t)
-	t.Setenv("LAZY_KEY", "sk-lazy-secret-9f8e7d")
-	t.Setenv("LAZY_PW", "root-pw-3c4d5e")
+	ownEnv(t, "LAZY_KEY", "sk-lazy-secret-9f8e7d")
+	ownEnv(t, "LAZY_PW", "root-pw-3c4d5e")
 	m := writeManifest(t, `apps:
   - name: lazy
     template: local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst

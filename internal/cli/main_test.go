@@ -16,6 +16,13 @@ func TestMain(m *testing.M) {
 	os.Setenv("CORRAL_SSH_KEY", filepath.Join(dir, "id_ed25519"))
 	os.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
 	os.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
+	// A developer's own connection settings and log level never reach
+	// the tests' commands: each test says its endpoint with flags, so
+	// tests that would otherwise clear these with t.Setenv (serial)
+	// run in parallel.
+	for _, k := range []string{"PROXMOX_VE_ENDPOINT", "PROXMOX_VE_API_TOKEN", "PROXMOX_VE_FINGERPRINT", "PROXMOX_VE_CA_FILE", "PROXMOX_VE_INSECURE", "CORRAL_INSECURE_PLAIN_HTTP", "CORRAL_LOG"} {
+		os.Unsetenv(k)
+	}
 	// Where LXC cannot run (not root, no lxc package) the emulator starts
 	// no CT unless opted in to the unisolated view: these tests opt in by
 	// name (CI has lxc and CORRAL_REQUIRE_LXC=1, so there it is unused).
@@ -36,6 +43,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv("CORRAL_SIM_REAL_TEMPLATES") == "" {
 		os.Setenv("CORRAL_SIM_REAL_TEMPLATES", "0")
 	}
+	// Each guest cluster says its guests' SSH port under its endpoint
+	// (guestport_test.go), so those tests need no process-wide variable.
+	guestSSHPortOf = guestPortOf
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)

@@ -28,6 +28,7 @@ func outputGolden(t *testing.T, name string, r result) {
 // TestOutput: corral output shows each app's facts from the live cluster,
 // as status observes them, in text and JSON; APP narrows it to one app.
 func TestOutput(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	m := writeManifestIn(t, "demo", strings.ReplaceAll(appManifest, "MEMORY", "512")) // defaulted: edited in place below
 	c.mustC("apply", "-f", m, "--auto-approve")
@@ -61,6 +62,7 @@ func TestOutput(t *testing.T) {
 // TestOutput_unknownApp: an app the manifest lacks is refused before
 // the cluster is read, naming the apps there are.
 func TestOutput_unknownApp(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	m := writeManifest(t, strings.ReplaceAll(outputManifest, "MEMORY", "512"))
 	r := c.runC("output", "nope", "-f", m)
@@ -73,9 +75,10 @@ func TestOutput_unknownApp(t *testing.T) {
 // ${app:…} facts read from the cluster and their secrets shown as
 // references; a fact an app lacks says why.
 func TestOutput_named(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	const pw = "Out-Pa55word-91d2"
-	t.Setenv("CORRAL_TEST_OUT_PW", pw)
+	ownEnv(t, "CORRAL_TEST_OUT_PW", pw)
 	m := writeManifestIn(t, "demo", strings.ReplaceAll(appManifest, "MEMORY", "512")) // defaulted: edited in place below
 	c.mustC("apply", "-f", m, "--auto-approve")
 	named := strings.ReplaceAll(outputManifest, "MEMORY", "512") + `outputs:

@@ -24,7 +24,7 @@ type savedPlanRig struct {
 const webPassword = "Pl4n-File-Secret-Pw"
 
 func newSavedPlanRig(t *testing.T) *savedPlanRig {
-	t.Setenv("WEB_ROOT_PW", webPassword)
+	ownEnv(t, "WEB_ROOT_PW", webPassword)
 	return &savedPlanRig{cluster: newCluster(t), m: writeManifestIn(t, "demo", webWithPassword("512", "256")), dir: t.TempDir()}
 }
 
@@ -48,6 +48,7 @@ func (r *savedPlanRig) save(name string, args ...string) string {
 // atomic (nothing else left in its directory) and free of secrets. The
 // same file applied again is stale: its changes are made.
 func TestSavedPlan_appliesExactly(t *testing.T) {
+	t.Parallel()
 	r := newSavedPlanRig(t)
 	path := r.save("all.plan")
 	fi, err := os.Stat(path)
@@ -90,6 +91,7 @@ func TestSavedPlan_appliesExactly(t *testing.T) {
 // after an edit of the manifest, and after a change of a secret it
 // reads; each refusal names what changed and says to plan again.
 func TestSavedPlan_refusesWhatChanged(t *testing.T) {
+	t.Parallel()
 	r := newSavedPlanRig(t)
 	r.mustRun("apply", "-f", r.m, "--auto-approve")
 	if err := os.WriteFile(r.m, []byte(webWithPassword("1024", "768")), 0o644); err != nil {
@@ -111,7 +113,8 @@ func TestSavedPlan_refusesWhatChanged(t *testing.T) {
 			}
 		}},
 		{name: "secret change", want: "a secret the manifest reads", edit: func(t *testing.T) {
-			t.Setenv("WEB_ROOT_PW", webPassword+"-rotated")
+			ownEnv(r.t, "WEB_ROOT_PW", webPassword+"-rotated")
+			t.Cleanup(func() { ownEnv(r.t, "WEB_ROOT_PW", webPassword) })
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -132,6 +135,7 @@ func TestSavedPlan_refusesWhatChanged(t *testing.T) {
 // TestSavedPlan_targeted: a saved plan of one app carries its app names:
 // applying it leaves the other app alone.
 func TestSavedPlan_targeted(t *testing.T) {
+	t.Parallel()
 	r := newSavedPlanRig(t)
 	path := r.save("web.plan", "web")
 	r.mustRun("apply", path)
@@ -143,6 +147,7 @@ func TestSavedPlan_targeted(t *testing.T) {
 // TestSavedPlan_arguments: what apply and plan --out refuse, before
 // anything is read from the cluster.
 func TestSavedPlan_arguments(t *testing.T) {
+	t.Parallel()
 	r := newSavedPlanRig(t)
 	path := r.save("web.plan", "web")
 	notPlan := filepath.Join(r.dir, "notes.txt")
@@ -168,6 +173,7 @@ func TestSavedPlan_arguments(t *testing.T) {
 // TestSavedPlan_golden pins the saved plan's format (its salt, digests,
 // time and paths normalised) and the text of a stale plan's refusal.
 func TestSavedPlan_golden(t *testing.T) {
+	t.Parallel()
 	r := newSavedPlanRig(t)
 	path := r.save("web.plan", "web")
 	text, err := os.ReadFile(path)
@@ -190,6 +196,7 @@ func TestSavedPlan_golden(t *testing.T) {
 // an interrupted restore is not saved (what follows the restore cannot
 // be known when it is made), and says what to run.
 func TestSavedPlan_notWithAnInterruptedRestore(t *testing.T) {
+	t.Parallel()
 	r := newSavedPlanRig(t)
 	r.mustRun("apply", "-f", r.m, "--auto-approve")
 	r.interruptRestore("db")
@@ -207,6 +214,7 @@ func TestSavedPlan_notWithAnInterruptedRestore(t *testing.T) {
 // the plan was saved is finished first by any apply, so the saved plan is
 // no longer what would run: refused, nothing changed.
 func TestSavedPlan_refusesAfterAnInterruptedRestore(t *testing.T) {
+	t.Parallel()
 	r := newSavedPlanRig(t)
 	r.mustRun("apply", "-f", r.m, "--auto-approve")
 	if err := os.WriteFile(r.m, []byte(webWithPassword("1024", "256")), 0o644); err != nil {

@@ -15,8 +15,9 @@ import (
 )
 
 // newGuestCluster is newCluster whose containers serve SSH on a free
-// port, which corral learns from CORRAL_SIM_GUEST_SSH_PORT as from a
-// standalone emulator's env file.
+// port, which corral's commands at its endpoint learn from
+// registerGuestPort (a standalone emulator's env file says it with
+// CORRAL_SIM_GUEST_SSH_PORT, which would keep the test serial).
 func newGuestCluster(t *testing.T) *cluster {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -32,7 +33,7 @@ func newGuestCluster(t *testing.T) *cluster {
 func newGuestClusterOn(t *testing.T, port int) *cluster {
 	t.Helper()
 	srv := pvetest.Start(t, func(o *sim.Options) { o.GuestSSHPort = port }).Server
-	t.Setenv("CORRAL_SIM_GUEST_SSH_PORT", strconv.Itoa(port))
+	registerGuestPort(t, srv.URL(), port)
 	return &cluster{t: t, srv: srv}
 }
 
@@ -63,10 +64,11 @@ const provisionManifest = `apps:
 // nothing to do, a changed step re-runs alone, exec and logs work, and the
 // envFile secret never shows.
 func TestProvisioningEndToEnd(t *testing.T) {
+	t.Parallel()
 	testenv.NeedRoot(t, "a guest view writable for useradd")
 	c := newGuestCluster(t)
 	const secret = "sk-test-4f8a9b2c7d"
-	t.Setenv("HERMES_TEST_KEY", secret)
+	ownEnv(t, "HERMES_TEST_KEY", secret)
 	m := writeManifest(t, strings.ReplaceAll(provisionManifest, "GREETING", "hello"))
 
 	r := c.run("apply", "-f", m, "--auto-approve")
@@ -136,6 +138,7 @@ func TestProvisioningEndToEnd(t *testing.T) {
 // apply goes on (here to the compose step, which says Docker is missing in
 // the emulated guest).
 func TestComposeNeedsKeyctl(t *testing.T) {
+	t.Parallel()
 	c := newGuestCluster(t)
 	m := writeManifest(t, `apps:
   - name: web
@@ -178,6 +181,7 @@ func TestComposeNeedsKeyctl(t *testing.T) {
 // there and the second is not; an apply with no change runs no step; a
 // failing health check fails the apply with its output.
 func TestQuickstartInTheGuest(t *testing.T) {
+	t.Parallel()
 	testenv.NeedRoot(t, "a fully writable guest view")
 	c := newGuestCluster(t)
 	m := "../../examples/quickstart/corral.yaml"
@@ -227,6 +231,7 @@ func TestQuickstartInTheGuest(t *testing.T) {
 // TestLogs: corral logs reaches the container (what it shows depends on
 // the container's logging), and names a missing container plainly.
 func TestLogs(t *testing.T) {
+	t.Parallel()
 	c := newGuestCluster(t)
 	m := manifestWith(t, "512")
 	conn := []string{"--endpoint", c.srv.URL(), "--api-token", c.srv.Credentials().OperatorToken, "--fingerprint", c.srv.Fingerprint()}
@@ -254,11 +259,12 @@ func TestLogs(t *testing.T) {
 // does), also without the secret; not "changed since the last apply" or
 // "recorded by an older corral" (issue 32 item 2).
 func TestPlanAfterFailedProvisioning(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("the emulator's guest view is writable for useradd only as root (CI runs as root)")
 	}
 	c := newGuestCluster(t)
-	t.Setenv("HERMES_TEST_KEY", "sk-test-stopped-1")
+	ownEnv(t, "HERMES_TEST_KEY", "sk-test-stopped-1")
 	failing := strings.Replace(strings.ReplaceAll(provisionManifest, "GREETING", "hello"),
 		"      - file:\n", "      - run: |\n          echo about to fail\n          exit 3\n      - file:\n", 1)
 	m := writeManifest(t, failing)
@@ -278,7 +284,7 @@ func TestPlanAfterFailedProvisioning(t *testing.T) {
 		t.Errorf("plan's steps after the failed apply:\n%s", r.stdout)
 	}
 	for _, env := range []string{"sk-test-stopped-1", ""} {
-		t.Setenv("HERMES_TEST_KEY", env)
+		ownEnv(t, "HERMES_TEST_KEY", env)
 		st := c.status(m).Apps[0]
 		if st.Drift != "update" || !strings.Contains(strings.Join(st.Reasons, "\n"), want) {
 			t.Errorf("status (secret set: %v): drift %s, reasons %q", env != "", st.Drift, st.Reasons)
@@ -286,7 +292,7 @@ func TestPlanAfterFailedProvisioning(t *testing.T) {
 	}
 	// Fixed, the next apply runs the step and the ones after it, and the
 	// record of where it stopped is gone.
-	t.Setenv("HERMES_TEST_KEY", "sk-test-stopped-1")
+	ownEnv(t, "HERMES_TEST_KEY", "sk-test-stopped-1")
 	m = writeManifest(t, strings.Replace(failing, "exit 3", "true", 1))
 	r = c.mustRun("apply", "-f", m, "--auto-approve")
 	if !strings.Contains(r.stderr, "user: hermes (unchanged, skipped)") {

@@ -73,6 +73,7 @@ const aptManifest = `apps:
 // host's fails apt-get update with the proxy's reason, and nothing but
 // the allowed sources is reachable through it.
 func TestRealTemplateApt_fakeMirror(t *testing.T) {
+	t.Parallel()
 	mirror := fakeMirror(t)
 	c := newRealCluster(t, func(o *sim.Options) { o.AptSources = []string{mirror.URL + "/"} })
 	m := writeManifestIn(t, "aptct", aptManifest)
@@ -107,6 +108,7 @@ func TestRealTemplateApt_fakeMirror(t *testing.T) {
 // CORRAL_TEST_APT_MIRROR=1 (set it where the host's apt-get works
 // reliably).
 func TestRealTemplateApt_hostMirror(t *testing.T) {
+	t.Parallel()
 	if os.Getenv("CORRAL_TEST_APT_MIRROR") != "1" {
 		t.Skip("needs the host's Debian mirror: set CORRAL_TEST_APT_MIRROR=1 to run it")
 	}

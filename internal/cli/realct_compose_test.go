@@ -25,6 +25,7 @@ func TestComposeLocalExample(t *testing.T) {
 	if os.Getenv("CORRAL_TEST_APT_MIRROR") != "1" {
 		t.Skip("needs the host's Debian mirror: set CORRAL_TEST_APT_MIRROR=1 to run it")
 	}
+	t.Parallel()
 	c := newRealCluster(t)
 	m, err := filepath.Abs("../../examples/compose-local/corral.yaml")
 	if err != nil {

@@ -19,8 +19,9 @@ func TestHermesExampleUpToTheInternet(t *testing.T) {
 	if os.Getenv("CORRAL_TEST_APT_MIRROR") != "1" {
 		t.Skip("needs the host's Debian mirror: set CORRAL_TEST_APT_MIRROR=1 to run it")
 	}
+	t.Parallel()
 	const key = "sk-test-opencode-real-31"
-	t.Setenv("OPENCODE_GO_API_KEY", key)
+	ownEnv(t, "OPENCODE_GO_API_KEY", key)
 	c := newRealCluster(t)
 	m, err := filepath.Abs("../../examples/hermes/corral.yaml")
 	if err != nil {

@@ -31,6 +31,7 @@ const netManifest = `apps:
 //     bridge address; a command in CT A reaches CT B's sshd at the
 //     address the API gave A.
 func TestRealTemplateNetwork(t *testing.T) {
+	t.Parallel()
 	c := newRealCluster(t)
 	m := writeManifestIn(t, "netct", netManifest)
 	if r := c.run("apply", "-f", m, "--auto-approve"); r.code != 0 {
@@ -74,7 +75,7 @@ func TestRealTemplateNetwork(t *testing.T) {
 	// From inside neta: the API at the gateway gives the bridge
 	// addresses, and neta reaches netb's sshd there with a key netb
 	// authorizes.
-	port := os.Getenv("CORRAL_SIM_GUEST_SSH_PORT")
+	port := strconv.Itoa(c.srv.Guests().Port())
 	api := "curl -sfk -H 'Authorization: PVEAPIToken=" + c.srv.Credentials().OperatorToken + "' https://10.0.0.1:8006/api2/json/nodes/pve/lxc/%d/interfaces" +
 		" | python3 -c 'import json,sys; print([i[\"inet\"] for i in json.load(sys.stdin)[\"data\"] if i[\"name\"]==\"eth0\"][0])'"
 	r := exec("neta", strings.ReplaceAll(api, "%d", strconv.Itoa(vmid["neta"])))

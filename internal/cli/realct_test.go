@@ -6,7 +6,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -42,7 +41,7 @@ func newRealCluster(t *testing.T, opts ...func(*sim.Options)) *cluster {
 			f(o)
 		}
 	}).Server
-	t.Setenv("CORRAL_SIM_GUEST_SSH_PORT", strconv.Itoa(port))
+	registerGuestPort(t, srv.URL(), port)
 	return &cluster{t: t, srv: srv}
 }
 
@@ -85,6 +84,7 @@ const realManifest = `apps:
 // user wrote /tmp, dpkg is sane and installs a local .deb, and ps sees
 // only the CT's processes.
 func TestRealTemplateApply(t *testing.T) {
+	t.Parallel()
 	c := newRealCluster(t)
 	m := writeManifestIn(t, "realct", realManifest)
 	if r := c.run("apply", "-f", m, "--auto-approve"); r.code != 0 {
@@ -158,6 +158,8 @@ dpkg-deb --build $d /tmp/corral-test.deb >/dev/null; dpkg -i /tmp/corral-test.de
 // repairs a drift on its own, and it comes back after the container
 // restarts.
 func TestAgent_installSystemd(t *testing.T) {
+	// Serial: agentProcesses counts the agents at an address, and
+	// isolated CTs of parallel tests' emulators share bridge addresses.
 	c := newRealCluster(t)
 	m := manifestWith(t, "512")
 	c.mustRun("apply", "-f", m, "--auto-approve")
@@ -203,6 +205,7 @@ func TestAgent_installSystemd(t *testing.T) {
 // is healthy after apply and again after its container restarts (as
 // after corral sim stop and the next command), with nothing re-run.
 func TestRealTemplateQuickstart(t *testing.T) {
+	t.Parallel()
 	c := newRealCluster(t)
 	m := "../../examples/quickstart/corral.yaml"
 	if r := c.run("apply", "-f", m, "--auto-approve"); r.code != 0 {

@@ -13,9 +13,10 @@ import (
 // secret, so the plan (text and JSON) and apply's events show the
 // reference, even where they show the value's change.
 func TestPlanAndProgressRedactReadValues(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	const desc = "Desc-From-The-Env-7Q2x"
-	t.Setenv("CORRAL_TEST_DESC", desc)
+	ownEnv(t, "CORRAL_TEST_DESC", desc)
 	base := strings.ReplaceAll(appManifest, "MEMORY", "512")
 	c.mustRun("apply", "-f", writeManifest(t, base+"    description: plain words\n"), "--auto-approve")
 
@@ -37,7 +38,7 @@ func TestPlanAndProgressRedactReadValues(t *testing.T) {
 	// status shows the drift's reasons, which name a template read
 	// from the environment.
 	const tmpl = "local:vztmpl/Tmpl-From-The-Env-4Hw.tar.zst"
-	t.Setenv("CORRAL_TEST_TMPL", tmpl)
+	ownEnv(t, "CORRAL_TEST_TMPL", tmpl)
 	mt := writeManifest(t, strings.Replace(base, "template: local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst", "template: ${env:CORRAL_TEST_TMPL}", 1))
 	for _, args := range [][]string{{"status", "-f", mt}, {"status", "-f", mt, "-o", "json"}} {
 		r := c.mustRun(args...)
@@ -65,8 +66,9 @@ func (r *recordObserver) Warn(app, msg string)           { r.got = append(r.got,
 
 // TestRedactObserver: every text an executor event carries is redacted.
 func TestRedactObserver(t *testing.T) {
+	t.Parallel()
 	const v = "Val-From-The-Env-9Kp3"
-	t.Setenv("CORRAL_TEST_VAL", v)
+	ownEnv(t, "CORRAL_TEST_VAL", v)
 	f, err := manifest.Load(writeManifest(t, strings.ReplaceAll(appManifest, "MEMORY", "512")+"    description: ${env:CORRAL_TEST_VAL}\n"), manifest.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)

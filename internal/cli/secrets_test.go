@@ -47,9 +47,7 @@ func (s *syncBuffer) String() string {
 // passwords, and a private key a user mistook for a public key.
 // (TestSecretsNeverPrinted covers ${env:…} with the default emulator.)
 func TestSecretHygieneFullCycle(t *testing.T) {
-	for _, k := range []string{"PROXMOX_VE_ENDPOINT", "PROXMOX_VE_API_TOKEN", "PROXMOX_VE_FINGERPRINT", "CORRAL_LOG"} {
-		t.Setenv(k, "")
-	}
+	t.Parallel() // TestMain cleared the connection variables and CORRAL_LOG
 	simLog := &syncBuffer{}
 	c := newCluster(t, func(o *sim.Options) {
 		o.Logger = slog.New(slog.NewTextHandler(simLog, &slog.HandlerOptions{Level: slog.LevelDebug}))

@@ -20,6 +20,7 @@ const sideBySideManifest = `apps:
 // reaches each one's own container: a file written through one is
 // absent in the other.
 func TestTwoEmulatorsSideBySide(t *testing.T) {
+	t.Parallel()
 	testenv.NeedRoot(t, "guest exec")
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

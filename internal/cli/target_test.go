@@ -68,6 +68,7 @@ func (c *cluster) planJSON(args ...string) (ui.PlanJSON, int) {
 // plan says what it left out, in text and JSON, and apply says "Apply
 // complete" from a fresh plan of web alone.
 func TestTarget_applyLeavesOtherAppsAlone(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	m := writeManifest(t, webAndDB("512", "256"))
 
@@ -115,6 +116,7 @@ func TestTarget_applyLeavesOtherAppsAlone(t *testing.T) {
 // TestTarget_unknownApp: a name the manifest does not declare is refused
 // by plan and apply before anything changes, with the fix.
 func TestTarget_unknownApp(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	m := writeManifest(t, webAndDB("512", "256"))
 	for _, verb := range []string{"plan", "apply"} {
@@ -135,6 +137,7 @@ func TestTarget_unknownApp(t *testing.T) {
 // web's container only (db stays, as the API shows), keeps web's volume,
 // and the next targeted apply brings web back alone.
 func TestTarget_destroyLeavesOtherAppsAlone(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	m := writeManifest(t, webAndDB("512", "256"))
 	c.mustRun("apply", "-f", m, "--auto-approve")
@@ -164,6 +167,7 @@ func TestTarget_destroyLeavesOtherAppsAlone(t *testing.T) {
 // plan web and apply web refuse, saying what must happen first and how;
 // web is left as it was.
 func TestTarget_refusesWhatNeedsALeftOutChange(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	m := writeManifest(t, webAndDB("512", "256"))
 	c.mustRun("apply", "-f", m, "--auto-approve")
@@ -216,6 +220,7 @@ func TestTarget_helpGolden(t *testing.T) {
 // exist); plan web and apply web go on without db, and say in a warning
 // that db was left out and why, while a plan of every app is refused.
 func TestTarget_otherAppRefused(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t)
 	text := webAndDB("512", "256")
 	text = text[:strings.Index(text, "  - name: db")] + strings.Replace(text[strings.Index(text, "  - name: db"):], "    memory: 256\n", "    memory: 256\n    network:\n      bridge: vmbr9\n", 1)

@@ -57,10 +57,11 @@ func (c *cluster) guestFile(m, path string) string {
 // it, the plan says all of it beforehand (without logging in), and a
 // restart that a failed apply did not reach is done by the next one.
 func TestChangeTriggers(t *testing.T) {
+	t.Parallel()
 	testenv.NeedRoot(t, "a guest view writable for the fake tools")
 	c := newGuestCluster(t)
 	const key1, key2 = "sk-trigger-first-1a2b3c", "sk-trigger-second-4d5e6f"
-	t.Setenv("TRIG_KEY", key1)
+	ownEnv(t, "TRIG_KEY", key1)
 	write := func(conf, desc, extra string) string {
 		r := strings.NewReplacer("CONF", conf, "DESC", desc, "EXTRA", extra)
 		return writeManifest(t, r.Replace(triggersManifest))
@@ -87,7 +88,7 @@ func TestChangeTriggers(t *testing.T) {
 
 	// A new secret: the env step runs, trig.service restarts, nothing
 	// else; the plan said so, without the secret or corral's own lines.
-	t.Setenv("TRIG_KEY", key2)
+	ownEnv(t, "TRIG_KEY", key2)
 	m = write("one", "second words", "")
 	r = c.run("plan", "-f", m)
 	for _, want := range []string{
@@ -142,7 +143,7 @@ func TestChangeTriggers(t *testing.T) {
 
 	// A step after the env file fails: no restart yet, but the next apply
 	// (the failing step gone) does it, though the env file is unchanged.
-	t.Setenv("TRIG_KEY", key1)
+	ownEnv(t, "TRIG_KEY", key1)
 	m = write("two", "second words", "      - name: boom\n        run: exit 3\n")
 	if r := c.run("apply", "-f", m, "--auto-approve"); r.code != ExitError || !strings.Contains(r.stderr, `step "boom" failed`) {
 		t.Fatalf("apply with a failing step: exit %d\n%s", r.code, r.stderr)
@@ -168,9 +169,10 @@ func TestChangeTriggers(t *testing.T) {
 // pull: always, and only brings services up when nothing it reacts to
 // ran.
 func TestComposeTriggers(t *testing.T) {
+	t.Parallel()
 	testenv.NeedRoot(t, "a guest view writable for the fake tools")
 	c := newGuestCluster(t)
-	t.Setenv("COMPOSE_KEY", "sk-compose-first-77aa")
+	ownEnv(t, "COMPOSE_KEY", "sk-compose-first-77aa")
 	text := `apps:
   - name: web
     template: local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst
@@ -201,7 +203,7 @@ func TestComposeTriggers(t *testing.T) {
 		t.Fatalf("docker calls:\n%s\nwant:\n%s", got, want)
 	}
 
-	t.Setenv("COMPOSE_KEY", "sk-compose-second-88bb")
+	ownEnv(t, "COMPOSE_KEY", "sk-compose-second-88bb")
 	r = c.run("plan", "-f", m)
 	if r.code != ExitChanges || !strings.Contains(r.stdout, "+ compose: /opt/web/compose.yaml (notified by env; recreates its services)") {
 		t.Fatalf("plan: exit %d\n%s", r.code, r.stdout)
