@@ -2,6 +2,8 @@ package apply
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
@@ -649,7 +651,8 @@ func readCTs(ctx context.Context, c *pve.Client, res []resource, offline []strin
 // current values (what GET config?current=1 returns) and the changes
 // waiting for its next start (key → new value, "" for a pending delete).
 // Pending changes are part of the observed state: a pending delete=mpN
-// takes a volume away at the next restart.
+// takes a volume away at the next restart. digest is plannedDigest of
+// what was read: what a plan made from it is checked against.
 func readCT(ctx context.Context, c *pve.Client, node string, vmid int) (conf, pending map[string]string, digest string, err error) {
 	entries, err := c.Pending(ctx, node, vmid)
 	if err != nil {
@@ -658,9 +661,6 @@ func readCT(ctx context.Context, c *pve.Client, node string, vmid int) (conf, pe
 	conf = make(map[string]string, len(entries))
 	for _, en := range entries {
 		if en.Key == "digest" {
-			if en.Value != nil {
-				digest = string(*en.Value)
-			}
 			continue
 		}
 		if en.Value != nil {
@@ -678,7 +678,28 @@ func readCT(ctx context.Context, c *pve.Client, node string, vmid int) (conf, pe
 			pending[en.Key] = string(*en.Pending)
 		}
 	}
-	return conf, pending, digest, nil
+	return conf, pending, plannedDigest(conf, pending), nil
+}
+
+// plannedDigest is the digest a change is planned against (Change.Digest)
+// and checked against right before apply changes the app: every current
+// and pending value but the lock. PVE's own digest covers the lock line
+// too, so a plan read while a backup or a snapshot held the container
+// was "changed since it was planned" once the lock went, though nothing
+// the plan was made from had changed; a lock still held when apply
+// writes is waited for (LockWait) as always.
+func plannedDigest(conf, pending map[string]string) string {
+	h := sha256.New()
+	for _, part := range []map[string]string{conf, pending} {
+		for _, k := range slices.Sorted(maps.Keys(part)) {
+			if k == "lock" {
+				continue
+			}
+			fmt.Fprintf(h, "%d:%s%d:%s", len(k), k, len(part[k]), part[k])
+		}
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // seesCorral reports whether the resources list any container of

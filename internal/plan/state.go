@@ -238,7 +238,8 @@ type CT struct {
 	// Pending are changes waiting for the next start: key → new value,
 	// "" for a delete (left by an interrupted run, or made by hand).
 	Pending map[string]string
-	// Digest is PVE's digest of the config as read: what a change of
+	// Digest is apply's digest of the config as read (every current and
+	// pending value but PVE's lock, apply.plannedDigest): what a change of
 	// this container is planned against (Change.Digest).
 	Digest string
 	// Address is the IPv4 address the running container reports for
