@@ -29,8 +29,13 @@ func TestTemplate_convert(t *testing.T) {
 		if conf["rootfs"] != "local-lvm:base-101-disk-0,size=1G" || !strings.HasPrefix(conf["mp0"].(string), "local-lvm:base-101-disk-1,") {
 			t.Errorf("template's volumes: rootfs %v mp0 %v", conf["rootfs"], conf["mp0"])
 		}
+		// The task list shows finished tasks (PVE's source=archive): the
+		// config may say template: 1 a moment before the task ends.
 		var tasks []e2eTask
-		k.ok(root, http.MethodGet, "/nodes/pve/tasks", url.Values{"typefilter": {"vztemplate"}}, &tasks)
+		testenv.WaitFor(t, "the vztemplate task in the task list", func() bool {
+			k.ok(root, http.MethodGet, "/nodes/pve/tasks", url.Values{"typefilter": {"vztemplate"}}, &tasks)
+			return len(tasks) > 0
+		})
 		if len(tasks) != 1 || tasks[0].ID != "101" {
 			t.Fatalf("vztemplate tasks: %+v", tasks)
 		}
