@@ -34,23 +34,17 @@ const appFactsManifest = `apps:
 // the next plan is empty; db's new (static) address shows as a change of
 // web's env file and reaches it.
 func TestAppFacts_reachContainer(t *testing.T) {
+	t.Parallel()
 	testenv.NeedRoot(t, "a guest view writable for provisioning")
 	c := newGuestCluster(t)
 	const pw = "Db-Pa55word-91ab"
-	t.Setenv("CORRAL_TEST_DB_PW", pw)
+	ownEnv(t, "CORRAL_TEST_DB_PW", pw)
 	m := writeManifest(t, appFactsManifest)
 	var secrets secretscan.Set
 	secrets.Add(t, "database password", pw)
 	run := func(want int, args ...string) string {
 		t.Helper()
-		r := c.run(args...)
-		if r.code != want {
-			needGuestExec(t, r.stderr)
-			t.Fatalf("%v: exit %d, want %d\n%s", args, r.code, want, secretsRedacted(&secrets, r.stdout+r.stderr))
-		}
-		secrets.Check(t, "stdout of corral "+strings.Join(args, " "), r.stdout)
-		secrets.Check(t, "stderr of corral "+strings.Join(args, " "), r.stderr)
-		return r.stdout + r.stderr
+		return c.runScanned(t, &secrets, want, args...)
 	}
 	if out := run(ExitChanges, "plan", "-f", m); !strings.Contains(out, "reads ${app:db.address} = (known after apply)") {
 		t.Errorf("plan before db exists does not say the address is known after apply:\n%s", secretsRedacted(&secrets, out))

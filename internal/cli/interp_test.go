@@ -41,14 +41,7 @@ func TestInterpolation_reachesContainer(t *testing.T) {
 	secrets.Add(t, "database password", pw)
 	run := func(want int, args ...string) string {
 		t.Helper()
-		r := c.run(args...)
-		if r.code != want {
-			needGuestExec(t, r.stderr)
-			t.Fatalf("%v: exit %d, want %d\n%s", args, r.code, want, secretsRedacted(&secrets, r.stdout+r.stderr))
-		}
-		secrets.Check(t, "stdout of corral "+args[0], r.stdout)
-		secrets.Check(t, "stderr of corral "+args[0], r.stderr)
-		return r.stdout + r.stderr
+		return c.runScanned(t, &secrets, want, args...)
 	}
 	run(ExitChanges, "plan", "-f", m)
 	run(ExitChanges, "plan", "-f", m, "-o", "json")

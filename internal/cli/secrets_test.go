@@ -181,3 +181,18 @@ func secretsRedacted(s *secretscan.Set, text string) string {
 	}
 	return text
 }
+
+// runScanned runs corral on c and fails t unless it exits want (showing
+// its output with the secrets redacted); neither stream may hold one of
+// secrets. It returns stdout and stderr together.
+func (c *cluster) runScanned(t *testing.T, secrets *secretscan.Set, want int, args ...string) string {
+	t.Helper()
+	r := c.run(args...)
+	if r.code != want {
+		needGuestExec(t, r.stderr)
+		t.Fatalf("%v: exit %d, want %d\n%s", args, r.code, want, secretsRedacted(secrets, r.stdout+r.stderr))
+	}
+	secrets.Check(t, "stdout of corral "+strings.Join(args, " "), r.stdout)
+	secrets.Check(t, "stderr of corral "+strings.Join(args, " "), r.stderr)
+	return r.stdout + r.stderr
+}
