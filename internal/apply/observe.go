@@ -169,8 +169,8 @@ func observedCT(r resource, conf, pending map[string]string, digest string) *pla
 }
 
 // guest files r under what its tags say it is: another tool's guest, an
-// app on an offline node, a keeper, a carrier, one side of a restore, or
-// an app's container.
+// app on an offline node, a keeper, a carrier, an app's rescue container,
+// one side of a restore, or an app's container.
 func (o *observation) guest(ctx context.Context, r resource) error {
 	obs := o.obs
 	obs.GuestMemory[r.Node] += r.MaxMem
@@ -201,6 +201,14 @@ func (o *observation) guest(ctx context.Context, r resource) error {
 	}
 	if slices.Contains(tags, plan.TagCarrier) {
 		o.carriers = append(o.carriers, plan.ReadCarrier(r.VMID, r.Node, tags, conf))
+		return nil
+	}
+	if plan.IsRescue(tags) {
+		res := plan.ReadRescue(r.VMID, r.Node, r.Status, tags, conf)
+		if obs.Rescues == nil {
+			obs.Rescues = map[string][]*plan.Rescue{}
+		}
+		obs.Rescues[res.App] = append(obs.Rescues[res.App], res)
 		return nil
 	}
 	if app := tagged(tags, plan.TagRestoringPrefix); app != "" {

@@ -462,7 +462,7 @@ func applyUnderLock(ctx context.Context, st *streams, s *session, f *manifest.Fi
 				return false, err
 			}
 		}
-		if err == nil && len(obs.Restores) > 0 {
+		if err == nil && obs.Interrupted() {
 			// An interrupted restore first, then the plan for what it left.
 			if err := ex.Recover(ctx, obs); err != nil {
 				return false, redactErr(f, err)

@@ -129,8 +129,9 @@ func (m *planner) planApp(a *App) {
 		m.refuse(probs...)
 		return
 	}
-	if obs.Restores[a.Name] != nil {
-		// Planned once the restore is finished or rolled back.
+	if obs.Restores[a.Name] != nil || obs.InRescue(a.Name) {
+		// Planned once the restore is finished or rolled back, or the
+		// rescue ended.
 		m.p.Changes = append(m.p.Changes, leftAlone(a, obs))
 		return
 	}
@@ -1152,8 +1153,8 @@ func isIndexedKey(key, prefix string) bool {
 	return ok
 }
 
-// recoveries describes the interrupted restores, in app order, and the
-// nodes they are on.
+// recoveries describes the interrupted restores and the rescues, in app
+// order, and the nodes they are on.
 func recoveries(obs *Observed) (text, nodes []string) {
 	for _, app := range slices.Sorted(maps.Keys(obs.Restores)) {
 		r := obs.Restores[app]
@@ -1162,6 +1163,12 @@ func recoveries(obs *Observed) (text, nodes []string) {
 			if ct != nil {
 				nodes = append(nodes, ct.Node)
 			}
+		}
+	}
+	for _, app := range slices.Sorted(maps.Keys(obs.Rescues)) {
+		for _, r := range obs.Rescues[app] {
+			text = append(text, r.String())
+			nodes = append(nodes, r.Node)
 		}
 	}
 	return text, nodes

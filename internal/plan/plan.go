@@ -40,7 +40,8 @@ func (a Action) String() string {
 // Plan is the ordered list of changes corral will make.
 type Plan struct {
 	// Recover lists interrupted restores that are finished or rolled
-	// back first (Observed.Restores), in words.
+	// back first (Observed.Restores), and rescues that are ended first
+	// (Observed.Rescues), in words.
 	Recover      []string
 	RecoverNodes []string
 	// Keepers are keeper CTs to create or repair, before any app change.

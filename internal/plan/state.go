@@ -156,6 +156,11 @@ type Observed struct {
 	// Carriers are moves under way or interrupted, by app (see
 	// Carrier): the next changing command finishes them first.
 	Carriers map[string]*Carrier
+	// Rescues are the rescue containers of apps (corral rescue), by app:
+	// one a corral rescue is using now (it holds corral's lock), or one a
+	// killed run left. The next changing command ends them first, giving
+	// their volumes back to the app's container.
+	Rescues map[string][]*Rescue
 	// LeftoverCarriers are carriers of an app that has another one
 	// (GroupCarriers): empty, made by a run killed right after the
 	// create; the move destroys them. BadCarriers are carriers corral
