@@ -209,9 +209,10 @@ func (e *Executor) rescueParams(obs *plan.Observed, app string, ct *plan.CT, con
 	if n := withoutProp(conf["net0"], "hwaddr"); n != "" {
 		p.Config.Raw["net0"] = n // the app is stopped: its address is free
 	}
-	if f := withoutProp(conf["features"], "keyctl"); f != "" {
-		p.Config.Features = &f // keyctl is root@pam's to set
-	}
+	// keyctl is root@pam's to set; nesting keeps a systemd template quiet,
+	// as on keepers.
+	f := strings.TrimPrefix(withoutProp(withoutProp(conf["features"], "keyctl"), "nesting")+",nesting=1", ",")
+	p.Config.Features = &f
 	if k := e.SSH.AuthorizedKey; k != "" {
 		p.SSHPublicKeys = k + " corral\n"
 	}
