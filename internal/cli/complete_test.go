@@ -20,6 +20,7 @@ func TestCompleteAppNames(t *testing.T) {
 	}{
 		{[]string{"__complete", "logs", "-f", m, ""}, []string{"alpha", "beta"}},
 		{[]string{"__complete", "backup", "-f", m, "al"}, []string{"alpha"}},
+		{[]string{"__complete", "rescue", "-f", m, "be"}, []string{"beta"}},
 		{[]string{"__complete", "destroy", "-f", m, "alpha", ""}, []string{"beta"}},
 		{[]string{"__complete", "rollback", "-f", m, "alpha", ""}, nil},
 	} {
