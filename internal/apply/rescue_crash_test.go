@@ -2,11 +2,15 @@ package apply_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/corralhq/corral/internal/apply"
 	"github.com/corralhq/corral/internal/plan"
+	"github.com/corralhq/corral/internal/pve"
 	"github.com/corralhq/corral/internal/pvetest"
 	"github.com/corralhq/corral/internal/testenv"
 )
@@ -160,4 +164,42 @@ func TestRescueCrashAtEveryAPICall(t *testing.T) {
 			r.converged("pve1")
 		})
 	}
+}
+
+// TestRescueTagsEdited: a rescue container whose rescue tags were edited
+// away (corral's own tag left) mounts the app's keeper volume, so it is
+// taken for a second container of the app: the plan refuses the app,
+// naming both containers, and never starts the app beside it or frees
+// anything. With the tags back, apply ends the rescue.
+func TestRescueTagsEdited(t *testing.T) {
+	t.Parallel()
+	r := frozenMoveRig(t)(t)
+	ctx := context.Background()
+	c := pvetest.Client(t, r.srv, r.srv.Credentials().OperatorToken)
+	obs, err := apply.Observe(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := (&apply.Executor{Client: c}).StartRescue(ctx, obs, "web", apply.RescueOptions{Stop: true, Declared: r.declared()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := pvetest.Client(t, r.srv, r.srv.Credentials().RootToken)
+	if err := root.UpdateContainerConfig(ctx, s.Node, s.VMID, &pve.ConfigUpdate{Tags: []string{plan.TagManaged}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = plan.Make(r.apps("pve1"), r.observe())
+	var refused *plan.RefusedError
+	if !errors.As(err, &refused) || !strings.Contains(err.Error(), strconv.Itoa(s.VMID)) || !strings.Contains(err.Error(), strconv.Itoa(s.AppVMID)) {
+		t.Fatalf("plan with the rescue's tags edited: %v, want a refusal naming ct %d and ct %d", err, s.VMID, s.AppVMID)
+	}
+	t.Logf("refused as wanted: %v", err)
+	tags := []string{plan.TagManaged, plan.TagRescue, plan.TagRescuingPrefix + "web"}
+	if err := root.UpdateContainerConfig(ctx, s.Node, s.VMID, &pve.ConfigUpdate{Tags: tags}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.apply(); err != nil {
+		t.Fatalf("apply with the tags back: %v", err)
+	}
+	r.converged("pve1")
 }
