@@ -2,6 +2,7 @@ package apply
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -68,6 +69,9 @@ func (e *Executor) StartRescue(ctx context.Context, obs *plan.Observed, app stri
 	if obs.InRescue(app) {
 		return nil, fmt.Errorf("app %s is in rescue already (rescue CT %d): end that first", app, obs.Rescues[app][0].VMID)
 	}
+	if why := rescueBlocked(obs, app); why != "" {
+		return nil, errors.New(why)
+	}
 	ct, err := AppCT(obs, app)
 	if err != nil {
 		return nil, err
@@ -114,6 +118,24 @@ func (e *Executor) StartRescue(ctx context.Context, obs *plan.Observed, app stri
 		return s, err
 	}
 	return s, r.step(app, "rescue", "start rescue ct "+strconv.Itoa(s.VMID), func() error { return r.start(ctx, app, ct.Node, s.VMID) })
+}
+
+// rescueBlocked says why app's volumes are not where a rescue can take
+// them from, or "": a move under way (a carrier holds some), an
+// interrupted restore, a damaged keeper or carrier that may hold them.
+func rescueBlocked(obs *plan.Observed, app string) string {
+	if car := obs.Carriers[app]; car != nil {
+		return fmt.Sprintf("app %s is moving (carrier CT %d on %s holds some of its volumes): finish the move with corral apply first, then rescue it", app, car.VMID, car.Node)
+	}
+	if obs.Restores[app] != nil {
+		return fmt.Sprintf("app %s has an interrupted restore: corral apply finishes (or rolls back) it first, then rescue it", app)
+	}
+	for _, d := range obs.Damaged {
+		if slices.Contains(d.Apps(), app) {
+			return d.Problem()
+		}
+	}
+	return ""
 }
 
 // rescueVolumes are the app's volumes a rescue mounts, as attachments at

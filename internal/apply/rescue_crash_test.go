@@ -203,3 +203,20 @@ func TestRescueTagsEdited(t *testing.T) {
 	}
 	r.converged("pve1")
 }
+
+// TestRescueRefusedWhereItsVolumesAreNotAtHome: an app whose volumes a
+// move's carrier may hold, or whose restore was interrupted, is refused
+// before anything is read or changed (its volumes are not all in its
+// keeper, so a rescue would show only some of them).
+func TestRescueRefusedWhereItsVolumesAreNotAtHome(t *testing.T) {
+	t.Parallel()
+	for name, obs := range map[string]*plan.Observed{
+		"moving":    {Carriers: map[string]*plan.Carrier{"web": {VMID: 200, Node: "pve1"}}},
+		"restoring": {Restores: map[string]*plan.Restore{"web": {App: "web"}}},
+	} {
+		_, err := (&apply.Executor{}).StartRescue(context.Background(), obs, "web", apply.RescueOptions{Stop: true})
+		if err == nil || !strings.Contains(err.Error(), "corral apply") {
+			t.Errorf("%s: %v, want a refusal that says to run corral apply first", name, err)
+		}
+	}
+}
