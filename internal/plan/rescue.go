@@ -136,14 +136,15 @@ func (r *Rescue) Fix() string {
 	return fmt.Sprintf("corral rescue %s --end (or corral apply, which also starts the app) gives the volumes back to its container and removes rescue CT %d", r.App, r.VMID)
 }
 
-// String is the plan's line for a rescue the next changing command ends.
+// String is the plan's line for a rescue the next changing command ends:
+// which CT holds what, and the two ways to end it.
 func (r *Rescue) String() string {
 	to := "its container"
 	if r.AppVMID != 0 {
 		to = "its container " + strconv.Itoa(r.AppVMID)
 	}
-	return fmt.Sprintf("app %s is in rescue: rescue CT %d on %s (%s) holds %s; apply gives them back to %s and removes the rescue CT first (a running corral rescue holds corral's lock, so apply waits for it)",
-		r.App, r.VMID, r.Node, r.Status, r.HoldList(), to)
+	return fmt.Sprintf("app %s is in rescue: rescue CT %d on %s (%s) holds %s; apply ends it first (the volumes back to %s, the rescue CT removed), as corral rescue %s --end does alone; while a corral rescue still runs it holds corral's lock, and both wait for it",
+		r.App, r.VMID, r.Node, r.Status, r.HoldList(), to, r.App)
 }
 
 // InRescue reports whether app has a rescue container.
