@@ -103,6 +103,8 @@ type Step struct {
 	// ByEndpoint counts the requests per "METHOD /schema/path", to see
 	// where they go (task polling, config reads, …).
 	ByEndpoint map[string]int `json:"requests_by_endpoint,omitempty"`
+	// ByKind splits Requests into task polls, other reads and writes.
+	ByKind Kinds `json:"requests_by_kind"`
 	// MaxRSS is the measured process's peak resident memory (getrusage
 	// ru_maxrss), for the memory targets of a plan at scale.
 	MaxRSS int64 `json:"max_rss_bytes"`
@@ -331,7 +333,7 @@ func measure(ctx context.Context, p *simProc, name string, apps int, scale float
 			caused = append(caused, t)
 		}
 	}
-	st := &Step{Name: name, Wall: wall.Seconds(), Tasks: len(caused), Requests: reqs, RequestsPerApp: float64(reqs) / float64(max(apps, 1)), ByEndpoint: byEndpoint}
+	st := &Step{Name: name, Wall: wall.Seconds(), Tasks: len(caused), Requests: reqs, RequestsPerApp: float64(reqs) / float64(max(apps, 1)), ByEndpoint: byEndpoint, ByKind: kindsOf(byEndpoint)}
 	cp, total, err := criticalPath(caused, names, boot)
 	if err != nil {
 		return nil, err
