@@ -245,13 +245,19 @@ func say(o Options, s string) {
 func corralEnv(p *simProc, dir string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "PROXMOX_VE_") || strings.HasPrefix(k, "XDG_") || k == "CORRAL_LOG" {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "PROXMOX_VE_") || strings.HasPrefix(k, "XDG_") || k == "CORRAL_LOG" || k == "CORRAL_SIM_TIME_SCALE" {
 			continue
 		}
 		env = append(env, kv)
 	}
 	for _, k := range []string{"PROXMOX_VE_ENDPOINT", "PROXMOX_VE_API_TOKEN", "PROXMOX_VE_FINGERPRINT"} {
 		env = append(env, k+"="+p.env[k])
+	}
+	// corral polls a task when it is expected to end: at the emulator's
+	// time scale, as a user who sourced its env file does (at 1, as on a
+	// real node).
+	if ts := p.env["CORRAL_SIM_TIME_SCALE"]; ts != "" {
+		env = append(env, "CORRAL_SIM_TIME_SCALE="+ts)
 	}
 	// The emulator's guests answer SSH on a free port (its env file
 	// says which), so that two benches do not contend for port 22.

@@ -127,11 +127,16 @@ func (c *Client) TaskList(ctx context.Context, node string, f TaskFilter) ([]Tas
 	return out, nil
 }
 
-// WaitOptions tune WaitTask. The zero value polls like a good citizen
-// (see pollDelay): the first status read at once, the next 100ms later,
-// each later delay 1.5 times the one before, up to one a second. A task
-// of T seconds costs about T+7 status reads, and its end is seen at most
-// half the time already waited, or 1s, after it happens. The log is read
+// WaitOptions tune WaitTask. The zero value polls like a good citizen:
+// a task whose type has a usual length (typicalTaskTime, or what the
+// client learned from the last task of its type) is read at once, 100ms
+// later, halfway through that length and just after it, then as a task
+// of unknown length that just began (pollSchedule): four reads when it
+// ends on time. A task of unknown length is read at once, 100ms later,
+// each later delay 1.5 times the one before, up to one a second
+// (pollDelay): a task of T seconds costs about T+7 status reads, and its
+// end is seen at most half the time already waited, or 1s, after it
+// happens. The log is read
 // only when the task failed, ended with warnings, or the caller asks for
 // it (OnLog, Log).
 type WaitOptions struct {
@@ -176,6 +181,13 @@ const (
 	unknownTaskPolls = 10
 	// logEvery is how often a running task's log is read for display.
 	logEvery = time.Second
+	// showLogEvery is the longest delay between status reads (and so
+	// log reads) while a task's log is shown: progress lines come at
+	// most this late.
+	showLogEvery = 2 * time.Second
+	// taskMargin is how long after its expected end a task is read: an
+	// emulated task ends exactly then, a real one about then.
+	taskMargin = 50 * time.Millisecond
 	// firstPoll and maxPoll are the default first and longest poll
 	// delays, for real Proxmox task durations.
 	firstPoll = 100 * time.Millisecond
@@ -249,37 +261,39 @@ func (c *Client) WaitTask(ctx context.Context, upid string, opts WaitOptions) (*
 	if _, err := ParseUPID(upid); err != nil {
 		return nil, fmt.Errorf("wait task: %w", err)
 	}
-	first, maxInterval, rate := opts.Interval, opts.MaxInterval, opts.MaxRate
-	if first <= 0 {
-		first = c.scaled(firstPoll)
-	}
-	if maxInterval <= 0 {
-		maxInterval = c.scaled(maxPoll)
-	}
+	u, _ := ParseUPID(upid)
+	sched := c.schedule(u.Type, opts)
+	first := sched.first
+	rate := opts.MaxRate
 	if rate <= 0 {
 		rate = 10
 	}
-	maxInterval = max(maxInterval, first)
 	p := newPacer(rate, c.clock.now())
 	lr := &logReader{c: c, upid: upid, keep: opts.OnLog != nil || opts.Log, pace: p}
-	seen, unknown := false, 0
-	interval := first
+	seen, running, unknown := false, false, 0
+	var lastRunning time.Duration // when a read last saw it running
+	start := c.clock.now()
 	var lastLog time.Time
 	for {
 		if err := p.pace(ctx, c.clock); err != nil {
 			return nil, fmt.Errorf("wait task %s: %w", upid, err)
 		}
+		sent := c.clock.since(start)
 		st, err := c.TaskStatus(ctx, upid)
 		switch {
 		case err == nil:
+			running = running || (!seen && !st.Stopped())
 			seen = true
+			if !st.Stopped() {
+				lastRunning = sent
+			}
 		case !seen && isNoSuchTask(err) && unknown < unknownTaskPolls:
 			unknown++
 		default:
 			return nil, fmt.Errorf("wait task %s: %w", upid, err)
 		}
 		if seen {
-			// The log is read at most twice a second while the task runs
+			// The log is read at most once a second while the task runs
 			// (it is for display), and always once it stopped.
 			if opts.OnLog != nil && (st.Stopped() || c.clock.since(lastLog) >= logEvery) {
 				lastLog = c.clock.now()
@@ -292,6 +306,9 @@ func (c *Client) WaitTask(ctx context.Context, upid string, opts WaitOptions) (*
 				}
 			}
 			if st.Stopped() {
+				if running {
+					c.times.learn(u.Type, lastRunning, sent, sched.expect, sched.margin, c.scale)
+				}
 				if opts.Log && opts.OnLog == nil {
 					if _, err := lr.read(ctx); err != nil {
 						return nil, fmt.Errorf("wait task %s: read log: %w", upid, err)
@@ -300,11 +317,33 @@ func (c *Client) WaitTask(ctx context.Context, upid string, opts WaitOptions) (*
 				return c.finish(ctx, st, lr)
 			}
 		}
-		if err := c.clock.sleep(ctx, interval); err != nil {
+		delay := first
+		if seen {
+			delay = sched.next(c.clock.since(start))
+		}
+		if err := c.clock.sleep(ctx, delay); err != nil {
 			return nil, fmt.Errorf("wait task %s: %w", upid, err)
 		}
-		interval = pollDelay(interval, maxInterval)
 	}
+}
+
+// schedule is the poll schedule of a wait for a task of typ: opts'
+// delays, or the defaults at the client's time scale and, unless opts
+// sets the first delay, the type's expected time.
+func (c *Client) schedule(typ string, opts WaitOptions) *pollSchedule {
+	s := &pollSchedule{first: opts.Interval, ceiling: opts.MaxInterval, margin: c.scaled(taskMargin)}
+	if s.first <= 0 {
+		s.first = c.scaled(firstPoll)
+		s.expect = c.times.expect(typ, c.scale)
+	}
+	if s.ceiling <= 0 {
+		s.ceiling = c.scaled(maxPoll)
+	}
+	s.ceiling = max(s.ceiling, s.first)
+	if opts.OnLog != nil {
+		s.logCap = showLogEvery
+	}
+	return s
 }
 
 // finish judges a stopped task. When streaming, lr already holds the
