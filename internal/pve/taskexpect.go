@@ -91,11 +91,17 @@ type pollSchedule struct {
 	logCap  time.Duration // the longest delay while a log is shown; 0 none
 	prev    time.Duration // the last delay of the unknown schedule
 	reads   int           // reads so far
+	// maxSlack bounds slack; slack is how long before the next read a
+	// list read of the node may have begun to answer it instead
+	// (taskbatch.go): 0 for a read that must be the task's own (the
+	// reads soon after the start, the one aimed at the expected end).
+	maxSlack, slack time.Duration
 }
 
 // next is the delay before the next read, elapsed after the wait began.
 func (s *pollSchedule) next(elapsed time.Duration) time.Duration {
 	s.reads++
+	s.slack = 0
 	if s.expect > 0 && s.reads == 1 && elapsed+s.first < s.expect/2 {
 		// One read soon after the first: a task that fails at once, or an
 		// emulator's that runs faster than it said, is not waited for.
@@ -110,6 +116,9 @@ func (s *pollSchedule) next(elapsed time.Duration) time.Duration {
 		if s.logCap > 0 {
 			d = min(d, s.logCap)
 		}
+		if target < s.expect {
+			s.slack = s.shareable(d)
+		}
 		return d
 	}
 	if s.prev == 0 {
@@ -120,5 +129,18 @@ func (s *pollSchedule) next(elapsed time.Duration) time.Duration {
 	if s.logCap > 0 {
 		return min(s.prev, s.logCap)
 	}
+	s.slack = s.shareable(s.prev)
 	return s.prev
+}
+
+// shareable is the slack of a read after a delay of d: a quarter of it,
+// at most maxSlack, and none after a delay under four times maxSlack
+// (short delays come early in a wait, where reads are rarely due at the
+// same moment as another wait's and a list read would only replace the
+// task's own).
+func (s *pollSchedule) shareable(d time.Duration) time.Duration {
+	if d < 4*s.maxSlack {
+		return 0
+	}
+	return min(d/4, s.maxSlack)
 }

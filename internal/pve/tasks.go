@@ -188,6 +188,9 @@ const (
 	// taskMargin is how long after its expected end a task is read: an
 	// emulated task ends exactly then, a real one about then.
 	taskMargin = 50 * time.Millisecond
+	// maxListSlack is the longest a shared list read of a node's tasks
+	// may have begun before a wait's read was due (taskbatch.go).
+	maxListSlack = 250 * time.Millisecond
 	// firstPoll and maxPoll are the default first and longest poll
 	// delays, for real Proxmox task durations.
 	firstPoll = 100 * time.Millisecond
@@ -258,12 +261,12 @@ func (p *pacer) pace(ctx context.Context, k clock) error {
 // answer 400 "no such task" for a moment, so that answer is retried until
 // the task has been seen once. Every wait selects on ctx.
 func (c *Client) WaitTask(ctx context.Context, upid string, opts WaitOptions) (*TaskResult, error) {
-	if _, err := ParseUPID(upid); err != nil {
+	u, err := ParseUPID(upid)
+	if err != nil {
 		return nil, fmt.Errorf("wait task: %w", err)
 	}
-	u, _ := ParseUPID(upid)
+	defer c.lists.enter(u.Node)()
 	sched := c.schedule(u.Type, opts)
-	first := sched.first
 	rate := opts.MaxRate
 	if rate <= 0 {
 		rate = 10
@@ -279,33 +282,31 @@ func (c *Client) WaitTask(ctx context.Context, upid string, opts WaitOptions) (*
 			return nil, fmt.Errorf("wait task %s: %w", upid, err)
 		}
 		sent := c.clock.since(start)
-		st, err := c.TaskStatus(ctx, upid)
-		switch {
-		case err == nil:
-			running = running || (!seen && !st.Stopped())
-			seen = true
-			if !st.Stopped() {
-				lastRunning = sent
+		if seen && opts.OnLog == nil && c.runningByList(ctx, u.Node, upid, sched) {
+			lastRunning = sent
+		} else {
+			st, err := c.TaskStatus(ctx, upid)
+			switch {
+			case err == nil:
+				running = running || (!seen && !st.Stopped())
+				seen = true
+				if !st.Stopped() {
+					lastRunning = sent
+				}
+			case !seen && isNoSuchTask(err) && unknown < unknownTaskPolls:
+				unknown++
+			default:
+				return nil, fmt.Errorf("wait task %s: %w", upid, err)
 			}
-		case !seen && isNoSuchTask(err) && unknown < unknownTaskPolls:
-			unknown++
-		default:
-			return nil, fmt.Errorf("wait task %s: %w", upid, err)
-		}
-		if seen {
 			// The log is read at most once a second while the task runs
 			// (it is for display), and always once it stopped.
-			if opts.OnLog != nil && (st.Stopped() || c.clock.since(lastLog) >= logEvery) {
+			if seen && opts.OnLog != nil && (st.Stopped() || c.clock.since(lastLog) >= logEvery) {
 				lastLog = c.clock.now()
-				lines, err := lr.read(ctx)
-				if err != nil {
+				if err := lr.show(ctx, opts.OnLog); err != nil {
 					return nil, fmt.Errorf("wait task %s: read log: %w", upid, err)
 				}
-				for _, l := range lines {
-					opts.OnLog(l)
-				}
 			}
-			if st.Stopped() {
+			if seen && st.Stopped() {
 				if running {
 					c.times.learn(u.Type, lastRunning, sent, sched.expect, sched.margin, c.scale)
 				}
@@ -317,7 +318,7 @@ func (c *Client) WaitTask(ctx context.Context, upid string, opts WaitOptions) (*
 				return c.finish(ctx, st, lr)
 			}
 		}
-		delay := first
+		delay := sched.first
 		if seen {
 			delay = sched.next(c.clock.since(start))
 		}
@@ -327,11 +328,23 @@ func (c *Client) WaitTask(ctx context.Context, upid string, opts WaitOptions) (*
 	}
 }
 
+// runningByList answers a read that only asks whether the task still
+// runs from a list read of its node shared with the node's other waits
+// (taskbatch.go), when the schedule allows a shared answer; false means
+// the task's own status read must answer.
+func (c *Client) runningByList(ctx context.Context, node, upid string, sched *pollSchedule) bool {
+	if sched.slack <= 0 {
+		return false
+	}
+	running, ok := c.lists.shared(ctx, c, node, upid, c.clock.now().Add(-sched.slack))
+	return ok && running
+}
+
 // schedule is the poll schedule of a wait for a task of typ: opts'
 // delays, or the defaults at the client's time scale and, unless opts
 // sets the first delay, the type's expected time.
 func (c *Client) schedule(typ string, opts WaitOptions) *pollSchedule {
-	s := &pollSchedule{first: opts.Interval, ceiling: opts.MaxInterval, margin: c.scaled(taskMargin)}
+	s := &pollSchedule{first: opts.Interval, ceiling: opts.MaxInterval, margin: c.scaled(taskMargin), maxSlack: c.scaled(maxListSlack)}
 	if s.first <= 0 {
 		s.first = c.scaled(firstPoll)
 		s.expect = c.times.expect(typ, c.scale)
@@ -448,6 +461,15 @@ func (r *logReader) read(ctx context.Context) ([]string, error) {
 			return out, nil
 		}
 	}
+}
+
+// show reads the lines after those already read and passes each to f.
+func (r *logReader) show(ctx context.Context, f func(string)) error {
+	lines, err := r.read(ctx)
+	for _, l := range lines {
+		f(l)
+	}
+	return err
 }
 
 // isEmptyLog recognises PVE's placeholder for a log with no lines yet
