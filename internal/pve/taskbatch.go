@@ -10,13 +10,15 @@ import (
 // node's tasks are in progress (ten containers created in parallel), a
 // read that only asks "still running?" (the halfway read, the reads of a
 // task past its expected end) is answered for all of them by one GET
-// /nodes/{node}/tasks?source=active, the node's running tasks, instead of
+// /nodes/{node}/tasks?source=active, the node's running tasks (and those
+// just ended, with their exit status), instead of
 // one status read each (issue 30). A task the list does not show as
 // running (it ended, or the list shows it ended) is then read alone,
 // which its exit status needs anyway; a wait whose read is due shares a
 // list read that began at most its slack before (a quarter of the delay
-// it waited, at most 250 ms at Proxmox's durations), so that the answer
-// is about as fresh as its own read would be.
+// it waited, at most 1 s at Proxmox's durations, none after a delay
+// under 1 s): the answer is a little older than its own read's would
+// be, which only a task that ends early notices, seen that much later.
 
 // taskLists shares the active task list reads of each node among the
 // waits of that node's tasks. Safe for concurrent use.
@@ -80,7 +82,10 @@ func (l *taskLists) shared(ctx context.Context, c *Client, node, upid string, af
 		list, err := c.TaskList(ctx, node, TaskFilter{Source: "active"})
 		set := map[string]bool{}
 		for _, t := range list {
-			if t.Status == "" && t.EndTime == 0 {
+			// pve-manager's node_tasks marks a task still running with
+			// status RUNNING (and, to sort it, an endtime of now); an
+			// ended one not yet archived has its exit status there.
+			if t.Status == "RUNNING" {
 				set[t.UPID] = true
 			}
 		}

@@ -78,9 +78,9 @@ func (t *taskTimes) learn(typ string, running, seen, expected, margin time.Durat
 }
 
 // pollSchedule says when a wait reads a task's status next. A task of
-// unknown length is read soon and then less and less often (pollDelay);
-// one whose length is expected is read once soon after the first read,
-// then halfway, then just after its expected end, and from then on as a task of unknown length that has
+// unknown length is read at once, then soon, then less and less often
+// (pollDelay); one whose length is expected is read 100 ms after its
+// start, then halfway, then just after its expected end, and from then on as a task of unknown length that has
 // just started. A task that ends early is seen at most half its expected
 // time late; one that ends on time at once; a late one within a second.
 type pollSchedule struct {
@@ -91,6 +91,11 @@ type pollSchedule struct {
 	logCap  time.Duration // the longest delay while a log is shown; 0 none
 	prev    time.Duration // the last delay of the unknown schedule
 	reads   int           // reads so far
+	// late is the delay before the first read: first, for a task whose
+	// length is expected (its POST has just returned; a task that fails
+	// at once, or an emulator's that runs faster than it said, is still
+	// seen soon), none for one whose length is not known.
+	late time.Duration
 	// maxSlack bounds slack; slack is how long before the next read a
 	// list read of the node may have begun to answer it instead
 	// (taskbatch.go): 0 for a read that must be the task's own (the
@@ -102,11 +107,6 @@ type pollSchedule struct {
 func (s *pollSchedule) next(elapsed time.Duration) time.Duration {
 	s.reads++
 	s.slack = 0
-	if s.expect > 0 && s.reads == 1 && elapsed+s.first < s.expect/2 {
-		// One read soon after the first: a task that fails at once, or an
-		// emulator's that runs faster than it said, is not waited for.
-		return s.first
-	}
 	if s.expect > 0 && elapsed < s.expect {
 		target := s.expect + s.margin
 		if elapsed < s.expect/2 {
@@ -134,12 +134,11 @@ func (s *pollSchedule) next(elapsed time.Duration) time.Duration {
 }
 
 // shareable is the slack of a read after a delay of d: a quarter of it,
-// at most maxSlack, and none after a delay under four times maxSlack
-// (short delays come early in a wait, where reads are rarely due at the
-// same moment as another wait's and a list read would only replace the
-// task's own).
+// at most maxSlack, and none after a delay under maxSlack (short delays
+// come early in a wait, where a list read would mostly replace the
+// task's own read rather than share it).
 func (s *pollSchedule) shareable(d time.Duration) time.Duration {
-	if d < 4*s.maxSlack {
+	if d < s.maxSlack {
 		return 0
 	}
 	return min(d/4, s.maxSlack)

@@ -129,10 +129,10 @@ func (c *Client) TaskList(ctx context.Context, node string, f TaskFilter) ([]Tas
 
 // WaitOptions tune WaitTask. The zero value polls like a good citizen:
 // a task whose type has a usual length (typicalTaskTime, or what the
-// client learned from the last task of its type) is read at once, 100ms
-// later, halfway through that length and just after it, then as a task
-// of unknown length that just began (pollSchedule): four reads when it
-// ends on time. A task of unknown length is read at once, 100ms later,
+// client learned from the last task of its type) is read 100ms after
+// its start, halfway through that length and just after it, then as a
+// task of unknown length that just began (pollSchedule): three reads
+// when it ends on time. A task of unknown length is read at once, 100ms later,
 // each later delay 1.5 times the one before, up to one a second
 // (pollDelay): a task of T seconds costs about T+7 status reads, and its
 // end is seen at most half the time already waited, or 1s, after it
@@ -189,8 +189,10 @@ const (
 	// emulated task ends exactly then, a real one about then.
 	taskMargin = 50 * time.Millisecond
 	// maxListSlack is the longest a shared list read of a node's tasks
-	// may have begun before a wait's read was due (taskbatch.go).
-	maxListSlack = 250 * time.Millisecond
+	// may have begun before a wait's read was due (taskbatch.go): the
+	// creates of a parallel apply start a VMID apart, about a second
+	// for ten, and their halfway reads should meet.
+	maxListSlack = time.Second
 	// firstPoll and maxPoll are the default first and longest poll
 	// delays, for real Proxmox task durations.
 	firstPoll = 100 * time.Millisecond
@@ -277,6 +279,9 @@ func (c *Client) WaitTask(ctx context.Context, upid string, opts WaitOptions) (*
 	var lastRunning time.Duration // when a read last saw it running
 	start := c.clock.now()
 	var lastLog time.Time
+	if err := c.clock.sleep(ctx, sched.late); err != nil {
+		return nil, fmt.Errorf("wait task %s: %w", upid, err)
+	}
 	for {
 		if err := p.pace(ctx, c.clock); err != nil {
 			return nil, fmt.Errorf("wait task %s: %w", upid, err)
@@ -348,6 +353,9 @@ func (c *Client) schedule(typ string, opts WaitOptions) *pollSchedule {
 	if s.first <= 0 {
 		s.first = c.scaled(firstPoll)
 		s.expect = c.times.expect(typ, c.scale)
+		if s.first < s.expect/2 {
+			s.late = s.first
+		}
 	}
 	if s.ceiling <= 0 {
 		s.ceiling = c.scaled(maxPoll)
