@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -150,7 +151,7 @@ func TestSoak(t *testing.T) {
 	r := &soakRig{t: t, srv: srv, dir: t.TempDir(), ops: map[string]int{}, edits: map[string]int{}, rng: rand.New(rand.NewPCG(*soakSeed, 7)),
 		memory: map[string]int{}, betaNode: "pve1", snaps: map[string][]string{},
 		env: []string{"PROXMOX_VE_ENDPOINT=" + srv.URL(), "PROXMOX_VE_API_TOKEN=" + cr.OperatorToken, "PROXMOX_VE_FINGERPRINT=" + srv.Fingerprint(),
-			"XDG_STATE_HOME=" + t.TempDir(), "XDG_CONFIG_HOME=" + t.TempDir()}}
+			"CORRAL_SIM_TIME_SCALE=" + strconv.FormatFloat(scale, 'g', -1, 64), "XDG_STATE_HOME=" + t.TempDir(), "XDG_CONFIG_HOME=" + t.TempDir()}}
 	if r.root, err = pve.New(pve.Config{Endpoint: srv.URL(), Token: cr.RootToken, HTTPClient: srv.HTTPClient()}); err != nil {
 		t.Fatal(err)
 	}
