@@ -111,6 +111,9 @@ type Resource struct {
 	Template bool
 	Tags     string
 	Lock     string
+	// HAState is the CT's HA service state (hastate, ha.go), "" when it
+	// is not an HA resource.
+	HAState string
 
 	// lxc and node
 	CPU    float64
@@ -165,6 +168,9 @@ func (r Resource) AppendJSON(b []byte) []byte {
 		w.int("disk", r.Disk)
 		w.int("diskread", 0)
 		w.int("diskwrite", 0)
+	}
+	if r.HAState != "" {
+		w.str("hastate", r.HAState)
 	}
 	w.str("id", r.ID)
 	if r.Lock != "" {
@@ -246,6 +252,9 @@ func (r Resource) fields() map[string]any {
 		}
 		if r.Lock != "" {
 			m["lock"] = r.Lock
+		}
+		if r.HAState != "" {
+			m["hastate"] = r.HAState
 		}
 		if r.NoStats {
 			break // no RRD entry: only what the vmlist and config say
@@ -416,7 +425,7 @@ func (cv *clusterView) guestResourceLocked(g *Guest) Resource {
 	r := Resource{
 		ID: fmt.Sprintf("lxc/%d", g.VMID), Type: "lxc", Node: g.Node, Status: "stopped",
 		VMID: g.VMID, Name: g.Config["hostname"], Template: g.IsTemplate(),
-		Tags: g.Config["tags"], Lock: g.Lock(),
+		Tags: g.Config["tags"], Lock: g.Lock(), HAState: c.haStateLocked(g.VMID),
 		MaxCPU: c.guestCPUsLocked(g), MaxMem: guestMaxMem(g), MaxDisk: guestRootfsSize(g),
 	}
 	if c.rrdExpiredLocked(g.Node) {
