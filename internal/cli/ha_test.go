@@ -1,0 +1,100 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/corralhq/corral/internal/pvetest"
+	"github.com/corralhq/corral/internal/sim/model"
+	"github.com/corralhq/corral/internal/testenv"
+)
+
+// haManifest is an app with ha: whose rootfs and volume are on NFS,
+// pinned to pve1; %s is the rootfs storage.
+const haManifest = `project: ha
+apps:
+  - name: notes
+    node: pve1
+    template: local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst
+    memory: 256
+    rootfs: { storage: %s, size: 1G }
+    volumes:
+      - name: data
+        storage: nfs
+        size: 1G
+        mount: /srv/data
+    ha: { maxRestart: 2 }
+`
+
+// grantHA gives corral's token Sys.Console on / (PVESysAdmin), which
+// writing HA resources needs.
+func grantHA(t *testing.T, cl *model.Cluster) {
+	t.Helper()
+	err := cl.UpdateACL(model.Auth{UserID: "root@pam"}, model.ACLUpdate{Path: "/", Roles: []string{"PVESysAdmin"},
+		Users: []string{model.OperatorUser}, Tokens: []string{model.OperatorUser + "!" + model.OperatorToken}, Propagate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestHAAppComesBackAfterNodeFailure (issue 33): an app with ha: on
+// shared storage is applied to pve1 of a two-node emulator with NFS;
+// pve1 loses power, and PVE's HA (the emulator's CRM) fences it and
+// starts the app's container on pve2 with no corral command run. The
+// next plan is clean (exit 0): corral shows the app where HA put it and
+// neither moves it back to its pinned node nor restarts it. The same app
+// with its rootfs on local-lvm is refused with the reason.
+func TestHAAppComesBackAfterNodeFailure(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, pvetest.Nodes(2), pvetest.SharedStorage(model.SharedNFS))
+	cl := c.srv.Cluster()
+	grantHA(t, cl)
+
+	local := writeManifest(t, fmt.Sprintf(haManifest, "local-lvm"))
+	r := c.run("plan", "-f", local)
+	if r.code == 0 || !strings.Contains(r.stderr+r.stdout, "app notes: ha: rootfs is on storage local-lvm, which is local to its node") || !strings.Contains(r.stderr+r.stdout, "put the rootfs and every volume on shared storage") {
+		t.Fatalf("plan of ha: on local-lvm: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+
+	m := writeManifest(t, fmt.Sprintf(haManifest, "nfs"))
+	ar := c.mustRun("apply", "-f", m, "--auto-approve")
+	t.Logf("apply:\n%s%s", ar.stdout, ar.stderr)
+	vmid := c.vmidOf(m, "notes")
+	res := cl.HAResources("")
+	if len(res) != 1 || res[0].SID != fmt.Sprintf("ct:%d", vmid) || res[0].State != "started" || res[0].MaxRestart == nil || *res[0].MaxRestart != 2 {
+		t.Fatalf("HA resources after apply: %+v", res)
+	}
+	if r := c.run("plan", "-f", m); r.code != 0 {
+		t.Fatalf("plan after apply: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+
+	if _, err := cl.SetNodePower("pve1", false, model.NodePower{PowerOff: true}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitFor(t, "HA to start the app on pve2", func() bool {
+		for _, r := range cl.Resources("vm") {
+			if r.VMID == vmid {
+				return r.Node == "pve2" && r.Status == "running" && r.HAState == "started"
+			}
+		}
+		return false
+	})
+	log := strings.Join(cl.HALog(), "\n")
+	if want := fmt.Sprintf("recover service 'ct:%d' from fenced node 'pve1' to node 'pve2'", vmid); !strings.Contains(log, want) {
+		t.Errorf("HA log lacks %q:\n%s", want, log)
+	}
+
+	r = c.run("plan", "-f", m)
+	if r.code != 0 || strings.Contains(r.stdout, "move") || strings.Contains(r.stdout, "replace") {
+		t.Fatalf("plan after HA recovered the app: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	st := c.status(m)
+	if len(st.Apps) != 1 || st.Apps[0].App != "notes" || len(st.Apps[0].Containers) != 1 || st.Apps[0].Containers[0].VMID != vmid || st.Apps[0].Containers[0].Status != "running" {
+		t.Fatalf("status after HA recovered the app: %+v", st)
+	}
+	t.Logf("plan after recovery:\n%s%s", r.stdout, r.stderr)
+	if s := c.mustRun("status", "-f", m); !strings.Contains(s.stdout, "pve2") {
+		t.Errorf("status does not show the app on pve2:\n%s", s.stdout)
+	}
+}
