@@ -292,6 +292,13 @@ func (e *Executor) applyChange(ctx context.Context, c plan.Change, keepers *keep
 		return e.applyHA(ctx, c, vmid, obs)
 	case plan.Update:
 		r.placed(c.App, c.Node, c.VMID)
+		if c.HA != nil && c.HA.Want == nil {
+			// Out of HA first: what follows (a start) is corral's.
+			if err := e.applyHA(ctx, c, c.VMID, obs); err != nil {
+				return err
+			}
+			c.HA = nil
+		}
 		if err := e.updateApp(ctx, c, vols, obs); err != nil {
 			return err
 		}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -58,8 +59,7 @@ func TestHAAppComesBackAfterNodeFailure(t *testing.T) {
 	}
 
 	m := writeManifest(t, fmt.Sprintf(haManifest, "nfs"))
-	ar := c.mustRun("apply", "-f", m, "--auto-approve")
-	t.Logf("apply:\n%s%s", ar.stdout, ar.stderr)
+	c.mustRun("apply", "-f", m, "--auto-approve")
 	vmid := c.vmidOf(m, "notes")
 	res := cl.HAResources("")
 	if len(res) != 1 || res[0].SID != fmt.Sprintf("ct:%d", vmid) || res[0].State != "started" || res[0].MaxRestart == nil || *res[0].MaxRestart != 2 {
@@ -93,8 +93,62 @@ func TestHAAppComesBackAfterNodeFailure(t *testing.T) {
 	if len(st.Apps) != 1 || st.Apps[0].App != "notes" || len(st.Apps[0].Containers) != 1 || st.Apps[0].Containers[0].VMID != vmid || st.Apps[0].Containers[0].Status != "running" {
 		t.Fatalf("status after HA recovered the app: %+v", st)
 	}
-	t.Logf("plan after recovery:\n%s%s", r.stdout, r.stderr)
 	if s := c.mustRun("status", "-f", m); !strings.Contains(s.stdout, "pve2") {
 		t.Errorf("status does not show the app on pve2:\n%s", s.stdout)
+	}
+}
+
+// TestHAStateThroughApply (issue 33): with ha: the running state is
+// HA's: state: stopped is applied as the resource's state and HA stops
+// the container; dropping ha: removes the resource and the plan starts
+// the container again; destroy removes an HA app and its resource.
+func TestHAStateThroughApply(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, pvetest.Nodes(2), pvetest.SharedStorage(model.SharedNFS))
+	cl := c.srv.Cluster()
+	grantHA(t, cl)
+	m := writeManifest(t, fmt.Sprintf(haManifest, "nfs"))
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	vmid := c.vmidOf(m, "notes")
+	running := func() bool { return cl.GuestPID(vmid) != 0 }
+
+	stopped := strings.Replace(fmt.Sprintf(haManifest, "nfs"), "ha: { maxRestart: 2 }", "ha: { maxRestart: 2, state: stopped }", 1)
+	writeTo(t, m, stopped)
+	if r := c.run("plan", "-f", m); r.code != ExitChanges || !strings.Contains(r.stdout, "ha: state started → stopped") {
+		t.Fatalf("plan of state: stopped: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	if res := cl.HAResources(""); len(res) != 1 || res[0].State != "stopped" {
+		t.Fatalf("HA resources after state: stopped: %+v", res)
+	}
+	testenv.WaitFor(t, "HA to stop the container", func() bool { return !running() })
+	if r := c.run("plan", "-f", m); r.code != 0 {
+		t.Fatalf("plan once HA stopped it: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+
+	writeTo(t, m, strings.Replace(stopped, "    ha: { maxRestart: 2, state: stopped }\n", "", 1))
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	if res := cl.HAResources(""); len(res) != 0 {
+		t.Fatalf("HA resources after ha: was dropped: %+v", res)
+	}
+	if !running() {
+		t.Errorf("the container is not started once it is no longer HA's")
+	}
+	if r := c.run("plan", "-f", m); r.code != 0 {
+		t.Fatalf("plan after ha: was dropped: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+
+	writeTo(t, m, fmt.Sprintf(haManifest, "nfs"))
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	c.mustRun("destroy", "-f", m, "--auto-approve")
+	if res := cl.HAResources(""); len(res) != 0 {
+		t.Errorf("HA resources after destroy: %+v", res)
+	}
+}
+
+func writeTo(t *testing.T, path, text string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

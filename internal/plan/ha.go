@@ -114,6 +114,9 @@ func planHA(c *Change, a *App, ct *CT) {
 	case a.HA == nil:
 		c.HA = &HAChange{Have: have}
 		c.Reasons = append(c.Reasons, "ha: removed: the container stops being an HA resource")
+		if ct.Status != "running" {
+			c.Start = true // its running state is corral's again
+		}
 	case have == nil:
 		c.HA = &HAChange{Want: a.HA}
 		if c.Action == NoOp || c.Action == Update {
