@@ -153,7 +153,23 @@ func createSettings(a *plan.App) []SettingJSON {
 	if a.OnBoot {
 		out = append(out, SettingJSON{"onboot", "1"})
 	}
+	if h := a.HA; h != nil {
+		out = append(out, SettingJSON{"ha", haSetting(h)})
+	}
 	return out
+}
+
+// haSetting is an HA resource as a create shows it: "started,
+// maxRestart 1, maxRelocate 1[, rule R | group G]".
+func haSetting(h *plan.HA) string {
+	s := fmt.Sprintf("%s, maxRestart %d, maxRelocate %d", h.State, h.MaxRestart, h.MaxRelocate)
+	switch {
+	case h.Rule != "":
+		s += ", rule " + h.Rule
+	case h.Group != "":
+		s += ", group " + h.Group
+	}
+	return s
 }
 
 // StepJSON is one provisioning step of a change.
