@@ -233,3 +233,34 @@ func TestHA_persisted(t *testing.T) {
 		t.Errorf("hastate after a restart: %q", got)
 	}
 }
+
+// TestHA_createManaged: ha-managed=1 at create adds the HA resource at
+// the end of the task (started with start=1), and status/current's ha
+// says so; a resource in state ignored still needs purge to destroy.
+func TestHA_createManaged(t *testing.T) {
+	k := newHAE2E(t, "9.1")
+	root := k.root()
+	st := k.runOn("pve1", root, http.MethodPost, "/nodes/pve1/lxc", url.Values{"vmid": {"101"}, "ostemplate": {model.DefaultTemplate},
+		"rootfs": {"nfs:1"}, "start": {"1"}, "ha-managed": {"1"}})
+	if st.ExitStatus != "WARNINGS: 1" || !st.has("Add as HA resource") { // the one warning: systemd without nesting
+		t.Fatalf("create with ha-managed: %q %v", st.ExitStatus, st.log)
+	}
+	var res map[string]any
+	k.ok(root, http.MethodGet, "/cluster/ha/resources/ct:101", nil, &res)
+	if res["state"] != "started" {
+		t.Errorf("resource after create: %v", res)
+	}
+	testenv.WaitFor(t, "status/current to report the CT HA-managed and started", func() bool {
+		var cur struct {
+			HA map[string]any `json:"ha"`
+		}
+		k.ok(root, http.MethodGet, "/nodes/pve1/lxc/101/status/current", nil, &cur)
+		return cur.HA["managed"] == float64(1) && cur.HA["state"] == "started"
+	})
+	k.ok(root, http.MethodPut, "/cluster/ha/resources/ct:101", url.Values{"state": {"ignored"}}, nil)
+	k.ok(root, http.MethodPost, "/nodes/pve1/lxc/101/status/stop", nil, nil)
+	testenv.WaitFor(t, "an ignored resource's CT to stop on a plain stop", func() bool { return k.haResource("lxc/101").Status == "stopped" })
+	if r := k.do(root, http.MethodDelete, "/nodes/pve1/lxc/101", nil); r.msg != "unable to remove CT 101 - used in HA resources and purge parameter not set.\n" {
+		t.Errorf("destroy of an ignored HA resource without purge: %d %q", r.status, r.msg)
+	}
+}

@@ -89,3 +89,34 @@ func (c *Cluster) haMigrateRequestLocked(auth Auth, node string, vmid int, targe
 		})
 	}), true
 }
+
+// haManageCreated is the end of create_vm's worker with ha-managed=1: the
+// new CT becomes an HA resource, started when the create started it,
+// else stopped. A failure is only warned, as PVE's eval/warn does.
+func (c *Cluster) haManageCreated(w *Worker, vmid int, managed, started bool) error {
+	if !managed {
+		return nil
+	}
+	w.Log("Add as HA resource")
+	state := "stopped"
+	if started {
+		state = "started"
+	}
+	sid := haSID(vmid)
+	var exists bool
+	if err := w.Do(func(st *State) error {
+		h := c.haLocked()
+		if exists = h.Resources[sid] != nil; !exists {
+			h.Resources[sid] = &HAResource{State: state}
+			c.markCore()
+			c.kickCRM()
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if exists {
+		w.Warn("create resource failed: resource ID '%s' already defined", sid)
+	}
+	return nil
+}

@@ -37,7 +37,7 @@ func (gs *guests) DestroyCT(auth Auth, node string, vmid int, params map[string]
 	if err := ctDestroyEarlyChecks(g); err != nil {
 		return "", err
 	}
-	if !purge && c.haManagedLocked(vmid) {
+	if !purge && c.haConfiguredLocked(vmid) {
 		return "", Failf("unable to remove CT %d - used in HA resources and purge parameter not set.\n", vmid)
 	}
 	if g.Running && !force {
