@@ -264,3 +264,18 @@ func TestHA_createManaged(t *testing.T) {
 		t.Errorf("destroy of an ignored HA resource without purge: %d %q", r.status, r.msg)
 	}
 }
+
+// TestHA_ruleMovesService: a strict node-affinity rule added for a
+// running service on another node makes HA relocate it there.
+func TestHA_ruleMovesService(t *testing.T) {
+	k := newHAE2E(t, "9.1")
+	root := k.root()
+	k.haCT("101", "nfs")
+	k.ok(root, http.MethodPost, "/cluster/ha/resources", url.Values{"sid": {"ct:101"}}, nil)
+	k.waitResource("lxc/101", haResource{Node: "pve1", Status: "running", HAState: "started"})
+	if r := k.do(root, http.MethodPost, "/cluster/ha/rules", url.Values{"rule": {"on-pve2"}, "type": {"node-affinity"}, "resources": {"ct:102"}, "nodes": {"pve2"}}); r.msg != "cannot use unmanaged resource(s) ct:102.\n" {
+		t.Errorf("rule with an unmanaged resource: %q", r.msg)
+	}
+	k.ok(root, http.MethodPost, "/cluster/ha/rules", url.Values{"rule": {"on-pve2"}, "type": {"node-affinity"}, "resources": {"ct:101"}, "nodes": {"pve2"}, "strict": {"1"}}, nil)
+	k.waitResource("lxc/101", haResource{Node: "pve2", Status: "running", HAState: "started"})
+}

@@ -136,9 +136,23 @@ func (c *Cluster) crmStartedLocked(sid string, s *HAService, g *Guest, req strin
 	}
 	if g.Running {
 		s.Running = true
+		c.crmEnforceRulesLocked(sid, s)
 		return nil
 	}
 	return c.lrmStartLocked(sid, s, g)
+}
+
+// crmEnforceRulesLocked is select_service_node for a running service: on
+// a node its group or strict rule no longer allows, it is relocated to
+// the first allowed one.
+func (c *Cluster) crmEnforceRulesLocked(sid string, s *HAService) {
+	allowed := c.haAllowedNodesLocked(sid)
+	if len(allowed) == 0 || slices.Contains(allowed, s.Node) {
+		return
+	}
+	s.Target = allowed[0]
+	c.haLogLocked("info", "relocate service '%s' to node '%s'", sid, s.Target)
+	c.setServiceStateLocked(sid, "relocate", "")
 }
 
 // nextNodeLocked is select_service_node with try-next: an allowed online
