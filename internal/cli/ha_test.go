@@ -152,3 +152,84 @@ func writeTo(t *testing.T, path, text string) {
 		t.Fatal(err)
 	}
 }
+
+// haPair is two apps with ha: on NFS; %s are their ha: lines.
+const haPair = `project: ha
+apps:
+  - name: a
+    template: local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst
+    memory: 256
+    rootfs: { storage: nfs, size: 1G }
+    ha: %s
+  - name: b
+    template: local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst
+    memory: 256
+    rootfs: { storage: nfs, size: 1G }
+    ha: %s
+`
+
+// TestHAGroupsAndRules (issue 33): on PVE 8.4 ha.group sets the
+// resource's group; on PVE 9.1 ha.rule adds the container to an existing
+// node-affinity rule and takes it out again when ha.rule goes, and a
+// group is refused with the reason.
+func TestHAGroupsAndRules(t *testing.T) {
+	t.Parallel()
+	t.Run("8.4 group", func(t *testing.T) {
+		t.Parallel()
+		c := newCluster(t, pvetest.Nodes(2), pvetest.SharedStorage(model.SharedNFS), pvetest.Version("8.4"))
+		cl := c.srv.Cluster()
+		grantHA(t, cl)
+		if err := cl.SetHAGroup(true, map[string]string{"group": "both", "nodes": "pve1,pve2"}, nil); err != nil {
+			t.Fatal(err)
+		}
+		m := writeManifest(t, fmt.Sprintf(haPair, "{ group: both }", "{}"))
+		c.mustRun("apply", "-f", m, "--auto-approve")
+		groups := map[string]string{}
+		for _, r := range cl.HAResources("") {
+			groups[r.SID] = r.Group
+		}
+		if groups[fmt.Sprintf("ct:%d", c.vmidOf(m, "a"))] != "both" || len(groups) != 2 {
+			t.Fatalf("HA resources' groups: %v", groups)
+		}
+		if r := c.run("plan", "-f", m); r.code != 0 {
+			t.Fatalf("plan after apply: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		writeTo(t, m, fmt.Sprintf(haPair, "{ rule: fast }", "{}"))
+		if r := c.run("plan", "-f", m); r.code == 0 || !strings.Contains(r.stdout+r.stderr, "app a: ha.rule: this cluster's PVE has no HA rules (PVE 8): name an HA group with ha.group instead") {
+			t.Fatalf("plan with a rule on 8.4: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
+	})
+	t.Run("9.1 rule", func(t *testing.T) {
+		t.Parallel()
+		c := newCluster(t, pvetest.Nodes(2), pvetest.SharedStorage(model.SharedNFS))
+		cl := c.srv.Cluster()
+		grantHA(t, cl)
+		m := writeManifest(t, fmt.Sprintf(haPair, "{}", "{}"))
+		c.mustRun("apply", "-f", m, "--auto-approve")
+		sa, sb := fmt.Sprintf("ct:%d", c.vmidOf(m, "a")), fmt.Sprintf("ct:%d", c.vmidOf(m, "b"))
+		if err := cl.SetHARule(true, map[string]string{"rule": "both", "type": "node-affinity", "resources": sa, "nodes": "pve1,pve2"}, nil, ""); err != nil {
+			t.Fatal(err)
+		}
+		writeTo(t, m, fmt.Sprintf(haPair, "{ rule: both }", "{ rule: both }"))
+		r := c.run("plan", "-f", m)
+		if r.code != ExitChanges || !strings.Contains(r.stdout, "ha: joins rule both") || strings.Count(r.stdout, "joins rule") != 1 {
+			t.Fatalf("plan joining rule both: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		c.mustRun("apply", "-f", m, "--auto-approve")
+		if rule, err := cl.HARule("both"); err != nil || rule.Resources != sa+","+sb {
+			t.Fatalf("rule both after apply: %+v %v", rule, err)
+		}
+		if r := c.run("plan", "-f", m); r.code != 0 {
+			t.Fatalf("plan after joining: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		writeTo(t, m, fmt.Sprintf(haPair, "{ rule: both }", "{}"))
+		c.mustRun("apply", "-f", m, "--auto-approve")
+		if rule, err := cl.HARule("both"); err != nil || rule.Resources != sa {
+			t.Fatalf("rule both after b left it: %+v %v", rule, err)
+		}
+		writeTo(t, m, fmt.Sprintf(haPair, "{ group: both }", "{}"))
+		if r := c.run("plan", "-f", m); r.code == 0 || !strings.Contains(r.stdout+r.stderr, "app a: ha.group: this cluster runs PVE 9, whose HA groups were migrated to rules") {
+			t.Fatalf("plan with a group on 9.1: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
+	})
+}
