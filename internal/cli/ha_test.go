@@ -111,6 +111,13 @@ func TestHAStateThroughApply(t *testing.T) {
 	c.mustRun("apply", "-f", m, "--auto-approve")
 	vmid := c.vmidOf(m, "notes")
 	running := func() bool { return cl.GuestPID(vmid) != 0 }
+	// corral move and drain leave an HA app's node to HA.
+	for _, args := range [][]string{{"move", "notes", "--to", "pve2"}, {"drain", "pve1"}} {
+		r := c.run(append(args, "-f", m, "--auto-approve")...)
+		if want := fmt.Sprintf("app notes: CT %d is an HA resource, and PVE's HA decides its node: move it with ha-manager migrate ct:%d NODE", vmid, vmid); r.code == 0 || !strings.Contains(r.stderr, want) {
+			t.Fatalf("corral %s of an HA app: exit %d\n%s%s", args[0], r.code, r.stdout, r.stderr)
+		}
+	}
 
 	stopped := strings.Replace(fmt.Sprintf(haManifest, "nfs"), "ha: { maxRestart: 2 }", "ha: { maxRestart: 2, state: stopped }", 1)
 	writeTo(t, m, stopped)

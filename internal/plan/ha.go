@@ -197,3 +197,14 @@ func singleCT(cts []*CT) *CT {
 	}
 	return cts[0]
 }
+
+// HAMoveRefusal refuses corral move and drain for an app whose container
+// is an HA resource: PVE's HA decides its node, and a migrate through the
+// API would only become an HA request. "" when the app is not HA's.
+func HAMoveRefusal(app string, obs *Observed) string {
+	ct := singleCT(obs.Apps[app])
+	if !haOwned(ct) {
+		return ""
+	}
+	return fmt.Sprintf("app %s: CT %d is an HA resource, and PVE's HA decides its node: move it with ha-manager migrate %s NODE (or a node-affinity rule or group), put its node in maintenance (ha-manager crm-command node-maintenance enable NODE) to drain, or drop ha: first", app, ct.VMID, SID(ct.VMID))
+}
