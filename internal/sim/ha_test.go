@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/corralhq/corral/internal/sim/model"
 	"github.com/corralhq/corral/internal/testenv"
@@ -143,6 +144,11 @@ func TestHA_recovery(t *testing.T) {
 	k.waitResource("lxc/101", haResource{Node: "pve2", Status: "running", HAState: "started"})
 	k.waitResource("lxc/102", haResource{Node: "pve2", Status: "stopped", HAState: "error"})
 
+	var nodes []struct{ Node, HAState string }
+	k.ok(root, http.MethodGet, "/cluster/resources", url.Values{"type": {"node"}}, &nodes)
+	if want := []struct{ Node, HAState string }{{"pve1", "unknown"}, {"pve2", "online"}}; !slices.Equal(nodes, want) {
+		t.Errorf("nodes' hastate = %+v, want %+v", nodes, want)
+	}
 	log := strings.Join(k.srv.Cluster().HALog(), "\n")
 	for _, want := range []string{
 		"fencing: acknowledged - got agent lock for node 'pve1'",
@@ -278,4 +284,28 @@ func TestHA_ruleMovesService(t *testing.T) {
 	}
 	k.ok(root, http.MethodPost, "/cluster/ha/rules", url.Values{"rule": {"on-pve2"}, "type": {"node-affinity"}, "resources": {"ct:101"}, "nodes": {"pve2"}, "strict": {"1"}}, nil)
 	k.waitResource("lxc/101", haResource{Node: "pve2", Status: "running", HAState: "started"})
+}
+
+// TestHA_recoveryWaitsForPVEsDelays: at time scale 0.05 (PVE's 60 s
+// fence delay is 3 s, the 120 s agent lock 6 s) the service is not
+// fenced at once, and it is recovered no sooner than the agent lock
+// allows (less the second the offline time is rounded to).
+func TestHA_recoveryWaitsForPVEsDelays(t *testing.T) {
+	scale := 0.05
+	k := openE2E(t, Options{Dir: t.TempDir(), Listener: ListenTLS, TimeScale: &scale, Nodes: 2, SharedStorage: []string{model.SharedNFS}})
+	root := k.root()
+	k.haCT("101", "nfs")
+	k.ok(root, http.MethodPost, "/cluster/ha/resources", url.Values{"sid": {"ct:101"}}, nil)
+	k.waitResource("lxc/101", haResource{Node: "pve1", Status: "running", HAState: "started"})
+	off := time.Now()
+	if r := k.admin(root, "/_corral/node", `{"node":"pve1","online":false,"poweroff":true}`); r.status != 200 {
+		t.Fatalf("power off pve1: %d %q", r.status, r.msg)
+	}
+	if got := k.haResource("lxc/101").HAState; got != "started" {
+		t.Errorf("hastate right after the power cut = %q, want started (the fence delay has not passed)", got)
+	}
+	k.waitResource("lxc/101", haResource{Node: "pve2", Status: "running", HAState: "started"})
+	if took, least := time.Since(off), time.Duration(float64(120*time.Second)*scale)-time.Second; took < least {
+		t.Errorf("recovered %v after the power cut, before PVE's agent lock lapsed (%v)", took, least)
+	}
 }

@@ -111,8 +111,8 @@ type Resource struct {
 	Template bool
 	Tags     string
 	Lock     string
-	// HAState is the CT's HA service state (hastate, ha.go), "" when it
-	// is not an HA resource.
+	// HAState is the CT's HA service state, or a node's HA node state
+	// (hastate, ha.go); "" when HA knows none.
 	HAState string
 
 	// lxc and node
@@ -268,6 +268,9 @@ func (r Resource) fields() map[string]any {
 		m["netin"], m["netout"], m["diskread"], m["diskwrite"] = 0, 0, 0, 0
 	case "node":
 		m["cgroup-mode"] = 2
+		if r.HAState != "" {
+			m["hastate"] = r.HAState
+		}
 		nodeStats(m, r.Status, r.NoStats, r.CPU, r.MaxCPU, r.Mem, r.MaxMem, r.Disk, r.MaxDisk, r.Uptime)
 	case "storage":
 		m["storage"] = r.Storage
@@ -497,6 +500,9 @@ func (cv *clusterView) nodeResourceLocked(n *Node) Resource {
 	u := c.hostUsageLocked(n)
 	r := Resource{ID: "node/" + n.Name, Type: "node", Node: n.Name, Status: "offline",
 		MaxCPU: n.CPUs, MaxMem: n.MemBytes, MaxDisk: u.rootTotal}
+	if c.st.HA != nil {
+		r.HAState = c.st.HA.NodeState[n.Name] // the HA manager's node_status
+	}
 	if n.Online {
 		r.Status = "online"
 		r.Mem, r.Disk = u.mem, u.rootUsed
