@@ -309,3 +309,24 @@ func TestHA_recoveryWaitsForPVEsDelays(t *testing.T) {
 		t.Errorf("recovered %v after the power cut, before PVE's agent lock lapsed (%v)", took, least)
 	}
 }
+
+// TestHA_bootLeavesHAResourcesToHA: a powered-off node that boots starts
+// its onboot CTs (pve-guests' startall) but not an HA resource's, which
+// is HA's to start or not (here disabled, which HA neither fences nor
+// starts).
+func TestHA_bootLeavesHAResourcesToHA(t *testing.T) {
+	k := newHAE2E(t, "9.1")
+	root := k.root()
+	for _, id := range []string{"101", "102"} {
+		k.runOn("pve1", root, http.MethodPost, "/nodes/pve1/lxc", url.Values{"vmid": {id}, "ostemplate": {model.DefaultTemplate}, "rootfs": {"nfs:1"}, "onboot": {"1"}})
+	}
+	k.ok(root, http.MethodPost, "/cluster/ha/resources", url.Values{"sid": {"ct:102"}, "state": {"disabled"}}, nil)
+	cl := k.srv.Cluster()
+	if _, err := cl.SetNodePower("pve1", false, model.NodePower{PowerOff: true}); err != nil {
+		t.Fatal(err)
+	}
+	upids, err := cl.SetNodePower("pve1", true, model.NodePower{})
+	if err != nil || len(upids) != 1 || !strings.Contains(upids[0], ":vzstart:101:") {
+		t.Fatalf("boot of pve1 started %v (%v), want only CT 101's vzstart", upids, err)
+	}
+}
