@@ -156,3 +156,30 @@ func TestMake_haOwnsNodeAndPower(t *testing.T) {
 		t.Errorf("a stopped container off its pinned node, not HA's, is left alone: %+v", p.Changes)
 	}
 }
+
+// TestMake_haOfflineLeftToHA: the node of an HA app's container is
+// offline (HA is fencing it): the plan leaves it to HA and --recover
+// builds no second copy.
+func TestMake_haOfflineLeftToHA(t *testing.T) {
+	for _, recover := range []bool{false, true} {
+		a, obs := haApp(), haObserved()
+		obs.Nodes = []string{"pve", "pve2"}
+		obs.Templates["pve2"] = []string{tmpl}
+		obs.Offline = []string{"pve"}
+		for _, v := range []string{"nfs:999/vm-999-disk-1.raw", "nfs:105/vm-105-disk-0.raw"} {
+			obs.Volumes["pve2/"+v] = obs.Volumes["pve/"+v] // one copy every node sees
+		}
+		obs.Recover = recover
+		obs.Apps["hermes"][0].HAState = "fence"
+		p, err := plan.Make([]plan.App{a}, obs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Changes) != 1 || p.Changes[0].Action != plan.NoOp {
+			t.Errorf("recover=%v: changes %+v, want the app left alone", recover, p.Changes)
+		}
+		if want := "app hermes: node pve is offline; its container 105 is an HA resource (HA state fence), so PVE's HA fences the node and starts it on another node by itself"; !strings.Contains(strings.Join(p.Warnings, "\n"), want) {
+			t.Errorf("recover=%v: warnings %q, want %q", recover, p.Warnings, want)
+		}
+	}
+}
