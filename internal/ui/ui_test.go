@@ -118,6 +118,14 @@ func TestPlanTextShowsCreateHA(t *testing.T) {
 	if want := "+ ha: started, maxRestart 2, maxRelocate 1, rule fast"; !strings.Contains(b.String(), want) {
 		t.Errorf("plan text lacks %q:\n%s", want, b.String())
 	}
+	raw, err := json.Marshal(NewPlanJSON(p, nil).Changes[0].HA)
+	if want := `{"action":"add","state":"started","rule":"fast","max_restart":2,"max_relocate":1}`; err != nil || string(raw) != want {
+		t.Errorf("ha in -o json = %s %v, want %s", raw, err, want)
+	}
+	p.Changes[0].HA = &plan.HAChange{Have: &plan.HAResource{State: "started"}}
+	if raw, _ := json.Marshal(NewPlanJSON(p, nil).Changes[0].HA); string(raw) != `{"action":"remove"}` {
+		t.Errorf("removal's ha in -o json = %s", raw)
+	}
 }
 
 func TestWriteFreePlanText(t *testing.T) {
