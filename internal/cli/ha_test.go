@@ -119,6 +119,23 @@ func TestHAStateThroughApply(t *testing.T) {
 		}
 	}
 
+	// A new volume needs the container stopped: apply's stop and start
+	// go through HA (hastop, hastart) and wait for the container.
+	more := strings.Replace(fmt.Sprintf(haManifest, "nfs"), "        mount: /srv/data\n", "        mount: /srv/data\n      - { name: logs, storage: nfs, size: 1G, mount: /srv/logs }\n", 1)
+	writeTo(t, m, more)
+	ar := c.mustRun("apply", "-f", m, "--auto-approve")
+	if !running() || !strings.Contains(ar.stderr, "notes: stop ct") || !strings.Contains(ar.stderr, "notes: start ct") {
+		t.Fatalf("apply of a new volume to an HA app: running %v\n%s", running(), ar.stderr)
+	}
+	if res := cl.HAResources(""); len(res) != 1 || res[0].State != "started" {
+		t.Fatalf("HA resources after a restart through HA: %+v", res)
+	}
+	if r := c.run("plan", "-f", m); r.code != 0 {
+		t.Fatalf("plan after a restart through HA: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	writeTo(t, m, fmt.Sprintf(haManifest, "nfs"))
+	c.mustRun("apply", "-f", m, "--auto-approve") // the logs volume is detached again
+
 	stopped := strings.Replace(fmt.Sprintf(haManifest, "nfs"), "ha: { maxRestart: 2 }", "ha: { maxRestart: 2, state: stopped }", 1)
 	writeTo(t, m, stopped)
 	if r := c.run("plan", "-f", m); r.code != ExitChanges || !strings.Contains(r.stdout, "ha: state started → stopped") {
