@@ -48,7 +48,18 @@ func grantHA(t *testing.T, cl *model.Cluster) {
 // with its rootfs on local-lvm is refused with the reason.
 func TestHAAppComesBackAfterNodeFailure(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t, pvetest.Nodes(2), pvetest.SharedStorage(model.SharedNFS))
+	// Instant, and at 1/100 of PVE's delays (fence after 0.6 s, the
+	// agent lock after 1.2 s, a CRM round 0.1 s) with tasks as scaled.
+	for _, scale := range []float64{0, 0.01} {
+		t.Run(fmt.Sprint("scale ", scale), func(t *testing.T) {
+			t.Parallel()
+			haComesBack(t, scale)
+		})
+	}
+}
+
+func haComesBack(t *testing.T, scale float64) {
+	c := newCluster(t, pvetest.Nodes(2), pvetest.SharedStorage(model.SharedNFS), pvetest.TimeScale(scale))
 	cl := c.srv.Cluster()
 	grantHA(t, cl)
 
