@@ -104,8 +104,8 @@ func haComesBack(t *testing.T, scale float64) {
 	if len(st.Apps) != 1 || st.Apps[0].App != "notes" || len(st.Apps[0].Containers) != 1 || st.Apps[0].Containers[0].VMID != vmid || st.Apps[0].Containers[0].Status != "running" {
 		t.Fatalf("status after HA recovered the app: %+v", st)
 	}
-	if s := c.mustRun("status", "-f", m); !strings.Contains(s.stdout, "pve2") {
-		t.Errorf("status does not show the app on pve2:\n%s", s.stdout)
+	if s := c.mustRun("status", "-f", m); !strings.Contains(s.stdout, "pve2") || !strings.Contains(s.stdout, "running (HA: started)") {
+		t.Errorf("status does not show the app on pve2, started by HA:\n%s", s.stdout)
 	}
 }
 
