@@ -59,6 +59,9 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 		}
 	}
 	o.group()
+	if err := observeHA(ctx, c, o.obs); err != nil {
+		return nil, err
+	}
 	if err := o.storages(ctx); err != nil {
 		return nil, err
 	}
@@ -165,7 +168,7 @@ func (o *observation) read(node string, vmid int) (conf, pending map[string]stri
 
 // observedCT is the plan's view of r with its config.
 func observedCT(r resource, conf, pending map[string]string, digest string) *plan.CT {
-	return &plan.CT{VMID: r.VMID, Node: r.Node, Status: r.Status, Lock: conf["lock"], Config: conf, Pending: pending, Digest: digest}
+	return &plan.CT{VMID: r.VMID, Node: r.Node, Status: r.Status, Lock: conf["lock"], Config: conf, Pending: pending, Digest: digest, HAState: r.HAState}
 }
 
 // guest files r under what its tags say it is: another tool's guest, an

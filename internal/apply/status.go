@@ -112,6 +112,9 @@ type CTStatus struct {
 	Status string `json:"status"`
 	Lock   string `json:"lock,omitempty"`
 	IP     string `json:"ip,omitempty"`
+	// HAState is the state PVE's HA has the container in (started,
+	// fence, recovery, error, …) when it is an HA resource (ha:).
+	HAState string `json:"ha_state,omitempty"`
 }
 
 // KeeperStatus is one keeper: what a repair would fix (protection left
@@ -152,7 +155,11 @@ func Status(ctx context.Context, c *pve.Client, apps []plan.App, redact func(str
 			if err != nil {
 				return nil, err
 			}
-			as.Containers = append(as.Containers, CTStatus{VMID: ct.VMID, Node: ct.Node, Status: ct.Status, Lock: ct.Lock, IP: ip})
+			cs := CTStatus{VMID: ct.VMID, Node: ct.Node, Status: ct.Status, Lock: ct.Lock, IP: ip}
+			if ct.HA != nil {
+				cs.HAState = ct.HAState
+			}
+			as.Containers = append(as.Containers, cs)
 		}
 		for _, v := range inv {
 			if v.App == a.Name {

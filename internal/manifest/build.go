@@ -177,6 +177,7 @@ func (d *decoder) buildApp(v *value, adopted map[string]*value) App {
 	bv := v.object("backup")
 	a.Backup = BackupPolicy{Keep: int(bv.intOr("keep")), Storage: bv.strOr("storage"), Mode: bv.strOr("mode"), Schedule: bv.strOr("schedule")}
 	a.SnapshotBeforeChange = v.boolOr("snapshotBeforeChange")
+	a.HA = d.buildHA(v)
 	d.composeFeatures(v, &a)
 	return a
 }
@@ -751,4 +752,20 @@ func (d *decoder) buildOutputs(root *value, names map[string]*value) []Output {
 		outs = append(outs, Output{Name: n.str, Value: val.str, Pos: d.pos(ov.node)})
 	}
 	return outs
+}
+
+// buildHA is the app's ha:, nil when it has none. group and rule are
+// PVE 8's and PVE 9's ways of one thing: a manifest names at most one.
+func (d *decoder) buildHA(app *value) *HA {
+	hv := app.member("ha")
+	if hv == nil {
+		return nil
+	}
+	h := &HA{State: hv.strOr("state"), Group: hv.strOr("group"), Rule: hv.strOr("rule"),
+		MaxRestart: int(hv.intOr("maxRestart")), MaxRelocate: int(hv.intOr("maxRelocate"))}
+	if h.Group != "" && h.Rule != "" {
+		r := hv.member("rule")
+		d.report(r.node, r.path, "set group (PVE 8) or rule (PVE 9), not both: PVE 9 migrated its HA groups to rules", "")
+	}
+	return h
 }

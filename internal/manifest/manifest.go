@@ -90,6 +90,8 @@ type App struct {
 	// in-place change or provisioning and to roll back when a health
 	// check fails afterwards.
 	SnapshotBeforeChange bool
+	// HA makes the container an HA resource of PVE (ha:); nil without.
+	HA *HA
 	// NeedsKeyctl is set for an unprivileged app with a compose step:
 	// Docker there needs the keyctl feature, which only root@pam can set
 	// (behaviour.md §c), so an administrator runs
@@ -104,6 +106,16 @@ type App struct {
 	// once, in the order written; nil when every value was read. An app
 	// with any cannot be provisioned or created.
 	Unresolved []string
+}
+
+// HA is an app's ha: what PVE's HA stack is asked to do for its
+// container. Group (PVE 8) and Rule (PVE 9) are at most one.
+type HA struct {
+	State       string // started or stopped
+	Group       string
+	Rule        string
+	MaxRestart  int
+	MaxRelocate int
 }
 
 // Hostname is the container's hostname: the app's name.

@@ -129,6 +129,11 @@ func (m *planner) planApp(a *App) {
 		m.refuse(probs...)
 		return
 	}
+	if probs := haRefusals(a, obs); len(probs) > 0 {
+		m.refuse(probs...)
+		return
+	}
+	a = m.haPlaced(a)
 	if obs.Restores[a.Name] != nil || obs.InRescue(a.Name) {
 		// Planned once the restore is finished or rolled back, or the
 		// rescue ended.
@@ -224,6 +229,7 @@ func (m *planner) finishMove(a *App, car *Carrier, node string) {
 // move plans moving the app's container ct to node.
 func (m *planner) move(a *App, ct *CT, node string) {
 	c, probs := moveChange(a, ct, node, m.obs)
+	planHA(&c, a, ct)
 	probs = append(probs, unknownCarrierRefusals(a.Name, c, m.obs)...)
 	if prob, warn := bridgeProblem(a, node, m.obs, m.warnedBridges); prob != "" {
 		probs = append(probs, prob)
@@ -243,6 +249,7 @@ func (m *planner) move(a *App, ct *CT, node string) {
 func (m *planner) change(a *App, node, placed string) {
 	obs := m.obs
 	c, probs := appChange(a, node, obs)
+	planHA(&c, a, singleCT(obs.Apps[a.Name]))
 	probs = append(probs, unknownCarrierRefusals(a.Name, c, obs)...)
 	if c.Action == Create || c.Action == Replace {
 		if prob := templateStorageProblem(a, node, obs); prob != "" {
@@ -665,7 +672,7 @@ func planStart(c *Change, ct *CT) {
 			}
 		}
 	}
-	if !running {
+	if !running && !haOwned(ct) { // HA starts (or leaves stopped) its own
 		c.Start = true
 	}
 }

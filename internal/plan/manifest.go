@@ -44,6 +44,9 @@ func FromManifest(f *manifest.File) []App {
 			SnapshotBeforeChange: m.SnapshotBeforeChange,
 			BackupStorage:        m.Backup.Storage,
 		}
+		if h := m.HA; h != nil {
+			a.HA = &HA{State: h.State, Group: h.Group, Rule: h.Rule, MaxRestart: h.MaxRestart, MaxRelocate: h.MaxRelocate}
+		}
 		a.Steps = stepsOf(work, len(m.Unresolved) == 0)
 		if refs := work.FactRefs(); len(refs) > 0 {
 			// Make sets the digest and steps once it knows the facts.

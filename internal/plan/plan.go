@@ -173,6 +173,9 @@ type Change struct {
 	// Finishing: a Move that finishes (or rolls back) a move an earlier
 	// run left interrupted; the app's other changes are planned after it.
 	Finishing bool `json:",omitempty"`
+	// HA is what happens to the container's HA resource (ha.go), done
+	// after the container change; nil for nothing.
+	HA *HAChange `json:",omitempty"`
 	// Desired is the app as the manifest wants it (for create/replace).
 	Desired *App `json:"-"`
 }

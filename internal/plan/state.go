@@ -93,6 +93,8 @@ type App struct {
 	SnapshotBeforeChange bool
 	BackupStorage        string
 	Volumes              []Volume
+	// HA is the app's ha: (ha.go); nil without.
+	HA *HA
 	// DeleteSnapshots consents to deleting the container's snapshots when
 	// it moves to another node: PVE migrates no container whose
 	// snapshots reference volumes on LVM-thin (corral move, drain and
@@ -203,6 +205,12 @@ type Observed struct {
 	// other signals still say what they are (ReadDamaged): the apps whose
 	// data they may hold are refused until the tags are back.
 	Damaged []*Damaged
+	// HAUnread says why the HA resources could not be read ("" when
+	// they were); HARules is set when the cluster serves HA rules (PVE
+	// 9), HARuleSet holds them by name (ha.go).
+	HAUnread  string
+	HARules   bool
+	HARuleSet map[string]HARule
 	// Recover is the operator's consent (corral apply --recover) to build
 	// apps whose node is offline anew on another node. It is not read
 	// from the cluster; the caller sets it before planning.
@@ -252,6 +260,10 @@ type CT struct {
 	// whose facts a manifest's guest strings name (apply.ObserveAddresses),
 	// "" otherwise.
 	Address string
+	// HA is the container's HA resource, nil when it has none; HAState
+	// is its service state as /cluster/resources reports it (hastate).
+	HA      *HAResource
+	HAState string
 
 	mounts *ctMounts // set by ParseMounts
 }

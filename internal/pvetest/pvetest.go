@@ -39,6 +39,9 @@ func SharedStorage(kinds ...string) Option {
 	return func(o *sim.Options) { o.SharedStorage = kinds }
 }
 
+// Version emulates PVE release v ("9.1", the default, or "8.4").
+func Version(v string) Option { return func(o *sim.Options) { o.Version = v } }
+
 // InDir keeps the emulator's state in dir (to restart on it, or to
 // start from a copy of a saved state).
 func InDir(dir string) Option { return func(o *sim.Options) { o.Dir = dir } }

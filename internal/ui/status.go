@@ -31,6 +31,9 @@ func WriteStatus(w io.Writer, r *apply.StatusReport) {
 			if ct.Lock != "" {
 				status += " (locked: " + ct.Lock + ")"
 			}
+			if ct.HAState != "" {
+				status += " (HA: " + ct.HAState + ")"
+			}
 			if as.Moving != nil {
 				status += " (moving " + as.Moving.From + " → " + as.Moving.To + ")"
 			}

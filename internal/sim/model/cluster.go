@@ -147,6 +147,8 @@ type Cluster struct {
 	// the cluster's and the guests' firewall config (firewall*.go).
 	pools
 	firewall
+	// crm wakes the HA manager's loop (ha_crm.go).
+	crm crmLoop
 }
 
 // Open loads the cluster in opts.Dir, or creates the default datacenter
@@ -173,6 +175,7 @@ func Open(opts Options) (*Cluster, error) {
 	}
 	c.wg.Add(1)
 	go c.refreshDiskUsage()
+	c.startCRM()
 	return c, nil
 }
 

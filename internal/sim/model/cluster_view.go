@@ -111,6 +111,9 @@ type Resource struct {
 	Template bool
 	Tags     string
 	Lock     string
+	// HAState is the CT's HA service state, or a node's HA node state
+	// (hastate, ha.go); "" when HA knows none.
+	HAState string
 
 	// lxc and node
 	CPU    float64
@@ -165,6 +168,9 @@ func (r Resource) AppendJSON(b []byte) []byte {
 		w.int("disk", r.Disk)
 		w.int("diskread", 0)
 		w.int("diskwrite", 0)
+	}
+	if r.HAState != "" {
+		w.str("hastate", r.HAState)
 	}
 	w.str("id", r.ID)
 	if r.Lock != "" {
@@ -247,6 +253,9 @@ func (r Resource) fields() map[string]any {
 		if r.Lock != "" {
 			m["lock"] = r.Lock
 		}
+		if r.HAState != "" {
+			m["hastate"] = r.HAState
+		}
 		if r.NoStats {
 			break // no RRD entry: only what the vmlist and config say
 		}
@@ -259,6 +268,9 @@ func (r Resource) fields() map[string]any {
 		m["netin"], m["netout"], m["diskread"], m["diskwrite"] = 0, 0, 0, 0
 	case "node":
 		m["cgroup-mode"] = 2
+		if r.HAState != "" {
+			m["hastate"] = r.HAState
+		}
 		nodeStats(m, r.Status, r.NoStats, r.CPU, r.MaxCPU, r.Mem, r.MaxMem, r.Disk, r.MaxDisk, r.Uptime)
 	case "storage":
 		m["storage"] = r.Storage
@@ -416,7 +428,7 @@ func (cv *clusterView) guestResourceLocked(g *Guest) Resource {
 	r := Resource{
 		ID: fmt.Sprintf("lxc/%d", g.VMID), Type: "lxc", Node: g.Node, Status: "stopped",
 		VMID: g.VMID, Name: g.Config["hostname"], Template: g.IsTemplate(),
-		Tags: g.Config["tags"], Lock: g.Lock(),
+		Tags: g.Config["tags"], Lock: g.Lock(), HAState: c.haStateLocked(g.VMID),
 		MaxCPU: c.guestCPUsLocked(g), MaxMem: guestMaxMem(g), MaxDisk: guestRootfsSize(g),
 	}
 	if c.rrdExpiredLocked(g.Node) {
@@ -488,6 +500,9 @@ func (cv *clusterView) nodeResourceLocked(n *Node) Resource {
 	u := c.hostUsageLocked(n)
 	r := Resource{ID: "node/" + n.Name, Type: "node", Node: n.Name, Status: "offline",
 		MaxCPU: n.CPUs, MaxMem: n.MemBytes, MaxDisk: u.rootTotal}
+	if c.st.HA != nil {
+		r.HAState = c.st.HA.NodeState[n.Name] // the HA manager's node_status
+	}
 	if n.Online {
 		r.Status = "online"
 		r.Mem, r.Disk = u.mem, u.rootUsed

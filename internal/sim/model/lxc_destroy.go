@@ -37,6 +37,9 @@ func (gs *guests) DestroyCT(auth Auth, node string, vmid int, params map[string]
 	if err := ctDestroyEarlyChecks(g); err != nil {
 		return "", err
 	}
+	if !purge && c.haConfiguredLocked(vmid) {
+		return "", Failf("unable to remove CT %d - used in HA resources and purge parameter not set.\n", vmid)
+	}
 	if g.Running && !force {
 		return "", Failf("unable to destroy CT %d - container is running\n", vmid)
 	}
@@ -78,6 +81,9 @@ func (gs *guests) DestroyCT(auth Auth, node string, vmid int, params map[string]
 			c.removeFirewallLocked(vmid)
 			if purge {
 				w.logLocked("purging CT %d from related configurations..", vmid)
+				if c.purgeHAResourceLocked(vmid) {
+					w.logLocked("NOTE: removed CT %d from HA resource configuration.", vmid)
+				}
 			}
 			delete(st.Guests, vmid)
 			delete(st.Extra, vmid)

@@ -30,6 +30,9 @@ func (p *ctPower) StartCT(auth Auth, node string, vmid int, params map[string]st
 	if err != nil {
 		return "", err
 	}
+	if upid, ok := c.haPowerRequestLocked(auth, node, vmid, "started"); ok {
+		return upid, nil
+	}
 	return c.spawn(auth, node, "vzstart", strconv.Itoa(vmid), func(w *Worker) error {
 		if err := w.LockConfig(vmid); err != nil {
 			return err
@@ -90,6 +93,9 @@ func (p *ctPower) StopCT(auth Auth, node string, vmid int, params map[string]str
 	if err != nil {
 		return "", err
 	}
+	if upid, ok := c.haPowerRequestLocked(auth, node, vmid, "stopped"); ok {
+		return upid, nil
+	}
 	var overruled, refused []string
 	if isTrue(params["overrule-shutdown"]) {
 		overruled, refused = c.abortShutdownsLocked(auth, node, vmid)
@@ -122,6 +128,9 @@ func (p *ctPower) ShutdownCT(auth Auth, node string, vmid int, params map[string
 	defer c.mu.Unlock()
 	if _, err := p.checkPowerRequestLocked(auth, node, vmid, params, powerRequest{running: true, refusal: "CT %d not running\n"}); err != nil {
 		return "", err
+	}
+	if upid, ok := c.haPowerRequestLocked(auth, node, vmid, "stopped"); ok {
+		return upid, nil
 	}
 	timeout := 60 * time.Second
 	if t, err := strconv.Atoi(params["timeout"]); err == nil {

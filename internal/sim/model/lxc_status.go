@@ -45,6 +45,12 @@ type CTStatus struct {
 
 	Uptime int64 // seconds since start while running
 	PID    int   // init's PID while running
+	// HA is status/current's "ha" (get_service_status): whether the CT
+	// is an HA resource and its service state ("" before the CRM saw it).
+	HA struct {
+		Managed bool
+		State   string
+	}
 	// Pressure is whether vmstatus reports the cgroup's PSI values
 	// (pressure*): from pve-container 6 (PVE 9) on, not on 8.4.
 	Pressure bool
@@ -94,7 +100,14 @@ func (gs *guests) CTStatus(node string, vmid int) (CTStatus, error) {
 	if err != nil {
 		return CTStatus{}, err
 	}
-	return c.ctStatusLocked(g), nil
+	st := c.ctStatusLocked(g)
+	if c.haManagedLocked(vmid) {
+		st.HA.Managed = true
+		if s := c.st.HA.Services[haSID(vmid)]; s != nil {
+			st.HA.State = s.State
+		}
+	}
+	return st, nil
 }
 
 // ListCTs is GET /nodes/{node}/lxc: vmstatus for every CT on node, by

@@ -166,6 +166,9 @@ func (mg *ctMigrator) MigrateCT(auth Auth, node string, vmid int, params map[str
 	if g.Running && !m.online && !m.restart {
 		return "", Failf("can't migrate running container without --online or --restart\n")
 	}
+	if upid, ok := c.haMigrateRequestLocked(auth, node, vmid, target); ok {
+		return upid, nil
+	}
 	if ts := params["target-storage"]; ts != "" {
 		sm, err := parseStorageMap(ts)
 		if err != nil {

@@ -76,7 +76,7 @@ type NodePower struct {
 // SetNodePower is SetNodeOnline with the manner of leaving or coming
 // back. A powered-off node that comes back boots: a new boot time, and
 // (unless p.NoStartAll) a vzstart of each of its CTs with onboot=1 that
-// is not a template and holds no lock, in VMID order, as pve-guests'
+// is not a template, holds no lock and is no HA resource, in VMID order, as pve-guests'
 // startall does. It returns the UPIDs of those starts.
 func (c *Cluster) SetNodePower(node string, online bool, p NodePower) ([]string, error) {
 	c.mu.Lock()
@@ -99,7 +99,8 @@ func (c *Cluster) SetNodePower(node string, online bool, p NodePower) ([]string,
 		n.Booted = c.now().Unix()
 		if !p.NoStartAll {
 			for vmid, g := range c.st.Guests {
-				if g.Node == node && !g.Running && !g.IsTemplate() && g.Lock() == "" && truthy01(g.Config["onboot"]) {
+				// startall leaves HA resources to HA (behaviour.md (i.2)).
+				if g.Node == node && !g.Running && !g.IsTemplate() && g.Lock() == "" && truthy01(g.Config["onboot"]) && !c.haManagedLocked(vmid) {
 					boot = append(boot, vmid)
 				}
 			}

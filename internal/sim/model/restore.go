@@ -26,6 +26,7 @@ import (
 
 // restoreSpec is a restore request after its synchronous checks.
 type restoreSpec struct {
+	haManaged bool // ha-managed=1 (haManageCreated)
 	auth      Auth
 	node      string
 	vmid      int
@@ -96,7 +97,7 @@ func (cr *ctCreator) restorePrepareLocked(auth Auth, node string, params map[str
 		return restoreSpec{}, err
 	}
 	p, take, vmid := req.p, req.take, req.vmid
-	spec := restoreSpec{auth: auth, node: node, vmid: vmid, start: req.start, ignoreUnpack: req.ignoreUnpack}
+	spec := restoreSpec{auth: auth, node: node, vmid: vmid, start: req.start, ignoreUnpack: req.ignoreUnpack, haManaged: req.haManaged}
 	unprivStr, unprivSet := take("unprivileged")
 	spec.unprivSet = unprivSet
 	take("restore")
@@ -221,10 +222,12 @@ func (r *ctRestore) run() error {
 	if err := w.Do(func(*State) error { c.joinPoolLocked(spec.vmid, spec.pool); return nil }); err != nil {
 		return err
 	}
-	if !spec.start {
-		return nil
+	if spec.start {
+		if err := c.ctStartCreated(w, spec.node, spec.vmid); err != nil {
+			return err
+		}
 	}
-	return c.ctStartCreated(w, spec.node, spec.vmid)
+	return c.haManageCreated(w, spec.vmid, spec.haManaged, spec.start)
 }
 
 // restore is the body of create_vm's worker for a restore.
