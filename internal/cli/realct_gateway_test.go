@@ -53,6 +53,7 @@ func TestHermesComposeOfflineOverride(t *testing.T) {
 	if want := "pct set " + strconv.Itoa(vmid) + " -features nesting=1,keyctl=1"; !strings.Contains(out, want) {
 		t.Fatalf("first apply: want the stop with %q\n%s", want, out)
 	}
+	t.Logf("first apply, stopped for keyctl:\n%s", out)
 	if err := c.srv.Cluster().UpdateCTConfig(model.Auth{UserID: "root@pam"}, "pve", vmid, map[string]string{"features": "nesting=1,keyctl=1"}); err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +79,7 @@ func TestHermesComposeOfflineOverride(t *testing.T) {
 	// answered waits for the client's answer in its log (it asks once
 	// at start, and retries until the gateway answers).
 	const answered = "for i in $(seq 30); do docker logs hermes 2>&1 | grep -F 'the gateway answered: offline stand-in' && exit 0; sleep 1; done; docker logs hermes; exit 1"
-	sh(answered)
+	t.Logf("the client's log: %s", sh(answered))
 	first := sh(ids)
 	if st := statusOf(t, run(0, both("status", "-o", "json", "--exit-code")...)); st.Apps[0].Health != "healthy" {
 		t.Errorf("status: health %q, want healthy (%v)", st.Apps[0].Health, st.Apps[0].Reasons)
@@ -97,7 +98,7 @@ func TestHermesComposeOfflineOverride(t *testing.T) {
 	if now := sh(ids); now == first || len(strings.Fields(now)) != 2 {
 		t.Errorf("container IDs after the key changed: %q, before %q: want both new", now, first)
 	}
-	sh(answered)
+	t.Logf("the new client's log: %s", sh(answered))
 	if st := statusOf(t, run(0, both("status", "-o", "json", "--exit-code")...)); st.Apps[0].Health != "healthy" {
 		t.Errorf("status after the new key: health %q, want healthy (%v)", st.Apps[0].Health, st.Apps[0].Reasons)
 	}
