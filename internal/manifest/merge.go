@@ -3,6 +3,7 @@ package manifest
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 
@@ -271,14 +272,14 @@ func stepID(n *yaml.Node, app string) string {
 		case "run":
 			return "run: " + scriptSubject(v.Value, GuestFacts)
 		case "compose":
-			if p := scalarAt(v, "path"); p != "" {
-				return "compose: " + p
+			if _, p := lookup(v, "path"); p != nil {
+				return "compose: " + shown(deref(p).Value)
 			}
 			return "compose: /opt/" + app + "/compose.yaml"
 		case "user":
-			return "user: " + scalarAt(v, "name")
+			return "user: " + shown(scalarAt(v, "name"))
 		}
-		return kind + ": " + scalarAt(v, "path")
+		return kind + ": " + shown(scalarAt(v, "path"))
 	}
 	return ""
 }
@@ -293,18 +294,46 @@ func checkID(n *yaml.Node, _ string) string {
 			if kind == "command" {
 				return kind + ": " + scriptSubject(deref(v).Value, nil)
 			}
-			return kind + ": " + deref(v).Value
+			return kind + ": " + shown(deref(v).Value)
 		}
 	}
 	return ""
 }
 
-// scriptSubject is how a script names its step or check: its first line,
-// or all of it when it holds a ${…} reference (but no ${app:…} fact), as
-// buildStep does.
-func scriptSubject(s string, facts []string) string {
+// literal is s as a value: its text with $${ read as ${, and whether it
+// holds references (to the environment, a file or an app's fact), which
+// make a name show s as written.
+func literal(s string, facts []string) (text string, refs, appFacts bool) {
 	parts, problem := parseTemplate(s, facts)
-	if problem != "" || len(references(parts)) == 0 || len(factRefs(parts)) > 0 {
+	if problem != "" {
+		return s, true, false
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		b.WriteString(p.lit)
+	}
+	return b.String(), len(references(parts)) > 0 || len(factRefs(parts)) > 0, len(factRefs(parts)) > 0
+}
+
+// shown is a string value as a derived name shows it: as written when it
+// holds a reference, else its value.
+func shown(s string) string {
+	if text, refs, _ := literal(s, nil); !refs {
+		return text
+	}
+	return s
+}
+
+// scriptSubject is how a script names its step or check, as buildStep
+// and buildHealth do: the first line of its value, or all of it as
+// written when it holds a reference (its first line when the reference
+// is an app's fact).
+func scriptSubject(s string, facts []string) string {
+	text, refs, appFacts := literal(s, facts)
+	switch {
+	case !refs:
+		return firstLine(text)
+	case appFacts:
 		return firstLine(s)
 	}
 	return s
