@@ -19,13 +19,13 @@ import (
 // optionalManifest loads the manifest when -f was given or the default
 // file exists; the backup verbs work on apps the manifest may not name
 // (an app restored --as a new name).
-func optionalManifest(cmd *cobra.Command, path string) (*manifest.File, error) {
+func optionalManifest(cmd *cobra.Command, ff fileFlags) (*manifest.File, error) {
 	if !cmd.Flags().Changed("file") {
-		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Stat(ff.path); errors.Is(err, os.ErrNotExist) {
 			return nil, nil
 		}
 	}
-	return loadManifest(path, true)
+	return ff.load(true)
 }
 
 // backupJob is the common start of the backup verbs: output format, the
@@ -42,7 +42,7 @@ func openBackupJob(cmd *cobra.Command, st *streams, ff fileFlags, cf connFlags) 
 	if err != nil {
 		return nil, err
 	}
-	f, err := optionalManifest(cmd, ff.path)
+	f, err := optionalManifest(cmd, ff)
 	if err != nil {
 		return nil, err
 	}

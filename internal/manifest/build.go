@@ -19,7 +19,7 @@ import (
 // with DHCP, adopt vs storage, feature flags). Members that failed their
 // own checks are already reported and are skipped here.
 func (d *decoder) build(root *value) *File {
-	f := &File{Path: d.file, Project: root.strOr("project")}
+	f := &File{Path: d.file, Overrides: d.paths, Project: root.strOr("project")}
 	f.ProjectSet = f.Project != ""
 	if !f.ProjectSet {
 		f.Project = DefaultProject(d.dir)
@@ -436,7 +436,7 @@ func (d *decoder) content(fv *value) string {
 	if src == nil {
 		return ""
 	}
-	p, err := d.opts.expandPath(src.str, d.dir)
+	p, err := d.opts.expandPath(src.str, d.dirOf(src.node))
 	if err == nil {
 		var data []byte
 		if data, err = d.opts.readInput(p, localfile.MaxContent); err == nil {
