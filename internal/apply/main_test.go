@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/corralhq/corral/internal/apply"
+	"github.com/corralhq/corral/internal/testenv"
 	"os"
 	"testing"
 )
@@ -27,5 +28,8 @@ func TestMain(m *testing.M) {
 	// and reprotect's backoff would hold it 7.5 s before the test can
 	// run it again; the pauses' doubling and count are unchanged.
 	apply.SetReprotectDelay(5 * time.Millisecond)
+	// The tests wait on emulators far more than they compute: a plain
+	// `go test` runs 8 at once as the README's command does.
+	testenv.DefaultParallel(8)
 	os.Exit(m.Run())
 }

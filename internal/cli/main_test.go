@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/corralhq/corral/internal/testenv"
 )
 
 // TestMain keeps the tests off the user's own files: corral's SSH key and
@@ -46,6 +48,10 @@ func TestMain(m *testing.M) {
 	// Each guest cluster says its guests' SSH port under its endpoint
 	// (guestport_test.go), so those tests need no process-wide variable.
 	guestSSHPortOf = guestPortOf
+	// The tests wait on emulators and containers far more than they
+	// compute: a plain `go test` runs 8 at once as the README's command
+	// does.
+	testenv.DefaultParallel(8)
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
