@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/corralhq/corral/internal/testenv"
 	"net/url"
 	"os"
 	"os/exec"
@@ -54,11 +55,17 @@ func TestMoveKilledThenApply(t *testing.T) {
 		t.Setenv("CORRAL_SIM_RUNTIME", "view") // no LXC boot per start (as the soak)
 		t.Setenv("CORRAL_SIM_UNISOLATED", "1")
 	}
-	for _, moment := range []struct{ name, task string }{
+	// Without CORRAL_TEST_FULL one moment a day (testenv.SampleOf); CI
+	// kills at all three.
+	t.Logf("moments: all with %s=1, else one (%s=%d)", testenv.FullVar, testenv.SweepSeedVar, testenv.Seed())
+	for i, moment := range []struct{ name, task string }{
 		{"carrier create", "vzcreate"},
 		{"volume into the carrier", "move_volume"},
 		{"carrier migration", "vzmigrate"},
 	} {
+		if !testenv.SampleOf(t, i, 3) {
+			continue
+		}
 		t.Run(moment.name, func(t *testing.T) {
 			r := newMoveKillRig(t)
 			m := filepath.Join(t.TempDir(), "movekill", "corral.yaml")

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/corralhq/corral/internal/testenv"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -803,7 +804,17 @@ func (r *soakRig) planLeft(p string) string {
 // through the API, the emulator's admin unlock and root's DELETE.
 func (r *soakRig) cleanPlaceholders() {
 	ctx := context.Background()
-	time.Sleep(200 * time.Millisecond) // a create still under way finishes at time scale 0
+	// A create still under way (its corral was killed, its task runs on)
+	// is not a placeholder to remove: wait for every create task to end,
+	// which at time scale 0 takes moments, however loaded the machine.
+	testenv.WaitFor(r.t, "the creates under way to finish", func() bool {
+		for _, tk := range r.srv.Cluster().Tasks("") {
+			if tk.Type == "vzcreate" && tk.Status == "running" {
+				return false
+			}
+		}
+		return true
+	})
 	res, err := r.root.ClusterResources(ctx, "vm")
 	if err != nil {
 		r.t.Fatal(err)

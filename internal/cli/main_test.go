@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/corralhq/corral/internal/pvetest"
+	"github.com/corralhq/corral/internal/sim/model"
+	"github.com/corralhq/corral/internal/testenv"
 )
 
 // TestMain keeps the tests off the user's own files: corral's SSH key and
@@ -50,6 +52,16 @@ func TestMain(m *testing.M) {
 	guestSSHPortOf = guestPortOf
 	// And its time scale, so that commands poll its tasks at that scale.
 	taskTimeScaleOf = pvetest.TimeScaleAt
+	// The tests wait on emulators and containers far more than they
+	// compute: a plain `go test` runs 8 at once as the README's command
+	// does.
+	testenv.DefaultParallel(8)
+	// The emulator's after-save check (every save re-read from its files
+	// and compared with the state in memory, both encoded whole: 11%
+	// of these tests' CPU in a profile) is an invariant of internal/sim/model, whose
+	// own tests and internal/sim's keep it on; here it runs with
+	// CORRAL_TEST_FULL (CI) only.
+	model.SetJournalCheck(testenv.Full())
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
