@@ -101,8 +101,8 @@ type Cluster struct {
 	mu stateMutex
 	st *State
 
-	sumsMu sync.Mutex
-	sums   map[string]string // ApplianceSHA512's, by template
+	// appliances serves the catalogue's archives (realtpl.go).
+	appliances applianceSource
 
 	ctx    context.Context // cancelled by Close: stops running workers
 	cancel context.CancelFunc
@@ -210,8 +210,31 @@ func newCluster(opts Options) *Cluster {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Cluster{opts: opts, log: log.WithGroup("model"), ctx: ctx, cancel: cancel}
-	c.taskRunner.c = c
-	c.storageLayer.c = c
+	c.appliances.realTemplate = opts.RealTemplate
+	c.taskRunner = taskRunner{
+		stateMu:   &c.mu,
+		state:     func() *State { return c.st },
+		clock:     c.now,
+		durations: opts.Durations,
+		timeScale: opts.TimeScale,
+		ctx:       ctx,
+		wg:        &c.wg,
+		log:       c.log,
+		journal:   &c.persistence,
+		cluster:   c,
+	}
+	c.storageLayer = storageLayer{
+		stateMu:      &c.mu,
+		state:        func() *State { return c.st },
+		dataDir:      c.DataDir(),
+		clock:        c.now,
+		ctx:          ctx,
+		realTemplate: opts.RealTemplate,
+		journal:      &c.persistence,
+		tasks:        &c.taskRunner,
+		nodes:        &c.guests,
+		appliances:   &c.appliances,
+	}
 	c.accessControl = accessControl{
 		stateMu:  &c.mu,
 		accessOf: func() *Access { return c.st.Access },
@@ -221,7 +244,15 @@ func newCluster(opts Options) *Cluster {
 		},
 		clock: c.now,
 	}
-	c.clusterView.c = c
+	c.clusterView = clusterView{
+		stateMu: &c.mu,
+		state:   func() *State { return c.st },
+		clock:   c.now,
+		scaled:  c.taskRunner.scale,
+		version: opts.Version,
+		storage: &c.storageLayer,
+		guests:  &c.guests,
+	}
 	c.guests.c, c.guests.locks, c.guests.migLocks = c, newConfigLocks(), newMigrateLocks()
 	c.ctConfig.c, c.ctPower.c, c.ctDisks.c, c.ctSnapshots.c = c, c, c, c
 	c.ctCreator.c, c.vzdump.c, c.ctMigrator.c = c, c, c
