@@ -125,6 +125,8 @@ type Cluster struct {
 	ctPower
 	ctDisks
 	ctSnapshots
+	// ctDestroyer destroys CTs (lxc_destroy.go).
+	ctDestroyer
 	// admitMemory turns memory admission on (admission.go). c.mu.
 	admitMemory bool
 	// guestBlock is the emulator's loopback block for guest addresses
@@ -253,8 +255,22 @@ func newCluster(opts Options) *Cluster {
 		storage: &c.storageLayer,
 		guests:  &c.guests,
 	}
-	c.guests.c, c.guests.locks, c.guests.migLocks = c, newConfigLocks(), newMigrateLocks()
-	c.ctConfig.c, c.ctPower.c, c.ctDisks.c, c.ctSnapshots.c = c, c, c, c
+	c.guests = guests{
+		stateMu:          &c.mu,
+		state:            func() *State { return c.st },
+		clock:            c.now,
+		ctx:              ctx,
+		wg:               &c.wg,
+		log:              c.log,
+		dataDir:          c.DataDir(),
+		version:          opts.Version,
+		journal:          &c.persistence,
+		volumes:          &c.storageLayer,
+		guestBlockLocked: c.guestBlockLocked,
+		locks:            newConfigLocks(),
+		migLocks:         newMigrateLocks(),
+	}
+	c.ctConfig.c, c.ctPower.c, c.ctDisks.c, c.ctSnapshots.c, c.ctDestroyer.c = c, c, c, c, c
 	c.ctCreator.c, c.vzdump.c, c.ctMigrator.c = c, c, c
 	c.pools.c, c.firewall.c = c, c
 	c.persistence = persistence{

@@ -7,6 +7,14 @@ import (
 	"strconv"
 )
 
+// ctDestroyer destroys CTs: the API's DELETE and its task, which stop
+// the CT, free its volumes and drop its config, ACLs and firewall file,
+// so it calls ctPower, ctConfig, storageLayer and firewall through its
+// Cluster. Cluster embeds it, so its methods are the Cluster's.
+type ctDestroyer struct {
+	c *Cluster
+}
+
 // DestroyCT is DELETE /nodes/{node}/lxc/{vmid} (API2/LXC.pm destroy_vm;
 // behaviour.md (a)): task vzdestroy. params: force (stop a running CT
 // first), purge (also drop it from related configurations) and
@@ -22,8 +30,8 @@ import (
 //
 // HA resources and replication jobs are not emulated, so their checks
 // never fire.
-func (gs *guests) DestroyCT(auth Auth, node string, vmid int, params map[string]string) (string, error) {
-	c := gs.c
+func (d *ctDestroyer) DestroyCT(auth Auth, node string, vmid int, params map[string]string) (string, error) {
+	c := d.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.checkNodeLocked(node); err != nil {
@@ -103,8 +111,8 @@ func ctDestroyEarlyChecks(g *Guest) error {
 // delete_mountpoint_volume; with unreferenced, every other image named for
 // the CT on an enabled storage for container directories goes too (those
 // errors are only logged). The config is left as {lock: destroyed}.
-func (gs *guests) ctDestroyContainerLocked(w *Worker, g *Guest, unreferenced bool) error {
-	c := gs.c
+func (d *ctDestroyer) ctDestroyContainerLocked(w *Worker, g *Guest, unreferenced bool) error {
+	c := d.c
 	seen := map[string]bool{}
 	for _, conf := range []map[string]string{g.Config, g.Pending} {
 		for _, key := range ctVolumeKeys(conf) {
