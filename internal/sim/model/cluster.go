@@ -110,8 +110,11 @@ type Cluster struct {
 
 	// taskRunner runs the workers and keeps the task list (task.go).
 	taskRunner
-	// storageLayer answers for storages, volumes and content (storage.go).
-	storageLayer
+	// storage answers for storages, volumes and content (storage.go);
+	// storageAPI is its exported methods, which are the Cluster's, while
+	// the other parts call the rest by name (c.storage.volumePath).
+	storage storageLayer
+	storageAPI
 	// accessControl is the locked, persisted face of the State's Access
 	// (cluster_access.go).
 	accessControl
@@ -225,7 +228,7 @@ func newCluster(opts Options) *Cluster {
 		journal:   &c.persistence,
 		cluster:   c,
 	}
-	c.storageLayer = storageLayer{
+	c.storage = storageLayer{
 		stateMu:      &c.mu,
 		state:        func() *State { return c.st },
 		dataDir:      c.DataDir(),
@@ -237,6 +240,7 @@ func newCluster(opts Options) *Cluster {
 		nodes:        &c.guests,
 		appliances:   &c.appliances,
 	}
+	c.storageAPI = &c.storage
 	c.accessControl = accessControl{
 		stateMu:  &c.mu,
 		accessOf: func() *Access { return c.st.Access },
@@ -252,7 +256,7 @@ func newCluster(opts Options) *Cluster {
 		clock:   c.now,
 		scaled:  c.taskRunner.scale,
 		version: opts.Version,
-		storage: &c.storageLayer,
+		storage: &c.storage,
 		guests:  &c.guests,
 	}
 	c.guests = guests{
@@ -265,7 +269,7 @@ func newCluster(opts Options) *Cluster {
 		dataDir:          c.DataDir(),
 		version:          opts.Version,
 		journal:          &c.persistence,
-		volumes:          &c.storageLayer,
+		volumes:          &c.storage,
 		guestBlockLocked: c.guestBlockLocked,
 		locks:            newConfigLocks(),
 		migLocks:         newMigrateLocks(),

@@ -136,7 +136,7 @@ func (d *ctDestroyer) ctDestroyContainerLocked(w *Worker, g *Guest, unreferenced
 			if s == nil || s.Disable || !s.OnNode(g.Node) || !s.HasContent("rootdir") {
 				continue
 			}
-			if err := c.freeImageLocked(w, g.Node, v.VolID()); err != nil {
+			if err := c.storage.freeImageLocked(w, g.Node, v.VolID()); err != nil {
 				w.logLocked("%s", errText(err))
 			}
 		}

@@ -246,7 +246,7 @@ func (c *Cluster) useRealTemplatesLocked() error {
 		if v.Storage != "local" || v.Name != "vztmpl/"+RealTemplateName {
 			continue
 		}
-		p := c.volumePath(v.Node, v.Storage, v.Name)
+		p := c.storage.volumePath(v.Node, v.Storage, v.Name)
 		if fi, err := os.Stat(p); err == nil && os.SameFile(fi, want) {
 			continue
 		}

@@ -117,12 +117,12 @@ func (sn *ctSnapshots) snapshotCommitLocked(w *Worker, g *Guest, name string) er
 		if v == nil {
 			return Failf("volume '%s' does not exist\n", mp.Volume())
 		}
-		dst := c.snapshotPath(g.Node, v, name)
+		dst := c.storage.snapshotPath(g.Node, v, name)
 		os.RemoveAll(dst)
 		if err := os.MkdirAll(dst, 0o755); err != nil {
 			return fmt.Errorf("snapshot %s: %w", v.VolID(), err)
 		}
-		if _, err := copyTree(c.volumePath(g.Node, v.Storage, v.Name), dst); err != nil {
+		if _, err := copyTree(c.storage.volumePath(g.Node, v.Storage, v.Name), dst); err != nil {
 			return fmt.Errorf("snapshot %s: %w", v.VolID(), err)
 		}
 		v.Snapshots = append(v.Snapshots, name)
@@ -182,7 +182,7 @@ func (sn *ctSnapshots) snapshotDropLocked(g *Guest, name string) []string {
 		// Marked here: once the section is gone, the guest's marks no
 		// longer reach a volume only this snapshot named.
 		c.markVolume(g.Node, v.VolID())
-		os.RemoveAll(c.snapshotPath(g.Node, v, name))
+		os.RemoveAll(c.storage.snapshotPath(g.Node, v, name))
 		if found {
 			lines = append(lines, fmt.Sprintf("  Logical volume \"snap_%s_%s\" successfully removed.", v.Name, name))
 		}
@@ -401,14 +401,14 @@ func (sn *ctSnapshots) rollbackVolumesLocked(w *Worker, st *State, node string, 
 		if v == nil {
 			return Failf("volume '%s' does not exist\n", mp.Volume())
 		}
-		dir := c.volumePath(node, v.Storage, v.Name)
+		dir := c.storage.volumePath(node, v.Storage, v.Name)
 		if err := os.RemoveAll(dir); err != nil {
 			return fmt.Errorf("rollback %s: %w", v.VolID(), err)
 		}
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return fmt.Errorf("rollback %s: %w", v.VolID(), err)
 		}
-		if _, err := copyTree(c.snapshotPath(node, v, name), dir); err != nil {
+		if _, err := copyTree(c.storage.snapshotPath(node, v, name), dir); err != nil {
 			return fmt.Errorf("rollback %s: %w", v.VolID(), err)
 		}
 		w.logLocked("  Logical volume \"%s\" successfully removed.", v.Name)

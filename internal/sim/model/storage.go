@@ -24,8 +24,9 @@ const (
 // State, under the one lock every part shares (docs/architecture.md), so
 // that a change spanning parts (a restore's volumes, guest and task) is
 // one atomic step and one journal line. It reaches the rest of the
-// cluster only through the fields below. Cluster embeds it, so its
-// methods are the Cluster's (c.Content, c.allocImageLocked).
+// cluster only through the fields below. Cluster holds it as c.storage
+// and embeds only its exported methods (storageAPI), so c.Content is
+// the Cluster's and c.storage.allocImageLocked says whose it is.
 type storageLayer struct {
 	// stateMu guards the State; state is the State (nil until loaded).
 	stateMu *stateMutex
@@ -42,6 +43,26 @@ type storageLayer struct {
 	tasks      taskStarter
 	nodes      nodeChecker
 	appliances applianceWriter
+}
+
+// storageAPI is storageLayer's exported methods: Cluster embeds it (the
+// interface, not the layer), so that these are the Cluster's methods
+// and the layer's own workings are not; the other parts call those by
+// name (c.storage.allocImageLocked).
+type storageAPI interface {
+	VolumePath(node, volid string) (string, error)
+	Storages(node string) ([]StorageUsage, error)
+	StorageStatus(node, sid string) (StorageUsage, error)
+	StorageConfig(sid string) *Storage
+	SharedStorages() []string
+	Content(node, sid, content string, vmid int) ([]ContentEntry, error)
+	VolumeInfo(node, volid string) (ContentEntry, error)
+	AllocVolume(auth Auth, node, storage string, params map[string]string) (string, error)
+	DeleteVolume(auth Auth, node, storage, volume string, params map[string]string) (string, error)
+	Aplinfo(node string) []Appliance
+	DownloadAppliance(auth Auth, node string, params map[string]string) (string, error)
+	DownloadURL(auth Auth, node, storage string, params map[string]string) (string, error)
+	URLMetadata(node, rawURL string) (map[string]any, error)
 }
 
 // volumeJournal is what storageLayer needs of persistence: to mark a
