@@ -78,22 +78,28 @@ func DefaultDuration(typ string) time.Duration { return defaultDurations[typ] }
 // per-guest config locks (lock.go) serialize read-modify-write of a
 // guest like PVE's flock.
 //
-// Cluster is composed by responsibility: it embeds taskRunner (workers
-// and the task list, task.go), storageLayer (storages, volumes, content,
-// storage*.go), accessControl (users, tokens, roles, ACLs, logins over
-// the State's Access, cluster_access.go), clusterView (resources,
-// nodes, status, cluster_view.go), guests (the CTs' config and
-// migration locks, status, hooks, held locks and destroy, guest.go)
-// with the CTs' operations by concern (ctConfig, ctPower, ctDisks,
-// ctSnapshots), ctCreator (create and restore), vzdump (backups),
-// ctMigrator (migration, migrate.go), pools (cluster_pool.go), firewall
-// (firewall*.go) and persistence (the journal, journal.go), whose
-// methods are their own. The State they share stays
-// here, under one lock, so each part reaches it through its Cluster
-// (accessControl and persistence through narrow fields instead);
-// docs/architecture.md gives the lock order. What spans these concerns
-// stays Cluster's own: the network (lxc_net.go, network.go), node power
-// and memory admission.
+// Cluster is composed by responsibility, one small type per concern
+// (docs/architecture.md has the table): taskRunner (workers and the task
+// list, task.go), storage (storages, volumes, content, storage*.go; held
+// by name, with only its exported methods embedded as storageAPI),
+// appliances (the catalogue's archives, realtpl.go), accessControl
+// (users, tokens, roles, ACLs, logins, cluster_access.go), clusterView
+// (resources, nodes, status, cluster_view.go), guests (a CT's lookups,
+// config and migration locks, status, hooks, held locks, guest.go), the
+// CTs' operations by concern (ctConfig, ctPower, ctDisks, ctSnapshots,
+// ctDestroyer, ctCreator, vzdump, ctMigrator), pools (cluster_pool.go),
+// firewall (firewall*.go) and persistence (the journal, journal.go).
+//
+// storage alone writes the State's storages and volumes, taskRunner its
+// tasks and process ids, but the State stays one struct under one lock,
+// c.mu: a change that spans parts (a restore's guest, volumes and task)
+// is then one atomic step and one journal line, and a snapshot is
+// consistent. taskRunner, storage, accessControl, clusterView, guests
+// and persistence hold no *Cluster: they get c.mu, the State and small
+// interfaces over the parts they call (TestParts_reachNoCluster). The
+// CT operations, pools and firewall still call the other parts through
+// their Cluster. What spans every concern stays Cluster's own: the
+// network (lxc_net.go, network.go), node power and memory admission.
 type Cluster struct {
 	opts Options
 	log  *slog.Logger

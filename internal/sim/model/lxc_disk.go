@@ -500,12 +500,7 @@ func (d *ctDisks) renameVolumeLocked(node, volid string, target int) (string, []
 	if err := os.Rename(oldPath, newPath); err != nil {
 		return "", nil, fmt.Errorf("rename %s: %w", volid, err)
 	}
-	delete(c.st.Volumes, c.st.volKey(node, volid))
-	v.Name, v.Owner = newName, target
-	c.st.Volumes[c.st.volKey(node, newVolid)] = v
-	c.markVolume(node, volid)
-	c.markVolume(node, newVolid)
-	return newVolid, lines, nil
+	return c.storage.renameVolumeLocked(node, volid, newName, target), lines, nil
 }
 
 // moveToStorageLocked is the storage branch of move_volume: checks, the

@@ -293,9 +293,8 @@ func (p *ctPower) markRunningLocked(g *Guest) {
 	c.markGuest(g.VMID)
 	c.runChanges++
 	now := c.now()
-	c.st.NextPID++
 	g.Running = true
-	g.PID = 100000 + c.st.NextPID
+	g.PID = c.nextPIDLocked()
 	g.StartedAt = now.Unix()
 	g.SSHReadyAt = now.Add(c.duration("bootdelay")).Unix()
 }

@@ -124,10 +124,5 @@ func (cr *ctCreator) createBaseLocked(node, volid string) (string, []string, err
 		lines = append(lines, fmt.Sprintf("  Renamed \"%s\" to \"%s\" in volume group \"%s\"", v.Name, newName, s.VGName),
 			fmt.Sprintf("  Logical volume \"%s\" changed.", newName))
 	}
-	delete(c.st.Volumes, c.st.volKey(node, volid))
-	c.markVolume(node, volid)
-	v.Name = newName
-	c.st.Volumes[c.st.volKey(node, newVolid)] = v
-	c.markVolume(node, newVolid)
-	return newVolid, lines, nil
+	return c.storage.renameVolumeLocked(node, volid, newName, v.Owner), lines, nil
 }

@@ -708,8 +708,7 @@ func (m *migration) copyVolume(volid string, mv *migVolume, n int) (string, erro
 			if err := mkdirAll(c.storage.volumePath(m.target, ts.ID, name)); err != nil {
 				return fail("%v", err)
 			}
-			st.Volumes[st.volKey(m.target, v.VolID())] = v
-			c.markVolume(m.target, v.VolID())
+			c.storage.addVolumeLocked(m.target, v)
 		} else {
 			format := src.Format
 			if format == "subvol" && !ts.DirLike() {

@@ -156,6 +156,27 @@ func (sl *storageLayer) allocVolumeLocked(node, sid string, vmid int, size int64
 	return v, nil
 }
 
+// addVolumeLocked records v, whose data the caller has made, as a volume
+// seen from node (a migration's copy, a backup archive).
+func (sl *storageLayer) addVolumeLocked(node string, v *Volume) {
+	st := sl.state()
+	st.Volumes[st.volKey(node, v.VolID())] = v
+	sl.journal.markVolume(node, v.VolID())
+}
+
+// renameVolumeLocked renames volume volid of node to newName, owned by
+// owner, once the caller has moved its data; it returns the new volid.
+func (sl *storageLayer) renameVolumeLocked(node, volid, newName string, owner int) string {
+	st := sl.state()
+	v := st.Volumes[st.volKey(node, volid)]
+	delete(st.Volumes, st.volKey(node, volid))
+	sl.journal.markVolume(node, volid)
+	v.Name, v.Owner = newName, owner
+	st.Volumes[st.volKey(node, v.VolID())] = v
+	sl.journal.markVolume(node, v.VolID())
+	return v.VolID()
+}
+
 // freeVolumeLocked is vdisk_free: drop the volume, its snapshots and data.
 func (sl *storageLayer) freeVolumeLocked(node, volid string) error {
 	st := sl.state()

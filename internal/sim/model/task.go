@@ -249,20 +249,19 @@ func (r *taskRunner) scale(d time.Duration) time.Duration {
 // held by the caller (the synchronous part of the API call); the UPID is
 // returned at once, as fork_worker does.
 func (r *taskRunner) spawn(auth Auth, node, typ, id string, fn func(w *Worker) error) string {
-	st := r.state()
 	now := r.clock()
-	st.NextPID++
-	pid := 100000 + st.NextPID
+	pid := r.nextPIDLocked()
 	user, token := auth.UserID, ""
 	if auth.TokenID != "" {
 		_, token, _ = strings.Cut(auth.TokenID, "!")
 	}
 	t := &Task{
 		Node: node, Type: typ, ID: id, User: user, TokenID: token,
-		PID: pid, PStart: int(now.Unix()%100000000) + st.NextPID, StartTime: now.Unix(),
+		PID: pid, PStart: int(now.Unix()%100000000) + pid - pidBase, StartTime: now.Unix(),
 		Status: "running", listed: true, BeganNS: time.Now().UnixNano(),
 	}
 	t.UPID = FormatUPID(node, t.PID, t.PStart, t.StartTime, typ, id, auth.ID())
+	st := r.state()
 	st.Tasks = append(st.Tasks, t)
 	if len(st.Tasks) > maxTasks {
 		for _, old := range st.Tasks[:len(st.Tasks)-maxTasks] {
@@ -299,6 +298,17 @@ func runWorker(w *Worker, fn func(w *Worker) error) (err error) {
 		}
 	}()
 	return fn(w)
+}
+
+// pidBase is the first of the emulator's process ids.
+const pidBase = 100000
+
+// nextPIDLocked is a new process id, for a task's worker or a started
+// CT's init (stateMu held for writing).
+func (r *taskRunner) nextPIDLocked() int {
+	st := r.state()
+	st.NextPID++
+	return pidBase + st.NextPID
 }
 
 // finish records the task's end: exitstatus OK, WARNINGS: n, or the error

@@ -686,10 +686,9 @@ func (b *guestBackup) register(dst string, size int64) error {
 		}
 	}
 	return b.w.Do(func(st *State) error {
-		st.Volumes[st.volKey(job.node, b.volid)] = &Volume{Node: st.homeNode(job.node, job.storage), Storage: job.storage, Name: "backup/" + b.archive,
+		b.c.storage.addVolumeLocked(job.node, &Volume{Node: st.homeNode(job.node, job.storage), Storage: job.storage, Name: "backup/" + b.archive,
 			Owner: b.vmid, Size: size, Format: strings.TrimPrefix(b.ext, "."), Content: "backup", Ctime: b.began.Unix(),
-			Notes: notes, Protected: job.protect}
-		b.c.markVolume(job.node, b.volid)
+			Notes: notes, Protected: job.protect})
 		if job.remove {
 			b.c.vzdumpPruneLocked(b.w, job, b.vmid)
 		}
