@@ -94,11 +94,11 @@ func DefaultDuration(typ string) time.Duration { return defaultDurations[typ] }
 // tasks and process ids, but the State stays one struct under one lock,
 // c.mu: a change that spans parts (a restore's guest, volumes and task)
 // is then one atomic step and one journal line, and a snapshot is
-// consistent. taskRunner, storage, accessControl, clusterView, guests
-// and persistence hold no *Cluster: they get c.mu, the State and small
+// consistent. taskRunner, storage, accessControl, clusterView, guests,
+// ctSnapshots and persistence hold no *Cluster: they get c.mu, the State and small
 // interfaces over the parts they call (TestParts_reachNoCluster). The
-// CT operations, pools and firewall still call the other parts through
-// their Cluster. What spans every concern stays Cluster's own: the
+// other CT operations, pools and firewall still call the other parts
+// through their Cluster. What spans every concern stays Cluster's own: the
 // network (lxc_net.go, network.go), node power and memory admission.
 type Cluster struct {
 	opts Options
@@ -280,7 +280,18 @@ func newCluster(opts Options) *Cluster {
 		locks:            newConfigLocks(),
 		migLocks:         newMigrateLocks(),
 	}
-	c.ctConfig.c, c.ctPower.c, c.ctDisks.c, c.ctSnapshots.c, c.ctDestroyer.c = c, c, c, c, c
+	c.ctConfig.c, c.ctPower.c, c.ctDisks.c, c.ctDestroyer.c = c, c, c, c
+	c.ctSnapshots = ctSnapshots{
+		stateMu: &c.mu,
+		state:   func() *State { return c.st },
+		clock:   c.now,
+		guests:  &c.guests,
+		stopper: &c.ctPower,
+		starter: &c.ctCreator,
+		storage: &c.storage,
+		tasks:   &c.taskRunner,
+		journal: &c.persistence,
+	}
 	c.ctCreator.c, c.vzdump.c, c.ctMigrator.c = c, c, c
 	c.pools.c, c.firewall.c = c, c
 	c.persistence = persistence{

@@ -82,8 +82,10 @@ type volumePather interface {
 }
 
 // The CTs' operations come in parts by concern, each a method set of its
-// own; like guests, each works on the State through its Cluster, which
-// embeds them all.
+// own, which Cluster embeds. These work on the State and call the other
+// parts through their Cluster, as each spans guests, volumes, tasks and
+// the network; ctSnapshots (snapshot.go) reaches them through fields of
+// its own.
 type (
 	// ctConfig reads and updates a CT's config and pending changes
 	// (lxc_config.go).
@@ -93,9 +95,6 @@ type (
 	ctPower struct{ c *Cluster }
 	// ctDisks resizes and moves a CT's volumes (lxc_disk.go).
 	ctDisks struct{ c *Cluster }
-	// ctSnapshots takes, lists, rolls back and deletes a CT's snapshots
-	// (snapshot.go).
-	ctSnapshots struct{ c *Cluster }
 	// pools and firewall are the resource pools' and the firewall's
 	// operations (cluster_pool.go, firewall*.go).
 	pools    struct{ c *Cluster }
