@@ -95,7 +95,7 @@ func DefaultDuration(typ string) time.Duration { return defaultDurations[typ] }
 // c.mu: a change that spans parts (a restore's guest, volumes and task)
 // is then one atomic step and one journal line, and a snapshot is
 // consistent. taskRunner, storage, accessControl, clusterView, guests,
-// ctSnapshots and persistence hold no *Cluster: they get c.mu, the State and small
+// ctSnapshots, ctDestroyer and persistence hold no *Cluster: they get c.mu, the State and small
 // interfaces over the parts they call (TestParts_reachNoCluster). The
 // other CT operations, pools and firewall still call the other parts
 // through their Cluster. What spans every concern stays Cluster's own: the
@@ -280,7 +280,18 @@ func newCluster(opts Options) *Cluster {
 		locks:            newConfigLocks(),
 		migLocks:         newMigrateLocks(),
 	}
-	c.ctConfig.c, c.ctPower.c, c.ctDisks.c, c.ctDestroyer.c = c, c, c, c
+	c.ctConfig.c, c.ctPower.c, c.ctDisks.c = c, c, c
+	c.ctDestroyer = ctDestroyer{
+		stateMu:  &c.mu,
+		state:    func() *State { return c.st },
+		guests:   &c.guests,
+		stopper:  &c.ctPower,
+		mounts:   &c.ctConfig,
+		storage:  &c.storage,
+		firewall: &c.firewall,
+		tasks:    &c.taskRunner,
+		journal:  &c.persistence,
+	}
 	c.ctSnapshots = ctSnapshots{
 		stateMu: &c.mu,
 		state:   func() *State { return c.st },

@@ -84,8 +84,8 @@ type volumePather interface {
 // The CTs' operations come in parts by concern, each a method set of its
 // own, which Cluster embeds. These work on the State and call the other
 // parts through their Cluster, as each spans guests, volumes, tasks and
-// the network; ctSnapshots (snapshot.go) reaches them through fields of
-// its own.
+// the network; ctSnapshots (snapshot.go) and ctDestroyer
+// (lxc_destroy.go) reach them through fields of their own.
 type (
 	// ctConfig reads and updates a CT's config and pending changes
 	// (lxc_config.go).

@@ -8,11 +8,33 @@ import (
 )
 
 // ctDestroyer destroys CTs: the API's DELETE and its task, which stop
-// the CT, free its volumes and drop its config, ACLs and firewall file,
-// so it calls ctPower, ctConfig, storageLayer and firewall through its
-// Cluster. Cluster embeds it, so its methods are the Cluster's.
+// the CT, free its volumes and drop its config, ACLs and firewall file.
+// It holds no *Cluster: the State's lock and the State, and one
+// interface per part it calls. Cluster embeds it, so its methods are
+// the Cluster's (c.DestroyCT, and restore's c.ctDestroyContainerLocked).
 type ctDestroyer struct {
-	c *Cluster
+	// stateMu guards the State; state is the State (nil until loaded).
+	stateMu *stateMutex
+	state   func() *State
+	guests  interface {
+		checkNodeLocked(node string) error
+		guestLocked(node string, vmid int) (*Guest, error)
+	}
+	// stopper (ctPower) stops a running CT a forced destroy takes down.
+	stopper interface{ markStoppedLocked(g *Guest) }
+	// mounts (ctConfig) frees one volume of the config, as
+	// delete_mountpoint_volume; storage frees an unreferenced image.
+	mounts interface {
+		ctDeleteMountpointVolumeLocked(g *Guest, volid string, w *Worker) error
+	}
+	storage interface {
+		freeImageLocked(w *Worker, node, volid string) error
+	}
+	// firewall drops the CT's firewall config with it.
+	firewall interface{ removeFirewallLocked(vmid int) }
+	tasks    taskStarter
+	// journal records the change to the Access (the CT's ACLs).
+	journal interface{ markCore() }
 }
 
 // DestroyCT is DELETE /nodes/{node}/lxc/{vmid} (API2/LXC.pm destroy_vm;
@@ -31,14 +53,13 @@ type ctDestroyer struct {
 // HA resources and replication jobs are not emulated, so their checks
 // never fire.
 func (d *ctDestroyer) DestroyCT(auth Auth, node string, vmid int, params map[string]string) (string, error) {
-	c := d.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.checkNodeLocked(node); err != nil {
+	d.stateMu.Lock()
+	defer d.stateMu.Unlock()
+	if err := d.guests.checkNodeLocked(node); err != nil {
 		return "", err
 	}
 	force, purge, unreferenced := isTrue(params["force"]), isTrue(params["purge"]), isTrue(params["destroy-unreferenced-disks"])
-	g, err := c.guestLocked(node, vmid)
+	g, err := d.guests.guestLocked(node, vmid)
 	if err != nil {
 		return "", err
 	}
@@ -48,7 +69,7 @@ func (d *ctDestroyer) DestroyCT(auth Auth, node string, vmid int, params map[str
 	if g.Running && !force {
 		return "", Failf("unable to destroy CT %d - container is running\n", vmid)
 	}
-	return c.spawn(auth, node, "vzdestroy", strconv.Itoa(vmid), func(w *Worker) error {
+	return d.tasks.spawn(auth, node, "vzdestroy", strconv.Itoa(vmid), func(w *Worker) error {
 		if err := w.LockConfig(vmid); err != nil {
 			return err
 		}
@@ -62,7 +83,7 @@ func (d *ctDestroyer) DestroyCT(auth Auth, node string, vmid int, params map[str
 				}
 				// A plain Perl warn: logged, not counted as a task warning.
 				w.logLocked("forced to stop CT %d before destroying!", vmid)
-				c.markStoppedLocked(g)
+				d.stopper.markStoppedLocked(g)
 			}
 			return nil
 		})
@@ -73,7 +94,7 @@ func (d *ctDestroyer) DestroyCT(auth Auth, node string, vmid int, params map[str
 			return err
 		}
 		err = w.doGuest(node, vmid, func(st *State, g *Guest) error {
-			return c.ctDestroyContainerLocked(w, g, unreferenced)
+			return d.ctDestroyContainerLocked(w, g, unreferenced)
 		})
 		if err != nil {
 			return err
@@ -81,9 +102,9 @@ func (d *ctDestroyer) DestroyCT(auth Auth, node string, vmid int, params map[str
 		// The config stays as {lock: destroyed} until the ACLs are gone
 		// ("only now remove the zombie config, else we can have reuse race").
 		return w.Do(func(st *State) error {
-			c.st.Access.RemoveVMAccess(vmid)
-			c.markCore()
-			c.removeFirewallLocked(vmid)
+			st.Access.RemoveVMAccess(vmid)
+			d.journal.markCore()
+			d.firewall.removeFirewallLocked(vmid)
 			if purge {
 				w.logLocked("purging CT %d from related configurations..", vmid)
 			}
@@ -112,7 +133,7 @@ func ctDestroyEarlyChecks(g *Guest) error {
 // the CT on an enabled storage for container directories goes too (those
 // errors are only logged). The config is left as {lock: destroyed}.
 func (d *ctDestroyer) ctDestroyContainerLocked(w *Worker, g *Guest, unreferenced bool) error {
-	c := d.c
+	st := d.state()
 	seen := map[string]bool{}
 	for _, conf := range []map[string]string{g.Config, g.Pending} {
 		for _, key := range ctVolumeKeys(conf) {
@@ -121,22 +142,22 @@ func (d *ctDestroyer) ctDestroyContainerLocked(w *Worker, g *Guest, unreferenced
 				continue
 			}
 			seen[volid] = true
-			if err := c.ctDeleteMountpointVolumeLocked(g, volid, w); err != nil {
+			if err := d.mounts.ctDeleteMountpointVolumeLocked(g, volid, w); err != nil {
 				return err
 			}
 		}
 	}
 	if unreferenced {
-		for _, key := range slices.Sorted(maps.Keys(c.st.Volumes)) {
-			v := c.st.Volumes[key]
-			if !c.st.volOn(v, g.Node) || v.Owner != g.VMID || (v.Content != "images" && v.Content != "rootdir") {
+		for _, key := range slices.Sorted(maps.Keys(st.Volumes)) {
+			v := st.Volumes[key]
+			if !st.volOn(v, g.Node) || v.Owner != g.VMID || (v.Content != "images" && v.Content != "rootdir") {
 				continue
 			}
-			s := c.st.storage(v.Storage)
+			s := st.storage(v.Storage)
 			if s == nil || s.Disable || !s.OnNode(g.Node) || !s.HasContent("rootdir") {
 				continue
 			}
-			if err := c.storage.freeImageLocked(w, g.Node, v.VolID()); err != nil {
+			if err := d.storage.freeImageLocked(w, g.Node, v.VolID()); err != nil {
 				w.logLocked("%s", errText(err))
 			}
 		}
