@@ -222,95 +222,11 @@ func newCluster(opts Options) *Cluster {
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Cluster{opts: opts, log: log.WithGroup("model"), ctx: ctx, cancel: cancel}
 	c.appliances.realTemplate = opts.RealTemplate
-	c.taskRunner = taskRunner{
-		stateMu:   &c.mu,
-		state:     func() *State { return c.st },
-		clock:     c.now,
-		durations: opts.Durations,
-		timeScale: opts.TimeScale,
-		ctx:       ctx,
-		wg:        &c.wg,
-		log:       c.log,
-		journal:   &c.persistence,
-		cluster:   c,
-	}
-	c.storage = storageLayer{
-		stateMu:      &c.mu,
-		state:        func() *State { return c.st },
-		dataDir:      c.DataDir(),
-		clock:        c.now,
-		ctx:          ctx,
-		realTemplate: opts.RealTemplate,
-		journal:      &c.persistence,
-		tasks:        &c.taskRunner,
-		nodes:        &c.guests,
-		appliances:   &c.appliances,
-	}
-	c.storageAPI = &c.storage
-	c.accessControl = accessControl{
-		stateMu:  &c.mu,
-		accessOf: func() *Access { return c.st.Access },
-		saveAccess: func() error {
-			c.markCore()
-			return c.saveLocked()
-		},
-		clock: c.now,
-	}
-	c.clusterView = clusterView{
-		stateMu: &c.mu,
-		state:   func() *State { return c.st },
-		clock:   c.now,
-		scaled:  c.taskRunner.scale,
-		version: opts.Version,
-		storage: &c.storage,
-		guests:  &c.guests,
-	}
-	c.guests = guests{
-		stateMu:          &c.mu,
-		state:            func() *State { return c.st },
-		clock:            c.now,
-		ctx:              ctx,
-		wg:               &c.wg,
-		log:              c.log,
-		dataDir:          c.DataDir(),
-		version:          opts.Version,
-		journal:          &c.persistence,
-		volumes:          &c.storage,
-		guestBlockLocked: c.guestBlockLocked,
-		locks:            newConfigLocks(),
-		migLocks:         newMigrateLocks(),
-	}
+	c.wireCore()
+	c.wireGuests()
 	c.ctConfig.c, c.ctPower.c, c.ctDisks.c = c, c, c
-	c.ctDestroyer = ctDestroyer{
-		stateMu:  &c.mu,
-		state:    func() *State { return c.st },
-		guests:   &c.guests,
-		stopper:  &c.ctPower,
-		mounts:   &c.ctConfig,
-		storage:  &c.storage,
-		firewall: &c.firewall,
-		tasks:    &c.taskRunner,
-		journal:  &c.persistence,
-	}
-	c.ctSnapshots = ctSnapshots{
-		stateMu: &c.mu,
-		state:   func() *State { return c.st },
-		clock:   c.now,
-		guests:  &c.guests,
-		stopper: &c.ctPower,
-		starter: &c.ctCreator,
-		storage: &c.storage,
-		tasks:   &c.taskRunner,
-		journal: &c.persistence,
-	}
 	c.ctCreator.c, c.vzdump.c, c.ctMigrator.c = c, c, c
 	c.pools.c, c.firewall.c = c, c
-	c.persistence = persistence{
-		dir:          opts.Dir,
-		stateMu:      &c.mu,
-		state:        func() *State { return c.st },
-		guestChanged: func() { c.guestGen++ },
-	}
 	return c
 }
 

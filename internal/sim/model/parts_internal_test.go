@@ -5,10 +5,11 @@ import (
 	"testing"
 )
 
-// narrowParts are the embedded parts of Cluster that reach the rest of
-// the cluster only through fields of their own (the State's lock, the
-// State, interfaces over the other parts), never through the *Cluster
-// they are part of (issue 29). A part added here must keep to that.
+// narrowParts are the parts of Cluster, by field name, that reach the
+// rest of the cluster only through fields of their own (the State's
+// lock, the State, interfaces over the other parts), never through the
+// *Cluster they are part of (issue 29). A part added here must keep to
+// that.
 var narrowParts = []string{"accessControl", "persistence", "storage", "taskRunner", "clusterView", "guests", "ctSnapshots", "ctDestroyer"}
 
 // clusterHandles are the fields of narrow parts allowed to hold the
@@ -27,7 +28,7 @@ func TestParts_reachNoCluster(t *testing.T) {
 	for _, name := range narrowParts {
 		part := cv.FieldByName(name)
 		if !part.IsValid() || part.Kind() != reflect.Struct {
-			t.Errorf("Cluster embeds no part %s", name)
+			t.Errorf("Cluster has no part %s", name)
 			continue
 		}
 		for i := range part.NumField() {
