@@ -162,11 +162,15 @@ func (c *Cluster) haLocked() *HA {
 
 // haManagedLocked is vm_is_ha_managed: CT vmid has an HA resource whose
 // requested state is not ignored.
-func (c *Cluster) haManagedLocked(vmid int) bool {
-	if c.st.HA == nil {
+func (c *Cluster) haManagedLocked(vmid int) bool { return haManagedIn(c.st, vmid) }
+
+// haManagedIn is haManagedLocked over a State, for the parts that hold
+// no Cluster (guests' status).
+func haManagedIn(st *State, vmid int) bool {
+	if st.HA == nil {
 		return false
 	}
-	r := c.st.HA.Resources[haSID(vmid)]
+	r := st.HA.Resources[haSID(vmid)]
 	return r != nil && r.requested() != "ignored"
 }
 

@@ -10,15 +10,19 @@ import "strconv"
 // haStateLocked is the CT's hastate in /cluster/resources: its service
 // state in the manager status, else its requested state in
 // resources.cfg (as it is written there; "" when unset), else "".
-func (c *Cluster) haStateLocked(vmid int) string {
-	if c.st.HA == nil {
+func (c *Cluster) haStateLocked(vmid int) string { return haStateIn(c.st, vmid) }
+
+// haStateIn is haStateLocked over a State, for the parts that hold no
+// Cluster (the cluster views).
+func haStateIn(st *State, vmid int) string {
+	if st.HA == nil {
 		return ""
 	}
 	sid := haSID(vmid)
-	if s := c.st.HA.Services[sid]; s != nil {
+	if s := st.HA.Services[sid]; s != nil {
 		return s.State
 	}
-	if r := c.st.HA.Resources[sid]; r != nil {
+	if r := st.HA.Resources[sid]; r != nil {
 		return r.State
 	}
 	return ""

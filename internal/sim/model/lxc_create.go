@@ -386,7 +386,7 @@ var ctPlainSizeRE = regexp.MustCompile(`^\d+(\.\d+)?$`)
 // ctCheckCreateStorageLocked is create_vm's $check_and_activate_storage.
 func (cr *ctCreator) ctCheckCreateStorageLocked(auth Auth, node, sid string) error {
 	c := cr.c
-	s, err := c.storageCheckEnabledLocked(sid, node)
+	s, err := c.storage.storageCheckEnabledLocked(sid, node)
 	if err != nil {
 		return err
 	}
@@ -482,7 +482,7 @@ func (cr *ctCreator) ctStartCreated(w *Worker, node string, vmid int) error {
 func (cr *ctCreator) freeImagesLocked(w *Worker, node string, volids []string) {
 	c := cr.c
 	for _, volid := range volids {
-		if err := c.freeImageLocked(w, node, volid); err != nil {
+		if err := c.storage.freeImageLocked(w, node, volid); err != nil {
 			w.logLocked("%s", errText(err))
 		}
 	}
@@ -566,8 +566,8 @@ func (r *ctCreate) createVolumes() error {
 		if !ok || st.Volumes[st.volKey(spec.node, spec.template)] == nil {
 			return Failf("can't find file '%s'\n", spec.template)
 		}
-		r.archive = c.volumePath(spec.node, sid, name)
-		r.archiveHostPath = c.hostPath(st.storage(sid), name)
+		r.archive = c.storage.volumePath(spec.node, sid, name)
+		r.archiveHostPath = c.storage.hostPath(st.storage(sid), name)
 		return nil
 	})
 }
@@ -662,7 +662,7 @@ func (r *ctCreate) writeConfig() error {
 // returns what lvcreate and mkfs print.
 func (cr *ctCreator) ctAllocDiskLocked(node, sid string, vmid int, size int64) (*Volume, []string, error) {
 	c := cr.c
-	s, err := c.storageCheckEnabledLocked(sid, node)
+	s, err := c.storage.storageCheckEnabledLocked(sid, node)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -675,7 +675,7 @@ func (cr *ctCreator) ctAllocDiskLocked(node, sid string, vmid int, size int64) (
 	case s.DirLike() && size == 0:
 		format = "subvol"
 	}
-	v, lines, err := c.allocImageLocked(node, s, vmid, "", format, size)
+	v, lines, err := c.storage.allocImageLocked(node, s, vmid, "", format, size)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -693,7 +693,7 @@ func (cr *ctCreator) ctMountDirLocked(node, rootfs string) string {
 	mp, _ := ParseMountPoint("rootfs", rootfs)
 	if mp.Type() == "volume" {
 		if sid, name, ok := ParseVolID(mp.Volume()); ok {
-			return c.volumePath(node, sid, name)
+			return c.storage.volumePath(node, sid, name)
 		}
 	}
 	return filepath.Join(c.DataDir(), "host", filepath.FromSlash(mp.Volume()))

@@ -302,9 +302,8 @@ func (p *ctPower) markRunningLocked(g *Guest) {
 	c.markGuest(g.VMID)
 	c.runChanges++
 	now := c.now()
-	c.st.NextPID++
 	g.Running = true
-	g.PID = 100000 + c.st.NextPID
+	g.PID = c.nextPIDLocked()
 	g.StartedAt = now.Unix()
 	g.SSHReadyAt = now.Add(c.duration("bootdelay")).Unix()
 }
@@ -473,7 +472,7 @@ func (p *ctPower) applyPendingMountLocked(g *Guest, opt string) error {
 	if mp.Type() == "volume" {
 		if sid, sizeGiB, ok := ParseNewDisk(mp.Volume()); ok {
 			bytes := int64(sizeGiB*1024) * 1024 * kib
-			v, err := c.allocVolumeLocked(g.Node, sid, g.VMID, bytes, "rootdir")
+			v, err := c.storage.allocVolumeLocked(g.Node, sid, g.VMID, bytes, "rootdir")
 			if err != nil {
 				return err
 			}
@@ -514,7 +513,7 @@ func (p *ctPower) deleteMountpointVolumeLocked(g *Guest, volid string) []string 
 	if c.st.storage(sid) == nil {
 		return []string{fmt.Sprintf("storage '%s' does not exist", sid)}
 	}
-	if err := c.freeVolumeLocked(g.Node, volid); err != nil {
+	if err := c.storage.freeVolumeLocked(g.Node, volid); err != nil {
 		return []string{strings.TrimRight(errText(err), "\n")}
 	}
 	return nil

@@ -35,16 +35,6 @@ func (c *Cluster) SetNodeOnline(node string, online bool) error {
 // task durations.
 const rrdExpiry = 300 * time.Second
 
-// rrdExpiredLocked reports whether node's RRD data has expired: it has
-// been offline for at least the scaled rrdExpiry.
-func (c *Cluster) rrdExpiredLocked(node string) bool {
-	n := c.st.node(node)
-	if n == nil || n.Online {
-		return false
-	}
-	return c.now().Sub(time.Unix(n.OfflineSince, 0)) >= c.scale(rrdExpiry)
-}
-
 // NodeOnline reports whether node answers.
 func (c *Cluster) NodeOnline(node string) bool {
 	c.mu.RLock()

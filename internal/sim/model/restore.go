@@ -268,8 +268,8 @@ func (r *ctRestore) readArchiveConfig() error {
 		if !ok || st.Volumes[st.volKey(spec.node, spec.archive)] == nil {
 			return Failf("can't find file '%s'\n", spec.archive)
 		}
-		r.archivePath = c.volumePath(spec.node, sid, name)
-		r.archiveHost = c.hostPath(st.storage(sid), name)
+		r.archivePath = c.storage.volumePath(spec.node, sid, name)
+		r.archiveHost = c.storage.hostPath(st.storage(sid), name)
 		return nil
 	})
 	if err != nil {
@@ -394,7 +394,7 @@ func (r *ctRestore) createVolumes() error {
 			if !ok || st.Volumes[st.volKey(spec.node, mp.Volume())] == nil {
 				return Failf("volume '%s' does not exist\n", mp.Volume())
 			}
-			r.targets = append(r.targets, restoreMount{path: mp.Path(), dir: c.volumePath(spec.node, sid, name), ids: c.ctIDMap(conf)})
+			r.targets = append(r.targets, restoreMount{path: mp.Path(), dir: c.storage.volumePath(spec.node, sid, name), ids: c.ctIDMap(conf)})
 		}
 		return nil
 	})
