@@ -76,6 +76,11 @@ func (e *Executor) StartRescue(ctx context.Context, obs *plan.Observed, app stri
 	if err != nil {
 		return nil, err
 	}
+	if ct.HA != nil {
+		// PVE's HA owns its node and power: it would start it (or
+		// recover it to another node) while its volumes are away.
+		return nil, fmt.Errorf("app %s (ct %d) is an HA resource: PVE's HA could start or relocate it while its volumes are in the rescue container; take it out of HA first (drop ha: from the manifest and corral apply, or ha-manager remove ct:%d on a node), then rescue it", app, ct.VMID, ct.VMID)
+	}
 	r := e.ops()
 	st, err := r.client.ContainerStatus(ctx, ct.Node, ct.VMID)
 	if err != nil {

@@ -129,6 +129,10 @@ func TestHAStateThroughApply(t *testing.T) {
 			t.Fatalf("corral %s of an HA app: exit %d\n%s%s", args[0], r.code, r.stdout, r.stderr)
 		}
 	}
+	// corral rescue would take its volumes while HA may start it.
+	if r := c.run("rescue", "notes", "--stop", "-f", m, "--endpoint", c.srv.URL(), "--api-token", c.srv.Credentials().OperatorToken, "--fingerprint", c.srv.Fingerprint(), "--", "true"); r.code == 0 || !strings.Contains(r.stderr, "is an HA resource: PVE's HA could start or relocate it") || !running() {
+		t.Fatalf("corral rescue of an HA app: exit %d, running %v\n%s%s", r.code, running(), r.stdout, r.stderr)
+	}
 
 	// A new volume needs the container stopped: apply's stop and start
 	// go through HA (hastop, hastart) and wait for the container.
