@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/corralhq/corral/internal/testenv"
 	"net/url"
 	"os"
 	"os/exec"
@@ -13,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/corralhq/corral/internal/testenv"
 
 	"github.com/corralhq/corral/internal/plan"
 	"github.com/corralhq/corral/internal/pve"
@@ -164,28 +165,37 @@ func (r *moveKillRig) web() *plan.CT {
 func (r *moveKillRig) killMoveAt(m, typ string) {
 	r.t.Helper()
 	cmd := r.command("move", "web", "--to", "pve2", "-f", m, "--auto-approve")
+	what := "a " + typ + " task of the move"
+	killWhen(r.t, cmd, what, 60*time.Second, func(string) bool { return r.running(typ) != "" })
+}
+
+// killWhen starts cmd and SIGKILLs it as soon as moment (given its output
+// so far) says so; it fails the test if cmd ends first or the moment
+// does not come within limit.
+func killWhen(t *testing.T, cmd *exec.Cmd, what string, limit time.Duration, moment func(out string) bool) {
+	t.Helper()
 	var out safeBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
-		r.t.Fatal(err)
+		t.Fatal(err)
 	}
 	done := make(chan struct{})
 	go func() { cmd.Wait(); close(done) }()
-	deadline := time.After(60 * time.Second)
+	deadline := time.After(limit)
 	for {
 		select {
 		case <-done:
-			r.t.Fatalf("the move ended before a %s task was seen:\n%s", typ, out.String())
+			t.Fatalf("%s: corral ended before the moment to kill it:\n%s", what, out.String())
 		case <-deadline:
 			cmd.Process.Kill()
 			<-done
-			r.t.Fatalf("no %s task within 60 s of the move:\n%s", typ, out.String())
+			t.Fatalf("%s: the moment did not come within %s:\n%s", what, limit, out.String())
 		case <-time.After(5 * time.Millisecond):
 		}
-		if vmid := r.running(typ); vmid != "" {
+		if moment(out.String()) {
 			cmd.Process.Signal(syscall.SIGKILL)
 			<-done
-			r.t.Logf("SIGKILLed the move while %s of %s ran", typ, vmid)
+			t.Logf("SIGKILLed corral at %s:\n%s", what, out.String())
 			return
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -208,31 +207,8 @@ func TestRescueKilledThenApply(t *testing.T) {
 func (r *rescueRig) killRescueAt(typ string) {
 	r.t.Helper()
 	cmd := r.command("rescue", "web", "--stop", "-f", r.m, "--", "sleep", "60")
-	var out safeBuffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		r.t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	deadline := time.After(90 * time.Second)
-	for {
-		select {
-		case <-done:
-			r.t.Fatalf("the rescue ended before the moment to kill it:\n%s", out.String())
-		case <-deadline:
-			cmd.Process.Kill()
-			<-done
-			r.t.Fatalf("the moment did not come within 90 s:\n%s", out.String())
-		case <-time.After(5 * time.Millisecond):
-		}
-		if r.moment(typ, out.String()) {
-			cmd.Process.Signal(syscall.SIGKILL)
-			<-done
-			r.t.Logf("SIGKILLed corral rescue at %q:\n%s", typ, out.String())
-			return
-		}
-	}
+	what := fmt.Sprintf("rescue at %q", typ)
+	killWhen(r.t, cmd, what, 90*time.Second, func(out string) bool { return r.moment(typ, out) })
 }
 
 // moment reports whether the kill moment came: a running task of type
