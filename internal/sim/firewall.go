@@ -5,7 +5,8 @@ import "github.com/corralhq/corral/internal/sim/model"
 // Firewall routes (pve-firewall PVE/API2/Firewall/VM.pm, mounted under a
 // CT at /nodes/{node}/lxc/{vmid}/firewall, and Aliases.pm for the
 // cluster's and a CT's aliases). The config is
-// stored and served; no packet is filtered.
+// stored and served; no packet is filtered. Rules, security groups and
+// the cluster's options are in firewall_rules.go.
 
 // firewallAPI serves a CT's firewall and the cluster's aliases.
 type firewallAPI struct {
@@ -17,6 +18,7 @@ func (a *firewallAPI) register(route routeFunc) {
 	route("GET", "/nodes/{node}/lxc/{vmid}/firewall/options", a.getOptions)
 	route("PUT", "/nodes/{node}/lxc/{vmid}/firewall/options", a.putOptions)
 	route("GET", "/nodes/{node}/lxc/{vmid}/firewall/refs", a.getRefs)
+	a.registerRules(route)
 	for _, base := range []string{"/cluster/firewall/aliases", "/nodes/{node}/lxc/{vmid}/firewall/aliases"} {
 		route("GET", base, a.getAliases)
 		route("POST", base, a.postAlias)

@@ -19,6 +19,7 @@ type GuestFirewall struct {
 	Options map[string]string         `json:"options,omitempty"`
 	Aliases map[string]*FirewallAlias `json:"aliases,omitempty"`
 	IPSets  map[string]*FirewallIPSet `json:"ipsets,omitempty"`
+	Rules   []FirewallRule            `json:"rules,omitempty"`
 }
 
 // fwBoolOptions are the vm_option_properties of type boolean, which the
@@ -82,28 +83,13 @@ func (fx *firewall) SetFirewallOptions(node string, vmid int, params map[string]
 	if d := params["digest"]; d != "" && d != digest {
 		return Failf("detected modified configuration - file changed by other user? Try again.\n")
 	}
-	next := map[string]string{}
+	var cur map[string]string
 	if fw != nil {
-		maps.Copy(next, fw.Options)
+		cur = fw.Options
 	}
-	for _, opt := range deletes {
-		if !slices.Contains(fwOptionNames, opt) {
-			return ParamError(map[string]string{"delete": "no such option '" + opt + "'"})
-		}
-		delete(next, opt)
-	}
-	for _, k := range fwOptionNames {
-		v, ok := params[k]
-		if !ok {
-			continue
-		}
-		if fwBoolOptions[k] {
-			v = "0"
-			if isTrue(params[k]) {
-				v = "1"
-			}
-		}
-		next[k] = v
+	next, err := applyFwOptions(cur, params, deletes, fwOptionNames, fwBoolOptions)
+	if err != nil {
+		return err
 	}
 	if c.st.Firewall == nil {
 		c.st.Firewall = map[int]*GuestFirewall{}
@@ -115,6 +101,55 @@ func (fx *firewall) SetFirewallOptions(node string, vmid int, params map[string]
 	fw.Options = next
 	c.markCore()
 	return c.saveLocked()
+}
+
+// applyFwOptions is set_options' change of an options map: delete drops
+// options (400 {delete: "no such option '<x>'"} for one not in names),
+// then each given option of names is set, the bools as 0/1.
+func applyFwOptions(cur, params map[string]string, deletes, names []string, bools map[string]bool) (map[string]string, error) {
+	next := maps.Clone(cur)
+	if next == nil {
+		next = map[string]string{}
+	}
+	for _, opt := range deletes {
+		if !slices.Contains(names, opt) {
+			return nil, ParamError(map[string]string{"delete": "no such option '" + opt + "'"})
+		}
+		delete(next, opt)
+	}
+	for _, k := range names {
+		v, ok := params[k]
+		if !ok {
+			continue
+		}
+		if bools[k] {
+			v = "0"
+			if isTrue(params[k]) {
+				v = "1"
+			}
+		}
+		next[k] = v
+	}
+	return next, nil
+}
+
+// fwOptionsOut is an options map as the API gives it, numeric options
+// as numbers, with its digest.
+func fwOptionsOut(opts map[string]string, numeric map[string]bool) map[string]any {
+	h := sha1.New()
+	out := map[string]any{}
+	for _, k := range slices.Sorted(maps.Keys(opts)) {
+		v := opts[k]
+		h.Write([]byte(k + ":" + v + "\n"))
+		if numeric[k] {
+			n, _ := strconv.Atoi(v)
+			out[k] = n
+		} else {
+			out[k] = v
+		}
+	}
+	out["digest"] = hex.EncodeToString(h.Sum(nil))
+	return out
 }
 
 // removeFirewallLocked is remove_vmfw_conf: destroying a guest drops its
@@ -144,6 +179,6 @@ func (fx *firewall) cloneFirewallLocked(from, to int) {
 	for k, set := range fw.IPSets {
 		sets[k] = &FirewallIPSet{Comment: set.Comment, Entries: slices.Clone(set.Entries)}
 	}
-	c.st.Firewall[to] = &GuestFirewall{Options: maps.Clone(fw.Options), Aliases: aliases, IPSets: sets}
+	c.st.Firewall[to] = &GuestFirewall{Options: maps.Clone(fw.Options), Aliases: aliases, IPSets: sets, Rules: slices.Clone(fw.Rules)}
 	c.markCore()
 }

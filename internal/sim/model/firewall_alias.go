@@ -27,6 +27,14 @@ type FirewallAlias struct {
 type ClusterFirewall struct {
 	Aliases map[string]*FirewallAlias `json:"aliases,omitempty"`
 	IPSets  map[string]*FirewallIPSet `json:"ipsets,omitempty"`
+	// Options are [OPTIONS] as the file holds them (firewall_cluster.go).
+	Options map[string]string `json:"options,omitempty"`
+	// Rules are [RULES]; Groups the security groups by lower-cased name
+	// (firewall_group.go); Hosts each node's host.fw rules, kept here
+	// with the rest of the firewall's state.
+	Rules  []FirewallRule            `json:"rules,omitempty"`
+	Groups map[string]*FirewallGroup `json:"groups,omitempty"`
+	Hosts  map[string][]FirewallRule `json:"hosts,omitempty"`
 }
 
 // AliasScope names whose aliases a call is about: the cluster's (VMID 0)

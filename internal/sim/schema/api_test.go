@@ -231,7 +231,8 @@ func TestAPI_UnverifiedFormats(t *testing.T) {
 		"disk-size", "pve-configid", "pve-tag", "pve-userid", "pve-tokenid", "pve-roleid", "pve-priv",
 		"pve-poolid", "ipv4", "ipv6", "pve-ipv4-config", "pve-ipv6-config", "mac-addr", "dns-name",
 		"lxc-ip-with-ll-iface", "pve-lxc-dev-string", "pve-storage-content", "email", "pve-volume-id-or-qm-path",
-		"pve-sdn-zone-id", "pve-sdn-vnet-id", "pve-sdn-subnet-id", "pve-ct-timezone"} {
+		"pve-sdn-zone-id", "pve-sdn-vnet-id", "pve-sdn-subnet-id", "pve-ct-timezone",
+		"pve-fw-addr-spec", "pve-fw-sport-spec", "pve-fw-dport-spec", "pve-fw-protocol-spec", "pve-fw-icmp-type-spec"} {
 		if got[f] {
 			t.Errorf("format %s is unverified", f)
 		}
