@@ -74,14 +74,8 @@ func (c *Cluster) HAResource(sid string) (HAResourceEntry, error) {
 func (c *Cluster) AddHAResource(params map[string]string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	sid, vmid, err := c.st.parseHASID(params["sid"])
+	sid, vmid, err := c.checkHAResourceParamsLocked(params)
 	if err != nil {
-		return err
-	}
-	if t := params["type"]; t != "" && t != "ct" {
-		return Failf("types does not match\n")
-	}
-	if err := c.checkHAGroupParamLocked(params); err != nil {
 		return err
 	}
 	if c.st.Guests[vmid] == nil {
@@ -99,6 +93,23 @@ func (c *Cluster) AddHAResource(params map[string]string) error {
 	c.markCore()
 	c.kickCRM()
 	return c.saveLocked()
+}
+
+// checkHAResourceParamsLocked is what POST and PUT check first, alike:
+// the sid parses (as sid and vmid), the type if given is the sid's, and
+// the group is one this release takes (checkHAGroupParamLocked).
+func (c *Cluster) checkHAResourceParamsLocked(params map[string]string) (sid string, vmid int, err error) {
+	sid, vmid, err = c.st.parseHASID(params["sid"])
+	if err != nil {
+		return "", 0, err
+	}
+	if t := params["type"]; t != "" && t != "ct" {
+		return "", 0, Failf("types does not match\n")
+	}
+	if err := c.checkHAGroupParamLocked(params); err != nil {
+		return "", 0, err
+	}
+	return sid, vmid, nil
 }
 
 // checkHAGroupParamLocked refuses group on 9.x, where groups have been
@@ -167,14 +178,8 @@ func applyHAParams(r *HAResource, params map[string]string, del []string) error 
 func (c *Cluster) UpdateHAResource(params map[string]string, del []string, digest string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	sid, _, err := c.st.parseHASID(params["sid"])
+	sid, _, err := c.checkHAResourceParamsLocked(params)
 	if err != nil {
-		return err
-	}
-	if t := params["type"]; t != "" && t != "ct" {
-		return Failf("types does not match\n")
-	}
-	if err := c.checkHAGroupParamLocked(params); err != nil {
 		return err
 	}
 	if err := c.checkHAServiceStateLocked(sid, params["state"]); err != nil {
