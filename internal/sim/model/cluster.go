@@ -227,8 +227,9 @@ func newCluster(opts Options) *Cluster {
 	c.appliances.realTemplate = opts.RealTemplate
 	c.wireCore()
 	c.wireGuests()
+	c.wireMigrator()
 	c.ctConfig.c, c.ctPower.c, c.ctDisks.c = c, c, c
-	c.ctCreator.c, c.vzdump.c, c.ctMigrator.c = c, c, c
+	c.ctCreator.c, c.vzdump.c = c, c
 	c.pools.c, c.firewall.c = c, c
 	return c
 }

@@ -105,3 +105,19 @@ func (c *Cluster) wireGuests() {
 		journal: &c.persistence,
 	}
 }
+
+// wireMigrator wires ctMigrator: the guests' lookups, the storage check,
+// ctPower's start, tasks, and the Cluster's own memory admission and HA
+// request as functions.
+func (c *Cluster) wireMigrator() {
+	c.ctMigrator = ctMigrator{
+		stateMu:   &c.mu,
+		state:     func() *State { return c.st },
+		guests:    &c.guests,
+		storage:   &c.storage,
+		starter:   &c.ctPower,
+		tasks:     &c.taskRunner,
+		admit:     c.admitLocked,
+		haRequest: c.haMigrateRequestLocked,
+	}
+}
