@@ -228,8 +228,9 @@ func newCluster(opts Options) *Cluster {
 	c.wireCore()
 	c.wireGuests()
 	c.wireMigrator()
+	c.wireVzdump()
 	c.ctConfig.c, c.ctPower.c, c.ctDisks.c = c, c, c
-	c.ctCreator.c, c.vzdump.c = c, c
+	c.ctCreator.c = c
 	c.pools.c, c.firewall.c = c, c
 	return c
 }

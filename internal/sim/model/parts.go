@@ -121,3 +121,16 @@ func (c *Cluster) wireMigrator() {
 		haRequest: c.haMigrateRequestLocked,
 	}
 }
+
+// wireVzdump wires vzdump: the node check, the storage layer, ctConfig's
+// volume access check and tasks.
+func (c *Cluster) wireVzdump() {
+	c.vzdump = vzdump{
+		stateMu: &c.mu,
+		state:   func() *State { return c.st },
+		nodes:   &c.guests,
+		storage: &c.storage,
+		volumes: &c.ctConfig,
+		tasks:   &c.taskRunner,
+	}
+}
