@@ -229,7 +229,8 @@ func newCluster(opts Options) *Cluster {
 	c.wireGuests()
 	c.wireMigrator()
 	c.wireVzdump()
-	c.ctConfig.c, c.ctPower.c, c.ctDisks.c = c, c, c
+	c.wireDisks()
+	c.ctConfig.c, c.ctPower.c = c, c
 	c.ctCreator.c = c
 	c.pools.c, c.firewall.c = c, c
 	return c

@@ -84,8 +84,9 @@ type volumePather interface {
 // The CTs' operations come in parts by concern, each a method set of its
 // own, which Cluster embeds. These work on the State and call the other
 // parts through their Cluster, as each spans guests, volumes, tasks and
-// the network; ctSnapshots (snapshot.go) and ctDestroyer
-// (lxc_destroy.go) reach them through fields of their own.
+// the network; ctSnapshots (snapshot.go), ctDestroyer (lxc_destroy.go),
+// ctDisks (lxc_disk.go), vzdump and ctMigrator reach them through fields
+// of their own.
 type (
 	// ctConfig reads and updates a CT's config and pending changes
 	// (lxc_config.go).
@@ -93,8 +94,6 @@ type (
 	// ctPower starts, stops, shuts down and reboots CTs and applies their
 	// pending changes at start (lxc_power.go).
 	ctPower struct{ c *Cluster }
-	// ctDisks resizes and moves a CT's volumes (lxc_disk.go).
-	ctDisks struct{ c *Cluster }
 	// pools and firewall are the resource pools' and the firewall's
 	// operations (cluster_pool.go, firewall*.go).
 	pools    struct{ c *Cluster }

@@ -134,3 +134,18 @@ func (c *Cluster) wireVzdump() {
 		tasks:   &c.taskRunner,
 	}
 }
+
+// wireDisks wires ctDisks: the guests' lookups, the storage layer,
+// ctCreator's disk allocation, tasks and the journal.
+func (c *Cluster) wireDisks() {
+	c.ctDisks = ctDisks{
+		stateMu: &c.mu,
+		state:   func() *State { return c.st },
+		version: c.opts.Version,
+		guests:  &c.guests,
+		storage: &c.storage,
+		alloc:   &c.ctCreator,
+		tasks:   &c.taskRunner,
+		journal: &c.persistence,
+	}
+}
