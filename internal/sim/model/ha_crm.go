@@ -81,10 +81,13 @@ func (c *Cluster) runCRM() {
 // commands, each service's next state, fencing. It returns the LRM work
 // to start without the lock, and whether HA has anything to watch.
 func (c *Cluster) crmRound() (actions []func(), active bool) {
+	if !c.haWatching() {
+		return nil, false // no write lock: an idle round moves no ReadKey
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	h := c.st.HA
-	if h == nil || (len(h.Resources) == 0 && len(h.Services) == 0) {
+	if !haActive(h) {
 		return nil, false
 	}
 	before := haDigest(h)
@@ -104,6 +107,19 @@ func (c *Cluster) crmRound() (actions []func(), active bool) {
 		}
 	}
 	return actions, true
+}
+
+// haWatching reports, under the read lock, whether HA has anything to
+// watch (haActive).
+func (c *Cluster) haWatching() bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return haActive(c.st.HA)
+}
+
+// haActive reports whether h has a resource or a service.
+func haActive(h *HA) bool {
+	return h != nil && (len(h.Resources) > 0 || len(h.Services) > 0)
 }
 
 // offlineForLocked reports whether node has been offline at least d
