@@ -230,7 +230,8 @@ func newCluster(opts Options) *Cluster {
 	c.wireMigrator()
 	c.wireVzdump()
 	c.wireDisks()
-	c.ctConfig.c, c.ctPower.c = c, c
+	c.wirePower()
+	c.ctConfig.c = c
 	c.ctCreator.c = c
 	c.pools.c, c.firewall.c = c, c
 	return c

@@ -53,13 +53,8 @@ type guests struct {
 	hookMu       sync.Mutex
 	shutdownHook ShutdownHook         // SetShutdownHook
 	startGuard   func(vmid int) error // SetStartGuard
-	// shutdownAborts holds the abort channel of every running vzshutdown
-	// worker by UPID, so that stop with overrule-shutdown can end it.
-	shutdownAborts sync.Map // string → chan struct{}
-	// runHook and runChanges: see SetRunHook. runChanges counts the CT
-	// starts and stops (c.mu).
-	runHook    func()
-	runChanges uint64
+	// runHook: see SetRunHook (ctPower counts the starts and stops).
+	runHook func()
 	// guestGen counts guest changes (markGuest, c.mu): the guest layer
 	// polls it and lists the running CTs again only when it moved.
 	guestGen uint64
@@ -85,15 +80,12 @@ type volumePather interface {
 // own, which Cluster embeds. These work on the State and call the other
 // parts through their Cluster, as each spans guests, volumes, tasks and
 // the network; ctSnapshots (snapshot.go), ctDestroyer (lxc_destroy.go),
-// ctDisks (lxc_disk.go), vzdump and ctMigrator reach them through fields
-// of their own.
+// ctDisks (lxc_disk.go), ctPower (lxc_power.go), vzdump and ctMigrator
+// reach them through fields of their own.
 type (
 	// ctConfig reads and updates a CT's config and pending changes
 	// (lxc_config.go).
 	ctConfig struct{ c *Cluster }
-	// ctPower starts, stops, shuts down and reboots CTs and applies their
-	// pending changes at start (lxc_power.go).
-	ctPower struct{ c *Cluster }
 	// pools and firewall are the resource pools' and the firewall's
 	// operations (cluster_pool.go, firewall*.go).
 	pools    struct{ c *Cluster }

@@ -149,3 +149,20 @@ func (c *Cluster) wireDisks() {
 		journal: &c.persistence,
 	}
 }
+
+// wirePower wires ctPower: the guests' node check and hooks, the storage
+// layer, tasks, the journal, and the Cluster's own memory admission and
+// HA request as functions.
+func (c *Cluster) wirePower() {
+	c.ctPower = ctPower{
+		stateMu:   &c.mu,
+		state:     func() *State { return c.st },
+		clock:     c.now,
+		guests:    &c.guests,
+		storage:   &c.storage,
+		tasks:     &c.taskRunner,
+		journal:   &c.persistence,
+		admit:     c.admitLocked,
+		haRequest: c.haPowerRequestLocked,
+	}
+}
