@@ -231,7 +231,7 @@ func newCluster(opts Options) *Cluster {
 	c.wireVzdump()
 	c.wireDisks()
 	c.wirePower()
-	c.ctConfig.c = c
+	c.wireConfig()
 	c.ctCreator.c = c
 	c.pools.c, c.firewall.c = c, c
 	return c

@@ -79,13 +79,11 @@ type volumePather interface {
 // The CTs' operations come in parts by concern, each a method set of its
 // own, which Cluster embeds. These work on the State and call the other
 // parts through their Cluster, as each spans guests, volumes, tasks and
-// the network; ctSnapshots (snapshot.go), ctDestroyer (lxc_destroy.go),
-// ctDisks (lxc_disk.go), ctPower (lxc_power.go), vzdump and ctMigrator
-// reach them through fields of their own.
+// the network; ctConfig (lxc_config.go), ctSnapshots (snapshot.go),
+// ctDestroyer (lxc_destroy.go), ctDisks (lxc_disk.go), ctPower
+// (lxc_power.go), vzdump and ctMigrator reach them through fields of
+// their own.
 type (
-	// ctConfig reads and updates a CT's config and pending changes
-	// (lxc_config.go).
-	ctConfig struct{ c *Cluster }
 	// pools and firewall are the resource pools' and the firewall's
 	// operations (cluster_pool.go, firewall*.go).
 	pools    struct{ c *Cluster }

@@ -166,3 +166,21 @@ func (c *Cluster) wirePower() {
 		haRequest: c.haPowerRequestLocked,
 	}
 }
+
+// wireConfig wires ctConfig: the guests' lookups and flock, the storage
+// layer, ctCreator's disk allocation, the Cluster's own volume format
+// (its id shift) as a function, and the journal.
+func (c *Cluster) wireConfig() {
+	c.ctConfig = ctConfig{
+		stateMu:       &c.mu,
+		state:         func() *State { return c.st },
+		version:       c.opts.Version,
+		log:           c.log,
+		guests:        &c.guests,
+		storage:       &c.storage,
+		alloc:         &c.ctCreator,
+		formatVolumes: c.ctFormatVolumesLocked,
+		journal:       &c.persistence,
+		tasks:         &c.taskRunner,
+	}
+}

@@ -291,6 +291,13 @@ func (r *taskRunner) spawn(auth Auth, node, typ, id string, fn func(w *Worker) e
 	return t.UPID
 }
 
+// detachedWorker is a Worker outside any task, for a synchronous call
+// into steps written for a task (a volume free that logs what lvremove
+// prints): its lines collect in a Task no list holds.
+func (r *taskRunner) detachedWorker() *Worker {
+	return &Worker{c: r.cluster, t: &Task{}, ctx: r.ctx}
+}
+
 func runWorker(w *Worker, fn func(w *Worker) error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
