@@ -232,7 +232,7 @@ func newCluster(opts Options) *Cluster {
 	c.wireDisks()
 	c.wirePower()
 	c.wireConfig()
-	c.ctCreator.c = c
+	c.wireCreator()
 	c.pools.c, c.firewall.c = c, c
 	return c
 }

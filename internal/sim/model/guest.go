@@ -110,6 +110,12 @@ func checkLock(g *Guest) error {
 	return nil
 }
 
+// acquireFlock takes CT vmid's config flock alone, waiting up to
+// timeout: a create or restore takes it before the CT exists.
+func (gs *guests) acquireFlock(vmid int, timeout time.Duration) (release func(), err error) {
+	return gs.locks.acquire(gs.ctx, vmid, timeout)
+}
+
 // lockConfig is lock_config plus check_lock for a synchronous request: it
 // takes CT vmid's config flock and the cluster mutex and returns the
 // guest with unlock, which releases both.

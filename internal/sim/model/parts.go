@@ -184,3 +184,25 @@ func (c *Cluster) wireConfig() {
 		tasks:         &c.taskRunner,
 	}
 }
+
+// wireCreator wires ctCreator: guests, storage, ctConfig's checks,
+// ctPower, the firewall, tasks, the journal, and the Cluster's own
+// memory admission and volume format as functions.
+func (c *Cluster) wireCreator() {
+	c.ctCreator = ctCreator{
+		stateMu:       &c.mu,
+		state:         func() *State { return c.st },
+		dataDir:       c.DataDir(),
+		version:       c.opts.Version,
+		log:           c.log,
+		guests:        &c.guests,
+		storage:       &c.storage,
+		config:        &c.ctConfig,
+		power:         &c.ctPower,
+		firewall:      &c.firewall,
+		tasks:         &c.taskRunner,
+		journal:       &c.persistence,
+		admit:         c.admitLocked,
+		formatVolumes: c.ctFormatVolumesLocked,
+	}
+}
