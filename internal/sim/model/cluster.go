@@ -158,8 +158,9 @@ type Cluster struct {
 	// the cluster's and the guests' firewall config (firewall*.go).
 	pools
 	firewall
-	// crm wakes the HA manager's loop (ha_crm.go).
-	crm crmLoop
+	// haManager is the HA stack: its API, the CRM loop and the LRM
+	// (ha*.go).
+	haManager
 }
 
 // Open loads the cluster in opts.Dir, or creates the default datacenter
@@ -233,6 +234,7 @@ func newCluster(opts Options) *Cluster {
 	c.wirePower()
 	c.wireConfig()
 	c.wireCreator()
+	c.wireHA()
 	c.pools.c, c.firewall.c = c, c
 	return c
 }

@@ -206,3 +206,21 @@ func (c *Cluster) wireCreator() {
 		formatVolumes: c.ctFormatVolumesLocked,
 	}
 }
+
+// wireHA wires the HA stack: tasks, ctPower's and ctMigrator's API for
+// the LRM, and the journal.
+func (c *Cluster) wireHA() {
+	c.haManager = haManager{
+		stateMu:  &c.mu,
+		state:    func() *State { return c.st },
+		clock:    c.now,
+		version:  c.opts.Version,
+		log:      c.log,
+		ctx:      c.ctx,
+		wg:       &c.wg,
+		tasks:    &c.taskRunner,
+		power:    &c.ctPower,
+		migrator: &c.ctMigrator,
+		journal:  &c.persistence,
+	}
+}
