@@ -158,9 +158,10 @@ type Cluster struct {
 	// the cluster's and the guests' firewall config (firewall*.go).
 	pools
 	firewall
-	// haManager is the HA stack: its API, the CRM loop and the LRM
-	// (ha*.go).
-	haManager
+	// ha is the HA stack: its API, the CRM loop and the LRM (ha*.go);
+	// haAPI is its exported methods, which are the Cluster's.
+	ha haManager
+	haAPI
 }
 
 // Open loads the cluster in opts.Dir, or creates the default datacenter
@@ -187,7 +188,7 @@ func Open(opts Options) (*Cluster, error) {
 	}
 	c.wg.Add(1)
 	go c.refreshDiskUsage()
-	c.startCRM()
+	c.ha.startCRM()
 	return c, nil
 }
 

@@ -16,7 +16,8 @@ import (
 // haManager is the emulator's HA stack: the HA API (ha_resources.go,
 // ha_rules.go, ha_status.go), the CRM loop and the LRM's tasks
 // (ha_crm*.go, ha_lrm.go), and what being an HA resource changes for a
-// CT (ha_guest.go). Cluster embeds it. It owns the CRM loop's wake-up;
+// CT (ha_guest.go). Cluster holds it by name (c.ha) and embeds its
+// exported methods (haAPI). It owns the CRM loop's wake-up;
 // the HA config and manager status stay in the State (State.HA), under
 // the State's one lock. It holds no *Cluster: the State's lock and the
 // State, its settings, and one field per part it calls; the LRM starts
@@ -48,6 +49,31 @@ type haManager struct {
 	}
 	// crm wakes the CRM loop (ha_crm.go).
 	crm crmLoop
+}
+
+// haAPI is haManager's exported methods, the HA API's: Cluster embeds
+// it (the interface, not the manager), so that these are the Cluster's
+// methods and the manager's own workings are not; the other parts reach
+// those through their own fields.
+type haAPI interface {
+	HAResources(typ string) []HAResourceEntry
+	HAResource(sid string) (HAResourceEntry, error)
+	AddHAResource(params map[string]string) error
+	UpdateHAResource(params map[string]string, del []string, digest string) error
+	DeleteHAResource(sid string, purge bool) error
+	RequestHAMotion(sid, node string, relocate bool) (HAMotion, error)
+	HARules(typ, resource string) []HARuleEntry
+	HARule(id string) (HARuleEntry, error)
+	SetHARule(create bool, params map[string]string, del []string, digest string) error
+	DeleteHARule(id string) error
+	HAGroups() ([]HAGroupEntry, error)
+	HAGroup(id string) (HAGroupEntry, error)
+	SetHAGroup(create bool, params map[string]string, del []string) error
+	DeleteHAGroup(id string) error
+	HAStatus(node string) []HAStatusEntry
+	HAManagerStatus() HAManagerStatus
+	HALog() []string
+	AnsweringNode() string
 }
 
 // haPower is what the HA stack needs of ctPower: the LRM's start and

@@ -90,8 +90,8 @@ func (c *Cluster) wireGuests() {
 		tasks:    &c.taskRunner,
 		journal:  &c.persistence,
 
-		haConfigured: c.haConfiguredLocked,
-		purgeHA:      c.purgeHAResourceLocked,
+		haConfigured: c.ha.haConfiguredLocked,
+		purgeHA:      c.ha.purgeHAResourceLocked,
 	}
 	c.ctSnapshots = ctSnapshots{
 		stateMu: &c.mu,
@@ -118,7 +118,7 @@ func (c *Cluster) wireMigrator() {
 		starter:   &c.ctPower,
 		tasks:     &c.taskRunner,
 		admit:     c.admitLocked,
-		haRequest: c.haMigrateRequestLocked,
+		haRequest: c.ha.haMigrateRequestLocked,
 	}
 }
 
@@ -163,7 +163,7 @@ func (c *Cluster) wirePower() {
 		tasks:     &c.taskRunner,
 		journal:   &c.persistence,
 		admit:     c.admitLocked,
-		haRequest: c.haPowerRequestLocked,
+		haRequest: c.ha.haPowerRequestLocked,
 	}
 }
 
@@ -210,7 +210,7 @@ func (c *Cluster) wireCreator() {
 // wireHA wires the HA stack: tasks, ctPower's and ctMigrator's API for
 // the LRM, and the journal.
 func (c *Cluster) wireHA() {
-	c.haManager = haManager{
+	c.ha = haManager{
 		stateMu:  &c.mu,
 		state:    func() *State { return c.st },
 		clock:    c.now,
@@ -223,4 +223,5 @@ func (c *Cluster) wireHA() {
 		migrator: &c.ctMigrator,
 		journal:  &c.persistence,
 	}
+	c.haAPI = &c.ha
 }
