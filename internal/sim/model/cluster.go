@@ -88,18 +88,20 @@ func DefaultDuration(typ string) time.Duration { return defaultDurations[typ] }
 // config and migration locks, status, hooks, held locks, guest.go), the
 // CTs' operations by concern (ctConfig, ctPower, ctDisks, ctSnapshots,
 // ctDestroyer, ctCreator, vzdump, ctMigrator), pools (cluster_pool.go),
-// firewall (firewall*.go) and persistence (the journal, journal.go).
+// firewall (firewall*.go), persistence (the journal, journal.go) and ha
+// (the HA stack, ha*.go; held by name, its exported methods embedded as
+// haAPI).
 //
 // storage alone writes the State's storages and volumes, taskRunner its
 // tasks and process ids, but the State stays one struct under one lock,
 // c.mu: a change that spans parts (a restore's guest, volumes and task)
 // is then one atomic step and one journal line, and a snapshot is
-// consistent. taskRunner, storage, accessControl, clusterView, guests,
-// ctSnapshots, ctDestroyer and persistence hold no *Cluster: they get c.mu, the State and small
-// interfaces over the parts they call (TestParts_reachNoCluster). The
-// other CT operations, pools and firewall still call the other parts
-// through their Cluster. What spans every concern stays Cluster's own: the
-// network (lxc_net.go, network.go), node power and memory admission.
+// consistent. Every part but pools and firewall holds no *Cluster: each
+// gets c.mu, the State and small interfaces over the parts it calls,
+// wired in parts.go (TestParts_reachNoCluster). pools and firewall still
+// call the other parts through their Cluster. What spans every concern
+// stays Cluster's own: the network (lxc_net.go, network.go), node power
+// and memory admission.
 type Cluster struct {
 	opts Options
 	log  *slog.Logger
@@ -227,15 +229,7 @@ func newCluster(opts Options) *Cluster {
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Cluster{opts: opts, log: log.WithGroup("model"), ctx: ctx, cancel: cancel}
 	c.appliances.realTemplate = opts.RealTemplate
-	c.wireCore()
-	c.wireGuests()
-	c.wireMigrator()
-	c.wireVzdump()
-	c.wireDisks()
-	c.wirePower()
-	c.wireConfig()
-	c.wireCreator()
-	c.wireHA()
+	wireParts(c)
 	c.pools.c, c.firewall.c = c, c
 	return c
 }

@@ -76,13 +76,11 @@ type volumePather interface {
 	volumePath(node, storage, name string) string
 }
 
-// The CTs' operations come in parts by concern, each a method set of its
-// own, which Cluster embeds. These work on the State and call the other
-// parts through their Cluster, as each spans guests, volumes, tasks and
-// the network; ctConfig (lxc_config.go), ctSnapshots (snapshot.go),
-// ctDestroyer (lxc_destroy.go), ctDisks (lxc_disk.go), ctPower
-// (lxc_power.go), vzdump and ctMigrator reach them through fields of
-// their own.
+// The CTs' operations come in parts by concern, each declared in its
+// own file with the fields it reaches the rest through (ctConfig in
+// lxc_config.go, ctPower, ctDisks, ctSnapshots, ctDestroyer, ctCreator,
+// vzdump, ctMigrator). pools and firewall are still built on the whole
+// Cluster, calling the other parts through it.
 type (
 	// pools and firewall are the resource pools' and the firewall's
 	// operations (cluster_pool.go, firewall*.go).

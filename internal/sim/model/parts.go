@@ -3,11 +3,29 @@ package model
 // Wiring: each part of the Cluster gets the State's lock, the State and
 // the other parts it calls, as the narrow fields and interfaces it
 // declares (docs/architecture.md, "How the parts reach each other").
-// Parts still built on the whole Cluster are wired in newCluster.
+// The wiring functions are plain functions, not Cluster methods: they
+// run once, in newCluster, and are nothing a caller of the Cluster
+// needs. pools and firewall are still built on the whole Cluster and
+// are wired in newCluster.
+
+// wireParts wires every part that holds no *Cluster. A part's fields
+// may point at parts wired after it: each gets the address of the
+// Cluster's field, filled in before the Cluster is used.
+func wireParts(c *Cluster) {
+	wireCore(c)
+	wireGuests(c)
+	wireMigrator(c)
+	wireVzdump(c)
+	wireDisks(c)
+	wirePower(c)
+	wireConfig(c)
+	wireCreator(c)
+	wireHA(c)
+}
 
 // wireCore wires the parts every other one uses: tasks, storage,
 // access control, the cluster views and persistence.
-func (c *Cluster) wireCore() {
+func wireCore(c *Cluster) {
 	opts, ctx := c.opts, c.ctx
 	c.taskRunner = taskRunner{
 		stateMu:   &c.mu,
@@ -62,7 +80,7 @@ func (c *Cluster) wireCore() {
 
 // wireGuests wires the guests and the CT operations that hold no
 // *Cluster.
-func (c *Cluster) wireGuests() {
+func wireGuests(c *Cluster) {
 	opts, ctx := c.opts, c.ctx
 	c.guests = guests{
 		stateMu:          &c.mu,
@@ -109,7 +127,7 @@ func (c *Cluster) wireGuests() {
 // wireMigrator wires ctMigrator: the guests' lookups, the storage check,
 // ctPower's start, tasks, and the Cluster's own memory admission and HA
 // request as functions.
-func (c *Cluster) wireMigrator() {
+func wireMigrator(c *Cluster) {
 	c.ctMigrator = ctMigrator{
 		stateMu:   &c.mu,
 		state:     func() *State { return c.st },
@@ -124,7 +142,7 @@ func (c *Cluster) wireMigrator() {
 
 // wireVzdump wires vzdump: the node check, the storage layer, ctConfig's
 // volume access check and tasks.
-func (c *Cluster) wireVzdump() {
+func wireVzdump(c *Cluster) {
 	c.vzdump = vzdump{
 		stateMu: &c.mu,
 		state:   func() *State { return c.st },
@@ -137,7 +155,7 @@ func (c *Cluster) wireVzdump() {
 
 // wireDisks wires ctDisks: the guests' lookups, the storage layer,
 // ctCreator's disk allocation, tasks and the journal.
-func (c *Cluster) wireDisks() {
+func wireDisks(c *Cluster) {
 	c.ctDisks = ctDisks{
 		stateMu: &c.mu,
 		state:   func() *State { return c.st },
@@ -153,7 +171,7 @@ func (c *Cluster) wireDisks() {
 // wirePower wires ctPower: the guests' node check and hooks, the storage
 // layer, tasks, the journal, and the Cluster's own memory admission and
 // HA request as functions.
-func (c *Cluster) wirePower() {
+func wirePower(c *Cluster) {
 	c.ctPower = ctPower{
 		stateMu:   &c.mu,
 		state:     func() *State { return c.st },
@@ -170,7 +188,7 @@ func (c *Cluster) wirePower() {
 // wireConfig wires ctConfig: the guests' lookups and flock, the storage
 // layer, ctCreator's disk allocation, the Cluster's own volume format
 // (its id shift) as a function, and the journal.
-func (c *Cluster) wireConfig() {
+func wireConfig(c *Cluster) {
 	c.ctConfig = ctConfig{
 		stateMu:       &c.mu,
 		state:         func() *State { return c.st },
@@ -188,7 +206,7 @@ func (c *Cluster) wireConfig() {
 // wireCreator wires ctCreator: guests, storage, ctConfig's checks,
 // ctPower, the firewall, tasks, the journal, and the Cluster's own
 // memory admission and volume format as functions.
-func (c *Cluster) wireCreator() {
+func wireCreator(c *Cluster) {
 	c.ctCreator = ctCreator{
 		stateMu:       &c.mu,
 		state:         func() *State { return c.st },
@@ -209,7 +227,7 @@ func (c *Cluster) wireCreator() {
 
 // wireHA wires the HA stack: tasks, ctPower's and ctMigrator's API for
 // the LRM, and the journal.
-func (c *Cluster) wireHA() {
+func wireHA(c *Cluster) {
 	c.ha = haManager{
 		stateMu:  &c.mu,
 		state:    func() *State { return c.st },
