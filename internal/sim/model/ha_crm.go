@@ -81,13 +81,12 @@ func (hm *haManager) runCRM() {
 // commands, each service's next state, fencing. It returns the LRM work
 // to start without the lock, and whether HA has anything to watch.
 func (hm *haManager) crmRound() (actions []func(), active bool) {
-	st := hm.state()
 	if !hm.haWatching() {
 		return nil, false // no write lock: an idle round moves no ReadKey
 	}
 	hm.stateMu.Lock()
 	defer hm.stateMu.Unlock()
-	h := st.HA
+	h := hm.state().HA
 	if !haActive(h) {
 		return nil, false
 	}
@@ -113,9 +112,9 @@ func (hm *haManager) crmRound() (actions []func(), active bool) {
 // haWatching reports, under the read lock, whether HA has anything to
 // watch (haActive).
 func (hm *haManager) haWatching() bool {
-	st := hm.state()
 	hm.stateMu.RLock()
 	defer hm.stateMu.RUnlock()
+	st := hm.state()
 	return haActive(st.HA)
 }
 

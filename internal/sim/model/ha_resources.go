@@ -44,9 +44,9 @@ func (hm *haManager) haEntryLocked(sid string, r *HAResource) HAResourceEntry {
 // HAResources is GET /cluster/ha/resources: every resource (of type typ
 // when set), by sid.
 func (hm *haManager) HAResources(typ string) []HAResourceEntry {
-	st := hm.state()
 	hm.stateMu.RLock()
 	defer hm.stateMu.RUnlock()
+	st := hm.state()
 	out := []HAResourceEntry{}
 	if st.HA == nil || (typ != "" && typ != "ct") {
 		return out
@@ -59,9 +59,9 @@ func (hm *haManager) HAResources(typ string) []HAResourceEntry {
 
 // HAResource is GET /cluster/ha/resources/{sid}.
 func (hm *haManager) HAResource(sid string) (HAResourceEntry, error) {
-	st := hm.state()
 	hm.stateMu.RLock()
 	defer hm.stateMu.RUnlock()
+	st := hm.state()
 	sid, _, err := st.parseHASID(sid)
 	if err != nil {
 		return HAResourceEntry{}, err
@@ -75,9 +75,9 @@ func (hm *haManager) HAResource(sid string) (HAResourceEntry, error) {
 // AddHAResource is POST /cluster/ha/resources. params: sid, type, state,
 // group (8.4), failback (9.x), max_restart, max_relocate, comment.
 func (hm *haManager) AddHAResource(params map[string]string) error {
-	st := hm.state()
 	hm.stateMu.Lock()
 	defer hm.stateMu.Unlock()
+	st := hm.state()
 	sid, vmid, err := hm.checkHAResourceParamsLocked(params)
 	if err != nil {
 		return err
@@ -224,9 +224,9 @@ func (hm *haManager) checkHAServiceStateLocked(sid, req string) error {
 // on, 9.x) also drops the resource from the rules that name it, and a
 // rule left with no resource.
 func (hm *haManager) DeleteHAResource(sid string, purge bool) error {
-	st := hm.state()
 	hm.stateMu.Lock()
 	defer hm.stateMu.Unlock()
+	st := hm.state()
 	sid, _, err := st.parseHASID(sid)
 	if err != nil {
 		return err
@@ -253,9 +253,9 @@ type HAMotion struct {
 // RequestHAMotion queues a CRM migrate (relocate when relocate is set)
 // of sid to node: Resources.pm migrate/relocate.
 func (hm *haManager) RequestHAMotion(sid, node string, relocate bool) (HAMotion, error) {
-	st := hm.state()
 	hm.stateMu.Lock()
 	defer hm.stateMu.Unlock()
+	st := hm.state()
 	sid, _, err := st.parseHASID(sid)
 	if err != nil {
 		return HAMotion{}, err

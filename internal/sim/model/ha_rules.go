@@ -27,9 +27,9 @@ type HARuleEntry struct {
 // HARules is GET /cluster/ha/rules, optionally only rules of type typ or
 // naming resource.
 func (hm *haManager) HARules(typ, resource string) []HARuleEntry {
-	st := hm.state()
 	hm.stateMu.RLock()
 	defer hm.stateMu.RUnlock()
+	st := hm.state()
 	out := []HARuleEntry{}
 	if st.HA == nil {
 		return out
@@ -59,9 +59,9 @@ func b01(b bool) int {
 
 // HARule is GET /cluster/ha/rules/{rule}.
 func (hm *haManager) HARule(id string) (HARuleEntry, error) {
-	st := hm.state()
 	hm.stateMu.RLock()
 	defer hm.stateMu.RUnlock()
+	st := hm.state()
 	if st.HA == nil || st.HA.Rules[id] == nil {
 		return HARuleEntry{}, Failf("no such ha rule '%s'\n", id)
 	}
@@ -179,9 +179,9 @@ func haNodeNames(list string) []string {
 
 // DeleteHARule is DELETE /cluster/ha/rules/{rule}.
 func (hm *haManager) DeleteHARule(id string) error {
-	st := hm.state()
 	hm.stateMu.Lock()
 	defer hm.stateMu.Unlock()
+	st := hm.state()
 	if st.HA == nil || st.HA.Rules[id] == nil {
 		return Failf("HA rule '%s' does not exist\n", id)
 	}
@@ -320,9 +320,9 @@ func (hm *haManager) SetHAGroup(create bool, params map[string]string, del []str
 
 // DeleteHAGroup is DELETE /cluster/ha/groups/{group}.
 func (hm *haManager) DeleteHAGroup(id string) error {
-	st := hm.state()
 	hm.stateMu.Lock()
 	defer hm.stateMu.Unlock()
+	st := hm.state()
 	if st.HA == nil || st.HA.Groups[id] == nil {
 		return Failf("delete ha group failed: no such ha group '%s'\n", id)
 	}

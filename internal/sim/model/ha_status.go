@@ -33,9 +33,9 @@ type HAStatusEntry struct {
 
 // HAStatus is GET /cluster/ha/status/current as node answers it.
 func (hm *haManager) HAStatus(node string) []HAStatusEntry {
-	st := hm.state()
 	hm.stateMu.RLock()
 	defer hm.stateMu.RUnlock()
+	st := hm.state()
 	one := 1
 	out := []HAStatusEntry{{ID: "quorum", Type: "quorum", Node: node, Status: "OK", Quorate: &one}}
 	h := st.HA
@@ -165,9 +165,9 @@ type HAManagerStatus struct {
 
 // HAManagerStatus answers manager_status.
 func (hm *haManager) HAManagerStatus() HAManagerStatus {
-	st := hm.state()
 	hm.stateMu.RLock()
 	defer hm.stateMu.RUnlock()
+	st := hm.state()
 	ms := map[string]any{}
 	if h := st.HA; h != nil {
 		ss := map[string]any{}
@@ -200,9 +200,9 @@ func (hm *haManager) HAManagerStatus() HAManagerStatus {
 // HALog is the CRM's recent log lines, oldest first (for tests and the
 // emulator's users: what pve-ha-crm would have written to syslog).
 func (hm *haManager) HALog() []string {
-	st := hm.state()
 	hm.stateMu.RLock()
 	defer hm.stateMu.RUnlock()
+	st := hm.state()
 	if st.HA == nil {
 		return nil
 	}
@@ -212,9 +212,9 @@ func (hm *haManager) HALog() []string {
 // AnsweringNode is the node that answers a cluster-wide read: the first
 // online node (the first node when none is).
 func (hm *haManager) AnsweringNode() string {
-	st := hm.state()
 	hm.stateMu.RLock()
 	defer hm.stateMu.RUnlock()
+	st := hm.state()
 	for _, n := range st.Nodes {
 		if n.Online {
 			return n.Name

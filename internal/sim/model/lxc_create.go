@@ -124,9 +124,9 @@ func (e GuestExtra) CheckRootPassword(password string) bool {
 // GuestExtra returns a copy of CT vmid's creation secrets, ok false when
 // the CT has none.
 func (cr *ctCreator) GuestExtra(vmid int) (GuestExtra, bool) {
-	st := cr.state()
 	cr.stateMu.RLock()
 	defer cr.stateMu.RUnlock()
+	st := cr.state()
 	if e := st.Extra[vmid]; e != nil {
 		return *e, true
 	}
