@@ -119,14 +119,14 @@ func (w *Worker) do(fn func(st *State) error) (hook func(), err error) {
 	if err := w.ctx.Err(); err != nil {
 		return nil, errInterrupt
 	}
-	changes := w.c.runChanges
+	changes := w.c.ctPower.runChanges // the starts and stops so far
 	w.markSubject()
 	err = fn(w.c.st)
 	if serr := w.c.saveLocked(); serr != nil && err == nil {
 		err = serr
 	}
-	if w.c.runChanges != changes {
-		hook = w.c.runHook
+	if w.c.ctPower.runChanges != changes {
+		hook = w.c.guests.runHook
 	}
 	return hook, err
 }
