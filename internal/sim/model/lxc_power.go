@@ -37,11 +37,14 @@ type ctPower struct {
 	}
 	tasks   powerTasks
 	journal interface{ markGuest(vmid int) }
-	// admit is memory admission (admission.go), which a start passes;
-	// haRequest hands the power request of an HA-managed CT to the CRM
-	// (ha_guest.go).
-	admit     func(w *Worker, node string, g *Guest) error
-	haRequest func(auth Auth, node string, vmid int, want string) (upid string, ok bool)
+	// admit is memory admission (admission.go, the Cluster's own),
+	// which a start passes.
+	admit func(w *Worker, node string, g *Guest) error
+	// ha (haManager) turns the power request of an HA-managed CT into a
+	// request to the CRM (ha_guest.go).
+	ha interface {
+		haPowerRequestLocked(auth Auth, node string, vmid int, want string) (upid string, ok bool)
+	}
 
 	// shutdownAborts holds the abort channel of every running vzshutdown
 	// worker by UPID, so that stop with overrule-shutdown can end it.
@@ -79,7 +82,7 @@ func (p *ctPower) StartCT(auth Auth, node string, vmid int, params map[string]st
 	if err != nil {
 		return "", err
 	}
-	if upid, ok := p.haRequest(auth, node, vmid, "started"); ok {
+	if upid, ok := p.ha.haPowerRequestLocked(auth, node, vmid, "started"); ok {
 		return upid, nil
 	}
 	return p.tasks.spawn(auth, node, "vzstart", strconv.Itoa(vmid), func(w *Worker) error {
@@ -141,7 +144,7 @@ func (p *ctPower) StopCT(auth Auth, node string, vmid int, params map[string]str
 	if err != nil {
 		return "", err
 	}
-	if upid, ok := p.haRequest(auth, node, vmid, "stopped"); ok {
+	if upid, ok := p.ha.haPowerRequestLocked(auth, node, vmid, "stopped"); ok {
 		return upid, nil
 	}
 	var overruled, refused []string
@@ -176,7 +179,7 @@ func (p *ctPower) ShutdownCT(auth Auth, node string, vmid int, params map[string
 	if _, err := p.checkPowerRequestLocked(auth, node, vmid, params, powerRequest{running: true, refusal: "CT %d not running\n"}); err != nil {
 		return "", err
 	}
-	if upid, ok := p.haRequest(auth, node, vmid, "stopped"); ok {
+	if upid, ok := p.ha.haPowerRequestLocked(auth, node, vmid, "stopped"); ok {
 		return upid, nil
 	}
 	timeout := 60 * time.Second

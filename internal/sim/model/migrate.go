@@ -138,10 +138,14 @@ type ctMigrator struct {
 	// starter (ctPower) marks a CT restarted after the move running.
 	starter interface{ markRunningLocked(g *Guest) }
 	tasks   taskStarter
-	// admit is memory admission (admission.go), which a restart passes;
-	// haRequest hands the move of an HA-managed CT to the CRM (ha_guest.go).
-	admit     func(w *Worker, node string, g *Guest) error
-	haRequest func(auth Auth, node string, vmid int, target string) (upid string, ok bool)
+	// admit is memory admission (admission.go, the Cluster's own),
+	// which a restart passes.
+	admit func(w *Worker, node string, g *Guest) error
+	// ha (haManager) turns the move of an HA-managed CT into a request
+	// to the CRM (ha_guest.go).
+	ha interface {
+		haMigrateRequestLocked(auth Auth, node string, vmid int, target string) (upid string, ok bool)
+	}
 }
 
 // quorateLocked reports whether more than half of the nodes are online
@@ -187,7 +191,7 @@ func (mg *ctMigrator) MigrateCT(auth Auth, node string, vmid int, params map[str
 	if g.Running && !m.online && !m.restart {
 		return "", Failf("can't migrate running container without --online or --restart\n")
 	}
-	if upid, ok := mg.haRequest(auth, node, vmid, target); ok {
+	if upid, ok := mg.ha.haMigrateRequestLocked(auth, node, vmid, target); ok {
 		return upid, nil
 	}
 	if ts := params["target-storage"]; ts != "" {

@@ -107,9 +107,7 @@ func wireGuests(c *Cluster) {
 		firewall: &c.firewall,
 		tasks:    &c.taskRunner,
 		journal:  &c.persistence,
-
-		haConfigured: c.ha.haConfiguredLocked,
-		purgeHA:      c.ha.purgeHAResourceLocked,
+		ha:       &c.ha,
 	}
 	c.ctSnapshots = ctSnapshots{
 		stateMu: &c.mu,
@@ -125,18 +123,18 @@ func wireGuests(c *Cluster) {
 }
 
 // wireMigrator wires ctMigrator: the guests' lookups, the storage check,
-// ctPower's start, tasks, and the Cluster's own memory admission and HA
-// request as functions.
+// ctPower's start, tasks, the HA manager, and the Cluster's own memory
+// admission as a function.
 func wireMigrator(c *Cluster) {
 	c.ctMigrator = ctMigrator{
-		stateMu:   &c.mu,
-		state:     func() *State { return c.st },
-		guests:    &c.guests,
-		storage:   &c.storage,
-		starter:   &c.ctPower,
-		tasks:     &c.taskRunner,
-		admit:     c.admitLocked,
-		haRequest: c.ha.haMigrateRequestLocked,
+		stateMu: &c.mu,
+		state:   func() *State { return c.st },
+		guests:  &c.guests,
+		storage: &c.storage,
+		starter: &c.ctPower,
+		tasks:   &c.taskRunner,
+		admit:   c.admitLocked,
+		ha:      &c.ha,
 	}
 }
 
@@ -169,19 +167,19 @@ func wireDisks(c *Cluster) {
 }
 
 // wirePower wires ctPower: the guests' node check and hooks, the storage
-// layer, tasks, the journal, and the Cluster's own memory admission and
-// HA request as functions.
+// layer, tasks, the journal, the HA manager, and the Cluster's own
+// memory admission as a function.
 func wirePower(c *Cluster) {
 	c.ctPower = ctPower{
-		stateMu:   &c.mu,
-		state:     func() *State { return c.st },
-		clock:     c.now,
-		guests:    &c.guests,
-		storage:   &c.storage,
-		tasks:     &c.taskRunner,
-		journal:   &c.persistence,
-		admit:     c.admitLocked,
-		haRequest: c.ha.haPowerRequestLocked,
+		stateMu: &c.mu,
+		state:   func() *State { return c.st },
+		clock:   c.now,
+		guests:  &c.guests,
+		storage: &c.storage,
+		tasks:   &c.taskRunner,
+		journal: &c.persistence,
+		admit:   c.admitLocked,
+		ha:      &c.ha,
 	}
 }
 
