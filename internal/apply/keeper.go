@@ -250,6 +250,14 @@ func (k *keeper) reprotect(ctx context.Context) error {
 // a record's mount point removed, Notes edited).
 func (ko *keeperOps) ensureKeeper(ctx context.Context, kc plan.KeeperChange, k *keeper, p *plan.Plan, obs *plan.Observed) (*keeper, error) {
 	if kc.Action == plan.Create {
+		if pk := pendingIn(ctx)[kc.Node]; pk != nil {
+			// The lock is creating it (lockclaim.go); the plan made
+			// under the lock left its placeholder out.
+			if err := pk.wait(ctx); err != nil {
+				return nil, fmt.Errorf("%s: keeper: %w", plan.KeeperName, err)
+			}
+			return &keeper{ops: ko, node: kc.Node, vmid: pk.vmid, records: map[plan.VolumeKey]string{}}, nil
+		}
 		tmpl := keeperTemplate(kc.Node, p, obs)
 		if tmpl == "" {
 			return nil, fmt.Errorf("keeper on %s: no container template on the node to create it from", kc.Node)

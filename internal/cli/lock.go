@@ -75,7 +75,9 @@ func lockNodes(ctx context.Context, st *streams, ex *apply.Executor, obs *plan.O
 		case <-lctx.Done():
 		}
 	}()
-	return &held{lock: lock, ctx: lctx, cancel: cancel}, nil
+	// The plan made under the lock and its apply know the keepers the
+	// lock is still creating (apply/lockclaim.go).
+	return &held{lock: lock, ctx: lock.Context(lctx), cancel: cancel}, nil
 }
 
 // release gives the lock back (also after Ctrl-C).
