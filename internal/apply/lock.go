@@ -114,7 +114,7 @@ func (e *Executor) Lock(ctx context.Context, obs *plan.Observed, nodes []string,
 	_, _ = rand.Read(id)
 	now := time.Now()
 	l := &Lock{e: e, ttl: opts.TTL, stop: make(chan struct{}), done: make(chan struct{}), lost: make(chan struct{}),
-		lease: plan.Lease{ID: hex.EncodeToString(id), Holder: Holder(), Command: opts.Command, Since: now},
+		lease:   plan.Lease{ID: hex.EncodeToString(id), Holder: Holder(), Command: opts.Command, Since: now},
 		pending: map[string]*pendingKeeper{}}
 	l.bg, l.bgCancel = context.WithCancel(context.WithoutCancel(ctx))
 	nodes = slices.Clone(nodes)
