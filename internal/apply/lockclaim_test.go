@@ -44,27 +44,39 @@ func leaseIn(t *testing.T, srv *sim.Server, vmid int) *plan.Lease {
 
 // lockNow observes the cluster and takes the lock on node pve.
 func lockNow(c *pve.Client, command string, wait time.Duration) (*apply.Lock, error) {
-	ctx := context.Background()
-	obs, err := apply.Observe(ctx, c)
+	obs, err := apply.Observe(context.Background(), c)
 	if err != nil {
 		return nil, err
 	}
-	ex := &apply.Executor{Client: c}
-	return ex.Lock(ctx, obs, []string{"pve"}, apply.LockOptions{Command: command, Wait: wait})
+	return lockAfter(c, obs, command, wait)
 }
 
-// TestLocksOnAnEmptyNodeNeverHoldTogether: three corrals lock a node
-// without a keeper at once, each creating a keeper with its lease in the
-// Notes (lockclaim.go). At most one holds the lock at any time, each gets
+// lockAfter takes the lock on node pve as a corral that observed obs.
+func lockAfter(c *pve.Client, obs *plan.Observed, command string, wait time.Duration) (*apply.Lock, error) {
+	ex := &apply.Executor{Client: c}
+	return ex.Lock(context.Background(), obs, []string{"pve"}, apply.LockOptions{Command: command, Wait: wait})
+}
+
+// TestLocksOnAnEmptyNodeNeverHoldTogether: three corrals that each saw a
+// node without a keeper lock it at once, each creating a keeper with its
+// lease in the Notes (lockclaim.go). At most one holds the lock at any time, each gets
 // it in turn, one keeper is left (the others' spares are removed under
 // the lock), and no lease stays behind.
 func TestLocksOnAnEmptyNodeNeverHoldTogether(t *testing.T) {
 	t.Parallel()
 	for round := range 3 {
 		srv := pvetest.Start(t, pvetest.TimeScale(0.05)).Server
+		// Every corral observes the empty node before any locks, so
+		// each creates a keeper with its lease: the claims race.
 		clients := make([]*pve.Client, 3)
+		observed := make([]*plan.Observed, len(clients))
 		for i := range clients {
 			clients[i] = pvetest.Client(t, srv, srv.Credentials().OperatorToken)
+			obs, err := apply.Observe(context.Background(), clients[i])
+			if err != nil {
+				t.Fatal(err)
+			}
+			observed[i] = obs
 		}
 		var holders, most atomic.Int32
 		errs := make([]error, len(clients))
@@ -73,7 +85,7 @@ func TestLocksOnAnEmptyNodeNeverHoldTogether(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				l, err := lockNow(c, "apply", time.Minute)
+				l, err := lockAfter(c, observed[i], "apply", time.Minute)
 				if err != nil {
 					errs[i] = err
 					return
@@ -92,6 +104,15 @@ func TestLocksOnAnEmptyNodeNeverHoldTogether(t *testing.T) {
 		}
 		if m := most.Load(); m != 1 {
 			t.Fatalf("round %d: %d corrals held the lock at once", round, m)
+		}
+		creates := 0
+		for _, tt := range srv.TaskTimes() {
+			if tt.Type == "vzcreate" {
+				creates++
+			}
+		}
+		if creates != len(clients) {
+			t.Errorf("round %d: %d keeper creates, want one per corral (each saw the node empty)", round, creates)
 		}
 		ks := keepersOn(srv)
 		if len(ks) != 1 {
