@@ -145,4 +145,3 @@ func TestFirstApplyKilledThenApply(t *testing.T) {
 		})
 	}
 }
-
