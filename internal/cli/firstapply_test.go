@@ -1,12 +1,15 @@
 package cli
 
 import (
+	"context"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/corralhq/corral/internal/plan"
 	"github.com/corralhq/corral/internal/pvetest"
+	"github.com/corralhq/corral/internal/sim"
 	"github.com/corralhq/corral/internal/sim/model"
 )
 
@@ -54,5 +57,47 @@ func TestFirstApplyCreatesTheAppWhileItsKeeperIsCreated(t *testing.T) {
 	}
 	if l := plan.ParseLease(conf["description"]); l != nil {
 		t.Errorf("lease left in the keeper: %+v", l)
+	}
+}
+
+// TestFirstApplyWhoseKeeperCreateFails: the keeper that carries the lock's
+// lease fails to be created (every create task fails). The apply fails,
+// saying so, without waiting out a lease; once creates work again (and
+// the failed creates' placeholders are removed, as the error says) the
+// next apply converges with one keeper and one container.
+func TestFirstApplyWhoseKeeperCreateFails(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, pvetest.TimeScale(0.05))
+	m := writeManifest(t, threeVolumes("alpha"))
+	c.srv.SetFaults(sim.FaultSpec{Seed: 1, TaskFail: 1, Match: "/lxc"})
+	r := c.run("apply", "-f", m, "--auto-approve")
+	if r.code == 0 || !strings.Contains(r.stderr, "keeper") {
+		t.Fatalf("apply with every create failing: exit %d, want a failure naming the keeper\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	c.srv.SetFaults(sim.FaultSpec{})
+	// A failed create leaves its placeholder (as PVE does when the
+	// worker dies); the error says to remove it as root, which we do.
+	root := model.Auth{UserID: "root@pam"}
+	for _, g := range c.srv.Cluster().Resources("vm") {
+		if g.Lock != "create" {
+			continue
+		}
+		if err := c.srv.Cluster().Unlock(g.VMID); err != nil {
+			t.Fatal(err)
+		}
+		upid, err := c.srv.Cluster().DestroyCT(root, "pve", g.VMID, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.srv.Cluster().WaitTask(context.Background(), "pve", upid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	if ks := c.keepers(); len(ks) != 1 {
+		t.Errorf("keepers %v, want one", ks)
+	}
+	if r := c.run("plan", "-f", m); r.code != 0 {
+		t.Errorf("plan: exit %d\n%s", r.code, r.stdout)
 	}
 }
