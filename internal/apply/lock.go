@@ -46,6 +46,13 @@ type LockOptions struct {
 	RootStorage string
 	// OnWait is told once per holder that Lock waits for.
 	OnWait func(msg string)
+	// Beside says the caller plans again under the lock with
+	// Lock.Context and applies that plan, which creates a node's keeper
+	// where it has none: on such a node Lock returns while the keeper
+	// that holds the lease is still being created, and the plan's apps
+	// are created beside it (lockclaim.go). Without it, Lock returns once
+	// that keeper is there, as other commands need it.
+	Beside bool
 }
 
 var errLeaseBroken = errors.New("lease lost")
@@ -147,9 +154,17 @@ func (l *Lock) lockNode(ctx context.Context, ko *keeperOps, obs *plan.Observed, 
 	if err != nil {
 		return err
 	}
-	if pk != nil {
+	if pk != nil && opts.Beside {
 		l.pending[node] = pk
 		l.held = append(l.held, k)
+		return nil
+	}
+	if pk != nil {
+		if err := pk.wait(ctx); err != nil {
+			return fmt.Errorf("lock node %s: %w", node, err)
+		}
+		l.held = append(l.held, k)
+		obs.Keepers[node] = append(obs.Keepers[node], plan.NewKeeper(k.vmid, node, map[string]string{}))
 		return nil
 	}
 	if err := l.take(ctx, k, node, opts); err != nil {

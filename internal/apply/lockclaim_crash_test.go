@@ -29,7 +29,7 @@ func (r *rig) runLocked(ph phase, kill int64, ttl time.Duration) (int64, error) 
 	if err != nil {
 		return k.count.Load(), err
 	}
-	opts := apply.LockOptions{Command: "apply", Wait: 10 * time.Second, TTL: ttl}
+	opts := apply.LockOptions{Command: "apply", Wait: 10 * time.Second, TTL: ttl, Beside: true}
 	for _, c := range p.Changes {
 		if c.Desired != nil && opts.Template == "" {
 			opts.Template, opts.RootStorage = c.Desired.Template, c.Desired.RootStorage

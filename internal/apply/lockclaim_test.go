@@ -48,13 +48,14 @@ func lockNow(c *pve.Client, command string, wait time.Duration) (*apply.Lock, er
 	if err != nil {
 		return nil, err
 	}
-	return lockAfter(c, obs, command, wait)
+	return lockAfter(c, obs, command, wait, true)
 }
 
-// lockAfter takes the lock on node pve as a corral that observed obs.
-func lockAfter(c *pve.Client, obs *plan.Observed, command string, wait time.Duration) (*apply.Lock, error) {
+// lockAfter takes the lock on node pve as a corral that observed obs;
+// beside as an apply does (LockOptions.Beside).
+func lockAfter(c *pve.Client, obs *plan.Observed, command string, wait time.Duration, beside bool) (*apply.Lock, error) {
 	ex := &apply.Executor{Client: c}
-	return ex.Lock(context.Background(), obs, []string{"pve"}, apply.LockOptions{Command: command, Wait: wait})
+	return ex.Lock(context.Background(), obs, []string{"pve"}, apply.LockOptions{Command: command, Wait: wait, Beside: beside})
 }
 
 // TestLocksOnAnEmptyNodeNeverHoldTogether: three corrals that each saw a
@@ -85,7 +86,9 @@ func TestLocksOnAnEmptyNodeNeverHoldTogether(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				l, err := lockAfter(c, observed[i], "apply", time.Minute)
+				// An apply's lock returns while its keeper is created,
+				// another command's once it is there.
+				l, err := lockAfter(c, observed[i], "apply", time.Minute, i != 1)
 				if err != nil {
 					errs[i] = err
 					return
