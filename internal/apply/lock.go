@@ -260,7 +260,7 @@ func (l *Lock) renew() {
 			if pk := l.pending[k.node]; pk != nil && !pk.ended() {
 				// Its config is locked while it is created; the lease
 				// written by the create must not run out meanwhile.
-				if time.Since(l.lease.Since) > l.ttl*2/3 {
+				if time.Until(pk.until) < l.ttl/3 {
 					l.lose(fmt.Errorf("%w: the keeper %d on node %s that holds the lock is still being created after %s, and its lease runs out", errLeaseBroken, pk.vmid, k.node, time.Since(l.lease.Since).Round(time.Second)))
 					return
 				}

@@ -48,11 +48,17 @@ import (
 // none, with the lease in its Notes from its first moment; done closes
 // when the create ends, err is then its failure.
 type pendingKeeper struct {
-	node string
-	vmid int
-	done chan struct{}
-	err  error
+	node  string
+	vmid  int
+	until time.Time // the lease in its Notes runs out then
+	done  chan struct{}
+	err   error
 }
+
+// The lease a keeper's create writes lasts twice the lease's life: it
+// cannot be renewed until the create ends (usually 11 s; a big template
+// on slow storage takes longer), and a create that outlasts it all but a
+// third of the life loses the lock (renew).
 
 // wait waits for the keeper's create to end.
 func (pk *pendingKeeper) wait(ctx context.Context) error {
@@ -110,13 +116,13 @@ func withoutOwnClaims(ctx context.Context, res []resource) []resource {
 // Notes, and reports whether that claim holds the node's lock.
 func (l *Lock) claimEmptyNode(ctx context.Context, ko *keeperOps, node, tmpl, storage string) (*pendingKeeper, bool, error) {
 	lease := l.lease
-	lease.Until = time.Now().Add(l.ttl)
+	lease.Until = time.Now().Add(2 * l.ttl)
 	params := holderParams(tmpl, plan.KeeperName, storage, plan.TagKeeper, plan.KeeperNotes{Lease: &lease}.Render())
 	vmid, upid, err := ko.startCT(ctx, node, 0, params)
 	if err != nil {
 		return nil, false, fmt.Errorf("lock node %s: create its keeper: %w", node, err)
 	}
-	pk := &pendingKeeper{node: node, vmid: vmid, done: make(chan struct{})}
+	pk := &pendingKeeper{node: node, vmid: vmid, until: lease.Until, done: make(chan struct{})}
 	go func() {
 		defer close(pk.done)
 		pk.err = ko.step(plan.KeeperName, "keeper", "create on "+node, func() error { return ko.wait(l.bg, plan.KeeperName, upid) })
