@@ -112,6 +112,16 @@ func withoutOwnClaims(ctx context.Context, res []resource) []resource {
 	})
 }
 
+// adoptPending is the keeper the lock is creating, once it is there: the
+// plan made under the lock left its placeholder out, so it plans the
+// node's keeper, and this is it.
+func (ko *keeperOps) adoptPending(ctx context.Context, pk *pendingKeeper) (*keeper, error) {
+	if err := pk.wait(ctx); err != nil {
+		return nil, fmt.Errorf("%s: keeper: %w", plan.KeeperName, err)
+	}
+	return &keeper{ops: ko, node: pk.node, vmid: pk.vmid, records: map[plan.VolumeKey]string{}}, nil
+}
+
 // claimEmptyNode starts creating node's keeper with l's lease in its
 // Notes, and reports whether that claim holds the node's lock.
 func (l *Lock) claimEmptyNode(ctx context.Context, ko *keeperOps, node, tmpl, storage string) (*pendingKeeper, bool, error) {
