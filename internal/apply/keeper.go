@@ -319,7 +319,7 @@ func (ko *keeperOps) ensureKeeper(ctx context.Context, kc plan.KeeperChange, k *
 // createPlanned creates the keeper kc plans, or takes the one the lock is
 // creating on its node (lockclaim.go).
 func (ko *keeperOps) createPlanned(ctx context.Context, kc plan.KeeperChange, p *plan.Plan, obs *plan.Observed) (*keeper, error) {
-	if pk := pendingIn(ctx)[kc.Node]; pk != nil {
+	if pk := pendingIn(ctx)[kc.Node]; pk != nil && pk.adopt() {
 		return ko.adoptPending(ctx, pk)
 	}
 	tmpl := keeperTemplate(kc.Node, p, obs)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/corralhq/corral/internal/plan"
@@ -53,7 +54,15 @@ type pendingKeeper struct {
 	until time.Time // the lease in its Notes runs out then
 	done  chan struct{}
 	err   error
+	// taken is set by the first planned keeper create of its node that
+	// takes it (adopt); a plan that creates two keepers there creates
+	// the second.
+	taken atomic.Bool
 }
+
+// adopt reports whether this is the first call: the keeper goes to one
+// planned create only.
+func (pk *pendingKeeper) adopt() bool { return pk.taken.CompareAndSwap(false, true) }
 
 // The lease a keeper's create writes lasts twice the lease's life: it
 // cannot be renewed until the create ends (usually 11 s; a big template
