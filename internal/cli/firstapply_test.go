@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -96,6 +97,46 @@ func TestFirstApplyWhoseKeeperCreateFails(t *testing.T) {
 	c.mustRun("apply", "-f", m, "--auto-approve")
 	if ks := c.keepers(); len(ks) != 1 {
 		t.Errorf("keepers %v, want one", ks)
+	}
+	if r := c.run("plan", "-f", m); r.code != 0 {
+		t.Errorf("plan: exit %d\n%s", r.code, r.stdout)
+	}
+}
+
+// TestFirstApplyThatNeedsTwoKeepers: a first apply whose volumes fill more
+// than one keeper's Notes plans several keepers on the empty node. The
+// lock's keeper (created with the lease, apply/lockclaim.go) is the first;
+// the others are created as planned, not taken to be the lock's again,
+// and every volume is recorded and mounted once.
+func TestFirstApplyThatNeedsTwoKeepers(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	var b strings.Builder
+	b.WriteString("apps:\n  - name: wide" + strings.Repeat("x", 26) + "\n    template: local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst\n    memory: 256\n    volumes:\n")
+	long := strings.Repeat("x", 37) // names of 40 characters, the most
+	for i := range 80 {
+		fmt.Fprintf(&b, "      - name: v%02d%s\n        size: 1G\n        mount: /srv/v%02d\n", i, long, i)
+	}
+	m := writeManifest(t, b.String())
+	pr := c.run("plan", "-f", m)
+	var planned int
+	if i := strings.LastIndex(pr.stdout, "Plan: 1 to create, "); i < 0 {
+		t.Fatalf("plan:\n%s", pr.stdout)
+	} else if _, err := fmt.Sscanf(pr.stdout[i:], "Plan: 1 to create, %d keeper(s)", &planned); err != nil || planned < 2 {
+		t.Fatalf("plan plans %d keepers (%v), want more than one:\n%s", planned, err, pr.stdout)
+	}
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	if ks := c.keepers(); len(ks) != planned {
+		t.Errorf("keepers %v, want the %d planned", ks, planned)
+	}
+	vols := c.volumes()
+	if len(vols) != 80 {
+		t.Fatalf("%d volumes, want 80", len(vols))
+	}
+	for _, v := range vols {
+		if got := c.mountedBy(v.VolID); len(got) != 1 {
+			t.Errorf("volume %s mounted by %v, want one container", v.VolID, got)
+		}
 	}
 	if r := c.run("plan", "-f", m); r.code != 0 {
 		t.Errorf("plan: exit %d\n%s", r.code, r.stdout)
