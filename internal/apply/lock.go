@@ -355,13 +355,15 @@ func (l *Lock) lockKeeper(ctx context.Context, ko *keeperOps, obs *plan.Observed
 		return nil, nil, nil, err
 	}
 	pk, alone, err := l.claimEmptyNode(ctx, ko, node, tmpl, storage)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	if alone {
+	if err == nil && alone {
 		return &keeper{ops: ko, node: node, vmid: pk.vmid, records: map[plan.VolumeKey]string{}}, nil, pk, nil
 	}
-	k, spare, err = l.yieldClaim(ctx, ko, obs, pk)
+	if err == nil {
+		k, spare, err = l.yieldClaim(ctx, ko, obs, pk)
+	}
+	if err != nil && pk != nil {
+		l.abandon(ctx, pk)
+	}
 	return k, spare, nil, err
 }
 

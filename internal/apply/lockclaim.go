@@ -213,8 +213,24 @@ func (l *Lock) yieldClaim(ctx context.Context, ko *keeperOps, obs *plan.Observed
 	return &keeper{ops: ko, node: pk.node, vmid: oldest}, spare, nil
 }
 
-// clear takes l's lease out of k's Notes, if it is there.
+// abandon takes l's lease out of the keeper of a claim that failed on the
+// way (the command was stopped, a read failed): once its create ends,
+// within its own deadline, as the command may have been stopped.
+func (l *Lock) abandon(ctx context.Context, pk *pendingKeeper) {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Minute)
+	defer cancel()
+	if pk.wait(wctx) != nil {
+		return // not created: no lease
+	}
+	_ = l.clear(ctx, &keeper{ops: l.e.keeperOps(), node: pk.node, vmid: pk.vmid, records: map[plan.VolumeKey]string{}})
+}
+
+// clear takes l's lease out of k's Notes, if it is there. It has its own
+// short deadline, so that a lease written just before the command was
+// stopped (Ctrl-C, an agent's stop) still comes out.
 func (l *Lock) clear(ctx context.Context, k *keeper) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
 	return k.change(ctx, "release the lock", func(s *keeperState) (*pve.ConfigUpdate, error) {
 		if s.notes.Lease == nil || s.notes.Lease.ID != l.lease.ID {
 			return nil, nil
