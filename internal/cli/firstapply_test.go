@@ -110,7 +110,10 @@ func TestFirstApplyWhoseKeeperCreateFails(t *testing.T) {
 // and every volume is recorded and mounted once.
 func TestFirstApplyThatNeedsTwoKeepers(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t)
+	// Scaled so that the lock's keeper is still being created when the
+	// plan is made under the lock: that plan creates every keeper, and
+	// the first of those creates takes the lock's.
+	c := newCluster(t, pvetest.TimeScale(0.02))
 	var b strings.Builder
 	b.WriteString("apps:\n  - name: wide" + strings.Repeat("x", 26) + "\n    template: local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst\n    memory: 256\n    volumes:\n")
 	long := strings.Repeat("x", 37) // names of 40 characters, the most
@@ -125,9 +128,11 @@ func TestFirstApplyThatNeedsTwoKeepers(t *testing.T) {
 	} else if _, err := fmt.Sscanf(pr.stdout[i:], "Plan: 1 to create, %d keeper(s)", &planned); err != nil || planned < 2 {
 		t.Fatalf("plan plans %d keepers (%v), want more than one:\n%s", planned, err, pr.stdout)
 	}
-	c.mustRun("apply", "-f", m, "--auto-approve")
-	if ks := c.keepers(); len(ks) != planned {
-		t.Errorf("keepers %v, want the %d planned", ks, planned)
+	ar := c.mustRun("apply", "-f", m, "--auto-approve")
+	// The plan made under the lock may need one keeper fewer than the
+	// one shown (it counts the room of a keeper that exists by then).
+	if ks := c.keepers(); len(ks) < 2 || len(ks) > planned {
+		t.Errorf("keepers %v, want two to the %d planned\n%s\n%s", ks, planned, ar.stdout, ar.stderr)
 	}
 	vols := c.volumes()
 	if len(vols) != 80 {
