@@ -161,6 +161,7 @@ func (l *Lock) lockNode(ctx context.Context, ko *keeperOps, obs *plan.Observed, 
 	}
 	if pk != nil {
 		if err := pk.wait(ctx); err != nil {
+			l.abandon(ctx, pk)
 			return fmt.Errorf("lock node %s: %w", node, err)
 		}
 		l.held = append(l.held, k)
