@@ -311,14 +311,13 @@ func (l *Lock) Release() {
 func (l *Lock) release() {
 	for _, k := range l.held {
 		if pk := l.pending[k.node]; pk != nil && pk.vmid == k.vmid {
-			// Its config can be written once it is created; a create
-			// that failed took the lease with it.
+			// Its config can be written once it is created. A create
+			// that failed took the lease with it; one whose wait failed
+			// (PVE unreachable) may have not, so the lease is cleared
+			// all the same (a keeper that is not there is no error here).
 			ctx, cancel := context.WithTimeout(l.bg, 3*time.Minute)
-			err := pk.wait(ctx)
+			_ = pk.wait(ctx)
 			cancel()
-			if err != nil {
-				continue
-			}
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		_ = l.clear(ctx, k)
