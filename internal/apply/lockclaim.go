@@ -219,9 +219,7 @@ func (l *Lock) yieldClaim(ctx context.Context, ko *keeperOps, obs *plan.Observed
 func (l *Lock) abandon(ctx context.Context, pk *pendingKeeper) {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Minute)
 	defer cancel()
-	if pk.wait(wctx) != nil {
-		return // not created: no lease
-	}
+	_ = pk.wait(wctx) // a failed create left no lease; a failed wait may have
 	_ = l.clear(ctx, &keeper{ops: l.e.keeperOps(), node: pk.node, vmid: pk.vmid, records: map[plan.VolumeKey]string{}})
 }
 
