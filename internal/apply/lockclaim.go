@@ -153,7 +153,7 @@ func (l *Lock) claimEmptyNode(ctx context.Context, ko *keeperOps, node, tmpl, st
 // aloneOn lists the guests until the listing shows vmid (the claim's
 // placeholder, or the keeper it became; PVE writes the placeholder before
 // the create's POST returns, so this is at once) and reports whether it
-// shows no other claim on node: no keeper, and no other guest being
+// shows no other claim on node: no keeper, and no other container being
 // created (which may be another corral's keeper). A listing that never
 // shows vmid (its create failed at once) is no hold either.
 func aloneOn(ctx context.Context, c *pve.Client, node string, vmid int) (bool, error) {
@@ -168,7 +168,7 @@ func aloneOn(ctx context.Context, c *pve.Client, node string, vmid int) (bool, e
 			case r.Node != node:
 			case r.VMID == vmid:
 				seen = true
-			case r.Lock == "create" || isKeeperResource(r):
+			case r.Type == "lxc" && r.Lock == "create" || isKeeperResource(r):
 				return false, nil
 			}
 		}

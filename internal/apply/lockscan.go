@@ -47,8 +47,9 @@ func (l *Lock) othersLive(cur *plan.Lease) bool {
 	return cur != nil && cur.ID != l.lease.ID && time.Now().Before(cur.Until) && !holderGone(cur.Holder)
 }
 
-// settledOn lists the guests until none on node is being created, for at
-// most limit (default 3 minutes).
+// settledOn lists the guests until no container on node is being created
+// (a keeper is one; a VM is never a claim), for at most limit (default 3
+// minutes).
 func settledOn(ctx context.Context, c *pve.Client, node string, limit time.Duration) ([]resource, error) {
 	if limit <= 0 {
 		limit = 3 * time.Minute
@@ -62,7 +63,7 @@ func settledOn(ctx context.Context, c *pve.Client, node string, limit time.Durat
 		}
 		var creating, on []resource
 		for _, r := range res {
-			if r.Node == node && r.Lock == "create" {
+			if r.Node == node && r.Type == "lxc" && r.Lock == "create" {
 				creating = append(creating, r)
 			}
 			if r.Node == node {
