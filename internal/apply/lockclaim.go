@@ -20,7 +20,7 @@ import (
 // than Proxmox's own create + start. Now the keeper is created with the
 // lease already in its Notes (the vzcreate's description) and the lock is
 // held from the moment a listing of the node shows that keeper's
-// placeholder and no other claim: no keeper and no other guest being
+// placeholder and no other claim: no keeper and no other container being
 // created there. The apps are planned and created while the keeper's
 // create still runs (createbeside.go), each app's volumes once it ends.
 //
