@@ -1,0 +1,72 @@
+package sim
+
+import (
+	"encoding/json"
+	"os/exec"
+	"slices"
+	"testing"
+
+	"github.com/corralhq/corral/internal/testenv"
+)
+
+// Issue 33: Ansible's standard dynamic inventory for Proxmox VE
+// (community.general.proxmox, as Debian 12's ansible ships it) lists the
+// emulator's CTs with their facts, their pool and their tags as groups.
+// It reads /nodes, /nodes/{node}/lxc and qemu, each guest's
+// status/current, config and snapshot, /pools and /pools/{poolid}; with
+// /pools answering 501 it used to list no host at all.
+func TestThirdParty_ansibleInventory(t *testing.T) {
+	inv, err := exec.LookPath("ansible-inventory")
+	if err != nil {
+		testenv.Lack(t, testenv.Ansible, "ansible-inventory is not installed: apt-get install ansible to run Ansible's proxmox inventory against the emulator (.ci/run does)")
+	}
+	p := newThirdParty(t)
+	cmd := exec.Command(inv, "-i", testdataDir(t, "ansible")+"/emulator.proxmox.yml", "--list")
+	cmd.Env = append(ansibleEnv(t), "PROXMOX_URL="+p.srv.URL(), "PROXMOX_USER="+p.user, "PROXMOX_TOKEN_ID="+p.tokenID, "PROXMOX_TOKEN_SECRET="+p.secret, "REQUESTS_CA_BUNDLE="+p.ca)
+	var got struct {
+		Meta struct {
+			Hostvars map[string]map[string]any `json:"hostvars"`
+		} `json:"_meta"`
+		Groups map[string]any `json:"-"`
+	}
+	out := p.run(cmd)
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("ansible-inventory --list: %v\n%s", err, out)
+	}
+	var groups map[string]struct {
+		Hosts []string `json:"hosts"`
+	}
+	if err := json.Unmarshal([]byte(out), &groups); err != nil {
+		t.Fatal(err)
+	}
+	web, db := got.Meta.Hostvars["web1"], got.Meta.Hostvars["db1"]
+	if web["proxmox_vmid"] != "101" && web["proxmox_vmid"] != float64(101) || web["proxmox_status"] != "running" ||
+		web["proxmox_node"] != "pve" || web["proxmox_vmtype"] != "lxc" || web["proxmox_hostname"] != "web1" {
+		t.Errorf("web1's facts: %v", web)
+	}
+	if tags, _ := web["proxmox_tags_parsed"].([]any); !slices.Equal(tags, []any{"prod", "web"}) {
+		t.Errorf("web1's parsed tags %v, want [prod web] (PVE keeps tags sorted)", web["proxmox_tags_parsed"])
+	}
+	if db["proxmox_status"] != "stopped" || db["proxmox_memory"] != "512" && db["proxmox_memory"] != float64(512) {
+		t.Errorf("db1's facts: %v", db)
+	}
+	for group, want := range map[string][]string{
+		"proxmox_all_lxc": {"db1", "web1"}, "proxmox_all_running": {"web1"}, "proxmox_all_stopped": {"db1"},
+		"proxmox_pve_lxc": {"db1", "web1"}, "proxmox_pool_apps": {"web1"}, "tag_web": {"web1"}, "tag_prod": {"web1"},
+		"proxmox_nodes": {"pve"},
+	} {
+		if hosts := slices.Sorted(slices.Values(groups[group].Hosts)); !slices.Equal(hosts, want) {
+			t.Errorf("group %s: %v, want %v", group, hosts, want)
+		}
+	}
+}
+
+// ansibleEnv keeps Ansible's own files in the test's temp dir, and makes
+// an inventory source it cannot parse an error rather than a warning and
+// an empty inventory.
+func ansibleEnv(t *testing.T) []string {
+	home := t.TempDir()
+	return []string{"ANSIBLE_HOME=" + home, "ANSIBLE_LOCAL_TEMP=" + home + "/tmp",
+		"ANSIBLE_INVENTORY_UNPARSED_FAILED=true", "ANSIBLE_INVENTORY_ANY_UNPARSED_IS_FAILED=true",
+		"ANSIBLE_NOCOLOR=1", "ANSIBLE_DEPRECATION_WARNINGS=false"}
+}
