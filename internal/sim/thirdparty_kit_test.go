@@ -86,15 +86,19 @@ func (p *thirdParty) runErr(cmd *exec.Cmd) (string, error) {
 	var stdout, stderr bytes.Buffer
 	c.Stdout, c.Stderr = &stdout, &stderr
 	err := c.Run()
-	out := p.mask(stdout.String())
+	out := p.maskAll(stdout.String())
 	if err != nil {
-		return out, &clientError{err: err, stdout: out, stderr: p.mask(stderr.String())}
+		return out, &clientError{err: err, stdout: out, stderr: p.maskAll(stderr.String())}
 	}
 	return out, nil
 }
 
-// mask replaces the token's secret wherever a client printed it.
-func (p *thirdParty) mask(s string) string { return strings.ReplaceAll(s, p.secret, "<token secret>") }
+// maskAll replaces the token's secret and root's password wherever a
+// client printed them.
+func (p *thirdParty) maskAll(s string) string {
+	s = strings.ReplaceAll(s, p.secret, "<token secret>")
+	return strings.ReplaceAll(s, p.srv.Credentials().RootPassword, "<root password>")
+}
 
 // clientError is a client that failed, with what it printed.
 type clientError struct {
