@@ -110,6 +110,7 @@ type taskAPI struct {
 }
 
 func (a *taskAPI) register(route routeFunc) {
+	route("GET", "/cluster/tasks", a.getClusterTasks)
 	route("GET", "/nodes/{node}/tasks", a.getTasks)
 	route("GET", "/nodes/{node}/tasks/{upid}/status", a.getTaskStatus)
 	route("GET", "/nodes/{node}/tasks/{upid}/log", a.getTaskLog)
