@@ -61,6 +61,45 @@ func TestThirdParty_ansibleInventory(t *testing.T) {
 	}
 }
 
+// Issue 33: community.general.proxmox, the module, creates a CT (again:
+// no change), starts it and stops another, as a playbook on this host
+// (testdata/thirdparty/ansible/ct.yml); the emulator's state shows it.
+func TestThirdParty_ansibleModule(t *testing.T) {
+	play, err := exec.LookPath("ansible-playbook")
+	if err != nil {
+		testenv.Lack(t, testenv.Ansible, "ansible-playbook is not installed: apt-get install ansible to run community.general.proxmox against the emulator (.ci/run does)")
+	}
+	py := pythonWith(t, "proxmoxer")
+	p := newThirdParty(t)
+	cmd := exec.Command(play, "-i", "localhost,", testdataDir(t, "ansible")+"/ct.yml")
+	cmd.Env = append(ansibleEnv(t), "REQUESTS_CA_BUNDLE="+p.ca, "ANSIBLE_PYTHON_INTERPRETER="+py)
+	p.run(cmd)
+	conf := p.config("110", false)
+	if conf["hostname"] != "cache1" || conf["tags"] != "cache" || conf["memory"] != float64(128) || conf["rootfs"] != "local-lvm:vm-110-disk-0,size=2G" {
+		t.Errorf("CT 110 after the playbook: %v", conf)
+	}
+	var st struct {
+		Status string `json:"status"`
+	}
+	p.ok(p.root(), "GET", "/nodes/pve/lxc/110/status/current", nil, &st)
+	if st.Status != "running" {
+		t.Errorf("CT 110 is %s, the playbook started it", st.Status)
+	}
+	p.ok(p.root(), "GET", "/nodes/pve/lxc/101/status/current", nil, &st)
+	if st.Status != "stopped" {
+		t.Errorf("CT 101 is %s, the playbook stopped it", st.Status)
+	}
+	var pool struct {
+		Members []struct {
+			ID string `json:"id"`
+		} `json:"members"`
+	}
+	p.ok(p.root(), "GET", "/pools/apps", nil, &pool)
+	if len(pool.Members) != 2 || pool.Members[1].ID != "lxc/110" {
+		t.Errorf("pool apps: %v, want lxc/101 and lxc/110", pool.Members)
+	}
+}
+
 // ansibleEnv keeps Ansible's own files in the test's temp dir, and makes
 // an inventory source it cannot parse an error rather than a warning and
 // an empty inventory.

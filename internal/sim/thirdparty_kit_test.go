@@ -3,6 +3,7 @@ package sim
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"os"
@@ -71,9 +72,23 @@ func (p *thirdParty) run(cmd *exec.Cmd) string {
 	p.t.Helper()
 	out, err := p.runErr(cmd)
 	if err != nil {
-		p.t.Fatalf("%s: %v", strings.Join(cmd.Args, " "), err)
+		p.t.Fatalf("%s: %v\nthe emulator's tasks that did not end OK:\n%s", strings.Join(cmd.Args, " "), err, p.failedTasks())
 	}
 	return out
+}
+
+// failedTasks lists the tasks that did not end OK, with their logs: what
+// a client that only saw a timeout cannot say.
+func (p *thirdParty) failedTasks() string {
+	var b strings.Builder
+	for _, t := range p.srv.cluster.Tasks("") {
+		if t.Status == "stopped" && t.ExitStatus == "OK" {
+			continue
+		}
+		full, err := p.srv.cluster.Task(t.Node, t.UPID)
+		fmt.Fprintf(&b, "%s %s %s: %s %q %v\n", t.Type, t.ID, t.Status, t.ExitStatus, full.Log, err)
+	}
+	return p.maskAll(b.String())
 }
 
 // runErr runs cmd with the scene's environment (added to cmd.Env) under
