@@ -12,9 +12,10 @@ import (
 
 // Issue 33: go-proxmox (v0.8.2) drives the emulator through version,
 // nodes, pools, cluster resources and tasks, containers (list, status and
-// config, stop, start, clone, template) with task waits, a CT's and the
+// config, stop, start, clone, template, config and tag changes,
+// snapshots, interfaces, destroy) with task waits, a CT's and the
 // cluster's firewall (options, aliases, IP sets and entries, rules,
-// refs), users and roles. It lives in a nested module
+// refs), users and roles, the node's status and storage, the next id. It lives in a nested module
 // (testdata/thirdparty/goproxmox, its own go.mod and go.sum) so that
 // corral's go.mod does not depend on it; this test builds it with the go
 // command that runs the test.
@@ -40,7 +41,10 @@ func TestThirdParty_goProxmox(t *testing.T) {
 	if out := p.run(exec.Command(bin)); strings.TrimSpace(out) != "ok" {
 		t.Fatalf("the go-proxmox client printed %q, want ok", out)
 	}
-	if conf := p.config("105", false); conf["template"] != float64(1) || conf["hostname"] != "db5" {
-		t.Errorf("CT 105 after the client: %v", conf)
+	if conf := p.config("102", false); conf["memory"] != float64(768) || conf["tags"] != "db" {
+		t.Errorf("CT 102 after the client: %v", conf)
+	}
+	if r := p.do(p.root(), "GET", "/nodes/pve/lxc/105/config", nil); r.status != 500 {
+		t.Errorf("CT 105, which the client destroyed: %d %s", r.status, r.data)
 	}
 }

@@ -37,8 +37,8 @@ func newThirdParty(t *testing.T) *thirdParty {
 	k := newE2E(t)
 	root := k.root()
 	k.create(root, "101", url.Values{"hostname": {"web1"}, "tags": {"web;prod"},
-		"net0": {"name=eth0,bridge=vmbr0,ip=dhcp"}, "memory": {"256"}, "cores": {"1"}})
-	k.create(root, "102", url.Values{"hostname": {"db1"}, "memory": {"512"}})
+		"net0": {"name=eth0,bridge=vmbr0,ip=dhcp"}, "memory": {"256"}, "cores": {"1"}, "features": {"nesting=1"}})
+	k.create(root, "102", url.Values{"hostname": {"db1"}, "memory": {"512"}, "features": {"nesting=1"}})
 	k.ok(root, http.MethodPost, "/pools", url.Values{"poolid": {"apps"}, "comment": {"the apps"}}, nil)
 	k.ok(root, http.MethodPut, "/pools/apps", url.Values{"vms": {"101"}}, nil)
 	k.mustOK(root, http.MethodPost, "/nodes/pve/lxc/101/status/start", nil)

@@ -29,10 +29,11 @@ func check(ok bool, format string, args ...any) {
 
 func must(err error) { check(err == nil, "%v", err) }
 
-// wait waits for a task and checks that it ended OK.
-func wait(ctx context.Context, task *proxmox.Task, err error) {
+// wait waits for a task and checks that it ended OK. Its arguments are
+// what a go-proxmox call that starts a task returns.
+func wait(task *proxmox.Task, err error) {
 	must(err)
-	must(task.Wait(ctx, 50*time.Millisecond, time.Minute))
+	must(task.Wait(context.Background(), 50*time.Millisecond, time.Minute))
 	check(task.IsSuccessful, "task %s ended %q", task.UPID, task.ExitStatus)
 }
 
@@ -47,6 +48,7 @@ func main() {
 	containers(ctx, c, node)
 	firewall(ctx, c, node)
 	access(ctx, c)
+	lifecycle(ctx, c, node)
 	fmt.Println("ok")
 }
 
@@ -96,20 +98,18 @@ func containers(ctx context.Context, c *proxmox.Client, node *proxmox.Node) {
 		"CT 101: %s %+v", ct.Status, ct.ContainerConfig)
 
 	step = "power"
-	stop, err := ct.Stop(ctx)
-	wait(ctx, stop, err)
+	wait(ct.Stop(ctx))
 	ct, err = node.Container(ctx, 101)
 	must(err)
 	check(ct.Status == "stopped", "CT 101 is %s after stop", ct.Status)
-	start, err := ct.Start(ctx)
-	wait(ctx, start, err)
+	wait(ct.Start(ctx))
 
 	step = "clone"
 	db, err := node.Container(ctx, 102)
 	must(err)
 	newid, task, err := db.Clone(ctx, &proxmox.ContainerCloneOptions{NewID: 105, Hostname: "db5", Full: true})
 	check(newid == 105, "clone answered id %d", newid)
-	wait(ctx, task, err)
+	wait(task, err)
 
 	step = "template"
 	clone, err := node.Container(ctx, 105)
