@@ -10,6 +10,7 @@ import sys
 import time
 
 from proxmoxer import ProxmoxAPI
+from proxmoxer.core import ResourceException
 
 env = os.environ
 api = ProxmoxAPI(env["PVE_HOST"], port=int(env["PVE_PORT"]), user=env["PVE_USER"],
@@ -22,6 +23,20 @@ step = "start"
 def check(cond, what):
     if not cond:
         sys.exit("step %s: %s" % (step, what))
+
+
+def refused(call, status, reason):
+    """Checks that call fails as PVE answers, as far as proxmoxer 1.2.0
+    tells: the status and the message in the reason phrase. (It reads the
+    parameter errors from "data", where PVE never puts them, so they are
+    always None; internal/sim's own tests check them.)"""
+    try:
+        call()
+    except ResourceException as e:
+        got = (e.status_code, e.content)
+        check(got == (status, reason), "refused with %r, PVE answers %r" % (got, (status, reason)))
+        return
+    check(False, "accepted; PVE answers %d %s" % (status, reason))
 
 
 def wait(upid):
@@ -94,6 +109,21 @@ check([(r["pos"], r["action"], r.get("source")) for r in rules] ==
 check(fw.rules(1).get()["dport"] == "22", fw.rules(1).get())
 refs = {(r["scope"], r["ref"]) for r in fw.refs.get()}
 check(refs == {("dc", "lan"), ("dc", "+blocked"), ("guest", "admin"), ("guest", "+friends")}, refs)
+
+step = "firewall errors"
+bad = "Parameter verification failed."
+refused(lambda: api.cluster.firewall.aliases.post(name="lan", cidr="10.1.0.0/24"), 400, bad)
+refused(lambda: fw.rules.post(type="in", action="ACCEPT", source="nosuch"), 400, bad)
+refused(lambda: fw.rules.post(type="in", action="ACCEPT", dest="+nosuch"), 400, bad)
+refused(lambda: api.cluster.firewall.ipset("blocked").post(cidr="192.0.2.0/24"), 400, bad)
+refused(lambda: api.cluster.firewall.ipset("blocked").delete(), 500, "IPSet 'blocked' is not empty")
+refused(lambda: fw.ipset("nosuch").get(), 500, "no such IPSet 'nosuch'")
+refused(lambda: fw.aliases("nosuch").get(), 400, bad)
+fw.aliases("admin").put(cidr="10.0.0.6", rename="admin2")
+check([a["name"] for a in fw.aliases.get()] == ["admin2"], fw.aliases.get())
+# Aliases.pm renames the alias only: a rule naming it keeps the old name.
+check(fw.rules(1).get()["source"] == "admin", "the rule names %r after the rename" % fw.rules(1).get()["source"])
+fw.aliases("admin2").put(cidr="10.0.0.6", rename="admin")
 
 step = "power"
 wait(node.lxc(101).status.stop.post())
