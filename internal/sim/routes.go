@@ -55,6 +55,8 @@ type storageAPI struct {
 }
 
 func (a *storageAPI) register(route routeFunc) {
+	route("GET", "/storage", a.getStorageIndex)
+	route("GET", "/storage/{storage}", a.getStorageConfig)
 	route("GET", "/nodes/{node}/storage", a.getStorages)
 	route("GET", "/nodes/{node}/storage/{storage}/status", a.getStorageStatus)
 	route("GET", "/nodes/{node}/storage/{storage}/content", a.getContent)
@@ -124,6 +126,8 @@ type accessAPI struct {
 func (a *accessAPI) register(route routeFunc) {
 	route("POST", "/access/ticket", a.postTicket)
 	route("GET", "/access/permissions", a.getPermissions)
+	route("GET", "/access/domains", a.getDomains)
+	route("GET", "/access/domains/{realm}", a.getDomain)
 	route("GET", "/access/users", a.getUsers)
 	route("POST", "/access/users", a.postUser)
 	route("GET", "/access/users/{userid}", a.getUser)

@@ -100,12 +100,33 @@ func TestThirdParty_ansibleModule(t *testing.T) {
 	}
 }
 
+// Issue 33: community.general's proxmox info modules (domains, storage,
+// users, tasks) and proxmox_snap read and snapshot the emulator as a
+// default PVE install answers them (testdata/thirdparty/ansible/info.yml
+// asserts what they return).
+func TestThirdParty_ansibleInfo(t *testing.T) {
+	play, err := exec.LookPath("ansible-playbook")
+	if err != nil {
+		testenv.Lack(t, testenv.Ansible, "ansible-playbook is not installed: apt-get install ansible to run community.general's proxmox modules against the emulator (.ci/run does)")
+	}
+	py := pythonWith(t, "proxmoxer")
+	p := newThirdParty(t)
+	cmd := exec.Command(play, "-i", "localhost,", testdataDir(t, "ansible")+"/info.yml")
+	cmd.Env = append(ansibleEnv(t), "REQUESTS_CA_BUNDLE="+p.ca, "ANSIBLE_PYTHON_INTERPRETER="+py)
+	p.run(cmd)
+	var snaps []map[string]any
+	p.ok(p.root(), "GET", "/nodes/pve/lxc/101/snapshot", nil, &snaps)
+	if len(snaps) != 2 || snaps[0]["name"] != "before_upgrade" || snaps[0]["description"] != "taken by Ansible\n" { // a comment line in the config
+		t.Errorf("CT 101's snapshots after the playbook: %v", snaps)
+	}
+}
+
 // ansibleEnv keeps Ansible's own files in the test's temp dir, and makes
 // an inventory source it cannot parse an error rather than a warning and
 // an empty inventory.
 func ansibleEnv(t *testing.T) []string {
 	home := t.TempDir()
-	return []string{"ANSIBLE_HOME=" + home, "ANSIBLE_LOCAL_TEMP=" + home + "/tmp",
+	return []string{"ANSIBLE_HOME=" + home, "ANSIBLE_REMOTE_TEMP=" + home + "/remote", "ANSIBLE_LOCAL_TEMP=" + home + "/tmp",
 		"ANSIBLE_INVENTORY_UNPARSED_FAILED=true", "ANSIBLE_INVENTORY_ANY_UNPARSED_IS_FAILED=true",
 		"ANSIBLE_NOCOLOR=1", "ANSIBLE_DEPRECATION_WARNINGS=false"}
 }
