@@ -2,6 +2,7 @@ package sim
 
 import (
 	"encoding/json"
+	"net/url"
 	"os/exec"
 	"slices"
 	"testing"
@@ -101,7 +102,7 @@ func TestThirdParty_ansibleModule(t *testing.T) {
 }
 
 // Issue 33: community.general's proxmox info modules (domains, storage,
-// users, tasks) and proxmox_snap read and snapshot the emulator as a
+// users, groups, tasks) and proxmox_snap read and snapshot the emulator as a
 // default PVE install answers them (testdata/thirdparty/ansible/info.yml
 // asserts what they return).
 func TestThirdParty_ansibleInfo(t *testing.T) {
@@ -111,6 +112,7 @@ func TestThirdParty_ansibleInfo(t *testing.T) {
 	}
 	py := pythonWith(t, "proxmoxer")
 	p := newThirdParty(t)
+	p.ok(p.root(), "POST", "/access/groups", url.Values{"groupid": {"ops"}, "comment": {"operators"}}, nil)
 	cmd := exec.Command(play, "-i", "localhost,", testdataDir(t, "ansible")+"/info.yml")
 	cmd.Env = append(ansibleEnv(t), "REQUESTS_CA_BUNDLE="+p.ca, "ANSIBLE_PYTHON_INTERPRETER="+py)
 	p.run(cmd)
