@@ -75,6 +75,13 @@ async function main() {
   await fw.ipset.$("web_clients").$post({ cidr: "203.0.113.9/32" });
   const set = (await fw.ipset.$("web_clients").$get()).map((e) => e.cidr).sort();
   check(set.join(" ") === "203.0.113.9 office", set);
+  // A CIDR in the path: the package escapes its "/" as %2F.
+  await fw.ipset.$("web_clients").$post({ cidr: "198.51.100.0/25", nomatch: true });
+  const entry = await fw.ipset.$("web_clients").$("198.51.100.0/25").$get();
+  check(entry.cidr === "198.51.100.0/25" && entry.nomatch === 1 && entry.digest, entry);
+  await fw.ipset.$("web_clients").$("198.51.100.0/25").$put({ comment: "not these", digest: entry.digest });
+  check((await fw.ipset.$("web_clients").$("198.51.100.0/25").$get()).comment === "not these", "entry comment");
+  await fw.ipset.$("web_clients").$("198.51.100.0/25").$delete();
   await fw.rules.$post({ type: "in", action: "ACCEPT", macro: "HTTP", source: "+web_clients", enable: 1 });
   const rules = await fw.rules.$get();
   check(rules.length === 1 && rules[0].macro === "HTTP" && rules[0].source === "+web_clients", rules);
