@@ -25,7 +25,7 @@ func TestThirdParty_goProxmox(t *testing.T) {
 		t.Fatalf("no go command beside this test's GOROOT: %v", err)
 	}
 	dir := testdataDir(t, "goproxmox")
-	env := []string{"GOWORK=off", "GOFLAGS=-mod=readonly"}
+	env := []string{"GOWORK=off", "GOFLAGS=-mod=readonly -buildvcs=false"}
 	dl := exec.Command(goCmd, "mod", "download")
 	dl.Dir, dl.Env = dir, append(dl.Environ(), env...)
 	if out, err := dl.CombinedOutput(); err != nil {

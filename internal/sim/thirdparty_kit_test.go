@@ -136,3 +136,22 @@ func testdataDir(t *testing.T, name string) string {
 	}
 	return dir
 }
+
+// A client that prints the token's secret and root's password and fails
+// leaves neither in what the test reports.
+func TestThirdParty_secretMasked(t *testing.T) {
+	p := newThirdParty(t)
+	cmd := exec.Command("/bin/sh", "-c", `echo "token $PVE_TOKEN_SECRET"; echo "password $ROOTPW" >&2; exit 3`)
+	cmd.Env = []string{"ROOTPW=" + p.srv.Credentials().RootPassword}
+	out, err := p.runErr(cmd)
+	if err == nil {
+		t.Fatal("a client that exits 3 did not fail")
+	}
+	msg := out + err.Error()
+	if strings.Contains(msg, p.secret) || strings.Contains(msg, p.srv.Credentials().RootPassword) {
+		t.Fatalf("a secret in the report: %s", msg)
+	}
+	if !strings.Contains(msg, "token <token secret>") || !strings.Contains(msg, "password <root password>") {
+		t.Errorf("the report does not show where the secrets were masked: %s", msg)
+	}
+}
