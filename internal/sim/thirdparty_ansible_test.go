@@ -22,8 +22,22 @@ func TestThirdParty_ansibleInventory(t *testing.T) {
 		testenv.Lack(t, testenv.Ansible, "ansible-inventory is not installed: apt-get install ansible to run Ansible's proxmox inventory against the emulator (.ci/run does)")
 	}
 	p := newThirdParty(t)
+	t.Run("token", func(t *testing.T) {
+		p.sub(t).inventory(inv, "PROXMOX_USER="+p.user, "PROXMOX_TOKEN_ID="+p.tokenID, "PROXMOX_TOKEN_SECRET="+p.secret)
+	})
+	// With a password the plugin logs in (POST /access/ticket) and reads
+	// with the ticket's cookie.
+	t.Run("password", func(t *testing.T) {
+		p.sub(t).inventory(inv, "PROXMOX_USER=root@pam", "PROXMOX_PASSWORD="+p.srv.Credentials().RootPassword)
+	})
+}
+
+// inventory runs ansible-inventory --list with auth's variables and
+// checks the scene's hosts, facts and groups.
+func (p *thirdParty) inventory(inv string, auth ...string) {
+	t := p.t
 	cmd := exec.Command(inv, "-i", testdataDir(t, "ansible")+"/emulator.proxmox.yml", "--list")
-	cmd.Env = append(ansibleEnv(t), "PROXMOX_URL="+p.srv.URL(), "PROXMOX_USER="+p.user, "PROXMOX_TOKEN_ID="+p.tokenID, "PROXMOX_TOKEN_SECRET="+p.secret, "REQUESTS_CA_BUNDLE="+p.ca)
+	cmd.Env = append(ansibleEnv(t), append(auth, "PROXMOX_URL="+p.srv.URL(), "REQUESTS_CA_BUNDLE="+p.ca)...)
 	var got struct {
 		Meta struct {
 			Hostvars map[string]map[string]any `json:"hostvars"`

@@ -155,3 +155,10 @@ func TestThirdParty_secretMasked(t *testing.T) {
 		t.Errorf("the report does not show where the secrets were masked: %s", msg)
 	}
 }
+
+// sub is the scene for a subtest, so that failures stop the subtest only.
+func (p *thirdParty) sub(t *testing.T) *thirdParty {
+	c := *p
+	c.e2e = p.e2e.sub(t)
+	return &c
+}
