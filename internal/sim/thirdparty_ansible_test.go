@@ -77,7 +77,8 @@ func (p *thirdParty) inventory(inv string, auth ...string) {
 }
 
 // Issue 33: community.general.proxmox, the module, creates a CT (again:
-// no change), starts it and stops another, as a playbook on this host
+// no change), starts it, stops another, clones a template and removes
+// the clone, as a playbook on this host
 // (testdata/thirdparty/ansible/ct.yml); the emulator's state shows it.
 func TestThirdParty_ansibleModule(t *testing.T) {
 	play, err := exec.LookPath("ansible-playbook")
@@ -86,6 +87,8 @@ func TestThirdParty_ansibleModule(t *testing.T) {
 	}
 	py := pythonWith(t, "proxmoxer")
 	p := newThirdParty(t)
+	p.create(p.root(), "103", url.Values{"hostname": {"base"}, "features": {"nesting=1"}})
+	p.waitTemplate("103")
 	cmd := exec.Command(play, "-i", "localhost,", testdataDir(t, "ansible")+"/ct.yml")
 	cmd.Env = append(ansibleEnv(t), "REQUESTS_CA_BUNDLE="+p.ca, "ANSIBLE_PYTHON_INTERPRETER="+py)
 	p.run(cmd)
@@ -103,6 +106,14 @@ func TestThirdParty_ansibleModule(t *testing.T) {
 	p.ok(p.root(), "GET", "/nodes/pve/lxc/101/status/current", nil, &st)
 	if st.Status != "stopped" {
 		t.Errorf("CT 101 is %s, the playbook stopped it", st.Status)
+	}
+	if r := p.do(p.root(), "GET", "/nodes/pve/lxc/111/config", nil); r.status != 500 {
+		t.Errorf("CT 111, which the playbook cloned and removed: %d %s", r.status, r.data)
+	}
+	var tasks []map[string]any
+	p.ok(p.root(), "GET", "/nodes/pve/tasks", url.Values{"vmid": {"111"}, "typefilter": {"vzdestroy"}}, &tasks)
+	if len(tasks) != 1 || tasks[0]["status"] != "OK" {
+		t.Errorf("CT 111's destroy tasks: %v", tasks)
 	}
 	var pool struct {
 		Members []struct {
