@@ -39,6 +39,7 @@ type clusterAPI struct {
 
 func (a *clusterAPI) register(route routeFunc) {
 	route("GET", "/version", a.getVersion)
+	route("GET", "/nodes/{node}/version", a.getNodeVersion)
 
 	route("GET", "/cluster/resources", a.getClusterResources)
 	route("GET", "/cluster/nextid", a.getNextID)

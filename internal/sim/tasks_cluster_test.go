@@ -43,3 +43,17 @@ func TestClusterTasks(t *testing.T) {
 		t.Errorf("alice's token sees %v, PVE shows a token none", rows)
 	}
 }
+
+// Issue 33 (go-proxmox's Node.Version answered 501): a node's version is
+// /version's; an unknown node fails on its parameter.
+func TestNodeVersion(t *testing.T) {
+	k := newE2E(t)
+	var v, nv map[string]any
+	k.ok(k.root(), http.MethodGet, "/version", nil, &v)
+	k.ok(k.auditor("aud@pve", "/vms"), http.MethodGet, "/nodes/pve/version", nil, &nv)
+	if len(nv) != 3 || nv["version"] != v["version"] || nv["release"] != v["release"] || nv["repoid"] != v["repoid"] {
+		t.Errorf("GET /nodes/pve/version %v, /version %v", nv, v)
+	}
+	want(t, "an unknown node", k.do(k.root(), http.MethodGet, "/nodes/nosuch/version", nil), 400,
+		"Parameter verification failed.\n", map[string]string{"node": "no such cluster node 'nosuch'"})
+}

@@ -12,6 +12,11 @@ import (
 // entries and sets, and destroys a CT.
 func lifecycle(ctx context.Context, c *proxmox.Client, node *proxmox.Node) {
 	step = "node"
+	nv, err := node.Version(ctx)
+	must(err)
+	v, err := c.Version(ctx)
+	must(err)
+	check(nv.Version == v.Version && nv.Release == v.Release && nv.RepoID == v.RepoID, "node version %+v, /version %+v", nv, v)
 	must(node.Status(ctx))
 	check(node.CPUInfo.CPUs > 0 && node.Memory.Total > 0, "node status %+v", node)
 	storages, err := node.Storages(ctx)
