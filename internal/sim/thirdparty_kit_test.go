@@ -58,9 +58,16 @@ func newThirdParty(t *testing.T) *thirdParty {
 
 // env is what every client script reads: where the emulator is and the
 // API token, its secret only here (never on a command line or in a file
-// of the test's log).
+// of the test's log). The caller's own PROXMOX_* variables are dropped:
+// Ansible's modules and inventory would take them for their options.
 func (p *thirdParty) env() []string {
-	return append(os.Environ(),
+	var base []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "PROXMOX_") {
+			base = append(base, kv)
+		}
+	}
+	return append(base,
 		"PVE_URL="+p.srv.URL(), "PVE_HOST="+p.host, "PVE_PORT="+p.port,
 		"PVE_USER="+p.user, "PVE_TOKEN_ID="+p.tokenID, "PVE_TOKEN_SECRET="+p.secret,
 		"PVE_CA="+p.ca, "PVE_NODE=pve")
