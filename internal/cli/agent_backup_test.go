@@ -145,8 +145,11 @@ func TestAgent_scheduledBackups(t *testing.T) {
 	if got := c.archives(m, "notes"); len(got) != 2 || got[0] != made[2] {
 		t.Errorf("archives after the failed backup: %v", got)
 	}
-	// Not retried every round in that window.
-	r.clock.Add(time.Hour)
+	// Not retried every round in that window: a round later in the same
+	// UTC day, half way to its end (an hour later crossed midnight, into
+	// the next window, when the test ran after about 22:00 UTC).
+	now := r.clock.Now()
+	r.clock.Add(now.UTC().Truncate(24*time.Hour).Add(24*time.Hour).Sub(now) / 2)
 	r.tick()
 	if n := len(r.events(agent.KindBackup, seq)); n != 1 {
 		t.Errorf("failed backup retried within its window: %d events", n)
