@@ -43,6 +43,9 @@ func FromManifest(f *manifest.File) []App {
 
 			SnapshotBeforeChange: m.SnapshotBeforeChange,
 			BackupStorage:        m.Backup.Storage,
+
+			Pool:     m.Pool,
+			Firewall: firewallOf(m.Firewall),
 		}
 		a.Steps = stepsOf(work, len(m.Unresolved) == 0)
 		if refs := work.FactRefs(); len(refs) > 0 {

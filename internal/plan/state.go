@@ -93,6 +93,11 @@ type App struct {
 	SnapshotBeforeChange bool
 	BackupStorage        string
 	Volumes              []Volume
+	// Pool and firewall (issue 33), one block. Pool is the resource
+	// pool the container joins, "" to leave its membership alone;
+	// Firewall its firewall, nil to leave it alone (firewall.go).
+	Pool     string
+	Firewall *Firewall
 	// DeleteSnapshots consents to deleting the container's snapshots when
 	// it moves to another node: PVE migrates no container whose
 	// snapshots reference volumes on LVM-thin (corral move, drain and
@@ -198,6 +203,9 @@ type Observed struct {
 	// other signals still say what they are (ReadDamaged): the apps whose
 	// data they may hold are refused until the tags are back.
 	Damaged []*Damaged
+	// Pools are the resource pools the token may audit, read only when an
+	// app names a pool (apply.ObserveApps): one not listed is created.
+	Pools []string
 	// Recover is the operator's consent (corral apply --recover) to build
 	// apps whose node is offline anew on another node. It is not read
 	// from the cluster; the caller sets it before planning.
@@ -242,6 +250,12 @@ type CT struct {
 	// pending value but PVE's lock, apply.plannedDigest): what a change of
 	// this container is planned against (Change.Digest).
 	Digest string
+	// Pool is the resource pool /cluster/resources puts it in, "" for
+	// none.
+	Pool string
+	// Firewall is its firewall as read, only for the apps that declare
+	// one (apply.ObserveApps); nil when not read.
+	Firewall *ObservedFirewall
 	// Address is the IPv4 address the running container reports for
 	// eth0 when its config gives none (DHCP): read only for the apps
 	// whose facts a manifest's guest strings name (apply.ObserveAddresses),
