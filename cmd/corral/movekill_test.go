@@ -7,10 +7,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/corralhq/corral/internal/testenv"
 
 	"github.com/corralhq/corral/internal/plan"
 	"github.com/corralhq/corral/internal/pve"
@@ -53,11 +56,17 @@ func TestMoveKilledThenApply(t *testing.T) {
 		t.Setenv("CORRAL_SIM_RUNTIME", "view") // no LXC boot per start (as the soak)
 		t.Setenv("CORRAL_SIM_UNISOLATED", "1")
 	}
-	for _, moment := range []struct{ name, task string }{
+	// Without CORRAL_TEST_FULL one moment a day (testenv.SampleOf); CI
+	// kills at all three.
+	t.Logf("moments: all with %s=1, else one (%s=%d)", testenv.FullVar, testenv.SweepSeedVar, testenv.Seed())
+	for i, moment := range []struct{ name, task string }{
 		{"carrier create", "vzcreate"},
 		{"volume into the carrier", "move_volume"},
 		{"carrier migration", "vzmigrate"},
 	} {
+		if !testenv.SampleOf(t, i, 3) {
+			continue
+		}
 		t.Run(moment.name, func(t *testing.T) {
 			r := newMoveKillRig(t)
 			m := filepath.Join(t.TempDir(), "movekill", "corral.yaml")
@@ -127,7 +136,7 @@ func newMoveKillRig(t *testing.T) *moveKillRig {
 	cr := srv.Credentials()
 	r := &soakRig{t: t, srv: srv, dir: t.TempDir(),
 		env: []string{"PROXMOX_VE_ENDPOINT=" + srv.URL(), "PROXMOX_VE_API_TOKEN=" + cr.OperatorToken, "PROXMOX_VE_FINGERPRINT=" + srv.Fingerprint(),
-			"XDG_STATE_HOME=" + t.TempDir(), "XDG_CONFIG_HOME=" + t.TempDir()}}
+			"CORRAL_SIM_TIME_SCALE=" + strconv.FormatFloat(scale, 'g', -1, 64), "XDG_STATE_HOME=" + t.TempDir(), "XDG_CONFIG_HOME=" + t.TempDir()}}
 	if r.root, err = pve.New(pve.Config{Endpoint: srv.URL(), Token: cr.RootToken, HTTPClient: srv.HTTPClient()}); err != nil {
 		t.Fatal(err)
 	}
@@ -156,28 +165,37 @@ func (r *moveKillRig) web() *plan.CT {
 func (r *moveKillRig) killMoveAt(m, typ string) {
 	r.t.Helper()
 	cmd := r.command("move", "web", "--to", "pve2", "-f", m, "--auto-approve")
+	what := "a " + typ + " task of the move"
+	killWhen(r.t, cmd, what, 60*time.Second, func(string) bool { return r.running(typ) != "" })
+}
+
+// killWhen starts cmd and SIGKILLs it as soon as moment (given its output
+// so far) says so; it fails the test if cmd ends first or the moment
+// does not come within limit.
+func killWhen(t *testing.T, cmd *exec.Cmd, what string, limit time.Duration, moment func(out string) bool) {
+	t.Helper()
 	var out safeBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
-		r.t.Fatal(err)
+		t.Fatal(err)
 	}
 	done := make(chan struct{})
 	go func() { cmd.Wait(); close(done) }()
-	deadline := time.After(60 * time.Second)
+	deadline := time.After(limit)
 	for {
 		select {
 		case <-done:
-			r.t.Fatalf("the move ended before a %s task was seen:\n%s", typ, out.String())
+			t.Fatalf("%s: corral ended before the moment to kill it:\n%s", what, out.String())
 		case <-deadline:
 			cmd.Process.Kill()
 			<-done
-			r.t.Fatalf("no %s task within 60 s of the move:\n%s", typ, out.String())
+			t.Fatalf("%s: the moment did not come within %s:\n%s", what, limit, out.String())
 		case <-time.After(5 * time.Millisecond):
 		}
-		if vmid := r.running(typ); vmid != "" {
+		if moment(out.String()) {
 			cmd.Process.Signal(syscall.SIGKILL)
 			<-done
-			r.t.Logf("SIGKILLed the move while %s of %s ran", typ, vmid)
+			t.Logf("SIGKILLed corral at %s:\n%s", what, out.String())
 			return
 		}
 	}

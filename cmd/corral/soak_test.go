@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/corralhq/corral/internal/testenv"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -150,7 +152,7 @@ func TestSoak(t *testing.T) {
 	r := &soakRig{t: t, srv: srv, dir: t.TempDir(), ops: map[string]int{}, edits: map[string]int{}, rng: rand.New(rand.NewPCG(*soakSeed, 7)),
 		memory: map[string]int{}, betaNode: "pve1", snaps: map[string][]string{},
 		env: []string{"PROXMOX_VE_ENDPOINT=" + srv.URL(), "PROXMOX_VE_API_TOKEN=" + cr.OperatorToken, "PROXMOX_VE_FINGERPRINT=" + srv.Fingerprint(),
-			"XDG_STATE_HOME=" + t.TempDir(), "XDG_CONFIG_HOME=" + t.TempDir()}}
+			"CORRAL_SIM_TIME_SCALE=" + strconv.FormatFloat(scale, 'g', -1, 64), "XDG_STATE_HOME=" + t.TempDir(), "XDG_CONFIG_HOME=" + t.TempDir()}}
 	if r.root, err = pve.New(pve.Config{Endpoint: srv.URL(), Token: cr.RootToken, HTTPClient: srv.HTTPClient()}); err != nil {
 		t.Fatal(err)
 	}
@@ -802,7 +804,17 @@ func (r *soakRig) planLeft(p string) string {
 // through the API, the emulator's admin unlock and root's DELETE.
 func (r *soakRig) cleanPlaceholders() {
 	ctx := context.Background()
-	time.Sleep(200 * time.Millisecond) // a create still under way finishes at time scale 0
+	// A create still under way (its corral was killed, its task runs on)
+	// is not a placeholder to remove: wait for every create task to end,
+	// which at time scale 0 takes moments, however loaded the machine.
+	testenv.WaitFor(r.t, "the creates under way to finish", func() bool {
+		for _, tk := range r.srv.Cluster().Tasks("") {
+			if tk.Type == "vzcreate" && tk.Status == "running" {
+				return false
+			}
+		}
+		return true
+	})
 	res, err := r.root.ClusterResources(ctx, "vm")
 	if err != nil {
 		r.t.Fatal(err)

@@ -52,5 +52,8 @@ func (e *Executor) createBesideKeeper(ctx context.Context, c plan.Change, keeper
 	if err := errors.Join(verr, cerr); err != nil {
 		return err
 	}
-	return e.afterCreate(ctx, c, vmid, e.attachAndStart(ctx, c, vmid, vols, obs))
+	if err := e.afterCreate(ctx, c, vmid, e.attachAndStart(ctx, c, vmid, vols, obs)); err != nil {
+		return err
+	}
+	return e.applyHA(ctx, c, vmid, obs)
 }

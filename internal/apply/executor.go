@@ -286,10 +286,23 @@ func (e *Executor) applyChange(ctx context.Context, c plan.Change, keepers *keep
 			c.VMID = c.Desired.VMID
 		}
 		vmid, err := e.createAndStart(ctx, c, vols, obs)
-		return e.afterCreate(ctx, c, vmid, err)
+		if err := e.afterCreate(ctx, c, vmid, err); err != nil {
+			return err
+		}
+		return e.applyHA(ctx, c, vmid, obs)
 	case plan.Update:
 		r.placed(c.App, c.Node, c.VMID)
-		return e.updateApp(ctx, c, vols, obs)
+		if c.HA != nil && c.HA.Want == nil {
+			// Out of HA first: what follows (a start) is corral's.
+			if err := e.applyHA(ctx, c, c.VMID, obs); err != nil {
+				return err
+			}
+			c.HA = nil
+		}
+		if err := e.updateApp(ctx, c, vols, obs); err != nil {
+			return err
+		}
+		return e.applyHA(ctx, c, c.VMID, obs)
 	}
 	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/corralhq/corral/internal/apply"
+	"github.com/corralhq/corral/internal/sim/model"
+	"github.com/corralhq/corral/internal/testenv"
 	"os"
 	"testing"
 )
@@ -27,5 +29,14 @@ func TestMain(m *testing.M) {
 	// and reprotect's backoff would hold it 7.5 s before the test can
 	// run it again; the pauses' doubling and count are unchanged.
 	apply.SetReprotectDelay(5 * time.Millisecond)
+	// The tests wait on emulators far more than they compute: a plain
+	// `go test` runs 8 at once as the README's command does.
+	testenv.DefaultParallel(8)
+	// The emulator's after-save check (every save re-read from its files
+	// and compared with the state in memory, both encoded whole: 30% of
+	// these tests' CPU) is an
+	// invariant of internal/sim/model, whose own tests and internal/sim's
+	// keep it on; here it runs with CORRAL_TEST_FULL (CI) only.
+	model.SetJournalCheck(testenv.Full())
 	os.Exit(m.Run())
 }

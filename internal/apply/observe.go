@@ -59,6 +59,9 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 		}
 	}
 	o.group()
+	if err := observeHA(ctx, c, o.obs); err != nil {
+		return nil, err
+	}
 	if err := o.storages(ctx); err != nil {
 		return nil, err
 	}
@@ -165,12 +168,12 @@ func (o *observation) read(node string, vmid int) (conf, pending map[string]stri
 
 // observedCT is the plan's view of r with its config.
 func observedCT(r resource, conf, pending map[string]string, digest string) *plan.CT {
-	return &plan.CT{VMID: r.VMID, Node: r.Node, Status: r.Status, Lock: conf["lock"], Config: conf, Pending: pending, Digest: digest, Pool: r.Pool}
+	return &plan.CT{VMID: r.VMID, Node: r.Node, Status: r.Status, Lock: conf["lock"], Config: conf, Pending: pending, Digest: digest, Pool: r.Pool, HAState: r.HAState}
 }
 
 // guest files r under what its tags say it is: another tool's guest, an
-// app on an offline node, a keeper, a carrier, one side of a restore, or
-// an app's container.
+// app on an offline node, a keeper, a carrier, an app's rescue container,
+// one side of a restore, or an app's container.
 func (o *observation) guest(ctx context.Context, r resource) error {
 	obs := o.obs
 	obs.GuestMemory[r.Node] += r.MaxMem
@@ -201,6 +204,14 @@ func (o *observation) guest(ctx context.Context, r resource) error {
 	}
 	if slices.Contains(tags, plan.TagCarrier) {
 		o.carriers = append(o.carriers, plan.ReadCarrier(r.VMID, r.Node, tags, conf))
+		return nil
+	}
+	if plan.IsRescue(tags) {
+		res := plan.ReadRescue(r.VMID, r.Node, r.Status, tags, conf)
+		if obs.Rescues == nil {
+			obs.Rescues = map[string][]*plan.Rescue{}
+		}
+		obs.Rescues[res.App] = append(obs.Rescues[res.App], res)
 		return nil
 	}
 	if app := tagged(tags, plan.TagRestoringPrefix); app != "" {

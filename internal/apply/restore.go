@@ -594,8 +594,13 @@ func (rs *restorer) finishRestore(ctx context.Context, app, node string, newID, 
 // half done (plan.Observed.Restores), before any other change: a restored
 // container that never took over is removed (its volumes stay in the
 // keeper as <app>/*-restored-<stamp>, where `corral volumes` lists them);
-// one whose old container was already set aside becomes the app's.
+// one whose old container was already set aside becomes the app's. The
+// apps' rescue containers (plan.Observed.Rescues) are ended first: their
+// volumes go back to the apps' containers (EndRescues).
 func (e *Executor) Recover(ctx context.Context, obs *plan.Observed) error {
+	if err := e.EndRescues(ctx, obs); err != nil {
+		return err
+	}
 	rs := e.restorer()
 	for _, app := range slices.Sorted(maps.Keys(obs.Restores)) {
 		r := obs.Restores[app]

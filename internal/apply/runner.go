@@ -227,7 +227,10 @@ func (r *runner) ensureStopped(ctx context.Context, app, node string, vmid int) 
 		if err != nil {
 			return err
 		}
-		return r.wait(ctx, app, upid)
+		if err := r.wait(ctx, app, upid); err != nil {
+			return err
+		}
+		return r.waitHAPower(ctx, upid, node, vmid, false)
 	})
 }
 
@@ -244,7 +247,10 @@ func (r *runner) start(ctx context.Context, app, node string, vmid int) error {
 		}
 		return err
 	}
-	return withStartCause(r.wait(ctx, app, upid))
+	if err := r.wait(ctx, app, upid); err != nil {
+		return withStartCause(err)
+	}
+	return r.waitHAPower(ctx, upid, node, vmid, true)
 }
 
 func (r *runner) resize(ctx context.Context, app, node string, vmid int, disk string, size int64) error {

@@ -42,6 +42,9 @@ type AppStatus struct {
 	// Moving is set while a move of the app is under way or was
 	// interrupted (its carrier exists).
 	Moving *MoveStatus `json:"moving,omitempty"`
+	// Rescue is set while the app is in rescue (corral rescue): its
+	// rescue container holds the app's volumes.
+	Rescue *RescueStatus `json:"rescue,omitempty"`
 	// Health is Healthy, Unhealthy or HealthUnknown, from one run of the
 	// app's health checks (Executor.StatusHealth); HealthDetail names the
 	// failing check and its last line of output, or why it is unknown.
@@ -65,6 +68,24 @@ type MoveStatus struct {
 	Volumes int `json:"volumes"`
 	// Fix says how to finish the move, or roll it back.
 	Fix string `json:"fix"`
+}
+
+// RescueStatus is an app's rescue container as status shows it.
+type RescueStatus struct {
+	VMID    int            `json:"rescue_vmid"`
+	Node    string         `json:"node"`
+	Status  string         `json:"status"`
+	Volumes []RescueVolume `json:"volumes"`
+	// Fix says how to end the rescue.
+	Fix string `json:"fix"`
+}
+
+func rescueStatus(r *plan.Rescue) *RescueStatus {
+	rs := &RescueStatus{VMID: r.VMID, Node: r.Node, Status: r.Status, Volumes: []RescueVolume{}, Fix: r.Fix()}
+	for _, h := range r.Holds {
+		rs.Volumes = append(rs.Volumes, RescueVolume{Key: h.Key, Volume: h.Volume, Mount: h.Path})
+	}
+	return rs
 }
 
 // moveStatus describes app's move from its carrier.
@@ -91,6 +112,9 @@ type CTStatus struct {
 	Status string `json:"status"`
 	Lock   string `json:"lock,omitempty"`
 	IP     string `json:"ip,omitempty"`
+	// HAState is the state PVE's HA has the container in (started,
+	// fence, recovery, error, …) when it is an HA resource (ha:).
+	HAState string `json:"ha_state,omitempty"`
 }
 
 // KeeperStatus is one keeper: what a repair would fix (protection left
@@ -131,7 +155,11 @@ func Status(ctx context.Context, c *pve.Client, apps []plan.App, redact func(str
 			if err != nil {
 				return nil, err
 			}
-			as.Containers = append(as.Containers, CTStatus{VMID: ct.VMID, Node: ct.Node, Status: ct.Status, Lock: ct.Lock, IP: ip})
+			cs := CTStatus{VMID: ct.VMID, Node: ct.Node, Status: ct.Status, Lock: ct.Lock, IP: ip}
+			if ct.HA != nil {
+				cs.HAState = ct.HAState
+			}
+			as.Containers = append(as.Containers, cs)
 		}
 		for _, v := range inv {
 			if v.App == a.Name {
@@ -174,6 +202,9 @@ func Status(ctx context.Context, c *pve.Client, apps []plan.App, redact func(str
 		}
 		if car := obs.Carriers[a.Name]; car != nil {
 			as.Moving = moveStatus(a.Name, car, obs)
+		}
+		if rs := obs.Rescues[a.Name]; len(rs) > 0 {
+			as.Rescue = rescueStatus(rs[0])
 		}
 		if len(a.GuestUnknown) > 0 {
 			r.GuestUnknown[a.Name] = a.GuestUnknown

@@ -103,6 +103,8 @@ type Step struct {
 	// ByEndpoint counts the requests per "METHOD /schema/path", to see
 	// where they go (task polling, config reads, …).
 	ByEndpoint map[string]int `json:"requests_by_endpoint,omitempty"`
+	// ByKind splits Requests into task polls, other reads and writes.
+	ByKind Kinds `json:"requests_by_kind"`
 	// MaxRSS is the measured process's peak resident memory (getrusage
 	// ru_maxrss), for the memory targets of a plan at scale.
 	MaxRSS int64 `json:"max_rss_bytes"`
@@ -243,13 +245,19 @@ func say(o Options, s string) {
 func corralEnv(p *simProc, dir string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "PROXMOX_VE_") || strings.HasPrefix(k, "XDG_") || k == "CORRAL_LOG" {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "PROXMOX_VE_") || strings.HasPrefix(k, "XDG_") || k == "CORRAL_LOG" || k == "CORRAL_SIM_TIME_SCALE" {
 			continue
 		}
 		env = append(env, kv)
 	}
 	for _, k := range []string{"PROXMOX_VE_ENDPOINT", "PROXMOX_VE_API_TOKEN", "PROXMOX_VE_FINGERPRINT"} {
 		env = append(env, k+"="+p.env[k])
+	}
+	// corral polls a task when it is expected to end: at the emulator's
+	// time scale, as a user who sourced its env file does (at 1, as on a
+	// real node).
+	if ts := p.env["CORRAL_SIM_TIME_SCALE"]; ts != "" {
+		env = append(env, "CORRAL_SIM_TIME_SCALE="+ts)
 	}
 	// The emulator's guests answer SSH on a free port (its env file
 	// says which), so that two benches do not contend for port 22.
@@ -331,7 +339,7 @@ func measure(ctx context.Context, p *simProc, name string, apps int, scale float
 			caused = append(caused, t)
 		}
 	}
-	st := &Step{Name: name, Wall: wall.Seconds(), Tasks: len(caused), Requests: reqs, RequestsPerApp: float64(reqs) / float64(max(apps, 1)), ByEndpoint: byEndpoint}
+	st := &Step{Name: name, Wall: wall.Seconds(), Tasks: len(caused), Requests: reqs, RequestsPerApp: float64(reqs) / float64(max(apps, 1)), ByEndpoint: byEndpoint, ByKind: kindsOf(byEndpoint)}
 	cp, total, err := criticalPath(caused, names, boot)
 	if err != nil {
 		return nil, err

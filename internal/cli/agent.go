@@ -201,6 +201,9 @@ func startAgent(ctx context.Context, st *streams, a *agentArgs, log *slog.Logger
 		}
 		a.ff.path = git.ManifestPath()
 	}
+	if err := a.ff.single("corral agent"); err != nil {
+		return nil, nil, err
+	}
 	confine := gitConfine(git, a.passEnv)
 	if _, err := loadManifestIn(a.ff.path, false, confine); err != nil {
 		return nil, nil, err

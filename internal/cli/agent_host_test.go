@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"github.com/corralhq/corral/internal/testenv"
 	"io"
 	"net"
 	"net/http"
@@ -60,7 +61,14 @@ func TestAgent_hostAllowList(t *testing.T) {
 			}
 		}
 	}
-	if r := runCorral(t, "agent", "status", "--url", "http://"+addr.String()); r.code != 0 || !strings.Contains(r.stdout, "notes") {
+	// The agent lists its apps once its first look at the cluster is
+	// done, which a loaded machine delays: wait for it, not a guess.
+	var r result
+	testenv.WaitFor(t, "agent status to list the app", func() bool {
+		r = runCorral(t, "agent", "status", "--url", "http://"+addr.String())
+		return r.code != 0 || strings.Contains(r.stdout, "notes")
+	})
+	if r.code != 0 || !strings.Contains(r.stdout, "notes") {
 		t.Errorf("agent status: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }

@@ -202,6 +202,9 @@ func (a *agentInstallArgs) installation() (*agent.Installation, connFlags, error
 	if err != nil {
 		return nil, cf, err
 	}
+	if err := a.ff.single("corral agent install"); err != nil {
+		return nil, cf, err
+	}
 	f, err := loadManifest(a.ff.path, true)
 	if err != nil {
 		return nil, cf, err
@@ -389,6 +392,9 @@ func runAgentUninstall(cmd *cobra.Command, st *streams, ff fileFlags, cf connFla
 	if err != nil {
 		return err
 	}
+	if err := ff.single("corral agent uninstall"); err != nil {
+		return err
+	}
 	f, am, cleanup, err := loadAgentManifest(ff.path)
 	if err != nil {
 		return err
@@ -439,6 +445,9 @@ func deleteAgentToken(ctx context.Context, c *pve.Client, user, tokenName string
 // container, and calls fn with an HTTP client that reaches it from inside
 // that container (over the same SSH login).
 func installedAgent(ctx context.Context, st *streams, ff fileFlags, cf connFlags, trust bool, fn func(url, token string, hc *http.Client) error) error {
+	if err := ff.single("corral agent"); err != nil {
+		return err
+	}
 	f, am, cleanup, err := loadAgentManifest(ff.path)
 	if err != nil {
 		return err

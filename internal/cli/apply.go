@@ -206,7 +206,7 @@ func (a *applyArgs) takeArgs(fs *pflag.FlagSet, args []string) error {
 			return fmt.Errorf("apply %s: --%s: a saved plan carries its own manifest, app names, --rerun and --recover; leave the flag out", files[0], flag)
 		}
 	}
-	a.ff.path, a.targets, a.rerun, a.recoverOffline = sp.Manifest, sp.Targets, sp.Rerun, sp.Recover
+	a.ff.path, a.ff.overrides, a.targets, a.rerun, a.recoverOffline = sp.Manifest, sp.Overrides, sp.Targets, sp.Rerun, sp.Recover
 	a.autoApprove, a.saved, a.savedPath = true, sp, files[0]
 	return nil
 }
@@ -462,7 +462,7 @@ func applyUnderLock(ctx context.Context, st *streams, s *session, f *manifest.Fi
 				return false, err
 			}
 		}
-		if err == nil && len(obs.Restores) > 0 {
+		if err == nil && obs.Interrupted() {
 			// An interrupted restore first, then the plan for what it left.
 			if err := ex.Recover(ctx, obs); err != nil {
 				return false, redactErr(f, err)

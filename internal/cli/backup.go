@@ -19,13 +19,13 @@ import (
 // optionalManifest loads the manifest when -f was given or the default
 // file exists; the backup verbs work on apps the manifest may not name
 // (an app restored --as a new name).
-func optionalManifest(cmd *cobra.Command, path string) (*manifest.File, error) {
+func optionalManifest(cmd *cobra.Command, ff fileFlags) (*manifest.File, error) {
 	if !cmd.Flags().Changed("file") {
-		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Stat(ff.path); errors.Is(err, os.ErrNotExist) {
 			return nil, nil
 		}
 	}
-	return loadManifest(path, true)
+	return ff.load(true)
 }
 
 // backupJob is the common start of the backup verbs: output format, the
@@ -42,7 +42,7 @@ func openBackupJob(cmd *cobra.Command, st *streams, ff fileFlags, cf connFlags) 
 	if err != nil {
 		return nil, err
 	}
-	f, err := optionalManifest(cmd, ff.path)
+	f, err := optionalManifest(cmd, ff)
 	if err != nil {
 		return nil, err
 	}
@@ -394,7 +394,7 @@ func (j *backupJob) restore(ctx context.Context, st *streams, obs *plan.Observed
 	if obs, err = apply.Observe(ctx, j.s.client); err != nil {
 		return nil, j.err(err)
 	}
-	if len(obs.Restores) > 0 {
+	if obs.Interrupted() {
 		// An earlier restore was interrupted: finish or undo it first.
 		if err := j.ex.Recover(ctx, obs); err != nil {
 			return nil, j.err(err)
@@ -413,14 +413,21 @@ func (j *backupJob) restore(ctx context.Context, st *streams, obs *plan.Observed
 	return res, nil
 }
 
-// restoreLockNodes are node and the nodes of obs's interrupted restores,
-// which Recover changes before the restore starts.
+// restoreLockNodes are node and the nodes of obs's interrupted restores
+// and rescues, which Recover changes before the restore starts.
 func restoreLockNodes(node string, obs *plan.Observed) []string {
 	nodes := []string{node}
 	for _, r := range obs.Restores {
 		for _, ct := range []*plan.CT{r.New, r.Replaced} {
 			if ct != nil && !slices.Contains(nodes, ct.Node) {
 				nodes = append(nodes, ct.Node)
+			}
+		}
+	}
+	for _, rs := range obs.Rescues {
+		for _, r := range rs {
+			if !slices.Contains(nodes, r.Node) {
+				nodes = append(nodes, r.Node)
 			}
 		}
 	}

@@ -29,6 +29,7 @@ func commands(st *streams) []*cobra.Command {
 		newExecCmd(st),
 		newLogsCmd(st),
 		newCpCmd(st),
+		newRescueCmd(st),
 		powerCmd("start", "Start an app's container", (*apply.Executor).StartApp)(st),
 		powerCmd("stop", "Shut an app's container down (the next apply starts it again)", (*apply.Executor).StopApp)(st),
 		powerCmd("restart", "Shut an app's container down and start it again", (*apply.Executor).RestartApp)(st),

@@ -39,14 +39,22 @@ func completeAppNames(root *cobra.Command) {
 	walk(root)
 }
 
+// manifestFiles are the files -f names on cmd (the manifest and its
+// override files), corral.yaml when it has no -f.
+func manifestFiles(cmd *cobra.Command) []string {
+	if f := cmd.Flags().Lookup("file"); f != nil {
+		if v, ok := f.Value.(*filesValue); ok {
+			return v.ff.files()
+		}
+		return []string{f.Value.String()}
+	}
+	return []string{"corral.yaml"}
+}
+
 // appNames are the manifest's apps starting with prefix, less those in
 // args already.
 func appNames(cmd *cobra.Command, args []string, prefix string) []string {
-	path := "corral.yaml"
-	if f := cmd.Flags().Lookup("file"); f != nil {
-		path = f.Value.String()
-	}
-	m, err := manifest.Load(path, manifest.LoadOptions{Lazy: true})
+	m, err := manifest.LoadFiles(manifestFiles(cmd), manifest.LoadOptions{Lazy: true})
 	if err != nil {
 		return nil
 	}
@@ -120,8 +128,8 @@ func withPrefix(cands, args []string, prefix string) []string {
 // hold, of the manifest's project when -f names a readable one.
 func completeVolumeIDs(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 	project := ""
-	if f := cmd.Flags().Lookup("file"); f != nil {
-		if m, err := manifest.Load(f.Value.String(), manifest.LoadOptions{Lazy: true}); err == nil {
+	if cmd.Flags().Lookup("file") != nil {
+		if m, err := manifest.LoadFiles(manifestFiles(cmd), manifest.LoadOptions{Lazy: true}); err == nil {
 			project = m.Project
 		}
 	}

@@ -14,14 +14,18 @@ import (
 func TestCompleteAppNames(t *testing.T) {
 	t.Parallel()
 	m := writeManifest(t, threeVolumes("alpha")+strings.TrimPrefix(threeVolumes("beta"), "apps:\n"))
+	over := writeOverride(t, threeVolumes("gamma"))
 	for _, tc := range []struct {
 		args []string
 		want []string
 	}{
 		{[]string{"__complete", "logs", "-f", m, ""}, []string{"alpha", "beta"}},
 		{[]string{"__complete", "backup", "-f", m, "al"}, []string{"alpha"}},
+		{[]string{"__complete", "rescue", "-f", m, "be"}, []string{"beta"}},
 		{[]string{"__complete", "destroy", "-f", m, "alpha", ""}, []string{"beta"}},
 		{[]string{"__complete", "rollback", "-f", m, "alpha", ""}, nil},
+		// An override file's new app is the merged manifest's too.
+		{[]string{"__complete", "logs", "-f", m, "-f", over, ""}, []string{"alpha", "beta", "gamma"}},
 	} {
 		var out, errb bytes.Buffer
 		Run(context.Background(), tc.args, strings.NewReader(""), &out, &errb)

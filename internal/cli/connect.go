@@ -28,6 +28,9 @@ type connFlags struct {
 	// plainHTTP lets an http:// endpoint off the loopback through; the
 	// name says what it costs.
 	plainHTTP bool
+	// taskTimeScale is CORRAL_SIM_TIME_SCALE: the served emulator's time
+	// scale, which its env file exports (nil: Proxmox's own durations).
+	taskTimeScale *float64
 	// guestSSHPort, when not 0, is the guests' SSH port at this endpoint:
 	// not a flag, set where corral knows the emulator behind it (agent
 	// install on the local emulator).
@@ -48,6 +51,11 @@ func (c connFlags) knownGuestSSHPort() int {
 	}
 	return c.guestSSHPort
 }
+
+// taskTimeScaleOf, when set, gives the time scale of the emulator at an
+// endpoint (nil: not known), ahead of CORRAL_SIM_TIME_SCALE, for the
+// tests' many emulators in one process (as guestSSHPortOf).
+var taskTimeScaleOf func(endpoint string) *float64
 
 // dialContext, when set, dials every connection to a configured endpoint
 // (tests record dials with it to prove a refusal happened before any).
@@ -85,6 +93,9 @@ func (c connFlags) resolved(getenv func(string) string) connFlags {
 		if b, err := strconv.ParseBool(getenv("CORRAL_INSECURE_PLAIN_HTTP")); err == nil {
 			c.plainHTTP = b
 		}
+	}
+	if f, err := strconv.ParseFloat(getenv("CORRAL_SIM_TIME_SCALE"), 64); err == nil && f >= 0 && c.taskTimeScale == nil {
+		c.taskTimeScale = &f
 	}
 	return c
 }
@@ -197,8 +208,14 @@ func connectLocal(ctx context.Context, st *streams, start bool, log *slog.Logger
 // (the session's, the agent's endpoint check from inside a guest) trusts
 // the API the same way.
 func (cf connFlags) pveConfig(endpoint string, dial func(ctx context.Context, network, addr string) (net.Conn, error), log *slog.Logger) pve.Config {
+	scale := cf.taskTimeScale
+	if taskTimeScaleOf != nil {
+		if s := taskTimeScaleOf(endpoint); s != nil {
+			scale = s
+		}
+	}
 	return pve.Config{Endpoint: endpoint, Token: cf.token, Fingerprint: cf.fingerprint, CAFile: cf.caFile,
-		Insecure: cf.insecure, AllowPlainHTTP: cf.plainHTTP, DialContext: dial, Logger: log}
+		Insecure: cf.insecure, AllowPlainHTTP: cf.plainHTTP, DialContext: dial, Logger: log, TaskTimeScale: scale}
 }
 
 // guestsRefused is the embedded or local emulator's refusal to start

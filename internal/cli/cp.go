@@ -89,7 +89,7 @@ func parseCpArg(f *manifest.File, arg string) (guestPath, error) {
 }
 
 func runCp(ctx context.Context, st *streams, ff fileFlags, cf connFlags, trust bool, owner, srcArg, destArg string) error {
-	f, err := loadManifest(ff.path, true) // only the app names are needed: no secret is read
+	f, err := ff.load(true) // only the app names are needed: no secret is read
 	if err != nil {
 		return err
 	}

@@ -182,7 +182,7 @@ func destroyUnderLock(ctx context.Context, st *streams, s *session, ex *apply.Ex
 	if obs, err = apply.Observe(ctx, s.client); err != nil {
 		return nil, nil, err
 	}
-	if len(obs.Restores) > 0 {
+	if obs.Interrupted() {
 		if err := ex.Recover(ctx, obs); err != nil {
 			return nil, nil, redactErr(f, err)
 		}

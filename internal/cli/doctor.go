@@ -68,7 +68,7 @@ func runDoctor(cmd *cobra.Command, st *streams, a *doctorArgs) error {
 	if err != nil {
 		return err
 	}
-	f, err := loadManifest(a.ff.path, true)
+	f, err := a.ff.load(true)
 	if err != nil {
 		return err
 	}

@@ -111,10 +111,13 @@ func (c *cluster) config(vmid int) map[string]string {
 // status is `corral status -o json` decoded.
 type statusJSON struct {
 	Apps []struct {
-		App        string   `json:"app"`
-		Drift      string   `json:"drift"`
-		Health     string   `json:"health"`
-		Reasons    []string `json:"reasons"`
+		App     string   `json:"app"`
+		Drift   string   `json:"drift"`
+		Health  string   `json:"health"`
+		Reasons []string `json:"reasons"`
+		Rescue  *struct {
+			VMID int `json:"rescue_vmid"`
+		} `json:"rescue"`
 		Containers []struct {
 			VMID   int    `json:"vmid"`
 			Status string `json:"status"`

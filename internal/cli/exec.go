@@ -22,53 +22,70 @@ import (
 func execInGuest(ctx context.Context, st *streams, ff fileFlags, cf connFlags, trust bool, app string, argv []string, withStdin, tty bool) error {
 	var local *os.File
 	if tty {
-		f, ok := st.in.(*os.File)
-		if !ok || !term.IsTerminal(int(f.Fd())) {
-			return errors.New("exec -t: stdin is not a terminal; drop -t (with -i to pass stdin through a pipe)")
+		var err error
+		if local, err = localTerminal(st, "exec -t: stdin is not a terminal; drop -t (with -i to pass stdin through a pipe)"); err != nil {
+			return err
 		}
-		local = f
 	}
 	return withGuest(ctx, st, ff, cf, trust, app, func(cl *guest.Client) error {
-		p := guest.Pipe{Script: quoteArgs(argv), Stdout: st.out, Stderr: st.err}
-		if withStdin {
-			p.Stdin = st.in
+		return pipeIn(ctx, st, cl, argv, withStdin, local)
+	})
+}
+
+// localTerminal is corral's stdin as a terminal, or the error refusal.
+func localTerminal(st *streams, refusal string) (*os.File, error) {
+	f, ok := st.in.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return nil, errors.New(refusal)
+	}
+	return f, nil
+}
+
+// pipeIn runs argv (the login shell when empty) in the guest cl is logged
+// into, its output copied to corral's, stdin passed with withStdin, on a
+// guest terminal that follows the local terminal local when that is not
+// nil (which is in raw mode meanwhile, so Ctrl-C goes to the command).
+// corral exec and corral rescue share it.
+func pipeIn(ctx context.Context, st *streams, cl *guest.Client, argv []string, withStdin bool, local *os.File) error {
+	p := guest.Pipe{Script: quoteArgs(argv), Stdout: st.out, Stderr: st.err}
+	if withStdin {
+		p.Stdin = st.in
+	}
+	if local != nil {
+		fd := int(local.Fd())
+		cols, rows, err := term.GetSize(fd)
+		if err != nil {
+			return fmt.Errorf("terminal size: %w", err)
 		}
-		if local != nil {
-			fd := int(local.Fd())
-			cols, rows, err := term.GetSize(fd)
-			if err != nil {
-				return fmt.Errorf("exec -t: terminal size: %w", err)
-			}
-			resize := make(chan guest.WindowSize, 1)
-			winch := make(chan os.Signal, 1)
-			signal.Notify(winch, syscall.SIGWINCH)
-			defer signal.Stop(winch)
-			done := make(chan struct{})
-			defer close(done)
-			go func() {
-				for {
-					select {
-					case <-done:
-						return
-					case <-winch:
-						if c, r, err := term.GetSize(fd); err == nil {
-							select {
-							case resize <- guest.WindowSize{Rows: r, Cols: c}:
-							default: // one pending size is enough; the next signal sends the newest
-							}
+		resize := make(chan guest.WindowSize, 1)
+		winch := make(chan os.Signal, 1)
+		signal.Notify(winch, syscall.SIGWINCH)
+		defer signal.Stop(winch)
+		done := make(chan struct{})
+		defer close(done)
+		go func() {
+			for {
+				select {
+				case <-done:
+					return
+				case <-winch:
+					if c, r, err := term.GetSize(fd); err == nil {
+						select {
+						case resize <- guest.WindowSize{Rows: r, Cols: c}:
+						default: // one pending size is enough; the next signal sends the newest
 						}
 					}
 				}
-			}()
-			p.TTY = &guest.TTY{Term: os.Getenv("TERM"), Size: guest.WindowSize{Rows: rows, Cols: cols}, Resize: resize}
-			old, err := term.MakeRaw(fd)
-			if err != nil {
-				return fmt.Errorf("exec -t: raw mode: %w", err)
 			}
-			defer term.Restore(fd, old)
+		}()
+		p.TTY = &guest.TTY{Term: os.Getenv("TERM"), Size: guest.WindowSize{Rows: rows, Cols: cols}, Resize: resize}
+		old, err := term.MakeRaw(fd)
+		if err != nil {
+			return fmt.Errorf("raw mode: %w", err)
 		}
-		return exitStatus(cl.Pipe(ctx, p))
-	})
+		defer term.Restore(fd, old)
+	}
+	return exitStatus(cl.Pipe(ctx, p))
 }
 
 // withGuest logs into the app's container and calls fn with the client.

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,7 +17,7 @@ func newFmtCmd(st *streams) *cobra.Command {
 	var check bool
 	var output string
 	cmd := &cobra.Command{
-		Use:         "fmt [FILE]",
+		Use:         "fmt [FILE...]",
 		Annotations: jsonForm(),
 		Short:       "Rewrite a manifest in canonical YAML layout, comments kept (--check: exit 1 if it would change)",
 		Long: `fmt rewrites FILE (default corral.yaml) in corral's canonical YAML layout:
@@ -27,28 +28,51 @@ as it is otherwise. The manifest need not be valid: fmt reads it as YAML.
 
 With --check it writes nothing, and exits 1 when the file would change
 (for CI), 0 when it is formatted. -o json prints {file, formatted,
-written} on stdout either way.`,
-		Args: cobra.MaximumNArgs(1),
+written} on stdout either way.
+
+Several files (a manifest and its override files) are each formatted on
+their own, as if fmt ran once per file; -o json then prints one object
+per file, one after the other. The exit status is 1 when any file failed
+or, with --check, would change.`,
+		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			path := "corral.yaml"
-			if len(args) == 1 {
-				path = args[0]
+			if len(args) == 0 {
+				args = []string{"corral.yaml"}
 			}
 			if output != "text" && output != "json" {
 				return fmt.Errorf("-o %s: want text or json", output)
 			}
-			r, err := runFmt(st, path, check)
-			if output == "json" && r != nil {
-				if jerr := writeJSON(st, r); jerr != nil {
-					return jerr
+			var errs []error
+			for _, path := range args {
+				r, err := runFmt(st, path, check)
+				if output == "json" && r != nil {
+					if jerr := writeJSON(st, r); jerr != nil {
+						return jerr
+					}
+				}
+				if err != nil {
+					errs = append(errs, err)
 				}
 			}
-			return err
+			return fmtErrors(errs)
 		},
 	}
 	cmd.Flags().BoolVar(&check, "check", false, "write nothing; exit 1 when the file is not formatted")
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
 	return cmd
+}
+
+// fmtErrors is the error of a fmt run over several files: nil, the one
+// error as it is (an --check exitError keeps its exit status), or every
+// error, one a line.
+func fmtErrors(errs []error) error {
+	switch len(errs) {
+	case 0:
+		return nil
+	case 1:
+		return errs[0]
+	}
+	return &exitError{code: ExitError, err: errors.Join(errs...)}
 }
 
 // fmtResult is corral fmt's answer: whether the file was already in

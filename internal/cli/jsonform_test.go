@@ -78,6 +78,7 @@ func TestEveryCommandJSONOrRefuses(t *testing.T) {
 		"agent uninstall": "TestAgent_install",
 		"sim status":      "cmd/corral TestDaemon_keepsContainersRunning (it reads the local emulator, a corral process)",
 		"sim doctor":      "TestSimDoctor (its checks and exit status are this machine's; shape in docs/emulator.md)",
+		"rescue":          "cmd/corral TestRescue_commandFormWritesThroughToTheApp (it runs a command in a container it makes, over SSH, and needs a stopped app)",
 	}
 	// Commands whose output is not a document: what they print is the
 	// container's, the emulator's, a shell's or a person's.

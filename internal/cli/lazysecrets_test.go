@@ -67,6 +67,11 @@ func TestCommandsNeedNoProvisioningSecret(t *testing.T) {
 	if r := c.run(exec...); r.code != 0 {
 		t.Errorf("exec without the provisioning secrets: exit %d\n%s", r.code, r.stderr)
 	}
+	// rescue finds the envFile step's file on the volume, in its rescue CT.
+	rescue := append(append([]string{"rescue", "lazy", "-f", m, "--stop"}, c.connArgs()...), "--", "test", "-f", "/srv/data/.env")
+	if r := c.run(rescue...); r.code != 0 {
+		t.Errorf("rescue without the provisioning secrets: exit %d\n%s", r.code, r.stderr)
+	}
 	if r := c.run("destroy", "-f", m, "--auto-approve"); r.code != 0 {
 		t.Errorf("destroy without the provisioning secrets: exit %d\n%s", r.code, r.stderr)
 	}

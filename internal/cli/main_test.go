@@ -4,6 +4,10 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/corralhq/corral/internal/pvetest"
+	"github.com/corralhq/corral/internal/sim/model"
+	"github.com/corralhq/corral/internal/testenv"
 )
 
 // TestMain keeps the tests off the user's own files: corral's SSH key and
@@ -20,7 +24,7 @@ func TestMain(m *testing.M) {
 	// the tests' commands: each test says its endpoint with flags, so
 	// tests that would otherwise clear these with t.Setenv (serial)
 	// run in parallel.
-	for _, k := range []string{"PROXMOX_VE_ENDPOINT", "PROXMOX_VE_API_TOKEN", "PROXMOX_VE_FINGERPRINT", "PROXMOX_VE_CA_FILE", "PROXMOX_VE_INSECURE", "CORRAL_INSECURE_PLAIN_HTTP", "CORRAL_LOG"} {
+	for _, k := range []string{"PROXMOX_VE_ENDPOINT", "PROXMOX_VE_API_TOKEN", "PROXMOX_VE_FINGERPRINT", "PROXMOX_VE_CA_FILE", "PROXMOX_VE_INSECURE", "CORRAL_INSECURE_PLAIN_HTTP", "CORRAL_LOG", "CORRAL_SIM_TIME_SCALE"} {
 		os.Unsetenv(k)
 	}
 	// Where LXC cannot run (not root, no lxc package) the emulator starts
@@ -46,6 +50,18 @@ func TestMain(m *testing.M) {
 	// Each guest cluster says its guests' SSH port under its endpoint
 	// (guestport_test.go), so those tests need no process-wide variable.
 	guestSSHPortOf = guestPortOf
+	// And its time scale, so that commands poll its tasks at that scale.
+	taskTimeScaleOf = pvetest.TimeScaleAt
+	// The tests wait on emulators and containers far more than they
+	// compute: a plain `go test` runs 8 at once as the README's command
+	// does.
+	testenv.DefaultParallel(8)
+	// The emulator's after-save check (every save re-read from its files
+	// and compared with the state in memory, both encoded whole: 11%
+	// of these tests' CPU in a profile) is an invariant of internal/sim/model, whose
+	// own tests and internal/sim's keep it on; here it runs with
+	// CORRAL_TEST_FULL (CI) only.
+	model.SetJournalCheck(testenv.Full())
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
@@ -14,8 +15,12 @@ import (
 
 // fileFlags are the flags of every verb that reads a manifest.
 type fileFlags struct {
-	path   string
-	output string
+	path string
+	// overrides are the files given by a second and later -f, merged
+	// over path in order (docker compose's override files; manifest
+	// LoadFiles). path alone gives the project and who declares it.
+	overrides []string
+	output    string
 	// lazy: the verb neither provisions nor creates containers, so it
 	// loads the manifest without the values only those need (see
 	// manifest.LoadOptions.Lazy) and never asks for their secrets.
@@ -23,9 +28,57 @@ type fileFlags struct {
 }
 
 func (f *fileFlags) add(fs *pflag.FlagSet) {
-	fs.StringVarP(&f.path, "file", "f", "corral.yaml", "manifest to read")
+	f.path = "corral.yaml"
+	fs.VarP(&filesValue{ff: f}, "file", "f", "manifest to read; repeat to merge override files over it, in order (-f corral.yaml -f offline.override.yaml)")
 	fs.StringVarP(&f.output, "output", "o", "text", "output format: text or json")
 }
+
+// files are the manifest and its override files, in order.
+func (f *fileFlags) files() []string { return append([]string{f.path}, f.overrides...) }
+
+// named is how messages name the manifest: its file, with the override
+// files merged over it.
+func (f *fileFlags) named() string {
+	if len(f.overrides) == 0 {
+		return f.path
+	}
+	return f.path + " with " + strings.Join(f.overrides, ", ")
+}
+
+// single refuses override files for a verb that reads one manifest file
+// as it is (the agent keeps re-reading one file, or a repository's).
+func (f *fileFlags) single(verb string) error {
+	if len(f.overrides) > 0 {
+		return fmt.Errorf("%s reads one manifest file, and -f was given %d times: merge %s into %s, or run %s with %s alone",
+			verb, len(f.overrides)+1, strings.Join(f.overrides, ", "), f.path, verb, f.path)
+	}
+	return nil
+}
+
+// filesValue is -f: the first one replaces the default corral.yaml, each
+// later one is an override file.
+type filesValue struct {
+	ff  *fileFlags
+	set bool
+}
+
+func (v *filesValue) Set(s string) error {
+	if !v.set {
+		v.ff.path, v.set = s, true
+		return nil
+	}
+	v.ff.overrides = append(v.ff.overrides, s)
+	return nil
+}
+
+func (v *filesValue) String() string {
+	if v.ff == nil {
+		return ""
+	}
+	return strings.Join(v.ff.files(), ",")
+}
+
+func (v *filesValue) Type() string { return "FILE" }
 
 func (f *fileFlags) json() (bool, error) {
 	switch f.output {
@@ -48,9 +101,23 @@ func loadManifest(path string, lazy bool) (*manifest.File, error) {
 // this host confined (nil: a human's manifest, which reads any file and
 // variable but corral's own secrets).
 func loadManifestIn(path string, lazy bool, confine *manifest.Confine) (*manifest.File, error) {
-	f, err := manifest.Load(path, manifest.LoadOptions{Lazy: lazy, Confine: confine})
+	return loadFiles([]string{path}, lazy, confine)
+}
+
+// load reads the manifest -f names, with its override files merged.
+func (f *fileFlags) load(lazy bool) (*manifest.File, error) {
+	return loadFiles(f.files(), lazy, nil)
+}
+
+func loadFiles(paths []string, lazy bool, confine *manifest.Confine) (*manifest.File, error) {
+	f, err := manifest.LoadFiles(paths, manifest.LoadOptions{Lazy: lazy, Confine: confine})
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("%s not found: pass -f FILE, or start from examples/quickstart/corral.yaml", path)
+		for _, p := range paths[1:] {
+			if _, serr := os.Stat(p); errors.Is(serr, os.ErrNotExist) {
+				return nil, fmt.Errorf("override file %s not found: check the path of the -f after %s", p, paths[0])
+			}
+		}
+		return nil, fmt.Errorf("%s not found: pass -f FILE, or start from examples/quickstart/corral.yaml", paths[0])
 	}
 	return f, err
 }
@@ -95,7 +162,7 @@ func openJob(ctx context.Context, st *streams, ff fileFlags, cf connFlags) (*job
 	if err != nil {
 		return nil, err
 	}
-	f, err := loadManifest(ff.path, ff.lazy)
+	f, err := ff.load(ff.lazy)
 	if err != nil {
 		return nil, err
 	}

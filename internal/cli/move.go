@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -85,6 +86,9 @@ An app without node: stays on the node it was moved to.`,
 					if apps[i].Name != app {
 						continue
 					}
+					if why := plan.HAMoveRefusal(app, obs); why != "" {
+						return nil, errors.New(why)
+					}
 					if n := apps[i].Node; n != "" && n != to {
 						return nil, fmt.Errorf("app %s: the manifest pins it to node %s (node:); set node: %s there and run corral apply, which moves it", app, n, to)
 					}
@@ -138,6 +142,9 @@ off the node, list the other nodes in placement: nodes (docs/moving.md).`,
 					}
 					if !on {
 						continue
+					}
+					if why := plan.HAMoveRefusal(ap.Name, obs); why != "" {
+						return nil, errors.New(why)
 					}
 					if ap.Node == node {
 						pinned = append(pinned, ap.Name)

@@ -126,7 +126,7 @@ func openJobInterruptible(ctx context.Context, st *streams, ff fileFlags, cf con
 // so on stderr.
 func savePlan(st *streams, f *manifest.File, o planOpts, rerun []string, p *plan.Plan, pj *ui.PlanJSON, path string) error {
 	if len(p.Recover) > 0 {
-		return fmt.Errorf("--out %s: not saved: an interrupted restore is finished (or rolled back) first, and the plan after it cannot be known now: run `corral apply` to finish it, then `corral plan --out %s` again", path, path)
+		return fmt.Errorf("--out %s: not saved: an interrupted restore is finished (or rolled back), or an app's rescue ended, first, and the plan after it cannot be known now: run `corral apply` to finish it, then `corral plan --out %s` again", path, path)
 	}
 	sp, err := newSavedPlan(f, o, rerun, p, pj)
 	if err != nil {

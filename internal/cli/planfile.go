@@ -44,11 +44,14 @@ type savedPlan struct {
 	Format  string `json:"format"`
 	Created string `json:"created"`
 	// Manifest is the manifest's absolute path; apply reads it again.
-	Manifest string   `json:"manifest"`
-	Project  string   `json:"project"`
-	Targets  []string `json:"targets,omitempty"`
-	Rerun    []string `json:"rerun,omitempty"`
-	Recover  bool     `json:"recover,omitempty"`
+	Manifest string `json:"manifest"`
+	// Overrides are the override files merged over it (-f … -f …), as
+	// absolute paths in order; apply reads and merges them again.
+	Overrides []string `json:"overrides,omitempty"`
+	Project   string   `json:"project"`
+	Targets   []string `json:"targets,omitempty"`
+	Rerun     []string `json:"rerun,omitempty"`
+	Recover   bool     `json:"recover,omitempty"`
 	// Salt (random, per file) keys the two digests, so that a digest
 	// cannot be compared with a guess made elsewhere.
 	Salt           string `json:"salt"`
@@ -79,17 +82,29 @@ func newSavedPlan(f *manifest.File, o planOpts, rerun []string, p *plan.Plan, pj
 	if _, err := rand.Read(salt); err != nil {
 		return nil, fmt.Errorf("saved plan: salt: %w", err)
 	}
-	abs, err := filepath.Abs(f.Path)
+	abs, err := absPaths(append([]string{f.Path}, f.Overrides...))
 	if err != nil {
 		return nil, fmt.Errorf("saved plan: %w", err)
 	}
-	sp := &savedPlan{Format: savedPlanFormat, Created: time.Now().UTC().Format(time.RFC3339), Manifest: abs, Project: f.Project,
+	sp := &savedPlan{Format: savedPlanFormat, Created: time.Now().UTC().Format(time.RFC3339), Manifest: abs[0], Overrides: abs[1:], Project: f.Project,
 		Targets: o.targets, Rerun: rerun, Recover: o.recoverOffline, Salt: hex.EncodeToString(salt),
 		Preconditions: preconditions(p), Plan: *pj}
 	if sp.ManifestDigest, sp.SecretsDigest, err = sp.digests(f); err != nil {
 		return nil, err
 	}
 	return sp, nil
+}
+
+func absPaths(paths []string) ([]string, error) {
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = abs
+	}
+	return out, nil
 }
 
 // preconditions are the config digests p's changes were planned against.
@@ -103,18 +118,22 @@ func preconditions(p *plan.Plan) []precondition {
 	return out
 }
 
-// digests are the keyed digests of f's bytes on disk and of its secret
-// values, read now.
+// digests are the keyed digests of the bytes on disk of f's files (the
+// manifest, then its override files) and of its secret values, read now.
 func (sp *savedPlan) digests(f *manifest.File) (manifestDigest, secretsDigest string, err error) {
 	salt, err := hex.DecodeString(sp.Salt)
 	if err != nil {
 		return "", "", fmt.Errorf("saved plan: salt: %w", err)
 	}
-	text, err := localfile.Read(f.Path, localfile.MaxManifest)
-	if err != nil {
-		return "", "", fmt.Errorf("saved plan: read the manifest: %w", err)
+	var texts [][]byte
+	for _, p := range append([]string{f.Path}, f.Overrides...) {
+		text, err := localfile.Read(p, localfile.MaxManifest)
+		if err != nil {
+			return "", "", fmt.Errorf("saved plan: read the manifest: %w", err)
+		}
+		texts = append(texts, text)
 	}
-	return keyedDigest(salt, [][]byte{text}), keyedDigest(salt, stringsAsBytes(f.Secrets())), nil
+	return keyedDigest(salt, texts), keyedDigest(salt, stringsAsBytes(f.Secrets())), nil
 }
 
 // keyedDigest is HMAC-SHA256 under salt of parts, each length-prefixed so
@@ -198,7 +217,11 @@ func (sp *savedPlan) staleManifest(f *manifest.File) ([]string, error) {
 	}
 	var diffs []string
 	if md != sp.ManifestDigest {
-		diffs = append(diffs, "the manifest "+sp.Manifest+" changed")
+		what := "the manifest " + sp.Manifest
+		if len(sp.Overrides) > 0 {
+			what += " or an override file (" + strings.Join(sp.Overrides, ", ") + ")"
+		}
+		diffs = append(diffs, what+" changed")
 	}
 	if sd != sp.SecretsDigest {
 		diffs = append(diffs, "a secret the manifest reads (a password, an ${env:…} or ${file:…} value) changed")

@@ -18,7 +18,9 @@ func newValidateCmd(st *streams) *cobra.Command {
 		Short:       "Check the manifest without contacting any cluster",
 		Long: `validate reads the manifest, resolves its ${env:…} and ${file:…}
 references and reports every problem as FILE:LINE:COL with what is
-allowed. Exit status 0 when valid, 1 when not.`,
+allowed. Exit status 0 when valid, 1 when not. With several -f, the
+later files are merged over the first (override files) and the merged
+manifest is checked.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			asJSON, err := ff.json()
@@ -29,14 +31,14 @@ allowed. Exit status 0 when valid, 1 when not.`,
 			defer cancel()
 			var f *manifest.File
 			err = interruptible(ctx, func() (err error) {
-				f, err = loadManifest(ff.path, false)
+				f, err = ff.load(false)
 				return err
 			})
 			if errors.Is(err, context.Canceled) { // interrupted: no verdict to print
 				return err
 			}
 			if asJSON {
-				res := map[string]any{"file": ff.path, "valid": err == nil, "apps": []string{}, "problems": []string{}}
+				res := map[string]any{"file": ff.path, "files": ff.files(), "valid": err == nil, "apps": []string{}, "problems": []string{}}
 				var d *manifest.Diagnostics
 				switch {
 				case errors.As(err, &d):
@@ -68,7 +70,7 @@ allowed. Exit status 0 when valid, 1 when not.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(st.out, "%s is valid: %d app(s)\n", f.Path, len(f.Apps))
+			fmt.Fprintf(st.out, "%s is valid: %d app(s)\n", ff.named(), len(f.Apps))
 			return nil
 		},
 	}

@@ -458,14 +458,17 @@ func guestPath(p string) bool {
 
 // readPerms reads the privileges of the token (userid "") or of userid
 // on paths, with a number of requests that does not grow with the
-// containers that exist. Every path is read alone except the /vms/<vmid>
-// of a visible container: those come from one read of every path (GET
-// /access/permissions without path lists each ACL node where the
-// principal holds something). A visible container's path missing from
-// that list has no ACL entry of its own (one with entries is listed,
-// since the caller sees the container only with some privilege on it),
-// so it holds what every such container holds: read once, on the first.
-// failed holds the paths that could not be read; err is ctx's.
+// containers that exist. It starts with one read of every path (GET
+// /access/permissions without path lists each ACL node, each top-level
+// path and each pool member where the principal holds something, with
+// the same privileges a read of that path alone returns), and reads
+// alone only the paths that list leaves out, since an unlisted path may
+// hold nothing or may inherit from an ancestor. The /vms/<vmid> of a
+// visible container missing from the list has no ACL entry of its own
+// (one with entries is listed, since the caller sees the container only
+// with some privilege on it), so it holds what every such container
+// holds: read once, on the first. failed holds the paths that could not
+// be read; err is ctx's.
 func readPerms(ctx context.Context, c *pve.Client, paths []string, userid string, visible map[string]bool) (perms Perms, failed map[string]error, err error) {
 	perms, failed = Perms{}, map[string]error{}
 	one := func(p string) {
@@ -476,31 +479,23 @@ func readPerms(ctx context.Context, c *pve.Client, paths []string, userid string
 		}
 		perms[p] = flags(got[p])
 	}
-	var guests []string
+	all, lerr := c.Permissions(ctx, "", userid)
+	inherit := "" // the first visible container not listed, read for all of them
 	for _, p := range paths {
-		if guestPath(p) && visible[p] {
-			guests = append(guests, p)
-		} else {
+		switch {
+		case lerr == nil && all[p] != nil:
+			perms[p] = flags(all[p])
+		case !guestPath(p) || !visible[p]:
 			one(p)
-		}
-	}
-	if len(guests) > 0 {
-		all, lerr := c.Permissions(ctx, "", userid)
-		inherit := "" // the first visible path not listed, read for all of them
-		for _, p := range guests {
-			switch {
-			case lerr != nil:
-				failed[p] = lerr
-			case all[p] != nil:
-				perms[p] = flags(all[p])
-			case inherit == "":
-				inherit = p
-				if one(p); failed[p] != nil {
-					lerr = failed[p]
-				}
-			default:
-				perms[p] = maps.Clone(perms[inherit])
+		case lerr != nil:
+			failed[p] = lerr
+		case inherit == "":
+			inherit = p
+			if one(p); failed[p] != nil {
+				lerr = failed[p]
 			}
+		default:
+			perms[p] = maps.Clone(perms[inherit])
 		}
 	}
 	if ctx.Err() != nil {

@@ -396,3 +396,31 @@ func TestCheck_allocateTemplate(t *testing.T) {
 		})
 	}
 }
+
+// TestCheck_listedPathsAreNotReadAlone: a path that GET
+// /access/permissions without path lists (here "/", "/access", "/vms",
+// "/storage", "/nodes" for the operator token and its user) takes its
+// privileges from that one read, so the preflight reads alone only what
+// the list leaves out. Before, each path was read alone: 18 reads for one
+// existing app (token and user); now 12. The operator token must still
+// hold every privilege.
+func TestCheck_listedPathsAreNotReadAlone(t *testing.T) {
+	e := newEmulator(t)
+	f := e.withApps(t, 1)
+	_, findings := e.checkRequests(t, e.Client, f)
+	stats, _ := e.Server.Requests()
+	reads := 0
+	for _, s := range stats {
+		if s.Endpoint == "GET /access/permissions" {
+			reads = s.Count
+		}
+	}
+	if reads == 0 || reads > 12 {
+		t.Errorf("doctor read /access/permissions %d times for one app, want 1..12", reads)
+	}
+	for _, fd := range findings {
+		if strings.HasPrefix(fd, "privilege:") {
+			t.Errorf("operator token: %s", fd)
+		}
+	}
+}

@@ -125,6 +125,21 @@ func TestRequirements(t *testing.T) {
 			},
 		},
 		{
+			name: "ha: needs Sys.Audit and Sys.Console on / (issue 33)",
+			file: file(app("web", func(a *manifest.App) {
+				a.HA = &manifest.HA{State: "started", MaxRestart: 1, MaxRelocate: 1}
+			})),
+			targets: doctor.Targets{DefaultNode: "pve"},
+			want: map[string][]string{
+				"/vms":                          vmPrivs,
+				"/":                             {"Sys.Audit", "Sys.Console"},
+				"/storage/local-lvm":            {"Datastore.AllocateSpace"},
+				"/storage/local":                {"Datastore.AllocateSpace", "Datastore.AllocateTemplate", "Datastore.Audit"},
+				"/nodes/pve":                    {"Sys.Audit"},
+				"/sdn/zones/localnetwork/vmbr0": {"SDN.Use"},
+			},
+		},
+		{
 			name: "privileged on PVE 8 needs no Sys.Modify",
 			file: file(app("db", func(a *manifest.App) {
 				a.VMID = 120

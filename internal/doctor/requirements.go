@@ -194,6 +194,10 @@ func (rs *reqSet) container(a manifest.App, p Placement) {
 	if !a.Unprivileged && rs.t.major() >= 9 {
 		rs.add(Requirement{Path: "/", Priv: "Sys.Modify", Operation: "create the privileged " + ct, Why: "since PVE 9 creating or restoring a privileged container needs Sys.Modify on / (pve-container checks it for unprivileged=0)", App: a.Name})
 	}
+	if a.HA != nil {
+		rs.add(Requirement{Path: "/", Priv: "Sys.Audit", Operation: "read the HA resources (ha: of app " + a.Name + ")", Why: "GET /cluster/ha/resources and /cluster/ha/rules need Sys.Audit on / (pve-ha-manager)", App: a.Name})
+		rs.add(Requirement{Path: "/", Priv: "Sys.Console", Operation: "make the " + ct + " an HA resource", Why: "adding, changing and removing an HA resource or its rule membership needs Sys.Console on / (pve-ha-manager API2/HA)", App: a.Name})
+	}
 	if br := a.Network.Bridge; br != "" {
 		rs.add(Requirement{Path: "/sdn/zones/" + SDNZone + "/" + br, Priv: "SDN.Use", Operation: "attach net0 of the " + ct + " to bridge " + br, Why: "PVE checks SDN.Use on the bridge's vnet in zone localnetwork for every netN", App: a.Name})
 	}

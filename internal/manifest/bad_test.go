@@ -65,6 +65,7 @@ func TestLoad_missingFile(t *testing.T) {
 // TestParse_aliasBudget: YAML aliases cannot make Parse walk an unbounded
 // tree; past the budget it stops with one diagnostic.
 func TestParse_aliasBudget(t *testing.T) {
+	t.Parallel() // measures no allocation: it may overlap the other parallel tests
 	var b strings.Builder
 	b.WriteString("apps:\n  - name: a\n    template: a.tar.gz\n    volumes: &v\n")
 	for i := range 250 { // under the 256 volumes an app may have

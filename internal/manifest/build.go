@@ -19,7 +19,7 @@ import (
 // with DHCP, adopt vs storage, feature flags). Members that failed their
 // own checks are already reported and are skipped here.
 func (d *decoder) build(root *value) *File {
-	f := &File{Path: d.file, Project: root.strOr("project"), Pool: root.strOr("pool")}
+	f := &File{Path: d.file, Overrides: d.paths, Project: root.strOr("project"), Pool: root.strOr("pool")}
 	f.ProjectSet = f.Project != ""
 	if !f.ProjectSet {
 		f.Project = DefaultProject(d.dir)
@@ -182,6 +182,7 @@ func (d *decoder) buildApp(v *value, adopted map[string]*value) App {
 	a.SnapshotBeforeChange = v.boolOr("snapshotBeforeChange")
 	a.Pool = v.strOr("pool")
 	a.Firewall = d.buildFirewall(v)
+	a.HA = d.buildHA(v)
 	d.composeFeatures(v, &a)
 	return a
 }
@@ -440,7 +441,7 @@ func (d *decoder) content(fv *value) string {
 	if src == nil {
 		return ""
 	}
-	p, err := d.opts.expandPath(src.str, d.dir)
+	p, err := d.opts.expandPath(src.str, d.dirOf(src.node))
 	if err == nil {
 		var data []byte
 		if data, err = d.opts.readInput(p, localfile.MaxContent); err == nil {
@@ -756,4 +757,20 @@ func (d *decoder) buildOutputs(root *value, names map[string]*value) []Output {
 		outs = append(outs, Output{Name: n.str, Value: val.str, Pos: d.pos(ov.node)})
 	}
 	return outs
+}
+
+// buildHA is the app's ha:, nil when it has none. group and rule are
+// PVE 8's and PVE 9's ways of one thing: a manifest names at most one.
+func (d *decoder) buildHA(app *value) *HA {
+	hv := app.member("ha")
+	if hv == nil {
+		return nil
+	}
+	h := &HA{State: hv.strOr("state"), Group: hv.strOr("group"), Rule: hv.strOr("rule"),
+		MaxRestart: int(hv.intOr("maxRestart")), MaxRelocate: int(hv.intOr("maxRelocate"))}
+	if h.Group != "" && h.Rule != "" {
+		r := hv.member("rule")
+		d.report(r.node, r.path, "set group (PVE 8) or rule (PVE 9), not both: PVE 9 migrated its HA groups to rules", "")
+	}
+	return h
 }

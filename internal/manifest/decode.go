@@ -61,13 +61,18 @@ type decoder struct {
 	// strings, checked once every app is known (checkFacts).
 	factUses map[string][]factUse
 	visited  int
+	// origins are the nodes written in an override file, with its name
+	// (merge.go); a node not in it is the first file's.
+	origins map[*yaml.Node]string
+	// paths are the override files, in order.
+	paths []string
 }
 
 // maxValues bounds the values one manifest may hold. YAML aliases can make
 // a small file expand enormously; real manifests hold a few hundred.
 const maxValues = 100_000
 
-func (d *decoder) pos(n *yaml.Node) Pos { return Pos{File: d.file, Line: n.Line, Col: n.Column} }
+func (d *decoder) pos(n *yaml.Node) Pos { return Pos{File: d.fileOf(n), Line: n.Line, Col: n.Column} }
 
 func (d *decoder) report(n *yaml.Node, path, msg, allowed string) {
 	d.diags.add(d.pos(n), path, msg, allowed)
@@ -405,7 +410,7 @@ func (d *decoder) interpolate(tmpl string, parts []part, refs []string, v *value
 	if bad {
 		return "", false
 	}
-	in := d.opts.interpolate(parts, d.dir, v.live())
+	in := d.opts.interpolate(parts, d.dirOf(v.node), v.live())
 	if len(in.failed) > 0 {
 		if d.opts.Lazy && v.f.deferrable {
 			// Left unread: the command needs no provisioning value.

@@ -2,7 +2,6 @@ package manifest
 
 import (
 	"cmp"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,13 +9,17 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/corralhq/corral/internal/localfile"
+	"gopkg.in/yaml.v3"
 )
 
 // File is a valid manifest: its apps with every default applied.
 type File struct {
-	// Path is the file name given to Load or Parse.
+	// Path is the file name given to Load or Parse: with override files,
+	// the first, whose directory and path give the project and Origin.
 	Path string
+	// Overrides are the files merged over Path, in order (LoadFiles);
+	// nil for one file.
+	Overrides []string
 	// Project names the project the apps belong to: every container
 	// corral creates for them is tagged corral-project-<Project>, and
 	// apply prunes this project's containers whose app is gone from the
@@ -100,6 +103,8 @@ type App struct {
 	// leaves it alone.
 	Firewall *Firewall
 
+	// HA makes the container an HA resource of PVE (ha:); nil without.
+	HA *HA
 	// NeedsKeyctl is set for an unprivileged app with a compose step:
 	// Docker there needs the keyctl feature, which only root@pam can set
 	// (behaviour.md §c), so an administrator runs
@@ -114,6 +119,16 @@ type App struct {
 	// once, in the order written; nil when every value was read. An app
 	// with any cannot be provisioned or created.
 	Unresolved []string
+}
+
+// HA is an app's ha: what PVE's HA stack is asked to do for its
+// container. Group (PVE 8) and Rule (PVE 9) are at most one.
+type HA struct {
+	State       string // started or stopped
+	Group       string
+	Rule        string
+	MaxRestart  int
+	MaxRelocate int
 }
 
 // Hostname is the container's hostname: the app's name.
@@ -288,30 +303,45 @@ const (
 // opts.ReadFile when set. A manifest that is not valid gives a
 // *Diagnostics.
 func Load(path string, opts LoadOptions) (*File, error) {
-	data, err := opts.readFile(path, localfile.MaxManifest)
-	if err != nil {
-		return nil, fmt.Errorf("read manifest: %w", err)
-	}
-	return Parse(path, data, opts)
+	return LoadFiles([]string{path}, opts)
 }
 
 // Parse parses a manifest. filename is used in diagnostics, and its
 // directory is the base of relative ${file:PATH} references. Every
 // rejection is a *Diagnostics holding every problem found.
 func Parse(filename string, data []byte, opts LoadOptions) (*File, error) {
+	return ParseFiles([]Source{{Name: filename, Data: data}}, opts)
+}
+
+// ParseFiles parses the manifest srcs[0] with each later source merged
+// into it as an override file (merge.go). The project and its identity
+// are the first file's; every problem names the file it is in.
+func ParseFiles(srcs []Source, opts LoadOptions) (*File, error) {
 	if opts.inputs == nil {
 		opts.inputs = new(atomic.Int64)
 	}
-	d := &decoder{file: filename, dir: filepath.Dir(filename), opts: opts, unresolved: map[string][]string{}}
-	if line, col, problem := checkBounds(data); problem != "" {
-		d.diags.add(Pos{File: filename, Line: line, Col: col}, "", problem, "")
-		return nil, d.diags.err()
+	d := &decoder{file: srcs[0].Name, dir: filepath.Dir(srcs[0].Name), opts: opts, unresolved: map[string][]string{}, origins: map[*yaml.Node]string{}}
+	roots := make([]*yaml.Node, len(srcs))
+	for i, src := range srcs {
+		d.file = src.Name
+		if line, col, problem := checkBounds(src.Data); problem != "" {
+			d.diags.add(Pos{File: src.Name, Line: line, Col: col}, "", problem, "")
+			continue
+		}
+		roots[i], _ = d.parseYAML(src.Data)
 	}
-	root, ok := d.parseYAML(data)
-	if !ok {
-		return nil, d.diags.err()
+	d.file = srcs[0].Name
+	if err := d.diags.err(); err != nil {
+		return nil, err
 	}
-	f := d.build(d.walk(root, manifestSpec, ""))
+	for _, src := range srcs[1:] {
+		d.paths = append(d.paths, src.Name)
+	}
+	for i, over := range roots[1:] {
+		d.markOrigin(over, srcs[i+1].Name)
+		merger{d}.mergeRoot(roots[0], over)
+	}
+	f := d.build(d.walk(roots[0], manifestSpec, ""))
 	if err := d.diags.err(); err != nil {
 		return nil, err
 	}

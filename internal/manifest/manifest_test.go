@@ -352,6 +352,22 @@ apps:
 				a.Backup = manifest.BackupPolicy{Keep: 3, Storage: "pbs", Mode: "stop", Schedule: "@daily"}
 				a.SnapshotBeforeChange = true
 			})},
+		{"ha with defaults", `
+apps:
+  - name: web
+    template: debian-12-standard_12.12-1_amd64.tar.zst
+    ha: {}`,
+			with(func(a *manifest.App) {
+				a.HA = &manifest.HA{State: "started", MaxRestart: 1, MaxRelocate: 1}
+			})},
+		{"ha written", `
+apps:
+  - name: web
+    template: debian-12-standard_12.12-1_amd64.tar.zst
+    ha: { state: stopped, rule: on-fast, maxRestart: 3, maxRelocate: 0 }`,
+			with(func(a *manifest.App) {
+				a.HA = &manifest.HA{State: "stopped", Rule: "on-fast", MaxRestart: 3, MaxRelocate: 0}
+			})},
 		{"compose with nesting written", `
 apps:
   - name: web

@@ -73,6 +73,7 @@ func TestParse_problemsAtCap(t *testing.T) {
 // the raw-bytes scan lets through took more than 256 MiB); more is one
 // problem, found before anything is built for them.
 func TestParse_tooManyApps(t *testing.T) {
+	t.Parallel() // measures no allocation: it may overlap the other parallel tests
 	for _, tc := range []struct {
 		apps int
 		ok   bool

@@ -364,8 +364,35 @@ var appSpec = &field{
 			doc:     "PVE resource pool the container joins (created if missing), instead of the manifest's pool. Default: the manifest's pool.",
 			pattern: poolPattern, maxLen: 64, allowed: poolAllowed, public: true},
 		firewallSpec,
+		haSpec,
 	},
 }
+
+// haSpec is an app's ha: (Proxmox VE's HA stack keeps the container
+// running and recovers it on another node when its node fails). Its keys
+// map to the HA resource's state, group (PVE 8) or node-affinity rule
+// (PVE 9), max_restart and max_relocate.
+var haSpec = &field{key: "ha", kind: kindObject,
+	doc: "Make the container an HA resource of Proxmox VE (ha-manager): PVE keeps it in the requested state and, when its node fails, starts it on another node. " +
+		"The rootfs and every volume must be on shared storage (NFS, RBD, …): PVE would not recover a container whose data is on the dead node. Needs Sys.Console on /.",
+	fields: []*field{
+		{key: "state", kind: kindString, def: "started", enum: []string{"started", "stopped"},
+			doc: "The state HA keeps the container in."},
+		{key: "group", kind: kindString, pattern: haIDPattern, allowed: haIDAllowed,
+			doc: "PVE 8: the HA group (ha-manager groupadd) that says which nodes the container may run on."},
+		{key: "rule", kind: kindString, pattern: haIDPattern, allowed: haIDAllowed,
+			doc: "PVE 9: the node-affinity HA rule (ha-manager rules add) the container is added to, which says which nodes it may run on."},
+		{key: "maxRestart", kind: kindInt, def: int64(1), min: 0, max: 10,
+			doc: "How often HA restarts the container on its node after a failed start (PVE's max_restart)."},
+		{key: "maxRelocate", kind: kindInt, def: int64(1), min: 0, max: 10,
+			doc: "How often HA moves the container to another node after failed starts (PVE's max_relocate)."},
+	}}
+
+// haIDPattern is PVE's pve-configid, the form of HA group and rule ids.
+const (
+	haIDPattern = `^[A-Za-z][A-Za-z0-9_-]+$`
+	haIDAllowed = "a letter, then letters, digits, '_' and '-' (at least 2 characters)"
+)
 
 var volumeSpec = &field{
 	kind: kindObject,

@@ -129,8 +129,14 @@ func (m *planner) planApp(a *App) {
 		m.refuse(probs...)
 		return
 	}
-	if obs.Restores[a.Name] != nil {
-		// Planned once the restore is finished or rolled back.
+	if probs := haRefusals(a, obs); len(probs) > 0 {
+		m.refuse(probs...)
+		return
+	}
+	a = m.haPlaced(a)
+	if obs.Restores[a.Name] != nil || obs.InRescue(a.Name) {
+		// Planned once the restore is finished or rolled back, or the
+		// rescue ended.
 		m.p.Changes = append(m.p.Changes, leftAlone(a, obs))
 		return
 	}
@@ -223,6 +229,7 @@ func (m *planner) finishMove(a *App, car *Carrier, node string) {
 // move plans moving the app's container ct to node.
 func (m *planner) move(a *App, ct *CT, node string) {
 	c, probs := moveChange(a, ct, node, m.obs)
+	planHA(&c, a, ct)
 	probs = append(probs, unknownCarrierRefusals(a.Name, c, m.obs)...)
 	if prob, warn := bridgeProblem(a, node, m.obs, m.warnedBridges); prob != "" {
 		probs = append(probs, prob)
@@ -242,6 +249,7 @@ func (m *planner) move(a *App, ct *CT, node string) {
 func (m *planner) change(a *App, node, placed string) {
 	obs := m.obs
 	c, probs := appChange(a, node, obs)
+	planHA(&c, a, singleCT(obs.Apps[a.Name]))
 	probs = append(probs, unknownCarrierRefusals(a.Name, c, obs)...)
 	if c.Action == Create || c.Action == Replace {
 		if prob := templateStorageProblem(a, node, obs); prob != "" {
@@ -665,7 +673,7 @@ func planStart(c *Change, ct *CT) {
 			}
 		}
 	}
-	if !running {
+	if !running && !haOwned(ct) { // HA starts (or leaves stopped) its own
 		c.Start = true
 	}
 }
@@ -1153,8 +1161,8 @@ func isIndexedKey(key, prefix string) bool {
 	return ok
 }
 
-// recoveries describes the interrupted restores, in app order, and the
-// nodes they are on.
+// recoveries describes the interrupted restores and the rescues, in app
+// order, and the nodes they are on.
 func recoveries(obs *Observed) (text, nodes []string) {
 	for _, app := range slices.Sorted(maps.Keys(obs.Restores)) {
 		r := obs.Restores[app]
@@ -1163,6 +1171,12 @@ func recoveries(obs *Observed) (text, nodes []string) {
 			if ct != nil {
 				nodes = append(nodes, ct.Node)
 			}
+		}
+	}
+	for _, app := range slices.Sorted(maps.Keys(obs.Rescues)) {
+		for _, r := range obs.Rescues[app] {
+			text = append(text, r.String())
+			nodes = append(nodes, r.Node)
 		}
 	}
 	return text, nodes

@@ -47,6 +47,9 @@ func FromManifest(f *manifest.File) []App {
 			Pool:     m.Pool,
 			Firewall: firewallOf(m.Firewall),
 		}
+		if h := m.HA; h != nil {
+			a.HA = &HA{State: h.State, Group: h.Group, Rule: h.Rule, MaxRestart: h.MaxRestart, MaxRelocate: h.MaxRelocate}
+		}
 		a.Steps = stepsOf(work, len(m.Unresolved) == 0)
 		if refs := work.FactRefs(); len(refs) > 0 {
 			// Make sets the digest and steps once it knows the facts.

@@ -40,7 +40,8 @@ func (a Action) String() string {
 // Plan is the ordered list of changes corral will make.
 type Plan struct {
 	// Recover lists interrupted restores that are finished or rolled
-	// back first (Observed.Restores), in words.
+	// back first (Observed.Restores), and rescues that are ended first
+	// (Observed.Rescues), in words.
 	Recover      []string
 	RecoverNodes []string
 	// Keepers are keeper CTs to create or repair, before any app change.
@@ -176,6 +177,9 @@ type Change struct {
 	// the pool it puts it into; nil for nothing (firewall.go).
 	Firewall *FirewallChange `json:",omitempty"`
 	Pool     *PoolChange     `json:",omitempty"`
+	// HA is what happens to the container's HA resource (ha.go), done
+	// after the container change; nil for nothing.
+	HA *HAChange `json:",omitempty"`
 	// Desired is the app as the manifest wants it (for create/replace).
 	Desired *App `json:"-"`
 }

@@ -230,6 +230,11 @@ func recoverable(a *App, ct *CT, obs *Observed) ([]VolumeChange, string) {
 // elsewhere), or, with obs.Recover, built anew on a node that answers.
 func offlineApp(p *Plan, a *App, ct *CT, pl *placer, obs *Observed) (Change, string) {
 	c := Change{App: a.Name, Node: ct.Node, VMID: ct.VMID, Action: NoOp, Desired: a}
+	if haOwned(ct) {
+		// A second copy beside HA's recovery would mount the same volumes.
+		p.Warnings = append(p.Warnings, fmt.Sprintf("app %s: node %s is offline; its container %d is an HA resource (HA state %s), so PVE's HA fences the node and starts it on another node by itself: corral leaves it to HA, --recover included", a.Name, ct.Node, ct.VMID, orNone(ct.HAState)))
+		return c, ""
+	}
 	vols, why := recoverable(a, ct, obs)
 	if !obs.Recover {
 		msg := fmt.Sprintf("app %s: node %s is offline, so corral cannot see its storages and volumes; the app is left alone until the node is back", a.Name, ct.Node)

@@ -98,6 +98,8 @@ type App struct {
 	// Firewall its firewall, nil to leave it alone (firewall.go).
 	Pool     string
 	Firewall *Firewall
+	// HA is the app's ha: (ha.go); nil without.
+	HA *HA
 	// DeleteSnapshots consents to deleting the container's snapshots when
 	// it moves to another node: PVE migrates no container whose
 	// snapshots reference volumes on LVM-thin (corral move, drain and
@@ -161,6 +163,11 @@ type Observed struct {
 	// Carriers are moves under way or interrupted, by app (see
 	// Carrier): the next changing command finishes them first.
 	Carriers map[string]*Carrier
+	// Rescues are the rescue containers of apps (corral rescue), by app:
+	// one a corral rescue is using now (it holds corral's lock), or one a
+	// killed run left. The next changing command ends them first, giving
+	// their volumes back to the app's container.
+	Rescues map[string][]*Rescue
 	// LeftoverCarriers are carriers of an app that has another one
 	// (GroupCarriers): empty, made by a run killed right after the
 	// create; the move destroys them. BadCarriers are carriers corral
@@ -206,6 +213,12 @@ type Observed struct {
 	// Pools are the resource pools the token may audit, read only when an
 	// app names a pool (apply.ObserveApps): one not listed is created.
 	Pools []string
+	// HAUnread says why the HA resources could not be read ("" when
+	// they were); HARules is set when the cluster serves HA rules (PVE
+	// 9), HARuleSet holds them by name (ha.go).
+	HAUnread  string
+	HARules   bool
+	HARuleSet map[string]HARule
 	// Recover is the operator's consent (corral apply --recover) to build
 	// apps whose node is offline anew on another node. It is not read
 	// from the cluster; the caller sets it before planning.
@@ -261,6 +274,10 @@ type CT struct {
 	// whose facts a manifest's guest strings name (apply.ObserveAddresses),
 	// "" otherwise.
 	Address string
+	// HA is the container's HA resource, nil when it has none; HAState
+	// is its service state as /cluster/resources reports it (hastate).
+	HA      *HAResource
+	HAState string
 
 	mounts *ctMounts // set by ParseMounts
 }

@@ -80,6 +80,11 @@ func targetNeeds(kept, out []Change, obs *Observed, named func(string) bool) []s
 			needs = append(needs, fmt.Sprintf("app %s: an interrupted restore, which apply finishes (or rolls back) before any other change", app))
 		}
 	}
+	for _, app := range slices.Sorted(maps.Keys(obs.Rescues)) {
+		if !named(app) {
+			needs = append(needs, fmt.Sprintf("app %s: in rescue, which apply ends (its volumes back to its container) before any other change", app))
+		}
+	}
 	owners := map[int]Change{}
 	for _, c := range out {
 		if c.Action == NoOp {

@@ -75,6 +75,8 @@ type Client struct {
 	retry   RetryPolicy // GET retries on 5xx and connection errors
 	clock   clock       // task waits' time and sleep
 	scale   float64     // Config.TaskTimeScale, 1 when nil
+	times   taskTimes   // how long each task type is expected to run
+	lists   taskLists   // list reads shared by the waits of a node's tasks
 }
 
 // New validates cfg and returns a client. It makes no request.

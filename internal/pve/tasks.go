@@ -127,11 +127,16 @@ func (c *Client) TaskList(ctx context.Context, node string, f TaskFilter) ([]Tas
 	return out, nil
 }
 
-// WaitOptions tune WaitTask. The zero value polls like a good citizen
-// (see pollDelay): the first status read at once, the next 100ms later,
-// each later delay 1.5 times the one before, up to one a second. A task
-// of T seconds costs about T+7 status reads, and its end is seen at most
-// half the time already waited, or 1s, after it happens. The log is read
+// WaitOptions tune WaitTask. The zero value polls like a good citizen:
+// a task whose type has a usual length (typicalTaskTime, or what the
+// client learned from the last task of its type) is read 100ms after
+// its start, halfway through that length and just after it, then as a
+// task of unknown length that just began (pollSchedule): three reads
+// when it ends on time. A task of unknown length is read at once, 100ms later,
+// each later delay 1.5 times the one before, up to one a second
+// (pollDelay): a task of T seconds costs about T+7 status reads, and its
+// end is seen at most half the time already waited, or 1s, after it
+// happens. The log is read
 // only when the task failed, ended with warnings, or the caller asks for
 // it (OnLog, Log).
 type WaitOptions struct {
@@ -176,6 +181,18 @@ const (
 	unknownTaskPolls = 10
 	// logEvery is how often a running task's log is read for display.
 	logEvery = time.Second
+	// showLogEvery is the longest delay between status reads (and so
+	// log reads) while a task's log is shown: progress lines come at
+	// most this late.
+	showLogEvery = 2 * time.Second
+	// taskMargin is how long after its expected end a task is read: an
+	// emulated task ends exactly then, a real one about then.
+	taskMargin = 50 * time.Millisecond
+	// maxListSlack is the longest a shared list read of a node's tasks
+	// may have begun before a wait's read was due (taskbatch.go): the
+	// creates of a parallel apply start a VMID apart, about a second
+	// for ten, and their halfway reads should meet.
+	maxListSlack = time.Second
 	// firstPoll and maxPoll are the default first and longest poll
 	// delays, for real Proxmox task durations.
 	firstPoll = 100 * time.Millisecond
@@ -246,52 +263,58 @@ func (p *pacer) pace(ctx context.Context, k clock) error {
 // answer 400 "no such task" for a moment, so that answer is retried until
 // the task has been seen once. Every wait selects on ctx.
 func (c *Client) WaitTask(ctx context.Context, upid string, opts WaitOptions) (*TaskResult, error) {
-	if _, err := ParseUPID(upid); err != nil {
+	u, err := ParseUPID(upid)
+	if err != nil {
 		return nil, fmt.Errorf("wait task: %w", err)
 	}
-	first, maxInterval, rate := opts.Interval, opts.MaxInterval, opts.MaxRate
-	if first <= 0 {
-		first = c.scaled(firstPoll)
-	}
-	if maxInterval <= 0 {
-		maxInterval = c.scaled(maxPoll)
-	}
+	defer c.lists.enter(u.Node)()
+	sched := c.schedule(u.Type, opts)
+	rate := opts.MaxRate
 	if rate <= 0 {
 		rate = 10
 	}
-	maxInterval = max(maxInterval, first)
 	p := newPacer(rate, c.clock.now())
 	lr := &logReader{c: c, upid: upid, keep: opts.OnLog != nil || opts.Log, pace: p}
-	seen, unknown := false, 0
-	interval := first
+	seen, running, unknown := false, false, 0
+	var lastRunning time.Duration // when a read last saw it running
+	start := c.clock.now()
 	var lastLog time.Time
+	if err := c.clock.sleep(ctx, sched.late); err != nil {
+		return nil, fmt.Errorf("wait task %s: %w", upid, err)
+	}
 	for {
 		if err := p.pace(ctx, c.clock); err != nil {
 			return nil, fmt.Errorf("wait task %s: %w", upid, err)
 		}
-		st, err := c.TaskStatus(ctx, upid)
-		switch {
-		case err == nil:
-			seen = true
-		case !seen && isNoSuchTask(err) && unknown < unknownTaskPolls:
-			unknown++
-		default:
-			return nil, fmt.Errorf("wait task %s: %w", upid, err)
-		}
-		if seen {
-			// The log is read at most twice a second while the task runs
+		sent := c.clock.since(start)
+		if seen && opts.OnLog == nil && c.runningByList(ctx, u.Node, upid, sched) {
+			lastRunning = sent
+		} else {
+			st, err := c.TaskStatus(ctx, upid)
+			switch {
+			case err == nil:
+				running = running || (!seen && !st.Stopped())
+				seen = true
+				if !st.Stopped() {
+					lastRunning = sent
+				}
+			case !seen && isNoSuchTask(err) && unknown < unknownTaskPolls:
+				unknown++
+			default:
+				return nil, fmt.Errorf("wait task %s: %w", upid, err)
+			}
+			// The log is read at most once a second while the task runs
 			// (it is for display), and always once it stopped.
-			if opts.OnLog != nil && (st.Stopped() || c.clock.since(lastLog) >= logEvery) {
+			if seen && opts.OnLog != nil && (st.Stopped() || c.clock.since(lastLog) >= logEvery) {
 				lastLog = c.clock.now()
-				lines, err := lr.read(ctx)
-				if err != nil {
+				if err := lr.show(ctx, opts.OnLog); err != nil {
 					return nil, fmt.Errorf("wait task %s: read log: %w", upid, err)
 				}
-				for _, l := range lines {
-					opts.OnLog(l)
-				}
 			}
-			if st.Stopped() {
+			if seen && st.Stopped() {
+				if running {
+					c.times.learn(u.Type, lastRunning, sent, sched.expect, sched.margin, c.scale)
+				}
 				if opts.Log && opts.OnLog == nil {
 					if _, err := lr.read(ctx); err != nil {
 						return nil, fmt.Errorf("wait task %s: read log: %w", upid, err)
@@ -300,11 +323,48 @@ func (c *Client) WaitTask(ctx context.Context, upid string, opts WaitOptions) (*
 				return c.finish(ctx, st, lr)
 			}
 		}
-		if err := c.clock.sleep(ctx, interval); err != nil {
+		delay := sched.first
+		if seen {
+			delay = sched.next(c.clock.since(start))
+		}
+		if err := c.clock.sleep(ctx, delay); err != nil {
 			return nil, fmt.Errorf("wait task %s: %w", upid, err)
 		}
-		interval = pollDelay(interval, maxInterval)
 	}
+}
+
+// runningByList answers a read that only asks whether the task still
+// runs from a list read of its node shared with the node's other waits
+// (taskbatch.go), when the schedule allows a shared answer; false means
+// the task's own status read must answer.
+func (c *Client) runningByList(ctx context.Context, node, upid string, sched *pollSchedule) bool {
+	if sched.slack <= 0 {
+		return false
+	}
+	running, ok := c.lists.shared(ctx, c, node, upid, c.clock.now().Add(-sched.slack))
+	return ok && running
+}
+
+// schedule is the poll schedule of a wait for a task of typ: opts'
+// delays, or the defaults at the client's time scale and, unless opts
+// sets the first delay, the type's expected time.
+func (c *Client) schedule(typ string, opts WaitOptions) *pollSchedule {
+	s := &pollSchedule{first: opts.Interval, ceiling: opts.MaxInterval, margin: c.scaled(taskMargin), maxSlack: c.scaled(maxListSlack)}
+	if s.first <= 0 {
+		s.first = c.scaled(firstPoll)
+		s.expect = c.times.expect(typ, c.scale)
+		if s.first < s.expect/2 {
+			s.late = s.first
+		}
+	}
+	if s.ceiling <= 0 {
+		s.ceiling = c.scaled(maxPoll)
+	}
+	s.ceiling = max(s.ceiling, s.first)
+	if opts.OnLog != nil {
+		s.logCap = showLogEvery
+	}
+	return s
 }
 
 // finish judges a stopped task. When streaming, lr already holds the
@@ -409,6 +469,15 @@ func (r *logReader) read(ctx context.Context) ([]string, error) {
 			return out, nil
 		}
 	}
+}
+
+// show reads the lines after those already read and passes each to f.
+func (r *logReader) show(ctx context.Context, f func(string)) error {
+	lines, err := r.read(ctx)
+	for _, l := range lines {
+		f(l)
+	}
+	return err
 }
 
 // isEmptyLog recognises PVE's placeholder for a log with no lines yet

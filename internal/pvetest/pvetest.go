@@ -8,6 +8,8 @@ package pvetest
 
 import (
 	"net/http"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/corralhq/corral/internal/pve"
@@ -36,6 +38,9 @@ func Nodes(n int) Option { return func(o *sim.Options) { o.Nodes = n } }
 func SharedStorage(kinds ...string) Option {
 	return func(o *sim.Options) { o.SharedStorage = kinds }
 }
+
+// Version emulates PVE release v ("9.1", the default, or "8.4").
+func Version(v string) Option { return func(o *sim.Options) { o.Version = v } }
 
 // InDir keeps the emulator's state in dir (to restart on it, or to
 // start from a copy of a saved state).
@@ -69,7 +74,24 @@ func Start(t testing.TB, opts ...Option) *Emulator {
 		t.Fatalf("start the emulator: %v", err)
 	}
 	t.Cleanup(func() { srv.Close() })
+	if o.Listener == sim.ListenTLS {
+		scales.Store(srv.URL(), srv.TimeScale())
+		t.Cleanup(func() { scales.Delete(srv.URL()) })
+	}
 	return &Emulator{Server: srv, Client: Client(t, srv, srv.Credentials().OperatorToken), Dir: o.Dir}
+}
+
+// scales are the time scales of the running emulators, by endpoint.
+var scales sync.Map
+
+// TimeScaleAt is the time scale of the emulator Start serves at
+// endpoint, nil when none does: a corral command of a test pointed at it
+// then polls its tasks at that scale (pve.Config.TaskTimeScale), as one
+// that sourced a served emulator's env file does.
+func TimeScaleAt(endpoint string) *float64 {
+	s, _ := scales.Load(strings.TrimSuffix(endpoint, "/"))
+	scale, _ := s.(*float64)
+	return scale
 }
 
 // Client is a client of srv for token (a "user@realm!name=secret"

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -61,6 +62,10 @@ func TestPersistence(t *testing.T) {
 		if env[name] == "" {
 			t.Errorf("env lacks %s:\n%s", name, raw)
 		}
+	}
+	// Its time scale, so that corral polls tasks when they end here.
+	if ts := k.srv.TimeScale(); ts == nil || env["CORRAL_SIM_TIME_SCALE"] != strconv.FormatFloat(*ts, 'g', -1, 64) {
+		t.Errorf("env's CORRAL_SIM_TIME_SCALE %q, want the emulator's scale %v:\n%s", env["CORRAL_SIM_TIME_SCALE"], ts, raw)
 	}
 	if env["PROXMOX_VE_ENDPOINT"] != k.srv.URL() || env["PROXMOX_VE_API_TOKEN"] != creds.OperatorToken ||
 		env["PVE_ROOT_TOKEN"] != creds.RootToken || env["PVE_ROOT_PASSWORD"] != creds.RootPassword {

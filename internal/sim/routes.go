@@ -24,6 +24,7 @@ func (s *Server) registerRoutes() {
 	(&accessAPI{cluster: s.cluster}).register(s.route)
 	(&poolAPI{cluster: s.cluster}).register(s.route)
 	(&firewallAPI{cluster: s.cluster}).register(s.route)
+	(&haAPI{cluster: s.cluster}).register(s.route)
 	(&backupAPI{cluster: s.cluster, api: s.api}).register(s.route)
 }
 

@@ -437,7 +437,7 @@ func (s *Server) EnvFile() string {
 			"# corral uses it. To reach this state over HTTPS instead, run\n" +
 			"#   corral sim serve --state " + dir + "\n" +
 			"# which rewrites this file with its endpoint, API token and fingerprint.\n" +
-			"unset PROXMOX_VE_ENDPOINT PROXMOX_VE_API_TOKEN PROXMOX_VE_FINGERPRINT PROXMOX_VE_CA_FILE PROXMOX_VE_INSECURE CORRAL_INSECURE_PLAIN_HTTP CORRAL_SIM_GUEST_SSH_PORT PVE_ROOT_PASSWORD PVE_ROOT_TOKEN\n"
+			"unset PROXMOX_VE_ENDPOINT PROXMOX_VE_API_TOKEN PROXMOX_VE_FINGERPRINT PROXMOX_VE_CA_FILE PROXMOX_VE_INSECURE CORRAL_INSECURE_PLAIN_HTTP CORRAL_SIM_GUEST_SSH_PORT CORRAL_SIM_TIME_SCALE PVE_ROOT_PASSWORD PVE_ROOT_TOKEN\n"
 	}
 	cr := s.cluster.Credentials()
 	lines := []string{
@@ -447,6 +447,11 @@ func (s *Server) EnvFile() string {
 		"export PVE_ROOT_PASSWORD=" + shellQuote(cr.RootPassword),
 		"export PVE_ROOT_TOKEN=" + shellQuote(cr.RootToken),
 		"export CORRAL_SIM_GUEST_SSH_PORT=" + strconv.Itoa(s.guests.Port()),
+	}
+	if ts := s.opts.TimeScale; ts != nil {
+		// corral then polls a task when it is expected to end at this
+		// scale, not at Proxmox's durations (pve.Config.TaskTimeScale).
+		lines = append(lines, "export CORRAL_SIM_TIME_SCALE="+strconv.FormatFloat(*ts, 'g', -1, 64))
 	}
 	return "# written by corral sim serve; source it: . " + filepath.Join(dir, "env") + "\n" + strings.Join(lines, "\n") + "\n"
 }

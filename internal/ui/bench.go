@@ -50,7 +50,7 @@ func WriteBench(w io.Writer, r *bench.Report) {
 }
 
 func writeBenchRuns(w io.Writer, runs []bench.ToolRun) {
-	t := NewTable(w, "TOOL", "APPS", "SCALE", "STEP", "WALL", "CRITICAL PATH", "OVERHEAD", "TASKS", "REQUESTS", "REQ/APP", "MAX RSS")
+	t := NewTable(w, "TOOL", "APPS", "SCALE", "STEP", "WALL", "CRITICAL PATH", "OVERHEAD", "TASKS", "REQUESTS", "POLLS/READS/WRITES", "REQ/APP", "MAX RSS")
 	for _, r := range runs {
 		for _, s := range r.Steps {
 			cp, ov := "-", "-"
@@ -65,7 +65,8 @@ func writeBenchRuns(w io.Writer, runs []bench.ToolRun) {
 				tool += " (provision)"
 			}
 			t.Row(tool, strconv.Itoa(r.Apps), fmt.Sprintf("%g", r.TimeScale), s.Name,
-				seconds(s.Wall), cp, ov, strconv.Itoa(s.Tasks), strconv.Itoa(s.Requests), fmt.Sprintf("%.2f", s.RequestsPerApp), human.Size(s.MaxRSS))
+				seconds(s.Wall), cp, ov, strconv.Itoa(s.Tasks), strconv.Itoa(s.Requests),
+				fmt.Sprintf("%d/%d/%d", s.ByKind.Polls, s.ByKind.Reads, s.ByKind.Writes), fmt.Sprintf("%.2f", s.RequestsPerApp), human.Size(s.MaxRSS))
 		}
 	}
 	t.Flush()

@@ -91,6 +91,36 @@ type ChangeJSON struct {
 	// Stale: the delete removes the stale copy of a recovered app, before
 	// any other change.
 	Stale bool `json:"stale,omitempty"`
+	// HA is what happens to the container's HA resource (ha:), absent
+	// when nothing does.
+	HA *HAJSON `json:"ha,omitempty"`
+}
+
+// HAJSON is a change's HA resource: the action (add, update, remove)
+// and, unless removed, the resource as it will be.
+type HAJSON struct {
+	Action      string `json:"action"`
+	State       string `json:"state,omitempty"`
+	Group       string `json:"group,omitempty"`
+	Rule        string `json:"rule,omitempty"`
+	MaxRestart  *int   `json:"max_restart,omitempty"`
+	MaxRelocate *int   `json:"max_relocate,omitempty"`
+}
+
+// newHAJSON converts a plan's HA change.
+func newHAJSON(h *plan.HAChange) *HAJSON {
+	switch {
+	case h == nil:
+		return nil
+	case h.Want == nil:
+		return &HAJSON{Action: "remove"}
+	}
+	w := h.Want
+	j := &HAJSON{Action: "update", State: w.State, Group: w.Group, Rule: w.Rule, MaxRestart: &w.MaxRestart, MaxRelocate: &w.MaxRelocate}
+	if h.Have == nil {
+		j.Action = "add"
+	}
+	return j
 }
 
 // FactJSON is one fact of another app a guest work reads: Ref is
@@ -153,7 +183,23 @@ func createSettings(a *plan.App) []SettingJSON {
 	if a.OnBoot {
 		out = append(out, SettingJSON{"onboot", "1"})
 	}
+	if h := a.HA; h != nil {
+		out = append(out, SettingJSON{"ha", haSetting(h)})
+	}
 	return out
+}
+
+// haSetting is an HA resource as a create shows it: "started,
+// maxRestart 1, maxRelocate 1[, rule R | group G]".
+func haSetting(h *plan.HA) string {
+	s := fmt.Sprintf("%s, maxRestart %d, maxRelocate %d", h.State, h.MaxRestart, h.MaxRelocate)
+	switch {
+	case h.Rule != "":
+		s += ", rule " + h.Rule
+	case h.Group != "":
+		s += ", group " + h.Group
+	}
+	return s
 }
 
 // StepJSON is one provisioning step of a change.
@@ -216,6 +262,7 @@ func NewPlanJSON(p *plan.Plan, refused []string) PlanJSON {
 			cj.RecoverFrom = &RecoverJSON{VMID: c.Recover.VMID, Node: c.Recover.Node}
 		}
 		cj.Stale = c.Stale
+		cj.HA = newHAJSON(c.HA)
 		if c.Action == plan.Create || c.Action == plan.Replace {
 			cj.Settings = createSettings(c.Desired)
 		}

@@ -31,8 +31,14 @@ func WriteStatus(w io.Writer, r *apply.StatusReport) {
 			if ct.Lock != "" {
 				status += " (locked: " + ct.Lock + ")"
 			}
+			if ct.HAState != "" {
+				status += " (HA: " + ct.HAState + ")"
+			}
 			if as.Moving != nil {
 				status += " (moving " + as.Moving.From + " → " + as.Moving.To + ")"
+			}
+			if as.Rescue != nil {
+				status += " (in rescue)"
 			}
 			t.Row(as.App, strconv.Itoa(ct.VMID), ct.Node, status, Dash(as.Health), Dash(ct.IP), DriftText(as.Drift))
 		}
@@ -42,6 +48,10 @@ func WriteStatus(w io.Writer, r *apply.StatusReport) {
 		if m := as.Moving; m != nil {
 			fmt.Fprintf(w, "  %s: moving from %s to %s, %s (carrier ct %d on %s holds %d of %d volumes): %s\n",
 				as.App, m.From, m.To, m.Phase, m.CarrierVMID, m.CarrierNode, m.Carried, m.Volumes, m.Fix)
+		}
+		if rs := as.Rescue; rs != nil {
+			fmt.Fprintf(w, "  %s: in rescue: rescue ct %d on %s (%s) holds %d volume(s): %s\n",
+				as.App, rs.VMID, rs.Node, rs.Status, len(rs.Volumes), rs.Fix)
 		}
 		for _, why := range as.Reasons {
 			fmt.Fprintf(w, "  %s: %s\n", as.App, why)

@@ -108,6 +108,26 @@ func TestPlanTextShowsCreateSettings(t *testing.T) {
 	}
 }
 
+// A create of an app with ha: shows the HA resource it gets (issue 33).
+func TestPlanTextShowsCreateHA(t *testing.T) {
+	a := &plan.App{Name: "web", Template: "local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst", RootStorage: "nfs", RootSize: 8 << 30,
+		HA: &plan.HA{State: "started", Rule: "fast", MaxRestart: 2, MaxRelocate: 1}}
+	p := &plan.Plan{Changes: []plan.Change{{App: "web", Node: "pve", Action: plan.Create, Desired: a, HA: &plan.HAChange{Want: a.HA}}}}
+	var b strings.Builder
+	WritePlanText(&b, NewPlanJSON(p, nil))
+	if want := "+ ha: started, maxRestart 2, maxRelocate 1, rule fast"; !strings.Contains(b.String(), want) {
+		t.Errorf("plan text lacks %q:\n%s", want, b.String())
+	}
+	raw, err := json.Marshal(NewPlanJSON(p, nil).Changes[0].HA)
+	if want := `{"action":"add","state":"started","rule":"fast","max_restart":2,"max_relocate":1}`; err != nil || string(raw) != want {
+		t.Errorf("ha in -o json = %s %v, want %s", raw, err, want)
+	}
+	p.Changes[0].HA = &plan.HAChange{Have: &plan.HAResource{State: "started"}}
+	if raw, _ := json.Marshal(NewPlanJSON(p, nil).Changes[0].HA); string(raw) != `{"action":"remove"}` {
+		t.Errorf("removal's ha in -o json = %s", raw)
+	}
+}
+
 func TestWriteFreePlanText(t *testing.T) {
 	p := &plan.FreePlan{Volumes: []plan.VolumeFree{
 		{Node: "pve", Keeper: 900, App: "wiki", Name: "pages", VolID: "local-lvm:vm-900-disk-1", Size: 1 << 30, Reason: "app wiki is not in the manifest"},

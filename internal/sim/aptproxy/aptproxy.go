@@ -17,6 +17,7 @@
 package aptproxy
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -43,6 +44,8 @@ type Proxy struct {
 	sources   []*url.URL
 	transport *http.Transport
 	log       *slog.Logger
+	store     store    // the package cache (store.go)
+	ix        *indexes // what the indexes passed through say (indexes.go)
 
 	// What Close ends: the servers Serve runs and the open CONNECT
 	// tunnels (hijacked connections, which http.Server.Close leaves
@@ -58,7 +61,7 @@ func New(uris []string, log *slog.Logger) (*Proxy, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p := &Proxy{log: log, tunnels: map[net.Conn]struct{}{}}
+	p := &Proxy{log: log, tunnels: map[net.Conn]struct{}{}, store: store{dir: DefaultCacheDir()}, ix: newIndexes()}
 	seen := map[string]bool{}
 	for _, s := range uris {
 		u, err := url.Parse(s)
@@ -84,6 +87,7 @@ func New(uris []string, log *slog.Logger) (*Proxy, error) {
 		ResponseHeaderTimeout: 2 * time.Minute,
 		MaxIdleConnsPerHost:   4,
 	}
+	p.store.prune(cacheMaxAge)
 	return p, nil
 }
 
@@ -276,10 +280,40 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for _, h := range hopHeaders {
 		out.Header.Del(h)
 	}
+	sum := ""
+	if r.Method == http.MethodGet {
+		p.ix.observe(t)
+		sum = p.ix.expected(r.Context(), t, p.store, p.httpFetch)
+		if sum != "" && p.serveCached(w, r, sum) {
+			return
+		}
+	}
+	p.forward(w, out, sum)
+}
+
+// serveCached answers r with the cached file whose SHA256 is sum (the
+// one the mirror's index in effect names for the URL); false when the
+// cache has no such file.
+func (p *Proxy) serveCached(w http.ResponseWriter, r *http.Request, sum string) bool {
+	f := p.store.open(sum)
+	if f == nil {
+		return false
+	}
+	defer f.Close()
+	p.log.Debug("apt proxy: from the cache", "url", r.URL.Redacted(), "sha256", sum)
+	w.Header().Set("Content-Type", "application/octet-stream")
+	http.ServeContent(w, r, "", time.Time{}, f)
+	return true
+}
+
+// forward sends out to the source and its answer back. A whole answer
+// whose SHA256 should be sum is cached on the way (when it has that
+// SHA256); a suite's Release is read for its hashes on the way.
+func (p *Proxy) forward(w http.ResponseWriter, out *http.Request, sum string) {
 	resp, err := p.transport.RoundTrip(out)
 	if err != nil {
-		p.log.Warn("apt proxy: the host's package source failed", "url", t.String(), "err", err)
-		refuse(w, http.StatusBadGateway, fmt.Sprintf("corral sim apt proxy: the host cannot reach %s either (%v)", t.Host, err))
+		p.log.Warn("apt proxy: the host's package source failed", "url", out.URL.String(), "err", err)
+		refuse(w, http.StatusBadGateway, fmt.Sprintf("corral sim apt proxy: the host cannot reach %s either (%v)", out.URL.Host, err))
 		return
 	}
 	defer resp.Body.Close()
@@ -290,7 +324,24 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header()[k] = vs
 	}
 	w.WriteHeader(resp.StatusCode)
-	io.Copy(w, resp.Body)
+	whole := resp.StatusCode == http.StatusOK && out.Method == http.MethodGet && out.Header.Get("Range") == ""
+	var e *entry
+	var release *bytes.Buffer
+	var to io.Writer = w
+	if _, rel, ok := splitDists(out.URL); whole && ok && isRelease(rel) {
+		release = new(bytes.Buffer)
+		to = io.MultiWriter(w, &limitedBuffer{b: release, n: releaseMax})
+	} else if whole && sum != "" {
+		e = p.store.create(sum)
+		to = io.MultiWriter(w, e)
+	}
+	_, err = io.Copy(to, resp.Body)
+	if e.commit(err == nil) {
+		p.log.Debug("apt proxy: cached", "url", out.URL.String(), "sha256", sum)
+	}
+	if release != nil && err == nil {
+		p.ix.learnRelease(out.URL, release.Bytes())
+	}
 }
 
 // connect tunnels to an https source.

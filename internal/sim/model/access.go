@@ -108,6 +108,10 @@ type Auth struct {
 	// TokenID is the full token id "user@realm!tok", or "" for a ticket or
 	// password login.
 	TokenID string
+	// HA marks a request of the HA stack itself (pve-ha-lrm runs as
+	// root@pam in RPCEnvironment type 'ha'): its start, stop and migrate
+	// of an HA resource act, where anyone else's become HA requests.
+	HA bool
 }
 
 // ID is the authenticated id PVE checks against: the token id for a

@@ -78,22 +78,28 @@ func DefaultDuration(typ string) time.Duration { return defaultDurations[typ] }
 // per-guest config locks (lock.go) serialize read-modify-write of a
 // guest like PVE's flock.
 //
-// Cluster is composed by responsibility: it embeds taskRunner (workers
-// and the task list, task.go), storageLayer (storages, volumes, content,
-// storage*.go), accessControl (users, tokens, roles, ACLs, logins over
-// the State's Access, cluster_access.go), clusterView (resources,
-// nodes, status, cluster_view.go), guests (the CTs' config and
-// migration locks, status, hooks, held locks and destroy, guest.go)
-// with the CTs' operations by concern (ctConfig, ctPower, ctDisks,
-// ctSnapshots), ctCreator (create and restore), vzdump (backups),
-// ctMigrator (migration, migrate.go), pools (cluster_pool.go), firewall
-// (firewall*.go) and persistence (the journal, journal.go), whose
-// methods are their own. The State they share stays
-// here, under one lock, so each part reaches it through its Cluster
-// (accessControl and persistence through narrow fields instead);
-// docs/architecture.md gives the lock order. What spans these concerns
-// stays Cluster's own: the network (lxc_net.go, network.go), node power
-// and memory admission.
+// Cluster is composed by responsibility, one small type per concern
+// (docs/architecture.md has the table): taskRunner (workers and the task
+// list, task.go), storage (storages, volumes, content, storage*.go; held
+// by name, with only its exported methods embedded as storageAPI),
+// appliances (the catalogue's archives, realtpl.go), accessControl
+// (users, tokens, roles, ACLs, logins, cluster_access.go), clusterView
+// (resources, nodes, status, cluster_view.go), guests (a CT's lookups,
+// config and migration locks, status, hooks, held locks, guest.go), the
+// CTs' operations by concern (ctConfig, ctPower, ctDisks, ctSnapshots,
+// ctDestroyer, ctCreator, vzdump, ctMigrator), pools (cluster_pool.go),
+// firewall (firewall*.go) and persistence (the journal, journal.go).
+//
+// storage alone writes the State's storages and volumes, taskRunner its
+// tasks and process ids, but the State stays one struct under one lock,
+// c.mu: a change that spans parts (a restore's guest, volumes and task)
+// is then one atomic step and one journal line, and a snapshot is
+// consistent. taskRunner, storage, accessControl, clusterView, guests,
+// ctSnapshots, ctDestroyer and persistence hold no *Cluster: they get c.mu, the State and small
+// interfaces over the parts they call (TestParts_reachNoCluster). The
+// other CT operations, pools and firewall still call the other parts
+// through their Cluster. What spans every concern stays Cluster's own: the
+// network (lxc_net.go, network.go), node power and memory admission.
 type Cluster struct {
 	opts Options
 	log  *slog.Logger
@@ -101,8 +107,8 @@ type Cluster struct {
 	mu stateMutex
 	st *State
 
-	sumsMu sync.Mutex
-	sums   map[string]string // ApplianceSHA512's, by template
+	// appliances serves the catalogue's archives (realtpl.go).
+	appliances applianceSource
 
 	ctx    context.Context // cancelled by Close: stops running workers
 	cancel context.CancelFunc
@@ -110,8 +116,11 @@ type Cluster struct {
 
 	// taskRunner runs the workers and keeps the task list (task.go).
 	taskRunner
-	// storageLayer answers for storages, volumes and content (storage.go).
-	storageLayer
+	// storage answers for storages, volumes and content (storage.go);
+	// storageAPI is its exported methods, which are the Cluster's, while
+	// the other parts call the rest by name (c.storage.volumePath).
+	storage storageLayer
+	storageAPI
 	// accessControl is the locked, persisted face of the State's Access
 	// (cluster_access.go).
 	accessControl
@@ -125,6 +134,8 @@ type Cluster struct {
 	ctPower
 	ctDisks
 	ctSnapshots
+	// ctDestroyer destroys CTs (lxc_destroy.go).
+	ctDestroyer
 	// admitMemory turns memory admission on (admission.go). c.mu.
 	admitMemory bool
 	// guestBlock is the emulator's loopback block for guest addresses
@@ -147,6 +158,8 @@ type Cluster struct {
 	// the cluster's and the guests' firewall config (firewall*.go).
 	pools
 	firewall
+	// crm wakes the HA manager's loop (ha_crm.go).
+	crm crmLoop
 }
 
 // Open loads the cluster in opts.Dir, or creates the default datacenter
@@ -173,6 +186,7 @@ func Open(opts Options) (*Cluster, error) {
 	}
 	c.wg.Add(1)
 	go c.refreshDiskUsage()
+	c.startCRM()
 	return c, nil
 }
 
@@ -210,28 +224,12 @@ func newCluster(opts Options) *Cluster {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Cluster{opts: opts, log: log.WithGroup("model"), ctx: ctx, cancel: cancel}
-	c.taskRunner.c = c
-	c.storageLayer.c = c
-	c.accessControl = accessControl{
-		stateMu:  &c.mu,
-		accessOf: func() *Access { return c.st.Access },
-		saveAccess: func() error {
-			c.markCore()
-			return c.saveLocked()
-		},
-		clock: c.now,
-	}
-	c.clusterView.c = c
-	c.guests.c, c.guests.locks, c.guests.migLocks = c, newConfigLocks(), newMigrateLocks()
-	c.ctConfig.c, c.ctPower.c, c.ctDisks.c, c.ctSnapshots.c = c, c, c, c
+	c.appliances.realTemplate = opts.RealTemplate
+	c.wireCore()
+	c.wireGuests()
+	c.ctConfig.c, c.ctPower.c, c.ctDisks.c = c, c, c
 	c.ctCreator.c, c.vzdump.c, c.ctMigrator.c = c, c, c
 	c.pools.c, c.firewall.c = c, c
-	c.persistence = persistence{
-		dir:          opts.Dir,
-		stateMu:      &c.mu,
-		state:        func() *State { return c.st },
-		guestChanged: func() { c.guestGen++ },
-	}
 	return c
 }
 

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/corralhq/corral/internal/pvesize"
 )
@@ -19,10 +20,34 @@ import (
 // /nodes/{node}/status (pve-manager PVE/API2/Cluster.pm,
 // PVE/API2/Nodes.pm, PVE/API2Tools.pm), and Visible (visible.go). Who
 // may see which entry is the HTTP layer's business. They read the State
-// under the Cluster's lock; Cluster embeds clusterView, so its methods
-// are the Cluster's (c.Resources, c.Nodes).
+// under the lock the parts share and write none of it; they reach the
+// rest of the cluster only through the fields below. Cluster embeds
+// clusterView, so its methods are the Cluster's (c.Resources, c.Nodes).
 type clusterView struct {
-	c *Cluster
+	// stateMu guards the State; state is the State (nil until loaded).
+	stateMu *stateMutex
+	state   func() *State
+	clock   func() time.Time
+	// scaled applies the time scale (rrdExpiry scales like a task).
+	scaled func(time.Duration) time.Duration
+	// version is the emulated release (Options.Version).
+	version string
+	storage storageUsage
+	guests  guestReader
+}
+
+// storageUsage is what the views need of storageLayer: a storage's use
+// on a node.
+type storageUsage interface {
+	usageLocked(node string, s *Storage) StorageUsage
+}
+
+// guestReader is what the views need of guests: the node check with
+// PVE's message, and a running CT's root filesystem and its use.
+type guestReader interface {
+	checkNodeLocked(node string) error
+	rootfsDirLocked(g *Guest) (string, bool)
+	guestDiskLocked(g *Guest, dir string) int64
 }
 
 // The default datacenter.cfg next-id range (API2/Cluster.pm nextid: lower
@@ -45,21 +70,21 @@ const (
 // no guest uses in the next-id range; with vmid it returns vmid if free,
 // else PVE's 400 {vmid: "VM <vmid> already exists"} (raise_param_exc).
 func (cv *clusterView) NextID(vmid string) (int, error) {
-	c := cv.c
-	c.mu.RLock()
-	defer c.mu.RUnlock()
+	st := cv.state()
+	cv.stateMu.RLock()
+	defer cv.stateMu.RUnlock()
 	if vmid != "" {
 		id, err := strconv.Atoi(vmid)
 		if err != nil {
 			return 0, ParamError(map[string]string{"vmid": fmt.Sprintf("type check ('integer') failed - got '%s'", vmid)})
 		}
-		if c.st.Guests[id] == nil {
+		if st.Guests[id] == nil {
 			return id, nil
 		}
 		return 0, ParamError(map[string]string{"vmid": fmt.Sprintf("VM %d already exists", id)})
 	}
 	for id := nextIDLower; id < nextIDUpper; id++ {
-		if c.st.Guests[id] == nil {
+		if st.Guests[id] == nil {
 			return id, nil
 		}
 	}
@@ -111,6 +136,9 @@ type Resource struct {
 	Template bool
 	Tags     string
 	Lock     string
+	// HAState is the CT's HA service state, or a node's HA node state
+	// (hastate, ha.go); "" when HA knows none.
+	HAState string
 
 	// lxc and node
 	CPU    float64
@@ -165,6 +193,9 @@ func (r Resource) AppendJSON(b []byte) []byte {
 		w.int("disk", r.Disk)
 		w.int("diskread", 0)
 		w.int("diskwrite", 0)
+	}
+	if r.HAState != "" {
+		w.str("hastate", r.HAState)
 	}
 	w.str("id", r.ID)
 	if r.Lock != "" {
@@ -247,6 +278,9 @@ func (r Resource) fields() map[string]any {
 		if r.Lock != "" {
 			m["lock"] = r.Lock
 		}
+		if r.HAState != "" {
+			m["hastate"] = r.HAState
+		}
 		if r.NoStats {
 			break // no RRD entry: only what the vmlist and config say
 		}
@@ -259,6 +293,9 @@ func (r Resource) fields() map[string]any {
 		m["netin"], m["netout"], m["diskread"], m["diskwrite"] = 0, 0, 0, 0
 	case "node":
 		m["cgroup-mode"] = 2
+		if r.HAState != "" {
+			m["hastate"] = r.HAState
+		}
 		nodeStats(m, r.Status, r.NoStats, r.CPU, r.MaxCPU, r.Mem, r.MaxMem, r.Disk, r.MaxDisk, r.Uptime)
 	case "storage":
 		m["storage"] = r.Storage
@@ -358,40 +395,40 @@ func boolInt(b bool) int {
 // "storage" or "sdn", in PVE's order: guests, nodes, storages (one entry
 // per node that can use it), then the localnetwork SDN zone per node.
 func (cv *clusterView) Resources(typ string) []Resource {
-	c := cv.c
-	c.mu.RLock()
-	defer c.mu.RUnlock()
+	st := cv.state()
+	cv.stateMu.RLock()
+	defer cv.stateMu.RUnlock()
 	var out []Resource
 	if typ == "" || typ == "vm" {
-		vmids := slices.Sorted(maps.Keys(c.st.Guests))
+		vmids := slices.Sorted(maps.Keys(st.Guests))
 		for _, vmid := range vmids {
-			r := c.guestResourceLocked(c.st.Guests[vmid])
-			r.Pool = c.st.Access.poolOf(vmid)
+			r := cv.guestResourceLocked(st.Guests[vmid])
+			r.Pool = st.Access.poolOf(vmid)
 			out = append(out, r)
 		}
 	}
 	if typ == "" {
-		out = append(poolResources(c.st.Access, out), out...)
+		out = append(poolResources(st.Access, out), out...)
 	}
 	if typ == "" || typ == "node" {
-		for _, n := range c.st.Nodes {
-			out = append(out, c.nodeResourceLocked(n))
+		for _, n := range st.Nodes {
+			out = append(out, cv.nodeResourceLocked(n))
 		}
 	}
 	if typ == "" || typ == "storage" {
-		for _, s := range c.st.Storages {
+		for _, s := range st.Storages {
 			if s.Disable {
 				continue
 			}
-			for _, n := range c.st.Nodes {
+			for _, n := range st.Nodes {
 				if !s.OnNode(n.Name) {
 					continue
 				}
-				u := c.usageLocked(n.Name, s)
+				u := cv.storage.usageLocked(n.Name, s)
 				content := append([]string(nil), s.Content...)
 				sort.Strings(content)
 				status := "available"
-				if c.rrdExpiredLocked(n.Name) {
+				if cv.rrdExpiredLocked(n.Name) {
 					status = "unknown"
 				}
 				out = append(out, Resource{
@@ -403,32 +440,42 @@ func (cv *clusterView) Resources(typ string) []Resource {
 		}
 	}
 	if typ == "" || typ == "sdn" {
-		for _, n := range c.st.Nodes {
+		for _, n := range st.Nodes {
 			out = append(out, Resource{ID: "sdn/" + n.Name + "/" + DefaultSDNZone, Type: "sdn", Node: n.Name, Status: "ok", SDN: DefaultSDNZone})
 		}
 	}
 	return out
 }
 
+// rrdExpiredLocked reports whether node's RRD data has expired: it has
+// been offline for at least the scaled rrdExpiry.
+func (cv *clusterView) rrdExpiredLocked(node string) bool {
+	st := cv.state()
+	n := st.node(node)
+	if n == nil || n.Online {
+		return false
+	}
+	return cv.clock().Sub(time.Unix(n.OfflineSince, 0)) >= cv.scaled(rrdExpiry)
+}
+
 // guestResourceLocked is extract_vm_stats for a CT.
 func (cv *clusterView) guestResourceLocked(g *Guest) Resource {
-	c := cv.c
 	r := Resource{
 		ID: fmt.Sprintf("lxc/%d", g.VMID), Type: "lxc", Node: g.Node, Status: "stopped",
 		VMID: g.VMID, Name: g.Config["hostname"], Template: g.IsTemplate(),
-		Tags: g.Config["tags"], Lock: g.Lock(),
-		MaxCPU: c.guestCPUsLocked(g), MaxMem: guestMaxMem(g), MaxDisk: guestRootfsSize(g),
+		Tags: g.Config["tags"], Lock: g.Lock(), HAState: haStateIn(cv.state(), g.VMID),
+		MaxCPU: cv.guestCPUsLocked(g), MaxMem: guestMaxMem(g), MaxDisk: guestRootfsSize(g),
 	}
-	if c.rrdExpiredLocked(g.Node) {
+	if cv.rrdExpiredLocked(g.Node) {
 		r.Status, r.NoStats = "unknown", true
 		return r
 	}
 	if g.Running {
 		r.Status = "running"
-		r.Uptime = max(c.now().Unix()-g.StartedAt, 0)
+		r.Uptime = max(cv.clock().Unix()-g.StartedAt, 0)
 		r.Mem = min(guestIdleMem, r.MaxMem)
-		if dir, ok := c.rootfsDirLocked(g); ok {
-			r.Disk = c.guestDiskLocked(g, dir)
+		if dir, ok := cv.guests.rootfsDirLocked(g); ok {
+			r.Disk = cv.guests.guestDiskLocked(g, dir)
 		}
 	}
 	return r
@@ -436,11 +483,11 @@ func (cv *clusterView) guestResourceLocked(g *Guest) Resource {
 
 // guestCPUsLocked is the CT's CPU count: cores, or all of the node's.
 func (cv *clusterView) guestCPUsLocked(g *Guest) int {
-	c := cv.c
+	st := cv.state()
 	if n, err := strconv.Atoi(g.Config["cores"]); err == nil && n > 0 {
 		return n
 	}
-	if n := c.st.node(g.Node); n != nil {
+	if n := st.node(g.Node); n != nil {
 		return n.CPUs
 	}
 	return 1
@@ -484,14 +531,16 @@ func usedBytesUnder(dir string) int64 {
 
 // nodeResourceLocked is extract_node_stats.
 func (cv *clusterView) nodeResourceLocked(n *Node) Resource {
-	c := cv.c
-	u := c.hostUsageLocked(n)
+	u := cv.hostUsageLocked(n)
 	r := Resource{ID: "node/" + n.Name, Type: "node", Node: n.Name, Status: "offline",
 		MaxCPU: n.CPUs, MaxMem: n.MemBytes, MaxDisk: u.rootTotal}
+	if st := cv.state(); st.HA != nil {
+		r.HAState = st.HA.NodeState[n.Name] // the HA manager's node_status
+	}
 	if n.Online {
 		r.Status = "online"
 		r.Mem, r.Disk = u.mem, u.rootUsed
-		r.Uptime = max(c.now().Unix()-n.Booted, 0)
+		r.Uptime = max(cv.clock().Unix()-n.Booted, 0)
 	}
 	return r
 }
@@ -506,16 +555,16 @@ type hostUsage struct {
 // host baseline plus its running guests, and the local dir storage that
 // lives on the root filesystem (PVE's default layout).
 func (cv *clusterView) hostUsageLocked(n *Node) hostUsage {
-	c := cv.c
+	st := cv.state()
 	u := hostUsage{mem: hostBaseMem, rootTotal: hostRootfsSize, rootUsed: hostBaseDisk}
-	for _, g := range c.st.Guests {
+	for _, g := range st.Guests {
 		if g.Node == n.Name && g.Running {
 			u.mem += min(guestIdleMem, guestMaxMem(g))
 		}
 	}
-	for _, s := range c.st.Storages {
+	for _, s := range st.Storages {
 		if s.Type == "dir" && s.Path == "/var/lib/vz" && s.OnNode(n.Name) {
-			su := c.usageLocked(n.Name, s)
+			su := cv.storage.usageLocked(n.Name, s)
 			u.rootTotal, u.rootUsed = su.Total, su.Used+hostBaseDisk
 			break
 		}
@@ -561,12 +610,12 @@ func (n NodeInfo) MarshalJSON() ([]byte, error) {
 
 // Nodes is GET /nodes.
 func (cv *clusterView) Nodes() []NodeInfo {
-	c := cv.c
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	out := make([]NodeInfo, 0, len(c.st.Nodes))
-	for _, n := range c.st.Nodes {
-		r := c.nodeResourceLocked(n)
+	st := cv.state()
+	cv.stateMu.RLock()
+	defer cv.stateMu.RUnlock()
+	out := make([]NodeInfo, 0, len(st.Nodes))
+	for _, n := range st.Nodes {
+		r := cv.nodeResourceLocked(n)
 		out = append(out, NodeInfo{
 			ID: r.ID, Type: "node", Node: n.Name, Status: r.Status,
 			CPU: r.CPU, MaxCPU: r.MaxCPU, Mem: r.Mem, MaxMem: r.MaxMem, Disk: r.Disk, MaxDisk: r.MaxDisk, Uptime: r.Uptime,
@@ -647,17 +696,17 @@ var nodeReleases = map[string]struct{ pve, kernel, kernelVersion string }{
 
 // NodeStatus is GET /nodes/{node}/status.
 func (cv *clusterView) NodeStatus(node string) (NodeStatusInfo, error) {
-	c := cv.c
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if err := c.checkNodeLocked(node); err != nil {
+	st := cv.state()
+	cv.stateMu.RLock()
+	defer cv.stateMu.RUnlock()
+	if err := cv.guests.checkNodeLocked(node); err != nil {
 		return NodeStatusInfo{}, err
 	}
-	n := c.st.node(node)
-	u := c.hostUsageLocked(n)
-	rel := nodeReleases[c.opts.Version]
+	n := st.node(node)
+	u := cv.hostUsageLocked(n)
+	rel := nodeReleases[cv.version]
 	return NodeStatusInfo{
-		Uptime:        max(c.now().Unix()-n.Booted, 0),
+		Uptime:        max(cv.clock().Unix()-n.Booted, 0),
 		LoadAvg:       []string{"0.00", "0.00", "0.00"},
 		CPUInfo:       NodeCPUInfo{Model: "QEMU Virtual CPU (corral sim)", CPUs: n.CPUs, Cores: n.CPUs, Sockets: 1, MHz: "2400.000", HVM: "1", UserHz: 100},
 		Memory:        NodeMemory{Total: n.MemBytes, Used: u.mem, Free: n.MemBytes - u.mem, Available: n.MemBytes - u.mem},
@@ -704,23 +753,23 @@ const ClusterName = "corral-sim"
 // PVE then reports only the local node, with nodeid 0. The first node is
 // the one that answers.
 func (cv *clusterView) ClusterStatus() []ClusterStatusEntry {
-	c := cv.c
-	c.mu.RLock()
-	defer c.mu.RUnlock()
+	st := cv.state()
+	cv.stateMu.RLock()
+	defer cv.stateMu.RUnlock()
 	var out []ClusterStatusEntry
-	if len(c.st.Nodes) == 1 {
-		n := c.st.Nodes[0]
+	if len(st.Nodes) == 1 {
+		n := st.Nodes[0]
 		return append(out, ClusterStatusEntry{Type: "node", ID: "node/" + n.Name, Name: n.Name, IP: nodeAddress(n), Local: true, Online: n.Online})
 	}
 	online := 0
-	for _, n := range c.st.Nodes {
+	for _, n := range st.Nodes {
 		if n.Online {
 			online++
 		}
 	}
 	out = append(out, ClusterStatusEntry{Type: "cluster", ID: "cluster", Name: ClusterName,
-		Nodes: len(c.st.Nodes), Version: len(c.st.Nodes), Quorate: online*2 > len(c.st.Nodes)})
-	for i, n := range c.st.Nodes {
+		Nodes: len(st.Nodes), Version: len(st.Nodes), Quorate: online*2 > len(st.Nodes)})
+	for i, n := range st.Nodes {
 		out = append(out, ClusterStatusEntry{Type: "node", ID: "node/" + n.Name, Name: n.Name,
 			NodeID: n.ID, IP: nodeAddress(n), Local: i == 0, Online: n.Online})
 	}

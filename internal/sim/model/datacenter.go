@@ -61,7 +61,7 @@ func (c *Cluster) newDatacenter() (*State, error) {
 	a, _ := applianceFor("debian-12-standard_12.12-1_amd64.tar.zst")
 	for _, n := range st.Nodes {
 		name := "vztmpl/" + a.Template
-		size, err := c.writeAppliance(c.volumePath(n.Name, "local", name), a, now)
+		size, err := c.appliances.writeAppliance(c.storage.volumePath(n.Name, "local", name), a, now)
 		if err != nil {
 			return nil, fmt.Errorf("model: write template: %w", err)
 		}

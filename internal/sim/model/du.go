@@ -32,36 +32,34 @@ type duEntry struct {
 // guestDiskLocked is the bytes under CT g's rootfs directory dir (c.mu
 // held, for reading at least).
 func (gs *guests) guestDiskLocked(g *Guest, dir string) int64 {
-	c := gs.c
-	c.du.mu.Lock()
-	e, ok := c.du.m[g.VMID]
-	c.du.mu.Unlock()
+	gs.du.mu.Lock()
+	e, ok := gs.du.m[g.VMID]
+	gs.du.mu.Unlock()
 	if ok && e.pid == g.PID && e.dir == dir {
 		return e.bytes
 	}
 	e = duEntry{pid: g.PID, dir: dir, bytes: usedBytesUnder(dir)}
-	c.du.mu.Lock()
-	if c.du.m == nil {
-		c.du.m = map[int]duEntry{}
+	gs.du.mu.Lock()
+	if gs.du.m == nil {
+		gs.du.m = map[int]duEntry{}
 	}
-	c.du.m[g.VMID] = e
-	c.du.mu.Unlock()
+	gs.du.m[g.VMID] = e
+	gs.du.mu.Unlock()
 	return e.bytes
 }
 
 // refreshDiskUsage measures the cached CTs again every duRefresh until
 // the cluster closes.
 func (gs *guests) refreshDiskUsage() {
-	c := gs.c
-	defer c.wg.Done()
+	defer gs.wg.Done()
 	t := time.NewTicker(duRefresh)
 	defer t.Stop()
 	for {
 		select {
-		case <-c.ctx.Done():
+		case <-gs.ctx.Done():
 			return
 		case <-t.C:
-			c.measureDiskUsage()
+			gs.measureDiskUsage()
 		}
 	}
 }
@@ -69,29 +67,28 @@ func (gs *guests) refreshDiskUsage() {
 // measureDiskUsage measures every cached CT again, without the cluster
 // lock, and forgets those that no longer run that boot.
 func (gs *guests) measureDiskUsage() {
-	c := gs.c
-	c.du.mu.Lock()
-	entries := make(map[int]duEntry, len(c.du.m))
-	for vmid, e := range c.du.m {
+	gs.du.mu.Lock()
+	entries := make(map[int]duEntry, len(gs.du.m))
+	for vmid, e := range gs.du.m {
 		entries[vmid] = e
 	}
-	c.du.mu.Unlock()
+	gs.du.mu.Unlock()
 	for vmid, e := range entries {
-		if c.GuestPID(vmid) != e.pid {
-			c.du.mu.Lock()
-			if cur, ok := c.du.m[vmid]; ok && cur.pid == e.pid {
-				delete(c.du.m, vmid)
+		if gs.GuestPID(vmid) != e.pid {
+			gs.du.mu.Lock()
+			if cur, ok := gs.du.m[vmid]; ok && cur.pid == e.pid {
+				delete(gs.du.m, vmid)
 			}
-			c.du.mu.Unlock()
+			gs.du.mu.Unlock()
 			continue
 		}
 		bytes := usedBytesUnder(e.dir)
-		c.du.mu.Lock()
-		if cur, ok := c.du.m[vmid]; ok && cur.pid == e.pid && cur.dir == e.dir && cur.bytes != bytes {
-			c.du.gen.Add(1)
+		gs.du.mu.Lock()
+		if cur, ok := gs.du.m[vmid]; ok && cur.pid == e.pid && cur.dir == e.dir && cur.bytes != bytes {
+			gs.du.gen.Add(1)
 			cur.bytes = bytes
-			c.du.m[vmid] = cur
+			gs.du.m[vmid] = cur
 		}
-		c.du.mu.Unlock()
+		gs.du.mu.Unlock()
 	}
 }

@@ -1,9 +1,11 @@
 package model
 
 import (
+	"context"
 	"crypto/sha1"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -11,19 +13,37 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // guests holds what every operation on a CT shares: the config locks,
 // the lookups and checks (guest.go), the hooks the guest layer sets
-// (guest_hooks.go), status (lxc_status.go), destroy (lxc_destroy.go),
-// held locks (hold.go) and disk usage (du.go), with the state only they
-// use. The operations themselves come in parts by concern (ctConfig,
-// ctPower, ctDisks, ctSnapshots, below). The guests themselves are part
-// of the State, under the Cluster's lock, so guests works through its
-// Cluster. Cluster embeds it, so its methods are the Cluster's
-// (c.guestLocked, c.CTStatus).
+// (guest_hooks.go), status (lxc_status.go), held locks (hold.go) and
+// disk usage (du.go), with the state only they use. The operations
+// themselves come in parts by concern (ctConfig, ctPower, ctDisks,
+// ctSnapshots, ctDestroyer, …). The guests stay in the State, under the
+// one lock the parts share, so that an operation that spans parts (a
+// restore's guest, volumes and task) is one atomic step; guests reaches
+// the rest of the cluster only through the fields below. Cluster embeds
+// it, so its methods are the Cluster's (c.guestLocked, c.CTStatus).
 type guests struct {
-	c *Cluster
+	// stateMu guards the State; state is the State (nil until loaded).
+	stateMu *stateMutex
+	state   func() *State
+	clock   func() time.Time
+	// ctx is the cluster's life, wg counts its goroutines for Close.
+	ctx context.Context
+	wg  *sync.WaitGroup
+	log *slog.Logger
+	// dataDir is the root of the data plane; version the emulated
+	// release (Options.Version).
+	dataDir string
+	version string
+	journal guestJournal
+	volumes volumePather
+	// guestBlockLocked is the loopback block of guest addresses
+	// (Cluster.guestBlockLocked, stateMu held).
+	guestBlockLocked func() int
 
 	// locks are the per-guest config flocks (lock.go).
 	locks *configLocks
@@ -48,9 +68,24 @@ type guests struct {
 	du diskUsage
 }
 
+// guestJournal is what guests needs of persistence: to mark a CT
+// changed and to save.
+type guestJournal interface {
+	markGuest(vmid int)
+	saveLocked() error
+}
+
+// volumePather is what guests needs of storageLayer: where a volume's
+// data lives.
+type volumePather interface {
+	volumePath(node, storage, name string) string
+}
+
 // The CTs' operations come in parts by concern, each a method set of its
-// own; like guests, each works on the State through its Cluster, which
-// embeds them all.
+// own, which Cluster embeds. These work on the State and call the other
+// parts through their Cluster, as each spans guests, volumes, tasks and
+// the network; ctSnapshots (snapshot.go) and ctDestroyer
+// (lxc_destroy.go) reach them through fields of their own.
 type (
 	// ctConfig reads and updates a CT's config and pending changes
 	// (lxc_config.go).
@@ -60,9 +95,6 @@ type (
 	ctPower struct{ c *Cluster }
 	// ctDisks resizes and moves a CT's volumes (lxc_disk.go).
 	ctDisks struct{ c *Cluster }
-	// ctSnapshots takes, lists, rolls back and deletes a CT's snapshots
-	// (snapshot.go).
-	ctSnapshots struct{ c *Cluster }
 	// pools and firewall are the resource pools' and the firewall's
 	// operations (cluster_pool.go, firewall*.go).
 	pools    struct{ c *Cluster }
@@ -72,8 +104,8 @@ type (
 // guestLocked returns the CT vmid on node, or PVE's load_config error
 // (behaviour.md §0: a missing CT is a 500 naming the config file).
 func (gs *guests) guestLocked(node string, vmid int) (*Guest, error) {
-	c := gs.c
-	g := c.st.Guests[vmid]
+	st := gs.state()
+	g := st.Guests[vmid]
 	if g == nil || g.Node != node {
 		return nil, Failf("Configuration file '%s' does not exist\n", configPath(node, vmid))
 	}
@@ -93,18 +125,17 @@ func checkLock(g *Guest) error {
 // takes CT vmid's config flock and the cluster mutex and returns the
 // guest with unlock, which releases both.
 func (gs *guests) lockConfig(node string, vmid int) (g *Guest, unlock func(), err error) {
-	c := gs.c
-	release, err := c.locks.acquire(c.ctx, vmid, configLockTimeout)
+	release, err := gs.locks.acquire(gs.ctx, vmid, configLockTimeout)
 	if err != nil {
 		return nil, nil, err
 	}
-	c.mu.Lock()
-	c.markGuest(vmid) // the caller changes it and saves
+	gs.stateMu.Lock()
+	gs.journal.markGuest(vmid) // the caller changes it and saves
 	unlock = func() {
-		c.mu.Unlock()
+		gs.stateMu.Unlock()
 		release()
 	}
-	if g, err = c.guestLocked(node, vmid); err == nil {
+	if g, err = gs.guestLocked(node, vmid); err == nil {
 		err = checkLock(g)
 	}
 	if err != nil {
@@ -117,16 +148,15 @@ func (gs *guests) lockConfig(node string, vmid int) (g *Guest, unlock func(), er
 // CheckNode fails like PVE for an unknown node (400 "no such cluster
 // node"), for routes that have nothing else to ask the model.
 func (gs *guests) CheckNode(node string) error {
-	c := gs.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.checkNodeLocked(node)
+	gs.stateMu.Lock()
+	defer gs.stateMu.Unlock()
+	return gs.checkNodeLocked(node)
 }
 
 // checkNodeLocked fails like PVE for an unknown node.
 func (gs *guests) checkNodeLocked(node string) error {
-	c := gs.c
-	if c.st.node(node) == nil {
+	st := gs.state()
+	if st.node(node) == nil {
 		return ParamError(map[string]string{"node": fmt.Sprintf("no such cluster node '%s'", node)})
 	}
 	return nil
@@ -254,10 +284,10 @@ func (g *Guest) Digest() string {
 // ConfigText is the guest's config file as PVE would write it (for tests
 // and the admin API).
 func (gs *guests) ConfigText(vmid int) (string, error) {
-	c := gs.c
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	g := c.st.Guests[vmid]
+	st := gs.state()
+	gs.stateMu.RLock()
+	defer gs.stateMu.RUnlock()
+	g := st.Guests[vmid]
 	if g == nil {
 		return "", fmt.Errorf("no CT %d", vmid)
 	}
@@ -292,7 +322,6 @@ func volumeOf(key, value string) string {
 // rootfsDir is where a guest's root filesystem lives on the data plane
 // (the rootfs volume's directory).
 func (gs *guests) rootfsDirLocked(g *Guest) (string, bool) {
-	c := gs.c
 	mp, err := ParseMountPoint("rootfs", g.Config["rootfs"])
 	if err != nil || mp.Type() != "volume" {
 		return "", false
@@ -301,7 +330,7 @@ func (gs *guests) rootfsDirLocked(g *Guest) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	return c.volumePath(g.Node, sid, name), true
+	return gs.volumes.volumePath(g.Node, sid, name), true
 }
 
 // GuestMount is one filesystem a running guest sees: its data directory on
@@ -317,10 +346,10 @@ type GuestMount struct {
 // (for the guest exec layer and tests): rootfs first, then mount points by
 // path depth.
 func (gs *guests) GuestMounts(vmid int) ([]GuestMount, error) {
-	c := gs.c
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	g := c.st.Guests[vmid]
+	st := gs.state()
+	gs.stateMu.RLock()
+	defer gs.stateMu.RUnlock()
+	g := st.Guests[vmid]
 	if g == nil {
 		return nil, fmt.Errorf("no CT %d", vmid)
 	}
@@ -333,9 +362,9 @@ func (gs *guests) GuestMounts(vmid int) ([]GuestMount, error) {
 			if !ok {
 				continue
 			}
-			gm.HostDir = c.volumePath(g.Node, sid, name)
+			gm.HostDir = gs.volumes.volumePath(g.Node, sid, name)
 		default:
-			gm.HostDir = filepath.Join(c.DataDir(), "host", filepath.FromSlash(mp.Volume()))
+			gm.HostDir = filepath.Join(gs.dataDir, "host", filepath.FromSlash(mp.Volume()))
 		}
 		out = append(out, gm)
 	}

@@ -28,26 +28,25 @@ type RunningGuest struct {
 // poller lists RunningGuests again only when it moved (at thousands of
 // running CTs the list is not free).
 func (gs *guests) GuestGeneration() uint64 {
-	c := gs.c
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return c.guestGen
+	gs.stateMu.RLock()
+	defer gs.stateMu.RUnlock()
+	return gs.guestGen
 }
 
 // RunningGuests lists the running CTs of every node, by VMID. The guest
 // layer polls it to follow starts, stops, reboots and destroys whatever
 // code path caused them.
 func (gs *guests) RunningGuests() []RunningGuest {
-	c := gs.c
-	c.mu.RLock()
-	defer c.mu.RUnlock()
+	st := gs.state()
+	gs.stateMu.RLock()
+	defer gs.stateMu.RUnlock()
 	var out []RunningGuest
-	for vmid, g := range c.st.Guests {
+	for vmid, g := range st.Guests {
 		if !g.Running {
 			continue
 		}
 		rg := RunningGuest{VMID: vmid, Node: g.Node, PID: g.PID}
-		rg.Address = guestLoopbackLocked(g, c.guestBlockLocked())
+		rg.Address = guestLoopbackLocked(g, gs.guestBlockLocked())
 		out = append(out, rg)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].VMID < out[j].VMID })
@@ -85,10 +84,10 @@ func guestLoopbackLocked(g *Guest, block int) string {
 // GuestPID is the init PID of CT vmid while it runs, 0 otherwise: a
 // cheap check that an endpoint still serves the same boot.
 func (gs *guests) GuestPID(vmid int) int {
-	c := gs.c
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if g := c.st.Guests[vmid]; g != nil && g.Running {
+	st := gs.state()
+	gs.stateMu.RLock()
+	defer gs.stateMu.RUnlock()
+	if g := st.Guests[vmid]; g != nil && g.Running {
 		return g.PID
 	}
 	return 0
@@ -102,10 +101,10 @@ func (gs *guests) GuestPID(vmid int) int {
 // change out as well, and fn changes no State, so the readers' key
 // (ReadKey) stays put when a thousand sshds start.
 func (gs *guests) WithRunningGuest(vmid, pid int, fn func() error) (bool, error) {
-	c := gs.c
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	g := c.st.Guests[vmid]
+	st := gs.state()
+	gs.stateMu.RLock()
+	defer gs.stateMu.RUnlock()
+	g := st.Guests[vmid]
 	if g == nil || !g.Running || g.PID != pid {
 		return false, nil
 	}
@@ -139,10 +138,10 @@ type GuestNet struct {
 
 // GuestRunConfig reads CT vmid's GuestRun from its current config.
 func (gs *guests) GuestRunConfig(vmid int) (GuestRun, error) {
-	c := gs.c
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	g := c.st.Guests[vmid]
+	st := gs.state()
+	gs.stateMu.RLock()
+	defer gs.stateMu.RUnlock()
+	g := st.Guests[vmid]
 	if g == nil {
 		return GuestRun{}, fmt.Errorf("no CT %d", vmid)
 	}
@@ -172,17 +171,15 @@ type ShutdownHook func(vmid int, timeout time.Duration) bool
 // before it records the CT stopped, so that the guest's own services
 // stop cleanly, as on PVE.
 func (gs *guests) SetShutdownHook(h ShutdownHook) {
-	c := gs.c
-	c.hookMu.Lock()
-	c.shutdownHook = h
-	c.hookMu.Unlock()
+	gs.hookMu.Lock()
+	gs.shutdownHook = h
+	gs.hookMu.Unlock()
 }
 
 func (gs *guests) guestShutdown(vmid int, timeout time.Duration) {
-	c := gs.c
-	c.hookMu.Lock()
-	h := c.shutdownHook
-	c.hookMu.Unlock()
+	gs.hookMu.Lock()
+	h := gs.shutdownHook
+	gs.hookMu.Unlock()
 	if h != nil {
 		h(vmid, timeout)
 	}
@@ -193,17 +190,15 @@ func (gs *guests) guestShutdown(vmid int, timeout time.Duration) {
 // guest layer can refuse to start a CT it could not run safely (no
 // isolation on this host) before any command is sent to it.
 func (gs *guests) SetStartGuard(h func(vmid int) error) {
-	c := gs.c
-	c.hookMu.Lock()
-	c.startGuard = h
-	c.hookMu.Unlock()
+	gs.hookMu.Lock()
+	gs.startGuard = h
+	gs.hookMu.Unlock()
 }
 
 func (gs *guests) guestStartGuard(vmid int) error {
-	c := gs.c
-	c.hookMu.Lock()
-	h := c.startGuard
-	c.hookMu.Unlock()
+	gs.hookMu.Lock()
+	h := gs.startGuard
+	gs.hookMu.Unlock()
 	if h == nil {
 		return nil
 	}

@@ -9,45 +9,45 @@ import (
 // (a backup job, say) would, then clears it if it is still that lock. For
 // fault injection: callers see "CT is locked (<lock>)" meanwhile.
 func (gs *guests) HoldLock(vmid int, lock string, d time.Duration) error {
-	c := gs.c
+	st := gs.state()
 	switch lock {
 	case "backup", "create", "destroyed", "disk", "fstrim", "migrate", "mounted", "rollback", "snapshot", "snapshot-delete":
 	default:
 		return Failf("invalid lock '%s'\n", lock)
 	}
-	c.mu.Lock()
-	g := c.st.Guests[vmid]
+	gs.stateMu.Lock()
+	g := st.Guests[vmid]
 	if g == nil {
-		c.mu.Unlock()
+		gs.stateMu.Unlock()
 		return Failf("no CT %d\n", vmid)
 	}
 	if err := checkLock(g); err != nil {
-		c.mu.Unlock()
+		gs.stateMu.Unlock()
 		return err
 	}
 	g.Config["lock"] = lock
-	c.markGuest(vmid)
-	err := c.saveLocked()
-	c.mu.Unlock()
+	gs.journal.markGuest(vmid)
+	err := gs.journal.saveLocked()
+	gs.stateMu.Unlock()
 	if err != nil {
 		return fmt.Errorf("hold lock: %w", err)
 	}
-	c.wg.Add(1)
+	gs.wg.Add(1)
 	go func() {
-		defer c.wg.Done()
+		defer gs.wg.Done()
 		t := time.NewTimer(d)
 		defer t.Stop()
 		select {
 		case <-t.C:
-		case <-c.ctx.Done():
+		case <-gs.ctx.Done():
 		}
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if g := c.st.Guests[vmid]; g != nil && g.Config["lock"] == lock {
+		gs.stateMu.Lock()
+		defer gs.stateMu.Unlock()
+		if g := st.Guests[vmid]; g != nil && g.Config["lock"] == lock {
 			delete(g.Config, "lock")
-			c.markGuest(vmid)
-			if err := c.saveLocked(); err != nil {
-				c.log.Error("save state after a held lock", "vmid", vmid, "lock", lock, "err", err)
+			gs.journal.markGuest(vmid)
+			if err := gs.journal.saveLocked(); err != nil {
+				gs.log.Error("save state after a held lock", "vmid", vmid, "lock", lock, "err", err)
 			}
 		}
 	}()
@@ -57,16 +57,16 @@ func (gs *guests) HoldLock(vmid int, lock string, d time.Duration) error {
 // Unlock is `pct unlock VMID` on the node (root's shell, no API call):
 // the CT's config lock is removed, whatever it was.
 func (gs *guests) Unlock(vmid int) error {
-	c := gs.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	g := c.st.Guests[vmid]
+	st := gs.state()
+	gs.stateMu.Lock()
+	defer gs.stateMu.Unlock()
+	g := st.Guests[vmid]
 	if g == nil {
 		return Failf("no CT %d\n", vmid)
 	}
 	delete(g.Config, "lock")
-	c.markGuest(vmid)
-	if err := c.saveLocked(); err != nil {
+	gs.journal.markGuest(vmid)
+	if err := gs.journal.saveLocked(); err != nil {
 		return fmt.Errorf("unlock: %w", err)
 	}
 	return nil

@@ -111,7 +111,7 @@ func (c *Cluster) ctFormatVolumesLocked(node string, conf map[string]string, vol
 		if !ok {
 			continue
 		}
-		dir := c.volumePath(node, sid, name)
+		dir := c.storage.volumePath(node, sid, name)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err
 		}

@@ -148,7 +148,7 @@ func TestCreateCT_unprivilegedSetupOwnsOnlyItsFiles(t *testing.T) {
 	k.c.SetIDShift(true)
 	volid := k.vol("pve", 310, 1*gib)
 	sid, name, _ := ParseVolID(volid)
-	dir := k.c.volumePath("pve", sid, name)
+	dir := k.c.storage.volumePath("pve", sid, name)
 	keep := filepath.Join(dir, "srv", "keep")
 	if err := os.MkdirAll(filepath.Dir(keep), 0o755); err != nil {
 		t.Fatal(err)

@@ -55,6 +55,7 @@ type coreState struct {
 	Creds           BootstrapCredential    `json:"creds"`
 	Firewall        map[int]*GuestFirewall `json:"firewall,omitempty"`
 	ClusterFirewall *ClusterFirewall       `json:"cluster_firewall,omitempty"`
+	HA              *HA                    `json:"ha,omitempty"`
 }
 
 // guestRecord is a CT with its creation secrets.
@@ -168,7 +169,7 @@ func (p *persistence) entryLocked() *journalEntry {
 	st := p.state()
 	e := &journalEntry{Seq: p.seq + 1, NextPID: st.NextPID}
 	if p.dirty.core {
-		e.Core = &coreState{Nodes: st.Nodes, Storages: st.Storages, Access: st.Access, Creds: st.Creds, Firewall: st.Firewall, ClusterFirewall: st.ClusterFirewall}
+		e.Core = &coreState{Nodes: st.Nodes, Storages: st.Storages, Access: st.Access, Creds: st.Creds, Firewall: st.Firewall, ClusterFirewall: st.ClusterFirewall, HA: st.HA}
 	}
 	if len(p.dirty.guests) > 0 {
 		e.Guests = make(map[int]*guestRecord, len(p.dirty.guests))
@@ -203,6 +204,7 @@ func (e *journalEntry) apply(st *State) {
 	if e.Core != nil {
 		st.Nodes, st.Storages, st.Access, st.Creds = e.Core.Nodes, e.Core.Storages, e.Core.Access, e.Core.Creds
 		st.Firewall, st.ClusterFirewall = e.Core.Firewall, e.Core.ClusterFirewall
+		st.HA = e.Core.HA
 	}
 	for vmid, r := range e.Guests {
 		if r == nil || r.Guest == nil {

@@ -92,11 +92,11 @@ func (cr *ctCreator) cloneCheckLocked(req *cloneRequest, params map[string]strin
 		return Failf("no such cluster node '%s'\n", req.target)
 	}
 	if req.storage != "" {
-		if _, err := c.storageCheckEnabledLocked(req.storage, req.node); err != nil {
+		if _, err := c.storage.storageCheckEnabledLocked(req.storage, req.node); err != nil {
 			return err
 		}
 		if req.target != "" {
-			if _, err := c.storageCheckEnabledLocked(req.storage, req.target); err != nil {
+			if _, err := c.storage.storageCheckEnabledLocked(req.storage, req.target); err != nil {
 				return err
 			}
 			if s := c.st.storage(req.storage); !s.Shared {
@@ -279,9 +279,9 @@ func (cr *ctCreator) cloneVolumes(w *Worker, req cloneRequest, newVols *[]string
 				return Failf("no such volume '%s'\n", volid)
 			}
 			newVolid, dstDir, err = cr.cloneAllocLocked(w, req, key, mp, old)
-			srcDir = c.volumePath(req.node, old.Storage, old.Name)
+			srcDir = c.storage.volumePath(req.node, old.Storage, old.Name)
 			if req.snapname != "" && len(old.Snapshots) > 0 {
-				srcDir = c.snapshotPath(req.node, old, req.snapname)
+				srcDir = c.storage.snapshotPath(req.node, old, req.snapname)
 			}
 			return err
 		})
@@ -337,7 +337,7 @@ func (cr *ctCreator) cloneAllocLocked(w *Worker, req cloneRequest, key string, m
 		v, lines, err = c.ctAllocDiskLocked(req.node, storage, req.newid, size)
 	} else {
 		w.logLocked("create linked clone of mount point %s (%s)", key, mp.Volume())
-		v, lines, err = c.allocImageLocked(req.node, c.st.storage(old.Storage), req.newid, "", "raw", old.Size)
+		v, lines, err = c.storage.allocImageLocked(req.node, c.st.storage(old.Storage), req.newid, "", "raw", old.Size)
 	}
 	if err != nil {
 		return "", "", err
@@ -345,7 +345,7 @@ func (cr *ctCreator) cloneAllocLocked(w *Worker, req cloneRequest, key string, m
 	for _, l := range lines {
 		w.logLocked("%s", l)
 	}
-	return v.VolID(), c.volumePath(req.node, v.Storage, v.Name), nil
+	return v.VolID(), c.storage.volumePath(req.node, v.Storage, v.Name), nil
 }
 
 // mountsConf is a config holding just the mount point keys, for

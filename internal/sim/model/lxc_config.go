@@ -419,14 +419,14 @@ func (cf *ctConfig) checkSetLocked(g *Guest, protected bool, opt, value string) 
 // file on the data plane.
 func (cf *ctConfig) checkHookscriptLocked(node, volid string) error {
 	c := cf.c
-	s, name, vtype, _, err := c.parseVolnameLocked(volid)
+	s, name, vtype, _, err := c.storage.parseVolnameLocked(volid)
 	if err != nil {
 		return err
 	}
 	if vtype != "snippets" {
 		return Failf("'%s' is not in the snippets directory\n", volid)
 	}
-	fi, err := os.Stat(c.volumePath(node, s.ID, name))
+	fi, err := os.Stat(c.storage.volumePath(node, s.ID, name))
 	if err != nil || !fi.Mode().IsRegular() {
 		return Failf("script '%s' does not exist\n", volid)
 	}
@@ -687,7 +687,7 @@ func (cf *ctConfig) ctDeleteMountpointVolumeLocked(g *Guest, volid string, w *Wo
 	if ClassifyMountPoint(volid) != "volume" {
 		return nil
 	}
-	_, _, _, owner, err := c.parseVolnameLocked(volid)
+	_, _, _, owner, err := c.storage.parseVolnameLocked(volid)
 	if err != nil {
 		return err
 	}
@@ -710,7 +710,7 @@ func (cf *ctConfig) ctDeleteMountpointVolumeLocked(g *Guest, volid string, w *Wo
 			}
 		}()
 	}
-	return c.freeImageLocked(w, g.Node, volid)
+	return c.storage.freeImageLocked(w, g.Node, volid)
 }
 
 // ctModifyConfigPermLocked is check_ct_modify_config_perm (behaviour.md
@@ -898,7 +898,7 @@ func (cf *ctConfig) ctCheckVolumeAccessLocked(auth Auth, vmid int, volid, typ st
 		}
 		return Failf("Only root can pass arbitrary filesystem paths. at /usr/share/perl5/PVE/Storage.pm line %d.\n", storageArbitraryPathDieLine)
 	}
-	_, _, vtype, owner, err := c.parseVolnameLocked(volid)
+	_, _, vtype, owner, err := c.storage.parseVolnameLocked(volid)
 	if err != nil {
 		return err
 	}

@@ -78,6 +78,8 @@ type ctCreateSpec struct {
 	template string
 	extra    GuestExtra
 	start    bool
+	// haManaged: ha-managed=1, the CT becomes an HA resource at the end.
+	haManaged bool
 	// pool is the pool the new CT joins (pool=), "" for none.
 	pool string
 }
@@ -166,7 +168,7 @@ func (cr *ctCreator) ctPrepareCreateLocked(auth Auth, node string, params map[st
 		return ctCreateSpec{}, err
 	}
 	p, take, vmid := req.p, req.take, req.vmid
-	spec := ctCreateSpec{node: node, vmid: vmid, start: req.start}
+	spec := ctCreateSpec{node: node, vmid: vmid, start: req.start, haManaged: req.haManaged}
 	unprivStr, unprivSet := take("unprivileged")
 	take("restore") // restore=1 never gets here: CreateCT hands it to restoreCT
 	take("unique")
@@ -265,17 +267,14 @@ func (cr *ctCreator) ctReadCreateRequestLocked(node string, params map[string]st
 }
 
 // checkHAManaged is create_vm's check for ha-managed=1: Sys.Console on
-// "/" (403 without it). The emulator has no HA stack, so a caller who
-// passes the check gets a 500 saying so instead of an HA resource.
+// "/" (403 without it). The task adds the HA resource at its end
+// (haManageCreated).
 func (cr *ctCreator) checkHAManagedLocked(auth Auth, r *ctCreateRequest) error {
 	c := cr.c
 	if !r.haManaged {
 		return nil
 	}
-	if err := c.st.Access.Check(auth, "/", []string{"Sys.Console"}, false); err != nil {
-		return err
-	}
-	return Failf("ha-managed is not implemented by this emulator yet\n")
+	return c.st.Access.Check(auth, "/", []string{"Sys.Console"}, false)
 }
 
 // ctCheckCreateParamsLocked is what create_vm checks for a create and a
@@ -387,7 +386,7 @@ var ctPlainSizeRE = regexp.MustCompile(`^\d+(\.\d+)?$`)
 // ctCheckCreateStorageLocked is create_vm's $check_and_activate_storage.
 func (cr *ctCreator) ctCheckCreateStorageLocked(auth Auth, node, sid string) error {
 	c := cr.c
-	s, err := c.storageCheckEnabledLocked(sid, node)
+	s, err := c.storage.storageCheckEnabledLocked(sid, node)
 	if err != nil {
 		return err
 	}
@@ -458,10 +457,12 @@ func (r *ctCreate) run() error {
 	if err := w.Do(func(*State) error { c.joinPoolLocked(spec.vmid, spec.pool); return nil }); err != nil {
 		return err
 	}
-	if !spec.start {
-		return nil
+	if spec.start {
+		if err := c.ctStartCreated(w, spec.node, spec.vmid); err != nil {
+			return err
+		}
 	}
-	return c.ctStartCreated(w, spec.node, spec.vmid)
+	return c.haManageCreated(w, spec.vmid, spec.haManaged, spec.start)
 }
 
 // ctStartCreated is start=1 of a create or a restore whose volumes and
@@ -481,7 +482,7 @@ func (cr *ctCreator) ctStartCreated(w *Worker, node string, vmid int) error {
 func (cr *ctCreator) freeImagesLocked(w *Worker, node string, volids []string) {
 	c := cr.c
 	for _, volid := range volids {
-		if err := c.freeImageLocked(w, node, volid); err != nil {
+		if err := c.storage.freeImageLocked(w, node, volid); err != nil {
 			w.logLocked("%s", errText(err))
 		}
 	}
@@ -565,8 +566,8 @@ func (r *ctCreate) createVolumes() error {
 		if !ok || st.Volumes[st.volKey(spec.node, spec.template)] == nil {
 			return Failf("can't find file '%s'\n", spec.template)
 		}
-		r.archive = c.volumePath(spec.node, sid, name)
-		r.archiveHostPath = c.hostPath(st.storage(sid), name)
+		r.archive = c.storage.volumePath(spec.node, sid, name)
+		r.archiveHostPath = c.storage.hostPath(st.storage(sid), name)
 		return nil
 	})
 }
@@ -661,7 +662,7 @@ func (r *ctCreate) writeConfig() error {
 // returns what lvcreate and mkfs print.
 func (cr *ctCreator) ctAllocDiskLocked(node, sid string, vmid int, size int64) (*Volume, []string, error) {
 	c := cr.c
-	s, err := c.storageCheckEnabledLocked(sid, node)
+	s, err := c.storage.storageCheckEnabledLocked(sid, node)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -674,7 +675,7 @@ func (cr *ctCreator) ctAllocDiskLocked(node, sid string, vmid int, size int64) (
 	case s.DirLike() && size == 0:
 		format = "subvol"
 	}
-	v, lines, err := c.allocImageLocked(node, s, vmid, "", format, size)
+	v, lines, err := c.storage.allocImageLocked(node, s, vmid, "", format, size)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -692,7 +693,7 @@ func (cr *ctCreator) ctMountDirLocked(node, rootfs string) string {
 	mp, _ := ParseMountPoint("rootfs", rootfs)
 	if mp.Type() == "volume" {
 		if sid, name, ok := ParseVolID(mp.Volume()); ok {
-			return c.volumePath(node, sid, name)
+			return c.storage.volumePath(node, sid, name)
 		}
 	}
 	return filepath.Join(c.DataDir(), "host", filepath.FromSlash(mp.Volume()))

@@ -7,6 +7,40 @@ import (
 	"strconv"
 )
 
+// ctDestroyer destroys CTs: the API's DELETE and its task, which stop
+// the CT, free its volumes and drop its config, ACLs and firewall file.
+// It holds no *Cluster: the State's lock and the State, and one
+// interface per part it calls. Cluster embeds it, so its methods are
+// the Cluster's (c.DestroyCT, and restore's c.ctDestroyContainerLocked).
+type ctDestroyer struct {
+	// stateMu guards the State; state is the State (nil until loaded).
+	stateMu *stateMutex
+	state   func() *State
+	guests  interface {
+		checkNodeLocked(node string) error
+		guestLocked(node string, vmid int) (*Guest, error)
+	}
+	// stopper (ctPower) stops a running CT a forced destroy takes down.
+	stopper interface{ markStoppedLocked(g *Guest) }
+	// mounts (ctConfig) frees one volume of the config, as
+	// delete_mountpoint_volume; storage frees an unreferenced image.
+	mounts interface {
+		ctDeleteMountpointVolumeLocked(g *Guest, volid string, w *Worker) error
+	}
+	storage interface {
+		freeImageLocked(w *Worker, node, volid string) error
+	}
+	// firewall drops the CT's firewall config with it.
+	firewall interface{ removeFirewallLocked(vmid int) }
+	tasks    taskStarter
+	// journal records the change to the Access (the CT's ACLs).
+	journal interface{ markCore() }
+	// haConfigured and purgeHA are the HA manager's (ha*.go): whether
+	// the CT is an HA resource, and dropping it with purge (stateMu held).
+	haConfigured func(vmid int) bool
+	purgeHA      func(vmid int) bool
+}
+
 // DestroyCT is DELETE /nodes/{node}/lxc/{vmid} (API2/LXC.pm destroy_vm;
 // behaviour.md (a)): task vzdestroy. params: force (stop a running CT
 // first), purge (also drop it from related configurations) and
@@ -22,25 +56,27 @@ import (
 //
 // HA resources and replication jobs are not emulated, so their checks
 // never fire.
-func (gs *guests) DestroyCT(auth Auth, node string, vmid int, params map[string]string) (string, error) {
-	c := gs.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.checkNodeLocked(node); err != nil {
+func (d *ctDestroyer) DestroyCT(auth Auth, node string, vmid int, params map[string]string) (string, error) {
+	d.stateMu.Lock()
+	defer d.stateMu.Unlock()
+	if err := d.guests.checkNodeLocked(node); err != nil {
 		return "", err
 	}
 	force, purge, unreferenced := isTrue(params["force"]), isTrue(params["purge"]), isTrue(params["destroy-unreferenced-disks"])
-	g, err := c.guestLocked(node, vmid)
+	g, err := d.guests.guestLocked(node, vmid)
 	if err != nil {
 		return "", err
 	}
 	if err := ctDestroyEarlyChecks(g); err != nil {
 		return "", err
 	}
+	if !purge && d.haConfigured(vmid) {
+		return "", Failf("unable to remove CT %d - used in HA resources and purge parameter not set.\n", vmid)
+	}
 	if g.Running && !force {
 		return "", Failf("unable to destroy CT %d - container is running\n", vmid)
 	}
-	return c.spawn(auth, node, "vzdestroy", strconv.Itoa(vmid), func(w *Worker) error {
+	return d.tasks.spawn(auth, node, "vzdestroy", strconv.Itoa(vmid), func(w *Worker) error {
 		if err := w.LockConfig(vmid); err != nil {
 			return err
 		}
@@ -54,7 +90,7 @@ func (gs *guests) DestroyCT(auth Auth, node string, vmid int, params map[string]
 				}
 				// A plain Perl warn: logged, not counted as a task warning.
 				w.logLocked("forced to stop CT %d before destroying!", vmid)
-				c.markStoppedLocked(g)
+				d.stopper.markStoppedLocked(g)
 			}
 			return nil
 		})
@@ -65,7 +101,7 @@ func (gs *guests) DestroyCT(auth Auth, node string, vmid int, params map[string]
 			return err
 		}
 		err = w.doGuest(node, vmid, func(st *State, g *Guest) error {
-			return c.ctDestroyContainerLocked(w, g, unreferenced)
+			return d.ctDestroyContainerLocked(w, g, unreferenced)
 		})
 		if err != nil {
 			return err
@@ -73,11 +109,14 @@ func (gs *guests) DestroyCT(auth Auth, node string, vmid int, params map[string]
 		// The config stays as {lock: destroyed} until the ACLs are gone
 		// ("only now remove the zombie config, else we can have reuse race").
 		return w.Do(func(st *State) error {
-			c.st.Access.RemoveVMAccess(vmid)
-			c.markCore()
-			c.removeFirewallLocked(vmid)
+			st.Access.RemoveVMAccess(vmid)
+			d.journal.markCore()
+			d.firewall.removeFirewallLocked(vmid)
 			if purge {
 				w.logLocked("purging CT %d from related configurations..", vmid)
+				if d.purgeHA(vmid) {
+					w.logLocked("NOTE: removed CT %d from HA resource configuration.", vmid)
+				}
 			}
 			delete(st.Guests, vmid)
 			delete(st.Extra, vmid)
@@ -103,8 +142,8 @@ func ctDestroyEarlyChecks(g *Guest) error {
 // delete_mountpoint_volume; with unreferenced, every other image named for
 // the CT on an enabled storage for container directories goes too (those
 // errors are only logged). The config is left as {lock: destroyed}.
-func (gs *guests) ctDestroyContainerLocked(w *Worker, g *Guest, unreferenced bool) error {
-	c := gs.c
+func (d *ctDestroyer) ctDestroyContainerLocked(w *Worker, g *Guest, unreferenced bool) error {
+	st := d.state()
 	seen := map[string]bool{}
 	for _, conf := range []map[string]string{g.Config, g.Pending} {
 		for _, key := range ctVolumeKeys(conf) {
@@ -113,22 +152,22 @@ func (gs *guests) ctDestroyContainerLocked(w *Worker, g *Guest, unreferenced boo
 				continue
 			}
 			seen[volid] = true
-			if err := c.ctDeleteMountpointVolumeLocked(g, volid, w); err != nil {
+			if err := d.mounts.ctDeleteMountpointVolumeLocked(g, volid, w); err != nil {
 				return err
 			}
 		}
 	}
 	if unreferenced {
-		for _, key := range slices.Sorted(maps.Keys(c.st.Volumes)) {
-			v := c.st.Volumes[key]
-			if !c.st.volOn(v, g.Node) || v.Owner != g.VMID || (v.Content != "images" && v.Content != "rootdir") {
+		for _, key := range slices.Sorted(maps.Keys(st.Volumes)) {
+			v := st.Volumes[key]
+			if !st.volOn(v, g.Node) || v.Owner != g.VMID || (v.Content != "images" && v.Content != "rootdir") {
 				continue
 			}
-			s := c.st.storage(v.Storage)
+			s := st.storage(v.Storage)
 			if s == nil || s.Disable || !s.OnNode(g.Node) || !s.HasContent("rootdir") {
 				continue
 			}
-			if err := c.freeImageLocked(w, g.Node, v.VolID()); err != nil {
+			if err := d.storage.freeImageLocked(w, g.Node, v.VolID()); err != nil {
 				w.logLocked("%s", errText(err))
 			}
 		}

@@ -65,7 +65,7 @@ func TestCluster_DestroyCT_volumes(t *testing.T) {
 	k.c.mu.Lock()
 	v := k.c.st.Volumes[volumeKey("pve", mp)]
 	v.Snapshots = []string{"before"}
-	snapDir = k.c.snapshotPath("pve", v, "before")
+	snapDir = k.c.storage.snapshotPath("pve", v, "before")
 	k.c.mu.Unlock()
 	if err := os.MkdirAll(snapDir, 0o755); err != nil {
 		t.Fatal(err)
@@ -104,10 +104,10 @@ func TestCluster_DestroyCT_volumes(t *testing.T) {
 	if k.volume("pve", orphan) == nil {
 		t.Error("an unreferenced volume was freed without destroy-unreferenced-disks")
 	}
-	if body, err := os.ReadFile(filepath.Join(k.c.volumePath("pve", "local-lvm", "vm-999-disk-0"), "pet.txt")); err != nil || string(body) != "keep" {
+	if body, err := os.ReadFile(filepath.Join(k.c.storage.volumePath("pve", "local-lvm", "vm-999-disk-0"), "pet.txt")); err != nil || string(body) != "keep" {
 		t.Errorf("pet data = %q, %v", body, err)
 	}
-	if _, err := os.Stat(k.c.volumePath("pve", "local-lvm", "vm-105-disk-1")); !os.IsNotExist(err) {
+	if _, err := os.Stat(k.c.storage.volumePath("pve", "local-lvm", "vm-105-disk-1")); !os.IsNotExist(err) {
 		t.Errorf("freed volume data still on disk: %v", err)
 	}
 	if _, err := os.Stat(snapDir); !os.IsNotExist(err) {

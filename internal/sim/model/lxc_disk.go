@@ -119,7 +119,7 @@ func (d *ctDisks) checkResizeLocked(r resizeRequest) (resizePlan, error) {
 	if err != nil {
 		return resizePlan{}, err
 	}
-	s, _, _, owner, err := c.parseVolnameLocked(mp.Volume())
+	s, _, _, owner, err := c.storage.parseVolnameLocked(mp.Volume())
 	if err != nil {
 		return resizePlan{}, err
 	}
@@ -477,7 +477,7 @@ func (d *ctDisks) renameVolumeLocked(node, volid string, target int) (string, []
 	if s == nil {
 		return "", nil, Failf("storage '%s' does not exist\n", v.Storage)
 	}
-	n := c.freeDiskNumberLocked(node, s.ID, target)
+	n := c.storage.freeDiskNumberLocked(node, s.ID, target)
 	var newName string
 	var lines []string
 	switch s.Type {
@@ -493,19 +493,14 @@ func (d *ctDisks) renameVolumeLocked(node, volid string, target int) (string, []
 	if c.st.Volumes[c.st.volKey(node, newVolid)] != nil {
 		return "", nil, Failf("target volume '%s' already exists\n", newName)
 	}
-	oldPath, newPath := c.volumePath(node, s.ID, v.Name), c.volumePath(node, s.ID, newName)
+	oldPath, newPath := c.storage.volumePath(node, s.ID, v.Name), c.storage.volumePath(node, s.ID, newName)
 	if err := os.MkdirAll(filepath.Dir(newPath), 0o755); err != nil {
 		return "", nil, fmt.Errorf("rename %s: %w", volid, err)
 	}
 	if err := os.Rename(oldPath, newPath); err != nil {
 		return "", nil, fmt.Errorf("rename %s: %w", volid, err)
 	}
-	delete(c.st.Volumes, c.st.volKey(node, volid))
-	v.Name, v.Owner = newName, target
-	c.st.Volumes[c.st.volKey(node, newVolid)] = v
-	c.markVolume(node, volid)
-	c.markVolume(node, newVolid)
-	return newVolid, lines, nil
+	return c.storage.renameVolumeLocked(node, volid, newName, target), lines, nil
 }
 
 // moveToStorageLocked is the storage branch of move_volume: checks, the
@@ -586,7 +581,7 @@ func (d *ctDisks) copyVolumeTask(w *Worker, node string, vmid int, key, storage 
 	}
 	freeNew := func() {
 		w.cleanup(func(st *State) {
-			if err := c.freeVolumeLocked(node, newVolid); err != nil {
+			if err := c.storage.freeVolumeLocked(node, newVolid); err != nil {
 				w.logLocked("%s", strings.TrimRight(errText(err), "\n"))
 			}
 		})
@@ -623,7 +618,7 @@ func (d *ctDisks) copyVolumeTask(w *Worker, node string, vmid int, key, storage 
 		return nil
 	}
 	return w.Do(func(st *State) error {
-		if err := c.freeVolumeLocked(node, oldVolid); err != nil {
+		if err := c.storage.freeVolumeLocked(node, oldVolid); err != nil {
 			w.logLocked("%s", strings.TrimRight(errText(err), "\n"))
 			if g := st.Guests[vmid]; g != nil {
 				configAddUnused(g.Config, oldVolid)
@@ -659,7 +654,7 @@ func (d *ctDisks) allocCopyLocked(w *Worker, st *State, node string, vmid int, s
 	for _, l := range lines {
 		w.logLocked("%s", l)
 	}
-	return v.VolID(), c.volumePath(node, old.Storage, old.Name), c.volumePath(node, v.Storage, v.Name), nil
+	return v.VolID(), c.storage.volumePath(node, old.Storage, old.Name), c.storage.volumePath(node, v.Storage, v.Name), nil
 }
 
 // copyStats counts what copyTree copied (rsync --stats).

@@ -213,7 +213,7 @@ func TestCluster_MoveVolume_reassignErrors(t *testing.T) {
 		{name: "subvol has no rename feature", params: map[string]string{"volume": "mp1", "target-vmid": "900"},
 			setup: func(k *opsKit) {
 				k.c.mu.Lock()
-				v, _, err := k.c.allocImageLocked("pve", k.c.st.storage("local"), 101, "", "subvol", 0)
+				v, _, err := k.c.storage.allocImageLocked("pve", k.c.st.storage("local"), 101, "", "subvol", 0)
 				k.c.mu.Unlock()
 				if err != nil {
 					k.t.Fatal(err)

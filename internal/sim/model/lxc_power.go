@@ -30,6 +30,9 @@ func (p *ctPower) StartCT(auth Auth, node string, vmid int, params map[string]st
 	if err != nil {
 		return "", err
 	}
+	if upid, ok := c.haPowerRequestLocked(auth, node, vmid, "started"); ok {
+		return upid, nil
+	}
 	return c.spawn(auth, node, "vzstart", strconv.Itoa(vmid), func(w *Worker) error {
 		if err := w.LockConfig(vmid); err != nil {
 			return err
@@ -90,6 +93,9 @@ func (p *ctPower) StopCT(auth Auth, node string, vmid int, params map[string]str
 	if err != nil {
 		return "", err
 	}
+	if upid, ok := c.haPowerRequestLocked(auth, node, vmid, "stopped"); ok {
+		return upid, nil
+	}
 	var overruled, refused []string
 	if isTrue(params["overrule-shutdown"]) {
 		overruled, refused = c.abortShutdownsLocked(auth, node, vmid)
@@ -122,6 +128,9 @@ func (p *ctPower) ShutdownCT(auth Auth, node string, vmid int, params map[string
 	defer c.mu.Unlock()
 	if _, err := p.checkPowerRequestLocked(auth, node, vmid, params, powerRequest{running: true, refusal: "CT %d not running\n"}); err != nil {
 		return "", err
+	}
+	if upid, ok := c.haPowerRequestLocked(auth, node, vmid, "stopped"); ok {
+		return upid, nil
 	}
 	timeout := 60 * time.Second
 	if t, err := strconv.Atoi(params["timeout"]); err == nil {
@@ -293,9 +302,8 @@ func (p *ctPower) markRunningLocked(g *Guest) {
 	c.markGuest(g.VMID)
 	c.runChanges++
 	now := c.now()
-	c.st.NextPID++
 	g.Running = true
-	g.PID = 100000 + c.st.NextPID
+	g.PID = c.nextPIDLocked()
 	g.StartedAt = now.Unix()
 	g.SSHReadyAt = now.Add(c.duration("bootdelay")).Unix()
 }
@@ -464,7 +472,7 @@ func (p *ctPower) applyPendingMountLocked(g *Guest, opt string) error {
 	if mp.Type() == "volume" {
 		if sid, sizeGiB, ok := ParseNewDisk(mp.Volume()); ok {
 			bytes := int64(sizeGiB*1024) * 1024 * kib
-			v, err := c.allocVolumeLocked(g.Node, sid, g.VMID, bytes, "rootdir")
+			v, err := c.storage.allocVolumeLocked(g.Node, sid, g.VMID, bytes, "rootdir")
 			if err != nil {
 				return err
 			}
@@ -505,7 +513,7 @@ func (p *ctPower) deleteMountpointVolumeLocked(g *Guest, volid string) []string 
 	if c.st.storage(sid) == nil {
 		return []string{fmt.Sprintf("storage '%s' does not exist", sid)}
 	}
-	if err := c.freeVolumeLocked(g.Node, volid); err != nil {
+	if err := c.storage.freeVolumeLocked(g.Node, volid); err != nil {
 		return []string{strings.TrimRight(errText(err), "\n")}
 	}
 	return nil

@@ -53,7 +53,7 @@ func (k *opsKit) vol(node string, owner int, size int64) string {
 	k.t.Helper()
 	k.c.mu.Lock()
 	defer k.c.mu.Unlock()
-	v, err := k.c.allocVolumeLocked(node, "local-lvm", owner, size, "rootdir")
+	v, err := k.c.storage.allocVolumeLocked(node, "local-lvm", owner, size, "rootdir")
 	if err != nil {
 		k.t.Fatalf("alloc volume for %d: %v", owner, err)
 	}

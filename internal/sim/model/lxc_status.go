@@ -45,6 +45,12 @@ type CTStatus struct {
 
 	Uptime int64 // seconds since start while running
 	PID    int   // init's PID while running
+	// HA is status/current's "ha" (get_service_status): whether the CT
+	// is an HA resource and its service state ("" before the CRM saw it).
+	HA struct {
+		Managed bool
+		State   string
+	}
 	// Pressure is whether vmstatus reports the cgroup's PSI values
 	// (pressure*): from pve-container 6 (PVE 9) on, not on 8.4.
 	Pressure bool
@@ -84,32 +90,38 @@ func (s CTStatus) Fields() map[string]any {
 // CTStatus is GET /nodes/{node}/lxc/{vmid}/status/current: the CT's
 // vmstatus entry, or load_config's 500 for a CT that is not on node.
 func (gs *guests) CTStatus(node string, vmid int) (CTStatus, error) {
-	c := gs.c
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if err := c.checkNodeLocked(node); err != nil {
+	gs.stateMu.RLock()
+	defer gs.stateMu.RUnlock()
+	if err := gs.checkNodeLocked(node); err != nil {
 		return CTStatus{}, err
 	}
-	g, err := c.guestLocked(node, vmid)
+	g, err := gs.guestLocked(node, vmid)
 	if err != nil {
 		return CTStatus{}, err
 	}
-	return c.ctStatusLocked(g), nil
+	st := gs.ctStatusLocked(g)
+	if state := gs.state(); haManagedIn(state, vmid) {
+		st.HA.Managed = true
+		if s := state.HA.Services[haSID(vmid)]; s != nil {
+			st.HA.State = s.State
+		}
+	}
+	return st, nil
 }
 
 // ListCTs is GET /nodes/{node}/lxc: vmstatus for every CT on node, by
 // VMID. Filtering by VM.Audit is the HTTP layer's business.
 func (gs *guests) ListCTs(node string) ([]CTStatus, error) {
-	c := gs.c
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if err := c.checkNodeLocked(node); err != nil {
+	st := gs.state()
+	gs.stateMu.RLock()
+	defer gs.stateMu.RUnlock()
+	if err := gs.checkNodeLocked(node); err != nil {
 		return nil, err
 	}
 	out := []CTStatus{}
-	for _, g := range c.st.Guests {
+	for _, g := range st.Guests {
 		if g.Node == node {
-			out = append(out, c.ctStatusLocked(g))
+			out = append(out, gs.ctStatusLocked(g))
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].VMID < out[j].VMID })
@@ -120,7 +132,6 @@ func (gs *guests) ListCTs(node string) ([]CTStatus, error) {
 // rootfs directory holds as disk usage and an idle CT's memory; the
 // rootfs size stands in for the filesystem's total.
 func (gs *guests) ctStatusLocked(g *Guest) CTStatus {
-	c := gs.c
 	conf := g.Config
 	s := CTStatus{
 		VMID: g.VMID, Node: g.Node, Status: "stopped",
@@ -128,10 +139,10 @@ func (gs *guests) ctStatusLocked(g *Guest) CTStatus {
 		Lock:     conf["lock"],
 		Tags:     conf["tags"],
 		Template: g.IsTemplate(),
-		CPUs:     c.ctStatusCPUsLocked(g),
+		CPUs:     gs.ctStatusCPUsLocked(g),
 		MaxMem:   guestMaxMem(g),
 		MaxDisk:  guestRootfsSize(g),
-		Pressure: c.opts.Version != "8.4",
+		Pressure: gs.version != "8.4",
 	}
 	if s.MaxDisk == 0 {
 		s.MaxDisk = ctDefaultMaxDisk
@@ -142,10 +153,10 @@ func (gs *guests) ctStatusLocked(g *Guest) CTStatus {
 	if g.Running {
 		s.Status = "running"
 		s.PID = g.PID
-		s.Uptime = max(c.now().Unix()-g.StartedAt, 0)
+		s.Uptime = max(gs.clock().Unix()-g.StartedAt, 0)
 		s.Mem = min(guestIdleMem, s.MaxMem)
-		if dir, ok := c.rootfsDirLocked(g); ok {
-			s.Disk = c.guestDiskLocked(g, dir)
+		if dir, ok := gs.rootfsDirLocked(g); ok {
+			s.Disk = gs.guestDiskLocked(g, dir)
 		}
 	}
 	return s
@@ -162,13 +173,13 @@ func ctStatusName(vmid int, hostname string) string {
 // ctStatusCPUsLocked is vmstatus's cpus: cores || cpulimit || the host's
 // CPU count.
 func (gs *guests) ctStatusCPUsLocked(g *Guest) float64 {
-	c := gs.c
+	st := gs.state()
 	for _, k := range []string{"cores", "cpulimit"} {
 		if v, err := strconv.ParseFloat(g.Config[k], 64); err == nil && v > 0 {
 			return v
 		}
 	}
-	if n := c.st.node(g.Node); n != nil && n.CPUs > 0 {
+	if n := st.node(g.Node); n != nil && n.CPUs > 0 {
 		return float64(n.CPUs)
 	}
 	return 1

@@ -13,7 +13,16 @@ func (s CTStatus) appendJSON(b []byte, ha bool) []byte {
 	w.int("diskwrite", s.DiskWrite)
 	if ha {
 		w.key("ha")
-		w.b = append(w.b, `{"managed":0}`...)
+		switch {
+		case !s.HA.Managed:
+			w.b = append(w.b, `{"managed":0}`...)
+		case s.HA.State == "":
+			w.b = append(w.b, `{"managed":1}`...)
+		default:
+			w.b = append(w.b, `{"managed":1,"state":`...)
+			w.b = appendJSONString(w.b, s.HA.State)
+			w.b = append(w.b, '}')
+		}
 	}
 	if s.Lock != "" {
 		w.str("lock", s.Lock)
@@ -52,7 +61,8 @@ func (s CTStatus) appendJSON(b []byte, ha bool) []byte {
 func (s CTStatus) MarshalJSON() ([]byte, error) { return s.appendJSON(nil, false), nil }
 
 // CTStatusCurrent is GET .../status/current's answer: the status with
-// PVE's "ha" object ({"managed":0}: the emulator has no HA).
+// PVE's "ha" object: {"managed":0}, or {"managed":1,"state":…} for an
+// HA resource.
 type CTStatusCurrent CTStatus
 
 // MarshalJSON writes the status and its "ha".

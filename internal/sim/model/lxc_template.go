@@ -116,7 +116,7 @@ func (cr *ctCreator) createBaseLocked(node, volid string) (string, []string, err
 	if c.st.Volumes[c.st.volKey(node, newVolid)] != nil {
 		return "", nil, Failf("file '%s' already exists\n", newName)
 	}
-	if err := os.Rename(c.volumePath(node, s.ID, v.Name), c.volumePath(node, s.ID, newName)); err != nil {
+	if err := os.Rename(c.storage.volumePath(node, s.ID, v.Name), c.storage.volumePath(node, s.ID, newName)); err != nil {
 		return "", nil, fmt.Errorf("rename %s: %w", volid, err)
 	}
 	var lines []string
@@ -124,10 +124,5 @@ func (cr *ctCreator) createBaseLocked(node, volid string) (string, []string, err
 		lines = append(lines, fmt.Sprintf("  Renamed \"%s\" to \"%s\" in volume group \"%s\"", v.Name, newName, s.VGName),
 			fmt.Sprintf("  Logical volume \"%s\" changed.", newName))
 	}
-	delete(c.st.Volumes, c.st.volKey(node, volid))
-	c.markVolume(node, volid)
-	v.Name = newName
-	c.st.Volumes[c.st.volKey(node, newVolid)] = v
-	c.markVolume(node, newVolid)
-	return newVolid, lines, nil
+	return c.storage.renameVolumeLocked(node, volid, newName, v.Owner), lines, nil
 }

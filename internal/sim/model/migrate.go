@@ -166,6 +166,9 @@ func (mg *ctMigrator) MigrateCT(auth Auth, node string, vmid int, params map[str
 	if g.Running && !m.online && !m.restart {
 		return "", Failf("can't migrate running container without --online or --restart\n")
 	}
+	if upid, ok := c.haMigrateRequestLocked(auth, node, vmid, target); ok {
+		return upid, nil
+	}
 	if ts := params["target-storage"]; ts != "" {
 		sm, err := parseStorageMap(ts)
 		if err != nil {
@@ -177,7 +180,7 @@ func (mg *ctMigrator) MigrateCT(auth Auth, node string, vmid int, params map[str
 			}
 		}
 		for _, dst := range sm.targets() {
-			s, err := c.storageCheckEnabledLocked(dst, target)
+			s, err := c.storage.storageCheckEnabledLocked(dst, target)
 			if err != nil {
 				return "", err
 			}
@@ -418,7 +421,7 @@ func (m *migration) prepare() error {
 			if !ok {
 				return Failf("can't determine assigned storage for mount point '%s'\n", key)
 			}
-			s, err := c.storageCheckEnabledLocked(sid, m.source)
+			s, err := c.storage.storageCheckEnabledLocked(sid, m.source)
 			if err != nil {
 				return err
 			}
@@ -429,7 +432,7 @@ func (m *migration) prepare() error {
 			if !s.Shared {
 				tsid = m.storageMap.mapID(sid)
 			}
-			ts, err := c.storageCheckEnabledLocked(tsid, m.target)
+			ts, err := c.storage.storageCheckEnabledLocked(tsid, m.target)
 			if err != nil {
 				return err
 			}
@@ -587,7 +590,7 @@ func (sc *migScan) test(key, value, snapname string) {
 		return
 	}
 	sid, _, _ := ParseVolID(volid)
-	s, err := m.c.storageCheckEnabledLocked(sid, m.source)
+	s, err := m.c.storage.storageCheckEnabledLocked(sid, m.source)
 	if err != nil {
 		sc.fail(volid, errText(err))
 		return
@@ -617,7 +620,7 @@ func (sc *migScan) test(key, value, snapname string) {
 // another guest owns it, it has snapshots its storage cannot send, or
 // its storage type cannot be copied.
 func (sc *migScan) refusal(volid string, v *migVolume, s *Storage) string {
-	_, _, _, owner, err := sc.m.c.parseVolnameLocked(volid)
+	_, _, _, owner, err := sc.m.c.storage.parseVolnameLocked(volid)
 	if err != nil {
 		return errText(err)
 	}
@@ -696,20 +699,19 @@ func (m *migration) copyVolume(volid string, mv *migVolume, n int) (string, erro
 				if ts.Type == "lvmthin" {
 					warn = fmt.Sprintf("volume %s/%s already exists - importing with a different name", ts.VGName, name)
 				} else {
-					warn = fmt.Sprintf("file '%s' already exists - importing with a different name", c.hostPath(ts, name))
+					warn = fmt.Sprintf("file '%s' already exists - importing with a different name", c.storage.hostPath(ts, name))
 				}
-				free := c.freeDiskNumberLocked(m.target, ts.ID, m.vmid)
+				free := c.storage.freeDiskNumberLocked(m.target, ts.ID, m.vmid)
 				name = diskNumberRE.ReplaceAllStringFunc(name, func(s string) string {
 					return s[:strings.LastIndex(s, "-")+1] + strconv.Itoa(free)
 				})
 			}
 			v = &Volume{Node: st.homeNode(m.target, ts.ID), Storage: ts.ID, Name: name, Owner: src.Owner, Size: src.Size,
 				Format: src.Format, Content: src.Content, Ctime: c.now().Unix()}
-			if err := mkdirAll(c.volumePath(m.target, ts.ID, name)); err != nil {
+			if err := mkdirAll(c.storage.volumePath(m.target, ts.ID, name)); err != nil {
 				return fail("%v", err)
 			}
-			st.Volumes[st.volKey(m.target, v.VolID())] = v
-			c.markVolume(m.target, v.VolID())
+			c.storage.addVolumeLocked(m.target, v)
 		} else {
 			format := src.Format
 			if format == "subvol" && !ts.DirLike() {
@@ -718,14 +720,14 @@ func (m *migration) copyVolume(volid string, mv *migVolume, n int) (string, erro
 			if format != "subvol" {
 				format = "raw"
 			}
-			nv, _, err := c.allocImageLocked(m.target, ts, m.vmid, "", format, src.Size)
+			nv, _, err := c.storage.allocImageLocked(m.target, ts, m.vmid, "", format, src.Size)
 			if err != nil {
 				return fail("%s", errText(err))
 			}
 			v = nv
 		}
 		newVolid = v.VolID()
-		srcDir, dstDir = c.volumePath(m.source, src.Storage, src.Name), c.volumePath(m.target, v.Storage, v.Name)
+		srcDir, dstDir = c.storage.volumePath(m.source, src.Storage, src.Name), c.storage.volumePath(m.target, v.Storage, v.Name)
 		return nil
 	})
 	if err != nil {
@@ -735,7 +737,7 @@ func (m *migration) copyVolume(volid string, mv *migVolume, n int) (string, erro
 		m.log("%s", warn)
 	}
 	if _, err := copyTree(srcDir, dstDir); err != nil {
-		w.cleanup(func(st *State) { c.freeVolumeLocked(m.target, newVolid) })
+		w.cleanup(func(st *State) { c.storage.freeVolumeLocked(m.target, newVolid) })
 		return "", fail("%v", err)
 	}
 	if err := w.Phase("vzmigrate", 0.6/float64(n)); err != nil {
@@ -796,7 +798,7 @@ func (m *migration) phase3() bool {
 	for _, cp := range sorted {
 		var ferr error
 		w.Do(func(st *State) error {
-			ferr = c.freeImageLocked(w, m.source, cp.volid)
+			ferr = c.storage.freeImageLocked(w, m.source, cp.volid)
 			return nil
 		})
 		if ferr != nil {

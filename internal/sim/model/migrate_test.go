@@ -25,7 +25,7 @@ func (k *opsKit) image(node, sid string, owner int, size int64) string {
 	k.t.Helper()
 	k.c.mu.Lock()
 	defer k.c.mu.Unlock()
-	v, _, err := k.c.allocImageLocked(node, k.c.st.storage(sid), owner, "", "raw", size)
+	v, _, err := k.c.storage.allocImageLocked(node, k.c.st.storage(sid), owner, "", "raw", size)
 	if err != nil {
 		k.t.Fatalf("alloc %s for %d: %v", sid, owner, err)
 	}

@@ -35,16 +35,6 @@ func (c *Cluster) SetNodeOnline(node string, online bool) error {
 // task durations.
 const rrdExpiry = 300 * time.Second
 
-// rrdExpiredLocked reports whether node's RRD data has expired: it has
-// been offline for at least the scaled rrdExpiry.
-func (c *Cluster) rrdExpiredLocked(node string) bool {
-	n := c.st.node(node)
-	if n == nil || n.Online {
-		return false
-	}
-	return c.now().Sub(time.Unix(n.OfflineSince, 0)) >= c.scale(rrdExpiry)
-}
-
 // NodeOnline reports whether node answers.
 func (c *Cluster) NodeOnline(node string) bool {
 	c.mu.RLock()
@@ -76,7 +66,7 @@ type NodePower struct {
 // SetNodePower is SetNodeOnline with the manner of leaving or coming
 // back. A powered-off node that comes back boots: a new boot time, and
 // (unless p.NoStartAll) a vzstart of each of its CTs with onboot=1 that
-// is not a template and holds no lock, in VMID order, as pve-guests'
+// is not a template, holds no lock and is no HA resource, in VMID order, as pve-guests'
 // startall does. It returns the UPIDs of those starts.
 func (c *Cluster) SetNodePower(node string, online bool, p NodePower) ([]string, error) {
 	c.mu.Lock()
@@ -99,7 +89,8 @@ func (c *Cluster) SetNodePower(node string, online bool, p NodePower) ([]string,
 		n.Booted = c.now().Unix()
 		if !p.NoStartAll {
 			for vmid, g := range c.st.Guests {
-				if g.Node == node && !g.Running && !g.IsTemplate() && g.Lock() == "" && truthy01(g.Config["onboot"]) {
+				// startall leaves HA resources to HA (behaviour.md (i.2)).
+				if g.Node == node && !g.Running && !g.IsTemplate() && g.Lock() == "" && truthy01(g.Config["onboot"]) && !c.haManagedLocked(vmid) {
 					boot = append(boot, vmid)
 				}
 			}

@@ -176,18 +176,28 @@ func runMmdebstrap(ctx context.Context, tmp string, progress io.Writer, began ti
 	return nil
 }
 
+// applianceSource serves the catalogue's appliances: the real template
+// (Options.RealTemplate) for debian-12-standard when the cluster has one,
+// else the tiny built-in trees; it keeps their SHA-512s once computed.
+type applianceSource struct {
+	realTemplate string
+
+	sumsMu sync.Mutex
+	sums   map[string]string // ApplianceSHA512's, by template
+}
+
 // writeAppliance writes appliance a's archive to dst: the real template
 // when the cluster has one for a, else the tiny built-in tree.
-func (c *Cluster) writeAppliance(dst string, a Appliance, mtime time.Time) (int64, error) {
-	if c.opts.RealTemplate == "" || a.Template != RealTemplateName {
+func (as *applianceSource) writeAppliance(dst string, a Appliance, mtime time.Time) (int64, error) {
+	if as.realTemplate == "" || a.Template != RealTemplateName {
 		return writeTemplate(dst, a, mtime)
 	}
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return 0, err
 	}
 	os.Remove(dst)
-	if err := os.Link(c.opts.RealTemplate, dst); err != nil {
-		if err := copyFile(c.opts.RealTemplate, dst); err != nil {
+	if err := os.Link(as.realTemplate, dst); err != nil {
+		if err := copyFile(as.realTemplate, dst); err != nil {
 			return 0, fmt.Errorf("copy the real template: %w", err)
 		}
 	}
@@ -236,11 +246,11 @@ func (c *Cluster) useRealTemplatesLocked() error {
 		if v.Storage != "local" || v.Name != "vztmpl/"+RealTemplateName {
 			continue
 		}
-		p := c.volumePath(v.Node, v.Storage, v.Name)
+		p := c.storage.volumePath(v.Node, v.Storage, v.Name)
 		if fi, err := os.Stat(p); err == nil && os.SameFile(fi, want) {
 			continue
 		}
-		size, err := c.writeAppliance(p, a, applianceMTime)
+		size, err := c.appliances.writeAppliance(p, a, applianceMTime)
 		if err != nil {
 			return err
 		}
@@ -285,9 +295,9 @@ func isRealArchive(archive string) bool {
 }
 
 // applianceSize is the size of appliance a's archive as served.
-func (c *Cluster) applianceSize(a Appliance) (int64, error) {
-	if c.opts.RealTemplate != "" && a.Template == RealTemplateName {
-		fi, err := os.Stat(c.opts.RealTemplate)
+func (as *applianceSource) applianceSize(a Appliance) (int64, error) {
+	if as.realTemplate != "" && a.Template == RealTemplateName {
+		fi, err := os.Stat(as.realTemplate)
 		if err != nil {
 			return 0, err
 		}
@@ -299,21 +309,24 @@ func (c *Cluster) applianceSize(a Appliance) (int64, error) {
 
 // ApplianceSHA512 is the sha512sum aplinfo lists for a: of the archive
 // the emulator serves (the real template's once computed and kept).
-func (c *Cluster) ApplianceSHA512(a Appliance) string {
-	c.sumsMu.Lock()
-	defer c.sumsMu.Unlock()
-	if sum, ok := c.sums[a.Template]; ok {
+func (c *Cluster) ApplianceSHA512(a Appliance) string { return c.appliances.sha512(a) }
+
+// sha512 is ApplianceSHA512, computed once per template.
+func (as *applianceSource) sha512(a Appliance) string {
+	as.sumsMu.Lock()
+	defer as.sumsMu.Unlock()
+	if sum, ok := as.sums[a.Template]; ok {
 		return sum
 	}
 	var sum string
-	if c.opts.RealTemplate != "" && a.Template == RealTemplateName {
-		sum, _ = fileChecksum(c.opts.RealTemplate, "sha512")
+	if as.realTemplate != "" && a.Template == RealTemplateName {
+		sum, _ = fileChecksum(as.realTemplate, "sha512")
 	} else {
 		sum, _ = applianceChecksum(a, "sha512")
 	}
-	if c.sums == nil {
-		c.sums = map[string]string{}
+	if as.sums == nil {
+		as.sums = map[string]string{}
 	}
-	c.sums[a.Template] = sum
+	as.sums[a.Template] = sum
 	return sum
 }

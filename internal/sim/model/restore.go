@@ -26,6 +26,7 @@ import (
 
 // restoreSpec is a restore request after its synchronous checks.
 type restoreSpec struct {
+	haManaged bool // ha-managed=1 (haManageCreated)
 	auth      Auth
 	node      string
 	vmid      int
@@ -96,7 +97,7 @@ func (cr *ctCreator) restorePrepareLocked(auth Auth, node string, params map[str
 		return restoreSpec{}, err
 	}
 	p, take, vmid := req.p, req.take, req.vmid
-	spec := restoreSpec{auth: auth, node: node, vmid: vmid, start: req.start, ignoreUnpack: req.ignoreUnpack}
+	spec := restoreSpec{auth: auth, node: node, vmid: vmid, start: req.start, ignoreUnpack: req.ignoreUnpack, haManaged: req.haManaged}
 	unprivStr, unprivSet := take("unprivileged")
 	spec.unprivSet = unprivSet
 	take("restore")
@@ -221,10 +222,12 @@ func (r *ctRestore) run() error {
 	if err := w.Do(func(*State) error { c.joinPoolLocked(spec.vmid, spec.pool); return nil }); err != nil {
 		return err
 	}
-	if !spec.start {
-		return nil
+	if spec.start {
+		if err := c.ctStartCreated(w, spec.node, spec.vmid); err != nil {
+			return err
+		}
 	}
-	return c.ctStartCreated(w, spec.node, spec.vmid)
+	return c.haManageCreated(w, spec.vmid, spec.haManaged, spec.start)
 }
 
 // restore is the body of create_vm's worker for a restore.
@@ -265,8 +268,8 @@ func (r *ctRestore) readArchiveConfig() error {
 		if !ok || st.Volumes[st.volKey(spec.node, spec.archive)] == nil {
 			return Failf("can't find file '%s'\n", spec.archive)
 		}
-		r.archivePath = c.volumePath(spec.node, sid, name)
-		r.archiveHost = c.hostPath(st.storage(sid), name)
+		r.archivePath = c.storage.volumePath(spec.node, sid, name)
+		r.archiveHost = c.storage.hostPath(st.storage(sid), name)
 		return nil
 	})
 	if err != nil {
@@ -391,7 +394,7 @@ func (r *ctRestore) createVolumes() error {
 			if !ok || st.Volumes[st.volKey(spec.node, mp.Volume())] == nil {
 				return Failf("volume '%s' does not exist\n", mp.Volume())
 			}
-			r.targets = append(r.targets, restoreMount{path: mp.Path(), dir: c.volumePath(spec.node, sid, name), ids: c.ctIDMap(conf)})
+			r.targets = append(r.targets, restoreMount{path: mp.Path(), dir: c.storage.volumePath(spec.node, sid, name), ids: c.ctIDMap(conf)})
 		}
 		return nil
 	})

@@ -56,11 +56,11 @@ func addSharedStorages(st *State, kinds []string) (bool, error) {
 
 // SharedStorages lists the ids of the shared storages, in storage.cfg order.
 func (sl *storageLayer) SharedStorages() []string {
-	c := sl.c
-	c.mu.RLock()
-	defer c.mu.RUnlock()
+	st := sl.state()
+	sl.stateMu.RLock()
+	defer sl.stateMu.RUnlock()
 	var out []string
-	for _, s := range c.st.Storages {
+	for _, s := range st.Storages {
 		if s.Shared {
 			out = append(out, s.ID)
 		}

@@ -5,7 +5,44 @@ import (
 	"os"
 	"sort"
 	"strconv"
+	"time"
 )
+
+// ctSnapshots takes, lists, rolls back and deletes a CT's snapshots. It
+// holds no *Cluster: the State's lock and the State, the clock, and one
+// interface per part it calls. Cluster embeds it, so its methods are the
+// Cluster's (c.SnapshotCT, and vzdump's c.snapshotCreateLocked).
+type ctSnapshots struct {
+	// stateMu guards the State; state is the State (nil until loaded).
+	stateMu *stateMutex
+	state   func() *State
+	clock   func() time.Time
+	guests  snapshotGuests
+	// stopper (ctPower) and starter (ctCreator): a rollback stops the
+	// CT first and, with "start": 1, starts it after.
+	stopper interface{ markStoppedLocked(g *Guest) }
+	starter interface {
+		createStartLocked(w *Worker, node string, g *Guest) error
+	}
+	storage snapshotStorage
+	tasks   taskStarter
+	journal volumeJournal
+}
+
+// snapshotGuests is what ctSnapshots needs of guests: the node check, a
+// CT's lookup and its config flock.
+type snapshotGuests interface {
+	checkNodeLocked(node string) error
+	guestLocked(node string, vmid int) (*Guest, error)
+	lockConfig(node string, vmid int) (g *Guest, unlock func(), err error)
+}
+
+// snapshotStorage is what ctSnapshots needs of storageLayer: where a
+// volume and its snapshots keep their data.
+type snapshotStorage interface {
+	volumePath(node, storage, name string) string
+	snapshotPath(node string, v *Volume, snap string) string
+}
 
 // Snapshots: /nodes/{node}/lxc/{vmid}/snapshot (pve-container
 // API2/LXC/Snapshot.pm, pve-guest-common AbstractConfig snapshot_create,
@@ -56,7 +93,7 @@ func snapshotMounts(conf map[string]string, backupOnly bool) []MountPoint {
 // (with backupOnly: every one vzdump includes) is a volume on a storage
 // that can snapshot.
 func (sn *ctSnapshots) snapshotFeatureLocked(conf map[string]string, backupOnly bool) bool {
-	c := sn.c
+	st := sn.state()
 	for _, mp := range snapshotMounts(conf, backupOnly) {
 		if mp.Type() != "volume" {
 			return false
@@ -65,7 +102,7 @@ func (sn *ctSnapshots) snapshotFeatureLocked(conf map[string]string, backupOnly 
 		if !ok {
 			return false
 		}
-		if s := c.st.storage(sid); s == nil || !s.CanSnapshot() {
+		if s := st.storage(sid); s == nil || !s.CanSnapshot() {
 			return false
 		}
 	}
@@ -75,7 +112,6 @@ func (sn *ctSnapshots) snapshotFeatureLocked(conf map[string]string, backupOnly 
 // snapshotPrepareLocked is __snapshot_prepare: the checks, then the
 // snapshot section with snapstate "prepare" and lock "snapshot".
 func (sn *ctSnapshots) snapshotPrepareLocked(g *Guest, name, description string) error {
-	c := sn.c
 	if err := checkLock(g); err != nil {
 		return err
 	}
@@ -85,19 +121,19 @@ func (sn *ctSnapshots) snapshotPrepareLocked(g *Guest, name, description string)
 	if g.IsTemplate() {
 		return Failf("you can't take a snapshot if it's a template\n")
 	}
-	if !c.snapshotFeatureLocked(g.Config, name == "vzdump") {
+	if !sn.snapshotFeatureLocked(g.Config, name == "vzdump") {
 		return Failf("snapshot feature is not available\n")
 	}
 	conf := snapshotCopyConfig(g.Config)
 	conf["snapstate"] = "prepare"
-	conf["snaptime"] = strconv.FormatInt(c.now().Unix(), 10)
+	conf["snaptime"] = strconv.FormatInt(sn.clock().Unix(), 10)
 	if description != "" {
 		conf["description"] = description
 	}
 	if g.Snapshots == nil {
 		g.Snapshots = map[string]*Snapshot{}
 	}
-	g.Snapshots[name] = &Snapshot{Name: name, Config: conf, SnapTime: c.now().Unix(), Description: description,
+	g.Snapshots[name] = &Snapshot{Name: name, Config: conf, SnapTime: sn.clock().Unix(), Description: description,
 		Parent: g.Config["parent"], SnapState: "prepare"}
 	g.Config["lock"] = "snapshot"
 	return nil
@@ -107,22 +143,22 @@ func (sn *ctSnapshots) snapshotPrepareLocked(g *Guest, name, description string)
 // (__snapshot_commit): snapstate and lock go, the config's parent becomes
 // the new snapshot.
 func (sn *ctSnapshots) snapshotCommitLocked(w *Worker, g *Guest, name string) error {
-	c := sn.c
+	st := sn.state()
 	s := g.Snapshots[name]
 	if s == nil {
 		return Failf("snapshot '%s' does not exist\n", name)
 	}
 	for _, mp := range snapshotMounts(s.Config, name == "vzdump") {
-		v := c.st.Volumes[c.st.volKey(g.Node, mp.Volume())]
+		v := st.Volumes[st.volKey(g.Node, mp.Volume())]
 		if v == nil {
 			return Failf("volume '%s' does not exist\n", mp.Volume())
 		}
-		dst := c.snapshotPath(g.Node, v, name)
+		dst := sn.storage.snapshotPath(g.Node, v, name)
 		os.RemoveAll(dst)
 		if err := os.MkdirAll(dst, 0o755); err != nil {
 			return fmt.Errorf("snapshot %s: %w", v.VolID(), err)
 		}
-		if _, err := copyTree(c.volumePath(g.Node, v.Storage, v.Name), dst); err != nil {
+		if _, err := copyTree(sn.storage.volumePath(g.Node, v.Storage, v.Name), dst); err != nil {
 			return fmt.Errorf("snapshot %s: %w", v.VolID(), err)
 		}
 		v.Snapshots = append(v.Snapshots, name)
@@ -140,12 +176,11 @@ func (sn *ctSnapshots) snapshotCommitLocked(w *Worker, g *Guest, name string) er
 // snapshotCreateLocked is snapshot_create in one step (vzdump's temporary
 // snapshot).
 func (sn *ctSnapshots) snapshotCreateLocked(w *Worker, g *Guest, name, description string) error {
-	c := sn.c
-	if err := c.snapshotPrepareLocked(g, name, description); err != nil {
+	if err := sn.snapshotPrepareLocked(g, name, description); err != nil {
 		return err
 	}
-	if err := c.snapshotCommitLocked(w, g, name); err != nil {
-		c.snapshotDropLocked(g, name)
+	if err := sn.snapshotCommitLocked(w, g, name); err != nil {
+		sn.snapshotDropLocked(g, name)
 		delete(g.Config, "lock")
 		return err
 	}
@@ -155,7 +190,7 @@ func (sn *ctSnapshots) snapshotCreateLocked(w *Worker, g *Guest, name, descripti
 // snapshotDropLocked removes a snapshot's volume snapshots and section,
 // re-parenting its children (snapshot_delete's bookkeeping).
 func (sn *ctSnapshots) snapshotDropLocked(g *Guest, name string) []string {
-	c := sn.c
+	st := sn.state()
 	s := g.Snapshots[name]
 	if s == nil {
 		return nil
@@ -165,7 +200,7 @@ func (sn *ctSnapshots) snapshotDropLocked(g *Guest, name string) []string {
 		if mp.Type() != "volume" {
 			continue
 		}
-		v := c.st.Volumes[c.st.volKey(g.Node, mp.Volume())]
+		v := st.Volumes[st.volKey(g.Node, mp.Volume())]
 		if v == nil {
 			continue
 		}
@@ -181,8 +216,8 @@ func (sn *ctSnapshots) snapshotDropLocked(g *Guest, name string) []string {
 		v.Snapshots = kept
 		// Marked here: once the section is gone, the guest's marks no
 		// longer reach a volume only this snapshot named.
-		c.markVolume(g.Node, v.VolID())
-		os.RemoveAll(c.snapshotPath(g.Node, v, name))
+		sn.journal.markVolume(g.Node, v.VolID())
+		os.RemoveAll(sn.storage.snapshotPath(g.Node, v, name))
 		if found {
 			lines = append(lines, fmt.Sprintf("  Logical volume \"snap_%s_%s\" successfully removed.", v.Name, name))
 		}
@@ -214,11 +249,10 @@ func (sn *ctSnapshots) snapshotDropLocked(g *Guest, name string) []string {
 
 // snapshotDeleteLocked deletes a snapshot in one step (vzdump's cleanup).
 func (sn *ctSnapshots) snapshotDeleteLocked(w *Worker, g *Guest, name string) error {
-	c := sn.c
 	if g.Snapshots[name] == nil {
 		return Failf("snapshot '%s' does not exist\n", name)
 	}
-	for _, l := range c.snapshotDropLocked(g, name) {
+	for _, l := range sn.snapshotDropLocked(g, name) {
 		w.logLocked("%s", l)
 	}
 	return nil
@@ -229,22 +263,21 @@ func (sn *ctSnapshots) snapshotDeleteLocked(w *Worker, g *Guest, name string) er
 // a lock, a used name, a template, a volume that cannot be snapshotted)
 // fails the task. A running CT is snapshotted as it runs.
 func (sn *ctSnapshots) SnapshotCT(auth Auth, node string, vmid int, params map[string]string) (string, error) {
-	c := sn.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.checkNodeLocked(node); err != nil {
+	sn.stateMu.Lock()
+	defer sn.stateMu.Unlock()
+	if err := sn.guests.checkNodeLocked(node); err != nil {
 		return "", err
 	}
 	name, description := params["snapname"], params["description"]
 	if name == "current" || name == "vzdump" {
 		return "", Failf("unable to use snapshot name '%s' (reserved name)\n", name)
 	}
-	return c.spawn(auth, node, "vzsnapshot", strconv.Itoa(vmid), func(w *Worker) error {
+	return sn.tasks.spawn(auth, node, "vzsnapshot", strconv.Itoa(vmid), func(w *Worker) error {
 		if err := w.LockConfig(vmid); err != nil {
 			return err
 		}
 		err := w.doGuest(node, vmid, func(st *State, g *Guest) error {
-			return c.snapshotPrepareLocked(g, name, description)
+			return sn.snapshotPrepareLocked(g, name, description)
 		})
 		if err != nil {
 			return err
@@ -253,7 +286,7 @@ func (sn *ctSnapshots) SnapshotCT(auth Auth, node string, vmid int, params map[s
 			return err
 		}
 		return w.doGuest(node, vmid, func(st *State, g *Guest) error {
-			if err := c.snapshotCommitLocked(w, g, name); err != nil {
+			if err := sn.snapshotCommitLocked(w, g, name); err != nil {
 				// The section stays with snapstate "prepare" and the lock
 				// stays, as on PVE after a failed volume snapshot.
 				return err
@@ -267,13 +300,12 @@ func (sn *ctSnapshots) SnapshotCT(auth Auth, node string, vmid int, params map[s
 // task vzdelsnapshot. With force the section goes even if removing a
 // volume snapshot fails.
 func (sn *ctSnapshots) DeleteSnapshot(auth Auth, node string, vmid int, name string, params map[string]string) (string, error) {
-	c := sn.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.checkNodeLocked(node); err != nil {
+	sn.stateMu.Lock()
+	defer sn.stateMu.Unlock()
+	if err := sn.guests.checkNodeLocked(node); err != nil {
 		return "", err
 	}
-	return c.spawn(auth, node, "vzdelsnapshot", strconv.Itoa(vmid), func(w *Worker) error {
+	return sn.tasks.spawn(auth, node, "vzdelsnapshot", strconv.Itoa(vmid), func(w *Worker) error {
 		if err := w.LockConfig(vmid); err != nil {
 			return err
 		}
@@ -297,7 +329,7 @@ func (sn *ctSnapshots) DeleteSnapshot(auth Auth, node string, vmid int, name str
 			return err
 		}
 		return w.doGuest(node, vmid, func(st *State, g *Guest) error {
-			for _, l := range c.snapshotDropLocked(g, name) {
+			for _, l := range sn.snapshotDropLocked(g, name) {
 				w.logLocked("%s", l)
 			}
 			if g.Config["lock"] == "snapshot-delete" {
@@ -315,14 +347,13 @@ func (sn *ctSnapshots) DeleteSnapshot(auth Auth, node string, vmid int, name str
 // unused volumes; volumes only the current config uses become unusedN)
 // and with start=1 the CT starts again.
 func (sn *ctSnapshots) RollbackSnapshot(auth Auth, node string, vmid int, name string, params map[string]string) (string, error) {
-	c := sn.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.checkNodeLocked(node); err != nil {
+	sn.stateMu.Lock()
+	defer sn.stateMu.Unlock()
+	if err := sn.guests.checkNodeLocked(node); err != nil {
 		return "", err
 	}
 	start := isTrue(params["start"])
-	return c.spawn(auth, node, "vzrollback", strconv.Itoa(vmid), func(w *Worker) error {
+	return sn.tasks.spawn(auth, node, "vzrollback", strconv.Itoa(vmid), func(w *Worker) error {
 		if err := w.LockConfig(vmid); err != nil {
 			return err
 		}
@@ -362,7 +393,7 @@ func (sn *ctSnapshots) RollbackSnapshot(auth Auth, node string, vmid int, name s
 			return err
 		}
 		return w.doGuest(node, vmid, func(st *State, g *Guest) error {
-			return c.createStartLocked(w, node, g)
+			return sn.starter.createStartLocked(w, node, g)
 		})
 	}), nil
 }
@@ -383,7 +414,7 @@ func (sn *ctSnapshots) rollbackPrepareLocked(g *Guest, name string) (wasRunning 
 	}
 	if g.Running {
 		wasRunning = true
-		sn.c.markStoppedLocked(g)
+		sn.stopper.markStoppedLocked(g)
 	}
 	g.Config["lock"] = "rollback"
 	return wasRunning, nil
@@ -392,7 +423,6 @@ func (sn *ctSnapshots) rollbackPrepareLocked(g *Guest, name string) (wasRunning 
 // rollbackVolumesLocked brings every volume of snapshot s back from its
 // snapshot copy, logging as lvconvert's remove and create do.
 func (sn *ctSnapshots) rollbackVolumesLocked(w *Worker, st *State, node string, s *Snapshot, name string) error {
-	c := sn.c
 	for _, mp := range snapshotMounts(s.Config, false) {
 		if mp.Type() != "volume" {
 			continue
@@ -401,14 +431,14 @@ func (sn *ctSnapshots) rollbackVolumesLocked(w *Worker, st *State, node string, 
 		if v == nil {
 			return Failf("volume '%s' does not exist\n", mp.Volume())
 		}
-		dir := c.volumePath(node, v.Storage, v.Name)
+		dir := sn.storage.volumePath(node, v.Storage, v.Name)
 		if err := os.RemoveAll(dir); err != nil {
 			return fmt.Errorf("rollback %s: %w", v.VolID(), err)
 		}
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return fmt.Errorf("rollback %s: %w", v.VolID(), err)
 		}
-		if _, err := copyTree(c.snapshotPath(node, v, name), dir); err != nil {
+		if _, err := copyTree(sn.storage.snapshotPath(node, v, name), dir); err != nil {
 			return fmt.Errorf("rollback %s: %w", v.VolID(), err)
 		}
 		w.logLocked("  Logical volume \"%s\" successfully removed.", v.Name)
@@ -465,10 +495,9 @@ type SnapshotInfo struct {
 // Snapshots is GET /nodes/{node}/lxc/{vmid}/snapshot: every snapshot
 // (by snaptime, then name) and last the "current" entry ("You are here!").
 func (sn *ctSnapshots) Snapshots(node string, vmid int) ([]SnapshotInfo, error) {
-	c := sn.c
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	g, err := c.guestLocked(node, vmid)
+	sn.stateMu.RLock()
+	defer sn.stateMu.RUnlock()
+	g, err := sn.guests.guestLocked(node, vmid)
 	if err != nil {
 		return nil, err
 	}
@@ -493,10 +522,9 @@ func (sn *ctSnapshots) Snapshots(node string, vmid int) ([]SnapshotInfo, error) 
 // SnapshotConfig is GET .../snapshot/{snapname}/config: the snapshot's
 // section (its config keys, snaptime, description, parent).
 func (sn *ctSnapshots) SnapshotConfig(node string, vmid int, name string) (map[string]string, error) {
-	c := sn.c
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	g, err := c.guestLocked(node, vmid)
+	sn.stateMu.RLock()
+	defer sn.stateMu.RUnlock()
+	g, err := sn.guests.guestLocked(node, vmid)
 	if err != nil {
 		return nil, err
 	}
@@ -516,12 +544,11 @@ func (sn *ctSnapshots) SnapshotConfig(node string, vmid int, name string) (map[s
 // snapshot's description under the config lock. Without description it
 // does nothing at all.
 func (sn *ctSnapshots) UpdateSnapshotConfig(auth Auth, node string, vmid int, name string, params map[string]string) error {
-	c := sn.c
 	description, ok := params["description"]
 	if !ok {
 		return nil
 	}
-	g, unlock, err := c.lockConfig(node, vmid)
+	g, unlock, err := sn.guests.lockConfig(node, vmid)
 	if err != nil {
 		return err
 	}
@@ -536,5 +563,5 @@ func (sn *ctSnapshots) UpdateSnapshotConfig(auth Auth, node string, vmid int, na
 		s.Config["description"] = description
 	}
 	s.Description = description
-	return c.saveLocked()
+	return sn.journal.saveLocked()
 }

@@ -118,7 +118,7 @@ func TestCluster_Snapshot_rollback(t *testing.T) {
 	if len(v.Snapshots) != 0 {
 		t.Errorf("mp0 keeps snapshots %v", v.Snapshots)
 	}
-	if _, err := os.Stat(k.c.snapshotPath("pve", v, "before")); !os.IsNotExist(err) {
+	if _, err := os.Stat(k.c.storage.snapshotPath("pve", v, "before")); !os.IsNotExist(err) {
 		t.Errorf("snapshot data left: %v", err)
 	}
 }
@@ -202,7 +202,7 @@ func TestCluster_Snapshot_restrictsVolumes(t *testing.T) {
 		t.Fatalf("destroy: %q", task.ExitStatus)
 	}
 	ctTestHasLine(t, task, `  Logical volume "snap_vm-101-disk-1_s1" successfully removed.`)
-	if _, err := os.Stat(k.c.snapshotPath("pve", v, "s1")); !os.IsNotExist(err) {
+	if _, err := os.Stat(k.c.storage.snapshotPath("pve", v, "s1")); !os.IsNotExist(err) {
 		t.Errorf("snapshot data left after destroy: %v", err)
 	}
 }

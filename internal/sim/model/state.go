@@ -24,11 +24,13 @@ type State struct {
 	// PVE's file does (firewall.go).
 	Firewall map[int]*GuestFirewall `json:"firewall,omitempty"`
 	// ClusterFirewall is the cluster's firewall config (its aliases).
-	ClusterFirewall *ClusterFirewall    `json:"cluster_firewall,omitempty"`
-	Tasks           []*Task             `json:"tasks"`
-	NextPID         int                 `json:"next_pid"`
-	Creds           BootstrapCredential `json:"creds"`
-	Created         int64               `json:"created"`
+	ClusterFirewall *ClusterFirewall `json:"cluster_firewall,omitempty"`
+	// HA is /etc/pve/ha: HA resources, groups or rules, CRM status (ha.go).
+	HA      *HA                 `json:"ha,omitempty"`
+	Tasks   []*Task             `json:"tasks"`
+	NextPID int                 `json:"next_pid"`
+	Creds   BootstrapCredential `json:"creds"`
+	Created int64               `json:"created"`
 	// JournalSeq is the last journal line the snapshot includes.
 	JournalSeq uint64 `json:"journal_seq,omitempty"`
 }

@@ -1,12 +1,14 @@
 package model
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
+	"time"
 )
 
 const (
@@ -18,35 +20,100 @@ const (
 // storageLayer is PVE::Storage for the cluster: storages and their
 // status, volumes (paths, allocation, freeing), content lists, appliance
 // and URL downloads (storage.go, storage_content.go, shared_storage.go).
-// Storages and volumes are part of the State, under the Cluster's lock,
-// so a storageLayer works through its Cluster. Cluster embeds it, so its
-// methods are the Cluster's (c.Content, c.allocImageLocked).
+// It alone writes the State's Storages and Volumes. They stay in the
+// State, under the one lock every part shares (docs/architecture.md), so
+// that a change spanning parts (a restore's volumes, guest and task) is
+// one atomic step and one journal line. It reaches the rest of the
+// cluster only through the fields below. Cluster holds it as c.storage
+// and embeds only its exported methods (storageAPI), so c.Content is
+// the Cluster's and c.storage.allocImageLocked says whose it is.
 type storageLayer struct {
-	c *Cluster
+	// stateMu guards the State; state is the State (nil until loaded).
+	stateMu *stateMutex
+	state   func() *State
+	// dataDir is the root of the data plane (Cluster.DataDir).
+	dataDir string
+	clock   func() time.Time
+	// ctx is the cluster's life: a wait for a task ends with it.
+	ctx context.Context
+	// realTemplate is Options.RealTemplate.
+	realTemplate string
+
+	journal    volumeJournal
+	tasks      taskStarter
+	nodes      nodeChecker
+	appliances applianceWriter
+}
+
+// storageAPI is storageLayer's exported methods: Cluster embeds it (the
+// interface, not the layer), so that these are the Cluster's methods
+// and the layer's own workings are not; the other parts call those by
+// name (c.storage.allocImageLocked).
+type storageAPI interface {
+	VolumePath(node, volid string) (string, error)
+	Storages(node string) ([]StorageUsage, error)
+	StorageStatus(node, sid string) (StorageUsage, error)
+	StorageConfig(sid string) *Storage
+	SharedStorages() []string
+	Content(node, sid, content string, vmid int) ([]ContentEntry, error)
+	VolumeInfo(node, volid string) (ContentEntry, error)
+	AllocVolume(auth Auth, node, storage string, params map[string]string) (string, error)
+	DeleteVolume(auth Auth, node, storage, volume string, params map[string]string) (string, error)
+	Aplinfo(node string) []Appliance
+	DownloadAppliance(auth Auth, node string, params map[string]string) (string, error)
+	DownloadURL(auth Auth, node, storage string, params map[string]string) (string, error)
+	URLMetadata(node, rawURL string) (map[string]any, error)
+}
+
+// volumeJournal is what storageLayer needs of persistence: to mark a
+// volume changed and to save a change it made itself.
+type volumeJournal interface {
+	markVolume(node, volid string)
+	saveLocked() error
+}
+
+// taskStarter is what the parts that start tasks need of taskRunner.
+type taskStarter interface {
+	spawn(auth Auth, node, typ, id string, fn func(w *Worker) error) string
+	WaitTask(ctx context.Context, node, upid string) (Task, error)
+}
+
+// nodeChecker answers whether a node exists and is online, with PVE's
+// messages (guests.checkNodeLocked).
+type nodeChecker interface {
+	CheckNode(node string) error
+	checkNodeLocked(node string) error
+}
+
+// applianceWriter writes and sizes the catalogue's appliances
+// (realtpl.go), which the cluster keeps with their checksums.
+type applianceWriter interface {
+	writeAppliance(dst string, a Appliance, mtime time.Time) (int64, error)
+	applianceSize(a Appliance) (int64, error)
 }
 
 // volumePath is the directory (thin volumes) or file (dir storage content)
 // that holds a volume's data on the emulator's disk.
 func (sl *storageLayer) volumePath(node, storage, name string) string {
-	c := sl.c
-	node = c.st.homeNode(node, storage)
-	return filepath.Join(c.DataDir(), node, storage, filepath.FromSlash(name))
+	st := sl.state()
+	node = st.homeNode(node, storage)
+	return filepath.Join(sl.dataDir, node, storage, filepath.FromSlash(name))
 }
 
 // VolumePath is volumePath for tests and the guest layer: where volid's
 // data lives on node.
 func (sl *storageLayer) VolumePath(node, volid string) (string, error) {
-	c := sl.c
+	st := sl.state()
 	sid, name, ok := ParseVolID(volid)
 	if !ok {
 		return "", fmt.Errorf("unable to parse volume ID '%s'", volid)
 	}
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if c.st.Volumes[c.st.volKey(node, volid)] == nil {
+	sl.stateMu.RLock()
+	defer sl.stateMu.RUnlock()
+	if st.Volumes[st.volKey(node, volid)] == nil {
 		return "", fmt.Errorf("no such volume '%s'", volid)
 	}
-	return c.volumePath(node, sid, name), nil
+	return sl.volumePath(node, sid, name), nil
 }
 
 // nextDiskName is pve-storage's get_next_vm_diskname: the lowest free
@@ -63,8 +130,8 @@ func (st *State) nextDiskName(node, storage string, vmid int, prefix string) str
 // allocVolume creates a new image volume of size bytes for vmid and its
 // (empty, formatted) data directory. The storage must hold content ct.
 func (sl *storageLayer) allocVolumeLocked(node, sid string, vmid int, size int64, ct string) (*Volume, error) {
-	c := sl.c
-	s := c.st.storage(sid)
+	st := sl.state()
+	s := st.storage(sid)
 	if s == nil || !s.OnNode(node) {
 		return nil, Failf("storage '%s' does not exist\n", sid)
 	}
@@ -75,32 +142,53 @@ func (sl *storageLayer) allocVolumeLocked(node, sid string, vmid int, size int64
 	if s.Type == "dir" {
 		prefix = "subvol"
 	}
-	name := c.st.nextDiskName(node, sid, vmid, prefix)
-	v := &Volume{Node: c.st.homeNode(node, sid), Storage: sid, Name: name, Owner: vmid, Size: size, Format: "raw", Content: "images", Ctime: c.now().Unix()}
+	name := st.nextDiskName(node, sid, vmid, prefix)
+	v := &Volume{Node: st.homeNode(node, sid), Storage: sid, Name: name, Owner: vmid, Size: size, Format: "raw", Content: "images", Ctime: sl.clock().Unix()}
 	if s.Type == "dir" {
 		v.Format = "subvol"
 		v.Name = fmt.Sprintf("images/%d/%s", vmid, name)
 	}
-	if err := os.MkdirAll(c.volumePath(node, sid, v.Name), 0o755); err != nil {
+	if err := os.MkdirAll(sl.volumePath(node, sid, v.Name), 0o755); err != nil {
 		return nil, fmt.Errorf("allocate %s: %w", v.VolID(), err)
 	}
-	c.st.Volumes[c.st.volKey(node, v.VolID())] = v
-	c.markVolume(node, v.VolID())
+	st.Volumes[st.volKey(node, v.VolID())] = v
+	sl.journal.markVolume(node, v.VolID())
 	return v, nil
+}
+
+// addVolumeLocked records v, whose data the caller has made, as a volume
+// seen from node (a migration's copy, a backup archive).
+func (sl *storageLayer) addVolumeLocked(node string, v *Volume) {
+	st := sl.state()
+	st.Volumes[st.volKey(node, v.VolID())] = v
+	sl.journal.markVolume(node, v.VolID())
+}
+
+// renameVolumeLocked renames volume volid of node to newName, owned by
+// owner, once the caller has moved its data; it returns the new volid.
+func (sl *storageLayer) renameVolumeLocked(node, volid, newName string, owner int) string {
+	st := sl.state()
+	v := st.Volumes[st.volKey(node, volid)]
+	delete(st.Volumes, st.volKey(node, volid))
+	sl.journal.markVolume(node, volid)
+	v.Name, v.Owner = newName, owner
+	st.Volumes[st.volKey(node, v.VolID())] = v
+	sl.journal.markVolume(node, v.VolID())
+	return v.VolID()
 }
 
 // freeVolumeLocked is vdisk_free: drop the volume, its snapshots and data.
 func (sl *storageLayer) freeVolumeLocked(node, volid string) error {
-	c := sl.c
-	v := c.st.Volumes[c.st.volKey(node, volid)]
+	st := sl.state()
+	v := st.Volumes[st.volKey(node, volid)]
 	if v == nil {
 		return Failf("no such volume '%s'\n", volid)
 	}
-	delete(c.st.Volumes, c.st.volKey(node, volid))
-	c.markVolume(node, volid)
-	p := c.volumePath(node, v.Storage, v.Name)
+	delete(st.Volumes, st.volKey(node, volid))
+	sl.journal.markVolume(node, volid)
+	p := sl.volumePath(node, v.Storage, v.Name)
 	for _, snap := range v.Snapshots {
-		os.RemoveAll(c.snapshotPath(node, v, snap))
+		os.RemoveAll(sl.snapshotPath(node, v, snap))
 	}
 	if err := os.RemoveAll(p); err != nil {
 		return fmt.Errorf("free %s: %w", volid, err)
@@ -110,8 +198,8 @@ func (sl *storageLayer) freeVolumeLocked(node, volid string) error {
 
 // snapshotPath is where an LVM-thin snapshot LV snap_<vol>_<snap> keeps its data.
 func (sl *storageLayer) snapshotPath(node string, v *Volume, snap string) string {
-	c := sl.c
-	return filepath.Join(c.DataDir(), c.st.homeNode(node, v.Storage), v.Storage, "snap_"+v.Name+"_"+snap)
+	st := sl.state()
+	return filepath.Join(sl.dataDir, st.homeNode(node, v.Storage), v.Storage, "snap_"+v.Name+"_"+snap)
 }
 
 // StorageUsage is what /nodes/{node}/storage/{storage}/status reports.
@@ -124,27 +212,27 @@ type StorageUsage struct {
 
 // Storages lists the storages available on node with their usage.
 func (sl *storageLayer) Storages(node string) ([]StorageUsage, error) {
-	c := sl.c
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if c.st.node(node) == nil {
+	st := sl.state()
+	sl.stateMu.RLock()
+	defer sl.stateMu.RUnlock()
+	if st.node(node) == nil {
 		return nil, Failf("no such node '%s'\n", node)
 	}
 	var out []StorageUsage
-	for _, s := range c.st.Storages {
+	for _, s := range st.Storages {
 		if !s.OnNode(node) || s.Disable {
 			continue
 		}
-		out = append(out, c.usageLocked(node, s))
+		out = append(out, sl.usageLocked(node, s))
 	}
 	return out, nil
 }
 
 func (sl *storageLayer) usageLocked(node string, s *Storage) StorageUsage {
-	c := sl.c
+	st := sl.state()
 	u := StorageUsage{Storage: cloneStorage(s), Total: s.Total, Active: true}
-	for _, v := range c.st.Volumes {
-		if c.st.volOn(v, node) && v.Storage == s.ID {
+	for _, v := range st.Volumes {
+		if st.volOn(v, node) && v.Storage == s.ID {
 			u.Used += v.Size
 		}
 	}
@@ -153,17 +241,17 @@ func (sl *storageLayer) usageLocked(node string, s *Storage) StorageUsage {
 
 // StorageStatus is one storage's usage on node.
 func (sl *storageLayer) StorageStatus(node, sid string) (StorageUsage, error) {
-	c := sl.c
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	s := c.st.storage(sid)
-	if c.st.node(node) == nil {
+	st := sl.state()
+	sl.stateMu.RLock()
+	defer sl.stateMu.RUnlock()
+	s := st.storage(sid)
+	if st.node(node) == nil {
 		return StorageUsage{}, Failf("no such node '%s'\n", node)
 	}
 	if s == nil || !s.OnNode(node) {
 		return StorageUsage{}, Failf("storage '%s' does not exist\n", sid)
 	}
-	return c.usageLocked(node, s), nil
+	return sl.usageLocked(node, s), nil
 }
 
 func cloneStorage(s *Storage) *Storage {
@@ -175,10 +263,10 @@ func cloneStorage(s *Storage) *Storage {
 
 // StorageConfig returns a copy of the storage's config, or nil.
 func (sl *storageLayer) StorageConfig(sid string) *Storage {
-	c := sl.c
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if s := c.st.storage(sid); s != nil {
+	st := sl.state()
+	sl.stateMu.RLock()
+	defer sl.stateMu.RUnlock()
+	if s := st.storage(sid); s != nil {
 		return cloneStorage(s)
 	}
 	return nil
@@ -195,25 +283,25 @@ type ContentEntry struct {
 // Content lists a storage's volumes on node, optionally filtered by content
 // type and owner vmid (0 = all).
 func (sl *storageLayer) Content(node, sid, content string, vmid int) ([]ContentEntry, error) {
-	c := sl.c
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	s := c.st.storage(sid)
-	if c.st.node(node) == nil {
+	st := sl.state()
+	sl.stateMu.RLock()
+	defer sl.stateMu.RUnlock()
+	s := st.storage(sid)
+	if st.node(node) == nil {
 		return nil, Failf("no such node '%s'\n", node)
 	}
 	if s == nil || !s.OnNode(node) {
 		return nil, Failf("storage '%s' does not exist\n", sid)
 	}
 	var out []ContentEntry
-	for _, v := range c.st.Volumes {
-		if !c.st.volOn(v, node) || v.Storage != sid {
+	for _, v := range st.Volumes {
+		if !st.volOn(v, node) || v.Storage != sid {
 			continue
 		}
 		ct := v.Content
 		if ct == "images" || ct == "rootdir" {
 			ct = "images"
-			if g := c.st.Guests[v.Owner]; g != nil && (g.Node == node || s.Shared) {
+			if g := st.Guests[v.Owner]; g != nil && (g.Node == node || s.Shared) {
 				ct = "rootdir"
 			}
 		}
@@ -231,10 +319,10 @@ func (sl *storageLayer) Content(node, sid, content string, vmid int) ([]ContentE
 
 // VolumeInfo returns one volume.
 func (sl *storageLayer) VolumeInfo(node, volid string) (ContentEntry, error) {
-	c := sl.c
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	v := c.st.Volumes[c.st.volKey(node, volid)]
+	st := sl.state()
+	sl.stateMu.RLock()
+	defer sl.stateMu.RUnlock()
+	v := st.Volumes[st.volKey(node, volid)]
 	if v == nil {
 		return ContentEntry{}, Failf("no such volume '%s'\n", volid)
 	}

@@ -40,8 +40,8 @@ var applianceMTime = time.Date(2025, 6, 17, 0, 0, 0, 0, time.UTC)
 // storageCheckEnabledLocked is storage_check_enabled: the storage exists,
 // is not disabled and is available on node.
 func (sl *storageLayer) storageCheckEnabledLocked(sid, node string) (*Storage, error) {
-	c := sl.c
-	s := c.st.storage(sid)
+	st := sl.state()
+	s := st.storage(sid)
 	if s == nil {
 		return nil, Failf("storage '%s' does not exist\n", sid)
 	}
@@ -65,12 +65,12 @@ var (
 // volume name, its content type (images, iso, vztmpl, backup, …) and its
 // owner VMID (0 for none), with pve-storage's errors.
 func (sl *storageLayer) parseVolnameLocked(volid string) (s *Storage, name, vtype string, owner int, err error) {
-	c := sl.c
+	st := sl.state()
 	sid, name, ok := ParseVolID(volid)
 	if !ok {
 		return nil, "", "", 0, Failf("unable to parse volume ID '%s'\n", volid)
 	}
-	if s = c.st.storage(sid); s == nil {
+	if s = st.storage(sid); s == nil {
 		return nil, "", "", 0, Failf("storage '%s' does not exist\n", sid)
 	}
 	if s.LVMLike() {
@@ -102,10 +102,10 @@ func (sl *storageLayer) parseVolnameLocked(volid string) (s *Storage, name, vtyp
 // such that no volume of the storage is named <prefix>-<vmid>-disk-N,
 // whatever the prefix or suffix.
 func (sl *storageLayer) freeDiskNumberLocked(node, sid string, vmid int) int {
-	c := sl.c
+	st := sl.state()
 	used := map[int]bool{}
-	for _, v := range c.st.Volumes {
-		if !c.st.volOn(v, node) || v.Storage != sid {
+	for _, v := range st.Volumes {
+		if !st.volOn(v, node) || v.Storage != sid {
 			continue
 		}
 		if m := diskNumberRE.FindStringSubmatch(v.Name); m != nil && m[1] == strconv.Itoa(vmid) {
@@ -126,11 +126,11 @@ func (sl *storageLayer) freeDiskNumberLocked(node, sid string, vmid int) int {
 // prints. Unlike allocVolumeLocked it checks no content type, as
 // vdisk_alloc does not.
 func (sl *storageLayer) allocImageLocked(node string, s *Storage, vmid int, name, format string, size int64) (*Volume, []string, error) {
-	c := sl.c
+	st := sl.state()
 	if format == "" {
 		format = "raw"
 	}
-	v := &Volume{Node: c.st.homeNode(node, s.ID), Storage: s.ID, Owner: vmid, Size: size, Format: format, Content: "images", Ctime: c.now().Unix()}
+	v := &Volume{Node: st.homeNode(node, s.ID), Storage: s.ID, Owner: vmid, Size: size, Format: format, Content: "images", Ctime: sl.clock().Unix()}
 	var lines []string
 	switch s.Type {
 	case "lvmthin", "rbd":
@@ -141,12 +141,12 @@ func (sl *storageLayer) allocImageLocked(node string, s *Storage, vmid int, name
 			return nil, nil, Failf("illegal name '%s' - should be 'vm-%d-*'\n", name, vmid)
 		}
 		if name == "" {
-			name = fmt.Sprintf("vm-%d-disk-%d", vmid, c.freeDiskNumberLocked(node, s.ID, vmid))
+			name = fmt.Sprintf("vm-%d-disk-%d", vmid, sl.freeDiskNumberLocked(node, s.ID, vmid))
 		}
-		if c.st.Volumes[c.st.volKey(node, s.ID+":"+name)] != nil && s.Type == "rbd" {
+		if st.Volumes[st.volKey(node, s.ID+":"+name)] != nil && s.Type == "rbd" {
 			return nil, nil, Failf("rbd create '%s' error: rbd: create error: (17) File exists\n", name)
 		}
-		if c.st.Volumes[c.st.volKey(node, s.ID+":"+name)] != nil {
+		if st.Volumes[st.volKey(node, s.ID+":"+name)] != nil {
 			return nil, nil, Failf("lvcreate '%s/%s' error:   Logical Volume \"%s\" already exists in volume group \"%s\"\n", s.VGName, name, name, s.VGName)
 		}
 		v.Name = name
@@ -159,7 +159,7 @@ func (sl *storageLayer) allocImageLocked(node string, s *Storage, vmid int, name
 			if format == "subvol" {
 				prefix = "subvol"
 			}
-			name = fmt.Sprintf("%s-%d-disk-%d.%s", prefix, vmid, c.freeDiskNumberLocked(node, s.ID, vmid), format)
+			name = fmt.Sprintf("%s-%d-disk-%d.%s", prefix, vmid, sl.freeDiskNumberLocked(node, s.ID, vmid), format)
 		}
 		ext := ""
 		if i := strings.LastIndexByte(name, '.'); i > 0 && !strings.ContainsAny(name, "/ \t") {
@@ -175,7 +175,7 @@ func (sl *storageLayer) allocImageLocked(node string, s *Storage, vmid int, name
 		}
 		v.Name = fmt.Sprintf("%d/%s", vmid, name)
 		path := fmt.Sprintf("%s/images/%s", s.Path, v.Name)
-		if c.st.Volumes[c.st.volKey(node, v.VolID())] != nil {
+		if st.Volumes[st.volKey(node, v.VolID())] != nil {
 			return nil, nil, Failf("disk image '%s' already exists\n", path)
 		}
 		if format == "subvol" && size != 0 {
@@ -187,11 +187,11 @@ func (sl *storageLayer) allocImageLocked(node string, s *Storage, vmid int, name
 	default:
 		return nil, nil, Failf("storage type '%s' cannot hold images\n", s.Type)
 	}
-	if err := os.MkdirAll(c.volumePath(node, s.ID, v.Name), 0o755); err != nil {
+	if err := os.MkdirAll(sl.volumePath(node, s.ID, v.Name), 0o755); err != nil {
 		return nil, nil, fmt.Errorf("allocate %s: %w", v.VolID(), err)
 	}
-	c.st.Volumes[c.st.volKey(node, v.VolID())] = v
-	c.markVolume(node, v.VolID())
+	st.Volumes[st.volKey(node, v.VolID())] = v
+	sl.journal.markVolume(node, v.VolID())
 	return v, lines, nil
 }
 
@@ -206,10 +206,10 @@ var (
 // vm-<vmid>-disk-N. It returns the new volid. No content-type check:
 // vdisk_alloc has none.
 func (sl *storageLayer) AllocVolume(auth Auth, node, storage string, params map[string]string) (string, error) {
-	c := sl.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.checkNodeLocked(node); err != nil {
+	st := sl.state()
+	sl.stateMu.Lock()
+	defer sl.stateMu.Unlock()
+	if err := sl.nodes.checkNodeLocked(node); err != nil {
 		return "", err
 	}
 	sizeStr := params["size"]
@@ -231,22 +231,22 @@ func (sl *storageLayer) AllocVolume(auth Auth, node, storage string, params map[
 		}
 		format = e[1]
 	}
-	if c.st.storage(storage) == nil {
+	if st.storage(storage) == nil {
 		return "", Failf("storage '%s' does not exist\n", storage)
 	}
 	vmid, err := strconv.Atoi(params["vmid"])
 	if err != nil || vmid <= 0 {
 		return "", Failf("no VMID specified\n")
 	}
-	s, err := c.storageCheckEnabledLocked(storage, node)
+	s, err := sl.storageCheckEnabledLocked(storage, node)
 	if err != nil {
 		return "", err
 	}
-	v, _, err := c.allocImageLocked(node, s, vmid, name, format, size*kib)
+	v, _, err := sl.allocImageLocked(node, s, vmid, name, format, size*kib)
 	if err != nil {
 		return "", err
 	}
-	if err := c.saveLocked(); err != nil {
+	if err := sl.journal.saveLocked(); err != nil {
 		return "", err
 	}
 	return v.VolID(), nil
@@ -262,8 +262,7 @@ func (sl *storageLayer) AllocVolume(auth Auth, node, storage string, params map[
 // (seconds), it waits for the task and returns "" — PVE's null — if it
 // ended well within that time.
 func (sl *storageLayer) DeleteVolume(auth Auth, node, storage, volume string, params map[string]string) (string, error) {
-	c := sl.c
-	upid, err := c.startDeleteVolume(auth, node, storage, volume)
+	upid, err := sl.startDeleteVolume(auth, node, storage, volume)
 	if err != nil {
 		return "", err
 	}
@@ -271,9 +270,9 @@ func (sl *storageLayer) DeleteVolume(auth Auth, node, storage, volume string, pa
 	if delay <= 0 {
 		return upid, nil
 	}
-	ctx, cancel := context.WithTimeout(c.ctx, time.Duration(delay)*time.Second)
+	ctx, cancel := context.WithTimeout(sl.ctx, time.Duration(delay)*time.Second)
 	defer cancel()
-	t, err := c.WaitTask(ctx, node, upid)
+	t, err := sl.tasks.WaitTask(ctx, node, upid)
 	if err != nil || t.Status != "stopped" {
 		return upid, nil
 	}
@@ -284,10 +283,10 @@ func (sl *storageLayer) DeleteVolume(auth Auth, node, storage, volume string, pa
 }
 
 func (sl *storageLayer) startDeleteVolume(auth Auth, node, storage, volume string) (string, error) {
-	c := sl.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.checkNodeLocked(node); err != nil {
+	st := sl.state()
+	sl.stateMu.Lock()
+	defer sl.stateMu.Unlock()
+	if err := sl.nodes.checkNodeLocked(node); err != nil {
 		return "", err
 	}
 	volid := storage + ":" + volume
@@ -301,19 +300,19 @@ func (sl *storageLayer) startDeleteVolume(auth Auth, node, storage, volume strin
 		}
 		volid, storage = volume, sid
 	}
-	_, _, vtype, owner, err := c.parseVolnameLocked(volid)
+	_, _, vtype, owner, err := sl.parseVolnameLocked(volid)
 	if err != nil {
 		return "", err
 	}
 	if !auth.IsRoot() {
 		if vtype == "backup" && owner != 0 {
-			if err := c.st.Access.Check(auth, "/storage/"+storage, []string{"Datastore.AllocateSpace"}, false); err != nil {
+			if err := st.Access.Check(auth, "/storage/"+storage, []string{"Datastore.AllocateSpace"}, false); err != nil {
 				return "", err
 			}
-			if err := c.st.Access.Check(auth, fmt.Sprintf("/vms/%d", owner), []string{"VM.Backup"}, false); err != nil {
+			if err := st.Access.Check(auth, fmt.Sprintf("/vms/%d", owner), []string{"VM.Backup"}, false); err != nil {
 				return "", err
 			}
-		} else if err := c.st.Access.Check(auth, "/storage/"+storage, []string{"Datastore.Allocate"}, false); err != nil {
+		} else if err := st.Access.Check(auth, "/storage/"+storage, []string{"Datastore.Allocate"}, false); err != nil {
 			return "", err
 		}
 	}
@@ -321,12 +320,12 @@ func (sl *storageLayer) startDeleteVolume(auth Auth, node, storage, volume strin
 	if owner != 0 {
 		id = fmt.Sprintf("%d@%s", owner, storage)
 	}
-	return c.spawn(auth, node, "imgdel", id, func(w *Worker) error {
+	return sl.tasks.spawn(auth, node, "imgdel", id, func(w *Worker) error {
 		if err := w.Phase("imgdel", 1); err != nil {
 			return err
 		}
 		return w.Do(func(st *State) error {
-			if err := c.freeImageLocked(w, node, volid); err != nil {
+			if err := sl.freeImageLocked(w, node, volid); err != nil {
 				return err
 			}
 			w.logLocked("Removed volume '%s'", volid)
@@ -338,18 +337,18 @@ func (sl *storageLayer) startDeleteVolume(auth Auth, node, storage, volume strin
 // freeImageLocked is vdisk_free for DELETE content, with what lvremove
 // prints. A missing LV is no error; a missing file is only warned about.
 func (sl *storageLayer) freeImageLocked(w *Worker, node, volid string) error {
-	c := sl.c
-	s, name, _, _, err := c.parseVolnameLocked(volid)
+	st := sl.state()
+	s, name, _, _, err := sl.parseVolnameLocked(volid)
 	if err != nil {
 		return err
 	}
-	if _, err := c.storageCheckEnabledLocked(s.ID, node); err != nil {
+	if _, err := sl.storageCheckEnabledLocked(s.ID, node); err != nil {
 		return err
 	}
-	v := c.st.Volumes[c.st.volKey(node, volid)]
+	v := st.Volumes[st.volKey(node, volid)]
 	if v == nil {
 		if s.DirLike() {
-			w.logLocked("disk image '%s' does not exist", c.hostPath(s, name))
+			w.logLocked("disk image '%s' does not exist", sl.hostPath(s, name))
 		}
 		return nil
 	}
@@ -358,7 +357,7 @@ func (sl *storageLayer) freeImageLocked(w *Worker, node, volid string) error {
 	}
 	if s.Type == "lvmthin" {
 		lv := s.VGName + "/" + name
-		if c.volumeMountedLocked(node, volid) {
+		if sl.volumeMountedLocked(node, volid) {
 			return Failf("lvremove '%s' error:   Logical volume %s in use.\n", lv, lv)
 		}
 		for _, snap := range v.Snapshots {
@@ -369,14 +368,14 @@ func (sl *storageLayer) freeImageLocked(w *Worker, node, volid string) error {
 	if s.Type == "rbd" {
 		w.logLocked("Removing image: 100%% complete...done.")
 	}
-	return c.freeVolumeLocked(node, volid)
+	return sl.freeVolumeLocked(node, volid)
 }
 
 // volumeMountedLocked reports whether a running CT on node has volid as
 // its rootfs or an mpN, i.e. holds the LV open.
 func (sl *storageLayer) volumeMountedLocked(node, volid string) bool {
-	c := sl.c
-	for _, g := range c.st.Guests {
+	st := sl.state()
+	for _, g := range st.Guests {
 		if g.Node == node && g.Running && volumeInUse(&Guest{Config: g.Config}, volid, false, false) {
 			return true
 		}
@@ -412,10 +411,9 @@ func (sl *storageLayer) Aplinfo(node string) []Appliance {
 // <storage>:vztmpl/<template>. An unknown template is a 400
 // {template: "no such template"}; the storage must allow vztmpl.
 func (sl *storageLayer) DownloadAppliance(auth Auth, node string, params map[string]string) (string, error) {
-	c := sl.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.checkNodeLocked(node); err != nil {
+	sl.stateMu.Lock()
+	defer sl.stateMu.Unlock()
+	if err := sl.nodes.checkNodeLocked(node); err != nil {
 		return "", err
 	}
 	tmpl := params["template"]
@@ -423,7 +421,7 @@ func (sl *storageLayer) DownloadAppliance(auth Auth, node string, params map[str
 	if !ok {
 		return "", ParamError(map[string]string{"template": "no such template"})
 	}
-	s, err := c.storageCheckEnabledLocked(params["storage"], node)
+	s, err := sl.storageCheckEnabledLocked(params["storage"], node)
 	if err != nil {
 		return "", err
 	}
@@ -431,7 +429,7 @@ func (sl *storageLayer) DownloadAppliance(auth Auth, node string, params map[str
 		return "", Failf("storage '%s' does not support templates\n", s.ID)
 	}
 	d := download{node: node, storage: s.ID, content: "vztmpl", file: tmpl, url: a.URL(), hashRequired: true, algorithm: "sha512"}
-	return c.spawn(auth, node, "download", tmpl, func(w *Worker) error { return c.downloadTask(w, d) }), nil
+	return sl.tasks.spawn(auth, node, "download", tmpl, func(w *Worker) error { return sl.downloadTask(w, d) }), nil
 }
 
 var (
@@ -450,13 +448,12 @@ var (
 // the node) is the HTTP layer's. Only a catalogue URL downloads; any
 // other fails in the task as wget would without a network.
 func (sl *storageLayer) DownloadURL(auth Auth, node, storage string, params map[string]string) (string, error) {
-	c := sl.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.checkNodeLocked(node); err != nil {
+	sl.stateMu.Lock()
+	defer sl.stateMu.Unlock()
+	if err := sl.nodes.checkNodeLocked(node); err != nil {
 		return "", err
 	}
-	s, err := c.storageCheckEnabledLocked(storage, node)
+	s, err := sl.storageCheckEnabledLocked(storage, node)
 	if err != nil {
 		return "", err
 	}
@@ -487,7 +484,7 @@ func (sl *storageLayer) DownloadURL(auth Auth, node, storage string, params map[
 	if sum := params["checksum"]; sum != "" {
 		d.checksum, d.algorithm, d.hashRequired = strings.ToLower(sum), params["checksum-algorithm"], true
 	}
-	return c.spawn(auth, node, "download", encodeText(file), func(w *Worker) error { return c.downloadTask(w, d) }), nil
+	return sl.tasks.spawn(auth, node, "download", encodeText(file), func(w *Worker) error { return sl.downloadTask(w, d) }), nil
 }
 
 // normalizeFilename is normalize_content_filename: the base name with
@@ -526,7 +523,6 @@ type download struct {
 // as PVE and wget do, refuses to overwrite an existing file unless its
 // checksum is the expected one, and registers the new volume.
 func (sl *storageLayer) downloadTask(w *Worker, d download) error {
-	c := sl.c
 	if d.compression != "" && d.content != "iso" {
 		return Failf("decompression not supported for %s\n", d.content)
 	}
@@ -536,7 +532,7 @@ func (sl *storageLayer) downloadTask(w *Worker, d download) error {
 	var exists bool
 	err := w.Do(func(st *State) error {
 		s := st.storage(d.storage)
-		dest, hostDest = c.volumePath(d.node, d.storage, name), c.hostPath(s, name)
+		dest, hostDest = sl.volumePath(d.node, d.storage, name), sl.hostPath(s, name)
 		exists = st.Volumes[st.volKey(d.node, volid)] != nil
 		return nil
 	})
@@ -548,14 +544,14 @@ func (sl *storageLayer) downloadTask(w *Worker, d download) error {
 	if exists {
 		return sl.keepExisting(w, d, dest, hostDest, a, fromCatalogue)
 	}
-	ts := c.now().Format("2006-01-02 15:04:05")
+	ts := sl.clock().Format("2006-01-02 15:04:05")
 	w.Log("--%s--  %s", ts, d.url)
 	if !fromCatalogue {
-		return c.failDownload(w, d.url, ts)
+		return sl.failDownload(w, d.url, ts)
 	}
 	tmp := fmt.Sprintf("%s.tmp_dwnl.%d", dest, w.t.PID)
 	hostTmp := fmt.Sprintf("%s.tmp_dwnl.%d", hostDest, w.t.PID)
-	size, err := c.writeAppliance(tmp, a, applianceMTime)
+	size, err := sl.appliances.writeAppliance(tmp, a, applianceMTime)
 	if err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("download %s: %w", d.url, err)
@@ -567,7 +563,7 @@ func (sl *storageLayer) downloadTask(w *Worker, d download) error {
 		os.Remove(tmp)
 		return err
 	}
-	w.Log("%s - '%s' saved [%d/%d]", c.now().Format("2006-01-02 15:04:05"), hostTmp, size, size)
+	w.Log("%s - '%s' saved [%d/%d]", sl.clock().Format("2006-01-02 15:04:05"), hostTmp, size, size)
 	if d.hashRequired {
 		if err := verifyDownload(w, d, tmp, a); err != nil {
 			os.Remove(tmp)
@@ -579,8 +575,8 @@ func (sl *storageLayer) downloadTask(w *Worker, d download) error {
 			return Failf("unable to rename temporary file: %s\n", err)
 		}
 		st.Volumes[st.volKey(d.node, volid)] = &Volume{Node: st.homeNode(d.node, d.storage), Storage: d.storage, Name: name, Size: size,
-			Format: contentFormat(d.content, d.file), Content: d.content, Ctime: c.now().Unix()}
-		c.markVolume(d.node, volid)
+			Format: contentFormat(d.content, d.file), Content: d.content, Ctime: sl.clock().Unix()}
+		sl.journal.markVolume(d.node, volid)
 		return nil
 	})
 	if err != nil {
@@ -597,7 +593,7 @@ func (sl *storageLayer) keepExisting(w *Worker, d download, dest, hostDest strin
 	if !d.hashRequired {
 		return Failf("refusing to override existing file '%s'\n", hostDest)
 	}
-	ok, got, err := sl.c.existingMatches(dest, a, fromCatalogue, d)
+	ok, got, err := sl.existingMatches(dest, a, fromCatalogue, d)
 	if err != nil {
 		return err
 	}
@@ -662,15 +658,14 @@ func (sl *storageLayer) failDownload(w *Worker, rawURL, ts string) error {
 // every other host cannot be resolved, as on a node without DNS. A
 // response other than 200 is PVE's 500 "invalid server response".
 func (sl *storageLayer) URLMetadata(node, rawURL string) (map[string]any, error) {
-	c := sl.c
-	if err := c.CheckNode(node); err != nil {
+	if err := sl.nodes.CheckNode(node); err != nil {
 		return nil, err
 	}
 	a, ok := catalogueByURL(rawURL)
 	if !ok {
 		return nil, Failf("invalid server response: '%s'\n", headFailure(rawURL))
 	}
-	size, err := c.applianceSize(a)
+	size, err := sl.appliances.applianceSize(a)
 	if err != nil {
 		return nil, err
 	}
@@ -711,7 +706,6 @@ func catalogueByURL(u string) (Appliance, bool) {
 // the datacenter was created with counts as the same download). got is
 // the existing file's checksum.
 func (sl *storageLayer) existingMatches(path string, a Appliance, fromCatalogue bool, d download) (ok bool, got string, err error) {
-	c := sl.c
 	got, err = fileChecksum(path, d.algorithm)
 	if err != nil {
 		return false, "", err
@@ -722,8 +716,8 @@ func (sl *storageLayer) existingMatches(path string, a Appliance, fromCatalogue 
 	if !fromCatalogue {
 		return false, got, nil
 	}
-	if c.opts.RealTemplate != "" && a.Template == RealTemplateName {
-		want, err := fileChecksum(c.opts.RealTemplate, d.algorithm)
+	if sl.realTemplate != "" && a.Template == RealTemplateName {
+		want, err := fileChecksum(sl.realTemplate, d.algorithm)
 		return err == nil && want == got, got, err
 	}
 	same, err := sameTemplateFiles(path, a)

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -180,35 +182,59 @@ type TaskHook func(typ, id string) error
 
 // taskRunner runs the cluster's workers and answers for its task list:
 // fork_worker (spawn), a task's end (finish), the list, the waits and
-// the task durations. The list itself is part of the State (it is saved
-// with it) under the Cluster's lock, so a taskRunner works through its
-// Cluster; what only the workers need is here. Cluster embeds it, so its
-// methods are the Cluster's (c.spawn, c.Task).
+// the task durations. It alone writes the State's Tasks and NextPID. The
+// list stays in the State (it is saved with it), under the one lock the
+// parts share; the runner reaches the rest of the cluster only through
+// the fields below. Cluster embeds it, so its methods are the Cluster's
+// (c.spawn, c.Task).
 type taskRunner struct {
-	c    *Cluster
-	hook TaskHook // SetTaskHook; c.mu
+	// stateMu guards the State; state is the State (nil until loaded).
+	stateMu *stateMutex
+	state   func() *State
+	clock   func() time.Time
+	// durations and timeScale are Options.Durations and TimeScale.
+	durations map[string]time.Duration
+	timeScale float64
+	// ctx is the cluster's life (a worker's too); wg counts the workers
+	// for Close.
+	ctx     context.Context
+	wg      *sync.WaitGroup
+	log     *slog.Logger
+	journal taskJournal
+	// cluster is handed to each Worker: a task's steps act on every
+	// part (its guest, volumes, locks), so a Worker holds the Cluster.
+	// The runner itself never calls through it.
+	cluster *Cluster
+	hook    TaskHook // SetTaskHook; stateMu
+}
+
+// taskJournal is what taskRunner needs of persistence: to mark a task
+// changed and to save.
+type taskJournal interface {
+	markTask(t *Task)
+	saveLocked() error
 }
 
 // SetTaskHook installs h (nil removes it).
 func (r *taskRunner) SetTaskHook(h TaskHook) {
-	r.c.mu.Lock()
+	r.stateMu.Lock()
 	r.hook = h
-	r.c.mu.Unlock()
+	r.stateMu.Unlock()
 }
 
 // duration is how long a task of type typ runs at the cluster's time
 // scale.
 func (r *taskRunner) duration(typ string) time.Duration {
-	d, ok := r.c.opts.Durations[typ]
+	d, ok := r.durations[typ]
 	if !ok {
 		d = defaultDurations[typ]
 	}
-	return time.Duration(float64(d) * r.c.opts.TimeScale)
+	return time.Duration(float64(d) * r.timeScale)
 }
 
 // unscaledDuration is the task type's duration at time scale 1.
 func (r *taskRunner) unscaledDuration(typ string) time.Duration {
-	if d, ok := r.c.opts.Durations[typ]; ok {
+	if d, ok := r.durations[typ]; ok {
 		return d
 	}
 	return defaultDurations[typ]
@@ -216,40 +242,39 @@ func (r *taskRunner) unscaledDuration(typ string) time.Duration {
 
 // scale applies the cluster's time scale to d.
 func (r *taskRunner) scale(d time.Duration) time.Duration {
-	return time.Duration(float64(d) * r.c.opts.TimeScale)
+	return time.Duration(float64(d) * r.timeScale)
 }
 
 // spawn registers a task and runs fn in a worker goroutine. c.mu must be
 // held by the caller (the synchronous part of the API call); the UPID is
 // returned at once, as fork_worker does.
 func (r *taskRunner) spawn(auth Auth, node, typ, id string, fn func(w *Worker) error) string {
-	c := r.c
-	now := c.now()
-	c.st.NextPID++
-	pid := 100000 + c.st.NextPID
+	now := r.clock()
+	pid := r.nextPIDLocked()
 	user, token := auth.UserID, ""
 	if auth.TokenID != "" {
 		_, token, _ = strings.Cut(auth.TokenID, "!")
 	}
 	t := &Task{
 		Node: node, Type: typ, ID: id, User: user, TokenID: token,
-		PID: pid, PStart: int(now.Unix()%100000000) + c.st.NextPID, StartTime: now.Unix(),
+		PID: pid, PStart: int(now.Unix()%100000000) + pid - pidBase, StartTime: now.Unix(),
 		Status: "running", listed: true, BeganNS: time.Now().UnixNano(),
 	}
 	t.UPID = FormatUPID(node, t.PID, t.PStart, t.StartTime, typ, id, auth.ID())
-	c.st.Tasks = append(c.st.Tasks, t)
-	if len(c.st.Tasks) > maxTasks {
-		for _, old := range c.st.Tasks[:len(c.st.Tasks)-maxTasks] {
+	st := r.state()
+	st.Tasks = append(st.Tasks, t)
+	if len(st.Tasks) > maxTasks {
+		for _, old := range st.Tasks[:len(st.Tasks)-maxTasks] {
 			old.listed = false
 		}
-		c.st.Tasks = slices.Delete(c.st.Tasks, 0, len(c.st.Tasks)-maxTasks)
+		st.Tasks = slices.Delete(st.Tasks, 0, len(st.Tasks)-maxTasks)
 	}
-	c.markTask(t)
+	r.journal.markTask(t)
 	hook := r.hook
-	w := &Worker{c: c, t: t, ctx: c.ctx}
-	c.wg.Add(1)
+	w := &Worker{c: r.cluster, t: t, ctx: r.ctx}
+	r.wg.Add(1)
 	go func() {
-		defer c.wg.Done()
+		defer r.wg.Done()
 		start := time.Now()
 		var err error
 		if hook != nil {
@@ -275,17 +300,27 @@ func runWorker(w *Worker, fn func(w *Worker) error) (err error) {
 	return fn(w)
 }
 
+// pidBase is the first of the emulator's process ids.
+const pidBase = 100000
+
+// nextPIDLocked is a new process id, for a task's worker or a started
+// CT's init (stateMu held for writing).
+func (r *taskRunner) nextPIDLocked() int {
+	st := r.state()
+	st.NextPID++
+	return pidBase + st.NextPID
+}
+
 // finish records the task's end: exitstatus OK, WARNINGS: n, or the error
 // text, and the closing TASK line (pve-common PVE::UPID read_status).
 func (r *taskRunner) finish(t *Task, err error, busy time.Duration) {
-	c := r.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.markTask(t)
+	r.stateMu.Lock()
+	defer r.stateMu.Unlock()
+	r.journal.markTask(t)
 	t.Status = "stopped"
 	t.Busy = busy
 	t.EndedNS = time.Now().UnixNano()
-	t.EndTime = c.now().Unix()
+	t.EndTime = r.clock().Unix()
 	switch {
 	case err != nil:
 		msg := TaskMessage(err)
@@ -298,8 +333,8 @@ func (r *taskRunner) finish(t *Task, err error, busy time.Duration) {
 		t.ExitStatus = "OK"
 		t.Log = append(t.Log, "TASK OK")
 	}
-	if serr := c.saveLocked(); serr != nil {
-		c.log.Error("save state after task", "upid", t.UPID, "err", serr)
+	if serr := r.journal.saveLocked(); serr != nil {
+		r.log.Error("save state after task", "upid", t.UPID, "err", serr)
 	}
 }
 
@@ -319,11 +354,11 @@ func (r *taskRunner) recoverTasks(st *State) {
 // Task returns a copy of the task, or an error as GET .../status gives
 // for an unknown one (400 {upid: "no such task"}).
 func (r *taskRunner) Task(node, upid string) (Task, error) {
-	c := r.c
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	for i := len(c.st.Tasks) - 1; i >= 0; i-- {
-		t := c.st.Tasks[i]
+	st := r.state()
+	r.stateMu.RLock()
+	defer r.stateMu.RUnlock()
+	for i := len(st.Tasks) - 1; i >= 0; i-- {
+		t := st.Tasks[i]
 		if t.UPID == upid && t.Node == node {
 			cp := *t
 			cp.Log = slices.Clone(t.Log)
@@ -335,12 +370,12 @@ func (r *taskRunner) Task(node, upid string) (Task, error) {
 
 // Tasks returns copies of the node's tasks, newest first, without logs.
 func (r *taskRunner) Tasks(node string) []Task {
-	c := r.c
-	c.mu.RLock()
-	defer c.mu.RUnlock()
+	st := r.state()
+	r.stateMu.RLock()
+	defer r.stateMu.RUnlock()
 	var out []Task
-	for i := len(c.st.Tasks) - 1; i >= 0; i-- {
-		t := c.st.Tasks[i]
+	for i := len(st.Tasks) - 1; i >= 0; i-- {
+		t := st.Tasks[i]
 		if node != "" && t.Node != node {
 			continue
 		}

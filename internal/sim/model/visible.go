@@ -10,10 +10,10 @@ import "strings"
 // own holds what its siblings without entries hold, since only the
 // entries on a path and its ancestors count.
 func (cv *clusterView) Visible(auth Auth, paths []string, priv string) []bool {
-	c := cv.c
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	a := c.st.Access
+	st := cv.state()
+	cv.stateMu.RLock()
+	defer cv.stateMu.RUnlock()
+	a := st.Access
 	id := auth.ID()
 	own := map[string]bool{} // normalized paths that carry ACL entries
 	for _, e := range a.ACL {

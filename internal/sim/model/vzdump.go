@@ -314,7 +314,7 @@ func (vz *vzdump) vzdumpTask(w *Worker, job vzdumpJob) error {
 		if !s.HasContent("backup") {
 			return Failf("could not get storage information for '%s': can't use storage '%s' for backups - wrong content type\n", job.storage, job.storage)
 		}
-		if _, err := c.storageCheckEnabledLocked(job.storage, job.node); err != nil {
+		if _, err := c.storage.storageCheckEnabledLocked(job.storage, job.node); err != nil {
 			return err
 		}
 		dumpdir = s.Path + "/dump"
@@ -554,7 +554,7 @@ func (b *guestBackup) prepare() (snapOK bool, err error) {
 			}
 			w.logLocked("INFO: including mount point %s ('%s') in backup", key, mount)
 			sid, name, _ := ParseVolID(mp.Volume())
-			b.disks = append(b.disks, vzdumpDisk{key: key, mp: mount, volid: mp.Volume(), dir: b.c.volumePath(b.job.node, sid, name), ids: b.c.ctIDMap(g.Config)})
+			b.disks = append(b.disks, vzdumpDisk{key: key, mp: mount, volid: mp.Volume(), dir: b.c.storage.volumePath(b.job.node, sid, name), ids: b.c.ctIDMap(g.Config)})
 			if s := st.storage(sid); s == nil || !s.CanSnapshot() {
 				snapOK = false
 			}
@@ -621,7 +621,7 @@ func (b *guestBackup) quiesce() error {
 		err = b.w.Do(func(st *State) error {
 			for i := range b.disks {
 				if v := st.Volumes[st.volKey(b.job.node, b.disks[i].volid)]; v != nil {
-					b.disks[i].dir = b.c.snapshotPath(b.job.node, v, "vzdump")
+					b.disks[i].dir = b.c.storage.snapshotPath(b.job.node, v, "vzdump")
 				}
 			}
 			return nil
@@ -644,7 +644,7 @@ func (b *guestBackup) writeArchive() (dst string, size int64, err error) {
 
 	hostArchive := b.dumpdir + "/" + b.archive
 	b.info("creating vzdump archive '%s'", hostArchive)
-	dst = b.c.volumePath(b.job.node, b.job.storage, "backup/"+b.archive)
+	dst = b.c.storage.volumePath(b.job.node, b.job.storage, "backup/"+b.archive)
 	start := time.Now()
 	written, size, err := writeBackupArchive(dst, pct.String(), b.disks, b.job.compress)
 	if err != nil {
@@ -681,15 +681,14 @@ func (b *guestBackup) register(dst string, size int64) error {
 	}
 	if job.protect {
 		b.info("marking backup as protected")
-		if err := os.WriteFile(b.c.volumePath(job.node, job.storage, "backup/"+b.basename+".protected"), nil, 0o644); err != nil {
+		if err := os.WriteFile(b.c.storage.volumePath(job.node, job.storage, "backup/"+b.basename+".protected"), nil, 0o644); err != nil {
 			return Failf("unable to set protected flag - %s\n", err)
 		}
 	}
 	return b.w.Do(func(st *State) error {
-		st.Volumes[st.volKey(job.node, b.volid)] = &Volume{Node: st.homeNode(job.node, job.storage), Storage: job.storage, Name: "backup/" + b.archive,
+		b.c.storage.addVolumeLocked(job.node, &Volume{Node: st.homeNode(job.node, job.storage), Storage: job.storage, Name: "backup/" + b.archive,
 			Owner: b.vmid, Size: size, Format: strings.TrimPrefix(b.ext, "."), Content: "backup", Ctime: b.began.Unix(),
-			Notes: notes, Protected: job.protect}
-		b.c.markVolume(job.node, b.volid)
+			Notes: notes, Protected: job.protect})
 		if job.remove {
 			b.c.vzdumpPruneLocked(b.w, job, b.vmid)
 		}
@@ -746,7 +745,7 @@ func (b *guestBackup) report(err error) {
 	elapsed := b.c.now().Sub(b.began)
 	if err != nil {
 		if b.archive != "" {
-			os.Remove(b.c.volumePath(b.job.node, b.job.storage, "backup/"+b.archive))
+			os.Remove(b.c.storage.volumePath(b.job.node, b.job.storage, "backup/"+b.archive))
 		}
 		b.w.Log("ERROR: Backup of VM %d failed - %s", b.vmid, strings.TrimRight(TaskMessage(err), "\n"))
 		b.info("Failed at %s", b.c.now().Format("2006-01-02 15:04:05"))
@@ -757,7 +756,7 @@ func (b *guestBackup) report(err error) {
 	if b.basename != "" && err == nil {
 		// The guest's part of the task log goes beside the archive.
 		lines := b.w.logSnapshot()[b.firstLine:]
-		os.WriteFile(b.c.volumePath(b.job.node, b.job.storage, "backup/"+b.basename+".log"), []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+		os.WriteFile(b.c.storage.volumePath(b.job.node, b.job.storage, "backup/"+b.basename+".log"), []byte(strings.Join(lines, "\n")+"\n"), 0o644)
 	}
 }
 
@@ -837,12 +836,12 @@ func (vz *vzdump) vzdumpPruneLocked(w *Worker, job vzdumpJob, vmid int) {
 // removeBackupLocked is archive_remove: the archive with its notes and log.
 func (vz *vzdump) removeBackupLocked(node string, v *Volume) {
 	c := vz.c
-	p := c.volumePath(node, v.Storage, v.Name)
+	p := c.storage.volumePath(node, v.Storage, v.Name)
 	os.Remove(p + ".notes")
 	base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(p, ".zst"), ".gz"), ".lzo"), ".tar")
 	os.Remove(base + ".log")
 	os.Remove(base + ".protected")
-	c.freeVolumeLocked(node, v.VolID())
+	c.storage.freeVolumeLocked(node, v.VolID())
 }
 
 // pruneMark is prune_mark_backup_group: protected backups stay, then each
@@ -1267,7 +1266,7 @@ func (vz *vzdump) ExtractConfig(auth Auth, node, volume string) (string, error) 
 		return "", err
 	}
 	sid, name, _ := ParseVolID(volume)
-	_, _, vtype, owner, err := c.parseVolnameLocked(volume)
+	_, _, vtype, owner, err := c.storage.parseVolnameLocked(volume)
 	if err != nil {
 		c.mu.Unlock()
 		return "", err
@@ -1277,8 +1276,8 @@ func (vz *vzdump) ExtractConfig(auth Auth, node, volume string) (string, error) 
 		return "", err
 	}
 	s := c.st.storage(sid)
-	p := c.volumePath(node, sid, name)
-	host := c.hostPath(s, name)
+	p := c.storage.volumePath(node, sid, name)
+	host := c.storage.hostPath(s, name)
 	exists := c.st.Volumes[c.st.volKey(node, volume)] != nil
 	c.mu.Unlock()
 	if vtype != "backup" {

@@ -130,7 +130,7 @@ func TestCluster_Vzdump_snapshotMode(t *testing.T) {
 	if b.Format != "tar.zst" || b.Owner != 101 || b.Size <= 0 || b.Notes != "app (101)\nby corral" || b.Protected {
 		t.Errorf("backup entry = %+v", b.Volume)
 	}
-	path := k.c.volumePath("pve", "local", b.Name)
+	path := k.c.storage.volumePath("pve", "local", b.Name)
 	if notes, err := os.ReadFile(path + ".notes"); err != nil || string(notes) != b.Notes {
 		t.Errorf("notes file = %q, %v", notes, err)
 	}
@@ -202,7 +202,7 @@ func TestCluster_Vzdump_stopMode(t *testing.T) {
 		t.Errorf("after stop-mode backup: running %v pid %d (was %d) lock %q", g.Running, g.PID, pid, g.Lock())
 	}
 	b := onlyBackup(k, 101)
-	if entries := archiveEntries(t, k.c.volumePath("pve", "local", b.Name)); entries["./data/db/row.txt"] != "sentinel row\n" {
+	if entries := archiveEntries(t, k.c.storage.volumePath("pve", "local", b.Name)); entries["./data/db/row.txt"] != "sentinel row\n" {
 		t.Error("stop-mode archive lacks the mp0 data")
 	}
 	// A stopped CT is always backed up in stop mode, and stays stopped.
@@ -352,7 +352,7 @@ func TestCluster_Vzdump_prune(t *testing.T) {
 	if !slices.Equal(got, names[1:]) {
 		t.Errorf("kept %v, want %v", got, names[1:])
 	}
-	if _, err := os.Stat(k.c.volumePath("pve", "local", strings.TrimPrefix(names[0], "local:"))); !os.IsNotExist(err) {
+	if _, err := os.Stat(k.c.storage.volumePath("pve", "local", strings.TrimPrefix(names[0], "local:"))); !os.IsNotExist(err) {
 		t.Errorf("pruned archive still on disk: %v", err)
 	}
 	onlyBackup(k, 102) // another guest's backups are never pruned
@@ -400,7 +400,7 @@ func TestCluster_Vzdump_suspendFallback(t *testing.T) {
 		t.Errorf("rootfs inclusion logged %d times, want 2", names)
 	}
 	b := onlyBackup(k, 103)
-	if entries := archiveEntries(t, k.c.volumePath("pve", "local", b.Name)); entries["./root/on-dir.txt"] != "dir rootfs\n" {
+	if entries := archiveEntries(t, k.c.storage.volumePath("pve", "local", b.Name)); entries["./root/on-dir.txt"] != "dir rootfs\n" {
 		t.Errorf("archive of a dir-storage CT lacks its file")
 	}
 }
@@ -414,7 +414,7 @@ func dirCT(k *opsKit, vmid int, running bool) string {
 		k.c.st.Storages = append(k.c.st.Storages, &Storage{ID: "vzdir", Type: "dir", Content: []string{"rootdir", "images"}, Path: "/mnt/vzdir", Total: 10 * gib})
 		k.c.markCore()
 	}
-	v, err := k.c.allocVolumeLocked("pve", "vzdir", vmid, 0, "rootdir")
+	v, err := k.c.storage.allocVolumeLocked("pve", "vzdir", vmid, 0, "rootdir")
 	k.c.mu.Unlock()
 	if err != nil {
 		k.t.Fatal(err)
@@ -499,7 +499,7 @@ func TestCluster_Vzdump_compression(t *testing.T) {
 			if !strings.HasSuffix(b.Name, tc.suffix) || b.Format != strings.TrimPrefix(tc.suffix, ".") {
 				t.Fatalf("archive %s format %s", b.Name, b.Format)
 			}
-			data, err := os.ReadFile(k.c.volumePath("pve", "local", b.Name))
+			data, err := os.ReadFile(k.c.storage.volumePath("pve", "local", b.Name))
 			if err != nil || !bytesHasPrefix(data, tc.magic) {
 				t.Fatalf("archive starts % x, want % x (%v)", data[:min(4, len(data))], tc.magic, err)
 			}

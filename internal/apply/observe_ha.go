@@ -1,0 +1,87 @@
+package apply
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"slices"
+
+	"github.com/corralhq/corral/internal/plan"
+	"github.com/corralhq/corral/internal/pve"
+)
+
+// observeHA reads the cluster's HA resources and, on PVE 9, its rules,
+// and gives each app container its resource (plan.CT.HA). A token that
+// may not read them (Sys.Audit on /) is no error: the plan refuses only
+// the apps that ask for ha:, saying why (plan.Observed.HAUnread).
+func observeHA(ctx context.Context, c *pve.Client, obs *plan.Observed) error {
+	list, err := c.HAResources(ctx)
+	if pve.IsPermission(err) {
+		obs.HAUnread = err.Error()
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	rules, err := c.HARules(ctx)
+	var apiErr *pve.APIError
+	switch {
+	case errors.As(err, &apiErr) && apiErr.Status == http.StatusNotImplemented:
+		// PVE 8: groups, no rules.
+	case pve.IsPermission(err):
+		obs.HAUnread = err.Error()
+		return nil
+	case err != nil:
+		return err
+	default:
+		obs.HARules = true
+	}
+	obs.HARuleSet = map[string]plan.HARule{}
+	for _, r := range rules {
+		obs.HARuleSet[r.Rule] = plan.HARule{Name: r.Rule, Type: r.Type, Resources: r.ResourceList(), Digest: r.Digest}
+	}
+	byVMID := map[int]*plan.HAResource{}
+	for _, r := range list {
+		if r.Type != "ct" {
+			continue
+		}
+		byVMID[r.VMID()] = haResource(r, obs.HARuleSet)
+	}
+	for _, cts := range obs.Apps {
+		for _, ct := range cts {
+			ct.HA = byVMID[ct.VMID]
+		}
+	}
+	return nil
+}
+
+// haResource is r with PVE's defaults applied and the node-affinity
+// rules that list it.
+func haResource(r pve.HAResource, rules map[string]plan.HARule) *plan.HAResource {
+	h := &plan.HAResource{State: r.State, Group: r.Group, GroupSet: r.Group != "", MaxRestart: 1, MaxRelocate: 1}
+	switch h.State {
+	case "", "enabled":
+		h.State = "started"
+	}
+	if r.MaxRestart != nil {
+		h.MaxRestart = int(*r.MaxRestart)
+	}
+	if r.MaxRelocate != nil {
+		h.MaxRelocate = int(*r.MaxRelocate)
+	}
+	for _, name := range sortedKeys(rules) {
+		if rule := rules[name]; rule.Type == "node-affinity" && slices.Contains(rule.Resources, r.SID) {
+			h.Rules = append(h.Rules, name)
+		}
+	}
+	return h
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}

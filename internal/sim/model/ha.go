@@ -1,0 +1,198 @@
+package model
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// HA is what pve-ha-manager keeps in /etc/pve/ha: resources.cfg, the
+// groups (PVE 8) or rules (PVE 9) that say where a resource may run, and
+// the CRM's manager_status (the services' and nodes' HA states). The
+// CRM loop (ha_crm.go) acts on it; the API (ha_resources.go,
+// ha_rules.go, ha_status.go) reads and changes it. It is persisted with
+// the rest of the cluster filesystem (State.HA, journal core).
+type HA struct {
+	// Resources is resources.cfg by sid ("ct:<vmid>").
+	Resources map[string]*HAResource `json:"resources,omitempty"`
+	// Groups is groups.cfg (PVE 8.4 only; 9.x migrated them to rules).
+	Groups map[string]*HAGroup `json:"groups,omitempty"`
+	// Rules is rules.cfg (PVE 9.x).
+	Rules map[string]*HARule `json:"rules,omitempty"`
+	// Services is manager_status' service_status by sid.
+	Services map[string]*HAService `json:"services,omitempty"`
+	// NodeState is manager_status' node_status: online, unknown, fence.
+	NodeState map[string]string `json:"node_state,omitempty"`
+	// Commands are queued CRM commands ("migrate ct:101 pve2").
+	Commands []string `json:"commands,omitempty"`
+	// Log is the CRM's log (pve-ha-crm's syslog lines), newest last,
+	// bounded by maxHALog.
+	Log []string `json:"log,omitempty"`
+}
+
+// maxHALog bounds HA.Log: it is for tests and users reading what the
+// CRM did lately, not an archive.
+const maxHALog = 200
+
+// HAResource is one resources.cfg section. Unset fields keep PVE's
+// defaults (state started, max_restart 1, max_relocate 1, failback 1),
+// applied where PVE applies them (read_and_check_resources_config), so
+// GET shows only what was set, as PVE does.
+type HAResource struct {
+	State       string `json:"state,omitempty"`
+	Group       string `json:"group,omitempty"`
+	Comment     string `json:"comment,omitempty"`
+	MaxRestart  *int   `json:"max_restart,omitempty"`
+	MaxRelocate *int   `json:"max_relocate,omitempty"`
+	Failback    *bool  `json:"failback,omitempty"`
+}
+
+// requested is the resource's requested state with PVE's default and
+// its backward-compatible alias (enabled = started).
+func (r *HAResource) requested() string {
+	switch r.State {
+	case "", "enabled":
+		return "started"
+	}
+	return r.State
+}
+
+// maxRestart and maxRelocate are the resource's limits with PVE's
+// default of 1.
+func (r *HAResource) maxRestart() int  { return intOr(r.MaxRestart, 1) }
+func (r *HAResource) maxRelocate() int { return intOr(r.MaxRelocate, 1) }
+
+func intOr(p *int, def int) int {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+// HAGroup is one groups.cfg section (PVE 8): nodes is the node list with
+// optional priorities ("pve1:2,pve2").
+type HAGroup struct {
+	Nodes      string `json:"nodes"`
+	Restricted bool   `json:"restricted,omitempty"`
+	NoFailback bool   `json:"nofailback,omitempty"`
+	Comment    string `json:"comment,omitempty"`
+}
+
+// HARule is one rules.cfg section (PVE 9): a node-affinity rule (the
+// resources' allowed nodes, strict or preferred) or a resource-affinity
+// rule (resources kept together or apart).
+type HARule struct {
+	Type      string `json:"type"`
+	Resources string `json:"resources"`
+	Nodes     string `json:"nodes,omitempty"`
+	Strict    bool   `json:"strict,omitempty"`
+	Affinity  string `json:"affinity,omitempty"`
+	Disable   bool   `json:"disable,omitempty"`
+	Comment   string `json:"comment,omitempty"`
+}
+
+// HAService is one entry of manager_status' service_status: where the
+// CRM has the service and in which state (started, request_stop,
+// stopped, fence, recovery, migrate, relocate, error, freeze), plus
+// what the LRM is doing for it.
+type HAService struct {
+	Node  string `json:"node"`
+	State string `json:"state"`
+	// Running is set once the LRM reported a successful start.
+	Running bool `json:"running,omitempty"`
+	// Target is the node of a migrate or relocate.
+	Target string `json:"target,omitempty"`
+	// FailedNodes are the nodes where a start failed (relocate policy).
+	FailedNodes []string `json:"failed_nodes,omitempty"`
+	// Restarts counts failed starts on the current node (max_restart).
+	Restarts int `json:"restarts,omitempty"`
+	// UPID is the LRM's task in flight for the service, "" when none.
+	UPID string `json:"upid,omitempty"`
+	// UPIDNode is the node the task runs on.
+	UPIDNode string `json:"upid_node,omitempty"`
+}
+
+// haSID is the HA resource id of CT vmid.
+func haSID(vmid int) string { return "ct:" + strconv.Itoa(vmid) }
+
+// parseHASID is PVE::HA::Config::parse_sid for CTs: "ct:<vmid>", or a
+// bare VMID that names a CT in the cluster. It returns the sid and VMID.
+func (st *State) parseHASID(sid string) (string, int, error) {
+	typ, name, ok := strings.Cut(sid, ":")
+	if !ok {
+		name, typ = sid, ""
+	}
+	vmid, err := strconv.Atoi(name)
+	if err != nil || vmid < 100 {
+		return "", 0, Failf("unable to parse service id '%s'\n", sid)
+	}
+	if typ == "" {
+		if st.Guests[vmid] == nil {
+			return "", 0, Failf("unable to find VM/CT with ID '%d'\n", vmid)
+		}
+		typ = "ct"
+	}
+	if typ != "ct" {
+		// Only CTs exist in the emulator: a vm: resource names nothing.
+		return "", 0, Failf("resource 'vm:%d' does not exist in cluster\n", vmid)
+	}
+	return haSID(vmid), vmid, nil
+}
+
+// haLocked is the cluster's HA config, created empty on first use.
+func (c *Cluster) haLocked() *HA {
+	if c.st.HA == nil {
+		c.st.HA = &HA{}
+	}
+	h := c.st.HA
+	if h.Resources == nil {
+		h.Resources = map[string]*HAResource{}
+	}
+	if h.Services == nil {
+		h.Services = map[string]*HAService{}
+	}
+	if h.NodeState == nil {
+		h.NodeState = map[string]string{}
+	}
+	return h
+}
+
+// haManagedLocked is vm_is_ha_managed: CT vmid has an HA resource whose
+// requested state is not ignored.
+func (c *Cluster) haManagedLocked(vmid int) bool { return haManagedIn(c.st, vmid) }
+
+// haManagedIn is haManagedLocked over a State, for the parts that hold
+// no Cluster (guests' status).
+func haManagedIn(st *State, vmid int) bool {
+	if st.HA == nil {
+		return false
+	}
+	r := st.HA.Resources[haSID(vmid)]
+	return r != nil && r.requested() != "ignored"
+}
+
+// haConfiguredLocked reports whether CT vmid has an HA resource at all.
+func (c *Cluster) haConfiguredLocked(vmid int) bool {
+	return c.st.HA != nil && c.st.HA.Resources[haSID(vmid)] != nil
+}
+
+// haDigest is the digest of the HA config files, as PVE's section
+// config digest changes with every write of resources.cfg/rules.cfg.
+func haDigest(v any) string {
+	b, _ := json.Marshal(v)
+	s := sha1.Sum(b)
+	return hex.EncodeToString(s[:])
+}
+
+// haLogLocked appends a CRM log line.
+func (c *Cluster) haLogLocked(level, format string, args ...any) {
+	h := c.haLocked()
+	line := c.now().UTC().Format("2006-01-02 15:04:05") + " pve-ha-crm " + level + ": " + fmt.Sprintf(format, args...)
+	h.Log = append(h.Log, line)
+	if len(h.Log) > maxHALog {
+		h.Log = h.Log[len(h.Log)-maxHALog:]
+	}
+}

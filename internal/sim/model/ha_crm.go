@@ -1,0 +1,232 @@
+package model
+
+import (
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The HA stack's loop: one goroutine per cluster plays pve-ha-crm (the
+// manager: service and node states, fencing, recovery, the relocate
+// policy; pve-ha-manager src/PVE/HA/Manager.pm, NodeStatus.pm) and the
+// nodes' pve-ha-lrm (the start, stop and migrate tasks it runs as
+// root@pam; LRM.pm), on the emulator's clock and time scale. A round
+// decides under the cluster lock; the tasks it asks for are started
+// after, through the API's own paths (StartCT, ShutdownCT, MigrateCT)
+// with Auth.HA set, so they are the tasks PVE's LRM leaves.
+
+// PVE's HA delays at time scale 1.
+const (
+	// crmCycle is the CRM's round (pve-ha-crm works every 10 s).
+	crmCycle = 10 * time.Second
+	// fenceDelay is how long a node must be offline before its
+	// services are fenced (NodeStatus.pm $fence_delay).
+	fenceDelay = 60 * time.Second
+	// agentLockLifetime is how long the dead node's HA agent lock
+	// lives after its last update (pmxcfs lock timeout): the CRM gets
+	// it, so the fence is acknowledged, that long after the node went.
+	agentLockLifetime = 120 * time.Second
+	// minCRMCycle keeps a scaled-down loop from spinning.
+	minCRMCycle = 10 * time.Millisecond
+)
+
+// crmLoop is the CRM goroutine's wake-up: a change to the HA config or
+// a request kicks it rather than waiting for the next round.
+type crmLoop struct {
+	kick chan struct{}
+}
+
+// startCRM starts the cluster's HA loop; Close stops it.
+func (c *Cluster) startCRM() {
+	c.crm.kick = make(chan struct{}, 1)
+	c.wg.Add(1)
+	go c.runCRM()
+}
+
+// kickCRM wakes the CRM loop (it never blocks).
+func (c *Cluster) kickCRM() {
+	select {
+	case c.crm.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (c *Cluster) runCRM() {
+	defer c.wg.Done()
+	cycle := max(c.scale(crmCycle), minCRMCycle)
+	t := time.NewTimer(cycle)
+	defer t.Stop()
+	for {
+		actions, active := c.crmRound()
+		for _, a := range actions {
+			a()
+		}
+		var tick <-chan time.Time
+		if active {
+			t.Reset(cycle)
+			tick = t.C
+		}
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-c.crm.kick:
+		case <-tick:
+		}
+	}
+}
+
+// crmRound is one CRM round: node states, new and stale services, queued
+// commands, each service's next state, fencing. It returns the LRM work
+// to start without the lock, and whether HA has anything to watch.
+func (c *Cluster) crmRound() (actions []func(), active bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h := c.st.HA
+	if h == nil || (len(h.Resources) == 0 && len(h.Services) == 0) {
+		return nil, false
+	}
+	before := haDigest(h)
+	c.crmNodesLocked()
+	c.crmSyncServicesLocked()
+	c.crmCommandsLocked()
+	for _, sid := range slices.Sorted(maps.Keys(h.Services)) {
+		if a := c.crmServiceLocked(sid); a != nil {
+			actions = append(actions, a)
+		}
+	}
+	c.crmFenceLocked()
+	if haDigest(h) != before {
+		c.markCore()
+		if err := c.saveLocked(); err != nil {
+			c.log.Error("save state after HA round", "err", err)
+		}
+	}
+	return actions, true
+}
+
+// offlineForLocked reports whether node has been offline at least d
+// (scaled), as node_is_offline_delayed does.
+func (c *Cluster) offlineForLocked(node string, d time.Duration) bool {
+	n := c.st.node(node)
+	if n == nil || n.Online {
+		return false
+	}
+	return c.now().Sub(time.Unix(n.OfflineSince, 0)) >= c.scale(d)
+}
+
+// crmNodesLocked is NodeStatus.pm update: an online node is online, an
+// offline one unknown; fence is left to crmFenceLocked.
+func (c *Cluster) crmNodesLocked() {
+	h := c.st.HA
+	for _, n := range c.st.Nodes {
+		old := h.NodeState[n.Name]
+		want := "unknown"
+		if n.Online {
+			want = "online"
+		}
+		if old == want || (old == "fence" && !n.Online) {
+			continue
+		}
+		h.NodeState[n.Name] = want
+		if old != "" {
+			c.haLogLocked("info", "node '%s': state changed from '%s' => '%s'", n.Name, old, want)
+		}
+	}
+}
+
+// crmSyncServicesLocked adds the configured resources the manager does
+// not know yet and drops the ones gone or ignored.
+func (c *Cluster) crmSyncServicesLocked() {
+	h := c.st.HA
+	for _, sid := range slices.Sorted(maps.Keys(h.Resources)) {
+		r := h.Resources[sid]
+		if h.Services[sid] != nil || r.requested() == "ignored" {
+			continue
+		}
+		g := c.haGuestLocked(sid)
+		if g == nil {
+			continue // "not found": nothing to manage until the CT exists
+		}
+		c.haLogLocked("info", "adding new service '%s' on node '%s'", sid, g.Node)
+		state := "request_stop"
+		if r.requested() == "started" {
+			state = "request_start"
+		}
+		h.Services[sid] = &HAService{Node: g.Node, State: state}
+	}
+	for _, sid := range slices.Sorted(maps.Keys(h.Services)) {
+		r := h.Resources[sid]
+		if r != nil && r.requested() != "ignored" {
+			continue
+		}
+		reason := "no config"
+		if r != nil {
+			reason = "ignored state requested"
+		}
+		c.haLogLocked("info", "removing stale service '%s' (%s)", sid, reason)
+		delete(h.Services, sid)
+	}
+}
+
+// haGuestLocked is the CT behind sid, nil when it does not exist.
+func (c *Cluster) haGuestLocked(sid string) *Guest {
+	vmid, err := strconv.Atoi(strings.TrimPrefix(sid, "ct:"))
+	if err != nil {
+		return nil
+	}
+	return c.st.Guests[vmid]
+}
+
+// setServiceStateLocked is Manager.pm's change_service_state: the new
+// state, the LRM's work and counters reset, and its log line.
+func (c *Cluster) setServiceStateLocked(sid, state string, node string) {
+	s := c.st.HA.Services[sid]
+	old := s.State
+	s.State, s.Running, s.Restarts, s.UPID, s.UPIDNode = state, false, 0, "", ""
+	text := ""
+	if node != "" {
+		s.Node = node
+		text = "  (node = " + node + ")"
+	}
+	if state != "migrate" && state != "relocate" {
+		s.Target = ""
+	} else {
+		text = "  (node = " + s.Node + ", target = " + s.Target + ")"
+	}
+	c.haLogLocked("info", "service '%s': state changed from '%s' to '%s'%s", sid, old, state, text)
+}
+
+// crmCommandsLocked runs the queued migrate and relocate commands.
+func (c *Cluster) crmCommandsLocked() {
+	h := c.st.HA
+	cmds := h.Commands
+	h.Commands = nil
+	for _, cmd := range cmds {
+		f := strings.Fields(cmd)
+		if len(f) != 3 {
+			c.haLogLocked("err", "unable to parse crm command: %s", cmd)
+			continue
+		}
+		op, sid, target := f[0], f[1], f[2]
+		c.haLogLocked("info", "got crm command: %s", cmd)
+		s := h.Services[sid]
+		switch n := c.st.node(target); {
+		case s == nil:
+			c.haLogLocked("err", "crm command error - no such service: %s", cmd)
+		case n == nil || !n.Online:
+			c.haLogLocked("err", "crm command error - node not online: %s", cmd)
+		case s.Node == target:
+			c.haLogLocked("info", "ignore crm command - service already on target node: %s", cmd)
+		case s.State != "started" && s.State != "stopped" && s.State != "request_stop":
+			c.haLogLocked("err", "crm command '%s' error - service not in started or stopped state", cmd)
+		default:
+			// A CT cannot live-migrate: HA always relocates it
+			// (Resources/PVECT.pm migrate).
+			c.haLogLocked("info", "%s service '%s' to node '%s'", op, sid, target)
+			s.Target = target
+			c.setServiceStateLocked(sid, "relocate", "")
+		}
+	}
+}

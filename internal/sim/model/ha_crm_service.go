@@ -1,0 +1,296 @@
+package model
+
+import (
+	"maps"
+	"slices"
+	"strings"
+)
+
+// One HA service's next state in a CRM round (Manager.pm next_state_*),
+// and the LRM work that goes with it.
+
+// haLRM is the identity of the LRM's own requests: root@pam in the HA
+// environment, so they act instead of becoming HA requests.
+var haLRM = Auth{UserID: "root@pam", HA: true}
+
+// crmServiceLocked moves service sid on by one step and returns the LRM
+// work to start outside the lock, if any.
+func (c *Cluster) crmServiceLocked(sid string) func() {
+	h := c.st.HA
+	s, r := h.Services[sid], h.Resources[sid]
+	g := c.haGuestLocked(sid)
+	if g == nil || r == nil {
+		return nil
+	}
+	if s.State != "fence" && s.State != "recovery" && g.Node != s.Node && s.UPID == "" {
+		c.haLogLocked("info", "fixup service '%s' location (%s => %s)", sid, s.Node, g.Node)
+		s.Node = g.Node
+	}
+	done, ok, typ := c.lrmResultLocked(s)
+	if s.UPID != "" {
+		return nil // the LRM is still at it
+	}
+	req := r.requested()
+	switch s.State {
+	case "fence":
+		return nil // wait until fenced (crmFenceLocked)
+	case "recovery":
+		c.crmRecoverLocked(sid, s, g, req)
+		return nil
+	case "error":
+		if req == "disabled" {
+			s.FailedNodes = nil
+			c.setServiceStateLocked(sid, "stopped", "")
+		}
+		return nil
+	}
+	if c.offlineForLocked(s.Node, fenceDelay) && req != "disabled" {
+		c.setServiceStateLocked(sid, "fence", "")
+		return nil
+	}
+	if n := c.st.node(s.Node); n == nil || !n.Online {
+		return nil
+	}
+	switch s.State {
+	case "request_start":
+		c.setServiceStateLocked(sid, "started", "")
+		return nil
+	case "started":
+		return c.crmStartedLocked(sid, s, g, req, done && typ == "vzstart", ok)
+	case "request_stop", "stopped":
+		return c.crmStoppedLocked(sid, s, g, req)
+	case "relocate", "migrate":
+		return c.crmRelocateLocked(sid, s, g, req, done, ok, typ)
+	}
+	return nil
+}
+
+// lrmResultLocked collects the end of the LRM task in flight for s:
+// done when it has ended (s.UPID is cleared), ok when it succeeded, and
+// its type. A task still running leaves s.UPID set.
+func (c *Cluster) lrmResultLocked(s *HAService) (done, ok bool, typ string) {
+	if s.UPID == "" || s.UPID == pendingUPID {
+		return false, false, ""
+	}
+	if typ, failed := strings.CutPrefix(s.UPID, failedUPID); failed {
+		s.UPID, s.UPIDNode = "", ""
+		return true, false, typ
+	}
+	for i := len(c.st.Tasks) - 1; i >= 0; i-- {
+		t := c.st.Tasks[i]
+		if t.UPID != s.UPID {
+			continue
+		}
+		if t.Status == "running" {
+			return false, false, ""
+		}
+		s.UPID, s.UPIDNode = "", ""
+		return true, t.ExitStatus == "OK" || strings.HasPrefix(t.ExitStatus, "WARNINGS"), t.Type
+	}
+	s.UPID, s.UPIDNode = "", "" // the task fell off the list: count it failed
+	return true, false, ""
+}
+
+// pendingUPID marks LRM work decided in a round and not yet started.
+const pendingUPID = "pending"
+
+// crmStartedLocked is next_state_started plus the LRM's start and its
+// restart policy: the CT is kept running on its node; a failed start is
+// retried max_restart times, then relocated to another allowed node
+// until max_relocate relocations failed, then the service is in error.
+func (c *Cluster) crmStartedLocked(sid string, s *HAService, g *Guest, req string, started, ok bool) func() {
+	if req != "started" {
+		c.setServiceStateLocked(sid, "request_stop", "")
+		return nil
+	}
+	r := c.st.HA.Resources[sid]
+	switch {
+	case started && ok:
+		if len(s.FailedNodes) > 0 {
+			c.haLogLocked("info", "relocation policy successful for '%s' on node '%s', failed nodes: %s", sid, s.Node, strings.Join(s.FailedNodes, ", "))
+			s.FailedNodes = nil
+		}
+		s.Running, s.Restarts = true, 0
+	case started:
+		if s.Restarts < r.maxRestart() {
+			s.Restarts++
+			c.haLogLocked("warning", "restart policy: retry number %d for service '%s'", s.Restarts, sid)
+			break
+		}
+		c.haLogLocked("err", "unable to start service %s on local node after %d retries", sid, s.Restarts)
+		s.Running = false
+		s.FailedNodes = append(s.FailedNodes, s.Node)
+		if len(s.FailedNodes) > r.maxRelocate() {
+			c.haLogLocked("err", "recovery policy for service %s failed, entering error state. Failed nodes: %s", sid, strings.Join(s.FailedNodes, ", "))
+			c.setServiceStateLocked(sid, "error", "")
+			return nil
+		}
+		c.haLogLocked("warning", "starting service %s on node '%s' failed, relocating service.", sid, s.Node)
+		if next := c.nextNodeLocked(sid, s); next != "" {
+			s.Target = next
+			c.haLogLocked("info", "relocate service '%s' to node '%s'", sid, next)
+			c.setServiceStateLocked(sid, "relocate", "")
+			return nil
+		}
+		s.Restarts = 0
+	}
+	if g.Running {
+		s.Running = true
+		c.crmEnforceRulesLocked(sid, s)
+		return nil
+	}
+	return c.lrmStartLocked(sid, s, g)
+}
+
+// crmEnforceRulesLocked is select_service_node for a running service: on
+// a node its group or strict rule no longer allows, it is relocated to
+// the first allowed one.
+func (c *Cluster) crmEnforceRulesLocked(sid string, s *HAService) {
+	allowed := c.haAllowedNodesLocked(sid)
+	if len(allowed) == 0 || slices.Contains(allowed, s.Node) {
+		return
+	}
+	s.Target = allowed[0]
+	c.haLogLocked("info", "relocate service '%s' to node '%s'", sid, s.Target)
+	c.setServiceStateLocked(sid, "relocate", "")
+}
+
+// nextNodeLocked is select_service_node with try-next: an allowed online
+// node where the service has not failed yet, "" when there is none.
+func (c *Cluster) nextNodeLocked(sid string, s *HAService) string {
+	for _, n := range c.haAllowedNodesLocked(sid) {
+		if n != s.Node && !slices.Contains(s.FailedNodes, n) {
+			return n
+		}
+	}
+	return ""
+}
+
+// crmStoppedLocked is next_state_request_stop and next_state_stopped:
+// the LRM stops the CT; a stopped service whose resource asks for
+// started is requested to start.
+func (c *Cluster) crmStoppedLocked(sid string, s *HAService, g *Guest, req string) func() {
+	if g.Running {
+		return c.lrmStopLocked(s, g)
+	}
+	if s.State == "request_stop" {
+		c.setServiceStateLocked(sid, "stopped", "")
+		return nil
+	}
+	if req == "started" {
+		c.setServiceStateLocked(sid, "request_start", "")
+	}
+	return nil
+}
+
+// crmRelocateLocked is the LRM's relocate of a CT (PVECT.pm migrate):
+// shut it down, migrate it offline, and leave it to be started on the
+// target. A failed migration leaves it where it was.
+func (c *Cluster) crmRelocateLocked(sid string, s *HAService, g *Guest, req string, done, ok bool, typ string) func() {
+	after := "started"
+	if req != "started" {
+		after = "request_stop"
+	}
+	switch {
+	case done && typ == "vzmigrate" && ok:
+		c.setServiceStateLocked(sid, after, g.Node)
+		return nil
+	case done && typ == "vzmigrate":
+		c.haLogLocked("err", "service '%s' - migration failed (exit code 1)", sid)
+		c.setServiceStateLocked(sid, after, s.Node)
+		return nil
+	case g.Running:
+		return c.lrmStopLocked(s, g)
+	}
+	return c.lrmMigrateLocked(s, g)
+}
+
+// crmRecoverLocked is next_state_recovery: the service goes to an
+// allowed online node, by fewest services, without any storage check;
+// its config is stolen from the fenced node after removing the locks a
+// crash leaves behind.
+func (c *Cluster) crmRecoverLocked(sid string, s *HAService, g *Guest, req string) {
+	target := ""
+	best := -1
+	for _, n := range c.haAllowedNodesLocked(sid) {
+		load := 0
+		for _, o := range c.st.HA.Services {
+			if o.Node == n {
+				load++
+			}
+		}
+		if best < 0 || load < best {
+			target, best = n, load
+		}
+	}
+	if target == "" {
+		msg := "recovering service '" + sid + "' from fenced node '" + s.Node + "' failed, no recovery node found"
+		if l := c.st.HA.Log; len(l) == 0 || !strings.HasSuffix(l[len(l)-1], msg) {
+			c.haLogLocked("err", "%s", msg)
+		}
+		if req == "disabled" {
+			c.setServiceStateLocked(sid, "stopped", "")
+		}
+		return
+	}
+	c.haLogLocked("info", "recover service '%s' from fenced node '%s' to node '%s'", sid, s.Node, target)
+	if l := g.Lock(); slices.Contains(recoverableLocks, l) {
+		delete(g.Config, "lock")
+		c.haLogLocked("info", "removed leftover lock '%s' from recovered service '%s' to allow its start.", l, sid)
+	}
+	if g.Running {
+		c.markStoppedLocked(g)
+	}
+	g.Node = target
+	c.markGuest(g.VMID)
+	next := "started"
+	if req != "started" {
+		next = "request_stop"
+	}
+	c.setServiceStateLocked(sid, next, target)
+}
+
+// recoverableLocks are the config locks recovery removes
+// (Manager.pm fence_recovery_cleanup).
+var recoverableLocks = []string{"backup", "mounted", "migrate", "clone", "rollback", "snapshot", "snapshot-delete", "suspending", "suspended"}
+
+// crmFenceLocked is Manager.pm's fencing: a node with fenced services
+// goes to fence; once its agent lock can be had (agentLockLifetime
+// after it went, or at once when it is back and its LRM let go), the
+// fence is acknowledged, its CTs are off (the watchdog reset the node)
+// and its fenced services go to recovery.
+func (c *Cluster) crmFenceLocked() {
+	h := c.st.HA
+	var nodes []string
+	for _, sid := range slices.Sorted(maps.Keys(h.Services)) {
+		if s := h.Services[sid]; s.State == "fence" && !slices.Contains(nodes, s.Node) {
+			nodes = append(nodes, s.Node)
+		}
+	}
+	for _, node := range nodes {
+		if old := h.NodeState[node]; old != "fence" {
+			h.NodeState[node] = "fence"
+			c.haLogLocked("info", "node '%s': state changed from '%s' => 'fence'", node, old)
+		}
+		n := c.st.node(node)
+		if n == nil || (!n.Online && !c.offlineForLocked(node, agentLockLifetime)) {
+			continue
+		}
+		c.haLogLocked("info", "fencing: acknowledged - got agent lock for node '%s'", node)
+		h.NodeState[node] = "unknown"
+		c.haLogLocked("info", "node '%s': state changed from 'fence' => 'unknown'", node)
+		if !n.Online {
+			n.PoweredOff = true
+			for _, g := range c.st.Guests {
+				if g.Node == node && g.Running {
+					c.markStoppedLocked(g)
+				}
+			}
+		}
+		for _, sid := range slices.Sorted(maps.Keys(h.Services)) {
+			if s := h.Services[sid]; s.State == "fence" && s.Node == node {
+				c.setServiceStateLocked(sid, "recovery", "")
+			}
+		}
+	}
+}

@@ -1,0 +1,126 @@
+package model
+
+import "strconv"
+
+// What being an HA resource changes for a CT outside the HA API
+// (behaviour.md (i.1), (i.6), (i.7)): start, stop and migrate requests
+// become hastart, hastop and hamigrate tasks that only ask the CRM,
+// destroy needs purge, and /cluster/resources shows hastate.
+
+// haStateLocked is the CT's hastate in /cluster/resources: its service
+// state in the manager status, else its requested state in
+// resources.cfg (as it is written there; "" when unset), else "".
+func (c *Cluster) haStateLocked(vmid int) string { return haStateIn(c.st, vmid) }
+
+// haStateIn is haStateLocked over a State, for the parts that hold no
+// Cluster (the cluster views).
+func haStateIn(st *State, vmid int) string {
+	if st.HA == nil {
+		return ""
+	}
+	sid := haSID(vmid)
+	if s := st.HA.Services[sid]; s != nil {
+		return s.State
+	}
+	if r := st.HA.Resources[sid]; r != nil {
+		return r.State
+	}
+	return ""
+}
+
+// purgeHAResourceLocked drops CT vmid's HA resource (destroy with
+// purge) and reports whether it had one.
+func (c *Cluster) purgeHAResourceLocked(vmid int) bool {
+	sid := haSID(vmid)
+	if c.st.HA == nil || c.st.HA.Resources[sid] == nil {
+		return false
+	}
+	delete(c.st.HA.Resources, sid)
+	c.purgeHARulesLocked(sid)
+	c.markCore()
+	c.kickCRM()
+	return true
+}
+
+// haPowerRequestLocked is Status.pm's HA branch: for an HA-managed CT
+// and a caller other than the HA stack, a start (want "started") or a
+// stop or shutdown (want "stopped") is a hastart/hastop task that runs
+// `ha-manager set ct:<vmid> --state <want>`. ok reports whether the
+// request went that way. c.mu must be held.
+func (c *Cluster) haPowerRequestLocked(auth Auth, node string, vmid int, want string) (upid string, ok bool) {
+	if auth.HA || !c.haManagedLocked(vmid) {
+		return "", false
+	}
+	typ, verb := "hastart", "start"
+	if want == "stopped" {
+		typ, verb = "hastop", "stop"
+	}
+	sid := haSID(vmid)
+	return c.spawn(auth, node, typ, strconv.Itoa(vmid), func(w *Worker) error {
+		w.Log("Requesting HA %s for CT %d", verb, vmid)
+		return w.Do(func(st *State) error {
+			if err := c.checkHAServiceStateLocked(sid, want); err != nil {
+				w.logLocked("%s", PerlText(err))
+				return Failf("command 'ha-manager set %s --state %s' failed: exit code 255\n", sid, want)
+			}
+			if r := c.haLocked().Resources[sid]; r != nil {
+				r.State = want
+				c.markCore()
+				c.kickCRM()
+			}
+			return nil
+		})
+	}), true
+}
+
+// haMigrateRequestLocked is migrate_vm's HA branch: a hamigrate task
+// that queues the CRM's migrate of the CT to target and ends.
+func (c *Cluster) haMigrateRequestLocked(auth Auth, node string, vmid int, target string) (upid string, ok bool) {
+	if auth.HA || !c.haManagedLocked(vmid) {
+		return "", false
+	}
+	sid := haSID(vmid)
+	return c.spawn(auth, node, "hamigrate", strconv.Itoa(vmid), func(w *Worker) error {
+		w.Log("Requesting HA migration for CT %d to node %s", vmid, target)
+		return w.Do(func(st *State) error {
+			if err := c.queueHAMotionLocked(sid, target, false); err != nil {
+				w.logLocked("%s", PerlText(err))
+				return Failf("command 'ha-manager migrate %s %s' failed: exit code 255\n", sid, target)
+			}
+			c.markCore()
+			c.kickCRM()
+			return nil
+		})
+	}), true
+}
+
+// haManageCreated is the end of create_vm's worker with ha-managed=1: the
+// new CT becomes an HA resource, started when the create started it,
+// else stopped. A failure is only warned, as PVE's eval/warn does.
+func (c *Cluster) haManageCreated(w *Worker, vmid int, managed, started bool) error {
+	if !managed {
+		return nil
+	}
+	w.Log("Add as HA resource")
+	state := "stopped"
+	if started {
+		state = "started"
+	}
+	sid := haSID(vmid)
+	var exists bool
+	if err := w.Do(func(st *State) error {
+		h := c.haLocked()
+		if exists = h.Resources[sid] != nil; !exists {
+			h.Resources[sid] = &HAResource{State: state}
+			c.markCore()
+			c.kickCRM()
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if exists {
+		w.Warn("create resource failed: resource ID '%s' already defined", sid)
+	}
+	return nil
+}

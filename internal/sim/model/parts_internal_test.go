@@ -1,0 +1,43 @@
+package model
+
+import (
+	"reflect"
+	"testing"
+)
+
+// narrowParts are the parts of Cluster, by field name, that reach the
+// rest of the cluster only through fields of their own (the State's
+// lock, the State, interfaces over the other parts), never through the
+// *Cluster they are part of (issue 29). A part added here must keep to
+// that.
+var narrowParts = []string{"accessControl", "persistence", "storage", "taskRunner", "clusterView", "guests", "ctSnapshots", "ctDestroyer"}
+
+// clusterHandles are the fields of narrow parts allowed to hold the
+// *Cluster, each for a reason its doc comment gives: taskRunner hands it
+// to every Worker, whose steps act on all parts.
+var clusterHandles = map[string]bool{"taskRunner.cluster": true}
+
+// TestParts_reachNoCluster: a narrow part holds no *Cluster, neither as
+// a field nor behind one of its interfaces, so its methods cannot call
+// the other parts through Cluster.
+func TestParts_reachNoCluster(t *testing.T) {
+	c := newCluster(Options{Dir: t.TempDir(), Nodes: 1, Version: "9.1", TimeScale: 1})
+	defer c.cancel()
+	clusterPtr := reflect.TypeFor[*Cluster]()
+	cv := reflect.ValueOf(c).Elem()
+	for _, name := range narrowParts {
+		part := cv.FieldByName(name)
+		if !part.IsValid() || part.Kind() != reflect.Struct {
+			t.Errorf("Cluster has no part %s", name)
+			continue
+		}
+		for i := range part.NumField() {
+			f, v := part.Type().Field(i), part.Field(i)
+			held := f.Type == clusterPtr ||
+				f.Type.Kind() == reflect.Interface && !v.IsNil() && v.Elem().Type() == clusterPtr
+			if held && !clusterHandles[name+"."+f.Name] {
+				t.Errorf("%s.%s holds the *Cluster: give the part a narrow interface over what it needs instead", name, f.Name)
+			}
+		}
+	}
+}
