@@ -38,6 +38,12 @@ func (e *Executor) createBesideKeeper(ctx context.Context, c plan.Change, keeper
 	)
 	go func() {
 		defer close(built)
+		if pk := pendingIn(ctx)[c.Node]; pk != nil && pk.ended() && pk.err != nil {
+			// The lock was held by that keeper's create (lockclaim.go):
+			// with it failed, no app is created on the strength of it.
+			cerr = fmt.Errorf("%s: create: %w", c.App, pk.err)
+			return
+		}
 		vmid, cerr = e.createStep(ctx, c)
 	}()
 	vols, verr := e.prepareVolumes(ctx, c, keepers)

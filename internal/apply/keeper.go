@@ -250,20 +250,7 @@ func (k *keeper) reprotect(ctx context.Context) error {
 // a record's mount point removed, Notes edited).
 func (ko *keeperOps) ensureKeeper(ctx context.Context, kc plan.KeeperChange, k *keeper, p *plan.Plan, obs *plan.Observed) (*keeper, error) {
 	if kc.Action == plan.Create {
-		tmpl := keeperTemplate(kc.Node, p, obs)
-		if tmpl == "" {
-			return nil, fmt.Errorf("keeper on %s: no container template on the node to create it from", kc.Node)
-		}
-		if err := ko.keeperTemplateOn(ctx, kc.Node, tmpl, obs); err != nil {
-			return nil, err
-		}
-		var made *keeper
-		err := ko.step(plan.KeeperName, "keeper", "create on "+kc.Node, func() error {
-			var err error
-			made, err = ko.createKeeper(ctx, kc.Node, tmpl, keeperRootStorage(kc.Node, p))
-			return err
-		})
-		return made, err
+		return ko.createPlanned(ctx, kc, p, obs)
 	}
 	if k == nil {
 		return nil, fmt.Errorf("keeper %d on %s is gone; run corral again", kc.VMID, kc.Node)
@@ -327,6 +314,28 @@ func (ko *keeperOps) ensureKeeper(ctx context.Context, kc plan.KeeperChange, k *
 		return k.setProtection(ctx, true)
 	})
 	return k, err
+}
+
+// createPlanned creates the keeper kc plans, or takes the one the lock is
+// creating on its node (lockclaim.go).
+func (ko *keeperOps) createPlanned(ctx context.Context, kc plan.KeeperChange, p *plan.Plan, obs *plan.Observed) (*keeper, error) {
+	if pk := pendingIn(ctx)[kc.Node]; pk != nil && pk.adopt() {
+		return ko.adoptPending(ctx, pk)
+	}
+	tmpl := keeperTemplate(kc.Node, p, obs)
+	if tmpl == "" {
+		return nil, fmt.Errorf("keeper on %s: no container template on the node to create it from", kc.Node)
+	}
+	if err := ko.keeperTemplateOn(ctx, kc.Node, tmpl, obs); err != nil {
+		return nil, err
+	}
+	var made *keeper
+	err := ko.step(plan.KeeperName, "keeper", "create on "+kc.Node, func() error {
+		var err error
+		made, err = ko.createKeeper(ctx, kc.Node, tmpl, keeperRootStorage(kc.Node, p))
+		return err
+	})
+	return made, err
 }
 
 // createKeeper creates a keeper on node from template tmpl, protected

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	mathrand "math/rand/v2"
 	"os"
 	"os/user"
 	"slices"
@@ -45,6 +46,13 @@ type LockOptions struct {
 	RootStorage string
 	// OnWait is told once per holder that Lock waits for.
 	OnWait func(msg string)
+	// Beside says the caller plans again under the lock with
+	// Lock.Context and applies that plan, which creates a node's keeper
+	// where it has none: on such a node Lock returns while the keeper
+	// that holds the lease is still being created, and the plan's apps
+	// are created beside it (lockclaim.go). Without it, Lock returns once
+	// that keeper is there, as other commands need it.
+	Beside bool
 }
 
 var errLeaseBroken = errors.New("lease lost")
@@ -73,6 +81,12 @@ type Lock struct {
 	once   sync.Once
 	mu     sync.Mutex
 	lostTo error
+	// pending are the keepers Lock is still creating, per node, whose
+	// Notes hold the lease from their first moment (lockclaim.go); bg
+	// outlives Lock's context for their waits, until Release.
+	pending  map[string]*pendingKeeper
+	bg       context.Context
+	bgCancel context.CancelFunc
 }
 
 // Lost is closed when a lease could not be renewed (it was broken, or
@@ -107,7 +121,9 @@ func (e *Executor) Lock(ctx context.Context, obs *plan.Observed, nodes []string,
 	_, _ = rand.Read(id)
 	now := time.Now()
 	l := &Lock{e: e, ttl: opts.TTL, stop: make(chan struct{}), done: make(chan struct{}), lost: make(chan struct{}),
-		lease: plan.Lease{ID: hex.EncodeToString(id), Holder: Holder(), Command: opts.Command, Since: now}}
+		lease:   plan.Lease{ID: hex.EncodeToString(id), Holder: Holder(), Command: opts.Command, Since: now},
+		pending: map[string]*pendingKeeper{}}
+	l.bg, l.bgCancel = context.WithCancel(context.WithoutCancel(ctx))
 	nodes = slices.Clone(nodes)
 	slices.Sort(nodes)
 	nodes = slices.Compact(nodes)
@@ -115,18 +131,62 @@ func (e *Executor) Lock(ctx context.Context, obs *plan.Observed, nodes []string,
 		if slices.Contains(obs.Offline, node) {
 			continue
 		}
-		k, err := e.keeperOps().lockKeeper(ctx, obs, node, opts)
-		if err == nil {
-			err = l.take(ctx, k, node, opts)
-		}
-		if err != nil {
+		if err := l.lockNode(ctx, e.keeperOps(), obs, node, opts); err != nil {
 			l.release()
 			return nil, err
 		}
-		l.held = append(l.held, k)
+	}
+	for _, pk := range l.pending {
+		go func() {
+			if pk.wait(l.bg) != nil && l.bg.Err() == nil {
+				l.lose(fmt.Errorf("%w: the keeper %d on node %s that holds the lock could not be created: %w", errLeaseBroken, pk.vmid, pk.node, pk.err))
+			}
+		}()
 	}
 	go l.renew()
 	return l, nil
+}
+
+// lockNode takes the lease on node, in the keeper it is creating there
+// when it had none (lockclaim.go), else in its oldest keeper.
+func (l *Lock) lockNode(ctx context.Context, ko *keeperOps, obs *plan.Observed, node string, opts LockOptions) error {
+	k, spare, pk, err := l.lockKeeper(ctx, ko, obs, node, opts)
+	if err != nil {
+		return err
+	}
+	if pk != nil && opts.Beside {
+		l.pending[node] = pk
+		l.held = append(l.held, k)
+		return nil
+	}
+	if pk != nil {
+		if err := pk.wait(ctx); err != nil {
+			l.abandon(ctx, pk)
+			return fmt.Errorf("lock node %s: %w", node, err)
+		}
+		l.held = append(l.held, k)
+		obs.Keepers[node] = append(obs.Keepers[node], plan.NewKeeper(k.vmid, node, map[string]string{}))
+		return nil
+	}
+	if err := l.take(ctx, k, node, opts); err != nil {
+		return err
+	}
+	l.held = append(l.held, k)
+	if spare != nil {
+		// Under the lock: no other corral puts a volume in it meanwhile.
+		return ko.removeEmptyKeeper(ctx, spare)
+	}
+	return nil
+}
+
+// lose ends the lock: err says why.
+func (l *Lock) lose(err error) {
+	l.mu.Lock()
+	if l.lostTo == nil {
+		l.lostTo = err
+	}
+	l.mu.Unlock()
+	l.once.Do(func() { close(l.lost) })
 }
 
 // take writes the lease into k's Notes, waiting up to opts.Wait while
@@ -153,10 +213,19 @@ func (l *Lock) take(ctx context.Context, k *keeper, node string, opts LockOption
 		if err != nil {
 			return fmt.Errorf("lock node %s: %w", node, err)
 		}
+		at := k.vmid
 		if held == nil {
-			return nil
+			other, vmid, err := l.otherLease(ctx, k, 0)
+			if err == nil && other == nil {
+				return nil
+			}
+			// Not held after all: the lease comes out again.
+			if cerr := l.clear(ctx, k); err != nil || cerr != nil {
+				return fmt.Errorf("lock node %s: %w", node, errors.Join(err, cerr))
+			}
+			held, at = other, vmid
 		}
-		herr := &LockHeldError{Node: node, Keeper: k.vmid, Lease: held}
+		herr := &LockHeldError{Node: node, Keeper: at, Lease: held}
 		if time.Now().After(deadline) {
 			return herr
 		}
@@ -164,7 +233,10 @@ func (l *Lock) take(ctx context.Context, k *keeper, node string, opts LockOption
 			told = held.ID
 			opts.OnWait(fmt.Sprintf("waiting for the lock on node %s: held by %s (up to %s more; --lock-timeout)", node, held, time.Until(deadline).Round(time.Second)))
 		}
-		t := time.NewTimer(min(time.Second, max(time.Until(deadline), 10*time.Millisecond)))
+		// Jittered: two corrals that each saw the other's lease in
+		// another keeper (otherLease) do not retry in step.
+		pause := time.Second/2 + time.Duration(mathrand.Int64N(int64(time.Second)))
+		t := time.NewTimer(min(pause, max(time.Until(deadline), 10*time.Millisecond)))
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -186,6 +258,15 @@ func (l *Lock) renew() {
 		case <-tick.C:
 		}
 		for _, k := range l.held {
+			if pk := l.pending[k.node]; pk != nil && !pk.ended() {
+				// Its config is locked while it is created; the lease
+				// written by the create must not run out meanwhile.
+				if time.Until(pk.until) < l.ttl/3 {
+					l.lose(fmt.Errorf("%w: the keeper %d on node %s that holds the lock is still being created after %s, and its lease runs out", errLeaseBroken, pk.vmid, k.node, time.Since(l.lease.Since).Round(time.Second)))
+					return
+				}
+				continue
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), l.ttl/3)
 			err := k.change(ctx, "renew the lock", func(s *keeperState) (*pve.ConfigUpdate, error) {
 				if s.notes.Lease == nil || s.notes.Lease.ID != l.lease.ID {
@@ -196,10 +277,7 @@ func (l *Lock) renew() {
 			})
 			cancel()
 			if err != nil && (errors.Is(err, errLeaseBroken) || l.expired(k)) {
-				l.mu.Lock()
-				l.lostTo = err
-				l.mu.Unlock()
-				l.once.Do(func() { close(l.lost) })
+				l.lose(err)
 				return
 			}
 		}
@@ -232,75 +310,61 @@ func (l *Lock) Release() {
 
 func (l *Lock) release() {
 	for _, k := range l.held {
+		if pk := l.pending[k.node]; pk != nil && pk.vmid == k.vmid {
+			// Its config can be written once it is created. A create
+			// that failed took the lease with it; one whose wait failed
+			// (PVE unreachable) may have not, so the lease is cleared
+			// all the same (a keeper that is not there is no error here).
+			ctx, cancel := context.WithTimeout(l.bg, 3*time.Minute)
+			_ = pk.wait(ctx)
+			cancel()
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		_ = k.change(ctx, "release the lock", func(s *keeperState) (*pve.ConfigUpdate, error) {
-			if s.notes.Lease == nil || s.notes.Lease.ID != l.lease.ID {
-				return nil, nil
-			}
-			s.notes.Lease = nil
-			return &pve.ConfigUpdate{}, nil
-		})
+		_ = l.clear(ctx, k)
 		cancel()
 	}
 	l.held = nil
+	l.bgCancel()
 }
 
-// lockKeeper is the keeper that holds node's lease: its oldest. A node
-// without one gets one; when two corrals create one at once, the younger
-// one is removed again (it holds nothing yet) and both use the oldest.
-func (ko *keeperOps) lockKeeper(ctx context.Context, obs *plan.Observed, node string, opts LockOptions) (*keeper, error) {
+// lockKeeper is the keeper that holds node's lease: its oldest. On a
+// node without one it starts creating one with the lease in its Notes
+// (lockclaim.go) and returns it as pk when that claim holds the lock;
+// when another corral's claim stood beside it, the lease comes out of it,
+// the oldest keeper is returned, and ours is spare when that is another.
+func (l *Lock) lockKeeper(ctx context.Context, ko *keeperOps, obs *plan.Observed, node string, opts LockOptions) (k, spare *keeper, pk *pendingKeeper, err error) {
 	if prob := obs.DamagedKeeperProblem(node); prob != "" {
 		// Its lease would go unseen, and a new keeper would stand beside it.
-		return nil, fmt.Errorf("lock node %s: %s", node, prob)
+		return nil, nil, nil, fmt.Errorf("lock node %s: %s", node, prob)
 	}
 	if ks := obs.Keepers[node]; len(ks) > 0 {
-		return &keeper{ops: ko, node: node, vmid: ks[0].VMID}, nil
-	}
-	// Another corral may have made one since obs was read.
-	if oldest, err := ko.oldestKeeper(ctx, node); err == nil {
-		obs.Keepers[node] = append(obs.Keepers[node], plan.NewKeeper(oldest, node, map[string]string{}))
-		return &keeper{ops: ko, node: node, vmid: oldest}, nil
+		return &keeper{ops: ko, node: node, vmid: ks[0].VMID}, nil, nil, nil
 	}
 	tmpl := opts.Template
 	if tmpl == "" && len(obs.Templates[node]) > 0 {
 		tmpl = obs.Templates[node][0]
 	}
 	if tmpl == "" {
-		return nil, fmt.Errorf("lock node %s: it has no keeper to hold corral's lock and no container template to create one from", node)
+		return nil, nil, nil, fmt.Errorf("lock node %s: it has no keeper to hold corral's lock and no container template to create one from", node)
 	}
 	storage := opts.RootStorage
 	if storage == "" {
 		storage = "local-lvm"
 	}
 	if err := ko.keeperTemplateOn(ctx, node, tmpl, obs); err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
-	var made *keeper
-	err := ko.step(plan.KeeperName, "keeper", "create on "+node, func() error {
-		var err error
-		made, err = ko.createKeeper(ctx, node, tmpl, storage)
-		return err
-	})
-	if err != nil {
-		return nil, err
+	pk, alone, err := l.claimEmptyNode(ctx, ko, node, tmpl, storage)
+	if err == nil && alone {
+		return &keeper{ops: ko, node: node, vmid: pk.vmid, records: map[plan.VolumeKey]string{}}, nil, pk, nil
 	}
-	oldest, err := ko.oldestKeeper(ctx, node)
-	if err != nil {
-		return nil, err
+	if err == nil {
+		k, spare, err = l.yieldClaim(ctx, ko, obs, pk)
 	}
-	if oldest != made.vmid {
-		// Another corral made one first: ours goes (it holds nothing).
-		if err := ko.removeEmptyKeeper(ctx, made); err != nil {
-			return nil, err
-		}
+	if err != nil && pk != nil {
+		l.abandon(ctx, pk)
 	}
-	for _, k := range obs.Keepers[node] {
-		if k.VMID == oldest {
-			return &keeper{ops: ko, node: node, vmid: oldest}, nil
-		}
-	}
-	obs.Keepers[node] = append(obs.Keepers[node], plan.NewKeeper(oldest, node, map[string]string{}))
-	return &keeper{ops: ko, node: node, vmid: oldest}, nil
+	return k, spare, nil, err
 }
 
 // oldestKeeper lists node's keepers afresh (waiting for guests still being
@@ -348,30 +412,38 @@ func (ko *keeperOps) removeEmptyKeeper(ctx context.Context, k *keeper) error {
 	return ko.wait(ctx, plan.KeeperName, upid)
 }
 
-// BreakLease removes the lease on node's first keeper. Unless force, only
-// a lease that ran out, or whose holder is a process of this machine that
-// is gone, is broken.
+// BreakLease removes the lease on node's keepers (it is in the first one,
+// or in a younger one a lock created on an empty node: lockclaim.go).
+// Unless force, only a lease that ran out, or whose holder is a process of
+// this machine that is gone, is broken.
 func (e *Executor) BreakLease(ctx context.Context, obs *plan.Observed, node string, force bool) (*plan.Lease, error) {
 	ks := obs.Keepers[node]
 	if len(ks) == 0 {
 		return nil, fmt.Errorf("node %s has no keeper, so no lock", node)
 	}
-	k := &keeper{ops: e.keeperOps(), node: node, vmid: ks[0].VMID}
 	var broken *plan.Lease
-	err := k.change(ctx, "break the lock", func(s *keeperState) (*pve.ConfigUpdate, error) {
-		cur := s.notes.Lease
-		if cur == nil {
-			return nil, nil
+	for _, pk := range ks {
+		k := &keeper{ops: e.keeperOps(), node: node, vmid: pk.VMID}
+		err := k.change(ctx, "break the lock", func(s *keeperState) (*pve.ConfigUpdate, error) {
+			cur := s.notes.Lease
+			if cur == nil {
+				return nil, nil
+			}
+			if !force && time.Now().Before(cur.Until) && !holderGone(cur.Holder) {
+				return nil, fmt.Errorf("node %s is locked by %s, which may still be running (its lease runs until %s); "+
+					"if you are sure it is gone, run `corral unlock --node %s --force`", node, cur, cur.Until.UTC().Format(time.RFC3339), node)
+			}
+			if broken == nil {
+				broken = cur
+			}
+			s.notes.Lease = nil
+			return &pve.ConfigUpdate{}, nil
+		})
+		if err != nil {
+			return broken, err
 		}
-		if !force && time.Now().Before(cur.Until) && !holderGone(cur.Holder) {
-			return nil, fmt.Errorf("node %s is locked by %s, which may still be running (its lease runs until %s); "+
-				"if you are sure it is gone, run `corral unlock --node %s --force`", node, cur, cur.Until.UTC().Format(time.RFC3339), node)
-		}
-		broken = cur
-		s.notes.Lease = nil
-		return &pve.ConfigUpdate{}, nil
-	})
-	return broken, err
+	}
+	return broken, nil
 }
 
 // holderGone reports whether holder (user@host:pid) names a process of

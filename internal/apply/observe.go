@@ -395,6 +395,9 @@ func guestsSettled(ctx context.Context, c *pve.Client, opts ObserveOptions, node
 		if err != nil {
 			return nil, fmt.Errorf("list guests: %w", err)
 		}
+		// A keeper the lock is creating is not waited for: the plan
+		// creates the node's keeper, and the executor takes that one.
+		res = withoutOwnClaims(ctx, res)
 		var creating, remove []string
 		for _, r := range res {
 			if r.Type == "lxc" && r.Lock == "create" && r.Tags == "" {

@@ -310,6 +310,23 @@ func (r *runner) fetchTemplate(ctx context.Context, app, node, volid string) err
 // takes /cluster/nextid, and takes the next one if another client took
 // that id meanwhile.
 func (r *runner) postCT(ctx context.Context, app, node string, vmid int, params *pve.ContainerCreate, hostKeys bool) (int, error) {
+	id, upid, err := r.startCT(ctx, node, vmid, params)
+	if err != nil {
+		return 0, err
+	}
+	log, err := r.waitLog(ctx, app, upid, hostKeys)
+	if err != nil {
+		return 0, fmt.Errorf("create ct %d: %w", id, err)
+	}
+	if fps := loggedHostKeys(log); len(fps) > 0 {
+		r.createdKeys.Store(id, fps)
+	}
+	return id, nil
+}
+
+// startCT posts a container's create (with the next free VMID when vmid
+// is 0) and returns its VMID and task without waiting for it.
+func (r *runner) startCT(ctx context.Context, node string, vmid int, params *pve.ContainerCreate) (int, string, error) {
 	const attempts = 5
 	for attempt := 1; ; attempt++ {
 		// One create request at a time: parallel creates would all be
@@ -320,7 +337,7 @@ func (r *runner) postCT(ctx context.Context, app, node string, vmid int, params 
 			var err error
 			if id, err = r.client.NextID(ctx); err != nil {
 				r.creating.Unlock()
-				return 0, err
+				return 0, "", err
 			}
 		}
 		params.VMID = id
@@ -330,16 +347,9 @@ func (r *runner) postCT(ctx context.Context, app, node string, vmid int, params 
 			continue
 		}
 		if err != nil {
-			return 0, fmt.Errorf("create ct %d: %w", id, err)
+			return 0, "", fmt.Errorf("create ct %d: %w", id, err)
 		}
-		log, err := r.waitLog(ctx, app, upid, hostKeys)
-		if err != nil {
-			return 0, fmt.Errorf("create ct %d: %w", id, err)
-		}
-		if fps := loggedHostKeys(log); len(fps) > 0 {
-			r.createdKeys.Store(id, fps)
-		}
-		return id, nil
+		return id, upid, nil
 	}
 }
 

@@ -226,7 +226,7 @@ func refusalNames(prob, app string) bool {
 func keeperStatus(obs *plan.Observed, p *plan.Plan) []KeeperStatus {
 	out := []KeeperStatus{}
 	for _, node := range obs.Nodes {
-		for i, k := range obs.Keepers[node] {
+		for _, k := range obs.Keepers[node] {
 			ks := KeeperStatus{VMID: k.VMID, Node: node, Protected: k.Protected, Problems: []string{}}
 			if p != nil {
 				for _, kc := range p.Keepers {
@@ -239,7 +239,9 @@ func keeperStatus(obs *plan.Observed, p *plan.Plan) []KeeperStatus {
 			} else if !k.Protected {
 				ks.Problems = append(ks.Problems, "protection is off (corral apply repairs it)")
 			}
-			if i == 0 && k.Lease != nil {
+			// The lease is in the node's first keeper, or in a younger
+			// one a lock created on an empty node (lockclaim.go).
+			if k.Lease != nil {
 				ks.Lock = k.Lease.String() + " until " + k.Lease.Until.UTC().Format(time.RFC3339)
 			}
 			out = append(out, ks)

@@ -304,8 +304,10 @@ func (o *agentOps) Observe(ctx context.Context, f *manifest.File) (*agent.Observ
 				n.Online = false
 			}
 		}
-		if ks := obs.Keepers[node]; len(ks) > 0 && ks[0].Lease != nil && time.Now().Before(ks[0].Lease.Until) {
-			n.Lock = ks[0].Lease.String()
+		for _, k := range obs.Keepers[node] { // the first, or one a lock made (apply/lockclaim.go)
+			if k.Lease != nil && time.Now().Before(k.Lease.Until) {
+				n.Lock = k.Lease.String()
+			}
 		}
 		out.Nodes = append(out.Nodes, n)
 	}

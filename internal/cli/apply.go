@@ -142,6 +142,9 @@ func runApply(cmd *cobra.Command, st *streams, a *applyArgs) error {
 		return err
 	}
 	defer j.Close()
+	// The preflight, the plan shown, the plan under the lock and the
+	// final check read the nodes, bridges and storages once (issue 30).
+	j.s.client.MemoizeSetup()
 	r, err := newApplyRun(ctx, st, a, j)
 	if err != nil {
 		return err

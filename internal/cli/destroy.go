@@ -70,6 +70,8 @@ func runDestroy(cmd *cobra.Command, st *streams, a *destroyArgs, names []string)
 		return err
 	}
 	defer j.Close()
+	// Its plans and its checks read the nodes, bridges and storages once.
+	j.s.client.MemoizeSetup()
 	f, s, asJSON := j.f, j.s, j.asJSON
 	ctx := cmd.Context()
 	ex := &apply.Executor{Client: s.client, Observer: newRedactObserver(f, &ui.Progress{W: st.err}), Parallelism: a.parallelism, FailFast: a.failFast, Stop: stopOf(ctx)}

@@ -43,7 +43,9 @@ func lockNodes(ctx context.Context, st *streams, ex *apply.Executor, obs *plan.O
 	if err := lf.check(); err != nil {
 		return nil, err
 	}
-	opts := apply.LockOptions{Command: command, Wait: lf.timeout, OnWait: func(msg string) { fmt.Fprintln(st.err, msg) }}
+	// An apply plans again under the lock and creates a node's missing
+	// keeper beside its apps (apply/lockclaim.go).
+	opts := apply.LockOptions{Command: command, Wait: lf.timeout, OnWait: func(msg string) { fmt.Fprintln(st.err, msg) }, Beside: command == "apply" && p != nil}
 	if p != nil {
 		for _, c := range p.Changes {
 			if c.Desired != nil && opts.Template == "" {
@@ -75,7 +77,9 @@ func lockNodes(ctx context.Context, st *streams, ex *apply.Executor, obs *plan.O
 		case <-lctx.Done():
 		}
 	}()
-	return &held{lock: lock, ctx: lctx, cancel: cancel}, nil
+	// The plan made under the lock and its apply know the keepers the
+	// lock is still creating (apply/lockclaim.go).
+	return &held{lock: lock, ctx: lock.Context(lctx), cancel: cancel}, nil
 }
 
 // release gives the lock back (also after Ctrl-C).

@@ -24,6 +24,11 @@ type Options struct {
 	// Role names the role in fixes when the token's own is not known
 	// (default DefaultRole).
 	Role string
+	// explainOnlyMissing (Preflight) reads the token's user's privileges
+	// and the ACL only when the token lacks a privilege the manifest
+	// needs: they explain a missing privilege and change no verdict, and
+	// they were half of apply's permission reads (issue 30).
+	explainOnlyMissing bool
 }
 
 // Report is the outcome of Check: pure data, rendered by WriteText and
@@ -345,7 +350,7 @@ func (k *checker) privileges(ctx context.Context) error {
 	for _, g := range k.res {
 		visible["/vms/"+strconv.Itoa(g.VMID)] = true
 	}
-	acc, unread, err := gatherAccess(ctx, k.c, reqs, k.opts.Role, visible)
+	acc, unread, err := gatherAccess(ctx, k.c, reqs, k.opts, visible)
 	if err != nil {
 		return err
 	}
@@ -396,8 +401,12 @@ func connectFinding(err error, tokenID string) Finding {
 // warning finding saying so (unread). The number of requests does not
 // grow with the containers that exist (see readPerms; visible holds the
 // /vms/<vmid> paths of the containers /cluster/resources showed).
-func gatherAccess(ctx context.Context, c *pve.Client, reqs []Requirement, role string, visible map[string]bool) (acc Access, unread []Finding, err error) {
-	acc = Access{TokenID: c.TokenID(), Token: Perms{}, Role: role}
+//
+// With opts.explainOnlyMissing it stops after the token's privileges when
+// the token holds every one reqs needs and each could be read: the rest
+// only explains a missing privilege (Evaluate's findings are the same).
+func gatherAccess(ctx context.Context, c *pve.Client, reqs []Requirement, opts Options, visible map[string]bool) (acc Access, unread []Finding, err error) {
+	acc = Access{TokenID: c.TokenID(), Token: Perms{}, Role: opts.Role}
 	user, _, _ := strings.Cut(acc.TokenID, "!")
 	paths := []string{"/", "/access", "/vms"}
 	for _, r := range reqs {
@@ -417,6 +426,9 @@ func gatherAccess(ctx context.Context, c *pve.Client, reqs []Requirement, role s
 			continue
 		}
 		acc.Token[p] = perms[p]
+	}
+	if opts.explainOnlyMissing && len(unread) == 0 && !slices.ContainsFunc(reqs, func(r Requirement) bool { return !acc.holds(r) }) {
+		return acc, nil, nil
 	}
 	if user != "" && user != acc.TokenID {
 		perms, failed, err := readPerms(ctx, c, paths, user, visible)
@@ -667,7 +679,7 @@ func (e *BlockedError) Error() string {
 // finding, or nil. Root-only needs do not block: apply creates what it
 // can and stops before the step that needs root, saying what to run.
 func Preflight(ctx context.Context, c *pve.Client, f *manifest.File) error {
-	r, err := Check(ctx, c, f, Options{})
+	r, err := Check(ctx, c, f, Options{explainOnlyMissing: true})
 	if err != nil {
 		return err
 	}

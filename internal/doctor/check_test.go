@@ -424,3 +424,47 @@ func TestCheck_listedPathsAreNotReadAlone(t *testing.T) {
 		}
 	}
 }
+
+// requestsOf is how many requests the emulator answered per endpoint
+// since its counters were reset.
+func (e *emulator) requestsOf() map[string]int {
+	stats, _ := e.Server.Requests()
+	out := map[string]int{}
+	for _, s := range stats {
+		out[s.Endpoint] = s.Count
+	}
+	return out
+}
+
+// TestPreflight_readsNoExplanationWhenNothingIsMissing: the user's
+// privileges and the ACL only explain a privilege the token lacks, so a
+// preflight whose token holds everything reads neither (issue 30: they
+// were 7 of a one-app apply's 80 requests), while doctor still does; a
+// token that lacks one still gets the explanation (TestPreflight).
+func TestPreflight_readsNoExplanationWhenNothingIsMissing(t *testing.T) {
+	e := newEmulator(t)
+	f := e.withApps(t, 1)
+	ctx := context.Background()
+	e.Server.ResetRequests()
+	if _, err := doctor.Check(ctx, e.Client, f, doctor.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	full := e.requestsOf()
+	e.Server.ResetRequests()
+	if err := doctor.Preflight(ctx, e.Client, f); err != nil {
+		t.Fatal(err)
+	}
+	lean := e.requestsOf()
+	t.Logf("doctor: %v\npreflight: %v", full, lean)
+	for _, ep := range []string{"GET /access/acl", "GET /access/roles"} {
+		if full[ep] == 0 {
+			t.Errorf("doctor did not read %s: the test no longer shows the difference", ep)
+		}
+		if lean[ep] != 0 {
+			t.Errorf("preflight read %s %d times with a token that holds everything", ep, lean[ep])
+		}
+	}
+	if p := "GET /access/permissions"; lean[p] >= full[p] || lean[p] > 6 {
+		t.Errorf("preflight read %s %d times (doctor %d): want only the token's, at most 6", p, lean[p], full[p])
+	}
+}

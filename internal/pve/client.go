@@ -77,6 +77,7 @@ type Client struct {
 	scale   float64     // Config.TaskTimeScale, 1 when nil
 	times   taskTimes   // how long each task type is expected to run
 	lists   taskLists   // list reads shared by the waits of a node's tasks
+	memo    *runMemo    // setup reads kept for one run (MemoizeSetup); nil: none
 }
 
 // New validates cfg and returns a client. It makes no request.

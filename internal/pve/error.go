@@ -166,8 +166,12 @@ var (
 	lockedRE = regexp.MustCompile(`^(CT|VM) is locked \(` +
 		`|^can't lock file '[^']*' - got timeout`)
 	modifiedRE = regexp.MustCompile(`(^|: )detected modified configuration - file changed by other user\?`)
-	existsRE   = regexp.MustCompile(`^(CT|VM) \d+ already exists on node|already exists$`)
-	runningRE  = regexp.MustCompile(`already running`)
+	// create_vm wraps create_and_lock_config's check, which a parallel
+	// create of the same VMID fails between the handler's first check and
+	// the config's write: "unable to create CT <vmid> - CT <vmid> already
+	// exists on node '<node>'".
+	existsRE  = regexp.MustCompile(`^(unable to (create|restore) CT \d+ - )?(CT|VM) \d+ already exists on node|already exists$`)
+	runningRE = regexp.MustCompile(`already running`)
 	// snapshotRE: pve-container's snapshot_create and vzdump's snapshot
 	// mode (pve backup.go SnapshotContainer; sim model/snapshot.go).
 	snapshotRE = regexp.MustCompile(`snapshot feature is not available`)

@@ -110,6 +110,7 @@ func TestAPIError_classify(t *testing.T) {
 	}{
 		{"ct exists", 500, "CT 105 already exists on node 'pve'", nil, classes{AlreadyExists: true}},
 		{"vm exists", 500, "VM 105 already exists on node 'pve'", nil, classes{AlreadyExists: true}},
+		{"ct exists at the config's write", 500, "unable to create CT 105 - CT 105 already exists on node 'pve'", nil, classes{AlreadyExists: true}},
 		{"target volume exists", 500, "target volume 'vm-900-disk-3' already exists", nil, classes{AlreadyExists: true}},
 		{"vm locked", 500, "VM is locked (snapshot)", nil, classes{Locked: true}},
 		{"flock timeout", 500, "can't lock file '/run/lock/lxc/pve-config-101.lock' - got timeout", nil, classes{Locked: true}},

@@ -10,6 +10,10 @@ import (
 
 // Nodes returns GET /nodes.
 func (c *Client) Nodes(ctx context.Context) ([]Node, error) {
+	return memoSlice(ctx, c, "nodes", c.readNodes)
+}
+
+func (c *Client) readNodes(ctx context.Context) ([]Node, error) {
 	var out []Node
 	if err := c.Get(ctx, "/nodes", nil, &out); err != nil {
 		return nil, fmt.Errorf("list nodes: %w", err)
@@ -39,6 +43,10 @@ type NetworkIface struct {
 // (/sdn/zones/localnetwork/<bridge>), so a bridge missing from the answer
 // either does not exist or cannot be used by this token.
 func (c *Client) Bridges(ctx context.Context, node string) ([]string, error) {
+	return memoSlice(ctx, c, "bridges "+node, func(ctx context.Context) ([]string, error) { return c.readBridges(ctx, node) })
+}
+
+func (c *Client) readBridges(ctx context.Context, node string) ([]string, error) {
 	var rows []NetworkIface
 	if _, err := c.call(ctx, http.MethodGet, pathf("/nodes/%s/network", node), url.Values{"type": {"any_bridge"}}, &rows); err != nil {
 		return nil, fmt.Errorf("list bridges on %s: %w", node, err)

@@ -11,6 +11,13 @@ import (
 // StorageList returns GET /nodes/{node}/storage, only storages that allow
 // content ("rootdir", "vztmpl", …) unless content is "".
 func (c *Client) StorageList(ctx context.Context, node, content string) ([]Storage, error) {
+	if content == "" {
+		return memoSlice(ctx, c, "storages "+node, func(ctx context.Context) ([]Storage, error) { return c.readStorageList(ctx, node, "") })
+	}
+	return c.readStorageList(ctx, node, content)
+}
+
+func (c *Client) readStorageList(ctx context.Context, node, content string) ([]Storage, error) {
 	var q url.Values
 	if content != "" {
 		q = url.Values{"content": {content}}

@@ -39,6 +39,7 @@ type clusterAPI struct {
 
 func (a *clusterAPI) register(route routeFunc) {
 	route("GET", "/version", a.getVersion)
+	route("GET", "/nodes/{node}/version", a.getNodeVersion)
 
 	route("GET", "/cluster/resources", a.getClusterResources)
 	route("GET", "/cluster/nextid", a.getNextID)
@@ -55,6 +56,8 @@ type storageAPI struct {
 }
 
 func (a *storageAPI) register(route routeFunc) {
+	route("GET", "/storage", a.getStorageIndex)
+	route("GET", "/storage/{storage}", a.getStorageConfig)
 	route("GET", "/nodes/{node}/storage", a.getStorages)
 	route("GET", "/nodes/{node}/storage/{storage}/status", a.getStorageStatus)
 	route("GET", "/nodes/{node}/storage/{storage}/content", a.getContent)
@@ -110,6 +113,7 @@ type taskAPI struct {
 }
 
 func (a *taskAPI) register(route routeFunc) {
+	route("GET", "/cluster/tasks", a.getClusterTasks)
 	route("GET", "/nodes/{node}/tasks", a.getTasks)
 	route("GET", "/nodes/{node}/tasks/{upid}/status", a.getTaskStatus)
 	route("GET", "/nodes/{node}/tasks/{upid}/log", a.getTaskLog)
@@ -123,6 +127,13 @@ type accessAPI struct {
 func (a *accessAPI) register(route routeFunc) {
 	route("POST", "/access/ticket", a.postTicket)
 	route("GET", "/access/permissions", a.getPermissions)
+	route("GET", "/access/domains", a.getDomains)
+	route("GET", "/access/domains/{realm}", a.getDomain)
+	route("GET", "/access/groups", a.getGroups)
+	route("POST", "/access/groups", a.postGroup)
+	route("GET", "/access/groups/{groupid}", a.getGroup)
+	route("PUT", "/access/groups/{groupid}", a.putGroup)
+	route("DELETE", "/access/groups/{groupid}", a.deleteGroup)
 	route("GET", "/access/users", a.getUsers)
 	route("POST", "/access/users", a.postUser)
 	route("GET", "/access/users/{userid}", a.getUser)

@@ -47,6 +47,18 @@ const (
 	Shared Requirement = "SHARED"
 	// Browser: a headless chromium for the agent's status page.
 	Browser Requirement = "BROWSER"
+	// Ansible: ansible-inventory with community.general's proxmox
+	// inventory plugin (Debian's ansible), run against the emulator.
+	Ansible Requirement = "ANSIBLE"
+	// Proxmoxer: python3 with the proxmoxer and requests modules
+	// (Debian's python3-proxmoxer).
+	Proxmoxer Requirement = "PROXMOXER"
+	// NPM: node and npm, and the npm registry to install the proxmox-api
+	// package from (or a warm cache of it).
+	NPM Requirement = "NPM"
+	// GoProxmox: the Go module proxy (or a warm module cache) to build the
+	// go-proxmox client's nested module with.
+	GoProxmox Requirement = "GO_PROXMOX"
 )
 
 // Env is the variable that makes r required: CORRAL_REQUIRE_<r>.

@@ -88,18 +88,20 @@ func DefaultDuration(typ string) time.Duration { return defaultDurations[typ] }
 // config and migration locks, status, hooks, held locks, guest.go), the
 // CTs' operations by concern (ctConfig, ctPower, ctDisks, ctSnapshots,
 // ctDestroyer, ctCreator, vzdump, ctMigrator), pools (cluster_pool.go),
-// firewall (firewall*.go) and persistence (the journal, journal.go).
+// firewall (firewall*.go), persistence (the journal, journal.go) and ha
+// (the HA stack, ha*.go; held by name, its exported methods embedded as
+// haAPI).
 //
 // storage alone writes the State's storages and volumes, taskRunner its
 // tasks and process ids, but the State stays one struct under one lock,
 // c.mu: a change that spans parts (a restore's guest, volumes and task)
 // is then one atomic step and one journal line, and a snapshot is
-// consistent. taskRunner, storage, accessControl, clusterView, guests,
-// ctSnapshots, ctDestroyer and persistence hold no *Cluster: they get c.mu, the State and small
-// interfaces over the parts they call (TestParts_reachNoCluster). The
-// other CT operations, pools and firewall still call the other parts
-// through their Cluster. What spans every concern stays Cluster's own: the
-// network (lxc_net.go, network.go), node power and memory admission.
+// consistent. Every part but pools and firewall holds no *Cluster: each
+// gets c.mu, the State and small interfaces over the parts it calls,
+// wired in parts.go (TestParts_reachNoCluster). pools and firewall still
+// call the other parts through their Cluster. What spans every concern
+// stays Cluster's own: the network (lxc_net.go, network.go), node power
+// and memory admission.
 type Cluster struct {
 	opts Options
 	log  *slog.Logger
@@ -158,8 +160,10 @@ type Cluster struct {
 	// the cluster's and the guests' firewall config (firewall*.go).
 	pools
 	firewall
-	// crm wakes the HA manager's loop (ha_crm.go).
-	crm crmLoop
+	// ha is the HA stack: its API, the CRM loop and the LRM (ha*.go);
+	// haAPI is its exported methods, which are the Cluster's.
+	ha haManager
+	haAPI
 }
 
 // Open loads the cluster in opts.Dir, or creates the default datacenter
@@ -186,7 +190,7 @@ func Open(opts Options) (*Cluster, error) {
 	}
 	c.wg.Add(1)
 	go c.refreshDiskUsage()
-	c.startCRM()
+	c.ha.startCRM()
 	return c, nil
 }
 
@@ -225,10 +229,7 @@ func newCluster(opts Options) *Cluster {
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Cluster{opts: opts, log: log.WithGroup("model"), ctx: ctx, cancel: cancel}
 	c.appliances.realTemplate = opts.RealTemplate
-	c.wireCore()
-	c.wireGuests()
-	c.ctConfig.c, c.ctPower.c, c.ctDisks.c = c, c, c
-	c.ctCreator.c, c.vzdump.c, c.ctMigrator.c = c, c, c
+	wireParts(c)
 	c.pools.c, c.firewall.c = c, c
 	return c
 }

@@ -53,13 +53,8 @@ type guests struct {
 	hookMu       sync.Mutex
 	shutdownHook ShutdownHook         // SetShutdownHook
 	startGuard   func(vmid int) error // SetStartGuard
-	// shutdownAborts holds the abort channel of every running vzshutdown
-	// worker by UPID, so that stop with overrule-shutdown can end it.
-	shutdownAborts sync.Map // string → chan struct{}
-	// runHook and runChanges: see SetRunHook. runChanges counts the CT
-	// starts and stops (c.mu).
-	runHook    func()
-	runChanges uint64
+	// runHook: see SetRunHook (ctPower counts the starts and stops).
+	runHook func()
 	// guestGen counts guest changes (markGuest, c.mu): the guest layer
 	// polls it and lists the running CTs again only when it moved.
 	guestGen uint64
@@ -81,20 +76,12 @@ type volumePather interface {
 	volumePath(node, storage, name string) string
 }
 
-// The CTs' operations come in parts by concern, each a method set of its
-// own, which Cluster embeds. These work on the State and call the other
-// parts through their Cluster, as each spans guests, volumes, tasks and
-// the network; ctSnapshots (snapshot.go) and ctDestroyer
-// (lxc_destroy.go) reach them through fields of their own.
+// The CTs' operations come in parts by concern, each declared in its
+// own file with the fields it reaches the rest through (ctConfig in
+// lxc_config.go, ctPower, ctDisks, ctSnapshots, ctDestroyer, ctCreator,
+// vzdump, ctMigrator). pools and firewall are still built on the whole
+// Cluster, calling the other parts through it.
 type (
-	// ctConfig reads and updates a CT's config and pending changes
-	// (lxc_config.go).
-	ctConfig struct{ c *Cluster }
-	// ctPower starts, stops, shuts down and reboots CTs and applies their
-	// pending changes at start (lxc_power.go).
-	ctPower struct{ c *Cluster }
-	// ctDisks resizes and moves a CT's volumes (lxc_disk.go).
-	ctDisks struct{ c *Cluster }
 	// pools and firewall are the resource pools' and the firewall's
 	// operations (cluster_pool.go, firewall*.go).
 	pools    struct{ c *Cluster }
@@ -119,6 +106,12 @@ func checkLock(g *Guest) error {
 		return Failf("CT is locked (%s)\n", lock)
 	}
 	return nil
+}
+
+// acquireFlock takes CT vmid's config flock alone, waiting up to
+// timeout: a create or restore takes it before the CT exists.
+func (gs *guests) acquireFlock(vmid int, timeout time.Duration) (release func(), err error) {
+	return gs.locks.acquire(gs.ctx, vmid, timeout)
 }
 
 // lockConfig is lock_config plus check_lock for a synchronous request: it

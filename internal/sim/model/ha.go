@@ -1,13 +1,88 @@
 package model
 
 import (
+	"context"
 	"crypto/sha1"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 )
+
+// haManager is the emulator's HA stack: the HA API (ha_resources.go,
+// ha_rules.go, ha_status.go), the CRM loop and the LRM's tasks
+// (ha_crm*.go, ha_lrm.go), and what being an HA resource changes for a
+// CT (ha_guest.go). Cluster holds it by name (c.ha) and embeds its
+// exported methods (haAPI). It owns the CRM loop's wake-up;
+// the HA config and manager status stay in the State (State.HA), under
+// the State's one lock. It holds no *Cluster: the State's lock and the
+// State, its settings, and one field per part it calls; the LRM starts
+// its tasks through ctPower's and ctMigrator's own API methods.
+type haManager struct {
+	// stateMu guards the State; state is the State (nil until loaded).
+	stateMu *stateMutex
+	state   func() *State
+	clock   func() time.Time
+	version string
+	log     *slog.Logger
+	// ctx is the cluster's life, wg counts its goroutines for Close.
+	ctx context.Context
+	wg  *sync.WaitGroup
+	// tasks starts the hastart, hastop and hamigrate tasks and scales
+	// the CRM's delays.
+	tasks interface {
+		spawn(auth Auth, node, typ, id string, fn func(w *Worker) error) string
+		scale(d time.Duration) time.Duration
+	}
+	power    haPower
+	migrator interface {
+		MigrateCT(auth Auth, node string, vmid int, params map[string]string) (string, error)
+	}
+	journal interface {
+		markCore()
+		markGuest(vmid int)
+		saveLocked() error
+	}
+	// crm wakes the CRM loop (ha_crm.go).
+	crm crmLoop
+}
+
+// haAPI is haManager's exported methods, the HA API's: Cluster embeds
+// it (the interface, not the manager), so that these are the Cluster's
+// methods and the manager's own workings are not; the other parts reach
+// those through their own fields.
+type haAPI interface {
+	HAResources(typ string) []HAResourceEntry
+	HAResource(sid string) (HAResourceEntry, error)
+	AddHAResource(params map[string]string) error
+	UpdateHAResource(params map[string]string, del []string, digest string) error
+	DeleteHAResource(sid string, purge bool) error
+	RequestHAMotion(sid, node string, relocate bool) (HAMotion, error)
+	HARules(typ, resource string) []HARuleEntry
+	HARule(id string) (HARuleEntry, error)
+	SetHARule(create bool, params map[string]string, del []string, digest string) error
+	DeleteHARule(id string) error
+	HAGroups() ([]HAGroupEntry, error)
+	HAGroup(id string) (HAGroupEntry, error)
+	SetHAGroup(create bool, params map[string]string, del []string) error
+	DeleteHAGroup(id string) error
+	HAStatus(node string) []HAStatusEntry
+	HAManagerStatus() HAManagerStatus
+	HALog() []string
+	AnsweringNode() string
+}
+
+// haPower is what the HA stack needs of ctPower: the LRM's start and
+// shutdown, and a fenced CT marked stopped.
+type haPower interface {
+	StartCT(auth Auth, node string, vmid int, params map[string]string) (string, error)
+	ShutdownCT(auth Auth, node string, vmid int, params map[string]string) (string, error)
+	markStoppedLocked(g *Guest)
+}
 
 // HA is what pve-ha-manager keeps in /etc/pve/ha: resources.cfg, the
 // groups (PVE 8) or rules (PVE 9) that say where a resource may run, and
@@ -143,11 +218,12 @@ func (st *State) parseHASID(sid string) (string, int, error) {
 }
 
 // haLocked is the cluster's HA config, created empty on first use.
-func (c *Cluster) haLocked() *HA {
-	if c.st.HA == nil {
-		c.st.HA = &HA{}
+func (hm *haManager) haLocked() *HA {
+	st := hm.state()
+	if st.HA == nil {
+		st.HA = &HA{}
 	}
-	h := c.st.HA
+	h := st.HA
 	if h.Resources == nil {
 		h.Resources = map[string]*HAResource{}
 	}
@@ -162,7 +238,7 @@ func (c *Cluster) haLocked() *HA {
 
 // haManagedLocked is vm_is_ha_managed: CT vmid has an HA resource whose
 // requested state is not ignored.
-func (c *Cluster) haManagedLocked(vmid int) bool { return haManagedIn(c.st, vmid) }
+func (hm *haManager) haManagedLocked(vmid int) bool { return haManagedIn(hm.state(), vmid) }
 
 // haManagedIn is haManagedLocked over a State, for the parts that hold
 // no Cluster (guests' status).
@@ -175,8 +251,9 @@ func haManagedIn(st *State, vmid int) bool {
 }
 
 // haConfiguredLocked reports whether CT vmid has an HA resource at all.
-func (c *Cluster) haConfiguredLocked(vmid int) bool {
-	return c.st.HA != nil && c.st.HA.Resources[haSID(vmid)] != nil
+func (hm *haManager) haConfiguredLocked(vmid int) bool {
+	st := hm.state()
+	return st.HA != nil && st.HA.Resources[haSID(vmid)] != nil
 }
 
 // haDigest is the digest of the HA config files, as PVE's section
@@ -188,9 +265,9 @@ func haDigest(v any) string {
 }
 
 // haLogLocked appends a CRM log line.
-func (c *Cluster) haLogLocked(level, format string, args ...any) {
-	h := c.haLocked()
-	line := c.now().UTC().Format("2006-01-02 15:04:05") + " pve-ha-crm " + level + ": " + fmt.Sprintf(format, args...)
+func (hm *haManager) haLogLocked(level, format string, args ...any) {
+	h := hm.haLocked()
+	line := hm.clock().UTC().Format("2006-01-02 15:04:05") + " pve-ha-crm " + level + ": " + fmt.Sprintf(format, args...)
 	h.Log = append(h.Log, line)
 	if len(h.Log) > maxHALog {
 		h.Log = h.Log[len(h.Log)-maxHALog:]

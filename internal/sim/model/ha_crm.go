@@ -39,27 +39,27 @@ type crmLoop struct {
 }
 
 // startCRM starts the cluster's HA loop; Close stops it.
-func (c *Cluster) startCRM() {
-	c.crm.kick = make(chan struct{}, 1)
-	c.wg.Add(1)
-	go c.runCRM()
+func (hm *haManager) startCRM() {
+	hm.crm.kick = make(chan struct{}, 1)
+	hm.wg.Add(1)
+	go hm.runCRM()
 }
 
 // kickCRM wakes the CRM loop (it never blocks).
-func (c *Cluster) kickCRM() {
+func (hm *haManager) kickCRM() {
 	select {
-	case c.crm.kick <- struct{}{}:
+	case hm.crm.kick <- struct{}{}:
 	default:
 	}
 }
 
-func (c *Cluster) runCRM() {
-	defer c.wg.Done()
-	cycle := max(c.scale(crmCycle), minCRMCycle)
+func (hm *haManager) runCRM() {
+	defer hm.wg.Done()
+	cycle := max(hm.tasks.scale(crmCycle), minCRMCycle)
 	t := time.NewTimer(cycle)
 	defer t.Stop()
 	for {
-		actions, active := c.crmRound()
+		actions, active := hm.crmRound()
 		for _, a := range actions {
 			a()
 		}
@@ -69,9 +69,9 @@ func (c *Cluster) runCRM() {
 			tick = t.C
 		}
 		select {
-		case <-c.ctx.Done():
+		case <-hm.ctx.Done():
 			return
-		case <-c.crm.kick:
+		case <-hm.crm.kick:
 		case <-tick:
 		}
 	}
@@ -80,47 +80,66 @@ func (c *Cluster) runCRM() {
 // crmRound is one CRM round: node states, new and stale services, queued
 // commands, each service's next state, fencing. It returns the LRM work
 // to start without the lock, and whether HA has anything to watch.
-func (c *Cluster) crmRound() (actions []func(), active bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	h := c.st.HA
-	if h == nil || (len(h.Resources) == 0 && len(h.Services) == 0) {
+func (hm *haManager) crmRound() (actions []func(), active bool) {
+	if !hm.haWatching() {
+		return nil, false // no write lock: an idle round moves no ReadKey
+	}
+	hm.stateMu.Lock()
+	defer hm.stateMu.Unlock()
+	h := hm.state().HA
+	if !haActive(h) {
 		return nil, false
 	}
 	before := haDigest(h)
-	c.crmNodesLocked()
-	c.crmSyncServicesLocked()
-	c.crmCommandsLocked()
+	hm.crmNodesLocked()
+	hm.crmSyncServicesLocked()
+	hm.crmCommandsLocked()
 	for _, sid := range slices.Sorted(maps.Keys(h.Services)) {
-		if a := c.crmServiceLocked(sid); a != nil {
+		if a := hm.crmServiceLocked(sid); a != nil {
 			actions = append(actions, a)
 		}
 	}
-	c.crmFenceLocked()
+	hm.crmFenceLocked()
 	if haDigest(h) != before {
-		c.markCore()
-		if err := c.saveLocked(); err != nil {
-			c.log.Error("save state after HA round", "err", err)
+		hm.journal.markCore()
+		if err := hm.journal.saveLocked(); err != nil {
+			hm.log.Error("save state after HA round", "err", err)
 		}
 	}
 	return actions, true
 }
 
+// haWatching reports, under the read lock, whether HA has anything to
+// watch (haActive).
+func (hm *haManager) haWatching() bool {
+	hm.stateMu.RLock()
+	defer hm.stateMu.RUnlock()
+	st := hm.state()
+	return haActive(st.HA)
+}
+
+// haActive reports whether h has a resource or a service.
+func haActive(h *HA) bool {
+	return h != nil && (len(h.Resources) > 0 || len(h.Services) > 0)
+}
+
 // offlineForLocked reports whether node has been offline at least d
 // (scaled), as node_is_offline_delayed does.
-func (c *Cluster) offlineForLocked(node string, d time.Duration) bool {
-	n := c.st.node(node)
+func (hm *haManager) offlineForLocked(node string, d time.Duration) bool {
+	st := hm.state()
+	n := st.node(node)
 	if n == nil || n.Online {
 		return false
 	}
-	return c.now().Sub(time.Unix(n.OfflineSince, 0)) >= c.scale(d)
+	return hm.clock().Sub(time.Unix(n.OfflineSince, 0)) >= hm.tasks.scale(d)
 }
 
 // crmNodesLocked is NodeStatus.pm update: an online node is online, an
 // offline one unknown; fence is left to crmFenceLocked.
-func (c *Cluster) crmNodesLocked() {
-	h := c.st.HA
-	for _, n := range c.st.Nodes {
+func (hm *haManager) crmNodesLocked() {
+	st := hm.state()
+	h := st.HA
+	for _, n := range st.Nodes {
 		old := h.NodeState[n.Name]
 		want := "unknown"
 		if n.Online {
@@ -131,25 +150,26 @@ func (c *Cluster) crmNodesLocked() {
 		}
 		h.NodeState[n.Name] = want
 		if old != "" {
-			c.haLogLocked("info", "node '%s': state changed from '%s' => '%s'", n.Name, old, want)
+			hm.haLogLocked("info", "node '%s': state changed from '%s' => '%s'", n.Name, old, want)
 		}
 	}
 }
 
 // crmSyncServicesLocked adds the configured resources the manager does
 // not know yet and drops the ones gone or ignored.
-func (c *Cluster) crmSyncServicesLocked() {
-	h := c.st.HA
+func (hm *haManager) crmSyncServicesLocked() {
+	st := hm.state()
+	h := st.HA
 	for _, sid := range slices.Sorted(maps.Keys(h.Resources)) {
 		r := h.Resources[sid]
 		if h.Services[sid] != nil || r.requested() == "ignored" {
 			continue
 		}
-		g := c.haGuestLocked(sid)
+		g := hm.haGuestLocked(sid)
 		if g == nil {
 			continue // "not found": nothing to manage until the CT exists
 		}
-		c.haLogLocked("info", "adding new service '%s' on node '%s'", sid, g.Node)
+		hm.haLogLocked("info", "adding new service '%s' on node '%s'", sid, g.Node)
 		state := "request_stop"
 		if r.requested() == "started" {
 			state = "request_start"
@@ -165,24 +185,26 @@ func (c *Cluster) crmSyncServicesLocked() {
 		if r != nil {
 			reason = "ignored state requested"
 		}
-		c.haLogLocked("info", "removing stale service '%s' (%s)", sid, reason)
+		hm.haLogLocked("info", "removing stale service '%s' (%s)", sid, reason)
 		delete(h.Services, sid)
 	}
 }
 
 // haGuestLocked is the CT behind sid, nil when it does not exist.
-func (c *Cluster) haGuestLocked(sid string) *Guest {
+func (hm *haManager) haGuestLocked(sid string) *Guest {
+	st := hm.state()
 	vmid, err := strconv.Atoi(strings.TrimPrefix(sid, "ct:"))
 	if err != nil {
 		return nil
 	}
-	return c.st.Guests[vmid]
+	return st.Guests[vmid]
 }
 
 // setServiceStateLocked is Manager.pm's change_service_state: the new
 // state, the LRM's work and counters reset, and its log line.
-func (c *Cluster) setServiceStateLocked(sid, state string, node string) {
-	s := c.st.HA.Services[sid]
+func (hm *haManager) setServiceStateLocked(sid, state string, node string) {
+	st := hm.state()
+	s := st.HA.Services[sid]
 	old := s.State
 	s.State, s.Running, s.Restarts, s.UPID, s.UPIDNode = state, false, 0, "", ""
 	text := ""
@@ -195,38 +217,39 @@ func (c *Cluster) setServiceStateLocked(sid, state string, node string) {
 	} else {
 		text = "  (node = " + s.Node + ", target = " + s.Target + ")"
 	}
-	c.haLogLocked("info", "service '%s': state changed from '%s' to '%s'%s", sid, old, state, text)
+	hm.haLogLocked("info", "service '%s': state changed from '%s' to '%s'%s", sid, old, state, text)
 }
 
 // crmCommandsLocked runs the queued migrate and relocate commands.
-func (c *Cluster) crmCommandsLocked() {
-	h := c.st.HA
+func (hm *haManager) crmCommandsLocked() {
+	st := hm.state()
+	h := st.HA
 	cmds := h.Commands
 	h.Commands = nil
 	for _, cmd := range cmds {
 		f := strings.Fields(cmd)
 		if len(f) != 3 {
-			c.haLogLocked("err", "unable to parse crm command: %s", cmd)
+			hm.haLogLocked("err", "unable to parse crm command: %s", cmd)
 			continue
 		}
 		op, sid, target := f[0], f[1], f[2]
-		c.haLogLocked("info", "got crm command: %s", cmd)
+		hm.haLogLocked("info", "got crm command: %s", cmd)
 		s := h.Services[sid]
-		switch n := c.st.node(target); {
+		switch n := st.node(target); {
 		case s == nil:
-			c.haLogLocked("err", "crm command error - no such service: %s", cmd)
+			hm.haLogLocked("err", "crm command error - no such service: %s", cmd)
 		case n == nil || !n.Online:
-			c.haLogLocked("err", "crm command error - node not online: %s", cmd)
+			hm.haLogLocked("err", "crm command error - node not online: %s", cmd)
 		case s.Node == target:
-			c.haLogLocked("info", "ignore crm command - service already on target node: %s", cmd)
+			hm.haLogLocked("info", "ignore crm command - service already on target node: %s", cmd)
 		case s.State != "started" && s.State != "stopped" && s.State != "request_stop":
-			c.haLogLocked("err", "crm command '%s' error - service not in started or stopped state", cmd)
+			hm.haLogLocked("err", "crm command '%s' error - service not in started or stopped state", cmd)
 		default:
 			// A CT cannot live-migrate: HA always relocates it
 			// (Resources/PVECT.pm migrate).
-			c.haLogLocked("info", "%s service '%s' to node '%s'", op, sid, target)
+			hm.haLogLocked("info", "%s service '%s' to node '%s'", op, sid, target)
 			s.Target = target
-			c.setServiceStateLocked(sid, "relocate", "")
+			hm.setServiceStateLocked(sid, "relocate", "")
 		}
 	}
 }

@@ -15,18 +15,19 @@ var haLRM = Auth{UserID: "root@pam", HA: true}
 
 // crmServiceLocked moves service sid on by one step and returns the LRM
 // work to start outside the lock, if any.
-func (c *Cluster) crmServiceLocked(sid string) func() {
-	h := c.st.HA
+func (hm *haManager) crmServiceLocked(sid string) func() {
+	st := hm.state()
+	h := st.HA
 	s, r := h.Services[sid], h.Resources[sid]
-	g := c.haGuestLocked(sid)
+	g := hm.haGuestLocked(sid)
 	if g == nil || r == nil {
 		return nil
 	}
 	if s.State != "fence" && s.State != "recovery" && g.Node != s.Node && s.UPID == "" {
-		c.haLogLocked("info", "fixup service '%s' location (%s => %s)", sid, s.Node, g.Node)
+		hm.haLogLocked("info", "fixup service '%s' location (%s => %s)", sid, s.Node, g.Node)
 		s.Node = g.Node
 	}
-	done, ok, typ := c.lrmResultLocked(s)
+	done, ok, typ := hm.lrmResultLocked(s)
 	if s.UPID != "" {
 		return nil // the LRM is still at it
 	}
@@ -35,32 +36,32 @@ func (c *Cluster) crmServiceLocked(sid string) func() {
 	case "fence":
 		return nil // wait until fenced (crmFenceLocked)
 	case "recovery":
-		c.crmRecoverLocked(sid, s, g, req)
+		hm.crmRecoverLocked(sid, s, g, req)
 		return nil
 	case "error":
 		if req == "disabled" {
 			s.FailedNodes = nil
-			c.setServiceStateLocked(sid, "stopped", "")
+			hm.setServiceStateLocked(sid, "stopped", "")
 		}
 		return nil
 	}
-	if c.offlineForLocked(s.Node, fenceDelay) && req != "disabled" {
-		c.setServiceStateLocked(sid, "fence", "")
+	if hm.offlineForLocked(s.Node, fenceDelay) && req != "disabled" {
+		hm.setServiceStateLocked(sid, "fence", "")
 		return nil
 	}
-	if n := c.st.node(s.Node); n == nil || !n.Online {
+	if n := st.node(s.Node); n == nil || !n.Online {
 		return nil
 	}
 	switch s.State {
 	case "request_start":
-		c.setServiceStateLocked(sid, "started", "")
+		hm.setServiceStateLocked(sid, "started", "")
 		return nil
 	case "started":
-		return c.crmStartedLocked(sid, s, g, req, done && typ == "vzstart", ok)
+		return hm.crmStartedLocked(sid, s, g, req, done && typ == "vzstart", ok)
 	case "request_stop", "stopped":
-		return c.crmStoppedLocked(sid, s, g, req)
+		return hm.crmStoppedLocked(sid, s, g, req)
 	case "relocate", "migrate":
-		return c.crmRelocateLocked(sid, s, g, req, done, ok, typ)
+		return hm.crmRelocateLocked(sid, s, g, req, done, ok, typ)
 	}
 	return nil
 }
@@ -68,7 +69,8 @@ func (c *Cluster) crmServiceLocked(sid string) func() {
 // lrmResultLocked collects the end of the LRM task in flight for s:
 // done when it has ended (s.UPID is cleared), ok when it succeeded, and
 // its type. A task still running leaves s.UPID set.
-func (c *Cluster) lrmResultLocked(s *HAService) (done, ok bool, typ string) {
+func (hm *haManager) lrmResultLocked(s *HAService) (done, ok bool, typ string) {
+	st := hm.state()
 	if s.UPID == "" || s.UPID == pendingUPID {
 		return false, false, ""
 	}
@@ -76,8 +78,8 @@ func (c *Cluster) lrmResultLocked(s *HAService) (done, ok bool, typ string) {
 		s.UPID, s.UPIDNode = "", ""
 		return true, false, typ
 	}
-	for i := len(c.st.Tasks) - 1; i >= 0; i-- {
-		t := c.st.Tasks[i]
+	for i := len(st.Tasks) - 1; i >= 0; i-- {
+		t := st.Tasks[i]
 		if t.UPID != s.UPID {
 			continue
 		}
@@ -98,67 +100,68 @@ const pendingUPID = "pending"
 // restart policy: the CT is kept running on its node; a failed start is
 // retried max_restart times, then relocated to another allowed node
 // until max_relocate relocations failed, then the service is in error.
-func (c *Cluster) crmStartedLocked(sid string, s *HAService, g *Guest, req string, started, ok bool) func() {
+func (hm *haManager) crmStartedLocked(sid string, s *HAService, g *Guest, req string, started, ok bool) func() {
+	st := hm.state()
 	if req != "started" {
-		c.setServiceStateLocked(sid, "request_stop", "")
+		hm.setServiceStateLocked(sid, "request_stop", "")
 		return nil
 	}
-	r := c.st.HA.Resources[sid]
+	r := st.HA.Resources[sid]
 	switch {
 	case started && ok:
 		if len(s.FailedNodes) > 0 {
-			c.haLogLocked("info", "relocation policy successful for '%s' on node '%s', failed nodes: %s", sid, s.Node, strings.Join(s.FailedNodes, ", "))
+			hm.haLogLocked("info", "relocation policy successful for '%s' on node '%s', failed nodes: %s", sid, s.Node, strings.Join(s.FailedNodes, ", "))
 			s.FailedNodes = nil
 		}
 		s.Running, s.Restarts = true, 0
 	case started:
 		if s.Restarts < r.maxRestart() {
 			s.Restarts++
-			c.haLogLocked("warning", "restart policy: retry number %d for service '%s'", s.Restarts, sid)
+			hm.haLogLocked("warning", "restart policy: retry number %d for service '%s'", s.Restarts, sid)
 			break
 		}
-		c.haLogLocked("err", "unable to start service %s on local node after %d retries", sid, s.Restarts)
+		hm.haLogLocked("err", "unable to start service %s on local node after %d retries", sid, s.Restarts)
 		s.Running = false
 		s.FailedNodes = append(s.FailedNodes, s.Node)
 		if len(s.FailedNodes) > r.maxRelocate() {
-			c.haLogLocked("err", "recovery policy for service %s failed, entering error state. Failed nodes: %s", sid, strings.Join(s.FailedNodes, ", "))
-			c.setServiceStateLocked(sid, "error", "")
+			hm.haLogLocked("err", "recovery policy for service %s failed, entering error state. Failed nodes: %s", sid, strings.Join(s.FailedNodes, ", "))
+			hm.setServiceStateLocked(sid, "error", "")
 			return nil
 		}
-		c.haLogLocked("warning", "starting service %s on node '%s' failed, relocating service.", sid, s.Node)
-		if next := c.nextNodeLocked(sid, s); next != "" {
+		hm.haLogLocked("warning", "starting service %s on node '%s' failed, relocating service.", sid, s.Node)
+		if next := hm.nextNodeLocked(sid, s); next != "" {
 			s.Target = next
-			c.haLogLocked("info", "relocate service '%s' to node '%s'", sid, next)
-			c.setServiceStateLocked(sid, "relocate", "")
+			hm.haLogLocked("info", "relocate service '%s' to node '%s'", sid, next)
+			hm.setServiceStateLocked(sid, "relocate", "")
 			return nil
 		}
 		s.Restarts = 0
 	}
 	if g.Running {
 		s.Running = true
-		c.crmEnforceRulesLocked(sid, s)
+		hm.crmEnforceRulesLocked(sid, s)
 		return nil
 	}
-	return c.lrmStartLocked(sid, s, g)
+	return hm.lrmStartLocked(sid, s, g)
 }
 
 // crmEnforceRulesLocked is select_service_node for a running service: on
 // a node its group or strict rule no longer allows, it is relocated to
 // the first allowed one.
-func (c *Cluster) crmEnforceRulesLocked(sid string, s *HAService) {
-	allowed := c.haAllowedNodesLocked(sid)
+func (hm *haManager) crmEnforceRulesLocked(sid string, s *HAService) {
+	allowed := hm.haAllowedNodesLocked(sid)
 	if len(allowed) == 0 || slices.Contains(allowed, s.Node) {
 		return
 	}
 	s.Target = allowed[0]
-	c.haLogLocked("info", "relocate service '%s' to node '%s'", sid, s.Target)
-	c.setServiceStateLocked(sid, "relocate", "")
+	hm.haLogLocked("info", "relocate service '%s' to node '%s'", sid, s.Target)
+	hm.setServiceStateLocked(sid, "relocate", "")
 }
 
 // nextNodeLocked is select_service_node with try-next: an allowed online
 // node where the service has not failed yet, "" when there is none.
-func (c *Cluster) nextNodeLocked(sid string, s *HAService) string {
-	for _, n := range c.haAllowedNodesLocked(sid) {
+func (hm *haManager) nextNodeLocked(sid string, s *HAService) string {
+	for _, n := range hm.haAllowedNodesLocked(sid) {
 		if n != s.Node && !slices.Contains(s.FailedNodes, n) {
 			return n
 		}
@@ -169,16 +172,16 @@ func (c *Cluster) nextNodeLocked(sid string, s *HAService) string {
 // crmStoppedLocked is next_state_request_stop and next_state_stopped:
 // the LRM stops the CT; a stopped service whose resource asks for
 // started is requested to start.
-func (c *Cluster) crmStoppedLocked(sid string, s *HAService, g *Guest, req string) func() {
+func (hm *haManager) crmStoppedLocked(sid string, s *HAService, g *Guest, req string) func() {
 	if g.Running {
-		return c.lrmStopLocked(s, g)
+		return hm.lrmStopLocked(s, g)
 	}
 	if s.State == "request_stop" {
-		c.setServiceStateLocked(sid, "stopped", "")
+		hm.setServiceStateLocked(sid, "stopped", "")
 		return nil
 	}
 	if req == "started" {
-		c.setServiceStateLocked(sid, "request_start", "")
+		hm.setServiceStateLocked(sid, "request_start", "")
 	}
 	return nil
 }
@@ -186,35 +189,36 @@ func (c *Cluster) crmStoppedLocked(sid string, s *HAService, g *Guest, req strin
 // crmRelocateLocked is the LRM's relocate of a CT (PVECT.pm migrate):
 // shut it down, migrate it offline, and leave it to be started on the
 // target. A failed migration leaves it where it was.
-func (c *Cluster) crmRelocateLocked(sid string, s *HAService, g *Guest, req string, done, ok bool, typ string) func() {
+func (hm *haManager) crmRelocateLocked(sid string, s *HAService, g *Guest, req string, done, ok bool, typ string) func() {
 	after := "started"
 	if req != "started" {
 		after = "request_stop"
 	}
 	switch {
 	case done && typ == "vzmigrate" && ok:
-		c.setServiceStateLocked(sid, after, g.Node)
+		hm.setServiceStateLocked(sid, after, g.Node)
 		return nil
 	case done && typ == "vzmigrate":
-		c.haLogLocked("err", "service '%s' - migration failed (exit code 1)", sid)
-		c.setServiceStateLocked(sid, after, s.Node)
+		hm.haLogLocked("err", "service '%s' - migration failed (exit code 1)", sid)
+		hm.setServiceStateLocked(sid, after, s.Node)
 		return nil
 	case g.Running:
-		return c.lrmStopLocked(s, g)
+		return hm.lrmStopLocked(s, g)
 	}
-	return c.lrmMigrateLocked(s, g)
+	return hm.lrmMigrateLocked(s, g)
 }
 
 // crmRecoverLocked is next_state_recovery: the service goes to an
 // allowed online node, by fewest services, without any storage check;
 // its config is stolen from the fenced node after removing the locks a
 // crash leaves behind.
-func (c *Cluster) crmRecoverLocked(sid string, s *HAService, g *Guest, req string) {
+func (hm *haManager) crmRecoverLocked(sid string, s *HAService, g *Guest, req string) {
+	st := hm.state()
 	target := ""
 	best := -1
-	for _, n := range c.haAllowedNodesLocked(sid) {
+	for _, n := range hm.haAllowedNodesLocked(sid) {
 		load := 0
-		for _, o := range c.st.HA.Services {
+		for _, o := range st.HA.Services {
 			if o.Node == n {
 				load++
 			}
@@ -225,29 +229,29 @@ func (c *Cluster) crmRecoverLocked(sid string, s *HAService, g *Guest, req strin
 	}
 	if target == "" {
 		msg := "recovering service '" + sid + "' from fenced node '" + s.Node + "' failed, no recovery node found"
-		if l := c.st.HA.Log; len(l) == 0 || !strings.HasSuffix(l[len(l)-1], msg) {
-			c.haLogLocked("err", "%s", msg)
+		if l := st.HA.Log; len(l) == 0 || !strings.HasSuffix(l[len(l)-1], msg) {
+			hm.haLogLocked("err", "%s", msg)
 		}
 		if req == "disabled" {
-			c.setServiceStateLocked(sid, "stopped", "")
+			hm.setServiceStateLocked(sid, "stopped", "")
 		}
 		return
 	}
-	c.haLogLocked("info", "recover service '%s' from fenced node '%s' to node '%s'", sid, s.Node, target)
+	hm.haLogLocked("info", "recover service '%s' from fenced node '%s' to node '%s'", sid, s.Node, target)
 	if l := g.Lock(); slices.Contains(recoverableLocks, l) {
 		delete(g.Config, "lock")
-		c.haLogLocked("info", "removed leftover lock '%s' from recovered service '%s' to allow its start.", l, sid)
+		hm.haLogLocked("info", "removed leftover lock '%s' from recovered service '%s' to allow its start.", l, sid)
 	}
 	if g.Running {
-		c.markStoppedLocked(g)
+		hm.power.markStoppedLocked(g)
 	}
 	g.Node = target
-	c.markGuest(g.VMID)
+	hm.journal.markGuest(g.VMID)
 	next := "started"
 	if req != "started" {
 		next = "request_stop"
 	}
-	c.setServiceStateLocked(sid, next, target)
+	hm.setServiceStateLocked(sid, next, target)
 }
 
 // recoverableLocks are the config locks recovery removes
@@ -259,8 +263,9 @@ var recoverableLocks = []string{"backup", "mounted", "migrate", "clone", "rollba
 // after it went, or at once when it is back and its LRM let go), the
 // fence is acknowledged, its CTs are off (the watchdog reset the node)
 // and its fenced services go to recovery.
-func (c *Cluster) crmFenceLocked() {
-	h := c.st.HA
+func (hm *haManager) crmFenceLocked() {
+	st := hm.state()
+	h := st.HA
 	var nodes []string
 	for _, sid := range slices.Sorted(maps.Keys(h.Services)) {
 		if s := h.Services[sid]; s.State == "fence" && !slices.Contains(nodes, s.Node) {
@@ -270,26 +275,26 @@ func (c *Cluster) crmFenceLocked() {
 	for _, node := range nodes {
 		if old := h.NodeState[node]; old != "fence" {
 			h.NodeState[node] = "fence"
-			c.haLogLocked("info", "node '%s': state changed from '%s' => 'fence'", node, old)
+			hm.haLogLocked("info", "node '%s': state changed from '%s' => 'fence'", node, old)
 		}
-		n := c.st.node(node)
-		if n == nil || (!n.Online && !c.offlineForLocked(node, agentLockLifetime)) {
+		n := st.node(node)
+		if n == nil || (!n.Online && !hm.offlineForLocked(node, agentLockLifetime)) {
 			continue
 		}
-		c.haLogLocked("info", "fencing: acknowledged - got agent lock for node '%s'", node)
+		hm.haLogLocked("info", "fencing: acknowledged - got agent lock for node '%s'", node)
 		h.NodeState[node] = "unknown"
-		c.haLogLocked("info", "node '%s': state changed from 'fence' => 'unknown'", node)
+		hm.haLogLocked("info", "node '%s': state changed from 'fence' => 'unknown'", node)
 		if !n.Online {
 			n.PoweredOff = true
-			for _, g := range c.st.Guests {
+			for _, g := range st.Guests {
 				if g.Node == node && g.Running {
-					c.markStoppedLocked(g)
+					hm.power.markStoppedLocked(g)
 				}
 			}
 		}
 		for _, sid := range slices.Sorted(maps.Keys(h.Services)) {
 			if s := h.Services[sid]; s.State == "fence" && s.Node == node {
-				c.setServiceStateLocked(sid, "recovery", "")
+				hm.setServiceStateLocked(sid, "recovery", "")
 			}
 		}
 	}

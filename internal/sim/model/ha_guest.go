@@ -10,7 +10,7 @@ import "strconv"
 // haStateLocked is the CT's hastate in /cluster/resources: its service
 // state in the manager status, else its requested state in
 // resources.cfg (as it is written there; "" when unset), else "".
-func (c *Cluster) haStateLocked(vmid int) string { return haStateIn(c.st, vmid) }
+func (hm *haManager) haStateLocked(vmid int) string { return haStateIn(hm.state(), vmid) }
 
 // haStateIn is haStateLocked over a State, for the parts that hold no
 // Cluster (the cluster views).
@@ -30,15 +30,16 @@ func haStateIn(st *State, vmid int) string {
 
 // purgeHAResourceLocked drops CT vmid's HA resource (destroy with
 // purge) and reports whether it had one.
-func (c *Cluster) purgeHAResourceLocked(vmid int) bool {
+func (hm *haManager) purgeHAResourceLocked(vmid int) bool {
+	st := hm.state()
 	sid := haSID(vmid)
-	if c.st.HA == nil || c.st.HA.Resources[sid] == nil {
+	if st.HA == nil || st.HA.Resources[sid] == nil {
 		return false
 	}
-	delete(c.st.HA.Resources, sid)
-	c.purgeHARulesLocked(sid)
-	c.markCore()
-	c.kickCRM()
+	delete(st.HA.Resources, sid)
+	hm.purgeHARulesLocked(sid)
+	hm.journal.markCore()
+	hm.kickCRM()
 	return true
 }
 
@@ -47,8 +48,8 @@ func (c *Cluster) purgeHAResourceLocked(vmid int) bool {
 // stop or shutdown (want "stopped") is a hastart/hastop task that runs
 // `ha-manager set ct:<vmid> --state <want>`. ok reports whether the
 // request went that way. c.mu must be held.
-func (c *Cluster) haPowerRequestLocked(auth Auth, node string, vmid int, want string) (upid string, ok bool) {
-	if auth.HA || !c.haManagedLocked(vmid) {
+func (hm *haManager) haPowerRequestLocked(auth Auth, node string, vmid int, want string) (upid string, ok bool) {
+	if auth.HA || !hm.haManagedLocked(vmid) {
 		return "", false
 	}
 	typ, verb := "hastart", "start"
@@ -56,17 +57,17 @@ func (c *Cluster) haPowerRequestLocked(auth Auth, node string, vmid int, want st
 		typ, verb = "hastop", "stop"
 	}
 	sid := haSID(vmid)
-	return c.spawn(auth, node, typ, strconv.Itoa(vmid), func(w *Worker) error {
+	return hm.tasks.spawn(auth, node, typ, strconv.Itoa(vmid), func(w *Worker) error {
 		w.Log("Requesting HA %s for CT %d", verb, vmid)
 		return w.Do(func(st *State) error {
-			if err := c.checkHAServiceStateLocked(sid, want); err != nil {
+			if err := hm.checkHAServiceStateLocked(sid, want); err != nil {
 				w.logLocked("%s", PerlText(err))
 				return Failf("command 'ha-manager set %s --state %s' failed: exit code 255\n", sid, want)
 			}
-			if r := c.haLocked().Resources[sid]; r != nil {
+			if r := hm.haLocked().Resources[sid]; r != nil {
 				r.State = want
-				c.markCore()
-				c.kickCRM()
+				hm.journal.markCore()
+				hm.kickCRM()
 			}
 			return nil
 		})
@@ -75,20 +76,20 @@ func (c *Cluster) haPowerRequestLocked(auth Auth, node string, vmid int, want st
 
 // haMigrateRequestLocked is migrate_vm's HA branch: a hamigrate task
 // that queues the CRM's migrate of the CT to target and ends.
-func (c *Cluster) haMigrateRequestLocked(auth Auth, node string, vmid int, target string) (upid string, ok bool) {
-	if auth.HA || !c.haManagedLocked(vmid) {
+func (hm *haManager) haMigrateRequestLocked(auth Auth, node string, vmid int, target string) (upid string, ok bool) {
+	if auth.HA || !hm.haManagedLocked(vmid) {
 		return "", false
 	}
 	sid := haSID(vmid)
-	return c.spawn(auth, node, "hamigrate", strconv.Itoa(vmid), func(w *Worker) error {
+	return hm.tasks.spawn(auth, node, "hamigrate", strconv.Itoa(vmid), func(w *Worker) error {
 		w.Log("Requesting HA migration for CT %d to node %s", vmid, target)
 		return w.Do(func(st *State) error {
-			if err := c.queueHAMotionLocked(sid, target, false); err != nil {
+			if err := hm.queueHAMotionLocked(sid, target, false); err != nil {
 				w.logLocked("%s", PerlText(err))
 				return Failf("command 'ha-manager migrate %s %s' failed: exit code 255\n", sid, target)
 			}
-			c.markCore()
-			c.kickCRM()
+			hm.journal.markCore()
+			hm.kickCRM()
 			return nil
 		})
 	}), true
@@ -97,7 +98,7 @@ func (c *Cluster) haMigrateRequestLocked(auth Auth, node string, vmid int, targe
 // haManageCreated is the end of create_vm's worker with ha-managed=1: the
 // new CT becomes an HA resource, started when the create started it,
 // else stopped. A failure is only warned, as PVE's eval/warn does.
-func (c *Cluster) haManageCreated(w *Worker, vmid int, managed, started bool) error {
+func (hm *haManager) haManageCreated(w *Worker, vmid int, managed, started bool) error {
 	if !managed {
 		return nil
 	}
@@ -109,11 +110,11 @@ func (c *Cluster) haManageCreated(w *Worker, vmid int, managed, started bool) er
 	sid := haSID(vmid)
 	var exists bool
 	if err := w.Do(func(st *State) error {
-		h := c.haLocked()
+		h := hm.haLocked()
 		if exists = h.Resources[sid] != nil; !exists {
 			h.Resources[sid] = &HAResource{State: state}
-			c.markCore()
-			c.kickCRM()
+			hm.journal.markCore()
+			hm.kickCRM()
 		}
 		return nil
 	}); err != nil {

@@ -16,31 +16,32 @@ import (
 // cannot see (local storage left on a dead node) gets the vzstart that
 // fails as PVE's does when it activates them; anything else goes
 // through StartCT.
-func (c *Cluster) lrmStartLocked(sid string, s *HAService, g *Guest) func() {
+func (hm *haManager) lrmStartLocked(sid string, s *HAService, g *Guest) func() {
 	node, vmid := s.Node, g.VMID
-	if missing := c.missingVolumeLocked(g, node); missing != "" {
-		s.UPID, s.UPIDNode = c.spawn(haLRM, node, "vzstart", strconv.Itoa(vmid), func(w *Worker) error {
+	if missing := hm.missingVolumeLocked(g, node); missing != "" {
+		s.UPID, s.UPIDNode = hm.tasks.spawn(haLRM, node, "vzstart", strconv.Itoa(vmid), func(w *Worker) error {
 			return Failf("%s\n", missing)
 		}), node
 		return nil
 	}
-	return c.lrmTask(s, node, "vzstart", func() (string, error) { return c.StartCT(haLRM, node, vmid, nil) })
+	return hm.lrmTask(s, node, "vzstart", func() (string, error) { return hm.power.StartCT(haLRM, node, vmid, nil) })
 }
 
 // missingVolumeLocked is the error activate_volumes gives on node for
 // the first mount point volume of g that node does not see, "" when it
 // sees them all.
-func (c *Cluster) missingVolumeLocked(g *Guest, node string) string {
+func (hm *haManager) missingVolumeLocked(g *Guest, node string) string {
+	st := hm.state()
 	for _, mp := range mountPoints(g.Config) {
 		volid := mp.Props["volume"]
 		sid, name, ok := ParseVolID(volid)
 		if !ok {
 			continue // a bind or device mount: nothing to activate
 		}
-		if c.st.Volumes[c.st.volKey(node, volid)] != nil {
+		if st.Volumes[st.volKey(node, volid)] != nil {
 			continue
 		}
-		if s := c.st.storage(sid); s != nil && s.Type == "lvmthin" {
+		if s := st.storage(sid); s != nil && s.Type == "lvmthin" {
 			return fmt.Sprintf("no such logical volume %s/%s", s.VGName, name)
 		}
 		return fmt.Sprintf("volume '%s' does not exist", volid)
@@ -50,41 +51,41 @@ func (c *Cluster) missingVolumeLocked(g *Guest, node string) string {
 
 // lrmStopLocked shuts CT g down as the LRM does for a stop request
 // (timeout 60 s, then hard).
-func (c *Cluster) lrmStopLocked(s *HAService, g *Guest) func() {
+func (hm *haManager) lrmStopLocked(s *HAService, g *Guest) func() {
 	node, vmid := s.Node, g.VMID
-	return c.lrmTask(s, node, "vzshutdown", func() (string, error) {
-		return c.ShutdownCT(haLRM, node, vmid, map[string]string{"timeout": "60", "forceStop": "1"})
+	return hm.lrmTask(s, node, "vzshutdown", func() (string, error) {
+		return hm.power.ShutdownCT(haLRM, node, vmid, map[string]string{"timeout": "60", "forceStop": "1"})
 	})
 }
 
 // lrmMigrateLocked migrates the stopped CT g to the service's target.
-func (c *Cluster) lrmMigrateLocked(s *HAService, g *Guest) func() {
+func (hm *haManager) lrmMigrateLocked(s *HAService, g *Guest) func() {
 	node, vmid, target := s.Node, g.VMID, s.Target
-	return c.lrmTask(s, node, "vzmigrate", func() (string, error) {
-		return c.MigrateCT(haLRM, node, vmid, map[string]string{"target": target})
+	return hm.lrmTask(s, node, "vzmigrate", func() (string, error) {
+		return hm.migrator.MigrateCT(haLRM, node, vmid, map[string]string{"target": target})
 	})
 }
 
 // lrmTask marks s pending and returns the work that starts the task
 // (of type typ) and records its UPID. A request refused at once is the
 // LRM worker's failure: logged, and seen by the CRM as a failed typ.
-func (c *Cluster) lrmTask(s *HAService, node, typ string, start func() (string, error)) func() {
+func (hm *haManager) lrmTask(s *HAService, node, typ string, start func() (string, error)) func() {
 	s.UPID, s.UPIDNode = pendingUPID, node
 	return func() {
 		upid, err := start()
-		c.mu.Lock()
-		defer c.mu.Unlock()
+		hm.stateMu.Lock()
+		defer hm.stateMu.Unlock()
 		if s.UPID != pendingUPID {
 			return // the service was dropped or moved on meanwhile
 		}
 		if err != nil {
-			c.haLogLocked("err", "%s", strings.TrimRight(PerlText(err), "\n"))
+			hm.haLogLocked("err", "%s", strings.TrimRight(PerlText(err), "\n"))
 			upid = failedUPID + typ
 		}
 		s.UPID, s.UPIDNode = upid, node
-		c.markCore()
-		if err := c.saveLocked(); err != nil {
-			c.log.Error("save state after an HA task", "err", err)
+		hm.journal.markCore()
+		if err := hm.journal.saveLocked(); err != nil {
+			hm.log.Error("save state after an HA task", "err", err)
 		}
 	}
 }

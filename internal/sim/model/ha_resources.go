@@ -27,9 +27,10 @@ type HAResourceEntry struct {
 	Type        string `json:"type"`
 }
 
-func (c *Cluster) haEntryLocked(sid string, r *HAResource) HAResourceEntry {
+func (hm *haManager) haEntryLocked(sid string, r *HAResource) HAResourceEntry {
+	st := hm.state()
 	e := HAResourceEntry{SID: sid, Type: "ct", State: r.State, Group: r.Group, Comment: r.Comment,
-		MaxRestart: r.MaxRestart, MaxRelocate: r.MaxRelocate, Digest: haDigest(c.st.HA.Resources)}
+		MaxRestart: r.MaxRestart, MaxRelocate: r.MaxRelocate, Digest: haDigest(st.HA.Resources)}
 	if r.Failback != nil {
 		f := 0
 		if *r.Failback {
@@ -42,52 +43,49 @@ func (c *Cluster) haEntryLocked(sid string, r *HAResource) HAResourceEntry {
 
 // HAResources is GET /cluster/ha/resources: every resource (of type typ
 // when set), by sid.
-func (c *Cluster) HAResources(typ string) []HAResourceEntry {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
+func (hm *haManager) HAResources(typ string) []HAResourceEntry {
+	hm.stateMu.RLock()
+	defer hm.stateMu.RUnlock()
+	st := hm.state()
 	out := []HAResourceEntry{}
-	if c.st.HA == nil || (typ != "" && typ != "ct") {
+	if st.HA == nil || (typ != "" && typ != "ct") {
 		return out
 	}
-	for _, sid := range slices.Sorted(maps.Keys(c.st.HA.Resources)) {
-		out = append(out, c.haEntryLocked(sid, c.st.HA.Resources[sid]))
+	for _, sid := range slices.Sorted(maps.Keys(st.HA.Resources)) {
+		out = append(out, hm.haEntryLocked(sid, st.HA.Resources[sid]))
 	}
 	return out
 }
 
 // HAResource is GET /cluster/ha/resources/{sid}.
-func (c *Cluster) HAResource(sid string) (HAResourceEntry, error) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	sid, _, err := c.st.parseHASID(sid)
+func (hm *haManager) HAResource(sid string) (HAResourceEntry, error) {
+	hm.stateMu.RLock()
+	defer hm.stateMu.RUnlock()
+	st := hm.state()
+	sid, _, err := st.parseHASID(sid)
 	if err != nil {
 		return HAResourceEntry{}, err
 	}
-	if c.st.HA == nil || c.st.HA.Resources[sid] == nil {
+	if st.HA == nil || st.HA.Resources[sid] == nil {
 		return HAResourceEntry{}, Failf("no such resource '%s'\n", sid)
 	}
-	return c.haEntryLocked(sid, c.st.HA.Resources[sid]), nil
+	return hm.haEntryLocked(sid, st.HA.Resources[sid]), nil
 }
 
 // AddHAResource is POST /cluster/ha/resources. params: sid, type, state,
 // group (8.4), failback (9.x), max_restart, max_relocate, comment.
-func (c *Cluster) AddHAResource(params map[string]string) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	sid, vmid, err := c.st.parseHASID(params["sid"])
+func (hm *haManager) AddHAResource(params map[string]string) error {
+	hm.stateMu.Lock()
+	defer hm.stateMu.Unlock()
+	st := hm.state()
+	sid, vmid, err := hm.checkHAResourceParamsLocked(params)
 	if err != nil {
 		return err
 	}
-	if t := params["type"]; t != "" && t != "ct" {
-		return Failf("types does not match\n")
-	}
-	if err := c.checkHAGroupParamLocked(params); err != nil {
-		return err
-	}
-	if c.st.Guests[vmid] == nil {
+	if st.Guests[vmid] == nil {
 		return Failf("resource '%s' does not exist in cluster\n", sid)
 	}
-	h := c.haLocked()
+	h := hm.haLocked()
 	if h.Resources[sid] != nil {
 		return Failf("create resource failed: resource ID '%s' already defined\n", sid)
 	}
@@ -96,22 +94,41 @@ func (c *Cluster) AddHAResource(params map[string]string) error {
 		return err
 	}
 	h.Resources[sid] = r
-	c.markCore()
-	c.kickCRM()
-	return c.saveLocked()
+	hm.journal.markCore()
+	hm.kickCRM()
+	return hm.journal.saveLocked()
+}
+
+// checkHAResourceParamsLocked is what POST and PUT check first, alike:
+// the sid parses (as sid and vmid), the type if given is the sid's, and
+// the group is one this release takes (checkHAGroupParamLocked).
+func (hm *haManager) checkHAResourceParamsLocked(params map[string]string) (sid string, vmid int, err error) {
+	st := hm.state()
+	sid, vmid, err = st.parseHASID(params["sid"])
+	if err != nil {
+		return "", 0, err
+	}
+	if t := params["type"]; t != "" && t != "ct" {
+		return "", 0, Failf("types does not match\n")
+	}
+	if err := hm.checkHAGroupParamLocked(params); err != nil {
+		return "", 0, err
+	}
+	return sid, vmid, nil
 }
 
 // checkHAGroupParamLocked refuses group on 9.x, where groups have been
 // migrated to rules, and an unknown group on 8.4.
-func (c *Cluster) checkHAGroupParamLocked(params map[string]string) error {
+func (hm *haManager) checkHAGroupParamLocked(params map[string]string) error {
+	st := hm.state()
 	g, ok := params["group"]
 	if !ok {
 		return nil
 	}
-	if c.opts.Version != "8.4" {
+	if hm.version != "8.4" {
 		return Failf("invalid parameter 'group': ha groups have been migrated to rules\n")
 	}
-	if g != "" && (c.st.HA == nil || c.st.HA.Groups[g] == nil) {
+	if g != "" && (st.HA == nil || st.HA.Groups[g] == nil) {
 		return Failf("HA group '%s' does not exist\n", g)
 	}
 	return nil
@@ -164,23 +181,17 @@ func applyHAParams(r *HAResource, params map[string]string, del []string) error 
 
 // UpdateHAResource is PUT /cluster/ha/resources/{sid}. A service in
 // error state takes only state=disabled (check_service_state).
-func (c *Cluster) UpdateHAResource(params map[string]string, del []string, digest string) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	sid, _, err := c.st.parseHASID(params["sid"])
+func (hm *haManager) UpdateHAResource(params map[string]string, del []string, digest string) error {
+	hm.stateMu.Lock()
+	defer hm.stateMu.Unlock()
+	sid, _, err := hm.checkHAResourceParamsLocked(params)
 	if err != nil {
 		return err
 	}
-	if t := params["type"]; t != "" && t != "ct" {
-		return Failf("types does not match\n")
-	}
-	if err := c.checkHAGroupParamLocked(params); err != nil {
+	if err := hm.checkHAServiceStateLocked(sid, params["state"]); err != nil {
 		return err
 	}
-	if err := c.checkHAServiceStateLocked(sid, params["state"]); err != nil {
-		return err
-	}
-	h := c.haLocked()
+	h := hm.haLocked()
 	if digest != "" && digest != haDigest(h.Resources) {
 		return Failf("update resources config failed: detected modified configuration - file changed by other user? Try again.\n")
 	}
@@ -191,18 +202,19 @@ func (c *Cluster) UpdateHAResource(params map[string]string, del []string, diges
 	if err := applyHAParams(r, params, del); err != nil {
 		return err
 	}
-	c.markCore()
-	c.kickCRM()
-	return c.saveLocked()
+	hm.journal.markCore()
+	hm.kickCRM()
+	return hm.journal.saveLocked()
 }
 
 // checkHAServiceStateLocked is check_service_state: a managed service in
 // error state refuses every request but state=disabled.
-func (c *Cluster) checkHAServiceStateLocked(sid, req string) error {
-	if c.st.HA == nil || c.st.HA.Resources[sid] == nil || c.st.HA.Resources[sid].requested() == "ignored" {
+func (hm *haManager) checkHAServiceStateLocked(sid, req string) error {
+	st := hm.state()
+	if st.HA == nil || st.HA.Resources[sid] == nil || st.HA.Resources[sid].requested() == "ignored" {
 		return nil
 	}
-	if s := c.st.HA.Services[sid]; s != nil && s.State == "error" && req != "disabled" {
+	if s := st.HA.Services[sid]; s != nil && s.State == "error" && req != "disabled" {
 		return Failf("service '%s' in error state, must be disabled and fixed first\n", sid)
 	}
 	return nil
@@ -211,24 +223,25 @@ func (c *Cluster) checkHAServiceStateLocked(sid, req string) error {
 // DeleteHAResource is DELETE /cluster/ha/resources/{sid}. purge (default
 // on, 9.x) also drops the resource from the rules that name it, and a
 // rule left with no resource.
-func (c *Cluster) DeleteHAResource(sid string, purge bool) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	sid, _, err := c.st.parseHASID(sid)
+func (hm *haManager) DeleteHAResource(sid string, purge bool) error {
+	hm.stateMu.Lock()
+	defer hm.stateMu.Unlock()
+	st := hm.state()
+	sid, _, err := st.parseHASID(sid)
 	if err != nil {
 		return err
 	}
-	if c.st.HA == nil || c.st.HA.Resources[sid] == nil {
+	if st.HA == nil || st.HA.Resources[sid] == nil {
 		return Failf("cannot delete service '%s', not HA managed!\n", sid)
 	}
-	h := c.st.HA
+	h := st.HA
 	delete(h.Resources, sid)
 	if purge {
-		c.purgeHARulesLocked(sid)
+		hm.purgeHARulesLocked(sid)
 	}
-	c.markCore()
-	c.kickCRM()
-	return c.saveLocked()
+	hm.journal.markCore()
+	hm.kickCRM()
+	return hm.journal.saveLocked()
 }
 
 // HAMotion is the answer of POST …/{sid}/migrate and …/relocate.
@@ -239,33 +252,35 @@ type HAMotion struct {
 
 // RequestHAMotion queues a CRM migrate (relocate when relocate is set)
 // of sid to node: Resources.pm migrate/relocate.
-func (c *Cluster) RequestHAMotion(sid, node string, relocate bool) (HAMotion, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	sid, _, err := c.st.parseHASID(sid)
+func (hm *haManager) RequestHAMotion(sid, node string, relocate bool) (HAMotion, error) {
+	hm.stateMu.Lock()
+	defer hm.stateMu.Unlock()
+	st := hm.state()
+	sid, _, err := st.parseHASID(sid)
 	if err != nil {
 		return HAMotion{}, err
 	}
-	if err := c.queueHAMotionLocked(sid, node, relocate); err != nil {
+	if err := hm.queueHAMotionLocked(sid, node, relocate); err != nil {
 		return HAMotion{}, err
 	}
-	c.markCore()
-	c.kickCRM()
-	return HAMotion{SID: sid, RequestedNode: node}, c.saveLocked()
+	hm.journal.markCore()
+	hm.kickCRM()
+	return HAMotion{SID: sid, RequestedNode: node}, hm.journal.saveLocked()
 }
 
-func (c *Cluster) queueHAMotionLocked(sid, node string, relocate bool) error {
-	if c.st.HA == nil || c.st.HA.Resources[sid] == nil || c.st.HA.Resources[sid].requested() == "ignored" {
+func (hm *haManager) queueHAMotionLocked(sid, node string, relocate bool) error {
+	st := hm.state()
+	if st.HA == nil || st.HA.Resources[sid] == nil || st.HA.Resources[sid].requested() == "ignored" {
 		return Failf("resource '%s' is not HA managed\n", sid)
 	}
-	if err := c.checkHAServiceStateLocked(sid, ""); err != nil {
+	if err := hm.checkHAServiceStateLocked(sid, ""); err != nil {
 		return err
 	}
 	cmd := "migrate"
 	if relocate {
 		cmd = "relocate"
 	}
-	h := c.haLocked()
+	h := hm.haLocked()
 	h.Commands = append(h.Commands, cmd+" "+sid+" "+node)
 	return nil
 }

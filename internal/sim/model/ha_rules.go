@@ -26,26 +26,28 @@ type HARuleEntry struct {
 
 // HARules is GET /cluster/ha/rules, optionally only rules of type typ or
 // naming resource.
-func (c *Cluster) HARules(typ, resource string) []HARuleEntry {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
+func (hm *haManager) HARules(typ, resource string) []HARuleEntry {
+	hm.stateMu.RLock()
+	defer hm.stateMu.RUnlock()
+	st := hm.state()
 	out := []HARuleEntry{}
-	if c.st.HA == nil {
+	if st.HA == nil {
 		return out
 	}
-	for _, id := range slices.Sorted(maps.Keys(c.st.HA.Rules)) {
-		r := c.st.HA.Rules[id]
+	for _, id := range slices.Sorted(maps.Keys(st.HA.Rules)) {
+		r := st.HA.Rules[id]
 		if (typ != "" && r.Type != typ) || (resource != "" && !slices.Contains(splitList(r.Resources), resource)) {
 			continue
 		}
-		out = append(out, c.ruleEntryLocked(id, r))
+		out = append(out, hm.ruleEntryLocked(id, r))
 	}
 	return out
 }
 
-func (c *Cluster) ruleEntryLocked(id string, r *HARule) HARuleEntry {
+func (hm *haManager) ruleEntryLocked(id string, r *HARule) HARuleEntry {
+	st := hm.state()
 	return HARuleEntry{Rule: id, Type: r.Type, Resources: r.Resources, Nodes: r.Nodes, Affinity: r.Affinity,
-		Strict: b01(r.Strict), Disable: b01(r.Disable), Comment: r.Comment, Digest: haDigest(c.st.HA.Rules)}
+		Strict: b01(r.Strict), Disable: b01(r.Disable), Comment: r.Comment, Digest: haDigest(st.HA.Rules)}
 }
 
 func b01(b bool) int {
@@ -56,21 +58,22 @@ func b01(b bool) int {
 }
 
 // HARule is GET /cluster/ha/rules/{rule}.
-func (c *Cluster) HARule(id string) (HARuleEntry, error) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if c.st.HA == nil || c.st.HA.Rules[id] == nil {
+func (hm *haManager) HARule(id string) (HARuleEntry, error) {
+	hm.stateMu.RLock()
+	defer hm.stateMu.RUnlock()
+	st := hm.state()
+	if st.HA == nil || st.HA.Rules[id] == nil {
 		return HARuleEntry{}, Failf("no such ha rule '%s'\n", id)
 	}
-	return c.ruleEntryLocked(id, c.st.HA.Rules[id]), nil
+	return hm.ruleEntryLocked(id, st.HA.Rules[id]), nil
 }
 
 // SetHARule is POST (create) and PUT /cluster/ha/rules[/{rule}].
 // params as the schema has them; del lists keys to clear.
-func (c *Cluster) SetHARule(create bool, params map[string]string, del []string, digest string) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	h := c.haLocked()
+func (hm *haManager) SetHARule(create bool, params map[string]string, del []string, digest string) error {
+	hm.stateMu.Lock()
+	defer hm.stateMu.Unlock()
+	h := hm.haLocked()
 	if h.Rules == nil {
 		h.Rules = map[string]*HARule{}
 	}
@@ -88,13 +91,13 @@ func (c *Cluster) SetHARule(create bool, params map[string]string, del []string,
 	}
 	next := *r
 	setHARuleFields(&next, params, del)
-	if err := c.checkHARuleLocked(&next); err != nil {
+	if err := hm.checkHARuleLocked(&next); err != nil {
 		return err
 	}
 	h.Rules[id] = &next
-	c.markCore()
-	c.kickCRM()
-	return c.saveLocked()
+	hm.journal.markCore()
+	hm.kickCRM()
+	return hm.journal.saveLocked()
 }
 
 func setHARuleFields(r *HARule, params map[string]string, del []string) {
@@ -130,14 +133,15 @@ func setHARuleFields(r *HARule, params map[string]string, del []string) {
 
 // checkHARuleLocked is Rules.pm's assert_valid_resources_param and
 // assert_valid_nodes_param.
-func (c *Cluster) checkHARuleLocked(r *HARule) error {
+func (hm *haManager) checkHARuleLocked(r *HARule) error {
+	st := hm.state()
 	res := splitList(r.Resources)
 	if len(res) == 0 {
 		return Failf("no resources were specified\n")
 	}
 	var unmanaged []string
 	for _, sid := range res {
-		if c.st.HA.Resources[sid] == nil {
+		if st.HA.Resources[sid] == nil {
 			unmanaged = append(unmanaged, sid)
 		}
 	}
@@ -153,7 +157,7 @@ func (c *Cluster) checkHARuleLocked(r *HARule) error {
 	}
 	var missing []string
 	for _, n := range nodes {
-		if c.st.node(n) == nil {
+		if st.node(n) == nil {
 			missing = append(missing, n)
 		}
 	}
@@ -174,25 +178,27 @@ func haNodeNames(list string) []string {
 }
 
 // DeleteHARule is DELETE /cluster/ha/rules/{rule}.
-func (c *Cluster) DeleteHARule(id string) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.st.HA == nil || c.st.HA.Rules[id] == nil {
+func (hm *haManager) DeleteHARule(id string) error {
+	hm.stateMu.Lock()
+	defer hm.stateMu.Unlock()
+	st := hm.state()
+	if st.HA == nil || st.HA.Rules[id] == nil {
 		return Failf("HA rule '%s' does not exist\n", id)
 	}
-	delete(c.st.HA.Rules, id)
-	c.markCore()
-	c.kickCRM()
-	return c.saveLocked()
+	delete(st.HA.Rules, id)
+	hm.journal.markCore()
+	hm.kickCRM()
+	return hm.journal.saveLocked()
 }
 
 // purgeHARulesLocked drops sid from every rule, and a rule it leaves
 // empty (delete_service_from_config with purge).
-func (c *Cluster) purgeHARulesLocked(sid string) {
-	for id, r := range c.st.HA.Rules {
+func (hm *haManager) purgeHARulesLocked(sid string) {
+	st := hm.state()
+	for id, r := range st.HA.Rules {
 		left := slices.DeleteFunc(splitList(r.Resources), func(s string) bool { return s == sid })
 		if len(left) == 0 {
-			delete(c.st.HA.Rules, id)
+			delete(st.HA.Rules, id)
 			continue
 		}
 		r.Resources = strings.Join(left, ",")
@@ -212,61 +218,64 @@ type HAGroupEntry struct {
 
 // errGroupsMigrated is 9.x's answer to every group call but DELETE's
 // (have_groups_been_migrated: the groups are gone into rules).
-func (c *Cluster) errGroupsMigrated(what string) error {
-	if c.opts.Version == "8.4" {
+func (hm *haManager) errGroupsMigrated(what string) error {
+	if hm.version == "8.4" {
 		return nil
 	}
 	return Failf("cannot %s: ha groups have been migrated to rules\n", what)
 }
 
 // HAGroups is GET /cluster/ha/groups.
-func (c *Cluster) HAGroups() ([]HAGroupEntry, error) {
-	if err := c.errGroupsMigrated("index groups"); err != nil {
+func (hm *haManager) HAGroups() ([]HAGroupEntry, error) {
+	st := hm.state()
+	if err := hm.errGroupsMigrated("index groups"); err != nil {
 		return nil, err
 	}
-	c.mu.RLock()
-	defer c.mu.RUnlock()
+	hm.stateMu.RLock()
+	defer hm.stateMu.RUnlock()
 	out := []HAGroupEntry{}
-	if c.st.HA == nil {
+	if st.HA == nil {
 		return out, nil
 	}
-	for _, id := range slices.Sorted(maps.Keys(c.st.HA.Groups)) {
-		out = append(out, c.groupEntryLocked(id))
+	for _, id := range slices.Sorted(maps.Keys(st.HA.Groups)) {
+		out = append(out, hm.groupEntryLocked(id))
 	}
 	return out, nil
 }
 
-func (c *Cluster) groupEntryLocked(id string) HAGroupEntry {
-	g := c.st.HA.Groups[id]
+func (hm *haManager) groupEntryLocked(id string) HAGroupEntry {
+	st := hm.state()
+	g := st.HA.Groups[id]
 	return HAGroupEntry{Group: id, Type: "group", Nodes: g.Nodes, Restricted: b01(g.Restricted), NoFailback: b01(g.NoFailback),
-		Comment: g.Comment, Digest: haDigest(c.st.HA.Groups)}
+		Comment: g.Comment, Digest: haDigest(st.HA.Groups)}
 }
 
 // HAGroup is GET /cluster/ha/groups/{group}.
-func (c *Cluster) HAGroup(id string) (HAGroupEntry, error) {
-	if err := c.errGroupsMigrated("read group"); err != nil {
+func (hm *haManager) HAGroup(id string) (HAGroupEntry, error) {
+	st := hm.state()
+	if err := hm.errGroupsMigrated("read group"); err != nil {
 		return HAGroupEntry{}, err
 	}
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if c.st.HA == nil || c.st.HA.Groups[id] == nil {
+	hm.stateMu.RLock()
+	defer hm.stateMu.RUnlock()
+	if st.HA == nil || st.HA.Groups[id] == nil {
 		return HAGroupEntry{}, Failf("no such ha group '%s'\n", id)
 	}
-	return c.groupEntryLocked(id), nil
+	return hm.groupEntryLocked(id), nil
 }
 
 // SetHAGroup is POST (create) and PUT /cluster/ha/groups[/{group}].
-func (c *Cluster) SetHAGroup(create bool, params map[string]string, del []string) error {
+func (hm *haManager) SetHAGroup(create bool, params map[string]string, del []string) error {
 	what := "update group"
 	if create {
 		what = "create group"
 	}
-	if err := c.errGroupsMigrated(what); err != nil {
+	if err := hm.errGroupsMigrated(what); err != nil {
 		return err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	h := c.haLocked()
+	hm.stateMu.Lock()
+	defer hm.stateMu.Unlock()
+	h := hm.haLocked()
 	if h.Groups == nil {
 		h.Groups = map[string]*HAGroup{}
 	}
@@ -304,47 +313,49 @@ func (c *Cluster) SetHAGroup(create bool, params map[string]string, del []string
 		}
 	}
 	h.Groups[id] = &next
-	c.markCore()
-	c.kickCRM()
-	return c.saveLocked()
+	hm.journal.markCore()
+	hm.kickCRM()
+	return hm.journal.saveLocked()
 }
 
 // DeleteHAGroup is DELETE /cluster/ha/groups/{group}.
-func (c *Cluster) DeleteHAGroup(id string) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.st.HA == nil || c.st.HA.Groups[id] == nil {
+func (hm *haManager) DeleteHAGroup(id string) error {
+	hm.stateMu.Lock()
+	defer hm.stateMu.Unlock()
+	st := hm.state()
+	if st.HA == nil || st.HA.Groups[id] == nil {
 		return Failf("delete ha group failed: no such ha group '%s'\n", id)
 	}
-	for sid, r := range c.st.HA.Resources {
+	for sid, r := range st.HA.Resources {
 		if r.Group == id {
 			return Failf("delete ha group failed: ha group '%s' is used by %s\n", id, sid)
 		}
 	}
-	delete(c.st.HA.Groups, id)
-	c.markCore()
-	return c.saveLocked()
+	delete(st.HA.Groups, id)
+	hm.journal.markCore()
+	return hm.journal.saveLocked()
 }
 
 // haAllowedNodesLocked is where the CRM may put sid: the online nodes,
 // narrowed by its group (restricted groups only; an unrestricted group
 // only orders) or its enabled strict node-affinity rules. The preferred
 // nodes (group members, non-strict rule nodes) come first.
-func (c *Cluster) haAllowedNodesLocked(sid string) []string {
+func (hm *haManager) haAllowedNodesLocked(sid string) []string {
+	st := hm.state()
 	var online []string
-	for _, n := range c.st.Nodes {
+	for _, n := range st.Nodes {
 		if n.Online {
 			online = append(online, n.Name)
 		}
 	}
-	r := c.st.HA.Resources[sid]
+	r := st.HA.Resources[sid]
 	var prefer []string
 	restrict := false
-	if r != nil && r.Group != "" && c.st.HA.Groups[r.Group] != nil {
-		g := c.st.HA.Groups[r.Group]
+	if r != nil && r.Group != "" && st.HA.Groups[r.Group] != nil {
+		g := st.HA.Groups[r.Group]
 		prefer, restrict = haNodeNames(g.Nodes), g.Restricted
 	}
-	for _, rule := range c.st.HA.Rules {
+	for _, rule := range st.HA.Rules {
 		if rule.Disable || rule.Type != "node-affinity" || !slices.Contains(splitList(rule.Resources), sid) {
 			continue
 		}

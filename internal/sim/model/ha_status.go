@@ -32,21 +32,22 @@ type HAStatusEntry struct {
 }
 
 // HAStatus is GET /cluster/ha/status/current as node answers it.
-func (c *Cluster) HAStatus(node string) []HAStatusEntry {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
+func (hm *haManager) HAStatus(node string) []HAStatusEntry {
+	hm.stateMu.RLock()
+	defer hm.stateMu.RUnlock()
+	st := hm.state()
 	one := 1
 	out := []HAStatusEntry{{ID: "quorum", Type: "quorum", Node: node, Status: "OK", Quorate: &one}}
-	h := c.st.HA
+	h := st.HA
 	master := ""
-	for _, n := range c.st.Nodes {
+	for _, n := range st.Nodes {
 		if n.Online {
 			master = n.Name
 			break
 		}
 	}
 	active := h != nil && (len(h.Resources) > 0 || len(h.Services) > 0)
-	now := c.now()
+	now := hm.clock()
 	if active && master != "" {
 		out = append(out, HAStatusEntry{ID: "master", Type: "master", Node: master, Timestamp: now.Unix(),
 			Status: master + " (active, " + now.Format(time.ANSIC) + ")"})
@@ -57,13 +58,13 @@ func (c *Cluster) HAStatus(node string) []HAStatusEntry {
 	if !active {
 		return out
 	}
-	out = append(out, c.lrmEntriesLocked(now)...)
+	out = append(out, hm.lrmEntriesLocked(now)...)
 	for _, sid := range slices.Sorted(maps.Keys(h.Services)) {
-		out = append(out, c.serviceEntryLocked(sid))
+		out = append(out, hm.serviceEntryLocked(sid))
 	}
 	for _, sid := range slices.Sorted(maps.Keys(h.Resources)) {
 		if h.Services[sid] == nil {
-			out = append(out, c.serviceEntryLocked(sid))
+			out = append(out, hm.serviceEntryLocked(sid))
 		}
 	}
 	return out
@@ -71,12 +72,13 @@ func (c *Cluster) HAStatus(node string) []HAStatusEntry {
 
 // lrmEntriesLocked are the lrm:<node> entries: active on a node with
 // services, idle on an online one without, old timestamp on a dead one.
-func (c *Cluster) lrmEntriesLocked(now time.Time) []HAStatusEntry {
+func (hm *haManager) lrmEntriesLocked(now time.Time) []HAStatusEntry {
+	st := hm.state()
 	var out []HAStatusEntry
-	for _, n := range c.st.Nodes {
+	for _, n := range st.Nodes {
 		e := HAStatusEntry{ID: "lrm:" + n.Name, Type: "lrm", Node: n.Name, Timestamp: now.Unix()}
 		state, wd := "idle", "watchdog standby"
-		for _, s := range c.st.HA.Services {
+		for _, s := range st.HA.Services {
 			if s.Node == n.Name {
 				state, wd = "active", "watchdog active"
 			}
@@ -92,16 +94,17 @@ func (c *Cluster) lrmEntriesLocked(now time.Time) []HAStatusEntry {
 }
 
 // serviceEntryLocked is Status.pm's add_service for sid.
-func (c *Cluster) serviceEntryLocked(sid string) HAStatusEntry {
-	h := c.st.HA
+func (hm *haManager) serviceEntryLocked(sid string) HAStatusEntry {
+	st := hm.state()
+	h := st.HA
 	e := HAStatusEntry{ID: "service:" + sid, Type: "service", SID: sid}
 	s, r := h.Services[sid], h.Resources[sid]
 	if s != nil {
 		e.Node, e.CRMState = s.Node, s.State
-	} else if g := c.haGuestLocked(sid); g != nil {
+	} else if g := hm.haGuestLocked(sid); g != nil {
 		e.Node = g.Node
 	}
-	e.State = verboseServiceState(s, r, c.haGuestLocked(sid) != nil)
+	e.State = verboseServiceState(s, r, hm.haGuestLocked(sid) != nil)
 	node := e.Node
 	if node == "" {
 		node = "---"
@@ -161,11 +164,12 @@ type HAManagerStatus struct {
 }
 
 // HAManagerStatus answers manager_status.
-func (c *Cluster) HAManagerStatus() HAManagerStatus {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
+func (hm *haManager) HAManagerStatus() HAManagerStatus {
+	hm.stateMu.RLock()
+	defer hm.stateMu.RUnlock()
+	st := hm.state()
 	ms := map[string]any{}
-	if h := c.st.HA; h != nil {
+	if h := st.HA; h != nil {
 		ss := map[string]any{}
 		for sid, s := range h.Services {
 			e := map[string]any{"node": s.Node, "state": s.State}
@@ -182,8 +186,8 @@ func (c *Cluster) HAManagerStatus() HAManagerStatus {
 		}
 		ms["service_status"] = ss
 		ms["node_status"] = maps.Clone(h.NodeState)
-		ms["timestamp"] = c.now().Unix()
-		for _, n := range c.st.Nodes {
+		ms["timestamp"] = hm.clock().Unix()
+		for _, n := range st.Nodes {
 			if n.Online {
 				ms["master_node"] = n.Name
 				break
@@ -195,24 +199,26 @@ func (c *Cluster) HAManagerStatus() HAManagerStatus {
 
 // HALog is the CRM's recent log lines, oldest first (for tests and the
 // emulator's users: what pve-ha-crm would have written to syslog).
-func (c *Cluster) HALog() []string {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if c.st.HA == nil {
+func (hm *haManager) HALog() []string {
+	hm.stateMu.RLock()
+	defer hm.stateMu.RUnlock()
+	st := hm.state()
+	if st.HA == nil {
 		return nil
 	}
-	return slices.Clone(c.st.HA.Log)
+	return slices.Clone(st.HA.Log)
 }
 
 // AnsweringNode is the node that answers a cluster-wide read: the first
 // online node (the first node when none is).
-func (c *Cluster) AnsweringNode() string {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	for _, n := range c.st.Nodes {
+func (hm *haManager) AnsweringNode() string {
+	hm.stateMu.RLock()
+	defer hm.stateMu.RUnlock()
+	st := hm.state()
+	for _, n := range st.Nodes {
 		if n.Online {
 			return n.Name
 		}
 	}
-	return c.st.Nodes[0].Name
+	return st.Nodes[0].Name
 }

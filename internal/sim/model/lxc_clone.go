@@ -35,7 +35,7 @@ type cloneRequest struct {
 // then the "disk" lock on the source, the new CT's config with the
 // "create" lock, and a vzclone task (its UPID is the answer).
 func (cr *ctCreator) CloneCT(auth Auth, node string, vmid int, params map[string]string) (string, error) {
-	c := cr.c
+	st := cr.state()
 	req := cloneRequest{auth: auth, node: node, vmid: vmid, pool: params["pool"], snapname: params["snapname"],
 		storage: params["storage"], target: params["target"], hostname: params["hostname"], description: params["description"]}
 	newid, err := strconv.Atoi(params["newid"])
@@ -46,17 +46,17 @@ func (cr *ctCreator) CloneCT(auth Auth, node string, vmid int, params map[string
 	if req.target == node || req.target == "localhost" {
 		req.target = ""
 	}
-	release, err := c.locks.acquire(c.ctx, vmid, configLockTimeout)
+	release, err := cr.guests.acquireFlock(vmid, configLockTimeout)
 	if err != nil {
 		return "", err
 	}
 	defer release()
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	cr.stateMu.Lock()
+	defer cr.stateMu.Unlock()
 	if err := cr.cloneCheckLocked(&req, params); err != nil {
 		return "", err
 	}
-	src := c.st.Guests[vmid]
+	src := st.Guests[vmid]
 	src.Config["lock"] = "disk"
 	conf := map[string]string{"lock": "create"}
 	for k, v := range req.conf {
@@ -65,53 +65,53 @@ func (cr *ctCreator) CloneCT(auth Auth, node string, vmid int, params map[string
 	for k, mp := range req.mounts {
 		conf[k] = mp.String() // the source's volume until the task replaces it
 	}
-	c.st.Guests[newid] = &Guest{VMID: newid, Node: node, Config: conf}
-	c.cloneFirewallLocked(vmid, newid)
-	c.markGuest(vmid)
-	c.markGuest(newid)
-	if err := c.saveLocked(); err != nil {
+	st.Guests[newid] = &Guest{VMID: newid, Node: node, Config: conf}
+	cr.firewall.cloneFirewallLocked(vmid, newid)
+	cr.journal.markGuest(vmid)
+	cr.journal.markGuest(newid)
+	if err := cr.journal.saveLocked(); err != nil {
 		return "", err
 	}
-	return c.spawn(auth, node, "vzclone", strconv.Itoa(vmid), func(w *Worker) error {
+	return cr.tasks.spawn(auth, node, "vzclone", strconv.Itoa(vmid), func(w *Worker) error {
 		return cr.cloneTask(w, req)
 	}), nil
 }
 
 // cloneCheckLocked runs clone_vm's checks up to writing the new config.
 func (cr *ctCreator) cloneCheckLocked(req *cloneRequest, params map[string]string) error {
-	c := cr.c
+	st := cr.state()
 	if params["pool"] != "" {
-		if err := c.st.Access.PoolExists(req.pool); err != nil {
+		if err := st.Access.PoolExists(req.pool); err != nil {
 			return err
 		}
 	}
-	if err := c.checkNodeLocked(req.node); err != nil {
+	if err := cr.guests.checkNodeLocked(req.node); err != nil {
 		return err
 	}
-	if req.target != "" && c.st.node(req.target) == nil {
+	if req.target != "" && st.node(req.target) == nil {
 		return Failf("no such cluster node '%s'\n", req.target)
 	}
 	if req.storage != "" {
-		if _, err := c.storage.storageCheckEnabledLocked(req.storage, req.node); err != nil {
+		if _, err := cr.storage.storageCheckEnabledLocked(req.storage, req.node); err != nil {
 			return err
 		}
 		if req.target != "" {
-			if _, err := c.storage.storageCheckEnabledLocked(req.storage, req.target); err != nil {
+			if _, err := cr.storage.storageCheckEnabledLocked(req.storage, req.target); err != nil {
 				return err
 			}
-			if s := c.st.storage(req.storage); !s.Shared {
+			if s := st.storage(req.storage); !s.Shared {
 				return Failf("can't clone to non-shared storage '%s'\n", req.storage)
 			}
 		}
 	}
-	src, err := c.guestLocked(req.node, req.vmid)
+	src, err := cr.guests.guestLocked(req.node, req.vmid)
 	if err != nil {
 		return err
 	}
 	if err := checkLock(src); err != nil {
 		return err
 	}
-	if err := c.ctCheckVMIDUnusedLocked(req.newid); err != nil {
+	if err := cr.ctCheckVMIDUnusedLocked(req.newid); err != nil {
 		return err
 	}
 	req.full = !src.IsTemplate()
@@ -136,7 +136,7 @@ func (cr *ctCreator) cloneCheckLocked(req *cloneRequest, params map[string]strin
 // checked and noted, every netN with a new MAC address, the rest copied;
 // snapshot keys, pending changes and template dropped.
 func (cr *ctCreator) cloneConfigLocked(req *cloneRequest, src *Guest, conf map[string]string) error {
-	c := cr.c
+	st := cr.state()
 	req.mounts, req.fullKeys, req.conf = map[string]MountPoint{}, map[string]bool{}, map[string]string{}
 	shared := true
 	for _, opt := range sortedConfigKeys(conf) {
@@ -155,10 +155,10 @@ func (cr *ctCreator) cloneConfigLocked(req *cloneRequest, src *Guest, conf map[s
 			if req.storage != "" {
 				sid = req.storage
 			}
-			if s := c.st.storage(sid); s == nil || !s.Shared {
+			if s := st.storage(sid); s == nil || !s.Shared {
 				shared = false
 			}
-			if err := c.st.Access.Check(req.auth, "/storage/"+sid, []string{"Datastore.AllocateSpace"}, false); err != nil {
+			if err := st.Access.Check(req.auth, "/storage/"+sid, []string{"Datastore.AllocateSpace"}, false); err != nil {
 				return err
 			}
 			if req.full {
@@ -178,7 +178,7 @@ func (cr *ctCreator) cloneConfigLocked(req *cloneRequest, src *Guest, conf map[s
 			net["hwaddr"] = ctRandomMAC()
 			req.conf[opt] = net.String()
 			if !req.auth.IsRoot() {
-				if err := c.ctCheckBridgeAccessLocked(req.auth, req.conf[opt]); err != nil {
+				if err := cr.config.ctCheckBridgeAccessLocked(req.auth, req.conf[opt]); err != nil {
 					return err
 				}
 			}
@@ -214,12 +214,12 @@ func sortedConfigKeys(conf map[string]string) []string {
 // model RBD's base/clone volume names, so it refuses them too
 // (docs/emulator.md).
 func (cr *ctCreator) canLinkedCloneLocked(node, volid, snapname string) bool {
-	c := cr.c
-	v := c.st.Volumes[c.st.volKey(node, volid)]
+	st := cr.state()
+	v := st.Volumes[st.volKey(node, volid)]
 	if v == nil {
 		return false
 	}
-	s := c.st.storage(v.Storage)
+	s := st.storage(v.Storage)
 	if s == nil || s.Type != "lvmthin" {
 		return false
 	}
@@ -231,25 +231,24 @@ func (cr *ctCreator) canLinkedCloneLocked(node, volid, snapname string) bool {
 // target node) and, in any case, the source's "disk" lock. On failure the
 // new volumes and config go again: "clone failed: …".
 func (cr *ctCreator) cloneTask(w *Worker, req cloneRequest) error {
-	c := cr.c
 	w.Log("creating a clone of container %d with ID %d", req.vmid, req.newid)
 	var newVols []string
 	err := cr.cloneVolumes(w, req, &newVols)
 	if err == nil {
-		err = w.Do(func(*State) error { c.joinPoolLocked(req.newid, req.pool); return nil })
+		err = w.Do(func(*State) error { cr.joinPoolLocked(req.newid, req.pool); return nil })
 	}
 	unlockErr := w.cleanup(func(st *State) {
 		if g := st.Guests[req.vmid]; g != nil && g.Lock() == "disk" {
 			delete(g.Config, "lock")
-			c.markGuest(req.vmid)
+			cr.journal.markGuest(req.vmid)
 		}
 	})
 	if err != nil {
 		w.cleanup(func(st *State) {
-			c.freeImagesLocked(w, req.node, newVols)
+			cr.freeImagesLocked(w, req.node, newVols)
 			delete(st.Guests, req.newid)
-			c.markGuest(req.newid)
-			c.removeFirewallLocked(req.newid)
+			cr.journal.markGuest(req.newid)
+			cr.firewall.removeFirewallLocked(req.newid)
 		})
 		return Failf("clone failed: %s", errText(err))
 	}
@@ -268,7 +267,6 @@ func (cr *ctCreator) cloneTask(w *Worker, req cloneRequest) error {
 // cloneVolumes makes each of the new CT's volumes, recording them in
 // newVols as they are made, and points its config at them.
 func (cr *ctCreator) cloneVolumes(w *Worker, req cloneRequest, newVols *[]string) error {
-	c := cr.c
 	for _, key := range ctMountKeys(mountsConf(req.mounts)) {
 		mp := req.mounts[key]
 		volid := mp.Volume()
@@ -279,9 +277,9 @@ func (cr *ctCreator) cloneVolumes(w *Worker, req cloneRequest, newVols *[]string
 				return Failf("no such volume '%s'\n", volid)
 			}
 			newVolid, dstDir, err = cr.cloneAllocLocked(w, req, key, mp, old)
-			srcDir = c.storage.volumePath(req.node, old.Storage, old.Name)
+			srcDir = cr.storage.volumePath(req.node, old.Storage, old.Name)
 			if req.snapname != "" && len(old.Snapshots) > 0 {
-				srcDir = c.storage.snapshotPath(req.node, old, req.snapname)
+				srcDir = cr.storage.snapshotPath(req.node, old, req.snapname)
 			}
 			return err
 		})
@@ -320,7 +318,7 @@ func (cr *ctCreator) cloneVolumes(w *Worker, req cloneRequest, newVols *[]string
 // clone's beside the base (lvcreate -s). It logs what PVE prints and
 // returns the new volume and its data directory.
 func (cr *ctCreator) cloneAllocLocked(w *Worker, req cloneRequest, key string, mp MountPoint, old *Volume) (string, string, error) {
-	c := cr.c
+	st := cr.state()
 	var v *Volume
 	var lines []string
 	var err error
@@ -334,10 +332,10 @@ func (cr *ctCreator) cloneAllocLocked(w *Worker, req cloneRequest, key string, m
 		if n, perr := pvesize.Parse(mp.Props["size"]); perr == nil && n > 0 {
 			size = n
 		}
-		v, lines, err = c.ctAllocDiskLocked(req.node, storage, req.newid, size)
+		v, lines, err = cr.ctAllocDiskLocked(req.node, storage, req.newid, size)
 	} else {
 		w.logLocked("create linked clone of mount point %s (%s)", key, mp.Volume())
-		v, lines, err = c.storage.allocImageLocked(req.node, c.st.storage(old.Storage), req.newid, "", "raw", old.Size)
+		v, lines, err = cr.storage.allocImageLocked(req.node, st.storage(old.Storage), req.newid, "", "raw", old.Size)
 	}
 	if err != nil {
 		return "", "", err
@@ -345,7 +343,7 @@ func (cr *ctCreator) cloneAllocLocked(w *Worker, req cloneRequest, key string, m
 	for _, l := range lines {
 		w.logLocked("%s", l)
 	}
-	return v.VolID(), c.storage.volumePath(req.node, v.Storage, v.Name), nil
+	return v.VolID(), cr.storage.volumePath(req.node, v.Storage, v.Name), nil
 }
 
 // mountsConf is a config holding just the mount point keys, for

@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"log/slog"
 	"maps"
 	"net"
 	"os"
@@ -47,15 +48,54 @@ var ctPlainOptions = map[string][]string{
 // ctIndexedOptions are the indexed keys and their count (mp0..mp255, …).
 var ctIndexedOptions = map[string]int{"mp": 256, "unused": 256, "net": 32, "dev": 256}
 
+// ctConfig reads and updates a CT's config and pending changes, with
+// the permission checks of a config change. Cluster embeds it. It holds
+// no *Cluster: the State's lock and the State, the release and the log,
+// and one field per part it calls.
+type ctConfig struct {
+	// stateMu guards the State; state is the State (nil until loaded).
+	stateMu *stateMutex
+	state   func() *State
+	version string
+	log     *slog.Logger
+	guests  configGuests
+	storage configStorage
+	// alloc (ctCreator) allocates a new mount point's volume.
+	alloc interface {
+		ctAllocDiskLocked(node, sid string, vmid int, size int64) (*Volume, []string, error)
+	}
+	// formatVolumes gives new volumes to the CT's root (the Cluster's
+	// id shift, idmap.go).
+	formatVolumes func(node string, conf map[string]string, volids []string) error
+	journal       interface{ saveLocked() error }
+	// tasks gives a synchronous volume free a Worker to log to.
+	tasks interface{ detachedWorker() *Worker }
+}
+
+// configGuests is what ctConfig needs of guests: the node check, a CT's
+// lookup and its config flock.
+type configGuests interface {
+	checkNodeLocked(node string) error
+	guestLocked(node string, vmid int) (*Guest, error)
+	lockConfig(node string, vmid int) (g *Guest, unlock func(), err error)
+}
+
+// configStorage is what ctConfig needs of storageLayer: a volume's name,
+// its path, and the free of an unreferenced image.
+type configStorage interface {
+	parseVolnameLocked(volid string) (s *Storage, name, vtype string, owner int, err error)
+	volumePath(node, storage, name string) string
+	freeImageLocked(w *Worker, node, volid string) error
+}
+
 // ctOptionExists is LXC::Config->option_exists for the cluster's release.
 func (cf *ctConfig) ctOptionExists(opt string) bool {
-	c := cf.c
 	for _, o := range ctPlainOptions["8.4"] {
 		if o == opt {
 			return true
 		}
 	}
-	if c.opts.Version == "9.1" {
+	if cf.version == "9.1" {
 		for _, o := range ctPlainOptions["9.1"] {
 			if o == opt {
 				return true
@@ -87,17 +127,16 @@ func ctKeyIs(key, prefix string) bool {
 // caller to add. auth is the caller; GET config has no checks of its own
 // beyond the schema's VM.Audit.
 func (cf *ctConfig) CTConfig(auth Auth, node string, vmid int, current bool, snapshot string) (conf map[string]string, digest string, err error) {
-	c := cf.c
 	if snapshot != "" && current {
 		msg := "cannot use 'snapshot' parameter with 'current'"
 		return nil, "", ParamError(map[string]string{"snapshot": msg, "current": msg})
 	}
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if err := c.checkNodeLocked(node); err != nil {
+	cf.stateMu.RLock()
+	defer cf.stateMu.RUnlock()
+	if err := cf.guests.checkNodeLocked(node); err != nil {
 		return nil, "", err
 	}
-	g, err := c.guestLocked(node, vmid)
+	g, err := cf.guests.guestLocked(node, vmid)
 	if err != nil {
 		return nil, "", err
 	}
@@ -160,13 +199,12 @@ type PendingEntry struct {
 // the config (digest included, as fixture lxc-pending-101.json shows), per
 // key only pending, and per pending delete of an unset key; sorted by key.
 func (cf *ctConfig) CTPending(node string, vmid int) ([]PendingEntry, error) {
-	c := cf.c
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if err := c.checkNodeLocked(node); err != nil {
+	cf.stateMu.RLock()
+	defer cf.stateMu.RUnlock()
+	if err := cf.guests.checkNodeLocked(node); err != nil {
 		return nil, err
 	}
-	g, err := c.guestLocked(node, vmid)
+	g, err := cf.guests.guestLocked(node, vmid)
 	if err != nil {
 		return nil, err
 	}
@@ -210,10 +248,9 @@ func (cf *ctConfig) CTPending(node string, vmid int) ([]PendingEntry, error) {
 // as a 400 with the key's message and nothing is written, as PVE does;
 // volumes already allocated by then stay allocated, as on PVE.
 func (cf *ctConfig) UpdateCTConfig(auth Auth, node string, vmid int, params map[string]string) error {
-	c := cf.c
-	c.mu.Lock()
-	err := c.checkNodeLocked(node)
-	c.mu.Unlock()
+	cf.stateMu.Lock()
+	err := cf.guests.checkNodeLocked(node)
+	cf.stateMu.Unlock()
 	if err != nil {
 		return err
 	}
@@ -230,7 +267,7 @@ func (cf *ctConfig) UpdateCTConfig(auth Auth, node string, vmid int, params map[
 	delete(set, "delete")
 	delete(set, "revert")
 
-	g, unlock, err := c.lockConfig(node, vmid)
+	g, unlock, err := cf.guests.lockConfig(node, vmid)
 	if err != nil {
 		return err
 	}
@@ -239,14 +276,14 @@ func (cf *ctConfig) UpdateCTConfig(auth Auth, node string, vmid int, params map[
 		return Failf("detected modified configuration - file changed by other user? Try again.\n")
 	}
 	unprivileged := isTrue(g.Config["unprivileged"])
-	if err := c.ctModifyConfigPermLocked(auth, vmid, "", g.Config, nil, deletes, unprivileged); err != nil {
+	if err := cf.ctModifyConfigPermLocked(auth, vmid, "", g.Config, nil, deletes, unprivileged); err != nil {
 		return err
 	}
-	if err := c.ctModifyConfigPermLocked(auth, vmid, "", g.Config, nil, reverts, unprivileged); err != nil {
+	if err := cf.ctModifyConfigPermLocked(auth, vmid, "", g.Config, nil, reverts, unprivileged); err != nil {
 		return err
 	}
 	for _, opt := range reverts {
-		if !c.ctOptionExists(opt) {
+		if !cf.ctOptionExists(opt) {
 			return ParamError(map[string]string{"revert": fmt.Sprintf("unknown option '%s'", opt)})
 		}
 		if _, ok := set[opt]; ok {
@@ -254,7 +291,7 @@ func (cf *ctConfig) UpdateCTConfig(auth Auth, node string, vmid int, params map[
 		}
 	}
 	for _, opt := range deletes {
-		if !c.ctOptionExists(opt) {
+		if !cf.ctOptionExists(opt) {
 			return ParamError(map[string]string{"delete": fmt.Sprintf("unknown option '%s'", opt)})
 		}
 		if _, ok := set[opt]; ok {
@@ -267,12 +304,12 @@ func (cf *ctConfig) UpdateCTConfig(auth Auth, node string, vmid int, params map[
 			}
 		}
 	}
-	if err := c.ctModifyConfigPermLocked(auth, vmid, "", g.Config, set, nil, unprivileged); err != nil {
+	if err := cf.ctModifyConfigPermLocked(auth, vmid, "", g.Config, set, nil, unprivileged); err != nil {
 		return err
 	}
 
 	work := ctCloneGuest(g)
-	errs, err := c.ctUpdateConfigLocked(work, g.Running, set, deletes, reverts)
+	errs, err := cf.ctUpdateConfigLocked(work, g.Running, set, deletes, reverts)
 	if err != nil {
 		return err
 	}
@@ -281,7 +318,7 @@ func (cf *ctConfig) UpdateCTConfig(auth Auth, node string, vmid int, params map[
 	}
 	pruneUsedUnused(work.Config)
 	g.Config, g.Pending, g.PendingDelete = work.Config, work.Pending, work.PendingDelete
-	return c.saveLocked()
+	return cf.journal.saveLocked()
 }
 
 // ctSplitList is PVE::Tools::split_list: items separated by NUL, or by
@@ -313,7 +350,6 @@ func ctCloneGuest(g *Guest) *Guest {
 // error is a die of the whole request; errs are the per-key apply errors.
 // Creating a CT runs it too, on the new config.
 func (cf *ctConfig) ctUpdateConfigLocked(g *Guest, running bool, set map[string]string, deletes, reverts []string) (errs map[string]string, err error) {
-	c := cf.c
 	if g.Pending == nil {
 		g.Pending = map[string]string{}
 	}
@@ -330,7 +366,7 @@ func (cf *ctConfig) ctUpdateConfigLocked(g *Guest, running bool, set map[string]
 		_, inConf := g.Config[opt]
 		_, inPending := g.Pending[opt]
 		if !inConf && !inPending {
-			c.log.Warn(fmt.Sprintf("cannot delete '%s' - not set in current configuration!", opt), "vmid", g.VMID)
+			cf.log.Warn(fmt.Sprintf("cannot delete '%s' - not set in current configuration!", opt), "vmid", g.VMID)
 			continue
 		}
 		modified[opt] = true
@@ -358,9 +394,9 @@ func (cf *ctConfig) ctUpdateConfigLocked(g *Guest, running bool, set map[string]
 	}
 	ctCleanupPending(g)
 	if running {
-		errs = c.ctHotplugPendingLocked(g, modified)
+		errs = cf.ctHotplugPendingLocked(g, modified)
 	} else {
-		errs = c.ctApplyPendingLocked(g, modified)
+		errs = cf.ctApplyPendingLocked(g, modified)
 	}
 	return errs, nil
 }
@@ -369,7 +405,6 @@ func (cf *ctConfig) ctUpdateConfigLocked(g *Guest, running bool, set map[string]
 // value, normalized as PVE writes it (nameservers, searchdomain, tags),
 // or why it cannot be set.
 func (cf *ctConfig) checkSetLocked(g *Guest, protected bool, opt, value string) (string, error) {
-	c := cf.c
 	var err error
 	switch {
 	case ctKeyIs(opt, "mp") || opt == "rootfs":
@@ -381,12 +416,12 @@ func (cf *ctConfig) checkSetLocked(g *Guest, protected bool, opt, value string) 
 			return "", Failf("%s\n", err)
 		}
 		if mp.Type() == "volume" {
-			if err := c.ctCheckContentTypeLocked(mp.Volume()); err != nil {
+			if err := cf.ctCheckContentTypeLocked(mp.Volume()); err != nil {
 				return "", err
 			}
 		}
 	case opt == "hookscript":
-		if err := c.checkHookscriptLocked(g.Node, value); err != nil {
+		if err := cf.checkHookscriptLocked(g.Node, value); err != nil {
 			return "", err
 		}
 	case opt == "nameserver":
@@ -418,15 +453,14 @@ func (cf *ctConfig) checkSetLocked(g *Guest, protected bool, opt, value string) 
 // on node: the volume must parse, be a snippet, and be an executable
 // file on the data plane.
 func (cf *ctConfig) checkHookscriptLocked(node, volid string) error {
-	c := cf.c
-	s, name, vtype, _, err := c.storage.parseVolnameLocked(volid)
+	s, name, vtype, _, err := cf.storage.parseVolnameLocked(volid)
 	if err != nil {
 		return err
 	}
 	if vtype != "snippets" {
 		return Failf("'%s' is not in the snippets directory\n", volid)
 	}
-	fi, err := os.Stat(c.storage.volumePath(node, s.ID, name))
+	fi, err := os.Stat(cf.storage.volumePath(node, s.ID, name))
 	if err != nil || !fi.Mode().IsRegular() {
 		return Failf("script '%s' does not exist\n", volid)
 	}
@@ -439,12 +473,12 @@ func (cf *ctConfig) checkHookscriptLocked(node, volid string) error {
 // ctCheckContentTypeLocked is update_pct_config's $check_content_type for
 // a volume mount point: the storage must allow container directories.
 func (cf *ctConfig) ctCheckContentTypeLocked(volid string) error {
-	c := cf.c
+	st := cf.state()
 	sid, _, ok := ParseVolID(volid)
 	if !ok {
 		return Failf("unable to parse volume ID '%s'\n", volid)
 	}
-	s := c.st.storage(sid)
+	s := st.storage(sid)
 	if s == nil {
 		return Failf("storage '%s' does not exist\n", sid)
 	}
@@ -489,11 +523,10 @@ func ctCleanupPending(g *Guest) {
 // pending and are reported as "unable to apply pending change <opt> :
 // <err>" (sic, with the space).
 func (cf *ctConfig) ctApplyPendingLocked(g *Guest, selection map[string]bool) map[string]string {
-	c := cf.c
 	errs := map[string]string{}
 	fail := func(opt string, err error) {
 		errs[opt] = fmt.Sprintf("unable to apply pending change %s : %s", opt, errText(err))
-		c.log.Warn(strings.TrimRight(errs[opt], "\n"), "vmid", g.VMID)
+		cf.log.Warn(strings.TrimRight(errs[opt], "\n"), "vmid", g.VMID)
 	}
 	for _, opt := range slices.Sorted(maps.Keys(g.PendingDelete)) {
 		if !selection[opt] {
@@ -509,7 +542,7 @@ func (cf *ctConfig) ctApplyPendingLocked(g *Guest, selection map[string]bool) ma
 			}
 		case ctKeyIs(opt, "unused"):
 			if volid := g.Config[opt]; !volumeInUse(g, volid, true, true) {
-				err = c.ctDeleteMountpointVolumeLocked(g, volid, nil)
+				err = cf.ctDeleteMountpointVolumeLocked(g, volid, nil)
 			}
 		}
 		if err != nil {
@@ -527,7 +560,7 @@ func (cf *ctConfig) ctApplyPendingLocked(g *Guest, selection map[string]bool) ma
 		var err error
 		switch {
 		case ctKeyIs(opt, "mp"):
-			err = c.ctApplyPendingMountLocked(g, opt, false)
+			err = cf.ctApplyPendingMountLocked(g, opt, false)
 		case ctKeyIs(opt, "net"):
 			g.Pending[opt] = ctNormalizeNet(g.Pending[opt])
 		}
@@ -553,7 +586,6 @@ var ctHotplugNetDeleteRE = regexp.MustCompile(`^net\d$`)
 // a new mpN or devN. Everything else stays pending without error until the
 // next start. Failures read "unable to hotplug <opt>: <err>".
 func (cf *ctConfig) ctHotplugPendingLocked(g *Guest, selection map[string]bool) map[string]string {
-	c := cf.c
 	errs := map[string]string{}
 	for _, opt := range slices.Sorted(maps.Keys(g.Pending)) {
 		if selection[opt] && ctFastplugOptions[opt] {
@@ -570,7 +602,7 @@ func (cf *ctConfig) ctHotplugPendingLocked(g *Guest, selection map[string]bool) 
 		case ctFastplugOptions[opt], opt == "swap", opt == "cpulimit", opt == "cpuunits", ctHotplugNetDeleteRE.MatchString(opt):
 		case ctKeyIs(opt, "unused"):
 			if volid := g.Config[opt]; !volumeInUse(g, volid, true, true) {
-				err = c.ctDeleteMountpointVolumeLocked(g, volid, nil)
+				err = cf.ctDeleteMountpointVolumeLocked(g, volid, nil)
 			}
 		default:
 			continue // not hot-pluggable: stays pending
@@ -593,7 +625,7 @@ func (cf *ctConfig) ctHotplugPendingLocked(g *Guest, selection map[string]bool) 
 		case ctKeyIs(opt, "net"):
 			g.Pending[opt] = ctNormalizeNet(g.Pending[opt])
 		case ctKeyIs(opt, "mp") && !exists:
-			err = c.ctApplyPendingMountLocked(g, opt, true)
+			err = cf.ctApplyPendingMountLocked(g, opt, true)
 		case ctKeyIs(opt, "dev") && !exists:
 		default:
 			continue // not hot-pluggable, or over an existing mp/dev: stays pending
@@ -626,32 +658,32 @@ func ctTidyPending(g *Guest) {
 // (behaviour.md (f) 2). On a running CT the mount point is then plugged in.
 // The volume the key held before becomes unusedN.
 func (cf *ctConfig) ctApplyPendingMountLocked(g *Guest, opt string, running bool) error {
-	c := cf.c
+	st := cf.state()
 	mp, err := ParseMountPoint(opt, g.Pending[opt])
 	if err != nil {
 		return Failf("%s\n", err)
 	}
 	if sid, sizeGiB, ok := ParseNewDisk(mp.Volume()); ok && mp.Type() == "volume" {
 		size := int64(sizeGiB*1024) * mib
-		v, lines, err := c.ctAllocDiskLocked(g.Node, sid, g.VMID, size)
+		v, lines, err := cf.alloc.ctAllocDiskLocked(g.Node, sid, g.VMID, size)
 		for _, l := range lines {
-			c.log.Debug(l, "vmid", g.VMID)
+			cf.log.Debug(l, "vmid", g.VMID)
 		}
 		if err != nil {
 			return err
 		}
-		if err := c.ctFormatVolumesLocked(g.Node, g.Config, []string{v.VolID()}); err != nil {
+		if err := cf.formatVolumes(g.Node, g.Config, []string{v.VolID()}); err != nil {
 			return err
 		}
 		mp.Props["volume"] = v.VolID()
 		mp.Props["size"] = pvesize.Format(size)
 	} else if mp.Type() == "volume" {
-		if v := c.st.Volumes[c.st.volKey(g.Node, mp.Volume())]; v != nil {
+		if v := st.Volumes[st.volKey(g.Node, mp.Volume())]; v != nil {
 			mp.Props["size"] = pvesize.Format(v.Size)
 		} else if running {
 			return Failf("volume '%s' does not exist\n", mp.Volume())
 		} else {
-			c.log.Warn(fmt.Sprintf("Could not rescan volume size - volume '%s' does not exist", mp.Volume()), "vmid", g.VMID)
+			cf.log.Warn(fmt.Sprintf("Could not rescan volume size - volume '%s' does not exist", mp.Volume()), "vmid", g.VMID)
 		}
 	}
 	g.Pending[opt] = mp.String()
@@ -683,11 +715,10 @@ func ctNormalizeNet(value string) string {
 // named for g is freed, any other is left alone with PVE's warning, which
 // goes to w's task log, or to the server log for a synchronous call (w nil).
 func (cf *ctConfig) ctDeleteMountpointVolumeLocked(g *Guest, volid string, w *Worker) error {
-	c := cf.c
 	if ClassifyMountPoint(volid) != "volume" {
 		return nil
 	}
-	_, _, _, owner, err := c.storage.parseVolnameLocked(volid)
+	_, _, _, owner, err := cf.storage.parseVolnameLocked(volid)
 	if err != nil {
 		return err
 	}
@@ -696,21 +727,21 @@ func (cf *ctConfig) ctDeleteMountpointVolumeLocked(g *Guest, volid string, w *Wo
 		if w != nil {
 			w.logLocked("%s", msg)
 		} else {
-			c.log.Warn(msg, "vmid", g.VMID)
+			cf.log.Warn(msg, "vmid", g.VMID)
 		}
 		return nil
 	}
 	if w == nil {
 		// A detached worker collects what lvremove prints; a synchronous
 		// call has no task log to put it in.
-		w = &Worker{c: c, t: &Task{}}
+		w = cf.tasks.detachedWorker()
 		defer func() {
 			for _, l := range w.t.Log {
-				c.log.Debug(strings.TrimSpace(l), "vmid", g.VMID)
+				cf.log.Debug(strings.TrimSpace(l), "vmid", g.VMID)
 			}
 		}()
 	}
-	return c.storage.freeImageLocked(w, g.Node, volid)
+	return cf.storage.freeImageLocked(w, g.Node, volid)
 }
 
 // ctModifyConfigPermLocked is check_ct_modify_config_perm (behaviour.md
@@ -721,16 +752,16 @@ func (cf *ctConfig) ctDeleteMountpointVolumeLocked(g *Guest, volid string, w *Wo
 // pool= ("" otherwise): as check_vm_perm, a privilege on /pool/<pool>
 // then does instead of one on /vms/<vmid>.
 func (cf *ctConfig) ctModifyConfigPermLocked(auth Auth, vmid int, pool string, oldconf, newconf map[string]string, deletes []string, unprivileged bool) error {
-	c := cf.c
+	st := cf.state()
 	if auth.IsRoot() {
 		return nil
 	}
 	vmPath := fmt.Sprintf("/vms/%d", vmid)
 	vmCheck := func(priv string) error {
-		if pool != "" && c.st.Access.HasPriv(auth, "/pool/"+pool, priv) {
+		if pool != "" && st.Access.HasPriv(auth, "/pool/"+pool, priv) {
 			return nil
 		}
-		return c.st.Access.Check(auth, vmPath, []string{priv}, false)
+		return st.Access.Check(auth, vmPath, []string{priv}, false)
 	}
 	check := func(opt string, del bool) error {
 		switch {
@@ -748,9 +779,9 @@ func (cf *ctConfig) ctModifyConfigPermLocked(auth Auth, vmid int, pool string, o
 				return PermError(fmt.Sprintf("mount point type %s is only allowed for root@pam", typ))
 			}
 			if sid, _, ok := ParseNewDisk(mp.Volume()); ok {
-				return c.st.Access.Check(auth, "/storage/"+sid, []string{"Datastore.AllocateSpace"}, false)
+				return st.Access.Check(auth, "/storage/"+sid, []string{"Datastore.AllocateSpace"}, false)
 			}
-			return c.ctCheckVolumeAccessLocked(auth, vmid, mp.Volume(), "rootdir")
+			return cf.ctCheckVolumeAccessLocked(auth, vmid, mp.Volume(), "rootdir")
 		case opt == "memory" || opt == "swap":
 			return vmCheck("VM.Config.Memory")
 		case ctKeyIs(opt, "net"):
@@ -758,12 +789,12 @@ func (cf *ctConfig) ctModifyConfigPermLocked(auth Auth, vmid int, pool string, o
 				return err
 			}
 			if old := oldconf[opt]; old != "" {
-				if err := c.ctCheckBridgeAccessLocked(auth, old); err != nil {
+				if err := cf.ctCheckBridgeAccessLocked(auth, old); err != nil {
 					return err
 				}
 			}
 			if v := newconf[opt]; v != "" {
-				return c.ctCheckBridgeAccessLocked(auth, v)
+				return cf.ctCheckBridgeAccessLocked(auth, v)
 			}
 			return nil
 		case ctKeyIs(opt, "dev"):
@@ -771,7 +802,7 @@ func (cf *ctConfig) ctModifyConfigPermLocked(auth Auth, vmid int, pool string, o
 		case opt == "nameserver" || opt == "searchdomain" || opt == "hostname":
 			return vmCheck("VM.Config.Network")
 		case opt == "features":
-			return c.ctCheckFeaturesPermLocked(auth, vmPath, oldconf[opt], newconf[opt], del, unprivileged)
+			return cf.ctCheckFeaturesPermLocked(auth, vmPath, oldconf[opt], newconf[opt], del, unprivileged)
 		case opt == "hookscript":
 			return PermError("changing the hookscript is only allowed for root@pam")
 		default:
@@ -799,7 +830,7 @@ func (cf *ctConfig) ctModifyConfigPermLocked(auth Auth, vmid int, pool string, o
 // change needs VM.Allocate. Without old features only exactly {nesting=1}
 // counts as a nesting change; a delete is judged by the old value.
 func (cf *ctConfig) ctCheckFeaturesPermLocked(auth Auth, vmPath, old, new string, del, unprivileged bool) error {
-	c := cf.c
+	st := cf.state()
 	if !unprivileged {
 		return PermError("changing feature flags for privileged container is only allowed for root@pam")
 	}
@@ -832,7 +863,7 @@ func (cf *ctConfig) ctCheckFeaturesPermLocked(auth Auth, vmPath, old, new string
 		return PermError("changing feature flags (except nesting) is only allowed for root@pam")
 	}
 	if nestingChanged {
-		return c.st.Access.Check(auth, vmPath, []string{"VM.Allocate"}, false)
+		return st.Access.Check(auth, vmPath, []string{"VM.Allocate"}, false)
 	}
 	return nil
 }
@@ -860,7 +891,7 @@ func ctParseFeatures(value string) PropString {
 // the interface uses (tag, trunks). An interface without bridge is not
 // checked.
 func (cf *ctConfig) ctCheckBridgeAccessLocked(auth Auth, value string) error {
-	c := cf.c
+	st := cf.state()
 	n, err := ParseNet(value)
 	if err != nil || n["bridge"] == "" {
 		return nil
@@ -876,7 +907,7 @@ func (cf *ctConfig) ctCheckBridgeAccessLocked(auth Auth, value string) error {
 		}
 	}
 	for _, p := range paths {
-		if err := c.st.Access.Check(auth, p, []string{"SDN.Use"}, true); err != nil {
+		if err := st.Access.Check(auth, p, []string{"SDN.Use"}, true); err != nil {
 			return err
 		}
 	}
@@ -890,7 +921,7 @@ func (cf *ctConfig) ctCheckBridgeAccessLocked(auth Auth, value string) error {
 // the guest's own volumes are allowed, backups need VM.Backup and other
 // guests' images Datastore.Audit plus VM.Config.Disk on their owner.
 func (cf *ctConfig) ctCheckVolumeAccessLocked(auth Auth, vmid int, volid, typ string) error {
-	c := cf.c
+	st := cf.state()
 	sid, _, ok := ParseVolID(volid)
 	if !ok {
 		if auth.IsRoot() {
@@ -898,7 +929,7 @@ func (cf *ctConfig) ctCheckVolumeAccessLocked(auth Auth, vmid int, volid, typ st
 		}
 		return Failf("Only root can pass arbitrary filesystem paths. at /usr/share/perl5/PVE/Storage.pm line %d.\n", storageArbitraryPathDieLine)
 	}
-	_, _, vtype, owner, err := c.storage.parseVolnameLocked(volid)
+	_, _, vtype, owner, err := cf.storage.parseVolnameLocked(volid)
 	if err != nil {
 		return err
 	}
@@ -906,24 +937,24 @@ func (cf *ctConfig) ctCheckVolumeAccessLocked(auth Auth, vmid int, volid, typ st
 		return Failf("unable to use volume %s - content type needs to be '%s'\n", volid, typ)
 	}
 	storagePath := "/storage/" + sid
-	if c.st.Access.HasPriv(auth, storagePath, "Datastore.Allocate") {
+	if st.Access.HasPriv(auth, storagePath, "Datastore.Allocate") {
 		return nil
 	}
 	switch {
 	case vtype == "iso" || vtype == "vztmpl" || vtype == "import":
-		return c.st.Access.Check(auth, storagePath, []string{"Datastore.AllocateSpace", "Datastore.Audit"}, true)
+		return st.Access.Check(auth, storagePath, []string{"Datastore.AllocateSpace", "Datastore.Audit"}, true)
 	case owner != 0 && owner == vmid:
 		return nil
 	case vtype == "backup" && owner != 0:
-		if err := c.st.Access.Check(auth, storagePath, []string{"Datastore.AllocateSpace"}, false); err != nil {
+		if err := st.Access.Check(auth, storagePath, []string{"Datastore.AllocateSpace"}, false); err != nil {
 			return err
 		}
-		return c.st.Access.Check(auth, fmt.Sprintf("/vms/%d", owner), []string{"VM.Backup"}, false)
+		return st.Access.Check(auth, fmt.Sprintf("/vms/%d", owner), []string{"VM.Backup"}, false)
 	case (vtype == "images" || vtype == "rootdir") && owner != 0:
-		if err := c.st.Access.Check(auth, storagePath, []string{"Datastore.Audit"}, false); err != nil {
+		if err := st.Access.Check(auth, storagePath, []string{"Datastore.Audit"}, false); err != nil {
 			return err
 		}
-		return c.st.Access.Check(auth, fmt.Sprintf("/vms/%d", owner), []string{"VM.Config.Disk"}, false)
+		return st.Access.Check(auth, fmt.Sprintf("/vms/%d", owner), []string{"VM.Config.Disk"}, false)
 	}
 	return Failf("missing privileges to access %s\n", volid)
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
@@ -27,8 +28,74 @@ import (
 
 // ctCreator creates CTs: from a template here, from a backup in
 // restore.go; it also keeps what creation gave a CT outside its config
-// (GuestExtra). Cluster embeds it.
-type ctCreator struct{ c *Cluster }
+// (GuestExtra). Cluster embeds it. It holds no *Cluster: the State's
+// lock and the State, its settings, and one field per part it calls;
+// the create and restore tasks get the Cluster from their Worker, as
+// every task's steps do.
+type ctCreator struct {
+	// stateMu guards the State; state is the State (nil until loaded).
+	stateMu *stateMutex
+	state   func() *State
+	// dataDir is the root of the data plane (bind mounts' host side);
+	// version the emulated release.
+	dataDir string
+	version string
+	log     *slog.Logger
+	guests  creatorGuests
+	storage creatorStorage
+	config  creatorConfig
+	// power (ctPower) marks a CT started at the end of a create.
+	power interface{ markRunningLocked(g *Guest) }
+	// firewall copies a clone's firewall config, and drops it again.
+	firewall interface {
+		cloneFirewallLocked(from, to int)
+		removeFirewallLocked(vmid int)
+	}
+	tasks interface {
+		spawn(auth Auth, node, typ, id string, fn func(w *Worker) error) string
+	}
+	journal interface {
+		markGuest(vmid int)
+		markCore()
+		saveLocked() error
+	}
+	// admit is memory admission (admission.go); formatVolumes gives new
+	// volumes to the CT's root (the id shift, idmap.go). Both are the
+	// Cluster's own.
+	admit         func(w *Worker, node string, g *Guest) error
+	formatVolumes func(node string, conf map[string]string, volids []string) error
+}
+
+// creatorGuests is what ctCreator needs of guests: the node check, a
+// CT's lookup, its config flock, and the flock alone for a CT that does
+// not exist yet.
+type creatorGuests interface {
+	checkNodeLocked(node string) error
+	guestLocked(node string, vmid int) (*Guest, error)
+	lockConfig(node string, vmid int) (g *Guest, unlock func(), err error)
+	acquireFlock(vmid int, timeout time.Duration) (release func(), err error)
+}
+
+// creatorStorage is what ctCreator needs of storageLayer: the storage
+// check, where volumes and snapshots live, and image allocation, rename
+// and free.
+type creatorStorage interface {
+	storageCheckEnabledLocked(sid, node string) (*Storage, error)
+	volumePath(node, storage, name string) string
+	snapshotPath(node string, v *Volume, snap string) string
+	allocImageLocked(node string, s *Storage, vmid int, name, format string, size int64) (*Volume, []string, error)
+	renameVolumeLocked(node, volid, newName string, owner int) string
+	freeImageLocked(w *Worker, node, volid string) error
+}
+
+// creatorConfig is what ctCreator needs of ctConfig: the permission
+// checks of the new config and update_pct_config.
+type creatorConfig interface {
+	ctModifyConfigPermLocked(auth Auth, vmid int, pool string, oldconf, newconf map[string]string, deletes []string, unprivileged bool) error
+	ctCheckBridgeAccessLocked(auth Auth, value string) error
+	ctCheckVolumeAccessLocked(auth Auth, vmid int, volid, typ string) error
+	ctUpdateConfigLocked(g *Guest, running bool, set map[string]string, deletes, reverts []string) (errs map[string]string, err error)
+}
 
 // ctCreateLockTimeout is create_and_lock_config's flock timeout.
 const ctCreateLockTimeout = 5 * time.Second
@@ -57,10 +124,10 @@ func (e GuestExtra) CheckRootPassword(password string) bool {
 // GuestExtra returns a copy of CT vmid's creation secrets, ok false when
 // the CT has none.
 func (cr *ctCreator) GuestExtra(vmid int) (GuestExtra, bool) {
-	c := cr.c
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if e := c.st.Extra[vmid]; e != nil {
+	cr.stateMu.RLock()
+	defer cr.stateMu.RUnlock()
+	st := cr.state()
+	if e := st.Extra[vmid]; e != nil {
 		return *e, true
 	}
 	return GuestExtra{}, false
@@ -90,52 +157,53 @@ type ctCreateSpec struct {
 // unprivileged unless asked otherwise on PVE 9 (a privileged one needs
 // Sys.Modify on /), privileged by default on PVE 8 (behaviour.md (c)).
 func (cr *ctCreator) CreateCT(auth Auth, node string, params map[string]string) (string, error) {
-	c := cr.c
+	st := cr.state()
 	if isTrue(params["restore"]) {
-		return c.restoreCT(auth, node, params) // restore.go
+		return cr.restoreCT(auth, node, params) // restore.go
 	}
-	c.mu.Lock()
-	spec, err := c.ctPrepareCreateLocked(auth, node, params)
-	c.mu.Unlock()
+	cr.stateMu.Lock()
+	spec, err := cr.ctPrepareCreateLocked(auth, node, params)
+	cr.stateMu.Unlock()
 	if err != nil {
 		return "", err
 	}
 	// create_and_lock_config: take the flock, check the VMID once more and
 	// write {lock: create}.
-	release, err := c.locks.acquire(c.ctx, spec.vmid, ctCreateLockTimeout)
+	release, err := cr.guests.acquireFlock(spec.vmid, ctCreateLockTimeout)
 	if err != nil {
 		return "", Failf("unable to create CT %d - %s", spec.vmid, errText(err))
 	}
 	defer release()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.ctCheckVMIDUnusedLocked(spec.vmid); err != nil {
+	cr.stateMu.Lock()
+	defer cr.stateMu.Unlock()
+	if err := cr.ctCheckVMIDUnusedLocked(spec.vmid); err != nil {
 		return "", Failf("unable to create CT %d - %s", spec.vmid, errText(err))
 	}
-	c.st.Guests[spec.vmid] = &Guest{VMID: spec.vmid, Node: node, Config: map[string]string{"lock": "create"}}
-	c.markGuest(spec.vmid)
-	if err := c.saveLocked(); err != nil {
-		delete(c.st.Guests, spec.vmid) // the model stays as the disk has it
+	st.Guests[spec.vmid] = &Guest{VMID: spec.vmid, Node: node, Config: map[string]string{"lock": "create"}}
+	cr.journal.markGuest(spec.vmid)
+	if err := cr.journal.saveLocked(); err != nil {
+		delete(st.Guests, spec.vmid) // the model stays as the disk has it
 		return "", err
 	}
-	return c.spawn(auth, node, "vzcreate", strconv.Itoa(spec.vmid), func(w *Worker) error {
-		return c.ctCreateTask(w, spec)
+	return cr.tasks.spawn(auth, node, "vzcreate", strconv.Itoa(spec.vmid), func(w *Worker) error {
+		return cr.ctCreateTask(w, spec)
 	}), nil
 }
 
 // checkAllocateLocked is create_vm's check: the pool (when given) must exist,
 // and the caller needs VM.Allocate on /vms/<vmid> or on /pool/<pool>
 // (403 otherwise).
-func (c *Cluster) checkAllocateLocked(auth Auth, vmid int, pool string, hasPool bool) error {
+func (cr *ctCreator) checkAllocateLocked(auth Auth, vmid int, pool string, hasPool bool) error {
+	st := cr.state()
 	if hasPool {
-		if err := c.st.Access.PoolExists(pool); err != nil {
+		if err := st.Access.PoolExists(pool); err != nil {
 			return err
 		}
 	}
-	if c.st.Access.HasPriv(auth, fmt.Sprintf("/vms/%d", vmid), "VM.Allocate") {
+	if st.Access.HasPriv(auth, fmt.Sprintf("/vms/%d", vmid), "VM.Allocate") {
 		return nil
 	}
-	if pool != "" && c.st.Access.HasPriv(auth, "/pool/"+pool, "VM.Allocate") {
+	if pool != "" && st.Access.HasPriv(auth, "/pool/"+pool, "VM.Allocate") {
 		return nil
 	}
 	return PermError("")
@@ -143,18 +211,19 @@ func (c *Cluster) checkAllocateLocked(auth Auth, vmid int, pool string, hasPool 
 
 // joinPoolLocked is add_vm_to_pool at the end of a create, restore or
 // clone.
-func (c *Cluster) joinPoolLocked(vmid int, pool string) {
+func (cr *ctCreator) joinPoolLocked(vmid int, pool string) {
+	st := cr.state()
 	if pool == "" {
 		return
 	}
-	c.st.Access.addToPool(vmid, pool)
-	c.markCore()
+	st.Access.addToPool(vmid, pool)
+	cr.journal.markCore()
 }
 
 // ctCheckVMIDUnusedLocked is PVE::Cluster::check_vmid_unused.
 func (cr *ctCreator) ctCheckVMIDUnusedLocked(vmid int) error {
-	c := cr.c
-	if g := c.st.Guests[vmid]; g != nil {
+	st := cr.state()
+	if g := st.Guests[vmid]; g != nil {
 		return Failf("CT %d already exists on node '%s'\n", vmid, g.Node)
 	}
 	return nil
@@ -162,8 +231,8 @@ func (cr *ctCreator) ctCheckVMIDUnusedLocked(vmid int) error {
 
 // ctPrepareCreateLocked is create_vm up to create_and_lock_config.
 func (cr *ctCreator) ctPrepareCreateLocked(auth Auth, node string, params map[string]string) (ctCreateSpec, error) {
-	c := cr.c
-	req, err := c.ctReadCreateRequestLocked(node, params)
+	st := cr.state()
+	req, err := cr.ctReadCreateRequestLocked(node, params)
 	if err != nil {
 		return ctCreateSpec{}, err
 	}
@@ -173,22 +242,22 @@ func (cr *ctCreator) ctPrepareCreateLocked(auth Auth, node string, params map[st
 	take("restore") // restore=1 never gets here: CreateCT hands it to restoreCT
 	take("unique")
 	unprivileged := isTrue(unprivStr)
-	if c.opts.Version == "9.1" {
+	if cr.version == "9.1" {
 		// pve-container 6.0.6 "api: create: default to unprivileged containers".
 		if !unprivSet {
 			unprivileged = true
 		}
 		if !unprivileged {
-			if err := c.st.Access.Check(auth, "/", []string{"Sys.Modify"}, false); err != nil {
+			if err := st.Access.Check(auth, "/", []string{"Sys.Modify"}, false); err != nil {
 				return ctCreateSpec{}, err
 			}
 		}
 	}
-	if err := c.checkHAManagedLocked(auth, req); err != nil {
+	if err := cr.checkHAManagedLocked(auth, req); err != nil {
 		return ctCreateSpec{}, err
 	}
 	take("force") // only meaningful with restore
-	if err := c.ctCheckVMIDUnusedLocked(vmid); err != nil {
+	if err := cr.ctCheckVMIDUnusedLocked(vmid); err != nil {
 		return ctCreateSpec{}, err
 	}
 
@@ -203,7 +272,7 @@ func (cr *ctCreator) ctPrepareCreateLocked(auth Auth, node string, params map[st
 		spec.extra.SSHPublicKeys = keys
 	}
 	pool, hasPool := take("pool")
-	if err := c.checkAllocateLocked(auth, vmid, pool, hasPool); err != nil {
+	if err := cr.checkAllocateLocked(auth, vmid, pool, hasPool); err != nil {
 		return ctCreateSpec{}, err
 	}
 	spec.pool = pool
@@ -212,7 +281,7 @@ func (cr *ctCreator) ctPrepareCreateLocked(auth Auth, node string, params map[st
 	if spec.storage == "" {
 		spec.storage = "local"
 	}
-	spec.mounts, spec.conf, err = c.ctCheckCreateParamsLocked(auth, node, vmid, pool, p, spec.storage, spec.template, "vztmpl", unprivileged)
+	spec.mounts, spec.conf, err = cr.ctCheckCreateParamsLocked(auth, node, vmid, pool, p, spec.storage, spec.template, "vztmpl", unprivileged)
 	if err != nil {
 		return ctCreateSpec{}, err
 	}
@@ -242,8 +311,7 @@ func (r *ctCreateRequest) take(k string) (string, bool) {
 // restore alike: the node, the VMID, and the parameters that only steer
 // the request (ignore-unpack-errors, bwlimit, start, ha-managed).
 func (cr *ctCreator) ctReadCreateRequestLocked(node string, params map[string]string) (*ctCreateRequest, error) {
-	c := cr.c
-	if err := c.checkNodeLocked(node); err != nil {
+	if err := cr.guests.checkNodeLocked(node); err != nil {
 		return nil, err
 	}
 	r := &ctCreateRequest{p: map[string]string{}}
@@ -270,11 +338,11 @@ func (cr *ctCreator) ctReadCreateRequestLocked(node string, params map[string]st
 // "/" (403 without it). The task adds the HA resource at its end
 // (haManageCreated).
 func (cr *ctCreator) checkHAManagedLocked(auth Auth, r *ctCreateRequest) error {
-	c := cr.c
+	st := cr.state()
 	if !r.haManaged {
 		return nil
 	}
-	return c.st.Access.Check(auth, "/", []string{"Sys.Console"}, false)
+	return st.Access.Check(auth, "/", []string{"Sys.Console"}, false)
 }
 
 // ctCheckCreateParamsLocked is what create_vm checks for a create and a
@@ -286,11 +354,10 @@ func (cr *ctCreator) checkHAManagedLocked(auth Auth, r *ctCreateRequest) error {
 // plain sizes made STORAGE:SIZE, and the config without volumes. pool is
 // the pool= the CT joins ("" for none).
 func (cr *ctCreator) ctCheckCreateParamsLocked(auth Auth, node string, vmid int, pool string, p map[string]string, storage, volid, content string, unprivileged bool) (mounts, conf map[string]string, err error) {
-	c := cr.c
-	if err := c.ctModifyConfigPermLocked(auth, vmid, pool, nil, p, nil, unprivileged); err != nil {
+	if err := cr.config.ctModifyConfigPermLocked(auth, vmid, pool, nil, p, nil, unprivileged); err != nil {
 		return nil, nil, err
 	}
-	if err := c.ctCheckVolumeAccessLocked(auth, vmid, volid, content); err != nil {
+	if err := cr.config.ctCheckVolumeAccessLocked(auth, vmid, volid, content); err != nil {
 		return nil, nil, err
 	}
 
@@ -305,7 +372,7 @@ func (cr *ctCreator) ctCheckCreateParamsLocked(auth Auth, node string, vmid int,
 			}
 			mounts[opt] = value
 		case ctKeyIs(opt, "unused"):
-			c.log.Warn(fmt.Sprintf("ignoring '%s', cannot create/restore with unused volume", opt), "vmid", vmid)
+			cr.log.Warn(fmt.Sprintf("ignoring '%s', cannot create/restore with unused volume", opt), "vmid", vmid)
 		default:
 			noDisk[opt] = value
 		}
@@ -328,18 +395,18 @@ func (cr *ctCreator) ctCheckCreateParamsLocked(auth Auth, node string, vmid int,
 		if !ok {
 			return nil, nil, Failf("unable to parse volume ID '%s'\n", mp.Volume())
 		}
-		if err := c.ctCheckCreateStorageLocked(auth, node, sid); err != nil {
+		if err := cr.ctCheckCreateStorageLocked(auth, node, sid); err != nil {
 			return nil, nil, err
 		}
 	}
 	if len(mounts) == 0 {
-		if err := c.ctCheckCreateStorageLocked(auth, node, storage); err != nil {
+		if err := cr.ctCheckCreateStorageLocked(auth, node, storage); err != nil {
 			return nil, nil, err
 		}
 	}
 
 	g := &Guest{VMID: vmid, Node: node, Config: map[string]string{}}
-	if _, err := c.ctUpdateConfigLocked(g, false, noDisk, nil, nil); err != nil {
+	if _, err := cr.config.ctUpdateConfigLocked(g, false, noDisk, nil, nil); err != nil {
 		return nil, nil, err
 	}
 	if unprivileged {
@@ -353,7 +420,6 @@ func (cr *ctCreator) ctCheckCreateParamsLocked(auth Auth, node string, vmid int,
 // logged as alloc_disk logs it and added to vols (for the cleanup of a
 // failed task); conf gets every mount point with its volume and size.
 func (cr *ctCreator) ctCreateDisksLocked(w *Worker, node string, vmid int, mounts, conf map[string]string, vols *[]string) error {
-	c := cr.c
 	for _, key := range ctVolumeKeys(mounts) {
 		mp, err := ParseMountPoint(key, mounts[key])
 		if err != nil {
@@ -361,7 +427,7 @@ func (cr *ctCreator) ctCreateDisksLocked(w *Worker, node string, vmid int, mount
 		}
 		if sid, sizeGiB, ok := ParseNewDisk(mp.Volume()); ok && mp.Type() == "volume" {
 			size := int64(sizeGiB*1024) * mib
-			v, lines, err := c.ctAllocDiskLocked(node, sid, vmid, size)
+			v, lines, err := cr.ctAllocDiskLocked(node, sid, vmid, size)
 			for _, l := range lines {
 				w.logLocked("%s", l)
 			}
@@ -369,7 +435,7 @@ func (cr *ctCreator) ctCreateDisksLocked(w *Worker, node string, vmid int, mount
 				return err
 			}
 			*vols = append(*vols, v.VolID())
-			if err := c.ctFormatVolumesLocked(node, conf, []string{v.VolID()}); err != nil {
+			if err := cr.formatVolumes(node, conf, []string{v.VolID()}); err != nil {
 				return err
 			}
 			mp.Props["volume"] = v.VolID()
@@ -385,15 +451,15 @@ var ctPlainSizeRE = regexp.MustCompile(`^\d+(\.\d+)?$`)
 
 // ctCheckCreateStorageLocked is create_vm's $check_and_activate_storage.
 func (cr *ctCreator) ctCheckCreateStorageLocked(auth Auth, node, sid string) error {
-	c := cr.c
-	s, err := c.storage.storageCheckEnabledLocked(sid, node)
+	st := cr.state()
+	s, err := cr.storage.storageCheckEnabledLocked(sid, node)
 	if err != nil {
 		return err
 	}
 	if !s.HasContent("rootdir") {
 		return ParamError(map[string]string{"storage": fmt.Sprintf("storage '%s' does not support container directories", sid)})
 	}
-	return c.st.Access.Check(auth, "/storage/"+sid, []string{"Datastore.AllocateSpace"}, false)
+	return st.Access.Check(auth, "/storage/"+sid, []string{"Datastore.AllocateSpace"}, false)
 }
 
 // ctValidateSSHKeys is PVE::Tools::validate_ssh_public_keys: every
@@ -414,8 +480,7 @@ func ctValidateSSHKeys(keys string) error {
 // config go again and the error reads "unable to create CT <vmid> - …".
 // With start it then starts the CT in the same task.
 func (cr *ctCreator) ctCreateTask(w *Worker, spec ctCreateSpec) error {
-	c := cr.c
-	r := &ctCreate{c: c, w: w, spec: spec}
+	r := &ctCreate{c: w.c, w: w, spec: spec}
 	return r.run()
 }
 
@@ -462,27 +527,25 @@ func (r *ctCreate) run() error {
 			return err
 		}
 	}
-	return c.haManageCreated(w, spec.vmid, spec.haManaged, spec.start)
+	return c.ha.haManageCreated(w, spec.vmid, spec.haManaged, spec.start)
 }
 
 // ctStartCreated is start=1 of a create or a restore whose volumes and
 // config are done: the task's vzstart time, then the CT runs.
 func (cr *ctCreator) ctStartCreated(w *Worker, node string, vmid int) error {
-	c := cr.c
 	if err := w.Phase("vzstart", 1); err != nil {
 		return err
 	}
 	return w.doGuest(node, vmid, func(st *State, g *Guest) error {
-		return c.createStartLocked(w, node, g)
+		return cr.createStartLocked(w, node, g)
 	})
 }
 
 // freeImagesLocked frees the volumes a failed create or restore
 // allocated; what cannot be freed is logged, as PVE's cleanup does.
 func (cr *ctCreator) freeImagesLocked(w *Worker, node string, volids []string) {
-	c := cr.c
 	for _, volid := range volids {
-		if err := c.storage.freeImageLocked(w, node, volid); err != nil {
+		if err := cr.storage.freeImageLocked(w, node, volid); err != nil {
 			w.logLocked("%s", errText(err))
 		}
 	}
@@ -491,7 +554,6 @@ func (cr *ctCreator) freeImagesLocked(w *Worker, node string, volids []string) {
 // createStartLocked starts a just-created CT as vm_start would: no
 // templates, no quotas on an unprivileged CT, then running with a PID.
 func (cr *ctCreator) createStartLocked(w *Worker, node string, g *Guest) error {
-	c := cr.c
 	if g.IsTemplate() {
 		return Failf("you can't start a CT if it's a template\n")
 	}
@@ -501,10 +563,10 @@ func (cr *ctCreator) createStartLocked(w *Worker, node string, g *Guest) error {
 	if err := checkQuotas(g); err != nil {
 		return err
 	}
-	if err := c.admitLocked(w, node, g); err != nil {
+	if err := cr.admit(w, node, g); err != nil {
 		return err
 	}
-	c.markRunningLocked(g)
+	cr.power.markRunningLocked(g)
 	return nil
 }
 
@@ -661,8 +723,7 @@ func (r *ctCreate) writeConfig() error {
 // with an ext4 filesystem (a subvol on a dir storage for size 0). It
 // returns what lvcreate and mkfs print.
 func (cr *ctCreator) ctAllocDiskLocked(node, sid string, vmid int, size int64) (*Volume, []string, error) {
-	c := cr.c
-	s, err := c.storage.storageCheckEnabledLocked(sid, node)
+	s, err := cr.storage.storageCheckEnabledLocked(sid, node)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -675,7 +736,7 @@ func (cr *ctCreator) ctAllocDiskLocked(node, sid string, vmid int, size int64) (
 	case s.DirLike() && size == 0:
 		format = "subvol"
 	}
-	v, lines, err := c.storage.allocImageLocked(node, s, vmid, "", format, size)
+	v, lines, err := cr.storage.allocImageLocked(node, s, vmid, "", format, size)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -689,14 +750,13 @@ func (cr *ctCreator) ctAllocDiskLocked(node, sid string, vmid int, size int64) (
 // plane: the volume's directory, or for a bind or device mount (root@pam
 // only) the host path under the data directory.
 func (cr *ctCreator) ctMountDirLocked(node, rootfs string) string {
-	c := cr.c
 	mp, _ := ParseMountPoint("rootfs", rootfs)
 	if mp.Type() == "volume" {
 		if sid, name, ok := ParseVolID(mp.Volume()); ok {
-			return c.storage.volumePath(node, sid, name)
+			return cr.storage.volumePath(node, sid, name)
 		}
 	}
-	return filepath.Join(c.DataDir(), "host", filepath.FromSlash(mp.Volume()))
+	return filepath.Join(cr.dataDir, "host", filepath.FromSlash(mp.Volume()))
 }
 
 // ctTarSize is the size of the tar stream in a .tar.zst, what tar's

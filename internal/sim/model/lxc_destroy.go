@@ -35,10 +35,12 @@ type ctDestroyer struct {
 	tasks    taskStarter
 	// journal records the change to the Access (the CT's ACLs).
 	journal interface{ markCore() }
-	// haConfigured and purgeHA are the HA manager's (ha*.go): whether
-	// the CT is an HA resource, and dropping it with purge (stateMu held).
-	haConfigured func(vmid int) bool
-	purgeHA      func(vmid int) bool
+	// ha (haManager) says whether the CT is an HA resource and drops it
+	// with purge (stateMu held).
+	ha interface {
+		haConfiguredLocked(vmid int) bool
+		purgeHAResourceLocked(vmid int) bool
+	}
 }
 
 // DestroyCT is DELETE /nodes/{node}/lxc/{vmid} (API2/LXC.pm destroy_vm;
@@ -70,7 +72,7 @@ func (d *ctDestroyer) DestroyCT(auth Auth, node string, vmid int, params map[str
 	if err := ctDestroyEarlyChecks(g); err != nil {
 		return "", err
 	}
-	if !purge && d.haConfigured(vmid) {
+	if !purge && d.ha.haConfiguredLocked(vmid) {
 		return "", Failf("unable to remove CT %d - used in HA resources and purge parameter not set.\n", vmid)
 	}
 	if g.Running && !force {
@@ -114,7 +116,7 @@ func (d *ctDestroyer) DestroyCT(auth Auth, node string, vmid int, params map[str
 			d.firewall.removeFirewallLocked(vmid)
 			if purge {
 				w.logLocked("purging CT %d from related configurations..", vmid)
-				if d.purgeHA(vmid) {
+				if d.ha.purgeHAResourceLocked(vmid) {
 					w.logLocked("NOTE: removed CT %d from HA resource configuration.", vmid)
 				}
 			}

@@ -17,6 +17,37 @@ import (
 // .../move_volume (pve-container API2/LXC.pm resize_vm, move_volume;
 // behaviour.md (d), (f) 5).
 
+// ctDisks resizes and moves a CT's volumes. Cluster embeds it. It holds
+// no *Cluster: the State's lock and the State, the release, and one
+// field per part it calls.
+type ctDisks struct {
+	// stateMu guards the State; state is the State (nil until loaded).
+	stateMu *stateMutex
+	state   func() *State
+	version string
+	guests  interface {
+		checkNodeLocked(node string) error
+		guestLocked(node string, vmid int) (*Guest, error)
+	}
+	storage diskStorage
+	// alloc (ctCreator) allocates a copy's volume as alloc_disk does.
+	alloc interface {
+		ctAllocDiskLocked(node, sid string, vmid int, size int64) (*Volume, []string, error)
+	}
+	tasks   taskStarter
+	journal guestJournal
+}
+
+// diskStorage is what ctDisks needs of storageLayer: a volume's name
+// and path, a free disk number, a rename and a free.
+type diskStorage interface {
+	parseVolnameLocked(volid string) (s *Storage, name, vtype string, owner int, err error)
+	freeDiskNumberLocked(node, sid string, vmid int) int
+	volumePath(node, storage, name string) string
+	renameVolumeLocked(node, volid, newName string, target int) string
+	freeVolumeLocked(node, volid string) error
+}
+
 // Lines of API2/LXC.pm (pve-container 6.1) whose die has no trailing
 // newline, so that Perl appends " at FILE line N." (behaviour.md (f) 5).
 const (
@@ -30,10 +61,9 @@ const (
 // in the task under the config lock. Only the owner (by volume name) can
 // grow a volume, so a pet volume is resized through its keeper CT.
 func (d *ctDisks) ResizeCT(auth Auth, node string, vmid int, params map[string]string) (string, error) {
-	c := d.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.checkNodeLocked(node); err != nil {
+	d.stateMu.Lock()
+	defer d.stateMu.Unlock()
+	if err := d.guests.checkNodeLocked(node); err != nil {
 		return "", err
 	}
 	sizeStr := params["size"]
@@ -50,20 +80,20 @@ func (d *ctDisks) ResizeCT(auth Auth, node string, vmid int, params map[string]s
 		return "", ParamError(map[string]string{"disk": fmt.Sprintf("value '%s' does not have a value in the enumeration '%s'", params["disk"], resizableKeys())})
 	}
 	req := resizeRequest{auth: auth, node: node, vmid: vmid, disk: params["disk"], digest: params["digest"], relative: relative, size: request}
-	if _, err := c.checkResizeLocked(req); err != nil {
+	if _, err := d.checkResizeLocked(req); err != nil {
 		return "", err
 	}
-	return c.spawn(auth, node, "resize", strconv.Itoa(vmid), func(w *Worker) error {
+	return d.tasks.spawn(auth, node, "resize", strconv.Itoa(vmid), func(w *Worker) error {
 		if err := w.LockConfig(vmid); err != nil {
 			return err
 		}
 		var lines []string
 		err := w.Do(func(st *State) error {
-			p, err := c.checkResizeLocked(req)
+			p, err := d.checkResizeLocked(req)
 			if err != nil {
 				return err
 			}
-			lines = c.applyResizeLocked(p)
+			lines = d.applyResizeLocked(p)
 			return nil
 		})
 		if err != nil {
@@ -97,8 +127,8 @@ type resizePlan struct {
 
 // checkResizeLocked is resize_vm's $load_and_check, in PVE's order.
 func (d *ctDisks) checkResizeLocked(r resizeRequest) (resizePlan, error) {
-	c := d.c
-	g, err := c.guestLocked(r.node, r.vmid)
+	st := d.state()
+	g, err := d.guests.guestLocked(r.node, r.vmid)
 	if err != nil {
 		return resizePlan{}, err
 	}
@@ -108,7 +138,7 @@ func (d *ctDisks) checkResizeLocked(r resizeRequest) (resizePlan, error) {
 	// check_ct_modify_config_perm sees only {disk}, which falls into its
 	// generic branch: VM.Config.Options on the CT.
 	if !r.auth.IsRoot() {
-		if err := c.st.Access.Check(r.auth, fmt.Sprintf("/vms/%d", r.vmid), []string{"VM.Config.Options"}, false); err != nil {
+		if err := st.Access.Check(r.auth, fmt.Sprintf("/vms/%d", r.vmid), []string{"VM.Config.Options"}, false); err != nil {
 			return resizePlan{}, err
 		}
 	}
@@ -119,7 +149,7 @@ func (d *ctDisks) checkResizeLocked(r resizeRequest) (resizePlan, error) {
 	if err != nil {
 		return resizePlan{}, err
 	}
-	s, _, _, owner, err := c.storage.parseVolnameLocked(mp.Volume())
+	s, _, _, owner, err := d.storage.parseVolnameLocked(mp.Volume())
 	if err != nil {
 		return resizePlan{}, err
 	}
@@ -131,11 +161,11 @@ func (d *ctDisks) checkResizeLocked(r resizeRequest) (resizePlan, error) {
 		return resizePlan{}, Failf("can't resize mount point owned by another container (%s) at /usr/share/perl5/PVE/API2/LXC.pm line %d.\n", ownerText, resizeOwnerDieLine)
 	}
 	if !r.auth.IsRoot() {
-		if err := c.st.Access.Check(r.auth, "/storage/"+s.ID, []string{"Datastore.AllocateSpace"}, false); err != nil {
+		if err := st.Access.Check(r.auth, "/storage/"+s.ID, []string{"Datastore.AllocateSpace"}, false); err != nil {
 			return resizePlan{}, err
 		}
 	}
-	v := c.st.Volumes[c.st.volKey(g.Node, mp.Volume())]
+	v := st.Volumes[st.volKey(g.Node, mp.Volume())]
 	if v == nil {
 		return resizePlan{}, Failf("Could not determine current size of volume '%s'\n", mp.Volume())
 	}
@@ -156,7 +186,6 @@ func (d *ctDisks) checkResizeLocked(r resizeRequest) (resizePlan, error) {
 // returns the task log lines of lvresize, e2fsck and resize2fs. LVM rounds
 // the LV up to whole 4 MiB extents; the config gets the size asked for.
 func (d *ctDisks) applyResizeLocked(p resizePlan) []string {
-	c := d.c
 	var lines []string
 	old := p.vol.Size
 	dev := ""
@@ -183,7 +212,7 @@ func (d *ctDisks) applyResizeLocked(p resizePlan) []string {
 		return lines // subvol: a quota, no filesystem to grow
 	}
 	e2fs := "1.47.2 (1-Jan-2025)"
-	if c.opts.Version == "8.4" {
+	if d.version == "8.4" {
 		e2fs = "1.47.0 (5-Feb-2023)"
 	}
 	if !p.g.Running {
@@ -253,10 +282,9 @@ func parseVolumeKey(key, value string) (MountPoint, error) {
 // copies the volume to a new one on that storage for the same CT, keeping
 // the old one as unusedN unless delete=1; task id "<vmid>".
 func (d *ctDisks) MoveVolume(auth Auth, node string, vmid int, params map[string]string) (string, error) {
-	c := d.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.checkNodeLocked(node); err != nil {
+	d.stateMu.Lock()
+	defer d.stateMu.Unlock()
+	if err := d.guests.checkNodeLocked(node); err != nil {
 		return "", err
 	}
 	key, storage, target := params["volume"], params["storage"], params["target-vmid"]
@@ -274,9 +302,9 @@ func (d *ctDisks) MoveVolume(auth Auth, node string, vmid int, params map[string
 		if m.targetKey == "" {
 			m.targetKey = key
 		}
-		return c.reassignVolumeLocked(auth, m)
+		return d.reassignVolumeLocked(auth, m)
 	case storage != "":
-		return c.moveToStorageLocked(auth, node, vmid, key, storage, params["digest"], isTrue(params["delete"]))
+		return d.moveToStorageLocked(auth, node, vmid, key, storage, params["digest"], isTrue(params["delete"]))
 	default:
 		msg := "both 'storage' and 'target-vmid' missing, either needs to be set"
 		return "", ParamError(map[string]string{"target-vmid": msg, "storage": msg})
@@ -292,24 +320,24 @@ type reassignment struct {
 }
 
 func (d *ctDisks) reassignVolumeLocked(auth Auth, m reassignment) (string, error) {
-	c := d.c
+	st := d.state()
 	if !auth.IsRoot() {
-		if err := c.st.Access.Check(auth, fmt.Sprintf("/vms/%d", m.target), []string{"VM.Config.Disk"}, false); err != nil {
+		if err := st.Access.Check(auth, fmt.Sprintf("/vms/%d", m.target), []string{"VM.Config.Disk"}, false); err != nil {
 			return "", err
 		}
 	}
-	_, _, mp, err := c.checkReassignLocked(m)
+	_, _, mp, err := d.checkReassignLocked(m)
 	if err != nil {
 		return "", err
 	}
 	sid, _, _ := ParseVolID(mp.Volume())
 	if !auth.IsRoot() {
-		if err := c.st.Access.Check(auth, "/storage/"+sid, []string{"Datastore.AllocateSpace"}, false); err != nil {
+		if err := st.Access.Check(auth, "/storage/"+sid, []string{"Datastore.AllocateSpace"}, false); err != nil {
 			return "", err
 		}
 	}
 	id := fmt.Sprintf("%d-%s>%d-%s", m.vmid, m.key, m.target, m.targetKey)
-	return c.spawn(auth, m.node, "move_volume", id, func(w *Worker) error {
+	return d.tasks.spawn(auth, m.node, "move_volume", id, func(w *Worker) error {
 		if err := w.LockConfig(m.vmid); err != nil {
 			return err
 		}
@@ -321,14 +349,14 @@ func (d *ctDisks) reassignVolumeLocked(auth Auth, m reassignment) (string, error
 		if err := w.Phase("move_volume", 1); err != nil {
 			return err
 		}
-		return w.Do(func(st *State) error { return c.doReassignLocked(w, m) })
+		return w.Do(func(st *State) error { return d.doReassignLocked(w, m) })
 	}), nil
 }
 
 // checkReassignLocked is $load_and_check_reassign_configs, every check in
 // PVE's order. It runs before the task and again inside it.
 func (d *ctDisks) checkReassignLocked(m reassignment) (src, dst *Guest, mp MountPoint, err error) {
-	c := d.c
+	st := d.state()
 	fail := func(format string, args ...any) (*Guest, *Guest, MountPoint, error) {
 		return nil, nil, MountPoint{}, Failf(format, args...)
 	}
@@ -338,7 +366,7 @@ func (d *ctDisks) checkReassignLocked(m reassignment) (src, dst *Guest, mp Mount
 	if strings.HasPrefix(m.key, "unused") && !strings.HasPrefix(m.targetKey, "unused") {
 		return fail("Moving an unused volume to a used one is not possible\n")
 	}
-	sg, tg := c.st.Guests[m.vmid], c.st.Guests[m.target]
+	sg, tg := st.Guests[m.vmid], st.Guests[m.target]
 	if sg == nil {
 		return fail("could not find CT %d\n", m.vmid)
 	}
@@ -348,7 +376,7 @@ func (d *ctDisks) checkReassignLocked(m reassignment) (src, dst *Guest, mp Mount
 	if sg.Node != tg.Node {
 		return fail("Both containers need to be on the same node (%s != %s)\n", sg.Node, tg.Node)
 	}
-	if src, err = c.guestLocked(m.node, m.vmid); err != nil {
+	if src, err = d.guests.guestLocked(m.node, m.vmid); err != nil {
 		return nil, nil, MountPoint{}, err
 	}
 	if lock := src.Lock(); lock != "" {
@@ -356,7 +384,7 @@ func (d *ctDisks) checkReassignLocked(m reassignment) (src, dst *Guest, mp Mount
 	}
 	dst = src
 	if m.target != m.vmid {
-		if dst, err = c.guestLocked(m.node, m.target); err != nil {
+		if dst, err = d.guests.guestLocked(m.node, m.target); err != nil {
 			return nil, nil, MountPoint{}, err
 		}
 		if lock := dst.Lock(); lock != "" {
@@ -390,7 +418,7 @@ func (d *ctDisks) checkReassignLocked(m reassignment) (src, dst *Guest, mp Mount
 	if volumeInUse(&Guest{Snapshots: src.Snapshots}, volid, true, false) {
 		return fail("Cannot move volume used by a snapshot to another container\n")
 	}
-	if !c.canRenameLocked(src.Node, volid) {
+	if !d.canRenameLocked(src.Node, volid) {
 		return fail("Storage does not support moving of this disk to another container\n")
 	}
 	if mp.Type() != "volume" {
@@ -408,13 +436,13 @@ func (d *ctDisks) checkReassignLocked(m reassignment) (src, dst *Guest, mp Mount
 // source update, leaving the renamed volume unreferenced exactly as PVE
 // does (behaviour.md (d) "Caveat").
 func (d *ctDisks) doReassignLocked(w *Worker, m reassignment) error {
-	c := d.c
-	src, dst, mp, err := c.checkReassignLocked(m)
+	st := d.state()
+	src, dst, mp, err := d.checkReassignLocked(m)
 	if err != nil {
 		return err
 	}
 	w.logLocked("moving volume '%s' from container '%d' to '%d'", m.key, m.vmid, m.target)
-	newVolid, lines, err := c.renameVolumeLocked(src.Node, mp.Volume(), m.target)
+	newVolid, lines, err := d.renameVolumeLocked(src.Node, mp.Volume(), m.target)
 	for _, l := range lines {
 		w.logLocked("%s", l)
 	}
@@ -431,7 +459,7 @@ func (d *ctDisks) doReassignLocked(w *Worker, m reassignment) error {
 		}
 		mp.Key = m.targetKey
 		mp.Props["volume"] = newVolid
-		if v := c.st.Volumes[c.st.volKey(dst.Node, newVolid)]; v != nil {
+		if v := st.Volumes[st.volKey(dst.Node, newVolid)]; v != nil {
 			mp.Props["size"] = pvesize.Format(v.Size) // the set path rescans the size
 		}
 		dst.Config[m.targetKey] = mp.String()
@@ -445,12 +473,12 @@ func (d *ctDisks) doReassignLocked(w *Worker, m reassignment) error {
 // current (vm-) raw volume, a dir storage a raw/qcow2/vmdk image; base
 // volumes, subvols and non-volumes cannot.
 func (d *ctDisks) canRenameLocked(node, volid string) bool {
-	c := d.c
-	v := c.st.Volumes[c.st.volKey(node, volid)]
+	st := d.state()
+	v := st.Volumes[st.volKey(node, volid)]
 	if v == nil {
 		return false
 	}
-	s := c.st.storage(v.Storage)
+	s := st.storage(v.Storage)
 	if s == nil {
 		return false
 	}
@@ -468,16 +496,16 @@ func (d *ctDisks) canRenameLocked(node, volid string) bool {
 // lowest free disk name of target on its storage and keeps its data. It
 // returns the new volid and what lvrename prints.
 func (d *ctDisks) renameVolumeLocked(node, volid string, target int) (string, []string, error) {
-	c := d.c
-	v := c.st.Volumes[c.st.volKey(node, volid)]
+	st := d.state()
+	v := st.Volumes[st.volKey(node, volid)]
 	if v == nil {
 		return "", nil, Failf("no such volume '%s'\n", volid)
 	}
-	s := c.st.storage(v.Storage)
+	s := st.storage(v.Storage)
 	if s == nil {
 		return "", nil, Failf("storage '%s' does not exist\n", v.Storage)
 	}
-	n := c.storage.freeDiskNumberLocked(node, s.ID, target)
+	n := d.storage.freeDiskNumberLocked(node, s.ID, target)
 	var newName string
 	var lines []string
 	switch s.Type {
@@ -490,29 +518,29 @@ func (d *ctDisks) renameVolumeLocked(node, volid string, target int) (string, []
 		newName = fmt.Sprintf("%d/vm-%d-disk-%d.%s", target, target, n, v.Format)
 	}
 	newVolid := s.ID + ":" + newName
-	if c.st.Volumes[c.st.volKey(node, newVolid)] != nil {
+	if st.Volumes[st.volKey(node, newVolid)] != nil {
 		return "", nil, Failf("target volume '%s' already exists\n", newName)
 	}
-	oldPath, newPath := c.storage.volumePath(node, s.ID, v.Name), c.storage.volumePath(node, s.ID, newName)
+	oldPath, newPath := d.storage.volumePath(node, s.ID, v.Name), d.storage.volumePath(node, s.ID, newName)
 	if err := os.MkdirAll(filepath.Dir(newPath), 0o755); err != nil {
 		return "", nil, fmt.Errorf("rename %s: %w", volid, err)
 	}
 	if err := os.Rename(oldPath, newPath); err != nil {
 		return "", nil, fmt.Errorf("rename %s: %w", volid, err)
 	}
-	return c.storage.renameVolumeLocked(node, volid, newName, target), lines, nil
+	return d.storage.renameVolumeLocked(node, volid, newName, target), lines, nil
 }
 
 // moveToStorageLocked is the storage branch of move_volume: checks, the
 // "disk" lock, then a task that copies the data to a new volume.
 func (d *ctDisks) moveToStorageLocked(auth Auth, node string, vmid int, key, storage, digest string, del bool) (string, error) {
-	c := d.c
+	st := d.state()
 	if !auth.IsRoot() {
-		if err := c.st.Access.Check(auth, "/storage/"+storage, []string{"Datastore.AllocateSpace"}, false); err != nil {
+		if err := st.Access.Check(auth, "/storage/"+storage, []string{"Datastore.AllocateSpace"}, false); err != nil {
 			return "", err
 		}
 	}
-	g, err := c.guestLocked(node, vmid)
+	g, err := d.guests.guestLocked(node, vmid)
 	if err != nil {
 		return "", err
 	}
@@ -537,12 +565,12 @@ func (d *ctDisks) moveToStorageLocked(auth Auth, node string, vmid int, key, sto
 		return "", Failf("detected modified configuration - file changed by other user? Try again.\n")
 	}
 	g.Config["lock"] = "disk"
-	c.markGuest(vmid)
-	if err := c.saveLocked(); err != nil {
+	d.journal.markGuest(vmid)
+	if err := d.journal.saveLocked(); err != nil {
 		return "", err
 	}
-	return c.spawn(auth, node, "move_volume", strconv.Itoa(vmid), func(w *Worker) error {
-		err := c.copyVolumeTask(w, node, vmid, key, storage, mp, del)
+	return d.tasks.spawn(auth, node, "move_volume", strconv.Itoa(vmid), func(w *Worker) error {
+		err := d.copyVolumeTask(w, node, vmid, key, storage, mp, del)
 		if lerr := w.cleanup(func(st *State) {
 			g := st.Guests[vmid]
 			if g == nil {
@@ -567,7 +595,6 @@ func (d *ctDisks) moveToStorageLocked(auth Auth, node string, vmid int, key, sto
 // volume on storage, copy the data (rsync), point key at it and keep or
 // free the old volume.
 func (d *ctDisks) copyVolumeTask(w *Worker, node string, vmid int, key, storage string, mp MountPoint, del bool) error {
-	c := d.c
 	oldVolid := mp.Volume()
 	var digest, srcDir, dstDir string
 	var newVolid string
@@ -581,7 +608,7 @@ func (d *ctDisks) copyVolumeTask(w *Worker, node string, vmid int, key, storage 
 	}
 	freeNew := func() {
 		w.cleanup(func(st *State) {
-			if err := c.storage.freeVolumeLocked(node, newVolid); err != nil {
+			if err := d.storage.freeVolumeLocked(node, newVolid); err != nil {
 				w.logLocked("%s", strings.TrimRight(errText(err), "\n"))
 			}
 		})
@@ -618,7 +645,7 @@ func (d *ctDisks) copyVolumeTask(w *Worker, node string, vmid int, key, storage 
 		return nil
 	}
 	return w.Do(func(st *State) error {
-		if err := c.storage.freeVolumeLocked(node, oldVolid); err != nil {
+		if err := d.storage.freeVolumeLocked(node, oldVolid); err != nil {
 			w.logLocked("%s", strings.TrimRight(errText(err), "\n"))
 			if g := st.Guests[vmid]; g != nil {
 				configAddUnused(g.Config, oldVolid)
@@ -632,7 +659,6 @@ func (d *ctDisks) copyVolumeTask(w *Worker, node string, vmid int, key, storage 
 // of mp on storage, as large as mp says (else as its volume), and the
 // directories to copy from and to.
 func (d *ctDisks) allocCopyLocked(w *Worker, st *State, node string, vmid int, storage string, mp MountPoint) (newVolid, srcDir, dstDir string, err error) {
-	c := d.c
 	oldVolid := mp.Volume()
 	if mp.Type() != "volume" {
 		return "", "", "", Failf("cannot copy volumes of type %s\n", mp.Type())
@@ -647,14 +673,14 @@ func (d *ctDisks) allocCopyLocked(w *Worker, st *State, node string, vmid int, s
 	}
 	// copy_volume allocates with alloc_disk, so the target storage
 	// must take container volumes.
-	v, lines, err := c.ctAllocDiskLocked(node, storage, vmid, size)
+	v, lines, err := d.alloc.ctAllocDiskLocked(node, storage, vmid, size)
 	if err != nil {
 		return "", "", "", err
 	}
 	for _, l := range lines {
 		w.logLocked("%s", l)
 	}
-	return v.VolID(), c.storage.volumePath(node, old.Storage, old.Name), c.storage.volumePath(node, v.Storage, v.Name), nil
+	return v.VolID(), d.storage.volumePath(node, old.Storage, old.Name), d.storage.volumePath(node, v.Storage, v.Name), nil
 }
 
 // copyStats counts what copyTree copied (rsync --stats).

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/corralhq/corral/internal/pvesize"
@@ -19,21 +20,72 @@ import (
 // fork_worker; here the worker takes it first thing (Worker.LockConfig),
 // so a flock timeout shows as a task error.
 
+// ctPower starts, stops, shuts down and reboots CTs and applies their
+// pending changes at start. Cluster embeds it. It owns the running
+// shutdowns' abort channels and the count of starts and stops; it holds
+// no *Cluster: the State's lock and the State, the clock, and one field
+// per part it calls.
+type ctPower struct {
+	// stateMu guards the State; state is the State (nil until loaded).
+	stateMu *stateMutex
+	state   func() *State
+	clock   func() time.Time
+	guests  powerGuests
+	storage interface {
+		allocVolumeLocked(node, sid string, vmid int, size int64, ct string) (*Volume, error)
+		freeVolumeLocked(node, volid string) error
+	}
+	tasks   powerTasks
+	journal interface{ markGuest(vmid int) }
+	// admit is memory admission (admission.go, the Cluster's own),
+	// which a start passes.
+	admit func(w *Worker, node string, g *Guest) error
+	// ha (haManager) turns the power request of an HA-managed CT into a
+	// request to the CRM (ha_guest.go).
+	ha interface {
+		haPowerRequestLocked(auth Auth, node string, vmid int, want string) (upid string, ok bool)
+	}
+
+	// shutdownAborts holds the abort channel of every running vzshutdown
+	// worker by UPID, so that stop with overrule-shutdown can end it.
+	shutdownAborts sync.Map // string → chan struct{}
+	// runChanges counts the CT starts and stops (stateMu), for the run
+	// hook (SetRunHook, Worker.Do).
+	runChanges uint64
+}
+
+// powerGuests is what ctPower needs of guests: the node check and the
+// guest layer's start guard and shutdown.
+type powerGuests interface {
+	checkNodeLocked(node string) error
+	guestStartGuard(vmid int) error
+	guestShutdown(vmid int, timeout time.Duration)
+}
+
+// powerTasks is what ctPower needs of taskRunner: to start a task, its
+// durations and the init PIDs.
+type powerTasks interface {
+	spawn(auth Auth, node, typ, id string, fn func(w *Worker) error) string
+	duration(typ string) time.Duration
+	unscaledDuration(typ string) time.Duration
+	scale(d time.Duration) time.Duration
+	nextPIDLocked() int
+}
+
 // StartCT is vm_start: task vzstart. It applies pending changes, then
 // marks the CT running; its sshd answers after the "bootdelay" duration.
 // params: skiplock (root@pam only).
 func (p *ctPower) StartCT(auth Auth, node string, vmid int, params map[string]string) (string, error) {
-	c := p.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	p.stateMu.Lock()
+	defer p.stateMu.Unlock()
 	skiplock, err := p.checkPowerRequestLocked(auth, node, vmid, params, powerRequest{skiplock: true, refusal: "CT %d already running\n"})
 	if err != nil {
 		return "", err
 	}
-	if upid, ok := c.haPowerRequestLocked(auth, node, vmid, "started"); ok {
+	if upid, ok := p.ha.haPowerRequestLocked(auth, node, vmid, "started"); ok {
 		return upid, nil
 	}
-	return c.spawn(auth, node, "vzstart", strconv.Itoa(vmid), func(w *Worker) error {
+	return p.tasks.spawn(auth, node, "vzstart", strconv.Itoa(vmid), func(w *Worker) error {
 		if err := w.LockConfig(vmid); err != nil {
 			return err
 		}
@@ -51,10 +103,10 @@ func (p *ctPower) StartCT(auth Auth, node string, vmid int, params map[string]st
 			if err := checkQuotas(g); err != nil {
 				return err
 			}
-			logs = c.applyPendingLocked(g).Log
+			logs = p.applyPendingLocked(g).Log
 			// A refused start fails now; the check below, with the mark,
 			// is the one that counts when starts race.
-			if err := c.admitLocked(w, node, g); err != nil {
+			if err := p.admit(w, node, g); err != nil {
 				return err
 			}
 			// update_lxc_config, after the pending changes are written.
@@ -66,17 +118,17 @@ func (p *ctPower) StartCT(auth Auth, node string, vmid int, params map[string]st
 		if err != nil {
 			return err
 		}
-		if err := c.guestStartGuard(vmid); err != nil {
+		if err := p.guests.guestStartGuard(vmid); err != nil {
 			return fmt.Errorf("CT %d: %w", vmid, err)
 		}
 		if err := w.Phase("vzstart", 1); err != nil {
 			return err
 		}
 		return w.doGuest(node, vmid, func(st *State, g *Guest) error {
-			if err := c.admitLocked(w, node, g); err != nil {
+			if err := p.admit(w, node, g); err != nil {
 				return err
 			}
-			c.markRunningLocked(g)
+			p.markRunningLocked(g)
 			return nil
 		})
 	}), nil
@@ -86,21 +138,20 @@ func (p *ctPower) StartCT(auth Auth, node string, vmid int, params map[string]st
 // only), overrule-shutdown (abort running vzshutdown tasks of the CT first,
 // PVE::GuestHelpers::abort_guest_tasks; they end "interrupted by signal").
 func (p *ctPower) StopCT(auth Auth, node string, vmid int, params map[string]string) (string, error) {
-	c := p.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	p.stateMu.Lock()
+	defer p.stateMu.Unlock()
 	skiplock, err := p.checkPowerRequestLocked(auth, node, vmid, params, powerRequest{skiplock: true, running: true, refusal: "CT %d not running\n"})
 	if err != nil {
 		return "", err
 	}
-	if upid, ok := c.haPowerRequestLocked(auth, node, vmid, "stopped"); ok {
+	if upid, ok := p.ha.haPowerRequestLocked(auth, node, vmid, "stopped"); ok {
 		return upid, nil
 	}
 	var overruled, refused []string
 	if isTrue(params["overrule-shutdown"]) {
-		overruled, refused = c.abortShutdownsLocked(auth, node, vmid)
+		overruled, refused = p.abortShutdownsLocked(auth, node, vmid)
 	}
-	return c.spawn(auth, node, "vzstop", strconv.Itoa(vmid), func(w *Worker) error {
+	return p.tasks.spawn(auth, node, "vzstop", strconv.Itoa(vmid), func(w *Worker) error {
 		for _, msg := range refused {
 			w.Log("%s", msg)
 		}
@@ -123,13 +174,12 @@ func (p *ctPower) StopCT(auth Auth, node string, vmid int, params map[string]str
 // forceStop=1 and fails the task otherwise. The config lock is checked
 // strictly: shutdown has no skiplock and does not tolerate "mounted".
 func (p *ctPower) ShutdownCT(auth Auth, node string, vmid int, params map[string]string) (string, error) {
-	c := p.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	p.stateMu.Lock()
+	defer p.stateMu.Unlock()
 	if _, err := p.checkPowerRequestLocked(auth, node, vmid, params, powerRequest{running: true, refusal: "CT %d not running\n"}); err != nil {
 		return "", err
 	}
-	if upid, ok := c.haPowerRequestLocked(auth, node, vmid, "stopped"); ok {
+	if upid, ok := p.ha.haPowerRequestLocked(auth, node, vmid, "stopped"); ok {
 		return upid, nil
 	}
 	timeout := 60 * time.Second
@@ -137,27 +187,27 @@ func (p *ctPower) ShutdownCT(auth Auth, node string, vmid int, params map[string
 		timeout = time.Duration(t) * time.Second
 	}
 	forceStop := isTrue(params["forceStop"])
-	return c.spawn(auth, node, "vzshutdown", strconv.Itoa(vmid), func(w *Worker) error {
+	return p.tasks.spawn(auth, node, "vzshutdown", strconv.Itoa(vmid), func(w *Worker) error {
 		abort := make(chan struct{})
 		key := w.UPID()
-		c.shutdownAborts.Store(key, abort)
-		defer c.shutdownAborts.Delete(key)
+		p.shutdownAborts.Store(key, abort)
+		defer p.shutdownAborts.Delete(key)
 
 		if _, err := p.lockForPower(w, node, vmid, false, false); err != nil {
 			return err
 		}
-		clean := c.unscaledDuration("vzshutdown")
+		clean := p.tasks.unscaledDuration("vzshutdown")
 		wait, timedOut := clean, false
 		if timeout < clean {
 			wait, timedOut = timeout, true
 		}
-		if err := w.sleepOrAbort(c.scale(wait), abort); err != nil {
+		if err := w.sleepOrAbort(p.tasks.scale(wait), abort); err != nil {
 			return err
 		}
 		if timedOut && !forceStop {
 			return Failf("container did not stop\n")
 		}
-		c.guestShutdown(vmid, timeout)
+		p.guests.guestShutdown(vmid, timeout)
 		return p.recordStopped(w, vmid)
 	}), nil
 }
@@ -166,14 +216,13 @@ func (p *ctPower) ShutdownCT(auth Auth, node string, vmid int, params map[string
 // pending changes and starts it again. A lock other than "mounted" fails
 // the task (on PVE the pre-start hook refuses a locked CT).
 func (p *ctPower) RebootCT(auth Auth, node string, vmid int, params map[string]string) (string, error) {
-	c := p.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	p.stateMu.Lock()
+	defer p.stateMu.Unlock()
 	// sic: "VM", Status.pm vm_reboot
 	if _, err := p.checkPowerRequestLocked(auth, node, vmid, params, powerRequest{running: true, refusal: "VM %d not running\n"}); err != nil {
 		return "", err
 	}
-	return c.spawn(auth, node, "vzreboot", strconv.Itoa(vmid), func(w *Worker) error {
+	return p.tasks.spawn(auth, node, "vzreboot", strconv.Itoa(vmid), func(w *Worker) error {
 		running, err := p.lockForPower(w, node, vmid, false, true)
 		if err != nil || !running {
 			return err // vm_reboot does nothing for a CT that stopped meanwhile
@@ -183,8 +232,8 @@ func (p *ctPower) RebootCT(auth Auth, node string, vmid int, params map[string]s
 		}
 		var logs []string
 		err = w.doGuest(node, vmid, func(st *State, g *Guest) error {
-			c.markStoppedLocked(g)
-			logs = c.applyPendingLocked(g).Log
+			p.markStoppedLocked(g)
+			logs = p.applyPendingLocked(g).Log
 			// update_lxc_config, after the pending changes are written.
 			return checkBridges(g.Config)
 		})
@@ -198,7 +247,7 @@ func (p *ctPower) RebootCT(auth Auth, node string, vmid int, params map[string]s
 			return err
 		}
 		return w.doGuest(node, vmid, func(st *State, g *Guest) error {
-			c.markRunningLocked(g)
+			p.markRunningLocked(g)
 			return nil
 		})
 	}), nil
@@ -215,8 +264,7 @@ type powerRequest struct {
 // order: the node, skiplock where the call takes it (only root@pam may),
 // then whether the CT runs as the call needs. It returns skiplock.
 func (p *ctPower) checkPowerRequestLocked(auth Auth, node string, vmid int, params map[string]string, r powerRequest) (skiplock bool, err error) {
-	c := p.c
-	if err := c.checkNodeLocked(node); err != nil {
+	if err := p.guests.checkNodeLocked(node); err != nil {
 		return false, err
 	}
 	if r.skiplock {
@@ -224,7 +272,7 @@ func (p *ctPower) checkPowerRequestLocked(auth Auth, node string, vmid int, para
 			return false, err
 		}
 	}
-	if c.runningLocked(node, vmid) != r.running {
+	if p.runningLocked(node, vmid) != r.running {
 		return false, Failf(r.refusal, vmid)
 	}
 	return skiplock, nil
@@ -249,7 +297,7 @@ func (p *ctPower) lockForPower(w *Worker, node string, vmid int, skiplock, allow
 func (p *ctPower) recordStopped(w *Worker, vmid int) error {
 	return w.Do(func(st *State) error {
 		if g := st.Guests[vmid]; g != nil {
-			p.c.markStoppedLocked(g)
+			p.markStoppedLocked(g)
 		}
 		return nil
 	})
@@ -267,8 +315,8 @@ func skiplockParam(auth Auth, params map[string]string) (bool, error) {
 
 // runningLocked reports whether CT vmid runs on node (check_running).
 func (p *ctPower) runningLocked(node string, vmid int) bool {
-	c := p.c
-	g := c.st.Guests[vmid]
+	st := p.state()
+	g := st.Guests[vmid]
 	return g != nil && g.Node == node && g.Running
 }
 
@@ -298,22 +346,20 @@ func checkQuotas(g *Guest) error {
 // markRunningLocked records a started CT: a new init PID, the start time,
 // and when its sshd answers (unix seconds, after "bootdelay").
 func (p *ctPower) markRunningLocked(g *Guest) {
-	c := p.c
-	c.markGuest(g.VMID)
-	c.runChanges++
-	now := c.now()
+	p.journal.markGuest(g.VMID)
+	p.runChanges++
+	now := p.clock()
 	g.Running = true
-	g.PID = c.nextPIDLocked()
+	g.PID = p.tasks.nextPIDLocked()
 	g.StartedAt = now.Unix()
-	g.SSHReadyAt = now.Add(c.duration("bootdelay")).Unix()
+	g.SSHReadyAt = now.Add(p.tasks.duration("bootdelay")).Unix()
 }
 
 // markStoppedLocked clears the runtime state of a stopped CT and counts
 // the stop for the run hook (Worker.Do).
 func (p *ctPower) markStoppedLocked(g *Guest) {
-	c := p.c
-	c.markGuest(g.VMID)
-	c.runChanges++
+	p.journal.markGuest(g.VMID)
+	p.runChanges++
 	g.Running = false
 	g.PID = 0
 	g.StartedAt = 0
@@ -325,9 +371,9 @@ func (p *ctPower) markStoppedLocked(g *Guest) {
 // (abort_guest_tasks → check_worker). It returns the aborted UPIDs and the
 // permission errors for the others, which PVE only warns about.
 func (p *ctPower) abortShutdownsLocked(auth Auth, node string, vmid int) (aborted, refused []string) {
-	c := p.c
+	st := p.state()
 	id := strconv.Itoa(vmid)
-	for _, t := range c.st.Tasks {
+	for _, t := range st.Tasks {
 		if t.Status != "running" || t.Type != "vzshutdown" || t.ID != id || t.Node != node {
 			continue
 		}
@@ -336,12 +382,12 @@ func (p *ctPower) abortShutdownsLocked(auth Auth, node string, vmid int) (aborte
 			owner += "!" + t.TokenID
 		}
 		if owner != auth.ID() && !auth.IsRoot() {
-			if err := c.st.Access.Check(auth, "/nodes/"+node, []string{"Sys.Modify"}, false); err != nil {
+			if err := st.Access.Check(auth, "/nodes/"+node, []string{"Sys.Modify"}, false); err != nil {
 				refused = append(refused, strings.TrimRight(err.(*Error).Message, "\n"))
 				continue
 			}
 		}
-		if ch, ok := c.shutdownAborts.LoadAndDelete(t.UPID); ok {
+		if ch, ok := p.shutdownAborts.LoadAndDelete(t.UPID); ok {
 			close(ch.(chan struct{}))
 			aborted = append(aborted, t.UPID)
 		}
@@ -391,7 +437,6 @@ type pendingOutcome struct {
 // unusedN. unusedN entries whose volume rootfs/mpN now use are dropped,
 // as write_pct_config does. c.mu must be held; the caller saves.
 func (p *ctPower) applyPendingLocked(g *Guest) pendingOutcome {
-	c := p.c
 	out := pendingOutcome{Errors: map[string]string{}}
 	fail := func(opt string, err error) {
 		msg := fmt.Sprintf("unable to apply pending change %s : %s", opt, errText(err))
@@ -409,7 +454,7 @@ func (p *ctPower) applyPendingLocked(g *Guest) pendingOutcome {
 		case strings.HasPrefix(opt, "unused") && isVolumeKey(opt):
 			volid := g.Config[opt]
 			if volid != "" && ClassifyMountPoint(volid) == "volume" && !volumeInUse(g, volid, true, true) {
-				out.Log = append(out.Log, c.deleteMountpointVolumeLocked(g, volid)...)
+				out.Log = append(out.Log, p.deleteMountpointVolumeLocked(g, volid)...)
 			}
 		}
 		if err != nil {
@@ -436,7 +481,7 @@ func (p *ctPower) applyPendingLocked(g *Guest) pendingOutcome {
 		var err error
 		switch {
 		case strings.HasPrefix(opt, "mp") && isVolumeKey(opt):
-			err = c.applyPendingMountLocked(g, opt)
+			err = p.applyPendingMountLocked(g, opt)
 		case strings.HasPrefix(opt, "net") && keyIndex(opt) >= 0:
 			if n, perr := ParseNet(g.Pending[opt]); perr == nil {
 				g.Pending[opt] = n.String()
@@ -464,7 +509,7 @@ func (p *ctPower) applyPendingLocked(g *Guest) pendingOutcome {
 // rewritten to name it; an existing volume has its size rescanned. The
 // volume the key held before becomes unusedN.
 func (p *ctPower) applyPendingMountLocked(g *Guest, opt string) error {
-	c := p.c
+	st := p.state()
 	mp, err := ParseMountPoint(opt, g.Pending[opt])
 	if err != nil {
 		return Failf("%s\n", err)
@@ -472,13 +517,13 @@ func (p *ctPower) applyPendingMountLocked(g *Guest, opt string) error {
 	if mp.Type() == "volume" {
 		if sid, sizeGiB, ok := ParseNewDisk(mp.Volume()); ok {
 			bytes := int64(sizeGiB*1024) * 1024 * kib
-			v, err := c.storage.allocVolumeLocked(g.Node, sid, g.VMID, bytes, "rootdir")
+			v, err := p.storage.allocVolumeLocked(g.Node, sid, g.VMID, bytes, "rootdir")
 			if err != nil {
 				return err
 			}
 			mp.Props["volume"] = v.VolID()
 			mp.Props["size"] = pvesize.Format(bytes)
-		} else if v := c.st.Volumes[c.st.volKey(g.Node, mp.Volume())]; v != nil {
+		} else if v := st.Volumes[st.volKey(g.Node, mp.Volume())]; v != nil {
 			mp.Props["size"] = pvesize.Format(v.Size)
 		}
 		// PVE warns "Could not rescan volume size - <err>" when the rescan
@@ -498,22 +543,22 @@ func (p *ctPower) applyPendingMountLocked(g *Guest, opt string) error {
 // deleteMountpointVolumeLocked is delete_mountpoint_volume: free volid if
 // g owns it (by name), else PVE's "isn't the owner" warning.
 func (p *ctPower) deleteMountpointVolumeLocked(g *Guest, volid string) []string {
-	c := p.c
+	st := p.state()
 	sid, name, ok := ParseVolID(volid)
 	if !ok {
 		return nil
 	}
 	owner := VolumeOwner(name)
-	if v := c.st.Volumes[c.st.volKey(g.Node, volid)]; v != nil && v.Owner != 0 {
+	if v := st.Volumes[st.volKey(g.Node, volid)]; v != nil && v.Owner != 0 {
 		owner = v.Owner
 	}
 	if owner != g.VMID {
 		return []string{fmt.Sprintf("ignore deletion of '%s', CT %d isn't the owner!", volid, g.VMID)}
 	}
-	if c.st.storage(sid) == nil {
+	if st.storage(sid) == nil {
 		return []string{fmt.Sprintf("storage '%s' does not exist", sid)}
 	}
-	if err := c.storage.freeVolumeLocked(g.Node, volid); err != nil {
+	if err := p.storage.freeVolumeLocked(g.Node, volid); err != nil {
 		return []string{strings.TrimRight(errText(err), "\n")}
 	}
 	return nil

@@ -14,8 +14,7 @@ import (
 // makes each volume a base volume (template_create) and sets template: 1.
 // A template never starts and is what linked clones are made from.
 func (cr *ctCreator) TemplateCT(auth Auth, node string, vmid int, _ map[string]string) (string, error) {
-	c := cr.c
-	g, unlock, err := c.lockConfig(node, vmid)
+	g, unlock, err := cr.guests.lockConfig(node, vmid)
 	if err != nil {
 		return "", err
 	}
@@ -28,13 +27,13 @@ func (cr *ctCreator) TemplateCT(auth Auth, node string, vmid int, _ map[string]s
 	case g.Running:
 		return "", Failf("you can't convert a CT to template if the CT is running\n")
 	}
-	return c.spawn(auth, node, "vztemplate", strconv.Itoa(vmid), func(w *Worker) error {
+	return cr.tasks.spawn(auth, node, "vztemplate", strconv.Itoa(vmid), func(w *Worker) error {
 		if err := w.LockConfig(vmid); err != nil {
 			return err
 		}
 		var lines []string
 		err := w.doGuest(node, vmid, func(st *State, g *Guest) (err error) {
-			lines, err = c.templateCreateLocked(node, g)
+			lines, err = cr.templateCreateLocked(node, g)
 			return err
 		})
 		for _, l := range lines {
@@ -58,7 +57,7 @@ func ctMountKeys(conf map[string]string) []string {
 // each becomes a base volume and the config says template: 1. It returns
 // what lvrename printed.
 func (cr *ctCreator) templateCreateLocked(node string, g *Guest) ([]string, error) {
-	c := cr.c
+	st := cr.state()
 	keys := ctMountKeys(g.Config)
 	mps := map[string]MountPoint{}
 	for _, key := range keys {
@@ -69,7 +68,7 @@ func (cr *ctCreator) templateCreateLocked(node string, g *Guest) ([]string, erro
 		if mp.Type() != "volume" {
 			return nil, Failf("unable to parse volume ID '%s'\n", mp.Volume())
 		}
-		if c.st.Volumes[c.st.volKey(node, mp.Volume())] == nil {
+		if st.Volumes[st.volKey(node, mp.Volume())] == nil {
 			return nil, Failf("no such volume '%s'\n", mp.Volume())
 		}
 		mps[key] = mp
@@ -77,7 +76,7 @@ func (cr *ctCreator) templateCreateLocked(node string, g *Guest) ([]string, erro
 	var out []string
 	for _, key := range keys {
 		mp := mps[key]
-		base, lines, err := c.createBaseLocked(node, mp.Volume())
+		base, lines, err := cr.createBaseLocked(node, mp.Volume())
 		if err != nil {
 			return out, err
 		}
@@ -95,9 +94,9 @@ func (cr *ctCreator) templateCreateLocked(node string, g *Guest) ([]string, erro
 // the dir plugin's create_base only renames a "vm-" prefix. It returns
 // the base volume's ID and what lvrename prints.
 func (cr *ctCreator) createBaseLocked(node, volid string) (string, []string, error) {
-	c := cr.c
-	v := c.st.Volumes[c.st.volKey(node, volid)]
-	s := c.st.storage(v.Storage)
+	st := cr.state()
+	v := st.Volumes[st.volKey(node, volid)]
+	s := st.storage(v.Storage)
 	if s == nil {
 		return "", nil, Failf("storage '%s' does not exist\n", v.Storage)
 	}
@@ -113,10 +112,10 @@ func (cr *ctCreator) createBaseLocked(node, volid string) (string, []string, err
 	}
 	newName := dir + "base-" + strings.TrimPrefix(file, "vm-")
 	newVolid := s.ID + ":" + newName
-	if c.st.Volumes[c.st.volKey(node, newVolid)] != nil {
+	if st.Volumes[st.volKey(node, newVolid)] != nil {
 		return "", nil, Failf("file '%s' already exists\n", newName)
 	}
-	if err := os.Rename(c.storage.volumePath(node, s.ID, v.Name), c.storage.volumePath(node, s.ID, newName)); err != nil {
+	if err := os.Rename(cr.storage.volumePath(node, s.ID, v.Name), cr.storage.volumePath(node, s.ID, newName)); err != nil {
 		return "", nil, fmt.Errorf("rename %s: %w", volid, err)
 	}
 	var lines []string
@@ -124,5 +123,5 @@ func (cr *ctCreator) createBaseLocked(node, volid string) (string, []string, err
 		lines = append(lines, fmt.Sprintf("  Renamed \"%s\" to \"%s\" in volume group \"%s\"", v.Name, newName, s.VGName),
 			fmt.Sprintf("  Logical volume \"%s\" changed.", newName))
 	}
-	return c.storage.renameVolumeLocked(node, volid, newName, v.Owner), lines, nil
+	return cr.storage.renameVolumeLocked(node, volid, newName, v.Owner), lines, nil
 }

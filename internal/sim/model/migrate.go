@@ -120,20 +120,45 @@ func splitList(s string) []string {
 
 // ctMigrator migrates CTs between nodes: the request, its precondition
 // check (GET .../migrate) and the task, whose steps are a migration's.
-// Cluster embeds it.
-type ctMigrator struct{ c *Cluster }
+// Cluster embeds it. It holds no *Cluster: the State's lock and the
+// State, and one field per part it calls; the migration task gets the
+// Cluster from its Worker, as every task's steps do.
+type ctMigrator struct {
+	// stateMu guards the State; state is the State (nil until loaded).
+	stateMu *stateMutex
+	state   func() *State
+	guests  interface {
+		checkNodeLocked(node string) error
+		guestLocked(node string, vmid int) (*Guest, error)
+	}
+	// storage checks a target storage is enabled on the target node.
+	storage interface {
+		storageCheckEnabledLocked(sid, node string) (*Storage, error)
+	}
+	// starter (ctPower) marks a CT restarted after the move running.
+	starter interface{ markRunningLocked(g *Guest) }
+	tasks   taskStarter
+	// admit is memory admission (admission.go, the Cluster's own),
+	// which a restart passes.
+	admit func(w *Worker, node string, g *Guest) error
+	// ha (haManager) turns the move of an HA-managed CT into a request
+	// to the CRM (ha_guest.go).
+	ha interface {
+		haMigrateRequestLocked(auth Auth, node string, vmid int, target string) (upid string, ok bool)
+	}
+}
 
 // quorateLocked reports whether more than half of the nodes are online
 // (corosync votequorum with one vote per node).
 func (mg *ctMigrator) quorateLocked() bool {
-	c := mg.c
+	st := mg.state()
 	online := 0
-	for _, n := range c.st.Nodes {
+	for _, n := range st.Nodes {
 		if n.Online {
 			online++
 		}
 	}
-	return online*2 > len(c.st.Nodes)
+	return online*2 > len(st.Nodes)
 }
 
 // MigrateCT is POST /nodes/{node}/lxc/{vmid}/migrate: the synchronous
@@ -142,31 +167,31 @@ func (mg *ctMigrator) quorateLocked() bool {
 // target-storage. VM.Migrate on /vms/{vmid} is the schema's check (the
 // HTTP layer); the target-storage checks are here.
 func (mg *ctMigrator) MigrateCT(auth Auth, node string, vmid int, params map[string]string) (string, error) {
-	c := mg.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.checkNodeLocked(node); err != nil {
+	mg.stateMu.Lock()
+	defer mg.stateMu.Unlock()
+	st := mg.state()
+	if err := mg.guests.checkNodeLocked(node); err != nil {
 		return "", err
 	}
 	target := params["target"]
 	if target == node {
 		return "", ParamError(map[string]string{"target": "target is local node."})
 	}
-	if !c.quorateLocked() {
+	if !mg.quorateLocked() {
 		return "", Failf("cluster not ready - no quorum?\n")
 	}
-	if c.st.node(target) == nil {
+	if st.node(target) == nil {
 		return "", Failf("no such cluster node '%s'\n", target)
 	}
-	g, err := c.guestLocked(node, vmid)
+	g, err := mg.guests.guestLocked(node, vmid)
 	if err != nil {
 		return "", err
 	}
-	m := &migration{c: c, vmid: vmid, source: node, target: target, online: isTrue(params["online"]), restart: isTrue(params["restart"]), timeout: 180 * time.Second}
+	m := &migration{vmid: vmid, source: node, target: target, online: isTrue(params["online"]), restart: isTrue(params["restart"]), timeout: 180 * time.Second}
 	if g.Running && !m.online && !m.restart {
 		return "", Failf("can't migrate running container without --online or --restart\n")
 	}
-	if upid, ok := c.haMigrateRequestLocked(auth, node, vmid, target); ok {
+	if upid, ok := mg.ha.haMigrateRequestLocked(auth, node, vmid, target); ok {
 		return upid, nil
 	}
 	if ts := params["target-storage"]; ts != "" {
@@ -175,17 +200,17 @@ func (mg *ctMigrator) MigrateCT(auth Auth, node string, vmid int, params map[str
 			return "", ParamError(map[string]string{"target-storage": "failed to parse storage map: " + err.Error()})
 		}
 		if !sm.identity && !auth.IsRoot() {
-			if err := c.st.Access.Check(auth, fmt.Sprintf("/vms/%d", vmid), []string{"VM.Config.Disk"}, false); err != nil {
+			if err := st.Access.Check(auth, fmt.Sprintf("/vms/%d", vmid), []string{"VM.Config.Disk"}, false); err != nil {
 				return "", err
 			}
 		}
 		for _, dst := range sm.targets() {
-			s, err := c.storage.storageCheckEnabledLocked(dst, target)
+			s, err := mg.storage.storageCheckEnabledLocked(dst, target)
 			if err != nil {
 				return "", err
 			}
 			if !auth.IsRoot() {
-				if err := c.st.Access.Check(auth, "/storage/"+dst, []string{"Datastore.AllocateSpace"}, false); err != nil {
+				if err := st.Access.Check(auth, "/storage/"+dst, []string{"Datastore.AllocateSpace"}, false); err != nil {
 					return "", err
 				}
 			}
@@ -198,8 +223,8 @@ func (mg *ctMigrator) MigrateCT(auth Auth, node string, vmid int, params map[str
 	if t, err := strconv.Atoi(params["timeout"]); err == nil {
 		m.timeout = time.Duration(t) * time.Second
 	}
-	return c.spawn(auth, node, "vzmigrate", strconv.Itoa(vmid), func(w *Worker) error {
-		m.w = w
+	return mg.tasks.spawn(auth, node, "vzmigrate", strconv.Itoa(vmid), func(w *Worker) error {
+		m.c, m.w = w.c, w
 		return m.run()
 	}), nil
 }
@@ -215,16 +240,15 @@ type MigratePrecondition struct {
 
 // MigratePrecondition answers GET …/migrate for CT vmid on node.
 func (mg *ctMigrator) MigratePrecondition(node string, vmid int) (MigratePrecondition, error) {
-	c := mg.c
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if err := c.checkNodeLocked(node); err != nil {
+	mg.stateMu.RLock()
+	defer mg.stateMu.RUnlock()
+	if err := mg.guests.checkNodeLocked(node); err != nil {
 		return MigratePrecondition{}, err
 	}
-	if !c.quorateLocked() {
+	if !mg.quorateLocked() {
 		return MigratePrecondition{}, Failf("cluster not ready - no quorum?\n")
 	}
-	g, err := c.guestLocked(node, vmid)
+	g, err := mg.guests.guestLocked(node, vmid)
 	if err != nil {
 		return MigratePrecondition{}, err
 	}
@@ -232,7 +256,7 @@ func (mg *ctMigrator) MigratePrecondition(node string, vmid int) (MigratePrecond
 		return MigratePrecondition{}, err
 	}
 	out := MigratePrecondition{Running: g.Running, AllowedNodes: []string{}, NotAllowedNodes: map[string]any{}}
-	for _, n := range c.st.Nodes {
+	for _, n := range mg.state().Nodes {
 		if n.Name != node {
 			out.AllowedNodes = append(out.AllowedNodes, n.Name)
 		}
@@ -366,7 +390,6 @@ func (m *migration) finalCleanup(problems bool) error {
 // migrateStart starts CT vmid on node for restart mode (vm_start with
 // skiplock), taking the "vzstart" time.
 func (mg *ctMigrator) migrateStart(w *Worker, node string, vmid int) error {
-	c := mg.c
 	if err := w.Phase("vzstart", 1); err != nil {
 		return err
 	}
@@ -374,10 +397,10 @@ func (mg *ctMigrator) migrateStart(w *Worker, node string, vmid int) error {
 		if g.Running {
 			return nil
 		}
-		if err := c.admitLocked(w, node, g); err != nil {
+		if err := mg.admit(w, node, g); err != nil {
 			return err
 		}
-		c.markRunningLocked(g)
+		mg.starter.markRunningLocked(g)
 		return nil
 	})
 }

@@ -3,11 +3,29 @@ package model
 // Wiring: each part of the Cluster gets the State's lock, the State and
 // the other parts it calls, as the narrow fields and interfaces it
 // declares (docs/architecture.md, "How the parts reach each other").
-// Parts still built on the whole Cluster are wired in newCluster.
+// The wiring functions are plain functions, not Cluster methods: they
+// run once, in newCluster, and are nothing a caller of the Cluster
+// needs. pools and firewall are still built on the whole Cluster and
+// are wired in newCluster.
+
+// wireParts wires every part that holds no *Cluster. A part's fields
+// may point at parts wired after it: each gets the address of the
+// Cluster's field, filled in before the Cluster is used.
+func wireParts(c *Cluster) {
+	wireCore(c)
+	wireGuests(c)
+	wireMigrator(c)
+	wireVzdump(c)
+	wireDisks(c)
+	wirePower(c)
+	wireConfig(c)
+	wireCreator(c)
+	wireHA(c)
+}
 
 // wireCore wires the parts every other one uses: tasks, storage,
 // access control, the cluster views and persistence.
-func (c *Cluster) wireCore() {
+func wireCore(c *Cluster) {
 	opts, ctx := c.opts, c.ctx
 	c.taskRunner = taskRunner{
 		stateMu:   &c.mu,
@@ -62,7 +80,7 @@ func (c *Cluster) wireCore() {
 
 // wireGuests wires the guests and the CT operations that hold no
 // *Cluster.
-func (c *Cluster) wireGuests() {
+func wireGuests(c *Cluster) {
 	opts, ctx := c.opts, c.ctx
 	c.guests = guests{
 		stateMu:          &c.mu,
@@ -89,9 +107,7 @@ func (c *Cluster) wireGuests() {
 		firewall: &c.firewall,
 		tasks:    &c.taskRunner,
 		journal:  &c.persistence,
-
-		haConfigured: c.haConfiguredLocked,
-		purgeHA:      c.purgeHAResourceLocked,
+		ha:       &c.ha,
 	}
 	c.ctSnapshots = ctSnapshots{
 		stateMu: &c.mu,
@@ -104,4 +120,124 @@ func (c *Cluster) wireGuests() {
 		tasks:   &c.taskRunner,
 		journal: &c.persistence,
 	}
+}
+
+// wireMigrator wires ctMigrator: the guests' lookups, the storage check,
+// ctPower's start, tasks, the HA manager, and the Cluster's own memory
+// admission as a function.
+func wireMigrator(c *Cluster) {
+	c.ctMigrator = ctMigrator{
+		stateMu: &c.mu,
+		state:   func() *State { return c.st },
+		guests:  &c.guests,
+		storage: &c.storage,
+		starter: &c.ctPower,
+		tasks:   &c.taskRunner,
+		admit:   c.admitLocked,
+		ha:      &c.ha,
+	}
+}
+
+// wireVzdump wires vzdump: the node check, the storage layer, ctConfig's
+// volume access check and tasks.
+func wireVzdump(c *Cluster) {
+	c.vzdump = vzdump{
+		stateMu: &c.mu,
+		state:   func() *State { return c.st },
+		nodes:   &c.guests,
+		storage: &c.storage,
+		volumes: &c.ctConfig,
+		tasks:   &c.taskRunner,
+	}
+}
+
+// wireDisks wires ctDisks: the guests' lookups, the storage layer,
+// ctCreator's disk allocation, tasks and the journal.
+func wireDisks(c *Cluster) {
+	c.ctDisks = ctDisks{
+		stateMu: &c.mu,
+		state:   func() *State { return c.st },
+		version: c.opts.Version,
+		guests:  &c.guests,
+		storage: &c.storage,
+		alloc:   &c.ctCreator,
+		tasks:   &c.taskRunner,
+		journal: &c.persistence,
+	}
+}
+
+// wirePower wires ctPower: the guests' node check and hooks, the storage
+// layer, tasks, the journal, the HA manager, and the Cluster's own
+// memory admission as a function.
+func wirePower(c *Cluster) {
+	c.ctPower = ctPower{
+		stateMu: &c.mu,
+		state:   func() *State { return c.st },
+		clock:   c.now,
+		guests:  &c.guests,
+		storage: &c.storage,
+		tasks:   &c.taskRunner,
+		journal: &c.persistence,
+		admit:   c.admitLocked,
+		ha:      &c.ha,
+	}
+}
+
+// wireConfig wires ctConfig: the guests' lookups and flock, the storage
+// layer, ctCreator's disk allocation, the Cluster's own volume format
+// (its id shift) as a function, and the journal.
+func wireConfig(c *Cluster) {
+	c.ctConfig = ctConfig{
+		stateMu:       &c.mu,
+		state:         func() *State { return c.st },
+		version:       c.opts.Version,
+		log:           c.log,
+		guests:        &c.guests,
+		storage:       &c.storage,
+		alloc:         &c.ctCreator,
+		formatVolumes: c.ctFormatVolumesLocked,
+		journal:       &c.persistence,
+		tasks:         &c.taskRunner,
+	}
+}
+
+// wireCreator wires ctCreator: guests, storage, ctConfig's checks,
+// ctPower, the firewall, tasks, the journal, and the Cluster's own
+// memory admission and volume format as functions.
+func wireCreator(c *Cluster) {
+	c.ctCreator = ctCreator{
+		stateMu:       &c.mu,
+		state:         func() *State { return c.st },
+		dataDir:       c.DataDir(),
+		version:       c.opts.Version,
+		log:           c.log,
+		guests:        &c.guests,
+		storage:       &c.storage,
+		config:        &c.ctConfig,
+		power:         &c.ctPower,
+		firewall:      &c.firewall,
+		tasks:         &c.taskRunner,
+		journal:       &c.persistence,
+		admit:         c.admitLocked,
+		formatVolumes: c.ctFormatVolumesLocked,
+	}
+}
+
+// wireHA wires the HA stack: tasks, ctPower's and ctMigrator's API for
+// the LRM, and the journal.
+func wireHA(c *Cluster) {
+	c.ha = haManager{
+		stateMu:  &c.mu,
+		state:    func() *State { return c.st },
+		clock:    c.now,
+		version:  c.opts.Version,
+		log:      c.log,
+		ctx:      c.ctx,
+		wg:       &c.wg,
+		tasks:    &c.taskRunner,
+		power:    &c.ctPower,
+		migrator: &c.ctMigrator,
+		journal:  &c.persistence,
+	}
+	c.haAPI = &c.ha
 }

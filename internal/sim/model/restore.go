@@ -45,28 +45,28 @@ type restoreSpec struct {
 
 // restoreCT is the restore=1 branch of CreateCT.
 func (cr *ctCreator) restoreCT(auth Auth, node string, params map[string]string) (string, error) {
-	c := cr.c
-	c.mu.Lock()
-	spec, err := c.restorePrepareLocked(auth, node, params)
-	c.mu.Unlock()
+	st := cr.state()
+	cr.stateMu.Lock()
+	spec, err := cr.restorePrepareLocked(auth, node, params)
+	cr.stateMu.Unlock()
 	if err != nil {
 		return "", err
 	}
 	// create_and_lock_config($vmid, $force): an existing config is kept
 	// and locked "create" after check_lock.
 	emsg := fmt.Sprintf("unable to restore CT %d -", spec.vmid)
-	release, err := c.locks.acquire(c.ctx, spec.vmid, ctCreateLockTimeout)
+	release, err := cr.guests.acquireFlock(spec.vmid, ctCreateLockTimeout)
 	if err != nil {
 		return "", Failf("%s %s", emsg, errText(err))
 	}
 	defer release()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	g := c.st.Guests[spec.vmid]
-	undo := func() { delete(c.st.Guests, spec.vmid) }
+	cr.stateMu.Lock()
+	defer cr.stateMu.Unlock()
+	g := st.Guests[spec.vmid]
+	undo := func() { delete(st.Guests, spec.vmid) }
 	switch {
 	case g != nil && !(spec.sameExists && g.Node == node):
-		return "", Failf("%s %s", emsg, errText(c.ctCheckVMIDUnusedLocked(spec.vmid)))
+		return "", Failf("%s %s", emsg, errText(cr.ctCheckVMIDUnusedLocked(spec.vmid)))
 	case g != nil:
 		if l := g.Lock(); l != "" {
 			return "", Failf("%s CT is locked (%s)\n", emsg, l)
@@ -77,22 +77,22 @@ func (cr *ctCreator) restoreCT(auth Auth, node string, params map[string]string)
 		if spec.sameExists {
 			spec.sameExists = false // destroyed meanwhile
 		}
-		c.st.Guests[spec.vmid] = &Guest{VMID: spec.vmid, Node: node, Config: map[string]string{"lock": "create"}}
+		st.Guests[spec.vmid] = &Guest{VMID: spec.vmid, Node: node, Config: map[string]string{"lock": "create"}}
 	}
-	c.markGuest(spec.vmid)
-	if err := c.saveLocked(); err != nil {
+	cr.journal.markGuest(spec.vmid)
+	if err := cr.journal.saveLocked(); err != nil {
 		undo() // the model stays as the disk has it
 		return "", err
 	}
-	return c.spawn(auth, node, "vzrestore", strconv.Itoa(spec.vmid), func(w *Worker) error {
-		return c.restoreTask(w, spec)
+	return cr.tasks.spawn(auth, node, "vzrestore", strconv.Itoa(spec.vmid), func(w *Worker) error {
+		return cr.restoreTask(w, spec)
 	}), nil
 }
 
 // restorePrepareLocked is create_vm's synchronous part for a restore.
 func (cr *ctCreator) restorePrepareLocked(auth Auth, node string, params map[string]string) (restoreSpec, error) {
-	c := cr.c
-	req, err := c.ctReadCreateRequestLocked(node, params)
+	st := cr.state()
+	req, err := cr.ctReadCreateRequestLocked(node, params)
 	if err != nil {
 		return restoreSpec{}, err
 	}
@@ -103,15 +103,15 @@ func (cr *ctCreator) restorePrepareLocked(auth Auth, node string, params map[str
 	take("restore")
 	unique, _ := take("unique")
 	spec.unique = isTrue(unique)
-	if err := c.checkHAManagedLocked(auth, req); err != nil {
+	if err := cr.checkHAManagedLocked(auth, req); err != nil {
 		return restoreSpec{}, err
 	}
 	force, _ := take("force")
 
-	existing := c.st.Guests[vmid]
+	existing := st.Guests[vmid]
 	spec.sameExists = existing != nil && existing.Node == node
 	if !(spec.sameExists && isTrue(force)) {
-		if err := c.ctCheckVMIDUnusedLocked(vmid); err != nil {
+		if err := cr.ctCheckVMIDUnusedLocked(vmid); err != nil {
 			return restoreSpec{}, err
 		}
 	} else {
@@ -130,19 +130,19 @@ func (cr *ctCreator) restorePrepareLocked(auth Auth, node string, params map[str
 	}
 	pool, hasPool := take("pool")
 	if hasPool {
-		if err := c.st.Access.PoolExists(pool); err != nil {
+		if err := st.Access.PoolExists(pool); err != nil {
 			return restoreSpec{}, err
 		}
 	}
 	spec.pool = pool
 	vmPath := fmt.Sprintf("/vms/%d", vmid)
 	switch {
-	case c.st.Access.HasPriv(auth, vmPath, "VM.Allocate"):
-	case pool != "" && c.st.Access.HasPriv(auth, "/pool/"+pool, "VM.Allocate"):
-	case spec.sameExists && isTrue(force) && c.st.Access.HasPriv(auth, vmPath, "VM.Backup"):
+	case st.Access.HasPriv(auth, vmPath, "VM.Allocate"):
+	case pool != "" && st.Access.HasPriv(auth, "/pool/"+pool, "VM.Allocate"):
+	case spec.sameExists && isTrue(force) && st.Access.HasPriv(auth, vmPath, "VM.Backup"):
 		// VM.Backup is enough to restore over an existing CT.
 		if isTrue(existing.Config["unprivileged"]) && unprivSet && !isTrue(unprivStr) {
-			if err := c.st.Access.Check(auth, "/", []string{"Sys.Modify"}, false); err != nil {
+			if err := st.Access.Check(auth, "/", []string{"Sys.Modify"}, false); err != nil {
 				return restoreSpec{}, err
 			}
 		}
@@ -155,7 +155,7 @@ func (cr *ctCreator) restorePrepareLocked(auth Auth, node string, params map[str
 		spec.storage = "local"
 	}
 	unprivileged := isTrue(unprivStr)
-	spec.mounts, spec.conf, err = c.ctCheckCreateParamsLocked(auth, node, vmid, pool, p, spec.storage, spec.archive, "backup", unprivileged)
+	spec.mounts, spec.conf, err = cr.ctCheckCreateParamsLocked(auth, node, vmid, pool, p, spec.storage, spec.archive, "backup", unprivileged)
 	if err != nil {
 		return restoreSpec{}, err
 	}
@@ -169,8 +169,7 @@ func (cr *ctCreator) restorePrepareLocked(auth Auth, node string, params map[str
 // again, and the config too unless it existed before and nothing was
 // changed yet; the error reads "unable to restore CT <vmid> - …".
 func (cr *ctCreator) restoreTask(w *Worker, spec restoreSpec) error {
-	c := cr.c
-	r := &ctRestore{c: c, w: w, spec: spec}
+	r := &ctRestore{c: w.c, w: w, spec: spec}
 	return r.run()
 }
 
@@ -227,7 +226,7 @@ func (r *ctRestore) run() error {
 			return err
 		}
 	}
-	return c.haManageCreated(w, spec.vmid, spec.haManaged, spec.start)
+	return c.ha.haManageCreated(w, spec.vmid, spec.haManaged, spec.start)
 }
 
 // restore is the body of create_vm's worker for a restore.

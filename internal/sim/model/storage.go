@@ -54,6 +54,7 @@ type storageAPI interface {
 	Storages(node string) ([]StorageUsage, error)
 	StorageStatus(node, sid string) (StorageUsage, error)
 	StorageConfig(sid string) *Storage
+	StorageIDs() []string
 	SharedStorages() []string
 	Content(node, sid, content string, vmid int) ([]ContentEntry, error)
 	VolumeInfo(node, volid string) (ContentEntry, error)

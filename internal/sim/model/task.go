@@ -119,14 +119,14 @@ func (w *Worker) do(fn func(st *State) error) (hook func(), err error) {
 	if err := w.ctx.Err(); err != nil {
 		return nil, errInterrupt
 	}
-	changes := w.c.runChanges
+	changes := w.c.ctPower.runChanges // the starts and stops so far
 	w.markSubject()
 	err = fn(w.c.st)
 	if serr := w.c.saveLocked(); serr != nil && err == nil {
 		err = serr
 	}
-	if w.c.runChanges != changes {
-		hook = w.c.runHook
+	if w.c.ctPower.runChanges != changes {
+		hook = w.c.guests.runHook
 	}
 	return hook, err
 }
@@ -289,6 +289,13 @@ func (r *taskRunner) spawn(auth Auth, node, typ, id string, fn func(w *Worker) e
 		r.finish(t, err, time.Since(start))
 	}()
 	return t.UPID
+}
+
+// detachedWorker is a Worker outside any task, for a synchronous call
+// into steps written for a task (a volume free that logs what lvremove
+// prints): its lines collect in a Task no list holds.
+func (r *taskRunner) detachedWorker() *Worker {
+	return &Worker{c: r.cluster, t: &Task{}, ctx: r.ctx}
 }
 
 func runWorker(w *Worker, fn func(w *Worker) error) (err error) {

@@ -29,8 +29,32 @@ import (
 // and every mount point whose data vzdump includes, at its mount path.
 
 // vzdump backs CTs up, prunes and removes backups and reads a backup's
-// config. Cluster embeds it.
-type vzdump struct{ c *Cluster }
+// config. Cluster embeds it. It holds no *Cluster: the State's lock and
+// the State, and one field per part it calls; each guest's backup
+// (guestBackup) gets the Cluster from its Worker, as every task's steps
+// do.
+type vzdump struct {
+	// stateMu guards the State; state is the State (nil until loaded).
+	stateMu *stateMutex
+	state   func() *State
+	nodes   interface{ checkNodeLocked(node string) error }
+	storage vzdumpStorage
+	// volumes (ctConfig) checks the caller may read a backup volume.
+	volumes interface {
+		ctCheckVolumeAccessLocked(auth Auth, vmid int, volid, typ string) error
+	}
+	tasks taskStarter
+}
+
+// vzdumpStorage is what vzdump needs of storageLayer: the target's
+// check, where a backup lives and its removal.
+type vzdumpStorage interface {
+	storageCheckEnabledLocked(sid, node string) (*Storage, error)
+	parseVolnameLocked(volid string) (s *Storage, name, vtype string, owner int, err error)
+	volumePath(node, storage, name string) string
+	hostPath(s *Storage, name string) string
+	freeVolumeLocked(node, volid string) error
+}
 
 // vzdumpRootOnly are the parameters only root@pam may set.
 var vzdumpRootOnly = []string{"tmpdir", "dumpdir", "script", "job-id"}
@@ -70,10 +94,10 @@ type vzdumpJob struct {
 // up returns a UPID whose task fails with 403 (seed 004 §3.5). When no
 // selected guest is on node, PVE answers "OK" and starts nothing.
 func (vz *vzdump) Vzdump(auth Auth, node string, params map[string]string) (string, error) {
-	c := vz.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.checkNodeLocked(node); err != nil {
+	vz.stateMu.Lock()
+	defer vz.stateMu.Unlock()
+	st := vz.state()
+	if err := vz.nodes.checkNodeLocked(node); err != nil {
 		return "", err
 	}
 	job, err := vzdumpReadJob(auth, node, params)
@@ -90,7 +114,7 @@ func (vz *vzdump) Vzdump(auth Auth, node string, params map[string]string) (stri
 		return "OK", nil // silent exit if the guests run on other nodes
 	}
 	if params["storage"] != "" {
-		if err := c.st.Access.Check(auth, "/storage/"+params["storage"], []string{"Datastore.AllocateSpace"}, false); err != nil {
+		if err := st.Access.Check(auth, "/storage/"+params["storage"], []string{"Datastore.AllocateSpace"}, false); err != nil {
 			return "", err
 		}
 	}
@@ -102,7 +126,7 @@ func (vz *vzdump) Vzdump(auth Auth, node string, params map[string]string) (stri
 	if len(job.vmids) == 1 {
 		id = strconv.Itoa(job.vmids[0])
 	}
-	return c.spawn(auth, node, "vzdump", id, func(w *Worker) error { return c.vzdumpTask(w, job) }), nil
+	return vz.tasks.spawn(auth, node, "vzdump", id, func(w *Worker) error { return vz.vzdumpTask(w, job) }), nil
 }
 
 // vzdumpReadJob reads a vzdump request's parameters into its job, with
@@ -172,7 +196,7 @@ func vzdumpReadJob(auth Auth, node string, params map[string]string) (vzdumpJob,
 // set a retention, Sys.Modify on "/" for the options that change the
 // node's behaviour.
 func (vz *vzdump) checkJobPermsLocked(auth Auth, job vzdumpJob, params map[string]string) error {
-	c := vz.c
+	st := vz.state()
 	if auth.IsRoot() {
 		return nil
 	}
@@ -183,13 +207,13 @@ func (vz *vzdump) checkJobPermsLocked(auth Auth, job vzdumpJob, params map[strin
 		if sid == "" {
 			sid = "local"
 		}
-		if err := c.st.Access.Check(auth, "/storage/"+sid, []string{"Datastore.Allocate"}, false); err != nil {
+		if err := st.Access.Check(auth, "/storage/"+sid, []string{"Datastore.Allocate"}, false); err != nil {
 			return err
 		}
 	}
 	for _, k := range vzdumpSysModify {
 		if _, ok := params[k]; ok {
-			return c.st.Access.Check(auth, "/", []string{"Sys.Modify"}, false)
+			return st.Access.Check(auth, "/", []string{"Sys.Modify"}, false)
 		}
 	}
 	return nil
@@ -199,7 +223,7 @@ func (vz *vzdump) checkJobPermsLocked(auth Auth, job vzdumpJob, params map[strin
 // node (a missing CT among them, to fail visibly in the task) and the
 // ones it skips as on other nodes.
 func (vz *vzdump) selectGuestsLocked(job *vzdumpJob, params map[string]string) error {
-	c := vz.c
+	st := vz.state()
 	var selected []int
 	if job.all {
 		excluded := map[int]bool{}
@@ -208,7 +232,7 @@ func (vz *vzdump) selectGuestsLocked(job *vzdumpJob, params map[string]string) e
 				excluded[n] = true
 			}
 		}
-		for vmid := range c.st.Guests {
+		for vmid := range st.Guests {
 			if !excluded[vmid] {
 				selected = append(selected, vmid)
 			}
@@ -225,7 +249,7 @@ func (vz *vzdump) selectGuestsLocked(job *vzdumpJob, params map[string]string) e
 	sort.Ints(selected)
 	selected = slices.Compact(selected)
 	for _, vmid := range selected {
-		g := c.st.Guests[vmid]
+		g := st.Guests[vmid]
 		switch {
 		case g == nil:
 			job.vmids = append(job.vmids, vmid) // fails visibly later
@@ -294,7 +318,6 @@ func vzdumpCommandLine(params map[string]string) string {
 
 // vzdumpTask is the vzdump worker: exec_backup over the selected guests.
 func (vz *vzdump) vzdumpTask(w *Worker, job vzdumpJob) error {
-	c := vz.c
 	info := func(format string, args ...any) { w.Log("INFO: "+format, args...) }
 	info("starting new backup job: %s", job.cmdline)
 	if len(job.skipped) > 0 {
@@ -314,7 +337,7 @@ func (vz *vzdump) vzdumpTask(w *Worker, job vzdumpJob) error {
 		if !s.HasContent("backup") {
 			return Failf("could not get storage information for '%s': can't use storage '%s' for backups - wrong content type\n", job.storage, job.storage)
 		}
-		if _, err := c.storage.storageCheckEnabledLocked(job.storage, job.node); err != nil {
+		if _, err := vz.storage.storageCheckEnabledLocked(job.storage, job.node); err != nil {
 			return err
 		}
 		dumpdir = s.Path + "/dump"
@@ -345,7 +368,7 @@ func (vz *vzdump) vzdumpTask(w *Worker, job vzdumpJob) error {
 	}
 	errs := 0
 	for _, vmid := range vmids {
-		if err := c.vzdumpGuest(w, job, vmid, dumpdir); err != nil {
+		if err := vz.vzdumpGuest(w, job, vmid, dumpdir); err != nil {
 			if w.ctx.Err() != nil {
 				return err
 			}
@@ -370,8 +393,7 @@ type vzdumpDisk struct {
 // vzdumpGuest is exec_backup_task for one CT. Its error has been logged
 // ("Backup of VM <vmid> failed - …") when it returns.
 func (vz *vzdump) vzdumpGuest(w *Worker, job vzdumpJob, vmid int, dumpdir string) error {
-	c := vz.c
-	b := &guestBackup{c: c, w: w, job: job, vmid: vmid, dumpdir: dumpdir}
+	b := &guestBackup{c: w.c, w: w, job: job, vmid: vmid, dumpdir: dumpdir}
 	return b.run()
 }
 
@@ -770,10 +792,10 @@ func (w *Worker) logSnapshot() []string {
 // vzdumpCheckLimitLocked is the backup-limit check before a backup
 // without remove or with protected.
 func (vz *vzdump) vzdumpCheckLimitLocked(job vzdumpJob, vmid int) error {
-	c := vz.c
+	st := vz.state()
 	count, protected := 0, 0
-	for _, v := range c.st.Volumes {
-		if c.st.volOn(v, job.node) && v.Storage == job.storage && v.Content == "backup" && v.Owner == vmid {
+	for _, v := range st.Volumes {
+		if st.volOn(v, job.node) && v.Storage == job.storage && v.Content == "backup" && v.Owner == vmid {
 			if v.Protected {
 				protected++
 			} else {
@@ -797,7 +819,7 @@ func (vz *vzdump) vzdumpCheckLimitLocked(job vzdumpJob, vmid int) error {
 // vzdumpPruneLocked is PVE::Storage::prune_backups for the guest's
 // backups on the target storage after a backup with remove=1.
 func (vz *vzdump) vzdumpPruneLocked(w *Worker, job vzdumpJob, vmid int) {
-	c := vz.c
+	st := vz.state()
 	keepStr := "keep-all=1"
 	if job.prune != nil {
 		var parts []string
@@ -810,8 +832,8 @@ func (vz *vzdump) vzdumpPruneLocked(w *Worker, job vzdumpJob, vmid int) {
 	pruned := 0
 	if job.prune != nil {
 		var group []*Volume
-		for _, v := range c.st.Volumes {
-			if c.st.volOn(v, job.node) && v.Storage == job.storage && v.Content == "backup" && v.Owner == vmid &&
+		for _, v := range st.Volumes {
+			if st.volOn(v, job.node) && v.Storage == job.storage && v.Content == "backup" && v.Owner == vmid &&
 				strings.HasPrefix(v.Name, fmt.Sprintf("backup/vzdump-lxc-%d-", vmid)) {
 				group = append(group, v)
 			}
@@ -823,7 +845,7 @@ func (vz *vzdump) vzdumpPruneLocked(w *Worker, job vzdumpJob, vmid int) {
 			}
 			pruned++
 			w.logLocked("INFO: removing backup '%s'", v.VolID())
-			c.removeBackupLocked(job.node, v)
+			vz.removeBackupLocked(job.node, v)
 		}
 	}
 	extra := ""
@@ -835,13 +857,12 @@ func (vz *vzdump) vzdumpPruneLocked(w *Worker, job vzdumpJob, vmid int) {
 
 // removeBackupLocked is archive_remove: the archive with its notes and log.
 func (vz *vzdump) removeBackupLocked(node string, v *Volume) {
-	c := vz.c
-	p := c.storage.volumePath(node, v.Storage, v.Name)
+	p := vz.storage.volumePath(node, v.Storage, v.Name)
 	os.Remove(p + ".notes")
 	base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(p, ".zst"), ".gz"), ".lzo"), ".tar")
 	os.Remove(base + ".log")
 	os.Remove(base + ".protected")
-	c.storage.freeVolumeLocked(node, v.VolID())
+	vz.storage.freeVolumeLocked(node, v.VolID())
 }
 
 // pruneMark is prune_mark_backup_group: protected backups stay, then each
@@ -911,16 +932,15 @@ var notesVarRE = regexp.MustCompile(`\{\{([^\s{}]+)\}\}`)
 // vzdumpNotes is generate_notes: {{cluster}}, {{guestname}}, {{node}} and
 // {{vmid}} are replaced, "\n" becomes a line break and "\\" a backslash.
 func (vz *vzdump) vzdumpNotes(tmpl string, vmid int, node, hostname string) (string, error) {
-	c := vz.c
 	if hostname == "" {
 		hostname = fmt.Sprintf("CT%d", vmid)
 	}
 	cluster := ""
-	c.mu.Lock()
-	if len(c.st.Nodes) > 1 {
+	vz.stateMu.Lock()
+	if len(vz.state().Nodes) > 1 {
 		cluster = ClusterName
 	}
-	c.mu.Unlock()
+	vz.stateMu.Unlock()
 	vars := map[string]string{"cluster": cluster, "guestname": hostname, "node": node, "vmid": strconv.Itoa(vmid)}
 	var bad error
 	out := notesVarRE.ReplaceAllStringFunc(tmpl, func(m string) string {
@@ -1255,31 +1275,31 @@ func readBackupConfig(p string) (string, error) {
 // (Datastore.AllocateSpace on its storage and VM.Backup on its guest, or
 // Datastore.Allocate) and VM.Backup on the backed-up guest.
 func (vz *vzdump) ExtractConfig(auth Auth, node, volume string) (string, error) {
-	c := vz.c
-	c.mu.Lock()
-	if err := c.checkNodeLocked(node); err != nil {
-		c.mu.Unlock()
+	vz.stateMu.Lock()
+	st := vz.state()
+	if err := vz.nodes.checkNodeLocked(node); err != nil {
+		vz.stateMu.Unlock()
 		return "", err
 	}
-	if err := c.ctCheckVolumeAccessLocked(auth, 0, volume, ""); err != nil {
-		c.mu.Unlock()
+	if err := vz.volumes.ctCheckVolumeAccessLocked(auth, 0, volume, ""); err != nil {
+		vz.stateMu.Unlock()
 		return "", err
 	}
 	sid, name, _ := ParseVolID(volume)
-	_, _, vtype, owner, err := c.storage.parseVolnameLocked(volume)
+	_, _, vtype, owner, err := vz.storage.parseVolnameLocked(volume)
 	if err != nil {
-		c.mu.Unlock()
+		vz.stateMu.Unlock()
 		return "", err
 	}
-	if err := c.st.Access.Check(auth, fmt.Sprintf("/vms/%d", owner), []string{"VM.Backup"}, false); err != nil {
-		c.mu.Unlock()
+	if err := st.Access.Check(auth, fmt.Sprintf("/vms/%d", owner), []string{"VM.Backup"}, false); err != nil {
+		vz.stateMu.Unlock()
 		return "", err
 	}
-	s := c.st.storage(sid)
-	p := c.storage.volumePath(node, sid, name)
-	host := c.storage.hostPath(s, name)
-	exists := c.st.Volumes[c.st.volKey(node, volume)] != nil
-	c.mu.Unlock()
+	s := st.storage(sid)
+	p := vz.storage.volumePath(node, sid, name)
+	host := vz.storage.hostPath(s, name)
+	exists := st.Volumes[st.volKey(node, volume)] != nil
+	vz.stateMu.Unlock()
 	if vtype != "backup" {
 		return "", Failf("cannot extract config from non-backup volume '%s'\n", volume)
 	}

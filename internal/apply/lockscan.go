@@ -1,0 +1,92 @@
+package apply
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/corralhq/corral/internal/plan"
+	"github.com/corralhq/corral/internal/pve"
+	"github.com/corralhq/corral/internal/wait"
+)
+
+// otherLease is a live lease of another corral in a keeper of k's node
+// other than k, read after the lease was written into k: the lease in k
+// holds the lock only when there is none (lockclaim.go says why). A
+// guest still being created on the node may be a keeper created with a
+// lease in its Notes, which PVE shows only once the create ends, so
+// those are waited for first (up to createWait).
+func (l *Lock) otherLease(ctx context.Context, k *keeper, createWait time.Duration) (*plan.Lease, int, error) {
+	res, err := settledOn(ctx, k.ops.client, k.node, createWait)
+	if err != nil {
+		return nil, 0, err
+	}
+	for _, r := range res {
+		if r.Node != k.node || r.VMID == k.vmid || !isKeeperResource(r) {
+			continue
+		}
+		cc, err := k.ops.client.ContainerConfig(ctx, r.Node, r.VMID, true)
+		if pve.IsNotFound(err) {
+			continue // a spare keeper removed meanwhile
+		}
+		if err != nil {
+			return nil, 0, fmt.Errorf("read keeper %d for another corral's lease: %w", r.VMID, err)
+		}
+		if cur := plan.ParseLease(cc.Values["description"]); l.othersLive(cur) {
+			return cur, r.VMID, nil
+		}
+	}
+	return nil, 0, nil
+}
+
+// othersLive reports whether cur is a lease of another corral that still
+// holds: not run out, and not of a process of this machine that is gone.
+func (l *Lock) othersLive(cur *plan.Lease) bool {
+	return cur != nil && cur.ID != l.lease.ID && time.Now().Before(cur.Until) && !holderGone(cur.Holder)
+}
+
+// settledOn lists the guests until no container on node is being created
+// (a keeper is one; a VM is never a claim), for at most limit (default 3
+// minutes).
+func settledOn(ctx context.Context, c *pve.Client, node string, limit time.Duration) ([]resource, error) {
+	if limit <= 0 {
+		limit = 3 * time.Minute
+	}
+	deadline := time.Now().Add(limit)
+	delay := 100 * time.Millisecond
+	for {
+		res, err := c.ClusterResources(ctx, "vm")
+		if err != nil {
+			return nil, fmt.Errorf("list guests: %w", err)
+		}
+		var creating, on []resource
+		for _, r := range res {
+			if r.Node == node && r.Type == "lxc" && r.Lock == "create" {
+				creating = append(creating, r)
+			}
+			if r.Node == node {
+				on = append(on, r)
+			}
+		}
+		if len(creating) == 0 {
+			return res, nil
+		}
+		if msg := deadCreates(ctx, c, on); msg != "" {
+			return nil, errors.New(msg)
+		}
+		if time.Now().After(deadline) {
+			var ids []string
+			for _, r := range creating {
+				ids = append(ids, fmt.Sprint(r.VMID))
+			}
+			return nil, fmt.Errorf("container(s) %s on node %s are still being created after %s, and one may be another corral's keeper holding the lock: "+
+				"wait for their create tasks to end (Datacenter > Tasks) and run again", strings.Join(ids, ", "), node, limit)
+		}
+		if err := wait.Sleep(ctx, delay); err != nil {
+			return nil, err
+		}
+		delay = min(2*delay, 2*time.Second)
+	}
+}

@@ -1,0 +1,54 @@
+package pve
+
+import (
+	"context"
+	"slices"
+	"sync"
+)
+
+// runMemo keeps, for one command's run, the answers of reads that say how
+// the cluster is set up rather than what is on it: the node list, a
+// node's bridges and its storage list. One corral apply reads them for its
+// preflight, the plan it shows, the plan under the lock and the final
+// check (issue 30: they were a third of a one-app apply's requests). A
+// change to them during the run is not missed in a way that loses data:
+// a node gone offline fails the reads of its guests, a bridge or storage
+// removed fails the task that names it, and each ends the run with an
+// error, never with a guess. What is on the nodes (guests, configs,
+// volumes, tasks, HA) is never kept.
+type runMemo struct {
+	mu      sync.Mutex
+	answers map[string]any
+}
+
+// MemoizeSetup makes c keep the node list, each node's bridges and its
+// full storage list for the rest of its life, read at most once each
+// (errors are not kept). For a client that lives as long as one command
+// (corral apply, destroy); a long-lived one (the agent's) must not, or it
+// would never see a node or storage added.
+func (c *Client) MemoizeSetup() {
+	c.memo = &runMemo{answers: map[string]any{}}
+}
+
+// memoSlice is read's answer for key, read once while c memoizes (each
+// caller gets its own copy of the slice) and every time otherwise.
+func memoSlice[T any](ctx context.Context, c *Client, key string, read func(context.Context) ([]T, error)) ([]T, error) {
+	m := c.memo
+	if m == nil {
+		return read(ctx)
+	}
+	m.mu.Lock()
+	v, ok := m.answers[key]
+	m.mu.Unlock()
+	if ok {
+		return slices.Clone(v.([]T)), nil
+	}
+	out, err := read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	m.answers[key] = slices.Clone(out)
+	m.mu.Unlock()
+	return out, nil
+}

@@ -1,0 +1,67 @@
+package pve_test
+
+import (
+	"net/http"
+	"sync/atomic"
+	"testing"
+)
+
+// TestMemoizeSetup: a client that memoizes reads the node list, a node's
+// bridges and its full storage list once each; a failed read is read
+// again; a filtered storage list and a client that does not memoize read
+// every time; a caller's change to an answer does not reach the next.
+func TestMemoizeSetup(t *testing.T) {
+	var reads atomic.Int32
+	var failNext atomic.Bool
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reads.Add(1)
+		if failNext.Swap(false) {
+			writeError(t, w, http.StatusForbidden, "Permission check failed", nil)
+			return
+		}
+		switch r.URL.Path {
+		case "/api2/json/nodes":
+			writeData(w, []map[string]any{{"node": "pve1", "status": "online"}})
+		case "/api2/json/nodes/pve1/network":
+			writeData(w, []map[string]any{{"iface": "vmbr0", "type": "bridge"}})
+		case "/api2/json/nodes/pve1/storage":
+			writeData(w, []map[string]any{{"storage": "local", "content": "vztmpl"}})
+		default:
+			http.NotFound(w, r)
+		}
+	})
+	plain := newTestClient(t, h)
+	memo := newTestClient(t, h)
+	memo.MemoizeSetup()
+	failNext.Store(true)
+	if _, err := memo.Nodes(ctx(t)); err == nil {
+		t.Fatal("the failed read answered")
+	}
+	for range 3 {
+		nodes, err := memo.Nodes(ctx(t))
+		if err != nil || len(nodes) != 1 {
+			t.Fatalf("Nodes = %v, %v", nodes, err)
+		}
+		nodes[0].Node = "changed by a caller"
+		if _, err := memo.Bridges(ctx(t), "pve1"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := memo.StorageList(ctx(t), "pve1", ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := reads.Load(); n != 4 {
+		t.Errorf("memoizing client: %d reads, want 4 (a failed and a good node list, bridges, storages)", n)
+	}
+	if nodes, _ := memo.Nodes(ctx(t)); nodes[0].Node != "pve1" {
+		t.Errorf("a caller's change reached the next answer: %q", nodes[0].Node)
+	}
+	reads.Store(0)
+	memo.StorageList(ctx(t), "pve1", "rootdir")
+	memo.StorageList(ctx(t), "pve1", "rootdir")
+	plain.Nodes(ctx(t))
+	plain.Nodes(ctx(t))
+	if n := reads.Load(); n != 4 {
+		t.Errorf("filtered storage lists and a plain client: %d reads, want 4 (each read)", n)
+	}
+}

@@ -1,0 +1,50 @@
+package sim
+
+import (
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/corralhq/corral/internal/testenv"
+)
+
+// Issue 33: go-proxmox (v0.8.2) drives the emulator through version,
+// nodes, pools, cluster resources and tasks, containers (list, status and
+// config, stop, start, clone, template, config and tag changes,
+// snapshots, interfaces, destroy) with task waits, a CT's and the
+// cluster's firewall (options, aliases, IP sets and entries, rules,
+// refs), users and roles, the node's status and storage, the next id. It lives in a nested module
+// (testdata/thirdparty/goproxmox, its own go.mod and go.sum) so that
+// corral's go.mod does not depend on it; this test builds it with the go
+// command that runs the test.
+func TestThirdParty_goProxmox(t *testing.T) {
+	goCmd := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := exec.LookPath(goCmd); err != nil {
+		t.Fatalf("no go command beside this test's GOROOT: %v", err)
+	}
+	dir := testdataDir(t, "goproxmox")
+	env := []string{"GOWORK=off", "GOFLAGS=-mod=readonly -buildvcs=false"}
+	dl := exec.Command(goCmd, "mod", "download")
+	dl.Dir, dl.Env = dir, append(dl.Environ(), env...)
+	if out, err := dl.CombinedOutput(); err != nil {
+		testenv.Lackf(t, testenv.GoProxmox, "go mod download of go-proxmox failed (is the Go module proxy reachable?): %v\n%s", err, out)
+	}
+	bin := filepath.Join(t.TempDir(), "goproxmox")
+	build := exec.Command(goCmd, "build", "-o", bin, ".")
+	build.Dir, build.Env = dir, append(build.Environ(), env...)
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the go-proxmox client: %v\n%s", err, out)
+	}
+	p := newThirdParty(t)
+	if out := p.run(exec.Command(bin)); strings.TrimSpace(out) != "ok" {
+		t.Fatalf("the go-proxmox client printed %q, want ok", out)
+	}
+	if conf := p.config("102", false); conf["memory"] != float64(768) || conf["tags"] != "db" {
+		t.Errorf("CT 102 after the client: %v", conf)
+	}
+	if r := p.do(p.root(), "GET", "/nodes/pve/lxc/105/config", nil); r.status != 500 {
+		t.Errorf("CT 105, which the client destroyed: %d %s", r.status, r.data)
+	}
+}
