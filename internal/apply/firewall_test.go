@@ -3,6 +3,7 @@ package apply_test
 import (
 	"context"
 	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -154,4 +155,34 @@ func slicesContain(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// Issue 33: a firewall edited between the plan and its apply (a web-UI
+// user adds a rule) stops the apply with the advice to plan again; the
+// user's rule is not overwritten unseen.
+func TestFirewallEditedAfterThePlanStopsApply(t *testing.T) {
+	t.Parallel()
+	e := pvetest.Start(t)
+	ctx := context.Background()
+	apps := loadAppsText(t, fwManifest)
+	p, obs := observePlan(t, e.Client, apps)
+	if err := (&apply.Executor{Client: e.Client}).Apply(ctx, p, obs); err != nil {
+		t.Fatal(err)
+	}
+	edited := loadAppsText(t, strings.Replace(fwManifest, `dport: "80,443"`, `dport: "8443"`, 1))
+	p, obs = observePlan(t, e.Client, edited)
+	ct := obs.Apps["fw"][0]
+	base := "/nodes/" + ct.Node + "/lxc/" + itoa(ct.VMID) + "/firewall"
+	if err := e.Client.Post(ctx, base+"/rules", url.Values{"type": {"in"}, "action": {"ACCEPT"}, "proto": {"udp"}, "dport": {"53"}, "enable": {"1"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	err := (&apply.Executor{Client: e.Client}).Apply(ctx, p, obs)
+	if err == nil || !strings.Contains(err.Error(), "firewall changed since it was planned") || !strings.Contains(err.Error(), "run the command again") {
+		t.Fatalf("apply of a stale firewall plan: %v", err)
+	}
+	_, obs = observePlan(t, e.Client, edited)
+	rules := obs.Apps["fw"][0].Firewall.Rules
+	if len(rules) != 5 || rules[0].Dport != "53" || rules[2].Dport != "80,443" {
+		t.Fatalf("rules after the refused apply: %+v", rules)
+	}
 }
