@@ -328,6 +328,35 @@ func (e *Executor) updateApp(ctx context.Context, c plan.Change, vols []attachme
 	return change()
 }
 
+// editConfig sends the change's config edits and stale references to
+// drop in one PUT, as a "config" step.
+func (r *runner) editConfig(ctx context.Context, c plan.Change) error {
+	node, vmid := c.Node, c.VMID
+	if len(c.Config) > 0 || len(c.Cleanup) > 0 {
+		params := &pve.ConfigUpdate{Raw: map[string]string{}}
+		var keys []string
+		for _, ed := range c.Config {
+			keys = append(keys, ed.Key)
+			if ed.New == "" {
+				if ed.Old != "" {
+					params.Delete = append(params.Delete, ed.Key)
+				}
+				continue
+			}
+			params.Raw[ed.Key] = ed.New // rendered by the planner
+		}
+		params.Delete = append(params.Delete, c.Cleanup...)
+		if !params.IsZero() {
+			if err := r.step(c.App, "config", strings.Join(append(keys, c.Cleanup...), ","), func() error {
+				return r.putConfig(ctx, node, vmid, params)
+			}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // PlanStaleError says a container's config changed between the plan and
 // the moment apply was to change it: nothing of the app was changed.
 type PlanStaleError struct {
@@ -466,6 +495,10 @@ func (e *Executor) attachAndStart(ctx context.Context, c plan.Change, vmid int, 
 	if err := e.tagSharedVolumes(ctx, c, vmid, vols, obs); err != nil {
 		return err
 	}
+	// The firewall is in place before the container first starts.
+	if err := r.applyPoolAndFirewall(ctx, c, vmid); err != nil {
+		return err
+	}
 	return r.step(c.App, "start", "ct "+strconv.Itoa(vmid), func() error { return r.start(ctx, c.App, c.Node, vmid) })
 }
 
@@ -547,27 +580,11 @@ func (e *Executor) update(ctx context.Context, c plan.Change, vols []attachment,
 			return err
 		}
 	}
-	if len(c.Config) > 0 || len(c.Cleanup) > 0 {
-		params := &pve.ConfigUpdate{Raw: map[string]string{}}
-		var keys []string
-		for _, ed := range c.Config {
-			keys = append(keys, ed.Key)
-			if ed.New == "" {
-				if ed.Old != "" {
-					params.Delete = append(params.Delete, ed.Key)
-				}
-				continue
-			}
-			params.Raw[ed.Key] = ed.New // rendered by the planner
-		}
-		params.Delete = append(params.Delete, c.Cleanup...)
-		if !params.IsZero() {
-			if err := r.step(c.App, "config", strings.Join(append(keys, c.Cleanup...), ","), func() error {
-				return r.putConfig(ctx, node, vmid, params)
-			}); err != nil {
-				return err
-			}
-		}
+	if err := r.editConfig(ctx, c); err != nil {
+		return err
+	}
+	if err := r.applyPoolAndFirewall(ctx, c, vmid); err != nil {
+		return err
 	}
 	if c.RootGrow > 0 {
 		if err := r.step(c.App, "resize", "rootfs to "+human.Size(c.RootGrow), func() error {

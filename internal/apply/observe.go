@@ -168,7 +168,7 @@ func (o *observation) read(node string, vmid int) (conf, pending map[string]stri
 
 // observedCT is the plan's view of r with its config.
 func observedCT(r resource, conf, pending map[string]string, digest string) *plan.CT {
-	return &plan.CT{VMID: r.VMID, Node: r.Node, Status: r.Status, Lock: conf["lock"], Config: conf, Pending: pending, Digest: digest, HAState: r.HAState}
+	return &plan.CT{VMID: r.VMID, Node: r.Node, Status: r.Status, Lock: conf["lock"], Config: conf, Pending: pending, Digest: digest, Pool: r.Pool, HAState: r.HAState}
 }
 
 // guest files r under what its tags say it is: another tool's guest, an

@@ -136,7 +136,7 @@ func Status(ctx context.Context, c *pve.Client, apps []plan.App, redact func(str
 	if err != nil {
 		return nil, err
 	}
-	if err := ObserveAddresses(ctx, c, obs, plan.FactApps(apps)); err != nil {
+	if err := ObserveApps(ctx, c, obs, apps); err != nil {
 		return nil, err
 	}
 	p, perr := plan.Make(apps, obs)

@@ -255,7 +255,7 @@ func (o *agentOps) Observe(ctx context.Context, f *manifest.File) (*agent.Observ
 		return nil, redactErr(f, err)
 	}
 	apps := plan.FromManifest(f)
-	if err := apply.ObserveAddresses(ctx, o.s.client, obs, plan.FactApps(apps)); err != nil {
+	if err := apply.ObserveApps(ctx, o.s.client, obs, apps); err != nil {
 		return nil, redactErr(f, err)
 	}
 	p, perr := plan.Make(apps, obs)

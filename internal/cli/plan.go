@@ -175,7 +175,7 @@ func makePlanFor(ctx context.Context, s *session, f *manifest.File, o planOpts) 
 	}
 	obs.Recover = o.recoverOffline
 	apps := withRerun(plan.FromManifest(f), o.rerun)
-	if err := apply.ObserveAddresses(ctx, s.client, obs, plan.FactApps(apps)); err != nil {
+	if err := apply.ObserveApps(ctx, s.client, obs, apps); err != nil {
 		return nil, nil, nil, err
 	}
 	if o.shape != nil {

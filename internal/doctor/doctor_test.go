@@ -140,6 +140,23 @@ func TestRequirements(t *testing.T) {
 			},
 		},
 		{
+			name: "pool: needs Pool.Allocate and Pool.Audit on its pool; firewall: VM.Audit and VM.Config.Network (issue 33)",
+			file: file(app("web", func(a *manifest.App) {
+				a.Pool = "team"
+				a.Firewall = &manifest.Firewall{}
+				a.Backup.Storage = ""
+			})),
+			targets: doctor.Targets{Apps: map[string]doctor.Placement{"web": {Node: "pve", VMID: 105}}},
+			want: map[string][]string{
+				"/vms/105":                      vmPrivs,
+				"/pool/team":                    {"Pool.Allocate", "Pool.Audit"},
+				"/storage/local-lvm":            {"Datastore.AllocateSpace"},
+				"/storage/local":                {"Datastore.AllocateTemplate", "Datastore.Audit"},
+				"/nodes/pve":                    {"Sys.Audit"},
+				"/sdn/zones/localnetwork/vmbr0": {"SDN.Use"},
+			},
+		},
+		{
 			name: "privileged on PVE 8 needs no Sys.Modify",
 			file: file(app("db", func(a *manifest.App) {
 				a.VMID = 120
@@ -172,6 +189,8 @@ func TestRequirements(t *testing.T) {
 func TestRequirements_operatorRole(t *testing.T) {
 	f := file(app("web", func(a *manifest.App) {
 		a.Backup.Keep = 2
+		a.Pool = "team"
+		a.Firewall = &manifest.Firewall{}
 		a.Volumes = []manifest.Volume{{Name: "data", Storage: "local-lvm", Size: manifest.GiB, Mount: "/data"}}
 	}))
 	got := privsOf(doctor.Requirements(f, doctor.Targets{DefaultNode: "pve"}))
@@ -183,7 +202,8 @@ func TestRequirements_operatorRole(t *testing.T) {
 }
 
 func TestRequirements_operationsAndWhy(t *testing.T) {
-	for _, r := range doctor.Requirements(file(app("web", nil)), doctor.Targets{}) {
+	full := app("web", func(a *manifest.App) { a.Pool = "team"; a.Firewall = &manifest.Firewall{} })
+	for _, r := range doctor.Requirements(file(app("web", nil), full), doctor.Targets{}) {
 		if r.Operation == "" || r.Why == "" || r.Path == "" || r.Priv == "" {
 			t.Errorf("requirement %+v lacks path, privilege, operation or why", r)
 		}
@@ -392,7 +412,7 @@ func TestSetup(t *testing.T) {
 		a.Volumes = []manifest.Volume{{Name: "data", Storage: "local-lvm", Size: manifest.GiB, Mount: "/data"}}
 	}))
 	s := doctor.Setup(doctor.Requirements(f, doctor.Targets{}), doctor.SetupOptions{User: "ops@pve", Token: "ci"})
-	wantPrivs := without(operator, "Datastore.Allocate") // keep: 0 prunes nothing
+	wantPrivs := without(operator, "Datastore.Allocate", "Pool.Allocate", "Pool.Audit") // keep: 0 prunes nothing; no pool:
 	slices.Sort(wantPrivs)
 	if d := cmp.Diff(wantPrivs, s.Privileges); d != "" {
 		t.Errorf("Privileges (-want +got):\n%s", d)

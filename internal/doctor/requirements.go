@@ -135,6 +135,7 @@ func Requirements(f *manifest.File, t Targets) []Requirement {
 		rs.template(a, p)
 		rs.node(a, p)
 		rs.backup(a)
+		rs.poolAndFirewall(a, p)
 		if len(a.Volumes) == 0 {
 			continue
 		}
@@ -203,6 +204,29 @@ func (rs *reqSet) container(a manifest.App, p Placement) {
 	}
 	if sid := a.RootFS.Storage; sid != "" {
 		rs.add(Requirement{Path: "/storage/" + sid, Priv: "Datastore.AllocateSpace", Operation: "allocate the rootfs of the " + ct + " on " + sid, Why: "a new volume (STORAGE:GiB) needs Datastore.AllocateSpace on its storage", App: a.Name})
+	}
+}
+
+// poolAndFirewall adds what app a's pool: and firewall: need (pve-manager
+// API2/Pool.pm, pve-firewall API2/Firewall/VM.pm): creating the pool and
+// putting the container in it need Pool.Allocate on /pool/<pool>, and
+// PUT /pools checks the right to change the permissions of the guest it
+// adds (VM.Allocate on /vms/<vmid>, already needed for the create); the
+// pool list shows only pools the token holds Pool.Audit on. The guest
+// firewall is read with VM.Audit and written with VM.Config.Network.
+func (rs *reqSet) poolAndFirewall(a manifest.App, p Placement) {
+	ct := "ct of app " + a.Name
+	if a.Pool != "" {
+		pp := "/pool/" + a.Pool
+		rs.add(Requirement{Path: pp, Priv: "Pool.Audit", Alt: []string{"Pool.Allocate"}, Operation: "see pool " + a.Pool + " (pool: of app " + a.Name + ")", Why: "GET /pools lists only the pools the token holds Pool.Audit on; a pool corral cannot see would be created again", App: a.Name})
+		rs.add(Requirement{Path: pp, Priv: "Pool.Allocate", Operation: "create pool " + a.Pool + " and put the " + ct + " in it", Why: "POST /pools and PUT /pools need Pool.Allocate on /pool/<pool>", App: a.Name})
+		vp, prop := vmPath(p.VMID)
+		rs.add(Requirement{Path: vp, Priv: "VM.Allocate", Alt: []string{"Permissions.Modify"}, Propagate: prop, Operation: "add the " + ct + " to pool " + a.Pool, Why: "PUT /pools checks the right to modify the permissions of each guest it adds (check_perm_modify)", App: a.Name})
+	}
+	if a.Firewall != nil {
+		vp, prop := vmPath(p.VMID)
+		rs.add(Requirement{Path: vp, Priv: "VM.Audit", Propagate: prop, Operation: "read the firewall options and rules of the " + ct, Why: "GET …/firewall/options and …/firewall/rules need VM.Audit", App: a.Name})
+		rs.add(Requirement{Path: vp, Priv: "VM.Config.Network", Propagate: prop, Operation: "write the firewall options and rules of the " + ct, Why: "PUT …/firewall/options and POST/PUT/DELETE …/firewall/rules need VM.Config.Network", App: a.Name})
 	}
 }
 

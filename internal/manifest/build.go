@@ -19,7 +19,7 @@ import (
 // with DHCP, adopt vs storage, feature flags). Members that failed their
 // own checks are already reported and are skipped here.
 func (d *decoder) build(root *value) *File {
-	f := &File{Path: d.file, Overrides: d.paths, Project: root.strOr("project")}
+	f := &File{Path: d.file, Overrides: d.paths, Project: root.strOr("project"), Pool: root.strOr("pool")}
 	f.ProjectSet = f.Project != ""
 	if !f.ProjectSet {
 		f.Project = DefaultProject(d.dir)
@@ -48,6 +48,9 @@ func (d *decoder) build(root *value) *File {
 			continue
 		}
 		a := d.buildApp(av, adopted)
+		if a.Pool == "" {
+			a.Pool = f.Pool
+		}
 		if n := av.member("name"); n != nil {
 			if first, dup := names[n.str]; dup {
 				d.report(n.node, n.path, "duplicate app name (first at line "+strconv.Itoa(first.node.Line)+")", "")
@@ -177,6 +180,8 @@ func (d *decoder) buildApp(v *value, adopted map[string]*value) App {
 	bv := v.object("backup")
 	a.Backup = BackupPolicy{Keep: int(bv.intOr("keep")), Storage: bv.strOr("storage"), Mode: bv.strOr("mode"), Schedule: bv.strOr("schedule")}
 	a.SnapshotBeforeChange = v.boolOr("snapshotBeforeChange")
+	a.Pool = v.strOr("pool")
+	a.Firewall = d.buildFirewall(v)
 	a.HA = d.buildHA(v)
 	d.composeFeatures(v, &a)
 	return a

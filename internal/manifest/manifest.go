@@ -35,6 +35,8 @@ type File struct {
 	// and in the keeper beside its volumes' project: "project NAME" when
 	// ProjectSet, else "HOST:ABSOLUTE-PATH" of the manifest file.
 	Origin string
+	// Pool is the manifest's pool:, the default of each app's Pool.
+	Pool string
 	// Placement says where corral creates an app that names no node.
 	Placement Placement
 	Apps      []App
@@ -93,6 +95,14 @@ type App struct {
 	// in-place change or provisioning and to roll back when a health
 	// check fails afterwards.
 	SnapshotBeforeChange bool
+	// Pool and firewall (issue 33), one block.
+	// Pool is the PVE resource pool the container joins: the app's
+	// pool:, else the manifest's; "" leaves its membership alone.
+	Pool string
+	// Firewall is the container's firewall, nil when the manifest
+	// leaves it alone.
+	Firewall *Firewall
+
 	// HA makes the container an HA resource of PVE (ha:); nil without.
 	HA *HA
 	// NeedsKeyctl is set for an unprivileged app with a compose step:

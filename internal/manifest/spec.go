@@ -156,6 +156,10 @@ const (
 	// Volume names appear in keeper records "app/name=volid".
 	volumeNamePattern = `^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$`
 	volumeNameAllowed = "lower-case letters, digits and '-', not starting or ending with '-', at most 40 characters"
+	// A top-level PVE pool: pve-poolid with one level, starting with a
+	// letter as Pool.pm's create requires.
+	poolPattern = `^[A-Za-z][A-Za-z0-9._-]*$`
+	poolAllowed = "a PVE pool name: letters, digits, '.', '_' and '-', starting with a letter, at most 64 characters"
 	// A dotted quad without leading zeros, as net/netip accepts it.
 	ipv4Pattern = `(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])(\.(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])){3}`
 )
@@ -202,6 +206,11 @@ var manifestSpec = compileSpec(&field{
 			"under a defaulted project, corral deletes no app and frees no volume that another manifest (another path or machine) declared, since two directories can share a name. " +
 			"Set it whenever several manifests, checkouts or machines manage one project.",
 		pattern: projectPattern, allowed: projectAllowed, public: true,
+	}, {
+		key: "pool", kind: kindString,
+		doc: "PVE resource pool every app's container joins unless the app names its own; corral creates it when it is missing. " +
+			"Default: none (corral leaves pool membership alone).",
+		pattern: poolPattern, maxLen: 64, allowed: poolAllowed, public: true,
 	}, {
 		key: "placement", kind: kindObject,
 		doc: "Where corral puts an app that names no node when it creates its container. An app that exists stays on its node, " +
@@ -350,6 +359,11 @@ var appSpec = &field{
 			}},
 		{key: "snapshotBeforeChange", kind: kindBool, def: false,
 			doc: "Take a snapshot before an in-place change or provisioning, and roll back to it when a health check fails afterwards."},
+		// Pool and firewall (issue 33): one block.
+		{key: "pool", kind: kindString,
+			doc:     "PVE resource pool the container joins (created if missing), instead of the manifest's pool. Default: the manifest's pool.",
+			pattern: poolPattern, maxLen: 64, allowed: poolAllowed, public: true},
+		firewallSpec,
 		haSpec,
 	},
 }

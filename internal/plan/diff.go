@@ -513,6 +513,7 @@ func appChange(a *App, node string, obs *Observed) (Change, []string) {
 	default:
 		updateChange(&c, a, ct, keepers, obs)
 	}
+	planFirewallAndPool(&c, a, ct, obs)
 	return c, probs
 }
 

@@ -43,6 +43,9 @@ func FromManifest(f *manifest.File) []App {
 
 			SnapshotBeforeChange: m.SnapshotBeforeChange,
 			BackupStorage:        m.Backup.Storage,
+
+			Pool:     m.Pool,
+			Firewall: firewallOf(m.Firewall),
 		}
 		if h := m.HA; h != nil {
 			a.HA = &HA{State: h.State, Group: h.Group, Rule: h.Rule, MaxRestart: h.MaxRestart, MaxRelocate: h.MaxRelocate}

@@ -173,6 +173,10 @@ type Change struct {
 	// Finishing: a Move that finishes (or rolls back) a move an earlier
 	// run left interrupted; the app's other changes are planned after it.
 	Finishing bool `json:",omitempty"`
+	// Firewall is what apply writes to the container's firewall, Pool
+	// the pool it puts it into; nil for nothing (firewall.go).
+	Firewall *FirewallChange `json:",omitempty"`
+	Pool     *PoolChange     `json:",omitempty"`
 	// HA is what happens to the container's HA resource (ha.go), done
 	// after the container change; nil for nothing.
 	HA *HAChange `json:",omitempty"`

@@ -93,6 +93,11 @@ type App struct {
 	SnapshotBeforeChange bool
 	BackupStorage        string
 	Volumes              []Volume
+	// Pool and firewall (issue 33), one block. Pool is the resource
+	// pool the container joins, "" to leave its membership alone;
+	// Firewall its firewall, nil to leave it alone (firewall.go).
+	Pool     string
+	Firewall *Firewall
 	// HA is the app's ha: (ha.go); nil without.
 	HA *HA
 	// DeleteSnapshots consents to deleting the container's snapshots when
@@ -205,6 +210,9 @@ type Observed struct {
 	// other signals still say what they are (ReadDamaged): the apps whose
 	// data they may hold are refused until the tags are back.
 	Damaged []*Damaged
+	// Pools are the resource pools the token may audit, read only when an
+	// app names a pool (apply.ObserveApps): one not listed is created.
+	Pools []string
 	// HAUnread says why the HA resources could not be read ("" when
 	// they were); HARules is set when the cluster serves HA rules (PVE
 	// 9), HARuleSet holds them by name (ha.go).
@@ -255,6 +263,12 @@ type CT struct {
 	// pending value but PVE's lock, apply.plannedDigest): what a change of
 	// this container is planned against (Change.Digest).
 	Digest string
+	// Pool is the resource pool /cluster/resources puts it in, "" for
+	// none.
+	Pool string
+	// Firewall is its firewall as read, only for the apps that declare
+	// one (apply.ObserveApps); nil when not read.
+	Firewall *ObservedFirewall
 	// Address is the IPv4 address the running container reports for
 	// eth0 when its config gives none (DHCP): read only for the apps
 	// whose facts a manifest's guest strings name (apply.ObserveAddresses),

@@ -94,6 +94,10 @@ type ChangeJSON struct {
 	// HA is what happens to the container's HA resource (ha:), absent
 	// when nothing does.
 	HA *HAJSON `json:"ha,omitempty"`
+	// Pool and Firewall are the container's pool and firewall changes
+	// (pool:, firewall:), absent when nothing changes (plan_firewall.go).
+	Pool     *PoolJSON     `json:"pool,omitempty"`
+	Firewall *FirewallJSON `json:"firewall,omitempty"`
 }
 
 // HAJSON is a change's HA resource: the action (add, update, remove)
@@ -263,6 +267,7 @@ func NewPlanJSON(p *plan.Plan, refused []string) PlanJSON {
 		}
 		cj.Stale = c.Stale
 		cj.HA = newHAJSON(c.HA)
+		cj.Pool, cj.Firewall = newPoolJSON(c.Pool), newFirewallJSON(c.Firewall)
 		if c.Action == plan.Create || c.Action == plan.Replace {
 			cj.Settings = createSettings(c.Desired)
 		}
@@ -362,6 +367,7 @@ func WritePlanText(w io.Writer, pj PlanJSON) {
 		for _, e := range c.Config {
 			fmt.Fprintf(w, "      ~ %s: %s → %s\n", e.Key, quote(e.Old), quote(e.New))
 		}
+		writePoolAndFirewall(w, c)
 		for _, v := range c.Volumes {
 			fmt.Fprintf(w, "      volume %s: %s%s\n", v.Name, v.Action, volumeDetail(v))
 		}

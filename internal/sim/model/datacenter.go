@@ -9,12 +9,13 @@ import (
 // OperatorPrivileges is the operator role: the privileges that drive the
 // whole LXC lifecycle through an API token, with Datastore.AllocateTemplate
 // for the template downloads corral makes when a manifest names a
-// template the node lacks (corral doctor --print-setup grants it too).
+// template the node lacks (corral doctor --print-setup grants it too),
+// and Pool.Allocate and Pool.Audit for a manifest's pool: (issue 33).
 var OperatorPrivileges = []string{
 	"VM.Allocate", "VM.Audit", "VM.Config.Disk", "VM.Config.CPU", "VM.Config.Memory",
 	"VM.Config.Network", "VM.Config.Options", "VM.PowerMgmt", "VM.Migrate", "VM.Snapshot",
 	"VM.Snapshot.Rollback", "VM.Backup", "Datastore.Allocate", "Datastore.AllocateSpace",
-	"Datastore.AllocateTemplate", "Datastore.Audit", "Sys.Audit", "SDN.Use",
+	"Datastore.AllocateTemplate", "Datastore.Audit", "Sys.Audit", "SDN.Use", "Pool.Allocate", "Pool.Audit",
 }
 
 // Names of the bootstrap identities the emulator creates.
