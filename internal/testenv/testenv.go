@@ -47,6 +47,9 @@ const (
 	Shared Requirement = "SHARED"
 	// Browser: a headless chromium for the agent's status page.
 	Browser Requirement = "BROWSER"
+	// KVM: the emulator's VMs run as real QEMU/KVM guests (qemu-system-x86,
+	// qemu-utils, genisoimage, mmdebstrap, a usable /dev/kvm).
+	KVM Requirement = "KVM"
 )
 
 // Env is the variable that makes r required: CORRAL_REQUIRE_<r>.
