@@ -25,10 +25,13 @@ import (
 
 // imagePackages are what a cloud VM needs: Debian's cloud kernel (its
 // virtio drivers built in), systemd, ssh, cloud-init with its NoCloud
-// source, the guest agent, and ifupdown with a DHCP client, the network
-// renderer cloud-init picks first on Debian.
+// source, the guest agent, ifupdown with a DHCP client (the network
+// renderer cloud-init picks first on Debian), dbus (without it there is
+// no systemd-logind, and nothing acts on the ACPI power button that a
+// shutdown presses) and growpart (cloud-init grows the root partition
+// to a resized disk).
 var imagePackages = []string{
-	"linux-image-cloud-amd64", "systemd-sysv", "openssh-server", "cloud-init",
+	"linux-image-cloud-amd64", "systemd-sysv", "dbus", "openssh-server", "cloud-init", "cloud-guest-utils",
 	"qemu-guest-agent", "ifupdown", "isc-dhcp-client", "sudo", "netbase", "iproute2",
 }
 
