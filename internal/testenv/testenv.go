@@ -59,6 +59,9 @@ const (
 	// GoProxmox: the Go module proxy (or a warm module cache) to build the
 	// go-proxmox client's nested module with.
 	GoProxmox Requirement = "GO_PROXMOX"
+	// KVM: the emulator's VMs run as real QEMU/KVM guests (qemu-system-x86,
+	// qemu-utils, genisoimage, mmdebstrap, a usable /dev/kvm).
+	KVM Requirement = "KVM"
 )
 
 // Env is the variable that makes r required: CORRAL_REQUIRE_<r>.
