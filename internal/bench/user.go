@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -353,14 +352,19 @@ func measure(ctx context.Context, p *simProc, name string, apps int, scale float
 
 // criticalPath is the longest chain of tasks: the tasks of one guest run
 // one after another, so a guest's chain is the sum of its tasks' run
-// times; corral's keepers (named corral-…) are shared, and every app on
-// their node waits for them, so their chain is added to the longest
-// app's. It also returns the sum of all run times.
+// times. corral's keepers (named corral-…) are shared: their tasks on
+// a guest's node that ended before the guest's first task began are what
+// it waited for and are added to its chain; a keeper task that ran beside it
+// (a first apply creates the app beside the keeper carrying the lock) is
+// not, and the keepers' own sum is a chain of its own. It also returns
+// the sum of all run times.
 //
 // boot, when not 0, is added to the chain of each guest that was started
 // (a vzstart task): the wait for its sshd, before corral can log in.
 func criticalPath(tasks []sim.TaskTime, names map[string]string, boot time.Duration) (time.Duration, time.Duration, error) {
 	perGuest := map[string]time.Duration{}
+	firstBegan := map[string]int64{}
+	var keepers []sim.TaskTime
 	var shared, total time.Duration
 	for _, t := range tasks {
 		if t.Status != "stopped" {
@@ -369,23 +373,28 @@ func criticalPath(tasks []sim.TaskTime, names map[string]string, boot time.Durat
 		total += t.Busy
 		if strings.HasPrefix(names[t.ID], "corral-") {
 			shared += t.Busy
+			keepers = append(keepers, t)
 			continue
 		}
-		perGuest[t.Node+"/"+t.ID] += t.Busy
+		g := t.Node + "/" + t.ID
+		perGuest[g] += t.Busy
+		if b, ok := firstBegan[g]; !ok || t.Began < b {
+			firstBegan[g] = t.Began
+		}
 		if boot > 0 && t.Type == "vzstart" {
-			perGuest[t.Node+"/"+t.ID] += boot
+			perGuest[g] += boot
 		}
 	}
-	chains := make([]time.Duration, 0, len(perGuest))
-	for _, d := range perGuest {
-		chains = append(chains, d)
+	longest := shared
+	for g, d := range perGuest {
+		for _, k := range keepers {
+			if node, _, _ := strings.Cut(g, "/"); k.Node == node && k.Ended <= firstBegan[g] {
+				d += k.Busy
+			}
+		}
+		longest = max(longest, d)
 	}
-	sort.Slice(chains, func(i, j int) bool { return chains[i] > chains[j] })
-	var longest time.Duration
-	if len(chains) > 0 {
-		longest = chains[0]
-	}
-	return shared + longest, total, nil
+	return longest, total, nil
 }
 
 func drain(resp *http.Response) {
