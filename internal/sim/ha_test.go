@@ -217,7 +217,10 @@ func TestHA_persisted(t *testing.T) {
 	root := ka.root()
 	ka.haCT("101", "nfs")
 	ka.ok(root, http.MethodPost, "/cluster/ha/resources", url.Values{"sid": {"ct:101"}, "max_relocate": {"3"}}, nil)
-	ka.ok(root, http.MethodPost, "/cluster/ha/rules", url.Values{"rule": {"on-pve2"}, "type": {"node-affinity"}, "resources": {"ct:101"}, "nodes": {"pve2"}, "strict": {"1"}}, nil)
+	// The rule keeps the CT where it is: a strict rule naming another
+	// node makes the CRM relocate it (select_service_node), which would
+	// race the checks below.
+	ka.ok(root, http.MethodPost, "/cluster/ha/rules", url.Values{"rule": {"on-pve1"}, "type": {"node-affinity"}, "resources": {"ct:101"}, "nodes": {"pve1"}, "strict": {"1"}}, nil)
 	ka.waitResource("lxc/101", haResource{Node: "pve1", Status: "running", HAState: "started"})
 	if err := a.Close(); err != nil {
 		t.Fatalf("close: %v", err)
@@ -231,8 +234,8 @@ func TestHA_persisted(t *testing.T) {
 		t.Errorf("resource after a restart: %v", res)
 	}
 	var rule map[string]any
-	k.ok(root, http.MethodGet, "/cluster/ha/rules/on-pve2", nil, &rule)
-	if rule["nodes"] != "pve2" || rule["resources"] != "ct:101" || rule["strict"] != float64(1) {
+	k.ok(root, http.MethodGet, "/cluster/ha/rules/on-pve1", nil, &rule)
+	if rule["nodes"] != "pve1" || rule["resources"] != "ct:101" || rule["strict"] != float64(1) {
 		t.Errorf("rule after a restart: %v", rule)
 	}
 	if got := k.haResource("lxc/101").HAState; got != "started" {
