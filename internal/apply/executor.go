@@ -267,14 +267,7 @@ func (e *Executor) applyChange(ctx context.Context, c plan.Change, keepers *keep
 	}
 	// Before the container changes at all: no volume it is to get may be
 	// in another guest's hands (attach checks again right before each PUT).
-	target := 0 // create: no container yet
-	switch c.Action {
-	case plan.Update:
-		target = c.VMID
-	case plan.Replace:
-		target = c.OldVMID // destroyed before the new one gets the volumes
-	}
-	if err := r.guardAttach(ctx, c.Node, target, vols); err != nil {
+	if err := r.guardAttach(ctx, c.Node, attachTarget(c), vols); err != nil {
 		return fmt.Errorf("%s: %w", c.App, err)
 	}
 	switch c.Action {
@@ -305,6 +298,19 @@ func (e *Executor) applyChange(ctx context.Context, c plan.Change, keepers *keep
 		return e.applyHA(ctx, c, c.VMID, obs)
 	}
 	return nil
+}
+
+// attachTarget is the container change c's volumes go to: its own for an
+// update, the old one for a replace (destroyed before the new one gets
+// them), none yet (0) for a create.
+func attachTarget(c plan.Change) int {
+	switch c.Action {
+	case plan.Update:
+		return c.VMID
+	case plan.Replace:
+		return c.OldVMID
+	}
+	return 0
 }
 
 // updateApp changes the app's container in place and runs its guest

@@ -150,16 +150,8 @@ func Status(ctx context.Context, c *pve.Client, apps []plan.App, redact func(str
 	for _, a := range apps {
 		as := AppStatus{App: a.Name, Containers: []CTStatus{}, Volumes: []plan.VolumeInfo{}, Drift: "unknown", Reasons: []string{},
 			Health: HealthUnknown, HealthDetail: "not checked"}
-		for _, ct := range obs.Apps[a.Name] {
-			ip, err := Address(ctx, c, ct)
-			if err != nil {
-				return nil, err
-			}
-			cs := CTStatus{VMID: ct.VMID, Node: ct.Node, Status: ct.Status, Lock: ct.Lock, IP: ip}
-			if ct.HA != nil {
-				cs.HAState = ct.HAState
-			}
-			as.Containers = append(as.Containers, cs)
+		if as.Containers, err = containerStatuses(ctx, c, obs.Apps[a.Name]); err != nil {
+			return nil, err
 		}
 		for _, v := range inv {
 			if v.App == a.Name {
@@ -213,6 +205,24 @@ func Status(ctx context.Context, c *pve.Client, apps []plan.App, redact func(str
 	}
 	r.Keepers = keeperStatus(obs, p)
 	return r, nil
+}
+
+// containerStatuses are the status lines of an app's containers, each
+// with its address.
+func containerStatuses(ctx context.Context, c *pve.Client, cts []*plan.CT) ([]CTStatus, error) {
+	out := []CTStatus{}
+	for _, ct := range cts {
+		ip, err := Address(ctx, c, ct)
+		if err != nil {
+			return nil, err
+		}
+		cs := CTStatus{VMID: ct.VMID, Node: ct.Node, Status: ct.Status, Lock: ct.Lock, IP: ip}
+		if ct.HA != nil {
+			cs.HAState = ct.HAState
+		}
+		out = append(out, cs)
+	}
+	return out, nil
 }
 
 // refusalNames says whether a plan's refusal is about app: it names the
