@@ -20,16 +20,18 @@ func TestCriticalPath_keeperBeforeOrBeside(t *testing.T) {
 	tests := []struct {
 		name  string
 		tasks []sim.TaskTime
+		boot  time.Duration
 		want  float64
 	}{
-		{"keeper first, then the app", []sim.TaskTime{task("pve", "900", "vzcreate", 0, 11), task("pve", "100", "vzcreate", 11, 22), task("pve", "100", "vzstart", 22, 25)}, 25},
-		{"keeper beside the app", []sim.TaskTime{task("pve", "900", "vzcreate", 0, 11), task("pve", "100", "vzcreate", 0.1, 11.1), task("pve", "100", "vzstart", 11.2, 14.2)}, 14},
-		{"keeper longer than the app beside it", []sim.TaskTime{task("pve", "900", "vzcreate", 0, 20), task("pve", "100", "vzcreate", 0.1, 5.1)}, 20},
-		{"keeper on another node", []sim.TaskTime{task("pve2", "901", "vzcreate", 0, 11), task("pve", "100", "vzcreate", 11, 22)}, 11},
+		{"keeper first, then the app", []sim.TaskTime{task("pve", "900", "vzcreate", 0, 11), task("pve", "100", "vzcreate", 11, 22), task("pve", "100", "vzstart", 22, 25)}, 0, 25},
+		{"keeper beside the app", []sim.TaskTime{task("pve", "900", "vzcreate", 0, 11), task("pve", "100", "vzcreate", 0.1, 11.1), task("pve", "100", "vzstart", 11.2, 14.2)}, 0, 14},
+		{"keeper longer than the app beside it", []sim.TaskTime{task("pve", "900", "vzcreate", 0, 20), task("pve", "100", "vzcreate", 0.1, 5.1)}, 0, 20},
+		{"keeper beside, the boot after the start counted", []sim.TaskTime{task("pve", "900", "vzcreate", 0, 11), task("pve", "100", "vzcreate", 0.1, 11.1), task("pve", "100", "vzstart", 11.2, 14.2)}, 5 * time.Second, 19},
+		{"keeper on another node", []sim.TaskTime{task("pve2", "901", "vzcreate", 0, 11), task("pve", "100", "vzcreate", 11, 22)}, 0, 11},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cp, _, err := criticalPath(tt.tasks, names, 0)
+			cp, _, err := criticalPath(tt.tasks, names, tt.boot)
 			if err != nil {
 				t.Fatal(err)
 			}
