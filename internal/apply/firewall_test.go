@@ -94,14 +94,9 @@ func TestFirewallAndPoolRoundTrip(t *testing.T) {
 // pool.
 func TestFirewallDriftRestored(t *testing.T) {
 	t.Parallel()
-	e := pvetest.Start(t)
+	e, apps := appliedFirewall(t)
 	ctx := context.Background()
-	apps := loadAppsText(t, fwManifest)
-	p, obs := observePlan(t, e.Client, apps)
-	if err := (&apply.Executor{Client: e.Client}).Apply(ctx, p, obs); err != nil {
-		t.Fatal(err)
-	}
-	_, obs = observePlan(t, e.Client, apps)
+	_, obs := observePlan(t, e.Client, apps)
 	ct := obs.Apps["fw"][0]
 	base := "/nodes/" + ct.Node + "/lxc/" + itoa(ct.VMID) + "/firewall"
 	for _, call := range []struct {
@@ -125,7 +120,7 @@ func TestFirewallDriftRestored(t *testing.T) {
 			t.Fatalf("%s %s: %v", call.method, call.path, err)
 		}
 	}
-	p, obs = observePlan(t, e.Client, apps)
+	p, obs := observePlan(t, e.Client, apps)
 	c := p.Changes[0]
 	if c.Action != plan.Update || c.Pool == nil || c.Pool.From != "elsewhere" || len(c.Firewall.Options) != 1 {
 		t.Fatalf("drift plan: %v %+v pool %+v firewall %+v", c.Action, c.Reasons, c.Pool, c.Firewall)
@@ -148,6 +143,19 @@ func TestFirewallDriftRestored(t *testing.T) {
 	}
 }
 
+// appliedFirewall is an emulator where fwManifest has been applied, and
+// the manifest's apps.
+func appliedFirewall(t *testing.T) (*pvetest.Emulator, []plan.App) {
+	t.Helper()
+	e := pvetest.Start(t)
+	apps := loadAppsText(t, fwManifest)
+	p, obs := observePlan(t, e.Client, apps)
+	if err := (&apply.Executor{Client: e.Client}).Apply(context.Background(), p, obs); err != nil {
+		t.Fatal(err)
+	}
+	return e, apps
+}
+
 func slicesContain(list []string, s string) bool {
 	for _, x := range list {
 		if x == s {
@@ -162,15 +170,10 @@ func slicesContain(list []string, s string) bool {
 // user's rule is not overwritten unseen.
 func TestFirewallEditedAfterThePlanStopsApply(t *testing.T) {
 	t.Parallel()
-	e := pvetest.Start(t)
+	e, _ := appliedFirewall(t)
 	ctx := context.Background()
-	apps := loadAppsText(t, fwManifest)
-	p, obs := observePlan(t, e.Client, apps)
-	if err := (&apply.Executor{Client: e.Client}).Apply(ctx, p, obs); err != nil {
-		t.Fatal(err)
-	}
 	edited := loadAppsText(t, strings.Replace(fwManifest, `dport: "80,443"`, `dport: "8443"`, 1))
-	p, obs = observePlan(t, e.Client, edited)
+	p, obs := observePlan(t, e.Client, edited)
 	ct := obs.Apps["fw"][0]
 	base := "/nodes/" + ct.Node + "/lxc/" + itoa(ct.VMID) + "/firewall"
 	if err := e.Client.Post(ctx, base+"/rules", url.Values{"type": {"in"}, "action": {"ACCEPT"}, "proto": {"udp"}, "dport": {"53"}, "enable": {"1"}}, nil); err != nil {
