@@ -377,6 +377,9 @@ func (d localDaemon) ensure(ctx context.Context, want daemonSettings, start bool
 		}
 	}
 	old, _ := d.record()
+	if old != nil {
+		d.waitReleased(ctx, old.PID, 10*time.Second)
+	}
 	if want.RealTemplates {
 		fmt.Fprintf(w, "corral: starting the local emulator with real templates (the first start builds one, for minutes: its log, %s, follows it)\n", d.path(daemonLogFile))
 	}
@@ -509,6 +512,33 @@ func (d localDaemon) stateBusy() bool {
 	}
 	defer f.Close()
 	return unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil
+}
+
+// waitReleased waits, at most limit, while the recorded emulator pid
+// still has a /proc entry (a SIGKILLed emulator's group leader is a zombie
+// while its other threads close its files) and the state directory is
+// still locked: the lock is that process's until its last thread is gone,
+// and starting a new emulator in that window failed with "in use by
+// another corral emulator". A pid without a /proc entry holds nothing, so
+// a lock then is another emulator's and start says so at once.
+func (d localDaemon) waitReleased(ctx context.Context, pid int, limit time.Duration) {
+	deadline := time.Now().Add(limit)
+	for pidExists(pid) && d.stateBusy() && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// pidExists: pid has a /proc entry, a zombie's included.
+func pidExists(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	_, err := os.Stat("/proc/" + strconv.Itoa(pid))
+	return err == nil
 }
 
 // waitExit waits until pid is gone and has let go of the state directory

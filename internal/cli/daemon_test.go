@@ -5,11 +5,14 @@ import (
 	"errors"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/corralhq/corral/internal/testenv"
+	"golang.org/x/sys/unix"
 )
 
 // TestShellUnquote: the token read from DIR/env is the one sim's
@@ -92,5 +95,61 @@ func TestCompletionStartsNoEmulator(t *testing.T) {
 	}
 	if got := fromCluster(newSimCmd(quiet), func(context.Context, *session) ([]string, error) { return []string{"x"}, nil }); got != nil {
 		t.Fatalf("completion listed %v with no emulator", got)
+	}
+}
+
+// TestWaitReleased: after a SIGKILL the emulator's pid is a zombie while
+// its other threads still close its files, the state lock with them; the
+// next command waits for the lock then (it failed with "in use by another
+// corral emulator"), but not for a lock held by a process that is gone.
+func TestWaitReleased(t *testing.T) {
+	t.Parallel()
+	d := localDaemon{dir: t.TempDir()}
+	hold := func() *os.File {
+		f, err := os.OpenFile(d.path(".lock"), os.O_CREATE|os.O_RDWR, 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	within := func(what string, f func()) {
+		done := make(chan struct{})
+		go func() { f(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(time.Minute):
+			t.Fatalf("%s: waitReleased still waiting after a minute", what)
+		}
+	}
+
+	zombie := exec.Command("sleep", "600")
+	if err := zombie.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { zombie.Wait() })
+	zombie.Process.Kill() // not waited for: a zombie until the cleanup
+	testenv.WaitFor(t, "the killed sleep to be a zombie", func() bool {
+		return !processAlive(zombie.Process.Pid) && pidExists(zombie.Process.Pid)
+	})
+
+	lock := hold()
+	go func() { time.Sleep(200 * time.Millisecond); lock.Close() }()
+	within("zombie", func() { d.waitReleased(context.Background(), zombie.Process.Pid, time.Hour) })
+	if d.stateBusy() {
+		t.Fatal("waitReleased returned for a zombie's pid while the state directory was still locked")
+	}
+
+	other := hold() // another emulator's, for as long as the test runs
+	defer other.Close()
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	within("gone", func() { d.waitReleased(context.Background(), gone.Process.Pid, time.Hour) })
+	if !d.stateBusy() {
+		t.Fatal("the other holder's lock is gone")
 	}
 }
