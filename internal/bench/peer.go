@@ -24,6 +24,11 @@ type Peer struct {
 // containers with corral's defaults (1 core, 512 MiB, 8 GiB rootfs on
 // local-lvm, DHCP on vmbr0) and one 1 GiB mount point each, started.
 //
+// Both workloads set nesting, as PVE's web UI does for an unprivileged
+// CT: without it PVE ends the create task "WARNINGS: 1" on a systemd
+// template ("Systemd N detected. You may need to enable nesting."), which
+// corral takes as success and bpg v0.80.0 as a failure (its issue 2700).
+//
 // Each container also gets a static IPv6 address. The provider reads a
 // started container's interfaces until one has a global unicast address,
 // for up to 10 s on every create and refresh; the emulator gives a DHCP
@@ -49,6 +54,9 @@ resource "proxmox_virtual_environment_container" "app" {
   operating_system {
     template_file_id = "local:vztmpl/%s"
     type             = "debian"
+  }
+  features {
+    nesting = true
   }
   cpu {
     cores = 1

@@ -181,7 +181,7 @@ func workload(n, nodes int, provision bool) string {
 	var b strings.Builder
 	b.WriteString("# corral bench workload\napps:\n")
 	for i := 0; i < n; i++ {
-		fmt.Fprintf(&b, "  - name: app%d\n    template: local:vztmpl/%s\n", i, debian12)
+		fmt.Fprintf(&b, "  - name: app%d\n    template: local:vztmpl/%s\n    features: {nesting: true}\n", i, debian12)
 		if nodes > 1 {
 			fmt.Fprintf(&b, "    node: pve%d\n", i%nodes+1)
 		}
