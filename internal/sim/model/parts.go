@@ -5,8 +5,8 @@ package model
 // declares (docs/architecture.md, "How the parts reach each other").
 // The wiring functions are plain functions, not Cluster methods: they
 // run once, in newCluster, and are nothing a caller of the Cluster
-// needs. pools and firewall are still built on the whole Cluster and
-// are wired in newCluster.
+// needs. firewall is still built on the whole Cluster and is wired in
+// newCluster.
 
 // wireParts wires every part that holds no *Cluster. A part's fields
 // may point at parts wired after it: each gets the address of the
@@ -21,6 +21,7 @@ func wireParts(c *Cluster) {
 	wireConfig(c)
 	wireCreator(c)
 	wireHA(c)
+	wirePools(c)
 }
 
 // wireCore wires the parts every other one uses: tasks, storage,
@@ -240,4 +241,15 @@ func wireHA(c *Cluster) {
 		journal:  &c.persistence,
 	}
 	c.haAPI = &c.ha
+}
+
+// wirePools wires pools: the cluster view for the members and the
+// journal.
+func wirePools(c *Cluster) {
+	c.pools = pools{
+		stateMu: &c.mu,
+		state:   func() *State { return c.st },
+		view:    &c.clusterView,
+		journal: &c.persistence,
+	}
 }
