@@ -230,7 +230,6 @@ func newCluster(opts Options) *Cluster {
 	c := &Cluster{opts: opts, log: log.WithGroup("model"), ctx: ctx, cancel: cancel}
 	c.appliances.realTemplate = opts.RealTemplate
 	wireParts(c)
-	c.firewall.c = c
 	return c
 }
 

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"time"
 )
 
 // A guest's firewall config: pve-firewall's /etc/pve/firewall/<vmid>.fw
@@ -13,6 +14,22 @@ import (
 // stores and serves it; it filters no packets. The options are kept as
 // the file holds them: booleans as 0/1, policies upper-case, log levels
 // lower-case.
+
+// firewall answers for the cluster's, the nodes' and the guests'
+// firewall config (firewall*.go). It holds no *Cluster: the State's lock
+// and the State, the clock (the cluster's timed enable), the node check
+// and the journal. Cluster embeds it, so its methods are the Cluster's.
+type firewall struct {
+	// stateMu guards the State; state is the State (nil until loaded).
+	stateMu *stateMutex
+	state   func() *State
+	clock   func() time.Time
+	// nodes checks a route's node: a guest's and a node's config need
+	// only the node to exist (load_vmfw_conf reads a file that may not
+	// be there).
+	nodes   interface{ checkNodeLocked(node string) error }
+	journal coreJournal
+}
 
 // GuestFirewall is one guest's firewall config.
 type GuestFirewall struct {
@@ -34,13 +51,13 @@ var fwOptionNames = []string{"dhcp", "enable", "ipfilter", "log_level_in", "log_
 // that does not exist has an empty config (load_vmfw_conf reads a file
 // that is not there), so only the node is checked.
 func (fx *firewall) FirewallOptions(node string, vmid int) (map[string]any, error) {
-	c := fx.c
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if err := c.checkNodeLocked(node); err != nil {
+	fx.stateMu.RLock()
+	defer fx.stateMu.RUnlock()
+	st := fx.state()
+	if err := fx.nodes.checkNodeLocked(node); err != nil {
 		return nil, err
 	}
-	opts, digest := fwOptionsWithDigest(c.st.Firewall[vmid])
+	opts, digest := fwOptionsWithDigest(st.Firewall[vmid])
 	out := map[string]any{"digest": digest}
 	for k, v := range opts {
 		if fwBoolOptions[k] {
@@ -72,13 +89,13 @@ func fwOptionsWithDigest(fw *GuestFirewall) (map[string]string, string) {
 // "no such option '<x>'"} for an unknown one), then each given option is
 // set. params are the request's, already schema-checked.
 func (fx *firewall) SetFirewallOptions(node string, vmid int, params map[string]string, deletes []string) error {
-	c := fx.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.checkNodeLocked(node); err != nil {
+	fx.stateMu.Lock()
+	defer fx.stateMu.Unlock()
+	st := fx.state()
+	if err := fx.nodes.checkNodeLocked(node); err != nil {
 		return err
 	}
-	fw := c.st.Firewall[vmid]
+	fw := st.Firewall[vmid]
 	_, digest := fwOptionsWithDigest(fw)
 	if d := params["digest"]; d != "" && d != digest {
 		return Failf("detected modified configuration - file changed by other user? Try again.\n")
@@ -91,16 +108,16 @@ func (fx *firewall) SetFirewallOptions(node string, vmid int, params map[string]
 	if err != nil {
 		return err
 	}
-	if c.st.Firewall == nil {
-		c.st.Firewall = map[int]*GuestFirewall{}
+	if st.Firewall == nil {
+		st.Firewall = map[int]*GuestFirewall{}
 	}
 	if fw == nil {
 		fw = &GuestFirewall{}
-		c.st.Firewall[vmid] = fw
+		st.Firewall[vmid] = fw
 	}
 	fw.Options = next
-	c.markCore()
-	return c.saveLocked()
+	fx.journal.markCore()
+	return fx.journal.saveLocked()
 }
 
 // applyFwOptions is set_options' change of an options map: delete drops
@@ -155,18 +172,18 @@ func fwOptionsOut(opts map[string]string, numeric map[string]bool) map[string]an
 // removeFirewallLocked is remove_vmfw_conf: destroying a guest drops its
 // firewall config.
 func (fx *firewall) removeFirewallLocked(vmid int) {
-	c := fx.c
-	if _, ok := c.st.Firewall[vmid]; ok {
-		delete(c.st.Firewall, vmid)
-		c.markCore()
+	st := fx.state()
+	if _, ok := st.Firewall[vmid]; ok {
+		delete(st.Firewall, vmid)
+		fx.journal.markCore()
 	}
 }
 
 // cloneFirewallLocked is clone_vmfw_conf: a clone gets a copy of the
 // source's firewall config, if it has one.
 func (fx *firewall) cloneFirewallLocked(from, to int) {
-	c := fx.c
-	fw := c.st.Firewall[from]
+	st := fx.state()
+	fw := st.Firewall[from]
 	if fw == nil {
 		return
 	}
@@ -179,6 +196,6 @@ func (fx *firewall) cloneFirewallLocked(from, to int) {
 	for k, set := range fw.IPSets {
 		sets[k] = &FirewallIPSet{Comment: set.Comment, Entries: slices.Clone(set.Entries)}
 	}
-	c.st.Firewall[to] = &GuestFirewall{Options: maps.Clone(fw.Options), Aliases: aliases, IPSets: sets, Rules: slices.Clone(fw.Rules)}
-	c.markCore()
+	st.Firewall[to] = &GuestFirewall{Options: maps.Clone(fw.Options), Aliases: aliases, IPSets: sets, Rules: slices.Clone(fw.Rules)}
+	fx.journal.markCore()
 }

@@ -46,26 +46,26 @@ type AliasScope struct {
 
 // fwAliasesLocked returns the scope's alias map, made when create is set.
 func (fx *firewall) fwAliasesLocked(s AliasScope, create bool) map[string]*FirewallAlias {
-	c := fx.c
+	st := fx.state()
 	if s.VMID == 0 {
-		if c.st.ClusterFirewall == nil && create {
-			c.st.ClusterFirewall = &ClusterFirewall{}
+		if st.ClusterFirewall == nil && create {
+			st.ClusterFirewall = &ClusterFirewall{}
 		}
-		if c.st.ClusterFirewall == nil {
+		if st.ClusterFirewall == nil {
 			return nil
 		}
-		if c.st.ClusterFirewall.Aliases == nil && create {
-			c.st.ClusterFirewall.Aliases = map[string]*FirewallAlias{}
+		if st.ClusterFirewall.Aliases == nil && create {
+			st.ClusterFirewall.Aliases = map[string]*FirewallAlias{}
 		}
-		return c.st.ClusterFirewall.Aliases
+		return st.ClusterFirewall.Aliases
 	}
-	fw := c.st.Firewall[s.VMID]
+	fw := st.Firewall[s.VMID]
 	if fw == nil && create {
-		if c.st.Firewall == nil {
-			c.st.Firewall = map[int]*GuestFirewall{}
+		if st.Firewall == nil {
+			st.Firewall = map[int]*GuestFirewall{}
 		}
 		fw = &GuestFirewall{}
-		c.st.Firewall[s.VMID] = fw
+		st.Firewall[s.VMID] = fw
 	}
 	if fw == nil {
 		return nil
@@ -104,26 +104,24 @@ func aliasList(aliases map[string]*FirewallAlias) ([]map[string]any, string) {
 
 // Aliases is GET .../aliases: every alias with the list's digest.
 func (fx *firewall) Aliases(s AliasScope) ([]map[string]any, error) {
-	c := fx.c
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if err := c.fwScopeLocked(s); err != nil {
+	fx.stateMu.RLock()
+	defer fx.stateMu.RUnlock()
+	if err := fx.fwScopeLocked(s); err != nil {
 		return nil, err
 	}
-	list, _ := aliasList(c.fwAliasesLocked(s, false))
+	list, _ := aliasList(fx.fwAliasesLocked(s, false))
 	return list, nil
 }
 
 // Alias is GET .../aliases/{name}: the alias as stored (no digest); 400
 // {name: "no such alias"}.
 func (fx *firewall) Alias(s AliasScope, name string) (*FirewallAlias, error) {
-	c := fx.c
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if err := c.fwScopeLocked(s); err != nil {
+	fx.stateMu.RLock()
+	defer fx.stateMu.RUnlock()
+	if err := fx.fwScopeLocked(s); err != nil {
 		return nil, err
 	}
-	a := c.fwAliasesLocked(s, false)[strings.ToLower(name)]
+	a := fx.fwAliasesLocked(s, false)[strings.ToLower(name)]
 	if a == nil {
 		return nil, ParamError(map[string]string{"name": "no such alias"})
 	}
@@ -138,8 +136,7 @@ type AliasChange struct {
 // AddAlias is POST .../aliases: 400 {name: "alias '<name>' already
 // exists"} for a name taken in any case.
 func (fx *firewall) AddAlias(s AliasScope, ch AliasChange) error {
-	c := fx.c
-	return c.changeAliases(s, func(aliases map[string]*FirewallAlias) error {
+	return fx.changeAliases(s, func(aliases map[string]*FirewallAlias) error {
 		key := strings.ToLower(ch.Name)
 		if aliases[key] != nil {
 			return ParamError(map[string]string{"name": "alias '" + ch.Name + "' already exists"})
@@ -152,8 +149,7 @@ func (fx *firewall) AddAlias(s AliasScope, ch AliasChange) error {
 // UpdateAlias is PUT .../aliases/{name}: digest checked, the alias
 // replaced (a comment not given is dropped, as PVE's), then renamed.
 func (fx *firewall) UpdateAlias(s AliasScope, ch AliasChange) error {
-	c := fx.c
-	return c.changeAliases(s, func(aliases map[string]*FirewallAlias) error {
+	return fx.changeAliases(s, func(aliases map[string]*FirewallAlias) error {
 		if _, digest := aliasList(aliases); ch.Digest != "" && ch.Digest != digest {
 			return Failf("detected modified configuration - file changed by other user? Try again.\n")
 		}
@@ -177,8 +173,7 @@ func (fx *firewall) UpdateAlias(s AliasScope, ch AliasChange) error {
 // DeleteAlias is DELETE .../aliases/{name}: digest checked; a missing
 // alias is no error, as in PVE.
 func (fx *firewall) DeleteAlias(s AliasScope, name, digest string) error {
-	c := fx.c
-	return c.changeAliases(s, func(aliases map[string]*FirewallAlias) error {
+	return fx.changeAliases(s, func(aliases map[string]*FirewallAlias) error {
 		if _, d := aliasList(aliases); digest != "" && digest != d {
 			return Failf("detected modified configuration - file changed by other user? Try again.\n")
 		}
@@ -190,34 +185,32 @@ func (fx *firewall) DeleteAlias(s AliasScope, name, digest string) error {
 // changeAliases applies change to a copy of the scope's aliases and keeps
 // it only when change succeeds.
 func (fx *firewall) changeAliases(s AliasScope, change func(map[string]*FirewallAlias) error) error {
-	c := fx.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.fwScopeLocked(s); err != nil {
+	fx.stateMu.Lock()
+	defer fx.stateMu.Unlock()
+	if err := fx.fwScopeLocked(s); err != nil {
 		return err
 	}
 	next := map[string]*FirewallAlias{}
-	for k, a := range c.fwAliasesLocked(s, false) {
+	for k, a := range fx.fwAliasesLocked(s, false) {
 		cp := *a
 		next[k] = &cp
 	}
 	if err := change(next); err != nil {
 		return err
 	}
-	aliases := c.fwAliasesLocked(s, true)
+	aliases := fx.fwAliasesLocked(s, true)
 	clear(aliases)
 	maps.Copy(aliases, next)
-	c.markCore()
-	return c.saveLocked()
+	fx.journal.markCore()
+	return fx.journal.saveLocked()
 }
 
 // fwScopeLocked checks a guest scope's node (the route proxies to it).
 func (fx *firewall) fwScopeLocked(s AliasScope) error {
-	c := fx.c
 	if s.VMID == 0 {
 		return nil
 	}
-	return c.checkNodeLocked(s.Node)
+	return fx.nodes.checkNodeLocked(s.Node)
 }
 
 // newAlias is an alias as the config file gives it back: the CIDR without
@@ -237,10 +230,9 @@ func newAlias(name, cidr, comment string) *FirewallAlias {
 // typ "alias" or "ipset" keeps one kind. PVE walks hashes, in no set
 // order; this is sorted.
 func (fx *firewall) FirewallRefs(node string, vmid int, typ string) ([]map[string]any, error) {
-	c := fx.c
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if err := c.checkNodeLocked(node); err != nil {
+	fx.stateMu.RLock()
+	defer fx.stateMu.RUnlock()
+	if err := fx.nodes.checkNodeLocked(node); err != nil {
 		return nil, err
 	}
 	out := []map[string]any{}
@@ -249,13 +241,13 @@ func (fx *firewall) FirewallRefs(node string, vmid int, typ string) ([]map[strin
 		scope AliasScope
 	}{{"dc", AliasScope{}}, {"guest", AliasScope{Node: node, VMID: vmid}}} {
 		if typ == "" || typ == "ipset" {
-			sets := c.fwIPSetsLocked(sc.scope, false)
+			sets := fx.fwIPSetsLocked(sc.scope, false)
 			for _, key := range slices.Sorted(maps.Keys(sets)) {
 				out = append(out, refEntry("ipset", key, "+"+key, sc.name, sets[key].Comment))
 			}
 		}
 		if typ == "" || typ == "alias" {
-			aliases := c.fwAliasesLocked(sc.scope, false)
+			aliases := fx.fwAliasesLocked(sc.scope, false)
 			for _, key := range slices.Sorted(maps.Keys(aliases)) {
 				out = append(out, refEntry("alias", key, key, sc.name, aliases[key].Comment))
 			}

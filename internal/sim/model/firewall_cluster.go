@@ -18,9 +18,8 @@ var clusterFwNumeric = map[string]bool{"ebtables": true, "enable": true}
 
 // ClusterFirewallOptions is GET /cluster/firewall/options.
 func (fx *firewall) ClusterFirewallOptions() map[string]any {
-	c := fx.c
-	c.mu.RLock()
-	defer c.mu.RUnlock()
+	fx.stateMu.RLock()
+	defer fx.stateMu.RUnlock()
 	return fwOptionsOut(fx.clusterOptionsLocked(), clusterFwNumeric)
 }
 
@@ -29,7 +28,7 @@ func (fx *firewall) ClusterFirewallOptions() map[string]any {
 func (fx *firewall) clusterOptionsLocked() map[string]string {
 	opts := maps.Clone(fx.clusterFirewallView().Options)
 	if v, ok := opts["enable"]; ok {
-		if n, _ := strconv.ParseInt(v, 10, 64); n > 1 && fx.c.now().Unix()-n > 60 {
+		if n, _ := strconv.ParseInt(v, 10, 64); n > 1 && fx.clock().Unix()-n > 60 {
 			opts["enable"] = "0"
 		}
 	}
@@ -38,9 +37,8 @@ func (fx *firewall) clusterOptionsLocked() map[string]string {
 
 // SetClusterFirewallOptions is PUT /cluster/firewall/options.
 func (fx *firewall) SetClusterFirewallOptions(params map[string]string, deletes []string) error {
-	c := fx.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	fx.stateMu.Lock()
+	defer fx.stateMu.Unlock()
 	cur := fx.clusterOptionsLocked()
 	if d := params["digest"]; d != "" && d != fwOptionsOut(cur, nil)["digest"] {
 		return Failf("detected modified configuration - file changed by other user? Try again.\n")
@@ -51,12 +49,12 @@ func (fx *firewall) SetClusterFirewallOptions(params map[string]string, deletes 
 	}
 	if v, ok := params["enable"]; ok {
 		if n, _ := strconv.ParseInt(v, 10, 64); n > 1 {
-			next["enable"] = strconv.FormatInt(fx.c.now().Unix(), 10)
+			next["enable"] = strconv.FormatInt(fx.clock().Unix(), 10)
 		} else {
 			next["enable"] = strconv.FormatInt(n, 10)
 		}
 	}
 	fx.clusterFirewallLocked().Options = next
-	c.markCore()
-	return c.saveLocked()
+	fx.journal.markCore()
+	return fx.journal.saveLocked()
 }

@@ -60,9 +60,8 @@ func withListDigest(rows []map[string]any) []map[string]any {
 
 // FirewallGroups is GET /cluster/firewall/groups.
 func (fx *firewall) FirewallGroups() []map[string]any {
-	c := fx.c
-	c.mu.RLock()
-	defer c.mu.RUnlock()
+	fx.stateMu.RLock()
+	defer fx.stateMu.RUnlock()
 	return groupList(fx.clusterFirewallView().Groups)
 }
 
@@ -71,9 +70,8 @@ func (fx *firewall) FirewallGroups() []map[string]any {
 // checks the digest, moves the rules and comment and renames the group
 // in every rule that uses it.
 func (fx *firewall) CreateFirewallGroup(ch GroupChange) error {
-	c := fx.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	fx.stateMu.Lock()
+	defer fx.stateMu.Unlock()
 	groups := fx.clusterFirewallView().Groups
 	if ch.Rename == "" {
 		if groups[ch.Group] != nil {
@@ -124,15 +122,14 @@ func (fx *firewall) setGroupLocked(name string, g *FirewallGroup) {
 }
 
 func (fx *firewall) saveFirewallLocked() error {
-	fx.c.markCore()
-	return fx.c.saveLocked()
+	fx.journal.markCore()
+	return fx.journal.saveLocked()
 }
 
 // DeleteFirewallGroup is delete_security_group: only an empty group goes.
 func (fx *firewall) DeleteFirewallGroup(name string) error {
-	c := fx.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	fx.stateMu.Lock()
+	defer fx.stateMu.Unlock()
 	g := fx.clusterFirewallView().Groups[name]
 	if g == nil {
 		return Failf("no such security group '%s'\n", name)

@@ -33,29 +33,29 @@ var fwAliasRefRe = regexp.MustCompile(`^(dc/|guest/)?([A-Za-z][A-Za-z0-9\-_]+)$`
 
 // fwIPSetsLocked returns the scope's IP sets, made when create is set.
 func (fx *firewall) fwIPSetsLocked(s AliasScope, create bool) map[string]*FirewallIPSet {
-	c := fx.c
+	st := fx.state()
 	if s.VMID == 0 {
-		if c.st.ClusterFirewall == nil {
+		if st.ClusterFirewall == nil {
 			if !create {
 				return nil
 			}
-			c.st.ClusterFirewall = &ClusterFirewall{}
+			st.ClusterFirewall = &ClusterFirewall{}
 		}
-		if c.st.ClusterFirewall.IPSets == nil && create {
-			c.st.ClusterFirewall.IPSets = map[string]*FirewallIPSet{}
+		if st.ClusterFirewall.IPSets == nil && create {
+			st.ClusterFirewall.IPSets = map[string]*FirewallIPSet{}
 		}
-		return c.st.ClusterFirewall.IPSets
+		return st.ClusterFirewall.IPSets
 	}
-	fw := c.st.Firewall[s.VMID]
+	fw := st.Firewall[s.VMID]
 	if fw == nil {
 		if !create {
 			return nil
 		}
-		if c.st.Firewall == nil {
-			c.st.Firewall = map[int]*GuestFirewall{}
+		if st.Firewall == nil {
+			st.Firewall = map[int]*GuestFirewall{}
 		}
 		fw = &GuestFirewall{}
-		c.st.Firewall[s.VMID] = fw
+		st.Firewall[s.VMID] = fw
 	}
 	if fw.IPSets == nil && create {
 		fw.IPSets = map[string]*FirewallIPSet{}
@@ -121,26 +121,24 @@ func ipsetEntries(set *FirewallIPSet) ([]map[string]any, string) {
 
 // IPSets is GET .../ipset: the sets with the list's digest.
 func (fx *firewall) IPSets(s AliasScope) ([]map[string]any, error) {
-	c := fx.c
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if err := c.fwScopeLocked(s); err != nil {
+	fx.stateMu.RLock()
+	defer fx.stateMu.RUnlock()
+	if err := fx.fwScopeLocked(s); err != nil {
 		return nil, err
 	}
-	list, _ := ipsetList(c.fwIPSetsLocked(s, false))
+	list, _ := ipsetList(fx.fwIPSetsLocked(s, false))
 	return list, nil
 }
 
 // IPSet is GET .../ipset/{name}: the set's entries; 500 "no such IPSet
 // '<name>'\n".
 func (fx *firewall) IPSet(s AliasScope, name string) ([]map[string]any, error) {
-	c := fx.c
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if err := c.fwScopeLocked(s); err != nil {
+	fx.stateMu.RLock()
+	defer fx.stateMu.RUnlock()
+	if err := fx.fwScopeLocked(s); err != nil {
 		return nil, err
 	}
-	set := c.fwIPSetsLocked(s, false)[name]
+	set := fx.fwIPSetsLocked(s, false)[name]
 	if set == nil {
 		return nil, Failf("no such IPSet '%s'\n", name)
 	}

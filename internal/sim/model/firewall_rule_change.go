@@ -13,27 +13,27 @@ import (
 // node's config need only the node to exist (load_vmfw_conf reads a file
 // that may not be there); a group must exist.
 func (fx *firewall) rulesLocked(s RuleScope) ([]FirewallRule, func([]FirewallRule), error) {
-	c := fx.c
+	st := fx.state()
 	switch s.Env {
 	case pvefw.EnvCT:
-		if err := c.checkNodeLocked(s.Node); err != nil {
+		if err := fx.nodes.checkNodeLocked(s.Node); err != nil {
 			return nil, nil, err
 		}
 		var rules []FirewallRule
-		if fw := c.st.Firewall[s.VMID]; fw != nil {
+		if fw := st.Firewall[s.VMID]; fw != nil {
 			rules = fw.Rules
 		}
 		return rules, func(next []FirewallRule) {
-			if c.st.Firewall == nil {
-				c.st.Firewall = map[int]*GuestFirewall{}
+			if st.Firewall == nil {
+				st.Firewall = map[int]*GuestFirewall{}
 			}
-			if c.st.Firewall[s.VMID] == nil {
-				c.st.Firewall[s.VMID] = &GuestFirewall{}
+			if st.Firewall[s.VMID] == nil {
+				st.Firewall[s.VMID] = &GuestFirewall{}
 			}
-			c.st.Firewall[s.VMID].Rules = next
+			st.Firewall[s.VMID].Rules = next
 		}, nil
 	case pvefw.EnvHost:
-		if err := c.checkNodeLocked(s.Node); err != nil {
+		if err := fx.nodes.checkNodeLocked(s.Node); err != nil {
 			return nil, nil, err
 		}
 		return fx.clusterFirewallView().Hosts[s.Node], func(next []FirewallRule) {
@@ -57,17 +57,17 @@ func (fx *firewall) rulesLocked(s RuleScope) ([]FirewallRule, func([]FirewallRul
 // clusterFirewallLocked is the cluster's firewall config, made empty if
 // there is none.
 func (fx *firewall) clusterFirewallLocked() *ClusterFirewall {
-	c := fx.c
-	if c.st.ClusterFirewall == nil {
-		c.st.ClusterFirewall = &ClusterFirewall{}
+	st := fx.state()
+	if st.ClusterFirewall == nil {
+		st.ClusterFirewall = &ClusterFirewall{}
 	}
-	return c.st.ClusterFirewall
+	return st.ClusterFirewall
 }
 
 // clusterFirewallView is the cluster's firewall config to read: an
 // empty one when there is none, which is not stored.
 func (fx *firewall) clusterFirewallView() *ClusterFirewall {
-	if cf := fx.c.st.ClusterFirewall; cf != nil {
+	if cf := fx.state().ClusterFirewall; cf != nil {
 		return cf
 	}
 	return &ClusterFirewall{}
@@ -115,9 +115,8 @@ func (fx *firewall) ruleRefsLocked(s RuleScope) pvefw.Refs {
 
 // FirewallRules is GET rules.
 func (fx *firewall) FirewallRules(s RuleScope) ([]map[string]any, error) {
-	c := fx.c
-	c.mu.RLock()
-	defer c.mu.RUnlock()
+	fx.stateMu.RLock()
+	defer fx.stateMu.RUnlock()
 	rules, _, err := fx.rulesLocked(s)
 	if err != nil {
 		return nil, err
@@ -141,9 +140,8 @@ func (fx *firewall) FirewallRule(s RuleScope, pos int) (map[string]any, error) {
 // changeRules runs change on a copy of the scope's rules and stores the
 // result when it succeeds.
 func (fx *firewall) changeRules(s RuleScope, change func(rules []FirewallRule) ([]FirewallRule, error)) error {
-	c := fx.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	fx.stateMu.Lock()
+	defer fx.stateMu.Unlock()
 	rules, set, err := fx.rulesLocked(s)
 	if err != nil {
 		return err
@@ -153,8 +151,8 @@ func (fx *firewall) changeRules(s RuleScope, change func(rules []FirewallRule) (
 		return err
 	}
 	set(next)
-	c.markCore()
-	return c.saveLocked()
+	fx.journal.markCore()
+	return fx.journal.saveLocked()
 }
 
 // CreateFirewallRule is POST rules (create_rule): the rule is verified
@@ -247,7 +245,7 @@ func (fx *firewall) DeleteFirewallRule(s RuleScope, pos int, digest string) erro
 // renameGroupRefs is the rename of a security group in every rule list
 // that refers to it (Groups.pm $rename_fw_rules).
 func (fx *firewall) renameGroupRefsLocked(old, name string) {
-	c := fx.c
+	st := fx.state()
 	rename := func(rules []FirewallRule) {
 		for i := range rules {
 			if rules[i].Type == "group" && rules[i].Action == old {
@@ -255,7 +253,7 @@ func (fx *firewall) renameGroupRefsLocked(old, name string) {
 			}
 		}
 	}
-	for _, fw := range c.st.Firewall {
+	for _, fw := range st.Firewall {
 		rename(fw.Rules)
 	}
 	cf := fx.clusterFirewallView()
@@ -272,8 +270,7 @@ func lowerName(s string) string { return strings.ToLower(s) }
 // emulator filters no packets, so nothing. Only the node is checked, as
 // the log is read whatever the guest.
 func (fx *firewall) FirewallLog(node string, vmid int) ([]string, error) {
-	c := fx.c
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return nil, c.checkNodeLocked(node)
+	fx.stateMu.RLock()
+	defer fx.stateMu.RUnlock()
+	return nil, fx.nodes.checkNodeLocked(node)
 }

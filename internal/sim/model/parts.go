@@ -5,8 +5,7 @@ package model
 // declares (docs/architecture.md, "How the parts reach each other").
 // The wiring functions are plain functions, not Cluster methods: they
 // run once, in newCluster, and are nothing a caller of the Cluster
-// needs. firewall is still built on the whole Cluster and is wired in
-// newCluster.
+// needs.
 
 // wireParts wires every part that holds no *Cluster. A part's fields
 // may point at parts wired after it: each gets the address of the
@@ -22,6 +21,7 @@ func wireParts(c *Cluster) {
 	wireCreator(c)
 	wireHA(c)
 	wirePools(c)
+	wireFirewall(c)
 }
 
 // wireCore wires the parts every other one uses: tasks, storage,
@@ -250,6 +250,18 @@ func wirePools(c *Cluster) {
 		stateMu: &c.mu,
 		state:   func() *State { return c.st },
 		view:    &c.clusterView,
+		journal: &c.persistence,
+	}
+}
+
+// wireFirewall wires firewall: the clock, the node check and the
+// journal.
+func wireFirewall(c *Cluster) {
+	c.firewall = firewall{
+		stateMu: &c.mu,
+		state:   func() *State { return c.st },
+		clock:   c.now,
+		nodes:   &c.guests,
 		journal: &c.persistence,
 	}
 }
