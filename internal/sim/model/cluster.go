@@ -156,10 +156,15 @@ type Cluster struct {
 	vzdump
 	// ctMigrator migrates CTs between nodes (migrate.go).
 	ctMigrator
-	// pools answers for resource pools (cluster_pool.go); firewall for
-	// the cluster's and the guests' firewall config (firewall*.go).
+	// pools answers for resource pools (cluster_pool.go); fwConfig,
+	// fwAliases, fwIPSets, fwRules and fwGroups for the cluster's, the
+	// nodes' and the guests' firewall config (firewall*.go).
 	pools
-	firewall
+	fwConfig
+	fwAliases
+	fwIPSets
+	fwRules
+	fwGroups
 	// ha is the HA stack: its API, the CRM loop and the LRM (ha*.go);
 	// haAPI is its exported methods, which are the Cluster's.
 	ha haManager

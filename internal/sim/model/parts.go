@@ -105,7 +105,7 @@ func wireGuests(c *Cluster) {
 		stopper:  &c.ctPower,
 		mounts:   &c.ctConfig,
 		storage:  &c.storage,
-		firewall: &c.firewall,
+		firewall: &c.fwConfig,
 		tasks:    &c.taskRunner,
 		journal:  &c.persistence,
 		ha:       &c.ha,
@@ -216,7 +216,7 @@ func wireCreator(c *Cluster) {
 		storage:       &c.storage,
 		config:        &c.ctConfig,
 		power:         &c.ctPower,
-		firewall:      &c.firewall,
+		firewall:      &c.fwConfig,
 		tasks:         &c.taskRunner,
 		journal:       &c.persistence,
 		admit:         c.admitLocked,
@@ -254,14 +254,18 @@ func wirePools(c *Cluster) {
 	}
 }
 
-// wireFirewall wires firewall: the clock, the node check and the
-// journal.
+// wireFirewall wires the firewall's parts: each the same fwParts (the
+// node check and the journal), fwConfig the clock besides.
 func wireFirewall(c *Cluster) {
-	c.firewall = firewall{
+	fp := fwParts{
 		stateMu: &c.mu,
 		state:   func() *State { return c.st },
-		clock:   c.now,
 		nodes:   &c.guests,
 		journal: &c.persistence,
 	}
+	c.fwConfig = fwConfig{fwParts: fp, clock: c.now}
+	c.fwAliases = fwAliases{fp}
+	c.fwIPSets = fwIPSets{fp}
+	c.fwRules = fwRules{fp}
+	c.fwGroups = fwGroups{fp}
 }
