@@ -527,7 +527,7 @@ func (r *ctCreate) run() error {
 			return err
 		}
 	}
-	return c.ha.haManageCreated(w, spec.vmid, spec.haManaged, spec.start)
+	return c.ha.guest.haManageCreated(w, spec.vmid, spec.haManaged, spec.start)
 }
 
 // ctStartCreated is start=1 of a create or a restore whose volumes and

@@ -108,7 +108,7 @@ func wireGuests(c *Cluster) {
 		firewall: &c.fwConfig,
 		tasks:    &c.taskRunner,
 		journal:  &c.persistence,
-		ha:       &c.ha,
+		ha:       &c.ha.guest,
 	}
 	c.ctSnapshots = ctSnapshots{
 		stateMu: &c.mu,
@@ -135,7 +135,7 @@ func wireMigrator(c *Cluster) {
 		starter: &c.ctPower,
 		tasks:   &c.taskRunner,
 		admit:   c.admitLocked,
-		ha:      &c.ha,
+		ha:      &c.ha.guest,
 	}
 }
 
@@ -180,7 +180,7 @@ func wirePower(c *Cluster) {
 		tasks:   &c.taskRunner,
 		journal: &c.persistence,
 		admit:   c.admitLocked,
-		ha:      &c.ha,
+		ha:      &c.ha.guest,
 	}
 }
 
@@ -224,23 +224,27 @@ func wireCreator(c *Cluster) {
 	}
 }
 
-// wireHA wires the HA stack: tasks, ctPower's and ctMigrator's API for
-// the LRM, and the journal.
+// wireHA wires the HA stack's parts: each the same haParts (the
+// journal and the CRM's wake-up), and the other parts each calls:
+// tasks, ctPower's and ctMigrator's API for the LRM, one another.
 func wireHA(c *Cluster) {
-	c.ha = haManager{
-		stateMu:  &c.mu,
-		state:    func() *State { return c.st },
-		clock:    c.now,
-		version:  c.opts.Version,
-		log:      c.log,
-		ctx:      c.ctx,
-		wg:       &c.wg,
-		tasks:    &c.taskRunner,
-		power:    &c.ctPower,
-		migrator: &c.ctMigrator,
-		journal:  &c.persistence,
+	hp := haParts{
+		stateMu: &c.mu,
+		state:   func() *State { return c.st },
+		clock:   c.now,
+		journal: &c.persistence,
+		crm:     &c.ha.crm,
 	}
-	c.haAPI = &c.ha
+	ha := &c.ha
+	ha.resources = haResources{haParts: hp, version: c.opts.Version, rules: &ha.rules}
+	ha.rules = haRules{hp}
+	ha.groups = haGroups{haParts: hp, version: c.opts.Version}
+	ha.status = haStatusView{hp}
+	ha.crm = haCRM{haParts: hp, log: c.log, ctx: c.ctx, wg: &c.wg, tasks: &c.taskRunner,
+		power: &c.ctPower, lrm: &ha.lrm, rules: &ha.rules}
+	ha.lrm = haLRM{haParts: hp, log: c.log, tasks: &c.taskRunner, power: &c.ctPower, migrator: &c.ctMigrator}
+	ha.guest = haGuest{haParts: hp, tasks: &c.taskRunner, resources: &ha.resources, rules: &ha.rules}
+	c.haAPI = haAPIParts{&ha.resources, &ha.rules, &ha.groups, &ha.status}
 }
 
 // wirePools wires pools: the cluster view for the members and the

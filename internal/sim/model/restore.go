@@ -226,7 +226,7 @@ func (r *ctRestore) run() error {
 			return err
 		}
 	}
-	return c.ha.haManageCreated(w, spec.vmid, spec.haManaged, spec.start)
+	return c.ha.guest.haManageCreated(w, spec.vmid, spec.haManaged, spec.start)
 }
 
 // restore is the body of create_vm's worker for a restore.
