@@ -109,34 +109,29 @@ func (pl *pools) Pool(id, typ string) (PoolInfo, error) {
 
 // AddPool is POST /pools.
 func (pl *pools) AddPool(id, comment string) error {
-	pl.stateMu.Lock()
-	defer pl.stateMu.Unlock()
-	if err := pl.state().Access.AddPool(id, comment); err != nil {
-		return err
-	}
-	pl.journal.markCore()
-	return pl.journal.saveLocked()
+	return pl.change(func(st *State) error { return st.Access.AddPool(id, comment) })
 }
 
 // UpdatePool is PUT /pools and PUT /pools/{poolid}.
 func (pl *pools) UpdatePool(auth Auth, u PoolUpdate) error {
-	pl.stateMu.Lock()
-	defer pl.stateMu.Unlock()
-	if err := pl.state().Access.UpdatePool(auth, u); err != nil {
-		return err
-	}
-	pl.journal.markCore()
-	return pl.journal.saveLocked()
+	return pl.change(func(st *State) error { return st.Access.UpdatePool(auth, u) })
 }
 
 // DeletePool is DELETE /pools and DELETE /pools/{poolid}.
 func (pl *pools) DeletePool(id string) error {
+	return pl.change(func(st *State) error {
+		guest := func(vmid int) bool { return st.Guests[vmid] != nil }
+		storage := func(sid string) bool { return st.storage(sid) != nil }
+		return st.Access.DeletePool(id, guest, storage)
+	})
+}
+
+// change runs fn on the State under its lock and, when it succeeds,
+// saves what it changed.
+func (pl *pools) change(fn func(st *State) error) error {
 	pl.stateMu.Lock()
 	defer pl.stateMu.Unlock()
-	st := pl.state()
-	guest := func(vmid int) bool { return st.Guests[vmid] != nil }
-	storage := func(sid string) bool { return st.storage(sid) != nil }
-	if err := st.Access.DeletePool(id, guest, storage); err != nil {
+	if err := fn(pl.state()); err != nil {
 		return err
 	}
 	pl.journal.markCore()

@@ -203,7 +203,7 @@ func wireConfig(c *Cluster) {
 }
 
 // wireCreator wires ctCreator: guests, storage, ctConfig's checks,
-// ctPower, the firewall, tasks, the journal, and the Cluster's own
+// ctPower, the firewall, tasks, the journal, HA, and the Cluster's own
 // memory admission and volume format as functions.
 func wireCreator(c *Cluster) {
 	c.ctCreator = ctCreator{
@@ -219,6 +219,7 @@ func wireCreator(c *Cluster) {
 		firewall:      &c.fwConfig,
 		tasks:         &c.taskRunner,
 		journal:       &c.persistence,
+		ha:            &c.ha.guest,
 		admit:         c.admitLocked,
 		formatVolumes: c.ctFormatVolumesLocked,
 	}
