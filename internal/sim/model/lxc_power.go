@@ -40,7 +40,7 @@ type ctPower struct {
 	// admit is memory admission (admission.go, the Cluster's own),
 	// which a start passes.
 	admit func(w *Worker, node string, g *Guest) error
-	// ha (haManager) turns the power request of an HA-managed CT into a
+	// ha (haGuest) turns the power request of an HA-managed CT into a
 	// request to the CRM (ha_guest.go).
 	ha interface {
 		haPowerRequestLocked(auth Auth, node string, vmid int, want string) (upid string, ok bool)
