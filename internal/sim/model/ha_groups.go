@@ -40,12 +40,12 @@ func (gr *haGroups) errGroupsMigrated(what string) error {
 
 // HAGroups is GET /cluster/ha/groups.
 func (gr *haGroups) HAGroups() ([]HAGroupEntry, error) {
-	st := gr.state()
 	if err := gr.errGroupsMigrated("index groups"); err != nil {
 		return nil, err
 	}
 	gr.stateMu.RLock()
 	defer gr.stateMu.RUnlock()
+	st := gr.state()
 	out := []HAGroupEntry{}
 	if st.HA == nil {
 		return out, nil
@@ -65,12 +65,12 @@ func (gr *haGroups) groupEntryLocked(id string) HAGroupEntry {
 
 // HAGroup is GET /cluster/ha/groups/{group}.
 func (gr *haGroups) HAGroup(id string) (HAGroupEntry, error) {
-	st := gr.state()
 	if err := gr.errGroupsMigrated("read group"); err != nil {
 		return HAGroupEntry{}, err
 	}
 	gr.stateMu.RLock()
 	defer gr.stateMu.RUnlock()
+	st := gr.state()
 	if st.HA == nil || st.HA.Groups[id] == nil {
 		return HAGroupEntry{}, Failf("no such ha group '%s'\n", id)
 	}
