@@ -88,20 +88,20 @@ func DefaultDuration(typ string) time.Duration { return defaultDurations[typ] }
 // config and migration locks, status, hooks, held locks, guest.go), the
 // CTs' operations by concern (ctConfig, ctPower, ctDisks, ctSnapshots,
 // ctDestroyer, ctCreator, vzdump, ctMigrator), pools (cluster_pool.go),
-// firewall (firewall*.go), persistence (the journal, journal.go) and ha
-// (the HA stack, ha*.go; held by name, its exported methods embedded as
-// haAPI).
+// the firewall's parts (fwConfig, fwAliases, fwIPSets, fwRules,
+// fwGroups; firewall*.go), persistence (the journal, journal.go) and ha
+// (the HA stack's parts, ha*.go; held by name, the API parts' exported
+// methods embedded as haAPI).
 //
 // storage alone writes the State's storages and volumes, taskRunner its
 // tasks and process ids, but the State stays one struct under one lock,
 // c.mu: a change that spans parts (a restore's guest, volumes and task)
 // is then one atomic step and one journal line, and a snapshot is
-// consistent. Every part but pools and firewall holds no *Cluster: each
-// gets c.mu, the State and small interfaces over the parts it calls,
-// wired in parts.go (TestParts_reachNoCluster). pools and firewall still
-// call the other parts through their Cluster. What spans every concern
-// stays Cluster's own: the network (lxc_net.go, network.go), node power
-// and memory admission.
+// consistent. No part holds the *Cluster: each gets c.mu, the State and
+// small interfaces over the parts it calls, wired in parts.go
+// (TestParts_reachNoCluster). What spans every concern stays Cluster's
+// own: the network (lxc_net.go, network.go), node power and memory
+// admission.
 type Cluster struct {
 	opts Options
 	log  *slog.Logger
@@ -156,12 +156,18 @@ type Cluster struct {
 	vzdump
 	// ctMigrator migrates CTs between nodes (migrate.go).
 	ctMigrator
-	// pools answers for resource pools (cluster_pool.go); firewall for
-	// the cluster's and the guests' firewall config (firewall*.go).
+	// pools answers for resource pools (cluster_pool.go); fwConfig,
+	// fwAliases, fwIPSets, fwRules and fwGroups for the cluster's, the
+	// nodes' and the guests' firewall config (firewall*.go).
 	pools
-	firewall
-	// ha is the HA stack: its API, the CRM loop and the LRM (ha*.go);
-	// haAPI is its exported methods, which are the Cluster's.
+	fwConfig
+	fwAliases
+	fwIPSets
+	fwRules
+	fwGroups
+	// ha is the HA stack: its API's parts, the CRM loop and the LRM
+	// (ha*.go); haAPI is the API parts' exported methods, which are the
+	// Cluster's.
 	ha haManager
 	haAPI
 }
@@ -190,7 +196,7 @@ func Open(opts Options) (*Cluster, error) {
 	}
 	c.wg.Add(1)
 	go c.refreshDiskUsage()
-	c.ha.startCRM()
+	c.ha.crm.startCRM()
 	return c, nil
 }
 
@@ -230,7 +236,6 @@ func newCluster(opts Options) *Cluster {
 	c := &Cluster{opts: opts, log: log.WithGroup("model"), ctx: ctx, cancel: cancel}
 	c.appliances.realTemplate = opts.RealTemplate
 	wireParts(c)
-	c.pools.c, c.firewall.c = c, c
 	return c
 }
 

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"time"
 )
 
 // A guest's firewall config: pve-firewall's /etc/pve/firewall/<vmid>.fw
@@ -13,6 +14,21 @@ import (
 // stores and serves it; it filters no packets. The options are kept as
 // the file holds them: booleans as 0/1, policies upper-case, log levels
 // lower-case.
+
+// The firewall is five parts, as pve-firewall's API is: fwConfig (a
+// config as a whole: its options, a guest's log and references, and the
+// guest's config copied and dropped with it; VM.pm, Cluster.pm),
+// fwAliases (Aliases.pm), fwIPSets (IPSet.pm), fwRules (Rules.pm) and
+// fwGroups (Groups.pm). Each holds no *Cluster, only fwParts
+// (firewall_state.go) and what it needs besides; Cluster embeds them, so
+// their methods are the Cluster's.
+
+// fwConfig answers for a firewall config as a whole. Besides fwParts it
+// holds the clock, for the cluster's timed enable.
+type fwConfig struct {
+	fwParts
+	clock func() time.Time
+}
 
 // GuestFirewall is one guest's firewall config.
 type GuestFirewall struct {
@@ -33,14 +49,14 @@ var fwOptionNames = []string{"dhcp", "enable", "ipfilter", "log_level_in", "log_
 // digest copy_opject_with_digest computes over them. As in PVE, a guest
 // that does not exist has an empty config (load_vmfw_conf reads a file
 // that is not there), so only the node is checked.
-func (fx *firewall) FirewallOptions(node string, vmid int) (map[string]any, error) {
-	c := fx.c
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if err := c.checkNodeLocked(node); err != nil {
+func (fc *fwConfig) FirewallOptions(node string, vmid int) (map[string]any, error) {
+	fc.stateMu.RLock()
+	defer fc.stateMu.RUnlock()
+	st := fc.state()
+	if err := fc.nodes.checkNodeLocked(node); err != nil {
 		return nil, err
 	}
-	opts, digest := fwOptionsWithDigest(c.st.Firewall[vmid])
+	opts, digest := fwOptionsWithDigest(st.Firewall[vmid])
 	out := map[string]any{"digest": digest}
 	for k, v := range opts {
 		if fwBoolOptions[k] {
@@ -71,14 +87,14 @@ func fwOptionsWithDigest(fw *GuestFirewall) (map[string]string, string) {
 // must match (assert_if_modified), delete drops options (400 {delete:
 // "no such option '<x>'"} for an unknown one), then each given option is
 // set. params are the request's, already schema-checked.
-func (fx *firewall) SetFirewallOptions(node string, vmid int, params map[string]string, deletes []string) error {
-	c := fx.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.checkNodeLocked(node); err != nil {
+func (fc *fwConfig) SetFirewallOptions(node string, vmid int, params map[string]string, deletes []string) error {
+	fc.stateMu.Lock()
+	defer fc.stateMu.Unlock()
+	st := fc.state()
+	if err := fc.nodes.checkNodeLocked(node); err != nil {
 		return err
 	}
-	fw := c.st.Firewall[vmid]
+	fw := st.Firewall[vmid]
 	_, digest := fwOptionsWithDigest(fw)
 	if d := params["digest"]; d != "" && d != digest {
 		return Failf("detected modified configuration - file changed by other user? Try again.\n")
@@ -91,16 +107,8 @@ func (fx *firewall) SetFirewallOptions(node string, vmid int, params map[string]
 	if err != nil {
 		return err
 	}
-	if c.st.Firewall == nil {
-		c.st.Firewall = map[int]*GuestFirewall{}
-	}
-	if fw == nil {
-		fw = &GuestFirewall{}
-		c.st.Firewall[vmid] = fw
-	}
-	fw.Options = next
-	c.markCore()
-	return c.saveLocked()
+	st.guestFirewall(vmid).Options = next
+	return fc.saveLocked()
 }
 
 // applyFwOptions is set_options' change of an options map: delete drops
@@ -154,19 +162,19 @@ func fwOptionsOut(opts map[string]string, numeric map[string]bool) map[string]an
 
 // removeFirewallLocked is remove_vmfw_conf: destroying a guest drops its
 // firewall config.
-func (fx *firewall) removeFirewallLocked(vmid int) {
-	c := fx.c
-	if _, ok := c.st.Firewall[vmid]; ok {
-		delete(c.st.Firewall, vmid)
-		c.markCore()
+func (fc *fwConfig) removeFirewallLocked(vmid int) {
+	st := fc.state()
+	if _, ok := st.Firewall[vmid]; ok {
+		delete(st.Firewall, vmid)
+		fc.journal.markCore()
 	}
 }
 
 // cloneFirewallLocked is clone_vmfw_conf: a clone gets a copy of the
 // source's firewall config, if it has one.
-func (fx *firewall) cloneFirewallLocked(from, to int) {
-	c := fx.c
-	fw := c.st.Firewall[from]
+func (fc *fwConfig) cloneFirewallLocked(from, to int) {
+	st := fc.state()
+	fw := st.Firewall[from]
 	if fw == nil {
 		return
 	}
@@ -179,6 +187,56 @@ func (fx *firewall) cloneFirewallLocked(from, to int) {
 	for k, set := range fw.IPSets {
 		sets[k] = &FirewallIPSet{Comment: set.Comment, Entries: slices.Clone(set.Entries)}
 	}
-	c.st.Firewall[to] = &GuestFirewall{Options: maps.Clone(fw.Options), Aliases: aliases, IPSets: sets, Rules: slices.Clone(fw.Rules)}
-	c.markCore()
+	st.Firewall[to] = &GuestFirewall{Options: maps.Clone(fw.Options), Aliases: aliases, IPSets: sets, Rules: slices.Clone(fw.Rules)}
+	fc.journal.markCore()
+}
+
+// FirewallRefs is GET .../firewall/refs (collect_refs): what a CT's rules
+// may name, the cluster's ("dc") then the CT's ("guest"), in each scope
+// the IP sets ("+name") and then the aliases, by their lower-cased keys;
+// typ "alias" or "ipset" keeps one kind. PVE walks hashes, in no set
+// order; this is sorted.
+func (fc *fwConfig) FirewallRefs(node string, vmid int, typ string) ([]map[string]any, error) {
+	fc.stateMu.RLock()
+	defer fc.stateMu.RUnlock()
+	st := fc.state()
+	if err := fc.nodes.checkNodeLocked(node); err != nil {
+		return nil, err
+	}
+	out := []map[string]any{}
+	for _, sc := range []struct {
+		name  string
+		scope AliasScope
+	}{{"dc", AliasScope{}}, {"guest", AliasScope{Node: node, VMID: vmid}}} {
+		if typ == "" || typ == "ipset" {
+			sets := st.fwIPSets(sc.scope, false)
+			for _, key := range slices.Sorted(maps.Keys(sets)) {
+				out = append(out, refEntry("ipset", key, "+"+key, sc.name, sets[key].Comment))
+			}
+		}
+		if typ == "" || typ == "alias" {
+			aliases := st.fwAliases(sc.scope, false)
+			for _, key := range slices.Sorted(maps.Keys(aliases)) {
+				out = append(out, refEntry("alias", key, key, sc.name, aliases[key].Comment))
+			}
+		}
+	}
+	return out, nil
+}
+
+func refEntry(typ, name, ref, scope, comment string) map[string]any {
+	e := map[string]any{"type": typ, "name": name, "ref": ref, "scope": scope}
+	if comment != "" {
+		e["comment"] = comment
+	}
+	return e
+}
+
+// FirewallLog is what /var/log/pve-firewall.log holds for a guest: the
+// emulator filters no packets, so nothing. Only the node is checked, as
+// the log is read whatever the guest.
+func (fc *fwConfig) FirewallLog(node string, vmid int) ([]string, error) {
+	fc.stateMu.RLock()
+	defer fc.stateMu.RUnlock()
+	return nil, fc.nodes.checkNodeLocked(node)
 }

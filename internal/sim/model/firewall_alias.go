@@ -37,43 +37,14 @@ type ClusterFirewall struct {
 	Hosts  map[string][]FirewallRule `json:"hosts,omitempty"`
 }
 
+// fwAliases answers for the aliases, the cluster's and the guests'.
+type fwAliases struct{ fwParts }
+
 // AliasScope names whose aliases a call is about: the cluster's (VMID 0)
 // or a guest's.
 type AliasScope struct {
 	Node string // the route's node, checked; "" for the cluster
 	VMID int
-}
-
-// fwAliasesLocked returns the scope's alias map, made when create is set.
-func (fx *firewall) fwAliasesLocked(s AliasScope, create bool) map[string]*FirewallAlias {
-	c := fx.c
-	if s.VMID == 0 {
-		if c.st.ClusterFirewall == nil && create {
-			c.st.ClusterFirewall = &ClusterFirewall{}
-		}
-		if c.st.ClusterFirewall == nil {
-			return nil
-		}
-		if c.st.ClusterFirewall.Aliases == nil && create {
-			c.st.ClusterFirewall.Aliases = map[string]*FirewallAlias{}
-		}
-		return c.st.ClusterFirewall.Aliases
-	}
-	fw := c.st.Firewall[s.VMID]
-	if fw == nil && create {
-		if c.st.Firewall == nil {
-			c.st.Firewall = map[int]*GuestFirewall{}
-		}
-		fw = &GuestFirewall{}
-		c.st.Firewall[s.VMID] = fw
-	}
-	if fw == nil {
-		return nil
-	}
-	if fw.Aliases == nil && create {
-		fw.Aliases = map[string]*FirewallAlias{}
-	}
-	return fw.Aliases
 }
 
 // aliasList is the aliases by key with copy_list_with_digest's digest:
@@ -103,27 +74,25 @@ func aliasList(aliases map[string]*FirewallAlias) ([]map[string]any, string) {
 }
 
 // Aliases is GET .../aliases: every alias with the list's digest.
-func (fx *firewall) Aliases(s AliasScope) ([]map[string]any, error) {
-	c := fx.c
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if err := c.fwScopeLocked(s); err != nil {
+func (fa *fwAliases) Aliases(s AliasScope) ([]map[string]any, error) {
+	fa.stateMu.RLock()
+	defer fa.stateMu.RUnlock()
+	if err := fa.scopeLocked(s); err != nil {
 		return nil, err
 	}
-	list, _ := aliasList(c.fwAliasesLocked(s, false))
+	list, _ := aliasList(fa.state().fwAliases(s, false))
 	return list, nil
 }
 
 // Alias is GET .../aliases/{name}: the alias as stored (no digest); 400
 // {name: "no such alias"}.
-func (fx *firewall) Alias(s AliasScope, name string) (*FirewallAlias, error) {
-	c := fx.c
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if err := c.fwScopeLocked(s); err != nil {
+func (fa *fwAliases) Alias(s AliasScope, name string) (*FirewallAlias, error) {
+	fa.stateMu.RLock()
+	defer fa.stateMu.RUnlock()
+	if err := fa.scopeLocked(s); err != nil {
 		return nil, err
 	}
-	a := c.fwAliasesLocked(s, false)[strings.ToLower(name)]
+	a := fa.state().fwAliases(s, false)[strings.ToLower(name)]
 	if a == nil {
 		return nil, ParamError(map[string]string{"name": "no such alias"})
 	}
@@ -137,9 +106,8 @@ type AliasChange struct {
 
 // AddAlias is POST .../aliases: 400 {name: "alias '<name>' already
 // exists"} for a name taken in any case.
-func (fx *firewall) AddAlias(s AliasScope, ch AliasChange) error {
-	c := fx.c
-	return c.changeAliases(s, func(aliases map[string]*FirewallAlias) error {
+func (fa *fwAliases) AddAlias(s AliasScope, ch AliasChange) error {
+	return fa.changeAliases(s, func(aliases map[string]*FirewallAlias) error {
 		key := strings.ToLower(ch.Name)
 		if aliases[key] != nil {
 			return ParamError(map[string]string{"name": "alias '" + ch.Name + "' already exists"})
@@ -151,9 +119,8 @@ func (fx *firewall) AddAlias(s AliasScope, ch AliasChange) error {
 
 // UpdateAlias is PUT .../aliases/{name}: digest checked, the alias
 // replaced (a comment not given is dropped, as PVE's), then renamed.
-func (fx *firewall) UpdateAlias(s AliasScope, ch AliasChange) error {
-	c := fx.c
-	return c.changeAliases(s, func(aliases map[string]*FirewallAlias) error {
+func (fa *fwAliases) UpdateAlias(s AliasScope, ch AliasChange) error {
+	return fa.changeAliases(s, func(aliases map[string]*FirewallAlias) error {
 		if _, digest := aliasList(aliases); ch.Digest != "" && ch.Digest != digest {
 			return Failf("detected modified configuration - file changed by other user? Try again.\n")
 		}
@@ -176,9 +143,8 @@ func (fx *firewall) UpdateAlias(s AliasScope, ch AliasChange) error {
 
 // DeleteAlias is DELETE .../aliases/{name}: digest checked; a missing
 // alias is no error, as in PVE.
-func (fx *firewall) DeleteAlias(s AliasScope, name, digest string) error {
-	c := fx.c
-	return c.changeAliases(s, func(aliases map[string]*FirewallAlias) error {
+func (fa *fwAliases) DeleteAlias(s AliasScope, name, digest string) error {
+	return fa.changeAliases(s, func(aliases map[string]*FirewallAlias) error {
 		if _, d := aliasList(aliases); digest != "" && digest != d {
 			return Failf("detected modified configuration - file changed by other user? Try again.\n")
 		}
@@ -189,35 +155,24 @@ func (fx *firewall) DeleteAlias(s AliasScope, name, digest string) error {
 
 // changeAliases applies change to a copy of the scope's aliases and keeps
 // it only when change succeeds.
-func (fx *firewall) changeAliases(s AliasScope, change func(map[string]*FirewallAlias) error) error {
-	c := fx.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.fwScopeLocked(s); err != nil {
+func (fa *fwAliases) changeAliases(s AliasScope, change func(map[string]*FirewallAlias) error) error {
+	fa.stateMu.Lock()
+	defer fa.stateMu.Unlock()
+	if err := fa.scopeLocked(s); err != nil {
 		return err
 	}
 	next := map[string]*FirewallAlias{}
-	for k, a := range c.fwAliasesLocked(s, false) {
+	for k, a := range fa.state().fwAliases(s, false) {
 		cp := *a
 		next[k] = &cp
 	}
 	if err := change(next); err != nil {
 		return err
 	}
-	aliases := c.fwAliasesLocked(s, true)
+	aliases := fa.state().fwAliases(s, true)
 	clear(aliases)
 	maps.Copy(aliases, next)
-	c.markCore()
-	return c.saveLocked()
-}
-
-// fwScopeLocked checks a guest scope's node (the route proxies to it).
-func (fx *firewall) fwScopeLocked(s AliasScope) error {
-	c := fx.c
-	if s.VMID == 0 {
-		return nil
-	}
-	return c.checkNodeLocked(s.Node)
+	return fa.saveLocked()
 }
 
 // newAlias is an alias as the config file gives it back: the CIDR without
@@ -229,45 +184,4 @@ func newAlias(name, cidr, comment string) *FirewallAlias {
 	}
 	cidr = strings.TrimSuffix(cidr, map[int]string{4: "/32", 6: "/128"}[v])
 	return &FirewallAlias{Name: name, CIDR: cidr, IPv: v, Comment: strings.TrimSpace(comment)}
-}
-
-// FirewallRefs is GET .../firewall/refs (collect_refs): what a CT's rules
-// may name, the cluster's ("dc") then the CT's ("guest"), in each scope
-// the IP sets ("+name") and then the aliases, by their lower-cased keys;
-// typ "alias" or "ipset" keeps one kind. PVE walks hashes, in no set
-// order; this is sorted.
-func (fx *firewall) FirewallRefs(node string, vmid int, typ string) ([]map[string]any, error) {
-	c := fx.c
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if err := c.checkNodeLocked(node); err != nil {
-		return nil, err
-	}
-	out := []map[string]any{}
-	for _, sc := range []struct {
-		name  string
-		scope AliasScope
-	}{{"dc", AliasScope{}}, {"guest", AliasScope{Node: node, VMID: vmid}}} {
-		if typ == "" || typ == "ipset" {
-			sets := c.fwIPSetsLocked(sc.scope, false)
-			for _, key := range slices.Sorted(maps.Keys(sets)) {
-				out = append(out, refEntry("ipset", key, "+"+key, sc.name, sets[key].Comment))
-			}
-		}
-		if typ == "" || typ == "alias" {
-			aliases := c.fwAliasesLocked(sc.scope, false)
-			for _, key := range slices.Sorted(maps.Keys(aliases)) {
-				out = append(out, refEntry("alias", key, key, sc.name, aliases[key].Comment))
-			}
-		}
-	}
-	return out, nil
-}
-
-func refEntry(typ, name, ref, scope, comment string) map[string]any {
-	e := map[string]any{"type": typ, "name": name, "ref": ref, "scope": scope}
-	if comment != "" {
-		e["comment"] = comment
-	}
-	return e
 }

@@ -17,19 +17,18 @@ var clusterFwBools = map[string]bool{"ebtables": true}
 var clusterFwNumeric = map[string]bool{"ebtables": true, "enable": true}
 
 // ClusterFirewallOptions is GET /cluster/firewall/options.
-func (fx *firewall) ClusterFirewallOptions() map[string]any {
-	c := fx.c
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return fwOptionsOut(fx.clusterOptionsLocked(), clusterFwNumeric)
+func (fc *fwConfig) ClusterFirewallOptions() map[string]any {
+	fc.stateMu.RLock()
+	defer fc.stateMu.RUnlock()
+	return fwOptionsOut(fc.clusterOptionsLocked(), clusterFwNumeric)
 }
 
 // clusterOptionsLocked are the options as parse_clusterfw_option reads
 // them back: an enable timestamp older than a minute is 0.
-func (fx *firewall) clusterOptionsLocked() map[string]string {
-	opts := maps.Clone(fx.clusterFirewallView().Options)
+func (fc *fwConfig) clusterOptionsLocked() map[string]string {
+	opts := maps.Clone(fc.state().clusterFirewallView().Options)
 	if v, ok := opts["enable"]; ok {
-		if n, _ := strconv.ParseInt(v, 10, 64); n > 1 && fx.c.now().Unix()-n > 60 {
+		if n, _ := strconv.ParseInt(v, 10, 64); n > 1 && fc.clock().Unix()-n > 60 {
 			opts["enable"] = "0"
 		}
 	}
@@ -37,11 +36,10 @@ func (fx *firewall) clusterOptionsLocked() map[string]string {
 }
 
 // SetClusterFirewallOptions is PUT /cluster/firewall/options.
-func (fx *firewall) SetClusterFirewallOptions(params map[string]string, deletes []string) error {
-	c := fx.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	cur := fx.clusterOptionsLocked()
+func (fc *fwConfig) SetClusterFirewallOptions(params map[string]string, deletes []string) error {
+	fc.stateMu.Lock()
+	defer fc.stateMu.Unlock()
+	cur := fc.clusterOptionsLocked()
 	if d := params["digest"]; d != "" && d != fwOptionsOut(cur, nil)["digest"] {
 		return Failf("detected modified configuration - file changed by other user? Try again.\n")
 	}
@@ -51,12 +49,11 @@ func (fx *firewall) SetClusterFirewallOptions(params map[string]string, deletes 
 	}
 	if v, ok := params["enable"]; ok {
 		if n, _ := strconv.ParseInt(v, 10, 64); n > 1 {
-			next["enable"] = strconv.FormatInt(fx.c.now().Unix(), 10)
+			next["enable"] = strconv.FormatInt(fc.clock().Unix(), 10)
 		} else {
 			next["enable"] = strconv.FormatInt(n, 10)
 		}
 	}
-	fx.clusterFirewallLocked().Options = next
-	c.markCore()
-	return c.saveLocked()
+	fc.state().clusterFirewall().Options = next
+	return fc.saveLocked()
 }

@@ -13,6 +13,9 @@ import (
 // with type "group". The config file gives them back by lower-cased
 // name (parse_clusterfw_conf).
 
+// fwGroups answers for the security groups; their rules are fwRules'.
+type fwGroups struct{ fwParts }
+
 // FirewallGroup is one [group <name>] section.
 type FirewallGroup struct {
 	Comment string         `json:"comment,omitempty"`
@@ -59,22 +62,20 @@ func withListDigest(rows []map[string]any) []map[string]any {
 }
 
 // FirewallGroups is GET /cluster/firewall/groups.
-func (fx *firewall) FirewallGroups() []map[string]any {
-	c := fx.c
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return groupList(fx.clusterFirewallView().Groups)
+func (fg *fwGroups) FirewallGroups() []map[string]any {
+	fg.stateMu.RLock()
+	defer fg.stateMu.RUnlock()
+	return groupList(fg.state().clusterFirewallView().Groups)
 }
 
 // CreateFirewallGroup is create_security_group: a new empty group (400
 // {group: "Security group '<x>' already exists"}), or a rename that
 // checks the digest, moves the rules and comment and renames the group
 // in every rule that uses it.
-func (fx *firewall) CreateFirewallGroup(ch GroupChange) error {
-	c := fx.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	groups := fx.clusterFirewallView().Groups
+func (fg *fwGroups) CreateFirewallGroup(ch GroupChange) error {
+	fg.stateMu.Lock()
+	defer fg.stateMu.Unlock()
+	groups := fg.state().clusterFirewallView().Groups
 	if ch.Rename == "" {
 		if groups[ch.Group] != nil {
 			return ParamError(map[string]string{"group": "Security group '" + ch.Group + "' already exists"})
@@ -83,8 +84,8 @@ func (fx *firewall) CreateFirewallGroup(ch GroupChange) error {
 		if ch.Comment != nil {
 			g.Comment = *ch.Comment
 		}
-		fx.setGroupLocked(lowerName(ch.Group), g)
-		return fx.saveFirewallLocked()
+		fg.setGroupLocked(lowerName(ch.Group), g)
+		return fg.saveLocked()
 	}
 	if ch.Digest != "" && ch.Digest != firstDigest(groupList(groups)) {
 		return Failf("detected modified configuration - file changed by other user? Try again.\n")
@@ -101,10 +102,10 @@ func (fx *firewall) CreateFirewallGroup(ch GroupChange) error {
 	}
 	if ch.Group != ch.Rename {
 		delete(groups, ch.Rename)
-		fx.setGroupLocked(lowerName(ch.Group), old)
-		fx.renameGroupRefsLocked(ch.Rename, ch.Group)
+		fg.setGroupLocked(lowerName(ch.Group), old)
+		fg.state().renameGroupRefs(ch.Rename, ch.Group)
 	}
-	return fx.saveFirewallLocked()
+	return fg.saveLocked()
 }
 
 // firstDigest is a listed digest, or the digest of nothing.
@@ -115,33 +116,27 @@ func firstDigest(rows []map[string]any) string {
 	return rows[0]["digest"].(string)
 }
 
-func (fx *firewall) setGroupLocked(name string, g *FirewallGroup) {
-	cf := fx.clusterFirewallLocked()
+func (fg *fwGroups) setGroupLocked(name string, g *FirewallGroup) {
+	cf := fg.state().clusterFirewall()
 	if cf.Groups == nil {
 		cf.Groups = map[string]*FirewallGroup{}
 	}
 	cf.Groups[name] = g
 }
 
-func (fx *firewall) saveFirewallLocked() error {
-	fx.c.markCore()
-	return fx.c.saveLocked()
-}
-
 // DeleteFirewallGroup is delete_security_group: only an empty group goes.
-func (fx *firewall) DeleteFirewallGroup(name string) error {
-	c := fx.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	g := fx.clusterFirewallView().Groups[name]
+func (fg *fwGroups) DeleteFirewallGroup(name string) error {
+	fg.stateMu.Lock()
+	defer fg.stateMu.Unlock()
+	g := fg.state().clusterFirewallView().Groups[name]
 	if g == nil {
 		return Failf("no such security group '%s'\n", name)
 	}
 	if len(g.Rules) > 0 {
 		return Failf("Security group '%s' is not empty\n", name)
 	}
-	delete(fx.clusterFirewallLocked().Groups, name)
-	return fx.saveFirewallLocked()
+	delete(fg.state().clusterFirewall().Groups, name)
+	return fg.saveLocked()
 }
 
 func sha1New() hash.Hash { return sha1.New() }

@@ -15,6 +15,9 @@ import (
 // its entries sorted by CIDR, so that is how they are kept; the API looks
 // a set up by the name as given.
 
+// fwIPSets answers for the IP sets, the cluster's and the guests'.
+type fwIPSets struct{ fwParts }
+
 // FirewallIPSet is one [IPSET name] section.
 type FirewallIPSet struct {
 	Comment string               `json:"comment,omitempty"`
@@ -30,38 +33,6 @@ type FirewallIPSetEntry struct {
 
 // fwAliasRefRe is an alias reference in an IP set: [dc/|guest/]name.
 var fwAliasRefRe = regexp.MustCompile(`^(dc/|guest/)?([A-Za-z][A-Za-z0-9\-_]+)$`)
-
-// fwIPSetsLocked returns the scope's IP sets, made when create is set.
-func (fx *firewall) fwIPSetsLocked(s AliasScope, create bool) map[string]*FirewallIPSet {
-	c := fx.c
-	if s.VMID == 0 {
-		if c.st.ClusterFirewall == nil {
-			if !create {
-				return nil
-			}
-			c.st.ClusterFirewall = &ClusterFirewall{}
-		}
-		if c.st.ClusterFirewall.IPSets == nil && create {
-			c.st.ClusterFirewall.IPSets = map[string]*FirewallIPSet{}
-		}
-		return c.st.ClusterFirewall.IPSets
-	}
-	fw := c.st.Firewall[s.VMID]
-	if fw == nil {
-		if !create {
-			return nil
-		}
-		if c.st.Firewall == nil {
-			c.st.Firewall = map[int]*GuestFirewall{}
-		}
-		fw = &GuestFirewall{}
-		c.st.Firewall[s.VMID] = fw
-	}
-	if fw.IPSets == nil && create {
-		fw.IPSets = map[string]*FirewallIPSet{}
-	}
-	return fw.IPSets
-}
 
 // listDigest is copy_list_with_digest over entries already reduced to
 // their defined keys: SHA-1 of "key:value\n" per entry in key order, the
@@ -120,27 +91,25 @@ func ipsetEntries(set *FirewallIPSet) ([]map[string]any, string) {
 }
 
 // IPSets is GET .../ipset: the sets with the list's digest.
-func (fx *firewall) IPSets(s AliasScope) ([]map[string]any, error) {
-	c := fx.c
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if err := c.fwScopeLocked(s); err != nil {
+func (fi *fwIPSets) IPSets(s AliasScope) ([]map[string]any, error) {
+	fi.stateMu.RLock()
+	defer fi.stateMu.RUnlock()
+	if err := fi.scopeLocked(s); err != nil {
 		return nil, err
 	}
-	list, _ := ipsetList(c.fwIPSetsLocked(s, false))
+	list, _ := ipsetList(fi.state().fwIPSets(s, false))
 	return list, nil
 }
 
 // IPSet is GET .../ipset/{name}: the set's entries; 500 "no such IPSet
 // '<name>'\n".
-func (fx *firewall) IPSet(s AliasScope, name string) ([]map[string]any, error) {
-	c := fx.c
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if err := c.fwScopeLocked(s); err != nil {
+func (fi *fwIPSets) IPSet(s AliasScope, name string) ([]map[string]any, error) {
+	fi.stateMu.RLock()
+	defer fi.stateMu.RUnlock()
+	if err := fi.scopeLocked(s); err != nil {
 		return nil, err
 	}
-	set := c.fwIPSetsLocked(s, false)[name]
+	set := fi.state().fwIPSets(s, false)[name]
 	if set == nil {
 		return nil, Failf("no such IPSet '%s'\n", name)
 	}

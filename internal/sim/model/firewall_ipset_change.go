@@ -16,15 +16,14 @@ type IPSetChange struct {
 // changeIPSets applies change to a copy of the scope's IP sets and keeps
 // it only when change succeeds; change sees the aliases too, for
 // references.
-func (fx *firewall) changeIPSets(s AliasScope, change func(sets map[string]*FirewallIPSet) error) error {
-	c := fx.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.fwScopeLocked(s); err != nil {
+func (fi *fwIPSets) changeIPSets(s AliasScope, change func(sets map[string]*FirewallIPSet) error) error {
+	fi.stateMu.Lock()
+	defer fi.stateMu.Unlock()
+	if err := fi.scopeLocked(s); err != nil {
 		return err
 	}
 	next := map[string]*FirewallIPSet{}
-	for k, set := range c.fwIPSetsLocked(s, false) {
+	for k, set := range fi.state().fwIPSets(s, false) {
 		next[k] = &FirewallIPSet{Comment: set.Comment, Entries: slices.Clone(set.Entries)}
 	}
 	if err := change(next); err != nil {
@@ -33,7 +32,7 @@ func (fx *firewall) changeIPSets(s AliasScope, change func(sets map[string]*Fire
 	// The file gives the sets back by lower-cased name, the entries
 	// sorted by CIDR (format_ipsets); a name taken twice in different
 	// case is read back as one set, the later section's entries kept.
-	sets := c.fwIPSetsLocked(s, true)
+	sets := fi.state().fwIPSets(s, true)
 	clear(sets)
 	for _, k := range slices.Sorted(maps.Keys(next)) {
 		set := next[k]
@@ -44,17 +43,15 @@ func (fx *firewall) changeIPSets(s AliasScope, change func(sets map[string]*Fire
 		}
 		sets[lk] = set
 	}
-	c.markCore()
-	return c.saveLocked()
+	return fi.saveLocked()
 }
 
 // CreateIPSet is POST .../ipset: a new empty set, or with rename the set
 // rename renamed to name (digest checked), its comment kept unless one is
 // given. 400 {name: "IPSet '<x>' already exists" | "does already exist" |
 // "does not exist"} as IPSet.pm raises them.
-func (fx *firewall) CreateIPSet(s AliasScope, ch IPSetChange) error {
-	c := fx.c
-	return c.changeIPSets(s, func(sets map[string]*FirewallIPSet) error {
+func (fi *fwIPSets) CreateIPSet(s AliasScope, ch IPSetChange) error {
+	return fi.changeIPSets(s, func(sets map[string]*FirewallIPSet) error {
 		if ch.Rename != "" {
 			if _, digest := ipsetList(sets); ch.Digest != "" && ch.Digest != digest {
 				return Failf("detected modified configuration - file changed by other user? Try again.\n")
@@ -87,9 +84,8 @@ func (fx *firewall) CreateIPSet(s AliasScope, ch IPSetChange) error {
 
 // DeleteIPSet is DELETE .../ipset/{name}: 500 "IPSet '<name>' is not
 // empty\n" unless force.
-func (fx *firewall) DeleteIPSet(s AliasScope, name string, force bool) error {
-	c := fx.c
-	return c.changeIPSets(s, func(sets map[string]*FirewallIPSet) error {
+func (fi *fwIPSets) DeleteIPSet(s AliasScope, name string, force bool) error {
+	return fi.changeIPSets(s, func(sets map[string]*FirewallIPSet) error {
 		set := sets[name]
 		if set == nil {
 			return Failf("no such IPSet '%s'\n", name)
@@ -111,16 +107,15 @@ type IPSetEntry struct {
 // AddIPSetEntry is POST .../ipset/{name}: an alias reference must resolve
 // (500 "no such alias '<x>'\n"), an address is normalized as the parser
 // does (/32, /128 dropped); 400 for a duplicate or a zero prefix.
-func (fx *firewall) AddIPSetEntry(s AliasScope, e IPSetEntry) error {
-	c := fx.c
-	return c.changeIPSets(s, func(sets map[string]*FirewallIPSet) error {
+func (fi *fwIPSets) AddIPSetEntry(s AliasScope, e IPSetEntry) error {
+	return fi.changeIPSets(s, func(sets map[string]*FirewallIPSet) error {
 		set := sets[e.Name]
 		if set == nil {
 			return Failf("no such IPSet '%s'\n", e.Name)
 		}
 		cidr := e.CIDR
 		if m := fwAliasRefRe.FindStringSubmatch(cidr); m != nil {
-			if !c.aliasResolvesLocked(s, m[2], m[1]) {
+			if !fi.aliasResolvesLocked(s, m[2], m[1]) {
 				return Failf("no such alias '%s'\n", m[2])
 			}
 		} else {
@@ -141,20 +136,19 @@ func (fx *firewall) AddIPSetEntry(s AliasScope, e IPSetEntry) error {
 
 // aliasResolvesLocked is resolve_alias: the guest's alias (unless scope
 // is dc/), else the cluster's (unless guest/).
-func (fx *firewall) aliasResolvesLocked(s AliasScope, name, scope string) bool {
-	c := fx.c
+func (fi *fwIPSets) aliasResolvesLocked(s AliasScope, name, scope string) bool {
+	st := fi.state()
 	key := strings.ToLower(name)
-	if s.VMID != 0 && scope != "dc/" && c.fwAliasesLocked(s, false)[key] != nil {
+	if s.VMID != 0 && scope != "dc/" && st.fwAliases(s, false)[key] != nil {
 		return true
 	}
-	return scope != "guest/" && c.fwAliasesLocked(AliasScope{}, false)[key] != nil
+	return scope != "guest/" && st.fwAliases(AliasScope{}, false)[key] != nil
 }
 
 // IPSetEntryInfo is GET .../ipset/{name}/{cidr}: the entry with the set's
 // digest; 400 {cidr: "no such IP/Network"}.
-func (fx *firewall) IPSetEntryInfo(s AliasScope, name, cidr string) (map[string]any, error) {
-	c := fx.c
-	list, err := c.IPSet(s, name)
+func (fi *fwIPSets) IPSetEntryInfo(s AliasScope, name, cidr string) (map[string]any, error) {
+	list, err := fi.IPSet(s, name)
 	if err != nil {
 		return nil, err
 	}
@@ -168,9 +162,8 @@ func (fx *firewall) IPSetEntryInfo(s AliasScope, name, cidr string) (map[string]
 
 // UpdateIPSetEntry is PUT .../ipset/{name}/{cidr}: digest checked, then
 // the entry's nomatch and comment replaced.
-func (fx *firewall) UpdateIPSetEntry(s AliasScope, e IPSetEntry) error {
-	c := fx.c
-	return c.changeIPSets(s, func(sets map[string]*FirewallIPSet) error {
+func (fi *fwIPSets) UpdateIPSetEntry(s AliasScope, e IPSetEntry) error {
+	return fi.changeIPSets(s, func(sets map[string]*FirewallIPSet) error {
 		set := sets[e.Name]
 		if set == nil {
 			return Failf("no such IPSet '%s'\n", e.Name)
@@ -190,9 +183,8 @@ func (fx *firewall) UpdateIPSetEntry(s AliasScope, e IPSetEntry) error {
 
 // DeleteIPSetEntry is DELETE .../ipset/{name}/{cidr}: digest checked; an
 // entry that is not there is no error.
-func (fx *firewall) DeleteIPSetEntry(s AliasScope, name, cidr, digest string) error {
-	c := fx.c
-	return c.changeIPSets(s, func(sets map[string]*FirewallIPSet) error {
+func (fi *fwIPSets) DeleteIPSetEntry(s AliasScope, name, cidr, digest string) error {
+	return fi.changeIPSets(s, func(sets map[string]*FirewallIPSet) error {
 		set := sets[name]
 		if set == nil {
 			return Failf("no such IPSet '%s'\n", name)

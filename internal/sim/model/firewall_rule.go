@@ -36,6 +36,10 @@ type FirewallRule struct {
 	IPVersion int    `json:"ipversion,omitempty"`
 }
 
+// fwRules answers for the rule lists: a guest's, the cluster's, each
+// security group's and each node's.
+type fwRules struct{ fwParts }
+
 // RuleScope names a rule list: a CT's (Node, VMID), the cluster's, a
 // security group's (Group) or a node's host rules (Node).
 type RuleScope struct {
@@ -171,10 +175,10 @@ func deleteRuleProperties(r *FirewallRule, deletes []string) error {
 
 // verifyRuleLocked is verify_rule against the scope's sets and aliases;
 // on success r is as the file gives it back.
-func (fx *firewall) verifyRuleLocked(s RuleScope, r *FirewallRule) error {
+func (fr *fwRules) verifyRuleLocked(s RuleScope, r *FirewallRule) error {
 	pr := pvefw.Rule{Type: r.Type, Action: r.Action, Macro: r.Macro, Iface: r.Iface, Source: r.Source, Dest: r.Dest,
 		Proto: r.Proto, Dport: r.Dport, Sport: r.Sport, ICMPType: r.ICMPType}
-	if err := pvefw.VerifyRule(&pr, s.Env, fx.ruleRefsLocked(s)); err != nil {
+	if err := pvefw.VerifyRule(&pr, s.Env, fr.state().fwRuleRefs(s)); err != nil {
 		if err.Field == "" {
 			return Failf("%s", err.Msg)
 		}

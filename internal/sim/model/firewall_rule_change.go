@@ -12,65 +12,38 @@ import (
 // list (load_config and save_rules of each Rules.pm class). A CT's and a
 // node's config need only the node to exist (load_vmfw_conf reads a file
 // that may not be there); a group must exist.
-func (fx *firewall) rulesLocked(s RuleScope) ([]FirewallRule, func([]FirewallRule), error) {
-	c := fx.c
+func (fr *fwRules) rulesLocked(s RuleScope) ([]FirewallRule, func([]FirewallRule), error) {
+	st := fr.state()
 	switch s.Env {
 	case pvefw.EnvCT:
-		if err := c.checkNodeLocked(s.Node); err != nil {
+		if err := fr.nodes.checkNodeLocked(s.Node); err != nil {
 			return nil, nil, err
 		}
 		var rules []FirewallRule
-		if fw := c.st.Firewall[s.VMID]; fw != nil {
+		if fw := st.Firewall[s.VMID]; fw != nil {
 			rules = fw.Rules
 		}
-		return rules, func(next []FirewallRule) {
-			if c.st.Firewall == nil {
-				c.st.Firewall = map[int]*GuestFirewall{}
-			}
-			if c.st.Firewall[s.VMID] == nil {
-				c.st.Firewall[s.VMID] = &GuestFirewall{}
-			}
-			c.st.Firewall[s.VMID].Rules = next
-		}, nil
+		return rules, func(next []FirewallRule) { st.guestFirewall(s.VMID).Rules = next }, nil
 	case pvefw.EnvHost:
-		if err := c.checkNodeLocked(s.Node); err != nil {
+		if err := fr.nodes.checkNodeLocked(s.Node); err != nil {
 			return nil, nil, err
 		}
-		return fx.clusterFirewallView().Hosts[s.Node], func(next []FirewallRule) {
-			cf := fx.clusterFirewallLocked()
+		return st.clusterFirewallView().Hosts[s.Node], func(next []FirewallRule) {
+			cf := st.clusterFirewall()
 			if cf.Hosts == nil {
 				cf.Hosts = map[string][]FirewallRule{}
 			}
 			cf.Hosts[s.Node] = next
 		}, nil
 	case pvefw.EnvGroup:
-		g := fx.clusterFirewallView().Groups[s.Group]
+		g := st.clusterFirewallView().Groups[s.Group]
 		if g == nil {
 			return nil, nil, Failf("no such security group '%s'\n", s.Group)
 		}
 		return g.Rules, func(next []FirewallRule) { g.Rules = next }, nil
 	default:
-		return fx.clusterFirewallView().Rules, func(next []FirewallRule) { fx.clusterFirewallLocked().Rules = next }, nil
+		return st.clusterFirewallView().Rules, func(next []FirewallRule) { st.clusterFirewall().Rules = next }, nil
 	}
-}
-
-// clusterFirewallLocked is the cluster's firewall config, made empty if
-// there is none.
-func (fx *firewall) clusterFirewallLocked() *ClusterFirewall {
-	c := fx.c
-	if c.st.ClusterFirewall == nil {
-		c.st.ClusterFirewall = &ClusterFirewall{}
-	}
-	return c.st.ClusterFirewall
-}
-
-// clusterFirewallView is the cluster's firewall config to read: an
-// empty one when there is none, which is not stored.
-func (fx *firewall) clusterFirewallView() *ClusterFirewall {
-	if cf := fx.c.st.ClusterFirewall; cf != nil {
-		return cf
-	}
-	return &ClusterFirewall{}
 }
 
 // ruleRefs answers verify_rule's look-ups: the cluster's IP sets and
@@ -101,24 +74,25 @@ func (r ruleRefs) Alias(scope, name string) (int, bool) {
 	return e.IPv, true
 }
 
-func (fx *firewall) ruleRefsLocked(s RuleScope) pvefw.Refs {
+// fwRuleRefs answers verify_rule's look-ups for a rule list of scope s:
+// the cluster's IP sets and aliases, and a CT's own.
+func (st *State) fwRuleRefs(s RuleScope) pvefw.Refs {
 	refs := ruleRefs{
-		clusterSets:    fx.fwIPSetsLocked(AliasScope{}, false),
-		clusterAliases: fx.fwAliasesLocked(AliasScope{}, false),
+		clusterSets:    st.fwIPSets(AliasScope{}, false),
+		clusterAliases: st.fwAliases(AliasScope{}, false),
 	}
 	if s.Env == pvefw.EnvCT {
-		refs.guestSets = fx.fwIPSetsLocked(AliasScope{Node: s.Node, VMID: s.VMID}, false)
-		refs.guestAliases = fx.fwAliasesLocked(AliasScope{Node: s.Node, VMID: s.VMID}, false)
+		refs.guestSets = st.fwIPSets(AliasScope{Node: s.Node, VMID: s.VMID}, false)
+		refs.guestAliases = st.fwAliases(AliasScope{Node: s.Node, VMID: s.VMID}, false)
 	}
 	return refs
 }
 
 // FirewallRules is GET rules.
-func (fx *firewall) FirewallRules(s RuleScope) ([]map[string]any, error) {
-	c := fx.c
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	rules, _, err := fx.rulesLocked(s)
+func (fr *fwRules) FirewallRules(s RuleScope) ([]map[string]any, error) {
+	fr.stateMu.RLock()
+	defer fr.stateMu.RUnlock()
+	rules, _, err := fr.rulesLocked(s)
 	if err != nil {
 		return nil, err
 	}
@@ -127,8 +101,8 @@ func (fx *firewall) FirewallRules(s RuleScope) ([]map[string]any, error) {
 
 // FirewallRule is GET rules/{pos}: 500 "no rule at position <pos>" past
 // the end.
-func (fx *firewall) FirewallRule(s RuleScope, pos int) (map[string]any, error) {
-	list, err := fx.FirewallRules(s)
+func (fr *fwRules) FirewallRule(s RuleScope, pos int) (map[string]any, error) {
+	list, err := fr.FirewallRules(s)
 	if err != nil {
 		return nil, err
 	}
@@ -140,11 +114,10 @@ func (fx *firewall) FirewallRule(s RuleScope, pos int) (map[string]any, error) {
 
 // changeRules runs change on a copy of the scope's rules and stores the
 // result when it succeeds.
-func (fx *firewall) changeRules(s RuleScope, change func(rules []FirewallRule) ([]FirewallRule, error)) error {
-	c := fx.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	rules, set, err := fx.rulesLocked(s)
+func (fr *fwRules) changeRules(s RuleScope, change func(rules []FirewallRule) ([]FirewallRule, error)) error {
+	fr.stateMu.Lock()
+	defer fr.stateMu.Unlock()
+	rules, set, err := fr.rulesLocked(s)
 	if err != nil {
 		return err
 	}
@@ -153,21 +126,20 @@ func (fx *firewall) changeRules(s RuleScope, change func(rules []FirewallRule) (
 		return err
 	}
 	set(next)
-	c.markCore()
-	return c.saveLocked()
+	return fr.saveLocked()
 }
 
 // CreateFirewallRule is POST rules (create_rule): the rule is verified
 // and put first, whatever pos says (Rules.pm unshifts it; neither pos
 // nor digest is looked at); without enable it is disabled.
-func (fx *firewall) CreateFirewallRule(s RuleScope, params map[string]string) error {
-	return fx.changeRules(s, func(rules []FirewallRule) ([]FirewallRule, error) {
+func (fr *fwRules) CreateFirewallRule(s RuleScope, params map[string]string) error {
+	return fr.changeRules(s, func(rules []FirewallRule) ([]FirewallRule, error) {
 		r := FirewallRule{}
 		copyRuleData(&r, params)
 		if _, ok := params["enable"]; !ok {
 			r.Enable = 0
 		}
-		if err := fx.verifyRuleLocked(s, &r); err != nil {
+		if err := fr.verifyRuleLocked(s, &r); err != nil {
 			return nil, err
 		}
 		return append([]FirewallRule{r}, rules...), nil
@@ -189,8 +161,8 @@ func ruleDigestPos(rules []FirewallRule, digest string, pos int) error {
 // rule moves before the rule now at moveto (to the end past it) and the
 // other parameters are ignored; otherwise the given fields are set, the
 // deleted ones dropped and the rule verified again.
-func (fx *firewall) UpdateFirewallRule(s RuleScope, pos int, params map[string]string, deletes []string) error {
-	return fx.changeRules(s, func(rules []FirewallRule) ([]FirewallRule, error) {
+func (fr *fwRules) UpdateFirewallRule(s RuleScope, pos int, params map[string]string, deletes []string) error {
+	return fr.changeRules(s, func(rules []FirewallRule) ([]FirewallRule, error) {
 		if err := ruleDigestPos(rules, params["digest"], pos); err != nil {
 			return nil, err
 		}
@@ -207,7 +179,7 @@ func (fx *firewall) UpdateFirewallRule(s RuleScope, pos int, params map[string]s
 			return nil, err
 		}
 		r.IPVersion = 0
-		if err := fx.verifyRuleLocked(s, &r); err != nil {
+		if err := fr.verifyRuleLocked(s, &r); err != nil {
 			return nil, err
 		}
 		rules[pos] = r
@@ -235,8 +207,8 @@ func moveRule(rules []FirewallRule, pos, moveto int) []FirewallRule {
 }
 
 // DeleteFirewallRule is DELETE rules/{pos}.
-func (fx *firewall) DeleteFirewallRule(s RuleScope, pos int, digest string) error {
-	return fx.changeRules(s, func(rules []FirewallRule) ([]FirewallRule, error) {
+func (fr *fwRules) DeleteFirewallRule(s RuleScope, pos int, digest string) error {
+	return fr.changeRules(s, func(rules []FirewallRule) ([]FirewallRule, error) {
 		if err := ruleDigestPos(rules, digest, pos); err != nil {
 			return nil, err
 		}
@@ -244,36 +216,5 @@ func (fx *firewall) DeleteFirewallRule(s RuleScope, pos int, digest string) erro
 	})
 }
 
-// renameGroupRefs is the rename of a security group in every rule list
-// that refers to it (Groups.pm $rename_fw_rules).
-func (fx *firewall) renameGroupRefsLocked(old, name string) {
-	c := fx.c
-	rename := func(rules []FirewallRule) {
-		for i := range rules {
-			if rules[i].Type == "group" && rules[i].Action == old {
-				rules[i].Action = name
-			}
-		}
-	}
-	for _, fw := range c.st.Firewall {
-		rename(fw.Rules)
-	}
-	cf := fx.clusterFirewallView()
-	for _, rules := range cf.Hosts {
-		rename(rules)
-	}
-	rename(cf.Rules)
-}
-
 // lowerName is how the cluster config files a group: by lower-cased name.
 func lowerName(s string) string { return strings.ToLower(s) }
-
-// FirewallLog is what /var/log/pve-firewall.log holds for a guest: the
-// emulator filters no packets, so nothing. Only the node is checked, as
-// the log is read whatever the guest.
-func (fx *firewall) FirewallLog(node string, vmid int) ([]string, error) {
-	c := fx.c
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return nil, c.checkNodeLocked(node)
-}

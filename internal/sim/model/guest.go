@@ -79,14 +79,7 @@ type volumePather interface {
 // The CTs' operations come in parts by concern, each declared in its
 // own file with the fields it reaches the rest through (ctConfig in
 // lxc_config.go, ctPower, ctDisks, ctSnapshots, ctDestroyer, ctCreator,
-// vzdump, ctMigrator). pools and firewall are still built on the whole
-// Cluster, calling the other parts through it.
-type (
-	// pools and firewall are the resource pools' and the firewall's
-	// operations (cluster_pool.go, firewall*.go).
-	pools    struct{ c *Cluster }
-	firewall struct{ c *Cluster }
-)
+// vzdump, ctMigrator).
 
 // guestLocked returns the CT vmid on node, or PVE's load_config error
 // (behaviour.md §0: a missing CT is a 500 naming the config file).

@@ -1,75 +1,116 @@
 package model
 
 import (
-	"context"
 	"crypto/sha1"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 )
 
-// haManager is the emulator's HA stack: the HA API (ha_resources.go,
-// ha_rules.go, ha_status.go), the CRM loop and the LRM's tasks
-// (ha_crm*.go, ha_lrm.go), and what being an HA resource changes for a
-// CT (ha_guest.go). Cluster holds it by name (c.ha) and embeds its
-// exported methods (haAPI). It owns the CRM loop's wake-up;
-// the HA config and manager status stay in the State (State.HA), under
-// the State's one lock. It holds no *Cluster: the State's lock and the
-// State, its settings, and one field per part it calls; the LRM starts
-// its tasks through ctPower's and ctMigrator's own API methods.
+// haManager is the emulator's HA stack, in parts along pve-ha-manager's
+// own lines: the API's resources (haResources, ha_resources.go), rules
+// (haRules, ha_rules.go) and groups (haGroups, ha_groups.go), the status
+// view (haStatusView, ha_status.go), the CRM loop (haCRM, ha_crm*.go),
+// the LRM's tasks (haLRM, ha_lrm.go), and what being an HA resource
+// changes for a CT (haGuest, ha_guest.go). Cluster holds it by name
+// (c.ha) and embeds the API parts' exported methods (haAPI). The HA
+// config and manager status stay in the State (State.HA), under the
+// State's one lock. No part holds a *Cluster: each embeds haParts and
+// holds one field per other part it calls; the LRM starts its tasks
+// through ctPower's and ctMigrator's own API methods.
 type haManager struct {
+	resources haResources
+	rules     haRules
+	groups    haGroups
+	status    haStatusView
+	crm       haCRM
+	lrm       haLRM
+	guest     haGuest
+}
+
+// haParts are the fields every HA part holds, embedded: the State's lock
+// and the State, the clock (the CRM's log and delays), the journal, and
+// the CRM's wake-up, which a change to the HA config kicks.
+type haParts struct {
 	// stateMu guards the State; state is the State (nil until loaded).
 	stateMu *stateMutex
 	state   func() *State
 	clock   func() time.Time
-	version string
-	log     *slog.Logger
-	// ctx is the cluster's life, wg counts its goroutines for Close.
-	ctx context.Context
-	wg  *sync.WaitGroup
-	// tasks starts the hastart, hastop and hamigrate tasks and scales
-	// the CRM's delays.
-	tasks interface {
-		spawn(auth Auth, node, typ, id string, fn func(w *Worker) error) string
-		scale(d time.Duration) time.Duration
-	}
-	power    haPower
-	migrator interface {
-		MigrateCT(auth Auth, node string, vmid int, params map[string]string) (string, error)
-	}
 	journal interface {
 		markCore()
 		markGuest(vmid int)
 		saveLocked() error
 	}
-	// crm wakes the CRM loop (ha_crm.go).
-	crm crmLoop
+	crm interface{ kickCRM() }
 }
 
-// haAPI is haManager's exported methods, the HA API's: Cluster embeds
-// it (the interface, not the manager), so that these are the Cluster's
-// methods and the manager's own workings are not; the other parts reach
-// those through their own fields.
+// changedLocked marks the HA config changed, wakes the CRM and saves.
+func (hp haParts) changedLocked() error {
+	hp.journal.markCore()
+	hp.crm.kickCRM()
+	return hp.journal.saveLocked()
+}
+
+// logLocked appends a CRM log line.
+func (hp haParts) logLocked(level, format string, args ...any) {
+	h := hp.state().haConfig()
+	line := hp.clock().UTC().Format("2006-01-02 15:04:05") + " pve-ha-crm " + level + ": " + fmt.Sprintf(format, args...)
+	h.Log = append(h.Log, line)
+	if len(h.Log) > maxHALog {
+		h.Log = h.Log[len(h.Log)-maxHALog:]
+	}
+}
+
+// haAPI is the HA API's exported methods: Cluster embeds it (the
+// interface, not the manager), so that these are the Cluster's methods
+// and the parts' own workings are not; the other parts reach those
+// through their own fields. Its value is haAPIParts over c.ha.
 type haAPI interface {
+	haResourceAPI
+	haRuleAPI
+	haGroupAPI
+	haStatusAPI
+}
+
+// haAPIParts is haAPI made of the API parts (wireHA).
+type haAPIParts struct {
+	haResourceAPI
+	haRuleAPI
+	haGroupAPI
+	haStatusAPI
+}
+
+// haResourceAPI is haResources' exported methods.
+type haResourceAPI interface {
 	HAResources(typ string) []HAResourceEntry
 	HAResource(sid string) (HAResourceEntry, error)
 	AddHAResource(params map[string]string) error
 	UpdateHAResource(params map[string]string, del []string, digest string) error
 	DeleteHAResource(sid string, purge bool) error
 	RequestHAMotion(sid, node string, relocate bool) (HAMotion, error)
+}
+
+// haRuleAPI is haRules' exported methods.
+type haRuleAPI interface {
 	HARules(typ, resource string) []HARuleEntry
 	HARule(id string) (HARuleEntry, error)
 	SetHARule(create bool, params map[string]string, del []string, digest string) error
 	DeleteHARule(id string) error
+}
+
+// haGroupAPI is haGroups' exported methods.
+type haGroupAPI interface {
 	HAGroups() ([]HAGroupEntry, error)
 	HAGroup(id string) (HAGroupEntry, error)
 	SetHAGroup(create bool, params map[string]string, del []string) error
 	DeleteHAGroup(id string) error
+}
+
+// haStatusAPI is haStatusView's exported methods.
+type haStatusAPI interface {
 	HAStatus(node string) []HAStatusEntry
 	HAManagerStatus() HAManagerStatus
 	HALog() []string
@@ -217,9 +258,9 @@ func (st *State) parseHASID(sid string) (string, int, error) {
 	return haSID(vmid), vmid, nil
 }
 
-// haLocked is the cluster's HA config, created empty on first use.
-func (hm *haManager) haLocked() *HA {
-	st := hm.state()
+// haConfig is the cluster's HA config, created empty on first use.
+// The State's lock must be held for writing.
+func (st *State) haConfig() *HA {
 	if st.HA == nil {
 		st.HA = &HA{}
 	}
@@ -236,24 +277,14 @@ func (hm *haManager) haLocked() *HA {
 	return h
 }
 
-// haManagedLocked is vm_is_ha_managed: CT vmid has an HA resource whose
+// haManagedIn is vm_is_ha_managed: CT vmid has an HA resource whose
 // requested state is not ignored.
-func (hm *haManager) haManagedLocked(vmid int) bool { return haManagedIn(hm.state(), vmid) }
-
-// haManagedIn is haManagedLocked over a State, for the parts that hold
-// no Cluster (guests' status).
 func haManagedIn(st *State, vmid int) bool {
 	if st.HA == nil {
 		return false
 	}
 	r := st.HA.Resources[haSID(vmid)]
 	return r != nil && r.requested() != "ignored"
-}
-
-// haConfiguredLocked reports whether CT vmid has an HA resource at all.
-func (hm *haManager) haConfiguredLocked(vmid int) bool {
-	st := hm.state()
-	return st.HA != nil && st.HA.Resources[haSID(vmid)] != nil
 }
 
 // haDigest is the digest of the HA config files, as PVE's section
@@ -264,12 +295,11 @@ func haDigest(v any) string {
 	return hex.EncodeToString(s[:])
 }
 
-// haLogLocked appends a CRM log line.
-func (hm *haManager) haLogLocked(level, format string, args ...any) {
-	h := hm.haLocked()
-	line := hm.clock().UTC().Format("2006-01-02 15:04:05") + " pve-ha-crm " + level + ": " + fmt.Sprintf(format, args...)
-	h.Log = append(h.Log, line)
-	if len(h.Log) > maxHALog {
-		h.Log = h.Log[len(h.Log)-maxHALog:]
+// haGuest is the CT behind sid, nil when it does not exist.
+func (st *State) haGuest(sid string) *Guest {
+	vmid, err := strconv.Atoi(strings.TrimPrefix(sid, "ct:"))
+	if err != nil {
+		return nil
 	}
+	return st.Guests[vmid]
 }

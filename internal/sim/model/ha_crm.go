@@ -1,10 +1,12 @@
 package model
 
 import (
+	"context"
+	"log/slog"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -32,34 +34,55 @@ const (
 	minCRMCycle = 10 * time.Millisecond
 )
 
-// crmLoop is the CRM goroutine's wake-up: a change to the HA config or
-// a request kicks it rather than waiting for the next round.
-type crmLoop struct {
+// haCRM is pve-ha-crm: the loop, and each service's next state
+// (ha_crm_service.go). Besides haParts it holds the cluster's life, the
+// task durations' scale, ctPower (a fenced CT is stopped), the LRM it
+// hands the work to, and the rules that say where a service may run.
+type haCRM struct {
+	haParts
+	log *slog.Logger
+	// ctx is the cluster's life, wg counts its goroutines for Close.
+	ctx   context.Context
+	wg    *sync.WaitGroup
+	tasks interface {
+		scale(d time.Duration) time.Duration
+	}
+	power interface{ markStoppedLocked(g *Guest) }
+	lrm   interface {
+		lrmStartLocked(sid string, s *HAService, g *Guest) func()
+		lrmStopLocked(s *HAService, g *Guest) func()
+		lrmMigrateLocked(s *HAService, g *Guest) func()
+	}
+	rules interface {
+		haAllowedNodesLocked(sid string) []string
+	}
+	// kick wakes the loop: a change to the HA config or a request kicks
+	// it rather than waiting for the next round.
 	kick chan struct{}
 }
 
 // startCRM starts the cluster's HA loop; Close stops it.
-func (hm *haManager) startCRM() {
-	hm.crm.kick = make(chan struct{}, 1)
-	hm.wg.Add(1)
-	go hm.runCRM()
+func (crm *haCRM) startCRM() {
+	crm.kick = make(chan struct{}, 1)
+	crm.wg.Add(1)
+	go crm.runCRM()
 }
 
 // kickCRM wakes the CRM loop (it never blocks).
-func (hm *haManager) kickCRM() {
+func (crm *haCRM) kickCRM() {
 	select {
-	case hm.crm.kick <- struct{}{}:
+	case crm.kick <- struct{}{}:
 	default:
 	}
 }
 
-func (hm *haManager) runCRM() {
-	defer hm.wg.Done()
-	cycle := max(hm.tasks.scale(crmCycle), minCRMCycle)
+func (crm *haCRM) runCRM() {
+	defer crm.wg.Done()
+	cycle := max(crm.tasks.scale(crmCycle), minCRMCycle)
 	t := time.NewTimer(cycle)
 	defer t.Stop()
 	for {
-		actions, active := hm.crmRound()
+		actions, active := crm.crmRound()
 		for _, a := range actions {
 			a()
 		}
@@ -69,9 +92,9 @@ func (hm *haManager) runCRM() {
 			tick = t.C
 		}
 		select {
-		case <-hm.ctx.Done():
+		case <-crm.ctx.Done():
 			return
-		case <-hm.crm.kick:
+		case <-crm.kick:
 		case <-tick:
 		}
 	}
@@ -80,30 +103,30 @@ func (hm *haManager) runCRM() {
 // crmRound is one CRM round: node states, new and stale services, queued
 // commands, each service's next state, fencing. It returns the LRM work
 // to start without the lock, and whether HA has anything to watch.
-func (hm *haManager) crmRound() (actions []func(), active bool) {
-	if !hm.haWatching() {
+func (crm *haCRM) crmRound() (actions []func(), active bool) {
+	if !crm.haWatching() {
 		return nil, false // no write lock: an idle round moves no ReadKey
 	}
-	hm.stateMu.Lock()
-	defer hm.stateMu.Unlock()
-	h := hm.state().HA
+	crm.stateMu.Lock()
+	defer crm.stateMu.Unlock()
+	h := crm.state().HA
 	if !haActive(h) {
 		return nil, false
 	}
 	before := haDigest(h)
-	hm.crmNodesLocked()
-	hm.crmSyncServicesLocked()
-	hm.crmCommandsLocked()
+	crm.crmNodesLocked()
+	crm.crmSyncServicesLocked()
+	crm.crmCommandsLocked()
 	for _, sid := range slices.Sorted(maps.Keys(h.Services)) {
-		if a := hm.crmServiceLocked(sid); a != nil {
+		if a := crm.crmServiceLocked(sid); a != nil {
 			actions = append(actions, a)
 		}
 	}
-	hm.crmFenceLocked()
+	crm.crmFenceLocked()
 	if haDigest(h) != before {
-		hm.journal.markCore()
-		if err := hm.journal.saveLocked(); err != nil {
-			hm.log.Error("save state after HA round", "err", err)
+		crm.journal.markCore()
+		if err := crm.journal.saveLocked(); err != nil {
+			crm.log.Error("save state after HA round", "err", err)
 		}
 	}
 	return actions, true
@@ -111,10 +134,10 @@ func (hm *haManager) crmRound() (actions []func(), active bool) {
 
 // haWatching reports, under the read lock, whether HA has anything to
 // watch (haActive).
-func (hm *haManager) haWatching() bool {
-	hm.stateMu.RLock()
-	defer hm.stateMu.RUnlock()
-	st := hm.state()
+func (crm *haCRM) haWatching() bool {
+	crm.stateMu.RLock()
+	defer crm.stateMu.RUnlock()
+	st := crm.state()
 	return haActive(st.HA)
 }
 
@@ -125,19 +148,19 @@ func haActive(h *HA) bool {
 
 // offlineForLocked reports whether node has been offline at least d
 // (scaled), as node_is_offline_delayed does.
-func (hm *haManager) offlineForLocked(node string, d time.Duration) bool {
-	st := hm.state()
+func (crm *haCRM) offlineForLocked(node string, d time.Duration) bool {
+	st := crm.state()
 	n := st.node(node)
 	if n == nil || n.Online {
 		return false
 	}
-	return hm.clock().Sub(time.Unix(n.OfflineSince, 0)) >= hm.tasks.scale(d)
+	return crm.clock().Sub(time.Unix(n.OfflineSince, 0)) >= crm.tasks.scale(d)
 }
 
 // crmNodesLocked is NodeStatus.pm update: an online node is online, an
 // offline one unknown; fence is left to crmFenceLocked.
-func (hm *haManager) crmNodesLocked() {
-	st := hm.state()
+func (crm *haCRM) crmNodesLocked() {
+	st := crm.state()
 	h := st.HA
 	for _, n := range st.Nodes {
 		old := h.NodeState[n.Name]
@@ -150,26 +173,26 @@ func (hm *haManager) crmNodesLocked() {
 		}
 		h.NodeState[n.Name] = want
 		if old != "" {
-			hm.haLogLocked("info", "node '%s': state changed from '%s' => '%s'", n.Name, old, want)
+			crm.logLocked("info", "node '%s': state changed from '%s' => '%s'", n.Name, old, want)
 		}
 	}
 }
 
 // crmSyncServicesLocked adds the configured resources the manager does
 // not know yet and drops the ones gone or ignored.
-func (hm *haManager) crmSyncServicesLocked() {
-	st := hm.state()
+func (crm *haCRM) crmSyncServicesLocked() {
+	st := crm.state()
 	h := st.HA
 	for _, sid := range slices.Sorted(maps.Keys(h.Resources)) {
 		r := h.Resources[sid]
 		if h.Services[sid] != nil || r.requested() == "ignored" {
 			continue
 		}
-		g := hm.haGuestLocked(sid)
+		g := st.haGuest(sid)
 		if g == nil {
 			continue // "not found": nothing to manage until the CT exists
 		}
-		hm.haLogLocked("info", "adding new service '%s' on node '%s'", sid, g.Node)
+		crm.logLocked("info", "adding new service '%s' on node '%s'", sid, g.Node)
 		state := "request_stop"
 		if r.requested() == "started" {
 			state = "request_start"
@@ -185,25 +208,15 @@ func (hm *haManager) crmSyncServicesLocked() {
 		if r != nil {
 			reason = "ignored state requested"
 		}
-		hm.haLogLocked("info", "removing stale service '%s' (%s)", sid, reason)
+		crm.logLocked("info", "removing stale service '%s' (%s)", sid, reason)
 		delete(h.Services, sid)
 	}
 }
 
-// haGuestLocked is the CT behind sid, nil when it does not exist.
-func (hm *haManager) haGuestLocked(sid string) *Guest {
-	st := hm.state()
-	vmid, err := strconv.Atoi(strings.TrimPrefix(sid, "ct:"))
-	if err != nil {
-		return nil
-	}
-	return st.Guests[vmid]
-}
-
 // setServiceStateLocked is Manager.pm's change_service_state: the new
 // state, the LRM's work and counters reset, and its log line.
-func (hm *haManager) setServiceStateLocked(sid, state string, node string) {
-	st := hm.state()
+func (crm *haCRM) setServiceStateLocked(sid, state string, node string) {
+	st := crm.state()
 	s := st.HA.Services[sid]
 	old := s.State
 	s.State, s.Running, s.Restarts, s.UPID, s.UPIDNode = state, false, 0, "", ""
@@ -217,39 +230,39 @@ func (hm *haManager) setServiceStateLocked(sid, state string, node string) {
 	} else {
 		text = "  (node = " + s.Node + ", target = " + s.Target + ")"
 	}
-	hm.haLogLocked("info", "service '%s': state changed from '%s' to '%s'%s", sid, old, state, text)
+	crm.logLocked("info", "service '%s': state changed from '%s' to '%s'%s", sid, old, state, text)
 }
 
 // crmCommandsLocked runs the queued migrate and relocate commands.
-func (hm *haManager) crmCommandsLocked() {
-	st := hm.state()
+func (crm *haCRM) crmCommandsLocked() {
+	st := crm.state()
 	h := st.HA
 	cmds := h.Commands
 	h.Commands = nil
 	for _, cmd := range cmds {
 		f := strings.Fields(cmd)
 		if len(f) != 3 {
-			hm.haLogLocked("err", "unable to parse crm command: %s", cmd)
+			crm.logLocked("err", "unable to parse crm command: %s", cmd)
 			continue
 		}
 		op, sid, target := f[0], f[1], f[2]
-		hm.haLogLocked("info", "got crm command: %s", cmd)
+		crm.logLocked("info", "got crm command: %s", cmd)
 		s := h.Services[sid]
 		switch n := st.node(target); {
 		case s == nil:
-			hm.haLogLocked("err", "crm command error - no such service: %s", cmd)
+			crm.logLocked("err", "crm command error - no such service: %s", cmd)
 		case n == nil || !n.Online:
-			hm.haLogLocked("err", "crm command error - node not online: %s", cmd)
+			crm.logLocked("err", "crm command error - node not online: %s", cmd)
 		case s.Node == target:
-			hm.haLogLocked("info", "ignore crm command - service already on target node: %s", cmd)
+			crm.logLocked("info", "ignore crm command - service already on target node: %s", cmd)
 		case s.State != "started" && s.State != "stopped" && s.State != "request_stop":
-			hm.haLogLocked("err", "crm command '%s' error - service not in started or stopped state", cmd)
+			crm.logLocked("err", "crm command '%s' error - service not in started or stopped state", cmd)
 		default:
 			// A CT cannot live-migrate: HA always relocates it
 			// (Resources/PVECT.pm migrate).
-			hm.haLogLocked("info", "%s service '%s' to node '%s'", op, sid, target)
+			crm.logLocked("info", "%s service '%s' to node '%s'", op, sid, target)
 			s.Target = target
-			hm.setServiceStateLocked(sid, "relocate", "")
+			crm.setServiceStateLocked(sid, "relocate", "")
 		}
 	}
 }

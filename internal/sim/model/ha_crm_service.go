@@ -9,25 +9,25 @@ import (
 // One HA service's next state in a CRM round (Manager.pm next_state_*),
 // and the LRM work that goes with it.
 
-// haLRM is the identity of the LRM's own requests: root@pam in the HA
+// lrmAuth is the identity of the LRM's own requests: root@pam in the HA
 // environment, so they act instead of becoming HA requests.
-var haLRM = Auth{UserID: "root@pam", HA: true}
+var lrmAuth = Auth{UserID: "root@pam", HA: true}
 
 // crmServiceLocked moves service sid on by one step and returns the LRM
 // work to start outside the lock, if any.
-func (hm *haManager) crmServiceLocked(sid string) func() {
-	st := hm.state()
+func (crm *haCRM) crmServiceLocked(sid string) func() {
+	st := crm.state()
 	h := st.HA
 	s, r := h.Services[sid], h.Resources[sid]
-	g := hm.haGuestLocked(sid)
+	g := st.haGuest(sid)
 	if g == nil || r == nil {
 		return nil
 	}
 	if s.State != "fence" && s.State != "recovery" && g.Node != s.Node && s.UPID == "" {
-		hm.haLogLocked("info", "fixup service '%s' location (%s => %s)", sid, s.Node, g.Node)
+		crm.logLocked("info", "fixup service '%s' location (%s => %s)", sid, s.Node, g.Node)
 		s.Node = g.Node
 	}
-	done, ok, typ := hm.lrmResultLocked(s)
+	done, ok, typ := crm.lrmResultLocked(s)
 	if s.UPID != "" {
 		return nil // the LRM is still at it
 	}
@@ -36,17 +36,17 @@ func (hm *haManager) crmServiceLocked(sid string) func() {
 	case "fence":
 		return nil // wait until fenced (crmFenceLocked)
 	case "recovery":
-		hm.crmRecoverLocked(sid, s, g, req)
+		crm.crmRecoverLocked(sid, s, g, req)
 		return nil
 	case "error":
 		if req == "disabled" {
 			s.FailedNodes = nil
-			hm.setServiceStateLocked(sid, "stopped", "")
+			crm.setServiceStateLocked(sid, "stopped", "")
 		}
 		return nil
 	}
-	if hm.offlineForLocked(s.Node, fenceDelay) && req != "disabled" {
-		hm.setServiceStateLocked(sid, "fence", "")
+	if crm.offlineForLocked(s.Node, fenceDelay) && req != "disabled" {
+		crm.setServiceStateLocked(sid, "fence", "")
 		return nil
 	}
 	if n := st.node(s.Node); n == nil || !n.Online {
@@ -54,14 +54,14 @@ func (hm *haManager) crmServiceLocked(sid string) func() {
 	}
 	switch s.State {
 	case "request_start":
-		hm.setServiceStateLocked(sid, "started", "")
+		crm.setServiceStateLocked(sid, "started", "")
 		return nil
 	case "started":
-		return hm.crmStartedLocked(sid, s, g, req, done && typ == "vzstart", ok)
+		return crm.crmStartedLocked(sid, s, g, req, done && typ == "vzstart", ok)
 	case "request_stop", "stopped":
-		return hm.crmStoppedLocked(sid, s, g, req)
+		return crm.crmStoppedLocked(sid, s, g, req)
 	case "relocate", "migrate":
-		return hm.crmRelocateLocked(sid, s, g, req, done, ok, typ)
+		return crm.crmRelocateLocked(sid, s, g, req, done, ok, typ)
 	}
 	return nil
 }
@@ -69,8 +69,8 @@ func (hm *haManager) crmServiceLocked(sid string) func() {
 // lrmResultLocked collects the end of the LRM task in flight for s:
 // done when it has ended (s.UPID is cleared), ok when it succeeded, and
 // its type. A task still running leaves s.UPID set.
-func (hm *haManager) lrmResultLocked(s *HAService) (done, ok bool, typ string) {
-	st := hm.state()
+func (crm *haCRM) lrmResultLocked(s *HAService) (done, ok bool, typ string) {
+	st := crm.state()
 	if s.UPID == "" || s.UPID == pendingUPID {
 		return false, false, ""
 	}
@@ -100,68 +100,68 @@ const pendingUPID = "pending"
 // restart policy: the CT is kept running on its node; a failed start is
 // retried max_restart times, then relocated to another allowed node
 // until max_relocate relocations failed, then the service is in error.
-func (hm *haManager) crmStartedLocked(sid string, s *HAService, g *Guest, req string, started, ok bool) func() {
-	st := hm.state()
+func (crm *haCRM) crmStartedLocked(sid string, s *HAService, g *Guest, req string, started, ok bool) func() {
+	st := crm.state()
 	if req != "started" {
-		hm.setServiceStateLocked(sid, "request_stop", "")
+		crm.setServiceStateLocked(sid, "request_stop", "")
 		return nil
 	}
 	r := st.HA.Resources[sid]
 	switch {
 	case started && ok:
 		if len(s.FailedNodes) > 0 {
-			hm.haLogLocked("info", "relocation policy successful for '%s' on node '%s', failed nodes: %s", sid, s.Node, strings.Join(s.FailedNodes, ", "))
+			crm.logLocked("info", "relocation policy successful for '%s' on node '%s', failed nodes: %s", sid, s.Node, strings.Join(s.FailedNodes, ", "))
 			s.FailedNodes = nil
 		}
 		s.Running, s.Restarts = true, 0
 	case started:
 		if s.Restarts < r.maxRestart() {
 			s.Restarts++
-			hm.haLogLocked("warning", "restart policy: retry number %d for service '%s'", s.Restarts, sid)
+			crm.logLocked("warning", "restart policy: retry number %d for service '%s'", s.Restarts, sid)
 			break
 		}
-		hm.haLogLocked("err", "unable to start service %s on local node after %d retries", sid, s.Restarts)
+		crm.logLocked("err", "unable to start service %s on local node after %d retries", sid, s.Restarts)
 		s.Running = false
 		s.FailedNodes = append(s.FailedNodes, s.Node)
 		if len(s.FailedNodes) > r.maxRelocate() {
-			hm.haLogLocked("err", "recovery policy for service %s failed, entering error state. Failed nodes: %s", sid, strings.Join(s.FailedNodes, ", "))
-			hm.setServiceStateLocked(sid, "error", "")
+			crm.logLocked("err", "recovery policy for service %s failed, entering error state. Failed nodes: %s", sid, strings.Join(s.FailedNodes, ", "))
+			crm.setServiceStateLocked(sid, "error", "")
 			return nil
 		}
-		hm.haLogLocked("warning", "starting service %s on node '%s' failed, relocating service.", sid, s.Node)
-		if next := hm.nextNodeLocked(sid, s); next != "" {
+		crm.logLocked("warning", "starting service %s on node '%s' failed, relocating service.", sid, s.Node)
+		if next := crm.nextNodeLocked(sid, s); next != "" {
 			s.Target = next
-			hm.haLogLocked("info", "relocate service '%s' to node '%s'", sid, next)
-			hm.setServiceStateLocked(sid, "relocate", "")
+			crm.logLocked("info", "relocate service '%s' to node '%s'", sid, next)
+			crm.setServiceStateLocked(sid, "relocate", "")
 			return nil
 		}
 		s.Restarts = 0
 	}
 	if g.Running {
 		s.Running = true
-		hm.crmEnforceRulesLocked(sid, s)
+		crm.crmEnforceRulesLocked(sid, s)
 		return nil
 	}
-	return hm.lrmStartLocked(sid, s, g)
+	return crm.lrm.lrmStartLocked(sid, s, g)
 }
 
 // crmEnforceRulesLocked is select_service_node for a running service: on
 // a node its group or strict rule no longer allows, it is relocated to
 // the first allowed one.
-func (hm *haManager) crmEnforceRulesLocked(sid string, s *HAService) {
-	allowed := hm.haAllowedNodesLocked(sid)
+func (crm *haCRM) crmEnforceRulesLocked(sid string, s *HAService) {
+	allowed := crm.rules.haAllowedNodesLocked(sid)
 	if len(allowed) == 0 || slices.Contains(allowed, s.Node) {
 		return
 	}
 	s.Target = allowed[0]
-	hm.haLogLocked("info", "relocate service '%s' to node '%s'", sid, s.Target)
-	hm.setServiceStateLocked(sid, "relocate", "")
+	crm.logLocked("info", "relocate service '%s' to node '%s'", sid, s.Target)
+	crm.setServiceStateLocked(sid, "relocate", "")
 }
 
 // nextNodeLocked is select_service_node with try-next: an allowed online
 // node where the service has not failed yet, "" when there is none.
-func (hm *haManager) nextNodeLocked(sid string, s *HAService) string {
-	for _, n := range hm.haAllowedNodesLocked(sid) {
+func (crm *haCRM) nextNodeLocked(sid string, s *HAService) string {
+	for _, n := range crm.rules.haAllowedNodesLocked(sid) {
 		if n != s.Node && !slices.Contains(s.FailedNodes, n) {
 			return n
 		}
@@ -172,16 +172,16 @@ func (hm *haManager) nextNodeLocked(sid string, s *HAService) string {
 // crmStoppedLocked is next_state_request_stop and next_state_stopped:
 // the LRM stops the CT; a stopped service whose resource asks for
 // started is requested to start.
-func (hm *haManager) crmStoppedLocked(sid string, s *HAService, g *Guest, req string) func() {
+func (crm *haCRM) crmStoppedLocked(sid string, s *HAService, g *Guest, req string) func() {
 	if g.Running {
-		return hm.lrmStopLocked(s, g)
+		return crm.lrm.lrmStopLocked(s, g)
 	}
 	if s.State == "request_stop" {
-		hm.setServiceStateLocked(sid, "stopped", "")
+		crm.setServiceStateLocked(sid, "stopped", "")
 		return nil
 	}
 	if req == "started" {
-		hm.setServiceStateLocked(sid, "request_start", "")
+		crm.setServiceStateLocked(sid, "request_start", "")
 	}
 	return nil
 }
@@ -189,34 +189,34 @@ func (hm *haManager) crmStoppedLocked(sid string, s *HAService, g *Guest, req st
 // crmRelocateLocked is the LRM's relocate of a CT (PVECT.pm migrate):
 // shut it down, migrate it offline, and leave it to be started on the
 // target. A failed migration leaves it where it was.
-func (hm *haManager) crmRelocateLocked(sid string, s *HAService, g *Guest, req string, done, ok bool, typ string) func() {
+func (crm *haCRM) crmRelocateLocked(sid string, s *HAService, g *Guest, req string, done, ok bool, typ string) func() {
 	after := "started"
 	if req != "started" {
 		after = "request_stop"
 	}
 	switch {
 	case done && typ == "vzmigrate" && ok:
-		hm.setServiceStateLocked(sid, after, g.Node)
+		crm.setServiceStateLocked(sid, after, g.Node)
 		return nil
 	case done && typ == "vzmigrate":
-		hm.haLogLocked("err", "service '%s' - migration failed (exit code 1)", sid)
-		hm.setServiceStateLocked(sid, after, s.Node)
+		crm.logLocked("err", "service '%s' - migration failed (exit code 1)", sid)
+		crm.setServiceStateLocked(sid, after, s.Node)
 		return nil
 	case g.Running:
-		return hm.lrmStopLocked(s, g)
+		return crm.lrm.lrmStopLocked(s, g)
 	}
-	return hm.lrmMigrateLocked(s, g)
+	return crm.lrm.lrmMigrateLocked(s, g)
 }
 
 // crmRecoverLocked is next_state_recovery: the service goes to an
 // allowed online node, by fewest services, without any storage check;
 // its config is stolen from the fenced node after removing the locks a
 // crash leaves behind.
-func (hm *haManager) crmRecoverLocked(sid string, s *HAService, g *Guest, req string) {
-	st := hm.state()
+func (crm *haCRM) crmRecoverLocked(sid string, s *HAService, g *Guest, req string) {
+	st := crm.state()
 	target := ""
 	best := -1
-	for _, n := range hm.haAllowedNodesLocked(sid) {
+	for _, n := range crm.rules.haAllowedNodesLocked(sid) {
 		load := 0
 		for _, o := range st.HA.Services {
 			if o.Node == n {
@@ -230,28 +230,28 @@ func (hm *haManager) crmRecoverLocked(sid string, s *HAService, g *Guest, req st
 	if target == "" {
 		msg := "recovering service '" + sid + "' from fenced node '" + s.Node + "' failed, no recovery node found"
 		if l := st.HA.Log; len(l) == 0 || !strings.HasSuffix(l[len(l)-1], msg) {
-			hm.haLogLocked("err", "%s", msg)
+			crm.logLocked("err", "%s", msg)
 		}
 		if req == "disabled" {
-			hm.setServiceStateLocked(sid, "stopped", "")
+			crm.setServiceStateLocked(sid, "stopped", "")
 		}
 		return
 	}
-	hm.haLogLocked("info", "recover service '%s' from fenced node '%s' to node '%s'", sid, s.Node, target)
+	crm.logLocked("info", "recover service '%s' from fenced node '%s' to node '%s'", sid, s.Node, target)
 	if l := g.Lock(); slices.Contains(recoverableLocks, l) {
 		delete(g.Config, "lock")
-		hm.haLogLocked("info", "removed leftover lock '%s' from recovered service '%s' to allow its start.", l, sid)
+		crm.logLocked("info", "removed leftover lock '%s' from recovered service '%s' to allow its start.", l, sid)
 	}
 	if g.Running {
-		hm.power.markStoppedLocked(g)
+		crm.power.markStoppedLocked(g)
 	}
 	g.Node = target
-	hm.journal.markGuest(g.VMID)
+	crm.journal.markGuest(g.VMID)
 	next := "started"
 	if req != "started" {
 		next = "request_stop"
 	}
-	hm.setServiceStateLocked(sid, next, target)
+	crm.setServiceStateLocked(sid, next, target)
 }
 
 // recoverableLocks are the config locks recovery removes
@@ -263,8 +263,8 @@ var recoverableLocks = []string{"backup", "mounted", "migrate", "clone", "rollba
 // after it went, or at once when it is back and its LRM let go), the
 // fence is acknowledged, its CTs are off (the watchdog reset the node)
 // and its fenced services go to recovery.
-func (hm *haManager) crmFenceLocked() {
-	st := hm.state()
+func (crm *haCRM) crmFenceLocked() {
+	st := crm.state()
 	h := st.HA
 	var nodes []string
 	for _, sid := range slices.Sorted(maps.Keys(h.Services)) {
@@ -275,26 +275,26 @@ func (hm *haManager) crmFenceLocked() {
 	for _, node := range nodes {
 		if old := h.NodeState[node]; old != "fence" {
 			h.NodeState[node] = "fence"
-			hm.haLogLocked("info", "node '%s': state changed from '%s' => 'fence'", node, old)
+			crm.logLocked("info", "node '%s': state changed from '%s' => 'fence'", node, old)
 		}
 		n := st.node(node)
-		if n == nil || (!n.Online && !hm.offlineForLocked(node, agentLockLifetime)) {
+		if n == nil || (!n.Online && !crm.offlineForLocked(node, agentLockLifetime)) {
 			continue
 		}
-		hm.haLogLocked("info", "fencing: acknowledged - got agent lock for node '%s'", node)
+		crm.logLocked("info", "fencing: acknowledged - got agent lock for node '%s'", node)
 		h.NodeState[node] = "unknown"
-		hm.haLogLocked("info", "node '%s': state changed from 'fence' => 'unknown'", node)
+		crm.logLocked("info", "node '%s': state changed from 'fence' => 'unknown'", node)
 		if !n.Online {
 			n.PoweredOff = true
 			for _, g := range st.Guests {
 				if g.Node == node && g.Running {
-					hm.power.markStoppedLocked(g)
+					crm.power.markStoppedLocked(g)
 				}
 			}
 		}
 		for _, sid := range slices.Sorted(maps.Keys(h.Services)) {
 			if s := h.Services[sid]; s.State == "fence" && s.Node == node {
-				hm.setServiceStateLocked(sid, "recovery", "")
+				crm.setServiceStateLocked(sid, "recovery", "")
 			}
 		}
 	}

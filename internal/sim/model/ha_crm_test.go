@@ -10,7 +10,7 @@ func TestCRMRound_idleMovesNoReadKey(t *testing.T) {
 	k := newOpsKit(t)
 	k.ct("pve", 101, nil)
 	k1 := k.c.ReadKey()
-	if actions, active := k.c.ha.crmRound(); len(actions) != 0 || active {
+	if actions, active := k.c.ha.crm.crmRound(); len(actions) != 0 || active {
 		t.Fatalf("idle round: %d actions, active %v", len(actions), active)
 	}
 	if k.c.ReadKey() != k1 {

@@ -7,13 +7,9 @@ import "strconv"
 // become hastart, hastop and hamigrate tasks that only ask the CRM,
 // destroy needs purge, and /cluster/resources shows hastate.
 
-// haStateLocked is the CT's hastate in /cluster/resources: its service
+// haStateIn is the CT's hastate in /cluster/resources: its service
 // state in the manager status, else its requested state in
 // resources.cfg (as it is written there; "" when unset), else "".
-func (hm *haManager) haStateLocked(vmid int) string { return haStateIn(hm.state(), vmid) }
-
-// haStateIn is haStateLocked over a State, for the parts that hold no
-// Cluster (the cluster views).
 func haStateIn(st *State, vmid int) string {
 	if st.HA == nil {
 		return ""
@@ -28,18 +24,44 @@ func haStateIn(st *State, vmid int) string {
 	return ""
 }
 
+// haGuest is what being an HA resource changes for a CT, asked by the
+// CT's operations (ctPower, ctMigrator, ctDestroyer, ctCreator, node
+// power). Besides haParts it holds the task runner for the hastart,
+// hastop and hamigrate tasks, and the resources and rules it checks and
+// purges.
+type haGuest struct {
+	haParts
+	tasks interface {
+		spawn(auth Auth, node, typ, id string, fn func(w *Worker) error) string
+	}
+	resources interface {
+		checkHAServiceStateLocked(sid, req string) error
+		queueHAMotionLocked(sid, node string, relocate bool) error
+	}
+	rules interface{ purgeHARulesLocked(sid string) }
+}
+
+// haManagedLocked is vm_is_ha_managed (haManagedIn).
+func (hg *haGuest) haManagedLocked(vmid int) bool { return haManagedIn(hg.state(), vmid) }
+
+// haConfiguredLocked reports whether CT vmid has an HA resource at all.
+func (hg *haGuest) haConfiguredLocked(vmid int) bool {
+	st := hg.state()
+	return st.HA != nil && st.HA.Resources[haSID(vmid)] != nil
+}
+
 // purgeHAResourceLocked drops CT vmid's HA resource (destroy with
 // purge) and reports whether it had one.
-func (hm *haManager) purgeHAResourceLocked(vmid int) bool {
-	st := hm.state()
+func (hg *haGuest) purgeHAResourceLocked(vmid int) bool {
+	st := hg.state()
 	sid := haSID(vmid)
 	if st.HA == nil || st.HA.Resources[sid] == nil {
 		return false
 	}
 	delete(st.HA.Resources, sid)
-	hm.purgeHARulesLocked(sid)
-	hm.journal.markCore()
-	hm.kickCRM()
+	hg.rules.purgeHARulesLocked(sid)
+	hg.journal.markCore()
+	hg.crm.kickCRM()
 	return true
 }
 
@@ -48,8 +70,8 @@ func (hm *haManager) purgeHAResourceLocked(vmid int) bool {
 // stop or shutdown (want "stopped") is a hastart/hastop task that runs
 // `ha-manager set ct:<vmid> --state <want>`. ok reports whether the
 // request went that way. c.mu must be held.
-func (hm *haManager) haPowerRequestLocked(auth Auth, node string, vmid int, want string) (upid string, ok bool) {
-	if auth.HA || !hm.haManagedLocked(vmid) {
+func (hg *haGuest) haPowerRequestLocked(auth Auth, node string, vmid int, want string) (upid string, ok bool) {
+	if auth.HA || !hg.haManagedLocked(vmid) {
 		return "", false
 	}
 	typ, verb := "hastart", "start"
@@ -57,17 +79,17 @@ func (hm *haManager) haPowerRequestLocked(auth Auth, node string, vmid int, want
 		typ, verb = "hastop", "stop"
 	}
 	sid := haSID(vmid)
-	return hm.tasks.spawn(auth, node, typ, strconv.Itoa(vmid), func(w *Worker) error {
+	return hg.tasks.spawn(auth, node, typ, strconv.Itoa(vmid), func(w *Worker) error {
 		w.Log("Requesting HA %s for CT %d", verb, vmid)
 		return w.Do(func(st *State) error {
-			if err := hm.checkHAServiceStateLocked(sid, want); err != nil {
+			if err := hg.resources.checkHAServiceStateLocked(sid, want); err != nil {
 				w.logLocked("%s", PerlText(err))
 				return Failf("command 'ha-manager set %s --state %s' failed: exit code 255\n", sid, want)
 			}
-			if r := hm.haLocked().Resources[sid]; r != nil {
+			if r := hg.state().haConfig().Resources[sid]; r != nil {
 				r.State = want
-				hm.journal.markCore()
-				hm.kickCRM()
+				hg.journal.markCore()
+				hg.crm.kickCRM()
 			}
 			return nil
 		})
@@ -76,20 +98,20 @@ func (hm *haManager) haPowerRequestLocked(auth Auth, node string, vmid int, want
 
 // haMigrateRequestLocked is migrate_vm's HA branch: a hamigrate task
 // that queues the CRM's migrate of the CT to target and ends.
-func (hm *haManager) haMigrateRequestLocked(auth Auth, node string, vmid int, target string) (upid string, ok bool) {
-	if auth.HA || !hm.haManagedLocked(vmid) {
+func (hg *haGuest) haMigrateRequestLocked(auth Auth, node string, vmid int, target string) (upid string, ok bool) {
+	if auth.HA || !hg.haManagedLocked(vmid) {
 		return "", false
 	}
 	sid := haSID(vmid)
-	return hm.tasks.spawn(auth, node, "hamigrate", strconv.Itoa(vmid), func(w *Worker) error {
+	return hg.tasks.spawn(auth, node, "hamigrate", strconv.Itoa(vmid), func(w *Worker) error {
 		w.Log("Requesting HA migration for CT %d to node %s", vmid, target)
 		return w.Do(func(st *State) error {
-			if err := hm.queueHAMotionLocked(sid, target, false); err != nil {
+			if err := hg.resources.queueHAMotionLocked(sid, target, false); err != nil {
 				w.logLocked("%s", PerlText(err))
 				return Failf("command 'ha-manager migrate %s %s' failed: exit code 255\n", sid, target)
 			}
-			hm.journal.markCore()
-			hm.kickCRM()
+			hg.journal.markCore()
+			hg.crm.kickCRM()
 			return nil
 		})
 	}), true
@@ -98,7 +120,7 @@ func (hm *haManager) haMigrateRequestLocked(auth Auth, node string, vmid int, ta
 // haManageCreated is the end of create_vm's worker with ha-managed=1: the
 // new CT becomes an HA resource, started when the create started it,
 // else stopped. A failure is only warned, as PVE's eval/warn does.
-func (hm *haManager) haManageCreated(w *Worker, vmid int, managed, started bool) error {
+func (hg *haGuest) haManageCreated(w *Worker, vmid int, managed, started bool) error {
 	if !managed {
 		return nil
 	}
@@ -110,11 +132,11 @@ func (hm *haManager) haManageCreated(w *Worker, vmid int, managed, started bool)
 	sid := haSID(vmid)
 	var exists bool
 	if err := w.Do(func(st *State) error {
-		h := hm.haLocked()
+		h := hg.state().haConfig()
 		if exists = h.Resources[sid] != nil; !exists {
 			h.Resources[sid] = &HAResource{State: state}
-			hm.journal.markCore()
-			hm.kickCRM()
+			hg.journal.markCore()
+			hg.crm.kickCRM()
 		}
 		return nil
 	}); err != nil {

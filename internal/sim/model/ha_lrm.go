@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 )
@@ -12,26 +13,41 @@ import (
 // pending there, and started after the round through the API's own
 // method, whose UPID the service then waits on.
 
+// haLRM is the nodes' pve-ha-lrm. Besides haParts it holds the task
+// runner and the API it starts its tasks through: ctPower's start and
+// shutdown, ctMigrator's migrate.
+type haLRM struct {
+	haParts
+	log   *slog.Logger
+	tasks interface {
+		spawn(auth Auth, node, typ, id string, fn func(w *Worker) error) string
+	}
+	power    haPower
+	migrator interface {
+		MigrateCT(auth Auth, node string, vmid int, params map[string]string) (string, error)
+	}
+}
+
 // lrmStartLocked starts CT g on its node. A CT whose volumes its node
 // cannot see (local storage left on a dead node) gets the vzstart that
 // fails as PVE's does when it activates them; anything else goes
 // through StartCT.
-func (hm *haManager) lrmStartLocked(sid string, s *HAService, g *Guest) func() {
+func (lrm *haLRM) lrmStartLocked(sid string, s *HAService, g *Guest) func() {
 	node, vmid := s.Node, g.VMID
-	if missing := hm.missingVolumeLocked(g, node); missing != "" {
-		s.UPID, s.UPIDNode = hm.tasks.spawn(haLRM, node, "vzstart", strconv.Itoa(vmid), func(w *Worker) error {
+	if missing := lrm.missingVolumeLocked(g, node); missing != "" {
+		s.UPID, s.UPIDNode = lrm.tasks.spawn(lrmAuth, node, "vzstart", strconv.Itoa(vmid), func(w *Worker) error {
 			return Failf("%s\n", missing)
 		}), node
 		return nil
 	}
-	return hm.lrmTask(s, node, "vzstart", func() (string, error) { return hm.power.StartCT(haLRM, node, vmid, nil) })
+	return lrm.lrmTask(s, node, "vzstart", func() (string, error) { return lrm.power.StartCT(lrmAuth, node, vmid, nil) })
 }
 
 // missingVolumeLocked is the error activate_volumes gives on node for
 // the first mount point volume of g that node does not see, "" when it
 // sees them all.
-func (hm *haManager) missingVolumeLocked(g *Guest, node string) string {
-	st := hm.state()
+func (lrm *haLRM) missingVolumeLocked(g *Guest, node string) string {
+	st := lrm.state()
 	for _, mp := range mountPoints(g.Config) {
 		volid := mp.Props["volume"]
 		sid, name, ok := ParseVolID(volid)
@@ -51,41 +67,41 @@ func (hm *haManager) missingVolumeLocked(g *Guest, node string) string {
 
 // lrmStopLocked shuts CT g down as the LRM does for a stop request
 // (timeout 60 s, then hard).
-func (hm *haManager) lrmStopLocked(s *HAService, g *Guest) func() {
+func (lrm *haLRM) lrmStopLocked(s *HAService, g *Guest) func() {
 	node, vmid := s.Node, g.VMID
-	return hm.lrmTask(s, node, "vzshutdown", func() (string, error) {
-		return hm.power.ShutdownCT(haLRM, node, vmid, map[string]string{"timeout": "60", "forceStop": "1"})
+	return lrm.lrmTask(s, node, "vzshutdown", func() (string, error) {
+		return lrm.power.ShutdownCT(lrmAuth, node, vmid, map[string]string{"timeout": "60", "forceStop": "1"})
 	})
 }
 
 // lrmMigrateLocked migrates the stopped CT g to the service's target.
-func (hm *haManager) lrmMigrateLocked(s *HAService, g *Guest) func() {
+func (lrm *haLRM) lrmMigrateLocked(s *HAService, g *Guest) func() {
 	node, vmid, target := s.Node, g.VMID, s.Target
-	return hm.lrmTask(s, node, "vzmigrate", func() (string, error) {
-		return hm.migrator.MigrateCT(haLRM, node, vmid, map[string]string{"target": target})
+	return lrm.lrmTask(s, node, "vzmigrate", func() (string, error) {
+		return lrm.migrator.MigrateCT(lrmAuth, node, vmid, map[string]string{"target": target})
 	})
 }
 
 // lrmTask marks s pending and returns the work that starts the task
 // (of type typ) and records its UPID. A request refused at once is the
 // LRM worker's failure: logged, and seen by the CRM as a failed typ.
-func (hm *haManager) lrmTask(s *HAService, node, typ string, start func() (string, error)) func() {
+func (lrm *haLRM) lrmTask(s *HAService, node, typ string, start func() (string, error)) func() {
 	s.UPID, s.UPIDNode = pendingUPID, node
 	return func() {
 		upid, err := start()
-		hm.stateMu.Lock()
-		defer hm.stateMu.Unlock()
+		lrm.stateMu.Lock()
+		defer lrm.stateMu.Unlock()
 		if s.UPID != pendingUPID {
 			return // the service was dropped or moved on meanwhile
 		}
 		if err != nil {
-			hm.haLogLocked("err", "%s", strings.TrimRight(PerlText(err), "\n"))
+			lrm.logLocked("err", "%s", strings.TrimRight(PerlText(err), "\n"))
 			upid = failedUPID + typ
 		}
 		s.UPID, s.UPIDNode = upid, node
-		hm.journal.markCore()
-		if err := hm.journal.saveLocked(); err != nil {
-			hm.log.Error("save state after an HA task", "err", err)
+		lrm.journal.markCore()
+		if err := lrm.journal.saveLocked(); err != nil {
+			lrm.log.Error("save state after an HA task", "err", err)
 		}
 	}
 }

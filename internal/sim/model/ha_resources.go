@@ -12,6 +12,15 @@ import (
 // (ha_crm.go) picks the change up on its next round, as pve-ha-crm
 // reads resources.cfg every cycle.
 
+// haResources answers for resources.cfg. Besides haParts it holds the
+// emulated release (8.4 has groups) and the rules, which a purge
+// updates.
+type haResources struct {
+	haParts
+	version string
+	rules   interface{ purgeHARulesLocked(sid string) }
+}
+
 // HAResourceEntry is one resource as GET returns it: the section's set
 // keys (PVE applies no defaults here), the sid, its type and the
 // config's digest.
@@ -27,8 +36,8 @@ type HAResourceEntry struct {
 	Type        string `json:"type"`
 }
 
-func (hm *haManager) haEntryLocked(sid string, r *HAResource) HAResourceEntry {
-	st := hm.state()
+func (rs *haResources) haEntryLocked(sid string, r *HAResource) HAResourceEntry {
+	st := rs.state()
 	e := HAResourceEntry{SID: sid, Type: "ct", State: r.State, Group: r.Group, Comment: r.Comment,
 		MaxRestart: r.MaxRestart, MaxRelocate: r.MaxRelocate, Digest: haDigest(st.HA.Resources)}
 	if r.Failback != nil {
@@ -43,25 +52,25 @@ func (hm *haManager) haEntryLocked(sid string, r *HAResource) HAResourceEntry {
 
 // HAResources is GET /cluster/ha/resources: every resource (of type typ
 // when set), by sid.
-func (hm *haManager) HAResources(typ string) []HAResourceEntry {
-	hm.stateMu.RLock()
-	defer hm.stateMu.RUnlock()
-	st := hm.state()
+func (rs *haResources) HAResources(typ string) []HAResourceEntry {
+	rs.stateMu.RLock()
+	defer rs.stateMu.RUnlock()
+	st := rs.state()
 	out := []HAResourceEntry{}
 	if st.HA == nil || (typ != "" && typ != "ct") {
 		return out
 	}
 	for _, sid := range slices.Sorted(maps.Keys(st.HA.Resources)) {
-		out = append(out, hm.haEntryLocked(sid, st.HA.Resources[sid]))
+		out = append(out, rs.haEntryLocked(sid, st.HA.Resources[sid]))
 	}
 	return out
 }
 
 // HAResource is GET /cluster/ha/resources/{sid}.
-func (hm *haManager) HAResource(sid string) (HAResourceEntry, error) {
-	hm.stateMu.RLock()
-	defer hm.stateMu.RUnlock()
-	st := hm.state()
+func (rs *haResources) HAResource(sid string) (HAResourceEntry, error) {
+	rs.stateMu.RLock()
+	defer rs.stateMu.RUnlock()
+	st := rs.state()
 	sid, _, err := st.parseHASID(sid)
 	if err != nil {
 		return HAResourceEntry{}, err
@@ -69,23 +78,23 @@ func (hm *haManager) HAResource(sid string) (HAResourceEntry, error) {
 	if st.HA == nil || st.HA.Resources[sid] == nil {
 		return HAResourceEntry{}, Failf("no such resource '%s'\n", sid)
 	}
-	return hm.haEntryLocked(sid, st.HA.Resources[sid]), nil
+	return rs.haEntryLocked(sid, st.HA.Resources[sid]), nil
 }
 
 // AddHAResource is POST /cluster/ha/resources. params: sid, type, state,
 // group (8.4), failback (9.x), max_restart, max_relocate, comment.
-func (hm *haManager) AddHAResource(params map[string]string) error {
-	hm.stateMu.Lock()
-	defer hm.stateMu.Unlock()
-	st := hm.state()
-	sid, vmid, err := hm.checkHAResourceParamsLocked(params)
+func (rs *haResources) AddHAResource(params map[string]string) error {
+	rs.stateMu.Lock()
+	defer rs.stateMu.Unlock()
+	st := rs.state()
+	sid, vmid, err := rs.checkHAResourceParamsLocked(params)
 	if err != nil {
 		return err
 	}
 	if st.Guests[vmid] == nil {
 		return Failf("resource '%s' does not exist in cluster\n", sid)
 	}
-	h := hm.haLocked()
+	h := rs.state().haConfig()
 	if h.Resources[sid] != nil {
 		return Failf("create resource failed: resource ID '%s' already defined\n", sid)
 	}
@@ -94,16 +103,14 @@ func (hm *haManager) AddHAResource(params map[string]string) error {
 		return err
 	}
 	h.Resources[sid] = r
-	hm.journal.markCore()
-	hm.kickCRM()
-	return hm.journal.saveLocked()
+	return rs.changedLocked()
 }
 
 // checkHAResourceParamsLocked is what POST and PUT check first, alike:
 // the sid parses (as sid and vmid), the type if given is the sid's, and
 // the group is one this release takes (checkHAGroupParamLocked).
-func (hm *haManager) checkHAResourceParamsLocked(params map[string]string) (sid string, vmid int, err error) {
-	st := hm.state()
+func (rs *haResources) checkHAResourceParamsLocked(params map[string]string) (sid string, vmid int, err error) {
+	st := rs.state()
 	sid, vmid, err = st.parseHASID(params["sid"])
 	if err != nil {
 		return "", 0, err
@@ -111,7 +118,7 @@ func (hm *haManager) checkHAResourceParamsLocked(params map[string]string) (sid 
 	if t := params["type"]; t != "" && t != "ct" {
 		return "", 0, Failf("types does not match\n")
 	}
-	if err := hm.checkHAGroupParamLocked(params); err != nil {
+	if err := rs.checkHAGroupParamLocked(params); err != nil {
 		return "", 0, err
 	}
 	return sid, vmid, nil
@@ -119,13 +126,13 @@ func (hm *haManager) checkHAResourceParamsLocked(params map[string]string) (sid 
 
 // checkHAGroupParamLocked refuses group on 9.x, where groups have been
 // migrated to rules, and an unknown group on 8.4.
-func (hm *haManager) checkHAGroupParamLocked(params map[string]string) error {
-	st := hm.state()
+func (rs *haResources) checkHAGroupParamLocked(params map[string]string) error {
+	st := rs.state()
 	g, ok := params["group"]
 	if !ok {
 		return nil
 	}
-	if hm.version != "8.4" {
+	if rs.version != "8.4" {
 		return Failf("invalid parameter 'group': ha groups have been migrated to rules\n")
 	}
 	if g != "" && (st.HA == nil || st.HA.Groups[g] == nil) {
@@ -181,17 +188,17 @@ func applyHAParams(r *HAResource, params map[string]string, del []string) error 
 
 // UpdateHAResource is PUT /cluster/ha/resources/{sid}. A service in
 // error state takes only state=disabled (check_service_state).
-func (hm *haManager) UpdateHAResource(params map[string]string, del []string, digest string) error {
-	hm.stateMu.Lock()
-	defer hm.stateMu.Unlock()
-	sid, _, err := hm.checkHAResourceParamsLocked(params)
+func (rs *haResources) UpdateHAResource(params map[string]string, del []string, digest string) error {
+	rs.stateMu.Lock()
+	defer rs.stateMu.Unlock()
+	sid, _, err := rs.checkHAResourceParamsLocked(params)
 	if err != nil {
 		return err
 	}
-	if err := hm.checkHAServiceStateLocked(sid, params["state"]); err != nil {
+	if err := rs.checkHAServiceStateLocked(sid, params["state"]); err != nil {
 		return err
 	}
-	h := hm.haLocked()
+	h := rs.state().haConfig()
 	if digest != "" && digest != haDigest(h.Resources) {
 		return Failf("update resources config failed: detected modified configuration - file changed by other user? Try again.\n")
 	}
@@ -202,15 +209,13 @@ func (hm *haManager) UpdateHAResource(params map[string]string, del []string, di
 	if err := applyHAParams(r, params, del); err != nil {
 		return err
 	}
-	hm.journal.markCore()
-	hm.kickCRM()
-	return hm.journal.saveLocked()
+	return rs.changedLocked()
 }
 
 // checkHAServiceStateLocked is check_service_state: a managed service in
 // error state refuses every request but state=disabled.
-func (hm *haManager) checkHAServiceStateLocked(sid, req string) error {
-	st := hm.state()
+func (rs *haResources) checkHAServiceStateLocked(sid, req string) error {
+	st := rs.state()
 	if st.HA == nil || st.HA.Resources[sid] == nil || st.HA.Resources[sid].requested() == "ignored" {
 		return nil
 	}
@@ -223,10 +228,10 @@ func (hm *haManager) checkHAServiceStateLocked(sid, req string) error {
 // DeleteHAResource is DELETE /cluster/ha/resources/{sid}. purge (default
 // on, 9.x) also drops the resource from the rules that name it, and a
 // rule left with no resource.
-func (hm *haManager) DeleteHAResource(sid string, purge bool) error {
-	hm.stateMu.Lock()
-	defer hm.stateMu.Unlock()
-	st := hm.state()
+func (rs *haResources) DeleteHAResource(sid string, purge bool) error {
+	rs.stateMu.Lock()
+	defer rs.stateMu.Unlock()
+	st := rs.state()
 	sid, _, err := st.parseHASID(sid)
 	if err != nil {
 		return err
@@ -237,11 +242,9 @@ func (hm *haManager) DeleteHAResource(sid string, purge bool) error {
 	h := st.HA
 	delete(h.Resources, sid)
 	if purge {
-		hm.purgeHARulesLocked(sid)
+		rs.rules.purgeHARulesLocked(sid)
 	}
-	hm.journal.markCore()
-	hm.kickCRM()
-	return hm.journal.saveLocked()
+	return rs.changedLocked()
 }
 
 // HAMotion is the answer of POST …/{sid}/migrate and …/relocate.
@@ -252,35 +255,35 @@ type HAMotion struct {
 
 // RequestHAMotion queues a CRM migrate (relocate when relocate is set)
 // of sid to node: Resources.pm migrate/relocate.
-func (hm *haManager) RequestHAMotion(sid, node string, relocate bool) (HAMotion, error) {
-	hm.stateMu.Lock()
-	defer hm.stateMu.Unlock()
-	st := hm.state()
+func (rs *haResources) RequestHAMotion(sid, node string, relocate bool) (HAMotion, error) {
+	rs.stateMu.Lock()
+	defer rs.stateMu.Unlock()
+	st := rs.state()
 	sid, _, err := st.parseHASID(sid)
 	if err != nil {
 		return HAMotion{}, err
 	}
-	if err := hm.queueHAMotionLocked(sid, node, relocate); err != nil {
+	if err := rs.queueHAMotionLocked(sid, node, relocate); err != nil {
 		return HAMotion{}, err
 	}
-	hm.journal.markCore()
-	hm.kickCRM()
-	return HAMotion{SID: sid, RequestedNode: node}, hm.journal.saveLocked()
+	rs.journal.markCore()
+	rs.crm.kickCRM()
+	return HAMotion{SID: sid, RequestedNode: node}, rs.journal.saveLocked()
 }
 
-func (hm *haManager) queueHAMotionLocked(sid, node string, relocate bool) error {
-	st := hm.state()
+func (rs *haResources) queueHAMotionLocked(sid, node string, relocate bool) error {
+	st := rs.state()
 	if st.HA == nil || st.HA.Resources[sid] == nil || st.HA.Resources[sid].requested() == "ignored" {
 		return Failf("resource '%s' is not HA managed\n", sid)
 	}
-	if err := hm.checkHAServiceStateLocked(sid, ""); err != nil {
+	if err := rs.checkHAServiceStateLocked(sid, ""); err != nil {
 		return err
 	}
 	cmd := "migrate"
 	if relocate {
 		cmd = "relocate"
 	}
-	h := hm.haLocked()
+	h := rs.state().haConfig()
 	h.Commands = append(h.Commands, cmd+" "+sid+" "+node)
 	return nil
 }

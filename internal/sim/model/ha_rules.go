@@ -11,6 +11,9 @@ import (
 // rules (API2/HA/Rules.pm). The CRM (ha_crm.go) reads them through
 // haAllowedNodesLocked.
 
+// haRules answers for rules.cfg, and where the CRM may put a service.
+type haRules struct{ haParts }
+
 // HARuleEntry is one rule as GET /cluster/ha/rules returns it.
 type HARuleEntry struct {
 	Affinity  string `json:"affinity,omitempty"`
@@ -26,10 +29,10 @@ type HARuleEntry struct {
 
 // HARules is GET /cluster/ha/rules, optionally only rules of type typ or
 // naming resource.
-func (hm *haManager) HARules(typ, resource string) []HARuleEntry {
-	hm.stateMu.RLock()
-	defer hm.stateMu.RUnlock()
-	st := hm.state()
+func (ru *haRules) HARules(typ, resource string) []HARuleEntry {
+	ru.stateMu.RLock()
+	defer ru.stateMu.RUnlock()
+	st := ru.state()
 	out := []HARuleEntry{}
 	if st.HA == nil {
 		return out
@@ -39,13 +42,13 @@ func (hm *haManager) HARules(typ, resource string) []HARuleEntry {
 		if (typ != "" && r.Type != typ) || (resource != "" && !slices.Contains(splitList(r.Resources), resource)) {
 			continue
 		}
-		out = append(out, hm.ruleEntryLocked(id, r))
+		out = append(out, ru.ruleEntryLocked(id, r))
 	}
 	return out
 }
 
-func (hm *haManager) ruleEntryLocked(id string, r *HARule) HARuleEntry {
-	st := hm.state()
+func (ru *haRules) ruleEntryLocked(id string, r *HARule) HARuleEntry {
+	st := ru.state()
 	return HARuleEntry{Rule: id, Type: r.Type, Resources: r.Resources, Nodes: r.Nodes, Affinity: r.Affinity,
 		Strict: b01(r.Strict), Disable: b01(r.Disable), Comment: r.Comment, Digest: haDigest(st.HA.Rules)}
 }
@@ -58,22 +61,22 @@ func b01(b bool) int {
 }
 
 // HARule is GET /cluster/ha/rules/{rule}.
-func (hm *haManager) HARule(id string) (HARuleEntry, error) {
-	hm.stateMu.RLock()
-	defer hm.stateMu.RUnlock()
-	st := hm.state()
+func (ru *haRules) HARule(id string) (HARuleEntry, error) {
+	ru.stateMu.RLock()
+	defer ru.stateMu.RUnlock()
+	st := ru.state()
 	if st.HA == nil || st.HA.Rules[id] == nil {
 		return HARuleEntry{}, Failf("no such ha rule '%s'\n", id)
 	}
-	return hm.ruleEntryLocked(id, st.HA.Rules[id]), nil
+	return ru.ruleEntryLocked(id, st.HA.Rules[id]), nil
 }
 
 // SetHARule is POST (create) and PUT /cluster/ha/rules[/{rule}].
 // params as the schema has them; del lists keys to clear.
-func (hm *haManager) SetHARule(create bool, params map[string]string, del []string, digest string) error {
-	hm.stateMu.Lock()
-	defer hm.stateMu.Unlock()
-	h := hm.haLocked()
+func (ru *haRules) SetHARule(create bool, params map[string]string, del []string, digest string) error {
+	ru.stateMu.Lock()
+	defer ru.stateMu.Unlock()
+	h := ru.state().haConfig()
 	if h.Rules == nil {
 		h.Rules = map[string]*HARule{}
 	}
@@ -91,13 +94,11 @@ func (hm *haManager) SetHARule(create bool, params map[string]string, del []stri
 	}
 	next := *r
 	setHARuleFields(&next, params, del)
-	if err := hm.checkHARuleLocked(&next); err != nil {
+	if err := ru.checkHARuleLocked(&next); err != nil {
 		return err
 	}
 	h.Rules[id] = &next
-	hm.journal.markCore()
-	hm.kickCRM()
-	return hm.journal.saveLocked()
+	return ru.changedLocked()
 }
 
 func setHARuleFields(r *HARule, params map[string]string, del []string) {
@@ -133,8 +134,8 @@ func setHARuleFields(r *HARule, params map[string]string, del []string) {
 
 // checkHARuleLocked is Rules.pm's assert_valid_resources_param and
 // assert_valid_nodes_param.
-func (hm *haManager) checkHARuleLocked(r *HARule) error {
-	st := hm.state()
+func (ru *haRules) checkHARuleLocked(r *HARule) error {
+	st := ru.state()
 	res := splitList(r.Resources)
 	if len(res) == 0 {
 		return Failf("no resources were specified\n")
@@ -178,23 +179,21 @@ func haNodeNames(list string) []string {
 }
 
 // DeleteHARule is DELETE /cluster/ha/rules/{rule}.
-func (hm *haManager) DeleteHARule(id string) error {
-	hm.stateMu.Lock()
-	defer hm.stateMu.Unlock()
-	st := hm.state()
+func (ru *haRules) DeleteHARule(id string) error {
+	ru.stateMu.Lock()
+	defer ru.stateMu.Unlock()
+	st := ru.state()
 	if st.HA == nil || st.HA.Rules[id] == nil {
 		return Failf("HA rule '%s' does not exist\n", id)
 	}
 	delete(st.HA.Rules, id)
-	hm.journal.markCore()
-	hm.kickCRM()
-	return hm.journal.saveLocked()
+	return ru.changedLocked()
 }
 
 // purgeHARulesLocked drops sid from every rule, and a rule it leaves
 // empty (delete_service_from_config with purge).
-func (hm *haManager) purgeHARulesLocked(sid string) {
-	st := hm.state()
+func (ru *haRules) purgeHARulesLocked(sid string) {
+	st := ru.state()
 	for id, r := range st.HA.Rules {
 		left := slices.DeleteFunc(splitList(r.Resources), func(s string) bool { return s == sid })
 		if len(left) == 0 {
@@ -205,143 +204,12 @@ func (hm *haManager) purgeHARulesLocked(sid string) {
 	}
 }
 
-// HAGroupEntry is one group as GET /cluster/ha/groups returns it (8.4).
-type HAGroupEntry struct {
-	Comment    string `json:"comment,omitempty"`
-	Digest     string `json:"digest"`
-	Group      string `json:"group"`
-	NoFailback int    `json:"nofailback,omitempty"`
-	Nodes      string `json:"nodes"`
-	Restricted int    `json:"restricted,omitempty"`
-	Type       string `json:"type"`
-}
-
-// errGroupsMigrated is 9.x's answer to every group call but DELETE's
-// (have_groups_been_migrated: the groups are gone into rules).
-func (hm *haManager) errGroupsMigrated(what string) error {
-	if hm.version == "8.4" {
-		return nil
-	}
-	return Failf("cannot %s: ha groups have been migrated to rules\n", what)
-}
-
-// HAGroups is GET /cluster/ha/groups.
-func (hm *haManager) HAGroups() ([]HAGroupEntry, error) {
-	st := hm.state()
-	if err := hm.errGroupsMigrated("index groups"); err != nil {
-		return nil, err
-	}
-	hm.stateMu.RLock()
-	defer hm.stateMu.RUnlock()
-	out := []HAGroupEntry{}
-	if st.HA == nil {
-		return out, nil
-	}
-	for _, id := range slices.Sorted(maps.Keys(st.HA.Groups)) {
-		out = append(out, hm.groupEntryLocked(id))
-	}
-	return out, nil
-}
-
-func (hm *haManager) groupEntryLocked(id string) HAGroupEntry {
-	st := hm.state()
-	g := st.HA.Groups[id]
-	return HAGroupEntry{Group: id, Type: "group", Nodes: g.Nodes, Restricted: b01(g.Restricted), NoFailback: b01(g.NoFailback),
-		Comment: g.Comment, Digest: haDigest(st.HA.Groups)}
-}
-
-// HAGroup is GET /cluster/ha/groups/{group}.
-func (hm *haManager) HAGroup(id string) (HAGroupEntry, error) {
-	st := hm.state()
-	if err := hm.errGroupsMigrated("read group"); err != nil {
-		return HAGroupEntry{}, err
-	}
-	hm.stateMu.RLock()
-	defer hm.stateMu.RUnlock()
-	if st.HA == nil || st.HA.Groups[id] == nil {
-		return HAGroupEntry{}, Failf("no such ha group '%s'\n", id)
-	}
-	return hm.groupEntryLocked(id), nil
-}
-
-// SetHAGroup is POST (create) and PUT /cluster/ha/groups[/{group}].
-func (hm *haManager) SetHAGroup(create bool, params map[string]string, del []string) error {
-	what := "update group"
-	if create {
-		what = "create group"
-	}
-	if err := hm.errGroupsMigrated(what); err != nil {
-		return err
-	}
-	hm.stateMu.Lock()
-	defer hm.stateMu.Unlock()
-	h := hm.haLocked()
-	if h.Groups == nil {
-		h.Groups = map[string]*HAGroup{}
-	}
-	id := params["group"]
-	g := h.Groups[id]
-	switch {
-	case create && g != nil:
-		return Failf("create ha group failed: ha group ID '%s' already defined\n", id)
-	case create:
-		g = &HAGroup{}
-	case g == nil:
-		return Failf("update ha group failed: no such ha group '%s'\n", id)
-	}
-	next := *g
-	if v, ok := params["nodes"]; ok {
-		next.Nodes = v
-	}
-	if v, ok := params["restricted"]; ok {
-		next.Restricted = isTrue(v)
-	}
-	if v, ok := params["nofailback"]; ok {
-		next.NoFailback = isTrue(v)
-	}
-	if v, ok := params["comment"]; ok {
-		next.Comment = v
-	}
-	for _, k := range del {
-		switch k {
-		case "restricted":
-			next.Restricted = false
-		case "nofailback":
-			next.NoFailback = false
-		case "comment":
-			next.Comment = ""
-		}
-	}
-	h.Groups[id] = &next
-	hm.journal.markCore()
-	hm.kickCRM()
-	return hm.journal.saveLocked()
-}
-
-// DeleteHAGroup is DELETE /cluster/ha/groups/{group}.
-func (hm *haManager) DeleteHAGroup(id string) error {
-	hm.stateMu.Lock()
-	defer hm.stateMu.Unlock()
-	st := hm.state()
-	if st.HA == nil || st.HA.Groups[id] == nil {
-		return Failf("delete ha group failed: no such ha group '%s'\n", id)
-	}
-	for sid, r := range st.HA.Resources {
-		if r.Group == id {
-			return Failf("delete ha group failed: ha group '%s' is used by %s\n", id, sid)
-		}
-	}
-	delete(st.HA.Groups, id)
-	hm.journal.markCore()
-	return hm.journal.saveLocked()
-}
-
 // haAllowedNodesLocked is where the CRM may put sid: the online nodes,
 // narrowed by its group (restricted groups only; an unrestricted group
 // only orders) or its enabled strict node-affinity rules. The preferred
 // nodes (group members, non-strict rule nodes) come first.
-func (hm *haManager) haAllowedNodesLocked(sid string) []string {
-	st := hm.state()
+func (ru *haRules) haAllowedNodesLocked(sid string) []string {
+	st := ru.state()
 	var online []string
 	for _, n := range st.Nodes {
 		if n.Online {

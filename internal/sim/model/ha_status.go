@@ -10,6 +10,9 @@ import (
 // the CRM's and LRMs' view, built from the HA state. The emulator's CRM
 // master is the first online node, its timestamp the last round.
 
+// haStatusView answers the HA status reads; it changes nothing.
+type haStatusView struct{ haParts }
+
 // HAStatusEntry is one entry of GET /cluster/ha/status/current; which
 // fields are set depends on Type (quorum, master, fencing, lrm, service).
 type HAStatusEntry struct {
@@ -32,10 +35,10 @@ type HAStatusEntry struct {
 }
 
 // HAStatus is GET /cluster/ha/status/current as node answers it.
-func (hm *haManager) HAStatus(node string) []HAStatusEntry {
-	hm.stateMu.RLock()
-	defer hm.stateMu.RUnlock()
-	st := hm.state()
+func (sv *haStatusView) HAStatus(node string) []HAStatusEntry {
+	sv.stateMu.RLock()
+	defer sv.stateMu.RUnlock()
+	st := sv.state()
 	one := 1
 	out := []HAStatusEntry{{ID: "quorum", Type: "quorum", Node: node, Status: "OK", Quorate: &one}}
 	h := st.HA
@@ -47,7 +50,7 @@ func (hm *haManager) HAStatus(node string) []HAStatusEntry {
 		}
 	}
 	active := h != nil && (len(h.Resources) > 0 || len(h.Services) > 0)
-	now := hm.clock()
+	now := sv.clock()
 	if active && master != "" {
 		out = append(out, HAStatusEntry{ID: "master", Type: "master", Node: master, Timestamp: now.Unix(),
 			Status: master + " (active, " + now.Format(time.ANSIC) + ")"})
@@ -58,13 +61,13 @@ func (hm *haManager) HAStatus(node string) []HAStatusEntry {
 	if !active {
 		return out
 	}
-	out = append(out, hm.lrmEntriesLocked(now)...)
+	out = append(out, sv.lrmEntriesLocked(now)...)
 	for _, sid := range slices.Sorted(maps.Keys(h.Services)) {
-		out = append(out, hm.serviceEntryLocked(sid))
+		out = append(out, sv.serviceEntryLocked(sid))
 	}
 	for _, sid := range slices.Sorted(maps.Keys(h.Resources)) {
 		if h.Services[sid] == nil {
-			out = append(out, hm.serviceEntryLocked(sid))
+			out = append(out, sv.serviceEntryLocked(sid))
 		}
 	}
 	return out
@@ -72,8 +75,8 @@ func (hm *haManager) HAStatus(node string) []HAStatusEntry {
 
 // lrmEntriesLocked are the lrm:<node> entries: active on a node with
 // services, idle on an online one without, old timestamp on a dead one.
-func (hm *haManager) lrmEntriesLocked(now time.Time) []HAStatusEntry {
-	st := hm.state()
+func (sv *haStatusView) lrmEntriesLocked(now time.Time) []HAStatusEntry {
+	st := sv.state()
 	var out []HAStatusEntry
 	for _, n := range st.Nodes {
 		e := HAStatusEntry{ID: "lrm:" + n.Name, Type: "lrm", Node: n.Name, Timestamp: now.Unix()}
@@ -94,17 +97,17 @@ func (hm *haManager) lrmEntriesLocked(now time.Time) []HAStatusEntry {
 }
 
 // serviceEntryLocked is Status.pm's add_service for sid.
-func (hm *haManager) serviceEntryLocked(sid string) HAStatusEntry {
-	st := hm.state()
+func (sv *haStatusView) serviceEntryLocked(sid string) HAStatusEntry {
+	st := sv.state()
 	h := st.HA
 	e := HAStatusEntry{ID: "service:" + sid, Type: "service", SID: sid}
 	s, r := h.Services[sid], h.Resources[sid]
 	if s != nil {
 		e.Node, e.CRMState = s.Node, s.State
-	} else if g := hm.haGuestLocked(sid); g != nil {
+	} else if g := st.haGuest(sid); g != nil {
 		e.Node = g.Node
 	}
-	e.State = verboseServiceState(s, r, hm.haGuestLocked(sid) != nil)
+	e.State = verboseServiceState(s, r, st.haGuest(sid) != nil)
 	node := e.Node
 	if node == "" {
 		node = "---"
@@ -164,10 +167,10 @@ type HAManagerStatus struct {
 }
 
 // HAManagerStatus answers manager_status.
-func (hm *haManager) HAManagerStatus() HAManagerStatus {
-	hm.stateMu.RLock()
-	defer hm.stateMu.RUnlock()
-	st := hm.state()
+func (sv *haStatusView) HAManagerStatus() HAManagerStatus {
+	sv.stateMu.RLock()
+	defer sv.stateMu.RUnlock()
+	st := sv.state()
 	ms := map[string]any{}
 	if h := st.HA; h != nil {
 		ss := map[string]any{}
@@ -186,7 +189,7 @@ func (hm *haManager) HAManagerStatus() HAManagerStatus {
 		}
 		ms["service_status"] = ss
 		ms["node_status"] = maps.Clone(h.NodeState)
-		ms["timestamp"] = hm.clock().Unix()
+		ms["timestamp"] = sv.clock().Unix()
 		for _, n := range st.Nodes {
 			if n.Online {
 				ms["master_node"] = n.Name
@@ -199,10 +202,10 @@ func (hm *haManager) HAManagerStatus() HAManagerStatus {
 
 // HALog is the CRM's recent log lines, oldest first (for tests and the
 // emulator's users: what pve-ha-crm would have written to syslog).
-func (hm *haManager) HALog() []string {
-	hm.stateMu.RLock()
-	defer hm.stateMu.RUnlock()
-	st := hm.state()
+func (sv *haStatusView) HALog() []string {
+	sv.stateMu.RLock()
+	defer sv.stateMu.RUnlock()
+	st := sv.state()
 	if st.HA == nil {
 		return nil
 	}
@@ -211,10 +214,10 @@ func (hm *haManager) HALog() []string {
 
 // AnsweringNode is the node that answers a cluster-wide read: the first
 // online node (the first node when none is).
-func (hm *haManager) AnsweringNode() string {
-	hm.stateMu.RLock()
-	defer hm.stateMu.RUnlock()
-	st := hm.state()
+func (sv *haStatusView) AnsweringNode() string {
+	sv.stateMu.RLock()
+	defer sv.stateMu.RUnlock()
+	st := sv.state()
 	for _, n := range st.Nodes {
 		if n.Online {
 			return n.Name

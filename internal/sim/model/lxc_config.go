@@ -686,6 +686,13 @@ func (cf *ctConfig) ctApplyPendingMountLocked(g *Guest, opt string, running bool
 			cf.log.Warn(fmt.Sprintf("Could not rescan volume size - volume '%s' does not exist", mp.Volume()), "vmid", g.VMID)
 		}
 	}
+	return pendMountLocked(g, opt, mp)
+}
+
+// pendMountLocked is the end of apply_pending_mountpoint, for a running
+// CT (ctConfig) and at a start (ctPower) alike: the pending value names
+// mp as settled, and the volume the key held before becomes unusedN.
+func pendMountLocked(g *Guest, opt string, mp MountPoint) error {
 	g.Pending[opt] = mp.String()
 	if old, ok := g.Config[opt]; ok {
 		if om, err := ParseMountPoint(opt, old); err == nil && om.Type() == "volume" {

@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"maps"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -15,7 +14,6 @@ import (
 	"time"
 
 	"github.com/corralhq/corral/internal/pvesize"
-	"github.com/klauspost/compress/zstd"
 	"golang.org/x/crypto/ssh"
 )
 
@@ -58,6 +56,10 @@ type ctCreator struct {
 		markGuest(vmid int)
 		markCore()
 		saveLocked() error
+	}
+	// ha (haGuest) makes a new CT an HA resource with ha-managed=1.
+	ha interface {
+		haManageCreated(w *Worker, vmid int, managed, started bool) error
 	}
 	// admit is memory admission (admission.go); formatVolumes gives new
 	// volumes to the CT's root (the id shift, idmap.go). Both are the
@@ -519,15 +521,23 @@ func (r *ctCreate) run() error {
 		})
 		return Failf("unable to create CT %d - %s", spec.vmid, errText(err))
 	}
-	if err := w.Do(func(*State) error { c.joinPoolLocked(spec.vmid, spec.pool); return nil }); err != nil {
+	return c.finishCreated(w, spec.node, spec.vmid, spec.pool, spec.start, spec.haManaged)
+}
+
+// finishCreated is what a create and a restore do once the CT's
+// volumes and config are done: the CT joins its pool, starts with
+// start=1 (in the same task), and becomes an HA resource with
+// ha-managed=1.
+func (cr *ctCreator) finishCreated(w *Worker, node string, vmid int, pool string, start, haManaged bool) error {
+	if err := w.Do(func(*State) error { cr.joinPoolLocked(vmid, pool); return nil }); err != nil {
 		return err
 	}
-	if spec.start {
-		if err := c.ctStartCreated(w, spec.node, spec.vmid); err != nil {
+	if start {
+		if err := cr.ctStartCreated(w, node, vmid); err != nil {
 			return err
 		}
 	}
-	return c.ha.haManageCreated(w, spec.vmid, spec.haManaged, spec.start)
+	return cr.ha.haManageCreated(w, vmid, haManaged, start)
 }
 
 // ctStartCreated is start=1 of a create or a restore whose volumes and
@@ -762,16 +772,11 @@ func (cr *ctCreator) ctMountDirLocked(node, rootfs string) string {
 // ctTarSize is the size of the tar stream in a .tar.zst, what tar's
 // --totals reports as "Total bytes read".
 func ctTarSize(archive string) (int64, error) {
-	f, err := os.Open(archive)
+	zr, closeZstd, err := openZstd(archive)
 	if err != nil {
 		return 0, err
 	}
-	defer f.Close()
-	zr, err := zstd.NewReader(f)
-	if err != nil {
-		return 0, err
-	}
-	defer zr.Close()
+	defer closeZstd()
 	return io.Copy(io.Discard, zr)
 }
 

@@ -35,7 +35,7 @@ type ctDestroyer struct {
 	tasks    taskStarter
 	// journal records the change to the Access (the CT's ACLs).
 	journal interface{ markCore() }
-	// ha (haManager) says whether the CT is an HA resource and drops it
+	// ha (haGuest) says whether the CT is an HA resource and drops it
 	// with purge (stateMu held).
 	ha interface {
 		haConfiguredLocked(vmid int) bool

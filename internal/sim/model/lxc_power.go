@@ -40,7 +40,7 @@ type ctPower struct {
 	// admit is memory admission (admission.go, the Cluster's own),
 	// which a start passes.
 	admit func(w *Worker, node string, g *Guest) error
-	// ha (haManager) turns the power request of an HA-managed CT into a
+	// ha (haGuest) turns the power request of an HA-managed CT into a
 	// request to the CRM (ha_guest.go).
 	ha interface {
 		haPowerRequestLocked(auth Auth, node string, vmid int, want string) (upid string, ok bool)
@@ -529,15 +529,7 @@ func (p *ctPower) applyPendingMountLocked(g *Guest, opt string) error {
 		// PVE warns "Could not rescan volume size - <err>" when the rescan
 		// fails and keeps the given size; an unknown volume keeps it too.
 	}
-	g.Pending[opt] = mp.String()
-	if old, ok := g.Config[opt]; ok {
-		if om, err := ParseMountPoint(opt, old); err == nil && om.Type() == "volume" {
-			if _, err := configAddUnused(g.Config, om.Volume()); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return pendMountLocked(g, opt, mp)
 }
 
 // deleteMountpointVolumeLocked is delete_mountpoint_volume: free volid if

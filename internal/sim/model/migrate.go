@@ -141,7 +141,7 @@ type ctMigrator struct {
 	// admit is memory admission (admission.go, the Cluster's own),
 	// which a restart passes.
 	admit func(w *Worker, node string, g *Guest) error
-	// ha (haManager) turns the move of an HA-managed CT into a request
+	// ha (haGuest) turns the move of an HA-managed CT into a request
 	// to the CRM (ha_guest.go).
 	ha interface {
 		haMigrateRequestLocked(auth Auth, node string, vmid int, target string) (upid string, ok bool)

@@ -231,46 +231,35 @@ func TestCluster_MigrateCT_copiesAndMoves(t *testing.T) {
 // end it "migration aborted" with the reason only in the log, change
 // nothing and leave the CT unlocked on the source.
 func TestCluster_MigrateCT_taskErrors(t *testing.T) {
+	// ownedByOther puts a volume of CT 900's in CT 101's config under
+	// key (a mount point or an unused volume): either stops the
+	// migration with the same log.
+	ownedByOther := func(key, opts string) func(k *opsKit) {
+		return func(k *opsKit) {
+			k.ct("pve1", 900, nil) // takes vm-900-disk-0
+			pet := k.vol("pve1", 900, gib)
+			k.edit(101, func(g *Guest) { g.Config[key] = pet + opts })
+		}
+	}
+	ownedByOtherLog := []string{
+		"starting migration of CT 101 to node 'pve2' (127.0.0.2)",
+		"found local volume 'local-lvm:vm-101-disk-0' (in current VM config)",
+		"found local volume 'local-lvm:vm-900-disk-1' (in current VM config)",
+		"can't migrate local volume 'local-lvm:vm-900-disk-1': owned by other guest (owner = 900)",
+		"ERROR: can't migrate CT - check log",
+		"aborting phase 1 - cleanup resources",
+		"start final cleanup",
+		"ERROR: migration aborted (duration HH:MM:SS): can't migrate CT - check log",
+		"| TASK ERROR: migration aborted",
+	}
 	tests := []struct {
 		name   string
 		setup  func(k *opsKit)
 		params map[string]string
 		want   []string
 	}{
-		{name: "volume owned by another CT",
-			setup: func(k *opsKit) {
-				k.ct("pve1", 900, nil) // takes vm-900-disk-0
-				pet := k.vol("pve1", 900, gib)
-				k.edit(101, func(g *Guest) { g.Config["mp0"] = pet + ",mp=/srv" })
-			},
-			want: []string{
-				"starting migration of CT 101 to node 'pve2' (127.0.0.2)",
-				"found local volume 'local-lvm:vm-101-disk-0' (in current VM config)",
-				"found local volume 'local-lvm:vm-900-disk-1' (in current VM config)",
-				"can't migrate local volume 'local-lvm:vm-900-disk-1': owned by other guest (owner = 900)",
-				"ERROR: can't migrate CT - check log",
-				"aborting phase 1 - cleanup resources",
-				"start final cleanup",
-				"ERROR: migration aborted (duration HH:MM:SS): can't migrate CT - check log",
-				"| TASK ERROR: migration aborted",
-			}},
-		{name: "unused volume owned by another CT",
-			setup: func(k *opsKit) {
-				k.ct("pve1", 900, nil)
-				pet := k.vol("pve1", 900, gib)
-				k.edit(101, func(g *Guest) { g.Config["unused0"] = pet })
-			},
-			want: []string{
-				"starting migration of CT 101 to node 'pve2' (127.0.0.2)",
-				"found local volume 'local-lvm:vm-101-disk-0' (in current VM config)",
-				"found local volume 'local-lvm:vm-900-disk-1' (in current VM config)",
-				"can't migrate local volume 'local-lvm:vm-900-disk-1': owned by other guest (owner = 900)",
-				"ERROR: can't migrate CT - check log",
-				"aborting phase 1 - cleanup resources",
-				"start final cleanup",
-				"ERROR: migration aborted (duration HH:MM:SS): can't migrate CT - check log",
-				"| TASK ERROR: migration aborted",
-			}},
+		{name: "volume owned by another CT", setup: ownedByOther("mp0", ",mp=/srv"), want: ownedByOtherLog},
+		{name: "unused volume owned by another CT", setup: ownedByOther("unused0", ""), want: ownedByOtherLog},
 		{name: "snapshot on lvmthin",
 			setup: func(k *opsKit) {
 				k.edit(101, func(g *Guest) {

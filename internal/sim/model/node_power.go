@@ -90,7 +90,7 @@ func (c *Cluster) SetNodePower(node string, online bool, p NodePower) ([]string,
 		if !p.NoStartAll {
 			for vmid, g := range c.st.Guests {
 				// startall leaves HA resources to HA (behaviour.md (i.2)).
-				if g.Node == node && !g.Running && !g.IsTemplate() && g.Lock() == "" && truthy01(g.Config["onboot"]) && !c.ha.haManagedLocked(vmid) {
+				if g.Node == node && !g.Running && !g.IsTemplate() && g.Lock() == "" && truthy01(g.Config["onboot"]) && !c.ha.guest.haManagedLocked(vmid) {
 					boot = append(boot, vmid)
 				}
 			}

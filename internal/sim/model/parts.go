@@ -5,8 +5,7 @@ package model
 // declares (docs/architecture.md, "How the parts reach each other").
 // The wiring functions are plain functions, not Cluster methods: they
 // run once, in newCluster, and are nothing a caller of the Cluster
-// needs. pools and firewall are still built on the whole Cluster and
-// are wired in newCluster.
+// needs.
 
 // wireParts wires every part that holds no *Cluster. A part's fields
 // may point at parts wired after it: each gets the address of the
@@ -21,6 +20,8 @@ func wireParts(c *Cluster) {
 	wireConfig(c)
 	wireCreator(c)
 	wireHA(c)
+	wirePools(c)
+	wireFirewall(c)
 }
 
 // wireCore wires the parts every other one uses: tasks, storage,
@@ -104,10 +105,10 @@ func wireGuests(c *Cluster) {
 		stopper:  &c.ctPower,
 		mounts:   &c.ctConfig,
 		storage:  &c.storage,
-		firewall: &c.firewall,
+		firewall: &c.fwConfig,
 		tasks:    &c.taskRunner,
 		journal:  &c.persistence,
-		ha:       &c.ha,
+		ha:       &c.ha.guest,
 	}
 	c.ctSnapshots = ctSnapshots{
 		stateMu: &c.mu,
@@ -134,7 +135,7 @@ func wireMigrator(c *Cluster) {
 		starter: &c.ctPower,
 		tasks:   &c.taskRunner,
 		admit:   c.admitLocked,
-		ha:      &c.ha,
+		ha:      &c.ha.guest,
 	}
 }
 
@@ -179,7 +180,7 @@ func wirePower(c *Cluster) {
 		tasks:   &c.taskRunner,
 		journal: &c.persistence,
 		admit:   c.admitLocked,
-		ha:      &c.ha,
+		ha:      &c.ha.guest,
 	}
 }
 
@@ -202,7 +203,7 @@ func wireConfig(c *Cluster) {
 }
 
 // wireCreator wires ctCreator: guests, storage, ctConfig's checks,
-// ctPower, the firewall, tasks, the journal, and the Cluster's own
+// ctPower, the firewall, tasks, the journal, HA, and the Cluster's own
 // memory admission and volume format as functions.
 func wireCreator(c *Cluster) {
 	c.ctCreator = ctCreator{
@@ -215,29 +216,61 @@ func wireCreator(c *Cluster) {
 		storage:       &c.storage,
 		config:        &c.ctConfig,
 		power:         &c.ctPower,
-		firewall:      &c.firewall,
+		firewall:      &c.fwConfig,
 		tasks:         &c.taskRunner,
 		journal:       &c.persistence,
+		ha:            &c.ha.guest,
 		admit:         c.admitLocked,
 		formatVolumes: c.ctFormatVolumesLocked,
 	}
 }
 
-// wireHA wires the HA stack: tasks, ctPower's and ctMigrator's API for
-// the LRM, and the journal.
+// wireHA wires the HA stack's parts: each the same haParts (the
+// journal and the CRM's wake-up), and the other parts each calls:
+// tasks, ctPower's and ctMigrator's API for the LRM, one another.
 func wireHA(c *Cluster) {
-	c.ha = haManager{
-		stateMu:  &c.mu,
-		state:    func() *State { return c.st },
-		clock:    c.now,
-		version:  c.opts.Version,
-		log:      c.log,
-		ctx:      c.ctx,
-		wg:       &c.wg,
-		tasks:    &c.taskRunner,
-		power:    &c.ctPower,
-		migrator: &c.ctMigrator,
-		journal:  &c.persistence,
+	hp := haParts{
+		stateMu: &c.mu,
+		state:   func() *State { return c.st },
+		clock:   c.now,
+		journal: &c.persistence,
+		crm:     &c.ha.crm,
 	}
-	c.haAPI = &c.ha
+	ha := &c.ha
+	ha.resources = haResources{haParts: hp, version: c.opts.Version, rules: &ha.rules}
+	ha.rules = haRules{hp}
+	ha.groups = haGroups{haParts: hp, version: c.opts.Version}
+	ha.status = haStatusView{hp}
+	ha.crm = haCRM{haParts: hp, log: c.log, ctx: c.ctx, wg: &c.wg, tasks: &c.taskRunner,
+		power: &c.ctPower, lrm: &ha.lrm, rules: &ha.rules}
+	ha.lrm = haLRM{haParts: hp, log: c.log, tasks: &c.taskRunner, power: &c.ctPower, migrator: &c.ctMigrator}
+	ha.guest = haGuest{haParts: hp, tasks: &c.taskRunner, resources: &ha.resources, rules: &ha.rules}
+	c.haAPI = haAPIParts{&ha.resources, &ha.rules, &ha.groups, &ha.status}
+}
+
+// wirePools wires pools: the cluster view for the members and the
+// journal.
+func wirePools(c *Cluster) {
+	c.pools = pools{
+		stateMu: &c.mu,
+		state:   func() *State { return c.st },
+		view:    &c.clusterView,
+		journal: &c.persistence,
+	}
+}
+
+// wireFirewall wires the firewall's parts: each the same fwParts (the
+// node check and the journal), fwConfig the clock besides.
+func wireFirewall(c *Cluster) {
+	fp := fwParts{
+		stateMu: &c.mu,
+		state:   func() *State { return c.st },
+		nodes:   &c.guests,
+		journal: &c.persistence,
+	}
+	c.fwConfig = fwConfig{fwParts: fp, clock: c.now}
+	c.fwAliases = fwAliases{fp}
+	c.fwIPSets = fwIPSets{fp}
+	c.fwRules = fwRules{fp}
+	c.fwGroups = fwGroups{fp}
 }

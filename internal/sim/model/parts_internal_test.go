@@ -10,7 +10,7 @@ import (
 // lock, the State, interfaces over the other parts), never through the
 // *Cluster they are part of (issue 29). A part added here must keep to
 // that.
-var narrowParts = []string{"accessControl", "persistence", "storage", "taskRunner", "clusterView", "guests", "ctSnapshots", "ctDestroyer", "ctMigrator", "vzdump", "ctDisks", "ctPower", "ctConfig", "ctCreator", "ha"}
+var narrowParts = []string{"accessControl", "persistence", "storage", "taskRunner", "clusterView", "guests", "ctSnapshots", "ctDestroyer", "ctMigrator", "vzdump", "ctDisks", "ctPower", "ctConfig", "ctCreator", "ha", "pools", "fwConfig", "fwAliases", "fwIPSets", "fwRules", "fwGroups"}
 
 // clusterHandles are the fields of narrow parts allowed to hold the
 // *Cluster, each for a reason its doc comment gives: taskRunner hands it
@@ -23,7 +23,6 @@ var clusterHandles = map[string]bool{"taskRunner.cluster": true}
 func TestParts_reachNoCluster(t *testing.T) {
 	c := newCluster(Options{Dir: t.TempDir(), Nodes: 1, Version: "9.1", TimeScale: 1})
 	defer c.cancel()
-	clusterPtr := reflect.TypeFor[*Cluster]()
 	cv := reflect.ValueOf(c).Elem()
 	for _, name := range narrowParts {
 		part := cv.FieldByName(name)
@@ -31,13 +30,29 @@ func TestParts_reachNoCluster(t *testing.T) {
 			t.Errorf("Cluster has no part %s", name)
 			continue
 		}
-		for i := range part.NumField() {
-			f, v := part.Type().Field(i), part.Field(i)
-			held := f.Type == clusterPtr ||
-				f.Type.Kind() == reflect.Interface && !v.IsNil() && v.Elem().Type() == clusterPtr
-			if held && !clusterHandles[name+"."+f.Name] {
-				t.Errorf("%s.%s holds the *Cluster: give the part a narrow interface over what it needs instead", name, f.Name)
+		for _, f := range clusterFields(part, name) {
+			if !clusterHandles[f] {
+				t.Errorf("%s holds the *Cluster: give the part a narrow interface over what it needs instead", f)
 			}
 		}
 	}
+}
+
+// clusterFields are the fields of part, named path.field, that hold the
+// *Cluster, as a pointer or behind an interface, looking inside the
+// struct fields it has by value (the firewall parts' embedded fwParts).
+func clusterFields(part reflect.Value, path string) []string {
+	clusterPtr := reflect.TypeFor[*Cluster]()
+	var out []string
+	for i := range part.NumField() {
+		f, v := part.Type().Field(i), part.Field(i)
+		switch {
+		case f.Type == clusterPtr,
+			f.Type.Kind() == reflect.Interface && !v.IsNil() && v.Elem().Type() == clusterPtr:
+			out = append(out, path+"."+f.Name)
+		case f.Type.Kind() == reflect.Struct:
+			out = append(out, clusterFields(v, path+"."+f.Name)...)
+		}
+	}
+	return out
 }

@@ -218,15 +218,7 @@ func (r *ctRestore) run() error {
 		})
 		return Failf("unable to restore CT %d - %s", spec.vmid, errText(err))
 	}
-	if err := w.Do(func(*State) error { c.joinPoolLocked(spec.vmid, spec.pool); return nil }); err != nil {
-		return err
-	}
-	if spec.start {
-		if err := c.ctStartCreated(w, spec.node, spec.vmid); err != nil {
-			return err
-		}
-	}
-	return c.ha.haManageCreated(w, spec.vmid, spec.haManaged, spec.start)
+	return c.finishCreated(w, spec.node, spec.vmid, spec.pool, spec.start, spec.haManaged)
 }
 
 // restore is the body of create_vm's worker for a restore.

@@ -158,6 +158,21 @@ func templateArchive(a Appliance, mtime time.Time) ([]byte, error) {
 	return out.Bytes(), nil
 }
 
+// openZstd opens the zstd-compressed file at path for reading; done
+// closes the decoder and the file.
+func openZstd(path string) (r io.Reader, done func(), err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	zr, err := zstd.NewReader(f)
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return zr, func() { zr.Close(); f.Close() }, nil
+}
+
 // extractTemplate unpacks a tar.zst template into dir (a new rootfs).
 // An unprivileged CT's (ids) gets shifted owners, as tar run in its user
 // namespace writes them: its rootfs's top directory is container root's
@@ -180,16 +195,11 @@ func extractTemplate(archive, dir string, ids idMap) (systemd int, err error) {
 		}
 		return systemdVersion(dir), nil
 	}
-	f, err := os.Open(archive)
+	zr, closeZstd, err := openZstd(archive)
 	if err != nil {
 		return 0, err
 	}
-	defer f.Close()
-	zr, err := zstd.NewReader(f)
-	if err != nil {
-		return 0, err
-	}
-	defer zr.Close()
+	defer closeZstd()
 	tr := tar.NewReader(zr)
 	for {
 		h, err := tr.Next()
