@@ -3,6 +3,7 @@ package plan
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"iter"
 	"slices"
 	"sort"
 	"strconv"
@@ -243,50 +244,49 @@ func KeeperDescriptionWith(records map[VolumeKey]string, intents map[VolumeKey]A
 	return KeeperNotes{Records: records, Intents: intents}.Render()
 }
 
-// ParseKeeperProjects reads "corral-project: app=project" lines.
-func ParseKeeperProjects(desc string) map[string]string {
-	out := map[string]string{}
-	for _, line := range manifest.DescriptionLines(desc) {
-		v, ok := strings.CutPrefix(manifest.MarkerLine(line), markerProject)
-		if !ok {
-			continue
+// markerPairs yields the "KEY=VALUE" of every description line that
+// starts with marker, untrimmed: the keeper's records (volumes, adoptions,
+// projects, declarers) are all such lines, and each reader checks its own
+// key and value shape.
+func markerPairs(desc, marker string) iter.Seq2[string, string] {
+	return func(yield func(string, string) bool) {
+		for _, line := range manifest.DescriptionLines(desc) {
+			v, ok := strings.CutPrefix(manifest.MarkerLine(line), marker)
+			if !ok {
+				continue
+			}
+			if k, val, ok := strings.Cut(v, "="); ok && !yield(k, val) {
+				return
+			}
 		}
-		app, project, ok := strings.Cut(v, "=")
-		if app, project = strings.TrimSpace(app), strings.TrimSpace(project); ok && app != "" && project != "" {
-			out[app] = project
+	}
+}
+
+// appValues reads the "app=value" lines of marker, both sides trimmed and
+// non-empty.
+func appValues(desc, marker string) map[string]string {
+	out := map[string]string{}
+	for app, v := range markerPairs(desc, marker) {
+		if app, v = strings.TrimSpace(app), strings.TrimSpace(v); app != "" && v != "" {
+			out[app] = v
 		}
 	}
 	return out
 }
 
+// ParseKeeperProjects reads "corral-project: app=project" lines.
+func ParseKeeperProjects(desc string) map[string]string { return appValues(desc, markerProject) }
+
 // ParseKeeperDeclared reads "corral-declared: app=ID" lines.
-func ParseKeeperDeclared(desc string) map[string]string {
-	out := map[string]string{}
-	for _, line := range manifest.DescriptionLines(desc) {
-		v, ok := strings.CutPrefix(manifest.MarkerLine(line), markerDeclared)
-		if !ok {
-			continue
-		}
-		app, id, ok := strings.Cut(v, "=")
-		if app, id = strings.TrimSpace(app), strings.TrimSpace(id); ok && app != "" && id != "" {
-			out[app] = id
-		}
-	}
-	return out
-}
+func ParseKeeperDeclared(desc string) map[string]string { return appValues(desc, markerDeclared) }
 
 // ParseKeeperIntents reads "corral-adopting: app/name=SOURCE>unusedN" lines.
 func ParseKeeperIntents(desc string) map[VolumeKey]AdoptIntent {
 	out := map[VolumeKey]AdoptIntent{}
-	for _, line := range manifest.DescriptionLines(desc) {
-		v, ok := strings.CutPrefix(manifest.MarkerLine(line), markerAdopting)
-		if !ok {
-			continue
-		}
-		key, rest, ok := strings.Cut(v, "=")
-		app, name, ok2 := strings.Cut(key, "/")
-		src, to, ok3 := strings.Cut(rest, ">")
-		if ok && ok2 && ok3 && app != "" && name != "" && src != "" && to != "" {
+	for key, rest := range markerPairs(desc, markerAdopting) {
+		app, name, ok := strings.Cut(key, "/")
+		src, to, ok2 := strings.Cut(rest, ">")
+		if ok && ok2 && app != "" && name != "" && src != "" && to != "" {
 			out[VolumeKey{app, name}] = AdoptIntent{Source: strings.TrimSpace(src), Key: strings.TrimSpace(to)}
 		}
 	}
@@ -296,14 +296,9 @@ func ParseKeeperIntents(desc string) map[VolumeKey]AdoptIntent {
 // ParseKeeperRecords reads "corral-volume: app/name=volid" lines.
 func ParseKeeperRecords(desc string) map[VolumeKey]string {
 	out := map[VolumeKey]string{}
-	for _, line := range manifest.DescriptionLines(desc) {
-		v, ok := strings.CutPrefix(manifest.MarkerLine(line), markerVolume)
-		if !ok {
-			continue
-		}
-		key, volid, ok := strings.Cut(v, "=")
-		app, name, ok2 := strings.Cut(key, "/")
-		if ok && ok2 && app != "" && name != "" && volid != "" {
+	for key, volid := range markerPairs(desc, markerVolume) {
+		app, name, ok := strings.Cut(key, "/")
+		if ok && app != "" && name != "" && volid != "" {
 			out[VolumeKey{app, name}] = strings.TrimSpace(volid)
 		}
 	}
