@@ -495,16 +495,7 @@ func (c *Client) Exec(ctx context.Context, cmd Command) error {
 		readers.Wait() // all output delivered before the exit status
 		waited <- sess.Wait()
 	}()
-	select {
-	case err := <-waited:
-		return c.exitError(err)
-	case <-ctx.Done():
-		sess.Signal(ssh.SIGKILL)
-		sess.Close()
-		return fmt.Errorf("guest command stopped: %w", context.Cause(ctx))
-	case <-c.done:
-		return c.Err()
-	}
+	return c.await(ctx, sess, waited, nil)
 }
 
 // exitError maps ssh.Session.Wait's error.

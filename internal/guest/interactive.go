@@ -78,6 +78,13 @@ func (c *Client) Pipe(ctx context.Context, cmd Pipe) error {
 	if cmd.TTY != nil {
 		resize = cmd.TTY.Resize
 	}
+	return c.await(ctx, sess, waited, resize)
+}
+
+// await waits for the session's exit status on waited, passing terminal
+// resizes on (resize is nil without a terminal): a cancelled ctx kills
+// the command, a lost connection ends the wait with the client's error.
+func (c *Client) await(ctx context.Context, sess *ssh.Session, waited <-chan error, resize <-chan WindowSize) error {
 	for {
 		select {
 		case ws := <-resize:
