@@ -326,23 +326,13 @@ type IPAddress struct {
 
 // ---- /nodes/{node}/storage
 
-// Storage is one entry of GET /nodes/{node}/storage.
+// Storage is one entry of GET /nodes/{node}/storage: a storage's status
+// (GET …/storage/{storage}/status) with its name and used fraction.
 type Storage struct {
-	Storage      string  `json:"storage"`
-	Type         string  `json:"type"`
-	Content      string  `json:"content"`
-	Active       Bool01  `json:"active,omitempty"`
-	Enabled      Bool01  `json:"enabled,omitempty"`
-	Shared       Bool01  `json:"shared,omitempty"`
-	Total        int64   `json:"total,omitempty"`
-	Used         int64   `json:"used,omitempty"`
-	Avail        int64   `json:"avail,omitempty"`
+	Storage string `json:"storage"`
+	StorageStatus
 	UsedFraction float64 `json:"used_fraction,omitempty"`
 }
-
-// HasContent reports whether the storage allows content type ct
-// ("rootdir", "images", "vztmpl", "backup", …).
-func (s Storage) HasContent(ct string) bool { return hasContent(s.Content, ct) }
 
 // StorageStatus is GET /nodes/{node}/storage/{storage}/status.
 type StorageStatus struct {
@@ -356,7 +346,8 @@ type StorageStatus struct {
 	Avail   int64  `json:"avail,omitempty"`
 }
 
-// HasContent reports whether the storage allows content type ct.
+// HasContent reports whether the storage allows content type ct
+// ("rootdir", "images", "vztmpl", "backup", …).
 func (s StorageStatus) HasContent(ct string) bool { return hasContent(s.Content, ct) }
 
 func hasContent(list, ct string) bool {
