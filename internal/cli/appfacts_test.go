@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/corralhq/corral/internal/testenv"
-	"github.com/corralhq/corral/internal/testutil/secretscan"
 	"github.com/corralhq/corral/internal/ui"
 )
 
@@ -35,19 +33,15 @@ const appFactsManifest = `apps:
 // web's env file and reaches it.
 func TestAppFacts_reachContainer(t *testing.T) {
 	t.Parallel()
-	testenv.NeedRoot(t, "a guest view writable for provisioning")
-	c := newGuestCluster(t)
 	const pw = "Db-Pa55word-91ab"
-	ownEnv(t, "CORRAL_TEST_DB_PW", pw)
-	m := writeManifest(t, appFactsManifest)
-	var secrets secretscan.Set
-	secrets.Add(t, "database password", pw)
+	rig := newSecretRig(t, pw, appFactsManifest)
+	c, m, secrets := rig.c, rig.m, rig.secrets
 	run := func(want int, args ...string) string {
 		t.Helper()
-		return c.runScanned(t, &secrets, want, args...)
+		return rig.run(t, want, args...)
 	}
 	if out := run(ExitChanges, "plan", "-f", m); !strings.Contains(out, "reads ${app:db.address} = (known after apply)") {
-		t.Errorf("plan before db exists does not say the address is known after apply:\n%s", secretsRedacted(&secrets, out))
+		t.Errorf("plan before db exists does not say the address is known after apply:\n%s", secretsRedacted(secrets, out))
 	}
 	var pj struct {
 		Changes []struct {
@@ -91,7 +85,7 @@ func TestAppFacts_reachContainer(t *testing.T) {
 		return string(b)
 	}
 	if got, want := env(), "DATABASE_URL=postgres://app:"+pw+"@"+dbAddr+":5432/app\n"; got != want {
-		t.Errorf("web's .env holds %q, want db's address %s in it", secretsRedacted(&secrets, got), dbAddr)
+		t.Errorf("web's .env holds %q, want db's address %s in it", secretsRedacted(secrets, got), dbAddr)
 	}
 	run(0, "plan", "-f", m) // exit 0: no change, the address read is the one applied
 
@@ -107,7 +101,7 @@ func TestAppFacts_reachContainer(t *testing.T) {
 	saved := t.TempDir() + "/web.plan"
 	out := run(ExitChanges, "plan", "-f", m, "--out", saved)
 	if !strings.Contains(out, "reads ${app:db.address} = 10.9.8.7") || !strings.Contains(out, "envFile: /srv/data/.env") {
-		t.Errorf("plan after db's new address does not show web's env file changing:\n%s", secretsRedacted(&secrets, out))
+		t.Errorf("plan after db's new address does not show web's env file changing:\n%s", secretsRedacted(secrets, out))
 	}
 	sp, err := os.ReadFile(saved)
 	if err != nil {
@@ -119,7 +113,7 @@ func TestAppFacts_reachContainer(t *testing.T) {
 	}
 	run(0, "apply", saved)
 	if got, want := env(), "DATABASE_URL=postgres://app:"+pw+"@10.9.8.7:5432/app\n"; got != want {
-		t.Errorf("web's .env after db's new address holds %q", secretsRedacted(&secrets, got))
+		t.Errorf("web's .env after db's new address holds %q", secretsRedacted(secrets, got))
 	}
 	run(0, "plan", "-f", m)
 }

@@ -7,8 +7,6 @@ import (
 	"testing"
 
 	"github.com/corralhq/corral/internal/sim/model"
-	"github.com/corralhq/corral/internal/testenv"
-	"github.com/corralhq/corral/internal/testutil/secretscan"
 )
 
 const interpManifest = `apps:
@@ -32,28 +30,24 @@ const interpManifest = `apps:
 // them only as written.
 func TestInterpolation_reachesContainer(t *testing.T) {
 	t.Parallel()
-	testenv.NeedRoot(t, "a guest view writable for provisioning")
-	c := newGuestCluster(t)
 	const pw = "Db-Pa55word-7c1e"
-	ownEnv(t, "CORRAL_TEST_DB_PW", pw)
-	m := writeManifest(t, interpManifest)
-	var secrets secretscan.Set
-	secrets.Add(t, "database password", pw)
+	rig := newSecretRig(t, pw, interpManifest)
+	c, m, secrets := rig.c, rig.m, rig.secrets
 	run := func(want int, args ...string) string {
 		t.Helper()
-		return c.runScanned(t, &secrets, want, args...)
+		return rig.run(t, want, args...)
 	}
 	run(ExitChanges, "plan", "-f", m)
 	run(ExitChanges, "plan", "-f", m, "-o", "json")
 	out := run(0, "apply", "-f", m, "--auto-approve", "--verbose")
 	if want := "health command: grep -qF 'postgres://app:${env:CORRAL_TEST_DB_PW}@db:' /srv/data/.env"; !strings.Contains(out, want) {
-		t.Errorf("apply does not name the check as written (%s):\n%s", want, secretsRedacted(&secrets, out))
+		t.Errorf("apply does not name the check as written (%s):\n%s", want, secretsRedacted(secrets, out))
 	}
 	st := c.status(m)
 	run(0, "status", "-f", m)
 	// corral output runs the app's health check too (over SSH) and says so.
 	if r := c.runC("output", "api", "-f", m); r.code != 0 || !regexp.MustCompile(`(?m)^  health: +healthy$`).MatchString(r.stdout) {
-		t.Errorf("output api: exit %d\n%s", r.code, secretsRedacted(&secrets, r.stdout+r.stderr))
+		t.Errorf("output api: exit %d\n%s", r.code, secretsRedacted(secrets, r.stdout+r.stderr))
 	} else {
 		secrets.Check(t, "stdout of corral output", r.stdout)
 	}
@@ -83,6 +77,6 @@ func TestInterpolation_reachesContainer(t *testing.T) {
 	}
 	out = run(ExitChanges, "plan", "-f", m)
 	if want := "→ database at postgres://app:${env:CORRAL_TEST_DB_PW}@db:5432/app"; !strings.Contains(out, want) {
-		t.Errorf("plan does not show the new description as written (%s):\n%s", want, secretsRedacted(&secrets, out))
+		t.Errorf("plan does not show the new description as written (%s):\n%s", want, secretsRedacted(secrets, out))
 	}
 }

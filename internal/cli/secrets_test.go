@@ -16,6 +16,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/corralhq/corral/internal/sim"
+	"github.com/corralhq/corral/internal/testenv"
 	"github.com/corralhq/corral/internal/testutil/secretscan"
 )
 
@@ -195,4 +196,28 @@ func (c *cluster) runScanned(t *testing.T, secrets *secretscan.Set, want int, ar
 	secrets.Check(t, "stdout of corral "+strings.Join(args, " "), r.stdout)
 	secrets.Check(t, "stderr of corral "+strings.Join(args, " "), r.stderr)
 	return r.stdout + r.stderr
+}
+
+// secretRig is a guest cluster whose manifest reads a database password
+// from CORRAL_TEST_DB_PW, and a run that fails on an exit code other than
+// want and on the password in any output (the interpolation tests).
+type secretRig struct {
+	c       *cluster
+	m       string // the manifest's path
+	secrets *secretscan.Set
+}
+
+func newSecretRig(t *testing.T, pw, manifest string) *secretRig {
+	t.Helper()
+	testenv.NeedRoot(t, "a guest view writable for provisioning")
+	r := &secretRig{c: newGuestCluster(t), secrets: &secretscan.Set{}}
+	ownEnv(t, "CORRAL_TEST_DB_PW", pw)
+	r.m = writeManifest(t, manifest)
+	r.secrets.Add(t, "database password", pw)
+	return r
+}
+
+func (r *secretRig) run(t *testing.T, want int, args ...string) string {
+	t.Helper()
+	return r.c.runScanned(t, r.secrets, want, args...)
 }
