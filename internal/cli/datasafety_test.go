@@ -122,13 +122,7 @@ func TestConcurrentApplies(t *testing.T) {
 		}
 	}
 	// No lease is left behind.
-	conf, _, err := c.srv.Cluster().CTConfig(model.Auth{UserID: "root@pam"}, "pve", c.keepers()[0], true, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if l := plan.ParseLease(conf["description"]); l != nil {
-		t.Errorf("lease left in the keeper: %+v", l)
-	}
+	c.noLeaseIn(c.keepers()[0])
 }
 
 // Scenario 2: an apply that fails after clearing the keeper's protection

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/corralhq/corral/internal/plan"
 	"github.com/corralhq/corral/internal/pvetest"
 	"github.com/corralhq/corral/internal/sim"
 	"github.com/corralhq/corral/internal/sim/model"
@@ -85,6 +86,19 @@ func (c *cluster) file(volid, name string) string {
 		c.t.Fatal(err)
 	}
 	return filepath.Join(dir, name)
+}
+
+// noLeaseIn fails the test if keeper's description still holds corral's
+// lock lease: every apply that ended, ended by releasing it.
+func (c *cluster) noLeaseIn(keeper int) {
+	c.t.Helper()
+	conf, _, err := c.srv.Cluster().CTConfig(model.Auth{UserID: "root@pam"}, "pve", keeper, true, "")
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if l := plan.ParseLease(conf["description"]); l != nil {
+		c.t.Errorf("lease left in the keeper %d: %+v", keeper, l)
+	}
 }
 
 // config reads a CT's config through the model.

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/corralhq/corral/internal/plan"
 	"github.com/corralhq/corral/internal/pvetest"
 	"github.com/corralhq/corral/internal/sim"
 	"github.com/corralhq/corral/internal/sim/model"
@@ -52,13 +51,7 @@ func TestFirstApplyCreatesTheAppWhileItsKeeperIsCreated(t *testing.T) {
 	if r := c.run("plan", "-f", m); r.code != 0 {
 		t.Errorf("plan after the first apply: exit %d\n%s", r.code, r.stdout)
 	}
-	conf, _, err := c.srv.Cluster().CTConfig(model.Auth{UserID: "root@pam"}, "pve", ks[0], true, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if l := plan.ParseLease(conf["description"]); l != nil {
-		t.Errorf("lease left in the keeper: %+v", l)
-	}
+	c.noLeaseIn(ks[0])
 }
 
 // TestFirstApplyWhoseKeeperCreateFails: the keeper that carries the lock's
