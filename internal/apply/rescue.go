@@ -67,13 +67,13 @@ func (e *AppRunningError) Error() string {
 // and the SSH settings, which put corral's key in a rescue container and
 // log in to it, and nothing else of the Executor.
 type Rescues struct {
-	*runner
+	r   *runner
 	ssh SSH
 }
 
 // Rescues is the rescue side of e, over its runner.
 func (e *Executor) Rescues() *Rescues {
-	return &Rescues{runner: e.ops(), ssh: e.SSH}
+	return &Rescues{r: e.ops(), ssh: e.SSH}
 }
 
 // Start makes app's rescue container and starts it, holding the app's
@@ -95,7 +95,7 @@ func (rs *Rescues) Start(ctx context.Context, obs *plan.Observed, app string, op
 		// recover it to another node) while its volumes are away.
 		return nil, fmt.Errorf("app %s (ct %d) is an HA resource: PVE's HA could start or relocate it while its volumes are in the rescue container; take it out of HA first (drop ha: from the manifest and corral apply, or ha-manager remove ct:%d on a node), then rescue it", app, ct.VMID, ct.VMID)
 	}
-	r := rs.runner
+	r := rs.r
 	st, err := r.client.ContainerStatus(ctx, ct.Node, ct.VMID)
 	if err != nil {
 		return nil, err
@@ -300,6 +300,6 @@ func (r *runner) detachFrom(ctx context.Context, app, node string, vmid int, key
 // keys its create task logged (or, when it logged none, the first key, as
 // for any container corral has just created).
 func (rs *Rescues) Dial(ctx context.Context, s *RescueSession) (*guest.Client, error) {
-	cl, _, err := (&guests{runner: rs.runner, ssh: rs.ssh}).dialGuest(ctx, s.Node, s.VMID, true)
+	cl, _, err := (&guests{runner: rs.r, ssh: rs.ssh}).dialGuest(ctx, s.Node, s.VMID, true)
 	return cl, err
 }

@@ -38,7 +38,7 @@ func (rs *Rescues) EndAll(ctx context.Context, obs *plan.Observed) error {
 // that nothing mounts (a kill between the two halves of a hand-over),
 // and destroys the rescue container once it holds nothing.
 func (rs *Rescues) End(ctx context.Context, obs *plan.Observed, res *plan.Rescue, declared []plan.Volume) error {
-	r := rs.runner
+	r := rs.r
 	app, node := res.App, res.Node
 	conf, err := containerConfig(ctx, r.client, node, res.VMID)
 	if pve.IsNotFound(err) {
@@ -80,7 +80,7 @@ func (rs *Rescues) appConfig(ctx context.Context, app, node string, vmid int) ma
 	if vmid == 0 {
 		return nil
 	}
-	conf, err := containerConfig(ctx, rs.client, node, vmid)
+	conf, err := containerConfig(ctx, rs.r.client, node, vmid)
 	if err != nil || !slices.Contains(plan.ParseTags(conf["tags"]), plan.TagAppPrefix+app) {
 		return nil
 	}

@@ -141,7 +141,7 @@ func SnapshotRefs(ctx context.Context, c *pve.Client, vols []plan.VolumeFree) (m
 // rollback would overwrite that disk). The error names each volume, the
 // snapshot and the command that removes the snapshot.
 func (sn *Snapshots) CheckRollback(ctx context.Context, obs *plan.Observed, ct *plan.CT, name string) error {
-	cc, err := sn.client.SnapshotConfig(ctx, ct.Node, ct.VMID, name)
+	cc, err := sn.r.client.SnapshotConfig(ctx, ct.Node, ct.VMID, name)
 	if err != nil {
 		return err
 	}
@@ -161,7 +161,7 @@ func (sn *Snapshots) CheckRollback(ctx context.Context, obs *plan.Observed, ct *
 		}
 		sid, _, _ := strings.Cut(volid, ":")
 		if contents[sid] == nil {
-			if contents[sid], err = storageVolids(ctx, sn.client, ct.Node, sid); err != nil {
+			if contents[sid], err = storageVolids(ctx, sn.r.client, ct.Node, sid); err != nil {
 				return err
 			}
 		}
@@ -175,7 +175,7 @@ func (sn *Snapshots) CheckRollback(ctx context.Context, obs *plan.Observed, ct *
 		}
 	}
 	if len(problems) == 0 {
-		if err := sn.guardUnreferenced(ctx, ct.Node, present, allowed...); err != nil {
+		if err := sn.r.guardUnreferenced(ctx, ct.Node, present, allowed...); err != nil {
 			problems = append(problems, err.Error())
 		}
 	}

@@ -14,12 +14,12 @@ import (
 // snapshot needs the client, the observer and the stop request, nothing
 // else of the Executor.
 type Snapshots struct {
-	*runner
+	r *runner
 }
 
 // Snapshots is the snapshot side of e, over its runner.
 func (e *Executor) Snapshots() *Snapshots {
-	return &Snapshots{e.ops()}
+	return &Snapshots{r: e.ops()}
 }
 
 // Take takes snapshot name of ct (running or not) and waits for it. It
@@ -27,10 +27,10 @@ func (e *Executor) Snapshots() *Snapshots {
 // included.
 func (sn *Snapshots) Take(ctx context.Context, ct *plan.CT, name string) error {
 	app := ctApp(ct)
-	return sn.step(app, "snapshot", fmt.Sprintf("%s of ct %d", name, ct.VMID), func() error {
-		upid, err := sn.client.CreateSnapshot(ctx, ct.Node, ct.VMID, name, "corral snapshot of app "+app)
+	return sn.r.step(app, "snapshot", fmt.Sprintf("%s of ct %d", name, ct.VMID), func() error {
+		upid, err := sn.r.client.CreateSnapshot(ctx, ct.Node, ct.VMID, name, "corral snapshot of app "+app)
 		if err == nil {
-			err = sn.wait(ctx, app, upid)
+			err = sn.r.wait(ctx, app, upid)
 		}
 		return explainSnapErr(err, ct.VMID, "VM.Snapshot")
 	})
@@ -46,10 +46,10 @@ func (sn *Snapshots) Rollback(ctx context.Context, ct *plan.CT, name string) err
 // RollbackStart is Rollback with the start afterwards decided by start.
 func (sn *Snapshots) RollbackStart(ctx context.Context, ct *plan.CT, name string, start bool) error {
 	app := ctApp(ct)
-	return sn.step(app, "rollback", fmt.Sprintf("ct %d to %s", ct.VMID, name), func() error {
-		upid, err := sn.client.RollbackSnapshot(ctx, ct.Node, ct.VMID, name, start)
+	return sn.r.step(app, "rollback", fmt.Sprintf("ct %d to %s", ct.VMID, name), func() error {
+		upid, err := sn.r.client.RollbackSnapshot(ctx, ct.Node, ct.VMID, name, start)
 		if err == nil {
-			err = sn.wait(ctx, app, upid)
+			err = sn.r.wait(ctx, app, upid)
 		}
 		return explainSnapErr(err, ct.VMID, "VM.Snapshot.Rollback")
 	})
@@ -58,10 +58,10 @@ func (sn *Snapshots) RollbackStart(ctx context.Context, ct *plan.CT, name string
 // Delete removes snapshot name of ct.
 func (sn *Snapshots) Delete(ctx context.Context, ct *plan.CT, name string) error {
 	app := ctApp(ct)
-	return sn.step(app, "snapshot", fmt.Sprintf("remove %s of ct %d", name, ct.VMID), func() error {
-		upid, err := sn.client.DeleteSnapshot(ctx, ct.Node, ct.VMID, name, false)
+	return sn.r.step(app, "snapshot", fmt.Sprintf("remove %s of ct %d", name, ct.VMID), func() error {
+		upid, err := sn.r.client.DeleteSnapshot(ctx, ct.Node, ct.VMID, name, false)
 		if err == nil {
-			err = sn.wait(ctx, app, upid)
+			err = sn.r.wait(ctx, app, upid)
 		}
 		return explainSnapErr(err, ct.VMID, "VM.Snapshot")
 	})
