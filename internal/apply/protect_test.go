@@ -13,7 +13,6 @@ import (
 
 	"github.com/corralhq/corral/internal/apply"
 	"github.com/corralhq/corral/internal/plan"
-	"github.com/corralhq/corral/internal/pve"
 	"github.com/corralhq/corral/internal/pvetest"
 	"github.com/corralhq/corral/internal/sim"
 	"github.com/corralhq/corral/internal/sim/model"
@@ -42,11 +41,13 @@ func (i *interrupter) RoundTrip(r *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
-// applyNewVolume observes through c and applies cycle[0] with one more
-// retained volume, which the keeper's protection is cleared to allocate:
-// the change both protection tests run through their faulty transports.
-func applyNewVolume(t *testing.T, ctx context.Context, c *pve.Client) error {
+// applyNewVolume observes r's cluster through rt (the operator token's
+// client) and applies cycle[0] with one more retained volume, which the
+// keeper's protection is cleared to allocate: the change both protection
+// tests run through their faulty transports.
+func applyNewVolume(t *testing.T, ctx context.Context, r *rig, rt http.RoundTripper) error {
 	t.Helper()
+	c := pvetest.Client(t, r.srv, r.srv.Credentials().OperatorToken, pvetest.Transport(rt))
 	obs, err := apply.Observe(ctx, c)
 	if err != nil {
 		t.Fatal(err)
@@ -71,8 +72,7 @@ func TestInterruptedApplyLeavesKeeperProtected(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	in := &interrupter{base: r.srv.HTTPClient().Transport, trigger: "protection=0", cancel: cancel}
-	c := pvetest.Client(t, r.srv, r.srv.Credentials().OperatorToken, pvetest.Transport(in))
-	err := applyNewVolume(t, ctx, c)
+	err := applyNewVolume(t, ctx, r, in)
 	if !in.fired.Load() || !errors.Is(err, context.Canceled) {
 		t.Fatalf("apply: %v (interrupted: %v), want it cancelled after clearing protection", err, in.fired.Load())
 	}
@@ -197,8 +197,7 @@ func TestKeeperReprotectRetriedAndReported(t *testing.T) {
 			}
 			keeper := r.observe().Keepers["pve"][0].VMID
 			pf := &protectionFaults{base: r.srv.HTTPClient().Transport, srv: r.srv, keeper: keeper, on: tt.on, onBefore: tt.onBefore, clearAfter: tt.clearAfter}
-			c := pvetest.Client(t, r.srv, r.srv.Credentials().OperatorToken, pvetest.Transport(pf))
-			err := applyNewVolume(t, context.Background(), c)
+			err := applyNewVolume(t, context.Background(), r, pf)
 			r.srv.SetFaults(sim.FaultSpec{})
 			if !pf.armed.Load() {
 				t.Fatalf("the faults were never armed (%q not sent); apply: %v", tt.on, err)
