@@ -463,30 +463,6 @@ func CanSnapshot(obs *plan.Observed, ct *plan.CT) (bool, string) {
 // (PVE names start with a letter and hold letters, digits, - and _).
 func SnapshotName(t time.Time) string { return "corral-" + t.UTC().Format("20060102-150405") }
 
-// Snapshot takes snapshot name of ct (running or not) and waits for it.
-// It covers every volume ct references, keeper volumes attached as mpN
-// included.
-func (e *Executor) Snapshot(ctx context.Context, ct *plan.CT, name string) error {
-	return (&snapshots{e.ops()}).take(ctx, ct, name)
-}
-
-// Rollback rolls ct back to snapshot name, which brings back the config
-// and every volume the snapshot covers. PVE stops a running container
-// for it; Rollback starts it again when ct was running.
-func (e *Executor) Rollback(ctx context.Context, ct *plan.CT, name string) error {
-	return e.RollbackStart(ctx, ct, name, ct.Status == "running")
-}
-
-// RollbackStart is Rollback with the start afterwards decided by start.
-func (e *Executor) RollbackStart(ctx context.Context, ct *plan.CT, name string, start bool) error {
-	return (&snapshots{e.ops()}).rollback(ctx, ct, name, start)
-}
-
-// DeleteSnapshot removes snapshot name of ct.
-func (e *Executor) DeleteSnapshot(ctx context.Context, ct *plan.CT, name string) error {
-	return (&snapshots{e.ops()}).remove(ctx, ct, name)
-}
-
 func explainSnapErr(err error, vmid int, priv string) error {
 	if err == nil {
 		return nil
@@ -514,8 +490,8 @@ type SnapshotInfo struct {
 	Current bool `json:"current"`
 }
 
-// Snapshots lists ct's snapshots, oldest first.
-func Snapshots(ctx context.Context, c *pve.Client, ct *plan.CT) ([]SnapshotInfo, error) {
+// ListSnapshots lists ct's snapshots, oldest first.
+func ListSnapshots(ctx context.Context, c *pve.Client, ct *plan.CT) ([]SnapshotInfo, error) {
 	snaps, err := c.Snapshots(ctx, ct.Node, ct.VMID)
 	if err != nil {
 		return nil, err
@@ -543,46 +519,4 @@ func sortedVolumeKeys[V any](m map[plan.VolumeKey]V) []plan.VolumeKey {
 	keys := slices.Collect(maps.Keys(m))
 	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
 	return keys
-}
-
-// snapshots takes, rolls back and removes an app container's snapshots,
-// and protects an in-place change with one (protect.go).
-type snapshots struct {
-	*runner
-}
-
-// take is Executor.Snapshot.
-func (sn *snapshots) take(ctx context.Context, ct *plan.CT, name string) error {
-	app := ctApp(ct)
-	return sn.step(app, "snapshot", fmt.Sprintf("%s of ct %d", name, ct.VMID), func() error {
-		upid, err := sn.client.CreateSnapshot(ctx, ct.Node, ct.VMID, name, "corral snapshot of app "+app)
-		if err == nil {
-			err = sn.wait(ctx, app, upid)
-		}
-		return explainSnapErr(err, ct.VMID, "VM.Snapshot")
-	})
-}
-
-// rollback is Executor.RollbackStart.
-func (sn *snapshots) rollback(ctx context.Context, ct *plan.CT, name string, start bool) error {
-	app := ctApp(ct)
-	return sn.step(app, "rollback", fmt.Sprintf("ct %d to %s", ct.VMID, name), func() error {
-		upid, err := sn.client.RollbackSnapshot(ctx, ct.Node, ct.VMID, name, start)
-		if err == nil {
-			err = sn.wait(ctx, app, upid)
-		}
-		return explainSnapErr(err, ct.VMID, "VM.Snapshot.Rollback")
-	})
-}
-
-// remove is Executor.DeleteSnapshot.
-func (sn *snapshots) remove(ctx context.Context, ct *plan.CT, name string) error {
-	app := ctApp(ct)
-	return sn.step(app, "snapshot", fmt.Sprintf("remove %s of ct %d", name, ct.VMID), func() error {
-		upid, err := sn.client.DeleteSnapshot(ctx, ct.Node, ct.VMID, name, false)
-		if err == nil {
-			err = sn.wait(ctx, app, upid)
-		}
-		return explainSnapErr(err, ct.VMID, "VM.Snapshot")
-	})
 }

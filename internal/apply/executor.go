@@ -329,7 +329,7 @@ func (e *Executor) updateApp(ctx context.Context, c plan.Change, vols []attachme
 		return nil
 	}
 	if c.Desired != nil && c.Desired.SnapshotBeforeChange {
-		return (&snapshots{e.ops()}).protected(ctx, c, obs, change)
+		return e.Snapshots().protected(ctx, c, obs, change)
 	}
 	return change()
 }

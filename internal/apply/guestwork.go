@@ -724,17 +724,3 @@ func (g *guests) markProvisioned(ctx context.Context, c plan.Change, vmid int) e
 	desc := plan.WithGuestRecord(conf["description"], m.HostKey, c.Desired.GuestDigest, plan.StepsRecord(c.Desired.Steps))
 	return g.putConfig(ctx, c.Node, vmid, &pve.ConfigUpdate{Description: &desc})
 }
-
-// CheckHealthOnce logs into app's running container and runs one health
-// check once (chk.Retries is ignored): corral agent counts consecutive
-// failures itself, across its rounds, before it restarts the app. The
-// host key must be the one corral pinned.
-func (e *Executor) CheckHealthOnce(ctx context.Context, ct *plan.CT, chk Check) error {
-	cl, err := e.Dial(ctx, ct)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	chk.Retries = 0
-	return e.guests().checkHealth(ctx, cl, chk)
-}

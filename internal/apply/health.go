@@ -70,24 +70,38 @@ func (g *guests) runChecks(ctx context.Context, app string, cl *guest.Client, ch
 	return nil
 }
 
-// WaitHealthy waits for app's container ct (running) to pass its health
-// checks, as apply waits after provisioning: `corral start` and `corral
-// restart` fail when it does not come within the checks' retries.
-func (e *Executor) WaitHealthy(ctx context.Context, app string, ct *plan.CT) error {
-	checks := e.Guest[app].Checks
+// Health runs apps' health checks outside an apply: after corral start
+// and restart, for corral status, and for corral agent's rounds. It holds
+// the guest side (the runner, the SSH settings and the apps' checks),
+// which is all a check needs.
+type Health struct {
+	g *guests
+}
+
+// Health is the health side of e, over its guest side.
+func (e *Executor) Health() *Health {
+	return &Health{g: e.guests()}
+}
+
+// Wait waits for app's container ct (running) to pass its health checks,
+// as apply waits after provisioning: `corral start` and `corral restart`
+// fail when it does not come within the checks' retries.
+func (h *Health) Wait(ctx context.Context, app string, ct *plan.CT) error {
+	g := h.g
+	checks := g.work[app].Checks
 	if len(checks) == 0 {
 		return nil
 	}
 	var cl *guest.Client
-	if err := e.ops().step(app, "ssh", "connect to ct "+strconv.Itoa(ct.VMID), func() error {
+	if err := g.step(app, "ssh", "connect to ct "+strconv.Itoa(ct.VMID), func() error {
 		var err error
-		cl, err = e.Dial(ctx, ct)
+		cl, err = g.dial(ctx, ct)
 		return err
 	}); err != nil {
 		return fmt.Errorf("ct %d on %s is %s, but its health could not be checked: %w", ct.VMID, ct.Node, ct.Status, err)
 	}
 	defer cl.Close()
-	if err := e.guests().runChecks(ctx, app, cl, checks); err != nil {
+	if err := g.runChecks(ctx, app, cl, checks); err != nil {
 		name := "?"
 		if he := (*HealthError)(nil); errors.As(err, &he) {
 			name = he.Check
@@ -106,19 +120,19 @@ func (r *StatusReport) NoHealth(why string) {
 	}
 }
 
-// StatusHealth runs each health check (e.Guest) of every app in r whose
+// Status runs each health check (Executor.Guest) of every app in r whose
 // one container runs, once, and sets the app's Health: healthy, unhealthy
 // with the failing check and its last line of output, or unknown with
 // why. Checks are read-only commands by contract, and nothing else is
 // written: a container whose host key corral has not pinned is not
 // logged into (apply pins it). redact removes secret values from output.
-func (e *Executor) StatusHealth(ctx context.Context, r *StatusReport, redact func(string) string) {
+func (h *Health) Status(ctx context.Context, r *StatusReport, redact func(string) string) {
 	sem := make(chan struct{}, statusHealthApps)
 	var wg sync.WaitGroup
-	g := e.guests()
+	g := h.g
 	for i := range r.Apps {
 		as := &r.Apps[i]
-		checks := e.Guest[as.App].Checks
+		checks := g.work[as.App].Checks
 		ct, why := healthTarget(r.cts[as.App], len(checks))
 		if ct == nil {
 			as.Health, as.HealthDetail = HealthUnknown, why
@@ -178,4 +192,18 @@ func (g *guests) appHealth(ctx context.Context, ct *plan.CT, checks []Check) (st
 		}
 	}
 	return Healthy, ""
+}
+
+// CheckOnce logs into app's running container and runs one health check
+// once (chk.Retries is ignored): corral agent counts consecutive failures
+// itself, across its rounds, before it restarts the app. The host key
+// must be the one corral pinned.
+func (h *Health) CheckOnce(ctx context.Context, ct *plan.CT, chk Check) error {
+	cl, err := h.g.dial(ctx, ct)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	chk.Retries = 0
+	return h.g.checkHealth(ctx, cl, chk)
 }

@@ -2,14 +2,12 @@ package apply
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/corralhq/corral/internal/plan"
 	"github.com/corralhq/corral/internal/pve"
-	"github.com/corralhq/corral/internal/wait"
 )
 
 // otherLease is a live lease of another corral in a keeper of k's node
@@ -52,41 +50,18 @@ func (l *Lock) othersLive(cur *plan.Lease) bool {
 // minutes).
 func settledOn(ctx context.Context, c *pve.Client, node string, limit time.Duration) ([]resource, error) {
 	if limit <= 0 {
-		limit = 3 * time.Minute
+		limit = defaultCreateWait
 	}
-	deadline := time.Now().Add(limit)
-	delay := 100 * time.Millisecond
-	for {
-		res, err := c.ClusterResources(ctx, "vm")
-		if err != nil {
-			return nil, fmt.Errorf("list guests: %w", err)
-		}
-		var creating, on []resource
-		for _, r := range res {
-			if r.Node == node && r.Type == "lxc" && r.Lock == "create" {
-				creating = append(creating, r)
-			}
-			if r.Node == node {
-				on = append(on, r)
-			}
-		}
-		if len(creating) == 0 {
-			return res, nil
-		}
-		if msg := deadCreates(ctx, c, on); msg != "" {
-			return nil, errors.New(msg)
-		}
-		if time.Now().After(deadline) {
+	return settleWait{
+		limit: limit,
+		holds: func(r resource) bool { return r.Node == node },
+		tooLong: func(creating []resource) error {
 			var ids []string
 			for _, r := range creating {
 				ids = append(ids, fmt.Sprint(r.VMID))
 			}
-			return nil, fmt.Errorf("container(s) %s on node %s are still being created after %s, and one may be another corral's keeper holding the lock: "+
+			return fmt.Errorf("container(s) %s on node %s are still being created after %s, and one may be another corral's keeper holding the lock: "+
 				"wait for their create tasks to end (Datacenter > Tasks) and run again", strings.Join(ids, ", "), node, limit)
-		}
-		if err := wait.Sleep(ctx, delay); err != nil {
-			return nil, err
-		}
-		delay = min(2*delay, 2*time.Second)
-	}
+		},
+	}.run(ctx, c)
 }

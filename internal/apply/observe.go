@@ -16,7 +16,6 @@ import (
 
 	"github.com/corralhq/corral/internal/plan"
 	"github.com/corralhq/corral/internal/pve"
-	"github.com/corralhq/corral/internal/wait"
 )
 
 // resource is a /cluster/resources entry.
@@ -386,65 +385,26 @@ func observeBridges(ctx context.Context, c *pve.Client, obs *plan.Observed, node
 func guestsSettled(ctx context.Context, c *pve.Client, opts ObserveOptions, nodes []string) ([]resource, error) {
 	limit := opts.CreateWait
 	if limit == 0 {
-		limit = 3 * time.Minute
+		limit = defaultCreateWait
 	}
-	deadline := time.Now().Add(limit)
-	delay := 100 * time.Millisecond
-	for {
-		res, err := c.ClusterResources(ctx, "vm")
-		if err != nil {
-			return nil, fmt.Errorf("list guests: %w", err)
-		}
+	return settleWait{
+		limit: limit,
 		// A keeper the lock is creating is not waited for: the plan
 		// creates the node's keeper, and the executor takes that one.
-		res = withoutOwnClaims(ctx, res)
-		var creating, remove []string
-		for _, r := range res {
-			if r.Type == "lxc" && r.Lock == "create" && r.Tags == "" {
-				creating = append(creating, fmt.Sprintf("%d on %s", r.VMID, r.Node))
+		keep:  func(res []resource) []resource { return withoutOwnClaims(ctx, res) },
+		holds: func(r resource) bool { return r.Tags == "" },
+		busy:  func(res []resource) ([]string, error) { return busyTasks(ctx, c, res, nodes) },
+		tooLong: func(creating []resource) error {
+			var remove []string
+			for _, r := range creating {
 				remove = append(remove, fmt.Sprintf("on node %s run pct unlock %d && pct destroy %d", r.Node, r.VMID, r.VMID))
 			}
-		}
-		if len(creating) == 0 {
-			busy, err := busyTasks(ctx, c, res, nodes)
-			if err != nil {
-				return nil, err
-			}
-			if len(busy) == 0 {
-				return res, nil
-			}
-			if time.Now().After(deadline) {
-				return nil, fmt.Errorf("%s still running after %s; wait for it to end (Datacenter > Tasks) and run again", strings.Join(busy, ", "), limit)
-			}
-			if opts.OnWait != nil {
-				opts.OnWait("waiting for " + strings.Join(busy, ", ") + " to end")
-			}
-			if err := wait.Sleep(ctx, delay); err != nil {
-				return nil, err
-			}
-			delay = min(2*delay, 2*time.Second)
-			continue
-		}
-		// A placeholder whose create task already failed never clears:
-		// say so at once rather than after the whole wait.
-		if msg := deadCreates(ctx, c, res); msg != "" {
-			return nil, errors.New(msg)
-		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("container(s) %s are still being created (lock: create) after %s, so corral cannot tell whose they are; "+
+			return fmt.Errorf("container(s) %s are still being created (lock: create) after %s, so corral cannot tell whose they are; "+
 				"wait for their create tasks to finish (Datacenter > Tasks), or if no task is creating them (a node or its API daemon died during a create), remove them as root: %s; then run again",
-				strings.Join(creating, ", "), limit, strings.Join(remove, "; "))
-		}
-		if opts.OnWait != nil {
-			opts.OnWait(fmt.Sprintf("waiting for container(s) %s to finish being created", strings.Join(creating, ", ")))
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(delay):
-		}
-		delay = min(2*delay, 2*time.Second)
-	}
+				strings.Join(guestsOn(creating), ", "), limit, strings.Join(remove, "; "))
+		},
+		onWait: opts.OnWait,
+	}.run(ctx, c)
 }
 
 // deadCreates explains placeholders ("lock: create", no tags) whose create

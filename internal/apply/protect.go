@@ -30,22 +30,22 @@ func (e *RolledBackError) Unwrap() error { return e.Err }
 // the snapshot dropped when it succeeds. Where the container's storage
 // cannot snapshot, a backup is taken instead and a failure names the
 // archive to restore from; if neither is possible nothing is changed.
-func (sn *snapshots) protected(ctx context.Context, c plan.Change, obs *plan.Observed, change func() error) error {
+func (sn *Snapshots) protected(ctx context.Context, c plan.Change, obs *plan.Observed, change func() error) error {
 	cts := obs.Apps[c.App]
 	if len(cts) != 1 {
 		return change() // planned as an update, so exactly one; be safe
 	}
 	ct := cts[0]
 	if ok, why := CanSnapshot(obs, ct); !ok {
-		sn.obs().Warn(c.App, "cannot snapshot before the change ("+why+"); taking a backup instead, to restore from if the change fails")
+		sn.r.obs().Warn(c.App, "cannot snapshot before the change ("+why+"); taking a backup instead, to restore from if the change fails")
 		return sn.protectedByBackup(ctx, c, change)
 	}
 	name := "corral_pre_" + time.Now().UTC().Format("20060102_150405")
-	// Snapshot, RollbackStart and DeleteSnapshot are steps themselves.
-	if err := sn.take(ctx, ct, name); err != nil {
+	// Take, RollbackStart and Delete are steps themselves.
+	if err := sn.Take(ctx, ct, name); err != nil {
 		return fmt.Errorf("%w; nothing was changed (snapshotBeforeChange could not protect the change)", err)
 	}
-	drop := func() error { return sn.remove(ctx, ct, name) }
+	drop := func() error { return sn.Delete(ctx, ct, name) }
 	err := change()
 	if err == nil {
 		return drop()
@@ -53,15 +53,15 @@ func (sn *snapshots) protected(ctx context.Context, c plan.Change, obs *plan.Obs
 	if ctx.Err() != nil {
 		return fmt.Errorf("%w; interrupted: snapshot %s of ct %d is kept, roll back with `corral rollback %s %s`", err, name, ct.VMID, c.App, name)
 	}
-	sn.obs().Warn(c.App, fmt.Sprintf("the change failed (%v); rolling back to snapshot %s", err, name))
-	if rbErr := sn.rollback(ctx, ct, name, true); rbErr != nil {
+	sn.r.obs().Warn(c.App, fmt.Sprintf("the change failed (%v); rolling back to snapshot %s", err, name))
+	if rbErr := sn.RollbackStart(ctx, ct, name, true); rbErr != nil {
 		return fmt.Errorf("%s: the change failed: %w; and the rollback to snapshot %s failed too: %w; roll back by hand with `corral rollback %s %s`",
 			c.App, err, name, rbErr, c.App, name)
 	}
 	// The snapshot did its job; keep none behind (a snapshot pins the
 	// volumes it covers).
 	if derr := drop(); derr != nil {
-		sn.obs().Warn(c.App, fmt.Sprintf("snapshot %s could not be removed after the rollback: %v", name, derr))
+		sn.r.obs().Warn(c.App, fmt.Sprintf("snapshot %s could not be removed after the rollback: %v", name, derr))
 	}
 	return &RolledBackError{App: c.App, Snapshot: name, Err: err}
 }
@@ -69,22 +69,22 @@ func (sn *snapshots) protected(ctx context.Context, c plan.Change, obs *plan.Obs
 // protectedByBackup is the fallback where the container's storage cannot
 // snapshot (a dir storage, say): a vzdump archive before the change, and
 // on failure the archive to restore from. The caller has warned why.
-func (sn *snapshots) protectedByBackup(ctx context.Context, c plan.Change, change func() error) error {
+func (sn *Snapshots) protectedByBackup(ctx context.Context, c plan.Change, change func() error) error {
 	storage := ""
 	if c.Desired != nil {
 		storage = c.Desired.BackupStorage
 	}
 	var archive string
-	err := sn.step(c.App, "backup", "before the change", func() error {
-		upid, err := sn.client.Backup(ctx, c.Node, c.VMID, pve.BackupOptions{Mode: "snapshot", Storage: storage, Compress: "zstd",
+	err := sn.r.step(c.App, "backup", "before the change", func() error {
+		upid, err := sn.r.client.Backup(ctx, c.Node, c.VMID, pve.BackupOptions{Mode: "snapshot", Storage: storage, Compress: "zstd",
 			NotesTemplate: "corral: " + c.App + " before an in-place change"}) // listed by corral backups, never pruned (ArchiveApp)
 		if err != nil {
 			return err
 		}
-		if err := sn.wait(ctx, c.App, upid); err != nil {
+		if err := sn.r.wait(ctx, c.App, upid); err != nil {
 			return err
 		}
-		archive, err = latestBackup(ctx, sn.client, c.Node, storage, c.VMID)
+		archive, err = latestBackup(ctx, sn.r.client, c.Node, storage, c.VMID)
 		return err
 	})
 	if err != nil {

@@ -41,6 +41,26 @@ func (i *interrupter) RoundTrip(r *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
+// applyNewVolume observes r's cluster through rt (the operator token's
+// client) and applies cycle[0] with one more retained volume, which the
+// keeper's protection is cleared to allocate: the change both protection
+// tests run through their faulty transports.
+func applyNewVolume(t *testing.T, ctx context.Context, r *rig, rt http.RoundTripper) error {
+	t.Helper()
+	c := pvetest.Client(t, r.srv, r.srv.Credentials().OperatorToken, pvetest.Transport(rt))
+	obs, err := apply.Observe(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	apps := loadApps(t, cycle[0])
+	apps[0].Volumes = append(apps[0].Volumes, plan.Volume{Name: "extra", Storage: "local-lvm", Size: 1 << 30, Mount: "/srv/extra", Reclaim: plan.Retain})
+	p, err := plan.Make(apps, obs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return (&apply.Executor{Client: c}).Apply(ctx, p, obs)
+}
+
 // An apply interrupted while a keeper's protection is off sets it again
 // before it returns (issue 11, scenario 2).
 func TestInterruptedApplyLeavesKeeperProtected(t *testing.T) {
@@ -52,19 +72,7 @@ func TestInterruptedApplyLeavesKeeperProtected(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	in := &interrupter{base: r.srv.HTTPClient().Transport, trigger: "protection=0", cancel: cancel}
-	c := pvetest.Client(t, r.srv, r.srv.Credentials().OperatorToken, pvetest.Transport(in))
-	obs, err := apply.Observe(ctx, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// A new volume: the keeper's protection is cleared to allocate it.
-	apps := loadApps(t, cycle[0])
-	apps[0].Volumes = append(apps[0].Volumes, plan.Volume{Name: "extra", Storage: "local-lvm", Size: 1 << 30, Mount: "/srv/extra", Reclaim: plan.Retain})
-	p, err := plan.Make(apps, obs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = (&apply.Executor{Client: c}).Apply(ctx, p, obs)
+	err := applyNewVolume(t, ctx, r, in)
 	if !in.fired.Load() || !errors.Is(err, context.Canceled) {
 		t.Fatalf("apply: %v (interrupted: %v), want it cancelled after clearing protection", err, in.fired.Load())
 	}
@@ -189,20 +197,7 @@ func TestKeeperReprotectRetriedAndReported(t *testing.T) {
 			}
 			keeper := r.observe().Keepers["pve"][0].VMID
 			pf := &protectionFaults{base: r.srv.HTTPClient().Transport, srv: r.srv, keeper: keeper, on: tt.on, onBefore: tt.onBefore, clearAfter: tt.clearAfter}
-			c := pvetest.Client(t, r.srv, r.srv.Credentials().OperatorToken, pvetest.Transport(pf))
-			ctx := context.Background()
-			obs, err := apply.Observe(ctx, c)
-			if err != nil {
-				t.Fatal(err)
-			}
-			// A new volume: the keeper's protection is cleared to allocate it.
-			apps := loadApps(t, cycle[0])
-			apps[0].Volumes = append(apps[0].Volumes, plan.Volume{Name: "extra", Storage: "local-lvm", Size: 1 << 30, Mount: "/srv/extra", Reclaim: plan.Retain})
-			p, err := plan.Make(apps, obs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			err = (&apply.Executor{Client: c}).Apply(ctx, p, obs)
+			err := applyNewVolume(t, context.Background(), r, pf)
 			r.srv.SetFaults(sim.FaultSpec{})
 			if !pf.armed.Load() {
 				t.Fatalf("the faults were never armed (%q not sent); apply: %v", tt.on, err)

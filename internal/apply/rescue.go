@@ -20,8 +20,9 @@ import (
 // template on its node; the user works there; then the volumes go back
 // and the rescue container goes. Every step is a step of a run that a
 // kill may end: the rescue container is tagged before any volume
-// reaches it, and whatever it holds the next EndRescue (corral rescue,
-// its --end, apply, destroy, restore) gives back.
+// reaches it, and whatever it holds the next Rescues.End (corral rescue,
+// its --end, apply, destroy, restore) gives back. Rescues below carries
+// them out.
 
 // RescueVolume is one volume a rescue container holds.
 type RescueVolume struct {
@@ -30,7 +31,7 @@ type RescueVolume struct {
 	Mount  string `json:"mount"`
 }
 
-// RescueSession is a rescue container that StartRescue made and started.
+// RescueSession is a rescue container that Rescues.Start made and started.
 type RescueSession struct {
 	App     string         `json:"app"`
 	VMID    int            `json:"rescue_vmid"`
@@ -62,10 +63,23 @@ func (e *AppRunningError) Error() string {
 	return fmt.Sprintf("app %s runs (ct %d): a rescue needs its volumes, which only a stopped container gives up; stop it with corral rescue %s --stop (or corral stop %s first)", e.App, e.VMID, e.App, e.App)
 }
 
-// StartRescue makes app's rescue container and starts it, holding the
-// app's retained volumes. obs is a read made under corral's lock on the
-// app's node, with no rescue of app left (EndRescues first).
-func (e *Executor) StartRescue(ctx context.Context, obs *plan.Observed, app string, opts RescueOptions) (*RescueSession, error) {
+// Rescues starts and ends rescues (corral rescue): it holds the runner
+// and the SSH settings, which put corral's key in a rescue container and
+// log in to it, and nothing else of the Executor.
+type Rescues struct {
+	r   *runner
+	ssh SSH
+}
+
+// Rescues is the rescue side of e, over its runner.
+func (e *Executor) Rescues() *Rescues {
+	return &Rescues{r: e.ops(), ssh: e.SSH}
+}
+
+// Start makes app's rescue container and starts it, holding the app's
+// retained volumes. obs is a read made under corral's lock on the app's
+// node, with no rescue of app left (EndAll or EndApp first).
+func (rs *Rescues) Start(ctx context.Context, obs *plan.Observed, app string, opts RescueOptions) (*RescueSession, error) {
 	if obs.InRescue(app) {
 		return nil, fmt.Errorf("app %s is in rescue already (rescue CT %d): end that first", app, obs.Rescues[app][0].VMID)
 	}
@@ -81,7 +95,7 @@ func (e *Executor) StartRescue(ctx context.Context, obs *plan.Observed, app stri
 		// recover it to another node) while its volumes are away.
 		return nil, fmt.Errorf("app %s (ct %d) is an HA resource: PVE's HA could start or relocate it while its volumes are in the rescue container; take it out of HA first (drop ha: from the manifest and corral apply, or ha-manager remove ct:%d on a node), then rescue it", app, ct.VMID, ct.VMID)
 	}
-	r := e.ops()
+	r := rs.r
 	st, err := r.client.ContainerStatus(ctx, ct.Node, ct.VMID)
 	if err != nil {
 		return nil, err
@@ -102,7 +116,7 @@ func (e *Executor) StartRescue(ctx context.Context, obs *plan.Observed, app stri
 		return nil, fmt.Errorf("app %s has no retained volume to rescue; its root file system is disposable (a replace makes it anew from the template) and PVE hands no rootfs to another container (\"Cannot move to/from 'rootfs'\"): "+
 			"start the app and use corral exec %s, or put what must survive on a volume", app, app)
 	}
-	params, err := e.rescueParams(obs, app, ct, conf)
+	params, err := rs.params(obs, app, ct, conf)
 	if err != nil {
 		return nil, err
 	}
@@ -198,12 +212,12 @@ func boolKeys(m map[string]bool) map[string]string {
 	return out
 }
 
-// rescueParams are the create parameters of app's rescue container: the
+// params are the create parameters of app's rescue container: the
 // app's template, privilege level (the volumes' file owners read the same
 // only so), network and features, corral's SSH key, a small rootfs on the
 // app's root storage, and the tags and Notes that make it known as app's
 // rescue from its first moment.
-func (e *Executor) rescueParams(obs *plan.Observed, app string, ct *plan.CT, conf map[string]string) (*pve.ContainerCreate, error) {
+func (rs *Rescues) params(obs *plan.Observed, app string, ct *plan.CT, conf map[string]string) (*pve.ContainerCreate, error) {
 	tmpl := plan.ParseMarker(conf["description"]).Template
 	if tmpl == "" || !slices.Contains(obs.Templates[ct.Node], tmpl) {
 		if t := obs.Templates[ct.Node]; len(t) > 0 && tmpl == "" {
@@ -240,7 +254,7 @@ func (e *Executor) rescueParams(obs *plan.Observed, app string, ct *plan.CT, con
 	// as on keepers.
 	f := strings.TrimPrefix(withoutProp(withoutProp(conf["features"], "keyctl"), "nesting")+",nesting=1", ",")
 	p.Config.Features = &f
-	if k := e.SSH.AuthorizedKey; k != "" {
+	if k := rs.ssh.AuthorizedKey; k != "" {
 		p.SSHPublicKeys = k + " corral\n"
 	}
 	return p, nil
@@ -282,10 +296,10 @@ func (r *runner) detachFrom(ctx context.Context, app, node string, vmid int, key
 	})
 }
 
-// DialRescue logs into the rescue container StartRescue made, trusting
-// only the host keys its create task logged (or, when it logged none,
-// the first key, as for any container corral has just created).
-func (e *Executor) DialRescue(ctx context.Context, s *RescueSession) (*guest.Client, error) {
-	cl, _, err := e.guests().dialGuest(ctx, s.Node, s.VMID, true)
+// Dial logs into the rescue container Start made, trusting only the host
+// keys its create task logged (or, when it logged none, the first key, as
+// for any container corral has just created).
+func (rs *Rescues) Dial(ctx context.Context, s *RescueSession) (*guest.Client, error) {
+	cl, _, err := (&guests{runner: rs.r, ssh: rs.ssh}).dialGuest(ctx, s.Node, s.VMID, true)
 	return cl, err
 }

@@ -36,13 +36,13 @@ func (r *moveRig) rescueCycle(kill int64) (int64, error) {
 	if err != nil {
 		return k.count.Load(), err
 	}
-	if _, err := ex.StartRescue(ctx, obs, "web", apply.RescueOptions{Stop: true, Declared: r.declared()}); err != nil {
+	if _, err := ex.Rescues().Start(ctx, obs, "web", apply.RescueOptions{Stop: true, Declared: r.declared()}); err != nil {
 		return k.count.Load(), err
 	}
 	if obs, err = apply.Observe(ctx, c); err != nil {
 		return k.count.Load(), err
 	}
-	if n, err := ex.EndAppRescues(ctx, obs, "web", r.declared()); err != nil || n != 1 {
+	if n, err := ex.Rescues().EndApp(ctx, obs, "web", r.declared()); err != nil || n != 1 {
 		return k.count.Load(), fmt.Errorf("ended %d rescues: %v", n, err)
 	}
 	return k.count.Load(), nil
@@ -66,7 +66,7 @@ func (r *moveRig) endRescue() {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	if _, err := (&apply.Executor{Client: c}).EndAppRescues(context.Background(), obs, "web", r.declared()); err != nil {
+	if _, err := (&apply.Executor{Client: c}).Rescues().EndApp(context.Background(), obs, "web", r.declared()); err != nil {
 		r.t.Fatalf("rescue --end after the kill: %v", err)
 	}
 }
@@ -180,7 +180,7 @@ func TestRescueTagsEdited(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := (&apply.Executor{Client: c}).StartRescue(ctx, obs, "web", apply.RescueOptions{Stop: true, Declared: r.declared()})
+	s, err := (&apply.Executor{Client: c}).Rescues().Start(ctx, obs, "web", apply.RescueOptions{Stop: true, Declared: r.declared()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +214,7 @@ func TestRescueRefusedWhereItsVolumesAreNotAtHome(t *testing.T) {
 		"moving":    {Carriers: map[string]*plan.Carrier{"web": {VMID: 200, Node: "pve1"}}},
 		"restoring": {Restores: map[string]*plan.Restore{"web": {App: "web"}}},
 	} {
-		_, err := (&apply.Executor{}).StartRescue(context.Background(), obs, "web", apply.RescueOptions{Stop: true})
+		_, err := (&apply.Executor{}).Rescues().Start(context.Background(), obs, "web", apply.RescueOptions{Stop: true})
 		if err == nil || !strings.Contains(err.Error(), "corral apply") {
 			t.Errorf("%s: %v, want a refusal that says to run corral apply first", name, err)
 		}

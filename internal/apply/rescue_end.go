@@ -18,12 +18,11 @@ import (
 // corral rescue, and for a rescue a killed run left, first in the next
 // apply, destroy, restore or rescue.
 
-// EndRescues ends every rescue obs found (Recover calls it): see
-// EndRescue.
-func (e *Executor) EndRescues(ctx context.Context, obs *plan.Observed) error {
+// EndAll ends every rescue obs found (Recover calls it): see End.
+func (rs *Rescues) EndAll(ctx context.Context, obs *plan.Observed) error {
 	for _, app := range slices.Sorted(maps.Keys(obs.Rescues)) {
 		for _, res := range obs.Rescues[app] {
-			if err := e.EndRescue(ctx, obs, res, nil); err != nil {
+			if err := rs.End(ctx, obs, res, nil); err != nil {
 				return err
 			}
 		}
@@ -31,15 +30,15 @@ func (e *Executor) EndRescues(ctx context.Context, obs *plan.Observed) error {
 	return nil
 }
 
-// EndRescue stops the rescue container res, gives every volume it holds
+// End stops the rescue container res, gives every volume it holds
 // back to the app's container (the same keys and paths; only to the
 // container its Notes name, and only while that is still the app's: else
 // the volumes simply stay with their keeper, which records them
 // throughout), attaches to it the declared volumes its keeper records
 // that nothing mounts (a kill between the two halves of a hand-over),
 // and destroys the rescue container once it holds nothing.
-func (e *Executor) EndRescue(ctx context.Context, obs *plan.Observed, res *plan.Rescue, declared []plan.Volume) error {
-	r := e.ops()
+func (rs *Rescues) End(ctx context.Context, obs *plan.Observed, res *plan.Rescue, declared []plan.Volume) error {
+	r := rs.r
 	app, node := res.App, res.Node
 	conf, err := containerConfig(ctx, r.client, node, res.VMID)
 	if pve.IsNotFound(err) {
@@ -64,7 +63,7 @@ func (e *Executor) EndRescue(ctx context.Context, obs *plan.Observed, res *plan.
 			return fmt.Errorf("end the rescue of app %s: %w", app, err)
 		}
 	}
-	if appConf := e.rescuedApp(ctx, app, node, res.AppVMID); appConf != nil {
+	if appConf := rs.appConfig(ctx, app, node, res.AppVMID); appConf != nil {
 		if err := r.giveBack(ctx, obs, app, node, res.AppVMID, appConf, now.Holds, declared); err != nil {
 			return fmt.Errorf("end the rescue of app %s: the volumes are back with their keeper but not attached to ct %d (corral apply attaches them): %w", app, res.AppVMID, err)
 		}
@@ -75,13 +74,13 @@ func (e *Executor) EndRescue(ctx context.Context, obs *plan.Observed, res *plan.
 	return nil
 }
 
-// rescuedApp is the config of the app's container vmid on node, or nil
+// appConfig is the config of the app's container vmid on node, or nil
 // when that is no longer app's container (gone, or another's).
-func (e *Executor) rescuedApp(ctx context.Context, app, node string, vmid int) map[string]string {
+func (rs *Rescues) appConfig(ctx context.Context, app, node string, vmid int) map[string]string {
 	if vmid == 0 {
 		return nil
 	}
-	conf, err := containerConfig(ctx, e.Client, node, vmid)
+	conf, err := containerConfig(ctx, rs.r.client, node, vmid)
 	if err != nil || !slices.Contains(plan.ParseTags(conf["tags"]), plan.TagAppPrefix+app) {
 		return nil
 	}
@@ -144,11 +143,11 @@ func (r *runner) destroyEmptyRescue(ctx context.Context, app, node string, vmid 
 	return r.destroyCT(ctx, app, node, vmid)
 }
 
-// EndAppRescues ends app's rescues (corral rescue APP --end, and before a
+// EndApp ends app's rescues (corral rescue APP --end, and before a
 // new rescue): it returns how many there were.
-func (e *Executor) EndAppRescues(ctx context.Context, obs *plan.Observed, app string, declared []plan.Volume) (int, error) {
+func (rs *Rescues) EndApp(ctx context.Context, obs *plan.Observed, app string, declared []plan.Volume) (int, error) {
 	for _, res := range obs.Rescues[app] {
-		if err := e.EndRescue(ctx, obs, res, declared); err != nil {
+		if err := rs.End(ctx, obs, res, declared); err != nil {
 			return 0, err
 		}
 	}

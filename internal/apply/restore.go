@@ -596,9 +596,9 @@ func (rs *restorer) finishRestore(ctx context.Context, app, node string, newID, 
 // keeper as <app>/*-restored-<stamp>, where `corral volumes` lists them);
 // one whose old container was already set aside becomes the app's. The
 // apps' rescue containers (plan.Observed.Rescues) are ended first: their
-// volumes go back to the apps' containers (EndRescues).
+// volumes go back to the apps' containers (Rescues.EndAll).
 func (e *Executor) Recover(ctx context.Context, obs *plan.Observed) error {
-	if err := e.EndRescues(ctx, obs); err != nil {
+	if err := e.Rescues().EndAll(ctx, obs); err != nil {
 		return err
 	}
 	rs := e.restorer()

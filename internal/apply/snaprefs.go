@@ -140,8 +140,8 @@ func SnapshotRefs(ctx context.Context, c *pve.Client, vols []plan.VolumeFree) (m
 // or another guest uses it (the volid was freed and handed out again: the
 // rollback would overwrite that disk). The error names each volume, the
 // snapshot and the command that removes the snapshot.
-func (e *Executor) CheckRollback(ctx context.Context, obs *plan.Observed, ct *plan.CT, name string) error {
-	cc, err := e.Client.SnapshotConfig(ctx, ct.Node, ct.VMID, name)
+func (sn *Snapshots) CheckRollback(ctx context.Context, obs *plan.Observed, ct *plan.CT, name string) error {
+	cc, err := sn.r.client.SnapshotConfig(ctx, ct.Node, ct.VMID, name)
 	if err != nil {
 		return err
 	}
@@ -161,7 +161,7 @@ func (e *Executor) CheckRollback(ctx context.Context, obs *plan.Observed, ct *pl
 		}
 		sid, _, _ := strings.Cut(volid, ":")
 		if contents[sid] == nil {
-			if contents[sid], err = storageVolids(ctx, e.Client, ct.Node, sid); err != nil {
+			if contents[sid], err = storageVolids(ctx, sn.r.client, ct.Node, sid); err != nil {
 				return err
 			}
 		}
@@ -175,7 +175,7 @@ func (e *Executor) CheckRollback(ctx context.Context, obs *plan.Observed, ct *pl
 		}
 	}
 	if len(problems) == 0 {
-		if err := e.ops().guardUnreferenced(ctx, ct.Node, present, allowed...); err != nil {
+		if err := sn.r.guardUnreferenced(ctx, ct.Node, present, allowed...); err != nil {
 			problems = append(problems, err.Error())
 		}
 	}

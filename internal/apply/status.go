@@ -26,7 +26,7 @@ type StatusReport struct {
 	// so provisioning was not compared.
 	GuestUnknown map[string][]string `json:"-"`
 
-	// cts are each app's containers as observed, for StatusHealth.
+	// cts are each app's containers as observed, for Health.Status.
 	cts map[string][]*plan.CT
 }
 
@@ -46,7 +46,7 @@ type AppStatus struct {
 	// rescue container holds the app's volumes.
 	Rescue *RescueStatus `json:"rescue,omitempty"`
 	// Health is Healthy, Unhealthy or HealthUnknown, from one run of the
-	// app's health checks (Executor.StatusHealth); HealthDetail names the
+	// app's health checks (Health.Status); HealthDetail names the
 	// failing check and its last line of output, or why it is unknown.
 	Health       string `json:"health"`
 	HealthDetail string `json:"health_detail"`

@@ -343,7 +343,7 @@ func (o *agentOps) Check(ctx context.Context, f *manifest.File, app agent.AppVie
 			return err
 		}
 		ex.SSH.ConnectTimeout = 30 * time.Second
-		return redactErr(f, ex.CheckHealthOnce(ctx, &plan.CT{VMID: app.VMID, Node: app.Node, Status: app.State}, chk))
+		return redactErr(f, ex.Health().CheckOnce(ctx, &plan.CT{VMID: app.VMID, Node: app.Node, Status: app.State}, chk))
 	}
 	return fmt.Errorf("app %s has no health check %q", app.Name, check)
 }
@@ -360,7 +360,7 @@ func (o *agentOps) Restart(ctx context.Context, f *manifest.File, app string) er
 		return err
 	}
 	defer lock.release()
-	return j.err(j.ex.RestartApp(lock.ctx, app, ct))
+	return j.err(j.ex.Power().Restart(lock.ctx, app, ct))
 }
 
 // Backup is corral backup APP with the manifest's backup section and

@@ -469,7 +469,7 @@ func snapshot(ctx context.Context, st *streams, j *backupJob, obs *plan.Observed
 		if len(args) != 2 {
 			return errors.New("--delete needs the snapshot NAME (corral snapshots lists them)")
 		}
-		if err := j.ex.DeleteSnapshot(ctx, ct, args[1]); err != nil {
+		if err := j.ex.Snapshots().Delete(ctx, ct, args[1]); err != nil {
 			return j.err(err)
 		}
 		if j.asJSON {
@@ -485,7 +485,7 @@ func snapshot(ctx context.Context, st *streams, j *backupJob, obs *plan.Observed
 	if len(args) == 2 {
 		name = args[1]
 	}
-	if err := j.ex.Snapshot(ctx, ct, name); err != nil {
+	if err := j.ex.Snapshots().Take(ctx, ct, name); err != nil {
 		return j.err(err)
 	}
 	covers := []string{"rootfs"}
@@ -511,7 +511,7 @@ func newSnapshotsCmd(st *streams) *cobra.Command {
 		Args:        cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withApp(cmd, st, ff, cf, args[0], func(ctx context.Context, j *backupJob, _ *plan.Observed, ct *plan.CT) error {
-				snaps, err := apply.Snapshots(ctx, j.s.client, ct)
+				snaps, err := apply.ListSnapshots(ctx, j.s.client, ct)
 				if err != nil {
 					return j.err(err)
 				}
@@ -577,10 +577,10 @@ func rollback(ctx context.Context, st *streams, j *backupJob, obs *plan.Observed
 	}
 	defer lock.release()
 	ctx = lock.ctx
-	if err := j.ex.CheckRollback(ctx, obs, ct, args[1]); err != nil {
+	if err := j.ex.Snapshots().CheckRollback(ctx, obs, ct, args[1]); err != nil {
 		return j.err(err)
 	}
-	if err := j.ex.RollbackStart(ctx, ct, args[1], start || ct.Status == "running"); err != nil {
+	if err := j.ex.Snapshots().RollbackStart(ctx, ct, args[1], start || ct.Status == "running"); err != nil {
 		return j.err(err)
 	}
 	if j.asJSON {

@@ -30,9 +30,9 @@ func commands(st *streams) []*cobra.Command {
 		newLogsCmd(st),
 		newCpCmd(st),
 		newRescueCmd(st),
-		powerCmd("start", "Start an app's container", (*apply.Executor).StartApp)(st),
-		powerCmd("stop", "Shut an app's container down (the next apply starts it again)", (*apply.Executor).StopApp)(st),
-		powerCmd("restart", "Shut an app's container down and start it again", (*apply.Executor).RestartApp)(st),
+		powerCmd("start", "Start an app's container", (*apply.Power).Start)(st),
+		powerCmd("stop", "Shut an app's container down (the next apply starts it again)", (*apply.Power).Stop)(st),
+		powerCmd("restart", "Shut an app's container down and start it again", (*apply.Power).Restart)(st),
 
 		// Data: backups and snapshots.
 		newBackupCmd(st),

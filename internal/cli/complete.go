@@ -193,7 +193,7 @@ func completeAppThenSnapshot(snapshotArg func(cmd *cobra.Command) bool) func(*co
 			if err != nil {
 				return nil, err
 			}
-			snaps, err := apply.Snapshots(ctx, s.client, ct)
+			snaps, err := apply.ListSnapshots(ctx, s.client, ct)
 			if err != nil {
 				return nil, err
 			}

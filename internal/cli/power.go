@@ -12,7 +12,7 @@ import (
 
 // powerCmd is `corral start|stop|restart APP`: under corral's lock on
 // the app's node, like every command that changes the cluster.
-func powerCmd(verb, short string, do func(*apply.Executor, context.Context, string, *plan.CT) error) func(*streams) *cobra.Command {
+func powerCmd(verb, short string, do func(*apply.Power, context.Context, string, *plan.CT) error) func(*streams) *cobra.Command {
 	return func(st *streams) *cobra.Command {
 		var ff fileFlags
 		var cf connFlags
@@ -30,7 +30,7 @@ func powerCmd(verb, short string, do func(*apply.Executor, context.Context, stri
 					}
 					defer lock.release()
 					ctx = lock.ctx
-					if err := do(j.ex, ctx, args[0], ct); err != nil {
+					if err := do(j.ex.Power(), ctx, args[0], ct); err != nil {
 						return j.err(err)
 					}
 					_, ct, err = j.appCT(ctx, args[0])
@@ -71,7 +71,7 @@ func waitHealthy(ctx context.Context, j *backupJob, app string, ct *plan.CT) (st
 		return "", err
 	}
 	j.ex.SSH, j.ex.Guest = sshc, map[string]apply.GuestWork{app: plan.GuestWorkOf(*m)}
-	if err := j.ex.WaitHealthy(ctx, app, ct); err != nil {
+	if err := j.ex.Health().Wait(ctx, app, ct); err != nil {
 		return "", err
 	}
 	return apply.Healthy, nil

@@ -158,7 +158,7 @@ func (r *rescuer) endLeft(ctx context.Context, left bool) error {
 		return r.j.err(err)
 	}
 	rs := obs.Rescues[r.a.app]
-	n, err := r.ender.EndAppRescues(ctx, obs, r.a.app, r.declared)
+	n, err := r.ender.Rescues().EndApp(ctx, obs, r.a.app, r.declared)
 	if err != nil {
 		return r.j.err(fmt.Errorf("%w\nthe rescue container is left as it is, and says so in plan and status: run corral rescue %s --end (or corral apply) to end it", err, r.a.app))
 	}
@@ -181,7 +181,7 @@ func (r *rescuer) rescue(ctx, endCtx context.Context, local *os.File) error {
 	if err != nil {
 		return r.j.err(err)
 	}
-	s, err := r.j.ex.StartRescue(ctx, obs, r.a.app, apply.RescueOptions{Stop: r.a.stop, Declared: r.declared})
+	s, err := r.j.ex.Rescues().Start(ctx, obs, r.a.app, apply.RescueOptions{Stop: r.a.stop, Declared: r.declared})
 	var running *apply.AppRunningError
 	if errors.As(err, &running) || (err != nil && s == nil) {
 		return r.j.err(err)
@@ -223,7 +223,7 @@ func (r *rescuer) use(ctx context.Context, s *apply.RescueSession, local *os.Fil
 	if local != nil {
 		fmt.Fprintln(r.st.err, "leave the shell (exit) to end the rescue")
 	}
-	cl, err := r.j.ex.DialRescue(ctx, s)
+	cl, err := r.j.ex.Rescues().Dial(ctx, s)
 	if err != nil {
 		return err
 	}

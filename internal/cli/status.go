@@ -76,7 +76,7 @@ func statusHealth(ctx context.Context, j *job, r *apply.StatusReport, noHealth b
 	}
 	sshc.ConnectTimeout = 10 * time.Second
 	ex := &apply.Executor{Client: j.s.client, SSH: sshc, Guest: works}
-	ex.StatusHealth(ctx, r, j.f.Redact)
+	ex.Health().Status(ctx, r, j.f.Redact)
 }
 
 func newVolumesCmd(st *streams) *cobra.Command {

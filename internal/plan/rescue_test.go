@@ -8,7 +8,7 @@ import (
 	"github.com/corralhq/corral/internal/plan"
 )
 
-// rescueConf is a rescue container's config as StartRescue leaves it:
+// rescueConf is a rescue container's config as Rescues.Start (internal/apply) leaves it:
 // its own rootfs, the app's keeper volume at the app's path, and an
 // unusedN of a keeper volume a killed detach left.
 func rescueConf() map[string]string {

@@ -1,0 +1,110 @@
+package apply
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/corralhq/corral/internal/pve"
+	"github.com/corralhq/corral/internal/wait"
+)
+
+// defaultCreateWait is how long a settle wait waits for containers in
+// creation when its caller names no bound.
+const defaultCreateWait = 3 * time.Minute
+
+// settleWait lists the cluster's guests until no container in creation
+// (lock: create) holds it up, nor, with busy, any task it waits for. PVE
+// shows a container's real config (tags, Notes) only once its create
+// task ends, so a container in creation cannot be told apart from
+// another's: Observe waits for them before it plans (guestsSettled), the
+// lock before it reads the other keepers' leases (settledOn). The two
+// differ only in the rules below.
+type settleWait struct {
+	limit time.Duration // how long creates or busy tasks may hold it up
+	// keep drops from each listing what the wait does not see (nil: all
+	// is seen); what it keeps is the result.
+	keep func([]resource) []resource
+	// holds says whether a guest still being created holds the wait up.
+	holds func(resource) bool
+	// busy lists what else still runs (nil: nothing is waited for), read
+	// once no create holds the wait up.
+	busy func([]resource) ([]string, error)
+	// tooLong is the error when creates hold the wait up after limit.
+	tooLong func(creating []resource) error
+	onWait  func(string) // nil: the waits are not reported
+}
+
+// run is the wait: it polls at 100 ms doubling up to 2 s, says at once
+// when a placeholder's create task already failed (deadCreates: no wait
+// clears it), and gives up after limit.
+func (w settleWait) run(ctx context.Context, c *pve.Client) ([]resource, error) {
+	deadline := time.Now().Add(w.limit)
+	delay := 100 * time.Millisecond
+	for {
+		res, err := c.ClusterResources(ctx, "vm")
+		if err != nil {
+			return nil, fmt.Errorf("list guests: %w", err)
+		}
+		if w.keep != nil {
+			res = w.keep(res)
+		}
+		var creating []resource
+		for _, r := range res {
+			if r.Type == "lxc" && r.Lock == "create" && w.holds(r) {
+				creating = append(creating, r)
+			}
+		}
+		var waiting string
+		if len(creating) == 0 {
+			if waiting, err = w.busyNow(res, deadline); err != nil {
+				return nil, err
+			}
+			if waiting == "" {
+				return res, nil
+			}
+		} else {
+			if msg := deadCreates(ctx, c, creating); msg != "" {
+				return nil, errors.New(msg)
+			}
+			if time.Now().After(deadline) {
+				return nil, w.tooLong(creating)
+			}
+			waiting = fmt.Sprintf("waiting for container(s) %s to finish being created", strings.Join(guestsOn(creating), ", "))
+		}
+		if w.onWait != nil {
+			w.onWait(waiting)
+		}
+		if err := wait.Sleep(ctx, delay); err != nil {
+			return nil, err
+		}
+		delay = min(2*delay, 2*time.Second)
+	}
+}
+
+// busyNow is what the wait still waits for once no create holds it up
+// ("" when nothing: res is the result), or the error that ends it.
+func (w settleWait) busyNow(res []resource, deadline time.Time) (string, error) {
+	if w.busy == nil {
+		return "", nil
+	}
+	busy, err := w.busy(res)
+	if err != nil || len(busy) == 0 {
+		return "", err
+	}
+	if time.Now().After(deadline) {
+		return "", fmt.Errorf("%s still running after %s; wait for it to end (Datacenter > Tasks) and run again", strings.Join(busy, ", "), w.limit)
+	}
+	return "waiting for " + strings.Join(busy, ", ") + " to end", nil
+}
+
+// guestsOn names guests as "VMID on node".
+func guestsOn(res []resource) []string {
+	var out []string
+	for _, r := range res {
+		out = append(out, fmt.Sprintf("%d on %s", r.VMID, r.Node))
+	}
+	return out
+}

@@ -1,0 +1,60 @@
+package apply
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/corralhq/corral/internal/pvetest"
+	"github.com/corralhq/corral/internal/sim/model"
+)
+
+// TestSettleWaitRules: the one settle loop keeps its two callers' rules
+// apart. A container in creation on node pve2 holds Observe's wait (any
+// node) and the lock's wait on pve2, but not the lock's wait on pve; and
+// each refusal says what its caller says.
+func TestSettleWaitRules(t *testing.T) {
+	t.Parallel()
+	srv := pvetest.Start(t, pvetest.Nodes(2), pvetest.TimeScale(1.0)).Server
+	// root's create runs for seconds at real durations; the operator
+	// token cannot see root's task, so it is waited for, not explained.
+	if _, err := srv.Cluster().CreateCT(model.Auth{UserID: "root@pam"}, "pve2", map[string]string{
+		"vmid": "170", "ostemplate": "local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst", "rootfs": "local-lvm:1",
+	}); err != nil {
+		t.Fatal(err)
+	}
+	c := pvetest.Client(t, srv, srv.Credentials().OperatorToken)
+	ctx := context.Background()
+	const limit = 200 * time.Millisecond
+
+	res, err := settledOn(ctx, c, "pve", limit)
+	if err != nil {
+		t.Fatalf("the lock's wait on pve waited for a create on pve2: %v", err)
+	}
+	if !hasGuest(res, 170, "pve2") {
+		t.Errorf("the lock's wait on pve returned %+v, want every guest listed, 170 on pve2 among them", res)
+	}
+	if _, err := settledOn(ctx, c, "pve2", limit); err == nil ||
+		!strings.Contains(err.Error(), "container(s) 170 on node pve2 are still being created after 200ms, and one may be another corral's keeper") {
+		t.Errorf("the lock's wait on pve2: %v, want its refusal naming 170", err)
+	}
+	var waits []string
+	_, err = guestsSettled(ctx, c, ObserveOptions{CreateWait: limit, OnWait: func(s string) { waits = append(waits, s) }}, nil)
+	if err == nil || !strings.Contains(err.Error(), "container(s) 170 on pve2 are still being created (lock: create) after 200ms") ||
+		!strings.Contains(err.Error(), "on node pve2 run pct unlock 170 && pct destroy 170") {
+		t.Errorf("Observe's wait: %v, want its refusal with root's command", err)
+	}
+	if len(waits) == 0 || waits[0] != "waiting for container(s) 170 on pve2 to finish being created" {
+		t.Errorf("Observe's wait reported %q, want it waiting for 170 on pve2", waits)
+	}
+}
+
+func hasGuest(res []resource, vmid int, node string) bool {
+	for _, r := range res {
+		if r.VMID == vmid && r.Node == node {
+			return true
+		}
+	}
+	return false
+}
