@@ -3,7 +3,6 @@ package apply_test
 import (
 	"bytes"
 	"context"
-	"github.com/corralhq/corral/internal/testenv"
 	"io"
 	"net/http"
 	"net/url"
@@ -12,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/corralhq/corral/internal/testenv"
 
 	"github.com/corralhq/corral/internal/apply"
 	"github.com/corralhq/corral/internal/manifest"
@@ -71,6 +72,7 @@ type windowGate struct {
 	carriers map[string]bool // VMIDs of the carriers created
 	reads    map[string]int  // GETs of their config on pve2
 	ready    chan struct{}
+	until    time.Time // the gate's hang guard: shortly before the test's deadline
 	gated    bool
 	shared   bool // a window's intent write named two or more volumes
 	moves    int  // move_volume into the target keeper since then
@@ -136,7 +138,7 @@ func (g *windowGate) RoundTrip(r *http.Request) (*http.Response, error) {
 	if wait {
 		select {
 		case <-g.ready:
-		case <-time.After(time.Minute): // a hang guard: the test then fails below, the window not shared
+		case <-time.After(time.Until(g.until)): // a hang guard: the test then fails below, the window not shared
 		}
 	}
 	if kill {
@@ -149,6 +151,17 @@ func (g *windowGate) RoundTrip(r *http.Request) (*http.Response, error) {
 		return nil, errKilled
 	}
 	return g.base.RoundTrip(r)
+}
+
+// gateUntil is when the gate stops waiting for the carriers: a minute
+// before the test's deadline (-timeout), not a fixed wait, so that a
+// loaded machine makes the test slower, never fail (the carriers' creates
+// and migrations all happen while the gate holds the first window).
+func gateUntil(t *testing.T) time.Time {
+	if dl, ok := t.Deadline(); ok {
+		return dl.Add(-time.Minute)
+	}
+	return time.Now().Add(10 * time.Minute)
 }
 
 func hasMountRecord(form url.Values) bool {
@@ -181,7 +194,7 @@ func TestMoveCrashInSharedKeeperWindow(t *testing.T) {
 					t.Fatalf("first apply: %v", err)
 				}
 				r.mark("pve1")
-				g := &windowGate{base: r.srv.HTTPClient().Transport, kill: kill, carriers: map[string]bool{}, reads: map[string]int{}, ready: make(chan struct{})}
+				g := &windowGate{base: r.srv.HTTPClient().Transport, kill: kill, carriers: map[string]bool{}, reads: map[string]int{}, ready: make(chan struct{}), until: gateUntil(t)}
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
 				g.cancel = cancel
