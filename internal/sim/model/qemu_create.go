@@ -199,7 +199,7 @@ func (q *qemuVMs) createTask(w *Worker, auth Auth, node string, vmid int, conf m
 	var made []string
 	err := w.Do(func(st *State) error {
 		for _, d := range drives {
-			volid, err := q.makeDriveLocked(w, node, vmid, d)
+			volid, err := q.makeDriveLocked(w.logLocked, node, vmid, d)
 			if err != nil {
 				return err
 			}
@@ -233,7 +233,7 @@ func (q *qemuVMs) createTask(w *Worker, auth Auth, node string, vmid int, conf m
 
 // makeDriveLocked allocates d's volume (new, imported or cloud-init)
 // and points d's file at it; it returns the new volid ("" for none).
-func (q *qemuVMs) makeDriveLocked(w *Worker, node string, vmid int, d vmDrive) (string, error) {
+func (q *qemuVMs) makeDriveLocked(logf func(format string, args ...any), node string, vmid int, d vmDrive) (string, error) {
 	if d.sid == "" && d.importFrom == "" {
 		return "", nil
 	}
@@ -271,15 +271,15 @@ func (q *qemuVMs) makeDriveLocked(w *Worker, node string, vmid int, d vmDrive) (
 		return "", err
 	}
 	for _, l := range lines {
-		w.logLocked("%s", l)
+		logf("%s", l)
 	}
 	if err := vmWriteVolume(q.storage.volumePath(node, sid, v.Name), src, size); err != nil {
 		q.storage.freeVolumeLocked(node, v.VolID())
 		return "", err
 	}
 	if d.importFrom != "" {
-		w.logLocked("importing disk '%s' to VM %d ...", d.importFrom, vmid)
-		w.logLocked("transferred %s of %s (100.00%%)", pvesize.Format(size), pvesize.Format(size))
+		logf("importing disk '%s' to VM %d ...", d.importFrom, vmid)
+		logf("transferred %s of %s (100.00%%)", pvesize.Format(size), pvesize.Format(size))
 	}
 	d.props["file"] = v.VolID()
 	if d.cloudinit {

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"context"
 	"crypto/sha1"
 	"encoding/hex"
 	"fmt"
@@ -38,6 +39,7 @@ type qemuVMs struct {
 	stateMu *stateMutex
 	state   func() *State
 	clock   func() time.Time
+	ctx     context.Context // the cluster's life: flock waits end with it
 	version string
 	nodes   interface{ checkNodeLocked(node string) error }
 	storage qemuStorage
@@ -76,6 +78,7 @@ func wireQemu(c *Cluster) {
 		stateMu: &c.mu,
 		state:   func() *State { return c.st },
 		clock:   c.now,
+		ctx:     c.ctx,
 		version: c.opts.Version,
 		nodes:   &c.guests,
 		storage: &c.storage,
