@@ -100,6 +100,13 @@ func (q *qemuVMs) startSpecLocked(vm *VM) (VMStartSpec, error) {
 	spec := VMStartSpec{VMID: vm.VMID, Name: conf["name"], MemoryMiB: int(vmMaxMem(conf) / mib), Agent: vmAgentEnabled(conf)}
 	spec.Cores, _ = strconv.Atoi(conf["cores"])
 	spec.Cores = max(spec.Cores, 1)
+	if n, err := ParseProp(conf["net0"], "model"); err == nil {
+		for k, v := range n {
+			if qemuNICModels[k] {
+				spec.MAC = v
+			}
+		}
+	}
 	st := q.state()
 	for _, k := range slices.Sorted(maps.Keys(conf)) {
 		if !vmDriveRE.MatchString(k) {
@@ -120,7 +127,7 @@ func (q *qemuVMs) startSpecLocked(vm *VM) (VMStartSpec, error) {
 			if err != nil {
 				return spec, err
 			}
-			spec.CloudInit, spec.CloudInitPath = &ci, path
+			spec.CloudInit, spec.CloudInitPath, spec.CloudInitKey = &ci, path, k
 			continue
 		}
 		if p["media"] == "cdrom" {

@@ -30,9 +30,12 @@ type VMStartSpec struct {
 	Disks     []VMDiskSpec
 	// CloudInit is set when the VM has a cloud-init drive.
 	CloudInit *VMCloudInit
-	// CloudInitPath is the cloud-init drive's volume file.
-	CloudInitPath string
-	Agent         bool
+	// CloudInitPath is the cloud-init drive's volume file, CloudInitKey
+	// its config key (ide2).
+	CloudInitPath, CloudInitKey string
+	// MAC is net0's address ("" without net0).
+	MAC   string
+	Agent bool
 }
 
 // VMDiskSpec is one disk of a VM as its config names it.

@@ -69,6 +69,7 @@ type qemuStorage interface {
 	volumePath(node, storage, name string) string
 	freeVolumeLocked(node, volid string) error
 	freeDiskNumberLocked(node, sid string, vmid int) int
+	addVolumeLocked(node string, v *Volume)
 }
 
 // wireQemu wires qemuVMs: the node check, the storage layer, tasks, the
