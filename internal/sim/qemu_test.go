@@ -206,3 +206,33 @@ func hasPending(pend []map[string]any, key string, value, pending any) bool {
 	}
 	return false
 }
+
+// TestQemu_persists: a VM, its pending change and its volumes survive
+// the emulator's restart (they are journalled with the core state).
+func TestQemu_persists(t *testing.T) {
+	opts := Options{Dir: t.TempDir(), Listener: ListenTLS, TimeScale: zeroScale(), NodeMemory: 32 << 30}
+	a, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := &e2e{t: t, srv: a, dir: opts.Dir, hc: a.HTTPClient()}
+	k.mustOK(k.root(), http.MethodPost, "/nodes/pve/qemu", vmParams("200"))
+	k.mustOK(k.root(), http.MethodPost, "/nodes/pve/qemu/200/status/start", nil)
+	k.ok(k.root(), http.MethodPut, "/nodes/pve/qemu/200/config", url.Values{"cores": {"4"}}, nil)
+	var before map[string]any
+	k.ok(k.root(), http.MethodGet, "/nodes/pve/qemu/200/config", nil, &before)
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	k = openE2E(t, opts)
+	var after map[string]any
+	k.ok(k.root(), http.MethodGet, "/nodes/pve/qemu/200/config", nil, &after)
+	if after["digest"] != before["digest"] || after["cores"] != float64(4) {
+		t.Fatalf("after a restart the config is %v, was %v", after, before)
+	}
+	var content []map[string]any
+	k.ok(k.root(), http.MethodGet, "/nodes/pve/storage/local-lvm/content", url.Values{"vmid": {"200"}}, &content)
+	if len(content) != 2 {
+		t.Fatalf("after a restart VM 200's volumes are %v, want its disk and cloud-init drive", content)
+	}
+}

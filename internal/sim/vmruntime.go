@@ -37,8 +37,9 @@ type vmRuntime struct {
 	log *slog.Logger
 	ctx context.Context // ends with the emulator: stops the starts under way
 
-	mu  sync.Mutex
-	vms map[int]*vmrun.VM
+	mu    sync.Mutex
+	vms   map[int]*vmrun.VM
+	agent map[int]bool // the VMs started with the agent's channel
 }
 
 // wireVMRuntime gives the cluster real VMs when they are asked for
@@ -57,7 +58,7 @@ func wireVMRuntime(ctx context.Context, c *model.Cluster, dir string, real bool,
 	if err := c.OfferImportVolume("local", ImportImageName, img.Disk); err != nil {
 		log.Warn("the VM image is not offered as an import volume", "err", err)
 	}
-	rt := &vmRuntime{img: img, dir: filepath.Join(dir, "qemu"), log: log, ctx: ctx, vms: map[int]*vmrun.VM{}}
+	rt := &vmRuntime{img: img, dir: filepath.Join(dir, "qemu"), log: log, ctx: ctx, vms: map[int]*vmrun.VM{}, agent: map[int]bool{}}
 	c.SetVMRuntime(rt)
 	return rt
 }
@@ -93,7 +94,7 @@ func (r *vmRuntime) Start(s model.VMStartSpec) (int, error) {
 		return 0, err
 	}
 	r.mu.Lock()
-	r.vms[s.VMID] = vm
+	r.vms[s.VMID], r.agent[s.VMID] = vm, s.Agent
 	r.mu.Unlock()
 	return vm.PID(), nil
 }
@@ -104,6 +105,7 @@ func (r *vmRuntime) take(vmid int) *vmrun.VM {
 	defer r.mu.Unlock()
 	vm := r.vms[vmid]
 	delete(r.vms, vmid)
+	delete(r.agent, vmid)
 	return vm
 }
 
@@ -114,14 +116,26 @@ func (r *vmRuntime) Stop(vmid int) error {
 	return nil
 }
 
+// Shutdown is qemu-server's vm_shutdown: with the agent configured it
+// asks the agent (guest-shutdown, which answers nothing), else it
+// presses the ACPI power button; then it waits up to timeout.
 func (r *vmRuntime) Shutdown(vmid int, timeout time.Duration) error {
 	r.mu.Lock()
-	vm := r.vms[vmid]
+	vm, agent := r.vms[vmid], r.agent[vmid]
 	r.mu.Unlock()
 	if vm == nil {
 		return nil
 	}
-	if err := vm.Shutdown(r.ctx, timeout); err != nil {
+	if agent {
+		ctx, cancel := context.WithTimeout(r.ctx, 5*time.Second)
+		vm.Agent(ctx, "guest-shutdown", nil) // no answer: the guest powers off
+		cancel()
+		select {
+		case <-vm.Done():
+		case <-time.After(timeout):
+			return errors.New("VM quit/powerdown failed - got timeout")
+		}
+	} else if err := vm.Shutdown(r.ctx, timeout); err != nil {
 		return err
 	}
 	r.take(vmid)
