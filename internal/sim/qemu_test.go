@@ -236,3 +236,29 @@ func TestQemu_persists(t *testing.T) {
 		t.Fatalf("after a restart VM 200's volumes are %v, want its disk and cloud-init drive", content)
 	}
 }
+
+// TestQemu_disks: POST config adds a disk in a qmconfig task; deleting
+// it leaves the volume as unused0, deleting unused0 frees it.
+func TestQemu_disks(t *testing.T) {
+	k := newE2E(t)
+	root := k.root()
+	k.mustOK(root, http.MethodPost, "/nodes/pve/qemu", vmParams("200"))
+	add := k.mustOK(root, http.MethodPost, "/nodes/pve/qemu/200/config", url.Values{"scsi1": {"local-lvm:1"}})
+	if add.Type != "qmconfig" || !add.has(`  Logical volume "vm-200-disk-1" created.`) {
+		t.Fatalf("add disk task %s:\n%s", add.Type, strings.Join(add.log, "\n"))
+	}
+	k.ok(root, http.MethodPut, "/nodes/pve/qemu/200/config", url.Values{"delete": {"scsi1"}}, nil)
+	conf := map[string]any{}
+	k.ok(root, http.MethodGet, "/nodes/pve/qemu/200/config", nil, &conf)
+	if conf["unused0"] != "local-lvm:vm-200-disk-1" || conf["scsi1"] != nil {
+		t.Fatalf("after delete scsi1: %v", conf)
+	}
+	k.ok(root, http.MethodPut, "/nodes/pve/qemu/200/config", url.Values{"delete": {"unused0"}}, nil)
+	var content []map[string]any
+	k.ok(root, http.MethodGet, "/nodes/pve/storage/local-lvm/content", url.Values{"vmid": {"200"}}, &content)
+	for _, c := range content {
+		if c["volid"] == "local-lvm:vm-200-disk-1" {
+			t.Fatalf("delete unused0 left the volume: %v", content)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"regexp"
@@ -90,7 +91,8 @@ func (q *qemuVMs) VMPending(auth Auth, node string, vmid int) ([]VMPendingEntry,
 // task, whose UPID it returns).
 func (q *qemuVMs) UpdateVM(auth Auth, node string, vmid int, params map[string]string, async bool) (string, error) {
 	if !async {
-		return "", q.updateVM(auth, node, vmid, params, func(string, ...any) {})
+		_, err := q.updateVM(auth, node, vmid, params)
+		return "", err
 	}
 	q.stateMu.Lock()
 	defer q.stateMu.Unlock()
@@ -98,26 +100,37 @@ func (q *qemuVMs) UpdateVM(auth Auth, node string, vmid int, params map[string]s
 		return "", err
 	}
 	return q.tasks.spawn(auth, node, "qmconfig", strconv.Itoa(vmid), func(w *Worker) error {
-		return q.updateVM(auth, node, vmid, params, w.Log)
+		lines, err := q.updateVM(auth, node, vmid, params)
+		for _, l := range lines {
+			w.Log("%s", l)
+		}
+		return err
 	}), nil
 }
 
-// updateVM is update_vm_api under the config flock.
-func (q *qemuVMs) updateVM(auth Auth, node string, vmid int, params map[string]string, logf func(string, ...any)) error {
+// updateVM is update_vm_api under the config flock; it returns the
+// lines a task logs (what allocating a disk prints), collected under
+// the State's lock and logged after it.
+func (q *qemuVMs) updateVM(auth Auth, node string, vmid int, params map[string]string) (lines []string, err error) {
 	release, err := q.vmLocks.acquire(q.ctx, vmid, configLockTimeout)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer release()
 	q.stateMu.Lock()
 	defer q.stateMu.Unlock()
+	logf := func(format string, args ...any) { lines = append(lines, fmt.Sprintf(format, args...)) }
 	vm, err := q.vmLocked(node, vmid)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	set, del, revert := vmSplitUpdate(params)
 	if err := q.checkUpdateLocked(auth, vm, params, set, del); err != nil {
-		return err
+		return nil, err
+	}
+	drives, err := q.parseDrivesLocked(auth, node, set)
+	if err != nil {
+		return nil, err
 	}
 	for _, k := range revert {
 		delete(vm.Pending, k)
@@ -126,16 +139,21 @@ func (q *qemuVMs) updateVM(auth Auth, node string, vmid int, params map[string]s
 	for _, k := range del {
 		q.deleteKeyLocked(vm, k, isTrue(params["force"]))
 	}
-	drives, err := q.parseDrivesLocked(auth, node, set)
-	if err != nil {
-		return err
-	}
 	for _, d := range drives {
 		if d.sid == "" && d.importFrom == "" {
 			continue
 		}
-		if _, err := q.makeDriveLocked(logf, node, vmid, d); err != nil {
-			return err
+		// A sync update fills the volume under the lock: an update's
+		// import is rare, and PUT answers only when it is done.
+		volid, fill, err := q.makeDriveLocked(logf, node, vmid, d)
+		if err == nil {
+			err = fill(logf)
+		}
+		if err != nil {
+			if volid != "" {
+				q.storage.freeVolumeLocked(node, volid)
+			}
+			return lines, errors.Join(err, q.changedLocked()) // what was deleted stays deleted
 		}
 		set[d.key] = d.props.Print("file")
 	}
@@ -145,7 +163,7 @@ func (q *qemuVMs) updateVM(auth Auth, node string, vmid int, params map[string]s
 		}
 		q.setKeyLocked(vm, k, v)
 	}
-	return q.changedLocked()
+	return lines, q.changedLocked()
 }
 
 // vmSplitUpdate splits an update's parameters into the keys it sets,

@@ -191,29 +191,40 @@ func (q *qemuVMs) checkImportLocked(auth Auth, node, key, src string) error {
 	return st.Access.Check(auth, "/storage/"+v.Storage, []string{"Datastore.AllocateSpace", "Datastore.Audit"}, true)
 }
 
-// createTask is the qmcreate worker: allocate or import each disk, make
-// the cloud-init drive, fill in the MACs and the generated keys, write
-// the config without the lock; on a failure free what it made and drop
-// the config.
+// createTask is the qmcreate worker: allocate each disk (and the
+// cloud-init drive) under the State's lock, fill them outside it (an
+// import copies hundreds of MB: the emulator keeps answering), then
+// write the config without the lock, with the MACs and the generated
+// keys; on a failure free what it made and drop the config.
 func (q *qemuVMs) createTask(w *Worker, auth Auth, node string, vmid int, conf map[string]string, drives []vmDrive, start bool) error {
 	var made []string
+	var fills []vmFill
 	err := w.Do(func(st *State) error {
 		for _, d := range drives {
-			volid, err := q.makeDriveLocked(w.logLocked, node, vmid, d)
+			volid, fill, err := q.makeDriveLocked(w.logLocked, node, vmid, d)
 			if err != nil {
 				return err
 			}
 			if volid != "" {
-				made = append(made, volid)
+				made, fills = append(made, volid), append(fills, fill)
 			}
 			conf[d.key] = d.props.Print("file")
 		}
-		vmFillDefaults(conf, q.clock())
-		vm := st.VMs[vmid]
-		vm.Config = conf
-		q.journal.markCore()
 		return nil
 	})
+	for _, fill := range fills {
+		if err == nil {
+			err = fill(w.Log)
+		}
+	}
+	if err == nil {
+		err = w.Do(func(st *State) error {
+			vmFillDefaults(conf, q.clock())
+			st.VMs[vmid].Config = conf
+			q.journal.markCore()
+			return nil
+		})
+	}
 	if err != nil {
 		w.cleanup(func(st *State) {
 			for _, volid := range made {
@@ -231,11 +242,16 @@ func (q *qemuVMs) createTask(w *Worker, auth Auth, node string, vmid int, conf m
 	return nil
 }
 
+// vmFill writes a new volume's data (a copy, or a sparse file), logging
+// to logf; it runs without the State's lock.
+type vmFill func(logf func(format string, args ...any)) error
+
 // makeDriveLocked allocates d's volume (new, imported or cloud-init)
-// and points d's file at it; it returns the new volid ("" for none).
-func (q *qemuVMs) makeDriveLocked(logf func(format string, args ...any), node string, vmid int, d vmDrive) (string, error) {
+// and points d's file at it; it returns the new volid ("" for none) and
+// what writes its data.
+func (q *qemuVMs) makeDriveLocked(logf func(format string, args ...any), node string, vmid int, d vmDrive) (string, vmFill, error) {
 	if d.sid == "" && d.importFrom == "" {
-		return "", nil
+		return "", nil, nil
 	}
 	sid := d.sid
 	if sid == "" {
@@ -243,7 +259,7 @@ func (q *qemuVMs) makeDriveLocked(logf func(format string, args ...any), node st
 	}
 	s, err := q.storage.storageCheckEnabledLocked(sid, node)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	size, format, src := int64(d.gib*float64(gib)), "raw", ""
 	if d.importFrom != "" {
@@ -268,18 +284,23 @@ func (q *qemuVMs) makeDriveLocked(logf func(format string, args ...any), node st
 	}
 	v, lines, err := q.storage.allocImageLocked(node, s, vmid, name, format, size)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	for _, l := range lines {
 		logf("%s", l)
 	}
-	if err := vmWriteVolume(q.storage.volumePath(node, sid, v.Name), src, size); err != nil {
-		q.storage.freeVolumeLocked(node, v.VolID())
-		return "", err
-	}
-	if d.importFrom != "" {
-		logf("importing disk '%s' to VM %d ...", d.importFrom, vmid)
-		logf("transferred %s of %s (100.00%%)", pvesize.Format(size), pvesize.Format(size))
+	path, from := q.storage.volumePath(node, sid, v.Name), d.importFrom
+	fill := func(logf func(format string, args ...any)) error {
+		if from != "" {
+			logf("importing disk '%s' to VM %d ...", from, vmid)
+		}
+		if err := vmWriteVolume(path, src, size); err != nil {
+			return err
+		}
+		if from != "" {
+			logf("transferred %s of %s (100.00%%)", pvesize.Format(size), pvesize.Format(size))
+		}
+		return nil
 	}
 	d.props["file"] = v.VolID()
 	if d.cloudinit {
@@ -287,7 +308,7 @@ func (q *qemuVMs) makeDriveLocked(logf func(format string, args ...any), node st
 	} else {
 		d.props["size"] = pvesize.Format(size)
 	}
-	return v.VolID(), nil
+	return v.VolID(), fill, nil
 }
 
 // vmWriteVolume makes a VM volume's data a file (allocImageLocked made
