@@ -262,3 +262,60 @@ func TestQemu_disks(t *testing.T) {
 		}
 	}
 }
+
+// TestQemu_importFrom: an 'import' volume (as the real runtime offers
+// the cached image) is copied into the new disk, whose size is the
+// source's; a source of another content type is refused by name.
+func TestQemu_importFrom(t *testing.T) {
+	k := newE2E(t)
+	root := k.root()
+	src := filepath.Join(t.TempDir(), "img.qcow2")
+	data := []byte("QFI\xfb not really an image, but its bytes must arrive")
+	if err := os.WriteFile(src, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.srv.cluster.OfferImportVolume("local", "img.qcow2", src); err != nil {
+		t.Fatal(err)
+	}
+	p := url.Values{"vmid": {"210"}, "scsi0": {"local-lvm:0,import-from=local:import/img.qcow2"}}
+	create := k.mustOK(root, http.MethodPost, "/nodes/pve/qemu", p)
+	if !create.has("importing disk 'local:import/img.qcow2' to VM 210 ...") {
+		t.Fatalf("create log:\n%s", strings.Join(create.log, "\n"))
+	}
+	got, err := os.ReadFile(filepath.Join(k.dir, "data", "pve", "local-lvm", "vm-210-disk-0"))
+	if err != nil || string(got) != string(data) {
+		t.Fatalf("imported disk = %q, %v; want the source's bytes", got, err)
+	}
+	if fmt := diskFormat(filepath.Join(k.dir, "data", "pve", "local-lvm", "vm-210-disk-0")); fmt != "qcow2" {
+		t.Fatalf("the runtime reads the imported disk as %s, want qcow2", fmt)
+	}
+	k.mustOK(root, http.MethodPost, "/nodes/pve/qemu", url.Values{"vmid": {"211"}, "scsi0": {"local-lvm:1"}})
+	p = url.Values{"vmid": {"212"}, "scsi0": {"local-lvm:0,import-from=local-lvm:vm-211-disk-0"}}
+	k.mustOK(root, http.MethodPost, "/nodes/pve/qemu", p) // an 'images' volume of another VM, as root
+	if r := k.do(root, http.MethodPost, "/nodes/pve/qemu", url.Values{"vmid": {"213"}, "scsi0": {"local-lvm:0,import-from=local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst"}}); r.status != 400 ||
+		r.errs["scsi0"] != "local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst has wrong type 'vztmpl' - needs to be 'images' or 'import'" {
+		t.Fatalf("import of a template: %d %q %v", r.status, r.msg, r.errs)
+	}
+}
+
+// TestQemu_memoryAdmission: a VM's whole memory counts at start beside
+// the running CTs; a start past the node's memory fails as qemu-server's
+// does when QEMU cannot allocate it, its log saying why.
+func TestQemu_memoryAdmission(t *testing.T) {
+	k := openE2E(t, Options{Dir: t.TempDir(), Listener: ListenTLS, TimeScale: zeroScale(), NodeMemory: 1 << 30})
+	root := k.root()
+	k.create(root, "100", url.Values{"memory": {"512"}})
+	k.mustOK(root, http.MethodPost, "/nodes/pve/lxc/100/status/start", nil)
+	k.mustOK(root, http.MethodPost, "/nodes/pve/qemu", url.Values{"vmid": {"200"}, "memory": {"768"}})
+	full := k.task(root, http.MethodPost, "/nodes/pve/qemu/200/status/start", nil)
+	why := "not enough memory on node 'pve' to start VM 200: it needs 768 MiB, and the 1 guest(s) running there hold 512 of the node's 1024 MiB; " +
+		"stop a guest, lower this VM's memory, or run the emulator with more (corral sim serve --node-memory SIZE)"
+	if full.ExitStatus != "start failed: QEMU exited with code 1" || !full.has(why) {
+		t.Fatalf("start on a full node ended %q:\n%s", full.ExitStatus, strings.Join(full.log, "\n"))
+	}
+	k.mustOK(root, http.MethodPost, "/nodes/pve/lxc/100/status/stop", nil)
+	k.mustOK(root, http.MethodPost, "/nodes/pve/qemu/200/status/start", nil)
+	if r := k.task(root, http.MethodPost, "/nodes/pve/lxc/100/status/start", nil); r.ExitStatus != "startup for container '100' failed" {
+		t.Fatalf("a CT start beside the running VM ended %q", r.ExitStatus)
+	}
+}
