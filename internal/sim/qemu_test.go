@@ -166,11 +166,15 @@ func TestQemu_lifecycle(t *testing.T) {
 	if cur["status"] != "running" || cur["qmpstatus"] != "running" || cur["agent"] != float64(1) || cur["maxmem"] != float64(1<<30) {
 		t.Fatalf("status = %v", cur)
 	}
-	k.ok(root, http.MethodPut, "/nodes/pve/qemu/200/config", url.Values{"memory": {"2048"}, "name": {"renamed"}}, nil)
+	k.ok(root, http.MethodPut, "/nodes/pve/qemu/200/config", url.Values{"memory": {"2048"}, "name": {"renamed"}, "cipassword": {"s3cret-pw"}}, nil)
 	var pend []map[string]any
 	k.ok(root, http.MethodGet, "/nodes/pve/qemu/200/pending", nil, &pend)
-	if !hasPending(pend, "memory", "1024", "2048") || !hasPending(pend, "name", "renamed", nil) {
+	if !hasPending(pend, "memory", "1024", "2048") || !hasPending(pend, "name", "renamed", nil) || !hasPending(pend, "cipassword", nil, "**********") {
 		t.Fatalf("pending = %v", pend)
+	}
+	k.ok(root, http.MethodGet, "/nodes/pve/qemu/200/config", nil, &conf)
+	if conf["cipassword"] != "**********" {
+		t.Fatalf("GET config shows cipassword %q, want it hidden", conf["cipassword"])
 	}
 	if r := k.do(root, http.MethodGet, "/nodes/pve/qemu/200/agent/network-get-interfaces", nil); r.status != 500 || r.msg != "QEMU guest agent is not running\n" {
 		t.Fatalf("agent without a guest: %d %q", r.status, r.msg)

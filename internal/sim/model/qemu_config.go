@@ -39,8 +39,15 @@ func (q *qemuVMs) VMConfig(auth Auth, node string, vmid int, current bool) (map[
 		}
 		maps.Copy(conf, vm.Pending)
 	}
+	if _, ok := conf["cipassword"]; ok {
+		conf["cipassword"] = vmHiddenPassword
+	}
 	return conf, vmDigest(vm), nil
 }
+
+// vmHiddenPassword is what qemu-server answers for cipassword in GET
+// config and pending: the password never leaves the node.
+const vmHiddenPassword = "**********"
 
 // VMPendingEntry is one row of GET pending.
 type VMPendingEntry struct {
@@ -75,6 +82,15 @@ func (q *qemuVMs) VMPending(auth Auth, node string, vmid int) ([]VMPendingEntry,
 		}
 		if v, ok := vm.Pending[k]; ok {
 			e.Pending = &v
+		}
+		if k == "cipassword" {
+			hidden := vmHiddenPassword
+			if e.Value != nil {
+				e.Value = &hidden
+			}
+			if e.Pending != nil {
+				e.Pending = &hidden
+			}
 		}
 		if force, ok := vm.PendingDelete[k]; ok {
 			e.Delete = 1
