@@ -323,3 +323,24 @@ func TestQemu_memoryAdmission(t *testing.T) {
 		t.Fatalf("a CT start beside the running VM ended %q", r.ExitStatus)
 	}
 }
+
+// TestQemu_pool: a VM created into a pool is its member: the pool is
+// not empty, and a purge takes the VM out of it.
+func TestQemu_pool(t *testing.T) {
+	k := newE2E(t)
+	root := k.root()
+	k.ok(root, http.MethodPost, "/pools", url.Values{"poolid": {"apps"}}, nil)
+	k.mustOK(root, http.MethodPost, "/nodes/pve/qemu", url.Values{"vmid": {"200"}, "pool": {"apps"}})
+	var pool struct {
+		Members []map[string]any `json:"members"`
+	}
+	k.ok(root, http.MethodGet, "/pools/apps", nil, &pool)
+	if len(pool.Members) != 1 || pool.Members[0]["id"] != "qemu/200" {
+		t.Fatalf("pool members = %v, want qemu/200", pool.Members)
+	}
+	if r := k.do(root, http.MethodDelete, "/pools/apps", nil); r.status != 500 || !strings.Contains(r.msg, "pool 'apps' is not empty (contains VM 200)") {
+		t.Fatalf("delete a pool holding a VM: %d %q", r.status, r.msg)
+	}
+	k.mustOK(root, http.MethodDelete, "/nodes/pve/qemu/200", url.Values{"purge": {"1"}})
+	k.ok(root, http.MethodDelete, "/pools/apps", nil, nil)
+}
