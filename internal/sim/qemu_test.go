@@ -293,9 +293,17 @@ func TestQemu_importFrom(t *testing.T) {
 	if fmt := diskFormat(filepath.Join(k.dir, "data", "pve", "local-lvm", "vm-210-disk-0")); fmt != "qcow2" {
 		t.Fatalf("the runtime reads the imported disk as %s, want qcow2", fmt)
 	}
-	k.mustOK(root, http.MethodPost, "/nodes/pve/qemu", url.Values{"vmid": {"211"}, "scsi0": {"local-lvm:1"}})
+	k.mustOK(root, http.MethodPost, "/nodes/pve/qemu", url.Values{"vmid": {"211"}, "scsi0": {"local-lvm:0.125"}})
 	p = url.Values{"vmid": {"212"}, "scsi0": {"local-lvm:0,import-from=local-lvm:vm-211-disk-0"}}
 	k.mustOK(root, http.MethodPost, "/nodes/pve/qemu", p) // an 'images' volume of another VM, as root
+	conf := map[string]any{}
+	k.ok(root, http.MethodGet, "/nodes/pve/qemu/212/config", nil, &conf)
+	if conf["scsi0"] != "local-lvm:vm-212-disk-0,size=128M" {
+		t.Fatalf("a disk imported from a 128 MiB image: %v", conf["scsi0"])
+	}
+	if fi, err := os.Stat(filepath.Join(k.dir, "data", "pve", "local-lvm", "vm-212-disk-0")); err != nil || fi.Size() != 128<<20 {
+		t.Fatalf("imported disk file: %v %v", fi, err)
+	}
 	if r := k.do(root, http.MethodPost, "/nodes/pve/qemu", url.Values{"vmid": {"213"}, "scsi0": {"local-lvm:0,import-from=local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst"}}); r.status != 400 ||
 		r.errs["scsi0"] != "local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst has wrong type 'vztmpl' - needs to be 'images' or 'import'" {
 		t.Fatalf("import of a template: %d %q %v", r.status, r.msg, r.errs)

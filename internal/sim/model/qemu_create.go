@@ -1,8 +1,10 @@
 package model
 
 import (
+	"bytes"
 	"crypto/rand"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"regexp"
@@ -51,7 +53,7 @@ func (q *qemuVMs) CreateVM(auth Auth, node string, params map[string]string) (st
 		return "", ParamError(map[string]string{"vmid": "property is missing and it is not optional"})
 	}
 	conf := maps.Clone(params)
-	for _, k := range []string{"vmid", "pool", "start", "unique", "force", "storage", "live-restore", "bwlimit"} {
+	for _, k := range []string{"vmid", "pool", "start", "unique", "force", "storage", "live-restore", "bwlimit", "ha-managed", "import-working-storage"} {
 		delete(conf, k)
 	}
 	if err := q.checkCreatePermLocked(auth, vmid, params["pool"], conf); err != nil {
@@ -317,31 +319,51 @@ func vmWriteVolume(path, src string, size int64) error {
 	if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
 		return fmt.Errorf("allocate %s: %w", path, err)
 	}
-	if src != "" {
-		data, err := os.Open(src)
-		if err != nil {
-			return fmt.Errorf("import %s: %w", src, err)
-		}
-		defer data.Close()
-		f, err := os.Create(path)
-		if err != nil {
-			return fmt.Errorf("import into %s: %w", path, err)
-		}
-		if _, err := f.ReadFrom(data); err != nil {
-			f.Close()
-			return fmt.Errorf("import into %s: %w", path, err)
-		}
-		return f.Close()
-	}
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("allocate %s: %w", path, err)
 	}
-	if err := f.Truncate(size); err != nil {
-		f.Close()
-		return fmt.Errorf("allocate %s: %w", path, err)
+	if src != "" {
+		err = sparseCopy(f, src)
 	}
-	return f.Close()
+	if err == nil {
+		err = f.Truncate(size)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// sparseCopy copies src into f, leaving holes where src has blocks of
+// zeros (an imported empty disk stays sparse, as qemu-img convert keeps
+// it); the caller truncates f to its size.
+func sparseCopy(f *os.File, src string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return fmt.Errorf("import %s: %w", src, err)
+	}
+	defer in.Close()
+	buf, zero := make([]byte, 1<<20), make([]byte, 1<<20)
+	var off int64
+	for {
+		n, rerr := io.ReadFull(in, buf)
+		if n > 0 && !bytes.Equal(buf[:n], zero[:n]) {
+			if _, err := f.WriteAt(buf[:n], off); err != nil {
+				return err
+			}
+		}
+		off += int64(n)
+		if rerr == io.EOF || rerr == io.ErrUnexpectedEOF {
+			return nil
+		}
+		if rerr != nil {
+			return fmt.Errorf("import %s: %w", src, rerr)
+		}
+	}
 }
 
 // vmFillDefaults is what create_vm adds: a MAC for each netN without
