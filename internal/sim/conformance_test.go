@@ -90,7 +90,7 @@ func TestConformance(t *testing.T) {
 				{"GET", "/no/such/thing", 501, "Method 'GET /no/such/thing' not implemented"},
 				{"PATCH", "/version", 501, "Method 'PATCH /version' not implemented"},
 				{"POST", "/nodes/pve/lxc/100/status/suspend", 501, "Method 'POST /nodes/pve/lxc/100/status/suspend' not implemented"},
-				{"POST", "/nodes/pve/qemu", 501, "Method 'POST /nodes/pve/qemu' not implemented"},
+				{"POST", "/nodes/pve/qemu/100/status/suspend", 501, "Method 'POST /nodes/pve/qemu/100/status/suspend' not implemented"},
 			} {
 				r := k.do(root, c.method, c.path, nil)
 				if r.status != c.status || r.msg != c.msg {

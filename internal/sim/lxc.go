@@ -28,16 +28,6 @@ func (a *lxcAPI) getLXCList(r *request) (any, error) {
 	return out, nil
 }
 
-// getQemuList is GET /nodes/{node}/qemu (qemu-server vmlist): the
-// emulator has no QEMU VMs, so every node answers an empty list, as a PVE
-// node with only containers does.
-func (a *lxcAPI) getQemuList(r *request) (any, error) {
-	if err := a.cluster.CheckNode(r.params["node"]); err != nil {
-		return nil, err
-	}
-	return []any{}, nil
-}
-
 func (a *lxcAPI) postLXC(r *request) (any, error) {
 	return a.cluster.CreateCT(r.auth, r.params["node"], bodyParams(r, "node"))
 }

@@ -26,6 +26,7 @@ func (s *Server) registerRoutes() {
 	(&firewallAPI{cluster: s.cluster}).register(s.route)
 	(&haAPI{cluster: s.cluster}).register(s.route)
 	(&backupAPI{cluster: s.cluster, api: s.api}).register(s.route)
+	(&qemuAPI{cluster: s.cluster, api: s.api}).register(s.route)
 }
 
 // routeFunc adds one route to the table (Server.route).
@@ -71,7 +72,7 @@ func (a *storageAPI) register(route routeFunc) {
 }
 
 // lxcAPI serves the container routes except backups and snapshots
-// (backupAPI), and the empty QEMU list.
+// (backupAPI).
 type lxcAPI struct {
 	cluster *model.Cluster
 	api     *schema.API    // types the pending values as GET config does
@@ -103,8 +104,6 @@ func (a *lxcAPI) register(route routeFunc) {
 		// on 8.4 the path answers 501 like any method PVE lacks.
 		route("GET", "/nodes/{node}/lxc/{vmid}/migrate", a.getLXCMigrate)
 	}
-
-	route("GET", "/nodes/{node}/qemu", a.getQemuList)
 }
 
 // taskAPI serves the task list, status and log routes.

@@ -66,6 +66,11 @@ type Options struct {
 	// the same. Off, templates are tiny trees that boot no init.
 	RealTemplates bool
 
+	// RealVMs makes the VMs real QEMU guests (vmruntime.go) when QEMU
+	// and the cached VM image are there; RealVMsEnv=1 does the same.
+	// Off, VMs are state only.
+	RealVMs bool
+
 	// AptSources are the package sources CTs' apt reaches through the
 	// emulator's proxy on their bridge; nil means the host's own
 	// (/etc/apt/sources.list and sources.list.d). Tests set a fake mirror.
@@ -95,6 +100,7 @@ type Server struct {
 	reqlog  *requestLog
 	reads   readCache // encoded answers of the cached GET routes
 	guests  *guest.Manager
+	vms     *vmRuntime // nil: state-only VMs
 
 	ln       net.Listener
 	srv      *http.Server
@@ -190,6 +196,7 @@ func (s *Server) start(log *slog.Logger) error {
 	if s.guests, err = guest.Start(c, guest.Options{Port: port, Logger: log, AptSources: opts.AptSources}); err != nil {
 		return err
 	}
+	s.vms = wireVMRuntime(context.Background(), c, filepath.Join(opts.Dir, "run"), opts.RealVMs, log)
 	isolated, _ := s.guests.Isolated()
 	mem, err := nodeMemory(opts, isolated, len(c.Nodes()))
 	if err != nil {
@@ -327,6 +334,7 @@ func (s *Server) Close() error {
 	if s.guests != nil {
 		s.guests.Close()
 	}
+	s.vms.close()
 	err = errors.Join(err, s.cluster.Close())
 	if s.dirLock != nil {
 		// Unlocked before it is closed: a child process forked at this

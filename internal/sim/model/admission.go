@@ -69,6 +69,12 @@ func (c *Cluster) MemoryAdmission() bool {
 // the reason, as lxc-start's stderr would be, and returns PVE's start
 // failure.
 func (c *Cluster) admitLocked(w *Worker, node string, g *Guest) error {
+	return c.admitBytesLocked(w, node, "CT", g.VMID, guestMaxMem(g))
+}
+
+// admitBytesLocked is admitLocked for a guest of either kind ("CT",
+// "VM") that needs need bytes: the running CTs and VMs of the node count.
+func (c *Cluster) admitBytesLocked(w *Worker, node, kind string, vmid int, need int64) error {
 	if !c.admitMemory {
 		return nil
 	}
@@ -79,31 +85,46 @@ func (c *Cluster) admitLocked(w *Worker, node string, g *Guest) error {
 	var used int64
 	running := 0
 	for _, o := range c.st.Guests {
-		if o.Node == node && o.Running && o.VMID != g.VMID {
+		if o.Node == node && o.Running && o.VMID != vmid {
 			used += guestMaxMem(o)
 			running++
 		}
 	}
-	need := guestMaxMem(g)
+	for _, o := range c.st.VMs {
+		if o.Node == node && o.Running && o.VMID != vmid {
+			used += vmMaxMem(o.Config)
+			running++
+		}
+	}
 	if used+need <= n.MemBytes {
 		return nil
 	}
-	w.logLocked("%s", memoryRefusal(node, g.VMID, need, used, n.MemBytes, running))
-	return &noMemoryError{vmid: g.VMID}
+	w.logLocked("%s", memoryRefusal(node, kind, vmid, need, used, n.MemBytes, running))
+	return &noMemoryError{vmid: vmid, kind: kind}
 }
 
 // memoryRefusal is the task log line of a start admission refused.
-func memoryRefusal(node string, vmid int, need, used, total int64, running int) string {
-	return fmt.Sprintf("not enough memory on node '%s' to start CT %d: it needs %d MiB, and the %d CT(s) running there hold %d of the node's %d MiB; "+
-		"stop a CT, lower this CT's memory, or run the emulator with more (corral sim serve --node-memory SIZE)",
-		node, vmid, need/mib, running, used/mib, total/mib)
+func memoryRefusal(node, kind string, vmid int, need, used, total int64, running int) string {
+	noun := "guest" // a VM's refusal counts the CTs and VMs alike
+	if kind == "CT" {
+		noun = "CT"
+	}
+	return fmt.Sprintf("not enough memory on node '%s' to start %s %d: it needs %d MiB, and the %d %s(s) running there hold %d of the node's %d MiB; "+
+		"stop a %s, lower this %s's memory, or run the emulator with more (corral sim serve --node-memory SIZE)",
+		node, kind, vmid, need/mib, running, noun, used/mib, total/mib, noun, kind)
 }
 
 // noMemoryError is the start task's failure: PVE's exit status for a CT
 // that did not come up, which errors.Is matches with ErrNoMemory.
-type noMemoryError struct{ vmid int }
+type noMemoryError struct {
+	vmid int
+	kind string
+}
 
 func (e *noMemoryError) Error() string {
+	if e.kind == "VM" {
+		return "start failed: QEMU exited with code 1\n"
+	}
 	return fmt.Sprintf("startup for container '%d' failed\n", e.vmid)
 }
 

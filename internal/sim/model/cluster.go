@@ -170,6 +170,8 @@ type Cluster struct {
 	// Cluster's.
 	ha haManager
 	haAPI
+	// qemuVMs serves the qemu API (qemu_*.go).
+	qemuVMs
 }
 
 // Open loads the cluster in opts.Dir, or creates the default datacenter

@@ -92,9 +92,11 @@ func (pl *pools) Pool(id, typ string) (PoolInfo, error) {
 		}
 	}
 	for _, vmid := range vms {
-		r, ok := byID["lxc/"+strconv.Itoa(vmid)]
-		if ok && (typ == "" || typ == "lxc") {
-			info.Members = append(info.Members, r)
+		for _, kind := range []string{"lxc", "qemu"} { // a VMID is one kind's
+			r, ok := byID[kind+"/"+strconv.Itoa(vmid)]
+			if ok && (typ == "" || typ == kind) {
+				info.Members = append(info.Members, r)
+			}
 		}
 	}
 	if typ == "" || typ == "storage" {
@@ -120,7 +122,7 @@ func (pl *pools) UpdatePool(auth Auth, u PoolUpdate) error {
 // DeletePool is DELETE /pools and DELETE /pools/{poolid}.
 func (pl *pools) DeletePool(id string) error {
 	return pl.change(func(st *State) error {
-		guest := func(vmid int) bool { return st.Guests[vmid] != nil }
+		guest := func(vmid int) bool { return st.Guests[vmid] != nil || st.VMs[vmid] != nil }
 		storage := func(sid string) bool { return st.storage(sid) != nil }
 		return st.Access.DeletePool(id, guest, storage)
 	})

@@ -78,13 +78,13 @@ func (cv *clusterView) NextID(vmid string) (int, error) {
 		if err != nil {
 			return 0, ParamError(map[string]string{"vmid": fmt.Sprintf("type check ('integer') failed - got '%s'", vmid)})
 		}
-		if st.Guests[id] == nil {
+		if st.Guests[id] == nil && st.VMs[id] == nil {
 			return id, nil
 		}
 		return 0, ParamError(map[string]string{"vmid": fmt.Sprintf("VM %d already exists", id)})
 	}
 	for id := nextIDLower; id < nextIDUpper; id++ {
-		if st.Guests[id] == nil {
+		if st.Guests[id] == nil && st.VMs[id] == nil {
 			return id, nil
 		}
 	}
@@ -406,6 +406,8 @@ func (cv *clusterView) Resources(typ string) []Resource {
 			r.Pool = st.Access.poolOf(vmid)
 			out = append(out, r)
 		}
+		out = append(out, vmResourcesLocked(st, cv.clock().Unix())...)
+		sort.SliceStable(out, func(i, j int) bool { return out[i].VMID < out[j].VMID })
 	}
 	if typ == "" {
 		out = append(poolResources(st.Access, out), out...)

@@ -56,6 +56,7 @@ type coreState struct {
 	Firewall        map[int]*GuestFirewall `json:"firewall,omitempty"`
 	ClusterFirewall *ClusterFirewall       `json:"cluster_firewall,omitempty"`
 	HA              *HA                    `json:"ha,omitempty"`
+	VMs             map[int]*VM            `json:"vms,omitempty"`
 }
 
 // guestRecord is a CT with its creation secrets.
@@ -169,7 +170,7 @@ func (p *persistence) entryLocked() *journalEntry {
 	st := p.state()
 	e := &journalEntry{Seq: p.seq + 1, NextPID: st.NextPID}
 	if p.dirty.core {
-		e.Core = &coreState{Nodes: st.Nodes, Storages: st.Storages, Access: st.Access, Creds: st.Creds, Firewall: st.Firewall, ClusterFirewall: st.ClusterFirewall, HA: st.HA}
+		e.Core = &coreState{Nodes: st.Nodes, Storages: st.Storages, Access: st.Access, Creds: st.Creds, Firewall: st.Firewall, ClusterFirewall: st.ClusterFirewall, HA: st.HA, VMs: st.VMs}
 	}
 	if len(p.dirty.guests) > 0 {
 		e.Guests = make(map[int]*guestRecord, len(p.dirty.guests))
@@ -205,6 +206,7 @@ func (e *journalEntry) apply(st *State) {
 		st.Nodes, st.Storages, st.Access, st.Creds = e.Core.Nodes, e.Core.Storages, e.Core.Access, e.Core.Creds
 		st.Firewall, st.ClusterFirewall = e.Core.Firewall, e.Core.ClusterFirewall
 		st.HA = e.Core.HA
+		st.VMs = e.Core.VMs
 	}
 	for vmid, r := range e.Guests {
 		if r == nil || r.Guest == nil {

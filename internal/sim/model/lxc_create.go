@@ -228,6 +228,9 @@ func (cr *ctCreator) ctCheckVMIDUnusedLocked(vmid int) error {
 	if g := st.Guests[vmid]; g != nil {
 		return Failf("CT %d already exists on node '%s'\n", vmid, g.Node)
 	}
+	if vm := st.VMs[vmid]; vm != nil {
+		return Failf("VM %d already exists on node '%s'\n", vmid, vm.Node)
+	}
 	return nil
 }
 

@@ -22,6 +22,7 @@ func wireParts(c *Cluster) {
 	wireHA(c)
 	wirePools(c)
 	wireFirewall(c)
+	wireQemu(c)
 }
 
 // wireCore wires the parts every other one uses: tasks, storage,

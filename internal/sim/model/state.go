@@ -18,7 +18,10 @@ type State struct {
 	Volumes  map[string]*Volume  `json:"volumes"` // key: volumeKey(node, volid)
 	Guests   map[int]*Guest      `json:"guests"`
 	Extra    map[int]*GuestExtra `json:"extra,omitempty"`
-	Access   *Access             `json:"access"`
+	// VMs are the QEMU guests (qemu_vm.go), in the same VMID space as
+	// the CTs; journalled with the core (markCore).
+	VMs    map[int]*VM `json:"vms,omitempty"`
+	Access *Access     `json:"access"`
 	// Firewall holds the guests' firewall configs (/etc/pve/firewall/
 	// <vmid>.fw) by VMID; one may exist for a VMID without a guest, as
 	// PVE's file does (firewall.go).

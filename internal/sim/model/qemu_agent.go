@@ -1,0 +1,40 @@
+package model
+
+import "fmt"
+
+// VMAgent runs guest agent command cmd (API2/Qemu/Agent.pm): the
+// caller needs one of the command's privileges on /vms/<vmid>; the VM
+// must have an agent configured and run; then the runtime passes the
+// command to the guest's agent. Without a real guest (the state-only
+// runtime) no agent answers: "QEMU guest agent is not running", as PVE
+// says of a guest whose agent is not up.
+func (q *qemuVMs) VMAgent(auth Auth, node string, vmid int, cmd string) (any, error) {
+	q.stateMu.RLock()
+	if err := q.vmAgentCheckLocked(auth, node, vmid, cmd); err != nil {
+		q.stateMu.RUnlock()
+		return nil, err
+	}
+	q.stateMu.RUnlock()
+	return q.vmRuntime().Agent(vmid, cmd)
+}
+
+func (q *qemuVMs) vmAgentCheckLocked(auth Auth, node string, vmid int, cmd string) error {
+	if err := q.nodes.checkNodeLocked(node); err != nil {
+		return err
+	}
+	a := q.state().Access
+	if err := a.Check(auth, fmt.Sprintf("/vms/%d", vmid), vmAgentPrivs(q.version, cmd), true); err != nil {
+		return err
+	}
+	vm, err := q.vmLocked(node, vmid)
+	if err != nil {
+		return err
+	}
+	if _, ok := vm.Config["agent"]; !ok {
+		return Failf("No QEMU guest agent configured\n")
+	}
+	if !vm.Running {
+		return Failf("VM %d is not running\n", vmid)
+	}
+	return nil
+}

@@ -1,0 +1,103 @@
+package model
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// DestroyVM is DELETE /nodes/{node}/qemu/{vmid} (destroy_vm): refused
+// for a running VM; task qmdestroy frees every volume the config names
+// (disks, unusedN, the cloud-init drive, pending ones) and, with
+// destroy-unreferenced-disks (default 1), every other image the VM owns
+// on the node's storages; purge drops the VM from ACLs and pools.
+func (q *qemuVMs) DestroyVM(auth Auth, node string, vmid int, params map[string]string) (string, error) {
+	q.stateMu.Lock()
+	defer q.stateMu.Unlock()
+	if err := q.nodes.checkNodeLocked(node); err != nil {
+		return "", err
+	}
+	if err := q.state().Access.Check(auth, fmt.Sprintf("/vms/%d", vmid), []string{"VM.Allocate"}, false); err != nil {
+		return "", err
+	}
+	if isTrue(params["skiplock"]) && !auth.IsRoot() {
+		return "", ParamError(map[string]string{"skiplock": "Only root may use this option."})
+	}
+	vm, err := q.vmLocked(node, vmid)
+	if err != nil {
+		return "", err
+	}
+	if !isTrue(params["skiplock"]) {
+		if err := vmCheckLock(vm); err != nil {
+			return "", err
+		}
+	}
+	if isTrue(vm.Config["protection"]) {
+		return "", Failf("can't remove VM %d - protection mode enabled\n", vmid)
+	}
+	if vm.Running {
+		return "", Failf("VM %d is running - destroy failed\n", vmid)
+	}
+	unreferenced := params["destroy-unreferenced-disks"] != "0"
+	purge := isTrue(params["purge"])
+	return q.tasks.spawn(auth, node, "qmdestroy", strconv.Itoa(vmid), func(w *Worker) error {
+		release, err := q.vmLocks.acquire(w.ctx, vmid, configLockTimeout)
+		if err != nil {
+			return err
+		}
+		defer release()
+		return w.Do(func(st *State) error {
+			return q.destroyLocked(w, node, vmid, unreferenced, purge)
+		})
+	}), nil
+}
+
+// destroyLocked frees the VM's volumes and drops its config.
+func (q *qemuVMs) destroyLocked(w *Worker, node string, vmid int, unreferenced, purge bool) error {
+	st := q.state()
+	vm, err := q.vmLocked(node, vmid)
+	if err != nil {
+		return err
+	}
+	if vm.Running {
+		return Failf("VM %d is running - destroy failed\n", vmid)
+	}
+	seen := map[string]bool{}
+	for _, conf := range []map[string]string{vm.Config, vm.Pending} {
+		for k, v := range conf {
+			if !vmDriveRE.MatchString(k) && !strings.HasPrefix(k, "unused") {
+				continue
+			}
+			if p, err := ParseProp(v, "file"); err == nil && st.Volumes[st.volKey(node, p["file"])] != nil {
+				seen[p["file"]] = true
+			}
+		}
+	}
+	if unreferenced {
+		for _, v := range st.Volumes {
+			if v.Owner == vmid && v.Content == "images" && st.volOn(v, node) {
+				seen[v.VolID()] = true
+			}
+		}
+	}
+	for volid := range seen {
+		v := st.Volumes[st.volKey(node, volid)]
+		if v == nil || v.Owner != vmid {
+			continue // another guest's volume, an ISO: never freed
+		}
+		if err := q.storage.freeVolumeLocked(node, volid); err != nil {
+			return err
+		}
+		if s := st.storage(v.Storage); s != nil && s.Type == "lvmthin" {
+			w.logLocked("  Logical volume \"%s\" successfully removed.", v.Name)
+		}
+	}
+	delete(st.VMs, vmid)
+	delete(st.Firewall, vmid)
+	if purge {
+		st.Access.RemoveVMAccess(vmid)
+	}
+	w.logLocked("purging VM %d from related configurations..", vmid)
+	q.journal.markCore()
+	return nil
+}

@@ -1,0 +1,259 @@
+package model
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// VM power: POST .../qemu/{vmid}/status/{start,stop,shutdown,reboot}
+// (API2/Qemu.pm vm_start, vm_stop, vm_shutdown, vm_reboot). Each checks
+// VM.PowerMgmt and the lock, then runs its task (qmstart, qmstop,
+// qmshutdown, qmreboot) under the config flock; the runtime
+// (qemu_runtime.go) boots or ends the guest outside the State's lock,
+// as a QEMU process starts outside pmxcfs.
+
+// vmPowerLocked is what the four calls check before their task.
+func (q *qemuVMs) vmPowerLocked(auth Auth, node string, vmid int, params map[string]string) (*VM, error) {
+	if err := q.nodes.checkNodeLocked(node); err != nil {
+		return nil, err
+	}
+	if err := q.state().Access.Check(auth, fmt.Sprintf("/vms/%d", vmid), []string{"VM.PowerMgmt"}, false); err != nil {
+		return nil, err
+	}
+	if isTrue(params["skiplock"]) && !auth.IsRoot() {
+		return nil, ParamError(map[string]string{"skiplock": "Only root may use this option."})
+	}
+	vm, err := q.vmLocked(node, vmid)
+	if err != nil {
+		return nil, err
+	}
+	if !isTrue(params["skiplock"]) {
+		if err := vmCheckLock(vm); err != nil {
+			return nil, err
+		}
+	}
+	return vm, nil
+}
+
+// StartVM is vm_start.
+func (q *qemuVMs) StartVM(auth Auth, node string, vmid int, params map[string]string) (string, error) {
+	q.stateMu.Lock()
+	defer q.stateMu.Unlock()
+	if _, err := q.vmPowerLocked(auth, node, vmid, params); err != nil {
+		return "", err
+	}
+	return q.tasks.spawn(auth, node, "qmstart", strconv.Itoa(vmid), func(w *Worker) error {
+		return q.startTask(w, node, vmid)
+	}), nil
+}
+
+// startTask boots VM vmid: pending changes apply, memory admission,
+// then the runtime's start; the VM is recorded running with its PID.
+func (q *qemuVMs) startTask(w *Worker, node string, vmid int) error {
+	release, err := q.vmLocks.acquire(w.ctx, vmid, configLockTimeout)
+	if err != nil {
+		return err
+	}
+	defer release()
+	var spec VMStartSpec
+	err = w.Do(func(st *State) error {
+		vm, err := q.vmLocked(node, vmid)
+		if err != nil {
+			return err
+		}
+		if vm.Running {
+			return Failf("VM %d already running\n", vmid)
+		}
+		vmApplyPending(vm)
+		q.journal.markCore()
+		if err := q.admit(w, node, "VM", vmid, vmMaxMem(vm.Config)); err != nil {
+			return err
+		}
+		spec, err = q.startSpecLocked(vm)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	pid, err := q.vmRuntime().Start(spec)
+	if err != nil {
+		return fmt.Errorf("start failed: %w", err)
+	}
+	return w.Do(func(st *State) error {
+		vm, err := q.vmLocked(node, vmid)
+		if err != nil {
+			return err
+		}
+		vm.Running, vm.PID, vm.StartedAt = true, pid, q.clock().Unix()
+		q.journal.markCore()
+		return nil
+	})
+}
+
+// startSpecLocked is what the runtime needs of vm's config to boot it.
+func (q *qemuVMs) startSpecLocked(vm *VM) (VMStartSpec, error) {
+	conf := vm.Config
+	spec := VMStartSpec{VMID: vm.VMID, Name: conf["name"], MemoryMiB: int(vmMaxMem(conf) / mib), Agent: vmAgentEnabled(conf)}
+	spec.Cores, _ = strconv.Atoi(conf["cores"])
+	spec.Cores = max(spec.Cores, 1)
+	if n, err := ParseProp(conf["net0"], "model"); err == nil {
+		for k, v := range n {
+			if qemuNICModels[k] {
+				spec.MAC = v
+			}
+		}
+	}
+	st := q.state()
+	for _, k := range slices.Sorted(maps.Keys(conf)) {
+		if !vmDriveRE.MatchString(k) {
+			continue
+		}
+		p, err := ParseProp(conf[k], "file")
+		if err != nil {
+			return spec, fmt.Errorf("%s: %w", k, err)
+		}
+		sid, name, ok := ParseVolID(p["file"])
+		v := st.Volumes[st.volKey(vm.Node, p["file"])]
+		if !ok || v == nil {
+			continue // none, cdrom, or a volume gone
+		}
+		path := q.storage.volumePath(vm.Node, sid, name)
+		if strings.Contains(name, fmt.Sprintf("vm-%d-cloudinit", vm.VMID)) {
+			ci, err := qemuCloudInit(vm.VMID, conf)
+			if err != nil {
+				return spec, err
+			}
+			spec.CloudInit, spec.CloudInitPath, spec.CloudInitKey = &ci, path, k
+			continue
+		}
+		if p["media"] == "cdrom" {
+			continue
+		}
+		spec.Disks = append(spec.Disks, VMDiskSpec{Key: k, Path: path, Format: v.Format})
+	}
+	return spec, nil
+}
+
+// StopVM is vm_stop: the guest ends at once.
+func (q *qemuVMs) StopVM(auth Auth, node string, vmid int, params map[string]string) (string, error) {
+	q.stateMu.Lock()
+	defer q.stateMu.Unlock()
+	if _, err := q.vmPowerLocked(auth, node, vmid, params); err != nil {
+		return "", err
+	}
+	return q.tasks.spawn(auth, node, "qmstop", strconv.Itoa(vmid), func(w *Worker) error {
+		return q.stopTask(w, node, vmid, q.vmRuntime().Stop)
+	}), nil
+}
+
+// stopTask ends the guest with end (unless it is not running) and
+// records the VM stopped, its pending changes applied.
+func (q *qemuVMs) stopTask(w *Worker, node string, vmid int, end func(vmid int) error) error {
+	release, err := q.vmLocks.acquire(w.ctx, vmid, configLockTimeout)
+	if err != nil {
+		return err
+	}
+	defer release()
+	if err := end(vmid); err != nil {
+		return err
+	}
+	return w.Do(func(st *State) error {
+		vm, err := q.vmLocked(node, vmid)
+		if err != nil {
+			return err
+		}
+		vm.Running, vm.PID, vm.StartedAt = false, 0, 0
+		vmApplyPending(vm)
+		q.journal.markCore()
+		return nil
+	})
+}
+
+// ShutdownVM is vm_shutdown: the guest is asked to power off (ACPI, or
+// the agent); after timeout (default 180 s) forceStop (default 1) stops it.
+func (q *qemuVMs) ShutdownVM(auth Auth, node string, vmid int, params map[string]string) (string, error) {
+	q.stateMu.Lock()
+	defer q.stateMu.Unlock()
+	vm, err := q.vmPowerLocked(auth, node, vmid, params)
+	if err != nil {
+		return "", err
+	}
+	if !vm.Running {
+		return "", Failf("VM %d not running\n", vmid)
+	}
+	timeout := 180 * time.Second
+	if t, err := strconv.Atoi(params["timeout"]); err == nil {
+		timeout = time.Duration(t) * time.Second
+	}
+	force := params["forceStop"] != "0"
+	rt := q.vmRuntime()
+	return q.tasks.spawn(auth, node, "qmshutdown", strconv.Itoa(vmid), func(w *Worker) error {
+		return q.stopTask(w, node, vmid, func(vmid int) error {
+			err := rt.Shutdown(vmid, timeout)
+			if err != nil && force {
+				w.Log("VM quit/powerdown failed - terminating now with SIGTERM")
+				return rt.Stop(vmid)
+			}
+			if err != nil {
+				return fmt.Errorf("VM quit/powerdown failed - got timeout")
+			}
+			return nil
+		})
+	}), nil
+}
+
+// RebootVM is vm_reboot: a shutdown, then a start that applies the
+// pending changes.
+func (q *qemuVMs) RebootVM(auth Auth, node string, vmid int, params map[string]string) (string, error) {
+	q.stateMu.Lock()
+	defer q.stateMu.Unlock()
+	vm, err := q.vmPowerLocked(auth, node, vmid, params)
+	if err != nil {
+		return "", err
+	}
+	if !vm.Running {
+		return "", Failf("VM %d not running\n", vmid)
+	}
+	rt := q.vmRuntime()
+	return q.tasks.spawn(auth, node, "qmreboot", strconv.Itoa(vmid), func(w *Worker) error {
+		err := q.stopTask(w, node, vmid, func(vmid int) error {
+			if rt.Shutdown(vmid, 180*time.Second) != nil {
+				return rt.Stop(vmid)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		return q.startTask(w, node, vmid)
+	}), nil
+}
+
+// vmApplyPending writes vm's pending changes into its config.
+func vmApplyPending(vm *VM) {
+	for k := range vm.PendingDelete {
+		delete(vm.Config, k)
+	}
+	maps.Copy(vm.Config, vm.Pending)
+	vm.Pending, vm.PendingDelete = nil, nil
+}
+
+// vmMaxMem is memory (MiB, default 512) in bytes: a VM's RAM is
+// allocated whole at start, whatever the balloon.
+func vmMaxMem(conf map[string]string) int64 {
+	mem := int64(512)
+	if n, err := strconv.ParseInt(conf["memory"], 10, 64); err == nil {
+		mem = n
+	}
+	return mem * mib
+}
+
+// vmAgentEnabled reads agent's enabled flag ("1", "enabled=1,…").
+func vmAgentEnabled(conf map[string]string) bool {
+	p, err := ParseProp(conf["agent"], "enabled")
+	return err == nil && isTrue(p["enabled"])
+}

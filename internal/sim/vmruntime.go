@@ -1,0 +1,201 @@
+package sim
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/corralhq/corral/internal/sim/model"
+	"github.com/corralhq/corral/internal/sim/vmrun"
+)
+
+// RealVMsEnv set to 1 makes the emulator's VMs real QEMU guests
+// (Options.RealVMs).
+const RealVMsEnv = "CORRAL_SIM_REAL_VMS"
+
+// ImportImageName is the name under local:import/ of the cached VM
+// image, the source a VM's import-from names.
+const ImportImageName = "debian-12-corral-vm.qcow2"
+
+// vmRuntime is model.VMRuntime over sim/vmrun: each started VM a real
+// qemu-system-x86_64 booting the cached Debian 12 image's kernel, its
+// disks the volumes' files, its cloud-init drive a NoCloud seed written
+// into the cloud-init volume at each start, as qemu-server regenerates
+// it.
+type vmRuntime struct {
+	img vmrun.Image
+	dir string // runtime directories: <dir>/<vmid>
+	log *slog.Logger
+	ctx context.Context // ends with the emulator: stops the starts under way
+
+	mu    sync.Mutex
+	vms   map[int]*vmrun.VM
+	agent map[int]bool // the VMs started with the agent's channel
+}
+
+// wireVMRuntime gives the cluster real VMs when they are asked for
+// (real, or RealVMsEnv=1), QEMU is installed and the VM image is cached;
+// it offers the image as local:import/<ImportImageName>. Otherwise the
+// VMs stay state only (model.VMRuntime's doc) and it returns nil.
+func wireVMRuntime(ctx context.Context, c *model.Cluster, dir string, real bool, log *slog.Logger) *vmRuntime {
+	if !real && os.Getenv(RealVMsEnv) != "1" {
+		return nil
+	}
+	img, ok := vmrun.CachedImage()
+	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil || !ok {
+		log.Warn("real VMs asked for, but QEMU or the VM image is missing: VMs are state only (install qemu-system-x86 and qemu-utils, and build the image with vmrun.EnsureImage)")
+		return nil
+	}
+	if err := c.OfferImportVolume("local", ImportImageName, img.Disk); err != nil {
+		log.Warn("the VM image is not offered as an import volume", "err", err)
+	}
+	rt := &vmRuntime{img: img, dir: filepath.Join(dir, "qemu"), log: log, ctx: ctx, vms: map[int]*vmrun.VM{}, agent: map[int]bool{}}
+	c.SetVMRuntime(rt)
+	return rt
+}
+
+// Start writes the cloud-init seed and boots the VM.
+func (r *vmRuntime) Start(s model.VMStartSpec) (int, error) {
+	spec := vmrun.Spec{VMID: s.VMID, Dir: filepath.Join(r.dir, strconv.Itoa(s.VMID)), MemoryMB: s.MemoryMiB, Cores: s.Cores,
+		Kernel: r.img.Kernel, Initrd: r.img.Initrd, MAC: s.MAC, Agent: s.Agent}
+	for _, d := range s.Disks {
+		spec.Disks = append(spec.Disks, vmrun.Disk{Key: d.Key, File: d.Path, Format: diskFormat(d.Path)})
+	}
+	if s.CloudInit != nil {
+		ci := vmrun.CloudInit{Hostname: s.CloudInit.Hostname, User: s.CloudInit.User, Password: s.CloudInit.Password, SSHKeys: s.CloudInit.SSHKeys}
+		for _, n := range s.CloudInit.Nets {
+			ci.Nets = append(ci.Nets, vmrun.CloudNet{Name: n.Name, MAC: n.MAC, IP: n.IP, GW: n.GW, IP6: n.IP6, GW6: n.GW6})
+		}
+		if err := vmrun.WriteSeed(r.ctx, ci, s.CloudInitPath); err != nil {
+			return 0, err
+		}
+		spec.Disks = append(spec.Disks, vmrun.Disk{Key: s.CloudInitKey, File: s.CloudInitPath, Format: "raw", CDROM: true})
+	}
+	port, err := freePort()
+	if err != nil {
+		return 0, err
+	}
+	spec.SSHPort = port
+	var warn bytes.Buffer
+	vm, err := vmrun.Start(r.ctx, spec, &warn)
+	if warn.Len() > 0 {
+		r.log.Warn(warn.String())
+	}
+	if err != nil {
+		return 0, err
+	}
+	r.mu.Lock()
+	r.vms[s.VMID], r.agent[s.VMID] = vm, s.Agent
+	r.mu.Unlock()
+	return vm.PID(), nil
+}
+
+// take removes VM vmid's process from the table (nil: none runs).
+func (r *vmRuntime) take(vmid int) *vmrun.VM {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	vm := r.vms[vmid]
+	delete(r.vms, vmid)
+	delete(r.agent, vmid)
+	return vm
+}
+
+func (r *vmRuntime) Stop(vmid int) error {
+	if vm := r.take(vmid); vm != nil {
+		vm.Stop(r.ctx, 10*time.Second)
+	}
+	return nil
+}
+
+// Shutdown is qemu-server's vm_shutdown: with the agent configured it
+// asks the agent (guest-shutdown, which answers nothing), else it
+// presses the ACPI power button; then it waits up to timeout.
+func (r *vmRuntime) Shutdown(vmid int, timeout time.Duration) error {
+	r.mu.Lock()
+	vm, agent := r.vms[vmid], r.agent[vmid]
+	r.mu.Unlock()
+	if vm == nil {
+		return nil
+	}
+	if agent {
+		ctx, cancel := context.WithTimeout(r.ctx, 5*time.Second)
+		vm.Agent(ctx, "guest-shutdown", nil) // no answer: the guest powers off
+		cancel()
+		select {
+		case <-vm.Done():
+		case <-time.After(timeout):
+			return errors.New("VM quit/powerdown failed - got timeout")
+		}
+	} else if err := vm.Shutdown(r.ctx, timeout); err != nil {
+		return err
+	}
+	r.take(vmid)
+	return nil
+}
+
+// Agent runs guest-<command> on the VM's agent; no process or no
+// answer is PVE's "QEMU guest agent is not running".
+func (r *vmRuntime) Agent(vmid int, command string) (any, error) {
+	r.mu.Lock()
+	vm := r.vms[vmid]
+	r.mu.Unlock()
+	if vm == nil {
+		return nil, model.Failf("QEMU guest agent is not running\n")
+	}
+	raw, err := vm.Agent(r.ctx, "guest-"+command, nil)
+	if errors.Is(err, vmrun.ErrAgentNotRunning) {
+		return nil, model.Failf("QEMU guest agent is not running\n")
+	}
+	if err != nil {
+		return nil, model.Failf("%s\n", err)
+	}
+	var out any
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &out); err != nil {
+			return nil, fmt.Errorf("agent %s: %w", command, err)
+		}
+	}
+	if out == nil {
+		out = map[string]any{}
+	}
+	return out, nil
+}
+
+// close kills every VM still running (the emulator stops).
+func (r *vmRuntime) close() {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	vms := r.vms
+	r.vms = map[int]*vmrun.VM{}
+	r.mu.Unlock()
+	for _, vm := range vms {
+		vm.Kill()
+	}
+}
+
+// diskFormat reads a disk file's format from its header: qcow2's magic
+// "QFI\xfb", else raw (an imported image keeps its bytes whatever the
+// storage, docs/emulator.md).
+func diskFormat(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return "raw"
+	}
+	defer f.Close()
+	b := make([]byte, 4)
+	if n, _ := f.Read(b); n == 4 && string(b) == "QFI\xfb" {
+		return "qcow2"
+	}
+	return "raw"
+}
