@@ -349,6 +349,8 @@ func TestQemu_pool(t *testing.T) {
 	if r := k.do(root, http.MethodDelete, "/pools/apps", nil); r.status != 500 || !strings.Contains(r.msg, "pool 'apps' is not empty (contains VM 200)") {
 		t.Fatalf("delete a pool holding a VM: %d %q", r.status, r.msg)
 	}
-	k.mustOK(root, http.MethodDelete, "/nodes/pve/qemu/200", url.Values{"purge": {"1"}})
+	// Destroy drops the pool membership with or without purge, as
+	// qemu-server's remove_vm_access does.
+	k.mustOK(root, http.MethodDelete, "/nodes/pve/qemu/200", nil)
 	k.ok(root, http.MethodDelete, "/pools/apps", nil, nil)
 }

@@ -10,7 +10,7 @@ import (
 // for a running VM; task qmdestroy frees every volume the config names
 // (disks, unusedN, the cloud-init drive, pending ones) and, with
 // destroy-unreferenced-disks (default 1), every other image the VM owns
-// on the node's storages; purge drops the VM from ACLs and pools.
+// on the node's storages; the VM leaves its ACLs and pool either way.
 func (q *qemuVMs) DestroyVM(auth Auth, node string, vmid int, params map[string]string) (string, error) {
 	q.stateMu.Lock()
 	defer q.stateMu.Unlock()
@@ -93,11 +93,14 @@ func (q *qemuVMs) destroyLocked(w *Worker, node string, vmid int, unreferenced, 
 		}
 	}
 	delete(st.VMs, vmid)
+	// qemu-server's destroy drops the VM's ACLs, pool membership and
+	// firewall config whether or not purge is set; purge also cleans
+	// the configurations that name it (HA, replication, backup jobs).
+	st.Access.RemoveVMAccess(vmid)
 	delete(st.Firewall, vmid)
 	if purge {
-		st.Access.RemoveVMAccess(vmid)
+		w.logLocked("purging VM %d from related configurations..", vmid)
 	}
-	w.logLocked("purging VM %d from related configurations..", vmid)
 	q.journal.markCore()
 	return nil
 }
