@@ -40,6 +40,17 @@ func threeVolumes(app string) string {
 `, app)
 }
 
+// appliedAlpha is where most scenarios here begin: an emulated cluster
+// with app alpha (threeVolumes) applied; it returns the cluster and the
+// manifest's path.
+func appliedAlpha(t *testing.T) (*cluster, string) {
+	t.Helper()
+	c := newCluster(t)
+	m := writeManifest(t, threeVolumes("alpha"))
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	return c, m
+}
+
 // keeperOf returns the VMIDs of the keepers on pve, oldest first.
 func (c *cluster) keepers() []int {
 	c.t.Helper()
@@ -135,9 +146,7 @@ func TestConcurrentApplies(t *testing.T) {
 // (to make a new volume) leaves it protected.
 func TestFailedApplyLeavesKeeperProtected(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t)
-	m := writeManifest(t, threeVolumes("alpha"))
-	c.mustRun("apply", "-f", m, "--auto-approve")
+	c, m := appliedAlpha(t)
 	vmid := c.status(m).Apps[0].Containers[0].VMID
 	more := writeManifest(t, threeVolumes("alpha")+"      - name: d\n        size: 1G\n        mount: /srv/d\n")
 	// The app's container is busy (a backup holds its lock): the new
@@ -160,9 +169,7 @@ func TestFailedApplyLeavesKeeperProtected(t *testing.T) {
 // container, puts the tags back, and never creates a second one.
 func TestTagsEditedInWebUI(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t)
-	m := writeManifest(t, threeVolumes("alpha"))
-	c.mustRun("apply", "-f", m, "--auto-approve")
+	c, m := appliedAlpha(t)
 	vmid := c.status(m).Apps[0].Containers[0].VMID
 	root := model.Auth{UserID: "root@pam"}
 	if err := c.srv.Cluster().UpdateCTConfig(root, "pve", vmid, map[string]string{"tags": "mytag"}); err != nil {
@@ -189,9 +196,7 @@ func TestTagsEditedInWebUI(t *testing.T) {
 // empty volume is created, and the next apply writes both back.
 func TestKeeperNotesAndMountPointEdited(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t)
-	m := writeManifest(t, threeVolumes("alpha"))
-	c.mustRun("apply", "-f", m, "--auto-approve")
+	c, m := appliedAlpha(t)
 	before := c.volumes()
 	k := c.keepers()[0]
 	root := model.Auth{UserID: "root@pam"}
@@ -261,9 +266,7 @@ func (c *cluster) holdLease(holder, command string) {
 
 func TestLockHeldAndUnlock(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t)
-	m := writeManifest(t, threeVolumes("alpha"))
-	c.mustRun("apply", "-f", m, "--auto-approve")
+	c, m := appliedAlpha(t)
 	c.holdLease("ops@elsewhere:4242", "apply")
 	grow := writeManifest(t, strings.Replace(threeVolumes("alpha"), "memory: 256", "memory: 512", 1))
 	r := c.run("apply", "-f", grow, "--auto-approve", "--lock-timeout", "0")
@@ -291,9 +294,7 @@ func TestLockHeldAndUnlock(t *testing.T) {
 // refused before anything changes.
 func TestAdoptOfAnotherAppsVolumeRefused(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t)
-	m := writeManifest(t, threeVolumes("alpha"))
-	c.mustRun("apply", "-f", m, "--auto-approve")
+	c, _ := appliedAlpha(t)
 	var volid string
 	for _, v := range c.volumes() {
 		if v.Name == "a" {
@@ -330,9 +331,7 @@ func TestAdoptOfAnotherAppsVolumeRefused(t *testing.T) {
 // shows it, apply drops it, and the volume stays mounted.
 func TestPendingDeleteIsObserved(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t)
-	m := writeManifest(t, threeVolumes("alpha"))
-	c.mustRun("apply", "-f", m, "--auto-approve")
+	c, m := appliedAlpha(t)
 	vmid := c.status(m).Apps[0].Containers[0].VMID
 	var mpKey string
 	for k, v := range c.config(vmid) {
@@ -364,9 +363,7 @@ func TestPendingDeleteIsObserved(t *testing.T) {
 // detached volume leaves no unusedN behind for a second one.
 func TestDetachTakesOneApply(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t)
-	m := writeManifest(t, threeVolumes("alpha"))
-	c.mustRun("apply", "-f", m, "--auto-approve")
+	c, _ := appliedAlpha(t)
 	fewer := writeManifest(t, strings.Replace(threeVolumes("alpha"), "      - name: c\n        size: 1G\n        mount: /srv/c\n", "", 1))
 	c.mustRun("apply", "-f", fewer, "--auto-approve")
 	if r := c.run("plan", "-f", fewer); r.code != 0 {
@@ -403,9 +400,7 @@ func TestPlanWaitsForRunningShutdown(t *testing.T) {
 // status and plan, and repaired by apply.
 func TestUnprotectedKeeperShownAndRepaired(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t)
-	m := writeManifest(t, threeVolumes("alpha"))
-	c.mustRun("apply", "-f", m, "--auto-approve")
+	c, m := appliedAlpha(t)
 	k := c.keepers()[0]
 	if err := c.srv.Cluster().UpdateCTConfig(model.Auth{UserID: "root@pam"}, "pve", k, map[string]string{"protection": "0"}); err != nil {
 		t.Fatal(err)
@@ -558,9 +553,7 @@ func TestApplyAfterInterruptedDestroy(t *testing.T) {
 // taken over at once, not after it runs out.
 func TestLockOfKilledLocalCorralTakenOver(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t)
-	m := writeManifest(t, threeVolumes("alpha"))
-	c.mustRun("apply", "-f", m, "--auto-approve")
+	c, _ := appliedAlpha(t)
 	dead := exec.Command("true")
 	if err := dead.Run(); err != nil {
 		t.Fatal(err)
