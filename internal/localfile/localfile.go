@@ -25,26 +25,15 @@ func Read(path string, max int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file (%s): corral reads only regular files", path, kind(fi.Mode()))
-	}
-	if fi.Size() > max {
-		return nil, &TooLargeError{Path: path, Size: fi.Size(), Max: max}
+	if err := fits(path, fi, max); err != nil {
+		return nil, err
 	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	// The file may have grown since the stat.
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > max {
-		return nil, &TooLargeError{Path: path, Max: max}
-	}
-	return data, nil
+	return readAtMost(path, f, max)
 }
 
 // Tail returns at most the last max bytes of the regular file at path:
@@ -60,8 +49,8 @@ func Tail(path string, max int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file (%s): corral reads only regular files", path, kind(fi.Mode()))
+	if err := fits(path, fi, -1); err != nil {
+		return nil, err
 	}
 	if off := fi.Size() - max; off > 0 {
 		if _, err := f.Seek(off, io.SeekStart); err != nil {
@@ -69,6 +58,32 @@ func Tail(path string, max int64) ([]byte, error) {
 		}
 	}
 	return io.ReadAll(io.LimitReader(f, max))
+}
+
+// fits refuses what Read, ReadIn and Tail must not read: anything but a
+// regular file, and (max >= 0) a file larger than max, with its size.
+// One check, so that each refusal reads the same wherever it is met.
+func fits(path string, fi os.FileInfo, max int64) error {
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file (%s): corral reads only regular files", path, kind(fi.Mode()))
+	}
+	if max >= 0 && fi.Size() > max {
+		return &TooLargeError{Path: path, Size: fi.Size(), Max: max}
+	}
+	return nil
+}
+
+// readAtMost reads f to its end, refusing it past max bytes: the file
+// may have grown since fits saw its size.
+func readAtMost(path string, f io.Reader, max int64) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > max {
+		return nil, &TooLargeError{Path: path, Max: max}
+	}
+	return data, nil
 }
 
 func kind(m os.FileMode) string {
@@ -199,20 +214,10 @@ func ReadIn(root string, exclude []string, path string, max int64) ([]byte, erro
 	if err != nil {
 		return nil, err
 	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file (%s): corral reads only regular files", path, kind(fi.Mode()))
-	}
-	if fi.Size() > max {
-		return nil, &TooLargeError{Path: path, Size: fi.Size(), Max: max}
-	}
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
+	if err := fits(path, fi, max); err != nil {
 		return nil, err
 	}
-	if int64(len(data)) > max {
-		return nil, &TooLargeError{Path: path, Max: max}
-	}
-	return data, nil
+	return readAtMost(path, f, max)
 }
 
 // excludedBy is the directory of exclude that holds rel, or "".
