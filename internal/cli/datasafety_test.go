@@ -41,14 +41,23 @@ func threeVolumes(app string) string {
 }
 
 // appliedAlpha is where most scenarios here begin: an emulated cluster
-// with app alpha (threeVolumes) applied; it returns the cluster and the
+// (with opts) with app alpha (threeVolumes) applied; it returns the cluster and the
 // manifest's path.
-func appliedAlpha(t *testing.T) (*cluster, string) {
+func appliedAlpha(t *testing.T, opts ...pvetest.Option) (*cluster, string) {
 	t.Helper()
-	c := newCluster(t)
+	c := newCluster(t, opts...)
 	m := writeManifest(t, threeVolumes("alpha"))
 	c.mustRun("apply", "-f", m, "--auto-approve")
 	return c, m
+}
+
+// operatorAuth is the emulator's operator token (the one corral runs
+// with) as the model's callers authenticate: a scenario acts as a
+// corral killed half-way would have.
+func (c *cluster) operatorAuth() model.Auth {
+	tokenID, _, _ := strings.Cut(c.srv.Credentials().OperatorToken, "=")
+	user, _, _ := strings.Cut(tokenID, "!")
+	return model.Auth{UserID: user, TokenID: tokenID}
 }
 
 // keeperOf returns the VMIDs of the keepers on pve, oldest first.
@@ -380,14 +389,10 @@ func TestDetachTakesOneApply(t *testing.T) {
 // as running (it stops a moment later).
 func TestPlanWaitsForRunningShutdown(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t, pvetest.TimeScale(0.25)) // vzshutdown: 1 s
+	c, m := appliedAlpha(t, pvetest.TimeScale(0.25)) // vzshutdown: 1 s
 	srv := c.srv
-	m := writeManifest(t, threeVolumes("alpha"))
-	c.mustRun("apply", "-f", m, "--auto-approve")
 	vmid := c.status(m).Apps[0].Containers[0].VMID
-	tokenID, _, _ := strings.Cut(srv.Credentials().OperatorToken, "=")
-	user, _, _ := strings.Cut(tokenID, "!")
-	if _, err := srv.Cluster().ShutdownCT(model.Auth{UserID: user, TokenID: tokenID}, "pve", vmid, map[string]string{}); err != nil {
+	if _, err := srv.Cluster().ShutdownCT(c.operatorAuth(), "pve", vmid, map[string]string{}); err != nil {
 		t.Fatal(err)
 	}
 	r := c.run("plan", "-f", m)
@@ -507,16 +512,12 @@ func TestParallelApplyAndDestroy(t *testing.T) {
 // in one go, instead of failing once on the vanishing config.
 func TestApplyAfterInterruptedDestroy(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t, pvetest.TimeScale(0.2)) // vzdestroy: 0.4 s
+	c, m := appliedAlpha(t, pvetest.TimeScale(0.2)) // vzdestroy: 0.4 s
 	srv := c.srv
-	m := writeManifest(t, threeVolumes("alpha"))
-	c.mustRun("apply", "-f", m, "--auto-approve")
 	vmid := c.status(m).Apps[0].Containers[0].VMID
 	// What destroy had done when it was killed: the volumes detached, the
 	// container stopped, its destroy task started.
-	tokenID, _, _ := strings.Cut(srv.Credentials().OperatorToken, "=")
-	user, _, _ := strings.Cut(tokenID, "!")
-	auth := model.Auth{UserID: user, TokenID: tokenID}
+	auth := c.operatorAuth()
 	conf := c.config(vmid)
 	var mps []string
 	for k := range conf {
