@@ -420,7 +420,8 @@ func TestREADMEWalkthrough(t *testing.T) {
 	// Task durations scaled down: what is checked is each exit status.
 	// As for a user, the first line starts the local emulator and the
 	// others use it; the test stops it at the end.
-	env := append(os.Environ(), "XDG_STATE_HOME="+t.TempDir(), "PROXMOX_VE_ENDPOINT=", "PROXMOX_VE_API_TOKEN=", "CORRAL_SIM_TIME_SCALE=0.02", "CORRAL_SIM_INPROCESS=")
+	extra := []string{"XDG_STATE_HOME=" + t.TempDir(), "PROXMOX_VE_ENDPOINT=", "PROXMOX_VE_API_TOKEN=", "CORRAL_SIM_TIME_SCALE=0.02", "CORRAL_SIM_INPROCESS="}
+	env := append(os.Environ(), extra...)
 	t.Cleanup(func() {
 		cmd := exec.Command(corralBin, "sim", "stop")
 		cmd.Env = env
@@ -435,21 +436,11 @@ func TestREADMEWalkthrough(t *testing.T) {
 		if args[0] != "corral" {
 			t.Fatalf("walkthrough line %q does not run corral", line)
 		}
-		cmd := exec.Command(corralBin, args[1:]...)
-		cmd.Env, cmd.Dir = env, "../.."
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		err := cmd.Run()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
+		code, stdout, stderr := corralCmd(t, extra, exec.Command(corralBin, args[1:]...))
 		if code != want {
-			t.Fatalf("%s\nexit %d, want %d (comment %q)\n%s%s", line, code, want, comment, out.String(), errb.String())
+			t.Fatalf("%s\nexit %d, want %d (comment %q)\n%s%s", line, code, want, comment, stdout, stderr)
 		}
-		return out.String()
+		return stdout
 	}
 	lines := func(b string) []string {
 		var out []string

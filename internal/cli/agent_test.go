@@ -196,9 +196,7 @@ func TestAgent_drift(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.mode, func(t *testing.T) {
-			c := newCluster(t)
-			m := manifestWith(t, "512")
-			c.mustRun("apply", "-f", m, "--auto-approve")
+			c, m := appliedNotes(t)
 			r := c.newAgentRig(m, tt.mode, time.Now(), nil)
 			r.tick()
 			if evs := r.events(agent.KindDrift, 0); len(evs) != 0 || !r.ag.Status().InSync {
@@ -300,9 +298,7 @@ func TestAgent_manifestChangePlansAtOnce(t *testing.T) {
 // changes; the next round after the lock is released repairs the drift.
 func TestAgent_skipsWhileLockHeld(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t)
-	m := manifestWith(t, "512")
-	c.mustRun("apply", "-f", m, "--auto-approve")
+	c, m := appliedNotes(t)
 	r := c.newAgentRig(m, "reconcile", time.Now(), nil)
 	r.tick()
 	vmid := c.drift(m, "1024")
@@ -345,9 +341,7 @@ func TestAgent_skipsWhileLockHeld(t *testing.T) {
 // says so), and the cluster ends as the manifest says.
 func TestAgent_concurrentApply(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t)
-	m := manifestWith(t, "512")
-	c.mustRun("apply", "-f", m, "--auto-approve")
+	c, m := appliedNotes(t)
 	c.srv.SetFaults(sim.FaultSpec{Latency: 5 * time.Millisecond})
 	for round := 0; round < 3; round++ {
 		r := c.newAgentRig(m, "reconcile", time.Now(), nil)
@@ -381,9 +375,7 @@ func TestAgent_concurrentApply(t *testing.T) {
 // is set.
 func TestAgent_server(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t)
-	m := manifestWith(t, "512")
-	c.mustRun("apply", "-f", m, "--auto-approve")
+	c, m := appliedNotes(t)
 	r := c.newAgentRig(m, "observe", time.Now(), nil)
 	r.tick()
 	c.drift(m, "1024")
@@ -512,9 +504,7 @@ func (p *pausingObserver) Step(app, phase, detail string) func(error) {
 // nothing of the two runs interleaves.
 func TestAgent_applyWaitsForTheAgent(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t)
-	m := manifestWith(t, "512")
-	c.mustRun("apply", "-f", m, "--auto-approve")
+	c, m := appliedNotes(t)
 	r := c.newAgentRig(m, "reconcile", time.Now(), nil)
 	vmid := c.drift(m, "1024")
 	pause := &pausingObserver{Observer: r.ops.observer, started: make(chan struct{}), release: make(chan struct{})}
@@ -560,9 +550,7 @@ func TestAgent_applyWaitsForTheAgent(t *testing.T) {
 // last view and recovers on its own.
 func TestAgent_apiErrors(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t)
-	m := manifestWith(t, "512")
-	c.mustRun("apply", "-f", m, "--auto-approve")
+	c, m := appliedNotes(t)
 	r := c.newAgentRig(m, "observe", time.Now(), nil)
 	r.tick()
 	seq := r.lastSeq()

@@ -40,6 +40,26 @@ func threeVolumes(app string) string {
 `, app)
 }
 
+// appliedAlpha is where most scenarios here begin: an emulated cluster
+// (with opts) with app alpha (threeVolumes) applied; it returns the cluster and the
+// manifest's path.
+func appliedAlpha(t *testing.T, opts ...pvetest.Option) (*cluster, string) {
+	t.Helper()
+	c := newCluster(t, opts...)
+	m := writeManifest(t, threeVolumes("alpha"))
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	return c, m
+}
+
+// operatorAuth is the emulator's operator token (the one corral runs
+// with) as the model's callers authenticate: a scenario acts as a
+// corral killed half-way would have.
+func (c *cluster) operatorAuth() model.Auth {
+	tokenID, _, _ := strings.Cut(c.srv.Credentials().OperatorToken, "=")
+	user, _, _ := strings.Cut(tokenID, "!")
+	return model.Auth{UserID: user, TokenID: tokenID}
+}
+
 // keeperOf returns the VMIDs of the keepers on pve, oldest first.
 func (c *cluster) keepers() []int {
 	c.t.Helper()
@@ -129,9 +149,7 @@ func TestConcurrentApplies(t *testing.T) {
 // (to make a new volume) leaves it protected.
 func TestFailedApplyLeavesKeeperProtected(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t)
-	m := writeManifest(t, threeVolumes("alpha"))
-	c.mustRun("apply", "-f", m, "--auto-approve")
+	c, m := appliedAlpha(t)
 	vmid := c.status(m).Apps[0].Containers[0].VMID
 	more := writeManifest(t, threeVolumes("alpha")+"      - name: d\n        size: 1G\n        mount: /srv/d\n")
 	// The app's container is busy (a backup holds its lock): the new
@@ -154,9 +172,7 @@ func TestFailedApplyLeavesKeeperProtected(t *testing.T) {
 // container, puts the tags back, and never creates a second one.
 func TestTagsEditedInWebUI(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t)
-	m := writeManifest(t, threeVolumes("alpha"))
-	c.mustRun("apply", "-f", m, "--auto-approve")
+	c, m := appliedAlpha(t)
 	vmid := c.status(m).Apps[0].Containers[0].VMID
 	root := model.Auth{UserID: "root@pam"}
 	if err := c.srv.Cluster().UpdateCTConfig(root, "pve", vmid, map[string]string{"tags": "mytag"}); err != nil {
@@ -183,9 +199,7 @@ func TestTagsEditedInWebUI(t *testing.T) {
 // empty volume is created, and the next apply writes both back.
 func TestKeeperNotesAndMountPointEdited(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t)
-	m := writeManifest(t, threeVolumes("alpha"))
-	c.mustRun("apply", "-f", m, "--auto-approve")
+	c, m := appliedAlpha(t)
 	before := c.volumes()
 	k := c.keepers()[0]
 	root := model.Auth{UserID: "root@pam"}
@@ -255,9 +269,7 @@ func (c *cluster) holdLease(holder, command string) {
 
 func TestLockHeldAndUnlock(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t)
-	m := writeManifest(t, threeVolumes("alpha"))
-	c.mustRun("apply", "-f", m, "--auto-approve")
+	c, m := appliedAlpha(t)
 	c.holdLease("ops@elsewhere:4242", "apply")
 	grow := writeManifest(t, strings.Replace(threeVolumes("alpha"), "memory: 256", "memory: 512", 1))
 	r := c.run("apply", "-f", grow, "--auto-approve", "--lock-timeout", "0")
@@ -285,9 +297,7 @@ func TestLockHeldAndUnlock(t *testing.T) {
 // refused before anything changes.
 func TestAdoptOfAnotherAppsVolumeRefused(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t)
-	m := writeManifest(t, threeVolumes("alpha"))
-	c.mustRun("apply", "-f", m, "--auto-approve")
+	c, _ := appliedAlpha(t)
 	var volid string
 	for _, v := range c.volumes() {
 		if v.Name == "a" {
@@ -324,9 +334,7 @@ func TestAdoptOfAnotherAppsVolumeRefused(t *testing.T) {
 // shows it, apply drops it, and the volume stays mounted.
 func TestPendingDeleteIsObserved(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t)
-	m := writeManifest(t, threeVolumes("alpha"))
-	c.mustRun("apply", "-f", m, "--auto-approve")
+	c, m := appliedAlpha(t)
 	vmid := c.status(m).Apps[0].Containers[0].VMID
 	var mpKey string
 	for k, v := range c.config(vmid) {
@@ -358,9 +366,7 @@ func TestPendingDeleteIsObserved(t *testing.T) {
 // detached volume leaves no unusedN behind for a second one.
 func TestDetachTakesOneApply(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t)
-	m := writeManifest(t, threeVolumes("alpha"))
-	c.mustRun("apply", "-f", m, "--auto-approve")
+	c, _ := appliedAlpha(t)
 	fewer := writeManifest(t, strings.Replace(threeVolumes("alpha"), "      - name: c\n        size: 1G\n        mount: /srv/c\n", "", 1))
 	c.mustRun("apply", "-f", fewer, "--auto-approve")
 	if r := c.run("plan", "-f", fewer); r.code != 0 {
@@ -377,14 +383,10 @@ func TestDetachTakesOneApply(t *testing.T) {
 // as running (it stops a moment later).
 func TestPlanWaitsForRunningShutdown(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t, pvetest.TimeScale(0.25)) // vzshutdown: 1 s
+	c, m := appliedAlpha(t, pvetest.TimeScale(0.25)) // vzshutdown: 1 s
 	srv := c.srv
-	m := writeManifest(t, threeVolumes("alpha"))
-	c.mustRun("apply", "-f", m, "--auto-approve")
 	vmid := c.status(m).Apps[0].Containers[0].VMID
-	tokenID, _, _ := strings.Cut(srv.Credentials().OperatorToken, "=")
-	user, _, _ := strings.Cut(tokenID, "!")
-	if _, err := srv.Cluster().ShutdownCT(model.Auth{UserID: user, TokenID: tokenID}, "pve", vmid, map[string]string{}); err != nil {
+	if _, err := srv.Cluster().ShutdownCT(c.operatorAuth(), "pve", vmid, map[string]string{}); err != nil {
 		t.Fatal(err)
 	}
 	r := c.run("plan", "-f", m)
@@ -397,9 +399,7 @@ func TestPlanWaitsForRunningShutdown(t *testing.T) {
 // status and plan, and repaired by apply.
 func TestUnprotectedKeeperShownAndRepaired(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t)
-	m := writeManifest(t, threeVolumes("alpha"))
-	c.mustRun("apply", "-f", m, "--auto-approve")
+	c, m := appliedAlpha(t)
 	k := c.keepers()[0]
 	if err := c.srv.Cluster().UpdateCTConfig(model.Auth{UserID: "root@pam"}, "pve", k, map[string]string{"protection": "0"}); err != nil {
 		t.Fatal(err)
@@ -506,16 +506,12 @@ func TestParallelApplyAndDestroy(t *testing.T) {
 // in one go, instead of failing once on the vanishing config.
 func TestApplyAfterInterruptedDestroy(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t, pvetest.TimeScale(0.2)) // vzdestroy: 0.4 s
+	c, m := appliedAlpha(t, pvetest.TimeScale(0.2)) // vzdestroy: 0.4 s
 	srv := c.srv
-	m := writeManifest(t, threeVolumes("alpha"))
-	c.mustRun("apply", "-f", m, "--auto-approve")
 	vmid := c.status(m).Apps[0].Containers[0].VMID
 	// What destroy had done when it was killed: the volumes detached, the
 	// container stopped, its destroy task started.
-	tokenID, _, _ := strings.Cut(srv.Credentials().OperatorToken, "=")
-	user, _, _ := strings.Cut(tokenID, "!")
-	auth := model.Auth{UserID: user, TokenID: tokenID}
+	auth := c.operatorAuth()
 	conf := c.config(vmid)
 	var mps []string
 	for k := range conf {
@@ -552,9 +548,7 @@ func TestApplyAfterInterruptedDestroy(t *testing.T) {
 // taken over at once, not after it runs out.
 func TestLockOfKilledLocalCorralTakenOver(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t)
-	m := writeManifest(t, threeVolumes("alpha"))
-	c.mustRun("apply", "-f", m, "--auto-approve")
+	c, _ := appliedAlpha(t)
 	dead := exec.Command("true")
 	if err := dead.Run(); err != nil {
 		t.Fatal(err)

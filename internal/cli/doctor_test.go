@@ -77,6 +77,17 @@ func (d *doctorCluster) token(user, name string) string {
 }
 
 // acl grants role on path to the user and/or the token (empty: neither).
+// operatorWithout makes role, the operator's privileges without drop,
+// and a token ci of user holding it on / (granted to the user and the
+// token both); it returns the token, as doctor runs with it.
+func (d *doctorCluster) operatorWithout(role, user string, drop ...string) string {
+	d.role(role, slices.DeleteFunc(slices.Clone(model.OperatorPrivileges), func(p string) bool { return slices.Contains(drop, p) }))
+	tok := d.token(user, "ci")
+	id, _, _ := strings.Cut(tok, "=")
+	d.acl("/", role, user, id, true)
+	return tok
+}
+
 func (d *doctorCluster) acl(path, role, user, tokenID string, propagate bool) {
 	p := url.Values{"path": {path}, "roles": {role}, "propagate": {"0"}}
 	if propagate {
@@ -170,12 +181,7 @@ func TestDoctor_roleLacksPrivileges(t *testing.T) {
 	t.Parallel()
 	d := newDoctorCluster(t)
 	m := writeManifest(t, doctorManifest)
-	d.role("Narrow", slices.DeleteFunc(slices.Clone(model.OperatorPrivileges), func(p string) bool {
-		return p == "VM.Backup" || p == "Datastore.AllocateSpace"
-	}))
-	tok := d.token("narrow@pve", "ci")
-	id, _, _ := strings.Cut(tok, "=")
-	d.acl("/", "Narrow", "narrow@pve", id, true)
+	tok := d.operatorWithout("Narrow", "narrow@pve", "VM.Backup", "Datastore.AllocateSpace")
 
 	wantOutput(t, d.doctor(tok, "-f", m), 1,
 		"ERROR   /vms, VM.Backup: token narrow@pve!ci lacks VM.Backup on /vms: the role Narrow it holds there (on /) does not include VM.Backup",
@@ -403,10 +409,7 @@ func TestDoctor_namesVMMigrate(t *testing.T) {
 	t.Parallel()
 	d := newDoctorCluster(t)
 	m := writeManifest(t, doctorManifest)
-	d.role("NoMigrate", slices.DeleteFunc(slices.Clone(model.OperatorPrivileges), func(p string) bool { return p == "VM.Migrate" }))
-	tok := d.token("nomig@pve", "ci")
-	id, _, _ := strings.Cut(tok, "=")
-	d.acl("/", "NoMigrate", "nomig@pve", id, true)
+	tok := d.operatorWithout("NoMigrate", "nomig@pve", "VM.Migrate")
 	wantOutput(t, d.doctor(tok, "-f", m), 0,
 		"/vms, VM.Migrate: token nomig@pve!ci lacks VM.Migrate on /vms",
 		"move the ct of app notes to another node (corral move, corral drain, a change of node:)",

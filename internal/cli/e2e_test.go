@@ -212,6 +212,17 @@ func manifestWith(t *testing.T, memory string) string {
 	return writeManifest(t, strings.ReplaceAll(appManifest, "MEMORY", memory))
 }
 
+// appliedNotes is where most tests of a running app begin: an emulated
+// cluster (with opts) on which app notes at 512 MB (manifestWith) is
+// applied; it returns the cluster and the manifest's path.
+func appliedNotes(t *testing.T, opts ...pvetest.Option) (*cluster, string) {
+	t.Helper()
+	c := newCluster(t, opts...)
+	m := manifestWith(t, "512")
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	return c, m
+}
+
 // TestVolumesSurviveRecreate is the core promise: data written to a
 // volume survives destroy and apply, on the same volid, while the old
 // container's root file system is gone.
@@ -343,9 +354,7 @@ func TestInPlaceUpdateKeepsContainer(t *testing.T) {
 // container; the volumes move over with their data.
 func TestTemplateChangeReplacesAndKeepsData(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t)
-	m := manifestWith(t, "512")
-	c.mustRun("apply", "-f", m, "--auto-approve")
+	c, m := appliedNotes(t)
 	st := c.status(m)
 	old := st.Apps[0].Containers[0].VMID
 	data := ""
@@ -387,9 +396,7 @@ func TestTemplateChangeReplacesAndKeepsData(t *testing.T) {
 // TestDestroyDeleteVolumes frees reclaim: delete volumes only.
 func TestDestroyDeleteVolumes(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t)
-	m := manifestWith(t, "512")
-	c.mustRun("apply", "-f", m, "--auto-approve")
+	c, m := appliedNotes(t)
 	vols := map[string]string{}
 	for _, v := range c.status(m).Apps[0].Volumes {
 		vols[v.Name] = v.VolID
@@ -527,9 +534,7 @@ func TestSchemaIsJSON(t *testing.T) {
 // nothing.
 func TestDestroyRefusesUnmanagedVolume(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t)
-	m := manifestWith(t, "512")
-	c.mustRun("apply", "-f", m, "--auto-approve")
+	c, m := appliedNotes(t)
 	vmid := c.status(m).Apps[0].Containers[0].VMID
 	root := model.Auth{UserID: "root@pam"}
 	if err := c.srv.Cluster().UpdateCTConfig(root, "pve", vmid, map[string]string{"mp5": "local-lvm:1,mp=/srv/by-hand"}); err != nil {

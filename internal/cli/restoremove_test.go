@@ -70,9 +70,7 @@ func (c *cluster) writeData(m, node, text string) {
 // archive's data.
 func TestRestoreReplaceAfterMove(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t, pvetest.Nodes(2))
-	m := manifestWith(t, "512")
-	c.mustRun("apply", "-f", m, "--auto-approve")
+	c, m := appliedNotes(t, pvetest.Nodes(2))
 	apps, _ := c.where()
 	from := apps["notes"]
 	to := otherNode(from)
@@ -200,9 +198,7 @@ func TestRestoreDuringMoveRefused(t *testing.T) {
 // the same restore puts the archive's data on the new node.
 func TestRestoreAfterMoveInterrupted(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t, pvetest.Nodes(2))
-	m := manifestWith(t, "512")
-	c.mustRun("apply", "-f", m, "--auto-approve")
+	c, m := appliedNotes(t, pvetest.Nodes(2))
 	apps, _ := c.where()
 	to := otherNode(apps["notes"])
 	c.mustRun("move", "notes", "--to", to, "-f", m, "--auto-approve")
@@ -255,9 +251,7 @@ func TestRestoreAfterMoveInterrupted(t *testing.T) {
 // node and the ways on, and the records are left as they were.
 func TestRestoreAfterMoveAndDestroyRefused(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t, pvetest.Nodes(2))
-	m := manifestWith(t, "512")
-	c.mustRun("apply", "-f", m, "--auto-approve")
+	c, m := appliedNotes(t, pvetest.Nodes(2))
 	apps, _ := c.where()
 	from := apps["notes"]
 	to := otherNode(from)
@@ -288,9 +282,7 @@ func TestRestoreAfterMoveAndDestroyRefused(t *testing.T) {
 // *-replaced-*, and an empty plan.
 func TestRestoreReplaceAfterMoveFromSharedBackups(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t, pvetest.Nodes(2), pvetest.SharedStorage("nfs"))
-	m := manifestWith(t, "512")
-	c.mustRun("apply", "-f", m, "--auto-approve")
+	c, m := appliedNotes(t, pvetest.Nodes(2), pvetest.SharedStorage("nfs"))
 	apps, _ := c.where()
 	from := apps["notes"]
 	to := otherNode(from)

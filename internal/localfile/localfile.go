@@ -25,7 +25,7 @@ func Read(path string, max int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkRegular(path, fi, max); err != nil {
+	if err := fits(path, fi, max); err != nil {
 		return nil, err
 	}
 	f, err := os.Open(path)
@@ -33,7 +33,7 @@ func Read(path string, max int64) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	return readAtMost(f, path, max)
+	return readAtMost(path, f, max)
 }
 
 // Tail returns at most the last max bytes of the regular file at path:
@@ -49,7 +49,7 @@ func Tail(path string, max int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkRegular(path, fi, -1); err != nil {
+	if err := fits(path, fi, -1); err != nil {
 		return nil, err
 	}
 	if off := fi.Size() - max; off > 0 {
@@ -60,9 +60,10 @@ func Tail(path string, max int64) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(f, max))
 }
 
-// checkRegular refuses what is not a regular file and, unless max < 0, a
-// file over max bytes: the checks every reader here makes on its stat.
-func checkRegular(path string, fi os.FileInfo, max int64) error {
+// fits refuses what Read, ReadIn and Tail must not read: anything but a
+// regular file, and (max >= 0) a file larger than max, with its size.
+// One check, so that each refusal reads the same wherever it is met.
+func fits(path string, fi os.FileInfo, max int64) error {
 	if !fi.Mode().IsRegular() {
 		return fmt.Errorf("%s is not a regular file (%s): corral reads only regular files", path, kind(fi.Mode()))
 	}
@@ -72,9 +73,9 @@ func checkRegular(path string, fi os.FileInfo, max int64) error {
 	return nil
 }
 
-// readAtMost reads f whole, refusing more than max bytes: the file may
-// have grown since its stat.
-func readAtMost(f io.Reader, path string, max int64) ([]byte, error) {
+// readAtMost reads f to its end, refusing it past max bytes: the file
+// may have grown since fits saw its size.
+func readAtMost(path string, f io.Reader, max int64) ([]byte, error) {
 	data, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {
 		return nil, err
@@ -213,10 +214,10 @@ func ReadIn(root string, exclude []string, path string, max int64) ([]byte, erro
 	if err != nil {
 		return nil, err
 	}
-	if err := checkRegular(path, fi, max); err != nil {
+	if err := fits(path, fi, max); err != nil {
 		return nil, err
 	}
-	return readAtMost(f, path, max)
+	return readAtMost(path, f, max)
 }
 
 // excludedBy is the directory of exclude that holds rel, or "".

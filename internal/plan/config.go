@@ -183,28 +183,22 @@ type Marker struct {
 // user wrote can be read as a marker.
 func ParseMarker(desc string) Marker {
 	var m Marker
+	// Each plain marker fills one field with the rest of its line; a
+	// later line with the same marker wins, as it always has.
+	fields := []struct {
+		prefix string
+		to     *string
+	}{
+		{markerApp, &m.App}, {markerTemplate, &m.Template}, {markerHostKey, &m.HostKey},
+		{markerGuest, &m.Provisioned}, {markerSteps, &m.Steps}, {markerDeclared, &m.Declared},
+		{markerCopyOf, &m.CopyOf},
+	}
 	for _, line := range manifest.DescriptionLines(desc) {
 		line = manifest.MarkerLine(line)
-		if v, ok := strings.CutPrefix(line, markerApp); ok {
-			m.App = strings.TrimSpace(v)
-		}
-		if v, ok := strings.CutPrefix(line, markerTemplate); ok {
-			m.Template = strings.TrimSpace(v)
-		}
-		if v, ok := strings.CutPrefix(line, markerHostKey); ok {
-			m.HostKey = strings.TrimSpace(v)
-		}
-		if v, ok := strings.CutPrefix(line, markerGuest); ok {
-			m.Provisioned = strings.TrimSpace(v)
-		}
-		if v, ok := strings.CutPrefix(line, markerSteps); ok {
-			m.Steps = strings.TrimSpace(v)
-		}
-		if v, ok := strings.CutPrefix(line, markerDeclared); ok {
-			m.Declared = strings.TrimSpace(v)
-		}
-		if v, ok := strings.CutPrefix(line, markerCopyOf); ok {
-			m.CopyOf = strings.TrimSpace(v)
+		for _, f := range fields {
+			if v, ok := strings.CutPrefix(line, f.prefix); ok {
+				*f.to = strings.TrimSpace(v)
+			}
 		}
 		if v, ok := strings.CutPrefix(line, markerStopped); ok {
 			m.Stopped, m.stoppedRaw = parseStopped(v), strings.TrimSpace(v)

@@ -61,7 +61,15 @@ func (a *api) do(method, path string, form url.Values) json.RawMessage {
 // task runs a task-returning call and waits until it ends OK.
 func (a *api) task(method, path string, form url.Values) {
 	a.t.Helper()
-	var upid string
+	if _, status := a.taskWait(method, path, form); status != "OK" {
+		a.t.Fatalf("%s %s: task ended %q", method, path, status)
+	}
+}
+
+// taskWait runs a task-returning call and waits for the task's end; it
+// returns the task's UPID and exit status (task and taskEnd share it).
+func (a *api) taskWait(method, path string, form url.Values) (upid, status string) {
+	a.t.Helper()
 	if err := json.Unmarshal(a.do(method, path, form), &upid); err != nil {
 		a.t.Fatal(err)
 	}
@@ -70,9 +78,7 @@ func (a *api) task(method, path string, form url.Values) {
 		json.Unmarshal(a.do("GET", "/nodes/pve/tasks/"+url.PathEscape(upid)+"/status", nil), &st)
 		return st.Status == "stopped"
 	})
-	if st.Exitstatus != "OK" {
-		a.t.Fatalf("%s %s: task ended %q", method, path, st.Exitstatus)
-	}
+	return upid, st.Exitstatus
 }
 
 // endpoint is the CT's SSH address as corral would find it: eth0's

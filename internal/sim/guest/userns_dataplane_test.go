@@ -27,22 +27,14 @@ import (
 // taskEnd runs a task-returning call and returns its exit status and log.
 func (a *api) taskEnd(method, path string, form url.Values) (string, string) {
 	a.t.Helper()
-	var upid string
-	if err := json.Unmarshal(a.do(method, path, form), &upid); err != nil {
-		a.t.Fatal(err)
-	}
-	var st struct{ Status, Exitstatus string }
-	testenv.WaitFor(a.t, method+" "+path+": the task's end", func() bool {
-		json.Unmarshal(a.do("GET", "/nodes/pve/tasks/"+url.PathEscape(upid)+"/status", nil), &st)
-		return st.Status == "stopped"
-	})
+	upid, status := a.taskWait(method, path, form)
 	var lines []struct{ T string }
 	json.Unmarshal(a.do("GET", "/nodes/pve/tasks/"+url.PathEscape(upid)+"/log?limit=5000", nil), &lines)
 	var log []string
 	for _, l := range lines {
 		log = append(log, l.T)
 	}
-	return st.Exitstatus, strings.Join(log, "\n")
+	return status, strings.Join(log, "\n")
 }
 
 // volDir is the host directory of CT vmid's volume key (rootfs, mp0).
