@@ -4,6 +4,7 @@ import (
 	"strconv"
 
 	"github.com/corralhq/corral/internal/sim/model"
+	"github.com/corralhq/corral/internal/sim/schema"
 )
 
 // LXC routes: thin translations onto the model (behaviour.md §(a)-(h)).
@@ -63,8 +64,14 @@ func (a *lxcAPI) getLXCPending(r *request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Values carry the types GET config gives them (fixture lxc-pending-101.json).
-	cm, _, _ := a.api.Lookup("GET", "/nodes/"+r.params["node"]+"/lxc/"+r.params["vmid"]+"/config")
+	return pendingRows(a.api, "/nodes/"+r.params["node"]+"/lxc/"+r.params["vmid"]+"/config", entries), nil
+}
+
+// pendingRows renders a guest's pending entries (CT or VM) with the
+// values typed as GET config (configPath) types them (fixture
+// lxc-pending-101.json).
+func pendingRows(api *schema.API, configPath string, entries []model.PendingEntry) []map[string]any {
+	cm, _, _ := api.Lookup("GET", configPath)
 	out := make([]map[string]any, 0, len(entries))
 	for _, e := range entries {
 		row := map[string]any{"key": e.Key}
@@ -79,7 +86,7 @@ func (a *lxcAPI) getLXCPending(r *request) (any, error) {
 		}
 		out = append(out, row)
 	}
-	return out, nil
+	return out
 }
 
 func (a *lxcAPI) getLXCStatusIndex(r *request) (any, error) {

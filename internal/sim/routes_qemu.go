@@ -81,22 +81,7 @@ func (a *qemuAPI) getPending(r *request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	cm, _, _ := a.api.Lookup("GET", "/nodes/"+r.params["node"]+"/qemu/"+r.params["vmid"]+"/config")
-	out := make([]map[string]any, 0, len(entries))
-	for _, e := range entries {
-		row := map[string]any{"key": e.Key}
-		if e.Value != nil {
-			row["value"] = typedValue(cm, e.Key, *e.Value)
-		}
-		if e.Pending != nil {
-			row["pending"] = typedValue(cm, e.Key, *e.Pending)
-		}
-		if e.Delete != 0 {
-			row["delete"] = e.Delete
-		}
-		out = append(out, row)
-	}
-	return out, nil
+	return pendingRows(a.api, "/nodes/"+r.params["node"]+"/qemu/"+r.params["vmid"]+"/config", entries), nil
 }
 
 func (a *qemuAPI) getStatusIndex(r *request) (any, error) {

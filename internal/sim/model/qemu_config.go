@@ -49,16 +49,9 @@ func (q *qemuVMs) VMConfig(auth Auth, node string, vmid int, current bool) (map[
 // config and pending: the password never leaves the node.
 const vmHiddenPassword = "**********"
 
-// VMPendingEntry is one row of GET pending.
-type VMPendingEntry struct {
-	Key            string
-	Value, Pending *string
-	Delete         int // 1 pending delete, 2 forced
-}
-
 // VMPending is GET pending: every key of the config and of the pending
 // section, by key.
-func (q *qemuVMs) VMPending(auth Auth, node string, vmid int) ([]VMPendingEntry, error) {
+func (q *qemuVMs) VMPending(auth Auth, node string, vmid int) ([]PendingEntry, error) {
 	q.stateMu.RLock()
 	defer q.stateMu.RUnlock()
 	vm, err := q.vmAuditLocked(auth, node, vmid)
@@ -74,9 +67,9 @@ func (q *qemuVMs) VMPending(auth Auth, node string, vmid int) ([]VMPendingEntry,
 	for k := range vm.PendingDelete {
 		keys[k] = true
 	}
-	var out []VMPendingEntry
+	var out []PendingEntry
 	for _, k := range slices.Sorted(maps.Keys(keys)) {
-		e := VMPendingEntry{Key: k}
+		e := PendingEntry{Key: k}
 		if v, ok := vm.Config[k]; ok {
 			e.Value = &v
 		}
