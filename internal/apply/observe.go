@@ -38,6 +38,9 @@ type ObserveOptions struct {
 	CreateWait time.Duration
 	// OnWait is told about each wait, for progress output.
 	OnWait func(msg string)
+	// NoHA says no app of the manifest asks for ha:, so the HA rules
+	// are read only when a container is an HA resource (observeHA).
+	NoHA bool
 }
 
 // ObserveWith is Observe with options.
@@ -59,7 +62,7 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 		}
 	}
 	o.group()
-	if err := observeHA(ctx, c, o.obs); err != nil {
+	if err := observeHA(ctx, c, o.obs, opts.NoHA); err != nil {
 		return nil, err
 	}
 	if err := o.storages(ctx); err != nil {

@@ -169,7 +169,7 @@ type planOpts struct {
 
 // makePlanFor observes the cluster and plans f against it as o says.
 func makePlanFor(ctx context.Context, s *session, f *manifest.File, o planOpts) (*plan.Plan, *plan.Observed, *ui.PlanJSON, error) {
-	obs, err := apply.Observe(ctx, s.client)
+	obs, err := apply.ObserveWith(ctx, s.client, apply.ObserveOptions{NoHA: !asksHA(f)})
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -245,4 +245,15 @@ func checkTargets(f *manifest.File, names []string) error {
 	}
 	return fmt.Errorf("app %s: not in %s (its apps: %s); check the name, or add the app to the manifest (`corral destroy APP` removes an app that is no longer in it)",
 		strings.Join(unknown, ", "), f.Path, strings.Join(known, ", "))
+}
+
+// asksHA says whether an app of f has ha:, so its plans need the
+// cluster's HA rules even when no container is an HA resource yet.
+func asksHA(f *manifest.File) bool {
+	for _, a := range f.Apps {
+		if a.HA != nil {
+			return true
+		}
+	}
+	return false
 }

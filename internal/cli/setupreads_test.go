@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"testing"
 )
 
@@ -34,5 +35,53 @@ func TestApplyAndDestroyReadTheSetupOnce(t *testing.T) {
 				t.Errorf("corral %s (%d requests): %s read %d times, want once (one node)", cmd[0], total, ep, n)
 			}
 		}
+	}
+}
+
+// TestApplyReadsWhatAManifestWithoutHANeeds: a one-app apply whose
+// manifest asks for no ha:, on a cluster with no container under HA,
+// reads no HA rules (the resource list, read by every plan, shows none
+// to look up) and asks /cluster/nextid once per run, counting up
+// locally after (issue 30: 3 rules reads and 3 nextid reads of the
+// 58 requests of a one-app apply, when the peer sends 22).
+func TestApplyReadsWhatAManifestWithoutHANeeds(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	m := manifestWith(t, "512")
+	c.srv.ResetRequests()
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	stats, total := c.srv.Requests()
+	for _, s := range stats {
+		t.Logf("%s %d", s.Endpoint, s.Count)
+	}
+	want := map[string]int{"GET /cluster/ha/rules": 0, "GET /cluster/nextid": 1, "GET /cluster/ha/resources": 3}
+	for ep, n := range want {
+		if got := c.requestCount(ep); got != n {
+			t.Errorf("apply (%d requests): %s read %d times, want %d", total, ep, got, n)
+		}
+	}
+}
+
+// TestPlanReadsHARulesWhenAContainerIsAnHAResource: the rules are left
+// unread only while no container is an HA resource; once an app's
+// container is one (added by hand, the manifest still without ha:), the
+// plan reads them, as it must to see which rules list it.
+func TestPlanReadsHARulesWhenAContainerIsAnHAResource(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	m := manifestWith(t, "512")
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	st := c.status(m)
+	if len(st.Apps) != 1 || len(st.Apps[0].Containers) != 1 {
+		t.Fatalf("status after apply: %+v", st.Apps)
+	}
+	sid := fmt.Sprintf("ct:%d", st.Apps[0].Containers[0].VMID)
+	if err := c.srv.Cluster().AddHAResource(map[string]string{"sid": sid, "state": "started"}); err != nil {
+		t.Fatal(err)
+	}
+	c.srv.ResetRequests()
+	c.run("plan", "-f", m)
+	if n := c.requestCount("GET /cluster/ha/rules"); n != 1 {
+		t.Errorf("plan with %s an HA resource read the HA rules %d times, want 1", sid, n)
 	}
 }

@@ -120,7 +120,7 @@ func Check(ctx context.Context, c *pve.Client, f *manifest.File, opts Options) (
 		return nil, err
 	}
 	k.place()
-	if id, err := c.NextID(ctx); err == nil {
+	if id, err := c.PeekNextID(ctx); err == nil {
 		k.r.Facts.NextVMID = id
 	}
 	if err := k.nodeFacts(ctx); err != nil {

@@ -19,6 +19,12 @@ import (
 type runMemo struct {
 	mu      sync.Mutex
 	answers map[string]any
+
+	// idMu guards nextID, the VMID the next NextID hands out (0: none
+	// read yet); held across the one read so concurrent first callers
+	// do not both take its answer.
+	idMu   sync.Mutex
+	nextID int
 }
 
 // MemoizeSetup makes c keep the node list, each node's bridges and its
@@ -51,4 +57,27 @@ func memoSlice[T any](ctx context.Context, c *Client, key string, read func(cont
 	m.answers[key] = slices.Clone(out)
 	m.mu.Unlock()
 	return out, nil
+}
+
+// nextIDOnce is NextID while c memoizes: /cluster/nextid is read once,
+// then each call hands out one more than the last. PVE's answer is only
+// advisory anyway (another client may take the id before the create
+// that uses it, which then fails with IsAlreadyExists and is retried
+// with the next id), so counting locally risks nothing a fresh read
+// does not; it saves a read per create (issue 30).
+func (m *runMemo) nextIDOnce(ctx context.Context, read func(context.Context) (int, error), take bool) (int, error) {
+	m.idMu.Lock()
+	defer m.idMu.Unlock()
+	if m.nextID == 0 {
+		id, err := read(ctx)
+		if err != nil {
+			return 0, err
+		}
+		m.nextID = id
+	}
+	id := m.nextID
+	if take {
+		m.nextID++
+	}
+	return id, nil
 }

@@ -65,3 +65,51 @@ func TestMemoizeSetup(t *testing.T) {
 		t.Errorf("filtered storage lists and a plain client: %d reads, want 4 (each read)", n)
 	}
 }
+
+// TestMemoizedNextIDCountsUp: a memoizing client reads /cluster/nextid
+// once, peeks without taking, and hands out distinct ids counting up
+// from the answer; a failed read is not kept; a plain client reads
+// every time.
+func TestMemoizedNextIDCountsUp(t *testing.T) {
+	var reads atomic.Int32
+	var failNext atomic.Bool
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/api2/json/cluster/nextid" {
+			http.NotFound(w, r)
+			return
+		}
+		reads.Add(1)
+		if failNext.Swap(false) {
+			writeError(t, w, http.StatusForbidden, "Permission check failed", nil)
+			return
+		}
+		writeData(w, "105")
+	})
+	memo := newTestClient(t, h)
+	memo.MemoizeSetup()
+	failNext.Store(true)
+	if _, err := memo.NextID(ctx(t)); err == nil {
+		t.Fatal("the failed read answered")
+	}
+	if id, err := memo.PeekNextID(ctx(t)); err != nil || id != 105 {
+		t.Fatalf("PeekNextID = %d, %v, want 105", id, err)
+	}
+	for _, want := range []int{105, 106, 107} {
+		if id, err := memo.NextID(ctx(t)); err != nil || id != want {
+			t.Fatalf("NextID = %d, %v, want %d", id, err, want)
+		}
+	}
+	if n := reads.Load(); n != 2 {
+		t.Errorf("memoizing client read nextid %d times, want 2 (the failed read and one more)", n)
+	}
+	plain := newTestClient(t, h)
+	reads.Store(0)
+	for range 2 {
+		if id, err := plain.NextID(ctx(t)); err != nil || id != 105 {
+			t.Fatalf("plain NextID = %d, %v, want 105", id, err)
+		}
+	}
+	if n := reads.Load(); n != 2 {
+		t.Errorf("plain client read nextid %d times, want 2", n)
+	}
+}
