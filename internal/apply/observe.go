@@ -313,7 +313,13 @@ func (o *observation) storages(ctx context.Context) error {
 			if !wantTmpl && !wantImg {
 				continue
 			}
-			if err := o.content(ctx, node, s.Storage); err != nil {
+			// A storage for templates only is listed by that type:
+			// the run's client keeps that list (pve.Client.MemoizeSetup).
+			only := ""
+			if !wantImg {
+				only = "vztmpl"
+			}
+			if err := o.content(ctx, node, s.Storage, only); err != nil {
 				return err
 			}
 		}
@@ -321,9 +327,10 @@ func (o *observation) storages(ctx context.Context) error {
 	return nil
 }
 
-// content notes the templates and volumes on storage sid of node.
-func (o *observation) content(ctx context.Context, node, sid string) error {
-	content, err := o.c.StorageContent(ctx, node, sid, "", 0)
+// content notes the templates and volumes on storage sid of node (of
+// content type only, "" for all).
+func (o *observation) content(ctx context.Context, node, sid, only string) error {
+	content, err := o.c.StorageContent(ctx, node, sid, only, 0)
 	if err != nil {
 		return fmt.Errorf("on %s: %w", node, err)
 	}

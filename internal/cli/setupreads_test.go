@@ -41,9 +41,11 @@ func TestApplyAndDestroyReadTheSetupOnce(t *testing.T) {
 // TestApplyReadsWhatAManifestWithoutHANeeds: a one-app apply whose
 // manifest asks for no ha:, on a cluster with no container under HA,
 // reads no HA rules (the resource list, read by every plan, shows none
-// to look up) and asks /cluster/nextid once per run, counting up
-// locally after (issue 30: 3 rules reads and 3 nextid reads of the
-// 58 requests of a one-app apply, when the peer sends 22).
+// to look up), asks /cluster/nextid once per run, counting up locally
+// after, and lists the template storage's templates once (issue 30: 3
+// rules reads, 3 nextid reads and 3 template listings of the 58
+// requests of a one-app apply, when the peer sends 22). The volume
+// storage is still listed by each of the three plans.
 func TestApplyReadsWhatAManifestWithoutHANeeds(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t)
@@ -54,7 +56,8 @@ func TestApplyReadsWhatAManifestWithoutHANeeds(t *testing.T) {
 	for _, s := range stats {
 		t.Logf("%s %d", s.Endpoint, s.Count)
 	}
-	want := map[string]int{"GET /cluster/ha/rules": 0, "GET /cluster/nextid": 1, "GET /cluster/ha/resources": 3}
+	want := map[string]int{"GET /cluster/ha/rules": 0, "GET /cluster/nextid": 1, "GET /cluster/ha/resources": 3,
+		"GET /nodes/{node}/storage/{storage}/content": 4}
 	for ep, n := range want {
 		if got := c.requestCount(ep); got != n {
 			t.Errorf("apply (%d requests): %s read %d times, want %d", total, ep, got, n)
