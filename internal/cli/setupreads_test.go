@@ -45,7 +45,9 @@ func TestApplyAndDestroyReadTheSetupOnce(t *testing.T) {
 // after, and lists the template storage's templates once (issue 30: 3
 // rules reads, 3 nextid reads and 3 template listings of the 58
 // requests of a one-app apply, when the peer sends 22). The volume
-// storage is still listed by each of the three plans.
+// storage is still listed by each of the three plans. The preflight's
+// space check takes its figures from the node's storage list, which
+// has them, not from a status read per storage.
 func TestApplyReadsWhatAManifestWithoutHANeeds(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t)
@@ -57,7 +59,7 @@ func TestApplyReadsWhatAManifestWithoutHANeeds(t *testing.T) {
 		t.Logf("%s %d", s.Endpoint, s.Count)
 	}
 	want := map[string]int{"GET /cluster/ha/rules": 0, "GET /cluster/nextid": 1, "GET /cluster/ha/resources": 3,
-		"GET /nodes/{node}/storage/{storage}/content": 4}
+		"GET /nodes/{node}/storage/{storage}/content": 4, "GET /nodes/{node}/storage/{storage}/status": 0}
 	for ep, n := range want {
 		if got := c.requestCount(ep); got != n {
 			t.Errorf("apply (%d requests): %s read %d times, want %d", total, ep, got, n)
