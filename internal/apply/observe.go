@@ -152,12 +152,18 @@ func (o *observation) online() []string {
 // visibility notes whether the token cannot see the guests: when nothing
 // of corral's is listed, a new cluster and a token that cannot audit
 // guests (PVE leaves them out silently) look the same, and one question
-// tells them apart.
+// tells them apart. A keeper the lock is creating was seen in a listing
+// (the lock holds only once it is), which tells them apart as well as one
+// of corral's guests does. The question is the token's whole permission
+// list, which holds /vms whenever a read of /vms alone would show
+// anything (PVE lists every top-level path the token holds something
+// on): corral apply's preflight has just read that list (pve.Client.
+// HandOverReads).
 func (o *observation) visibility(ctx context.Context, res []resource, online []string) {
-	if seesCorral(res) || len(online) == 0 {
+	if seesCorral(res) || len(pendingIn(ctx)) > 0 || len(online) == 0 {
 		return
 	}
-	if perms, err := o.c.Permissions(ctx, "/vms", ""); err == nil {
+	if perms, err := o.c.Permissions(ctx, "", ""); err == nil {
 		_, audit := perms["/vms"]["VM.Audit"]
 		o.obs.CannotSeeGuests = !audit
 	}

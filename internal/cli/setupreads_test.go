@@ -47,7 +47,11 @@ func TestApplyAndDestroyReadTheSetupOnce(t *testing.T) {
 // requests of a one-app apply, when the peer sends 22). The volume
 // storage is still listed by each of the three plans. The preflight's
 // space check takes its figures from the node's storage list, which
-// has them, not from a status read per storage.
+// has them, not from a status read per storage. The plan shown takes
+// the preflight's guest list and permission list (its only reads of
+// them: 4 paths the list leaves out are read alone), and the plan under
+// the lock does not ask whether the token can see guests when the
+// lock's own keeper create was listed.
 func TestApplyReadsWhatAManifestWithoutHANeeds(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t)
@@ -59,7 +63,8 @@ func TestApplyReadsWhatAManifestWithoutHANeeds(t *testing.T) {
 		t.Logf("%s %d", s.Endpoint, s.Count)
 	}
 	want := map[string]int{"GET /cluster/ha/rules": 0, "GET /cluster/nextid": 1, "GET /cluster/ha/resources": 3,
-		"GET /nodes/{node}/storage/{storage}/content": 4, "GET /nodes/{node}/storage/{storage}/status": 0}
+		"GET /nodes/{node}/storage/{storage}/content": 4, "GET /nodes/{node}/storage/{storage}/status": 0,
+		"GET /access/permissions": 5, "GET /cluster/resources": 4}
 	for ep, n := range want {
 		if got := c.requestCount(ep); got != n {
 			t.Errorf("apply (%d requests): %s read %d times, want %d", total, ep, got, n)

@@ -4,12 +4,21 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"slices"
 )
 
 // ClusterResources returns GET /cluster/resources, filtered by typ ("vm",
 // "storage", "node", "sdn"; "" for all). It is the one call that lists
 // guests of every node.
 func (c *Client) ClusterResources(ctx context.Context, typ string) ([]ClusterResource, error) {
+	out, err := handedOver(ctx, c, "resources "+typ, func(ctx context.Context) ([]ClusterResource, error) {
+		return c.readResources(ctx, typ)
+	})
+	return slices.Clone(out), err
+}
+
+// readResources is one GET /cluster/resources.
+func (c *Client) readResources(ctx context.Context, typ string) ([]ClusterResource, error) {
 	var q url.Values
 	if typ != "" {
 		q = url.Values{"type": {typ}}
