@@ -41,6 +41,11 @@ type ObserveOptions struct {
 	// NoHA says no app of the manifest asks for ha:, so the HA rules
 	// are read only when a container is an HA resource (observeHA).
 	NoHA bool
+	// HAUnchanged says the caller read the HA resources under the lock
+	// it still holds, found no container among them, and has changed
+	// nothing of HA since: the final check of corral apply, which reads
+	// again only what the run can have changed. Nothing of HA is read.
+	HAUnchanged bool
 }
 
 // ObserveWith is Observe with options.
@@ -62,7 +67,7 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 		}
 	}
 	o.group()
-	if err := observeHA(ctx, c, o.obs, opts.NoHA); err != nil {
+	if err := observeHA(ctx, c, o.obs, opts); err != nil {
 		return nil, err
 	}
 	if err := o.storages(ctx); err != nil {

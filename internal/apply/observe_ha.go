@@ -19,8 +19,15 @@ import (
 // HA resources, the rules are not read: they only say which rules list
 // a container that is a resource, and whether the cluster has rules at
 // all, which only an app asking for ha: needs (issue 30: one read per
-// plan). The resource list itself is read fresh every time.
-func observeHA(ctx context.Context, c *pve.Client, obs *plan.Observed, noHA bool) error {
+// plan). The resource list itself is read fresh by every plan but the
+// final check of a run that found and changed nothing of HA
+// (ObserveOptions.HAUnchanged).
+func observeHA(ctx context.Context, c *pve.Client, obs *plan.Observed, opts ObserveOptions) error {
+	if opts.HAUnchanged && opts.NoHA {
+		obs.HARuleSet = map[string]plan.HARule{}
+		return nil
+	}
+	noHA := opts.NoHA
 	list, err := c.HAResources(ctx)
 	if pve.IsPermission(err) {
 		obs.HAUnread = err.Error()

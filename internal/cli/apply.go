@@ -527,7 +527,7 @@ func convergeUnderLock(ctx context.Context, st *streams, s *session, f *manifest
 			}
 		}
 		// No --rerun here: the steps it named have just run.
-		next, nobs, npj, err := makePlanFor(ctx, s, f, planOpts{recoverOffline: a.recoverOffline, shape: a.shape, targets: a.targets})
+		next, nobs, npj, err := makePlanFor(ctx, s, f, planOpts{recoverOffline: a.recoverOffline, shape: a.shape, targets: a.targets, haUnchanged: haQuiet(p, obs)})
 		if err != nil {
 			showPlan(npj)
 			return &IncompleteError{Why: "planning again on fresh reads after the changes failed: " + redactErr(f, err).Error()}

@@ -3,6 +3,8 @@ package cli
 import (
 	"fmt"
 	"testing"
+
+	"github.com/corralhq/corral/internal/plan"
 )
 
 // requestCount is how many requests the emulator answered for endpoint
@@ -51,7 +53,9 @@ func TestApplyAndDestroyReadTheSetupOnce(t *testing.T) {
 // the preflight's guest list and permission list (its only reads of
 // them: 4 paths the list leaves out are read alone), and the plan under
 // the lock does not ask whether the token can see guests when the
-// lock's own keeper create was listed.
+// lock's own keeper create was listed. The final check does not read
+// the HA resources again: the plan under the lock found no container
+// among them and changed nothing of HA.
 func TestApplyReadsWhatAManifestWithoutHANeeds(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t)
@@ -62,7 +66,7 @@ func TestApplyReadsWhatAManifestWithoutHANeeds(t *testing.T) {
 	for _, s := range stats {
 		t.Logf("%s %d", s.Endpoint, s.Count)
 	}
-	want := map[string]int{"GET /cluster/ha/rules": 0, "GET /cluster/nextid": 1, "GET /cluster/ha/resources": 3,
+	want := map[string]int{"GET /cluster/ha/rules": 0, "GET /cluster/nextid": 1, "GET /cluster/ha/resources": 2,
 		"GET /nodes/{node}/storage/{storage}/content": 4, "GET /nodes/{node}/storage/{storage}/status": 0,
 		"GET /access/permissions": 5, "GET /cluster/resources": 4}
 	for ep, n := range want {
@@ -93,5 +97,36 @@ func TestPlanReadsHARulesWhenAContainerIsAnHAResource(t *testing.T) {
 	c.run("plan", "-f", m)
 	if n := c.requestCount("GET /cluster/ha/rules"); n != 1 {
 		t.Errorf("plan with %s an HA resource read the HA rules %d times, want 1", sid, n)
+	}
+}
+
+// TestHAQuiet: the final check skips HA only after a plan that changed
+// nothing of HA, made on a read of HA that found no app's container
+// among the resources.
+func TestHAQuiet(t *testing.T) {
+	quietObs := func() *plan.Observed {
+		return &plan.Observed{Apps: map[string][]*plan.CT{"web": {{VMID: 101}}}}
+	}
+	p := &plan.Plan{Changes: []plan.Change{{App: "web"}}}
+	if !haQuiet(p, quietObs()) {
+		t.Error("no HA anywhere: not quiet")
+	}
+	managed := quietObs()
+	managed.Apps["web"][0].HA = &plan.HAResource{State: "started"}
+	unread := quietObs()
+	unread.HAUnread = "permission denied"
+	haChange := &plan.Plan{Changes: []plan.Change{{App: "web", HA: &plan.HAChange{}}}}
+	for name, c := range map[string]struct {
+		p   *plan.Plan
+		obs *plan.Observed
+	}{
+		"a container under HA": {p, managed},
+		"HA unread":            {p, unread},
+		"a change of HA":       {haChange, quietObs()},
+		"no plan carried out":  {nil, quietObs()},
+	} {
+		if haQuiet(c.p, c.obs) {
+			t.Errorf("%s: quiet, want HA read again", name)
+		}
 	}
 }
