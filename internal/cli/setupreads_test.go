@@ -37,6 +37,11 @@ func TestApplyAndDestroyReadTheSetupOnce(t *testing.T) {
 				t.Errorf("corral %s (%d requests): %s read %d times, want once (one node)", cmd[0], total, ep, n)
 			}
 		}
+		// No container is an HA resource and the manifest asks for no
+		// ha: neither reads the HA rules.
+		if n := c.requestCount("GET /cluster/ha/rules"); n != 0 {
+			t.Errorf("corral %s: HA rules read %d times, want none", cmd[0], n)
+		}
 	}
 }
 
