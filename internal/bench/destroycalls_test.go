@@ -55,8 +55,12 @@ func TestDestroyDeleteVolumesReadsPerApp(t *testing.T) {
 	if per40 > per20+0.5 {
 		t.Errorf("guest reads per app grow with the apps: %.2f at 20 apps, %.2f at 40 (want about the same)", per20, per40)
 	}
-	if per40 > 6 {
-		t.Errorf("%.2f guest reads per app at 40 apps, want at most 6 (its own config reads and a share of one read of the node per batch)", per40)
+	// Per app: the plan's read of its config, the identity check's, the
+	// detach's, and a share of the free batch's read of the node; not
+	// the snapshot list of a container the destroy removes with its
+	// snapshots (issue 30: 4.5 per app with it).
+	if per40 > 4 {
+		t.Errorf("%.2f guest reads per app at 40 apps, want at most 4 (its own config reads and a share of one read of the node per batch)", per40)
 	}
 }
 
