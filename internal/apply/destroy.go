@@ -75,7 +75,8 @@ func (e *Executor) Destroy(ctx context.Context, p *plan.Plan, obs *plan.Observed
 // guardDestroySnapshots refuses a destroy, before anything of it changes,
 // when a volume it would free is kept by a snapshot of a container other
 // than the ones it destroys (PVE destroys a container's snapshots with
-// it). keeper.free checks again right before each free.
+// it), which are therefore not read (issue 30: one snapshot list per app
+// destroyed). keeper.free checks again right before each free.
 func (e *Executor) guardDestroySnapshots(ctx context.Context, changes []plan.Change) error {
 	byNode := map[string][]string{}
 	var gone []int
@@ -89,7 +90,7 @@ func (e *Executor) guardDestroySnapshots(ctx context.Context, changes []plan.Cha
 	}
 	for _, node := range slices.Sorted(maps.Keys(byNode)) {
 		volids := byNode[node]
-		refs, err := nodeSnapshotRefs(ctx, e.Client, node, volids)
+		refs, err := nodeSnapshotRefs(ctx, e.Client, node, volids, gone...)
 		if err != nil {
 			return err
 		}

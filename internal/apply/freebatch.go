@@ -19,10 +19,12 @@ import (
 // node's guests and snapshots, then one protection window with the same
 // two keeper writes a single free makes, each naming every volume.
 //
-// The guarantee is the single free's. The read is still the last read
-// before the writes, and the writes after it are the same two keeper
-// PUTs however many volumes they free, so the window in which another
-// client's edit could name a volume unseen is no longer than before.
+// The read is one per node and run, shared by the batches of every
+// keeper on the node (nodeChecks): the first batch's read is the last
+// before its writes; a later batch's writes come after the earlier
+// batches' (two keeper PUTs each), which only take references away.
+// The window in which another client's hand edit could name a volume
+// unseen is the node's free phase, not one batch's.
 // Another corral cannot be in it: every changing command holds the
 // node's lease (lock.go), and corral takes a volume out of a keeper only
 // by changing the keeper's config, which the compare-and-swap of the
@@ -49,15 +51,23 @@ func (k *keeper) free(ctx context.Context, vk plan.VolumeKey, volid string) erro
 // or any snapshot keeps (the keeper's own included), is refused before
 // anything changes, and the others are freed.
 func (k *keeper) freeAll(ctx context.Context, vols []keeperVol) []error {
-	errs := make([]error, len(vols))
 	volids := make([]string, len(vols))
 	for i, v := range vols {
 		volids[i] = v.volid
 	}
 	inUse, err := k.ops.volumesInUse(ctx, k.node, volids, k.vmid)
-	if err != nil {
-		return fillErrs(errs, fmt.Errorf("not freed: %w", err))
+	return k.freeChecked(ctx, vols, inUse, err)
+}
+
+// freeChecked is freeAll once the guests and snapshots have been read:
+// inUse holds the *VolumeInUseError of each of vols something but the
+// keeper references, or readErr why they could not be read.
+func (k *keeper) freeChecked(ctx context.Context, vols []keeperVol, inUse map[string]*VolumeInUseError, readErr error) []error {
+	errs := make([]error, len(vols))
+	if readErr != nil {
+		return fillErrs(errs, fmt.Errorf("not freed: %w", readErr))
 	}
+	var err error
 	var todo []int
 	for i, v := range vols {
 		if e := inUse[v.volid]; e != nil {
@@ -170,6 +180,7 @@ func (r *runner) freeBatches(ctx context.Context, frees []appFree) (freed []stri
 	}
 	errs := make([]error, len(frees))
 	tried := make([]bool, len(frees))
+	checks := nodeChecks{}
 	var stop error
 	for _, k := range order {
 		if stop = ctx.Err(); stop != nil {
@@ -182,7 +193,11 @@ func (r *runner) freeBatches(ctx context.Context, frees []appFree) (freed []stri
 			vols[j], tried[i] = frees[i].vol, true
 			steps[j] = stepName{app: appOrKeeper(frees[i].vol.vk.App), phase: "free", detail: frees[i].what}
 		}
-		for j, err := range r.stepsAtOnce(steps, func() []error { return k.freeAll(ctx, vols) }) {
+		free := func() []error {
+			inUse, err := checks.read(ctx, r, k.node, frees)
+			return k.freeChecked(ctx, vols, inUse, err)
+		}
+		for j, err := range r.stepsAtOnce(steps, free) {
 			errs[idx[j]] = err
 		}
 	}
@@ -202,4 +217,36 @@ func appOrKeeper(app string) string {
 		return plan.KeeperName
 	}
 	return app
+}
+
+// nodeChecks is the one read of a node's guests and snapshots that all
+// of a run's free batches on that node share (issue 30: a read per
+// batch made destroy --delete-volumes read the node's keepers once per
+// keeper, 106 reads per app at 1,000 apps on one node).
+type nodeChecks map[string]*nodeCheck
+
+type nodeCheck struct {
+	inUse map[string]*VolumeInUseError
+	err   error
+}
+
+// read is the *VolumeInUseError of each volume frees names on node,
+// read on the first call for node: a reference by the volume's own
+// keeper is allowed, any other guest's or any snapshot's is not.
+func (nc nodeChecks) read(ctx context.Context, r *runner, node string, frees []appFree) (map[string]*VolumeInUseError, error) {
+	if c := nc[node]; c != nil {
+		return c.inUse, c.err
+	}
+	owner := map[string]int{}
+	var volids []string
+	for _, f := range frees {
+		if f.k.node == node {
+			owner[f.vol.volid] = f.k.vmid
+			volids = append(volids, f.vol.volid)
+		}
+	}
+	c := &nodeCheck{}
+	c.inUse, c.err = r.volumesInUseOwned(ctx, node, volids, owner)
+	nc[node] = c
+	return c.inUse, c.err
 }

@@ -37,6 +37,14 @@ type ObserveOptions struct {
 	CreateWait time.Duration
 	// OnWait is told about each wait, for progress output.
 	OnWait func(msg string)
+	// NoHA says no app of the manifest asks for ha:, so the HA rules
+	// are read only when a container is an HA resource (observeHA).
+	NoHA bool
+	// HAUnchanged says the caller read the HA resources under the lock
+	// it still holds, found no container among them, and has changed
+	// nothing of HA since: the final check of corral apply, which reads
+	// again only what the run can have changed. Nothing of HA is read.
+	HAUnchanged bool
 }
 
 // ObserveWith is Observe with options.
@@ -58,7 +66,7 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 		}
 	}
 	o.group()
-	if err := observeHA(ctx, c, o.obs); err != nil {
+	if err := observeHA(ctx, c, o.obs, opts); err != nil {
 		return nil, err
 	}
 	if err := o.storages(ctx); err != nil {
@@ -148,12 +156,18 @@ func (o *observation) online() []string {
 // visibility notes whether the token cannot see the guests: when nothing
 // of corral's is listed, a new cluster and a token that cannot audit
 // guests (PVE leaves them out silently) look the same, and one question
-// tells them apart.
+// tells them apart. A keeper the lock is creating was seen in a listing
+// (the lock holds only once it is), which tells them apart as well as one
+// of corral's guests does. The question is the token's whole permission
+// list, which holds /vms whenever a read of /vms alone would show
+// anything (PVE lists every top-level path the token holds something
+// on): corral apply's preflight has just read that list (pve.Client.
+// HandOverReads).
 func (o *observation) visibility(ctx context.Context, res []resource, online []string) {
-	if seesCorral(res) || len(online) == 0 {
+	if seesCorral(res) || len(pendingIn(ctx)) > 0 || len(online) == 0 {
 		return
 	}
-	if perms, err := o.c.Permissions(ctx, "/vms", ""); err == nil {
+	if perms, err := o.c.Permissions(ctx, "", ""); err == nil {
 		_, audit := perms["/vms"]["VM.Audit"]
 		o.obs.CannotSeeGuests = !audit
 	}
@@ -309,7 +323,13 @@ func (o *observation) storages(ctx context.Context) error {
 			if !wantTmpl && !wantImg {
 				continue
 			}
-			if err := o.content(ctx, node, s.Storage); err != nil {
+			// A storage for templates only is listed by that type:
+			// the run's client keeps that list (pve.Client.MemoizeSetup).
+			only := ""
+			if !wantImg {
+				only = "vztmpl"
+			}
+			if err := o.content(ctx, node, s.Storage, only); err != nil {
 				return err
 			}
 		}
@@ -317,9 +337,10 @@ func (o *observation) storages(ctx context.Context) error {
 	return nil
 }
 
-// content notes the templates and volumes on storage sid of node.
-func (o *observation) content(ctx context.Context, node, sid string) error {
-	content, err := o.c.StorageContent(ctx, node, sid, "", 0)
+// content notes the templates and volumes on storage sid of node (of
+// content type only, "" for all).
+func (o *observation) content(ctx context.Context, node, sid, only string) error {
+	content, err := o.c.StorageContent(ctx, node, sid, only, 0)
 	if err != nil {
 		return fmt.Errorf("on %s: %w", node, err)
 	}

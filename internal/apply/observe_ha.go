@@ -14,7 +14,20 @@ import (
 // and gives each app container its resource (plan.CT.HA). A token that
 // may not read them (Sys.Audit on /) is no error: the plan refuses only
 // the apps that ask for ha:, saying why (plan.Observed.HAUnread).
-func observeHA(ctx context.Context, c *pve.Client, obs *plan.Observed) error {
+//
+// With noHA (the manifest asks for no ha:) and no container among the
+// HA resources, the rules are not read: they only say which rules list
+// a container that is a resource, and whether the cluster has rules at
+// all, which only an app asking for ha: needs (issue 30: one read per
+// plan). The resource list itself is read fresh by every plan but the
+// final check of a run that found and changed nothing of HA
+// (ObserveOptions.HAUnchanged).
+func observeHA(ctx context.Context, c *pve.Client, obs *plan.Observed, opts ObserveOptions) error {
+	if opts.HAUnchanged && opts.NoHA {
+		obs.HARuleSet = map[string]plan.HARule{}
+		return nil
+	}
+	noHA := opts.NoHA
 	list, err := c.HAResources(ctx)
 	if pve.IsPermission(err) {
 		obs.HAUnread = err.Error()
@@ -22,6 +35,10 @@ func observeHA(ctx context.Context, c *pve.Client, obs *plan.Observed) error {
 	}
 	if err != nil {
 		return err
+	}
+	if noHA && !slices.ContainsFunc(list, func(r pve.HAResource) bool { return r.Type == "ct" }) {
+		obs.HARuleSet = map[string]plan.HARule{}
+		return nil
 	}
 	rules, err := c.HARules(ctx)
 	var apiErr *pve.APIError

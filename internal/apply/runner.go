@@ -414,6 +414,37 @@ func (r *runner) guardSnapshots(ctx context.Context, node string, volids []strin
 	return firstInUse(volids, refs)
 }
 
+// volumesInUseOwned is volumesInUse for volumes of several keepers of
+// node: owner gives each volume's keeper, the one guest allowed to
+// reference it.
+func (r *runner) volumesInUseOwned(ctx context.Context, node string, volids []string, owner map[string]int) (map[string]*VolumeInUseError, error) {
+	refs, err := r.referencedBy(ctx, node, volids, nil)
+	if err != nil {
+		return nil, err
+	}
+	if refs == nil {
+		refs = map[string][]Reference{}
+	}
+	var rest []string
+	for _, volid := range volids {
+		refs[volid] = slices.DeleteFunc(refs[volid], func(x Reference) bool { return x.VMID == owner[volid] })
+		if len(refs[volid]) == 0 {
+			rest = append(rest, volid)
+		}
+	}
+	snaps, err := nodeSnapshotRefs(ctx, r.client, node, rest)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]*VolumeInUseError{}
+	for _, volid := range volids {
+		if all := append(refs[volid], snaps[volid]...); len(all) > 0 {
+			out[volid] = &VolumeInUseError{VolID: volid, Refs: all}
+		}
+	}
+	return out, nil
+}
+
 // volumesInUse is guardUnreferenced and guardSnapshots for many volumes
 // with one read of the guests and one of the snapshots: the
 // *VolumeInUseError of each of volids that a guest other than allowed

@@ -26,8 +26,10 @@ import (
 
 // snapshotReferences reads the snapshots of the containers of node (with
 // all, of every node) and returns which of volids each snapshot names.
-// Each reference names its node and snapshot.
-func snapshotReferences(ctx context.Context, c *pve.Client, node string, all bool, volids []string) (map[string][]Reference, error) {
+// Each reference names its node and snapshot. The containers in skip
+// are not read: their references would be dropped (a destroy's own
+// containers, whose snapshots PVE destroys with them).
+func snapshotReferences(ctx context.Context, c *pve.Client, node string, all bool, volids []string, skip ...int) (map[string][]Reference, error) {
 	out := map[string][]Reference{}
 	if len(volids) == 0 {
 		return out, nil
@@ -36,7 +38,9 @@ func snapshotReferences(ctx context.Context, c *pve.Client, node string, all boo
 	if err != nil {
 		return nil, fmt.Errorf("list guests: %w", err)
 	}
-	res = slices.DeleteFunc(res, func(r resource) bool { return r.Type != "lxc" || (!all && r.Node != node) })
+	res = slices.DeleteFunc(res, func(r resource) bool {
+		return r.Type != "lxc" || (!all && r.Node != node) || slices.Contains(skip, r.VMID)
+	})
 	sort.Slice(res, func(i, j int) bool { return res[i].VMID < res[j].VMID })
 	want := map[string]bool{}
 	for _, v := range volids {
@@ -98,7 +102,7 @@ func guestSnapshotRefs(ctx context.Context, c *pve.Client, r resource, want map[
 // nodeSnapshotRefs is snapshotReferences for volids of node's keepers:
 // the snapshots of node's containers, or of every node's when one of
 // volids is on shared storage (any node's guest can name it).
-func nodeSnapshotRefs(ctx context.Context, c *pve.Client, node string, volids []string) (map[string][]Reference, error) {
+func nodeSnapshotRefs(ctx context.Context, c *pve.Client, node string, volids []string, skip ...int) (map[string][]Reference, error) {
 	if len(volids) == 0 {
 		return map[string][]Reference{}, nil
 	}
@@ -106,7 +110,7 @@ func nodeSnapshotRefs(ctx context.Context, c *pve.Client, node string, volids []
 	if err != nil {
 		return nil, err
 	}
-	return snapshotReferences(ctx, c, node, shared, volids)
+	return snapshotReferences(ctx, c, node, shared, volids, skip...)
 }
 
 // SnapshotRefs reads which snapshots keep the volumes a free plan is

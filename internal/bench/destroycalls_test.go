@@ -31,6 +31,11 @@ func TestDestroyDeleteVolumesReadsPerApp(t *testing.T) {
 		if _, err := g.run(ctx, apps, false); err != nil {
 			t.Fatal(err)
 		}
+		before, err := g.observe(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keepers := len(before.Keepers["pve"])
 		g.srv.ResetRequests()
 		if err := g.destroy(ctx, apps, true); err != nil {
 			t.Fatal(err)
@@ -41,6 +46,16 @@ func TestDestroyDeleteVolumesReadsPerApp(t *testing.T) {
 				reads[n] += s.Count
 			}
 			t.Logf("%d apps: %s %d", n, s.Endpoint, s.Count)
+			// The free batches of the node's keepers share one read of
+			// its guests' snapshots (nodeChecks): each keeper's list is
+			// read by the guard before the destroy and once for the
+			// frees, not once per batch (issue 30).
+			if s.Endpoint == "GET /nodes/{node}/lxc/{vmid}/snapshot" && s.Count > 2*keepers {
+				t.Errorf("%d apps, %d keepers: %d snapshot lists, want at most two per keeper", n, keepers, s.Count)
+			}
+		}
+		if n == 40 && keepers < 2 {
+			t.Errorf("%d apps: %d keepers on the node, want several (the batches' shared read is what this counts)", n, keepers)
 		}
 		t.Logf("%d apps: %d requests, %d guest config and snapshot reads (%.2f per app)", n, total, reads[n], float64(reads[n])/float64(n))
 		obs, err := g.observe(ctx)
@@ -55,8 +70,12 @@ func TestDestroyDeleteVolumesReadsPerApp(t *testing.T) {
 	if per40 > per20+0.5 {
 		t.Errorf("guest reads per app grow with the apps: %.2f at 20 apps, %.2f at 40 (want about the same)", per20, per40)
 	}
-	if per40 > 6 {
-		t.Errorf("%.2f guest reads per app at 40 apps, want at most 6 (its own config reads and a share of one read of the node per batch)", per40)
+	// Per app: the plan's read of its config, the identity check's, the
+	// detach's, and a share of the free batch's read of the node; not
+	// the snapshot list of a container the destroy removes with its
+	// snapshots (issue 30: 4.5 per app with it).
+	if per40 > 4 {
+		t.Errorf("%.2f guest reads per app at 40 apps, want at most 4 (its own config reads and a share of one read of the node per batch)", per40)
 	}
 }
 

@@ -70,9 +70,9 @@ func runScale(ctx context.Context, o Options) (*ScaleReport, error) {
 	if sr.RSSEmpty, err = p.RSS(); err != nil {
 		return nil, err
 	}
-	// Apply, no-op plan, no-op apply; the destroy is left out so the
-	// throughput and memory runs below see the apps.
-	run, err := runCorralSteps(ctx, o, p, dir, s.Apps, s.Nodes, 3)
+	// Apply, no-op plan, no-op apply; the destroy comes after the
+	// throughput and memory runs below, which need the apps.
+	run, err := runCorralSteps(ctx, o, p, dir, s.Apps, s.Nodes, 0, 3)
 	if err != nil {
 		return nil, fmt.Errorf("corral, %d apps: %w (outputs in %s)", s.Apps, err, dir)
 	}
@@ -109,6 +109,13 @@ func runScale(ctx context.Context, o Options) (*ScaleReport, error) {
 		sr.Throughput = append(sr.Throughput, readLoad(ctx, p, m.name, m.paths, s.Clients, s.Duration))
 	}
 	sr.ThroughputNote = fmt.Sprintf("%d HTTPS clients (keep-alive) in the bench process, operator token, on the same %d CPUs as the emulator", s.Clients, runtimeCPUs())
+	// Then destroy --delete-volumes: freeing each app's volume checks
+	// that no other guest names it, the reads issue 30 counts per app.
+	d, err := runCorralSteps(ctx, o, p, dir, s.Apps, s.Nodes, 3, 4)
+	if err != nil {
+		return nil, fmt.Errorf("corral destroy, %d apps: %w (outputs in %s)", s.Apps, err, dir)
+	}
+	sr.Run.Steps = append(sr.Run.Steps, d.Steps...)
 	return sr, nil
 }
 

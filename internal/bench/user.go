@@ -150,7 +150,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		if err != nil {
 			return nil, err
 		}
-		cr, err := runCorralSteps(ctx, o, p, dir, n, 1, 4)
+		cr, err := runCorralSteps(ctx, o, p, dir, n, 1, 0, 4)
 		if err != nil {
 			p.Close()
 			return nil, fmt.Errorf("corral, %d apps: %w (outputs in %s)", n, err, dir)
@@ -196,7 +196,7 @@ func workload(n, nodes int, provision bool) string {
 // runCorralSteps applies n apps from nothing, then a no-op plan, a no-op
 // apply and a destroy, each as its own corral process; only the first
 // count steps.
-func runCorralSteps(ctx context.Context, o Options, p *simProc, dir string, n, nodes, count int) (*ToolRun, error) {
+func runCorralSteps(ctx context.Context, o Options, p *simProc, dir string, n, nodes, from, to int) (*ToolRun, error) {
 	m := filepath.Join(dir, "corral.yaml")
 	if err := os.WriteFile(m, []byte(workload(n, nodes, o.Provision && o.Scale == nil)), 0o644); err != nil {
 		return nil, err
@@ -217,7 +217,7 @@ func runCorralSteps(ctx context.Context, o Options, p *simProc, dir string, n, n
 		{"destroy", []string{"destroy", "-f", m, "--auto-approve", "--delete-volumes", "--parallelism", par}},
 	}
 	env := corralEnv(p, dir)
-	for _, s := range steps[:count] {
+	for _, s := range steps[from:to] {
 		say(o, fmt.Sprintf("corral %s, %d apps, time scale %g", s.name, n, o.TimeScale))
 		var rss int64
 		st, err := measure(ctx, p, s.name, n, o.TimeScale, boot, func() (err error) {

@@ -153,6 +153,7 @@ func runApply(cmd *cobra.Command, st *streams, a *applyArgs) error {
 		return err
 	}
 	p, obs, pj, err := r.firstPlan(ctx, rctx)
+	j.s.client.HandOverReads(false)
 	if err != nil || !p.HasChanges() {
 		return err
 	}
@@ -259,6 +260,10 @@ func (r *applyRun) preflight(ctx context.Context) error {
 	if r.a.noPreflight {
 		return nil
 	}
+	// The plan shown next lists the guests and the token's permissions
+	// again: it takes the preflight's answers (issue 30). run ends the
+	// hand-over once that plan is made.
+	r.s.client.HandOverReads(true)
 	if err := doctor.Preflight(ctx, r.s.client, onlyApps(r.f, r.a.targets)); err != nil {
 		var blocked *doctor.BlockedError
 		if errors.As(err, &blocked) { // says preflight and what to do itself
@@ -522,7 +527,7 @@ func convergeUnderLock(ctx context.Context, st *streams, s *session, f *manifest
 			}
 		}
 		// No --rerun here: the steps it named have just run.
-		next, nobs, npj, err := makePlanFor(ctx, s, f, planOpts{recoverOffline: a.recoverOffline, shape: a.shape, targets: a.targets})
+		next, nobs, npj, err := makePlanFor(ctx, s, f, planOpts{recoverOffline: a.recoverOffline, shape: a.shape, targets: a.targets, haUnchanged: haQuiet(p, obs)})
 		if err != nil {
 			showPlan(npj)
 			return &IncompleteError{Why: "planning again on fresh reads after the changes failed: " + redactErr(f, err).Error()}

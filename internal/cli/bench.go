@@ -48,7 +48,8 @@ and the API requests per app.
 figures about waiting need it. --scale instead measures corral and the
 emulator at many apps over several nodes at time scale 0 (only their own
 cost): apply, no-op plan and no-op apply, the emulator's resident memory
-per 1,000 containers and its read throughput.
+per 1,000 containers and its read throughput, then destroy
+--delete-volumes.
 
 --drain N instead measures corral drain: N apps with two retained volumes
 each on one node of three, then the drain of that node (--parallelism),

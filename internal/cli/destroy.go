@@ -75,7 +75,7 @@ func runDestroy(cmd *cobra.Command, st *streams, a *destroyArgs, names []string)
 	f, s, asJSON := j.f, j.s, j.asJSON
 	ctx := cmd.Context()
 	ex := &apply.Executor{Client: s.client, Observer: newRedactObserver(f, &ui.Progress{W: st.err}), Parallelism: a.parallelism, FailFast: a.failFast, Stop: stopOf(ctx)}
-	obs, err := apply.Observe(ctx, s.client)
+	obs, err := apply.ObserveWith(ctx, s.client, destroyObserve)
 	if err != nil {
 		return err
 	}
@@ -181,14 +181,14 @@ func destroyUnderLock(ctx context.Context, st *streams, s *session, ex *apply.Ex
 	}
 	defer lock.release()
 	ctx = lock.ctx
-	if obs, err = apply.Observe(ctx, s.client); err != nil {
+	if obs, err = apply.ObserveWith(ctx, s.client, destroyObserve); err != nil {
 		return nil, nil, err
 	}
 	if obs.Interrupted() {
 		if err := ex.Recover(ctx, obs); err != nil {
 			return nil, nil, redactErr(f, err)
 		}
-		if obs, err = apply.Observe(ctx, s.client); err != nil {
+		if obs, err = apply.ObserveWith(ctx, s.client, destroyObserve); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -228,3 +228,8 @@ func writeJSON(st *streams, v any) error {
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
+
+// destroyObserve is how destroy reads the cluster: the HA rules only
+// when a container is an HA resource, since a destroy adds nothing to
+// HA and takes a container out of the rules that list it (issue 30).
+var destroyObserve = apply.ObserveOptions{NoHA: true}

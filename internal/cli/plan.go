@@ -165,11 +165,15 @@ type planOpts struct {
 	// targets narrow the plan to the apps named on the command line and
 	// what they need (plan.Target); nil: every app.
 	targets []string
+	// haUnchanged (the final check of an apply): the plan carried out
+	// under the lock saw no container under HA and changed nothing of
+	// HA (haQuiet), so HA is not read again.
+	haUnchanged bool
 }
 
 // makePlanFor observes the cluster and plans f against it as o says.
 func makePlanFor(ctx context.Context, s *session, f *manifest.File, o planOpts) (*plan.Plan, *plan.Observed, *ui.PlanJSON, error) {
-	obs, err := apply.Observe(ctx, s.client)
+	obs, err := apply.ObserveWith(ctx, s.client, apply.ObserveOptions{NoHA: !asksHA(f), HAUnchanged: o.haUnchanged})
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -245,4 +249,38 @@ func checkTargets(f *manifest.File, names []string) error {
 	}
 	return fmt.Errorf("app %s: not in %s (its apps: %s); check the name, or add the app to the manifest (`corral destroy APP` removes an app that is no longer in it)",
 		strings.Join(unknown, ", "), f.Path, strings.Join(known, ", "))
+}
+
+// asksHA says whether an app of f has ha:, so its plans need the
+// cluster's HA rules even when no container is an HA resource yet.
+func asksHA(f *manifest.File) bool {
+	for _, a := range f.Apps {
+		if a.HA != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// haQuiet says that carrying out p, planned on obs, cannot have changed
+// the cluster's HA resources as corral sees them: obs read them and
+// found no app's container among them, and p changes nothing of HA. The
+// final check then need not read them again (issue 30).
+func haQuiet(p *plan.Plan, obs *plan.Observed) bool {
+	if p == nil || obs == nil || obs.HAUnread != "" {
+		return false
+	}
+	for _, c := range p.Changes {
+		if c.HA != nil {
+			return false
+		}
+	}
+	for _, cts := range obs.Apps {
+		for _, ct := range cts {
+			if ct.HA != nil {
+				return false
+			}
+		}
+	}
+	return true
 }

@@ -1,7 +1,10 @@
 package cli
 
 import (
+	"fmt"
 	"testing"
+
+	"github.com/corralhq/corral/internal/plan"
 )
 
 // requestCount is how many requests the emulator answered for endpoint
@@ -33,6 +36,102 @@ func TestApplyAndDestroyReadTheSetupOnce(t *testing.T) {
 			if n := c.requestCount(ep); n != 1 {
 				t.Errorf("corral %s (%d requests): %s read %d times, want once (one node)", cmd[0], total, ep, n)
 			}
+		}
+		// No container is an HA resource and the manifest asks for no
+		// ha: neither reads the HA rules.
+		if n := c.requestCount("GET /cluster/ha/rules"); n != 0 {
+			t.Errorf("corral %s: HA rules read %d times, want none", cmd[0], n)
+		}
+	}
+}
+
+// TestApplyReadsWhatAManifestWithoutHANeeds: a one-app apply whose
+// manifest asks for no ha:, on a cluster with no container under HA,
+// reads no HA rules (the resource list, read by every plan, shows none
+// to look up), asks /cluster/nextid once per run, counting up locally
+// after, and lists the template storage's templates once (issue 30: 3
+// rules reads, 3 nextid reads and 3 template listings of the 58
+// requests of a one-app apply, when the peer sends 22). The volume
+// storage is still listed by each of the three plans. The preflight's
+// space check takes its figures from the node's storage list, which
+// has them, not from a status read per storage. The plan shown takes
+// the preflight's guest list and permission list (its only reads of
+// them: 4 paths the list leaves out are read alone), and the plan under
+// the lock does not ask whether the token can see guests when the
+// lock's own keeper create was listed. The final check does not read
+// the HA resources again: the plan under the lock found no container
+// among them and changed nothing of HA.
+func TestApplyReadsWhatAManifestWithoutHANeeds(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	m := manifestWith(t, "512")
+	c.srv.ResetRequests()
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	stats, total := c.srv.Requests()
+	for _, s := range stats {
+		t.Logf("%s %d", s.Endpoint, s.Count)
+	}
+	want := map[string]int{"GET /cluster/ha/rules": 0, "GET /cluster/nextid": 1, "GET /cluster/ha/resources": 2,
+		"GET /nodes/{node}/storage/{storage}/content": 4, "GET /nodes/{node}/storage/{storage}/status": 0,
+		"GET /access/permissions": 5, "GET /cluster/resources": 4}
+	for ep, n := range want {
+		if got := c.requestCount(ep); got != n {
+			t.Errorf("apply (%d requests): %s read %d times, want %d", total, ep, got, n)
+		}
+	}
+}
+
+// TestPlanReadsHARulesWhenAContainerIsAnHAResource: the rules are left
+// unread only while no container is an HA resource; once an app's
+// container is one (added by hand, the manifest still without ha:), the
+// plan reads them, as it must to see which rules list it.
+func TestPlanReadsHARulesWhenAContainerIsAnHAResource(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	m := manifestWith(t, "512")
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	st := c.status(m)
+	if len(st.Apps) != 1 || len(st.Apps[0].Containers) != 1 {
+		t.Fatalf("status after apply: %+v", st.Apps)
+	}
+	sid := fmt.Sprintf("ct:%d", st.Apps[0].Containers[0].VMID)
+	if err := c.srv.Cluster().AddHAResource(map[string]string{"sid": sid, "state": "started"}); err != nil {
+		t.Fatal(err)
+	}
+	c.srv.ResetRequests()
+	c.run("plan", "-f", m)
+	if n := c.requestCount("GET /cluster/ha/rules"); n != 1 {
+		t.Errorf("plan with %s an HA resource read the HA rules %d times, want 1", sid, n)
+	}
+}
+
+// TestHAQuiet: the final check skips HA only after a plan that changed
+// nothing of HA, made on a read of HA that found no app's container
+// among the resources.
+func TestHAQuiet(t *testing.T) {
+	quietObs := func() *plan.Observed {
+		return &plan.Observed{Apps: map[string][]*plan.CT{"web": {{VMID: 101}}}}
+	}
+	p := &plan.Plan{Changes: []plan.Change{{App: "web"}}}
+	if !haQuiet(p, quietObs()) {
+		t.Error("no HA anywhere: not quiet")
+	}
+	managed := quietObs()
+	managed.Apps["web"][0].HA = &plan.HAResource{State: "started"}
+	unread := quietObs()
+	unread.HAUnread = "permission denied"
+	haChange := &plan.Plan{Changes: []plan.Change{{App: "web", HA: &plan.HAChange{}}}}
+	for name, c := range map[string]struct {
+		p   *plan.Plan
+		obs *plan.Observed
+	}{
+		"a container under HA": {p, managed},
+		"HA unread":            {p, unread},
+		"a change of HA":       {haChange, quietObs()},
+		"no plan carried out":  {nil, quietObs()},
+	} {
+		if haQuiet(c.p, c.obs) {
+			t.Errorf("%s: quiet, want HA read again", name)
 		}
 	}
 }

@@ -120,7 +120,7 @@ func Check(ctx context.Context, c *pve.Client, f *manifest.File, opts Options) (
 		return nil, err
 	}
 	k.place()
-	if id, err := c.NextID(ctx); err == nil {
+	if id, err := c.PeekNextID(ctx); err == nil {
 		k.r.Facts.NextVMID = id
 	}
 	if err := k.nodeFacts(ctx); err != nil {
@@ -580,11 +580,7 @@ func checkStorages(ctx context.Context, c *pve.Client, r *Report, f *manifest.Fi
 		if !ok {
 			continue
 		}
-		st, err := c.StorageStatus(ctx, node, sid)
-		avail, total := s.Avail, s.Total
-		if err == nil {
-			avail, total = st.Avail, st.Total
-		}
+		avail, total := storageSpace(ctx, c, node, s)
 		for i := range r.Facts.Nodes {
 			if r.Facts.Nodes[i].Name == node {
 				r.Facts.Nodes[i].Storages = append(r.Facts.Nodes[i].Storages, StorageFacts{
@@ -601,6 +597,21 @@ func checkStorages(ctx context.Context, c *pve.Client, r *Report, f *manifest.Fi
 			r.add(Finding{Severity: sev, Kind: "space", Message: fmt.Sprintf("storage %s on node %s has %s free, and this manifest would allocate %s%s", sid, node, human.Size(avail), human.Size(need[k]), extra)})
 		}
 	}
+}
+
+// storageSpace is storage s's free and total bytes on node. The node's
+// storage list (s) carries the same figures as the storage's own status
+// read (PVE computes both with storage_info), so the status is read only
+// when the list has none, as for a storage not active (issue 30: one
+// read per storage in every preflight).
+func storageSpace(ctx context.Context, c *pve.Client, node string, s pve.Storage) (avail, total int64) {
+	if s.Total > 0 {
+		return s.Avail, s.Total
+	}
+	if st, err := c.StorageStatus(ctx, node, s.Storage); err == nil {
+		return st.Avail, st.Total
+	}
+	return s.Avail, s.Total
 }
 
 // rootNeeds reports what of app a only root@pam can set, with the exact

@@ -12,6 +12,13 @@ import (
 // its own permissions; reading others' needs Sys.Audit on /access
 // (behaviour.md §0 "Token privileges").
 func (c *Client) Permissions(ctx context.Context, path, userid string) (Permissions, error) {
+	return handedOver(ctx, c, "permissions "+path+" "+userid, func(ctx context.Context) (Permissions, error) {
+		return c.readPermissions(ctx, path, userid)
+	})
+}
+
+// readPermissions is one GET /access/permissions.
+func (c *Client) readPermissions(ctx context.Context, path, userid string) (Permissions, error) {
 	q := url.Values{}
 	if path != "" {
 		q.Set("path", path)

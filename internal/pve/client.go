@@ -78,6 +78,9 @@ type Client struct {
 	times   taskTimes   // how long each task type is expected to run
 	lists   taskLists   // list reads shared by the waits of a node's tasks
 	memo    *runMemo    // setup reads kept for one run (MemoizeSetup); nil: none
+	// handOver passes the preflight's answers to the plan shown after it
+	// (HandOverReads).
+	handOver handOver
 }
 
 // New validates cfg and returns a client. It makes no request.

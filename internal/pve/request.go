@@ -97,6 +97,12 @@ type envelope struct {
 // call sends one API request (retrying GETs), decodes data into out, and
 // returns the envelope's total (or -1 when absent).
 func (c *Client) call(ctx context.Context, method, escPath string, params url.Values, out any) (int, error) {
+	if method != http.MethodGet {
+		if c.memo != nil {
+			c.memo.wrote(escPath)
+		}
+		c.handOver.wrote()
+	}
 	p := RetryPolicy{Attempts: 1}
 	if method == http.MethodGet {
 		p = c.retry

@@ -41,6 +41,16 @@ func (c *Client) StorageStatus(ctx context.Context, node, storage string) (*Stor
 // StorageContent returns GET /nodes/{node}/storage/{storage}/content,
 // filtered by content type ("" for all) and owner vmid (0 for all).
 func (c *Client) StorageContent(ctx context.Context, node, storage, content string, vmid int) ([]Volume, error) {
+	if content == "vztmpl" && vmid == 0 && c.memo != nil && !c.memo.templatesWritten() {
+		return memoSlice(ctx, c, "vztmpl:"+node+"/"+storage, func(ctx context.Context) ([]Volume, error) {
+			return c.readContent(ctx, node, storage, content, vmid)
+		})
+	}
+	return c.readContent(ctx, node, storage, content, vmid)
+}
+
+// readContent is one GET …/storage/{storage}/content.
+func (c *Client) readContent(ctx context.Context, node, storage, content string, vmid int) ([]Volume, error) {
 	q := url.Values{}
 	if content != "" {
 		q.Set("content", content)
