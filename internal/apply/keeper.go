@@ -317,9 +317,14 @@ func (ko *keeperOps) ensureKeeper(ctx context.Context, kc plan.KeeperChange, k *
 }
 
 // createPlanned creates the keeper kc plans, or takes the one the lock is
-// creating on its node (lockclaim.go).
+// creating on its node (lockclaim.go). A lock's keeper whose create had
+// ended when the plan was made is one of the plan's observed keepers (the
+// run already has its handle): kc is another keeper, created here; taking
+// the lock's again made two handles of one keeper, whose protection
+// windows then crossed ("protection mode enabled"), and left the node a
+// keeper short ("no keeper on node … has room").
 func (ko *keeperOps) createPlanned(ctx context.Context, kc plan.KeeperChange, p *plan.Plan, obs *plan.Observed) (*keeper, error) {
-	if pk := pendingIn(ctx)[kc.Node]; pk != nil && pk.adopt() {
+	if pk := pendingIn(ctx)[kc.Node]; pk != nil && !observedKeeper(obs, kc.Node, pk.vmid) && pk.adopt() {
 		return ko.adoptPending(ctx, pk)
 	}
 	tmpl := keeperTemplate(kc.Node, p, obs)
@@ -336,6 +341,16 @@ func (ko *keeperOps) createPlanned(ctx context.Context, kc plan.KeeperChange, p 
 		return err
 	})
 	return made, err
+}
+
+// observedKeeper reports whether obs holds keeper vmid on node.
+func observedKeeper(obs *plan.Observed, node string, vmid int) bool {
+	for _, k := range obs.Keepers[node] {
+		if k.VMID == vmid {
+			return true
+		}
+	}
+	return false
 }
 
 // createKeeper creates a keeper on node from template tmpl, protected

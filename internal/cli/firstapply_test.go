@@ -140,3 +140,33 @@ func TestFirstApplyThatNeedsTwoKeepers(t *testing.T) {
 		t.Errorf("plan: exit %d\n%s", r.code, r.stdout)
 	}
 }
+
+// TestFirstApplyThatNeedsTwoKeepersOnEachNode: a first apply on two empty
+// nodes whose volumes need two keepers on each. Every keeper the plan
+// needs is created and every app gets its volume (it failed with "no
+// keeper on node pve2 has room" and, where two volume allocations met in
+// one keeper, "protection mode enabled", at 160 apps over two nodes).
+func TestFirstApplyThatNeedsTwoKeepersOnEachNode(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, pvetest.Nodes(2))
+	var b strings.Builder
+	b.WriteString("apps:\n")
+	const apps = 110
+	for i := range apps {
+		fmt.Fprintf(&b, "  - name: app%03d\n    node: pve%d\n    template: local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst\n    memory: 16\n    volumes:\n      - {name: data, size: 1G, mount: /srv/data}\n", i, i%2+1)
+	}
+	m := writeManifest(t, b.String())
+	ar := c.run("apply", "-f", m, "--auto-approve")
+	if ar.code != 0 {
+		t.Fatalf("apply: exit %d\n%s", ar.code, tail(ar.stderr, 40))
+	}
+	if vols := c.volumes(); len(vols) != apps {
+		t.Fatalf("%d volumes, want %d", len(vols), apps)
+	}
+	if ks := c.keepers(); len(ks) < 4 {
+		t.Errorf("keepers %v, want two on each node at least", ks)
+	}
+	if r := c.run("plan", "-f", m); r.code != 0 {
+		t.Errorf("plan after the first apply: exit %d\n%s", r.code, r.stdout)
+	}
+}
