@@ -20,7 +20,9 @@ import (
 // Without a terminal and without a COMMAND it is refused before anything
 // changes.
 func TestRescueInteractiveShell(t *testing.T) {
-	t.Parallel()
+	// Serial: the rescue shell's hostname is the CT's only in a real
+	// container, so this test keeps the machine's runtime.
+	machineRuntime(t)
 	testenv.NeedRoot(t, "the emulator's guest view")
 	c, m, conn := guestApp(t)
 	if r := c.run(append([]string{"exec", "notes"}, append(conn, "--", "sh", "-c", "echo precious > /srv/data/p")...)...); r.code != 0 {
