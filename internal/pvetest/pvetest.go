@@ -107,7 +107,7 @@ func TimeScaleAt(endpoint string) *float64 {
 // (a wrapped transport, a logger, …) before it is made.
 func Client(t testing.TB, srv *sim.Server, token string, mods ...func(*pve.Config)) *pve.Client {
 	t.Helper()
-	cfg := pve.Config{Endpoint: srv.URL(), Token: token, HTTPClient: httpClientOf(t, srv), TaskTimeScale: srv.TimeScale()}
+	cfg := pve.Config{Endpoint: srv.URL(), Token: token, HTTPClient: srv.HTTPClient(), TaskTimeScale: srv.TimeScale()}
 	for _, m := range mods {
 		m(&cfg)
 	}
@@ -116,33 +116,6 @@ func Client(t testing.TB, srv *sim.Server, token string, mods ...func(*pve.Confi
 		t.Fatalf("client for the emulator: %v", err)
 	}
 	return c
-}
-
-// transports are the running emulators' shared HTTPS transports, by
-// *sim.Server.
-var transports sync.Map
-
-// httpClientOf is a client of srv on one transport per emulator, so
-// that a test's many clients (every kill, every corral it plays) reuse
-// its connections: a TLS handshake per client was 8% of internal/apply's
-// CPU under -race (issue 30). Each call gets its own http.Client, since
-// pve.New wraps the Transport of the one it is given. The handshake and
-// the certificate checks of a fresh client stay tested in internal/pve,
-// and a corral command of internal/cli's tests makes its own.
-func httpClientOf(t testing.TB, srv *sim.Server) *http.Client {
-	if tr, ok := transports.Load(srv); ok {
-		return &http.Client{Transport: tr.(http.RoundTripper)}
-	}
-	tr, loaded := transports.LoadOrStore(srv, srv.HTTPClient().Transport)
-	if !loaded {
-		t.Cleanup(func() {
-			transports.Delete(srv)
-			if c, ok := tr.(interface{ CloseIdleConnections() }); ok {
-				c.CloseIdleConnections()
-			}
-		})
-	}
-	return &http.Client{Transport: tr.(http.RoundTripper)}
 }
 
 // Transport makes a client send its requests through rt.
