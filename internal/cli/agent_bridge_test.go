@@ -26,7 +26,9 @@ const bridgeHealthManifest = `apps:
 // app's address, which the API gives it as the app's bridge address,
 // and reaches the app's sshd there, as on a PVE bridge.
 func TestAgent_healthFromIsolatedCT(t *testing.T) {
-	t.Parallel()
+	// Serial: it needs real containers where the machine has them, not
+	// TestMain's view.
+	machineRuntime(t)
 	c := newGuestCluster(t)
 	if ok, why := c.srv.Guests().Isolated(); !ok {
 		testenv.Lackf(t, testenv.LXC, "CTs share the host's network here (%v): nothing to prove", why)

@@ -171,6 +171,22 @@ func usesEmbedded(tc corpusCase) bool {
 	return false
 }
 
+// ownsEmulator reports whether a case may change or address the test's
+// emulator (connection flags, setup commands, faults): it then gets one
+// of its own, and the others share one (starting an emulator per case
+// was most of this test's CPU).
+func ownsEmulator(tc corpusCase) bool {
+	if tc.faults != "" || len(tc.setup) > 0 {
+		return true
+	}
+	for _, a := range tc.args {
+		if a == "CONN" || a == "WRONGFP" || a == "WRONGSECRET" {
+			return true
+		}
+	}
+	return false
+}
+
 // embeddedCases keeps the corpus's cases that may reach the embedded
 // emulator (usesEmbedded) one at a time: they share its state directory.
 var embeddedCases sync.Mutex
@@ -197,6 +213,10 @@ func TestBadInputCorpus(t *testing.T) {
 		t.Parallel()
 	}
 	closed := closedPort(t)
+	// The cases that never address the test's emulator (most of the
+	// corpus: a refusal before any connection) share one, read-only to
+	// them; its unchanged state is still checked after each.
+	shared := newCluster(t)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			if len(tc.env) == 0 {
@@ -206,7 +226,10 @@ func TestBadInputCorpus(t *testing.T) {
 				embeddedCases.Lock()
 				defer embeddedCases.Unlock()
 			}
-			c := newCluster(t)
+			c := &cluster{t: t, srv: shared.srv}
+			if ownsEmulator(tc) {
+				c = newCluster(t)
+			}
 			var secrets secretscan.Set
 			token := c.srv.Credentials().OperatorToken
 			secrets.AddToken(t, "operator token secret", token)

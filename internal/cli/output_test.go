@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -14,14 +15,17 @@ const outputManifest = appManifest + `  - name: later
     template: local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst
 `
 
-// outputGolden compares a run's stdout with a golden file, corral's key
-// path (a temporary directory) written as $CORRAL_SSH_KEY.
-func outputGolden(t *testing.T, name string, r result) {
+// outputGolden compares a run's stdout on c with a golden file, corral's
+// key path (a temporary directory) written as $CORRAL_SSH_KEY and c's
+// guest block (its own on the machine, pvetest) as block 1:
+// 127.1.x.y.
+func outputGolden(t *testing.T, c *cluster, name string, r result) {
 	t.Helper()
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	got := strings.ReplaceAll(r.stdout, os.Getenv("CORRAL_SSH_KEY"), "$CORRAL_SSH_KEY")
+	got = strings.ReplaceAll(got, fmt.Sprintf("127.%d.", c.srv.Cluster().GuestBlock()), "127.1.")
 	testenv.Golden(t, "testdata/output/"+name, []byte(got))
 }
 
@@ -37,9 +41,9 @@ func TestOutput(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	outputGolden(t, "all.txt", c.runC("output", "-f", m))
-	outputGolden(t, "all.json", c.runC("output", "-f", m, "-o", "json"))
-	outputGolden(t, "notes.txt", c.runC("output", "notes", "-f", m))
+	outputGolden(t, c, "all.txt", c.runC("output", "-f", m))
+	outputGolden(t, c, "all.json", c.runC("output", "-f", m, "-o", "json"))
+	outputGolden(t, c, "notes.txt", c.runC("output", "notes", "-f", m))
 
 	var doc struct {
 		Apps []appOutput `json:"apps"`
@@ -97,7 +101,7 @@ func TestOutput_named(t *testing.T) {
 		if strings.Contains(r.stdout+r.stderr, pw) {
 			t.Fatalf("output -o %s shows the password", form.flag)
 		}
-		outputGolden(t, form.golden, r)
+		outputGolden(t, c, form.golden, r)
 	}
 	if r := c.runC("output", "notes", "-f", m); strings.Contains(r.stdout, "outputs") {
 		t.Errorf("output APP shows the manifest's outputs:\n%s", r.stdout)

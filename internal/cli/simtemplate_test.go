@@ -16,6 +16,7 @@ import (
 // beats the machine's default (prereq.RealTemplates); a stand-in by
 // default is said in one line naming what is missing and sim doctor.
 func TestServeRealTemplates(t *testing.T) {
+	machineRuntime(t) // the machine's own default, not TestMain's view
 	hostOK, why := prereq.RealTemplates()
 	for _, tc := range []struct {
 		name      string
@@ -59,6 +60,7 @@ func TestServeRealTemplates(t *testing.T) {
 // have to be built first (minutes; TestServeRealTemplates covers the
 // decision there).
 func TestSimServe_defaultTemplate(t *testing.T) {
+	machineRuntime(t) // the machine's own default, not TestMain's view
 	t.Setenv(model.RealTemplateEnv, "")
 	real, _ := prereq.RealTemplates()
 	cached, err := model.RealTemplatePath()
@@ -93,6 +95,7 @@ func TestSimServe_defaultTemplate(t *testing.T) {
 // that fails as without a mirror), sim serve gets the stand-in and says
 // why, instead of failing to start.
 func TestServeRealTemplates_buildFails(t *testing.T) {
+	machineRuntime(t) // the machine's own default, not TestMain's view
 	t.Setenv(model.RealTemplateEnv, "")
 	bin := t.TempDir()
 	script := "#!/bin/sh\necho 'E: cannot reach the mirror' >&2\nexit 1\n"

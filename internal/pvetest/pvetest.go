@@ -7,13 +7,20 @@
 package pvetest
 
 import (
+	"fmt"
+	"math/rand/v2"
+	"net"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/corralhq/corral/internal/pve"
 	"github.com/corralhq/corral/internal/sim"
+	"github.com/corralhq/corral/internal/sim/model"
 )
 
 // Emulator is a running emulator and a client for its operator token.
@@ -69,6 +76,7 @@ func Start(t testing.TB, opts ...Option) *Emulator {
 	if o.Dir == "" {
 		o.Dir = t.TempDir()
 	}
+	reserveGuestBlock(t, o.Dir)
 	srv, err := sim.New(o)
 	if err != nil {
 		t.Fatalf("start the emulator: %v", err)
@@ -113,4 +121,45 @@ func Client(t testing.TB, srv *sim.Server, token string, mods ...func(*pve.Confi
 // Transport makes a client send its requests through rt.
 func Transport(rt http.RoundTripper) func(*pve.Config) {
 	return func(c *pve.Config) { c.HTTPClient = &http.Client{Transport: rt} }
+}
+
+// blockClaimPort is the port on 127.<block>.0.0 at which a test's
+// emulator holds its guest block for the whole machine (see
+// reserveGuestBlock).
+const blockClaimPort = 2199
+
+// guestBlockFile is where an emulator's state directory remembers its
+// guest block, tried first at its start (internal/sim/guest's
+// blockFile; TestStart_ownGuestBlock fails if that changes).
+const guestBlockFile = "guest-block"
+
+// reserveGuestBlock gives a fresh state directory a guest address block
+// (127.<block>.x.y, model.SetGuestBlock) that no other test emulator on
+// this machine holds, in this process or another, and never block 1,
+// which emulators without a reservation share (corral sim serve with
+// --guest-ssh-port 0): where CTs run in the unisolated view their
+// services (an agent on :9120, the quickstart's web server on :8080)
+// listen on the host's loopback, and two emulators on one block would
+// take each other's ports, depending on which test runs beside which.
+// The emulator's own claim is per SSH port (0, a free one, in tests), so
+// the reservation is held here, on one port for all test emulators,
+// until the test ends. A directory that already has a block keeps it.
+func reserveGuestBlock(t testing.TB, dir string) {
+	p := filepath.Join(dir, guestBlockFile)
+	if _, err := os.Stat(p); err == nil {
+		return
+	}
+	for _, i := range rand.Perm(model.MaxGuestBlock - 1) {
+		b := i + 2
+		ln, err := net.Listen("tcp", net.JoinHostPort(fmt.Sprintf("127.%d.0.0", b), strconv.Itoa(blockClaimPort)))
+		if err != nil {
+			continue
+		}
+		if err := os.WriteFile(p, []byte(strconv.Itoa(b)+"\n"), 0o644); err != nil {
+			ln.Close()
+			t.Fatalf("reserve a guest block: %v", err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		return
+	}
 }

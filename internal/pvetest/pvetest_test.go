@@ -19,3 +19,18 @@ func TestStart(t *testing.T) {
 		t.Errorf("nodes = %v, want 2", nodes)
 	}
 }
+
+// TestStart_ownGuestBlock: emulators started side by side get guest
+// blocks of their own, never block 1 (which emulators without a
+// reservation share), so services in their CTs cannot take each
+// other's loopback ports where CTs run in the unisolated view.
+func TestStart_ownGuestBlock(t *testing.T) {
+	seen := map[int]bool{}
+	for range 4 {
+		b := pvetest.Start(t).Cluster().GuestBlock()
+		if b == 1 || seen[b] {
+			t.Fatalf("guest block %d (already taken: %v), want one of its own and not 1", b, seen)
+		}
+		seen[b] = true
+	}
+}
