@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/corralhq/corral/internal/pvetest"
 	"github.com/corralhq/corral/internal/testenv"
 )
 
@@ -43,6 +44,10 @@ func newDaemonTest(t testing.TB, extra ...string) *daemonTest {
 		"XDG_STATE_HOME=" + home, "CORRAL_SIM_INPROCESS=", "CORRAL_SIM_TIME_SCALE=0",
 		"CORRAL_SIM_RUNTIME=view", "CORRAL_SIM_UNISOLATED=1"}, extra...)
 	d := &daemonTest{t: t, env: env, dir: filepath.Join(home, "corral", "sim")}
+	// Its CTs run in the unisolated view, on the host's loopback: a block
+	// of addresses of its own, or two tests' quickstart servers meet on
+	// 127.1.0.101:8080.
+	pvetest.ReserveGuestBlock(t, d.dir)
 	t.Cleanup(d.cleanup)
 	return d
 }

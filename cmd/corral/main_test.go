@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corralhq/corral/internal/pvetest"
 	"github.com/corralhq/corral/internal/testenv"
 )
 
@@ -76,6 +77,7 @@ func serve(t *testing.T) (string, []string) { return serveScaled(t, "0") }
 func serveScaled(t *testing.T, scale string) (string, []string) {
 	t.Helper()
 	state := t.TempDir()
+	pvetest.ReserveGuestBlock(t, state) // its CTs' addresses are its own (see newDaemonTest)
 	cmd := exec.Command(corralBin, "sim", "serve", "--listen", "127.0.0.1:0", "--state", state, "--time-scale", scale, "--guest-ssh-port", "0")
 	return startServe(t, cmd, state)
 }

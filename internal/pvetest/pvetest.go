@@ -76,7 +76,7 @@ func Start(t testing.TB, opts ...Option) *Emulator {
 	if o.Dir == "" {
 		o.Dir = t.TempDir()
 	}
-	reserveGuestBlock(t, o.Dir)
+	ReserveGuestBlock(t, o.Dir)
 	srv, err := sim.New(o)
 	if err != nil {
 		t.Fatalf("start the emulator: %v", err)
@@ -125,7 +125,7 @@ func Transport(rt http.RoundTripper) func(*pve.Config) {
 
 // blockClaimPort is the port on 127.<block>.0.0 at which a test's
 // emulator holds its guest block for the whole machine (see
-// reserveGuestBlock).
+// ReserveGuestBlock).
 const blockClaimPort = 2199
 
 // guestBlockFile is where an emulator's state directory remembers its
@@ -133,7 +133,7 @@ const blockClaimPort = 2199
 // blockFile; TestStart_ownGuestBlock fails if that changes).
 const guestBlockFile = "guest-block"
 
-// reserveGuestBlock gives a fresh state directory a guest address block
+// ReserveGuestBlock gives a fresh state directory a guest address block
 // (127.<block>.x.y, model.SetGuestBlock) that no other test emulator on
 // this machine holds, in this process or another, and never block 1,
 // which emulators without a reservation share (corral sim serve with
@@ -144,7 +144,10 @@ const guestBlockFile = "guest-block"
 // The emulator's own claim is per SSH port (0, a free one, in tests), so
 // the reservation is held here, on one port for all test emulators,
 // until the test ends. A directory that already has a block keeps it.
-func reserveGuestBlock(t testing.TB, dir string) {
+func ReserveGuestBlock(t testing.TB, dir string) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatalf("reserve a guest block: %v", err)
+	}
 	p := filepath.Join(dir, guestBlockFile)
 	if _, err := os.Stat(p); err == nil {
 		return
