@@ -425,9 +425,30 @@ func (r *runner) volumesInUseOwned(ctx context.Context, node string, volids []st
 	if refs == nil {
 		refs = map[string][]Reference{}
 	}
-	var rest []string
 	for _, volid := range volids {
 		refs[volid] = slices.DeleteFunc(refs[volid], func(x Reference) bool { return x.VMID == owner[volid] })
+	}
+	return r.inUseWithSnapshots(ctx, node, volids, refs)
+}
+
+// volumesInUse is guardUnreferenced and guardSnapshots for many volumes
+// with one read of the guests and one of the snapshots: the
+// *VolumeInUseError of each of volids that a guest other than allowed
+// references, or a snapshot keeps.
+func (r *runner) volumesInUse(ctx context.Context, node string, volids []string, allowed ...int) (map[string]*VolumeInUseError, error) {
+	bad, err := r.referencedBy(ctx, node, volids, allowed)
+	if err != nil {
+		return nil, err
+	}
+	return r.inUseWithSnapshots(ctx, node, volids, bad)
+}
+
+// inUseWithSnapshots is the *VolumeInUseError of each of volids that refs
+// (the guests that reference it) or a snapshot keeps; snapshots are read
+// only for the volumes no guest references, which are refused already.
+func (r *runner) inUseWithSnapshots(ctx context.Context, node string, volids []string, refs map[string][]Reference) (map[string]*VolumeInUseError, error) {
+	var rest []string
+	for _, volid := range volids {
 		if len(refs[volid]) == 0 {
 			rest = append(rest, volid)
 		}
@@ -440,34 +461,6 @@ func (r *runner) volumesInUseOwned(ctx context.Context, node string, volids []st
 	for _, volid := range volids {
 		if all := append(refs[volid], snaps[volid]...); len(all) > 0 {
 			out[volid] = &VolumeInUseError{VolID: volid, Refs: all}
-		}
-	}
-	return out, nil
-}
-
-// volumesInUse is guardUnreferenced and guardSnapshots for many volumes
-// with one read of the guests and one of the snapshots: the
-// *VolumeInUseError of each of volids that a guest other than allowed
-// references, or a snapshot keeps.
-func (r *runner) volumesInUse(ctx context.Context, node string, volids []string, allowed ...int) (map[string]*VolumeInUseError, error) {
-	bad, err := r.referencedBy(ctx, node, volids, allowed)
-	if err != nil {
-		return nil, err
-	}
-	var rest []string
-	for _, volid := range volids {
-		if len(bad[volid]) == 0 {
-			rest = append(rest, volid)
-		}
-	}
-	snaps, err := nodeSnapshotRefs(ctx, r.client, node, rest)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]*VolumeInUseError{}
-	for _, volid := range volids {
-		if refs := append(bad[volid], snaps[volid]...); len(refs) > 0 {
-			out[volid] = &VolumeInUseError{VolID: volid, Refs: refs}
 		}
 	}
 	return out, nil
