@@ -41,14 +41,9 @@ func (q *qemuVMs) vmPowerLocked(auth Auth, node string, vmid int, params map[str
 
 // StartVM is vm_start.
 func (q *qemuVMs) StartVM(auth Auth, node string, vmid int, params map[string]string) (string, error) {
-	q.stateMu.Lock()
-	defer q.stateMu.Unlock()
-	if _, err := q.vmPowerLocked(auth, node, vmid, params); err != nil {
-		return "", err
-	}
-	return q.tasks.spawn(auth, node, "qmstart", strconv.Itoa(vmid), func(w *Worker) error {
+	return q.powerTask(auth, node, vmid, params, "qmstart", false, func(w *Worker) error {
 		return q.startTask(w, node, vmid)
-	}), nil
+	})
 }
 
 // startTask boots VM vmid: pending changes apply, memory admission,
@@ -140,14 +135,9 @@ func (q *qemuVMs) startSpecLocked(vm *VM) (VMStartSpec, error) {
 
 // StopVM is vm_stop: the guest ends at once.
 func (q *qemuVMs) StopVM(auth Auth, node string, vmid int, params map[string]string) (string, error) {
-	q.stateMu.Lock()
-	defer q.stateMu.Unlock()
-	if _, err := q.vmPowerLocked(auth, node, vmid, params); err != nil {
-		return "", err
-	}
-	return q.tasks.spawn(auth, node, "qmstop", strconv.Itoa(vmid), func(w *Worker) error {
+	return q.powerTask(auth, node, vmid, params, "qmstop", false, func(w *Worker) error {
 		return q.stopTask(w, node, vmid, q.vmRuntime().Stop)
-	}), nil
+	})
 }
 
 // stopTask ends the guest with end (unless it is not running) and
@@ -176,22 +166,13 @@ func (q *qemuVMs) stopTask(w *Worker, node string, vmid int, end func(vmid int) 
 // ShutdownVM is vm_shutdown: the guest is asked to power off (ACPI, or
 // the agent); after timeout (default 180 s) forceStop (default 1) stops it.
 func (q *qemuVMs) ShutdownVM(auth Auth, node string, vmid int, params map[string]string) (string, error) {
-	q.stateMu.Lock()
-	defer q.stateMu.Unlock()
-	vm, err := q.vmPowerLocked(auth, node, vmid, params)
-	if err != nil {
-		return "", err
-	}
-	if !vm.Running {
-		return "", Failf("VM %d not running\n", vmid)
-	}
 	timeout := 180 * time.Second
 	if t, err := strconv.Atoi(params["timeout"]); err == nil {
 		timeout = time.Duration(t) * time.Second
 	}
 	force := params["forceStop"] != "0"
 	rt := q.vmRuntime()
-	return q.tasks.spawn(auth, node, "qmshutdown", strconv.Itoa(vmid), func(w *Worker) error {
+	return q.powerTask(auth, node, vmid, params, "qmshutdown", true, func(w *Worker) error {
 		return q.stopTask(w, node, vmid, func(vmid int) error {
 			err := rt.Shutdown(vmid, timeout)
 			if err != nil && force {
@@ -203,23 +184,14 @@ func (q *qemuVMs) ShutdownVM(auth Auth, node string, vmid int, params map[string
 			}
 			return nil
 		})
-	}), nil
+	})
 }
 
 // RebootVM is vm_reboot: a shutdown, then a start that applies the
 // pending changes.
 func (q *qemuVMs) RebootVM(auth Auth, node string, vmid int, params map[string]string) (string, error) {
-	q.stateMu.Lock()
-	defer q.stateMu.Unlock()
-	vm, err := q.vmPowerLocked(auth, node, vmid, params)
-	if err != nil {
-		return "", err
-	}
-	if !vm.Running {
-		return "", Failf("VM %d not running\n", vmid)
-	}
 	rt := q.vmRuntime()
-	return q.tasks.spawn(auth, node, "qmreboot", strconv.Itoa(vmid), func(w *Worker) error {
+	return q.powerTask(auth, node, vmid, params, "qmreboot", true, func(w *Worker) error {
 		err := q.stopTask(w, node, vmid, func(vmid int) error {
 			if rt.Shutdown(vmid, 180*time.Second) != nil {
 				return rt.Stop(vmid)
@@ -230,7 +202,23 @@ func (q *qemuVMs) RebootVM(auth Auth, node string, vmid int, params map[string]s
 			return err
 		}
 		return q.startTask(w, node, vmid)
-	}), nil
+	})
+}
+
+// powerTask is the prologue every power verb shares: under the State's
+// lock, the VM's checks (vmPowerLocked: its node, the privilege, its
+// lock) and, for shutdown and reboot, that it runs; then work as task typ.
+func (q *qemuVMs) powerTask(auth Auth, node string, vmid int, params map[string]string, typ string, mustRun bool, work func(w *Worker) error) (string, error) {
+	q.stateMu.Lock()
+	defer q.stateMu.Unlock()
+	vm, err := q.vmPowerLocked(auth, node, vmid, params)
+	if err != nil {
+		return "", err
+	}
+	if mustRun && !vm.Running {
+		return "", Failf("VM %d not running\n", vmid)
+	}
+	return q.tasks.spawn(auth, node, typ, strconv.Itoa(vmid), work), nil
 }
 
 // vmApplyPending writes vm's pending changes into its config.
