@@ -414,7 +414,7 @@ func guestsSettled(ctx context.Context, c *pve.Client, opts ObserveOptions, node
 		// creates the node's keeper, and the executor takes that one.
 		keep:  func(res []resource) []resource { return withoutOwnClaims(ctx, res) },
 		holds: func(r resource) bool { return r.Tags == "" },
-		busy:  func(res []resource) ([]string, error) { return busyTasks(ctx, c, res, nodes) },
+		busy:  func() (func([]resource) []string, error) { return busyTasks(ctx, c, nodes) },
 		tooLong: func(creating []resource) error {
 			var remove []string
 			for _, r := range creating {
@@ -564,36 +564,40 @@ var settleTypes = map[string]bool{"vzshutdown": true, "vzstop": true, "vzstart":
 	// A move's tasks (apply/move.go) go on when corral is killed.
 	"vzmigrate": true, "move_volume": true}
 
-// busyTasks lists the running power and destroy tasks on corral's
-// containers on nodes ("the vzshutdown of ct 105 on pve"). A token sees
-// its own tasks, which are the ones a killed corral leaves.
-func busyTasks(ctx context.Context, c *pve.Client, res []resource, nodes []string) ([]string, error) {
-	ours := map[string]bool{}
-	for _, r := range res {
-		if r.Type == "lxc" && slices.Contains(plan.ParseTags(r.Tags), plan.TagManaged) {
-			ours[r.Node+"/"+strconv.Itoa(r.VMID)] = true
-		}
-	}
-	if len(ours) == 0 {
-		return nil, nil
-	}
-	var busy []string
+// busyTasks reads the running tasks on nodes and returns which of them
+// are power, destroy or move tasks on corral's containers in a listing
+// ("the vzshutdown of ct 105 on pve"). A token sees its own tasks, which
+// are the ones a killed corral leaves.
+func busyTasks(ctx context.Context, c *pve.Client, nodes []string) (func([]resource) []string, error) {
+	running := map[string][]pve.TaskListEntry{}
 	for _, node := range nodes {
 		tasks, err := c.TaskList(ctx, node, pve.TaskFilter{Source: "active"})
 		if err != nil {
 			return nil, fmt.Errorf("list running tasks on %s: %w", node, err)
 		}
-		for _, t := range tasks {
-			id := t.ID
-			if t.Type == "move_volume" {
-				id, _, _ = strings.Cut(id, "-") // <vmid>-<key>><target>-<targetkey>
-			}
-			if settleTypes[t.Type] && t.EndTime == 0 && ours[node+"/"+id] {
-				busy = append(busy, fmt.Sprintf("the %s of ct %s on %s", t.Type, t.ID, node))
+		running[node] = tasks
+	}
+	return func(res []resource) []string {
+		ours := map[string]bool{}
+		for _, r := range res {
+			if r.Type == "lxc" && slices.Contains(plan.ParseTags(r.Tags), plan.TagManaged) {
+				ours[r.Node+"/"+strconv.Itoa(r.VMID)] = true
 			}
 		}
-	}
-	return busy, nil
+		var busy []string
+		for _, node := range nodes {
+			for _, t := range running[node] {
+				id := t.ID
+				if t.Type == "move_volume" {
+					id, _, _ = strings.Cut(id, "-") // <vmid>-<key>><target>-<targetkey>
+				}
+				if settleTypes[t.Type] && t.EndTime == 0 && ours[node+"/"+id] {
+					busy = append(busy, fmt.Sprintf("the %s of ct %s on %s", t.Type, t.ID, node))
+				}
+			}
+		}
+		return busy
+	}, nil
 }
 
 // ctRead is one container's config as readCT returns it.

@@ -29,9 +29,13 @@ type settleWait struct {
 	keep func([]resource) []resource
 	// holds says whether a guest still being created holds the wait up.
 	holds func(resource) bool
-	// busy lists what else still runs (nil: nothing is waited for), read
-	// once no create holds the wait up.
-	busy func([]resource) ([]string, error)
+	// busy reads what else still runs (nil: nothing is waited for) before
+	// each listing of the guests, and returns what of it holds the wait
+	// up once the listing is known. Read in that order, a task that ends
+	// between the two reads shows in the listing as its end state (a
+	// stopped or vanished container); read the other way, the listing
+	// could show a container running that a task stopped a moment later.
+	busy func() (func([]resource) []string, error)
 	// tooLong is the error when creates hold the wait up after limit.
 	tooLong func(creating []resource) error
 	onWait  func(string) // nil: the waits are not reported
@@ -44,6 +48,13 @@ func (w settleWait) run(ctx context.Context, c *pve.Client) ([]resource, error) 
 	deadline := time.Now().Add(w.limit)
 	delay := 100 * time.Millisecond
 	for {
+		var busyIn func([]resource) []string
+		if w.busy != nil {
+			var err error
+			if busyIn, err = w.busy(); err != nil {
+				return nil, err
+			}
+		}
 		res, err := c.ClusterResources(ctx, "vm")
 		if err != nil {
 			return nil, fmt.Errorf("list guests: %w", err)
@@ -59,7 +70,7 @@ func (w settleWait) run(ctx context.Context, c *pve.Client) ([]resource, error) 
 		}
 		var waiting string
 		if len(creating) == 0 {
-			if waiting, err = w.busyNow(res, deadline); err != nil {
+			if waiting, err = w.busyNow(busyIn, res, deadline); err != nil {
 				return nil, err
 			}
 			if waiting == "" {
@@ -86,13 +97,13 @@ func (w settleWait) run(ctx context.Context, c *pve.Client) ([]resource, error) 
 
 // busyNow is what the wait still waits for once no create holds it up
 // ("" when nothing: res is the result), or the error that ends it.
-func (w settleWait) busyNow(res []resource, deadline time.Time) (string, error) {
-	if w.busy == nil {
+func (w settleWait) busyNow(busyIn func([]resource) []string, res []resource, deadline time.Time) (string, error) {
+	if busyIn == nil {
 		return "", nil
 	}
-	busy, err := w.busy(res)
-	if err != nil || len(busy) == 0 {
-		return "", err
+	busy := busyIn(res)
+	if len(busy) == 0 {
+		return "", nil
 	}
 	if time.Now().After(deadline) {
 		return "", fmt.Errorf("%s still running after %s; wait for it to end (Datacenter > Tasks) and run again", strings.Join(busy, ", "), w.limit)

@@ -2,12 +2,15 @@ package apply
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/corralhq/corral/internal/plan"
 	"github.com/corralhq/corral/internal/pvetest"
 	"github.com/corralhq/corral/internal/sim/model"
+	"github.com/corralhq/corral/internal/testenv"
 )
 
 // TestSettleWaitRules: the one settle loop keeps its two callers' rules
@@ -58,3 +61,55 @@ func hasGuest(res []resource, vmid int, node string) bool {
 	}
 	return false
 }
+
+// TestSettleWaitReadsTasksFirst: a shutdown that ends between Observe's
+// two reads (the running tasks, the guest listing) must not leave the
+// plan with a container listed running that is stopped by then. The
+// transport holds the task read until the shutdown has ended, which is
+// the race a loaded machine lost (TestPlanWaitsForRunningShutdown in CI):
+// read after the tasks, the listing shows the container stopped.
+func TestSettleWaitReadsTasksFirst(t *testing.T) {
+	t.Parallel()
+	srv := pvetest.Start(t, pvetest.TimeScale(0.1)).Server
+	cl, root := srv.Cluster(), model.Auth{UserID: "root@pam"}
+	ctx := context.Background()
+	upid, err := cl.CreateCT(root, "pve", map[string]string{
+		"vmid": "180", "ostemplate": "local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst", "rootfs": "local-lvm:1",
+		"tags": plan.TagManaged, "start": "1",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if task, err := cl.WaitTask(ctx, "pve", upid); err != nil || task.ExitStatus != "OK" && !strings.HasPrefix(task.ExitStatus, "WARNINGS") {
+		t.Fatalf("create and start 180: %+v %v", task, err)
+	}
+	stopped := func() bool { st, err := cl.CTStatus("pve", 180); return err == nil && st.Status == "stopped" }
+	held := false
+	rt := roundTrip(func(req *http.Request) (*http.Response, error) {
+		if strings.HasSuffix(req.URL.Path, "/nodes/pve/tasks") && !held {
+			held = true
+			testenv.WaitFor(t, "the shutdown of 180 to end", stopped)
+		}
+		return srv.HTTPClient().Transport.RoundTrip(req)
+	})
+	c := pvetest.Client(t, srv, srv.Credentials().OperatorToken, pvetest.Transport(rt))
+	if _, err := cl.ShutdownCT(root, "pve", 180, map[string]string{}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := guestsSettled(ctx, c, ObserveOptions{}, []string{"pve"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !held {
+		t.Fatal("the wait read no task list")
+	}
+	for _, r := range res {
+		if r.VMID == 180 && r.Status != "stopped" {
+			t.Errorf("180 listed %q after its shutdown ended, want stopped", r.Status)
+		}
+	}
+}
+
+type roundTrip func(*http.Request) (*http.Response, error)
+
+func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
