@@ -99,6 +99,9 @@ func (b *vmBackup) inspect() error {
 		}
 		b.running, b.wasRunning = vm.Running, vm.Running
 		b.hostname = vm.Config["name"]
+		if b.hostname == "" {
+			b.hostname = fmt.Sprintf("VM %d", b.vmid) // generate_notes' guestname
+		}
 		if b.job.prune != nil && !b.job.remove || b.job.protect {
 			return b.c.vzdumpCheckLimitLocked(b.job, b.vmid)
 		}

@@ -1,0 +1,153 @@
+package sim
+
+import (
+	"bytes"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/corralhq/corral/internal/sim/model"
+)
+
+// vmDiskPattern is the known content the VM backup tests put on a
+// disk: a block at its start and one 1 GiB in, the rest a hole.
+var vmDiskPattern = map[int64][]byte{0: []byte("boot sector of vm\n"), 1 << 30: bytes.Repeat([]byte("data"), 40000)}
+
+// writeVMDisk puts vmDiskPattern into the disk file of volume name on
+// local-lvm.
+func writeVMDisk(t *testing.T, k *e2e, name string) {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(k.dir, "data", "pve", "local-lvm", name), os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for off, b := range vmDiskPattern {
+		if _, err := f.WriteAt(b, off); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// readVMDisk reads a disk file of local-lvm.
+func readVMDisk(t *testing.T, k *e2e, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(k.dir, "data", "pve", "local-lvm", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// inOrder reports whether log holds lines in that order (others between).
+func inOrder(log []string, lines ...string) bool {
+	i := 0
+	for _, l := range log {
+		if i < len(lines) && l == lines[i] {
+			i++
+		}
+	}
+	return i == len(lines)
+}
+
+// TestQemuBackup_snapshotFreezes: a snapshot-mode backup of a running VM
+// with the agent freezes its filesystems through the agent around the
+// copy, with qga_fs_freeze's lines; the archive is listed as a qemu
+// backup and its config names the disk.
+func TestQemuBackup_snapshotFreezes(t *testing.T) {
+	k := newE2E(t)
+	rt := model.NewAgentVMRuntime()
+	k.srv.Cluster().SetVMRuntime(rt)
+	root := k.root()
+	k.mustOK(root, http.MethodPost, "/nodes/pve/qemu", vmParams("200"))
+	writeVMDisk(t, k, "vm-200-disk-0")
+	k.mustOK(root, http.MethodPost, "/nodes/pve/qemu/200/status/start", nil)
+
+	task := k.mustOK(root, http.MethodPost, "/nodes/pve/vzdump", url.Values{"vmid": {"200"}, "mode": {"snapshot"}, "storage": {"local"}, "compress": {"zstd"}})
+	if task.Type != "vzdump" || task.ID != "200" {
+		t.Fatalf("task %s:%s", task.Type, task.ID)
+	}
+	if !inOrder(task.log, "INFO: Starting Backup of VM 200 (qemu)", "INFO: status = running", "INFO: VM Name: vm200",
+		"INFO: include disk 'scsi0' 'local-lvm:vm-200-disk-0' 2G", "INFO: backup mode: snapshot",
+		"INFO: issuing guest-agent 'fs-freeze' command", "INFO: starting backup via QMP command",
+		"INFO: issuing guest-agent 'fs-thaw' command", "INFO: resuming VM again", "INFO: Backup job finished successfully") {
+		t.Fatalf("log:\n%s", strings.Join(task.log, "\n"))
+	}
+	calls := rt.Calls(200)
+	if i := slices.Index(calls, "fsfreeze-freeze"); i < 0 || !slices.Contains(calls[i:], "fsfreeze-thaw") {
+		t.Fatalf("runtime calls %v: want a freeze then a thaw", calls)
+	}
+	var content []map[string]any
+	k.ok(root, http.MethodGet, "/nodes/pve/storage/local/content", url.Values{"content": {"backup"}}, &content)
+	if len(content) != 1 || content[0]["subtype"] != "qemu" || content[0]["format"] != "vma.zst" || content[0]["vmid"] != float64(200) ||
+		!strings.HasPrefix(content[0]["volid"].(string), "local:backup/vzdump-qemu-200-") {
+		t.Fatalf("content %v", content)
+	}
+	// Sparse: 2 GiB of disk with ~160 KB of data makes a small archive.
+	if size := content[0]["size"].(float64); size <= 0 || size > 1<<20 {
+		t.Fatalf("archive size %v", size)
+	}
+	var conf string
+	k.ok(root, http.MethodGet, "/nodes/pve/vzdump/extractconfig", url.Values{"volume": {content[0]["volid"].(string)}}, &conf)
+	if !strings.Contains(conf, "#qmdump#map:scsi0:drive-scsi0:local-lvm:raw:\n") || !strings.Contains(conf, "name: vm200\n") || strings.Contains(conf, "lock:") {
+		t.Fatalf("extracted config:\n%s", conf)
+	}
+	var status map[string]any
+	k.ok(root, http.MethodGet, "/nodes/pve/qemu/200/status/current", nil, &status)
+	if status["status"] != "running" || status["lock"] != nil {
+		t.Fatalf("after the backup: %v", status)
+	}
+}
+
+// TestQemuBackup_agentSilent: a VM whose agent does not answer is
+// backed up without a freeze, with PVE's line saying why.
+func TestQemuBackup_agentSilent(t *testing.T) {
+	k := newE2E(t)
+	rt := model.NewAgentVMRuntime()
+	k.srv.Cluster().SetVMRuntime(rt)
+	root := k.root()
+	k.mustOK(root, http.MethodPost, "/nodes/pve/qemu", vmParams("200"))
+	k.mustOK(root, http.MethodPost, "/nodes/pve/qemu/200/status/start", nil)
+	rt.Mute(200, true)
+	task := k.mustOK(root, http.MethodPost, "/nodes/pve/vzdump", url.Values{"vmid": {"200"}, "mode": {"snapshot"}, "storage": {"local"}})
+	if !task.has("INFO: skipping guest filesystem freeze - agent configured but not running?") || task.has("INFO: issuing guest-agent 'fs-freeze' command") {
+		t.Fatalf("log:\n%s", strings.Join(task.log, "\n"))
+	}
+	if slices.Contains(rt.Calls(200), "fsfreeze-freeze") {
+		t.Fatalf("froze a silent agent: %v", rt.Calls(200))
+	}
+}
+
+// TestQemuBackup_stopMode: stop mode shuts a running VM down for the
+// copy and starts it again; a stopped VM is backed up in stop mode
+// without a start.
+func TestQemuBackup_stopMode(t *testing.T) {
+	k := newE2E(t)
+	rt := model.NewAgentVMRuntime()
+	k.srv.Cluster().SetVMRuntime(rt)
+	root := k.root()
+	k.mustOK(root, http.MethodPost, "/nodes/pve/qemu", vmParams("200"))
+	k.mustOK(root, http.MethodPost, "/nodes/pve/qemu/200/status/start", nil)
+	task := k.mustOK(root, http.MethodPost, "/nodes/pve/vzdump", url.Values{"vmid": {"200"}, "mode": {"stop"}, "storage": {"local"}})
+	if !inOrder(task.log, "INFO: backup mode: stop", "INFO: stopping virtual guest", "INFO: starting kvm to execute backup task",
+		"INFO: starting backup via QMP command") || task.has("INFO: issuing guest-agent 'fs-freeze' command") {
+		t.Fatalf("log:\n%s", strings.Join(task.log, "\n"))
+	}
+	if calls := rt.Calls(200); !inOrder(calls, "start", "shutdown", "start") {
+		t.Fatalf("runtime calls %v", calls)
+	}
+	var status map[string]any
+	k.ok(root, http.MethodGet, "/nodes/pve/qemu/200/status/current", nil, &status)
+	if status["status"] != "running" {
+		t.Fatalf("after a stop-mode backup: %v", status)
+	}
+	k.mustOK(root, http.MethodPost, "/nodes/pve/qemu/200/status/stop", nil)
+	task = k.mustOK(root, http.MethodPost, "/nodes/pve/vzdump", url.Values{"vmid": {"200"}, "mode": {"snapshot"}, "storage": {"local"}})
+	if !inOrder(task.log, "INFO: status = stopped", "INFO: backup mode: stop", "INFO: starting kvm to execute backup task", "INFO: stopping kvm after backup task") {
+		t.Fatalf("log:\n%s", strings.Join(task.log, "\n"))
+	}
+}
