@@ -33,14 +33,31 @@ func writeVMDisk(t *testing.T, k *e2e, name string) {
 	}
 }
 
-// readVMDisk reads a disk file of local-lvm.
-func readVMDisk(t *testing.T, k *e2e, name string) []byte {
+// checkVMDisk checks a disk file of local-lvm: size bytes long, with
+// vmDiskPattern and zeros between (read around the pattern only).
+func checkVMDisk(t *testing.T, k *e2e, name string, size int64) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(k.dir, "data", "pve", "local-lvm", name))
+	f, err := os.Open(filepath.Join(k.dir, "data", "pve", "local-lvm", name))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return b
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || fi.Size() != size {
+		t.Fatalf("%s: %v, want %d bytes (%v)", name, fi.Size(), size, err)
+	}
+	for off, want := range vmDiskPattern {
+		got := make([]byte, len(want)+4096)
+		if _, err := f.ReadAt(got, off); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got[:len(want)], want) || !bytes.Equal(got[len(want):], make([]byte, 4096)) {
+			t.Fatalf("%s differs at %d", name, off)
+		}
+	}
+	zero := make([]byte, 1<<20)
+	if _, err := f.ReadAt(zero, 1<<20); err != nil || !bytes.Equal(zero, make([]byte, 1<<20)) {
+		t.Fatalf("%s has data where the original had none (%v)", name, err)
+	}
 }
 
 // inOrder reports whether log holds lines in that order (others between).
@@ -149,5 +166,84 @@ func TestQemuBackup_stopMode(t *testing.T) {
 	task = k.mustOK(root, http.MethodPost, "/nodes/pve/vzdump", url.Values{"vmid": {"200"}, "mode": {"snapshot"}, "storage": {"local"}})
 	if !inOrder(task.log, "INFO: status = stopped", "INFO: backup mode: stop", "INFO: starting kvm to execute backup task", "INFO: stopping kvm after backup task") {
 		t.Fatalf("log:\n%s", strings.Join(task.log, "\n"))
+	}
+}
+
+// vmBackupOf backs VM vmid up to local (zstd) and returns the volid.
+func vmBackupOf(t *testing.T, k *e2e, vmid string) string {
+	t.Helper()
+	task := k.mustOK(k.root(), http.MethodPost, "/nodes/pve/vzdump", url.Values{"vmid": {vmid}, "mode": {"snapshot"}, "storage": {"local"}, "compress": {"zstd"}})
+	for _, l := range task.log {
+		if _, name, ok := strings.Cut(l, "creating vzdump archive '/var/lib/vz/dump/"); ok {
+			return "local:backup/" + strings.TrimSuffix(name, "'")
+		}
+	}
+	t.Fatalf("no archive in the log:\n%s", strings.Join(task.log, "\n"))
+	return ""
+}
+
+// vmConfigOf is GET config of VM vmid, without its digest.
+func vmConfigOf(t *testing.T, k *e2e, vmid string) map[string]any {
+	t.Helper()
+	var conf map[string]any
+	k.ok(k.root(), http.MethodGet, "/nodes/pve/qemu/"+vmid+"/config", nil, &conf)
+	delete(conf, "digest")
+	return conf
+}
+
+// TestQemuRestore_roundTrip: a VM backed up with the agent's freeze,
+// destroyed and restored into a new VMID has the same config (its
+// volumes renamed, a new vmgenid) and the same disk content; unique=1
+// gives new MACs; an existing VMID is refused without force.
+func TestQemuRestore_roundTrip(t *testing.T) {
+	k := newE2E(t)
+	k.srv.Cluster().SetVMRuntime(model.NewAgentVMRuntime())
+	root := k.root()
+	k.mustOK(root, http.MethodPost, "/nodes/pve/qemu", vmParams("200"))
+	writeVMDisk(t, k, "vm-200-disk-0")
+	k.mustOK(root, http.MethodPost, "/nodes/pve/qemu/200/status/start", nil)
+	volid := vmBackupOf(t, k, "200")
+	orig := vmConfigOf(t, k, "200")
+	k.mustOK(root, http.MethodPost, "/nodes/pve/qemu/200/status/stop", nil)
+	k.mustOK(root, http.MethodDelete, "/nodes/pve/qemu/200", nil)
+
+	task := k.mustOK(root, http.MethodPost, "/nodes/pve/qemu", url.Values{"vmid": {"201"}, "archive": {volid}})
+	if task.Type != "qmrestore" || task.ID != "201" || !task.has("new volume ID is 'local-lvm:vm-201-disk-0'") ||
+		!task.has("map 'drive-scsi0' to '/dev/pve/vm-201-disk-0' (write zeros = 0)") {
+		t.Fatalf("restore task %s:%s\n%s", task.Type, task.ID, strings.Join(task.log, "\n"))
+	}
+	got := vmConfigOf(t, k, "201")
+	for key, want := range orig {
+		switch key {
+		case "scsi0", "ide2":
+			want = strings.ReplaceAll(want.(string), "vm-200-", "vm-201-")
+		case "vmgenid":
+			if got[key] == want {
+				t.Errorf("vmgenid kept: %v", want)
+			}
+			continue
+		}
+		if got[key] != want {
+			t.Errorf("%s = %v, want %v", key, got[key], want)
+		}
+	}
+	if len(got) != len(orig) {
+		t.Errorf("restored config %v\noriginal %v", got, orig)
+	}
+	checkVMDisk(t, k, "vm-201-disk-0", 2<<30)
+
+	if r := k.do(root, http.MethodPost, "/nodes/pve/qemu", url.Values{"vmid": {"201"}, "archive": {volid}}); r.status != 500 || r.msg != "unable to restore VM 201 - VM 201 already exists on node 'pve'\n" {
+		t.Fatalf("restore over an existing VM: %d %q", r.status, r.msg)
+	}
+	k.mustOK(root, http.MethodPost, "/nodes/pve/qemu", url.Values{"vmid": {"201"}, "archive": {volid}, "force": {"1"}})
+	if c := vmConfigOf(t, k, "201"); c["scsi0"] != got["scsi0"] || c["unused0"] != nil {
+		t.Fatalf("forced restore: %v", c)
+	}
+	checkVMDisk(t, k, "vm-201-disk-0", 2<<30)
+
+	k.mustOK(root, http.MethodPost, "/nodes/pve/qemu", url.Values{"vmid": {"202"}, "archive": {volid}, "unique": {"1"}})
+	u := vmConfigOf(t, k, "202")
+	if u["net0"] == orig["net0"] || !strings.HasPrefix(u["net0"].(string), "virtio=BC:24:11:") || u["smbios1"] == orig["smbios1"] {
+		t.Fatalf("unique restore: net0 %v (was %v), smbios1 %v (was %v)", u["net0"], orig["net0"], u["smbios1"], orig["smbios1"])
 	}
 }

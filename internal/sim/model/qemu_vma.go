@@ -248,12 +248,14 @@ func readVMArchive(p string, extract func(e vmaEntry, r io.Reader) error) (strin
 }
 
 // extractVMADevice writes a drive entry's records into the file at dst,
-// which ends up e.fileSize long: the clusters not stored stay holes.
-func extractVMADevice(e vmaEntry, r io.Reader, dst string) error {
+// which ends up e.fileSize long: the clusters not stored stay holes. It
+// returns the bytes it wrote.
+func extractVMADevice(e vmaEntry, r io.Reader, dst string) (int64, error) {
 	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
-		return err
+		return 0, err
 	}
+	var written int64
 	buf := make([]byte, vmaCluster)
 	for err == nil {
 		var rec [8]byte
@@ -271,6 +273,7 @@ func extractVMADevice(e vmaEntry, r io.Reader, dst string) error {
 		n := min(vmaCluster, e.fileSize-off)
 		if _, err = io.ReadFull(r, buf[:n]); err == nil {
 			_, err = f.WriteAt(buf[:n], off)
+			written += n
 		}
 	}
 	if err == nil {
@@ -279,5 +282,5 @@ func extractVMADevice(e vmaEntry, r io.Reader, dst string) error {
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	return err
+	return written, err
 }
