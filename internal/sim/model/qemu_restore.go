@@ -122,6 +122,9 @@ func (q *qemuVMs) restoreCheckLocked(auth Auth, node string, params map[string]s
 	if err := vmCheckModifyPermLocked(a, auth, vmid, slices.Collect(maps.Keys(conf))); err != nil {
 		return spec, err
 	}
+	if err := q.restoreBridgesLocked(auth, conf); err != nil {
+		return spec, err
+	}
 	for k, v := range conf {
 		if vmNetKeyRE.MatchString(k) {
 			conf[k] = vmNetWithMAC(v)
@@ -145,5 +148,21 @@ func (q *qemuVMs) restoreArchiveLocked(auth Auth, spec *vmRestoreSpec) error {
 	}
 	spec.path = q.storage.volumePath(spec.node, sid, name)
 	spec.hostPath = q.storage.hostPath(st.storage(sid), name)
+	return nil
+}
+
+// restoreBridgesLocked is check_bridge_access over conf's NICs (the
+// override options, then check_restore_permissions' merged config).
+func (q *qemuVMs) restoreBridgesLocked(auth Auth, conf map[string]string) error {
+	if auth.IsRoot() {
+		return nil
+	}
+	for _, k := range slices.Sorted(maps.Keys(conf)) {
+		if vmNetKeyRE.MatchString(k) {
+			if err := q.volumes.ctCheckBridgeAccessLocked(auth, conf[k]); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }

@@ -91,6 +91,7 @@ func (q *qemuVMs) restoreLocked(w *Worker, spec vmRestoreSpec, emsg string) (boo
 	if err != nil {
 		return false, err
 	}
+
 	if err := q.restoreAllocate(w, spec, old, devs); err != nil {
 		return false, err
 	}
@@ -138,8 +139,15 @@ func (q *qemuVMs) restoreReadArchive(w *Worker, spec vmRestoreSpec) (string, []*
 		w.Log("DEV: dev_id=%d size: %d devname: %s", i+1, sizes[n].devSize, n)
 	}
 	w.Log("CTIME: %s", q.clock().Format("Mon Jan _2 15:04:05 2006"))
+	// check_restore_permissions on the backed-up config merged with the
+	// options comes first, then parse_backup_hints' storage checks.
+	merged := vmParseConfigText(text)
+	maps.Copy(merged, spec.override)
 	var devs []*vmRestoreDev
 	err = w.Do(func(st *State) error {
+		if err := q.restoreBridgesLocked(spec.auth, merged); err != nil {
+			return err
+		}
 		for line := range strings.SplitSeq(text, "\n") {
 			d, err := q.restoreHintLocked(spec, line, sizes)
 			if err != nil {

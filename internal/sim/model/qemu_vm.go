@@ -43,9 +43,11 @@ type qemuVMs struct {
 	version string
 	nodes   interface{ checkNodeLocked(node string) error }
 	storage qemuStorage
-	// volumes (ctConfig) is check_volume_access: a restore's archive.
+	// volumes (ctConfig) is check_volume_access (a restore's archive)
+	// and check_bridge_access (a restored NIC's bridge).
 	volumes interface {
 		ctCheckVolumeAccessLocked(auth Auth, vmid int, volid, typ string) error
+		ctCheckBridgeAccessLocked(auth Auth, value string) error
 	}
 	tasks interface {
 		spawn(auth Auth, node, typ, id string, fn func(w *Worker) error) string
