@@ -247,3 +247,54 @@ func TestQemuRestore_roundTrip(t *testing.T) {
 		t.Fatalf("unique restore: net0 %v (was %v), smbios1 %v (was %v)", u["net0"], orig["net0"], u["smbios1"], orig["smbios1"])
 	}
 }
+
+// TestQemuBackup_permissionsAndSelection: VM.Backup on the VM and
+// Datastore.AllocateSpace on the storage as for CTs; a job of a CT and a
+// VM backs both up with their own archive kinds; pool and all select
+// VMs too.
+func TestQemuBackup_permissionsAndSelection(t *testing.T) {
+	k := newE2E(t)
+	k.srv.Cluster().SetVMRuntime(model.NewAgentVMRuntime())
+	root := k.root()
+	k.mustOK(root, http.MethodPost, "/nodes/pve/qemu", vmParams("200"))
+	k.ok(root, http.MethodPost, "/pools", url.Values{"poolid": {"vms"}}, nil)
+	p := vmParams("201")
+	p.Set("pool", "vms")
+	k.mustOK(root, http.MethodPost, "/nodes/pve/qemu", p)
+
+	audit := limitedUser(k, "audit@pve", "VM.Audit,Datastore.AllocateSpace", "/")
+	if task := k.task(audit, http.MethodPost, "/nodes/pve/vzdump", url.Values{"vmid": {"200"}}); task.ExitStatus != "403 Permission check failed (/vms/200, VM.Backup)" {
+		t.Errorf("backup without VM.Backup: %q", task.ExitStatus)
+	}
+	nospace := limitedUser(k, "nospace@pve", "VM.Backup", "/vms/200")
+	if r := k.do(nospace, http.MethodPost, "/nodes/pve/vzdump", url.Values{"vmid": {"200"}, "storage": {"local"}}); r.status != 403 || r.msg != "Permission check failed (/storage/local, Datastore.AllocateSpace)\n" {
+		t.Errorf("backup without Datastore.AllocateSpace: %d %q", r.status, r.msg)
+	}
+
+	task := k.mustOK(root, http.MethodPost, "/nodes/pve/vzdump", url.Values{"pool": {"vms"}, "storage": {"local"}})
+	if task.ID != "201" || !task.has("INFO: Starting Backup of VM 201 (qemu)") || task.has("INFO: Starting Backup of VM 200 (qemu)") {
+		t.Fatalf("pool job %s:\n%s", task.ID, strings.Join(task.log, "\n"))
+	}
+	if r := k.do(root, http.MethodPost, "/nodes/pve/vzdump", url.Values{"pool": {"nope"}}); r.status != 500 || r.msg != "pool 'nope' does not exist\n" {
+		t.Errorf("unknown pool: %d %q", r.status, r.msg)
+	}
+	task = k.mustOK(root, http.MethodPost, "/nodes/pve/vzdump", url.Values{"all": {"1"}, "exclude": {"201"}, "storage": {"local"}})
+	if !task.has("INFO: Starting Backup of VM 200 (qemu)") || task.has("INFO: Starting Backup of VM 201 (qemu)") {
+		t.Fatalf("all without 201:\n%s", strings.Join(task.log, "\n"))
+	}
+
+	k.create(root, "100", nil)
+	task = k.mustOK(root, http.MethodPost, "/nodes/pve/vzdump", url.Values{"vmid": {"100,200"}, "storage": {"local"}, "compress": {"zstd"}})
+	if task.ID != "" || !inOrder(task.log, "INFO: Starting Backup of VM 100 (lxc)", "INFO: Starting Backup of VM 200 (qemu)") {
+		t.Fatalf("mixed job %q:\n%s", task.ID, strings.Join(task.log, "\n"))
+	}
+	var content []map[string]any
+	k.ok(root, http.MethodGet, "/nodes/pve/storage/local/content", url.Values{"content": {"backup"}}, &content)
+	kinds := map[string]int{}
+	for _, c := range content {
+		kinds[c["subtype"].(string)+" "+c["format"].(string)]++
+	}
+	if kinds["lxc tar.zst"] != 1 || kinds["qemu vma.zst"] != 1 || kinds["qemu vma"] != 2 {
+		t.Fatalf("backups %v", kinds)
+	}
+}
