@@ -89,7 +89,7 @@ func TestQemuRestore_refusals(t *testing.T) {
 				t.Fatalf("task ended %q, want %q\n%s", task.ExitStatus, tc.status, strings.Join(task.log, "\n"))
 			}
 			// PVE leaves the VM's (empty) config: it can be destroyed (which
-	// drops the VM's ACLs, so each case has its own VMID).
+			// drops the VM's ACLs, so each case has its own VMID).
 			k.mustOK(root, http.MethodDelete, "/nodes/pve/qemu/"+p.Get("vmid"), nil)
 		})
 	}
