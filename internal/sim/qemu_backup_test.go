@@ -241,8 +241,13 @@ func TestQemuRestore_roundTrip(t *testing.T) {
 	}
 	checkVMDisk(t, k, "vm-201-disk-0", 2<<30)
 
-	k.mustOK(root, http.MethodPost, "/nodes/pve/qemu", url.Values{"vmid": {"202"}, "archive": {volid}, "unique": {"1"}})
+	k.mustOK(root, http.MethodPost, "/nodes/pve/qemu", url.Values{"vmid": {"202"}, "archive": {volid}, "unique": {"1"}, "start": {"1"}, "memory": {"2048"}})
 	u := vmConfigOf(t, k, "202")
+	var status map[string]any
+	k.ok(root, http.MethodGet, "/nodes/pve/qemu/202/status/current", nil, &status)
+	if status["status"] != "running" || u["memory"] != float64(2048) && u["memory"] != "2048" {
+		t.Fatalf("restore with start and memory: %v, memory %v", status["status"], u["memory"])
+	}
 	if u["net0"] == orig["net0"] || !strings.HasPrefix(u["net0"].(string), "virtio=BC:24:11:") || u["smbios1"] == orig["smbios1"] {
 		t.Fatalf("unique restore: net0 %v (was %v), smbios1 %v (was %v)", u["net0"], orig["net0"], u["smbios1"], orig["smbios1"])
 	}
