@@ -307,3 +307,12 @@ func (vz *vzdump) isVM(vmid int) bool {
 func backupIsVM(name string) bool {
 	return strings.Contains(name, "vzdump-qemu-")
 }
+
+// vzdumpGuestType is the plugin's type (lxc, qemu): prune_backups keeps
+// a guest's backups of its own type only.
+func vzdumpGuestType(st *State, vmid int) string {
+	if st.VMs[vmid] != nil {
+		return "qemu"
+	}
+	return "lxc"
+}

@@ -844,7 +844,7 @@ func (vz *vzdump) vzdumpPruneLocked(w *Worker, job vzdumpJob, vmid int) {
 		var group []*Volume
 		for _, v := range st.Volumes {
 			if st.volOn(v, job.node) && v.Storage == job.storage && v.Content == "backup" && v.Owner == vmid &&
-				strings.HasPrefix(v.Name, fmt.Sprintf("backup/vzdump-lxc-%d-", vmid)) {
+				strings.HasPrefix(v.Name, fmt.Sprintf("backup/vzdump-%s-%d-", vzdumpGuestType(st, vmid), vmid)) {
 				group = append(group, v)
 			}
 		}
@@ -870,6 +870,7 @@ func (vz *vzdump) removeBackupLocked(node string, v *Volume) {
 	p := vz.storage.volumePath(node, v.Storage, v.Name)
 	os.Remove(p + ".notes")
 	base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(p, ".zst"), ".gz"), ".lzo"), ".tar")
+	base = strings.TrimSuffix(base, ".vma")
 	os.Remove(base + ".log")
 	os.Remove(base + ".protected")
 	vz.storage.freeVolumeLocked(node, v.VolID())
