@@ -18,27 +18,26 @@ import (
 // recorded (Calls). The default state-only runtime has no agent at all.
 type AgentVMRuntime struct {
 	stateOnlyVMRuntime
-	mu      sync.Mutex
-	agent   map[int]bool // started with the agent
-	muted   map[int]bool
-	frozen  map[int]bool
-	calls   map[int][]string
-	stopped map[int]int // the stops and shutdowns, per VM
+	mu     sync.Mutex
+	agent  map[int]bool // started with the agent
+	muted  map[int]bool
+	frozen map[int]bool
+	calls  map[int][]string
 }
 
 // NewAgentVMRuntime returns a state-only runtime with answering agents.
 func NewAgentVMRuntime() *AgentVMRuntime {
-	return &AgentVMRuntime{agent: map[int]bool{}, muted: map[int]bool{}, frozen: map[int]bool{}, calls: map[int][]string{}, stopped: map[int]int{}}
+	return &AgentVMRuntime{agent: map[int]bool{}, muted: map[int]bool{}, frozen: map[int]bool{}, calls: map[int][]string{}}
 }
 
 // Start records the VM running, with its agent when the config has one.
 func (r *AgentVMRuntime) Start(spec VMStartSpec) (int, error) {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.agent[spec.VMID] = spec.Agent
 	r.frozen[spec.VMID] = false
 	r.calls[spec.VMID] = append(r.calls[spec.VMID], "start")
-	r.mu.Unlock()
-	return r.stateOnlyVMRuntime.Start(spec)
+	return r.stateOnlyVMRuntime.Start(spec) // its PID counter under r.mu
 }
 
 // Stop ends the VM: its agent goes with it.
