@@ -162,6 +162,11 @@ func TestQemuBackup_stopMode(t *testing.T) {
 	if status["status"] != "running" {
 		t.Fatalf("after a stop-mode backup: %v", status)
 	}
+	task = k.mustOK(root, http.MethodPost, "/nodes/pve/vzdump", url.Values{"vmid": {"200"}, "mode": {"suspend"}, "storage": {"local"}})
+	resumed := slices.ContainsFunc(task.log, func(l string) bool { return strings.HasPrefix(l, "INFO: resuming VM again after ") })
+	if !resumed || !inOrder(task.log, "INFO: backup mode: suspend", "INFO: suspending guest", "INFO: starting backup via QMP command", "INFO: resume vm") {
+		t.Fatalf("suspend mode log:\n%s", strings.Join(task.log, "\n"))
+	}
 	k.mustOK(root, http.MethodPost, "/nodes/pve/qemu/200/status/stop", nil)
 	task = k.mustOK(root, http.MethodPost, "/nodes/pve/vzdump", url.Values{"vmid": {"200"}, "mode": {"snapshot"}, "storage": {"local"}})
 	if !inOrder(task.log, "INFO: status = stopped", "INFO: backup mode: stop", "INFO: starting kvm to execute backup task", "INFO: stopping kvm after backup task") {

@@ -174,6 +174,11 @@ func (b *vmBackup) finish(err error) error {
 			}
 		})
 	}
+	if b.mode == "suspend" {
+		// cleanup->{resume}: qm resume of the guest suspend mode paused
+		// (the emulator never paused it).
+		b.info("resume vm")
+	}
 	if b.restart {
 		b.info("restarting vm")
 		if serr := b.q.startTask(b.w, b.job.node, b.vmid); serr != nil {
