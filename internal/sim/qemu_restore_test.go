@@ -31,6 +31,7 @@ func TestQemuRestore_refusals(t *testing.T) {
 	root := k.root()
 	k.mustOK(root, http.MethodPost, "/nodes/pve/qemu", vmParams("200"))
 	volid := vmBackupOf(t, k, "200")
+	k.create(root, "100", nil)
 	alloc := limitedUser(k, "alloc@pve", "VM.Allocate,VM.Config.Options", "/vms/300")
 	space := limitedUser(k, "space@pve", "VM.Allocate,Datastore.AllocateSpace", "/vms/300", "/storage/local")
 	backup := limitedUser(k, "backup@pve", "VM.Allocate,Datastore.AllocateSpace,VM.Backup", "/vms/300", "/storage/local", "/vms/200")
@@ -47,6 +48,7 @@ func TestQemuRestore_refusals(t *testing.T) {
 		{"missing archive", root, url.Values{"vmid": {"300"}, "archive": {"local:backup/vzdump-qemu-999-2020_01_01-00_00_00.vma.zst"}}, 500,
 			"can't find file 'local:backup/vzdump-qemu-999-2020_01_01-00_00_00.vma.zst'\n"},
 		{"existing VM", root, url.Values{"vmid": {"200"}}, 500, "unable to restore VM 200 - VM 200 already exists on node 'pve'\n"},
+		{"existing CT, even with force", root, url.Values{"vmid": {"100"}, "force": {"1"}}, 500, "unable to restore VM 100 - CT 100 already exists on node 'pve'\n"},
 		{"no VM.Allocate", alloc, url.Values{"vmid": {"301"}}, 403, "Permission check failed\n"},
 		{"target storage", alloc, url.Values{"vmid": {"300"}, "storage": {"local-lvm"}}, 403, "Permission check failed (/storage/local-lvm, Datastore.AllocateSpace)\n"},
 		{"archive storage", alloc, url.Values{"vmid": {"300"}}, 403, "Permission check failed (/storage/local, Datastore.AllocateSpace)\n"},
@@ -93,11 +95,18 @@ func TestQemuRestore_refusals(t *testing.T) {
 			k.mustOK(root, http.MethodDelete, "/nodes/pve/qemu/"+p.Get("vmid"), nil)
 		})
 	}
+	// Over a running VM with force: the task refuses it and unlocks it.
+	k.mustOK(root, http.MethodPost, "/nodes/pve/qemu/200/status/start", nil)
+	task := k.task(root, http.MethodPost, "/nodes/pve/qemu", url.Values{"vmid": {"200"}, "archive": {volid}, "force": {"1"}})
+	if task.ExitStatus != "unable to restore VM 200 - vm is running" || vmConfigOf(t, k, "200")["lock"] != nil {
+		t.Fatalf("forced restore over a running VM: %q, config %v", task.ExitStatus, vmConfigOf(t, k, "200"))
+	}
 	var content []map[string]any
-	k.ok(root, http.MethodGet, "/nodes/pve/storage/local-lvm/content", nil, &content)
-	if len(content) != 2 || content[0]["vmid"] != float64(200) || content[1]["vmid"] != float64(200) { // VM 200's disk and cloud-init drive
-
-		t.Fatalf("refused restores left volumes: %v", content)
+	k.ok(root, http.MethodGet, "/nodes/pve/storage/local-lvm/content", url.Values{"content": {"images"}}, &content)
+	for _, c := range content {
+		if c["vmid"] != float64(200) { // only VM 200's disk and cloud-init drive
+			t.Fatalf("refused restores left volumes: %v", content)
+		}
 	}
 }
 
