@@ -80,6 +80,7 @@ func TestQemuRestore_refusals(t *testing.T) {
 		{"bridge of the backed-up NIC", backup, url.Values{"vmid": {"300"}}, "403 Permission check failed (/sdn/zones/localnetwork/vmbr0, SDN.Use)"},
 		{"disk storage", bridged, url.Values{"vmid": {"302"}}, "403 Permission check failed (/storage/local-lvm, Datastore.AllocateSpace)"},
 		{"live-restore", root, url.Values{"vmid": {"301"}, "live-restore": {"1"}}, "live-restore is only compatible with backup images from a Proxmox Backup Server"},
+		{"target storage without images", root, url.Values{"vmid": {"303"}, "storage": {"local"}}, "Content type 'images' is not available on storage 'local'"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := url.Values{"archive": {volid}}
