@@ -43,7 +43,13 @@ type qemuVMs struct {
 	version string
 	nodes   interface{ checkNodeLocked(node string) error }
 	storage qemuStorage
-	tasks   interface {
+	// volumes (ctConfig) is check_volume_access (a restore's archive)
+	// and check_bridge_access (a restored NIC's bridge).
+	volumes interface {
+		ctCheckVolumeAccessLocked(auth Auth, vmid int, volid, typ string) error
+		ctCheckBridgeAccessLocked(auth Auth, value string) error
+	}
+	tasks interface {
 		spawn(auth Auth, node, typ, id string, fn func(w *Worker) error) string
 		duration(typ string) time.Duration
 	}
@@ -70,6 +76,7 @@ type qemuStorage interface {
 	freeVolumeLocked(node, volid string) error
 	freeDiskNumberLocked(node, sid string, vmid int) int
 	addVolumeLocked(node string, v *Volume)
+	hostPath(s *Storage, name string) string
 }
 
 // wireQemu wires qemuVMs: the node check, the storage layer, tasks, the
@@ -83,6 +90,7 @@ func wireQemu(c *Cluster) {
 		version: c.opts.Version,
 		nodes:   &c.guests,
 		storage: &c.storage,
+		volumes: &c.ctConfig,
 		tasks:   &c.taskRunner,
 		journal: &c.persistence,
 		admit:   c.admitBytesLocked,
