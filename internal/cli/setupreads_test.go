@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/corralhq/corral/internal/plan"
@@ -133,5 +134,38 @@ func TestHAQuiet(t *testing.T) {
 		if haQuiet(c.p, c.obs) {
 			t.Errorf("%s: quiet, want HA read again", name)
 		}
+	}
+}
+
+// TestNoopApplyReadsWhatItsPlanReads: an apply whose plan is empty
+// changes nothing, so it needs no preflight (its privilege checks are
+// about changes), no lock and no final check: the plan it shows is the
+// fresh plan. It reads exactly what `corral plan` reads (issue 30: 18
+// requests against the plan's 10, and the peer's 3): no /version, no
+// permission list or path, no next VMID.
+func TestNoopApplyReadsWhatItsPlanReads(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	m := manifestWith(t, "512")
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	c.srv.ResetRequests()
+	c.mustRun("plan", "-f", m)
+	_, planned := c.srv.Requests()
+	c.srv.ResetRequests()
+	r := c.mustRun("apply", "-f", m, "--auto-approve")
+	stats, total := c.srv.Requests()
+	for _, s := range stats {
+		t.Logf("%s %d", s.Endpoint, s.Count)
+	}
+	for _, ep := range []string{"GET /version", "GET /access/permissions", "GET /cluster/nextid"} {
+		if n := c.requestCount(ep); n != 0 {
+			t.Errorf("no-op apply read %s %d times, want none", ep, n)
+		}
+	}
+	if total != planned {
+		t.Errorf("no-op apply made %d requests, the plan %d: want the same", total, planned)
+	}
+	if !strings.Contains(r.stdout, "No changes") {
+		t.Errorf("no-op apply did not say No changes:\n%s", r.stdout)
 	}
 }
