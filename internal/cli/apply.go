@@ -473,7 +473,9 @@ func applyUnderLock(ctx context.Context, st *streams, s *session, f *manifest.Fi
 		}
 		ctx = lock.ctx
 		approved := pj
-		p, obs, pj, err = makePlan(ctx, s, f)
+		// Corral's guests are where the approved plan saw them, or the
+		// plan reads the tasks of the nodes it finds them on too.
+		p, obs, pj, err = makePlan(apply.ExpectGuestsOn(ctx, apply.GuestNodes(obs)), s, f)
 		if err == nil {
 			if err := a.checkSaved(p, pj, true); err != nil {
 				return false, err
@@ -536,7 +538,7 @@ func convergeUnderLock(ctx context.Context, st *streams, s *session, f *manifest
 			}
 		}
 		// No --rerun here: the steps it named have just run.
-		next, nobs, npj, err := makePlanFor(ctx, s, f, planOpts{recoverOffline: a.recoverOffline, shape: a.shape, targets: a.targets, haUnchanged: haQuiet(p, obs)})
+		next, nobs, npj, err := makePlanFor(expectAfter(ctx, p, obs), s, f, planOpts{recoverOffline: a.recoverOffline, shape: a.shape, targets: a.targets, haUnchanged: haQuiet(p, obs)})
 		if err != nil {
 			showPlan(npj)
 			return &IncompleteError{Why: "planning again on fresh reads after the changes failed: " + redactErr(f, err).Error()}
@@ -568,6 +570,23 @@ func convergeUnderLock(ctx context.Context, st *streams, s *session, f *manifest
 		}
 		p, obs = next, nobs
 	}
+}
+
+// expectAfter is ctx telling the final check where corral's guests are
+// once p, planned on obs, is carried out: where obs saw them and on the
+// nodes p changes (apply.ExpectGuestsOn). With no plan carried out (an
+// interrupted restore finished), ctx as it is.
+func expectAfter(ctx context.Context, p *plan.Plan, obs *plan.Observed) context.Context {
+	if p == nil {
+		return ctx
+	}
+	nodes := apply.GuestNodes(obs)
+	for _, n := range p.Nodes() {
+		if !slices.Contains(nodes, n) {
+			nodes = append(nodes, n)
+		}
+	}
+	return apply.ExpectGuestsOn(ctx, nodes)
 }
 
 // IncompleteError is an apply whose steps ran but after which a fresh plan
