@@ -130,12 +130,22 @@ func (r *runner) stepsAtOnce(steps []stepName, op func() []error) []error {
 // become unusedN, which a destroy does not free since the keeper owns
 // them), and destroys it.
 func (r *runner) destroyCT(ctx context.Context, app, node string, vmid int) error {
-	conf, err := containerConfig(ctx, r.client, node, vmid)
-	if pve.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return err
+	return r.destroyCTFrom(ctx, app, node, vmid, nil)
+}
+
+// destroyCTFrom is destroyCT given the CT's current config as read right
+// before, with nothing written since (checkPlannedConf: the identity
+// check's read); nil reads it.
+func (r *runner) destroyCTFrom(ctx context.Context, app, node string, vmid int, conf map[string]string) error {
+	if conf == nil {
+		var err error
+		conf, err = containerConfig(ctx, r.client, node, vmid)
+		if pve.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
 	}
 	if err := r.ensureStopped(ctx, app, node, vmid); err != nil {
 		return err
@@ -418,6 +428,7 @@ func (r *runner) guardSnapshots(ctx context.Context, node string, volids []strin
 // node: owner gives each volume's keeper, the one guest allowed to
 // reference it.
 func (r *runner) volumesInUseOwned(ctx context.Context, node string, volids []string, owner map[string]int) (map[string]*VolumeInUseError, error) {
+	ctx = oneListing(ctx)
 	refs, err := r.referencedBy(ctx, node, volids, nil)
 	if err != nil {
 		return nil, err
@@ -432,10 +443,12 @@ func (r *runner) volumesInUseOwned(ctx context.Context, node string, volids []st
 }
 
 // volumesInUse is guardUnreferenced and guardSnapshots for many volumes
-// with one read of the guests and one of the snapshots: the
+// with one read of the guests and one of the snapshots, both from one
+// listing of the cluster (oneListing): the
 // *VolumeInUseError of each of volids that a guest other than allowed
 // references, or a snapshot keeps.
 func (r *runner) volumesInUse(ctx context.Context, node string, volids []string, allowed ...int) (map[string]*VolumeInUseError, error) {
+	ctx = oneListing(ctx)
 	bad, err := r.referencedBy(ctx, node, volids, allowed)
 	if err != nil {
 		return nil, err

@@ -188,3 +188,31 @@ func TestFirstApplyReadsTheKeeperOncePerWrite(t *testing.T) {
 		t.Errorf("first apply read a container config %d times, want 7 (one per keeper write)", got)
 	}
 }
+
+// TestDestroyDeleteVolumesReadsEachThingOnce: a destroy
+// --delete-volumes of one app reads its container's config once right
+// before the destroy (the identity check; the detach takes its mount
+// points from that read), and the free batch's check of the node takes
+// the guests whose configs and snapshots it reads from one listing
+// (issue 30: a second config read and a second listing, back to back).
+// What is left: 5 listings (the plan shown, the lock's, the plan under
+// the lock, the snapshot guard before the destroy, the free's check)
+// and 6 config reads, all the keeper's (the lease's write, the free's
+// four writes, the lease's release).
+func TestDestroyDeleteVolumesReadsEachThingOnce(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	m := manifestWith(t, "512")
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	c.srv.ResetRequests()
+	c.mustRun("destroy", "-f", m, "--auto-approve", "--delete-volumes")
+	stats, total := c.srv.Requests()
+	for _, s := range stats {
+		t.Logf("%s %d", s.Endpoint, s.Count)
+	}
+	for ep, n := range map[string]int{"GET /cluster/resources": 5, "GET /nodes/{node}/lxc/{vmid}/config": 6} {
+		if got := c.requestCount(ep); got != n {
+			t.Errorf("destroy --delete-volumes (%d requests): %s read %d times, want %d", total, ep, got, n)
+		}
+	}
+}
