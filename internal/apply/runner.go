@@ -219,21 +219,29 @@ func (r *runner) locked() pve.RetryPolicy {
 }
 
 // ensureStopped shuts the CT down (gracefully, then hard after 60 s) if it
-// runs.
+// runs. It asks for the shutdown without reading the CT's status first:
+// PVE refuses a shutdown of a CT that does not run before any task
+// starts ("CT 105 not running", also under HA), which is the answer the
+// read would have given (issue 30: one read less per CT stopped).
 func (r *runner) ensureStopped(ctx context.Context, app, node string, vmid int) error {
-	st, err := r.client.ContainerStatus(ctx, node, vmid)
-	if err != nil {
-		return err
+	if r.stopped() {
+		// No new task once a stop was asked: only whether one was needed.
+		st, err := r.client.ContainerStatus(ctx, node, vmid)
+		if err != nil || !st.Running() {
+			return err
+		}
+		return fmt.Errorf("%s: stop: %w", app, ErrStopped)
 	}
-	if !st.Running() {
+	var upid string
+	err := r.locked().Do(ctx, func() (err error) {
+		upid, err = r.client.ShutdownContainer(ctx, node, vmid, pve.ShutdownOptions{Timeout: 60, ForceStop: true})
+		return err
+	})
+	var apiErr *pve.APIError
+	if errors.As(err, &apiErr) && errors.Is(apiErr, pve.ErrNotRunning) {
 		return nil
 	}
 	return r.step(app, "stop", "ct "+strconv.Itoa(vmid), func() error {
-		var upid string
-		err := r.locked().Do(ctx, func() (err error) {
-			upid, err = r.client.ShutdownContainer(ctx, node, vmid, pve.ShutdownOptions{Timeout: 60, ForceStop: true})
-			return err
-		})
 		if err != nil {
 			return err
 		}

@@ -195,6 +195,8 @@ func TestFirstApplyReadsTheKeeperOncePerWrite(t *testing.T) {
 // points from that read), and the free batch's check of the node takes
 // the guests whose configs and snapshots it reads from one listing
 // (issue 30: a second config read and a second listing, back to back).
+// The shutdown is asked for without a status read first: PVE refuses
+// that of a stopped container before any task, which says the same.
 // What is left: 5 listings (the plan shown, the lock's, the plan under
 // the lock, the snapshot guard before the destroy, the free's check)
 // and 6 config reads, all the keeper's (the lease's write, the free's
@@ -210,9 +212,32 @@ func TestDestroyDeleteVolumesReadsEachThingOnce(t *testing.T) {
 	for _, s := range stats {
 		t.Logf("%s %d", s.Endpoint, s.Count)
 	}
-	for ep, n := range map[string]int{"GET /cluster/resources": 5, "GET /nodes/{node}/lxc/{vmid}/config": 6} {
+	for ep, n := range map[string]int{"GET /cluster/resources": 5, "GET /nodes/{node}/lxc/{vmid}/config": 6, "GET /nodes/{node}/lxc/{vmid}/status/current": 0} {
 		if got := c.requestCount(ep); got != n {
 			t.Errorf("destroy --delete-volumes (%d requests): %s read %d times, want %d", total, ep, got, n)
 		}
+	}
+}
+
+// TestDestroyOfAStoppedApp: the shutdown before a destroy is asked for
+// without reading the container's status, and PVE's "CT N not running"
+// for a stopped one means there is nothing to stop: the destroy goes
+// on, and shows no stop step.
+func TestDestroyOfAStoppedApp(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	m := manifestWith(t, "512")
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	c.mustRun(append([]string{"stop", "notes", "-f", m}, c.connArgs()...)...)
+	c.srv.ResetRequests()
+	r := c.mustRun("destroy", "-f", m, "--auto-approve")
+	if n := c.requestCount("POST /nodes/{node}/lxc/{vmid}/status/shutdown"); n != 1 {
+		t.Errorf("destroy of a stopped app asked for %d shutdowns, want 1 (refused: not running)", n)
+	}
+	if strings.Contains(r.stderr, "stop") && strings.Contains(r.stderr, "not running") {
+		t.Errorf("destroy of a stopped app reported the refused shutdown:\n%s", r.stderr)
+	}
+	if st := c.status(m); len(st.Apps[0].Containers) != 0 {
+		t.Errorf("the stopped app's container is still there: %+v", st.Apps[0])
 	}
 }
