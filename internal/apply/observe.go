@@ -412,9 +412,11 @@ func guestsSettled(ctx context.Context, c *pve.Client, opts ObserveOptions, node
 		limit: limit,
 		// A keeper the lock is creating is not waited for: the plan
 		// creates the node's keeper, and the executor takes that one.
-		keep:  func(res []resource) []resource { return withoutOwnClaims(ctx, res) },
-		holds: func(r resource) bool { return r.Tags == "" },
-		busy:  func() (func([]resource) []string, error) { return busyTasks(ctx, c, nodes) },
+		keep:      func(res []resource) []resource { return withoutOwnClaims(ctx, res) },
+		holds:     func(r resource) bool { return r.Tags == "" },
+		busy:      func(on []string) (func([]resource) []string, error) { return busyTasks(ctx, c, on) },
+		busyNodes: firstBusyNodes(ctx, nodes),
+		watched:   func(res []resource) []string { return watchedNodes(ctx, res, nodes) },
 		tooLong: func(creating []resource) error {
 			var remove []string
 			for _, r := range creating {
