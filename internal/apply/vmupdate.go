@@ -52,4 +52,3 @@ func (v vmOps) update(ctx context.Context, c plan.Change) error {
 	}
 	return nil
 }
-
