@@ -223,6 +223,9 @@ func (v vmOps) address(ctx context.Context, app, node string, vmid int, a *plan.
 			if addr := GuestIPv4(ifs); err == nil && addr != "" {
 				return nil
 			}
+			if pve.IsPermission(err) {
+				return fmt.Errorf("VM %d runs, but the token may not ask its guest agent for its addresses: %w; grant VM.GuestAgent.Audit (PVE 9) or VM.Monitor (PVE 8) on /vms/%d (corral doctor names it), or give network.ip a static address", vmid, err, vmid)
+			}
 			if err != nil {
 				last = err
 			}
