@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/corralhq/corral/internal/pve"
 	"github.com/corralhq/corral/internal/sim"
+	"github.com/corralhq/corral/internal/sim/model"
 )
 
 // vmKey is the cloud-init user's key in the VM tests.
@@ -135,5 +137,131 @@ func TestVMAppLifecycle(t *testing.T) {
 		if strings.Contains(v.VolID, "vm-"+strconv.Itoa(vmid)+"-") {
 			t.Errorf("volume %s left after destroy", v.VolID)
 		}
+	}
+}
+
+// narrowToken is a token whose role is the operator's without the
+// privileges in drop.
+func (c *cluster) narrowToken(drop ...string) string {
+	c.t.Helper()
+	cl := c.srv.Cluster()
+	var privs []string
+	for _, p := range model.OperatorPrivileges {
+		if !slices.Contains(drop, p) {
+			privs = append(privs, p)
+		}
+	}
+	if err := cl.AddRole("Narrow", privs); err != nil {
+		c.t.Fatal(err)
+	}
+	if err := cl.AddUser("narrow@pve", "", nil); err != nil {
+		c.t.Fatal(err)
+	}
+	_, secret, _, err := cl.AddToken("narrow@pve", "tok", true, "", 0)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	root := model.Auth{UserID: "root@pam"}
+	if err := cl.UpdateACL(root, model.ACLUpdate{Path: "/", Roles: []string{"Narrow"}, Users: []string{"narrow@pve"}, Tokens: []string{"narrow@pve!tok"}, Propagate: true}); err != nil {
+		c.t.Fatal(err)
+	}
+	return "narrow@pve!tok=" + secret
+}
+
+// TestVMAppDoctorCloudinit: a token that may set neither
+// VM.Config.Cloudinit nor its alternative VM.Config.Network is told so by
+// doctor for a VM app (cloud-init's user, keys and address), and apply
+// stops in its preflight before it creates anything.
+func TestVMAppDoctorCloudinit(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	c.offerVMImage()
+	m := vmManifest(t, "1024")
+	tok := c.narrowToken("VM.Config.Network")
+	r := c.runToken(tok, "doctor", "-f", m)
+	if r.code == 0 || !strings.Contains(r.stdout+r.stderr, "VM.Config.Cloudinit") || !strings.Contains(r.stdout+r.stderr, "cloud-init") {
+		t.Fatalf("doctor: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// (c.run points plan and apply at the operator's token.)
+	var out, errb bytes.Buffer
+	code := Run(context.Background(), []string{"apply", "-f", m, "--auto-approve", "--endpoint", c.srv.URL(), "--api-token", tok, "--fingerprint", c.srv.Fingerprint()},
+		strings.NewReader(""), &out, &errb)
+	if code != ExitError || !strings.Contains(errb.String(), "preflight") || !strings.Contains(errb.String(), "VM.Config.Cloudinit") {
+		t.Fatalf("apply: exit %d\n%s%s", code, out.String(), errb.String())
+	}
+	if vms, err := c.pveRoot().ClusterResources(context.Background(), "vm"); err != nil || len(vms) > 1 {
+		t.Fatalf("apply created guests: %+v, %v", vms, err)
+	}
+}
+
+// TestVMAppTagsEditedRefused: a VM of corral's whose tags were edited
+// away (its Notes still name the app) is refused by plan and apply, not
+// adopted and not duplicated; with the tags back the app is converged.
+func TestVMAppTagsEditedRefused(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	c.offerVMImage()
+	m := vmManifest(t, "1024")
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	vmid, _, _ := c.vmOf(m)
+	ctx := context.Background()
+	root := c.pveRoot()
+	if err := root.UpdateVMConfig(ctx, "pve", vmid, &pve.VMConfigUpdate{Delete: []string{"tags"}}); err != nil {
+		t.Fatal(err)
+	}
+	want := "VM " + strconv.Itoa(vmid) + " on pve carries corral's marker for app web in its Notes but not corral's tags"
+	for _, cmd := range []string{"plan", "apply"} {
+		r := c.run(cmd, "-f", m, "--auto-approve")
+		if cmd == "plan" {
+			r = c.run(cmd, "-f", m)
+		}
+		if r.code == 0 || r.code == ExitChanges || !strings.Contains(r.stdout+r.stderr, want) {
+			t.Fatalf("%s: exit %d\n%s%s", cmd, r.code, r.stdout, r.stderr)
+		}
+	}
+	vms, err := root.ClusterResources(ctx, "vm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, g := range vms {
+		if g.Type == "qemu" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d VMs after the refused apply, want the one: %+v", n, vms)
+	}
+	if err := root.UpdateVMConfig(ctx, "pve", vmid, &pve.VMConfigUpdate{Set: map[string]string{"tags": "corral;corral-app-web;corral-project-demo"}}); err != nil {
+		t.Fatal(err)
+	}
+	if r := c.run("plan", "-f", m); r.code != 0 {
+		t.Fatalf("plan with the tags back: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestVMAppAddressWait: with DHCP and the agent on, apply waits for the
+// guest agent's address; the emulator's state-only VMs run no agent, so
+// the wait ends at vm.addressWait with what to do, the VM created and
+// running (a later apply has nothing to do).
+func TestVMAppAddressWait(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	c.offerVMImage()
+	// The wait asks the agent, which the emulator's operator role may
+	// not by default (doctor's preflight says so).
+	if err := c.srv.Cluster().UpdateRole(model.OperatorRole, []string{"VM.GuestAgent.Audit"}, true); err != nil {
+		t.Fatal(err)
+	}
+	m := writeManifest(t, "apps:\n  - name: web\n    kind: vm\n    vm: {disk: {size: 2G}, addressWait: 1s}\n")
+	r := c.run("apply", "-f", m, "--auto-approve")
+	if r.code == 0 || !strings.Contains(r.stderr, "guest agent reported no address within 1s") || !strings.Contains(r.stderr, "raise vm.addressWait") {
+		t.Fatalf("apply: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if _, status, ip := c.vmOf(m); status != "running" || ip != "" {
+		t.Fatalf("vm %s with address %q", status, ip)
+	}
+	if r := c.run("plan", "-f", m); r.code != 0 {
+		t.Fatalf("plan: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
