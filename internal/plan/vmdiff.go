@@ -40,7 +40,7 @@ func vmChange(a *App, vm *VM) (Change, []string) {
 	}
 	if disk.Size > a.VM.DiskSize {
 		return c, []string{fmt.Sprintf("app %s: disk %s of VM %d is %s, the manifest asks %s: a disk cannot shrink; set vm.disk.size to %s or more",
-			a.Name, VMDisk, vm.VMID, human.Size(disk.Size), human.Size(a.VM.DiskSize), human.Size(disk.Size))}
+			a.Name, VMDisk, vm.VMID, human.Size(disk.Size), human.Size(a.VM.DiskSize), pvesize.Format(disk.Size))}
 	}
 	if disk.Size < a.VM.DiskSize {
 		c.RootGrow = a.VM.DiskSize
