@@ -34,7 +34,15 @@ func TestVMAppRealBoot(t *testing.T) {
 	m := writeManifest(t, "apps:\n  - name: web\n    kind: vm\n    memory: 768\n"+
 		"    ssh: {publicKeys: [\""+vmKey+"\"]}\n    vm: {disk: {size: 2G}, addressWait: 8m}\n")
 	began := time.Now()
-	c.mustRun("apply", "-f", m, "--auto-approve")
+	if r := c.run("apply", "-f", m, "--auto-approve"); r.code != 0 {
+		if strings.Contains(r.stderr, "501") {
+			// The imported disk has the image file's size, under the
+			// 1G least a manifest asks, so apply grows it; branch
+			// h3-vmsim adds the emulator's qemu resize (issue 34).
+			t.Skipf("the emulator answers no PUT …/qemu/{vmid}/resize yet:\n%s", r.stderr)
+		}
+		t.Fatalf("apply: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
 	t.Logf("apply (create, boot, the agent's address) took %s", time.Since(began).Round(time.Second))
 	vmid, status, ip := c.vmOf(m)
 	if status != "running" || ip == "" {
