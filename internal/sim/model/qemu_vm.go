@@ -25,6 +25,8 @@ type VM struct {
 	Running       bool              `json:"running"`
 	StartedAt     int64             `json:"started_at,omitempty"`
 	PID           int               `json:"pid,omitempty"`
+	// Snapshots are the [snapname] sections (qemu_snapshot.go).
+	Snapshots map[string]*Snapshot `json:"snapshots,omitempty"`
 }
 
 // Lock is the VM's config lock ("" when none).
@@ -70,6 +72,7 @@ type qemuStorage interface {
 	freeVolumeLocked(node, volid string) error
 	freeDiskNumberLocked(node, sid string, vmid int) int
 	addVolumeLocked(node string, v *Volume)
+	snapshotPath(node string, v *Volume, snap string) string
 }
 
 // wireQemu wires qemuVMs: the node check, the storage layer, tasks, the
@@ -144,6 +147,10 @@ func vmConfigText(vm *VM) string {
 			fmt.Fprintf(&b, "delete: %s\n", strings.Join(del, ","))
 		}
 		writeSection(vm.Pending)
+	}
+	for _, name := range slices.Sorted(maps.Keys(vm.Snapshots)) {
+		b.WriteString("\n[" + name + "]\n")
+		writeSection(vm.Snapshots[name].Config)
 	}
 	return b.String()
 }

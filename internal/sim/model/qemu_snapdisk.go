@@ -1,0 +1,105 @@
+package model
+
+import (
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+)
+
+// The volumes of a VM's snapshot: which drives have one, whether their
+// storages can snapshot, and the copies the emulator keeps as the
+// storage's snapshots (docs/emulator.md "Virtual machines").
+
+// vmVolDrive is one drive of a config that names a volume of the node.
+type vmVolDrive struct {
+	key   string
+	drive PropString
+	vol   *Volume
+}
+
+// vmVolumeDrivesLocked lists conf's drives that are not cdroms (the
+// cloud-init drive is one) and whose volume exists, by key, as
+// foreach_volume visits them for a snapshot.
+func (q *qemuVMs) vmVolumeDrivesLocked(node string, conf map[string]string) []vmVolDrive {
+	st := q.state()
+	var out []vmVolDrive
+	for _, k := range slices.Sorted(maps.Keys(conf)) {
+		if !vmDriveRE.MatchString(k) {
+			continue
+		}
+		d, err := ParseProp(conf[k], "file")
+		if err != nil || vmDriveIsCdrom(d) {
+			continue
+		}
+		if v := st.Volumes[st.volKey(node, d["file"])]; v != nil {
+			out = append(out, vmVolDrive{key: k, drive: d, vol: v})
+		}
+	}
+	return out
+}
+
+// vmVolumeCanSnapshot is volume_has_feature('snapshot'): LVM-thin and
+// RBD volumes can, on a dir or NFS storage only qcow2 files can.
+func vmVolumeCanSnapshot(s *Storage, v *Volume) bool {
+	if s == nil {
+		return false
+	}
+	return s.CanSnapshot() || s.DirLike() && v.Format == "qcow2"
+}
+
+// vmSnapshotFeatureLocked is has_feature('snapshot') over conf's drives.
+func (q *qemuVMs) vmSnapshotFeatureLocked(node string, conf map[string]string) bool {
+	for _, d := range q.vmVolumeDrivesLocked(node, conf) {
+		if !vmVolumeCanSnapshot(q.state().storage(d.vol.Storage), d.vol) {
+			return false
+		}
+	}
+	return true
+}
+
+// vmSnapPath is where the emulator keeps snapshot snap of v: a sparse
+// copy of the data file where the storage layer keeps an LV
+// snap_<vol>_<snap> (for a qcow2 file, its internal snapshot), so that
+// freeing the volume frees it.
+func (q *qemuVMs) vmSnapPath(node string, v *Volume, snap string) string {
+	return q.storage.snapshotPath(node, v, snap)
+}
+
+// takeVolSnapshotLocked copies v's data as snapshot snap.
+func (q *qemuVMs) takeVolSnapshotLocked(node string, v *Volume, snap string) error {
+	dst := q.vmSnapPath(node, v, snap)
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return fmt.Errorf("snapshot %s: %w", v.VolID(), err)
+	}
+	if err := vmWriteVolume(dst, q.storage.volumePath(node, v.Storage, v.Name), v.Size); err != nil {
+		return fmt.Errorf("snapshot %s: %w", v.VolID(), err)
+	}
+	v.Snapshots = append(v.Snapshots, snap)
+	q.journal.markVolume(node, v.VolID())
+	return nil
+}
+
+// rollbackVolLocked makes snapshot snap v's data again, at the size the
+// volume had when the snapshot was taken.
+func (q *qemuVMs) rollbackVolLocked(node string, v *Volume, snap string) error {
+	src := q.vmSnapPath(node, v, snap)
+	fi, err := os.Stat(src)
+	if err != nil {
+		return fmt.Errorf("rollback %s: %w", v.VolID(), err)
+	}
+	if err := vmWriteVolume(q.storage.volumePath(node, v.Storage, v.Name), src, fi.Size()); err != nil {
+		return fmt.Errorf("rollback %s: %w", v.VolID(), err)
+	}
+	v.Size = fi.Size()
+	q.journal.markVolume(node, v.VolID())
+	return nil
+}
+
+// dropVolSnapshotLocked deletes snapshot snap of v.
+func (q *qemuVMs) dropVolSnapshotLocked(node string, v *Volume, snap string) {
+	os.Remove(q.vmSnapPath(node, v, snap))
+	v.Snapshots = slices.DeleteFunc(v.Snapshots, func(s string) bool { return s == snap })
+	q.journal.markVolume(node, v.VolID())
+}
