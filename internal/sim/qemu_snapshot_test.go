@@ -40,11 +40,16 @@ func (k *e2e) readDisk(node, volid string, n int) []byte {
 	if err != nil {
 		k.t.Fatal(err)
 	}
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		k.t.Fatal(err)
 	}
-	return b[:n]
+	defer f.Close()
+	b := make([]byte, n)
+	if _, err := f.ReadAt(b, 0); err != nil {
+		k.t.Fatal(err)
+	}
+	return b
 }
 
 // TestQemu_snapshot: a snapshot is a [s1] section and a storage snapshot

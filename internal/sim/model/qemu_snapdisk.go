@@ -1,11 +1,14 @@
 package model
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 )
 
 // The volumes of a VM's snapshot: which drives have one, whether their
@@ -73,7 +76,7 @@ func (q *qemuVMs) takeVolSnapshotLocked(node string, v *Volume, snap string) err
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return fmt.Errorf("snapshot %s: %w", v.VolID(), err)
 	}
-	if err := vmWriteVolume(dst, q.storage.volumePath(node, v.Storage, v.Name), v.Size); err != nil {
+	if err := vmCopyVolume(dst, q.storage.volumePath(node, v.Storage, v.Name), v.Size); err != nil {
 		return fmt.Errorf("snapshot %s: %w", v.VolID(), err)
 	}
 	v.Snapshots = append(v.Snapshots, snap)
@@ -89,7 +92,7 @@ func (q *qemuVMs) rollbackVolLocked(node string, v *Volume, snap string) error {
 	if err != nil {
 		return fmt.Errorf("rollback %s: %w", v.VolID(), err)
 	}
-	if err := vmWriteVolume(q.storage.volumePath(node, v.Storage, v.Name), src, fi.Size()); err != nil {
+	if err := vmCopyVolume(q.storage.volumePath(node, v.Storage, v.Name), src, fi.Size()); err != nil {
 		return fmt.Errorf("rollback %s: %w", v.VolID(), err)
 	}
 	v.Size = fi.Size()
@@ -102,4 +105,63 @@ func (q *qemuVMs) dropVolSnapshotLocked(node string, v *Volume, snap string) {
 	os.Remove(q.vmSnapPath(node, v, snap))
 	v.Snapshots = slices.DeleteFunc(v.Snapshots, func(s string) bool { return s == snap })
 	q.journal.markVolume(node, v.VolID())
+}
+
+// Whence values of lseek(2) on Linux: the next data extent, the next hole.
+const (
+	seekData = 3
+	seekHole = 4
+)
+
+// vmCopyVolume writes dst as a copy of src truncated or extended to
+// size, copying only src's data extents (SEEK_DATA/SEEK_HOLE): a 2 GiB
+// disk that holds a few MB copies in a few MB, where reading it through
+// would scan every zero. A file system without extents falls back to
+// vmWriteVolume's scan.
+func vmCopyVolume(dst, src string, size int64) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return fmt.Errorf("copy %s: %w", src, err)
+	}
+	defer in.Close()
+	if _, err := in.Seek(0, seekData); err != nil && !errors.Is(err, syscall.ENXIO) {
+		return vmWriteVolume(dst, src, size) // no SEEK_DATA here
+	}
+	out, err := os.Create(dst)
+	if err != nil {
+		return fmt.Errorf("copy to %s: %w", dst, err)
+	}
+	err = copyExtents(out, in)
+	if err == nil {
+		err = out.Truncate(size)
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("copy %s to %s: %w", src, dst, err)
+	}
+	return nil
+}
+
+// copyExtents copies each data extent of in to the same offset of out.
+func copyExtents(out, in *os.File) error {
+	var off int64
+	for {
+		start, err := in.Seek(off, seekData)
+		if errors.Is(err, syscall.ENXIO) {
+			return nil // no data after off
+		}
+		if err != nil {
+			return err
+		}
+		end, err := in.Seek(start, seekHole)
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(io.NewOffsetWriter(out, start), io.NewSectionReader(in, start, end-start)); err != nil {
+			return err
+		}
+		off = end
+	}
 }
