@@ -14,6 +14,8 @@ func (a *qemuAPI) registerOps(route routeFunc) {
 	route("POST", "/nodes/{node}/qemu/{vmid}/snapshot/{snapname}/rollback", a.postRollback)
 	route("GET", "/nodes/{node}/qemu/{vmid}/snapshot/{snapname}/config", a.getSnapshotConfig)
 	route("PUT", "/nodes/{node}/qemu/{vmid}/snapshot/{snapname}/config", a.putSnapshotConfig)
+	route("POST", "/nodes/{node}/qemu/{vmid}/template", ctTask(a.cluster.TemplateVM))
+	route("POST", "/nodes/{node}/qemu/{vmid}/clone", ctTask(a.cluster.CloneVM))
 }
 
 // getSnapshots is snapshot_list: vmstate as 0/1 on each snapshot, the

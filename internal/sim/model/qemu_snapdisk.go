@@ -127,6 +127,10 @@ func vmCopyVolume(dst, src string, size int64) error {
 	if _, err := in.Seek(0, seekData); err != nil && !errors.Is(err, syscall.ENXIO) {
 		return vmWriteVolume(dst, src, size) // no SEEK_DATA here
 	}
+	// allocImageLocked made a directory, as for a CT's volume.
+	if err := os.Remove(dst); err != nil && !os.IsNotExist(err) {
+		return fmt.Errorf("copy to %s: %w", dst, err)
+	}
 	out, err := os.Create(dst)
 	if err != nil {
 		return fmt.Errorf("copy to %s: %w", dst, err)

@@ -60,6 +60,12 @@ type qemuVMs struct {
 	// vmLocks are qemu-server's config flocks (lock-<vmid>.conf).
 	vmLocks *configLocks
 
+	// bases is vdisk_create_base (the CTs' template conversion does the
+	// same to a volume).
+	bases interface {
+		createBaseLocked(node, volid string) (string, []string, error)
+	}
+
 	rtMu    sync.Mutex
 	runtime VMRuntime // SetVMRuntime; nil: stateOnlyVMRuntime
 }
@@ -89,6 +95,7 @@ func wireQemu(c *Cluster) {
 		tasks:   &c.taskRunner,
 		journal: &c.persistence,
 		admit:   c.admitBytesLocked,
+		bases:   &c.ctCreator,
 		vmLocks: &configLocks{m: map[int]chan struct{}{}, file: "/var/lock/qemu-server/lock-%d.conf"},
 	}
 }

@@ -1,0 +1,88 @@
+package sim
+
+import (
+	"bytes"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+// TestQemu_templateClone: template makes the disks base volumes and the
+// VM unstartable; a clone of it is linked by default (vm-<newid>-disk-N
+// beside the base on LVM-thin), a full clone copies the data onto the
+// storage asked for, with a new MAC and SMBIOS UUID and the cloud-init
+// drive copied; qemu-server's refusals answer with its messages.
+func TestQemu_templateClone(t *testing.T) {
+	k := vmOpsE2E(t)
+	root := k.root()
+	k.mustOK(root, http.MethodPost, "/nodes/pve/qemu", vmParams("200"))
+	k.writeDisk("pve", "local-lvm:vm-200-disk-0", []byte("golden"))
+	src := k.vmConfig("200")
+	tpl := k.mustOK(root, http.MethodPost, "/nodes/pve/qemu/200/template", nil)
+	if tpl.Type != "qmtemplate" || !tpl.has(`  Renamed "vm-200-disk-0" to "base-200-disk-0" in volume group "pve"`) {
+		t.Fatalf("template task %s:\n%v", tpl.Type, tpl.log)
+	}
+	conf := k.vmConfig("200")
+	if conf["template"] != float64(1) || conf["scsi0"] != "local-lvm:base-200-disk-0,size=2G" || conf["ide2"] != src["ide2"] {
+		t.Fatalf("the template's config %v", conf)
+	}
+	if st := k.task(root, http.MethodPost, "/nodes/pve/qemu/200/status/start", nil); st.ExitStatus != "you can't start a vm if it's a template" {
+		t.Fatalf("starting a template: %q", st.ExitStatus)
+	}
+	linked := k.mustOK(root, http.MethodPost, "/nodes/pve/qemu/200/clone", url.Values{"newid": {"201"}, "name": {"linked"}})
+	if linked.Type != "qmclone" || !linked.has("creating a clone of VM 200 with ID 201") || !linked.has("create linked clone of drive scsi0 (local-lvm:base-200-disk-0)") ||
+		!linked.has("create full clone of drive ide2 (local-lvm:vm-200-cloudinit)") {
+		t.Fatalf("linked clone task %s:\n%v", linked.Type, linked.log)
+	}
+	c := k.vmConfig("201")
+	if c["scsi0"] != "local-lvm:vm-201-disk-0,size=2G" || c["name"] != "linked" || c["template"] != nil ||
+		c["ide2"] != "local-lvm:vm-201-cloudinit,media=cdrom" || c["smbios1"] == src["smbios1"] || c["net0"] == src["net0"] || !strings.HasPrefix(c["net0"].(string), "virtio=") {
+		t.Fatalf("the linked clone's config %v (source %v)", c, src)
+	}
+	if got := k.readDisk("pve", "local-lvm:vm-201-disk-0", 6); !bytes.Equal(got, []byte("golden")) {
+		t.Fatalf("the linked clone's disk holds %q", got)
+	}
+	full := k.mustOK(root, http.MethodPost, "/nodes/pve/qemu/200/clone", url.Values{"newid": {"202"}, "full": {"1"}, "storage": {"nfs"}, "format": {"qcow2"}})
+	if !full.has("create full clone of drive scsi0 (local-lvm:base-200-disk-0)") || !full.has("transferred 2G of 2G (100.00%)") {
+		t.Fatalf("full clone task:\n%v", full.log)
+	}
+	c = k.vmConfig("202")
+	if c["scsi0"] != "nfs:202/vm-202-disk-0.qcow2,size=2G" || c["name"] != "Copy-of-VM-vm200" {
+		t.Fatalf("the full clone's config %v", c)
+	}
+	if got := k.readDisk("pve", "nfs:202/vm-202-disk-0.qcow2", 6); !bytes.Equal(got, []byte("golden")) {
+		t.Fatalf("the full clone's disk holds %q", got)
+	}
+	for _, tc := range []struct {
+		name, path string
+		params     url.Values
+		msg        string
+	}{
+		{"exists", "/nodes/pve/qemu/200/clone", url.Values{"newid": {"201"}}, "unable to create VM 201: config file already exists\n"},
+		{"storage linked", "/nodes/pve/qemu/200/clone", url.Values{"newid": {"203"}, "storage": {"nfs"}}, "parameter 'storage' not allowed for linked clones\n"},
+		{"linked of a VM", "/nodes/pve/qemu/201/clone", url.Values{"newid": {"203"}, "full": {"0"}}, "Linked clone feature is not supported for 'local-lvm:vm-201-disk-0' (scsi0)\n"},
+		{"template twice", "/nodes/pve/qemu/200/template", nil, "you can't convert a template to a template\n"},
+		{"missing snapshot", "/nodes/pve/qemu/201/clone", url.Values{"newid": {"203"}, "snapname": {"nope"}}, "snapshot 'nope' does not exist\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if r := k.do(root, http.MethodPost, tc.path, tc.params); r.status != 500 || r.msg != tc.msg {
+				t.Fatalf("%d %q %v, want 500 %q", r.status, r.msg, r.errs, tc.msg)
+			}
+		})
+	}
+	k.mustOK(root, http.MethodPost, "/nodes/pve/qemu/201/snapshot", url.Values{"snapname": {"s1"}})
+	if r := k.do(root, http.MethodPost, "/nodes/pve/qemu/201/template", nil); r.status != 500 || r.msg != "unable to create template, because VM contains snapshots\n" {
+		t.Fatalf("template of a VM with snapshots: %d %q", r.status, r.msg)
+	}
+	_, who := k.newUserToken("cloner@pve", "tok", false)
+	k.ok(root, http.MethodPut, "/access/acl", url.Values{"path": {"/vms/200"}, "roles": {"PVEAuditor"}, "users": {"cloner@pve"}}, nil)
+	if r := k.do(who, http.MethodPost, "/nodes/pve/qemu/200/clone", url.Values{"newid": {"204"}}); r.status != 403 {
+		t.Fatalf("clone without VM.Clone: %d %q", r.status, r.msg)
+	}
+	k.ok(root, http.MethodPut, "/access/acl", url.Values{"path": {"/vms/200"}, "roles": {"PVETemplateUser"}, "users": {"cloner@pve"}}, nil)
+	k.ok(root, http.MethodPut, "/access/acl", url.Values{"path": {"/vms/204"}, "roles": {"PVEVMAdmin"}, "users": {"cloner@pve"}}, nil)
+	if r := k.do(who, http.MethodPost, "/nodes/pve/qemu/200/clone", url.Values{"newid": {"204"}}); r.status != 403 || r.msg != "Permission check failed (/storage/local-lvm, Datastore.AllocateSpace)\n" {
+		t.Fatalf("clone without Datastore.AllocateSpace: %d %q", r.status, r.msg)
+	}
+}
