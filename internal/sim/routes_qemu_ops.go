@@ -16,6 +16,8 @@ func (a *qemuAPI) registerOps(route routeFunc) {
 	route("PUT", "/nodes/{node}/qemu/{vmid}/snapshot/{snapname}/config", a.putSnapshotConfig)
 	route("POST", "/nodes/{node}/qemu/{vmid}/template", ctTask(a.cluster.TemplateVM))
 	route("POST", "/nodes/{node}/qemu/{vmid}/clone", ctTask(a.cluster.CloneVM))
+	route("POST", "/nodes/{node}/qemu/{vmid}/migrate", ctTask(a.cluster.MigrateVM))
+	route("GET", "/nodes/{node}/qemu/{vmid}/migrate", a.getMigrate)
 }
 
 // getSnapshots is snapshot_list: vmstate as 0/1 on each snapshot, the
@@ -76,4 +78,20 @@ func (a *qemuAPI) getSnapshotConfig(r *request) (any, error) {
 // putSnapshotConfig answers null.
 func (a *qemuAPI) putSnapshotConfig(r *request) (any, error) {
 	return nil, a.cluster.UpdateVMSnapshotConfig(r.auth, r.params["node"], intParam(r, "vmid"), r.params["snapname"], bodyParams(r, "node", "vmid", "snapname"))
+}
+
+// getMigrate is migrate_vm_precondition's answer: no local or mapped
+// resources (the emulator serves no passthrough), no dbus-vmstate.
+func (a *qemuAPI) getMigrate(r *request) (any, error) {
+	p, err := a.cluster.VMMigratePrecondition(r.params["node"], intParam(r, "vmid"))
+	if err != nil {
+		return nil, err
+	}
+	disks := make([]map[string]any, 0, len(p.LocalDisks))
+	for _, d := range p.LocalDisks {
+		disks = append(disks, map[string]any{"volid": d.VolID, "size": d.Size, "is_unused": b2i(d.IsUnused), "cdrom": b2i(d.CDROM)})
+	}
+	return map[string]any{"running": b2i(p.Running), "allowed_nodes": p.AllowedNodes, "not_allowed_nodes": p.NotAllowedNodes,
+		"local_disks": disks, "local_resources": []string{}, "mapped-resources": []string{}, "mapped-resource-info": map[string]any{},
+		"has-dbus-vmstate": 0}, nil
 }
