@@ -7,6 +7,7 @@ import "strconv"
 // offline migrate, each a task as qemu-server runs it.
 func (a *qemuAPI) registerOps(route routeFunc) {
 	route("PUT", "/nodes/{node}/qemu/{vmid}/resize", ctTask(a.cluster.ResizeVM))
+	route("POST", "/nodes/{node}/qemu/{vmid}/move_disk", ctTask(a.cluster.MoveVMDisk))
 	route("GET", "/nodes/{node}/qemu/{vmid}/snapshot", a.getSnapshots)
 	route("POST", "/nodes/{node}/qemu/{vmid}/snapshot", ctTask(a.cluster.SnapshotVM))
 	route("GET", "/nodes/{node}/qemu/{vmid}/snapshot/{snapname}", a.getSnapshotIndex)

@@ -124,17 +124,18 @@ func (q *qemuVMs) rollbackLocked(w *Worker, node string, vmid int, name string) 
 }
 
 // addUnusedLocked is add_unused_volume: volid as the first free unusedN
-// unless the config names it already.
-func (q *qemuVMs) addUnusedLocked(vm *VM, volid string) {
+// unless the config names it already; it returns the key.
+func (q *qemuVMs) addUnusedLocked(vm *VM, volid string) string {
 	for k, v := range maps.All(vm.Config) {
 		if ctKeyIs(k, "unused") && v == volid {
-			return
+			return k
 		}
 	}
 	for n := 0; ; n++ {
-		if _, used := vm.Config["unused"+strconv.Itoa(n)]; !used {
-			vm.Config["unused"+strconv.Itoa(n)] = volid
-			return
+		k := "unused" + strconv.Itoa(n)
+		if _, used := vm.Config[k]; !used {
+			vm.Config[k] = volid
+			return k
 		}
 	}
 }

@@ -61,9 +61,13 @@ type qemuVMs struct {
 	vmLocks *configLocks
 
 	// bases is vdisk_create_base (the CTs' template conversion does the
-	// same to a volume).
+	// same to a volume), renames rename_volume (as a CT's reassign).
 	bases interface {
 		createBaseLocked(node, volid string) (string, []string, error)
+	}
+	renames interface {
+		canRenameLocked(node, volid string) bool
+		renameVolumeLocked(node, volid string, target int) (string, []string, error)
 	}
 
 	rtMu    sync.Mutex
@@ -96,6 +100,7 @@ func wireQemu(c *Cluster) {
 		journal: &c.persistence,
 		admit:   c.admitBytesLocked,
 		bases:   &c.ctCreator,
+		renames: &c.ctDisks,
 		vmLocks: &configLocks{m: map[int]chan struct{}{}, file: "/var/lock/qemu-server/lock-%d.conf"},
 	}
 }
