@@ -54,6 +54,14 @@ func TestQemu_opsEndToEnd(t *testing.T) {
 	if conf := k.vmConfigOn("pve1", "301"); conf["scsi0"] != "local-lvm:vm-301-disk-0,size=2G" || conf["name"] != "web" {
 		t.Fatalf("the clone %v", conf)
 	}
+	far := k.runOn("pve1", root, http.MethodPost, "/nodes/pve1/qemu/300/clone", url.Values{"newid": {"302"}, "full": {"1"}, "storage": {"nfs"}, "target": {"pve2"}})
+	if far.ExitStatus != "OK" {
+		t.Fatalf("full clone to pve2: %q\n%v", far.ExitStatus, far.log)
+	}
+	if conf := k.vmConfigOn("pve2", "302"); conf["scsi0"] != "nfs:302/vm-302-disk-0.raw,size=2G" {
+		t.Fatalf("the clone on pve2 %v", conf)
+	}
+	k.runOn("pve2", root, http.MethodDelete, "/nodes/pve2/qemu/302", nil)
 	mig := k.runOn("pve1", root, http.MethodPost, "/nodes/pve1/qemu/301/migrate", url.Values{"target": {"pve2"}, "targetstorage": {"nfs"}})
 	if mig.ExitStatus != "OK" {
 		t.Fatalf("migrate %q\n%v", mig.ExitStatus, mig.log)
@@ -71,7 +79,7 @@ func TestQemu_opsEndToEnd(t *testing.T) {
 		var content []map[string]any
 		k.ok(root, http.MethodGet, "/nodes/"+c.node+"/storage/"+c.storage+"/content", nil, &content)
 		for _, v := range content {
-			if v["vmid"] == float64(300) || v["vmid"] == float64(301) {
+			if v["vmid"] == float64(300) || v["vmid"] == float64(301) || v["vmid"] == float64(302) {
 				t.Fatalf("after the destroys %s on %s holds %v", c.storage, c.node, v)
 			}
 		}

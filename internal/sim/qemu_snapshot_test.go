@@ -99,34 +99,7 @@ func TestQemu_snapshot(t *testing.T) {
 	if status["status"] != "running" {
 		t.Fatalf("rollback with start=1 left the VM %v", status["status"])
 	}
-	for _, tc := range []struct {
-		name, method, path string
-		params             url.Values
-		exit               string // the task's exit status, or
-		msg                string // the call's 500
-	}{
-		{"name used", http.MethodPost, "/nodes/pve/qemu/200/snapshot", url.Values{"snapname": {"s1"}}, "snapshot name 's1' already used", ""},
-		{"current", http.MethodPost, "/nodes/pve/qemu/200/snapshot", url.Values{"snapname": {"current"}}, "", "unable to use snapshot name 'current' (reserved name)\n"},
-		{"vmstate running", http.MethodPost, "/nodes/pve/qemu/200/snapshot", url.Values{"snapname": {"s3"}, "vmstate": {"1"}}, "", "saving the VM state (vmstate) is not served by the emulator: take the snapshot without vmstate\n"},
-		{"rollback missing", http.MethodPost, "/nodes/pve/qemu/200/snapshot/nope/rollback", nil, "snapshot 'nope' does not exist", ""},
-		{"delete missing", http.MethodDelete, "/nodes/pve/qemu/200/snapshot/nope", nil, "snapshot 'nope' does not exist", ""},
-		{"raw on nfs", http.MethodPost, "/nodes/pve/qemu/201/snapshot", url.Values{"snapname": {"s1"}}, "snapshot feature is not available", ""},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if tc.name == "raw on nfs" {
-				k.mustOK(root, http.MethodPost, "/nodes/pve/qemu", url.Values{"vmid": {"201"}, "scsi0": {"nfs:1"}})
-			}
-			if tc.msg != "" {
-				if r := k.do(root, tc.method, tc.path, tc.params); r.status != 500 || r.msg != tc.msg {
-					t.Fatalf("%d %q, want 500 %q", r.status, r.msg, tc.msg)
-				}
-				return
-			}
-			if task := k.task(root, tc.method, tc.path, tc.params); task.ExitStatus != tc.exit {
-				t.Fatalf("exit %q, want %q\n%v", task.ExitStatus, tc.exit, task.log)
-			}
-		})
-	}
+	checkSnapshotRefusals(t, k)
 	del := k.mustOK(root, http.MethodDelete, "/nodes/pve/qemu/200/snapshot/s1", nil)
 	if del.Type != "qmdelsnapshot" || !del.has(`  Logical volume "snap_vm-200-disk-0_s1" successfully removed.`) {
 		t.Fatalf("delete task %s:\n%v", del.Type, del.log)
@@ -165,4 +138,38 @@ func TestQemu_snapshotQcow2AndPerms(t *testing.T) {
 		t.Fatalf("rollback with start without VM.PowerMgmt: %d %q", r.status, r.msg)
 	}
 	k.mustOK(who, http.MethodPost, "/nodes/pve/qemu/202/snapshot/s1/rollback", nil)
+}
+
+// checkSnapshotRefusals: with VM 200 running and its snapshot s1, each
+// refusal fails the task or the call with qemu-server's message.
+func checkSnapshotRefusals(t *testing.T, k *e2e) {
+	root := k.root()
+	for _, tc := range []struct {
+		name, method, path string
+		params             url.Values
+		exit               string // the task's exit status, or
+		msg                string // the call's 500
+	}{
+		{"name used", http.MethodPost, "/nodes/pve/qemu/200/snapshot", url.Values{"snapname": {"s1"}}, "snapshot name 's1' already used", ""},
+		{"current", http.MethodPost, "/nodes/pve/qemu/200/snapshot", url.Values{"snapname": {"current"}}, "", "unable to use snapshot name 'current' (reserved name)\n"},
+		{"vmstate running", http.MethodPost, "/nodes/pve/qemu/200/snapshot", url.Values{"snapname": {"s3"}, "vmstate": {"1"}}, "", "saving the VM state (vmstate) is not served by the emulator: take the snapshot without vmstate\n"},
+		{"rollback missing", http.MethodPost, "/nodes/pve/qemu/200/snapshot/nope/rollback", nil, "snapshot 'nope' does not exist", ""},
+		{"delete missing", http.MethodDelete, "/nodes/pve/qemu/200/snapshot/nope", nil, "snapshot 'nope' does not exist", ""},
+		{"raw on nfs", http.MethodPost, "/nodes/pve/qemu/201/snapshot", url.Values{"snapname": {"s1"}}, "snapshot feature is not available", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.name == "raw on nfs" {
+				k.mustOK(root, http.MethodPost, "/nodes/pve/qemu", url.Values{"vmid": {"201"}, "scsi0": {"nfs:1"}})
+			}
+			if tc.msg != "" {
+				if r := k.do(root, tc.method, tc.path, tc.params); r.status != 500 || r.msg != tc.msg {
+					t.Fatalf("%d %q, want 500 %q", r.status, r.msg, tc.msg)
+				}
+				return
+			}
+			if task := k.task(root, tc.method, tc.path, tc.params); task.ExitStatus != tc.exit {
+				t.Fatalf("exit %q, want %q\n%v", task.ExitStatus, tc.exit, task.log)
+			}
+		})
+	}
 }
