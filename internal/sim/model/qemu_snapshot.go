@@ -12,8 +12,9 @@ import (
 // and pve-guest-common AbstractConfig snapshot_create, snapshot_delete,
 // snapshot_rollback). A snapshot is a [snapname] section of the config
 // (parent, snaptime, description) plus one storage snapshot per disk;
-// "lock: snapshot" holds the VM while the task takes them. The VM state
-// (vmstate=1 on a running VM) is not served: the emulator refuses it.
+// "lock: snapshot" holds the VM while the task takes them, and a running
+// VM's agent freezes its filesystems meanwhile. The VM state (vmstate=1
+// on a running VM) is not served: the emulator refuses it.
 
 // SnapshotVM is POST snapshot: task qmsnapshot.
 func (q *qemuVMs) SnapshotVM(auth Auth, node string, vmid int, params map[string]string) (string, error) {
@@ -42,10 +43,17 @@ func (q *qemuVMs) SnapshotVM(auth Auth, node string, vmid int, params map[string
 			return err
 		}
 		defer release()
-		if err := w.Do(func(st *State) error { return q.vmSnapshotPrepareLocked(node, vmid, name, params["description"]) }); err != nil {
+		freeze := false
+		if err := w.Do(func(st *State) error {
+			var err error
+			freeze, err = q.vmSnapshotPrepareLocked(node, vmid, name, params["description"])
+			return err
+		}); err != nil {
 			return err
 		}
+		thaw := q.vmSnapshotFreeze(w, vmid, freeze)
 		err = w.Do(func(st *State) error { return q.vmSnapshotCommitLocked(w, node, vmid, name) })
+		thaw()
 		if err != nil {
 			w.cleanup(func(st *State) { q.vmSnapshotAbortLocked(node, vmid, name) })
 		}
@@ -53,24 +61,48 @@ func (q *qemuVMs) SnapshotVM(auth Auth, node string, vmid int, params map[string
 	}), nil
 }
 
+// vmSnapshotFreeze is __snapshot_freeze around the disks' snapshots of
+// a running VM with the agent: when the agent answers its ping, its
+// filesystems are frozen until the returned thaw. A failure only warns,
+// as in PVE; the state-only runtime has no agent, so nothing freezes.
+func (q *qemuVMs) vmSnapshotFreeze(w *Worker, vmid int, freeze bool) (thaw func()) {
+	rt := q.vmRuntime()
+	if !freeze {
+		return func() {}
+	}
+	if _, err := rt.Agent(vmid, "ping"); err != nil {
+		return func() {}
+	}
+	if _, err := rt.Agent(vmid, "fsfreeze-freeze"); err != nil {
+		w.Warn("guest-fsfreeze-freeze problems - %s", strings.TrimSuffix(errText(err), "\n"))
+	}
+	return func() {
+		if _, err := rt.Agent(vmid, "fsfreeze-thaw"); err != nil {
+			w.Warn("guest-fsfreeze-thaw problems - %s", strings.TrimSuffix(errText(err), "\n"))
+		}
+	}
+}
+
 // vmSnapshotPrepareLocked is __snapshot_prepare: the checks, then the
-// section with snapstate "prepare" and the VM locked "snapshot".
-func (q *qemuVMs) vmSnapshotPrepareLocked(node string, vmid int, name, description string) error {
+// section with snapstate "prepare" and the VM locked "snapshot". It
+// reports whether the VM runs with the agent (whose filesystems the
+// snapshot freezes).
+func (q *qemuVMs) vmSnapshotPrepareLocked(node string, vmid int, name, description string) (bool, error) {
 	vm, err := q.vmLocked(node, vmid)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if err := vmCheckLock(vm); err != nil {
-		return err
+		return false, err
 	}
 	if vm.Snapshots[name] != nil {
-		return Failf("snapshot name '%s' already used\n", name)
+		return false, Failf("snapshot name '%s' already used\n", name)
 	}
 	if isTrue(vm.Config["template"]) {
-		return Failf("you can't take a snapshot if it's a template\n")
+		return false, Failf("you can't take a snapshot if it's a template\n")
 	}
 	if !q.vmSnapshotFeatureLocked(node, vm.Config) {
-		return Failf("snapshot feature is not available\n")
+		return false, Failf("snapshot feature is not available\n")
 	}
 	conf := snapshotCopyConfig(vm.Config)
 	conf["snapstate"] = "prepare"
@@ -84,7 +116,7 @@ func (q *qemuVMs) vmSnapshotPrepareLocked(node string, vmid int, name, descripti
 	vm.Snapshots[name] = &Snapshot{Name: name, Config: conf, SnapTime: q.clock().Unix(), Description: description, Parent: conf["parent"]}
 	vm.Config["lock"] = "snapshot"
 	q.journal.markCore()
-	return nil
+	return vm.Running && vmAgentEnabled(vm.Config), nil
 }
 
 // vmSnapshotCommitLocked snapshots each disk, then __snapshot_commit:
