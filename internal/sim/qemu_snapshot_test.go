@@ -2,9 +2,12 @@ package sim
 
 import (
 	"bytes"
+	"io/fs"
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/corralhq/corral/internal/sim/model"
@@ -171,5 +174,31 @@ func checkSnapshotRefusals(t *testing.T, k *e2e) {
 				t.Fatalf("exit %q, want %q\n%v", task.ExitStatus, tc.exit, task.log)
 			}
 		})
+	}
+}
+
+// TestQemu_destroyFreesSnapshots: destroying a VM frees its disks'
+// snapshots with them, on LVM-thin and on NFS.
+func TestQemu_destroyFreesSnapshots(t *testing.T) {
+	k := vmOpsE2E(t)
+	root := k.root()
+	k.mustOK(root, http.MethodPost, "/nodes/pve/qemu", url.Values{"vmid": {"205"}, "scsi0": {"local-lvm:1"}, "scsi1": {"nfs:1,format=qcow2"}})
+	k.mustOK(root, http.MethodPost, "/nodes/pve/qemu/205/snapshot", url.Values{"snapname": {"s1"}})
+	snaps := func() []string {
+		var out []string
+		filepath.WalkDir(k.dir, func(path string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && strings.Contains(path, "snap_") {
+				out = append(out, path)
+			}
+			return nil
+		})
+		return out
+	}
+	if got := snaps(); len(got) != 2 {
+		t.Fatalf("after the snapshot the snapshot files are %v, want two", got)
+	}
+	k.mustOK(root, http.MethodDelete, "/nodes/pve/qemu/205", nil)
+	if got := snaps(); len(got) != 0 {
+		t.Fatalf("after the destroy snapshot files remain: %v", got)
 	}
 }
