@@ -16,7 +16,9 @@ import (
 func TestQemu_templateClone(t *testing.T) {
 	k := vmOpsE2E(t)
 	root := k.root()
-	k.mustOK(root, http.MethodPost, "/nodes/pve/qemu", vmParams("200"))
+	p := vmParams("200")
+	p.Set("description", "the golden image")
+	k.mustOK(root, http.MethodPost, "/nodes/pve/qemu", p)
 	k.writeDisk("pve", "local-lvm:vm-200-disk-0", []byte("golden"))
 	src := k.vmConfig("200")
 	tpl := k.mustOK(root, http.MethodPost, "/nodes/pve/qemu/200/template", nil)
@@ -48,7 +50,7 @@ func TestQemu_templateClone(t *testing.T) {
 		t.Fatalf("full clone task:\n%v", full.log)
 	}
 	c = k.vmConfig("202")
-	if c["scsi0"] != "nfs:202/vm-202-disk-0.qcow2,size=2G" || c["name"] != "Copy-of-VM-vm200" {
+	if c["scsi0"] != "nfs:202/vm-202-disk-0.qcow2,size=2G" || c["name"] != "Copy-of-VM-vm200" || c["description"] != "the golden image" {
 		t.Fatalf("the full clone's config %v", c)
 	}
 	if got := k.readDisk("pve", "nfs:202/vm-202-disk-0.qcow2", 6); !bytes.Equal(got, []byte("golden")) {

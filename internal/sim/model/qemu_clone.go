@@ -200,6 +200,9 @@ func (q *qemuVMs) cloneTask(w *Worker, req vmCloneReq) error {
 		}
 		w.logLocked("creating a clone of VM %d with ID %d", req.vmid, req.newid)
 		conf := vmCloneConfig(req)
+		if src := st.VMs[req.vmid]; req.snapname == "" && len(src.Pending) > 0 {
+			w.logLocked("found pending changes for '%s', discarding for clone", strings.Join(sortedConfigKeys(src.Pending), ","))
+		}
 		for _, d := range req.drives {
 			volid, err := q.cloneDiskLocked(w, req, d)
 			if volid != "" {
@@ -271,6 +274,9 @@ func vmCloneConfig(req vmCloneReq) map[string]string {
 			name = strconv.Itoa(req.vmid)
 		}
 		conf["name"] = "Copy-of-VM-" + name
+	}
+	if d := req.conf["description"]; d != "" {
+		conf["description"] = d // clone_vm copies it; snapshotCopyConfig drops it
 	}
 	if req.desc != "" {
 		conf["description"] = req.desc
