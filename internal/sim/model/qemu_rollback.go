@@ -77,28 +77,57 @@ func (q *qemuVMs) rollbackTask(w *Worker, node string, vmid int, name string) er
 			return err
 		}
 	}
-	return w.Do(func(st *State) error { return q.rollbackLocked(w, node, vmid, name) })
-}
-
-// rollbackLocked restores the disks and applies the snapshot's config
-// (__snapshot_apply_config): the current config's unused volumes stay,
-// and a disk the snapshot does not name becomes unused.
-func (q *qemuVMs) rollbackLocked(w *Worker, node string, vmid int, name string) error {
-	vm, err := q.vmLocked(node, vmid)
+	var jobs []vmCopyJob
+	err = w.Do(func(st *State) error {
+		var err error
+		jobs, err = q.rollbackDisksLocked(w, node, vmid, name)
+		return err
+	})
+	for _, job := range jobs {
+		if err == nil {
+			err = job.run() // outside the State's lock; the VM is locked "rollback"
+		}
+	}
 	if err != nil {
 		return err
 	}
+	return w.Do(func(st *State) error { return q.rollbackLocked(node, vmid, name) })
+}
+
+// rollbackDisksLocked marks the VM stopped and returns the copies that
+// bring each disk of the snapshot back, logging what lvremove and
+// lvcreate print.
+func (q *qemuVMs) rollbackDisksLocked(w *Worker, node string, vmid int, name string) ([]vmCopyJob, error) {
+	vm, err := q.vmLocked(node, vmid)
+	if err != nil {
+		return nil, err
+	}
 	vm.Running, vm.PID, vm.StartedAt = false, 0, 0
-	snap := vm.Snapshots[name]
-	for _, d := range q.vmVolumeDrivesLocked(node, snap.Config) {
-		if err := q.rollbackVolLocked(node, d.vol, name); err != nil {
-			return err
+	q.journal.markCore()
+	var jobs []vmCopyJob
+	for _, d := range q.vmVolumeDrivesLocked(node, vm.Snapshots[name].Config) {
+		job, err := q.rollbackVolLocked(node, d.vol, name)
+		if err != nil {
+			return nil, err
 		}
+		jobs = append(jobs, job)
 		if s := q.state().storage(d.vol.Storage); s != nil && s.Type == "lvmthin" {
 			w.logLocked("  Logical volume \"%s\" successfully removed.", d.vol.Name)
 			w.logLocked("  Logical volume \"%s\" created.", d.vol.Name)
 		}
 	}
+	return jobs, nil
+}
+
+// rollbackLocked applies the snapshot's config (__snapshot_apply_config):
+// the current config's unused volumes stay, and a disk the snapshot does
+// not name becomes unused.
+func (q *qemuVMs) rollbackLocked(node string, vmid int, name string) error {
+	vm, err := q.vmLocked(node, vmid)
+	if err != nil {
+		return err
+	}
+	snap := vm.Snapshots[name]
 	conf := snapshotCopyConfig(snap.Config)
 	delete(conf, "snapstate")
 	kept := map[string]bool{}

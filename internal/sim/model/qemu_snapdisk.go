@@ -70,34 +70,45 @@ func (q *qemuVMs) vmSnapPath(node string, v *Volume, snap string) string {
 	return q.storage.snapshotPath(node, v, snap)
 }
 
-// takeVolSnapshotLocked copies v's data as snapshot snap.
-func (q *qemuVMs) takeVolSnapshotLocked(node string, v *Volume, snap string) error {
-	dst := q.vmSnapPath(node, v, snap)
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return fmt.Errorf("snapshot %s: %w", v.VolID(), err)
+// vmCopyJob is one copy of a volume's data, which a task runs outside
+// the State's lock: a disk may hold gigabytes, and the emulator keeps
+// answering meanwhile (the VM's lock and config flock keep its volumes).
+type vmCopyJob struct {
+	what     string // the operation and volume, for the error
+	dst, src string
+	size     int64
+}
+
+func (j vmCopyJob) run() error {
+	if err := os.MkdirAll(filepath.Dir(j.dst), 0o755); err != nil {
+		return fmt.Errorf("%s: %w", j.what, err)
 	}
-	if err := vmCopyVolume(dst, q.storage.volumePath(node, v.Storage, v.Name), v.Size); err != nil {
-		return fmt.Errorf("snapshot %s: %w", v.VolID(), err)
+	if err := vmCopyVolume(j.dst, j.src, j.size); err != nil {
+		return fmt.Errorf("%s: %w", j.what, err)
 	}
-	v.Snapshots = append(v.Snapshots, snap)
-	q.journal.markVolume(node, v.VolID())
 	return nil
 }
 
-// rollbackVolLocked makes snapshot snap v's data again, at the size the
-// volume had when the snapshot was taken.
-func (q *qemuVMs) rollbackVolLocked(node string, v *Volume, snap string) error {
+// takeVolSnapshotLocked records snapshot snap of v and returns the copy
+// that makes its data.
+func (q *qemuVMs) takeVolSnapshotLocked(node string, v *Volume, snap string) vmCopyJob {
+	v.Snapshots = append(v.Snapshots, snap)
+	q.journal.markVolume(node, v.VolID())
+	return vmCopyJob{what: "snapshot " + v.VolID(), dst: q.vmSnapPath(node, v, snap),
+		src: q.storage.volumePath(node, v.Storage, v.Name), size: v.Size}
+}
+
+// rollbackVolLocked gives v the size it had at snapshot snap and returns
+// the copy that makes the snapshot its data again.
+func (q *qemuVMs) rollbackVolLocked(node string, v *Volume, snap string) (vmCopyJob, error) {
 	src := q.vmSnapPath(node, v, snap)
 	fi, err := os.Stat(src)
 	if err != nil {
-		return fmt.Errorf("rollback %s: %w", v.VolID(), err)
-	}
-	if err := vmCopyVolume(q.storage.volumePath(node, v.Storage, v.Name), src, fi.Size()); err != nil {
-		return fmt.Errorf("rollback %s: %w", v.VolID(), err)
+		return vmCopyJob{}, fmt.Errorf("rollback %s: %w", v.VolID(), err)
 	}
 	v.Size = fi.Size()
 	q.journal.markVolume(node, v.VolID())
-	return nil
+	return vmCopyJob{what: "rollback " + v.VolID(), dst: q.storage.volumePath(node, v.Storage, v.Name), src: src, size: fi.Size()}, nil
 }
 
 // dropVolSnapshotLocked deletes snapshot snap of v.

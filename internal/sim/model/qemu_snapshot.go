@@ -1,6 +1,7 @@
 package model
 
 import (
+	"fmt"
 	"maps"
 	"sort"
 	"strconv"
@@ -52,8 +53,11 @@ func (q *qemuVMs) SnapshotVM(auth Auth, node string, vmid int, params map[string
 			return err
 		}
 		thaw := q.vmSnapshotFreeze(w, vmid, freeze)
-		err = w.Do(func(st *State) error { return q.vmSnapshotCommitLocked(w, node, vmid, name) })
+		err = q.vmSnapshotDisks(w, node, vmid, name)
 		thaw()
+		if err == nil {
+			err = w.Do(func(st *State) error { return q.vmSnapshotCommitLocked(node, vmid, name) })
+		}
 		if err != nil {
 			w.cleanup(func(st *State) { q.vmSnapshotAbortLocked(node, vmid, name) })
 		}
@@ -119,24 +123,69 @@ func (q *qemuVMs) vmSnapshotPrepareLocked(node string, vmid int, name, descripti
 	return vm.Running && vmAgentEnabled(vm.Config), nil
 }
 
-// vmSnapshotCommitLocked snapshots each disk, then __snapshot_commit:
-// snapstate and the lock go, the config's parent is the new snapshot.
-func (q *qemuVMs) vmSnapshotCommitLocked(w *Worker, node string, vmid int, name string) error {
+// vmSnapshotDisks snapshots each disk the section names, one at a time:
+// its record and log line under the State's lock, the copy outside it.
+func (q *qemuVMs) vmSnapshotDisks(w *Worker, node string, vmid int, name string) error {
+	var keys []string
+	err := w.Do(func(st *State) error {
+		vm, err := q.vmLocked(node, vmid)
+		if err != nil {
+			return err
+		}
+		for _, d := range q.vmVolumeDrivesLocked(node, vm.Snapshots[name].Config) {
+			keys = append(keys, d.key)
+		}
+		return nil
+	})
+	for _, key := range keys {
+		var job vmCopyJob
+		lvLine := ""
+		if err == nil {
+			err = w.Do(func(st *State) error {
+				vm, err := q.vmLocked(node, vmid)
+				if err != nil {
+					return err
+				}
+				d := q.vmVolumeDriveLocked(node, vm.Snapshots[name].Config, key)
+				if d.vol == nil {
+					return Failf("no volume for '%s'\n", key)
+				}
+				w.logLocked("snapshotting 'drive-%s' (%s)", key, d.drive["file"])
+				job = q.takeVolSnapshotLocked(node, d.vol, name)
+				if s := st.storage(d.vol.Storage); s != nil && s.Type == "lvmthin" {
+					lvLine = fmt.Sprintf("  Logical volume \"snap_%s_%s\" created.", d.vol.Name, name)
+				}
+				return nil
+			})
+		}
+		if err == nil {
+			err = job.run()
+		}
+		if err == nil && lvLine != "" {
+			w.Log("%s", lvLine)
+		}
+	}
+	return err
+}
+
+// vmVolumeDriveLocked is conf's drive key with its volume.
+func (q *qemuVMs) vmVolumeDriveLocked(node string, conf map[string]string, key string) vmVolDrive {
+	for _, d := range q.vmVolumeDrivesLocked(node, conf) {
+		if d.key == key {
+			return d
+		}
+	}
+	return vmVolDrive{key: key}
+}
+
+// vmSnapshotCommitLocked is __snapshot_commit: snapstate and the lock
+// go, the config's parent is the new snapshot.
+func (q *qemuVMs) vmSnapshotCommitLocked(node string, vmid int, name string) error {
 	vm, err := q.vmLocked(node, vmid)
 	if err != nil {
 		return err
 	}
-	snap := vm.Snapshots[name]
-	for _, d := range q.vmVolumeDrivesLocked(node, snap.Config) {
-		w.logLocked("snapshotting 'drive-%s' (%s)", d.key, d.drive["file"])
-		if err := q.takeVolSnapshotLocked(node, d.vol, name); err != nil {
-			return err
-		}
-		if s := q.state().storage(d.vol.Storage); s != nil && s.Type == "lvmthin" {
-			w.logLocked("  Logical volume \"snap_%s_%s\" created.", d.vol.Name, name)
-		}
-	}
-	delete(snap.Config, "snapstate")
+	delete(vm.Snapshots[name].Config, "snapstate")
 	delete(vm.Config, "lock")
 	vm.Config["parent"] = name
 	q.journal.markCore()
