@@ -190,37 +190,38 @@ func (q *qemuVMs) vmVolumeDrivesOrCloudInitLocked(node string, conf map[string]s
 	return out
 }
 
-// cloneTask is the qmclone worker: each disk copied or linked, then the
-// new config; on a failure the new volumes and config go again.
+// cloneTask is the qmclone worker: each disk copied or linked (its
+// volume made under the State's lock, its data copied outside it), then
+// the new config; on a failure the new volumes and config go again.
 func (q *qemuVMs) cloneTask(w *Worker, req vmCloneReq) error {
 	var made []string
+	var conf map[string]string
 	err := w.Do(func(st *State) error {
 		if err := q.cloneCheckAgainLocked(&req); err != nil {
 			return err
 		}
 		w.logLocked("creating a clone of VM %d with ID %d", req.vmid, req.newid)
-		conf := vmCloneConfig(req)
+		conf = vmCloneConfig(req)
 		if src := st.VMs[req.vmid]; req.snapname == "" && len(src.Pending) > 0 {
 			w.logLocked("found pending changes for '%s', discarding for clone", strings.Join(sortedConfigKeys(src.Pending), ","))
 		}
-		for _, d := range req.drives {
-			volid, err := q.cloneDiskLocked(w, req, d)
-			if volid != "" {
-				made = append(made, volid)
-			}
-			if err != nil {
-				return err
-			}
-			d.drive["file"] = volid
-			conf[d.key] = d.drive.Print("file")
-		}
-		st.VMs[req.newid].Config = conf
-		if req.pool != "" {
-			st.Access.addToPool(req.newid, req.pool)
-		}
-		q.journal.markCore()
 		return nil
 	})
+	for _, d := range req.drives {
+		if err == nil {
+			err = q.cloneDisk(w, req, d, conf, &made)
+		}
+	}
+	if err == nil {
+		err = w.Do(func(st *State) error {
+			st.VMs[req.newid].Config = conf
+			if req.pool != "" {
+				st.Access.addToPool(req.newid, req.pool)
+			}
+			q.journal.markCore()
+			return nil
+		})
+	}
 	if err != nil {
 		w.cleanup(func(st *State) {
 			for _, volid := range made {
@@ -231,6 +232,33 @@ func (q *qemuVMs) cloneTask(w *Worker, req vmCloneReq) error {
 		})
 		return Failf("clone failed: %s", strings.TrimSuffix(errText(err), "\n"))
 	}
+	return nil
+}
+
+// cloneDisk makes drive d's new volume (recorded in made) and copies its
+// data, then points conf's drive at it.
+func (q *qemuVMs) cloneDisk(w *Worker, req vmCloneReq, d vmVolDrive, conf map[string]string, made *[]string) error {
+	var job vmCopyJob
+	var volid string
+	err := w.Do(func(st *State) error {
+		var err error
+		volid, job, err = q.cloneDiskLocked(w, req, d)
+		if volid != "" {
+			*made = append(*made, volid)
+		}
+		return err
+	})
+	if err == nil {
+		err = job.run()
+	}
+	if err != nil {
+		return err
+	}
+	if req.fullKeys[d.key] {
+		w.Log("transferred %s of %s (100.00%%)", pvesize.Format(job.size), pvesize.Format(job.size))
+	}
+	d.drive["file"] = volid
+	conf[d.key] = d.drive.Print("file")
 	return nil
 }
 
@@ -301,8 +329,8 @@ func vmNetNewMAC(v string) string {
 
 // cloneDiskLocked is clone_disk for one drive: allocate the new volume
 // (on the target storage for a full clone, beside the base for a linked
-// one) and copy the data (from the snapshot with snapname).
-func (q *qemuVMs) cloneDiskLocked(w *Worker, req vmCloneReq, d vmVolDrive) (string, error) {
+// one) and return the copy of the data (from the snapshot with snapname).
+func (q *qemuVMs) cloneDiskLocked(w *Worker, req vmCloneReq, d vmVolDrive) (string, vmCopyJob, error) {
 	kind := "linked"
 	if req.fullKeys[d.key] {
 		kind = "full"
@@ -314,7 +342,7 @@ func (q *qemuVMs) cloneDiskLocked(w *Worker, req vmCloneReq, d vmVolDrive) (stri
 	}
 	s, err := q.storage.storageCheckEnabledLocked(sid, req.node)
 	if err != nil {
-		return "", err
+		return "", vmCopyJob{}, err
 	}
 	format := d.vol.Format
 	if req.format != "" {
@@ -334,7 +362,7 @@ func (q *qemuVMs) cloneDiskLocked(w *Worker, req vmCloneReq, d vmVolDrive) (stri
 	}
 	v, lines, err := q.storage.allocImageLocked(req.node, s, req.newid, name, format, d.vol.Size)
 	if err != nil {
-		return "", err
+		return "", vmCopyJob{}, err
 	}
 	for _, l := range lines {
 		w.logLocked("%s", l)
@@ -343,11 +371,5 @@ func (q *qemuVMs) cloneDiskLocked(w *Worker, req vmCloneReq, d vmVolDrive) (stri
 	if req.snapname != "" {
 		src = q.vmSnapPath(req.node, d.vol, req.snapname)
 	}
-	if err := vmCopyVolume(q.storage.volumePath(req.node, s.ID, v.Name), src, d.vol.Size); err != nil {
-		return v.VolID(), err
-	}
-	if kind == "full" {
-		w.logLocked("transferred %s of %s (100.00%%)", pvesize.Format(d.vol.Size), pvesize.Format(d.vol.Size))
-	}
-	return v.VolID(), nil
+	return v.VolID(), vmCopyJob{what: "clone " + d.drive["file"], dst: q.storage.volumePath(req.node, s.ID, v.Name), src: src, size: d.vol.Size}, nil
 }
