@@ -137,7 +137,7 @@ func (q *qemuVMs) migrateRun(m *vmMigration) error {
 	err := m.w.Do(func(st *State) error { return q.migratePrepareLocked(m) })
 	if err == nil {
 		for _, mv := range m.volumes {
-			if err = m.w.Do(func(st *State) error { return q.migrateCopyLocked(m, mv) }); err != nil {
+			if err = q.migrateCopy(m, mv); err != nil {
 				break
 			}
 		}
@@ -209,14 +209,14 @@ func (q *qemuVMs) migratePrepareLocked(m *vmMigration) error {
 
 // migrateCopyLocked is storage_migrate of one volume: the same name on
 // the target storage (the next free one if taken, except the cloud-init
-// drive's), its data copied.
-func (q *qemuVMs) migrateCopyLocked(m *vmMigration, mv vmMigVolume) error {
+// drive's); it returns the copy of the data.
+func (q *qemuVMs) migrateCopyLocked(m *vmMigration, mv vmMigVolume) (vmCopyJob, error) {
 	st := q.state()
 	src := st.Volumes[st.volKey(m.node, mv.volid)]
 	tsid := m.smap.mapID(src.Storage)
 	s, err := q.storage.storageCheckEnabledLocked(tsid, m.target)
 	if err != nil {
-		return Failf("storage migration for '%s' to storage '%s' failed - %s", mv.volid, tsid, errText(err))
+		return vmCopyJob{}, Failf("storage migration for '%s' to storage '%s' failed - %s", mv.volid, tsid, errText(err))
 	}
 	format, name := src.Format, src.Name
 	if s.LVMLike() {
@@ -238,18 +238,36 @@ func (q *qemuVMs) migrateCopyLocked(m *vmMigration, mv vmMigVolume) error {
 	}
 	v, lines, err := q.storage.allocImageLocked(m.target, s, m.vmid, name, format, src.Size)
 	if err != nil {
-		return Failf("storage migration for '%s' to storage '%s' failed - %s", mv.volid, tsid, errText(err))
+		return vmCopyJob{}, Failf("storage migration for '%s' to storage '%s' failed - %s", mv.volid, tsid, errText(err))
 	}
 	for _, l := range lines {
 		m.log(q, "%s", l)
 	}
 	m.volmap[mv.volid] = v.VolID()
-	if err := vmCopyVolume(q.storage.volumePath(m.target, s.ID, v.Name), q.storage.volumePath(m.node, src.Storage, src.Name), src.Size); err != nil {
-		return Failf("storage migration for '%s' to storage '%s' failed - %v", mv.volid, tsid, err)
+	return vmCopyJob{what: "copy " + mv.volid, dst: q.storage.volumePath(m.target, s.ID, v.Name),
+		src: q.storage.volumePath(m.node, src.Storage, src.Name), size: src.Size}, nil
+}
+
+// migrateCopy copies one local volume: the target volume made under the
+// State's lock, the data copied outside it.
+func (q *qemuVMs) migrateCopy(m *vmMigration, mv vmMigVolume) error {
+	var job vmCopyJob
+	err := m.w.Do(func(st *State) error {
+		var err error
+		job, err = q.migrateCopyLocked(m, mv)
+		return err
+	})
+	if err != nil {
+		return err
 	}
-	m.log(q, "successfully imported '%s'", v.VolID())
-	m.log(q, "volume '%s' is '%s' on the target", mv.volid, v.VolID())
-	return nil
+	if err := job.run(); err != nil {
+		return Failf("storage migration for '%s' to storage '%s' failed - %v", mv.volid, strings.SplitN(m.volmap[mv.volid], ":", 2)[0], err)
+	}
+	return m.w.Do(func(st *State) error {
+		m.log(q, "successfully imported '%s'", m.volmap[mv.volid])
+		m.log(q, "volume '%s' is '%s' on the target", mv.volid, m.volmap[mv.volid])
+		return nil
+	})
 }
 
 // vmVolName is the name a volume called file gets on storage s: a dir

@@ -60,7 +60,7 @@ func (q *qemuVMs) MoveVMDisk(auth Auth, node string, vmid int, params map[string
 				return err
 			}
 			defer release()
-			return w.Do(func(st *State) error { return q.moveToStorageLocked(w, m) })
+			return q.moveToStorage(w, m)
 		}), nil
 	}
 	msg := "both 'storage' and 'target-vmid' missing, either needs to be set"
@@ -131,48 +131,79 @@ func (q *qemuVMs) volumeInUseLocked(vm *VM, skip, volid string) bool {
 	return false
 }
 
-// moveToStorageLocked is move_updatefn: copy the disk to a new volume on
-// the storage, point the drive at it, keep the old one as unusedN or
-// free it; a template's moved disk becomes a base volume again.
-func (q *qemuVMs) moveToStorageLocked(w *Worker, m vmMove) error {
-	vm, drive, err := q.moveCheckLocked(m)
+// moveToStorage is move_updatefn: copy the disk to a new volume on the
+// storage (made under the State's lock, filled outside it), then point
+// the drive at it, keep the old one as unusedN or free it; a template's
+// moved disk becomes a base volume again.
+func (q *qemuVMs) moveToStorage(w *Worker, m vmMove) error {
+	var job vmCopyJob
+	var newVolid string
+	err := w.Do(func(st *State) error {
+		var err error
+		newVolid, job, err = q.moveAllocLocked(w, m)
+		return err
+	})
 	if err != nil {
 		return err
 	}
+	if err := job.run(); err != nil {
+		w.cleanup(func(st *State) { q.storage.freeVolumeLocked(m.node, newVolid) })
+		return fmt.Errorf("storage migration failed: %w", err)
+	}
+	w.Log("transferred %s of %s (100.00%%)", pvesize.Format(job.size), pvesize.Format(job.size))
+	return w.Do(func(st *State) error { return q.moveFinishLocked(w, m, newVolid) })
+}
+
+// moveAllocLocked checks the move again, logs it and makes the new
+// volume; it returns the volume and the copy of the data.
+func (q *qemuVMs) moveAllocLocked(w *Worker, m vmMove) (string, vmCopyJob, error) {
+	_, drive, err := q.moveCheckLocked(m)
+	if err != nil {
+		return "", vmCopyJob{}, err
+	}
 	st := q.state()
-	oldVolid := drive["file"]
-	old := st.Volumes[st.volKey(m.node, oldVolid)]
-	w.logLocked("copying volume '%s' from current storage '%s' to target storage '%s'", oldVolid, old.Storage, m.storage)
+	old := st.Volumes[st.volKey(m.node, drive["file"])]
+	w.logLocked("copying volume '%s' from current storage '%s' to target storage '%s'", drive["file"], old.Storage, m.storage)
 	s := st.storage(m.storage)
 	format := old.Format
 	if m.format != "" {
 		format = m.format
 	}
-	name := ""
+	name, cloudinit := "", strings.Contains(old.Name, "-cloudinit")
 	switch {
+	case s.LVMLike() && cloudinit:
+		name, format = fmt.Sprintf("vm-%d-cloudinit", m.vmid), "raw"
 	case s.LVMLike():
 		format = "raw"
-	case strings.Contains(old.Name, "-cloudinit"):
+	case cloudinit:
 		name = fmt.Sprintf("vm-%d-cloudinit.%s", m.vmid, format)
 	default:
 		name = fmt.Sprintf("vm-%d-disk-%d.%s", m.vmid, q.storage.freeDiskNumberLocked(m.node, s.ID, m.vmid), format)
 	}
-	if s.LVMLike() && strings.Contains(old.Name, "-cloudinit") {
-		name = fmt.Sprintf("vm-%d-cloudinit", m.vmid)
-	}
 	v, lines, err := q.storage.allocImageLocked(m.node, s, m.vmid, name, format, old.Size)
 	if err != nil {
-		return fmt.Errorf("storage migration failed: %w", err)
+		return "", vmCopyJob{}, fmt.Errorf("storage migration failed: %w", err)
 	}
 	for _, l := range lines {
 		w.logLocked("%s", l)
 	}
-	if err := vmCopyVolume(q.storage.volumePath(m.node, s.ID, v.Name), q.storage.volumePath(m.node, old.Storage, old.Name), old.Size); err != nil {
-		q.storage.freeVolumeLocked(m.node, v.VolID())
-		return fmt.Errorf("storage migration failed: %w", err)
+	return v.VolID(), vmCopyJob{what: "move " + drive["file"], dst: q.storage.volumePath(m.node, s.ID, v.Name),
+		src: q.storage.volumePath(m.node, old.Storage, old.Name), size: old.Size}, nil
+}
+
+// moveFinishLocked points the drive at the new volume and keeps or
+// frees the old one.
+func (q *qemuVMs) moveFinishLocked(w *Worker, m vmMove, newVolid string) error {
+	vm, err := q.vmLocked(m.node, m.vmid)
+	if err != nil {
+		return err
 	}
-	w.logLocked("transferred %s of %s (100.00%%)", pvesize.Format(old.Size), pvesize.Format(old.Size))
-	drive["file"] = v.VolID()
+	drive, err := ParseProp(vm.Config[m.disk], "file")
+	if err != nil {
+		return err
+	}
+	oldVolid := drive["file"]
+	drive["file"] = newVolid
 	vm.Config[m.disk] = drive.Print("file")
 	if !m.delete {
 		w.logLocked("adding source volume '%s' as '%s' to config", oldVolid, q.addUnusedLocked(vm, oldVolid))
