@@ -160,5 +160,8 @@ func vmBootWithout(boot, disk string) (string, bool) {
 		}
 		kept = append(kept, d)
 	}
+	if len(kept) == 0 {
+		return "", found // print_bootorder of no devices
+	}
 	return "order=" + strings.Join(kept, ";"), found
 }
