@@ -88,3 +88,43 @@ func TestQemu_templateClone(t *testing.T) {
 		t.Fatalf("clone without Datastore.AllocateSpace: %d %q", r.status, r.msg)
 	}
 }
+
+// TestQemu_linkedCloneDir: a linked clone of a template on NFS is named
+// after its base as pve-storage names it (<base>/<vmid>/<own>.qcow2),
+// holds the base's data, and keeps the template from being destroyed
+// ("base volume ... is still in use by linked cloned") until it goes.
+func TestQemu_linkedCloneDir(t *testing.T) {
+	k := vmOpsE2E(t)
+	root := k.root()
+	k.mustOK(root, http.MethodPost, "/nodes/pve/qemu", url.Values{"vmid": {"210"}, "scsi0": {"nfs:1,format=qcow2"}})
+	k.writeDisk("pve", "nfs:210/vm-210-disk-0.qcow2", []byte("based!"))
+	k.mustOK(root, http.MethodPost, "/nodes/pve/qemu/210/template", nil)
+	if conf := k.vmConfig("210"); conf["scsi0"] != "nfs:210/base-210-disk-0.qcow2,size=1G" {
+		t.Fatalf("the template's disk %v", conf["scsi0"])
+	}
+	k.mustOK(root, http.MethodPost, "/nodes/pve/qemu/210/clone", url.Values{"newid": {"211"}})
+	const linked = "nfs:210/base-210-disk-0.qcow2/211/vm-211-disk-0.qcow2"
+	if conf := k.vmConfig("211"); conf["scsi0"] != linked+",size=1G" {
+		t.Fatalf("the linked clone's disk %v", conf["scsi0"])
+	}
+	if got := k.readDisk("pve", linked, 6); !bytes.Equal(got, []byte("based!")) {
+		t.Fatalf("the linked clone's disk holds %q", got)
+	}
+	k.mustOK(root, http.MethodPost, "/nodes/pve/qemu/210/clone", url.Values{"newid": {"212"}})
+	if conf := k.vmConfig("212"); conf["scsi0"] != "nfs:210/base-210-disk-0.qcow2/212/vm-212-disk-0.qcow2,size=1G" {
+		t.Fatalf("the second linked clone's disk %v", conf["scsi0"])
+	}
+	k.mustOK(root, http.MethodPost, "/nodes/pve/qemu/211/config", url.Values{"scsi1": {"nfs:1,format=qcow2"}})
+	if conf := k.vmConfig("211"); conf["scsi1"] != "nfs:211/vm-211-disk-1.qcow2,size=1G" {
+		t.Fatalf("a new disk beside a linked one is %v", conf["scsi1"])
+	}
+	if d := k.task(root, http.MethodDelete, "/nodes/pve/qemu/210", nil); d.ExitStatus != "base volume 'nfs:210/base-210-disk-0.qcow2' is still in use by linked cloned" {
+		t.Fatalf("destroying the template with linked clones: %q", d.ExitStatus)
+	}
+	if conf := k.vmConfig("210"); conf["scsi0"] != "nfs:210/base-210-disk-0.qcow2,size=1G" {
+		t.Fatalf("a refused destroy changed the template: %v", conf)
+	}
+	k.mustOK(root, http.MethodDelete, "/nodes/pve/qemu/211", nil)
+	k.mustOK(root, http.MethodDelete, "/nodes/pve/qemu/212", nil)
+	k.mustOK(root, http.MethodDelete, "/nodes/pve/qemu/210", nil)
+}

@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"path"
 	"strconv"
 	"strings"
 
@@ -160,14 +161,31 @@ func (q *qemuVMs) cloneDrivesLocked(req *vmCloneReq) error {
 	return nil
 }
 
-// vmCanLinkedClone is volume_has_feature('clone') as the emulator serves
-// it: an LVM-thin or RBD base volume, or a snapshot of one. PVE links a
-// dir storage's qcow2 file to its base too; the emulator refuses that.
+// vmCanLinkedClone is volume_has_feature('clone'): an LVM-thin or RBD
+// base volume or a snapshot of one; a dir or NFS base image (a linked
+// clone there is a qcow2 file whose backing file is the base).
 func vmCanLinkedClone(s *Storage, v *Volume, snapname string) bool {
-	if s == nil || !s.LVMLike() {
+	base := strings.HasPrefix(path.Base(v.Name), "base-")
+	switch {
+	case s == nil:
 		return false
+	case s.LVMLike():
+		return snapname != "" || base
+	case s.DirLike():
+		return snapname == "" && base
 	}
-	return snapname != "" || strings.HasPrefix(v.Name, "base-")
+	return false
+}
+
+// vmLinkedCloneName is the volume name clone_image gives a linked clone
+// own of base on s: LVM-thin's own name, RBD's "<base>/<own>" (own
+// alone from a snapshot), a dir storage's "<base>/<own>" with both
+// under their VMIDs' directories.
+func vmLinkedCloneName(s *Storage, base, own, snapname string) string {
+	if s.Type == "lvmthin" || snapname != "" {
+		return own
+	}
+	return base + "/" + own
 }
 
 // vmVolumeDrivesOrCloudInitLocked is vmVolumeDrivesLocked with the
@@ -360,6 +378,10 @@ func (q *qemuVMs) cloneDiskLocked(w *Worker, req vmCloneReq, d vmVolDrive) (stri
 	} else if s.DirLike() {
 		name = fmt.Sprintf("vm-%d-disk-%d.%s", req.newid, q.storage.freeDiskNumberLocked(req.node, sid, req.newid), format)
 	}
+	if kind == "linked" && s.DirLike() {
+		format = "qcow2" // the clone's file names its base as backing file
+		name = fmt.Sprintf("vm-%d-disk-%d.qcow2", req.newid, q.storage.freeDiskNumberLocked(req.node, sid, req.newid))
+	}
 	v, lines, err := q.storage.allocImageLocked(req.node, s, req.newid, name, format, d.vol.Size)
 	if err != nil {
 		return "", vmCopyJob{}, err
@@ -367,9 +389,13 @@ func (q *qemuVMs) cloneDiskLocked(w *Worker, req vmCloneReq, d vmVolDrive) (stri
 	for _, l := range lines {
 		w.logLocked("%s", l)
 	}
+	volid := v.VolID()
+	if kind == "linked" {
+		volid = q.storage.renameVolumeLocked(req.node, volid, vmLinkedCloneName(s, d.vol.Name, v.Name, req.snapname), req.newid)
+	}
 	src := q.storage.volumePath(req.node, d.vol.Storage, d.vol.Name)
 	if req.snapname != "" {
 		src = q.vmSnapPath(req.node, d.vol, req.snapname)
 	}
-	return v.VolID(), vmCopyJob{what: "clone " + d.drive["file"], dst: q.storage.volumePath(req.node, s.ID, v.Name), src: src, size: d.vol.Size}, nil
+	return volid, vmCopyJob{what: "clone " + d.drive["file"], dst: q.storage.volumePath(req.node, s.ID, v.Name), src: src, size: d.vol.Size}, nil
 }

@@ -2,6 +2,7 @@ package model
 
 import (
 	"strconv"
+	"strings"
 )
 
 // TemplateVM is POST /nodes/{node}/qemu/{vmid}/template (qemu-server
@@ -78,6 +79,35 @@ func (q *qemuVMs) templateCreateLocked(w *Worker, node string, vmid int, disk st
 		}
 		d.drive["file"] = volid
 		vm.Config[d.key] = d.drive.Print("file")
+	}
+	return nil
+}
+
+// baseInUseLocked is destroy_vm's early check of a template: no base
+// volume of it (disk or unusedN) may back a linked clone, whose name
+// starts with the base's (volume_is_base_and_used).
+func (q *qemuVMs) baseInUseLocked(vm *VM) error {
+	if !isTrue(vm.Config["template"]) {
+		return nil
+	}
+	st := q.state()
+	for k, val := range vm.Config {
+		if !vmDriveRE.MatchString(k) && !ctKeyIs(k, "unused") {
+			continue
+		}
+		d, err := ParseProp(val, "file")
+		if err != nil || vmDriveIsCdrom(d) {
+			continue
+		}
+		v := st.Volumes[st.volKey(vm.Node, d["file"])]
+		if v == nil {
+			continue
+		}
+		for _, o := range st.Volumes {
+			if o.Node == v.Node && o.Storage == v.Storage && strings.HasPrefix(o.Name, v.Name+"/") {
+				return Failf("base volume '%s' is still in use by linked cloned\n", d["file"])
+			}
+		}
 	}
 	return nil
 }

@@ -83,6 +83,7 @@ type qemuStorage interface {
 	freeDiskNumberLocked(node, sid string, vmid int) int
 	addVolumeLocked(node string, v *Volume)
 	snapshotPath(node string, v *Volume, snap string) string
+	renameVolumeLocked(node, volid, newName string, owner int) string
 }
 
 // wireQemu wires qemuVMs: the node check, the storage layer, tasks, the
