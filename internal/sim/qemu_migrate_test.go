@@ -73,19 +73,7 @@ func TestQemu_migrateOffline(t *testing.T) {
 	if _, err := k.srv.cluster.VolumePath("pve1", "local-lvm:vm-200-disk-0"); err == nil {
 		t.Fatal("the source's disk is still on pve1")
 	}
-	k.ok(root, http.MethodPut, "/nodes/pve2/qemu/200/config", url.Values{"delete": {"scsi1"}}, nil) // a raw file on NFS cannot snapshot
-	if snap := k.runOn("pve2", root, http.MethodPost, "/nodes/pve2/qemu/200/snapshot", url.Values{"snapname": {"s1"}}); snap.ExitStatus != "OK" {
-		t.Fatalf("snapshot on pve2: %q", snap.ExitStatus)
-	}
-	back := k.runOn("pve2", root, http.MethodPost, "/nodes/pve2/qemu/200/migrate", url.Values{"target": {"pve1"}})
-	if back.ExitStatus != "migration aborted" || !hasSuffixLine(back.log, "ERROR: can't migrate local disk 'local-lvm:vm-200-disk-0': non-migratable snapshot exists") {
-		t.Fatalf("migrating a VM with an LVM-thin snapshot: %q\n%v", back.ExitStatus, back.log)
-	}
-	conf = map[string]any{}
-	k.ok(root, http.MethodGet, "/nodes/pve2/qemu/200/config", nil, &conf)
-	if conf["lock"] != nil {
-		t.Fatalf("a failed migration left the lock %v", conf["lock"])
-	}
+	checkMigrateRefusesSnapshots(t, k)
 	_, who := k.newUserToken("mover@pve", "tok", false)
 	k.ok(root, http.MethodPut, "/access/acl", url.Values{"path": {"/vms/200"}, "roles": {"PVEVMAdmin"}, "users": {"mover@pve"}}, nil)
 	if r := k.do(who, http.MethodPost, "/nodes/pve2/qemu/200/migrate", url.Values{"target": {"pve1"}, "force": {"1"}}); r.status != 400 || r.errs["force"] != "Only root may use this option." {
@@ -107,4 +95,23 @@ func hasSuffixLine(log []string, want string) bool {
 		}
 	}
 	return false
+}
+
+// checkMigrateRefusesSnapshots: VM 200 on pve2 with an LVM-thin snapshot
+// cannot migrate (non-migratable snapshot), and the failure unlocks it.
+func checkMigrateRefusesSnapshots(t *testing.T, k *e2e) {
+	root := k.root()
+	k.ok(root, http.MethodPut, "/nodes/pve2/qemu/200/config", url.Values{"delete": {"scsi1"}}, nil) // a raw file on NFS cannot snapshot
+	if snap := k.runOn("pve2", root, http.MethodPost, "/nodes/pve2/qemu/200/snapshot", url.Values{"snapname": {"s1"}}); snap.ExitStatus != "OK" {
+		t.Fatalf("snapshot on pve2: %q", snap.ExitStatus)
+	}
+	back := k.runOn("pve2", root, http.MethodPost, "/nodes/pve2/qemu/200/migrate", url.Values{"target": {"pve1"}})
+	if back.ExitStatus != "migration aborted" || !hasSuffixLine(back.log, "ERROR: can't migrate local disk 'local-lvm:vm-200-disk-0': non-migratable snapshot exists") {
+		t.Fatalf("migrating a VM with an LVM-thin snapshot: %q\n%v", back.ExitStatus, back.log)
+	}
+	conf := map[string]any{}
+	k.ok(root, http.MethodGet, "/nodes/pve2/qemu/200/config", nil, &conf)
+	if conf["lock"] != nil {
+		t.Fatalf("a failed migration left the lock %v", conf["lock"])
+	}
 }

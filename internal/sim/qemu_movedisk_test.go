@@ -49,14 +49,7 @@ func TestQemu_moveDisk(t *testing.T) {
 	if conf := k.vmConfig("201"); conf["unused3"] != "local-lvm:vm-201-disk-2" {
 		t.Fatalf("the target's unused3 is %v", conf["unused3"])
 	}
-	k.mustOK(root, http.MethodPost, "/nodes/pve/qemu", url.Values{"vmid": {"202"}, "scsi0": {"local-lvm:1"}, "net0": {"virtio,bridge=vmbr0"}})
-	boot := k.mustOK(root, http.MethodPost, "/nodes/pve/qemu/202/move_disk", url.Values{"disk": {"scsi0"}, "target-vmid": {"201"}, "target-disk": {"scsi4"}})
-	if !boot.has("removing disk 'scsi0' from boot order config") {
-		t.Fatalf("reassign of a boot disk:\n%v", boot.log)
-	}
-	if conf := k.vmConfig("202"); conf["boot"] != "order=net0" || conf["scsi0"] != nil {
-		t.Fatalf("after giving its boot disk away VM 202's config is %v", conf)
-	}
+	checkReassignBootDisk(t, k)
 	k.mustOK(root, http.MethodPost, "/nodes/pve/qemu/201/snapshot", url.Values{"snapname": {"s1"}})
 	k.runOn("pve", root, http.MethodPost, "/nodes/pve/qemu/200/status/start", nil)
 	for _, tc := range []struct {
@@ -91,5 +84,19 @@ func TestQemu_moveDisk(t *testing.T) {
 	k.ok(root, http.MethodPut, "/access/acl", url.Values{"path": {"/storage"}, "roles": {"PVEDatastoreUser"}, "users": {"mover@pve"}}, nil)
 	if r := k.do(who, http.MethodPost, "/nodes/pve/qemu/201/move_disk", url.Values{"disk": {"unused3"}, "target-vmid": {"200"}}); r.status != 403 || r.msg != "Permission check failed (/vms/200, VM.Config.Disk)\n" {
 		t.Fatalf("reassign without VM.Config.Disk on the target: %d %q", r.status, r.msg)
+	}
+}
+
+// checkReassignBootDisk: giving a new VM's only disk to VM 201 drops it
+// from the giver's boot order.
+func checkReassignBootDisk(t *testing.T, k *e2e) {
+	root := k.root()
+	k.mustOK(root, http.MethodPost, "/nodes/pve/qemu", url.Values{"vmid": {"202"}, "scsi0": {"local-lvm:1"}, "net0": {"virtio,bridge=vmbr0"}})
+	boot := k.mustOK(root, http.MethodPost, "/nodes/pve/qemu/202/move_disk", url.Values{"disk": {"scsi0"}, "target-vmid": {"201"}, "target-disk": {"scsi4"}})
+	if !boot.has("removing disk 'scsi0' from boot order config") {
+		t.Fatalf("reassign of a boot disk:\n%v", boot.log)
+	}
+	if conf := k.vmConfig("202"); conf["boot"] != "order=net0" || conf["scsi0"] != nil {
+		t.Fatalf("after giving its boot disk away VM 202's config is %v", conf)
 	}
 }
