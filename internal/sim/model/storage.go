@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -106,13 +107,15 @@ func (sl *storageLayer) volumePath(node, storage, name string) string {
 // "100/base-100-disk-0.qcow2/101/vm-101-disk-0.qcow2" on a dir storage),
 // the emulator keeps its data under the clone's own part of the name.
 func cloneOwnName(name string) string {
-	if i := strings.LastIndex(name, "base-"); i >= 0 {
-		if j := strings.IndexByte(name[i:], '/'); j >= 0 {
-			return name[i+j+1:]
-		}
+	if m := linkedCloneRE.FindStringSubmatch(name); m != nil {
+		return m[1]
 	}
 	return name
 }
+
+// linkedCloneRE matches a linked clone's volume name: its base's name,
+// then its own.
+var linkedCloneRE = regexp.MustCompile(`^(?:\d+/)?base-\d+-disk-\d+(?:\.(?:raw|qcow2|vmdk))?/(.+)$`)
 
 // VolumePath is volumePath for tests and the guest layer: where volid's
 // data lives on node.
