@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/corralhq/corral/internal/sim/model"
 )
 
 // TestQemu_templateClone: template makes the disks base volumes and the
@@ -127,4 +129,26 @@ func TestQemu_linkedCloneDir(t *testing.T) {
 	k.mustOK(root, http.MethodDelete, "/nodes/pve/qemu/211", nil)
 	k.mustOK(root, http.MethodDelete, "/nodes/pve/qemu/212", nil)
 	k.mustOK(root, http.MethodDelete, "/nodes/pve/qemu/210", nil)
+}
+
+// TestQemu_linkedCloneRBD: on RBD a linked clone of a template is
+// <base>/<own> (clone_image), one of a snapshot its own name.
+func TestQemu_linkedCloneRBD(t *testing.T) {
+	k := openE2E(t, Options{Dir: t.TempDir(), Listener: ListenTLS, TimeScale: zeroScale(), NodeMemory: 32 << 30, SharedStorage: []string{model.SharedRBD}})
+	root := k.root()
+	k.mustOK(root, http.MethodPost, "/nodes/pve/qemu", url.Values{"vmid": {"223"}, "scsi0": {"rbd:1"}})
+	k.mustOK(root, http.MethodPost, "/nodes/pve/qemu/223/snapshot", url.Values{"snapname": {"s1"}})
+	k.mustOK(root, http.MethodPost, "/nodes/pve/qemu/223/clone", url.Values{"newid": {"222"}, "snapname": {"s1"}, "full": {"0"}})
+	if conf := k.vmConfig("222"); conf["scsi0"] != "rbd:vm-222-disk-0,size=1G" {
+		t.Fatalf("a linked clone of a snapshot: %v", conf["scsi0"])
+	}
+	k.mustOK(root, http.MethodPost, "/nodes/pve/qemu", url.Values{"vmid": {"220"}, "scsi0": {"rbd:1"}})
+	k.mustOK(root, http.MethodPost, "/nodes/pve/qemu/220/template", nil)
+	k.mustOK(root, http.MethodPost, "/nodes/pve/qemu/220/clone", url.Values{"newid": {"221"}})
+	if conf := k.vmConfig("221"); conf["scsi0"] != "rbd:base-220-disk-0/vm-221-disk-0,size=1G" {
+		t.Fatalf("a linked clone of a template: %v", conf["scsi0"])
+	}
+	if d := k.task(root, http.MethodDelete, "/nodes/pve/qemu/220", nil); d.ExitStatus != "base volume 'rbd:base-220-disk-0' is still in use by linked cloned" {
+		t.Fatalf("destroying the template: %q", d.ExitStatus)
+	}
 }
