@@ -17,8 +17,9 @@ import (
 // system and volumes into one, a restore unpacks that. PVE pipes them
 // through the zstd binary (vzdump, pct create's tar --zstd), and so does
 // the emulator where the machine has one; the in-process codec is the
-// fallback. Under the race detector that codec runs some 25 times slower
-// (200 MB: 40 CPU-s against 1.5 for the binary), which made a backup in
+// fallback. Under the race detector that codec takes some 30 times the
+// binary's CPU (200 MB of a template's tar at level 3: about 50 CPU-s,
+// 3.5 without -race, 1.5 for the binary), which made a backup in
 // TestComposeLocalExample run past CI's 30-minute limit on a loaded
 // machine and a real template's keeper create outlast its lock's lease.
 
