@@ -132,7 +132,7 @@ func TestFirstApplyKilledThenApply(t *testing.T) {
 		t.Run(moment.name, func(t *testing.T) {
 			r, m := firstApplyRig(t)
 			cmd := r.command("apply", "-f", m, "--auto-approve")
-			killWhen(t, cmd, moment.name, 60*time.Second, func(string) bool { return moment.now(r) })
+			killWhen(t, cmd, moment.name, func(string) bool { return moment.now(r) })
 			out, err := r.command("apply", "-f", m, "--auto-approve").CombinedOutput()
 			// Killed as the start was posted, the start runs on: then
 			// there is nothing left to do.

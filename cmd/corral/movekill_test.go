@@ -166,13 +166,14 @@ func (r *moveKillRig) killMoveAt(m, typ string) {
 	r.t.Helper()
 	cmd := r.command("move", "web", "--to", "pve2", "-f", m, "--auto-approve")
 	what := "a " + typ + " task of the move"
-	killWhen(r.t, cmd, what, 60*time.Second, func(string) bool { return r.running(typ) != "" })
+	killWhen(r.t, cmd, what, func(string) bool { return r.running(typ) != "" })
 }
 
 // killWhen starts cmd and SIGKILLs it as soon as moment (given its output
-// so far) says so; it fails the test if cmd ends first or the moment
-// does not come within limit.
-func killWhen(t *testing.T, cmd *exec.Cmd, what string, limit time.Duration, moment func(out string) bool) {
+// so far) says so; it fails the test if cmd ends first or the moment has
+// not come by the test's deadline (testenv.GiveUp: a loaded machine
+// makes the moment later, never the test fail).
+func killWhen(t *testing.T, cmd *exec.Cmd, what string, moment func(out string) bool) {
 	t.Helper()
 	var out safeBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -181,7 +182,7 @@ func killWhen(t *testing.T, cmd *exec.Cmd, what string, limit time.Duration, mom
 	}
 	done := make(chan struct{})
 	go func() { cmd.Wait(); close(done) }()
-	deadline := time.After(limit)
+	deadline := testenv.Expiry(t)
 	for {
 		select {
 		case <-done:
@@ -189,7 +190,7 @@ func killWhen(t *testing.T, cmd *exec.Cmd, what string, limit time.Duration, mom
 		case <-deadline:
 			cmd.Process.Kill()
 			<-done
-			t.Fatalf("%s: the moment did not come within %s:\n%s", what, limit, out.String())
+			t.Fatalf("%s: the moment had not come by the test's deadline:\n%s", what, out.String())
 		case <-time.After(5 * time.Millisecond):
 		}
 		if moment(out.String()) {

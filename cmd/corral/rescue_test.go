@@ -208,7 +208,7 @@ func (r *rescueRig) killRescueAt(typ string) {
 	r.t.Helper()
 	cmd := r.command("rescue", "web", "--stop", "-f", r.m, "--", "sleep", "60")
 	what := fmt.Sprintf("rescue at %q", typ)
-	killWhen(r.t, cmd, what, 90*time.Second, func(out string) bool { return r.moment(typ, out) })
+	killWhen(r.t, cmd, what, func(out string) bool { return r.moment(typ, out) })
 }
 
 // moment reports whether the kill moment came: a running task of type

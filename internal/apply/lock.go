@@ -87,6 +87,13 @@ type Lock struct {
 	pending  map[string]*pendingKeeper
 	bg       context.Context
 	bgCancel context.CancelFunc
+	// created wakes renew when a pending keeper's create ends, so that
+	// its lease is renewed at once rather than at the next tick.
+	created chan struct{}
+	// foundCreated is when this corral first found another's lease
+	// written by a keeper's create in a keeper no longer being created,
+	// per lease ID (othersLive).
+	foundCreated map[string]time.Time
 }
 
 // Lost is closed when a lease could not be renewed (it was broken, or
@@ -122,7 +129,7 @@ func (e *Executor) Lock(ctx context.Context, obs *plan.Observed, nodes []string,
 	now := time.Now()
 	l := &Lock{e: e, ttl: opts.TTL, stop: make(chan struct{}), done: make(chan struct{}), lost: make(chan struct{}),
 		lease:   plan.Lease{ID: hex.EncodeToString(id), Holder: Holder(), Command: opts.Command, Since: now},
-		pending: map[string]*pendingKeeper{}}
+		pending: map[string]*pendingKeeper{}, created: make(chan struct{}, 1), foundCreated: map[string]time.Time{}}
 	l.bg, l.bgCancel = context.WithCancel(context.WithoutCancel(ctx))
 	nodes = slices.Clone(nodes)
 	slices.Sort(nodes)
@@ -140,6 +147,11 @@ func (e *Executor) Lock(ctx context.Context, obs *plan.Observed, nodes []string,
 		go func() {
 			if pk.wait(l.bg) != nil && l.bg.Err() == nil {
 				l.lose(fmt.Errorf("%w: the keeper %d on node %s that holds the lock could not be created: %w", errLeaseBroken, pk.vmid, pk.node, pk.err))
+				return
+			}
+			select {
+			case l.created <- struct{}{}:
+			default: // a wake-up is already due; it renews every lease
 			}
 		}()
 	}
@@ -201,7 +213,7 @@ func (l *Lock) take(ctx context.Context, k *keeper, node string, opts LockOption
 			// A live lease of another corral is waited for; one that ran
 			// out, or whose holder was a process of this machine that is
 			// gone (killed), is taken over.
-			if cur := s.notes.Lease; cur != nil && cur.ID != l.lease.ID && now.Before(cur.Until) && !holderGone(cur.Holder) {
+			if cur := s.notes.Lease; l.othersLive(cur, s.conf) {
 				held = cur
 				return nil, nil
 			}
@@ -246,7 +258,8 @@ func (l *Lock) take(ctx context.Context, k *keeper, node string, opts LockOption
 	}
 }
 
-// renew extends every lease every TTL/3 until Release.
+// renew extends every lease every TTL/3 until Release, and at once when
+// a keeper the lock is creating is there.
 func (l *Lock) renew() {
 	defer close(l.done)
 	tick := time.NewTicker(l.ttl / 3)
@@ -256,32 +269,65 @@ func (l *Lock) renew() {
 		case <-l.stop:
 			return
 		case <-tick.C:
+		case <-l.created:
 		}
 		for _, k := range l.held {
 			if pk := l.pending[k.node]; pk != nil && !pk.ended() {
-				// Its config is locked while it is created; the lease
-				// written by the create must not run out meanwhile.
-				if time.Until(pk.until) < l.ttl/3 {
-					l.lose(fmt.Errorf("%w: the keeper %d on node %s that holds the lock is still being created after %s, and its lease runs out", errLeaseBroken, pk.vmid, k.node, time.Since(l.lease.Since).Round(time.Second)))
+				if err := l.renewPending(pk); err != nil {
+					l.lose(err)
 					return
 				}
 				continue
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), l.ttl/3)
-			err := k.change(ctx, "renew the lock", func(s *keeperState) (*pve.ConfigUpdate, error) {
-				if s.notes.Lease == nil || s.notes.Lease.ID != l.lease.ID {
-					return nil, fmt.Errorf("%w: the lock on node %s was broken while this corral held it", errLeaseBroken, k.node)
-				}
-				s.notes.Lease.Until = time.Now().Add(l.ttl)
-				return &pve.ConfigUpdate{}, nil
-			})
-			cancel()
-			if err != nil && (errors.Is(err, errLeaseBroken) || l.expired(k)) {
+			if err := l.renewHeld(k); err != nil {
 				l.lose(err)
 				return
 			}
 		}
 	}
+}
+
+// renewPending keeps the lease of a keeper still being created, whose
+// config is locked: it holds while the create runs and for a life after
+// (lockclaim.go), so the holder checks that the create task still runs,
+// and gives the lock up once it has not seen it running for two thirds
+// of a life (PVE unreachable), before others may take the lease.
+func (l *Lock) renewPending(pk *pendingKeeper) error {
+	ctx, cancel := context.WithTimeout(context.Background(), l.ttl/3)
+	st, err := l.e.Client.TaskStatus(ctx, pk.upid)
+	cancel()
+	if err == nil && st.Status == "running" {
+		pk.seenRunning = time.Now()
+		return nil
+	}
+	if pk.ended() || time.Since(pk.seenRunning) < 2*l.ttl/3 {
+		return nil // renewed by the wake-up its end sends, or still in time
+	}
+	why := "its task is not seen running"
+	if err != nil {
+		why = fmt.Sprintf("its task's status cannot be read: %v", err)
+	}
+	return fmt.Errorf("%w: the keeper %d on node %s that holds the lock is still being created after %s and %s since %s; run again once its create task ends (Datacenter > Tasks)",
+		errLeaseBroken, pk.vmid, pk.node, time.Since(l.lease.Since).Round(time.Second), why, pk.seenRunning.UTC().Format(time.RFC3339))
+}
+
+// renewHeld moves the lease in k's Notes a life ahead (and clears the
+// life a keeper's create wrote: from now on it is renewed in the Notes).
+// Its error, if any, means the lock is lost.
+func (l *Lock) renewHeld(k *keeper) error {
+	ctx, cancel := context.WithTimeout(context.Background(), l.ttl/3)
+	defer cancel()
+	err := k.change(ctx, "renew the lock", func(s *keeperState) (*pve.ConfigUpdate, error) {
+		if s.notes.Lease == nil || s.notes.Lease.ID != l.lease.ID {
+			return nil, fmt.Errorf("%w: the lock on node %s was broken while this corral held it", errLeaseBroken, k.node)
+		}
+		s.notes.Lease.Until, s.notes.Lease.Life = time.Now().Add(l.ttl), 0
+		return &pve.ConfigUpdate{}, nil
+	})
+	if err != nil && (errors.Is(err, errLeaseBroken) || l.expired(k)) {
+		return err
+	}
+	return nil
 }
 
 // expired is a conservative guess that the lease on k ran out while PVE

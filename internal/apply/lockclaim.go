@@ -49,11 +49,15 @@ import (
 // none, with the lease in its Notes from its first moment; done closes
 // when the create ends, err is then its failure.
 type pendingKeeper struct {
-	node  string
-	vmid  int
-	until time.Time // the lease in its Notes runs out then
-	done  chan struct{}
-	err   error
+	node string
+	vmid int
+	upid string // its create task
+	// seenRunning is when the holder last saw the create task running
+	// (only renew reads and writes it once Lock returns): the lease holds
+	// for the lease's life after the create ends, which is no earlier.
+	seenRunning time.Time
+	done        chan struct{}
+	err         error
 	// taken is set by the first planned keeper create of its node that
 	// takes it (adopt); a plan that creates two keepers there creates
 	// the second.
@@ -64,10 +68,15 @@ type pendingKeeper struct {
 // planned create only.
 func (pk *pendingKeeper) adopt() bool { return pk.taken.CompareAndSwap(false, true) }
 
-// The lease a keeper's create writes lasts twice the lease's life: it
-// cannot be renewed until the create ends (usually 11 s; a big template
-// on slow storage takes longer), and a create that outlasts it all but a
-// third of the life loses the lock (renew).
+// The lease a keeper's create writes cannot be renewed until the create
+// ends (usually 11 s; a real template on slow storage or a loaded node has
+// taken over 3 minutes), so it carries its life (plan.Lease.Life): other
+// corrals take it as held while the keeper is being created and for a
+// life after they find it created, whatever its Until says (othersLive).
+// Its holder, meanwhile, renews its own belief instead of the Notes: it
+// reads the create task's status every third of a life and gives the lock
+// up only when it cannot see that task running for two thirds of one
+// (renewPending), and renews the Notes the moment the create ends.
 
 // wait waits for the keeper's create to end.
 func (pk *pendingKeeper) wait(ctx context.Context) error {
@@ -135,13 +144,13 @@ func (ko *keeperOps) adoptPending(ctx context.Context, pk *pendingKeeper) (*keep
 // Notes, and reports whether that claim holds the node's lock.
 func (l *Lock) claimEmptyNode(ctx context.Context, ko *keeperOps, node, tmpl, storage string) (*pendingKeeper, bool, error) {
 	lease := l.lease
-	lease.Until = time.Now().Add(2 * l.ttl)
+	lease.Until, lease.Life = time.Now().Add(l.ttl), l.ttl
 	params := holderParams(tmpl, plan.KeeperName, storage, plan.TagKeeper, plan.KeeperNotes{Lease: &lease}.Render())
 	vmid, upid, err := ko.startCT(ctx, node, 0, params)
 	if err != nil {
 		return nil, false, fmt.Errorf("lock node %s: create its keeper: %w", node, err)
 	}
-	pk := &pendingKeeper{node: node, vmid: vmid, until: lease.Until, done: make(chan struct{})}
+	pk := &pendingKeeper{node: node, vmid: vmid, upid: upid, seenRunning: time.Now(), done: make(chan struct{})}
 	go func() {
 		defer close(pk.done)
 		pk.err = ko.step(plan.KeeperName, "keeper", "create on "+node, func() error { return ko.wait(l.bg, plan.KeeperName, upid) })

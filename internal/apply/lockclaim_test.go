@@ -16,6 +16,7 @@ import (
 	"github.com/corralhq/corral/internal/pvetest"
 	"github.com/corralhq/corral/internal/sim"
 	"github.com/corralhq/corral/internal/sim/model"
+	"github.com/corralhq/corral/internal/testenv"
 )
 
 var rootAuth = model.Auth{UserID: "root@pam"}
@@ -158,9 +159,8 @@ func TestLeaseInAYoungerKeeperKeepsTheLock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for end := time.Now().Add(10 * time.Second); len(keepersOn(srv)) == 0 && time.Now().Before(end); {
-		time.Sleep(10 * time.Millisecond) // its create, which the lock did not wait for
-	}
+	// Its create, which the lock did not wait for.
+	testenv.WaitFor(t, "the first lock's keeper to be listed", func() bool { return len(keepersOn(srv)) > 0 })
 	if ks := keepersOn(srv); !slices.Equal(ks, []int{101}) {
 		t.Fatalf("keepers %v after the first lock, want [101]", ks)
 	}

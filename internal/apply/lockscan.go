@@ -32,17 +32,43 @@ func (l *Lock) otherLease(ctx context.Context, k *keeper, createWait time.Durati
 		if err != nil {
 			return nil, 0, fmt.Errorf("read keeper %d for another corral's lease: %w", r.VMID, err)
 		}
-		if cur := plan.ParseLease(cc.Values["description"]); l.othersLive(cur) {
+		if cur := plan.ParseLease(cc.Values["description"]); l.othersLive(cur, cc.Values) {
 			return cur, r.VMID, nil
 		}
 	}
 	return nil, 0, nil
 }
 
-// othersLive reports whether cur is a lease of another corral that still
-// holds: not run out, and not of a process of this machine that is gone.
-func (l *Lock) othersLive(cur *plan.Lease) bool {
-	return cur != nil && cur.ID != l.lease.ID && time.Now().Before(cur.Until) && !holderGone(cur.Holder)
+// othersLive reports whether cur, the lease in a keeper whose config is
+// conf, is a lease of another corral that still holds: not of a process
+// of this machine that is gone, and either not run out or written by a
+// keeper's create (cur.Life) that its holder could not renew yet: the
+// keeper is still being created, or this corral first found it created
+// less than a life ago. That keeps a lease as long as its holder's create
+// runs, however slow, and gives its holder a life after the create ends
+// to renew it; a holder that died loses it a life later.
+func (l *Lock) othersLive(cur *plan.Lease, conf map[string]string) bool {
+	if cur == nil || cur.ID == l.lease.ID || holderGone(cur.Holder) {
+		return false
+	}
+	now := time.Now()
+	if now.Before(cur.Until) {
+		return true
+	}
+	if cur.Life <= 0 {
+		return false
+	}
+	if conf["lock"] == "create" {
+		return true
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	found, ok := l.foundCreated[cur.ID]
+	if !ok {
+		found = now
+		l.foundCreated[cur.ID] = now
+	}
+	return now.Before(found.Add(cur.Life))
 }
 
 // settledOn lists the guests until no container on node is being created

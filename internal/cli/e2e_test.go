@@ -56,7 +56,12 @@ func needGuestExec(t *testing.T, stderr string) {
 }
 
 // run runs corral with args plus the connection flags (for verbs that take
-// them) and returns what it printed.
+// them) and returns what it printed. A command still running shortly
+// before the test binary's deadline is stopped there (testenv.Context)
+// and the test fails saying so, with what the command printed: a hang
+// names the step it waited on instead of ending in the binary's timeout
+// (TestComposeLocalExample hung until CI's 30 minutes, leaving no trace
+// of what it waited for).
 func (c *cluster) run(args ...string) result {
 	c.t.Helper()
 	full := append([]string{}, args...)
@@ -65,7 +70,12 @@ func (c *cluster) run(args ...string) result {
 		full = append(full, c.connArgs()...)
 	}
 	var out, errb bytes.Buffer
-	code := Run(context.Background(), full, strings.NewReader(""), &out, &errb)
+	ctx := testenv.Context(c.t)
+	code := Run(ctx, full, strings.NewReader(""), &out, &errb)
+	if ctx.Err() != nil {
+		// args[0] only: the others may hold a token.
+		c.t.Errorf("corral %s was still running at the test's deadline and was stopped there; what it printed:\n%s%s", args[0], out.String(), errb.String())
+	}
 	return result{code, out.String(), errb.String()}
 }
 

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/corralhq/corral/internal/testenv"
 	"github.com/creack/pty"
@@ -104,8 +103,8 @@ func TestExecInteractiveTTY(t *testing.T) {
 		if got != 3 {
 			t.Fatalf("exec -it exit %d, want the shell's 3\n%s", got, screen.String())
 		}
-	case <-time.After(60 * time.Second):
-		t.Fatalf("exec -it did not end after exit:\n%s", screen.String())
+	case <-testenv.Expiry(t):
+		t.Fatalf("exec -it did not end after exit (waited until the test's deadline):\n%s", screen.String())
 	}
 	after, err := termiosOf(tty)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/corralhq/corral/internal/pvetest"
 	"github.com/corralhq/corral/internal/sim"
 	"github.com/corralhq/corral/internal/sim/model"
+	"github.com/corralhq/corral/internal/testenv"
 )
 
 // TestFirstApplyCreatesTheAppWhileItsKeeperIsCreated: on a node without a
@@ -19,32 +20,32 @@ import (
 // lease in the create's Notes, apply/lockclaim.go), so the app's own
 // create runs while the keeper's does, not after it (issue 30: a first
 // apply took the keeper's 11 s longer than Proxmox's create + start).
-// The first create is held in its running phase until a second create
-// begins (or a bound passes), so the outcome does not depend on how
-// fast the machine is: an apply that created the app only after its
-// keeper would leave the first create held until the bound, and the
-// emulator's task list shows the order either way.
+// Read from the emulator's task list: the order of the tasks, not the
+// wall clock. The keeper's create is held until a second create begins
+// (or the test's deadline): a loaded machine that starves corral for
+// longer than a create lasts (CI: 3.9 s) cannot end it first, and an
+// apply that waited for the keeper before creating the app fails here.
 func TestFirstApplyCreatesTheAppWhileItsKeeperIsCreated(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t, pvetest.TimeScale(0.05))
-	m := writeManifest(t, threeVolumes("alpha"))
+	var started atomic.Int32
 	second := make(chan struct{})
-	var began atomic.Int32
 	c.srv.Cluster().SetTaskHook(func(typ, id string) error {
 		if typ != "vzcreate" {
 			return nil
 		}
-		switch began.Add(1) {
-		case 1:
+		switch started.Add(1) {
+		case 1: // the keeper's, which the lock's claim posts first
 			select {
 			case <-second:
-			case <-time.After(2 * time.Minute):
+			case <-testenv.Expiry(t):
 			}
 		case 2:
 			close(second)
 		}
 		return nil
 	})
+	m := writeManifest(t, threeVolumes("alpha"))
 	c.mustRun("apply", "-f", m, "--auto-approve")
 	ks := c.keepers()
 	if len(ks) != 1 {

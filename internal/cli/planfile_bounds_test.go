@@ -1,13 +1,13 @@
 package cli
 
 import (
+	"github.com/corralhq/corral/internal/testenv"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 )
 
 // TestReadSavedPlan_bounded: a saved plan is outside input (apply FILE
@@ -56,8 +56,8 @@ func TestReadSavedPlan_bounded(t *testing.T) {
 				if !strings.Contains(err.Error(), "corral plan --out") {
 					t.Errorf("the refusal does not say what a plan file is: %v", err)
 				}
-			case <-time.After(10 * time.Second):
-				t.Fatalf("readSavedPlan(%s) still running after 10 s", tc.name)
+			case <-testenv.Expiry(t):
+				t.Fatalf("readSavedPlan(%s) still running at the test's deadline", tc.name)
 			}
 			runtime.ReadMemStats(&after)
 			if got := after.TotalAlloc - before.TotalAlloc; got > 128<<20 {

@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/corralhq/corral/internal/testenv"
 	"github.com/creack/pty"
@@ -66,8 +65,8 @@ func TestRescueInteractiveShell(t *testing.T) {
 		if got != 5 {
 			t.Fatalf("rescue exit %d, want the shell's 5\n%s", got, screen.String())
 		}
-	case <-time.After(2 * time.Minute):
-		t.Fatalf("rescue did not end after exit:\n%s", screen.String())
+	case <-testenv.Expiry(t):
+		t.Fatalf("rescue did not end after exit (waited until the test's deadline):\n%s", screen.String())
 	}
 	if after, err := termiosOf(tty); err != nil || after.Lflag != before.Lflag || after.Iflag != before.Iflag || after.Oflag != before.Oflag {
 		t.Errorf("local terminal not restored (%v): %+v, was %+v", err, after, before)

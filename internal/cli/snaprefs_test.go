@@ -1,15 +1,14 @@
 package cli
 
 import (
-	"context"
 	"maps"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/corralhq/corral/internal/pve"
+	"github.com/corralhq/corral/internal/testenv"
 )
 
 // withoutData rewrites the manifest at path (so that it stays the
@@ -103,8 +102,7 @@ func TestRollbackRefusesASnapshotWhoseVolumeIsGone(t *testing.T) {
 	c := newCluster(t)
 	m, vmid, data := c.snapshotOfRemovedVolume()
 	// Freed behind corral's back (pvesm free as root).
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	ctx := testenv.Context(t)
 	root := c.pveRoot()
 	sid, _, _ := strings.Cut(data, ":")
 	upid, err := root.DeleteVolume(ctx, "pve", sid, data)
@@ -150,8 +148,7 @@ func TestDestroyDeleteVolumesSparesASnapshotsVolume(t *testing.T) {
 	c.mustC("snapshot", "notes", "own", "-f", m) // destroyed with the container
 	cache := volidOf(c.volumes(), "notes", "cache")
 	keeper := c.keeperVMID(m)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	ctx := testenv.Context(t)
 	root := c.pveRoot()
 	upid, err := root.CreateSnapshot(ctx, "pve", keeper, "ks", "by hand")
 	if err != nil {

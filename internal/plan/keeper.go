@@ -88,13 +88,24 @@ type Lease struct {
 	Command string    // apply, destroy, …
 	Since   time.Time // when it was taken
 	Until   time.Time // when it lapses unless renewed
+	// Life is set on a lease a keeper's create wrote into its Notes: its
+	// holder cannot renew it while the create runs (the config is
+	// locked), however long that takes, so it holds past Until while
+	// the keeper is being created and for Life after a reader first
+	// finds the keeper created (internal/apply, lockscan.go). The first
+	// renewal clears it.
+	Life time.Duration
 }
 
 const markerLease = "corral-lock: "
 
 func (l *Lease) line() string {
-	return fmt.Sprintf("%s%s holder=%s cmd=%s since=%d until=%d\n", markerLease, l.ID,
-		strings.ReplaceAll(l.Holder, " ", "_"), strings.ReplaceAll(l.Command, " ", "_"), l.Since.Unix(), l.Until.Unix())
+	life := ""
+	if l.Life > 0 {
+		life = fmt.Sprintf(" life=%d", max(1, int64(l.Life.Round(time.Second)/time.Second)))
+	}
+	return fmt.Sprintf("%s%s holder=%s cmd=%s since=%d until=%d%s\n", markerLease, l.ID,
+		strings.ReplaceAll(l.Holder, " ", "_"), strings.ReplaceAll(l.Command, " ", "_"), l.Since.Unix(), l.Until.Unix(), life)
 }
 
 // String says who holds the lease, for messages.
@@ -121,15 +132,18 @@ func ParseLease(desc string) *Lease {
 				l.Holder = val
 			case "cmd":
 				l.Command = val
-			case "since", "until":
+			case "since", "until", "life":
 				n, err := strconv.ParseInt(val, 10, 64)
 				if err != nil {
 					continue
 				}
-				if k == "since" {
+				switch k {
+				case "since":
 					l.Since = time.Unix(n, 0)
-				} else {
+				case "until":
 					l.Until = time.Unix(n, 0)
+				default:
+					l.Life = time.Duration(n) * time.Second
 				}
 			}
 		}

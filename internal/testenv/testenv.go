@@ -9,7 +9,9 @@
 //     variables of what it must have (.ci/run), so a machine that lost
 //     root, LXC or ../shared fails the build instead of silently skipping;
 //   - one condition wait (WaitFor), which only polls and gives up at the
-//     test's own deadline, never after a guess of how slow the machine is;
+//     test's own deadline, never after a guess of how slow the machine
+//     is, and that deadline for a test's other waits (GiveUp, Expiry,
+//     Context);
 //   - one golden-file comparison (Golden) and the one -update flag that
 //     rewrites golden files and generated doc sections (Updating).
 //
@@ -18,6 +20,7 @@ package testenv
 
 import (
 	"bytes"
+	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -114,18 +117,41 @@ func NeedGuestExec(t testing.TB, unavailable error) {
 // slow or loaded machine makes it wait longer, never fail.
 func WaitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Minute)
-	if d, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {
-		if dl, ok := d.Deadline(); ok {
-			deadline = dl.Add(-5 * time.Second)
-		}
-	}
+	deadline := GiveUp(t)
 	for pause := time.Millisecond; !cond(); pause = min(2*pause, 20*time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("gave up waiting for %s", what)
 		}
 		time.Sleep(pause)
 	}
+}
+
+// GiveUp is when a wait of t gives up: shortly before the test binary's
+// own deadline (-timeout; 10 minutes from now without one). A wait that
+// ends there fails with what it waited for, where a wall-clock guess of
+// how slow the machine is would fail a correct run on a loaded one; one
+// shortly before the deadline keeps the failure the test's own message
+// rather than the binary's panic.
+func GiveUp(t testing.TB) time.Time {
+	if d, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {
+		if dl, ok := d.Deadline(); ok {
+			return dl.Add(-5 * time.Second)
+		}
+	}
+	return time.Now().Add(10 * time.Minute)
+}
+
+// Expiry fires at GiveUp(t): the other arm of a select that waits for
+// something to happen.
+func Expiry(t testing.TB) <-chan time.Time { return time.After(time.Until(GiveUp(t))) }
+
+// Context ends at GiveUp(t), or when the test ends: for a command or a
+// request the test waits for, so that one that hangs returns (and the
+// test says what it waited for) instead of the binary's timeout.
+func Context(t testing.TB) context.Context {
+	ctx, cancel := context.WithDeadline(context.Background(), GiveUp(t))
+	t.Cleanup(cancel)
+	return ctx
 }
 
 // update is the one -update flag of every test binary that imports

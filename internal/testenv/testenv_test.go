@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/corralhq/corral/internal/testenv"
 )
@@ -73,6 +74,38 @@ func TestWaitFor(t *testing.T) {
 	testenv.WaitFor(t, "the third look", func() bool { n++; return n == 3 })
 	if n != 3 {
 		t.Errorf("cond called %d times, want 3", n)
+	}
+}
+
+// deadlined is a test with the deadline at.
+type deadlined struct {
+	testing.TB
+	at time.Time
+}
+
+func (d deadlined) Deadline() (time.Time, bool) { return d.at, true }
+
+// TestGiveUpFollowsTheDeadline: waits give up shortly before the test
+// binary's own deadline, and ten minutes on without one; Context ends
+// there too.
+func TestGiveUpFollowsTheDeadline(t *testing.T) {
+	at := time.Now().Add(time.Hour)
+	if got := testenv.GiveUp(deadlined{t, at}); !got.Equal(at.Add(-5 * time.Second)) {
+		t.Errorf("GiveUp with a deadline at %s: %s, want 5 s before it", at, got)
+	}
+	r := &recorder{TB: t}
+	if got := time.Until(testenv.GiveUp(r)); got < 9*time.Minute || got > 10*time.Minute {
+		t.Errorf("GiveUp without a deadline: in %s, want 10 minutes", got)
+	}
+	ctx := testenv.Context(deadlined{t, at})
+	if dl, ok := ctx.Deadline(); !ok || !dl.Equal(at.Add(-5*time.Second)) {
+		t.Errorf("Context's deadline %s %v, want GiveUp's", dl, ok)
+	}
+	past := testenv.Expiry(deadlined{t, time.Now()})
+	select {
+	case <-past:
+	case <-testenv.Expiry(t):
+		t.Error("Expiry of a deadline passed did not fire before this test's own")
 	}
 }
 

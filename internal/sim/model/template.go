@@ -165,12 +165,12 @@ func openZstd(path string) (r io.Reader, done func(), err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	zr, err := zstd.NewReader(f)
+	zr, stop, err := newZstdReader(f)
 	if err != nil {
 		f.Close()
 		return nil, nil, err
 	}
-	return zr, func() { zr.Close(); f.Close() }, nil
+	return zr, func() { stop(); f.Close() }, nil
 }
 
 // extractTemplate unpacks a tar.zst template into dir (a new rootfs).

@@ -18,7 +18,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/klauspost/compress/zstd"
 	"golang.org/x/sys/unix"
 )
 
@@ -1025,7 +1024,7 @@ func writeBackupArchive(dst, pctConf string, disks []vzdumpDisk, compress string
 	var zw io.WriteCloser
 	switch compress {
 	case "zstd":
-		zw, err = zstd.NewWriter(f, zstd.WithEncoderLevel(zstd.SpeedDefault))
+		zw, err = newZstdWriter(f)
 		if err != nil {
 			return 0, 0, err
 		}
@@ -1233,12 +1232,12 @@ func openBackupTar(p string) (*tar.Reader, func(), error) {
 		return nil, nil, err
 	}
 	if n == 4 && string(magic) == "\x28\xb5\x2f\xfd" {
-		zr, err := zstd.NewReader(f)
+		zr, done, err := newZstdReader(f)
 		if err != nil {
 			f.Close()
 			return nil, nil, err
 		}
-		return tar.NewReader(zr), func() { zr.Close(); f.Close() }, nil
+		return tar.NewReader(zr), func() { done(); f.Close() }, nil
 	}
 	if n >= 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 		gr, err := gzip.NewReader(f)
