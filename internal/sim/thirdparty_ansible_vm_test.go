@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"net/url"
 	"os/exec"
 	"strings"
 	"testing"
@@ -12,6 +11,11 @@ import (
 // vmSSHKey is the public key the VM clients hand cloud-init: a public
 // key, no secret.
 const vmSSHKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIPaSlPV5i9PXb8ewVqg4aX2bz1IIqbTKWFY8kzs6HlKT ops@corral"
+
+// sshkeysEscaped is vmSSHKey as the clients send it and PVE keeps it:
+// percent-encoded whole (Python's quote with safe=''), as qemu-server's
+// sshkeys parameter requires.
+var sshkeysEscaped = strings.NewReplacer(" ", "%20", "@", "%40").Replace(vmSSHKey)
 
 // Issue 34: community.general.proxmox_kvm creates a basic VM (SCSI disk
 // on local-lvm, cloud-init drive with user, key and address, agent on,
@@ -37,7 +41,7 @@ func TestThirdParty_ansibleVM(t *testing.T) {
 	for key, want := range map[string]any{
 		"name": "vm1", "cores": float64(2), "memory": "1024", "agent": "1", "ciuser": "ops",
 		"scsi0": "local-lvm:vm-200-disk-0,size=4G", "ide2": "local-lvm:vm-200-cloudinit,media=cdrom",
-		"ipconfig0": "ip=192.0.2.20/24,gw=192.0.2.1", "sshkeys": url.PathEscape(vmSSHKey), "ostype": "l26",
+		"ipconfig0": "ip=192.0.2.20/24,gw=192.0.2.1", "sshkeys": sshkeysEscaped, "ostype": "l26",
 	} {
 		if conf[key] != want {
 			t.Errorf("VM 200's %s after the playbook: %#v, want %#v", key, conf[key], want)
