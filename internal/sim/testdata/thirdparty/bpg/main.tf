@@ -1,0 +1,68 @@
+# bpg's proxmox_virtual_environment_vm (v0.80.0) makes a basic VM in the
+# emulator: a SCSI disk on local-lvm, a cloud-init drive with a user, a key
+# and a static address, a virtio NIC on vmbr0, the guest agent on. The
+# test runs apply, an empty plan, apply with more memory, destroy. The
+# endpoint and the API token come from PROXMOX_VE_* in the environment.
+terraform {
+  required_providers {
+    proxmox = { source = "bpg/proxmox" }
+  }
+}
+
+provider "proxmox" {}
+
+variable "memory" {
+  type = number
+}
+
+variable "ssh_key" {
+  type = string
+}
+
+resource "proxmox_virtual_environment_vm" "vm" {
+  node_name = "pve"
+  vm_id     = 300
+  name      = "tf-vm"
+  tags      = ["corral", "test"]
+
+  # The emulator's VMs are state only here: nothing in them answers the
+  # agent, and the provider would wait its timeout (15 min by default)
+  # for addresses after every start and refresh. A short timeout keeps
+  # the agent on in the config and the wait short.
+  agent {
+    enabled = true
+    timeout = "2s"
+  }
+  stop_on_destroy = true
+
+  cpu {
+    cores = 2
+  }
+  memory {
+    dedicated = var.memory
+  }
+  disk {
+    datastore_id = "local-lvm"
+    interface    = "scsi0"
+    size         = 4
+  }
+  network_device {
+    bridge = "vmbr0"
+  }
+  initialization {
+    datastore_id = "local-lvm"
+    ip_config {
+      ipv4 {
+        address = "192.0.2.30/24"
+        gateway = "192.0.2.1"
+      }
+    }
+    user_account {
+      username = "ops"
+      keys     = [var.ssh_key]
+    }
+  }
+  operating_system {
+    type = "l26"
+  }
+}

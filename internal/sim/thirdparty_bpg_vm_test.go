@@ -1,0 +1,128 @@
+package sim
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/corralhq/corral/internal/testenv"
+)
+
+// Issue 34: bpg's Terraform provider (proxmox_virtual_environment_vm,
+// testdata/thirdparty/bpg/main.tf) applies a basic VM to the emulator,
+// then plans nothing (a perpetual diff is a config or status answer that
+// is not qemu-server's), raises its memory and destroys it. Terraform
+// and the provider are the binaries CORRAL_TEST_TERRAFORM and
+// CORRAL_TEST_BPG_PROVIDER name (docs/emulator.md, Third-party clients,
+// says how to build them); the provider runs through a dev_overrides CLI
+// configuration, so no registry is contacted.
+func TestThirdParty_bpgVM(t *testing.T) {
+	tf, prov := bpgBinaries(t)
+	p := newThirdParty(t)
+	dir := t.TempDir()
+	plugins := filepath.Join(dir, "plugins")
+	if err := os.MkdirAll(plugins, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(prov, filepath.Join(plugins, "terraform-provider-proxmox")); err != nil {
+		t.Fatal(err)
+	}
+	rc := filepath.Join(dir, "terraform.rc")
+	if err := os.WriteFile(rc, []byte("provider_installation {\n  dev_overrides {\n    \"bpg/proxmox\" = \""+plugins+"\"\n  }\n  direct {}\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	main, err := os.ReadFile(filepath.Join(testdataDir(t, "bpg"), "main.tf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := filepath.Join(dir, "work")
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(work, "main.tf"), main, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	terraform := func(memory string, args ...string) (string, error) {
+		cmd := exec.Command(tf, append(args, "-input=false", "-no-color")...)
+		cmd.Dir = work
+		// The provider checks the emulator's certificate (SSL_CERT_FILE:
+		// Go's roots on Linux) and gets root's token by environment only.
+		cmd.Env = []string{"TF_CLI_CONFIG_FILE=" + rc, "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1", "TF_DATA_DIR=" + filepath.Join(dir, "data"),
+			"SSL_CERT_FILE=" + p.ca, "PROXMOX_VE_ENDPOINT=" + p.srv.URL() + "/", "PROXMOX_VE_API_TOKEN=" + p.user + "!" + p.tokenID + "=" + p.secret,
+			"TF_VAR_memory=" + memory, "TF_VAR_ssh_key=" + vmSSHKey, "HOME=" + dir}
+		return p.runErr(cmd)
+	}
+	step := func(memory string, args ...string) string {
+		t.Helper()
+		out, err := terraform(memory, args...)
+		if err != nil {
+			t.Fatalf("terraform %s: %v\nthe emulator's tasks that did not end OK:\n%s", args[0], err, p.failedTasks())
+		}
+		return out
+	}
+	t.Log(step("1024", "apply", "-auto-approve"))
+	p.checkBPGVM(t, "1024")
+	if out, err := terraform("1024", "plan", "-detailed-exitcode"); err != nil {
+		var exit *exec.ExitError
+		if errors.As(err, &exit) && exit.ExitCode() == 2 {
+			t.Fatalf("a plan right after the apply is not empty (a config or status answer the provider reads back differently):\n%s", out)
+		}
+		t.Fatalf("terraform plan: %v", err)
+	}
+	t.Log(step("2048", "apply", "-auto-approve"))
+	p.checkBPGVM(t, "2048")
+	step("2048", "destroy", "-auto-approve")
+	if r := p.do(p.root(), "GET", "/nodes/pve/qemu/300/config", nil); r.status != 500 {
+		t.Errorf("VM 300 after terraform destroy: %d %s", r.status, r.data)
+	}
+	if files := p.volumeFiles("300"); len(files) != 0 {
+		t.Errorf("VM 300's volumes after terraform destroy: %v", files)
+	}
+}
+
+// checkBPGVM checks VM 300's config as main.tf asks for it, running.
+func (p *thirdParty) checkBPGVM(t *testing.T, memory string) {
+	t.Helper()
+	var conf map[string]any
+	p.ok(p.root(), "GET", "/nodes/pve/qemu/300/config", nil, &conf)
+	for key, want := range map[string]any{
+		"name": "tf-vm", "memory": memory, "cores": float64(2), "ciuser": "ops", "tags": "corral;test",
+		"ipconfig0": "gw=192.0.2.1,ip=192.0.2.30/24", "ostype": "l26",
+	} {
+		if conf[key] != want {
+			t.Errorf("VM 300's %s: %#v, want %#v", key, conf[key], want)
+		}
+	}
+	if scsi0, _ := conf["scsi0"].(string); !strings.HasPrefix(scsi0, "local-lvm:vm-300-disk-0,") || !strings.Contains(scsi0, "size=4G") {
+		t.Errorf("VM 300's scsi0: %q", scsi0)
+	}
+	if keys, _ := conf["sshkeys"].(string); !strings.Contains(keys, "AAAAC3NzaC1lZDI1NTE5AAAAIPaSlPV5i9PXb8ewVqg4aX2bz1IIqbTKWFY8kzs6HlKT") {
+		t.Errorf("VM 300's sshkeys: %q", keys)
+	}
+	var st struct {
+		Status string `json:"status"`
+	}
+	p.ok(p.root(), "GET", "/nodes/pve/qemu/300/status/current", nil, &st)
+	if st.Status != "running" {
+		t.Errorf("VM 300 is %s, terraform started it", st.Status)
+	}
+}
+
+// bpgBinaries are the terraform and provider binaries the environment
+// names, or the test's skip (its failure under CORRAL_REQUIRE_BPG).
+func bpgBinaries(t *testing.T) (tf, prov string) {
+	tf, prov = os.Getenv("CORRAL_TEST_TERRAFORM"), os.Getenv("CORRAL_TEST_BPG_PROVIDER")
+	for _, bin := range []string{tf, prov} {
+		if fi, err := os.Stat(bin); bin == "" || err != nil || fi.Mode()&0o111 == 0 {
+			testenv.Lack(t, testenv.BPG, "set CORRAL_TEST_TERRAFORM and CORRAL_TEST_BPG_PROVIDER to the terraform and terraform-provider-proxmox binaries to run bpg's provider against the emulator (docs/emulator.md, Third-party clients, says how to build them)")
+		}
+	}
+	abs, err := filepath.Abs(prov)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tf, abs
+}
