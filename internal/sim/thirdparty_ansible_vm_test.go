@@ -13,7 +13,7 @@ import (
 const vmSSHKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIPaSlPV5i9PXb8ewVqg4aX2bz1IIqbTKWFY8kzs6HlKT ops@corral"
 
 // sshkeysEscaped is vmSSHKey as the clients send it and PVE keeps it:
-// percent-encoded whole (Python's quote with safe=”), as qemu-server's
+// percent-encoded whole (Python's quote with no safe characters), as qemu-server's
 // sshkeys parameter requires.
 var sshkeysEscaped = strings.NewReplacer(" ", "%20", "@", "%40").Replace(vmSSHKey)
 
