@@ -35,8 +35,14 @@ resource "proxmox_virtual_environment_vm" "vm" {
   }
   stop_on_destroy = true
 
+  machine = "q35"
   cpu {
     cores = 2
+    type  = "x86-64-v2-AES"
+  }
+  serial_device {}
+  vga {
+    type = "serial0"
   }
   memory {
     dedicated = var.memory
@@ -45,6 +51,9 @@ resource "proxmox_virtual_environment_vm" "vm" {
     datastore_id = "local-lvm"
     interface    = "scsi0"
     size         = 4
+    discard      = "on"
+    iothread     = true
+    ssd          = true
   }
   network_device {
     bridge = "vmbr0"
