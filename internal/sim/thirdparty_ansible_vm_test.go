@@ -20,7 +20,8 @@ var sshkeysEscaped = strings.NewReplacer(" ", "%20", "@", "%40").Replace(vmSSHKe
 // Issue 34: community.general.proxmox_kvm creates a basic VM (SCSI disk
 // on local-lvm, cloud-init drive with user, key and address, agent on,
 // virtio NIC on vmbr0), creates it again (unchanged), starts it, reads
-// its status, raises its memory, shuts it down
+// its status, hot-plugs a second NIC with proxmox_nic (again: unchanged),
+// raises its memory, shuts it down
 // (testdata/thirdparty/ansible/vm.yml); the emulator holds what it
 // asked for; then the same playbook with --tags remove destroys it.
 func TestThirdParty_ansibleVM(t *testing.T) {
@@ -46,6 +47,9 @@ func TestThirdParty_ansibleVM(t *testing.T) {
 		if conf[key] != want {
 			t.Errorf("VM 200's %s after the playbook: %#v, want %#v", key, conf[key], want)
 		}
+	}
+	if net1, _ := conf["net1"].(string); !strings.HasPrefix(net1, "virtio=BC:24:11:") || !strings.HasSuffix(net1, ",bridge=vmbr0,firewall=1,tag=20") {
+		t.Errorf("VM 200's net1, which proxmox_nic hot-plugged: %q", net1)
 	}
 	if net0, _ := conf["net0"].(string); !strings.HasPrefix(net0, "virtio=BC:24:11:") || !strings.HasSuffix(net0, ",bridge=vmbr0") {
 		t.Errorf("VM 200's net0: %q", net0)
