@@ -95,7 +95,10 @@ func (p *thirdParty) checkBPGVM(t *testing.T, memory string) {
 	p.ok(p.root(), "GET", "/nodes/pve/qemu/300/config", nil, &conf)
 	for key, want := range map[string]any{
 		"name": "tf-vm", "memory": memory, "cores": float64(2), "ciuser": "ops", "tags": "corral;test",
-		"ipconfig0": "gw=192.0.2.1,ip=192.0.2.30/24", "ostype": "l26",
+		"ipconfig0": "gw=192.0.2.1,ip=192.0.2.30/24", "ostype": "l26", "balloon": float64(512), "machine": "q35", "serial0": "socket",
+		// bpg sends these property strings with their keys, and
+		// qemu-server keeps a value as it was sent.
+		"cpu": "cputype=x86-64-v2-AES", "vga": "memory=16,type=serial0",
 	} {
 		if conf[key] != want {
 			t.Errorf("VM 300's %s: %#v, want %#v", key, conf[key], want)
@@ -103,6 +106,9 @@ func (p *thirdParty) checkBPGVM(t *testing.T, memory string) {
 	}
 	if scsi0, _ := conf["scsi0"].(string); !strings.HasPrefix(scsi0, "local-lvm:vm-300-disk-0,") || !strings.Contains(scsi0, "size=4G") {
 		t.Errorf("VM 300's scsi0: %q", scsi0)
+	}
+	if net1, _ := conf["net1"].(string); !strings.HasPrefix(net1, "virtio=BC:24:11:") || !strings.HasSuffix(net1, ",bridge=vmbr0,firewall=1,mtu=1400,tag=20") {
+		t.Errorf("VM 300's net1: %q", net1)
 	}
 	if keys, _ := conf["sshkeys"].(string); !strings.Contains(keys, "AAAAC3NzaC1lZDI1NTE5AAAAIPaSlPV5i9PXb8ewVqg4aX2bz1IIqbTKWFY8kzs6HlKT") {
 		t.Errorf("VM 300's sshkeys: %q", keys)

@@ -1,6 +1,7 @@
 # bpg's proxmox_virtual_environment_vm (v0.80.0) makes a basic VM in the
-# emulator: a SCSI disk on local-lvm, a cloud-init drive with a user, a key
-# and a static address, a virtio NIC on vmbr0, the guest agent on. The
+# emulator as its users write one: a SCSI disk on local-lvm, a cloud-init
+# drive with a user, a key and a static address, two virtio NICs on vmbr0
+# (one on a VLAN), ballooning, a serial console, the guest agent on. The
 # test runs apply, an empty plan, apply with more memory, destroy. The
 # endpoint and the API token come from PROXMOX_VE_* in the environment.
 terraform {
@@ -46,6 +47,7 @@ resource "proxmox_virtual_environment_vm" "vm" {
   }
   memory {
     dedicated = var.memory
+    floating  = 512
   }
   disk {
     datastore_id = "local-lvm"
@@ -57,6 +59,12 @@ resource "proxmox_virtual_environment_vm" "vm" {
   }
   network_device {
     bridge = "vmbr0"
+  }
+  network_device {
+    bridge   = "vmbr0"
+    vlan_id  = 20
+    firewall = true
+    mtu      = 1400
   }
   initialization {
     datastore_id = "local-lvm"
