@@ -46,13 +46,14 @@ func TestThirdParty_bpgVM(t *testing.T) {
 		t.Fatal(err)
 	}
 	terraform := func(memory string, args ...string) (string, error) {
+		address := map[string]string{"1024": "192.0.2.30/24", "2048": "192.0.2.31/24"}[memory]
 		cmd := exec.Command(tf, append(args, "-input=false", "-no-color")...)
 		cmd.Dir = work
 		// The provider checks the emulator's certificate (SSL_CERT_FILE:
 		// Go's roots on Linux) and gets root's token by environment only.
 		cmd.Env = []string{"TF_CLI_CONFIG_FILE=" + rc, "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1", "TF_DATA_DIR=" + filepath.Join(dir, "data"),
 			"SSL_CERT_FILE=" + p.ca, "PROXMOX_VE_ENDPOINT=" + p.srv.URL() + "/", "PROXMOX_VE_API_TOKEN=" + p.user + "!" + p.tokenID + "=" + p.secret,
-			"TF_VAR_memory=" + memory, "TF_VAR_ssh_key=" + vmSSHKey, "HOME=" + dir}
+			"TF_VAR_memory=" + memory, "TF_VAR_address=" + address, "TF_VAR_ssh_key=" + vmSSHKey, "HOME=" + dir}
 		return p.runErr(cmd)
 	}
 	step := func(memory string, args ...string) string {
@@ -95,7 +96,7 @@ func (p *thirdParty) checkBPGVM(t *testing.T, memory string) {
 	p.ok(p.root(), "GET", "/nodes/pve/qemu/300/config", nil, &conf)
 	for key, want := range map[string]any{
 		"name": "tf-vm", "memory": memory, "cores": float64(2), "ciuser": "ops", "tags": "corral;test",
-		"ipconfig0": "gw=192.0.2.1,ip=192.0.2.30/24", "ostype": "l26", "balloon": float64(512), "machine": "q35", "serial0": "socket",
+		"ipconfig0": map[string]any{"1024": "gw=192.0.2.1,ip=192.0.2.30/24", "2048": "gw=192.0.2.1,ip=192.0.2.31/24"}[memory], "ostype": "l26", "balloon": float64(512), "machine": "q35", "serial0": "socket",
 		// bpg sends these property strings with their keys, and
 		// qemu-server keeps a value as it was sent.
 		"cpu": "cputype=x86-64-v2-AES", "vga": "memory=16,type=serial0",
@@ -112,6 +113,14 @@ func (p *thirdParty) checkBPGVM(t *testing.T, memory string) {
 	}
 	if keys, _ := conf["sshkeys"].(string); !strings.Contains(keys, "AAAAC3NzaC1lZDI1NTE5AAAAIPaSlPV5i9PXb8ewVqg4aX2bz1IIqbTKWFY8kzs6HlKT") {
 		t.Errorf("VM 300's sshkeys: %q", keys)
+	}
+	// bpg reboots the VM after an update that left changes pending.
+	var pend []map[string]any
+	p.ok(p.root(), "GET", "/nodes/pve/qemu/300/pending", nil, &pend)
+	for _, e := range pend {
+		if _, ok := e["pending"]; ok || e["delete"] != nil {
+			t.Errorf("VM 300 after terraform apply has a pending change: %v", e)
+		}
 	}
 	var st struct {
 		Status string `json:"status"`

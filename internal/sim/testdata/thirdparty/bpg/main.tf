@@ -2,7 +2,8 @@
 # emulator as its users write one: a SCSI disk on local-lvm, a cloud-init
 # drive with a user, a key and a static address, two virtio NICs on vmbr0
 # (one on a VLAN), ballooning, a serial console, the guest agent on. The
-# test runs apply, an empty plan, apply with more memory, destroy. The
+# test runs apply, an empty plan, apply with more memory and another
+# address, an empty plan, destroy. The
 # endpoint and the API token come from PROXMOX_VE_* in the environment.
 terraform {
   required_providers {
@@ -14,6 +15,10 @@ provider "proxmox" {}
 
 variable "memory" {
   type = number
+}
+
+variable "address" {
+  type = string
 }
 
 variable "ssh_key" {
@@ -70,7 +75,7 @@ resource "proxmox_virtual_environment_vm" "vm" {
     datastore_id = "local-lvm"
     ip_config {
       ipv4 {
-        address = "192.0.2.30/24"
+        address = var.address
         gateway = "192.0.2.1"
       }
     }
