@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -78,11 +79,18 @@ func contains(ss []string, s string) bool {
 
 // completionTimeout bounds how long a completion may read the cluster: a
 // shell waiting on a slow or unreachable endpoint is worse than no list.
-const completionTimeout = 3 * time.Second
+// CORRAL_COMPLETION_TIMEOUT (a Go duration, e.g. 10s) changes it for a
+// cluster that answers slowly.
+func completionTimeout() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv("CORRAL_COMPLETION_TIMEOUT")); err == nil && d > 0 {
+		return d
+	}
+	return 3 * time.Second
+}
 
 // fromCluster runs list against the cluster that cmd's flags (or the
 // environment, or the local emulator if it runs) point at, quietly: nothing on
-// stderr, no error, nothing at all after completionTimeout.
+// stderr, no error, nothing at all after completionTimeout().
 func fromCluster(cmd *cobra.Command, list func(ctx context.Context, s *session) ([]string, error)) []string {
 	var cf connFlags
 	get := func(name string) string {
@@ -97,7 +105,7 @@ func fromCluster(cmd *cobra.Command, list func(ctx context.Context, s *session) 
 	// The emulator and the client log through slog; a completion prints
 	// nothing but its candidates.
 	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
-	ctx, cancel := context.WithTimeout(context.Background(), completionTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), completionTimeout())
 	defer cancel()
 	quiet := &streams{in: strings.NewReader(""), out: io.Discard, err: io.Discard}
 	s, err := connectTo(ctx, quiet, cf, false) // a completion starts no emulator

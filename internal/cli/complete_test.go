@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Shell completion offers the manifest's app names (issue 16, item 15).
@@ -113,5 +114,37 @@ func TestCompleteClusterResources(t *testing.T) {
 	code := Run(context.Background(), []string{"__complete", "volumes", "rm", "--endpoint", "https://127.0.0.1:1", "--api-token", "a@pve!b=c", ""}, strings.NewReader(""), &out, &errb)
 	if code != 0 || strings.Contains(errb.String(), "Error") || strings.TrimSpace(strings.Split(out.String(), ":")[0]) != "" {
 		t.Errorf("unreachable cluster: exit %d\nstdout %q\nstderr %q", code, out.String(), errb.String())
+	}
+}
+
+// TestCompletionTimeout: a completion gives up after 3 s unless
+// CORRAL_COMPLETION_TIMEOUT says otherwise, and one that runs out offers
+// nothing, quietly. Serial: it sets the variable for the process.
+func TestCompletionTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		env  string
+		want time.Duration
+	}{{"", 3 * time.Second}, {"10s", 10 * time.Second}, {"soon", 3 * time.Second}, {"-1s", 3 * time.Second}} {
+		t.Setenv("CORRAL_COMPLETION_TIMEOUT", tc.env)
+		if got := completionTimeout(); got != tc.want {
+			t.Errorf("CORRAL_COMPLETION_TIMEOUT=%q: %v, want %v", tc.env, got, tc.want)
+		}
+	}
+	c := newCluster(t)
+	m := manifestWith(t, "512")
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	args := append(append([]string{"__complete", "volumes", "rm"}, c.connArgs()...), "-f", m, "")
+	complete := func() (string, string) {
+		var out, errb bytes.Buffer
+		Run(context.Background(), args, strings.NewReader(""), &out, &errb)
+		return out.String(), errb.String()
+	}
+	t.Setenv("CORRAL_COMPLETION_TIMEOUT", "5m")
+	if out, _ := complete(); !strings.Contains(out, "local-lvm:vm-") {
+		t.Fatalf("completion with time to read the cluster offers no volume:\n%s", out)
+	}
+	t.Setenv("CORRAL_COMPLETION_TIMEOUT", "1ns")
+	if out, errs := complete(); strings.Contains(out, "local-lvm:") || strings.Contains(errs, "Error") || strings.Contains(errs, "corral:") {
+		t.Errorf("completion out of time offers %q and says %q; want nothing", out, errs)
 	}
 }

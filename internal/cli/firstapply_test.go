@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,12 +19,32 @@ import (
 // lease in the create's Notes, apply/lockclaim.go), so the app's own
 // create runs while the keeper's does, not after it (issue 30: a first
 // apply took the keeper's 11 s longer than Proxmox's create + start).
-// Read from the emulator's task list (each vzcreate 0.55 s at time scale
-// 0.05): the order of the tasks, not the wall clock.
+// The first create is held in its running phase until a second create
+// begins (or a bound passes), so the outcome does not depend on how
+// fast the machine is: an apply that created the app only after its
+// keeper would leave the first create held until the bound, and the
+// emulator's task list shows the order either way.
 func TestFirstApplyCreatesTheAppWhileItsKeeperIsCreated(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t, pvetest.TimeScale(0.05))
 	m := writeManifest(t, threeVolumes("alpha"))
+	second := make(chan struct{})
+	var began atomic.Int32
+	c.srv.Cluster().SetTaskHook(func(typ, id string) error {
+		if typ != "vzcreate" {
+			return nil
+		}
+		switch began.Add(1) {
+		case 1:
+			select {
+			case <-second:
+			case <-time.After(2 * time.Minute):
+			}
+		case 2:
+			close(second)
+		}
+		return nil
+	})
 	c.mustRun("apply", "-f", m, "--auto-approve")
 	ks := c.keepers()
 	if len(ks) != 1 {
@@ -146,9 +167,12 @@ func TestFirstApplyThatNeedsTwoKeepers(t *testing.T) {
 // needs is created and every app gets its volume (it failed with "no
 // keeper on node pve2 has room" and, where two volume allocations met in
 // one keeper, "protection mode enabled", at 160 apps over two nodes).
+// Its CTs run in the filesystem view: what is tested is the keepers and
+// the volumes, and 110 started containers are 110 real ones where CI
+// runs LXC (11 minutes of a loaded CI run).
 func TestFirstApplyThatNeedsTwoKeepersOnEachNode(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t, pvetest.Nodes(2))
+	c := newCluster(t, pvetest.Nodes(2), pvetest.ViewRuntime())
 	var b strings.Builder
 	b.WriteString("apps:\n")
 	const apps = 110

@@ -51,6 +51,13 @@ func TestMain(m *testing.M) {
 	if os.Getenv("CORRAL_SIM_INPROCESS") == "" {
 		os.Setenv("CORRAL_SIM_INPROCESS", "1")
 	}
+	// A completion gives up after 3 s, as a shell should; on a loaded
+	// machine these tests' emulators answer slower than that, and a
+	// completion's candidates, not its patience, are what they test
+	// (TestCompletionTimeout tests that).
+	if os.Getenv("CORRAL_COMPLETION_TIMEOUT") == "" {
+		os.Setenv("CORRAL_COMPLETION_TIMEOUT", "5m")
+	}
 	// corral sim serve uses the real Debian 12 template by default where
 	// the machine can build it (minutes, the first time): these tests
 	// keep the stand-in unless they ask (CORRAL_SIM_REAL_TEMPLATES=1).

@@ -56,6 +56,12 @@ func InDir(dir string) Option { return func(o *sim.Options) { o.Dir = dir } }
 // TimeScale runs the emulator's tasks at scale (1: real durations).
 func TimeScale(scale float64) Option { return func(o *sim.Options) { o.TimeScale = &scale } }
 
+// ViewRuntime runs the emulator's CTs in the unisolated filesystem view
+// even where LXC could run them (sim.Options.ViewRuntime): for a test of
+// state that starts many CTs, which in CI would be as many real
+// containers. The process still needs CORRAL_SIM_UNISOLATED=1.
+func ViewRuntime() Option { return func(o *sim.Options) { o.ViewRuntime = true } }
+
 // InProcess serves the emulator to its clients in process, with no
 // listener (faster; for tests that need no corral command line).
 func InProcess() Option { return func(o *sim.Options) { o.Listener = sim.ListenNone } }

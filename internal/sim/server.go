@@ -76,6 +76,11 @@ type Options struct {
 	// (/etc/apt/sources.list and sources.list.d). Tests set a fake mirror.
 	AptSources []string
 
+	// ViewRuntime runs the CTs in the unisolated filesystem view where
+	// LXC could run them (guest.Options.View): for tests about state,
+	// not containers. It still needs CORRAL_SIM_UNISOLATED=1.
+	ViewRuntime bool
+
 	// NodeMemory is every node's memory in bytes. Set, a CT start that
 	// would take the memory of the CTs running on its node past it fails
 	// (memory.go); 0 means the host's memory with real containers (the
@@ -193,7 +198,7 @@ func (s *Server) start(log *slog.Logger) error {
 	case PVEPort:
 		port = 0 // guest.Start: 22 when it can, else the fallback
 	}
-	if s.guests, err = guest.Start(c, guest.Options{Port: port, Logger: log, AptSources: opts.AptSources}); err != nil {
+	if s.guests, err = guest.Start(c, guest.Options{Port: port, Logger: log, AptSources: opts.AptSources, View: opts.ViewRuntime}); err != nil {
 		return err
 	}
 	s.vms = wireVMRuntime(context.Background(), c, filepath.Join(opts.Dir, "run"), opts.RealVMs, log)

@@ -60,6 +60,11 @@ type Options struct {
 	// AptSources are the package sources the CTs' apt proxy forwards to
 	// (apt.go); nil means the host's own (/etc/apt/sources.list(.d)).
 	AptSources []string
+	// View runs the CTs in the unisolated filesystem view even where LXC
+	// can run, as CORRAL_SIM_RUNTIME=view does for a whole process (it
+	// still needs that view's opt-in): for one emulator of many in a
+	// test process, whose test is about state, not containers.
+	View bool
 }
 
 // Manager serves the SSH endpoints of a cluster's running CTs. Create it
@@ -125,7 +130,10 @@ func Start(c *model.Cluster, opts Options) (*Manager, error) {
 		ctx: ctx, cancel: cancel, done: make(chan struct{}), wake: make(chan struct{}, 1), cts: map[int]*ctServer{},
 		claim: claim,
 	}
-	if m.rt, m.rtErr = newLXCRuntime(c.Dir(), m.log); m.rtErr != nil {
+	if opts.View {
+		m.rtErr = errors.New("the emulator's options ask for the unisolated view")
+		m.refuseUnisolated()
+	} else if m.rt, m.rtErr = newLXCRuntime(c.Dir(), m.log); m.rtErr != nil {
 		m.refuseUnisolated()
 	}
 	// Unprivileged CTs get PVE's user namespace, and their files shifted
