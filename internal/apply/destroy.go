@@ -43,11 +43,15 @@ func (e *Executor) Destroy(ctx context.Context, p *plan.Plan, obs *plan.Observed
 	var mu sync.Mutex
 	var frees []appFree // the volumes of the apps whose CT is gone
 	err := e.forEachApp(ctx, changes, func(c plan.Change) error {
+		if c.Kind == plan.KindVM {
+			return e.applyVM(ctx, c) // vm.go
+		}
 		if c.OldVMID != 0 {
-			if err := e.checkPlanned(ctx, c); err != nil {
+			conf, err := e.checkPlannedConf(ctx, c)
+			if err != nil {
 				return err
 			}
-			if err := r.destroyCT(ctx, c.App, c.Node, c.OldVMID); err != nil {
+			if err := r.destroyCTFrom(ctx, c.App, c.Node, c.OldVMID, conf); err != nil {
 				return err
 			}
 		}

@@ -225,14 +225,18 @@ func interleaveMoves(changes []plan.Change) []plan.Change {
 
 // applyChange carries out one app's change.
 func (e *Executor) applyChange(ctx context.Context, c plan.Change, keepers *keeperSet, obs *plan.Observed) error {
+	if c.Kind == plan.KindVM {
+		return e.applyVM(ctx, c) // vm.go
+	}
 	r := e.ops()
-	if err := e.checkPlanned(ctx, c); err != nil {
+	conf, err := e.checkPlannedConf(ctx, c)
+	if err != nil {
 		return err
 	}
 	if c.Action == plan.Delete {
 		// An app removed from the manifest: destroyed as corral destroy
 		// does, its volumes detached and kept in the keeper.
-		return r.destroyCT(ctx, c.App, c.Node, c.OldVMID)
+		return r.destroyCTFrom(ctx, c.App, c.Node, c.OldVMID, conf)
 	}
 	if c.Action == plan.Move {
 		// The container and its volumes go to the target node first
@@ -381,23 +385,32 @@ func (e *PlanStaleError) Error() string {
 // with the same config (digest). A change made meanwhile (the web UI,
 // another tool) stops this app, never acts on what was read before.
 func (e *Executor) checkPlanned(ctx context.Context, c plan.Change) error {
+	_, err := e.checkPlannedConf(ctx, c)
+	return err
+}
+
+// checkPlannedConf is checkPlanned, returning the container's current
+// config it read (nil when it read none: the change has no container
+// or no digest to check), so that what comes next with nothing written
+// between (destroyCTFrom) need not read it again (issue 30).
+func (e *Executor) checkPlannedConf(ctx context.Context, c plan.Change) (map[string]string, error) {
 	if c.OldVMID == 0 || c.Digest == "" {
-		return nil
+		return nil, nil
 	}
 	node := c.Node
 	if c.Action == plan.Move {
 		node = c.From
 	}
-	_, _, digest, err := readCT(ctx, e.Client, node, c.OldVMID)
+	conf, _, digest, err := readCT(ctx, e.Client, node, c.OldVMID)
 	switch {
 	case pve.IsNotFound(err):
-		return &PlanStaleError{App: c.App, VMID: c.OldVMID, Reason: "was removed"}
+		return nil, &PlanStaleError{App: c.App, VMID: c.OldVMID, Reason: "was removed"}
 	case err != nil:
-		return err
+		return nil, err
 	case digest != c.Digest:
-		return &PlanStaleError{App: c.App, VMID: c.OldVMID, Reason: "was changed (its config digest differs)"}
+		return nil, &PlanStaleError{App: c.App, VMID: c.OldVMID, Reason: "was changed (its config digest differs)"}
 	}
-	return nil
+	return conf, nil
 }
 
 // attachment is a volume's change from the plan, ready to be attached

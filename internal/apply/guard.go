@@ -127,7 +127,7 @@ func skippedNode(ctx context.Context) string {
 // referencesSkip is references, leaving out the guests of node skip
 // whose configs cannot be read (the node is offline).
 func referencesSkip(ctx context.Context, c *pve.Client, node string, all bool, skip string) (map[string][]Reference, error) {
-	res, err := c.ClusterResources(ctx, "vm")
+	res, err := listGuests(ctx, c)
 	if err != nil {
 		return nil, fmt.Errorf("list guests: %w", err)
 	}

@@ -463,6 +463,16 @@ func (k *keeper) createVolume(ctx context.Context, vk plan.VolumeKey, storage st
 	if err != nil {
 		return "", err
 	}
+	// The reprotect that ended unprotected read the keeper after the
+	// allocation's write and remembered its records: the volid PVE
+	// allocated is there, and reading again would only repeat that read
+	// (issue 30: one config read per volume created).
+	k.smu.Lock()
+	volid := k.records[vk]
+	k.smu.Unlock()
+	if volid != "" {
+		return volid, nil
+	}
 	return k.volidOf(ctx, vk)
 }
 

@@ -191,6 +191,9 @@ func (o *observation) guest(ctx context.Context, r resource) error {
 	obs := o.obs
 	obs.GuestMemory[r.Node] += r.MaxMem
 	tags := plan.ParseTags(r.Tags)
+	if r.Type == "qemu" {
+		return o.qemu(ctx, r, tags) // vmobserve.go
+	}
 	if r.Type != "lxc" || !slices.Contains(tags, plan.TagManaged) {
 		return o.other(r, tags)
 	}
@@ -412,9 +415,11 @@ func guestsSettled(ctx context.Context, c *pve.Client, opts ObserveOptions, node
 		limit: limit,
 		// A keeper the lock is creating is not waited for: the plan
 		// creates the node's keeper, and the executor takes that one.
-		keep:  func(res []resource) []resource { return withoutOwnClaims(ctx, res) },
-		holds: func(r resource) bool { return r.Tags == "" },
-		busy:  func() (func([]resource) []string, error) { return busyTasks(ctx, c, nodes) },
+		keep:      func(res []resource) []resource { return withoutOwnClaims(ctx, res) },
+		holds:     func(r resource) bool { return r.Tags == "" },
+		busy:      func(on []string) (func([]resource) []string, error) { return busyTasks(ctx, c, on) },
+		busyNodes: firstBusyNodes(ctx, nodes),
+		watched:   func(res []resource) []string { return watchedNodes(ctx, res, nodes) },
 		tooLong: func(creating []resource) error {
 			var remove []string
 			for _, r := range creating {

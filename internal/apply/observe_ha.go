@@ -19,11 +19,20 @@ import (
 // HA resources, the rules are not read: they only say which rules list
 // a container that is a resource, and whether the cluster has rules at
 // all, which only an app asking for ha: needs (issue 30: one read per
-// plan). The resource list itself is read fresh by every plan but the
+// plan). The resource list itself is read fresh by every plan that
+// sees an app's container (or whose manifest asks for ha:), but the
 // final check of a run that found and changed nothing of HA
 // (ObserveOptions.HAUnchanged).
 func observeHA(ctx context.Context, c *pve.Client, obs *plan.Observed, opts ObserveOptions) error {
 	if opts.HAUnchanged && opts.NoHA {
+		obs.HARuleSet = map[string]plan.HARule{}
+		return nil
+	}
+	if opts.NoHA && len(obs.Apps) == 0 {
+		// No app container to give its resource, and no app asking for
+		// ha:: the list cannot change the plan (issue 30: a first
+		// apply read it twice, for the plan shown and the one under
+		// the lock).
 		obs.HARuleSet = map[string]plan.HARule{}
 		return nil
 	}

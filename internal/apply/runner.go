@@ -130,12 +130,22 @@ func (r *runner) stepsAtOnce(steps []stepName, op func() []error) []error {
 // become unusedN, which a destroy does not free since the keeper owns
 // them), and destroys it.
 func (r *runner) destroyCT(ctx context.Context, app, node string, vmid int) error {
-	conf, err := containerConfig(ctx, r.client, node, vmid)
-	if pve.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return err
+	return r.destroyCTFrom(ctx, app, node, vmid, nil)
+}
+
+// destroyCTFrom is destroyCT given the CT's current config as read right
+// before, with nothing written since (checkPlannedConf: the identity
+// check's read); nil reads it.
+func (r *runner) destroyCTFrom(ctx context.Context, app, node string, vmid int, conf map[string]string) error {
+	if conf == nil {
+		var err error
+		conf, err = containerConfig(ctx, r.client, node, vmid)
+		if pve.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
 	}
 	if err := r.ensureStopped(ctx, app, node, vmid); err != nil {
 		return err
@@ -209,21 +219,29 @@ func (r *runner) locked() pve.RetryPolicy {
 }
 
 // ensureStopped shuts the CT down (gracefully, then hard after 60 s) if it
-// runs.
+// runs. It asks for the shutdown without reading the CT's status first:
+// PVE refuses a shutdown of a CT that does not run before any task
+// starts ("CT 105 not running", also under HA), which is the answer the
+// read would have given (issue 30: one read less per CT stopped).
 func (r *runner) ensureStopped(ctx context.Context, app, node string, vmid int) error {
-	st, err := r.client.ContainerStatus(ctx, node, vmid)
-	if err != nil {
-		return err
+	if r.stopped() {
+		// No new task once a stop was asked: only whether one was needed.
+		st, err := r.client.ContainerStatus(ctx, node, vmid)
+		if err != nil || !st.Running() {
+			return err
+		}
+		return fmt.Errorf("%s: stop: %w", app, ErrStopped)
 	}
-	if !st.Running() {
+	var upid string
+	err := r.locked().Do(ctx, func() (err error) {
+		upid, err = r.client.ShutdownContainer(ctx, node, vmid, pve.ShutdownOptions{Timeout: 60, ForceStop: true})
+		return err
+	})
+	var apiErr *pve.APIError
+	if errors.As(err, &apiErr) && errors.Is(apiErr, pve.ErrNotRunning) {
 		return nil
 	}
 	return r.step(app, "stop", "ct "+strconv.Itoa(vmid), func() error {
-		var upid string
-		err := r.locked().Do(ctx, func() (err error) {
-			upid, err = r.client.ShutdownContainer(ctx, node, vmid, pve.ShutdownOptions{Timeout: 60, ForceStop: true})
-			return err
-		})
 		if err != nil {
 			return err
 		}
@@ -418,6 +436,7 @@ func (r *runner) guardSnapshots(ctx context.Context, node string, volids []strin
 // node: owner gives each volume's keeper, the one guest allowed to
 // reference it.
 func (r *runner) volumesInUseOwned(ctx context.Context, node string, volids []string, owner map[string]int) (map[string]*VolumeInUseError, error) {
+	ctx = oneListing(ctx)
 	refs, err := r.referencedBy(ctx, node, volids, nil)
 	if err != nil {
 		return nil, err
@@ -432,10 +451,12 @@ func (r *runner) volumesInUseOwned(ctx context.Context, node string, volids []st
 }
 
 // volumesInUse is guardUnreferenced and guardSnapshots for many volumes
-// with one read of the guests and one of the snapshots: the
+// with one read of the guests and one of the snapshots, both from one
+// listing of the cluster (oneListing): the
 // *VolumeInUseError of each of volids that a guest other than allowed
 // references, or a snapshot keeps.
 func (r *runner) volumesInUse(ctx context.Context, node string, volids []string, allowed ...int) (map[string]*VolumeInUseError, error) {
+	ctx = oneListing(ctx)
 	bad, err := r.referencedBy(ctx, node, volids, allowed)
 	if err != nil {
 		return nil, err

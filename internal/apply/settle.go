@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,13 +30,22 @@ type settleWait struct {
 	keep func([]resource) []resource
 	// holds says whether a guest still being created holds the wait up.
 	holds func(resource) bool
-	// busy reads what else still runs (nil: nothing is waited for) before
-	// each listing of the guests, and returns what of it holds the wait
-	// up once the listing is known. Read in that order, a task that ends
-	// between the two reads shows in the listing as its end state (a
-	// stopped or vanished container); read the other way, the listing
-	// could show a container running that a task stopped a moment later.
-	busy func() (func([]resource) []string, error)
+	// busy reads what else still runs on nodes (nil: nothing is waited
+	// for) before each listing of the guests, and returns what of it
+	// holds the wait up once the listing is known. Read in that order, a
+	// task that ends between the two reads shows in the listing as its
+	// end state (a stopped or vanished container); read the other way,
+	// the listing could show a container running that a task stopped a
+	// moment later.
+	busy func(nodes []string) (func([]resource) []string, error)
+	// busyNodes are the nodes busy reads before the first listing; a
+	// listing that shows a guest busy cares about (watched) on another
+	// node is not used: busy reads that node too and the guests are
+	// listed again, so every node a result's guests are on had its tasks
+	// read before that result's listing (issue 30: a plan on a cluster
+	// without corral's guests reads no task list).
+	busyNodes []string
+	watched   func([]resource) []string // the nodes of the guests busy cares about
 	// tooLong is the error when creates hold the wait up after limit.
 	tooLong func(creating []resource) error
 	onWait  func(string) // nil: the waits are not reported
@@ -47,11 +57,12 @@ type settleWait struct {
 func (w settleWait) run(ctx context.Context, c *pve.Client) ([]resource, error) {
 	deadline := time.Now().Add(w.limit)
 	delay := 100 * time.Millisecond
+	nodes := w.busyNodes
 	for {
 		var busyIn func([]resource) []string
 		if w.busy != nil {
 			var err error
-			if busyIn, err = w.busy(); err != nil {
+			if busyIn, err = w.busy(nodes); err != nil {
 				return nil, err
 			}
 		}
@@ -61,6 +72,10 @@ func (w settleWait) run(ctx context.Context, c *pve.Client) ([]resource, error) 
 		}
 		if w.keep != nil {
 			res = w.keep(res)
+		}
+		if unread := w.unread(res, nodes); len(unread) > 0 {
+			nodes = slices.Concat(nodes, unread)
+			continue
 		}
 		var creating []resource
 		for _, r := range res {
@@ -93,6 +108,21 @@ func (w settleWait) run(ctx context.Context, c *pve.Client) ([]resource, error) 
 		}
 		delay = min(2*delay, 2*time.Second)
 	}
+}
+
+// unread are the nodes of the guests busy cares about in res whose
+// tasks were not read before res was listed (not in read).
+func (w settleWait) unread(res []resource, read []string) []string {
+	if w.busy == nil || w.watched == nil {
+		return nil
+	}
+	var out []string
+	for _, n := range w.watched(res) {
+		if !slices.Contains(read, n) && !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // busyNow is what the wait still waits for once no create holds it up

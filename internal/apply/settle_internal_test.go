@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -113,3 +114,62 @@ func TestSettleWaitReadsTasksFirst(t *testing.T) {
 type roundTrip func(*http.Request) (*http.Response, error)
 
 func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestSettleWaitReadsTasksWhereCorralsGuestsAre: told where corral's
+// guests are expected (ExpectGuestsOn), Observe's settle wait reads no
+// task list on a cluster where none are listed, and where one is listed
+// on a node it did not expect, it reads that node's tasks and lists the
+// guests again, so the listing it returns still comes after the tasks
+// of every node a guest of corral's is on (issue 30).
+func TestSettleWaitReadsTasksWhereCorralsGuestsAre(t *testing.T) {
+	t.Parallel()
+	srv := pvetest.Start(t, pvetest.Nodes(2)).Server
+	var mu sync.Mutex
+	var log []string
+	rt := roundTrip(func(req *http.Request) (*http.Response, error) {
+		mu.Lock()
+		log = append(log, req.URL.Path)
+		mu.Unlock()
+		return srv.HTTPClient().Transport.RoundTrip(req)
+	})
+	c := pvetest.Client(t, srv, srv.Credentials().OperatorToken, pvetest.Transport(rt))
+	settle := func(ctx context.Context) []string {
+		mu.Lock()
+		log = nil
+		mu.Unlock()
+		if _, err := guestsSettled(ctx, c, ObserveOptions{}, []string{"pve", "pve2"}); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		var out []string
+		for _, p := range log {
+			_, p, _ = strings.Cut(p, "/api2/json")
+			out = append(out, p)
+		}
+		return out
+	}
+	none := ExpectGuestsOn(context.Background(), nil)
+	if got := strings.Join(settle(none), " "); got != "/cluster/resources" {
+		t.Errorf("no guest of corral's, none expected: read %s, want only the listing", got)
+	}
+	if got := strings.Join(settle(context.Background()), " "); got != "/nodes/pve/tasks /nodes/pve2/tasks /cluster/resources" {
+		t.Errorf("nothing expected said: read %s, want every node's tasks, then the listing", got)
+	}
+	cl, root := srv.Cluster(), model.Auth{UserID: "root@pam"}
+	upid, err := cl.CreateCT(root, "pve2", map[string]string{
+		"vmid": "181", "ostemplate": "local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst", "rootfs": "local-lvm:1", "tags": plan.TagManaged,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.WaitTask(context.Background(), "pve2", upid); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(settle(none), " "); got != "/cluster/resources /nodes/pve2/tasks /cluster/resources" {
+		t.Errorf("a guest of corral's on pve2, none expected: read %s, want pve2's tasks read and the guests listed again", got)
+	}
+	if got := strings.Join(settle(ExpectGuestsOn(context.Background(), []string{"pve2"})), " "); got != "/nodes/pve2/tasks /cluster/resources" {
+		t.Errorf("a guest of corral's on pve2, expected there: read %s, want pve2's tasks, then the listing", got)
+	}
+}

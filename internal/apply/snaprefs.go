@@ -34,7 +34,7 @@ func snapshotReferences(ctx context.Context, c *pve.Client, node string, all boo
 	if len(volids) == 0 {
 		return out, nil
 	}
-	res, err := c.ClusterResources(ctx, "vm")
+	res, err := listGuests(ctx, c)
 	if err != nil {
 		return nil, fmt.Errorf("list guests: %w", err)
 	}

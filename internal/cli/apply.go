@@ -149,9 +149,13 @@ func runApply(cmd *cobra.Command, st *streams, a *applyArgs) error {
 	if err != nil {
 		return err
 	}
-	if err := r.preflight(rctx); err != nil {
+	if err := r.s.guestsRefused(); err != nil {
 		return err
 	}
+	// The preflight lists the guests and the token's permissions again
+	// right after the first plan: it takes that plan's answers (issue
+	// 30). The hand-over ends once the preflight has run.
+	j.s.client.HandOverReads(!a.noPreflight)
 	p, obs, pj, err := r.firstPlan(ctx, rctx)
 	j.s.client.HandOverReads(false)
 	if err != nil || !p.HasChanges() {
@@ -249,21 +253,17 @@ func newApplyRun(ctx context.Context, st *streams, a *applyArgs, j *job) (*apply
 	return r, nil
 }
 
-// preflight refuses guests the emulator cannot isolate and runs the same
-// checks as corral doctor (unless --skip-preflight), on the named apps
-// only when apps are named: a 403 halfway through an apply is the most
-// common failure in this field, so find it first.
+// preflight runs the same checks as corral doctor (unless
+// --skip-preflight), on the named apps only when apps are named: a 403
+// halfway through an apply is the most common failure in this field, so
+// find it before anything changes. firstPlan runs it once the first plan
+// has changes, or failed (then its findings say why better than the
+// plan's error), before that plan is shown; a plan without changes
+// changes nothing and needs none of it (issue 30).
 func (r *applyRun) preflight(ctx context.Context) error {
-	if err := r.s.guestsRefused(); err != nil {
-		return err
-	}
 	if r.a.noPreflight {
 		return nil
 	}
-	// The plan shown next lists the guests and the token's permissions
-	// again: it takes the preflight's answers (issue 30). run ends the
-	// hand-over once that plan is made.
-	r.s.client.HandOverReads(true)
 	if err := doctor.Preflight(ctx, r.s.client, onlyApps(r.f, r.a.targets)); err != nil {
 		var blocked *doctor.BlockedError
 		if errors.As(err, &blocked) { // says preflight and what to do itself
@@ -297,12 +297,18 @@ func (r *applyRun) showPlan(pj *ui.PlanJSON) {
 	}
 }
 
-// firstPlan plans and shows the plan, to be approved; once approved,
+// firstPlan plans, runs the preflight when the plan has changes (or
+// failed), and shows the plan, to be approved; once approved,
 // applyUnderLock locks the nodes it changes and plans again under the
 // lock. A plan without changes ends the run here (p.HasChanges is false;
 // the error says whether apps could not be checked).
 func (r *applyRun) firstPlan(ctx, rctx context.Context) (*plan.Plan, *plan.Observed, *ui.PlanJSON, error) {
 	p, obs, pj, err := r.makePlan(rctx, r.s, r.f)
+	if err != nil || p.HasChanges() {
+		if perr := r.preflight(rctx); perr != nil {
+			return nil, nil, nil, perr
+		}
+	}
 	r.showPlan(pj)
 	if err != nil {
 		return nil, nil, nil, redactErr(r.f, err)
@@ -324,6 +330,9 @@ func (r *applyRun) firstPlan(ctx, rctx context.Context) (*plan.Plan, *plan.Obser
 				return nil, nil, nil, redactErr(r.f, err)
 			}
 			if p.HasChanges() {
+				if err := r.preflight(rctx); err != nil {
+					return nil, nil, nil, err
+				}
 				r.showPlan(pj)
 			}
 		}
@@ -464,7 +473,9 @@ func applyUnderLock(ctx context.Context, st *streams, s *session, f *manifest.Fi
 		}
 		ctx = lock.ctx
 		approved := pj
-		p, obs, pj, err = makePlan(ctx, s, f)
+		// Corral's guests are where the approved plan saw them, or the
+		// plan reads the tasks of the nodes it finds them on too.
+		p, obs, pj, err = makePlan(apply.ExpectGuestsOn(ctx, apply.GuestNodes(obs)), s, f)
 		if err == nil {
 			if err := a.checkSaved(p, pj, true); err != nil {
 				return false, err
@@ -527,7 +538,7 @@ func convergeUnderLock(ctx context.Context, st *streams, s *session, f *manifest
 			}
 		}
 		// No --rerun here: the steps it named have just run.
-		next, nobs, npj, err := makePlanFor(ctx, s, f, planOpts{recoverOffline: a.recoverOffline, shape: a.shape, targets: a.targets, haUnchanged: haQuiet(p, obs)})
+		next, nobs, npj, err := makePlanFor(expectAfter(ctx, p, obs), s, f, planOpts{recoverOffline: a.recoverOffline, shape: a.shape, targets: a.targets, haUnchanged: haQuiet(p, obs)})
 		if err != nil {
 			showPlan(npj)
 			return &IncompleteError{Why: "planning again on fresh reads after the changes failed: " + redactErr(f, err).Error()}
@@ -559,6 +570,23 @@ func convergeUnderLock(ctx context.Context, st *streams, s *session, f *manifest
 		}
 		p, obs = next, nobs
 	}
+}
+
+// expectAfter is ctx telling the final check where corral's guests are
+// once p, planned on obs, is carried out: where obs saw them and on the
+// nodes p changes (apply.ExpectGuestsOn). With no plan carried out (an
+// interrupted restore finished), ctx as it is.
+func expectAfter(ctx context.Context, p *plan.Plan, obs *plan.Observed) context.Context {
+	if p == nil {
+		return ctx
+	}
+	nodes := apply.GuestNodes(obs)
+	for _, n := range p.Nodes() {
+		if !slices.Contains(nodes, n) {
+			nodes = append(nodes, n)
+		}
+	}
+	return apply.ExpectGuestsOn(ctx, nodes)
 }
 
 // IncompleteError is an apply whose steps ran but after which a fresh plan

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/corralhq/corral/internal/plan"
@@ -58,9 +59,11 @@ func TestApplyAndDestroyReadTheSetupOnce(t *testing.T) {
 // the preflight's guest list and permission list (its only reads of
 // them: 4 paths the list leaves out are read alone), and the plan under
 // the lock does not ask whether the token can see guests when the
-// lock's own keeper create was listed. The final check does not read
-// the HA resources again: the plan under the lock found no container
-// among them and changed nothing of HA.
+// lock's own keeper create was listed. No plan of it reads the HA
+// resources: the plan shown and the plan under the lock see no app
+// container to give one (and no app asks for ha:), and the final check
+// does not read them again as the plan under the lock changed nothing
+// of HA (issue 30: 2 reads before).
 func TestApplyReadsWhatAManifestWithoutHANeeds(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t)
@@ -71,7 +74,7 @@ func TestApplyReadsWhatAManifestWithoutHANeeds(t *testing.T) {
 	for _, s := range stats {
 		t.Logf("%s %d", s.Endpoint, s.Count)
 	}
-	want := map[string]int{"GET /cluster/ha/rules": 0, "GET /cluster/nextid": 1, "GET /cluster/ha/resources": 2,
+	want := map[string]int{"GET /cluster/ha/rules": 0, "GET /cluster/nextid": 1, "GET /cluster/ha/resources": 0,
 		"GET /nodes/{node}/storage/{storage}/content": 4, "GET /nodes/{node}/storage/{storage}/status": 0,
 		"GET /access/permissions": 5, "GET /cluster/resources": 4}
 	for ep, n := range want {
@@ -133,5 +136,110 @@ func TestHAQuiet(t *testing.T) {
 		if haQuiet(c.p, c.obs) {
 			t.Errorf("%s: quiet, want HA read again", name)
 		}
+	}
+}
+
+// TestNoopApplyReadsWhatItsPlanReads: an apply whose plan is empty
+// changes nothing, so it needs no preflight (its privilege checks are
+// about changes), no lock and no final check: the plan it shows is the
+// fresh plan. It reads exactly what `corral plan` reads (issue 30: 18
+// requests against the plan's 10, and the peer's 3): no /version, no
+// permission list or path, no next VMID.
+func TestNoopApplyReadsWhatItsPlanReads(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	m := manifestWith(t, "512")
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	c.srv.ResetRequests()
+	c.mustRun("plan", "-f", m)
+	_, planned := c.srv.Requests()
+	c.srv.ResetRequests()
+	r := c.mustRun("apply", "-f", m, "--auto-approve")
+	stats, total := c.srv.Requests()
+	for _, s := range stats {
+		t.Logf("%s %d", s.Endpoint, s.Count)
+	}
+	for _, ep := range []string{"GET /version", "GET /access/permissions", "GET /cluster/nextid"} {
+		if n := c.requestCount(ep); n != 0 {
+			t.Errorf("no-op apply read %s %d times, want none", ep, n)
+		}
+	}
+	if total != planned {
+		t.Errorf("no-op apply made %d requests, the plan %d: want the same", total, planned)
+	}
+	if !strings.Contains(r.stdout, "No changes") {
+		t.Errorf("no-op apply did not say No changes:\n%s", r.stdout)
+	}
+}
+
+// TestFirstApplyReadsTheKeeperOncePerWrite: every keeper write is a
+// compare-and-swap on a fresh read, but the volid PVE allocated for a
+// new volume is in the read the reprotect right after it made, so it is
+// not read a third time (issue 30). App notes has two volumes: each is
+// an unprotect, an allocation and a reprotect (3 reads, 3 writes), and
+// the lock's release is one more of each: 7 config reads, where each
+// volume took a fourth before. The app's own mount point writes need
+// no read.
+func TestFirstApplyReadsTheKeeperOncePerWrite(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	m := manifestWith(t, "512")
+	c.srv.ResetRequests()
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	if got := c.requestCount("GET /nodes/{node}/lxc/{vmid}/config"); got != 7 {
+		t.Errorf("first apply read a container config %d times, want 7 (one per keeper write)", got)
+	}
+}
+
+// TestDestroyDeleteVolumesReadsEachThingOnce: a destroy
+// --delete-volumes of one app reads its container's config once right
+// before the destroy (the identity check; the detach takes its mount
+// points from that read), and the free batch's check of the node takes
+// the guests whose configs and snapshots it reads from one listing
+// (issue 30: a second config read and a second listing, back to back).
+// The shutdown is asked for without a status read first: PVE refuses
+// that of a stopped container before any task, which says the same.
+// What is left: 5 listings (the plan shown, the lock's, the plan under
+// the lock, the snapshot guard before the destroy, the free's check)
+// and 6 config reads, all the keeper's (the lease's write, the free's
+// four writes, the lease's release).
+func TestDestroyDeleteVolumesReadsEachThingOnce(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	m := manifestWith(t, "512")
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	c.srv.ResetRequests()
+	c.mustRun("destroy", "-f", m, "--auto-approve", "--delete-volumes")
+	stats, total := c.srv.Requests()
+	for _, s := range stats {
+		t.Logf("%s %d", s.Endpoint, s.Count)
+	}
+	for ep, n := range map[string]int{"GET /cluster/resources": 5, "GET /nodes/{node}/lxc/{vmid}/config": 6, "GET /nodes/{node}/lxc/{vmid}/status/current": 0} {
+		if got := c.requestCount(ep); got != n {
+			t.Errorf("destroy --delete-volumes (%d requests): %s read %d times, want %d", total, ep, got, n)
+		}
+	}
+}
+
+// TestDestroyOfAStoppedApp: the shutdown before a destroy is asked for
+// without reading the container's status, and PVE's "CT N not running"
+// for a stopped one means there is nothing to stop: the destroy goes
+// on, and shows no stop step.
+func TestDestroyOfAStoppedApp(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	m := manifestWith(t, "512")
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	c.mustRun(append([]string{"stop", "notes", "-f", m}, c.connArgs()...)...)
+	c.srv.ResetRequests()
+	r := c.mustRun("destroy", "-f", m, "--auto-approve")
+	if n := c.requestCount("POST /nodes/{node}/lxc/{vmid}/status/shutdown"); n != 1 {
+		t.Errorf("destroy of a stopped app asked for %d shutdowns, want 1 (refused: not running)", n)
+	}
+	if strings.Contains(r.stderr, "stop") && strings.Contains(r.stderr, "not running") {
+		t.Errorf("destroy of a stopped app reported the refused shutdown:\n%s", r.stderr)
+	}
+	if st := c.status(m); len(st.Apps[0].Containers) != 0 {
+		t.Errorf("the stopped app's container is still there: %+v", st.Apps[0])
 	}
 }

@@ -26,6 +26,10 @@ var (
 	// ErrAlreadyRunning is a start refused because the guest runs
 	// ("CT 105 already running"): the wanted state holds.
 	ErrAlreadyRunning = errors.New("already running")
+	// ErrNotRunning is a shutdown, stop or reboot refused because the
+	// guest does not run ("CT 105 not running", before any task): the
+	// wanted state of a shutdown holds.
+	ErrNotRunning = errors.New("not running")
 	// ErrSnapshotUnsupported is a snapshot PVE cannot take because a
 	// volume is on a storage without snapshots (dir) or is a bind or
 	// device mount ("snapshot feature is not available").
@@ -172,6 +176,9 @@ var (
 	// exists on node '<node>'".
 	existsRE  = regexp.MustCompile(`^(unable to (create|restore) CT \d+ - )?(CT|VM) \d+ already exists on node|already exists$`)
 	runningRE = regexp.MustCompile(`already running`)
+	// notRunningRE: pve-container's vm_shutdown, vm_stop and vm_reboot
+	// check before their worker (sim model/lxc_power.go).
+	notRunningRE = regexp.MustCompile(`^(CT|VM) \d+ not running$`)
 	// snapshotRE: pve-container's snapshot_create and vzdump's snapshot
 	// mode (pve backup.go SnapshotContainer; sim model/snapshot.go).
 	snapshotRE = regexp.MustCompile(`snapshot feature is not available`)
@@ -201,6 +208,8 @@ func classify(status int, message string) error {
 		return ErrModified
 	case runningRE.MatchString(msg):
 		return ErrAlreadyRunning
+	case notRunningRE.MatchString(msg):
+		return ErrNotRunning
 	case snapshotRE.MatchString(msg):
 		return ErrSnapshotUnsupported
 	case startRE.MatchString(msg):

@@ -15,6 +15,7 @@ import (
 type classes struct {
 	NotFound, Locked, Permission, AlreadyExists, Unauthorized, Modified bool
 	AlreadyRunning, SnapshotUnsupported, StartFailed                    bool
+	NotRunning                                                          bool
 }
 
 func classOf(err error) classes {
@@ -27,6 +28,7 @@ func classOf(err error) classes {
 		Modified:      pve.IsModified(err),
 
 		AlreadyRunning:      errors.Is(err, pve.ErrAlreadyRunning),
+		NotRunning:          errors.Is(err, pve.ErrNotRunning),
 		SnapshotUnsupported: errors.Is(err, pve.ErrSnapshotUnsupported),
 		StartFailed:         errors.Is(err, pve.ErrStartFailed),
 	}
@@ -121,6 +123,9 @@ func TestAPIError_classify(t *testing.T) {
 		{"unauthorized", 401, "authentication failure", nil, classes{Unauthorized: true}},
 		{"already running is not exists", 500, "CT 105 already running", nil, classes{AlreadyRunning: true}},
 		{"vm already running", 500, "VM 105 already running", nil, classes{AlreadyRunning: true}},
+		{"ct not running", 500, "CT 105 not running", nil, classes{NotRunning: true}},
+		{"vm not running (reboot)", 500, "VM 105 not running", nil, classes{NotRunning: true}},
+		{"agent not running is no class", 500, "QEMU guest agent is not running", nil, classes{}},
 		{"snapshot unsupported", 500, "snapshot feature is not available", nil, classes{SnapshotUnsupported: true}},
 		{"digest mismatch", 500, "detected modified configuration - file changed by other user? Try again.", nil, classes{Modified: true}},
 		{"digest mismatch of a named ct", 500, "Container 101: detected modified configuration - file changed by other user? Try again.", nil, classes{Modified: true}},

@@ -34,7 +34,7 @@ func TestQemu_createBadParams(t *testing.T) {
 		{"unknown key", url.Values{"bogus": {"1"}}, 400, "bogus", ""},
 		{"storage without images", url.Values{"scsi0": {"local:2"}}, 400, "storage", ""},
 		{"import from nothing", url.Values{"scsi0": {"local-lvm:0,import-from=local:import/none.qcow2"}}, 500, "", "volume 'local:import/none.qcow2' does not exist\n"},
-		{"restore", url.Values{"archive": {"local:backup/vzdump-qemu-100.vma.zst"}}, 500, "", ""},
+		{"restore with drives", url.Values{"archive": {"local:backup/vzdump-qemu-100.vma.zst"}}, 400, "ide2", ""}, // the first drive in sorted order, as create_vm checks
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := vmParams("300")

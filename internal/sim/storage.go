@@ -100,6 +100,9 @@ func contentRow(e model.ContentEntry) map[string]any {
 		}
 		if e.ContentType == "backup" {
 			row["subtype"] = "lxc"
+			if strings.Contains(e.Name, "vzdump-qemu-") {
+				row["subtype"] = "qemu"
+			}
 		}
 	}
 	if e.Notes != "" {

@@ -22,7 +22,7 @@ func (q *qemuVMs) CreateVM(auth Auth, node string, params map[string]string) (st
 		return "", err
 	}
 	if params["archive"] != "" {
-		return "", Failf("restoring a VM backup is not served by the emulator yet: create the VM from scratch or with import-from\n")
+		return q.restoreVMLocked(auth, node, params)
 	}
 	vmid, err := strconv.Atoi(params["vmid"])
 	if err != nil {

@@ -169,10 +169,6 @@ func vzdumpReadJob(auth Auth, node string, params map[string]string) (vzdumpJob,
 	if !job.all && params["pool"] == "" && params["vmid"] == "" && !isTrue(params["stop"]) {
 		return vzdumpJob{}, ParamError(map[string]string{"vmid": "property is missing"})
 	}
-	if pool := params["pool"]; pool != "" {
-		// Selecting by pool is not served (docs/emulator.md, known differences).
-		return vzdumpJob{}, Failf("pool '%s' does not exist\n", pool)
-	}
 	_, hasPrune := params["prune-backups"]
 	maxfiles, hasMaxfiles := params["maxfiles"]
 	if hasPrune && hasMaxfiles {
@@ -225,7 +221,13 @@ func (vz *vzdump) checkJobPermsLocked(auth Auth, job vzdumpJob, params map[strin
 func (vz *vzdump) selectGuestsLocked(job *vzdumpJob, params map[string]string) error {
 	st := vz.state()
 	var selected []int
-	if job.all {
+	if pool := params["pool"]; pool != "" {
+		members, err := poolGuestMembersLocked(st, pool)
+		if err != nil {
+			return err
+		}
+		selected = members
+	} else if job.all {
 		excluded := map[int]bool{}
 		for _, s := range ctSplitList(params["exclude"]) {
 			if n, err := strconv.Atoi(s); err == nil {
@@ -233,6 +235,11 @@ func (vz *vzdump) selectGuestsLocked(job *vzdumpJob, params map[string]string) e
 			}
 		}
 		for vmid := range st.Guests {
+			if !excluded[vmid] {
+				selected = append(selected, vmid)
+			}
+		}
+		for vmid := range st.VMs {
 			if !excluded[vmid] {
 				selected = append(selected, vmid)
 			}
@@ -249,11 +256,11 @@ func (vz *vzdump) selectGuestsLocked(job *vzdumpJob, params map[string]string) e
 	sort.Ints(selected)
 	selected = slices.Compact(selected)
 	for _, vmid := range selected {
-		g := st.Guests[vmid]
+		node, ok := guestNodeLocked(st, vmid)
 		switch {
-		case g == nil:
+		case !ok:
 			job.vmids = append(job.vmids, vmid) // fails visibly later
-		case g.Node == job.node:
+		case node == job.node:
 			job.vmids = append(job.vmids, vmid)
 		default:
 			job.skipped = append(job.skipped, vmid)
@@ -351,7 +358,7 @@ func (vz *vzdump) vzdumpTask(w *Worker, job vzdumpJob) error {
 	var vmids []int
 	err = w.Do(func(st *State) error {
 		for _, vmid := range job.vmids {
-			if st.Guests[vmid] != nil {
+			if _, ok := guestNodeLocked(st, vmid); ok {
 				if err := st.Access.Check(job.auth, fmt.Sprintf("/vms/%d", vmid), []string{"VM.Backup"}, false); err != nil {
 					if job.all {
 						continue
@@ -393,6 +400,9 @@ type vzdumpDisk struct {
 // vzdumpGuest is exec_backup_task for one CT. Its error has been logged
 // ("Backup of VM <vmid> failed - …") when it returns.
 func (vz *vzdump) vzdumpGuest(w *Worker, job vzdumpJob, vmid int, dumpdir string) error {
+	if vz.isVM(vmid) {
+		return vz.vzdumpVM(w, job, vmid, dumpdir)
+	}
 	b := &guestBackup{c: w.c, w: w, job: job, vmid: vmid, dumpdir: dumpdir}
 	return b.run()
 }
@@ -834,7 +844,7 @@ func (vz *vzdump) vzdumpPruneLocked(w *Worker, job vzdumpJob, vmid int) {
 		var group []*Volume
 		for _, v := range st.Volumes {
 			if st.volOn(v, job.node) && v.Storage == job.storage && v.Content == "backup" && v.Owner == vmid &&
-				strings.HasPrefix(v.Name, fmt.Sprintf("backup/vzdump-lxc-%d-", vmid)) {
+				strings.HasPrefix(v.Name, fmt.Sprintf("backup/vzdump-%s-%d-", vzdumpGuestType(st, vmid), vmid)) {
 				group = append(group, v)
 			}
 		}
@@ -860,6 +870,7 @@ func (vz *vzdump) removeBackupLocked(node string, v *Volume) {
 	p := vz.storage.volumePath(node, v.Storage, v.Name)
 	os.Remove(p + ".notes")
 	base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(p, ".zst"), ".gz"), ".lzo"), ".tar")
+	base = strings.TrimSuffix(base, ".vma")
 	os.Remove(base + ".log")
 	os.Remove(base + ".protected")
 	vz.storage.freeVolumeLocked(node, v.VolID())
@@ -1306,7 +1317,11 @@ func (vz *vzdump) ExtractConfig(auth Auth, node, volume string) (string, error) 
 	if !exists {
 		return "", Failf("file '%s' does not exist\n", host)
 	}
-	conf, err := readBackupConfig(p)
+	read := readBackupConfig
+	if backupIsVM(name) {
+		read = func(p string) (string, error) { return readVMArchive(p, nil) }
+	}
+	conf, err := read(p)
 	if err != nil {
 		return "", Failf("%s\n", err)
 	}
