@@ -22,29 +22,7 @@ import (
 func TestThirdParty_bpgVM(t *testing.T) {
 	tf, prov := bpgBinaries(t)
 	p := newThirdParty(t)
-	dir := t.TempDir()
-	plugins := filepath.Join(dir, "plugins")
-	if err := os.MkdirAll(plugins, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(prov, filepath.Join(plugins, "terraform-provider-proxmox")); err != nil {
-		t.Fatal(err)
-	}
-	rc := filepath.Join(dir, "terraform.rc")
-	if err := os.WriteFile(rc, []byte("provider_installation {\n  dev_overrides {\n    \"bpg/proxmox\" = \""+plugins+"\"\n  }\n  direct {}\n}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	main, err := os.ReadFile(filepath.Join(testdataDir(t, "bpg"), "main.tf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	work := filepath.Join(dir, "work")
-	if err := os.MkdirAll(work, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(work, "main.tf"), main, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir, work, rc := p.bpgWorkdir(t, prov)
 	terraform := func(memory string, args ...string) (string, error) {
 		address := map[string]string{"1024": "192.0.2.30/24", "2048": "192.0.2.31/24"}[memory]
 		cmd := exec.Command(tf, append(args, "-input=false", "-no-color")...)
@@ -66,6 +44,7 @@ func TestThirdParty_bpgVM(t *testing.T) {
 	}
 	step("1024", "apply", "-auto-approve")
 	p.checkBPGVM(t, "1024")
+	p.checkImportedDisk(t)
 	noChange := func(memory string) {
 		t.Helper()
 		if out, err := terraform(memory, "plan", "-detailed-exitcode"); err != nil {
@@ -86,6 +65,64 @@ func TestThirdParty_bpgVM(t *testing.T) {
 	}
 	if files := p.volumeFiles("300"); len(files) != 0 {
 		t.Errorf("VM 300's volumes after terraform destroy: %v", files)
+	}
+}
+
+// bpgWorkdir offers the image main.tf imports and lays out Terraform's
+// directory: the provider behind a dev_overrides CLI configuration (rc)
+// and main.tf in work.
+func (p *thirdParty) bpgWorkdir(t *testing.T, prov string) (dir, work, rc string) {
+	t.Helper()
+	dir = t.TempDir()
+	// The image bpg's disk imports (import_from): its bytes, not a
+	// bootable system; the state-only runtime boots nothing.
+	img := filepath.Join(dir, "bpg-test.qcow2")
+	if err := os.WriteFile(img, append([]byte("QFI\xfb"), make([]byte, 1<<20)...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.srv.cluster.OfferImportVolume("local", "bpg-test.qcow2", img); err != nil {
+		t.Fatal(err)
+	}
+	plugins := filepath.Join(dir, "plugins")
+	if err := os.MkdirAll(plugins, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(prov, filepath.Join(plugins, "terraform-provider-proxmox")); err != nil {
+		t.Fatal(err)
+	}
+	rc = filepath.Join(dir, "terraform.rc")
+	if err := os.WriteFile(rc, []byte("provider_installation {\n  dev_overrides {\n    \"bpg/proxmox\" = \""+plugins+"\"\n  }\n  direct {}\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	main, err := os.ReadFile(filepath.Join(testdataDir(t, "bpg"), "main.tf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	work = filepath.Join(dir, "work")
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(work, "main.tf"), main, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir, work, rc
+}
+
+// checkImportedDisk checks that VM 300's disk holds the image main.tf
+// imports, grown to its 4 GiB.
+func (p *thirdParty) checkImportedDisk(t *testing.T) {
+	t.Helper()
+	disk := filepath.Join(p.dir, "data", "pve", "local-lvm", "vm-300-disk-0")
+	if f, err := os.Open(disk); err != nil {
+		t.Errorf("VM 300's disk: %v", err)
+	} else {
+		head := make([]byte, 4)
+		_, err := f.Read(head)
+		fi, _ := f.Stat()
+		f.Close()
+		if err != nil || string(head) != "QFI\xfb" || fi.Size() != 4<<30 {
+			t.Errorf("VM 300's disk starts %q (%v), %d bytes: want the imported image grown to 4 GiB", head, err, fi.Size())
+		}
 	}
 }
 

@@ -1,5 +1,6 @@
 # bpg's proxmox_virtual_environment_vm (v0.80.0) makes a basic VM in the
-# emulator as its users write one: a SCSI disk on local-lvm, a cloud-init
+# emulator as its users write one: a SCSI disk on local-lvm imported
+# from an image, a cloud-init
 # drive with a user, a key and a static address, two virtio NICs on vmbr0
 # (one on a VLAN), ballooning, a serial console, the guest agent on. The
 # test runs apply, an empty plan, apply with more memory and another
@@ -57,10 +58,13 @@ resource "proxmox_virtual_environment_vm" "vm" {
   disk {
     datastore_id = "local-lvm"
     interface    = "scsi0"
-    size         = 4
-    discard      = "on"
-    iothread     = true
-    ssd          = true
+    # An image the test offers as an import volume; bpg grows the
+    # imported disk to size with PUT .../resize after the create.
+    import_from = "local:import/bpg-test.qcow2"
+    size        = 4
+    discard     = "on"
+    iothread    = true
+    ssd         = true
   }
   network_device {
     bridge = "vmbr0"
