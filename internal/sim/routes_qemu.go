@@ -21,6 +21,7 @@ func (a *qemuAPI) register(route routeFunc) {
 	route("PUT", "/nodes/{node}/qemu/{vmid}/config", a.putConfig)
 	route("POST", "/nodes/{node}/qemu/{vmid}/config", a.postConfig)
 	route("GET", "/nodes/{node}/qemu/{vmid}/pending", a.getPending)
+	route("PUT", "/nodes/{node}/qemu/{vmid}/cloudinit", a.putCloudInit)
 	route("GET", "/nodes/{node}/qemu/{vmid}/status", a.getStatusIndex)
 	route("GET", "/nodes/{node}/qemu/{vmid}/status/current", a.getStatus)
 	route("POST", "/nodes/{node}/qemu/{vmid}/status/start", ctTask(a.cluster.StartVM))

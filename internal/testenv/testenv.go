@@ -62,6 +62,9 @@ const (
 	// GoProxmox: the Go module proxy (or a warm module cache) to build the
 	// go-proxmox client's nested module with.
 	GoProxmox Requirement = "GO_PROXMOX"
+	// BPG: Terraform and bpg's terraform-provider-proxmox, at the paths
+	// CORRAL_TEST_TERRAFORM and CORRAL_TEST_BPG_PROVIDER name.
+	BPG Requirement = "BPG"
 	// KVM: the emulator's VMs run as real QEMU/KVM guests (qemu-system-x86,
 	// qemu-utils, genisoimage, mmdebstrap, a usable /dev/kvm).
 	KVM Requirement = "KVM"

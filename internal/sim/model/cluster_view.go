@@ -126,11 +126,11 @@ func poolResources(a *Access, guests []Resource) []Resource {
 // those, numbers as numbers.
 type Resource struct {
 	ID     string // lxc/101, node/pve, storage/pve/local-lvm, sdn/pve/localnetwork
-	Type   string // lxc | node | storage | sdn
+	Type   string // lxc | qemu | node | storage | sdn | pool
 	Node   string
 	Status string // running/stopped, online/offline, available, ok
 
-	// lxc
+	// lxc and qemu
 	VMID     int
 	Name     string
 	Template bool
@@ -182,10 +182,10 @@ func (r Resource) MarshalJSON() ([]byte, error) {
 // was most of /cluster/resources' time); the bytes are what json.Marshal
 // makes of the same map.
 func (r Resource) AppendJSON(b []byte) []byte {
-	if r.Type != "lxc" {
+	if r.Type != "lxc" && r.Type != "qemu" {
 		return appendObject(b, r.fields())
 	}
-	// The members of fields() for a CT, in json.Marshal's (sorted) order.
+	// The members of fields() for a guest, in json.Marshal's (sorted) order.
 	w := objWriter{b: append(b, '{')}
 	stats := !r.NoStats
 	if stats {

@@ -21,7 +21,7 @@ func (q *qemuVMs) vmStatusLocked(vm *VM) map[string]any {
 	}
 	out := map[string]any{
 		"vmid": vm.VMID, "status": "stopped", "name": conf["name"],
-		"cpus": max(cpus, 1), "maxmem": vmMaxMem(conf), "mem": 0, "maxdisk": q.vmBootDiskSizeLocked(vm),
+		"cpus": max(cpus, 1), "maxmem": vmMaxMem(conf), "mem": 0, "maxdisk": vmBootDiskSize(q.state(), vm),
 		"disk": 0, "cpu": 0, "uptime": 0, "netin": 0, "netout": 0, "diskread": 0, "diskwrite": 0,
 	}
 	if out["name"] == "" {
@@ -43,10 +43,9 @@ func (q *qemuVMs) vmStatusLocked(vm *VM) map[string]any {
 	return out
 }
 
-// vmBootDiskSizeLocked is maxdisk: the size of the first disk in the
-// boot order (else of the first disk).
-func (q *qemuVMs) vmBootDiskSizeLocked(vm *VM) int64 {
-	st := q.state()
+// vmBootDiskSize is maxdisk: the size of the first disk in the
+// boot order (else of the first disk). The caller holds the state lock.
+func vmBootDiskSize(st *State, vm *VM) int64 {
 	for _, k := range slices.Sorted(maps.Keys(vm.Config)) {
 		if !vmDriveRE.MatchString(k) {
 			continue
@@ -125,7 +124,7 @@ func vmResourcesLocked(st *State, now int64) []Resource {
 			ID: fmt.Sprintf("qemu/%d", vmid), Type: "qemu", Node: vm.Node, Status: "stopped",
 			VMID: vmid, Name: vm.Config["name"], Template: isTrue(vm.Config["template"]),
 			Tags: vm.Config["tags"], Lock: vm.Lock(), MaxCPU: max(cpus, 1), MaxMem: vmMaxMem(vm.Config),
-			Pool: st.Access.poolOf(vmid),
+			Pool: st.Access.poolOf(vmid), MaxDisk: vmBootDiskSize(st, vm),
 		}
 		if vm.Running {
 			r.Status, r.Mem, r.Uptime = "running", r.MaxMem, max(now-vm.StartedAt, 0)

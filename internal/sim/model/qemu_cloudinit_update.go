@@ -1,0 +1,39 @@
+package model
+
+import "fmt"
+
+// RegenerateVMCloudInit is PUT .../cloudinit (qemu-server's
+// cloudinit_update): with VM.Config.Cloudinit, under the config flock,
+// a VM that exists and is not locked has its cloud-init drive
+// regenerated from the config. bpg calls it after changing a VM's
+// initialization block.
+//
+// The emulator keeps no record of the values a drive was generated
+// from (qemu-server's [special:cloudinit] section): the drive is written
+// from the config at every start (qemu_power.go, startSpecLocked), so
+// after this call a stopped VM's next boot sees what PVE's would. A
+// running real guest keeps the drive it booted with until its next
+// start, where PVE changes the medium at once (docs/emulator.md).
+func (q *qemuVMs) RegenerateVMCloudInit(auth Auth, node string, vmid int) error {
+	q.stateMu.RLock()
+	err := q.nodes.checkNodeLocked(node)
+	if err == nil {
+		err = q.state().Access.Check(auth, fmt.Sprintf("/vms/%d", vmid), []string{"VM.Config.Cloudinit"}, false)
+	}
+	q.stateMu.RUnlock()
+	if err != nil {
+		return err
+	}
+	release, err := q.vmLocks.acquire(q.ctx, vmid, configLockTimeout)
+	if err != nil {
+		return err
+	}
+	defer release()
+	q.stateMu.RLock()
+	defer q.stateMu.RUnlock()
+	vm, err := q.vmLocked(node, vmid)
+	if err != nil {
+		return err
+	}
+	return vmCheckLock(vm)
+}
