@@ -341,6 +341,13 @@ func (l *Lock) lockKeeper(ctx context.Context, ko *keeperOps, obs *plan.Observed
 		return &keeper{ops: ko, node: node, vmid: ks[0].VMID}, nil, nil, nil
 	}
 	tmpl := opts.Template
+	if tmpl == "" && obs.SetupDeferred {
+		// A no-op plan's observation (a lease held elsewhere made
+		// apply lock anyway): the templates were left unread.
+		if err := ObserveSetup(ctx, ko.client, obs); err != nil {
+			return nil, nil, nil, fmt.Errorf("lock node %s: %w", node, err)
+		}
+	}
 	if tmpl == "" && len(obs.Templates[node]) > 0 {
 		tmpl = obs.Templates[node][0]
 	}

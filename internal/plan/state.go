@@ -219,6 +219,11 @@ type Observed struct {
 	HAUnread  string
 	HARules   bool
 	HARuleSet map[string]HARule
+	// SetupDeferred says the observation left out the nodes' bridges and
+	// the templates of template-only storages (apply.ObserveOptions.
+	// DeferSetup): a plan without changes needs neither, so Make plans
+	// only that and returns ErrSetupUnread for anything else.
+	SetupDeferred bool
 	// Recover is the operator's consent (corral apply --recover) to build
 	// apps whose node is offline anew on another node. It is not read
 	// from the cluster; the caller sets it before planning.
