@@ -75,12 +75,11 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 	if err := observeHA(ctx, c, o.obs, opts, slices.ContainsFunc(res, func(r resource) bool { return r.Type == "lxc" && r.HAState != "" })); err != nil {
 		return nil, err
 	}
-	if err := o.storages(ctx, opts.DeferSetup); err != nil {
+	if err := o.observeStorages(ctx, opts); err != nil {
 		return nil, err
 	}
 	parseMounts(o.obs)
 	if opts.DeferSetup {
-		o.obs.SetupDeferred = true
 		return o.obs, nil
 	}
 	if err := ObserveSetup(ctx, c, o.obs); err != nil {
@@ -313,34 +312,44 @@ func (o *observation) group() {
 // that hold templates or volumes; with deferTmpl not of those that hold
 // templates only (ObserveSetup reads them).
 func (o *observation) storages(ctx context.Context, deferTmpl bool) error {
-	obs := o.obs
 	for _, node := range o.online() {
-		storages, err := o.c.StorageList(ctx, node, "")
-		if err != nil {
+		if err := o.nodeStorages(ctx, node, deferTmpl, nil); err != nil {
 			return err
 		}
-		obs.Storages[node] = map[string][]string{}
-		for _, s := range storages {
-			obs.StorageTypes[s.Storage] = s.Type
-			if bool(s.Shared) {
-				obs.SharedStorages[s.Storage] = true
-			}
-			cts := strings.Split(s.Content, ",")
-			obs.Storages[node][s.Storage] = cts
-			wantTmpl := slices.Contains(cts, "vztmpl")
-			wantImg := slices.Contains(cts, "rootdir") || slices.Contains(cts, "images")
-			if !wantTmpl && !wantImg || deferTmpl && !wantImg {
-				continue
-			}
-			// A storage for templates only is listed by that type:
-			// the run's client keeps that list (pve.Client.MemoizeSetup).
-			only := ""
-			if !wantImg {
-				only = "vztmpl"
-			}
-			if err := o.content(ctx, node, s.Storage, only); err != nil {
-				return err
-			}
+	}
+	return nil
+}
+
+// nodeStorages reads node's storage list, and the content of the
+// storages that hold templates or volumes but those read already (done,
+// by storage ID) and, with deferTmpl, those that hold templates only.
+func (o *observation) nodeStorages(ctx context.Context, node string, deferTmpl bool, done map[string]bool) error {
+	obs := o.obs
+	storages, err := o.c.StorageList(ctx, node, "")
+	if err != nil {
+		return err
+	}
+	obs.Storages[node] = map[string][]string{}
+	for _, s := range storages {
+		obs.StorageTypes[s.Storage] = s.Type
+		if bool(s.Shared) {
+			obs.SharedStorages[s.Storage] = true
+		}
+		cts := strings.Split(s.Content, ",")
+		obs.Storages[node][s.Storage] = cts
+		wantTmpl := slices.Contains(cts, "vztmpl")
+		wantImg := slices.Contains(cts, "rootdir") || slices.Contains(cts, "images")
+		if !wantTmpl && !wantImg || deferTmpl && !wantImg || done[s.Storage] {
+			continue
+		}
+		// A storage for templates only is listed by that type:
+		// the run's client keeps that list (pve.Client.MemoizeSetup).
+		only := ""
+		if !wantImg {
+			only = "vztmpl"
+		}
+		if err := o.content(ctx, node, s.Storage, only); err != nil {
+			return err
 		}
 	}
 	return nil

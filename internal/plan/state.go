@@ -224,6 +224,11 @@ type Observed struct {
 	// DeferSetup): a plan without changes needs neither, so Make plans
 	// only that and returns ErrSetupUnread for anything else.
 	SetupDeferred bool
+	// StoragesDeferred (with SetupDeferred) says the nodes' storage lists
+	// were left out too: Storages, StorageTypes and SharedStorages are
+	// empty, and Volumes holds only the storages the keepers' records
+	// name (apply.ObserveSetup reads the rest).
+	StoragesDeferred bool
 	// Recover is the operator's consent (corral apply --recover) to build
 	// apps whose node is offline anew on another node. It is not read
 	// from the cluster; the caller sets it before planning.
