@@ -56,3 +56,24 @@ func TestPlanWithAChangeStillChecksTheBridge(t *testing.T) {
 		t.Errorf("plan with a change read the bridges %d times, want once", n)
 	}
 }
+
+// TestPlanOfAGrowReadsTheSetup: a change found on the records' storages
+// alone (a volume grown in the manifest) is planned again on the whole
+// setup, the storage list read once.
+func TestPlanOfAGrowReadsTheSetup(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	m := manifestWith(t, "512")
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	grown := writeManifest(t, strings.Replace(strings.ReplaceAll(appManifest, "MEMORY", "512"), "size: 1G", "size: 2G", 1))
+	c.srv.ResetRequests()
+	r := c.run("plan", "-f", grown)
+	if r.code != ExitChanges || !strings.Contains(r.stdout, "2 GiB, was 1 GiB") {
+		t.Fatalf("plan of a grown volume: exit %d, want %d\n%s%s", r.code, ExitChanges, r.stdout, r.stderr)
+	}
+	for _, ep := range []string{"GET /nodes/{node}/storage", "GET /nodes/{node}/network"} {
+		if n := c.requestCount(ep); n != 1 {
+			t.Errorf("plan of a grown volume read %s %d times, want once", ep, n)
+		}
+	}
+}
