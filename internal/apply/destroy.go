@@ -43,6 +43,9 @@ func (e *Executor) Destroy(ctx context.Context, p *plan.Plan, obs *plan.Observed
 	var mu sync.Mutex
 	var frees []appFree // the volumes of the apps whose CT is gone
 	err := e.forEachApp(ctx, changes, func(c plan.Change) error {
+		if c.Kind == plan.KindVM {
+			return e.applyVM(ctx, c) // vm.go
+		}
 		if c.OldVMID != 0 {
 			conf, err := e.checkPlannedConf(ctx, c)
 			if err != nil {

@@ -198,6 +198,9 @@ func (o *observation) guest(ctx context.Context, r resource) error {
 	obs := o.obs
 	obs.GuestMemory[r.Node] += r.MaxMem
 	tags := plan.ParseTags(r.Tags)
+	if r.Type == "qemu" {
+		return o.qemu(ctx, r, tags) // vmobserve.go
+	}
 	if r.Type != "lxc" || !slices.Contains(tags, plan.TagManaged) {
 		return o.other(r, tags)
 	}

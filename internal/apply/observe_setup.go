@@ -42,10 +42,11 @@ func (o *observation) observeStorages(ctx context.Context, opts ObserveOptions) 
 // recordsOnly says that the keepers' records are the only volumes a plan
 // of obs can look up without planning a change: no interrupted adoption
 // (Keeper.Intents name a source volume), move, restore or rescue, no
-// damaged keeper or carrier, no stale copy and no offline node.
+// damaged keeper or carrier, no stale copy, no offline node and no VM of
+// an app (its disks are not keepers' records).
 func recordsOnly(obs *plan.Observed) bool {
 	if len(obs.Offline)+len(obs.Carriers)+len(obs.LeftoverCarriers)+len(obs.BadCarriers)+
-		len(obs.Restores)+len(obs.Rescues)+len(obs.Damaged)+len(obs.Stale) > 0 {
+		len(obs.Restores)+len(obs.Rescues)+len(obs.Damaged)+len(obs.Stale)+len(obs.VMs)+len(obs.MarkedVMs) > 0 {
 		return false
 	}
 	for _, ks := range obs.Keepers {

@@ -32,7 +32,11 @@ type StatusReport struct {
 
 // AppStatus is one app in a StatusReport.
 type AppStatus struct {
-	App        string            `json:"app"`
+	App string `json:"app"`
+	// Kind is "ct" or "vm" (the manifest's kind:); a VM app's VMs are
+	// in VMs (vmstatus.go), its Containers empty.
+	Kind       string            `json:"kind"`
+	VMs        []CTStatus        `json:"vms,omitempty"`
 	Containers []CTStatus        `json:"containers"`
 	Volumes    []plan.VolumeInfo `json:"volumes"`
 	// Drift is the plan's action for the app: "no-op" when the cluster
@@ -151,6 +155,9 @@ func Status(ctx context.Context, c *pve.Client, apps []plan.App, redact func(str
 		as := AppStatus{App: a.Name, Containers: []CTStatus{}, Volumes: []plan.VolumeInfo{}, Drift: "unknown", Reasons: []string{},
 			Health: HealthUnknown, HealthDetail: "not checked"}
 		if as.Containers, err = containerStatuses(ctx, c, obs.Apps[a.Name]); err != nil {
+			return nil, err
+		}
+		if as.Kind, as.VMs, err = vmStatuses(ctx, c, &a, obs.VMs[a.Name]); err != nil {
 			return nil, err
 		}
 		for _, v := range inv {

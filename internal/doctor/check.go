@@ -220,7 +220,7 @@ func (k *checker) locate(ctx context.Context) error {
 	k.others = map[int]pve.ClusterResource{}
 	for _, g := range res {
 		tags := plan.ParseTags(g.Tags)
-		if g.Type != "lxc" || !slices.Contains(tags, plan.TagManaged) {
+		if g.Type != "lxc" && g.Type != "qemu" || !slices.Contains(tags, plan.TagManaged) {
 			k.others[g.VMID] = g
 			continue
 		}

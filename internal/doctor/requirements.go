@@ -131,6 +131,12 @@ func Requirements(f *manifest.File, t Targets) []Requirement {
 	keeperDone := map[string]bool{}
 	for _, a := range f.Apps {
 		p := t.placement(a)
+		if a.IsVM() {
+			rs.vm(a, p) // requirements_vm.go
+			rs.node(a, p)
+			rs.poolAndFirewall(a, p)
+			continue
+		}
 		rs.container(a, p)
 		rs.template(a, p)
 		rs.node(a, p)

@@ -184,6 +184,7 @@ func (d *decoder) buildApp(v *value, adopted map[string]*value) App {
 	a.Firewall = d.buildFirewall(v)
 	a.HA = d.buildHA(v)
 	d.composeFeatures(v, &a)
+	d.buildKind(v, &a)
 	return a
 }
 

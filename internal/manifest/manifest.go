@@ -68,7 +68,12 @@ type Placement struct {
 
 // App is one app: an LXC container and its persistent volumes.
 type App struct {
-	Name         string
+	Name string
+	// Kind is KindVM for a kind: vm app and "" for a container (the
+	// default, KindCT: KindName says which); VM holds a VM app's vm:
+	// keys, nil for a container (vm.go).
+	Kind         string
+	VM           *VM
 	Node         string // "" lets corral choose
 	VMID         int    // 0 lets corral choose (/cluster/nextid)
 	Template     string // full volid, e.g. local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst

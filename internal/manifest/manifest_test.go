@@ -91,6 +91,15 @@ func TestLoad_examples(t *testing.T) {
 			Backup:               manifest.BackupPolicy{Keep: 7, Storage: "local", Mode: "snapshot"},
 			SnapshotBeforeChange: true,
 		}}},
+		// Issue 34: a VM app with the vm: defaults but a disk and cores.
+		{"vm", nil, []manifest.App{{
+			Name: "web-vm", Kind: manifest.KindVM, Unprivileged: true, Cores: 2, MemoryMiB: 2048, SwapMiB: 512,
+			RootFS:  manifest.RootFS{Storage: "local-lvm", Size: 8 * manifest.GiB},
+			Network: manifest.Network{Bridge: "vmbr0", IP: "dhcp"},
+			Backup:  defaultBackup,
+			VM: &manifest.VM{Image: manifest.DefaultVMImage, DiskStorage: "local-lvm", DiskSize: 8 * manifest.GiB,
+				User: "debian", Agent: true, AddressWait: 5 * time.Minute},
+		}}},
 	}
 	root := refdata.RepoRoot(t)
 	for _, tt := range tests {

@@ -114,6 +114,9 @@ func objectSchema(f *field, s map[string]any) {
 		}
 		s["oneOf"] = branches
 	}
+	if f.anyOf != nil {
+		s["anyOf"] = f.anyOf
+	}
 }
 
 // stringSchema adds a string field's literal constraints to s, or'ed

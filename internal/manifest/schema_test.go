@@ -62,7 +62,7 @@ func TestJSONSchema_agrees(t *testing.T) {
 	}
 
 	root := refdata.RepoRoot(t)
-	for _, name := range []string{"quickstart", "hermes"} {
+	for _, name := range []string{"quickstart", "hermes", "vm"} {
 		t.Run("example/"+name, func(t *testing.T) {
 			data, err := os.ReadFile(filepath.Join(root, "examples", name, "corral.yaml"))
 			if err != nil {

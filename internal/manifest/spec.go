@@ -70,6 +70,10 @@ type field struct {
 	// oneOf lists keys of an object of which exactly one must be written
 	// (the kind of a provision step, the target of a health check).
 	oneOf []string
+	// anyOf are JSON Schema branches of which at least one must hold,
+	// for a rule the field table has no words for (template: is
+	// required unless kind: vm); build.go checks the same rule.
+	anyOf []any
 
 	// rootOnly marks a key that PVE accepts only from root@pam. corral
 	// works with an API token, so the key is always rejected, with the
@@ -253,14 +257,15 @@ var appSpec = &field{
 		{key: "name", kind: kindString, required: true,
 			doc:     "Name of the app, unique in the manifest. It is also the container's hostname.",
 			pattern: namePattern, allowed: nameAllowed, check: checkAppName},
+		kindSpec,
 		{key: "node", kind: kindString,
 			doc:     "PVE node to run on. Default: the node the container is on, or one chosen by placement for a new one.",
 			pattern: `^[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?$`, maxLen: 63,
 			allowed: "a PVE node name: letters, digits and '-'"},
 		{key: "vmid", kind: kindInt, min: 100, max: 999999999,
 			doc: "Container ID. Default: keep the container's ID, or ask the cluster for the next free one."},
-		{key: "template", kind: kindString, required: true,
-			doc: "OS template volume, like local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst. " +
+		{key: "template", kind: kindString,
+			doc: "OS template volume, like local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst; required for a kind: ct app. " +
 				"A bare file name means local:vztmpl/<name>.",
 			pattern: `^([a-zA-Z][a-zA-Z0-9._-]*[a-zA-Z0-9]:vztmpl/)?[^/\s:]+\.tar\.(gz|xz|zst|bz2)$`, maxLen: 255,
 			allowed: "STORAGE:vztmpl/FILE or FILE, where FILE ends in .tar.gz, .tar.xz, .tar.zst or .tar.bz2"},
@@ -365,6 +370,7 @@ var appSpec = &field{
 			pattern: poolPattern, maxLen: 64, allowed: poolAllowed, public: true},
 		firewallSpec,
 		haSpec,
+		vmSpec,
 	},
 }
 

@@ -54,6 +54,9 @@ func blindRefusals(apps []App, obs *Observed) []string {
 // its volumes (which need the node the containers are on). It also returns
 // the app's refusals and warnings.
 func destroyApp(a *App, obs *Observed, deleteVolumes bool) (c Change, refused, warns []string) {
+	if a.Kind == KindVM {
+		return destroyVMApp(a, obs)
+	}
 	c = Change{App: a.Name, Action: NoOp, Desired: a}
 	refused, warns = destroyContainers(&c, a, obs)
 	for _, v := range destroyedVolumes(a, c.Node, obs) {

@@ -142,6 +142,9 @@ func (m *planner) refuseElsewhere(a *App, n int) {
 // updating the container where it is.
 func (m *planner) planApp(a *App) {
 	obs := m.obs
+	if m.vmKind(a) {
+		return
+	}
 	if probs := appRefusals(a, obs); len(probs) > 0 {
 		m.refuse(probs...)
 		return
@@ -320,6 +323,7 @@ func (m *planner) outside(apps []App) {
 	m.refuse(staleProbs...)
 	removed, warn, probs := removedChanges(projectOf(apps), apps, obs)
 	p.Changes = append(p.Changes, removed...)
+	p.Changes = append(p.Changes, m.removedVMs(apps)...)
 	p.Warnings = append(p.Warnings, warn...)
 	m.refuse(probs...)
 	p.Warnings = append(p.Warnings, obs.Warnings...)

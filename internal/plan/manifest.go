@@ -46,6 +46,10 @@ func FromManifest(f *manifest.File) []App {
 
 			Pool:     m.Pool,
 			Firewall: firewallOf(m.Firewall),
+			VM:       vmSpecOf(m),
+		}
+		if m.IsVM() {
+			a.Kind = KindVM
 		}
 		if h := m.HA; h != nil {
 			a.HA = &HA{State: h.State, Group: h.Group, Rule: h.Rule, MaxRestart: h.MaxRestart, MaxRelocate: h.MaxRelocate}

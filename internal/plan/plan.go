@@ -117,7 +117,9 @@ type KeeperChange struct {
 
 // Change is one app's change.
 type Change struct {
-	App     string
+	App string
+	// Kind is KindVM for a VM app's change (vm.go), "" for a container's.
+	Kind    string `json:",omitempty"`
 	Node    string
 	VMID    int // 0 = allocate with /cluster/nextid
 	Action  Action

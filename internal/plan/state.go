@@ -18,6 +18,10 @@ func BlindReason(app, node string) string {
 // MiB). It is built from the manifest by FromManifest.
 type App struct {
 	Name string
+	// Kind is KindVM for a kind: vm app, "" for a container; VM is the
+	// VM app's virtual machine (vm.go), nil for a container.
+	Kind string
+	VM   *VMSpec
 	// Project is the manifest's project: the app's CT is tagged
 	// corral-project-<Project>, and a plan prunes the project's CTs
 	// whose app the manifest no longer lists. "" (callers without a
@@ -229,6 +233,11 @@ type Observed struct {
 	// empty, and Volumes holds only the storages the keepers' records
 	// name (apply.ObserveSetup reads the rest).
 	StoragesDeferred bool
+	// VMs maps an app name to the VMs tagged as its own (vm.go);
+	// MarkedVMs are VMs whose Notes carry corral's marker for an app but
+	// not corral's tags: refused for that app, never adopted.
+	VMs       map[string][]*VM
+	MarkedVMs []*VM
 	// Recover is the operator's consent (corral apply --recover) to build
 	// apps whose node is offline anew on another node. It is not read
 	// from the cluster; the caller sets it before planning.

@@ -22,8 +22,10 @@ import (
 // TestQemu_realBoot boots one real VM through the emulator's HTTP API:
 // create with import-from the cached image, a cloud-init user and key
 // and the agent; start; the agent answers ping and reports an IPv4
-// address; shutdown; destroy frees its disk files. Minutes under TCG,
-// so it runs only with CORRAL_TEST_FULL=1 or CORRAL_REQUIRE_KVM=1.
+// address; a snapshot-mode backup freezes and thaws its filesystems
+// (realFreeze); shutdown; destroy frees its disk files. Minutes under
+// TCG (one boot serves every check of a real VM here), so it runs only
+// with CORRAL_TEST_FULL=1 or CORRAL_REQUIRE_KVM=1.
 func TestQemu_realBoot(t *testing.T) {
 	if !testenv.Full() && !testenv.KVM.Required() {
 		t.Skip("boots a real VM (minutes without KVM); CORRAL_TEST_FULL=1 or CORRAL_REQUIRE_KVM=1 runs it")
@@ -84,6 +86,7 @@ func TestQemu_realBoot(t *testing.T) {
 		return addr != ""
 	})
 	t.Logf("guest address %s, %s after start", addr, time.Since(began).Round(time.Second))
+	realFreeze(t, k, root, "900")
 	k.mustOK(root, http.MethodPost, "/nodes/pve/qemu/900/status/shutdown", url.Values{"timeout": {"120"}, "forceStop": {"0"}})
 	disk := filepath.Join(k.dir, "data", "pve", "local-lvm", "vm-900-disk-0")
 	if _, err := os.Stat(disk); err != nil {

@@ -33,6 +33,7 @@ func (a *qemuAPI) register(route routeFunc) {
 	route("POST", "/nodes/{node}/qemu/{vmid}/agent/fsfreeze-freeze", a.agent("fsfreeze-freeze"))
 	route("POST", "/nodes/{node}/qemu/{vmid}/agent/fsfreeze-thaw", a.agent("fsfreeze-thaw"))
 	route("POST", "/nodes/{node}/qemu/{vmid}/agent/fsfreeze-status", a.agent("fsfreeze-status"))
+	a.registerOps(route)
 }
 
 func (a *qemuAPI) getList(r *request) (any, error) {

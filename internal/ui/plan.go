@@ -56,7 +56,9 @@ type KeeperJSON struct {
 
 // ChangeJSON is one app's change.
 type ChangeJSON struct {
-	App     string `json:"app"`
+	App string `json:"app"`
+	// Kind is "vm" for a kind: vm app's change, absent for a container's.
+	Kind    string `json:"kind,omitempty"`
 	Node    string `json:"node"`
 	VMID    int    `json:"vmid,omitempty"`
 	OldVMID int    `json:"old_vmid,omitempty"`
@@ -271,6 +273,10 @@ func NewPlanJSON(p *plan.Plan, refused []string) PlanJSON {
 		if c.Action == plan.Create || c.Action == plan.Replace {
 			cj.Settings = createSettings(c.Desired)
 		}
+		if c.Kind == plan.KindVM {
+			cj.Kind = c.Kind
+			vmChangeJSON(&cj, c) // plan_vm.go
+		}
 		for _, e := range c.Config {
 			old, new := e.Old, e.New
 			if e.Key == "description" {
@@ -339,7 +345,7 @@ func WritePlanText(w io.Writer, pj PlanJSON) {
 			continue
 		}
 		if c.Action == "no-op" {
-			fmt.Fprintf(w, "  app %s (ct %d on %s): no changes\n", c.App, c.VMID, c.Node)
+			fmt.Fprintf(w, "  app %s (%s on %s): no changes\n", c.App, strings.TrimSpace(guestSuffix(c, c.VMID)), c.Node)
 			continue
 		}
 		id := c.VMID
@@ -356,7 +362,7 @@ func WritePlanText(w io.Writer, pj PlanJSON) {
 		if c.Action == "move" {
 			fmt.Fprintf(w, "%s app %s (move%s from %s to %s)\n", sym[c.Action], c.App, vmidSuffix(id), c.From, c.Node)
 		} else {
-			fmt.Fprintf(w, "%s app %s (%s%s on %s)\n", sym[c.Action], c.App, what, vmidSuffix(id), c.Node)
+			fmt.Fprintf(w, "%s app %s (%s%s on %s)\n", sym[c.Action], c.App, what, guestSuffix(c, id), c.Node)
 		}
 		for _, r := range c.Reasons {
 			fmt.Fprintf(w, "      # %s\n", r)

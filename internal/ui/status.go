@@ -16,7 +16,7 @@ import (
 func WriteStatus(w io.Writer, r *apply.StatusReport) {
 	t := NewTable(w, "APP", "CT", "NODE", "STATUS", "HEALTH", "IP", "DRIFT")
 	for _, as := range r.Apps {
-		if len(as.Containers) == 0 {
+		if len(as.Containers) == 0 && len(as.VMs) == 0 {
 			state := "not created"
 			if r.CannotSeeGuests {
 				state = "cannot see"
@@ -41,6 +41,9 @@ func WriteStatus(w io.Writer, r *apply.StatusReport) {
 				status += " (in rescue)"
 			}
 			t.Row(as.App, strconv.Itoa(ct.VMID), ct.Node, status, Dash(as.Health), Dash(ct.IP), DriftText(as.Drift))
+		}
+		for _, vm := range as.VMs { // a kind: vm app's VM, marked as one
+			t.Row(as.App, strconv.Itoa(vm.VMID)+" (vm)", vm.Node, vm.Status, Dash(as.Health), Dash(vm.IP), DriftText(as.Drift))
 		}
 	}
 	t.Flush()

@@ -270,7 +270,7 @@ func (r Resource) fields() map[string]any {
 	}
 	m := map[string]any{"id": r.ID, "type": r.Type, "node": r.Node, "status": r.Status}
 	switch r.Type {
-	case "lxc":
+	case "lxc", "qemu": // pve-manager's extract_vm_stats gives both kinds the same keys
 		m["vmid"] = r.VMID
 		if r.Tags != "" {
 			m["tags"] = r.Tags

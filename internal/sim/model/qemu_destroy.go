@@ -62,6 +62,9 @@ func (q *qemuVMs) destroyLocked(w *Worker, node string, vmid int, unreferenced, 
 	if vm.Running {
 		return Failf("VM %d is running - destroy failed\n", vmid)
 	}
+	if err := q.baseInUseLocked(vm); err != nil {
+		return err
+	}
 	seen := map[string]bool{}
 	for _, conf := range []map[string]string{vm.Config, vm.Pending} {
 		for k, v := range conf {

@@ -32,6 +32,10 @@ func (q *qemuVMs) makeDriveLocked(logf func(format string, args ...any), node st
 		return "", nil, err
 	}
 	size, format, src := int64(d.gib*float64(gib)), "raw", ""
+	if f := d.props["format"]; f != "" && s.DirLike() {
+		format = f // a dir storage's file may be qcow2 (snapshots) or vmdk
+	}
+	delete(d.props, "format") // create_disks: "no longer needed"
 	if d.importFrom != "" {
 		st := q.state()
 		v := st.Volumes[st.volKey(node, d.importFrom)]

@@ -63,6 +63,9 @@ func (q *qemuVMs) startTask(w *Worker, node string, vmid int) error {
 		if vm.Running {
 			return Failf("VM %d already running\n", vmid)
 		}
+		if isTrue(vm.Config["template"]) {
+			return Failf("you can't start a vm if it's a template\n")
+		}
 		vmApplyPending(vm)
 		q.journal.markCore()
 		if err := q.admit(w, node, "VM", vmid, vmMaxMem(vm.Config)); err != nil {

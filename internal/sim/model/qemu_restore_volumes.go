@@ -218,7 +218,8 @@ func vmRestoreLine(line string, volOf map[string]string, unique bool) string {
 	return line + "\n"
 }
 
-// vmNetNewMAC gives a netN value a new MAC (unique restore).
+// vmNetNewMAC gives a netN value a new random MAC (a unique restore, a
+// clone).
 func vmNetNewMAC(v string) string {
 	p, err := ParseProp(v, "model")
 	if err != nil {

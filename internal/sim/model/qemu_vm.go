@@ -25,6 +25,8 @@ type VM struct {
 	Running       bool              `json:"running"`
 	StartedAt     int64             `json:"started_at,omitempty"`
 	PID           int               `json:"pid,omitempty"`
+	// Snapshots are the [snapname] sections (qemu_snapshot.go).
+	Snapshots map[string]*Snapshot `json:"snapshots,omitempty"`
 }
 
 // Lock is the VM's config lock ("" when none).
@@ -64,6 +66,16 @@ type qemuVMs struct {
 	// vmLocks are qemu-server's config flocks (lock-<vmid>.conf).
 	vmLocks *configLocks
 
+	// bases is vdisk_create_base (the CTs' template conversion does the
+	// same to a volume), renames rename_volume (as a CT's reassign).
+	bases interface {
+		createBaseLocked(node, volid string) (string, []string, error)
+	}
+	renames interface {
+		canRenameLocked(node, volid string) bool
+		renameVolumeLocked(node, volid string, target int) (string, []string, error)
+	}
+
 	rtMu    sync.Mutex
 	runtime VMRuntime // SetVMRuntime; nil: stateOnlyVMRuntime
 }
@@ -77,6 +89,8 @@ type qemuStorage interface {
 	freeDiskNumberLocked(node, sid string, vmid int) int
 	addVolumeLocked(node string, v *Volume)
 	hostPath(s *Storage, name string) string
+	snapshotPath(node string, v *Volume, snap string) string
+	renameVolumeLocked(node, volid, newName string, owner int) string
 }
 
 // wireQemu wires qemuVMs: the node check, the storage layer, tasks, the
@@ -94,6 +108,8 @@ func wireQemu(c *Cluster) {
 		tasks:   &c.taskRunner,
 		journal: &c.persistence,
 		admit:   c.admitBytesLocked,
+		bases:   &c.ctCreator,
+		renames: &c.ctDisks,
 		vmLocks: &configLocks{m: map[int]chan struct{}{}, file: "/var/lock/qemu-server/lock-%d.conf"},
 	}
 }
@@ -152,6 +168,10 @@ func vmConfigText(vm *VM) string {
 			fmt.Fprintf(&b, "delete: %s\n", strings.Join(del, ","))
 		}
 		writeSection(vm.Pending)
+	}
+	for _, name := range slices.Sorted(maps.Keys(vm.Snapshots)) {
+		b.WriteString("\n[" + name + "]\n")
+		writeSection(vm.Snapshots[name].Config)
 	}
 	return b.String()
 }

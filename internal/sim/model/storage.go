@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -98,8 +99,23 @@ type applianceWriter interface {
 func (sl *storageLayer) volumePath(node, storage, name string) string {
 	st := sl.state()
 	node = st.homeNode(node, storage)
-	return filepath.Join(sl.dataDir, node, storage, filepath.FromSlash(name))
+	return filepath.Join(sl.dataDir, node, storage, filepath.FromSlash(cloneOwnName(name)))
 }
+
+// cloneOwnName is where a linked clone's data lives: pve-storage names
+// the clone after its base ("base-100-disk-0/vm-101-disk-0" on RBD,
+// "100/base-100-disk-0.qcow2/101/vm-101-disk-0.qcow2" on a dir storage),
+// the emulator keeps its data under the clone's own part of the name.
+func cloneOwnName(name string) string {
+	if m := linkedCloneRE.FindStringSubmatch(name); m != nil {
+		return m[1]
+	}
+	return name
+}
+
+// linkedCloneRE matches a linked clone's volume name: its base's name,
+// then its own.
+var linkedCloneRE = regexp.MustCompile(`^(?:\d+/)?base-\d+-disk-\d+(?:\.(?:raw|qcow2|vmdk))?/(.+)$`)
 
 // VolumePath is volumePath for tests and the guest layer: where volid's
 // data lives on node.
@@ -184,6 +200,11 @@ func (sl *storageLayer) freeVolumeLocked(node, volid string) error {
 	v := st.Volumes[st.volKey(node, volid)]
 	if v == nil {
 		return Failf("no such volume '%s'\n", volid)
+	}
+	for _, o := range st.Volumes {
+		if o.Node == v.Node && o.Storage == v.Storage && strings.HasPrefix(o.Name, v.Name+"/") {
+			return Failf("base volume '%s' is still in use by linked cloned\n", v.Name)
+		}
 	}
 	delete(st.Volumes, st.volKey(node, volid))
 	sl.journal.markVolume(node, volid)

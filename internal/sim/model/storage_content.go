@@ -108,7 +108,9 @@ func (sl *storageLayer) freeDiskNumberLocked(node, sid string, vmid int) int {
 		if !st.volOn(v, node) || v.Storage != sid {
 			continue
 		}
-		if m := diskNumberRE.FindStringSubmatch(v.Name); m != nil && m[1] == strconv.Itoa(vmid) {
+		// The last match: a linked clone's name starts with its base's.
+		if all := diskNumberRE.FindAllStringSubmatch(v.Name, -1); all != nil && all[len(all)-1][1] == strconv.Itoa(vmid) {
+			m := all[len(all)-1]
 			n, _ := strconv.Atoi(m[2])
 			used[n] = true
 		}

@@ -1,0 +1,59 @@
+package manifest_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/corralhq/corral/internal/manifest"
+)
+
+// TestVMApp: a kind: vm app needs no template, takes the vm: keys with
+// their defaults (the emulator's Debian 12 image, 8G on local-lvm,
+// ballooning off, user debian, the agent on) and the app's own cores,
+// memory, network and keys.
+func TestVMApp(t *testing.T) {
+	y := "apps:\n  - name: web\n    kind: vm\n    memory: 2048\n    ssh: {publicKeys: [\"" + key1 + "\"]}\n    network: {ip: 10.0.0.5/24, gateway: 10.0.0.1}\n"
+	f, err := manifest.Parse("corral.yaml", []byte(y), testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := f.Apps[0]
+	want := &manifest.VM{Image: manifest.DefaultVMImage, DiskStorage: "local-lvm", DiskSize: 8 * manifest.GiB, User: "debian", Agent: true, AddressWait: 5 * time.Minute}
+	if !a.IsVM() || a.KindName() != "vm" || a.Template != "" || !cmp.Equal(a.VM, want) {
+		t.Fatalf("kind %q template %q vm %+v; want vm, no template, %+v", a.Kind, a.Template, a.VM, want)
+	}
+	if a.MemoryMiB != 2048 || a.Network.IP != "10.0.0.5/24" || len(a.SSH.PublicKeys) != 1 {
+		t.Fatalf("app fields %+v", a)
+	}
+	y = "apps:\n  - name: web\n    template: a.tar.gz\n"
+	if f, err = manifest.Parse("corral.yaml", []byte(y), testOptions()); err != nil || f.Apps[0].KindName() != manifest.KindCT || f.Apps[0].VM != nil {
+		t.Fatalf("a ct app: %+v, %v", f, err)
+	}
+}
+
+// TestVMAppRefusals: a container's keys on a VM app are refused each
+// with why (the volumes' message says retained VM disks come next), vm:
+// on a container is refused, and a container still needs its template.
+func TestVMAppRefusals(t *testing.T) {
+	for _, tt := range []struct{ name, yaml, want string }{
+		{"volumes", "apps:\n  - name: web\n    kind: vm\n    volumes: [{name: data, size: 1G, mount: /data}]\n",
+			"apps[0].volumes: a kind: vm app takes no volumes: retained volumes for VMs (disks that survive a recreate) are the next step and not there yet"},
+		{"features", "apps:\n  - name: web\n    kind: vm\n    features: {nesting: true}\n", "apps[0].features: a kind: vm app takes no features"},
+		{"unprivileged", "apps:\n  - name: web\n    kind: vm\n    unprivileged: false\n", "apps[0].unprivileged: a kind: vm app takes no unprivileged"},
+		{"template", "apps:\n  - name: web\n    kind: vm\n    template: a.tar.gz\n", "apps[0].template: a kind: vm app takes no template: a VM boots from vm.image"},
+		{"vm on ct", "apps:\n  - name: web\n    template: a.tar.gz\n    vm: {balloon: 0}\n", "apps[0].vm: vm: is only for a kind: vm app"},
+		{"ct without template", "apps:\n  - name: web\n    kind: ct\n", "apps[0].template: required key is missing"},
+		{"balloon over memory", "apps:\n  - name: web\n    kind: vm\n    memory: 1024\n    vm: {balloon: 2048}\n", "apps[0].vm.balloon: balloon 2048 MiB is more than the app's memory (1024 MiB)"},
+		{"bad kind", "apps:\n  - name: web\n    kind: kvm\n", "apps[0].kind"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := manifest.Parse("corral.yaml", []byte(tt.yaml), testOptions())
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v\nwant it to contain %q", err, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,182 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"syscall"
+)
+
+// The volumes of a VM's snapshot: which drives have one, whether their
+// storages can snapshot, and the copies the emulator keeps as the
+// storage's snapshots (docs/emulator.md "Virtual machines").
+
+// vmVolDrive is one drive of a config that names a volume of the node.
+type vmVolDrive struct {
+	key   string
+	drive PropString
+	vol   *Volume
+}
+
+// vmVolumeDrivesLocked lists conf's drives that are not cdroms (the
+// cloud-init drive is one) and whose volume exists, by key, as
+// foreach_volume visits them for a snapshot.
+func (q *qemuVMs) vmVolumeDrivesLocked(node string, conf map[string]string) []vmVolDrive {
+	st := q.state()
+	var out []vmVolDrive
+	for _, k := range slices.Sorted(maps.Keys(conf)) {
+		if !vmDriveRE.MatchString(k) {
+			continue
+		}
+		d, err := ParseProp(conf[k], "file")
+		if err != nil || vmDriveIsCdrom(d) {
+			continue
+		}
+		if v := st.Volumes[st.volKey(node, d["file"])]; v != nil {
+			out = append(out, vmVolDrive{key: k, drive: d, vol: v})
+		}
+	}
+	return out
+}
+
+// vmVolumeCanSnapshot is volume_has_feature('snapshot'): LVM-thin and
+// RBD volumes can, on a dir or NFS storage only qcow2 files can.
+func vmVolumeCanSnapshot(s *Storage, v *Volume) bool {
+	if s == nil {
+		return false
+	}
+	return s.CanSnapshot() || s.DirLike() && v.Format == "qcow2"
+}
+
+// vmSnapshotFeatureLocked is has_feature('snapshot') over conf's drives.
+func (q *qemuVMs) vmSnapshotFeatureLocked(node string, conf map[string]string) bool {
+	for _, d := range q.vmVolumeDrivesLocked(node, conf) {
+		if !vmVolumeCanSnapshot(q.state().storage(d.vol.Storage), d.vol) {
+			return false
+		}
+	}
+	return true
+}
+
+// vmSnapPath is where the emulator keeps snapshot snap of v: a sparse
+// copy of the data file where the storage layer keeps an LV
+// snap_<vol>_<snap> (for a qcow2 file, its internal snapshot), so that
+// freeing the volume frees it.
+func (q *qemuVMs) vmSnapPath(node string, v *Volume, snap string) string {
+	return q.storage.snapshotPath(node, v, snap)
+}
+
+// vmCopyJob is one copy of a volume's data, which a task runs outside
+// the State's lock: a disk may hold gigabytes, and the emulator keeps
+// answering meanwhile (the VM's lock and config flock keep its volumes).
+type vmCopyJob struct {
+	what     string // the operation and volume, for the error
+	dst, src string
+	size     int64
+}
+
+func (j vmCopyJob) run() error {
+	if err := os.MkdirAll(filepath.Dir(j.dst), 0o755); err != nil {
+		return fmt.Errorf("%s: %w", j.what, err)
+	}
+	if err := vmCopyVolume(j.dst, j.src, j.size); err != nil {
+		return fmt.Errorf("%s: %w", j.what, err)
+	}
+	return nil
+}
+
+// takeVolSnapshotLocked records snapshot snap of v and returns the copy
+// that makes its data.
+func (q *qemuVMs) takeVolSnapshotLocked(node string, v *Volume, snap string) vmCopyJob {
+	v.Snapshots = append(v.Snapshots, snap)
+	q.journal.markVolume(node, v.VolID())
+	return vmCopyJob{what: "snapshot " + v.VolID(), dst: q.vmSnapPath(node, v, snap),
+		src: q.storage.volumePath(node, v.Storage, v.Name), size: v.Size}
+}
+
+// rollbackVolLocked gives v the size it had at snapshot snap and returns
+// the copy that makes the snapshot its data again.
+func (q *qemuVMs) rollbackVolLocked(node string, v *Volume, snap string) (vmCopyJob, error) {
+	src := q.vmSnapPath(node, v, snap)
+	fi, err := os.Stat(src)
+	if err != nil {
+		return vmCopyJob{}, fmt.Errorf("rollback %s: %w", v.VolID(), err)
+	}
+	v.Size = fi.Size()
+	q.journal.markVolume(node, v.VolID())
+	return vmCopyJob{what: "rollback " + v.VolID(), dst: q.storage.volumePath(node, v.Storage, v.Name), src: src, size: fi.Size()}, nil
+}
+
+// dropVolSnapshotLocked deletes snapshot snap of v.
+func (q *qemuVMs) dropVolSnapshotLocked(node string, v *Volume, snap string) {
+	os.Remove(q.vmSnapPath(node, v, snap))
+	v.Snapshots = slices.DeleteFunc(v.Snapshots, func(s string) bool { return s == snap })
+	q.journal.markVolume(node, v.VolID())
+}
+
+// Whence values of lseek(2) on Linux: the next data extent, the next hole.
+const (
+	seekData = 3
+	seekHole = 4
+)
+
+// vmCopyVolume writes dst as a copy of src truncated or extended to
+// size, copying only src's data extents (SEEK_DATA/SEEK_HOLE): a 2 GiB
+// disk that holds a few MB copies in a few MB, where reading it through
+// would scan every zero. A file system without extents falls back to
+// vmWriteVolume's scan.
+func vmCopyVolume(dst, src string, size int64) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return fmt.Errorf("copy %s: %w", src, err)
+	}
+	defer in.Close()
+	if _, err := in.Seek(0, seekData); err != nil && !errors.Is(err, syscall.ENXIO) {
+		return vmWriteVolume(dst, src, size) // no SEEK_DATA here
+	}
+	// allocImageLocked made a directory, as for a CT's volume.
+	if err := os.Remove(dst); err != nil && !os.IsNotExist(err) {
+		return fmt.Errorf("copy to %s: %w", dst, err)
+	}
+	out, err := os.Create(dst)
+	if err != nil {
+		return fmt.Errorf("copy to %s: %w", dst, err)
+	}
+	err = copyExtents(out, in)
+	if err == nil {
+		err = out.Truncate(size)
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("copy %s to %s: %w", src, dst, err)
+	}
+	return nil
+}
+
+// copyExtents copies each data extent of in to the same offset of out.
+func copyExtents(out, in *os.File) error {
+	var off int64
+	for {
+		start, err := in.Seek(off, seekData)
+		if errors.Is(err, syscall.ENXIO) {
+			return nil // no data after off
+		}
+		if err != nil {
+			return err
+		}
+		end, err := in.Seek(start, seekHole)
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(io.NewOffsetWriter(out, start), io.NewSectionReader(in, start, end-start)); err != nil {
+			return err
+		}
+		off = end
+	}
+}
