@@ -341,9 +341,10 @@ func (l *Lock) lockKeeper(ctx context.Context, ko *keeperOps, obs *plan.Observed
 		return &keeper{ops: ko, node: node, vmid: ks[0].VMID}, nil, nil, nil
 	}
 	tmpl := opts.Template
-	if tmpl == "" && obs.SetupDeferred {
-		// A no-op plan's observation (a lease held elsewhere made
-		// apply lock anyway): the templates were left unread.
+	if obs.SetupDeferred {
+		// An observation that left the templates unread (a destroy's,
+		// or a no-op plan's when a lease held elsewhere made apply lock
+		// anyway): the keeper's create needs them.
 		if err := ObserveSetup(ctx, ko.client, obs); err != nil {
 			return nil, nil, nil, fmt.Errorf("lock node %s: %w", node, err)
 		}
