@@ -387,6 +387,14 @@ func (l *Lock) lockKeeper(ctx context.Context, ko *keeperOps, obs *plan.Observed
 		return &keeper{ops: ko, node: node, vmid: ks[0].VMID}, nil, nil, nil
 	}
 	tmpl := opts.Template
+	if obs.SetupDeferred {
+		// An observation that left the templates unread (a destroy's,
+		// or a no-op plan's when a lease held elsewhere made apply lock
+		// anyway): the keeper's create needs them.
+		if err := ObserveSetup(ctx, ko.client, obs); err != nil {
+			return nil, nil, nil, fmt.Errorf("lock node %s: %w", node, err)
+		}
+	}
 	if tmpl == "" && len(obs.Templates[node]) > 0 {
 		tmpl = obs.Templates[node][0]
 	}

@@ -45,6 +45,12 @@ type ObserveOptions struct {
 	// nothing of HA since: the final check of corral apply, which reads
 	// again only what the run can have changed. Nothing of HA is read.
 	HAUnchanged bool
+	// DeferSetup leaves out what only a change is checked against: the
+	// nodes' bridges and the templates of storages that hold templates
+	// only (plan.Observed.SetupDeferred). A no-op plan needs neither
+	// (issue 30); the planner refuses to plan a change without them
+	// (plan.ErrSetupUnread), and ObserveSetup reads them.
+	DeferSetup bool
 }
 
 // ObserveWith is Observe with options.
@@ -66,18 +72,19 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 		}
 	}
 	o.group()
-	if err := observeHA(ctx, c, o.obs, opts); err != nil {
+	if err := observeHA(ctx, c, o.obs, opts, slices.ContainsFunc(res, func(r resource) bool { return r.Type == "lxc" && r.HAState != "" })); err != nil {
 		return nil, err
 	}
-	if err := o.storages(ctx); err != nil {
+	if err := o.observeStorages(ctx, opts); err != nil {
 		return nil, err
-	}
-	for _, node := range o.online() {
-		if err := observeBridges(ctx, c, o.obs, node); err != nil {
-			return nil, err
-		}
 	}
 	parseMounts(o.obs)
+	if opts.DeferSetup {
+		return o.obs, nil
+	}
+	if err := ObserveSetup(ctx, c, o.obs); err != nil {
+		return nil, err
+	}
 	return o.obs, nil
 }
 
@@ -305,36 +312,47 @@ func (o *observation) group() {
 }
 
 // storages reads each online node's storages, and the content of those
-// that hold templates or volumes.
-func (o *observation) storages(ctx context.Context) error {
-	obs := o.obs
+// that hold templates or volumes; with deferTmpl not of those that hold
+// templates only (ObserveSetup reads them).
+func (o *observation) storages(ctx context.Context, deferTmpl bool) error {
 	for _, node := range o.online() {
-		storages, err := o.c.StorageList(ctx, node, "")
-		if err != nil {
+		if err := o.nodeStorages(ctx, node, deferTmpl, nil); err != nil {
 			return err
 		}
-		obs.Storages[node] = map[string][]string{}
-		for _, s := range storages {
-			obs.StorageTypes[s.Storage] = s.Type
-			if bool(s.Shared) {
-				obs.SharedStorages[s.Storage] = true
-			}
-			cts := strings.Split(s.Content, ",")
-			obs.Storages[node][s.Storage] = cts
-			wantTmpl := slices.Contains(cts, "vztmpl")
-			wantImg := slices.Contains(cts, "rootdir") || slices.Contains(cts, "images")
-			if !wantTmpl && !wantImg {
-				continue
-			}
-			// A storage for templates only is listed by that type:
-			// the run's client keeps that list (pve.Client.MemoizeSetup).
-			only := ""
-			if !wantImg {
-				only = "vztmpl"
-			}
-			if err := o.content(ctx, node, s.Storage, only); err != nil {
-				return err
-			}
+	}
+	return nil
+}
+
+// nodeStorages reads node's storage list, and the content of the
+// storages that hold templates or volumes but those read already (done,
+// by storage ID) and, with deferTmpl, those that hold templates only.
+func (o *observation) nodeStorages(ctx context.Context, node string, deferTmpl bool, done map[string]bool) error {
+	obs := o.obs
+	storages, err := o.c.StorageList(ctx, node, "")
+	if err != nil {
+		return err
+	}
+	obs.Storages[node] = map[string][]string{}
+	for _, s := range storages {
+		obs.StorageTypes[s.Storage] = s.Type
+		if bool(s.Shared) {
+			obs.SharedStorages[s.Storage] = true
+		}
+		cts := strings.Split(s.Content, ",")
+		obs.Storages[node][s.Storage] = cts
+		wantTmpl := slices.Contains(cts, "vztmpl")
+		wantImg := slices.Contains(cts, "rootdir") || slices.Contains(cts, "images")
+		if !wantTmpl && !wantImg || deferTmpl && !wantImg || done[s.Storage] {
+			continue
+		}
+		// A storage for templates only is listed by that type:
+		// the run's client keeps that list (pve.Client.MemoizeSetup).
+		only := ""
+		if !wantImg {
+			only = "vztmpl"
+		}
+		if err := o.content(ctx, node, s.Storage, only); err != nil {
+			return err
 		}
 	}
 	return nil

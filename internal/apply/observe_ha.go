@@ -23,12 +23,18 @@ import (
 // sees an app's container (or whose manifest asks for ha:), but the
 // final check of a run that found and changed nothing of HA
 // (ObserveOptions.HAUnchanged).
-func observeHA(ctx context.Context, c *pve.Client, obs *plan.Observed, opts ObserveOptions) error {
+//
+// listedHA says whether the cluster listing gave a container a hastate:
+// PVE sets it for every guest in the HA manager's status or in
+// resources.cfg, so with noHA and no hastate listed no container is a
+// resource and the list is not read either (issue 30: one read of a
+// no-op plan's ten).
+func observeHA(ctx context.Context, c *pve.Client, obs *plan.Observed, opts ObserveOptions, listedHA bool) error {
 	if opts.HAUnchanged && opts.NoHA {
 		obs.HARuleSet = map[string]plan.HARule{}
 		return nil
 	}
-	if opts.NoHA && len(obs.Apps) == 0 {
+	if opts.NoHA && (len(obs.Apps) == 0 || !listedHA) {
 		// No app container to give its resource, and no app asking for
 		// ha:: the list cannot change the plan (issue 30: a first
 		// apply read it twice, for the plan shown and the one under

@@ -185,6 +185,10 @@ func destroyUnderLock(ctx context.Context, st *streams, s *session, ex *apply.Ex
 		return nil, nil, err
 	}
 	if obs.Interrupted() {
+		// Finishing a move or a restore may create a container.
+		if err := apply.ObserveSetup(ctx, s.client, obs); err != nil {
+			return nil, nil, err
+		}
 		if err := ex.Recover(ctx, obs); err != nil {
 			return nil, nil, redactErr(f, err)
 		}
@@ -231,5 +235,10 @@ func writeJSON(st *streams, v any) error {
 
 // destroyObserve is how destroy reads the cluster: the HA rules only
 // when a container is an HA resource, since a destroy adds nothing to
-// HA and takes a container out of the rules that list it (issue 30).
-var destroyObserve = apply.ObserveOptions{NoHA: true}
+// HA and takes a container out of the rules that list it; and no
+// bridge, template or storage list, which only a create or a move is
+// checked against (the storages the keepers' records name are read:
+// a freed volume's size comes from there). The lock reads the setup if
+// it must create a keeper, and so does destroy before it finishes an
+// interrupted operation (issue 30).
+var destroyObserve = apply.ObserveOptions{NoHA: true, DeferSetup: true}

@@ -173,7 +173,9 @@ type planOpts struct {
 
 // makePlanFor observes the cluster and plans f against it as o says.
 func makePlanFor(ctx context.Context, s *session, f *manifest.File, o planOpts) (*plan.Plan, *plan.Observed, *ui.PlanJSON, error) {
-	obs, err := apply.ObserveWith(ctx, s.client, apply.ObserveOptions{NoHA: !asksHA(f), HAUnchanged: o.haUnchanged})
+	// The bridges and templates are read only for a plan with changes
+	// (plan.ErrSetupUnread): a no-op plan needs neither (issue 30).
+	obs, err := apply.ObserveWith(ctx, s.client, apply.ObserveOptions{NoHA: !asksHA(f), HAUnchanged: o.haUnchanged, DeferSetup: true})
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -188,6 +190,12 @@ func makePlanFor(ctx context.Context, s *session, f *manifest.File, o planOpts) 
 		}
 	}
 	p, err := plan.Make(apps, obs)
+	if errors.Is(err, plan.ErrSetupUnread) {
+		if err := apply.ObserveSetup(ctx, s.client, obs); err != nil {
+			return nil, nil, nil, err
+		}
+		p, err = plan.Make(apps, obs)
+	}
 	if p != nil && o.shape != nil {
 		o.shape.keep(p)
 	}

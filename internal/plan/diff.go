@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -20,6 +21,22 @@ import (
 // those apps need, then what lies outside the manifest's apps: stale
 // copies, removed apps, warnings and damaged keepers or carriers.
 func Make(apps []App, obs *Observed) (*Plan, error) {
+	p, err := makePlan(apps, obs)
+	if obs.SetupDeferred && (err != nil || p.HasChanges() || len(p.Unchecked) > 0) {
+		// The bridges and templates are checked for changes only:
+		// planning one without them would skip those checks.
+		return nil, ErrSetupUnread
+	}
+	return p, err
+}
+
+// ErrSetupUnread is Make's answer to a plan with changes (or refusals) on
+// an observation that left the setup out (Observed.SetupDeferred): read
+// it (apply.ObserveSetup) and plan again.
+var ErrSetupUnread = errors.New("the plan has changes, but the observation left out the nodes' bridges and templates they are checked against: read them (apply.ObserveSetup) and plan again")
+
+// makePlan is Make on a complete observation.
+func makePlan(apps []App, obs *Observed) (*Plan, error) {
 	p := &Plan{}
 	p.Recover, p.RecoverNodes = recoveries(obs)
 	if obs.CannotSeeGuests {

@@ -223,6 +223,16 @@ type Observed struct {
 	HAUnread  string
 	HARules   bool
 	HARuleSet map[string]HARule
+	// SetupDeferred says the observation left out the nodes' bridges and
+	// the templates of template-only storages (apply.ObserveOptions.
+	// DeferSetup): a plan without changes needs neither, so Make plans
+	// only that and returns ErrSetupUnread for anything else.
+	SetupDeferred bool
+	// StoragesDeferred (with SetupDeferred) says the nodes' storage lists
+	// were left out too: Storages, StorageTypes and SharedStorages are
+	// empty, and Volumes holds only the storages the keepers' records
+	// name (apply.ObserveSetup reads the rest).
+	StoragesDeferred bool
 	// VMs maps an app name to the VMs tagged as its own (vm.go);
 	// MarkedVMs are VMs whose Notes carry corral's marker for an app but
 	// not corral's tags: refused for that app, never adopted.
