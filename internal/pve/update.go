@@ -122,16 +122,23 @@ func (u *ConfigUpdate) Encode() url.Values {
 	for n, nd := range u.Net {
 		v.Set("net"+strconv.Itoa(n), nd.String())
 	}
-	if len(u.Delete) > 0 {
-		v.Set("delete", strings.Join(u.Delete, ","))
-	}
-	if len(u.Revert) > 0 {
-		v.Set("revert", strings.Join(u.Revert, ","))
-	}
-	if u.Digest != "" {
-		v.Set("digest", u.Digest)
-	}
+	setEdits(v, u.Delete, u.Revert, u.Digest)
 	return v
+}
+
+// setEdits adds what a CT's and a VM's config update spell alike: the
+// keys to delete and to revert (pending changes), comma-separated, and
+// the digest the update is made against.
+func setEdits(v url.Values, del, revert []string, digest string) {
+	if len(del) > 0 {
+		v.Set("delete", strings.Join(del, ","))
+	}
+	if len(revert) > 0 {
+		v.Set("revert", strings.Join(revert, ","))
+	}
+	if digest != "" {
+		v.Set("digest", digest)
+	}
 }
 
 // Ptr returns a pointer to v, for the optional fields of a write body.

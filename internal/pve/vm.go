@@ -130,15 +130,7 @@ func (u *VMConfigUpdate) Encode() url.Values {
 	for k, s := range u.Set {
 		v.Set(k, s)
 	}
-	if len(u.Delete) > 0 {
-		v.Set("delete", strings.Join(u.Delete, ","))
-	}
-	if len(u.Revert) > 0 {
-		v.Set("revert", strings.Join(u.Revert, ","))
-	}
-	if u.Digest != "" {
-		v.Set("digest", u.Digest)
-	}
+	setEdits(v, u.Delete, u.Revert, u.Digest)
 	return v
 }
 
