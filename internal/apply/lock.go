@@ -88,7 +88,8 @@ type Lock struct {
 	bg       context.Context
 	bgCancel context.CancelFunc
 	// created wakes renew when a pending keeper's create ends, so that
-	// its lease is renewed at once rather than at the next tick.
+	// a lease the create outlived is renewed at once rather than at the
+	// next tick.
 	created chan struct{}
 	// foundCreated is when this corral first found another's lease
 	// written by a keeper's create in a keeper no longer being created,
@@ -265,23 +266,36 @@ func (l *Lock) renew() {
 	tick := time.NewTicker(l.ttl / 3)
 	defer tick.Stop()
 	for {
+		woke := false
 		select {
 		case <-l.stop:
 			return
 		case <-tick.C:
 		case <-l.created:
+			woke = true
 		}
 		for _, k := range l.held {
-			if pk := l.pending[k.node]; pk != nil && !pk.ended() {
+			pk := l.pending[k.node]
+			if pk != nil && !pk.ended() {
 				if err := l.renewPending(pk); err != nil {
 					l.lose(err)
 					return
 				}
 				continue
 			}
+			// Woken by a create's end, only a lease with less left than
+			// a tick's renewal leaves is renewed at once: a create that
+			// ended early left one as fresh as a renewal's, and the next
+			// tick renews it (a write and its read fewer in a short run).
+			if woke && (pk == nil || time.Until(pk.until) > 2*l.ttl/3) {
+				continue
+			}
 			if err := l.renewHeld(k); err != nil {
 				l.lose(err)
 				return
+			}
+			if pk != nil {
+				pk.until = time.Now().Add(l.ttl)
 			}
 		}
 	}

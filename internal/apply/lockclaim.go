@@ -56,8 +56,11 @@ type pendingKeeper struct {
 	// (only renew reads and writes it once Lock returns): the lease holds
 	// for the lease's life after the create ends, which is no earlier.
 	seenRunning time.Time
-	done        chan struct{}
-	err         error
+	// until is when the lease last written in its Notes runs out (only
+	// renew reads and writes it once Lock returns).
+	until time.Time
+	done  chan struct{}
+	err   error
 	// taken is set by the first planned keeper create of its node that
 	// takes it (adopt); a plan that creates two keepers there creates
 	// the second.
@@ -150,7 +153,7 @@ func (l *Lock) claimEmptyNode(ctx context.Context, ko *keeperOps, node, tmpl, st
 	if err != nil {
 		return nil, false, fmt.Errorf("lock node %s: create its keeper: %w", node, err)
 	}
-	pk := &pendingKeeper{node: node, vmid: vmid, upid: upid, seenRunning: time.Now(), done: make(chan struct{})}
+	pk := &pendingKeeper{node: node, vmid: vmid, upid: upid, seenRunning: time.Now(), until: lease.Until, done: make(chan struct{})}
 	go func() {
 		defer close(pk.done)
 		pk.err = ko.step(plan.KeeperName, "keeper", "create on "+node, func() error { return ko.wait(l.bg, plan.KeeperName, upid) })
