@@ -168,7 +168,7 @@ type installedStatus struct {
 func TestAgent_install(t *testing.T) {
 	// Serial: agentProcesses counts the agents at an address, and
 	// isolated CTs of parallel tests' emulators share bridge addresses.
-	machineRuntime(t)
+	realContainers(t, "the agent's own process in its container")
 	c := newGuestCluster(t)
 	m := manifestWith(t, "512")
 	c.mustRun("apply", "-f", m, "--auto-approve")

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/corralhq/corral/internal/pvetest"
+	"github.com/corralhq/corral/internal/sim/guest"
 	"github.com/corralhq/corral/internal/sim/model"
 	"github.com/corralhq/corral/internal/testenv"
 )
@@ -93,4 +94,16 @@ var runtimeOfMachine string
 // what only real containers show, such as an agent's own process.
 func machineRuntime(t *testing.T) {
 	t.Setenv("CORRAL_SIM_RUNTIME", runtimeOfMachine)
+}
+
+// realContainers is machineRuntime for a test that needs what only a
+// real container shows (what): where LXC cannot run (no lxc package, not
+// root) it skips, or fails under CORRAL_REQUIRE_LXC, rather than run in
+// the unisolated view TestMain opts in to and fail there.
+func realContainers(t *testing.T, what string) {
+	t.Helper()
+	machineRuntime(t)
+	if err := guest.CheckLXC(); err != nil {
+		testenv.Lackf(t, testenv.LXC, "%s needs a real container, and LXC cannot run here: %v", what, err)
+	}
 }

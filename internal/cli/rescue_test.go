@@ -21,7 +21,7 @@ import (
 func TestRescueInteractiveShell(t *testing.T) {
 	// Serial: the rescue shell's hostname is the CT's only in a real
 	// container, so this test keeps the machine's runtime.
-	machineRuntime(t)
+	realContainers(t, "the rescue shell's hostname")
 	testenv.NeedRoot(t, "the emulator's guest view")
 	c, m, conn := guestApp(t)
 	if r := c.run(append([]string{"exec", "notes"}, append(conn, "--", "sh", "-c", "echo precious > /srv/data/p")...)...); r.code != 0 {
