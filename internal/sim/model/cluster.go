@@ -170,8 +170,10 @@ type Cluster struct {
 	// Cluster's.
 	ha haManager
 	haAPI
-	// qemuVMs serves the qemu API (qemu_*.go).
+	// qemuVMs serves the qemu API (qemu_*.go); vmRuntimeHook is the
+	// runtime its parts share (qemu_runtime.go).
 	qemuVMs
+	vmRuntimeHook
 }
 
 // Open loads the cluster in opts.Dir, or creates the default datacenter

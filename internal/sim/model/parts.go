@@ -275,3 +275,31 @@ func wireFirewall(c *Cluster) {
 	c.fwRules = fwRules{fp}
 	c.fwGroups = fwGroups{fp}
 }
+
+// wireQemu wires the VM parts: each the same vmParts (the node check,
+// the storage layer, tasks, the journal, the config flocks and the
+// runtime), and what else each calls: ctConfig's access checks, the
+// Cluster's memory admission, ctCreator's base volumes, ctDisks'
+// renames.
+func wireQemu(c *Cluster) {
+	vp := vmParts{
+		stateMu:       &c.mu,
+		state:         func() *State { return c.st },
+		clock:         c.now,
+		ctx:           c.ctx,
+		nodes:         &c.guests,
+		storage:       &c.storage,
+		tasks:         &c.taskRunner,
+		journal:       &c.persistence,
+		vmLocks:       &configLocks{m: map[int]chan struct{}{}, file: "/var/lock/qemu-server/lock-%d.conf"},
+		vmRuntimeHook: &c.vmRuntimeHook,
+	}
+	c.qemuVMs = qemuVMs{
+		vmParts: vp,
+		version: c.opts.Version,
+		volumes: &c.ctConfig,
+		admit:   c.admitBytesLocked,
+		bases:   &c.ctCreator,
+		renames: &c.ctDisks,
+	}
+}

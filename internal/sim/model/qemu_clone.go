@@ -188,26 +188,6 @@ func vmLinkedCloneName(s *Storage, base, own, snapname string) string {
 	return base + "/" + own
 }
 
-// vmVolumeDrivesOrCloudInitLocked is vmVolumeDrivesLocked with the
-// cloud-init drive, which a clone copies (drive_is_cdrom($drive, 1)).
-func (q *qemuVMs) vmVolumeDrivesOrCloudInitLocked(node string, conf map[string]string) []vmVolDrive {
-	st := q.state()
-	out := q.vmVolumeDrivesLocked(node, conf)
-	for _, k := range sortedConfigKeys(conf) {
-		if !vmDriveRE.MatchString(k) {
-			continue
-		}
-		d, err := ParseProp(conf[k], "file")
-		if err != nil || !strings.Contains(d["file"], "-cloudinit") {
-			continue
-		}
-		if v := st.Volumes[st.volKey(node, d["file"])]; v != nil {
-			out = append(out, vmVolDrive{key: k, drive: d, vol: v})
-		}
-	}
-	return out
-}
-
 // cloneTask is the qmclone worker: each disk copied or linked (its
 // volume made under the State's lock, its data copied outside it), then
 // the new config; on a failure the new volumes and config go again.

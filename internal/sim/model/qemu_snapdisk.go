@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,34 +13,6 @@ import (
 // The volumes of a VM's snapshot: which drives have one, whether their
 // storages can snapshot, and the copies the emulator keeps as the
 // storage's snapshots (docs/emulator.md "Virtual machines").
-
-// vmVolDrive is one drive of a config that names a volume of the node.
-type vmVolDrive struct {
-	key   string
-	drive PropString
-	vol   *Volume
-}
-
-// vmVolumeDrivesLocked lists conf's drives that are not cdroms (the
-// cloud-init drive is one) and whose volume exists, by key, as
-// foreach_volume visits them for a snapshot.
-func (q *qemuVMs) vmVolumeDrivesLocked(node string, conf map[string]string) []vmVolDrive {
-	st := q.state()
-	var out []vmVolDrive
-	for _, k := range slices.Sorted(maps.Keys(conf)) {
-		if !vmDriveRE.MatchString(k) {
-			continue
-		}
-		d, err := ParseProp(conf[k], "file")
-		if err != nil || vmDriveIsCdrom(d) {
-			continue
-		}
-		if v := st.Volumes[st.volKey(node, d["file"])]; v != nil {
-			out = append(out, vmVolDrive{key: k, drive: d, vol: v})
-		}
-	}
-	return out
-}
 
 // vmVolumeCanSnapshot is volume_has_feature('snapshot'): LVM-thin and
 // RBD volumes can, on a dir or NFS storage only qcow2 files can.
@@ -60,14 +31,6 @@ func (q *qemuVMs) vmSnapshotFeatureLocked(node string, conf map[string]string) b
 		}
 	}
 	return true
-}
-
-// vmSnapPath is where the emulator keeps snapshot snap of v: a sparse
-// copy of the data file where the storage layer keeps an LV
-// snap_<vol>_<snap> (for a qcow2 file, its internal snapshot), so that
-// freeing the volume frees it.
-func (q *qemuVMs) vmSnapPath(node string, v *Volume, snap string) string {
-	return q.storage.snapshotPath(node, v, snap)
 }
 
 // vmCopyJob is one copy of a volume's data, which a task runs outside
