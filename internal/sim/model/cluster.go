@@ -170,9 +170,11 @@ type Cluster struct {
 	// Cluster's.
 	ha haManager
 	haAPI
-	// qemuVMs serves the qemu API (qemu_*.go); vmRuntimeHook is the
-	// runtime its parts share (qemu_runtime.go).
+	// qemuVMs serves the qemu API (qemu_*.go), vmPower a VM's power and
+	// agent (qemu_power.go, qemu_agent.go); vmRuntimeHook is the runtime
+	// the VM parts share (qemu_runtime.go).
 	qemuVMs
+	vmPower
 	vmRuntimeHook
 }
 

@@ -294,11 +294,12 @@ func wireQemu(c *Cluster) {
 		vmLocks:       &configLocks{m: map[int]chan struct{}{}, file: "/var/lock/qemu-server/lock-%d.conf"},
 		vmRuntimeHook: &c.vmRuntimeHook,
 	}
+	c.vmPower = vmPower{vmParts: vp, version: c.opts.Version, admit: c.admitBytesLocked}
 	c.qemuVMs = qemuVMs{
 		vmParts: vp,
 		version: c.opts.Version,
 		volumes: &c.ctConfig,
-		admit:   c.admitBytesLocked,
+		power:   &c.vmPower,
 		bases:   &c.ctCreator,
 		renames: &c.ctDisks,
 	}

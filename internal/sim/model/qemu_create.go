@@ -123,7 +123,7 @@ func (q *qemuVMs) createTask(w *Worker, auth Auth, node string, vmid int, conf m
 		return fmt.Errorf("unable to create VM %d - %w", vmid, err)
 	}
 	if start {
-		return q.startTask(w, node, vmid)
+		return q.power.startTask(w, node, vmid)
 	}
 	return nil
 }

@@ -50,7 +50,7 @@ func (q *qemuVMs) restoreTask(w *Worker, spec vmRestoreSpec) error {
 		return err
 	}
 	if spec.start {
-		return q.startTask(w, spec.node, spec.vmid)
+		return q.power.startTask(w, spec.node, spec.vmid)
 	}
 	return nil
 }

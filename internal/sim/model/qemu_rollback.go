@@ -31,7 +31,7 @@ func (q *qemuVMs) RollbackVM(auth Auth, node string, vmid int, name string, para
 			return err
 		}
 		if start {
-			return q.startTask(w, node, vmid)
+			return q.power.startTask(w, node, vmid)
 		}
 		return nil
 	}), nil

@@ -66,6 +66,8 @@ type vmParts struct {
 type qemuVMs struct {
 	vmParts
 	version string
+	// power (vmPower) starts a VM within another task.
+	power vmStarter
 	// volumes (ctConfig) is check_volume_access (a restore's archive)
 	// and check_bridge_access (a restored NIC's bridge).
 	volumes interface {
@@ -85,6 +87,12 @@ type qemuVMs struct {
 		canRenameLocked(node, volid string) bool
 		renameVolumeLocked(node, volid string, target int) (string, []string, error)
 	}
+}
+
+// vmStarter is what a VM part that starts a VM within its own task
+// (create's start, restore's, rollback's vmstate) needs of vmPower.
+type vmStarter interface {
+	startTask(w *Worker, node string, vmid int) error
 }
 
 // qemuStorage is what the VM parts need of storageLayer.
