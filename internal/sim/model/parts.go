@@ -295,6 +295,7 @@ func wireQemu(c *Cluster) {
 		vmRuntimeHook: &c.vmRuntimeHook,
 	}
 	c.vmPower = vmPower{vmParts: vp, version: c.opts.Version, admit: c.admitBytesLocked}
+	c.vmMigrator = vmMigrator{vp}
 	c.qemuVMs = qemuVMs{
 		vmParts: vp,
 		version: c.opts.Version,
