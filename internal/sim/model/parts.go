@@ -296,6 +296,7 @@ func wireQemu(c *Cluster) {
 	}
 	c.vmPower = vmPower{vmParts: vp, version: c.opts.Version, admit: c.admitBytesLocked}
 	c.vmMigrator = vmMigrator{vp}
+	c.vmSnapshots = vmSnapshots{vmParts: vp, power: &c.vmPower}
 	c.qemuVMs = qemuVMs{
 		vmParts: vp,
 		version: c.opts.Version,

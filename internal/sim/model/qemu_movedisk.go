@@ -206,7 +206,7 @@ func (q *qemuVMs) moveFinishLocked(w *Worker, m vmMove, newVolid string) error {
 	drive["file"] = newVolid
 	vm.Config[m.disk] = drive.Print("file")
 	if !m.delete {
-		w.logLocked("adding source volume '%s' as '%s' to config", oldVolid, q.addUnusedLocked(vm, oldVolid))
+		w.logLocked("adding source volume '%s' as '%s' to config", oldVolid, vmAddUnusedLocked(vm, oldVolid))
 	}
 	if isTrue(vm.Config["template"]) {
 		if err := q.templateCreateLocked(w, m.node, m.vmid, m.disk); err != nil {

@@ -24,7 +24,7 @@ func vmVolumeCanSnapshot(s *Storage, v *Volume) bool {
 }
 
 // vmSnapshotFeatureLocked is has_feature('snapshot') over conf's drives.
-func (q *qemuVMs) vmSnapshotFeatureLocked(node string, conf map[string]string) bool {
+func (q *vmSnapshots) vmSnapshotFeatureLocked(node string, conf map[string]string) bool {
 	for _, d := range q.vmVolumeDrivesLocked(node, conf) {
 		if !vmVolumeCanSnapshot(q.state().storage(d.vol.Storage), d.vol) {
 			return false
@@ -54,7 +54,7 @@ func (j vmCopyJob) run() error {
 
 // takeVolSnapshotLocked records snapshot snap of v and returns the copy
 // that makes its data.
-func (q *qemuVMs) takeVolSnapshotLocked(node string, v *Volume, snap string) vmCopyJob {
+func (q *vmSnapshots) takeVolSnapshotLocked(node string, v *Volume, snap string) vmCopyJob {
 	v.Snapshots = append(v.Snapshots, snap)
 	q.journal.markVolume(node, v.VolID())
 	return vmCopyJob{what: "snapshot " + v.VolID(), dst: q.vmSnapPath(node, v, snap),
@@ -63,7 +63,7 @@ func (q *qemuVMs) takeVolSnapshotLocked(node string, v *Volume, snap string) vmC
 
 // rollbackVolLocked gives v the size it had at snapshot snap and returns
 // the copy that makes the snapshot its data again.
-func (q *qemuVMs) rollbackVolLocked(node string, v *Volume, snap string) (vmCopyJob, error) {
+func (q *vmSnapshots) rollbackVolLocked(node string, v *Volume, snap string) (vmCopyJob, error) {
 	src := q.vmSnapPath(node, v, snap)
 	fi, err := os.Stat(src)
 	if err != nil {
@@ -75,7 +75,7 @@ func (q *qemuVMs) rollbackVolLocked(node string, v *Volume, snap string) (vmCopy
 }
 
 // dropVolSnapshotLocked deletes snapshot snap of v.
-func (q *qemuVMs) dropVolSnapshotLocked(node string, v *Volume, snap string) {
+func (q *vmSnapshots) dropVolSnapshotLocked(node string, v *Volume, snap string) {
 	os.Remove(q.vmSnapPath(node, v, snap))
 	v.Snapshots = slices.DeleteFunc(v.Snapshots, func(s string) bool { return s == snap })
 	q.journal.markVolume(node, v.VolID())

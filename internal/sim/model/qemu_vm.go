@@ -90,7 +90,7 @@ type qemuVMs struct {
 }
 
 // vmStarter is what a VM part that starts a VM within its own task
-// (create's start, restore's, rollback's vmstate) needs of vmPower.
+// (create's, restore's and rollback's start=1) needs of vmPower.
 type vmStarter interface {
 	startTask(w *Worker, node string, vmid int) error
 }
