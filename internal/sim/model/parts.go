@@ -297,12 +297,12 @@ func wireQemu(c *Cluster) {
 	c.vmPower = vmPower{vmParts: vp, version: c.opts.Version, admit: c.admitBytesLocked}
 	c.vmMigrator = vmMigrator{vp}
 	c.vmSnapshots = vmSnapshots{vmParts: vp, power: &c.vmPower}
+	c.vmRestorer = vmRestorer{vmParts: vp, volumes: &c.ctConfig, power: &c.vmPower}
 	c.qemuVMs = qemuVMs{
-		vmParts: vp,
-		version: c.opts.Version,
-		volumes: &c.ctConfig,
-		power:   &c.vmPower,
-		bases:   &c.ctCreator,
-		renames: &c.ctDisks,
+		vmParts:  vp,
+		restorer: &c.vmRestorer,
+		power:    &c.vmPower,
+		bases:    &c.ctCreator,
+		renames:  &c.ctDisks,
 	}
 }

@@ -22,7 +22,7 @@ func (q *qemuVMs) CreateVM(auth Auth, node string, params map[string]string) (st
 		return "", err
 	}
 	if params["archive"] != "" {
-		return q.restoreVMLocked(auth, node, params)
+		return q.restorer.restoreVMLocked(auth, node, params)
 	}
 	vmid, err := strconv.Atoi(params["vmid"])
 	if err != nil {

@@ -65,18 +65,12 @@ type vmParts struct {
 // its own. Cluster embeds it.
 type qemuVMs struct {
 	vmParts
-	version string
 	// power (vmPower) starts a VM within another task.
 	power vmStarter
-	// volumes (ctConfig) is check_volume_access (a restore's archive)
-	// and check_bridge_access (a restored NIC's bridge).
-	volumes interface {
-		ctCheckVolumeAccessLocked(auth Auth, vmid int, volid, typ string) error
-		ctCheckBridgeAccessLocked(auth Auth, value string) error
+	// restorer (vmRestorer) is create_vm's restore branch.
+	restorer interface {
+		restoreVMLocked(auth Auth, node string, params map[string]string) (string, error)
 	}
-	// admit is memory admission (admission.go), the Cluster's own: it
-	// counts the running CTs and VMs of the node.
-	admit func(w *Worker, node, kind string, vmid int, need int64) error
 
 	// bases is vdisk_create_base (the CTs' template conversion does the
 	// same to a volume), renames rename_volume (as a CT's reassign).
