@@ -298,11 +298,12 @@ func wireQemu(c *Cluster) {
 	c.vmMigrator = vmMigrator{vp}
 	c.vmSnapshots = vmSnapshots{vmParts: vp, power: &c.vmPower}
 	c.vmRestorer = vmRestorer{vmParts: vp, volumes: &c.ctConfig, power: &c.vmPower}
+	c.vmCloner = vmCloner{vmParts: vp, images: &c.qemuVMs, bases: &c.ctCreator}
 	c.qemuVMs = qemuVMs{
-		vmParts:  vp,
-		restorer: &c.vmRestorer,
-		power:    &c.vmPower,
-		bases:    &c.ctCreator,
-		renames:  &c.ctDisks,
+		vmParts:   vp,
+		restorer:  &c.vmRestorer,
+		power:     &c.vmPower,
+		templates: &c.vmCloner,
+		renames:   &c.ctDisks,
 	}
 }

@@ -62,7 +62,7 @@ func (q *qemuVMs) destroyLocked(w *Worker, node string, vmid int, unreferenced, 
 	if vm.Running {
 		return Failf("VM %d is running - destroy failed\n", vmid)
 	}
-	if err := q.baseInUseLocked(vm); err != nil {
+	if err := q.templates.baseInUseLocked(vm); err != nil {
 		return err
 	}
 	seen := map[string]bool{}

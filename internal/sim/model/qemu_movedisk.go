@@ -209,7 +209,7 @@ func (q *qemuVMs) moveFinishLocked(w *Worker, m vmMove, newVolid string) error {
 		w.logLocked("adding source volume '%s' as '%s' to config", oldVolid, vmAddUnusedLocked(vm, oldVolid))
 	}
 	if isTrue(vm.Config["template"]) {
-		if err := q.templateCreateLocked(w, m.node, m.vmid, m.disk); err != nil {
+		if err := q.templates.templateCreateLocked(w, m.node, m.vmid, m.disk); err != nil {
 			return err
 		}
 	}

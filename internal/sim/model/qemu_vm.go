@@ -72,11 +72,10 @@ type qemuVMs struct {
 		restoreVMLocked(auth Auth, node string, params map[string]string) (string, error)
 	}
 
-	// bases is vdisk_create_base (the CTs' template conversion does the
-	// same to a volume), renames rename_volume (as a CT's reassign).
-	bases interface {
-		createBaseLocked(node, volid string) (string, []string, error)
-	}
+	// templates (vmCloner) is a destroy's check that no linked clone
+	// uses a base, and a template's moved disk made a base.
+	templates vmTemplates
+	// renames is rename_volume (as a CT's reassign).
 	renames interface {
 		canRenameLocked(node, volid string) bool
 		renameVolumeLocked(node, volid string, target int) (string, []string, error)
@@ -87,6 +86,13 @@ type qemuVMs struct {
 // (create's, restore's and rollback's start=1) needs of vmPower.
 type vmStarter interface {
 	startTask(w *Worker, node string, vmid int) error
+}
+
+// vmTemplates is what a destroy and a move_disk need of vmCloner: a
+// template's base volumes.
+type vmTemplates interface {
+	baseInUseLocked(vm *VM) error
+	templateCreateLocked(w *Worker, node string, vmid int, disk string) error
 }
 
 // qemuStorage is what the VM parts need of storageLayer.
