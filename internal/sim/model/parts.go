@@ -299,11 +299,11 @@ func wireQemu(c *Cluster) {
 	c.vmSnapshots = vmSnapshots{vmParts: vp, power: &c.vmPower}
 	c.vmRestorer = vmRestorer{vmParts: vp, volumes: &c.ctConfig, power: &c.vmPower}
 	c.vmCloner = vmCloner{vmParts: vp, images: &c.qemuVMs, bases: &c.ctCreator}
+	c.vmDisks = vmDisks{vmParts: vp, templates: &c.vmCloner, renames: &c.ctDisks}
 	c.qemuVMs = qemuVMs{
 		vmParts:   vp,
 		restorer:  &c.vmRestorer,
 		power:     &c.vmPower,
 		templates: &c.vmCloner,
-		renames:   &c.ctDisks,
 	}
 }

@@ -176,7 +176,7 @@ func (q *qemuVMs) updateVM(auth Auth, node string, vmid int, params map[string]s
 		if vmNetKeyRE.MatchString(k) {
 			v = vmNetWithMAC(v)
 		}
-		q.setKeyLocked(vm, k, v)
+		vmSetKeyLocked(vm, k, v)
 	}
 	vmCleanupPending(vm)
 	return lines, q.changedLocked()
@@ -237,9 +237,9 @@ func vmLiveKey(k string) bool {
 	return vmFastPlug[k] || vmIPCfgRE.MatchString(k) || vmNetKeyRE.MatchString(k) || vmDriveRE.MatchString(k) || strings.HasPrefix(k, "unused")
 }
 
-// setKeyLocked sets k: at once on a stopped VM or a live key, else
+// vmSetKeyLocked sets k: at once on a stopped VM or a live key, else
 // pending.
-func (q *qemuVMs) setKeyLocked(vm *VM, k, v string) {
+func vmSetKeyLocked(vm *VM, k, v string) {
 	if !vm.Running || vmLiveKey(k) {
 		vm.Config[k] = v
 		delete(vm.Pending, k)

@@ -72,14 +72,9 @@ type qemuVMs struct {
 		restoreVMLocked(auth Auth, node string, params map[string]string) (string, error)
 	}
 
-	// templates (vmCloner) is a destroy's check that no linked clone
-	// uses a base, and a template's moved disk made a base.
+	// templates (vmCloner): a destroy checks that no linked clone uses a
+	// base.
 	templates vmTemplates
-	// renames is rename_volume (as a CT's reassign).
-	renames interface {
-		canRenameLocked(node, volid string) bool
-		renameVolumeLocked(node, volid string, target int) (string, []string, error)
-	}
 }
 
 // vmStarter is what a VM part that starts a VM within its own task
