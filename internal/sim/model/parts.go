@@ -300,10 +300,10 @@ func wireQemu(c *Cluster) {
 	c.vmRestorer = vmRestorer{vmParts: vp, volumes: &c.ctConfig, power: &c.vmPower}
 	c.vmCloner = vmCloner{vmParts: vp, images: &c.qemuVMs, bases: &c.ctCreator}
 	c.vmDisks = vmDisks{vmParts: vp, templates: &c.vmCloner, renames: &c.ctDisks}
+	c.vmDestroyer = vmDestroyer{vmParts: vp, bases: &c.vmCloner}
 	c.qemuVMs = qemuVMs{
-		vmParts:   vp,
-		restorer:  &c.vmRestorer,
-		power:     &c.vmPower,
-		templates: &c.vmCloner,
+		vmParts:  vp,
+		restorer: &c.vmRestorer,
+		power:    &c.vmPower,
 	}
 }

@@ -19,7 +19,9 @@ import (
 type vmDisks struct {
 	vmParts
 	// templates (vmCloner) makes a template's moved disk a base.
-	templates vmTemplates
+	templates interface {
+		templateCreateLocked(w *Worker, node string, vmid int, disk string) error
+	}
 	// renames is rename_volume (as a CT's reassign).
 	renames interface {
 		canRenameLocked(node, volid string) bool

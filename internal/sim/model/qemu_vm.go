@@ -71,23 +71,12 @@ type qemuVMs struct {
 	restorer interface {
 		restoreVMLocked(auth Auth, node string, params map[string]string) (string, error)
 	}
-
-	// templates (vmCloner): a destroy checks that no linked clone uses a
-	// base.
-	templates vmTemplates
 }
 
 // vmStarter is what a VM part that starts a VM within its own task
 // (create's, restore's and rollback's start=1) needs of vmPower.
 type vmStarter interface {
 	startTask(w *Worker, node string, vmid int) error
-}
-
-// vmTemplates is what a destroy and a move_disk need of vmCloner: a
-// template's base volumes.
-type vmTemplates interface {
-	baseInUseLocked(vm *VM) error
-	templateCreateLocked(w *Worker, node string, vmid int, disk string) error
 }
 
 // qemuStorage is what the VM parts need of storageLayer.
