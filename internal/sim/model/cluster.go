@@ -174,6 +174,7 @@ type Cluster struct {
 	// agent (qemu_power.go, qemu_agent.go); vmRuntimeHook is the runtime
 	// the VM parts share (qemu_runtime.go).
 	qemuVMs
+	vmConfig
 	vmDestroyer
 	vmDisks
 	vmCloner

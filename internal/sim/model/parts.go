@@ -301,6 +301,7 @@ func wireQemu(c *Cluster) {
 	c.vmCloner = vmCloner{vmParts: vp, images: &c.qemuVMs, bases: &c.ctCreator}
 	c.vmDisks = vmDisks{vmParts: vp, templates: &c.vmCloner, renames: &c.ctDisks}
 	c.vmDestroyer = vmDestroyer{vmParts: vp, bases: &c.vmCloner}
+	c.vmConfig = vmConfig{vmParts: vp, drives: &c.qemuVMs}
 	c.qemuVMs = qemuVMs{
 		vmParts:  vp,
 		restorer: &c.vmRestorer,
