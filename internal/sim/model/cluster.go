@@ -170,10 +170,11 @@ type Cluster struct {
 	// Cluster's.
 	ha haManager
 	haAPI
-	// qemuVMs serves the qemu API (qemu_*.go), vmPower a VM's power and
-	// agent (qemu_power.go, qemu_agent.go); vmRuntimeHook is the runtime
-	// the VM parts share (qemu_runtime.go).
-	qemuVMs
+	// The VM parts serve qemu-server's API (qemu_*.go), each over the
+	// same vmParts: create, config and status, destroy, disks, template
+	// and clone, restore, snapshots, migrate, power and the agent;
+	// vmRuntimeHook is the runtime they share (qemu_runtime.go).
+	vmCreator
 	vmConfig
 	vmDestroyer
 	vmDisks

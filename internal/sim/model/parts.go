@@ -276,11 +276,12 @@ func wireFirewall(c *Cluster) {
 	c.fwGroups = fwGroups{fp}
 }
 
-// wireQemu wires the VM parts: each the same vmParts (the node check,
-// the storage layer, tasks, the journal, the config flocks and the
-// runtime), and what else each calls: ctConfig's access checks, the
-// Cluster's memory admission, ctCreator's base volumes, ctDisks'
-// renames.
+// wireQemu wires the VM parts (qemu-server's API): each the same
+// vmParts (the node check, the storage layer, tasks, the journal, the
+// config flocks and the runtime), and what else each calls: vmPower's
+// start, vmRestorer, vmCreator's drive checks, vmCloner's base volumes,
+// ctConfig's access checks, ctCreator's and ctDisks' volume renames, and
+// the Cluster's memory admission as a function.
 func wireQemu(c *Cluster) {
 	vp := vmParts{
 		stateMu:       &c.mu,
@@ -298,13 +299,9 @@ func wireQemu(c *Cluster) {
 	c.vmMigrator = vmMigrator{vp}
 	c.vmSnapshots = vmSnapshots{vmParts: vp, power: &c.vmPower}
 	c.vmRestorer = vmRestorer{vmParts: vp, volumes: &c.ctConfig, power: &c.vmPower}
-	c.vmCloner = vmCloner{vmParts: vp, images: &c.qemuVMs, bases: &c.ctCreator}
+	c.vmCloner = vmCloner{vmParts: vp, images: &c.vmCreator, bases: &c.ctCreator}
 	c.vmDisks = vmDisks{vmParts: vp, templates: &c.vmCloner, renames: &c.ctDisks}
 	c.vmDestroyer = vmDestroyer{vmParts: vp, bases: &c.vmCloner}
-	c.vmConfig = vmConfig{vmParts: vp, drives: &c.qemuVMs}
-	c.qemuVMs = qemuVMs{
-		vmParts:  vp,
-		restorer: &c.vmRestorer,
-		power:    &c.vmPower,
-	}
+	c.vmConfig = vmConfig{vmParts: vp, drives: &c.vmCreator}
+	c.vmCreator = vmCreator{vmParts: vp, power: &c.vmPower, restorer: &c.vmRestorer}
 }

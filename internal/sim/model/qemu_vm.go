@@ -61,18 +61,6 @@ type vmParts struct {
 	*vmRuntimeHook
 }
 
-// qemuVMs serves the qemu API (qemu_*.go) that is not yet in a part of
-// its own. Cluster embeds it.
-type qemuVMs struct {
-	vmParts
-	// power (vmPower) starts a VM within another task.
-	power vmStarter
-	// restorer (vmRestorer) is create_vm's restore branch.
-	restorer interface {
-		restoreVMLocked(auth Auth, node string, params map[string]string) (string, error)
-	}
-}
-
 // vmStarter is what a VM part that starts a VM within its own task
 // (create's, restore's and rollback's start=1) needs of vmPower.
 type vmStarter interface {
