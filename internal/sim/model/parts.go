@@ -280,8 +280,8 @@ func wireFirewall(c *Cluster) {
 // vmParts (the node check, the storage layer, tasks, the journal, the
 // config flocks and the runtime), and what else each calls: vmPower's
 // start, vmRestorer, vmCreator's drive checks, vmCloner's base volumes,
-// ctConfig's access checks, ctCreator's and ctDisks' volume renames, and
-// the Cluster's memory admission as a function.
+// ctConfig's access checks, ctCreator's vdisk_create_base, ctDisks'
+// rename_volume, and the Cluster's memory admission as a function.
 func wireQemu(c *Cluster) {
 	vp := vmParts{
 		stateMu:       &c.mu,

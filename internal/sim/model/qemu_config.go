@@ -39,6 +39,13 @@ type vmConfig struct {
 	drives vmDriveMaker
 }
 
+// vmDriveMaker is what a config change needs of vmCreator: the drives
+// it sets parsed and checked, and each new volume allocated.
+type vmDriveMaker interface {
+	parseDrivesLocked(auth Auth, node string, conf map[string]string) ([]vmDrive, error)
+	makeDriveLocked(logf func(format string, args ...any), node string, vmid int, d vmDrive) (string, vmFill, error)
+}
+
 // VMConfig is GET config: with current the config alone, else with the
 // pending changes applied; and the digest of the whole file.
 func (q *vmConfig) VMConfig(auth Auth, node string, vmid int, current bool) (map[string]string, string, error) {

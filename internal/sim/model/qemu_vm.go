@@ -67,13 +67,6 @@ type vmStarter interface {
 	startTask(w *Worker, node string, vmid int) error
 }
 
-// vmDriveMaker is what a config change needs of vmCreator: the drives
-// it sets parsed and checked, and each new volume allocated.
-type vmDriveMaker interface {
-	parseDrivesLocked(auth Auth, node string, conf map[string]string) ([]vmDrive, error)
-	makeDriveLocked(logf func(format string, args ...any), node string, vmid int, d vmDrive) (string, vmFill, error)
-}
-
 // qemuStorage is what the VM parts need of storageLayer.
 type qemuStorage interface {
 	storageCheckEnabledLocked(sid, node string) (*Storage, error)
