@@ -10,9 +10,10 @@ import (
 	"syscall"
 )
 
-// The volumes of a VM's snapshot: which drives have one, whether their
-// storages can snapshot, and the copies the emulator keeps as the
-// storage's snapshots (docs/emulator.md "Virtual machines").
+// The volumes of a VM's snapshot: whether their storages can snapshot,
+// and the copies the emulator keeps as the storage's snapshots
+// (docs/emulator.md "Virtual machines"); which drives have one, and
+// where a snapshot's copy lives, are vmParts' lookups (qemu_vm.go).
 
 // vmVolumeCanSnapshot is volume_has_feature('snapshot'): LVM-thin and
 // RBD volumes can, on a dir or NFS storage only qcow2 files can.
