@@ -6,7 +6,8 @@ import (
 )
 
 // qemuAPI serves the VM routes (docs/emulator.md "Virtual machines"):
-// thin translations onto the model's qemuVMs, as lxcAPI is for CTs.
+// thin translations onto the model's VM parts (vmCreator, vmConfig,
+// vmPower, …, promoted to Cluster), as lxcAPI is for CTs.
 type qemuAPI struct {
 	cluster *model.Cluster
 	api     *schema.API // types the pending values as GET config does

@@ -170,8 +170,20 @@ type Cluster struct {
 	// Cluster's.
 	ha haManager
 	haAPI
-	// qemuVMs serves the qemu API (qemu_*.go).
-	qemuVMs
+	// The VM parts serve qemu-server's API (qemu_*.go), each over the
+	// same vmParts: create, config and status, destroy, disks, template
+	// and clone, restore, snapshots, migrate, power and the agent;
+	// vmRuntimeHook is the runtime they share (qemu_runtime.go).
+	vmCreator
+	vmConfig
+	vmDestroyer
+	vmDisks
+	vmCloner
+	vmRestorer
+	vmSnapshots
+	vmMigrator
+	vmPower
+	vmRuntimeHook
 }
 
 // Open loads the cluster in opts.Dir, or creates the default datacenter

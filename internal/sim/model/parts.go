@@ -275,3 +275,33 @@ func wireFirewall(c *Cluster) {
 	c.fwRules = fwRules{fp}
 	c.fwGroups = fwGroups{fp}
 }
+
+// wireQemu wires the VM parts (qemu-server's API): each the same
+// vmParts (the node check, the storage layer, tasks, the journal, the
+// config flocks and the runtime), and what else each calls: vmPower's
+// start, vmRestorer, vmCreator's drive checks, vmCloner's base volumes,
+// ctConfig's access checks, ctCreator's vdisk_create_base, ctDisks'
+// rename_volume, and the Cluster's memory admission as a function.
+func wireQemu(c *Cluster) {
+	vp := vmParts{
+		stateMu:       &c.mu,
+		state:         func() *State { return c.st },
+		clock:         c.now,
+		ctx:           c.ctx,
+		nodes:         &c.guests,
+		storage:       &c.storage,
+		tasks:         &c.taskRunner,
+		journal:       &c.persistence,
+		vmLocks:       &configLocks{m: map[int]chan struct{}{}, file: "/var/lock/qemu-server/lock-%d.conf"},
+		vmRuntimeHook: &c.vmRuntimeHook,
+	}
+	c.vmPower = vmPower{vmParts: vp, version: c.opts.Version, admit: c.admitBytesLocked}
+	c.vmMigrator = vmMigrator{vp}
+	c.vmSnapshots = vmSnapshots{vmParts: vp, power: &c.vmPower}
+	c.vmRestorer = vmRestorer{vmParts: vp, volumes: &c.ctConfig, power: &c.vmPower}
+	c.vmCloner = vmCloner{vmParts: vp, images: &c.vmCreator, bases: &c.ctCreator}
+	c.vmDisks = vmDisks{vmParts: vp, templates: &c.vmCloner, renames: &c.ctDisks}
+	c.vmDestroyer = vmDestroyer{vmParts: vp, bases: &c.vmCloner}
+	c.vmConfig = vmConfig{vmParts: vp, drives: &c.vmCreator}
+	c.vmCreator = vmCreator{vmParts: vp, power: &c.vmPower, restorer: &c.vmRestorer}
+}

@@ -10,7 +10,7 @@ import (
 // lock, the State, interfaces over the other parts), never through the
 // *Cluster they are part of (issue 29). A part added here must keep to
 // that.
-var narrowParts = []string{"accessControl", "persistence", "storage", "taskRunner", "clusterView", "guests", "ctSnapshots", "ctDestroyer", "ctMigrator", "vzdump", "ctDisks", "ctPower", "ctConfig", "ctCreator", "ha", "pools", "fwConfig", "fwAliases", "fwIPSets", "fwRules", "fwGroups", "qemuVMs"}
+var narrowParts = []string{"accessControl", "persistence", "storage", "taskRunner", "clusterView", "guests", "ctSnapshots", "ctDestroyer", "ctMigrator", "vzdump", "ctDisks", "ctPower", "ctConfig", "ctCreator", "ha", "pools", "fwConfig", "fwAliases", "fwIPSets", "fwRules", "fwGroups", "vmCreator", "vmConfig", "vmDestroyer", "vmDisks", "vmCloner", "vmRestorer", "vmSnapshots", "vmMigrator", "vmPower"}
 
 // clusterHandles are the fields of narrow parts allowed to hold the
 // *Cluster, each for a reason its doc comment gives: taskRunner hands it

@@ -8,7 +8,7 @@ import "fmt"
 // command to the guest's agent. Without a real guest (the state-only
 // runtime) no agent answers: "QEMU guest agent is not running", as PVE
 // says of a guest whose agent is not up.
-func (q *qemuVMs) VMAgent(auth Auth, node string, vmid int, cmd string) (any, error) {
+func (q *vmPower) VMAgent(auth Auth, node string, vmid int, cmd string) (any, error) {
 	q.stateMu.RLock()
 	if err := q.vmAgentCheckLocked(auth, node, vmid, cmd); err != nil {
 		q.stateMu.RUnlock()
@@ -18,7 +18,7 @@ func (q *qemuVMs) VMAgent(auth Auth, node string, vmid int, cmd string) (any, er
 	return q.vmRuntime().Agent(vmid, cmd)
 }
 
-func (q *qemuVMs) vmAgentCheckLocked(auth Auth, node string, vmid int, cmd string) error {
+func (q *vmPower) vmAgentCheckLocked(auth Auth, node string, vmid int, cmd string) error {
 	if err := q.nodes.checkNodeLocked(node); err != nil {
 		return err
 	}

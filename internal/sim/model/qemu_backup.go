@@ -24,7 +24,7 @@ import (
 // registration, and what the VM's steps learn.
 type vmBackup struct {
 	*guestBackup
-	q          *qemuVMs
+	q          *vmPower // the VM's lookups, flock and runtime, its stop and start
 	devs       []vmaDevice
 	config     string // qemu-server.conf as assemble writes it
 	agent      string // the config's agent option
@@ -35,7 +35,7 @@ type vmBackup struct {
 // vzdumpVM is exec_backup_task for VM vmid. Its error has been logged
 // ("Backup of VM <vmid> failed - …") when it returns.
 func (vz *vzdump) vzdumpVM(w *Worker, job vzdumpJob, vmid int, dumpdir string) error {
-	b := &vmBackup{guestBackup: &guestBackup{c: w.c, w: w, job: job, vmid: vmid, dumpdir: dumpdir}, q: &w.c.qemuVMs}
+	b := &vmBackup{guestBackup: &guestBackup{c: w.c, w: w, job: job, vmid: vmid, dumpdir: dumpdir}, q: &w.c.vmPower}
 	b.began = b.c.now()
 	b.firstLine = len(w.logSnapshot())
 	err := b.backup()

@@ -34,9 +34,26 @@ type vmCloneReq struct {
 	sourceStorages []string
 }
 
+// vmCloner makes a VM a template (qemu_template.go) and clones a VM or
+// template, fully or linked to its base volumes (qemu_clone.go): the
+// two halves of linked clones. A destroy asks it whether a base is in
+// use, a move_disk of a template's disk makes the new volume a base.
+type vmCloner struct {
+	vmParts
+	// images (vmCreator) is check_storage_access for a target storage.
+	images interface {
+		checkImagesStorageLocked(auth Auth, node, sid string) error
+	}
+	// bases is vdisk_create_base (the CTs' template conversion does the
+	// same to a volume).
+	bases interface {
+		createBaseLocked(node, volid string) (string, []string, error)
+	}
+}
+
 // CloneVM is clone_vm: the early checks, the new VM reserved with
 // "lock: clone", and the qmclone task.
-func (q *qemuVMs) CloneVM(auth Auth, node string, vmid int, params map[string]string) (string, error) {
+func (q *vmCloner) CloneVM(auth Auth, node string, vmid int, params map[string]string) (string, error) {
 	q.stateMu.Lock()
 	defer q.stateMu.Unlock()
 	if err := q.nodes.checkNodeLocked(node); err != nil {
@@ -71,7 +88,7 @@ func (q *qemuVMs) CloneVM(auth Auth, node string, vmid int, params map[string]st
 }
 
 // cloneCheckLocked is clone_vm's load_and_check.
-func (q *qemuVMs) cloneCheckLocked(req *vmCloneReq, params map[string]string) error {
+func (q *vmCloner) cloneCheckLocked(req *vmCloneReq, params map[string]string) error {
 	st := q.state()
 	if req.pool != "" {
 		if err := st.Access.PoolExists(req.pool); err != nil {
@@ -84,7 +101,7 @@ func (q *qemuVMs) cloneCheckLocked(req *vmCloneReq, params map[string]string) er
 		}
 	}
 	if req.storage != "" {
-		if err := q.checkImagesStorageLocked(req.auth, req.node, req.storage); err != nil {
+		if err := q.images.checkImagesStorageLocked(req.auth, req.node, req.storage); err != nil {
 			return err
 		}
 		if s := st.storage(req.storage); req.target != req.node && !s.Shared {
@@ -127,7 +144,7 @@ func (q *qemuVMs) cloneCheckLocked(req *vmCloneReq, params map[string]string) er
 
 // cloneDrivesLocked checks each drive: the storage's privilege, the
 // copy or clone feature, and local storage when the clone changes node.
-func (q *qemuVMs) cloneDrivesLocked(req *vmCloneReq) error {
+func (q *vmCloner) cloneDrivesLocked(req *vmCloneReq) error {
 	st := q.state()
 	req.fullKeys, req.drives = map[string]bool{}, nil
 	for _, d := range q.vmVolumeDrivesOrCloudInitLocked(req.node, req.conf) {
@@ -188,30 +205,10 @@ func vmLinkedCloneName(s *Storage, base, own, snapname string) string {
 	return base + "/" + own
 }
 
-// vmVolumeDrivesOrCloudInitLocked is vmVolumeDrivesLocked with the
-// cloud-init drive, which a clone copies (drive_is_cdrom($drive, 1)).
-func (q *qemuVMs) vmVolumeDrivesOrCloudInitLocked(node string, conf map[string]string) []vmVolDrive {
-	st := q.state()
-	out := q.vmVolumeDrivesLocked(node, conf)
-	for _, k := range sortedConfigKeys(conf) {
-		if !vmDriveRE.MatchString(k) {
-			continue
-		}
-		d, err := ParseProp(conf[k], "file")
-		if err != nil || !strings.Contains(d["file"], "-cloudinit") {
-			continue
-		}
-		if v := st.Volumes[st.volKey(node, d["file"])]; v != nil {
-			out = append(out, vmVolDrive{key: k, drive: d, vol: v})
-		}
-	}
-	return out
-}
-
 // cloneTask is the qmclone worker: each disk copied or linked (its
 // volume made under the State's lock, its data copied outside it), then
 // the new config; on a failure the new volumes and config go again.
-func (q *qemuVMs) cloneTask(w *Worker, req vmCloneReq) error {
+func (q *vmCloner) cloneTask(w *Worker, req vmCloneReq) error {
 	var made []string
 	var conf map[string]string
 	err := w.Do(func(st *State) error {
@@ -255,7 +252,7 @@ func (q *qemuVMs) cloneTask(w *Worker, req vmCloneReq) error {
 
 // cloneDisk makes drive d's new volume (recorded in made) and copies its
 // data, then points conf's drive at it.
-func (q *qemuVMs) cloneDisk(w *Worker, req vmCloneReq, d vmVolDrive, conf map[string]string, made *[]string) error {
+func (q *vmCloner) cloneDisk(w *Worker, req vmCloneReq, d vmVolDrive, conf map[string]string, made *[]string) error {
 	var job vmCopyJob
 	var volid string
 	err := w.Do(func(st *State) error {
@@ -282,7 +279,7 @@ func (q *qemuVMs) cloneDisk(w *Worker, req vmCloneReq, d vmVolDrive, conf map[st
 
 // cloneCheckAgainLocked repeats the checks under the flock, with the
 // reserved new VM set aside.
-func (q *qemuVMs) cloneCheckAgainLocked(req *vmCloneReq) error {
+func (q *vmCloner) cloneCheckAgainLocked(req *vmCloneReq) error {
 	st := q.state()
 	reserved := st.VMs[req.newid]
 	delete(st.VMs, req.newid)
@@ -333,7 +330,7 @@ func vmCloneConfig(req vmCloneReq) map[string]string {
 // cloneDiskLocked is clone_disk for one drive: allocate the new volume
 // (on the target storage for a full clone, beside the base for a linked
 // one) and return the copy of the data (from the snapshot with snapname).
-func (q *qemuVMs) cloneDiskLocked(w *Worker, req vmCloneReq, d vmVolDrive) (string, vmCopyJob, error) {
+func (q *vmCloner) cloneDiskLocked(w *Worker, req vmCloneReq, d vmVolDrive) (string, vmCopyJob, error) {
 	kind := "linked"
 	if req.fullKeys[d.key] {
 		kind = "full"

@@ -14,7 +14,7 @@ import "fmt"
 // after this call a stopped VM's next boot sees what PVE's would. A
 // running real guest keeps the drive it booted with until its next
 // start, where PVE changes the medium at once (docs/emulator.md).
-func (q *qemuVMs) RegenerateVMCloudInit(auth Auth, node string, vmid int) error {
+func (q *vmConfig) RegenerateVMCloudInit(auth Auth, node string, vmid int) error {
 	q.stateMu.RLock()
 	err := q.nodes.checkNodeLocked(node)
 	if err == nil {

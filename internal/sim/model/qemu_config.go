@@ -28,9 +28,27 @@ var vmFastPlug = vmKeySet("description", "hookscript", "lock", "migrate_downtime
 // vmDeleteSplitRE splits delete's list (pve-configid-list).
 var vmDeleteSplitRE = regexp.MustCompile(`[,;\s]+`)
 
+// vmConfig reads and changes a VM's config and pending section
+// (qemu_config.go), regenerates its cloud-init drive
+// (qemu_cloudinit_update.go) and answers its status and the node's VM
+// list (qemu_status.go).
+type vmConfig struct {
+	vmParts
+	// drives (vmCreator) parses the drives a change sets and allocates
+	// their new volumes, as create does.
+	drives vmDriveMaker
+}
+
+// vmDriveMaker is what a config change needs of vmCreator: the drives
+// it sets parsed and checked, and each new volume allocated.
+type vmDriveMaker interface {
+	parseDrivesLocked(auth Auth, node string, conf map[string]string) ([]vmDrive, error)
+	makeDriveLocked(logf func(format string, args ...any), node string, vmid int, d vmDrive) (string, vmFill, error)
+}
+
 // VMConfig is GET config: with current the config alone, else with the
 // pending changes applied; and the digest of the whole file.
-func (q *qemuVMs) VMConfig(auth Auth, node string, vmid int, current bool) (map[string]string, string, error) {
+func (q *vmConfig) VMConfig(auth Auth, node string, vmid int, current bool) (map[string]string, string, error) {
 	q.stateMu.RLock()
 	defer q.stateMu.RUnlock()
 	vm, err := q.vmAuditLocked(auth, node, vmid)
@@ -56,7 +74,7 @@ const vmHiddenPassword = "**********"
 
 // VMPending is GET pending: every key of the config and of the pending
 // section, by key.
-func (q *qemuVMs) VMPending(auth Auth, node string, vmid int) ([]PendingEntry, error) {
+func (q *vmConfig) VMPending(auth Auth, node string, vmid int) ([]PendingEntry, error) {
 	q.stateMu.RLock()
 	defer q.stateMu.RUnlock()
 	vm, err := q.vmAuditLocked(auth, node, vmid)
@@ -103,7 +121,7 @@ func (q *qemuVMs) VMPending(auth Auth, node string, vmid int) ([]PendingEntry, e
 
 // UpdateVM is PUT config (sync) and POST config (async: a qmconfig
 // task, whose UPID it returns).
-func (q *qemuVMs) UpdateVM(auth Auth, node string, vmid int, params map[string]string, async bool) (string, error) {
+func (q *vmConfig) UpdateVM(auth Auth, node string, vmid int, params map[string]string, async bool) (string, error) {
 	if !async {
 		_, err := q.updateVM(auth, node, vmid, params)
 		return "", err
@@ -125,7 +143,7 @@ func (q *qemuVMs) UpdateVM(auth Auth, node string, vmid int, params map[string]s
 // updateVM is update_vm_api under the config flock; it returns the
 // lines a task logs (what allocating a disk prints), collected under
 // the State's lock and logged after it.
-func (q *qemuVMs) updateVM(auth Auth, node string, vmid int, params map[string]string) (lines []string, err error) {
+func (q *vmConfig) updateVM(auth Auth, node string, vmid int, params map[string]string) (lines []string, err error) {
 	release, err := q.vmLocks.acquire(q.ctx, vmid, configLockTimeout)
 	if err != nil {
 		return nil, err
@@ -142,7 +160,7 @@ func (q *qemuVMs) updateVM(auth Auth, node string, vmid int, params map[string]s
 	if err := q.checkUpdateLocked(auth, vm, params, set, del); err != nil {
 		return nil, err
 	}
-	drives, err := q.parseDrivesLocked(auth, node, set)
+	drives, err := q.drives.parseDrivesLocked(auth, node, set)
 	if err != nil {
 		return nil, err
 	}
@@ -160,7 +178,7 @@ func (q *qemuVMs) updateVM(auth Auth, node string, vmid int, params map[string]s
 		}
 		// A sync update fills the volume under the lock: an update's
 		// import is rare, and PUT answers only when it is done.
-		volid, fill, err := q.makeDriveLocked(logf, node, vmid, d)
+		volid, fill, err := q.drives.makeDriveLocked(logf, node, vmid, d)
 		if err == nil {
 			err = fill(logf)
 		}
@@ -176,7 +194,7 @@ func (q *qemuVMs) updateVM(auth Auth, node string, vmid int, params map[string]s
 		if vmNetKeyRE.MatchString(k) {
 			v = vmNetWithMAC(v)
 		}
-		q.setKeyLocked(vm, k, v)
+		vmSetKeyLocked(vm, k, v)
 	}
 	vmCleanupPending(vm)
 	return lines, q.changedLocked()
@@ -203,7 +221,7 @@ func vmSplitUpdate(params map[string]string) (set map[string]string, del, revert
 
 // checkUpdateLocked is update_vm_api's checks: a key both set and
 // deleted, skiplock, the lock, the digest, and each key's privilege.
-func (q *qemuVMs) checkUpdateLocked(auth Auth, vm *VM, params, set map[string]string, del []string) error {
+func (q *vmConfig) checkUpdateLocked(auth Auth, vm *VM, params, set map[string]string, del []string) error {
 	for _, k := range del {
 		if _, ok := set[k]; ok {
 			return ParamError(map[string]string{"delete": fmt.Sprintf("conflicting values for '%s'", k)})
@@ -237,9 +255,9 @@ func vmLiveKey(k string) bool {
 	return vmFastPlug[k] || vmIPCfgRE.MatchString(k) || vmNetKeyRE.MatchString(k) || vmDriveRE.MatchString(k) || strings.HasPrefix(k, "unused")
 }
 
-// setKeyLocked sets k: at once on a stopped VM or a live key, else
+// vmSetKeyLocked sets k: at once on a stopped VM or a live key, else
 // pending.
-func (q *qemuVMs) setKeyLocked(vm *VM, k, v string) {
+func vmSetKeyLocked(vm *VM, k, v string) {
 	if !vm.Running || vmLiveKey(k) {
 		vm.Config[k] = v
 		delete(vm.Pending, k)
@@ -255,7 +273,7 @@ func (q *qemuVMs) setKeyLocked(vm *VM, k, v string) {
 
 // deleteKeyLocked deletes k: a disk's volume becomes unusedN (a
 // cloud-init drive's is freed), as vmconfig_delete_or_detach_drive does.
-func (q *qemuVMs) deleteKeyLocked(vm *VM, k string, force bool) {
+func (q *vmConfig) deleteKeyLocked(vm *VM, k string, force bool) {
 	if vm.Running && !vmLiveKey(k) {
 		if vm.PendingDelete == nil {
 			vm.PendingDelete = map[string]bool{}

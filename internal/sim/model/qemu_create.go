@@ -13,8 +13,22 @@ import (
 // a config holding "lock: create", and returns the UPID of task
 // qmcreate, which allocates the disks and writes the real config.
 
+// vmCreator creates VMs (qemu_create.go), with their drives parsed and
+// checked (qemu_drive.go) and their disks allocated or imported
+// (qemu_disk.go, qemu_import.go); a config change and a clone use its
+// drive checks. A create with archive is vmRestorer's.
+type vmCreator struct {
+	vmParts
+	// power (vmPower) starts the new VM (start=1).
+	power vmStarter
+	// restorer (vmRestorer) is create_vm's restore branch.
+	restorer interface {
+		restoreVMLocked(auth Auth, node string, params map[string]string) (string, error)
+	}
+}
+
 // CreateVM is create_vm without archive (no restore).
-func (q *qemuVMs) CreateVM(auth Auth, node string, params map[string]string) (string, error) {
+func (q *vmCreator) CreateVM(auth Auth, node string, params map[string]string) (string, error) {
 	q.stateMu.Lock()
 	defer q.stateMu.Unlock()
 	st := q.state()
@@ -22,7 +36,7 @@ func (q *qemuVMs) CreateVM(auth Auth, node string, params map[string]string) (st
 		return "", err
 	}
 	if params["archive"] != "" {
-		return q.restoreVMLocked(auth, node, params)
+		return q.restorer.restoreVMLocked(auth, node, params)
 	}
 	vmid, err := strconv.Atoi(params["vmid"])
 	if err != nil {
@@ -63,7 +77,7 @@ func (q *qemuVMs) CreateVM(auth Auth, node string, params map[string]string) (st
 
 // checkCreatePermLocked is create_vm's checks before the drives: the
 // pool, VM.Allocate on the VM (or its pool), then each key's privilege.
-func (q *qemuVMs) checkCreatePermLocked(auth Auth, vmid int, pool string, conf map[string]string) error {
+func (q *vmCreator) checkCreatePermLocked(auth Auth, vmid int, pool string, conf map[string]string) error {
 	a := q.state().Access
 	if pool != "" {
 		if err := a.PoolExists(pool); err != nil {
@@ -82,7 +96,7 @@ func (q *qemuVMs) checkCreatePermLocked(auth Auth, vmid int, pool string, conf m
 // import copies hundreds of MB: the emulator keeps answering), then
 // write the config without the lock, with the MACs and the generated
 // keys; on a failure free what it made and drop the config.
-func (q *qemuVMs) createTask(w *Worker, auth Auth, node string, vmid int, conf map[string]string, drives []vmDrive, start bool) error {
+func (q *vmCreator) createTask(w *Worker, auth Auth, node string, vmid int, conf map[string]string, drives []vmDrive, start bool) error {
 	var made []string
 	var fills []vmFill
 	err := w.Do(func(st *State) error {
@@ -123,7 +137,7 @@ func (q *qemuVMs) createTask(w *Worker, auth Auth, node string, vmid int, conf m
 		return fmt.Errorf("unable to create VM %d - %w", vmid, err)
 	}
 	if start {
-		return q.startTask(w, node, vmid)
+		return q.power.startTask(w, node, vmid)
 	}
 	return nil
 }

@@ -6,12 +6,20 @@ import (
 	"strings"
 )
 
+// vmDestroyer destroys a VM and frees its volumes (qemu_destroy.go).
+type vmDestroyer struct {
+	vmParts
+	// bases (vmCloner) refuses to free a base volume a linked clone
+	// still uses.
+	bases interface{ baseInUseLocked(vm *VM) error }
+}
+
 // DestroyVM is DELETE /nodes/{node}/qemu/{vmid} (destroy_vm): refused
 // for a running VM; task qmdestroy frees every volume the config names
 // (disks, unusedN, the cloud-init drive, pending ones) and, with
 // destroy-unreferenced-disks (default 1), every other image the VM owns
 // on the node's storages; the VM leaves its ACLs and pool either way.
-func (q *qemuVMs) DestroyVM(auth Auth, node string, vmid int, params map[string]string) (string, error) {
+func (q *vmDestroyer) DestroyVM(auth Auth, node string, vmid int, params map[string]string) (string, error) {
 	q.stateMu.Lock()
 	defer q.stateMu.Unlock()
 	if err := q.nodes.checkNodeLocked(node); err != nil {
@@ -53,7 +61,7 @@ func (q *qemuVMs) DestroyVM(auth Auth, node string, vmid int, params map[string]
 }
 
 // destroyLocked frees the VM's volumes and drops its config.
-func (q *qemuVMs) destroyLocked(w *Worker, node string, vmid int, unreferenced, purge bool) error {
+func (q *vmDestroyer) destroyLocked(w *Worker, node string, vmid int, unreferenced, purge bool) error {
 	st := q.state()
 	vm, err := q.vmLocked(node, vmid)
 	if err != nil {
@@ -62,7 +70,7 @@ func (q *qemuVMs) destroyLocked(w *Worker, node string, vmid int, unreferenced, 
 	if vm.Running {
 		return Failf("VM %d is running - destroy failed\n", vmid)
 	}
-	if err := q.baseInUseLocked(vm); err != nil {
+	if err := q.bases.baseInUseLocked(vm); err != nil {
 		return err
 	}
 	seen := map[string]bool{}

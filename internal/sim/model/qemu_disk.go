@@ -19,7 +19,7 @@ type vmFill func(logf func(format string, args ...any)) error
 // makeDriveLocked allocates d's volume (new, imported or cloud-init)
 // and points d's file at it; it returns the new volid ("" for none) and
 // what writes its data.
-func (q *qemuVMs) makeDriveLocked(logf func(format string, args ...any), node string, vmid int, d vmDrive) (string, vmFill, error) {
+func (q *vmCreator) makeDriveLocked(logf func(format string, args ...any), node string, vmid int, d vmDrive) (string, vmFill, error) {
 	if d.sid == "" && d.importFrom == "" {
 		return "", nil, nil
 	}

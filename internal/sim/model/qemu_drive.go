@@ -30,7 +30,7 @@ type vmDrive struct {
 // a new disk needs Datastore.AllocateSpace on a storage with images, an
 // import source must be an 'images' or 'import' volume the caller may
 // read, an existing volume must exist.
-func (q *qemuVMs) parseDrivesLocked(auth Auth, node string, conf map[string]string) ([]vmDrive, error) {
+func (q *vmCreator) parseDrivesLocked(auth Auth, node string, conf map[string]string) ([]vmDrive, error) {
 	var out []vmDrive
 	for _, k := range slices.Sorted(maps.Keys(conf)) {
 		if !vmDriveRE.MatchString(k) {
@@ -45,7 +45,7 @@ func (q *qemuVMs) parseDrivesLocked(auth Auth, node string, conf map[string]stri
 	return out, nil
 }
 
-func (q *qemuVMs) parseDriveLocked(auth Auth, node, key, value string) (vmDrive, error) {
+func (q *vmCreator) parseDriveLocked(auth Auth, node, key, value string) (vmDrive, error) {
 	a := q.state().Access
 	props, err := ParseProp(value, "file")
 	if err != nil || props["file"] == "" {
@@ -87,7 +87,7 @@ func (q *qemuVMs) parseDriveLocked(auth Auth, node, key, value string) (vmDrive,
 
 // checkImagesStorageLocked: a new disk's storage must be enabled, hold
 // images, and let the caller allocate space.
-func (q *qemuVMs) checkImagesStorageLocked(auth Auth, node, sid string) error {
+func (q *vmCreator) checkImagesStorageLocked(auth Auth, node, sid string) error {
 	if err := q.state().Access.Check(auth, "/storage/"+sid, []string{"Datastore.AllocateSpace"}, false); err != nil {
 		return err
 	}
@@ -103,7 +103,7 @@ func (q *qemuVMs) checkImagesStorageLocked(auth Auth, node, sid string) error {
 
 // checkImportLocked checks an import-from source: an 'images' or
 // 'import' volume that exists and that the caller may read.
-func (q *qemuVMs) checkImportLocked(auth Auth, node, key, src string) error {
+func (q *vmCreator) checkImportLocked(auth Auth, node, key, src string) error {
 	st := q.state()
 	v := st.Volumes[st.volKey(node, src)]
 	if v == nil {

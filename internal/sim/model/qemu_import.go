@@ -12,7 +12,7 @@ import (
 // an import-from may name. The volume's data is a symbolic link to src
 // (the emulator's cached VM image, which no one writes). An existing
 // volume of that name is left as it is.
-func (q *qemuVMs) OfferImportVolume(sid, name, src string) error {
+func (q *vmCreator) OfferImportVolume(sid, name, src string) error {
 	fi, err := os.Stat(src)
 	if err != nil {
 		return fmt.Errorf("offer %s as an import volume: %w", src, err)

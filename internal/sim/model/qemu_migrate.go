@@ -31,8 +31,14 @@ type vmMigVolume struct {
 	volid, ref string
 }
 
+// vmMigrator migrates a stopped VM between nodes (qmigrate): it needs
+// no other VM part, only what every one holds.
+type vmMigrator struct {
+	vmParts
+}
+
 // MigrateVM is migrate_vm's checks and the qmigrate task.
-func (q *qemuVMs) MigrateVM(auth Auth, node string, vmid int, params map[string]string) (string, error) {
+func (q *vmMigrator) MigrateVM(auth Auth, node string, vmid int, params map[string]string) (string, error) {
 	q.stateMu.Lock()
 	defer q.stateMu.Unlock()
 	st := q.state()
@@ -81,7 +87,7 @@ func (q *qemuVMs) MigrateVM(auth Auth, node string, vmid int, params map[string]
 
 // migrateStorageCheckLocked is migrate_vm's targetstorage checks, or
 // check_storage_availability without one.
-func (q *qemuVMs) migrateStorageCheckLocked(auth Auth, vm *VM, m *vmMigration, targetstorage string) error {
+func (q *vmMigrator) migrateStorageCheckLocked(auth Auth, vm *VM, m *vmMigration, targetstorage string) error {
 	st := q.state()
 	if targetstorage == "" {
 		for _, d := range q.vmVolumeDrivesOrCloudInitLocked(vm.Node, vm.Config) {
@@ -117,7 +123,7 @@ func (q *qemuVMs) migrateStorageCheckLocked(auth Auth, vm *VM, m *vmMigration, t
 }
 
 // log is QemuMigrate's log: each line after its timestamp.
-func (m *vmMigration) log(q *qemuVMs, format string, args ...any) {
+func (m *vmMigration) log(q *vmMigrator, format string, args ...any) {
 	ts := q.clock().Format(migrateLogTime)
 	for _, line := range strings.Split(strings.TrimRight(fmt.Sprintf(format, args...), "\n"), "\n") {
 		m.w.logLocked("%s %s", ts, line)
@@ -125,7 +131,7 @@ func (m *vmMigration) log(q *qemuVMs, format string, args ...any) {
 }
 
 // duration is the migration's HH:MM:SS so far.
-func (m *vmMigration) duration(q *qemuVMs) string {
+func (m *vmMigration) duration(q *vmMigrator) string {
 	d := max(q.clock().Unix()-m.started, 0)
 	return fmt.Sprintf("%02d:%02d:%02d", d/3600, d/60%60, d%60)
 }
@@ -133,7 +139,7 @@ func (m *vmMigration) duration(q *qemuVMs) string {
 // migrateRun is QemuMigrate's phases for a stopped VM: prepare and scan
 // (phase 1), copy the local disks, then move the config and free the
 // source (phase 3); a failure before the config moves undoes the copies.
-func (q *qemuVMs) migrateRun(m *vmMigration) error {
+func (q *vmMigrator) migrateRun(m *vmMigration) error {
 	err := m.w.Do(func(st *State) error { return q.migratePrepareLocked(m) })
 	if err == nil {
 		for _, mv := range m.volumes {
@@ -152,7 +158,7 @@ func (q *qemuVMs) migrateRun(m *vmMigration) error {
 // migratePrepareLocked locks the VM and lists its local volumes: the
 // disks, the unused ones and those its snapshots name. A local volume
 // with snapshots cannot move (storage_migrate exports no LVM snapshot).
-func (q *qemuVMs) migratePrepareLocked(m *vmMigration) error {
+func (q *vmMigrator) migratePrepareLocked(m *vmMigration) error {
 	st := q.state()
 	vm, err := q.vmLocked(m.node, m.vmid)
 	if err != nil {
@@ -210,7 +216,7 @@ func (q *qemuVMs) migratePrepareLocked(m *vmMigration) error {
 // migrateCopyLocked is storage_migrate of one volume: the same name on
 // the target storage (the next free one if taken, except the cloud-init
 // drive's); it returns the copy of the data.
-func (q *qemuVMs) migrateCopyLocked(m *vmMigration, mv vmMigVolume) (vmCopyJob, error) {
+func (q *vmMigrator) migrateCopyLocked(m *vmMigration, mv vmMigVolume) (vmCopyJob, error) {
 	st := q.state()
 	src := st.Volumes[st.volKey(m.node, mv.volid)]
 	tsid := m.smap.mapID(src.Storage)
@@ -250,7 +256,7 @@ func (q *qemuVMs) migrateCopyLocked(m *vmMigration, mv vmMigVolume) (vmCopyJob, 
 
 // migrateCopy copies one local volume: the target volume made under the
 // State's lock, the data copied outside it.
-func (q *qemuVMs) migrateCopy(m *vmMigration, mv vmMigVolume) error {
+func (q *vmMigrator) migrateCopy(m *vmMigration, mv vmMigVolume) error {
 	var job vmCopyJob
 	err := m.w.Do(func(st *State) error {
 		var err error
@@ -280,7 +286,7 @@ func vmVolName(s *Storage, vmid int, file string) string {
 }
 
 // migrateAbortLocked frees the copies made so far and unlocks the VM.
-func (q *qemuVMs) migrateAbortLocked(m *vmMigration, err error) {
+func (q *vmMigrator) migrateAbortLocked(m *vmMigration, err error) {
 	m.log(q, "aborting phase 1 - cleanup resources")
 	for _, volid := range m.volmap {
 		q.storage.freeVolumeLocked(m.target, volid)
@@ -294,7 +300,7 @@ func (q *qemuVMs) migrateAbortLocked(m *vmMigration, err error) {
 
 // migrateFinishLocked is phase 3: the config moves to the target with
 // the new volume IDs, the source's volumes go, the lock goes.
-func (q *qemuVMs) migrateFinishLocked(m *vmMigration) error {
+func (q *vmMigrator) migrateFinishLocked(m *vmMigration) error {
 	st := q.state()
 	vm := st.VMs[m.vmid]
 	rename := func(conf map[string]string) {
@@ -348,7 +354,7 @@ type VMLocalDisk struct {
 
 // VMMigratePrecondition answers GET migrate: whether the VM runs, the
 // nodes where every storage it uses is available, and its local disks.
-func (q *qemuVMs) VMMigratePrecondition(node string, vmid int) (VMMigratePrecondition, error) {
+func (q *vmMigrator) VMMigratePrecondition(node string, vmid int) (VMMigratePrecondition, error) {
 	q.stateMu.RLock()
 	defer q.stateMu.RUnlock()
 	st := q.state()

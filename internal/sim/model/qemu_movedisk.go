@@ -28,7 +28,7 @@ type vmMove struct {
 }
 
 // MoveVMDisk is move_vm_disk's checks and its task.
-func (q *qemuVMs) MoveVMDisk(auth Auth, node string, vmid int, params map[string]string) (string, error) {
+func (q *vmDisks) MoveVMDisk(auth Auth, node string, vmid int, params map[string]string) (string, error) {
 	q.stateMu.Lock()
 	defer q.stateMu.Unlock()
 	if err := q.nodes.checkNodeLocked(node); err != nil {
@@ -68,7 +68,7 @@ func (q *qemuVMs) MoveVMDisk(auth Auth, node string, vmid int, params map[string
 }
 
 // moveCheckLocked is load_and_check_move.
-func (q *qemuVMs) moveCheckLocked(m vmMove) (*VM, PropString, error) {
+func (q *vmDisks) moveCheckLocked(m vmMove) (*VM, PropString, error) {
 	vm, err := q.vmLocked(m.node, m.vmid)
 	if err != nil {
 		return nil, nil, err
@@ -115,7 +115,7 @@ func (q *qemuVMs) moveCheckLocked(m vmMove) (*VM, PropString, error) {
 
 // volumeInUseLocked is is_volume_in_use: another drive of the config,
 // or any drive of a snapshot, names volid.
-func (q *qemuVMs) volumeInUseLocked(vm *VM, skip, volid string) bool {
+func (q *vmDisks) volumeInUseLocked(vm *VM, skip, volid string) bool {
 	for _, d := range q.vmVolumeDrivesLocked(vm.Node, vm.Config) {
 		if d.key != skip && d.drive["file"] == volid {
 			return true
@@ -135,7 +135,7 @@ func (q *qemuVMs) volumeInUseLocked(vm *VM, skip, volid string) bool {
 // storage (made under the State's lock, filled outside it), then point
 // the drive at it, keep the old one as unusedN or free it; a template's
 // moved disk becomes a base volume again.
-func (q *qemuVMs) moveToStorage(w *Worker, m vmMove) error {
+func (q *vmDisks) moveToStorage(w *Worker, m vmMove) error {
 	var job vmCopyJob
 	var newVolid string
 	err := w.Do(func(st *State) error {
@@ -156,7 +156,7 @@ func (q *qemuVMs) moveToStorage(w *Worker, m vmMove) error {
 
 // moveAllocLocked checks the move again, logs it and makes the new
 // volume; it returns the volume and the copy of the data.
-func (q *qemuVMs) moveAllocLocked(w *Worker, m vmMove) (string, vmCopyJob, error) {
+func (q *vmDisks) moveAllocLocked(w *Worker, m vmMove) (string, vmCopyJob, error) {
 	_, drive, err := q.moveCheckLocked(m)
 	if err != nil {
 		return "", vmCopyJob{}, err
@@ -193,7 +193,7 @@ func (q *qemuVMs) moveAllocLocked(w *Worker, m vmMove) (string, vmCopyJob, error
 
 // moveFinishLocked points the drive at the new volume and keeps or
 // frees the old one.
-func (q *qemuVMs) moveFinishLocked(w *Worker, m vmMove, newVolid string) error {
+func (q *vmDisks) moveFinishLocked(w *Worker, m vmMove, newVolid string) error {
 	vm, err := q.vmLocked(m.node, m.vmid)
 	if err != nil {
 		return err
@@ -206,10 +206,10 @@ func (q *qemuVMs) moveFinishLocked(w *Worker, m vmMove, newVolid string) error {
 	drive["file"] = newVolid
 	vm.Config[m.disk] = drive.Print("file")
 	if !m.delete {
-		w.logLocked("adding source volume '%s' as '%s' to config", oldVolid, q.addUnusedLocked(vm, oldVolid))
+		w.logLocked("adding source volume '%s' as '%s' to config", oldVolid, vmAddUnusedLocked(vm, oldVolid))
 	}
 	if isTrue(vm.Config["template"]) {
-		if err := q.templateCreateLocked(w, m.node, m.vmid, m.disk); err != nil {
+		if err := q.templates.templateCreateLocked(w, m.node, m.vmid, m.disk); err != nil {
 			return err
 		}
 	}

@@ -16,8 +16,20 @@ import (
 // (qemu_runtime.go) boots or ends the guest outside the State's lock,
 // as a QEMU process starts outside pmxcfs.
 
+// vmPower starts, stops, shuts down and reboots VMs, and passes guest
+// agent commands to a running one (qemu_agent.go). A VM's restore,
+// rollback, backup and create start or stop it through startTask and
+// stopTask.
+type vmPower struct {
+	vmParts
+	version string // an agent command's privileges: 8's VM.Monitor, 9's VM.GuestAgent.*
+	// admit is memory admission (admission.go), the Cluster's own: it
+	// counts the running CTs and VMs of the node.
+	admit func(w *Worker, node, kind string, vmid int, need int64) error
+}
+
 // vmPowerLocked is what the four calls check before their task.
-func (q *qemuVMs) vmPowerLocked(auth Auth, node string, vmid int, params map[string]string) (*VM, error) {
+func (q *vmPower) vmPowerLocked(auth Auth, node string, vmid int, params map[string]string) (*VM, error) {
 	if err := q.nodes.checkNodeLocked(node); err != nil {
 		return nil, err
 	}
@@ -40,7 +52,7 @@ func (q *qemuVMs) vmPowerLocked(auth Auth, node string, vmid int, params map[str
 }
 
 // StartVM is vm_start.
-func (q *qemuVMs) StartVM(auth Auth, node string, vmid int, params map[string]string) (string, error) {
+func (q *vmPower) StartVM(auth Auth, node string, vmid int, params map[string]string) (string, error) {
 	return q.powerTask(auth, node, vmid, params, "qmstart", false, func(w *Worker) error {
 		return q.startTask(w, node, vmid)
 	})
@@ -48,7 +60,7 @@ func (q *qemuVMs) StartVM(auth Auth, node string, vmid int, params map[string]st
 
 // startTask boots VM vmid: pending changes apply, memory admission,
 // then the runtime's start; the VM is recorded running with its PID.
-func (q *qemuVMs) startTask(w *Worker, node string, vmid int) error {
+func (q *vmPower) startTask(w *Worker, node string, vmid int) error {
 	release, err := q.vmLocks.acquire(w.ctx, vmid, configLockTimeout)
 	if err != nil {
 		return err
@@ -93,7 +105,7 @@ func (q *qemuVMs) startTask(w *Worker, node string, vmid int) error {
 }
 
 // startSpecLocked is what the runtime needs of vm's config to boot it.
-func (q *qemuVMs) startSpecLocked(vm *VM) (VMStartSpec, error) {
+func (q *vmPower) startSpecLocked(vm *VM) (VMStartSpec, error) {
 	conf := vm.Config
 	spec := VMStartSpec{VMID: vm.VMID, Name: conf["name"], MemoryMiB: int(vmMaxMem(conf) / mib), Agent: vmAgentEnabled(conf)}
 	spec.Cores, _ = strconv.Atoi(conf["cores"])
@@ -137,7 +149,7 @@ func (q *qemuVMs) startSpecLocked(vm *VM) (VMStartSpec, error) {
 }
 
 // StopVM is vm_stop: the guest ends at once.
-func (q *qemuVMs) StopVM(auth Auth, node string, vmid int, params map[string]string) (string, error) {
+func (q *vmPower) StopVM(auth Auth, node string, vmid int, params map[string]string) (string, error) {
 	return q.powerTask(auth, node, vmid, params, "qmstop", false, func(w *Worker) error {
 		return q.stopTask(w, node, vmid, q.vmRuntime().Stop)
 	})
@@ -145,7 +157,7 @@ func (q *qemuVMs) StopVM(auth Auth, node string, vmid int, params map[string]str
 
 // stopTask ends the guest with end (unless it is not running) and
 // records the VM stopped, its pending changes applied.
-func (q *qemuVMs) stopTask(w *Worker, node string, vmid int, end func(vmid int) error) error {
+func (q *vmPower) stopTask(w *Worker, node string, vmid int, end func(vmid int) error) error {
 	release, err := q.vmLocks.acquire(w.ctx, vmid, configLockTimeout)
 	if err != nil {
 		return err
@@ -168,7 +180,7 @@ func (q *qemuVMs) stopTask(w *Worker, node string, vmid int, end func(vmid int) 
 
 // ShutdownVM is vm_shutdown: the guest is asked to power off (ACPI, or
 // the agent); after timeout (default 180 s) forceStop (default 1) stops it.
-func (q *qemuVMs) ShutdownVM(auth Auth, node string, vmid int, params map[string]string) (string, error) {
+func (q *vmPower) ShutdownVM(auth Auth, node string, vmid int, params map[string]string) (string, error) {
 	timeout := 180 * time.Second
 	if t, err := strconv.Atoi(params["timeout"]); err == nil {
 		timeout = time.Duration(t) * time.Second
@@ -192,7 +204,7 @@ func (q *qemuVMs) ShutdownVM(auth Auth, node string, vmid int, params map[string
 
 // RebootVM is vm_reboot: a shutdown, then a start that applies the
 // pending changes.
-func (q *qemuVMs) RebootVM(auth Auth, node string, vmid int, params map[string]string) (string, error) {
+func (q *vmPower) RebootVM(auth Auth, node string, vmid int, params map[string]string) (string, error) {
 	rt := q.vmRuntime()
 	return q.powerTask(auth, node, vmid, params, "qmreboot", true, func(w *Worker) error {
 		err := q.stopTask(w, node, vmid, func(vmid int) error {
@@ -211,7 +223,7 @@ func (q *qemuVMs) RebootVM(auth Auth, node string, vmid int, params map[string]s
 // powerTask is the prologue every power verb shares: under the State's
 // lock, the VM's checks (vmPowerLocked: its node, the privilege, its
 // lock) and, for shutdown and reboot, that it runs; then work as task typ.
-func (q *qemuVMs) powerTask(auth Auth, node string, vmid int, params map[string]string, typ string, mustRun bool, work func(w *Worker) error) (string, error) {
+func (q *vmPower) powerTask(auth Auth, node string, vmid int, params map[string]string, typ string, mustRun bool, work func(w *Worker) error) (string, error) {
 	q.stateMu.Lock()
 	defer q.stateMu.Unlock()
 	vm, err := q.vmPowerLocked(auth, node, vmid, params)

@@ -12,7 +12,7 @@ import (
 // unless the disk is unusedN; a disk a snapshot names cannot go.
 
 // reassignLocked is move_vm_disk's target-vmid branch before the task.
-func (q *qemuVMs) reassignLocked(m vmMove) (string, error) {
+func (q *vmDisks) reassignLocked(m vmMove) (string, error) {
 	a := q.state().Access
 	if !m.auth.IsRoot() {
 		if err := a.Check(m.auth, fmt.Sprintf("/vms/%d", m.target), []string{"VM.Config.Disk"}, false); err != nil {
@@ -47,7 +47,7 @@ func (q *qemuVMs) reassignLocked(m vmMove) (string, error) {
 }
 
 // reassignCheckLocked is load_and_check_reassign_configs.
-func (q *qemuVMs) reassignCheckLocked(m vmMove) (src, dst *VM, drive PropString, err error) {
+func (q *vmDisks) reassignCheckLocked(m vmMove) (src, dst *VM, drive PropString, err error) {
 	st := q.state()
 	if src = st.VMs[m.vmid]; src == nil {
 		return nil, nil, nil, Failf("could not find VM %d\n", m.vmid)
@@ -89,7 +89,7 @@ func (q *qemuVMs) reassignCheckLocked(m vmMove) (src, dst *VM, drive PropString,
 }
 
 // reassignVolumeCheckLocked is the checks on the volume itself.
-func (q *qemuVMs) reassignVolumeCheckLocked(m vmMove, src *VM, drive PropString) error {
+func (q *vmDisks) reassignVolumeCheckLocked(m vmMove, src *VM, drive PropString) error {
 	volid := drive["file"]
 	if vmDriveIsCdrom(drive) && !strings.Contains(volid, "-cloudinit") {
 		return Failf("CD drive contents can't be moved to another VM\n")
@@ -111,7 +111,7 @@ func (q *qemuVMs) reassignVolumeCheckLocked(m vmMove, src *VM, drive PropString)
 
 // reassignDoLocked is disk_reassignfn under both flocks: rename, drop
 // the disk from the source (and its boot order), add it to the target.
-func (q *qemuVMs) reassignDoLocked(w *Worker, m vmMove) error {
+func (q *vmDisks) reassignDoLocked(w *Worker, m vmMove) error {
 	src, dst, drive, err := q.reassignCheckLocked(m)
 	if err != nil {
 		return err
@@ -138,7 +138,7 @@ func (q *qemuVMs) reassignDoLocked(w *Worker, m vmMove) error {
 	if ctKeyIs(m.targetDisk, "unused") || !dst.Running {
 		dst.Config[m.targetDisk] = value
 	} else {
-		q.setKeyLocked(dst, m.targetDisk, value)
+		vmSetKeyLocked(dst, m.targetDisk, value)
 	}
 	q.journal.markCore()
 	return nil

@@ -14,8 +14,23 @@ import (
 // UPID and every check but the schema's runs inside the task, under the
 // config flock: a refused resize is a failed task, not an HTTP error.
 
+// vmDisks grows, moves and reassigns a VM's disks (qemu_resize.go,
+// qemu_movedisk.go, qemu_reassign.go).
+type vmDisks struct {
+	vmParts
+	// templates (vmCloner) makes a template's moved disk a base.
+	templates interface {
+		templateCreateLocked(w *Worker, node string, vmid int, disk string) error
+	}
+	// renames is rename_volume (as a CT's reassign).
+	renames interface {
+		canRenameLocked(node, volid string) bool
+		renameVolumeLocked(node, volid string, target int) (string, []string, error)
+	}
+}
+
 // ResizeVM is resize_vm.
-func (q *qemuVMs) ResizeVM(auth Auth, node string, vmid int, params map[string]string) (string, error) {
+func (q *vmDisks) ResizeVM(auth Auth, node string, vmid int, params map[string]string) (string, error) {
 	q.stateMu.Lock()
 	defer q.stateMu.Unlock()
 	if err := q.nodes.checkNodeLocked(node); err != nil {
@@ -41,7 +56,7 @@ func (q *qemuVMs) ResizeVM(auth Auth, node string, vmid int, params map[string]s
 
 // resizeLocked is resize_vm's updatefn: the digest, the lock, the
 // drive, Datastore.AllocateSpace on its storage, then grow-only.
-func (q *qemuVMs) resizeLocked(w *Worker, auth Auth, node string, vmid int, params map[string]string) error {
+func (q *vmDisks) resizeLocked(w *Worker, auth Auth, node string, vmid int, params map[string]string) error {
 	vm, err := q.vmLocked(node, vmid)
 	if err != nil {
 		return err
@@ -112,7 +127,7 @@ const vmResizeDieLine = 6032
 
 // growVolumeLocked grows v's data file and writes the new size into the
 // drive, logging what lvresize or qemu-img prints.
-func (q *qemuVMs) growVolumeLocked(w *Worker, vm *VM, disk string, drive PropString, v *Volume, newSize int64) error {
+func (q *vmDisks) growVolumeLocked(w *Worker, vm *VM, disk string, drive PropString, v *Volume, newSize int64) error {
 	st := q.state()
 	s := st.storage(v.Storage)
 	old := v.Size

@@ -37,8 +37,22 @@ type vmRestoreSpec struct {
 // vmRestoreExtracted are create_vm's parameters that are not config.
 var vmRestoreExtracted = []string{"vmid", "archive", "pool", "start", "unique", "force", "storage", "live-restore", "bwlimit", "ha-managed", "import-working-storage"}
 
+// vmRestorer restores a VM from a vzdump backup (create_vm with
+// archive, task qmrestore: qemu_restore*.go).
+type vmRestorer struct {
+	vmParts
+	// volumes (ctConfig) is check_volume_access (the archive) and
+	// check_bridge_access (a restored NIC's bridge).
+	volumes interface {
+		ctCheckVolumeAccessLocked(auth Auth, vmid int, volid, typ string) error
+		ctCheckBridgeAccessLocked(auth Auth, value string) error
+	}
+	// power (vmPower) starts the restored VM (start=1).
+	power vmStarter
+}
+
 // restoreVMLocked is create_vm with archive (the State's lock held).
-func (q *qemuVMs) restoreVMLocked(auth Auth, node string, params map[string]string) (string, error) {
+func (q *vmRestorer) restoreVMLocked(auth Auth, node string, params map[string]string) (string, error) {
 	spec, err := q.restoreCheckLocked(auth, node, params)
 	if err != nil {
 		return "", err
@@ -78,7 +92,7 @@ func (q *qemuVMs) restoreVMLocked(auth Auth, node string, params map[string]stri
 // VM.Backup to overwrite an existing VM with force), no drive options,
 // the caller's access to the archive, which must exist, then the
 // override options' privileges; new NICs get their MACs.
-func (q *qemuVMs) restoreCheckLocked(auth Auth, node string, params map[string]string) (vmRestoreSpec, error) {
+func (q *vmRestorer) restoreCheckLocked(auth Auth, node string, params map[string]string) (vmRestoreSpec, error) {
 	st := q.state()
 	a := st.Access
 	vmid, err := strconv.Atoi(params["vmid"])
@@ -136,7 +150,7 @@ func (q *qemuVMs) restoreCheckLocked(auth Auth, node string, params map[string]s
 
 // restoreArchiveLocked is check_volume_access for the archive ('backup'
 // content) and classify_restore_archive's file: it must exist.
-func (q *qemuVMs) restoreArchiveLocked(auth Auth, spec *vmRestoreSpec) error {
+func (q *vmRestorer) restoreArchiveLocked(auth Auth, spec *vmRestoreSpec) error {
 	if err := q.volumes.ctCheckVolumeAccessLocked(auth, spec.vmid, spec.archive, "backup"); err != nil {
 		return err
 	}
@@ -153,7 +167,7 @@ func (q *qemuVMs) restoreArchiveLocked(auth Auth, spec *vmRestoreSpec) error {
 
 // restoreBridgesLocked is check_bridge_access over conf's NICs (the
 // override options, then check_restore_permissions' merged config).
-func (q *qemuVMs) restoreBridgesLocked(auth Auth, conf map[string]string) error {
+func (q *vmRestorer) restoreBridgesLocked(auth Auth, conf map[string]string) error {
 	if auth.IsRoot() {
 		return nil
 	}

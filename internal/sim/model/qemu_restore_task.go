@@ -32,7 +32,7 @@ var vmHintDriveRE = regexp.MustCompile(`^(?:ide|sata|scsi)\d+$`)
 // restoreTask runs the restore under the VM's config flock; a failure
 // leaves the VM's config unlocked, as PVE's does ("state is NOT cleaned
 // up"). With start the VM boots after.
-func (q *qemuVMs) restoreTask(w *Worker, spec vmRestoreSpec) error {
+func (q *vmRestorer) restoreTask(w *Worker, spec vmRestoreSpec) error {
 	emsg := fmt.Sprintf("unable to restore VM %d -", spec.vmid)
 	restored, err := q.restoreLocked(w, spec, emsg)
 	if err != nil {
@@ -50,7 +50,7 @@ func (q *qemuVMs) restoreTask(w *Worker, spec vmRestoreSpec) error {
 		return err
 	}
 	if spec.start {
-		return q.startTask(w, spec.node, spec.vmid)
+		return q.power.startTask(w, spec.node, spec.vmid)
 	}
 	return nil
 }
@@ -59,7 +59,7 @@ func (q *qemuVMs) restoreTask(w *Worker, spec vmRestoreSpec) error {
 // the VM (protection, running), the archive's config and devices, the
 // volumes, their data, then the config. It reports whether the data was
 // restored.
-func (q *qemuVMs) restoreLocked(w *Worker, spec vmRestoreSpec, emsg string) (bool, error) {
+func (q *vmRestorer) restoreLocked(w *Worker, spec vmRestoreSpec, emsg string) (bool, error) {
 	release, err := q.vmLocks.acquire(w.ctx, spec.vmid, configLockTimeout)
 	if err != nil {
 		return false, err
@@ -123,7 +123,7 @@ func vmaRestoreCommand(archive string, w *Worker) string {
 // what vma extract prints of its header, and parse_backup_hints' devices
 // with their target storage (checked: images content, the caller's
 // Datastore.AllocateSpace).
-func (q *qemuVMs) restoreReadArchive(w *Worker, spec vmRestoreSpec) (string, []*vmRestoreDev, error) {
+func (q *vmRestorer) restoreReadArchive(w *Worker, spec vmRestoreSpec) (string, []*vmRestoreDev, error) {
 	sizes := map[string]vmaEntry{}
 	var names []string
 	text, err := readVMArchive(spec.path, func(e vmaEntry, _ io.Reader) error {
@@ -165,7 +165,7 @@ func (q *qemuVMs) restoreReadArchive(w *Worker, spec vmRestoreSpec) (string, []*
 
 // restoreHintLocked is parse_backup_hints for one config line: a
 // #qmdump#map device or a cloud-init drive (nil for any other line).
-func (q *qemuVMs) restoreHintLocked(spec vmRestoreSpec, line string, sizes map[string]vmaEntry) (*vmRestoreDev, error) {
+func (q *vmRestorer) restoreHintLocked(spec vmRestoreSpec, line string, sizes map[string]vmaEntry) (*vmRestoreDev, error) {
 	var d *vmRestoreDev
 	if m := vmQmdumpMapRE.FindStringSubmatch(line); m != nil {
 		e, ok := sizes[m[2]]
@@ -211,7 +211,7 @@ func (q *qemuVMs) restoreHintLocked(spec vmRestoreSpec, line string, sizes map[s
 }
 
 // restoreFree is restore_destroy_volumes: the volumes made so far go.
-func (q *qemuVMs) restoreFree(w *Worker, spec vmRestoreSpec, devs []*vmRestoreDev) {
+func (q *vmRestorer) restoreFree(w *Worker, spec vmRestoreSpec, devs []*vmRestoreDev) {
 	w.cleanup(func(st *State) {
 		for _, d := range devs {
 			if d.volid == "" {

@@ -19,7 +19,7 @@ var vmRestoreDriveRE = regexp.MustCompile(`^((?:ide|scsi|virtio|sata|efidisk|tpm
 
 // restoreAllocate frees the disks of an overwritten VM that the archive
 // brings back (the others become unused), then allocates each device.
-func (q *qemuVMs) restoreAllocate(w *Worker, spec vmRestoreSpec, old map[string]string, devs []*vmRestoreDev) error {
+func (q *vmRestorer) restoreAllocate(w *Worker, spec vmRestoreSpec, old map[string]string, devs []*vmRestoreDev) error {
 	byKey := map[string]bool{}
 	for _, d := range devs {
 		byKey[d.virtdev] = true
@@ -53,7 +53,7 @@ func (q *qemuVMs) restoreAllocate(w *Worker, spec vmRestoreSpec, old map[string]
 
 // restoreAllocOneLocked allocates device d (its size rounded up to KiB)
 // and logs its volume and, for a disk, where vma writes it.
-func (q *qemuVMs) restoreAllocOneLocked(w *Worker, spec vmRestoreSpec, d *vmRestoreDev) error {
+func (q *vmRestorer) restoreAllocOneLocked(w *Worker, spec vmRestoreSpec, d *vmRestoreDev) error {
 	s, err := q.storage.storageCheckEnabledLocked(d.storage, spec.node)
 	if err != nil {
 		return err
@@ -87,7 +87,7 @@ func (q *qemuVMs) restoreAllocOneLocked(w *Worker, spec vmRestoreSpec, d *vmRest
 // restoreData writes the devices' data from the archive (the cloud-init
 // drive is made empty: qemu-server regenerates it at start) and logs
 // vma's totals.
-func (q *qemuVMs) restoreData(w *Worker, spec vmRestoreSpec, devs []*vmRestoreDev) error {
+func (q *vmRestorer) restoreData(w *Worker, spec vmRestoreSpec, devs []*vmRestoreDev) error {
 	byName := map[string]*vmRestoreDev{}
 	var total int64
 	for _, d := range devs {
@@ -126,7 +126,7 @@ func (q *qemuVMs) restoreData(w *Worker, spec vmRestoreSpec, devs []*vmRestoreDe
 // restore_update_config_line makes it, the override options on top;
 // volumes of the VM the config does not name become unusedN (rescan),
 // and the VM joins the pool.
-func (q *qemuVMs) restoreConfig(w *Worker, spec vmRestoreSpec, text string, devs []*vmRestoreDev) error {
+func (q *vmRestorer) restoreConfig(w *Worker, spec vmRestoreSpec, text string, devs []*vmRestoreDev) error {
 	volOf := map[string]string{}
 	for _, d := range devs {
 		volOf[d.virtdev] = d.volid
@@ -154,7 +154,7 @@ func (q *qemuVMs) restoreConfig(w *Worker, spec vmRestoreSpec, text string, devs
 
 // restoreRescanLocked is rescan's update_disk_config: every image of
 // the VM on its node that the config does not name becomes unusedN.
-func (q *qemuVMs) restoreRescanLocked(vm *VM) {
+func (q *vmRestorer) restoreRescanLocked(vm *VM) {
 	st := q.state()
 	named := map[string]bool{}
 	for k, v := range vm.Config {

@@ -10,7 +10,7 @@ import (
 // AbstractConfig snapshot_rollback): task qmrollback stops a running VM,
 // brings each disk back to the snapshot, makes the snapshot's section
 // the config (parent the snapshot) and, with start, starts the VM.
-func (q *qemuVMs) RollbackVM(auth Auth, node string, vmid int, name string, params map[string]string) (string, error) {
+func (q *vmSnapshots) RollbackVM(auth Auth, node string, vmid int, name string, params map[string]string) (string, error) {
 	q.stateMu.Lock()
 	defer q.stateMu.Unlock()
 	if err := q.nodes.checkNodeLocked(node); err != nil {
@@ -31,7 +31,7 @@ func (q *qemuVMs) RollbackVM(auth Auth, node string, vmid int, name string, para
 			return err
 		}
 		if start {
-			return q.startTask(w, node, vmid)
+			return q.power.startTask(w, node, vmid)
 		}
 		return nil
 	}), nil
@@ -40,7 +40,7 @@ func (q *qemuVMs) RollbackVM(auth Auth, node string, vmid int, name string, para
 // rollbackTask is snapshot_rollback under the config flock: prepare
 // (checks, lock "rollback"), stop the VM if it runs, then the disks and
 // the config.
-func (q *qemuVMs) rollbackTask(w *Worker, node string, vmid int, name string) error {
+func (q *vmSnapshots) rollbackTask(w *Worker, node string, vmid int, name string) error {
 	release, err := q.vmLocks.acquire(w.ctx, vmid, configLockTimeout)
 	if err != nil {
 		return err
@@ -97,7 +97,7 @@ func (q *qemuVMs) rollbackTask(w *Worker, node string, vmid int, name string) er
 // rollbackDisksLocked marks the VM stopped and returns the copies that
 // bring each disk of the snapshot back, logging what lvremove and
 // lvcreate print.
-func (q *qemuVMs) rollbackDisksLocked(w *Worker, node string, vmid int, name string) ([]vmCopyJob, error) {
+func (q *vmSnapshots) rollbackDisksLocked(w *Worker, node string, vmid int, name string) ([]vmCopyJob, error) {
 	vm, err := q.vmLocked(node, vmid)
 	if err != nil {
 		return nil, err
@@ -122,7 +122,7 @@ func (q *qemuVMs) rollbackDisksLocked(w *Worker, node string, vmid int, name str
 // rollbackLocked applies the snapshot's config (__snapshot_apply_config):
 // the current config's unused volumes stay, and a disk the snapshot does
 // not name becomes unused.
-func (q *qemuVMs) rollbackLocked(node string, vmid int, name string) error {
+func (q *vmSnapshots) rollbackLocked(node string, vmid int, name string) error {
 	vm, err := q.vmLocked(node, vmid)
 	if err != nil {
 		return err
@@ -138,12 +138,12 @@ func (q *qemuVMs) rollbackLocked(node string, vmid int, name string) error {
 	vm.Config = conf
 	for k, v := range old {
 		if ctKeyIs(k, "unused") {
-			q.addUnusedLocked(vm, v)
+			vmAddUnusedLocked(vm, v)
 		}
 	}
 	for _, d := range q.vmVolumeDrivesLocked(node, old) {
 		if !kept[d.drive["file"]] {
-			q.addUnusedLocked(vm, d.drive["file"])
+			vmAddUnusedLocked(vm, d.drive["file"])
 		}
 	}
 	vm.Config["parent"] = name
@@ -152,9 +152,9 @@ func (q *qemuVMs) rollbackLocked(node string, vmid int, name string) error {
 	return nil
 }
 
-// addUnusedLocked is add_unused_volume: volid as the first free unusedN
+// vmAddUnusedLocked is add_unused_volume: volid as the first free unusedN
 // unless the config names it already; it returns the key.
-func (q *qemuVMs) addUnusedLocked(vm *VM, volid string) string {
+func vmAddUnusedLocked(vm *VM, volid string) string {
 	for k, v := range maps.All(vm.Config) {
 		if ctKeyIs(k, "unused") && v == volid {
 			return k

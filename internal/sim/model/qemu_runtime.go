@@ -1,6 +1,9 @@
 package model
 
-import "time"
+import (
+	"sync"
+	"time"
+)
 
 // VMRuntime runs the VMs' guests. internal/sim sets one (SetVMRuntime):
 // real QEMU guests through sim/vmrun when the emulator runs real guests
@@ -60,19 +63,27 @@ func (r *stateOnlyVMRuntime) Agent(int, string) (any, error) {
 	return nil, Failf("QEMU guest agent is not running\n")
 }
 
+// vmRuntimeHook holds the VMs' runtime: Cluster embeds it, so that
+// SetVMRuntime is the Cluster's, and every VM part reaches it through
+// vmParts.
+type vmRuntimeHook struct {
+	mu      sync.Mutex
+	runtime VMRuntime // SetVMRuntime; nil: stateOnlyVMRuntime
+}
+
 // SetVMRuntime installs the VMs' runtime (nil: state only).
-func (q *qemuVMs) SetVMRuntime(rt VMRuntime) {
-	q.rtMu.Lock()
-	q.runtime = rt
-	q.rtMu.Unlock()
+func (h *vmRuntimeHook) SetVMRuntime(rt VMRuntime) {
+	h.mu.Lock()
+	h.runtime = rt
+	h.mu.Unlock()
 }
 
 // vmRuntime is the installed runtime or the state-only one.
-func (q *qemuVMs) vmRuntime() VMRuntime {
-	q.rtMu.Lock()
-	defer q.rtMu.Unlock()
-	if q.runtime == nil {
-		q.runtime = &stateOnlyVMRuntime{}
+func (h *vmRuntimeHook) vmRuntime() VMRuntime {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.runtime == nil {
+		h.runtime = &stateOnlyVMRuntime{}
 	}
-	return q.runtime
+	return h.runtime
 }

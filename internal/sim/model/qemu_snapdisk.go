@@ -4,44 +4,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"syscall"
 )
 
-// The volumes of a VM's snapshot: which drives have one, whether their
-// storages can snapshot, and the copies the emulator keeps as the
-// storage's snapshots (docs/emulator.md "Virtual machines").
-
-// vmVolDrive is one drive of a config that names a volume of the node.
-type vmVolDrive struct {
-	key   string
-	drive PropString
-	vol   *Volume
-}
-
-// vmVolumeDrivesLocked lists conf's drives that are not cdroms (the
-// cloud-init drive is one) and whose volume exists, by key, as
-// foreach_volume visits them for a snapshot.
-func (q *qemuVMs) vmVolumeDrivesLocked(node string, conf map[string]string) []vmVolDrive {
-	st := q.state()
-	var out []vmVolDrive
-	for _, k := range slices.Sorted(maps.Keys(conf)) {
-		if !vmDriveRE.MatchString(k) {
-			continue
-		}
-		d, err := ParseProp(conf[k], "file")
-		if err != nil || vmDriveIsCdrom(d) {
-			continue
-		}
-		if v := st.Volumes[st.volKey(node, d["file"])]; v != nil {
-			out = append(out, vmVolDrive{key: k, drive: d, vol: v})
-		}
-	}
-	return out
-}
+// The volumes of a VM's snapshot: whether their storages can snapshot,
+// and the copies the emulator keeps as the storage's snapshots
+// (docs/emulator.md "Virtual machines"); which drives have one, and
+// where a snapshot's copy lives, are vmParts' lookups (qemu_vm.go).
 
 // vmVolumeCanSnapshot is volume_has_feature('snapshot'): LVM-thin and
 // RBD volumes can, on a dir or NFS storage only qcow2 files can.
@@ -53,21 +25,13 @@ func vmVolumeCanSnapshot(s *Storage, v *Volume) bool {
 }
 
 // vmSnapshotFeatureLocked is has_feature('snapshot') over conf's drives.
-func (q *qemuVMs) vmSnapshotFeatureLocked(node string, conf map[string]string) bool {
+func (q *vmSnapshots) vmSnapshotFeatureLocked(node string, conf map[string]string) bool {
 	for _, d := range q.vmVolumeDrivesLocked(node, conf) {
 		if !vmVolumeCanSnapshot(q.state().storage(d.vol.Storage), d.vol) {
 			return false
 		}
 	}
 	return true
-}
-
-// vmSnapPath is where the emulator keeps snapshot snap of v: a sparse
-// copy of the data file where the storage layer keeps an LV
-// snap_<vol>_<snap> (for a qcow2 file, its internal snapshot), so that
-// freeing the volume frees it.
-func (q *qemuVMs) vmSnapPath(node string, v *Volume, snap string) string {
-	return q.storage.snapshotPath(node, v, snap)
 }
 
 // vmCopyJob is one copy of a volume's data, which a task runs outside
@@ -91,7 +55,7 @@ func (j vmCopyJob) run() error {
 
 // takeVolSnapshotLocked records snapshot snap of v and returns the copy
 // that makes its data.
-func (q *qemuVMs) takeVolSnapshotLocked(node string, v *Volume, snap string) vmCopyJob {
+func (q *vmSnapshots) takeVolSnapshotLocked(node string, v *Volume, snap string) vmCopyJob {
 	v.Snapshots = append(v.Snapshots, snap)
 	q.journal.markVolume(node, v.VolID())
 	return vmCopyJob{what: "snapshot " + v.VolID(), dst: q.vmSnapPath(node, v, snap),
@@ -100,7 +64,7 @@ func (q *qemuVMs) takeVolSnapshotLocked(node string, v *Volume, snap string) vmC
 
 // rollbackVolLocked gives v the size it had at snapshot snap and returns
 // the copy that makes the snapshot its data again.
-func (q *qemuVMs) rollbackVolLocked(node string, v *Volume, snap string) (vmCopyJob, error) {
+func (q *vmSnapshots) rollbackVolLocked(node string, v *Volume, snap string) (vmCopyJob, error) {
 	src := q.vmSnapPath(node, v, snap)
 	fi, err := os.Stat(src)
 	if err != nil {
@@ -112,7 +76,7 @@ func (q *qemuVMs) rollbackVolLocked(node string, v *Volume, snap string) (vmCopy
 }
 
 // dropVolSnapshotLocked deletes snapshot snap of v.
-func (q *qemuVMs) dropVolSnapshotLocked(node string, v *Volume, snap string) {
+func (q *vmSnapshots) dropVolSnapshotLocked(node string, v *Volume, snap string) {
 	os.Remove(q.vmSnapPath(node, v, snap))
 	v.Snapshots = slices.DeleteFunc(v.Snapshots, func(s string) bool { return s == snap })
 	q.journal.markVolume(node, v.VolID())

@@ -17,8 +17,17 @@ import (
 // VM's agent freezes its filesystems meanwhile. The VM state (vmstate=1
 // on a running VM) is not served: the emulator refuses it.
 
+// vmSnapshots takes, lists, changes, deletes and rolls back a VM's
+// snapshots and their storage snapshots (qemu_snapshot.go,
+// qemu_snapdisk.go, qemu_rollback.go).
+type vmSnapshots struct {
+	vmParts
+	// power (vmPower) starts the VM after a rollback with start=1.
+	power vmStarter
+}
+
 // SnapshotVM is POST snapshot: task qmsnapshot.
-func (q *qemuVMs) SnapshotVM(auth Auth, node string, vmid int, params map[string]string) (string, error) {
+func (q *vmSnapshots) SnapshotVM(auth Auth, node string, vmid int, params map[string]string) (string, error) {
 	q.stateMu.Lock()
 	defer q.stateMu.Unlock()
 	if err := q.nodes.checkNodeLocked(node); err != nil {
@@ -69,7 +78,7 @@ func (q *qemuVMs) SnapshotVM(auth Auth, node string, vmid int, params map[string
 // a running VM with the agent: when the agent answers its ping, its
 // filesystems are frozen until the returned thaw. A failure only warns,
 // as in PVE; the state-only runtime has no agent, so nothing freezes.
-func (q *qemuVMs) vmSnapshotFreeze(w *Worker, vmid int, freeze bool) (thaw func()) {
+func (q *vmSnapshots) vmSnapshotFreeze(w *Worker, vmid int, freeze bool) (thaw func()) {
 	rt := q.vmRuntime()
 	if !freeze {
 		return func() {}
@@ -91,7 +100,7 @@ func (q *qemuVMs) vmSnapshotFreeze(w *Worker, vmid int, freeze bool) (thaw func(
 // section with snapstate "prepare" and the VM locked "snapshot". It
 // reports whether the VM runs with the agent (whose filesystems the
 // snapshot freezes).
-func (q *qemuVMs) vmSnapshotPrepareLocked(node string, vmid int, name, description string) (bool, error) {
+func (q *vmSnapshots) vmSnapshotPrepareLocked(node string, vmid int, name, description string) (bool, error) {
 	vm, err := q.vmLocked(node, vmid)
 	if err != nil {
 		return false, err
@@ -125,7 +134,7 @@ func (q *qemuVMs) vmSnapshotPrepareLocked(node string, vmid int, name, descripti
 
 // vmSnapshotDisks snapshots each disk the section names, one at a time:
 // its record and log line under the State's lock, the copy outside it.
-func (q *qemuVMs) vmSnapshotDisks(w *Worker, node string, vmid int, name string) error {
+func (q *vmSnapshots) vmSnapshotDisks(w *Worker, node string, vmid int, name string) error {
 	var keys []string
 	err := w.Do(func(st *State) error {
 		vm, err := q.vmLocked(node, vmid)
@@ -169,7 +178,7 @@ func (q *qemuVMs) vmSnapshotDisks(w *Worker, node string, vmid int, name string)
 }
 
 // vmVolumeDriveLocked is conf's drive key with its volume.
-func (q *qemuVMs) vmVolumeDriveLocked(node string, conf map[string]string, key string) vmVolDrive {
+func (q *vmSnapshots) vmVolumeDriveLocked(node string, conf map[string]string, key string) vmVolDrive {
 	for _, d := range q.vmVolumeDrivesLocked(node, conf) {
 		if d.key == key {
 			return d
@@ -180,7 +189,7 @@ func (q *qemuVMs) vmVolumeDriveLocked(node string, conf map[string]string, key s
 
 // vmSnapshotCommitLocked is __snapshot_commit: snapstate and the lock
 // go, the config's parent is the new snapshot.
-func (q *qemuVMs) vmSnapshotCommitLocked(node string, vmid int, name string) error {
+func (q *vmSnapshots) vmSnapshotCommitLocked(node string, vmid int, name string) error {
 	vm, err := q.vmLocked(node, vmid)
 	if err != nil {
 		return err
@@ -194,7 +203,7 @@ func (q *qemuVMs) vmSnapshotCommitLocked(node string, vmid int, name string) err
 
 // vmSnapshotAbortLocked undoes a failed snapshot: its disks' copies,
 // its section and the lock.
-func (q *qemuVMs) vmSnapshotAbortLocked(node string, vmid int, name string) {
+func (q *vmSnapshots) vmSnapshotAbortLocked(node string, vmid int, name string) {
 	vm, err := q.vmLocked(node, vmid)
 	if err != nil || vm.Snapshots[name] == nil {
 		return
@@ -216,7 +225,7 @@ type VMSnapshotInfo struct {
 }
 
 // VMSnapshots is snapshot_list: the snapshots by time, then "current".
-func (q *qemuVMs) VMSnapshots(auth Auth, node string, vmid int) ([]VMSnapshotInfo, error) {
+func (q *vmSnapshots) VMSnapshots(auth Auth, node string, vmid int) ([]VMSnapshotInfo, error) {
 	q.stateMu.RLock()
 	defer q.stateMu.RUnlock()
 	if err := q.nodes.checkNodeLocked(node); err != nil {
@@ -244,7 +253,7 @@ func (q *qemuVMs) VMSnapshots(auth Auth, node string, vmid int) ([]VMSnapshotInf
 }
 
 // VMSnapshotConfig is GET snapshot/{snapname}/config: the section.
-func (q *qemuVMs) VMSnapshotConfig(auth Auth, node string, vmid int, name string) (map[string]string, error) {
+func (q *vmSnapshots) VMSnapshotConfig(auth Auth, node string, vmid int, name string) (map[string]string, error) {
 	q.stateMu.RLock()
 	defer q.stateMu.RUnlock()
 	vm, err := q.vmLocked(node, vmid)
@@ -260,7 +269,7 @@ func (q *qemuVMs) VMSnapshotConfig(auth Auth, node string, vmid int, name string
 
 // UpdateVMSnapshotConfig is PUT snapshot/{snapname}/config: the
 // description, under the config flock; without one it does nothing.
-func (q *qemuVMs) UpdateVMSnapshotConfig(auth Auth, node string, vmid int, name string, params map[string]string) error {
+func (q *vmSnapshots) UpdateVMSnapshotConfig(auth Auth, node string, vmid int, name string, params map[string]string) error {
 	desc, ok := params["description"]
 	if !ok {
 		return nil
@@ -294,7 +303,7 @@ func (q *qemuVMs) UpdateVMSnapshotConfig(auth Auth, node string, vmid int, name 
 
 // DeleteVMSnapshot is DELETE snapshot/{snapname}: task qmdelsnapshot.
 // With force a lock is no obstacle and a missing disk snapshot is skipped.
-func (q *qemuVMs) DeleteVMSnapshot(auth Auth, node string, vmid int, name string, params map[string]string) (string, error) {
+func (q *vmSnapshots) DeleteVMSnapshot(auth Auth, node string, vmid int, name string, params map[string]string) (string, error) {
 	q.stateMu.Lock()
 	defer q.stateMu.Unlock()
 	if err := q.nodes.checkNodeLocked(node); err != nil {
@@ -316,7 +325,7 @@ func (q *qemuVMs) DeleteVMSnapshot(auth Auth, node string, vmid int, name string
 
 // vmSnapshotDeleteLocked is snapshot_delete: the disks' snapshots, then
 // the section; its children and the config take its parent.
-func (q *qemuVMs) vmSnapshotDeleteLocked(w *Worker, node string, vmid int, name string, force bool) error {
+func (q *vmSnapshots) vmSnapshotDeleteLocked(w *Worker, node string, vmid int, name string, force bool) error {
 	vm, err := q.vmLocked(node, vmid)
 	if err != nil {
 		return err

@@ -13,7 +13,7 @@ import (
 // whole memory of a running VM (QEMU allocates it at start).
 
 // vmStatusLocked is one VM's vmstatus entry.
-func (q *qemuVMs) vmStatusLocked(vm *VM) map[string]any {
+func (q *vmConfig) vmStatusLocked(vm *VM) map[string]any {
 	conf := vm.Config
 	cpus, _ := strconv.Atoi(conf["cores"])
 	if s, _ := strconv.Atoi(conf["sockets"]); s > 1 {
@@ -63,7 +63,7 @@ func vmBootDiskSize(st *State, vm *VM) int64 {
 
 // ListVMs is GET /nodes/{node}/qemu: the node's VMs the caller may
 // audit (VM.Audit on /vms/<vmid>), by VMID.
-func (q *qemuVMs) ListVMs(auth Auth, node string) ([]map[string]any, error) {
+func (q *vmConfig) ListVMs(auth Auth, node string) ([]map[string]any, error) {
 	q.stateMu.RLock()
 	defer q.stateMu.RUnlock()
 	if err := q.nodes.checkNodeLocked(node); err != nil {
@@ -83,7 +83,7 @@ func (q *qemuVMs) ListVMs(auth Auth, node string) ([]map[string]any, error) {
 
 // VMStatus is GET .../status/current: the vmlist entry plus qmpstatus,
 // agent and ha, as vm_status answers.
-func (q *qemuVMs) VMStatus(auth Auth, node string, vmid int) (map[string]any, error) {
+func (q *vmConfig) VMStatus(auth Auth, node string, vmid int) (map[string]any, error) {
 	q.stateMu.RLock()
 	defer q.stateMu.RUnlock()
 	vm, err := q.vmAuditLocked(auth, node, vmid)
@@ -104,7 +104,7 @@ func (q *qemuVMs) VMStatus(auth Auth, node string, vmid int) (map[string]any, er
 }
 
 // vmAuditLocked is the lookup of a read: the node, VM.Audit, the VM.
-func (q *qemuVMs) vmAuditLocked(auth Auth, node string, vmid int) (*VM, error) {
+func (q *vmConfig) vmAuditLocked(auth Auth, node string, vmid int) (*VM, error) {
 	if err := q.nodes.checkNodeLocked(node); err != nil {
 		return nil, err
 	}

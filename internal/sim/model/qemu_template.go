@@ -10,7 +10,7 @@ import (
 // sets template: 1 and makes each disk (or only disk) a base volume,
 // vm-<vmid>-disk-N renamed base-<vmid>-disk-N, which linked clones
 // share. A template no longer starts.
-func (q *qemuVMs) TemplateVM(auth Auth, node string, vmid int, params map[string]string) (string, error) {
+func (q *vmCloner) TemplateVM(auth Auth, node string, vmid int, params map[string]string) (string, error) {
 	q.stateMu.Lock()
 	defer q.stateMu.Unlock()
 	if err := q.nodes.checkNodeLocked(node); err != nil {
@@ -36,7 +36,7 @@ func (q *qemuVMs) TemplateVM(auth Auth, node string, vmid int, params map[string
 }
 
 // templateCheckLocked is the template call's load_and_check.
-func (q *qemuVMs) templateCheckLocked(node string, vmid int, disk string) error {
+func (q *vmCloner) templateCheckLocked(node string, vmid int, disk string) error {
 	vm, err := q.vmLocked(node, vmid)
 	if err != nil {
 		return err
@@ -59,7 +59,7 @@ func (q *qemuVMs) templateCheckLocked(node string, vmid int, disk string) error 
 // templateCreateLocked is template_create: every disk but cdroms (and
 // the cloud-init drive) becomes a base volume; every storage the
 // emulator serves has the 'template' feature.
-func (q *qemuVMs) templateCreateLocked(w *Worker, node string, vmid int, disk string) error {
+func (q *vmCloner) templateCreateLocked(w *Worker, node string, vmid int, disk string) error {
 	vm, err := q.vmLocked(node, vmid)
 	if err != nil {
 		return err
@@ -86,7 +86,7 @@ func (q *qemuVMs) templateCreateLocked(w *Worker, node string, vmid int, disk st
 // baseInUseLocked is destroy_vm's early check of a template: no base
 // volume of it (disk or unusedN) may back a linked clone, whose name
 // starts with the base's (volume_is_base_and_used).
-func (q *qemuVMs) baseInUseLocked(vm *VM) error {
+func (q *vmCloner) baseInUseLocked(vm *VM) error {
 	if !isTrue(vm.Config["template"]) {
 		return nil
 	}

@@ -8,7 +8,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -32,26 +31,21 @@ type VM struct {
 // Lock is the VM's config lock ("" when none).
 func (vm *VM) Lock() string { return vm.Config["lock"] }
 
-// qemuVMs serves the qemu API (qemu_*.go): create, config, power,
-// destroy, the guest agent. It holds no *Cluster: the State's lock and
-// the State, and one narrow field per part it calls. Cluster embeds it.
+// vmParts is what every VM part holds (qemu_*.go): the State's lock and
+// the State, the clock, the node check, the storage layer, tasks, the
+// journal, qemu-server's config flocks and the runtime, with the lookups
+// they all make (vmLocked, the volume drives). Each part embeds it by
+// value, as the firewall's parts embed fwParts; it holds no *Cluster.
 // VMs are journalled with the core state (markCore): there are few, and
 // the CT journal's per-guest records stay the CTs' own.
-type qemuVMs struct {
+type vmParts struct {
 	stateMu *stateMutex
 	state   func() *State
 	clock   func() time.Time
 	ctx     context.Context // the cluster's life: flock waits end with it
-	version string
 	nodes   interface{ checkNodeLocked(node string) error }
 	storage qemuStorage
-	// volumes (ctConfig) is check_volume_access (a restore's archive)
-	// and check_bridge_access (a restored NIC's bridge).
-	volumes interface {
-		ctCheckVolumeAccessLocked(auth Auth, vmid int, volid, typ string) error
-		ctCheckBridgeAccessLocked(auth Auth, value string) error
-	}
-	tasks interface {
+	tasks   interface {
 		spawn(auth Auth, node, typ, id string, fn func(w *Worker) error) string
 		duration(typ string) time.Duration
 	}
@@ -60,27 +54,20 @@ type qemuVMs struct {
 		markVolume(node, volid string)
 		saveLocked() error
 	}
-	// admit is memory admission (admission.go), the Cluster's own: it
-	// counts the running CTs and VMs of the node.
-	admit func(w *Worker, node, kind string, vmid int, need int64) error
 	// vmLocks are qemu-server's config flocks (lock-<vmid>.conf).
 	vmLocks *configLocks
-
-	// bases is vdisk_create_base (the CTs' template conversion does the
-	// same to a volume), renames rename_volume (as a CT's reassign).
-	bases interface {
-		createBaseLocked(node, volid string) (string, []string, error)
-	}
-	renames interface {
-		canRenameLocked(node, volid string) bool
-		renameVolumeLocked(node, volid string, target int) (string, []string, error)
-	}
-
-	rtMu    sync.Mutex
-	runtime VMRuntime // SetVMRuntime; nil: stateOnlyVMRuntime
+	// vmRuntimeHook is the runtime the Cluster's SetVMRuntime installs,
+	// shared by every part.
+	*vmRuntimeHook
 }
 
-// qemuStorage is what qemuVMs needs of storageLayer.
+// vmStarter is what a VM part that starts a VM within its own task
+// (create's, restore's and rollback's start=1) needs of vmPower.
+type vmStarter interface {
+	startTask(w *Worker, node string, vmid int) error
+}
+
+// qemuStorage is what the VM parts need of storageLayer.
 type qemuStorage interface {
 	storageCheckEnabledLocked(sid, node string) (*Storage, error)
 	allocImageLocked(node string, s *Storage, vmid int, name, format string, size int64) (*Volume, []string, error)
@@ -93,29 +80,8 @@ type qemuStorage interface {
 	renameVolumeLocked(node, volid, newName string, owner int) string
 }
 
-// wireQemu wires qemuVMs: the node check, the storage layer, tasks, the
-// journal and the Cluster's memory admission.
-func wireQemu(c *Cluster) {
-	c.qemuVMs = qemuVMs{
-		stateMu: &c.mu,
-		state:   func() *State { return c.st },
-		clock:   c.now,
-		ctx:     c.ctx,
-		version: c.opts.Version,
-		nodes:   &c.guests,
-		storage: &c.storage,
-		volumes: &c.ctConfig,
-		tasks:   &c.taskRunner,
-		journal: &c.persistence,
-		admit:   c.admitBytesLocked,
-		bases:   &c.ctCreator,
-		renames: &c.ctDisks,
-		vmLocks: &configLocks{m: map[int]chan struct{}{}, file: "/var/lock/qemu-server/lock-%d.conf"},
-	}
-}
-
 // vmLocked returns VM vmid on node, or qemu-server's load_config error.
-func (q *qemuVMs) vmLocked(node string, vmid int) (*VM, error) {
+func (q *vmParts) vmLocked(node string, vmid int) (*VM, error) {
 	vm := q.state().VMs[vmid]
 	if vm == nil || vm.Node != node {
 		return nil, Failf("Configuration file 'nodes/%s/qemu-server/%d.conf' does not exist\n", node, vmid)
@@ -132,7 +98,7 @@ func vmCheckLock(vm *VM) error {
 }
 
 // changedLocked marks the VMs changed and saves (stateMu held).
-func (q *qemuVMs) changedLocked() error {
+func (q *vmParts) changedLocked() error {
 	q.journal.markCore()
 	return q.journal.saveLocked()
 }
@@ -180,4 +146,60 @@ func vmConfigText(vm *VM) string {
 func vmDigest(vm *VM) string {
 	sum := sha1.Sum([]byte(vmConfigText(vm)))
 	return hex.EncodeToString(sum[:])
+}
+
+// vmVolDrive is one drive of a config that names a volume of the node.
+type vmVolDrive struct {
+	key   string
+	drive PropString
+	vol   *Volume
+}
+
+// vmVolumeDrivesLocked lists conf's drives that are not cdroms (the
+// cloud-init drive is one) and whose volume exists, by key, as
+// foreach_volume visits them for a snapshot.
+func (q *vmParts) vmVolumeDrivesLocked(node string, conf map[string]string) []vmVolDrive {
+	st := q.state()
+	var out []vmVolDrive
+	for _, k := range slices.Sorted(maps.Keys(conf)) {
+		if !vmDriveRE.MatchString(k) {
+			continue
+		}
+		d, err := ParseProp(conf[k], "file")
+		if err != nil || vmDriveIsCdrom(d) {
+			continue
+		}
+		if v := st.Volumes[st.volKey(node, d["file"])]; v != nil {
+			out = append(out, vmVolDrive{key: k, drive: d, vol: v})
+		}
+	}
+	return out
+}
+
+// vmSnapPath is where the emulator keeps snapshot snap of v: a sparse
+// copy of the data file where the storage layer keeps an LV
+// snap_<vol>_<snap> (for a qcow2 file, its internal snapshot), so that
+// freeing the volume frees it.
+func (q *vmParts) vmSnapPath(node string, v *Volume, snap string) string {
+	return q.storage.snapshotPath(node, v, snap)
+}
+
+// vmVolumeDrivesOrCloudInitLocked is vmVolumeDrivesLocked with the
+// cloud-init drive, which a clone copies (drive_is_cdrom($drive, 1)).
+func (q *vmParts) vmVolumeDrivesOrCloudInitLocked(node string, conf map[string]string) []vmVolDrive {
+	st := q.state()
+	out := q.vmVolumeDrivesLocked(node, conf)
+	for _, k := range sortedConfigKeys(conf) {
+		if !vmDriveRE.MatchString(k) {
+			continue
+		}
+		d, err := ParseProp(conf[k], "file")
+		if err != nil || !strings.Contains(d["file"], "-cloudinit") {
+			continue
+		}
+		if v := st.Volumes[st.volKey(node, d["file"])]; v != nil {
+			out = append(out, vmVolDrive{key: k, drive: d, vol: v})
+		}
+	}
+	return out
 }
