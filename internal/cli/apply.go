@@ -373,7 +373,7 @@ func (r *applyRun) finish(total time.Duration, err error) error {
 		return fmt.Errorf("apply stopped: %w\nrun `corral apply` again to resume; `corral plan` shows what is left", redactErr(r.f, err))
 	}
 	if r.events == nil {
-		fmt.Fprintf(r.st.err, "\nApply complete in %s.\n", total.Round(10*time.Millisecond))
+		ui.WriteApplyComplete(r.st.err, total)
 	}
 	return nil
 }
@@ -498,7 +498,7 @@ func applyUnderLock(ctx context.Context, st *streams, s *session, f *manifest.Fi
 				// The restore it finished was the change.
 				return true, convergeUnderLock(ctx, st, s, f, ex, a, nodes, nil, nil, showPlan)
 			}
-			fmt.Fprintln(st.err, "Another corral made these changes meanwhile; nothing left to do.")
+			ui.WriteChangedMeanwhile(st.err)
 			return false, nil
 		}
 		if !sameChanges(approved, pj) {
@@ -561,7 +561,7 @@ func convergeUnderLock(ctx context.Context, st *streams, s *session, f *manifest
 			showPlan(npj)
 			return &IncompleteError{Why: "the interrupted work is finished; the manifest's other changes (above) need nodes this run did not lock: run corral apply again"}
 		}
-		fmt.Fprintln(st.err, "\nThe interrupted work is finished; the manifest's other changes:")
+		ui.WriteInterruptedWorkFinished(st.err)
 		showPlan(npj)
 		if !a.autoApprove {
 			if err := confirm(st, "Apply these changes too?", "`corral plan`"); err != nil {

@@ -129,7 +129,7 @@ func runBench(cmd *cobra.Command, st *streams, a *benchArgs) error {
 	} else if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return err
 	}
-	o.Progress = func(s string) { fmt.Fprintf(st.err, "bench: %s...\n", s) }
+	o.Progress = func(s string) { ui.WriteBenchProgress(st.err, s) }
 	r, err := bench.Run(cmd.Context(), o)
 	if err != nil {
 		return err

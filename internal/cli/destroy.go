@@ -222,7 +222,7 @@ func reportDestroyed(st *streams, asJSON bool, pj ui.PlanJSON, p *plan.Plan, fre
 	if asJSON {
 		return writeJSON(st, map[string]any{"plan": pj, "destroyed": destroyed, "freed": freed})
 	}
-	fmt.Fprintf(st.err, "\nDestroyed %d container(s); %d volume(s) freed; every other volume is kept in the keeper.\n", len(destroyed), len(freed))
+	ui.WriteDestroyed(st.err, len(destroyed), len(freed))
 	return nil
 }
 

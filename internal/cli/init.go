@@ -15,6 +15,7 @@ import (
 
 	"github.com/corralhq/corral/internal/manifest"
 	"github.com/corralhq/corral/internal/pve"
+	"github.com/corralhq/corral/internal/ui"
 )
 
 // found is one thing init discovered (a storage, bridge or template) and
@@ -285,6 +286,6 @@ func runInit(ctx context.Context, st *streams, cf connFlags, path string) (*init
 	if err := f.Close(); err != nil {
 		return nil, fmt.Errorf("init: write %s: %w", path, err)
 	}
-	fmt.Fprintf(st.err, "wrote %s: app %q on %s; edit it, then run corral plan -f %s\n", path, "app", ch.template.name, filepath.Base(path))
+	ui.WriteInitWrote(st.err, path, filepath.Base(path), "app", ch.template.name)
 	return &initResult{File: path, App: "app", Template: ch.template.name, Storage: ch.storage.name, Bridge: ch.bridge.name, Nodes: facts.online}, nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/corralhq/corral/internal/apply"
 	"github.com/corralhq/corral/internal/plan"
+	"github.com/corralhq/corral/internal/ui"
 )
 
 // lockFlags are the flags of every verb that changes the cluster and so
@@ -45,7 +46,7 @@ func lockNodes(ctx context.Context, st *streams, ex *apply.Executor, obs *plan.O
 	}
 	// An apply plans again under the lock and creates a node's missing
 	// keeper beside its apps (apply/lockclaim.go).
-	opts := apply.LockOptions{Command: command, Wait: lf.timeout, OnWait: func(msg string) { fmt.Fprintln(st.err, msg) }, Beside: command == "apply" && p != nil}
+	opts := apply.LockOptions{Command: command, Wait: lf.timeout, OnWait: func(msg string) { ui.WriteLockWait(st.err, msg) }, Beside: command == "apply" && p != nil}
 	if p != nil {
 		for _, c := range p.Changes {
 			if c.Desired != nil && opts.Template == "" {
@@ -72,7 +73,7 @@ func lockNodes(ctx context.Context, st *streams, ex *apply.Executor, obs *plan.O
 	go func() {
 		select {
 		case <-lock.Lost():
-			fmt.Fprintf(st.err, "corral's lock was lost (%v): stopping\n", lock.Err())
+			ui.WriteLockLost(st.err, lock.Err())
 			cancel()
 		case <-lctx.Done():
 		}

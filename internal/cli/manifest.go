@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/corralhq/corral/internal/manifest"
+	"github.com/corralhq/corral/internal/ui"
 )
 
 // fileFlags are the flags of every verb that reads a manifest.
@@ -139,7 +140,7 @@ func confirm(st *streams, question, review string) error {
 	if !isTerminal(st.in) {
 		return fmt.Errorf("refusing to change anything without confirmation: stdin is not a terminal; review %s and pass --auto-approve", review)
 	}
-	fmt.Fprintf(st.err, "\n%s Only 'yes' is accepted: ", question)
+	ui.WriteConfirm(st.err, question)
 	var answer string
 	fmt.Fscanln(st.in, &answer)
 	if answer != "yes" {

@@ -135,7 +135,7 @@ func savePlan(st *streams, f *manifest.File, o planOpts, rerun []string, p *plan
 	if err := sp.write(path); err != nil {
 		return err
 	}
-	fmt.Fprintf(st.err, "\nSaved this plan to %s: `corral apply %s` carries out exactly this plan, or refuses if anything changed meanwhile.\n", path, path)
+	ui.WritePlanSaved(st.err, path)
 	return nil
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/corralhq/corral/internal/apply"
 	"github.com/corralhq/corral/internal/plan"
+	"github.com/corralhq/corral/internal/ui"
 )
 
 // rescueArgs are corral rescue's flags and arguments.
@@ -163,14 +164,10 @@ func (r *rescuer) endLeft(ctx context.Context, left bool) error {
 		return r.j.err(fmt.Errorf("%w\nthe rescue container is left as it is, and says so in plan and status: run corral rescue %s --end (or corral apply) to end it", err, r.a.app))
 	}
 	for _, res := range rs[:n] {
-		what := "ended the rescue"
-		if left {
-			what = "ended the rescue an earlier corral rescue left"
-		}
-		fmt.Fprintf(r.st.err, "%s of app %s: rescue ct %d on %s removed, volumes back in ct %d\n", what, r.a.app, res.VMID, res.Node, res.AppVMID)
+		ui.WriteRescueEnded(r.st.err, r.a.app, res, left)
 	}
 	if r.a.end && n == 0 {
-		fmt.Fprintf(r.st.err, "app %s is not in rescue; nothing to end\n", r.a.app)
+		ui.WriteNotInRescue(r.st.err, r.a.app)
 	}
 	return nil
 }
@@ -206,23 +203,14 @@ func (r *rescuer) rescue(ctx, endCtx context.Context, local *os.File) error {
 			return err
 		}
 	} else {
-		fmt.Fprintf(r.st.err, "app %s is stopped; start it with %s\n", r.a.app, next)
+		ui.WriteRescueOver(r.st.err, r.a.app, next)
 	}
 	return useErr
 }
 
 // use logs into the rescue container and runs the shell or COMMAND.
 func (r *rescuer) use(ctx context.Context, s *apply.RescueSession, local *os.File) error {
-	fmt.Fprintf(r.st.err, "rescue ct %d on %s holds app %s's volumes (its container %d is stopped):\n", s.VMID, s.Node, s.App, s.AppVMID)
-	for _, v := range s.Volumes {
-		fmt.Fprintf(r.st.err, "  %s  %s (%s)\n", v.Mount, v.Volume, v.Key)
-	}
-	for _, u := range s.Unmounted {
-		fmt.Fprintf(r.st.err, "  not mounted: %s (the manifest declares no mount for it)\n", u)
-	}
-	if local != nil {
-		fmt.Fprintln(r.st.err, "leave the shell (exit) to end the rescue")
-	}
+	ui.WriteRescueHeld(r.st.err, s, local != nil)
 	cl, err := r.j.ex.Rescues().Dial(ctx, s)
 	if err != nil {
 		return err

@@ -11,7 +11,7 @@ import (
 	"github.com/corralhq/corral/internal/hostcheck"
 	"github.com/corralhq/corral/internal/localfile"
 	"github.com/corralhq/corral/internal/sim"
-	"github.com/corralhq/corral/internal/sim/guest"
+	"github.com/corralhq/corral/internal/ui"
 )
 
 type simServeArgs struct {
@@ -133,19 +133,7 @@ func runSimServe(cmd *cobra.Command, st *streams, a *simServeArgs) error {
 		return err
 	}
 	defer s.Close()
-	fmt.Fprintf(st.out, "corral sim: Proxmox VE %s emulator\n", a.version)
-	fmt.Fprintf(st.out, "  endpoint:    %s/api2/json\n", s.URL())
-	fmt.Fprintf(st.out, "  fingerprint: %s\n", s.Fingerprint())
-	fmt.Fprintf(st.out, "  state:       %s\n", a.state)
-	fmt.Fprintf(st.out, "  guest ssh:   port %d on each running container's address (ip=dhcp: 127.%d.<vmid/256>.<vmid%%256>)\n", s.Guests().Port(), s.Guests().Block())
-	if ok, why := s.Guests().Isolated(); ok {
-		fmt.Fprintf(st.out, "  containers:  LXC; from inside, the API is https://%s:%d\n", guest.GatewayIP, sim.PVEAPIPort)
-	} else if refused := s.Guests().Refused(); refused != nil {
-		fmt.Fprintf(st.out, "  containers:  WILL NOT START: %v\n", refused)
-	} else {
-		fmt.Fprintf(st.out, "  containers:  NOT ISOLATED (--unisolated-guests: guest commands run on this host and can see and kill its processes; %v)\n", why)
-	}
-	fmt.Fprintf(st.out, "  credentials: . %s\n", filepath.Join(a.state, "env"))
+	ui.WriteSimBanner(st.out, simBanner(s, a))
 	if a.daemon {
 		if err := writeDaemonRecord(s, a); err != nil {
 			return fmt.Errorf("write %s: %w", filepath.Join(a.state, daemonRecordFile), err)
@@ -157,8 +145,18 @@ func runSimServe(cmd *cobra.Command, st *streams, a *simServeArgs) error {
 	case <-cmd.Context().Done():
 	case <-stopOf(cmd.Context()):
 	}
-	fmt.Fprintln(st.err, "corral sim: shutting down")
+	ui.WriteSimShuttingDown(st.err)
 	return nil
+}
+
+// simBanner is what sim serve's banner says of s, served as a asks.
+func simBanner(s *sim.Server, a *simServeArgs) ui.SimBanner {
+	isolated, why := s.Guests().Isolated()
+	return ui.SimBanner{
+		Version: a.version, URL: s.URL(), Fingerprint: s.Fingerprint(), State: a.state,
+		SSHPort: s.Guests().Port(), Block: s.Guests().Block(),
+		Isolated: isolated, APIPort: sim.PVEAPIPort, Refused: s.Guests().Refused(), Unisolated: why,
+	}
 }
 
 // defaultSimDir is $XDG_STATE_HOME/corral/sim (~/.local/state/corral/sim).

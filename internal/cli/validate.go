@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/corralhq/corral/internal/manifest"
+	"github.com/corralhq/corral/internal/ui"
 )
 
 func newValidateCmd(st *streams) *cobra.Command {
@@ -70,7 +71,7 @@ manifest is checked.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(st.out, "%s is valid: %d app(s)\n", ff.named(), len(f.Apps))
+			ui.WriteValid(st.out, ff.named(), len(f.Apps))
 			return nil
 		},
 	}
