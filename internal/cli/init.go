@@ -304,27 +304,15 @@ func runInit(ctx context.Context, st *streams, cf connFlags, path string) (*init
 	doc, err := initManifest(s.endpoint, facts, ch)
 	var text []byte
 	if err == nil {
-		text, err = manifest.Format([]byte(doc))
-	}
-	if err == nil {
-		_, err = manifest.Parse(path, text, manifest.LoadOptions{})
+		text, err = manifest.FormatChecked(path, []byte(doc))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("init: the manifest it made does not validate (please report this): %w", err)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if errors.Is(err, os.ErrExist) {
+	if err := manifest.WriteNew(path, text); errors.Is(err, os.ErrExist) {
 		return nil, exists
 	} else if err != nil {
 		return nil, fmt.Errorf("init: %w", err)
-	}
-	if _, err := f.Write(text); err != nil {
-		f.Close()
-		os.Remove(path)
-		return nil, fmt.Errorf("init: write %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return nil, fmt.Errorf("init: write %s: %w", path, err)
 	}
 	ui.WriteInitWrote(st.err, path, filepath.Base(path), "app", ch.template.name)
 	return &initResult{File: path, App: "app", Template: ch.template.name, Storage: ch.storage.name, Bridge: ch.bridge.name, Nodes: facts.online}, nil

@@ -133,6 +133,15 @@ func isTerminal(r any) bool {
 	return err == nil
 }
 
+// approve asks question through confirm unless auto (--auto-approve)
+// approves already.
+func approve(st *streams, auto bool, question, review string) error {
+	if auto {
+		return nil
+	}
+	return confirm(st, question, review)
+}
+
 // confirm asks a yes/no question on the terminal. Without a terminal it
 // refuses, so that a script never applies changes nobody approved; review
 // names what to look at before approving (the command's own plan).

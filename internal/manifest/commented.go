@@ -3,6 +3,7 @@ package manifest
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 
@@ -89,4 +90,36 @@ func commentTarget(top *yaml.Node, path string) (*yaml.Node, error) {
 		}
 	}
 	return at, nil
+}
+
+// FormatChecked is data in Format's layout, parsed back as the manifest
+// at path: what corral generates must validate as written, or nothing is
+// written.
+func FormatChecked(path string, data []byte) ([]byte, error) {
+	text, err := Format(data)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := Parse(path, text, LoadOptions{}); err != nil {
+		return nil, err
+	}
+	return text, nil
+}
+
+// WriteNew writes text to a new file at path, never over an existing one
+// (an error that is os.ErrExist then); a write that fails leaves no file.
+func WriteNew(path string, text []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(text); err != nil {
+		f.Close()
+		os.Remove(path)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
 }

@@ -1,6 +1,9 @@
 package manifest
 
 import (
+	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -55,5 +58,20 @@ func TestEncodeCommented(t *testing.T) {
 				t.Errorf("Format: %v", err)
 			}
 		})
+	}
+}
+
+// TestWriteNew: a new file is written; an existing one is left as it is
+// and the error says it exists.
+func TestWriteNew(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "corral.yaml")
+	if err := WriteNew(path, []byte("apps: []\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteNew(path, []byte("other\n")); !errors.Is(err, os.ErrExist) {
+		t.Errorf("second WriteNew: %v, want os.ErrExist", err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "apps: []\n" {
+		t.Errorf("the existing file now holds %q", b)
 	}
 }
