@@ -149,22 +149,12 @@ func runApply(cmd *cobra.Command, st *streams, a *applyArgs) error {
 	if err != nil {
 		return err
 	}
-	if err := r.s.guestsRefused(); err != nil {
-		return err
-	}
-	// The preflight lists the guests and the token's permissions again
-	// right after the first plan: it takes that plan's answers (issue
-	// 30). The hand-over ends once the preflight has run.
-	j.s.client.HandOverReads(!a.noPreflight)
 	p, obs, pj, err := r.firstPlan(ctx, rctx)
-	j.s.client.HandOverReads(false)
 	if err != nil || !p.HasChanges() {
 		return err
 	}
-	if !a.autoApprove {
-		if err := confirm(st, "Apply these changes?", "`corral plan`"); err != nil {
-			return err
-		}
+	if err := approve(st, a.autoApprove, "Apply these changes?", "`corral plan`"); err != nil {
+		return err
 	}
 	changed, err := applyUnderLock(ctx, st, r.s, r.f, r.ex, a, r.makePlan, p, obs, pj, r.showPlan)
 	if !changed {
@@ -250,6 +240,9 @@ func newApplyRun(ctx context.Context, st *streams, a *applyArgs, j *job) (*apply
 		observer = r.events
 	}
 	r.ex.Observer = newRedactObserver(f, observer)
+	if err := s.guestsRefused(); err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 
@@ -303,6 +296,11 @@ func (r *applyRun) showPlan(pj *ui.PlanJSON) {
 // lock. A plan without changes ends the run here (p.HasChanges is false;
 // the error says whether apps could not be checked).
 func (r *applyRun) firstPlan(ctx, rctx context.Context) (*plan.Plan, *plan.Observed, *ui.PlanJSON, error) {
+	// The preflight lists the guests and the token's permissions again
+	// right after the first plan: it takes that plan's answers (issue
+	// 30). The hand-over ends once the preflight has run.
+	r.s.client.HandOverReads(!r.a.noPreflight)
+	defer r.s.client.HandOverReads(false)
 	p, obs, pj, err := r.makePlan(rctx, r.s, r.f)
 	if err != nil || p.HasChanges() {
 		if perr := r.preflight(rctx); perr != nil {

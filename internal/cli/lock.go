@@ -38,6 +38,20 @@ type held struct {
 	cancel context.CancelFunc
 }
 
+// lostOnly is a context that only losing the lock ends, not a Ctrl-C:
+// for work that must not be left half done (ending a rescue).
+func (h *held) lostOnly() (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(h.ctx))
+	go func() {
+		select {
+		case <-h.lock.Lost():
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
 // lockNodes takes the lock on nodes for command, saying on stderr whom it
 // waits for.
 func lockNodes(ctx context.Context, st *streams, ex *apply.Executor, obs *plan.Observed, nodes []string, command string, lf lockFlags, p *plan.Plan) (*held, error) {

@@ -98,16 +98,9 @@ func runRescue(cmd *cobra.Command, st *streams, a *rescueArgs) error {
 	if err != nil {
 		return err
 	}
-	var local *os.File
-	switch {
-	case a.end && len(a.argv) > 0:
-		return errors.New("rescue --end takes no COMMAND")
-	case asJSON && len(a.argv) == 0 && !a.end:
-		return errors.New("rescue -o json: give a COMMAND (corral rescue APP -o json -- COMMAND): an interactive shell has no JSON form")
-	case len(a.argv) == 0 && !a.end:
-		if local, err = localTerminal(st, "rescue: an interactive shell needs a terminal on stdin; give a COMMAND (corral rescue APP -- COMMAND), or run it from a terminal"); err != nil {
-			return err
-		}
+	local, err := a.terminal(st, asJSON)
+	if err != nil {
+		return err
 	}
 	return withApp(cmd, st, a.ff, a.cf, a.app, func(ctx context.Context, j *backupJob, obs *plan.Observed, ct *plan.CT) error {
 		lock, err := lockNodes(ctx, st, j.ex, obs, []string{ct.Node}, "rescue", a.lf, nil)
@@ -117,21 +110,12 @@ func runRescue(cmd *cobra.Command, st *streams, a *rescueArgs) error {
 		defer lock.release()
 		// Ending a rescue is never left half done for a Ctrl-C: only a
 		// lost lock stops it.
-		endCtx, cancel := context.WithCancel(context.WithoutCancel(lock.ctx))
+		endCtx, cancel := lock.lostOnly()
 		defer cancel()
-		go func() {
-			select {
-			case <-lock.lock.Lost():
-				cancel()
-			case <-endCtx.Done():
-			}
-		}()
-		r := &rescuer{st: st, j: j, a: a, declared: declaredVolumes(j, a.app), asJSON: asJSON}
-		if r.ender.SSH, err = sshConfig(j.s, a.trust); err != nil {
+		r, err := newRescuer(st, j, a, asJSON)
+		if err != nil {
 			return err
 		}
-		r.ender.Client, r.ender.Observer = j.ex.Client, j.ex.Observer
-		j.ex.SSH = r.ender.SSH
 		if err := r.endLeft(endCtx, true); err != nil || a.end {
 			return err
 		}
@@ -149,6 +133,34 @@ type rescuer struct {
 	declared []plan.Volume
 	asJSON   bool
 	ender    apply.Executor
+}
+
+// newRescuer is the rescue of a.app in j: its ender logs in as j's
+// executor does, with the SSH settings it now shares.
+func newRescuer(st *streams, j *backupJob, a *rescueArgs, asJSON bool) (*rescuer, error) {
+	r := &rescuer{st: st, j: j, a: a, declared: declaredVolumes(j, a.app), asJSON: asJSON}
+	var err error
+	if r.ender.SSH, err = sshConfig(j.s, a.trust); err != nil {
+		return nil, err
+	}
+	r.ender.Client, r.ender.Observer = j.ex.Client, j.ex.Observer
+	j.ex.SSH = r.ender.SSH
+	return r, nil
+}
+
+// terminal refuses flags that cannot work together and, for an
+// interactive shell (no COMMAND, no --end), is the terminal it needs on
+// stdin; nil otherwise.
+func (a *rescueArgs) terminal(st *streams, asJSON bool) (*os.File, error) {
+	switch {
+	case a.end && len(a.argv) > 0:
+		return nil, errors.New("rescue --end takes no COMMAND")
+	case asJSON && len(a.argv) == 0 && !a.end:
+		return nil, errors.New("rescue -o json: give a COMMAND (corral rescue APP -o json -- COMMAND): an interactive shell has no JSON form")
+	case len(a.argv) == 0 && !a.end:
+		return localTerminal(st, "rescue: an interactive shell needs a terminal on stdin; give a COMMAND (corral rescue APP -- COMMAND), or run it from a terminal")
+	}
+	return nil, nil
 }
 
 // endLeft ends app's rescue containers, from a fresh read; left says they

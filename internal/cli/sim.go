@@ -102,33 +102,44 @@ func newSimEnvCmd(st *streams) *cobra.Command {
 	return cmd
 }
 
-func runSimServe(cmd *cobra.Command, st *streams, a *simServeArgs) error {
+// options are the emulator's options as the flags give them, refused
+// when they cannot work; with them serveRealTemplates decides (and may
+// build) the CT template, after the flags passed.
+func (a *simServeArgs) options(cmd *cobra.Command, st *streams) (sim.Options, error) {
 	if a.version != "9.1" && a.version != "8.4" {
-		return fmt.Errorf("--pve-version %q: want 9.1 or 8.4", a.version)
+		return sim.Options{}, fmt.Errorf("--pve-version %q: want 9.1 or 8.4", a.version)
 	}
 	if a.timeScale < 0 {
-		return fmt.Errorf("--time-scale %v: must be 0 or more", a.timeScale)
+		return sim.Options{}, fmt.Errorf("--time-scale %v: must be 0 or more", a.timeScale)
 	}
 	if err := hostcheck.CheckNames("--allowed-host", a.allowed); err != nil {
-		return err
+		return sim.Options{}, err
 	}
 	if a.nodes < 1 || a.nodes > 64 {
-		return fmt.Errorf("--nodes %d: want 1..64", a.nodes)
+		return sim.Options{}, fmt.Errorf("--nodes %d: want 1..64", a.nodes)
 	}
 	nodeMem, err := parseNodeMemory(a.nodeMem)
 	if err != nil {
-		return err
+		return sim.Options{}, err
 	}
 	mode := sim.ListenTLS
 	if a.plainHTTP {
 		mode = sim.ListenHTTP
 	}
 	ts := a.timeScale
-	s, err := sim.New(sim.Options{
+	return sim.Options{
 		Dir: a.state, Listen: a.listen, Listener: mode, Nodes: a.nodes, Version: a.version, SharedStorage: a.shared,
 		TimeScale: &ts, Faults: a.faults, Logger: st.logger(), GuestSSHPort: a.sshPort,
 		RealTemplates: serveRealTemplates(cmd.Context(), cmd.Flags().Changed("real-templates"), a.real, st.err), AllowedHosts: a.allowed, NodeMemory: nodeMem,
-	})
+	}, nil
+}
+
+func runSimServe(cmd *cobra.Command, st *streams, a *simServeArgs) error {
+	o, err := a.options(cmd, st)
+	if err != nil {
+		return err
+	}
+	s, err := sim.New(o)
 	if err != nil {
 		return err
 	}
