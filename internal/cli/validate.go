@@ -39,28 +39,7 @@ manifest is checked.`,
 				return err
 			}
 			if asJSON {
-				res := map[string]any{"file": ff.path, "files": ff.files(), "valid": err == nil, "apps": []string{}, "problems": []string{}}
-				var d *manifest.Diagnostics
-				switch {
-				case errors.As(err, &d):
-					var ps []string
-					for _, it := range d.Items {
-						ps = append(ps, it.String())
-					}
-					if m := d.MoreLine(); m != "" {
-						ps = append(ps, m)
-					}
-					res["problems"] = ps
-				case err != nil:
-					res["problems"] = []string{err.Error()}
-				default:
-					var names []string
-					for _, a := range f.Apps {
-						names = append(names, a.Name)
-					}
-					res["apps"] = names
-				}
-				if werr := writeJSON(st, res); werr != nil {
+				if werr := writeJSON(st, ui.NewValidationJSON(ff.path, ff.files(), f, err)); werr != nil {
 					return werr
 				}
 				if err != nil {
