@@ -210,7 +210,8 @@ func (a *applyArgs) takeArgs(fs *pflag.FlagSet, args []string) error {
 }
 
 // newApplyRun checks the named apps and the --rerun steps against the
-// manifest j read, and sets up the executor and its observer.
+// manifest j read, sets up the executor and its observer, and refuses an
+// embedded emulator that will start no container (guestsRefused).
 func newApplyRun(ctx context.Context, st *streams, a *applyArgs, j *job) (*applyRun, error) {
 	f, s := j.f, j.s
 	rerun, err := a.rerun.resolve(f)
