@@ -153,7 +153,7 @@ func runApply(cmd *cobra.Command, st *streams, a *applyArgs) error {
 	if err != nil || !p.HasChanges() {
 		return err
 	}
-	if err := approve(st, a.autoApprove, "Apply these changes?", "`corral plan`"); err != nil {
+	if err := approve(st, a.autoApprove, ui.ApplyQuestion()); err != nil {
 		return err
 	}
 	changed, err := applyUnderLock(ctx, st, r.s, r.f, r.ex, a, r.makePlan, p, obs, pj, r.showPlan)
@@ -563,7 +563,7 @@ func convergeUnderLock(ctx context.Context, st *streams, s *session, f *manifest
 		ui.WriteInterruptedWorkFinished(st.err)
 		showPlan(npj)
 		if !a.autoApprove {
-			if err := confirm(st, "Apply these changes too?", "`corral plan`"); err != nil {
+			if err := confirm(st, ui.ApplyMoreQuestion()); err != nil {
 				return &IncompleteError{Why: "the changes above were not approved"}
 			}
 		}

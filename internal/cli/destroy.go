@@ -99,7 +99,7 @@ func runDestroy(cmd *cobra.Command, st *streams, a *destroyArgs, names []string)
 	if !p.HasChanges() {
 		return rep.WriteUnchanged()
 	}
-	if err := approve(st, a.autoApprove, "Destroy these containers?", "the plan above (`corral destroy` prints it and asks)"); err != nil {
+	if err := approve(st, a.autoApprove, ui.DestroyQuestion()); err != nil {
 		return err
 	}
 	ex := &apply.Executor{Client: j.s.client, Observer: newRedactObserver(j.f, &ui.Progress{W: st.err}), Parallelism: a.parallelism, FailFast: a.failFast, Stop: stopOf(ctx)}

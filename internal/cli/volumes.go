@@ -122,7 +122,7 @@ func runFree(cmd *cobra.Command, st *streams, a *freeArgs, command string, plann
 		return r.done(pj, []string{})
 	}
 	if !a.autoApprove {
-		if err := confirm(st, "Free these volumes? Their data cannot be recovered.", "the volumes listed above (`corral "+command+"` prints them and asks)"); err != nil {
+		if err := confirm(st, ui.FreeQuestion(command)); err != nil {
 			return err
 		}
 	}

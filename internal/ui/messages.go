@@ -55,12 +55,6 @@ func WriteLockLost(w io.Writer, err error) {
 	fmt.Fprintf(w, "corral's lock was lost (%v): stopping\n", err)
 }
 
-// WriteConfirm asks question on w (stderr) and says which answer
-// approves; the answer is read by the caller.
-func WriteConfirm(w io.Writer, question string) {
-	fmt.Fprintf(w, "\n%s Only 'yes' is accepted: ", question)
-}
-
 // WriteError writes the error a command ended with on w (stderr);
 // interrupted says a stop request or a cancelled context ended it.
 func WriteError(w io.Writer, err error, interrupted bool) {
