@@ -116,6 +116,20 @@ type Ratio struct {
 	Ratio float64 `json:"peer_over_corral"`
 }
 
+// WorkDir is the directory a bench keeps its emulators' state and
+// commands' output in: keep, made when missing, which stays for a look
+// afterwards; or, with keep "", a new temporary directory that cleanup
+// removes.
+func WorkDir(keep string) (dir string, cleanup func(), err error) {
+	if keep != "" {
+		return keep, func() {}, os.MkdirAll(keep, 0o755)
+	}
+	if dir, err = os.MkdirTemp("", "corral-bench"); err != nil {
+		return "", func() {}, err
+	}
+	return dir, func() { os.RemoveAll(dir) }, nil
+}
+
 // Run runs what o asks.
 func Run(ctx context.Context, o Options) (*Report, error) {
 	if o.Corral == "" {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"regexp"
@@ -148,7 +149,7 @@ func runAgentInstall(cmd *cobra.Command, st *streams, a *agentInstallArgs) error
 	}
 	res, err := agent.Install(ctx, in, a.installOps(cmd, st, s.client, cf))
 	if need, ok := errors.AsType[*agent.SetupNeededError](err); ok {
-		fmt.Fprintf(st.out, "%s", in.Manifest.Redact(need.Script))
+		io.WriteString(st.out, in.Manifest.Redact(need.Script))
 	}
 	if err != nil {
 		return redactErr(in.Manifest, err)

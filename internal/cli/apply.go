@@ -149,22 +149,12 @@ func runApply(cmd *cobra.Command, st *streams, a *applyArgs) error {
 	if err != nil {
 		return err
 	}
-	if err := r.s.guestsRefused(); err != nil {
-		return err
-	}
-	// The preflight lists the guests and the token's permissions again
-	// right after the first plan: it takes that plan's answers (issue
-	// 30). The hand-over ends once the preflight has run.
-	j.s.client.HandOverReads(!a.noPreflight)
 	p, obs, pj, err := r.firstPlan(ctx, rctx)
-	j.s.client.HandOverReads(false)
 	if err != nil || !p.HasChanges() {
 		return err
 	}
-	if !a.autoApprove {
-		if err := confirm(st, "Apply these changes?", "`corral plan`"); err != nil {
-			return err
-		}
+	if err := approve(st, a.autoApprove, ui.ApplyQuestion()); err != nil {
+		return err
 	}
 	changed, err := applyUnderLock(ctx, st, r.s, r.f, r.ex, a, r.makePlan, p, obs, pj, r.showPlan)
 	if !changed {
@@ -220,7 +210,8 @@ func (a *applyArgs) takeArgs(fs *pflag.FlagSet, args []string) error {
 }
 
 // newApplyRun checks the named apps and the --rerun steps against the
-// manifest j read, and sets up the executor and its observer.
+// manifest j read, sets up the executor and its observer, and refuses an
+// embedded emulator that will start no container (guestsRefused).
 func newApplyRun(ctx context.Context, st *streams, a *applyArgs, j *job) (*applyRun, error) {
 	f, s := j.f, j.s
 	rerun, err := a.rerun.resolve(f)
@@ -250,6 +241,9 @@ func newApplyRun(ctx context.Context, st *streams, a *applyArgs, j *job) (*apply
 		observer = r.events
 	}
 	r.ex.Observer = newRedactObserver(f, observer)
+	if err := s.guestsRefused(); err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 
@@ -303,6 +297,11 @@ func (r *applyRun) showPlan(pj *ui.PlanJSON) {
 // lock. A plan without changes ends the run here (p.HasChanges is false;
 // the error says whether apps could not be checked).
 func (r *applyRun) firstPlan(ctx, rctx context.Context) (*plan.Plan, *plan.Observed, *ui.PlanJSON, error) {
+	// The preflight lists the guests and the token's permissions again
+	// right after the first plan: it takes that plan's answers (issue
+	// 30). The hand-over ends once the preflight has run.
+	r.s.client.HandOverReads(!r.a.noPreflight)
+	defer r.s.client.HandOverReads(false)
 	p, obs, pj, err := r.makePlan(rctx, r.s, r.f)
 	if err != nil || p.HasChanges() {
 		if perr := r.preflight(rctx); perr != nil {
@@ -373,7 +372,7 @@ func (r *applyRun) finish(total time.Duration, err error) error {
 		return fmt.Errorf("apply stopped: %w\nrun `corral apply` again to resume; `corral plan` shows what is left", redactErr(r.f, err))
 	}
 	if r.events == nil {
-		fmt.Fprintf(r.st.err, "\nApply complete in %s.\n", total.Round(10*time.Millisecond))
+		ui.WriteApplyComplete(r.st.err, total)
 	}
 	return nil
 }
@@ -498,7 +497,7 @@ func applyUnderLock(ctx context.Context, st *streams, s *session, f *manifest.Fi
 				// The restore it finished was the change.
 				return true, convergeUnderLock(ctx, st, s, f, ex, a, nodes, nil, nil, showPlan)
 			}
-			fmt.Fprintln(st.err, "Another corral made these changes meanwhile; nothing left to do.")
+			ui.WriteChangedMeanwhile(st.err)
 			return false, nil
 		}
 		if !sameChanges(approved, pj) {
@@ -561,10 +560,10 @@ func convergeUnderLock(ctx context.Context, st *streams, s *session, f *manifest
 			showPlan(npj)
 			return &IncompleteError{Why: "the interrupted work is finished; the manifest's other changes (above) need nodes this run did not lock: run corral apply again"}
 		}
-		fmt.Fprintln(st.err, "\nThe interrupted work is finished; the manifest's other changes:")
+		ui.WriteInterruptedWorkFinished(st.err)
 		showPlan(npj)
 		if !a.autoApprove {
-			if err := confirm(st, "Apply these changes too?", "`corral plan`"); err != nil {
+			if err := confirm(st, ui.ApplyMoreQuestion()); err != nil {
 				return &IncompleteError{Why: "the changes above were not approved"}
 			}
 		}

@@ -337,7 +337,7 @@ func runRestore(cmd *cobra.Command, st *streams, a *restoreArgs, app string) err
 	}
 	ui.WriteRestorePlan(st.err, rp)
 	if !a.autoApprove {
-		if err := confirm(st, "Restore?", "the restore plan above (`corral restore` prints it and asks)"); err != nil {
+		if err := confirm(st, ui.RestoreQuestion()); err != nil {
 			return err
 		}
 	}
@@ -567,7 +567,7 @@ longer exists or its volid is now another app's or another guest's.`,
 // starting the container again if it ran (or with start).
 func rollback(ctx context.Context, st *streams, j *backupJob, obs *plan.Observed, ct *plan.CT, args []string, lf lockFlags, start, autoApprove bool) error {
 	if !autoApprove {
-		if err := confirm(st, fmt.Sprintf("Roll app %s (ct %d) back to %s? Everything changed since is lost.", args[0], ct.VMID, args[1]), "the snapshot to roll back to (`corral snapshots "+args[0]+"` lists them)"); err != nil {
+		if err := confirm(st, ui.RollbackQuestion(args[0], ct.VMID, args[1])); err != nil {
 			return err
 		}
 	}

@@ -91,45 +91,17 @@ func runBench(cmd *cobra.Command, st *streams, a *benchArgs) error {
 	if err != nil {
 		return err
 	}
-	if (a.peerTofu == "") != (a.peerProv == "") {
-		return errors.New("--peer-tofu and --peer-provider go together: give both binaries or neither")
-	}
-	if a.timeScale < 0 {
-		return fmt.Errorf("--time-scale %v: must be 0 or more", a.timeScale)
-	}
-	for _, n := range a.apps {
-		if n < 1 {
-			return fmt.Errorf("--apps %d: want 1 or more", n)
-		}
-	}
-	o := bench.Options{Corral: a.corral, Apps: a.apps, TimeScale: a.timeScale, Parallelism: a.parallelism, Provision: a.provision}
-	if o.Corral == "" {
-		if o.Corral, err = os.Executable(); err != nil {
-			return fmt.Errorf("find corral's own binary: %w (give --corral PATH)", err)
-		}
-	}
-	if a.peerTofu != "" {
-		o.Peer = &bench.Peer{Tofu: a.peerTofu, Provider: a.peerProv}
-	}
-	if a.scale {
-		o.Scale = &bench.ScaleOptions{Apps: a.scaleApps, Nodes: a.scaleNodes, Clients: a.rpsClients, Duration: a.rpsDuration}
-	}
-	if a.drain < 0 || (a.drain > 0 && a.scale) {
-		return fmt.Errorf("--drain %d: want 1 or more apps, and not with --scale", a.drain)
-	}
-	if a.drain > 0 {
-		o.Drain = &bench.DrainOptions{Apps: a.drain}
-	}
-	o.Dir = a.keep
-	if o.Dir == "" {
-		if o.Dir, err = os.MkdirTemp("", "corral-bench"); err != nil {
-			return err
-		}
-		defer os.RemoveAll(o.Dir)
-	} else if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+	o, err := a.options()
+	if err != nil {
 		return err
 	}
-	o.Progress = func(s string) { fmt.Fprintf(st.err, "bench: %s...\n", s) }
+	dir, cleanup, err := bench.WorkDir(a.keep)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	o.Dir = dir
+	o.Progress = func(s string) { ui.WriteBenchProgress(st.err, s) }
 	r, err := bench.Run(cmd.Context(), o)
 	if err != nil {
 		return err
@@ -139,4 +111,40 @@ func runBench(cmd *cobra.Command, st *streams, a *benchArgs) error {
 	}
 	ui.WriteBench(st.out, r)
 	return nil
+}
+
+// options are the bench's options as the flags give them (all but the
+// work directory), refused when they cannot work together.
+func (a *benchArgs) options() (bench.Options, error) {
+	var err error
+	if (a.peerTofu == "") != (a.peerProv == "") {
+		return bench.Options{}, errors.New("--peer-tofu and --peer-provider go together: give both binaries or neither")
+	}
+	if a.timeScale < 0 {
+		return bench.Options{}, fmt.Errorf("--time-scale %v: must be 0 or more", a.timeScale)
+	}
+	for _, n := range a.apps {
+		if n < 1 {
+			return bench.Options{}, fmt.Errorf("--apps %d: want 1 or more", n)
+		}
+	}
+	o := bench.Options{Corral: a.corral, Apps: a.apps, TimeScale: a.timeScale, Parallelism: a.parallelism, Provision: a.provision}
+	if o.Corral == "" {
+		if o.Corral, err = os.Executable(); err != nil {
+			return o, fmt.Errorf("find corral's own binary: %w (give --corral PATH)", err)
+		}
+	}
+	if a.peerTofu != "" {
+		o.Peer = &bench.Peer{Tofu: a.peerTofu, Provider: a.peerProv}
+	}
+	if a.scale {
+		o.Scale = &bench.ScaleOptions{Apps: a.scaleApps, Nodes: a.scaleNodes, Clients: a.rpsClients, Duration: a.rpsDuration}
+	}
+	if a.drain < 0 || (a.drain > 0 && a.scale) {
+		return o, fmt.Errorf("--drain %d: want 1 or more apps, and not with --scale", a.drain)
+	}
+	if a.drain > 0 {
+		o.Drain = &bench.DrainOptions{Apps: a.drain}
+	}
+	return o, nil
 }

@@ -13,7 +13,7 @@ import (
 
 	"github.com/corralhq/corral/internal/pve"
 	"github.com/corralhq/corral/internal/sim"
-	"github.com/corralhq/corral/internal/sim/guest"
+	"github.com/corralhq/corral/internal/ui"
 )
 
 // connFlags are the connection settings, named as the bpg Terraform
@@ -139,10 +139,10 @@ func connectTo(ctx context.Context, st *streams, cf connFlags, start bool) (*ses
 		return nil, fmt.Errorf("no API token: set PROXMOX_VE_API_TOKEN (or --api-token) to user@realm!tokenid=secret")
 	}
 	if cf.insecure {
-		fmt.Fprintln(st.err, "corral: warning: TLS verification is off (--insecure): anyone on the path can read the API token")
+		ui.WriteInsecureTLSWarning(st.err)
 	}
 	if cf.plainHTTP && strings.HasPrefix(strings.ToLower(strings.TrimSpace(cf.endpoint)), "http:") {
-		fmt.Fprintln(st.err, "corral: warning: plain http allowed (--insecure-plain-http): the API token crosses the network in clear text")
+		ui.WritePlainHTTPWarning(st.err)
 	}
 	c, err := pve.New(cf.pveConfig(strings.TrimSuffix(cf.endpoint, "/"), dialContext, log))
 	if err != nil {
@@ -165,7 +165,7 @@ func connectInProcess(st *streams, log *slog.Logger) (*session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start embedded emulator: %w", err)
 	}
-	fmt.Fprintf(st.err, "corral: no PROXMOX_VE_ENDPOINT set: using the embedded Proxmox VE emulator in this process (%s=1; state in %s)\n", inProcessEnv, dir)
+	ui.WriteEmbeddedEmulatorNote(st.err, inProcessEnv, dir)
 	c, err := pve.New(pve.Config{Endpoint: s.URL(), Token: s.Credentials().OperatorToken, HTTPClient: s.HTTPClient(), Logger: log, TaskTimeScale: &scale})
 	if err != nil {
 		s.Close()
@@ -188,18 +188,10 @@ func connectLocal(ctx context.Context, st *streams, start bool, log *slog.Logger
 		return nil, err
 	}
 	r := ls.rec
-	if ls.started {
-		fmt.Fprintf(st.err, "corral: no PROXMOX_VE_ENDPOINT set: started the local Proxmox VE emulator in the background (pid %d, state in %s, log %s; corral sim stop stops it)\n",
-			r.PID, d.dir, d.path(daemonLogFile))
-		if !r.Isolated && r.GuestsRefused == "" {
-			fmt.Fprintf(st.err, "corral: warning: GUEST COMMANDS RUN UNISOLATED ON THIS HOST (%s=1): they can see and kill your processes and write your files\n", guest.UnisolatedEnv)
-		}
-	} else {
-		fmt.Fprintf(st.err, "corral: no PROXMOX_VE_ENDPOINT set: using the local Proxmox VE emulator (state in %s)\n", d.dir)
-	}
-	if len(ls.notes) > 0 {
-		fmt.Fprintf(st.err, "corral: note: the local emulator runs with %s: corral sim stop, then run again, to start it with this command's settings\n", strings.Join(ls.notes, ", "))
-	}
+	ui.WriteLocalEmulatorNote(st.err, ui.LocalEmulator{
+		Started: ls.started, PID: r.PID, Dir: d.dir, Log: d.path(daemonLogFile),
+		Unisolated: !r.Isolated && r.GuestsRefused == "", Notes: ls.notes,
+	})
 	return &session{client: ls.client, local: r, endpoint: "local emulator " + r.URL}, nil
 }
 

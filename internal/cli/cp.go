@@ -16,6 +16,7 @@ import (
 	"github.com/corralhq/corral/internal/guest"
 	"github.com/corralhq/corral/internal/manifest"
 	"github.com/corralhq/corral/internal/tarcp"
+	"github.com/corralhq/corral/internal/ui"
 )
 
 func newCpCmd(st *streams) *cobra.Command {
@@ -162,7 +163,7 @@ func cpIn(ctx context.Context, st *streams, ff fileFlags, cf connFlags, trust bo
 	packed := make(chan error, 1)
 	go func() {
 		err := tarcp.Pack(pw, resolved, name, func(p string) {
-			fmt.Fprintf(st.err, "corral: cp: skipped %s (not a file, directory or symlink)\n", p)
+			ui.WriteCopySkipped(st.err, p)
 		})
 		pw.CloseWithError(err)
 		packed <- err
@@ -178,7 +179,7 @@ func cpIn(ctx context.Context, st *streams, ff fileFlags, cf connFlags, trust bo
 	if err != nil {
 		return cpFailed(err, errb.String())
 	}
-	fmt.Fprintf(st.err, "corral: copied %s to %s:%s\n", local, dest.app, out.String())
+	ui.WriteCopied(st.err, local, dest.app+":"+out.String())
 	return nil
 }
 
@@ -227,7 +228,7 @@ func cpOut(ctx context.Context, st *streams, ff fileFlags, cf connFlags, trust b
 	if err != nil {
 		return cpFailed(err, errb.String())
 	}
-	fmt.Fprintf(st.err, "corral: copied %s:%s to %s\n", src.app, src.path, filepath.Join(dir, name))
+	ui.WriteCopied(st.err, src.app+":"+src.path, filepath.Join(dir, name))
 	return nil
 }
 

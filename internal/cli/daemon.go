@@ -21,6 +21,7 @@ import (
 	"github.com/corralhq/corral/internal/localfile"
 	"github.com/corralhq/corral/internal/pve"
 	"github.com/corralhq/corral/internal/sim/guest"
+	"github.com/corralhq/corral/internal/ui"
 )
 
 // The local emulator (issue 28). With no endpoint configured, the first
@@ -311,7 +312,7 @@ func (d localDaemon) lock(ctx context.Context, w io.Writer) (unlock func(), err 
 		case <-time.After(25 * time.Millisecond):
 		}
 		if !said.IsZero() && time.Now().After(said) {
-			fmt.Fprintf(w, "corral: waiting for another corral that is starting or stopping the local emulator (its log: %s)\n", d.path(daemonLogFile))
+			ui.WriteEmulatorStartWait(w, d.path(daemonLogFile))
 			said = time.Time{}
 		}
 	}
@@ -381,7 +382,7 @@ func (d localDaemon) ensure(ctx context.Context, want daemonSettings, start bool
 		d.waitReleased(ctx, old.PID, 10*time.Second)
 	}
 	if want.RealTemplates {
-		fmt.Fprintf(w, "corral: starting the local emulator with real templates (the first start builds one, for minutes: its log, %s, follows it)\n", d.path(daemonLogFile))
+		ui.WriteRealTemplatesStarting(w, d.path(daemonLogFile))
 	}
 	r, err = d.start(ctx, want, old)
 	if err != nil {
@@ -438,7 +439,7 @@ func (d localDaemon) start(ctx context.Context, want daemonSettings, old *daemon
 		return nil, fmt.Errorf("the local emulator's log: %w", err)
 	}
 	defer logf.Close()
-	fmt.Fprintf(logf, "==== %s: corral (pid %d) starts the local emulator\n", time.Now().UTC().Format(time.RFC3339), os.Getpid())
+	ui.WriteDaemonLogStart(logf, time.Now(), os.Getpid())
 	cmd := exec.Command(exe, "--log-level", "info", "sim", "serve", "--daemon", "--state", d.dir, "--listen", listen,
 		"--time-scale", strconv.FormatFloat(want.TimeScale, 'g', -1, 64), "--guest-ssh-port", "0")
 	cmd.Env = daemonEnv(os.Environ())

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -27,7 +26,7 @@ type destroyArgs struct {
 }
 
 func newDestroyCmd(st *streams) *cobra.Command {
-	a := &destroyArgs{}
+	a := &destroyArgs{ff: fileFlags{lazy: true}} // destroy provisions nothing: it needs no secret
 	cmd := &cobra.Command{
 		Use:         "destroy [APP...]",
 		Annotations: jsonForm(),
@@ -56,116 +55,59 @@ corral volumes rm and corral volumes prune free volumes on purpose.`,
 	return cmd
 }
 
-func runDestroy(cmd *cobra.Command, st *streams, a *destroyArgs, names []string) error {
+// check refuses flags that cannot work, before anything is read.
+func (a *destroyArgs) check() error {
 	if err := a.lf.check(); err != nil {
 		return err
 	}
 	if a.parallelism < 1 {
 		return fmt.Errorf("--parallelism %d: want 1 or more", a.parallelism)
 	}
-	start := time.Now()
-	a.ff.lazy = true // destroy provisions nothing: it needs no secret
-	j, err := openJob(cmd.Context(), st, a.ff, a.cf)
+	return nil
+}
+
+func runDestroy(cmd *cobra.Command, st *streams, a *destroyArgs, names []string) error {
+	if err := a.check(); err != nil {
+		return err
+	}
+	start, ctx := time.Now(), cmd.Context()
+	j, err := openJob(ctx, st, a.ff, a.cf)
 	if err != nil {
 		return err
 	}
 	defer j.Close()
 	// Its plans and its checks read the nodes, bridges and storages once.
 	j.s.client.MemoizeSetup()
-	f, s, asJSON := j.f, j.s, j.asJSON
-	ctx := cmd.Context()
-	ex := &apply.Executor{Client: s.client, Observer: newRedactObserver(f, &ui.Progress{W: st.err}), Parallelism: a.parallelism, FailFast: a.failFast, Stop: stopOf(ctx)}
-	obs, err := apply.ObserveWith(ctx, s.client, destroyObserve)
+	obs, err := apply.ObserveWith(ctx, j.s.client, destroyObserve)
 	if err != nil {
 		return err
 	}
-	apps, err := destroyApps(f, obs, names)
+	apps, err := plan.DestroyTargets(j.f, obs, names)
 	if err != nil {
 		return err
 	}
 	p, perr := plan.Destroy(apps, obs, a.deleteVolumes)
-	var refused []string
-	var rerr *plan.RefusedError
-	if errors.As(perr, &rerr) {
-		refused = rerr.Problems
-	}
-	leftOut(p, f, obs, names)
-	pj := ui.NewPlanJSON(p, refused)
-	pj.LeftOutCommand = "corral destroy"
-	redactPlan(f, &pj)
-	if !asJSON {
-		ui.WritePlanText(st.out, pj)
-	}
+	p.NoteLeftOut(j.f, obs, names)
+	rep := ui.DestroyReport{Out: st.out, Err: st.err, JSON: j.asJSON, Plan: ui.NewPlanJSON(p, plan.Problems(perr))}
+	rep.Plan.LeftOutCommand = "corral destroy"
+	redactPlan(j.f, &rep.Plan)
+	rep.WritePlan()
 	if perr != nil {
-		if asJSON {
-			writeJSON(st, map[string]any{"plan": pj, "destroyed": []int{}, "freed": []string{}})
-		}
+		rep.WriteUnchanged()
 		return errors.New("destroy refused; nothing was changed (see the refused lines)")
 	}
 	if !p.HasChanges() {
-		if asJSON {
-			return writeJSON(st, map[string]any{"plan": pj, "destroyed": []int{}, "freed": []string{}})
-		}
-		return nil
+		return rep.WriteUnchanged()
 	}
-	if !a.autoApprove {
-		if err := confirm(st, "Destroy these containers?", "the plan above (`corral destroy` prints it and asks)"); err != nil {
-			return err
-		}
+	if err := approve(st, a.autoApprove, ui.DestroyQuestion()); err != nil {
+		return err
 	}
-	p, freed, err := destroyUnderLock(ctx, st, s, ex, f, a, apps, obs, p, func() {
-		if !asJSON {
-			ui.WriteTimings(st.err, ex.Timings(), time.Since(start))
-		}
-	})
+	ex := &apply.Executor{Client: j.s.client, Observer: newRedactObserver(j.f, &ui.Progress{W: st.err}), Parallelism: a.parallelism, FailFast: a.failFast, Stop: stopOf(ctx)}
+	p, freed, err := destroyUnderLock(ctx, st, j.s, ex, j.f, a, apps, obs, p, func() { rep.WriteTimings(ex.Timings(), time.Since(start)) })
 	if err != nil {
 		return err
 	}
-	return reportDestroyed(st, asJSON, pj, p, freed)
-}
-
-// leftOut notes in p, when names narrow a destroy, the manifest's other
-// apps that have containers (a whole destroy would remove them) and how
-// many containers they have.
-func leftOut(p *plan.Plan, f *manifest.File, obs *plan.Observed, names []string) {
-	if len(names) == 0 || p == nil {
-		return
-	}
-	p.Targets = slices.Clone(names)
-	for _, a := range f.Apps {
-		if n := len(obs.Apps[a.Name]); n > 0 && !slices.Contains(names, a.Name) {
-			p.LeftOut = append(p.LeftOut, a.Name)
-			p.LeftOutChanges += n
-		}
-	}
-}
-
-// destroyApps are the apps destroy removes: the manifest's, or only those
-// named. A name the manifest does not declare is taken while a container
-// of the project carries it (an app removed from the manifest, a copy
-// restored with --as), or a container with no project tag (made before
-// projects, or a copy restored by an older corral): this manifest takes
-// it on purpose.
-func destroyApps(f *manifest.File, obs *plan.Observed, names []string) ([]plan.App, error) {
-	apps := plan.FromManifest(f)
-	if len(names) > 0 {
-		apps = slices.DeleteFunc(apps, func(a plan.App) bool { return !slices.Contains(names, a.Name) })
-	}
-	for _, n := range names {
-		if _, ok := f.App(n); ok {
-			continue
-		}
-		if !slices.ContainsFunc(obs.Apps[n], func(ct *plan.CT) bool { return ct.Project == f.Project || ct.Project == "" }) {
-			return nil, fmt.Errorf("app %q is not in %s, and no container of project %s (tag %s%s) carries it; check the name (`corral status` lists the project's apps)", n, f.Path, f.Project, plan.TagProjectPrefix, f.Project)
-		}
-		for _, ct := range obs.Apps[n] {
-			if why := plan.RemovedElsewhere(n, ct, f.Project, f.Origin, f.ProjectSet); ct.Project == f.Project && why != "" {
-				return nil, errors.New(why)
-			}
-		}
-		apps = append(apps, plan.App{Name: n, Project: f.Project})
-	}
-	return apps, nil
+	return rep.WriteDone(p.Destroyed(), freed)
 }
 
 // destroyUnderLock plans the destroy again under corral's lock on the
@@ -205,25 +147,6 @@ func destroyUnderLock(ctx context.Context, st *streams, s *session, ex *apply.Ex
 		return nil, nil, fmt.Errorf("destroy stopped: %w\nrun `corral destroy` again to finish", redactErr(f, err))
 	}
 	return p, freed, nil
-}
-
-// reportDestroyed says what the destroy plan p (shown as pj) removed and
-// freed.
-func reportDestroyed(st *streams, asJSON bool, pj ui.PlanJSON, p *plan.Plan, freed []string) error {
-	destroyed := []int{}
-	for _, c := range p.Changes {
-		if c.Action == plan.Delete && c.OldVMID != 0 {
-			destroyed = append(destroyed, c.OldVMID)
-		}
-	}
-	if freed == nil {
-		freed = []string{}
-	}
-	if asJSON {
-		return writeJSON(st, map[string]any{"plan": pj, "destroyed": destroyed, "freed": freed})
-	}
-	fmt.Fprintf(st.err, "\nDestroyed %d container(s); %d volume(s) freed; every other volume is kept in the keeper.\n", len(destroyed), len(freed))
-	return nil
 }
 
 // writeJSON prints v as indented JSON on stdout.

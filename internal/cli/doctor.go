@@ -1,8 +1,7 @@
 package cli
 
 import (
-	"bytes"
-	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -72,18 +71,9 @@ func runDoctor(cmd *cobra.Command, st *streams, a *doctorArgs) error {
 	if err != nil {
 		return err
 	}
-	var buf bytes.Buffer
 	if a.printSetup {
 		s := doctor.Setup(doctor.Requirements(f, doctor.Targets{}), a.setup)
-		if asJSON {
-			if err := doctor.WriteSetupJSON(&buf, s); err != nil {
-				return err
-			}
-		} else {
-			buf.WriteString(s.Script())
-		}
-		_, err := fmt.Fprint(st.out, f.Redact(buf.String()))
-		return err
+		return writeRedacted(st.out, f, func(w io.Writer) error { return ui.WriteDoctorSetup(w, s, asJSON) })
 	}
 	s, err := connect(cmd.Context(), st, a.cf)
 	if err != nil {
@@ -94,20 +84,14 @@ func runDoctor(cmd *cobra.Command, st *streams, a *doctorArgs) error {
 	if err != nil {
 		return redactErr(f, err)
 	}
-	if asJSON {
-		if err := doctor.WriteJSON(&buf, r); err != nil {
-			return err
-		}
-	} else {
-		ui.WriteDoctor(&buf, r)
-		if s.embedded != nil {
-			// The embedded emulator's CTs run on this machine: its
-			// prerequisites are the cluster's (corral sim doctor).
-			buf.WriteString("\nThis machine (the embedded emulator runs its containers here; corral sim doctor):\n")
-			ui.WriteSimDoctor(&buf, prereq.Run())
-		}
+	var machine *prereq.Report
+	if s.embedded != nil && !asJSON {
+		// The embedded emulator's CTs run on this machine: its
+		// prerequisites are the cluster's (corral sim doctor).
+		m := prereq.Run()
+		machine = &m
 	}
-	if _, err := fmt.Fprint(st.out, f.Redact(buf.String())); err != nil {
+	if err := writeRedacted(st.out, f, func(w io.Writer) error { return ui.WriteDoctorReport(w, r, machine, asJSON) }); err != nil {
 		return err
 	}
 	if !r.Applyable || s.embedded != nil && s.embedded.Guests().Refused() != nil {

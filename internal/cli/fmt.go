@@ -11,6 +11,7 @@ import (
 
 	"github.com/corralhq/corral/internal/localfile"
 	"github.com/corralhq/corral/internal/manifest"
+	"github.com/corralhq/corral/internal/ui"
 )
 
 func newFmtCmd(st *streams) *cobra.Command {
@@ -106,7 +107,7 @@ func runFmt(st *streams, path string, check bool) (*fmtResult, error) {
 		return r, fmt.Errorf("fmt %s: %w", path, err)
 	}
 	r.Written = true
-	fmt.Fprintf(st.err, "formatted %s\n", path)
+	ui.WriteFormatted(st.err, path)
 	return r, nil
 }
 

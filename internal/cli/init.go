@@ -8,13 +8,13 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/corralhq/corral/internal/manifest"
 	"github.com/corralhq/corral/internal/pve"
+	"github.com/corralhq/corral/internal/ui"
 )
 
 // found is one thing init discovered (a storage, bridge or template) and
@@ -138,64 +138,101 @@ func choose(f *clusterFacts) (chosen, error) {
 	return ch, nil
 }
 
-// initManifest is the corral.yaml init writes: the cluster it found, in
-// comments, and one app on the chosen template, storage and bridge.
-func initManifest(endpoint string, f *clusterFacts, ch chosen) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "# corral.yaml, written by corral init from the cluster it found (%s).\n", endpoint)
-	b.WriteString("# docs/manifest.md describes every key. Next:\n#\n")
-	b.WriteString("#   corral validate   # check this file; no cluster needed\n")
-	b.WriteString("#   corral plan       # what apply would change\n")
-	b.WriteString("#   corral apply      # make it so\n#\n")
-	fmt.Fprintf(&b, "# Nodes online: %s", strings.Join(f.online, ", "))
-	if len(f.offline) > 0 {
-		fmt.Fprintf(&b, " (offline: %s)", strings.Join(f.offline, ", "))
-	}
-	b.WriteString("\n# Storages for root file systems and volumes:\n")
-	for _, s := range f.storages {
-		fmt.Fprintf(&b, "#   %s (%s: %s) on %s\n", s.name, s.kind, s.content, strings.Join(s.nodes, ", "))
-	}
-	b.WriteString("# Bridges:\n")
-	for _, br := range f.bridges {
-		fmt.Fprintf(&b, "#   %s on %s\n", br.name, strings.Join(br.nodes, ", "))
-	}
-	b.WriteString("# CT templates:\n")
-	for _, t := range f.templates {
-		fmt.Fprintf(&b, "#   %s on %s\n", t.name, strings.Join(t.nodes, ", "))
-	}
-	b.WriteString("\napps:\n")
-	b.WriteString("  # An app is one container; its name is also the container's hostname.\n  - name: app\n")
-	fmt.Fprintf(&b, "    template: %s # one of the templates above\n", yamlScalar(ch.template.name))
-	if len(ch.template.nodes) < len(f.online) {
-		fmt.Fprintf(&b, "    node: %s # the template is only there\n", yamlScalar(ch.template.nodes[0]))
-	} else if len(f.online) > 1 {
-		b.WriteString("    # node: left out, so corral places the app (placement: spread)\n")
-	}
-	b.WriteString("    cores: 1\n    memory: 512 # MiB\n")
-	fmt.Fprintf(&b, "    rootfs:\n      storage: %s\n      size: 4G\n", yamlScalar(ch.storage.name))
-	b.WriteString("    features:\n      nesting: true # systemd inside the container wants it\n")
-	fmt.Fprintf(&b, "    network:\n      bridge: %s\n      ip: dhcp\n", yamlScalar(ch.bridge.name))
-	b.WriteString("    # A volume outlives the container: corral keeps it when it replaces or\n")
-	b.WriteString("    # destroys the container, and mounts it into the next one.\n")
-	fmt.Fprintf(&b, "    volumes:\n      - name: data\n        storage: %s\n        size: 1G\n        mount: /srv/data\n", yamlScalar(ch.storage.name))
-	return b.String()
+// initDoc is the corral.yaml init writes, as a value: the encoder quotes
+// every name the cluster gave it, so that none can misread or break the
+// document (as the agent's own manifest is built, agent.ManifestText).
+type initDoc struct {
+	Apps []initApp `yaml:"apps"`
 }
 
-// plainRE matches what YAML reads as a plain string: the names PVE gives
-// nodes, storages, bridges and volids.
-var plainRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9._/:-]*$`)
+type initApp struct {
+	Name     string          `yaml:"name"`
+	Template string          `yaml:"template"`
+	Node     string          `yaml:"node,omitempty"`
+	Cores    int             `yaml:"cores"`
+	Memory   int             `yaml:"memory"`
+	RootFS   initRootFS      `yaml:"rootfs"`
+	Features map[string]bool `yaml:"features"`
+	Network  initNetwork     `yaml:"network"`
+	Volumes  []initVolume    `yaml:"volumes"`
+}
 
-// yamlScalar writes s as a YAML string: plain when that reads back as s,
-// else double-quoted.
-func yamlScalar(s string) string {
-	switch strings.ToLower(s) {
-	case "true", "false", "yes", "no", "on", "off", "null", "y", "n":
-		return strconv.Quote(s)
+type initRootFS struct {
+	Storage string `yaml:"storage"`
+	Size    string `yaml:"size"`
+}
+
+type initNetwork struct {
+	Bridge string `yaml:"bridge"`
+	IP     string `yaml:"ip"`
+}
+
+type initVolume struct {
+	Name    string `yaml:"name"`
+	Storage string `yaml:"storage"`
+	Size    string `yaml:"size"`
+	Mount   string `yaml:"mount"`
+}
+
+// initManifest is the corral.yaml init writes (before manifest.Format):
+// the cluster it found, in comments, and one app on the chosen template,
+// storage and bridge, pinned to the template's node when not every
+// online node has it.
+func initManifest(endpoint string, f *clusterFacts, ch chosen) (string, error) {
+	app := initApp{
+		Name: "app", Template: ch.template.name, Cores: 1, Memory: 512,
+		RootFS:   initRootFS{Storage: ch.storage.name, Size: "4G"},
+		Features: map[string]bool{"nesting": true},
+		Network:  initNetwork{Bridge: ch.bridge.name, IP: "dhcp"},
+		Volumes:  []initVolume{{Name: "data", Storage: ch.storage.name, Size: "1G", Mount: "/srv/data"}},
 	}
-	if plainRE.MatchString(s) && !strings.Contains(s, ": ") {
-		return s
+	comments := []manifest.Comment{
+		{Head: initHeader(endpoint, f)},
+		{Path: "apps.0", Head: "An app is one container; its name is also the container's hostname."},
+		{Path: "apps.0.template", Line: "one of the templates above"},
+		{Path: "apps.0.memory", Line: "MiB"},
+		{Path: "apps.0.features.nesting", Line: "systemd inside the container wants it"},
+		{Path: "apps.0.volumes", Head: "A volume outlives the container: corral keeps it when it replaces or\ndestroys the container, and mounts it into the next one."},
 	}
-	return strconv.Quote(s)
+	if len(ch.template.nodes) < len(f.online) {
+		app.Node = ch.template.nodes[0]
+		comments = append(comments, manifest.Comment{Path: "apps.0.node", Line: "the template is only there"})
+	} else if len(f.online) > 1 {
+		comments = append(comments, manifest.Comment{Path: "apps.0.cores", Head: "node: left out, so corral places the app (placement: spread)"})
+	}
+	b, err := manifest.EncodeCommented(initDoc{Apps: []initApp{app}}, comments)
+	return string(b), err
+}
+
+// initHeader is the comment atop init's manifest: where it came from,
+// what to run next, and what the cluster offers.
+func initHeader(endpoint string, f *clusterFacts) string {
+	lines := []string{
+		"corral.yaml, written by corral init from the cluster it found (" + endpoint + ").",
+		"docs/manifest.md describes every key. Next:",
+		"",
+		"  corral validate   # check this file; no cluster needed",
+		"  corral plan       # what apply would change",
+		"  corral apply      # make it so",
+		"",
+	}
+	online := "Nodes online: " + strings.Join(f.online, ", ")
+	if len(f.offline) > 0 {
+		online += " (offline: " + strings.Join(f.offline, ", ") + ")"
+	}
+	lines = append(lines, online, "Storages for root file systems and volumes:")
+	for _, s := range f.storages {
+		lines = append(lines, "  "+s.name+" ("+s.kind+": "+s.content+") on "+strings.Join(s.nodes, ", "))
+	}
+	lines = append(lines, "Bridges:")
+	for _, br := range f.bridges {
+		lines = append(lines, "  "+br.name+" on "+strings.Join(br.nodes, ", "))
+	}
+	lines = append(lines, "CT templates:")
+	for _, t := range f.templates {
+		lines = append(lines, "  "+t.name+" on "+strings.Join(t.nodes, ", "))
+	}
+	return strings.Join(lines, "\n")
 }
 
 func newInitCmd(st *streams) *cobra.Command {
@@ -264,27 +301,19 @@ func runInit(ctx context.Context, st *streams, cf connFlags, path string) (*init
 	if err != nil {
 		return nil, fmt.Errorf("init: %w", err)
 	}
-	text, err := manifest.Format([]byte(initManifest(s.endpoint, facts, ch)))
+	doc, err := initManifest(s.endpoint, facts, ch)
+	var text []byte
 	if err == nil {
-		_, err = manifest.Parse(path, text, manifest.LoadOptions{})
+		text, err = manifest.FormatChecked(path, []byte(doc))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("init: the manifest it made does not validate (please report this): %w", err)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if errors.Is(err, os.ErrExist) {
+	if err := manifest.WriteNew(path, text); errors.Is(err, os.ErrExist) {
 		return nil, exists
 	} else if err != nil {
 		return nil, fmt.Errorf("init: %w", err)
 	}
-	if _, err := f.Write(text); err != nil {
-		f.Close()
-		os.Remove(path)
-		return nil, fmt.Errorf("init: write %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return nil, fmt.Errorf("init: write %s: %w", path, err)
-	}
-	fmt.Fprintf(st.err, "wrote %s: app %q on %s; edit it, then run corral plan -f %s\n", path, "app", ch.template.name, filepath.Base(path))
+	ui.WriteInitWrote(st.err, path, filepath.Base(path), "app", ch.template.name)
 	return &initResult{File: path, App: "app", Template: ch.template.name, Storage: ch.storage.name, Bridge: ch.bridge.name, Nodes: facts.online}, nil
 }

@@ -120,7 +120,10 @@ func TestInitManifest_pinsNode(t *testing.T) {
 	f := &clusterFacts{online: []string{"no", "pve2"}}
 	ch := chosen{template: found{name: "local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst", nodes: []string{"no"}},
 		storage: found{name: "local-lvm", nodes: []string{"no", "pve2"}}, bridge: found{name: "vmbr0", nodes: []string{"no", "pve2"}}}
-	text := initManifest("https://pve:8006", f, ch)
+	text, err := initManifest("https://pve:8006", f, ch)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if !strings.Contains(text, `node: "no" # the template is only there`) {
 		t.Errorf("the app is not pinned to node no:\n%s", text)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/corralhq/corral/internal/apply"
 	"github.com/corralhq/corral/internal/plan"
+	"github.com/corralhq/corral/internal/ui"
 )
 
 // lockFlags are the flags of every verb that changes the cluster and so
@@ -37,6 +38,20 @@ type held struct {
 	cancel context.CancelFunc
 }
 
+// lostOnly is a context that only losing the lock ends, not a Ctrl-C:
+// for work that must not be left half done (ending a rescue).
+func (h *held) lostOnly() (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(h.ctx))
+	go func() {
+		select {
+		case <-h.lock.Lost():
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
 // lockNodes takes the lock on nodes for command, saying on stderr whom it
 // waits for.
 func lockNodes(ctx context.Context, st *streams, ex *apply.Executor, obs *plan.Observed, nodes []string, command string, lf lockFlags, p *plan.Plan) (*held, error) {
@@ -45,7 +60,7 @@ func lockNodes(ctx context.Context, st *streams, ex *apply.Executor, obs *plan.O
 	}
 	// An apply plans again under the lock and creates a node's missing
 	// keeper beside its apps (apply/lockclaim.go).
-	opts := apply.LockOptions{Command: command, Wait: lf.timeout, OnWait: func(msg string) { fmt.Fprintln(st.err, msg) }, Beside: command == "apply" && p != nil}
+	opts := apply.LockOptions{Command: command, Wait: lf.timeout, OnWait: func(msg string) { ui.WriteLockWait(st.err, msg) }, Beside: command == "apply" && p != nil}
 	if p != nil {
 		for _, c := range p.Changes {
 			if c.Desired != nil && opts.Template == "" {
@@ -72,7 +87,7 @@ func lockNodes(ctx context.Context, st *streams, ex *apply.Executor, obs *plan.O
 	go func() {
 		select {
 		case <-lock.Lost():
-			fmt.Fprintf(st.err, "corral's lock was lost (%v): stopping\n", lock.Err())
+			ui.WriteLockLost(st.err, lock.Err())
 			cancel()
 		case <-lctx.Done():
 		}

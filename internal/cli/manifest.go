@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/corralhq/corral/internal/manifest"
+	"github.com/corralhq/corral/internal/ui"
 )
 
 // fileFlags are the flags of every verb that reads a manifest.
@@ -132,14 +133,24 @@ func isTerminal(r any) bool {
 	return err == nil
 }
 
-// confirm asks a yes/no question on the terminal. Without a terminal it
-// refuses, so that a script never applies changes nobody approved; review
-// names what to look at before approving (the command's own plan).
-func confirm(st *streams, question, review string) error {
-	if !isTerminal(st.in) {
-		return fmt.Errorf("refusing to change anything without confirmation: stdin is not a terminal; review %s and pass --auto-approve", review)
+// approve asks q through confirm unless auto (--auto-approve) approves
+// already.
+func approve(st *streams, auto bool, q ui.Question) error {
+	if auto {
+		return nil
 	}
-	fmt.Fprintf(st.err, "\n%s Only 'yes' is accepted: ", question)
+	return confirm(st, q)
+}
+
+// confirm asks a yes/no question on the terminal. Without a terminal it
+// refuses, so that a script never applies changes nobody approved; the
+// question's Review names what to look at before approving (the
+// command's own plan).
+func confirm(st *streams, q ui.Question) error {
+	if !isTerminal(st.in) {
+		return fmt.Errorf("refusing to change anything without confirmation: stdin is not a terminal; review %s and pass --auto-approve", q.Review)
+	}
+	ui.WriteConfirm(st.err, q)
 	var answer string
 	fmt.Fscanln(st.in, &answer)
 	if answer != "yes" {

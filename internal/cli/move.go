@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -128,44 +129,12 @@ off the node, list the other nodes in placement: nodes (docs/moving.md).`,
 			node := args[0]
 			sh := &planShape{only: map[string]bool{}, why: map[string]string{}}
 			sh.apps = func(apps []plan.App, obs *plan.Observed) ([]plan.App, error) {
-				if !slices.Contains(obs.Nodes, node) {
-					return nil, fmt.Errorf("node %q does not exist (nodes: %s)", node, strings.Join(obs.Nodes, ", "))
-				}
-				var leaving, pinned []string
-				for _, ap := range apps {
-					on := false
-					for _, ct := range obs.Apps[ap.Name] {
-						on = on || ct.Node == node
-					}
-					if car := obs.Carriers[ap.Name]; car != nil {
-						sh.only[ap.Name] = true // an interrupted move is finished
-					}
-					if !on {
-						continue
-					}
-					if why := plan.HAMoveRefusal(ap.Name, obs); why != "" {
-						return nil, errors.New(why)
-					}
-					if ap.Node == node {
-						pinned = append(pinned, ap.Name)
-						continue
-					}
-					leaving = append(leaving, ap.Name)
-				}
-				if len(pinned) > 0 {
-					return nil, fmt.Errorf("the manifest pins %s to node %s (node:); change node: for them first, then drain", strings.Join(pinned, ", "), node)
-				}
-				targets, err := plan.PlaceAway(apps, obs, node, leaving)
+				d, err := plan.Drain(apps, obs, node, delSnaps)
 				if err != nil {
 					return nil, err
 				}
-				for i := range apps {
-					if t, ok := targets[apps[i].Name]; ok {
-						apps[i].Node, apps[i].DeleteSnapshots = t[0], delSnaps
-						sh.only[apps[i].Name] = true
-						sh.why[apps[i].Name] = t[1]
-					}
-				}
+				maps.Copy(sh.only, d.Only)
+				maps.Copy(sh.why, d.Why)
 				return apps, nil
 			}
 			a.shape = sh

@@ -3,7 +3,6 @@ package cli
 import (
 	"cmp"
 	"fmt"
-	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,31 +11,8 @@ import (
 
 	"github.com/corralhq/corral/internal/apply"
 	"github.com/corralhq/corral/internal/manifest"
-	"github.com/corralhq/corral/internal/plan"
 	"github.com/corralhq/corral/internal/ui"
 )
-
-// appOutput is what `corral output` says of one app: the facts a script or
-// a person needs to reach it, read from live state by the same
-// observation as `corral status` (apply.Status, with its health checks).
-type appOutput struct {
-	App string `json:"app"`
-	// VMID, Node, Status and Address are those of the app's container;
-	// empty when it has none, or more than one (a move under way: see
-	// Note).
-	VMID    int    `json:"vmid,omitempty"`
-	Node    string `json:"node,omitempty"`
-	Status  string `json:"status"`
-	Address string `json:"address,omitempty"`
-	// SSH logs in as corral does: root, with corral's key; "" without an
-	// address.
-	SSH          string            `json:"ssh,omitempty"`
-	Volumes      []plan.VolumeInfo `json:"volumes"`
-	Health       string            `json:"health"`
-	HealthDetail string            `json:"health_detail"`
-	// Note says why a fact is missing (no container yet, a move).
-	Note string `json:"note,omitempty"`
-}
 
 // sshLogin is how `ssh` reaches the apps' containers: corral's key, and
 // the port (22, or the emulator's guest SSH port).
@@ -74,15 +50,15 @@ func checkApp(f *manifest.File, app string) error {
 	return nil
 }
 
-// appOutputs turns a status report into each app's facts; with app set,
+// ui.AppOutputs turns a status report into each app's facts; with app set,
 // only that app's.
-func appOutputs(r *apply.StatusReport, app string, login sshLogin) []appOutput {
-	out := []appOutput{}
+func appOutputs(r *apply.StatusReport, app string, login sshLogin) []ui.AppOutput {
+	out := []ui.AppOutput{}
 	for _, as := range r.Apps {
 		if app != "" && as.App != app {
 			continue
 		}
-		o := appOutput{App: as.App, Volumes: as.Volumes, Health: as.Health, HealthDetail: as.HealthDetail}
+		o := ui.AppOutput{App: as.App, Volumes: as.Volumes, Health: as.Health, HealthDetail: as.HealthDetail}
 		switch n := len(as.Containers); {
 		case n == 0:
 			o.Status, o.Note = "not created", "no container: run corral apply"
@@ -103,48 +79,6 @@ func appOutputs(r *apply.StatusReport, app string, login sshLogin) []appOutput {
 		out = append(out, o)
 	}
 	return out
-}
-
-// writeOutputs prints each app's facts as a block of aligned "key: value"
-// lines, leaving out the empty ones.
-func writeOutputs(w io.Writer, apps []appOutput) {
-	for i, o := range apps {
-		if i > 0 {
-			fmt.Fprintln(w)
-		}
-		var rows [][2]string
-		row := func(k, v string) {
-			if v != "" && v != "0" {
-				rows = append(rows, [2]string{k + ":", v})
-			}
-		}
-		row("vmid", strconv.Itoa(o.VMID))
-		row("node", o.Node)
-		row("status", o.Status)
-		row("address", o.Address)
-		row("ssh", o.SSH)
-		row("health", healthText(o.Health, o.HealthDetail))
-		for _, v := range o.Volumes {
-			row("volume "+v.Name, fmt.Sprintf("%s, %s, at %s (%s)", v.VolID, manifest.Size(v.Size), ui.Dash(v.Mount), v.Holder))
-		}
-		row("note", o.Note)
-		width := 0
-		for _, r := range rows {
-			width = max(width, len(r[0]))
-		}
-		fmt.Fprintln(w, o.App)
-		for _, r := range rows {
-			fmt.Fprintf(w, "  %-*s %s\n", width, r[0], r[1])
-		}
-	}
-}
-
-// healthText is health with its detail, when it says more.
-func healthText(health, detail string) string {
-	if detail == "" || detail == health {
-		return health
-	}
-	return health + " (" + detail + ")"
 }
 
 func newOutputCmd(st *streams) *cobra.Command {
@@ -195,37 +129,28 @@ func runOutput(cmd *cobra.Command, st *streams, ff fileFlags, cf connFlags, app 
 		return err
 	}
 	apps := appOutputs(r, app, login)
-	var named []namedOutput
+	var named []ui.NamedOutput
 	if app == "" {
 		named = namedOutputs(j.f, apps)
 	}
 	if j.asJSON {
 		return writeJSON(st, outputDoc{Apps: apps, Outputs: named})
 	}
-	writeOutputs(st.out, apps)
-	writeNamedOutputs(st.out, named)
+	ui.WriteOutputs(st.out, apps, named)
 	return nil
 }
 
 // outputDoc is corral output -o json.
 type outputDoc struct {
-	Apps []appOutput `json:"apps"`
+	Apps []ui.AppOutput `json:"apps"`
 	// Outputs are the manifest's outputs: (without APP).
-	Outputs []namedOutput `json:"outputs,omitempty"`
+	Outputs []ui.NamedOutput `json:"outputs,omitempty"`
 }
 
-// namedOutput is one of the manifest's outputs, with the apps' facts
-// read in; Missing says which fact could not be read, and why.
-type namedOutput struct {
-	Name    string `json:"name"`
-	Value   string `json:"value"`
-	Missing string `json:"missing,omitempty"`
-}
-
-// namedOutputs reads the manifest's outputs from apps' facts. A value
+// ui.NamedOutputs reads the manifest's outputs from apps' facts. A value
 // shows each secret it read as its reference (File.Redact).
-func namedOutputs(f *manifest.File, apps []appOutput) []namedOutput {
-	byName := map[string]appOutput{}
+func namedOutputs(f *manifest.File, apps []ui.AppOutput) []ui.NamedOutput {
+	byName := map[string]ui.AppOutput{}
 	for _, a := range apps {
 		byName[a.App] = a
 	}
@@ -240,36 +165,16 @@ func namedOutputs(f *manifest.File, apps []appOutput) []namedOutput {
 		}
 		return v, nil
 	}
-	var out []namedOutput
+	var out []ui.NamedOutput
 	for _, o := range f.Outputs {
 		v, err := manifest.ExpandOutput(o.Value, fact)
 		if err != nil {
-			out = append(out, namedOutput{Name: o.Name, Missing: f.Redact(err.Error())})
+			out = append(out, ui.NamedOutput{Name: o.Name, Missing: f.Redact(err.Error())})
 			continue
 		}
-		out = append(out, namedOutput{Name: o.Name, Value: f.Redact(v)})
+		out = append(out, ui.NamedOutput{Name: o.Name, Value: f.Redact(v)})
 	}
 	return out
-}
-
-// writeNamedOutputs prints the manifest's outputs, aligned, after the
-// apps.
-func writeNamedOutputs(w io.Writer, named []namedOutput) {
-	if len(named) == 0 {
-		return
-	}
-	width := 0
-	for _, o := range named {
-		width = max(width, len(o.Name)+1)
-	}
-	fmt.Fprintln(w, "\noutputs")
-	for _, o := range named {
-		v := o.Value
-		if o.Missing != "" {
-			v = "(unknown: " + o.Missing + ")"
-		}
-		fmt.Fprintf(w, "  %-*s %s\n", width, o.Name+":", v)
-	}
 }
 
 // loginOf is how ssh reaches j's containers.

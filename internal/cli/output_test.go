@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/corralhq/corral/internal/testenv"
+	"github.com/corralhq/corral/internal/ui"
 )
 
 // outputManifest is appManifest with a second app that is never applied.
@@ -46,7 +47,7 @@ func TestOutput(t *testing.T) {
 	outputGolden(t, c, "notes.txt", c.runC("output", "notes", "-f", m))
 
 	var doc struct {
-		Apps []appOutput `json:"apps"`
+		Apps []ui.AppOutput `json:"apps"`
 	}
 	r := c.runC("output", "notes", "-f", m, "-o", "json")
 	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || len(doc.Apps) != 1 {

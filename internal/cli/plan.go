@@ -65,13 +65,21 @@ with a dot or a slash (web.plan, ./web): app names have neither.`,
 	return cmd
 }
 
-func runPlan(ctx context.Context, st *streams, a *planArgs) error {
+// check refuses an --out that cannot work, before anything is read.
+func (a *planArgs) check() error {
 	if a.ff.output == "ut" || strings.HasPrefix(a.ff.output, "ut=") {
 		// Terraform's one-dash -out reaches the flag parser as -o ut.
 		return errors.New("-out: write --out FILE (two dashes; -o is --output)")
 	}
 	if a.out != "" && !isPlanPath(a.out) {
 		return fmt.Errorf("--out %s: a plan file's name needs a dot or a slash (%s.plan, ./%s), so that `corral apply` cannot take it for an app", a.out, a.out, a.out)
+	}
+	return nil
+}
+
+func runPlan(ctx context.Context, st *streams, a *planArgs) error {
+	if err := a.check(); err != nil {
+		return err
 	}
 	ctx, cancel := readOnly(ctx)
 	defer cancel()
@@ -91,11 +99,7 @@ func runPlan(ctx context.Context, st *streams, a *planArgs) error {
 	o := planOpts{rerun: rr, recoverOffline: a.recoverOffline, targets: a.names}
 	p, _, pj, err := makePlanFor(ctx, s, f, o)
 	if pj != nil {
-		if asJSON {
-			ui.WritePlanJSON(st.out, *pj)
-		} else {
-			ui.WritePlanText(st.out, *pj)
-		}
+		ui.WritePlan(st.out, *pj, asJSON)
 	}
 	if err != nil {
 		return redactErr(f, err)
@@ -135,7 +139,7 @@ func savePlan(st *streams, f *manifest.File, o planOpts, rerun []string, p *plan
 	if err := sp.write(path); err != nil {
 		return err
 	}
-	fmt.Fprintf(st.err, "\nSaved this plan to %s: `corral apply %s` carries out exactly this plan, or refuses if anything changed meanwhile.\n", path, path)
+	ui.WritePlanSaved(st.err, path)
 	return nil
 }
 

@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"bytes"
 	"errors"
+	"io"
 
 	"github.com/corralhq/corral/internal/apply"
 	"github.com/corralhq/corral/internal/manifest"
@@ -79,4 +81,16 @@ func redactErr(f *manifest.File, err error) error {
 		return err
 	}
 	return errors.New(msg)
+}
+
+// writeRedacted renders through render and writes the text to w with
+// f's secret values redacted: a report can quote what the cluster holds
+// (a description, a script), which may carry them.
+func writeRedacted(w io.Writer, f *manifest.File, render func(io.Writer) error) error {
+	var buf bytes.Buffer
+	if err := render(&buf); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, f.Redact(buf.String()))
+	return err
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/corralhq/corral/internal/apply"
 	"github.com/corralhq/corral/internal/plan"
+	"github.com/corralhq/corral/internal/ui"
 )
 
 // rescueArgs are corral rescue's flags and arguments.
@@ -97,16 +98,9 @@ func runRescue(cmd *cobra.Command, st *streams, a *rescueArgs) error {
 	if err != nil {
 		return err
 	}
-	var local *os.File
-	switch {
-	case a.end && len(a.argv) > 0:
-		return errors.New("rescue --end takes no COMMAND")
-	case asJSON && len(a.argv) == 0 && !a.end:
-		return errors.New("rescue -o json: give a COMMAND (corral rescue APP -o json -- COMMAND): an interactive shell has no JSON form")
-	case len(a.argv) == 0 && !a.end:
-		if local, err = localTerminal(st, "rescue: an interactive shell needs a terminal on stdin; give a COMMAND (corral rescue APP -- COMMAND), or run it from a terminal"); err != nil {
-			return err
-		}
+	local, err := a.terminal(st, asJSON)
+	if err != nil {
+		return err
 	}
 	return withApp(cmd, st, a.ff, a.cf, a.app, func(ctx context.Context, j *backupJob, obs *plan.Observed, ct *plan.CT) error {
 		lock, err := lockNodes(ctx, st, j.ex, obs, []string{ct.Node}, "rescue", a.lf, nil)
@@ -116,21 +110,12 @@ func runRescue(cmd *cobra.Command, st *streams, a *rescueArgs) error {
 		defer lock.release()
 		// Ending a rescue is never left half done for a Ctrl-C: only a
 		// lost lock stops it.
-		endCtx, cancel := context.WithCancel(context.WithoutCancel(lock.ctx))
+		endCtx, cancel := lock.lostOnly()
 		defer cancel()
-		go func() {
-			select {
-			case <-lock.lock.Lost():
-				cancel()
-			case <-endCtx.Done():
-			}
-		}()
-		r := &rescuer{st: st, j: j, a: a, declared: declaredVolumes(j, a.app), asJSON: asJSON}
-		if r.ender.SSH, err = sshConfig(j.s, a.trust); err != nil {
+		r, err := newRescuer(st, j, a, asJSON)
+		if err != nil {
 			return err
 		}
-		r.ender.Client, r.ender.Observer = j.ex.Client, j.ex.Observer
-		j.ex.SSH = r.ender.SSH
 		if err := r.endLeft(endCtx, true); err != nil || a.end {
 			return err
 		}
@@ -150,6 +135,34 @@ type rescuer struct {
 	ender    apply.Executor
 }
 
+// newRescuer is the rescue of a.app in j: its ender logs in as j's
+// executor does, with the SSH settings it now shares.
+func newRescuer(st *streams, j *backupJob, a *rescueArgs, asJSON bool) (*rescuer, error) {
+	r := &rescuer{st: st, j: j, a: a, declared: declaredVolumes(j, a.app), asJSON: asJSON}
+	var err error
+	if r.ender.SSH, err = sshConfig(j.s, a.trust); err != nil {
+		return nil, err
+	}
+	r.ender.Client, r.ender.Observer = j.ex.Client, j.ex.Observer
+	j.ex.SSH = r.ender.SSH
+	return r, nil
+}
+
+// terminal refuses flags that cannot work together and, for an
+// interactive shell (no COMMAND, no --end), is the terminal it needs on
+// stdin; nil otherwise.
+func (a *rescueArgs) terminal(st *streams, asJSON bool) (*os.File, error) {
+	switch {
+	case a.end && len(a.argv) > 0:
+		return nil, errors.New("rescue --end takes no COMMAND")
+	case asJSON && len(a.argv) == 0 && !a.end:
+		return nil, errors.New("rescue -o json: give a COMMAND (corral rescue APP -o json -- COMMAND): an interactive shell has no JSON form")
+	case len(a.argv) == 0 && !a.end:
+		return localTerminal(st, "rescue: an interactive shell needs a terminal on stdin; give a COMMAND (corral rescue APP -- COMMAND), or run it from a terminal")
+	}
+	return nil, nil
+}
+
 // endLeft ends app's rescue containers, from a fresh read; left says they
 // were left by an earlier, killed run (else: this run's).
 func (r *rescuer) endLeft(ctx context.Context, left bool) error {
@@ -163,14 +176,10 @@ func (r *rescuer) endLeft(ctx context.Context, left bool) error {
 		return r.j.err(fmt.Errorf("%w\nthe rescue container is left as it is, and says so in plan and status: run corral rescue %s --end (or corral apply) to end it", err, r.a.app))
 	}
 	for _, res := range rs[:n] {
-		what := "ended the rescue"
-		if left {
-			what = "ended the rescue an earlier corral rescue left"
-		}
-		fmt.Fprintf(r.st.err, "%s of app %s: rescue ct %d on %s removed, volumes back in ct %d\n", what, r.a.app, res.VMID, res.Node, res.AppVMID)
+		ui.WriteRescueEnded(r.st.err, r.a.app, res, left)
 	}
 	if r.a.end && n == 0 {
-		fmt.Fprintf(r.st.err, "app %s is not in rescue; nothing to end\n", r.a.app)
+		ui.WriteNotInRescue(r.st.err, r.a.app)
 	}
 	return nil
 }
@@ -206,23 +215,14 @@ func (r *rescuer) rescue(ctx, endCtx context.Context, local *os.File) error {
 			return err
 		}
 	} else {
-		fmt.Fprintf(r.st.err, "app %s is stopped; start it with %s\n", r.a.app, next)
+		ui.WriteRescueOver(r.st.err, r.a.app, next)
 	}
 	return useErr
 }
 
 // use logs into the rescue container and runs the shell or COMMAND.
 func (r *rescuer) use(ctx context.Context, s *apply.RescueSession, local *os.File) error {
-	fmt.Fprintf(r.st.err, "rescue ct %d on %s holds app %s's volumes (its container %d is stopped):\n", s.VMID, s.Node, s.App, s.AppVMID)
-	for _, v := range s.Volumes {
-		fmt.Fprintf(r.st.err, "  %s  %s (%s)\n", v.Mount, v.Volume, v.Key)
-	}
-	for _, u := range s.Unmounted {
-		fmt.Fprintf(r.st.err, "  not mounted: %s (the manifest declares no mount for it)\n", u)
-	}
-	if local != nil {
-		fmt.Fprintln(r.st.err, "leave the shell (exit) to end the rescue")
-	}
+	ui.WriteRescueHeld(r.st.err, s, local != nil)
 	cl, err := r.j.ex.Rescues().Dial(ctx, s)
 	if err != nil {
 		return err

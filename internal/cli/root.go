@@ -18,6 +18,7 @@ import (
 
 	"github.com/corralhq/corral/internal/apply"
 	"github.com/corralhq/corral/internal/sim/guest"
+	"github.com/corralhq/corral/internal/ui"
 )
 
 // Exit codes (documented in `corral --help`, EXIT STATUS).
@@ -84,13 +85,13 @@ func exitCode(ctx context.Context, err error, stderr io.Writer) int {
 	case errors.As(err, &ee) && ee.err == nil:
 		return ee.code
 	case ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, apply.ErrStopped):
-		fmt.Fprintf(stderr, "Error: interrupted: %v\n", err)
+		ui.WriteError(stderr, err, true)
 		return ExitInterrupted
 	case errors.As(err, &ee):
-		fmt.Fprintf(stderr, "Error: %v\n", ee.err)
+		ui.WriteError(stderr, ee.err, false)
 		return ee.code
 	default:
-		fmt.Fprintf(stderr, "Error: %v\n", err)
+		ui.WriteError(stderr, err, false)
 		return ExitError
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/corralhq/corral/internal/hostcheck"
 	"github.com/corralhq/corral/internal/localfile"
 	"github.com/corralhq/corral/internal/sim"
-	"github.com/corralhq/corral/internal/sim/guest"
+	"github.com/corralhq/corral/internal/ui"
 )
 
 type simServeArgs struct {
@@ -102,50 +102,49 @@ func newSimEnvCmd(st *streams) *cobra.Command {
 	return cmd
 }
 
-func runSimServe(cmd *cobra.Command, st *streams, a *simServeArgs) error {
+// options are the emulator's options as the flags give them, refused
+// when they cannot work; with them serveRealTemplates decides (and may
+// build) the CT template, after the flags passed.
+func (a *simServeArgs) options(cmd *cobra.Command, st *streams) (sim.Options, error) {
 	if a.version != "9.1" && a.version != "8.4" {
-		return fmt.Errorf("--pve-version %q: want 9.1 or 8.4", a.version)
+		return sim.Options{}, fmt.Errorf("--pve-version %q: want 9.1 or 8.4", a.version)
 	}
 	if a.timeScale < 0 {
-		return fmt.Errorf("--time-scale %v: must be 0 or more", a.timeScale)
+		return sim.Options{}, fmt.Errorf("--time-scale %v: must be 0 or more", a.timeScale)
 	}
 	if err := hostcheck.CheckNames("--allowed-host", a.allowed); err != nil {
-		return err
+		return sim.Options{}, err
 	}
 	if a.nodes < 1 || a.nodes > 64 {
-		return fmt.Errorf("--nodes %d: want 1..64", a.nodes)
+		return sim.Options{}, fmt.Errorf("--nodes %d: want 1..64", a.nodes)
 	}
 	nodeMem, err := parseNodeMemory(a.nodeMem)
 	if err != nil {
-		return err
+		return sim.Options{}, err
 	}
 	mode := sim.ListenTLS
 	if a.plainHTTP {
 		mode = sim.ListenHTTP
 	}
 	ts := a.timeScale
-	s, err := sim.New(sim.Options{
+	return sim.Options{
 		Dir: a.state, Listen: a.listen, Listener: mode, Nodes: a.nodes, Version: a.version, SharedStorage: a.shared,
 		TimeScale: &ts, Faults: a.faults, Logger: st.logger(), GuestSSHPort: a.sshPort,
 		RealTemplates: serveRealTemplates(cmd.Context(), cmd.Flags().Changed("real-templates"), a.real, st.err), AllowedHosts: a.allowed, NodeMemory: nodeMem,
-	})
+	}, nil
+}
+
+func runSimServe(cmd *cobra.Command, st *streams, a *simServeArgs) error {
+	o, err := a.options(cmd, st)
+	if err != nil {
+		return err
+	}
+	s, err := sim.New(o)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	fmt.Fprintf(st.out, "corral sim: Proxmox VE %s emulator\n", a.version)
-	fmt.Fprintf(st.out, "  endpoint:    %s/api2/json\n", s.URL())
-	fmt.Fprintf(st.out, "  fingerprint: %s\n", s.Fingerprint())
-	fmt.Fprintf(st.out, "  state:       %s\n", a.state)
-	fmt.Fprintf(st.out, "  guest ssh:   port %d on each running container's address (ip=dhcp: 127.%d.<vmid/256>.<vmid%%256>)\n", s.Guests().Port(), s.Guests().Block())
-	if ok, why := s.Guests().Isolated(); ok {
-		fmt.Fprintf(st.out, "  containers:  LXC; from inside, the API is https://%s:%d\n", guest.GatewayIP, sim.PVEAPIPort)
-	} else if refused := s.Guests().Refused(); refused != nil {
-		fmt.Fprintf(st.out, "  containers:  WILL NOT START: %v\n", refused)
-	} else {
-		fmt.Fprintf(st.out, "  containers:  NOT ISOLATED (--unisolated-guests: guest commands run on this host and can see and kill its processes; %v)\n", why)
-	}
-	fmt.Fprintf(st.out, "  credentials: . %s\n", filepath.Join(a.state, "env"))
+	ui.WriteSimBanner(st.out, simBanner(s, a))
 	if a.daemon {
 		if err := writeDaemonRecord(s, a); err != nil {
 			return fmt.Errorf("write %s: %w", filepath.Join(a.state, daemonRecordFile), err)
@@ -157,8 +156,18 @@ func runSimServe(cmd *cobra.Command, st *streams, a *simServeArgs) error {
 	case <-cmd.Context().Done():
 	case <-stopOf(cmd.Context()):
 	}
-	fmt.Fprintln(st.err, "corral sim: shutting down")
+	ui.WriteSimShuttingDown(st.err)
 	return nil
+}
+
+// simBanner is what sim serve's banner says of s, served as a asks.
+func simBanner(s *sim.Server, a *simServeArgs) ui.SimBanner {
+	isolated, why := s.Guests().Isolated()
+	return ui.SimBanner{
+		Version: a.version, URL: s.URL(), Fingerprint: s.Fingerprint(), State: a.state,
+		SSHPort: s.Guests().Port(), Block: s.Guests().Block(),
+		Isolated: isolated, APIPort: sim.PVEAPIPort, Refused: s.Guests().Refused(), Unisolated: why,
+	}
 }
 
 // defaultSimDir is $XDG_STATE_HOME/corral/sim (~/.local/state/corral/sim).

@@ -112,11 +112,11 @@ starts it again, and the containers that were running start again.`,
 			if err != nil {
 				return err
 			}
-			if r == nil {
-				fmt.Fprintf(st.out, "corral sim: the local emulator is not running (state in %s)\n", d.dir)
-				return nil
+			pid := 0
+			if r != nil {
+				pid = r.PID
 			}
-			fmt.Fprintf(st.out, "corral sim: stopped the local emulator (pid %d); its state is kept in %s\n", r.PID, d.dir)
+			ui.WriteSimStopped(st.out, pid, d.dir)
 			return nil
 		},
 	}

@@ -2,12 +2,12 @@ package cli
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"os"
 
 	"github.com/corralhq/corral/internal/sim/model"
 	"github.com/corralhq/corral/internal/sim/prereq"
+	"github.com/corralhq/corral/internal/ui"
 )
 
 // serveRealTemplates decides whether `corral sim serve` makes Debian 12
@@ -34,7 +34,7 @@ func serveRealTemplates(ctx context.Context, flagSet, flag bool, w io.Writer) bo
 	}
 	ok, why := prereq.RealTemplates()
 	if !ok {
-		fmt.Fprintf(w, "corral sim: CTs get a stand-in Debian 12 template that boots no init, not the real Debian 12 (%s); `corral sim doctor` lists what the real one needs\n", why)
+		ui.WriteStandInTemplate(w, why)
 		return false
 	}
 	// Built here rather than in sim.New, so that a default that cannot be
@@ -43,7 +43,7 @@ func serveRealTemplates(ctx context.Context, flagSet, flag bool, w io.Writer) bo
 		if ctx.Err() != nil {
 			return false // interrupted: sim serve stops anyway
 		}
-		fmt.Fprintf(w, "corral sim: CTs get a stand-in Debian 12 template that boots no init, not the real Debian 12: %v; fix that and start again, or insist with --real-templates\n", err)
+		ui.WriteStandInTemplateFailed(w, err)
 		return false
 	}
 	return true

@@ -42,7 +42,7 @@ may still run: only when you know it does not (another machine crashed).`,
 				ui.WriteUnlocked(st.out, rows)
 			}
 			if err == nil && len(rows) == 0 {
-				fmt.Fprintln(st.out, "no node is locked")
+				ui.WriteNothingLocked(st.out)
 			}
 			return err
 		},

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/corralhq/corral/internal/manifest"
+	"github.com/corralhq/corral/internal/ui"
 )
 
 func newValidateCmd(st *streams) *cobra.Command {
@@ -38,28 +39,7 @@ manifest is checked.`,
 				return err
 			}
 			if asJSON {
-				res := map[string]any{"file": ff.path, "files": ff.files(), "valid": err == nil, "apps": []string{}, "problems": []string{}}
-				var d *manifest.Diagnostics
-				switch {
-				case errors.As(err, &d):
-					var ps []string
-					for _, it := range d.Items {
-						ps = append(ps, it.String())
-					}
-					if m := d.MoreLine(); m != "" {
-						ps = append(ps, m)
-					}
-					res["problems"] = ps
-				case err != nil:
-					res["problems"] = []string{err.Error()}
-				default:
-					var names []string
-					for _, a := range f.Apps {
-						names = append(names, a.Name)
-					}
-					res["apps"] = names
-				}
-				if werr := writeJSON(st, res); werr != nil {
+				if werr := writeJSON(st, ui.NewValidationJSON(ff.path, ff.files(), f, err)); werr != nil {
 					return werr
 				}
 				if err != nil {
@@ -70,7 +50,7 @@ manifest is checked.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(st.out, "%s is valid: %d app(s)\n", ff.named(), len(f.Apps))
+			ui.WriteValid(st.out, ff.named(), len(f.Apps))
 			return nil
 		},
 	}

@@ -122,7 +122,7 @@ func runFree(cmd *cobra.Command, st *streams, a *freeArgs, command string, plann
 		return r.done(pj, []string{})
 	}
 	if !a.autoApprove {
-		if err := confirm(st, "Free these volumes? Their data cannot be recovered.", "the volumes listed above (`corral "+command+"` prints them and asks)"); err != nil {
+		if err := confirm(st, ui.FreeQuestion(command)); err != nil {
 			return err
 		}
 	}
@@ -204,7 +204,7 @@ func (r *freeRun) free(p *plan.FreePlan, obs *plan.Observed, lf lockFlags, pj ui
 		return fmt.Errorf("%s stopped after freeing %d volume(s): %w\nrun it again to finish", command, len(freed), redactErr(f, err))
 	}
 	if !r.j.asJSON {
-		fmt.Fprintf(st.err, "\nFreed %d volume(s).\n", len(freed))
+		ui.WriteFreed(st.err, len(freed))
 	}
 	return r.done(pj, freed)
 }

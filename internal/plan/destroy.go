@@ -1,9 +1,12 @@
 package plan
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
+
+	"github.com/corralhq/corral/internal/manifest"
 )
 
 // Destroy plans `corral destroy`: every app's container is removed and its
@@ -134,4 +137,59 @@ func destroyVolume(c *Change, app string, v Volume, obs *Observed, deleteVolumes
 		}
 		c.Volumes = append(c.Volumes, vc)
 	}
+}
+
+// NoteLeftOut notes in p, when names narrow a destroy, the apps f
+// declares that have containers (a whole destroy would remove them) and
+// how many containers they have. p may be nil (nothing to note in).
+func (p *Plan) NoteLeftOut(f *manifest.File, obs *Observed, names []string) {
+	if len(names) == 0 || p == nil {
+		return
+	}
+	p.Targets = slices.Clone(names)
+	for _, a := range f.Apps {
+		if n := len(obs.Apps[a.Name]); n > 0 && !slices.Contains(names, a.Name) {
+			p.LeftOut = append(p.LeftOut, a.Name)
+			p.LeftOutChanges += n
+		}
+	}
+}
+
+// Destroyed are the VMIDs of the containers the destroy plan p removes.
+func (p *Plan) Destroyed() []int {
+	out := []int{}
+	for _, c := range p.Changes {
+		if c.Action == Delete && c.OldVMID != 0 {
+			out = append(out, c.OldVMID)
+		}
+	}
+	return out
+}
+
+// DestroyTargets are the apps `corral destroy` removes: the manifest's, or only those
+// named. A name the manifest does not declare is taken while a container
+// of the project carries it (an app removed from the manifest, a copy
+// restored with --as), or a container with no project tag (made before
+// projects, or a copy restored by an older corral): this manifest takes
+// it on purpose.
+func DestroyTargets(f *manifest.File, obs *Observed, names []string) ([]App, error) {
+	apps := FromManifest(f)
+	if len(names) > 0 {
+		apps = slices.DeleteFunc(apps, func(a App) bool { return !slices.Contains(names, a.Name) })
+	}
+	for _, n := range names {
+		if _, ok := f.App(n); ok {
+			continue
+		}
+		if !slices.ContainsFunc(obs.Apps[n], func(ct *CT) bool { return ct.Project == f.Project || ct.Project == "" }) {
+			return nil, fmt.Errorf("app %q is not in %s, and no container of project %s (tag %s%s) carries it; check the name (`corral status` lists the project's apps)", n, f.Path, f.Project, TagProjectPrefix, f.Project)
+		}
+		for _, ct := range obs.Apps[n] {
+			if why := RemovedElsewhere(n, ct, f.Project, f.Origin, f.ProjectSet); ct.Project == f.Project && why != "" {
+				return nil, errors.New(why)
+			}
+		}
+		apps = append(apps, App{Name: n, Project: f.Project})
+	}
+	return apps, nil
 }

@@ -190,3 +190,51 @@ func TestPlaceAway(t *testing.T) {
 		})
 	}
 }
+
+// TestDrain: the apps on the drained node leave it (their Node set, the
+// plan narrowed to them and to an app whose interrupted move it
+// finishes), the others stay; an unknown node and an app pinned to the
+// node are refused.
+func TestDrain(t *testing.T) {
+	tests := []struct {
+		name, node, pinned string
+		refused            string
+	}{
+		{name: "moves the node's apps", node: "pve1"},
+		{name: "unknown node", node: "pve9", refused: `node "pve9" does not exist`},
+		{name: "pinned app", node: "pve1", pinned: "app0", refused: "the manifest pins app0 to node pve1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			obs := threeNodes()
+			var apps []plan.App
+			for i, node := range []string{"pve1", "pve1", "pve2"} {
+				a := plainApp(fmt.Sprintf("app%d", i), 512, plan.Placement{})
+				if a.Name == tt.pinned {
+					a.Node = tt.node
+				}
+				apps = append(apps, a)
+				obs.Apps[a.Name] = []*plan.CT{{VMID: 100 + i, Node: node}}
+			}
+			obs.Carriers = map[string]*plan.Carrier{"app2": {}}
+			d, err := plan.Drain(apps, obs, tt.node, true)
+			if tt.refused != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.refused) {
+					t.Fatalf("err %v, want %q", err, tt.refused)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, a := range apps[:2] {
+				if a.Node == "" || a.Node == "pve1" || !a.DeleteSnapshots || !d.Only[a.Name] || d.Why[a.Name] == "" {
+					t.Errorf("%s: node %q, delete snapshots %v, only %v, why %q: want it moved off pve1", a.Name, a.Node, a.DeleteSnapshots, d.Only[a.Name], d.Why[a.Name])
+				}
+			}
+			if apps[2].Node != "" || !d.Only["app2"] || d.Why["app2"] != "" {
+				t.Errorf("app2 (on pve2, its move interrupted): node %q, only %v, why %q; want it left in place, in the plan to finish its move", apps[2].Node, d.Only["app2"], d.Why["app2"])
+			}
+		})
+	}
+}

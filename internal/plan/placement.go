@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -151,6 +152,62 @@ func retainedNode(app string, obs *Observed) string {
 		}
 	}
 	return ""
+}
+
+// Drained is what draining a node plans: the apps the plan is narrowed
+// to (those that leave, and those whose interrupted move it finishes)
+// and, for each app that leaves, why it goes to its new node.
+type Drained struct {
+	Only map[string]bool
+	Why  map[string]string
+}
+
+// Drain moves the apps whose container is on node to other nodes (corral
+// drain): it sets each leaving app's Node in apps to PlaceAway's choice,
+// and DeleteSnapshots to deleteSnapshots. It refuses a node that does
+// not exist, an app that is an HA resource (HAMoveRefusal) and apps the
+// manifest pins to node.
+func Drain(apps []App, obs *Observed, node string, deleteSnapshots bool) (Drained, error) {
+	d := Drained{Only: map[string]bool{}, Why: map[string]string{}}
+	if !slices.Contains(obs.Nodes, node) {
+		return d, fmt.Errorf("node %q does not exist (nodes: %s)", node, strings.Join(obs.Nodes, ", "))
+	}
+	var leaving, pinned []string
+	for _, ap := range apps {
+		on := false
+		for _, ct := range obs.Apps[ap.Name] {
+			on = on || ct.Node == node
+		}
+		if car := obs.Carriers[ap.Name]; car != nil {
+			d.Only[ap.Name] = true // an interrupted move is finished
+		}
+		if !on {
+			continue
+		}
+		if why := HAMoveRefusal(ap.Name, obs); why != "" {
+			return d, errors.New(why)
+		}
+		if ap.Node == node {
+			pinned = append(pinned, ap.Name)
+			continue
+		}
+		leaving = append(leaving, ap.Name)
+	}
+	if len(pinned) > 0 {
+		return d, fmt.Errorf("the manifest pins %s to node %s (node:); change node: for them first, then drain", strings.Join(pinned, ", "), node)
+	}
+	targets, err := PlaceAway(apps, obs, node, leaving)
+	if err != nil {
+		return d, err
+	}
+	for i := range apps {
+		if t, ok := targets[apps[i].Name]; ok {
+			apps[i].Node, apps[i].DeleteSnapshots = t[0], deleteSnapshots
+			d.Only[apps[i].Name] = true
+			d.Why[apps[i].Name] = t[1]
+		}
+	}
+	return d, nil
 }
 
 // PlaceAway chooses a new node for each app named in leaving, whose

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"errors"
 	"slices"
 	"strings"
 )
@@ -225,6 +226,16 @@ type VolumeChange struct {
 // RefusedError lists what the plan cannot do safely (shrinks, moves of a
 // retained volume between storages, …). Nothing is changed.
 type RefusedError struct{ Problems []string }
+
+// Problems are err's refusals when it is (or wraps) a RefusedError, else
+// nil: a refused plan is still shown, with them.
+func Problems(err error) []string {
+	var r *RefusedError
+	if errors.As(err, &r) {
+		return r.Problems
+	}
+	return nil
+}
 
 func (e *RefusedError) Error() string {
 	return "plan refused:\n  - " + strings.Join(e.Problems, "\n  - ")

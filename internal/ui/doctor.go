@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/corralhq/corral/internal/doctor"
+	"github.com/corralhq/corral/internal/sim/prereq"
 	"github.com/corralhq/corral/internal/ui/human"
 )
 
@@ -161,4 +162,29 @@ func doctorSize(b int64) string {
 		return "?"
 	}
 	return human.Size(b)
+}
+
+// WriteDoctorReport writes corral doctor's report r to w, as JSON or as
+// text; machine, when set, are this machine's prerequisites, written
+// after the text when the embedded emulator runs its containers here.
+func WriteDoctorReport(w io.Writer, r *doctor.Report, machine *prereq.Report, asJSON bool) error {
+	if asJSON {
+		return doctor.WriteJSON(w, r)
+	}
+	WriteDoctor(w, r)
+	if machine != nil {
+		fmt.Fprint(w, "\nThis machine (the embedded emulator runs its containers here; corral sim doctor):\n")
+		WriteSimDoctor(w, *machine)
+	}
+	return nil
+}
+
+// WriteDoctorSetup writes corral doctor --print-setup's plan s to w: its
+// pveum script, or its JSON form.
+func WriteDoctorSetup(w io.Writer, s doctor.SetupPlan, asJSON bool) error {
+	if asJSON {
+		return doctor.WriteSetupJSON(w, s)
+	}
+	_, err := io.WriteString(w, s.Script())
+	return err
 }

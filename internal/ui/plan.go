@@ -309,6 +309,16 @@ func NewPlanJSON(p *plan.Plan, refused []string) PlanJSON {
 	return out
 }
 
+// WritePlan prints the plan as one JSON document (asJSON) or as text. A
+// failed write is not returned: w is stdout, and its reader is gone then.
+func WritePlan(w io.Writer, pj PlanJSON, asJSON bool) {
+	if asJSON {
+		WritePlanJSON(w, pj)
+		return
+	}
+	WritePlanText(w, pj)
+}
+
 // WritePlanJSON prints the plan as one JSON document.
 func WritePlanJSON(w io.Writer, pj PlanJSON) error {
 	enc := json.NewEncoder(w)
