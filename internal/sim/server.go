@@ -202,6 +202,11 @@ func (s *Server) start(log *slog.Logger) error {
 		return err
 	}
 	s.vms = wireVMRuntime(context.Background(), c, filepath.Join(opts.Dir, "run"), opts.RealVMs, log)
+	if rt := s.guests.ViewVMs(); s.vms == nil && rt != nil {
+		// CTs run in the unisolated view: VMs get its guests, which SSH
+		// reaches without QEMU (guest.ViewVMs).
+		c.SetVMRuntime(rt)
+	}
 	isolated, _ := s.guests.Isolated()
 	mem, err := nodeMemory(opts, isolated, len(c.Nodes()))
 	if err != nil {
