@@ -41,8 +41,8 @@ type vmRuntime struct {
 	// eth0, so a client reaches the VM where the agent says, as it
 	// reaches a CT (docs/emulator.md, Virtual machines).
 	sshPort int
-	log *slog.Logger
-	ctx context.Context // ends with the emulator: stops the starts under way
+	log     *slog.Logger
+	ctx     context.Context // ends with the emulator: stops the starts under way
 
 	mu    sync.Mutex
 	vms   map[int]*vmrun.VM

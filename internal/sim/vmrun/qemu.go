@@ -40,7 +40,7 @@ type Spec struct {
 	// SSHAddr is the loopback address SSHPort is forwarded on; ""
 	// means 127.0.0.1.
 	SSHAddr string
-	Agent    bool   // a virtio-serial channel org.qemu.guest_agent.0
+	Agent   bool // a virtio-serial channel org.qemu.guest_agent.0
 }
 
 // VM is a running QEMU process.
