@@ -36,6 +36,13 @@ func (e *Executor) vmGuests() *guests {
 // trusted on first use, every step runs); rekeyed: this run changed its
 // cloud-init data and restarted it.
 func (e *Executor) vmGuestWork(ctx context.Context, c plan.Change, vmid int, created, rekeyed bool) error {
+	if rekeyed && c.Desired != nil && c.Desired.GuestDigest != "" && len(c.Desired.GuestUnknown) == 0 {
+		// cloud-init made new host keys: log in now, while corral may
+		// trust them, to pin the new one (the steps run as planned, the
+		// health checks again), or the next apply would find the pin
+		// stale and refuse the VM.
+		c.Guest = true
+	}
 	if !c.Guest {
 		return nil
 	}

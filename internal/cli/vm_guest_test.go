@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/corralhq/corral/internal/guest"
+	"github.com/corralhq/corral/internal/plan"
 	"github.com/corralhq/corral/internal/pve"
 	"github.com/corralhq/corral/internal/sim/model"
 )
@@ -106,8 +108,44 @@ func TestVMAppProvision(t *testing.T) {
 	if !strings.Contains(r.stdout+r.stderr, "who (unchanged, skipped)") || guestFile("etc/web/app.conf") != "a=2\n" || guestFile("srv/runs") != "run\n" {
 		t.Fatalf("the changed step: app.conf %q, runs %q\n%s%s", guestFile("etc/web/app.conf"), guestFile("srv/runs"), r.stdout, r.stderr)
 	}
+	vmAppRekeyed(t, c, vmid, m)
 	vmAppFailingStep(t, c, vmGuestSteps("a=2"))
 	vmAppHostKeyChanged(t, c, vmid, m)
+}
+
+// vmAppRekeyed: a new key in ssh.publicKeys changes the VM's cloud-init
+// data, so it restarts and cloud-init makes new host keys: apply logs in
+// right after, trusting the new key, and pins it; the next apply finds
+// nothing to do.
+func vmAppRekeyed(t *testing.T, c *cluster, vmid int, m string) {
+	t.Helper()
+	_, other, err := guest.NewKey("other@test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m2 := writeManifest(t, strings.Replace(string(raw), vmKey, vmKey+"\", \""+other, 1))
+	before := c.pinnedVMKey(vmid)
+	r := c.mustRun("apply", "-f", m2, "--auto-approve")
+	if after := c.pinnedVMKey(vmid); after == before || after == "" {
+		t.Fatalf("host key pin %q → %q after the cloud-init change\n%s%s", before, after, r.stdout, r.stderr)
+	}
+	if r := c.run("plan", "-f", m2); r.code != 0 {
+		t.Fatalf("plan after the re-key: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// pinnedVMKey is the host key VM vmid's Notes pin.
+func (c *cluster) pinnedVMKey(vmid int) string {
+	c.t.Helper()
+	conf, err := c.pveRoot().VMConfigOf(context.Background(), "pve", vmid, true)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return plan.ParseMarker(conf.Values["description"]).HostKey
 }
 
 // vmAppFailingStep: a step that fails fails the apply with its output.
