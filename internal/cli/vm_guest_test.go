@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,8 @@ import (
 	"github.com/corralhq/corral/internal/guest"
 	"github.com/corralhq/corral/internal/plan"
 	"github.com/corralhq/corral/internal/pve"
+	"github.com/corralhq/corral/internal/pvetest"
+	"github.com/corralhq/corral/internal/sim"
 	"github.com/corralhq/corral/internal/sim/model"
 )
 
@@ -28,6 +31,23 @@ func vmGuestManifest(t *testing.T, steps string) string {
 func vmGuestSteps(content string) string {
 	return "      - name: who\n        run: |\n          id -u > /srv/who\n          echo vm-step-ran\n          echo run >> /srv/runs\n" +
 		"      - file: {path: /etc/web/app.conf, content: \"" + content + "\\n\"}\n"
+}
+
+// newVMGuestCluster is newGuestCluster with the CTs in the unisolated
+// view even where LXC could run them (CI keeps the machine's runtime for
+// this package), so that its VMs get the view's guests, which SSH
+// reaches without QEMU (guest.ViewVMs).
+func newVMGuestCluster(t *testing.T) *cluster {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	srv := pvetest.Start(t, pvetest.ViewRuntime(), func(o *sim.Options) { o.GuestSSHPort = port }).Server
+	registerGuestPort(t, srv.URL(), port)
+	return &cluster{t: t, srv: srv}
 }
 
 // vmHealth is the health status of the manifest's one app.
@@ -55,7 +75,7 @@ func (c *cluster) vmHealth(m string) (string, string) {
 // behind corral's back is refused.
 func TestVMAppProvision(t *testing.T) {
 	t.Parallel()
-	c := newGuestCluster(t)
+	c := newVMGuestCluster(t)
 	c.offerVMImage()
 	// The address comes from the agent, which the operator role may
 	// not ask by default (doctor's preflight says so).
