@@ -18,7 +18,6 @@ import (
 
 	"github.com/corralhq/corral/internal/guest"
 	"github.com/corralhq/corral/internal/plan"
-	"github.com/corralhq/corral/internal/pve"
 	"github.com/corralhq/corral/internal/wait"
 )
 
@@ -65,6 +64,12 @@ type guests struct {
 	*runner
 	ssh  SSH
 	work map[string]GuestWork // by app (Executor.Guest)
+	// vm: the guests are VMs (vmguest.go): their config, address, user
+	// and host key trust are a VM's.
+	vm bool
+	// rekeyed: this run changed the VM's cloud-init data and restarted
+	// it, so cloud-init made new host keys, trusted on first use again.
+	rekeyed bool
 }
 
 // guests is the guest side of e, over its runner.
@@ -101,7 +106,7 @@ func (g *guests) runGuest(ctx context.Context, c plan.Change, vmid int, justCrea
 	}
 	var cl *guest.Client
 	var conf map[string]string
-	err = g.step(c.App, "ssh", "connect to ct "+strconv.Itoa(vmid), func() error {
+	err = g.step(c.App, "ssh", "connect to "+g.noun()+" "+strconv.Itoa(vmid), func() error {
 		var err error
 		cl, conf, err = g.dialGuest(ctx, c.Node, vmid, justCreated)
 		return err
@@ -119,7 +124,7 @@ func (g *guests) runGuest(ctx context.Context, c plan.Change, vmid int, justCrea
 		}
 		if restarted {
 			cl.Close()
-			if err := g.step(c.App, "ssh", "reconnect to ct "+strconv.Itoa(vmid), func() error {
+			if err := g.step(c.App, "ssh", "reconnect to "+g.noun()+" "+strconv.Itoa(vmid), func() error {
 				var err error
 				cl, _, err = g.dialGuest(ctx, c.Node, vmid, false)
 				return err
@@ -215,34 +220,80 @@ func (g *guests) dial(ctx context.Context, ct *plan.CT) (*guest.Client, error) {
 	return cl, err
 }
 
-// dialGuest finds the container's address and logs in, pinning the host
-// key on first use. It returns the config it read, from before the pin.
+// dialGuest finds the guest's address and logs in, pinning the host key
+// on first use. It returns the config it read, from before the pin.
 func (g *guests) dialGuest(ctx context.Context, node string, vmid int, justCreated bool) (*guest.Client, map[string]string, error) {
-	conf, err := containerConfig(ctx, g.client, node, vmid)
+	conf, err := g.guestConfig(ctx, node, vmid)
 	if err != nil {
 		return nil, nil, err
 	}
-	ct := &plan.CT{VMID: vmid, Node: node, Status: "running", Config: conf}
-	var addr string
-	deadline := time.Now().Add(g.connectTimeout())
-	for {
-		if addr, err = Address(ctx, g.client, ct); err != nil {
-			return nil, nil, err
-		}
-		if addr != "" {
-			break
-		}
-		if time.Now().After(deadline) {
-			return nil, nil, fmt.Errorf("ct %d has no IPv4 address on eth0 after %s (DHCP?); set a static network.ip", vmid, g.connectTimeout())
-		}
-		if err := wait.Sleep(ctx, time.Second); err != nil {
-			return nil, nil, err
-		}
+	addr, err := g.address(ctx, node, vmid, conf)
+	if err != nil {
+		return nil, nil, err
 	}
 	m := plan.ParseMarker(conf["description"])
-	policy := guest.HostKeyPolicy{VMID: vmid, Pinned: m.HostKey}
+	policy, err := g.hostKeyPolicy(m, vmid, justCreated)
+	if err != nil {
+		return nil, nil, err
+	}
+	port := g.ssh.Port
+	if port == 0 {
+		port = 22
+	}
+	user := g.user(conf)
+	cl, err := guest.Dial(ctx, net.JoinHostPort(addr, strconv.Itoa(port)), guest.Config{
+		User: user, Sudo: user != "root", Signer: g.ssh.Signer, HostKey: policy, ConnectTimeout: g.connectTimeout(),
+	})
+	if err != nil {
+		return nil, nil, g.dialError(err, vmid, user)
+	}
+	if policy.TrustOnFirstUse || len(policy.Fingerprints) > 0 {
+		key := guest.AuthorizedKey(cl.HostKey())
+		desc := plan.WithGuestMarkers(conf["description"], key, m.Provisioned)
+		if err := g.putDescription(ctx, node, vmid, desc); err != nil {
+			cl.Close()
+			return nil, nil, fmt.Errorf("pin the host key of %s %d: %w", g.noun(), vmid, err)
+		}
+	}
+	return cl, conf, nil
+}
+
+// address is the guest's IPv4 address, waited for (DHCP) up to the
+// connect timeout.
+func (g *guests) address(ctx context.Context, node string, vmid int, conf map[string]string) (string, error) {
+	if g.vm {
+		return g.vmAddress(ctx, node, vmid, conf)
+	}
+	ct := &plan.CT{VMID: vmid, Node: node, Status: "running", Config: conf}
+	deadline := time.Now().Add(g.connectTimeout())
+	for {
+		addr, err := Address(ctx, g.client, ct)
+		if err != nil || addr != "" {
+			return addr, err
+		}
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("ct %d has no IPv4 address on eth0 after %s (DHCP?); set a static network.ip", vmid, g.connectTimeout())
+		}
+		if err := wait.Sleep(ctx, time.Second); err != nil {
+			return "", err
+		}
+	}
+}
+
+// hostKeyPolicy is which host key the guest must present, given its
+// description's marker m: the pinned one; right after corral created
+// the container, the keys its create task logged; else, on first
+// contact, any (trust on first use), unless corral provisioned it
+// already (a missing pin is then suspicious). A VM's keys are never
+// logged: a VM corral just created, or whose cloud-init data it just
+// changed (rekeyed), is trusted on first use.
+func (g *guests) hostKeyPolicy(m plan.Marker, vmid int, justCreated bool) (guest.HostKeyPolicy, error) {
+	policy := guest.HostKeyPolicy{VMID: vmid, VM: g.vm, Pinned: m.HostKey}
+	if g.vm && (g.rekeyed || justCreated) {
+		return guest.HostKeyPolicy{VMID: vmid, VM: true, TrustOnFirstUse: true}, nil
+	}
 	var logged []string
-	if v, ok := g.createdKeys.Load(vmid); ok && justCreated {
+	if v, ok := g.createdKeys.Load(vmid); ok && justCreated && !g.vm {
 		logged = v.([]string)
 	}
 	switch {
@@ -256,42 +307,32 @@ func (g *guests) dialGuest(ctx context.Context, node string, vmid int, justCreat
 		// created the container, or later if corral never logged in (stopped between create and
 		// first login, or the app gained provisioning later) — the same
 		// trust on first use either way. Once corral has provisioned a
-		// container, a missing pin is suspicious.
+		// guest, a missing pin is suspicious.
 		if !justCreated && m.Provisioned != "" && !g.ssh.TrustNewHostKey {
-			return nil, nil, fmt.Errorf("ct %d has no SSH host key pinned by corral, and corral did not just create it, so it cannot tell the container from an impostor; "+
-				"run apply with --trust-host-key once if you know the container is genuine", vmid)
+			return policy, fmt.Errorf("%s %d has no SSH host key pinned by corral, and corral did not just create it, so it cannot tell the %s from an impostor; "+
+				"run apply with --trust-host-key once if you know the %s is genuine", g.noun(), vmid, g.what(), g.what())
 		}
-		policy = guest.HostKeyPolicy{VMID: vmid, TrustOnFirstUse: true}
+		policy = guest.HostKeyPolicy{VMID: vmid, VM: g.vm, TrustOnFirstUse: true}
 	}
-	port := g.ssh.Port
-	if port == 0 {
-		port = 22
+	return policy, nil
+}
+
+// dialError says what to do about a failed login as user.
+func (g *guests) dialError(err error, vmid int, user string) error {
+	var hk *guest.HostKeyError
+	switch {
+	case errors.As(err, &hk) && hk.Logged:
+		return err
+	case errors.As(err, &hk) && g.vm:
+		return fmt.Errorf("%w: the VM's SSH host key changed since corral pinned it; if the VM was rebuilt outside corral, remove the corral-hostkey line from its Notes (Datacenter > VM > Notes) and run apply with --trust-host-key", err)
+	case errors.As(err, &hk):
+		return fmt.Errorf("%w: the container's SSH host key changed since corral pinned it; if the container was rebuilt outside corral, remove the corral-hostkey line from its description (Datacenter > CT > Notes) and run apply with --trust-host-key", err)
+	case strings.Contains(err.Error(), "unable to authenticate") && g.vm:
+		return fmt.Errorf("%w: corral's SSH key is not authorized for user %s in vm %d (corral adds it to the cloud-init keys, sshkeys, of a VM it creates; a VM created elsewhere needs corral's key there, and a restart)", err, user, vmid)
+	case strings.Contains(err.Error(), "unable to authenticate"):
+		return fmt.Errorf("%w: corral's SSH key is not authorized in ct %d (corral adds it when it creates a container; a container created elsewhere needs the key from `corral` in /root/.ssh/authorized_keys)", err, vmid)
 	}
-	cl, err := guest.Dial(ctx, net.JoinHostPort(addr, strconv.Itoa(port)), guest.Config{
-		User: "root", Signer: g.ssh.Signer, HostKey: policy, ConnectTimeout: g.connectTimeout(),
-	})
-	if err != nil {
-		var hk *guest.HostKeyError
-		if errors.As(err, &hk) && hk.Logged {
-			return nil, nil, err
-		}
-		if errors.As(err, &hk) {
-			return nil, nil, fmt.Errorf("%w: the container's SSH host key changed since corral pinned it; if the container was rebuilt outside corral, remove the corral-hostkey line from its description (Datacenter > CT > Notes) and run apply with --trust-host-key", err)
-		}
-		if strings.Contains(err.Error(), "unable to authenticate") {
-			return nil, nil, fmt.Errorf("%w: corral's SSH key is not authorized in ct %d (corral adds it when it creates a container; a container created elsewhere needs the key from `corral` in /root/.ssh/authorized_keys)", err, vmid)
-		}
-		return nil, nil, err
-	}
-	if policy.TrustOnFirstUse || len(policy.Fingerprints) > 0 {
-		key := guest.AuthorizedKey(cl.HostKey())
-		desc := plan.WithGuestMarkers(conf["description"], key, m.Provisioned)
-		if err := g.putConfig(ctx, node, vmid, &pve.ConfigUpdate{Description: &desc}); err != nil {
-			cl.Close()
-			return nil, nil, fmt.Errorf("pin the host key of ct %d: %w", vmid, err)
-		}
-	}
-	return cl, conf, nil
+	return err
 }
 
 // ensureKeyctl makes sure keyctl=1 is active for a Docker app (conf is
@@ -703,7 +744,7 @@ func (g *guests) markStopped(ctx context.Context, c plan.Change, vmid, i int, ca
 	if i < len(c.Desired.Steps) {
 		name = c.Desired.Steps[i].Name
 	}
-	conf, err := containerConfig(ctx, g.client, c.Node, vmid)
+	conf, err := g.guestConfig(ctx, c.Node, vmid)
 	if err != nil {
 		return err
 	}
@@ -711,16 +752,16 @@ func (g *guests) markStopped(ctx context.Context, c plan.Change, vmid, i int, ca
 	steps := plan.PartialStepsRecord(c.Desired.Steps, i, m.Steps)
 	desc := plan.WithGuestRecord(conf["description"], m.HostKey, m.Provisioned, steps)
 	desc += plan.StoppedMarker(i, len(c.Desired.Steps), name, cause.Error())
-	return g.putConfig(ctx, c.Node, vmid, &pve.ConfigUpdate{Description: &desc})
+	return g.putDescription(ctx, c.Node, vmid, desc)
 }
 
 // markProvisioned records the guest digest in the description.
 func (g *guests) markProvisioned(ctx context.Context, c plan.Change, vmid int) error {
-	conf, err := containerConfig(ctx, g.client, c.Node, vmid)
+	conf, err := g.guestConfig(ctx, c.Node, vmid)
 	if err != nil {
 		return err
 	}
 	m := plan.ParseMarker(conf["description"])
 	desc := plan.WithGuestRecord(conf["description"], m.HostKey, c.Desired.GuestDigest, plan.StepsRecord(c.Desired.Steps))
-	return g.putConfig(ctx, c.Node, vmid, &pve.ConfigUpdate{Description: &desc})
+	return g.putDescription(ctx, c.Node, vmid, desc)
 }

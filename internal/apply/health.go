@@ -134,6 +134,11 @@ func (h *Health) Status(ctx context.Context, r *StatusReport, redact func(string
 		as := &r.Apps[i]
 		checks := g.work[as.App].Checks
 		ct, why := healthTarget(r.cts[as.App], len(checks))
+		gg := g
+		if as.Kind == plan.KindVM {
+			gg = &guests{runner: g.runner, ssh: g.ssh, work: g.work, vm: true}
+			ct, why = vmHealthTarget(r.vms[as.App], len(checks))
+		}
 		if ct == nil {
 			as.Health, as.HealthDetail = HealthUnknown, why
 			continue
@@ -143,7 +148,7 @@ func (h *Health) Status(ctx context.Context, r *StatusReport, redact func(string
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			as.Health, as.HealthDetail = g.appHealth(ctx, ct, checks)
+			as.Health, as.HealthDetail = gg.appHealth(ctx, ct, checks)
 			as.HealthDetail = redact(as.HealthDetail)
 		}()
 	}
@@ -174,7 +179,7 @@ func (g *guests) appHealth(ctx context.Context, ct *plan.CT, checks []Check) (st
 	defer cancel()
 	cl, err := g.dial(ctx, ct)
 	if err != nil {
-		return HealthUnknown, fmt.Sprintf("could not log into ct %d: %v", ct.VMID, err)
+		return HealthUnknown, fmt.Sprintf("could not log into %s %d: %v", g.noun(), ct.VMID, err)
 	}
 	defer cl.Close()
 	for _, chk := range checks {

@@ -38,10 +38,13 @@ func TestMoveCrashWhileTasksRun(t *testing.T) {
 	thaw := frozenMoveRig(t, pvetest.TimeScale(taskScale))
 	clean := thaw(t)
 	count := &matchKiller{match: isTaskStart}
+	var mu sync.Mutex // the move's requests and the keepers' run at once
 	var starts []string
 	count.match = func(r *http.Request) bool {
 		if isTaskStart(r) {
+			mu.Lock()
 			starts = append(starts, r.Method+" "+strings.TrimPrefix(r.URL.Path, "/api2/json"))
+			mu.Unlock()
 			return true
 		}
 		return false

@@ -26,8 +26,10 @@ type StatusReport struct {
 	// so provisioning was not compared.
 	GuestUnknown map[string][]string `json:"-"`
 
-	// cts are each app's containers as observed, for Health.Status.
+	// cts are each app's containers as observed, for Health.Status,
+	// vms each VM app's VMs.
 	cts map[string][]*plan.CT
+	vms map[string][]*plan.VM
 }
 
 // AppStatus is one app in a StatusReport.
@@ -148,7 +150,7 @@ func Status(ctx context.Context, c *pve.Client, apps []plan.App, redact func(str
 	if perr != nil && !errors.As(perr, &refused) {
 		return nil, perr
 	}
-	r := &StatusReport{CannotSeeGuests: obs.CannotSeeGuests, GuestUnknown: map[string][]string{}, cts: obs.Apps,
+	r := &StatusReport{CannotSeeGuests: obs.CannotSeeGuests, GuestUnknown: map[string][]string{}, cts: obs.Apps, vms: obs.VMs,
 		InSync: refused == nil && (p == nil || p.Converged())}
 	inv := plan.Inventory(obs)
 	for _, a := range apps {

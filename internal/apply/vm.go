@@ -14,13 +14,18 @@ import (
 )
 
 // vmOps carries out the changes of kind: vm apps (issue 34) through the
-// runner's client, steps and task waits. A VM app has no volumes, guest
-// work, firewall or HA yet, so none of the container's steps apply.
-type vmOps struct{ r *runner }
+// runner's client, steps and task waits. A VM app has no volumes,
+// firewall or HA yet; its guest work runs as a container's
+// (vmguest.go). corralKey is corral's SSH key, given to every VM it
+// creates.
+type vmOps struct {
+	r         *runner
+	corralKey string
+}
 
-// applyVM carries out one VM app's change.
+// applyVM carries out one VM app's change, then its guest work.
 func (e *Executor) applyVM(ctx context.Context, c plan.Change) error {
-	v := vmOps{e.ops()}
+	v := vmOps{r: e.ops(), corralKey: e.SSH.AuthorizedKey}
 	switch c.Action {
 	case plan.Delete:
 		return v.destroy(ctx, c)
@@ -28,11 +33,18 @@ func (e *Executor) applyVM(ctx context.Context, c plan.Change) error {
 		if err := v.destroy(ctx, c); err != nil {
 			return err
 		}
-		return v.create(ctx, c)
+		fallthrough
 	case plan.Create:
-		return v.create(ctx, c)
+		if err := v.create(ctx, c); err != nil {
+			return err
+		}
+		p, _ := v.r.whereIs(c.App) // create placed it
+		return e.vmGuestWork(ctx, c, p.vmid, true, false)
 	case plan.Update:
-		return v.update(ctx, c)
+		if err := v.update(ctx, c); err != nil {
+			return err
+		}
+		return e.vmGuestWork(ctx, c, c.VMID, false, rekeys(c))
 	}
 	return nil
 }
@@ -69,7 +81,7 @@ func (v vmOps) post(ctx context.Context, c plan.Change) (int, error) {
 	// VMConfig renders the keys the way the plan compares them; the
 	// keys are sent typed, encoded by VMCreate.
 	delete(params.Config, "sshkeys")
-	params.SSHKeys = a.SSHKeys
+	params.SSHKeys = withCorralKey(a.SSHKeys, v.corralKey)
 	const attempts = 5
 	for attempt := 1; ; attempt++ {
 		v.r.creating.Lock()
@@ -242,12 +254,17 @@ func (v vmOps) address(ctx context.Context, app, node string, vmid int, a *plan.
 	})
 }
 
-// GuestIPv4 is the first IPv4 address, not loopback, that a guest
-// agent's interfaces list, "" when none.
+// GuestIPv4 is the first IPv4 address of an interface other than lo
+// that a guest agent's interfaces list, "" when none. (127.0.0.1 is
+// skipped anywhere; another 127/8 address on eth0 is the emulator's VM
+// guest, reached on the host's loopback, docs/emulator.md.)
 func GuestIPv4(ifs []pve.Interface) string {
 	for _, i := range ifs {
+		if i.Name == "lo" {
+			continue
+		}
 		for _, a := range i.IPAddresses {
-			if ip, err := netip.ParseAddr(a.Address); err == nil && ip.Is4() && !ip.IsLoopback() {
+			if ip, err := netip.ParseAddr(a.Address); err == nil && ip.Is4() && ip != netip.AddrFrom4([4]byte{127, 0, 0, 1}) {
 				return ip.String()
 			}
 		}

@@ -17,9 +17,14 @@ func (v vmOps) update(ctx context.Context, c plan.Change) error {
 		var keys []string
 		for _, e := range c.Config {
 			keys = append(keys, e.Key)
-			if e.New == "" {
+			switch {
+			case e.Key == "sshkeys" && v.corralKey != "":
+				// The app's keys and corral's own (the plan compares
+				// the app's only).
+				u.Set[e.Key] = pve.EncodeSSHKeys(withCorralKey(c.Desired.SSHKeys, v.corralKey))
+			case e.New == "":
 				u.Delete = append(u.Delete, e.Key)
-			} else {
+			default:
 				u.Set[e.Key] = e.New
 			}
 		}

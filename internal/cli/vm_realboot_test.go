@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +18,10 @@ import (
 // from local:import/debian-12-corral-vm.qcow2), cloud-init configures
 // it from the drive corral's config makes, and apply waits until its
 // guest agent reports an address by DHCP, which status then shows;
-// destroy shuts it down through the agent and frees its disks. Minutes
+// corral logs in there over SSH (the VM's port 22 forwarded at that
+// address) as the cloud-init user, runs a provision step through sudo
+// and the health check, which status runs again; destroy shuts it down
+// through the agent and frees its disks. Minutes
 // under TCG, so it runs only with CORRAL_TEST_FULL=1 or
 // CORRAL_REQUIRE_KVM=1, as the emulator's own real boot does.
 func TestVMAppRealBoot(t *testing.T) {
@@ -27,14 +31,24 @@ func TestVMAppRealBoot(t *testing.T) {
 	if _, ok := vmrun.CachedImage(); !ok {
 		testenv.Lack(t, testenv.KVM, "the VM image is not built (go test ./internal/sim/vmrun -run TestEnsureImage with CORRAL_TEST_FULL=1)")
 	}
-	c := newCluster(t, func(o *sim.Options) { o.RealVMs = true })
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	c := newCluster(t, func(o *sim.Options) { o.RealVMs, o.GuestSSHPort = true, port })
+	registerGuestPort(t, c.srv.URL(), port)
 	if err := c.srv.Cluster().UpdateRole(model.OperatorRole, []string{"VM.GuestAgent.Audit"}, true); err != nil {
 		t.Fatal(err)
 	}
 	m := writeManifest(t, "apps:\n  - name: web\n    kind: vm\n    memory: 768\n"+
-		"    ssh: {publicKeys: [\""+vmKey+"\"]}\n    vm: {disk: {size: 2G}, addressWait: 8m}\n")
+		"    ssh: {publicKeys: [\""+vmKey+"\"]}\n    vm: {disk: {size: 2G}, addressWait: 8m}\n"+
+		"    provision:\n      - run: |\n          id -u > /var/tmp/corral-who\n          echo real-vm-step-ran\n"+
+		"    health:\n      - command: grep -qx 0 /var/tmp/corral-who\n")
 	began := time.Now()
-	if r := c.run("apply", "-f", m, "--auto-approve"); r.code != 0 {
+	r := c.run("apply", "-f", m, "--auto-approve")
+	if r.code != 0 {
 		if strings.Contains(r.stderr, "501") {
 			// The imported disk has the image file's size, under the
 			// 1G least a manifest asks, so apply grows it; branch
@@ -43,7 +57,13 @@ func TestVMAppRealBoot(t *testing.T) {
 		}
 		t.Fatalf("apply: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	t.Logf("apply (create, boot, the agent's address) took %s", time.Since(began).Round(time.Second))
+	if !strings.Contains(r.stdout+r.stderr, "real-vm-step-ran") {
+		t.Fatalf("apply ran no provision step in the VM:\n%s%s", r.stdout, r.stderr)
+	}
+	t.Logf("apply (create, boot, the agent's address, provisioning) took %s", time.Since(began).Round(time.Second))
+	if h, d := c.vmHealth(m); h != "healthy" {
+		t.Fatalf("health %s (%s)", h, d)
+	}
 	vmid, status, ip := c.vmOf(m)
 	if status != "running" || ip == "" {
 		t.Fatalf("vm %d: %s, address %q; want running with the agent's address", vmid, status, ip)

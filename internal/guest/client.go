@@ -42,6 +42,8 @@ const (
 type HostKeyPolicy struct {
 	// VMID names the container in errors.
 	VMID int
+	// VM says the guest is a virtual machine (errors say "VM", not "CT").
+	VM bool
 	// TrustOnFirstUse accepts whatever key the guest presents: use it
 	// only right after corral created the container, then pin the key
 	// from Client.HostKey.
@@ -61,6 +63,10 @@ type Config struct {
 	User    string
 	Signer  ssh.Signer
 	HostKey HostKeyPolicy
+	// Sudo runs every Exec's script through sudo -n (as root): for a
+	// login as a cloud image's user, which cloud-init gives sudo
+	// without a password, where root may not log in.
+	Sudo bool
 	// ConnectTimeout bounds the whole connect, retries included, when ctx
 	// has no earlier deadline. Default DefaultConnectTimeout.
 	ConnectTimeout time.Duration
@@ -88,18 +94,23 @@ var ErrDeadConnection = errors.New("guest SSH connection is dead (keepalives una
 // HostKeyError is a guest presenting another host key than the pinned one.
 type HostKeyError struct {
 	VMID      int
+	VM        bool   // the guest is a VM
 	Want, Got string // SHA256 fingerprints
 	// Logged: Want are the keys the create task logged, not a pin.
 	Logged bool
 }
 
 func (e *HostKeyError) Error() string {
-	if e.Logged {
-		return fmt.Sprintf("CT %d presents SSH host key %s, but its create task logged %s: something else answers at the container's address, "+
-			"or its keys were replaced right after create; treat it as an attack unless you know why", e.VMID, e.Got, e.Want)
+	noun, what := "CT", "container"
+	if e.VM {
+		noun, what = "VM", "VM"
 	}
-	return fmt.Sprintf("CT %d presents SSH host key %s, but the pinned key is %s: the container was replaced or its key changed outside corral; "+
-		"if that is expected, recreate it with corral (which trusts the new key on first use), else treat it as an attack", e.VMID, e.Got, e.Want)
+	if e.Logged {
+		return fmt.Sprintf("%s %d presents SSH host key %s, but its create task logged %s: something else answers at the %s's address, "+
+			"or its keys were replaced right after create; treat it as an attack unless you know why", noun, e.VMID, e.Got, e.Want, what)
+	}
+	return fmt.Sprintf("%s %d presents SSH host key %s, but the pinned key is %s: the %s was replaced or its key changed outside corral; "+
+		"if that is expected, recreate it with corral (which trusts the new key on first use), else treat it as an attack", noun, e.VMID, e.Got, e.Want, what)
 }
 
 // ExitError is a command that ended with a non-zero status or a signal.
@@ -119,6 +130,7 @@ func (e *ExitError) Error() string {
 type Client struct {
 	conn    *ssh.Client
 	hostKey ssh.PublicKey
+	sudo    bool // Config.Sudo
 	done    chan struct{}
 
 	mu  sync.Mutex
@@ -147,7 +159,7 @@ func Dial(ctx context.Context, addr string, cfg Config) (*Client, error) {
 	sshCfg := &ssh.ClientConfig{
 		User:              cfg.User,
 		Auth:              []ssh.AuthMethod{ssh.PublicKeys(cfg.Signer)},
-		HostKeyCallback:   hostKeyCheck(cfg.HostKey.VMID, pinned, fingerprints, &seen),
+		HostKeyCallback:   hostKeyCheck(cfg.HostKey, pinned, fingerprints, &seen),
 		HostKeyAlgorithms: hostKeyAlgorithms(pinned),
 	}
 	backoff := cfg.RetryMin
@@ -235,13 +247,13 @@ func (cfg Config) withDefaults() Config {
 // hostKeyCheck is the handshake's host key callback: it refuses a key
 // other than the pinned one or the logged fingerprints, and records the
 // accepted key in *seen (a first use's key, for the caller to pin).
-func hostKeyCheck(vmid int, pinned ssh.PublicKey, fingerprints []string, seen *ssh.PublicKey) ssh.HostKeyCallback {
+func hostKeyCheck(h HostKeyPolicy, pinned ssh.PublicKey, fingerprints []string, seen *ssh.PublicKey) ssh.HostKeyCallback {
 	return func(_ string, _ net.Addr, key ssh.PublicKey) error {
 		if pinned != nil && string(key.Marshal()) != string(pinned.Marshal()) {
-			return &HostKeyError{VMID: vmid, Want: Fingerprint(pinned), Got: Fingerprint(key)}
+			return &HostKeyError{VMID: h.VMID, VM: h.VM, Want: Fingerprint(pinned), Got: Fingerprint(key)}
 		}
 		if len(fingerprints) > 0 && !slices.Contains(fingerprints, Fingerprint(key)) {
-			return &HostKeyError{VMID: vmid, Want: strings.Join(fingerprints, " or "), Got: Fingerprint(key), Logged: true}
+			return &HostKeyError{VMID: h.VMID, VM: h.VM, Want: strings.Join(fingerprints, " or "), Got: Fingerprint(key), Logged: true}
 		}
 		*seen = key
 		return nil
@@ -251,7 +263,7 @@ func hostKeyCheck(vmid int, pinned ssh.PublicKey, fingerprints []string, seen *s
 // newClient starts the logged-in connection's keepalive and the watch
 // that records why it ended.
 func newClient(conn *ssh.Client, hostKey ssh.PublicKey, cfg Config) *Client {
-	c := &Client{conn: conn, hostKey: hostKey, done: make(chan struct{})}
+	c := &Client{conn: conn, hostKey: hostKey, sudo: cfg.Sudo, done: make(chan struct{})}
 	go c.keepalive(cfg.KeepaliveInterval, cfg.KeepaliveCountMax)
 	go func() {
 		err := conn.Wait()
@@ -487,7 +499,11 @@ func (c *Client) Exec(ctx context.Context, cmd Command) error {
 			scanLines(p.r, func(line string) { emit(p.s, line) })
 		}()
 	}
-	if err := sess.Start(envPrefix(cmd.Env) + cmd.Script); err != nil {
+	script := envPrefix(cmd.Env) + cmd.Script
+	if c.sudo {
+		script = "sudo -n -- sh -c " + ShellQuote(script)
+	}
+	if err := sess.Start(script); err != nil {
 		return c.lost(err)
 	}
 	waited := make(chan error, 1)

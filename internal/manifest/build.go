@@ -193,6 +193,9 @@ func (d *decoder) buildApp(v *value, adopted map[string]*value) App {
 // keyctl, which only root@pam can set (behaviour.md §c), so the app is
 // marked NeedsKeyctl and corral names the command up front.
 func (d *decoder) composeFeatures(app *value, a *App) {
+	if app.strOr("kind") == KindVM {
+		return // a VM runs Docker with no container feature flags
+	}
 	var compose *value
 	for _, sv := range app.members("provision") {
 		if c := sv.obj["compose"]; c != nil {

@@ -343,11 +343,11 @@ var appSpec = &field{
 			doc:   "Persistent volumes. They outlive the container: corral keeps them when it replaces or destroys the app.",
 			items: volumeSpec},
 		{key: "provision", kind: kindList,
-			doc: "Steps run inside the container over SSH, in order, after it starts. " +
+			doc: "Steps run inside the container (or VM, as vm.user through sudo) over SSH, in order, after it starts. " +
 				"corral records a checksum of each step in the guest, so a re-apply skips what is done and re-runs what changed.",
 			items: stepSpec},
 		{key: "health", kind: kindList,
-			doc:   "Checks that say the app is healthy, run from inside the container after provisioning. An apply fails when one fails.",
+			doc:   "Checks that say the app is healthy, run from inside the container (or VM) after provisioning. An apply fails when one fails.",
 			items: checkSpec},
 		{key: "backup", kind: kindObject,
 			doc: "How corral backup backs the app up with vzdump, and how many archives it keeps.",

@@ -27,7 +27,8 @@ const (
 var kindSpec = &field{key: "kind", kind: kindString, def: KindCT, enum: []string{KindCT, KindVM},
 	doc: "What the app runs in: ct, an LXC container from a template; vm, a QEMU/KVM virtual machine booted from a cloud image " +
 		"(its own kernel and stronger isolation, at a cost in host memory: a VM's memory is reserved on the host as a whole). " +
-		"A vm app takes the keys of vm:, and not yet volumes, provisioning, health checks, backups, snapshots, firewall or ha."}
+		"A vm app takes the keys of vm:, provision and health (run over SSH as vm.user, through sudo, at the static network.ip or the address the guest agent reports), " +
+		"and not yet volumes, backups, snapshots, firewall or ha."}
 
 var vmSpec = &field{key: "vm", kind: kindObject,
 	doc: "The virtual machine of a kind: vm app: its disk, the image it starts from, memory ballooning, cloud-init's user and the guest agent. " +
@@ -49,7 +50,7 @@ var vmSpec = &field{key: "vm", kind: kindObject,
 		{key: "balloon", kind: kindInt, def: int64(0), min: 0,
 			doc: "Minimum memory in MiB the balloon driver may shrink the VM to; 0 turns ballooning off, so the host reserves the whole memory."},
 		{key: "user", kind: kindString, def: defaultVMUser,
-			doc: "The user cloud-init creates, with ssh.publicKeys as its keys and sudo without a password.", pattern: userNamePattern, allowed: userNameAllowed},
+			doc: "The user cloud-init creates, with ssh.publicKeys (and corral's own key) as its keys and sudo without a password; corral logs in as this user to run provision steps and health checks, through sudo.", pattern: userNamePattern, allowed: userNameAllowed},
 		{key: "agent", kind: kindBool, def: true,
 			doc: "Enable the QEMU guest agent (agent: 1): PVE then shuts the VM down through it, and corral reads the VM's addresses from it. The image must run qemu-guest-agent."},
 		{key: "addressWait", kind: kindDuration, def: "5m",
@@ -65,8 +66,6 @@ var ctOnlyKeys = []struct{ key, why string }{
 	{"features", "container feature flags do not apply to a VM"},
 	{"password", "give the cloud-init user ssh.publicKeys instead"},
 	{"volumes", "retained volumes for VMs (disks that survive a recreate) are the next step and not there yet"},
-	{"provision", "provisioning a VM over SSH is not there yet"},
-	{"health", "health checks of a VM are not there yet"},
 	{"backup", "backups of VM apps are not there yet"},
 	{"snapshotBeforeChange", "snapshots of VM apps are not there yet"},
 	{"firewall", "a VM's firewall is not there yet"},

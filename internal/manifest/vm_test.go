@@ -57,3 +57,33 @@ func TestVMAppRefusals(t *testing.T) {
 		})
 	}
 }
+
+// TestVMAppGuestWork: a kind: vm app takes provision: and health: as a
+// container app does (its steps and checks built the same), and a
+// compose step in a VM sets no container feature flags (Docker in a VM
+// needs neither nesting nor keyctl).
+func TestVMAppGuestWork(t *testing.T) {
+	for _, tt := range []struct {
+		name, yaml      string
+		steps, checks   int
+		nesting, keyctl bool
+	}{
+		{"provision", "    provision:\n      - run: echo hi > /srv/hi\n      - file: {path: /etc/app.conf, content: \"a=1\\n\"}\n", 2, 0, false, false},
+		{"health", "    health:\n      - tcp: 127.0.0.1:22\n", 0, 1, false, false},
+		{"both", "    provision:\n      - run: apt-get install -y nginx\n    health:\n      - http: http://127.0.0.1/\n", 1, 1, false, false},
+		{"compose", "    provision:\n      - compose: {path: /srv/app/compose.yaml, content: \"services: {}\\n\"}\n", 1, 0, false, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			y := "apps:\n  - name: web\n    kind: vm\n" + tt.yaml
+			f, err := manifest.Parse("corral.yaml", []byte(y), testOptions())
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := f.Apps[0]
+			if len(a.Provision) != tt.steps || len(a.Health) != tt.checks || a.Features.Nesting != tt.nesting || a.NeedsKeyctl != tt.keyctl {
+				t.Fatalf("steps %d checks %d nesting %v keyctl %v; want %d %d %v %v", len(a.Provision), len(a.Health), a.Features.Nesting, a.NeedsKeyctl,
+					tt.steps, tt.checks, tt.nesting, tt.keyctl)
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package plan_test
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -122,5 +123,59 @@ func TestVMIdentity(t *testing.T) {
 	d, err := plan.Destroy([]plan.App{vmApp()}, vmConverged(), false)
 	if err != nil || len(d.Changes) != 1 || d.Changes[0].Action != plan.Delete || d.Changes[0].Kind != plan.KindVM {
 		t.Fatalf("destroy = %+v, %v", d.Changes, err)
+	}
+}
+
+// TestVMGuestPlan: a VM app's guest work is planned as a container's:
+// all of it for a new VM, again when the digest its Notes record
+// differs, nothing when it matches; corral's guest lines in the Notes
+// and corral's own key in sshkeys are no drift.
+func TestVMGuestPlan(t *testing.T) {
+	withWork := func() plan.App {
+		a := vmApp()
+		a.GuestDigest = "g1"
+		return a
+	}
+	const corralKey = "ssh-ed25519 AAAAC3NzaCorral corral"
+	observed := func(provisioned string, keys []string) *plan.Observed {
+		obs := vmConverged()
+		conf := obs.VMs["web"][0].Config
+		conf["description"] = plan.WithGuestRecord(plan.VMDescription(withWork()), "ssh-ed25519 AAAAhostkey", provisioned, "")
+		k := vmApp()
+		k.SSHKeys = keys
+		conf["sshkeys"] = plan.VMConfig(k)["sshkeys"] // encoded as PVE stores them
+		return obs
+	}
+	appKeys := vmApp().SSHKeys
+	for _, tt := range []struct {
+		name   string
+		obs    *plan.Observed
+		action plan.Action
+		guest  bool
+	}{
+		{"new VM", &plan.Observed{Nodes: []string{"pve"}}, plan.Create, true},
+		{"never provisioned", vmConverged(), plan.Update, true},
+		{"provisioned, corral's key beside the app's", observed("g1", append(slices.Clone(appKeys), corralKey)), plan.NoOp, false},
+		{"work changed", observed("g0", append(slices.Clone(appKeys), corralKey)), plan.Update, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := must(plan.Make([]plan.App{withWork()}, tt.obs))
+			if tt.action == plan.NoOp {
+				if p.HasChanges() {
+					t.Fatalf("changes: %+v", p.Changes)
+				}
+				return
+			}
+			c := onlyChange(t, p)
+			if c.Action != tt.action || c.Guest != tt.guest || len(c.Config) != 0 {
+				t.Fatalf("change = %+v", c)
+			}
+		})
+	}
+	// The app drops its keys: corral's own stays, and is no drift.
+	a := withWork()
+	a.SSHKeys = nil
+	if p := must(plan.Make([]plan.App{a}, observed("g1", []string{corralKey}))); p.HasChanges() {
+		t.Fatalf("only corral's key left: %+v", p.Changes)
 	}
 }

@@ -36,6 +36,7 @@ func vmChange(a *App, vm *VM) (Change, []string) {
 	if len(replace) > 0 {
 		c.Action, c.OldVMID, c.VMID, c.Start = Replace, vm.VMID, a.VMID, true
 		c.Reasons = append(replace, fmt.Sprintf("VM %d is destroyed with its disk and a new one created: a VM app's disk holds no data corral keeps (retained VM disks are not there yet)", vm.VMID), VMCost(a))
+		vmGuest(&c, a, nil)
 		return c, nil
 	}
 	if disk.Size > a.VM.DiskSize {
@@ -62,7 +63,8 @@ func vmChange(a *App, vm *VM) (Change, []string) {
 		c.Start = true
 		c.Reasons = append(c.Reasons, fmt.Sprintf("VM %d is %s: it is started", vm.VMID, vm.Status))
 	}
-	if len(c.Config) > 0 || c.RootGrow > 0 || c.Restart || c.Start {
+	vmGuest(&c, a, vm)
+	if len(c.Config) > 0 || c.RootGrow > 0 || c.Restart || c.Start || c.Guest {
 		c.Action = Update
 		c.Reasons = append(c.Reasons, VMCost(a))
 	}
@@ -73,9 +75,13 @@ func vmChange(a *App, vm *VM) (Change, []string) {
 // wants (VMConfig), each compared as PVE may spell it.
 func vmEdits(a *App, vm *VM) []ConfigEdit {
 	want := VMConfig(*a)
+	want["description"] = vmKeptDescription(want["description"], vm.Config["description"])
 	var edits []ConfigEdit
 	for _, key := range slices.Sorted(maps.Keys(want)) {
 		have, w := vm.Config[key], want[key]
+		if key == "sshkeys" {
+			have = vmUserKeys(have)
+		}
 		if sameVMValue(key, have, w) {
 			continue
 		}
@@ -85,7 +91,7 @@ func vmEdits(a *App, vm *VM) []ConfigEdit {
 		edits = append(edits, ConfigEdit{Key: key, Old: have, New: w, Restart: slices.Contains(vmRestartKeys, key)})
 	}
 	for _, key := range []string{"sshkeys", "nameserver"} {
-		if _, wanted := want[key]; !wanted && vm.Config[key] != "" {
+		if _, wanted := want[key]; !wanted && vm.Config[key] != "" && (key != "sshkeys" || vmUserKeys(vm.Config[key]) != "") {
 			edits = append(edits, ConfigEdit{Key: key, Old: vm.Config[key], New: "", Restart: true})
 		}
 	}

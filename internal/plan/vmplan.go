@@ -76,6 +76,10 @@ func (m *planner) createVM(a *App) {
 	if placed != "" {
 		c.Reasons = append(c.Reasons, placed)
 	}
+	vmGuest(&c, a, nil)
+	if why := vmGuestReason(a); why != "" {
+		c.Reasons = append(c.Reasons, why)
+	}
 	m.p.Changes = append(m.p.Changes, c)
 }
 

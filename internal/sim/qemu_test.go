@@ -137,6 +137,7 @@ func TestQemu_vmidSpace(t *testing.T) {
 // VM is refused, and destroy frees the disk volumes.
 func TestQemu_lifecycle(t *testing.T) {
 	k := newE2E(t)
+	k.srv.Cluster().SetVMRuntime(nil) // state only, even where CTs run in the view (whose VMs have guests)
 	root := k.root()
 	create := k.mustOK(root, http.MethodPost, "/nodes/pve/qemu", vmParams("200"))
 	if create.Type != "qmcreate" || !create.has(`  Logical volume "vm-200-disk-0" created.`) {

@@ -201,7 +201,12 @@ func (s *Server) start(log *slog.Logger) error {
 	if s.guests, err = guest.Start(c, guest.Options{Port: port, Logger: log, AptSources: opts.AptSources, View: opts.ViewRuntime}); err != nil {
 		return err
 	}
-	s.vms = wireVMRuntime(context.Background(), c, filepath.Join(opts.Dir, "run"), opts.RealVMs, log)
+	s.vms = wireVMRuntime(context.Background(), c, filepath.Join(opts.Dir, "run"), opts.RealVMs, s.guests.Port(), log)
+	if rt := s.guests.ViewVMs(); s.vms == nil && rt != nil {
+		// CTs run in the unisolated view: VMs get its guests, which SSH
+		// reaches without QEMU (guest.ViewVMs).
+		c.SetVMRuntime(rt)
+	}
 	isolated, _ := s.guests.Isolated()
 	mem, err := nodeMemory(opts, isolated, len(c.Nodes()))
 	if err != nil {

@@ -34,8 +34,15 @@ const ImportImageName = "debian-12-corral-vm.qcow2"
 type vmRuntime struct {
 	img vmrun.Image
 	dir string // runtime directories: <dir>/<vmid>
-	log *slog.Logger
-	ctx context.Context // ends with the emulator: stops the starts under way
+	c   *model.Cluster
+	// sshPort is the guests' SSH port (guest.Manager.Port): each VM's
+	// port 22 is forwarded there on its loopback address in the guest
+	// block, the address its agent's network-get-interfaces reports for
+	// eth0, so a client reaches the VM where the agent says, as it
+	// reaches a CT (docs/emulator.md, Virtual machines).
+	sshPort int
+	log     *slog.Logger
+	ctx     context.Context // ends with the emulator: stops the starts under way
 
 	mu    sync.Mutex
 	vms   map[int]*vmrun.VM
@@ -46,7 +53,7 @@ type vmRuntime struct {
 // (real, or RealVMsEnv=1), QEMU is installed and the VM image is cached;
 // it offers the image as local:import/<ImportImageName>. Otherwise the
 // VMs stay state only (model.VMRuntime's doc) and it returns nil.
-func wireVMRuntime(ctx context.Context, c *model.Cluster, dir string, real bool, log *slog.Logger) *vmRuntime {
+func wireVMRuntime(ctx context.Context, c *model.Cluster, dir string, real bool, sshPort int, log *slog.Logger) *vmRuntime {
 	if !real && os.Getenv(RealVMsEnv) != "1" {
 		return nil
 	}
@@ -58,7 +65,7 @@ func wireVMRuntime(ctx context.Context, c *model.Cluster, dir string, real bool,
 	if err := c.OfferImportVolume("local", ImportImageName, img.Disk); err != nil {
 		log.Warn("the VM image is not offered as an import volume", "err", err)
 	}
-	rt := &vmRuntime{img: img, dir: filepath.Join(dir, "qemu"), log: log, ctx: ctx, vms: map[int]*vmrun.VM{}, agent: map[int]bool{}}
+	rt := &vmRuntime{img: img, dir: filepath.Join(dir, "qemu"), c: c, sshPort: sshPort, log: log, ctx: ctx, vms: map[int]*vmrun.VM{}, agent: map[int]bool{}}
 	c.SetVMRuntime(rt)
 	return rt
 }
@@ -80,11 +87,7 @@ func (r *vmRuntime) Start(s model.VMStartSpec) (int, error) {
 		}
 		spec.Disks = append(spec.Disks, vmrun.Disk{Key: s.CloudInitKey, File: s.CloudInitPath, Format: "raw", CDROM: true})
 	}
-	port, err := freePort()
-	if err != nil {
-		return 0, err
-	}
-	spec.SSHPort = port
+	spec.SSHAddr, spec.SSHPort = model.GuestAddress(r.c.GuestBlock(), s.VMID), r.sshPort
 	var warn bytes.Buffer
 	vm, err := vmrun.Start(r.ctx, spec, &warn)
 	if warn.Len() > 0 {
@@ -167,7 +170,33 @@ func (r *vmRuntime) Agent(vmid int, command string) (any, error) {
 	if out == nil {
 		out = map[string]any{}
 	}
+	if command == "network-get-interfaces" {
+		out = forwardedAddress(out, model.GuestAddress(r.c.GuestBlock(), vmid))
+	}
 	return out, nil
+}
+
+// forwardedAddress puts addr, where the VM's SSH is forwarded, in place
+// of the IPv4 addresses of its interfaces but lo (user networking's
+// 10.0.2.15, which nothing outside the VM reaches).
+func forwardedAddress(out any, addr string) any {
+	ifs, ok := out.([]any)
+	if !ok {
+		return out
+	}
+	for _, i := range ifs {
+		ifc, ok := i.(map[string]any)
+		if !ok || ifc["name"] == "lo" {
+			continue
+		}
+		ips, _ := ifc["ip-addresses"].([]any)
+		for _, ip := range ips {
+			if a, ok := ip.(map[string]any); ok && a["ip-address-type"] == "ipv4" {
+				a["ip-address"], a["prefix"] = addr, 8
+			}
+		}
+	}
+	return out
 }
 
 // close kills every VM still running (the emulator stops).

@@ -97,6 +97,8 @@ type Manager struct {
 	// unisolated view); nil when they may.
 	refused error
 
+	vmView *ViewVMs // the view's VM runtime once asked for (ViewVMs), under mu
+
 	aptProxy string          // the apt proxy's URL for CTs, "" without one (apt.go)
 	apt      *aptproxy.Proxy // that proxy, closed with the manager
 }
@@ -284,11 +286,14 @@ func (m *Manager) Close() error {
 	m.cancel()
 	<-m.done
 	m.mu.Lock()
-	cts := m.cts
+	cts, vms := m.cts, m.vmView
 	m.cts = map[int]*ctServer{}
 	m.mu.Unlock()
 	for _, s := range cts {
 		s.stop()
+	}
+	if vms != nil {
+		vms.close()
 	}
 	m.claim.Close()
 	if m.apt != nil {

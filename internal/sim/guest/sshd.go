@@ -45,6 +45,7 @@ type ctServer struct {
 	listenErr error // set before ready closes
 	rootDir   string
 	ct        *lxcCT         // the running container (LXC runtime); set before ready closes
+	vm        *viewVM        // set when this sshd is a view VM's (vmview.go), nil for a CT
 	inner     net.Listener   // the sshd's address inside the container, relayed here
 	onBridge  []net.Listener // the sshd at the CT's bridge addresses, relayed here
 
@@ -71,7 +72,7 @@ func newCTServer(m *Manager, g model.RunningGuest) *ctServer {
 // newCTServer counted it in s.wg.
 func (s *ctServer) run() {
 	defer s.wg.Done()
-	if s.m.rt != nil {
+	if s.m.rt != nil && s.vm == nil {
 		if err := s.boot(); err != nil {
 			if !errors.Is(err, context.Canceled) {
 				s.m.log.Error("CT did not start; trying again", "vmid", s.vmid, "err", err)
@@ -104,7 +105,9 @@ func (s *ctServer) run() {
 	s.listenErr = err
 	close(s.ready)
 	if err != nil {
-		if !errors.Is(err, context.Canceled) {
+		if !errors.Is(err, context.Canceled) && s.vm != nil {
+			s.m.log.Error("VM sshd did not start", "vmid", s.vmid, "addr", s.addr, "err", err)
+		} else if !errors.Is(err, context.Canceled) {
 			s.m.log.Error("CT sshd did not start; trying again", "vmid", s.vmid, "addr", s.addr, "err", err)
 			go s.m.retry(s)
 		}
@@ -250,6 +253,9 @@ func (s *ctServer) stop() {
 // serverConfig loads the CT's host key and checks logins against its
 // authorized_keys.
 func (s *ctServer) serverConfig() (*ssh.ServerConfig, error) {
+	if s.vm != nil {
+		return s.vmServerConfig()
+	}
 	root, _, err := s.mounts()
 	if err != nil {
 		return nil, err
@@ -290,6 +296,9 @@ func (s *ctServer) serverConfig() (*ssh.ServerConfig, error) {
 
 // mounts returns the CT's rootfs directory and its mount points.
 func (s *ctServer) mounts() (string, []viewMount, error) {
+	if s.vm != nil {
+		return s.vm.root, nil, nil
+	}
 	gms, err := s.m.c.GuestMounts(s.vmid)
 	if err != nil {
 		return "", nil, err
@@ -381,7 +390,12 @@ func hostKey(root string) (ssh.Signer, error) {
 // /root/.ssh/authorized_keys, read as model.ReadCTFile reads (the CT's
 // root controls it: never through a link, never a FIFO, at most 1 MiB).
 func authorized(root string, key ssh.PublicKey) bool {
-	data, err := model.ReadCTFile(root, "root/.ssh/authorized_keys")
+	return authorizedIn(root, "root/.ssh/authorized_keys", key)
+}
+
+// authorizedIn is authorized for the keys file at rel under root.
+func authorizedIn(root, rel string, key ssh.PublicKey) bool {
+	data, err := model.ReadCTFile(root, rel)
 	if err != nil || data == "" {
 		return false
 	}
@@ -402,7 +416,7 @@ func authorized(root string, key ssh.PublicKey) bool {
 }
 
 func (s *ctServer) serveConn(nc net.Conn, cfg *ssh.ServerConfig) {
-	if s.m.c.GuestPID(s.vmid) != s.pid {
+	if !s.current() {
 		// The CT stopped or restarted since the last poll: this sshd is
 		// gone, and the new boot's (if any) will answer.
 		nc.Close()
@@ -714,11 +728,14 @@ func (s *ctServer) view(sc *ssh.ServerConn, e execSpec) (viewSpec, int, error) {
 	if err != nil {
 		return viewSpec{}, 255, fmt.Errorf("guest exec: %w", err)
 	}
-	if s.m.c.GuestPID(s.vmid) != s.pid {
-		return viewSpec{}, 255, fmt.Errorf("guest exec: CT %d is not running", s.vmid)
+	if !s.current() {
+		return viewSpec{}, 255, fmt.Errorf("guest exec: %s %d is not running", s.noun(), s.vmid)
 	}
 	work := filepath.Join(root, ".corral-ovl", randomID())
 	env := sessionEnv(sc, e.env)
+	if s.vm != nil {
+		env = s.vm.sessionEnv(sc, e.env)
+	}
 	if e.tty != nil {
 		term := e.tty.Term
 		if term == "" {
@@ -904,6 +921,23 @@ func signalName(sig syscall.Signal) string {
 		}
 	}
 	return strconv.Itoa(int(sig))
+}
+
+// current reports whether the guest still runs the boot this sshd
+// serves: a CT's PID in the model, a view VM's server not stopped.
+func (s *ctServer) current() bool {
+	if s.vm != nil {
+		return s.ctx.Err() == nil
+	}
+	return s.m.c.GuestPID(s.vmid) == s.pid
+}
+
+// noun names the guest in messages.
+func (s *ctServer) noun() string {
+	if s.vm != nil {
+		return "VM"
+	}
+	return "CT"
 }
 
 // sessionEnv is the environment sshd gives root's commands.

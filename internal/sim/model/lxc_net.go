@@ -131,6 +131,11 @@ func (c *Cluster) guestBlockLocked() int {
 	return c.guestBlock
 }
 
+// GuestAddress is the loopback address a guest with ip=dhcp gets in
+// block: a CT's (above), and a VM's in the guest layer's view runtime
+// (internal/sim/guest, vmview.go), whose sshd answers there.
+func GuestAddress(block, vmid int) string { return dhcpAddress(block, vmid) }
+
 // dhcpAddress is the address a netN with ip=dhcp gets in block.
 func dhcpAddress(block, vmid int) string {
 	hi, lo := (vmid>>8)&0xff, vmid&0xff

@@ -108,6 +108,9 @@ func (q *vmPower) startTask(w *Worker, node string, vmid int) error {
 func (q *vmPower) startSpecLocked(vm *VM) (VMStartSpec, error) {
 	conf := vm.Config
 	spec := VMStartSpec{VMID: vm.VMID, Name: conf["name"], MemoryMiB: int(vmMaxMem(conf) / mib), Agent: vmAgentEnabled(conf)}
+	if p, err := ParseProp(conf["smbios1"], ""); err == nil {
+		spec.UUID = p["uuid"]
+	}
 	spec.Cores, _ = strconv.Atoi(conf["cores"])
 	spec.Cores = max(spec.Cores, 1)
 	if n, err := ParseProp(conf["net0"], "model"); err == nil {

@@ -39,6 +39,10 @@ type VMStartSpec struct {
 	// MAC is net0's address ("" without net0).
 	MAC   string
 	Agent bool
+	// UUID is smbios1's uuid, new for every VM created or cloned: a
+	// runtime that keeps a guest's files between boots keys them by it,
+	// so a VM recreated under the same VMID is another machine.
+	UUID string
 }
 
 // VMDiskSpec is one disk of a VM as its config names it.

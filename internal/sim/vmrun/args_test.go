@@ -38,6 +38,10 @@ func TestSpecArgs(t *testing.T) {
 			t.Errorf("kvm=%v: %d virtio-scsi controllers, want 1", kvm, n)
 		}
 	}
+	s.SSHAddr = "127.3.0.100"
+	if line := strings.Join(s.args(true), " "); !strings.Contains(line, "hostfwd=tcp:127.3.0.100:2222-:22") {
+		t.Errorf("SSHAddr not forwarded:\n%s", line)
+	}
 	s.Agent, s.SSHPort = false, 0
 	line := strings.Join(s.args(true), " ")
 	if strings.Contains(line, "guest_agent") || strings.Contains(line, "hostfwd") {

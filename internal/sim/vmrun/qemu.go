@@ -37,7 +37,10 @@ type Spec struct {
 	Disks    []Disk
 	MAC      string // net0's address
 	SSHPort  int    // the loopback port forwarded to the guest's port 22
-	Agent    bool   // a virtio-serial channel org.qemu.guest_agent.0
+	// SSHAddr is the loopback address SSHPort is forwarded on; ""
+	// means 127.0.0.1.
+	SSHAddr string
+	Agent   bool // a virtio-serial channel org.qemu.guest_agent.0
 }
 
 // VM is a running QEMU process.
@@ -102,7 +105,11 @@ func (s Spec) args(kvm bool) []string {
 	if s.MAC != "" {
 		fwd := ""
 		if s.SSHPort != 0 {
-			fwd = ",hostfwd=tcp:127.0.0.1:" + strconv.Itoa(s.SSHPort) + "-:22"
+			addr := s.SSHAddr
+			if addr == "" {
+				addr = "127.0.0.1"
+			}
+			fwd = ",hostfwd=tcp:" + addr + ":" + strconv.Itoa(s.SSHPort) + "-:22"
 		}
 		// restrict=on: the guest reaches neither the host nor the
 		// outside; the forwarded port still reaches the guest.
