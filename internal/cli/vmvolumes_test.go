@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -155,5 +156,54 @@ func TestVMAppVolumesSurviveReplace(t *testing.T) {
 	}
 	if kconf, err = root.VMConfigOf(ctx, "pve", keeper, true); err != nil || kconf.Values["protection"] != "1" || strings.Contains(kconf.Values["description"], "web/data") {
 		t.Fatalf("keeper VM %d after the free: %v %v", keeper, kconf.Values, err)
+	}
+}
+
+// TestVMKeeperTagsEditedRefused: a keeper VM whose corral-keeper tag was
+// edited away is damaged, not absent: plan and apply refuse the app
+// whose disks it holds, saying which VM, what it holds and the qm set
+// that repairs it, and create no second keeper VM; with the tags back
+// the plan is empty again.
+func TestVMKeeperTagsEditedRefused(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	c.offerVMImage()
+	m := vmVolManifest(t, "150")
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	c.mustRun("destroy", "-f", m, "--auto-approve")
+	keeper := c.vmVolumes(m)["data"].HolderVMID
+	ctx := context.Background()
+	root := c.pveRoot()
+	if err := root.UpdateVMConfig(ctx, "pve", keeper, &pve.VMConfigUpdate{Set: map[string]string{"tags": "corral;legacy"}}); err != nil {
+		t.Fatal(err)
+	}
+	want := "keeper VM " + strconv.Itoa(keeper) + " on pve is damaged: it has tags corral;legacy (not corral-keeper)"
+	for _, args := range [][]string{{"plan", "-f", m}, {"apply", "-f", m, "--auto-approve"}} {
+		verb := args[0]
+		r := c.run(args...)
+		if r.code == 0 || !strings.Contains(r.stderr+r.stdout, want) || !strings.Contains(r.stderr+r.stdout, "qm set "+strconv.Itoa(keeper)+" --tags 'corral;corral-keeper'") ||
+			!strings.Contains(r.stderr+r.stdout, "web/data") {
+			t.Fatalf("%s with the keeper VM's tags edited: exit %d\n%s%s", verb, r.code, r.stdout, r.stderr)
+		}
+	}
+	res, err := root.ClusterResources(ctx, "vm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	qemu := 0
+	for _, g := range res {
+		if g.Type == "qemu" {
+			qemu++ // the lock's keeper CT (corral's lease) is no VM
+		}
+	}
+	if qemu != 1 {
+		t.Fatalf("the refused apply made VMs: %+v", res)
+	}
+	if err := root.UpdateVMConfig(ctx, "pve", keeper, &pve.VMConfigUpdate{Set: map[string]string{"tags": "corral;corral-keeper"}}); err != nil {
+		t.Fatal(err)
+	}
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	if v := c.vmVolumes(m)["data"]; v.HolderVMID != 150 {
+		t.Fatalf("after the tags are back data is %+v", v)
 	}
 }
