@@ -35,17 +35,17 @@ func vmNeedsKeeper(c plan.Change) bool {
 
 // attachVolumes gives the stopped VM vmid the volumes c plans for it:
 // new ones allocated on the keeper VM first, then each attached from
-// there, and grown when the manifest asks more.
+// there, and grown when the manifest asks more; a disk the manifest
+// dropped goes back to the keeper VM.
 func (v vmOps) attachVolumes(ctx context.Context, c plan.Change, vmid int) error {
-	if !vmNeedsKeeper(c) && !hasVolume(c, plan.VolGrow) {
+	if len(c.Volumes) == 0 {
 		return nil
 	}
-	keeper := 0
-	if vmNeedsKeeper(c) {
-		var err error
-		if keeper, err = v.keeperVM(ctx, c.App, c.Node, true); err != nil {
-			return err
-		}
+	// Found (and protected again if a killed free left it off) even when
+	// no disk moves; created only when one must.
+	keeper, err := v.keeperVM(ctx, c.App, c.Node, vmNeedsKeeper(c))
+	if err != nil {
+		return err
 	}
 	for _, vol := range c.Volumes {
 		serial := vol.Serial

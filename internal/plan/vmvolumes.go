@@ -119,7 +119,7 @@ func ambiguousVMKeepers(app, node string, keepers []*VMKeeper) string {
 // reassigned. It makes an unchanged app's change an Update when they need
 // work.
 func vmVolumeReasons(c *Change, vm *VM, obs *Observed) {
-	moves, creates := false, false
+	moves, creates, repair := false, false, false
 	for _, v := range c.Volumes {
 		creates = creates || v.Action == VolCreate
 		moves = moves || v.Action == VolCreate || v.Action == VolAttach || v.Action == VolDetach
@@ -133,7 +133,7 @@ func vmVolumeReasons(c *Change, vm *VM, obs *Observed) {
 		c.Reasons = append(c.Reasons, "a keeper VM is created on node "+c.Node+" (never started, protected, no memory reserved) to own the app's retained disks")
 	case len(keepers) == 1 && !keepers[0].Protected() && len(c.Volumes) > 0:
 		c.Reasons = append(c.Reasons, fmt.Sprintf("keeper VM %d on %s has protection off: it is set again", keepers[0].VMID, c.Node))
-		moves = true
+		repair = true // a config write: the app's VM need not stop for it
 	}
 	if c.Action != NoOp && c.Action != Update {
 		return
@@ -142,7 +142,7 @@ func vmVolumeReasons(c *Change, vm *VM, obs *Observed) {
 		c.Restart = true
 		c.Reasons = append(c.Reasons, fmt.Sprintf("VM %d stops for its disks to be reassigned (PVE moves only a stopped VM's disks) and starts again", vm.VMID))
 	}
-	if c.Action == NoOp && (moves || slices.ContainsFunc(c.Volumes, func(v VolumeChange) bool { return v.Action == VolGrow })) {
+	if c.Action == NoOp && (moves || repair || slices.ContainsFunc(c.Volumes, func(v VolumeChange) bool { return v.Action == VolGrow })) {
 		c.Action = Update
 	}
 }

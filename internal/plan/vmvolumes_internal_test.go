@@ -32,6 +32,7 @@ func TestVMVolumes(t *testing.T) {
 		want     string
 		refused  string
 		restart  bool
+		reason   string
 	}{
 		{name: "new app, no keeper", size: g, want: "data:create logs:create", restart: false},
 		{name: "from the keeper", size: g, keepers: map[string][]*VMKeeper{"pve": {keeper("pve", 900, map[string]string{"scsi0": disk(900, 0, data, "1G"), "scsi1": disk(900, 1, logs, "1G")})}},
@@ -40,6 +41,8 @@ func TestVMVolumes(t *testing.T) {
 			want: "data:keep logs:create old:detach", restart: true},
 		{name: "grown in place", vm: &VM{VMID: 150, Node: "pve", Status: "running", Config: map[string]string{"scsi1": disk(150, 1, data, "1G"), "scsi2": disk(150, 2, logs, "1G")}}, size: 2 * g,
 			want: "data:grow logs:keep"},
+		{name: "keeper unprotected", vm: &VM{VMID: 150, Node: "pve", Status: "running", Config: map[string]string{"scsi1": disk(150, 1, data, "1G"), "scsi2": disk(150, 2, logs, "1G")}}, size: g,
+			keepers: map[string][]*VMKeeper{"pve": {{VMID: 900, Node: "pve", Config: map[string]string{}}}}, want: "data:keep logs:keep", reason: "keeper VM 900 on pve has protection off"},
 		{name: "replace", vm: vm, replaced: true, size: g, keepers: map[string][]*VMKeeper{"pve": {keeper("pve", 900, map[string]string{"description": oldNotes})}}, want: "data:attach logs:create old:detach"},
 		{name: "shrink", vm: vm, size: g / 2, refused: "a disk cannot shrink"},
 		{name: "twice", vm: vm, size: g, keepers: map[string][]*VMKeeper{"pve": {keeper("pve", 900, map[string]string{"scsi0": disk(900, 0, data, "1G")})}}, refused: "two disks with its serial"},
@@ -74,6 +77,9 @@ func TestVMVolumes(t *testing.T) {
 				vmVolumeReasons(&c, tc.vm, obs)
 				if c.Restart != tc.restart || c.Action != Update && tc.vm != nil {
 					t.Fatalf("restart %v action %v, want restart %v and an update; reasons %q", c.Restart, c.Action, tc.restart, c.Reasons)
+				}
+				if !strings.Contains(strings.Join(c.Reasons, "\n"), tc.reason) {
+					t.Errorf("reasons %q, want one saying %q", c.Reasons, tc.reason)
 				}
 				if len(tc.keepers) == 0 && strings.Contains(tc.want, "create") != strings.Contains(strings.Join(c.Reasons, "\n"), "a keeper VM is created on node pve") {
 					t.Errorf("reasons %q say a keeper VM is created when, and only when, a disk is created without one", c.Reasons)
