@@ -206,4 +206,20 @@ func TestVMKeeperTagsEditedRefused(t *testing.T) {
 	if v := c.vmVolumes(m)["data"]; v.HolderVMID != 150 {
 		t.Fatalf("after the tags are back data is %+v", v)
 	}
+	// Protection left off (as a free killed in its window leaves it):
+	// the plan repairs it without stopping the app's VM.
+	if err := root.UpdateVMConfig(ctx, "pve", keeper, &pve.VMConfigUpdate{Delete: []string{"protection"}}); err != nil {
+		t.Fatal(err)
+	}
+	r := c.run("plan", "-f", m)
+	if r.code != ExitChanges || !strings.Contains(r.stdout, "keeper VM "+strconv.Itoa(keeper)+" on pve has protection off: it is set again") || strings.Contains(r.stdout, "stops for its disks") {
+		t.Fatalf("plan with the keeper VM unprotected: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	if kconf, err := root.VMConfigOf(ctx, "pve", keeper, true); err != nil || kconf.Values["protection"] != "1" {
+		t.Fatalf("keeper VM %d after the repair: %v %v", keeper, kconf, err)
+	}
+	if st, err := root.VMStatusOf(ctx, "pve", 150); err != nil || st.Status != "running" {
+		t.Fatalf("vm 150 after the repair: %+v %v", st, err)
+	}
 }
