@@ -86,6 +86,9 @@ func (e *Executor) guardDestroySnapshots(ctx context.Context, changes []plan.Cha
 	var gone []int
 	for _, c := range changes {
 		gone = append(gone, c.OldVMID)
+		if c.Kind == plan.KindVM {
+			continue // a VM app's disks: a CT's snapshot cannot name them
+		}
 		for _, v := range c.Volumes {
 			if v.Action == plan.VolFree && v.VolID != "" {
 				byNode[c.Node] = append(byNode[c.Node], v.VolID)

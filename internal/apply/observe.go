@@ -585,7 +585,10 @@ func recognize(obs *plan.Observed, strangers map[int]*plan.CT) {
 // container's power state or remove it.
 var settleTypes = map[string]bool{"vzshutdown": true, "vzstop": true, "vzstart": true, "vzreboot": true, "vzdestroy": true,
 	// A move's tasks (apply/move.go) go on when corral is killed.
-	"vzmigrate": true, "move_volume": true}
+	"vzmigrate": true, "move_volume": true,
+	// A VM app's power and destroy tasks, and the reassigns of its
+	// retained disks (apply/vmvolumes.go).
+	"qmshutdown": true, "qmstop": true, "qmstart": true, "qmdestroy": true, "qmmove": true}
 
 // busyTasks reads the running tasks on nodes and returns which of them
 // are power, destroy or move tasks on corral's containers in a listing
@@ -603,7 +606,7 @@ func busyTasks(ctx context.Context, c *pve.Client, nodes []string) (func([]resou
 	return func(res []resource) []string {
 		ours := map[string]bool{}
 		for _, r := range res {
-			if r.Type == "lxc" && slices.Contains(plan.ParseTags(r.Tags), plan.TagManaged) {
+			if (r.Type == "lxc" || r.Type == "qemu") && slices.Contains(plan.ParseTags(r.Tags), plan.TagManaged) {
 				ours[r.Node+"/"+strconv.Itoa(r.VMID)] = true
 			}
 		}
@@ -611,11 +614,15 @@ func busyTasks(ctx context.Context, c *pve.Client, nodes []string) (func([]resou
 		for _, node := range nodes {
 			for _, t := range running[node] {
 				id := t.ID
-				if t.Type == "move_volume" {
+				if t.Type == "move_volume" || t.Type == "qmmove" {
 					id, _, _ = strings.Cut(id, "-") // <vmid>-<key>><target>-<targetkey>
 				}
+				guest := "ct"
+				if strings.HasPrefix(t.Type, "qm") {
+					guest = "vm"
+				}
 				if settleTypes[t.Type] && t.EndTime == 0 && ours[node+"/"+id] {
-					busy = append(busy, fmt.Sprintf("the %s of ct %s on %s", t.Type, t.ID, node))
+					busy = append(busy, fmt.Sprintf("the %s of %s %s on %s", t.Type, guest, t.ID, node))
 				}
 			}
 		}

@@ -713,7 +713,7 @@ func (rs *restorer) switchRecords(ctx context.Context, app, node string, newID i
 	}
 	return rs.step(app, "keeper", "record the restored volumes under app "+app+", the displaced ones as *-replaced-"+stamp, func() error {
 		for _, r := range res {
-			if r.Node != node || !slices.Contains(plan.ParseTags(r.Tags), plan.TagKeeper) {
+			if r.Node != node || r.Type != "lxc" || !slices.Contains(plan.ParseTags(r.Tags), plan.TagKeeper) { // a keeper VM holds no CT volume
 				continue
 			}
 			k := &keeper{ops: rs.keepers, node: node, vmid: r.VMID}

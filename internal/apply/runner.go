@@ -35,6 +35,7 @@ type runState struct {
 	mu       sync.Mutex // timings
 	timings  []Timing
 	creating sync.Mutex // NextID and the create POST, so parallel creates do not race for one VMID
+	vmKeeper sync.Mutex // finding or creating a keeper VM, so parallel VM apps make one per node (vmkeeper.go)
 	// createdKeys are the SSH host key fingerprints the create tasks of
 	// this run logged, by VMID ([]string): the first login to a new
 	// container accepts only those (see dialGuest).

@@ -79,7 +79,7 @@ func (w settleWait) run(ctx context.Context, c *pve.Client) ([]resource, error) 
 		}
 		var creating []resource
 		for _, r := range res {
-			if r.Type == "lxc" && r.Lock == "create" && w.holds(r) {
+			if (r.Type == "lxc" || r.Type == "qemu") && r.Lock == "create" && w.holds(r) { // a VM app's create too
 				creating = append(creating, r)
 			}
 		}

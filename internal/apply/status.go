@@ -167,6 +167,7 @@ func Status(ctx context.Context, c *pve.Client, apps []plan.App, redact func(str
 				as.Volumes = append(as.Volumes, v)
 			}
 		}
+		as.Volumes = append(as.Volumes, plan.VMVolumeInventory(&a, obs)...)
 		if obs.CannotSeeGuests {
 			node := ""
 			if len(obs.Nodes) > 0 {

@@ -66,6 +66,9 @@ func (v vmOps) create(ctx context.Context, c plan.Change) error {
 	if err := v.grow(ctx, c.App, c.Node, vmid, a.VM.DiskSize); err != nil {
 		return err
 	}
+	if err := v.attachVolumes(ctx, c, vmid); err != nil { // vmvolumes.go: before the first start
+		return err
+	}
 	v.r.placed(c.App, c.Node, vmid)
 	if err := v.start(ctx, c.App, c.Node, vmid); err != nil {
 		return err
@@ -185,10 +188,13 @@ func (v vmOps) stop(ctx context.Context, app, node string, vmid int) error {
 // the plan saw.
 func (v vmOps) destroy(ctx context.Context, c plan.Change) error {
 	vmid := c.OldVMID
+	if vmid == 0 {
+		return v.freeVolumes(ctx, c) // the VM is gone, its freed disks are the keeper VM's
+	}
 	conf, err := v.r.client.VMConfigOf(ctx, c.Node, vmid, true)
 	switch {
 	case pve.IsNotFound(err):
-		return nil
+		return v.freeVolumes(ctx, c)
 	case err != nil:
 		return err
 	case c.Digest != "" && conf.Digest != c.Digest:
@@ -197,7 +203,10 @@ func (v vmOps) destroy(ctx context.Context, c plan.Change) error {
 	if err := v.stop(ctx, c.App, c.Node, vmid); err != nil {
 		return err
 	}
-	return v.r.step(c.App, "destroy", "vm "+strconv.Itoa(vmid), func() error {
+	if err := v.detachAll(ctx, c, vmid); err != nil { // vmvolumes.go
+		return err
+	}
+	err = v.r.step(c.App, "destroy", "vm "+strconv.Itoa(vmid), func() error {
 		var upid string
 		err := v.r.locked().Do(ctx, func() (err error) {
 			upid, err = v.r.client.DestroyVM(ctx, c.Node, vmid, pve.DestroyOptions{Purge: true, DestroyUnreferencedDisks: pve.Ptr(true)})
@@ -211,6 +220,10 @@ func (v vmOps) destroy(ctx context.Context, c plan.Change) error {
 		}
 		return v.r.wait(ctx, c.App, upid)
 	})
+	if err != nil {
+		return err
+	}
+	return v.freeVolumes(ctx, c)
 }
 
 // VMAddressPoll is how often apply asks the guest agent for the VM's

@@ -20,6 +20,9 @@ func (o *observation) qemu(ctx context.Context, r resource, tags []string) error
 	}
 	app := ""
 	if slices.Contains(tags, plan.TagManaged) {
+		if slices.Contains(tags, plan.TagKeeper) {
+			return o.vmKeeper(ctx, r) // vmkeeper.go
+		}
 		app = appOf(tags)
 	}
 	if slices.Contains(obs.Offline, r.Node) {
@@ -44,6 +47,8 @@ func (o *observation) qemu(ctx context.Context, r resource, tags []string) error
 	}
 	if plan.ParseMarker(vm.Config["description"]).App != "" {
 		obs.MarkedVMs = append(obs.MarkedVMs, vm)
+	} else if d := plan.ReadDamagedVM(r.VMID, r.Node, r.Name, tags, vm.Config); d != nil {
+		obs.Damaged = append(obs.Damaged, d)
 	}
 	return nil
 }

@@ -48,6 +48,11 @@ func (v vmOps) update(ctx context.Context, c plan.Change) error {
 			return err
 		}
 	}
+	// The retained disks move while the VM is stopped (the plan restarts
+	// a running VM for it), after the config edits that carry the digest.
+	if err := v.attachVolumes(ctx, c, c.VMID); err != nil { // vmvolumes.go
+		return err
+	}
 	if c.Restart || c.Start {
 		if err := v.start(ctx, c.App, c.Node, c.VMID); err != nil {
 			return err

@@ -225,6 +225,9 @@ func (k *checker) locate(ctx context.Context) error {
 			continue
 		}
 		if slices.Contains(tags, plan.TagKeeper) {
+			if g.Type != "lxc" {
+				continue // a keeper VM (of kind: vm apps' disks) is not the CT keeper doctor checks
+			}
 			if kv, ok := k.t.Keepers[g.Node]; !ok || g.VMID < kv {
 				k.t.Keepers[g.Node] = g.VMID
 			}

@@ -43,4 +43,29 @@ func (rs *reqSet) vm(a manifest.App, p Placement) {
 	if isid := storageOf(a.VM.Image); isid != "" {
 		rs.add(Requirement{Path: "/storage/" + isid, Priv: "Datastore.Audit", Alt: []string{"Datastore.AllocateSpace"}, Operation: "import the disk of the " + what + " from " + a.VM.Image, Why: "import-from reads the image through check_volume_access, which needs Datastore.Audit or Datastore.AllocateSpace on its storage", App: a.Name})
 	}
+	rs.vmVolumes(a)
+}
+
+// vmVolumes adds what a VM app's retained disks need: allocating them on
+// their storages, and the keeper VM that owns them (its VMID is not
+// known before it exists, so on /vms, propagated), which corral creates,
+// allocates disks on, reassigns disks into and out of (move_disk checks
+// VM.Config.Disk on both VMs and Datastore.AllocateSpace on the disk's
+// storage) and toggles protection of to free one.
+func (rs *reqSet) vmVolumes(a manifest.App) {
+	if len(a.Volumes) == 0 {
+		return
+	}
+	for _, v := range a.Volumes {
+		rs.add(Requirement{Path: "/storage/" + v.Storage, Priv: "Datastore.AllocateSpace", Operation: "allocate and reassign volume " + v.Name + " of app " + a.Name + " on " + v.Storage,
+			Why: "a new disk, and moving a disk to another VM, need Datastore.AllocateSpace on its storage", App: a.Name})
+	}
+	kr := func(priv, op, why string) {
+		rs.add(Requirement{Path: "/vms", Priv: priv, Propagate: true, Operation: op, Why: why, App: a.Name})
+	}
+	kr("VM.Allocate", "create the keeper VM of app "+a.Name+"'s disks", "the keeper VM is a VM; creating it needs VM.Allocate")
+	kr("VM.Config.Disk", "hold, attach and free app "+a.Name+"'s disks on the keeper VM", "allocating, reassigning and freeing its disks are disk changes on it")
+	kr("VM.Config.Options", "record disks and toggle protection of the keeper VM", "the records live in its description and protection guards them")
+	kr("VM.Config.Memory", "set memory of the keeper VM", "create sets memory (never reserved: it never starts)")
+	kr("VM.Config.CPU", "set cores of the keeper VM", "create sets cores")
 }

@@ -97,6 +97,7 @@ func TestLoad_examples(t *testing.T) {
 			RootFS:  manifest.RootFS{Storage: "local-lvm", Size: 8 * manifest.GiB},
 			Network: manifest.Network{Bridge: "vmbr0", IP: "dhcp"},
 			Backup:  defaultBackup,
+			Volumes: []manifest.Volume{{Name: "data", Storage: "local-lvm", Size: 4 * manifest.GiB, Backup: true, Reclaim: manifest.ReclaimRetain}},
 			VM: &manifest.VM{Image: manifest.DefaultVMImage, DiskStorage: "local-lvm", DiskSize: 8 * manifest.GiB,
 				User: "debian", Agent: true, AddressWait: 5 * time.Minute},
 		}}},

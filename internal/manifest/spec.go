@@ -340,7 +340,7 @@ var appSpec = &field{
 						allowed: "an OpenSSH public key like ssh-ed25519 AAAA… comment"}},
 			}},
 		{key: "volumes", kind: kindList, maxItems: maxVolumes,
-			doc:   "Persistent volumes. They outlive the container: corral keeps them when it replaces or destroys the app.",
+			doc:   "Persistent volumes. They outlive the container or VM: corral keeps them when it replaces or destroys the app.",
 			items: volumeSpec},
 		{key: "provision", kind: kindList,
 			doc: "Steps run inside the container (or VM, as vm.user through sudo) over SSH, in order, after it starts. " +
@@ -402,7 +402,7 @@ const (
 
 var volumeSpec = &field{
 	kind: kindObject,
-	doc:  "A persistent volume mounted into the app's container.",
+	doc:  "A persistent volume mounted into the app's container, or attached to the app's VM as a disk.",
 	fields: []*field{
 		{key: "name", kind: kindString, required: true,
 			doc: "Name of the volume, unique within the app.", pattern: volumeNamePattern, allowed: volumeNameAllowed},
@@ -410,8 +410,8 @@ var volumeSpec = &field{
 			doc: "PVE storage to allocate on. With adopt, the adopted volume's storage.", pattern: storagePattern, allowed: storageAllowed},
 		{key: "size", kind: kindSize,
 			doc: "Size, e.g. 10G. Required unless adopting an existing volume."},
-		{key: "mount", kind: kindString, required: true,
-			doc:     "Absolute path inside the container, unique within the app.",
+		{key: "mount", kind: kindString,
+			doc:     "Absolute path inside the container, unique within the app; required for a container app. A kind: vm app's volume takes none: it reaches the guest as a disk with the serial corral gives it (corral status shows it).",
 			pattern: `^(/([^/,;\s.][^/,;\s]*|\.[^/,;\s.][^/,;\s]*|\.\.[^/,;\s]+))+$`, maxLen: 255, check: checkMount,
 			allowed: "a clean absolute path other than /, without '.' or '..' parts, commas, semicolons or spaces"},
 		{key: "backup", kind: kindBool, def: true,

@@ -27,8 +27,8 @@ const (
 var kindSpec = &field{key: "kind", kind: kindString, def: KindCT, enum: []string{KindCT, KindVM},
 	doc: "What the app runs in: ct, an LXC container from a template; vm, a QEMU/KVM virtual machine booted from a cloud image " +
 		"(its own kernel and stronger isolation, at a cost in host memory: a VM's memory is reserved on the host as a whole). " +
-		"A vm app takes the keys of vm:, provision and health (run over SSH as vm.user, through sudo, at the static network.ip or the address the guest agent reports), " +
-		"and not yet volumes, backups, snapshots, firewall or ha."}
+		"A vm app takes the keys of vm:, volumes (retained disks), provision and health (run over SSH as vm.user, through sudo, at the static network.ip or the address the guest agent reports), " +
+		"and not yet backups, snapshots, firewall or ha."}
 
 var vmSpec = &field{key: "vm", kind: kindObject,
 	doc: "The virtual machine of a kind: vm app: its disk, the image it starts from, memory ballooning, cloud-init's user and the guest agent. " +
@@ -40,7 +40,7 @@ var vmSpec = &field{key: "vm", kind: kindObject,
 			pattern: `^[a-zA-Z][a-zA-Z0-9._-]*[a-zA-Z0-9]:[^\s,;:][^\s,;:]*$`,
 			allowed: "a volume ID STORAGE:NAME, e.g. local:import/debian-12-genericcloud-amd64.qcow2"},
 		{key: "disk", kind: kindObject,
-			doc: "The VM's disk (scsi0). It is replaced with the VM, so it holds no data corral keeps: retained VM disks are not there yet.",
+			doc: "The VM's system disk (scsi0). It is replaced with the VM, so it holds no data corral keeps: put data on volumes, which a keeper VM retains.",
 			fields: []*field{
 				{key: "storage", kind: kindString, def: defaultStorage,
 					doc: "PVE storage to allocate the disk on.", pattern: storagePattern, allowed: storageAllowed},
@@ -65,17 +65,21 @@ var ctOnlyKeys = []struct{ key, why string }{
 	{"rootfs", "a VM's disk is vm.disk"},
 	{"features", "container feature flags do not apply to a VM"},
 	{"password", "give the cloud-init user ssh.publicKeys instead"},
-	{"volumes", "retained volumes for VMs (disks that survive a recreate) are the next step and not there yet"},
 	{"backup", "backups of VM apps are not there yet"},
 	{"snapshotBeforeChange", "snapshots of VM apps are not there yet"},
 	{"firewall", "a VM's firewall is not there yet"},
 	{"ha", "HA for VM apps is not there yet"},
 }
 
-// An app needs template: unless it is a VM (buildKind checks the same).
+// An app needs template: unless it is a VM, and its volumes mount: but
+// a VM's, which take no mount or adopt (buildKind checks the same).
 func init() {
 	appSpec.anyOf = []any{
-		map[string]any{"required": []string{"template"}},
-		map[string]any{"required": []string{"kind"}, "properties": map[string]any{"kind": map[string]any{"enum": []any{KindVM}}}},
+		map[string]any{"required": []string{"template"},
+			"properties": map[string]any{"volumes": map[string]any{"items": map[string]any{"required": []string{"mount"}}}}},
+		map[string]any{"required": []string{"kind"}, "properties": map[string]any{
+			"kind":    map[string]any{"enum": []any{KindVM}},
+			"volumes": map[string]any{"items": map[string]any{"not": map[string]any{"anyOf": []any{map[string]any{"required": []string{"mount"}}, map[string]any{"required": []string{"adopt"}}}}}},
+		}},
 	}
 }

@@ -41,6 +41,7 @@ func (d *decoder) buildKind(v *value, a *App) {
 		if v.member("template") == nil && v.obj["template"] == nil {
 			d.report(v.node, joinPath(v.path, "template"), "required key is missing", "")
 		}
+		d.ctVolumes(v)
 		return
 	}
 	a.Kind = KindVM
@@ -49,6 +50,7 @@ func (d *decoder) buildKind(v *value, a *App) {
 			d.report(m.node, m.path, fmt.Sprintf("a kind: vm app takes no %s: %s; remove it, or use kind: ct", k.key, k.why), "")
 		}
 	}
+	d.vmVolumes(v)
 	vm := v.object("vm")
 	disk := vm.object("disk")
 	a.VM = &VM{Image: vm.strOr("image"), DiskStorage: disk.strOr("storage"), DiskSize: disk.sizeOr("size"),
@@ -56,6 +58,34 @@ func (d *decoder) buildKind(v *value, a *App) {
 	if a.VM.BalloonMiB > a.MemoryMiB {
 		if b := vm.member("balloon"); b != nil {
 			d.report(b.node, b.path, fmt.Sprintf("balloon %d MiB is more than the app's memory (%d MiB); write at most memory, or 0 to turn ballooning off", a.VM.BalloonMiB, a.MemoryMiB), "")
+		}
+	}
+}
+
+// ctVolumes requires a container app's volumes to say where they mount.
+func (d *decoder) ctVolumes(v *value) {
+	for _, vv := range v.members("volumes") {
+		if vv.ok && vv.obj["mount"] == nil {
+			d.report(vv.node, joinPath(vv.path, "mount"), "required key is missing", "")
+		}
+	}
+}
+
+// vmVolumes refuses what a VM app's volume cannot have: a mount path (a
+// VM's volume is a disk; PVE's cloud-init keys cannot format or mount
+// it, so the guest mounts it by the serial corral gives it) and adopt
+// (taking over an existing disk is not there yet for VMs).
+func (d *decoder) vmVolumes(v *value) {
+	for _, vv := range v.members("volumes") {
+		if !vv.ok {
+			continue
+		}
+		if m := vv.obj["mount"]; m != nil {
+			d.report(m.node, m.path, "a kind: vm app's volume takes no mount: it is attached to the VM as a disk (scsiN) whose serial corral status shows; "+
+				"format and mount it in the guest by /dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_<serial>; remove mount, or use kind: ct", "")
+		}
+		if m := vv.obj["adopt"]; m != nil {
+			d.report(m.node, m.path, "a kind: vm app's volume takes no adopt: taking over an existing disk is not there yet for VMs; remove adopt to allocate a new volume", "")
 		}
 	}
 }

@@ -28,6 +28,11 @@ func TestVMApp(t *testing.T) {
 	if a.MemoryMiB != 2048 || a.Network.IP != "10.0.0.5/24" || len(a.SSH.PublicKeys) != 1 {
 		t.Fatalf("app fields %+v", a)
 	}
+	y = "apps:\n  - name: db\n    kind: vm\n    volumes: [{name: data, size: 2G, reclaim: delete}]\n"
+	if f, err = manifest.Parse("corral.yaml", []byte(y), testOptions()); err != nil || len(f.Apps[0].Volumes) != 1 ||
+		f.Apps[0].Volumes[0].Size != 2*manifest.GiB || f.Apps[0].Volumes[0].Mount != "" || f.Apps[0].Volumes[0].Reclaim != manifest.ReclaimDelete {
+		t.Fatalf("a vm app's volume: %+v, %v", f, err)
+	}
 	y = "apps:\n  - name: web\n    template: a.tar.gz\n"
 	if f, err = manifest.Parse("corral.yaml", []byte(y), testOptions()); err != nil || f.Apps[0].KindName() != manifest.KindCT || f.Apps[0].VM != nil {
 		t.Fatalf("a ct app: %+v, %v", f, err)
@@ -35,12 +40,17 @@ func TestVMApp(t *testing.T) {
 }
 
 // TestVMAppRefusals: a container's keys on a VM app are refused each
-// with why (the volumes' message says retained VM disks come next), vm:
-// on a container is refused, and a container still needs its template.
+// with why, a VM volume's mount and adopt too, vm:
+// on a container is refused, and a container still needs its template
+// and its volumes their mount.
 func TestVMAppRefusals(t *testing.T) {
 	for _, tt := range []struct{ name, yaml, want string }{
-		{"volumes", "apps:\n  - name: web\n    kind: vm\n    volumes: [{name: data, size: 1G, mount: /data}]\n",
-			"apps[0].volumes: a kind: vm app takes no volumes: retained volumes for VMs (disks that survive a recreate) are the next step and not there yet"},
+		{"volume mount", "apps:\n  - name: web\n    kind: vm\n    volumes: [{name: data, size: 1G, mount: /data}]\n",
+			"apps[0].volumes[0].mount: a kind: vm app's volume takes no mount: it is attached to the VM as a disk"},
+		{"volume adopt", "apps:\n  - name: web\n    kind: vm\n    volumes: [{name: data, adopt: 'local-lvm:vm-9-disk-1'}]\n",
+			"apps[0].volumes[0].adopt: a kind: vm app's volume takes no adopt"},
+		{"ct volume without mount", "apps:\n  - name: web\n    template: a.tar.gz\n    volumes: [{name: data, size: 1G}]\n",
+			"apps[0].volumes[0].mount: required key is missing"},
 		{"features", "apps:\n  - name: web\n    kind: vm\n    features: {nesting: true}\n", "apps[0].features: a kind: vm app takes no features"},
 		{"unprivileged", "apps:\n  - name: web\n    kind: vm\n    unprivileged: false\n", "apps[0].unprivileged: a kind: vm app takes no unprivileged"},
 		{"template", "apps:\n  - name: web\n    kind: vm\n    template: a.tar.gz\n", "apps[0].template: a kind: vm app takes no template: a VM boots from vm.image"},

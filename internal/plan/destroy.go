@@ -58,7 +58,7 @@ func blindRefusals(apps []App, obs *Observed) []string {
 // the app's refusals and warnings.
 func destroyApp(a *App, obs *Observed, deleteVolumes bool) (c Change, refused, warns []string) {
 	if a.Kind == KindVM {
-		return destroyVMApp(a, obs)
+		return destroyVMApp(a, obs, deleteVolumes)
 	}
 	c = Change{App: a.Name, Action: NoOp, Desired: a}
 	refused, warns = destroyContainers(&c, a, obs)

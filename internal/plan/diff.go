@@ -349,7 +349,7 @@ func keeperChanges(node string, obs *Observed, changes []Change) []KeeperChange 
 	}
 	var extra []Room // keepers to create
 	for _, c := range changes {
-		if c.Node != node {
+		if c.Node != node || c.Kind == KindVM { // a VM app's disks are the keeper VM's (vmkeeper.go)
 			continue
 		}
 		for _, v := range c.Volumes {

@@ -28,6 +28,8 @@ import (
 // what its other signals do.
 type Damaged struct {
 	Kind string // "keeper" or "carrier"
+	// VM: a keeper VM (vmkeeper.go), not a CT.
+	VM   bool
 	VMID int
 	Node string
 	// Tags are its tags as PVE lists them now.
@@ -96,8 +98,12 @@ func (d *Damaged) Problem() string {
 	if d.Kind == "carrier" {
 		want = TagCarrier
 	}
-	return fmt.Sprintf("%s CT %d on %s is damaged: it has %s (not %s) but %s, so it is corral's %s; it holds %s. corral changes nothing that data may belong to until it is recognized again: put its tags back with `pct set %d --tags '%s'` on node %s (or the same tags in the web UI), then run corral again",
-		d.Kind, d.VMID, d.Node, tags, want, strings.Join(d.Signals, ", "), d.Kind, d.Holds(), d.VMID, d.WantTags(), d.Node)
+	guest, cmd := "CT", "pct"
+	if d.VM {
+		guest, cmd = "VM", "qm"
+	}
+	return fmt.Sprintf("%s %s %d on %s is damaged: it has %s (not %s) but %s, so it is corral's %s; it holds %s. corral changes nothing that data may belong to until it is recognized again: put its tags back with `%s set %d --tags '%s'` on node %s (or the same tags in the web UI), then run corral again",
+		d.Kind, guest, d.VMID, d.Node, tags, want, strings.Join(d.Signals, ", "), d.Kind, d.Holds(), cmd, d.VMID, d.WantTags(), d.Node)
 }
 
 // ReadDamaged says whether a container that does not carry the tag of

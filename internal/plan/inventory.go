@@ -19,6 +19,9 @@ type VolumeInfo struct {
 	Holder     string `json:"holder"`
 	HolderVMID int    `json:"holder_vmid"`
 	Mount      string `json:"mount,omitempty"`
+	// Serial is a VM app's retained disk's serial (vmkeeper.go), by
+	// which the guest finds it (/dev/disk/by-id/…_<serial>).
+	Serial string `json:"serial,omitempty"`
 	// Missing: the keeper records the volume but the storage does not list
 	// it (freed outside corral).
 	Missing bool `json:"missing,omitempty"`

@@ -221,6 +221,9 @@ type VolumeChange struct {
 	VolID   string // "" until created
 	OldSize int64
 	Key     string // mpN on the workload ("" = pick the lowest free)
+	// Serial is a VM app's retained disk's serial (vmkeeper.go), which
+	// finds the disk on whichever VM holds it; "" for a container's.
+	Serial string `json:",omitempty"`
 }
 
 // RefusedError lists what the plan cannot do safely (shrinks, moves of a

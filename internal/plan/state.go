@@ -214,6 +214,10 @@ type Observed struct {
 	// other signals still say what they are (ReadDamaged): the apps whose
 	// data they may hold are refused until the tags are back.
 	Damaged []*Damaged
+	// VMKeepers maps a node to its keeper VMs (vmkeeper.go): the owner
+	// of the kind: vm apps' retained disks there. More than one on a node
+	// is refused, never guessed between.
+	VMKeepers map[string][]*VMKeeper
 	// Pools are the resource pools the token may audit, read only when an
 	// app names a pool (apply.ObserveApps): one not listed is created.
 	Pools []string

@@ -35,7 +35,7 @@ func vmChange(a *App, vm *VM) (Change, []string) {
 	}
 	if len(replace) > 0 {
 		c.Action, c.OldVMID, c.VMID, c.Start = Replace, vm.VMID, a.VMID, true
-		c.Reasons = append(replace, fmt.Sprintf("VM %d is destroyed with its disk and a new one created: a VM app's disk holds no data corral keeps (retained VM disks are not there yet)", vm.VMID), VMCost(a))
+		c.Reasons = append(replace, fmt.Sprintf("VM %d is destroyed with its system disk and a new one created: the system disk holds no data corral keeps (the app's volumes do, and the keeper VM keeps them)", vm.VMID), VMCost(a))
 		vmGuest(&c, a, nil)
 		return c, nil
 	}
@@ -212,7 +212,9 @@ func (m *planner) removedVMs(apps []App) []Change {
 				m.refuse(fmt.Sprintf("app %s was removed from this manifest, but its VM %d was declared by %s under the same defaulted project %s; set project: in the manifest that owns it, or destroy it from there", name, vm.VMID, declarer(declared), project))
 				continue
 			}
-			out = append(out, vmDelete(name, vm, "app "+name+" was removed from the manifest"))
+			c := vmDelete(name, vm, "app "+name+" was removed from the manifest")
+			vmDeleteVolumes(&c, nil, vm, m.obs, false)
+			out = append(out, c)
 		}
 	}
 	return out
@@ -225,9 +227,10 @@ func vmDelete(app string, vm *VM, why string) Change {
 }
 
 // destroyVMApp is corral destroy's change for a VM app: its VM goes with
-// its disks (a VM app has no retained volumes yet). Another project's VM
-// is refused; one on an offline node is left alone.
-func destroyVMApp(a *App, obs *Observed) (c Change, refused, warns []string) {
+// its system disk, its retained disks go back to the keeper VM (freed
+// there with deleteVolumes and reclaim: delete). Another project's VM
+// is refused; one on an offline node is left alone with its disks.
+func destroyVMApp(a *App, obs *Observed, deleteVolumes bool) (c Change, refused, warns []string) {
 	c = Change{App: a.Name, Kind: KindVM, Action: NoOp, Desired: a}
 	vms := obs.VMs[a.Name]
 	for _, vm := range obs.MarkedVMs {
@@ -247,7 +250,11 @@ func destroyVMApp(a *App, obs *Observed) (c Change, refused, warns []string) {
 		default:
 			c = vmDelete(a.Name, vm, "corral destroy")
 			c.Desired = a
+			vmDeleteVolumes(&c, a, vm, obs, deleteVolumes)
 		}
+	}
+	if len(vms) == 0 {
+		vmDeleteVolumes(&c, a, nil, obs, deleteVolumes)
 	}
 	return c, refused, warns
 }

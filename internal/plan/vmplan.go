@@ -49,6 +49,8 @@ func (m *planner) planVM(a *App) {
 	if c.Action == Replace {
 		probs = append(probs, m.vmNodeProblems(a, vm.Node)...)
 	}
+	probs = append(probs, vmVolumes(&c, a, vm, c.Action == Replace, obs)...)
+	vmVolumeReasons(&c, vm, obs)
 	m.refuse(probs...)
 	if len(probs) == 0 {
 		m.p.Changes = append(m.p.Changes, c)
@@ -76,6 +78,11 @@ func (m *planner) createVM(a *App) {
 	if placed != "" {
 		c.Reasons = append(c.Reasons, placed)
 	}
+	if probs := vmVolumes(&c, a, nil, false, m.obs); len(probs) > 0 {
+		m.refuse(probs...)
+		return
+	}
+	vmVolumeReasons(&c, nil, m.obs)
 	vmGuest(&c, a, nil)
 	if why := vmGuestReason(a); why != "" {
 		c.Reasons = append(c.Reasons, why)

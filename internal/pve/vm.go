@@ -122,6 +122,9 @@ type VMConfigUpdate struct {
 	Delete []string
 	Revert []string
 	Digest string
+	// Force frees a deleted drive's volume instead of keeping it as
+	// unusedN (PVE's force=1).
+	Force bool
 }
 
 // Encode is the form body.
@@ -131,6 +134,9 @@ func (u *VMConfigUpdate) Encode() url.Values {
 		v.Set(k, s)
 	}
 	setEdits(v, u.Delete, u.Revert, u.Digest)
+	if u.Force {
+		v.Set("force", "1")
+	}
 	return v
 }
 

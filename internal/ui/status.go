@@ -108,7 +108,11 @@ func WriteVolumes(w io.Writer, inv []plan.VolumeInfo) {
 		if v.Missing {
 			size = "MISSING"
 		}
-		t.Row(v.App, v.Name, v.VolID, v.Node, size, v.Holder, Dash(v.Mount), Dash(v.Project))
+		mount := Dash(v.Mount)
+		if v.Serial != "" {
+			mount = "disk serial " + v.Serial // a VM's volume: the guest mounts it by its serial
+		}
+		t.Row(v.App, v.Name, v.VolID, v.Node, size, v.Holder, mount, Dash(v.Project))
 	}
 	t.Flush()
 }

@@ -169,6 +169,9 @@ func (q *vmConfig) updateVM(auth Auth, node string, vmid int, params map[string]
 		delete(vm.PendingDelete, k)
 	}
 	for _, k := range del {
+		if err := vmCheckRemoveProtected(vm, k); err != nil {
+			return lines, errors.Join(err, q.changedLocked()) // what was deleted stays deleted
+		}
 		q.deleteKeyLocked(vm, k, isTrue(params["force"]))
 	}
 	for _, d := range drives {
@@ -307,4 +310,28 @@ func (q *vmConfig) deleteKeyLocked(vm *VM, k string, force bool) {
 			return
 		}
 	}
+}
+
+// vmCheckRemoveProtected is update_vm_api's check_protection on a
+// deleted key: a protected VM's drives, unused disks and vmstate cannot
+// be removed (a keeper VM's retained disks rely on it). Deletes run in
+// the order given, so a delete=protection,scsi1 passes, as in PVE.
+func vmCheckRemoveProtected(vm *VM, k string) error {
+	_, set := vm.Config[k]
+	if _, pending := vm.Pending[k]; !isTrue(vm.Config["protection"]) || !set && !pending {
+		return nil // an unset key is skipped with a warning first
+	}
+	switch {
+	case strings.HasPrefix(k, "unused"):
+		file := vm.Config[k]
+		if p, err := ParseProp(file, "file"); err == nil && p["file"] != "" {
+			file = p["file"]
+		}
+		return Failf("can't remove unused disk '%s' - protection mode enabled\n", file)
+	case k == "vmstate":
+		return Failf("can't remove vmstate '%s' - protection mode enabled\n", vm.Config[k])
+	case vmDriveRE.MatchString(k):
+		return Failf("can't remove drive '%s' - protection mode enabled\n", k)
+	}
+	return nil
 }
