@@ -158,19 +158,25 @@ func (h *Health) Status(ctx context.Context, r *StatusReport, redact func(string
 // healthTarget is the container whose health status can check, or why
 // there is none.
 func healthTarget(cts []*plan.CT, checks int) (*plan.CT, string) {
+	return guestHealthTarget(cts, checks, "ct", "container")
+}
+
+// guestHealthTarget is healthTarget for guests of either kind, named in
+// its reasons by short ("ct", "vm") and noun ("container", "VM").
+func guestHealthTarget(gs []*plan.CT, checks int, short, noun string) (*plan.CT, string) {
 	switch {
 	case checks == 0:
 		return nil, "no health checks"
-	case len(cts) == 0:
-		return nil, "no container"
-	case len(cts) > 1:
-		return nil, fmt.Sprintf("%d containers", len(cts))
-	case cts[0].Status != "running":
-		return nil, fmt.Sprintf("ct %d is %s", cts[0].VMID, cts[0].Status)
-	case plan.ParseMarker(cts[0].Config["description"]).HostKey == "":
-		return nil, fmt.Sprintf("ct %d has no SSH host key pinned by corral yet; corral apply pins it", cts[0].VMID)
+	case len(gs) == 0:
+		return nil, "no " + noun
+	case len(gs) > 1:
+		return nil, fmt.Sprintf("%d %ss", len(gs), noun)
+	case gs[0].Status != "running":
+		return nil, fmt.Sprintf("%s %d is %s", short, gs[0].VMID, gs[0].Status)
+	case plan.ParseMarker(gs[0].Config["description"]).HostKey == "":
+		return nil, fmt.Sprintf("%s %d has no SSH host key pinned by corral yet; corral apply pins it", short, gs[0].VMID)
 	}
-	return cts[0], ""
+	return gs[0], ""
 }
 
 // appHealth logs into ct and runs each check once, without its retries.

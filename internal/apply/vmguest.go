@@ -170,18 +170,9 @@ func agentOff(v string) bool {
 // vmHealthTarget is the VM (as the plan.CT that dial takes) whose health
 // status can check, or why there is none.
 func vmHealthTarget(vms []*plan.VM, checks int) (*plan.CT, string) {
-	switch {
-	case checks == 0:
-		return nil, "no health checks"
-	case len(vms) == 0:
-		return nil, "no VM"
-	case len(vms) > 1:
-		return nil, fmt.Sprintf("%d VMs", len(vms))
-	case vms[0].Status != "running":
-		return nil, fmt.Sprintf("vm %d is %s", vms[0].VMID, vms[0].Status)
-	case plan.ParseMarker(vms[0].Config["description"]).HostKey == "":
-		return nil, fmt.Sprintf("vm %d has no SSH host key pinned by corral yet; corral apply pins it", vms[0].VMID)
+	gs := make([]*plan.CT, len(vms))
+	for i, vm := range vms {
+		gs[i] = &plan.CT{VMID: vm.VMID, Node: vm.Node, Status: vm.Status, Config: vm.Config}
 	}
-	vm := vms[0]
-	return &plan.CT{VMID: vm.VMID, Node: vm.Node, Status: vm.Status, Config: vm.Config}, ""
+	return guestHealthTarget(gs, checks, "vm", "VM")
 }

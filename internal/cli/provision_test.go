@@ -18,7 +18,7 @@ import (
 // port, which corral's commands at its endpoint learn from
 // registerGuestPort (a standalone emulator's env file says it with
 // CORRAL_SIM_GUEST_SSH_PORT, which would keep the test serial).
-func newGuestCluster(t *testing.T) *cluster {
+func newGuestCluster(t *testing.T, opts ...pvetest.Option) *cluster {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -26,13 +26,13 @@ func newGuestCluster(t *testing.T) *cluster {
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	return newGuestClusterOn(t, port)
+	return newGuestClusterOn(t, port, opts...)
 }
 
 // newGuestClusterOn is newGuestCluster with the guests' SSH on port.
-func newGuestClusterOn(t *testing.T, port int) *cluster {
+func newGuestClusterOn(t *testing.T, port int, opts ...pvetest.Option) *cluster {
 	t.Helper()
-	srv := pvetest.Start(t, func(o *sim.Options) { o.GuestSSHPort = port }).Server
+	srv := pvetest.Start(t, append(opts, func(o *sim.Options) { o.GuestSSHPort = port })...).Server
 	registerGuestPort(t, srv.URL(), port)
 	return &cluster{t: t, srv: srv}
 }

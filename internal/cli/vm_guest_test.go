@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,7 +12,6 @@ import (
 	"github.com/corralhq/corral/internal/plan"
 	"github.com/corralhq/corral/internal/pve"
 	"github.com/corralhq/corral/internal/pvetest"
-	"github.com/corralhq/corral/internal/sim"
 	"github.com/corralhq/corral/internal/sim/model"
 )
 
@@ -39,15 +37,7 @@ func vmGuestSteps(content string) string {
 // reaches without QEMU (guest.ViewVMs).
 func newVMGuestCluster(t *testing.T) *cluster {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	srv := pvetest.Start(t, pvetest.ViewRuntime(), func(o *sim.Options) { o.GuestSSHPort = port }).Server
-	registerGuestPort(t, srv.URL(), port)
-	return &cluster{t: t, srv: srv}
+	return newGuestCluster(t, pvetest.ViewRuntime())
 }
 
 // vmHealth is the health status of the manifest's one app.
