@@ -55,7 +55,14 @@ func TestMain(m *testing.M) {
 	if os.Getenv("CORRAL_SIM_INPROCESS") == "" {
 		os.Setenv("CORRAL_SIM_INPROCESS", "1")
 	}
-	out, err := exec.Command("go", "build", "-o", corralBin, ".").CombinedOutput()
+	// Built as internal/cli's buildCorral builds it (CGO_ENABLED=0, the
+	// static binary an agent install copies into a CT), so that the two
+	// packages' builds share the build cache: a newcomer's first run
+	// compiles the program and the standard library without -race once,
+	// not once with cgo and once without.
+	build := exec.Command("go", "build", "-o", corralBin, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := build.CombinedOutput()
 	if err != nil {
 		os.Stderr.Write(out)
 		panic(err)
@@ -405,6 +412,7 @@ func volumeDirOf(t *testing.T, state string, env []string, app string) (string, 
 // there is none). Nothing runs on a terminal: a line that would ask for
 // confirmation fails.
 func TestREADMEWalkthrough(t *testing.T) {
+	t.Parallel()
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
@@ -422,7 +430,11 @@ func TestREADMEWalkthrough(t *testing.T) {
 	// Task durations scaled down: what is checked is each exit status.
 	// As for a user, the first line starts the local emulator and the
 	// others use it; the test stops it at the end.
-	extra := []string{"XDG_STATE_HOME=" + t.TempDir(), "PROXMOX_VE_ENDPOINT=", "PROXMOX_VE_API_TOKEN=", "CORRAL_SIM_TIME_SCALE=0.02", "CORRAL_SIM_INPROCESS="}
+	home := t.TempDir()
+	// Its CTs' addresses are its own, as newDaemonTest's: the quickstart's
+	// web server of a test beside it listens on the same port.
+	pvetest.ReserveGuestBlock(t, filepath.Join(home, "corral", "sim"))
+	extra := []string{"XDG_STATE_HOME=" + home, "PROXMOX_VE_ENDPOINT=", "PROXMOX_VE_API_TOKEN=", "CORRAL_SIM_TIME_SCALE=0.02", "CORRAL_SIM_INPROCESS="}
 	env := append(os.Environ(), extra...)
 	t.Cleanup(func() {
 		cmd := exec.Command(corralBin, "sim", "stop")
