@@ -404,6 +404,25 @@ func volumeDirOf(t *testing.T, state string, env []string, app string) (string, 
 	return "", ""
 }
 
+// walkthroughEnv is the environment of TestREADMEWalkthrough's commands:
+// a fresh state home whose local emulator the first command starts and
+// the test's cleanup stops, with a guest block of its own, as
+// newDaemonTest's (the quickstart's web server of a test beside it
+// listens on the same port), and task durations scaled down.
+func walkthroughEnv(t *testing.T) []string {
+	home := t.TempDir()
+	pvetest.ReserveGuestBlock(t, filepath.Join(home, "corral", "sim"))
+	extra := []string{"XDG_STATE_HOME=" + home, "PROXMOX_VE_ENDPOINT=", "PROXMOX_VE_API_TOKEN=", "CORRAL_SIM_TIME_SCALE=0.02", "CORRAL_SIM_INPROCESS="}
+	t.Cleanup(func() {
+		cmd := exec.Command(corralBin, "sim", "stop")
+		cmd.Env = append(os.Environ(), extra...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("sim stop: %v\n%s", err, out)
+		}
+	})
+	return extra
+}
+
 // TestREADMEWalkthrough runs the README's "Quickstart, step by step" block
 // line by line, as written, on the local emulator with a fresh state,
 // after the README's first command, then its "Backups, restore and
@@ -430,19 +449,7 @@ func TestREADMEWalkthrough(t *testing.T) {
 	// Task durations scaled down: what is checked is each exit status.
 	// As for a user, the first line starts the local emulator and the
 	// others use it; the test stops it at the end.
-	home := t.TempDir()
-	// Its CTs' addresses are its own, as newDaemonTest's: the quickstart's
-	// web server of a test beside it listens on the same port.
-	pvetest.ReserveGuestBlock(t, filepath.Join(home, "corral", "sim"))
-	extra := []string{"XDG_STATE_HOME=" + home, "PROXMOX_VE_ENDPOINT=", "PROXMOX_VE_API_TOKEN=", "CORRAL_SIM_TIME_SCALE=0.02", "CORRAL_SIM_INPROCESS="}
-	env := append(os.Environ(), extra...)
-	t.Cleanup(func() {
-		cmd := exec.Command(corralBin, "sim", "stop")
-		cmd.Env = env
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Errorf("sim stop: %v\n%s", err, out)
-		}
-	})
+	extra := walkthroughEnv(t)
 	run := func(line string, want int) string {
 		t.Helper()
 		cmdline, comment, _ := strings.Cut(line, "#")
