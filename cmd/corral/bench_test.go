@@ -10,6 +10,7 @@ import (
 // the binary (its own emulator process, corral as subprocesses) and checks
 // that -o json carries every step with sane figures. It asserts no time.
 func TestBenchJSON(t *testing.T) {
+	t.Parallel()
 	code, out, errs := corral(t, nil, "bench", "--apps", "1", "--time-scale", "0.01", "-o", "json")
 	if code != 0 {
 		t.Fatalf("corral bench: exit %d\n%s\n%s", code, out, errs)
@@ -86,6 +87,7 @@ func TestBenchJSON(t *testing.T) {
 // sshd (the emulator's boot delay, 5 s at time scale 1) is part of the
 // critical path, so the overhead stays what corral adds.
 func TestBenchProvisionCountsTheBoot(t *testing.T) {
+	t.Parallel()
 	code, out, errs := corral(t, nil, "bench", "--apps", "1", "--time-scale", "0.01", "--provision", "-o", "json")
 	if code != 0 {
 		t.Fatalf("corral bench --provision: exit %d\n%s\n%s", code, out, errs)
@@ -122,6 +124,7 @@ func TestBenchProvisionCountsTheBoot(t *testing.T) {
 // each) onto the other two of three, measured through the CLI, with its
 // critical path from the emulator's tasks.
 func TestBenchDrainJSON(t *testing.T) {
+	t.Parallel()
 	code, out, errs := corral(t, nil, "bench", "--drain", "2", "--time-scale", "0.01", "--parallelism", "2", "-o", "json")
 	if code != 0 {
 		t.Fatalf("corral bench --drain: exit %d\n%s\n%s", code, out, errs)

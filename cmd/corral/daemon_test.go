@@ -62,6 +62,28 @@ func (d *daemonTest) cleanup() {
 		d.t.Errorf("the local emulator (pid %d) still runs after sim stop: killing it", rec.PID)
 		syscall.Kill(rec.PID, syscall.SIGKILL)
 	}
+	killOrphanGuests(d.dir)
+}
+
+// killOrphanGuests kills the processes that run in a CT of the state
+// directory dir (their working directory is under it): in the unisolated
+// view a CT's processes are the host's, and those of an emulator killed
+// by the test (TestDaemon_killedIsRestarted) outlive it, reparented to
+// init. Left running, the quickstart's web server holds its address's
+// port 8080 after the test, and a later test given the same guest block
+// fails to bind it.
+func killOrphanGuests(dir string) {
+	procs, _ := os.ReadDir("/proc")
+	for _, p := range procs {
+		pid, err := strconv.Atoi(p.Name())
+		if err != nil {
+			continue
+		}
+		cwd, err := os.Readlink(filepath.Join("/proc", p.Name(), "cwd"))
+		if err == nil && strings.HasPrefix(cwd, dir+string(filepath.Separator)) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
 }
 
 func (d *daemonTest) record() (daemonRecord, bool) {
@@ -140,6 +162,7 @@ var pageFromInside = []string{"exec", "hello", "-f", quickstart, "--", "sh", "-c
 // reports it with its one running CT; the record and the log hold no
 // token.
 func TestDaemon_keepsContainersRunning(t *testing.T) {
+	t.Parallel()
 	d := newDaemonTest(t)
 	_, errs := d.mustRun("apply", "-f", quickstart, "--auto-approve")
 	if !strings.Contains(errs, "started the local Proxmox VE emulator") || !strings.Contains(errs, filepath.Join(d.dir, "daemon.log")) {
@@ -200,6 +223,7 @@ func envFileValue(t *testing.T, path, name string) string {
 // no emulator running both succeed; one starts it, the other waits for
 // the start-up lock and uses the same one.
 func TestDaemon_concurrentFirstCommands(t *testing.T) {
+	t.Parallel()
 	d := newDaemonTest(t)
 	var wg sync.WaitGroup
 	errs := make([]string, 2)
@@ -226,6 +250,7 @@ func TestDaemon_concurrentFirstCommands(t *testing.T) {
 // emulator cleanly; status says so; the next command starts it again with
 // the state on disk, and the CT that ran is running again.
 func TestDaemon_stopThenNextCommandBringsContainersBack(t *testing.T) {
+	t.Parallel()
 	d := newDaemonTest(t)
 	d.mustRun("apply", "-f", quickstart, "--auto-approve")
 	rec, _ := d.record()
@@ -255,6 +280,7 @@ func TestDaemon_stopThenNextCommandBringsContainersBack(t *testing.T) {
 // TestDaemon_killedIsRestarted: a SIGKILLed emulator is found dead by the
 // next command, which starts a new one on the same state.
 func TestDaemon_killedIsRestarted(t *testing.T) {
+	t.Parallel()
 	d := newDaemonTest(t)
 	d.mustRun("apply", "-f", quickstart, "--auto-approve")
 	rec, _ := d.record()
@@ -275,6 +301,7 @@ func TestDaemon_killedIsRestarted(t *testing.T) {
 // TestDaemon_settingsDifferSaysSo: a command whose emulator settings
 // differ from the running emulator's says so in one line, naming the fix.
 func TestDaemon_settingsDifferSaysSo(t *testing.T) {
+	t.Parallel()
 	d := newDaemonTest(t)
 	d.mustRun("volumes")
 	env := append(d.env, "CORRAL_SIM_TIME_SCALE=1")
@@ -289,6 +316,7 @@ func TestDaemon_settingsDifferSaysSo(t *testing.T) {
 // its first change, as the in-process one did; --unisolated-guests then
 // restarts it with the opt-in and apply runs.
 func TestDaemon_refusesUnisolatedGuests(t *testing.T) {
+	t.Parallel()
 	d := newDaemonTest(t, "CORRAL_SIM_UNISOLATED=")
 	code, out, errs := d.run("apply", "-f", quickstart, "--auto-approve")
 	if code != 1 || !strings.Contains(errs, "cannot isolate containers") || !strings.Contains(errs, "nothing was changed") {
@@ -377,6 +405,7 @@ func BenchmarkInProcessStatus(b *testing.B) {
 // answer (SIGSTOP here) is killed by the next command, which starts a new
 // one; the test's cleanup then stops that one.
 func TestDaemon_hungIsReplaced(t *testing.T) {
+	t.Parallel()
 	d := newDaemonTest(t)
 	d.mustRun("volumes")
 	rec, _ := d.record()
@@ -400,6 +429,7 @@ func TestDaemon_hungIsReplaced(t *testing.T) {
 // emulator's root token, starts the agent in its container, and the
 // agent, which outlives the command, reconciles the manifest's app.
 func TestDaemon_agentInstall(t *testing.T) {
+	t.Parallel()
 	d := newDaemonTest(t)
 	m := filepath.Join(t.TempDir(), "corral.yaml")
 	manifest := "project: agentlocal\napps:\n  - name: web\n    template: local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst\n    memory: 256\n"

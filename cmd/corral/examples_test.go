@@ -59,6 +59,7 @@ func TestHermesExamplesPlanSideBySide(t *testing.T) {
 // run side by side. The compose example first stops for root's keyctl,
 // which the test then sets as root@pam would.
 func TestExamplesApplyOffline(t *testing.T) {
+	t.Parallel()
 	testenv.NeedRoot(t, "a network namespace and the emulator's guest view")
 	for _, tool := range []string{"unshare", "nsenter", "ip", "curl"} {
 		if _, err := exec.LookPath(tool); err != nil {

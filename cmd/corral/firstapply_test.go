@@ -23,10 +23,6 @@ func firstApplyRig(t *testing.T) (*moveKillRig, string) {
 	if testing.Short() {
 		t.Skip("slow: real processes and task durations")
 	}
-	if os.Getenv("CORRAL_SIM_RUNTIME") == "" {
-		t.Setenv("CORRAL_SIM_RUNTIME", "view") // no LXC boot per start (as the soak)
-		t.Setenv("CORRAL_SIM_UNISOLATED", "1")
-	}
 	r := newMoveKillRig(t)
 	m := filepath.Join(t.TempDir(), "firstapply", "corral.yaml")
 	os.MkdirAll(filepath.Dir(m), 0o755)
@@ -82,6 +78,7 @@ func (r *moveKillRig) runningTasks(typ string) int {
 // the app, one keeper and no live lease. internal/apply's
 // TestLocksOnAnEmptyNodeNeverHoldTogether makes the claims race every time.
 func TestTwoFirstAppliesAtOnce(t *testing.T) {
+	t.Parallel()
 	r, m := firstApplyRig(t)
 	outs := make([]string, 2)
 	errs := make([]error, 2)
@@ -121,6 +118,7 @@ func TestTwoFirstAppliesAtOnce(t *testing.T) {
 // complete (or, when the kill came after the start was posted, that the
 // cluster matches the manifest).
 func TestFirstApplyKilledThenApply(t *testing.T) {
+	t.Parallel()
 	for _, moment := range []struct {
 		name string
 		now  func(r *moveKillRig) bool
@@ -130,6 +128,7 @@ func TestFirstApplyKilledThenApply(t *testing.T) {
 		{"app start", func(r *moveKillRig) bool { return r.runningTasks("vzstart") == 1 }},
 	} {
 		t.Run(moment.name, func(t *testing.T) {
+			t.Parallel()
 			r, m := firstApplyRig(t)
 			cmd := r.command("apply", "-f", m, "--auto-approve")
 			killWhen(t, cmd, moment.name, func(string) bool { return moment.now(r) })

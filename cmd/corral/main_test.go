@@ -55,7 +55,14 @@ func TestMain(m *testing.M) {
 	if os.Getenv("CORRAL_SIM_INPROCESS") == "" {
 		os.Setenv("CORRAL_SIM_INPROCESS", "1")
 	}
-	out, err := exec.Command("go", "build", "-o", corralBin, ".").CombinedOutput()
+	// Built as internal/cli's buildCorral builds it (CGO_ENABLED=0, the
+	// static binary an agent install copies into a CT), so that the two
+	// packages' builds share the build cache: a newcomer's first run
+	// compiles the program and the standard library without -race once,
+	// not once with cgo and once without.
+	build := exec.Command("go", "build", "-o", corralBin, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := build.CombinedOutput()
 	if err != nil {
 		os.Stderr.Write(out)
 		panic(err)
@@ -397,6 +404,25 @@ func volumeDirOf(t *testing.T, state string, env []string, app string) (string, 
 	return "", ""
 }
 
+// walkthroughEnv is the environment of TestREADMEWalkthrough's commands:
+// a fresh state home whose local emulator the first command starts and
+// the test's cleanup stops, with a guest block of its own, as
+// newDaemonTest's (the quickstart's web server of a test beside it
+// listens on the same port), and task durations scaled down.
+func walkthroughEnv(t *testing.T) []string {
+	home := t.TempDir()
+	pvetest.ReserveGuestBlock(t, filepath.Join(home, "corral", "sim"))
+	extra := []string{"XDG_STATE_HOME=" + home, "PROXMOX_VE_ENDPOINT=", "PROXMOX_VE_API_TOKEN=", "CORRAL_SIM_TIME_SCALE=0.02", "CORRAL_SIM_INPROCESS="}
+	t.Cleanup(func() {
+		cmd := exec.Command(corralBin, "sim", "stop")
+		cmd.Env = append(os.Environ(), extra...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("sim stop: %v\n%s", err, out)
+		}
+	})
+	return extra
+}
+
 // TestREADMEWalkthrough runs the README's "Quickstart, step by step" block
 // line by line, as written, on the local emulator with a fresh state,
 // after the README's first command, then its "Backups, restore and
@@ -405,6 +431,7 @@ func volumeDirOf(t *testing.T, state string, env []string, app string) (string, 
 // there is none). Nothing runs on a terminal: a line that would ask for
 // confirmation fails.
 func TestREADMEWalkthrough(t *testing.T) {
+	t.Parallel()
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
@@ -422,15 +449,7 @@ func TestREADMEWalkthrough(t *testing.T) {
 	// Task durations scaled down: what is checked is each exit status.
 	// As for a user, the first line starts the local emulator and the
 	// others use it; the test stops it at the end.
-	extra := []string{"XDG_STATE_HOME=" + t.TempDir(), "PROXMOX_VE_ENDPOINT=", "PROXMOX_VE_API_TOKEN=", "CORRAL_SIM_TIME_SCALE=0.02", "CORRAL_SIM_INPROCESS="}
-	env := append(os.Environ(), extra...)
-	t.Cleanup(func() {
-		cmd := exec.Command(corralBin, "sim", "stop")
-		cmd.Env = env
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Errorf("sim stop: %v\n%s", err, out)
-		}
-	})
+	extra := walkthroughEnv(t)
 	run := func(line string, want int) string {
 		t.Helper()
 		cmdline, comment, _ := strings.Cut(line, "#")

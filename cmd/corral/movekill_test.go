@@ -13,11 +13,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/corralhq/corral/internal/testenv"
-
 	"github.com/corralhq/corral/internal/plan"
 	"github.com/corralhq/corral/internal/pve"
+	"github.com/corralhq/corral/internal/pvetest"
 	"github.com/corralhq/corral/internal/sim"
+	"github.com/corralhq/corral/internal/testenv"
 )
 
 // moveKillManifest is one unpinned app with a retained volume.
@@ -52,10 +52,7 @@ func TestMoveKilledThenApply(t *testing.T) {
 	if testing.Short() {
 		t.Skip("slow: real processes and task durations")
 	}
-	if os.Getenv("CORRAL_SIM_RUNTIME") == "" {
-		t.Setenv("CORRAL_SIM_RUNTIME", "view") // no LXC boot per start (as the soak)
-		t.Setenv("CORRAL_SIM_UNISOLATED", "1")
-	}
+	t.Parallel()
 	// Without CORRAL_TEST_FULL one moment a day (testenv.SampleOf); CI
 	// kills at all three.
 	t.Logf("moments: all with %s=1, else one (%s=%d)", testenv.FullVar, testenv.SweepSeedVar, testenv.Seed())
@@ -68,6 +65,7 @@ func TestMoveKilledThenApply(t *testing.T) {
 			continue
 		}
 		t.Run(moment.name, func(t *testing.T) {
+			t.Parallel()
 			r := newMoveKillRig(t)
 			m := filepath.Join(t.TempDir(), "movekill", "corral.yaml")
 			os.MkdirAll(filepath.Dir(m), 0o755)
@@ -128,7 +126,8 @@ func newMoveKillRig(t *testing.T) *moveKillRig {
 	// a move_volume a fifth of one: long enough to be seen by polling
 	// every few milliseconds, even on a loaded machine.
 	scale := 0.1
-	srv, err := sim.New(sim.Options{Dir: t.TempDir(), Listener: sim.ListenTLS, Listen: "127.0.0.1:0", TimeScale: &scale, Nodes: 2})
+	srv, err := sim.New(sim.Options{Dir: rigDir(t), Listener: sim.ListenTLS, Listen: "127.0.0.1:0", TimeScale: &scale, Nodes: 2,
+		ViewRuntime: viewRuntime()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,6 +141,23 @@ func newMoveKillRig(t *testing.T) *moveKillRig {
 	}
 	return &moveKillRig{r}
 }
+
+// rigDir is a fresh state directory for a test's in-process emulator,
+// with a guest address block of its own (pvetest.ReserveGuestBlock), so
+// that the rigs of tests side by side never share CT addresses.
+func rigDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	pvetest.ReserveGuestBlock(t, dir)
+	return dir
+}
+
+// viewRuntime reports whether a rig's in-process emulator runs its CTs in
+// the unisolated view (no LXC boot per start; TestMain opts in with
+// CORRAL_SIM_UNISOLATED=1): unless the run chose a runtime with
+// CORRAL_SIM_RUNTIME. It is an option of the emulator rather than a
+// t.Setenv, which would keep the test from running in parallel.
+func viewRuntime() bool { return os.Getenv("CORRAL_SIM_RUNTIME") == "" }
 
 // run runs corral with args and returns its exit code and output.
 func (r *moveKillRig) run(args ...string) (int, string, string) {

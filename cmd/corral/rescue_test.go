@@ -40,10 +40,6 @@ type rescueRig struct {
 
 func newRescueRig(t *testing.T) *rescueRig {
 	t.Helper()
-	if os.Getenv("CORRAL_SIM_RUNTIME") == "" {
-		t.Setenv("CORRAL_SIM_RUNTIME", "view") // no LXC boot per start (as the soak)
-		t.Setenv("CORRAL_SIM_UNISOLATED", "1")
-	}
 	r := &rescueRig{moveKillRig: newMoveKillRig(t)}
 	r.env = append(r.env, "CORRAL_SIM_GUEST_SSH_PORT="+strconv.Itoa(r.srv.Guests().Port()))
 	r.m = filepath.Join(t.TempDir(), "rescue", "corral.yaml")
@@ -103,6 +99,7 @@ func (r *rescueRig) settled() []string {
 // the app stopped with its volume attached, and an exit status of the
 // command is corral's.
 func TestRescue_commandFormWritesThroughToTheApp(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("slow: real processes and task durations")
 	}
@@ -163,6 +160,7 @@ func TestRescue_commandFormWritesThroughToTheApp(t *testing.T) {
 // and that the next corral apply or corral rescue repairs: the volume
 // back with the app, the same volid, its data intact, no rescue CT left.
 func TestRescueKilledThenApply(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("slow: real processes and task durations")
 	}
@@ -172,6 +170,7 @@ func TestRescueKilledThenApply(t *testing.T) {
 		{"command running", "", "apply"},
 	} {
 		t.Run(moment.name, func(t *testing.T) {
+			t.Parallel()
 			r := newRescueRig(t)
 			r.killRescueAt(moment.task)
 			code, out, errs := r.run("plan", "-f", r.m)
@@ -227,12 +226,17 @@ func (r *rescueRig) moment(typ, out string) bool {
 
 // TestRescueHoldsTheLock: while a rescue runs, apply and a second rescue
 // are refused by corral's lock (--lock-timeout 0), naming the holder.
+// The rescue's command runs until the test, done with the refusals,
+// writes a file on the volume it holds: a fixed sleep would make the
+// test last that long, and fail when the machine is slower than it.
 func TestRescueHoldsTheLock(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("slow: real processes and task durations")
 	}
 	r := newRescueRig(t)
-	cmd := r.command("rescue", "web", "--stop", "-f", r.m, "--", "sleep", "15")
+	release := filepath.Join(filepath.Dir(r.marker("pve1", r.volid)), ".release")
+	cmd := r.command("rescue", "web", "--stop", "-f", r.m, "--", "sh", "-c", "until [ -e /srv/data/.release ]; do sleep 1; done")
 	var out safeBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -255,6 +259,9 @@ func TestRescueHoldsTheLock(t *testing.T) {
 		if code == 0 || !strings.Contains(o+e, "rescue") || !strings.Contains(o+e, "lock") {
 			t.Fatalf("corral %s while a rescue runs: exit %d, want a refusal by the lock naming the rescue\n%s%s", strings.Join(args, " "), code, o, e)
 		}
+	}
+	if err := os.WriteFile(release, nil, 0o644); err != nil {
+		t.Fatal(err)
 	}
 	if err := <-done; err != nil {
 		t.Fatalf("the rescue: %v\n%s", err, out.String())

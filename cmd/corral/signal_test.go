@@ -24,7 +24,10 @@ const signalManifest = `apps:
 // VE that never answers (a loopback server that
 // holds every request), and a validate of a 4 MiB manifest at the
 // parser's limits. The test asserts only that corral exits (a generous
-// 10 s, so load cannot fail it) and logs how long it took.
+// 10 s, so load cannot fail it) and logs how long it took. It stays
+// serial, the one test of this package that does: it runs before the
+// parallel ones, on a machine this package does not load, so that its
+// 10 s stays generous.
 func TestSIGTERMStopsReadOnlyPhases(t *testing.T) {
 	dir := t.TempDir()
 	small := filepath.Join(dir, "corral.yaml")

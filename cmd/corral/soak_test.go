@@ -137,13 +137,10 @@ func TestSoak(t *testing.T) {
 	// The soak is about API calls, volumes and SIGKILLs: its emulator's
 	// CTs run in the fallback view, without an LXC boot per start (the
 	// LXC runtime is tested in internal/sim/guest and internal/cli).
-	if os.Getenv("CORRAL_SIM_RUNTIME") == "" {
-		t.Setenv("CORRAL_SIM_RUNTIME", "view")
-		t.Setenv("CORRAL_SIM_UNISOLATED", "1") // the view's explicit opt-in
-	}
+	t.Parallel()
 	scale := 0.0
-	srv, err := sim.New(sim.Options{Dir: t.TempDir(), Listener: sim.ListenTLS, Listen: "127.0.0.1:0", TimeScale: &scale,
-		Nodes: len(soakNodes), SharedStorage: []string{"nfs"}})
+	srv, err := sim.New(sim.Options{Dir: rigDir(t), Listener: sim.ListenTLS, Listen: "127.0.0.1:0", TimeScale: &scale,
+		Nodes: len(soakNodes), SharedStorage: []string{"nfs"}, ViewRuntime: viewRuntime()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -175,6 +175,7 @@ func (r *moveRig) handCarrier(node string, tags, notes string) int {
 // finishes (or rolls back); two that hold volumes refuse the app,
 // naming both, and change nothing.
 func TestMoveWithTwoCarriers(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, then string
 		notes      func(real *plan.Carrier) plan.CarrierNotes
@@ -229,6 +230,7 @@ func TestMoveWithTwoCarriers(t *testing.T) {
 // (it neither moves nor creates any); once the Notes are written back,
 // the move finishes.
 func TestMoveCarrierNotesEdited(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		tags  string

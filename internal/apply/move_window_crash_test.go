@@ -178,6 +178,7 @@ func hasMountRecord(form url.Values) bool {
 }
 
 func TestMoveCrashInSharedKeeperWindow(t *testing.T) {
+	t.Parallel()
 	// Without CORRAL_TEST_FULL each window is killed once, finished or
 	// rolled back by the day's seed (testenv.SampleOf); CI runs both.
 	t.Logf("windows: both ends with %s=1, else one (%s=%d)", testenv.FullVar, testenv.SweepSeedVar, testenv.Seed())

@@ -24,7 +24,9 @@ import (
 
 // buildCorral builds the corral binary that install copies into the
 // agent's container (this test binary is not corral), once per test
-// process, into TestMain's temporary directory.
+// process, into TestMain's temporary directory. cmd/corral's TestMain
+// builds it with the same environment (CGO_ENABLED=0), so that both
+// share one build of it in the build cache.
 func buildCorral(t *testing.T) string {
 	t.Helper()
 	builtCorral.once.Do(func() {

@@ -14,6 +14,7 @@ import (
 // entries along; unknown groups fail with PVE's messages, and the list
 // shows a caller only the groups it may see.
 func TestAccessGroups(t *testing.T) {
+	t.Parallel()
 	k := newE2E(t)
 	root := k.root()
 	k.ok(root, http.MethodPost, "/access/groups", url.Values{"groupid": {"ops"}, "comment": {"operators"}}, nil)

@@ -13,6 +13,7 @@ import (
 // read back), and the user list carries groups and tokens only with
 // full=1 (bpg's users data source could not decode "groups":"").
 func TestAccess_readUserAndRole(t *testing.T) {
+	t.Parallel()
 	eachVersion(t, func(t *testing.T, k *e2e, v string) {
 		root := k.root()
 		k.ok(root, http.MethodPost, "/access/users", url.Values{"userid": {"ann@pve"}, "email": {"ann@example.org"}, "enable": {"0"}}, nil)
@@ -99,6 +100,7 @@ func TestAccess_readUserAndRole(t *testing.T) {
 // delete takes the user's and its tokens' ACL entries with it and, as in
 // PVE, succeeds for a user that does not exist.
 func TestAccess_updateAndDeleteUser(t *testing.T) {
+	t.Parallel()
 	k := newE2E(t)
 	root := k.root()
 	k.ok(root, http.MethodPost, "/access/users", url.Values{"userid": {"bob@pve"}, "comment": {"old"}}, nil)

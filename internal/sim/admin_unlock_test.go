@@ -13,6 +13,7 @@ import (
 // lock: create (a failed create's placeholder) refuses root's DELETE until
 // it is unlocked, then the normal DELETE removes it; only root may call it.
 func TestAdmin_unlock(t *testing.T) {
+	t.Parallel()
 	k := newClusterE2E(t, "9.1")
 	root := k.root()
 	k.runOn("pve2", root, http.MethodPost, "/nodes/pve2/lxc", url.Values{"vmid": {"101"}, "ostemplate": {model.DefaultTemplate}, "rootfs": {"local-lvm:1"}})

@@ -14,6 +14,7 @@ import (
 // did not come up, its log saying why and what to do; stopping a CT frees
 // its memory for the next.
 func TestMemoryAdmission(t *testing.T) {
+	t.Parallel()
 	k := openE2E(t, Options{Dir: t.TempDir(), Listener: ListenTLS, TimeScale: zeroScale(), NodeMemory: 1 << 30})
 	root := k.root()
 
@@ -65,6 +66,7 @@ func TestMemoryAdmission(t *testing.T) {
 // TestMemoryAdmission_Race: starts sent all at once admit exactly as many
 // CTs as fit, not every one that found room before the others ran.
 func TestMemoryAdmission_Race(t *testing.T) {
+	t.Parallel()
 	// vzstart's 3 s at scale 0.1: every start has passed the early check
 	// before the first one marks its CT running.
 	scale := 0.1
@@ -101,6 +103,7 @@ func TestMemoryAdmission_Race(t *testing.T) {
 // TestMemoryAdmission_CreateStart: create with start=1 is admitted like a
 // start; the CT stays, stopped.
 func TestMemoryAdmission_CreateStart(t *testing.T) {
+	t.Parallel()
 	k := openE2E(t, Options{Dir: t.TempDir(), Listener: ListenTLS, TimeScale: zeroScale(), NodeMemory: 512 << 20})
 	root := k.root()
 	k.create(root, "101", url.Values{"memory": {"512"}, "start": {"1"}})
@@ -120,6 +123,7 @@ func TestMemoryAdmission_CreateStart(t *testing.T) {
 // shared between them, and admission is on; in the filesystem view it is
 // off and the nodes keep the state's memory (32 GiB).
 func TestNodeMemory_fromHost(t *testing.T) {
+	t.Parallel()
 	opts := Options{Dir: t.TempDir(), Listener: ListenTLS, TimeScale: zeroScale(), Nodes: 2}
 	srv, err := New(opts) // not openE2E: it sets NodeMemory
 	if err != nil {
@@ -154,6 +158,7 @@ func TestNodeMemory_fromHost(t *testing.T) {
 // without room moves the CT and leaves it stopped there, the migration
 // ending with problems and its log saying why.
 func TestMemoryAdmission_restartMigration(t *testing.T) {
+	t.Parallel()
 	k := openE2E(t, Options{Dir: t.TempDir(), Listener: ListenTLS, TimeScale: zeroScale(), Nodes: 2, NodeMemory: 512 << 20})
 	root := k.root()
 	for _, c := range []struct{ node, vmid string }{{"pve1", "101"}, {"pve2", "102"}} {

@@ -10,6 +10,7 @@ import (
 // TestAuth covers how callers identify themselves: the API token header,
 // a ticket from POST /access/ticket, and the CSRF token writes need with it.
 func TestAuth(t *testing.T) {
+	t.Parallel()
 	k := newE2E(t)
 	op := k.srv.Credentials().OperatorToken
 	id, secret, _ := strings.Cut(op, "=")

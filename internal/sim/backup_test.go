@@ -81,6 +81,7 @@ func (k *bkKit) makeApp(vmid int) (rootfs, data, scratch string) {
 }
 
 func TestBackup_roundTrip(t *testing.T) {
+	t.Parallel()
 	k := newBkKit(t)
 	_, _, _ = k.makeApp(101)
 	orig := k.config(101)
@@ -207,6 +208,7 @@ func (k *bkKit) limitedToken(id string, privs ...string) e2eCaller {
 }
 
 func TestBackup_permissions(t *testing.T) {
+	t.Parallel()
 	k := newBkKit(t)
 	k.makeApp(101)
 	// Seed 004 §3.4: the minimal self-backup role, scoped to all guests here.
@@ -269,6 +271,7 @@ func TestBackup_permissions(t *testing.T) {
 }
 
 func TestSnapshot_http(t *testing.T) {
+	t.Parallel()
 	k := newBkKit(t)
 	rootfs, data, _ := k.makeApp(101)
 	if task := k.task(k.op(), http.MethodPost, "/nodes/pve/lxc/101/status/start", nil); task.ExitStatus != "OK" {

@@ -11,6 +11,7 @@ import (
 // value limits before decoding it, and says which limit fired; the admin
 // API reads at most 1 MiB.
 func TestRequestBody_bounded(t *testing.T) {
+	t.Parallel()
 	k := newE2E(t)
 	for _, tc := range []struct{ name, body, want string }{
 		{"deep JSON", `{"description":` + strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000) + `}`, "nested more than 32 levels"},

@@ -27,6 +27,7 @@ func (k *e2e) waitTemplate(vmid string) {
 // the base volume on LVM-thin), which a dir storage cannot do; pool=
 // puts the clone in the pool; the checks answer with PVE's messages.
 func TestClone_fullAndLinked(t *testing.T) {
+	t.Parallel()
 	eachVersion(t, func(t *testing.T, k *e2e, v string) {
 		root := k.root()
 		k.create(root, "101", url.Values{"net0": {"name=eth0,bridge=vmbr0,ip=dhcp"}})

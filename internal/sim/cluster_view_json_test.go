@@ -11,6 +11,7 @@ import (
 // A resource list is written byte for byte as the generic envelope path
 // writes it.
 func TestResourceListEnvelopeMatchesGeneric(t *testing.T) {
+	t.Parallel()
 	l := model.ResourceList{
 		{ID: "lxc/101", Type: "lxc", Node: "pve", Status: "running", VMID: 101, Name: "web", Tags: "corral", CPU: 0.25, MaxCPU: 1, MaxMem: 1 << 29},
 		{ID: "node/pve", Type: "node", Node: "pve", Status: "online", MaxCPU: 2},

@@ -18,6 +18,7 @@ import (
 // create_and_lock_config when it lost the race later) and tries again. No
 // VMID is ever handed to two CTs. Run with -race.
 func TestConcurrentCreates(t *testing.T) {
+	t.Parallel()
 	k := newE2E(t)
 	const workers, each = 6, 4
 	var (

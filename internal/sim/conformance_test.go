@@ -54,6 +54,7 @@ func apidocMethods(t *testing.T, file string) map[string]bool {
 // that are indeed not served, and that anything else answers 501 as
 // pveproxy does for an unknown method.
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ version, file string }{{"9.1", "apidoc.json"}, {"8.4", "apidoc-pve8.json"}} {
 		t.Run(tc.version, func(t *testing.T) {
 			schema := apidocMethods(t, tc.file)

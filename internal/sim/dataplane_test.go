@@ -37,6 +37,7 @@ func sameListing(t *testing.T, what, want, got string) {
 // to a new VMID, over the API (HTTPS). (An unprivileged CT's ids are
 // shifted on disk: guest.TestDataPlane_unprivilegedIDs.)
 func TestDataPlane_keepsMetadata_e2e(t *testing.T) {
+	t.Parallel()
 	k := newBkKit(t)
 	k.create(k.root(), "301", url.Values{"rootfs": {"local-lvm:4"}, "mp0": {"local-lvm:1,mp=/srv/data,backup=1"}, "unprivileged": {"0"}})
 	conf := k.config(301)

@@ -12,6 +12,7 @@ import (
 // goroutine forked and that has not exec'd yet (CI: a test restarting
 // its emulator found the directory "in use" while other tests forked).
 func TestCloseReleasesTheDirectoryAtOnce(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	scale := 0.0
 	s, err := New(Options{Dir: dir, Listener: ListenNone, TimeScale: &scale})

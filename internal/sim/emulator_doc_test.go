@@ -13,6 +13,7 @@ import (
 // notServed endpoint appears with its reason, and the page names no
 // endpoint as served that the table does not serve.
 func TestEmulatorDoc(t *testing.T) {
+	t.Parallel()
 	page, err := os.ReadFile("../../docs/emulator.md")
 	if err != nil {
 		t.Fatal(err)

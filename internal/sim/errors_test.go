@@ -105,6 +105,7 @@ func newErrorWorld(t *testing.T) *errorWorld {
 // per-parameter errors byte for byte; where PVE's reply was recorded the
 // status line and body keys are compared with the fixture too.
 func TestErrorStrings(t *testing.T) {
+	t.Parallel()
 	w := newErrorWorld(t)
 	op, root, ticket := w.op(), w.root(), w.ticket
 	noCSRF := e2eCaller{ticket: ticket.ticket}
@@ -328,6 +329,7 @@ func (w *errorWorld) holdLock(t *testing.T, vmid int, lock string) {
 // TestTaskErrors: checks PVE runs inside the worker answer 200 with a
 // UPID; the task ends with the message as exitstatus and "TASK ERROR:".
 func TestTaskErrors(t *testing.T) {
+	t.Parallel()
 	w := newErrorWorld(t)
 	op := w.op()
 	w.create(op, "106", url.Values{"mp0": {"local-lvm:1,mp=/q,quota=1"}})
@@ -375,6 +377,7 @@ func TestTaskErrors(t *testing.T) {
 // logs (Kind.Code, PerlText); an httpError keeps its own status and
 // anything else is a 500.
 func TestErrorKindStatus(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		err  error
 		want int

@@ -10,6 +10,7 @@ import (
 )
 
 func TestParseFaults(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		spec string
 		want FaultSpec
@@ -47,6 +48,7 @@ func TestParseFaults(t *testing.T) {
 // TestFaults checks over HTTPS that each fault does what faults.go
 // promises, and that a failing write changes nothing.
 func TestFaults(t *testing.T) {
+	t.Parallel()
 	k := newE2E(t)
 	op := k.op()
 	k.create(op, "140", nil)
@@ -164,6 +166,7 @@ func (k *e2e) setFaults(spec FaultSpec) {
 // request failed by an injected fault, and every unknown path under one
 // key.
 func TestRequestLogKeys(t *testing.T) {
+	t.Parallel()
 	k := openE2E(t, Options{Dir: t.TempDir(), TimeScale: zeroScale()})
 	k.srv.SetFaults(FaultSpec{Seed: 1, Read5xx: 1, Match: "/status/current"})
 	k.do(k.op(), http.MethodGet, "/nodes/pve/lxc/100/status/current", nil)

@@ -54,6 +54,7 @@ func (k *e2e) auditor(id, path string) e2eCaller {
 // listed to every caller (in /nodes and /cluster/resources), their figures
 // only to one with Sys.Audit on the node (extract_node_stats).
 func TestFidelity_nodes(t *testing.T) {
+	t.Parallel()
 	eachVersion(t, func(t *testing.T, k *e2e, _ string) {
 		vmAuditor := k.auditor("vmaudit@pve", "/vms/4242")
 		var nodes []map[string]any
@@ -88,6 +89,7 @@ func TestFidelity_nodes(t *testing.T) {
 
 // Item 7: GET /nodes/{node}/qemu lists the node's VMs: none.
 func TestFidelity_qemuList(t *testing.T) {
+	t.Parallel()
 	eachVersion(t, func(t *testing.T, k *e2e, _ string) {
 		r := k.do(k.op(), http.MethodGet, "/nodes/pve/qemu", nil)
 		if r.status != 200 || string(r.data) != "[]" {
@@ -102,6 +104,7 @@ func TestFidelity_qemuList(t *testing.T) {
 // missing file (200, one line); its status stays 400 "no such task". The
 // owner named in the UPID may read it, others need Sys.Audit.
 func TestFidelity_unknownTaskLog(t *testing.T) {
+	t.Parallel()
 	eachVersion(t, func(t *testing.T, k *e2e, _ string) {
 		upid := "UPID:pve:0000BEEF:00C0FFEE:6A000000:vzstart:4242:root@pam!sim:"
 		path := "/nodes/pve/tasks/" + url.PathEscape(upid)
@@ -123,6 +126,7 @@ func TestFidelity_unknownTaskLog(t *testing.T) {
 // privileges; update_acl's refusal is raised inside lock_user_config and
 // so arrives as a 500 carrying the stringified parameter exception.
 func TestFidelity_aclDelegation(t *testing.T) {
+	t.Parallel()
 	eachVersion(t, func(t *testing.T, k *e2e, _ string) {
 		root := k.root()
 		k.create(k.op(), "150", nil)
@@ -154,6 +158,7 @@ func TestFidelity_aclDelegation(t *testing.T) {
 // Item 11: pveproxy merges the query string over the body (the query's
 // value wins) and refuses a parameter that contradicts the URI's.
 func TestFidelity_duplicateParameters(t *testing.T) {
+	t.Parallel()
 	eachVersion(t, func(t *testing.T, k *e2e, _ string) {
 		k.create(k.op(), "101", nil)
 		req := k.request(k.op(), http.MethodPut, "/nodes/pve/lxc/101/config?description=query", url.Values{"description": {"body"}})
@@ -181,6 +186,7 @@ func TestFidelity_duplicateParameters(t *testing.T) {
 // Item 13: user.cfg errors read "<op>: <message>" (no cfs-locked prefix
 // since PVE 7).
 func TestFidelity_userCfgErrors(t *testing.T) {
+	t.Parallel()
 	eachVersion(t, func(t *testing.T, k *e2e, _ string) {
 		root := k.root()
 		want(t, "existing role", k.do(root, http.MethodPost, "/access/roles", url.Values{"roleid": {"Administrator"}}),
@@ -198,6 +204,7 @@ func TestFidelity_userCfgErrors(t *testing.T) {
 // SHA-1 of the file PVE writes (write_pct_config), and a PUT with another
 // digest fails as assert_if_modified does.
 func TestFidelity_descriptionAndDigest(t *testing.T) {
+	t.Parallel()
 	eachVersion(t, func(t *testing.T, k *e2e, _ string) {
 		op := k.op()
 		k.create(op, "101", url.Values{"description": {"hello"}, "searchdomain": {"example.org"}})
@@ -267,6 +274,7 @@ func sha1Hex(s string) string {
 // catalogue's templates answer with their file name, size and type; what
 // cannot be fetched is a 500 "invalid server response".
 func TestFidelity_queryURLMetadata(t *testing.T) {
+	t.Parallel()
 	eachVersion(t, func(t *testing.T, k *e2e, _ string) {
 		root := k.root()
 		const tmpl = "debian-13-standard_13.1-2_amd64.tar.zst"
@@ -312,6 +320,7 @@ func TestFidelity_queryURLMetadata(t *testing.T) {
 // "hardware-address" per interface, and "inet"/"inet6" as the last
 // address of each family (lo has ::1).
 func TestFidelity_interfaces(t *testing.T) {
+	t.Parallel()
 	eachVersion(t, func(t *testing.T, k *e2e, _ string) {
 		k.create(k.op(), "201", url.Values{"net0": {"name=eth0,bridge=vmbr0,ip=dhcp,hwaddr=BC:24:11:AA:BB:CC"}})
 		k.mustOK(k.op(), http.MethodPost, "/nodes/pve/lxc/201/status/start", nil)
@@ -332,6 +341,7 @@ func TestFidelity_interfaces(t *testing.T) {
 
 // Item 6: tags are stored as get_unique_tags makes them.
 func TestFidelity_tags(t *testing.T) {
+	t.Parallel()
 	eachVersion(t, func(t *testing.T, k *e2e, _ string) {
 		op := k.op()
 		k.create(op, "101", url.Values{"tags": {"Zeta;alpha;alpha"}})
@@ -357,6 +367,7 @@ func TestFidelity_tags(t *testing.T) {
 // "requires" error in each release's wording; ha-managed needs
 // Sys.Console on / first.
 func TestFidelity_createChecks(t *testing.T) {
+	t.Parallel()
 	eachVersion(t, func(t *testing.T, k *e2e, version string) {
 		base := url.Values{"vmid": {"120"}, "ostemplate": {"local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst"}, "rootfs": {"local-lvm:1"}}
 		with := func(kv ...string) url.Values {
@@ -387,6 +398,7 @@ func TestFidelity_createChecks(t *testing.T) {
 
 // Item 16: vmstatus reports the pressure* values only from PVE 9 on.
 func TestFidelity_pressure(t *testing.T) {
+	t.Parallel()
 	eachVersion(t, func(t *testing.T, k *e2e, version string) {
 		k.create(k.op(), "101", nil)
 		k.mustOK(k.op(), http.MethodPost, "/nodes/pve/lxc/101/status/start", nil)
@@ -406,6 +418,7 @@ func TestFidelity_pressure(t *testing.T) {
 // Item 17 (config): timezone must be "host", "UTC" or a zone of zone.tab;
 // a hookscript (root@pam only) must be an executable snippet.
 func TestFidelity_timezoneAndHookscript(t *testing.T) {
+	t.Parallel()
 	eachVersion(t, func(t *testing.T, k *e2e, _ string) {
 		k.create(k.op(), "101", nil)
 		cfg := "/nodes/pve/lxc/101/config"
@@ -445,6 +458,7 @@ func TestFidelity_timezoneAndHookscript(t *testing.T) {
 // An empty value is written as "key: ", which parse_pct_config skips:
 // GET config has no such key.
 func TestFidelity_emptyValue(t *testing.T) {
+	t.Parallel()
 	k := newE2E(t)
 	k.create(k.op(), "101", url.Values{"tags": {"web"}})
 	k.ok(k.op(), http.MethodPut, "/nodes/pve/lxc/101/config", url.Values{"tags": {""}}, nil)
@@ -457,6 +471,7 @@ func TestFidelity_emptyValue(t *testing.T) {
 // "unable to restore CT <vmid> - $err", so its "403 " stays, as it does
 // for vzdump's own permission check; the task log's last line says it too.
 func TestFidelity_restoreTaskPermission(t *testing.T) {
+	t.Parallel()
 	eachVersion(t, func(t *testing.T, k *e2e, _ string) {
 		k.create(k.op(), "101", url.Values{"net0": {"name=eth0,bridge=vmbr0,ip=dhcp"}})
 		k.mustOK(k.root(), http.MethodPost, "/nodes/pve/vzdump", url.Values{"vmid": {"101"}, "storage": {"local"}, "mode": {"stop"}, "compress": {"zstd"}})
@@ -482,6 +497,7 @@ func TestFidelity_restoreTaskPermission(t *testing.T) {
 // one lxc.environment.runtime line per variable after the other keys,
 // and the digest hashes that file.
 func TestFidelity_envInConfigFile(t *testing.T) {
+	t.Parallel()
 	k := newE2E(t)
 	k.create(k.op(), "101", nil)
 	k.ok(k.root(), http.MethodPut, "/nodes/pve/lxc/101/config", url.Values{"env": {"A=1\x00B=two words"}}, nil)

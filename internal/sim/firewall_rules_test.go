@@ -44,6 +44,7 @@ func ruleSummary(rules []map[string]any) []string {
 // properties under a digest; DELETE by position; VM.Audit reads,
 // VM.Config.Network writes.
 func TestFirewall_guestRules(t *testing.T) {
+	t.Parallel()
 	eachVersion(t, func(t *testing.T, k *e2e, v string) {
 		root := k.root()
 		k.create(root, "101", nil)
@@ -149,6 +150,7 @@ func TestFirewall_guestRules(t *testing.T) {
 // references; a group with rules is not deleted; a missing one is 500
 // "no such security group"; Sys.Modify on / to change them.
 func TestFirewall_securityGroups(t *testing.T) {
+	t.Parallel()
 	eachVersion(t, func(t *testing.T, k *e2e, v string) {
 		root := k.root()
 		k.create(root, "101", nil)
@@ -197,6 +199,7 @@ func TestFirewall_securityGroups(t *testing.T) {
 // numbers), the cluster's rule env allowing forward, the log's empty
 // answer (dump_logfile's "no content" line, total 1) under VM.Console.
 func TestFirewall_clusterNodeAndLog(t *testing.T) {
+	t.Parallel()
 	eachVersion(t, func(t *testing.T, k *e2e, v string) {
 		root := k.root()
 		r := k.do(root, http.MethodGet, "/cluster/firewall/options", nil)

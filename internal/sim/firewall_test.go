@@ -15,6 +15,7 @@ import (
 // read and VM.Config.Network to write; a clone copies the config and a
 // destroy drops it.
 func TestFirewall_guestOptions(t *testing.T) {
+	t.Parallel()
 	eachVersion(t, func(t *testing.T, k *e2e, v string) {
 		root := k.root()
 		k.create(root, "101", nil)
@@ -79,6 +80,7 @@ func TestFirewall_guestOptions(t *testing.T) {
 // Sys.Audit/Sys.Modify on / for the cluster's, VM.Audit/VM.Config.Network
 // for a CT's.
 func TestFirewall_aliases(t *testing.T) {
+	t.Parallel()
 	eachVersion(t, func(t *testing.T, k *e2e, v string) {
 		root := k.root()
 		for _, base := range []string{"/cluster/firewall/aliases", "/nodes/pve/lxc/101/firewall/aliases"} {
@@ -158,6 +160,7 @@ func TestFirewall_aliases(t *testing.T) {
 // duplicates, zero prefixes and non-empty deletes refused; rename; refs
 // lists them as +name.
 func TestFirewall_ipsets(t *testing.T) {
+	t.Parallel()
 	eachVersion(t, func(t *testing.T, k *e2e, v string) {
 		root := k.root()
 		k.ok(root, http.MethodPost, "/cluster/firewall/aliases", url.Values{"name": {"gw"}, "cidr": {"10.0.0.1"}}, nil)

@@ -62,6 +62,7 @@ func (k *e2e) haCT(vmid, storage string) {
 // shows its hastate, and the resource reads back as PVE writes it; the
 // writes need Sys.Console, 9.x refuses groups, destroy needs purge.
 func TestHA_resourcesAPI(t *testing.T) {
+	t.Parallel()
 	k := newHAE2E(t, "9.1")
 	root := k.root()
 	k.haCT("101", "nfs")
@@ -128,6 +129,7 @@ func TestHA_resourcesAPI(t *testing.T) {
 // there (its config moves), while the CT on local storage is moved too
 // but cannot start without its volume and ends in error.
 func TestHA_recovery(t *testing.T) {
+	t.Parallel()
 	k := newHAE2E(t, "9.1")
 	root := k.root()
 	k.haCT("101", "nfs")
@@ -189,6 +191,7 @@ func TestHA_recovery(t *testing.T) {
 // TestHA_migrate: a migrate request of an HA CT is a hamigrate task
 // that only asks; HA relocates it (shutdown, offline migrate, start).
 func TestHA_migrate(t *testing.T) {
+	t.Parallel()
 	k := newHAE2E(t, "9.1")
 	root := k.root()
 	k.haCT("101", "nfs")
@@ -207,6 +210,7 @@ func TestHA_migrate(t *testing.T) {
 // TestHA_persisted: resources, rules and the manager status survive a
 // restart of the emulator, and the CRM picks up where it was.
 func TestHA_persisted(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	opts := Options{Dir: dir, TimeScale: zeroScale(), NodeMemory: 32 << 30, Nodes: 2, SharedStorage: []string{model.SharedNFS}}
 	a, err := New(opts)
@@ -247,6 +251,7 @@ func TestHA_persisted(t *testing.T) {
 // the end of the task (started with start=1), and status/current's ha
 // says so; a resource in state ignored still needs purge to destroy.
 func TestHA_createManaged(t *testing.T) {
+	t.Parallel()
 	k := newHAE2E(t, "9.1")
 	root := k.root()
 	st := k.runOn("pve1", root, http.MethodPost, "/nodes/pve1/lxc", url.Values{"vmid": {"101"}, "ostemplate": {model.DefaultTemplate},
@@ -277,6 +282,7 @@ func TestHA_createManaged(t *testing.T) {
 // TestHA_ruleMovesService: a strict node-affinity rule added for a
 // running service on another node makes HA relocate it there.
 func TestHA_ruleMovesService(t *testing.T) {
+	t.Parallel()
 	k := newHAE2E(t, "9.1")
 	root := k.root()
 	k.haCT("101", "nfs")
@@ -294,6 +300,7 @@ func TestHA_ruleMovesService(t *testing.T) {
 // fenced at once, and it is recovered no sooner than the agent lock
 // allows (less the second the offline time is rounded to).
 func TestHA_recoveryWaitsForPVEsDelays(t *testing.T) {
+	t.Parallel()
 	scale := 0.05
 	k := openE2E(t, Options{Dir: t.TempDir(), Listener: ListenTLS, TimeScale: &scale, Nodes: 2, SharedStorage: []string{model.SharedNFS}})
 	root := k.root()
@@ -318,6 +325,7 @@ func TestHA_recoveryWaitsForPVEsDelays(t *testing.T) {
 // is HA's to start or not (here disabled, which HA neither fences nor
 // starts).
 func TestHA_bootLeavesHAResourcesToHA(t *testing.T) {
+	t.Parallel()
 	k := newHAE2E(t, "9.1")
 	root := k.root()
 	for _, id := range []string{"101", "102"} {

@@ -14,6 +14,7 @@ import (
 // 421, while the address, the certificate's names and an --allowed-host
 // name get the API.
 func TestHostAllowList(t *testing.T) {
+	t.Parallel()
 	k := openE2E(t, Options{Dir: t.TempDir(), Listener: ListenTLS, TimeScale: zeroScale(), AllowedHosts: []string{"pve.lan"}})
 	_, port, _ := net.SplitHostPort(strings.TrimPrefix(k.srv.URL(), "https://"))
 	get := func(host string) (int, string) {

@@ -3,14 +3,24 @@ package sim
 import (
 	"os"
 	"testing"
+
+	"github.com/corralhq/corral/internal/testenv"
 )
 
 // TestMain opts this package's emulators in to the unisolated view where
 // LXC cannot run (not root, no lxc package): without the opt-in they
 // start no CT there. CI has lxc (CORRAL_REQUIRE_LXC=1), so it is unused.
+//
+// Every test has an emulator of its own and runs in parallel with the
+// others, 4 at once unless -parallel says otherwise: the third-party
+// clients' tests (ansible, proxmoxer) and those that wait on PVE's task
+// durations wait on other processes and clocks more than they compute,
+// and run one after another they held a newcomer's `go test -race ./...`
+// for 89 s of this package alone (issue 30).
 func TestMain(m *testing.M) {
 	if os.Getenv("CORRAL_SIM_UNISOLATED") == "" {
 		os.Setenv("CORRAL_SIM_UNISOLATED", "1")
 	}
+	testenv.DefaultParallel(4)
 	os.Exit(m.Run())
 }

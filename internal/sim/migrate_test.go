@@ -80,6 +80,7 @@ func (k *e2e) resource(id string) (node, status string) {
 // through the API: the UPID is the source's, the config and the data
 // are on pve2 afterwards and /cluster/resources follows.
 func TestMigrate_overHTTPS(t *testing.T) {
+	t.Parallel()
 	k := newClusterE2E(t, "9.1")
 	root := k.root()
 	k.runOn("pve1", root, http.MethodPost, "/nodes/pve1/lxc", url.Values{"vmid": {"101"}, "ostemplate": {model.DefaultTemplate},
@@ -141,6 +142,7 @@ func TestMigrate_overHTTPS(t *testing.T) {
 // TestMigrate_precondition: GET …/migrate exists on 9.1 only; 8.4
 // answers 501 as for any method it lacks, while POST is there on both.
 func TestMigrate_precondition(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		version string
 		status  int
@@ -172,6 +174,7 @@ func TestMigrate_precondition(t *testing.T) {
 // storage is listed by every node; a CT that uses it migrates without
 // copying it.
 func TestMigrate_sharedStorage(t *testing.T) {
+	t.Parallel()
 	k := newClusterE2E(t, "9.1", model.SharedNFS, model.SharedRBD)
 	root := k.root()
 	var storages []struct {
@@ -235,6 +238,7 @@ func TestMigrate_sharedStorage(t *testing.T) {
 // answers 595, /cluster/resources shows it offline with its CT, and it
 // comes back.
 func TestAdmin_nodeOffline(t *testing.T) {
+	t.Parallel()
 	k := newClusterE2E(t, "9.1")
 	root := k.root()
 	k.runOn("pve2", root, http.MethodPost, "/nodes/pve2/lxc", url.Values{"vmid": {"101"}, "ostemplate": {model.DefaultTemplate}, "rootfs": {"local-lvm:1"}})
@@ -297,6 +301,7 @@ func TestAdmin_nodeOffline(t *testing.T) {
 // back it boots and starts its CTs with onboot=1, as pve-guests' startall
 // does, unless the operator kept them from starting (nostartall).
 func TestAdmin_nodePowerOff(t *testing.T) {
+	t.Parallel()
 	k := newClusterE2E(t, "9.1")
 	root := k.root()
 	for _, ct := range []struct{ vmid, onboot string }{{"101", "1"}, {"102", "0"}, {"103", "1"}} {

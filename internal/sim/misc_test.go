@@ -13,6 +13,7 @@ import (
 // is not given (pve-container 5.x) and has no keepattrs; 9.1 defaults to
 // unprivileged.
 func TestPVE8Mode(t *testing.T) {
+	t.Parallel()
 	tmpl := url.Values{"ostemplate": {"local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst"}, "rootfs": {"local-lvm:1"}}
 	with := func(kv ...string) url.Values {
 		p := url.Values{}
@@ -58,6 +59,7 @@ func TestPVE8Mode(t *testing.T) {
 // TestJSONBody: pveproxy takes JSON bodies too; booleans and numbers
 // become PVE's string forms.
 func TestJSONBody(t *testing.T) {
+	t.Parallel()
 	k := newE2E(t)
 	body, _ := json.Marshal(map[string]any{"vmid": 180, "ostemplate": "local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst",
 		"rootfs": "local-lvm:1", "unprivileged": true, "memory": 256, "onboot": false})
@@ -88,6 +90,7 @@ func TestJSONBody(t *testing.T) {
 
 // TestStorageAndAccess: the storage and access routes' permission rules.
 func TestStorageAndAccess(t *testing.T) {
+	t.Parallel()
 	k := newE2E(t)
 	op := k.op()
 	k.create(op, "190", url.Values{"mp0": {"local-lvm:1,mp=/d"}})

@@ -11,6 +11,7 @@ import (
 // bridge, filters by type as API2/Network.pm does, and hides a bridge from
 // a caller without SDN.Audit or SDN.Use on it (check_sdn_bridge).
 func TestNetworkList(t *testing.T) {
+	t.Parallel()
 	k := newE2E(t)
 	_, nobody := k.newUserToken("nobody@pve", "nopriv", false)
 	type row struct {
@@ -60,6 +61,7 @@ func TestNetworkList(t *testing.T) {
 // not have is created (PVE checks the bridge only with mtu set) but its
 // start fails as vm_start's read_bridge_mtu dies, and it stays stopped.
 func TestStartOnMissingBridge(t *testing.T) {
+	t.Parallel()
 	k := newE2E(t)
 	op := k.op()
 	k.create(op, "101", url.Values{"net0": {"name=eth0,bridge=vmbr9,ip=dhcp"}})

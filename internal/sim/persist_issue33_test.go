@@ -10,6 +10,7 @@ import (
 // aliases and rules, the cluster's aliases, options and security
 // groups survive a restart of the emulator.
 func TestPersistence_poolsAndFirewall(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	opts := Options{Dir: dir, TimeScale: zeroScale(), NodeMemory: 32 << 30}
 	a, err := New(opts)

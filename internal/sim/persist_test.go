@@ -20,6 +20,7 @@ import (
 // CT, the credentials and the certificate survive; Dir/env tells a client
 // everything it needs, and what it says works.
 func TestPersistence(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	opts := Options{Dir: dir, TimeScale: zeroScale()}
 	a, err := New(opts)
@@ -98,6 +99,7 @@ func TestPersistence(t *testing.T) {
 // status" once the emulator is back; one stopped by a clean shutdown ends
 // with the worker's "received interrupt" (create prefixes its errors).
 func TestTaskRecovery(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	one := 1.0 // real durations: a create takes seconds, long enough to catch it running
 	opts := Options{Dir: dir, TimeScale: &one}

@@ -16,6 +16,7 @@ import (
 // workload uses it, a mount point moves between CTs while stopped, and
 // destroying CTs frees exactly the volumes named for them.
 func TestPetCattleFlow(t *testing.T) {
+	t.Parallel()
 	k := newE2E(t)
 	op := k.op()
 	lxc := func(vmid string, rest string) string { return "/nodes/pve/lxc/" + vmid + rest }

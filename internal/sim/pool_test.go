@@ -40,6 +40,7 @@ func (k *e2e) poolMembers(version, poolid, typ string) []string {
 // 501, and Ansible's inventory came back empty); pools are created,
 // nested, listed, updated and deleted with Pool.pm's checks and messages.
 func TestPools_lifecycle(t *testing.T) {
+	t.Parallel()
 	eachVersion(t, func(t *testing.T, k *e2e, v string) {
 		root := k.root()
 		r := k.do(root, http.MethodGet, "/pools", nil)
@@ -131,6 +132,7 @@ func requiresMsg(version, prop string) string {
 // Pool.Allocate on the pool and Permissions.Modify or VM.Allocate on each
 // guest it adds; creating with pool= needs VM.Allocate on the pool.
 func TestPools_permissions(t *testing.T) {
+	t.Parallel()
 	k := newE2E(t)
 	root := k.root()
 	k.ok(root, http.MethodPost, "/pools", url.Values{"poolid": {"team"}}, nil)
@@ -184,6 +186,7 @@ func TestPools_permissions(t *testing.T) {
 // (pve-manager API2/Cluster.pm resources); a pool's members have no pool
 // field (extract_vm_stats).
 func TestPools_clusterResources(t *testing.T) {
+	t.Parallel()
 	k := newE2E(t)
 	root := k.root()
 	k.ok(root, http.MethodPost, "/pools", url.Values{"poolid": {"web"}}, nil)

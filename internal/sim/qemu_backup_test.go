@@ -76,6 +76,7 @@ func inOrder(log []string, lines ...string) bool {
 // copy, with qga_fs_freeze's lines; the archive is listed as a qemu
 // backup and its config names the disk.
 func TestQemuBackup_snapshotFreezes(t *testing.T) {
+	t.Parallel()
 	k := newE2E(t)
 	rt := model.NewAgentVMRuntime()
 	k.srv.Cluster().SetVMRuntime(rt)
@@ -123,6 +124,7 @@ func TestQemuBackup_snapshotFreezes(t *testing.T) {
 // TestQemuBackup_agentSilent: a VM whose agent does not answer is
 // backed up without a freeze, with PVE's line saying why.
 func TestQemuBackup_agentSilent(t *testing.T) {
+	t.Parallel()
 	k := newE2E(t)
 	rt := model.NewAgentVMRuntime()
 	k.srv.Cluster().SetVMRuntime(rt)
@@ -143,6 +145,7 @@ func TestQemuBackup_agentSilent(t *testing.T) {
 // copy and starts it again; a stopped VM is backed up in stop mode
 // without a start.
 func TestQemuBackup_stopMode(t *testing.T) {
+	t.Parallel()
 	k := newE2E(t)
 	rt := model.NewAgentVMRuntime()
 	k.srv.Cluster().SetVMRuntime(rt)
@@ -201,6 +204,7 @@ func vmConfigOf(t *testing.T, k *e2e, vmid string) map[string]any {
 // volumes renamed, a new vmgenid) and the same disk content; unique=1
 // gives new MACs; an existing VMID is refused without force.
 func TestQemuRestore_roundTrip(t *testing.T) {
+	t.Parallel()
 	k := newE2E(t)
 	k.srv.Cluster().SetVMRuntime(model.NewAgentVMRuntime())
 	root := k.root()
@@ -263,6 +267,7 @@ func TestQemuRestore_roundTrip(t *testing.T) {
 // VM backs both up with their own archive kinds; pool and all select
 // VMs too.
 func TestQemuBackup_permissionsAndSelection(t *testing.T) {
+	t.Parallel()
 	k := newE2E(t)
 	k.srv.Cluster().SetVMRuntime(model.NewAgentVMRuntime())
 	root := k.root()

@@ -27,6 +27,7 @@ import (
 // TCG (one boot serves every check of a real VM here), so it runs only
 // with CORRAL_TEST_FULL=1 or CORRAL_REQUIRE_KVM=1.
 func TestQemu_realBoot(t *testing.T) {
+	t.Parallel()
 	if !testenv.Full() && !testenv.KVM.Required() {
 		t.Skip("boots a real VM (minutes without KVM); CORRAL_TEST_FULL=1 or CORRAL_REQUIRE_KVM=1 runs it")
 	}

@@ -16,6 +16,7 @@ import (
 // finds a VM by its vmid there (KeyError 'vmid' otherwise) and bpg reads
 // its name and node.
 func TestQemu_resourcesEntry(t *testing.T) {
+	t.Parallel()
 	k := newE2E(t)
 	root := k.root()
 	k.mustOK(root, http.MethodPost, "/nodes/pve/qemu", vmParams("200"))
@@ -41,6 +42,7 @@ func TestQemu_resourcesEntry(t *testing.T) {
 // "file=<volume>,media=cdrom," when its initialization changes, and read
 // back raw its datastore_id was lost, a diff on every later plan.
 func TestQemu_updatePrintsDrives(t *testing.T) {
+	t.Parallel()
 	k := newE2E(t)
 	root := k.root()
 	k.mustOK(root, http.MethodPost, "/nodes/pve/qemu", vmParams("200"))
@@ -58,6 +60,7 @@ func TestQemu_updatePrintsDrives(t *testing.T) {
 // cloudinit or the next start), and an update that sets a key to its
 // current value leaves no pending entry (cleanup_pending).
 func TestQemu_cloudInitKeysLive(t *testing.T) {
+	t.Parallel()
 	k := newE2E(t)
 	root := k.root()
 	k.mustOK(root, http.MethodPost, "/nodes/pve/qemu", vmParams("200"))
@@ -93,6 +96,7 @@ func pendingEntry(pend []map[string]any, key string) map[string]any {
 // update of its initialization block, and with the 501 it skipped the
 // reboot that applies the update's pending memory.
 func TestQemu_cloudInitRegenerate(t *testing.T) {
+	t.Parallel()
 	k := newE2E(t)
 	root := k.root()
 	k.mustOK(root, http.MethodPost, "/nodes/pve/qemu", vmParams("200"))

@@ -16,6 +16,7 @@ import (
 // storage asked for, with a new MAC and SMBIOS UUID and the cloud-init
 // drive copied; qemu-server's refusals answer with its messages.
 func TestQemu_templateClone(t *testing.T) {
+	t.Parallel()
 	k := vmOpsE2E(t)
 	root := k.root()
 	p := vmParams("200")
@@ -96,6 +97,7 @@ func TestQemu_templateClone(t *testing.T) {
 // holds the base's data, and keeps the template from being destroyed
 // ("base volume ... is still in use by linked cloned") until it goes.
 func TestQemu_linkedCloneDir(t *testing.T) {
+	t.Parallel()
 	k := vmOpsE2E(t)
 	root := k.root()
 	k.mustOK(root, http.MethodPost, "/nodes/pve/qemu", url.Values{"vmid": {"210"}, "scsi0": {"nfs:1,format=qcow2"}})
@@ -134,6 +136,7 @@ func TestQemu_linkedCloneDir(t *testing.T) {
 // TestQemu_linkedCloneRBD: on RBD a linked clone of a template is
 // <base>/<own> (clone_image), one of a snapshot its own name.
 func TestQemu_linkedCloneRBD(t *testing.T) {
+	t.Parallel()
 	k := openE2E(t, Options{Dir: t.TempDir(), Listener: ListenTLS, TimeScale: zeroScale(), NodeMemory: 32 << 30, SharedStorage: []string{model.SharedRBD}})
 	root := k.root()
 	k.mustOK(root, http.MethodPost, "/nodes/pve/qemu", url.Values{"vmid": {"223"}, "scsi0": {"rbd:1"}})

@@ -14,6 +14,7 @@ import (
 // target (the data with them), moves the config and frees the source's
 // volumes; a running VM, the local node and a non-root force are refused.
 func TestQemu_migrateOffline(t *testing.T) {
+	t.Parallel()
 	k := openE2E(t, Options{Dir: t.TempDir(), Listener: ListenTLS, TimeScale: zeroScale(), Nodes: 2, NodeMemory: 32 << 30, SharedStorage: []string{model.SharedNFS}})
 	root := k.root()
 	p := vmParams("200")

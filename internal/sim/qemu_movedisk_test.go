@@ -12,6 +12,7 @@ import (
 // volume is renamed for it and changes configs; qemu-server's
 // refusals answer with its messages and parameter errors.
 func TestQemu_moveDisk(t *testing.T) {
+	t.Parallel()
 	k := vmOpsE2E(t)
 	root := k.root()
 	k.mustOK(root, http.MethodPost, "/nodes/pve/qemu", vmParams("200"))

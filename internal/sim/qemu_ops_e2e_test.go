@@ -15,6 +15,7 @@ import (
 // rollback, template, a linked clone, an offline migrate of the clone,
 // destroy; checking the configs and the storage's volumes at each step.
 func TestQemu_opsEndToEnd(t *testing.T) {
+	t.Parallel()
 	opts := Options{Dir: t.TempDir(), Listener: ListenTLS, TimeScale: zeroScale(), Nodes: 2, NodeMemory: 32 << 30, SharedStorage: []string{model.SharedNFS}}
 	k := openE2E(t, opts)
 	root := k.root()

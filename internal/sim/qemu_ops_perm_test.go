@@ -10,6 +10,7 @@ import (
 // 403 to a caller with only VM.Audit on the VM (the schema's privilege
 // named), and the schema's 400 naming the parameter to a bad one.
 func TestQemu_opsPermissions(t *testing.T) {
+	t.Parallel()
 	k := vmOpsE2E(t)
 	root := k.root()
 	k.mustOK(root, http.MethodPost, "/nodes/pve/qemu", vmParams("200"))

@@ -12,6 +12,7 @@ import (
 // a locked VM fail the task with qemu-server's message; a bad size is
 // the schema's 400; a caller without VM.Config.Disk gets PVE's 403.
 func TestQemu_resize(t *testing.T) {
+	t.Parallel()
 	k := newE2E(t)
 	root := k.root()
 	k.mustOK(root, http.MethodPost, "/nodes/pve/qemu", vmParams("200"))

@@ -26,6 +26,7 @@ func limitedUser(k *e2e, id string, privs string, paths ...string) e2eCaller {
 // its task (schema-level conflicts, a missing archive, the privileges in
 // PVE's order) and what the task refuses.
 func TestQemuRestore_refusals(t *testing.T) {
+	t.Parallel()
 	k := newE2E(t)
 	k.srv.Cluster().SetVMRuntime(model.NewAgentVMRuntime())
 	root := k.root()

@@ -38,6 +38,7 @@ func (r *agentRecorder) commands() []string {
 // freezes its filesystems around the disks' snapshots (ping, freeze,
 // thaw), as __snapshot_freeze does; a stopped VM's does not.
 func TestQemu_snapshotFreezes(t *testing.T) {
+	t.Parallel()
 	k := newE2E(t)
 	rec := &agentRecorder{}
 	k.srv.cluster.SetVMRuntime(rec)

@@ -60,6 +60,7 @@ func (k *e2e) readDisk(node, volid string, n int) []byte {
 // and the config back; deleting it re-parents the config; qemu-server's
 // refusals fail the task or the call with its message.
 func TestQemu_snapshot(t *testing.T) {
+	t.Parallel()
 	k := vmOpsE2E(t)
 	root := k.root()
 	k.mustOK(root, http.MethodPost, "/nodes/pve/qemu", vmParams("200"))
@@ -121,6 +122,7 @@ func TestQemu_snapshot(t *testing.T) {
 // can snapshot; VM.Snapshot is needed to take one, VM.PowerMgmt too for
 // a rollback with start.
 func TestQemu_snapshotQcow2AndPerms(t *testing.T) {
+	t.Parallel()
 	k := vmOpsE2E(t)
 	root := k.root()
 	k.mustOK(root, http.MethodPost, "/nodes/pve/qemu", url.Values{"vmid": {"202"}, "scsi0": {"nfs:1,format=qcow2"}})
@@ -180,6 +182,7 @@ func checkSnapshotRefusals(t *testing.T, k *e2e) {
 // TestQemu_destroyFreesSnapshots: destroying a VM frees its disks'
 // snapshots with them, on LVM-thin and on NFS.
 func TestQemu_destroyFreesSnapshots(t *testing.T) {
+	t.Parallel()
 	k := vmOpsE2E(t)
 	root := k.root()
 	k.mustOK(root, http.MethodPost, "/nodes/pve/qemu", url.Values{"vmid": {"205"}, "scsi0": {"local-lvm:1"}, "scsi1": {"nfs:1,format=qcow2"}})

@@ -20,6 +20,7 @@ func vmParams(vmid string) url.Values {
 // TestQemu_createBadParams: the schema and create_vm's own checks answer
 // 400 naming the parameter, or 500 with qemu-server's message.
 func TestQemu_createBadParams(t *testing.T) {
+	t.Parallel()
 	k := newE2E(t)
 	root := k.root()
 	for _, tc := range []struct {
@@ -64,6 +65,7 @@ func TestQemu_createBadParams(t *testing.T) {
 // disk Datastore.AllocateSpace, power VM.PowerMgmt, the agent
 // VM.GuestAgent.*; a missing one is PVE's 403.
 func TestQemu_permissions(t *testing.T) {
+	t.Parallel()
 	k := newE2E(t)
 	root := k.root()
 	_, who := k.newUserToken("vmer@pve", "tok", false)
@@ -102,6 +104,7 @@ func TestQemu_permissions(t *testing.T) {
 // TestQemu_vmidSpace: VMs and CTs share one VMID space: nextid skips
 // both, a create of either kind refuses the other's VMID.
 func TestQemu_vmidSpace(t *testing.T) {
+	t.Parallel()
 	k := newE2E(t)
 	root := k.root()
 	k.create(root, "100", nil)
@@ -136,6 +139,7 @@ func TestQemu_vmidSpace(t *testing.T) {
 // pending until it stops, the digest guards PUT, destroy of a running
 // VM is refused, and destroy frees the disk volumes.
 func TestQemu_lifecycle(t *testing.T) {
+	t.Parallel()
 	k := newE2E(t)
 	k.srv.Cluster().SetVMRuntime(nil) // state only, even where CTs run in the view (whose VMs have guests)
 	root := k.root()
@@ -215,6 +219,7 @@ func hasPending(pend []map[string]any, key string, value, pending any) bool {
 // TestQemu_persists: a VM, its pending change and its volumes survive
 // the emulator's restart (they are journalled with the core state).
 func TestQemu_persists(t *testing.T) {
+	t.Parallel()
 	opts := Options{Dir: t.TempDir(), Listener: ListenTLS, TimeScale: zeroScale(), NodeMemory: 32 << 30}
 	a, err := New(opts)
 	if err != nil {
@@ -245,6 +250,7 @@ func TestQemu_persists(t *testing.T) {
 // TestQemu_disks: POST config adds a disk in a qmconfig task; deleting
 // it leaves the volume as unused0, deleting unused0 frees it.
 func TestQemu_disks(t *testing.T) {
+	t.Parallel()
 	k := newE2E(t)
 	root := k.root()
 	k.mustOK(root, http.MethodPost, "/nodes/pve/qemu", vmParams("200"))
@@ -272,6 +278,7 @@ func TestQemu_disks(t *testing.T) {
 // the cached image) is copied into the new disk, whose size is the
 // source's; a source of another content type is refused by name.
 func TestQemu_importFrom(t *testing.T) {
+	t.Parallel()
 	k := newE2E(t)
 	root := k.root()
 	src := filepath.Join(t.TempDir(), "img.qcow2")
@@ -315,6 +322,7 @@ func TestQemu_importFrom(t *testing.T) {
 // the running CTs; a start past the node's memory fails as qemu-server's
 // does when QEMU cannot allocate it, its log saying why.
 func TestQemu_memoryAdmission(t *testing.T) {
+	t.Parallel()
 	k := openE2E(t, Options{Dir: t.TempDir(), Listener: ListenTLS, TimeScale: zeroScale(), NodeMemory: 1 << 30})
 	root := k.root()
 	k.create(root, "100", url.Values{"memory": {"512"}})
@@ -336,6 +344,7 @@ func TestQemu_memoryAdmission(t *testing.T) {
 // TestQemu_pool: a VM created into a pool is its member: the pool is
 // not empty, and a purge takes the VM out of it.
 func TestQemu_pool(t *testing.T) {
+	t.Parallel()
 	k := newE2E(t)
 	root := k.root()
 	k.ok(root, http.MethodPost, "/pools", url.Values{"poolid": {"apps"}}, nil)

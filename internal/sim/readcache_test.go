@@ -17,6 +17,7 @@ import (
 // again, which must show the write. A cache that served the answer
 // stored before the write fails here.
 func TestReadCache_readAfterWriteSeesIt(t *testing.T) {
+	t.Parallel()
 	k := newE2E(t)
 	root, op := k.root(), k.op()
 	k.create(op, "101", url.Values{"tags": {"corral"}})
@@ -74,6 +75,7 @@ func TestReadCache_readAfterWriteSeesIt(t *testing.T) {
 // all of them (and root's after the token's), and sees 102 as soon as
 // an ACL grants it.
 func TestReadCache_listsFilteredPerCaller(t *testing.T) {
+	t.Parallel()
 	k := newE2E(t)
 	root, op := k.root(), k.op()
 	for _, id := range []string{"101", "102", "103"} {
@@ -125,6 +127,7 @@ func TestReadCache_listsFilteredPerCaller(t *testing.T) {
 // readers share one read per key) never see a list older than one they
 // saw before, and see every CT once the creates are done.
 func TestReadCache_concurrentReadersDuringWrites(t *testing.T) {
+	t.Parallel()
 	k := newE2E(t)
 	op := k.op()
 	count := func() (int, error) {

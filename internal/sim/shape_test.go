@@ -79,6 +79,7 @@ func fixtureData(t *testing.T, name string) (any, []string) {
 // (a running workload with a pet from keeper 900, a pending change, a
 // moved volume) and compares each reply's shape with the recording.
 func TestResponseShapes(t *testing.T) {
+	t.Parallel()
 	k := newE2E(t)
 	op := k.op()
 	k.create(op, "900", url.Values{"mp0": {"local-lvm:1,mp=/pet"}, "tags": {"pet-volumes"}})

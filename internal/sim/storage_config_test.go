@@ -11,6 +11,7 @@ import (
 // and by Datastore.Audit or AllocateSpace on each storage; GET
 // /storage/{storage} needs Datastore.Allocate on it.
 func TestStorageConfig(t *testing.T) {
+	t.Parallel()
 	k := newE2E(t)
 	root := k.root()
 	var all []map[string]any
@@ -52,6 +53,7 @@ func TestStorageConfig(t *testing.T) {
 // and the file's digest needs Realm.Allocate or Sys.Audit on
 // /access/realm.
 func TestAccessDomains(t *testing.T) {
+	t.Parallel()
 	k := newE2E(t)
 	root := k.root()
 	var list []map[string]any

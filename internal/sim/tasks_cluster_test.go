@@ -13,6 +13,7 @@ import (
 // Sys.Audit on / sees them all, a token without it none (Cluster.pm
 // compares the task's user with the token's full id).
 func TestClusterTasks(t *testing.T) {
+	t.Parallel()
 	k := newE2E(t)
 	root := k.root()
 	k.create(root, "101", nil)
@@ -47,6 +48,7 @@ func TestClusterTasks(t *testing.T) {
 // Issue 33 (go-proxmox's Node.Version answered 501): a node's version is
 // /version's; an unknown node fails on its parameter.
 func TestNodeVersion(t *testing.T) {
+	t.Parallel()
 	k := newE2E(t)
 	var v, nv map[string]any
 	k.ok(k.root(), http.MethodGet, "/version", nil, &v)

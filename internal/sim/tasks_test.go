@@ -12,6 +12,7 @@ import (
 // TestTaskList covers Tasks.pm node_tasks over HTTPS: sources, filters,
 // paging, who sees which task, and the log's paging.
 func TestTaskList(t *testing.T) {
+	t.Parallel()
 	one := 1.0 // real durations, so that a create stays running meanwhile
 	k := openE2E(t, Options{Dir: t.TempDir(), TimeScale: &one})
 	op, root := k.op(), k.root()

@@ -14,6 +14,7 @@ import (
 // volumes (vm- → base- on LVM-thin) and template: 1; a template, a
 // running CT and one with snapshots are refused.
 func TestTemplate_convert(t *testing.T) {
+	t.Parallel()
 	eachVersion(t, func(t *testing.T, k *e2e, v string) {
 		root := k.root()
 		k.create(root, "101", url.Values{"mp0": {"local-lvm:1,mp=/data"}})

@@ -17,6 +17,7 @@ import (
 // status/current, config and snapshot, /pools and /pools/{poolid}; with
 // /pools answering 501 it used to list no host at all.
 func TestThirdParty_ansibleInventory(t *testing.T) {
+	t.Parallel()
 	inv, err := exec.LookPath("ansible-inventory")
 	if err != nil {
 		testenv.Lack(t, testenv.Ansible, "ansible-inventory is not installed: apt-get install ansible to run Ansible's proxmox inventory against the emulator (.ci/run does)")
@@ -81,6 +82,7 @@ func (p *thirdParty) inventory(inv string, auth ...string) {
 // the clone, as a playbook on this host
 // (testdata/thirdparty/ansible/ct.yml); the emulator's state shows it.
 func TestThirdParty_ansibleModule(t *testing.T) {
+	t.Parallel()
 	play, err := exec.LookPath("ansible-playbook")
 	if err != nil {
 		testenv.Lack(t, testenv.Ansible, "ansible-playbook is not installed: apt-get install ansible to run community.general.proxmox against the emulator (.ci/run does)")
@@ -131,6 +133,7 @@ func TestThirdParty_ansibleModule(t *testing.T) {
 // default PVE install answers them (testdata/thirdparty/ansible/info.yml
 // asserts what they return).
 func TestThirdParty_ansibleInfo(t *testing.T) {
+	t.Parallel()
 	play, err := exec.LookPath("ansible-playbook")
 	if err != nil {
 		testenv.Lack(t, testenv.Ansible, "ansible-playbook is not installed: apt-get install ansible to run community.general's proxmox modules against the emulator (.ci/run does)")

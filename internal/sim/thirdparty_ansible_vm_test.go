@@ -25,6 +25,7 @@ var sshkeysEscaped = strings.NewReplacer(" ", "%20", "@", "%40").Replace(vmSSHKe
 // (testdata/thirdparty/ansible/vm.yml); the emulator holds what it
 // asked for; then the same playbook with --tags remove destroys it.
 func TestThirdParty_ansibleVM(t *testing.T) {
+	t.Parallel()
 	play, err := exec.LookPath("ansible-playbook")
 	if err != nil {
 		testenv.Lack(t, testenv.Ansible, "ansible-playbook is not installed: apt-get install ansible to run community.general.proxmox_kvm against the emulator (.ci/run does)")

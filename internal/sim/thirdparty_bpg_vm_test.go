@@ -20,6 +20,7 @@ import (
 // says how to build them); the provider runs through a dev_overrides CLI
 // configuration, so no registry is contacted.
 func TestThirdParty_bpgVM(t *testing.T) {
+	t.Parallel()
 	tf, prov := bpgBinaries(t)
 	p := newThirdParty(t)
 	dir, work, rc := p.bpgWorkdir(t, prov)

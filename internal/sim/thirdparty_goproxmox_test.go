@@ -20,6 +20,7 @@ import (
 // corral's go.mod does not depend on it; this test builds it with the go
 // command that runs the test.
 func TestThirdParty_goProxmox(t *testing.T) {
+	t.Parallel()
 	goCmd := filepath.Join(runtime.GOROOT(), "bin", "go")
 	if _, err := exec.LookPath(goCmd); err != nil {
 		t.Fatalf("no go command beside this test's GOROOT: %v", err)

@@ -147,6 +147,7 @@ func testdataDir(t *testing.T, name string) string {
 // A client that prints the token's secret and root's password and fails
 // leaves neither in what the test reports.
 func TestThirdParty_secretMasked(t *testing.T) {
+	t.Parallel()
 	p := newThirdParty(t)
 	cmd := exec.Command("/bin/sh", "-c", `echo "token $PVE_TOKEN_SECRET"; echo "password $ROOTPW" >&2; exit 3`)
 	cmd.Env = []string{"ROOTPW=" + p.srv.Credentials().RootPassword}

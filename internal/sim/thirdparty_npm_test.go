@@ -21,6 +21,7 @@ import (
 // PVE's own forms: a token secret that is a lower-case UUID, and the
 // content type "application/json;charset=UTF-8" exactly.
 func TestThirdParty_npmProxmoxAPI(t *testing.T) {
+	t.Parallel()
 	node, modules := npmInstall(t, testdataDir(t, "npm"))
 	p := newThirdParty(t)
 	cmd := exec.Command(node, testdataDir(t, "npm")+"/client.cjs")

@@ -14,6 +14,7 @@ import (
 // template, tasks and cluster resources: testdata/thirdparty/proxmoxer/
 // client.py asserts each answer as PVE gives it.
 func TestThirdParty_proxmoxer(t *testing.T) {
+	t.Parallel()
 	py := pythonWith(t, "proxmoxer")
 	p := newThirdParty(t)
 	out := p.run(exec.Command(py, testdataDir(t, "proxmoxer")+"/client.py"))
