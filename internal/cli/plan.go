@@ -118,12 +118,7 @@ func runPlan(ctx context.Context, st *streams, a *planArgs) error {
 // openJobInterruptible is openJob, stopped at once by ctx (readOnly's:
 // nothing changes before the plan is made); see interruptible.
 func openJobInterruptible(ctx context.Context, st *streams, ff fileFlags, cf connFlags) (*job, error) {
-	var j *job
-	err := interruptible(ctx, func() (err error) {
-		j, err = openJob(ctx, st, ff, cf)
-		return err
-	})
-	return j, err
+	return interruptible(ctx, func() (*job, error) { return openJob(ctx, st, ff, cf) })
 }
 
 // savePlan writes the plan (p, pj as shown) made with o to path, and says

@@ -198,16 +198,26 @@ func readOnly(ctx context.Context) (context.Context, context.CancelFunc) {
 }
 
 // interruptible runs fn, which changes nothing and does not watch ctx
-// (parsing a manifest), and returns its error, or ctx's as soon as ctx is
-// done: fn then finishes in the background and its result is dropped.
-func interruptible(ctx context.Context, fn func() error) error {
-	done := make(chan error, 1)
-	go func() { done <- fn() }()
+// (parsing a manifest), and returns its result, or ctx's error as soon as
+// ctx is done: fn then finishes in the background and its result is
+// dropped. The result comes back through a channel, never a variable fn
+// sets, so a dropped result is never read while fn still writes it.
+func interruptible[T any](ctx context.Context, fn func() (T, error)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := fn()
+		done <- result{v, err}
+	}()
 	select {
-	case err := <-done:
-		return err
+	case r := <-done:
+		return r.v, r.err
 	case <-ctx.Done():
-		return fmt.Errorf("read the manifest: %w", ctx.Err())
+		var zero T
+		return zero, fmt.Errorf("read the manifest: %w", ctx.Err())
 	}
 }
 

@@ -30,11 +30,7 @@ manifest is checked.`,
 			}
 			ctx, cancel := readOnly(cmd.Context())
 			defer cancel()
-			var f *manifest.File
-			err = interruptible(ctx, func() (err error) {
-				f, err = ff.load(false)
-				return err
-			})
+			f, err := interruptible(ctx, func() (*manifest.File, error) { return ff.load(false) })
 			if errors.Is(err, context.Canceled) { // interrupted: no verdict to print
 				return err
 			}
