@@ -64,6 +64,7 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 	if err != nil {
 		return nil, err
 	}
+	keepListing(ctx, res)
 	o.visibility(ctx, res, online)
 	o.reads = readCTs(ctx, c, res, o.obs.Offline)
 	for _, r := range res {

@@ -207,9 +207,14 @@ func TestFirstApplyReadsTheKeeperOncePerWrite(t *testing.T) {
 // the free's check of which storages are shared).
 // The shutdown is asked for without a status read first: PVE refuses
 // that of a stopped container before any task, which says the same.
-// What is left: 5 listings (the plan shown, the lock's, the plan under
-// the lock, the snapshot guard before the destroy, the free's check)
-// and 6 config reads, all the keeper's (the lease's write, the free's
+// The snapshot guard before the destroy takes the listing of the plan
+// under the lock, nothing written between (issue 30: a fifth listing).
+// The free's check reads no config of the keeper whose volumes it frees
+// (its references to them are allowed, and the check frees no other
+// keeper's: issue 30, a sixth pending read), so 5 pending reads are
+// left: the two plans' two each and the identity check.
+// What is left: 4 listings (the plan shown, the lock's, the plan under
+// the lock, the free's check) and 6 config reads, all the keeper's (the lease's write, the free's
 // four writes, the lease's release).
 func TestDestroyDeleteVolumesReadsEachThingOnce(t *testing.T) {
 	t.Parallel()
@@ -222,7 +227,7 @@ func TestDestroyDeleteVolumesReadsEachThingOnce(t *testing.T) {
 	for _, s := range stats {
 		t.Logf("%s %d", s.Endpoint, s.Count)
 	}
-	for ep, n := range map[string]int{"GET /cluster/resources": 5, "GET /nodes/{node}/lxc/{vmid}/config": 6, "GET /nodes/{node}/lxc/{vmid}/status/current": 0,
+	for ep, n := range map[string]int{"GET /cluster/resources": 4, "GET /nodes/{node}/lxc/{vmid}/config": 6, "GET /nodes/{node}/lxc/{vmid}/pending": 5, "GET /nodes/{node}/lxc/{vmid}/status/current": 0,
 		"GET /nodes/{node}/network": 0, "GET /nodes/{node}/storage": 1} {
 		if got := c.requestCount(ep); got != n {
 			t.Errorf("destroy --delete-volumes (%d requests): %s read %d times, want %d", total, ep, got, n)

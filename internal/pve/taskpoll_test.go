@@ -131,3 +131,35 @@ func TestWaitTaskFollowsAKnownTimeScale(t *testing.T) {
 		}
 	}
 }
+
+// A task expected to end within the longest poll delay (a vzdestroy, 2 s)
+// is first read halfway, not also 100 ms after its start: halfway is
+// sooner than the peer's once a second, so a task that fails at once is
+// still seen within a second, and one that ends on time costs two status
+// reads, not three (issue 30: a destroy's vzdestroy made three).
+func TestWaitTaskReadsAShortTaskTwice(t *testing.T) {
+	const destroyUPID = "UPID:pve:0003A2F0:0151D001:69F479DC:vzdestroy:101:ctl@pve!ctl:"
+	for _, tc := range []struct {
+		run      time.Duration
+		maxPolls int
+		maxLate  time.Duration
+	}{
+		{2 * time.Second, 2, 100 * time.Millisecond}, // on time
+		{0, 1, time.Second},                          // fails or ends at once
+	} {
+		clk := &fakeClock{now: time.Unix(1777629600, 0)}
+		ft := &timedTask{clk: clk, end: clk.Now().Add(tc.run)}
+		scale := 1.0
+		c := newTestClient(t, ft.handler(t), func(cfg *pve.Config) { cfg.TaskTimeScale = &scale })
+		pve.SetClock(c, clk.Now, clk.Sleep)
+		if _, err := c.WaitTask(ctx(t), destroyUPID, pve.WaitOptions{}); err != nil {
+			t.Fatalf("WaitTask: %v", err)
+		}
+		if ft.polls > tc.maxPolls {
+			t.Errorf("vzdestroy of %v: %d status reads, want at most %d", tc.run, ft.polls, tc.maxPolls)
+		}
+		if late := ft.seen.Sub(ft.end); late > tc.maxLate {
+			t.Errorf("vzdestroy of %v: end seen %v after it happened, want at most %v", tc.run, late, tc.maxLate)
+		}
+	}
+}

@@ -361,6 +361,14 @@ func (c *Client) schedule(typ string, opts WaitOptions) *pollSchedule {
 		s.ceiling = c.scaled(maxPoll)
 	}
 	s.ceiling = max(s.ceiling, s.first)
+	// A task expected to end within two of the longest delays (a
+	// vzdestroy, a vzstop) is first read halfway: a task that fails at
+	// once is still seen within that delay, as by a poll a second, and
+	// the read soon after the start would only say it runs (issue 30: a
+	// destroy's vzdestroy cost three status reads, now two).
+	if s.late > 0 && s.expect/2 <= s.ceiling {
+		s.late = s.expect / 2
+	}
 	if opts.OnLog != nil {
 		s.logCap = showLogEvery
 	}
