@@ -245,8 +245,15 @@ func onSharedStorage(ctx context.Context, c *pve.Client, node string, volids []s
 	return false, nil
 }
 
-// sharedStorages are the storages node lists as shared.
+// sharedStorages are the storages node lists as shared. In a cluster of
+// node alone (the node list this run read says so) none is: sharedness
+// only decides whether another node's guests are read, and there are
+// none, so the storage list is not read (issue 30: a one-node destroy
+// --delete-volumes read it for its snapshot guard alone).
 func sharedStorages(ctx context.Context, c *pve.Client, node string) (map[string]bool, error) {
+	if nodes, ok := c.KnownNodes(); ok && len(nodes) == 1 && nodes[0].Node == node {
+		return map[string]bool{}, nil
+	}
 	storages, err := c.StorageList(ctx, node, "")
 	if err != nil {
 		return nil, fmt.Errorf("list storages of node %s: %w", node, err)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/corralhq/corral/internal/plan"
+	"github.com/corralhq/corral/internal/pvetest"
 )
 
 // requestCount is how many requests the emulator answered for endpoint
@@ -203,8 +204,10 @@ func TestFirstApplyReadsTheKeeperOncePerWrite(t *testing.T) {
 // points from that read), and the free batch's check of the node takes
 // the guests whose configs and snapshots it reads from one listing
 // (issue 30: a second config read and a second listing, back to back).
-// Its plans read no bridges and no storage list (the one list read is
-// the free's check of which storages are shared).
+// Its plans read no bridges and no storage list, and on a node alone in
+// its cluster neither do its volume checks: which storages are shared
+// decides only whether other nodes' guests are read (issue 30); with a
+// second node the checks read the list once.
 // The shutdown is asked for without a status read first: PVE refuses
 // that of a stopped container before any task, which says the same.
 // The snapshot guard before the destroy takes the listing of the plan
@@ -218,20 +221,29 @@ func TestFirstApplyReadsTheKeeperOncePerWrite(t *testing.T) {
 // four writes, the lease's release).
 func TestDestroyDeleteVolumesReadsEachThingOnce(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t)
-	m := manifestWith(t, "512")
-	c.mustRun("apply", "-f", m, "--auto-approve")
-	c.srv.ResetRequests()
-	c.mustRun("destroy", "-f", m, "--auto-approve", "--delete-volumes")
-	stats, total := c.srv.Requests()
-	for _, s := range stats {
-		t.Logf("%s %d", s.Endpoint, s.Count)
-	}
-	for ep, n := range map[string]int{"GET /cluster/resources": 4, "GET /nodes/{node}/lxc/{vmid}/config": 6, "GET /nodes/{node}/lxc/{vmid}/pending": 5, "GET /nodes/{node}/lxc/{vmid}/status/current": 0,
-		"GET /nodes/{node}/network": 0, "GET /nodes/{node}/storage": 1} {
-		if got := c.requestCount(ep); got != n {
-			t.Errorf("destroy --delete-volumes (%d requests): %s read %d times, want %d", total, ep, got, n)
-		}
+	for _, nodes := range []int{1, 2} {
+		t.Run(fmt.Sprintf("%d nodes", nodes), func(t *testing.T) {
+			t.Parallel()
+			c := newCluster(t, pvetest.Nodes(nodes))
+			m := manifestWith(t, "512")
+			c.mustRun("apply", "-f", m, "--auto-approve")
+			c.srv.ResetRequests()
+			c.mustRun("destroy", "-f", m, "--auto-approve", "--delete-volumes")
+			stats, total := c.srv.Requests()
+			for _, s := range stats {
+				t.Logf("%s %d", s.Endpoint, s.Count)
+			}
+			want := map[string]int{"GET /nodes/{node}/storage": 1}
+			if nodes == 1 {
+				want = map[string]int{"GET /cluster/resources": 4, "GET /nodes/{node}/lxc/{vmid}/config": 6, "GET /nodes/{node}/lxc/{vmid}/pending": 5, "GET /nodes/{node}/lxc/{vmid}/status/current": 0,
+					"GET /nodes/{node}/network": 0, "GET /nodes/{node}/storage": 0}
+			}
+			for ep, n := range want {
+				if got := c.requestCount(ep); got != n {
+					t.Errorf("destroy --delete-volumes (%d requests): %s read %d times, want %d", total, ep, got, n)
+				}
+			}
+		})
 	}
 }
 
