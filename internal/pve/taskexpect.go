@@ -94,7 +94,7 @@ type pollSchedule struct {
 	// late is the delay before the first read: first, for a task whose
 	// length is expected (its POST has just returned; a task that fails
 	// at once, or an emulator's that runs faster than it said, is still
-	// seen soon), or halfway for one expected to end within two of the
+	// seen soon), or halfway for one expected to end within four of the
 	// longest delays (schedule); none for one whose length is not known.
 	late time.Duration
 	// maxSlack bounds slack; slack is how long before the next read a

@@ -197,6 +197,9 @@ const (
 	// delays, for real Proxmox task durations.
 	firstPoll = 100 * time.Millisecond
 	maxPoll   = time.Second
+	// shortTaskCeilings: a task expected within twice this many of the
+	// longest delays is first read halfway (schedule).
+	shortTaskCeilings = 2
 	// waitBurst is how many requests a wait may make before MaxRate
 	// paces it.
 	waitBurst = 10
@@ -361,12 +364,13 @@ func (c *Client) schedule(typ string, opts WaitOptions) *pollSchedule {
 		s.ceiling = c.scaled(maxPoll)
 	}
 	s.ceiling = max(s.ceiling, s.first)
-	// A task expected to end within two of the longest delays (a
-	// vzdestroy, a vzstop) is first read halfway: a task that fails at
-	// once is still seen within that delay, as by a poll a second, and
-	// the read soon after the start would only say it runs (issue 30: a
-	// destroy's vzdestroy cost three status reads, now two).
-	if s.late > 0 && s.expect/2 <= s.ceiling {
+	// A task expected to end within four of the longest delays (a
+	// vzdestroy, a vzstop, a vzstart, a vzshutdown) is first read
+	// halfway: a task that fails at once is still seen within two of
+	// those delays, and the read soon after the start would only say it
+	// runs (issue 30: a destroy's vzdestroy cost three status reads, now
+	// two; its vzshutdown, four s, three, now two when on time).
+	if s.late > 0 && s.expect/2 <= shortTaskCeilings*s.ceiling {
 		s.late = s.expect / 2
 	}
 	if opts.OnLog != nil {
