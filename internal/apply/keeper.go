@@ -203,6 +203,35 @@ func (k *keeper) unprotectedHeld(ctx context.Context, fn func() error) (err erro
 	return fn()
 }
 
+// unprotectedEnding is unprotected for an fn whose last write can set
+// the protection again itself: fn calls reprotect on that write's
+// update, and once fn has returned without an error the write has
+// carried it, so the separate write of reprotect (and its read) is not
+// made (issue 30: a free's last write, whose deletes PVE applies before
+// its sets and checks against the config as it was, protection off:
+// pve-container's update_pct_config and vmconfig_apply_pending). An
+// error, a panic, or an fn that never asked, still gets reprotect.
+func (k *keeper) unprotectedEnding(ctx context.Context, fn func(reprotect func(u *pve.ConfigUpdate)) error) (err error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	done := false
+	defer func() {
+		if done {
+			return
+		}
+		if perr := k.reprotect(ctx); perr != nil {
+			err = errors.Join(err, perr)
+		}
+	}()
+	if err := k.setProtection(ctx, false); err != nil {
+		return err
+	}
+	asked := false
+	err = fn(func(u *pve.ConfigUpdate) { u.Protection, asked = pve.Ptr(true), true })
+	done = err == nil && asked
+	return err
+}
+
 // reprotectTries and reprotectFirstDelay bound reprotect: tries with
 // doubling pauses between them (0.5 s, 1 s, 2 s, 4 s: under 8 s of
 // pauses), each try at most reprotectTryTimeout.
