@@ -13,6 +13,7 @@ import (
 	"github.com/corralhq/corral/internal/apply"
 	"github.com/corralhq/corral/internal/plan"
 	"github.com/corralhq/corral/internal/pvetest"
+	"github.com/corralhq/corral/internal/sim/model"
 )
 
 // protectWrites counts a run's keeper config writes that set the
@@ -95,6 +96,74 @@ func TestFreeSetsProtectionInItsLastWrite(t *testing.T) {
 		}
 		if k := r.observe().Keepers["pve"][0]; !k.Protected {
 			t.Errorf("refuse %v: keeper %d is not protected after the free", tc.refuse, k.VMID)
+		}
+	}
+}
+
+// keeperPuts counts a run's config writes and those PVE refused.
+type keeperPuts struct {
+	base http.RoundTripper
+
+	mu            sync.Mutex
+	puts, refused int
+}
+
+func (k *keeperPuts) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := k.base.RoundTrip(r)
+	if r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, "/config") {
+		k.mu.Lock()
+		k.puts++
+		if err == nil && resp.StatusCode >= 400 {
+			k.refused++
+		}
+		k.mu.Unlock()
+	}
+	return resp, err
+}
+
+// TestSeededKeeperWriteStartsAgainWhenTheKeeperChanged: the lease's write
+// starts from the observation's read of the keeper and its digest
+// (issue 30); when the keeper changed after that read (here its
+// protection cleared by hand), PVE refuses that write, and the lock is
+// taken from a fresh read without undoing the change. With the keeper
+// unchanged the first write is taken.
+func TestSeededKeeperWriteStartsAgainWhenTheKeeperChanged(t *testing.T) {
+	t.Parallel()
+	base := newRig(t)
+	if _, err := base.run(cycle[0], 0); err != nil {
+		t.Fatal(err)
+	}
+	frozen := base.freeze()
+	for _, changed := range []bool{false, true} {
+		r := thaw(t, frozen)
+		obs := r.observe()
+		vmid := obs.Keepers["pve"][0].VMID
+		if changed {
+			if err := r.srv.Cluster().UpdateCTConfig(model.Auth{UserID: "root@pam"}, "pve", vmid, map[string]string{"protection": "0"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		kp := &keeperPuts{base: r.srv.HTTPClient().Transport}
+		c := pvetest.Client(t, r.srv, r.srv.Credentials().OperatorToken, pvetest.Transport(kp), fastRetry)
+		l, err := (&apply.Executor{Client: c}).Lock(t.Context(), obs, []string{"pve"}, apply.LockOptions{Command: "test"})
+		if err != nil {
+			t.Fatalf("changed %v: lock: %v", changed, err)
+		}
+		after := r.observe().Keepers["pve"][0]
+		l.Release()
+		wantRefused := 0
+		if changed {
+			wantRefused = 1
+		}
+		// The lease's write(s) and the release's.
+		if kp.puts != 2+wantRefused || kp.refused != wantRefused {
+			t.Errorf("changed %v: %d config writes, %d refused; want %d and %d", changed, kp.puts, kp.refused, 2+wantRefused, wantRefused)
+		}
+		if after.Lease == nil {
+			t.Errorf("changed %v: no lease in keeper %d after the lock", changed, vmid)
+		}
+		if after.Protected == changed {
+			t.Errorf("changed %v: keeper %d protected %v after the lease's write", changed, vmid, after.Protected)
 		}
 	}
 }

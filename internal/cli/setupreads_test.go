@@ -184,17 +184,18 @@ func TestNoopApplyReadsWhatItsPlanReads(t *testing.T) {
 // new volume is in the read the reprotect right after it made, so it is
 // not read a third time (issue 30). App notes has two volumes: each is
 // an unprotect, an allocation and a reprotect (3 reads, 3 writes), and
-// the lock's release is one more of each: 7 config reads, where each
-// volume took a fourth before. The app's own mount point writes need
-// no read.
+// the lock's release is one more of each: 7 writes, where each volume
+// took a fourth read before. The first unprotect starts from the plan's
+// read of the keeper, its digest checked by PVE (seededChange; issue
+// 30), so 6 config reads. The app's own mount point writes need no read.
 func TestFirstApplyReadsTheKeeperOncePerWrite(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t)
 	m := manifestWith(t, "512")
 	c.srv.ResetRequests()
 	c.mustRun("apply", "-f", m, "--auto-approve")
-	if got := c.requestCount("GET /nodes/{node}/lxc/{vmid}/config"); got != 7 {
-		t.Errorf("first apply read a container config %d times, want 7 (one per keeper write)", got)
+	if got := c.requestCount("GET /nodes/{node}/lxc/{vmid}/config"); got != 6 {
+		t.Errorf("first apply read a container config %d times, want 6 (one per keeper write but the first)", got)
 	}
 }
 
@@ -219,10 +220,15 @@ func TestFirstApplyReadsTheKeeperOncePerWrite(t *testing.T) {
 // The free's last write (the volumes' deletes) sets the keeper's
 // protection again itself, so the separate reprotect's read and write
 // are not made (issue 30).
+// The lease's write starts from the shown plan's read of the keeper,
+// and the free's first write (the unprotect) from the plan under the
+// lock's, each sent with that read's digest (seededChange): PVE refuses
+// it if the keeper changed since, and a fresh read starts again (issue
+// 30: two config reads). 6 config writes mean none was refused.
 // What is left: 4 listings (the plan shown, the lock's, the plan under
-// the lock, the free's check) and 5 config reads, all the keeper's (the
-// lease's write, the free's three writes, the lease's release), and 6
-// config writes (those five and the app's detach).
+// the lock, the free's check) and 3 config reads, all the keeper's (the
+// free's two deleting writes, the lease's release), and 6 config writes
+// (the lease, the app's detach, the free's three, the release).
 func TestDestroyDeleteVolumesReadsEachThingOnce(t *testing.T) {
 	t.Parallel()
 	for _, nodes := range []int{1, 2} {
@@ -239,7 +245,7 @@ func TestDestroyDeleteVolumesReadsEachThingOnce(t *testing.T) {
 			}
 			want := map[string]int{"GET /nodes/{node}/storage": 1}
 			if nodes == 1 {
-				want = map[string]int{"GET /cluster/resources": 4, "GET /nodes/{node}/lxc/{vmid}/config": 5, "GET /nodes/{node}/lxc/{vmid}/pending": 5, "GET /nodes/{node}/lxc/{vmid}/status/current": 0,
+				want = map[string]int{"GET /cluster/resources": 4, "GET /nodes/{node}/lxc/{vmid}/config": 3, "GET /nodes/{node}/lxc/{vmid}/pending": 5, "GET /nodes/{node}/lxc/{vmid}/status/current": 0,
 					"GET /nodes/{node}/network": 0, "GET /nodes/{node}/storage": 0, "PUT /nodes/{node}/lxc/{vmid}/config": 6}
 			}
 			for ep, n := range want {
