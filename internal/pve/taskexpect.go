@@ -95,7 +95,8 @@ type pollSchedule struct {
 	// length is expected (its POST has just returned; a task that fails
 	// at once, or an emulator's that runs faster than it said, is still
 	// seen soon), or halfway for one expected to end within four of the
-	// longest delays (schedule); none for one whose length is not known.
+	// longest delays, its expected end for one within two (schedule);
+	// none for one whose length is not known.
 	late time.Duration
 	// maxSlack bounds slack; slack is how long before the next read a
 	// list read of the node may have begun to answer it instead

@@ -133,11 +133,11 @@ func TestWaitTaskFollowsAKnownTimeScale(t *testing.T) {
 }
 
 // A task expected to end within four of the longest poll delays (a
-// vzdestroy, 2 s; a vzshutdown, 4 s) is first read halfway, not also
-// 100 ms after its start: a task that fails at once is still seen within
-// two seconds, and one that ends on time costs two status reads, not
-// three (issue 30: a destroy's vzdestroy and vzshutdown made three each
-// when on time).
+// vzshutdown, 4 s) is first read halfway, not also 100 ms after its
+// start, and one within two (a vzdestroy, 2 s) first at its expected
+// end: a task that fails at once is still seen within two seconds, and
+// one that ends on time costs two status reads and one (issue 30: a
+// destroy's vzdestroy and vzshutdown made three each when on time).
 func TestWaitTaskReadsAShortTaskTwice(t *testing.T) {
 	const (
 		destroyUPID  = "UPID:pve:0003A2F0:0151D001:69F479DC:vzdestroy:101:ctl@pve!ctl:"
@@ -149,8 +149,8 @@ func TestWaitTaskReadsAShortTaskTwice(t *testing.T) {
 		maxPolls int
 		maxLate  time.Duration
 	}{
-		{destroyUPID, 2 * time.Second, 2, 100 * time.Millisecond}, // on time
-		{destroyUPID, 0, 1, time.Second},                          // fails or ends at once
+		{destroyUPID, 2 * time.Second, 1, 100 * time.Millisecond}, // on time
+		{destroyUPID, 0, 1, 2100 * time.Millisecond},              // fails or ends at once
 		{shutdownUPID, 4 * time.Second, 2, 100 * time.Millisecond},
 		{shutdownUPID, 0, 1, 2 * time.Second},
 	} {

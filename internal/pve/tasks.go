@@ -365,12 +365,16 @@ func (c *Client) schedule(typ string, opts WaitOptions) *pollSchedule {
 	}
 	s.ceiling = max(s.ceiling, s.first)
 	// A task expected to end within four of the longest delays (a
-	// vzdestroy, a vzstop, a vzstart, a vzshutdown) is first read
-	// halfway: a task that fails at once is still seen within two of
-	// those delays, and the read soon after the start would only say it
-	// runs (issue 30: a destroy's vzdestroy cost three status reads, now
-	// two; its vzshutdown, four s, three, now two when on time).
-	if s.late > 0 && s.expect/2 <= shortTaskCeilings*s.ceiling {
+	// vzstart, a vzshutdown) is first read halfway, and one expected
+	// within two (a vzdestroy, a vzstop) first at its expected end: a
+	// task that fails at once is still seen within two of those delays,
+	// and the reads before would only say it runs (issue 30: a destroy's
+	// vzdestroy cost three status reads, now one when on time; its
+	// vzshutdown three, now two).
+	switch {
+	case s.late > 0 && s.expect <= shortTaskCeilings*s.ceiling:
+		s.late = s.expect + s.margin
+	case s.late > 0 && s.expect/2 <= shortTaskCeilings*s.ceiling:
 		s.late = s.expect / 2
 	}
 	if opts.OnLog != nil {
