@@ -37,7 +37,10 @@ func (e *Executor) Destroy(ctx context.Context, p *plan.Plan, obs *plan.Observed
 			changes = append(changes, c)
 		}
 	}
-	if err := e.guardDestroySnapshots(ctx, changes); err != nil {
+	// The guard takes the listing the plan was made from (KeepListing):
+	// the stale copies destroyed above only make it list guests that are
+	// gone, whose snapshots read as none.
+	if err := e.guardDestroySnapshots(plannedListing(ctx), changes); err != nil {
 		return nil, err
 	}
 	var mu sync.Mutex

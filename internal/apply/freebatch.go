@@ -80,13 +80,13 @@ func (k *keeper) freeChecked(ctx context.Context, vols []keeperVol, inUse map[st
 		return errs
 	}
 	var skip map[int]error // records that no longer name the volume
-	err = k.unprotected(ctx, func() error {
+	err = k.unprotectedEnding(ctx, func(reprotect func(u *pve.ConfigUpdate)) error {
 		// Two writes, as PVE frees a mount point's volume only once it is
 		// unusedN. The first removes the mount points but keeps the Notes
 		// lines, so a run killed in between leaves records whose mount
 		// points were removed, which the next plan mounts again (nothing
 		// freed, nothing orphaned); the second frees the volumes and
-		// drops the lines at once.
+		// drops the lines at once, and sets the protection again.
 		if err := k.change(ctx, fmt.Sprintf("unmount %d volume(s)", len(todo)), func(s *keeperState) (*pve.ConfigUpdate, error) {
 			var u *pve.ConfigUpdate
 			u, skip = unmountUpdate(k.vmid, s, vols, todo)
@@ -111,6 +111,7 @@ func (k *keeper) freeChecked(ctx context.Context, vols []keeperVol, inUse map[st
 				}
 			}
 			slices.Sort(u.Delete)
+			reprotect(u)
 			return u, nil
 		})
 	})

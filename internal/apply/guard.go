@@ -104,7 +104,7 @@ func NodeReferences(ctx context.Context, c *pve.Client, node string) (map[string
 // references reads the guest configs of node, or with all those of every
 // node (each reference then names its node when it is not node's).
 func references(ctx context.Context, c *pve.Client, node string, all bool) (map[string][]Reference, error) {
-	return referencesSkip(ctx, c, node, all, "")
+	return referencesSkip(ctx, c, node, all, "", 0)
 }
 
 // skipNodeKey carries the offline node whose guests an app recovery may
@@ -126,7 +126,7 @@ func skippedNode(ctx context.Context) string {
 
 // referencesSkip is references, leaving out the guests of node skip
 // whose configs cannot be read (the node is offline).
-func referencesSkip(ctx context.Context, c *pve.Client, node string, all bool, skip string) (map[string][]Reference, error) {
+func referencesSkip(ctx context.Context, c *pve.Client, node string, all bool, skip string, unread int) (map[string][]Reference, error) {
 	res, err := listGuests(ctx, c)
 	if err != nil {
 		return nil, fmt.Errorf("list guests: %w", err)
@@ -136,7 +136,7 @@ func referencesSkip(ctx context.Context, c *pve.Client, node string, all bool, s
 	// too): on a node with hundreds of guests one after another is what
 	// made every attach slower as a drain filled the node.
 	res = slices.DeleteFunc(res, func(r resource) bool {
-		return (!all && r.Node != node) || (r.Type != "lxc" && r.Type != "qemu")
+		return (!all && r.Node != node) || (r.Type != "lxc" && r.Type != "qemu") || (unread != 0 && r.VMID == unread)
 	})
 	entries := make([][]pve.PendingEntry, len(res))
 	errs := make([]error, len(res))
@@ -245,8 +245,15 @@ func onSharedStorage(ctx context.Context, c *pve.Client, node string, volids []s
 	return false, nil
 }
 
-// sharedStorages are the storages node lists as shared.
+// sharedStorages are the storages node lists as shared. In a cluster of
+// node alone (the node list this run read says so) none is: sharedness
+// only decides whether another node's guests are read, and there are
+// none, so the storage list is not read (issue 30: a one-node destroy
+// --delete-volumes read it for its snapshot guard alone).
 func sharedStorages(ctx context.Context, c *pve.Client, node string) (map[string]bool, error) {
+	if nodes, ok := c.KnownNodes(); ok && len(nodes) == 1 && nodes[0].Node == node {
+		return map[string]bool{}, nil
+	}
 	storages, err := c.StorageList(ctx, node, "")
 	if err != nil {
 		return nil, fmt.Errorf("list storages of node %s: %w", node, err)
@@ -273,6 +280,9 @@ type sweepKey struct {
 	node string
 	all  bool
 	skip string
+	// unread is a guest whose config the read leaves out, as every
+	// caller of the read allows its references (referencedBy); 0 none.
+	unread int
 }
 
 // sweep is one read of the guests; done closes when refs and err are set.

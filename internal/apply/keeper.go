@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/corralhq/corral/internal/plan"
@@ -27,7 +28,11 @@ import (
 // digest, compute the change from what was read, PUT it with that digest,
 // and start again from a fresh read if PVE answers that the config
 // changed meanwhile. Nothing corral writes there is computed from an
-// earlier read, so two writers never undo each other's work.
+// earlier read, so two writers never undo each other's work. (A write
+// that starts from the observation's read, seededChange, is computed
+// from a read whose digest it carries: PVE takes it only if nothing
+// changed since, which is what a fresh read would have shown; a decision
+// not to write is never taken from it.)
 type keeper struct {
 	ops  *keeperOps // how it is read and written
 	node string
@@ -44,6 +49,11 @@ type keeper struct {
 
 	qmu   sync.Mutex // queue
 	queue []*takeReq // moves waiting for the next protection window (takeBatched)
+
+	// seed is the config an observation read of the keeper, with PVE's
+	// digest, for the first attempt of the next seededChange instead of
+	// a read of its own; nil once used, or after any other change.
+	seed atomic.Pointer[pve.ContainerConfig]
 
 	smu sync.Mutex // the fields below
 	// What the last read or write saw; used to pick a keeper with room.
@@ -89,13 +99,46 @@ func (k *keeper) read(ctx context.Context) (*pve.ContainerConfig, error) {
 // Notes are rendered again from the fresh records with the edit's intents
 // and lease, so they always follow the mount points.
 func (k *keeper) change(ctx context.Context, what string, edit func(s *keeperState) (*pve.ConfigUpdate, error)) error {
+	k.seed.Store(nil) // what it writes makes the observation's read stale
+	return k.cas(ctx, what, edit, nil)
+}
+
+// seededChange is change whose first attempt starts from the keeper's
+// seed (the observation's read and its digest) when it has one, instead
+// of a read (issue 30: the lock's lease and a free's first write each
+// read the keeper the plan had just read). Only a write is taken from
+// the seed, checked by PVE against its digest: an edit that fails or
+// finds nothing to write on it runs again on a fresh read.
+func (k *keeper) seededChange(ctx context.Context, what string, edit func(s *keeperState) (*pve.ConfigUpdate, error)) error {
+	return k.cas(ctx, what, edit, k.seed.Swap(nil))
+}
+
+// seedFrom makes the observed keeper o's read k's seed (none when its
+// digest is unknown) and returns k.
+func (k *keeper) seedFrom(o *plan.Keeper) *keeper {
+	if o != nil && o.Digest != "" && o.VMID == k.vmid {
+		k.seed.Store(&pve.ContainerConfig{Digest: o.Digest, Values: maps.Clone(o.Config)})
+	}
+	return k
+}
+
+// cas is the compare-and-swap loop of change, its first attempt from
+// seed when not nil.
+func (k *keeper) cas(ctx context.Context, what string, edit func(s *keeperState) (*pve.ConfigUpdate, error), seed *pve.ContainerConfig) error {
 	for attempt := 1; ; attempt++ {
-		cc, err := k.read(ctx)
-		if err != nil {
-			return err
+		cc, seeded := seed, seed != nil
+		seed = nil
+		if !seeded {
+			var err error
+			if cc, err = k.read(ctx); err != nil {
+				return err
+			}
 		}
-		s := newKeeperState(cc.Values)
+		s := newKeeperState(maps.Clone(cc.Values))
 		params, err := edit(s)
+		if seeded && (err != nil || params == nil) {
+			continue // decided on the observation's read: a fresh one decides
+		}
 		if err != nil {
 			return err
 		}
@@ -107,6 +150,9 @@ func (k *keeper) change(ctx context.Context, what string, edit func(s *keeperSta
 		notes.Records = s.records
 		if d := notes.Render(); d != cc.Values["description"] {
 			params.Description = &d
+		}
+		if seeded && params.IsZero() {
+			continue
 		}
 		if params.IsZero() {
 			k.remember(s)
@@ -170,7 +216,13 @@ func (k *keeper) setProtection(ctx context.Context, on bool) error {
 	if on {
 		what = "set protection"
 	}
-	return k.change(ctx, what, func(s *keeperState) (*pve.ConfigUpdate, error) {
+	write := k.change
+	if !on {
+		// Clearing it starts a volume operation, the keeper's first write
+		// since the plan's read as a rule.
+		write = k.seededChange
+	}
+	return write(ctx, what, func(s *keeperState) (*pve.ConfigUpdate, error) {
 		if (s.conf["protection"] == "1") == on {
 			return &pve.ConfigUpdate{}, nil // the Notes may still be brought up to date
 		}
@@ -201,6 +253,35 @@ func (k *keeper) unprotectedHeld(ctx context.Context, fn func() error) (err erro
 		return err
 	}
 	return fn()
+}
+
+// unprotectedEnding is unprotected for an fn whose last write can set
+// the protection again itself: fn calls reprotect on that write's
+// update, and once fn has returned without an error the write has
+// carried it, so the separate write of reprotect (and its read) is not
+// made (issue 30: a free's last write, whose deletes PVE applies before
+// its sets and checks against the config as it was, protection off:
+// pve-container's update_pct_config and vmconfig_apply_pending). An
+// error, a panic, or an fn that never asked, still gets reprotect.
+func (k *keeper) unprotectedEnding(ctx context.Context, fn func(reprotect func(u *pve.ConfigUpdate)) error) (err error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	done := false
+	defer func() {
+		if done {
+			return
+		}
+		if perr := k.reprotect(ctx); perr != nil {
+			err = errors.Join(err, perr)
+		}
+	}()
+	if err := k.setProtection(ctx, false); err != nil {
+		return err
+	}
+	asked := false
+	err = fn(func(u *pve.ConfigUpdate) { u.Protection, asked = pve.Ptr(true), true })
+	done = err == nil && asked
+	return err
 }
 
 // reprotectTries and reprotectFirstDelay bound reprotect: tries with

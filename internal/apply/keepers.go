@@ -113,10 +113,10 @@ func (ko *keeperOps) keeperSet(obs *plan.Observed) *keeperSet {
 	s := &keeperSet{byNode: map[string][]*keeper{}}
 	for node, ks := range obs.Keepers {
 		for _, k := range ks {
-			s.byNode[node] = append(s.byNode[node], &keeper{
+			s.byNode[node] = append(s.byNode[node], (&keeper{
 				ops: ko, node: node, vmid: k.VMID,
 				records: k.Records, intents: k.Intents, projects: k.Projects, declared: k.Declared, volumes: plan.VolumeEntries(k.Config),
-			})
+			}).seedFrom(k))
 		}
 	}
 	return s

@@ -48,3 +48,49 @@ func listGuests(ctx context.Context, c *pve.Client) ([]resource, error) {
 	}
 	return slices.Clone(l.res), nil
 }
+
+// planListingKey is the context key of KeepListing's listing.
+type planListingKey struct{}
+
+// KeepListing marks ctx so that the next ObserveWith under it keeps the
+// guest listing its observation was made from, for the one check of
+// Destroy that runs before anything of the plan changes: the snapshot
+// guard (guardDestroySnapshots). A destroy under the lock plans and then
+// guards with nothing written between, so listing the cluster again
+// there could only show what the plan's listing showed (issue 30: the
+// guard's listing was one of the five of a one-app destroy). The checks
+// made right before a write (the identity check, the free's check) still
+// read afresh: they never take this listing.
+func KeepListing(ctx context.Context) context.Context {
+	return context.WithValue(ctx, planListingKey{}, &sharedListing{})
+}
+
+// keepListing records res, an observation's settled listing, in ctx's
+// KeepListing mark, if any (a later observation replaces it).
+func keepListing(ctx context.Context, res []resource) {
+	l, _ := ctx.Value(planListingKey{}).(*sharedListing)
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.res, l.read = slices.Clone(res), true
+}
+
+// plannedListing is ctx with the listing kept by KeepListing as the one
+// listGuests answers from, taken once: a second caller lists afresh.
+// Without a kept listing it is ctx.
+func plannedListing(ctx context.Context) context.Context {
+	l, _ := ctx.Value(planListingKey{}).(*sharedListing)
+	if l == nil {
+		return ctx
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.read {
+		return ctx
+	}
+	kept := &sharedListing{res: l.res, read: true}
+	l.res, l.read = nil, false
+	return context.WithValue(ctx, listingKey{}, kept)
+}

@@ -209,7 +209,11 @@ func (l *Lock) take(ctx context.Context, k *keeper, node string, opts LockOption
 	told := ""
 	for {
 		var held *plan.Lease
-		err := k.change(ctx, "take the lock", func(s *keeperState) (*pve.ConfigUpdate, error) {
+		// The first try starts from the plan's read of the keeper
+		// (seededChange): its digest makes the write fail if anything
+		// changed since, and a lease found there is read again.
+		err := k.seededChange(ctx, "take the lock", func(s *keeperState) (*pve.ConfigUpdate, error) {
+			held = nil
 			now := time.Now()
 			// A live lease of another corral is waited for; one that ran
 			// out, or whose holder was a process of this machine that is
@@ -398,7 +402,7 @@ func (l *Lock) lockKeeper(ctx context.Context, ko *keeperOps, obs *plan.Observed
 		return nil, nil, nil, fmt.Errorf("lock node %s: %s", node, prob)
 	}
 	if ks := obs.Keepers[node]; len(ks) > 0 {
-		return &keeper{ops: ko, node: node, vmid: ks[0].VMID}, nil, nil, nil
+		return (&keeper{ops: ko, node: node, vmid: ks[0].VMID}).seedFrom(ks[0]), nil, nil, nil
 	}
 	tmpl := opts.Template
 	if obs.SetupDeferred {

@@ -3,6 +3,7 @@ package apply_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -59,10 +60,22 @@ var (
 	adoptLines = regexp.MustCompile(`(?m)^corral-adopting: `)
 )
 
-// windowGate sends a run's requests to PVE and makes the first keeper
-// window on pve2 wait until every carrier has reached pve2 and been read
-// there by handOver, so that the next window takes two moves at once. Its
-// kill picks a request of that shared window (see the modes below).
+// windowGate sends a run's requests to PVE and holds the first keeper
+// window on pve2 (its protection=0 write) open until every carrier has
+// been handed over as far as the keeper's queue (keeperbatch.go), so
+// that the window after it takes two moves at once. Its kill picks a
+// request of that shared window (see the modes below).
+//
+// A carrier reaches the queue right after the last request of its hand-
+// over: handOver's read of its unusedN entries on the target node (move.go
+// unusedKeys), the second read of its config there after handOverCarried's.
+// The gate counts those reads as they are answered, and looks at the
+// count whenever it changes and when it starts holding: a count complete
+// before the first window opened (every carrier read before the first
+// protection write arrived) used to be looked at by no later read, and
+// the gate held the window until its guard (seen in CI, 20 minutes). If
+// the guard ever ends the hold, the test fails: the gate waited for a
+// read the code no longer makes.
 type windowGate struct {
 	base   http.RoundTripper
 	kill   string
@@ -70,13 +83,37 @@ type windowGate struct {
 
 	mu       sync.Mutex
 	carriers map[string]bool // VMIDs of the carriers created
-	reads    map[string]int  // GETs of their config on pve2
-	ready    chan struct{}
-	until    time.Time // the gate's hang guard: shortly before the test's deadline
+	reads    map[string]int  // answered GETs of their config on pve2
+	ready    chan struct{}   // closed once every carrier is at the queue
+	until    time.Time       // the gate's hang guard: shortly before the test's deadline
 	gated    bool
+	timedOut bool // the guard, not the carriers, ended the hold
 	shared   bool // a window's intent write named two or more volumes
 	moves    int  // move_volume into the target keeper since then
 	dead     bool
+}
+
+// handOverReads is how often a hand-over reads its carrier on the
+// target node before it queues for the keeper (handOverCarried's read,
+// then unusedKeys').
+const handOverReads = 2
+
+// atQueue closes ready once every carrier is at the keeper's queue;
+// g.mu is held.
+func (g *windowGate) atQueue() {
+	if !g.gated || len(g.carriers) < len(windowApps) {
+		return
+	}
+	for id := range g.carriers {
+		if g.reads[id] < handOverReads {
+			return
+		}
+	}
+	select {
+	case <-g.ready:
+	default:
+		close(g.ready)
+	}
 }
 
 func (g *windowGate) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -96,30 +133,16 @@ func (g *windowGate) RoundTrip(r *http.Request) (*http.Response, error) {
 	if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/lxc") && form.Get("hostname") == plan.CarrierName {
 		g.carriers[form.Get("vmid")] = true
 	}
+	carrierRead := false
 	wait := false
 	kill, drop := false, false
 	if m != nil && m[1] == "pve2" {
 		switch {
 		case r.Method == http.MethodGet && m[3] == "/config" && g.carriers[m[2]]:
-			g.reads[m[2]]++
-			if !g.gated {
-				break
-			}
-			n := 0
-			for id := range g.carriers {
-				if g.reads[id] >= 2 {
-					n++
-				}
-			}
-			if n == len(windowApps) {
-				select {
-				case <-g.ready:
-				default:
-					close(g.ready)
-				}
-			}
+			carrierRead = true
 		case r.Method == http.MethodPut && m[3] == "/config" && form.Get("protection") == "0" && !g.gated:
 			g.gated, wait = true, true
+			g.atQueue()
 		case r.Method == http.MethodPut && m[3] == "/config" && len(adoptLines.FindAllString(form.Get("description"), -1)) >= 2 && !g.shared:
 			g.shared = true
 			kill = g.kill == "after-intent"
@@ -136,10 +159,7 @@ func (g *windowGate) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	g.mu.Unlock()
 	if wait {
-		select {
-		case <-g.ready:
-		case <-time.After(time.Until(g.until)): // a hang guard: the test then fails below, the window not shared
-		}
+		g.hold()
 	}
 	if kill {
 		if !drop {
@@ -150,16 +170,32 @@ func (g *windowGate) RoundTrip(r *http.Request) (*http.Response, error) {
 		g.cancel()
 		return nil, errKilled
 	}
-	return g.base.RoundTrip(r)
+	resp, err := g.base.RoundTrip(r)
+	if carrierRead && err == nil {
+		// Counted once answered: the hand-over queues right after it.
+		g.mu.Lock()
+		g.reads[m[2]]++
+		g.atQueue()
+		g.mu.Unlock()
+	}
+	return resp, err
 }
 
-// gateUntil is when the gate stops waiting for the carriers: two minutes
+// hold waits until every carrier is at the keeper's queue, or the guard.
+func (g *windowGate) hold() {
+	select {
+	case <-g.ready:
+	case <-time.After(time.Until(g.until)):
+		g.mu.Lock()
+		g.timedOut = true
+		g.mu.Unlock()
+	}
+}
+
+// gateUntil is when the gate stops holding the first window: two minutes
 // on, or a minute before the test's deadline (-timeout) if that is
-// sooner. Some runs never reach the gate's count of carrier reads (seen
-// at 1edcd71: two of ten subtests held until the guard, then passed
-// with the window shared), and a guard at the deadline alone held such a
-// subtest for 29 minutes of CI's 30; two minutes is far more than the
-// carriers' creates and migrations take at time scale 0.
+// sooner; far more than the carriers' creates and migrations take at
+// time scale 0. A run that reaches it fails (windowGate).
 func gateUntil(t *testing.T) time.Time {
 	until := time.Now().Add(2 * time.Minute)
 	if dl, ok := t.Deadline(); ok && dl.Add(-time.Minute).Before(until) {
@@ -213,6 +249,12 @@ func TestMoveCrashInSharedKeeperWindow(t *testing.T) {
 					t.Fatal(err)
 				}
 				err = (&apply.Executor{Client: c}).Apply(ctx, p, obs)
+				g.mu.Lock()
+				timedOut, seen := g.timedOut, fmt.Sprintf("carriers %v, hand-over reads %v", g.carriers, g.reads)
+				g.mu.Unlock()
+				if timedOut {
+					t.Fatalf("the gate held the first window until its guard: the carriers never all reached the keeper's queue (%s): %v", seen, err)
+				}
 				if !g.shared || !g.dead {
 					t.Fatalf("no shared window was killed (shared %v, killed %v, carriers %v): %v", g.shared, g.dead, g.carriers, err)
 				}

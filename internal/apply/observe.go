@@ -64,6 +64,7 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 	if err != nil {
 		return nil, err
 	}
+	keepListing(ctx, res)
 	o.visibility(ctx, res, online)
 	o.reads = readCTs(ctx, c, res, o.obs.Offline)
 	for _, r := range res {
@@ -186,6 +187,11 @@ func (o *observation) read(node string, vmid int) (conf, pending map[string]stri
 	return r.conf, r.pending, r.digest, r.err
 }
 
+// pveDigest is PVE's digest of CT vmid's config as readCTs read it.
+func (o *observation) pveDigest(node string, vmid int) string {
+	return o.reads[node+"/"+strconv.Itoa(vmid)].pveDigest
+}
+
 // observedCT is the plan's view of r with its config.
 func observedCT(r resource, conf, pending map[string]string, digest string) *plan.CT {
 	return &plan.CT{VMID: r.VMID, Node: r.Node, Status: r.Status, Lock: conf["lock"], Config: conf, Pending: pending, Digest: digest, Pool: r.Pool, HAState: r.HAState}
@@ -222,7 +228,11 @@ func (o *observation) guest(ctx context.Context, r resource) error {
 		return err
 	}
 	if slices.Contains(tags, plan.TagKeeper) {
-		obs.Keepers[r.Node] = append(obs.Keepers[r.Node], plan.NewKeeper(r.VMID, r.Node, conf))
+		k := plan.NewKeeper(r.VMID, r.Node, conf)
+		if len(pending) == 0 {
+			k.Digest = o.pveDigest(r.Node, r.VMID)
+		}
+		obs.Keepers[r.Node] = append(obs.Keepers[r.Node], k)
 		return nil
 	}
 	if slices.Contains(tags, plan.TagCarrier) {
@@ -634,6 +644,7 @@ func busyTasks(ctx context.Context, c *pve.Client, nodes []string) (func([]resou
 type ctRead struct {
 	conf, pending map[string]string
 	digest        string
+	pveDigest     string // PVE's own, the compare-and-swap token
 	err           error
 }
 
@@ -660,7 +671,7 @@ func readCTs(ctx context.Context, c *pve.Client, res []resource, offline []strin
 			defer wg.Done()
 			for i := range jobs {
 				r := todo[i]
-				out[i].conf, out[i].pending, out[i].digest, out[i].err = readCT(ctx, c, r.Node, r.VMID)
+				out[i].conf, out[i].pending, out[i].digest, out[i].pveDigest, out[i].err = readCTDigest(ctx, c, r.Node, r.VMID)
 			}
 		}()
 	}
@@ -683,13 +694,23 @@ func readCTs(ctx context.Context, c *pve.Client, res []resource, offline []strin
 // takes a volume away at the next restart. digest is plannedDigest of
 // what was read: what a plan made from it is checked against.
 func readCT(ctx context.Context, c *pve.Client, node string, vmid int) (conf, pending map[string]string, digest string, err error) {
+	conf, pending, digest, _, err = readCTDigest(ctx, c, node, vmid)
+	return conf, pending, digest, err
+}
+
+// readCTDigest is readCT, and PVE's digest of the config (pveDigest),
+// which the read lists as one more entry.
+func readCTDigest(ctx context.Context, c *pve.Client, node string, vmid int) (conf, pending map[string]string, digest, pveDigest string, err error) {
 	entries, err := c.Pending(ctx, node, vmid)
 	if err != nil {
-		return nil, nil, "", fmt.Errorf("read config of ct %d: %w", vmid, err)
+		return nil, nil, "", "", fmt.Errorf("read config of ct %d: %w", vmid, err)
 	}
 	conf = make(map[string]string, len(entries))
 	for _, en := range entries {
 		if en.Key == "digest" {
+			if en.Value != nil {
+				pveDigest = string(*en.Value)
+			}
 			continue
 		}
 		if en.Value != nil {
@@ -707,7 +728,7 @@ func readCT(ctx context.Context, c *pve.Client, node string, vmid int) (conf, pe
 			pending[en.Key] = string(*en.Pending)
 		}
 	}
-	return conf, pending, plannedDigest(conf, pending), nil
+	return conf, pending, plannedDigest(conf, pending), pveDigest, nil
 }
 
 // plannedDigest is the digest a change is planned against (Change.Digest)

@@ -375,7 +375,7 @@ func (r *runner) startCT(ctx context.Context, node string, vmid int, params *pve
 // guardUnreferenced fails with *VolumeInUseError when a guest on node
 // other than those in allowed references one of volids.
 func (r *runner) guardUnreferenced(ctx context.Context, node string, volids []string, allowed ...int) error {
-	bad, err := r.referencedBy(ctx, node, volids, allowed)
+	bad, err := r.referencedBy(ctx, node, volids, allowed, 0)
 	if err != nil {
 		return err
 	}
@@ -384,8 +384,10 @@ func (r *runner) guardUnreferenced(ctx context.Context, node string, volids []st
 
 // referencedBy reads node's guests (every node's when one of volids is
 // on shared storage) and returns, for each of volids that a guest other
-// than those in allowed references, those references.
-func (r *runner) referencedBy(ctx context.Context, node string, volids []string, allowed []int) (map[string][]Reference, error) {
+// than those in allowed references, those references. The config of
+// unread (0: none), a guest whose every reference the caller allows, is
+// not read.
+func (r *runner) referencedBy(ctx context.Context, node string, volids []string, allowed []int, unread int) (map[string][]Reference, error) {
 	if len(volids) == 0 {
 		return nil, nil
 	}
@@ -395,8 +397,8 @@ func (r *runner) referencedBy(ctx context.Context, node string, volids []string,
 	}
 	// A volume on shared storage can be named by a guest on any node,
 	// and PVE lets two nodes mount it at once: read them all.
-	refs, err := r.sweeps.do(ctx, sweepKey{node: node, all: shared, skip: skippedNode(ctx)}, func() (map[string][]Reference, error) {
-		return referencesSkip(ctx, r.client, node, shared, skippedNode(ctx))
+	refs, err := r.sweeps.do(ctx, sweepKey{node: node, all: shared, skip: skippedNode(ctx), unread: unread}, func() (map[string][]Reference, error) {
+		return referencesSkip(ctx, r.client, node, shared, skippedNode(ctx), unread)
 	})
 	if err != nil {
 		return nil, err
@@ -438,7 +440,7 @@ func (r *runner) guardSnapshots(ctx context.Context, node string, volids []strin
 // reference it.
 func (r *runner) volumesInUseOwned(ctx context.Context, node string, volids []string, owner map[string]int) (map[string]*VolumeInUseError, error) {
 	ctx = oneListing(ctx)
-	refs, err := r.referencedBy(ctx, node, volids, nil)
+	refs, err := r.referencedBy(ctx, node, volids, nil, soleOwner(volids, owner))
 	if err != nil {
 		return nil, err
 	}
@@ -451,6 +453,24 @@ func (r *runner) volumesInUseOwned(ctx context.Context, node string, volids []st
 	return r.inUseWithSnapshots(ctx, node, volids, refs)
 }
 
+// soleOwner is the keeper that owns every one of volids (owner), whose
+// config the check of them need not read: its references to its own
+// volumes are allowed, and it can name no other volume of the check
+// (issue 30: the free's check read the keeper it was freeing from). It
+// is 0 when volids have two owners, or one has none: each keeper's
+// config may then name another's volume, and all are read.
+func soleOwner(volids []string, owner map[string]int) int {
+	sole := 0
+	for _, v := range volids {
+		o := owner[v]
+		if o == 0 || (sole != 0 && o != sole) {
+			return 0
+		}
+		sole = o
+	}
+	return sole
+}
+
 // volumesInUse is guardUnreferenced and guardSnapshots for many volumes
 // with one read of the guests and one of the snapshots, both from one
 // listing of the cluster (oneListing): the
@@ -458,7 +478,7 @@ func (r *runner) volumesInUseOwned(ctx context.Context, node string, volids []st
 // references, or a snapshot keeps.
 func (r *runner) volumesInUse(ctx context.Context, node string, volids []string, allowed ...int) (map[string]*VolumeInUseError, error) {
 	ctx = oneListing(ctx)
-	bad, err := r.referencedBy(ctx, node, volids, allowed)
+	bad, err := r.referencedBy(ctx, node, volids, allowed, 0)
 	if err != nil {
 		return nil, err
 	}

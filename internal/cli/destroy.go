@@ -122,7 +122,9 @@ func destroyUnderLock(ctx context.Context, st *streams, s *session, ex *apply.Ex
 		return nil, nil, redactErr(f, err)
 	}
 	defer lock.release()
-	ctx = lock.ctx
+	// The snapshot guard of ex.Destroy takes the listing of the plan
+	// made here, with nothing written between (apply.KeepListing).
+	ctx = apply.KeepListing(lock.ctx)
 	if obs, err = apply.ObserveWith(ctx, s.client, destroyObserve); err != nil {
 		return nil, nil, err
 	}

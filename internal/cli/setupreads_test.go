@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/corralhq/corral/internal/plan"
+	"github.com/corralhq/corral/internal/pvetest"
 )
 
 // requestCount is how many requests the emulator answered for endpoint
@@ -183,17 +184,18 @@ func TestNoopApplyReadsWhatItsPlanReads(t *testing.T) {
 // new volume is in the read the reprotect right after it made, so it is
 // not read a third time (issue 30). App notes has two volumes: each is
 // an unprotect, an allocation and a reprotect (3 reads, 3 writes), and
-// the lock's release is one more of each: 7 config reads, where each
-// volume took a fourth before. The app's own mount point writes need
-// no read.
+// the lock's release is one more of each: 7 writes, where each volume
+// took a fourth read before. The first unprotect starts from the plan's
+// read of the keeper, its digest checked by PVE (seededChange; issue
+// 30), so 6 config reads. The app's own mount point writes need no read.
 func TestFirstApplyReadsTheKeeperOncePerWrite(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t)
 	m := manifestWith(t, "512")
 	c.srv.ResetRequests()
 	c.mustRun("apply", "-f", m, "--auto-approve")
-	if got := c.requestCount("GET /nodes/{node}/lxc/{vmid}/config"); got != 7 {
-		t.Errorf("first apply read a container config %d times, want 7 (one per keeper write)", got)
+	if got := c.requestCount("GET /nodes/{node}/lxc/{vmid}/config"); got != 6 {
+		t.Errorf("first apply read a container config %d times, want 6 (one per keeper write but the first)", got)
 	}
 }
 
@@ -203,30 +205,55 @@ func TestFirstApplyReadsTheKeeperOncePerWrite(t *testing.T) {
 // points from that read), and the free batch's check of the node takes
 // the guests whose configs and snapshots it reads from one listing
 // (issue 30: a second config read and a second listing, back to back).
-// Its plans read no bridges and no storage list (the one list read is
-// the free's check of which storages are shared).
+// Its plans read no bridges and no storage list, and on a node alone in
+// its cluster neither do its volume checks: which storages are shared
+// decides only whether other nodes' guests are read (issue 30); with a
+// second node the checks read the list once.
 // The shutdown is asked for without a status read first: PVE refuses
 // that of a stopped container before any task, which says the same.
-// What is left: 5 listings (the plan shown, the lock's, the plan under
-// the lock, the snapshot guard before the destroy, the free's check)
-// and 6 config reads, all the keeper's (the lease's write, the free's
-// four writes, the lease's release).
+// The snapshot guard before the destroy takes the listing of the plan
+// under the lock, nothing written between (issue 30: a fifth listing).
+// The free's check reads no config of the keeper whose volumes it frees
+// (its references to them are allowed, and the check frees no other
+// keeper's: issue 30, a sixth pending read), so 5 pending reads are
+// left: the two plans' two each and the identity check.
+// The free's last write (the volumes' deletes) sets the keeper's
+// protection again itself, so the separate reprotect's read and write
+// are not made (issue 30).
+// The lease's write starts from the shown plan's read of the keeper,
+// and the free's first write (the unprotect) from the plan under the
+// lock's, each sent with that read's digest (seededChange): PVE refuses
+// it if the keeper changed since, and a fresh read starts again (issue
+// 30: two config reads). 6 config writes mean none was refused.
+// What is left: 4 listings (the plan shown, the lock's, the plan under
+// the lock, the free's check) and 3 config reads, all the keeper's (the
+// free's two deleting writes, the lease's release), and 6 config writes
+// (the lease, the app's detach, the free's three, the release).
 func TestDestroyDeleteVolumesReadsEachThingOnce(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t)
-	m := manifestWith(t, "512")
-	c.mustRun("apply", "-f", m, "--auto-approve")
-	c.srv.ResetRequests()
-	c.mustRun("destroy", "-f", m, "--auto-approve", "--delete-volumes")
-	stats, total := c.srv.Requests()
-	for _, s := range stats {
-		t.Logf("%s %d", s.Endpoint, s.Count)
-	}
-	for ep, n := range map[string]int{"GET /cluster/resources": 5, "GET /nodes/{node}/lxc/{vmid}/config": 6, "GET /nodes/{node}/lxc/{vmid}/status/current": 0,
-		"GET /nodes/{node}/network": 0, "GET /nodes/{node}/storage": 1} {
-		if got := c.requestCount(ep); got != n {
-			t.Errorf("destroy --delete-volumes (%d requests): %s read %d times, want %d", total, ep, got, n)
-		}
+	for _, nodes := range []int{1, 2} {
+		t.Run(fmt.Sprintf("%d nodes", nodes), func(t *testing.T) {
+			t.Parallel()
+			c := newCluster(t, pvetest.Nodes(nodes))
+			m := manifestWith(t, "512")
+			c.mustRun("apply", "-f", m, "--auto-approve")
+			c.srv.ResetRequests()
+			c.mustRun("destroy", "-f", m, "--auto-approve", "--delete-volumes")
+			stats, total := c.srv.Requests()
+			for _, s := range stats {
+				t.Logf("%s %d", s.Endpoint, s.Count)
+			}
+			want := map[string]int{"GET /nodes/{node}/storage": 1}
+			if nodes == 1 {
+				want = map[string]int{"GET /cluster/resources": 4, "GET /nodes/{node}/lxc/{vmid}/config": 3, "GET /nodes/{node}/lxc/{vmid}/pending": 5, "GET /nodes/{node}/lxc/{vmid}/status/current": 0,
+					"GET /nodes/{node}/network": 0, "GET /nodes/{node}/storage": 0, "PUT /nodes/{node}/lxc/{vmid}/config": 6}
+			}
+			for ep, n := range want {
+				if got := c.requestCount(ep); got != n {
+					t.Errorf("destroy --delete-volumes (%d requests): %s read %d times, want %d", total, ep, got, n)
+				}
+			}
+		})
 	}
 }
 

@@ -367,6 +367,10 @@ type Keeper struct {
 	// that declared it ("corral-declared: app=ID"); absent for records
 	// written before origins were recorded.
 	Declared map[string]string
+	// Digest is PVE's digest of the config as read (its compare-and-swap
+	// token), "" when unknown or when the read showed pending changes:
+	// a first write may be sent with it instead of a read of its own.
+	Digest string
 }
 
 // AppProject is the project app belongs to as far as the cluster says:

@@ -104,3 +104,22 @@ func (m *runMemo) nextIDOnce(ctx context.Context, read func(context.Context) (in
 	}
 	return id, nil
 }
+
+// KnownNodes is the node list this run has already read, without a
+// request: ok is false when c does not memoize (MemoizeSetup) or has
+// not read it yet. A check that only needs to know whether other nodes
+// exist (a volume on shared storage matters only to guests of another
+// node) takes it instead of a read of its own.
+func (c *Client) KnownNodes() (nodes []Node, ok bool) {
+	m := c.memo
+	if m == nil {
+		return nil, false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	v, ok := m.answers["nodes"]
+	if !ok {
+		return nil, false
+	}
+	return slices.Clone(v.([]Node)), true
+}

@@ -80,7 +80,7 @@ func (t *taskTimes) learn(typ string, running, seen, expected, margin time.Durat
 // pollSchedule says when a wait reads a task's status next. A task of
 // unknown length is read at once, then soon, then less and less often
 // (pollDelay); one whose length is expected is read 100 ms after its
-// start, then halfway, then just after its expected end, and from then on as a task of unknown length that has
+// start (not for a short one: schedule), then halfway, then just after its expected end, and from then on as a task of unknown length that has
 // just started. A task that ends early is seen at most half its expected
 // time late; one that ends on time at once; a late one within a second.
 type pollSchedule struct {
@@ -94,7 +94,9 @@ type pollSchedule struct {
 	// late is the delay before the first read: first, for a task whose
 	// length is expected (its POST has just returned; a task that fails
 	// at once, or an emulator's that runs faster than it said, is still
-	// seen soon), none for one whose length is not known.
+	// seen soon), or halfway for one expected to end within four of the
+	// longest delays, its expected end for one within two (schedule);
+	// none for one whose length is not known.
 	late time.Duration
 	// maxSlack bounds slack; slack is how long before the next read a
 	// list read of the node may have begun to answer it instead

@@ -131,3 +131,42 @@ func TestWaitTaskFollowsAKnownTimeScale(t *testing.T) {
 		}
 	}
 }
+
+// A task expected to end within four of the longest poll delays (a
+// vzshutdown, 4 s) is first read halfway, not also 100 ms after its
+// start, and one within two (a vzdestroy, 2 s) first at its expected
+// end: a task that fails at once is still seen within two seconds, and
+// one that ends on time costs two status reads and one (issue 30: a
+// destroy's vzdestroy and vzshutdown made three each when on time).
+func TestWaitTaskReadsAShortTaskTwice(t *testing.T) {
+	const (
+		destroyUPID  = "UPID:pve:0003A2F0:0151D001:69F479DC:vzdestroy:101:ctl@pve!ctl:"
+		shutdownUPID = "UPID:pve:0003A2F0:0151D001:69F479DC:vzshutdown:101:ctl@pve!ctl:"
+	)
+	for _, tc := range []struct {
+		upid     string
+		run      time.Duration
+		maxPolls int
+		maxLate  time.Duration
+	}{
+		{destroyUPID, 2 * time.Second, 1, 100 * time.Millisecond}, // on time
+		{destroyUPID, 0, 1, 2100 * time.Millisecond},              // fails or ends at once
+		{shutdownUPID, 4 * time.Second, 2, 100 * time.Millisecond},
+		{shutdownUPID, 0, 1, 2 * time.Second},
+	} {
+		clk := &fakeClock{now: time.Unix(1777629600, 0)}
+		ft := &timedTask{clk: clk, end: clk.Now().Add(tc.run)}
+		scale := 1.0
+		c := newTestClient(t, ft.handler(t), func(cfg *pve.Config) { cfg.TaskTimeScale = &scale })
+		pve.SetClock(c, clk.Now, clk.Sleep)
+		if _, err := c.WaitTask(ctx(t), tc.upid, pve.WaitOptions{}); err != nil {
+			t.Fatalf("WaitTask: %v", err)
+		}
+		if ft.polls > tc.maxPolls {
+			t.Errorf("%s of %v: %d status reads, want at most %d", tc.upid, tc.run, ft.polls, tc.maxPolls)
+		}
+		if late := ft.seen.Sub(ft.end); late > tc.maxLate {
+			t.Errorf("%s of %v: end seen %v after it happened, want at most %v", tc.upid, tc.run, late, tc.maxLate)
+		}
+	}
+}

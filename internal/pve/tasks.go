@@ -197,6 +197,9 @@ const (
 	// delays, for real Proxmox task durations.
 	firstPoll = 100 * time.Millisecond
 	maxPoll   = time.Second
+	// shortTaskCeilings: a task expected within twice this many of the
+	// longest delays is first read halfway (schedule).
+	shortTaskCeilings = 2
 	// waitBurst is how many requests a wait may make before MaxRate
 	// paces it.
 	waitBurst = 10
@@ -361,6 +364,19 @@ func (c *Client) schedule(typ string, opts WaitOptions) *pollSchedule {
 		s.ceiling = c.scaled(maxPoll)
 	}
 	s.ceiling = max(s.ceiling, s.first)
+	// A task expected to end within four of the longest delays (a
+	// vzstart, a vzshutdown) is first read halfway, and one expected
+	// within two (a vzdestroy, a vzstop) first at its expected end: a
+	// task that fails at once is still seen within two of those delays,
+	// and the reads before would only say it runs (issue 30: a destroy's
+	// vzdestroy cost three status reads, now one when on time; its
+	// vzshutdown three, now two).
+	switch {
+	case s.late > 0 && s.expect <= shortTaskCeilings*s.ceiling:
+		s.late = s.expect + s.margin
+	case s.late > 0 && s.expect/2 <= shortTaskCeilings*s.ceiling:
+		s.late = s.expect / 2
+	}
 	if opts.OnLog != nil {
 		s.logCap = showLogEvery
 	}
