@@ -32,7 +32,7 @@ func (e *Executor) applyVM(ctx context.Context, c plan.Change) error {
 	case plan.Create:
 		return v.create(ctx, c)
 	case plan.Update:
-		return v.update(ctx, c)
+		return v.updateVM(ctx, c) // vmsnapshot.go: snapshotBeforeChange
 	}
 	return nil
 }

@@ -27,7 +27,7 @@ const (
 var kindSpec = &field{key: "kind", kind: kindString, def: KindCT, enum: []string{KindCT, KindVM},
 	doc: "What the app runs in: ct, an LXC container from a template; vm, a QEMU/KVM virtual machine booted from a cloud image " +
 		"(its own kernel and stronger isolation, at a cost in host memory: a VM's memory is reserved on the host as a whole). " +
-		"A vm app takes the keys of vm:, and not yet volumes, provisioning, health checks, backups, snapshots, firewall or ha."}
+		"A vm app takes the keys of vm:, backup: (app-consistent through the guest agent's fs-freeze) and snapshotBeforeChange, and not yet volumes, provisioning, health checks, firewall or ha."}
 
 var vmSpec = &field{key: "vm", kind: kindObject,
 	doc: "The virtual machine of a kind: vm app: its disk, the image it starts from, memory ballooning, cloud-init's user and the guest agent. " +
@@ -67,8 +67,6 @@ var ctOnlyKeys = []struct{ key, why string }{
 	{"volumes", "retained volumes for VMs (disks that survive a recreate) are the next step and not there yet"},
 	{"provision", "provisioning a VM over SSH is not there yet"},
 	{"health", "health checks of a VM are not there yet"},
-	{"backup", "backups of VM apps are not there yet"},
-	{"snapshotBeforeChange", "snapshots of VM apps are not there yet"},
 	{"firewall", "a VM's firewall is not there yet"},
 	{"ha", "HA for VM apps is not there yet"},
 }
