@@ -10,7 +10,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/corralhq/corral/internal/agent"
 	"github.com/corralhq/corral/internal/apply"
 	"github.com/corralhq/corral/internal/pve"
 	"github.com/corralhq/corral/internal/sim/model"
@@ -271,4 +273,28 @@ func (c *cluster) vmSnapshots(vmid int) int {
 		c.t.Fatal(err)
 	}
 	return len(snaps) - 1
+}
+
+// TestVMScheduledBackup (issue 34): corral agent backs a VM app up on
+// its backup.schedule as it does a container, and its event says the
+// archive is app-consistent (the agent froze the guest's filesystems).
+func TestVMScheduledBackup(t *testing.T) {
+	t.Parallel()
+	c, rt := vmBackupCluster(t)
+	m := vmAppManifest(t, "10.20.0.50/24", "", "    backup: {keep: 1, schedule: \"@every 24h\"}\n")
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	vmid, _, _ := c.vmOf(m)
+	r := c.newAgentRig(m, "observe", time.Now(), nil)
+	r.tick()
+	got := c.archives(m, "web")
+	if len(got) != 1 || !strings.Contains(got[0], "vzdump-qemu-"+strconv.Itoa(vmid)+"-") {
+		t.Fatalf("archives after the agent's round = %v, want one of vm %d\n%s", got, vmid, r.stderr)
+	}
+	ev := r.events(agent.KindBackup, 0)
+	if len(ev) != 1 || ev[0].Level != "info" || !strings.Contains(ev[0].Message, got[0]) || !strings.Contains(ev[0].Message, apply.ConsistentApp) {
+		t.Fatalf("backup events: %+v", ev)
+	}
+	if calls := rt.Calls(vmid); !slices.Contains(calls, "fsfreeze-freeze") || !slices.Contains(calls, "fsfreeze-thaw") {
+		t.Errorf("agent calls of vm %d: %q, want a freeze and a thaw", vmid, calls)
+	}
 }
