@@ -155,6 +155,10 @@ func destroyApps(f *manifest.File, obs *plan.Observed, names []string) ([]plan.A
 		if _, ok := f.App(n); ok {
 			continue
 		}
+		if vm := projectVM(obs, n, f.Project); vm != nil {
+			apps = append(apps, *vm) // vmbackup.go: a VM copy restored --as
+			continue
+		}
 		if !slices.ContainsFunc(obs.Apps[n], func(ct *plan.CT) bool { return ct.Project == f.Project || ct.Project == "" }) {
 			return nil, fmt.Errorf("app %q is not in %s, and no container of project %s (tag %s%s) carries it; check the name (`corral status` lists the project's apps)", n, f.Path, f.Project, plan.TagProjectPrefix, f.Project)
 		}

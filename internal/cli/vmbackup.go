@@ -4,8 +4,24 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/corralhq/corral/internal/apply"
+	"github.com/corralhq/corral/internal/plan"
 	"github.com/corralhq/corral/internal/ui"
 )
+
+// projectVM is the app destroy NAME takes for a name the manifest does
+// not list but a VM of the project carries, with no container (a VM
+// copy restored --as): a VM app of that name, nil when there is none.
+func projectVM(obs *plan.Observed, name, project string) *plan.App {
+	if len(obs.Apps[name]) > 0 {
+		return nil
+	}
+	for _, vm := range obs.VMs[name] {
+		if vm.Project == project {
+			return &plan.App{Name: name, Project: project, Kind: plan.KindVM}
+		}
+	}
+	return nil
+}
 
 // runRestoreVM is corral restore for a VM app's archive (issue 34): the
 // plan of the restore, the confirmation, then under the lock of the node

@@ -126,7 +126,7 @@ func TestVMBackupConsistency(t *testing.T) {
 // TestVMRestore (issue 34): a VM app's archive restores into a new VMID
 // beside the app, with new MACs and the name, tags and Notes of the copy,
 // and its disk's data identical to the backed-up one; the project's plan
-// leaves the copy alone. Restored as the app itself (after a destroy), a
+// leaves the copy alone, and corral destroy COPY removes it. Restored as the app itself (after a destroy), a
 // fresh plan sees it as the app and has nothing to do.
 func TestVMRestore(t *testing.T) {
 	t.Parallel()
@@ -183,6 +183,13 @@ func TestVMRestore(t *testing.T) {
 	}
 	if r := c.run("plan", "-f", m); r.code != 0 {
 		t.Fatalf("plan with the copy beside the app: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	c.mustRun("destroy", "copy", "-f", m, "--auto-approve")
+	if _, err := root.VMConfigOf(ctx, "pve", res.VMID, true); !pve.IsNotFound(err) {
+		t.Fatalf("the copy vm %d after corral destroy copy: %v", res.VMID, err)
+	}
+	if id, st, _ := c.vmOf(m); id != vmid || st != "running" {
+		t.Fatalf("destroying the copy touched the app: vm %d %s", id, st)
 	}
 	c.mustRun("destroy", "-f", m, "--auto-approve")
 	r = c.mustC("restore", "web", "--archive", b.Archive, "-f", m, "--auto-approve", "-o", "json")
