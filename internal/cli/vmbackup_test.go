@@ -111,13 +111,26 @@ func TestVMBackupConsistency(t *testing.T) {
 			if tc.froze != (fi >= 0 && ti > fi) || tc.froze != logged {
 				t.Errorf("agent calls %q, task log:\n%s\nwant freeze then thaw: %v", calls, log, tc.froze)
 			}
+			list := c.mustC("backups", "web").stdout
+			if !strings.Contains(list, res.Archive) || !strings.Contains(list, "vm "+strconv.Itoa(vmid)) {
+				t.Errorf("backups does not list %s of vm %d:\n%s", res.Archive, vmid, list)
+			}
+			c.nextArchiveSecond() // archive names have one-second resolution
 			text := c.mustC("backup", "web", "-f", m).stdout
 			if !strings.Contains(text, tc.want+": ") || tc.want == apply.ConsistentCrash && !strings.Contains(text, "not app-consistent") {
 				t.Errorf("backup's text does not say %s:\n%s", tc.want, text)
 			}
-			list := c.mustC("backups", "web").stdout
-			if !strings.Contains(list, res.Archive) || !strings.Contains(list, "vm "+strconv.Itoa(vmid)) {
-				t.Errorf("backups does not list %s of vm %d:\n%s", res.Archive, vmid, list)
+			if tc.froze {
+				// Stop mode: the VM is off for the copy, then runs again.
+				c.nextArchiveSecond()
+				r := c.mustC("backup", "web", "-f", m, "--mode", "stop", "-o", "json")
+				var stop apply.BackupResult
+				if err := json.Unmarshal([]byte(r.stdout), &stop); err != nil || stop.Mode != "stop" || stop.Consistency != apply.ConsistentStopped {
+					t.Errorf("stop-mode backup: %+v %v", stop, err)
+				}
+				if _, st, _ := c.vmOf(m); st != "running" {
+					t.Errorf("after a stop-mode backup the vm is %s", st)
+				}
 			}
 		})
 	}
@@ -126,7 +139,8 @@ func TestVMBackupConsistency(t *testing.T) {
 // TestVMRestore (issue 34): a VM app's archive restores into a new VMID
 // beside the app, with new MACs and the name, tags and Notes of the copy,
 // and its disk's data identical to the backed-up one; the project's plan
-// leaves the copy alone, and corral destroy COPY removes it. Restored as the app itself (after a destroy), a
+// leaves the copy alone, and corral destroy COPY removes it. Restored as
+// the app itself (after a destroy), a
 // fresh plan sees it as the app and has nothing to do.
 func TestVMRestore(t *testing.T) {
 	t.Parallel()
