@@ -104,6 +104,10 @@ func (j *backupJob) appCT(ctx context.Context, app string) (*plan.Observed, *pla
 	if err != nil {
 		return nil, nil, j.err(err)
 	}
+	if apply.IsVMApp(obs, app) {
+		return nil, nil, fmt.Errorf("app %s is a VM app: this command works on containers only for now; "+
+			"`corral backup %s`, `corral restore` and snapshotBeforeChange work for VM apps", app, app)
+	}
 	ct, err := apply.AppCT(obs, app)
 	return obs, ct, err
 }
