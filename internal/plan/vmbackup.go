@@ -6,10 +6,10 @@ package plan
 // they name none (a restore keeps it in the restored VM's Notes).
 func VMImageOf(desc string) string { return vmImageOf(desc) }
 
-// VMBackupConsistency says how consistent a snapshot-mode backup of VM
-// app a will be: app-consistent when the guest agent is on (vzdump
+// VMBackupConsistency says how consistent a backup of VM app a will be:
+// in snapshot mode app-consistent when the guest agent is on (vzdump
 // freezes the guest's filesystems through it while the copy starts),
-// crash-consistent without it. It is what the config promises; whether
+// crash-consistent without it; stop mode copies a VM that is off. It is what the config promises; whether
 // the agent answers is known only when the backup runs, and corral
 // backup says so then.
 func VMBackupConsistency(a *App) string {
@@ -18,6 +18,9 @@ func VMBackupConsistency(a *App) string {
 	}
 	if a.BackupMode == "stop" {
 		return "consistent: stop mode shuts the VM down for the copy"
+	}
+	if a.BackupMode == "suspend" {
+		return "crash-consistent: suspend mode pauses the VM, whose agent cannot freeze its filesystems then (backup.mode: snapshot with the agent is app-consistent)"
 	}
 	if !a.VM.Agent {
 		return "crash-consistent: vm.agent is off, so nothing freezes the guest's filesystems (set vm.agent: true, or backup.mode: stop)"
