@@ -140,8 +140,8 @@ func TestVMBackupConsistency(t *testing.T) {
 // beside the app, with new MACs and the name, tags and Notes of the copy,
 // and its disk's data identical to the backed-up one; the project's plan
 // leaves the copy alone, and corral destroy COPY removes it. Restored as
-// the app itself (after a destroy), a
-// fresh plan sees it as the app and has nothing to do.
+// the app itself (after a destroy), a fresh plan sees it as the app and
+// has nothing to do.
 func TestVMRestore(t *testing.T) {
 	t.Parallel()
 	c, _ := vmBackupCluster(t)
