@@ -719,6 +719,9 @@ func (a *Agent) backup(ctx context.Context, f *manifest.File, m manifest.App, w 
 		a.mu.Unlock()
 		a.metrics.backups.WithLabelValues(m.Name, "ok").Inc()
 		msg := fmt.Sprintf("scheduled backup of app %s: %s (%d bytes)", m.Name, res.Archive, res.Size)
+		if res.Consistency != "" {
+			msg += fmt.Sprintf(", %s: %s", res.Consistency, res.ConsistencyWhy) // a VM's (apply/vmbackup.go)
+		}
 		if len(res.Pruned) > 0 {
 			msg += fmt.Sprintf("; pruned %s (keep %d)", strings.Join(res.Pruned, ", "), m.Backup.Keep)
 		}

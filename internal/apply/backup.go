@@ -73,7 +73,9 @@ type Excluded struct {
 
 // BackupResult is one finished backup.
 type BackupResult struct {
-	App        string        `json:"app"`
+	App string `json:"app"`
+	// Kind is "vm" for a VM app's backup, "" for a container's.
+	Kind       string        `json:"kind,omitempty"`
 	VMID       int           `json:"vmid"`
 	Node       string        `json:"node"`
 	Mode       string        `json:"mode"`
@@ -86,6 +88,12 @@ type BackupResult struct {
 	Excluded   []Excluded    `json:"excluded"`
 	Pruned     []string      `json:"pruned"`
 	Warnings   []string      `json:"warnings"`
+	// Consistency is a VM backup's: ConsistentApp, ConsistentCrash or
+	// ConsistentStopped, and ConsistencyWhy says why (vmbackup.go). A
+	// container has no guest agent, so its snapshot-mode backup is
+	// crash-consistent and this stays "".
+	Consistency    string `json:"consistency,omitempty"`
+	ConsistencyWhy string `json:"consistency_reason,omitempty"`
 }
 
 // AppCT returns the one container of app, or an error that says what to
@@ -193,15 +201,18 @@ type backups struct {
 
 // backup is Executor.Backup.
 func (b *backups) backup(ctx context.Context, obs *plan.Observed, app string, opts BackupOptions) (*BackupResult, error) {
-	ct, err := AppCT(obs, app)
-	if err != nil {
-		return nil, err
-	}
 	if opts.Mode == "" {
 		opts.Mode = "snapshot"
 	}
 	if opts.Storage == "" {
 		opts.Storage = "local"
+	}
+	if IsVMApp(obs, app) {
+		return b.backupVM(ctx, obs, app, opts) // vmbackup.go
+	}
+	ct, err := AppCT(obs, app)
+	if err != nil {
+		return nil, err
 	}
 	res := &BackupResult{App: app, VMID: ct.VMID, Node: ct.Node, Mode: opts.Mode, Storage: opts.Storage,
 		Excluded: BackupExclusions(ct.Config, volumeNames(obs)), Pruned: []string{}, Warnings: []string{}}
@@ -296,9 +307,12 @@ type Archive struct {
 	By string `json:"attributed_by"`
 	// Corral: made by `corral backup`, so counted by keep.
 	Corral bool `json:"corral"`
+	// Kind is "vm" for a VM's archive (vzdump-qemu-…), "" for a
+	// container's.
+	Kind string `json:"kind,omitempty"`
 }
 
-// ListBackups lists the container archives on every backup storage of
+// ListBackups lists the container and VM archives on every backup storage of
 // every node, newest first, attributed to apps: by corral's notes, or —
 // for archives made some other way (pct vzdump, a PVE backup job) — by
 // the corral-app tag in the config stored in the archive (one
@@ -319,12 +333,15 @@ func ListBackups(ctx context.Context, c *pve.Client, obs *plan.Observed, app str
 				return nil, err
 			}
 			for _, v := range vols {
-				if seen[v.VolID] || !strings.Contains(v.VolID, "vzdump-lxc-") {
+				if seen[v.VolID] || !strings.Contains(v.VolID, "vzdump-lxc-") && !IsVMArchive(v.VolID) {
 					continue
 				}
 				seen[v.VolID] = true
 				a := Archive{VolID: v.VolID, Node: node, Storage: s.Storage, VMID: int(v.VMID), Size: v.Size,
 					Time: time.Unix(int64(v.CTime), 0).UTC(), Protected: bool(v.Protected), Notes: v.Notes}
+				if IsVMArchive(v.VolID) {
+					a.Kind = plan.KindVM
+				}
 				if name, ours := ArchiveApp(v.Notes); name != "" {
 					a.App, a.Corral, a.By = name, ours, "notes"
 				} else if text, err := c.BackupConfig(ctx, node, v.VolID); err == nil {

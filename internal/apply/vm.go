@@ -41,10 +41,8 @@ func (e *Executor) applyVM(ctx context.Context, c plan.Change) error {
 		p, _ := v.r.whereIs(c.App) // create placed it
 		return e.vmGuestWork(ctx, c, p.vmid, true, false)
 	case plan.Update:
-		if err := v.update(ctx, c); err != nil {
-			return err
-		}
-		return e.vmGuestWork(ctx, c, c.VMID, false, rekeys(c))
+		// vmsnapshot.go: snapshotBeforeChange covers the guest work too.
+		return v.updateVM(ctx, c, func() error { return e.vmGuestWork(ctx, c, c.VMID, false, rekeys(c)) })
 	}
 	return nil
 }

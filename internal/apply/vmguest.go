@@ -24,13 +24,6 @@ import (
 // cloud-init data (cloud-init then makes new host keys), and pinned in
 // its Notes (corral-hostkey) from then on.
 
-// vmGuests is e's guest side for VM apps.
-func (e *Executor) vmGuests() *guests {
-	g := e.guests()
-	g.vm = true
-	return g
-}
-
 // vmGuestWork runs VM app c's guest work in VM vmid, when the plan says
 // it is due. created: corral just created the VM (its host key is
 // trusted on first use, every step runs); rekeyed: this run changed its
@@ -46,8 +39,8 @@ func (e *Executor) vmGuestWork(ctx context.Context, c plan.Change, vmid int, cre
 	if !c.Guest {
 		return nil
 	}
-	g := e.vmGuests()
-	g.rekeyed = rekeyed
+	g := e.guests() // as a VM's guest side
+	g.vm, g.rekeyed = true, rekeyed
 	return g.runGuest(ctx, c, vmid, created)
 }
 

@@ -273,6 +273,10 @@ func (o *agentOps) Observe(ctx context.Context, f *manifest.File) (*agent.Observ
 			if ip, err := apply.Address(ctx, o.s.client, ct); err == nil {
 				v.IP = ip
 			}
+		} else if vms := obs.VMs[a.Name]; len(vms) > 0 {
+			// A VM app (issue 34): seen, so that its scheduled backups
+			// run; it has no health checks the agent would act on.
+			v.Node, v.VMID, v.State = vms[0].Node, vms[0].VMID, vms[0].Status
 		}
 		for _, vol := range inv {
 			if vol.App == a.Name {

@@ -104,6 +104,10 @@ func (j *backupJob) appCT(ctx context.Context, app string) (*plan.Observed, *pla
 	if err != nil {
 		return nil, nil, j.err(err)
 	}
+	if apply.IsVMApp(obs, app) {
+		return nil, nil, fmt.Errorf("app %s is a VM app: this command works on containers only for now; "+
+			"`corral backup %s`, `corral restore` and snapshotBeforeChange work for VM apps", app, app)
+	}
 	ct, err := apply.AppCT(obs, app)
 	return obs, ct, err
 }
@@ -122,10 +126,17 @@ func newBackupCmd(st *streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:         "backup APP",
 		Annotations: jsonForm(),
-		Short:       "Back up an app's container with vzdump and say what the archive leaves out",
-		Long: `backup runs vzdump on the app's container, waits for the task and checks
-how it ended: PVE answers a backup request with 200 even when the token may
-not back the guest up, and fails the task afterwards.
+		Short:       "Back up an app's container or VM with vzdump and say what the archive leaves out",
+		Long: `backup runs vzdump on the app's container (or, for a kind: vm app, its VM),
+waits for the task and checks how it ended: PVE answers a backup request with
+200 even when the token may not back the guest up, and fails the task
+afterwards.
+
+A running VM with the guest agent (vm.agent: true) has its filesystems frozen
+(fs-freeze) while the copy starts and thawed after, so its snapshot-mode
+backup is app-consistent; without the agent, or when the agent does not
+answer, it is crash-consistent, and backup says which one it got and why.
+A container has no guest agent: its snapshot-mode backup is crash-consistent.
 
 The archive holds the root file system and every volume mounted with
 backup=1. It does not hold volumes with backup=0 (a restore recreates them
@@ -142,7 +153,7 @@ touches another app's archives, protected ones or archives corral did not make.`
 	a.ff.add(cmd.Flags())
 	a.cf.add(cmd.Flags())
 	a.lf.add(cmd.Flags())
-	cmd.Flags().StringVar(&a.mode, "mode", "", "vzdump mode: snapshot (crash-consistent, no downtime) or stop (consistent, the app stops meanwhile)")
+	cmd.Flags().StringVar(&a.mode, "mode", "", "vzdump mode: snapshot (no downtime; crash-consistent, or app-consistent for a VM with the guest agent) or stop (consistent, the app stops meanwhile)")
 	cmd.Flags().StringVar(&a.storage, "storage", "", "backup storage (content backup); default the manifest's backup.storage or local")
 	cmd.Flags().IntVar(&a.keep, "keep", 0, "keep only the newest N corral archives of the app on the storage (0 keeps all); default the manifest's backup.keep")
 	return cmd
@@ -199,8 +210,8 @@ func (j *backupJob) backup(ctx context.Context, st *streams, app string, opts ap
 		return nil, j.err(err)
 	}
 	if opts.Keep > 0 {
-		if ct, err := apply.AppCT(obs, app); err == nil {
-			lock, err := lockNodes(ctx, st, j.ex, obs, []string{ct.Node}, "backup", lf, nil)
+		if node, err := apply.AppNode(obs, app); err == nil {
+			lock, err := lockNodes(ctx, st, j.ex, obs, []string{node}, "backup", lf, nil)
 			if err != nil {
 				return nil, j.err(err)
 			}
@@ -218,7 +229,7 @@ func newBackupsCmd(st *streams) *cobra.Command {
 		Use:         "backups [APP]",
 		Annotations: jsonForm(),
 		Short:       "List the apps' backup archives, newest first",
-		Long: `backups lists the container archives on every backup storage, newest first,
+		Long: `backups lists the container and VM archives on every backup storage, newest first,
 with the app each belongs to. An archive belongs to an app by its notes
 ("corral app APP", written by corral backup) or, for an archive made another
 way (pct vzdump, a PVE backup job), by the corral-app tag in the container
@@ -301,7 +312,12 @@ APP whose move is unfinished, is refused before anything changes, with the
 fix (docs/moving.md).
 
 The token's privileges are checked first: a token that can back up but not
-restore is told what it lacks before anything changes.`,
+restore is told what it lacks before anything changes.
+
+A VM app's archive (vzdump-qemu-…) is restored into a new VM with new MACs
+and SMBIOS UUID (unique=1) and the name, tags and Notes of the app it
+becomes, then started; its disks come back as they were backed up. --replace
+is not there yet for a VM app.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return runRestore(cmd, st, a, args[0]) },
 	}
@@ -326,6 +342,9 @@ func runRestore(cmd *cobra.Command, st *streams, a *restoreArgs, app string) err
 	}
 	defer j.Close()
 	opts := j.restoreOptions(a, app)
+	if apply.IsVMArchive(a.archive) {
+		return runRestoreVM(cmd, st, j, a, opts) // vmbackup.go
+	}
 	ctx := cmd.Context()
 	obs, err := apply.Observe(ctx, j.s.client)
 	if err != nil {

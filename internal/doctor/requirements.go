@@ -132,7 +132,8 @@ func Requirements(f *manifest.File, t Targets) []Requirement {
 	for _, a := range f.Apps {
 		p := t.placement(a)
 		if a.IsVM() {
-			rs.vm(a, p) // requirements_vm.go
+			rs.vm(a, p)       // requirements_vm.go
+			rs.vmBackup(a, p) // requirements_vmbackup.go
 			rs.node(a, p)
 			rs.poolAndFirewall(a, p)
 			continue

@@ -50,7 +50,8 @@ func (d *decoder) buildFirewall(app *value) *Firewall {
 		pr := pvefw.Rule{Type: r.Type, Action: r.Action, Macro: r.Macro, Iface: r.Iface, Source: r.Source, Dest: r.Dest,
 			Proto: r.Proto, Dport: r.Dport, Sport: r.Sport, ICMPType: r.ICMPType}
 		if err := pvefw.VerifyRule(&pr, pvefw.EnvCT, nil); err != nil {
-			d.reportRule(rv, err)
+			at, what := ruleErrorAt(rv, err)
+			d.report(at.node, at.path, what, "")
 			continue
 		}
 		fw.Rules = append(fw.Rules, r)
@@ -58,22 +59,20 @@ func (d *decoder) buildFirewall(app *value) *Firewall {
 	return fw
 }
 
-// reportRule reports verify_rule's error on the key it names, where the
-// rule writes it, else on the rule.
-func (d *decoder) reportRule(rv *value, err *pvefw.RuleError) {
+// ruleErrorAt is where verify_rule's error is reported (the key it
+// names, where the rule writes it, else the rule) and what is said.
+func ruleErrorAt(rv *value, err *pvefw.RuleError) (*value, string) {
 	key := err.Field
 	if k, ok := ruleKeys[key]; ok {
 		key = k
 	}
 	if m := rv.obj[key]; m != nil && key != "" {
-		d.report(m.node, m.path, "PVE refuses this rule: "+trimNL(err.Msg), "")
-		return
+		return m, "PVE refuses this rule: " + trimNL(err.Msg)
 	}
-	what := "PVE refuses this rule: " + trimNL(err.Msg)
 	if key != "" {
-		what = "PVE refuses this rule: " + key + ": " + trimNL(err.Msg)
+		return rv, "PVE refuses this rule: " + key + ": " + trimNL(err.Msg)
 	}
-	d.report(rv.node, rv.path, what, "")
+	return rv, "PVE refuses this rule: " + trimNL(err.Msg)
 }
 
 func trimNL(s string) string { return strings.TrimRight(s, "\n") }

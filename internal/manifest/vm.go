@@ -41,7 +41,7 @@ func (d *decoder) buildKind(v *value, a *App) {
 		if v.member("template") == nil && v.obj["template"] == nil {
 			d.report(v.node, joinPath(v.path, "template"), "required key is missing", "")
 		}
-		d.ctVolumes(v)
+		d.kindVolumes(v, false)
 		return
 	}
 	a.Kind = KindVM
@@ -50,7 +50,7 @@ func (d *decoder) buildKind(v *value, a *App) {
 			d.report(m.node, m.path, fmt.Sprintf("a kind: vm app takes no %s: %s; remove it, or use kind: ct", k.key, k.why), "")
 		}
 	}
-	d.vmVolumes(v)
+	d.kindVolumes(v, true)
 	vm := v.object("vm")
 	disk := vm.object("disk")
 	a.VM = &VM{Image: vm.strOr("image"), DiskStorage: disk.strOr("storage"), DiskSize: disk.sizeOr("size"),
@@ -62,29 +62,26 @@ func (d *decoder) buildKind(v *value, a *App) {
 	}
 }
 
-// ctVolumes requires a container app's volumes to say where they mount.
-func (d *decoder) ctVolumes(v *value) {
-	for _, vv := range v.members("volumes") {
-		if vv.ok && vv.obj["mount"] == nil {
-			d.report(vv.node, joinPath(vv.path, "mount"), "required key is missing", "")
-		}
-	}
-}
-
-// vmVolumes refuses what a VM app's volume cannot have: a mount path (a
-// VM's volume is a disk; PVE's cloud-init keys cannot format or mount
-// it, so the guest mounts it by the serial corral gives it) and adopt
-// (taking over an existing disk is not there yet for VMs).
-func (d *decoder) vmVolumes(v *value) {
+// kindVolumes checks a volume's keys against the app's kind. A
+// container app's volumes must say where they mount. A VM app's may not
+// have a mount path (a VM's volume is a disk; PVE's cloud-init keys
+// cannot format or mount it, so the guest mounts it by the serial corral
+// gives it) nor adopt (taking over an existing disk is not there yet for
+// VMs).
+func (d *decoder) kindVolumes(v *value, vm bool) {
 	for _, vv := range v.members("volumes") {
 		if !vv.ok {
 			continue
 		}
-		if m := vv.obj["mount"]; m != nil {
+		m := vv.obj["mount"]
+		switch {
+		case !vm && m == nil:
+			d.report(vv.node, joinPath(vv.path, "mount"), "required key is missing", "")
+		case vm && m != nil:
 			d.report(m.node, m.path, "a kind: vm app's volume takes no mount: it is attached to the VM as a disk (scsiN) whose serial corral status shows; "+
 				"format and mount it in the guest by /dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_<serial>; remove mount, or use kind: ct", "")
 		}
-		if m := vv.obj["adopt"]; m != nil {
+		if m := vv.obj["adopt"]; vm && m != nil {
 			d.report(m.node, m.path, "a kind: vm app's volume takes no adopt: taking over an existing disk is not there yet for VMs; remove adopt to allocate a new volume", "")
 		}
 	}

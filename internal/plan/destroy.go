@@ -181,6 +181,10 @@ func DestroyTargets(f *manifest.File, obs *Observed, names []string) ([]App, err
 		if _, ok := f.App(n); ok {
 			continue
 		}
+		if vm := projectVM(obs, n, f.Project); vm != nil {
+			apps = append(apps, *vm) // a VM copy restored --as (cli/vmbackup.go)
+			continue
+		}
 		if !slices.ContainsFunc(obs.Apps[n], func(ct *CT) bool { return ct.Project == f.Project || ct.Project == "" }) {
 			return nil, fmt.Errorf("app %q is not in %s, and no container of project %s (tag %s%s) carries it; check the name (`corral status` lists the project's apps)", n, f.Path, f.Project, TagProjectPrefix, f.Project)
 		}
@@ -192,4 +196,19 @@ func DestroyTargets(f *manifest.File, obs *Observed, names []string) ([]App, err
 		apps = append(apps, App{Name: n, Project: f.Project})
 	}
 	return apps, nil
+}
+
+// projectVM is the app of the project's VM named name that the manifest
+// does not declare (a copy restored with --as), when no container
+// carries that name; nil otherwise.
+func projectVM(obs *Observed, name, project string) *App {
+	if len(obs.Apps[name]) > 0 {
+		return nil
+	}
+	for _, vm := range obs.VMs[name] {
+		if vm.Project == project {
+			return &App{Name: name, Project: project, Kind: KindVM}
+		}
+	}
+	return nil
 }

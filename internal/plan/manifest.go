@@ -43,6 +43,7 @@ func FromManifest(f *manifest.File) []App {
 
 			SnapshotBeforeChange: m.SnapshotBeforeChange,
 			BackupStorage:        m.Backup.Storage,
+			BackupMode:           m.Backup.Mode,
 
 			Pool:     m.Pool,
 			Firewall: firewallOf(m.Firewall),

@@ -96,7 +96,10 @@ type App struct {
 	// and rolled back when the app is unhealthy afterwards.
 	SnapshotBeforeChange bool
 	BackupStorage        string
-	Volumes              []Volume
+	// BackupMode is the manifest's backup.mode (snapshot, stop,
+	// suspend): it says how consistent a VM app's backup is.
+	BackupMode string
+	Volumes    []Volume
 	// Pool and firewall (issue 33), one block. Pool is the resource
 	// pool the container joins, "" to leave its membership alone;
 	// Firewall its firewall, nil to leave it alone (firewall.go).

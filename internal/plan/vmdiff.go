@@ -203,8 +203,8 @@ func (m *planner) removedVMs(apps []App) []Change {
 		for _, vm := range m.obs.VMs[name] {
 			declared := ParseMarker(vm.Config["description"]).Declared
 			switch {
-			case vm.Project != project:
-				continue
+			case vm.Project != project || ParseMarker(vm.Config["description"]).CopyOf != "":
+				continue // another project's, or a copy restored --as a name no manifest lists (CT.Copy)
 			case slices.Contains(m.obs.Offline, vm.Node):
 				m.warn(fmt.Sprintf("app %s was removed from the manifest, but node %s is offline; VM %d is left alone until the node is back", name, vm.Node, vm.VMID))
 				continue

@@ -58,7 +58,8 @@ func (k *e2e) readDisk(node, volid string, n int) []byte {
 // TestQemu_snapshot: a snapshot is a [s1] section and a storage snapshot
 // per disk (not the cloud-init drive); a rollback brings the disk's data
 // and the config back; deleting it re-parents the config; qemu-server's
-// refusals fail the task or the call with its message.
+// refusals fail the task or the call with its message; the rollback
+// keeps the VM's Notes as they are.
 func TestQemu_snapshot(t *testing.T) {
 	t.Parallel()
 	k := vmOpsE2E(t)
@@ -85,7 +86,7 @@ func TestQemu_snapshot(t *testing.T) {
 		t.Fatalf("snapshot config %v", sc)
 	}
 	k.writeDisk("pve", "local-lvm:vm-200-disk-0", []byte("after!"))
-	k.ok(root, http.MethodPut, "/nodes/pve/qemu/200/config", url.Values{"cores": {"4"}}, nil)
+	k.ok(root, http.MethodPut, "/nodes/pve/qemu/200/config", url.Values{"cores": {"4"}, "description": {"notes written after s1"}}, nil)
 	k.mustOK(root, http.MethodPost, "/nodes/pve/qemu/200/snapshot", url.Values{"snapname": {"s2"}})
 	rb := k.mustOK(root, http.MethodPost, "/nodes/pve/qemu/200/snapshot/s1/rollback", url.Values{"start": {"1"}})
 	if rb.Type != "qmrollback" {
@@ -95,7 +96,9 @@ func TestQemu_snapshot(t *testing.T) {
 		t.Fatalf("after the rollback the disk holds %q", got)
 	}
 	conf := k.vmConfig("200")
-	if conf["cores"] != float64(2) || conf["parent"] != "s1" {
+	// The Notes are the VM's now, not the snapshot's (AbstractConfig's
+	// __snapshot_apply_config keeps the description).
+	if desc, _ := conf["description"].(string); conf["cores"] != float64(2) || conf["parent"] != "s1" || strings.TrimSpace(desc) != "notes written after s1" {
 		t.Fatalf("after the rollback the config is %v", conf)
 	}
 	var status map[string]any

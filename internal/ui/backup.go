@@ -15,6 +15,10 @@ import (
 // WriteBackup prints a backup's result: the archive, and what it leaves
 // out (volumes with backup=0, bind mounts).
 func WriteBackup(w io.Writer, r *apply.BackupResult) {
+	if r.Kind == plan.KindVM {
+		writeVMBackup(w, r) // backup_vm.go
+		return
+	}
 	fmt.Fprintf(w, "Backed up app %s (ct %d on %s, %s mode) in %s.\n", r.App, r.VMID, r.Node, r.Mode, r.Duration.Round(10*time.Millisecond))
 	fmt.Fprintf(w, "  archive  %s\n  size     %s\n", r.Archive, human.Size(r.Size))
 	if r.Mode == "snapshot" {
@@ -91,13 +95,17 @@ func WriteBackups(w io.Writer, list []apply.Archive) error {
 		_, err := fmt.Fprintln(w, "No backups found.")
 		return err
 	}
-	t := NewTable(w, "APP", "ARCHIVE", "SIZE", "TIME", "PROTECTED", "CT")
+	t := NewTable(w, "APP", "ARCHIVE", "SIZE", "TIME", "PROTECTED", "GUEST")
 	for _, a := range list {
 		prot := "no"
 		if a.Protected {
 			prot = "yes"
 		}
-		t.Row(a.App, a.VolID, human.Size(a.Size), a.Time.Format(time.RFC3339), prot, strconv.Itoa(a.VMID))
+		guest := "ct " + strconv.Itoa(a.VMID)
+		if a.Kind == plan.KindVM {
+			guest = "vm " + strconv.Itoa(a.VMID)
+		}
+		t.Row(a.App, a.VolID, human.Size(a.Size), a.Time.Format(time.RFC3339), prot, guest)
 	}
 	return t.Flush()
 }

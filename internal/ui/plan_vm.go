@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/corralhq/corral/internal/plan"
@@ -20,6 +21,24 @@ func vmChangeJSON(cj *ChangeJSON, c plan.Change) {
 			cj.Config[i].Old, cj.Config[i].New = keyCount(e.Old), keyCount(e.New)
 		}
 	}
+	vmBackupReasons(cj, c)
+}
+
+// vmBackupReasons adds to an update's reasons how consistent the VM's
+// backups become when its agent setting changes, and that a snapshot
+// protects the change (snapshotBeforeChange). The reasons are copied
+// first: they share their array with the plan's.
+func vmBackupReasons(cj *ChangeJSON, c plan.Change) {
+	if c.Action != plan.Update || c.Desired == nil {
+		return
+	}
+	cj.Reasons = slices.Clone(cj.Reasons)
+	if slices.ContainsFunc(c.Config, func(e plan.ConfigEdit) bool { return e.Key == "agent" }) {
+		cj.Reasons = append(cj.Reasons, "backup: "+plan.VMBackupConsistency(c.Desired))
+	}
+	if c.Desired.SnapshotBeforeChange {
+		cj.Reasons = append(cj.Reasons, plan.VMSnapshotNote)
+	}
 }
 
 // vmSettings lists what a new VM is made with.
@@ -36,6 +55,10 @@ func vmSettings(a *plan.App) []SettingJSON {
 		{"ipconfig0", conf["ipconfig0"]},
 		{"cloud-init user", v.User + " with " + keyCount(conf["sshkeys"])},
 		{"agent", conf["agent"]},
+		{"backup", plan.VMBackupConsistency(a)},
+	}
+	if a.SnapshotBeforeChange {
+		out = append(out, SettingJSON{"snapshotBeforeChange", "a VM snapshot (no RAM state) before each in-place change, rolled back to if it fails"})
 	}
 	if conf["nameserver"] != "" {
 		out = append(out, SettingJSON{"nameserver", conf["nameserver"]})

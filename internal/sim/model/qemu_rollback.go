@@ -120,8 +120,8 @@ func (q *vmSnapshots) rollbackDisksLocked(w *Worker, node string, vmid int, name
 }
 
 // rollbackLocked applies the snapshot's config (__snapshot_apply_config):
-// the current config's unused volumes stay, and a disk the snapshot does
-// not name becomes unused.
+// the current config's description (the Notes) and unused volumes stay,
+// and a disk the snapshot does not name becomes unused.
 func (q *vmSnapshots) rollbackLocked(node string, vmid int, name string) error {
 	vm, err := q.vmLocked(node, vmid)
 	if err != nil {
@@ -137,6 +137,9 @@ func (q *vmSnapshots) rollbackLocked(node string, vmid int, name string) error {
 	old := vm.Config
 	vm.Config = conf
 	for k, v := range old {
+		if k == "description" {
+			vm.Config[k] = v
+		}
 		if ctKeyIs(k, "unused") {
 			vmAddUnusedLocked(vm, v)
 		}
