@@ -58,6 +58,7 @@ func (w settleWait) run(ctx context.Context, c *pve.Client) ([]resource, error) 
 	deadline := time.Now().Add(w.limit)
 	delay := 100 * time.Millisecond
 	nodes := w.busyNodes
+	reported := false
 	for {
 		var busyIn func([]resource) []string
 		if w.busy != nil {
@@ -95,13 +96,17 @@ func (w settleWait) run(ctx context.Context, c *pve.Client) ([]resource, error) 
 			if msg := deadCreates(ctx, c, creating); msg != "" {
 				return nil, errors.New(msg)
 			}
+			waiting = fmt.Sprintf("waiting for container(s) %s to finish being created", strings.Join(guestsOn(creating), ", "))
 			if time.Now().After(deadline) {
+				if w.onWait != nil && !reported {
+					w.onWait(waiting) // what it waited for, even when its first look came too late
+				}
 				return nil, w.tooLong(creating)
 			}
-			waiting = fmt.Sprintf("waiting for container(s) %s to finish being created", strings.Join(guestsOn(creating), ", "))
 		}
 		if w.onWait != nil {
 			w.onWait(waiting)
+			reported = true
 		}
 		if err := wait.Sleep(ctx, delay); err != nil {
 			return nil, err

@@ -166,7 +166,14 @@ func TestVMVolumesKilledAtEveryAPICall(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/kill-at-%d", tc.name, kill), func(t *testing.T) {
 				t.Parallel()
 				r := thaw(t, frozen)
-				if _, err := r.applyVM(tc.vmid, kill); err == nil {
+				if made, err := r.applyVM(tc.vmid, kill); err == nil {
+					if made < kill {
+						// The guest agent's address and the tasks are polled a
+						// number of times that varies from run to run (60 to
+						// 540 requests for the same run, seen under load), so a
+						// point near the clean run's end may lie past this one's.
+						t.Skipf("this run made %d requests, fewer than the kill point %d: nothing was killed", made, kill)
+					}
 					t.Fatalf("the run killed at request %d of %d ended without an error", kill, n)
 				}
 				r.checkVMDisks(0, tc.want)
