@@ -251,7 +251,14 @@ func (b *backups) backup(ctx context.Context, obs *plan.Observed, app string, op
 	}
 	res.Duration = time.Since(start)
 	res.DurationMS = res.Duration.Milliseconds()
-	vols, err := b.client.Backups(ctx, ct.Node, opts.Storage, ct.VMID)
+	return b.finishBackup(ctx, res, opts)
+}
+
+// finishBackup finds the archive the backup made (the newest with the
+// app's notes on its storage) and, with Keep, prunes the older ones.
+func (b *backups) finishBackup(ctx context.Context, res *BackupResult, opts BackupOptions) (*BackupResult, error) {
+	app := res.App
+	vols, err := b.client.Backups(ctx, res.Node, opts.Storage, res.VMID)
 	if err != nil {
 		return nil, fmt.Errorf("%s: the backup task ended OK but its archive could not be listed: %w", app, err)
 	}
@@ -270,7 +277,7 @@ func (b *backups) backup(ctx context.Context, obs *plan.Observed, app string, op
 	}
 	res.Archive, res.Size = best.VolID, best.Size
 	if opts.Keep > 0 {
-		pruned, err := b.prune(ctx, ct.Node, app, opts.Storage, opts.Keep)
+		pruned, err := b.prune(ctx, res.Node, app, opts.Storage, opts.Keep)
 		res.Pruned = append(res.Pruned, pruned...)
 		if err != nil {
 			return res, fmt.Errorf("%s: backup %s made, but pruning older archives stopped: %w", app, res.Archive, err)

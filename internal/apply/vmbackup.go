@@ -109,38 +109,6 @@ func (b *backups) backupVM(ctx context.Context, obs *plan.Observed, app string, 
 	return b.finishBackup(ctx, res, opts)
 }
 
-// finishBackup finds the archive the backup made (the newest with the
-// app's notes on its storage) and, with Keep, prunes the older ones.
-func (b *backups) finishBackup(ctx context.Context, res *BackupResult, opts BackupOptions) (*BackupResult, error) {
-	app := res.App
-	vols, err := b.client.Backups(ctx, res.Node, opts.Storage, res.VMID)
-	if err != nil {
-		return nil, fmt.Errorf("%s: the backup task ended OK but its archive could not be listed: %w", app, err)
-	}
-	var best *pve.Volume
-	for i := range vols {
-		v := &vols[i]
-		if a, ours := ArchiveApp(v.Notes); a != app || !ours {
-			continue
-		}
-		if best == nil || v.CTime > best.CTime || v.CTime == best.CTime && v.VolID > best.VolID {
-			best = v
-		}
-	}
-	if best == nil {
-		return nil, fmt.Errorf("%s: the backup task ended OK but no archive with notes %q is on %s", app, BackupNotes(app), opts.Storage)
-	}
-	res.Archive, res.Size = best.VolID, best.Size
-	if opts.Keep > 0 {
-		pruned, err := b.prune(ctx, res.Node, app, opts.Storage, opts.Keep)
-		res.Pruned = append(res.Pruned, pruned...)
-		if err != nil {
-			return res, fmt.Errorf("%s: backup %s made, but pruning older archives stopped: %w", app, res.Archive, err)
-		}
-	}
-	return res, nil
-}
-
 // VMBackupConsistency reads from a VM backup task's log the mode vzdump
 // used and how consistent the archive is, with why: vzdump logs
 // "issuing guest-agent 'fs-freeze' command" when the agent froze the
