@@ -216,30 +216,39 @@ func (b *backups) backup(ctx context.Context, obs *plan.Observed, app string, op
 	}
 	res := &BackupResult{App: app, VMID: ct.VMID, Node: ct.Node, Mode: opts.Mode, Storage: opts.Storage,
 		Excluded: BackupExclusions(ct.Config, volumeNames(obs)), Pruned: []string{}, Warnings: []string{}}
-	start := time.Now()
-	err = b.step(app, "backup", fmt.Sprintf("ct %d to %s (%s mode)", ct.VMID, opts.Storage, opts.Mode), func() error {
-		upid, err := b.client.Backup(ctx, ct.Node, ct.VMID, pve.BackupOptions{Mode: opts.Mode, Storage: opts.Storage, Compress: "zstd", NotesTemplate: BackupNotes(app)})
-		if err != nil {
-			return explainBackupErr(err, ct.VMID, opts.Storage)
-		}
-		res.UPID = upid
-		// The log says which mode vzdump used: it is read whether or not
-		// the observer shows it.
-		wopts := pve.WaitOptions{Log: true}
-		if wantsTaskLogs(b.obs()) {
-			wopts.OnLog = func(line string) { b.obs().TaskLog(app, upid, line) }
-		}
-		tr, err := b.client.WaitTask(ctx, upid, wopts)
-		if err != nil {
-			return explainBackupErr(err, ct.VMID, opts.Storage)
-		}
-		for _, line := range tr.Log {
+	return b.vzdump(ctx, res, opts, fmt.Sprintf("ct %d", ct.VMID), func(log []string) {
+		for _, line := range log {
 			// vzdump backs a stopped guest up in stop mode, and falls back
 			// from snapshot to suspend where a volume cannot snapshot.
 			if m, ok := strings.CutPrefix(line, "INFO: backup mode: "); ok {
 				res.Mode = strings.TrimSpace(m)
 			}
 		}
+	})
+}
+
+// vzdump runs the backup task of res's guest (what names it, "ct 101"),
+// hands its whole log to read (the log says which mode vzdump used, so it
+// is read whether or not the observer shows it), and ends the backup:
+// its warnings, duration, archive and pruning (finishBackup).
+func (b *backups) vzdump(ctx context.Context, res *BackupResult, opts BackupOptions, what string, read func(log []string)) (*BackupResult, error) {
+	app := res.App
+	start := time.Now()
+	err := b.step(app, "backup", fmt.Sprintf("%s to %s (%s mode)", what, opts.Storage, opts.Mode), func() error {
+		upid, err := b.client.Backup(ctx, res.Node, res.VMID, pve.BackupOptions{Mode: opts.Mode, Storage: opts.Storage, Compress: "zstd", NotesTemplate: BackupNotes(app)})
+		if err != nil {
+			return explainBackupErr(err, res.VMID, opts.Storage)
+		}
+		res.UPID = upid
+		wopts := pve.WaitOptions{Log: true}
+		if wantsTaskLogs(b.obs()) {
+			wopts.OnLog = func(line string) { b.obs().TaskLog(app, upid, line) }
+		}
+		tr, err := b.client.WaitTask(ctx, upid, wopts)
+		if err != nil {
+			return explainBackupErr(err, res.VMID, opts.Storage)
+		}
+		read(tr.Log)
 		for _, w := range tr.Warnings {
 			b.obs().Warn(app, w)
 			res.Warnings = append(res.Warnings, w)

@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/corralhq/corral/internal/plan"
-	"github.com/corralhq/corral/internal/pve"
 )
 
 // Backups of kind: vm apps (issue 34): the same vzdump request as a
@@ -79,34 +77,9 @@ func (b *backups) backupVM(ctx context.Context, obs *plan.Observed, app string, 
 	}
 	res := &BackupResult{App: app, Kind: plan.KindVM, VMID: vm.VMID, Node: vm.Node, Mode: opts.Mode, Storage: opts.Storage,
 		Excluded: []Excluded{}, Pruned: []string{}, Warnings: []string{}}
-	start := time.Now()
-	err = b.step(app, "backup", fmt.Sprintf("vm %d to %s (%s mode)", vm.VMID, opts.Storage, opts.Mode), func() error {
-		upid, err := b.client.Backup(ctx, vm.Node, vm.VMID, pve.BackupOptions{Mode: opts.Mode, Storage: opts.Storage, Compress: "zstd", NotesTemplate: BackupNotes(app)})
-		if err != nil {
-			return explainBackupErr(err, vm.VMID, opts.Storage)
-		}
-		res.UPID = upid
-		wopts := pve.WaitOptions{Log: true}
-		if wantsTaskLogs(b.obs()) {
-			wopts.OnLog = func(line string) { b.obs().TaskLog(app, upid, line) }
-		}
-		tr, err := b.client.WaitTask(ctx, upid, wopts)
-		if err != nil {
-			return explainBackupErr(err, vm.VMID, opts.Storage)
-		}
-		res.Mode, res.Consistency, res.ConsistencyWhy = VMBackupConsistency(tr.Log, opts.Mode)
-		for _, w := range tr.Warnings {
-			b.obs().Warn(app, w)
-			res.Warnings = append(res.Warnings, w)
-		}
-		return nil
+	return b.vzdump(ctx, res, opts, fmt.Sprintf("vm %d", vm.VMID), func(log []string) {
+		res.Mode, res.Consistency, res.ConsistencyWhy = VMBackupConsistency(log, opts.Mode)
 	})
-	if err != nil {
-		return nil, err
-	}
-	res.Duration = time.Since(start)
-	res.DurationMS = res.Duration.Milliseconds()
-	return b.finishBackup(ctx, res, opts)
 }
 
 // VMBackupConsistency reads from a VM backup task's log the mode vzdump
