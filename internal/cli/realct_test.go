@@ -14,6 +14,7 @@ import (
 	"github.com/corralhq/corral/internal/pvetest"
 	"github.com/corralhq/corral/internal/sim"
 	"github.com/corralhq/corral/internal/sim/model"
+	"github.com/corralhq/corral/internal/testenv"
 )
 
 // newRealCluster is newGuestCluster with real templates: the Debian 12
@@ -28,6 +29,9 @@ func newRealCluster(t *testing.T, opts ...func(*sim.Options)) *cluster {
 	if os.Getenv("CORRAL_TEST_REAL_TEMPLATES") != "1" {
 		t.Skip("real-template test: set CORRAL_TEST_REAL_TEMPLATES=1 (as root, with lxc, mmdebstrap and zstd installed) to run it")
 	}
+	// Not beside a real VM's boot: under TCG it takes both cores, and the
+	// keeper's create outlived corral's lease (CI, 2026-11-29).
+	testenv.HoldMachineShared(t)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -29,6 +29,10 @@ func TestVMAppRealBoot(t *testing.T) {
 	if !testenv.Full() && !testenv.KVM.Required() {
 		t.Skip("boots a real VM (minutes without KVM); CORRAL_TEST_FULL=1 or CORRAL_REQUIRE_KVM=1 runs it")
 	}
+	// A boot under TCG takes both cores for minutes (and the image's
+	// build as long): alone, not beside the other real boot or the
+	// real-template tests.
+	testenv.HoldMachineAlone(t)
 	if _, ok := vmrun.CachedImage(); !ok {
 		// Built once per machine (about 80 s; a build under way in
 		// another test process is waited for through its lock file).

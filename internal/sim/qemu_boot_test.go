@@ -38,6 +38,10 @@ func TestQemu_realBoot(t *testing.T) {
 			testenv.Lackf(t, testenv.KVM, "%s not found (apt-get install qemu-system-x86 qemu-utils genisoimage)", tool)
 		}
 	}
+	// A boot under TCG takes both cores for minutes (and the image's
+	// build as long): alone, not beside the other real boot or the
+	// real-template tests.
+	testenv.HoldMachineAlone(t)
 	if _, ok := vmrun.CachedImage(); !ok {
 		// Built once per machine (about 80 s; a build under way in
 		// another test process is waited for through its lock file).
