@@ -193,11 +193,16 @@ func (q *vmConfig) updateVM(auth Auth, node string, vmid int, params map[string]
 		}
 		set[d.key] = d.props.Print("file")
 	}
-	for k, v := range set {
+	for _, k := range slices.Sorted(maps.Keys(set)) {
+		v := set[k]
 		if vmNetKeyRE.MatchString(k) {
 			v = vmNetWithMAC(v)
 		}
+		old, had := vm.Config[k]
 		vmSetKeyLocked(vm, k, v)
+		if had && vmDriveRE.MatchString(k) && vm.Config[k] == v && vmDriveFile(old) != vmDriveFile(v) {
+			q.detachDriveLocked(vm, old, false) // vmconfig_apply_pending's register_unused_drive
+		}
 	}
 	vmCleanupPending(vm)
 	return lines, q.changedLocked()
@@ -250,12 +255,20 @@ func (q *vmConfig) checkUpdateLocked(auth Auth, vm *VM, params, set map[string]s
 			}
 		}
 	}
-	return vmCheckModifyPermLocked(a, auth, vm.VMID, keys)
+	if err := vmCheckModifyPermLocked(a, auth, vm.VMID, keys); err != nil {
+		return err
+	}
+	if old, v := vm.Config["tpmstate0"], set["tpmstate0"]; old != "" && v != "" {
+		return vmCheckTPMVersion(old, v)
+	}
+	return nil
 }
 
 // vmLiveKey reports whether a running VM takes key at once.
 func vmLiveKey(k string) bool {
-	return vmFastPlug[k] || vmIPCfgRE.MatchString(k) || vmNetKeyRE.MatchString(k) || vmDriveRE.MatchString(k) || strings.HasPrefix(k, "unused")
+	// efidisk0 and tpmstate0 are never hot-plugged
+	// (vmconfig_hotplug_pending's "skip"): they wait for the next start.
+	return vmFastPlug[k] || vmIPCfgRE.MatchString(k) || vmNetKeyRE.MatchString(k) || vmBusDriveRE.MatchString(k) || strings.HasPrefix(k, "unused")
 }
 
 // vmSetKeyLocked sets k: at once on a stopped VM or a live key, else
@@ -292,9 +305,16 @@ func (q *vmConfig) deleteKeyLocked(vm *VM, k string, force bool) {
 		q.storage.freeVolumeLocked(vm.Node, v) // deleting unusedN destroys the disk
 		return
 	}
-	if !ok || !vmDriveRE.MatchString(k) {
-		return
+	if ok && vmDriveRE.MatchString(k) {
+		q.detachDriveLocked(vm, v, force)
 	}
+}
+
+// detachDriveLocked is vmconfig_delete_or_detach_drive and
+// vmconfig_register_unused_drive for a drive value leaving vm's config:
+// its volume becomes unusedN, or is freed if it is the cloud-init drive
+// (whose [special:cloudinit] record goes with it) or force is set.
+func (q *vmParts) detachDriveLocked(vm *VM, v string, force bool) {
 	p, err := ParseProp(v, "file")
 	st := q.state()
 	if err != nil || st.Volumes[st.volKey(vm.Node, p["file"])] == nil {
@@ -303,6 +323,11 @@ func (q *vmConfig) deleteKeyLocked(vm *VM, k string, force bool) {
 	if strings.Contains(p["file"], fmt.Sprintf("vm-%d-cloudinit", vm.VMID)) || force {
 		q.storage.freeVolumeLocked(vm.Node, p["file"])
 		return
+	}
+	for _, u := range vm.Config {
+		if u == p["file"] {
+			return // already unusedN, or still attached elsewhere
+		}
 	}
 	for n := 0; ; n++ {
 		if _, used := vm.Config["unused"+strconv.Itoa(n)]; !used {
