@@ -112,3 +112,55 @@ func TestQemu_stateDiskSizes(t *testing.T) {
 		}
 	}
 }
+
+// TestQemu_stateDisksOps: the generic disk operations carry efidisk0
+// and tpmstate0 with their data: a snapshot, a backup and its restore,
+// a full clone and a move to a file storage (which allocate the vars'
+// size anew, as clone_disk does).
+func TestQemu_stateDisksOps(t *testing.T) {
+	t.Parallel()
+	k := vmOpsE2E(t)
+	root := k.root()
+	k.mustOK(root, http.MethodPost, "/nodes/pve/qemu", url.Values{"vmid": {"200"}, "bios": {"ovmf"}, "scsi0": {"local-lvm:1"},
+		"efidisk0": {"local-lvm:1,efitype=4m"}, "tpmstate0": {"local-lvm:1,version=v2.0"}})
+	vars := []byte("efi vars!")
+	k.writeDisk("pve", "local-lvm:vm-200-disk-1", vars)
+	snap := k.mustOK(root, http.MethodPost, "/nodes/pve/qemu/200/snapshot", url.Values{"snapname": {"s1"}})
+	if !snap.has("snapshotting 'drive-efidisk0' (local-lvm:vm-200-disk-1)") || !snap.has("snapshotting 'drive-tpmstate0' (local-lvm:vm-200-disk-2)") {
+		t.Fatalf("snapshot task:\n%s", strings.Join(snap.log, "\n"))
+	}
+	backup := k.mustOK(root, http.MethodPost, "/nodes/pve/vzdump", url.Values{"vmid": {"200"}, "storage": {"local"}, "compress": {"zstd"}})
+	if !backup.has("INFO: include disk 'efidisk0' 'local-lvm:vm-200-disk-1' 4M") || !backup.has("INFO: include disk 'tpmstate0' 'local-lvm:vm-200-disk-2' 4M") {
+		t.Fatalf("backup task:\n%s", strings.Join(backup.log, "\n"))
+	}
+	volid := ""
+	for _, l := range backup.log {
+		if _, name, ok := strings.Cut(l, "creating vzdump archive '/var/lib/vz/dump/"); ok {
+			volid = "local:backup/" + strings.TrimSuffix(name, "'")
+		}
+	}
+	k.mustOK(root, http.MethodPost, "/nodes/pve/qemu", url.Values{"vmid": {"201"}, "archive": {volid}})
+	restored := k.vmConfig("201")
+	// restore_allocate_devices allocates in sorted order: efidisk0 first.
+	if restored["efidisk0"] != "local-lvm:vm-201-disk-0,efitype=4m,size=4M" || restored["tpmstate0"] != "local-lvm:vm-201-disk-2,size=4M,version=v2.0" {
+		t.Fatalf("restored efidisk0 %v, tpmstate0 %v", restored["efidisk0"], restored["tpmstate0"])
+	}
+	if got := k.readDisk("pve", "local-lvm:vm-201-disk-0", len(vars)); string(got) != string(vars) {
+		t.Fatalf("restored vars %q", got)
+	}
+	k.mustOK(root, http.MethodPost, "/nodes/pve/qemu/200/clone", url.Values{"newid": {"202"}, "full": {"1"}, "storage": {"nfs"}, "format": {"raw"}})
+	clone := k.vmConfig("202")
+	efi, _ := clone["efidisk0"].(string)
+	file, _, _ := strings.Cut(efi, ",")
+	if !strings.HasPrefix(efi, "nfs:202/vm-202-disk-") || !strings.HasSuffix(efi, ".raw,efitype=4m,size=528K") {
+		t.Fatalf("the clone's efidisk0 %v", efi)
+	}
+	if got := k.readDisk("pve", file, len(vars)); string(got) != string(vars) {
+		t.Fatalf("the clone's vars %q", got)
+	}
+	k.mustOK(root, http.MethodPost, "/nodes/pve/qemu/200/move_disk", url.Values{"disk": {"efidisk0"}, "storage": {"nfs"}, "format": {"qcow2"}})
+	moved := k.vmConfig("200")
+	if moved["efidisk0"] != "nfs:200/vm-200-disk-0.qcow2,efitype=4m,size=528K" || moved["unused0"] != "local-lvm:vm-200-disk-1" {
+		t.Fatalf("after move_disk: efidisk0 %v, unused0 %v", moved["efidisk0"], moved["unused0"])
+	}
+}
