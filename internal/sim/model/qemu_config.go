@@ -200,12 +200,32 @@ func (q *vmConfig) updateVM(auth Auth, node string, vmid int, params map[string]
 		}
 		old, had := vm.Config[k]
 		vmSetKeyLocked(vm, k, v)
-		if had && vmDriveRE.MatchString(k) && vm.Config[k] == v && vmDriveFile(old) != vmDriveFile(v) {
-			q.detachDriveLocked(vm, old, false) // vmconfig_apply_pending's register_unused_drive
+		if !had || old != v { // an unchanged value is dropped (cleanup_pending)
+			q.setAppliedLocked(vm, k, old, had, v)
 		}
 	}
 	vmCleanupPending(vm)
 	return lines, q.changedLocked()
+}
+
+// setAppliedLocked follows up k's change from old (had: it was set) to
+// v: a drive applied at once leaves its old volume as unusedN
+// (vmconfig_apply_pending's register_unused_drive), and a running VM's
+// cloud-init key is recorded in [special:cloudinit].
+func (q *vmConfig) setAppliedLocked(vm *VM, k, old string, had bool, v string) {
+	if vm.Config[k] != v {
+		return // pending
+	}
+	if had && vmDriveRE.MatchString(k) && vmDriveFile(old) != vmDriveFile(v) {
+		q.detachDriveLocked(vm, old, false)
+	}
+	if vm.Running {
+		var prev *string
+		if had {
+			prev = &old
+		}
+		vmRecordCloudInit(vm, k, prev, &v)
+	}
 }
 
 // vmSplitUpdate splits an update's parameters into the keys it sets,
@@ -301,6 +321,9 @@ func (q *vmConfig) deleteKeyLocked(vm *VM, k string, force bool) {
 	v, ok := vm.Config[k]
 	delete(vm.Config, k)
 	delete(vm.Pending, k)
+	if ok && vm.Running {
+		vmRecordCloudInit(vm, k, &v, nil)
+	}
 	if ok && strings.HasPrefix(k, "unused") {
 		q.storage.freeVolumeLocked(vm.Node, v) // deleting unusedN destroys the disk
 		return
@@ -320,7 +343,12 @@ func (q *vmParts) detachDriveLocked(vm *VM, v string, force bool) {
 	if err != nil || st.Volumes[st.volKey(vm.Node, p["file"])] == nil {
 		return
 	}
-	if strings.Contains(p["file"], fmt.Sprintf("vm-%d-cloudinit", vm.VMID)) || force {
+	if strings.Contains(p["file"], fmt.Sprintf("vm-%d-cloudinit", vm.VMID)) {
+		q.storage.freeVolumeLocked(vm.Node, p["file"])
+		vm.CloudInit = nil
+		return
+	}
+	if force {
 		q.storage.freeVolumeLocked(vm.Node, p["file"])
 		return
 	}

@@ -86,6 +86,7 @@ func (q *vmPower) startTask(w *Worker, node string, vmid int) error {
 			return err
 		}
 		spec, err = q.startSpecLocked(vm)
+		vmCloudInitRegenerated(vm) // the drive is written from the config now
 		warn, notes = vmFirmwareWarning(vmid, vm.Config)
 		return err
 	})
