@@ -2,8 +2,10 @@ package ui
 
 import (
 	"fmt"
+	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/corralhq/corral/internal/plan"
 	"github.com/corralhq/corral/internal/ui/human"
@@ -76,16 +78,19 @@ func balloonText(mib int) string {
 	return strconv.Itoa(mib) + " MiB"
 }
 
-// keyCount says how many keys an sshkeys value holds.
+// keyCount says how many keys an sshkeys value holds: its non-empty
+// lines once unescaped (a key added in PVE's web UI may be escaped
+// otherwise than corral escapes it, "%0a" or without a last newline).
 func keyCount(encoded string) string {
+	keys, err := url.PathUnescape(encoded)
+	if err != nil {
+		keys = strings.ReplaceAll(encoded, "%0A", "\n")
+	}
 	n := 0
-	for i := 0; i+3 <= len(encoded); i++ {
-		if encoded[i:i+3] == "%0A" {
+	for line := range strings.SplitSeq(keys, "\n") {
+		if strings.TrimSpace(line) != "" {
 			n++
 		}
-	}
-	if encoded != "" && n == 0 {
-		n = 1
 	}
 	if n == 1 {
 		return "1 SSH key"
