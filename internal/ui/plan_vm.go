@@ -65,6 +65,9 @@ func vmSettings(a *plan.App) []SettingJSON {
 	if conf["nameserver"] != "" {
 		out = append(out, SettingJSON{"nameserver", conf["nameserver"]})
 	}
+	if conf["bios"] != "" {
+		out = append(out, SettingJSON{"bios", conf["bios"] + " (machine " + conf["machine"] + ", EFI vars disk efidisk0 on " + v.DiskStorage + ")"})
+	}
 	if a.OnBoot {
 		out = append(out, SettingJSON{"onboot", "1"})
 	}
