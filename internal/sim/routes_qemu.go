@@ -54,7 +54,7 @@ func (a *qemuAPI) getIndex(r *request) (any, error) {
 		return nil, err
 	}
 	var out []map[string]string
-	for _, sub := range []string{"config", "pending", "status", "agent", "firewall", "rrd", "rrddata", "migrate", "resize", "move", "snapshot", "clone", "template"} {
+	for _, sub := range []string{"config", "cloudinit", "pending", "status", "agent", "firewall", "rrd", "rrddata", "migrate", "resize", "move", "snapshot", "clone", "template"} {
 		out = append(out, map[string]string{"subdir": sub})
 	}
 	return out, nil
