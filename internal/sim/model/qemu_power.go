@@ -82,6 +82,9 @@ func (q *vmPower) startTask(w *Worker, node string, vmid int) error {
 		}
 		q.applyPendingLocked(vm)
 		q.journal.markCore()
+		if err := vmCheckFirmware(vm.Config); err != nil {
+			return err
+		}
 		if err := q.admit(w, node, "VM", vmid, vmMaxMem(vm.Config)); err != nil {
 			return err
 		}

@@ -124,3 +124,19 @@ func vmFirmwareWarning(vmid int, conf map[string]string) (string, []string) {
 		"Otherwise, you will be prompted for the BitLocker recovery key on the next boot.",
 	}
 }
+
+// vmCPU32Bit are CPUConfig's 32-bit CPU models ($cputypes_32bit).
+var vmCPU32Bit = vmKeySet("486", "pentium", "pentium2", "pentium3", "coreduo", "athlon", "kvm32", "qemu32")
+
+// vmCheckFirmware is config_to_command's refusal of OVMF on a 32-bit
+// CPU model (get_cpu_bitness; the default model, x86-64-v2-AES, is
+// 64-bit), which fails the start.
+func vmCheckFirmware(conf map[string]string) error {
+	if conf["bios"] != "ovmf" || conf["cpu"] == "" {
+		return nil
+	}
+	if p, err := ParseProp(conf["cpu"], "cputype"); err == nil && vmCPU32Bit[p["cputype"]] {
+		return Failf("OVMF (UEFI) BIOS is not supported on 32-bit CPU types\n")
+	}
+	return nil
+}

@@ -30,6 +30,20 @@ func TestVMStartSpec_stateDisks(t *testing.T) {
 	}
 }
 
+// TestVMStart_ovmf32Bit: OVMF on a 32-bit CPU model fails the start,
+// as config_to_command dies; a 64-bit model starts.
+func TestVMStart_ovmf32Bit(t *testing.T) {
+	k := newBackupKit(t)
+	k.run(k.c.CreateVM(kitRoot, "pve", map[string]string{"vmid": "200", "bios": "ovmf", "cpu": "kvm32", "efidisk0": "local-lvm:1,efitype=4m"}))
+	if task := k.run(k.c.StartVM(kitRoot, "pve", 200, nil)); task.ExitStatus != "OVMF (UEFI) BIOS is not supported on 32-bit CPU types" {
+		t.Fatalf("start of OVMF on kvm32: %q %v", task.ExitStatus, task.Log)
+	}
+	k.run(k.c.UpdateVM(kitRoot, "pve", 200, map[string]string{"cpu": "cputype=host"}, true))
+	if task := k.run(k.c.StartVM(kitRoot, "pve", 200, nil)); task.ExitStatus != "OK" {
+		t.Fatalf("start of OVMF on host: %q %v", task.ExitStatus, task.Log)
+	}
+}
+
 // TestVMFirmwareWarning: what vm_start warns about the EFI vars.
 func TestVMFirmwareWarning(t *testing.T) {
 	for _, tc := range []struct {
