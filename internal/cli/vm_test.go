@@ -316,3 +316,60 @@ func (c *cluster) vmCount() int {
 	}
 	return n
 }
+
+// TestVMAppBIOS: vm.bios ovmf needs VM.Config.HWType for machine q35
+// (the preflight says so before any change); it creates the VM with bios
+// ovmf, machine q35 and an EFI vars disk on its disk's storage (the
+// 4 MiB vars with pre-enrolled keys, one LVM extent), which a second
+// plan leaves alone; back to seabios the plan recreates the VM, and
+// destroy frees the EFI disk with the others.
+func TestVMAppBIOS(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	c.offerVMImage()
+	manifestWith := func(bios string) string {
+		return writeManifest(t, "apps:\n  - name: web\n    kind: vm\n    memory: 1024\n"+
+			"    network: {ip: 10.20.0.50/24, gateway: 10.20.0.1}\n    vm: {disk: {size: 2G}, bios: "+bios+"}\n")
+	}
+	m := manifestWith("ovmf")
+	if r := c.run("plan", "-f", m); r.code != ExitChanges || !strings.Contains(r.stdout, "bios: ovmf (machine q35, EFI vars disk efidisk0 on local-lvm)") {
+		t.Fatalf("plan: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := c.run("apply", "-f", m, "--auto-approve"); r.code == 0 || !strings.Contains(r.stderr, "VM.Config.HWType on /vms (needed to set machine q35 of the vm of app web)") {
+		t.Fatalf("apply without VM.Config.HWType: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if err := c.srv.Cluster().UpdateRole(model.OperatorRole, []string{"VM.Config.HWType"}, true); err != nil {
+		t.Fatal(err)
+	}
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	vmid, status, _ := c.vmOf(m)
+	ctx := context.Background()
+	root := c.pveRoot()
+	conf, err := root.VMConfigOf(ctx, "pve", vmid, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	efi := conf.Values["efidisk0"]
+	if status != "running" || conf.Values["bios"] != "ovmf" || conf.Values["machine"] != "q35" ||
+		!strings.HasPrefix(efi, "local-lvm:vm-"+strconv.Itoa(vmid)+"-disk-") || !strings.HasSuffix(efi, ",efitype=4m,ms-cert=2023k,pre-enrolled-keys=1,size=4M") ||
+		!strings.Contains(conf.Values["boot"], "scsi0") || strings.Contains(conf.Values["boot"], "efidisk0") {
+		t.Fatalf("vm %d %s: bios %q machine %q efidisk0 %q boot %q", vmid, status, conf.Values["bios"], conf.Values["machine"], efi, conf.Values["boot"])
+	}
+	if r := c.run("plan", "-f", m); r.code != 0 {
+		t.Fatalf("second plan: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	back := manifestWith("seabios")
+	if r := c.run("plan", "-f", back); r.code != ExitChanges || !strings.Contains(r.stdout, "bios ovmf → seabios") {
+		t.Fatalf("plan back to seabios: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	c.mustRun("destroy", "-f", m, "--auto-approve")
+	content, err := root.StorageContent(ctx, "pve", "local-lvm", "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range content {
+		if strings.Contains(v.VolID, "vm-"+strconv.Itoa(vmid)+"-") {
+			t.Errorf("volume %s left after destroy", v.VolID)
+		}
+	}
+}

@@ -28,6 +28,9 @@ func (rs *reqSet) vm(a manifest.App, p Placement) {
 	req("VM.Config.Options", "set name, description, tags, agent and onboot of the "+what, "the other options need VM.Config.Options")
 	req("VM.Config.Cloudinit", "set cloud-init's user, keys and address of the "+what, "ciuser, sshkeys, ipconfigN and nameserver need VM.Config.Cloudinit or VM.Config.Network (check_vm_modify_config_perm accepts either)", "VM.Config.Network")
 	req("VM.PowerMgmt", "start and shut down the "+what, "status/start and status/shutdown need VM.PowerMgmt")
+	if a.VM.BIOS == manifest.BIOSOVMF {
+		req("VM.Config.HWType", "set machine q35 of the "+what, "bios: ovmf runs on machine q35, and machine needs VM.Config.HWType")
+	}
 	if a.VM.Agent {
 		if rs.t.major() >= 9 {
 			agent("VM.GuestAgent.Audit", "read the addresses the guest agent of the "+what+" reports", "agent/network-get-interfaces needs VM.GuestAgent.Audit on PVE 9", "VM.GuestAgent.Unrestricted")

@@ -99,7 +99,7 @@ func TestLoad_examples(t *testing.T) {
 			Backup:  defaultBackup,
 			Volumes: []manifest.Volume{{Name: "data", Storage: "local-lvm", Size: 4 * manifest.GiB, Backup: true, Reclaim: manifest.ReclaimRetain}},
 			VM: &manifest.VM{Image: manifest.DefaultVMImage, DiskStorage: "local-lvm", DiskSize: 8 * manifest.GiB,
-				User: "debian", Agent: true, AddressWait: 5 * time.Minute},
+				User: "debian", Agent: true, AddressWait: 5 * time.Minute, BIOS: manifest.BIOSSeaBIOS},
 		}}},
 	}
 	root := refdata.RepoRoot(t)

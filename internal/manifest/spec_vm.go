@@ -16,6 +16,12 @@ const (
 // image to a storage's import/ directory (PVE 8.2+) and name it.
 const DefaultVMImage = "local:import/debian-12-corral-vm.qcow2"
 
+// The firmware a VM app boots (vm.bios), PVE's bios values.
+const (
+	BIOSSeaBIOS = "seabios"
+	BIOSOVMF    = "ovmf"
+)
+
 // Defaults of a VM app's keys.
 const (
 	defaultVMUser     = "debian"
@@ -53,6 +59,9 @@ var vmSpec = &field{key: "vm", kind: kindObject,
 			doc: "The user cloud-init creates, with ssh.publicKeys (and corral's own key) as its keys and sudo without a password; corral logs in as this user to run provision steps and health checks, through sudo.", pattern: userNamePattern, allowed: userNameAllowed},
 		{key: "agent", kind: kindBool, def: true,
 			doc: "Enable the QEMU guest agent (agent: 1): PVE then shuts the VM down through it, and corral reads the VM's addresses from it. The image must run qemu-guest-agent."},
+		{key: "bios", kind: kindString, def: BIOSSeaBIOS, enum: []string{BIOSSeaBIOS, BIOSOVMF},
+			doc: "The VM's firmware: seabios (PVE's default, a legacy BIOS) or ovmf (UEFI, with Secure Boot). ovmf gives the VM an EFI vars disk (efidisk0, efitype=4m with the distribution's and Microsoft's keys pre-enrolled) on vm.disk.storage " +
+				"and machine q35, on which PVE's Secure Boot firmware runs; the image must boot under UEFI (Debian's cloud images boot under both). A change recreates the VM, as a new image does."},
 		{key: "addressWait", kind: kindDuration, def: "5m",
 			doc: "How long apply waits after a start for the guest agent to report an address (with agent on and ip: dhcp); a static ip is known from the config and not waited for."},
 	}}

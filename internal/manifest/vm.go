@@ -16,6 +16,8 @@ type VM struct {
 	Agent       bool
 	// AddressWait bounds apply's wait for the agent to report an address.
 	AddressWait time.Duration
+	// BIOS is BIOSSeaBIOS or BIOSOVMF.
+	BIOS string
 }
 
 // IsVM reports whether the app runs in a virtual machine.
@@ -54,7 +56,8 @@ func (d *decoder) buildKind(v *value, a *App) {
 	vm := v.object("vm")
 	disk := vm.object("disk")
 	a.VM = &VM{Image: vm.strOr("image"), DiskStorage: disk.strOr("storage"), DiskSize: disk.sizeOr("size"),
-		BalloonMiB: int(vm.intOr("balloon")), User: vm.strOr("user"), Agent: vm.boolOr("agent"), AddressWait: vm.durOr("addressWait")}
+		BalloonMiB: int(vm.intOr("balloon")), User: vm.strOr("user"), Agent: vm.boolOr("agent"), AddressWait: vm.durOr("addressWait"),
+		BIOS: vm.strOr("bios")}
 	if a.VM.BalloonMiB > a.MemoryMiB {
 		if b := vm.member("balloon"); b != nil {
 			d.report(b.node, b.path, fmt.Sprintf("balloon %d MiB is more than the app's memory (%d MiB); write at most memory, or 0 to turn ballooning off", a.VM.BalloonMiB, a.MemoryMiB), "")

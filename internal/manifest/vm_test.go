@@ -21,12 +21,16 @@ func TestVMApp(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := f.Apps[0]
-	want := &manifest.VM{Image: manifest.DefaultVMImage, DiskStorage: "local-lvm", DiskSize: 8 * manifest.GiB, User: "debian", Agent: true, AddressWait: 5 * time.Minute}
+	want := &manifest.VM{Image: manifest.DefaultVMImage, DiskStorage: "local-lvm", DiskSize: 8 * manifest.GiB, User: "debian", Agent: true, AddressWait: 5 * time.Minute, BIOS: manifest.BIOSSeaBIOS}
 	if !a.IsVM() || a.KindName() != "vm" || a.Template != "" || !cmp.Equal(a.VM, want) {
 		t.Fatalf("kind %q template %q vm %+v; want vm, no template, %+v", a.Kind, a.Template, a.VM, want)
 	}
 	if a.MemoryMiB != 2048 || a.Network.IP != "10.0.0.5/24" || len(a.SSH.PublicKeys) != 1 {
 		t.Fatalf("app fields %+v", a)
+	}
+	y = "apps:\n  - name: efi\n    kind: vm\n    vm: {bios: ovmf}\n"
+	if f, err = manifest.Parse("corral.yaml", []byte(y), testOptions()); err != nil || f.Apps[0].VM.BIOS != manifest.BIOSOVMF {
+		t.Fatalf("vm.bios: ovmf: %+v, %v", f, err)
 	}
 	y = "apps:\n  - name: db\n    kind: vm\n    volumes: [{name: data, size: 2G, reclaim: delete}]\n"
 	if f, err = manifest.Parse("corral.yaml", []byte(y), testOptions()); err != nil || len(f.Apps[0].Volumes) != 1 ||
@@ -58,6 +62,7 @@ func TestVMAppRefusals(t *testing.T) {
 		{"ct without template", "apps:\n  - name: web\n    kind: ct\n", "apps[0].template: required key is missing"},
 		{"balloon over memory", "apps:\n  - name: web\n    kind: vm\n    memory: 1024\n    vm: {balloon: 2048}\n", "apps[0].vm.balloon: balloon 2048 MiB is more than the app's memory (1024 MiB)"},
 		{"bad kind", "apps:\n  - name: web\n    kind: kvm\n", "apps[0].kind"},
+		{"bad bios", "apps:\n  - name: web\n    kind: vm\n    vm: {bios: uefi}\n", "apps[0].vm.bios"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := manifest.Parse("corral.yaml", []byte(tt.yaml), testOptions())

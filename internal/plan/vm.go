@@ -26,6 +26,7 @@ type VMSpec struct {
 	User        string
 	Agent       bool
 	AddressWait time.Duration
+	BIOS        string // manifest.BIOSSeaBIOS or manifest.BIOSOVMF
 }
 
 // vmSpecOf is m's VMSpec, nil for a container app.
@@ -35,7 +36,7 @@ func vmSpecOf(m manifest.App) *VMSpec {
 	}
 	v := m.VM
 	return &VMSpec{Image: v.Image, DiskStorage: v.DiskStorage, DiskSize: v.DiskSize.Bytes(), BalloonMiB: v.BalloonMiB,
-		User: v.User, Agent: v.Agent, AddressWait: v.AddressWait}
+		User: v.User, Agent: v.Agent, AddressWait: v.AddressWait, BIOS: v.BIOS}
 }
 
 // VM is one observed virtual machine of corral's: tagged as an app's, or
@@ -116,17 +117,43 @@ func VMConfig(a App) map[string]string {
 	if len(a.DNS) > 0 {
 		conf["nameserver"] = strings.Join(a.DNS, " ")
 	}
+	if v.BIOS == manifest.BIOSOVMF {
+		// qemu-server runs the Secure Boot firmware (OVMF_CODE_4M.secboot.fd,
+		// which needs SMM) only on q35; on i440fx it would take the
+		// firmware without SMM and the pre-enrolled keys would guard less.
+		conf["bios"], conf["machine"] = manifest.BIOSOVMF, "q35"
+	}
 	return conf
 }
 
+// VMEFIDisk is the EFI vars disk of a bios: ovmf VM: the 4 MiB vars
+// template with the distribution's and Microsoft's keys, as PVE's web
+// UI creates it (the 1 is ignored: qemu-server allocates the vars'
+// size).
+const VMEFIDisk = ":1,efitype=4m,pre-enrolled-keys=1"
+
 // VMCreateDisks are the drives of a new VM: its disk imported from the
 // image (PVE takes the image's size; apply grows it to DiskSize after)
-// and the cloud-init drive on the same storage.
+// and the cloud-init drive on the same storage, and with bios: ovmf the
+// EFI vars disk there too.
 func VMCreateDisks(a App) map[string]string {
-	return map[string]string{
+	disks := map[string]string{
 		VMDisk: a.VM.DiskStorage + ":0,import-from=" + a.VM.Image,
 		"ide2": a.VM.DiskStorage + ":cloudinit",
 	}
+	if a.VM.BIOS == manifest.BIOSOVMF {
+		disks["efidisk0"] = a.VM.DiskStorage + VMEFIDisk
+	}
+	return disks
+}
+
+// vmBIOSOf is the firmware a VM's config boots: PVE's default when it
+// names none.
+func vmBIOSOf(conf map[string]string) string {
+	if b := conf["bios"]; b != "" {
+		return b
+	}
+	return manifest.BIOSSeaBIOS
 }
 
 // vmIPConfig is ipconfig0: DHCP, or the static address and gateway.

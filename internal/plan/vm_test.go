@@ -179,3 +179,37 @@ func TestVMGuestPlan(t *testing.T) {
 		t.Fatalf("only corral's key left: %+v", p.Changes)
 	}
 }
+
+// TestVMPlanBIOS: vm.bios ovmf writes bios and machine q35 and adds the
+// EFI vars disk to the create's drives on the VM's disk storage; a VM
+// that names no bios is seabios's (nothing to change); a change of
+// bios recreates the VM; a version-pinned q35 is q35.
+func TestVMPlanBIOS(t *testing.T) {
+	a := vmApp()
+	a.VM.BIOS = "ovmf"
+	conf, disks := plan.VMConfig(a), plan.VMCreateDisks(a)
+	if conf["bios"] != "ovmf" || conf["machine"] != "q35" || disks["efidisk0"] != "local-lvm:1,efitype=4m,pre-enrolled-keys=1" {
+		t.Fatalf("ovmf: config %v, disks %v", conf, disks)
+	}
+	seabios := vmApp()
+	seabios.VM.BIOS = "seabios"
+	if conf, disks := plan.VMConfig(seabios), plan.VMCreateDisks(seabios); conf["bios"] != "" || conf["machine"] != "" || disks["efidisk0"] != "" {
+		t.Fatalf("seabios: config %v, disks %v", conf, disks)
+	}
+	if p := must(plan.Make([]plan.App{seabios}, vmConverged())); p.HasChanges() {
+		t.Fatalf("seabios over a VM without bios: %+v", p.Changes)
+	}
+	c := onlyChange(t, must(plan.Make([]plan.App{a}, vmConverged())))
+	if c.Action != plan.Replace || c.OldVMID != 120 || !strings.Contains(strings.Join(c.Reasons, "\n"), "bios seabios → ovmf") {
+		t.Fatalf("seabios → ovmf = %+v", c)
+	}
+	obs := vmConverged()
+	vm := obs.VMs["web"][0]
+	vm.Config["bios"], vm.Config["machine"], vm.Config["efidisk0"] = "ovmf", "pc-q35-9.2", "local-lvm:vm-120-disk-1,efitype=4m,ms-cert=2023k,pre-enrolled-keys=1,size=4M"
+	if p := must(plan.Make([]plan.App{a}, obs)); p.HasChanges() {
+		t.Fatalf("ovmf over its VM: %+v", p.Changes)
+	}
+	if c := onlyChange(t, must(plan.Make([]plan.App{seabios}, obs))); c.Action != plan.Replace || !strings.Contains(strings.Join(c.Reasons, "\n"), "bios ovmf → seabios") {
+		t.Fatalf("ovmf → seabios = %+v", c)
+	}
+}

@@ -16,7 +16,7 @@ import (
 // onboot, description, and net0, which PVE hot-plugs) apply at once.
 var vmRestartKeys = []string{"cores", "memory", "balloon", "agent", "ciuser", "sshkeys", "ipconfig0", "nameserver"}
 
-// vmChange compares VM vm with app a: a new image or disk storage
+// vmChange compares VM vm with app a: a new image, disk storage or bios
 // recreates the VM (its disk holds nothing corral keeps), a larger disk
 // grows in place, a smaller one is refused, and the other keys are edited
 // in place; a stopped VM is started.
@@ -29,6 +29,9 @@ func vmChange(a *App, vm *VM) (Change, []string) {
 	}
 	if disk.Storage != a.VM.DiskStorage {
 		replace = append(replace, fmt.Sprintf("disk storage %s → %s", orNone(disk.Storage), a.VM.DiskStorage))
+	}
+	if have, want := vmBIOSOf(vm.Config), vmBIOSOf(map[string]string{"bios": a.VM.BIOS}); have != want {
+		replace = append(replace, fmt.Sprintf("bios %s → %s: the image boots anew under the other firmware (ovmf with its EFI vars disk and machine q35)", have, want))
 	}
 	if a.VMID != 0 && a.VMID != vm.VMID {
 		replace = append(replace, fmt.Sprintf("vmid %d → %d", vm.VMID, a.VMID))
@@ -111,6 +114,9 @@ func sameVMValue(key, have, want string) bool {
 		return truthy(agentEnabled(have)) == truthy(want)
 	case "onboot":
 		return truthy(have) == truthy(want)
+	case "machine":
+		// PVE may pin the version a VM was made with (pc-q35-9.2).
+		return have == want || want == "q35" && strings.HasPrefix(have, "pc-q35-")
 	case "net0":
 		h, w := vmNet(have), vmNet(want)
 		return h.model == w.model && h.bridge == w.bridge

@@ -81,6 +81,8 @@ func TestQemu_permissions(t *testing.T) {
 		{"net", http.MethodPost, "/nodes/pve/qemu", url.Values{"vmid": {"300"}, "net0": {"virtio,bridge=vmbr0"}}, "Permission check failed (/vms/300, VM.Config.Network)\n"},
 		{"cloud-init", http.MethodPost, "/nodes/pve/qemu", url.Values{"vmid": {"300"}, "ciuser": {"debian"}}, "Permission check failed (/vms/300, VM.Config.Cloudinit|VM.Config.Network)\n"},
 		{"disk space", http.MethodPost, "/nodes/pve/qemu", url.Values{"vmid": {"300"}, "scsi0": {"local-lvm:1"}}, "Permission check failed (/storage/local-lvm, Datastore.AllocateSpace)\n"},
+		{"efi disk space", http.MethodPost, "/nodes/pve/qemu", url.Values{"vmid": {"300"}, "efidisk0": {"local-lvm:1,efitype=4m"}}, "Permission check failed (/storage/local-lvm, Datastore.AllocateSpace)\n"},
+		{"tpm disk space", http.MethodPost, "/nodes/pve/qemu", url.Values{"vmid": {"300"}, "tpmstate0": {"local-lvm:1"}}, "Permission check failed (/storage/local-lvm, Datastore.AllocateSpace)\n"},
 		{"allocate", http.MethodPost, "/nodes/pve/qemu", url.Values{"vmid": {"301"}}, "Permission check failed\n"},
 		{"args", http.MethodPost, "/nodes/pve/qemu", url.Values{"vmid": {"300"}, "args": {"-no-reboot"}}, "only root can set 'args' config\n"},
 	} {

@@ -22,7 +22,9 @@ func (a *qemuAPI) register(route routeFunc) {
 	route("PUT", "/nodes/{node}/qemu/{vmid}/config", a.putConfig)
 	route("POST", "/nodes/{node}/qemu/{vmid}/config", a.postConfig)
 	route("GET", "/nodes/{node}/qemu/{vmid}/pending", a.getPending)
+	route("GET", "/nodes/{node}/qemu/{vmid}/cloudinit", a.getCloudInit)
 	route("PUT", "/nodes/{node}/qemu/{vmid}/cloudinit", a.putCloudInit)
+	route("GET", "/nodes/{node}/qemu/{vmid}/cloudinit/dump", a.getCloudInitDump)
 	route("GET", "/nodes/{node}/qemu/{vmid}/status", a.getStatusIndex)
 	route("GET", "/nodes/{node}/qemu/{vmid}/status/current", a.getStatus)
 	route("POST", "/nodes/{node}/qemu/{vmid}/status/start", ctTask(a.cluster.StartVM))
@@ -52,7 +54,7 @@ func (a *qemuAPI) getIndex(r *request) (any, error) {
 		return nil, err
 	}
 	var out []map[string]string
-	for _, sub := range []string{"config", "pending", "status", "agent", "firewall", "rrd", "rrddata", "migrate", "resize", "move", "snapshot", "clone", "template"} {
+	for _, sub := range []string{"config", "cloudinit", "pending", "status", "agent", "firewall", "rrd", "rrddata", "migrate", "resize", "move", "snapshot", "clone", "template"} {
 		out = append(out, map[string]string{"subdir": sub})
 	}
 	return out, nil

@@ -146,6 +146,12 @@ func (p *thirdParty) checkBPGVM(t *testing.T, memory string) {
 	if scsi0, _ := conf["scsi0"].(string); !strings.HasPrefix(scsi0, "local-lvm:vm-300-disk-0,") || !strings.Contains(scsi0, "size=4G") {
 		t.Errorf("VM 300's scsi0: %q", scsi0)
 	}
+	if efi, _ := conf["efidisk0"].(string); conf["bios"] != "ovmf" || !strings.HasPrefix(efi, "local-lvm:vm-300-disk-") || !strings.Contains(efi, "efitype=4m") || !strings.Contains(efi, "pre-enrolled-keys=1") || !strings.Contains(efi, "size=4M") {
+		t.Errorf("VM 300's bios %v, efidisk0 %q", conf["bios"], efi)
+	}
+	if tpm, _ := conf["tpmstate0"].(string); !strings.HasPrefix(tpm, "local-lvm:vm-300-disk-") || !strings.Contains(tpm, "version=v2.0") || !strings.Contains(tpm, "size=4M") {
+		t.Errorf("VM 300's tpmstate0: %q", tpm)
+	}
 	if net1, _ := conf["net1"].(string); !strings.HasPrefix(net1, "virtio=BC:24:11:") || !strings.HasSuffix(net1, ",bridge=vmbr0,firewall=1,mtu=1400,tag=20") {
 		t.Errorf("VM 300's net1: %q", net1)
 	}

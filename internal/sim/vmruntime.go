@@ -78,11 +78,8 @@ func (r *vmRuntime) Start(s model.VMStartSpec) (int, error) {
 		spec.Disks = append(spec.Disks, vmrun.Disk{Key: d.Key, File: d.Path, Format: diskFormat(d.Path)})
 	}
 	if s.CloudInit != nil {
-		ci := vmrun.CloudInit{Hostname: s.CloudInit.Hostname, User: s.CloudInit.User, Password: s.CloudInit.Password, SSHKeys: s.CloudInit.SSHKeys}
-		for _, n := range s.CloudInit.Nets {
-			ci.Nets = append(ci.Nets, vmrun.CloudNet{Name: n.Name, MAC: n.MAC, IP: n.IP, GW: n.GW, IP6: n.IP6, GW6: n.GW6})
-		}
-		if err := vmrun.WriteSeed(r.ctx, ci, s.CloudInitPath); err != nil {
+		seed := vmrun.Seed{UserData: s.CloudInit.UserData(), NetworkConfig: s.CloudInit.NetworkConfig(), MetaData: s.CloudInit.MetaData()}
+		if err := vmrun.WriteSeed(r.ctx, seed, s.CloudInitPath); err != nil {
 			return 0, err
 		}
 		spec.Disks = append(spec.Disks, vmrun.Disk{Key: s.CloudInitKey, File: s.CloudInitPath, Format: "raw", CDROM: true})

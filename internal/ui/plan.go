@@ -273,10 +273,6 @@ func NewPlanJSON(p *plan.Plan, refused []string) PlanJSON {
 		if c.Action == plan.Create || c.Action == plan.Replace {
 			cj.Settings = createSettings(c.Desired)
 		}
-		if c.Kind == plan.KindVM {
-			cj.Kind = c.Kind
-			vmChangeJSON(&cj, c) // plan_vm.go
-		}
 		for _, e := range c.Config {
 			old, new := e.Old, e.New
 			if e.Key == "description" {
@@ -288,6 +284,10 @@ func NewPlanJSON(p *plan.Plan, refused []string) PlanJSON {
 				}
 			}
 			cj.Config = append(cj.Config, EditJSON{Key: e.Key, Old: old, New: new})
+		}
+		if c.Kind == plan.KindVM {
+			cj.Kind = c.Kind
+			vmChangeJSON(&cj, c) // plan_vm.go; after cj.Config, whose sshkeys it shortens
 		}
 		if c.Guest {
 			for _, r := range c.Steps {

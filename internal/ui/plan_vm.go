@@ -2,8 +2,10 @@ package ui
 
 import (
 	"fmt"
+	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/corralhq/corral/internal/plan"
 	"github.com/corralhq/corral/internal/ui/human"
@@ -63,6 +65,9 @@ func vmSettings(a *plan.App) []SettingJSON {
 	if conf["nameserver"] != "" {
 		out = append(out, SettingJSON{"nameserver", conf["nameserver"]})
 	}
+	if conf["bios"] != "" {
+		out = append(out, SettingJSON{"bios", conf["bios"] + " (machine " + conf["machine"] + ", EFI vars disk efidisk0 on " + v.DiskStorage + ")"})
+	}
 	if a.OnBoot {
 		out = append(out, SettingJSON{"onboot", "1"})
 	}
@@ -76,16 +81,19 @@ func balloonText(mib int) string {
 	return strconv.Itoa(mib) + " MiB"
 }
 
-// keyCount says how many keys an sshkeys value holds.
+// keyCount says how many keys an sshkeys value holds: its non-empty
+// lines once unescaped (a key added in PVE's web UI may be escaped
+// otherwise than corral escapes it, "%0a" or without a last newline).
 func keyCount(encoded string) string {
+	keys, err := url.PathUnescape(encoded)
+	if err != nil {
+		keys = strings.ReplaceAll(encoded, "%0A", "\n")
+	}
 	n := 0
-	for i := 0; i+3 <= len(encoded); i++ {
-		if encoded[i:i+3] == "%0A" {
+	for line := range strings.SplitSeq(keys, "\n") {
+		if strings.TrimSpace(line) != "" {
 			n++
 		}
-	}
-	if encoded != "" && n == 0 {
-		n = 1
 	}
 	if n == 1 {
 		return "1 SSH key"

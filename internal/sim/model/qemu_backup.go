@@ -193,7 +193,7 @@ func (b *vmBackup) prepare() error {
 // vmDriveKeys are conf's drive keys, sorted.
 func vmDriveKeys(conf map[string]string) []string {
 	var out []string
-	for _, k := range slices.Sorted(maps.Keys(conf)) {
+	for _, k := range slices.SortedFunc(maps.Keys(conf), vmDriveOrder) {
 		if vmDriveRE.MatchString(k) {
 			out = append(out, k)
 		}

@@ -273,6 +273,9 @@ func (q *vmCloner) cloneDisk(w *Worker, req vmCloneReq, d vmVolDrive, conf map[s
 		w.Log("transferred %s of %s (100.00%%)", pvesize.Format(job.size), pvesize.Format(job.size))
 	}
 	d.drive["file"] = volid
+	if vmStateDisk(d.key) {
+		d.drive["size"] = pvesize.Format(job.size)
+	}
 	conf[d.key] = d.drive.Print("file")
 	return nil
 }
@@ -364,7 +367,11 @@ func (q *vmCloner) cloneDiskLocked(w *Worker, req vmCloneReq, d vmVolDrive) (str
 		format = "qcow2" // the clone's file names its base as backing file
 		name = fmt.Sprintf("vm-%d-disk-%d.qcow2", req.newid, q.storage.freeDiskNumberLocked(req.node, sid, req.newid))
 	}
-	v, lines, err := q.storage.allocImageLocked(req.node, s, req.newid, name, format, d.vol.Size)
+	size := d.vol.Size
+	if vmStateDisk(d.key) && kind != "linked" {
+		size = vmStateDiskSize(s, d.key, d.drive) // clone_disk's efisize, TPMSTATE_DISK_SIZE
+	}
+	v, lines, err := q.storage.allocImageLocked(req.node, s, req.newid, name, format, size)
 	if err != nil {
 		return "", vmCopyJob{}, err
 	}
@@ -379,5 +386,5 @@ func (q *vmCloner) cloneDiskLocked(w *Worker, req vmCloneReq, d vmVolDrive) (str
 	if req.snapname != "" {
 		src = q.vmSnapPath(req.node, d.vol, req.snapname)
 	}
-	return volid, vmCopyJob{what: "clone " + d.drive["file"], dst: q.storage.volumePath(req.node, s.ID, v.Name), src: src, size: d.vol.Size}, nil
+	return volid, vmCopyJob{what: "clone " + d.drive["file"], dst: q.storage.volumePath(req.node, s.ID, v.Name), src: src, size: size}, nil
 }

@@ -193,14 +193,39 @@ func (q *vmConfig) updateVM(auth Auth, node string, vmid int, params map[string]
 		}
 		set[d.key] = d.props.Print("file")
 	}
-	for k, v := range set {
+	for _, k := range slices.Sorted(maps.Keys(set)) {
+		v := set[k]
 		if vmNetKeyRE.MatchString(k) {
 			v = vmNetWithMAC(v)
 		}
+		old, had := vm.Config[k]
 		vmSetKeyLocked(vm, k, v)
+		if !had || old != v { // an unchanged value is dropped (cleanup_pending)
+			q.setAppliedLocked(vm, k, old, had, v)
+		}
 	}
 	vmCleanupPending(vm)
 	return lines, q.changedLocked()
+}
+
+// setAppliedLocked follows up k's change from old (had: it was set) to
+// v: a drive applied at once leaves its old volume as unusedN
+// (vmconfig_apply_pending's register_unused_drive), and a running VM's
+// cloud-init key is recorded in [special:cloudinit].
+func (q *vmConfig) setAppliedLocked(vm *VM, k, old string, had bool, v string) {
+	if vm.Config[k] != v {
+		return // pending
+	}
+	if had && vmDriveRE.MatchString(k) && vmDriveFile(old) != vmDriveFile(v) {
+		q.detachDriveLocked(vm, old, false)
+	}
+	if vm.Running {
+		var prev *string
+		if had {
+			prev = &old
+		}
+		vmRecordCloudInit(vm, k, prev, &v)
+	}
 }
 
 // vmSplitUpdate splits an update's parameters into the keys it sets,
@@ -250,12 +275,20 @@ func (q *vmConfig) checkUpdateLocked(auth Auth, vm *VM, params, set map[string]s
 			}
 		}
 	}
-	return vmCheckModifyPermLocked(a, auth, vm.VMID, keys)
+	if err := vmCheckModifyPermLocked(a, auth, vm.VMID, keys); err != nil {
+		return err
+	}
+	if old, v := vm.Config["tpmstate0"], set["tpmstate0"]; old != "" && v != "" {
+		return vmCheckTPMVersion(old, v)
+	}
+	return nil
 }
 
 // vmLiveKey reports whether a running VM takes key at once.
 func vmLiveKey(k string) bool {
-	return vmFastPlug[k] || vmIPCfgRE.MatchString(k) || vmNetKeyRE.MatchString(k) || vmDriveRE.MatchString(k) || strings.HasPrefix(k, "unused")
+	// efidisk0 and tpmstate0 are never hot-plugged
+	// (vmconfig_hotplug_pending's "skip"): they wait for the next start.
+	return vmFastPlug[k] || vmIPCfgRE.MatchString(k) || vmNetKeyRE.MatchString(k) || vmBusDriveRE.MatchString(k) || strings.HasPrefix(k, "unused")
 }
 
 // vmSetKeyLocked sets k: at once on a stopped VM or a live key, else
@@ -288,21 +321,41 @@ func (q *vmConfig) deleteKeyLocked(vm *VM, k string, force bool) {
 	v, ok := vm.Config[k]
 	delete(vm.Config, k)
 	delete(vm.Pending, k)
+	if ok && vm.Running {
+		vmRecordCloudInit(vm, k, &v, nil)
+	}
 	if ok && strings.HasPrefix(k, "unused") {
 		q.storage.freeVolumeLocked(vm.Node, v) // deleting unusedN destroys the disk
 		return
 	}
-	if !ok || !vmDriveRE.MatchString(k) {
-		return
+	if ok && vmDriveRE.MatchString(k) {
+		q.detachDriveLocked(vm, v, force)
 	}
+}
+
+// detachDriveLocked is vmconfig_delete_or_detach_drive and
+// vmconfig_register_unused_drive for a drive value leaving vm's config:
+// its volume becomes unusedN, or is freed if it is the cloud-init drive
+// (whose [special:cloudinit] record goes with it) or force is set.
+func (q *vmParts) detachDriveLocked(vm *VM, v string, force bool) {
 	p, err := ParseProp(v, "file")
 	st := q.state()
 	if err != nil || st.Volumes[st.volKey(vm.Node, p["file"])] == nil {
 		return
 	}
-	if strings.Contains(p["file"], fmt.Sprintf("vm-%d-cloudinit", vm.VMID)) || force {
+	if strings.Contains(p["file"], fmt.Sprintf("vm-%d-cloudinit", vm.VMID)) {
+		q.storage.freeVolumeLocked(vm.Node, p["file"])
+		vm.CloudInit = nil
+		return
+	}
+	if force {
 		q.storage.freeVolumeLocked(vm.Node, p["file"])
 		return
+	}
+	for _, u := range vm.Config {
+		if u == p["file"] {
+			return // already unusedN, or still attached elsewhere
+		}
 	}
 	for n := 0; ; n++ {
 		if _, used := vm.Config["unused"+strconv.Itoa(n)]; !used {

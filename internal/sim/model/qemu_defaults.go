@@ -30,7 +30,7 @@ func vmFillDefaults(conf map[string]string, now time.Time) {
 	if conf["boot"] == "" {
 		var order []string
 		for _, k := range slices.Sorted(maps.Keys(conf)) {
-			if vmDriveRE.MatchString(k) && !strings.Contains(conf[k], "media=cdrom") {
+			if vmBusDriveRE.MatchString(k) && !strings.Contains(conf[k], "media=cdrom") {
 				order = append(order, k)
 			}
 		}

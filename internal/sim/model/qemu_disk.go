@@ -36,6 +36,13 @@ func (q *vmCreator) makeDriveLocked(logf func(format string, args ...any), node 
 		format = f // a dir storage's file may be qcow2 (snapshots) or vmdk
 	}
 	delete(d.props, "format") // create_disks: "no longer needed"
+	var lines []string
+	if vmStateDisk(d.key) && d.importFrom == "" {
+		size = vmStateDiskSize(s, d.key, d.props)
+		if s.Type == "lvmthin" && d.key == "efidisk0" { // the vars are under one extent
+			lines = append(lines, "  Rounding up size to full physical extent 4.00 MiB")
+		}
+	}
 	if d.importFrom != "" {
 		st := q.state()
 		v := st.Volumes[st.volKey(node, d.importFrom)]
@@ -56,11 +63,11 @@ func (q *vmCreator) makeDriveLocked(logf func(format string, args ...any), node 
 	} else if s.DirLike() && format != "raw" {
 		name = fmt.Sprintf("vm-%d-disk-%d.%s", vmid, q.storage.freeDiskNumberLocked(node, sid, vmid), format)
 	}
-	v, lines, err := q.storage.allocImageLocked(node, s, vmid, name, format, size)
+	v, created, err := q.storage.allocImageLocked(node, s, vmid, name, format, size)
 	if err != nil {
 		return "", nil, err
 	}
-	for _, l := range lines {
+	for _, l := range append(lines, created...) {
 		logf("%s", l)
 	}
 	path, from := q.storage.volumePath(node, sid, v.Name), d.importFrom
@@ -77,6 +84,7 @@ func (q *vmCreator) makeDriveLocked(logf func(format string, args ...any), node 
 		return nil
 	}
 	d.props["file"] = v.VolID()
+	vmStateDiskAllocated(d.key, d.props)
 	if d.cloudinit {
 		d.props["media"] = "cdrom"
 	} else {

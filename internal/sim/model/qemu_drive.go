@@ -1,11 +1,13 @@
 package model
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // The drives of a create or an update (qemu-server check_storage_access):
@@ -26,13 +28,15 @@ type vmDrive struct {
 	cloudinit  bool
 }
 
-// parseDrivesLocked is check_storage_access over the drives of conf:
-// a new disk needs Datastore.AllocateSpace on a storage with images, an
-// import source must be an 'images' or 'import' volume the caller may
-// read, an existing volume must exist.
+// parseDrivesLocked is check_storage_access over the drives of conf,
+// in valid_drive_names' order (the buses, then efidisk0 and tpmstate0),
+// the order create_disks allocates them in: a new disk needs
+// Datastore.AllocateSpace on a storage with images, an import source
+// must be an 'images' or 'import' volume the caller may read, an
+// existing volume must exist.
 func (q *vmCreator) parseDrivesLocked(auth Auth, node string, conf map[string]string) ([]vmDrive, error) {
 	var out []vmDrive
-	for _, k := range slices.Sorted(maps.Keys(conf)) {
+	for _, k := range slices.SortedFunc(maps.Keys(conf), vmDriveOrder) {
 		if !vmDriveRE.MatchString(k) {
 			continue
 		}
@@ -76,6 +80,9 @@ func (q *vmCreator) parseDriveLocked(auth Auth, node, key, value string) (vmDriv
 		}
 	}
 	if src := props["import-from"]; src != "" {
+		if err := vmCheckStateDiskImport(key, props); err != nil {
+			return d, err
+		}
 		if err := q.checkImportLocked(auth, node, key, src); err != nil {
 			return d, err
 		}
@@ -83,6 +90,28 @@ func (q *vmCreator) parseDriveLocked(auth Auth, node, key, value string) (vmDriv
 		delete(d.props, "import-from")
 	}
 	return d, nil
+}
+
+// vmDriveOrder orders drive keys as valid_drive_names lists them: ide,
+// scsi, virtio, sata (each by number), then efidisk0 and tpmstate0.
+func vmDriveOrder(a, b string) int {
+	rank := func(k string) (int, int) {
+		for i, bus := range []string{"ide", "scsi", "virtio", "sata", "efidisk", "tpmstate"} {
+			if n, err := strconv.Atoi(strings.TrimPrefix(k, bus)); err == nil && strings.HasPrefix(k, bus) {
+				return i, n
+			}
+		}
+		return 99, 0
+	}
+	ab, an := rank(a)
+	bb, bn := rank(b)
+	if ab != bb {
+		return cmp.Compare(ab, bb)
+	}
+	if an != bn {
+		return cmp.Compare(an, bn)
+	}
+	return strings.Compare(a, b)
 }
 
 // checkImagesStorageLocked: a new disk's storage must be enabled, hold

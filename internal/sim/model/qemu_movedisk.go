@@ -180,7 +180,11 @@ func (q *vmDisks) moveAllocLocked(w *Worker, m vmMove) (string, vmCopyJob, error
 	default:
 		name = fmt.Sprintf("vm-%d-disk-%d.%s", m.vmid, q.storage.freeDiskNumberLocked(m.node, s.ID, m.vmid), format)
 	}
-	v, lines, err := q.storage.allocImageLocked(m.node, s, m.vmid, name, format, old.Size)
+	size := old.Size
+	if vmStateDisk(m.disk) {
+		size = vmStateDiskSize(s, m.disk, drive) // move_disk's efisize, TPMSTATE_DISK_SIZE
+	}
+	v, lines, err := q.storage.allocImageLocked(m.node, s, m.vmid, name, format, size)
 	if err != nil {
 		return "", vmCopyJob{}, fmt.Errorf("storage migration failed: %w", err)
 	}
@@ -188,7 +192,7 @@ func (q *vmDisks) moveAllocLocked(w *Worker, m vmMove) (string, vmCopyJob, error
 		w.logLocked("%s", l)
 	}
 	return v.VolID(), vmCopyJob{what: "move " + drive["file"], dst: q.storage.volumePath(m.node, s.ID, v.Name),
-		src: q.storage.volumePath(m.node, old.Storage, old.Name), size: old.Size}, nil
+		src: q.storage.volumePath(m.node, old.Storage, old.Name), size: size}, nil
 }
 
 // moveFinishLocked points the drive at the new volume and keeps or
@@ -204,6 +208,9 @@ func (q *vmDisks) moveFinishLocked(w *Worker, m vmMove, newVolid string) error {
 	}
 	oldVolid := drive["file"]
 	drive["file"] = newVolid
+	if nv := q.state().Volumes[q.state().volKey(m.node, newVolid)]; nv != nil && vmStateDisk(m.disk) {
+		drive["size"] = pvesize.Format(nv.Size)
+	}
 	vm.Config[m.disk] = drive.Print("file")
 	if !m.delete {
 		w.logLocked("adding source volume '%s' as '%s' to config", oldVolid, vmAddUnusedLocked(vm, oldVolid))

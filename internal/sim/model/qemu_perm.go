@@ -16,12 +16,19 @@ var (
 	vmGeneralKeys = vmKeySet("agent", "autostart", "bios", "description", "keyboard", "localtime", "migrate_downtime", "migrate_speed", "name", "onboot", "ostype", "protection", "reboot", "startdate", "startup", "tdf", "template")
 	vmDiskKeys    = vmKeySet("boot", "bootdisk", "vmstatestorage")
 	vmCloudKeys   = vmKeySet("cicustom", "cipassword", "citype", "ciuser", "ciupgrade", "nameserver", "searchdomain", "sshkeys")
-	// vmDriveRE is is_valid_drivename for the buses the emulator serves.
-	vmDriveRE   = regexp.MustCompile(`^(ide|sata|scsi|virtio)\d+$`)
-	vmSkipPerm  = regexp.MustCompile(`^(?:unused|serial|usb|hostpci|virtiofs)\d+$`)
-	vmNetKeyRE  = regexp.MustCompile(`^net\d+$`)
-	vmIPCfgRE   = regexp.MustCompile(`^ipconfig\d+$`)
-	vmNumaKeyRE = regexp.MustCompile(`^numa\d+$`)
+	// vmDriveRE is is_valid_drivename: the buses the emulator serves and
+	// the EFI vars and TPM state disks, which are drives to qemu-server
+	// (checked, allocated, backed up, snapshotted, cloned and moved as
+	// the others) but never boot devices nor hot-plugged.
+	vmDriveRE = regexp.MustCompile(`^(?:(?:ide|sata|scsi|virtio)\d+|efidisk0|tpmstate0)$`)
+	// vmBusDriveRE is a drive the guest sees on a bus
+	// (valid_drive_names_for_boot): what may boot, what a runtime
+	// attaches.
+	vmBusDriveRE = regexp.MustCompile(`^(ide|sata|scsi|virtio)\d+$`)
+	vmSkipPerm   = regexp.MustCompile(`^(?:unused|serial|usb|hostpci|virtiofs)\d+$`)
+	vmNetKeyRE   = regexp.MustCompile(`^net\d+$`)
+	vmIPCfgRE    = regexp.MustCompile(`^ipconfig\d+$`)
+	vmNumaKeyRE  = regexp.MustCompile(`^numa\d+$`)
 )
 
 func vmKeySet(keys ...string) map[string]bool {

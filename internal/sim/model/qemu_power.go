@@ -67,6 +67,8 @@ func (q *vmPower) startTask(w *Worker, node string, vmid int) error {
 	}
 	defer release()
 	var spec VMStartSpec
+	var warn string
+	var notes []string
 	err = w.Do(func(st *State) error {
 		vm, err := q.vmLocked(node, vmid)
 		if err != nil {
@@ -78,16 +80,27 @@ func (q *vmPower) startTask(w *Worker, node string, vmid int) error {
 		if isTrue(vm.Config["template"]) {
 			return Failf("you can't start a vm if it's a template\n")
 		}
-		vmApplyPending(vm)
+		q.applyPendingLocked(vm)
 		q.journal.markCore()
+		if err := vmCheckFirmware(vm.Config); err != nil {
+			return err
+		}
 		if err := q.admit(w, node, "VM", vmid, vmMaxMem(vm.Config)); err != nil {
 			return err
 		}
 		spec, err = q.startSpecLocked(vm)
+		vmCloudInitRegenerated(vm) // the drive is written from the config now
+		warn, notes = vmFirmwareWarning(vmid, vm.Config)
 		return err
 	})
 	if err != nil {
 		return err
+	}
+	if warn != "" {
+		w.Warn("%s", warn)
+		for _, l := range notes {
+			w.Log("%s", l)
+		}
 	}
 	pid, err := q.vmRuntime().Start(spec)
 	if err != nil {
@@ -122,7 +135,10 @@ func (q *vmPower) startSpecLocked(vm *VM) (VMStartSpec, error) {
 	}
 	st := q.state()
 	for _, k := range slices.Sorted(maps.Keys(conf)) {
-		if !vmDriveRE.MatchString(k) {
+		// Only a bus's drives reach the runtime: the real runtime boots
+		// the image's kernel directly, which needs neither OVMF's vars
+		// (efidisk0) nor a TPM (tpmstate0; docs/emulator.md).
+		if !vmBusDriveRE.MatchString(k) {
 			continue
 		}
 		p, err := ParseProp(conf[k], "file")
@@ -175,7 +191,7 @@ func (q *vmPower) stopTask(w *Worker, node string, vmid int, end func(vmid int) 
 			return err
 		}
 		vm.Running, vm.PID, vm.StartedAt = false, 0, 0
-		vmApplyPending(vm)
+		q.applyPendingLocked(vm)
 		q.journal.markCore()
 		return nil
 	})
@@ -239,13 +255,35 @@ func (q *vmPower) powerTask(auth Auth, node string, vmid int, params map[string]
 	return q.tasks.spawn(auth, node, typ, strconv.Itoa(vmid), work), nil
 }
 
-// vmApplyPending writes vm's pending changes into its config.
-func vmApplyPending(vm *VM) {
-	for k := range vm.PendingDelete {
+// applyPendingLocked is vmconfig_apply_pending: vm's pending changes
+// written into its config. A drive deleted or replaced (efidisk0 and
+// tpmstate0 wait here on a running VM) leaves its volume as unusedN, as
+// a delete of a stopped VM's drive does.
+func (q *vmParts) applyPendingLocked(vm *VM) {
+	for _, k := range slices.Sorted(maps.Keys(vm.PendingDelete)) {
+		old, ok := vm.Config[k]
 		delete(vm.Config, k)
+		if ok && vmDriveRE.MatchString(k) {
+			q.detachDriveLocked(vm, old, vm.PendingDelete[k])
+		}
 	}
-	maps.Copy(vm.Config, vm.Pending)
+	for _, k := range slices.Sorted(maps.Keys(vm.Pending)) {
+		old, ok := vm.Config[k]
+		vm.Config[k] = vm.Pending[k]
+		if ok && vmDriveRE.MatchString(k) && vmDriveFile(old) != vmDriveFile(vm.Pending[k]) {
+			q.detachDriveLocked(vm, old, false)
+		}
+	}
 	vm.Pending, vm.PendingDelete = nil, nil
+}
+
+// vmDriveFile is a drive value's volume ("" if it does not parse).
+func vmDriveFile(v string) string {
+	p, err := ParseProp(v, "file")
+	if err != nil {
+		return ""
+	}
+	return p["file"]
 }
 
 // vmMaxMem is memory (MiB, default 512) in bytes: a VM's RAM is

@@ -47,7 +47,7 @@ func (q *vmConfig) vmStatusLocked(vm *VM) map[string]any {
 // boot order (else of the first disk). The caller holds the state lock.
 func vmBootDiskSize(st *State, vm *VM) int64 {
 	for _, k := range slices.Sorted(maps.Keys(vm.Config)) {
-		if !vmDriveRE.MatchString(k) {
+		if !vmBusDriveRE.MatchString(k) { // efidisk0 sorts first and never boots
 			continue
 		}
 		p, err := ParseProp(vm.Config[k], "file")

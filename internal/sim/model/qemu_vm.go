@@ -26,6 +26,9 @@ type VM struct {
 	PID           int               `json:"pid,omitempty"`
 	// Snapshots are the [snapname] sections (qemu_snapshot.go).
 	Snapshots map[string]*Snapshot `json:"snapshots,omitempty"`
+	// CloudInit is the [special:cloudinit] section, nil when there is
+	// none (qemu_cloudinit_record.go).
+	CloudInit *VMCloudInitRecord `json:"cloudinit,omitempty"`
 }
 
 // Lock is the VM's config lock ("" when none).
@@ -105,7 +108,9 @@ func (q *vmParts) changedLocked() error {
 
 // vmConfigText is the config file as qemu-server's write_vm_config
 // writes it: the description as '#' lines, the keys sorted, then the
-// [PENDING] section with its delete line. The digest is its SHA-1.
+// [PENDING] section with its delete line, the [special:cloudinit]
+// section if the VM has a cloud-init drive, and the snapshots. The
+// digest is its SHA-1.
 func vmConfigText(vm *VM) string {
 	var b strings.Builder
 	writeSection := func(conf map[string]string) {
@@ -134,6 +139,10 @@ func vmConfigText(vm *VM) string {
 			fmt.Fprintf(&b, "delete: %s\n", strings.Join(del, ","))
 		}
 		writeSection(vm.Pending)
+	}
+	if vm.CloudInit != nil && vmHasCloudInit(vm.Config) {
+		b.WriteString("\n[special:cloudinit]\n")
+		writeSection(vm.CloudInit.Values)
 	}
 	for _, name := range slices.Sorted(maps.Keys(vm.Snapshots)) {
 		b.WriteString("\n[" + name + "]\n")

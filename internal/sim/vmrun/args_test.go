@@ -48,25 +48,3 @@ func TestSpecArgs(t *testing.T) {
 		t.Errorf("without agent and port the line has them:\n%s", line)
 	}
 }
-
-// TestCloudInitData checks the seed's files as qemu-server writes them:
-// the host name, user, keys and expiry in user-data; a DHCP and a
-// static entry, keyed by lower-case MAC, in network-config.
-func TestCloudInitData(t *testing.T) {
-	ci := CloudInit{Hostname: "web", User: "ops", Password: "$5$x$y", SSHKeys: []string{"ssh-ed25519 AAAA a@b", "ssh-rsa BBBB c@d"},
-		Nets: []CloudNet{{Name: "eth0", MAC: "BC:24:11:AA:BB:CC", IP: "dhcp"}, {Name: "eth1", MAC: "BC:24:11:00:00:02", IP: "10.0.0.5/24", GW: "10.0.0.1", IP6: "auto"}}}
-	u := ci.userData()
-	for _, w := range []string{"#cloud-config\n", "hostname: web\n", "fqdn: web\n", "user: ops\n", "password: $5$x$y\n",
-		"ssh_authorized_keys:\n  - ssh-ed25519 AAAA a@b\n  - ssh-rsa BBBB c@d\n", "chpasswd:\n  expire: False\n", "package_upgrade: false\n"} {
-		if !strings.Contains(u, w) {
-			t.Errorf("user-data lacks %q:\n%s", w, u)
-		}
-	}
-	n := ci.networkConfig()
-	for _, w := range []string{"version: 1\n", "name: eth0\n      mac_address: 'bc:24:11:aa:bb:cc'\n      subnets:\n      - type: dhcp4\n",
-		"- type: static\n        address: '10.0.0.5/24'\n        gateway: '10.0.0.1'\n", "- type: ipv6_slaac\n"} {
-		if !strings.Contains(n, w) {
-			t.Errorf("network-config lacks %q:\n%s", w, n)
-		}
-	}
-}

@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/corralhq/corral/internal/sim/model"
 	"github.com/corralhq/corral/internal/testenv"
 )
 
@@ -55,10 +56,10 @@ func TestBootImage(t *testing.T) {
 	spub, _ := ssh.NewPublicKey(pub)
 	signer, _ := ssh.NewSignerFromKey(priv)
 	mac := "BC:24:11:00:90:01"
-	ci := CloudInit{Hostname: "vmtest", User: "corral", SSHKeys: []string{strings.TrimSpace(string(ssh.MarshalAuthorizedKey(spub)))},
-		Nets: []CloudNet{{Name: "eth0", MAC: mac, IP: "dhcp"}}}
+	ci := model.VMCloudInit{Hostname: "vmtest", User: "corral", SSHKeys: []string{strings.TrimSpace(string(ssh.MarshalAuthorizedKey(spub)))},
+		Nets: []model.VMCloudNet{{Name: "eth0", MAC: mac, IP: "dhcp"}}}
 	seed := filepath.Join(dir, "vm-9001-cloudinit.iso")
-	if err := WriteSeed(context.Background(), ci, seed); err != nil {
+	if err := WriteSeed(context.Background(), Seed{UserData: ci.UserData(), NetworkConfig: ci.NetworkConfig(), MetaData: ci.MetaData()}, seed); err != nil {
 		t.Fatal(err)
 	}
 	port := freePort(t)

@@ -2,7 +2,8 @@
 # emulator as its users write one: a SCSI disk on local-lvm imported
 # from an image, a cloud-init
 # drive with a user, a key and a static address, two virtio NICs on vmbr0
-# (one on a VLAN), ballooning, a serial console, the guest agent on. The
+# (one on a VLAN), ballooning, a serial console, the guest agent on,
+# OVMF with an EFI vars disk and a TPM state disk. The
 # test runs apply, an empty plan, apply with more memory and another
 # address, an empty plan, destroy. The
 # endpoint and the API token come from PROXMOX_VE_* in the environment.
@@ -43,6 +44,18 @@ resource "proxmox_virtual_environment_vm" "vm" {
   stop_on_destroy = true
 
   machine = "q35"
+  # UEFI with an EFI vars disk and a TPM state disk, as bpg's users
+  # write a Secure Boot VM.
+  bios = "ovmf"
+  efi_disk {
+    datastore_id      = "local-lvm"
+    type              = "4m"
+    pre_enrolled_keys = true
+  }
+  tpm_state {
+    datastore_id = "local-lvm"
+    version      = "v2.0"
+  }
   cpu {
     cores = 2
     type  = "x86-64-v2-AES"
