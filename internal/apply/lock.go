@@ -95,6 +95,9 @@ type Lock struct {
 	// written by a keeper's create in a keeper no longer being created,
 	// per lease ID (othersLive).
 	foundCreated map[string]time.Time
+	// ending and released are the keepers (keeperID) whose lease a
+	// run's last write tried to release, and did (leaseend.go).
+	ending, released map[string]bool
 }
 
 // Lost is closed when a lease could not be renewed (it was broken, or
@@ -279,6 +282,9 @@ func (l *Lock) renew() {
 			woke = true
 		}
 		for _, k := range l.held {
+			if l.isEnding(k) {
+				continue // released by the run's last write (leaseend.go)
+			}
 			pk := l.pending[k.node]
 			if pk != nil && !pk.ended() {
 				if err := l.renewPending(pk); err != nil {
@@ -336,6 +342,9 @@ func (l *Lock) renewHeld(k *keeper) error {
 	ctx, cancel := context.WithTimeout(context.Background(), l.ttl/3)
 	defer cancel()
 	err := k.change(ctx, "renew the lock", func(s *keeperState) (*pve.ConfigUpdate, error) {
+		if l.isEnding(k) {
+			return nil, nil // the run's last write releases it (leaseend.go)
+		}
 		if s.notes.Lease == nil || s.notes.Lease.ID != l.lease.ID {
 			return nil, fmt.Errorf("%w: the lock on node %s was broken while this corral held it", errLeaseBroken, k.node)
 		}
@@ -374,6 +383,9 @@ func (l *Lock) Release() {
 
 func (l *Lock) release() {
 	for _, k := range l.held {
+		if l.isReleased(k) {
+			continue // the run's last write released it (leaseend.go)
+		}
 		if pk := l.pending[k.node]; pk != nil && pk.vmid == k.vmid {
 			// Its config can be written once it is created. A create
 			// that failed took the lease with it; one whose wait failed
