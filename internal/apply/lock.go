@@ -53,6 +53,11 @@ type LockOptions struct {
 	// are created beside it (lockclaim.go). Without it, Lock returns once
 	// that keeper is there, as other commands need it.
 	Beside bool
+	// HandOverListing says the caller plans under the lock with
+	// Lock.Context right after Lock, reading every online node's tasks
+	// first (no ExpectGuestsOn): the lock's last listing is handed to
+	// that plan when it can be (lockhand.go).
+	HandOverListing bool
 }
 
 var errLeaseBroken = errors.New("lease lost")
@@ -98,6 +103,10 @@ type Lock struct {
 	// ending and released are the keepers (keeperID) whose lease a
 	// run's last write tried to release, and did (leaseend.go).
 	ending, released map[string]bool
+	// handOver is LockOptions.HandOverListing; handed is the listing of
+	// the last scan, for the plan under the lock (lockhand.go).
+	handOver bool
+	handed   *handedListing
 }
 
 // Lost is closed when a lease could not be renewed (it was broken, or
@@ -133,7 +142,7 @@ func (e *Executor) Lock(ctx context.Context, obs *plan.Observed, nodes []string,
 	now := time.Now()
 	l := &Lock{e: e, ttl: opts.TTL, stop: make(chan struct{}), done: make(chan struct{}), lost: make(chan struct{}),
 		lease:   plan.Lease{ID: hex.EncodeToString(id), Holder: Holder(), Command: opts.Command, Since: now},
-		pending: map[string]*pendingKeeper{}, created: make(chan struct{}, 1), foundCreated: map[string]time.Time{}}
+		pending: map[string]*pendingKeeper{}, created: make(chan struct{}, 1), foundCreated: map[string]time.Time{}, handOver: opts.HandOverListing}
 	l.bg, l.bgCancel = context.WithCancel(context.WithoutCancel(ctx))
 	nodes = slices.Clone(nodes)
 	slices.Sort(nodes)
@@ -166,6 +175,7 @@ func (e *Executor) Lock(ctx context.Context, obs *plan.Observed, nodes []string,
 // lockNode takes the lease on node, in the keeper it is creating there
 // when it had none (lockclaim.go), else in its oldest keeper.
 func (l *Lock) lockNode(ctx context.Context, ko *keeperOps, obs *plan.Observed, node string, opts LockOptions) error {
+	l.handed = nil // only a listing made once every node is locked is handed over
 	k, spare, pk, err := l.lockKeeper(ctx, ko, obs, node, opts)
 	if err != nil {
 		return err
@@ -190,6 +200,7 @@ func (l *Lock) lockNode(ctx context.Context, ko *keeperOps, obs *plan.Observed, 
 	l.held = append(l.held, k)
 	if spare != nil {
 		// Under the lock: no other corral puts a volume in it meanwhile.
+		l.handed = nil
 		return ko.removeEmptyKeeper(ctx, spare)
 	}
 	return nil
