@@ -103,9 +103,10 @@ type Lock struct {
 	// ending and released are the keepers (keeperID) whose lease a
 	// run's last write tried to release, and did (leaseend.go).
 	ending, released map[string]bool
-	// handOver is LockOptions.HandOverListing; handed is the listing of
-	// the last scan, for the plan under the lock (lockhand.go).
-	handOver bool
+	// handNode is the node locked last with LockOptions.HandOverListing
+	// ("" without): only its scan is made to be handed over. handed is
+	// that scan's listing, for the plan under the lock (lockhand.go).
+	handNode string
 	handed   *handedListing
 }
 
@@ -142,11 +143,16 @@ func (e *Executor) Lock(ctx context.Context, obs *plan.Observed, nodes []string,
 	now := time.Now()
 	l := &Lock{e: e, ttl: opts.TTL, stop: make(chan struct{}), done: make(chan struct{}), lost: make(chan struct{}),
 		lease:   plan.Lease{ID: hex.EncodeToString(id), Holder: Holder(), Command: opts.Command, Since: now},
-		pending: map[string]*pendingKeeper{}, created: make(chan struct{}, 1), foundCreated: map[string]time.Time{}, handOver: opts.HandOverListing}
+		pending: map[string]*pendingKeeper{}, created: make(chan struct{}, 1), foundCreated: map[string]time.Time{}}
 	l.bg, l.bgCancel = context.WithCancel(context.WithoutCancel(ctx))
 	nodes = slices.Clone(nodes)
 	slices.Sort(nodes)
 	nodes = slices.Compact(nodes)
+	for _, node := range nodes {
+		if opts.HandOverListing && !slices.Contains(obs.Offline, node) {
+			l.handNode = node // the last one wins
+		}
+	}
 	for _, node := range nodes {
 		if slices.Contains(obs.Offline, node) {
 			continue

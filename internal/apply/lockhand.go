@@ -38,11 +38,13 @@ type handedListing struct {
 type handedKey struct{}
 
 // scanNode is the listing of otherLease: settledOn's, and with
-// HandOverListing one that may be handed to the plan (see above).
+// HandOverListing, on the node locked last (the earlier nodes' scans
+// come before a lease the plan needs, and read no tasks), one that may
+// be handed to the plan (see above).
 func (l *Lock) scanNode(ctx context.Context, c *pve.Client, node string, limit time.Duration) ([]resource, error) {
 	l.handed = nil
 	online, ok := knownOnline(c)
-	if !l.handOver || len(l.pending) > 0 || !ok {
+	if node != l.handNode || len(l.pending) > 0 || !ok {
 		return settledOn(ctx, c, node, limit)
 	}
 	var read []string

@@ -1,6 +1,7 @@
 package apply_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -97,5 +98,67 @@ func TestPlanUnderTheLockTakesTheLocksListing(t *testing.T) {
 		if tt.UPID == upid && (tt.Ended == 0 || time.Unix(0, tt.Ended).After(locked)) && listings == 0 {
 			t.Errorf("the plan under the lock took the lock's listing made during the shutdown %s", upid)
 		}
+	}
+}
+
+// TestOnlyTheLastNodesScanReadsTasks: a lock on two nodes hands over
+// the listing of the last node's scan, the one made once both leases
+// are written, and only that scan reads the nodes' running tasks (once
+// per node: the earlier node's scan reads none, as before), so a
+// destroy on several nodes does not read every node's tasks once per
+// node locked (issue 30).
+func TestOnlyTheLastNodesScanReadsTasks(t *testing.T) {
+	t.Parallel()
+	srv := pvetest.Start(t, pvetest.Nodes(2)).Server
+	c := pvetest.Client(t, srv, srv.Credentials().OperatorToken)
+	c.MemoizeSetup()
+	m := strings.ReplaceAll(leaseEndManifest, "    memory: 512\n", "    memory: 512\n    node: pve1\n") +
+		strings.ReplaceAll(strings.ReplaceAll(leaseEndManifest, "apps:\n", ""), "name: db", "name: web")
+	m = strings.Replace(m, "name: web\n", "name: web\n    node: pve2\n", 1)
+	apps := loadAppsText(t, m)
+	obs, err := apply.ObserveWith(t.Context(), c, apply.ObserveOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := plan.Make(apps, obs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := (&apply.Executor{Client: c}).Apply(t.Context(), p, obs); err != nil {
+		t.Fatal(err)
+	}
+	if obs, err = apply.ObserveWith(t.Context(), c, apply.ObserveOptions{DeferSetup: true}); err != nil {
+		t.Fatal(err)
+	}
+	if len(obs.Keepers["pve1"]) == 0 || len(obs.Keepers["pve2"]) == 0 {
+		t.Fatalf("keepers %v, want one on each node", obs.Keepers)
+	}
+	srv.ResetRequests()
+	l, err := (&apply.Executor{Client: c}).Lock(t.Context(), obs, []string{"pve1", "pve2"}, apply.LockOptions{Command: "destroy", HandOverListing: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	count := func(endpoint string) int {
+		stats, _ := srv.Requests()
+		for _, s := range stats {
+			if s.Endpoint == endpoint {
+				return s.Count
+			}
+		}
+		return 0
+	}
+	if n := count("GET /nodes/{node}/tasks"); n != 2 {
+		t.Errorf("the lock on two nodes read %d task lists, want 2 (each node's once, by the last scan)", n)
+	}
+	listings := count("GET /cluster/resources")
+	if obs, err = apply.ObserveWith(l.Context(t.Context()), c, apply.ObserveOptions{DeferSetup: true}); err != nil {
+		t.Fatal(err)
+	}
+	if n := count("GET /cluster/resources"); n != listings {
+		t.Errorf("the plan under the lock listed the guests %d times, want none (the last scan's)", n-listings)
+	}
+	if len(obs.Apps["db"]) != 1 || len(obs.Apps["web"]) != 1 {
+		t.Errorf("apps under the lock %v, want db and web", obs.Apps)
 	}
 }
