@@ -56,13 +56,15 @@ func (k *keeper) freeAll(ctx context.Context, vols []keeperVol) []error {
 		volids[i] = v.volid
 	}
 	inUse, err := k.ops.volumesInUse(ctx, k.node, volids, k.vmid)
-	return k.freeChecked(ctx, vols, inUse, err)
+	return k.freeChecked(ctx, vols, inUse, err, nil)
 }
 
 // freeChecked is freeAll once the guests and snapshots have been read:
 // inUse holds the *VolumeInUseError of each of vols something but the
-// keeper references, or readErr why they could not be read.
-func (k *keeper) freeChecked(ctx context.Context, vols []keeperVol, inUse map[string]*VolumeInUseError, readErr error) []error {
+// keeper references, or readErr why they could not be read. With end,
+// the last write is the run's last and also releases end's lease in
+// the keeper (leaseend.go).
+func (k *keeper) freeChecked(ctx context.Context, vols []keeperVol, inUse map[string]*VolumeInUseError, readErr error, end *Lock) []error {
 	errs := make([]error, len(vols))
 	if readErr != nil {
 		return fillErrs(errs, fmt.Errorf("not freed: %w", readErr))
@@ -94,7 +96,8 @@ func (k *keeper) freeChecked(ctx context.Context, vols []keeperVol, inUse map[st
 		}); err != nil {
 			return err
 		}
-		return k.change(ctx, fmt.Sprintf("free %d volume(s)", len(todo)-len(skip)), func(s *keeperState) (*pve.ConfigUpdate, error) {
+		leaseOut := false
+		err := k.change(ctx, fmt.Sprintf("free %d volume(s)", len(todo)-len(skip)), func(s *keeperState) (*pve.ConfigUpdate, error) {
 			u := &pve.ConfigUpdate{} // freed by an earlier attempt: the Notes lines go if left
 			for _, i := range todo {
 				if skip[i] != nil {
@@ -112,8 +115,13 @@ func (k *keeper) freeChecked(ctx context.Context, vols []keeperVol, inUse map[st
 			}
 			slices.Sort(u.Delete)
 			reprotect(u)
+			leaseOut = end != nil && end.endIn(k, s)
 			return u, nil
 		})
+		if err == nil && leaseOut {
+			end.ended(k)
+		}
+		return err
 	})
 	for _, i := range todo {
 		switch {
@@ -194,9 +202,15 @@ func (r *runner) freeBatches(ctx context.Context, frees []appFree) (freed []stri
 			vols[j], tried[i] = frees[i].vol, true
 			steps[j] = stepName{app: appOrKeeper(frees[i].vol.vk.App), phase: "free", detail: frees[i].what}
 		}
+		// The run's last batch ends the lease in its last write where
+		// its keeper holds it (EndLeaseInLastWrite).
+		var end *Lock
+		if l := leaseEndIn(ctx); k == order[len(order)-1] && l.holds(k) {
+			end = l
+		}
 		free := func() []error {
 			inUse, err := checks.read(ctx, r, k.node, frees)
-			return k.freeChecked(ctx, vols, inUse, err)
+			return k.freeChecked(ctx, vols, inUse, err, end)
 		}
 		for j, err := range r.stepsAtOnce(steps, free) {
 			errs[idx[j]] = err

@@ -53,6 +53,11 @@ type LockOptions struct {
 	// are created beside it (lockclaim.go). Without it, Lock returns once
 	// that keeper is there, as other commands need it.
 	Beside bool
+	// HandOverListing says the caller plans under the lock with
+	// Lock.Context right after Lock, reading every online node's tasks
+	// first (no ExpectGuestsOn): the lock's last listing is handed to
+	// that plan when it can be (lockhand.go).
+	HandOverListing bool
 }
 
 var errLeaseBroken = errors.New("lease lost")
@@ -95,6 +100,14 @@ type Lock struct {
 	// written by a keeper's create in a keeper no longer being created,
 	// per lease ID (othersLive).
 	foundCreated map[string]time.Time
+	// ending and released are the keepers (keeperID) whose lease a
+	// run's last write tried to release, and did (leaseend.go).
+	ending, released map[string]bool
+	// handNode is the node locked last with LockOptions.HandOverListing
+	// ("" without): only its scan is made to be handed over. handed is
+	// that scan's listing, for the plan under the lock (lockhand.go).
+	handNode string
+	handed   *handedListing
 }
 
 // Lost is closed when a lease could not be renewed (it was broken, or
@@ -136,6 +149,11 @@ func (e *Executor) Lock(ctx context.Context, obs *plan.Observed, nodes []string,
 	slices.Sort(nodes)
 	nodes = slices.Compact(nodes)
 	for _, node := range nodes {
+		if opts.HandOverListing && !slices.Contains(obs.Offline, node) {
+			l.handNode = node // the last one wins
+		}
+	}
+	for _, node := range nodes {
 		if slices.Contains(obs.Offline, node) {
 			continue
 		}
@@ -163,6 +181,7 @@ func (e *Executor) Lock(ctx context.Context, obs *plan.Observed, nodes []string,
 // lockNode takes the lease on node, in the keeper it is creating there
 // when it had none (lockclaim.go), else in its oldest keeper.
 func (l *Lock) lockNode(ctx context.Context, ko *keeperOps, obs *plan.Observed, node string, opts LockOptions) error {
+	l.handed = nil // only a listing made once every node is locked is handed over
 	k, spare, pk, err := l.lockKeeper(ctx, ko, obs, node, opts)
 	if err != nil {
 		return err
@@ -187,6 +206,7 @@ func (l *Lock) lockNode(ctx context.Context, ko *keeperOps, obs *plan.Observed, 
 	l.held = append(l.held, k)
 	if spare != nil {
 		// Under the lock: no other corral puts a volume in it meanwhile.
+		l.handed = nil
 		return ko.removeEmptyKeeper(ctx, spare)
 	}
 	return nil
@@ -279,6 +299,9 @@ func (l *Lock) renew() {
 			woke = true
 		}
 		for _, k := range l.held {
+			if l.isEnding(k) {
+				continue // released by the run's last write (leaseend.go)
+			}
 			pk := l.pending[k.node]
 			if pk != nil && !pk.ended() {
 				if err := l.renewPending(pk); err != nil {
@@ -336,6 +359,9 @@ func (l *Lock) renewHeld(k *keeper) error {
 	ctx, cancel := context.WithTimeout(context.Background(), l.ttl/3)
 	defer cancel()
 	err := k.change(ctx, "renew the lock", func(s *keeperState) (*pve.ConfigUpdate, error) {
+		if l.isEnding(k) {
+			return nil, nil // the run's last write releases it (leaseend.go)
+		}
 		if s.notes.Lease == nil || s.notes.Lease.ID != l.lease.ID {
 			return nil, fmt.Errorf("%w: the lock on node %s was broken while this corral held it", errLeaseBroken, k.node)
 		}
@@ -374,6 +400,9 @@ func (l *Lock) Release() {
 
 func (l *Lock) release() {
 	for _, k := range l.held {
+		if l.isReleased(k) {
+			continue // the run's last write released it (leaseend.go)
+		}
 		if pk := l.pending[k.node]; pk != nil && pk.vmid == k.vmid {
 			// Its config can be written once it is created. A create
 			// that failed took the lease with it; one whose wait failed

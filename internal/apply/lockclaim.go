@@ -108,7 +108,11 @@ type pendingKey struct{}
 // them (so it plans the node's keeper), and an Apply with it takes such
 // a keeper where its plan creates the node's keeper (ensureKeeper).
 func (l *Lock) Context(ctx context.Context) context.Context {
-	if l == nil || len(l.pending) == 0 {
+	if l == nil {
+		return ctx
+	}
+	ctx = l.withHanded(ctx) // the lock's last listing, when it can be the plan's (lockhand.go)
+	if len(l.pending) == 0 {
 		return ctx
 	}
 	return context.WithValue(ctx, pendingKey{}, maps.Clone(l.pending))

@@ -17,7 +17,7 @@ import (
 // lease in its Notes, which PVE shows only once the create ends, so
 // those are waited for first (up to createWait).
 func (l *Lock) otherLease(ctx context.Context, k *keeper, createWait time.Duration) (*plan.Lease, int, error) {
-	res, err := settledOn(ctx, k.ops.client, k.node, createWait)
+	res, err := l.scanNode(ctx, k.ops.client, k.node, createWait)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -75,6 +75,11 @@ func (l *Lock) othersLive(cur *plan.Lease, conf map[string]string) bool {
 // (a keeper is one; a VM is never a claim), for at most limit (default 3
 // minutes).
 func settledOn(ctx context.Context, c *pve.Client, node string, limit time.Duration) ([]resource, error) {
+	return settledOnWait(node, limit).run(ctx, c)
+}
+
+// settledOnWait is settledOn's wait.
+func settledOnWait(node string, limit time.Duration) settleWait {
 	if limit <= 0 {
 		limit = defaultCreateWait
 	}
@@ -89,5 +94,5 @@ func settledOn(ctx context.Context, c *pve.Client, node string, limit time.Durat
 			return fmt.Errorf("container(s) %s on node %s are still being created after %s, and one may be another corral's keeper holding the lock: "+
 				"wait for their create tasks to end (Datacenter > Tasks) and run again", strings.Join(ids, ", "), node, limit)
 		},
-	}.run(ctx, c)
+	}
 }

@@ -60,9 +60,11 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 	if err != nil {
 		return nil, err
 	}
-	res, err := guestsSettled(ctx, c, opts, online)
-	if err != nil {
-		return nil, err
+	res, handed := handedIn(ctx, online) // the lock's listing (lockhand.go)
+	if !handed {
+		if res, err = guestsSettled(ctx, c, opts, online); err != nil {
+			return nil, err
+		}
 	}
 	keepListing(ctx, res)
 	o.visibility(ctx, res, online)

@@ -143,7 +143,9 @@ func destroyUnderLock(ctx context.Context, st *streams, s *session, ex *apply.Ex
 	if p, err = plan.Destroy(apps, obs, a.deleteVolumes); err != nil {
 		return nil, nil, fmt.Errorf("destroy refused after the cluster changed; nothing was changed: %w", redactErr(f, err))
 	}
-	freed, err := ex.Destroy(ctx, p, obs)
+	// Its last keeper write, a free's, also releases the lease where
+	// that keeper holds it: nothing is written after it (issue 30).
+	freed, err := ex.Destroy(apply.EndLeaseInLastWrite(ctx, lock.lock), p, obs)
 	timings()
 	if err != nil {
 		return nil, nil, fmt.Errorf("destroy stopped: %w\nrun `corral destroy` again to finish", redactErr(f, err))

@@ -60,7 +60,11 @@ func lockNodes(ctx context.Context, st *streams, ex *apply.Executor, obs *plan.O
 	}
 	// An apply plans again under the lock and creates a node's missing
 	// keeper beside its apps (apply/lockclaim.go).
-	opts := apply.LockOptions{Command: command, Wait: lf.timeout, OnWait: func(msg string) { ui.WriteLockWait(st.err, msg) }, Beside: command == "apply" && p != nil}
+	opts := apply.LockOptions{Command: command, Wait: lf.timeout, OnWait: func(msg string) { ui.WriteLockWait(st.err, msg) }, Beside: command == "apply" && p != nil,
+		// A destroy plans again under the lock at once, reading every
+		// online node's tasks first: it takes the lock's last listing
+		// (apply/lockhand.go; issue 30).
+		HandOverListing: command == "destroy"}
 	if p != nil {
 		for _, c := range p.Changes {
 			if c.Desired != nil && opts.Template == "" {

@@ -6,6 +6,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/corralhq/corral/internal/testenv"
 )
 
 func TestCluster_DestroyCT_syncErrors(t *testing.T) {
@@ -178,5 +181,40 @@ func TestUnlockThenDestroyPlaceholder(t *testing.T) {
 	}
 	if _, err := k.c.DestroyCT(kitOperator, "pve", 105, nil); err != nil {
 		t.Fatalf("destroy after unlock: %v", err)
+	}
+}
+
+// TestCluster_DestroyCT_workWithinTheDuration: a vzdestroy frees the
+// volumes and drops the config in the last quarter of its duration, and
+// ends when its duration does, not that work's time after it, as on PVE,
+// where freeing the volumes is what a destroy's time is spent on (issue
+// 30: every vzdestroy ended 0.05 to 0.15 s late, a read more for its
+// waiter).
+func TestCluster_DestroyCT_workWithinTheDuration(t *testing.T) {
+	const d = 4 * time.Second
+	k := newOpsKitWith(t, Options{TimeScale: 1, HasTimeScale: true, Durations: map[string]time.Duration{"vzdestroy": d}})
+	k.ct("pve", 105, nil)
+	began := time.Now()
+	upid, err := k.c.DestroyCT(kitOperator, "pve", 105, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var goneAt time.Duration
+	testenv.WaitFor(t, "CT 105's config to be gone", func() bool {
+		k.c.mu.Lock()
+		defer k.c.mu.Unlock()
+		goneAt = time.Since(began)
+		return k.c.st.Guests[105] == nil
+	})
+	task := k.wait("pve", upid)
+	// Gone 3 s in: only timers a whole second late reach d.
+	if goneAt >= d {
+		t.Errorf("CT 105 was gone %s after the destroy began, want within its duration %s", goneAt, d)
+	}
+	if task.ExitStatus != "OK" {
+		t.Fatalf("destroy: %s %q", task.ExitStatus, task.Log)
+	}
+	if took := time.Since(began); took < d {
+		t.Errorf("the destroy ended %s after it began, before its duration %s", took, d)
 	}
 }
