@@ -598,7 +598,9 @@ var settleTypes = map[string]bool{"vzshutdown": true, "vzstop": true, "vzstart":
 	"vzmigrate": true, "move_volume": true,
 	// A VM app's power and destroy tasks, and the reassigns of its
 	// retained disks (apply/vmvolumes.go).
-	"qmshutdown": true, "qmstop": true, "qmstart": true, "qmdestroy": true, "qmmove": true}
+	"qmshutdown": true, "qmstop": true, "qmstart": true, "qmdestroy": true, "qmmove": true,
+	// A VM app's move (apply/vmmove.go).
+	"qmigrate": true}
 
 // busyTasks reads the running tasks on nodes and returns which of them
 // are power, destroy or move tasks on corral's containers in a listing
