@@ -58,12 +58,15 @@ func vmMoveChange(a *App, vm *VM, to string, obs *Observed) (Change, []string) {
 	probs = append(probs, vmMoveTargetProblems(a, vm, to, obs)...)
 	c.Action, c.Node, c.From = Move, to, from
 	c.OldVMID, c.Start, c.Restart = vm.VMID, true, false
-	var moving, created, dropped []string
+	var moving, gathered, created, dropped []string
 	for i, v := range c.Volumes {
 		switch v.Action {
 		case VolKeep, VolGrow, VolAttach:
 			c.Volumes[i].Action = VolMove
 			moving = append(moving, v.Name)
+			if v.Action == VolAttach {
+				gathered = append(gathered, v.Name)
+			}
 		case VolCreate:
 			if d, ok := vmKeeperDisk(obs, to, v.Serial); ok {
 				// Left in the target's keeper VM earlier: attached there.
@@ -77,7 +80,7 @@ func vmMoveChange(a *App, vm *VM, to string, obs *Observed) (Change, []string) {
 			dropped = append(dropped, v.Name)
 		}
 	}
-	c.Reasons = append(vmMoveReasons(vm, from, to, moving, created, dropped, len(obs.VMKeepers[to]) == 0), vmMoveKept(c.Reasons)...)
+	c.Reasons = append(vmMoveReasons(vm, from, to, [4][]string{moving, gathered, created, dropped}, len(obs.VMKeepers[to]) == 0), vmMoveKept(c.Reasons)...)
 	if snap := vm.Config["parent"]; snap != "" && a.DeleteSnapshots {
 		c.Reasons = append(c.Reasons, fmt.Sprintf("its snapshots (the latest is %s) are deleted first (--delete-snapshots): PVE migrates no VM whose local disks have snapshots (non-migratable snapshot exists)", snap))
 	}
@@ -99,20 +102,26 @@ func vmMoveKept(reasons []string) []string {
 	return out
 }
 
-// vmMoveReasons say what the move does, disk by disk.
-func vmMoveReasons(vm *VM, from, to string, moving, created, dropped []string, newKeeper bool) []string {
+// vmMoveReasons say what the move does, disk by disk: vols are the
+// names of the disks that move, of those among them the source's keeper
+// VM holds, of those attached on the target, of those given back.
+func vmMoveReasons(vm *VM, from, to string, vols [4][]string, newKeeper bool) []string {
+	moving, gathered, created, dropped := vols[0], vols[1], vols[2], vols[3]
 	why := fmt.Sprintf("node changes %s → %s: VM %d stops and migrates offline (same VMID and config); its own disk %s goes with it", from, to, vm.VMID, VMDisk)
 	if len(moving) > 0 {
-		why += fmt.Sprintf(", and so do its retained disks (%s): attached to it on %s first (from the keeper VM there for those it does not hold), PVE copies them with the VM as its own disks, serials included", strings.Join(moving, ", "), from)
+		why += fmt.Sprintf(", and so do its retained disks (%s), attached to it: PVE copies them with the VM as its own disks, serials included", strings.Join(moving, ", "))
 	}
 	out := []string{why + "; it starts on " + to}
+	if len(gathered) > 0 {
+		out = append(out, fmt.Sprintf("retained disks the keeper VM on %s holds (%s) are attached to the VM there first: PVE reassigns a disk between the VMs of one node only", from, strings.Join(gathered, ", ")))
+	}
 	if len(dropped) > 0 {
 		out = append(out, fmt.Sprintf("retained disks the manifest no longer lists (%s) are given back to the keeper VM on %s before the migration and stay there", strings.Join(dropped, ", "), from))
 	}
 	if len(created) > 0 {
 		s := fmt.Sprintf("retained disks the VM does not hold yet (%s) are attached on %s after the migration, from the keeper VM there (created there when it holds none)", strings.Join(created, ", "), to)
 		if newKeeper {
-			s += " (a keeper VM is created on " + to + ")"
+			s += "; a keeper VM is created on " + to
 		}
 		out = append(out, s)
 	}
