@@ -3,7 +3,9 @@ package apply_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/corralhq/corral/internal/apply"
 	"github.com/corralhq/corral/internal/plan"
+	"github.com/corralhq/corral/internal/pve"
 	"github.com/corralhq/corral/internal/pvetest"
 	"github.com/corralhq/corral/internal/sim"
 	"github.com/corralhq/corral/internal/testenv"
@@ -188,11 +191,30 @@ func (r *vmMoveRig) noStrays() {
 	}
 }
 
+// waitTasks waits until no task runs on either node (the check of the
+// state a kill left reads configs a running migration moves).
+func (r *vmMoveRig) waitTasks() {
+	r.t.Helper()
+	c := pvetest.Client(r.t, r.srv, r.srv.Credentials().RootToken)
+	ctx := context.Background()
+	for _, node := range []string{"pve1", "pve2"} {
+		tasks, err := c.TaskList(ctx, node, pve.TaskFilter{Source: "active"})
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		for _, task := range tasks {
+			if _, err := c.WaitTask(ctx, task.UPID, pve.WaitOptions{}); err != nil && !errors.As(err, new(*pve.TaskError)) {
+				r.t.Fatal(err)
+			}
+		}
+	}
+}
+
 // frozenVMMove is the state described above, stopped; thaw starts an
 // emulator on a copy of it.
-func frozenVMMove(t *testing.T, marks map[string][]byte) (thaw func(t *testing.T) *vmMoveRig) {
+func frozenVMMove(t *testing.T, marks map[string][]byte, opts ...pvetest.Option) (thaw func(t *testing.T) *vmMoveRig) {
 	start := func(t *testing.T, dir string) *vmMoveRig {
-		return &vmMoveRig{t: t, srv: pvetest.Start(t, pvetest.InDir(dir), pvetest.Nodes(2)).Server}
+		return &vmMoveRig{t: t, srv: pvetest.Start(t, append([]pvetest.Option{pvetest.InDir(dir), pvetest.Nodes(2)}, opts...)...).Server}
 	}
 	base := start(t, t.TempDir())
 	img := filepath.Join(t.TempDir(), "img.qcow2")
@@ -257,6 +279,7 @@ func TestVMMoveCrashAtEveryAPICall(t *testing.T) {
 					}
 					t.Fatalf("the run killed at request %d of %d ended without an error", kill, n)
 				}
+				r.waitTasks() // tasks a kill left run on at PVE
 				r.check(0, "", marks)
 				apps := vmMoveApps(t, end, "data", "logs", "cache")
 				if _, err := r.run(apps, 0); err != nil {
@@ -278,4 +301,69 @@ func TestVMMoveCrashAtEveryAPICall(t *testing.T) {
 			})
 		}
 	}
+}
+
+// runThrough plans and applies apps through k (its base and cancel
+// filled in here).
+func (r *vmMoveRig) runThrough(apps []plan.App, k *matchKiller) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	k.base, k.cancel = r.srv.HTTPClient().Transport, cancel
+	c := pvetest.Client(r.t, r.srv, r.srv.Credentials().OperatorToken, pvetest.Transport(k), fastRetry)
+	obs, err := apply.Observe(ctx, c)
+	if err != nil {
+		return err
+	}
+	p, err := plan.Make(apps, obs)
+	if err == nil {
+		err = (&apply.Executor{Client: c}).Apply(ctx, p, obs)
+	}
+	return err
+}
+
+func isVMMigrate(r *http.Request) bool {
+	return r.Method == http.MethodPost && strings.Contains(r.URL.Path, "/qemu/") && strings.HasSuffix(r.URL.Path, "/migrate")
+}
+
+// TestVMMoveKilledWhileMigrating: tasks take PVE's time (a migration
+// 8 s); corral is killed right after its migrate request, while PVE's
+// qmigrate task runs with the VM locked "migrate", and the next run
+// starts at once, over it: it waits for the task, then finishes the
+// move (or, with the manifest back on pve1, moves the VM back), and
+// converges as in TestVMMoveCrashAtEveryAPICall.
+func TestVMMoveKilledWhileMigrating(t *testing.T) {
+	t.Parallel()
+	marks := map[string][]byte{"data": []byte("data-123"), "logs": []byte("logs-456")}
+	thaw := frozenVMMove(t, marks, pvetest.TimeScale(1))
+	for _, end := range []string{"pve2", "pve1"} {
+		t.Run("then-"+end, func(t *testing.T) {
+			t.Parallel()
+			r := thaw(t)
+			k := &matchKiller{match: isVMMigrate, nth: 1}
+			if err := r.runThrough(vmMoveApps(t, "pve2", "data", "logs", "cache"), k); err == nil || !k.dead.Load() {
+				t.Fatalf("the run was not killed at its migrate request (%v)", err)
+			}
+			root := pvetest.Client(t, r.srv, r.srv.Credentials().RootToken)
+			if conf, err := root.VMConfigOf(context.Background(), "pve1", 150, true); err != nil || conf.Values["lock"] != "migrate" {
+				t.Fatalf("right after the kill vm 150 on pve1 is %v (%v), want locked migrate", conf, err)
+			}
+			apps := vmMoveApps(t, end, "data", "logs", "cache")
+			if _, err := r.run(apps, 0); err != nil {
+				t.Fatalf("the run over the running migration: %v", err)
+			}
+			r.check(150, end, marks)
+			r.noStrays()
+			if p, err := plan.Make(apps, r.observe()); err != nil || p.HasChanges() {
+				t.Fatalf("not converged: %v %+v", err, p)
+			}
+		})
+	}
+}
+
+func (r *vmMoveRig) observe() *plan.Observed {
+	obs, err := apply.Observe(context.Background(), pvetest.Client(r.t, r.srv, r.srv.Credentials().OperatorToken))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return obs
 }

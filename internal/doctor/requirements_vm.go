@@ -28,6 +28,8 @@ func (rs *reqSet) vm(a manifest.App, p Placement) {
 	req("VM.Config.Options", "set name, description, tags, agent and onboot of the "+what, "the other options need VM.Config.Options")
 	req("VM.Config.Cloudinit", "set cloud-init's user, keys and address of the "+what, "ciuser, sshkeys, ipconfigN and nameserver need VM.Config.Cloudinit or VM.Config.Network (check_vm_modify_config_perm accepts either)", "VM.Config.Network")
 	req("VM.PowerMgmt", "start and shut down the "+what, "status/start and status/shutdown need VM.PowerMgmt")
+	rs.add(Requirement{Path: vp, Priv: "VM.Migrate", Propagate: prop, Operation: "move the " + what + " to another node (corral move, corral drain, a change of node:)",
+		Why: "POST …/qemu/{vmid}/migrate needs VM.Migrate on /vms/<vmid>; the VM's retained disks go with it", App: a.Name, Later: true})
 	if a.VM.Agent {
 		if rs.t.major() >= 9 {
 			agent("VM.GuestAgent.Audit", "read the addresses the guest agent of the "+what+" reports", "agent/network-get-interfaces needs VM.GuestAgent.Audit on PVE 9", "VM.GuestAgent.Unrestricted")
