@@ -139,7 +139,8 @@ type KeeperStatus struct {
 // reports where each app stands. redact removes secret values from the
 // plan's reasons. A refused plan is drift, not an error.
 func Status(ctx context.Context, c *pve.Client, apps []plan.App, redact func(string) string) (*StatusReport, error) {
-	obs, err := Observe(ctx, c)
+	// A VM's migration is shown as it runs (vmMoveStatus), not waited for.
+	obs, err := ObserveWith(ctx, c, ObserveOptions{Migrating: true})
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/corralhq/corral/internal/plan"
 	"github.com/corralhq/corral/internal/pve"
 	"github.com/corralhq/corral/internal/pvetest"
+	"github.com/corralhq/corral/internal/testenv"
 )
 
 // vmMoveManifest is VM app web with retained volumes data and logs, on
@@ -175,4 +176,53 @@ func TestMoveVMApp(t *testing.T) {
 	}
 	c.vmOn(free, vmid, to, marks)
 	c.noVMVolumesOn("pve1", vmid)
+}
+
+// TestMoveVMStatusWhileMigrating: with tasks at PVE's durations times
+// three (a VM's migration 24 s), corral status, run while PVE migrates
+// the VM of a corral apply that moves it shows the app moving from pve1
+// to pve2, in text and in JSON (phase vm-migrating, no carrier, the
+// fix); after the apply the mark is gone and the VM runs on pve2.
+func TestMoveVMStatusWhileMigrating(t *testing.T) {
+	t.Parallel()
+	// Set up at scale 0: the VM on pve1, and a keeper on either node
+	// (corral's lock lives in one; a keeper's create at scale 3 would
+	// outlast the migration, and status waits for guests being created).
+	dir := t.TempDir()
+	c0 := newCluster(t, pvetest.InDir(dir), pvetest.Nodes(2))
+	c0.offerVMImage()
+	m1, m2 := vmMoveManifest(t, "pve1"), vmMoveManifest(t, "pve2")
+	c0.mustRun("apply", "-f", m2, "--auto-approve")
+	c0.mustRun("apply", "-f", m1, "--auto-approve")
+	vmid := c0.vmVolumes(m1)["data"].HolderVMID
+	if err := c0.srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c := newCluster(t, pvetest.InDir(dir), pvetest.Nodes(2), pvetest.TimeScale(3))
+	done := make(chan result, 1)
+	go func() { done <- c.run("apply", "-f", m2, "--auto-approve") }()
+	ctx := context.Background()
+	testenv.WaitFor(t, "vm locked migrate on pve1", func() bool {
+		conf, err := c.pveRoot().VMConfigOf(ctx, "pve1", vmid, true)
+		return err == nil && conf.Values["lock"] == "migrate"
+	})
+	st := c.moveStatus(m2)
+	text := c.run("status", "-f", m2)
+	if conf, err := c.pveRoot().VMConfigOf(ctx, "pve1", vmid, true); err != nil || conf.Values["lock"] != "migrate" {
+		t.Fatalf("the migration ended before status answered (%v): status saw nothing to check", err)
+	}
+	mv := st.Apps[0].Moving
+	if mv == nil || mv.From != "pve1" || mv.To != "pve2" || mv.Phase != "vm-migrating" || mv.CarrierVMID != 0 || !strings.Contains(mv.Fix, "corral apply") {
+		t.Fatalf("status -o json while migrating: %+v", st.Apps)
+	}
+	if !strings.Contains(text.stdout, "(locked: migrate) (moving pve1 → pve2)") || !strings.Contains(text.stdout, "web: moving from pve1 to pve2, migrating: ") {
+		t.Fatalf("status while migrating:\n%s%s", text.stdout, text.stderr)
+	}
+	if r := <-done; r.code != 0 {
+		t.Fatalf("apply: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if st := c.moveStatus(m2); st.Apps[0].Moving != nil {
+		t.Fatalf("moving after the move: %+v", *st.Apps[0].Moving)
+	}
+	c.vmOn(m2, vmid, "pve2", nil)
 }
