@@ -96,25 +96,31 @@ func TestVMMoveChange(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			c := onlyChange(t, p)
-			if c.Action != plan.Move || c.From != "pve1" || c.Node != "pve2" || c.OldVMID != 120 || !c.Start || c.Restart {
-				t.Fatalf("change = %+v", c)
-			}
-			got := map[string]plan.VolumeAction{}
-			for _, v := range c.Volumes {
-				got[v.Name] = v.Action
-			}
-			if len(got) != len(tc.vols) {
-				t.Fatalf("volumes = %v, want %v", got, tc.vols)
-			}
-			for n, a := range tc.vols {
-				if got[n] != a {
-					t.Fatalf("volumes = %v, want %v", got, tc.vols)
-				}
-			}
-			if why := strings.Join(c.Reasons, "\n"); !strings.Contains(why, tc.reason) {
-				t.Fatalf("reasons:\n%s\nwant %q", why, tc.reason)
-			}
+			checkVMMove(t, onlyChange(t, p), tc.vols, tc.reason)
 		})
+	}
+}
+
+// checkVMMove fails unless c moves VM 120 from pve1 to pve2 with the
+// volume actions vols and a reason containing reason.
+func checkVMMove(t *testing.T, c plan.Change, vols map[string]plan.VolumeAction, reason string) {
+	t.Helper()
+	if c.Action != plan.Move || c.From != "pve1" || c.Node != "pve2" || c.OldVMID != 120 || !c.Start || c.Restart {
+		t.Fatalf("change = %+v", c)
+	}
+	got := map[string]plan.VolumeAction{}
+	for _, v := range c.Volumes {
+		got[v.Name] = v.Action
+	}
+	if len(got) != len(vols) {
+		t.Fatalf("volumes = %v, want %v", got, vols)
+	}
+	for n, a := range vols {
+		if got[n] != a {
+			t.Fatalf("volumes = %v, want %v", got, vols)
+		}
+	}
+	if why := strings.Join(c.Reasons, "\n"); !strings.Contains(why, reason) {
+		t.Fatalf("reasons:\n%s\nwant %q", why, reason)
 	}
 }
