@@ -52,7 +52,7 @@ func (l *Lock) scanNode(ctx context.Context, c *pve.Client, node string, limit t
 	w := settledOnWait(node, limit)
 	w.busyNodes = online
 	w.busy = func(on []string) (func([]resource) []string, error) {
-		in, err := busyTasks(ctx, c, on)
+		in, err := busyTasks(ctx, c, on, false)
 		if err != nil {
 			return nil, err
 		}

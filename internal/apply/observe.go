@@ -51,6 +51,11 @@ type ObserveOptions struct {
 	// (issue 30); the planner refuses to plan a change without them
 	// (plan.ErrSetupUnread), and ObserveSetup reads them.
 	DeferSetup bool
+	// Migrating leaves running VM migrations (qmigrate) out of the wait
+	// for settled guests: corral status shows such a VM where PVE has it
+	// now, locked "migrate", and the move under way (vmstatus.go), where
+	// a plan that changes things waits for the task.
+	Migrating bool
 }
 
 // ObserveWith is Observe with options.
@@ -447,7 +452,7 @@ func guestsSettled(ctx context.Context, c *pve.Client, opts ObserveOptions, node
 		// creates the node's keeper, and the executor takes that one.
 		keep:      func(res []resource) []resource { return withoutOwnClaims(ctx, res) },
 		holds:     func(r resource) bool { return r.Tags == "" },
-		busy:      func(on []string) (func([]resource) []string, error) { return busyTasks(ctx, c, on) },
+		busy:      func(on []string) (func([]resource) []string, error) { return busyTasks(ctx, c, on, opts.Migrating) },
 		busyNodes: firstBusyNodes(ctx, nodes),
 		watched:   func(res []resource) []string { return watchedNodes(ctx, res, nodes) },
 		tooLong: func(creating []resource) error {
@@ -600,13 +605,16 @@ var settleTypes = map[string]bool{"vzshutdown": true, "vzstop": true, "vzstart":
 	"vzmigrate": true, "move_volume": true,
 	// A VM app's power and destroy tasks, and the reassigns of its
 	// retained disks (apply/vmvolumes.go).
-	"qmshutdown": true, "qmstop": true, "qmstart": true, "qmdestroy": true, "qmmove": true}
+	"qmshutdown": true, "qmstop": true, "qmstart": true, "qmdestroy": true, "qmmove": true,
+	// A VM app's move (apply/vmmove.go).
+	"qmigrate": true}
 
 // busyTasks reads the running tasks on nodes and returns which of them
 // are power, destroy or move tasks on corral's containers in a listing
+// (a VM's migration not, with migrating)
 // ("the vzshutdown of ct 105 on pve"). A token sees its own tasks, which
 // are the ones a killed corral leaves.
-func busyTasks(ctx context.Context, c *pve.Client, nodes []string) (func([]resource) []string, error) {
+func busyTasks(ctx context.Context, c *pve.Client, nodes []string, migrating bool) (func([]resource) []string, error) {
 	running := map[string][]pve.TaskListEntry{}
 	for _, node := range nodes {
 		tasks, err := c.TaskList(ctx, node, pve.TaskFilter{Source: "active"})
@@ -633,7 +641,7 @@ func busyTasks(ctx context.Context, c *pve.Client, nodes []string) (func([]resou
 				if strings.HasPrefix(t.Type, "qm") {
 					guest = "vm"
 				}
-				if settleTypes[t.Type] && t.EndTime == 0 && ours[node+"/"+id] {
+				if settleTypes[t.Type] && t.EndTime == 0 && ours[node+"/"+id] && !(migrating && t.Type == "qmigrate") {
 					busy = append(busy, fmt.Sprintf("the %s of %s %s on %s", t.Type, guest, t.ID, node))
 				}
 			}

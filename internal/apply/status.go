@@ -64,7 +64,8 @@ type MoveStatus struct {
 	From string `json:"from"`
 	To   string `json:"to"`
 	// Phase is plan.MoveCarrying, MoveMigrating, MoveHanding or
-	// MoveFinishing.
+	// MoveFinishing; for a VM app's move, MovePhaseVMMigrating, with no
+	// carrier (CarrierVMID 0, vmstatus.go).
 	Phase       string `json:"phase"`
 	CarrierVMID int    `json:"carrier_vmid"`
 	CarrierNode string `json:"carrier_node"`
@@ -138,7 +139,8 @@ type KeeperStatus struct {
 // reports where each app stands. redact removes secret values from the
 // plan's reasons. A refused plan is drift, not an error.
 func Status(ctx context.Context, c *pve.Client, apps []plan.App, redact func(string) string) (*StatusReport, error) {
-	obs, err := Observe(ctx, c)
+	// A VM's migration is shown as it runs (vmMoveStatus), not waited for.
+	obs, err := ObserveWith(ctx, c, ObserveOptions{Migrating: true})
 	if err != nil {
 		return nil, err
 	}
@@ -204,6 +206,11 @@ func Status(ctx context.Context, c *pve.Client, apps []plan.App, redact func(str
 		}
 		if car := obs.Carriers[a.Name]; car != nil {
 			as.Moving = moveStatus(a.Name, car, obs)
+		}
+		for _, vm := range obs.VMs[a.Name] {
+			if m := vmMoveStatus(ctx, c, a.Name, vm); m != nil { // vmstatus.go
+				as.Moving = m
+			}
 		}
 		if rs := obs.Rescues[a.Name]; len(rs) > 0 {
 			as.Rescue = rescueStatus(rs[0])

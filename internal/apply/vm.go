@@ -40,6 +40,8 @@ func (e *Executor) applyVM(ctx context.Context, c plan.Change) error {
 		}
 		p, _ := v.r.whereIs(c.App) // create placed it
 		return e.vmGuestWork(ctx, c, p.vmid, true, false)
+	case plan.Move:
+		return e.moveVM(ctx, v, c) // vmmove.go: ends in the Update below, on the target
 	case plan.Update:
 		// vmsnapshot.go: snapshotBeforeChange covers the guest work too.
 		return v.updateVM(ctx, c, func() error { return e.vmGuestWork(ctx, c, c.VMID, false, rekeys(c)) })

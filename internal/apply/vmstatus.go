@@ -2,6 +2,9 @@ package apply
 
 import (
 	"context"
+	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/corralhq/corral/internal/plan"
@@ -40,4 +43,44 @@ func configAddress(v string) string {
 		}
 	}
 	return ""
+}
+
+// MovePhaseVMMigrating is a VM app's move while PVE's qmigrate task
+// runs: the VM and its disks go together, there is no carrier.
+const MovePhaseVMMigrating = "vm-migrating"
+
+// migrateTarget is qemu-server's first line of a migration's log.
+var migrateTarget = regexp.MustCompile(`starting migration of VM \d+ to node '([^']+)'`)
+
+// vmMoveStatus is the move of a VM app while PVE migrates its VM (the
+// config's lock is migrate): the target is read from the running
+// qmigrate task's log; nil when no migration runs. A move killed before
+// or after its migration leaves nothing to show here: the VM is stopped
+// on one node with its disks, and the plan says what is left.
+func vmMoveStatus(ctx context.Context, c *pve.Client, app string, vm *plan.VM) *MoveStatus {
+	if vm.Config["lock"] != "migrate" {
+		return nil
+	}
+	m := &MoveStatus{From: vm.Node, To: "?", Phase: MovePhaseVMMigrating,
+		Fix: fmt.Sprintf("PVE's migration task of VM %d runs: the VM and its retained disks go together; wait for it (corral apply, move and drain wait too), then run corral apply to start %s where the manifest wants it", vm.VMID, app)}
+	tasks, err := c.TaskList(ctx, vm.Node, pve.TaskFilter{Source: "active"})
+	if err != nil {
+		return m
+	}
+	for _, t := range tasks {
+		if t.Type != "qmigrate" || t.ID != strconv.Itoa(vm.VMID) || t.EndTime != 0 {
+			continue
+		}
+		lines, _, err := c.TaskLog(ctx, t.UPID, 0, 5)
+		if err != nil {
+			return m
+		}
+		for _, l := range lines {
+			if to := migrateTarget.FindStringSubmatch(l.T); to != nil {
+				m.To = to[1]
+				return m
+			}
+		}
+	}
+	return m
 }

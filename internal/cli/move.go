@@ -66,13 +66,16 @@ retained volumes to another node of the cluster, as a change of node: in
 the manifest would. The volumes travel in a protected carrier container
 (PVE copies a volume only with the container that owns it), from the
 source node's keeper to the target node's; docs/moving.md has the steps.
+A kind: vm app's VM migrates stopped with its retained disks attached:
+they are its own disks then, and PVE copies them with it.
 
 It plans, shows the plan, asks (or takes --auto-approve), takes corral's
 lock on both nodes and carries the move out like apply. Killed at any
 point, the next corral move, drain or apply finishes it.
 
 An app the manifest pins with node: is refused: change node: and apply.
-An app without node: stays on the node it was moved to.`,
+An app without node: stays on the node it was moved to. A snapshot on
+the container or VM refuses the move unless --delete-snapshots.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			app := args[0]

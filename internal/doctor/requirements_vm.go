@@ -31,6 +31,8 @@ func (rs *reqSet) vm(a manifest.App, p Placement) {
 	if a.VM.BIOS == manifest.BIOSOVMF {
 		req("VM.Config.HWType", "set machine q35 of the "+what, "bios: ovmf runs on machine q35, and machine needs VM.Config.HWType")
 	}
+	rs.add(Requirement{Path: vp, Priv: "VM.Migrate", Propagate: prop, Operation: "move the " + what + " to another node (corral move, corral drain, a change of node:)",
+		Why: "POST …/qemu/{vmid}/migrate needs VM.Migrate on /vms/<vmid>; the VM's retained disks go with it", App: a.Name, Later: true})
 	if a.VM.Agent {
 		if rs.t.major() >= 9 {
 			agent("VM.GuestAgent.Audit", "read the addresses the guest agent of the "+what+" reports", "agent/network-get-interfaces needs VM.GuestAgent.Audit on PVE 9", "VM.GuestAgent.Unrestricted")

@@ -178,6 +178,9 @@ func Drain(apps []App, obs *Observed, node string, deleteSnapshots bool) (Draine
 		for _, ct := range obs.Apps[ap.Name] {
 			on = on || ct.Node == node
 		}
+		for _, vm := range obs.VMs[ap.Name] {
+			on = on || vm.Node == node
+		}
 		if car := obs.Carriers[ap.Name]; car != nil {
 			d.Only[ap.Name] = true // an interrupted move is finished
 		}

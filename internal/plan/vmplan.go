@@ -45,6 +45,10 @@ func (m *planner) planVM(a *App) {
 		m.warn(fmt.Sprintf("app %s: node %s is offline, so corral cannot read its VM %d; the app is left alone until the node is back", a.Name, vm.Node, vm.VMID))
 		return
 	}
+	if a.Node != "" && a.Node != vm.Node {
+		m.moveVM(a, vm, a.Node) // vmmove.go
+		return
+	}
 	c, probs := vmChange(a, vm)
 	if c.Action == Replace {
 		probs = append(probs, m.vmNodeProblems(a, vm.Node)...)
@@ -114,7 +118,7 @@ func (m *planner) vmNodeProblems(a *App, node string) []string {
 // vmRefusals are the reasons a VM app cannot be planned: a container of
 // corral's holds its name, a VM carries its marker without corral's tags
 // (never adopted, never duplicated), it has several VMs, its VM is
-// another project's, or the manifest moves it to another node.
+// another project's.
 func vmRefusals(a *App, obs *Observed) []string {
 	var probs []string
 	if cts := obs.Apps[a.Name]; len(cts) > 0 {
@@ -138,10 +142,6 @@ func vmRefusals(a *App, obs *Observed) []string {
 		if a.Project != "" && vm.Project != "" && vm.Project != a.Project {
 			probs = append(probs, fmt.Sprintf("app %s: VM %d on %s carries the tag %s%s: it is project %s's app, and corral never touches another project's guests; rename this app, or set project: %s",
 				a.Name, vm.VMID, vm.Node, TagProjectPrefix, vm.Project, vm.Project, vm.Project))
-		}
-		if a.Node != "" && a.Node != vm.Node {
-			probs = append(probs, fmt.Sprintf("app %s: its VM %d is on node %s, the manifest says node %s; moving a VM app between nodes is not there yet: set node: %s, or destroy the app and apply again",
-				a.Name, vm.VMID, vm.Node, a.Node, vm.Node))
 		}
 	}
 	return probs

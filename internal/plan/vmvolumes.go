@@ -19,6 +19,14 @@ import (
 // It returns the refusals: an ambiguous keeper VM, a disk found twice
 // or on another node, or a shrink.
 func vmVolumes(c *Change, a *App, vm *VM, replaced bool, obs *Observed) []string {
+	return vmVolumesBeside(c, a, vm, replaced, obs, "")
+}
+
+// vmVolumesBeside is vmVolumes where a disk held by the keeper VM of
+// node beside is not refused either (a move's target: vmmove.go); such a
+// disk is planned as a VolCreate, which the move turns into an attach
+// there.
+func vmVolumesBeside(c *Change, a *App, vm *VM, replaced bool, obs *Observed, beside string) []string {
 	keepers := obs.VMKeepers[c.Node]
 	if len(keepers) > 1 && (len(a.Volumes) > 0 || vm != nil && len(VMVolumeDisks(vm.Config)) > 0) {
 		return []string{ambiguousVMKeepers(a.Name, c.Node, keepers)}
@@ -39,7 +47,7 @@ func vmVolumes(c *Change, a *App, vm *VM, replaced bool, obs *Observed) []string
 		vc, prob := vmVolume(a, v, vd[serial], kd[serial], replaced)
 		vc.Serial = serial
 		if prob == "" {
-			prob = vmVolumeElsewhere(a.Name, v.Name, serial, c.Node, obs)
+			prob = vmVolumeElsewhere(a.Name, v.Name, serial, c.Node, beside, obs)
 		}
 		if prob != "" {
 			probs = append(probs, prob)
@@ -88,15 +96,16 @@ func vmVolume(a *App, v Volume, inVM, inKeeper VMVolumeDisk, replaced bool) (Vol
 }
 
 // vmVolumeElsewhere refuses a volume whose disk a keeper VM of another
-// node holds: a VM app's volumes stay on their node.
-func vmVolumeElsewhere(app, name, serial, node string, obs *Observed) string {
+// node than node (or beside) holds: PVE reassigns a disk between the VMs
+// of one node only.
+func vmVolumeElsewhere(app, name, serial, node, beside string, obs *Observed) string {
 	for _, n := range slices.Sorted(maps.Keys(obs.VMKeepers)) {
-		if n == node {
+		if n == node || n == beside {
 			continue
 		}
 		for _, k := range obs.VMKeepers[n] {
 			if d, ok := k.Disks()[serial]; ok {
-				return fmt.Sprintf("app %s: volume %s (%s) is held by keeper VM %d on node %s, not %s; moving a VM app's volumes between nodes is not there yet: set node: %s",
+				return fmt.Sprintf("app %s: volume %s (%s) is held by keeper VM %d on node %s, not %s; a VM app takes a disk from the keeper VM of its own node only (PVE reassigns a disk between VMs of one node): set node: %s (corral moves the VM there and attaches it)",
 					app, name, d.Volume, k.VMID, n, node, n)
 			}
 		}

@@ -5,8 +5,10 @@ import (
 	"net/http"
 	"net/url"
 	"testing"
+	"time"
 
 	"github.com/corralhq/corral/internal/sim/model"
+	"github.com/corralhq/corral/internal/testenv"
 )
 
 // TestQemu_migrateOffline: GET migrate lists the VM's local disks and
@@ -114,5 +116,37 @@ func checkMigrateRefusesSnapshots(t *testing.T, k *e2e) {
 	k.ok(root, http.MethodGet, "/nodes/pve2/qemu/200/config", nil, &conf)
 	if conf["lock"] != nil {
 		t.Fatalf("a failed migration left the lock %v", conf["lock"])
+	}
+}
+
+// TestQemu_migrateTakesTime: at time scale 1 an offline VM migration
+// runs as long as a stopped CT's (vzmigrate's duration), with the VM's
+// config locked "migrate" on the source node meanwhile, as QemuMigrate
+// holds it while it copies the disks; then the config is on the target,
+// unlocked.
+func TestQemu_migrateTakesTime(t *testing.T) {
+	t.Parallel()
+	one := 1.0
+	k := openE2E(t, Options{Dir: t.TempDir(), Listener: ListenTLS, TimeScale: &one, Nodes: 2, NodeMemory: 32 << 30})
+	root := k.root()
+	k.runOn("pve1", root, http.MethodPost, "/nodes/pve1/qemu", vmParams("200"))
+	start := time.Now()
+	var upid string
+	k.ok(root, http.MethodPost, "/nodes/pve1/qemu/200/migrate", url.Values{"target": {"pve2"}}, &upid)
+	testenv.WaitFor(t, "vm 200 locked migrate on pve1", func() bool {
+		conf := map[string]any{}
+		k.ok(root, http.MethodGet, "/nodes/pve1/qemu/200/config", nil, &conf)
+		return conf["lock"] == "migrate"
+	})
+	if mig := k.waitOn("pve1", upid); mig.ExitStatus != "OK" {
+		t.Fatalf("migrate: %q\n%v", mig.ExitStatus, mig.log)
+	}
+	if took, want := time.Since(start), model.DefaultDuration("vzmigrate"); took < want {
+		t.Fatalf("the migration took %s, want at least %s", took, want)
+	}
+	conf := map[string]any{}
+	k.ok(root, http.MethodGet, "/nodes/pve2/qemu/200/config", nil, &conf)
+	if conf["lock"] != nil || conf["scsi0"] == nil {
+		t.Fatalf("the config on pve2 %v", conf)
 	}
 }

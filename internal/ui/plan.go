@@ -370,7 +370,7 @@ func WritePlanText(w io.Writer, pj PlanJSON) {
 			what = "remove stale copy"
 		}
 		if c.Action == "move" {
-			fmt.Fprintf(w, "%s app %s (move%s from %s to %s)\n", sym[c.Action], c.App, vmidSuffix(id), c.From, c.Node)
+			fmt.Fprintf(w, "%s app %s (move%s from %s to %s)\n", sym[c.Action], c.App, guestSuffix(c, id), c.From, c.Node)
 		} else {
 			fmt.Fprintf(w, "%s app %s (%s%s on %s)\n", sym[c.Action], c.App, what, guestSuffix(c, id), c.Node)
 		}

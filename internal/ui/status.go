@@ -43,12 +43,21 @@ func WriteStatus(w io.Writer, r *apply.StatusReport) {
 			t.Row(as.App, strconv.Itoa(ct.VMID), ct.Node, status, Dash(as.Health), Dash(ct.IP), DriftText(as.Drift))
 		}
 		for _, vm := range as.VMs { // a kind: vm app's VM, marked as one
-			t.Row(as.App, strconv.Itoa(vm.VMID)+" (vm)", vm.Node, vm.Status, Dash(as.Health), Dash(vm.IP), DriftText(as.Drift))
+			status := vm.Status
+			if vm.Lock != "" {
+				status += " (locked: " + vm.Lock + ")"
+			}
+			if as.Moving != nil {
+				status += " (moving " + as.Moving.From + " → " + as.Moving.To + ")"
+			}
+			t.Row(as.App, strconv.Itoa(vm.VMID)+" (vm)", vm.Node, status, Dash(as.Health), Dash(vm.IP), DriftText(as.Drift))
 		}
 	}
 	t.Flush()
 	for _, as := range r.Apps {
-		if m := as.Moving; m != nil {
+		if m := as.Moving; m != nil && m.Phase == apply.MovePhaseVMMigrating {
+			fmt.Fprintf(w, "  %s: moving from %s to %s, migrating: %s\n", as.App, m.From, m.To, m.Fix)
+		} else if m != nil {
 			fmt.Fprintf(w, "  %s: moving from %s to %s, %s (carrier ct %d on %s holds %d of %d volumes): %s\n",
 				as.App, m.From, m.To, m.Phase, m.CarrierVMID, m.CarrierNode, m.Carried, m.Volumes, m.Fix)
 		}

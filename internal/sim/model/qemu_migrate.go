@@ -142,6 +142,12 @@ func (m *vmMigration) duration(q *vmMigrator) string {
 func (q *vmMigrator) migrateRun(m *vmMigration) error {
 	err := m.w.Do(func(st *State) error { return q.migratePrepareLocked(m) })
 	if err == nil {
+		// QemuMigrate copies the disks through pvesm export/import over
+		// SSH: seconds at least, with the VM locked "migrate" meanwhile.
+		// The seeds timed no VM's migration; it takes a stopped CT's.
+		err = m.w.Phase("vzmigrate", 1)
+	}
+	if err == nil {
 		for _, mv := range m.volumes {
 			if err = q.migrateCopy(m, mv); err != nil {
 				break
