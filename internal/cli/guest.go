@@ -146,11 +146,12 @@ func logsScript(app string, lines int, follow bool, unit string, vm bool) string
 	// journal: a guest whose init is not systemd (the emulator's
 	// stand-in template, its view VMs) has the tool and no files, and
 	// journalctl's "No journal files were found" says nothing of why or
-	// what to do.
+	// what to do. tail gets only the syslog files that exist: one missing
+	// would fail it (exit 1) after it printed the other.
 	return "if command -v docker >/dev/null 2>&1 && [ -n \"$(docker compose ls -q 2>/dev/null)\" ]; then " +
 		"for p in $(docker compose ls -q); do docker compose -p \"$p\" logs --no-color --tail " + n + f + "; done; " +
 		"elif command -v journalctl >/dev/null 2>&1 && [ -n \"$(find /run/log/journal /var/log/journal -name '*.journal*' 2>/dev/null | head -n 1)\" ]; then " + journal + "; " +
-		"elif [ -f /var/log/syslog ] || [ -f /var/log/messages ]; then tail -n " + n + f + " /var/log/syslog /var/log/messages 2>/dev/null; " +
+		"elif [ -f /var/log/syslog ] || [ -f /var/log/messages ]; then set --; for l in /var/log/syslog /var/log/messages; do [ -f \"$l\" ] && set -- \"$@\" \"$l\"; done; tail -n " + n + f + " \"$@\"; " +
 		"else echo " + guest.ShellQuote(noLogs(app, vm)) + " >&2; exit 1; fi"
 }
 
