@@ -150,7 +150,9 @@ func TestVMExecLoginShell(t *testing.T) {
 	go io.Copy(&screen, ptmx)
 	code := make(chan int, 1)
 	sudoCalls(t, root)
-	go func() { code <- Run(context.Background(), append([]string{"exec", "-it", "web"}, conn...), tty, tty, tty) }()
+	go func() {
+		code <- Run(context.Background(), append([]string{"exec", "-it", "web"}, conn...), tty, tty, tty)
+	}()
 	// The arithmetic makes the marker appear only in the shell's output,
 	// never in the echo of what was typed.
 	io.WriteString(ptmx, "echo SHELL-$((6*7)) $(id -u) $(tty)\r")
