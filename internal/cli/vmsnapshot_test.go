@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -88,6 +89,12 @@ func TestVMSnapshotCommands(t *testing.T) {
 	}
 	if r := c.mustC("snapshots", "web", "-f", m); !strings.Contains(r.stdout, "RAM") || !strings.Contains(r.stdout, "s2") {
 		t.Errorf("snapshots' table:\n%s", r.stdout)
+	}
+	// Completion offers the VM's snapshots.
+	var out, errb bytes.Buffer
+	Run(context.Background(), slices.Concat([]string{"__complete", "rollback", "web"}, c.connArgs(), []string{"-f", m, ""}), strings.NewReader(""), &out, &errb)
+	if got := strings.Fields(strings.Split(out.String(), ":")[0]); strings.Join(got, ",") != "s1,s2" {
+		t.Errorf("completion of rollback web: %q\n%s", out.String(), errb.String())
 	}
 	// No terminal, no --auto-approve: nothing happens.
 	if r := c.runC("rollback", "web", "s1", "-f", m); r.code == 0 || !strings.Contains(r.stderr, "refusing to change anything without confirmation") {
