@@ -4,13 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/corralhq/corral/internal/apply"
 	"github.com/corralhq/corral/internal/plan"
 	"github.com/corralhq/corral/internal/pve"
+	"github.com/corralhq/corral/internal/pvetest"
+	"github.com/corralhq/corral/internal/sim/model"
 )
 
 // vmSnapManifest is VM app web (vmid 160, the agent answering) with the
@@ -175,5 +179,31 @@ func vmRollbackAfterAttach(t *testing.T, c *cluster) {
 	}
 	if d := plan.VMVolumeDisks(after.Values); len(d) != 2 {
 		t.Errorf("the VM held %d retained disks before, want 2", len(d))
+	}
+}
+
+// TestVMSnapshotRefusedOnRawDisk (issue 34): a VM app with a disk that
+// is a raw file on an NFS storage (added by hand; corral's own are
+// qcow2 there) cannot be snapshotted (PVE: "snapshot feature is not
+// available"): corral snapshot says why, that none was taken and what
+// to use instead.
+func TestVMSnapshotRefusedOnRawDisk(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, pvetest.SharedStorage(model.SharedNFS))
+	c.srv.Cluster().SetVMRuntime(model.NewAgentVMRuntime())
+	c.offerVMImage()
+	m := writeManifest(t, strings.Replace(vmAppText("10.20.0.62/24", "", ""), "disk: {size: 2G}", "disk: {size: 2G, storage: nfs}", 1))
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	vmid, _, _ := c.vmOf(m)
+	if err := c.pveRoot().Put(context.Background(), "/nodes/pve/qemu/"+strconv.Itoa(vmid)+"/config", url.Values{"scsi5": {"nfs:1,format=raw"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	r := c.runC("snapshot", "web", "s1", "-f", m)
+	if r.code == 0 || !strings.Contains(r.stderr, "cannot be snapshotted") || !strings.Contains(r.stderr, "snapshot feature is not available") ||
+		!strings.Contains(r.stderr, "no snapshot was taken — use `corral backup web` instead") {
+		t.Fatalf("snapshot of a raw disk: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if n := c.vmSnapshots(vmid); n != 0 {
+		t.Errorf("%d snapshots after the refusal", n)
 	}
 }
