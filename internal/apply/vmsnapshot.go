@@ -23,6 +23,9 @@ import (
 // both protected by a snapshot when the app asks for
 // snapshotBeforeChange (as a container's change and provisioning are).
 func (v vmOps) updateVM(ctx context.Context, c plan.Change, guestWork func() error) error {
+	if err := v.guardDetach(ctx, c); err != nil { // vmupdate.go
+		return err
+	}
 	change := func() error {
 		if err := v.update(ctx, c); err != nil {
 			return err
@@ -152,7 +155,7 @@ func deleteVMSnapshot(ctx context.Context, r *runner, app, node string, vmid int
 // a disk.
 func explainVMSnapErr(err error, vmid int, priv string) error {
 	if errors.Is(err, pve.ErrSnapshotUnsupported) {
-		return fmt.Errorf("%w: a disk of vm %d is on a storage that cannot snapshot (a raw file on a dir storage, say); PVE snapshots VM disks on LVM-thin, ZFS, Ceph RBD or btrfs, or qcow2 files", err, vmid)
+		return fmt.Errorf("%w: a disk of vm %d is on a storage that cannot snapshot (a raw file on a dir or NFS storage, say); PVE snapshots VM disks on LVM-thin, ZFS, Ceph RBD or btrfs, or qcow2 files", err, vmid)
 	}
 	return explainSnapErr(err, vmid, priv)
 }

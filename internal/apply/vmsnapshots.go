@@ -184,3 +184,63 @@ func sortedVMVolumeDisks(conf map[string]string) []plan.VMVolumeDisk {
 	sort.Slice(disks, func(i, j int) bool { return disks[i].Key < disks[j].Key })
 	return disks
 }
+
+// guardSnapshotDisks refuses, before anything changes, a change of VM
+// app c that would move one of disks (retained disks of VM vmid, by
+// serial) back to the keeper VM while a snapshot of the VM holds it:
+// qemu-server refuses that move ("Can't move disk used by a snapshot to
+// another VM"), and would do so only after corral stopped the VM for
+// it. The error names each snapshot and disk and how to remove it.
+func (v vmOps) guardSnapshotDisks(ctx context.Context, c plan.Change, vmid int, disks []plan.VMVolumeDisk) error {
+	if len(disks) == 0 {
+		return nil
+	}
+	snaps, err := v.r.client.VMSnapshots(ctx, c.Node, vmid)
+	if err != nil {
+		return err
+	}
+	var held []string
+	for _, s := range snaps {
+		if s.Name == "current" {
+			continue
+		}
+		sc, err := v.r.client.VMSnapshotConfig(ctx, c.Node, vmid, s.Name)
+		if pve.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		named := map[string]bool{}
+		for _, key := range vmDiskKeys(sc.Values) {
+			named[plan.ParseVMDisk(sc.Values[key]).Volume] = true
+		}
+		for _, d := range disks {
+			if named[d.Volume] {
+				held = append(held, fmt.Sprintf("snapshot %s holds %s (%s)", s.Name, d.Key, d.Volume))
+			}
+		}
+	}
+	if len(held) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s: vm %d's retained disks must go back to the keeper VM, and PVE will not move a disk a snapshot holds to another VM: %s; nothing was changed. "+
+		"Remove those snapshots with `corral snapshot %s NAME --delete` (`corral snapshots %s` lists them), then apply again",
+		c.App, vmid, strings.Join(held, "; "), c.App, c.App)
+}
+
+// detachedDisks are the retained disks of conf that c gives back to the
+// keeper VM: every one for a destroy (all), else those it detaches.
+func detachedDisks(c plan.Change, conf map[string]string, all bool) []plan.VMVolumeDisk {
+	disks := sortedVMVolumeDisks(conf)
+	if all {
+		return disks
+	}
+	detach := map[string]bool{}
+	for _, vol := range c.Volumes {
+		if vol.Action == plan.VolDetach {
+			detach[vol.Serial] = true
+		}
+	}
+	return slices.DeleteFunc(disks, func(d plan.VMVolumeDisk) bool { return !detach[d.Serial] })
+}

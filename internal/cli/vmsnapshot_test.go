@@ -180,6 +180,34 @@ func vmRollbackAfterAttach(t *testing.T, c *cluster) {
 	if d := plan.VMVolumeDisks(after.Values); len(d) != 2 {
 		t.Errorf("the VM held %d retained disks before, want 2", len(d))
 	}
+	vmDetachHeldRefused(t, c, m)
+}
+
+// vmDetachHeldRefused: while snapshots s1 and s3 hold volume data, an
+// apply that drops it and a destroy are refused before anything
+// changes (PVE would not move the disk to the keeper VM, after corral
+// stopped the VM for it), naming the snapshots and the fix; once they
+// are removed the volume goes back to the keeper VM.
+func vmDetachHeldRefused(t *testing.T, c *cluster, m string) {
+	data := c.vmVolumes(m)["data"]
+	bare := vmSnapManifest(t)
+	for _, args := range [][]string{{"apply", "-f", bare, "--auto-approve"}, {"destroy", "-f", m, "--auto-approve"}} {
+		r := c.run(args...)
+		if r.code == 0 || !strings.Contains(r.stderr, "PVE will not move a disk a snapshot holds to another VM") ||
+			!strings.Contains(r.stderr, "snapshot s1 holds "+strings.TrimPrefix(data.Holder, "vm 160 ")+" ("+data.VolID+"); snapshot s3 holds") ||
+			!strings.Contains(r.stderr, "nothing was changed") || !strings.Contains(r.stderr, "corral snapshot web NAME --delete") {
+			t.Fatalf("%s while a snapshot holds a volume: exit %d\n%s%s", args[0], r.code, r.stdout, r.stderr)
+		}
+		if _, status, _ := c.vmOf(m); status != "running" || c.vmVolumes(m)["data"].HolderVMID != 160 {
+			t.Fatalf("after the refused %s: vm %s, data %+v", args[0], status, c.vmVolumes(m)["data"])
+		}
+	}
+	c.mustC("snapshot", "web", "s1", "--delete", "-f", m)
+	c.mustC("snapshot", "web", "s3", "--delete", "-f", m)
+	c.mustRun("apply", "-f", bare, "--auto-approve")
+	if got := c.vmVolumes(m)["data"]; !strings.HasPrefix(got.Holder, "keeper vm ") {
+		t.Errorf("after the snapshots' removal data is %+v, want it on the keeper VM", got)
+	}
 }
 
 // TestVMSnapshotRefusedOnRawDisk (issue 34): a VM app with a disk that
