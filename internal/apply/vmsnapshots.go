@@ -24,7 +24,8 @@ import (
 // a disk, qemu-server refuses to move it to another VM ("Can't move disk
 // used by a snapshot to another VM"), so the disk cannot go back to the
 // keeper VM: a replace or destroy of the app, or a volume dropped from
-// the manifest, fails until the snapshot is removed.
+// the manifest, is refused (guardSnapshotDisks, before the VM stops)
+// until the snapshot is removed.
 
 // vmApp is the app name in vm's tags ("" for none).
 func vmApp(vm *plan.VM) string { return appOf(plan.ParseTags(vm.Config["tags"])) }

@@ -156,6 +156,6 @@ RAM by hand, qm snapshot VMID NAME --vmstate 1, if you need it). A running
 VM with the guest agent has its filesystems frozen meanwhile. PVE snapshots
 VM disks on LVM-thin, ZFS, Ceph RBD or btrfs, or qcow2 files. While a
 snapshot holds a retained volume, PVE will not move that disk to another VM,
-so the volume cannot go back to the keeper VM: a replace or destroy of the
-app, or a volume dropped from the manifest, fails until the snapshot is
-removed (corral snapshot APP NAME --delete).`)
+so the volume cannot go back to the keeper VM: apply refuses a replace or
+destroy of the app, or a volume dropped from the manifest, before the VM
+stops, until the snapshot is removed (corral snapshot APP NAME --delete).`)

@@ -155,7 +155,7 @@ func WriteVMSnapshotTaken(w io.Writer, app string, vmid int, name string, covers
 		name, app, vmid, app, name)
 	fmt.Fprintf(w, "It covers %s.\n", strings.Join(covers, ", "))
 	if retained {
-		fmt.Fprintf(w, "While it exists PVE will not move those disks to another VM, so the app's volumes cannot go back to the keeper VM: a replace or destroy of the app, or a volume dropped from the manifest, fails until `corral snapshot %s %s --delete` removes it.\n",
+		fmt.Fprintf(w, "While it exists PVE will not move those disks to another VM, so the app's volumes cannot go back to the keeper VM: apply refuses a replace or destroy of the app, or a volume dropped from the manifest, until `corral snapshot %s %s --delete` removes it.\n",
 			app, name)
 		return
 	}
