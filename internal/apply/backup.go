@@ -521,6 +521,9 @@ type SnapshotInfo struct {
 	// Current: the container descends from this snapshot (a rollback to
 	// it undoes only what changed since).
 	Current bool `json:"current"`
+	// RAM is a VM snapshot's: whether it holds the RAM state too (qm
+	// snapshot --vmstate; corral takes none), nil for a container's.
+	RAM *bool `json:"ram,omitempty"`
 }
 
 // ListSnapshots lists ct's snapshots, oldest first.

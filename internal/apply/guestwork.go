@@ -201,11 +201,27 @@ func (g *guests) provision(ctx context.Context, c plan.Change, vmid int, cl *gue
 	return nil
 }
 
-// Dial logs into a running app container for `corral exec` and `corral
-// logs`. The host key must be the one corral pinned (or, with
-// SSH.TrustNewHostKey, is pinned now if there is none).
-func (e *Executor) Dial(ctx context.Context, ct *plan.CT) (*guest.Client, error) {
-	return e.guests().dial(ctx, ct)
+// Dial logs into the running guest of app for `corral exec` and `corral
+// logs`: its container as root or, for a kind: vm app, its VM as the
+// cloud-init user (vm.user), whose every command then runs through
+// sudo, at the address provisioning uses (the static network.ip, else
+// what the guest agent reports). The host key must be the one corral
+// pinned (or, with SSH.TrustNewHostKey, is pinned now if there is none).
+func (e *Executor) Dial(ctx context.Context, obs *plan.Observed, app string) (*guest.Client, error) {
+	g := e.guests()
+	if !IsVMApp(obs, app) {
+		ct, err := AppCT(obs, app)
+		if err != nil {
+			return nil, err
+		}
+		return g.dial(ctx, ct)
+	}
+	vm, err := AppVM(obs, app)
+	if err != nil {
+		return nil, err
+	}
+	g.vm = true
+	return g.dial(ctx, &plan.CT{VMID: vm.VMID, Node: vm.Node, Status: vm.Status, Config: vm.Config})
 }
 
 // dial is Dial.
@@ -214,7 +230,7 @@ func (g *guests) dial(ctx context.Context, ct *plan.CT) (*guest.Client, error) {
 		return nil, errors.New("no SSH key for corral")
 	}
 	if ct.Status != "running" {
-		return nil, fmt.Errorf("ct %d is %s; start it with `corral apply`", ct.VMID, ct.Status)
+		return nil, fmt.Errorf("%s %d is %s; start it with `corral apply`", g.noun(), ct.VMID, ct.Status)
 	}
 	cl, _, err := g.dialGuest(ctx, ct.Node, ct.VMID, false)
 	return cl, err

@@ -200,6 +200,9 @@ func (v vmOps) destroy(ctx context.Context, c plan.Change) error {
 	case c.Digest != "" && conf.Digest != c.Digest:
 		return &PlanStaleError{App: c.App, VMID: vmid, Reason: "was changed (its config digest differs)"}
 	}
+	if err := v.guardSnapshotDisks(ctx, c, vmid, detachedDisks(c, conf.Values, true)); err != nil { // vmsnapshots.go
+		return err
+	}
 	if err := v.stop(ctx, c.App, c.Node, vmid); err != nil {
 		return err
 	}

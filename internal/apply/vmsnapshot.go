@@ -2,6 +2,7 @@ package apply
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -22,6 +23,9 @@ import (
 // both protected by a snapshot when the app asks for
 // snapshotBeforeChange (as a container's change and provisioning are).
 func (v vmOps) updateVM(ctx context.Context, c plan.Change, guestWork func() error) error {
+	if err := v.guardDetach(ctx, c); err != nil { // vmupdate.go
+		return err
+	}
 	change := func() error {
 		if err := v.update(ctx, c); err != nil {
 			return err
@@ -81,50 +85,77 @@ func (v vmOps) snapshotAsPlanned(ctx context.Context, c *plan.Change, name strin
 
 // snapshot takes snapshot name of the change's VM, without its RAM.
 func (v vmOps) snapshot(ctx context.Context, c plan.Change, name string) error {
-	return v.r.step(c.App, "snapshot", fmt.Sprintf("%s of vm %d (disks and config, no RAM state)", name, c.VMID), func() error {
-		var upid string
-		err := v.r.locked().Do(ctx, func() (err error) {
-			upid, err = v.r.client.CreateVMSnapshot(ctx, c.Node, c.VMID, name, "corral: "+c.App+" before an in-place change")
-			return err
-		})
-		if err == nil {
-			err = v.r.wait(ctx, c.App, upid)
-		}
-		return explainSnapErr(err, c.VMID, "VM.Snapshot")
-	})
+	return takeVMSnapshot(ctx, v.r, c.App, c.Node, c.VMID, name, "corral: "+c.App+" before an in-place change")
 }
 
 // rollback rolls the VM back to name and starts it: the app ran before
 // the change (a change starts a stopped VM app too).
 func (v vmOps) rollback(ctx context.Context, c plan.Change, name string) error {
-	return v.r.step(c.App, "rollback", fmt.Sprintf("vm %d to %s", c.VMID, name), func() error {
-		var upid string
-		err := v.r.locked().Do(ctx, func() (err error) {
-			upid, err = v.r.client.RollbackVMSnapshot(ctx, c.Node, c.VMID, name, true)
-			return err
-		})
-		if err == nil {
-			err = v.r.wait(ctx, c.App, upid)
-		}
-		return explainSnapErr(err, c.VMID, "VM.Snapshot.Rollback")
-	})
+	return rollbackVM(ctx, v.r, c.App, c.Node, c.VMID, name, true)
 }
 
 // dropSnapshot removes snapshot name: a snapshot left behind pins the
-// disks' old blocks and blocks a move.
+// disks' old blocks and blocks a move. One already gone is no error.
 func (v vmOps) dropSnapshot(ctx context.Context, c plan.Change, name string) error {
-	return v.r.step(c.App, "snapshot", fmt.Sprintf("remove %s of vm %d", name, c.VMID), func() error {
+	return deleteVMSnapshot(ctx, v.r, c.App, c.Node, c.VMID, name, true)
+}
+
+// takeVMSnapshot takes snapshot name of VM vmid, without its RAM (no
+// vmstate), as a step of app, retried while the VM is locked.
+func takeVMSnapshot(ctx context.Context, r *runner, app, node string, vmid int, name, description string) error {
+	return r.step(app, "snapshot", fmt.Sprintf("%s of vm %d (disks and config, no RAM state)", name, vmid), func() error {
 		var upid string
-		err := v.r.locked().Do(ctx, func() (err error) {
-			upid, err = v.r.client.DeleteVMSnapshot(ctx, c.Node, c.VMID, name)
+		err := r.locked().Do(ctx, func() (err error) {
+			upid, err = r.client.CreateVMSnapshot(ctx, node, vmid, name, description)
 			return err
 		})
-		if pve.IsNotFound(err) {
+		if err == nil {
+			err = r.wait(ctx, app, upid)
+		}
+		return explainVMSnapErr(err, vmid, "VM.Snapshot")
+	})
+}
+
+// rollbackVM rolls VM vmid back to snapshot name, which stops it first
+// when it runs; with start PVE starts it again afterwards.
+func rollbackVM(ctx context.Context, r *runner, app, node string, vmid int, name string, start bool) error {
+	return r.step(app, "rollback", fmt.Sprintf("vm %d to %s", vmid, name), func() error {
+		var upid string
+		err := r.locked().Do(ctx, func() (err error) {
+			upid, err = r.client.RollbackVMSnapshot(ctx, node, vmid, name, start)
+			return err
+		})
+		if err == nil {
+			err = r.wait(ctx, app, upid)
+		}
+		return explainVMSnapErr(err, vmid, "VM.Snapshot.Rollback")
+	})
+}
+
+// deleteVMSnapshot removes snapshot name of VM vmid; with missingOK one
+// that is not there is no error.
+func deleteVMSnapshot(ctx context.Context, r *runner, app, node string, vmid int, name string, missingOK bool) error {
+	return r.step(app, "snapshot", fmt.Sprintf("remove %s of vm %d", name, vmid), func() error {
+		var upid string
+		err := r.locked().Do(ctx, func() (err error) {
+			upid, err = r.client.DeleteVMSnapshot(ctx, node, vmid, name)
+			return err
+		})
+		if pve.IsNotFound(err) && missingOK {
 			return nil
 		}
 		if err == nil {
-			err = v.r.wait(ctx, c.App, upid)
+			err = r.wait(ctx, app, upid)
 		}
-		return explainSnapErr(err, c.VMID, "VM.Snapshot")
+		return explainVMSnapErr(err, vmid, "VM.Snapshot")
 	})
+}
+
+// explainVMSnapErr is explainSnapErr for a VM: what cannot snapshot is
+// a disk.
+func explainVMSnapErr(err error, vmid int, priv string) error {
+	if errors.Is(err, pve.ErrSnapshotUnsupported) {
+		return fmt.Errorf("%w: a disk of vm %d is on a storage that cannot snapshot (a raw file on a dir or NFS storage, say); PVE snapshots VM disks on LVM-thin, ZFS, Ceph RBD or btrfs, or qcow2 files", err, vmid)
+	}
+	return explainSnapErr(err, vmid, priv)
 }

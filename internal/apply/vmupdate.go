@@ -62,3 +62,17 @@ func (v vmOps) update(ctx context.Context, c plan.Change) error {
 	}
 	return nil
 }
+
+// guardDetach refuses, before anything changes (updateVM calls it before
+// snapshotBeforeChange's own snapshot), an update that detaches a
+// retained disk a snapshot of the VM holds (guardSnapshotDisks).
+func (v vmOps) guardDetach(ctx context.Context, c plan.Change) error {
+	if !hasVolume(c, plan.VolDetach) {
+		return nil
+	}
+	conf, err := v.r.client.VMConfigOf(ctx, c.Node, c.VMID, false)
+	if err != nil {
+		return err
+	}
+	return v.guardSnapshotDisks(ctx, c, c.VMID, detachedDisks(c, conf.Values, false))
+}

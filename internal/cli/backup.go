@@ -461,16 +461,20 @@ func newSnapshotCmd(st *streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:         "snapshot APP [NAME]",
 		Annotations: jsonForm(),
-		Short:       "Snapshot an app's container (its volumes included)",
+		Short:       "Snapshot an app's container or VM (its volumes included)",
 		Long: `snapshot takes a PVE snapshot of the app's container, running or not
 (default name corral-YYYYMMDD-HHMMSS). It covers the root file system and
 every volume attached to the container, keeper volumes included. PVE can
 snapshot only volumes on LVM-thin, ZFS, Ceph RBD or btrfs storage; on a dir
-storage corral says so and takes none (use corral backup there).`,
+storage corral says so and takes none (use corral backup there).
+
+` + vmSnapshotHelp,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withApp(cmd, st, ff, cf, args[0], func(ctx context.Context, j *backupJob, obs *plan.Observed, ct *plan.CT) error {
+			return withAppOrVM(cmd, st, ff, cf, args[0], func(ctx context.Context, j *backupJob, obs *plan.Observed, ct *plan.CT) error {
 				return snapshot(ctx, st, j, obs, ct, args, del)
+			}, func(ctx context.Context, j *backupJob, _ *plan.Observed, vm *plan.VM) error {
+				return snapshotVM(ctx, st, j, vm, args, del)
 			})
 		},
 	}
@@ -494,7 +498,7 @@ func snapshot(ctx context.Context, st *streams, j *backupJob, obs *plan.Observed
 		if j.asJSON {
 			return writeJSON(st, map[string]any{"app": args[0], "vmid": ct.VMID, "deleted": args[1]})
 		}
-		ui.WriteSnapshotDeleted(st.out, args[0], ct.VMID, args[1])
+		ui.WriteSnapshotDeleted(st.out, args[0], "ct", ct.VMID, args[1])
 		return nil
 	}
 	if ok, why := apply.CanSnapshot(obs, ct); !ok {
@@ -526,10 +530,16 @@ func newSnapshotsCmd(st *streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:         "snapshots APP",
 		Annotations: jsonForm(),
-		Short:       "List an app's snapshots, oldest first",
-		Args:        cobra.ExactArgs(1),
+		Short:       "List an app's snapshots (of its container or VM), oldest first",
+		Long: `snapshots lists the snapshots of the app's container or, for a kind: vm app,
+its VM, oldest first; CURRENT marks the one the guest descends from, and for
+a VM, RAM says whether the snapshot holds the RAM state (corral's never do).`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withApp(cmd, st, ff, cf, args[0], func(ctx context.Context, j *backupJob, _ *plan.Observed, ct *plan.CT) error {
+			vmFn := func(ctx context.Context, j *backupJob, _ *plan.Observed, vm *plan.VM) error {
+				return snapshotsVM(ctx, st, j, args[0], vm)
+			}
+			return withAppOrVM(cmd, st, ff, cf, args[0], func(ctx context.Context, j *backupJob, _ *plan.Observed, ct *plan.CT) error {
 				snaps, err := apply.ListSnapshots(ctx, j.s.client, ct)
 				if err != nil {
 					return j.err(err)
@@ -538,11 +548,11 @@ func newSnapshotsCmd(st *streams) *cobra.Command {
 					return writeJSON(st, map[string]any{"app": args[0], "vmid": ct.VMID, "snapshots": snaps})
 				}
 				if len(snaps) == 0 {
-					ui.WriteNoSnapshots(st.out, args[0], ct.VMID)
+					ui.WriteNoSnapshots(st.out, args[0], "ct", ct.VMID)
 					return nil
 				}
 				return ui.WriteSnapshots(st.out, snaps)
-			})
+			}, vmFn)
 		},
 	}
 	ff.add(cmd.Flags())
@@ -558,24 +568,36 @@ func newRollbackCmd(st *streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:         "rollback APP NAME",
 		Annotations: jsonForm(),
-		Short:       "Roll an app's container back to a snapshot (its volumes included)",
+		Short:       "Roll an app's container or VM back to a snapshot (its volumes included)",
 		Long: `rollback returns the app's container to snapshot NAME: its config, root file
 system and every volume the snapshot covers (those attached when it was
 taken). Whatever changed since is lost. PVE stops a running container for
 the rollback; corral starts it again if it was running, or with --start.
 It refuses, before changing anything, when a volume the snapshot covers no
-longer exists or its volid is now another app's or another guest's.`,
+longer exists or its volid is now another app's or another guest's.
+
+For a kind: vm app it returns the VM to the snapshot: its config and every
+disk the snapshot holds, retained volumes included. PVE stops a running VM
+for the rollback (a snapshot without the RAM state, as corral's are, then
+boots afresh); corral starts it again if it was running, or with --start.
+It refuses, before changing anything, when a disk the snapshot holds no
+longer exists, or when the VM holds a retained volume attached after the
+snapshot: PVE's rollback would keep that disk only as an unused disk
+without its serial, which corral no longer knows as the app's volume and
+the VM's destroy would free.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withApp(cmd, st, ff, cf, args[0], func(ctx context.Context, j *backupJob, obs *plan.Observed, ct *plan.CT) error {
+			return withAppOrVM(cmd, st, ff, cf, args[0], func(ctx context.Context, j *backupJob, obs *plan.Observed, ct *plan.CT) error {
 				return rollback(ctx, st, j, obs, ct, args, lf, start, autoApprove)
+			}, func(ctx context.Context, j *backupJob, obs *plan.Observed, vm *plan.VM) error {
+				return rollbackVMApp(ctx, st, j, obs, vm, args, lf, start, autoApprove)
 			})
 		},
 	}
 	ff.add(cmd.Flags())
 	cf.add(cmd.Flags())
 	lf.add(cmd.Flags())
-	cmd.Flags().BoolVar(&start, "start", false, "start the container after the rollback even if it was stopped")
+	cmd.Flags().BoolVar(&start, "start", false, "start the container (or VM) after the rollback even if it was stopped")
 	cmd.Flags().BoolVar(&autoApprove, "auto-approve", false, "roll back without asking (needed when stdin is not a terminal)")
 	cmd.ValidArgsFunction = completeAppThenSnapshot(func(*cobra.Command) bool { return true })
 	return cmd
@@ -586,7 +608,7 @@ longer exists or its volid is now another app's or another guest's.`,
 // starting the container again if it ran (or with start).
 func rollback(ctx context.Context, st *streams, j *backupJob, obs *plan.Observed, ct *plan.CT, args []string, lf lockFlags, start, autoApprove bool) error {
 	if !autoApprove {
-		if err := confirm(st, ui.RollbackQuestion(args[0], ct.VMID, args[1])); err != nil {
+		if err := confirm(st, ui.RollbackQuestion(args[0], "ct", ct.VMID, args[1])); err != nil {
 			return err
 		}
 	}
@@ -605,6 +627,6 @@ func rollback(ctx context.Context, st *streams, j *backupJob, obs *plan.Observed
 	if j.asJSON {
 		return writeJSON(st, map[string]any{"app": args[0], "vmid": ct.VMID, "snapshot": args[1]})
 	}
-	ui.WriteRolledBack(st.out, args[0], ct.VMID, args[1])
+	ui.WriteRolledBack(st.out, args[0], "ct", ct.VMID, args[1])
 	return nil
 }

@@ -197,11 +197,7 @@ func completeAppThenSnapshot(snapshotArg func(cmd *cobra.Command) bool) func(*co
 			if err != nil {
 				return nil, err
 			}
-			ct, err := apply.AppCT(obs, args[0])
-			if err != nil {
-				return nil, err
-			}
-			snaps, err := apply.ListSnapshots(ctx, s.client, ct)
+			snaps, err := appSnapshots(ctx, s, obs, args[0])
 			if err != nil {
 				return nil, err
 			}
@@ -215,4 +211,21 @@ func completeAppThenSnapshot(snapshotArg func(cmd *cobra.Command) bool) func(*co
 		})
 		return withPrefix(names, nil, toComplete), cobra.ShellCompDirectiveNoFileComp
 	}
+}
+
+// appSnapshots lists the snapshots of app's container or, for a kind: vm
+// app, its VM.
+func appSnapshots(ctx context.Context, s *session, obs *plan.Observed, app string) ([]apply.SnapshotInfo, error) {
+	if apply.IsVMApp(obs, app) {
+		vm, err := apply.AppVM(obs, app)
+		if err != nil {
+			return nil, err
+		}
+		return apply.ListVMSnapshots(ctx, s.client, vm)
+	}
+	ct, err := apply.AppCT(obs, app)
+	if err != nil {
+		return nil, err
+	}
+	return apply.ListSnapshots(ctx, s.client, ct)
 }

@@ -27,7 +27,7 @@ func execInGuest(ctx context.Context, st *streams, ff fileFlags, cf connFlags, t
 			return err
 		}
 	}
-	return withGuest(ctx, st, ff, cf, trust, app, func(cl *guest.Client) error {
+	return withAppGuest(ctx, st, ff, cf, trust, app, true, func(cl *guest.Client, _ bool) error {
 		return pipeIn(ctx, st, cl, argv, withStdin, local)
 	})
 }
@@ -88,29 +88,44 @@ func pipeIn(ctx context.Context, st *streams, cl *guest.Client, argv []string, w
 	return exitStatus(cl.Pipe(ctx, p))
 }
 
-// withGuest logs into the app's container and calls fn with the client.
+// withGuest logs into the app's container and calls fn with the client;
+// a kind: vm app is refused (corral cp, the agent's install).
 func withGuest(ctx context.Context, st *streams, ff fileFlags, cf connFlags, trust bool, app string, fn func(*guest.Client) error) error {
+	return withAppGuest(ctx, st, ff, cf, trust, app, false, func(cl *guest.Client, _ bool) error { return fn(cl) })
+}
+
+// withAppGuest logs into the app's guest, its container or, with vms,
+// its VM for a kind: vm app, and calls fn with the client and whether it
+// is a VM.
+func withAppGuest(ctx context.Context, st *streams, ff fileFlags, cf connFlags, trust bool, app string, vms bool, fn func(cl *guest.Client, vm bool) error) error {
 	ff.lazy = true // no provisioning value is needed to log in
 	j, err := openJob(ctx, st, ff, cf)
 	if err != nil {
 		return err
 	}
 	defer j.Close()
-	ct, err := appCT(ctx, j, app)
+	if _, ok := j.f.App(app); !ok {
+		return fmt.Errorf("app %q is not in %s", app, j.f.Path)
+	}
+	obs, err := apply.Observe(ctx, j.s.client)
 	if err != nil {
 		return err
+	}
+	if !vms && apply.IsVMApp(obs, app) {
+		return fmt.Errorf("app %s is a VM app: this command works on containers only for now; "+
+			"`corral exec %s -- COMMAND` runs commands in its VM (files go through it: tar c DIR | corral exec -i %s -- tar x -C DEST)", app, app, app)
 	}
 	sshc, err := sshConfig(j.s, trust)
 	if err != nil {
 		return err
 	}
 	ex := &apply.Executor{Client: j.s.client, SSH: sshc}
-	cl, err := ex.Dial(ctx, ct)
+	cl, err := ex.Dial(ctx, obs, app)
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	return fn(cl)
+	return fn(cl, apply.IsVMApp(obs, app))
 }
 
 // exitStatus turns a guest command's exit into corral's: its status, or

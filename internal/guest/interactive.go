@@ -37,7 +37,9 @@ type Pipe struct {
 	TTY *TTY
 }
 
-// Pipe runs cmd with its streams copied byte for byte and waits for it.
+// Pipe runs cmd with its streams copied byte for byte and waits for it,
+// through sudo as root when the client was dialled with Config.Sudo (the
+// login shell then is root's, sudo -i), as Exec runs its scripts.
 // Errors are Exec's: a non-zero exit is an *ExitError, a ctx that ends
 // kills the command.
 func (c *Client) Pipe(ctx context.Context, cmd Pipe) error {
@@ -64,10 +66,16 @@ func (c *Client) Pipe(ctx context.Context, cmd Pipe) error {
 			return fmt.Errorf("guest refused a terminal (pty-req): %w", err)
 		}
 	}
-	if cmd.Script == "" {
+	switch script := cmd.Script; {
+	case c.sudo && script == "":
+		// root's login shell, as a login as root would give
+		err = sess.Start("sudo -n -i")
+	case c.sudo:
+		err = sess.Start("sudo -n -- sh -c " + ShellQuote(script))
+	case script == "":
 		err = sess.Shell()
-	} else {
-		err = sess.Start(cmd.Script)
+	default:
+		err = sess.Start(script)
 	}
 	if err != nil {
 		return c.lost(err)

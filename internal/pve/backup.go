@@ -162,6 +162,9 @@ type Snapshot struct {
 	// SnapState is set while a snapshot is being made or deleted
 	// ("prepare", "delete"); such a snapshot cannot be rolled back to.
 	SnapState string `json:"snapstate,omitempty"`
+	// VMState is a VM snapshot's: it holds the RAM too (vmstate), and a
+	// rollback resumes the VM where it was rather than booting it.
+	VMState Bool01 `json:"vmstate,omitempty"`
 	// Running and Digest are set on the "current" entry.
 	Running Bool01 `json:"running,omitempty"`
 	Digest  string `json:"digest,omitempty"`

@@ -113,13 +113,26 @@ func WriteBackups(w io.Writer, list []apply.Archive) error {
 // WriteSnapshots lists a container's snapshots, oldest first; * marks
 // the one the container runs from.
 func WriteSnapshots(w io.Writer, snaps []apply.SnapshotInfo) error {
-	t := NewTable(w, "NAME", "TIME", "CURRENT", "DESCRIPTION")
+	vm := len(snaps) > 0 && snaps[0].RAM != nil
+	cols := []string{"NAME", "TIME", "CURRENT", "DESCRIPTION"}
+	if vm {
+		cols = []string{"NAME", "TIME", "CURRENT", "RAM", "DESCRIPTION"}
+	}
+	t := NewTable(w, cols...)
 	for _, s := range snaps {
 		cur := ""
 		if s.Current {
 			cur = "*"
 		}
-		t.Row(s.Name, s.Time.Format(time.RFC3339), cur, strings.ReplaceAll(s.Description, "\n", " "))
+		row := []string{s.Name, s.Time.Format(time.RFC3339), cur}
+		if vm && s.RAM != nil {
+			ram := "no"
+			if *s.RAM {
+				ram = "yes"
+			}
+			row = append(row, ram)
+		}
+		t.Row(append(row, strings.ReplaceAll(s.Description, "\n", " "))...)
 	}
 	return t.Flush()
 }
@@ -133,21 +146,38 @@ func WriteSnapshotTaken(w io.Writer, app string, vmid int, name string, covers [
 		strings.Join(covers, ", "), app, name)
 }
 
-// WriteSnapshotDeleted says that snapshot name of app (ct vmid) was
-// removed.
-func WriteSnapshotDeleted(w io.Writer, app string, vmid int, name string) {
-	fmt.Fprintf(w, "Snapshot %s of app %s (ct %d) removed.\n", name, app, vmid)
+// WriteVMSnapshotTaken says that snapshot name of VM app (vm vmid) was
+// taken without the RAM state, what it covers (its disks, retained
+// volumes by name, the config) and, when it holds retained volumes
+// (retained), that they cannot go back to the keeper VM while it exists.
+func WriteVMSnapshotTaken(w io.Writer, app string, vmid int, name string, covers []string, retained bool) {
+	fmt.Fprintf(w, "Snapshot %s of app %s (vm %d) taken, without the RAM state: `corral rollback %s %s` goes back to it and boots the VM from its disks as they were.\n",
+		name, app, vmid, app, name)
+	fmt.Fprintf(w, "It covers %s.\n", strings.Join(covers, ", "))
+	if retained {
+		fmt.Fprintf(w, "While it exists PVE will not move those disks to another VM, so the app's volumes cannot go back to the keeper VM: apply refuses a replace or destroy of the app, or a volume dropped from the manifest, until `corral snapshot %s %s --delete` removes it.\n",
+			app, name)
+		return
+	}
+	fmt.Fprintf(w, "`corral snapshot %s %s --delete` removes it.\n", app, name)
 }
 
-// WriteNoSnapshots is corral snapshots' answer for an app without any.
-func WriteNoSnapshots(w io.Writer, app string, vmid int) {
-	fmt.Fprintf(w, "App %s (ct %d) has no snapshots.\n", app, vmid)
+// WriteSnapshotDeleted says that snapshot name of app (kind vmid, kind
+// "ct" or "vm") was removed.
+func WriteSnapshotDeleted(w io.Writer, app, kind string, vmid int, name string) {
+	fmt.Fprintf(w, "Snapshot %s of app %s (%s %d) removed.\n", name, app, kind, vmid)
 }
 
-// WriteRolledBack says that app (ct vmid) was rolled back to snapshot
+// WriteNoSnapshots is corral snapshots' answer for an app (kind vmid)
+// without any.
+func WriteNoSnapshots(w io.Writer, app, kind string, vmid int) {
+	fmt.Fprintf(w, "App %s (%s %d) has no snapshots.\n", app, kind, vmid)
+}
+
+// WriteRolledBack says that app (kind vmid) was rolled back to snapshot
 // name.
-func WriteRolledBack(w io.Writer, app string, vmid int, name string) {
-	fmt.Fprintf(w, "App %s (ct %d) rolled back to %s.\n", app, vmid, name)
+func WriteRolledBack(w io.Writer, app, kind string, vmid int, name string) {
+	fmt.Fprintf(w, "App %s (%s %d) rolled back to %s.\n", app, kind, vmid, name)
 }
 
 // WritePowerState is corral start's, stop's and restart's answer: where

@@ -34,10 +34,10 @@ func RestoreQuestion() Question {
 	return Question{"Restore?", "the restore plan above (`corral restore` prints it and asks)"}
 }
 
-// RollbackQuestion is asked before app's container vmid is rolled back
-// to snapshot snap, which loses every change since.
-func RollbackQuestion(app string, vmid int, snap string) Question {
-	return Question{"Roll app " + app + " (ct " + strconv.Itoa(vmid) + ") back to " + snap + "? Everything changed since is lost.",
+// RollbackQuestion is asked before app's guest vmid (kind "ct" or "vm")
+// is rolled back to snapshot snap, which loses every change since.
+func RollbackQuestion(app, kind string, vmid int, snap string) Question {
+	return Question{"Roll app " + app + " (" + kind + " " + strconv.Itoa(vmid) + ") back to " + snap + "? Everything changed since is lost.",
 		"the snapshot to roll back to (`corral snapshots " + app + "` lists them)"}
 }
 

@@ -241,19 +241,30 @@ func newInstance(root string, ci *model.VMCloudInit) error {
 
 // viewSudo is the view guest's sudo: the commands run with root's rights
 // already, so it runs its command, taking the options a script passes
-// without a password prompt (-n, -E, -H, --).
+// without a password prompt (-n, -E, -H, --), and -i, root's login shell
+// (corral exec -it of a VM app).
 const viewSudo = `#!/bin/sh
 # corral's emulator, view VM guest: every command runs with root's rights
 # here; cloud-init gives the user sudo without a password (NOPASSWD:ALL).
+login=
 while [ $# -gt 0 ]; do
 	case "$1" in
 	-n|-E|-H) shift ;;
+	-i) login=1; shift ;;
 	--) shift; break ;;
 	-*) echo "sudo: option $1 is not emulated" >&2; exit 1 ;;
 	*) break ;;
 	esac
 done
-[ $# -gt 0 ] || { echo "usage: sudo [-n] [--] command" >&2; exit 1; }
+if [ -n "$login" ]; then
+	shell=
+	while IFS=: read -r u _ _ _ _ _ s; do [ "$u" = root ] && shell=$s; done < /etc/passwd
+	[ -x "$shell" ] || shell=/bin/sh
+	cd /root 2>/dev/null || cd /
+	[ $# -gt 0 ] || exec "$shell" -l
+	exec "$shell" -l -c "$*"
+fi
+[ $# -gt 0 ] || { echo "usage: sudo [-n] [-i] [--] command" >&2; exit 1; }
 exec "$@"
 `
 
