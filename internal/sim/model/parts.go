@@ -299,7 +299,7 @@ func wireQemu(c *Cluster) {
 	c.vmMigrator = vmMigrator{vp}
 	c.vmSnapshots = vmSnapshots{vmParts: vp, power: &c.vmPower}
 	c.vmRestorer = vmRestorer{vmParts: vp, volumes: &c.ctConfig, power: &c.vmPower}
-	c.vmCloner = vmCloner{vmParts: vp, images: &c.vmCreator, bases: &c.ctCreator}
+	c.vmCloner = vmCloner{vmParts: vp, images: &c.vmCreator, bases: &c.ctCreator, firewall: &c.fwConfig}
 	c.vmDisks = vmDisks{vmParts: vp, templates: &c.vmCloner, renames: &c.ctDisks}
 	c.vmDestroyer = vmDestroyer{vmParts: vp, bases: &c.vmCloner}
 	c.vmConfig = vmConfig{vmParts: vp, drives: &c.vmCreator}
