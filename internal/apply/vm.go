@@ -14,9 +14,9 @@ import (
 )
 
 // vmOps carries out the changes of kind: vm apps (issue 34) through the
-// runner's client, steps and task waits. A VM app has no volumes,
-// firewall or HA yet; its guest work runs as a container's
-// (vmguest.go). corralKey is corral's SSH key, given to every VM it
+// runner's client, steps and task waits. Its firewall is written as a
+// container's (applyPoolAndFirewall, under the VM's qemu directory); its
+// guest work runs as a container's (vmguest.go). corralKey is corral's SSH key, given to every VM it
 // creates.
 type vmOps struct {
 	r         *runner
@@ -65,6 +65,11 @@ func (v vmOps) create(ctx context.Context, c plan.Change) error {
 		return err
 	}
 	if err := v.attachVolumes(ctx, c, vmid); err != nil { // vmvolumes.go: before the first start
+		return err
+	}
+	// The firewall is in place before the VM first starts (the pool was
+	// the create's).
+	if err := v.r.applyPoolAndFirewall(ctx, plan.Change{App: c.App, Kind: c.Kind, Node: c.Node, Firewall: c.Firewall}, vmid); err != nil {
 		return err
 	}
 	v.r.placed(c.App, c.Node, vmid)

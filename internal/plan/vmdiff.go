@@ -112,8 +112,10 @@ func sameVMValue(key, have, want string) bool {
 	case "onboot":
 		return truthy(have) == truthy(want)
 	case "net0":
+		// A firewall flag the app does not ask for is left alone, as is
+		// the firewall of an app that declares none.
 		h, w := vmNet(have), vmNet(want)
-		return h.model == w.model && h.bridge == w.bridge
+		return h.model == w.model && h.bridge == w.bridge && (!w.firewall || h.firewall)
 	}
 	return have == want
 }
@@ -128,8 +130,11 @@ func agentEnabled(v string) string {
 	return first
 }
 
-// vmNIC is a netN value's model, MAC and bridge.
-type vmNIC struct{ model, mac, bridge string }
+// vmNIC is a netN value's model, MAC, bridge and firewall flag.
+type vmNIC struct {
+	model, mac, bridge string
+	firewall           bool
+}
 
 // vmNet parses "virtio=BC:24:11:…,bridge=vmbr0" (or "virtio,bridge=…").
 func vmNet(v string) vmNIC {
@@ -141,6 +146,8 @@ func vmNet(v string) vmNIC {
 			n.model, n.mac = k, val
 		case k == "bridge":
 			n.bridge = val
+		case k == "firewall":
+			n.firewall = truthy(val)
 		}
 	}
 	return n

@@ -51,6 +51,7 @@ func (m *planner) planVM(a *App) {
 	}
 	probs = append(probs, vmVolumes(&c, a, vm, c.Action == Replace, obs)...)
 	vmVolumeReasons(&c, vm, obs)
+	vmFirewall(&c, a, vm)
 	m.refuse(probs...)
 	if len(probs) == 0 {
 		m.p.Changes = append(m.p.Changes, c)
@@ -83,11 +84,34 @@ func (m *planner) createVM(a *App) {
 		return
 	}
 	vmVolumeReasons(&c, nil, m.obs)
+	vmFirewall(&c, a, nil)
 	vmGuest(&c, a, nil)
 	if why := vmGuestReason(a); why != "" {
 		c.Reasons = append(c.Reasons, why)
 	}
 	m.p.Changes = append(m.p.Changes, c)
+}
+
+// vmFirewall plans the VM's firewall as a container's (planFirewall): a
+// new VM (or the one a replace makes) gets the app's whole firewall, an
+// existing one what differs from it, which makes an otherwise unchanged
+// VM's change an update.
+func vmFirewall(c *Change, a *App, vm *VM) {
+	if vm == nil || c.Action == Replace {
+		c.Firewall = planFirewall(a.Firewall, nil)
+		return
+	}
+	if vm.Firewall == nil { // not read: the plan cannot tell, and says nothing
+		return
+	}
+	c.Firewall = planFirewall(a.Firewall, vm.Firewall)
+	if c.Firewall == nil {
+		return
+	}
+	if c.Action == NoOp {
+		c.Action = Update
+	}
+	c.Reasons = append(c.Reasons, firewallReasons(c.Firewall)...)
 }
 
 // vmNodeProblems are what a new VM cannot have on node: its bridge or
