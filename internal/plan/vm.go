@@ -55,6 +55,10 @@ type VM struct {
 	// Firewall is its firewall as read, only for an app that declares
 	// one (nil: not read, and the plan says nothing of it).
 	Firewall *ObservedFirewall
+	// HA is its HA resource vm:<vmid>, nil when it has none; HAState
+	// the state PVE's HA has it in (/cluster/resources' hastate).
+	HA      *HAResource
+	HAState string
 }
 
 // The VM's Notes carry corral's header and these lines besides

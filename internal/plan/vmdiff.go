@@ -59,7 +59,7 @@ func vmChange(a *App, vm *VM) (Change, []string) {
 	if c.Restart {
 		c.Reasons = append(c.Reasons, fmt.Sprintf("VM %d restarts (shutdown, start) to take the changes PVE applies at the next start", vm.VMID))
 	}
-	if !running {
+	if !running && !vmHAOwned(vm) { // an HA VM's running state is HA's
 		c.Start = true
 		c.Reasons = append(c.Reasons, fmt.Sprintf("VM %d is %s: it is started", vm.VMID, vm.Status))
 	}

@@ -30,7 +30,7 @@ func (m *planner) vmKind(a *App) bool {
 // its VM (vmChange).
 func (m *planner) planVM(a *App) {
 	obs := m.obs
-	if probs := vmRefusals(a, obs); len(probs) > 0 {
+	if probs := append(vmRefusals(a, obs), haRefusals(a, obs)...); len(probs) > 0 {
 		m.refuse(probs...)
 		return
 	}
@@ -45,7 +45,11 @@ func (m *planner) planVM(a *App) {
 		m.warn(fmt.Sprintf("app %s: node %s is offline, so corral cannot read its VM %d; the app is left alone until the node is back", a.Name, vm.Node, vm.VMID))
 		return
 	}
+	if vmHAOwned(vm) {
+		m.warn(haWarning(a.Name, "VM", vm.VMID, vm.Node, vm.HAState, SIDOf(KindVM, vm.VMID)))
+	}
 	c, probs := vmChange(a, vm)
+	vmHA(&c, a, vm)
 	if c.Action == Replace {
 		probs = append(probs, m.vmNodeProblems(a, vm.Node)...)
 	}
@@ -85,11 +89,26 @@ func (m *planner) createVM(a *App) {
 	}
 	vmVolumeReasons(&c, nil, m.obs)
 	vmFirewall(&c, a, nil)
+	vmHA(&c, a, nil)
 	vmGuest(&c, a, nil)
 	if why := vmGuestReason(a); why != "" {
 		c.Reasons = append(c.Reasons, why)
 	}
 	m.p.Changes = append(m.p.Changes, c)
+}
+
+// vmHAOwned reports whether vm is an HA resource: its running state
+// (and, after a node failure, its node) are HA's.
+func vmHAOwned(vm *VM) bool { return vm != nil && vm.HA != nil && vm.HA.State != "ignored" }
+
+// vmHA plans the VM's HA resource as a container's (planHAOf).
+func vmHA(c *Change, a *App, vm *VM) {
+	var have *HAResource
+	status := ""
+	if vm != nil && c.Action != Replace {
+		have, status = vm.HA, vm.Status
+	}
+	planHAOf(c, a, have, status, "VM")
 }
 
 // vmFirewall plans the VM's firewall as a container's (planFirewall): a
@@ -163,7 +182,7 @@ func vmRefusals(a *App, obs *Observed) []string {
 			probs = append(probs, fmt.Sprintf("app %s: VM %d on %s carries the tag %s%s: it is project %s's app, and corral never touches another project's guests; rename this app, or set project: %s",
 				a.Name, vm.VMID, vm.Node, TagProjectPrefix, vm.Project, vm.Project, vm.Project))
 		}
-		if a.Node != "" && a.Node != vm.Node {
+		if a.Node != "" && a.Node != vm.Node && !vmHAOwned(vm) { // HA placed an HA VM
 			probs = append(probs, fmt.Sprintf("app %s: its VM %d is on node %s, the manifest says node %s; moving a VM app between nodes is not there yet: set node: %s, or destroy the app and apply again",
 				a.Name, vm.VMID, vm.Node, a.Node, vm.Node))
 		}
