@@ -47,7 +47,7 @@ func (e *Executor) Destroy(ctx context.Context, p *plan.Plan, obs *plan.Observed
 	var frees []appFree // the volumes of the apps whose CT is gone
 	err := e.forEachApp(ctx, changes, func(c plan.Change) error {
 		if c.Kind == plan.KindVM {
-			return e.applyVM(ctx, c) // vm.go
+			return e.applyVM(ctx, c, nil) // vm.go
 		}
 		if c.OldVMID != 0 {
 			conf, err := e.checkPlannedConf(ctx, c)

@@ -226,7 +226,7 @@ func interleaveMoves(changes []plan.Change) []plan.Change {
 // applyChange carries out one app's change.
 func (e *Executor) applyChange(ctx context.Context, c plan.Change, keepers *keeperSet, obs *plan.Observed) error {
 	if c.Kind == plan.KindVM {
-		return e.applyVM(ctx, c) // vm.go
+		return e.applyVM(ctx, c, obs) // vm.go
 	}
 	r := e.ops()
 	conf, err := e.checkPlannedConf(ctx, c)

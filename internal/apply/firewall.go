@@ -14,9 +14,9 @@ import (
 // ObserveApps reads what only some apps need, for the planner (which
 // does no I/O): the addresses of the apps whose facts guest strings name
 // (ObserveAddresses), the firewall of each app that declares one (its
-// options and rules, into CT.Firewall), and the pools when an app names
-// one (Observed.Pools). Other containers are not asked: that would cost
-// requests for every app.
+// options and rules, into CT.Firewall or VM.Firewall), and the pools
+// when an app names one (Observed.Pools). Other guests are not asked:
+// that would cost requests for every app.
 func ObserveApps(ctx context.Context, c *pve.Client, obs *plan.Observed, apps []plan.App) error {
 	if err := ObserveAddresses(ctx, c, obs, plan.FactApps(apps)); err != nil {
 		return err
@@ -24,15 +24,9 @@ func ObserveApps(ctx context.Context, c *pve.Client, obs *plan.Observed, apps []
 	pools := false
 	for _, a := range apps {
 		pools = pools || a.Pool != ""
-		cts := obs.Apps[a.Name]
-		if a.Firewall == nil || len(cts) != 1 || slices.Contains(obs.Offline, cts[0].Node) {
-			continue
-		}
-		fw, err := readFirewall(ctx, c, cts[0].Node, cts[0].VMID)
-		if err != nil {
+		if err := observeFirewall(ctx, c, obs, a); err != nil {
 			return fmt.Errorf("app %s: %w", a.Name, err)
 		}
-		cts[0].Firewall = fw
 	}
 	if !pools {
 		return nil
@@ -47,13 +41,45 @@ func ObserveApps(ctx context.Context, c *pve.Client, obs *plan.Observed, apps []
 	return nil
 }
 
-// readFirewall reads a container's firewall options and rules.
-func readFirewall(ctx context.Context, c *pve.Client, node string, vmid int) (*plan.ObservedFirewall, error) {
-	opts, err := c.ContainerFirewallOptions(ctx, node, vmid)
+// observeFirewall reads the firewall of app a's one guest, its CT's or
+// its VM's, when a declares one and the guest's node is online.
+func observeFirewall(ctx context.Context, c *pve.Client, obs *plan.Observed, a plan.App) error {
+	if a.Firewall == nil {
+		return nil
+	}
+	if a.Kind == plan.KindVM {
+		vms := obs.VMs[a.Name]
+		if len(vms) != 1 || slices.Contains(obs.Offline, vms[0].Node) {
+			return nil
+		}
+		fw, err := readFirewall(ctx, c, pve.QEMU, vms[0].Node, vms[0].VMID)
+		vms[0].Firewall = fw
+		return err
+	}
+	cts := obs.Apps[a.Name]
+	if len(cts) != 1 || slices.Contains(obs.Offline, cts[0].Node) {
+		return nil
+	}
+	fw, err := readFirewall(ctx, c, pve.LXC, cts[0].Node, cts[0].VMID)
+	cts[0].Firewall = fw
+	return err
+}
+
+// guestKind is the API directory of a change's guest.
+func guestKind(c plan.Change) pve.GuestKind {
+	if c.Kind == plan.KindVM {
+		return pve.QEMU
+	}
+	return pve.LXC
+}
+
+// readFirewall reads a guest's firewall options and rules.
+func readFirewall(ctx context.Context, c *pve.Client, kind pve.GuestKind, node string, vmid int) (*plan.ObservedFirewall, error) {
+	opts, err := c.GuestFirewallOptions(ctx, kind, node, vmid)
 	if err != nil {
 		return nil, err
 	}
-	rules, err := c.ContainerFirewallRules(ctx, node, vmid)
+	rules, err := c.GuestFirewallRules(ctx, kind, node, vmid)
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +100,7 @@ func readFirewall(ctx context.Context, c *pve.Client, node string, vmid int) (*p
 // of nothing), which an empty list cannot carry on an entry.
 const emptyListDigest = "da39a3ee5e6b4b0d3255bfef95601890afd80709"
 
-// applyPoolAndFirewall puts container vmid into the change's pool and
+// applyPoolAndFirewall puts guest vmid into the change's pool and
 // writes its firewall, as "pool" and "firewall" steps.
 func (r *runner) applyPoolAndFirewall(ctx context.Context, c plan.Change, vmid int) error {
 	if p := c.Pool; p != nil {
@@ -83,7 +109,7 @@ func (r *runner) applyPoolAndFirewall(ctx context.Context, c plan.Change, vmid i
 		}
 	}
 	if fc := c.Firewall; !fc.IsZero() {
-		if err := r.step(c.App, "firewall", firewallDetail(fc), func() error { return r.writeFirewall(ctx, c.Node, vmid, fc) }); err != nil {
+		if err := r.step(c.App, "firewall", firewallDetail(fc), func() error { return r.writeFirewall(ctx, guestKind(c), c.Node, vmid, fc) }); err != nil {
 			return err
 		}
 	}
@@ -122,11 +148,11 @@ func firewallDetail(fc *plan.FirewallChange) string {
 	return strings.Join(parts, ", ")
 }
 
-// writeFirewall carries out fc on container vmid: the options in one
+// writeFirewall carries out fc on guest vmid: the options in one
 // PUT under the digest the plan read, then the rule operations, the
 // first under the rules' digest so that an edit made since the plan
 // stops it (PlanStaleError's advice: plan again).
-func (r *runner) writeFirewall(ctx context.Context, node string, vmid int, fc *plan.FirewallChange) error {
+func (r *runner) writeFirewall(ctx context.Context, kind pve.GuestKind, node string, vmid int, fc *plan.FirewallChange) error {
 	if len(fc.Options) > 0 {
 		set, del := map[string]string{}, []string(nil)
 		for _, e := range fc.Options {
@@ -136,14 +162,14 @@ func (r *runner) writeFirewall(ctx context.Context, node string, vmid int, fc *p
 				set[e.Key] = e.New
 			}
 		}
-		if err := r.client.SetContainerFirewallOptions(ctx, node, vmid, set, del, fc.OptionsDigest); err != nil {
-			return stale(err, vmid)
+		if err := r.client.SetGuestFirewallOptions(ctx, kind, node, vmid, set, del, fc.OptionsDigest); err != nil {
+			return stale(err, kind, vmid)
 		}
 	}
 	digest := fc.RulesDigest
 	for _, op := range fc.Rules {
-		if err := r.ruleOp(ctx, node, vmid, op, digest); err != nil {
-			return stale(err, vmid)
+		if err := r.ruleOp(ctx, kind, node, vmid, op, digest); err != nil {
+			return stale(err, kind, vmid)
 		}
 		digest = ""
 	}
@@ -153,31 +179,31 @@ func (r *runner) writeFirewall(ctx context.Context, node string, vmid int, fc *p
 // ruleOp is one rule operation. A create is PVE's POST, which puts the
 // rule first, then a move to its position (before the rule now at
 // Pos+1, the end when there is none).
-func (r *runner) ruleOp(ctx context.Context, node string, vmid int, op plan.RuleOp, digest string) error {
+func (r *runner) ruleOp(ctx context.Context, kind pve.GuestKind, node string, vmid int, op plan.RuleOp, digest string) error {
 	switch op.Op {
 	case plan.RuleUpdate:
-		return r.client.UpdateContainerFirewallRule(ctx, node, vmid, op.Pos, pve.RuleFields(op.Rule.Fields()), digest)
+		return r.client.UpdateGuestFirewallRule(ctx, kind, node, vmid, op.Pos, pve.RuleFields(op.Rule.Fields()), digest)
 	case plan.RuleDelete:
-		return r.client.DeleteContainerFirewallRule(ctx, node, vmid, op.Pos, digest)
+		return r.client.DeleteGuestFirewallRule(ctx, kind, node, vmid, op.Pos, digest)
 	}
 	if digest != "" {
-		if err := r.checkRulesDigest(ctx, node, vmid, digest); err != nil {
+		if err := r.checkRulesDigest(ctx, kind, node, vmid, digest); err != nil {
 			return err
 		}
 	}
-	if err := r.client.CreateContainerFirewallRule(ctx, node, vmid, pve.RuleFields(op.Rule.Fields())); err != nil {
+	if err := r.client.CreateGuestFirewallRule(ctx, kind, node, vmid, pve.RuleFields(op.Rule.Fields())); err != nil {
 		return err
 	}
 	if op.Pos == 0 {
 		return nil
 	}
-	return r.client.MoveContainerFirewallRule(ctx, node, vmid, 0, op.Pos+1)
+	return r.client.MoveGuestFirewallRule(ctx, kind, node, vmid, 0, op.Pos+1)
 }
 
 // checkRulesDigest stops a create whose list changed since the plan
 // (POST takes no digest).
-func (r *runner) checkRulesDigest(ctx context.Context, node string, vmid int, digest string) error {
-	rules, err := r.client.ContainerFirewallRules(ctx, node, vmid)
+func (r *runner) checkRulesDigest(ctx context.Context, kind pve.GuestKind, node string, vmid int, digest string) error {
+	rules, err := r.client.GuestFirewallRules(ctx, kind, node, vmid)
 	if err != nil {
 		return err
 	}
@@ -192,9 +218,13 @@ func (r *runner) checkRulesDigest(ctx context.Context, node string, vmid int, di
 }
 
 // stale says a firewall changed since the plan in the user's terms.
-func stale(err error, vmid int) error {
+func stale(err error, kind pve.GuestKind, vmid int) error {
 	if errors.Is(err, pve.ErrModified) {
-		return fmt.Errorf("container %d's firewall changed since it was planned: %w; run the command again to plan against what it is now", vmid, err)
+		what := "container"
+		if kind == pve.QEMU {
+			what = "VM"
+		}
+		return fmt.Errorf("%s %d's firewall changed since it was planned: %w; run the command again to plan against what it is now", what, vmid, err)
 	}
 	return err
 }

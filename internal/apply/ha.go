@@ -18,35 +18,36 @@ import (
 // requests, which end before the CRM acts, so corral waits for the
 // container itself (waitHAPower).
 
-// applyHA carries out c.HA for the app's container vmid.
+// applyHA carries out c.HA for the app's guest vmid (its container, or
+// its VM for a kind: vm app: the resource vm:<vmid>).
 func (e *Executor) applyHA(ctx context.Context, c plan.Change, vmid int, obs *plan.Observed) error {
 	h := c.HA
 	if h == nil {
 		return nil
 	}
 	r := e.ops()
+	sid := plan.SIDOf(c.Kind, vmid)
 	if h.Want == nil {
-		return r.step(c.App, "ha", "remove "+plan.SID(vmid), func() error { return r.client.DeleteHAResource(ctx, vmid) })
+		return r.step(c.App, "ha", "remove "+sid, func() error { return r.client.DeleteHAResource(ctx, sid) })
 	}
 	w := h.Want
 	spec := pve.HAResourceSpec{State: w.State, Group: w.Group, MaxRestart: w.MaxRestart, MaxRelocate: w.MaxRelocate}
 	if h.Have == nil {
-		if err := r.step(c.App, "ha", "add "+plan.SID(vmid)+" (state "+w.State+")", func() error { return r.client.AddHAResource(ctx, vmid, spec) }); err != nil {
+		if err := r.step(c.App, "ha", "add "+sid+" (state "+w.State+")", func() error { return r.client.AddHAResource(ctx, sid, spec) }); err != nil {
 			return err
 		}
 	} else if h.Have.State != w.State || h.Have.Group != w.Group || h.Have.MaxRestart != w.MaxRestart || h.Have.MaxRelocate != w.MaxRelocate {
-		if err := r.step(c.App, "ha", "update "+plan.SID(vmid), func() error { return r.client.UpdateHAResource(ctx, vmid, spec, h.Have.GroupSet) }); err != nil {
+		if err := r.step(c.App, "ha", "update "+sid, func() error { return r.client.UpdateHAResource(ctx, sid, spec, h.Have.GroupSet) }); err != nil {
 			return err
 		}
 	}
-	return e.haRules(ctx, c.App, vmid, h, obs)
+	return e.haRules(ctx, c.App, sid, h, obs)
 }
 
-// haRules adds the resource to the rule it wants and takes it out of the
-// node-affinity rules it no longer wants.
-func (e *Executor) haRules(ctx context.Context, app string, vmid int, h *plan.HAChange, obs *plan.Observed) error {
+// haRules adds the resource sid to the rule it wants and takes it out of
+// the node-affinity rules it no longer wants.
+func (e *Executor) haRules(ctx context.Context, app, sid string, h *plan.HAChange, obs *plan.Observed) error {
 	r := e.ops()
-	sid := plan.SID(vmid)
 	var have []string
 	if h.Have != nil {
 		have = h.Have.Rules
@@ -89,6 +90,12 @@ const haPowerPoll = 250 * time.Millisecond
 // the container runs (running) or stops: PVE's HA stack acts on the
 // request in its own time (a CRM round is 10 s).
 func (r *runner) waitHAPower(ctx context.Context, upid, node string, vmid int, running bool) error {
+	return r.waitHAPowerOf(ctx, pve.LXC, upid, node, vmid, running)
+}
+
+// waitHAPowerOf is waitHAPower for a guest of kind (a VM's status is
+// its own call).
+func (r *runner) waitHAPowerOf(ctx context.Context, kind pve.GuestKind, upid, node string, vmid int, running bool) error {
 	u, err := pve.ParseUPID(upid)
 	if err != nil || (u.Type != "hastart" && u.Type != "hastop") {
 		return nil
@@ -96,16 +103,33 @@ func (r *runner) waitHAPower(ctx context.Context, upid, node string, vmid int, r
 	ctx, cancel := context.WithTimeout(ctx, haPowerWait)
 	defer cancel()
 	for {
-		st, err := r.client.ContainerStatus(ctx, node, vmid)
+		is, err := r.guestRunning(ctx, kind, node, vmid)
 		if err != nil {
 			return err
 		}
-		if st.Running() == running {
+		if is == running {
 			return nil
 		}
 		if err := wait.Sleep(ctx, haPowerPoll); err != nil {
 			verb := map[bool]string{true: "start", false: "stop"}[running]
-			return fmt.Errorf("ct %d is HA-managed and PVE's HA did not %s it in %s (%w): see ha-manager status and the CT's tasks on %s", vmid, verb, haPowerWait, err, node)
+			what := map[pve.GuestKind]string{pve.LXC: "ct", pve.QEMU: "vm"}[kind]
+			return fmt.Errorf("%s %d is HA-managed and PVE's HA did not %s it in %s (%w): see ha-manager status and the guest's tasks on %s", what, vmid, verb, haPowerWait, err, node)
 		}
 	}
+}
+
+// guestRunning reads whether guest vmid of kind runs.
+func (r *runner) guestRunning(ctx context.Context, kind pve.GuestKind, node string, vmid int) (bool, error) {
+	if kind == pve.QEMU {
+		st, err := r.client.VMStatusOf(ctx, node, vmid)
+		if err != nil {
+			return false, err
+		}
+		return st.Status == "running", nil
+	}
+	st, err := r.client.ContainerStatus(ctx, node, vmid)
+	if err != nil {
+		return false, err
+	}
+	return st.Running(), nil
 }

@@ -80,7 +80,7 @@ func ObserveWith(ctx context.Context, c *pve.Client, opts ObserveOptions) (*plan
 		}
 	}
 	o.group()
-	if err := observeHA(ctx, c, o.obs, opts, slices.ContainsFunc(res, func(r resource) bool { return r.Type == "lxc" && r.HAState != "" })); err != nil {
+	if err := observeHA(ctx, c, o.obs, opts, slices.ContainsFunc(res, func(r resource) bool { return (r.Type == "lxc" || r.Type == "qemu") && r.HAState != "" })); err != nil {
 		return nil, err
 	}
 	if err := o.observeStorages(ctx, opts); err != nil {

@@ -11,7 +11,8 @@ import (
 )
 
 // observeHA reads the cluster's HA resources and, on PVE 9, its rules,
-// and gives each app container its resource (plan.CT.HA). A token that
+// and gives each app container its resource (plan.CT.HA), and each app
+// VM its (plan.VM.HA). A token that
 // may not read them (Sys.Audit on /) is no error: the plan refuses only
 // the apps that ask for ha:, saying why (plan.Observed.HAUnread).
 //
@@ -34,7 +35,7 @@ func observeHA(ctx context.Context, c *pve.Client, obs *plan.Observed, opts Obse
 		obs.HARuleSet = map[string]plan.HARule{}
 		return nil
 	}
-	if opts.NoHA && (len(obs.Apps) == 0 || !listedHA) {
+	if opts.NoHA && (len(obs.Apps) == 0 && len(obs.VMs) == 0 || !listedHA) {
 		// No app container to give its resource, and no app asking for
 		// ha:: the list cannot change the plan (issue 30: a first
 		// apply read it twice, for the plan shown and the one under
@@ -51,7 +52,7 @@ func observeHA(ctx context.Context, c *pve.Client, obs *plan.Observed, opts Obse
 	if err != nil {
 		return err
 	}
-	if noHA && !slices.ContainsFunc(list, func(r pve.HAResource) bool { return r.Type == "ct" }) {
+	if noHA && !slices.ContainsFunc(list, func(r pve.HAResource) bool { return r.Type == "ct" || r.Type == "vm" }) {
 		obs.HARuleSet = map[string]plan.HARule{}
 		return nil
 	}
@@ -74,14 +75,20 @@ func observeHA(ctx context.Context, c *pve.Client, obs *plan.Observed, opts Obse
 	}
 	byVMID := map[int]*plan.HAResource{}
 	for _, r := range list {
-		if r.Type != "ct" {
+		if r.Type != "ct" && r.Type != "vm" {
 			continue
 		}
 		byVMID[r.VMID()] = haResource(r, obs.HARuleSet)
 	}
+	// A VMID names one guest, of one kind: its resource is its kind's.
 	for _, cts := range obs.Apps {
 		for _, ct := range cts {
 			ct.HA = byVMID[ct.VMID]
+		}
+	}
+	for _, vms := range obs.VMs {
+		for _, vm := range vms {
+			vm.HA = byVMID[vm.VMID]
 		}
 	}
 	return nil

@@ -14,17 +14,21 @@ import (
 )
 
 // vmOps carries out the changes of kind: vm apps (issue 34) through the
-// runner's client, steps and task waits. A VM app has no volumes,
-// firewall or HA yet; its guest work runs as a container's
-// (vmguest.go). corralKey is corral's SSH key, given to every VM it
+// runner's client, steps and task waits. Its firewall is written as a
+// container's (applyPoolAndFirewall, under the VM's qemu directory); its
+// guest work runs as a container's (vmguest.go). corralKey is corral's SSH key, given to every VM it
 // creates.
 type vmOps struct {
 	r         *runner
 	corralKey string
 }
 
-// applyVM carries out one VM app's change, then its guest work.
-func (e *Executor) applyVM(ctx context.Context, c plan.Change) error {
+// applyVM carries out one VM app's change, then its guest work, then
+// its HA resource (ha.go), as for a container: added once the new VM
+// runs, and on an update removed first when the manifest drops ha: (so
+// that a start that follows is corral's), else changed last. obs is the
+// plan's observation (the HA rules), nil for a destroy.
+func (e *Executor) applyVM(ctx context.Context, c plan.Change, obs *plan.Observed) error {
 	v := vmOps{r: e.ops(), corralKey: e.SSH.AuthorizedKey}
 	switch c.Action {
 	case plan.Delete:
@@ -39,12 +43,24 @@ func (e *Executor) applyVM(ctx context.Context, c plan.Change) error {
 			return err
 		}
 		p, _ := v.r.whereIs(c.App) // create placed it
-		return e.vmGuestWork(ctx, c, p.vmid, true, false)
+		if err := e.vmGuestWork(ctx, c, p.vmid, true, false); err != nil {
+			return err
+		}
+		return e.applyHA(ctx, c, p.vmid, obs)
 	case plan.Move:
-		return e.moveVM(ctx, v, c) // vmmove.go: ends in the Update below, on the target
+		return e.moveVM(ctx, v, c, obs) // vmmove.go: ends in the Update below, on the target
 	case plan.Update:
+		if c.HA != nil && c.HA.Want == nil {
+			if err := e.applyHA(ctx, c, c.VMID, obs); err != nil {
+				return err
+			}
+			c.HA = nil
+		}
 		// vmsnapshot.go: snapshotBeforeChange covers the guest work too.
-		return v.updateVM(ctx, c, func() error { return e.vmGuestWork(ctx, c, c.VMID, false, rekeys(c)) })
+		if err := v.updateVM(ctx, c, func() error { return e.vmGuestWork(ctx, c, c.VMID, false, rekeys(c)) }); err != nil {
+			return err
+		}
+		return e.applyHA(ctx, c, c.VMID, obs)
 	}
 	return nil
 }
@@ -67,6 +83,11 @@ func (v vmOps) create(ctx context.Context, c plan.Change) error {
 		return err
 	}
 	if err := v.attachVolumes(ctx, c, vmid); err != nil { // vmvolumes.go: before the first start
+		return err
+	}
+	// The firewall is in place before the VM first starts (the pool was
+	// the create's).
+	if err := v.r.applyPoolAndFirewall(ctx, plan.Change{App: c.App, Kind: c.Kind, Node: c.Node, Firewall: c.Firewall}, vmid); err != nil {
 		return err
 	}
 	v.r.placed(c.App, c.Node, vmid)
@@ -157,7 +178,10 @@ func (v vmOps) start(ctx context.Context, app, node string, vmid int) error {
 		if err != nil {
 			return err
 		}
-		return v.r.wait(ctx, app, upid)
+		if err := v.r.wait(ctx, app, upid); err != nil {
+			return err
+		}
+		return v.r.waitHAPowerOf(ctx, pve.QEMU, upid, node, vmid, true) // an HA VM's start is a request
 	})
 }
 
@@ -179,7 +203,10 @@ func (v vmOps) stop(ctx context.Context, app, node string, vmid int) error {
 		if err != nil {
 			return err
 		}
-		return v.r.wait(ctx, app, upid)
+		if err := v.r.wait(ctx, app, upid); err != nil {
+			return err
+		}
+		return v.r.waitHAPowerOf(ctx, pve.QEMU, upid, node, vmid, false) // an HA VM's shutdown is a request
 	})
 }
 
@@ -201,6 +228,9 @@ func (v vmOps) destroy(ctx context.Context, c plan.Change) error {
 		return &PlanStaleError{App: c.App, VMID: vmid, Reason: "was changed (its config digest differs)"}
 	}
 	if err := v.guardSnapshotDisks(ctx, c, vmid, detachedDisks(c, conf.Values, true)); err != nil { // vmsnapshots.go
+		return err
+	}
+	if err := v.leaveHA(ctx, c.App, c.Node, vmid); err != nil {
 		return err
 	}
 	if err := v.stop(ctx, c.App, c.Node, vmid); err != nil {
@@ -227,6 +257,26 @@ func (v vmOps) destroy(ctx context.Context, c plan.Change) error {
 		return err
 	}
 	return v.freeVolumes(ctx, c)
+}
+
+// leaveHA removes the VM's HA resource before it is destroyed: PVE
+// refuses to destroy an HA resource without purge, and while it is one
+// a shutdown is only a request to HA (hastop), which HA may answer by
+// starting it again. Without a resource, or with one HA ignores, there
+// is nothing to do.
+func (v vmOps) leaveHA(ctx context.Context, app, node string, vmid int) error {
+	st, err := v.r.client.VMStatusOf(ctx, node, vmid)
+	if err != nil || !bool(st.HA.Managed) {
+		return err
+	}
+	sid := pve.HASID(pve.QEMU, vmid)
+	return v.r.step(app, "ha", "remove "+sid, func() error {
+		err := v.r.client.DeleteHAResource(ctx, sid)
+		if err != nil && strings.Contains(err.Error(), "not HA managed") {
+			return nil // removed meanwhile
+		}
+		return err
+	})
 }
 
 // VMAddressPoll is how often apply asks the guest agent for the VM's

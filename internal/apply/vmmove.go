@@ -24,7 +24,7 @@ import (
 // asked, the retained disks gathered on the VM (and the dropped ones
 // given back) on the source node, the migration, then the rest as an
 // update on the target: new disks, growth, edits, start, guest work.
-func (e *Executor) moveVM(ctx context.Context, v vmOps, c plan.Change) error {
+func (e *Executor) moveVM(ctx context.Context, v vmOps, c plan.Change, obs *plan.Observed) error {
 	from, vmid := c.From, c.OldVMID
 	conf, err := v.r.client.VMConfigOf(ctx, from, vmid, true)
 	switch {
@@ -53,7 +53,7 @@ func (e *Executor) moveVM(ctx context.Context, v vmOps, c plan.Change) error {
 	if err != nil {
 		return err
 	}
-	return e.applyVM(ctx, after)
+	return e.applyVM(ctx, after, obs)
 }
 
 // dropAllSnapshots deletes the VM's snapshots, newest first: the

@@ -28,7 +28,7 @@ func (o *observation) qemu(ctx context.Context, r resource, tags []string) error
 	if slices.Contains(obs.Offline, r.Node) {
 		if app != "" {
 			delete(obs.Others, r.VMID)
-			addVM(obs, app, &plan.VM{VMID: r.VMID, Node: r.Node, Project: projectOf(tags), Status: r.Status, Config: map[string]string{"tags": r.Tags}})
+			addVM(obs, app, &plan.VM{VMID: r.VMID, Node: r.Node, Project: projectOf(tags), Status: r.Status, Config: map[string]string{"tags": r.Tags}, HAState: r.HAState})
 		}
 		return nil
 	}
@@ -60,7 +60,7 @@ func readVM(ctx context.Context, c *pve.Client, r resource, pending bool) (*plan
 	if err != nil {
 		return nil, err
 	}
-	vm := &plan.VM{VMID: r.VMID, Node: r.Node, Status: r.Status, Config: conf.Values, Digest: conf.Digest}
+	vm := &plan.VM{VMID: r.VMID, Node: r.Node, Status: r.Status, Config: conf.Values, Digest: conf.Digest, HAState: r.HAState}
 	if !pending {
 		return vm, nil
 	}

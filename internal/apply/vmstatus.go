@@ -12,7 +12,7 @@ import (
 )
 
 // vmStatuses are app a's kind ("ct" or "vm") and, for a VM app, the
-// status lines of its VMs, each with its address: the static one of its
+// status lines of its VMs, each with its HA state and its address: the static one of its
 // config, else what a running VM's guest agent reports ("" when the
 // agent does not answer, as with the emulator's state-only runtime).
 func vmStatuses(ctx context.Context, c *pve.Client, a *plan.App, vms []*plan.VM) (string, []CTStatus, error) {
@@ -28,7 +28,11 @@ func vmStatuses(ctx context.Context, c *pve.Client, a *plan.App, vms []*plan.VM)
 				ip = GuestIPv4(ifs)
 			}
 		}
-		out = append(out, CTStatus{VMID: vm.VMID, Node: vm.Node, Status: vm.Status, Lock: vm.Config["lock"], IP: ip})
+		cs := CTStatus{VMID: vm.VMID, Node: vm.Node, Status: vm.Status, Lock: vm.Config["lock"], IP: ip}
+		if vm.HA != nil { // an HA resource: the state HA has it in, as for a container
+			cs.HAState = vm.HAState
+		}
+		out = append(out, cs)
 	}
 	return "vm", out, nil
 }

@@ -38,6 +38,9 @@ func (v vmOps) update(ctx context.Context, c plan.Change) error {
 			return err
 		}
 	}
+	if err := v.r.applyPoolAndFirewall(ctx, plan.Change{App: c.App, Kind: c.Kind, Node: c.Node, Firewall: c.Firewall}, c.VMID); err != nil {
+		return err
+	}
 	if c.RootGrow > 0 {
 		if err := v.grow(ctx, c.App, c.Node, c.VMID, c.RootGrow); err != nil {
 			return err

@@ -202,16 +202,24 @@ func (rs *reqSet) container(a manifest.App, p Placement) {
 	if !a.Unprivileged && rs.t.major() >= 9 {
 		rs.add(Requirement{Path: "/", Priv: "Sys.Modify", Operation: "create the privileged " + ct, Why: "since PVE 9 creating or restoring a privileged container needs Sys.Modify on / (pve-container checks it for unprivileged=0)", App: a.Name})
 	}
-	if a.HA != nil {
-		rs.add(Requirement{Path: "/", Priv: "Sys.Audit", Operation: "read the HA resources (ha: of app " + a.Name + ")", Why: "GET /cluster/ha/resources and /cluster/ha/rules need Sys.Audit on / (pve-ha-manager)", App: a.Name})
-		rs.add(Requirement{Path: "/", Priv: "Sys.Console", Operation: "make the " + ct + " an HA resource", Why: "adding, changing and removing an HA resource or its rule membership needs Sys.Console on / (pve-ha-manager API2/HA)", App: a.Name})
-	}
+	rs.ha(a, ct)
 	if br := a.Network.Bridge; br != "" {
 		rs.add(Requirement{Path: "/sdn/zones/" + SDNZone + "/" + br, Priv: "SDN.Use", Operation: "attach net0 of the " + ct + " to bridge " + br, Why: "PVE checks SDN.Use on the bridge's vnet in zone localnetwork for every netN", App: a.Name})
 	}
 	if sid := a.RootFS.Storage; sid != "" {
 		rs.add(Requirement{Path: "/storage/" + sid, Priv: "Datastore.AllocateSpace", Operation: "allocate the rootfs of the " + ct + " on " + sid, Why: "a new volume (STORAGE:GiB) needs Datastore.AllocateSpace on its storage", App: a.Name})
 	}
+}
+
+// ha adds what app a's ha: needs, for its guest (what names it: "ct of
+// app …", "vm of app …"): the HA API's checks are the same for a CT's
+// and a VM's resource.
+func (rs *reqSet) ha(a manifest.App, what string) {
+	if a.HA == nil {
+		return
+	}
+	rs.add(Requirement{Path: "/", Priv: "Sys.Audit", Operation: "read the HA resources (ha: of app " + a.Name + ")", Why: "GET /cluster/ha/resources and /cluster/ha/rules need Sys.Audit on / (pve-ha-manager)", App: a.Name})
+	rs.add(Requirement{Path: "/", Priv: "Sys.Console", Operation: "make the " + what + " an HA resource", Why: "adding, changing and removing an HA resource or its rule membership needs Sys.Console on / (pve-ha-manager API2/HA)", App: a.Name})
 }
 
 // poolAndFirewall adds what app a's pool: and firewall: need (pve-manager
@@ -223,6 +231,9 @@ func (rs *reqSet) container(a manifest.App, p Placement) {
 // firewall is read with VM.Audit and written with VM.Config.Network.
 func (rs *reqSet) poolAndFirewall(a manifest.App, p Placement) {
 	ct := "ct of app " + a.Name
+	if a.IsVM() {
+		ct = "vm of app " + a.Name
+	}
 	if a.Pool != "" {
 		pp := "/pool/" + a.Pool
 		rs.add(Requirement{Path: pp, Priv: "Pool.Audit", Alt: []string{"Pool.Allocate"}, Operation: "see pool " + a.Pool + " (pool: of app " + a.Name + ")", Why: "GET /pools lists only the pools the token holds Pool.Audit on; a pool corral cannot see would be created again", App: a.Name})

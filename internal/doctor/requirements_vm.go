@@ -48,6 +48,7 @@ func (rs *reqSet) vm(a manifest.App, p Placement) {
 	if isid := storageOf(a.VM.Image); isid != "" {
 		rs.add(Requirement{Path: "/storage/" + isid, Priv: "Datastore.Audit", Alt: []string{"Datastore.AllocateSpace"}, Operation: "import the disk of the " + what + " from " + a.VM.Image, Why: "import-from reads the image through check_volume_access, which needs Datastore.Audit or Datastore.AllocateSpace on its storage", App: a.Name})
 	}
+	rs.ha(a, what)
 	rs.vmVolumes(a)
 }
 

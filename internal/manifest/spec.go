@@ -379,8 +379,8 @@ var appSpec = &field{
 // map to the HA resource's state, group (PVE 8) or node-affinity rule
 // (PVE 9), max_restart and max_relocate.
 var haSpec = &field{key: "ha", kind: kindObject,
-	doc: "Make the container an HA resource of Proxmox VE (ha-manager): PVE keeps it in the requested state and, when its node fails, starts it on another node. " +
-		"The rootfs and every volume must be on shared storage (NFS, RBD, …): PVE would not recover a container whose data is on the dead node. Needs Sys.Console on /.",
+	doc: "Make the container (for a kind: vm app, the VM: resource vm:<vmid>) an HA resource of Proxmox VE (ha-manager): PVE keeps it in the requested state and, when its node fails, starts it on another node. " +
+		"The rootfs (a VM's vm.disk) and every volume must be on shared storage (NFS, RBD, …): PVE would not recover a guest whose data is on the dead node. Needs Sys.Console on /.",
 	fields: []*field{
 		{key: "state", kind: kindString, def: "started", enum: []string{"started", "stopped"},
 			doc: "The state HA keeps the container in."},

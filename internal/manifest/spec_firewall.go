@@ -1,7 +1,8 @@
 package manifest
 
 // The app's firewall: key (issue 33), PVE's guest firewall
-// (/nodes/{node}/lxc/{vmid}/firewall) as bpg's provider exposes it:
+// (/nodes/{node}/lxc/{vmid}/firewall, or a VM's under qemu) as bpg's
+// provider exposes it:
 // enable, default policies, log levels and an ordered list of rules.
 // Each rule is checked as pve-firewall's verify_rule does (rule.go, with
 // internal/pvefw), so a rule PVE would refuse is refused here with the
@@ -13,12 +14,12 @@ var (
 )
 
 var firewallSpec = &field{key: "firewall", kind: kindObject,
-	doc: "The container's firewall. When written, corral owns its options enable, policy_in, policy_out, log_level_in and log_level_out " +
+	doc: "The guest's firewall (the container's, or a kind: vm app's VM's, whose NIC net0 then gets firewall=1). When written, corral owns its options enable, policy_in, policy_out, log_level_in and log_level_out " +
 		"and its whole rule list: a rule added or changed outside corral shows as drift and apply puts the list back. " +
-		"Default: corral leaves the container's firewall alone. The cluster's firewall must be enabled (Datacenter → Firewall) for the rules to filter.",
+		"Default: corral leaves the guest's firewall alone. The cluster's firewall must be enabled (Datacenter → Firewall) for the rules to filter.",
 	fields: []*field{
 		{key: "enabled", kind: kindBool, def: true,
-			doc: "Turn the container's firewall on (option enable)."},
+			doc: "Turn the guest's firewall on (option enable)."},
 		{key: "policy_in", kind: kindString, enum: policies,
 			doc: "Policy for incoming traffic no rule matches. Default: PVE's (DROP)."},
 		{key: "policy_out", kind: kindString, enum: policies,

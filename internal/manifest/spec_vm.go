@@ -34,7 +34,7 @@ var kindSpec = &field{key: "kind", kind: kindString, def: KindCT, enum: []string
 	doc: "What the app runs in: ct, an LXC container from a template; vm, a QEMU/KVM virtual machine booted from a cloud image " +
 		"(its own kernel and stronger isolation, at a cost in host memory: a VM's memory is reserved on the host as a whole). " +
 		"A vm app takes the keys of vm:, volumes (retained disks), provision and health (run over SSH as vm.user, through sudo, at the static network.ip or the address the guest agent reports), " +
-		"backup: (app-consistent through the guest agent's fs-freeze) and snapshotBeforeChange, and not yet firewall or ha."}
+		"backup: (app-consistent through the guest agent's fs-freeze), snapshotBeforeChange, firewall (its NIC gets firewall=1) and ha (an HA resource vm:<vmid>, its disk and volumes on shared storage)."}
 
 var vmSpec = &field{key: "vm", kind: kindObject,
 	doc: "The virtual machine of a kind: vm app: its disk, the image it starts from, memory ballooning, cloud-init's user and the guest agent. " +
@@ -74,8 +74,6 @@ var ctOnlyKeys = []struct{ key, why string }{
 	{"rootfs", "a VM's disk is vm.disk"},
 	{"features", "container feature flags do not apply to a VM"},
 	{"password", "give the cloud-init user ssh.publicKeys instead"},
-	{"firewall", "a VM's firewall is not there yet"},
-	{"ha", "HA for VM apps is not there yet"},
 }
 
 // An app needs template: unless it is a VM, and its volumes mount: but

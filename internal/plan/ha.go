@@ -52,6 +52,15 @@ type HAChange struct {
 // SID is the HA resource id of CT vmid ("ct:<vmid>").
 func SID(vmid int) string { return "ct:" + strconv.Itoa(vmid) }
 
+// SIDOf is the HA resource id of app kind's guest vmid: "vm:<vmid>" for
+// a VM app, else SID.
+func SIDOf(kind string, vmid int) string {
+	if kind == KindVM {
+		return "vm:" + strconv.Itoa(vmid)
+	}
+	return SID(vmid)
+}
+
 // haRefusals are the reasons an app's ha: cannot be planned: the HA
 // config cannot be read, its data is on local storage (PVE would move the
 // container after a node failure, but not its data: the start fails and
@@ -66,9 +75,13 @@ func haRefusals(a *App, obs *Observed) []string {
 		return []string{fmt.Sprintf("app %s: ha: corral cannot read the cluster's HA resources (%s): grant the token Sys.Audit and Sys.Console on / (corral doctor --print-setup), or drop ha:", a.Name, obs.HAUnread)}
 	}
 	var probs []string
+	guest, data := "container", "the rootfs and every volume"
+	if a.Kind == KindVM {
+		guest, data = "VM", "vm.disk and every volume"
+	}
 	for _, d := range haData(a) {
 		if !obs.SharedStorages[d.storage] {
-			probs = append(probs, fmt.Sprintf("app %s: ha: %s is on storage %s, which is local to its node: after a node failure PVE's HA moves the container to another node but not its data, so its start fails there and the resource ends in error state; put the rootfs and every volume on shared storage (nfs, rbd, …), or drop ha: and recover a dead node's apps with corral apply --recover", a.Name, d.what, d.storage))
+			probs = append(probs, fmt.Sprintf("app %s: ha: %s is on storage %s, which is local to its node: after a node failure PVE's HA moves the %s to another node but not its data, so its start fails there and the resource ends in error state; put %s on shared storage (nfs, rbd, …), or drop ha: and recover a dead node's apps with corral apply --recover", a.Name, d.what, d.storage, guest, data))
 		}
 	}
 	switch {
@@ -86,10 +99,13 @@ func haRefusals(a *App, obs *Observed) []string {
 
 type haDatum struct{ what, storage string }
 
-// haData are the app's data and their storages: the rootfs and each
-// volume.
+// haData are the app's data and their storages: the rootfs (a VM's
+// disk, with its cloud-init drive) and each volume.
 func haData(a *App) []haDatum {
 	out := []haDatum{{"rootfs", a.RootStorage}}
+	if a.Kind == KindVM {
+		out = []haDatum{{"vm.disk", a.VM.DiskStorage}}
+	}
 	for _, v := range a.Volumes {
 		out = append(out, haDatum{"volume " + v.Name, v.Storage})
 	}
@@ -105,22 +121,30 @@ func haOwned(ct *CT) bool { return ct != nil && ct.HA != nil && ct.HA.State != "
 // or the resource removed when the manifest drops ha:.
 func planHA(c *Change, a *App, ct *CT) {
 	var have *HAResource
+	status := ""
 	if ct != nil && c.Action != Replace {
-		have = ct.HA
+		have, status = ct.HA, ct.Status
 	}
+	planHAOf(c, a, have, status, "container")
+}
+
+// planHAOf is planHA for a guest (what: "container", "VM") whose
+// resource is have (nil: none, or a guest to be made) and whose status
+// is status.
+func planHAOf(c *Change, a *App, have *HAResource, status, what string) {
 	switch {
 	case a.HA == nil && have == nil:
 		return
 	case a.HA == nil:
 		c.HA = &HAChange{Have: have}
-		c.Reasons = append(c.Reasons, "ha: removed: the container stops being an HA resource")
-		if ct.Status != "running" {
+		c.Reasons = append(c.Reasons, "ha: removed: the "+what+" stops being an HA resource")
+		if status != "running" {
 			c.Start = true // its running state is corral's again
 		}
 	case have == nil:
 		c.HA = &HAChange{Want: a.HA}
 		if c.Action == NoOp || c.Action == Update {
-			c.Reasons = append(c.Reasons, "ha: the container becomes an HA resource (state "+a.HA.State+")")
+			c.Reasons = append(c.Reasons, "ha: the "+what+" becomes an HA resource (state "+a.HA.State+")")
 		}
 	default:
 		reasons := haDiff(a.HA, have)
@@ -162,12 +186,21 @@ func haDiff(want *HA, have *HAResource) []string {
 // what its resource asks (a recovery under way, an error state), for the
 // plan's warnings: corral leaves it to HA.
 func HAWarning(app string, ct *CT) string {
-	if !haOwned(ct) || ct.HAState == "" || ct.HAState == "started" || ct.HAState == "stopped" {
+	if !haOwned(ct) {
 		return ""
 	}
-	msg := fmt.Sprintf("app %s: PVE's HA has CT %d in state %s on %s; corral leaves its node and running state to HA", app, ct.VMID, ct.HAState, ct.Node)
-	if ct.HAState == "error" {
-		msg += "; HA gave up on it: fix the cause (ha-manager status, the CT's start task), then set the resource's state to disabled and back (ha-manager set " + SID(ct.VMID) + " --state disabled)"
+	return haWarning(app, "CT", ct.VMID, ct.Node, ct.HAState, SID(ct.VMID))
+}
+
+// haWarning is HAWarning for guest vmid (kind "CT" or "VM") on node in
+// HA state state, its resource sid.
+func haWarning(app, kind string, vmid int, node, state, sid string) string {
+	if state == "" || state == "started" || state == "stopped" {
+		return ""
+	}
+	msg := fmt.Sprintf("app %s: PVE's HA has %s %d in state %s on %s; corral leaves its node and running state to HA", app, kind, vmid, state, node)
+	if state == "error" {
+		msg += "; HA gave up on it: fix the cause (ha-manager status, the " + kind + "'s start task), then set the resource's state to disabled and back (ha-manager set " + sid + " --state disabled)"
 	}
 	return strings.TrimSpace(msg)
 }

@@ -53,6 +53,13 @@ type VM struct {
 	Digest string
 	// Pending are keys whose change waits for the next start.
 	Pending []string
+	// Firewall is its firewall as read, only for an app that declares
+	// one (nil: not read, and the plan says nothing of it).
+	Firewall *ObservedFirewall
+	// HA is its HA resource vm:<vmid>, nil when it has none; HAState
+	// the state PVE's HA has it in (/cluster/resources' hastate).
+	HA      *HAResource
+	HAState string
 }
 
 // The VM's Notes carry corral's header and these lines besides
@@ -104,7 +111,7 @@ func VMConfig(a App) map[string]string {
 		"memory":      strconv.Itoa(a.MemoryMiB),
 		"balloon":     strconv.Itoa(v.BalloonMiB),
 		"agent":       boolDigit(v.Agent),
-		"net0":        "virtio,bridge=" + a.Bridge,
+		"net0":        vmNet0(a),
 		"ipconfig0":   vmIPConfig(a),
 		"ciuser":      v.User,
 		"onboot":      boolDigit(a.OnBoot),
@@ -131,6 +138,16 @@ func VMConfig(a App) map[string]string {
 // UI creates it (the 1 is ignored: qemu-server allocates the vars'
 // size).
 const VMEFIDisk = ":1,efitype=4m,pre-enrolled-keys=1"
+
+// vmNet0 is the VM's NIC on the app's bridge, with PVE's firewall=1 when
+// the app declares a firewall: only a NIC with the flag goes through
+// the guest's firewall bridge, so the rules filter nothing without it.
+func vmNet0(a App) string {
+	if a.Firewall != nil {
+		return "virtio,bridge=" + a.Bridge + ",firewall=1"
+	}
+	return "virtio,bridge=" + a.Bridge
+}
 
 // VMCreateDisks are the drives of a new VM: its disk imported from the
 // image (PVE takes the image's size; apply grows it to DiskSize after)

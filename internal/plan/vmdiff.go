@@ -62,7 +62,7 @@ func vmChange(a *App, vm *VM) (Change, []string) {
 	if c.Restart {
 		c.Reasons = append(c.Reasons, fmt.Sprintf("VM %d restarts (shutdown, start) to take the changes PVE applies at the next start", vm.VMID))
 	}
-	if !running {
+	if !running && !vmHAOwned(vm) { // an HA VM's running state is HA's
 		c.Start = true
 		c.Reasons = append(c.Reasons, fmt.Sprintf("VM %d is %s: it is started", vm.VMID, vm.Status))
 	}
@@ -118,8 +118,10 @@ func sameVMValue(key, have, want string) bool {
 		// PVE may pin the version a VM was made with (pc-q35-9.2).
 		return have == want || want == "q35" && strings.HasPrefix(have, "pc-q35-")
 	case "net0":
+		// A firewall flag the app does not ask for is left alone, as is
+		// the firewall of an app that declares none.
 		h, w := vmNet(have), vmNet(want)
-		return h.model == w.model && h.bridge == w.bridge
+		return h.model == w.model && h.bridge == w.bridge && (!w.firewall || h.firewall)
 	}
 	return have == want
 }
@@ -134,8 +136,11 @@ func agentEnabled(v string) string {
 	return first
 }
 
-// vmNIC is a netN value's model, MAC and bridge.
-type vmNIC struct{ model, mac, bridge string }
+// vmNIC is a netN value's model, MAC, bridge and firewall flag.
+type vmNIC struct {
+	model, mac, bridge string
+	firewall           bool
+}
 
 // vmNet parses "virtio=BC:24:11:…,bridge=vmbr0" (or "virtio,bridge=…").
 func vmNet(v string) vmNIC {
@@ -147,6 +152,8 @@ func vmNet(v string) vmNIC {
 			n.model, n.mac = k, val
 		case k == "bridge":
 			n.bridge = val
+		case k == "firewall":
+			n.firewall = truthy(val)
 		}
 	}
 	return n

@@ -30,7 +30,7 @@ func (m *planner) vmKind(a *App) bool {
 // its VM (vmChange).
 func (m *planner) planVM(a *App) {
 	obs := m.obs
-	if probs := vmRefusals(a, obs); len(probs) > 0 {
+	if probs := append(vmRefusals(a, obs), haRefusals(a, obs)...); len(probs) > 0 {
 		m.refuse(probs...)
 		return
 	}
@@ -45,16 +45,21 @@ func (m *planner) planVM(a *App) {
 		m.warn(fmt.Sprintf("app %s: node %s is offline, so corral cannot read its VM %d; the app is left alone until the node is back", a.Name, vm.Node, vm.VMID))
 		return
 	}
-	if a.Node != "" && a.Node != vm.Node {
+	if vmHAOwned(vm) {
+		m.warn(haWarning(a.Name, "VM", vm.VMID, vm.Node, vm.HAState, SIDOf(KindVM, vm.VMID)))
+	}
+	if a.Node != "" && a.Node != vm.Node && !vmHAOwned(vm) { // HA placed an HA VM
 		m.moveVM(a, vm, a.Node) // vmmove.go
 		return
 	}
 	c, probs := vmChange(a, vm)
+	vmHA(&c, a, vm)
 	if c.Action == Replace {
 		probs = append(probs, m.vmNodeProblems(a, vm.Node)...)
 	}
 	probs = append(probs, vmVolumes(&c, a, vm, c.Action == Replace, obs)...)
 	vmVolumeReasons(&c, vm, obs)
+	vmFirewall(&c, a, vm)
 	m.refuse(probs...)
 	if len(probs) == 0 {
 		m.p.Changes = append(m.p.Changes, c)
@@ -87,11 +92,49 @@ func (m *planner) createVM(a *App) {
 		return
 	}
 	vmVolumeReasons(&c, nil, m.obs)
+	vmFirewall(&c, a, nil)
+	vmHA(&c, a, nil)
 	vmGuest(&c, a, nil)
 	if why := vmGuestReason(a); why != "" {
 		c.Reasons = append(c.Reasons, why)
 	}
 	m.p.Changes = append(m.p.Changes, c)
+}
+
+// vmHAOwned reports whether vm is an HA resource: its running state
+// (and, after a node failure, its node) are HA's.
+func vmHAOwned(vm *VM) bool { return vm != nil && vm.HA != nil && vm.HA.State != "ignored" }
+
+// vmHA plans the VM's HA resource as a container's (planHAOf).
+func vmHA(c *Change, a *App, vm *VM) {
+	var have *HAResource
+	status := ""
+	if vm != nil && c.Action != Replace {
+		have, status = vm.HA, vm.Status
+	}
+	planHAOf(c, a, have, status, "VM")
+}
+
+// vmFirewall plans the VM's firewall as a container's (planFirewall): a
+// new VM (or the one a replace makes) gets the app's whole firewall, an
+// existing one what differs from it, which makes an otherwise unchanged
+// VM's change an update.
+func vmFirewall(c *Change, a *App, vm *VM) {
+	if vm == nil || c.Action == Replace {
+		c.Firewall = planFirewall(a.Firewall, nil)
+		return
+	}
+	if vm.Firewall == nil { // not read: the plan cannot tell, and says nothing
+		return
+	}
+	c.Firewall = planFirewall(a.Firewall, vm.Firewall)
+	if c.Firewall == nil {
+		return
+	}
+	if c.Action == NoOp {
+		c.Action = Update
+	}
+	c.Reasons = append(c.Reasons, firewallReasons(c.Firewall)...)
 }
 
 // vmNodeProblems are what a new VM cannot have on node: its bridge or

@@ -10,8 +10,33 @@ import (
 )
 
 // A guest's firewall (pve-firewall API2/Firewall/VM.pm and Rules.pm
-// under /nodes/{node}/lxc/{vmid}/firewall): its options and its ordered
-// rules. Reading needs VM.Audit on /vms/{vmid}, writing VM.Config.Network.
+// under /nodes/{node}/lxc/{vmid}/firewall for a CT and
+// /nodes/{node}/qemu/{vmid}/firewall for a VM, the same API): its
+// options and its ordered rules. Reading needs VM.Audit on /vms/{vmid},
+// writing VM.Config.Network.
+
+// GuestKind is a guest's directory under /nodes/{node}: LXC for a
+// container, QEMU for a virtual machine.
+type GuestKind string
+
+// The guest kinds.
+const (
+	LXC  GuestKind = "lxc"
+	QEMU GuestKind = "qemu"
+)
+
+// short is the kind as errors name a guest: "ct" or "vm".
+func (k GuestKind) short() string {
+	if k == QEMU {
+		return "vm"
+	}
+	return "ct"
+}
+
+// fwPath is the path of a guest's firewall, with rest appended.
+func fwPath(kind GuestKind, node string, vmid int, rest string) string {
+	return pathf("/nodes/%s/"+string(kind)+"/%d/firewall", node, vmid) + rest
+}
 
 // FirewallOptions are GET …/firewall/options as raw values, without the
 // digest: the booleans come as numbers and are kept as "0"/"1".
@@ -20,11 +45,11 @@ type FirewallOptions struct {
 	Digest string
 }
 
-// ContainerFirewallOptions reads a CT's firewall options.
-func (c *Client) ContainerFirewallOptions(ctx context.Context, node string, vmid int) (*FirewallOptions, error) {
+// GuestFirewallOptions reads a CT's firewall options.
+func (c *Client) GuestFirewallOptions(ctx context.Context, kind GuestKind, node string, vmid int) (*FirewallOptions, error) {
 	var raw map[string]any
-	if _, err := c.call(ctx, http.MethodGet, pathf("/nodes/%s/lxc/%d/firewall/options", node, vmid), nil, &raw); err != nil {
-		return nil, fmt.Errorf("ct %d firewall options: %w", vmid, err)
+	if _, err := c.call(ctx, http.MethodGet, fwPath(kind, node, vmid, "/options"), nil, &raw); err != nil {
+		return nil, fmt.Errorf("%s %d firewall options: %w", kind.short(), vmid, err)
 	}
 	out := &FirewallOptions{Values: map[string]string{}}
 	for k, v := range raw {
@@ -55,10 +80,10 @@ func scalarString(v any) string {
 	return fmt.Sprint(v)
 }
 
-// SetContainerFirewallOptions sends PUT …/firewall/options: set gives
+// SetGuestFirewallOptions sends PUT …/firewall/options: set gives
 // the values to write, del the options to drop; digest (when not "")
 // makes PVE refuse the write if the options changed since they were read.
-func (c *Client) SetContainerFirewallOptions(ctx context.Context, node string, vmid int, set map[string]string, del []string, digest string) error {
+func (c *Client) SetGuestFirewallOptions(ctx context.Context, kind GuestKind, node string, vmid int, set map[string]string, del []string, digest string) error {
 	q := url.Values{}
 	for k, v := range set {
 		q.Set(k, v)
@@ -69,8 +94,8 @@ func (c *Client) SetContainerFirewallOptions(ctx context.Context, node string, v
 	if digest != "" {
 		q.Set("digest", digest)
 	}
-	if _, err := c.call(ctx, http.MethodPut, pathf("/nodes/%s/lxc/%d/firewall/options", node, vmid), q, nil); err != nil {
-		return fmt.Errorf("set ct %d firewall options: %w", vmid, err)
+	if _, err := c.call(ctx, http.MethodPut, fwPath(kind, node, vmid, "/options"), q, nil); err != nil {
+		return fmt.Errorf("set %s %d firewall options: %w", kind.short(), vmid, err)
 	}
 	return nil
 }
@@ -96,11 +121,11 @@ type FirewallRule struct {
 	Digest    string `json:"digest,omitempty"`
 }
 
-// ContainerFirewallRules reads a CT's firewall rules, in order.
-func (c *Client) ContainerFirewallRules(ctx context.Context, node string, vmid int) ([]FirewallRule, error) {
+// GuestFirewallRules reads a CT's firewall rules, in order.
+func (c *Client) GuestFirewallRules(ctx context.Context, kind GuestKind, node string, vmid int) ([]FirewallRule, error) {
 	var out []FirewallRule
-	if _, err := c.call(ctx, http.MethodGet, pathf("/nodes/%s/lxc/%d/firewall/rules", node, vmid), nil, &out); err != nil {
-		return nil, fmt.Errorf("ct %d firewall rules: %w", vmid, err)
+	if _, err := c.call(ctx, http.MethodGet, fwPath(kind, node, vmid, "/rules"), nil, &out); err != nil {
+		return nil, fmt.Errorf("%s %d firewall rules: %w", kind.short(), vmid, err)
 	}
 	return out, nil
 }
@@ -108,25 +133,25 @@ func (c *Client) ContainerFirewallRules(ctx context.Context, node string, vmid i
 // RuleFields are a rule's writable fields by API name, "" for unset.
 type RuleFields map[string]string
 
-// CreateContainerFirewallRule sends POST …/firewall/rules. PVE puts the
+// CreateGuestFirewallRule sends POST …/firewall/rules. PVE puts the
 // new rule first (position 0) whatever pos says; move it with
 // MoveContainerFirewallRule.
-func (c *Client) CreateContainerFirewallRule(ctx context.Context, node string, vmid int, rule RuleFields) error {
+func (c *Client) CreateGuestFirewallRule(ctx context.Context, kind GuestKind, node string, vmid int, rule RuleFields) error {
 	q := url.Values{}
 	for k, v := range rule {
 		if v != "" {
 			q.Set(k, v)
 		}
 	}
-	if _, err := c.call(ctx, http.MethodPost, pathf("/nodes/%s/lxc/%d/firewall/rules", node, vmid), q, nil); err != nil {
-		return fmt.Errorf("create ct %d firewall rule: %w", vmid, err)
+	if _, err := c.call(ctx, http.MethodPost, fwPath(kind, node, vmid, "/rules"), q, nil); err != nil {
+		return fmt.Errorf("create %s %d firewall rule: %w", kind.short(), vmid, err)
 	}
 	return nil
 }
 
-// UpdateContainerFirewallRule sends PUT …/firewall/rules/{pos}: the
+// UpdateGuestFirewallRule sends PUT …/firewall/rules/{pos}: the
 // non-empty fields are set, the empty ones deleted.
-func (c *Client) UpdateContainerFirewallRule(ctx context.Context, node string, vmid, pos int, rule RuleFields, digest string) error {
+func (c *Client) UpdateGuestFirewallRule(ctx context.Context, kind GuestKind, node string, vmid, pos int, rule RuleFields, digest string) error {
 	q := url.Values{}
 	var del []string
 	for k, v := range rule {
@@ -142,30 +167,30 @@ func (c *Client) UpdateContainerFirewallRule(ctx context.Context, node string, v
 	if digest != "" {
 		q.Set("digest", digest)
 	}
-	if _, err := c.call(ctx, http.MethodPut, pathf("/nodes/%s/lxc/%d/firewall/rules/%d", node, vmid, pos), q, nil); err != nil {
-		return fmt.Errorf("update ct %d firewall rule %d: %w", vmid, pos, err)
+	if _, err := c.call(ctx, http.MethodPut, fwPath(kind, node, vmid, "/rules/"+strconv.Itoa(pos)), q, nil); err != nil {
+		return fmt.Errorf("update %s %d firewall rule %d: %w", kind.short(), vmid, pos, err)
 	}
 	return nil
 }
 
-// MoveContainerFirewallRule sends PUT …/firewall/rules/{pos} with
+// MoveGuestFirewallRule sends PUT …/firewall/rules/{pos} with
 // moveto: the rule goes before the rule now at moveto, last past the end.
-func (c *Client) MoveContainerFirewallRule(ctx context.Context, node string, vmid, pos, moveto int) error {
+func (c *Client) MoveGuestFirewallRule(ctx context.Context, kind GuestKind, node string, vmid, pos, moveto int) error {
 	q := url.Values{"moveto": {strconv.Itoa(moveto)}}
-	if _, err := c.call(ctx, http.MethodPut, pathf("/nodes/%s/lxc/%d/firewall/rules/%d", node, vmid, pos), q, nil); err != nil {
-		return fmt.Errorf("move ct %d firewall rule %d: %w", vmid, pos, err)
+	if _, err := c.call(ctx, http.MethodPut, fwPath(kind, node, vmid, "/rules/"+strconv.Itoa(pos)), q, nil); err != nil {
+		return fmt.Errorf("move %s %d firewall rule %d: %w", kind.short(), vmid, pos, err)
 	}
 	return nil
 }
 
-// DeleteContainerFirewallRule sends DELETE …/firewall/rules/{pos}.
-func (c *Client) DeleteContainerFirewallRule(ctx context.Context, node string, vmid, pos int, digest string) error {
+// DeleteGuestFirewallRule sends DELETE …/firewall/rules/{pos}.
+func (c *Client) DeleteGuestFirewallRule(ctx context.Context, kind GuestKind, node string, vmid, pos int, digest string) error {
 	var q url.Values
 	if digest != "" {
 		q = url.Values{"digest": {digest}}
 	}
-	if _, err := c.call(ctx, http.MethodDelete, pathf("/nodes/%s/lxc/%d/firewall/rules/%d", node, vmid, pos), q, nil); err != nil {
-		return fmt.Errorf("delete ct %d firewall rule %d: %w", vmid, pos, err)
+	if _, err := c.call(ctx, http.MethodDelete, fwPath(kind, node, vmid, "/rules/"+strconv.Itoa(pos)), q, nil); err != nil {
+		return fmt.Errorf("delete %s %d firewall rule %d: %w", kind.short(), vmid, pos, err)
 	}
 	return nil
 }

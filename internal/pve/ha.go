@@ -36,8 +36,9 @@ func (r HAResource) VMID() int {
 	return n
 }
 
-// HASID is the HA resource id of CT vmid.
-func HASID(vmid int) string { return "ct:" + strconv.Itoa(vmid) }
+// HASID is the HA resource id of guest vmid of kind: "ct:<vmid>" for a
+// container, "vm:<vmid>" for a virtual machine.
+func HASID(kind GuestKind, vmid int) string { return kind.short() + ":" + strconv.Itoa(vmid) }
 
 // HAResources returns GET /cluster/ha/resources.
 func (c *Client) HAResources(ctx context.Context) ([]HAResource, error) {
@@ -65,43 +66,44 @@ func (s HAResourceSpec) values() url.Values {
 	return q
 }
 
-// AddHAResource is POST /cluster/ha/resources for CT vmid.
-func (c *Client) AddHAResource(ctx context.Context, vmid int, s HAResourceSpec) error {
+// AddHAResource is POST /cluster/ha/resources for the guest sid names
+// (HASID).
+func (c *Client) AddHAResource(ctx context.Context, sid string, s HAResourceSpec) error {
 	q := s.values()
-	q.Set("sid", HASID(vmid))
+	q.Set("sid", sid)
 	if err := c.Post(ctx, "/cluster/ha/resources", q, nil); err != nil {
-		return fmt.Errorf("add CT %d to HA: %w", vmid, err)
+		return fmt.Errorf("add %s to HA: %w", sid, err)
 	}
 	return nil
 }
 
-// UpdateHAResource is PUT /cluster/ha/resources/ct:<vmid>; an empty
-// Group is deleted rather than set.
-func (c *Client) UpdateHAResource(ctx context.Context, vmid int, s HAResourceSpec, hadGroup bool) error {
+// UpdateHAResource is PUT /cluster/ha/resources/{sid}; an empty Group
+// is deleted rather than set.
+func (c *Client) UpdateHAResource(ctx context.Context, sid string, s HAResourceSpec, hadGroup bool) error {
 	q := s.values()
 	if s.Group == "" && hadGroup {
 		q.Set("delete", "group")
 	}
-	if err := c.Put(ctx, pathf("/cluster/ha/resources/%s", HASID(vmid)), q, nil); err != nil {
-		return fmt.Errorf("update CT %d's HA resource: %w", vmid, err)
+	if err := c.Put(ctx, pathf("/cluster/ha/resources/%s", sid), q, nil); err != nil {
+		return fmt.Errorf("update HA resource %s: %w", sid, err)
 	}
 	return nil
 }
 
-// SetHAState is PUT /cluster/ha/resources/ct:<vmid> state=state: what
-// start and stop of an HA-managed CT come down to.
-func (c *Client) SetHAState(ctx context.Context, vmid int, state string) error {
-	if err := c.Put(ctx, pathf("/cluster/ha/resources/%s", HASID(vmid)), url.Values{"state": {state}}, nil); err != nil {
-		return fmt.Errorf("set CT %d's HA state to %s: %w", vmid, state, err)
+// SetHAState is PUT /cluster/ha/resources/{sid} state=state: what
+// start and stop of an HA-managed guest come down to.
+func (c *Client) SetHAState(ctx context.Context, sid string, state string) error {
+	if err := c.Put(ctx, pathf("/cluster/ha/resources/%s", sid), url.Values{"state": {state}}, nil); err != nil {
+		return fmt.Errorf("set %s's HA state to %s: %w", sid, state, err)
 	}
 	return nil
 }
 
-// DeleteHAResource is DELETE /cluster/ha/resources/ct:<vmid>: CT vmid is
+// DeleteHAResource is DELETE /cluster/ha/resources/{sid}: the guest is
 // no longer HA-managed (PVE 9 also drops it from its rules).
-func (c *Client) DeleteHAResource(ctx context.Context, vmid int) error {
-	if err := c.Delete(ctx, pathf("/cluster/ha/resources/%s", HASID(vmid)), nil, nil); err != nil {
-		return fmt.Errorf("remove CT %d from HA: %w", vmid, err)
+func (c *Client) DeleteHAResource(ctx context.Context, sid string) error {
+	if err := c.Delete(ctx, pathf("/cluster/ha/resources/%s", sid), nil, nil); err != nil {
+		return fmt.Errorf("remove %s from HA: %w", sid, err)
 	}
 	return nil
 }

@@ -151,6 +151,9 @@ type VMStatus struct {
 	MaxMem    int64  `json:"maxmem"`
 	MaxDisk   int64  `json:"maxdisk"`
 	Tags      string `json:"tags"`
+	// HA says whether the VM is an HA resource (not ignored), and its
+	// service state.
+	HA HAStatus `json:"ha"`
 }
 
 // CreateVM sends POST /nodes/{node}/qemu and returns the task's UPID.

@@ -15,21 +15,28 @@ type Rule struct {
 	IPVersion                     int // set by VerifyRule from source, dest or proto
 }
 
-// Env names where a rule lives, verify_rule's rule_env: a guest's ("ct"),
-// the cluster's, a security group's or a node's ("host").
+// Env names where a rule lives, verify_rule's rule_env: a container's
+// ("ct") or a VM's ("vm"), the cluster's, a security group's or a node's
+// ("host"). The two guest envs check alike; only their name, which an
+// error message quotes, differs.
 type Env string
 
 // The rule environments the emulator serves.
 const (
 	EnvCT      Env = "ct"
+	EnvVM      Env = "vm"
 	EnvCluster Env = "cluster"
 	EnvGroup   Env = "group"
 	EnvHost    Env = "host"
 )
 
+// Guest reports whether env is a guest's rule list (a CT's or a VM's).
+func (env Env) Guest() bool { return env == EnvCT || env == EnvVM }
+
 // directions are $rule_env_direction_lookup.
 var directions = map[Env][]string{
 	EnvCT:      {"in", "out", "group"},
+	EnvVM:      {"in", "out", "group"},
 	EnvGroup:   {"in", "out", "forward"},
 	EnvCluster: {"in", "out", "forward", "group"},
 	EnvHost:    {"in", "out", "forward", "group"},
@@ -70,7 +77,7 @@ func VerifyRule(r *Rule, env Env, refs Refs) *RuleError {
 		if env == EnvGroup {
 			return &RuleError{"type", "parameter -i not allowed for this rule type"}
 		}
-		if env == EnvCT && !ValidGuestIface(r.Iface) {
+		if env.Guest() && !ValidGuestIface(r.Iface) {
 			return &RuleError{"iface", `value does not match the regex pattern 'net\d+'`}
 		}
 	}

@@ -1,32 +1,53 @@
 package sim
 
-import "github.com/corralhq/corral/internal/sim/model"
+import (
+	"github.com/corralhq/corral/internal/pvefw"
+	"github.com/corralhq/corral/internal/sim/model"
+)
 
 // Firewall routes (pve-firewall PVE/API2/Firewall/VM.pm, mounted under a
-// CT at /nodes/{node}/lxc/{vmid}/firewall, and Aliases.pm for the
-// cluster's and a CT's aliases). The config is
+// CT at /nodes/{node}/lxc/{vmid}/firewall and under a VM at
+// /nodes/{node}/qemu/{vmid}/firewall, and Aliases.pm for the cluster's
+// and a guest's aliases). The config is
 // stored and served; no packet is filtered. Rules, security groups and
 // the cluster's options are in firewall_rules.go.
 
-// firewallAPI serves a CT's firewall and the cluster's aliases.
+// firewallAPI serves a guest's firewall and the cluster's aliases.
 type firewallAPI struct {
 	cluster *model.Cluster
 }
 
+// guestFirewalls are the two guest kinds' firewall directories: the
+// same VMBase handlers under each (VM.pm registers them for
+// PVE::API2::Firewall::VM and ::CT), with the rule list's own rule_env.
+var guestFirewalls = []struct {
+	base string
+	env  pvefw.Env
+}{
+	{"/nodes/{node}/lxc/{vmid}/firewall", pvefw.EnvCT},
+	{"/nodes/{node}/qemu/{vmid}/firewall", pvefw.EnvVM},
+}
+
 func (a *firewallAPI) register(route routeFunc) {
-	route("GET", "/nodes/{node}/lxc/{vmid}/firewall", a.getIndex)
-	route("GET", "/nodes/{node}/lxc/{vmid}/firewall/options", a.getOptions)
-	route("PUT", "/nodes/{node}/lxc/{vmid}/firewall/options", a.putOptions)
-	route("GET", "/nodes/{node}/lxc/{vmid}/firewall/refs", a.getRefs)
+	aliasBases, ipsetBases := []string{"/cluster/firewall/aliases"}, []string{"/cluster/firewall/ipset"}
+	for _, g := range guestFirewalls {
+		route("GET", g.base, a.getIndex)
+		route("GET", g.base+"/options", a.getOptions)
+		route("PUT", g.base+"/options", a.putOptions)
+		route("GET", g.base+"/refs", a.getRefs)
+		route("GET", g.base+"/log", a.getLog)
+		aliasBases = append(aliasBases, g.base+"/aliases")
+		ipsetBases = append(ipsetBases, g.base+"/ipset")
+	}
 	a.registerRules(route)
-	for _, base := range []string{"/cluster/firewall/aliases", "/nodes/{node}/lxc/{vmid}/firewall/aliases"} {
+	for _, base := range aliasBases {
 		route("GET", base, a.getAliases)
 		route("POST", base, a.postAlias)
 		route("GET", base+"/{name}", a.getAlias)
 		route("PUT", base+"/{name}", a.putAlias)
 		route("DELETE", base+"/{name}", a.deleteAlias)
 	}
-	for _, base := range []string{"/cluster/firewall/ipset", "/nodes/{node}/lxc/{vmid}/firewall/ipset"} {
+	for _, base := range ipsetBases {
 		route("GET", base, a.getIPSets)
 		route("POST", base, a.postIPSet)
 		route("GET", base+"/{name}", a.getIPSet)

@@ -7,7 +7,7 @@ import (
 	"github.com/corralhq/corral/internal/sim/model"
 )
 
-// Firewall rule routes (pve-firewall API2/Firewall/Rules.pm) for a CT,
+// Firewall rule routes (pve-firewall API2/Firewall/Rules.pm) for a guest,
 // the cluster, each security group (Groups.pm) and each node, the
 // cluster's options (Cluster.pm) and a CT's firewall log (VM.pm).
 
@@ -19,6 +19,7 @@ var ruleBases = []struct {
 	env       pvefw.Env
 }{
 	{"/nodes/{node}/lxc/{vmid}/firewall/rules", "/nodes/{node}/lxc/{vmid}/firewall/rules/{pos}", pvefw.EnvCT},
+	{"/nodes/{node}/qemu/{vmid}/firewall/rules", "/nodes/{node}/qemu/{vmid}/firewall/rules/{pos}", pvefw.EnvVM},
 	{"/cluster/firewall/rules", "/cluster/firewall/rules/{pos}", pvefw.EnvCluster},
 	{"/cluster/firewall/groups/{group}", "/cluster/firewall/groups/{group}/{pos}", pvefw.EnvGroup},
 	{"/nodes/{node}/firewall/rules", "/nodes/{node}/firewall/rules/{pos}", pvefw.EnvHost},
@@ -53,7 +54,6 @@ func (a *firewallAPI) registerRules(route routeFunc) {
 	route("PUT", "/cluster/firewall/options", func(r *request) (any, error) {
 		return nil, a.cluster.SetClusterFirewallOptions(r.params, splitList(r.params["delete"]))
 	})
-	route("GET", "/nodes/{node}/lxc/{vmid}/firewall/log", a.getLog)
 }
 
 func (a *firewallAPI) postGroup(r *request) (any, error) {

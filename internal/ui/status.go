@@ -27,13 +27,7 @@ func WriteStatus(w io.Writer, r *apply.StatusReport) {
 			t.Row(as.App, "-", "-", state, Dash(as.Health), "-", DriftText(as.Drift))
 		}
 		for _, ct := range as.Containers {
-			status := ct.Status
-			if ct.Lock != "" {
-				status += " (locked: " + ct.Lock + ")"
-			}
-			if ct.HAState != "" {
-				status += " (HA: " + ct.HAState + ")"
-			}
+			status := guestStatus(ct)
 			if as.Moving != nil {
 				status += " (moving " + as.Moving.From + " → " + as.Moving.To + ")"
 			}
@@ -43,10 +37,7 @@ func WriteStatus(w io.Writer, r *apply.StatusReport) {
 			t.Row(as.App, strconv.Itoa(ct.VMID), ct.Node, status, Dash(as.Health), Dash(ct.IP), DriftText(as.Drift))
 		}
 		for _, vm := range as.VMs { // a kind: vm app's VM, marked as one
-			status := vm.Status
-			if vm.Lock != "" {
-				status += " (locked: " + vm.Lock + ")"
-			}
+			status := guestStatus(vm)
 			if as.Moving != nil {
 				status += " (moving " + as.Moving.From + " → " + as.Moving.To + ")"
 			}
@@ -135,4 +126,17 @@ func WriteUnlocked(w io.Writer, rows []apply.Unlocked) {
 			fmt.Fprintf(w, "node %s: broke the lock of %s\n", r.Node, r.Broken)
 		}
 	}
+}
+
+// guestStatus is a guest's status with its lock and HA state, a
+// container's or a VM's alike.
+func guestStatus(g apply.CTStatus) string {
+	status := g.Status
+	if g.Lock != "" {
+		status += " (locked: " + g.Lock + ")"
+	}
+	if g.HAState != "" {
+		status += " (HA: " + g.HAState + ")"
+	}
+	return status
 }

@@ -9,13 +9,13 @@ import (
 )
 
 // rulesLocked returns the scope's rules and a setter that stores a new
-// list (load_config and save_rules of each Rules.pm class). A CT's and a
+// list (load_config and save_rules of each Rules.pm class). A guest's and a
 // node's config need only the node to exist (load_vmfw_conf reads a file
 // that may not be there); a group must exist.
 func (fr *fwRules) rulesLocked(s RuleScope) ([]FirewallRule, func([]FirewallRule), error) {
 	st := fr.state()
-	switch s.Env {
-	case pvefw.EnvCT:
+	switch {
+	case s.Env.Guest():
 		if err := fr.nodes.checkNodeLocked(s.Node); err != nil {
 			return nil, nil, err
 		}
@@ -24,7 +24,7 @@ func (fr *fwRules) rulesLocked(s RuleScope) ([]FirewallRule, func([]FirewallRule
 			rules = fw.Rules
 		}
 		return rules, func(next []FirewallRule) { st.guestFirewall(s.VMID).Rules = next }, nil
-	case pvefw.EnvHost:
+	case s.Env == pvefw.EnvHost:
 		if err := fr.nodes.checkNodeLocked(s.Node); err != nil {
 			return nil, nil, err
 		}
@@ -35,7 +35,7 @@ func (fr *fwRules) rulesLocked(s RuleScope) ([]FirewallRule, func([]FirewallRule
 			}
 			cf.Hosts[s.Node] = next
 		}, nil
-	case pvefw.EnvGroup:
+	case s.Env == pvefw.EnvGroup:
 		g := st.clusterFirewallView().Groups[s.Group]
 		if g == nil {
 			return nil, nil, Failf("no such security group '%s'\n", s.Group)
@@ -47,7 +47,7 @@ func (fr *fwRules) rulesLocked(s RuleScope) ([]FirewallRule, func([]FirewallRule
 }
 
 // ruleRefs answers verify_rule's look-ups: the cluster's IP sets and
-// aliases, and a CT's own.
+// aliases, and a guest's own.
 type ruleRefs struct {
 	clusterSets, guestSets       map[string]*FirewallIPSet
 	clusterAliases, guestAliases map[string]*FirewallAlias
@@ -75,13 +75,13 @@ func (r ruleRefs) Alias(scope, name string) (int, bool) {
 }
 
 // fwRuleRefs answers verify_rule's look-ups for a rule list of scope s:
-// the cluster's IP sets and aliases, and a CT's own.
+// the cluster's IP sets and aliases, and a guest's own.
 func (st *State) fwRuleRefs(s RuleScope) pvefw.Refs {
 	refs := ruleRefs{
 		clusterSets:    st.fwIPSets(AliasScope{}, false),
 		clusterAliases: st.fwAliases(AliasScope{}, false),
 	}
-	if s.Env == pvefw.EnvCT {
+	if s.Env.Guest() {
 		refs.guestSets = st.fwIPSets(AliasScope{Node: s.Node, VMID: s.VMID}, false)
 		refs.guestAliases = st.fwAliases(AliasScope{Node: s.Node, VMID: s.VMID}, false)
 	}

@@ -15,7 +15,7 @@ import (
 // (haRules, ha_rules.go) and groups (haGroups, ha_groups.go), the status
 // view (haStatusView, ha_status.go), the CRM loop (haCRM, ha_crm*.go),
 // the LRM's tasks (haLRM, ha_lrm.go), and what being an HA resource
-// changes for a CT (haGuest, ha_guest.go). Cluster holds it by name
+// changes for a CT or a VM (haGuest, ha_guest.go). Cluster holds it by name
 // (c.ha) and embeds the API parts' exported methods (haAPI). The HA
 // config and manager status stay in the State (State.HA), under the
 // State's one lock. No part holds a *Cluster: each embeds haParts and
@@ -132,7 +132,7 @@ type haPower interface {
 // ha_rules.go, ha_status.go) reads and changes it. It is persisted with
 // the rest of the cluster filesystem (State.HA, journal core).
 type HA struct {
-	// Resources is resources.cfg by sid ("ct:<vmid>").
+	// Resources is resources.cfg by sid ("ct:<vmid>", "vm:<vmid>").
 	Resources map[string]*HAResource `json:"resources,omitempty"`
 	// Groups is groups.cfg (PVE 8.4 only; 9.x migrated them to rules).
 	Groups map[string]*HAGroup `json:"groups,omitempty"`
@@ -234,28 +234,34 @@ type HAService struct {
 // haSID is the HA resource id of CT vmid.
 func haSID(vmid int) string { return "ct:" + strconv.Itoa(vmid) }
 
-// parseHASID is PVE::HA::Config::parse_sid for CTs: "ct:<vmid>", or a
-// bare VMID that names a CT in the cluster. It returns the sid and VMID.
+// sidOf is the HA resource id of guest vmid by its kind: "vm:<vmid>"
+// for a VM, else "ct:<vmid>" (a VMID names one guest of either kind).
+func (st *State) sidOf(vmid int) string {
+	if st.VMs[vmid] != nil {
+		return "vm:" + strconv.Itoa(vmid)
+	}
+	return haSID(vmid)
+}
+
+// parseHASID is PVE::HA::Config::parse_sid: "ct:<vmid>", "vm:<vmid>",
+// or a bare VMID that names a guest in the cluster, whose kind gives
+// the type. It returns the sid and VMID.
 func (st *State) parseHASID(sid string) (string, int, error) {
 	typ, name, ok := strings.Cut(sid, ":")
 	if !ok {
 		name, typ = sid, ""
 	}
 	vmid, err := strconv.Atoi(name)
-	if err != nil || vmid < 100 {
+	if err != nil || vmid < 100 || (typ != "" && typ != "ct" && typ != "vm") {
 		return "", 0, Failf("unable to parse service id '%s'\n", sid)
 	}
 	if typ == "" {
-		if st.Guests[vmid] == nil {
+		if st.Guests[vmid] == nil && st.VMs[vmid] == nil {
 			return "", 0, Failf("unable to find VM/CT with ID '%d'\n", vmid)
 		}
-		typ = "ct"
+		return st.sidOf(vmid), vmid, nil
 	}
-	if typ != "ct" {
-		// Only CTs exist in the emulator: a vm: resource names nothing.
-		return "", 0, Failf("resource 'vm:%d' does not exist in cluster\n", vmid)
-	}
-	return haSID(vmid), vmid, nil
+	return typ + ":" + name, vmid, nil
 }
 
 // haConfig is the cluster's HA config, created empty on first use.
@@ -277,13 +283,13 @@ func (st *State) haConfig() *HA {
 	return h
 }
 
-// haManagedIn is vm_is_ha_managed: CT vmid has an HA resource whose
-// requested state is not ignored.
+// haManagedIn is vm_is_ha_managed: guest vmid (a CT or a VM) has an HA
+// resource whose requested state is not ignored.
 func haManagedIn(st *State, vmid int) bool {
 	if st.HA == nil {
 		return false
 	}
-	r := st.HA.Resources[haSID(vmid)]
+	r := st.HA.Resources[st.sidOf(vmid)]
 	return r != nil && r.requested() != "ignored"
 }
 
@@ -295,11 +301,41 @@ func haDigest(v any) string {
 	return hex.EncodeToString(s[:])
 }
 
-// haGuest is the CT behind sid, nil when it does not exist.
-func (st *State) haGuest(sid string) *Guest {
-	vmid, err := strconv.Atoi(strings.TrimPrefix(sid, "ct:"))
+// haSubject is the guest an HA service manages: a CT (*Guest, sid
+// ct:<vmid>) or a VM (*VM, sid vm:<vmid>). The CRM decides for both
+// alike from these; the LRM's tasks and a recovery's move are each
+// kind's own (haLRM, haCRM.stealLocked).
+type haSubject interface {
+	haVMID() int
+	haNode() string
+	haRunning() bool
+	Lock() string
+}
+
+func (g *Guest) haVMID() int     { return g.VMID }
+func (g *Guest) haNode() string  { return g.Node }
+func (g *Guest) haRunning() bool { return g.Running }
+func (vm *VM) haVMID() int       { return vm.VMID }
+func (vm *VM) haNode() string    { return vm.Node }
+func (vm *VM) haRunning() bool   { return vm.Running }
+
+// haGuest is the guest behind sid, of the sid's kind: nil when it does
+// not exist (a ct: sid names no VM, nor a vm: sid a CT).
+func (st *State) haGuest(sid string) haSubject {
+	typ, name, _ := strings.Cut(sid, ":")
+	vmid, err := strconv.Atoi(name)
 	if err != nil {
 		return nil
 	}
-	return st.Guests[vmid]
+	switch typ {
+	case "ct":
+		if g := st.Guests[vmid]; g != nil {
+			return g
+		}
+	case "vm":
+		if vm := st.VMs[vmid]; vm != nil {
+			return vm
+		}
+	}
+	return nil
 }

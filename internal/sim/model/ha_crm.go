@@ -49,9 +49,9 @@ type haCRM struct {
 	}
 	power interface{ markStoppedLocked(g *Guest) }
 	lrm   interface {
-		lrmStartLocked(sid string, s *HAService, g *Guest) func()
-		lrmStopLocked(s *HAService, g *Guest) func()
-		lrmMigrateLocked(s *HAService, g *Guest) func()
+		lrmStartLocked(sid string, s *HAService, g haSubject) func()
+		lrmStopLocked(s *HAService, g haSubject) func()
+		lrmMigrateLocked(s *HAService, g haSubject) func()
 	}
 	rules interface {
 		haAllowedNodesLocked(sid string) []string
@@ -190,14 +190,14 @@ func (crm *haCRM) crmSyncServicesLocked() {
 		}
 		g := st.haGuest(sid)
 		if g == nil {
-			continue // "not found": nothing to manage until the CT exists
+			continue // "not found": nothing to manage until the guest exists
 		}
-		crm.logLocked("info", "adding new service '%s' on node '%s'", sid, g.Node)
+		crm.logLocked("info", "adding new service '%s' on node '%s'", sid, g.haNode())
 		state := "request_stop"
 		if r.requested() == "started" {
 			state = "request_start"
 		}
-		h.Services[sid] = &HAService{Node: g.Node, State: state}
+		h.Services[sid] = &HAService{Node: g.haNode(), State: state}
 	}
 	for _, sid := range slices.Sorted(maps.Keys(h.Services)) {
 		r := h.Resources[sid]

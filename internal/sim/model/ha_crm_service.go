@@ -23,9 +23,9 @@ func (crm *haCRM) crmServiceLocked(sid string) func() {
 	if g == nil || r == nil {
 		return nil
 	}
-	if s.State != "fence" && s.State != "recovery" && g.Node != s.Node && s.UPID == "" {
-		crm.logLocked("info", "fixup service '%s' location (%s => %s)", sid, s.Node, g.Node)
-		s.Node = g.Node
+	if s.State != "fence" && s.State != "recovery" && g.haNode() != s.Node && s.UPID == "" {
+		crm.logLocked("info", "fixup service '%s' location (%s => %s)", sid, s.Node, g.haNode())
+		s.Node = g.haNode()
 	}
 	done, ok, typ := crm.lrmResultLocked(s)
 	if s.UPID != "" {
@@ -57,7 +57,7 @@ func (crm *haCRM) crmServiceLocked(sid string) func() {
 		crm.setServiceStateLocked(sid, "started", "")
 		return nil
 	case "started":
-		return crm.crmStartedLocked(sid, s, g, req, done && typ == "vzstart", ok)
+		return crm.crmStartedLocked(sid, s, g, req, done && (typ == "vzstart" || typ == "qmstart"), ok)
 	case "request_stop", "stopped":
 		return crm.crmStoppedLocked(sid, s, g, req)
 	case "relocate", "migrate":
@@ -100,7 +100,7 @@ const pendingUPID = "pending"
 // restart policy: the CT is kept running on its node; a failed start is
 // retried max_restart times, then relocated to another allowed node
 // until max_relocate relocations failed, then the service is in error.
-func (crm *haCRM) crmStartedLocked(sid string, s *HAService, g *Guest, req string, started, ok bool) func() {
+func (crm *haCRM) crmStartedLocked(sid string, s *HAService, g haSubject, req string, started, ok bool) func() {
 	st := crm.state()
 	if req != "started" {
 		crm.setServiceStateLocked(sid, "request_stop", "")
@@ -137,7 +137,7 @@ func (crm *haCRM) crmStartedLocked(sid string, s *HAService, g *Guest, req strin
 		}
 		s.Restarts = 0
 	}
-	if g.Running {
+	if g.haRunning() {
 		s.Running = true
 		crm.crmEnforceRulesLocked(sid, s)
 		return nil
@@ -172,8 +172,8 @@ func (crm *haCRM) nextNodeLocked(sid string, s *HAService) string {
 // crmStoppedLocked is next_state_request_stop and next_state_stopped:
 // the LRM stops the CT; a stopped service whose resource asks for
 // started is requested to start.
-func (crm *haCRM) crmStoppedLocked(sid string, s *HAService, g *Guest, req string) func() {
-	if g.Running {
+func (crm *haCRM) crmStoppedLocked(sid string, s *HAService, g haSubject, req string) func() {
+	if g.haRunning() {
 		return crm.lrm.lrmStopLocked(s, g)
 	}
 	if s.State == "request_stop" {
@@ -189,20 +189,21 @@ func (crm *haCRM) crmStoppedLocked(sid string, s *HAService, g *Guest, req strin
 // crmRelocateLocked is the LRM's relocate of a CT (PVECT.pm migrate):
 // shut it down, migrate it offline, and leave it to be started on the
 // target. A failed migration leaves it where it was.
-func (crm *haCRM) crmRelocateLocked(sid string, s *HAService, g *Guest, req string, done, ok bool, typ string) func() {
+func (crm *haCRM) crmRelocateLocked(sid string, s *HAService, g haSubject, req string, done, ok bool, typ string) func() {
+	migrated := typ == "vzmigrate" || typ == "qmigrate"
 	after := "started"
 	if req != "started" {
 		after = "request_stop"
 	}
 	switch {
-	case done && typ == "vzmigrate" && ok:
-		crm.setServiceStateLocked(sid, after, g.Node)
+	case done && migrated && ok:
+		crm.setServiceStateLocked(sid, after, g.haNode())
 		return nil
-	case done && typ == "vzmigrate":
+	case done && migrated:
 		crm.logLocked("err", "service '%s' - migration failed (exit code 1)", sid)
 		crm.setServiceStateLocked(sid, after, s.Node)
 		return nil
-	case g.Running:
+	case g.haRunning():
 		return crm.lrm.lrmStopLocked(s, g)
 	}
 	return crm.lrm.lrmMigrateLocked(s, g)
@@ -212,7 +213,7 @@ func (crm *haCRM) crmRelocateLocked(sid string, s *HAService, g *Guest, req stri
 // allowed online node, by fewest services, without any storage check;
 // its config is stolen from the fenced node after removing the locks a
 // crash leaves behind.
-func (crm *haCRM) crmRecoverLocked(sid string, s *HAService, g *Guest, req string) {
+func (crm *haCRM) crmRecoverLocked(sid string, s *HAService, g haSubject, req string) {
 	st := crm.state()
 	target := ""
 	best := -1
@@ -239,19 +240,45 @@ func (crm *haCRM) crmRecoverLocked(sid string, s *HAService, g *Guest, req strin
 	}
 	crm.logLocked("info", "recover service '%s' from fenced node '%s' to node '%s'", sid, s.Node, target)
 	if l := g.Lock(); slices.Contains(recoverableLocks, l) {
-		delete(g.Config, "lock")
 		crm.logLocked("info", "removed leftover lock '%s' from recovered service '%s' to allow its start.", l, sid)
 	}
-	if g.Running {
-		crm.power.markStoppedLocked(g)
-	}
-	g.Node = target
-	crm.journal.markGuest(g.VMID)
+	crm.stealLocked(g, target)
 	next := "started"
 	if req != "started" {
 		next = "request_stop"
 	}
 	crm.setServiceStateLocked(sid, next, target)
+}
+
+// stealLocked is steal_service: guest g's config moves to target with
+// a leftover lock of recoverableLocks removed, and the guest is off (its
+// node was fenced).
+func (crm *haCRM) stealLocked(g haSubject, target string) {
+	switch g := g.(type) {
+	case *Guest:
+		if slices.Contains(recoverableLocks, g.Lock()) {
+			delete(g.Config, "lock")
+		}
+		if g.Running {
+			crm.power.markStoppedLocked(g)
+		}
+		g.Node = target
+		crm.journal.markGuest(g.VMID)
+	case *VM:
+		if slices.Contains(recoverableLocks, g.Lock()) {
+			delete(g.Config, "lock")
+		}
+		markVMFencedLocked(g)
+		g.Node = target
+		crm.journal.markCore()
+	}
+}
+
+// markVMFencedLocked records VM vm off as its fenced node's watchdog
+// left it: the emulator's node power-off stops no VM runtime, so the
+// record is all there is to change.
+func markVMFencedLocked(vm *VM) {
+	vm.Running, vm.PID, vm.StartedAt = false, 0, 0
 }
 
 // recoverableLocks are the config locks recovery removes
@@ -289,6 +316,11 @@ func (crm *haCRM) crmFenceLocked() {
 			for _, g := range st.Guests {
 				if g.Node == node && g.Running {
 					crm.power.markStoppedLocked(g)
+				}
+			}
+			for _, vm := range st.VMs {
+				if vm.Node == node && vm.Running {
+					markVMFencedLocked(vm)
 				}
 			}
 		}

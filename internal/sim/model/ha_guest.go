@@ -1,20 +1,25 @@
 package model
 
-import "strconv"
+import (
+	"strconv"
+	"strings"
+)
 
-// What being an HA resource changes for a CT outside the HA API
-// (behaviour.md (i.1), (i.6), (i.7)): start, stop and migrate requests
-// become hastart, hastop and hamigrate tasks that only ask the CRM,
-// destroy needs purge, and /cluster/resources shows hastate.
+// What being an HA resource changes for a CT or a VM outside the HA
+// API (behaviour.md (i.1), (i.6), (i.7); qemu-server's vm_start,
+// vm_stop, vm_shutdown, migrate_vm and destroy_vm have the same
+// branches as pve-container's): start, stop and migrate requests become
+// hastart, hastop and hamigrate tasks that only ask the CRM, destroy
+// needs purge, and /cluster/resources shows hastate.
 
-// haStateIn is the CT's hastate in /cluster/resources: its service
+// haStateIn is the guest's hastate in /cluster/resources: its service
 // state in the manager status, else its requested state in
 // resources.cfg (as it is written there; "" when unset), else "".
 func haStateIn(st *State, vmid int) string {
 	if st.HA == nil {
 		return ""
 	}
-	sid := haSID(vmid)
+	sid := st.sidOf(vmid)
 	if s := st.HA.Services[sid]; s != nil {
 		return s.State
 	}
@@ -24,9 +29,9 @@ func haStateIn(st *State, vmid int) string {
 	return ""
 }
 
-// haGuest is what being an HA resource changes for a CT, asked by the
-// CT's operations (ctPower, ctMigrator, ctDestroyer, ctCreator, node
-// power). Besides haParts it holds the task runner for the hastart,
+// haGuest is what being an HA resource changes for a guest, asked by
+// the CT's operations (ctPower, ctMigrator, ctDestroyer, ctCreator, node
+// power) and the VM's (vmPower, vmMigrator, vmDestroyer). Besides haParts it holds the task runner for the hastart,
 // hastop and hamigrate tasks, and the resources and rules it checks and
 // purges.
 type haGuest struct {
@@ -44,17 +49,19 @@ type haGuest struct {
 // haManagedLocked is vm_is_ha_managed (haManagedIn).
 func (hg *haGuest) haManagedLocked(vmid int) bool { return haManagedIn(hg.state(), vmid) }
 
-// haConfiguredLocked reports whether CT vmid has an HA resource at all.
+// haConfiguredLocked reports whether guest vmid has an HA resource at
+// all (service_is_configured).
 func (hg *haGuest) haConfiguredLocked(vmid int) bool {
 	st := hg.state()
-	return st.HA != nil && st.HA.Resources[haSID(vmid)] != nil
+	return st.HA != nil && st.HA.Resources[st.sidOf(vmid)] != nil
 }
 
-// purgeHAResourceLocked drops CT vmid's HA resource (destroy with
-// purge) and reports whether it had one.
+// purgeHAResourceLocked drops guest vmid's HA resource (destroy with
+// purge) and reports whether it had one. Call it while the guest is
+// still in the State: its kind gives the sid.
 func (hg *haGuest) purgeHAResourceLocked(vmid int) bool {
 	st := hg.state()
-	sid := haSID(vmid)
+	sid := st.sidOf(vmid)
 	if st.HA == nil || st.HA.Resources[sid] == nil {
 		return false
 	}
@@ -65,10 +72,10 @@ func (hg *haGuest) purgeHAResourceLocked(vmid int) bool {
 	return true
 }
 
-// haPowerRequestLocked is Status.pm's HA branch: for an HA-managed CT
-// and a caller other than the HA stack, a start (want "started") or a
-// stop or shutdown (want "stopped") is a hastart/hastop task that runs
-// `ha-manager set ct:<vmid> --state <want>`. ok reports whether the
+// haPowerRequestLocked is Status.pm's HA branch: for an HA-managed
+// guest and a caller other than the HA stack, a start (want "started")
+// or a stop or shutdown (want "stopped") is a hastart/hastop task that
+// runs `ha-manager set <sid> --state <want>`. ok reports whether the
 // request went that way. c.mu must be held.
 func (hg *haGuest) haPowerRequestLocked(auth Auth, node string, vmid int, want string) (upid string, ok bool) {
 	if auth.HA || !hg.haManagedLocked(vmid) {
@@ -78,9 +85,9 @@ func (hg *haGuest) haPowerRequestLocked(auth Auth, node string, vmid int, want s
 	if want == "stopped" {
 		typ, verb = "hastop", "stop"
 	}
-	sid := haSID(vmid)
+	sid, kind := hg.sidKindLocked(vmid)
 	return hg.tasks.spawn(auth, node, typ, strconv.Itoa(vmid), func(w *Worker) error {
-		w.Log("Requesting HA %s for CT %d", verb, vmid)
+		w.Log("Requesting HA %s for %s %d", verb, kind, vmid)
 		return w.Do(func(st *State) error {
 			if err := hg.resources.checkHAServiceStateLocked(sid, want); err != nil {
 				w.logLocked("%s", PerlText(err))
@@ -97,14 +104,14 @@ func (hg *haGuest) haPowerRequestLocked(auth Auth, node string, vmid int, want s
 }
 
 // haMigrateRequestLocked is migrate_vm's HA branch: a hamigrate task
-// that queues the CRM's migrate of the CT to target and ends.
+// that queues the CRM's migrate of the guest to target and ends.
 func (hg *haGuest) haMigrateRequestLocked(auth Auth, node string, vmid int, target string) (upid string, ok bool) {
 	if auth.HA || !hg.haManagedLocked(vmid) {
 		return "", false
 	}
-	sid := haSID(vmid)
+	sid, kind := hg.sidKindLocked(vmid)
 	return hg.tasks.spawn(auth, node, "hamigrate", strconv.Itoa(vmid), func(w *Worker) error {
-		w.Log("Requesting HA migration for CT %d to node %s", vmid, target)
+		w.Log("Requesting HA migration for %s %d to node %s", kind, vmid, target)
 		return w.Do(func(st *State) error {
 			if err := hg.resources.queueHAMotionLocked(sid, target, false); err != nil {
 				w.logLocked("%s", PerlText(err))
@@ -115,6 +122,16 @@ func (hg *haGuest) haMigrateRequestLocked(auth Auth, node string, vmid int, targ
 			return nil
 		})
 	}), true
+}
+
+// sidKindLocked is guest vmid's HA sid and the word PVE's messages name
+// its kind with ("CT", "VM").
+func (hg *haGuest) sidKindLocked(vmid int) (sid, kind string) {
+	sid = hg.state().sidOf(vmid)
+	if strings.HasPrefix(sid, "vm:") {
+		return sid, "VM"
+	}
+	return sid, "CT"
 }
 
 // haManageCreated is the end of create_vm's worker with ha-managed=1: the

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // The /cluster/ha/resources routes (pve-ha-manager API2/HA/Resources.pm).
@@ -38,7 +39,8 @@ type HAResourceEntry struct {
 
 func (rs *haResources) haEntryLocked(sid string, r *HAResource) HAResourceEntry {
 	st := rs.state()
-	e := HAResourceEntry{SID: sid, Type: "ct", State: r.State, Group: r.Group, Comment: r.Comment,
+	typ, _, _ := strings.Cut(sid, ":")
+	e := HAResourceEntry{SID: sid, Type: typ, State: r.State, Group: r.Group, Comment: r.Comment,
 		MaxRestart: r.MaxRestart, MaxRelocate: r.MaxRelocate, Digest: haDigest(st.HA.Resources)}
 	if r.Failback != nil {
 		f := 0
@@ -57,10 +59,13 @@ func (rs *haResources) HAResources(typ string) []HAResourceEntry {
 	defer rs.stateMu.RUnlock()
 	st := rs.state()
 	out := []HAResourceEntry{}
-	if st.HA == nil || (typ != "" && typ != "ct") {
+	if st.HA == nil {
 		return out
 	}
 	for _, sid := range slices.Sorted(maps.Keys(st.HA.Resources)) {
+		if typ != "" && !strings.HasPrefix(sid, typ+":") {
+			continue
+		}
 		out = append(out, rs.haEntryLocked(sid, st.HA.Resources[sid]))
 	}
 	return out
@@ -87,11 +92,11 @@ func (rs *haResources) AddHAResource(params map[string]string) error {
 	rs.stateMu.Lock()
 	defer rs.stateMu.Unlock()
 	st := rs.state()
-	sid, vmid, err := rs.checkHAResourceParamsLocked(params)
+	sid, _, err := rs.checkHAResourceParamsLocked(params)
 	if err != nil {
 		return err
 	}
-	if st.Guests[vmid] == nil {
+	if st.haGuest(sid) == nil {
 		return Failf("resource '%s' does not exist in cluster\n", sid)
 	}
 	h := rs.state().haConfig()
@@ -115,7 +120,7 @@ func (rs *haResources) checkHAResourceParamsLocked(params map[string]string) (si
 	if err != nil {
 		return "", 0, err
 	}
-	if t := params["type"]; t != "" && t != "ct" {
+	if t := params["type"]; t != "" && !strings.HasPrefix(sid, t+":") {
 		return "", 0, Failf("types does not match\n")
 	}
 	if err := rs.checkHAGroupParamLocked(params); err != nil {

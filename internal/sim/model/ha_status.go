@@ -105,7 +105,7 @@ func (sv *haStatusView) serviceEntryLocked(sid string) HAStatusEntry {
 	if s != nil {
 		e.Node, e.CRMState = s.Node, s.State
 	} else if g := st.haGuest(sid); g != nil {
-		e.Node = g.Node
+		e.Node = g.haNode()
 	}
 	e.State = verboseServiceState(s, r, st.haGuest(sid) != nil)
 	node := e.Node

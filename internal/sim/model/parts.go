@@ -244,7 +244,11 @@ func wireHA(c *Cluster) {
 	ha.status = haStatusView{hp}
 	ha.crm = haCRM{haParts: hp, log: c.log, ctx: c.ctx, wg: &c.wg, tasks: &c.taskRunner,
 		power: &c.ctPower, lrm: &ha.lrm, rules: &ha.rules}
-	ha.lrm = haLRM{haParts: hp, log: c.log, tasks: &c.taskRunner, power: &c.ctPower, migrator: &c.ctMigrator}
+	ha.lrm = haLRM{haParts: hp, log: c.log, tasks: &c.taskRunner, power: &c.ctPower, migrator: &c.ctMigrator,
+		vms: struct {
+			*vmPower
+			*vmMigrator
+		}{&c.vmPower, &c.vmMigrator}}
 	ha.guest = haGuest{haParts: hp, tasks: &c.taskRunner, resources: &ha.resources, rules: &ha.rules}
 	c.haAPI = haAPIParts{&ha.resources, &ha.rules, &ha.groups, &ha.status}
 }
@@ -295,13 +299,13 @@ func wireQemu(c *Cluster) {
 		vmLocks:       &configLocks{m: map[int]chan struct{}{}, file: "/var/lock/qemu-server/lock-%d.conf"},
 		vmRuntimeHook: &c.vmRuntimeHook,
 	}
-	c.vmPower = vmPower{vmParts: vp, version: c.opts.Version, admit: c.admitBytesLocked}
-	c.vmMigrator = vmMigrator{vp}
+	c.vmPower = vmPower{vmParts: vp, version: c.opts.Version, admit: c.admitBytesLocked, ha: &c.ha.guest}
+	c.vmMigrator = vmMigrator{vmParts: vp, ha: &c.ha.guest}
 	c.vmSnapshots = vmSnapshots{vmParts: vp, power: &c.vmPower}
 	c.vmRestorer = vmRestorer{vmParts: vp, volumes: &c.ctConfig, power: &c.vmPower}
-	c.vmCloner = vmCloner{vmParts: vp, images: &c.vmCreator, bases: &c.ctCreator}
+	c.vmCloner = vmCloner{vmParts: vp, images: &c.vmCreator, bases: &c.ctCreator, firewall: &c.fwConfig}
 	c.vmDisks = vmDisks{vmParts: vp, templates: &c.vmCloner, renames: &c.ctDisks}
-	c.vmDestroyer = vmDestroyer{vmParts: vp, bases: &c.vmCloner}
+	c.vmDestroyer = vmDestroyer{vmParts: vp, bases: &c.vmCloner, ha: &c.ha.guest}
 	c.vmConfig = vmConfig{vmParts: vp, drives: &c.vmCreator}
 	c.vmCreator = vmCreator{vmParts: vp, power: &c.vmPower, restorer: &c.vmRestorer}
 }

@@ -49,6 +49,8 @@ type vmCloner struct {
 	bases interface {
 		createBaseLocked(node, volid string) (string, []string, error)
 	}
+	// firewall is clone_vmfw_conf: the clone gets the source's firewall.
+	firewall interface{ cloneFirewallLocked(from, to int) }
 }
 
 // CloneVM is clone_vm: the early checks, the new VM reserved with
@@ -230,6 +232,7 @@ func (q *vmCloner) cloneTask(w *Worker, req vmCloneReq) error {
 	if err == nil {
 		err = w.Do(func(st *State) error {
 			st.VMs[req.newid].Config = conf
+			q.firewall.cloneFirewallLocked(req.vmid, req.newid)
 			if req.pool != "" {
 				st.Access.addToPool(req.newid, req.pool)
 			}

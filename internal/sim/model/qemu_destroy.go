@@ -12,6 +12,12 @@ type vmDestroyer struct {
 	// bases (vmCloner) refuses to free a base volume a linked clone
 	// still uses.
 	bases interface{ baseInUseLocked(vm *VM) error }
+	// ha refuses to destroy an HA resource without purge and drops it
+	// with purge (service_is_configured, delete_service_from_config).
+	ha interface {
+		haConfiguredLocked(vmid int) bool
+		purgeHAResourceLocked(vmid int) bool
+	}
 }
 
 // DestroyVM is DELETE /nodes/{node}/qemu/{vmid} (destroy_vm): refused
@@ -42,6 +48,9 @@ func (q *vmDestroyer) DestroyVM(auth Auth, node string, vmid int, params map[str
 	}
 	if isTrue(vm.Config["protection"]) {
 		return "", Failf("can't remove VM %d - protection mode enabled\n", vmid)
+	}
+	if !isTrue(params["purge"]) && q.ha.haConfiguredLocked(vmid) {
+		return "", Failf("unable to remove VM %d - used in HA resources and purge parameter not set.\n", vmid)
 	}
 	if vm.Running {
 		return "", Failf("VM %d is running - destroy failed\n", vmid)
@@ -103,15 +112,19 @@ func (q *vmDestroyer) destroyLocked(w *Worker, node string, vmid int, unreferenc
 			w.logLocked("  Logical volume \"%s\" successfully removed.", v.Name)
 		}
 	}
-	delete(st.VMs, vmid)
 	// qemu-server's destroy drops the VM's ACLs, pool membership and
 	// firewall config whether or not purge is set; purge also cleans
-	// the configurations that name it (HA, replication, backup jobs).
+	// the configurations that name it (HA, replication, backup jobs),
+	// before the config goes (its kind names the HA resource).
 	st.Access.RemoveVMAccess(vmid)
 	delete(st.Firewall, vmid)
 	if purge {
 		w.logLocked("purging VM %d from related configurations..", vmid)
+		if q.ha.purgeHAResourceLocked(vmid) {
+			w.logLocked("NOTE: removed VM %d from HA resource configuration.", vmid)
+		}
 	}
+	delete(st.VMs, vmid)
 	q.journal.markCore()
 	return nil
 }

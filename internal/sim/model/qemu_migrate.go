@@ -35,6 +35,10 @@ type vmMigVolume struct {
 // no other VM part, only what every one holds.
 type vmMigrator struct {
 	vmParts
+	// ha turns the migrate of an HA-managed VM into an HA request.
+	ha interface {
+		haMigrateRequestLocked(auth Auth, node string, vmid int, target string) (upid string, ok bool)
+	}
 }
 
 // MigrateVM is migrate_vm's checks and the qmigrate task.
@@ -66,6 +70,9 @@ func (q *vmMigrator) MigrateVM(auth Auth, node string, vmid int, params map[stri
 	}
 	if vm.Running && !isTrue(params["online"]) {
 		return "", Failf("can't migrate running VM without --online\n")
+	}
+	if upid, ok := q.ha.haMigrateRequestLocked(auth, node, vmid, target); ok {
+		return upid, nil
 	}
 	if vm.Running {
 		return "", Failf("online migration of a running VM is not served by the emulator: shut the VM down and migrate it offline\n")

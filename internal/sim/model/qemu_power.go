@@ -26,7 +26,17 @@ type vmPower struct {
 	// admit is memory admission (admission.go), the Cluster's own: it
 	// counts the running CTs and VMs of the node.
 	admit func(w *Worker, node, kind string, vmid int, need int64) error
+	// ha turns a start, stop or shutdown of an HA-managed VM into an HA
+	// request (haGuest).
+	ha interface {
+		haPowerRequestLocked(auth Auth, node string, vmid int, want string) (upid string, ok bool)
+	}
 }
+
+// haWant is the HA state each power task asks for when the VM is an HA
+// resource: vm_start, vm_stop and vm_shutdown have an HA branch,
+// vm_reboot has none.
+var haWant = map[string]string{"qmstart": "started", "qmstop": "stopped", "qmshutdown": "stopped"}
 
 // vmPowerLocked is what the four calls check before their task.
 func (q *vmPower) vmPowerLocked(auth Auth, node string, vmid int, params map[string]string) (*VM, error) {
@@ -241,13 +251,19 @@ func (q *vmPower) RebootVM(auth Auth, node string, vmid int, params map[string]s
 
 // powerTask is the prologue every power verb shares: under the State's
 // lock, the VM's checks (vmPowerLocked: its node, the privilege, its
-// lock) and, for shutdown and reboot, that it runs; then work as task typ.
+// lock), the HA request for an HA-managed VM (haWant), and, for
+// shutdown and reboot, that it runs; then work as task typ.
 func (q *vmPower) powerTask(auth Auth, node string, vmid int, params map[string]string, typ string, mustRun bool, work func(w *Worker) error) (string, error) {
 	q.stateMu.Lock()
 	defer q.stateMu.Unlock()
 	vm, err := q.vmPowerLocked(auth, node, vmid, params)
 	if err != nil {
 		return "", err
+	}
+	if want := haWant[typ]; want != "" {
+		if upid, ok := q.ha.haPowerRequestLocked(auth, node, vmid, want); ok {
+			return upid, nil
+		}
 	}
 	if mustRun && !vm.Running {
 		return "", Failf("VM %d not running\n", vmid)

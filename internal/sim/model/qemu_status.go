@@ -92,7 +92,7 @@ func (q *vmConfig) VMStatus(auth Auth, node string, vmid int) (map[string]any, e
 	}
 	out := q.vmStatusLocked(vm)
 	out["qmpstatus"] = out["status"]
-	out["ha"] = map[string]any{"managed": 0}
+	out["ha"] = vmHAStatusLocked(q.state(), vmid)
 	if vmAgentEnabled(vm.Config) {
 		out["agent"] = 1
 	}
@@ -101,6 +101,20 @@ func (q *vmConfig) VMStatus(auth Auth, node string, vmid int) (map[string]any, e
 		out["running-qemu"] = "9.2.0"
 	}
 	return out, nil
+}
+
+// vmHAStatusLocked is vm_status' ha (get_service_status): managed 1
+// with the service's state while the VM is an HA resource not ignored,
+// else managed 0.
+func vmHAStatusLocked(st *State, vmid int) map[string]any {
+	if !haManagedIn(st, vmid) {
+		return map[string]any{"managed": 0}
+	}
+	out := map[string]any{"managed": 1}
+	if s := st.HA.Services[st.sidOf(vmid)]; s != nil {
+		out["state"] = s.State
+	}
+	return out
 }
 
 // vmAuditLocked is the lookup of a read: the node, VM.Audit, the VM.
@@ -124,7 +138,7 @@ func vmResourcesLocked(st *State, now int64) []Resource {
 			ID: fmt.Sprintf("qemu/%d", vmid), Type: "qemu", Node: vm.Node, Status: "stopped",
 			VMID: vmid, Name: vm.Config["name"], Template: isTrue(vm.Config["template"]),
 			Tags: vm.Config["tags"], Lock: vm.Lock(), MaxCPU: max(cpus, 1), MaxMem: vmMaxMem(vm.Config),
-			Pool: st.Access.poolOf(vmid), MaxDisk: vmBootDiskSize(st, vm),
+			Pool: st.Access.poolOf(vmid), MaxDisk: vmBootDiskSize(st, vm), HAState: haStateIn(st, vmid),
 		}
 		if vm.Running {
 			r.Status, r.Mem, r.Uptime = "running", r.MaxMem, max(now-vm.StartedAt, 0)
