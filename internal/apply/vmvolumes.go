@@ -52,7 +52,7 @@ func (v vmOps) attachVolumes(ctx context.Context, c plan.Change, vmid int) error
 		var err error
 		switch vol.Action {
 		case plan.VolCreate:
-			if err = v.allocate(ctx, c.App, c.Node, keeper, vol.Volume); err == nil {
+			if err = v.allocate(ctx, c.Desired, c.App, c.Node, keeper, vol.Volume); err == nil {
 				err = v.reassign(ctx, c.App, c.Node, serial, keeper, vmid, vol.Name)
 			}
 		case plan.VolAttach:

@@ -118,7 +118,7 @@ func runFree(cmd *cobra.Command, st *streams, a *freeArgs, command string, plann
 		r.done(pj, []string{})
 		return fmt.Errorf("%s refused; nothing was changed (see the refused lines)", command)
 	}
-	if len(p.Volumes) == 0 {
+	if len(p.Volumes) == 0 && len(p.Reprotect) == 0 {
 		return r.done(pj, []string{})
 	}
 	if !a.autoApprove {

@@ -87,3 +87,24 @@ func (c *Client) RollbackVMSnapshot(ctx context.Context, node string, vmid int, 
 	}
 	return upid, nil
 }
+
+// VMSnapshots returns GET /nodes/{node}/qemu/{vmid}/snapshot: a VM's
+// snapshots keep the disks they cover, so a free reads them as it reads
+// a container's (apply's snapshot references).
+func (c *Client) VMSnapshots(ctx context.Context, node string, vmid int) ([]Snapshot, error) {
+	var out []Snapshot
+	if _, err := c.call(ctx, http.MethodGet, pathf("/nodes/%s/qemu/%d/snapshot", node, vmid), nil, &out); err != nil {
+		return nil, fmt.Errorf("vm %d snapshots: %w", vmid, err)
+	}
+	return out, nil
+}
+
+// VMSnapshotConfig returns GET …/qemu/{vmid}/snapshot/{snapname}/config:
+// the config the snapshot holds, its drives among the Values.
+func (c *Client) VMSnapshotConfig(ctx context.Context, node string, vmid int, name string) (*ContainerConfig, error) {
+	var out ContainerConfig
+	if _, err := c.call(ctx, http.MethodGet, pathf("/nodes/%s/qemu/%d/snapshot/%s/config", node, vmid, name), nil, &out); err != nil {
+		return nil, fmt.Errorf("config of snapshot %s of vm %d: %w", name, vmid, err)
+	}
+	return &out, nil
+}
