@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/corralhq/corral/internal/plan"
@@ -130,13 +131,57 @@ func (v vmOps) freeBatch(ctx context.Context, node string, keeper int, disks []v
 }
 
 // reprotectVMKeepers sets protection again on the keeper VMs ks (left
-// off by a free that was killed in its window).
+// off by a free that was killed in its window) and drops the Notes lines
+// of the disks that free deleted: the serials no VM on the node holds.
 func (v vmOps) reprotectVMKeepers(ctx context.Context, ks []plan.KeeperRef) error {
 	var errs []error
 	for _, k := range ks {
 		errs = append(errs, v.r.step(plan.KeeperName, "keeper", fmt.Sprintf("set protection on keeper VM %d on %s", k.VMID, k.Node), func() error {
-			return v.reprotect(ctx, k.Node, k.VMID)
+			gone, err := v.freedSerials(ctx, k.Node, k.VMID)
+			if err != nil {
+				return err
+			}
+			return v.reprotect(ctx, k.Node, k.VMID, gone...)
 		}))
 	}
 	return errors.Join(errs...)
+}
+
+// freedSerials are the serials keeper's Notes name that no VM on node
+// holds (pending values included): disks freed by a run that was killed
+// before it dropped their lines.
+func (v vmOps) freedSerials(ctx context.Context, node string, keeper int) ([]string, error) {
+	conf, err := v.r.client.VMConfigOf(ctx, node, keeper, false)
+	if err != nil {
+		return nil, err
+	}
+	noted := plan.ParseVMKeeperNotes(conf.Values["description"])
+	if len(noted) == 0 {
+		return nil, nil
+	}
+	held := plan.VMVolumeDisks(conf.Values)
+	res, err := v.r.client.ClusterResources(ctx, "vm")
+	if err != nil {
+		return nil, err
+	}
+	for _, g := range res {
+		if g.Type != "qemu" || g.Node != node || g.VMID == keeper {
+			continue
+		}
+		c, err := v.r.client.VMConfigOf(ctx, node, g.VMID, false)
+		if pve.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read VM %d on %s for the disks it holds: %w", g.VMID, node, err)
+		}
+		maps.Copy(held, plan.VMVolumeDisks(c.Values))
+	}
+	var out []string
+	for _, serial := range slices.Sorted(maps.Keys(noted)) {
+		if _, ok := held[serial]; !ok {
+			out = append(out, serial)
+		}
+	}
+	return out, nil
 }
