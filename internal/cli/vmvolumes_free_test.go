@@ -46,12 +46,22 @@ func (c *cluster) volumeList() map[string]plan.VolumeInfo {
 // the disks, prunes nothing for another project, and then frees them with
 // the keeper VM protected again and its Notes lines gone; a keeper VM
 // left unprotected is protected again by a prune with nothing to free.
+// The first plan says why a keeper container comes (corral's lock).
 func TestVMVolumesListRmPrune(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t)
 	c.offerVMImage()
 	m := vmVolManifest(t, "150")
+	// A VM-only manifest still takes corral's lock in a keeper CT: the
+	// plan says so, and from which template, until one is there.
+	if r := c.run("plan", "-f", m); !strings.Contains(r.stdout, "node pve has no keeper container, and corral's lock lives in one") ||
+		!strings.Contains(r.stdout, "from container template local:vztmpl/") {
+		t.Fatalf("first plan: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
 	c.mustRun("apply", "-f", m, "--auto-approve")
+	if r := c.run("plan", "-f", vmOnlyManifest(t, "")); r.code != ExitChanges || strings.Contains(r.stdout, "no keeper container") {
+		t.Fatalf("plan once the keeper CT is there: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
 	vols := c.volumeList()
 	data, logs := vols["web/data"], vols["web/logs"]
 	if data.Kind != plan.KindVM || logs.Kind != plan.KindVM || data.HolderVMID != 150 || data.Serial != plan.VMVolumeSerial("web", "data") {
