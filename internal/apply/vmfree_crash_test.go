@@ -81,7 +81,12 @@ func TestVMVolumeFreeKilledAtEveryAPICall(t *testing.T) {
 		t.Run(fmt.Sprintf("kill-at-%d", kill), func(t *testing.T) {
 			t.Parallel()
 			r := thaw(t, frozen)
-			if _, err := free(r, kill, []string{data}); err == nil {
+			if made, err := free(r, kill, []string{data}); err == nil {
+				if made < kill {
+					// A run's settle waits and retried reads may make fewer
+					// requests than the clean run did: nothing was killed.
+					t.Skipf("this run made %d requests, fewer than the kill point %d", made, kill)
+				}
 				t.Fatalf("the free killed at request %d of %d ended without an error", kill, n)
 			}
 			_, onStorage := r.srv.Cluster().VolumePath("pve", data)
