@@ -11,9 +11,9 @@ import (
 	"github.com/corralhq/corral/internal/pve"
 )
 
-// corral volumes rm and prune free a kind: vm app's retained disk from
-// its keeper VM as destroy --delete-volumes does (vmOps.free): the disks
-// of one keeper VM in one batch, after one fresh read of the node's
+// corral volumes rm and prune, and destroy --delete-volumes
+// (vmOps.freeVolumes), free a kind: vm app's retained disks from its
+// keeper VM here: the disks of one keeper VM in one batch, after one fresh read of the node's
 // guests and of every guest's snapshots (a keeper VM's disk that any
 // other guest or any snapshot names is not freed), then one PUT, sent
 // with the keeper VM's digest (a change meanwhile fails it, nothing

@@ -2,7 +2,6 @@ package apply
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -149,36 +148,6 @@ func (v vmOps) allocate(ctx context.Context, a *plan.App, app, node string, keep
 			}
 			return err
 		}
-	})
-}
-
-// free frees the keeper VM's disk of serial (or, when the app's VM's
-// destroy freed it, drops its Notes line): protection off and the
-// drive deleted with force in one PUT (deletes run in order), then
-// protection on again with the Notes line gone, on a context a Ctrl-C
-// does not cancel. A run killed in between leaves protection off, which
-// the next plan shows and its apply sets again (keeperVM).
-func (v vmOps) free(ctx context.Context, app, node string, keeper int, serial, what string) (err error) {
-	conf, err := v.r.client.VMConfigOf(ctx, node, keeper, true)
-	if err != nil {
-		return err
-	}
-	d, ok := plan.VMVolumeDisks(conf.Values)[serial]
-	if !ok {
-		// Freed with the app's VM, or by an earlier run: only its
-		// Notes line may be left.
-		if _, noted := plan.ParseVMKeeperNotes(conf.Values["description"])[serial]; noted {
-			return v.protectFreed(ctx, node, keeper, []string{serial})
-		}
-		return nil
-	}
-	return v.r.step(app, "free", what+" ("+d.Volume+")", func() error {
-		defer func() {
-			if perr := v.reprotect(ctx, node, keeper, serial); perr != nil {
-				err = errors.Join(err, perr)
-			}
-		}()
-		return v.r.client.UpdateVMConfig(ctx, node, keeper, &pve.VMConfigUpdate{Digest: conf.Digest, Delete: []string{"protection", d.Key}, Force: true})
 	})
 }
 
