@@ -42,8 +42,8 @@ func (c *cluster) volumeList() map[string]plan.VolumeInfo {
 // TestVMVolumesListRmPrune (issue 34): corral volumes lists a VM app's
 // retained disks with kind vm, on its VM and then on the keeper VM;
 // volumes rm refuses a disk the app's VM holds or the manifest declares;
-// prune refuses, freeing nothing, while a snapshot of the keeper VM keeps
-// the disks, prunes nothing for another project, and then frees them with
+// prune and destroy --delete-volumes refuse, freeing nothing, while a
+// snapshot of the keeper VM keeps the disks, prunes nothing for another project, and then frees them with
 // the keeper VM protected again and its Notes lines gone; a keeper VM
 // left unprotected is protected again by a prune with nothing to free.
 // The first plan says why a keeper container comes (corral's lock).
@@ -94,6 +94,13 @@ func TestVMVolumesListRmPrune(t *testing.T) {
 	r := c.run("volumes", "prune", "-f", m2, "--auto-approve")
 	if r.code == 0 || !strings.Contains(r.stdout, "snapshot hold of VM "+strconv.Itoa(keeper)) || !strings.Contains(r.stdout, "qm delsnapshot") || c.gone(data.VolID) || c.gone(logs.VolID) {
 		t.Fatalf("prune with a snapshot of the keeper VM: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = c.run("destroy", "-f", m, "--delete-volumes", "--auto-approve")
+	if r.code == 0 || !strings.Contains(r.stdout+r.stderr, "snapshot hold of VM "+strconv.Itoa(keeper)) || c.gone(data.VolID) {
+		t.Fatalf("destroy --delete-volumes with a snapshot of the keeper VM: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if kconf, err := root.VMConfigOf(ctx, "pve", keeper, true); err != nil || kconf.Values["protection"] != "1" {
+		t.Fatalf("keeper VM %d after the refused free: %v %v", keeper, kconf, err)
 	}
 	if upid, err = root.DeleteVMSnapshot(ctx, "pve", keeper, "hold"); err == nil {
 		_, err = root.WaitTask(ctx, upid, pve.WaitOptions{})
