@@ -63,11 +63,15 @@ func (r Reference) String() string {
 // snapshotString names the snapshot, its container, node and key, and
 // the command that removes the snapshot.
 func (r Reference) snapshotString() string {
-	s := fmt.Sprintf("%sCT %d", plan.SnapshotRefPrefix+r.Snapshot+" of ", r.VMID)
+	s := fmt.Sprintf("%s%s %d", plan.SnapshotRefPrefix+r.Snapshot+" of ", guestWord(r.Type), r.VMID)
 	if r.Name != "" {
 		s += " (" + r.Name + ")"
 	}
-	fix := fmt.Sprintf("`pct delsnapshot %d %s` on node %s", r.VMID, r.Snapshot, r.Node)
+	tool := "pct"
+	if r.Type == "qemu" {
+		tool = "qm"
+	}
+	fix := fmt.Sprintf("`%s delsnapshot %d %s` on node %s", tool, r.VMID, r.Snapshot, r.Node)
 	if r.App != "" {
 		fix = fmt.Sprintf("`corral snapshot %s %s --delete` (or %s)", r.App, r.Snapshot, fix)
 	}

@@ -39,7 +39,7 @@ func snapshotReferences(ctx context.Context, c *pve.Client, node string, all boo
 		return nil, fmt.Errorf("list guests: %w", err)
 	}
 	res = slices.DeleteFunc(res, func(r resource) bool {
-		return r.Type != "lxc" || (!all && r.Node != node) || slices.Contains(skip, r.VMID)
+		return (r.Type != "lxc" && r.Type != "qemu") || (!all && r.Node != node) || slices.Contains(skip, r.VMID)
 	})
 	sort.Slice(res, func(i, j int) bool { return res[i].VMID < res[j].VMID })
 	want := map[string]bool{}
@@ -51,7 +51,7 @@ func snapshotReferences(ctx context.Context, c *pve.Client, node string, all boo
 	inParallel(len(res), func(i int) { found[i], errs[i] = guestSnapshotRefs(ctx, c, res[i], want) })
 	for i, r := range res {
 		if errs[i] != nil {
-			return nil, fmt.Errorf("read the snapshots of CT %d on node %s to check which volumes they keep: %w", r.VMID, r.Node, errs[i])
+			return nil, fmt.Errorf("read the snapshots of %s %d on node %s to check which volumes they keep: %w", guestWord(r.Type), r.VMID, r.Node, errs[i])
 		}
 		for _, ref := range found[i] {
 			vol := refVolume(ref.value)
@@ -67,10 +67,34 @@ type snapRef struct {
 	value string
 }
 
-// guestSnapshotRefs lists the snapshots of container r that name one of
-// want. A container destroyed since the list has none.
+// guestWord is how a message names a guest of type typ.
+func guestWord(typ string) string {
+	if typ == "qemu" {
+		return "VM"
+	}
+	return "CT"
+}
+
+// guestSnapshotRefs lists the snapshots of guest r (a container or a VM)
+// that name one of want. A guest destroyed since the list has none.
 func guestSnapshotRefs(ctx context.Context, c *pve.Client, r resource, want map[string]bool) ([]snapRef, error) {
-	snaps, err := c.Snapshots(ctx, r.Node, r.VMID)
+	list, config := c.Snapshots, func(ctx context.Context, node string, vmid int, name string) (map[string]string, error) {
+		cc, err := c.SnapshotConfig(ctx, node, vmid, name)
+		if err != nil {
+			return nil, err
+		}
+		return cc.Values, nil
+	}
+	if r.Type == "qemu" {
+		list, config = c.VMSnapshots, func(ctx context.Context, node string, vmid int, name string) (map[string]string, error) {
+			vc, err := c.VMSnapshotConfig(ctx, node, vmid, name)
+			if err != nil {
+				return nil, err
+			}
+			return vc.Values, nil
+		}
+	}
+	snaps, err := list(ctx, r.Node, r.VMID)
 	if pve.IsNotFound(err) {
 		return nil, nil
 	}
@@ -82,16 +106,16 @@ func guestSnapshotRefs(ctx context.Context, c *pve.Client, r resource, want map[
 		if s.Name == "current" {
 			continue
 		}
-		cc, err := c.SnapshotConfig(ctx, r.Node, r.VMID, s.Name)
+		values, err := config(ctx, r.Node, r.VMID, s.Name)
 		if pve.IsNotFound(err) {
 			continue
 		}
 		if err != nil {
 			return nil, err
 		}
-		for _, key := range slices.Sorted(maps.Keys(cc.Values)) {
-			if v := cc.Values[key]; volumeKey("lxc", key) && want[refVolume(v)] {
-				out = append(out, snapRef{Reference{Node: r.Node, VMID: r.VMID, Type: "lxc", Name: r.Name, Key: key,
+		for _, key := range slices.Sorted(maps.Keys(values)) {
+			if v := values[key]; volumeKey(r.Type, key) && want[refVolume(v)] {
+				out = append(out, snapRef{Reference{Node: r.Node, VMID: r.VMID, Type: r.Type, Name: r.Name, Key: key,
 					Snapshot: s.Name, App: appOf(plan.ParseTags(r.Tags))}, v})
 			}
 		}

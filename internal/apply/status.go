@@ -165,7 +165,7 @@ func Status(ctx context.Context, c *pve.Client, apps []plan.App, redact func(str
 			return nil, err
 		}
 		for _, v := range inv {
-			if v.App == a.Name {
+			if v.App == a.Name && v.Kind != plan.KindVM { // a VM app's: VMVolumeInventory, by the manifest's names
 				as.Volumes = append(as.Volumes, v)
 			}
 		}

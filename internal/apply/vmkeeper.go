@@ -2,7 +2,6 @@ package apply
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -118,8 +117,14 @@ func (v vmOps) protectKeeperVM(ctx context.Context, app, node string, vmid int) 
 // serial and its Notes line written by the one PUT that allocates it
 // (with the config's digest: a change meanwhile starts again from a
 // fresh read). A disk that already carries the serial is the one an
-// earlier, interrupted run made.
-func (v vmOps) allocate(ctx context.Context, app, node string, keeper int, vol plan.Volume) error {
+// earlier, interrupted run made. The Notes record the app's project and
+// declaring manifest (a of the change, nil when unknown) beside the disk:
+// what prune goes by once the app's VM is gone.
+func (v vmOps) allocate(ctx context.Context, a *plan.App, app, node string, keeper int, vol plan.Volume) error {
+	var project, origin string
+	if a != nil {
+		project, origin = a.Project, a.Origin
+	}
 	serial := plan.VMVolumeSerial(app, vol.Name)
 	return v.r.step(app, "volume", "create "+vol.Name+" on keeper VM "+strconv.Itoa(keeper), func() error {
 		for attempt := 1; ; attempt++ {
@@ -134,10 +139,10 @@ func (v vmOps) allocate(ctx context.Context, app, node string, keeper int, vol p
 			if key == "" {
 				return fmt.Errorf("keeper VM %d on %s holds 31 disks, all its scsi keys: a node's keeper VM holds no more; free volumes of destroyed apps (corral destroy --delete-volumes)", keeper, node)
 			}
-			notes := plan.ParseVMKeeperNotes(conf.Values["description"])
-			notes[serial] = plan.VolumeKey{App: app, Name: vol.Name}
+			notes := plan.ReadVMKeeperNotes(conf.Values["description"])
+			notes.Note(serial, app, vol.Name, project, origin)
 			err = v.r.client.UpdateVMConfig(ctx, node, keeper, &pve.VMConfigUpdate{Digest: conf.Digest,
-				Set: map[string]string{key: plan.VMVolumeDrive(app, vol), "description": plan.VMKeeperDescription(notes)}})
+				Set: map[string]string{key: plan.VMVolumeDrive(app, vol), "description": notes.String()}})
 			if pve.IsModified(err) && attempt < maxCASAttempts {
 				continue
 			}
@@ -146,45 +151,16 @@ func (v vmOps) allocate(ctx context.Context, app, node string, keeper int, vol p
 	})
 }
 
-// free frees the keeper VM's disk of serial (or, when the app's VM's
-// destroy freed it, drops its Notes line): protection off and the
-// drive deleted with force in one PUT (deletes run in order), then
-// protection on again with the Notes line gone, on a context a Ctrl-C
-// does not cancel. A run killed in between leaves protection off, which
-// the next plan shows and its apply sets again (keeperVM).
-func (v vmOps) free(ctx context.Context, app, node string, keeper int, serial, what string) (err error) {
-	conf, err := v.r.client.VMConfigOf(ctx, node, keeper, true)
-	if err != nil {
-		return err
-	}
-	d, ok := plan.VMVolumeDisks(conf.Values)[serial]
-	if !ok {
-		// Freed with the app's VM, or by an earlier run: only its
-		// Notes line may be left.
-		if _, noted := plan.ParseVMKeeperNotes(conf.Values["description"])[serial]; noted {
-			return v.protectFreed(ctx, node, keeper, serial)
-		}
-		return nil
-	}
-	return v.r.step(app, "free", what+" ("+d.Volume+")", func() error {
-		defer func() {
-			if perr := v.reprotect(ctx, node, keeper, serial); perr != nil {
-				err = errors.Join(err, perr)
-			}
-		}()
-		return v.r.client.UpdateVMConfig(ctx, node, keeper, &pve.VMConfigUpdate{Digest: conf.Digest, Delete: []string{"protection", d.Key}, Force: true})
-	})
-}
-
 // reprotect sets the keeper VM's protection again after a free and drops
-// the freed disk's Notes line, tried with a backoff as keeper.reprotect.
-func (v vmOps) reprotect(ctx context.Context, node string, keeper int, serial string) error {
+// the freed disks' Notes lines (those of serials no longer on it), tried
+// with a backoff as keeper.reprotect.
+func (v vmOps) reprotect(ctx context.Context, node string, keeper int, serials ...string) error {
 	base := context.WithoutCancel(ctx)
 	delay := reprotectFirstDelay
 	var err error
 	for try := 1; try <= reprotectTries; try++ {
 		tctx, cancel := context.WithTimeout(base, reprotectTryTimeout)
-		err = v.protectFreed(tctx, node, keeper, serial)
+		err = v.protectFreed(tctx, node, keeper, serials)
 		cancel()
 		if err == nil {
 			return nil
@@ -199,18 +175,23 @@ func (v vmOps) reprotect(ctx context.Context, node string, keeper int, serial st
 }
 
 // protectFreed is one try of reprotect.
-func (v vmOps) protectFreed(ctx context.Context, node string, keeper int, serial string) error {
+func (v vmOps) protectFreed(ctx context.Context, node string, keeper int, serials []string) error {
 	conf, err := v.r.client.VMConfigOf(ctx, node, keeper, true)
 	if err != nil {
 		return err
 	}
-	notes := plan.ParseVMKeeperNotes(conf.Values["description"])
-	if _, still := plan.VMVolumeDisks(conf.Values)[serial]; !still {
-		delete(notes, serial)
+	notes := plan.ReadVMKeeperNotes(conf.Values["description"])
+	for _, serial := range serials {
+		if _, still := plan.VMVolumeDisks(conf.Values)[serial]; !still {
+			delete(notes.Disks, serial)
+		}
 	}
 	set := map[string]string{"protection": "1"}
-	if d := plan.VMKeeperDescription(notes); strings.TrimSpace(d) != strings.TrimSpace(conf.Values["description"]) {
+	if d := notes.String(); strings.TrimSpace(d) != strings.TrimSpace(conf.Values["description"]) {
 		set["description"] = d
+	}
+	if set["description"] == "" && conf.Values["protection"] == "1" {
+		return nil // nothing to do: an earlier try did it
 	}
 	return v.r.client.UpdateVMConfig(ctx, node, keeper, &pve.VMConfigUpdate{Digest: conf.Digest, Set: set})
 }

@@ -3,7 +3,6 @@ package apply
 import (
 	"context"
 	"fmt"
-	"strconv"
 
 	"github.com/corralhq/corral/internal/plan"
 	"github.com/corralhq/corral/internal/pve"
@@ -52,7 +51,7 @@ func (v vmOps) attachVolumes(ctx context.Context, c plan.Change, vmid int) error
 		var err error
 		switch vol.Action {
 		case plan.VolCreate:
-			if err = v.allocate(ctx, c.App, c.Node, keeper, vol.Volume); err == nil {
+			if err = v.allocate(ctx, c.Desired, c.App, c.Node, keeper, vol.Volume); err == nil {
 				err = v.reassign(ctx, c.App, c.Node, serial, keeper, vmid, vol.Name)
 			}
 		case plan.VolAttach:
@@ -175,7 +174,10 @@ func (v vmOps) detachAll(ctx context.Context, c plan.Change, vmid int) error {
 }
 
 // freeVolumes frees on the keeper VM the disks c frees (destroy
-// --delete-volumes, reclaim: delete) once the app's VM is gone.
+// --delete-volumes, reclaim: delete) once the app's VM is gone, as
+// volumes rm does (freeVMDisks): refused for a disk another guest or a
+// snapshot names, the keeper VM's digest sent. A disk the VM's destroy
+// freed leaves only its Notes line, which goes.
 func (v vmOps) freeVolumes(ctx context.Context, c plan.Change) error {
 	if !hasVolume(c, plan.VolFree) {
 		return nil
@@ -184,12 +186,12 @@ func (v vmOps) freeVolumes(ctx context.Context, c plan.Change) error {
 	if err != nil || keeper == 0 {
 		return err // no keeper VM: nothing left to free
 	}
+	var vols []plan.VolumeFree
 	for _, vol := range c.Volumes {
 		if vol.Action == plan.VolFree {
-			if err := v.free(ctx, c.App, c.Node, keeper, vol.Serial, "volume "+vol.Name+" of keeper VM "+strconv.Itoa(keeper)); err != nil {
-				return err
-			}
+			vols = append(vols, plan.VolumeFree{Node: c.Node, Kind: plan.KindVM, Keeper: keeper, App: c.App, Name: vol.Name, VolID: vol.VolID, Serial: vol.Serial})
 		}
 	}
-	return nil
+	_, err = v.freeVMDisks(ctx, vols)
+	return err
 }

@@ -39,10 +39,13 @@ func newVolumesRmCmd(st *streams) *cobra.Command {
 record dropped, after a plan and a confirmation (--auto-approve). Its data
 cannot be recovered.
 
+A kind: vm app's retained disk is freed from its keeper VM, the same way
+and with the same checks.
+
 rm refuses, and frees nothing, when a volume is not held by a keeper,
 when any guest other than its keeper references it (a container's
-rootfs, mpN or unusedN, or a pending change) or a snapshot of any
-container keeps it (remove the snapshot first), when an app of the manifest
+rootfs, mpN or unusedN, a VM's drive, or a pending change) or a snapshot
+of any container or VM keeps it (remove the snapshot first), when an app of the manifest
 declares it (the next apply would make an empty one in its place), or
 when it is another project's. corral volumes lists the volumes.`,
 		Args: cobra.MinimumNArgs(1),
@@ -66,7 +69,8 @@ func newVolumesPruneCmd(st *streams) *cobra.Command {
 		Long: `prune frees every volume a keeper records for this project (the
 manifest's project:) that no app of the manifest declares: the volumes of
 apps removed from the manifest, of volumes removed from an app, and the
-*-replaced-* copies restore --replace keeps. Other projects' volumes are
+*-replaced-* copies restore --replace keeps; kind: vm apps' retained
+disks on the keeper VMs as well. Other projects' volumes are
 never pruned; nor are volumes recorded for no app or before projects
 existed (prune names them; corral volumes rm frees them).
 
@@ -118,7 +122,7 @@ func runFree(cmd *cobra.Command, st *streams, a *freeArgs, command string, plann
 		r.done(pj, []string{})
 		return fmt.Errorf("%s refused; nothing was changed (see the refused lines)", command)
 	}
-	if len(p.Volumes) == 0 {
+	if len(p.Volumes) == 0 && len(p.Reprotect) == 0 {
 		return r.done(pj, []string{})
 	}
 	if !a.autoApprove {

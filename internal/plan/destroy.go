@@ -35,6 +35,7 @@ func Destroy(apps []App, obs *Observed, deleteVolumes bool) (*Plan, error) {
 	p.Warnings = append(p.Warnings, warn...)
 	refused = append(refused, probs...)
 	refused = append(refused, damagedRefusals(p, obs)...)
+	vmLockReasons(p, obs)
 	if len(refused) > 0 {
 		return p, &RefusedError{Problems: refused}
 	}

@@ -48,6 +48,7 @@ func makePlan(apps []App, obs *Observed) (*Plan, error) {
 	m.apps(apps)
 	m.keepers(apps)
 	m.outside(apps)
+	vmLockReasons(p, obs)
 	if len(m.refused) > 0 {
 		return p, &RefusedError{Problems: unique(m.refused)}
 	}

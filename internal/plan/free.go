@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -20,7 +21,10 @@ import (
 
 // VolumeFree is one volume a FreePlan frees.
 type VolumeFree struct {
-	Node   string `json:"node"`
+	Node string `json:"node"`
+	// Kind is the keeper's: "ct" for a container's volume on a keeper CT,
+	// "vm" for a kind: vm app's retained disk on a keeper VM.
+	Kind   string `json:"kind"`
 	Keeper int    `json:"keeper"` // VMID of the keeper that owns it
 	// App and Name are the keeper's record of it; both "" for a volume
 	// the keeper holds as unusedN with no record (orphaned).
@@ -29,7 +33,10 @@ type VolumeFree struct {
 	VolID   string `json:"volid"`
 	Size    int64  `json:"size"`
 	Project string `json:"project,omitempty"`
-	Reason  string `json:"reason"`
+	// Serial is a retained disk's serial (kind vm), by which the free
+	// finds the disk on the keeper VM.
+	Serial string `json:"serial,omitempty"`
+	Reason string `json:"reason"`
 }
 
 // Key is the keeper record of the volume (zero for an orphan).
@@ -39,6 +46,16 @@ func (v VolumeFree) Key() VolumeKey { return VolumeKey{v.App, v.Name} }
 type FreePlan struct {
 	Volumes  []VolumeFree `json:"volumes"`
 	Warnings []string     `json:"warnings"`
+	// Reprotect are the keeper VMs whose protection is off (a free killed
+	// between its two writes leaves it so): the run sets it again, even
+	// when it frees nothing.
+	Reprotect []KeeperRef `json:"reprotect,omitempty"`
+}
+
+// KeeperRef names a keeper VM.
+type KeeperRef struct {
+	Node string `json:"node"`
+	VMID int    `json:"vmid"`
 }
 
 // Nodes are the nodes whose keepers change, sorted.
@@ -46,6 +63,9 @@ func (p *FreePlan) Nodes() []string {
 	var out []string
 	for _, v := range p.Volumes {
 		out = append(out, v.Node)
+	}
+	for _, k := range p.Reprotect {
+		out = append(out, k.Node)
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
@@ -61,22 +81,30 @@ func (p *FreePlan) VolIDs() []string {
 }
 
 // kept is one volume a keeper holds: recorded (key set) or an orphan.
+// A keeper VM's (vm) is a disk found by its serial, with the size,
+// project and declarer (OriginID) its Notes or its app's VM say.
 type kept struct {
-	node   string
-	keeper int
-	key    VolumeKey
-	volid  string
+	node     string
+	keeper   int
+	key      VolumeKey
+	volid    string
+	vm       bool
+	serial   string
+	size     int64
+	project  string
+	declared string
 }
 
 // keptVolumes lists what every keeper holds: its records, then its
-// unusedN entries that no record or adoption in flight names.
+// unusedN entries that no record or adoption in flight names; then the
+// retained disks of every keeper VM.
 func keptVolumes(obs *Observed) []kept {
 	var out []kept
 	for _, node := range slices.Sorted(maps.Keys(obs.Keepers)) {
 		for _, k := range obs.Keepers[node] {
 			recorded := map[string]bool{}
 			for _, vk := range sortedVolumeKeys(k.Records) {
-				out = append(out, kept{node, k.VMID, vk, k.Records[vk]})
+				out = append(out, kept{node: node, keeper: k.VMID, key: vk, volid: k.Records[vk]})
 				recorded[k.Records[vk]] = true
 			}
 			for _, in := range k.Intents {
@@ -90,7 +118,49 @@ func keptVolumes(obs *Observed) []kept {
 			}
 		}
 	}
+	return append(out, keptVMDisks(obs)...)
+}
+
+// keptVMDisks lists the retained disks every keeper VM holds, named by
+// its Notes (a disk whose serial no line names is kept for no app).
+func keptVMDisks(obs *Observed) []kept {
+	var out []kept
+	for _, node := range slices.Sorted(maps.Keys(obs.VMKeepers)) {
+		for _, k := range obs.VMKeepers[node] {
+			notes := ReadVMKeeperNotes(k.Config["description"])
+			disks := k.Disks()
+			for _, serial := range slices.Sorted(maps.Keys(disks)) {
+				d, vk := disks[serial], notes.Disks[serial]
+				x := kept{node: node, keeper: k.VMID, key: vk, volid: d.Volume, vm: true, serial: serial, size: d.Size}
+				if vk.App != "" {
+					x.project, x.declared = cmp.Or(notes.Projects[vk.App], obs.vmProject(vk.App)), cmp.Or(notes.Declared[vk.App], obs.vmDeclared(vk.App))
+				}
+				out = append(out, x)
+			}
+		}
+	}
 	return out
+}
+
+// vmProject is the project tag of app's VM, "" when it has none.
+func (o *Observed) vmProject(app string) string {
+	for _, vm := range o.VMs[app] {
+		if vm.Project != "" {
+			return vm.Project
+		}
+	}
+	return ""
+}
+
+// vmDeclared is the OriginID of the manifest app's VM records
+// (corral-declared:), "" when none says.
+func (o *Observed) vmDeclared(app string) string {
+	for _, vm := range o.VMs[app] {
+		if by := ParseMarker(vm.Config["description"]).Declared; by != "" {
+			return OriginID(by)
+		}
+	}
+	return ""
 }
 
 // otherCopy names another keeper's record of x's volume key that is not
@@ -98,8 +168,8 @@ func keptVolumes(obs *Observed) []kept {
 // recorded twice (see doubleRecords) may lose one copy, never both.
 func otherCopy(all []kept, x kept, freeing []string) string {
 	for _, y := range all {
-		if y.key == x.key && y.keeper != x.keeper && !slices.Contains(freeing, y.volid) {
-			return fmt.Sprintf("keeper ct %d on node %s (%s)", y.keeper, y.node, y.volid)
+		if y.key == x.key && y.vm == x.vm && y.keeper != x.keeper && !slices.Contains(freeing, y.volid) {
+			return fmt.Sprintf("keeper %s %d on node %s (%s)", kindOf(y.vm), y.keeper, y.node, y.volid)
 		}
 	}
 	return ""
@@ -137,10 +207,24 @@ func byGuest(u, fix string) string {
 
 func (v *VolumeFree) fill(obs *Observed, x kept) {
 	v.Node, v.Keeper, v.App, v.Name, v.VolID = x.node, x.keeper, x.key.App, x.key.Name, x.volid
-	v.Size = obs.Volumes[volKey(x.node, x.volid)]
-	if x.key.App != "" {
-		v.Project = obs.AppProject(x.key.App)
+	v.Kind, v.Serial = kindOf(x.vm), x.serial
+	switch {
+	case x.vm:
+		v.Size, v.Project = x.size, x.project
+	default:
+		v.Size = obs.Volumes[volKey(x.node, x.volid)]
+		if x.key.App != "" {
+			v.Project = obs.AppProject(x.key.App)
+		}
 	}
+}
+
+// kindOf is the Kind of a keeper: "vm" for a keeper VM, else "ct".
+func kindOf(vm bool) string {
+	if vm {
+		return KindVM
+	}
+	return "ct"
 }
 
 // FreeVolumes plans `corral volumes rm`: each named volume is freed if a
@@ -148,7 +232,7 @@ func (v *VolumeFree) fill(obs *Observed, x kept) {
 // declares it (the next apply would make an empty one in its place), and
 // it is not another project's. Anything else refuses the whole plan.
 func FreeVolumes(project string, apps []App, obs *Observed, volids []string, refs map[string][]string) (*FreePlan, error) {
-	p := &FreePlan{Volumes: []VolumeFree{}, Warnings: []string{}}
+	p := &FreePlan{Volumes: []VolumeFree{}, Warnings: []string{}, Reprotect: unprotectedVMKeepers(obs)}
 	var refused []string
 	all := keptVolumes(obs)
 	seen := map[string]bool{}
@@ -204,7 +288,7 @@ func FreeVolumes(project string, apps []App, obs *Observed, volids []string, ref
 // records of unknown project are left, the last two with a warning that
 // names the way to free them (corral volumes rm).
 func Prune(project string, apps []App, obs *Observed, refs map[string][]string) (*FreePlan, error) {
-	p := &FreePlan{Volumes: []VolumeFree{}, Warnings: []string{}}
+	p := &FreePlan{Volumes: []VolumeFree{}, Warnings: []string{}, Reprotect: unprotectedVMKeepers(obs)}
 	var refused []string
 	listed := map[string]bool{}
 	for _, a := range apps {
@@ -256,6 +340,23 @@ func Prune(project string, apps []App, obs *Observed, refs map[string][]string) 
 	return p, nil
 }
 
+// unprotectedVMKeepers are the keeper VMs whose protection is off. A
+// free of a keeper VM's disk turns it off and deletes the disk in one
+// write, and sets it again in the next: a run killed between leaves it
+// off, and the run again, which finds that disk gone and may have
+// nothing to free, sets it again.
+func unprotectedVMKeepers(obs *Observed) []KeeperRef {
+	var out []KeeperRef
+	for _, node := range slices.Sorted(maps.Keys(obs.VMKeepers)) {
+		for _, k := range obs.VMKeepers[node] {
+			if !k.Protected() && !slices.Contains(obs.Offline, node) {
+				out = append(out, KeeperRef{Node: node, VMID: k.VMID})
+			}
+		}
+	}
+	return out
+}
+
 // volumeDeclarer is the OriginID of the manifest that declared app's
 // volumes: the keepers' record, else the origin its container records;
 // "" when neither says.
@@ -278,6 +379,9 @@ func volumeDeclarer(app string, obs *Observed) string {
 func freedElsewhere(x kept, project string, apps []App, obs *Observed) string {
 	origin, explicit := originOf(apps)
 	id := volumeDeclarer(x.key.App, obs)
+	if x.vm {
+		id = x.declared
+	}
 	listed := slices.ContainsFunc(apps, func(a App) bool { return a.Name == x.key.App })
 	if explicit || id == OriginID(origin) || id == "" && listed {
 		return ""

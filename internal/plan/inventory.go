@@ -1,6 +1,8 @@
 package plan
 
 import (
+	"cmp"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -9,6 +11,10 @@ import (
 // VolumeInfo is one volume corral manages, as `corral volumes` and
 // `corral status` show it.
 type VolumeInfo struct {
+	// Kind is the kind of app the volume is for: "ct" (a container's
+	// volume, kept by a keeper CT) or "vm" (a kind: vm app's retained
+	// disk, kept by a keeper VM).
+	Kind  string `json:"kind"`
 	App   string `json:"app"`
 	Name  string `json:"name"`
 	VolID string `json:"volid"`
@@ -41,7 +47,7 @@ func Inventory(obs *Observed) []VolumeInfo {
 	for node, ks := range obs.Keepers {
 		for _, k := range ks {
 			for key, volid := range k.Records {
-				vi := VolumeInfo{App: key.App, Name: key.Name, VolID: volid, Node: node, Holder: "keeper", HolderVMID: k.VMID}
+				vi := VolumeInfo{Kind: "ct", App: key.App, Name: key.Name, VolID: volid, Node: node, Holder: "keeper", HolderVMID: k.VMID}
 				size, ok := obs.Volumes[volKey(node, volid)]
 				vi.Size, vi.Missing = size, !ok
 				vi.Project = obs.AppProject(key.App)
@@ -59,10 +65,11 @@ func Inventory(obs *Observed) []VolumeInfo {
 	for _, d := range obs.Damaged {
 		for key, volid := range d.Records {
 			size, ok := obs.Volumes[volKey(d.Node, volid)]
-			out = append(out, VolumeInfo{App: key.App, Name: key.Name, VolID: volid, Node: d.Node, Size: size, Missing: !ok,
+			out = append(out, VolumeInfo{Kind: kindOf(d.VM), App: key.App, Name: key.Name, VolID: volid, Node: d.Node, Size: size, Missing: !ok,
 				Holder: "damaged " + d.Kind, HolderVMID: d.VMID, Project: obs.AppProject(key.App), Damaged: d.Problem()})
 		}
 	}
+	out = append(out, vmInventory(obs)...)
 	slices.SortFunc(out, func(a, b VolumeInfo) int {
 		if c := strings.Compare(a.App, b.App); c != 0 {
 			return c
@@ -72,5 +79,38 @@ func Inventory(obs *Observed) []VolumeInfo {
 		}
 		return strings.Compare(a.Node, b.Node)
 	})
+	return out
+}
+
+// vmInventory lists the retained disks of kind: vm apps: those the
+// keeper VMs hold (named by their Notes) and those attached to an app's
+// VM (named by a keeper VM's Notes on its node, else by the serial).
+func vmInventory(obs *Observed) []VolumeInfo {
+	var out []VolumeInfo
+	names := map[string]map[string]VolumeKey{} // node → serial → volume
+	for _, x := range keptVMDisks(obs) {
+		vi := VolumeInfo{Kind: KindVM, App: x.key.App, Name: x.key.Name, VolID: x.volid, Node: x.node, Size: x.size,
+			Holder: "keeper vm " + strconv.Itoa(x.keeper), HolderVMID: x.keeper, Serial: x.serial, Project: x.project}
+		if vi.App == "" {
+			vi.Name = x.serial // recorded for no app: the serial is its one name
+		}
+		out = append(out, vi)
+	}
+	for node, ks := range obs.VMKeepers {
+		names[node] = map[string]VolumeKey{}
+		for _, k := range ks {
+			maps.Copy(names[node], ParseVMKeeperNotes(k.Config["description"]))
+		}
+	}
+	for _, app := range slices.Sorted(maps.Keys(obs.VMs)) {
+		for _, vm := range obs.VMs[app] {
+			disks := VMVolumeDisks(vm.Config)
+			for _, serial := range slices.Sorted(maps.Keys(disks)) {
+				d := disks[serial]
+				out = append(out, VolumeInfo{Kind: KindVM, App: app, Name: cmp.Or(names[vm.Node][serial].Name, serial), VolID: d.Volume, Node: vm.Node, Size: d.Size,
+					Holder: "vm " + strconv.Itoa(vm.VMID) + " " + d.Key, HolderVMID: vm.VMID, Serial: serial, Project: vm.Project})
+			}
+		}
+	}
 	return out
 }

@@ -123,14 +123,72 @@ const (
 )
 
 // VMKeeperDescription is the keeper VM's Notes for records (serial →
-// volume).
+// volume), with no project lines.
 func VMKeeperDescription(records map[string]VolumeKey) string {
+	return VMKeeperNotes{Disks: records}.String()
+}
+
+// VMKeeperNotes is everything corral writes in a keeper VM's Notes: the
+// volume of each disk (by serial) and, per app, its project and the
+// OriginID of the manifest that declared it, the lines a keeper CT
+// keeps (KeeperNotes.Projects, Declared). Once an app's VM is gone they
+// are what says whose its disks are: corral volumes prune frees only
+// this project's, and under a defaulted project only those this
+// manifest declared.
+type VMKeeperNotes struct {
+	Disks    map[string]VolumeKey
+	Projects map[string]string
+	Declared map[string]string
+}
+
+// ReadVMKeeperNotes reads a keeper VM's Notes.
+func ReadVMKeeperNotes(desc string) VMKeeperNotes {
+	return VMKeeperNotes{Disks: ParseVMKeeperNotes(desc), Projects: ParseKeeperProjects(desc), Declared: ParseKeeperDeclared(desc)}
+}
+
+// String writes the Notes: the header, the disks' lines, then the
+// project and declarer lines of the apps a disk line still names (an
+// app's lines go with its last disk).
+func (n VMKeeperNotes) String() string {
 	var b strings.Builder
 	b.WriteString(vmKeeperHeader + "\n")
-	for _, serial := range slices.Sorted(maps.Keys(records)) {
-		fmt.Fprintf(&b, "%s%s=%s\n", markerVMVolume, records[serial], serial)
+	apps := map[string]bool{}
+	for _, serial := range slices.Sorted(maps.Keys(n.Disks)) {
+		fmt.Fprintf(&b, "%s%s=%s\n", markerVMVolume, n.Disks[serial], serial)
+		apps[n.Disks[serial].App] = true
+	}
+	for _, app := range slices.Sorted(maps.Keys(n.Projects)) {
+		if apps[app] && n.Projects[app] != "" {
+			fmt.Fprintf(&b, "%s%s=%s\n", markerProject, app, n.Projects[app])
+		}
+	}
+	for _, app := range slices.Sorted(maps.Keys(n.Declared)) {
+		if apps[app] && n.Declared[app] != "" {
+			fmt.Fprintf(&b, "%s%s=%s\n", markerDeclared, app, n.Declared[app])
+		}
 	}
 	return b.String()
+}
+
+// Note records app's disk serial as volume name, with the app's project
+// and declaring manifest (origin; OriginID is what is kept) when known.
+func (n *VMKeeperNotes) Note(serial string, app, name, project, origin string) {
+	if n.Disks == nil {
+		n.Disks = map[string]VolumeKey{}
+	}
+	n.Disks[serial] = VolumeKey{App: app, Name: name}
+	if project != "" {
+		if n.Projects == nil {
+			n.Projects = map[string]string{}
+		}
+		n.Projects[app] = project
+	}
+	if origin != "" {
+		if n.Declared == nil {
+			n.Declared = map[string]string{}
+		}
+		n.Declared[app] = OriginID(origin)
+	}
 }
 
 // ParseVMKeeperNotes reads the records of a keeper VM's Notes (serial →
@@ -190,15 +248,15 @@ func VMVolumeInventory(a *App, obs *Observed) []VolumeInfo {
 		serial := VMVolumeSerial(a.Name, v.Name)
 		for _, vm := range obs.VMs[a.Name] {
 			if d, ok := VMVolumeDisks(vm.Config)[serial]; ok {
-				out = append(out, VolumeInfo{App: a.Name, Name: v.Name, VolID: d.Volume, Node: vm.Node, Size: d.Size,
+				out = append(out, VolumeInfo{Kind: KindVM, App: a.Name, Name: v.Name, VolID: d.Volume, Node: vm.Node, Size: d.Size,
 					Holder: "vm " + strconv.Itoa(vm.VMID) + " " + d.Key, HolderVMID: vm.VMID, Serial: serial, Project: vm.Project})
 			}
 		}
 		for _, node := range slices.Sorted(maps.Keys(obs.VMKeepers)) {
 			for _, k := range obs.VMKeepers[node] {
 				if d, ok := k.Disks()[serial]; ok {
-					out = append(out, VolumeInfo{App: a.Name, Name: v.Name, VolID: d.Volume, Node: node, Size: d.Size,
-						Holder: "keeper vm " + strconv.Itoa(k.VMID), HolderVMID: k.VMID, Serial: serial})
+					out = append(out, VolumeInfo{Kind: KindVM, App: a.Name, Name: v.Name, VolID: d.Volume, Node: node, Size: d.Size,
+						Holder: "keeper vm " + strconv.Itoa(k.VMID), HolderVMID: k.VMID, Serial: serial, Project: ReadVMKeeperNotes(k.Config["description"]).Projects[a.Name]})
 				}
 			}
 		}

@@ -14,6 +14,8 @@ type FreePlanJSON struct {
 	Volumes  []plan.VolumeFree `json:"volumes"`
 	Warnings []string          `json:"warnings"`
 	Refused  []string          `json:"refused"`
+	// Reprotect are the keeper VMs whose protection the run sets again.
+	Reprotect []plan.KeeperRef `json:"reprotect,omitempty"`
 }
 
 // NewFreePlanJSON converts a plan (and the problems that refused it).
@@ -22,6 +24,7 @@ func NewFreePlanJSON(p *plan.FreePlan, refused []string) FreePlanJSON {
 	if p != nil {
 		out.Volumes = append(out.Volumes, p.Volumes...)
 		out.Warnings = append(out.Warnings, p.Warnings...)
+		out.Reprotect = append(out.Reprotect, p.Reprotect...)
 	}
 	out.Refused = append(out.Refused, refused...)
 	return out
@@ -36,9 +39,17 @@ func WriteFreePlanText(w io.Writer, pj FreePlanJSON) {
 		if v.App != "" {
 			name = v.App + "/" + v.Name
 		}
-		fmt.Fprintf(w, "- volume %s (%s on %s, %s, keeper %d): free\n", name, v.VolID, v.Node, human.Size(v.Size), v.Keeper)
+		keeper := "keeper"
+		if v.Kind == plan.KindVM {
+			keeper = "keeper VM"
+		}
+		fmt.Fprintf(w, "- volume %s (%s on %s, %s, %s %d): free\n", name, v.VolID, v.Node, human.Size(v.Size), keeper, v.Keeper)
 		fmt.Fprintf(w, "      # %s\n", v.Reason)
 		total += v.Size
+	}
+	for _, k := range pj.Reprotect {
+		fmt.Fprintf(w, "- keeper VM %d on %s: protection set again\n", k.VMID, k.Node)
+		fmt.Fprintf(w, "      # it is off: a free was interrupted between its two writes\n")
 	}
 	for _, r := range pj.Refused {
 		fmt.Fprintf(w, "! refused: %s\n", r)
@@ -49,6 +60,8 @@ func WriteFreePlanText(w io.Writer, pj FreePlanJSON) {
 	switch {
 	case len(pj.Refused) > 0:
 		fmt.Fprintln(w, "\nRefused: nothing will be freed.")
+	case len(pj.Volumes) == 0 && len(pj.Reprotect) > 0:
+		fmt.Fprintln(w, "\nNo volumes to free; protection is set again on the keeper VMs above.")
 	case len(pj.Volumes) == 0:
 		fmt.Fprintln(w, "\nNo volumes to free.")
 	default:
