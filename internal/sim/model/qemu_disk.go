@@ -2,9 +2,11 @@ package model
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"syscall"
 
 	"github.com/corralhq/corral/internal/pvesize"
 )
@@ -118,15 +120,21 @@ func vmWriteVolume(path, src string, size int64) error {
 	return nil
 }
 
-// sparseCopy copies src into f, leaving holes where src has blocks of
-// zeros (an imported empty disk stays sparse, as qemu-img convert keeps
-// it); the caller truncates f to its size.
+// sparseCopy copies src into f, leaving holes where src has them (an
+// imported empty disk stays sparse, as qemu-img convert keeps it): only
+// src's data extents are read (SEEK_DATA/SEEK_HOLE), so a 2 GiB image
+// that holds a few MB copies in a few MB. Where the file system has no
+// extents it reads src through and leaves out blocks of zeros. The
+// caller truncates f to its size.
 func sparseCopy(f *os.File, src string) error {
 	in, err := os.Open(src)
 	if err != nil {
 		return fmt.Errorf("import %s: %w", src, err)
 	}
 	defer in.Close()
+	if _, err := in.Seek(0, seekData); err == nil || errors.Is(err, syscall.ENXIO) {
+		return copyExtents(f, in)
+	}
 	buf, zero := make([]byte, 1<<20), make([]byte, 1<<20)
 	var off int64
 	for {

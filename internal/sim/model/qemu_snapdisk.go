@@ -47,7 +47,7 @@ func (j vmCopyJob) run() error {
 	if err := os.MkdirAll(filepath.Dir(j.dst), 0o755); err != nil {
 		return fmt.Errorf("%s: %w", j.what, err)
 	}
-	if err := vmCopyVolume(j.dst, j.src, j.size); err != nil {
+	if err := vmWriteVolume(j.dst, j.src, j.size); err != nil {
 		return fmt.Errorf("%s: %w", j.what, err)
 	}
 	return nil
@@ -87,41 +87,6 @@ const (
 	seekData = 3
 	seekHole = 4
 )
-
-// vmCopyVolume writes dst as a copy of src truncated or extended to
-// size, copying only src's data extents (SEEK_DATA/SEEK_HOLE): a 2 GiB
-// disk that holds a few MB copies in a few MB, where reading it through
-// would scan every zero. A file system without extents falls back to
-// vmWriteVolume's scan.
-func vmCopyVolume(dst, src string, size int64) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return fmt.Errorf("copy %s: %w", src, err)
-	}
-	defer in.Close()
-	if _, err := in.Seek(0, seekData); err != nil && !errors.Is(err, syscall.ENXIO) {
-		return vmWriteVolume(dst, src, size) // no SEEK_DATA here
-	}
-	// allocImageLocked made a directory, as for a CT's volume.
-	if err := os.Remove(dst); err != nil && !os.IsNotExist(err) {
-		return fmt.Errorf("copy to %s: %w", dst, err)
-	}
-	out, err := os.Create(dst)
-	if err != nil {
-		return fmt.Errorf("copy to %s: %w", dst, err)
-	}
-	err = copyExtents(out, in)
-	if err == nil {
-		err = out.Truncate(size)
-	}
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("copy %s to %s: %w", src, dst, err)
-	}
-	return nil
-}
 
 // copyExtents copies each data extent of in to the same offset of out.
 func copyExtents(out, in *os.File) error {
