@@ -33,6 +33,10 @@ type RestoreOptions struct {
 	// Names maps mount paths to volume names, for archived volumes no
 	// keeper record names (the manifest's volumes).
 	Names map[string]string
+	// Volumes are the names of App's volumes in the manifest: a VM
+	// archive's retained disks are named by them when no keeper VM's
+	// Notes record their serials.
+	Volumes []string
 	// Project is the manifest's project, Origin its origin and Listed its
 	// apps: the restored container carries the project's tag and records
 	// the manifest as its declarer. A copy under a name the manifest does
@@ -596,7 +600,8 @@ func (rs *restorer) finishRestore(ctx context.Context, app, node string, newID, 
 // keeper as <app>/*-restored-<stamp>, where `corral volumes` lists them);
 // one whose old container was already set aside becomes the app's. The
 // apps' rescue containers (plan.Observed.Rescues) are ended first: their
-// volumes go back to the apps' containers (Rescues.EndAll).
+// volumes go back to the apps' containers (Rescues.EndAll). The VM apps'
+// restores are finished or rolled back last (recoverVMRestores).
 func (e *Executor) Recover(ctx context.Context, obs *plan.Observed) error {
 	if err := e.Rescues().EndAll(ctx, obs); err != nil {
 		return err
@@ -621,7 +626,7 @@ func (e *Executor) Recover(ctx context.Context, obs *plan.Observed) error {
 			return fmt.Errorf("recover the interrupted restore of app %s: %w", app, err)
 		}
 	}
-	return nil
+	return e.recoverVMRestores(ctx, obs) // vmrestoreswitch.go
 }
 
 // restoreVolumes adopts every restored volume into the keeper and
