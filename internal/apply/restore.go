@@ -766,12 +766,20 @@ func restoreMoves(recs map[plan.VolumeKey]string, app, stamp string, mounted map
 func uniqueStamp(obs *plan.Observed, app string, now time.Time) string {
 	base := now.UTC().Format("20060102-150405")
 	taken := func(stamp string) bool {
+		has := func(vk plan.VolumeKey) bool {
+			return vk.App == app && (strings.HasSuffix(vk.Name, "-replaced-"+stamp) || strings.HasSuffix(vk.Name, "-restored-"+stamp))
+		}
 		for _, ks := range obs.Keepers {
 			for _, k := range ks {
-				for vk := range k.Records {
-					if vk.App == app && (strings.HasSuffix(vk.Name, "-replaced-"+stamp) || strings.HasSuffix(vk.Name, "-restored-"+stamp)) {
-						return true
-					}
+				if slices.ContainsFunc(slices.Collect(maps.Keys(k.Records)), has) {
+					return true
+				}
+			}
+		}
+		for _, ks := range obs.VMKeepers { // a VM app's displaced disks (vmrestoreswitch.go)
+			for _, k := range ks {
+				if slices.ContainsFunc(slices.Collect(maps.Values(plan.ParseVMKeeperNotes(k.Config["description"]))), has) {
+					return true
 				}
 			}
 		}

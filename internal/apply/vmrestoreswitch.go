@@ -109,6 +109,9 @@ func (v vmOps) displace(ctx context.Context, app, node string, finals map[string
 				if d, ok := disks[final]; ok {
 					aside := plan.VolumeKey{App: app, Name: vk.Name + "-replaced-" + stamp}
 					serial := plan.VMVolumeSerial(app, aside.Name)
+					if other, taken := disks[serial]; taken {
+						return fmt.Errorf("keeper VM %d on %s: disk %s already carries serial %s (%s), which the displaced disk %s would take; nothing was changed: rename that volume's record, then run corral apply", keeper, node, other.Key, serial, aside, d.Volume)
+					}
 					set[d.Key] = withSerial(conf.Values[d.Key], serial)
 					notes[serial] = aside
 				}
