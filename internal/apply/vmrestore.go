@@ -104,6 +104,9 @@ func (e *Executor) PlanVMRestore(ctx context.Context, obs *plan.Observed, opts R
 		Volumes: []VMRestoredVolume{}, Renamed: []Renamed{}, Notes: []string{}, stamp: uniqueStamp(obs, name, time.Now())}
 	if opts.Replace {
 		rp.OldVMID = old.VMID
+		if why := plan.VMChangedElsewhere(opts.App, old, opts.Project, opts.Origin, opts.Explicit, "restore an archive in its place"); why != "" {
+			return nil, &RestoreRefusedError{App: opts.App, TokenID: e.Client.TokenID(), Problems: []string{why}}
+		}
 	}
 	if name != opts.App && !slices.Contains(opts.Listed, name) {
 		rp.CopyOf = opts.App

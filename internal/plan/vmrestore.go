@@ -83,3 +83,15 @@ func WithoutVMVolumeLines(desc string) string {
 	}
 	return b.String()
 }
+
+// VMChangedElsewhere is ChangedElsewhere for a VM app's VM: under a
+// defaulted project, what (in words) is refused to the VM of app that
+// another manifest declared.
+func VMChangedElsewhere(app string, vm *VM, project, origin string, explicit bool, what string) string {
+	by := ParseMarker(vm.Config["description"]).Declared
+	if explicit || origin == "" || by == "" || by == origin {
+		return ""
+	}
+	return fmt.Sprintf("app %s: VM %d on %s was declared by %s, not by this manifest (%s): corral does not change another manifest's app (this would %s). %s",
+		app, vm.VMID, vm.Node, declarer(by), origin, what, collisionFix(project))
+}
