@@ -10,10 +10,14 @@ import (
 	"github.com/corralhq/corral/internal/apply"
 	"github.com/corralhq/corral/internal/plan"
 	"github.com/corralhq/corral/internal/pve"
+	"github.com/corralhq/corral/internal/sim"
 )
 
 // retainedDisks are the drives of every VM on the emulator that carry a
-// retained disk's serial, by serial: "vmid volid" of each holder.
+// retained disk's serial, by serial: "vmid volid" of each holder. It
+// fails on a serial found on two disks; the VM of a restore in flight
+// (corral-restoring-*), whose disks carry the archived serials until the
+// switch and which no plan counts, is left out.
 func (c *cluster) retainedDisks() map[string][]string {
 	c.t.Helper()
 	ctx := context.Background()
@@ -24,7 +28,7 @@ func (c *cluster) retainedDisks() map[string][]string {
 	}
 	out := map[string][]string{}
 	for _, r := range res {
-		if r.Type != "qemu" {
+		if r.Type != "qemu" || strings.Contains(r.Tags, plan.TagRestoringPrefix) {
 			continue
 		}
 		conf, err := root.VMConfigOf(ctx, r.Node, r.VMID, true)
@@ -145,5 +149,56 @@ func TestVMRestoreRetainedDisks(t *testing.T) {
 	}
 	if serials := c.retainedDisks(); len(serials) != 4 || len(serials[aside]) != 1 {
 		t.Errorf("retained disks after the restores: %v, want data of web and copy and two displaced ones", serials)
+	}
+}
+
+// TestVMRestoreInterrupted (issue 34): a VM restore that stops after the
+// restore task (here the keeper VM's config write fails) leaves a
+// restore in flight, never a second VM of the app or two disks with one
+// serial: corral plan says what the next apply does about it, a new
+// restore waits for it, and apply finishes it: the restored VM is the
+// app's, with the archive's bytes on its disk, and the disk it displaced
+// stays on the keeper VM.
+func TestVMRestoreInterrupted(t *testing.T) {
+	t.Parallel()
+	c, _ := vmBackupCluster(t)
+	m := vmAppManifest(t, "10.20.0.50/24", "", "    volumes:\n      - {name: data, size: 1G}\n")
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	data := plan.VMVolumeSerial("web", "data")
+	_, volid, _ := strings.Cut(c.retainedDisks()[data][0], " ")
+	c.diskBytes(volid, []byte("backed-up"))
+	b := c.vmBackupOf(m)
+	c.mustRun("destroy", "web", "-f", m, "--auto-approve")
+	_, volid, _ = strings.Cut(c.retainedDisks()[data][0], " ")
+	c.diskBytes(volid, []byte("destroyed"))
+	keeper, _, _ := strings.Cut(c.retainedDisks()[data][0], " ")
+
+	c.srv.SetFaults(sim.FaultSpec{Write5xx: 1, Match: "/qemu/" + keeper + "/config"})
+	r := c.runC("restore", "web", "--archive", b.Archive, "-f", m, "--auto-approve")
+	c.srv.SetFaults(sim.FaultSpec{})
+	if r.code == 0 || !strings.Contains(r.stderr, "restore stopped") {
+		t.Fatalf("restore with the keeper VM's writes failing: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if got := c.retainedBytes(data, 9); got != "destroyed" || !strings.HasPrefix(c.retainedDisks()[data][0], keeper+" ") {
+		t.Fatalf("the keeper VM's disk after the failed switch: %q %v", got, c.retainedDisks()[data])
+	}
+	if r := c.run("plan", "-f", m); r.code != ExitChanges || !strings.Contains(r.stdout+r.stderr, "a restore of VM app web was interrupted") {
+		t.Fatalf("plan with a VM restore in flight: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := c.runC("restore", "web", "--archive", b.Archive, "-f", m, "--auto-approve"); r.code == 0 || !strings.Contains(r.stderr, "run corral apply first") {
+		t.Fatalf("a second restore while one is in flight: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	c.mustRun("apply", "-f", m, "--auto-approve")
+	if _, st, _ := c.vmOf(m); st != "running" {
+		t.Errorf("after apply the app's vm is %s", st)
+	}
+	if got := c.retainedBytes(data, 9); got != "backed-up" || strings.HasPrefix(c.retainedDisks()[data][0], keeper+" ") {
+		t.Errorf("after apply the app's disk holds %q (%v)", got, c.retainedDisks()[data])
+	}
+	if disks := c.retainedDisks(); len(disks) != 2 {
+		t.Errorf("retained disks after apply: %v, want the app's and the displaced one", disks)
+	}
+	if r := c.run("plan", "-f", m); r.code != 0 {
+		t.Fatalf("plan after apply: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
