@@ -186,8 +186,7 @@ func withSerial(drive, serial string) string {
 // (the archive's copies); otherwise the switch is finished and the
 // replaced VM removed, its retained disks given to the keeper VM first.
 // The app's VM is started by the apply that follows.
-func (e *Executor) recoverVMRestores(ctx context.Context, obs *plan.Observed) error {
-	v := vmOps{r: e.ops(), corralKey: e.SSH.AuthorizedKey}
+func (v vmOps) recoverVMRestores(ctx context.Context, obs *plan.Observed) error {
 	for _, app := range slices.Sorted(maps.Keys(obs.VMRestores)) {
 		r := obs.VMRestores[app]
 		var err error
