@@ -348,7 +348,7 @@ func (e *Executor) RestoreVM(ctx context.Context, rp *VMRestorePlan) (*VMRestore
 		return nil, err
 	}
 	if err := v.switchRestored(ctx, rp.Name, rp.Node, rp.VMID, rp.OldVMID, rp.stamp); err != nil {
-		return nil, fmt.Errorf("%w\nthe restore of vm %d is not finished: the next corral apply or restore finishes it (or, while the old VM is still the app's, removes vm %d)", err, rp.VMID, rp.VMID)
+		return nil, fmt.Errorf("%w\nthe restore of vm %d is not finished: the next corral apply finishes it (or, while the old VM is still the app's, removes vm %d)", err, rp.VMID, rp.VMID)
 	}
 	res := &VMRestoreResult{VMRestorePlan: rp}
 	if err := v.start(ctx, rp.Name, rp.Node, rp.VMID); err != nil {
