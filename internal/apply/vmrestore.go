@@ -351,6 +351,9 @@ func (e *Executor) RestoreVM(ctx context.Context, rp *VMRestorePlan) (*VMRestore
 		return nil, fmt.Errorf("%w\nthe restore of vm %d is not finished: the next corral apply finishes it (or, while the old VM is still the app's, removes vm %d)", err, rp.VMID, rp.VMID)
 	}
 	res := &VMRestoreResult{VMRestorePlan: rp}
+	if err := v.renamedVolIDs(ctx, rp); err != nil {
+		return nil, err
+	}
 	if err := v.start(ctx, rp.Name, rp.Node, rp.VMID); err != nil {
 		return nil, fmt.Errorf("vm %d is restored as app %s but did not start: %w; `corral apply` starts it (and removes the replaced VM, whose retained disks are on the keeper VM)", rp.VMID, rp.Name, err)
 	}
@@ -371,6 +374,29 @@ func (e *Executor) RestoreVM(ctx context.Context, rp *VMRestorePlan) (*VMRestore
 	}
 	res.Status = st.Status
 	return res, nil
+}
+
+// renamedVolIDs sets the volids of rp's displaced disks as the keeper VM
+// holds them now: a replaced VM's disks were renamed by their reassign.
+func (v vmOps) renamedVolIDs(ctx context.Context, rp *VMRestorePlan) error {
+	if len(rp.Renamed) == 0 {
+		return nil
+	}
+	keeper, err := v.keeperVM(ctx, rp.Name, rp.Node, false)
+	if err != nil || keeper == 0 {
+		return err
+	}
+	conf, err := v.r.client.VMConfigOf(ctx, rp.Node, keeper, true)
+	if err != nil {
+		return err
+	}
+	disks := plan.VMVolumeDisks(conf.Values)
+	for i, r := range rp.Renamed {
+		if d, ok := disks[plan.VMVolumeSerial(rp.Name, strings.TrimPrefix(r.To, rp.Name+"/"))]; ok {
+			rp.Renamed[i].VolID = d.Volume
+		}
+	}
+	return nil
 }
 
 // restoreArchive runs qmrestore of rp's archive into rp.VMID, or the

@@ -125,8 +125,8 @@ func TestVMRestoreRetainedDisks(t *testing.T) {
 		t.Errorf("after --replace the app's disk holds %q (%v)", got, c.retainedDisks()[data])
 	}
 	aside := plan.VMVolumeSerial("web", strings.TrimPrefix(res.Renamed[0].To, "web/"))
-	if got := c.retainedBytes(aside, 9); got != "later-one" {
-		t.Errorf("the displaced disk %s holds %q", res.Renamed[0].To, got)
+	if got := c.retainedBytes(aside, 9); got != "later-one" || !strings.HasSuffix(c.retainedDisks()[aside][0], " "+res.Renamed[0].VolID) {
+		t.Errorf("the displaced disk %s (%s) holds %q (%v)", res.Renamed[0].To, res.Renamed[0].VolID, got, c.retainedDisks()[aside])
 	}
 	if r := c.run("plan", "-f", m); r.code != 0 {
 		t.Fatalf("plan after --replace: exit %d\n%s%s", r.code, r.stdout, r.stderr)
