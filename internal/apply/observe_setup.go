@@ -46,7 +46,7 @@ func (o *observation) observeStorages(ctx context.Context, opts ObserveOptions) 
 // an app (its disks are not keepers' records).
 func recordsOnly(obs *plan.Observed) bool {
 	if len(obs.Offline)+len(obs.Carriers)+len(obs.LeftoverCarriers)+len(obs.BadCarriers)+
-		len(obs.Restores)+len(obs.Rescues)+len(obs.Damaged)+len(obs.Stale)+len(obs.VMs)+len(obs.MarkedVMs) > 0 {
+		len(obs.Restores)+len(obs.VMRestores)+len(obs.Rescues)+len(obs.Damaged)+len(obs.Stale)+len(obs.VMs)+len(obs.MarkedVMs) > 0 {
 		return false
 	}
 	for _, ks := range obs.Keepers {

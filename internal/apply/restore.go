@@ -33,6 +33,10 @@ type RestoreOptions struct {
 	// Names maps mount paths to volume names, for archived volumes no
 	// keeper record names (the manifest's volumes).
 	Names map[string]string
+	// Volumes are the names of App's volumes in the manifest: a VM
+	// archive's retained disks are named by them when no keeper VM's
+	// Notes record their serials.
+	Volumes []string
 	// Project is the manifest's project, Origin its origin and Listed its
 	// apps: the restored container carries the project's tag and records
 	// the manifest as its declarer. A copy under a name the manifest does
@@ -596,7 +600,8 @@ func (rs *restorer) finishRestore(ctx context.Context, app, node string, newID, 
 // keeper as <app>/*-restored-<stamp>, where `corral volumes` lists them);
 // one whose old container was already set aside becomes the app's. The
 // apps' rescue containers (plan.Observed.Rescues) are ended first: their
-// volumes go back to the apps' containers (Rescues.EndAll).
+// volumes go back to the apps' containers (Rescues.EndAll). The VM apps'
+// restores are finished or rolled back last (recoverVMRestores).
 func (e *Executor) Recover(ctx context.Context, obs *plan.Observed) error {
 	if err := e.Rescues().EndAll(ctx, obs); err != nil {
 		return err
@@ -621,7 +626,7 @@ func (e *Executor) Recover(ctx context.Context, obs *plan.Observed) error {
 			return fmt.Errorf("recover the interrupted restore of app %s: %w", app, err)
 		}
 	}
-	return nil
+	return vmOps{r: e.ops(), corralKey: e.SSH.AuthorizedKey}.recoverVMRestores(ctx, obs) // vmrestoreswitch.go
 }
 
 // restoreVolumes adopts every restored volume into the keeper and
@@ -761,12 +766,20 @@ func restoreMoves(recs map[plan.VolumeKey]string, app, stamp string, mounted map
 func uniqueStamp(obs *plan.Observed, app string, now time.Time) string {
 	base := now.UTC().Format("20060102-150405")
 	taken := func(stamp string) bool {
+		has := func(vk plan.VolumeKey) bool {
+			return vk.App == app && (strings.HasSuffix(vk.Name, "-replaced-"+stamp) || strings.HasSuffix(vk.Name, "-restored-"+stamp))
+		}
 		for _, ks := range obs.Keepers {
 			for _, k := range ks {
-				for vk := range k.Records {
-					if vk.App == app && (strings.HasSuffix(vk.Name, "-replaced-"+stamp) || strings.HasSuffix(vk.Name, "-restored-"+stamp)) {
-						return true
-					}
+				if slices.ContainsFunc(slices.Collect(maps.Keys(k.Records)), has) {
+					return true
+				}
+			}
+		}
+		for _, ks := range obs.VMKeepers { // a VM app's displaced disks (vmrestoreswitch.go)
+			for _, k := range ks {
+				if slices.ContainsFunc(slices.Collect(maps.Values(plan.ParseVMKeeperNotes(k.Config["description"]))), has) {
+					return true
 				}
 			}
 		}

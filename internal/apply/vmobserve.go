@@ -24,6 +24,9 @@ func (o *observation) qemu(ctx context.Context, r resource, tags []string) error
 			return o.vmKeeper(ctx, r) // vmkeeper.go
 		}
 		app = appOf(tags)
+		if inFlight := tagged(tags, plan.TagRestoringPrefix) + tagged(tags, plan.TagReplacedPrefix); app == "" && inFlight != "" {
+			return o.vmRestore(ctx, r, tags)
+		}
 	}
 	if slices.Contains(obs.Offline, r.Node) {
 		if app != "" {
@@ -49,6 +52,44 @@ func (o *observation) qemu(ctx context.Context, r resource, tags []string) error
 		obs.MarkedVMs = append(obs.MarkedVMs, vm)
 	} else if d := plan.ReadDamagedVM(r.VMID, r.Node, r.Name, tags, vm.Config); d != nil {
 		obs.Damaged = append(obs.Damaged, d)
+	}
+	return nil
+}
+
+// vmRestore files a VM of an interrupted VM restore
+// (plan.Observed.VMRestores): the restored VM (corral-restoring-<app>)
+// or the VM it replaces (corral-replaced-<app>). Neither is the app's
+// VM, so the planner counts none of their disks' serials.
+func (o *observation) vmRestore(ctx context.Context, r resource, tags []string) error {
+	delete(o.obs.Others, r.VMID)
+	vm := &plan.VM{VMID: r.VMID, Node: r.Node, Project: projectOf(tags), Status: r.Status, Config: map[string]string{"tags": r.Tags}}
+	if !slices.Contains(o.obs.Offline, r.Node) {
+		read, err := readVM(ctx, o.c, r, true)
+		if pve.IsNotFound(err) {
+			return nil // destroyed between the two calls
+		}
+		if err != nil {
+			return err
+		}
+		read.Project = vm.Project
+		vm = read
+	}
+	if o.obs.VMRestores == nil {
+		o.obs.VMRestores = map[string]*plan.VMRestore{}
+	}
+	app := tagged(tags, plan.TagRestoringPrefix)
+	if app == "" {
+		app = tagged(tags, plan.TagReplacedPrefix)
+	}
+	rs := o.obs.VMRestores[app]
+	if rs == nil {
+		rs = &plan.VMRestore{App: app}
+		o.obs.VMRestores[app] = rs
+	}
+	if tagged(tags, plan.TagRestoringPrefix) != "" {
+		rs.New, rs.Stamp = vm, plan.ParseRestoreMarker(vm.Config["description"])
+	} else {
+		rs.Replaced = vm
 	}
 	return nil
 }

@@ -382,6 +382,7 @@ func (j *backupJob) restoreOptions(a *restoreArgs, app string) apply.RestoreOpti
 	if m, ok := j.app(app); ok {
 		for _, v := range m.Volumes {
 			opts.Names[v.Mount] = v.Name
+			opts.Volumes = append(opts.Volumes, v.Name)
 		}
 		if opts.Storage == "" {
 			opts.Storage = m.RootFS.Storage
@@ -440,6 +441,13 @@ func restoreLockNodes(node string, obs *plan.Observed) []string {
 		for _, ct := range []*plan.CT{r.New, r.Replaced} {
 			if ct != nil && !slices.Contains(nodes, ct.Node) {
 				nodes = append(nodes, ct.Node)
+			}
+		}
+	}
+	for _, r := range obs.VMRestores {
+		for _, n := range r.Nodes() {
+			if !slices.Contains(nodes, n) {
+				nodes = append(nodes, n)
 			}
 		}
 	}

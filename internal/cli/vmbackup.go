@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"fmt"
+
 	"github.com/spf13/cobra"
 
 	"github.com/corralhq/corral/internal/apply"
@@ -34,7 +36,7 @@ func runRestoreVM(cmd *cobra.Command, st *streams, j *backupJob, a *restoreArgs,
 			return err
 		}
 	}
-	lock, err := lockNodes(ctx, st, j.ex, obs, []string{rp.Node}, "restore", a.lf, nil)
+	lock, err := lockNodes(ctx, st, j.ex, obs, restoreLockNodes(rp.Node, obs), "restore", a.lf, nil)
 	if err != nil {
 		return j.err(err)
 	}
@@ -43,12 +45,21 @@ func runRestoreVM(cmd *cobra.Command, st *streams, j *backupJob, a *restoreArgs,
 	if obs, err = apply.Observe(ctx, j.s.client); err != nil {
 		return j.err(err)
 	}
+	if obs.Interrupted() {
+		// An earlier restore was interrupted: finish or undo it first.
+		if err := j.ex.Recover(ctx, obs); err != nil {
+			return j.err(err)
+		}
+		if obs, err = apply.Observe(ctx, j.s.client); err != nil {
+			return j.err(err)
+		}
+	}
 	if rp, err = j.ex.PlanVMRestore(ctx, obs, opts); err != nil {
 		return j.err(err)
 	}
 	res, err := j.ex.RestoreVM(ctx, rp)
 	if err != nil {
-		return j.err(err)
+		return j.err(fmt.Errorf("restore stopped: %w", err))
 	}
 	if j.asJSON {
 		return writeJSON(st, res)

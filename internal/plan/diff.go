@@ -1195,6 +1195,11 @@ func recoveries(obs *Observed) (text, nodes []string) {
 			}
 		}
 	}
+	for _, app := range slices.Sorted(maps.Keys(obs.VMRestores)) {
+		r := obs.VMRestores[app]
+		text = append(text, r.String(obs))
+		nodes = append(nodes, r.Nodes()...)
+	}
 	for _, app := range slices.Sorted(maps.Keys(obs.Rescues)) {
 		for _, r := range obs.Rescues[app] {
 			text = append(text, r.String())

@@ -152,4 +152,6 @@ func (o *Observed) InRescue(app string) bool { return len(o.Rescues[app]) > 0 }
 
 // Interrupted reports whether an earlier command left work that the next
 // changing command finishes first: a restore or a rescue.
-func (o *Observed) Interrupted() bool { return len(o.Restores) > 0 || len(o.Rescues) > 0 }
+func (o *Observed) Interrupted() bool {
+	return len(o.Restores) > 0 || len(o.VMRestores) > 0 || len(o.Rescues) > 0
+}

@@ -167,6 +167,10 @@ type Observed struct {
 	// (tagged corral-replaced-<app>) if it was already set aside. The
 	// next changing command finishes or rolls them back first.
 	Restores map[string]*Restore
+	// VMRestores are the interrupted restores of VM apps, by app
+	// (vmrestore.go): the next changing command finishes or rolls them
+	// back first, as Restores.
+	VMRestores map[string]*VMRestore
 	// Carriers are moves under way or interrupted, by app (see
 	// Carrier): the next changing command finishes them first.
 	Carriers map[string]*Carrier

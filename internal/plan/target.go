@@ -75,7 +75,9 @@ func Target(p *Plan, obs *Observed, names []string) error {
 // first, in words.
 func targetNeeds(kept, out []Change, obs *Observed, named func(string) bool) []string {
 	var needs []string
-	for _, app := range slices.Sorted(maps.Keys(obs.Restores)) {
+	apps := append(slices.Collect(maps.Keys(obs.Restores)), slices.Collect(maps.Keys(obs.VMRestores))...)
+	slices.Sort(apps)
+	for _, app := range slices.Compact(apps) {
 		if !named(app) {
 			needs = append(needs, fmt.Sprintf("app %s: an interrupted restore, which apply finishes (or rolls back) before any other change", app))
 		}

@@ -34,6 +34,15 @@ func (m *planner) planVM(a *App) {
 		m.refuse(probs...)
 		return
 	}
+	if obs.VMRestores[a.Name] != nil {
+		// Planned once the restore is finished or rolled back.
+		c := Change{App: a.Name, Kind: KindVM, Action: NoOp, Desired: a}
+		if vms := obs.VMs[a.Name]; len(vms) > 0 {
+			c.VMID, c.Node = vms[0].VMID, vms[0].Node
+		}
+		m.p.Changes = append(m.p.Changes, c)
+		return
+	}
 	vms := obs.VMs[a.Name]
 	if len(vms) == 0 {
 		m.createVM(a)
