@@ -103,7 +103,7 @@ func (r *runner) waitHAPowerOf(ctx context.Context, kind pve.GuestKind, upid, no
 	ctx, cancel := context.WithTimeout(ctx, haPowerWait)
 	defer cancel()
 	for {
-		is, err := r.guestRunning(ctx, kind, node, vmid)
+		is, err := guestRunning(ctx, r.client, kind, node, vmid)
 		if err != nil {
 			return err
 		}
@@ -119,15 +119,15 @@ func (r *runner) waitHAPowerOf(ctx context.Context, kind pve.GuestKind, upid, no
 }
 
 // guestRunning reads whether guest vmid of kind runs.
-func (r *runner) guestRunning(ctx context.Context, kind pve.GuestKind, node string, vmid int) (bool, error) {
+func guestRunning(ctx context.Context, c *pve.Client, kind pve.GuestKind, node string, vmid int) (bool, error) {
 	if kind == pve.QEMU {
-		st, err := r.client.VMStatusOf(ctx, node, vmid)
+		st, err := c.VMStatusOf(ctx, node, vmid)
 		if err != nil {
 			return false, err
 		}
 		return st.Status == "running", nil
 	}
-	st, err := r.client.ContainerStatus(ctx, node, vmid)
+	st, err := c.ContainerStatus(ctx, node, vmid)
 	if err != nil {
 		return false, err
 	}

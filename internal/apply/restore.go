@@ -626,7 +626,7 @@ func (e *Executor) Recover(ctx context.Context, obs *plan.Observed) error {
 			return fmt.Errorf("recover the interrupted restore of app %s: %w", app, err)
 		}
 	}
-	return vmOps{r: e.ops(), corralKey: e.SSH.AuthorizedKey}.recoverVMRestores(ctx, obs) // vmrestoreswitch.go
+	return vmRestoreOps{vmOps{r: e.ops(), corralKey: e.SSH.AuthorizedKey}}.recoverVMRestores(ctx, obs) // vmrestoreswitch.go
 }
 
 // restoreVolumes adopts every restored volume into the keeper and

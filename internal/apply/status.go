@@ -177,33 +177,7 @@ func Status(ctx context.Context, c *pve.Client, apps []plan.App, redact func(str
 			}
 			as.Reasons = append(as.Reasons, plan.BlindReason(a.Name, node))
 		}
-		if p != nil {
-			for _, ch := range p.Changes {
-				if ch.App == a.Name {
-					as.Drift = ch.Action.String()
-					for _, why := range ch.Reasons {
-						as.Reasons = append(as.Reasons, redact(why))
-					}
-				}
-			}
-		}
-		if p != nil {
-			for _, u := range p.Unchecked {
-				if u.App == a.Name {
-					as.Drift = "unchecked"
-					as.Reasons = append(as.Reasons, redact(u.Why))
-				}
-			}
-		}
-		if refused != nil && as.Drift == "unknown" {
-			// A refused app has no change in the plan: its refusal says why.
-			for _, prob := range refused.Problems {
-				if refusalNames(prob, a.Name) {
-					as.Drift = "refused"
-					as.Reasons = append(as.Reasons, redact(prob))
-				}
-			}
-		}
+		appDrift(&as, p, refused, redact)
 		if car := obs.Carriers[a.Name]; car != nil {
 			as.Moving = moveStatus(a.Name, car, obs)
 		}
@@ -222,6 +196,39 @@ func Status(ctx context.Context, c *pve.Client, apps []plan.App, redact func(str
 	}
 	r.Keepers = keeperStatus(obs, p)
 	return r, nil
+}
+
+// appDrift says what apply would do to as's app (the plan's change or
+// unchecked note), or why it would not (the plan's refusal that names
+// it), with the reasons redacted.
+func appDrift(as *AppStatus, p *plan.Plan, refused *plan.RefusedError, redact func(string) string) {
+	if p != nil {
+		for _, ch := range p.Changes {
+			if ch.App == as.App {
+				as.Drift = ch.Action.String()
+				for _, why := range ch.Reasons {
+					as.Reasons = append(as.Reasons, redact(why))
+				}
+			}
+		}
+	}
+	if p != nil {
+		for _, u := range p.Unchecked {
+			if u.App == as.App {
+				as.Drift = "unchecked"
+				as.Reasons = append(as.Reasons, redact(u.Why))
+			}
+		}
+	}
+	if refused != nil && as.Drift == "unknown" {
+		// A refused app has no change in the plan: its refusal says why.
+		for _, prob := range refused.Problems {
+			if refusalNames(prob, as.App) {
+				as.Drift = "refused"
+				as.Reasons = append(as.Reasons, redact(prob))
+			}
+		}
+	}
 }
 
 // containerStatuses are the status lines of an app's containers, each

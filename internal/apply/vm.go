@@ -48,7 +48,11 @@ func (e *Executor) applyVM(ctx context.Context, c plan.Change, obs *plan.Observe
 		}
 		return e.applyHA(ctx, c, p.vmid, obs)
 	case plan.Move:
-		return e.moveVM(ctx, v, c, obs) // vmmove.go: ends in the Update below, on the target
+		after, err := moveVM(ctx, v, c) // vmmove.go: ends in an Update, on the target
+		if err != nil {
+			return err
+		}
+		return e.applyVM(ctx, after, obs)
 	case plan.Update:
 		if c.HA != nil && c.HA.Want == nil {
 			if err := e.applyHA(ctx, c, c.VMID, obs); err != nil {

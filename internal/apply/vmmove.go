@@ -1,9 +1,11 @@
 package apply
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/corralhq/corral/internal/plan"
@@ -23,58 +25,53 @@ import (
 // moveVM carries out a VM app's Move: stop, snapshots deleted when
 // asked, the retained disks gathered on the VM (and the dropped ones
 // given back) on the source node, the migration, then the rest as an
-// update on the target: new disks, growth, edits, start, guest work.
-func (e *Executor) moveVM(ctx context.Context, v vmOps, c plan.Change, obs *plan.Observed) error {
+// update on the target (new disks, growth, edits, start, guest work),
+// which it returns for applyVM to carry out.
+func moveVM(ctx context.Context, v vmOps, c plan.Change) (plan.Change, error) {
 	from, vmid := c.From, c.OldVMID
 	conf, err := v.r.client.VMConfigOf(ctx, from, vmid, true)
 	switch {
 	case pve.IsNotFound(err):
-		return &PlanStaleError{App: c.App, VMID: vmid, Reason: "is no longer on node " + from}
+		return plan.Change{}, &PlanStaleError{App: c.App, VMID: vmid, Reason: "is no longer on node " + from}
 	case err != nil:
-		return err
+		return plan.Change{}, err
 	case c.Digest != "" && conf.Digest != c.Digest:
-		return &PlanStaleError{App: c.App, VMID: vmid, Reason: "was changed (its config digest differs)"}
+		return plan.Change{}, &PlanStaleError{App: c.App, VMID: vmid, Reason: "was changed (its config digest differs)"}
 	}
 	if err := v.stop(ctx, c.App, from, vmid); err != nil {
-		return err
+		return plan.Change{}, err
 	}
 	if c.Desired != nil && c.Desired.DeleteSnapshots {
 		if err := v.dropAllSnapshots(ctx, c.App, from, vmid); err != nil {
-			return err
+			return plan.Change{}, err
 		}
 	}
 	if err := v.gatherDisks(ctx, c); err != nil {
-		return err
+		return plan.Change{}, err
 	}
 	if err := v.migrateVM(ctx, c.App, from, vmid, c.Node); err != nil {
-		return err
+		return plan.Change{}, err
 	}
-	after, err := v.afterMove(ctx, c)
+	return v.afterMove(ctx, c)
+}
+
+// dropAllSnapshots deletes every snapshot of the VM, the newest first
+// (a branch the VM was rolled back from included: any snapshot left
+// blocks the migration).
+func (v vmOps) dropAllSnapshots(ctx context.Context, app, node string, vmid int) error {
+	snaps, err := v.r.client.VMSnapshots(ctx, node, vmid)
 	if err != nil {
 		return err
 	}
-	return e.applyVM(ctx, after, obs)
-}
-
-// dropAllSnapshots deletes the VM's snapshots, newest first: the
-// config's parent is the latest, and each delete makes its parent the
-// config's.
-func (v vmOps) dropAllSnapshots(ctx context.Context, app, node string, vmid int) error {
+	snaps = slices.DeleteFunc(snaps, func(s pve.Snapshot) bool { return s.Name == "current" })
+	slices.SortStableFunc(snaps, func(a, b pve.Snapshot) int { return cmp.Compare(b.SnapTime, a.SnapTime) })
 	c := plan.Change{App: app, Node: node, VMID: vmid}
-	for range 1000 {
-		conf, err := v.r.client.VMConfigOf(ctx, node, vmid, true)
-		if err != nil {
-			return err
-		}
-		name := conf.Values["parent"]
-		if name == "" {
-			return nil
-		}
-		if err := v.dropSnapshot(ctx, c, name); err != nil {
+	for _, s := range snaps {
+		if err := v.dropSnapshot(ctx, c, s.Name); err != nil {
 			return err
 		}
 	}
-	return fmt.Errorf("vm %d on %s: its snapshots do not go away (qm listsnapshot %d lists them): delete them by hand and run this again", vmid, node, vmid)
+	return nil
 }
 
 // gatherDisks gives the stopped VM, on the source node, every retained

@@ -343,7 +343,7 @@ func withIPConfig(ipc, ip string) string {
 // it meanwhile), the switch that makes it the app's (switchRestored),
 // its start, since an app runs, and the replaced VM's destroy.
 func (e *Executor) RestoreVM(ctx context.Context, rp *VMRestorePlan) (*VMRestoreResult, error) {
-	v := vmOps{r: e.ops(), corralKey: e.SSH.AuthorizedKey}
+	v := vmRestoreOps{vmOps{r: e.ops(), corralKey: e.SSH.AuthorizedKey}}
 	if err := v.restoreArchive(ctx, rp); err != nil {
 		return nil, err
 	}
@@ -378,7 +378,7 @@ func (e *Executor) RestoreVM(ctx context.Context, rp *VMRestorePlan) (*VMRestore
 
 // renamedVolIDs sets the volids of rp's displaced disks as the keeper VM
 // holds them now: a replaced VM's disks were renamed by their reassign.
-func (v vmOps) renamedVolIDs(ctx context.Context, rp *VMRestorePlan) error {
+func (v vmRestoreOps) renamedVolIDs(ctx context.Context, rp *VMRestorePlan) error {
 	if len(rp.Renamed) == 0 {
 		return nil
 	}
@@ -401,7 +401,7 @@ func (v vmOps) renamedVolIDs(ctx context.Context, rp *VMRestorePlan) error {
 
 // restoreArchive runs qmrestore of rp's archive into rp.VMID, or the
 // next free VMID when another client took it meanwhile.
-func (v vmOps) restoreArchive(ctx context.Context, rp *VMRestorePlan) error {
+func (v vmRestoreOps) restoreArchive(ctx context.Context, rp *VMRestorePlan) error {
 	return v.r.step(rp.Name, "restore", fmt.Sprintf("%s into vm %d on %s", rp.Archive, rp.VMID, rp.Node), func() error {
 		for attempt := 1; ; attempt++ {
 			v.r.creating.Lock()

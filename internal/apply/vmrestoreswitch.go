@@ -12,6 +12,11 @@ import (
 	"github.com/corralhq/corral/internal/pve"
 )
 
+// vmRestoreOps restores a VM archive into an app: vmOps's steps, and the
+// restore's own (the archive's restore, the switch below, an interrupted
+// one's recovery), kept apart so that vmOps stays a size to read.
+type vmRestoreOps struct{ vmOps }
+
 // switchRestored makes the restored VM newID app's (vmrestore.go). Each
 // step reads what it changes first and does nothing when it is done, so
 // a run killed at any request is finished by the next one (Recover):
@@ -27,7 +32,7 @@ import (
 // Step 2 comes before 3, so that no two disks on a keeper or app VM ever
 // carry one serial; until step 4 newID is a restore in flight, whose
 // disks no plan counts.
-func (v vmOps) switchRestored(ctx context.Context, app, node string, newID, oldID int, stamp string) error {
+func (v vmRestoreOps) switchRestored(ctx context.Context, app, node string, newID, oldID int, stamp string) error {
 	if oldID != 0 {
 		if err := v.setAside(ctx, app, node, oldID); err != nil {
 			return err
@@ -66,7 +71,7 @@ func (v vmOps) switchRestored(ctx context.Context, app, node string, newID, oldI
 
 // setAside stops the replaced VM, gives its retained disks to the keeper
 // VM and tags it corral-replaced-<app>.
-func (v vmOps) setAside(ctx context.Context, app, node string, oldID int) error {
+func (v vmRestoreOps) setAside(ctx context.Context, app, node string, oldID int) error {
 	if err := v.stop(ctx, app, node, oldID); err != nil {
 		return err
 	}
@@ -90,7 +95,7 @@ func (v vmOps) setAside(ctx context.Context, app, node string, oldID int) error 
 // serial of <name>-replaced-<stamp>, and records in the keeper VM's Notes
 // those and the restored disks' names, in one write with the config's
 // digest. Without a keeper VM nothing is displaced.
-func (v vmOps) displace(ctx context.Context, app, node string, finals map[string]plan.VolumeKey, stamp string) error {
+func (v vmRestoreOps) displace(ctx context.Context, app, node string, finals map[string]plan.VolumeKey, stamp string) error {
 	keeper, err := v.keeperVM(ctx, app, node, false)
 	if err != nil || keeper == 0 {
 		return err
@@ -133,7 +138,7 @@ func (v vmOps) displace(ctx context.Context, app, node string, finals map[string
 
 // reserial gives the restored VM's drives (key → serial) their serials,
 // in one write with the config's digest.
-func (v vmOps) reserial(ctx context.Context, app, node string, vmid int, serials map[string]string) error {
+func (v vmRestoreOps) reserial(ctx context.Context, app, node string, vmid int, serials map[string]string) error {
 	return v.r.step(app, "volume", fmt.Sprintf("the restored disks of vm %d take app %s's serials", vmid, app), func() error {
 		conf, err := v.r.client.VMConfigOf(ctx, node, vmid, true)
 		if err != nil {
@@ -149,7 +154,7 @@ func (v vmOps) reserial(ctx context.Context, app, node string, vmid int, serials
 
 // takeIdentity gives the restored VM the app's tags (its own user tags
 // and project kept) and its Notes without the restore's lines.
-func (v vmOps) takeIdentity(ctx context.Context, app, node string, vmid int) error {
+func (v vmRestoreOps) takeIdentity(ctx context.Context, app, node string, vmid int) error {
 	conf, err := v.r.client.VMConfigOf(ctx, node, vmid, true)
 	if err != nil {
 		return err
@@ -186,7 +191,7 @@ func withSerial(drive, serial string) string {
 // (the archive's copies); otherwise the switch is finished and the
 // replaced VM removed, its retained disks given to the keeper VM first.
 // The app's VM is started by the apply that follows.
-func (v vmOps) recoverVMRestores(ctx context.Context, obs *plan.Observed) error {
+func (v vmRestoreOps) recoverVMRestores(ctx context.Context, obs *plan.Observed) error {
 	for _, app := range slices.Sorted(maps.Keys(obs.VMRestores)) {
 		r := obs.VMRestores[app]
 		var err error
@@ -216,7 +221,7 @@ func (v vmOps) recoverVMRestores(ctx context.Context, obs *plan.Observed) error 
 // disks: it never ran, and its disks are copies the archive holds (no
 // displaced disk was renamed yet). Its disks are not given to the keeper
 // VM, which holds the app's own disks under the same serials.
-func (v vmOps) destroyRestored(ctx context.Context, app, node string, vmid int) error {
+func (v vmRestoreOps) destroyRestored(ctx context.Context, app, node string, vmid int) error {
 	if err := v.stop(ctx, app, node, vmid); err != nil && !pve.IsNotFound(err) {
 		return err
 	}
