@@ -532,6 +532,14 @@ func ListSnapshots(ctx context.Context, c *pve.Client, ct *plan.CT) ([]SnapshotI
 	if err != nil {
 		return nil, err
 	}
+	return snapshotInfos(snaps, false), nil
+}
+
+// snapshotInfos turns a guest's snapshot list into its snapshots, oldest
+// first, the one the guest descends from marked current ("current" is
+// PVE's entry for the guest itself). A VM's (vm) say whether they hold
+// the RAM state.
+func snapshotInfos(snaps []pve.Snapshot, vm bool) []SnapshotInfo {
 	parent := ""
 	for _, s := range snaps {
 		if s.Name == "current" {
@@ -543,11 +551,16 @@ func ListSnapshots(ctx context.Context, c *pve.Client, ct *plan.CT) ([]SnapshotI
 		if s.Name == "current" {
 			continue
 		}
-		out = append(out, SnapshotInfo{Name: s.Name, Time: time.Unix(int64(s.SnapTime), 0).UTC(),
-			Description: strings.TrimSpace(s.Description), Parent: s.Parent, Current: s.Name == parent})
+		si := SnapshotInfo{Name: s.Name, Time: time.Unix(int64(s.SnapTime), 0).UTC(),
+			Description: strings.TrimSpace(s.Description), Parent: s.Parent, Current: s.Name == parent}
+		if vm {
+			ram := bool(s.VMState)
+			si.RAM = &ram
+		}
+		out = append(out, si)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Time.Before(out[j].Time) })
-	return out, nil
+	return out
 }
 
 // sortedVolumeKeys returns the keys of m in string order.

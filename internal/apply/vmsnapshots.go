@@ -7,7 +7,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/corralhq/corral/internal/plan"
 	"github.com/corralhq/corral/internal/pve"
@@ -55,23 +54,7 @@ func ListVMSnapshots(ctx context.Context, c *pve.Client, vm *plan.VM) ([]Snapsho
 	if err != nil {
 		return nil, err
 	}
-	parent := ""
-	for _, s := range snaps {
-		if s.Name == "current" {
-			parent = s.Parent
-		}
-	}
-	out := []SnapshotInfo{}
-	for _, s := range snaps {
-		if s.Name == "current" {
-			continue
-		}
-		ram := bool(s.VMState)
-		out = append(out, SnapshotInfo{Name: s.Name, Time: time.Unix(int64(s.SnapTime), 0).UTC(),
-			Description: strings.TrimSpace(s.Description), Parent: s.Parent, Current: s.Name == parent, RAM: &ram})
-	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Time.Before(out[j].Time) })
-	return out, nil
+	return snapshotInfos(snaps, true), nil
 }
 
 // VMSnapshotCovers is what a snapshot of vm taken now holds, in the
