@@ -38,7 +38,8 @@ func (r *ViewVMs) runExec(vmid int, req model.GuestExec) (int, func() model.Gues
 	if err := s.m.ExecUnavailable(); err != nil {
 		return 0, nil, model.Failf("Agent error: Guest agent command failed, error was '%s'\n", err)
 	}
-	probe := fmt.Sprintf(`p=$(command -v -- %s) && case $p in /*) [ -x "$p" ];; *) false;; esac`, shellQuote(req.Path))
+	probe := "p=" + shellQuote(req.Path) + `; case $p in */*) [ -f "$p" ] && [ -x "$p" ];; *)
+IFS=:; for d in $PATH; do [ -f "$d/$p" ] && [ -x "$d/$p" ] && exit 0; done; exit 1;; esac` // a program, never a shell builtin
 	_, wait, err := s.agentCommand(probe, nil)
 	if err != nil {
 		return 0, nil, err
