@@ -242,6 +242,9 @@ func parseExecStatus(raw json.RawMessage) (model.GuestExecStatus, error) {
 }
 
 func decodeAgentData(s string) []byte {
+	if s == "" {
+		return nil // qemu-ga sends no data for no output
+	}
 	if b, err := base64.StdEncoding.DecodeString(s); err == nil {
 		return b
 	}
