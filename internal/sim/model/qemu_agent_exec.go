@@ -1,8 +1,6 @@
 package model
 
-import (
-	"encoding/base64"
-)
+import "encoding/base64"
 
 // GuestExec is one guest-exec request, as qemu-server's qemu_exec sends
 // it: the program (Path, searched in the guest's PATH as qemu-ga's
@@ -81,12 +79,6 @@ func (q *vmPower) VMExecStatus(auth Auth, node string, vmid, pid int) (any, erro
 		return nil, err
 	}
 	return st.answer(), nil
-}
-
-func (q *vmPower) vmAgentCheck(auth Auth, node string, vmid int, cmd string) error {
-	q.stateMu.RLock()
-	defer q.stateMu.RUnlock()
-	return q.vmAgentCheckLocked(auth, node, vmid, cmd)
 }
 
 // answer is the status as PVE returns it: keys qemu-ga leaves out stay
