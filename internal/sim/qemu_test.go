@@ -101,6 +101,9 @@ func TestQemu_permissions(t *testing.T) {
 	if r := k.do(who, http.MethodPost, "/nodes/pve/qemu/300/agent/ping", nil); r.status != 403 || r.msg != "Permission check failed (/vms/300, VM.GuestAgent.Audit|VM.GuestAgent.Unrestricted)\n" {
 		t.Fatalf("agent ping without VM.GuestAgent.Audit: %d %q", r.status, r.msg)
 	}
+	if r := k.do(who, http.MethodPost, "/nodes/pve/qemu/300/agent/exec", url.Values{"command": {"true"}}); r.status != 403 || r.msg != "Permission check failed (/vms/300, VM.GuestAgent.Unrestricted)\n" {
+		t.Fatalf("agent exec without VM.GuestAgent.Unrestricted: %d %q", r.status, r.msg)
+	}
 }
 
 // TestQemu_vmidSpace: VMs and CTs share one VMID space: nextid skips

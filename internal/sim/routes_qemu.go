@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"strings"
+
 	"github.com/corralhq/corral/internal/sim/model"
 	"github.com/corralhq/corral/internal/sim/schema"
 )
@@ -37,6 +39,8 @@ func (a *qemuAPI) register(route routeFunc) {
 	route("POST", "/nodes/{node}/qemu/{vmid}/agent/fsfreeze-freeze", a.agent("fsfreeze-freeze"))
 	route("POST", "/nodes/{node}/qemu/{vmid}/agent/fsfreeze-thaw", a.agent("fsfreeze-thaw"))
 	route("POST", "/nodes/{node}/qemu/{vmid}/agent/fsfreeze-status", a.agent("fsfreeze-status"))
+	route("POST", "/nodes/{node}/qemu/{vmid}/agent/exec", a.postExec)
+	route("GET", "/nodes/{node}/qemu/{vmid}/agent/exec-status", a.getExecStatus)
 	a.registerOps(route)
 }
 
@@ -106,6 +110,23 @@ func (a *qemuAPI) getStatus(r *request) (any, error) {
 
 // agent is the handler of one guest agent command: PVE wraps the
 // agent's answer as {"result": …}.
+// postExec is agent/exec: command is an array (its elements NUL-joined
+// by the router; a single value is a one-element array, as PVE takes
+// it), answered with the agent's {"pid": N} itself, not under "result".
+func (a *qemuAPI) postExec(r *request) (any, error) {
+	var input *string
+	if v, ok := r.params["input-data"]; ok {
+		input = &v
+	}
+	command := strings.Split(r.params["command"], "\x00")
+	return a.cluster.VMExec(r.auth, r.params["node"], intParam(r, "vmid"), command, input)
+}
+
+// getExecStatus is agent/exec-status, also answered unwrapped.
+func (a *qemuAPI) getExecStatus(r *request) (any, error) {
+	return a.cluster.VMExecStatus(r.auth, r.params["node"], intParam(r, "vmid"), intParam(r, "pid"))
+}
+
 func (a *qemuAPI) agent(cmd string) handler {
 	return func(r *request) (any, error) {
 		res, err := a.cluster.VMAgent(r.auth, r.params["node"], intParam(r, "vmid"), cmd)

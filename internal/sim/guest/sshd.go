@@ -704,16 +704,22 @@ func (s *ctServer) exec(sc *ssh.ServerConn, ch ssh.Channel, e execSpec, started 
 	}
 	started(cmd.Process.Pid, sio.master)
 	werr := sio.pump(ch, cmd, started)
+	s.ended(cmd, ns, spec)
+	sendExit(ch, cmd, werr)
+}
 
+// ended forgets a session's command once it exited: its overlay work
+// directory goes, unless processes it left behind in its mount
+// namespace still use it (then it goes with them, at the server's stop).
+func (s *ctServer) ended(cmd *exec.Cmd, ns string, spec viewSpec) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	delete(s.sessions, cmd)
 	if ns != "" && len(processesIn(ns, spec.Root)) > 0 {
 		s.leftover[ns] = spec.Work
 	} else {
 		removeWork(spec.Work)
 	}
-	s.mu.Unlock()
-	sendExit(ch, cmd, werr)
 }
 
 // view is the viewSpec of e in the CT as it runs now, or the error (with

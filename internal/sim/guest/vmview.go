@@ -23,7 +23,8 @@ import (
 // ViewVMs is the VM runtime of the unisolated view (model.VMRuntime):
 // no QEMU boots, but each started VM gets a guest that SSH reaches, for
 // fast tests of what a client does inside a VM. Its guest agent answers
-// as model.AgentVMRuntime's does, and network-get-interfaces reports
+// as model.AgentVMRuntime's does, guest-exec runs its command in the
+// guest (vmexec.go), and network-get-interfaces reports
 // eth0 at the address where the guest's sshd listens: the VM's
 // loopback address in the emulator's guest block (model.GuestAddress,
 // as a CT's with ip=dhcp), or a static ipconfig0 address, reachable
@@ -71,6 +72,7 @@ func (m *Manager) ViewVMs() *ViewVMs {
 	defer m.mu.Unlock()
 	if m.vmView == nil {
 		m.vmView = &ViewVMs{AgentVMRuntime: model.NewAgentVMRuntime(), m: m, vms: map[int]*viewVM{}}
+		m.vmView.RunExecWith(m.vmView.runExec)
 	}
 	return m.vmView
 }

@@ -9,13 +9,18 @@ import "fmt"
 // runtime) no agent answers: "QEMU guest agent is not running", as PVE
 // says of a guest whose agent is not up.
 func (q *vmPower) VMAgent(auth Auth, node string, vmid int, cmd string) (any, error) {
-	q.stateMu.RLock()
-	if err := q.vmAgentCheckLocked(auth, node, vmid, cmd); err != nil {
-		q.stateMu.RUnlock()
+	if err := q.vmAgentCheck(auth, node, vmid, cmd); err != nil {
 		return nil, err
 	}
-	q.stateMu.RUnlock()
 	return q.vmRuntime().Agent(vmid, cmd)
+}
+
+// vmAgentCheck is qemu-server's checks before any agent command, under
+// the state's read lock (the runtime's call is made without it).
+func (q *vmPower) vmAgentCheck(auth Auth, node string, vmid int, cmd string) error {
+	q.stateMu.RLock()
+	defer q.stateMu.RUnlock()
+	return q.vmAgentCheckLocked(auth, node, vmid, cmd)
 }
 
 func (q *vmPower) vmAgentCheckLocked(auth Auth, node string, vmid int, cmd string) error {

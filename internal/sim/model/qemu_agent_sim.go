@@ -15,7 +15,10 @@ import (
 // frozen state as qemu-ga does), get-fsinfo and network-get-interfaces
 // (nothing mounted, no interfaces: there is no guest); Mute makes a VM's
 // agent stop answering, as one whose service is down. Every call is
-// recorded (Calls). The default state-only runtime has no agent at all.
+// recorded (Calls). guest-exec runs in the guest of its GuestRunner
+// (RunExecWith: the view's VMs); without one there is no program to run
+// and the agent says so as qemu-ga does of a program not found. The
+// default state-only runtime has no agent at all.
 type AgentVMRuntime struct {
 	stateOnlyVMRuntime
 	mu     sync.Mutex
@@ -23,11 +26,13 @@ type AgentVMRuntime struct {
 	muted  map[int]bool
 	frozen map[int]bool
 	calls  map[int][]string
+	execs  map[int]map[int]*execProc // per VM, by guest PID
+	runner GuestRunner
 }
 
 // NewAgentVMRuntime returns a state-only runtime with answering agents.
 func NewAgentVMRuntime() *AgentVMRuntime {
-	return &AgentVMRuntime{agent: map[int]bool{}, muted: map[int]bool{}, frozen: map[int]bool{}, calls: map[int][]string{}}
+	return &AgentVMRuntime{agent: map[int]bool{}, muted: map[int]bool{}, frozen: map[int]bool{}, calls: map[int][]string{}, execs: map[int]map[int]*execProc{}}
 }
 
 // Start records the VM running, with its agent when the config has one.
@@ -36,6 +41,7 @@ func (r *AgentVMRuntime) Start(spec VMStartSpec) (int, error) {
 	defer r.mu.Unlock()
 	r.agent[spec.VMID] = spec.Agent
 	r.frozen[spec.VMID] = false
+	r.execs[spec.VMID] = map[int]*execProc{}
 	r.calls[spec.VMID] = append(r.calls[spec.VMID], "start")
 	return r.stateOnlyVMRuntime.Start(spec) // its PID counter under r.mu
 }
@@ -56,6 +62,7 @@ func (r *AgentVMRuntime) end(vmid int, what string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.agent, vmid)
+	delete(r.execs, vmid) // its processes went with the guest
 	r.calls[vmid] = append(r.calls[vmid], what)
 }
 
@@ -80,8 +87,8 @@ func (r *AgentVMRuntime) Agent(vmid int, command string) (any, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.calls[vmid] = append(r.calls[vmid], command)
-	if !r.agent[vmid] || r.muted[vmid] {
-		return nil, Failf("QEMU guest agent is not running\n")
+	if err := r.upLocked(vmid); err != nil {
+		return nil, err
 	}
 	switch command {
 	case "ping":
@@ -108,4 +115,12 @@ func (r *AgentVMRuntime) Agent(vmid int, command string) (any, error) {
 		return []any{}, nil
 	}
 	return nil, Failf("Agent error: %s\n", fmt.Sprintf("The command guest-%s has not been found", command))
+}
+
+// upLocked is nil when VM vmid's agent answers.
+func (r *AgentVMRuntime) upLocked(vmid int) error {
+	if !r.agent[vmid] || r.muted[vmid] {
+		return Failf("QEMU guest agent is not running\n")
+	}
+	return nil
 }

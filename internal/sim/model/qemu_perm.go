@@ -88,6 +88,8 @@ func vmAgentPrivs(version, cmd string) []string {
 		return []string{"VM.Monitor"}
 	}
 	switch cmd {
+	case "exec", "exec-status": // Agent.pm registers them with Unrestricted alone
+		return []string{"VM.GuestAgent.Unrestricted"}
 	case "fsfreeze-freeze", "fsfreeze-thaw":
 		return []string{"VM.GuestAgent.FileSystemMgmt", "VM.GuestAgent.Unrestricted"}
 	case "fsfreeze-status":

@@ -20,7 +20,8 @@ type VMRuntime interface {
 	Shutdown(vmid int, timeout time.Duration) error
 	// Agent runs a guest agent command (ping, network-get-interfaces,
 	// get-fsinfo, fsfreeze-freeze, fsfreeze-thaw, fsfreeze-status) and
-	// returns its "return" value.
+	// returns its "return" value. guest-exec, which takes arguments,
+	// is VMExecRuntime's, for the runtimes whose guests run programs.
 	Agent(vmid int, command string) (any, error)
 }
 

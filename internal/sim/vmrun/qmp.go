@@ -41,13 +41,19 @@ func exchange(c net.Conn, rd *bufio.Reader, cmd string, args any) (json.RawMessa
 			continue // an event, or the agent's 0xff resync byte
 		}
 		if resp.Error != nil {
-			return nil, fmt.Errorf("%s: %s", resp.Error.Class, resp.Error.Desc)
+			return nil, &AgentError{Class: resp.Error.Class, Desc: resp.Error.Desc}
 		}
 		if resp.Return != nil {
 			return resp.Return, nil
 		}
 	}
 }
+
+// AgentError is a QMP or guest agent error answer: PVE reports an
+// agent's as "Agent error: <Desc>" (qemu-server's check_agent_error).
+type AgentError struct{ Class, Desc string }
+
+func (e *AgentError) Error() string { return e.Class + ": " + e.Desc }
 
 // dial connects to a unix socket with ctx's deadline (or 5 seconds).
 func dial(ctx context.Context, path string) (net.Conn, error) {
