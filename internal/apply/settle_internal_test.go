@@ -86,12 +86,13 @@ func TestSettleWaitReadsTasksFirst(t *testing.T) {
 	}
 	stopped := func() bool { st, err := cl.CTStatus("pve", 180); return err == nil && st.Status == "stopped" }
 	held := false
+	tr := srv.HTTPClient().Transport // one transport: each keeps its connections open
 	rt := roundTrip(func(req *http.Request) (*http.Response, error) {
 		if strings.HasSuffix(req.URL.Path, "/nodes/pve/tasks") && !held {
 			held = true
 			testenv.WaitFor(t, "the shutdown of 180 to end", stopped)
 		}
-		return srv.HTTPClient().Transport.RoundTrip(req)
+		return tr.RoundTrip(req)
 	})
 	c := pvetest.Client(t, srv, srv.Credentials().OperatorToken, pvetest.Transport(rt))
 	if _, err := cl.ShutdownCT(root, "pve", 180, map[string]string{}); err != nil {
@@ -126,11 +127,12 @@ func TestSettleWaitReadsTasksWhereCorralsGuestsAre(t *testing.T) {
 	srv := pvetest.Start(t, pvetest.Nodes(2)).Server
 	var mu sync.Mutex
 	var log []string
+	tr := srv.HTTPClient().Transport
 	rt := roundTrip(func(req *http.Request) (*http.Response, error) {
 		mu.Lock()
 		log = append(log, req.URL.Path)
 		mu.Unlock()
-		return srv.HTTPClient().Transport.RoundTrip(req)
+		return tr.RoundTrip(req)
 	})
 	c := pvetest.Client(t, srv, srv.Credentials().OperatorToken, pvetest.Transport(rt))
 	settle := func(ctx context.Context) []string {

@@ -202,13 +202,14 @@ func TestMoveVMStatusWhileMigrating(t *testing.T) {
 	done := make(chan result, 1)
 	go func() { done <- c.run("apply", "-f", m2, "--auto-approve") }()
 	ctx := context.Background()
+	root := c.pveRoot() // one client: each has its own connections, kept open until the test ends
 	testenv.WaitFor(t, "vm locked migrate on pve1", func() bool {
-		conf, err := c.pveRoot().VMConfigOf(ctx, "pve1", vmid, true)
+		conf, err := root.VMConfigOf(ctx, "pve1", vmid, true)
 		return err == nil && conf.Values["lock"] == "migrate"
 	})
 	st := c.moveStatus(m2)
 	text := c.run("status", "-f", m2)
-	if conf, err := c.pveRoot().VMConfigOf(ctx, "pve1", vmid, true); err != nil || conf.Values["lock"] != "migrate" {
+	if conf, err := root.VMConfigOf(ctx, "pve1", vmid, true); err != nil || conf.Values["lock"] != "migrate" {
 		t.Fatalf("the migration ended before status answered (%v): status saw nothing to check", err)
 	}
 	mv := st.Apps[0].Moving

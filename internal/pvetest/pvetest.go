@@ -121,6 +121,11 @@ func Client(t testing.TB, srv *sim.Server, token string, mods ...func(*pve.Confi
 	if err != nil {
 		t.Fatalf("client for the emulator: %v", err)
 	}
+	if tr, ok := cfg.HTTPClient.Transport.(*http.Transport); ok {
+		// Each client has its own transport, whose idle connections (and
+		// their goroutines on both ends) would outlive the test.
+		t.Cleanup(tr.CloseIdleConnections)
+	}
 	return c
 }
 
