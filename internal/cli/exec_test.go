@@ -67,8 +67,7 @@ func TestExecInteractiveTTY(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("TERM", "xterm-corral-test")
-	var screen syncBuffer
-	go io.Copy(&screen, ptmx)
+	screen := copyScreen(t, ptmx)
 	code := make(chan int, 1)
 	go func() {
 		args := append([]string{"exec", "-it", "notes"}, append(conn, "--", "bash", "--norc", "--noprofile")...)

@@ -45,8 +45,7 @@ func TestRescueInteractiveShell(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var screen syncBuffer
-	go io.Copy(&screen, ptmx)
+	screen := copyScreen(t, ptmx)
 	code := make(chan int, 1)
 	go func() {
 		code <- Run(context.Background(), append([]string{"rescue", "notes", "--stop"}, conn...), tty, tty, tty)

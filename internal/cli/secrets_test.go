@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"golang.org/x/crypto/ssh"
@@ -21,6 +22,28 @@ import (
 )
 
 // syncBuffer is a bytes.Buffer safe for the emulator's concurrent logging.
+// copyScreen copies what terminal ptmx shows into a buffer until the test
+// ends, then stops reading it: a writer the test left on the terminal
+// (an interactive session that outlived it) then blocks on the full pty
+// instead of filling the buffer. In CI one such writer filled the cli
+// test binary's memory (24 GB, killed) while later tests ran.
+func copyScreen(t *testing.T, ptmx *os.File) *syncBuffer {
+	screen := &syncBuffer{}
+	var ended atomic.Bool
+	t.Cleanup(func() { ended.Store(true) })
+	go func() {
+		buf := make([]byte, 32<<10)
+		for !ended.Load() {
+			n, err := ptmx.Read(buf)
+			screen.Write(buf[:n])
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return screen
+}
+
 type syncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer

@@ -146,8 +146,7 @@ func TestVMExecLoginShell(t *testing.T) {
 	}
 	defer ptmx.Close()
 	defer tty.Close()
-	var screen syncBuffer
-	go io.Copy(&screen, ptmx)
+	screen := copyScreen(t, ptmx)
 	code := make(chan int, 1)
 	sudoCalls(t, root)
 	go func() {
