@@ -77,24 +77,10 @@ func (r *vmMoveRig) run(apps []plan.App, kill int64) (int64, error) {
 // holders are the retained disks of every VM, by serial: "node vmid
 // volid" of each VM that holds it.
 func (r *vmMoveRig) holders() map[string][]string {
-	r.t.Helper()
-	c := pvetest.Client(r.t, r.srv, r.srv.Credentials().RootToken)
-	ctx := context.Background()
-	res, err := c.ClusterResources(ctx, "vm")
-	if err != nil {
-		r.t.Fatal(err)
-	}
 	out := map[string][]string{}
-	for _, g := range res {
-		if g.Type != "qemu" {
-			continue
-		}
-		conf, err := c.VMConfigOf(ctx, g.Node, g.VMID, false)
-		if err != nil {
-			r.t.Fatal(err)
-		}
-		for serial, d := range plan.VMVolumeDisks(conf.Values) {
-			out[serial] = append(out[serial], fmt.Sprintf("%s %d %s", g.Node, g.VMID, d.Volume))
+	for serial, hs := range vmDiskHolders(r.t, r.srv) {
+		for _, h := range hs {
+			out[serial] = append(out[serial], fmt.Sprintf("%s %d %s", h.node, h.vmid, h.volid))
 		}
 	}
 	return out

@@ -70,30 +70,47 @@ func (r *rig) applyVM(vmid string, kill int64) (int64, error) {
 // vmDisks are the retained disks of every VM on the node, by serial:
 // "vmid key volid" of each holder.
 func (r *rig) vmDisks() map[string][]string {
-	r.t.Helper()
-	c := pvetest.Client(r.t, r.srv, r.srv.Credentials().RootToken)
+	out := map[string][]string{}
+	for serial, hs := range vmDiskHolders(r.t, r.srv) {
+		for _, h := range hs {
+			out[serial] = append(out[serial], fmt.Sprintf("%d %s %s", h.vmid, h.key, h.volid))
+		}
+	}
+	return out
+}
+
+// vmDiskHolder is a VM that holds a retained disk, and as what.
+type vmDiskHolder struct {
+	node       string
+	vmid       int
+	key, volid string
+}
+
+// vmDiskHolders are the retained disks of every VM on srv, by serial.
+func vmDiskHolders(t *testing.T, srv *sim.Server) map[string][]vmDiskHolder {
+	t.Helper()
+	c := pvetest.Client(t, srv, srv.Credentials().RootToken)
 	ctx := context.Background()
 	res, err := c.ClusterResources(ctx, "vm")
 	if err != nil {
-		r.t.Fatal(err)
+		t.Fatal(err)
 	}
-	out := map[string][]string{}
+	out := map[string][]vmDiskHolder{}
 	for _, g := range res {
 		if g.Type != "qemu" {
 			continue
 		}
 		conf, err := c.VMConfigOf(ctx, g.Node, g.VMID, false)
 		if err != nil {
-			r.t.Fatal(err)
+			t.Fatal(err)
 		}
 		for serial, d := range plan.VMVolumeDisks(conf.Values) {
-			out[serial] = append(out[serial], fmt.Sprintf("%d %s %s", g.VMID, d.Key, d.Volume))
+			out[serial] = append(out[serial], vmDiskHolder{g.Node, g.VMID, d.Key, d.Volume})
 		}
 	}
 	return out
 }
 
-// vmDiskBytes reads (data nil) or writes the start of volid's file.
 func (r *rig) vmDiskBytes(volid string, data []byte) []byte {
 	r.t.Helper()
 	path, err := r.srv.Cluster().VolumePath("pve", volid)
