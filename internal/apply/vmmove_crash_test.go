@@ -89,26 +89,7 @@ func (r *vmMoveRig) holders() map[string][]string {
 // diskBytes reads (data nil) or writes the start of volid's file on node.
 func (r *vmMoveRig) diskBytes(node, volid string, data []byte) []byte {
 	r.t.Helper()
-	path, err := r.srv.Cluster().VolumePath(node, volid)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	defer f.Close()
-	if data != nil {
-		if _, err := f.WriteAt(data, 0); err != nil {
-			r.t.Fatal(err)
-		}
-		return data
-	}
-	b := make([]byte, 8)
-	if _, err := f.ReadAt(b, 0); err != nil {
-		r.t.Fatal(err)
-	}
-	return b
+	return volumeHead(r.t, r.srv, node, volid, data)
 }
 
 // check fails unless each of data and logs is held by exactly one VM

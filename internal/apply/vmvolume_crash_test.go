@@ -113,24 +113,31 @@ func vmDiskHolders(t *testing.T, srv *sim.Server) map[string][]vmDiskHolder {
 
 func (r *rig) vmDiskBytes(volid string, data []byte) []byte {
 	r.t.Helper()
-	path, err := r.srv.Cluster().VolumePath("pve", volid)
+	return volumeHead(r.t, r.srv, "pve", volid, data)
+}
+
+// volumeHead writes data at the start of volume volid on node, or with
+// nil reads its first 8 bytes.
+func volumeHead(t *testing.T, srv *sim.Server, node, volid string, data []byte) []byte {
+	t.Helper()
+	path, err := srv.Cluster().VolumePath(node, volid)
 	if err != nil {
-		r.t.Fatal(err)
+		t.Fatal(err)
 	}
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
-		r.t.Fatal(err)
+		t.Fatal(err)
 	}
 	defer f.Close()
 	if data != nil {
 		if _, err := f.WriteAt(data, 0); err != nil {
-			r.t.Fatal(err)
+			t.Fatal(err)
 		}
 		return data
 	}
 	b := make([]byte, 8)
 	if _, err := f.ReadAt(b, 0); err != nil {
-		r.t.Fatal(err)
+		t.Fatal(err)
 	}
 	return b
 }

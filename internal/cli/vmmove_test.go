@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 
@@ -30,31 +29,7 @@ func vmMoveManifest(t *testing.T, node string) string {
 // file on node.
 func (c *cluster) nodeBytes(node, volid string, data []byte) string {
 	c.t.Helper()
-	path, err := c.srv.Cluster().VolumePath(node, volid)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	if data != nil {
-		f, err := os.OpenFile(path, os.O_WRONLY, 0)
-		if err == nil {
-			_, err = f.WriteAt(data, 0)
-			f.Close()
-		}
-		if err != nil {
-			c.t.Fatal(err)
-		}
-		return string(data)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	defer f.Close()
-	b := make([]byte, 16)
-	if _, err := f.ReadAt(b, 0); err != nil {
-		c.t.Fatal(err)
-	}
-	return string(b)
+	return string(c.diskBytesOn(node, volid, data))
 }
 
 // vmOn checks that app web's VM is vmid on node, running, and holds

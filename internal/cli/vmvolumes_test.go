@@ -47,8 +47,13 @@ func (c *cluster) vmVolumes(m string) map[string]plan.VolumeInfo {
 // diskBytes reads (data == nil) or writes the start of volid's file on
 // the emulator's storage, as a guest's filesystem would hold it.
 func (c *cluster) diskBytes(volid string, data []byte) []byte {
+	return c.diskBytesOn("pve", volid, data)
+}
+
+// diskBytesOn is diskBytes for a volume on node.
+func (c *cluster) diskBytesOn(node, volid string, data []byte) []byte {
 	c.t.Helper()
-	path, err := c.srv.Cluster().VolumePath("pve", volid)
+	path, err := c.srv.Cluster().VolumePath(node, volid)
 	if err != nil {
 		c.t.Fatal(err)
 	}
