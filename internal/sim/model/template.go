@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
@@ -116,8 +117,36 @@ func writeTemplate(dst string, a Appliance, mtime time.Time) (int64, error) {
 	return int64(len(data)), nil
 }
 
-// templateArchive is the bytes of appliance a's template file.
+// templateArchive is the bytes of appliance a's template file, made once
+// per process: every emulator writes its catalogue's stand-in templates
+// into its storage when it starts, and a test process starts hundreds;
+// making each (a zstd encoder's tables allocated and cleared) took 3-4%
+// of internal/apply's and internal/cli's CPU under -race. The bytes are
+// shared: callers only write or measure them.
 func templateArchive(a Appliance, mtime time.Time) ([]byte, error) {
+	key := archiveKey{a, mtime.UnixNano()}
+	if data, ok := archives.Load(key); ok {
+		return data.([]byte), nil
+	}
+	data, err := makeTemplateArchive(a, mtime)
+	if err != nil {
+		return nil, err
+	}
+	archives.Store(key, data)
+	return data, nil
+}
+
+// archives are templateArchive's answers, by archiveKey.
+var archives sync.Map
+
+type archiveKey struct {
+	a     Appliance
+	mtime int64
+}
+
+// makeTemplateArchive builds templateArchive's bytes: a tar of
+// templateFiles, zstd-compressed.
+func makeTemplateArchive(a Appliance, mtime time.Time) ([]byte, error) {
 	var tarBuf bytes.Buffer
 	tw := tar.NewWriter(&tarBuf)
 	dirs := map[string]bool{}
