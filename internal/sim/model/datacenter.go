@@ -44,7 +44,9 @@ func NodeNames(n int) []string {
 }
 
 // newDatacenter builds the default datacenter: nodes, the local and
-// local-lvm storages, the Debian 12 template on every node, root@pam with
+// local-lvm storages, the Debian 12 template on every node (its files
+// dated as the catalogue's, as a downloaded template's are dated by its
+// build, so that every emulator shares one archive), root@pam with
 // a password and a token, and the corral operator (privsep token with the
 // operator role granted on both the user and the token, seed 004 §3.3).
 func (c *Cluster) newDatacenter() (*State, error) {
@@ -61,7 +63,7 @@ func (c *Cluster) newDatacenter() (*State, error) {
 	a, _ := applianceFor("debian-12-standard_12.12-1_amd64.tar.zst")
 	for _, n := range st.Nodes {
 		name := "vztmpl/" + a.Template
-		size, err := c.appliances.writeAppliance(c.storage.volumePath(n.Name, "local", name), a, now)
+		size, err := c.appliances.writeAppliance(c.storage.volumePath(n.Name, "local", name), a, applianceMTime)
 		if err != nil {
 			return nil, fmt.Errorf("model: write template: %w", err)
 		}
