@@ -73,7 +73,7 @@ func TestMain(m *testing.M) {
 	testenv.DefaultParallel(8)
 	code := m.Run()
 	os.RemoveAll(dir)
-	os.Exit(code)
+	testenv.Exit(code)
 }
 
 // serve starts `corral sim serve` and returns its state dir and the

@@ -38,5 +38,5 @@ func TestMain(m *testing.M) {
 	// invariant of internal/sim/model, whose own tests and internal/sim's
 	// keep it on; here it runs with CORRAL_TEST_FULL (CI) only.
 	model.SetJournalCheck(testenv.Full())
-	os.Exit(m.Run())
+	testenv.Exit(m.Run())
 }

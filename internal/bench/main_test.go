@@ -30,5 +30,5 @@ func TestMain(m *testing.M) {
 		os.Setenv("CORRAL_SIM_UNISOLATED", "1")
 	}
 	model.SetJournalCheck(testenv.Full())
-	os.Exit(m.Run())
+	testenv.Exit(m.Run())
 }

@@ -82,7 +82,7 @@ func TestMain(m *testing.M) {
 	model.SetJournalCheck(testenv.Full())
 	code := m.Run()
 	os.RemoveAll(dir)
-	os.Exit(code)
+	testenv.Exit(code)
 }
 
 // runtimeOfMachine is CORRAL_SIM_RUNTIME as the test run was given it,

@@ -22,5 +22,5 @@ func TestMain(m *testing.M) {
 		os.Setenv("CORRAL_SIM_UNISOLATED", "1")
 	}
 	testenv.DefaultParallel(4)
-	os.Exit(m.Run())
+	testenv.Exit(m.Run())
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/corralhq/corral/internal/sim/guest"
 	"github.com/corralhq/corral/internal/sim/model"
+	"github.com/corralhq/corral/internal/testenv"
 )
 
 // TestMain opts this package's tests in to the unisolated view where LXC
@@ -21,7 +22,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(guest.UnisolatedEnv) == "" {
 		os.Setenv(guest.UnisolatedEnv, "1")
 	}
-	os.Exit(m.Run())
+	testenv.Exit(m.Run())
 }
 
 // startViewManager starts a Manager with LXC forced unavailable

@@ -1,0 +1,32 @@
+package testenv
+
+import (
+	"os"
+	"os/exec"
+	"testing"
+)
+
+// TestMain ends this package's binary through Exit, as every test
+// package's TestMain does.
+func TestMain(m *testing.M) { Exit(m.Run()) }
+
+// TestExit: the binary's exit code is Exit's, 0 and not 0.
+func TestExit(t *testing.T) {
+	if code := os.Getenv("CORRAL_TESTENV_EXIT"); code != "" {
+		Exit(map[string]int{"0": 0, "3": 3}[code])
+	}
+	for _, want := range []int{0, 3} {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestExit$")
+		cmd.Env = append(os.Environ(), "CORRAL_TESTENV_EXIT="+map[int]string{0: "0", 3: "3"}[want])
+		err := cmd.Run()
+		got := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			got = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("Exit(%d): the process exited %d", want, got)
+		}
+	}
+}
