@@ -52,9 +52,9 @@ func (q *vmPower) VMExec(auth Auth, node string, vmid int, command []string, inp
 	if input != nil {
 		req.Input, req.HasInput = []byte(*input), true
 	}
-	rt, ok := q.vmRuntime().(VMExecRuntime)
-	if !ok {
-		return nil, Failf("QEMU guest agent is not running\n")
+	rt, err := q.execRuntime()
+	if err != nil {
+		return nil, err
 	}
 	pid, err := rt.Exec(vmid, req)
 	if err != nil {
@@ -70,9 +70,9 @@ func (q *vmPower) VMExecStatus(auth Auth, node string, vmid, pid int) (any, erro
 	if err := q.vmAgentCheck(auth, node, vmid, "exec-status"); err != nil {
 		return nil, err
 	}
-	rt, ok := q.vmRuntime().(VMExecRuntime)
-	if !ok {
-		return nil, Failf("QEMU guest agent is not running\n")
+	rt, err := q.execRuntime()
+	if err != nil {
+		return nil, err
 	}
 	st, err := rt.ExecStatus(vmid, pid)
 	if err != nil {
@@ -128,4 +128,14 @@ func ExecNotFound(path string) error {
 // know (never started, or already reported as exited).
 func ExecBadPID() error {
 	return Failf("Agent error: Invalid parameter 'pid'\n")
+}
+
+// execRuntime is the VM runtime's guest agent exec, or PVE's error when
+// the runtime has no agent to run commands.
+func (q *vmPower) execRuntime() (VMExecRuntime, error) {
+	rt, ok := q.vmRuntime().(VMExecRuntime)
+	if !ok {
+		return nil, Failf("QEMU guest agent is not running\n")
+	}
+	return rt, nil
 }
