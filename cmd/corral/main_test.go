@@ -15,7 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corralhq/corral/internal/cli"
 	"github.com/corralhq/corral/internal/pvetest"
+	"github.com/corralhq/corral/internal/sim/model"
 	"github.com/corralhq/corral/internal/testenv"
 )
 
@@ -26,11 +28,16 @@ import (
 var corralBin string
 
 func TestMain(m *testing.M) {
+	if testenv.RunningAs("corral") {
+		// The emulator's after-save journal check is a test of
+		// internal/sim/model's; the program runs without it.
+		model.SetJournalCheck(false)
+		os.Exit(cli.Main())
+	}
 	dir, err := os.MkdirTemp("", "corral-bin")
 	if err != nil {
 		panic(err)
 	}
-	corralBin = filepath.Join(dir, "corral")
 	// Keep corral's SSH key and the embedded emulator's state off the
 	// user's own directories; the corral processes inherit these.
 	os.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
@@ -55,16 +62,10 @@ func TestMain(m *testing.M) {
 	if os.Getenv("CORRAL_SIM_INPROCESS") == "" {
 		os.Setenv("CORRAL_SIM_INPROCESS", "1")
 	}
-	// Built as internal/cli's buildCorral builds it (CGO_ENABLED=0, the
-	// static binary an agent install copies into a CT), so that the two
-	// packages' builds share the build cache: a newcomer's first run
-	// compiles the program and the standard library without -race once,
-	// not once with cgo and once without.
-	build := exec.Command("go", "build", "-o", corralBin, ".")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	out, err := build.CombinedOutput()
-	if err != nil {
-		os.Stderr.Write(out)
+	// corral is this test binary, linked under its name: it runs
+	// main's cli.Main (above), under the race detector when the tests
+	// do (testenv.SelfAs).
+	if corralBin, err = testenv.SelfAs(dir, "corral"); err != nil {
 		panic(err)
 	}
 	// The tests wait on processes and emulators far more than they

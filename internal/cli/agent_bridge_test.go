@@ -35,7 +35,7 @@ func TestAgent_healthFromIsolatedCT(t *testing.T) {
 	}
 	m := writeManifest(t, bridgeHealthManifest)
 	c.mustRun("apply", "-f", m, "--auto-approve")
-	bin := buildCorral(t)
+	bin := corralBinary(t)
 	r := runCorral(t, append([]string{"agent", "install", "-f", m, "--binary", bin, "--interval", "1s"}, c.rootArgs()...)...)
 	if r.code != 0 {
 		t.Fatalf("install: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)

@@ -22,30 +22,23 @@ import (
 	"github.com/corralhq/corral/internal/testenv"
 )
 
-// buildCorral builds the corral binary that install copies into the
-// agent's container (this test binary is not corral), once per test
-// process, into TestMain's temporary directory. cmd/corral's TestMain
-// builds it with the same environment (CGO_ENABLED=0), so that both
-// share one build of it in the build cache.
-func buildCorral(t *testing.T) string {
+// corralBinary is the corral binary that install copies into the
+// agent's container: this test binary, linked as corral in TestMain's
+// temporary directory once per test process (testenv.SelfAs), which
+// TestMain runs as corral (cli.Main) when started under that name. Under
+// -race the installed agent runs under the race detector too.
+func corralBinary(t *testing.T) string {
 	t.Helper()
-	builtCorral.once.Do(func() {
-		out := filepath.Join(filepath.Dir(os.Getenv("XDG_CONFIG_HOME")), "corral-built")
-		cmd := exec.Command("go", "build", "-o", out, "github.com/corralhq/corral/cmd/corral")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		b, err := cmd.CombinedOutput()
-		if err != nil {
-			builtCorral.err = fmt.Errorf("go build corral: %v\n%s", err, b)
-		}
-		builtCorral.path = out
+	selfCorral.once.Do(func() {
+		selfCorral.path, selfCorral.err = testenv.SelfAs(filepath.Dir(os.Getenv("XDG_CONFIG_HOME")), "corral")
 	})
-	if builtCorral.err != nil {
-		t.Fatal(builtCorral.err)
+	if selfCorral.err != nil {
+		t.Fatal(selfCorral.err)
 	}
-	return builtCorral.path
+	return selfCorral.path
 }
 
-var builtCorral struct {
+var selfCorral struct {
 	once sync.Once
 	path string
 	err  error
@@ -175,7 +168,7 @@ func TestAgent_install(t *testing.T) {
 	m := manifestWith(t, "512")
 	c.mustRun("apply", "-f", m, "--auto-approve")
 	needGuestExec(t, c.run("exec", "notes", "-f", m, "--endpoint", c.srv.URL(), "--api-token", c.srv.Credentials().OperatorToken, "--fingerprint", c.srv.Fingerprint(), "--", "true").stderr)
-	bin := buildCorral(t)
+	bin := corralBinary(t)
 	install := func(conn []string) result {
 		args := append([]string{"agent", "install", "-f", m, "--binary", bin, "--interval", "1s"}, conn...)
 		return runCorral(t, args...)
@@ -404,7 +397,7 @@ func TestAgent_installGit(t *testing.T) {
 	}
 	a := repo.commit(manifestAt("512"), "notes at 512 MiB")
 	m := writeManifest(t, manifestAt("512"))
-	bin := buildCorral(t)
+	bin := corralBinary(t)
 	// A password in the URL (the backend asks for none) is never shown
 	// nor written where others read it.
 	const gitSecret = "hunter2secret"
@@ -570,7 +563,7 @@ func TestAgent_installPassEnv(t *testing.T) {
               value: ${env:NOTES_KEY}
 `)
 	c.mustRun("apply", "-f", m, "--auto-approve")
-	bin := buildCorral(t)
+	bin := corralBinary(t)
 	install := func(extra ...string) result {
 		return runCorral(t, append(append([]string{"agent", "install", "-f", m, "--binary", bin, "--interval", "1s"}, extra...), c.rootArgs()...)...)
 	}

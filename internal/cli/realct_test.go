@@ -167,7 +167,7 @@ func TestAgent_installSystemd(t *testing.T) {
 	c := newRealCluster(t)
 	m := manifestWith(t, "512")
 	c.mustRun("apply", "-f", m, "--auto-approve")
-	bin := buildCorral(t)
+	bin := corralBinary(t)
 	r := runCorral(t, append([]string{"agent", "install", "-f", m, "--binary", bin, "--interval", "1s"}, c.rootArgs()...)...)
 	if r.code != 0 || !strings.Contains(r.stdout, "started by systemd") || !strings.Contains(r.stderr, "https://10.0.0.1:8006") {
 		t.Fatalf("install: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)

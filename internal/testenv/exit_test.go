@@ -7,8 +7,14 @@ import (
 )
 
 // TestMain ends this package's binary through Exit, as every test
-// package's TestMain does.
-func TestMain(m *testing.M) { Exit(m.Run()) }
+// package's TestMain does; started as testenv-self (TestSelfAs) it is
+// that command instead.
+func TestMain(m *testing.M) {
+	if RunningAs("testenv-self") {
+		os.Exit(selfMain(os.Args[1:]))
+	}
+	Exit(m.Run())
+}
 
 // TestExit: the binary's exit code is Exit's, 0 and not 0.
 func TestExit(t *testing.T) {

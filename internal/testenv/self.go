@@ -1,0 +1,71 @@
+package testenv
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// A test that needs corral as a process of its own (signals, SIGKILL, a
+// second corral at the same time, a binary installed into a container)
+// runs the test binary itself under the command's name: it links
+// everything the program does, and its TestMain starts with
+//
+//	if testenv.RunningAs("corral") { os.Exit(cli.Main()) }
+//
+// Building the program with `go build` instead, as these tests did,
+// compiled the standard library and every package a second time without
+// -race on a newcomer's first `go test -race ./...` (88 CPU-s of a 2-core
+// machine's 650, issue 30), and tested a binary the race detector never
+// saw.
+
+// RunningAs reports whether this process was started as the command name,
+// through the link SelfAs made: TestMain then runs the program and exits
+// before anything of the tests runs.
+func RunningAs(name string) bool {
+	return filepath.Base(os.Args[0]) == name
+}
+
+// SelfAs makes the running test binary available as dir/name, a hard link
+// (a copy where dir is on another file system), and returns its path.
+//
+// Under -race the processes started from it run under the race detector
+// too: a race in them is reported on their stderr and makes them exit 66.
+// SelfAs sets GORACE's atexit_sleep_ms=0 in this process's environment,
+// which they inherit: without it each one that exits 0 would first wait
+// the detector's second (see Exit), and the tests start hundreds.
+func SelfAs(dir, name string) (string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("find the test binary: %w", err)
+	}
+	dst := filepath.Join(dir, name)
+	if err := os.Link(exe, dst); err != nil {
+		if err := copyExecutable(exe, dst); err != nil {
+			return "", fmt.Errorf("the test binary as %s: %w", name, err)
+		}
+	}
+	if g := os.Getenv("GORACE"); !strings.Contains(g, "atexit_sleep_ms") {
+		os.Setenv("GORACE", strings.TrimSpace(g+" atexit_sleep_ms=0"))
+	}
+	return dst, nil
+}
+
+func copyExecutable(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
