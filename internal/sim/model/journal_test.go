@@ -192,6 +192,7 @@ func TestJournal_snapshotThenCrash(t *testing.T) {
 // TestJournal_compacts: the journal does not grow without bound; past its
 // threshold a save writes a snapshot and empties it.
 func TestJournal_compacts(t *testing.T) {
+	t.Parallel() // waits out real task durations (or 3,000 saves): beside the others
 	k := newOpsKit(t)
 	k.ct("pve", 101, nil)
 	snapshots := 0

@@ -191,6 +191,7 @@ func TestUnlockThenDestroyPlaceholder(t *testing.T) {
 // 30: every vzdestroy ended 0.05 to 0.15 s late, a read more for its
 // waiter).
 func TestCluster_DestroyCT_workWithinTheDuration(t *testing.T) {
+	t.Parallel() // waits out real task durations (or 3,000 saves): beside the others
 	const d = 4 * time.Second
 	k := newOpsKitWith(t, Options{TimeScale: 1, HasTimeScale: true, Durations: map[string]time.Duration{"vzdestroy": d}})
 	k.ct("pve", 105, nil)

@@ -332,6 +332,7 @@ func TestCluster_StopShutdown_locks(t *testing.T) {
 // every vzshutdown ended 0.1 to 0.4 s late, a read or two more for its
 // waiter). The CT is recorded stopped after its guest's power-off.
 func TestCluster_ShutdownCT_guestStopsWithinTheDuration(t *testing.T) {
+	t.Parallel() // waits out real task durations (or 3,000 saves): beside the others
 	const d = 4 * time.Second
 	k := newOpsKitWith(t, Options{TimeScale: 1, HasTimeScale: true, Durations: map[string]time.Duration{"vzshutdown": d}})
 	k.ct("pve", 101, nil)

@@ -237,6 +237,7 @@ func TestCluster_Vzdump_lockWhileRunning(t *testing.T) {
 // shutdown still unlocks the CT and drops its 'vzdump' snapshot, as
 // vzdump's clean-up does after an interrupt.
 func TestCluster_Vzdump_interrupted(t *testing.T) {
+	t.Parallel() // waits out real task durations (or 3,000 saves): beside the others
 	k := newOpsKitWith(t, Options{TimeScale: 1, HasTimeScale: true, Durations: map[string]time.Duration{"vzdump": time.Minute}})
 	backupCT(k, 101, true)
 	upid, err := k.c.Vzdump(kitOperator, "pve", map[string]string{"vmid": "101", "mode": "snapshot"})
