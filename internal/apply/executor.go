@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/corralhq/corral/internal/lazyre"
 	"github.com/corralhq/corral/internal/plan"
 	"github.com/corralhq/corral/internal/pve"
 	"github.com/corralhq/corral/internal/ui/human"
@@ -718,7 +718,7 @@ func withStartCause(err error) error {
 // rewrite_ssh_host_keys in a create task log, after "Creating SSH host
 // key 'ssh_host_TYPE_key' - this may take some time ...": ssh-keygen's
 // fingerprint line.
-var loggedHostKey = regexp.MustCompile(`^done: (SHA256:[0-9A-Za-z+/]{43}) `)
+var loggedHostKey = lazyre.New(`^done: (SHA256:[0-9A-Za-z+/]{43}) `)
 
 // loggedHostKeys are the SSH host key fingerprints a create task logged.
 func loggedHostKeys(log []string) []string {

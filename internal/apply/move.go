@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/corralhq/corral/internal/lazyre"
 	"github.com/corralhq/corral/internal/plan"
 	"github.com/corralhq/corral/internal/pve"
 )
@@ -415,7 +415,7 @@ func (m *mover) migrateApp(ctx context.Context, c plan.Change, ct *resource, to 
 
 // staleCopy is phase1_cleanup's line for a copy a failed migration left
 // on the target (behaviour.md (i.2)).
-var staleCopy = regexp.MustCompile(`found stale volume copy '([^']+)' on node '([^']+)'`)
+var staleCopy = lazyre.New(`found stale volume copy '([^']+)' on node '([^']+)'`)
 
 // migrate migrates a stopped CT and waits. A failed migration leaves the
 // copies it made on the target, referenced by nothing: they are freed at

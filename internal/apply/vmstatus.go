@@ -3,10 +3,10 @@ package apply
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 
+	"github.com/corralhq/corral/internal/lazyre"
 	"github.com/corralhq/corral/internal/plan"
 	"github.com/corralhq/corral/internal/pve"
 )
@@ -54,7 +54,7 @@ func configAddress(v string) string {
 const MovePhaseVMMigrating = "vm-migrating"
 
 // migrateTarget is qemu-server's first line of a migration's log.
-var migrateTarget = regexp.MustCompile(`starting migration of VM \d+ to node '([^']+)'`)
+var migrateTarget = lazyre.New(`starting migration of VM \d+ to node '([^']+)'`)
 
 // vmMoveStatus is the move of a VM app while PVE migrates its VM (the
 // config's lock is migrate): the target is read from the running

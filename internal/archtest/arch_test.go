@@ -60,6 +60,10 @@ func TestImportRules(t *testing.T) {
 		// tests, internal/sim's and its model's included: a leaf of the
 		// standard library, without net/http (the model speaks none).
 		{module + "/internal/testenv", []string{module + "/internal", "net/http"}},
+		// Lazily compiled regular expressions, used everywhere the
+		// shared leaves and the model included: a leaf of the standard
+		// library, without net/http.
+		{module + "/internal/lazyre", []string{module + "/internal", "net/http"}},
 	}
 	for _, p := range listPackages(t) {
 		for _, r := range rules {
@@ -84,6 +88,12 @@ func TestImportRules(t *testing.T) {
 // them.
 var sharedLeaves = []string{module + "/internal/pvesize", module + "/internal/pvefw"}
 
+// utilityLeaves are packages of the standard library's kind that any
+// package may import, the shared leaves and the model included: each
+// imports nothing of corral's (TestImportRules), so it joins no two
+// sides.
+var utilityLeaves = []string{module + "/internal/lazyre"}
+
 // TestSharedLeaves: a shared leaf depends on no package of corral's and
 // speaks no HTTP.
 func TestSharedLeaves(t *testing.T) {
@@ -94,7 +104,7 @@ func TestSharedLeaves(t *testing.T) {
 		}
 		seen[p.ImportPath] = true
 		for _, dep := range p.Deps {
-			if strings.HasPrefix(dep, module+"/") && !strings.HasPrefix(dep, module+"/internal/testutil") {
+			if strings.HasPrefix(dep, module+"/") && !strings.HasPrefix(dep, module+"/internal/testutil") && !slices.Contains(utilityLeaves, dep) {
 				t.Errorf("%s depends on %s: a package the client and the emulator share must be a leaf", p.ImportPath, dep)
 			}
 			if dep == "net/http" {
@@ -115,7 +125,7 @@ func TestSharedLeaves(t *testing.T) {
 // net/http (not even through a library), and no file of it (tests aside)
 // imports net/http: a model failure is a *model.Error
 // of a domain kind, which internal/sim maps to PVE's HTTP answer. Of
-// corral's other packages it may use only the shared leaves.
+// corral's other packages it may use only the shared and utility leaves.
 func TestModelSpeaksNoHTTP(t *testing.T) {
 	model := module + "/internal/sim/model"
 	seen := false
@@ -128,7 +138,7 @@ func TestModelSpeaksNoHTTP(t *testing.T) {
 			if strings.HasPrefix(dep, module+"/internal/sim") && dep != model && !strings.HasPrefix(dep, model+"/") {
 				t.Errorf("%s depends on %s: the model must not reach into the emulator's HTTP side", p.ImportPath, dep)
 			}
-			if strings.HasPrefix(dep, module+"/") && !strings.HasPrefix(dep, module+"/internal/sim") && !slices.Contains(sharedLeaves, dep) {
+			if strings.HasPrefix(dep, module+"/") && !strings.HasPrefix(dep, module+"/internal/sim") && !slices.Contains(sharedLeaves, dep) && !slices.Contains(utilityLeaves, dep) {
 				t.Errorf("%s depends on %s: the model stands alone", p.ImportPath, dep)
 			}
 			if dep == "net/http" {
@@ -152,6 +162,29 @@ func TestModelSpeaksNoHTTP(t *testing.T) {
 	}
 	if !seen {
 		t.Fatalf("no package %s", model)
+	}
+}
+
+// TestLazyRegexpsLinkedByCLI: every package that holds lazily compiled
+// regular expressions (internal/lazyre) is linked by internal/cli, whose
+// TestLazyRegexpsCompile compiles all of them, so a bad pattern fails
+// there instead of at its first use.
+func TestLazyRegexpsLinkedByCLI(t *testing.T) {
+	const lazyre, cli = module + "/internal/lazyre", module + "/internal/cli"
+	pkgs := listPackages(t)
+	var cliDeps []string
+	for _, p := range pkgs {
+		if p.ImportPath == cli {
+			cliDeps = p.Deps
+		}
+	}
+	if cliDeps == nil {
+		t.Fatalf("no package %s", cli)
+	}
+	for _, p := range pkgs {
+		if slices.Contains(p.Imports, lazyre) && p.ImportPath != cli && !slices.Contains(cliDeps, p.ImportPath) {
+			t.Errorf("%s imports %s but %s does not link it: its patterns are never compiled by a test", p.ImportPath, lazyre, cli)
+		}
 	}
 }
 

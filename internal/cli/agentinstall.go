@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -20,6 +19,7 @@ import (
 	"github.com/corralhq/corral/internal/agent"
 	"github.com/corralhq/corral/internal/guest"
 	"github.com/corralhq/corral/internal/hostcheck"
+	"github.com/corralhq/corral/internal/lazyre"
 	"github.com/corralhq/corral/internal/localfile"
 	"github.com/corralhq/corral/internal/manifest"
 	"github.com/corralhq/corral/internal/plan"
@@ -300,7 +300,7 @@ func (a *agentInstallArgs) binaryPath() (string, error) {
 }
 
 // envNameRe is a variable name --pass-env accepts.
-var envNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var envNameRe = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // passEnvValues are the values of --pass-env's variables here, which go
 // into the agent's environment file; corral's own and install's are

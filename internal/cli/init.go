@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/corralhq/corral/internal/lazyre"
 	"github.com/corralhq/corral/internal/manifest"
 	"github.com/corralhq/corral/internal/pve"
 	"github.com/corralhq/corral/internal/ui"
@@ -112,7 +112,7 @@ func pick(list []found, prefer func(string) bool, ok func(found) bool) (found, b
 
 // debianRE matches the names of PVE's Debian templates, which init
 // prefers (corral's examples and tests use Debian 12).
-var debianRE = regexp.MustCompile(`/debian-\d+-standard_`)
+var debianRE = lazyre.New(`/debian-\d+-standard_`)
 
 // chosen is what the written app uses.
 type chosen struct{ template, storage, bridge found }

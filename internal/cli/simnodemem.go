@@ -2,15 +2,15 @@ package cli
 
 import (
 	"fmt"
-	"regexp"
 
+	"github.com/corralhq/corral/internal/lazyre"
 	"github.com/corralhq/corral/internal/pvesize"
 )
 
 // nodeMemoryForm is --node-memory: a size with its unit ("16G", "2048M",
 // "1.5T", "8GiB"); a bare number is refused, as it could mean bytes
 // (PVE's sizes) or MiB (a CT's memory).
-var nodeMemoryForm = regexp.MustCompile(`^\d+(\.\d+)?[KMGT](iB)?$`)
+var nodeMemoryForm = lazyre.New(`^\d+(\.\d+)?[KMGT](iB)?$`)
 
 // parseNodeMemory reads `corral sim serve --node-memory`: "" is 0 (the
 // emulator decides: the host's memory with real containers, none

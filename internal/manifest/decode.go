@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +16,8 @@ import (
 	goccy "github.com/goccy/go-yaml"
 	goccyparser "github.com/goccy/go-yaml/parser"
 	"gopkg.in/yaml.v3"
+
+	"github.com/corralhq/corral/internal/lazyre"
 )
 
 // value is one decoded manifest value, checked on its own but without
@@ -116,8 +117,8 @@ func (d *decoder) parseYAML(data []byte) (root *yaml.Node, ok bool) {
 }
 
 var (
-	yamlLineRE   = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
-	yamlAnchorRE = regexp.MustCompile(`^yaml: unknown anchor '(.*)' referenced$`)
+	yamlLineRE   = lazyre.New(`^yaml: line (\d+): (.*)$`)
+	yamlAnchorRE = lazyre.New(`^yaml: unknown anchor '(.*)' referenced$`)
 )
 
 // yamlParserErrors are the messages of yaml.v3's parser (as opposed to
@@ -551,7 +552,7 @@ func (d *decoder) mode(n *yaml.Node, v *value) {
 // modePattern is what parseMode accepts, also used by the JSON Schema.
 const modePattern = `^(0o?)?[0-7]{3,4}$`
 
-var modeRE = regexp.MustCompile(modePattern)
+var modeRE = lazyre.New(modePattern)
 
 // parseMode parses an octal mode like 0644, 644, 0o644 or 2775.
 func parseMode(s string) (os.FileMode, bool) {

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"sync/atomic"
 
+	"github.com/corralhq/corral/internal/lazyre"
 	"github.com/corralhq/corral/internal/localfile"
 )
 
@@ -187,7 +187,7 @@ func CorralCredential(name string) bool {
 const referenceBody = `(env:[A-Za-z_][A-Za-z0-9_]*(:-[^}]*)?|file:[^}]+)`
 
 // referenceRE matches one reference, ${env:X} or ${file:P}.
-var referenceRE = regexp.MustCompile(`^\$\{` + referenceBody + `\}$`)
+var referenceRE = lazyre.New(`^\$\{` + referenceBody + `\}$`)
 
 // templatePattern, used by the JSON Schema, matches a string holding at
 // least one reference and no other ${: text runs ([^$]), dollars not
@@ -218,7 +218,7 @@ var OutputFacts = []string{"address", "vmid", "node", "status", "ssh", "health"}
 var GuestFacts = []string{"address", "vmid", "node"}
 
 // appRefRE matches a reference to an app's live fact.
-var appRefRE = regexp.MustCompile(`^\$\{app:([a-z]([a-z0-9-]{0,38}[a-z0-9])?)\.(` + strings.Join(OutputFacts, "|") + `)\}$`)
+var appRefRE = lazyre.New(`^\$\{app:([a-z]([a-z0-9-]{0,38}[a-z0-9])?)\.(` + strings.Join(OutputFacts, "|") + `)\}$`)
 
 // parseTemplate splits a YAML string into literal text and references,
 // read left to right: $${ is a literal ${, and any other ${ starts a

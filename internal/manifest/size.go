@@ -4,8 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
-	"regexp"
 	"strconv"
+
+	"github.com/corralhq/corral/internal/lazyre"
 )
 
 // Size is a disk size in bytes. Manifest sizes are whole MiB, because PVE
@@ -28,7 +29,7 @@ const maxSize = 1024 * TiB
 // the subset of PVE's disk-size format that has a unit (behaviour.md §f).
 const sizePattern = `^[0-9]+(\.[0-9]+)?[MGT](iB)?$`
 
-var sizeRE = regexp.MustCompile(sizePattern)
+var sizeRE = lazyre.New(sizePattern)
 
 // errSizeSyntax is returned by ParseSize for text that is not a size.
 var errSizeSyntax = errors.New("not a size")

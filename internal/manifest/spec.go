@@ -1,8 +1,9 @@
 package manifest
 
 import (
-	"regexp"
 	"strconv"
+
+	"github.com/corralhq/corral/internal/lazyre"
 )
 
 // kind is the YAML shape a field takes.
@@ -80,7 +81,7 @@ type field struct {
 	// command an administrator can run instead (see build.go).
 	rootOnly bool
 
-	re, forbidRE *regexp.Regexp // compiled pattern and forbid
+	re, forbidRE *lazyre.Regexp // pattern and forbid, compiled at first use
 }
 
 // facts are the facts of apps the field's strings may name: OutputFacts
@@ -126,21 +127,34 @@ func (f *field) rangeText() string {
 	return strconv.FormatInt(f.min, 10) + ".." + strconv.FormatInt(f.max, 10)
 }
 
-// compileSpec compiles every pattern in the tree once, at package init.
+// compileSpec gives every pattern in the tree its Regexp, at package
+// init. They compile at the first validation that uses them, not here
+// (lazyre): a process that reads no manifest, such as the guest helper's
+// re-exec of the binary, never compiles them. A bad pattern still fails
+// the tests, which validate every field, and lazyre.CompileAll in the
+// cli tests. Fields that share a pattern share its Regexp.
 func compileSpec(f *field) *field {
-	if f.pattern != "" {
-		f.re = regexp.MustCompile(f.pattern)
+	prepareSpec(f, map[string]*lazyre.Regexp{})
+	return f
+}
+
+func prepareSpec(f *field, seen map[string]*lazyre.Regexp) {
+	lazy := func(pattern string) *lazyre.Regexp {
+		if pattern == "" {
+			return nil
+		}
+		if seen[pattern] == nil {
+			seen[pattern] = lazyre.New(pattern)
+		}
+		return seen[pattern]
 	}
-	if f.forbid != "" {
-		f.forbidRE = regexp.MustCompile(f.forbid)
-	}
+	f.re, f.forbidRE = lazy(f.pattern), lazy(f.forbid)
 	if f.items != nil {
-		compileSpec(f.items)
+		prepareSpec(f.items, seen)
 	}
 	for _, c := range f.fields {
-		compileSpec(c)
+		prepareSpec(c, seen)
 	}
-	return f
 }
 
 // Patterns shared by several fields. They use only syntax that RE2 and

@@ -9,11 +9,11 @@ package propstr
 import (
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/corralhq/corral/internal/lazyre"
 	"github.com/corralhq/corral/internal/pvesize"
 )
 
@@ -137,7 +137,7 @@ func (m MountPoint) StorageID() string {
 }
 
 // newVolumeRE is pve-lxc-mp-string's "allocate a new volume" form.
-var newVolumeRE = regexp.MustCompile(`^([^:\s]+):(\d+(\.\d+)?)$`)
+var newVolumeRE = lazyre.New(`^([^:\s]+):(\d+(\.\d+)?)$`)
 
 // NewVolume reports whether the volume is "<sid>:<GiB>", a request to
 // allocate a new volume, and returns its storage and size in GiB.

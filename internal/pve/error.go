@@ -4,9 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/corralhq/corral/internal/lazyre"
 )
 
 // Sentinel errors. An *APIError or *TaskError matches one of the first
@@ -162,29 +163,29 @@ func IsModified(err error) bool { return errors.Is(err, ErrModified) }
 // The messages PVE uses for each class (behaviour.md §0, §d, §h). PVE
 // answers most failures with 500, so the message decides.
 var (
-	notFoundRE = regexp.MustCompile(`^Configuration file '[^']*' does not exist` +
+	notFoundRE = lazyre.New(`^Configuration file '[^']*' does not exist` +
 		`|^storage '[^']*' does not exist` +
 		`|^no such volume` +
 		`|^volume '[^']*' (for container '[^']*' )?does not exist` +
 		`|^snapshot '[^']*' does not exist`)
-	lockedRE = regexp.MustCompile(`^(CT|VM) is locked \(` +
+	lockedRE = lazyre.New(`^(CT|VM) is locked \(` +
 		`|^can't lock file '[^']*' - got timeout`)
-	modifiedRE = regexp.MustCompile(`(^|: )detected modified configuration - file changed by other user\?`)
+	modifiedRE = lazyre.New(`(^|: )detected modified configuration - file changed by other user\?`)
 	// create_vm wraps create_and_lock_config's check, which a parallel
 	// create of the same VMID fails between the handler's first check and
 	// the config's write: "unable to create CT <vmid> - CT <vmid> already
 	// exists on node '<node>'".
-	existsRE  = regexp.MustCompile(`^(unable to (create|restore) CT \d+ - )?(CT|VM) \d+ already exists on node|already exists$`)
-	runningRE = regexp.MustCompile(`already running`)
+	existsRE  = lazyre.New(`^(unable to (create|restore) CT \d+ - )?(CT|VM) \d+ already exists on node|already exists$`)
+	runningRE = lazyre.New(`already running`)
 	// notRunningRE: pve-container's vm_shutdown, vm_stop and vm_reboot
 	// check before their worker (sim model/lxc_power.go).
-	notRunningRE = regexp.MustCompile(`^(CT|VM) \d+ not running$`)
+	notRunningRE = lazyre.New(`^(CT|VM) \d+ not running$`)
 	// snapshotRE: pve-container's snapshot_create and vzdump's snapshot
 	// mode (pve backup.go SnapshotContainer; sim model/snapshot.go).
-	snapshotRE = regexp.MustCompile(`snapshot feature is not available`)
+	snapshotRE = lazyre.New(`snapshot feature is not available`)
 	// startRE: pve-container LXC.pm vm_start's die (sim model/admission.go).
-	startRE    = regexp.MustCompile(`^startup for container `)
-	permPathRE = regexp.MustCompile(`^Permission check failed \((/[^,]*), ([^)]+)\)`)
+	startRE    = lazyre.New(`^startup for container `)
+	permPathRE = lazyre.New(`^Permission check failed \((/[^,]*), ([^)]+)\)`)
 )
 
 // classify puts a status and message in one of the sentinel classes, or

@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/corralhq/corral/internal/lazyre"
 )
 
 // UPID is a decoded task id,
@@ -29,7 +30,7 @@ type UPID struct {
 
 // upidRE is PVE's own decoding pattern (PVE::UPID decode): pstart may have
 // a ninth hex digit on long-running hosts.
-var upidRE = regexp.MustCompile(`^UPID:([a-zA-Z0-9](?:[a-zA-Z0-9\-]*[a-zA-Z0-9])?):([0-9A-Fa-f]{8}):([0-9A-Fa-f]{8,9}):([0-9A-Fa-f]{8}):([^:\s]+):([^:\s]*):([^:\s]+):$`)
+var upidRE = lazyre.New(`^UPID:([a-zA-Z0-9](?:[a-zA-Z0-9\-]*[a-zA-Z0-9])?):([0-9A-Fa-f]{8}):([0-9A-Fa-f]{8,9}):([0-9A-Fa-f]{8}):([^:\s]+):([^:\s]*):([^:\s]+):$`)
 
 // ParseUPID decodes s. Errors wrap ErrInvalidUPID.
 func ParseUPID(s string) (UPID, error) {

@@ -1,17 +1,18 @@
 package pvefw
 
 import (
-	"regexp"
 	"strings"
+
+	"github.com/corralhq/corral/internal/lazyre"
 )
 
 // Name patterns of Firewall.pm: a security group's, an IP set's and an
 // alias's names share one.
 var (
-	reName      = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9\-_]+$`)
-	reIPSetRef  = regexp.MustCompile(`^\+(guest/|dc/|sdn/)?([A-Za-z][A-Za-z0-9\-_]+)$`)
-	reAliasRef  = regexp.MustCompile(`^(dc/|guest/)?([A-Za-z][A-Za-z0-9\-_]+)$`)
-	reIfaceNetN = regexp.MustCompile(`^net(\d+)$`)
+	reName      = lazyre.New(`^[A-Za-z][A-Za-z0-9\-_]+$`)
+	reIPSetRef  = lazyre.New(`^\+(guest/|dc/|sdn/)?([A-Za-z][A-Za-z0-9\-_]+)$`)
+	reAliasRef  = lazyre.New(`^(dc/|guest/)?([A-Za-z][A-Za-z0-9\-_]+)$`)
+	reIfaceNetN = lazyre.New(`^net(\d+)$`)
 )
 
 // MaxGroupNameLength is pve-security-group-name's maxLength.

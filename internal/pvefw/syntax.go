@@ -4,9 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/corralhq/corral/internal/lazyre"
 )
 
 // Errors carry PVE's wording with its trailing newline, as a die in
@@ -14,8 +15,8 @@ import (
 // it (verify_rule's add_error).
 
 var (
-	rePortRange = regexp.MustCompile(`^([0-9]+):([0-9]+)$`)
-	rePort      = regexp.MustCompile(`^([0-9]+)$`)
+	rePortRange = lazyre.New(`^([0-9]+):([0-9]+)$`)
+	rePort      = lazyre.New(`^([0-9]+)$`)
 )
 
 // ParsePorts is parse_port_name_number_or_range: a comma list of ports

@@ -13,8 +13,9 @@ import (
 	"fmt"
 	"math"
 	"math/big"
-	"regexp"
 	"strconv"
+
+	"github.com/corralhq/corral/internal/lazyre"
 )
 
 // ErrTooLarge is a size of PVE's form past int64 bytes (8 EiB). PVE's
@@ -24,7 +25,7 @@ var ErrTooLarge = errors.New("too large: sizes up to 8 EiB are supported")
 
 // re is pve-common's disk-size format, with PVE 9's optional "iB" after a
 // unit ("8GiB"); a bare "iB" ("8iB") is not a size.
-var re = regexp.MustCompile(`^(\d+(?:\.\d+)?)(?:([KMGT])(?:iB)?)?$`)
+var re = lazyre.New(`^(\d+(?:\.\d+)?)(?:([KMGT])(?:iB)?)?$`)
 
 var shifts = map[string]uint{"": 0, "K": 10, "M": 20, "G": 30, "T": 40}
 

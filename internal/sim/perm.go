@@ -1,9 +1,9 @@
 package sim
 
 import (
-	"regexp"
 	"strings"
 
+	"github.com/corralhq/corral/internal/lazyre"
 	"github.com/corralhq/corral/internal/sim/model"
 	"github.com/corralhq/corral/internal/sim/schema"
 )
@@ -99,7 +99,7 @@ func (s *Server) evalCheck(r *request, c *schema.Check, noerr bool) (bool, error
 	return fail(model.PermError(""))
 }
 
-var tmplVar = regexp.MustCompile(`\{([^}]+)\}`)
+var tmplVar = lazyre.New(`\{([^}]+)\}`)
 
 // templateReplace fills {param} placeholders (PVE::Tools::template_replace).
 func templateReplace(tmpl string, params map[string]string) string {

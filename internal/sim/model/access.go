@@ -8,11 +8,12 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/corralhq/corral/internal/lazyre"
 )
 
 // Access is the persisted access-control state of the emulated cluster:
@@ -167,16 +168,16 @@ const (
 var accessRealms = map[string]bool{"pam": true, "pve": true}
 
 var (
-	accessUserRe  = regexp.MustCompile(`^([^\s:/]+)@([A-Za-z][A-Za-z0-9.\-_]+)$`)
-	accessTokenRe = regexp.MustCompile(`^([^\s:/]+@[A-Za-z][A-Za-z0-9.\-_]+)!([A-Za-z][A-Za-z0-9.\-_]+)$`)
+	accessUserRe  = lazyre.New(`^([^\s:/]+)@([A-Za-z][A-Za-z0-9.\-_]+)$`)
+	accessTokenRe = lazyre.New(`^([^\s:/]+@[A-Za-z][A-Za-z0-9.\-_]+)!([A-Za-z][A-Za-z0-9.\-_]+)$`)
 	// accessTokenSubIDRe is the token-subid pattern (the realm regex).
-	accessTokenSubIDRe = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9.\-_]+$`)
-	accessGroupRe      = regexp.MustCompile(`^[A-Za-z0-9.\-_]+$`)
-	accessRoleRe       = regexp.MustCompile(`^[A-Za-z0-9.\-_]+$`)
-	aclPathCharsRe     = regexp.MustCompile(`^[[:alnum:]._\-/]+$`)
+	accessTokenSubIDRe = lazyre.New(`^[A-Za-z][A-Za-z0-9.\-_]+$`)
+	accessGroupRe      = lazyre.New(`^[A-Za-z0-9.\-_]+$`)
+	accessRoleRe       = lazyre.New(`^[A-Za-z0-9.\-_]+$`)
+	aclPathCharsRe     = lazyre.New(`^[[:alnum:]._\-/]+$`)
 	// aclValidPathRe is AccessControl.pm check_path: the paths an ACL may be
 	// set on.
-	aclValidPathRe = regexp.MustCompile(`^(?:/` +
+	aclValidPathRe = lazyre.New(`^(?:/` +
 		`|/access|/access/groups|/access/groups/[[:alnum:]._\-]+` +
 		`|/access/realm|/access/realm/[[:alnum:]._\-]+` +
 		`|/nodes|/nodes/[[:alnum:]._\-]+` +

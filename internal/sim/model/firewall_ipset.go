@@ -4,9 +4,10 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"maps"
-	"regexp"
 	"slices"
 	"strconv"
+
+	"github.com/corralhq/corral/internal/lazyre"
 )
 
 // Firewall IP sets (pve-firewall API2/Firewall/IPSet.pm): named lists of
@@ -32,7 +33,7 @@ type FirewallIPSetEntry struct {
 }
 
 // fwAliasRefRe is an alias reference in an IP set: [dc/|guest/]name.
-var fwAliasRefRe = regexp.MustCompile(`^(dc/|guest/)?([A-Za-z][A-Za-z0-9\-_]+)$`)
+var fwAliasRefRe = lazyre.New(`^(dc/|guest/)?([A-Za-z][A-Za-z0-9\-_]+)$`)
 
 // listDigest is copy_list_with_digest over entries already reduced to
 // their defined keys: SHA-1 of "key:value\n" per entry in key order, the

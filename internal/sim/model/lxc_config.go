@@ -6,11 +6,11 @@ import (
 	"maps"
 	"net"
 	"os"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/corralhq/corral/internal/lazyre"
 	"github.com/corralhq/corral/internal/pvesize"
 )
 
@@ -578,7 +578,7 @@ func (cf *ctConfig) ctApplyPendingLocked(g *Guest, selection map[string]bool) ma
 // ctHotplugNetDeleteRE is the key pattern vmconfig_hotplug_pending removes
 // interfaces for: a single digit (sic), so deleting net10..net31 from a
 // running CT stays pending.
-var ctHotplugNetDeleteRE = regexp.MustCompile(`^net\d$`)
+var ctHotplugNetDeleteRE = lazyre.New(`^net\d$`)
 
 // ctHotplugPendingLocked is vmconfig_hotplug_pending for the keys in
 // selection (a running CT): fast-plug options are applied, then deletes

@@ -7,12 +7,12 @@ import (
 	"log/slog"
 	"maps"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/corralhq/corral/internal/lazyre"
 	"github.com/corralhq/corral/internal/pvesize"
 	"golang.org/x/crypto/ssh"
 )
@@ -452,7 +452,7 @@ func (cr *ctCreator) ctCreateDisksLocked(w *Worker, node string, vmid int, mount
 }
 
 // ctPlainSizeRE is a rootfs/mpN given as a bare size in GiB.
-var ctPlainSizeRE = regexp.MustCompile(`^\d+(\.\d+)?$`)
+var ctPlainSizeRE = lazyre.New(`^\d+(\.\d+)?$`)
 
 // ctCheckCreateStorageLocked is create_vm's $check_and_activate_storage.
 func (cr *ctCreator) ctCheckCreateStorageLocked(auth Auth, node, sid string) error {

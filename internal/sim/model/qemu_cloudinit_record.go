@@ -3,9 +3,10 @@ package model
 import (
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/corralhq/corral/internal/lazyre"
 )
 
 // qemu-server's [special:cloudinit] section: the values the cloud-init
@@ -30,7 +31,7 @@ func vmCloudInitPendingKey(k string) bool {
 }
 
 // vmCloudInitDriveRE is drive_is_cloudinit's volume name.
-var vmCloudInitDriveRE = regexp.MustCompile(`[:/]vm-\d+-cloudinit(?:\.(?:raw|qcow2|vmdk|qcow|qed|cloop))?$`)
+var vmCloudInitDriveRE = lazyre.New(`[:/]vm-\d+-cloudinit(?:\.(?:raw|qcow2|vmdk|qcow|qed|cloop))?$`)
 
 // vmHasCloudInit is QemuConfig has_cloudinit: a drive of conf is the
 // cloud-init drive.

@@ -4,10 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/corralhq/corral/internal/lazyre"
 )
 
 // VM config: GET/PUT/POST .../qemu/{vmid}/config and GET .../pending
@@ -26,7 +27,7 @@ var vmFastPlug = vmKeySet("description", "hookscript", "lock", "migrate_downtime
 	"cicustom", "cipassword", "citype", "ciupgrade", "ciuser", "nameserver", "searchdomain", "sshkeys")
 
 // vmDeleteSplitRE splits delete's list (pve-configid-list).
-var vmDeleteSplitRE = regexp.MustCompile(`[,;\s]+`)
+var vmDeleteSplitRE = lazyre.New(`[,;\s]+`)
 
 // vmConfig reads and changes a VM's config and pending section
 // (qemu_config.go), regenerates its cloud-init drive

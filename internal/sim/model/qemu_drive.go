@@ -4,17 +4,18 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/corralhq/corral/internal/lazyre"
 )
 
 // The drives of a create or an update (qemu-server check_storage_access):
 // what each drive key asks for, checked before anything is made.
 
 // vmNewDiskRE is NEW_DISK_RE: "<storage>:<size in GiB>".
-var vmNewDiskRE = regexp.MustCompile(`^([^:\s]+):(\d+(?:\.\d+)?)$`)
+var vmNewDiskRE = lazyre.New(`^([^:\s]+):(\d+(?:\.\d+)?)$`)
 
 // vmDrive is one drive of a create or update, as parsed from its value.
 type vmDrive struct {

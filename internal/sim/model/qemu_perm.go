@@ -2,9 +2,10 @@ package model
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/corralhq/corral/internal/lazyre"
 )
 
 // qemu-server's option classes (API2/Qemu.pm): the privilege a key
@@ -20,15 +21,15 @@ var (
 	// the EFI vars and TPM state disks, which are drives to qemu-server
 	// (checked, allocated, backed up, snapshotted, cloned and moved as
 	// the others) but never boot devices nor hot-plugged.
-	vmDriveRE = regexp.MustCompile(`^(?:(?:ide|sata|scsi|virtio)\d+|efidisk0|tpmstate0)$`)
+	vmDriveRE = lazyre.New(`^(?:(?:ide|sata|scsi|virtio)\d+|efidisk0|tpmstate0)$`)
 	// vmBusDriveRE is a drive the guest sees on a bus
 	// (valid_drive_names_for_boot): what may boot, what a runtime
 	// attaches.
-	vmBusDriveRE = regexp.MustCompile(`^(ide|sata|scsi|virtio)\d+$`)
-	vmSkipPerm   = regexp.MustCompile(`^(?:unused|serial|usb|hostpci|virtiofs)\d+$`)
-	vmNetKeyRE   = regexp.MustCompile(`^net\d+$`)
-	vmIPCfgRE    = regexp.MustCompile(`^ipconfig\d+$`)
-	vmNumaKeyRE  = regexp.MustCompile(`^numa\d+$`)
+	vmBusDriveRE = lazyre.New(`^(ide|sata|scsi|virtio)\d+$`)
+	vmSkipPerm   = lazyre.New(`^(?:unused|serial|usb|hostpci|virtiofs)\d+$`)
+	vmNetKeyRE   = lazyre.New(`^net\d+$`)
+	vmIPCfgRE    = lazyre.New(`^ipconfig\d+$`)
+	vmNumaKeyRE  = lazyre.New(`^numa\d+$`)
 )
 
 func vmKeySet(keys ...string) map[string]bool {

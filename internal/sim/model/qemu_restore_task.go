@@ -4,9 +4,10 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/corralhq/corral/internal/lazyre"
 )
 
 // The qmrestore task (create_vm's restorefn, restore_vma_archive).
@@ -23,11 +24,11 @@ type vmRestoreDev struct {
 }
 
 // vmQmdumpMapRE is a #qmdump#map hint: virtdev, devname, storage, format.
-var vmQmdumpMapRE = regexp.MustCompile(`^#qmdump#map:(\S+):(\S+):(\S*):(\S*):$`)
+var vmQmdumpMapRE = lazyre.New(`^#qmdump#map:(\S+):(\S+):(\S*):(\S*):$`)
 
 // vmHintDriveRE are the drive keys parse_backup_hints looks at for a
 // cloud-init drive.
-var vmHintDriveRE = regexp.MustCompile(`^(?:ide|sata|scsi)\d+$`)
+var vmHintDriveRE = lazyre.New(`^(?:ide|sata|scsi)\d+$`)
 
 // restoreTask runs the restore under the VM's config flock; a failure
 // leaves the VM's config unlocked, as PVE's does ("state is NOT cleaned

@@ -5,9 +5,10 @@ import (
 	"io"
 	"maps"
 	"os"
-	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/corralhq/corral/internal/lazyre"
 )
 
 // A restore's volumes and config: restore_cleanup_oldconf,
@@ -15,7 +16,7 @@ import (
 // restore_update_config_line over the backed-up config.
 
 // vmRestoreDriveRE is restore_update_config_line's drive line.
-var vmRestoreDriveRE = regexp.MustCompile(`^((?:ide|scsi|virtio|sata|efidisk|tpmstate)\d+):\s*(\S+)\s*$`)
+var vmRestoreDriveRE = lazyre.New(`^((?:ide|scsi|virtio|sata|efidisk|tpmstate)\d+):\s*(\S+)\s*$`)
 
 // restoreAllocate frees the disks of an overwritten VM that the archive
 // brings back (the others become unused), then allocates each device.

@@ -5,11 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/corralhq/corral/internal/lazyre"
 )
 
 const (
@@ -115,7 +116,7 @@ func cloneOwnName(name string) string {
 
 // linkedCloneRE matches a linked clone's volume name: its base's name,
 // then its own.
-var linkedCloneRE = regexp.MustCompile(`^(?:\d+/)?base-\d+-disk-\d+(?:\.(?:raw|qcow2|vmdk))?/(.+)$`)
+var linkedCloneRE = lazyre.New(`^(?:\d+/)?base-\d+-disk-\d+(?:\.(?:raw|qcow2|vmdk))?/(.+)$`)
 
 // VolumePath is volumePath for tests and the guest layer: where volid's
 // data lives on node.

@@ -15,12 +15,13 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/corralhq/corral/internal/lazyre"
 )
 
 // Storage content operations: allocate and delete volumes (pve-storage
@@ -55,10 +56,10 @@ func (sl *storageLayer) storageCheckEnabledLocked(sid, node string) (*Storage, e
 }
 
 var (
-	lvmVolnameRE  = regexp.MustCompile(`^(vm|base)-(\d+)-\S+$`)
-	dirImageRE    = regexp.MustCompile(`^(?:images/)?(\d+)/[^/]+$`)
-	backupOwnerRE = regexp.MustCompile(`^backup/vzdump-(?:lxc|qemu|openvz)-(\d+)-`)
-	diskNumberRE  = regexp.MustCompile(`(?:vm|base|subvol|basevol)-(\d+)-disk-(\d+)`)
+	lvmVolnameRE  = lazyre.New(`^(vm|base)-(\d+)-\S+$`)
+	dirImageRE    = lazyre.New(`^(?:images/)?(\d+)/[^/]+$`)
+	backupOwnerRE = lazyre.New(`^backup/vzdump-(?:lxc|qemu|openvz)-(\d+)-`)
+	diskNumberRE  = lazyre.New(`(?:vm|base|subvol|basevol)-(\d+)-disk-(\d+)`)
 )
 
 // parseVolnameLocked is PVE::Storage::parse_volname: the storage, the
@@ -198,8 +199,8 @@ func (sl *storageLayer) allocImageLocked(node string, s *Storage, vmid int, name
 }
 
 var (
-	allocSizeRE = regexp.MustCompile(`^(\d+)([MG]?)$`)
-	allocExtRE  = regexp.MustCompile(`\.(raw|qcow2|vmdk)$`)
+	allocSizeRE = lazyre.New(`^(\d+)([MG]?)$`)
+	allocExtRE  = lazyre.New(`\.(raw|qcow2|vmdk)$`)
 )
 
 // AllocVolume is POST /nodes/{node}/storage/{storage}/content: allocate
@@ -435,10 +436,10 @@ func (sl *storageLayer) DownloadAppliance(auth Auth, node string, params map[str
 }
 
 var (
-	vztmplExtRE = regexp.MustCompile(`(?i)\.tar\.(gz|xz|zst|bz2)$`)
-	isoExtRE    = regexp.MustCompile(`(?i)\.(iso|img)$`)
-	importExtRE = regexp.MustCompile(`(?i)\.(ova|qcow2|raw|vmdk)$`)
-	filenameRE  = regexp.MustCompile(`[^-a-zA-Z0-9_.]`)
+	vztmplExtRE = lazyre.New(`(?i)\.tar\.(gz|xz|zst|bz2)$`)
+	isoExtRE    = lazyre.New(`(?i)\.(iso|img)$`)
+	importExtRE = lazyre.New(`(?i)\.(ova|qcow2|raw|vmdk)$`)
+	filenameRE  = lazyre.New(`[^-a-zA-Z0-9_.]`)
 )
 
 // DownloadURL is POST /nodes/{node}/storage/{storage}/download-url: task
@@ -467,7 +468,7 @@ func (sl *storageLayer) DownloadURL(auth Auth, node, storage string, params map[
 		return "", Failf("storage '%s' is not configured for content-type '%s'\n", storage, content)
 	}
 	file := normalizeFilename(params["filename"])
-	var extRE *regexp.Regexp
+	var extRE *lazyre.Regexp
 	switch content {
 	case "iso":
 		extRE = isoExtRE

@@ -6,9 +6,10 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
-	"regexp"
 	"strconv"
 	"time"
+
+	"github.com/corralhq/corral/internal/lazyre"
 )
 
 // Tickets and CSRF tokens in PVE's wire format (pve-common PVE::Ticket,
@@ -33,9 +34,9 @@ const (
 )
 
 var (
-	ticketRe      = regexp.MustCompile(`^(PVE:\S+)::([^:\s]+)$`)
-	ticketPlainRe = regexp.MustCompile(`^PVE:(?:(\S+):)?([A-Z0-9]{8})$`)
-	ticketCSRFRe  = regexp.MustCompile(`^([A-Z0-9]{8}):(\S+)$`)
+	ticketRe      = lazyre.New(`^(PVE:\S+)::([^:\s]+)$`)
+	ticketPlainRe = lazyre.New(`^PVE:(?:(\S+):)?([A-Z0-9]{8})$`)
+	ticketCSRFRe  = lazyre.New(`^([A-Z0-9]{8}):(\S+)$`)
 )
 
 // NewTicket issues the ticket (the PVEAuthCookie value) and the

@@ -11,7 +11,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -19,6 +18,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/corralhq/corral/internal/lazyre"
 )
 
 // Backups: POST /nodes/{node}/vzdump (pve-manager API2/VZDump.pm and
@@ -937,7 +938,7 @@ func pruneMark(group []*Volume, keep map[string]int) map[*Volume]string {
 	return marks
 }
 
-var notesVarRE = regexp.MustCompile(`\{\{([^\s{}]+)\}\}`)
+var notesVarRE = lazyre.New(`\{\{([^\s{}]+)\}\}`)
 
 // vzdumpNotes is generate_notes: {{cluster}}, {{guestname}}, {{node}} and
 // {{vmid}} are replaced, "\n" becomes a line break and "\\" a backslash.

@@ -4,8 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"sort"
+
+	"github.com/corralhq/corral/internal/lazyre"
 )
 
 // table is the embedded, generated reduction of one apidoc.json.
@@ -60,7 +61,7 @@ var droppedKeys = map[string]bool{
 	"min": true, "max": true,
 }
 
-var indexedName = regexp.MustCompile(`^([a-z]+)\[n\]$`)
+var indexedName = lazyre.New(`^([a-z]+)\[n\]$`)
 
 // Reduce turns one PVE API dump (the JSON tree of apidoc.json) into the
 // table Load reads: sorted, deterministic JSON holding only facts. It

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/corralhq/corral/internal/lazyre"
 )
 
 // PVE's schemas and verifiers use Perl regular expressions; Go's regexp is
@@ -201,13 +203,14 @@ func compilePerl(src string) (*regexp.Regexp, error) {
 	return re, nil
 }
 
-// mustPerl compiles a Perl regular expression written in this package.
-func mustPerl(src string) *regexp.Regexp {
-	re, err := compilePerl(src)
-	if err != nil {
-		panic(err)
-	}
-	return re
+// mustPerl is a Perl regular expression written in this package. It is
+// converted and compiled at its first use, not at init: the guest helper
+// re-executes the binary for every guest command, and each of those
+// processes would otherwise convert and compile all of them first
+// (lazyre). A bad one panics at its first use, and the cli tests'
+// lazyre.CompileAll finds it sooner.
+func mustPerl(src string) *lazyre.Regexp {
+	return lazyre.NewFunc(src, compilePerl)
 }
 
 // schemaPattern compiles a schema pattern the way check_prop applies it:

@@ -3,11 +3,11 @@ package schema
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/corralhq/corral/internal/lazyre"
 	"github.com/corralhq/corral/internal/pvesize"
 )
 
@@ -83,7 +83,7 @@ var (
 	reVLAN       = mustPerl(`^(\d+)(?:-(\d+))?$`)
 	reTag        = mustPerl(`^(?i:[a-z0-9_][a-z0-9_\-\+\.]*)$`)
 	reTaskStatus = mustPerl(`^(?i:ok|error|warning|unknown)$`)
-	reTFASecret  = []*regexp.Regexp{
+	reTFASecret  = []*lazyre.Regexp{
 		mustPerl(`^v2-0x[0-9a-fA-F]{16,128}$`),
 		mustPerl(`^v2-[A-Z2-7=]{16,128}$`),
 		mustPerl(`^(?:[A-Z2-7=]{16}|[A-Fa-f0-9]{40})$`),
@@ -100,12 +100,12 @@ var (
 	reGroupRole   = mustPerl(`^[A-Za-z0-9\.\-_]+$`)
 	rePool        = mustPerl(`^[A-Za-z0-9\.\-_]+(?:/[A-Za-z0-9\.\-_]+){0,2}$`)
 	reVolumeID    = mustPerl(`^(?i:` + idRE + `):(.+)$`)
-	reMPIllegal   = []*regexp.Regexp{mustPerl(`/\.\.?/`), mustPerl(`/\.\.?$`), mustPerl(`^\.\./`)}
+	reMPIllegal   = []*lazyre.Regexp{mustPerl(`/\.\.?/`), mustPerl(`/\.\.?$`), mustPerl(`^\.\./`)}
 	reDevIllegal  = mustPerl(`/\.\.?(?:/|$)`)
 	reDevPrefix   = mustPerl(`^/dev/`)
 	reStoragePath = mustPerl(`^/[^;\(\)]+`)
 	reLVMName     = mustPerl(`^(?i:[a-z0-9][a-z0-9\-\_\.]*[a-z0-9])$`)
-	reHostPort    = []*regexp.Regexp{
+	reHostPort    = []*lazyre.Regexp{
 		mustPerl(`^(` + ipv4RE + `|[[:alnum:]\-.]+)(?::(\d+))?$`),
 		mustPerl(`^\[(` + ipv6RE + `|` + ipv4RE + `|[[:alnum:]\-.]+)\](?::(\d+))?$`),
 		mustPerl(`^(` + ipv6RE + `)(?:\.(\d+))?$`),
@@ -388,7 +388,7 @@ var verifiers = map[string]verifier{
 }
 
 // matchOr is a verifier that dies with format(value) when re fails.
-func matchOr(re *regexp.Regexp, format string) verifier {
+func matchOr(re *lazyre.Regexp, format string) verifier {
 	return func(_ *API, v string) error {
 		if re.MatchString(v) {
 			return nil
@@ -398,7 +398,7 @@ func matchOr(re *regexp.Regexp, format string) verifier {
 }
 
 // matchFixed is a verifier that dies with a fixed message when re fails.
-func matchFixed(re *regexp.Regexp, msg string) verifier {
+func matchFixed(re *lazyre.Regexp, msg string) verifier {
 	return func(_ *API, v string) error {
 		if re.MatchString(v) {
 			return nil
@@ -498,7 +498,7 @@ func isCIDRv4(v string) bool { return cidrBits(reCIDRv4, v, 32) }
 func isCIDRv6(v string) bool { return cidrBits(reCIDRv6, v, 128) }
 
 // cidrBits: the prefix length must be > 7 and <= max (pve_verify_cidrv4/6).
-func cidrBits(re *regexp.Regexp, v string, max int) bool {
+func cidrBits(re *lazyre.Regexp, v string, max int) bool {
 	m := re.FindStringSubmatch(v)
 	if m == nil {
 		return false
@@ -574,7 +574,7 @@ func verifyUsername(_ *API, v string) error {
 	return dief("value '%s' does not look like a valid user name", v)
 }
 
-func sdnID(v, what string, re *regexp.Regexp, maxLen int) error {
+func sdnID(v, what string, re *lazyre.Regexp, maxLen int) error {
 	if !re.MatchString(v) {
 		return dief("%s ID '%s' contains illegal characters", what, v)
 	}
