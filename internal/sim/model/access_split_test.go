@@ -1,0 +1,54 @@
+package model
+
+import (
+	"math/rand/v2"
+	"regexp"
+	"testing"
+)
+
+// TestAccessSplitUserID: the hand-written splits of user and token IDs
+// answer as the patterns they replaced, on every string of up to four
+// characters from an alphabet of the characters that matter and on
+// longer random ones.
+func TestAccessSplitUserID(t *testing.T) {
+	userRe := regexp.MustCompile(`^([^\s:/]+)@([A-Za-z][A-Za-z0-9.\-_]+)$`)
+	tokenRe := regexp.MustCompile(`^([^\s:/]+@[A-Za-z][A-Za-z0-9.\-_]+)!([A-Za-z][A-Za-z0-9.\-_]+)$`)
+	alphabet := []string{"a", "Z", "0", "@", "!", ":", "/", " ", "\t", "\v", ".", "-", "_", "é", "\xff", "`", "{"}
+	check := func(s string) {
+		t.Helper()
+		name, realm, ok := accessSplitUserID(s)
+		if m := userRe.FindStringSubmatch(s); (m != nil) != ok || ok && (m[1] != name || m[2] != realm) {
+			t.Fatalf("accessSplitUserID(%q) = %q, %q, %v; the pattern: %q", s, name, realm, ok, m)
+		}
+		user, tok, ok := accessSplitTokenID(s)
+		if m := tokenRe.FindStringSubmatch(s); (m != nil) != ok || ok && (m[1] != user || m[2] != tok) {
+			t.Fatalf("accessSplitTokenID(%q) = %q, %q, %v; the pattern: %q", s, user, tok, ok, m)
+		}
+	}
+	var all func(prefix string, n int)
+	all = func(prefix string, n int) {
+		check(prefix)
+		if n == 0 {
+			return
+		}
+		for _, c := range alphabet {
+			all(prefix+c, n-1)
+		}
+	}
+	all("", 4)
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 20000 {
+		s := ""
+		for range 5 + r.IntN(20) {
+			s += alphabet[r.IntN(len(alphabet))]
+		}
+		check(s)
+		check(s + "@pve")
+		check(s + "@pve!tok")
+		check("app@" + s)
+		check("app@pve!" + s)
+	}
+	for _, s := range []string{"root@pam", "corral-agent-demo@pve!agent", "a@b@pve", "x!y@pve!t1", "@pve", "u@p", "u@pve!", "u@pve!t", "u@pve!tok!en"} {
+		check(s)
+	}
+}
