@@ -2,10 +2,11 @@ package cli
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/corralhq/corral/internal/ui"
 )
 
 // Main runs corral as the program, on the process's arguments and
@@ -24,10 +25,10 @@ func Main() int {
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	go func() {
 		<-sig
-		fmt.Fprintln(os.Stderr, "\ninterrupt: finishing the step under way, then stopping (Ctrl-C again to abort it)")
+		ui.WriteInterruptStopping(os.Stderr)
 		close(stop)
 		<-sig
-		fmt.Fprintln(os.Stderr, "\ninterrupt: aborting the step under way; corral still restores keeper protection and releases its lock (Ctrl-C again to exit at once)")
+		ui.WriteInterruptAborting(os.Stderr)
 		cancel()
 		<-sig
 		os.Exit(130)

@@ -105,3 +105,15 @@ func WriteCopySkipped(w io.Writer, path string) {
 func WriteCopied(w io.Writer, src, dst string) {
 	fmt.Fprintf(w, "corral: copied %s to %s\n", src, dst)
 }
+
+// WriteInterruptStopping says on w (stderr) that a first Ctrl-C or
+// SIGTERM lets the step under way finish, then stops.
+func WriteInterruptStopping(w io.Writer) {
+	fmt.Fprintln(w, "\ninterrupt: finishing the step under way, then stopping (Ctrl-C again to abort it)")
+}
+
+// WriteInterruptAborting says on w (stderr) that a second one aborts the
+// step, and what corral still does.
+func WriteInterruptAborting(w io.Writer) {
+	fmt.Fprintln(w, "\ninterrupt: aborting the step under way; corral still restores keeper protection and releases its lock (Ctrl-C again to exit at once)")
+}
