@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/chromedp"
-
 	"github.com/corralhq/corral/internal/pve"
 	"github.com/corralhq/corral/internal/testenv"
 )
@@ -52,7 +50,7 @@ func chromiumPath(t *testing.T) string {
 func TestAgent_statusPageInBrowser(t *testing.T) {
 	t.Parallel()
 	testenv.NeedRoot(t, "the emulator's guest view")
-	browser := chromiumPath(t)
+	chromium := chromiumPath(t)
 	c := newGuestCluster(t)
 	m := writeManifest(t, browserManifest)
 	if r := c.run("apply", "-f", m, "--auto-approve"); r.code != 0 {
@@ -89,37 +87,22 @@ func TestAgent_statusPageInBrowser(t *testing.T) {
 
 	srv := httptest.NewServer(r.ag.Handler(""))
 	defer srv.Close()
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(browser),
-		chromedp.NoSandbox, chromedp.Headless, chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-default-apps", true),
-		chromedp.Flag("disable-extensions", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-domain-reliability", true),
-		chromedp.Flag("no-proxy-server", true),
-		chromedp.Flag("metrics-recording-only", true),
-		chromedp.Flag("mute-audio", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(412, 915),
-	}
-	actx, cancel := chromedp.NewExecAllocator(ctx, opts...)
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	bctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	bctx, cancel = context.WithTimeout(bctx, 2*time.Minute)
-	defer cancel()
+	b := startBrowser(t, chromium)
 
 	type row struct {
 		Name, State, Health, Drift, Backup, Node string
 		Checks                                   []string
 	}
-	if err := chromedp.Do(bctx, chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(`#apps section.app`)); err != nil {
+	if err := b.navigate(ctx, srv.URL+"/"); err != nil {
 		t.Fatalf("browser: %v", err)
 	}
-	rows, err := chromedp.Run(bctx, chromedp.Evaluate[[]row](`[...document.querySelectorAll('section.app')].map(s => ({
+	if err := b.waitVisible(ctx, `#apps section.app`); err != nil {
+		t.Fatalf("browser: %v", err)
+	}
+	var rows []row
+	if err := b.eval(ctx, `[...document.querySelectorAll('section.app')].map(s => ({
 			Name: s.querySelector('.name').textContent,
 			State: s.querySelector('.state').textContent,
 			Health: s.querySelector('.health') ? s.querySelector('.health').textContent : '',
@@ -127,23 +110,22 @@ func TestAgent_statusPageInBrowser(t *testing.T) {
 			Backup: s.querySelector('.backup').textContent,
 			Node: s.querySelector('.node').textContent,
 			Checks: [...s.querySelectorAll('li.check')].map(li => li.dataset.status + ' ' + getComputedStyle(li).color + ' ' + li.textContent),
-		}))`))
-	if err != nil {
+		}))`, &rows); err != nil {
 		t.Fatalf("browser: %v", err)
 	}
-	nodes, err := chromedp.Run(bctx, chromedp.Text(`#nodes`))
+	nodes, err := b.text(ctx, `#nodes`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	events, err := chromedp.Run(bctx, chromedp.Text(`#events`))
+	events, err := b.text(ctx, `#events`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	external, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`[...document.querySelectorAll('[src],link[href]')].some(e => /^https?:/.test(e.getAttribute('src') || e.getAttribute('href')))`))
-	if err != nil {
+	var external bool
+	if err := b.eval(ctx, `[...document.querySelectorAll('[src],link[href]')].some(e => /^https?:/.test(e.getAttribute('src') || e.getAttribute('href')))`, &external); err != nil {
 		t.Fatal(err)
 	}
-	shot, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
+	shot, err := b.fullScreenshot(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
