@@ -166,16 +166,7 @@ func corralCmd(t testing.TB, env []string, cmd *exec.Cmd) (int, string, string) 
 	t.Helper()
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Dir = "../.."
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return code, out.String(), errb.String()
+	return testenv.Run(t, cmd)
 }
 
 func mustCorral(t *testing.T, env []string, args ...string) string {

@@ -24,13 +24,7 @@ func TestExit(t *testing.T) {
 	for _, want := range []int{0, 3} {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestExit$")
 		cmd.Env = append(os.Environ(), "CORRAL_TESTENV_EXIT="+map[int]string{0: "0", 3: "3"}[want])
-		err := cmd.Run()
-		got := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			got = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
+		got, _, _ := Run(t, cmd)
 		if got != want {
 			t.Errorf("Exit(%d): the process exited %d", want, got)
 		}

@@ -1,7 +1,6 @@
 package testenv
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -39,19 +38,7 @@ func TestSelfAs(t *testing.T) {
 	if !strings.Contains(os.Getenv("GORACE"), "atexit_sleep_ms=0") {
 		t.Errorf("GORACE=%q after SelfAs", os.Getenv("GORACE"))
 	}
-	run := func(arg string) (int, string, string) {
-		var stdout, stderr bytes.Buffer
-		cmd := exec.Command(bin, arg)
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return code, stdout.String(), stderr.String()
-	}
+	run := func(arg string) (int, string, string) { return Run(t, exec.Command(bin, arg)) }
 	if code, out, errs := run("hello"); code != 0 || out != "testenv-self says hello\n" {
 		t.Errorf("testenv-self hello: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
