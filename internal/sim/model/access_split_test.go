@@ -6,12 +6,13 @@ import (
 	"testing"
 )
 
-// TestAccessSplitUserID: the hand-written splits of user and token IDs
-// answer as the patterns they replaced, on every string of up to four
+// TestAccessSplitUserID: the hand-written splits of user and token IDs,
+// and the token-subid check, answer as the patterns they replaced, on every string of up to four
 // characters from an alphabet of the characters that matter and on
 // longer random ones.
 func TestAccessSplitUserID(t *testing.T) {
 	userRe := regexp.MustCompile(`^([^\s:/]+)@([A-Za-z][A-Za-z0-9.\-_]+)$`)
+	subidRe := regexp.MustCompile(`^[A-Za-z][A-Za-z0-9.\-_]+$`)
 	tokenRe := regexp.MustCompile(`^([^\s:/]+@[A-Za-z][A-Za-z0-9.\-_]+)!([A-Za-z][A-Za-z0-9.\-_]+)$`)
 	alphabet := []string{"a", "Z", "0", "@", "!", ":", "/", " ", "\t", "\v", ".", "-", "_", "é", "\xff", "`", "{"}
 	check := func(s string) {
@@ -19,6 +20,9 @@ func TestAccessSplitUserID(t *testing.T) {
 		name, realm, ok := accessSplitUserID(s)
 		if m := userRe.FindStringSubmatch(s); (m != nil) != ok || ok && (m[1] != name || m[2] != realm) {
 			t.Fatalf("accessSplitUserID(%q) = %q, %q, %v; the pattern: %q", s, name, realm, ok, m)
+		}
+		if subidRe.MatchString(s) != accessRealmLike(s) {
+			t.Fatalf("accessRealmLike(%q) = %v; the token-subid pattern disagrees", s, accessRealmLike(s))
 		}
 		user, tok, ok := accessSplitTokenID(s)
 		if m := tokenRe.FindStringSubmatch(s); (m != nil) != ok || ok && (m[1] != user || m[2] != tok) {
