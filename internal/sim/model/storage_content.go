@@ -105,8 +105,11 @@ func (sl *storageLayer) parseVolnameLocked(volid string) (s *Storage, name, vtyp
 func (sl *storageLayer) freeDiskNumberLocked(node, sid string, vmid int) int {
 	st := sl.state()
 	used := map[int]bool{}
+	// Only a name holding "-<vmid>-disk-" can end in vmid's disk; the
+	// test saves matching every volume of the storage against the pattern.
+	mark := "-" + strconv.Itoa(vmid) + "-disk-"
 	for _, v := range st.Volumes {
-		if !st.volOn(v, node) || v.Storage != sid {
+		if !st.volOn(v, node) || v.Storage != sid || !strings.Contains(v.Name, mark) {
 			continue
 		}
 		// The last match: a linked clone's name starts with its base's.
