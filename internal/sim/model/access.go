@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/corralhq/corral/internal/lazyre"
@@ -160,9 +161,22 @@ type ACLUpdate struct {
 
 const (
 	accessRootUser = "root@pam"
-	// accessPasswordIterations is the PBKDF2 work factor for passwords.
-	accessPasswordIterations = 4096
+	// accessPasswordWork is the PBKDF2 work factor for passwords.
+	accessPasswordWork = 4096
 )
+
+// accessPasswordIterations is the work factor new password hashes get
+// (a stored hash names its own, which its check uses): accessPasswordWork,
+// but 16 in test binaries, where hashing each new emulator's root password
+// at the full factor was 2-3% of internal/cli's and internal/sim's CPU
+// under -race (issue 30). TestAccessPasswordHash checks the full factor.
+var accessPasswordIterations = accessPasswordWork
+
+func init() {
+	if testing.Testing() {
+		accessPasswordIterations = 16
+	}
+}
 
 // accessRealms are the realms of a default PVE install (domains.cfg).
 var accessRealms = map[string]bool{"pam": true, "pve": true}
@@ -960,14 +974,19 @@ func accessHashSecret(secret string) string {
 
 // accessHashPassword is the stored form of a password: salted PBKDF2.
 func accessHashPassword(password string) string {
+	return accessHashPasswordWork(password, accessPasswordIterations)
+}
+
+// accessHashPasswordWork is accessHashPassword at work factor iter.
+func accessHashPasswordWork(password string, iter int) string {
 	salt := make([]byte, 16)
 	rand.Read(salt)
-	key, err := pbkdf2.Key(sha256.New, password, salt, accessPasswordIterations, 32)
+	key, err := pbkdf2.Key(sha256.New, password, salt, iter, 32)
 	if err != nil {
 		panic(fmt.Sprintf("access: pbkdf2: %v", err)) // only for invalid parameters, which are constant
 	}
 	enc := base64.RawStdEncoding
-	return fmt.Sprintf("pbkdf2-sha256$%d$%s$%s", accessPasswordIterations, enc.EncodeToString(salt), enc.EncodeToString(key))
+	return fmt.Sprintf("pbkdf2-sha256$%d$%s$%s", iter, enc.EncodeToString(salt), enc.EncodeToString(key))
 }
 
 // accessCheckPassword compares password with a stored hash in constant time.

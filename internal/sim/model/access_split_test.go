@@ -1,8 +1,10 @@
 package model
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -54,5 +56,32 @@ func TestAccessSplitUserID(t *testing.T) {
 	}
 	for _, s := range []string{"root@pam", "corral-agent-demo@pve!agent", "a@b@pve", "x!y@pve!t1", "@pve", "u@p", "u@pve!", "u@pve!t", "u@pve!tok!en"} {
 		check(s)
+	}
+}
+
+// TestAccessPasswordHash: a hash at the product's work factor names it
+// and checks the password; test binaries hash new passwords at 16, and a
+// check reads the factor from the stored hash, so both verify.
+func TestAccessPasswordHash(t *testing.T) {
+	if accessPasswordIterations != 16 {
+		t.Fatalf("work factor in a test binary %d, want 16", accessPasswordIterations)
+	}
+	for _, iter := range []int{accessPasswordWork, accessPasswordIterations} {
+		h := accessHashPasswordWork("s3cret pass", iter)
+		if want := fmt.Sprintf("pbkdf2-sha256$%d$", iter); !strings.HasPrefix(h, want) {
+			t.Errorf("hash %q, want the prefix %q", h, want)
+		}
+		if !accessCheckPassword(h, "s3cret pass") {
+			t.Errorf("work %d: the password does not check against its hash", iter)
+		}
+		if accessCheckPassword(h, "s3cret pasS") || accessCheckPassword(h, "") {
+			t.Errorf("work %d: another password checks", iter)
+		}
+		if other := accessHashPasswordWork("s3cret pass", iter); other == h {
+			t.Errorf("work %d: two hashes of one password share a salt", iter)
+		}
+	}
+	if accessPasswordWork != 4096 {
+		t.Errorf("product work factor %d, want 4096", accessPasswordWork)
 	}
 }
