@@ -35,8 +35,7 @@ func TestMain(m *testing.M) {
 	// The emulator's after-save check (every save re-read from its files
 	// and compared with the state in memory, both encoded whole: 30% of
 	// these tests' CPU) is an
-	// invariant of internal/sim/model, whose own tests and internal/sim's
-	// keep it on; here it runs with CORRAL_TEST_FULL (CI) only.
+	// invariant of internal/sim/model, whose own tests keep it on; here it runs with CORRAL_TEST_FULL (CI) only.
 	model.SetJournalCheck(testenv.Full())
 	testenv.Exit(m.Run())
 }

@@ -4,6 +4,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/corralhq/corral/internal/sim/model"
 	"github.com/corralhq/corral/internal/testenv"
 )
 
@@ -22,5 +23,12 @@ func TestMain(m *testing.M) {
 		os.Setenv("CORRAL_SIM_UNISOLATED", "1")
 	}
 	testenv.DefaultParallel(4)
+	// The after-save journal check (every save re-read from its files and
+	// compared with the state in memory, both encoded whole) was a quarter
+	// of this package's own CPU in a profile (issue 30): it is an
+	// invariant of internal/sim/model, whose own tests keep it on; here it
+	// runs with CORRAL_TEST_FULL (CI) only, as in internal/cli and
+	// internal/apply.
+	model.SetJournalCheck(testenv.Full())
 	testenv.Exit(m.Run())
 }
