@@ -43,7 +43,7 @@ func TestAccessSplitUserID(t *testing.T) {
 	}
 	all("", 4)
 	r := rand.New(rand.NewPCG(1, 2))
-	for range 20000 {
+	for range 4000 {
 		s := ""
 		for range 5 + r.IntN(20) {
 			s += alphabet[r.IntN(len(alphabet))]
