@@ -10,6 +10,7 @@ import (
 // users control: a CT whose etc is a link to a host directory never gets
 // the emulator to remove or write the host's file there.
 func TestSetAptProxy_neverThroughALink(t *testing.T) {
+	t.Parallel()
 	host := t.TempDir()
 	hostConf := filepath.Join(host, aptConfFile[len("etc/"):])
 	if err := os.MkdirAll(filepath.Dir(hostConf), 0o755); err != nil {

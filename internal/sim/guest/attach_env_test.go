@@ -17,6 +17,7 @@ import (
 // CT, but never a host process's command line, which every user of the
 // host reads (it was passed to lxc-attach with -v KEY=VAL).
 func TestGuest_sessionEnvNotOnCommandLine(t *testing.T) {
+	t.Parallel()
 	k := newKit(t)
 	k.needIsolation()
 	k.create(131, nil)

@@ -11,6 +11,7 @@ import (
 // claim on another port may share it; a state directory's block is
 // tried first and kept when free.
 func TestClaimBlock(t *testing.T) {
+	t.Parallel()
 	freePort := func() int {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {

@@ -30,6 +30,7 @@ func (k *kit) needIsolation() {
 // hostname, and pkill there cannot touch a host process with the same
 // command line.
 func TestGuest_isolation(t *testing.T) {
+	t.Parallel()
 	k := newKit(t)
 	k.needIsolation()
 	host := exec.Command("sleep", "7301")
@@ -69,6 +70,7 @@ func TestGuest_isolation(t *testing.T) {
 // from net0 and its MAC, the CT reaches the gateway's exposed API port,
 // and a second CT reaches the first over the bridge.
 func TestGuest_network(t *testing.T) {
+	t.Parallel()
 	k := newKit(t)
 	k.needIsolation()
 	api, err := net.Listen("tcp", "127.0.0.1:0")
@@ -117,6 +119,7 @@ func TestGuest_network(t *testing.T) {
 // only on its own loopback is reachable through its login, and a port
 // nothing listens on is refused as sshd refuses it.
 func TestGuest_forwarding(t *testing.T) {
+	t.Parallel()
 	k := newKit(t)
 	k.needIsolation()
 	k.create(124, map[string]string{"net0": "name=eth0,bridge=vmbr0,ip=dhcp"})

@@ -13,6 +13,7 @@ import (
 // pve-container's seccomp config makes it (Docker's runtime is what
 // notices). A privileged CT is not filtered.
 func TestGuest_keyctlAsPVE(t *testing.T) {
+	t.Parallel()
 	k := newKit(t)
 	k.needIsolation()
 	// keyctl(KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING, create):

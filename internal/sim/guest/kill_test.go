@@ -19,6 +19,7 @@ const killHelperEnv = "CORRAL_TEST_KILL_HELPER"
 // takes its containers' processes and its network namespace with it, and
 // the next emulator on the same state directory boots the CTs again.
 func TestGuest_killedEmulatorLeavesNothing(t *testing.T) {
+	t.Parallel()
 	if os.Getenv(killHelperEnv) != "" {
 		killHelper(t)
 		return

@@ -159,6 +159,7 @@ func run(t *testing.T, c *client.Client, script string) (string, error) {
 }
 
 func TestGuest_volumeSurvivesRecreate_rootfsDoesNot(t *testing.T) {
+	t.Parallel()
 	k := newKit(t)
 	vol, err := k.c.AllocVolume(root, "pve", "local-lvm", map[string]string{"vmid": "999", "filename": "vm-999-disk-0", "size": "1G"})
 	if err != nil {
@@ -236,6 +237,7 @@ func TestGuest_volumeSurvivesRecreate_rootfsDoesNot(t *testing.T) {
 }
 
 func TestGuest_stopClosesEndpointAndKillsSessions(t *testing.T) {
+	t.Parallel()
 	k := newKit(t)
 	k.create(106, nil)
 	c, err := k.dial(106, client.HostKeyPolicy{TrustOnFirstUse: true})
@@ -285,6 +287,7 @@ func (k *kit) addr2(vmid int) string {
 }
 
 func TestGuest_refusesUnknownKeyAndUser(t *testing.T) {
+	t.Parallel()
 	k := newKit(t)
 	k.create(107, nil)
 	other, _, err := client.NewKey("")
@@ -313,6 +316,7 @@ func TestGuest_refusesUnknownKeyAndUser(t *testing.T) {
 }
 
 func TestRunningGuests_address(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		vmid int
 		net  map[string]string
@@ -352,6 +356,7 @@ func TestRunningGuests_address(t *testing.T) {
 }
 
 func TestGuest_stopKillsDetachedProcesses(t *testing.T) {
+	t.Parallel()
 	k := newKit(t)
 	k.create(109, nil)
 	c, err := k.dial(109, client.HostKeyPolicy{TrustOnFirstUse: true})
@@ -376,6 +381,7 @@ func TestGuest_stopKillsDetachedProcesses(t *testing.T) {
 // hour away), so a destroy right after a stop never races a session
 // writing into the rootfs.
 func TestGuest_stopEndsSessionsBeforeTheTaskEnds(t *testing.T) {
+	t.Parallel()
 	k := newKitPoll(t, time.Hour)
 	k.create(110, nil) // the start reaches the manager through the run hook
 	c, err := k.dial(110, client.HostKeyPolicy{TrustOnFirstUse: true})
@@ -414,6 +420,7 @@ func newBootDelayKit(t *testing.T) *kit {
 }
 
 func TestGuest_sshdAnswersAfterTheBootDelay(t *testing.T) {
+	t.Parallel()
 	k := newBootDelayKit(t)
 	m := k.m
 	k.create(115, nil)
@@ -433,6 +440,7 @@ func TestGuest_sshdAnswersAfterTheBootDelay(t *testing.T) {
 }
 
 func TestGuest_concurrentSessions(t *testing.T) {
+	t.Parallel()
 	k := newKit(t)
 	k.create(116, nil)
 	c, err := k.dial(116, client.HostKeyPolicy{TrustOnFirstUse: true})
@@ -539,6 +547,7 @@ func giveToCTRoot(t *testing.T, c *model.Cluster, volid string) {
 // LXC's wait) is started again, so the CT does not run without an sshd
 // until its next restart.
 func TestGuest_endpointRetriedAfterAFailedStart(t *testing.T) {
+	t.Parallel()
 	k := newBootDelayKit(t)
 	m := k.m
 	k.create(116, nil)

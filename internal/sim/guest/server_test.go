@@ -101,6 +101,7 @@ func (a *api) endpoint(vmid int) string {
 }
 
 func TestServer_guestOverTheAPI(t *testing.T) {
+	t.Parallel()
 	zero := 0.0
 	s, err := sim.New(sim.Options{Dir: t.TempDir(), Listener: sim.ListenNone, TimeScale: &zero, GuestSSHPort: freePort(t)})
 	if err != nil {

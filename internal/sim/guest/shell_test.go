@@ -9,6 +9,7 @@ import (
 // shellIn reads the CT's etc/passwd as host root: a link there (to a
 // host file naming another shell for root) is never followed.
 func TestShellIn(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name   string
 		passwd func(t *testing.T, etc string)

@@ -15,6 +15,7 @@ import (
 // would block the login forever, a link could make the emulator (root on
 // the host) read a host file.
 func TestAuthorized_bounded(t *testing.T) {
+	t.Parallel()
 	signer, err := hostKey(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -60,6 +61,7 @@ func TestAuthorized_bounded(t *testing.T) {
 // before systemd's bus is up ("offline", as it prints with no /run of
 // systemd's) is not a finished boot, or sessions race the boot's jobs.
 func TestBootFinished(t *testing.T) {
+	t.Parallel()
 	for state, want := range map[string]bool{
 		"running": true, "degraded": true, "maintenance": true, "stopping": true,
 		"offline": false, "": false, "unknown": false, "starting": false, "initializing": false,

@@ -16,6 +16,7 @@ import (
 // Where the machine allows no mount namespace, a command fails with 126
 // and says why, instead of running outside the CT's view.
 func TestExec_unavailable(t *testing.T) {
+	t.Parallel()
 	c, err := model.Open(model.Options{Dir: t.TempDir(), HasTimeScale: true, TimeScale: 0})
 	if err != nil {
 		t.Fatal(err)

@@ -84,6 +84,7 @@ const guestList = `cd /srv && find meta data -printf '%p %y %m %U:%G %n\n' | LC_
 // nodes or owners outside the map) unless ignore-unpack-errors is set.
 // All over the API, with the CTs' own shells over SSH.
 func TestDataPlane_unprivilegedIDs(t *testing.T) {
+	t.Parallel()
 	zero := 0.0
 	s, err := sim.New(sim.Options{Dir: t.TempDir(), Listener: sim.ListenNone, TimeScale: &zero, GuestSSHPort: freePort(t)})
 	if err != nil {

@@ -64,6 +64,7 @@ func capRoot(t *testing.T, p string) int {
 // shifted files, and vzdump -> restore into a privileged CT gives the
 // same view with the container's own ids (and v2 capabilities) on disk.
 func TestGuest_realTemplateUnprivileged(t *testing.T) {
+	t.Parallel()
 	k := newRealKit(t)
 	k.needUserns()
 	k.create(160, nil)

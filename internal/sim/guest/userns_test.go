@@ -61,6 +61,7 @@ func owner(t *testing.T, p string) string {
 // (tiny template) are its root's and writable, a pty session is container root's, and pkill cannot reach a
 // host process. A privileged CT beside it keeps host ids.
 func TestGuest_unprivilegedUserNamespace(t *testing.T) {
+	t.Parallel()
 	k := newKit(t)
 	k.needUserns()
 	host := exec.Command("sleep", "7302")

@@ -8,6 +8,7 @@ import (
 // TestCapture: guest-exec keeps qemu-ga's first 16 MiB of a stream
 // and says it dropped the rest; a stream that fits is not truncated.
 func TestCapture(t *testing.T) {
+	t.Parallel()
 	var c capture
 	chunk := bytes.Repeat([]byte("a"), maxExecOutput/2)
 	c.Write(chunk)
