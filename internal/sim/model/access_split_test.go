@@ -13,6 +13,7 @@ import (
 // characters from an alphabet of the characters that matter and on
 // longer random ones.
 func TestAccessSplitUserID(t *testing.T) {
+	t.Parallel()
 	userRe := regexp.MustCompile(`^([^\s:/]+)@([A-Za-z][A-Za-z0-9.\-_]+)$`)
 	subidRe := regexp.MustCompile(`^[A-Za-z][A-Za-z0-9.\-_]+$`)
 	tokenRe := regexp.MustCompile(`^([^\s:/]+@[A-Za-z][A-Za-z0-9.\-_]+)!([A-Za-z][A-Za-z0-9.\-_]+)$`)
@@ -63,6 +64,7 @@ func TestAccessSplitUserID(t *testing.T) {
 // and checks the password; test binaries hash new passwords at 16, and a
 // check reads the factor from the stored hash, so both verify.
 func TestAccessPasswordHash(t *testing.T) {
+	t.Parallel()
 	if accessPasswordIterations != 16 {
 		t.Fatalf("work factor in a test binary %d, want 16", accessPasswordIterations)
 	}

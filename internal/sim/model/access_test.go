@@ -89,6 +89,7 @@ func (k *accessKit) privs(id, path string) []string {
 }
 
 func TestNewAccess_builtinRoles(t *testing.T) {
+	t.Parallel()
 	wantNames := []string{
 		"Administrator", "NoAccess", "PVEAdmin", "PVEAuditor", "PVEDatastoreAdmin", "PVEDatastoreUser",
 		"PVEMappingAdmin", "PVEMappingUser", "PVEPoolAdmin", "PVEPoolUser", "PVESDNAdmin", "PVESDNUser",
@@ -142,6 +143,7 @@ func accessRolePrivs(a *model.Access, role string) []string {
 // TestNewAccess_pve9Roles compares the PVE 9 roles with a real `pveum role
 // list` of PVE 9.0.3 (the roles that mention guest agent privileges).
 func TestNewAccess_pve9Roles(t *testing.T) {
+	t.Parallel()
 	a := model.NewAccess("9.1")
 	want := map[string]string{
 		"PVEAdmin":      "Datastore.Allocate,Datastore.AllocateSpace,Datastore.AllocateTemplate,Datastore.Audit,Group.Allocate,Mapping.Audit,Mapping.Use,Pool.Allocate,Pool.Audit,Realm.AllocateUser,SDN.Allocate,SDN.Audit,SDN.Use,Sys.Audit,Sys.Console,Sys.Syslog,User.Modify,VM.Allocate,VM.Audit,VM.Backup,VM.Clone,VM.Config.CDROM,VM.Config.CPU,VM.Config.Cloudinit,VM.Config.Disk,VM.Config.HWType,VM.Config.Memory,VM.Config.Network,VM.Config.Options,VM.Console,VM.GuestAgent.Audit,VM.GuestAgent.FileRead,VM.GuestAgent.FileSystemMgmt,VM.GuestAgent.FileWrite,VM.GuestAgent.Unrestricted,VM.Migrate,VM.PowerMgmt,VM.Replicate,VM.Snapshot,VM.Snapshot.Rollback",
@@ -158,6 +160,7 @@ func TestNewAccess_pve9Roles(t *testing.T) {
 }
 
 func TestNewAccess_pve8Roles(t *testing.T) {
+	t.Parallel()
 	a := model.NewAccess("8.4")
 	for _, tc := range []struct {
 		role, priv string
@@ -183,6 +186,7 @@ func TestNewAccess_pve8Roles(t *testing.T) {
 // release are exactly those the release's API schema knows (GET
 // /access/roles/{roleid} returns one boolean per privilege).
 func TestNewAccess_privilegeCatalogue(t *testing.T) {
+	t.Parallel()
 	shared := refdata.Dir(t)
 	for _, tc := range []struct{ version, file string }{
 		{"9.1", "apidoc.json"},
@@ -242,6 +246,7 @@ func accessFindPath(nodes []accessAPINode, path string) *accessAPINode {
 }
 
 func TestAccess_AddRole(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		version string
@@ -293,6 +298,7 @@ func TestAccess_AddRole(t *testing.T) {
 // TestAccess_Permissions_privsep is the intersection rule of seed 004 §3.3
 // and behaviour.md §0.
 func TestAccess_Permissions_privsep(t *testing.T) {
+	t.Parallel()
 	k := newAccessKit(t)
 	accessMust(t, k.a.AddRole("Operator", []string{"VM.Audit", "VM.Allocate", "SDN.Use"}))
 
@@ -337,6 +343,7 @@ func TestAccess_Permissions_privsep(t *testing.T) {
 }
 
 func TestAccess_Permissions_acl(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		setup func(k *accessKit)
@@ -460,6 +467,7 @@ func TestAccess_Permissions_acl(t *testing.T) {
 // tokens are not, though a privsep=0 one passes generic privilege checks
 // (behaviour.md §0).
 func TestAuth_root(t *testing.T) {
+	t.Parallel()
 	a := model.NewAccess("9.1")
 	_, err := a.AddToken("root@pam", "full", false)
 	accessMust(t, err)
@@ -504,6 +512,7 @@ func TestAuth_root(t *testing.T) {
 }
 
 func TestAccess_Check(t *testing.T) {
+	t.Parallel()
 	k := newAccessKit(t)
 	accessMust(t, k.a.AddRole("Disk", []string{"VM.Audit", "VM.Config.Disk"}))
 	k.grant("/vms/101", "Disk", kitAlice, true)
@@ -544,6 +553,7 @@ func TestAccess_Check(t *testing.T) {
 // TestAccess_EffectivePermissions_fixture rebuilds the situation of
 // fixtures/access-permissions-token.json and compares the whole answer.
 func TestAccess_EffectivePermissions_fixture(t *testing.T) {
+	t.Parallel()
 	shared := refdata.Dir(t)
 	raw, err := os.ReadFile(filepath.Join(shared, "pve-api", "fixtures", "access-permissions-token.json"))
 	if err != nil {
@@ -582,6 +592,7 @@ func TestAccess_EffectivePermissions_fixture(t *testing.T) {
 }
 
 func TestAccess_EffectivePermissions_root(t *testing.T) {
+	t.Parallel()
 	a := model.NewAccess("8.4")
 	got := a.EffectivePermissions("root@pam", "")
 	var paths []string
@@ -599,6 +610,7 @@ func TestAccess_EffectivePermissions_root(t *testing.T) {
 }
 
 func TestAccess_CheckReadPermissions(t *testing.T) {
+	t.Parallel()
 	k := newAccessKit(t)
 	accessMust(t, k.a.AddUser("bob@pve", ""))
 	alice := model.Auth{UserID: kitAlice}
@@ -629,6 +641,7 @@ func TestAccess_CheckReadPermissions(t *testing.T) {
 }
 
 func TestAccess_SetACL_errors(t *testing.T) {
+	t.Parallel()
 	const locked = "ACL update failed: "
 	either := "either 'users', 'groups' or 'tokens' is required."
 	tests := []struct {
@@ -673,6 +686,7 @@ func TestAccess_SetACL_errors(t *testing.T) {
 }
 
 func TestAccess_SetACL(t *testing.T) {
+	t.Parallel()
 	k := newAccessKit(t)
 	accessMust(t, k.a.AddGroup("ops", ""))
 	accessMust(t, k.a.SetACL("/vms//101/", []string{"PVEAuditor", "PVETemplateUser"}, []string{kitAlice}, []string{"ops"}, []string{kitAliceCI}, true, false))
@@ -715,6 +729,7 @@ func TestAccess_SetACL(t *testing.T) {
 // perm-modify check and the superset rule for callers without
 // Permissions.Modify.
 func TestAccess_UpdateACL_delegated(t *testing.T) {
+	t.Parallel()
 	const locked = "ACL update failed: 400 Parameter verification failed.\nrole: "
 	k := newAccessKit(t)
 	accessMust(t, k.a.AddUser("bob@pve", ""))
@@ -748,6 +763,7 @@ func TestAccess_UpdateACL_delegated(t *testing.T) {
 }
 
 func TestAccess_users(t *testing.T) {
+	t.Parallel()
 	a := model.NewAccess("9.1")
 	accessMust(t, a.AddGroup("ops", "operators"))
 	accessWantError(t, a.AddGroup("ops", ""), 500, "create group failed: group 'ops' already exists\n")
@@ -786,6 +802,7 @@ func TestAccess_users(t *testing.T) {
 }
 
 func TestAccess_VerifyToken(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 	a := model.NewAccess("9.1")
 	a.Clock = func() time.Time { return now }
@@ -839,6 +856,7 @@ func TestAccess_VerifyToken(t *testing.T) {
 }
 
 func TestAccess_VerifyPassword(t *testing.T) {
+	t.Parallel()
 	a := model.NewAccess("9.1")
 	accessMust(t, a.SetPassword("root@pam", "rootpass1"))
 	accessMust(t, a.AddUser(kitAlice, "alicepass", model.UserOptions{Disable: true}))
@@ -865,6 +883,7 @@ func TestAccess_VerifyPassword(t *testing.T) {
 
 // TestAccess_JSON: the state survives the cluster's state file.
 func TestAccess_JSON(t *testing.T) {
+	t.Parallel()
 	k := newAccessKit(t)
 	accessMust(t, k.a.AddGroup("ops", "c"))
 	accessMust(t, k.a.AddRole("Ops", []string{"VM.Audit"}))
@@ -893,6 +912,7 @@ func TestAccess_JSON(t *testing.T) {
 // 16-privilege role plus Datastore.AllocateTemplate, on "/" for both user
 // and privsep token.
 func TestAccess_operatorSeed(t *testing.T) {
+	t.Parallel()
 	a := model.NewAccess("9.1")
 	accessMust(t, a.AddRole("CorralOperator", model.OperatorPrivileges))
 	accessMust(t, a.AddUser("corral@pve", ""))

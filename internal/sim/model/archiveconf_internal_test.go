@@ -31,6 +31,7 @@ func writeArchive(t *testing.T, conf string) string {
 // Issue 27: an archive's config larger than any guest config is refused
 // with the limit, not cut short and restored as a different config.
 func TestReadBackupConfig_bounded(t *testing.T) {
+	t.Parallel()
 	ok := "hostname: web\n" + strings.Repeat("#"+strings.Repeat("d", 1000)+"\n", 1000)
 	if got, err := readBackupConfig(writeArchive(t, ok)); err != nil || got != ok {
 		t.Fatalf("readBackupConfig() = %d bytes, %v; want the %d-byte config", len(got), err, len(ok))

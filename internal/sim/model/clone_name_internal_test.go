@@ -5,6 +5,7 @@ import "testing"
 // TestCloneOwnName: a linked clone's data lives under its own part of
 // the name; every other volume name maps to itself.
 func TestCloneOwnName(t *testing.T) {
+	t.Parallel()
 	for name, want := range map[string]string{
 		"base-100-disk-0/vm-101-disk-0":                     "vm-101-disk-0",
 		"100/base-100-disk-0.qcow2/101/vm-101-disk-0.qcow2": "101/vm-101-disk-0.qcow2",

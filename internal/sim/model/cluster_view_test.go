@@ -12,6 +12,7 @@ import (
 )
 
 func TestCluster_NextID(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		guests  []int
@@ -48,6 +49,7 @@ func TestCluster_NextID(t *testing.T) {
 // TestCluster_Resources compares the wire form of every resource type
 // with testdata/cluster_resources.json (rewrite with -update).
 func TestCluster_Resources(t *testing.T) {
+	t.Parallel()
 	now := time.Unix(1777629600, 0)
 	k := newOpsKitWith(t, Options{Now: func() time.Time { return now }})
 	k.ct("pve", 101, map[string]string{"cores": "2", "tags": "corral;web", "lock": "backup"})
@@ -76,6 +78,7 @@ func TestCluster_Resources(t *testing.T) {
 }
 
 func TestCluster_ClusterStatus(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		nodes int
 		want  string
@@ -98,6 +101,7 @@ func TestCluster_ClusterStatus(t *testing.T) {
 }
 
 func TestCluster_NodeStatus(t *testing.T) {
+	t.Parallel()
 	now := time.Unix(1777629600, 0)
 	k := newOpsKitWith(t, Options{Now: func() time.Time { return now.Add(-time.Hour) }})
 	k.c.opts.Now = func() time.Time { return now } // the node booted an hour ago
@@ -133,6 +137,7 @@ func TestCluster_NodeStatus(t *testing.T) {
 // The hand-written encoder writes what json.Marshal writes of the same
 // map, for every kind of resource and awkward strings.
 func TestResourceJSONMatchesEncodingJSON(t *testing.T) {
+	t.Parallel()
 	for _, r := range []Resource{
 		{ID: "lxc/101", Type: "lxc", Node: "pve", Status: "running", VMID: 101, Name: "web", Tags: "corral;corral-app-web", CPU: 0.0125, MaxCPU: 2, Mem: 1 << 20, MaxMem: 512 << 20, Uptime: 42, Disk: 7, MaxDisk: 8 << 30},
 		{ID: "lxc/102", Type: "lxc", Node: "pve", Status: "unknown", VMID: 102, Lock: "create", NoStats: true},

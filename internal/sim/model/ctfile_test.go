@@ -14,6 +14,7 @@ import (
 // The emulator writes a CT's settings as host root into a rootfs its
 // users control: a link they made, anywhere on the way, is never followed.
 func TestCTFileNeverFollowsLinks(t *testing.T) {
+	t.Parallel()
 	host := t.TempDir() // stands for the host's /etc
 	secret := filepath.Join(host, "resolv.conf")
 	os.WriteFile(secret, []byte("host data\n"), 0o600)
@@ -64,6 +65,7 @@ func TestCTFileNeverFollowsLinks(t *testing.T) {
 // of hostname, /etc/hosts and root's keys writes nothing through its
 // links.
 func TestCTPostCreateNeverFollowsLinks(t *testing.T) {
+	t.Parallel()
 	host := t.TempDir()
 	for _, f := range []string{"hostname", "hosts", "authorized_keys"} {
 		os.WriteFile(filepath.Join(host, f), []byte("host data\n"), 0o600)
@@ -86,6 +88,7 @@ func TestCTPostCreateNeverFollowsLinks(t *testing.T) {
 // etc/os-release -> ../usr/lib/os-release works), never out to the
 // host's files, absolute or through "..".
 func TestCTDetect_linksStayInRoot(t *testing.T) {
+	t.Parallel()
 	host := t.TempDir() // stands for the host's /etc and /usr/lib
 	os.WriteFile(filepath.Join(host, "os-release"), []byte("ID=alpine\n"), 0o600)
 	os.MkdirAll(filepath.Join(host, "systemd"), 0o755)
@@ -150,6 +153,7 @@ func TestCTDetect_linksStayInRoot(t *testing.T) {
 // (opening a watchdog arms it; a tty can become the controlling
 // terminal). inotify reports every open of the node.
 func TestCTFileNeverOpensSpecialFiles(t *testing.T) {
+	t.Parallel()
 	testenv.NeedRoot(t, "making a device node")
 	root := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(root, "etc"), 0o755); err != nil {

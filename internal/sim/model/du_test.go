@@ -10,6 +10,7 @@ import (
 // rootfs shows after the next measurement, and a new boot is measured
 // afresh.
 func TestDiskUsage_cached(t *testing.T) {
+	t.Parallel()
 	k := newOpsKit(t)
 	k.ct("pve", 101, nil)
 	k.run(k.c.StartCT(kitRoot, "pve", 101, nil))

@@ -45,6 +45,7 @@ func sampleRoot(t *testing.T, rows []fstree.Entry) string {
 // TestCopyTree_keepsMetadata: snapshot, rollback and move_volume copy a
 // volume with everything a file system keeps, row by row and all at once.
 func TestCopyTree_keepsMetadata(t *testing.T) {
+	t.Parallel()
 	rows := fstree.Sample()
 	rows = append(rows, fstree.Entry{Name: "all rows together", Build: func(d string) error {
 		for _, r := range fstree.Sample() {
@@ -73,6 +74,7 @@ func TestCopyTree_keepsMetadata(t *testing.T) {
 // TestBackupArchive_roundTrip: what vzdump's tar writes, restore's
 // extraction gives back, row by row.
 func TestBackupArchive_roundTrip(t *testing.T) {
+	t.Parallel()
 	for _, row := range fstree.Sample() {
 		t.Run(row.Name, func(t *testing.T) {
 			src := sampleRoot(t, []fstree.Entry{row})
@@ -104,6 +106,7 @@ func TestBackupArchive_roundTrip(t *testing.T) {
 // vzdump's flags: numeric owners only, link entries for second names,
 // special files as their types, xattrs and ACLs as SCHILY records.
 func TestTarTree_headers(t *testing.T) {
+	t.Parallel()
 	src := sampleRoot(t, fstree.Sample())
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
@@ -196,6 +199,7 @@ func TestTarTree_headers(t *testing.T) {
 // the volume it restores into, neither by ".." nor through a symlink it
 // planted, nor by a hard link to a file outside.
 func TestExtractBackup_staysInside(t *testing.T) {
+	t.Parallel()
 	type entry struct {
 		typ        byte
 		name, link string
@@ -276,6 +280,7 @@ func TestExtractBackup_staysInside(t *testing.T) {
 // TestACLText: the binary ACL xattr and tar's numeric text form convert
 // both ways, in the kernel's entry order.
 func TestACLText(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ text, canonical string }{
 		{"user::rw-,group::r--,other::---", "user::rw-,group::r--,other::---"},
 		{"user::rwx,user:1000:r-x,group::r-x,mask::r-x,other::r-x", "user::rwx,user:1000:r-x,group::r-x,mask::r-x,other::r-x"},
@@ -305,6 +310,7 @@ func TestACLText(t *testing.T) {
 // the guest removes while the walk is under way (CI once failed a
 // snapshot on an overlay work file that was gone by its llistxattr).
 func TestVolumeWalk_runningGuest(t *testing.T) {
+	t.Parallel()
 	src := filepath.Join(t.TempDir(), "src")
 	for _, d := range []string{"etc", scratchDir + "/boot-1/work/#d044", "opt/scratch"} {
 		if err := os.MkdirAll(filepath.Join(src, d), 0o755); err != nil {

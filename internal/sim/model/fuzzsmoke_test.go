@@ -14,6 +14,7 @@ import (
 var propDict = []string{",", "=", ";", ":", "/", "mp=", "size=", "backup=", "volume=", "name=", "ro=1", "local-lvm:", "vm-105-disk-1", "G", "\\,"}
 
 func TestFuzzParsePropSmoke(t *testing.T) {
+	t.Parallel()
 	var added [][]any
 	for _, s := range fuzzParsePropSeeds {
 		added = append(added, []any{s.s, s.withDefault})
@@ -23,6 +24,7 @@ func TestFuzzParsePropSmoke(t *testing.T) {
 }
 
 func TestFuzzParseMountPointSmoke(t *testing.T) {
+	t.Parallel()
 	var added [][]any
 	for _, s := range fuzzParseMountPointSeeds {
 		added = append(added, []any{s.vol, s.path, s.backup})
@@ -32,6 +34,7 @@ func TestFuzzParseMountPointSmoke(t *testing.T) {
 }
 
 func TestFuzzWireSmoke(t *testing.T) {
+	t.Parallel()
 	one := func(name string, seeds []string, dict []string, n int, check func(*testing.T, string)) {
 		t.Run(name, func(t *testing.T) {
 			var added [][]any

@@ -7,6 +7,7 @@ import "testing"
 // It took it for writing, and the round the loop runs at Open, late on
 // a loaded machine, moved the key under TestReadKey_movesWithWritesAndTheClockOnly.
 func TestCRMRound_idleMovesNoReadKey(t *testing.T) {
+	t.Parallel()
 	k := newOpsKit(t)
 	k.ct("pve", 101, nil)
 	k1 := k.c.ReadKey()

@@ -7,6 +7,7 @@ import "testing"
 // the same message (Resources.pm parses the sid, checks the type and
 // the group before either write), on 9.1 and 8.4.
 func TestHAResourceParams_addAndUpdateCheckAlike(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		version string
 		params  map[string]string
@@ -34,6 +35,7 @@ func TestHAResourceParams_addAndUpdateCheckAlike(t *testing.T) {
 // a CT's) parses; POST refuses it as a resource the cluster lacks, PUT
 // as one HA does not manage (update_resources_config).
 func TestHAResourceParams_vmThatIsNot(t *testing.T) {
+	t.Parallel()
 	k := newOpsKitWith(t, Options{Version: "9.1"})
 	k.ct("pve", 101, nil)
 	params := map[string]string{"sid": "vm:101"}

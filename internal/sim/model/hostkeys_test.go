@@ -15,6 +15,7 @@ import (
 // its /etc/ssh and logs them as pve-container's rewrite_ssh_host_keys
 // does, with the hostname's first label in the comment.
 func TestCluster_CreateCT_hostKeys(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		hostname string
@@ -87,6 +88,7 @@ func TestCluster_CreateCT_hostKeys(t *testing.T) {
 // TestWriteHostKeys_noSSHDir: a rootfs without /etc/ssh (a template
 // without openssh-server) gets no keys and logs nothing, as in PVE.
 func TestWriteHostKeys_noSSHDir(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	lines, err := writeHostKeys(dir, "bare")
 	if err != nil || len(lines) != 0 {

@@ -15,6 +15,7 @@ import (
 )
 
 func TestIDMap_translations(t *testing.T) {
+	t.Parallel()
 	pve := idMap{base: ctIDBase, count: ctIDCount}
 	tests := []struct {
 		name     string
@@ -43,6 +44,7 @@ func TestIDMap_translations(t *testing.T) {
 }
 
 func TestIDMap_capabilities(t *testing.T) {
+	t.Parallel()
 	pve := idMap{base: ctIDBase, count: ctIDCount}
 	v2 := make([]byte, vfsCapV2Size)
 	binary.LittleEndian.PutUint32(v2, vfsCapRevision2|1) // effective
@@ -82,6 +84,7 @@ func TestIDMap_capabilities(t *testing.T) {
 }
 
 func TestIDMap_ACL(t *testing.T) {
+	t.Parallel()
 	pve := idMap{base: ctIDBase, count: ctIDCount}
 	acl, err := aclFromText("user::rw-,user:1000:r--,group::r--,group:50:rw-,mask::rw-,other::---")
 	if err != nil {
@@ -109,6 +112,7 @@ func TestIDMap_ACL(t *testing.T) {
 // rootid shifted into the CT's range, and one the map cannot hold is left
 // out rather than kept with a host rootid.
 func TestShiftEntry_capabilityV3(t *testing.T) {
+	t.Parallel()
 	pve := idMap{base: ctIDBase, count: ctIDCount}
 	v3 := func(root uint32) []byte {
 		b := make([]byte, vfsCapV3Size)
@@ -143,6 +147,7 @@ func TestShiftEntry_capabilityV3(t *testing.T) {
 // before (here a host-root file on an existing volume) keeps its owner
 // and its setuid bit.
 func TestCreateCT_unprivilegedSetupOwnsOnlyItsFiles(t *testing.T) {
+	t.Parallel()
 	testenv.NeedRoot(t, "giving files owners other than the test's own")
 	k := newOpsKit(t)
 	k.c.SetIDShift(true)

@@ -109,6 +109,7 @@ func reopen(t *testing.T, dir string) *Cluster {
 // (snapshot plus journal) load into exactly the state it had, and the
 // journal, not a rewritten snapshot, is what carried the changes.
 func TestJournal_crashKeepsEveryChange(t *testing.T) {
+	t.Parallel()
 	k := journalKit(t)
 	snap, _ := os.ReadFile(filepath.Join(k.c.opts.Dir, "state.json"))
 	if bytes.Contains(snap, []byte(`"102"`)) {
@@ -129,6 +130,7 @@ func TestJournal_crashKeepsEveryChange(t *testing.T) {
 // of a line; the state loads as of the line before, so that change is
 // lost whole, never half applied.
 func TestJournal_tornLastLine(t *testing.T) {
+	t.Parallel()
 	k := journalKit(t)
 	before := stateJSON(t, k.c)
 	dir := crashCopy(t, k.c)
@@ -167,6 +169,7 @@ func TestJournal_tornLastLine(t *testing.T) {
 // TestJournal_snapshotThenCrash: a crash after a new snapshot but before
 // the journal was emptied must not replay the old lines over it.
 func TestJournal_snapshotThenCrash(t *testing.T) {
+	t.Parallel()
 	k := journalKit(t)
 	oldJournal, _ := os.ReadFile(filepath.Join(k.c.opts.Dir, "state.journal"))
 	if err := k.c.UpdateCTConfig(kitRoot, "pve1", 102, map[string]string{"memory": "3072"}); err != nil {

@@ -11,6 +11,7 @@ import (
 // bridge address (never the host's loopback one); static addresses are
 // as set; GuestBridgeAddresses lists where other CTs reach the CT.
 func TestCluster_CTBridgeInterfaces(t *testing.T) {
+	t.Parallel()
 	lo := testLoopback
 	tests := []struct {
 		name      string

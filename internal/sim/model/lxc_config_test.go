@@ -17,6 +17,7 @@ func ctTestPut(k *opsKit, auth Auth, vmid int, params map[string]string) {
 }
 
 func TestCluster_UpdateCTConfig_errors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		auth   string // root (default), operator, audit, nosdn
@@ -110,6 +111,7 @@ func TestCluster_UpdateCTConfig_errors(t *testing.T) {
 }
 
 func TestCluster_UpdateCTConfig_stopped(t *testing.T) {
+	t.Parallel()
 	k := newOpsKit(t)
 	k.ct("pve", 105, nil)
 	pet := k.vol("pve", 999, 4*gib)
@@ -173,6 +175,7 @@ func TestCluster_UpdateCTConfig_stopped(t *testing.T) {
 }
 
 func TestCluster_UpdateCTConfig_running(t *testing.T) {
+	t.Parallel()
 	k := newOpsKit(t)
 	data := k.vol("pve", 105, gib) // vm-105-disk-0 is the rootfs after k.ct
 	k.ct("pve", 105, map[string]string{"mp0": data + ",mp=/data,size=1G"})
@@ -282,6 +285,7 @@ func TestCluster_UpdateCTConfig_running(t *testing.T) {
 }
 
 func TestCluster_CTConfig_views(t *testing.T) {
+	t.Parallel()
 	k := newOpsKit(t)
 	k.ct("pve", 105, map[string]string{"description": "line one\nline two"})
 	k.edit(105, func(g *Guest) {
@@ -311,6 +315,7 @@ func TestCluster_CTConfig_views(t *testing.T) {
 }
 
 func TestCluster_UpdateCTConfig_volumeAccess(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		drop []string

@@ -72,6 +72,7 @@ func ctTestHasLine(t *testing.T, task Task, line string) {
 var ctTestMACRE = regexp.MustCompile(`^name=eth0,bridge=vmbr0,hwaddr=BC:24:11:[0-9A-F]{2}:[0-9A-F]{2}:[0-9A-F]{2},ip=dhcp,type=veth$`)
 
 func TestCluster_CreateCT_defaults(t *testing.T) {
+	t.Parallel()
 	k := newOpsKit(t)
 	task := ctTestCreate(k, kitOperator, map[string]string{
 		"vmid": "105", "ostemplate": DefaultTemplate, "rootfs": "local-lvm:8",
@@ -120,6 +121,7 @@ func TestCluster_CreateCT_defaults(t *testing.T) {
 }
 
 func TestCluster_CreateCT_options(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		version string
@@ -199,6 +201,7 @@ func TestCluster_CreateCT_options(t *testing.T) {
 }
 
 func TestCluster_CreateCT_secrets(t *testing.T) {
+	t.Parallel()
 	k := newOpsKit(t)
 	key := ctTestSSHKey(t)
 	task := ctTestCreate(k, kitOperator, map[string]string{
@@ -241,6 +244,7 @@ func TestCluster_CreateCT_secrets(t *testing.T) {
 }
 
 func TestCluster_CreateCT_start(t *testing.T) {
+	t.Parallel()
 	k := newOpsKit(t)
 	task := ctTestCreate(k, kitOperator, map[string]string{
 		"vmid": "105", "ostemplate": DefaultTemplate, "rootfs": "local-lvm:2", "features": "nesting=1", "start": "1",
@@ -254,6 +258,7 @@ func TestCluster_CreateCT_start(t *testing.T) {
 }
 
 func TestCluster_CreateCT_lockDuringTask(t *testing.T) {
+	t.Parallel()
 	k := newOpsKit(t)
 	var seen string
 	k.c.SetTaskHook(func(typ, id string) error {
@@ -282,6 +287,7 @@ func TestCluster_CreateCT_lockDuringTask(t *testing.T) {
 }
 
 func TestCluster_CreateCT_taskFailure(t *testing.T) {
+	t.Parallel()
 	k := newOpsKit(t)
 	task := ctTestCreate(k, kitRoot, map[string]string{
 		"vmid": "105", "ostemplate": "local:vztmpl/nope_amd64.tar.zst", "rootfs": "local-lvm:1", "mp0": "local-lvm:1,mp=/data",
@@ -301,6 +307,7 @@ func TestCluster_CreateCT_taskFailure(t *testing.T) {
 }
 
 func TestCluster_CreateCT_syncErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		version string
@@ -387,6 +394,7 @@ func TestCluster_CreateCT_syncErrors(t *testing.T) {
 }
 
 func TestCluster_CreateCT_rootMayBind(t *testing.T) {
+	t.Parallel()
 	k := newOpsKit(t)
 	task := ctTestCreate(k, kitRoot, map[string]string{
 		"vmid": "105", "ostemplate": DefaultTemplate, "rootfs": "local-lvm:1",
@@ -412,6 +420,7 @@ func TestCluster_CreateCT_rootMayBind(t *testing.T) {
 // run_command's error, freeing the volume it allocated. A subvol (size 0
 // on a dir storage) has no fixed size and takes any template.
 func TestCluster_CreateCT_templateDoesNotFit(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, rootfs, want string
 		unprivileged       bool
@@ -445,6 +454,7 @@ func TestCluster_CreateCT_templateDoesNotFit(t *testing.T) {
 }
 
 func TestCTUpdateHosts(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, before, hostname, want string
 	}{

@@ -12,6 +12,7 @@ import (
 )
 
 func TestCluster_DestroyCT_syncErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		conf   map[string]string
@@ -48,6 +49,7 @@ func TestCluster_DestroyCT_syncErrors(t *testing.T) {
 }
 
 func TestCluster_DestroyCT_volumes(t *testing.T) {
+	t.Parallel()
 	k := newOpsKit(t)
 	foreign := k.vol("pve", 999, gib) // vm-999-disk-0
 	k.ct("pve", 105, nil)             // rootfs vm-105-disk-0
@@ -129,6 +131,7 @@ func TestCluster_DestroyCT_volumes(t *testing.T) {
 }
 
 func TestCluster_DestroyCT_unreferenced(t *testing.T) {
+	t.Parallel()
 	k := newOpsKit(t)
 	k.ct("pve", 105, nil)
 	orphan := k.vol("pve", 105, gib)
@@ -147,6 +150,7 @@ func TestCluster_DestroyCT_unreferenced(t *testing.T) {
 }
 
 func TestCluster_DestroyCT_createdCT(t *testing.T) {
+	t.Parallel()
 	k := newOpsKit(t)
 	ctTestCreate(k, kitOperator, map[string]string{
 		"vmid": "105", "ostemplate": DefaultTemplate, "rootfs": "local-lvm:1", "password": "hunter22",
@@ -171,6 +175,7 @@ func TestCluster_DestroyCT_createdCT(t *testing.T) {
 // pct unlock clears a lock no API call may clear, so root can then
 // destroy a dead create's placeholder.
 func TestUnlockThenDestroyPlaceholder(t *testing.T) {
+	t.Parallel()
 	k := newOpsKit(t)
 	k.ct("pve", 105, map[string]string{"lock": "create"})
 	if _, err := k.c.DestroyCT(kitOperator, "pve", 105, nil); err == nil || !strings.Contains(err.Error(), "CT is locked (create)") {

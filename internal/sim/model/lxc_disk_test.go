@@ -13,6 +13,7 @@ import (
 )
 
 func TestCluster_ResizeCT(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		disk     string
@@ -85,6 +86,7 @@ func TestCluster_ResizeCT(t *testing.T) {
 }
 
 func TestCluster_MoveVolume_fixture(t *testing.T) {
+	t.Parallel()
 	shared := refdata.Dir(t)
 	k := newOpsKit(t)
 	k.ct("pve", 900, map[string]string{"protection": "1"}) // rootfs vm-900-disk-0
@@ -156,6 +158,7 @@ func readFixture(t *testing.T, shared, name string, v any) {
 }
 
 func TestCluster_MoveVolume_reassignErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		params map[string]string
@@ -254,6 +257,7 @@ func TestCluster_MoveVolume_reassignErrors(t *testing.T) {
 }
 
 func TestCluster_MoveVolume_otherNode(t *testing.T) {
+	t.Parallel()
 	k := newOpsKitWith(t, Options{Nodes: 2})
 	k.ct("pve1", 101, map[string]string{"mp0": "local-lvm:vm-101-disk-0,mp=/x"})
 	k.ct("pve2", 900, nil)
@@ -262,6 +266,7 @@ func TestCluster_MoveVolume_otherNode(t *testing.T) {
 }
 
 func TestCluster_MoveVolume_reassignTargets(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		params     map[string]string
@@ -318,6 +323,7 @@ func TestCluster_MoveVolume_reassignTargets(t *testing.T) {
 }
 
 func TestCluster_MoveVolume_toStorage(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		del        bool
@@ -371,6 +377,7 @@ func TestCluster_MoveVolume_toStorage(t *testing.T) {
 }
 
 func TestCluster_MoveVolume_toStorageErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		params map[string]string

@@ -11,6 +11,7 @@ var testLoopback = Interface{Name: "lo", HWAddr: "00:00:00:00:00:00", Inet: "127
 	{Address: "127.0.0.1", Type: "inet", Prefix: 8}, {Address: "::1", Type: "inet6", Prefix: 128}}}
 
 func TestCluster_CTInterfaces(t *testing.T) {
+	t.Parallel()
 	lo := testLoopback
 	tests := []struct {
 		name    string
@@ -54,6 +55,7 @@ func TestCluster_CTInterfaces(t *testing.T) {
 }
 
 func TestCluster_CTInterfaces_missingCT(t *testing.T) {
+	t.Parallel()
 	k := newOpsKit(t)
 	got, err := k.c.CTInterfaces("pve", 4242)
 	if err != nil || got != nil {
@@ -62,6 +64,7 @@ func TestCluster_CTInterfaces_missingCT(t *testing.T) {
 }
 
 func TestDhcpAddress(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		block, vmid int
 		want        string

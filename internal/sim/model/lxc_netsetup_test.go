@@ -14,6 +14,7 @@ const debianTemplateInterfaces = "# interfaces(5) file used by ifup(8) and ifdow
 // TestCTRenderInterfaces: pve-container's Debian setup_network, from the
 // CT's current file (Debian 12's, or a previous setup's) and its netN.
 func TestCTRenderInterfaces(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		old  string
@@ -43,6 +44,7 @@ func TestCTRenderInterfaces(t *testing.T) {
 
 // TestCTSetDNS: resolv.conf from nameserver/searchdomain, or the host's.
 func TestCTSetDNS(t *testing.T) {
+	t.Parallel()
 	host := filepath.Join(t.TempDir(), "resolv.conf")
 	os.WriteFile(host, []byte("# host\nsearch corp.example\nnameserver 192.0.2.1\nnameserver 192.0.2.2\nnameserver 192.0.2.3\nnameserver 192.0.2.4\n"), 0o644)
 	defer func(p string) { hostResolvConf = p }(hostResolvConf)
@@ -95,6 +97,7 @@ func TestCTSetDNS(t *testing.T) {
 // /etc/network/interfaces and /etc/resolv.conf from net0, nameserver and
 // searchdomain; GuestPreStart (each start) writes a changed net0.
 func TestCluster_CreateCT_networkSetup(t *testing.T) {
+	t.Parallel()
 	k := newOpsKit(t)
 	task := ctTestCreate(k, kitOperator, map[string]string{
 		"vmid": "106", "ostemplate": DefaultTemplate, "rootfs": "local-lvm:2", "features": "nesting=1",

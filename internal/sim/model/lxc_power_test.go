@@ -173,6 +173,7 @@ func wantError(t *testing.T, err error, status int, msg string) {
 }
 
 func TestCluster_StartCT_syncErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		auth    Auth
@@ -203,6 +204,7 @@ func TestCluster_StartCT_syncErrors(t *testing.T) {
 }
 
 func TestCluster_StartCT_taskOutcome(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		vmid   int
@@ -246,6 +248,7 @@ func TestCluster_StartCT_taskOutcome(t *testing.T) {
 }
 
 func TestCluster_StartStop_runtimeState(t *testing.T) {
+	t.Parallel()
 	now := time.Unix(1777629600, 0)
 	k := newOpsKitWith(t, Options{TimeScale: 1, HasTimeScale: true, Now: func() time.Time { return now },
 		Durations: map[string]time.Duration{"vzstart": 0, "vzstop": 0, "bootdelay": 5 * time.Second}})
@@ -278,6 +281,7 @@ func TestCluster_StartStop_runtimeState(t *testing.T) {
 }
 
 func TestCluster_StopShutdown_locks(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		op     string
@@ -369,6 +373,7 @@ func TestCluster_ShutdownCT_guestStopsWithinTheDuration(t *testing.T) {
 }
 
 func TestCluster_StopCT_overruleShutdown(t *testing.T) {
+	t.Parallel()
 	k := newOpsKitWith(t, Options{TimeScale: 1, HasTimeScale: true,
 		Durations: map[string]time.Duration{"vzshutdown": time.Hour, "vzstop": 0}})
 	k.ct("pve", 101, nil)
@@ -398,6 +403,7 @@ func TestCluster_StopCT_overruleShutdown(t *testing.T) {
 }
 
 func TestCluster_RebootCT_appliesPending(t *testing.T) {
+	t.Parallel()
 	k := newOpsKit(t)
 	k.ct("pve", 101, nil)
 	k.edit(101, func(g *Guest) {
@@ -415,6 +421,7 @@ func TestCluster_RebootCT_appliesPending(t *testing.T) {
 }
 
 func TestCluster_applyPendingLocked(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		conf     map[string]string

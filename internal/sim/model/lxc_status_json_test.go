@@ -9,6 +9,7 @@ import (
 // Fields (and with "ha" as status/current adds it), for every optional
 // member.
 func TestCTStatusJSONMatchesEncodingJSON(t *testing.T) {
+	t.Parallel()
 	base := CTStatus{VMID: 101, Node: "pve", Name: "web", Status: "stopped", CPUs: 1, MaxMem: 512 * mib, MaxDisk: 8 * gib}
 	running := base
 	running.Status, running.PID, running.Uptime, running.Mem, running.Disk, running.CPU = "running", 100042, 73, 32*mib, 123456, 0.25

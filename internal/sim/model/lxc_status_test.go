@@ -22,6 +22,7 @@ func ctTestFixtureCTs(k *opsKit) {
 }
 
 func TestCluster_ListCTs_fixture(t *testing.T) {
+	t.Parallel()
 	shared := refdata.Dir(t)
 	var fixture struct{ Data []map[string]any }
 	readFixture(t, shared, "lxc-list.json", &fixture)
@@ -78,6 +79,7 @@ func keySet(m map[string]any) map[string]bool {
 }
 
 func TestCluster_CTStatus(t *testing.T) {
+	t.Parallel()
 	k := newOpsKit(t)
 	ctTestFixtureCTs(k)
 	k.edit(900, func(g *Guest) { delete(g.Config, "cores"); g.Config["cpulimit"] = "1.5"; g.Config["hostname"] = "" })

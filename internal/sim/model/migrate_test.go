@@ -73,6 +73,7 @@ func wantLog(t *testing.T, task Task, want []string) {
 }
 
 func TestCluster_MigrateCT_syncErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		setup     func(k *opsKit) Auth
@@ -165,6 +166,7 @@ func equalMaps(a, b map[string]string) bool {
 // an mp0 and an unused0 of its own: the data arrives on the target's
 // local-lvm, the source LVs are gone, the config is on pve2 unlocked.
 func TestCluster_MigrateCT_copiesAndMoves(t *testing.T) {
+	t.Parallel()
 	k := migKit(t)
 	k.ct("pve1", 101, map[string]string{"protection": "1"})
 	mp0 := k.vol("pve1", 101, 2*gib)
@@ -231,6 +233,7 @@ func TestCluster_MigrateCT_copiesAndMoves(t *testing.T) {
 // end it "migration aborted" with the reason only in the log, change
 // nothing and leave the CT unlocked on the source.
 func TestCluster_MigrateCT_taskErrors(t *testing.T) {
+	t.Parallel()
 	// ownedByOther puts a volume of CT 900's in CT 101's config under
 	// key (a mount point or an unused volume): either stops the
 	// migration with the same log.
@@ -354,6 +357,7 @@ func TestCluster_MigrateCT_taskErrors(t *testing.T) {
 // TestCluster_MigrateCT_renamesTakenName: a stale vm-101-disk-0 on the
 // target makes the import pick the lowest free name there.
 func TestCluster_MigrateCT_renamesTakenName(t *testing.T) {
+	t.Parallel()
 	k := migKit(t)
 	k.ct("pve1", 101, nil)
 	stale := k.vol("pve2", 101, gib) // vm-101-disk-0 on pve2, from an earlier failed migration
@@ -388,6 +392,7 @@ func TestCluster_MigrateCT_renamesTakenName(t *testing.T) {
 // another succeeded leaves that copy on the target, logged as stale, and
 // the CT unchanged on the source.
 func TestCluster_MigrateCT_staleCopiesOnFailure(t *testing.T) {
+	t.Parallel()
 	k := migKit(t)
 	k.ct("pve1", 101, map[string]string{"mp0": "local-lvm:vm-101-disk-1,mp=/data"}) // no such LV on pve1
 	task := k.run(k.c.MigrateCT(kitRoot, "pve1", 101, map[string]string{"target": "pve2"}))
@@ -421,6 +426,7 @@ func TestCluster_MigrateCT_staleCopiesOnFailure(t *testing.T) {
 // TestCluster_MigrateCT_restartMode stops a running CT, moves it and
 // starts it on the target.
 func TestCluster_MigrateCT_restartMode(t *testing.T) {
+	t.Parallel()
 	k := migKit(t)
 	k.ct("pve1", 101, nil)
 	k.edit(101, func(g *Guest) { g.Running = true })
@@ -445,6 +451,7 @@ func TestCluster_MigrateCT_restartMode(t *testing.T) {
 // TestCluster_MigrateCT_restartModeFailureRestartsOnSource: a phase1
 // failure after the shutdown starts the CT again on the source.
 func TestCluster_MigrateCT_restartModeFailureRestartsOnSource(t *testing.T) {
+	t.Parallel()
 	k := migKit(t)
 	k.ct("pve1", 900, nil)
 	pet := k.vol("pve1", 900, gib)
@@ -473,6 +480,7 @@ func TestCluster_MigrateCT_restartModeFailureRestartsOnSource(t *testing.T) {
 // still mounts cannot be removed; the CT is on the target all the same
 // and the task ends "migration problems".
 func TestCluster_MigrateCT_phase3Problems(t *testing.T) {
+	t.Parallel()
 	k := migKit(t)
 	k.ct("pve1", 101, nil)
 	data := k.vol("pve1", 101, gib)
@@ -504,6 +512,7 @@ func TestCluster_MigrateCT_phase3Problems(t *testing.T) {
 // TestCluster_MigrateCT_sharedVolumes: shared volumes are neither copied
 // nor owner-checked; the same data is there on the target.
 func TestCluster_MigrateCT_sharedVolumes(t *testing.T) {
+	t.Parallel()
 	k := migKit(t, SharedNFS, SharedRBD)
 	k.ct("pve1", 101, nil)
 	nfsPet := k.image("pve3", "nfs", 900, gib) // named for a CT that does not even exist
@@ -540,6 +549,7 @@ func TestCluster_MigrateCT_sharedVolumes(t *testing.T) {
 // sees; a CT on another node may use a volume named for any vmid, and
 // destroying the owner frees it regardless.
 func TestCluster_SharedStorage(t *testing.T) {
+	t.Parallel()
 	k := migKit(t, SharedNFS)
 	k.ct("pve1", 900, nil)
 	pet := k.image("pve1", "nfs", 900, gib)
@@ -584,6 +594,7 @@ func TestCluster_SharedStorage(t *testing.T) {
 // TestCluster_MigrateCT_lockDuringTask: GET config shows lock: migrate
 // while the task runs, and destroy refuses the CT synchronously.
 func TestCluster_MigrateCT_lockDuringTask(t *testing.T) {
+	t.Parallel()
 	k := newOpsKitWith(t, Options{Nodes: 2, TimeScale: 1, HasTimeScale: true, Durations: map[string]time.Duration{"vzmigrate": time.Hour}})
 	k.ct("pve1", 101, nil)
 	upid, err := k.c.MigrateCT(kitRoot, "pve1", 101, map[string]string{"target": "pve2"})
@@ -613,6 +624,7 @@ func TestCluster_MigrateCT_lockDuringTask(t *testing.T) {
 }
 
 func TestCluster_MigratePrecondition(t *testing.T) {
+	t.Parallel()
 	k := migKit(t)
 	k.ct("pve2", 101, nil)
 	k.c.SetNodeOnline("pve3", false) // not checked
@@ -631,6 +643,7 @@ func TestCluster_MigratePrecondition(t *testing.T) {
 // status until the RRD entries expire (5 min, scaled), then "unknown"
 // without stats; the config stays under the dead node.
 func TestCluster_NodeOffline_resources(t *testing.T) {
+	t.Parallel()
 	now := time.Unix(1_800_000_000, 0)
 	k := newOpsKitWith(t, Options{Nodes: 2, TimeScale: 1, HasTimeScale: true, Now: func() time.Time { return now }})
 	k.ct("pve2", 101, nil)
@@ -679,6 +692,7 @@ func TestCluster_NodeOffline_resources(t *testing.T) {
 // TestMigrateLocks_timeout: the guest migration flock's timeout names its
 // own lock file, not the config flock's.
 func TestMigrateLocks_timeout(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	for _, tc := range []struct {
 		locks *configLocks
@@ -700,6 +714,7 @@ func TestMigrateLocks_timeout(t *testing.T) {
 // TestCluster_SharedStorage_addedOnReopen: asking for a shared storage
 // when reopening a state made without it adds it.
 func TestCluster_SharedStorage_addedOnReopen(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	c, err := Open(Options{Dir: dir, Nodes: 2, TimeScale: 0, HasTimeScale: true})
 	if err != nil {
@@ -723,6 +738,7 @@ func TestCluster_SharedStorage_addedOnReopen(t *testing.T) {
 }
 
 func TestMigration_duration(t *testing.T) {
+	t.Parallel()
 	now := time.Unix(1_800_000_000, 0)
 	k := newOpsKitWith(t, Options{Now: func() time.Time { return now }})
 	for _, tc := range []struct {

@@ -21,6 +21,7 @@ var clusterHandles = map[string]bool{"taskRunner.cluster": true}
 // a field nor behind one of its interfaces, so its methods cannot call
 // the other parts through Cluster.
 func TestParts_reachNoCluster(t *testing.T) {
+	t.Parallel()
 	c := newCluster(Options{Dir: t.TempDir(), Nodes: 1, Version: "9.1", TimeScale: 1})
 	defer c.cancel()
 	cv := reflect.ValueOf(c).Elem()

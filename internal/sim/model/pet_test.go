@@ -39,6 +39,7 @@ func petFile(k *opsKit, volid, name string) (string, error) {
 }
 
 func TestPet_survivesWorkloadDestroy(t *testing.T) {
+	t.Parallel()
 	k := newOpsKit(t)
 	pet := petSetup(k)
 
@@ -99,6 +100,7 @@ func TestPet_survivesWorkloadDestroy(t *testing.T) {
 }
 
 func TestPet_ownedVolumeIsLost(t *testing.T) {
+	t.Parallel()
 	k := newOpsKit(t)
 	task := ctTestCreate(k, kitOperator, map[string]string{
 		"vmid": "105", "ostemplate": DefaultTemplate, "rootfs": "local-lvm:8", "features": "nesting=1",
@@ -133,6 +135,7 @@ func TestPet_ownedVolumeIsLost(t *testing.T) {
 }
 
 func TestPet_rootOnlyOptions(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		params map[string]string

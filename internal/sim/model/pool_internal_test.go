@@ -6,6 +6,7 @@ import "testing"
 // resources does: the longest uptime, memory added, CPU weighted by the
 // members' CPUs; members without an uptime count for nothing.
 func TestPoolResources_figures(t *testing.T) {
+	t.Parallel()
 	a := &Access{Pools: map[string]*Pool{"web": {ID: "web", VMs: []int{101, 102, 103}}, "idle": {ID: "idle"}}}
 	guests := []Resource{
 		{ID: "lxc/101", Type: "lxc", Pool: "web", Uptime: 50, Mem: 100, MaxMem: 1000, CPU: 0.5, MaxCPU: 2},

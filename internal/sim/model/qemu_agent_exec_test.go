@@ -12,6 +12,7 @@ import (
 // forgotten; a stopped VM's commands go with it; without a runner no
 // program exists.
 func TestAgentVMRuntime_exec(t *testing.T) {
+	t.Parallel()
 	rt := NewAgentVMRuntime()
 	if _, err := rt.Start(VMStartSpec{VMID: 100, Agent: true}); err != nil {
 		t.Fatal(err)
@@ -64,6 +65,7 @@ func TestAgentVMRuntime_exec(t *testing.T) {
 
 // TestQGAExecArgs: guest-exec's arguments as qemu_exec sends them.
 func TestQGAExecArgs(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		req  GuestExec
 		want string

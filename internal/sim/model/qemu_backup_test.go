@@ -14,6 +14,7 @@ import (
 // (data at a cluster's edge, a last cluster shorter than 64 KiB) and
 // stores only the clusters with data.
 func TestVMArchive_roundTrip(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	src := filepath.Join(dir, "disk")
 	const size = 10*vmaCluster + 1234
@@ -62,6 +63,7 @@ func TestVMArchive_roundTrip(t *testing.T) {
 // TestCluster_VzdumpVM_prune: prune-backups keeps a VM's backups of its
 // own kind, removing the old archive with its log.
 func TestCluster_VzdumpVM_prune(t *testing.T) {
+	t.Parallel()
 	k := newBackupKit(t)
 	k.run(k.c.CreateVM(kitRoot, "pve", map[string]string{"vmid": "200", "scsi0": "local-lvm:1"}))
 	var names []string

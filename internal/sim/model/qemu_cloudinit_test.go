@@ -11,6 +11,7 @@ import (
 // line, netN's MAC from its model key with ipconfigN's addresses, and
 // the errors a bad value gives.
 func TestQemuCloudInit(t *testing.T) {
+	t.Parallel()
 	got, err := qemuCloudInit(100, map[string]string{
 		"name": "web", "ciuser": "ops", "cipassword": "$5$salt$hash",
 		"sshkeys":   "ssh-ed25519%20AAAAC3Nza%20me%40laptop%0Assh-rsa%20AAAAB3%20other%0A",
@@ -45,6 +46,7 @@ func TestQemuCloudInit(t *testing.T) {
 // the host name, user, keys and expiry in user-data; a DHCP and a
 // static entry, keyed by lower-case MAC, in network-config.
 func TestCloudInitData(t *testing.T) {
+	t.Parallel()
 	ci := VMCloudInit{Hostname: "web", User: "ops", Password: "$5$x$y", SSHKeys: []string{"ssh-ed25519 AAAA a@b", "ssh-rsa BBBB c@d"},
 		Nets: []VMCloudNet{{Name: "eth0", MAC: "BC:24:11:AA:BB:CC", IP: "dhcp"}, {Name: "eth1", MAC: "BC:24:11:00:00:02", IP: "10.0.0.5/24", GW: "10.0.0.1", IP6: "auto"}}}
 	u := ci.UserData()
@@ -74,6 +76,7 @@ func TestCloudInitData(t *testing.T) {
 // and removed again leaves nothing, a value changed back drops its
 // record, keys the drive does not carry are not recorded.
 func TestVMRecordCloudInit(t *testing.T) {
+	t.Parallel()
 	s := func(v string) *string { return &v }
 	for _, tc := range []struct {
 		name  string

@@ -17,6 +17,7 @@ func (r *specRuntime) Agent(int, string) (any, error)      { return nil, nil }
 // drives: efidisk0 and tpmstate0 are the firmware's, which the real
 // runtime's direct kernel boot does without.
 func TestVMStartSpec_stateDisks(t *testing.T) {
+	t.Parallel()
 	k := newBackupKit(t)
 	rt := &specRuntime{}
 	k.c.SetVMRuntime(rt)
@@ -33,6 +34,7 @@ func TestVMStartSpec_stateDisks(t *testing.T) {
 // TestVMStart_ovmf32Bit: OVMF on a 32-bit CPU model fails the start,
 // as config_to_command dies; a 64-bit model starts.
 func TestVMStart_ovmf32Bit(t *testing.T) {
+	t.Parallel()
 	k := newBackupKit(t)
 	k.run(k.c.CreateVM(kitRoot, "pve", map[string]string{"vmid": "200", "bios": "ovmf", "cpu": "kvm32", "efidisk0": "local-lvm:1,efitype=4m"}))
 	if task := k.run(k.c.StartVM(kitRoot, "pve", 200, nil)); task.ExitStatus != "OVMF (UEFI) BIOS is not supported on 32-bit CPU types" {
@@ -46,6 +48,7 @@ func TestVMStart_ovmf32Bit(t *testing.T) {
 
 // TestVMFirmwareWarning: what vm_start warns about the EFI vars.
 func TestVMFirmwareWarning(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		conf  map[string]string

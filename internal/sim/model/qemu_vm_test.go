@@ -7,6 +7,7 @@ import "testing"
 // then [PENDING] with its delete line, a forced delete marked '!'), and
 // the digest changes with any of it.
 func TestVMConfigText(t *testing.T) {
+	t.Parallel()
 	vm := &VM{VMID: 100, Config: map[string]string{"name": "web", "description": "two\nlines", "cores": "2", "scsi0": "local-lvm:vm-100-disk-0,size=4G"}}
 	want := "#two\n#lines\ncores: 2\nname: web\nscsi0: local-lvm:vm-100-disk-0,size=4G\n"
 	if got := vmConfigText(vm); got != want {
@@ -27,6 +28,7 @@ func TestVMConfigText(t *testing.T) {
 // TestVMNetWithMAC: a NIC without a MAC gets one with Proxmox's prefix
 // under its model's key; one with a MAC keeps it.
 func TestVMNetWithMAC(t *testing.T) {
+	t.Parallel()
 	got := vmNetWithMAC("virtio,bridge=vmbr0,firewall=1")
 	if len(got) != len("virtio=BC:24:11:00:00:00,bridge=vmbr0,firewall=1") || got[:16] != "virtio=BC:24:11:" || got[24:] != ",bridge=vmbr0,firewall=1" {
 		t.Fatalf("vmNetWithMAC = %q", got)

@@ -11,6 +11,7 @@ import (
 // and moved it for every sshd start (a thousand after an apply), which
 // emptied the HTTP layer's cache of answers again and again.
 func TestReadKey_movesWithWritesAndTheClockOnly(t *testing.T) {
+	t.Parallel()
 	now := time.Unix(1777629600, 0)
 	k := newOpsKitWith(t, Options{Now: func() time.Time { return now }})
 	k.ct("pve", 101, nil)

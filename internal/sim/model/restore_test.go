@@ -29,6 +29,7 @@ func restoreNoBind(k *opsKit, vmid int) (mp0, mp1 string) {
 }
 
 func TestCluster_Restore_newVMID(t *testing.T) {
+	t.Parallel()
 	k := newBackupKit(t)
 	restoreNoBind(k, 101)
 	orig := k.guest(101)
@@ -106,6 +107,7 @@ func dirExists(p string) bool {
 }
 
 func TestCluster_Restore_overExisting(t *testing.T) {
+	t.Parallel()
 	k := newBackupKit(t)
 	mp0, _ := restoreNoBind(k, 101)
 	archive := backupOf(k, 101)
@@ -149,6 +151,7 @@ func TestCluster_Restore_overExisting(t *testing.T) {
 }
 
 func TestCluster_Restore_errors(t *testing.T) {
+	t.Parallel()
 	k := newBackupKit(t)
 	backupCT(k, 101, false) // with a bind mount
 	archive := backupOf(k, 101)

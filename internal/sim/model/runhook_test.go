@@ -10,6 +10,7 @@ import (
 // that changed only its config: ctPower counts the starts and stops,
 // the Worker compares the count around each step.
 func TestRunHook_firesOnStartAndStopOnly(t *testing.T) {
+	t.Parallel()
 	k := newOpsKit(t)
 	k.ct("pve", 101, nil)
 	var calls atomic.Int32

@@ -24,6 +24,7 @@ func readVolFile(k *opsKit, volid, name string) string {
 }
 
 func TestCluster_Snapshot_rollback(t *testing.T) {
+	t.Parallel()
 	k := newBackupKit(t)
 	k.ct("pve", 101, map[string]string{"description": "my app"})
 	mp0 := k.vol("pve", 101, gib)
@@ -124,6 +125,7 @@ func TestCluster_Snapshot_rollback(t *testing.T) {
 }
 
 func TestCluster_Snapshot_errors(t *testing.T) {
+	t.Parallel()
 	k := newBackupKit(t)
 	k.ct("pve", 101, nil)
 	dirCT(k, 103, false)
@@ -183,6 +185,7 @@ func TestCluster_Snapshot_errors(t *testing.T) {
 }
 
 func TestCluster_Snapshot_restrictsVolumes(t *testing.T) {
+	t.Parallel()
 	k := newBackupKit(t)
 	k.ct("pve", 101, nil)
 	k.ct("pve", 900, nil)

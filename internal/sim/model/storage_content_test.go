@@ -11,6 +11,7 @@ import (
 )
 
 func TestCluster_AllocVolume(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		storage string
@@ -70,6 +71,7 @@ func TestCluster_AllocVolume(t *testing.T) {
 }
 
 func TestCluster_DeleteVolume(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		volume   string
@@ -129,6 +131,7 @@ func TestCluster_DeleteVolume(t *testing.T) {
 }
 
 func TestCluster_DeleteVolume_template(t *testing.T) {
+	t.Parallel()
 	k := newOpsKit(t)
 	upid, err := k.c.DeleteVolume(kitRoot, "pve", "local", "vztmpl/debian-12-standard_12.12-1_amd64.tar.zst", map[string]string{"delay": "5"})
 	if err != nil || upid != "" {
@@ -144,6 +147,7 @@ func TestCluster_DeleteVolume_template(t *testing.T) {
 }
 
 func TestCluster_DownloadAppliance(t *testing.T) {
+	t.Parallel()
 	k := newOpsKit(t)
 	_, err := k.c.DownloadAppliance(kitRoot, "pve", map[string]string{"storage": "local", "template": "nope.tar.zst"})
 	if diff := cmp.Diff(ParamError(map[string]string{"template": "no such template"}), err); diff != "" {
@@ -187,6 +191,7 @@ func TestCluster_DownloadAppliance(t *testing.T) {
 }
 
 func TestCluster_DownloadURL(t *testing.T) {
+	t.Parallel()
 	const tmpl = "ubuntu-24.04-standard_24.04-2_amd64.tar.zst"
 	a, _ := applianceFor(tmpl)
 	sum, err := applianceChecksum(a, "sha256")
@@ -246,6 +251,7 @@ func TestCluster_DownloadURL(t *testing.T) {
 }
 
 func TestEncodeText(t *testing.T) {
+	t.Parallel()
 	if got, want := encodeText("a b:c.iso"), `a\x20b\x3ac.iso`; got != want {
 		t.Errorf("encodeText = %q, want %q", got, want)
 	}

@@ -3,6 +3,7 @@ package model
 import "testing"
 
 func TestUniqueTags(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in    string
 		style TagStyle

@@ -8,6 +8,7 @@ import (
 // TestWorker_panicInStep: a step that panics fails its task with an
 // internal error and leaves the cluster lock free for the next call.
 func TestWorker_panicInStep(t *testing.T) {
+	t.Parallel()
 	k := newOpsKit(t)
 	k.c.mu.Lock()
 	upid := k.c.spawn(kitRoot, "pve", "vzstart", "100", func(w *Worker) error {

@@ -33,6 +33,7 @@ func wantTaskLog(t *testing.T, name string, task Task) {
 // backup in each mode and failing, restore in both mount modes and
 // failing), one golden file each.
 func TestTaskLogs_golden(t *testing.T) {
+	t.Parallel()
 	t.Run("create", func(t *testing.T) {
 		k := newBackupKit(t)
 		task := ctTestCreate(k, kitOperator, map[string]string{

@@ -18,6 +18,7 @@ func newTicketAccess(t *testing.T) *model.Access {
 }
 
 func TestAccess_NewTicket_format(t *testing.T) {
+	t.Parallel()
 	a := newTicketAccess(t)
 	issued := time.Unix(0x6AA1B8E3, 0)
 	ticket, csrf := a.NewTicket("root@pam", issued)
@@ -30,6 +31,7 @@ func TestAccess_NewTicket_format(t *testing.T) {
 }
 
 func TestAccess_VerifyTicket(t *testing.T) {
+	t.Parallel()
 	a := newTicketAccess(t)
 	issued := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 	ticket, _ := a.NewTicket(kitAlice, issued)
@@ -94,6 +96,7 @@ func ticketHex8(n int64) string {
 }
 
 func TestAccess_VerifyCSRF(t *testing.T) {
+	t.Parallel()
 	a := newTicketAccess(t)
 	issued := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 	ticket, csrf := a.NewTicket(kitAlice, issued)

@@ -9,6 +9,7 @@ import (
 // HasAnyPriv answer path by path, under an ACL with entries on single
 // guests, groups, a privsep token, NoAccess and non-propagating grants.
 func TestVisible(t *testing.T) {
+	t.Parallel()
 	k := newOpsKit(t)
 	k.c.mu.Lock()
 	a := k.c.st.Access

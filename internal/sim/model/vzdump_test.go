@@ -96,6 +96,7 @@ func onlyBackup(k *opsKit, vmid int) ContentEntry {
 }
 
 func TestCluster_Vzdump_snapshotMode(t *testing.T) {
+	t.Parallel()
 	k := newBackupKit(t)
 	backupCT(k, 101, true)
 	pid := k.guest(101).PID
@@ -183,6 +184,7 @@ func mapKeys(m map[string]string) func(func(string) bool) {
 }
 
 func TestCluster_Vzdump_stopMode(t *testing.T) {
+	t.Parallel()
 	k := newBackupKit(t)
 	backupCT(k, 101, true)
 	pid := k.guest(101).PID
@@ -215,6 +217,7 @@ func TestCluster_Vzdump_stopMode(t *testing.T) {
 }
 
 func TestCluster_Vzdump_lockWhileRunning(t *testing.T) {
+	t.Parallel()
 	k := newOpsKitWith(t, Options{TimeScale: 1, HasTimeScale: true, Durations: map[string]time.Duration{"vzdump": 600 * time.Millisecond}})
 	backupCT(k, 101, false)
 	upid, err := k.c.Vzdump(kitOperator, "pve", map[string]string{"vmid": "101", "compress": "zstd"})
@@ -260,6 +263,7 @@ func TestCluster_Vzdump_interrupted(t *testing.T) {
 }
 
 func TestCluster_Vzdump_failures(t *testing.T) {
+	t.Parallel()
 	k := newBackupKit(t)
 	backupCT(k, 101, false)
 	k.ct("pve", 102, nil)
@@ -327,6 +331,7 @@ func TestCluster_Vzdump_failures(t *testing.T) {
 }
 
 func TestCluster_Vzdump_prune(t *testing.T) {
+	t.Parallel()
 	k := newBackupKit(t)
 	k.ct("pve", 101, nil)
 	k.ct("pve", 102, nil)
@@ -380,6 +385,7 @@ func TestCluster_Vzdump_prune(t *testing.T) {
 }
 
 func TestCluster_Vzdump_suspendFallback(t *testing.T) {
+	t.Parallel()
 	k := newBackupKit(t)
 	dirCT(k, 103, true)
 	task := k.run(k.c.Vzdump(kitOperator, "pve", map[string]string{"vmid": "103", "mode": "snapshot", "compress": "zstd"}))
@@ -432,6 +438,7 @@ func dirCT(k *opsKit, vmid int, running bool) string {
 }
 
 func TestVzdumpFormat(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		n    int64
 		want string
@@ -453,6 +460,7 @@ func TestVzdumpFormat(t *testing.T) {
 }
 
 func TestPruneMark(t *testing.T) {
+	t.Parallel()
 	day := int64(24 * 3600)
 	base := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC).Unix()
 	var group []*Volume
@@ -478,6 +486,7 @@ func regexpMatch(pattern, s string) bool {
 }
 
 func TestCluster_Vzdump_compression(t *testing.T) {
+	t.Parallel()
 	k := newBackupKit(t)
 	k.ct("pve", 101, nil)
 	rootfs := volumeOf("rootfs", k.guest(101).Config["rootfs"])
@@ -528,6 +537,7 @@ func bytesHasPrefix(b, prefix []byte) bool {
 // A guest on another node: PVE exits silently with "OK" and no task;
 // with several guests the task says which it skipped.
 func TestCluster_Vzdump_otherNode(t *testing.T) {
+	t.Parallel()
 	k := newOpsKitWith(t, Options{Nodes: 2})
 	k.ct("pve1", 101, nil)
 	k.ct("pve2", 102, nil)

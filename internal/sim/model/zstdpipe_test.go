@@ -24,6 +24,7 @@ func zstdSample(t *testing.T) []byte {
 // decoder both read back, and the reader reads what the in-process
 // encoder wrote: archives move between the two freely.
 func TestZstdPipeRoundTrip(t *testing.T) {
+	t.Parallel()
 	t.Logf("zstd binary: %q", zstdBin())
 	data := zstdSample(t)
 	var packed bytes.Buffer
@@ -72,6 +73,7 @@ func TestZstdPipeRoundTrip(t *testing.T) {
 // never a clean EOF that a tar reader would take for a shorter archive;
 // done after a partial read ends the decompressor.
 func TestZstdPipeCutStreamIsAnError(t *testing.T) {
+	t.Parallel()
 	data := zstdSample(t)
 	enc, _ := zstd.NewWriter(nil)
 	packed := enc.EncodeAll(data, nil)
