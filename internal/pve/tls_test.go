@@ -3,7 +3,6 @@ package pve_test
 import (
 	"bytes"
 	"crypto/sha256"
-	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
 	"encoding/pem"
@@ -205,43 +204,5 @@ func TestClient_redirectNotFollowed(t *testing.T) {
 	}
 	if leaked.Load() {
 		t.Error("the redirect target got the token header")
-	}
-}
-
-// TestClient_keyExchange: the client negotiates what the server prefers:
-// the hybrid X25519MLKEM768 with Go's (and PVE 9's) defaults, P-256 with
-// a server that takes P-256 alone, as the tests' emulators do (the
-// client offers P-256 first in test binaries only, to spare those
-// handshakes a refused key share; pve.clientCurves).
-func TestClient_keyExchange(t *testing.T) {
-	for _, tt := range []struct {
-		name   string
-		server []tls.CurveID
-		want   tls.CurveID
-	}{
-		{"server defaults", nil, tls.X25519MLKEM768},
-		{"P-256 alone", []tls.CurveID{tls.CurveP256}, tls.CurveP256},
-		{"X25519 alone", []tls.CurveID{tls.X25519}, tls.X25519},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			var got atomic.Int64
-			srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				got.Store(int64(r.TLS.CurveID))
-				writeData(w, map[string]string{"version": "9.1.2", "release": "9.1", "repoid": "0123abcd"})
-			}))
-			srv.TLS = &tls.Config{CurvePreferences: tt.server}
-			srv.StartTLS()
-			t.Cleanup(srv.Close)
-			c, err := pve.New(pve.Config{Endpoint: srv.URL, Token: testToken, Insecure: true, Logger: slog.New(slog.DiscardHandler)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := c.Version(ctx(t)); err != nil {
-				t.Fatal(err)
-			}
-			if tls.CurveID(got.Load()) != tt.want {
-				t.Errorf("key exchange %v, want %v", tls.CurveID(got.Load()), tt.want)
-			}
-		})
 	}
 }

@@ -76,9 +76,9 @@ func Start(t testing.TB, opts ...Option) *Emulator {
 	// machine, rather than the host's memory that real containers get by
 	// default: a test's placement and memory admission do not depend on
 	// the machine it runs on.
-	// P-256 alone for TLS: a client offers X25519 first and is asked
-	// again (HelloRetryRequest) for P-256, whose Go code is assembly and
-	// not instrumented by -race: with X25519 a handshake was an eighth of
+	// P-256 alone for TLS, which the client of a test binary offers
+	// alone too (pve.clientCurves): Go's P-256 is assembly, not
+	// instrumented by -race; with X25519 a handshake was an eighth of
 	// internal/cli's CPU (sim.Options.TLSCurves).
 	o := sim.Options{Listener: sim.ListenTLS, Listen: "127.0.0.1:0", TimeScale: &scale, NodeMemory: 32 << 30, TLSCurves: []tls.CurveID{tls.CurveP256}}
 	for _, f := range opts {
