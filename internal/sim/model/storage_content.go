@@ -105,8 +105,9 @@ func (sl *storageLayer) parseVolnameLocked(volid string) (s *Storage, name, vtyp
 func (sl *storageLayer) freeDiskNumberLocked(node, sid string, vmid int) int {
 	st := sl.state()
 	used := map[int]bool{}
-	// Only a name holding "-<vmid>-disk-" can end in vmid's disk; the
-	// test saves matching every volume of the storage against the pattern.
+	// Only a name holding "-<vmid>-disk-" can be one of vmid's disks:
+	// checking that first spares matching the pattern against every
+	// volume of the storage.
 	mark := "-" + strconv.Itoa(vmid) + "-disk-"
 	for _, v := range st.Volumes {
 		if !st.volOn(v, node) || v.Storage != sid || !strings.Contains(v.Name, mark) {
