@@ -19,9 +19,9 @@ import (
 // isolation itself skip there (needIsolation); the refusal tests below
 // clear the opt-in.
 //
-// Every test but those of startViewManager (t.Setenv) has a cluster and a Manager of its own (its guests'
-// port from freePort, its loopback block claimed: block.go) and runs
-// beside the others, 4 at once unless -parallel says otherwise: they
+// Every test but those of startViewManager (t.Setenv) has a cluster and
+// a Manager of its own (its guests' port from freePort, its loopback
+// block claimed: block.go) and runs beside the others, 4 at once unless -parallel says otherwise: they
 // wait on boot delays, sshd handshakes and container starts more than
 // they compute, and one after another they held a slot of a newcomer's
 // `go test -race ./...` for 27 s at its end (issue 30).
