@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -18,7 +19,7 @@ import (
 // refs), users and roles, the node's status and storage, the next id. It lives in a nested module
 // (testdata/thirdparty/goproxmox, its own go.mod and go.sum) so that
 // corral's go.mod does not depend on it; this test builds it with the go
-// command that runs the test.
+// command that runs the test, with the flags the test was built with.
 func TestThirdParty_goProxmox(t *testing.T) {
 	t.Parallel()
 	goCmd := filepath.Join(runtime.GOROOT(), "bin", "go")
@@ -32,14 +33,19 @@ func TestThirdParty_goProxmox(t *testing.T) {
 	if out, err := dl.CombinedOutput(); err != nil {
 		testenv.Lackf(t, testenv.GoProxmox, "go mod download of go-proxmox failed (is the Go module proxy reachable?): %v\n%s", err, out)
 	}
+	// Built as this test was (-race under -race), it shares the build
+	// cache's standard library with the test's own build; under -race
+	// it exits at once (GORACE), as SelfAs's processes do.
 	bin := filepath.Join(t.TempDir(), "goproxmox")
-	build := exec.Command(goCmd, "build", "-o", bin, ".")
+	build := exec.Command(goCmd, append(append([]string{"build"}, testenv.GoBuildFlags()...), "-o", bin, ".")...)
 	build.Dir, build.Env = dir, append(build.Environ(), env...)
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build the go-proxmox client: %v\n%s", err, out)
 	}
 	p := newThirdParty(t)
-	if out := p.run(exec.Command(bin)); strings.TrimSpace(out) != "ok" {
+	client := exec.Command(bin)
+	client.Env = []string{"GORACE=" + strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0")}
+	if out := p.run(client); strings.TrimSpace(out) != "ok" {
 		t.Fatalf("the go-proxmox client printed %q, want ok", out)
 	}
 	if conf := p.config("102", false); conf["memory"] != float64(768) || conf["tags"] != "db" {

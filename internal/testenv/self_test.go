@@ -52,3 +52,11 @@ func TestSelfAs(t *testing.T) {
 		t.Errorf("testenv-self race: exit %d, want the race detector's 66\n%s", code, errs)
 	}
 }
+
+// TestGoBuildFlags: -race exactly when this test binary has it.
+func TestGoBuildFlags(t *testing.T) {
+	got := strings.Join(GoBuildFlags(), " ")
+	if want := map[bool]string{true: "-race", false: ""}[raceBuild]; got != want {
+		t.Errorf("GoBuildFlags() = %q, want %q (race build: %v)", got, want, raceBuild)
+	}
+}
