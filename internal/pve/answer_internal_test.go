@@ -1,8 +1,8 @@
 package pve
 
 import (
-	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -52,12 +52,9 @@ func TestDecodeAnswer_bounded(t *testing.T) {
 		for oname, out := range outs {
 			t.Run(name+"/"+oname, func(t *testing.T) {
 				n := memcap.Allocated(func() {
-					env, err := decodeAnswer(raw)
-					if strings.HasSuffix(name, "at the limit") && err != nil {
+					_, err := decodeAnswer(raw, out())
+					if strings.HasSuffix(name, "at the limit") && err != nil && !inData(err) {
 						t.Errorf("refused: %v", err)
-					}
-					if err == nil && len(env.Data) > 0 {
-						json.Unmarshal(env.Data, out())
 					}
 				})
 				// raw itself (maxBody) is read before the decode.
@@ -76,7 +73,7 @@ func TestDecodeAnswer_limits(t *testing.T) {
 		{"too large", `{"data":"` + strings.Repeat("x", maxBody) + `"}`, "size"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := decodeAnswer([]byte(tc.raw))
+			_, err := decodeAnswer([]byte(tc.raw), nil)
 			var le *bounded.Error
 			if !errors.As(err, &le) || le.Limit != tc.limit {
 				t.Fatalf("decodeAnswer() = %v, want the %s limit", err, tc.limit)
@@ -109,13 +106,49 @@ func FuzzDecodeAnswer(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		outs := []any{new([]ClusterResource), new(ContainerConfig), new([]Volume), new([]TaskListEntry), new([]Storage), new(string)}
 		memcap.Run(t, 64<<20+16*uint64(len(raw)), len(raw), func() {
-			env, err := decodeAnswer(raw)
-			if err != nil || len(env.Data) == 0 {
-				return
-			}
 			for _, out := range outs {
-				json.Unmarshal(env.Data, out)
+				decodeAnswer(raw, out)
 			}
 		})
 	})
+}
+
+// TestDecodeAnswer_data: the data goes straight into out in the one
+// pass; a null leaves out as it was; an error says whether the data or
+// the answer as a whole failed to decode.
+func TestDecodeAnswer_data(t *testing.T) {
+	type ct struct{ VMID int }
+	for _, tc := range []struct {
+		name, raw string
+		out       any
+		want      any // out afterwards
+		inData    bool
+		fails     bool
+	}{
+		{"data", `{"data":{"VMID":100},"total":3}`, &ct{}, &ct{VMID: 100}, false, false},
+		{"null keeps out", `{"data":null}`, &ct{VMID: 7}, &ct{VMID: 7}, false, false},
+		{"no data keeps out", `{"message":"ok"}`, &ct{VMID: 7}, &ct{VMID: 7}, false, false},
+		{"nothing wanted", `{"data":{"VMID":100}}`, nil, nil, false, false},
+		{"a field of the wrong type", `{"data":{"VMID":"x"}}`, &ct{}, &ct{}, true, true},
+		{"data of the wrong type", `{"data":"x"}`, &ct{}, &ct{}, true, true},
+		{"the data's own decoder", `{"data":[1]}`, &ContainerConfig{}, nil, true, true},
+		{"not JSON", `{"data":`, &ct{}, &ct{}, false, true},
+		{"an envelope field of the wrong type", `{"message":5}`, &ct{}, &ct{}, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env, err := decodeAnswer([]byte(tc.raw), tc.out)
+			if (err != nil) != tc.fails {
+				t.Fatalf("decodeAnswer(%s) = %v, want an error: %v", tc.raw, err, tc.fails)
+			}
+			if err != nil && inData(err) != tc.inData {
+				t.Errorf("inData(%v) = %v, want %v", err, !tc.inData, tc.inData)
+			}
+			if tc.want != nil && !reflect.DeepEqual(tc.out, tc.want) {
+				t.Errorf("out = %+v, want %+v", tc.out, tc.want)
+			}
+			if tc.name == "data" && (env.Total == nil || *env.Total != 3) {
+				t.Errorf("total = %v, want 3", env.Total)
+			}
+		})
+	}
 }
