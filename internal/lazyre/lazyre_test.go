@@ -101,3 +101,31 @@ func TestNewFuncError(t *testing.T) {
 	}()
 	re.MatchString("x")
 }
+
+// TestMatchStringRemembers: MatchString answers as regexp's does for
+// short subjects (remembered after their first match) and long ones
+// (never remembered), asked twice each from 8 goroutines at once, more
+// distinct subjects than the memo holds.
+func TestMatchStringRemembers(t *testing.T) {
+	const src = `^(?:[a-z][a-z0-9-]*[0-9]|x+)$`
+	lazy, eager := lazyre.New(src), regexp.MustCompile(src)
+	var subjects []string
+	for i := range 1000 {
+		subjects = append(subjects, fmt.Sprintf("node%d", i), fmt.Sprintf("Node%d", i), strings.Repeat("x", i%200), fmt.Sprintf("%d-%s1", i, strings.Repeat("a", i%100)))
+	}
+	var wrong atomic.Int32
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for round := range 2 {
+				for i := range subjects {
+					s := subjects[(i+g*len(subjects)/8)%len(subjects)]
+					if lazy.MatchString(s) != eager.MatchString(s) && wrong.Add(1) < 5 {
+						t.Errorf("round %d: MatchString(%q) = %v, regexp says %v", round, s, !eager.MatchString(s), eager.MatchString(s))
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
