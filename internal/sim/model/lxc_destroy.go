@@ -1,10 +1,10 @@
 package model
 
 import (
-	"fmt"
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -193,18 +193,36 @@ func (d *ctDestroyer) ctDestroyContainerLocked(w *Worker, g *Guest, unreferenced
 
 // ctVolumeKeys lists the volume keys of conf in foreach_volume_full
 // order with include_unused: rootfs, mp0…mp255, unused0…unused255.
+// It ranks conf's own keys (a few dozen) rather than asking conf for
+// each of the 513 names: formatting and looking those up was 1.5% of
+// internal/cli's test CPU (issue 30).
 func ctVolumeKeys(conf map[string]string) []string {
 	var keys []string
-	if _, ok := conf["rootfs"]; ok {
-		keys = append(keys, "rootfs")
-	}
-	for _, prefix := range []string{"mp", "unused"} {
-		for i := 0; i < ctIndexedOptions[prefix]; i++ {
-			k := fmt.Sprintf("%s%d", prefix, i)
-			if _, ok := conf[k]; ok {
-				keys = append(keys, k)
-			}
+	for k := range conf {
+		if ctVolumeRank(k) >= 0 {
+			keys = append(keys, k)
 		}
 	}
+	slices.SortFunc(keys, func(a, b string) int { return ctVolumeRank(a) - ctVolumeRank(b) })
 	return keys
+}
+
+// ctVolumeRank is key's place in ctVolumeKeys' order, or -1 when key
+// names no volume (net0, mp256, mp01).
+func ctVolumeRank(key string) int {
+	if key == "rootfs" {
+		return 0
+	}
+	base := 1
+	for _, prefix := range []string{"mp", "unused"} {
+		n := ctIndexedOptions[prefix]
+		if rest, ok := strings.CutPrefix(key, prefix); ok {
+			if i, err := strconv.Atoi(rest); err == nil && i >= 0 && i < n && strconv.Itoa(i) == rest {
+				return base + i
+			}
+			return -1
+		}
+		base += n
+	}
+	return -1
 }

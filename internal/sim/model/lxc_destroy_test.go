@@ -224,3 +224,19 @@ func TestCluster_DestroyCT_workWithinTheDuration(t *testing.T) {
 		t.Errorf("the destroy ended %s after it began, before its duration %s", took, d)
 	}
 }
+
+// TestCTVolumeKeys: a config's volume keys in PVE's foreach_volume order
+// (rootfs, mp0..mp255, unused0..unused255), and no other key.
+func TestCTVolumeKeys(t *testing.T) {
+	conf := map[string]string{}
+	for _, k := range []string{"unused3", "mp10", "hostname", "net0", "mp2", "rootfs", "unused0", "mp255", "mp256", "mp01", "mp+1", "mp", "unused", "mpx", "dev0", "unused255"} {
+		conf[k] = "x"
+	}
+	want := []string{"rootfs", "mp2", "mp10", "mp255", "unused0", "unused3", "unused255"}
+	if got := ctVolumeKeys(conf); !slices.Equal(got, want) {
+		t.Errorf("ctVolumeKeys = %q, want %q", got, want)
+	}
+	if got := ctVolumeKeys(map[string]string{"hostname": "a"}); got != nil {
+		t.Errorf("ctVolumeKeys of a config without volumes = %q", got)
+	}
+}
