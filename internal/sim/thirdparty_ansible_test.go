@@ -22,6 +22,7 @@ func TestThirdParty_ansibleInventory(t *testing.T) {
 	if err != nil {
 		testenv.Lack(t, testenv.Ansible, "ansible-inventory is not installed: apt-get install ansible to run Ansible's proxmox inventory against the emulator (.ci/run does)")
 	}
+	ansibleOfTheDay(t, 0)
 	p := newThirdParty(t)
 	t.Run("token", func(t *testing.T) {
 		p.sub(t).inventory(inv, "PROXMOX_USER="+p.user, "PROXMOX_TOKEN_ID="+p.tokenID, "PROXMOX_TOKEN_SECRET="+p.secret)
@@ -87,6 +88,7 @@ func TestThirdParty_ansibleModule(t *testing.T) {
 	if err != nil {
 		testenv.Lack(t, testenv.Ansible, "ansible-playbook is not installed: apt-get install ansible to run community.general.proxmox against the emulator (.ci/run does)")
 	}
+	ansibleOfTheDay(t, 1)
 	py := pythonWith(t, "proxmoxer")
 	p := newThirdParty(t)
 	p.create(p.root(), "103", url.Values{"hostname": {"base"}, "features": {"nesting=1"}})
@@ -138,6 +140,7 @@ func TestThirdParty_ansibleInfo(t *testing.T) {
 	if err != nil {
 		testenv.Lack(t, testenv.Ansible, "ansible-playbook is not installed: apt-get install ansible to run community.general's proxmox modules against the emulator (.ci/run does)")
 	}
+	ansibleOfTheDay(t, 2)
 	py := pythonWith(t, "proxmoxer")
 	p := newThirdParty(t)
 	p.ok(p.root(), "POST", "/access/groups", url.Values{"groupid": {"ops"}, "comment": {"operators"}}, nil)

@@ -30,6 +30,7 @@ func TestThirdParty_ansibleVM(t *testing.T) {
 	if err != nil {
 		testenv.Lack(t, testenv.Ansible, "ansible-playbook is not installed: apt-get install ansible to run community.general.proxmox_kvm against the emulator (.ci/run does)")
 	}
+	ansibleOfTheDay(t, 3)
 	py := pythonWith(t, "proxmoxer")
 	p := newThirdParty(t)
 	playbook := func(args ...string) {
