@@ -55,8 +55,12 @@ type Options struct {
 	Port int
 	// Poll is how often the cluster's running CTs are checked; default
 	// 50ms.
-	Poll   time.Duration
-	Logger *slog.Logger
+	Poll time.Duration
+	// RetryWait is the first wait before an endpoint that did not start
+	// is started again (retry); default 1s. It doubles per failure of
+	// the same boot, up to a minute.
+	RetryWait time.Duration
+	Logger    *slog.Logger
 	// AptSources are the package sources the CTs' apt proxy forwards to
 	// (apt.go); nil means the host's own (/etc/apt/sources.list(.d)).
 	AptSources []string
@@ -74,6 +78,8 @@ type Manager struct {
 	log  *slog.Logger
 	port int
 	poll time.Duration
+	// retryWait is Options.RetryWait.
+	retryWait time.Duration
 
 	sbOnce sync.Once
 	sb     sandbox // see sandbox()
@@ -113,6 +119,9 @@ func Start(c *model.Cluster, opts Options) (*Manager, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	if opts.RetryWait <= 0 {
+		opts.RetryWait = time.Second
+	}
 	if opts.Poll <= 0 {
 		opts.Poll = 50 * time.Millisecond
 	}
@@ -128,7 +137,7 @@ func Start(c *model.Cluster, opts Options) (*Manager, error) {
 	go holdClaim(claim)
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &Manager{
-		c: c, log: log.WithGroup("guest"), port: port, poll: opts.Poll,
+		c: c, log: log.WithGroup("guest"), port: port, poll: opts.Poll, retryWait: opts.RetryWait,
 		ctx: ctx, cancel: cancel, done: make(chan struct{}), wake: make(chan struct{}, 1), cts: map[int]*ctServer{},
 		claim: claim,
 	}
@@ -412,7 +421,7 @@ func (m *Manager) shutdown(vmid int, timeout time.Duration) bool {
 // that a later sync starts the CT's endpoint again, as long as the model
 // still has that CT running this boot. Without it the CT would run in
 // the model with no sshd until its next restart. The wait doubles per
-// failure of the same boot, from 1 s up to a minute.
+// failure of the same boot, from Options.RetryWait (1 s) up to a minute.
 func (m *Manager) retry(s *ctServer) {
 	m.mu.Lock()
 	key := [2]int{s.vmid, s.pid}
@@ -425,7 +434,7 @@ func (m *Manager) retry(s *ctServer) {
 	select {
 	case <-m.ctx.Done():
 		return
-	case <-time.After(min(time.Second<<min(n, 6), time.Minute)):
+	case <-time.After(min(m.retryWait<<min(n, 6), time.Minute)):
 	}
 	m.mu.Lock()
 	mine := m.cts[s.vmid] == s

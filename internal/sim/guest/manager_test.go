@@ -409,7 +409,8 @@ func newBootDelayKit(t *testing.T) *kit {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	m, err := guest.Start(c, guest.Options{Port: freePort(t), Poll: 10 * time.Millisecond})
+	// An endpoint that fails is tried again after 100 ms, not a second.
+	m, err := guest.Start(c, guest.Options{Port: freePort(t), Poll: 10 * time.Millisecond, RetryWait: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
