@@ -12,12 +12,16 @@ import (
 // tried first and kept when free.
 func TestClaimBlock(t *testing.T) {
 	t.Parallel()
+	// The ports stay bound on 127.0.0.1 until the test ends, so that no
+	// other test's emulator (in this process or another: go test runs
+	// packages side by side) is handed one as its free port and claims a
+	// block on it meanwhile: CI saw a restart "move" when one did.
 	freePort := func() int {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer l.Close()
+		t.Cleanup(func() { l.Close() })
 		return l.Addr().(*net.TCPAddr).Port
 	}
 	port, other := freePort(), freePort()
