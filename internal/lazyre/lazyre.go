@@ -50,7 +50,8 @@ type Regexp struct {
 // request's parameters against PVE's formats (a VMID, a node, a storage,
 // a size), mostly the same few values again and again, and running the
 // match was 3-4% of internal/apply's test CPU under -race (issue 30).
-// At most about 20 KiB per Regexp, 160 of them.
+// At most about 40 KiB per Regexp (256 entries of up to 64 bytes and
+// their map overhead), 160 of them.
 const (
 	memoSize = 256
 	memoLen  = 64
