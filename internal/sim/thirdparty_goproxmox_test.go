@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -44,7 +43,7 @@ func TestThirdParty_goProxmox(t *testing.T) {
 	}
 	p := newThirdParty(t)
 	client := exec.Command(bin)
-	client.Env = []string{"GORACE=" + strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0")}
+	client.Env = []string{"GORACE=" + testenv.RaceOptions()}
 	if out := p.run(client); strings.TrimSpace(out) != "ok" {
 		t.Fatalf("the go-proxmox client printed %q, want ok", out)
 	}

@@ -48,10 +48,19 @@ func SelfAs(dir, name string) (string, error) {
 			return "", fmt.Errorf("the test binary as %s: %w", name, err)
 		}
 	}
-	if g := os.Getenv("GORACE"); !strings.Contains(g, "atexit_sleep_ms") {
-		os.Setenv("GORACE", strings.TrimSpace(g+" atexit_sleep_ms=0"))
-	}
+	os.Setenv("GORACE", RaceOptions())
 	return dst, nil
+}
+
+// RaceOptions is GORACE's value for a process a test starts from a
+// race-built binary: this process's options, with atexit_sleep_ms=0
+// unless they set it, so that it exits without the detector's second.
+func RaceOptions() string {
+	g := os.Getenv("GORACE")
+	if strings.Contains(g, "atexit_sleep_ms") {
+		return g
+	}
+	return strings.TrimSpace(g + " atexit_sleep_ms=0")
 }
 
 // GoBuildFlags are the flags for a `go build` that a test runs (a
