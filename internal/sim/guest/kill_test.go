@@ -8,11 +8,15 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	client "github.com/corralhq/corral/internal/guest"
 	"github.com/corralhq/corral/internal/testenv"
 )
 
+// killHelperEnv names, in the child, the state directory its emulator
+// uses: the parent's own temporary directory, which the parent's cleanup
+// removes (the killed child's never runs).
 const killHelperEnv = "CORRAL_TEST_KILL_HELPER"
 
 // TestGuest_killedEmulatorLeavesNothing: an emulator killed with SIGKILL
@@ -20,14 +24,14 @@ const killHelperEnv = "CORRAL_TEST_KILL_HELPER"
 // the next emulator on the same state directory boots the CTs again.
 func TestGuest_killedEmulatorLeavesNothing(t *testing.T) {
 	t.Parallel()
-	if os.Getenv(killHelperEnv) != "" {
-		killHelper(t)
+	if dir := os.Getenv(killHelperEnv); dir != "" {
+		killHelper(t, dir)
 		return
 	}
 	k := newKit(t)
 	k.needIsolation()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestGuest_killedEmulatorLeavesNothing$", "-test.v")
-	cmd.Env = append(os.Environ(), killHelperEnv+"=1")
+	cmd.Env = append(os.Environ(), killHelperEnv+"="+t.TempDir())
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -66,10 +70,10 @@ func alive(pid int) bool {
 }
 
 // killHelper runs in the child: an emulator with one CT running a
-// daemon; it prints the daemon's and the namespace holder's host PIDs
-// and waits to be killed.
-func killHelper(t *testing.T) {
-	k := newKit(t)
+// daemon, its state in dir; it prints the daemon's and the namespace
+// holder's host PIDs and waits to be killed.
+func killHelper(t *testing.T, dir string) {
+	k := newKitIn(t, dir, 10*time.Millisecond)
 	k.create(130, nil)
 	c, err := k.dial(130, client.HostKeyPolicy{TrustOnFirstUse: true})
 	if err != nil {

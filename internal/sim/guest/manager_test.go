@@ -52,7 +52,13 @@ func newKit(t *testing.T) *kit {
 // newKitPoll is newKit with the manager polling every poll.
 func newKitPoll(t *testing.T, poll time.Duration) *kit {
 	t.Helper()
-	c, err := model.Open(model.Options{Dir: t.TempDir(), HasTimeScale: true, TimeScale: 0})
+	return newKitIn(t, t.TempDir(), poll)
+}
+
+// newKitIn is newKitPoll with the emulator's state in dir.
+func newKitIn(t *testing.T, dir string, poll time.Duration) *kit {
+	t.Helper()
+	c, err := model.Open(model.Options{Dir: dir, HasTimeScale: true, TimeScale: 0})
 	if err != nil {
 		t.Fatal(err)
 	}
