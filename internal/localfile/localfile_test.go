@@ -1,11 +1,13 @@
 package localfile
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"testing/iotest"
 )
 
 func TestRead(t *testing.T) {
@@ -116,5 +118,39 @@ func TestTail(t *testing.T) {
 		if _, err := Tail(p, 64); err == nil || !strings.Contains(err.Error(), "not a regular file") {
 			t.Errorf("Tail(%s): %v, want a refusal", p, err)
 		}
+	}
+}
+
+// TestReadAtMost: the size fits saw is only where the buffer starts: a
+// file that grew or shrank since is read to its real end, and one that
+// grew past the limit is refused.
+func TestReadAtMost(t *testing.T) {
+	content := strings.Repeat("0123456789", 300) // 3,000 bytes
+	for _, tc := range []struct {
+		name      string
+		size, max int64
+		want      string // "" for refused
+	}{
+		{"as stat said", 3000, 4000, content},
+		{"grew since", 100, 4000, content},
+		{"shrank since", 9000, 10000, content},
+		{"no size known", 0, 4000, content},
+		{"exactly the limit", 3000, 3000, content},
+		{"grew past the limit", 2000, 2999, ""},
+		{"grew past the limit, no size", 0, 1000, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := readAtMost("f", iotest.HalfReader(strings.NewReader(content)), tc.size, tc.max)
+			if tc.want == "" {
+				var tl *TooLargeError
+				if !errors.As(err, &tl) || tl.Max != tc.max {
+					t.Fatalf("readAtMost = %d bytes, %v; want a TooLargeError at %d", len(got), err, tc.max)
+				}
+				return
+			}
+			if err != nil || string(got) != tc.want {
+				t.Fatalf("readAtMost = %d bytes, %v; want %d bytes", len(got), err, len(tc.want))
+			}
+		})
 	}
 }
