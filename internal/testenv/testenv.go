@@ -62,6 +62,11 @@ const (
 	// GoProxmox: the Go module proxy (or a warm module cache) to build the
 	// go-proxmox client's nested module with.
 	GoProxmox Requirement = "GO_PROXMOX"
+	// Promlint: the Go module proxy (or a warm module cache) to build
+	// internal/metrics' checker of the /metrics text, client_golang's
+	// linter and parser in a nested module (tried with FullVar or this
+	// requirement only: it costs what internal/metrics saves).
+	Promlint Requirement = "PROMLINT"
 	// BPG: Terraform and bpg's terraform-provider-proxmox, at the paths
 	// CORRAL_TEST_TERRAFORM and CORRAL_TEST_BPG_PROVIDER name.
 	BPG Requirement = "BPG"
