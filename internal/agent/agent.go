@@ -84,7 +84,7 @@ type Agent struct {
 	cfg     Config
 	ops     Ops
 	Events  *Events
-	metrics *metrics
+	metrics *agentMetrics
 
 	mu       sync.Mutex // guards everything below (the HTTP server reads it)
 	f        *manifest.File
@@ -352,14 +352,14 @@ func (a *Agent) plan(ctx context.Context) {
 	var held *apply.LockHeldError
 	switch {
 	case errors.As(err, &held):
-		a.metrics.reconciles.WithLabelValues("skipped").Inc()
+		a.metrics.reconciles.With("skipped").Inc()
 		a.event(KindSkipped, "warn", "", "reconcile skipped this round: %s holds corral's lock on node %s (a human's run is never interrupted; the next round tries again)", held.Lease, held.Node)
 		return
 	case errors.Is(err, apply.ErrStopped):
-		a.metrics.reconciles.WithLabelValues("stopped").Inc()
+		a.metrics.reconciles.With("stopped").Inc()
 		a.event(KindReconcile, "warn", "", "reconcile stopped on request after the step under way; the next run goes on")
 	case err != nil:
-		a.metrics.reconciles.WithLabelValues("error").Inc()
+		a.metrics.reconciles.With("error").Inc()
 		// The same failure every round is one event (and a log line each
 		// round at debug level), not a flood.
 		a.mu.Lock()
@@ -373,10 +373,10 @@ func (a *Agent) plan(ctx context.Context) {
 		}
 	case changed:
 		a.clearReconcileErr()
-		a.metrics.reconciles.WithLabelValues("applied").Inc()
+		a.metrics.reconciles.With("applied").Inc()
 		a.event(KindReconcile, "info", "", "reconciled: %s", driftSummary(obs))
 	default:
-		a.metrics.reconciles.WithLabelValues("nothing").Inc()
+		a.metrics.reconciles.With("nothing").Inc()
 		a.event(KindReconcile, "info", "", "another corral made the changes meanwhile; nothing left to do")
 	}
 	if obs, ok := a.observe(ctx, f); ok {
@@ -398,7 +398,7 @@ func (a *Agent) observe(ctx context.Context, f *manifest.File) (*Observation, bo
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if err != nil {
-		a.metrics.apiErrors.WithLabelValues("observe").Inc()
+		a.metrics.apiErrors.With("observe").Inc()
 		msg := err.Error()
 		if a.obsErr != msg {
 			a.Events.Add(Event{Time: a.now(), Kind: KindError, Level: "error", Message: "read the cluster: " + msg})
@@ -554,7 +554,7 @@ func (a *Agent) runCheck(ctx context.Context, f *manifest.File, view AppView, ch
 	a.mu.Unlock()
 	switch {
 	case err != nil:
-		a.metrics.healthFailures.WithLabelValues(view.Name).Inc()
+		a.metrics.healthFailures.With(view.Name).Inc()
 		if failures == 1 {
 			a.event(KindHealth, "warn", view.Name, "health check %q of app %s failed: %v", chk.Name, view.Name, err)
 		}
@@ -601,17 +601,17 @@ func (a *Agent) restart(ctx context.Context, f *manifest.File, m manifest.App, c
 	switch {
 	case errors.As(err, &held):
 		as.restartAfter = now.Add(a.cfg.Interval)
-		a.metrics.restarts.WithLabelValues(m.Name, "skipped").Inc()
+		a.metrics.restarts.With(m.Name, "skipped").Inc()
 		a.Events.Add(Event{Time: now, Kind: KindSkipped, Level: "warn", App: m.Name,
 			Message: fmt.Sprintf("restart of app %s postponed: %s holds corral's lock on node %s", m.Name, held.Lease, held.Node)})
 		return
 	case err != nil:
-		a.metrics.restarts.WithLabelValues(m.Name, "error").Inc()
+		a.metrics.restarts.With(m.Name, "error").Inc()
 		a.Events.Add(Event{Time: now, Kind: KindError, Level: "error", App: m.Name,
 			Message: fmt.Sprintf("restart of app %s failed (next try in %s): %v", m.Name, as.backoff, err)})
 	default:
 		as.restarts++
-		a.metrics.restarts.WithLabelValues(m.Name, "ok").Inc()
+		a.metrics.restarts.With(m.Name, "ok").Inc()
 		a.Events.Add(Event{Time: now, Kind: KindRestart, Level: "info", App: m.Name,
 			Message: fmt.Sprintf("app %s restarted (restart %d; no further restart for %s)", m.Name, as.restarts, as.backoff)})
 	}
@@ -665,7 +665,7 @@ func (a *Agent) backups(ctx context.Context) {
 			archives, err = a.ops.Archives(ctx)
 			a.metrics.operation("list_backups", time.Since(start))
 			if err != nil {
-				a.metrics.apiErrors.WithLabelValues("list_backups").Inc()
+				a.metrics.apiErrors.With("list_backups").Inc()
 				a.event(KindError, "error", "", "list the backup archives: %v", err)
 				return
 			}
@@ -696,7 +696,7 @@ func (a *Agent) backup(ctx context.Context, f *manifest.File, m manifest.App, w 
 	case errors.As(err, &held):
 		as.backupRetry = now.Add(a.cfg.Interval)
 		a.mu.Unlock()
-		a.metrics.backups.WithLabelValues(m.Name, "skipped").Inc()
+		a.metrics.backups.With(m.Name, "skipped").Inc()
 		a.event(KindSkipped, "warn", m.Name, "scheduled backup of app %s postponed: %s holds corral's lock on node %s", m.Name, held.Lease, held.Node)
 		return
 	case errors.Is(err, apply.ErrStopped) || ctx.Err() != nil:
@@ -709,7 +709,7 @@ func (a *Agent) backup(ctx context.Context, f *manifest.File, m manifest.App, w 
 			as.lastBackup.Archive = res.Archive
 		}
 		a.mu.Unlock()
-		a.metrics.backups.WithLabelValues(m.Name, "failed").Inc()
+		a.metrics.backups.With(m.Name, "failed").Inc()
 		a.event(KindBackup, "error", m.Name, "scheduled backup of app %s FAILED (the next window, from %s, tries again): %v",
 			m.Name, w.End.UTC().Format(time.RFC3339), err)
 	default:
@@ -717,7 +717,7 @@ func (a *Agent) backup(ctx context.Context, f *manifest.File, m manifest.App, w 
 		as.lastBackup = &BackupView{Time: now, OK: true, Archive: res.Archive, Pruned: slices.Clone(res.Pruned)}
 		as.lastOK = now
 		a.mu.Unlock()
-		a.metrics.backups.WithLabelValues(m.Name, "ok").Inc()
+		a.metrics.backups.With(m.Name, "ok").Inc()
 		msg := fmt.Sprintf("scheduled backup of app %s: %s (%d bytes)", m.Name, res.Archive, res.Size)
 		if res.Consistency != "" {
 			msg += fmt.Sprintf(", %s: %s", res.Consistency, res.ConsistencyWhy) // a VM's (apply/vmbackup.go)

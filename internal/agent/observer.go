@@ -17,7 +17,7 @@ func (o stepObserver) Step(app, phase, detail string) func(error) {
 	start := time.Now()
 	return func(err error) {
 		d := time.Since(start)
-		o.a.metrics.steps.WithLabelValues(phase).Observe(d.Seconds())
+		o.a.metrics.steps.With(phase).Observe(d.Seconds())
 		if err != nil {
 			o.a.cfg.Log.Warn("step failed", "app", app, "phase", phase, "detail", detail, "elapsed", d, "error", err)
 			return

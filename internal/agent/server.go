@@ -11,8 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
 	"github.com/corralhq/corral/internal/ui/human"
 )
 
@@ -66,7 +64,7 @@ func (a *Agent) Handler(token string) http.Handler {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintln(w, "ok")
 	})
-	mux.Handle("GET /metrics", promhttp.HandlerFor(a.metrics.reg, promhttp.HandlerOpts{}))
+	mux.Handle("GET /metrics", a.metrics.reg.Handler())
 	mux.HandleFunc("GET /api/v1/apps", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, a.Status())
 	})

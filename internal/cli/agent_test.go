@@ -14,10 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
-
 	"github.com/corralhq/corral/internal/agent"
 	"github.com/corralhq/corral/internal/apply"
+	"github.com/corralhq/corral/internal/metrics"
 	"github.com/corralhq/corral/internal/pve"
 	"github.com/corralhq/corral/internal/pvetest"
 	"github.com/corralhq/corral/internal/sim"
@@ -121,38 +120,38 @@ func (r *agentRig) app(name string) agent.AppView {
 	return agent.AppView{}
 }
 
-// metric reads one sample from the agent's /metrics text.
+// metric reads one sample from the agent's /metrics text: the first one
+// named name whose labels include the given name, value pairs; -1 when
+// there is none.
 func (r *agentRig) metric(name string, labels ...string) float64 {
 	r.t.Helper()
-	c := r.ag.Registry()
-	mfs, err := c.Gather()
+	samples, err := metrics.Parse(r.metricsText())
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
+next:
+	for _, s := range samples {
+		if s.Name != name {
 			continue
 		}
-	next:
-		for _, m := range mf.GetMetric() {
-			got := map[string]string{}
-			for _, lp := range m.GetLabel() {
-				got[lp.GetName()] = lp.GetValue()
-			}
-			for i := 0; i+1 < len(labels); i += 2 {
-				if got[labels[i]] != labels[i+1] {
-					continue next
-				}
-			}
-			switch {
-			case m.Counter != nil:
-				return m.GetCounter().GetValue()
-			case m.Gauge != nil:
-				return m.GetGauge().GetValue()
+		for i := 0; i+1 < len(labels); i += 2 {
+			if s.Labels[labels[i]] != labels[i+1] {
+				continue next
 			}
 		}
+		return s.Value
 	}
 	return -1
+}
+
+// metricsText is what the agent's registry writes for /metrics.
+func (r *agentRig) metricsText() string {
+	r.t.Helper()
+	var b strings.Builder
+	if _, err := r.ag.Registry().WriteTo(&b); err != nil {
+		r.t.Fatal(err)
+	}
+	return b.String()
 }
 
 func (c *cluster) pveClient() *pve.Client {
@@ -370,7 +369,7 @@ func TestAgent_concurrentApply(t *testing.T) {
 	}
 }
 
-// The server: /healthz, /metrics (passing client_golang's lint), the
+// The server: /healthz, /metrics (valid exposition text: metrics.Check), the
 // JSON API and the status page, read-only, and the bearer token when one
 // is set.
 func TestAgent_server(t *testing.T) {
@@ -382,9 +381,9 @@ func TestAgent_server(t *testing.T) {
 	r.clock.Add(time.Minute)
 	r.tick()
 
-	problems, err := testutil.GatherAndLint(r.ag.Registry())
-	if err != nil || len(problems) != 0 {
-		t.Errorf("metrics lint: %v %+v", err, problems)
+	text := r.metricsText()
+	if err := metrics.Check(text); err != nil {
+		t.Errorf("metrics: %v\n%s", err, text)
 	}
 	const token = "agent-test-token-7f3a"
 	for _, tok := range []string{"", token} {
@@ -415,7 +414,13 @@ func TestAgent_server(t *testing.T) {
 				}
 			}
 		}
-		code, body, _ := get("/metrics", tok)
+		code, body, h := get("/metrics", tok)
+		if ct := h.Get("Content-Type"); ct != "text/plain; version=0.0.4; charset=utf-8" {
+			t.Errorf("/metrics: Content-Type %q", ct)
+		}
+		if err := metrics.Check(body); err != nil {
+			t.Errorf("/metrics: %v\n%s", err, body)
+		}
 		for _, want := range []string{`corral_agent_app_drift{app="notes"} 1`, `corral_agent_apps 1`, `corral_agent_app_running{app="notes",node="pve"} 1`,
 			"corral_agent_operation_duration_seconds_bucket", "corral_agent_in_sync 0"} {
 			if code != 200 || !strings.Contains(body, want) {
@@ -436,7 +441,7 @@ func TestAgent_server(t *testing.T) {
 		if err := json.Unmarshal([]byte(body), &ev); err != nil || code != 200 || !hasEvent(ev.Events, "notes", "drifted") {
 			t.Errorf("/api/v1/events: %d %v\n%s", code, err, body)
 		}
-		code, body, h := get("/", tok)
+		code, body, h = get("/", tok)
 		if code != 200 || !strings.Contains(body, `data-app="notes"`) || !strings.Contains(body, "http-equiv=\"refresh\"") ||
 			strings.Contains(body, "http://") && !strings.Contains(body, "<code>") || strings.Contains(body, "src=\"http") || strings.Contains(body, "href=\"http") {
 			t.Errorf("/: %d\n%s", code, body)
