@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bufio"
+	"crypto/tls"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -58,6 +59,13 @@ func openE2E(t *testing.T, opts Options) *e2e {
 	if opts.NodeMemory == 0 {
 		// 32 GiB nodes on every machine (see pvetest.Start).
 		opts.NodeMemory = 32 << 30
+	}
+	if opts.TLSCurves == nil {
+		// P-256 alone, as pvetest's emulators: Go's default hybrid
+		// X25519MLKEM768 is instrumented Go code under -race, a tenth of
+		// this package's CPU in handshakes. TestTLS_defaultCurves keeps
+		// the default.
+		opts.TLSCurves = []tls.CurveID{tls.CurveP256}
 	}
 	srv, err := New(opts)
 	if err != nil {

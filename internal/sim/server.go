@@ -324,7 +324,11 @@ func (s *Server) HTTPClient() *http.Client {
 		pool := x509.NewCertPool()
 		pool.AppendCertsFromPEM(s.certPEM)
 		s.clientTr = &http.Transport{
-			TLSClientConfig:     &tls.Config{RootCAs: pool, ServerName: "pve.sim.invalid"},
+			// It offers the key exchanges the listener accepts: with
+			// TLSCurves set (tests' P-256), Go's default offer would
+			// compute an X25519MLKEM768 and an X25519 share for each
+			// handshake, be asked for P-256 again, and compute that.
+			TLSClientConfig:     &tls.Config{RootCAs: pool, ServerName: "pve.sim.invalid", CurvePreferences: s.opts.TLSCurves},
 			MaxIdleConnsPerHost: 16,
 		}
 	}
