@@ -115,7 +115,9 @@ func TestQemuAgent_execErrors(t *testing.T) {
 					t.Errorf("%s: %d %q, want %q", c.name, r.status, r.msg, c.msg)
 				}
 			}
-			// The state-only runtime: no agent answers.
+			// The state-only runtime: no agent answers. Installed here,
+			// as the view runtime gives VMs an agent that answers.
+			k.srv.Cluster().SetVMRuntime(nil)
 			k.mustOK(root, http.MethodPost, "/nodes/pve/qemu/320/status/start", nil)
 			for _, c := range []struct {
 				method, path string
