@@ -2,6 +2,7 @@ package agent
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -41,5 +42,17 @@ func TestEventsRing(t *testing.T) {
 	got := e.List()
 	if len(got) != 3 || got[0].Message != "5" || got[2].Message != "3" || got[0].Seq != 5 {
 		t.Errorf("List() = %+v, want events 5, 4, 3", got)
+	}
+}
+
+// TestPage: the status page's template, parsed at its first use, parses
+// and renders an empty status (the cli tests render a full one).
+func TestPage(t *testing.T) {
+	var b strings.Builder
+	if err := page().Execute(&b, map[string]any{"S": Status{}, "Events": []Event(nil)}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "</html>") {
+		t.Errorf("the page rendered no document:\n%s", b.String())
 	}
 }
