@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"crypto/rand"
 	"io"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
@@ -95,5 +97,67 @@ func TestZstdPipeCutStreamIsAnError(t *testing.T) {
 	done()
 	if _, err := zr.Read(make([]byte, 1)); err == nil {
 		t.Error("read after done succeeded")
+	}
+}
+
+// TestZstdSmallFile: a file of up to smallZstd bytes is decoded in this
+// process, from where it is read on, whoever packed it; one cut short is
+// an error, as through the binary.
+func TestZstdSmallFile(t *testing.T) {
+	t.Parallel()
+	data := bytes.Repeat([]byte("corral small archive\n"), 3000)
+	var viaBin bytes.Buffer
+	zw, err := newZstdWriter(&viaBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zw.Write(data)
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	enc, _ := zstd.NewWriter(nil)
+	for _, tc := range []struct {
+		name   string
+		file   []byte
+		skip   int64 // read position when the reader is made
+		wantOK bool
+	}{
+		{"packed by newZstdWriter", viaBin.Bytes(), 0, true},
+		{"packed in process", enc.EncodeAll(data, nil), 0, true},
+		{"after a header already read", append([]byte("HEAD"), viaBin.Bytes()...), 4, true},
+		{"cut short", viaBin.Bytes()[:viaBin.Len()/2], 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if len(tc.file) > smallZstd {
+				t.Fatalf("%d bytes: not a small file", len(tc.file))
+			}
+			p := filepath.Join(t.TempDir(), "a.tar.zst")
+			if err := os.WriteFile(p, tc.file, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			f, err := os.Open(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if _, err := f.Seek(tc.skip, io.SeekStart); err != nil {
+				t.Fatal(err)
+			}
+			var got []byte
+			zr, done, err := newZstdReader(f)
+			if err == nil {
+				got, err = io.ReadAll(zr)
+				done()
+			}
+			if !tc.wantOK {
+				if err == nil {
+					t.Fatalf("read %d bytes of a cut file without an error", len(got))
+				}
+				return
+			}
+			if err != nil || !bytes.Equal(got, data) {
+				t.Fatalf("read %d bytes (%v), want the %d packed", len(got), err, len(data))
+			}
+		})
 	}
 }
