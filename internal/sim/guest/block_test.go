@@ -1,9 +1,12 @@
 package guest
 
 import (
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -12,17 +15,34 @@ import (
 // tried first and kept when free.
 func TestClaimBlock(t *testing.T) {
 	t.Parallel()
-	// The ports stay bound on 127.0.0.1 until the test ends, so that no
-	// other test's emulator (in this process or another: go test runs
-	// packages side by side) is handed one as its free port and claims a
-	// block on it meanwhile: CI saw a restart "move" when one did.
-	freePort := func() int {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
+	// The ports are below the kernel's ephemeral range, which every other
+	// test's emulator takes its free port from (a listener on
+	// 127.0.0.1:0), and stay bound on 127.0.0.1 until the test ends: an
+	// emulator of a test side by side (in this process or another: go
+	// test runs packages side by side) that claimed a block on one of
+	// them between the restart's two claims made CI see the restart
+	// "move", even with the ports held, as a port handed out and released
+	// before this test took it could still be that emulator's.
+	low := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil && n > 2048 {
+				low = n
+			}
 		}
-		t.Cleanup(func() { l.Close() })
-		return l.Addr().(*net.TCPAddr).Port
+	}
+	freePort := func() int {
+		for range 1000 {
+			p := low - 1024 - rand.IntN(low-2048)
+			l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+			if err != nil {
+				continue
+			}
+			t.Cleanup(func() { l.Close() })
+			return p
+		}
+		t.Fatalf("no free port below %d on 127.0.0.1", low-1024)
+		return 0
 	}
 	port, other := freePort(), freePort()
 	dirA, dirB, dirC := t.TempDir(), t.TempDir(), t.TempDir()
