@@ -3,7 +3,6 @@ package metrics
 import (
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -24,25 +23,7 @@ func TestPromlint(t *testing.T) {
 		t.Skipf("skipped: builds client_golang's linter from the Go module proxy; %s=1 (or %s=1) runs it, as CI does", testenv.FullVar, testenv.Promlint.Env())
 	}
 	t.Parallel()
-	goCmd := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := exec.LookPath(goCmd); err != nil {
-		t.Fatalf("no go command beside this test's GOROOT: %v", err)
-	}
-	dir := filepath.Join("testdata", "promlint")
-	env := []string{"GOWORK=off", "GOFLAGS=-mod=readonly -buildvcs=false"}
-	dl := exec.Command(goCmd, "mod", "download")
-	dl.Dir, dl.Env = dir, append(dl.Environ(), env...)
-	if out, err := dl.CombinedOutput(); err != nil {
-		testenv.Lackf(t, testenv.Promlint, "go mod download of client_golang failed (is the Go module proxy reachable?): %v\n%s", err, out)
-	}
-	// Built as this test was (-race under -race), it shares the build
-	// cache's standard library with the test's own build.
-	bin := filepath.Join(t.TempDir(), "promlint")
-	build := exec.Command(goCmd, append(append([]string{"build"}, testenv.GoBuildFlags()...), "-o", bin, ".")...)
-	build.Dir, build.Env = dir, append(build.Environ(), env...)
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build the promlint checker: %v\n%s", err, out)
-	}
+	bin := testenv.BuildModule(t, filepath.Join("testdata", "promlint"), testenv.Promlint, "client_golang's linter")
 	withRuntime := goldenRegistry()
 	withRuntime.AddRuntime()
 	for name, r := range map[string]*Registry{"golden": goldenRegistry(), "with the runtime metrics": withRuntime} {

@@ -2,8 +2,6 @@ package sim
 
 import (
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -17,30 +15,15 @@ import (
 // cluster's firewall (options, aliases, IP sets and entries, rules,
 // refs), users and roles, the node's status and storage, the next id. It lives in a nested module
 // (testdata/thirdparty/goproxmox, its own go.mod and go.sum) so that
-// corral's go.mod does not depend on it; this test builds it with the go
-// command that runs the test, with the flags the test was built with.
+// corral's go.mod does not depend on it; testenv.BuildModule builds it
+// with the go command that runs the test, with the flags the test was
+// built with.
 func TestThirdParty_goProxmox(t *testing.T) {
 	t.Parallel()
-	goCmd := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := exec.LookPath(goCmd); err != nil {
-		t.Fatalf("no go command beside this test's GOROOT: %v", err)
-	}
-	dir := testdataDir(t, "goproxmox")
-	env := []string{"GOWORK=off", "GOFLAGS=-mod=readonly -buildvcs=false"}
-	dl := exec.Command(goCmd, "mod", "download")
-	dl.Dir, dl.Env = dir, append(dl.Environ(), env...)
-	if out, err := dl.CombinedOutput(); err != nil {
-		testenv.Lackf(t, testenv.GoProxmox, "go mod download of go-proxmox failed (is the Go module proxy reachable?): %v\n%s", err, out)
-	}
 	// Built as this test was (-race under -race), it shares the build
 	// cache's standard library with the test's own build; under -race
 	// it exits at once (GORACE), as SelfAs's processes do.
-	bin := filepath.Join(t.TempDir(), "goproxmox")
-	build := exec.Command(goCmd, append(append([]string{"build"}, testenv.GoBuildFlags()...), "-o", bin, ".")...)
-	build.Dir, build.Env = dir, append(build.Environ(), env...)
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build the go-proxmox client: %v\n%s", err, out)
-	}
+	bin := testenv.BuildModule(t, testdataDir(t, "goproxmox"), testenv.GoProxmox, "go-proxmox")
 	p := newThirdParty(t)
 	client := exec.Command(bin)
 	client.Env = []string{"GORACE=" + testenv.RaceOptions()}

@@ -4,9 +4,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"strings"
+	"testing"
 )
 
 // A test that needs corral as a process of its own (signals, SIGKILL, a
@@ -79,6 +82,34 @@ func GoBuildFlags() []string {
 		}
 	}
 	return nil
+}
+
+// BuildModule builds the main package of the nested module in dir (a
+// third-party client or checker under testdata, with a go.mod and go.sum
+// of its own, so that corral's go.mod does not depend on it) with the go
+// command of this test's GOROOT and GoBuildFlags, and returns the
+// binary's path. Its modules come from the module proxy or the module
+// cache: where neither has them, the test lacks need (Lackf). Run the
+// binary with GORACE=RaceOptions().
+func BuildModule(t testing.TB, dir string, need Requirement, what string) string {
+	t.Helper()
+	goCmd := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := exec.LookPath(goCmd); err != nil {
+		t.Fatalf("no go command beside this test's GOROOT: %v", err)
+	}
+	env := []string{"GOWORK=off", "GOFLAGS=-mod=readonly -buildvcs=false"}
+	dl := exec.Command(goCmd, "mod", "download")
+	dl.Dir, dl.Env = dir, append(dl.Environ(), env...)
+	if out, err := dl.CombinedOutput(); err != nil {
+		Lackf(t, need, "go mod download of %s failed (is the Go module proxy reachable?): %v\n%s", what, err, out)
+	}
+	bin := filepath.Join(t.TempDir(), filepath.Base(dir))
+	build := exec.Command(goCmd, append(append([]string{"build"}, GoBuildFlags()...), "-o", bin, ".")...)
+	build.Dir, build.Env = dir, append(build.Environ(), env...)
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build %s: %v\n%s", what, err, out)
+	}
+	return bin
 }
 
 func copyExecutable(src, dst string) error {
