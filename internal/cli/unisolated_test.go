@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -8,14 +10,19 @@ import (
 )
 
 // unisolatedManifest's one step is the quickstart's: a pkill that, run
-// unisolated, reaches every process on the host with that command line.
-const unisolatedManifest = `apps:
+// unisolated, reaches every process on the host with the command line
+// sleep arg. arg is the test's own (a random fraction): this pkill runs
+// as root on the host, and with a fixed one it killed another package's
+// test process (sim/guest's sleep 7302) that ran at the same time.
+func unisolatedManifest(arg string) string {
+	return fmt.Sprintf(`apps:
   - name: web
     template: local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst
     provision:
       - name: stop-old
-        run: pkill -f 'sleep 7302' || true
-`
+        run: pkill -xf 'sleep %s' || true
+`, arg)
+}
 
 // embeddedWithoutLXC makes the next corral command use a fresh embedded
 // emulator with LXC forced unavailable and no opt-in, and starts a host
@@ -27,12 +34,13 @@ func embeddedWithoutLXC(t *testing.T) (string, *exec.Cmd) {
 	t.Setenv("CORRAL_SIM_TIME_SCALE", "0")
 	t.Setenv("CORRAL_SIM_RUNTIME", "view")
 	t.Setenv("CORRAL_SIM_UNISOLATED", "")
-	host := exec.Command("sleep", "7302")
+	arg := fmt.Sprintf("7302.%09d", rand.IntN(1e9))
+	host := exec.Command("sleep", arg)
 	if err := host.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { host.Process.Kill(); host.Wait() })
-	return writeManifest(t, unisolatedManifest), host
+	return writeManifest(t, unisolatedManifest(arg)), host
 }
 
 // TestApply_refusesUnisolatedGuests (issue 27 item 4): where the emulator

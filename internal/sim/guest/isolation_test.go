@@ -2,7 +2,9 @@ package guest_test
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -33,11 +35,7 @@ func TestGuest_isolation(t *testing.T) {
 	t.Parallel()
 	k := newKit(t)
 	k.needIsolation()
-	host := exec.Command("sleep", "7301")
-	if err := host.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { host.Process.Kill(); host.Wait() }()
+	host, arg := hostSleep(t)
 	k.create(120, map[string]string{"hostname": "iso"})
 	c, err := k.dial(120, client.HostKeyPolicy{TrustOnFirstUse: true})
 	if err != nil {
@@ -50,8 +48,8 @@ func TestGuest_isolation(t *testing.T) {
 		{"hostname is the CT's", "hostname", "stdout: iso"},
 		{"pid 1 is the CT's init (LXC's minimal init)", "cat /proc/1/comm", "stdout: init.lxc.static"},
 		{"init reaps orphans", "(sleep 0.1 &); sleep 0.6; grep -l '^State:.*Z' /proc/[0-9]*/status | wc -l", "stdout: 0"},
-		{"ps sees no host process", "ps -eo comm= | grep -c '^sleep' ; ps -eo args= | grep -c '^sleep 7301' || true", "stdout: 1\nstdout: 0"},
-		{"pkill finds nothing to kill", "pkill -f 'slee[p] 7301'; echo $?", "stdout: 1"},
+		{"ps sees no host process", "ps -eo comm= | grep -c '^sleep' ; ps -eo args= | grep -c '^sleep " + arg + "' || true", "stdout: 1\nstdout: 0"},
+		{"pkill finds nothing to kill", "pkill -xf 'sleep " + arg + "'; echo $?", "stdout: 1"},
 		{"no host network interface", "ls /sys/class/net | grep -v '^lo$' | grep -vc '^eth' || true", "stdout: 0"},
 	}
 	for _, tt := range tests {
@@ -62,8 +60,23 @@ func TestGuest_isolation(t *testing.T) {
 	}
 	// pkill ran to completion above: a kill would show by now.
 	if data, err := os.ReadFile("/proc/" + strconv.Itoa(host.Process.Pid) + "/stat"); err != nil || strings.Contains(string(data), ") Z ") {
-		t.Errorf("the host's sleep 7301 is gone after pkill inside the CT: %v", err)
+		t.Errorf("the host's sleep %s is gone after pkill inside the CT: %v", arg, err)
 	}
+}
+
+// hostSleep starts a host process for a CT's pkill to miss: sleep with
+// an argument (a random fraction) no other process has, so that only
+// the CT's pkill could end it. With a fixed one, another package's test
+// running a pkill unisolated on the host at the same time killed it.
+func hostSleep(t *testing.T) (*exec.Cmd, string) {
+	t.Helper()
+	arg := fmt.Sprintf("7301.%09d", rand.IntN(1e9))
+	host := exec.Command("sleep", arg)
+	if err := host.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { host.Process.Kill(); host.Wait() })
+	return host, arg
 }
 
 // TestGuest_network: eth0 is on the emulator's bridge with the address

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -64,11 +63,7 @@ func TestGuest_unprivilegedUserNamespace(t *testing.T) {
 	t.Parallel()
 	k := newKit(t)
 	k.needUserns()
-	host := exec.Command("sleep", "7302")
-	if err := host.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { host.Process.Kill(); host.Wait() }()
+	host, arg := hostSleep(t)
 	k.create(140, nil)
 	k.create(141, map[string]string{"unprivileged": "0", "features": ""})
 	byUser := "mkdir -p /srv/u && chown 1000:1000 /srv/u && setpriv --reuid 1000 --regid 1000 --clear-groups sh -c 'echo hi > /srv/u/by-1000' && touch /root/by-root && "
@@ -89,7 +84,7 @@ func TestGuest_unprivilegedUserNamespace(t *testing.T) {
 			want: "stdout: 0:0\nstdout: ran"},
 		{vmid: 140, name: "container root writes into the host's directories (copied up into the rootfs)", script: "mkdir -p /usr/local/bin && echo x > /usr/local/bin/mine && stat -c '%u:%g' /usr/local/bin/mine",
 			want: "stdout: 0:0", file: "usr/local/bin/mine", wantOnDisk: "100000:100000"},
-		{vmid: 140, name: "pkill cannot reach the host", script: "pkill -f 'slee[p] 7302'; echo $?; kill -9 " + strconv.Itoa(host.Process.Pid) + " 2>/dev/null; echo $?",
+		{vmid: 140, name: "pkill cannot reach the host", script: "pkill -xf 'sleep " + arg + "'; echo $?; kill -9 " + strconv.Itoa(host.Process.Pid) + " 2>/dev/null; echo $?",
 			want: "stdout: 1\nstdout: 1"},
 		{vmid: 141, name: "a privileged CT has the host's ids", script: "awk '{print $1, $2, $3}' /proc/self/uid_map",
 			want: "stdout: 0 0 4294967295"},
@@ -117,7 +112,7 @@ func TestGuest_unprivilegedUserNamespace(t *testing.T) {
 		}
 	}
 	if data, err := os.ReadFile("/proc/" + strconv.Itoa(host.Process.Pid) + "/stat"); err != nil || strings.Contains(string(data), ") Z ") {
-		t.Errorf("the host's sleep 7302 is gone after pkill inside the CT: %v", err)
+		t.Errorf("the host's sleep %s is gone after pkill inside the CT: %v", arg, err)
 	}
 
 	// A terminal session (nsenter, not lxc-attach) is container root's
