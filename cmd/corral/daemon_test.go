@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -58,9 +59,11 @@ func (d *daemonTest) cleanup() {
 	if code, out, errs := corral(d.t, d.env, "sim", "stop"); code != 0 {
 		d.t.Errorf("sim stop in cleanup: exit %d\n%s%s", code, out, errs)
 	}
-	if rec, ok := d.record(); ok && alive(rec.PID) {
-		d.t.Errorf("the local emulator (pid %d) still runs after sim stop: killing it", rec.PID)
-		syscall.Kill(rec.PID, syscall.SIGKILL)
+	if rec, ok := d.record(); ok {
+		if p := d.emulatorProcess(rec.PID); p != nil && alive(rec.PID) {
+			d.t.Errorf("the local emulator (pid %d) still runs after sim stop: killing it", rec.PID)
+			p.Kill()
+		}
 	}
 	killOrphanGuests(d.dir)
 }
@@ -84,6 +87,38 @@ func killOrphanGuests(dir string) {
 			syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
+}
+
+// emulatorProcess is a handle (a pidfd) on process pid if it is this
+// test's emulator (its command line names the state directory), else
+// nil. Signals go through the handle: they reach that process or none.
+// A number alone may be another process's by the time it is used
+// (pid_max is 32768 on CI's machines and a full run wraps it): a SIGKILL
+// this file once sent by number from a cleanup, to an emulator gone long
+// before, killed a process of another package's test.
+func (d *daemonTest) emulatorProcess(pid int) *os.Process {
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return nil
+	}
+	// Checked after the handle is taken: a process that got the number
+	// after the check cannot be the handle's.
+	cmdline, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+	if err != nil || !slices.Contains(strings.Split(string(cmdline), "\x00"), d.dir) {
+		p.Release()
+		return nil
+	}
+	return p
+}
+
+// mustEmulatorProcess is emulatorProcess, failing the test without one.
+func (d *daemonTest) mustEmulatorProcess(pid int) *os.Process {
+	d.t.Helper()
+	p := d.emulatorProcess(pid)
+	if p == nil {
+		d.t.Fatalf("pid %d is not the local emulator of %s", pid, d.dir)
+	}
+	return p
 }
 
 func (d *daemonTest) record() (daemonRecord, bool) {
@@ -284,7 +319,7 @@ func TestDaemon_killedIsRestarted(t *testing.T) {
 	d := newDaemonTest(t)
 	d.mustRun("apply", "-f", quickstart, "--auto-approve")
 	rec, _ := d.record()
-	if err := syscall.Kill(rec.PID, syscall.SIGKILL); err != nil {
+	if err := d.mustEmulatorProcess(rec.PID).Kill(); err != nil {
 		t.Fatal(err)
 	}
 	waitGone(t, rec.PID)
@@ -409,10 +444,13 @@ func TestDaemon_hungIsReplaced(t *testing.T) {
 	d := newDaemonTest(t)
 	d.mustRun("volumes")
 	rec, _ := d.record()
-	if err := syscall.Kill(rec.PID, syscall.SIGSTOP); err != nil {
+	p := d.mustEmulatorProcess(rec.PID)
+	if err := p.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { syscall.Kill(rec.PID, syscall.SIGKILL) })
+	// Through the handle: by cleanup the next command has killed it and
+	// its number may be any process's.
+	t.Cleanup(func() { p.Kill() })
 	_, errs := d.mustRun("volumes")
 	if !strings.Contains(errs, "started the local Proxmox VE emulator") {
 		t.Fatalf("the command after the emulator hung did not start a new one:\n%s", errs)

@@ -243,6 +243,25 @@ func (d localDaemon) isOurs(pid int) bool {
 	return has("serve") && has("--daemon") && has(d.dir)
 }
 
+// signal sends sig to pid if it is this directory's emulator, through a
+// handle (a pidfd) taken before that check: a process that got the number
+// after the check, once the emulator ended, is not the handle's and gets
+// nothing. One that has ended is not an error.
+func (d localDaemon) signal(pid int, sig syscall.Signal) error {
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return err
+	}
+	defer p.Release()
+	if !d.isOurs(pid) {
+		return nil // ended: another process has the number, or none
+	}
+	if err := p.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return err
+	}
+	return nil
+}
+
 // running is the record of a live emulator of this directory, or nil.
 func (d localDaemon) running() (*daemonRecord, error) {
 	r, err := d.record()
@@ -367,11 +386,11 @@ func (d localDaemon) ensure(ctx context.Context, want daemonSettings, start bool
 				}
 			}
 			log.Warn("the local emulator does not answer: killing it to start it again", "pid", r.PID, "err", err)
-			syscall.Kill(r.PID, syscall.SIGKILL)
+			d.signal(r.PID, syscall.SIGKILL)
 		} else {
 			// It refuses the guests this command opted in to run: none
 			// of them runs, so a restart loses nothing.
-			syscall.Kill(r.PID, syscall.SIGTERM)
+			d.signal(r.PID, syscall.SIGTERM)
 		}
 		if err := d.waitExit(ctx, r.PID, 30*time.Second); err != nil {
 			return nil, fmt.Errorf("the local emulator (pid %d) did not stop: %w; kill -9 %d, then run the command again (its state is kept)", r.PID, err, r.PID)
@@ -576,7 +595,7 @@ func (d localDaemon) stop(ctx context.Context, w io.Writer) (*daemonRecord, erro
 	if err != nil || r == nil {
 		return nil, err
 	}
-	if err := syscall.Kill(r.PID, syscall.SIGTERM); err != nil {
+	if err := d.signal(r.PID, syscall.SIGTERM); err != nil {
 		return nil, fmt.Errorf("stop the local emulator (pid %d): %w", r.PID, err)
 	}
 	if err := d.waitExit(ctx, r.PID, 60*time.Second); err != nil {

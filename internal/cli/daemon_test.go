@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -151,5 +152,48 @@ func TestWaitReleased(t *testing.T) {
 	within("gone", func() { d.waitReleased(context.Background(), gone.Process.Pid, time.Hour) })
 	if !d.stateBusy() {
 		t.Fatal("the other holder's lock is gone")
+	}
+}
+
+// TestDaemonSignal: a signal for the recorded emulator reaches a process
+// whose command line is this directory's `sim serve --daemon`, and not
+// one that has the number but is something else (a number is reused once
+// pid_max wraps); a process that has ended is no error.
+func TestDaemonSignal(t *testing.T) {
+	t.Parallel()
+	d := localDaemon{dir: t.TempDir()}
+	start := func(args ...string) *exec.Cmd {
+		cmd := exec.Command("sh", append([]string{"-c", "sleep 600; :"}, args...)...)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		return cmd
+	}
+	waitState := func(cmd *exec.Cmd) string {
+		err := cmd.Wait()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ProcessState.String()
+		}
+		return fmt.Sprint("exited: ", err)
+	}
+
+	other := start("serve", "--daemon", d.dir+"-other")
+	if err := d.signal(other.Process.Pid, unix.SIGTERM); err != nil {
+		t.Fatalf("signal to another directory's process: %v", err)
+	}
+	ours := start("serve", "--daemon", d.dir)
+	if err := d.signal(ours.Process.Pid, unix.SIGTERM); err != nil {
+		t.Fatalf("signal to the emulator: %v", err)
+	}
+	if got := waitState(ours); got != "signal: terminated" {
+		t.Fatalf("the emulator after SIGTERM: %s", got)
+	}
+	if !processAlive(other.Process.Pid) {
+		t.Fatal("another directory's process got the signal")
+	}
+	if err := d.signal(ours.Process.Pid, unix.SIGTERM); err != nil {
+		t.Fatalf("signal to an emulator that has ended: %v", err)
 	}
 }
