@@ -65,6 +65,7 @@ func ownEnv(t testing.TB, name, value string) {
 // waits until the first ends, then sees its own value; when both are
 // done the variable is as it was.
 func TestOwnEnv(t *testing.T) {
+	testenv.NeedParallel(t, 2) // first waits for second
 	const name = "CORRAL_TEST_OWNENV"
 	os.Unsetenv(name)
 	firstSet := make(chan struct{})

@@ -2,7 +2,9 @@ package testenv
 
 import (
 	"flag"
+	"math"
 	"strconv"
+	"testing"
 )
 
 // DefaultParallel makes n the number of parallel tests of this test
@@ -27,4 +29,28 @@ func defaultParallel(fs *flag.FlagSet, n int) {
 	if !set && fs.Lookup("test.parallel") != nil {
 		fs.Set("test.parallel", strconv.Itoa(n))
 	}
+}
+
+// NeedParallel skips t, saying why, when fewer than n tests may run at
+// once (-parallel): a test whose parallel subtests wait for each other
+// would otherwise hang until the binary's timeout under -parallel 1, a
+// usual way to debug a package.
+func NeedParallel(t testing.TB, n int) {
+	t.Helper()
+	if p := parallel(flag.CommandLine); p < n {
+		t.Skipf("needs %d tests running at once, -parallel is %d", n, p)
+	}
+}
+
+// parallel is fs's test.parallel, or a large number without one.
+func parallel(fs *flag.FlagSet) int {
+	f := fs.Lookup("test.parallel")
+	if f == nil {
+		return math.MaxInt
+	}
+	n, err := strconv.Atoi(f.Value.String())
+	if err != nil {
+		return math.MaxInt
+	}
+	return n
 }

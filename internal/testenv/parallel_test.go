@@ -3,6 +3,8 @@ package testenv
 import (
 	"flag"
 	"io"
+	"math"
+	"strconv"
 	"testing"
 )
 
@@ -27,6 +29,12 @@ func TestDefaultParallel(t *testing.T) {
 		if got := fs.Lookup("test.parallel").Value.String(); got != tc.want {
 			t.Errorf("args %q: parallel %s, want %s", tc.args, got, tc.want)
 		}
+		if got := strconv.Itoa(parallel(fs)); got != tc.want {
+			t.Errorf("args %q: NeedParallel reads %s, want %s", tc.args, got, tc.want)
+		}
+	}
+	if got := parallel(flag.NewFlagSet("t", flag.ContinueOnError)); got != math.MaxInt {
+		t.Errorf("without the flag NeedParallel reads %d, want no limit", got)
 	}
 	// This binary's own flag exists under that name (testing's), so
 	// DefaultParallel reaches it.
