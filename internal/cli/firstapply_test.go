@@ -176,9 +176,13 @@ func TestFirstApplyThatNeedsTwoKeepersOnEachNode(t *testing.T) {
 	c := newCluster(t, pvetest.Nodes(2), pvetest.ViewRuntime())
 	var b strings.Builder
 	b.WriteString("apps:\n")
-	const apps = 110
+	// Names of 40 characters, the most, fill a keeper's Notes with 26
+	// records (plan.RecordLen): 32 apps on each node need two keepers
+	// there. With short names it took 110 apps, as many CT creates.
+	const apps = 64
+	long := strings.Repeat("x", 36)
 	for i := range apps {
-		fmt.Fprintf(&b, "  - name: app%03d\n    node: pve%d\n    template: local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst\n    memory: 16\n    volumes:\n      - {name: data, size: 1G, mount: /srv/data}\n", i, i%2+1)
+		fmt.Fprintf(&b, "  - name: app%03d%s\n    node: pve%d\n    template: local:vztmpl/debian-12-standard_12.12-1_amd64.tar.zst\n    memory: 16\n    volumes:\n      - {name: data%s, size: 1G, mount: /srv/data}\n", i, long[:34], i%2+1, long)
 	}
 	m := writeManifest(t, b.String())
 	ar := c.run("apply", "-f", m, "--auto-approve")
