@@ -123,14 +123,24 @@ func NeedGuestExec(t testing.TB, unavailable error) {
 // naming what it waited for if it never does. It gives up only shortly
 // before the test's own deadline (-timeout; 10 minutes without one), so a
 // slow or loaded machine makes it wait longer, never fail.
+//
+// Between checks it pauses at least as long as the last check took: a
+// cond that runs a corral command or reads a container spends at most
+// half the time checking. Checked every 20 ms, such a cond (tens of
+// milliseconds under -race) had kept a core busy for as long as a test
+// waited on a one-second agent loop.
 func WaitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := GiveUp(t)
-	for pause := time.Millisecond; !cond(); pause = min(2*pause, 20*time.Millisecond) {
+	for pause := time.Millisecond; ; pause = min(2*pause, 20*time.Millisecond) {
+		began := time.Now()
+		if cond() {
+			return
+		}
 		if time.Now().After(deadline) {
 			t.Fatalf("gave up waiting for %s", what)
 		}
-		time.Sleep(pause)
+		time.Sleep(max(pause, time.Since(began)))
 	}
 }
 

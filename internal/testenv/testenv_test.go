@@ -77,6 +77,28 @@ func TestWaitFor(t *testing.T) {
 	}
 }
 
+// TestWaitFor_slowCond: after a check that took long, WaitFor pauses at
+// least as long, so a costly cond takes at most half of the wait.
+func TestWaitFor_slowCond(t *testing.T) {
+	n := 0
+	var checking time.Duration // the checks but the last
+	began := time.Now()
+	testenv.WaitFor(t, "the fourth look", func() bool {
+		start := time.Now()
+		time.Sleep(30 * time.Millisecond)
+		if n++; n == 4 {
+			return true
+		}
+		checking += time.Since(start)
+		return false
+	})
+	// Each of the three failed checks is followed by a pause at least as
+	// long; time.Sleep never returns early, so this holds on any load.
+	if waited := time.Since(began); waited < 2*checking {
+		t.Errorf("waited %s for checks that took %s before the last: it paused less than they took", waited, checking)
+	}
+}
+
 // deadlined is a test with the deadline at.
 type deadlined struct {
 	testing.TB
