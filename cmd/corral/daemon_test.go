@@ -60,9 +60,12 @@ func (d *daemonTest) cleanup() {
 		d.t.Errorf("sim stop in cleanup: exit %d\n%s%s", code, out, errs)
 	}
 	if rec, ok := d.record(); ok {
-		if p := d.emulatorProcess(rec.PID); p != nil && alive(rec.PID) {
-			d.t.Errorf("the local emulator (pid %d) still runs after sim stop: killing it", rec.PID)
-			p.Kill()
+		if p := d.emulatorProcess(rec.PID); p != nil {
+			if alive(rec.PID) {
+				d.t.Errorf("the local emulator (pid %d) still runs after sim stop: killing it", rec.PID)
+				p.Kill()
+			}
+			p.Release()
 		}
 	}
 	killOrphanGuests(d.dir)
@@ -93,7 +96,7 @@ func killOrphanGuests(dir string) {
 // test's emulator (its command line names the state directory), else
 // nil. Signals go through the handle: they reach that process or none.
 // A number alone may be another process's by the time it is used
-// (pid_max is 32768 on CI's machines and a full run wraps it): a SIGKILL
+// (pid_max is 32768 on this project's machine, and a full run wraps it): a SIGKILL
 // this file once sent by number from a cleanup, to an emulator gone long
 // before, killed a process of another package's test.
 func (d *daemonTest) emulatorProcess(pid int) *os.Process {
